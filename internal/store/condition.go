@@ -1,0 +1,89 @@
+package store
+
+import "fmt"
+
+type condKind uint8
+
+const (
+	condAlways condKind = iota
+	condAbsent
+	condPresent
+	condEquals
+	condAbsentOrEquals
+)
+
+// Condition guards a write. Build one with [Always], [IfAbsent], [IfPresent],
+// [IfEquals] or [IfAbsentOrEquals]; the zero value is [Always].
+type Condition struct {
+	kind  condKind
+	attr  string
+	value any
+}
+
+// Always writes whatever the item's current state. Control-plane mutations
+// should not use it; it exists for tests and garbage collection.
+func Always() Condition { return Condition{} }
+
+// IfAbsent holds when no item exists under the pk.
+func IfAbsent() Condition { return Condition{kind: condAbsent} }
+
+// IfPresent holds when an item exists under the pk.
+func IfPresent() Condition { return Condition{kind: condPresent} }
+
+// IfEquals holds when the item exists and its attribute attr equals v.
+func IfEquals(attr string, v any) Condition { return Condition{kind: condEquals, attr: attr, value: v} }
+
+// IfAbsentOrEquals holds when no item exists, or it exists and attr equals v.
+// It is the LLD's "attribute_not_exists(pk) OR updated_at = :seen".
+func IfAbsentOrEquals(attr string, v any) Condition {
+	return Condition{kind: condAbsentOrEquals, attr: attr, value: v}
+}
+
+// AllowsAbsent reports whether the condition holds for a missing item.
+func (c Condition) AllowsAbsent() bool {
+	return c.kind == condAlways || c.kind == condAbsent || c.kind == condAbsentOrEquals
+}
+
+// RequiresAbsent reports whether the condition holds only for a missing item.
+func (c Condition) RequiresAbsent() bool { return c.kind == condAbsent }
+
+// Match returns the attribute and value an existing item must hold, if any.
+func (c Condition) Match() (attr string, v any, ok bool) {
+	if c.kind == condEquals || c.kind == condAbsentOrEquals {
+		return c.attr, c.value, true
+	}
+	return "", nil, false
+}
+
+// Holds evaluates the condition against current (nil when absent). Backends
+// that cannot push the condition down to the server evaluate it with this
+// inside their own atomic section.
+func (c Condition) Holds(current Item) bool {
+	if current == nil {
+		return c.AllowsAbsent()
+	}
+	switch c.kind {
+	case condAlways, condPresent:
+		return true
+	case condAbsent:
+		return false
+	default:
+		v, ok := current[c.attr]
+		return ok && Equal(v, c.value)
+	}
+}
+
+// String describes the condition for errors and dry runs.
+func (c Condition) String() string {
+	switch c.kind {
+	case condAbsent:
+		return "item absent"
+	case condPresent:
+		return "item present"
+	case condEquals:
+		return fmt.Sprintf("%s = %v", c.attr, c.value)
+	case condAbsentOrEquals:
+		return fmt.Sprintf("item absent or %s = %v", c.attr, c.value)
+	}
+	return "always"
+}

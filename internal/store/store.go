@@ -1,0 +1,225 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// PK is the name of the partition key attribute every item carries.
+const PK = "pk"
+
+// TTLAttr is the attribute DynamoDB's TTL feature is pointed at (epoch
+// seconds). It is garbage collection only: expiry is always checked on read.
+const TTLAttr = "ttl"
+
+// Store is the contract of a control-plane item store. Consumers should
+// declare the narrower interface they use (for example just Get and Put) where
+// they use it; this one exists so backends can be checked against the whole
+// contract.
+type Store interface {
+	// Get returns the item stored under pk, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, pk string) (Item, error)
+	// Put writes item (which must carry PK) if cond holds, replacing any
+	// previous item whole. A failed condition returns a *ConditionError.
+	Put(ctx context.Context, item Item, cond Condition) error
+	// Delete removes the item under pk if cond holds. Deleting an absent item
+	// with an Always condition succeeds.
+	Delete(ctx context.Context, pk string, cond Condition) error
+	// Scan yields every item whose pk starts with q.Prefix, in no particular
+	// order. Iteration stops at the first error, which is yielded.
+	Scan(ctx context.Context, q ScanQuery) iter.Seq2[Item, error]
+	// Describe says which store this is, for "acted on" lines and errors.
+	Describe() string
+	// Close releases the store's resources.
+	Close() error
+}
+
+// ScanQuery selects items for [Store.Scan].
+type ScanQuery struct {
+	// Prefix keeps items whose pk starts with it. Empty keeps all.
+	Prefix string
+	// Segments asks the backend to scan in that many parallel segments where
+	// it can (DynamoDB parallel scan). Zero or one scans serially.
+	Segments int
+	// PageSize bounds items per backend request. Zero lets the backend choose.
+	PageSize int
+	// Progress, when set, is called after each page with the running count of
+	// items examined (not only those matched). It may be called from several
+	// goroutines when Segments > 1.
+	Progress func(examined int)
+}
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrNotFound: no item under that key.
+	ErrNotFound = errors.New("item not found")
+	// ErrConditionFailed: the write's condition did not hold; nothing was written.
+	ErrConditionFailed = errors.New("condition failed")
+	// ErrUnavailable: the store could not be reached or answered with a server error.
+	ErrUnavailable = errors.New("store unavailable")
+	// ErrThrottled: the store refused for capacity; retry later. Also matches ErrUnavailable.
+	ErrThrottled = errors.New("store throttled the request")
+	// ErrTableMissing: the table (or database) does not exist.
+	ErrTableMissing = errors.New("table does not exist")
+	// ErrCredentials: credentials are missing, expired or not allowed.
+	ErrCredentials = errors.New("credentials missing, expired or denied")
+	// ErrInvalidItem: the item cannot be stored (no pk, unsupported value type).
+	ErrInvalidItem = errors.New("invalid item")
+)
+
+// ConditionError reports a write refused by its condition. Current is the item
+// as the store held it when the write was refused, when the backend can tell
+// (nil when the item was absent or the backend cannot say).
+type ConditionError struct {
+	PK      string
+	Current Item
+}
+
+func (e *ConditionError) Error() string {
+	return fmt.Sprintf("write to %q refused: %v", e.PK, ErrConditionFailed)
+}
+
+// Is makes errors.Is(err, ErrConditionFailed) true.
+func (e *ConditionError) Is(target error) bool { return target == ErrConditionFailed }
+
+// Item is one stored record. Values are string, int64 or float64 only: use
+// [Item.Set] helpers or plain literals of those types. A float64 that holds a
+// whole number is stored as a number like any other and may read back as int64;
+// use [Item.Float] to read numbers that may be fractional.
+type Item map[string]any
+
+// PK returns the item's partition key, or "".
+func (it Item) PK() string { s, _ := it[PK].(string); return s }
+
+// Str returns the string attribute name, or "" when absent or not a string.
+func (it Item) Str(name string) string { s, _ := it[name].(string); return s }
+
+// Int returns the numeric attribute name truncated to int64.
+func (it Item) Int(name string) (int64, bool) {
+	switch v := it[name].(type) {
+	case int64:
+		return v, true
+	case float64:
+		return int64(v), true
+	}
+	return 0, false
+}
+
+// Float returns the numeric attribute name as float64.
+func (it Item) Float(name string) (float64, bool) {
+	switch v := it[name].(type) {
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
+}
+
+// Clone returns a shallow copy (values are immutable types).
+func (it Item) Clone() Item {
+	out := make(Item, len(it))
+	for k, v := range it {
+		out[k] = v
+	}
+	return out
+}
+
+// Keys returns the attribute names in sorted order.
+func (it Item) Keys() []string {
+	keys := make([]string, 0, len(it))
+	for k := range it {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Validate checks that the item can be stored: a non-empty string pk, and only
+// string, int64 or float64 (finite) values. int is accepted and normalised to
+// int64 by [Normalize].
+func (it Item) Validate() error {
+	if it.PK() == "" {
+		return fmt.Errorf("%w: missing string %q attribute", ErrInvalidItem, PK)
+	}
+	for k, v := range it {
+		if k == "" {
+			return fmt.Errorf("%w: empty attribute name", ErrInvalidItem)
+		}
+		switch x := v.(type) {
+		case string, int64, int:
+		case float64:
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%w: attribute %q is not a finite number", ErrInvalidItem, k)
+			}
+		default:
+			return fmt.Errorf("%w: attribute %q has unsupported type %T", ErrInvalidItem, k, v)
+		}
+	}
+	return nil
+}
+
+// Normalize returns a copy of it with int values widened to int64. Backends
+// call it after Validate.
+func Normalize(it Item) Item {
+	out := make(Item, len(it))
+	for k, v := range it {
+		if i, ok := v.(int); ok {
+			v = int64(i)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// FormatNumber renders a numeric value the way both backends store it: integers
+// in base 10, other floats in the shortest form that round-trips.
+func FormatNumber(v any) (string, bool) {
+	switch x := v.(type) {
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case int:
+		return strconv.Itoa(x), true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	}
+	return "", false
+}
+
+// ParseNumber is FormatNumber's inverse: integer text gives int64, anything
+// else float64.
+func ParseNumber(s string) (any, error) {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return nil, fmt.Errorf("parse number %q: %w", s, err)
+	}
+	return f, nil
+}
+
+// Equal reports whether two attribute values are equal under the store's
+// rules: strings by content, numbers by numeric value whatever their Go type.
+func Equal(a, b any) bool {
+	if as, ok := a.(string); ok {
+		bs, ok := b.(string)
+		return ok && as == bs
+	}
+	af, aok := Item{"x": a}.Float("x")
+	bf, bok := Item{"x": b}.Float("x")
+	if !aok || !bok {
+		return false
+	}
+	ai, aInt := a.(int64)
+	bi, bInt := b.(int64)
+	if aInt && bInt {
+		return ai == bi
+	}
+	return af == bf
+}
