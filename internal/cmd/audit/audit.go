@@ -1,0 +1,107 @@
+// Package audit implements `koshactl audit list`: the audit records of the
+// context's store, newest first.
+package audit
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+)
+
+// NewCmd returns the audit command group.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "audit", Short: "Read the audit log of control-plane changes"}
+	cmd.AddCommand(NewCmdList(f, nil))
+	return cmd
+}
+
+// ListOptions are the parsed flags of audit list.
+type ListOptions struct {
+	Since   time.Duration
+	Subject string
+	Action  string
+	Limit   int
+	Output  string
+}
+
+// NewCmdList builds `audit list`; runF replaces the run function in tests.
+func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
+	opts := &ListOptions{}
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List audit records, newest first (kept 90 days)",
+		Example: "  koshactl audit list --since 2h --subject breaker#openai\n  koshactl audit list --subject 'rl#*' -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if opts.Since < 0 {
+				return cmdutil.Usagef("--since %s is negative: give how far back to look, like 2h", opts.Since)
+			}
+			if opts.Limit < 0 {
+				return cmdutil.Usagef("--limit %d is negative: give a count, or 0 for all", opts.Limit)
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return RunList(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.DurationVar(&opts.Since, "since", 0, "only records newer than this (e.g. 24h); default all retained")
+	fl.StringVar(&opts.Subject, "subject", "", "only records about this subject (breaker#openai; a trailing * matches a prefix)")
+	fl.StringVar(&opts.Action, "action", "", "only records of this action (e.g. breaker.force-open)")
+	fl.IntVar(&opts.Limit, "limit", 50, "show at most this many records (0 for all)")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// ListResult is the JSON output of audit list.
+type ListResult struct {
+	Kind    string         `json:"kind"`
+	Context string         `json:"context"`
+	Store   string         `json:"store"`
+	Items   []audit.Record `json:"items"`
+}
+
+// RunList lists the records.
+func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	now := f.Clock.Now()
+	q := audit.Query{Subject: opts.Subject, Action: opts.Action, Limit: opts.Limit}
+	if opts.Since > 0 {
+		q.Since = now.Add(-opts.Since)
+	}
+	recs, err := audit.NewLog(env.Store, f.Clock, env.Name).List(ctx, q)
+	if err != nil {
+		return err
+	}
+	if recs == nil {
+		recs = []audit.Record{}
+	}
+	io := f.IOStreams
+	if opts.Output != cmdutil.FormatTable {
+		return cmdutil.PrintStructured(io.Out, opts.Output, ListResult{Kind: "AuditRecordList", Context: env.Name,
+			Store: env.Store.Describe(), Items: recs})
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(io.Out, "No audit records match.")
+		return nil
+	}
+	tty := io.IsStdoutTTY()
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tSUBJECT\tOUTCOME\tREASON")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cmdutil.FormatTime(r.Time, now, tty), r.Actor, r.Action,
+			r.Subject, r.Outcome, r.Reason)
+	}
+	return tw.Flush()
+}

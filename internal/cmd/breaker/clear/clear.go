@@ -1,0 +1,184 @@
+// Package clear implements `koshactl breaker clear`: delete fleet-wide
+// forced_open overrides, idempotently.
+package clear
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+)
+
+// Options are the parsed flags and arguments.
+type Options struct {
+	Dependencies []string
+	All          bool
+	Reason       string
+	DryRun       bool
+	Yes          bool
+	Output       string
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "clear [DEPENDENCY...] [--all]",
+		Short: "Clear forced_open overrides so breakers follow their own state again",
+		Long: heredoc.Doc(`
+			Delete the forced_open override of each dependency. Gateway instances return
+			to their own breaker state within their override cache period.
+
+			Clearing a dependency that is not forced succeeds and says so, so scripts and
+			CI can clear unconditionally. If someone re-forced the override since it was
+			read, nothing is deleted and the command reports the conflict.
+		`),
+		Example: heredoc.Doc(`
+			koshactl breaker clear openai --reason "provider recovered"
+			koshactl breaker clear --all --dry-run
+		`),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Dependencies = args
+			if opts.All == (len(args) > 0) {
+				return cmdutil.Usagef("name the dependencies to clear, or pass --all (not both)")
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&opts.All, "all", false, "clear every override in the store")
+	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Result is the JSON output of clear.
+type Result struct {
+	Kind    string       `json:"kind"`
+	Context string       `json:"context"`
+	Store   string       `json:"store"`
+	DryRun  bool         `json:"dry_run"`
+	Results []ItemResult `json:"results"`
+}
+
+// ItemResult is what happened to one dependency.
+type ItemResult struct {
+	Dependency string `json:"dependency"`
+	// Action is cleared, already-clear, would-clear.
+	Action  string               `json:"action"`
+	Before  *shared.OverrideView `json:"before"`
+	AuditID string               `json:"audit_id,omitempty"`
+}
+
+// Run clears the overrides.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+	if err := shared.ValidateReason(opts.Reason, false); err != nil {
+		return err
+	}
+	for _, d := range opts.Dependencies {
+		if err := breaker.ValidateDependency(d); err != nil {
+			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		}
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	ov := breaker.NewOverrides(env.Store, f.Clock)
+	deps := opts.Dependencies
+	if opts.All {
+		all, err := ov.List(ctx)
+		if err != nil {
+			return err
+		}
+		deps = deps[:0]
+		for _, o := range all {
+			deps = append(deps, o.Dependency)
+		}
+	}
+	now := f.Clock.Now()
+	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
+	var actor string
+	if !opts.DryRun && len(deps) > 0 {
+		if err := cmdutil.ConfirmProtected(f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps))); err != nil {
+			return err
+		}
+		if actor, err = env.Actor(ctx); err != nil {
+			return err
+		}
+	}
+	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	var failure error
+	for _, dep := range deps {
+		res, err := ov.Clear(ctx, dep, opts.DryRun)
+		if err != nil {
+			failure = fmt.Errorf("clear %s: %w", dep, err)
+			break
+		}
+		item := ItemResult{Dependency: dep, Before: shared.ViewPtr(res.Before, now)}
+		switch {
+		case res.Before == nil:
+			item.Action = "already-clear"
+		case opts.DryRun:
+			item.Action = "would-clear"
+		default:
+			item.Action = "cleared"
+			rec, aerr := log.Append(ctx, audit.Entry{Actor: actor, Action: "breaker.clear",
+				Subject: breaker.OverrideKey(dep), Reason: opts.Reason, Before: item.Before})
+			if aerr != nil {
+				failure = fmt.Errorf("%s was cleared, but %w", dep, aerr)
+			} else {
+				item.AuditID = rec.ID
+			}
+		}
+		out.Results = append(out.Results, item)
+		if failure != nil {
+			break
+		}
+	}
+	if err := print(f, opts, env, out, now); err != nil {
+		return err
+	}
+	return failure
+}
+
+func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
+	io := f.IOStreams
+	if opts.Output != cmdutil.FormatTable {
+		return cmdutil.PrintStructured(io.Out, opts.Output, out)
+	}
+	if len(out.Results) == 0 && opts.All {
+		fmt.Fprintln(io.Out, "No overrides to clear.")
+	}
+	for _, r := range out.Results {
+		switch r.Action {
+		case "already-clear":
+			fmt.Fprintf(io.Out, "%s was not forced open: nothing to clear\n", r.Dependency)
+		default:
+			verb := map[string]string{"cleared": "Cleared", "would-clear": "Would clear"}[r.Action]
+			note := ""
+			if !r.Before.Active {
+				note = " (it had already expired)"
+			}
+			fmt.Fprintf(io.Out, "%s override on %s set by %s%s\n", verb, r.Dependency, r.Before.Actor, note)
+		}
+	}
+	prefix := "acted on"
+	if opts.DryRun {
+		prefix = "dry run, nothing written; would act on"
+	}
+	fmt.Fprintf(io.ErrOut, "%s %s\n", prefix, env.Describe())
+	return nil
+}

@@ -1,0 +1,253 @@
+// Package forceopen implements `koshactl breaker force-open`: set the
+// fleet-wide forced_open override of one or more dependencies.
+package forceopen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+)
+
+// DefaultFor is how long an override lasts when neither --for nor --until is given.
+const DefaultFor = time.Hour
+
+// Options are the parsed flags and arguments.
+type Options struct {
+	Dependencies []string
+	Reason       string
+	For          time.Duration
+	ForSet       bool
+	Until        string
+	NoExpiry     bool
+	Overwrite    bool
+	AllowUnknown bool
+	DryRun       bool
+	Yes          bool
+	Output       string
+}
+
+// NewCmd builds the command. runF, when non-nil, replaces the run function
+// (tests use it to capture parsed options).
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "force-open DEPENDENCY...",
+		Short: "Force dependencies' breakers open across the whole fleet",
+		Long: heredoc.Doc(`
+			Write the fleet-wide forced_open override of each dependency. Every gateway
+			instance sees it within its override cache period (5 s) and fails calls to
+			that dependency fast, as if its breaker were open.
+
+			A reason is required. The override expires after --for (default 1h) or at
+			--until, capped by the context's max-override; --no-expiry needs --yes.
+			An override already set by someone else is a conflict unless --overwrite.
+		`),
+		Example: heredoc.Doc(`
+			koshactl breaker force-open openai --reason "provider incident INC-142" --for 30m
+			koshactl breaker force-open core-api screening-sim --reason "failover drill" --until 2026-11-29T18:00:00Z
+			koshactl breaker force-open openai --reason "planned" --dry-run -o json
+		`),
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Dependencies = args
+			opts.ForSet = c.Flags().Changed("for")
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (required; shown to everyone who reads the override)")
+	fl.DurationVar(&opts.For, "for", DefaultFor, "how long the override lasts")
+	fl.StringVar(&opts.Until, "until", "", "when the override lapses (RFC3339, e.g. 2026-11-29T18:00:00Z)")
+	fl.BoolVar(&opts.NoExpiry, "no-expiry", false, "never expire (requires --yes)")
+	fl.BoolVar(&opts.Overwrite, "overwrite", false, "replace an active override set by someone else")
+	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts, --no-expiry)")
+	cmd.MarkFlagsMutuallyExclusive("for", "until", "no-expiry")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Result is the JSON output of force-open.
+type Result struct {
+	Kind    string       `json:"kind"`
+	Context string       `json:"context"`
+	Store   string       `json:"store"`
+	DryRun  bool         `json:"dry_run"`
+	Results []ItemResult `json:"results"`
+}
+
+// ItemResult is what happened to one dependency.
+type ItemResult struct {
+	Dependency string `json:"dependency"`
+	// Action is forced, replaced, would-force or would-replace.
+	Action   string               `json:"action"`
+	Override shared.OverrideView  `json:"override"`
+	Before   *shared.OverrideView `json:"before"`
+	AuditID  string               `json:"audit_id,omitempty"`
+
+	res breaker.ForceResult
+}
+
+func (o *Options) expiry(now time.Time, maxFor time.Duration) (time.Time, error) {
+	switch {
+	case o.NoExpiry:
+		if !o.Yes {
+			return time.Time{}, cmdutil.Usagef("--no-expiry leaves the fleet degraded until someone clears it: add --yes to confirm, or use --for")
+		}
+		return time.Time{}, nil
+	case o.Until != "":
+		t, err := time.Parse(time.RFC3339, o.Until)
+		if err != nil {
+			return time.Time{}, cmdutil.Usagef("--until %q is not an RFC3339 time: write it like 2026-11-29T18:00:00Z", o.Until)
+		}
+		if !t.After(now) {
+			return time.Time{}, cmdutil.Usagef("--until %s is in the past: give a future time, or use --for", o.Until)
+		}
+		if t.Sub(now) > maxFor {
+			return time.Time{}, cmdutil.Usagef("--until is %s away, over this context's max-override of %s: pick an earlier time", cmdutil.HumanDuration(t.Sub(now)), maxFor)
+		}
+		return t, nil
+	}
+	if o.For <= 0 {
+		return time.Time{}, cmdutil.Usagef("--for %s is not positive: give a duration like 30m or 2h", o.For)
+	}
+	if o.For > maxFor {
+		return time.Time{}, cmdutil.Usagef("--for %s is over this context's max-override of %s: use a shorter duration (or raise max-override with koshactl config set-context)", o.For, maxFor)
+	}
+	return now.Add(o.For), nil
+}
+
+// Run forces the overrides. Every argument is checked, and every current
+// override read, before the first write, so bad input or a conflict changes
+// nothing.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+	if err := shared.ValidateReason(opts.Reason, true); err != nil {
+		return err
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	if err := shared.CheckDependencies(opts.Dependencies, env.Context.KnownDependencies(), opts.AllowUnknown); err != nil {
+		return err
+	}
+	now := f.Clock.Now()
+	expires, err := opts.expiry(now, env.Context.MaxOverrideDuration())
+	if err != nil {
+		return err
+	}
+	actor, err := env.Actor(ctx)
+	if err != nil {
+		return err
+	}
+	ov := breaker.NewOverrides(env.Store, f.Clock)
+	// Plan every dependency first (a dry run of each): conflicts surface before
+	// anything is written.
+	plans := make([]breaker.ForceResult, 0, len(opts.Dependencies))
+	for _, dep := range opts.Dependencies {
+		p, err := ov.Force(ctx, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, Actor: actor,
+			ExpiresAt: expires, Overwrite: opts.Overwrite, DryRun: true})
+		if err != nil {
+			return conflictHint(err)
+		}
+		plans = append(plans, p)
+	}
+	out := Result{Kind: "BreakerForceResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun}
+	if !opts.DryRun {
+		if err := cmdutil.ConfirmProtected(f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans))); err != nil {
+			return err
+		}
+	}
+	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	var failure error
+	for i, dep := range opts.Dependencies {
+		res := plans[i]
+		if !opts.DryRun {
+			res, err = ov.Force(ctx, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, Actor: actor,
+				ExpiresAt: expires, Overwrite: opts.Overwrite})
+			if err != nil {
+				failure = fmt.Errorf("force-open %s: %w", dep, conflictHint(err))
+				break
+			}
+		}
+		item := ItemResult{Dependency: dep, Action: action(res, opts.DryRun),
+			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), res: res}
+		if !opts.DryRun {
+			rec, aerr := log.Append(ctx, audit.Entry{Actor: actor, Action: "breaker.force-open",
+				Subject: breaker.OverrideKey(dep), Reason: opts.Reason,
+				Before: item.Before, After: item.Override})
+			if aerr != nil {
+				out.Results = append(out.Results, item)
+				failure = fmt.Errorf("%s was forced open, but %w", dep, aerr)
+				break
+			}
+			item.AuditID = rec.ID
+		}
+		out.Results = append(out.Results, item)
+	}
+	if err := print(f, opts, env, out, now); err != nil {
+		return err
+	}
+	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(opts.Dependencies) {
+		failure = fmt.Errorf("%w (the overrides listed above were written; the rest were not)", failure)
+	}
+	return failure
+}
+
+func conflictHint(err error) error {
+	var ce *breaker.ConflictError
+	if errors.As(err, &ce) && !ce.Raced {
+		return fmt.Errorf("%w: pass --overwrite to replace it, or coordinate with %s", err, ce.Current.Actor)
+	}
+	return err
+}
+
+func action(r breaker.ForceResult, dry bool) string {
+	a := "forced"
+	if r.Replaced {
+		a = "replaced"
+	}
+	if dry {
+		return "would-" + map[string]string{"forced": "force", "replaced": "replace"}[a]
+	}
+	return a
+}
+
+func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
+	io := f.IOStreams
+	if opts.Output != cmdutil.FormatTable {
+		return cmdutil.PrintStructured(io.Out, opts.Output, out)
+	}
+	tty := io.IsStdoutTTY()
+	for _, r := range out.Results {
+		verb := map[string]string{"forced": "Forced open", "replaced": "Replaced override, forced open",
+			"would-force": "Would force open", "would-replace": "Would replace override, force open"}[r.Action]
+		exp := "never expires"
+		if r.res.After.Expires() {
+			exp = "expires " + cmdutil.FormatTime(r.res.After.ExpiresAt, now, tty)
+		}
+		fmt.Fprintf(io.Out, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, r.Override.Reason)
+		if r.Before != nil && r.Before.Active {
+			fmt.Fprintf(io.Out, "  previously forced by %s: %s\n", r.Before.Actor, r.Before.Reason)
+		}
+	}
+	prefix := "acted on"
+	if opts.DryRun {
+		prefix = "dry run, nothing written; would act on"
+	}
+	fmt.Fprintf(io.ErrOut, "%s %s\n", prefix, env.Describe())
+	return nil
+}

@@ -1,0 +1,163 @@
+// Package shared holds what the breaker override commands have in common:
+// dependency checks against the context's known list, and the JSON view of an
+// override (docs/contracts/cli-output.md).
+package shared
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+)
+
+// CheckDependencies validates every name and, unless allowUnknown, refuses
+// names the context does not know, suggesting the closest known one: a typo
+// like open-ai would otherwise be a silent no-op across the fleet.
+func CheckDependencies(names, known []string, allowUnknown bool) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if err := breaker.ValidateDependency(n); err != nil {
+			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		}
+		if seen[n] {
+			return cmdutil.Usagef("dependency %q is named twice", n)
+		}
+		seen[n] = true
+		if allowUnknown || contains(known, n) {
+			continue
+		}
+		msg := fmt.Sprintf("unknown dependency %q: this context knows %s", n, strings.Join(known, ", "))
+		if s := closest(n, known); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return cmdutil.Usagef("%s; add it with koshactl config set-context --add-dependency, or pass --allow-unknown", msg)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// closest returns the known name nearest to n by edit distance, if close.
+func closest(n string, known []string) string {
+	best, bestD := "", 3
+	norm := func(s string) string { return strings.NewReplacer("-", "", "_", "").Replace(s) }
+	for _, k := range known {
+		d := distance(norm(n), norm(k))
+		if d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// ValidateReason checks an operator's reason: required, one line, bounded.
+func ValidateReason(reason string, required bool) error {
+	r := strings.TrimSpace(reason)
+	if r == "" {
+		if required {
+			return cmdutil.Usagef("a reason is required: pass --reason \"what is happening\" (it is shown to everyone who looks at this override)")
+		}
+		return nil
+	}
+	if len(r) > breaker.MaxReasonLen {
+		return cmdutil.Usagef("reason is %d characters: keep it under %d and link to details instead", len(r), breaker.MaxReasonLen)
+	}
+	for _, c := range r {
+		if c < 0x20 || c == 0x7f {
+			return cmdutil.Usagef("reason contains a control character: keep it to one line of plain text")
+		}
+	}
+	return nil
+}
+
+// OverrideView is the stable JSON shape of an override.
+type OverrideView struct {
+	Dependency       string  `json:"dependency"`
+	State            string  `json:"state"`
+	Active           bool    `json:"active"`
+	Reason           string  `json:"reason"`
+	Actor            string  `json:"actor"`
+	CreatedAt        *string `json:"created_at"`
+	ExpiresAt        *string `json:"expires_at"`
+	ExpiresInSeconds *int64  `json:"expires_in_seconds"`
+	Version          int64   `json:"version"`
+}
+
+// View converts an override for output at now.
+func View(o breaker.Override, now time.Time) OverrideView {
+	v := OverrideView{
+		Dependency: o.Dependency, State: o.State, Active: o.ActiveAt(now), Reason: o.Reason, Actor: o.Actor,
+		CreatedAt: cmdutil.TimeOrNil(o.CreatedAt), ExpiresAt: cmdutil.TimeOrNil(o.ExpiresAt), Version: o.Version,
+	}
+	if o.Expires() {
+		s := int64(o.ExpiresAt.Sub(now).Seconds())
+		s = max(s, 0)
+		v.ExpiresInSeconds = &s
+	}
+	return v
+}
+
+// ViewPtr is View for an optional override.
+func ViewPtr(o *breaker.Override, now time.Time) *OverrideView {
+	if o == nil {
+		return nil
+	}
+	v := View(*o, now)
+	return &v
+}
+
+// StateLabel is the human label of an override's state at now.
+func StateLabel(o breaker.Override, now time.Time) string {
+	if o.ActiveAt(now) {
+		return "forced_open"
+	}
+	if o.State == breaker.OverrideStateForcedOpen {
+		return "expired"
+	}
+	return o.State + " (inactive)"
+}
+
+// Expiry renders when an override lapses, for tables.
+func Expiry(o breaker.Override, now time.Time, tty bool) string {
+	if !o.Expires() {
+		return "never"
+	}
+	return cmdutil.FormatTime(o.ExpiresAt, now, tty)
+}
+
+// SortedCopy returns names sorted.
+func SortedCopy(names []string) []string {
+	out := append([]string(nil), names...)
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,381 @@
+// Package config implements `koshactl config`: view the configuration and
+// manage named contexts without editing YAML by hand.
+package config
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/config"
+)
+
+// NewCmd returns the config command group.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Manage contexts: which store, dependencies, keys and metrics koshactl uses",
+		Long: heredoc.Doc(`
+			koshactl reads its contexts from $KOSHACTL_CONFIG, else the user config dir
+			(koshactl/config.yaml). With no file at all it uses the built-in "local"
+			context, backed by the embedded store under the user state dir.
+		`),
+	}
+	cmd.AddCommand(newView(f), newGetContexts(f), newCurrent(f), newUse(f), NewCmdSetContext(f, nil), newDelete(f))
+	return cmd
+}
+
+func newView(f *cmdutil.Factory) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "view",
+		Short: "Print the configuration (built-in local context included)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			file, err := f.Config()
+			if err != nil {
+				return err
+			}
+			view := struct {
+				Path           string                     `json:"path"`
+				Exists         bool                       `json:"exists"`
+				CurrentContext string                     `json:"current-context"`
+				Contexts       map[string]*config.Context `json:"contexts"`
+			}{file.Path(), file.Exists(), file.Current(), map[string]*config.Context{}}
+			for _, n := range file.Names() {
+				view.Contexts[n], _ = file.Context(n)
+			}
+			if output == cmdutil.FormatTable {
+				output = cmdutil.FormatYAML
+			}
+			return cmdutil.PrintStructured(f.IOStreams.Out, output, view)
+		},
+	}
+	cmdutil.AddOutputFlag(cmd, &output)
+	return cmd
+}
+
+func newGetContexts(f *cmdutil.Factory) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "get-contexts",
+		Short: "List contexts",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			file, err := f.Config()
+			if err != nil {
+				return err
+			}
+			type row struct {
+				Name      string `json:"name"`
+				Current   bool   `json:"current"`
+				Store     string `json:"store"`
+				Protected bool   `json:"protected"`
+			}
+			rows := []row{}
+			for _, n := range file.Names() {
+				ctx, _ := file.Context(n)
+				rows = append(rows, row{n, n == file.Current(), describeStore(ctx), ctx.Protected})
+			}
+			if output != cmdutil.FormatTable {
+				return cmdutil.PrintStructured(f.IOStreams.Out, output, map[string]any{"kind": "ContextList", "items": rows})
+			}
+			tw := tabwriter.NewWriter(f.IOStreams.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "CURRENT\tNAME\tSTORE\tPROTECTED")
+			for _, r := range rows {
+				mark := ""
+				if r.Current {
+					mark = "*"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", mark, r.Name, r.Store, r.Protected)
+			}
+			return tw.Flush()
+		},
+	}
+	cmdutil.AddOutputFlag(cmd, &output)
+	return cmd
+}
+
+func describeStore(c *config.Context) string {
+	if d := c.Store.DynamoDB; d != nil {
+		s := fmt.Sprintf("dynamodb %s (%s)", d.Table, d.Region)
+		if d.EndpointURL != "" {
+			s += " at " + d.EndpointURL
+		}
+		return s
+	}
+	p, err := c.LocalStorePath()
+	if err != nil {
+		return "embedded (state dir unknown)"
+	}
+	return "embedded " + p
+}
+
+func newCurrent(f *cmdutil.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "current-context",
+		Short: "Print the current context's name",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			file, err := f.Config()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(f.IOStreams.Out, file.Current())
+			return nil
+		},
+	}
+}
+
+func newUse(f *cmdutil.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "use-context NAME",
+		Short: "Make NAME the current context",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			file, err := f.Config()
+			if err != nil {
+				return err
+			}
+			if _, err := file.Context(args[0]); err != nil {
+				return err
+			}
+			file.CurrentContext = args[0]
+			if err := file.Save(); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IOStreams.Out, "Switched to context %q.\n", args[0])
+			return nil
+		},
+	}
+}
+
+func newDelete(f *cmdutil.Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete-context NAME",
+		Short: "Remove a context from the config file",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			file, err := f.Config()
+			if err != nil {
+				return err
+			}
+			if _, ok := file.Contexts[args[0]]; !ok {
+				return cmdutil.WithCode(cmdutil.ExitNotFound, fmt.Errorf("%w %q in %s", config.ErrNoContext, args[0], file.Path()))
+			}
+			delete(file.Contexts, args[0])
+			if file.CurrentContext == args[0] {
+				file.CurrentContext = ""
+			}
+			if err := file.Save(); err != nil {
+				return err
+			}
+			fmt.Fprintf(f.IOStreams.Out, "Deleted context %q.\n", args[0])
+			return nil
+		},
+	}
+}
+
+// SetContextOptions are the flags of set-context. Only flags given change
+// the context; the rest keep their value.
+type SetContextOptions struct {
+	Name              string
+	Table             string
+	Region            string
+	Profile           string
+	EndpointURL       string
+	IMDS              bool
+	StaticCredentials bool
+	Local             string
+	Protected         bool
+	Dependencies      []string
+	AddDependencies   []string
+	MaxOverride       time.Duration
+	ChaosSecretID     string
+	ChaosKeyFile      string
+	ChaosKeyEnv       string
+	ChaosTargets      []string
+	CloudWatchNS      string
+	PrometheusURL     string
+	RLCapacity        float64
+	RLRefill          float64
+	Use               bool
+
+	changed func(string) bool
+}
+
+// localDefault is --local's value when given without a path.
+const localDefault = "\x00default"
+
+// NewCmdSetContext builds `config set-context`; runF replaces the run function in tests.
+func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContextOptions) error) *cobra.Command {
+	opts := &SetContextOptions{}
+	cmd := &cobra.Command{
+		Use:   "set-context NAME",
+		Short: "Create or change a context",
+		Example: heredoc.Doc(`
+			koshactl config set-context prod --table kosha-control --region eu-west-1 --profile ops --protected
+			koshactl config set-context dev --table kosha-control --region us-east-1 --endpoint-url http://127.0.0.1:8000 --static-credentials
+			koshactl config set-context scratch --local /tmp/scratch.db
+		`),
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			opts.changed = c.Flags().Changed
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return RunSetContext(f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Table, "table", "", "DynamoDB table (default "+config.DefaultTable+" for a new DynamoDB context)")
+	fl.StringVar(&opts.Region, "region", "", "AWS region")
+	fl.StringVar(&opts.Profile, "profile", "", "AWS shared-config profile")
+	fl.StringVar(&opts.EndpointURL, "endpoint-url", "", "DynamoDB-compatible endpoint (DynamoDB Local, LocalStack, dynalite)")
+	fl.BoolVar(&opts.IMDS, "imds", false, "let credentials come from EC2 instance metadata (off: the probe hangs off EC2)")
+	fl.BoolVar(&opts.StaticCredentials, "static-credentials", false, "use dummy credentials (local DynamoDB-compatible endpoints only)")
+	fl.StringVar(&opts.Local, "local", "", "use the embedded store (optionally at PATH)")
+	fl.Lookup("local").NoOptDefVal = localDefault
+	fl.BoolVar(&opts.Protected, "protected", false, "require typed confirmation or --yes for every mutation")
+	fl.StringSliceVar(&opts.Dependencies, "dependencies", nil, "replace the known dependencies (comma-separated)")
+	fl.StringSliceVar(&opts.AddDependencies, "add-dependency", nil, "add known dependencies")
+	fl.DurationVar(&opts.MaxOverride, "max-override", 0, "longest override allowed (default 24h)")
+	fl.StringVar(&opts.ChaosSecretID, "chaos-secret-id", "", "Secrets Manager secret holding the chaos signing key")
+	fl.StringVar(&opts.ChaosKeyFile, "chaos-key-file", "", "file holding the chaos signing key (mode 0600)")
+	fl.StringVar(&opts.ChaosKeyEnv, "chaos-key-env", "", "environment variable holding the chaos signing key")
+	fl.StringSliceVar(&opts.ChaosTargets, "chaos-targets", nil, "dependencies chaos headers may target")
+	fl.StringVar(&opts.CloudWatchNS, "cloudwatch-namespace", "", "read breaker_state from CloudWatch in this namespace")
+	fl.StringVar(&opts.PrometheusURL, "prometheus-url", "", "read breaker_state by scraping this /metrics URL")
+	fl.Float64Var(&opts.RLCapacity, "ratelimit-capacity", 0, "token bucket capacity (default 20)")
+	fl.Float64Var(&opts.RLRefill, "ratelimit-refill", 0, "token bucket refill per second (default 1)")
+	fl.BoolVar(&opts.Use, "use", false, "also make it the current context")
+	cmd.MarkFlagsMutuallyExclusive("local", "table")
+	cmd.MarkFlagsMutuallyExclusive("local", "endpoint-url")
+	cmd.MarkFlagsMutuallyExclusive("cloudwatch-namespace", "prometheus-url")
+	return cmd
+}
+
+// RunSetContext applies the options and saves the file.
+func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
+	if err := config.ValidateName(o.Name); err != nil {
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+	}
+	file, err := f.Config()
+	if err != nil {
+		return err
+	}
+	if file.Contexts == nil {
+		file.Contexts = map[string]*config.Context{}
+	}
+	ctx, existed := file.Contexts[o.Name]
+	if !existed {
+		ctx = &config.Context{}
+	}
+	ch := o.changed
+	awsFlag := ch("table") || ch("region") || ch("profile") || ch("endpoint-url") || ch("imds") || ch("static-credentials")
+	switch {
+	case ch("local"):
+		ctx.Store = config.StoreConfig{Local: &config.LocalStore{}}
+		if o.Local != localDefault {
+			if o.Local == "" {
+				return cmdutil.Usagef("--local takes a file path, or no value for the default location")
+			}
+			ctx.Store.Local.Path = o.Local
+		}
+	case awsFlag:
+		if ctx.Store.DynamoDB == nil {
+			ctx.Store = config.StoreConfig{DynamoDB: &config.DynamoDBStore{Table: config.DefaultTable}}
+		}
+		d := ctx.Store.DynamoDB
+		set(ch, "table", &d.Table, o.Table)
+		set(ch, "region", &d.Region, o.Region)
+		set(ch, "profile", &d.Profile, o.Profile)
+		set(ch, "endpoint-url", &d.EndpointURL, o.EndpointURL)
+		set(ch, "imds", &d.IMDS, o.IMDS)
+		set(ch, "static-credentials", &d.StaticCredentials, o.StaticCredentials)
+		if d.StaticCredentials && d.EndpointURL == "" {
+			return cmdutil.Usagef("--static-credentials is only for local DynamoDB-compatible endpoints: also give --endpoint-url")
+		}
+	case !existed:
+		return cmdutil.Usagef("a new context needs a store: --local [PATH], or --table/--region for DynamoDB")
+	}
+	set(ch, "protected", &ctx.Protected, o.Protected)
+	if ch("dependencies") || ch("add-dependency") {
+		deps := ctx.KnownDependencies()
+		if ch("dependencies") {
+			deps = o.Dependencies
+		}
+		deps = append(deps, o.AddDependencies...)
+		seen := map[string]bool{}
+		ctx.Dependencies = nil
+		for _, d := range deps {
+			if err := breaker.ValidateDependency(d); err != nil {
+				return cmdutil.WithCode(cmdutil.ExitUsage, err)
+			}
+			if !seen[d] {
+				seen[d] = true
+				ctx.Dependencies = append(ctx.Dependencies, d)
+			}
+		}
+	}
+	if ch("max-override") {
+		if o.MaxOverride <= 0 || o.MaxOverride > 30*24*time.Hour {
+			return cmdutil.Usagef("--max-override %s is out of range: give a duration between 1m and 720h", o.MaxOverride)
+		}
+		ctx.MaxOverride = config.Duration(o.MaxOverride)
+	}
+	set(ch, "chaos-secret-id", &ctx.Chaos.SecretID, o.ChaosSecretID)
+	set(ch, "chaos-key-file", &ctx.Chaos.KeyFile, o.ChaosKeyFile)
+	set(ch, "chaos-key-env", &ctx.Chaos.KeyEnv, o.ChaosKeyEnv)
+	set(ch, "chaos-targets", &ctx.Chaos.Targets, o.ChaosTargets)
+	if ch("cloudwatch-namespace") {
+		ctx.Metrics = config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{Namespace: o.CloudWatchNS}}
+	}
+	if ch("prometheus-url") {
+		ctx.Metrics = config.MetricsConfig{Prometheus: &config.PrometheusMetrics{URL: o.PrometheusURL}}
+	}
+	if ch("ratelimit-capacity") {
+		if o.RLCapacity < 1 {
+			return cmdutil.Usagef("--ratelimit-capacity %g is below 1: a bucket must hold at least one token", o.RLCapacity)
+		}
+		ctx.RateLimit.Capacity = o.RLCapacity
+	}
+	if ch("ratelimit-refill") {
+		if o.RLRefill <= 0 {
+			return cmdutil.Usagef("--ratelimit-refill %g is not positive: give tokens per second, like 1", o.RLRefill)
+		}
+		ctx.RateLimit.RefillPerSecond = o.RLRefill
+	}
+	if err := ctx.Validate(o.Name); err != nil {
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+	}
+	file.Contexts[o.Name] = ctx
+	if o.Use {
+		file.CurrentContext = o.Name
+	}
+	if err := file.Save(); err != nil {
+		return err
+	}
+	verb := "Created"
+	if existed {
+		verb = "Updated"
+	}
+	fmt.Fprintf(f.IOStreams.Out, "%s context %q (%s) in %s\n", verb, o.Name, describeStore(ctx), file.Path())
+	if ctx.Store.DynamoDB != nil && ctx.Store.DynamoDB.EndpointURL == "" && !ctx.Protected {
+		fmt.Fprintf(f.IOStreams.ErrOut, "note: %q points at real AWS and is not protected; consider --protected\n", o.Name)
+	}
+	return nil
+}
+
+func set[T any](changed func(string) bool, flag string, dst *T, v T) {
+	if changed(flag) {
+		*dst = v
+	}
+}

@@ -1,0 +1,79 @@
+package cmdutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// Exit codes, documented in docs/exit-codes.md. Scripts may rely on them.
+const (
+	ExitOK          = 0   // success, including "already done"
+	ExitError       = 1   // an unexpected failure, or a check that did not pass
+	ExitUsage       = 2   // bad flags, arguments or input; nothing was done
+	ExitNotFound    = 3   // the named thing does not exist
+	ExitConflict    = 4   // someone else holds it or changed it; nothing was done
+	ExitUnavailable = 5   // the store or an AWS service could not be reached, throttled, or the table is missing
+	ExitAuth        = 6   // credentials missing, expired or denied
+	ExitRefused     = 7   // a protected context needs confirmation (--yes) or it was declined
+	ExitAudit       = 8   // the change was made but its audit record could not be written
+	ExitCancelled   = 130 // interrupted (SIGINT)
+)
+
+// ExitErr carries an exit code with an error.
+type ExitErr struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitErr) Error() string { return e.Err.Error() }
+func (e *ExitErr) Unwrap() error { return e.Err }
+
+// WithCode attaches an exit code to err.
+func WithCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &ExitErr{Code: code, Err: err}
+}
+
+// Usagef returns a usage error (exit 2) with a formatted message.
+func Usagef(format string, args ...any) error {
+	return &ExitErr{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// ErrSilent is returned by commands that already printed their failure and
+// only need a non-zero exit (e.g. chaos verify explaining each check).
+var ErrSilent = errors.New("silent failure")
+
+// ExitCode maps an error to the documented exit code.
+func ExitCode(err error) int {
+	var ee *ExitErr
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.Code
+	case errors.Is(err, context.Canceled):
+		return ExitCancelled
+	case errors.Is(err, audit.ErrAuditWrite):
+		return ExitAudit
+	case errors.Is(err, breaker.ErrConflict), errors.Is(err, store.ErrConditionFailed), errors.Is(err, config.ErrChanged):
+		return ExitConflict
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, config.ErrNoContext):
+		return ExitNotFound
+	case errors.Is(err, store.ErrCredentials):
+		return ExitAuth
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrThrottled), errors.Is(err, store.ErrTableMissing),
+		errors.Is(err, context.DeadlineExceeded):
+		return ExitUnavailable
+	case errors.Is(err, breaker.ErrInvalidDependency), errors.Is(err, config.ErrInvalid):
+		return ExitUsage
+	}
+	return ExitError
+}

@@ -1,0 +1,55 @@
+package cmdutil
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Prompter asks the operator questions on a terminal.
+type Prompter interface {
+	// Input shows prompt and returns the line typed, without its newline.
+	Input(prompt string) (string, error)
+}
+
+// LinePrompter prompts on Out and reads lines from In.
+type LinePrompter struct {
+	In  io.Reader
+	Out io.Writer
+	r   *bufio.Reader
+}
+
+// Input implements [Prompter].
+func (p *LinePrompter) Input(prompt string) (string, error) {
+	if p.r == nil {
+		p.r = bufio.NewReader(p.In)
+	}
+	fmt.Fprint(p.Out, prompt)
+	line, err := p.r.ReadString('\n')
+	if err != nil && line == "" {
+		return "", fmt.Errorf("read answer: %w", err)
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// ConfirmProtected guards a mutation on a protected context: it passes when
+// the context is not protected or yes is set; otherwise it asks the operator
+// to type the context's name, and without a terminal it refuses and names
+// --yes. what describes the change in the prompt.
+func ConfirmProtected(f *Factory, env *Env, yes bool, what string) error {
+	if !env.Context.Protected || yes {
+		return nil
+	}
+	if !f.IOStreams.CanPrompt() {
+		return WithCode(ExitRefused, fmt.Errorf("context %q is protected: pass --yes to %s without a prompt", env.Name, what))
+	}
+	answer, err := f.Prompter.Input(fmt.Sprintf("Context %q is PROTECTED. To %s, type the context name: ", env.Name, what))
+	if err != nil {
+		return WithCode(ExitRefused, fmt.Errorf("confirmation not given: %w", err))
+	}
+	if strings.TrimSpace(answer) != env.Name {
+		return WithCode(ExitRefused, fmt.Errorf("confirmation did not match %q: nothing was changed", env.Name))
+	}
+	return nil
+}

@@ -1,0 +1,355 @@
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// LocalContextName is the built-in context used when no config file exists.
+const LocalContextName = "local"
+
+// DefaultTable is the DynamoDB table a context uses unless it names another.
+const DefaultTable = "kosha-control"
+
+// DefaultDependencies are the LLD's downstreams, known to every context.
+var DefaultDependencies = []string{"core-api", "openai", "postgres", "screening-sim"}
+
+// DefaultMaxOverride caps how long an override may last unless the context
+// raises or lowers it.
+const DefaultMaxOverride = 24 * time.Hour
+
+// ErrNoContext reports a context name that the config does not define.
+var ErrNoContext = errors.New("no such context")
+
+// ErrInvalid reports a config file or value that cannot be used.
+var ErrInvalid = errors.New("invalid configuration")
+
+// ErrChanged reports that the file changed on disk between read and write.
+var ErrChanged = errors.New("config file changed by another process")
+
+// File is the whole configuration.
+type File struct {
+	CurrentContext string              `yaml:"current-context,omitempty" json:"current-context,omitempty"`
+	Contexts       map[string]*Context `yaml:"contexts,omitempty" json:"contexts,omitempty"`
+
+	path   string
+	digest [32]byte
+	exists bool
+}
+
+// Context is one named environment koshactl can act on.
+type Context struct {
+	Store        StoreConfig     `yaml:"store" json:"store"`
+	Dependencies []string        `yaml:"dependencies,omitempty" json:"dependencies,omitempty"`
+	Protected    bool            `yaml:"protected,omitempty" json:"protected,omitempty"`
+	MaxOverride  Duration        `yaml:"max-override,omitempty" json:"max-override,omitempty"`
+	Chaos        ChaosConfig     `yaml:"chaos,omitempty" json:"chaos,omitzero"`
+	Metrics      MetricsConfig   `yaml:"metrics,omitempty" json:"metrics,omitzero"`
+	RateLimit    RateLimitConfig `yaml:"ratelimit,omitempty" json:"ratelimit,omitzero"`
+}
+
+// StoreConfig selects the context's store: exactly one of Local or DynamoDB.
+type StoreConfig struct {
+	Local    *LocalStore    `yaml:"local,omitempty" json:"local,omitempty"`
+	DynamoDB *DynamoDBStore `yaml:"dynamodb,omitempty" json:"dynamodb,omitempty"`
+}
+
+// LocalStore is the embedded store.
+type LocalStore struct {
+	// Path of the database file; empty means the default under the state dir.
+	Path string `yaml:"path,omitempty" json:"path,omitempty"`
+}
+
+// DynamoDBStore is a DynamoDB table, or a DynamoDB-compatible endpoint.
+type DynamoDBStore struct {
+	Table       string `yaml:"table" json:"table"`
+	Region      string `yaml:"region,omitempty" json:"region,omitempty"`
+	Profile     string `yaml:"profile,omitempty" json:"profile,omitempty"`
+	EndpointURL string `yaml:"endpoint-url,omitempty" json:"endpoint-url,omitempty"`
+	// IMDS allows the credential chain to probe EC2 instance metadata. Off by
+	// default: on a laptop that probe hangs for seconds before failing.
+	IMDS bool `yaml:"imds,omitempty" json:"imds,omitempty"`
+	// StaticCredentials uses fixed dummy credentials, for local
+	// DynamoDB-compatible endpoints (dynalite, DynamoDB Local) only.
+	StaticCredentials bool `yaml:"static-credentials,omitempty" json:"static-credentials,omitempty"`
+}
+
+// ChaosConfig says where the chaos signing key comes from and what it may target.
+type ChaosConfig struct {
+	SecretID string   `yaml:"secret-id,omitempty" json:"secret-id,omitempty"`
+	KeyFile  string   `yaml:"key-file,omitempty" json:"key-file,omitempty"`
+	KeyEnv   string   `yaml:"key-env,omitempty" json:"key-env,omitempty"`
+	Targets  []string `yaml:"targets,omitempty" json:"targets,omitempty"`
+}
+
+// MetricsConfig says where breaker_state gauges are read from.
+type MetricsConfig struct {
+	CloudWatch *CloudWatchMetrics `yaml:"cloudwatch,omitempty" json:"cloudwatch,omitempty"`
+	Prometheus *PrometheusMetrics `yaml:"prometheus,omitempty" json:"prometheus,omitempty"`
+}
+
+// CloudWatchMetrics reads the breaker_state metric from CloudWatch.
+type CloudWatchMetrics struct {
+	Namespace   string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	Service     string `yaml:"service,omitempty" json:"service,omitempty"`
+	Region      string `yaml:"region,omitempty" json:"region,omitempty"`
+	EndpointURL string `yaml:"endpoint-url,omitempty" json:"endpoint-url,omitempty"`
+}
+
+// PrometheusMetrics scrapes a Prometheus text endpoint (the sandbox's /metrics).
+type PrometheusMetrics struct {
+	URL string `yaml:"url" json:"url"`
+}
+
+// RateLimitConfig overrides the LLD's bucket defaults (capacity 20, 1 token/s).
+type RateLimitConfig struct {
+	Capacity        float64 `yaml:"capacity,omitempty" json:"capacity,omitempty"`
+	RefillPerSecond float64 `yaml:"refill-per-second,omitempty" json:"refill-per-second,omitempty"`
+}
+
+// Duration is a time.Duration written as "30m" in YAML and JSON.
+type Duration time.Duration
+
+// MarshalYAML writes the duration as text.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// UnmarshalYAML reads "90m", "4h" and the like.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: %q is not a duration like 30m or 4h", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration as text (for JSON).
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// IsLocal reports whether the context uses the embedded store.
+func (c *Context) IsLocal() bool { return c.Store.DynamoDB == nil }
+
+// KnownDependencies returns the context's dependencies, or the defaults.
+func (c *Context) KnownDependencies() []string {
+	if len(c.Dependencies) == 0 {
+		return append([]string(nil), DefaultDependencies...)
+	}
+	out := append([]string(nil), c.Dependencies...)
+	sort.Strings(out)
+	return out
+}
+
+// MaxOverrideDuration returns the longest override the context allows.
+func (c *Context) MaxOverrideDuration() time.Duration {
+	if c.MaxOverride <= 0 {
+		return DefaultMaxOverride
+	}
+	return time.Duration(c.MaxOverride)
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// ValidateName checks a context name.
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("%w: context name %q: use 1-63 letters, digits, '.', '_' or '-'", ErrInvalid, name)
+	}
+	return nil
+}
+
+// Validate checks one context for contradictions.
+func (c *Context) Validate(name string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if c.Store.Local != nil && c.Store.DynamoDB != nil {
+		return fmt.Errorf("%w: context %q names both a local and a dynamodb store; keep one", ErrInvalid, name)
+	}
+	if d := c.Store.DynamoDB; d != nil {
+		if d.Table == "" {
+			return fmt.Errorf("%w: context %q: dynamodb store needs a table", ErrInvalid, name)
+		}
+		if d.Region == "" {
+			return fmt.Errorf("%w: context %q: dynamodb store needs a region (set it with koshactl config set-context %s --region R)", ErrInvalid, name, name)
+		}
+	}
+	return nil
+}
+
+// DefaultPath returns where the config file is read from.
+func DefaultPath() (string, error) {
+	if p := os.Getenv("KOSHACTL_CONFIG"); p != "" {
+		return p, nil
+	}
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("find config dir: %w (set KOSHACTL_CONFIG)", err)
+	}
+	return filepath.Join(dir, "koshactl", "config.yaml"), nil
+}
+
+// StateDir returns where the local context keeps its embedded store and keys:
+// $KOSHACTL_STATE_DIR, else $XDG_STATE_HOME/koshactl, else ~/.local/state/koshactl.
+func StateDir() (string, error) {
+	if p := os.Getenv("KOSHACTL_STATE_DIR"); p != "" {
+		return p, nil
+	}
+	if p := os.Getenv("XDG_STATE_HOME"); p != "" && filepath.IsAbs(p) {
+		return filepath.Join(p, "koshactl"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find state dir: %w (set KOSHACTL_STATE_DIR)", err)
+	}
+	return filepath.Join(home, ".local", "state", "koshactl"), nil
+}
+
+// LocalStorePath returns the database file of a local context.
+func (c *Context) LocalStorePath() (string, error) {
+	if c.Store.Local != nil && c.Store.Local.Path != "" {
+		return c.Store.Local.Path, nil
+	}
+	dir, err := StateDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "local.db"), nil
+}
+
+// BuiltinLocal returns the built-in local context.
+func BuiltinLocal() *Context { return &Context{Store: StoreConfig{Local: &LocalStore{}}} }
+
+// Load reads the file at path. A missing file yields an empty File that still
+// resolves the built-in local context.
+func Load(path string) (*File, error) {
+	f := &File{path: path}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	f.exists = true
+	f.digest = sha256.Sum256(data)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, path, oneLine(err))
+	}
+	for name, c := range f.Contexts {
+		if c == nil {
+			return nil, fmt.Errorf("%w: %s: context %q is empty", ErrInvalid, path, name)
+		}
+		if err := c.Validate(name); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return f, nil
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+// Path returns the file's path.
+func (f *File) Path() string { return f.path }
+
+// Exists reports whether the file was on disk when loaded.
+func (f *File) Exists() bool { return f.exists }
+
+// Names returns the context names, the built-in local one included when it
+// is not shadowed, sorted.
+func (f *File) Names() []string {
+	seen := map[string]bool{LocalContextName: true}
+	names := []string{LocalContextName}
+	for n := range f.Contexts {
+		if !seen[n] {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Current returns the name of the current context: the file's choice, else local.
+func (f *File) Current() string {
+	if f.CurrentContext != "" {
+		return f.CurrentContext
+	}
+	return LocalContextName
+}
+
+// Context returns the named context. "local" resolves to the built-in one
+// unless the file defines its own.
+func (f *File) Context(name string) (*Context, error) {
+	if c, ok := f.Contexts[name]; ok {
+		return c, nil
+	}
+	if name == LocalContextName {
+		return BuiltinLocal(), nil
+	}
+	return nil, fmt.Errorf("%w %q: known contexts are %s (create it with koshactl config set-context %s ...)",
+		ErrNoContext, name, strings.Join(f.Names(), ", "), name)
+}
+
+// Save writes the file atomically with mode 0600. It refuses with ErrChanged
+// when the file on disk is not the one that was loaded, so two operators
+// editing contexts at once never silently drop each other's change.
+func (f *File) Save() error {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
+		return fmt.Errorf("create config dir: %w", err)
+	}
+	cur, err := os.ReadFile(f.path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if f.exists {
+			return fmt.Errorf("%w: %s was removed since koshactl read it; re-run the command", ErrChanged, f.path)
+		}
+	case err != nil:
+		return fmt.Errorf("read config: %w", err)
+	default:
+		if !f.exists || sha256.Sum256(cur) != f.digest {
+			return fmt.Errorf("%w: %s changed since koshactl read it; re-run the command", ErrChanged, f.path)
+		}
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return fmt.Errorf("encode config: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".config-*.yaml")
+	if err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write config: %w", err)
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write config: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), f.path); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	f.exists = true
+	f.digest = sha256.Sum256(buf.Bytes())
+	return nil
+}
