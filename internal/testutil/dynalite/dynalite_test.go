@@ -1,0 +1,107 @@
+package dynalite
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func get(t *testing.T, url string) (int, string, error) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), err
+}
+
+func TestStartServesDynamoDBOnLoopback(t *testing.T) {
+	endpoint := Start(t)
+	if !strings.HasPrefix(endpoint, "http://127.0.0.1:") {
+		t.Fatalf("endpoint = %q, want http://127.0.0.1:PORT", endpoint)
+	}
+	code, body, err := get(t, endpoint+"/")
+	if err != nil {
+		t.Fatalf("GET %s: %v", endpoint, err)
+	}
+	if code != http.StatusOK || !strings.HasPrefix(body, "healthy") {
+		t.Fatalf("GET %s = %d %q, want 200 healthy", endpoint, code, body)
+	}
+}
+
+func TestTwoServersRunSideBySide(t *testing.T) {
+	a, b := Start(t), Start(t)
+	if a == b {
+		t.Fatalf("both servers got endpoint %s", a)
+	}
+	for _, ep := range []string{a, b} {
+		if _, _, err := get(t, ep+"/"); err != nil {
+			t.Errorf("GET %s: %v", ep, err)
+		}
+	}
+}
+
+func TestStartMainServesUntilStopped(t *testing.T) {
+	endpoint, stop, err := StartMain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := get(t, endpoint+"/"); err != nil {
+		t.Fatalf("GET before stop: %v", err)
+	}
+	stop()
+	stop() // idempotent
+	if _, _, err := get(t, endpoint+"/"); err == nil {
+		t.Fatalf("GET after stop succeeded")
+	}
+}
+
+func TestFindCLIExplainsHowToInstall(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(root, "internal", "pkg")
+	if err := os.MkdirAll(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	_, err := FindCLI(sub)
+	if err == nil {
+		t.Fatal("FindCLI found dynalite in an empty repository")
+	}
+	for _, want := range []string{"make test", "npm ci --prefix tools/dynalite", root} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestFindCLIWalksUpToGoMod(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli := filepath.Join(root, filepath.FromSlash(CLIPath))
+	if err := os.MkdirAll(filepath.Dir(cli), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cli, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deep := filepath.Join(root, "a", "b", "c")
+	if err := os.MkdirAll(deep, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	got, err := FindCLI(deep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != cli {
+		t.Errorf("FindCLI = %s, want %s", got, cli)
+	}
+}

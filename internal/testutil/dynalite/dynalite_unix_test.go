@@ -1,0 +1,34 @@
+//go:build unix
+
+package dynalite
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestStopKillsProcessGroupAndFreesPort(t *testing.T) {
+	s, err := Launch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := s.Pid()
+	if err := s.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := s.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("process group %d still signalable after Stop (kill -0: %v)", pid, err)
+	}
+	addr := strings.TrimPrefix(s.Endpoint, "http://")
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Errorf("%s still accepts connections after Stop", addr)
+	}
+}
