@@ -1,12 +1,15 @@
 package dynalite
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 func get(t *testing.T, url string) (int, string, error) {
@@ -103,5 +106,17 @@ func TestFindCLIWalksUpToGoMod(t *testing.T) {
 	}
 	if got != cli {
 		t.Errorf("FindCLI = %s, want %s", got, cli)
+	}
+}
+
+func TestConfigSignsForDynalite(t *testing.T) {
+	endpoint := Start(t)
+	cfg := Config(t, endpoint)
+	out, err := dynamodb.NewFromConfig(cfg).ListTables(context.Background(), &dynamodb.ListTablesInput{})
+	if err != nil {
+		t.Fatalf("ListTables on dynalite: %v", err)
+	}
+	if len(out.TableNames) != 0 {
+		t.Errorf("a fresh dynalite has tables %v", out.TableNames)
 	}
 }
