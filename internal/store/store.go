@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"unicode/utf8"
 )
 
 // PK is the name of the partition key attribute every item carries.
@@ -62,14 +63,47 @@ var (
 	ErrConditionFailed = errors.New("condition failed")
 	// ErrUnavailable: the store could not be reached or answered with a server error.
 	ErrUnavailable = errors.New("store unavailable")
-	// ErrThrottled: the store refused for capacity; retry later. Also matches ErrUnavailable.
-	ErrThrottled = errors.New("store throttled the request")
+	// ErrThrottled: the store refused for capacity; retry later. It also
+	// matches ErrUnavailable: errors.Is(ErrThrottled, ErrUnavailable) is true,
+	// so callers that only care whether the store answered need one check.
+	ErrThrottled error = throttledError{}
 	// ErrTableMissing: the table (or database) does not exist.
 	ErrTableMissing = errors.New("table does not exist")
 	// ErrCredentials: credentials are missing, expired or not allowed.
 	ErrCredentials = errors.New("credentials missing, expired or denied")
 	// ErrInvalidItem: the item cannot be stored (no pk, unsupported value type).
 	ErrInvalidItem = errors.New("invalid item")
+)
+
+// throttledError is ErrThrottled's type: a distinct value that also matches
+// ErrUnavailable.
+type throttledError struct{}
+
+func (throttledError) Error() string { return "store throttled the request" }
+
+// Is makes errors.Is(ErrThrottled, ErrUnavailable) true.
+func (throttledError) Is(target error) bool { return target == ErrUnavailable }
+
+// Limits every backend enforces, so an item accepted by one is accepted by
+// the other. They are DynamoDB's.
+const (
+	// MaxPKBytes is the longest partition key, in UTF-8 bytes.
+	MaxPKBytes = 2048
+	// MaxItemBytes is the largest item, counted as DynamoDB counts it:
+	// attribute names plus values (strings in UTF-8 bytes, numbers at their
+	// largest encoding of 21 bytes).
+	MaxItemBytes = 400 * 1024
+	// numberBytes is the size DynamoDB charges a number at most.
+	numberBytes = 21
+)
+
+// Number magnitudes DynamoDB can store; [Item.Validate] rejects others
+// (zero is always fine).
+const (
+	// MaxNumber bounds the magnitude of a number from above (exclusive).
+	MaxNumber = 1e126
+	// MinNumber bounds the magnitude of a non-zero number from below.
+	MinNumber = 1e-130
 )
 
 // ConditionError reports a write refused by its condition. Current is the item
@@ -140,26 +174,53 @@ func (it Item) Keys() []string {
 	return keys
 }
 
-// Validate checks that the item can be stored: a non-empty string pk, and only
-// string, int64 or float64 (finite) values. int is accepted and normalised to
-// int64 by [Normalize].
+// Validate checks that the item can be stored: a non-empty string pk of at
+// most [MaxPKBytes], only string, int64 or float64 values, floats finite and
+// within DynamoDB's range ([MinNumber] to [MaxNumber] in magnitude, or zero),
+// a total size within [MaxItemBytes], and valid UTF-8 in every string and
+// name. Empty strings are fine outside the pk. int is accepted and normalised to int64 by [Normalize].
 func (it Item) Validate() error {
-	if it.PK() == "" {
+	pk := it.PK()
+	if pk == "" {
 		return fmt.Errorf("%w: missing string %q attribute", ErrInvalidItem, PK)
 	}
+	if !utf8.ValidString(pk) {
+		return fmt.Errorf("%w: pk %q is not valid UTF-8", ErrInvalidItem, pk)
+	}
+	if len(pk) > MaxPKBytes {
+		return fmt.Errorf("%w: pk is %d bytes, more than %d", ErrInvalidItem, len(pk), MaxPKBytes)
+	}
+	size := 0
 	for k, v := range it {
 		if k == "" {
 			return fmt.Errorf("%w: empty attribute name", ErrInvalidItem)
 		}
+		if !utf8.ValidString(k) {
+			return fmt.Errorf("%w: attribute name %q is not valid UTF-8", ErrInvalidItem, k)
+		}
+		size += len(k)
 		switch x := v.(type) {
-		case string, int64, int:
+		case string:
+			if !utf8.ValidString(x) {
+				return fmt.Errorf("%w: attribute %q is not valid UTF-8", ErrInvalidItem, k)
+			}
+			size += len(x)
+		case int64, int:
+			size += numberBytes
 		case float64:
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return fmt.Errorf("%w: attribute %q is not a finite number", ErrInvalidItem, k)
 			}
+			if a := math.Abs(x); a != 0 && (a >= MaxNumber || a < MinNumber) {
+				return fmt.Errorf("%w: attribute %q (%g) is outside the storable range %g to %g", ErrInvalidItem, k, x, MinNumber, MaxNumber)
+			}
+			size += numberBytes
 		default:
 			return fmt.Errorf("%w: attribute %q has unsupported type %T", ErrInvalidItem, k, v)
 		}
+	}
+	if size > MaxItemBytes {
+		return fmt.Errorf("%w: item %q is %d bytes, more than %d", ErrInvalidItem, pk, size, MaxItemBytes)
 	}
 	return nil
 }
