@@ -39,6 +39,27 @@ func IfAbsentOrEquals(attr string, v any) Condition {
 	return Condition{kind: condAbsentOrEquals, attr: attr, value: v}
 }
 
+// IsAlways reports whether the condition is [Always] (no check at all).
+func (c Condition) IsAlways() bool { return c.kind == condAlways }
+
+// Validate checks that the condition can be evaluated: IfEquals and
+// IfAbsentOrEquals need an attribute name and a string, int, int64 or finite
+// float64 value. Backends call it before writing; a bad condition fails with
+// ErrInvalidItem.
+func (c Condition) Validate() error {
+	attr, v, ok := c.Match()
+	if !ok {
+		return nil
+	}
+	if attr == "" {
+		return fmt.Errorf("%w: condition %v has no attribute name", ErrInvalidItem, c)
+	}
+	if err := (Item{PK: "x", attr: v}).Validate(); err != nil {
+		return fmt.Errorf("condition %v: %w", c, err)
+	}
+	return nil
+}
+
 // AllowsAbsent reports whether the condition holds for a missing item.
 func (c Condition) AllowsAbsent() bool {
 	return c.kind == condAlways || c.kind == condAbsent || c.kind == condAbsentOrEquals

@@ -268,6 +268,12 @@ func ParseNumber(s string) (any, error) {
 // Equal reports whether two attribute values are equal under the store's
 // rules: strings by content, numbers by numeric value whatever their Go type.
 func Equal(a, b any) bool {
+	if i, ok := a.(int); ok {
+		a = int64(i)
+	}
+	if i, ok := b.(int); ok {
+		b = int64(i)
+	}
 	if as, ok := a.(string); ok {
 		bs, ok := b.(string)
 		return ok && as == bs

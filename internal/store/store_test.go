@@ -156,6 +156,9 @@ func TestEqual(t *testing.T) {
 		{"1", int64(1), false},
 		{int64(1), 1.0, true},
 		{int64(1), int64(1), true},
+		{1, int64(1), true},
+		{int64(2), 2, true},
+		{2, 2.5, false},
 		{int64(math.MaxInt64), int64(math.MaxInt64 - 1), false}, // equal as float64, not as ints
 		{0.5, 0.5, true},
 		{0.5, int64(0), false},
@@ -197,6 +200,19 @@ func TestConditionHolds(t *testing.T) {
 		if tc.cond.String() != tc.on {
 			t.Errorf("String() = %q, want %q", tc.cond.String(), tc.on)
 		}
+	}
+	for _, c := range []Condition{Always(), IfAbsent(), IfPresent(), IfEquals("v", 1), IfEquals("v", "s"), IfAbsentOrEquals("v", 0.5)} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("%v.Validate: %v", c, err)
+		}
+	}
+	for _, c := range []Condition{IfEquals("", 1), IfEquals("v", true), IfEquals("v", nil), IfAbsentOrEquals("v", math.NaN())} {
+		if err := c.Validate(); !errors.Is(err, ErrInvalidItem) {
+			t.Errorf("%v.Validate = %v, want ErrInvalidItem", c, err)
+		}
+	}
+	if !Always().IsAlways() || IfAbsent().IsAlways() {
+		t.Error("IsAlways wrong")
 	}
 	var zero Condition
 	if !zero.Holds(nil) || !zero.Holds(present) {

@@ -1,0 +1,443 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+const (
+	// BusyTimeout is how long a write waits for another process's write
+	// transaction before failing with store.ErrUnavailable.
+	BusyTimeout = 10 * time.Second
+	// SweepGrace is how long past its ttl an item is kept before
+	// [Store.Sweep] removes it, so an item a reader or a conditional writer
+	// still looks at does not vanish under it.
+	SweepGrace = time.Hour
+	// DefaultPageSize is the number of items a scan reads per query when the
+	// query does not say.
+	DefaultPageSize = 500
+	// schemaVersion is the PRAGMA user_version this code writes and reads.
+	schemaVersion = 1
+	// maxOpenConns bounds the connections of one Store.
+	maxOpenConns = 8
+)
+
+var _ store.Store = (*Store)(nil)
+
+// Store is the embedded item store. It is safe for concurrent use, and
+// several Stores (in one process or several) may share one file.
+type Store struct {
+	db   *sql.DB
+	path string
+	// writeSem serialises this Store's write transactions.
+	writeSem chan struct{}
+}
+
+// Open opens the database at path, creating the file, its parent directories
+// and the schema when missing. The file is created with mode 0600, the
+// directories with 0700.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open embedded store: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open embedded store %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open embedded store %s: %w: %w", abs, store.ErrUnavailable, err)
+	}
+	// Create the file ourselves so its mode is 0600 whatever SQLite's default;
+	// SQLite gives the -wal and -shm files the database file's mode.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open embedded store %s: %w: %w", abs, store.ErrUnavailable, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("open embedded store %s: %w", abs, err)
+	}
+	db, err := sql.Open("sqlite", dsn(abs))
+	if err != nil {
+		return nil, fmt.Errorf("open embedded store %s: %w", abs, err)
+	}
+	db.SetMaxOpenConns(maxOpenConns)
+	db.SetMaxIdleConns(maxOpenConns)
+	s := &Store{db: db, path: abs, writeSem: make(chan struct{}, 1)}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// dsn is the driver's connection string for the file at abs: a file: URI
+// (so any character in the path is safe) with the pragmas every connection
+// needs, and BEGIN IMMEDIATE for every read-write transaction.
+func dsn(abs string) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // Windows drive letters
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(BusyTimeout.Milliseconds(), 10)+")")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Set("_txlock", "immediate")
+	return "file:" + (&url.URL{Path: p}).EscapedPath() + "?" + q.Encode()
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var version int
+		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+			return err
+		}
+		if version > schemaVersion {
+			return fmt.Errorf("schema version %d is newer than this koshactl understands (%d): upgrade koshactl", version, schemaVersion)
+		}
+		if version == schemaVersion {
+			return nil
+		}
+		for _, stmt := range []string{
+			`CREATE TABLE IF NOT EXISTS items (
+				pk    TEXT PRIMARY KEY NOT NULL,
+				attrs TEXT NOT NULL,
+				ttl   INTEGER
+			) WITHOUT ROWID`,
+			`CREATE INDEX IF NOT EXISTS items_ttl ON items (ttl) WHERE ttl IS NOT NULL`,
+			`PRAGMA user_version = ` + strconv.Itoa(schemaVersion),
+		} {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return s.wrap(ctx, "open embedded store", err)
+	}
+	return nil
+}
+
+// Describe returns "sqlite <path>".
+func (s *Store) Describe() string { return "sqlite " + s.path }
+
+// Path returns the database file's absolute path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database. Operations after Close fail.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Get returns the item stored under pk, or an error wrapping
+// store.ErrNotFound.
+func (s *Store) Get(ctx context.Context, pk string) (store.Item, error) {
+	var attrs string
+	err := s.db.QueryRowContext(ctx, `SELECT attrs FROM items WHERE pk = ?`, pk).Scan(&attrs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get %q: %w", pk, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, s.wrap(ctx, fmt.Sprintf("get %q", pk), err)
+	}
+	it, err := decode(pk, attrs)
+	if err != nil {
+		return nil, fmt.Errorf("get %q: %w", pk, err)
+	}
+	return it, nil
+}
+
+// Put writes item if cond holds, replacing any previous item whole.
+func (s *Store) Put(ctx context.Context, item store.Item, cond store.Condition) error {
+	pk := item.PK()
+	op := fmt.Sprintf("put %q", pk)
+	if err := item.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	item = store.Normalize(item)
+	attrs, err := encode(item)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	ttl := ttlOf(item)
+	return s.conditional(ctx, op, pk, cond, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO items (pk, attrs, ttl) VALUES (?, ?, ?)
+			 ON CONFLICT (pk) DO UPDATE SET attrs = excluded.attrs, ttl = excluded.ttl`,
+			pk, attrs, ttl)
+		return err
+	})
+}
+
+// Delete removes the item under pk if cond holds. Deleting an absent item
+// succeeds when cond allows an absent item.
+func (s *Store) Delete(ctx context.Context, pk string, cond store.Condition) error {
+	return s.conditional(ctx, fmt.Sprintf("delete %q", pk), pk, cond, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ?`, pk)
+		return err
+	})
+}
+
+// conditional runs apply in a write transaction if cond holds for the item
+// under pk at that moment; otherwise it returns a *store.ConditionError
+// carrying that item and writes nothing.
+func (s *Store) conditional(ctx context.Context, op, pk string, cond store.Condition, apply func(*sql.Tx) error) error {
+	if err := cond.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var condErr *store.ConditionError
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if !cond.IsAlways() {
+			cur, err := getTx(ctx, tx, pk)
+			if err != nil {
+				return err
+			}
+			if !cond.Holds(cur) {
+				condErr = &store.ConditionError{PK: pk, Current: cur}
+				return condErr
+			}
+		}
+		return apply(tx)
+	})
+	if condErr != nil {
+		return condErr
+	}
+	if err != nil {
+		return s.wrap(ctx, op, err)
+	}
+	return nil
+}
+
+func getTx(ctx context.Context, tx *sql.Tx, pk string) (store.Item, error) {
+	var attrs string
+	err := tx.QueryRowContext(ctx, `SELECT attrs FROM items WHERE pk = ?`, pk).Scan(&attrs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decode(pk, attrs)
+}
+
+// writeTx runs fn in a BEGIN IMMEDIATE transaction, committing when fn
+// returns nil.
+func (s *Store) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	select {
+	case s.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.writeSem }()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Scan yields the items whose pk starts with q.Prefix, in pk order, q.PageSize
+// (default [DefaultPageSize]) per query. q.Segments is ignored: one file has
+// nothing to parallelise. No database connection is held while the caller's
+// loop body runs, so it may write to the store.
+func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error] {
+	return func(yield func(store.Item, error) bool) {
+		pageSize := q.PageSize
+		if pageSize <= 0 {
+			pageSize = DefaultPageSize
+		}
+		examined := 0
+		after, first := "", true
+		for {
+			page, more, err := s.page(ctx, q.Prefix, after, first, pageSize)
+			if err != nil {
+				yield(nil, s.wrap(ctx, fmt.Sprintf("scan %q", q.Prefix), err))
+				return
+			}
+			first = false
+			examined += len(page)
+			if q.Progress != nil && len(page) > 0 {
+				q.Progress(examined)
+			}
+			for _, it := range page {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if !more {
+				return
+			}
+			after = page[len(page)-1].PK()
+		}
+	}
+}
+
+// page reads up to n items with the prefix, from the first pk at or after
+// prefix (first) or strictly after after. more reports whether another page
+// may follow. Keys with a prefix sort contiguously from the prefix itself, so
+// the first key without it ends the scan.
+func (s *Store) page(ctx context.Context, prefix, after string, first bool, n int) (items []store.Item, more bool, err error) {
+	var rows *sql.Rows
+	if first {
+		rows, err = s.db.QueryContext(ctx, `SELECT pk, attrs FROM items WHERE pk >= ? ORDER BY pk LIMIT ?`, prefix, n)
+	} else {
+		rows, err = s.db.QueryContext(ctx, `SELECT pk, attrs FROM items WHERE pk > ? ORDER BY pk LIMIT ?`, after, n)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	read := 0
+	for rows.Next() {
+		read++
+		var pk, attrs string
+		if err := rows.Scan(&pk, &attrs); err != nil {
+			return nil, false, err
+		}
+		if !strings.HasPrefix(pk, prefix) {
+			return items, false, rows.Err()
+		}
+		it, err := decode(pk, attrs)
+		if err != nil {
+			return nil, false, err
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	return items, read == n, nil
+}
+
+// Sweep deletes the items whose ttl attribute (epoch seconds) is more than
+// [SweepGrace] before now, and returns how many it deleted. It is garbage
+// collection, the embedded counterpart of DynamoDB's TTL: readers check expiry
+// themselves and never depend on it having run.
+func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	cutoff := now.Add(-SweepGrace).Unix()
+	var n int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM items WHERE ttl IS NOT NULL AND ttl < ?`, cutoff)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, s.wrap(ctx, "sweep expired items", err)
+	}
+	return n, nil
+}
+
+// wrap classifies a database error: context errors stay as they are, a
+// database locked past the busy timeout and every other failure of the
+// database match store.ErrUnavailable.
+func (s *Store) wrap(ctx context.Context, op string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		// The driver reports a cancelled statement as SQLITE_INTERRUPT.
+		return fmt.Errorf("%s: %w", op, ctxErr)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if errors.Is(err, store.ErrInvalidItem) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var se *msqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("%s: %s is locked by another process for more than %v: %w: %w", op, s.path, BusyTimeout, store.ErrUnavailable, err)
+		case sqlite3.SQLITE_INTERRUPT:
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return fmt.Errorf("%s: %s: %w: %w", op, s.Describe(), store.ErrUnavailable, err)
+}
+
+// attrValue is one attribute in DynamoDB's JSON shape.
+type attrValue struct {
+	S *string `json:"S,omitempty"`
+	N *string `json:"N,omitempty"`
+}
+
+// encode renders every attribute but the pk as a JSON object.
+func encode(it store.Item) (string, error) {
+	m := make(map[string]attrValue, len(it))
+	for k, v := range it {
+		if k == store.PK {
+			continue
+		}
+		switch x := v.(type) {
+		case string:
+			m[k] = attrValue{S: &x}
+		default:
+			n, ok := store.FormatNumber(v)
+			if !ok {
+				return "", fmt.Errorf("%w: attribute %q has unsupported type %T", store.ErrInvalidItem, k, v)
+			}
+			m[k] = attrValue{N: &n}
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("encode item: %w", err)
+	}
+	return string(b), nil
+}
+
+func decode(pk, attrs string) (store.Item, error) {
+	var m map[string]attrValue
+	if err := json.Unmarshal([]byte(attrs), &m); err != nil {
+		return nil, fmt.Errorf("decode item %q: %w", pk, err)
+	}
+	it := make(store.Item, len(m)+1)
+	for k, v := range m {
+		switch {
+		case v.S != nil:
+			it[k] = *v.S
+		case v.N != nil:
+			n, err := store.ParseNumber(*v.N)
+			if err != nil {
+				return nil, fmt.Errorf("decode item %q: attribute %q: %w", pk, k, err)
+			}
+			it[k] = n
+		default:
+			return nil, fmt.Errorf("decode item %q: attribute %q has no value", pk, k)
+		}
+	}
+	it[store.PK] = pk
+	return it, nil
+}
+
+// ttlOf returns the item's ttl in whole epoch seconds, or nil when it has
+// none or it is not a number (DynamoDB ignores such a ttl too).
+func ttlOf(it store.Item) any {
+	switch v := it[store.TTLAttr].(type) {
+	case int64:
+		return v
+	case float64:
+		return int64(math.Floor(max(min(v, math.MaxInt64), math.MinInt64)))
+	}
+	return nil
+}

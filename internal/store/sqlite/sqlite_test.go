@@ -1,0 +1,386 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/store/storetest"
+)
+
+// Environment of the child processes TestSeveralProcesses starts from this
+// test binary.
+const (
+	childDBEnv = "KOSHA_SQLITE_TEST_CHILD_DB"
+	childNEnv  = "KOSHA_SQLITE_TEST_CHILD_N"
+)
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(childDBEnv); path != "" {
+		os.Exit(child(path))
+	}
+	os.Exit(m.Run())
+}
+
+func open(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "kosha.db"))
+	})
+}
+
+// TestConformanceTwoHandles runs the whole suite with every call alternating
+// between two Stores on one file, as two processes would share it.
+func TestConformanceTwoHandles(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		path := filepath.Join(t.TempDir(), "kosha.db")
+		return &alternating{handles: [2]store.Store{open(t, path), open(t, path)}}
+	})
+}
+
+// alternating sends each call to the next of its handles in turn.
+type alternating struct {
+	handles [2]store.Store
+	n       atomic.Uint64
+}
+
+func (a *alternating) next() store.Store { return a.handles[a.n.Add(1)%2] }
+
+func (a *alternating) Get(ctx context.Context, pk string) (store.Item, error) {
+	return a.next().Get(ctx, pk)
+}
+
+func (a *alternating) Put(ctx context.Context, it store.Item, c store.Condition) error {
+	return a.next().Put(ctx, it, c)
+}
+
+func (a *alternating) Delete(ctx context.Context, pk string, c store.Condition) error {
+	return a.next().Delete(ctx, pk, c)
+}
+
+func (a *alternating) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error] {
+	return a.next().Scan(ctx, q)
+}
+
+func (a *alternating) Describe() string { return a.handles[0].Describe() }
+func (a *alternating) Close() error     { return nil }
+
+// child is the body of one process of TestSeveralProcesses: it makes N
+// compare-and-set increments of one counter and reports how many races it
+// lost.
+func child(path string) int {
+	n, err := strconv.Atoi(os.Getenv(childNEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer s.Close()
+	lost := 0
+	for won := 0; won < n; {
+		ok, err := storetest.Increment(context.Background(), s, "counter#procs")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if ok {
+			won++
+		} else {
+			lost++
+		}
+	}
+	fmt.Println(lost)
+	return 0
+}
+
+func TestSeveralProcesses(t *testing.T) {
+	const procs, each = 4, 40
+	path := filepath.Join(t.TempDir(), "shared.db")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []*exec.Cmd
+	var outs []*strings.Builder
+	for range procs {
+		cmd := exec.Command(self, "-test.run=^$")
+		cmd.Env = append(os.Environ(), childDBEnv+"="+path, childNEnv+"="+strconv.Itoa(each))
+		out := &strings.Builder{}
+		cmd.Stdout = out
+		cmd.Stderr = out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+		outs = append(outs, out)
+	}
+	// This process races them too, through its own handle.
+	s := open(t, path)
+	for won := 0; won < each; {
+		ok, err := storetest.Increment(context.Background(), s, "counter#procs")
+		if err != nil {
+			t.Fatalf("increment in the parent: %v", err)
+		}
+		if ok {
+			won++
+		}
+	}
+	lost := 0
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v: %s", i, err, outs[i])
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(outs[i].String()))
+		if err != nil {
+			t.Fatalf("child %d printed %q", i, outs[i])
+		}
+		lost += n
+	}
+	it, err := s.Get(context.Background(), "counter#procs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count, _ := it.Int("count")
+	if want := int64((procs + 1) * each); count != want {
+		t.Errorf("count = %d after %d increments across %d processes: lost updates", count, want, procs+1)
+	}
+	t.Logf("%d processes, %d increments, %d lost races retried", procs+1, (procs+1)*each, lost)
+}
+
+func TestConditionErrorCarriesCurrentItem(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "kosha.db"))
+	ctx := context.Background()
+	cur := store.Item{store.PK: "rl#a", "tokens": 3.5, "updated_at": int64(1000)}
+	if err := s.Put(ctx, cur, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Put(ctx, store.Item{store.PK: "rl#a", "tokens": 2.5}, store.IfAbsentOrEquals("updated_at", int64(999)))
+	var ce *store.ConditionError
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want a ConditionError", err)
+	}
+	if ce.Current == nil || ce.Current.Str(store.PK) != "rl#a" {
+		t.Fatalf("Current = %v, want the stored item", ce.Current)
+	}
+	if v, _ := ce.Current.Float("tokens"); v != 3.5 {
+		t.Errorf("Current tokens = %v, want 3.5", v)
+	}
+}
+
+func TestFileModesAndLayout(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state", "kosha")
+	path := filepath.Join(dir, "local.db")
+	s := open(t, path)
+	if err := s.Put(context.Background(), store.Item{store.PK: "x"}, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	if s.Describe() != "sqlite "+path {
+		t.Errorf("Describe = %q", s.Describe())
+	}
+	check := func(p string, want os.FileMode) {
+		t.Helper()
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s mode %v, want %v", filepath.Base(p), got, want)
+		}
+	}
+	check(dir, 0o700)
+	check(filepath.Dir(dir), 0o700)
+	check(path, 0o600)
+	check(path+"-wal", 0o600) // WAL mode is on, and the log is private too
+	check(path+"-shm", 0o600)
+}
+
+func TestReopenKeepsItems(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kosha.db")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(context.Background(), store.Item{store.PK: "breaker#db", "state": "forced_open", "n": 0.25}, store.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	it, err := open(t, path).Get(context.Background(), "breaker#db")
+	if err != nil {
+		t.Fatalf("Get after reopen: %v", err)
+	}
+	if it.Str("state") != "forced_open" {
+		t.Errorf("state = %q after reopen", it.Str("state"))
+	}
+}
+
+func TestOddPaths(t *testing.T) {
+	for _, name := range []string{"with space.db", "what?.db", "hash#.db", "pct%20.db", "ünï.db"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), name)
+			s := open(t, path)
+			if err := s.Put(context.Background(), store.Item{store.PK: "x"}, store.Always()); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Fatalf("database not at %s: %v", path, err)
+			}
+		})
+	}
+}
+
+func TestOpenFailureIsUnavailable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := sqlite.Open(context.Background(), filepath.Join(file, "kosha.db"))
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Open under a regular file: %v, want ErrUnavailable", err)
+	}
+	if _, err := sqlite.Open(context.Background(), ""); err == nil {
+		t.Error("Open(\"\") succeeded")
+	}
+}
+
+func TestNewerSchemaRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kosha.db")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	_, err = sqlite.Open(context.Background(), path)
+	if err == nil || !strings.Contains(err.Error(), "upgrade koshactl") {
+		t.Errorf("Open of a newer schema: %v, want an error saying to upgrade", err)
+	}
+}
+
+func TestSweep(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "kosha.db"))
+	ctx := context.Background()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	items := map[string]any{
+		"long-expired":       now.Add(-3 * time.Hour).Unix(),
+		"float-long-expired": float64(now.Add(-2*time.Hour).Unix()) + 0.5,
+		"just-expired":       now.Add(-time.Minute).Unix(), // within the grace: kept
+		"live":               now.Add(time.Hour).Unix(),
+		"string-ttl":         "0", // not a number: never swept, as on DynamoDB
+		"no-ttl":             nil,
+	}
+	for pk, ttl := range items {
+		it := store.Item{store.PK: pk}
+		if ttl != nil {
+			it[store.TTLAttr] = ttl
+		}
+		if err := s.Put(ctx, it, store.Always()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An item rewritten without a ttl loses its ttl.
+	if err := s.Put(ctx, store.Item{store.PK: "ttl-removed", store.TTLAttr: int64(1)}, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, store.Item{store.PK: "ttl-removed"}, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Sweep(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("Sweep removed %d items, want 2", n)
+	}
+	for pk := range items {
+		_, err := s.Get(ctx, pk)
+		gone := errors.Is(err, store.ErrNotFound)
+		if want := strings.HasSuffix(pk, "long-expired"); gone != want {
+			t.Errorf("%s: gone = %v after Sweep, want %v", pk, gone, want)
+		}
+	}
+	if _, err := s.Get(ctx, "ttl-removed"); err != nil {
+		t.Errorf("item whose ttl was removed: %v", err)
+	}
+}
+
+func TestClosedStoreFails(t *testing.T) {
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := s.Get(context.Background(), "x"); err == nil || errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get on a closed store: %v", err)
+	}
+}
+
+func BenchmarkPutGet(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "kosha.db"))
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		pk := "rl#client-" + strconv.Itoa(i%64)
+		i++
+		if err := s.Put(ctx, store.Item{store.PK: pk, "tokens": 19.5, "updated_at": int64(i)}, store.Always()); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Get(ctx, pk); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkIncrementParallel(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "kosha.db"))
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		pk := fmt.Sprintf("counter#%d", n.Add(1))
+		for pb.Next() {
+			if _, err := storetest.Increment(context.Background(), s, pk); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
