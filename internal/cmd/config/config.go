@@ -224,10 +224,18 @@ func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContext
 			koshactl config set-context dev --table kosha-control --region us-east-1 --endpoint-url http://127.0.0.1:8000 --static-credentials
 			koshactl config set-context scratch --local /tmp/scratch.db
 		`),
-		Args: cobra.ExactArgs(1),
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Name = args[0]
 			opts.changed = c.Flags().Changed
+			// pflag binds an optional value only as --local=PATH; accept the
+			// natural --local PATH too.
+			if len(args) == 2 {
+				if !c.Flags().Changed("local") || opts.Local != localDefault {
+					return cmdutil.Usagef("unexpected argument %q: set-context takes one NAME", args[1])
+				}
+				opts.Local = args[1]
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}

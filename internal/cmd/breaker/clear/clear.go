@@ -4,6 +4,7 @@ package clear
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -122,26 +123,27 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	log := audit.NewLog(env.Store, f.Clock, env.Name)
 	var failure error
 	for _, dep := range deps {
-		res, err := ov.Clear(ctx, dep, opts.DryRun)
-		if err != nil {
+		var (
+			res breaker.ClearResult
+			rec audit.Record
+			err error
+		)
+		if opts.DryRun {
+			res, err = ov.Clear(ctx, dep, true)
+		} else {
+			res, rec, err = ov.ClearAudited(ctx, log, dep, actor, opts.Reason)
+		}
+		if err != nil && !errors.Is(err, audit.ErrAuditWrite) {
 			failure = fmt.Errorf("clear %s: %w", dep, err)
 			break
 		}
-		item := ItemResult{Dependency: dep, Before: shared.ViewPtr(res.Before, now)}
+		failure = err
+		item := ItemResult{Dependency: dep, Before: shared.ViewPtr(res.Before, now), AuditID: rec.ID, Action: "cleared"}
 		switch {
 		case res.Before == nil:
 			item.Action = "already-clear"
 		case opts.DryRun:
 			item.Action = "would-clear"
-		default:
-			item.Action = "cleared"
-			rec, aerr := log.Append(ctx, audit.Entry{Actor: actor, Action: "breaker.clear",
-				Subject: breaker.OverrideKey(dep), Reason: opts.Reason, Before: item.Before})
-			if aerr != nil {
-				failure = fmt.Errorf("%s was cleared, but %w", dep, aerr)
-			} else {
-				item.AuditID = rec.ID
-			}
 		}
 		out.Results = append(out.Results, item)
 		if failure != nil {

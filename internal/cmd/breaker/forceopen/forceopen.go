@@ -175,28 +175,21 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	var failure error
 	for i, dep := range opts.Dependencies {
 		res := plans[i]
+		var rec audit.Record
 		if !opts.DryRun {
-			res, err = ov.Force(ctx, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, Actor: actor,
-				ExpiresAt: expires, Overwrite: opts.Overwrite})
-			if err != nil {
+			res, rec, err = ov.ForceAudited(ctx, log, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason,
+				Actor: actor, ExpiresAt: expires, Overwrite: opts.Overwrite})
+			if err != nil && !errors.Is(err, audit.ErrAuditWrite) {
 				failure = fmt.Errorf("force-open %s: %w", dep, conflictHint(err))
 				break
 			}
+			failure = err
 		}
-		item := ItemResult{Dependency: dep, Action: action(res, opts.DryRun),
-			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), res: res}
-		if !opts.DryRun {
-			rec, aerr := log.Append(ctx, audit.Entry{Actor: actor, Action: "breaker.force-open",
-				Subject: breaker.OverrideKey(dep), Reason: opts.Reason,
-				Before: item.Before, After: item.Override})
-			if aerr != nil {
-				out.Results = append(out.Results, item)
-				failure = fmt.Errorf("%s was forced open, but %w", dep, aerr)
-				break
-			}
-			item.AuditID = rec.ID
+		out.Results = append(out.Results, ItemResult{Dependency: dep, Action: action(res, opts.DryRun),
+			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), AuditID: rec.ID, res: res})
+		if failure != nil {
+			break
 		}
-		out.Results = append(out.Results, item)
 	}
 	if err := print(f, opts, env, out, now); err != nil {
 		return err

@@ -1,0 +1,165 @@
+package breaker_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+)
+
+var t0 = time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
+
+func openStore(t *testing.T) store.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestOverrideActiveRule(t *testing.T) {
+	exp := t0.Add(time.Minute)
+	cases := []struct {
+		name string
+		o    breaker.Override
+		at   time.Time
+		want bool
+	}{
+		{"no expiry", breaker.Override{State: "forced_open"}, t0.Add(1000 * time.Hour), true},
+		{"before expiry", breaker.Override{State: "forced_open", ExpiresAt: exp}, exp.Add(-time.Millisecond), true},
+		{"exactly at expiry", breaker.Override{State: "forced_open", ExpiresAt: exp}, exp, false},
+		{"after expiry", breaker.Override{State: "forced_open", ExpiresAt: exp}, exp.Add(time.Hour), false},
+		{"other state", breaker.Override{State: "closed"}, t0, false},
+	}
+	for _, tc := range cases {
+		if got := tc.o.ActiveAt(tc.at); got != tc.want {
+			t.Errorf("%s: ActiveAt = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestOverrideItemRoundTripFollowsContract(t *testing.T) {
+	o := breaker.Override{Dependency: "openai", State: "forced_open", Reason: "r", Actor: "a",
+		CreatedAt: t0, ExpiresAt: t0.Add(30*time.Minute + 500*time.Millisecond), Version: 3}
+	it := o.Item()
+	if it.PK() != "breaker#openai" {
+		t.Errorf("pk = %q", it.PK())
+	}
+	if ttl, _ := it.Int("ttl"); ttl != t0.Add(30*time.Minute).Unix()+1 {
+		t.Errorf("ttl = %d: must round up so GC never precedes expiry", ttl)
+	}
+	back, err := breaker.OverrideFromItem(it)
+	if err != nil || back != o {
+		t.Errorf("round trip = %+v, %v; want %+v", back, err, o)
+	}
+	noExp := breaker.Override{Dependency: "x", State: "forced_open", CreatedAt: t0, Version: 1}.Item()
+	if _, ok := noExp["ttl"]; ok {
+		t.Error("an override without expiry must not carry ttl")
+	}
+	if _, ok := noExp["expires_at"]; ok {
+		t.Error("an override without expiry must not carry expires_at")
+	}
+}
+
+func TestForcedOpenReadsTheRule(t *testing.T) {
+	s := openStore(t)
+	clk := clock.NewFake(t0)
+	ov := breaker.NewOverrides(s, clk)
+	ctx := context.Background()
+	if on, err := ov.ForcedOpen(ctx, "openai"); on || err != nil {
+		t.Fatalf("absent item: %v %v", on, err)
+	}
+	if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "a", ExpiresAt: t0.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if on, _ := ov.ForcedOpen(ctx, "openai"); !on {
+		t.Error("fresh override not active")
+	}
+	clk.Advance(time.Minute)
+	if on, _ := ov.ForcedOpen(ctx, "openai"); on {
+		t.Error("expired override still active (the item still exists: expiry must be checked on read)")
+	}
+}
+
+// Two operators force the same dependency at once: exactly one wins, the
+// other gets a conflict naming the winner; nothing is silently overwritten.
+func TestConcurrentForceExactlyOneWins(t *testing.T) {
+	s := openStore(t)
+	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = ov.Force(context.Background(), breaker.ForceRequest{Dependency: "openai", Reason: "r",
+				Actor: string(rune('a' + i)), ExpiresAt: t0.Add(time.Hour)})
+		}()
+	}
+	wg.Wait()
+	wins := 0
+	for _, err := range errs {
+		var ce *breaker.ConflictError
+		switch {
+		case err == nil:
+			wins++
+		case errors.As(err, &ce):
+			if ce.Current.Actor == "" {
+				t.Errorf("conflict does not name the holder: %v", err)
+			}
+		default:
+			t.Errorf("unexpected error: %v", err)
+		}
+	}
+	if wins != 1 {
+		t.Errorf("%d forces won, want exactly 1", wins)
+	}
+}
+
+// A clear that read version 1 must not delete a version 2 written meanwhile.
+func TestClearDoesNotDeleteAReForce(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "v1", Actor: "a", ExpiresAt: t0.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	racy := &interleave{Store: s, beforeDelete: func() {
+		if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "v2", Actor: "b",
+			ExpiresAt: t0.Add(time.Hour), Overwrite: true}); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	_, err := breaker.NewOverrides(racy, clock.NewFake(t0)).Clear(ctx, "openai", false)
+	var ce *breaker.ConflictError
+	if !errors.As(err, &ce) || !ce.Raced || ce.Current.Reason != "v2" {
+		t.Fatalf("clear racing a re-force: err = %v", err)
+	}
+	if o, err := ov.Get(ctx, "openai"); err != nil || o.Reason != "v2" {
+		t.Errorf("the re-forced override was lost: %+v %v", o, err)
+	}
+}
+
+// interleave runs a hook between a command's read and its delete.
+type interleave struct {
+	store.Store
+	beforeDelete func()
+}
+
+func (i *interleave) Delete(ctx context.Context, pk string, c store.Condition) error {
+	if i.beforeDelete != nil {
+		i.beforeDelete()
+		i.beforeDelete = nil
+	}
+	return i.Store.Delete(ctx, pk, c)
+}

@@ -1,0 +1,167 @@
+// Package factory builds the production [cmdutil.Factory]: the real config
+// file, the embedded or DynamoDB store of the selected context, the AWS
+// configuration and caller identity. Everything is built on first use.
+package factory
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"github.com/kosha-platform/koshactl/internal/awsconf"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+)
+
+// New returns the production factory on the process's streams.
+func New() *cmdutil.Factory {
+	return NewWith(iostreams.System(), clock.Real{})
+}
+
+// NewWith returns the production wiring (config file, stores, AWS) on the
+// given streams and clock. In-process end-to-end tests use it with buffers and
+// a fake clock, so they exercise the real context resolution.
+func NewWith(io *iostreams.IOStreams, clk clock.Clock) *cmdutil.Factory {
+	f := &cmdutil.Factory{
+		IOStreams:   io,
+		Clock:       clk,
+		Prompter:    &cmdutil.LinePrompter{In: io.In, Out: io.ErrOut},
+		ContextName: os.Getenv("KOSHACTL_CONTEXT"),
+	}
+	f.Config = sync.OnceValues(func() (*config.File, error) {
+		path, err := config.DefaultPath()
+		if err != nil {
+			return nil, err
+		}
+		return config.Load(path)
+	})
+	var (
+		mu  sync.Mutex
+		env *cmdutil.Env
+	)
+	f.Env = func(ctx context.Context) (*cmdutil.Env, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if env != nil {
+			return env, nil
+		}
+		e, err := Resolve(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		env = e
+		return env, nil
+	}
+	return f
+}
+
+// Resolve opens the selected context's store and wires its AWS config and
+// actor. It is exported for tools (the sandbox) that resolve a context
+// outside a command.
+func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
+	file, err := f.Config()
+	if err != nil {
+		return nil, err
+	}
+	name := f.ContextName
+	if name == "" {
+		name = file.Current()
+	}
+	c, err := file.Context(name)
+	if err != nil {
+		return nil, err
+	}
+	stateDir, err := config.StateDir()
+	if err != nil {
+		return nil, err
+	}
+	env := &cmdutil.Env{Name: name, Context: c, StateDir: stateDir}
+	if c.IsLocal() {
+		path, err := c.LocalStorePath()
+		if err != nil {
+			return nil, err
+		}
+		s, err := sqlite.Open(ctx, path)
+		if err != nil {
+			return nil, fmt.Errorf("open embedded store of context %q: %w", name, err)
+		}
+		env.Store = s
+		env.Actor = localActor
+		env.AWSConfig = func(context.Context) (aws.Config, error) {
+			return aws.Config{}, fmt.Errorf("context %q is local: it has no AWS configuration", name)
+		}
+		return env, nil
+	}
+	d := c.Store.DynamoDB
+	awsOpts := awsconf.Options{Region: d.Region, Profile: d.Profile, EndpointURL: d.EndpointURL, IMDS: d.IMDS,
+		StaticCredentials: d.StaticCredentials}
+	loadAWS := sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx, awsOpts) })
+	cfg, err := loadAWS()
+	if err != nil {
+		return nil, fmt.Errorf("context %q: %w", name, err)
+	}
+	env.Store = dynamo.NewFromConfig(cfg, d.Table)
+	env.AWSConfig = func(context.Context) (aws.Config, error) { return loadAWS() }
+	identity := sync.OnceValues(func() (string, error) {
+		if d.StaticCredentials {
+			// Dummy credentials have no identity worth asking a local endpoint for.
+			return localActor(ctx)
+		}
+		return callerIdentity(ctx, cfg)
+	})
+	env.Actor = func(context.Context) (string, error) { return identity() }
+	return env, nil
+}
+
+// stsAPI is the one STS call koshactl makes.
+type stsAPI interface {
+	GetCallerIdentity(ctx context.Context, in *sts.GetCallerIdentityInput, optFns ...func(*sts.Options)) (*sts.GetCallerIdentityOutput, error)
+}
+
+var _ stsAPI = (*sts.Client)(nil)
+
+// callerIdentity returns the ARN of the AWS principal acting.
+func callerIdentity(ctx context.Context, cfg aws.Config) (string, error) {
+	return identityFrom(ctx, sts.NewFromConfig(cfg))
+}
+
+func identityFrom(ctx context.Context, api stsAPI) (string, error) {
+	out, err := api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil {
+		return "", fmt.Errorf("%w: who is acting could not be established (sts GetCallerIdentity: %v); refresh credentials (e.g. aws sso login) and re-run",
+			store.ErrCredentials, oneLine(err))
+	}
+	return aws.ToString(out.Arn), nil
+}
+
+// localActor names the operator on a local context: $KOSHACTL_ACTOR when set
+// (CI jobs name themselves), else user@host.
+func localActor(context.Context) (string, error) {
+	if a := os.Getenv("KOSHACTL_ACTOR"); a != "" {
+		return a, nil
+	}
+	name := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	} else if v := os.Getenv("USER"); v != "" {
+		name = v
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "localhost"
+	}
+	return name + "@" + host, nil
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

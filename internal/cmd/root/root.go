@@ -1,0 +1,113 @@
+// Package root assembles koshactl's command tree and runs it: global flags,
+// error printing and the mapping of errors to documented exit codes.
+package root
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
+	breakercmd "github.com/kosha-platform/koshactl/internal/cmd/breaker"
+	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
+	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
+	versioncmd "github.com/kosha-platform/koshactl/internal/cmd/version"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+)
+
+// NewCmd builds the whole command tree on f. started is set once argument
+// parsing succeeded and a command's own code runs, so errors before that are
+// reported as usage errors.
+func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "koshactl",
+		Short: "Operate the Kosha resilience layer: breaker overrides, rate limits, chaos, drills",
+		Long: heredoc.Doc(`
+			koshactl is the operator CLI and control plane of the Kosha resilience layer.
+			It forces and clears fleet-wide breaker overrides, inspects and resets rate-limit
+			buckets, mints signed chaos headers, shows the fleet's breaker gauges, runs
+			incident drills, and runs a local sandbox fleet for practice.
+
+			Every command acts on one context (--context, $KOSHACTL_CONTEXT, or the current
+			one); with no config file that is the built-in "local" context.
+		`),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.PersistentFlags().StringVar(&f.ContextName, "context", f.ContextName, "context to act on (default: the current context)")
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return cmdutil.Usagef("%v (see %s --help)", err, c.CommandPath())
+	})
+	cmd.SetIn(f.IOStreams.In)
+	cmd.SetOut(f.IOStreams.Out)
+	cmd.SetErr(f.IOStreams.ErrOut)
+	cmd.AddCommand(
+		breakercmd.NewCmd(f),
+		auditcmd.NewCmd(f),
+		configcmd.NewCmd(f),
+		storecmd.NewCmd(f),
+		versioncmd.NewCmd(f),
+	)
+	markStarted(cmd, started)
+	return cmd
+}
+
+// markStarted wraps every command's RunE so *started is set once cobra has
+// finished validating arguments and flags: errors before that are usage errors.
+func markStarted(cmd *cobra.Command, started *bool) {
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			*started = true
+			return run(c, args)
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		markStarted(sub, started)
+	}
+}
+
+// Run executes args on f and returns the process exit code, having printed
+// any error as one line on stderr.
+func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
+	started := false
+	var opened *cmdutil.Env
+	if resolve := f.Env; resolve != nil {
+		f.Env = func(ctx context.Context) (*cmdutil.Env, error) {
+			e, err := resolve(ctx)
+			if err == nil {
+				opened = e
+			}
+			return e, err
+		}
+		defer func() {
+			if opened != nil && opened.Store != nil {
+				_ = opened.Store.Close()
+			}
+		}()
+	}
+	cmd := NewCmd(f, &started)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return cmdutil.ExitOK
+	}
+	if !errors.Is(err, cmdutil.ErrSilent) {
+		fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", oneLine(err))
+	}
+	code := cmdutil.ExitCode(err)
+	if !started && code == cmdutil.ExitError {
+		code = cmdutil.ExitUsage
+	}
+	if ctx.Err() != nil && code != cmdutil.ExitOK {
+		code = cmdutil.ExitCancelled
+	}
+	return code
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

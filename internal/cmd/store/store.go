@@ -1,0 +1,85 @@
+// Package store implements `koshactl store`: administration of the context's
+// store (creating the DynamoDB table for development and drills).
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+)
+
+// NewCmd returns the store command group.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "store", Short: "Administer the context's store"}
+	cmd.AddCommand(NewCmdInit(f, nil))
+	return cmd
+}
+
+// InitOptions are the flags of store init.
+type InitOptions struct {
+	Yes    bool
+	Output string
+}
+
+// initializer is what init needs of a DynamoDB store.
+type initializer interface {
+	Init(ctx context.Context) (dynamo.InitReport, error)
+}
+
+// NewCmdInit builds `store init`; runF replaces the run function in tests.
+func NewCmdInit(f *cmdutil.Factory, runF func(context.Context, *InitOptions) error) *cobra.Command {
+	opts := &InitOptions{}
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Create the context's DynamoDB table (pk string, on demand) and enable TTL where supported",
+		Long: "Create the control table on the context's DynamoDB endpoint, wait until it is ACTIVE, and turn on\n" +
+			"time to live on the \"ttl\" attribute where the endpoint supports it (dynalite does not: koshactl\n" +
+			"checks expiry on read either way). Running it again on an existing table changes nothing.",
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return RunInit(c.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// RunInit creates the table.
+func RunInit(ctx context.Context, f *cmdutil.Factory, opts *InitOptions) error {
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	in, ok := env.Store.(initializer)
+	if !ok {
+		fmt.Fprintf(f.IOStreams.Out, "Context %q uses the embedded store (%s): it is created on first use, nothing to do.\n",
+			env.Name, env.Store.Describe())
+		return nil
+	}
+	if err := cmdutil.ConfirmProtected(f, env, opts.Yes, "create the table"); err != nil {
+		return err
+	}
+	rep, err := in.Init(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.Output != cmdutil.FormatTable {
+		return cmdutil.PrintStructured(f.IOStreams.Out, opts.Output, map[string]any{
+			"kind": "StoreInitResult", "context": env.Name, "table": rep.Table, "where": rep.Where,
+			"created": rep.Created, "status": rep.Status, "ttl": string(rep.TTL),
+		})
+	}
+	for _, l := range rep.Lines() {
+		fmt.Fprintln(f.IOStreams.Out, l)
+	}
+	fmt.Fprintf(f.IOStreams.ErrOut, "acted on %s\n", env.Describe())
+	return nil
+}
