@@ -1,0 +1,388 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// Audit actions recorded for bucket changes.
+const (
+	ActionReset = "ratelimit.reset"
+	ActionDrain = "ratelimit.drain"
+	ActionSet   = "ratelimit.set"
+)
+
+// MaxDrainHold bounds how long a timed drain keeps a client refused.
+const MaxDrainHold = time.Hour
+
+// MutationAttempts bounds how often an operator change re-reads and retries
+// when data-plane takes keep changing the bucket between read and write.
+const MutationAttempts = 5
+
+// ErrBusy reports a bucket that changed on every attempt of an operator
+// change; it also matches store.ErrConditionFailed.
+var ErrBusy = fmt.Errorf("bucket changed on every attempt (the client is sending requests right now): %w", store.ErrConditionFailed)
+
+// ErrInvalidTokens reports a token count an operator may not set.
+var ErrInvalidTokens = errors.New("invalid token count")
+
+// ListStore is what [Buckets] needs of a store.
+type ListStore interface {
+	BucketStore
+	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
+}
+
+var _ ListStore = store.Store(nil)
+
+// Buckets inspects and changes buckets for operators. Every change is a
+// conditional write on the updated_at it read, stamped strictly later, so it
+// composes with concurrent data-plane takes of either variant's readers.
+type Buckets struct {
+	store  ListStore
+	clock  clock.Clock
+	limits Limits
+}
+
+// NewBuckets returns Buckets on s evaluating buckets with limits l (zero
+// fields take the LLD's defaults). A nil clk means the wall clock.
+func NewBuckets(s ListStore, clk clock.Clock, l Limits) (*Buckets, error) {
+	l = l.WithDefaults()
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &Buckets{store: s, clock: clk, limits: l}, nil
+}
+
+// Limits returns the limits buckets are evaluated with.
+func (b *Buckets) Limits() Limits { return b.limits }
+
+// Get returns client's bucket status now. A missing item is a full bucket
+// (Exists false), not an error.
+func (b *Buckets) Get(ctx context.Context, client string) (Status, error) {
+	if err := ValidateClientID(client); err != nil {
+		return Status{}, err
+	}
+	bk, err := b.read(ctx, client)
+	if err != nil {
+		return Status{}, err
+	}
+	return StatusOf(client, bk, b.limits, b.clock.Now()), nil
+}
+
+func (b *Buckets) read(ctx context.Context, client string) (*Bucket, error) {
+	it, err := b.store.Get(ctx, Key(client))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read bucket %s: %w", client, err)
+	}
+	bk, err := BucketFromItem(it)
+	if err != nil {
+		return nil, err
+	}
+	return &bk, nil
+}
+
+// SortBy orders a listing.
+type SortBy string
+
+// Listing orders.
+const (
+	// SortClient orders by client id.
+	SortClient SortBy = "client"
+	// SortTokens orders by refilled tokens, emptiest first.
+	SortTokens SortBy = "tokens"
+	// SortUpdated orders by updated_at, most recent first.
+	SortUpdated SortBy = "updated"
+)
+
+// SortOrders lists the accepted orders.
+var SortOrders = []SortBy{SortClient, SortTokens, SortUpdated}
+
+// ListQuery selects and orders buckets.
+type ListQuery struct {
+	// Throttled keeps only clients whose next request would be refused.
+	Throttled bool
+	// Sort orders the result; empty means SortClient.
+	Sort SortBy
+	// Limit keeps the first Limit buckets after sorting; zero keeps all.
+	Limit int
+	// Segments scans the table in that many parallel segments (DynamoDB).
+	Segments int
+	// Progress, when set, is called with the running count of items examined.
+	Progress func(examined int)
+}
+
+// ListResult is a listing.
+type ListResult struct {
+	// Buckets are the matching buckets, sorted, at most Limit of them.
+	Buckets []Status
+	// Matched counts matching buckets before Limit.
+	Matched int
+	// Malformed lists items under the rl# prefix that are not valid buckets;
+	// they are skipped, not fatal.
+	Malformed []error
+}
+
+// List scans every bucket and evaluates it now.
+func (b *Buckets) List(ctx context.Context, q ListQuery) (ListResult, error) {
+	switch q.Sort {
+	case "":
+		q.Sort = SortClient
+	case SortClient, SortTokens, SortUpdated:
+	default:
+		return ListResult{}, fmt.Errorf("list buckets: unknown sort order %q", q.Sort)
+	}
+	now := b.clock.Now()
+	var res ListResult
+	for it, err := range b.store.Scan(ctx, store.ScanQuery{Prefix: KeyPrefix, Segments: q.Segments, Progress: q.Progress}) {
+		if err != nil {
+			return ListResult{}, fmt.Errorf("list buckets: %w", err)
+		}
+		bk, err := BucketFromItem(it)
+		if err != nil {
+			res.Malformed = append(res.Malformed, err)
+			continue
+		}
+		s := StatusOf(bk.Client, &bk, b.limits, now)
+		if q.Throttled && !s.Throttled() {
+			continue
+		}
+		res.Buckets = append(res.Buckets, s)
+	}
+	sortStatuses(res.Buckets, q.Sort)
+	res.Matched = len(res.Buckets)
+	if q.Limit > 0 && len(res.Buckets) > q.Limit {
+		res.Buckets = res.Buckets[:q.Limit]
+	}
+	return res, nil
+}
+
+func sortStatuses(s []Status, by SortBy) {
+	sort.Slice(s, func(i, j int) bool {
+		a, b := s[i], s[j]
+		switch by {
+		case SortTokens:
+			if a.Tokens != b.Tokens {
+				return a.Tokens < b.Tokens
+			}
+		case SortUpdated:
+			if a.Stored.UpdatedAtMs != b.Stored.UpdatedAtMs {
+				return a.Stored.UpdatedAtMs > b.Stored.UpdatedAtMs
+			}
+		}
+		return a.Client < b.Client
+	})
+}
+
+// Op is an operator change to a bucket.
+type Op uint8
+
+const (
+	// OpReset refills the bucket to capacity.
+	OpReset Op = iota
+	// OpDrain empties the bucket (tokens 0), or holds it below zero for a
+	// while so the client is refused for that long.
+	OpDrain
+	// OpSet sets the token count.
+	OpSet
+)
+
+// String returns reset, drain or set.
+func (o Op) String() string {
+	switch o {
+	case OpReset:
+		return "reset"
+	case OpDrain:
+		return "drain"
+	case OpSet:
+		return "set"
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+// Action returns the audit action of the op.
+func (o Op) Action() string {
+	return map[Op]string{OpReset: ActionReset, OpDrain: ActionDrain, OpSet: ActionSet}[o]
+}
+
+// Change asks for one operator change.
+type Change struct {
+	Op     Op
+	Client string
+	// Tokens is the count OpSet writes (0 to capacity).
+	Tokens float64
+	// HoldFor, for OpDrain, keeps the client refused for that long: the bucket
+	// is written with tokens = -HoldFor*rate, so it climbs back to 0 after
+	// HoldFor and admits again one token later. Zero writes tokens 0.
+	HoldFor time.Duration
+	// DryRun computes the result without writing.
+	DryRun bool
+}
+
+// Validate checks the change against limits l before anything is read.
+func (c Change) Validate(l Limits) error {
+	if err := ValidateClientID(c.Client); err != nil {
+		return err
+	}
+	l = l.WithDefaults()
+	switch c.Op {
+	case OpSet:
+		if math.IsNaN(c.Tokens) || c.Tokens < 0 || c.Tokens > l.Capacity {
+			return fmt.Errorf("%w: %g: give a number from 0 to the capacity, %g (use drain --for to keep a client refused for a while)",
+				ErrInvalidTokens, c.Tokens, l.Capacity)
+		}
+	case OpDrain:
+		if c.HoldFor < 0 || c.HoldFor > MaxDrainHold {
+			return fmt.Errorf("%w: drain --for %s: give a duration from 0 to %s", ErrInvalidTokens, c.HoldFor, MaxDrainHold)
+		}
+	case OpReset:
+	default:
+		return fmt.Errorf("unknown bucket change %v", c.Op)
+	}
+	return nil
+}
+
+// target returns the stored token count the change writes.
+func (c Change) target(l Limits) float64 {
+	switch c.Op {
+	case OpReset:
+		return l.Capacity
+	case OpDrain:
+		// Round to the microtoken so a duration like 1.1s writes -1.1, not
+		// -1.1000000000000001.
+		debt := math.Round(c.HoldFor.Seconds()*l.RefillPerSecond*1e6) / 1e6
+		if debt == 0 {
+			return 0 // not -0
+		}
+		return -debt
+	}
+	return c.Tokens
+}
+
+// ChangeResult says what a change did.
+type ChangeResult struct {
+	Change Change
+	// Before is the bucket as read (the last read, after retries).
+	Before Status
+	// After is the bucket as written (or as it would be, on a dry run); equal
+	// to Before when nothing changed.
+	After Status
+	// Changed is false when the bucket was already in the requested state
+	// (reset of a full or missing bucket, drain of an empty one, set to the
+	// current level); nothing was written.
+	Changed bool
+	// Attempts counts conditional writes tried (0 on a dry run or no-op).
+	Attempts int
+}
+
+// Apply makes one change. It reads the bucket, computes the new item and
+// writes it on condition that updated_at is still the value read (or that the
+// item is still absent), stamping updated_at = max(now, read+1) so the write
+// is ordered after every take it follows. A refused write is retried with a
+// fresh read up to MutationAttempts times; then it fails with ErrBusy.
+func (b *Buckets) Apply(ctx context.Context, c Change) (ChangeResult, error) {
+	if err := c.Validate(b.limits); err != nil {
+		return ChangeResult{}, err
+	}
+	res := ChangeResult{Change: c}
+	want := c.target(b.limits)
+	for {
+		cur, err := b.read(ctx, c.Client)
+		if err != nil {
+			return res, err
+		}
+		now := b.clock.Now()
+		res.Before = StatusOf(c.Client, cur, b.limits, now)
+		if noop(c.Op, res.Before, want) {
+			res.After, res.Changed = res.Before, false
+			return res, nil
+		}
+		next := Bucket{Client: c.Client, Tokens: want, UpdatedAtMs: now.UnixMilli()}
+		cond := store.IfAbsent()
+		if cur != nil {
+			next.UpdatedAtMs = max(next.UpdatedAtMs, cur.UpdatedAtMs+1)
+			cond = store.IfEquals(AttrUpdatedAt, cur.UpdatedAtMs)
+		}
+		next.TTL = b.limits.TTL(next.UpdatedAtMs, next.Tokens)
+		res.After = StatusOf(c.Client, &next, b.limits, now)
+		res.Changed = true
+		if c.DryRun {
+			return res, nil
+		}
+		res.Attempts++
+		err = b.store.Put(ctx, next.Item(), cond)
+		if err == nil {
+			return res, nil
+		}
+		if !errors.Is(err, store.ErrConditionFailed) {
+			return res, fmt.Errorf("write bucket %s: %w", c.Client, err)
+		}
+		if res.Attempts == MutationAttempts {
+			return res, fmt.Errorf("%s %s: %w; re-run the command", c.Op, c.Client, ErrBusy)
+		}
+	}
+}
+
+// noop reports whether the bucket already is what the change asks for.
+func noop(op Op, before Status, want float64) bool {
+	switch op {
+	case OpReset:
+		return before.Full()
+	case OpDrain:
+		// Only exact: a bucket at 0.4 tokens still gains its next token sooner
+		// than a drained one.
+		return before.Exists && before.Stored.Tokens == want && before.Tokens == want
+	}
+	return before.Tokens == want
+}
+
+// Auditor appends audit records; *audit.Log implements it.
+type Auditor interface {
+	Append(ctx context.Context, e audit.Entry) (audit.Record, error)
+}
+
+var _ Auditor = (*audit.Log)(nil)
+
+// AuditView is how a bucket appears in audit records' before/after.
+type AuditView struct {
+	Exists      bool    `json:"exists"`
+	Tokens      float64 `json:"tokens"`
+	UpdatedAtMs int64   `json:"updated_at,omitempty"`
+	Refilled    float64 `json:"refilled_tokens"`
+}
+
+func auditView(s Status) AuditView {
+	return AuditView{Exists: s.Exists, Tokens: s.Stored.Tokens, UpdatedAtMs: s.Stored.UpdatedAtMs, Refilled: s.Tokens}
+}
+
+// ApplyAudited makes the change (c.DryRun is ignored: it always writes) and
+// records it, with subject rl#<client>. Nothing is recorded when nothing
+// changed. When the bucket was written but the record was not, the result is
+// returned with an error wrapping audit.ErrAuditWrite.
+func (b *Buckets) ApplyAudited(ctx context.Context, log Auditor, actor, reason string, c Change) (ChangeResult, audit.Record, error) {
+	c.DryRun = false
+	res, err := b.Apply(ctx, c)
+	if err != nil || !res.Changed {
+		return res, audit.Record{}, err
+	}
+	rec, err := log.Append(ctx, audit.Entry{Actor: actor, Action: c.Op.Action(), Subject: Key(c.Client), Reason: reason,
+		Before: auditView(res.Before), After: auditView(res.After)})
+	if err != nil {
+		return res, rec, fmt.Errorf("bucket %s was changed (%s), but %w", c.Client, c.Op, err)
+	}
+	return res, rec, nil
+}

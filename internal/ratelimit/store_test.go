@@ -1,0 +1,233 @@
+package ratelimit_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// One dynalite serves the package, started on first use so the pure tests
+// do not need it.
+var (
+	dynaliteOnce     sync.Once
+	dynaliteEndpoint string
+	dynaliteStop     = func() {}
+	dynaliteErr      error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	dynaliteStop()
+	os.Exit(code)
+}
+
+func dynaliteURL(tb testing.TB) string {
+	tb.Helper()
+	dynaliteOnce.Do(func() {
+		dynaliteEndpoint, dynaliteStop, dynaliteErr = dynalite.StartMain()
+	})
+	if dynaliteErr != nil {
+		tb.Fatal(dynaliteErr)
+	}
+	return dynaliteEndpoint
+}
+
+// backends opens a fresh, empty store of each kind for one test.
+var backends = map[string]func(t *testing.T) store.Store{
+	"sqlite": func(t *testing.T) store.Store {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	},
+	"dynamodb": func(t *testing.T) store.Store {
+		return dynamotest.NewStore(t, dynaliteURL(t))
+	},
+}
+
+// TestConformance runs the bucket contract on both real stores: what the
+// limiter and the operator operations write must read back identically.
+func TestConformance(t *testing.T) {
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			t.Run("take-and-refill", func(t *testing.T) { conformTake(t, open(t)) })
+			t.Run("operator-changes", func(t *testing.T) { conformChanges(t, open(t)) })
+			t.Run("list", func(t *testing.T) { conformList(t, open(t)) })
+			t.Run("variants-share-items", func(t *testing.T) { conformMixedVariants(t, open(t)) })
+		})
+	}
+}
+
+func conformTake(t *testing.T, s store.Store) {
+	for _, v := range ratelimit.Variants {
+		clk := clock.NewFake(epoch)
+		l := newLimiter(t, s, v, clk)
+		client := "take-" + v.String()
+		if d := take(t, l, client); !d.Allowed || d.Remaining != 19 {
+			t.Fatalf("%s first take: %+v", v, d)
+		}
+		it, err := s.Get(context.Background(), ratelimit.Key(client))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl, ok := it.Int("ttl"); !ok || ttl != t0/1000+3600 {
+			t.Errorf("%s ttl = %v", v, it["ttl"])
+		}
+		for range 19 {
+			take(t, l, client)
+		}
+		if d := take(t, l, client); d.Allowed {
+			t.Fatalf("%s: bucket did not run dry: %+v", v, d)
+		}
+		// Fractional tokens round-trip exactly through the store.
+		clk.Advance(1537 * time.Millisecond)
+		if v == ratelimit.VariantFixed {
+			clk.Advance(19 * time.Millisecond)
+		}
+		d := take(t, l, client)
+		if !d.Allowed || math.Abs(d.Remaining-0.537) > 1e-9 {
+			t.Fatalf("%s after 1.537 s: %+v", v, d)
+		}
+		if b := stored(t, s, client); b.Tokens != d.Remaining {
+			t.Errorf("%s stored %v, want exactly the %v written", v, b.Tokens, d.Remaining)
+		}
+		if d := take(t, l, client); d.Allowed || d.RetryAfter != 463*time.Millisecond {
+			t.Errorf("%s: %+v", v, d)
+		}
+	}
+}
+
+func conformChanges(t *testing.T, s store.Store) {
+	clk := clock.NewFake(epoch)
+	b := newBuckets(t, s, clk)
+	l := newLimiter(t, s, ratelimit.VariantFixed, clk)
+	apply(t, b, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	if d := take(t, l, "c"); d.Allowed {
+		t.Fatalf("admitted after drain: %+v", d)
+	}
+	clk.Advance(5 * time.Second)
+	apply(t, b, ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 2.25})
+	if st, _ := b.Get(context.Background(), "c"); st.Tokens != 2.25 || st.Stored.UpdatedAtMs != t0+5000 {
+		t.Errorf("after set: %+v", st)
+	}
+	take(t, l, "c")
+	res := apply(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+	if !res.Changed || res.Before.Stored.Tokens != 1.25 {
+		t.Errorf("reset: %+v", res)
+	}
+	if st, _ := b.Get(context.Background(), "c"); !st.Full() || st.Stored.UpdatedAtMs != t0+5002 {
+		t.Errorf("after reset: %+v", st)
+	}
+	// A stale conditional write is refused by the store itself.
+	err := s.Put(context.Background(), ratelimit.Bucket{Client: "c", Tokens: 0, UpdatedAtMs: t0 + 9000}.Item(),
+		store.IfEquals(ratelimit.AttrUpdatedAt, t0+5000))
+	if err == nil {
+		t.Error("write conditioned on a superseded updated_at was accepted")
+	}
+	// Racing operator changes against a busy client still end in the
+	// requested state.
+	busy := &storeBusy{Store: s, n: 2}
+	b2 := newBuckets(t, busy, clk)
+	if res := apply(t, b2, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"}); res.Attempts != 3 {
+		t.Errorf("attempts = %d", res.Attempts)
+	}
+	if got := stored(t, s, "c"); got.Tokens != 0 {
+		t.Errorf("stored %+v", got)
+	}
+}
+
+// storeBusy lands a data-plane take between each of the first n operator
+// reads and writes.
+type storeBusy struct {
+	store.Store
+	n int
+}
+
+func (b *storeBusy) Put(ctx context.Context, it store.Item, cond store.Condition) error {
+	if b.n > 0 {
+		b.n--
+		l, _ := ratelimit.NewLimiter(b.Store, ratelimit.Config{Clock: clock.NewFake(epoch.Add(time.Minute))})
+		if _, err := l.Take(ctx, it.PK()[len(ratelimit.KeyPrefix):]); err != nil {
+			return err
+		}
+	}
+	return b.Store.Put(ctx, it, cond)
+}
+
+func conformList(t *testing.T, s store.Store) {
+	clk := clock.NewFake(epoch)
+	b := newBuckets(t, s, clk)
+	for i := range 30 {
+		c := ratelimit.Change{Op: ratelimit.OpSet, Client: fmt.Sprintf("client-%02d", i), Tokens: float64(i % 10)}
+		if c.Tokens == 0 {
+			c.Op = ratelimit.OpDrain
+		}
+		apply(t, b, c)
+	}
+	if err := s.Put(context.Background(), store.Item{"pk": "breaker#openai", "state": "forced_open"}, store.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	var progressed int
+	var mu sync.Mutex
+	r, err := b.List(context.Background(), ratelimit.ListQuery{Throttled: true, Sort: ratelimit.SortTokens, Segments: 3,
+		Progress: func(n int) { mu.Lock(); progressed = max(progressed, n); mu.Unlock() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Buckets) != 3 || r.Buckets[0].Client != "client-00" || r.Buckets[2].Client != "client-20" {
+		t.Errorf("throttled = %+v", r.Buckets)
+	}
+	if progressed < 30 {
+		t.Errorf("progress reported %d items examined, want at least 30", progressed)
+	}
+	r, err = b.List(context.Background(), ratelimit.ListQuery{Sort: ratelimit.SortClient, Limit: 5, Segments: 4})
+	if err != nil || r.Matched != 30 || len(r.Buckets) != 5 || r.Buckets[4].Client != "client-04" {
+		t.Errorf("list: %+v, %v", r, err)
+	}
+}
+
+// An item written by the fixed variant is read correctly by the LLD variant
+// and the other way round: the fix keeps the contract's attributes and
+// meaning.
+func conformMixedVariants(t *testing.T, s store.Store) {
+	clk := clock.NewFake(epoch)
+	fixed := newLimiter(t, s, ratelimit.VariantFixed, clk)
+	lld := newLimiter(t, s, ratelimit.VariantLLD, clk)
+	admitted := 0
+	for i := range 30 {
+		l := fixed
+		if i%2 == 1 {
+			l = lld
+		}
+		clk.Advance(10 * time.Millisecond)
+		if take(t, l, "mixed").Allowed {
+			admitted++
+		}
+	}
+	// 20 + 0.3 s of refill.
+	if admitted != 20 {
+		t.Errorf("alternating variants admitted %d, want 20", admitted)
+	}
+}
+
+func TestRaceSQLite(t *testing.T) {
+	raceOnStore(t, func(t *testing.T) ratelimit.BucketStore { return backends["sqlite"](t) })
+}
+
+func TestRaceDynamoDB(t *testing.T) {
+	raceOnStore(t, func(t *testing.T) ratelimit.BucketStore { return backends["dynamodb"](t) })
+}
