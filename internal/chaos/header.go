@@ -1,0 +1,437 @@
+package chaos
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// HeaderName is the HTTP header that carries a chaos header value.
+const HeaderName = "X-Kosha-Chaos"
+
+// Version is the wire format version this package speaks (the v field).
+const Version = 1
+
+// The wire names of the fields, in their fixed order.
+const (
+	fieldV      = "v"
+	fieldKID    = "kid"
+	fieldTarget = "target"
+	fieldFault  = "fault"
+	fieldMs     = "ms"
+	fieldP      = "p"
+	fieldExp    = "exp"
+	fieldJTI    = "jti"
+	fieldSig    = "sig"
+)
+
+// FieldOrder lists the wire fields in the only order a value may carry
+// them. ms appears only when fault is latency.
+var FieldOrder = [...]string{fieldV, fieldKID, fieldTarget, fieldFault, fieldMs, fieldP, fieldExp, fieldJTI, fieldSig}
+
+const fieldOrderText = "v;kid;target;fault;ms;p;exp;jti;sig"
+
+// Header is a parsed chaos header value. Parse only returns headers whose
+// every field follows the grammar; whether the header is authentic and
+// current is the [Verifier]'s business.
+type Header struct {
+	Fields
+	// KID is the id of the key that signed the header.
+	KID string
+	// Sig is the HMAC-SHA256 signature over the signing input.
+	Sig [sha256.Size]byte
+
+	value     string // the exact bytes parsed
+	signedLen int    // value[:signedLen] is the signing input
+}
+
+// Value returns the exact header value that was parsed or signed.
+func (h *Header) Value() string { return h.value }
+
+// SigningInput returns the exact bytes the signature covers: the value up
+// to, not including, ";sig=".
+func (h *Header) SigningInput() string { return h.value[:h.signedLen] }
+
+// SigString returns the signature as it appears on the wire (unpadded
+// base64url). A signature is not secret: it is in every request that
+// carries the header.
+func (h *Header) SigString() string { return string(appendB64(nil, h.Sig[:])) }
+
+// Encode serialises h from its fields, KID and Sig. The grammar admits one
+// spelling per header, so for a header returned by [Parse] or [Sign] this
+// equals [Header.Value]; verifiers never need it (they check the exact bytes
+// received).
+func (h *Header) Encode() string {
+	b := appendSigningInput(make([]byte, 0, 192), h.KID, &h.Fields)
+	b = append(b, ";sig="...)
+	return string(appendB64(b, h.Sig[:]))
+}
+
+// Line returns "X-Kosha-Chaos: <value>", the header as an HTTP request
+// carries it.
+func (h *Header) Line() string { return HeaderName + ": " + h.value }
+
+// Summary describes the header's effect in one line, for example
+// "latency 250ms on core-api, p=0.5".
+func (h *Header) Summary() string {
+	var b strings.Builder
+	b.WriteString(h.Fault.String())
+	if h.Fault == FaultLatency {
+		fmt.Fprintf(&b, " %dms", h.Ms)
+	}
+	fmt.Fprintf(&b, " on %s, p=%s", h.Target, h.P)
+	return b.String()
+}
+
+// MarshalJSON encodes the parsed fields (not the signature) for
+// machine-readable output.
+func (h Header) MarshalJSON() ([]byte, error) {
+	type view struct {
+		V         int       `json:"v"`
+		KID       string    `json:"kid"`
+		Target    Target    `json:"target"`
+		Fault     Fault     `json:"fault"`
+		Ms        int       `json:"ms,omitempty"`
+		P         Prob      `json:"p"`
+		Exp       int64     `json:"exp"`
+		ExpiresAt time.Time `json:"expires_at"`
+		JTI       string    `json:"jti"`
+	}
+	return json.Marshal(view{Version, h.KID, h.Target, h.Fault, h.Ms, h.P, h.Exp, h.ExpTime().UTC(), h.JTI})
+}
+
+// appendSigningInput appends "v=1;kid=...;...;jti=..." for f signed under
+// kid. f must be valid.
+func appendSigningInput(dst []byte, kid string, f *Fields) []byte {
+	dst = append(dst, "v=1;kid="...)
+	dst = append(dst, kid...)
+	dst = append(dst, ";target="...)
+	dst = append(dst, f.Target...)
+	dst = append(dst, ";fault="...)
+	dst = append(dst, faultNames[f.Fault]...)
+	if f.Fault == FaultLatency {
+		dst = append(dst, ";ms="...)
+		dst = strconv.AppendInt(dst, int64(f.Ms), 10)
+	}
+	dst = append(dst, ";p="...)
+	dst = f.P.appendTo(dst)
+	dst = append(dst, ";exp="...)
+	dst = strconv.AppendInt(dst, f.Exp, 10)
+	dst = append(dst, ";jti="...)
+	return append(dst, f.JTI...)
+}
+
+// Parse parses a header value strictly by the contract grammar. It never
+// allocates on success. Every field must appear exactly once, in order, with
+// its one canonical spelling; anything else (duplicates, unknown fields,
+// whitespace, leading zeros, exponents, trailing data) is a *FieldError
+// naming the field.
+//
+// Parse checks syntax only. Use a [Verifier] to check key, signature,
+// target and time.
+func Parse(value string) (Header, error) {
+	var h Header
+	if value == "" {
+		return Header{}, &FieldError{Problem: "empty value"}
+	}
+	if len(value) > MaxValueLen {
+		return Header{}, &FieldError{Problem: fmt.Sprintf("value is %d bytes, longer than the %d allowed", len(value), MaxValueLen)}
+	}
+	p := parser{s: value}
+
+	v, err := p.field(fieldV, 0)
+	if err != nil {
+		return Header{}, err
+	}
+	if v != "1" {
+		return Header{}, versionError(v)
+	}
+
+	kid, err := p.field(fieldKID, 1)
+	if err != nil {
+		return Header{}, err
+	}
+	var kidBytes [8]byte
+	if bad, ok := decodeB64(kidBytes[:], kid); !ok {
+		return Header{}, &FieldError{Field: fieldKID, Problem: b64Problem(kid, bad, KIDLen, "an 8-byte key id")}
+	}
+	h.KID = kid
+
+	target, err := p.field(fieldTarget, 2)
+	if err != nil {
+		return Header{}, err
+	}
+	if prob := targetProblem(target); prob != "" {
+		return Header{}, &FieldError{Field: fieldTarget, Problem: prob}
+	}
+	h.Target = Target(target)
+
+	fault, err := p.field(fieldFault, 3)
+	if err != nil {
+		return Header{}, err
+	}
+	if h.Fault, err = ParseFault(fault); err != nil {
+		return Header{}, err
+	}
+
+	if h.Fault == FaultLatency {
+		if !p.nextIs("ms=") {
+			if next := p.peekName(); p.done || fieldIndex(next) > fieldIndex(fieldMs) {
+				return Header{}, &FieldError{Field: fieldMs, Problem: fmt.Sprintf("missing; fault=latency needs ms=<%d..%d milliseconds> before p", MinMs, MaxMs)}
+			}
+		}
+		ms, err := p.field(fieldMs, 4)
+		if err != nil {
+			return Header{}, err
+		}
+		n, prob := parseUint(ms, 5)
+		if prob == "" && (n < MinMs || n > MaxMs) {
+			prob = fmt.Sprintf("%d is outside %d..%d", n, MinMs, MaxMs)
+		}
+		if prob != "" {
+			return Header{}, &FieldError{Field: fieldMs, Problem: prob}
+		}
+		h.Ms = int(n)
+	} else if p.peekName() == fieldMs {
+		return Header{}, &FieldError{Field: fieldMs, Problem: "only allowed with fault=latency, this header has fault=" + fault}
+	}
+
+	pv, err := p.field(fieldP, 5)
+	if err != nil {
+		return Header{}, err
+	}
+	if h.P, err = parseProbWire(pv); err != nil {
+		return Header{}, err
+	}
+
+	exp, err := p.field(fieldExp, 6)
+	if err != nil {
+		return Header{}, err
+	}
+	n, prob := parseUint(exp, MaxExpDigits)
+	if prob == "" && n == 0 {
+		prob = "must be a unix time after 0"
+	}
+	if prob != "" {
+		return Header{}, &FieldError{Field: fieldExp, Problem: prob}
+	}
+	h.Exp = n
+
+	jti, err := p.field(fieldJTI, 7)
+	if err != nil {
+		return Header{}, err
+	}
+	if prob := jtiProblem(jti); prob != "" {
+		return Header{}, &FieldError{Field: fieldJTI, Problem: prob}
+	}
+	h.JTI = jti
+
+	sigStart := p.pos
+	sig, err := p.field(fieldSig, 8)
+	if err != nil {
+		return Header{}, err
+	}
+	if bad, ok := decodeB64(h.Sig[:], sig); !ok {
+		return Header{}, &FieldError{Field: fieldSig, Problem: b64Problem(sig, bad, b64Len(sha256.Size), "a 32-byte HMAC-SHA256")}
+	}
+	if !p.done {
+		return Header{}, p.trailing()
+	}
+	h.value = value
+	h.signedLen = sigStart - 1
+	return h, nil
+}
+
+// parser walks a value one ';'-separated field at a time.
+type parser struct {
+	s    string
+	pos  int    // start of the next field
+	done bool   // the last field has been consumed
+	seen uint16 // bit i set: FieldOrder[i] parsed
+}
+
+func fieldIndex(name string) int {
+	for i, n := range FieldOrder {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// next returns the next field's raw name and value without consuming it.
+func (p *parser) next() (seg string, end int) {
+	rest := p.s[p.pos:]
+	if i := strings.IndexByte(rest, ';'); i >= 0 {
+		return rest[:i], p.pos + i
+	}
+	return rest, len(p.s)
+}
+
+// peekName returns the name of the next field, or "" at the end.
+func (p *parser) peekName() string {
+	if p.done {
+		return ""
+	}
+	seg, _ := p.next()
+	name, _, _ := strings.Cut(seg, "=")
+	return name
+}
+
+// field consumes the next field, which must be named want (FieldOrder[idx]),
+// and returns its value after checking it is non-empty printable ASCII
+// without spaces. The success path is a single scan; diagnosis of a wrong
+// name happens only on failure.
+func (p *parser) field(want string, idx int) (string, error) {
+	if p.done {
+		return "", &FieldError{Field: want, Problem: "missing; the value ends before it (fields are " + fieldOrderText + ")"}
+	}
+	rest := p.s[p.pos:]
+	if len(rest) <= len(want) || rest[len(want)] != '=' || rest[:len(want)] != want {
+		return "", p.nameError(want)
+	}
+	start := p.pos + len(want) + 1
+	i := start
+	for ; i < len(p.s); i++ {
+		c := p.s[i]
+		if c == ';' {
+			break
+		}
+		if c <= ' ' || c >= 0x7f {
+			return "", &FieldError{Field: want, Problem: fmt.Sprintf("%s at offset %d of the value; whitespace and non-printable bytes are not allowed", describeByte(c), i-start)}
+		}
+	}
+	if i == start {
+		return "", &FieldError{Field: want, Problem: "empty value"}
+	}
+	p.seen |= 1 << idx
+	if i == len(p.s) {
+		p.done = true
+	}
+	p.pos = i + 1
+	return p.s[start:i], nil
+}
+
+// nextIs reports whether the rest of the value starts with prefix.
+func (p *parser) nextIs(prefix string) bool {
+	return !p.done && strings.HasPrefix(p.s[p.pos:], prefix)
+}
+
+// nameError explains why the next field is not want.
+func (p *parser) nameError(want string) error {
+	seg, _ := p.next()
+	name, _, hasEq := strings.Cut(seg, "=")
+	if !hasEq && (fieldIndex(seg) >= 0 || seg == "") {
+		return &FieldError{Field: want, Problem: fmt.Sprintf("expected %q, found %s without '='", want+"=", quote(seg))}
+	}
+	return p.wrongName(want, name)
+}
+
+// wrongName explains a field name other than the one expected.
+func (p *parser) wrongName(want, name string) error {
+	i := fieldIndex(name)
+	switch {
+	case i >= 0 && p.seen&(1<<i) != 0:
+		return &FieldError{Field: name, Problem: "appears more than once"}
+	case i >= 0:
+		return &FieldError{Field: want, Problem: fmt.Sprintf("missing: found %q where %q belongs (fields are %s, in that order)", name, want, fieldOrderText)}
+	case strings.TrimSpace(name) != name || strings.ContainsAny(name, " \t\r\n"):
+		return &FieldError{Field: want, Problem: fmt.Sprintf("whitespace in the field name %s; no spaces are allowed anywhere", quote(name))}
+	case fieldIndex(strings.ToLower(name)) >= 0:
+		return &FieldError{Field: want, Problem: fmt.Sprintf("field names are lowercase, found %s", quote(name))}
+	case name == "":
+		return &FieldError{Field: want, Problem: fmt.Sprintf("missing: found an empty field where %q belongs", want)}
+	}
+	return &FieldError{Field: want, Problem: fmt.Sprintf("unknown field %s where %q belongs (fields are %s)", quote(name), want, fieldOrderText)}
+}
+
+// trailing explains data after sig.
+func (p *parser) trailing() error {
+	seg, _ := p.next()
+	name, _, _ := strings.Cut(seg, "=")
+	if i := fieldIndex(name); i >= 0 && p.seen&(1<<i) != 0 {
+		return &FieldError{Field: name, Problem: "appears more than once"}
+	}
+	if seg == "" {
+		return &FieldError{Field: fieldSig, Problem: "trailing ';' after sig; sig must end the value"}
+	}
+	return &FieldError{Field: fieldSig, Problem: fmt.Sprintf("unexpected data %s after sig; sig must end the value", quote(seg))}
+}
+
+func versionError(v string) error {
+	n, prob := parseUint(v, 4)
+	if prob != "" {
+		return &FieldError{Field: fieldV, Problem: prob}
+	}
+	return &FieldError{Field: fieldV, Problem: fmt.Sprintf("unsupported version %d; this implementation speaks v=1", n)}
+}
+
+// parseUint parses a canonical unsigned decimal of at most maxDigits digits:
+// no sign, no leading zeros, no exponent.
+func parseUint(s string, maxDigits int) (int64, string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= '0' && c <= '9' {
+			continue
+		}
+		switch {
+		case strings.ContainsAny(s, "eE"):
+			return 0, fmt.Sprintf("%s: exponent notation not allowed", quote(s))
+		case c == '+' || c == '-':
+			return 0, fmt.Sprintf("%s: sign not allowed", quote(s))
+		case c == '.':
+			return 0, fmt.Sprintf("%s: must be a whole number", quote(s))
+		}
+		return 0, fmt.Sprintf("%s is not a decimal integer (%s at offset %d)", quote(s), describeByte(c), i)
+	}
+	if len(s) > 1 && s[0] == '0' {
+		return 0, fmt.Sprintf("%s: leading zeros not allowed", quote(s))
+	}
+	if len(s) > maxDigits {
+		return 0, fmt.Sprintf("%s has more than %d digits", quote(s), maxDigits)
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		n = n*10 + int64(s[i]-'0')
+	}
+	return n, ""
+}
+
+// parseProbWire parses p in its one canonical spelling: "1", or "0."
+// followed by one to four digits, the last not zero.
+func parseProbWire(s string) (Prob, error) {
+	if s == "1" {
+		return ProbOne, nil
+	}
+	if len(s) >= 3 && len(s) <= 6 && s[0] == '0' && s[1] == '.' && allDigits(s[2:]) && s[len(s)-1] != '0' {
+		units, mult := 0, 1000
+		for i := 2; i < len(s); i++ {
+			units += int(s[i]-'0') * mult
+			mult /= 10
+		}
+		return Prob(units), nil
+	}
+	// Not canonical: explain why, using the lenient parser.
+	lp, prob := parseProbLenient(s)
+	switch {
+	case prob != "":
+	case lp == ProbOne:
+		prob = fmt.Sprintf("%s must be written 1", quote(s))
+	default:
+		prob = fmt.Sprintf("%s must be written %s (canonical form: no leading or trailing zeros)", quote(s), lp)
+	}
+	return 0, &FieldError{Field: fieldP, Problem: prob}
+}
+
+func b64Problem(s string, badAt, wantLen int, what string) string {
+	switch {
+	case badAt >= 0:
+		return fmt.Sprintf("%s at offset %d is not a base64url character (A-Z a-z 0-9 - _, no padding)", describeByte(s[badAt]), badAt)
+	case len(s) != wantLen:
+		return fmt.Sprintf("must be %d base64url characters (%s, no padding), got %d", wantLen, what, len(s))
+	}
+	return fmt.Sprintf("%s is not canonical base64url: the unused low bits of its last character must be zero", quote(s))
+}

@@ -1,0 +1,116 @@
+package keys
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"runtime"
+
+	"github.com/kosha-platform/koshactl/internal/chaos"
+)
+
+// maxKeyFileSize bounds what a key file read will accept; a base64 key of
+// chaos.MaxKeySize bytes with line breaks fits comfortably.
+const maxKeyFileSize = 4096
+
+// File is a key read from a file holding standard base64 of the key (the
+// format of `head -c 32 /dev/urandom | base64`). The file must be a regular
+// file readable by its owner only (mode 0600 or 0400): a key anyone on the
+// machine can read is not a secret. It is read on every call, so replacing
+// the file takes effect at once. It holds one key and does not rotate.
+type File struct {
+	path string
+}
+
+var (
+	_ Source        = (*File)(nil)
+	_ chaos.Keyring = (*File)(nil)
+)
+
+// NewFile returns the key file source for path (the --key-file flag).
+func NewFile(path string) *File { return &File{path: path} }
+
+// Current reads the key.
+func (f *File) Current(context.Context) (chaos.Key, error) { return readKeyFile(f.path) }
+
+// ByKID reads the key and returns it if its id is kid.
+func (f *File) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
+	staged, err := f.Keys(ctx)
+	if err != nil {
+		return chaos.Key{}, err
+	}
+	return byKID(staged, kid, f.Describe())
+}
+
+// Keys returns the file's key as the current key.
+func (f *File) Keys(ctx context.Context) ([]Staged, error) {
+	k, err := f.Current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return []Staged{{Stage: StageCurrent, Key: k}}, nil
+}
+
+// Describe returns "key file PATH".
+func (f *File) Describe() string { return "key file " + f.path }
+
+// InsecureFileError is a key file with group or other permission bits
+// set. It matches ErrInsecureFile.
+type InsecureFileError struct {
+	Path string
+	Mode fs.FileMode
+}
+
+// Error names the mode and the fix.
+func (e *InsecureFileError) Error() string {
+	return fmt.Sprintf("chaos key file %s has mode %04o; a key must be readable by its owner only: chmod 600 %s", e.Path, e.Mode.Perm(), e.Path)
+}
+
+// Is makes InsecureFileError match ErrInsecureFile.
+func (e *InsecureFileError) Is(target error) bool { return target == ErrInsecureFile }
+
+// readKeyFile opens path, checks (on the open descriptor, so the check and
+// the read concern the same file) that it is a regular owner-only file, and
+// decodes its key. Errors name the path, never the content.
+func readKeyFile(path string) (chaos.Key, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return chaos.Key{}, fmt.Errorf("read chaos key file %s: %w: %w", path, ErrNoKey, fs.ErrNotExist)
+		}
+		return chaos.Key{}, fmt.Errorf("read chaos key file: %w", err)
+	}
+	defer fh.Close()
+	st, err := fh.Stat()
+	if err != nil {
+		return chaos.Key{}, fmt.Errorf("read chaos key file: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return chaos.Key{}, fmt.Errorf("read chaos key file %s: not a regular file (%s)", path, st.Mode().Type())
+	}
+	// Windows reports synthetic permission bits that say nothing about who
+	// can read the file, so the check only applies where they are real.
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		return chaos.Key{}, &InsecureFileError{Path: path, Mode: st.Mode()}
+	}
+	b, err := io.ReadAll(io.LimitReader(fh, maxKeyFileSize+1))
+	if err != nil {
+		return chaos.Key{}, fmt.Errorf("read chaos key file: %w", err)
+	}
+	if len(b) > maxKeyFileSize {
+		return chaos.Key{}, fmt.Errorf("read chaos key file %s: larger than %d bytes; it should hold one base64 key", path, maxKeyFileSize)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return chaos.Key{}, fmt.Errorf("read chaos key file %s: %w: the file is empty", path, ErrNoKey)
+	}
+	k, err := chaos.DecodeKey(string(b))
+	clear(b)
+	if err != nil {
+		return chaos.Key{}, fmt.Errorf("read chaos key file %s: %w", path, err)
+	}
+	return k, nil
+}

@@ -1,0 +1,161 @@
+package keys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/kosha-platform/koshactl/internal/chaos"
+)
+
+// Local file names, inside the directory a Local is given.
+const (
+	// LocalKeyFile holds the local context's current key.
+	LocalKeyFile = "chaos.key"
+	// LocalPreviousFile holds the key the last local rotation replaced.
+	LocalPreviousFile = "chaos.key.previous"
+)
+
+// Local is the local context's key: generated on first use into a file
+// under a directory the caller chooses (the context's state directory),
+// with the same format and permission rules as [File].
+//
+// Creation is atomic and race-free: the key is written in full to a private
+// temporary file (mode 0600) and then hard-linked to its final name, which
+// fails if the name exists. Two processes racing on first use therefore
+// both end up with the one key that won, and no reader ever sees a partly
+// written file. An existing key file is never overwritten except by Rotate;
+// a broken one is reported, not replaced.
+type Local struct {
+	dir string
+}
+
+var (
+	_ Source  = (*Local)(nil)
+	_ Rotator = (*Local)(nil)
+)
+
+// NewLocal returns the local key source keeping its files in dir (created
+// with mode 0700 on first use).
+func NewLocal(dir string) *Local { return &Local{dir: dir} }
+
+func (l *Local) current() string  { return filepath.Join(l.dir, LocalKeyFile) }
+func (l *Local) previous() string { return filepath.Join(l.dir, LocalPreviousFile) }
+
+// Current returns the local key, generating it on first use.
+func (l *Local) Current(context.Context) (chaos.Key, error) {
+	k, err := readKeyFile(l.current())
+	if errors.Is(err, fs.ErrNotExist) {
+		return l.create()
+	}
+	return k, err
+}
+
+func (l *Local) create() (chaos.Key, error) {
+	k, err := chaos.GenerateKey(nil)
+	if err != nil {
+		return chaos.Key{}, err
+	}
+	tmp, err := l.writeTemp(k)
+	if err != nil {
+		return chaos.Key{}, err
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, l.current()); err != nil && !errors.Is(err, fs.ErrExist) {
+		return chaos.Key{}, fmt.Errorf("create local chaos key: %w", err)
+	}
+	// Read back whichever key won a race.
+	return readKeyFile(l.current())
+}
+
+// writeTemp writes k to a new 0600 temporary file in the directory and
+// returns its path.
+func (l *Local) writeTemp(k chaos.Key) (string, error) {
+	if err := os.MkdirAll(l.dir, 0o700); err != nil {
+		return "", fmt.Errorf("create local chaos key directory: %w", err)
+	}
+	f, err := os.CreateTemp(l.dir, ".chaos.key.tmp-*") // O_EXCL, mode 0600
+	if err != nil {
+		return "", fmt.Errorf("create local chaos key: %w", err)
+	}
+	_, werr := f.WriteString(k.ExportBase64() + "\n")
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("write local chaos key: %w", werr)
+	}
+	return f.Name(), nil
+}
+
+// ByKID returns the current or previous key with id kid.
+func (l *Local) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
+	staged, err := l.Keys(ctx)
+	if err != nil {
+		return chaos.Key{}, err
+	}
+	return byKID(staged, kid, l.Describe())
+}
+
+// Keys returns the current key (generating it on first use) and the
+// previous key if a rotation left one.
+func (l *Local) Keys(ctx context.Context) ([]Staged, error) {
+	cur, err := l.Current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	staged := []Staged{{Stage: StageCurrent, Key: cur}}
+	prev, err := readKeyFile(l.previous())
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	default:
+		staged = append(staged, Staged{Stage: StagePrevious, Key: prev})
+	}
+	return staged, nil
+}
+
+// Rotate generates a new current key and keeps the old one as the previous
+// key (replacing any older previous key). Each file is replaced atomically
+// by rename, previous first, so a concurrent reader always finds a current
+// key. Concurrent rotations are not coordinated: the last one wins.
+func (l *Local) Rotate(context.Context) (Rotation, error) {
+	old, err := readKeyFile(l.current())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
+	}
+	if !old.IsZero() {
+		tmp, err := l.writeTemp(old)
+		if err != nil {
+			return Rotation{}, err
+		}
+		if err := os.Rename(tmp, l.previous()); err != nil {
+			os.Remove(tmp)
+			return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
+		}
+	}
+	k, err := chaos.GenerateKey(nil)
+	if err != nil {
+		return Rotation{}, err
+	}
+	tmp, err := l.writeTemp(k)
+	if err != nil {
+		return Rotation{}, err
+	}
+	if err := os.Rename(tmp, l.current()); err != nil {
+		os.Remove(tmp)
+		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
+	}
+	return Rotation{Previous: old, Current: k}, nil
+}
+
+// Describe returns "local key file DIR/chaos.key".
+func (l *Local) Describe() string { return "local key file " + l.current() }

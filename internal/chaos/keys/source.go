@@ -1,0 +1,140 @@
+package keys
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kosha-platform/koshactl/internal/chaos"
+)
+
+// Source is a chaos key source as `koshactl chaos` commands use it.
+type Source interface {
+	chaos.Keyring
+	// Keys returns every key headers are verified against, the signing key
+	// first, each with its stage. `chaos key id` prints them.
+	Keys(ctx context.Context) ([]Staged, error)
+	// Describe names the source for messages, e.g.
+	// `Secrets Manager secret "kosha/chaos/dev"` or `key file /path`. It
+	// never includes key material.
+	Describe() string
+}
+
+// Rotator is implemented by sources that can replace their signing key.
+type Rotator interface {
+	// Rotate stores a fresh random key as the signing key and keeps the one
+	// it replaces as the previous key, so headers signed before the
+	// rotation keep verifying until they expire.
+	Rotate(ctx context.Context) (Rotation, error)
+}
+
+// Stage names. Secrets Manager uses its own staging labels; the local
+// source uses the same words so output reads alike everywhere.
+const (
+	// StageCurrent is the signing key (Secrets Manager's AWSCURRENT).
+	StageCurrent = "AWSCURRENT"
+	// StagePrevious is the key the last rotation replaced (AWSPREVIOUS).
+	StagePrevious = "AWSPREVIOUS"
+)
+
+// Staged is a key with its stage.
+type Staged struct {
+	// Stage is StageCurrent or StagePrevious.
+	Stage string
+	// Key is the key; it prints redacted.
+	Key chaos.Key
+	// VersionID is the Secrets Manager version id, when there is one.
+	VersionID string
+}
+
+// Rotation reports what Rotate did.
+type Rotation struct {
+	// Previous is the key that was current before, zero if there was none.
+	Previous chaos.Key
+	// Current is the new signing key.
+	Current chaos.Key
+	// VersionID is the new Secrets Manager version id, when there is one.
+	VersionID string
+}
+
+// Sentinel errors, matched with errors.Is.
+var (
+	// ErrNoKey: the source holds no key (unset variable, missing secret
+	// value or file).
+	ErrNoKey = errors.New("no chaos key")
+	// ErrAccessDenied: the caller may not read or write the key.
+	ErrAccessDenied = errors.New("access to chaos key denied")
+	// ErrThrottled: the key store throttled the request past the retries.
+	ErrThrottled = errors.New("chaos key store throttled")
+	// ErrCredentials: the key store rejected the caller's credentials.
+	ErrCredentials = errors.New("chaos key store rejected credentials")
+	// ErrInsecureFile: a key file is readable by group or others.
+	ErrInsecureFile = errors.New("chaos key file permissions too open")
+	// ErrNotRotatable: the source cannot rotate (key files, variables).
+	ErrNotRotatable = errors.New("chaos key source cannot rotate")
+)
+
+// byKID finds kid among staged keys, or returns chaos.UnknownKIDError
+// listing the stages and kids it does hold.
+func byKID(staged []Staged, kid, where string) (chaos.Key, error) {
+	have := make([]string, 0, len(staged))
+	for _, s := range staged {
+		if s.Key.KID() == kid {
+			return s.Key, nil
+		}
+		have = append(have, fmt.Sprintf("%s kid %s", s.Stage, s.Key.KID()))
+	}
+	return chaos.Key{}, chaos.UnknownKIDError(kid, where, have...)
+}
+
+// Static is a [Source] over keys already in memory, for tests and for
+// callers that resolved keys elsewhere.
+type Static struct {
+	staged []Staged
+	desc   string
+}
+
+// NewStatic returns a Source whose current key is current and which also
+// verifies previous (if not zero).
+func NewStatic(desc string, current, previous chaos.Key) *Static {
+	s := &Static{desc: desc, staged: []Staged{{Stage: StageCurrent, Key: current}}}
+	if !previous.IsZero() {
+		s.staged = append(s.staged, Staged{Stage: StagePrevious, Key: previous})
+	}
+	return s
+}
+
+// Current returns the current key.
+func (s *Static) Current(context.Context) (chaos.Key, error) { return s.staged[0].Key, nil }
+
+// ByKID returns the key with id kid.
+func (s *Static) ByKID(_ context.Context, kid string) (chaos.Key, error) {
+	return byKID(s.staged, kid, s.desc)
+}
+
+// Keys returns the keys, current first.
+func (s *Static) Keys(context.Context) ([]Staged, error) {
+	return append([]Staged(nil), s.staged...), nil
+}
+
+// Describe returns the description given to NewStatic.
+func (s *Static) Describe() string { return s.desc }
+
+// Snapshot reads every verification key of src once and returns them as a
+// [chaos.KeySet], so a long-running verifier (the local data plane) can
+// check many headers without a key-store call each. Take a new snapshot
+// after a rotation.
+func Snapshot(ctx context.Context, src Source) (*chaos.KeySet, error) {
+	staged, err := src.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(staged) == 0 {
+		return nil, fmt.Errorf("snapshot %s: %w", src.Describe(), ErrNoKey)
+	}
+	prev := make([]chaos.Key, 0, len(staged)-1)
+	for _, s := range staged[1:] {
+		prev = append(prev, s.Key)
+	}
+	return chaos.NewKeySet(staged[0].Key, prev...)
+}

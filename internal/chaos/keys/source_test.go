@@ -1,0 +1,47 @@
+package keys_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/keys"
+)
+
+var _ keys.Source = (*keys.Static)(nil)
+
+func TestStaticAndSnapshot(t *testing.T) {
+	ctx := context.Background()
+	cur, _ := chaos.GenerateKey(nil)
+	prev, _ := chaos.GenerateKey(nil)
+	src := keys.NewStatic("test keys", cur, prev)
+	if k, err := src.ByKID(ctx, prev.KID()); err != nil || !k.Equal(prev) {
+		t.Errorf("ByKID previous: %v", err)
+	}
+	if _, err := src.ByKID(ctx, "AAAAAAAAAAA"); !errors.Is(err, chaos.ErrUnknownKID) {
+		t.Errorf("ByKID unknown: %v", err)
+	}
+	ks, err := keys.Snapshot(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k, _ := ks.Current(ctx); !k.Equal(cur) {
+		t.Error("snapshot signs with the wrong key")
+	}
+	if _, err := ks.ByKID(ctx, prev.KID()); err != nil {
+		t.Errorf("snapshot lost the previous key: %v", err)
+	}
+	if only := keys.NewStatic("one", cur, chaos.Key{}); len(mustKeys(t, only)) != 1 {
+		t.Error("a zero previous key was kept")
+	}
+}
+
+func mustKeys(t *testing.T, s keys.Source) []keys.Staged {
+	t.Helper()
+	st, err := s.Keys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

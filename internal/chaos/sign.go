@@ -1,0 +1,35 @@
+package chaos
+
+import (
+	"fmt"
+)
+
+// Sign validates f and returns the signed header value for it under key:
+// the signing input "v=1;kid=<kid of key>;target=...;jti=..." followed by
+// ";sig=" and the unpadded base64url HMAC-SHA256 of the signing input.
+// It does not look at the clock or at a context's targets; [Minter] does.
+func Sign(key Key, f Fields) (string, error) {
+	h, err := SignHeader(key, f)
+	if err != nil {
+		return "", err
+	}
+	return h.value, nil
+}
+
+// SignHeader is [Sign] returning the parsed form of the signed header.
+func SignHeader(key Key, f Fields) (Header, error) {
+	if key.IsZero() {
+		return Header{}, fmt.Errorf("sign chaos header: %w: no key", ErrInvalidKey)
+	}
+	if err := f.Validate(); err != nil {
+		return Header{}, fmt.Errorf("sign chaos header: %w", err)
+	}
+	b := appendSigningInput(make([]byte, 0, 192), key.KID(), &f)
+	signedLen := len(b)
+	h := Header{Fields: f, KID: key.KID(), signedLen: signedLen}
+	key.sum(&h.Sig, string(b))
+	b = append(b, ";sig="...)
+	b = appendB64(b, h.Sig[:])
+	h.value = string(b)
+	return h, nil
+}

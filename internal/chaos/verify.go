@@ -1,0 +1,391 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/clock"
+)
+
+// Check names one of the checks a header must pass, in the order a
+// [Verifier] runs them.
+type Check string
+
+// The checks, in order. The contract fixes this order so every
+// implementation names the same first failure: syntax, target, kid,
+// signature, expiry, cap. Signature comes before the time checks so that an
+// "expired" or "cap" verdict always concerns a header we really minted.
+const (
+	// CheckSyntax: the value follows the grammar ([Parse]).
+	CheckSyntax Check = "syntax"
+	// CheckTarget: the target is one the context allows.
+	CheckTarget Check = "target"
+	// CheckKID: the kid names a key the keyring holds.
+	CheckKID Check = "kid"
+	// CheckSignature: the HMAC over the signing input matches sig.
+	CheckSignature Check = "signature"
+	// CheckExpiry: now is before exp.
+	CheckExpiry Check = "expiry"
+	// CheckCap: exp is at most the cap (15 minutes) plus the clock-skew
+	// allowance ahead of now.
+	CheckCap Check = "cap"
+)
+
+// Checks returns every check in the order they run.
+func Checks() []Check {
+	return []Check{CheckSyntax, CheckTarget, CheckKID, CheckSignature, CheckExpiry, CheckCap}
+}
+
+// Sentinel errors for failed checks, matched with errors.Is on a
+// *CheckError. A syntax failure matches [ErrSyntax] and an unknown kid
+// [ErrUnknownKID].
+var (
+	// ErrTargetNotAllowed: the target is not one of the context's chaos
+	// targets.
+	ErrTargetNotAllowed = errors.New("chaos target not allowed")
+	// ErrBadSignature: the signature does not match.
+	ErrBadSignature = errors.New("chaos header signature mismatch")
+	// ErrExpired: the header's exp has passed.
+	ErrExpired = errors.New("chaos header expired")
+	// ErrTooFarAhead: exp is further ahead than the cap allows.
+	ErrTooFarAhead = errors.New("chaos header expiry beyond the cap")
+)
+
+// CheckError is a header that failed a check. It unwraps to the check's
+// sentinel error (or, for syntax, to the *FieldError).
+type CheckError struct {
+	// Check is the first check the header failed.
+	Check Check
+	// Field names the offending wire field, when one is to blame.
+	Field string
+	// Reason explains the failure.
+	Reason string
+
+	err error
+}
+
+// Error returns "chaos header rejected by the <check> check: <reason>".
+func (e *CheckError) Error() string {
+	if e.Check == CheckSyntax && e.Field != "" {
+		return "chaos header rejected by the syntax check: field " + e.Field + ": " + e.Reason
+	}
+	return "chaos header rejected by the " + string(e.Check) + " check: " + e.Reason
+}
+
+// Unwrap returns the underlying sentinel or *FieldError.
+func (e *CheckError) Unwrap() error { return e.err }
+
+// Options configure a [Verifier]. The zero value is the contract's
+// defaults.
+type Options struct {
+	// Clock supplies now for Verify and Explain. Nil means the wall clock.
+	Clock clock.Clock
+	// Targets are the targets the context allows. Nil means
+	// [DefaultTargets].
+	Targets []Target
+	// MaxAhead is the cap on how far ahead exp may be. Zero means [MaxTTL]
+	// (15 minutes), which is also the largest value allowed: a context may
+	// tighten the cap, never loosen it.
+	MaxAhead time.Duration
+	// Skew is the clock-skew allowance added to the cap, so a header minted
+	// on a machine whose clock runs slightly ahead still passes. Zero means
+	// [DefaultSkew] (30 seconds); negative means none; at most [MaxSkew].
+	// Expiry gets no allowance: a header is dead at exp by the verifier's
+	// clock.
+	Skew time.Duration
+}
+
+// Verifier checks chaos header values against a keyring, a set of allowed
+// targets and a clock. It is safe for concurrent use.
+type Verifier struct {
+	keys     Keyring
+	clock    clock.Clock
+	targets  []Target
+	maxAhead time.Duration
+	skew     time.Duration
+}
+
+// NewVerifier returns a Verifier that looks keys up in keys.
+func NewVerifier(keys Keyring, opts Options) (*Verifier, error) {
+	if keys == nil {
+		return nil, errors.New("new chaos verifier: no keyring")
+	}
+	v := &Verifier{keys: keys, clock: opts.Clock, maxAhead: opts.MaxAhead, skew: opts.Skew}
+	if v.clock == nil {
+		v.clock = clock.Real{}
+	}
+	switch {
+	case v.maxAhead == 0:
+		v.maxAhead = MaxTTL
+	case v.maxAhead < 0 || v.maxAhead > MaxTTL:
+		return nil, fmt.Errorf("new chaos verifier: max ahead %s is outside (0, %s]; the cap can be tightened, never loosened", v.maxAhead, MaxTTL)
+	}
+	switch {
+	case v.skew == 0:
+		v.skew = DefaultSkew
+	case v.skew < 0:
+		v.skew = 0
+	case v.skew > MaxSkew:
+		return nil, fmt.Errorf("new chaos verifier: skew allowance %s is above the %s maximum", v.skew, MaxSkew)
+	}
+	targets, err := checkTargets(opts.Targets)
+	if err != nil {
+		return nil, fmt.Errorf("new chaos verifier: %w", err)
+	}
+	v.targets = targets
+	return v, nil
+}
+
+func checkTargets(ts []Target) ([]Target, error) {
+	if ts == nil {
+		return DefaultTargets(), nil
+	}
+	if len(ts) == 0 {
+		return nil, errors.New("no chaos targets allowed; leave targets unset for the defaults")
+	}
+	for _, t := range ts {
+		if _, err := ParseTarget(string(t)); err != nil {
+			return nil, err
+		}
+	}
+	return append([]Target(nil), ts...), nil
+}
+
+// Targets returns the targets v allows.
+func (v *Verifier) Targets() []Target { return append([]Target(nil), v.targets...) }
+
+// MaxAhead returns the cap v enforces, without the skew allowance.
+func (v *Verifier) MaxAhead() time.Duration { return v.maxAhead }
+
+// Skew returns the clock-skew allowance v adds to the cap.
+func (v *Verifier) Skew() time.Duration { return v.skew }
+
+func (v *Verifier) allowed(t Target) bool {
+	for _, a := range v.targets {
+		if a == t {
+			return true
+		}
+	}
+	return false
+}
+
+// Verify checks value at the verifier clock's now and returns the header if
+// every check passes. A header that fails a check yields a *CheckError for
+// the first failure; a keyring that cannot be read yields its own error
+// (wrapped, not a *CheckError). Either way the data plane ignores the
+// header. When the value parsed, the header is returned even on failure, so
+// [NewRejection] can record its kid, target and jti.
+//
+// Verify is the data-plane path: with a [KeySet] it does not allocate
+// unless the header is rejected.
+func (v *Verifier) Verify(ctx context.Context, value string) (Header, error) {
+	return v.VerifyAt(ctx, value, v.clock.Now())
+}
+
+// VerifyAt is [Verifier.Verify] at a given now.
+func (v *Verifier) VerifyAt(ctx context.Context, value string, now time.Time) (Header, error) {
+	h, err := Parse(value)
+	if err != nil {
+		return Header{}, syntaxError(err)
+	}
+	if !v.allowed(h.Target) {
+		return h, v.targetError(h.Target)
+	}
+	key, err := v.keys.ByKID(ctx, h.KID)
+	if err != nil {
+		return h, v.kidError(err)
+	}
+	if !key.checkSum(h.SigningInput(), &h.Sig) {
+		return h, signatureError(&h)
+	}
+	if err := v.checkExpiry(&h, now); err != nil {
+		return h, err
+	}
+	if err := v.checkCap(&h, now); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+func syntaxError(err error) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return &CheckError{Check: CheckSyntax, Field: fe.Field, Reason: fe.Problem, err: fe}
+	}
+	return &CheckError{Check: CheckSyntax, Reason: err.Error(), err: err}
+}
+
+func (v *Verifier) targetError(t Target) error { return targetNotAllowed(t, v.targets) }
+
+func targetNotAllowed(t Target, allowed []Target) *CheckError {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return &CheckError{Check: CheckTarget, Field: fieldTarget, err: ErrTargetNotAllowed,
+		Reason: fmt.Sprintf("%s is not one of this context's chaos targets (%s)", quote(string(t)), strings.Join(names, ", "))}
+}
+
+// kidError turns a keyring error into a kid check failure, or returns it
+// wrapped when the keyring itself failed.
+func (v *Verifier) kidError(err error) error {
+	if errors.Is(err, ErrUnknownKID) {
+		return &CheckError{Check: CheckKID, Field: fieldKID, Reason: err.Error(), err: err}
+	}
+	return fmt.Errorf("look up chaos key: %w", err)
+}
+
+func signatureError(h *Header) error {
+	return &CheckError{Check: CheckSignature, Field: fieldSig, err: ErrBadSignature,
+		Reason: fmt.Sprintf("HMAC-SHA256 of the signed bytes under kid %s does not match sig; the header was altered or signed with a different key", h.KID)}
+}
+
+func (v *Verifier) checkExpiry(h *Header, now time.Time) error {
+	exp := h.ExpTime()
+	if now.Before(exp) {
+		return nil
+	}
+	return &CheckError{Check: CheckExpiry, Field: fieldExp, err: ErrExpired,
+		Reason: fmt.Sprintf("expired at %s, %s ago", exp.UTC().Format(time.RFC3339), humanDuration(now.Sub(exp)))}
+}
+
+func (v *Verifier) checkCap(h *Header, now time.Time) error {
+	ahead := h.ExpTime().Sub(now)
+	if ahead <= v.maxAhead+v.skew {
+		return nil
+	}
+	return &CheckError{Check: CheckCap, Field: fieldExp, err: ErrTooFarAhead,
+		Reason: fmt.Sprintf("exp is %s ahead, beyond the %s cap plus %s clock-skew allowance; headers live at most %s", humanDuration(ahead), v.maxAhead, v.skew, v.maxAhead)}
+}
+
+// humanDuration rounds d to milliseconds for display.
+func humanDuration(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+
+// Outcome is the result of one check in a [Report].
+type Outcome string
+
+// Outcomes.
+const (
+	// OutcomePass: the check passed.
+	OutcomePass Outcome = "pass"
+	// OutcomeFail: the header failed the check.
+	OutcomeFail Outcome = "fail"
+	// OutcomeSkip: the check could not run because an earlier one failed.
+	OutcomeSkip Outcome = "skip"
+	// OutcomeError: the check could not run because the keyring failed.
+	OutcomeError Outcome = "error"
+)
+
+// CheckResult is one line of a [Report].
+type CheckResult struct {
+	Check   Check   `json:"check"`
+	Outcome Outcome `json:"outcome"`
+	// Field names the wire field at fault, if any.
+	Field string `json:"field,omitempty"`
+	// Reason explains the outcome, pass or fail.
+	Reason string `json:"reason"`
+}
+
+// Report is the outcome of every check on one value, for `chaos verify` to
+// explain. Unlike Verify, Explain runs every check it can (expiry and cap
+// still run when the signature fails), so an operator sees all problems at
+// once.
+type Report struct {
+	// OK is true when every check passed.
+	OK bool `json:"ok"`
+	// Now is the instant the time checks used.
+	Now time.Time `json:"now"`
+	// Header is the parsed header, nil when the syntax check failed.
+	Header *Header `json:"header,omitempty"`
+	// Checks holds one result per check, in [Checks] order.
+	Checks []CheckResult `json:"checks"`
+
+	err error
+}
+
+// Err returns nil when the header passed, the *CheckError of the first
+// failed check, or, when the keyring could not be read, that error (which
+// is not a *CheckError).
+func (r *Report) Err() error { return r.err }
+
+// Result returns the result of check c.
+func (r *Report) Result(c Check) CheckResult {
+	for _, cr := range r.Checks {
+		if cr.Check == c {
+			return cr
+		}
+	}
+	return CheckResult{Check: c, Outcome: OutcomeSkip}
+}
+
+// Explain runs every check on value at the verifier clock's now.
+func (v *Verifier) Explain(ctx context.Context, value string) *Report {
+	return v.ExplainAt(ctx, value, v.clock.Now())
+}
+
+// ExplainAt is [Verifier.Explain] at a given now.
+func (v *Verifier) ExplainAt(ctx context.Context, value string, now time.Time) *Report {
+	r := &Report{Now: now}
+	add := func(c Check, err error, passReason string) {
+		res := CheckResult{Check: c, Outcome: OutcomePass, Reason: passReason}
+		var ce *CheckError
+		switch {
+		case err == nil:
+		case errors.As(err, &ce):
+			res.Outcome, res.Field, res.Reason = OutcomeFail, ce.Field, ce.Reason
+		default:
+			res.Outcome, res.Reason = OutcomeError, err.Error()
+		}
+		if err != nil && r.err == nil {
+			r.err = err
+		}
+		r.Checks = append(r.Checks, res)
+	}
+	skip := func(c Check, why string) {
+		r.Checks = append(r.Checks, CheckResult{Check: c, Outcome: OutcomeSkip, Reason: "not checked: " + why})
+	}
+
+	h, err := Parse(value)
+	if err != nil {
+		add(CheckSyntax, syntaxError(err), "")
+		for _, c := range Checks()[1:] {
+			skip(c, "the value did not parse")
+		}
+		return r
+	}
+	r.Header = &h
+	add(CheckSyntax, nil, fmt.Sprintf("well-formed v=1 header: %s, kid %s, jti %s", h.Summary(), h.KID, h.JTI))
+
+	if v.allowed(h.Target) {
+		add(CheckTarget, nil, fmt.Sprintf("%s is one of this context's chaos targets", h.Target))
+	} else {
+		add(CheckTarget, v.targetError(h.Target), "")
+	}
+
+	key, err := v.keys.ByKID(ctx, h.KID)
+	if err != nil {
+		add(CheckKID, v.kidError(err), "")
+		skip(CheckSignature, "no key for kid "+h.KID)
+	} else {
+		add(CheckKID, nil, fmt.Sprintf("kid %s names a key this context holds", h.KID))
+		if key.checkSum(h.SigningInput(), &h.Sig) {
+			add(CheckSignature, nil, fmt.Sprintf("HMAC-SHA256 of the %d signed bytes matches sig (constant-time comparison)", len(h.SigningInput())))
+		} else {
+			add(CheckSignature, signatureError(&h), "")
+		}
+	}
+
+	exp := h.ExpTime()
+	add(CheckExpiry, v.checkExpiry(&h, now), fmt.Sprintf("expires at %s, in %s", exp.UTC().Format(time.RFC3339), humanDuration(exp.Sub(now))))
+	capPass := fmt.Sprintf("exp is %s ahead, within the %s cap plus %s clock-skew allowance", humanDuration(exp.Sub(now)), v.maxAhead, v.skew)
+	if !now.Before(exp) {
+		capPass = "exp is not ahead of now"
+	}
+	add(CheckCap, v.checkCap(&h, now), capPass)
+
+	r.OK = r.err == nil
+	return r
+}
