@@ -1,0 +1,432 @@
+// Package cwfake provides an in-process CloudWatch GetMetricData endpoint for
+// tests: an httptest server that decodes the SDK's Smithy RPCv2 CBOR
+// requests and encodes responses with smithy-go's encoding/cbor, so the real
+// cloudwatch.Client (serializers, signing, paginator) runs against it.
+//
+// It serves breaker_state as the metric contract describes it
+// (docs/contracts/breaker-state-metric.md): per-minute values per instance,
+// aggregated on request into the fleet dimension set's Maximum, Minimum and
+// SampleCount, and into per-instance series for a SEARCH expression.
+package cwfake
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/smithy-go/encoding/cbor"
+)
+
+// Path is where the SDK posts GetMetricData (RPCv2: service shape name and
+// operation).
+const Path = "/service/GraniteServiceVersion20100801/operation/GetMetricData"
+
+// MaxQueries is the service's limit of queries per request.
+const MaxQueries = 500
+
+var idRE = regexp.MustCompile(`^[a-z][A-Za-z0-9_]*$`)
+
+// searchRE parses the SEARCH expressions koshactl sends.
+var searchRE = regexp.MustCompile(`^SEARCH\('\{"([^"]+)",dependency,instance(,service)?\} MetricName="breaker_state" dependency="([a-z0-9-]+)"(?: service="([^"]*)")?', 'Maximum', (\d+)\)$`)
+
+// Query is one decoded MetricDataQuery.
+type Query struct {
+	ID, Label, Expression string
+	Namespace, Metric     string
+	Dimensions            map[string]string
+	Stat                  string
+	Period                int64
+}
+
+// Request is one decoded GetMetricData request.
+type Request struct {
+	Start, End time.Time
+	NextToken  string
+	ScanBy     string
+	Queries    []Query
+	// Header holds the request's HTTP headers.
+	Header http.Header
+}
+
+// Failure is an error response the server returns instead of data.
+type Failure struct {
+	Status  int
+	Type    string // e.g. "AccessDenied" or "com.amazonaws.cloudwatch#InvalidParameterValueException"
+	Message string
+}
+
+type datum struct {
+	t time.Time
+	v float64
+}
+
+// Server is a fake CloudWatch holding breaker_state values.
+type Server struct {
+	*httptest.Server
+
+	// Namespace and Service the data is published under (Service empty:
+	// no service dimension).
+	Namespace, Service string
+	// Fleet publishes the fleet dimension set (dependency[, service]);
+	// Instances publishes the per-instance set. Both default to true.
+	Fleet, Instances bool
+	// PageSize, when positive, caps datapoints per response; the rest
+	// follows through NextToken.
+	PageSize int
+	// Fail, when set, is asked before each request (n counts from 1) and
+	// may return a failure to send instead.
+	Fail func(n int) *Failure
+
+	mu       sync.Mutex
+	data     map[string]map[string][]datum // dependency → instance → values
+	requests []Request
+	t        testing.TB
+}
+
+// New starts a server closed at the end of the test.
+func New(t testing.TB) *Server {
+	s := &Server{Namespace: "Kosha/Resilience", Fleet: true, Instances: true, data: map[string]map[string][]datum{}, t: t}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Client returns a real CloudWatch client pointed at the server, with
+// static credentials and retries off (maxAttempts 0 means 1).
+func (s *Server) Client(maxAttempts int) *cloudwatch.Client {
+	if maxAttempts <= 0 {
+		maxAttempts = 1
+	}
+	return cloudwatch.New(cloudwatch.Options{
+		Region:           "eu-west-1",
+		BaseEndpoint:     aws.String(s.URL),
+		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake-secret", ""),
+		HTTPClient:       s.Server.Client(),
+		RetryMaxAttempts: maxAttempts,
+	})
+}
+
+// Put records that instance reported v for dependency at t (one datum;
+// several in one minute aggregate as CloudWatch would).
+func (s *Server) Put(dependency, instance string, t time.Time, v float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.data[dependency] == nil {
+		s.data[dependency] = map[string][]datum{}
+	}
+	s.data[dependency][instance] = append(s.data[dependency][instance], datum{t.UTC(), v})
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Calls returns how many GetMetricData requests were received.
+func (s *Server) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.requests)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != Path {
+		s.fail(w, &Failure{Status: 404, Type: "UnknownOperationException", Message: r.Method + " " + r.URL.Path})
+		return
+	}
+	if r.Header.Get("Smithy-Protocol") != "rpc-v2-cbor" || r.Header.Get("Content-Type") != "application/cbor" {
+		s.fail(w, &Failure{Status: 400, Type: "ValidationError", Message: "not an rpc-v2-cbor request"})
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.fail(w, &Failure{Status: 400, Type: "ValidationError", Message: err.Error()})
+		return
+	}
+	req, err := decodeRequest(body)
+	if err != nil {
+		s.fail(w, &Failure{Status: 400, Type: "ValidationError", Message: err.Error()})
+		return
+	}
+	req.Header = r.Header.Clone()
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	n := len(s.requests)
+	s.mu.Unlock()
+	if s.Fail != nil {
+		if f := s.Fail(n); f != nil {
+			s.fail(w, f)
+			return
+		}
+	}
+	if err := validate(req); err != nil {
+		s.fail(w, &Failure{Status: 400, Type: "com.amazonaws.cloudwatch#InvalidParameterValueException", Message: err.Error()})
+		return
+	}
+	results := s.answer(req)
+	page, next := paginate(results, req.NextToken, s.PageSize)
+	out := cbor.Map{"MetricDataResults": page, "Messages": cbor.List{}}
+	if next != "" {
+		out["NextToken"] = cbor.String(next)
+	}
+	w.Header().Set("Content-Type", "application/cbor")
+	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
+	_, _ = w.Write(cbor.Encode(out))
+}
+
+func (s *Server) fail(w http.ResponseWriter, f *Failure) {
+	w.Header().Set("Content-Type", "application/cbor")
+	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
+	w.WriteHeader(f.Status)
+	_, _ = w.Write(cbor.Encode(cbor.Map{"__type": cbor.String(f.Type), "message": cbor.String(f.Message)}))
+}
+
+// series is one result before paging.
+type series struct {
+	id, label string
+	points    []datum
+}
+
+func (s *Server) answer(req Request) []series {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []series
+	for _, q := range req.Queries {
+		if q.Expression != "" {
+			out = append(out, s.search(q, req)...)
+			continue
+		}
+		sr := series{id: q.ID, label: q.Label}
+		if s.Fleet && q.Namespace == s.Namespace && q.Metric == "breaker_state" && s.dimsMatch(q.Dimensions) {
+			byInstance := s.data[q.Dimensions["dependency"]]
+			var all []datum
+			for _, ds := range byInstance {
+				all = append(all, ds...)
+			}
+			sr.points = aggregate(all, req.Start, req.End, q.Period, q.Stat)
+		}
+		out = append(out, sr)
+	}
+	for i := range out {
+		sortData(out[i].points, req.ScanBy)
+	}
+	return out
+}
+
+func (s *Server) dimsMatch(d map[string]string) bool {
+	want := 1
+	if s.Service != "" {
+		want = 2
+		if d["service"] != s.Service {
+			return false
+		}
+	}
+	return len(d) == want && d["dependency"] != ""
+}
+
+func (s *Server) search(q Query, req Request) []series {
+	m := searchRE.FindStringSubmatch(q.Expression)
+	if m == nil {
+		s.t.Errorf("cwfake: unexpected expression %q", q.Expression)
+		return nil
+	}
+	ns, withService, dep, service := m[1], m[2] != "", m[3], m[4]
+	period, _ := strconv.ParseInt(m[5], 10, 64)
+	if !s.Instances || ns != s.Namespace || withService != (s.Service != "") || service != s.Service {
+		return nil
+	}
+	var out []series
+	for _, inst := range sortedKeys(s.data[dep]) {
+		pts := aggregate(s.data[dep][inst], req.Start, req.End, period, "Maximum")
+		if len(pts) == 0 {
+			continue // SEARCH finds only metrics with data
+		}
+		label := strings.ReplaceAll(q.Label, "${PROP('Dim.instance')}", inst)
+		out = append(out, series{id: q.ID, label: label, points: pts})
+	}
+	return out
+}
+
+// aggregate computes stat per period over [start, end).
+func aggregate(ds []datum, start, end time.Time, period int64, stat string) []datum {
+	p := time.Duration(period) * time.Second
+	type acc struct {
+		max, min float64
+		n        int
+	}
+	buckets := map[int64]*acc{}
+	for _, d := range ds {
+		if d.t.Before(start) || !d.t.Before(end) {
+			continue
+		}
+		k := d.t.Truncate(p).Unix()
+		a, ok := buckets[k]
+		if !ok {
+			buckets[k] = &acc{d.v, d.v, 1}
+			continue
+		}
+		a.max, a.min, a.n = math.Max(a.max, d.v), math.Min(a.min, d.v), a.n+1
+	}
+	out := make([]datum, 0, len(buckets))
+	for k, a := range buckets {
+		v := a.max
+		switch stat {
+		case "Minimum":
+			v = a.min
+		case "SampleCount":
+			v = float64(a.n)
+		}
+		out = append(out, datum{time.Unix(k, 0).UTC(), v})
+	}
+	return out
+}
+
+func sortData(ds []datum, scanBy string) {
+	sort.Slice(ds, func(i, j int) bool {
+		if scanBy == "TimestampAscending" {
+			return ds[i].t.Before(ds[j].t)
+		}
+		return ds[i].t.After(ds[j].t)
+	})
+}
+
+// paginate returns the datapoints after token, at most size of them (all
+// when size <= 0), and the token of the rest.
+func paginate(all []series, token string, size int) (cbor.List, string) {
+	offset := 0
+	if token != "" {
+		offset, _ = strconv.Atoi(strings.TrimPrefix(token, "page-"))
+	}
+	total := 0
+	for _, s := range all {
+		total += len(s.points)
+	}
+	limit := total
+	if size > 0 {
+		limit = min(total, offset+size)
+	}
+	out := cbor.List{}
+	pos := 0
+	for _, s := range all {
+		var ts, vs cbor.List
+		for _, d := range s.points {
+			if pos >= offset && pos < limit {
+				ts = append(ts, &cbor.Tag{ID: 1, Value: cbor.Float64(float64(d.t.Unix()))})
+				vs = append(vs, cbor.Float64(d.v))
+			}
+			pos++
+		}
+		status := "Complete"
+		if limit < total {
+			status = "PartialData"
+		}
+		// Every page names every series, as CloudWatch does.
+		if ts == nil {
+			ts, vs = cbor.List{}, cbor.List{}
+		}
+		out = append(out, cbor.Map{"Id": cbor.String(s.id), "Label": cbor.String(s.label), "StatusCode": cbor.String(status),
+			"Timestamps": ts, "Values": vs, "Messages": cbor.List{}})
+	}
+	if limit < total {
+		return out, fmt.Sprintf("page-%d", limit)
+	}
+	return out, ""
+}
+
+func validate(req Request) error {
+	if len(req.Queries) == 0 || len(req.Queries) > MaxQueries {
+		return fmt.Errorf("%d queries: between 1 and %d allowed", len(req.Queries), MaxQueries)
+	}
+	if !req.Start.Before(req.End) {
+		return fmt.Errorf("StartTime %s is not before EndTime %s", req.Start, req.End)
+	}
+	seen := map[string]bool{}
+	for _, q := range req.Queries {
+		if !idRE.MatchString(q.ID) {
+			return fmt.Errorf("invalid query id %q", q.ID)
+		}
+		if seen[q.ID] {
+			return fmt.Errorf("duplicate query id %q", q.ID)
+		}
+		seen[q.ID] = true
+		if (q.Expression == "") == (q.Stat == "") {
+			return fmt.Errorf("query %s: exactly one of Expression and MetricStat", q.ID)
+		}
+		if q.Expression == "" && (q.Period <= 0 || q.Period%60 != 0) {
+			return fmt.Errorf("query %s: period %d is not a multiple of 60", q.ID, q.Period)
+		}
+	}
+	return nil
+}
+
+func decodeRequest(body []byte) (Request, error) {
+	v, err := cbor.Decode(body)
+	if err != nil {
+		return Request{}, fmt.Errorf("decode cbor: %w", err)
+	}
+	m, ok := v.(cbor.Map)
+	if !ok {
+		return Request{}, fmt.Errorf("request is %T, not a map", v)
+	}
+	var req Request
+	if req.Start, err = cbor.AsTime(m["StartTime"]); err != nil {
+		return req, fmt.Errorf("StartTime: %w", err)
+	}
+	if req.End, err = cbor.AsTime(m["EndTime"]); err != nil {
+		return req, fmt.Errorf("EndTime: %w", err)
+	}
+	req.NextToken = str(m["NextToken"])
+	req.ScanBy = str(m["ScanBy"])
+	queries, _ := m["MetricDataQueries"].(cbor.List)
+	for _, qv := range queries {
+		qm, ok := qv.(cbor.Map)
+		if !ok {
+			return req, fmt.Errorf("query is %T", qv)
+		}
+		q := Query{ID: str(qm["Id"]), Label: str(qm["Label"]), Expression: str(qm["Expression"])}
+		if ms, ok := qm["MetricStat"].(cbor.Map); ok {
+			q.Stat = str(ms["Stat"])
+			q.Period, _ = cbor.AsInt64(ms["Period"])
+			if metric, ok := ms["Metric"].(cbor.Map); ok {
+				q.Namespace, q.Metric = str(metric["Namespace"]), str(metric["MetricName"])
+				q.Dimensions = map[string]string{}
+				dims, _ := metric["Dimensions"].(cbor.List)
+				for _, dv := range dims {
+					if dm, ok := dv.(cbor.Map); ok {
+						q.Dimensions[str(dm["Name"])] = str(dm["Value"])
+					}
+				}
+			}
+		}
+		req.Queries = append(req.Queries, q)
+	}
+	return req, nil
+}
+
+func str(v cbor.Value) string {
+	s, _ := v.(cbor.String)
+	return string(s)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,26 @@
+// Package metrics provides the fleet's breaker_state gauges and the merged
+// view of a dependency's breaker that the dashboard and `koshactl breaker
+// status` show.
+//
+// A [GaugeSource] reads the gauges: [CloudWatch] (production, one
+// GetMetricData request per refresh for up to 100 dependencies) or
+// [Prometheus] (the local sandbox's /metrics endpoint). Either returns a
+// [Snapshot]: per dependency, a timeline of one-minute points (worst value,
+// best value, number of samples) and, where the instance dimension exists,
+// the same per instance.
+//
+// [Merge] combines a snapshot with the breaker overrides read from the store
+// into one [DependencyStatus] per dependency, whose [State] is what an
+// operator should believe: an active override means forced even while the
+// gauges lag, and the gauges' own view is kept beside it, with a note when
+// the two disagree.
+//
+// # Why not an average
+//
+// breaker_state is an enumeration (0 closed, 1 half-open, 2 open, 3 forced),
+// not a quantity: the mean of two open and six closed instances (0.5) names
+// no state. The fleet is described by its worst value (Maximum), its best
+// (Minimum) and how many instances or samples report; equal worst and best
+// mean the fleet agrees, otherwise it is mixed. The metric contract is
+// docs/contracts/breaker-state-metric.md.
+package metrics

@@ -1,0 +1,218 @@
+package metrics
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+)
+
+// OverrideLag is how long instances may take to apply an override change:
+// the data plane re-reads the override at most every 5 s, and a gauge change
+// reaches CloudWatch a minute or two later.
+const OverrideLag = 3 * time.Minute
+
+// Gauges summarise a dependency's gauges at the newest period.
+type Gauges struct {
+	// HasData is false when no value is recent enough to trust.
+	HasData bool
+	// Max is the worst state value (the highest), Min the best.
+	Max, Min float64
+	// Samples is the number of values in the newest period.
+	Samples int
+	// Reporting counts instances with a recent value; Known counts every
+	// instance seen in the window (zero without the instance dimension).
+	Reporting, Known int
+	// ByState counts reporting instances by their newest value (index: the
+	// gauge value 0..3).
+	ByState [4]int
+	// LatestAt is the start of the newest period with data (CloudWatch) or
+	// the newest scrape (Prometheus).
+	LatestAt time.Time
+}
+
+// InstanceStatus is one instance's newest value.
+type InstanceStatus struct {
+	Instance string
+	Value    float64
+	State    breaker.State
+	LastSeen time.Time
+	// Reporting is false when the instance stopped reporting within the
+	// window (it keeps its last value for the record).
+	Reporting bool
+	Timeline  []Point
+}
+
+// DependencyStatus is the merged view of one dependency: what the store says
+// (the override) and what the fleet reports (the gauges).
+type DependencyStatus struct {
+	Dependency string
+	// State is what to believe: Forced while an override is active,
+	// otherwise the gauges' state.
+	State State
+	// GaugeState is the gauges' state alone.
+	GaugeState State
+	// Override is the stored override item, active or expired; nil if none.
+	Override *breaker.Override
+	// OverrideActive reports whether Override is in force at the merge time.
+	OverrideActive bool
+	Gauges         Gauges
+	Instances      []InstanceStatus
+	// Timeline is the fleet's view over the window, oldest first.
+	Timeline []Point
+	// Notes say where the store and the gauges disagree, and why.
+	Notes []string
+}
+
+// Merge combines overrides and a gauge snapshot into one status per
+// dependency: every name in deps, every dependency with an override item,
+// and every dependency the snapshot reports, sorted by name. snap may be
+// nil (no gauges yet).
+func Merge(deps []string, overrides []breaker.Override, snap *Snapshot, now time.Time) []DependencyStatus {
+	names := map[string]bool{}
+	for _, d := range deps {
+		names[d] = true
+	}
+	byDep := map[string]*breaker.Override{}
+	for i := range overrides {
+		o := &overrides[i]
+		byDep[o.Dependency] = o
+		names[o.Dependency] = true
+	}
+	if snap != nil {
+		for d := range snap.Series {
+			names[d] = true
+		}
+	}
+	out := make([]DependencyStatus, 0, len(names))
+	for _, name := range sortedKeys(names) {
+		var series Series
+		var ok bool
+		if snap != nil {
+			series, ok = snap.Series[name]
+		}
+		st := DependencyStatus{Dependency: name, Override: byDep[name]}
+		if ok {
+			st.Timeline = series.Timeline
+			st.Gauges, st.Instances = summarise(series, snap)
+		}
+		st.GaugeState = gaugeState(st.Gauges)
+		st.OverrideActive = st.Override != nil && st.Override.ActiveAt(now)
+		st.State = st.GaugeState
+		if st.OverrideActive {
+			st.State = Forced
+		}
+		st.Notes = notes(st, now)
+		out = append(out, st)
+	}
+	return out
+}
+
+// summarise reads a series' newest values.
+func summarise(s Series, snap *Snapshot) (Gauges, []InstanceStatus) {
+	var g Gauges
+	instances := make([]InstanceStatus, 0, len(s.Instances))
+	for _, in := range s.Instances {
+		last, ok := in.Latest()
+		if !ok {
+			continue
+		}
+		seen := in.LastSeen
+		if seen.IsZero() {
+			seen = last.Time
+		}
+		is := InstanceStatus{Instance: in.Instance, Value: last.Max, LastSeen: seen, Timeline: in.Points,
+			Reporting: snap.FetchedAt.Sub(seen) <= snap.StaleAfter}
+		is.State, _ = GaugeState(last.Max)
+		g.Known++
+		if is.Reporting {
+			g.Reporting++
+			if b, ok := GaugeState(last.Max); ok {
+				g.ByState[b]++
+			}
+			if !g.HasData || last.Max > g.Max {
+				g.Max = last.Max
+			}
+			if !g.HasData || last.Max < g.Min {
+				g.Min = last.Max
+			}
+			g.HasData = true
+			if seen.After(g.LatestAt) {
+				g.LatestAt = seen
+			}
+		}
+		instances = append(instances, is)
+	}
+	if p, ok := s.Latest(); ok && snap.FetchedAt.Sub(p.Time) <= max(snap.StaleAfter, snap.Period) {
+		g.Samples = p.Samples
+		if g.Known == 0 {
+			// No instance dimension: the fleet statistics are all there is.
+			g.HasData, g.Max, g.Min, g.LatestAt = true, p.Max, p.Min, p.Time
+		}
+	}
+	sort.Slice(instances, func(i, j int) bool { return instances[i].Instance < instances[j].Instance })
+	return g, instances
+}
+
+// gaugeState derives the fleet's state from its newest values.
+func gaugeState(g Gauges) State {
+	if !g.HasData {
+		return NoData
+	}
+	lo, okLo := GaugeState(g.Min)
+	hi, okHi := GaugeState(g.Max)
+	if !okLo || !okHi {
+		return NoData
+	}
+	if lo != hi {
+		return Mixed
+	}
+	return FromBreaker(hi)
+}
+
+// notes explains disagreements between the override and the gauges.
+func notes(st DependencyStatus, now time.Time) []string {
+	var out []string
+	g := st.Gauges
+	forcedReporting := g.ByState[breaker.ForcedOpen]
+	if g.Known == 0 && g.HasData && g.Max >= float64(breaker.ForcedOpen) {
+		forcedReporting = g.Samples
+	}
+	switch {
+	case st.OverrideActive && st.GaugeState != Forced && st.GaugeState != NoData:
+		age := now.Sub(st.Override.CreatedAt)
+		if age < OverrideLag {
+			out = append(out, fmt.Sprintf("override set %s ago: gauges catch up within %s", roundAge(age), OverrideLag))
+		} else {
+			n := g.Reporting - g.ByState[breaker.ForcedOpen]
+			if g.Known == 0 {
+				out = append(out, "override active but the gauges do not report forced: check that instances read the store")
+			} else {
+				out = append(out, fmt.Sprintf("override active for %s but %d of %d instances do not report forced: check that they read the store",
+					roundAge(age), n, g.Reporting))
+			}
+		}
+	case !st.OverrideActive && forcedReporting > 0:
+		if st.Override != nil && now.Sub(st.Override.ExpiresAt) < OverrideLag {
+			out = append(out, "override expired just now: gauges catch up within "+OverrideLag.String())
+		} else {
+			out = append(out, "gauges report forced but no override is active: instances catch up within "+OverrideLag.String()+" of a clear")
+		}
+	}
+	if st.Override != nil && !st.OverrideActive && st.Override.State == breaker.OverrideStateForcedOpen && st.Override.Expires() {
+		out = append(out, fmt.Sprintf("override expired %s ago (the item remains until cleared or collected)", roundAge(now.Sub(st.Override.ExpiresAt))))
+	}
+	if st.GaugeState == NoData && g.Known > 0 {
+		out = append(out, fmt.Sprintf("none of %d instances seen in the window reports now", g.Known))
+	}
+	return out
+}
+
+// roundAge rounds an age for a note: seconds below an hour, minutes above.
+func roundAge(d time.Duration) time.Duration {
+	if d < time.Hour {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Minute)
+}

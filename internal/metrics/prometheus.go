@@ -1,0 +1,303 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+)
+
+// DefaultPrometheusURL is where the local sandbox exposes its gauges.
+const DefaultPrometheusURL = "http://127.0.0.1:8787/metrics"
+
+// PrometheusMetricName is the gauge's name in the Prometheus exposition
+// format, with labels dependency and instance.
+const PrometheusMetricName = "kosha_breaker_state"
+
+// maxScrapeBytes bounds one scrape's body.
+const maxScrapeBytes = 16 << 20
+
+// acceptHeader asks for the text format (what the sandbox serves), with
+// protobuf and OpenMetrics accepted too.
+const acceptHeader = `text/plain;version=0.0.4;q=0.9,application/openmetrics-text;version=1.0.0;q=0.8,` +
+	`application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited;q=0.7,*/*;q=0.1`
+
+// PrometheusOptions configure a [Prometheus] source. Zero values take the
+// documented defaults.
+type PrometheusOptions struct {
+	// Client does the scrapes; default a client with a 5 s timeout.
+	Client *http.Client
+	// Period of each timeline point; default [DefaultPeriod].
+	Period time.Duration
+	// Clock: default the wall clock.
+	Clock clock.Clock
+}
+
+// Prometheus scrapes breaker gauges from Prometheus text endpoints (the
+// sandbox's /metrics). A scrape is a single instant, so the source keeps the
+// values it has seen and builds the timeline from its own past scrapes: it
+// starts empty and fills as the dashboard runs.
+type Prometheus struct {
+	urls []string
+	opts PrometheusOptions
+
+	mu sync.Mutex
+	// history[dependency][instance] holds one point per period, oldest first.
+	history map[string]map[string][]Point
+	// seen[dependency][instance] is the last scrape that reported it.
+	seen map[string]map[string]time.Time
+}
+
+// NewPrometheus returns a source scraping each of urls (http or https).
+func NewPrometheus(urls []string, opts PrometheusOptions) (*Prometheus, error) {
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("%w: no prometheus url", ErrInvalidSource)
+	}
+	for _, u := range urls {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return nil, fmt.Errorf("%w: prometheus url %q: want http://host:port/path", ErrInvalidSource, u)
+		}
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{Timeout: 5 * time.Second}
+	}
+	if opts.Period <= 0 {
+		opts.Period = DefaultPeriod
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	return &Prometheus{urls: append([]string(nil), urls...), opts: opts, history: map[string]map[string][]Point{},
+		seen: map[string]map[string]time.Time{}}, nil
+}
+
+// Describe implements [GaugeSource].
+func (p *Prometheus) Describe() string { return "prometheus " + strings.Join(p.urls, ",") }
+
+// sample is one gauge value of one scrape.
+type sample struct {
+	dependency, instance string
+	value                float64
+}
+
+// Fetch implements [GaugeSource]. It scrapes every target concurrently; a
+// failed target is a warning while another answers, and an error when none
+// does.
+func (p *Prometheus) Fetch(ctx context.Context, deps []string, window time.Duration) (Snapshot, error) {
+	if window <= 0 {
+		window = DefaultWindow
+	}
+	now := p.opts.Clock.Now()
+	start, end := Window(now, window, p.opts.Period)
+	snap := Snapshot{Source: p.Describe(), FetchedAt: now, Start: start, End: end, Period: p.opts.Period,
+		Series: map[string]Series{}, Requests: len(p.urls)}
+	type result struct {
+		samples []sample
+		skipped int
+		err     error
+	}
+	results := make([]result, len(p.urls))
+	var wg sync.WaitGroup
+	for i, u := range p.urls {
+		wg.Go(func() {
+			s, skipped, err := p.scrape(ctx, u)
+			results[i] = result{s, skipped, err}
+		})
+	}
+	wg.Wait()
+	var all []sample
+	var errs []error
+	for i, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+			continue
+		}
+		if r.skipped > 0 {
+			snap.Warnings = append(snap.Warnings, fmt.Sprintf("%s: %d %s samples ignored (no dependency label, or a value that is not 0..3)",
+				p.urls[i], r.skipped, PrometheusMetricName))
+		}
+		all = append(all, r.samples...)
+	}
+	if len(errs) == len(p.urls) {
+		return snap, errors.Join(errs...)
+	}
+	for _, err := range errs {
+		snap.Warnings = append(snap.Warnings, err.Error())
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.record(all, now)
+	p.prune(start)
+	for _, d := range uniqueValid(deps) {
+		snap.Series[d] = Series{Dependency: d}
+	}
+	for dep, byInstance := range p.history {
+		s := Series{Dependency: dep}
+		for _, name := range sortedKeys(byInstance) {
+			pts := byInstance[name]
+			if len(pts) == 0 {
+				continue
+			}
+			s.Instances = append(s.Instances, InstanceSeries{Instance: name, Points: append([]Point(nil), pts...),
+				LastSeen: p.seen[dep][name]})
+		}
+		s.Timeline = fleetTimeline(s.Instances)
+		snap.Series[dep] = s
+	}
+	// An instance absent from this scrape is not reporting: it was last seen
+	// before now. Everything scraped now was seen exactly now.
+	snap.StaleAfter = 0
+	return snap, nil
+}
+
+// record adds one scrape's samples to the history. Every sample is stamped
+// with now, the scrape's time: an instance present in the scrape is current.
+func (p *Prometheus) record(samples []sample, now time.Time) {
+	bucket := now.UTC().Truncate(p.opts.Period)
+	for _, s := range samples {
+		byInstance, ok := p.history[s.dependency]
+		if !ok {
+			byInstance = map[string][]Point{}
+			p.history[s.dependency] = byInstance
+		}
+		pts := byInstance[s.instance]
+		if n := len(pts); n > 0 && pts[n-1].Time.Equal(bucket) {
+			pts[n-1].Max = math.Max(pts[n-1].Max, s.value)
+			pts[n-1].Min = math.Min(pts[n-1].Min, s.value)
+			pts[n-1].Samples++
+		} else {
+			pts = append(pts, Point{Time: bucket, Max: s.value, Min: s.value, Samples: 1})
+		}
+		byInstance[s.instance] = pts
+		if p.seen[s.dependency] == nil {
+			p.seen[s.dependency] = map[string]time.Time{}
+		}
+		p.seen[s.dependency][s.instance] = now
+	}
+}
+
+// prune drops points older than start and instances left without points.
+func (p *Prometheus) prune(start time.Time) {
+	for dep, byInstance := range p.history {
+		for name, pts := range byInstance {
+			i := 0
+			for i < len(pts) && pts[i].Time.Before(start) {
+				i++
+			}
+			if i == len(pts) {
+				delete(byInstance, name)
+				delete(p.seen[dep], name)
+				continue
+			}
+			byInstance[name] = pts[i:]
+		}
+		if len(byInstance) == 0 {
+			delete(p.history, dep)
+			delete(p.seen, dep)
+		}
+	}
+}
+
+// scrape reads one target and returns its kosha_breaker_state samples.
+func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return nil, 0, fmt.Errorf("scrape %s: %w", target, err)
+	}
+	req.Header.Set("Accept", acceptHeader)
+	resp, err := p.opts.Client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, 0, fmt.Errorf("scrape %s: %w", target, ctx.Err())
+		}
+		return nil, 0, fmt.Errorf("scrape %s: %w: %w", target, ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return nil, 0, fmt.Errorf("scrape %s: %w: HTTP %s", target, ErrUnavailable, resp.Status)
+	}
+	format := expfmt.ResponseFormat(resp.Header)
+	if format == expfmt.FmtUnknown {
+		format = expfmt.NewFormat(expfmt.TypeTextPlain)
+	}
+	dec := expfmt.NewDecoder(io.LimitReader(resp.Body, maxScrapeBytes), format)
+	host := hostOf(target)
+	var out []sample
+	skipped := 0
+	for {
+		var mf dto.MetricFamily
+		err := dec.Decode(&mf)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("scrape %s: %w: parse metrics: %w", target, ErrUnavailable, err)
+		}
+		if mf.GetName() != PrometheusMetricName {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			s, ok := toSample(m, host)
+			if !ok {
+				skipped++
+				continue
+			}
+			out = append(out, s)
+		}
+	}
+	return out, skipped, nil
+}
+
+// toSample reads one gauge (or untyped) sample; the instance defaults to the
+// target's host:port, as Prometheus itself labels a target.
+func toSample(m *dto.Metric, host string) (sample, bool) {
+	s := sample{instance: host}
+	for _, l := range m.GetLabel() {
+		switch l.GetName() {
+		case DimDependency:
+			s.dependency = l.GetValue()
+		case DimInstance:
+			if l.GetValue() != "" {
+				s.instance = l.GetValue()
+			}
+		}
+	}
+	switch {
+	case m.GetGauge() != nil:
+		s.value = m.GetGauge().GetValue()
+	case m.GetUntyped() != nil:
+		s.value = m.GetUntyped().GetValue()
+	default:
+		return s, false
+	}
+	if breaker.ValidateDependency(s.dependency) != nil {
+		return s, false
+	}
+	if _, ok := GaugeState(s.value); !ok {
+		return s, false
+	}
+	return s, true
+}
+
+func hostOf(target string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		return target
+	}
+	return u.Host
+}

@@ -1,0 +1,135 @@
+package metrics
+
+import (
+	"context"
+	"math"
+	"sort"
+	"time"
+)
+
+// DefaultWindow is how far back the dashboard's timeline reaches.
+const DefaultWindow = 60 * time.Minute
+
+// DefaultPeriod is the length of one timeline point.
+const DefaultPeriod = time.Minute
+
+// GaugeSource reads the breaker_state gauges of a fleet.
+type GaugeSource interface {
+	// Fetch returns the gauges of deps over the window ending now. A source
+	// may return series for dependencies it discovered that are not in deps
+	// (a Prometheus scrape reports whatever the fleet exports). A partial
+	// failure (one of several scrape targets, one result in error) is
+	// reported in Snapshot.Warnings; an error means no usable data.
+	Fetch(ctx context.Context, deps []string, window time.Duration) (Snapshot, error)
+	// Describe names the source for headers and errors, e.g.
+	// "cloudwatch Kosha/Resilience (eu-west-1)".
+	Describe() string
+}
+
+// Point is one period of a gauge: the worst (largest) and best (smallest)
+// value seen in it and how many values were aggregated.
+type Point struct {
+	// Time is the start of the period.
+	Time time.Time `json:"time"`
+	// Max is the worst state value in the period (2 = open).
+	Max float64 `json:"max"`
+	// Min is the best state value in the period.
+	Min float64 `json:"min"`
+	// Samples is the number of values in the period (CloudWatch SampleCount;
+	// for Prometheus, scrapes times instances).
+	Samples int `json:"samples"`
+}
+
+// InstanceSeries is one instance's gauge over the window.
+type InstanceSeries struct {
+	Instance string
+	// Points are oldest first, one per period that has data.
+	Points []Point
+	// LastSeen is when the instance last reported: the scrape that saw it,
+	// or the start of its newest CloudWatch period.
+	LastSeen time.Time
+}
+
+// Latest returns the newest point.
+func (s InstanceSeries) Latest() (Point, bool) {
+	if len(s.Points) == 0 {
+		return Point{}, false
+	}
+	return s.Points[len(s.Points)-1], true
+}
+
+// Series is one dependency's gauges over the window.
+type Series struct {
+	Dependency string
+	// Timeline is the fleet's view, oldest first, one point per period that
+	// has data.
+	Timeline []Point
+	// Instances holds per-instance series sorted by name; empty when the
+	// instance dimension does not exist.
+	Instances []InstanceSeries
+}
+
+// Latest returns the fleet's newest point.
+func (s Series) Latest() (Point, bool) {
+	if len(s.Timeline) == 0 {
+		return Point{}, false
+	}
+	return s.Timeline[len(s.Timeline)-1], true
+}
+
+// Snapshot is the result of one fetch.
+type Snapshot struct {
+	// Source describes where the gauges came from.
+	Source string
+	// FetchedAt is when the fetch started (by the source's clock).
+	FetchedAt time.Time
+	// Start and End bound the window; Period is the length of one point.
+	Start, End time.Time
+	Period     time.Duration
+	// StaleAfter is how old an instance's newest point may be for the
+	// instance to count as reporting. CloudWatch data arrives a minute or two
+	// late, so it allows a few periods; a scrape is current or absent.
+	StaleAfter time.Duration
+	// Series holds one entry per dependency asked for (possibly without
+	// data) and per dependency discovered.
+	Series map[string]Series
+	// Requests counts the API requests the fetch made (GetMetricData calls
+	// or scrapes).
+	Requests int
+	// Warnings are partial failures and messages from the backend.
+	Warnings []string
+}
+
+// fleetTimeline derives a fleet timeline from instance series: per period,
+// the largest Max, the smallest Min and the sum of samples.
+func fleetTimeline(instances []InstanceSeries) []Point {
+	byTime := map[int64]*Point{}
+	for _, in := range instances {
+		for _, p := range in.Points {
+			k := p.Time.UnixNano()
+			cur, ok := byTime[k]
+			if !ok {
+				cp := p
+				byTime[k] = &cp
+				continue
+			}
+			cur.Max = math.Max(cur.Max, p.Max)
+			cur.Min = math.Min(cur.Min, p.Min)
+			cur.Samples += p.Samples
+		}
+	}
+	out := make([]Point, 0, len(byTime))
+	for _, p := range byTime {
+		out = append(out, *p)
+	}
+	sortPoints(out)
+	return out
+}
+
+func sortPoints(ps []Point) {
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Time.Before(ps[j].Time) })
+}
+
+func sortInstances(in []InstanceSeries) {
+	sort.Slice(in, func(i, j int) bool { return in[i].Instance < in[j].Instance })
+}

@@ -1,0 +1,97 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
+)
+
+func awsContext() *config.Context {
+	return &config.Context{Store: config.StoreConfig{DynamoDB: &config.DynamoDBStore{Table: "kosha-control", Region: "eu-west-1"}}}
+}
+
+func staticAWS(context.Context) (aws.Config, error) {
+	return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1,
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake-secret", "")}, nil
+}
+
+func TestNewSourceFollowsTheContext(t *testing.T) {
+	noAWS := func(context.Context) (aws.Config, error) { return aws.Config{}, errors.New("context is local") }
+	for _, tc := range []struct {
+		name string
+		ctx  *config.Context
+		url  string
+		want string
+	}{
+		{"local default is the sandbox", config.BuiltinLocal(), "", "prometheus http://127.0.0.1:8787/metrics"},
+		{"prometheus named", &config.Context{Metrics: config.MetricsConfig{Prometheus: &config.PrometheusMetrics{URL: "http://127.0.0.1:9000/metrics"}}},
+			"", "prometheus http://127.0.0.1:9000/metrics"},
+		{"flag overrides", awsContext(), "http://127.0.0.1:9100/metrics", "prometheus http://127.0.0.1:9100/metrics"},
+		{"aws default is cloudwatch", awsContext(), "", "cloudwatch Kosha/Resilience (eu-west-1)"},
+		{"cloudwatch named", func() *config.Context {
+			c := awsContext()
+			c.Metrics.CloudWatch = &config.CloudWatchMetrics{Namespace: "Team/Breakers", Service: "gateway", Region: "us-east-1"}
+			return c
+		}(), "", "cloudwatch Team/Breakers service=gateway (us-east-1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			awsCfg := staticAWS
+			if tc.ctx.IsLocal() {
+				awsCfg = noAWS
+			}
+			src, err := metrics.NewSource(context.Background(), metrics.SourceConfig{Context: tc.ctx, AWSConfig: awsCfg, PrometheusURL: tc.url})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if src.Describe() != tc.want {
+				t.Errorf("source = %q, want %q", src.Describe(), tc.want)
+			}
+		})
+	}
+}
+
+func TestNewSourceErrors(t *testing.T) {
+	both := &config.Context{Metrics: config.MetricsConfig{Prometheus: &config.PrometheusMetrics{URL: "http://127.0.0.1:1/metrics"},
+		CloudWatch: &config.CloudWatchMetrics{}}}
+	if _, err := metrics.NewSource(context.Background(), metrics.SourceConfig{Context: both}); !errors.Is(err, metrics.ErrInvalidSource) {
+		t.Errorf("both sources: %v", err)
+	}
+	local := config.BuiltinLocal()
+	local.Metrics.CloudWatch = &config.CloudWatchMetrics{}
+	_, err := metrics.NewSource(context.Background(), metrics.SourceConfig{Context: local,
+		AWSConfig: func(context.Context) (aws.Config, error) { return aws.Config{}, errors.New(`context "local" is local`) }})
+	if err == nil || !strings.Contains(err.Error(), "is local") {
+		t.Errorf("cloudwatch on a local context: %v", err)
+	}
+}
+
+func TestNewSourceCloudWatchUsesTheEndpointAndRegionOfTheContext(t *testing.T) {
+	s := cwfake.New(t)
+	fill(s, "openai", 2, func(int, int) float64 { return 2 })
+	c := awsContext()
+	c.Metrics.CloudWatch = &config.CloudWatchMetrics{EndpointURL: s.URL}
+	src, err := metrics.NewSource(context.Background(), metrics.SourceConfig{Context: c, AWSConfig: staticAWS, Clock: clock.NewFake(now)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := src.Fetch(context.Background(), []string{"openai"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := metrics.Merge(nil, nil, &snap, now)[0]; st.State != metrics.Open || s.Calls() != 1 {
+		t.Errorf("state %s after %d calls", st.State, s.Calls())
+	}
+	if auth := s.Requests()[0].Header.Get("Authorization"); !strings.Contains(auth, "/eu-west-1/monitoring/aws4_request") {
+		t.Errorf("request not signed for monitoring in eu-west-1: %q", auth)
+	}
+}

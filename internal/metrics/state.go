@@ -1,0 +1,120 @@
+package metrics
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+)
+
+// State is the state shown for a dependency: one of the four breaker states
+// when the fleet agrees, [Mixed] when instances disagree, [NoData] when no
+// gauge reports.
+type State uint8
+
+// Display states. The zero value is NoData.
+const (
+	// NoData: no instance reported the gauge recently and no override is active.
+	NoData State = iota
+	// Closed: every reporting instance is closed.
+	Closed
+	// HalfOpen: every reporting instance is half-open (probing).
+	HalfOpen
+	// Open: every reporting instance is open.
+	Open
+	// Forced: an override is active, or every reporting instance reports forced.
+	Forced
+	// Mixed: reporting instances disagree.
+	Mixed
+)
+
+var stateTokens = [...]string{
+	NoData:   "no_data",
+	Closed:   "closed",
+	HalfOpen: "half_open",
+	Open:     "open",
+	Forced:   "forced_open",
+	Mixed:    "mixed",
+}
+
+var stateLabels = [...]string{
+	NoData:   "no data",
+	Closed:   "closed",
+	HalfOpen: "half-open",
+	Open:     "open",
+	Forced:   "forced",
+	Mixed:    "mixed",
+}
+
+// String returns the state's stable token, as JSON output writes it:
+// no_data, closed, half_open, open, forced_open or mixed (the breaker states
+// keep the design's names).
+func (s State) String() string {
+	if int(s) < len(stateTokens) {
+		return stateTokens[s]
+	}
+	return fmt.Sprintf("state(%d)", uint8(s))
+}
+
+// Label returns the state as the screen writes it: "no data", "closed",
+// "half-open", "open", "forced" or "mixed".
+func (s State) Label() string {
+	if int(s) < len(stateLabels) {
+		return stateLabels[s]
+	}
+	return s.String()
+}
+
+// MarshalText encodes the state as its token.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// FromBreaker converts a breaker state to a display state.
+func FromBreaker(b breaker.State) State {
+	switch b {
+	case breaker.Closed:
+		return Closed
+	case breaker.HalfOpen:
+		return HalfOpen
+	case breaker.Open:
+		return Open
+	case breaker.ForcedOpen:
+		return Forced
+	}
+	return NoData
+}
+
+// GaugeState converts a gauge value to the breaker state it encodes. Values
+// are rounded to the nearest integer (a per-minute Maximum or Minimum of an
+// integral gauge is integral); anything outside 0..3, NaN or infinite is not
+// a state and returns false.
+func GaugeState(v float64) (breaker.State, bool) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	r := math.Round(v)
+	if r < 0 || r > 3 {
+		return 0, false
+	}
+	return breaker.State(r), true
+}
+
+// shortLabel is a state's label in at most six characters, for narrow columns.
+func shortLabel(b breaker.State) string {
+	switch b {
+	case breaker.HalfOpen:
+		return "half"
+	case breaker.ForcedOpen:
+		return "forced"
+	}
+	return FromBreaker(b).Label()
+}
+
+// GaugeLabel renders a gauge value as a short state name ("closed", "half",
+// "open", "forced"), or "-" when it is not a state.
+func GaugeLabel(v float64) string {
+	b, ok := GaugeState(v)
+	if !ok {
+		return "-"
+	}
+	return shortLabel(b)
+}
