@@ -192,8 +192,11 @@ type ForceRequest struct {
 	Reason     string
 	Actor      string
 	// ExpiresAt is when the override lapses; zero means never (the caller
-	// enforces --no-expiry rules).
+	// enforces --no-expiry rules). Ignored when For is set.
 	ExpiresAt time.Time
+	// For, when positive, sets the expiry to the write's own created_at + For,
+	// so the two stamps are exactly For apart.
+	For time.Duration
 	// Overwrite replaces an active override set by someone else.
 	Overwrite bool
 	// DryRun computes the result without writing.
@@ -269,7 +272,10 @@ func (s *Overrides) Force(ctx context.Context, req ForceRequest) (ForceResult, e
 		ExpiresAt:  req.ExpiresAt.UTC().Truncate(time.Millisecond),
 		Version:    1,
 	}
-	if req.ExpiresAt.IsZero() {
+	switch {
+	case req.For > 0:
+		after.ExpiresAt = after.CreatedAt.Add(req.For)
+	case req.ExpiresAt.IsZero():
 		after.ExpiresAt = time.Time{}
 	}
 	cond := store.IfAbsent()

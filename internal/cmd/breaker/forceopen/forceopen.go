@@ -149,6 +149,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	var forDur time.Duration
+	if !opts.NoExpiry && opts.Until == "" {
+		forDur = opts.For
+	}
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return err
@@ -159,7 +163,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	plans := make([]breaker.ForceResult, 0, len(opts.Dependencies))
 	for _, dep := range opts.Dependencies {
 		p, err := ov.Force(ctx, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, Actor: actor,
-			ExpiresAt: expires, Overwrite: opts.Overwrite, DryRun: true})
+			ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite, DryRun: true})
 		if err != nil {
 			return conflictHint(err)
 		}
@@ -178,7 +182,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		var rec audit.Record
 		if !opts.DryRun {
 			res, rec, err = ov.ForceAudited(ctx, log, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason,
-				Actor: actor, ExpiresAt: expires, Overwrite: opts.Overwrite})
+				Actor: actor, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite})
 			if err != nil && !errors.Is(err, audit.ErrAuditWrite) {
 				failure = fmt.Errorf("force-open %s: %w", dep, conflictHint(err))
 				break

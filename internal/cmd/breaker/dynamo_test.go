@@ -1,0 +1,92 @@
+package breaker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// The same operator session as on the local context, against a real
+// DynamoDB-API server through a context with an endpoint.
+func TestBreakerOnDynamoDBContext(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
+		"--endpoint-url", endpoint, "--static-credentials", "--use")
+
+	// Before store init the table is missing: exit 5 and a hint.
+	r := e.MustRun(cmdutil.ExitUnavailable, "breaker", "list")
+	if !strings.Contains(r.Stderr, "store init") {
+		t.Errorf("missing-table error should point to store init: %s", r.Stderr)
+	}
+
+	r = e.MustRun(0, "store", "init")
+	if !strings.Contains(r.Stdout, "created") || !strings.Contains(r.Stdout, "time to live") {
+		t.Errorf("store init output:\n%s", r.Stdout)
+	}
+	if r = e.MustRun(0, "store", "init"); !strings.Contains(r.Stdout, "already exists") {
+		t.Errorf("second store init should be a no-op that says so:\n%s", r.Stdout)
+	}
+
+	r = e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
+	if !strings.Contains(r.Stderr, `context "dev"`) || !strings.Contains(r.Stderr, "kosha-control") {
+		t.Errorf("acted-on line should name the context and table: %s", r.Stderr)
+	}
+	e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "openai", "--reason", "again")
+
+	// The raw item follows docs/contracts/breaker-override.md.
+	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "kosha-control")
+	it, err := s.Get(context.Background(), "breaker#openai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, _ := it.Int("created_at")
+	expires, _ := it.Int("expires_at")
+	ttl, _ := it.Int("ttl")
+	version, _ := it.Int("version")
+	if it.Str("state") != "forced_open" || it.Str("reason") != "provider incident" || it.Str("actor") != "tester@test" ||
+		created != clitest.Epoch.UnixMilli() || expires != created+30*60*1000 || ttl != expires/1000 || version != 1 {
+		t.Errorf("stored item does not follow the contract: %v", it)
+	}
+	if len(it) != 8 {
+		t.Errorf("stored item has attributes %v, the contract names 8", it.Keys())
+	}
+
+	out := decode[struct {
+		Items []view `json:"items"`
+	}](t, e.MustRun(0, "breaker", "list", "-o", "json").Stdout)
+	if len(out.Items) != 1 || !out.Items[0].Active {
+		t.Errorf("list: %+v", out)
+	}
+	e.MustRun(0, "breaker", "clear", "openai")
+	if _, err := s.Get(context.Background(), "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("clear must delete the item, got %v", err)
+	}
+	recs := decode[struct {
+		Items []json.RawMessage `json:"items"`
+	}](t, e.MustRun(0, "audit", "list", "-o", "json").Stdout)
+	if len(recs.Items) != 2 {
+		t.Errorf("audit on DynamoDB has %d records, want 2", len(recs.Items))
+	}
+}
+
+func TestUnreachableEndpointIsUnavailable(t *testing.T) {
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "down", "--table", "t", "--region", "us-east-1",
+		"--endpoint-url", "http://127.0.0.1:1", "--static-credentials", "--use")
+	r := e.MustRun(cmdutil.ExitUnavailable, "breaker", "force-open", "openai", "--reason", "x")
+	if !strings.Contains(r.Stderr, "127.0.0.1:1") {
+		t.Errorf("error should name the endpoint: %s", r.Stderr)
+	}
+	if strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+		t.Errorf("not one line: %q", r.Stderr)
+	}
+}
