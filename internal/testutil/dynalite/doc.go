@@ -7,7 +7,8 @@
 // walking up from the test's working directory to go.mod, and starts it with
 // node directly, in its own process group, with table state changes made
 // instant (--createTableMs 0 and friends). Every server is in-memory: nothing
-// survives its stop.
+// survives its stop. A small preload (preload.mjs) keeps the server alive when
+// a client aborts a request, which dynalite 4.0.0 otherwise dies of.
 //
 // One server per test:
 //

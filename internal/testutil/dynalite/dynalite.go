@@ -3,11 +3,13 @@ package dynalite
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,13 +54,20 @@ func Start(tb testing.TB) (endpoint string) {
 
 // StartMain runs a dynalite that outlives single tests, for TestMain or a
 // benchmark harness: one server then serves a whole package. Call stop once
-// the tests are done; it is safe to call more than once.
+// the tests are done; it is safe to call more than once. If the server died
+// while the tests ran, stop prints its output to standard error.
 func StartMain() (endpoint string, stop func(), err error) {
 	s, err := Launch(context.Background())
 	if err != nil {
 		return "", nil, fmt.Errorf("start dynalite: %w", err)
 	}
-	return s.Endpoint, func() { _ = s.Stop() }, nil
+	return s.Endpoint, func() {
+		// A server that died under the tests explains their failures: show
+		// its output.
+		if err := s.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}, nil
 }
 
 // Server is a running dynalite process.
@@ -141,12 +150,23 @@ func repoRoot(dir string) (string, error) {
 
 var errPortTaken = errors.New("port taken")
 
+// preloadJS keeps dynalite alive when a client aborts a request; see the
+// file's comment. It is passed to node as a data: URL, so nothing is written
+// to disk.
+//
+//go:embed preload.mjs
+var preloadJS string
+
+func preloadURL() string {
+	return "data:text/javascript," + url.PathEscape(preloadJS)
+}
+
 func launch(ctx context.Context, node, cli string) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(node, cli,
+	cmd := exec.Command(node, "--import", preloadURL(), cli,
 		"--port", strconv.Itoa(port), "--host", "127.0.0.1",
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
 	out := &syncBuffer{}

@@ -2,7 +2,9 @@ package dynalite
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -118,5 +120,29 @@ func TestConfigSignsForDynalite(t *testing.T) {
 	}
 	if len(out.TableNames) != 0 {
 		t.Errorf("a fresh dynalite has tables %v", out.TableNames)
+	}
+}
+
+// TestSurvivesAbortedRequests: a client that gives up mid-request (a
+// cancelled context, a scan stopped early) must not kill the server the rest
+// of the package's tests share.
+func TestSurvivesAbortedRequests(t *testing.T) {
+	endpoint := Start(t)
+	addr := strings.TrimPrefix(endpoint, "http://")
+	for range 3 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-amz-json-1.0\r\n"+
+			"X-Amz-Target: DynamoDB_20120810.ListTables\r\nContent-Length: 100\r\n\r\n{\"Li", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+	}
+	// A request after the aborts is answered: the server is still up.
+	if _, err := dynamodb.NewFromConfig(Config(t, endpoint)).ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatalf("ListTables after aborted requests: %v", err)
 	}
 }

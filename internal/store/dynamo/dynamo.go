@@ -1,0 +1,385 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"sync"
+	"sync/atomic"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// DefaultTable is the table name used when none is configured.
+const DefaultTable = "kosha-control"
+
+// API is the part of the DynamoDB client the store uses: item reads and
+// writes, and the table administration [Store.Init] does. Tests and fault
+// injectors may wrap a *dynamodb.Client behind it.
+type API interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+}
+
+var (
+	_ API         = (*dynamodb.Client)(nil)
+	_ store.Store = (*Store)(nil)
+)
+
+// Store is the DynamoDB item store. It is safe for concurrent use.
+type Store struct {
+	client API
+	table  string
+	// where names the endpoint for messages: its URL, or the AWS region.
+	where string
+}
+
+// New returns a store on table (DefaultTable when empty) through client.
+// When client is a *dynamodb.Client its endpoint or region shows in
+// [Store.Describe] and in errors.
+func New(client API, table string) *Store {
+	if table == "" {
+		table = DefaultTable
+	}
+	s := &Store{client: client, table: table}
+	if c, ok := client.(interface{ Options() dynamodb.Options }); ok {
+		o := c.Options()
+		s.where = whereOf(aws.ToString(o.BaseEndpoint), o.Region)
+	}
+	return s
+}
+
+// NewFromConfig returns a store on table (DefaultTable when empty) with a
+// DynamoDB client built from cfg.
+func NewFromConfig(cfg aws.Config, table string) *Store {
+	return New(dynamodb.NewFromConfig(cfg), table)
+}
+
+func whereOf(endpoint, region string) string {
+	switch {
+	case endpoint != "":
+		return "at " + endpoint
+	case region != "":
+		return "in " + region
+	}
+	return ""
+}
+
+// Table returns the table's name.
+func (s *Store) Table() string { return s.table }
+
+// Describe returns, for example, `dynamodb table "kosha-control" in
+// eu-west-1`.
+func (s *Store) Describe() string {
+	d := fmt.Sprintf("dynamodb table %q", s.table)
+	if s.where != "" {
+		d += " " + s.where
+	}
+	return d
+}
+
+// Close releases nothing: the SDK client needs no closing. It exists for
+// store.Store.
+func (s *Store) Close() error { return nil }
+
+func key(pk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{store.PK: &types.AttributeValueMemberS{Value: pk}}
+}
+
+// Get returns the item under pk with a strongly consistent read, or an error
+// wrapping store.ErrNotFound.
+func (s *Store) Get(ctx context.Context, pk string) (store.Item, error) {
+	op := fmt.Sprintf("get %q", pk)
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      &s.table,
+		Key:            key(pk),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, s.classify(ctx, op, pk, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, fmt.Errorf("%s: %w", op, store.ErrNotFound)
+	}
+	it, err := unmarshal(out.Item)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return it, nil
+}
+
+// Put writes item if cond holds, replacing any previous item whole.
+func (s *Store) Put(ctx context.Context, item store.Item, cond store.Condition) error {
+	pk := item.PK()
+	op := fmt.Sprintf("put %q", pk)
+	if err := item.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	av, err := marshal(store.Normalize(item))
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	ex, err := expression(cond)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	in := &dynamodb.PutItemInput{TableName: &s.table, Item: av}
+	if ex != nil {
+		in.ConditionExpression = &ex.text
+		in.ExpressionAttributeNames = ex.names
+		in.ExpressionAttributeValues = ex.values
+		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	}
+	if _, err := s.client.PutItem(ctx, in); err != nil {
+		return s.classify(ctx, op, pk, err)
+	}
+	return nil
+}
+
+// Delete removes the item under pk if cond holds.
+func (s *Store) Delete(ctx context.Context, pk string, cond store.Condition) error {
+	op := fmt.Sprintf("delete %q", pk)
+	ex, err := expression(cond)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	in := &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pk)}
+	if ex != nil {
+		in.ConditionExpression = &ex.text
+		in.ExpressionAttributeNames = ex.names
+		in.ExpressionAttributeValues = ex.values
+		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	}
+	if _, err := s.client.DeleteItem(ctx, in); err != nil {
+		return s.classify(ctx, op, pk, err)
+	}
+	return nil
+}
+
+// condExpr is a Condition rendered as a DynamoDB ConditionExpression.
+type condExpr struct {
+	text   string
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+// expression renders cond; nil for Always. Attribute names always go
+// through placeholders, so reserved words and names with dots or spaces work.
+func expression(cond store.Condition) (*condExpr, error) {
+	if err := cond.Validate(); err != nil {
+		return nil, err
+	}
+	if cond.IsAlways() {
+		return nil, nil
+	}
+	ex := &condExpr{names: map[string]string{"#pk": store.PK}}
+	if attr, v, ok := cond.Match(); ok {
+		av, err := marshalValue(attr, v)
+		if err != nil {
+			return nil, err
+		}
+		ex.values = map[string]types.AttributeValue{":v": av}
+		if cond.AllowsAbsent() {
+			ex.names["#a"] = attr
+			ex.text = "attribute_not_exists(#pk) OR #a = :v"
+		} else {
+			// DynamoDB refuses placeholders the expression does not use.
+			ex.names = map[string]string{"#a": attr}
+			ex.text = "#a = :v"
+		}
+		return ex, nil
+	}
+	if cond.RequiresAbsent() {
+		ex.text = "attribute_not_exists(#pk)"
+	} else {
+		ex.text = "attribute_exists(#pk)"
+	}
+	return ex, nil
+}
+
+// Scan yields the items whose pk starts with q.Prefix (strongly consistent
+// reads, q.PageSize items examined per request). With q.Segments > 1 the
+// segments are scanned in parallel; items arrive in no particular order and
+// the first error stops every segment.
+func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error] {
+	return func(yield func(store.Item, error) bool) {
+		op := fmt.Sprintf("scan %q", q.Prefix)
+		var examined atomic.Int64
+		progress := func(n int32) {
+			total := examined.Add(int64(n))
+			if q.Progress != nil {
+				q.Progress(int(total))
+			}
+		}
+		if q.Segments <= 1 {
+			p := dynamodb.NewScanPaginator(s.client, s.scanInput(q, 0))
+			for p.HasMorePages() {
+				out, err := p.NextPage(ctx)
+				if err != nil {
+					yield(nil, s.classify(ctx, op, "", err))
+					return
+				}
+				progress(out.ScannedCount)
+				for _, av := range out.Items {
+					it, err := unmarshal(av)
+					if err != nil {
+						err = fmt.Errorf("%s: %w", op, err)
+					}
+					if !yield(it, err) || err != nil {
+						return
+					}
+				}
+			}
+			return
+		}
+		s.parallelScan(ctx, op, q, progress, yield)
+	}
+}
+
+// page is one page of a segment, or the error that ended it.
+type page struct {
+	items []store.Item
+	err   error
+}
+
+func (s *Store) parallelScan(ctx context.Context, op string, q store.ScanQuery, progress func(int32), yield func(store.Item, error) bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	pages := make(chan page)
+	var wg sync.WaitGroup
+	for seg := range q.Segments {
+		wg.Go(func() {
+			send := func(p page) bool {
+				select {
+				case pages <- p:
+					return true
+				case <-ctx.Done():
+					return false
+				}
+			}
+			p := dynamodb.NewScanPaginator(s.client, s.scanInput(q, seg))
+			for p.HasMorePages() {
+				out, err := p.NextPage(ctx)
+				if err != nil {
+					send(page{err: s.classify(ctx, op, "", err)})
+					return
+				}
+				progress(out.ScannedCount)
+				items := make([]store.Item, 0, len(out.Items))
+				for _, av := range out.Items {
+					it, err := unmarshal(av)
+					if err != nil {
+						send(page{err: fmt.Errorf("%s: %w", op, err)})
+						return
+					}
+					items = append(items, it)
+				}
+				if !send(page{items: items}) {
+					return
+				}
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(pages)
+	}()
+	// However the loop below ends, stop the segments and wait for them, so no
+	// goroutine outlives the scan.
+	defer func() {
+		cancel()
+		for range pages {
+		}
+	}()
+	for p := range pages {
+		if p.err != nil {
+			yield(nil, p.err)
+			return
+		}
+		for _, it := range p.items {
+			if !yield(it, nil) {
+				return
+			}
+		}
+	}
+}
+
+func (s *Store) scanInput(q store.ScanQuery, segment int) *dynamodb.ScanInput {
+	in := &dynamodb.ScanInput{TableName: &s.table, ConsistentRead: aws.Bool(true)}
+	if q.Prefix != "" {
+		in.FilterExpression = aws.String("begins_with(#pk, :prefix)")
+		in.ExpressionAttributeNames = map[string]string{"#pk": store.PK}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":prefix": &types.AttributeValueMemberS{Value: q.Prefix}}
+	}
+	if q.PageSize > 0 {
+		in.Limit = aws.Int32(int32(min(q.PageSize, 1<<30)))
+	}
+	if q.Segments > 1 {
+		in.Segment = aws.Int32(int32(segment))
+		in.TotalSegments = aws.Int32(int32(q.Segments))
+	}
+	return in
+}
+
+// marshal converts an item to DynamoDB attribute values.
+func marshal(it store.Item) (map[string]types.AttributeValue, error) {
+	out := make(map[string]types.AttributeValue, len(it))
+	for k, v := range it {
+		av, err := marshalValue(k, v)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = av
+	}
+	return out, nil
+}
+
+func marshalValue(name string, v any) (types.AttributeValue, error) {
+	if s, ok := v.(string); ok {
+		return &types.AttributeValueMemberS{Value: s}, nil
+	}
+	n, ok := store.FormatNumber(v)
+	if !ok {
+		return nil, fmt.Errorf("%w: attribute %q has unsupported type %T", store.ErrInvalidItem, name, v)
+	}
+	return &types.AttributeValueMemberN{Value: n}, nil
+}
+
+// unmarshal converts DynamoDB attribute values to an item. Only strings and
+// numbers are read: an attribute of another type (written by another tool)
+// is an error rather than dropped, since a Put of the item would lose it.
+func unmarshal(av map[string]types.AttributeValue) (store.Item, error) {
+	it := make(store.Item, len(av))
+	for k, v := range av {
+		switch x := v.(type) {
+		case *types.AttributeValueMemberS:
+			it[k] = x.Value
+		case *types.AttributeValueMemberN:
+			n, err := store.ParseNumber(x.Value)
+			if err != nil {
+				return nil, fmt.Errorf("%w: attribute %q: %w", store.ErrInvalidItem, k, err)
+			}
+			it[k] = n
+		default:
+			return nil, fmt.Errorf("%w: item %q: attribute %q has a type koshactl does not read (%T)",
+				store.ErrInvalidItem, pkOf(av), k, v)
+		}
+	}
+	return it, nil
+}
+
+func pkOf(av map[string]types.AttributeValue) string {
+	if s, ok := av[store.PK].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}

@@ -1,0 +1,289 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kosha-platform/koshactl/internal/awsconf"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
+	"github.com/kosha-platform/koshactl/internal/store/storetest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// endpoint is the dynalite every test of the package shares; each test
+// works on its own table.
+var endpoint string
+
+func TestMain(m *testing.M) {
+	ep, stop, err := dynalite.StartMain()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	endpoint = ep
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return dynamotest.NewStore(t, endpoint) })
+}
+
+func TestInitIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), dynamotest.TableName(t))
+	first, err := s.Init(ctx)
+	if err != nil {
+		t.Fatalf("first Init: %v", err)
+	}
+	if !first.Created || first.Status != "ACTIVE" {
+		t.Errorf("first Init: created %v, status %q; want a new ACTIVE table", first.Created, first.Status)
+	}
+	// dynalite has no UpdateTimeToLive: Init says so instead of failing.
+	if first.TTL != dynamo.TTLUnsupported {
+		t.Errorf("TTL on dynalite = %q, want %q", first.TTL, dynamo.TTLUnsupported)
+	}
+	lines := strings.Join(first.Lines(), "\n")
+	for _, want := range []string{"created", s.Table(), "not supported", endpoint} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("first report does not mention %q:\n%s", want, lines)
+		}
+	}
+	second, err := s.Init(ctx)
+	if err != nil {
+		t.Fatalf("second Init: %v", err)
+	}
+	if second.Created {
+		t.Error("second Init claims to have created the table")
+	}
+	if lines := strings.Join(second.Lines(), "\n"); !strings.Contains(lines, "already exists") {
+		t.Errorf("second report does not say the table already exists:\n%s", lines)
+	}
+	if err := s.Put(ctx, store.Item{store.PK: "x"}, store.IfAbsent()); err != nil {
+		t.Fatalf("Put after Init: %v", err)
+	}
+}
+
+func TestConcurrentInitCreatesOnce(t *testing.T) {
+	cfg := dynalite.Config(t, endpoint)
+	table := dynamotest.TableName(t)
+	const n = 4
+	reports := make([]dynamo.InitReport, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { reports[i], errs[i] = dynamo.NewFromConfig(cfg, table).Init(context.Background()) })
+	}
+	wg.Wait()
+	created := 0
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("Init %d: %v", i, errs[i])
+		}
+		if reports[i].Created {
+			created++
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d concurrent Inits report creating the table, want 1", created)
+	}
+}
+
+func TestInitRefusesForeignTable(t *testing.T) {
+	cfg := dynalite.Config(t, endpoint)
+	table := dynamotest.TableName(t)
+	_, err := dynamodb.NewFromConfig(cfg).CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName:            &table,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeN}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = dynamo.NewFromConfig(cfg, table).Init(context.Background())
+	if err == nil || !strings.Contains(err.Error(), `single string hash key "pk"`) {
+		t.Fatalf("Init on a table keyed by a number id: %v, want a refusal naming the key koshactl needs", err)
+	}
+}
+
+func TestMissingTable(t *testing.T) {
+	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "no-such-table")
+	ctx := context.Background()
+	check := func(op string, err error) {
+		t.Helper()
+		if !errors.Is(err, store.ErrTableMissing) {
+			t.Fatalf("%s on a missing table: %v, want ErrTableMissing", op, err)
+		}
+		for _, want := range []string{`"no-such-table"`, "koshactl store init"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s error does not mention %s: %v", op, want, err)
+			}
+		}
+		if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: a missing table also matches another class: %v", op, err)
+		}
+	}
+	_, err := s.Get(ctx, "x")
+	check("Get", err)
+	check("Put", s.Put(ctx, store.Item{store.PK: "x"}, store.IfAbsent()))
+	check("Delete", s.Delete(ctx, "x", store.Always()))
+	for _, segments := range []int{1, 3} {
+		for _, err := range s.Scan(ctx, store.ScanQuery{Segments: segments}) {
+			check("Scan", err)
+			break
+		}
+	}
+}
+
+// closedEndpoint returns the URL of a loopback port nothing listens on.
+func closedEndpoint(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+func TestUnreachableEndpoint(t *testing.T) {
+	dead := closedEndpoint(t)
+	for _, attempts := range []int{1, 0} { // 0: the CLI's default retries
+		t.Run("attempts="+strconv.Itoa(attempts), func(t *testing.T) {
+			o := dynalite.Options(dead)
+			o.MaxAttempts = attempts
+			cfg, err := awsconf.Load(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := dynamo.NewFromConfig(cfg, "")
+			_, err = s.Get(context.Background(), "breaker#db")
+			if !errors.Is(err, store.ErrUnavailable) {
+				t.Fatalf("Get on a closed port: %v, want ErrUnavailable", err)
+			}
+			if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTableMissing) || errors.Is(err, store.ErrCredentials) {
+				t.Errorf("unreachable endpoint also matches another class: %v", err)
+			}
+			if !strings.Contains(err.Error(), dead) {
+				t.Errorf("error does not name the endpoint %s: %v", dead, err)
+			}
+			if _, err := s.Init(context.Background()); !errors.Is(err, store.ErrUnavailable) {
+				t.Errorf("Init on a closed port: %v, want ErrUnavailable", err)
+			}
+		})
+	}
+}
+
+func TestMissingCredentials(t *testing.T) {
+	// A client that signs nothing: dynalite, like DynamoDB, refuses it.
+	unsigned := dynamodb.New(dynamodb.Options{Region: dynalite.Region, BaseEndpoint: aws.String(endpoint)})
+	_, err := dynamo.New(unsigned, "any-table").Get(context.Background(), "x")
+	if !errors.Is(err, store.ErrCredentials) {
+		t.Errorf("unsigned request: %v, want ErrCredentials", err)
+	}
+	// A credential provider that fails.
+	failing := dynamodb.New(dynamodb.Options{
+		Region: dynalite.Region, BaseEndpoint: aws.String(endpoint),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{}, errors.New("no credentials anywhere")
+		}),
+	})
+	_, err = dynamo.New(failing, "any-table").Get(context.Background(), "x")
+	if !errors.Is(err, store.ErrCredentials) {
+		t.Errorf("failing credential provider: %v, want ErrCredentials", err)
+	}
+}
+
+func TestForeignAttributeTypesAreErrors(t *testing.T) {
+	s := dynamotest.NewStore(t, endpoint)
+	raw := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	table := s.Table()
+	_, err := raw.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: map[string]types.AttributeValue{
+		store.PK: &types.AttributeValueMemberS{Value: "foreign"},
+		"flag":   &types.AttributeValueMemberBOOL{Value: true},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Get(context.Background(), "foreign")
+	if !errors.Is(err, store.ErrInvalidItem) || !strings.Contains(err.Error(), `"flag"`) {
+		t.Errorf("Get of an item with a BOOL attribute: %v, want ErrInvalidItem naming it", err)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "")
+	want := `dynamodb table "kosha-control" at ` + endpoint
+	if s.Describe() != want {
+		t.Errorf("Describe = %q, want %q", s.Describe(), want)
+	}
+	cfg := aws.Config{Region: "eu-west-1"}
+	if got := dynamo.NewFromConfig(cfg, "ops").Describe(); got != `dynamodb table "ops" in eu-west-1` {
+		t.Errorf("Describe = %q", got)
+	}
+}
+
+func TestParallelScanStopsEarlyWithoutLeaks(t *testing.T) {
+	s := dynamotest.NewStore(t, endpoint)
+	ctx := context.Background()
+	for i := range 60 {
+		if err := s.Put(ctx, store.Item{store.PK: fmt.Sprintf("p#%02d", i)}, store.Always()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Stop after the first item many times: if abandoned segments leaked
+	// goroutines blocked on sending, the race detector's goroutine limit or
+	// the final full scan would show it.
+	for range 50 {
+		for _, err := range s.Scan(ctx, store.ScanQuery{Prefix: "p#", Segments: 8, PageSize: 2}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	var got []string
+	for it, err := range s.Scan(ctx, store.ScanQuery{Prefix: "p#", Segments: 8, PageSize: 2}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, it.PK())
+	}
+	if len(got) != 60 || len(slices.Compact(slices.Sorted(slices.Values(got)))) != 60 {
+		t.Errorf("full parallel scan found %d items (%d distinct), want 60", len(got), len(slices.Compact(slices.Sorted(slices.Values(got)))))
+	}
+}
+
+func BenchmarkPutGet(b *testing.B) {
+	s := dynamotest.NewStore(b, endpoint)
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		pk := "rl#client-" + strconv.Itoa(i%64)
+		i++
+		if err := s.Put(ctx, store.Item{store.PK: pk, "tokens": 19.5, "updated_at": int64(i)}, store.Always()); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Get(ctx, pk); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
