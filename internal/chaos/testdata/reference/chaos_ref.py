@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Reference implementation of the X-Kosha-Chaos header, written from
-docs/contracts/chaos-header.md alone (no Go code consulted). Standard
-library only.
+"""Reference implementation of the X-Kosha-Chaos header, following
+docs/contracts/chaos-header.md and sharing no code with the Go package
+(internal/chaos). Standard library only.
 
     python3 chaos_ref.py check ../vectors.json
         Runs every test vector in both directions: signs each valid vector's
