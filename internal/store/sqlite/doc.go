@@ -24,4 +24,10 @@
 // transaction open waits for it (busy timeout [BusyTimeout]) instead of
 // failing. Within one process, writes through one [Store] queue on a
 // semaphore first, so they do not spin on SQLite's busy handler.
+//
+// synchronous=NORMAL: a committed write survives a crash of any process; a
+// power loss may lose the last commits but does not corrupt the file. It
+// makes a write two to four times faster than FULL.
+//
+// docs/contracts/store.md describes the contract both backends keep.
 package sqlite
