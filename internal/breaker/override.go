@@ -201,6 +201,16 @@ type ForceRequest struct {
 	Overwrite bool
 	// DryRun computes the result without writing.
 	DryRun bool
+	// Read, when set, is the state a previous Force (a dry run) read; Force
+	// writes conditionally on it instead of reading again. If the item changed
+	// since, the write fails as a conflict, exactly as if it had been re-read.
+	Read *ReadState
+}
+
+// ReadState is what Force read of an override before deciding.
+type ReadState struct {
+	// Current is the item read, nil when absent.
+	Current *Override
 }
 
 // ForceResult says what a force did.
@@ -247,14 +257,18 @@ func (s *Overrides) Force(ctx context.Context, req ForceRequest) (ForceResult, e
 		return ForceResult{}, err
 	}
 	now := s.clock.Now()
-	cur, err := s.Get(ctx, req.Dependency)
 	var before *Override
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return ForceResult{}, err
-	default:
-		before = &cur
+	if req.Read != nil {
+		before = req.Read.Current
+	} else {
+		cur, err := s.Get(ctx, req.Dependency)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return ForceResult{}, err
+		default:
+			before = &cur
+		}
 	}
 	res := ForceResult{Before: before}
 	if before != nil && before.ActiveAt(now) {

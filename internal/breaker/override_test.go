@@ -163,3 +163,28 @@ func (i *interleave) Delete(ctx context.Context, pk string, c store.Condition) e
 	}
 	return i.Store.Delete(ctx, pk, c)
 }
+
+// A force planned on one read must not overwrite an override written after
+// that read: the conditional write turns it into a conflict.
+func TestForceOnStaleReadIsAConflict(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	req := breaker.ForceRequest{Dependency: "openai", Reason: "mine", Actor: "a", For: time.Hour}
+	plan, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "mine", Actor: "a", For: time.Hour, DryRun: true})
+	if err != nil || plan.Before != nil {
+		t.Fatalf("plan: %+v %v", plan, err)
+	}
+	if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "theirs", Actor: "b", For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	req.Read = &breaker.ReadState{Current: plan.Before}
+	_, err = ov.Force(ctx, req)
+	var ce *breaker.ConflictError
+	if !errors.As(err, &ce) || !ce.Raced || ce.Current.Actor != "b" {
+		t.Fatalf("force on a stale read: %v", err)
+	}
+	if o, _ := ov.Get(ctx, "openai"); o.Reason != "theirs" {
+		t.Errorf("the other operator's override was overwritten: %+v", o)
+	}
+}

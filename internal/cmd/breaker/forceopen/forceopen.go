@@ -182,7 +182,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		var rec audit.Record
 		if !opts.DryRun {
 			res, rec, err = ov.ForceAudited(ctx, log, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason,
-				Actor: actor, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite})
+				Actor: actor, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite,
+				Read: &breaker.ReadState{Current: plans[i].Before}})
 			if err != nil && !errors.Is(err, audit.ErrAuditWrite) {
 				failure = fmt.Errorf("force-open %s: %w", dep, conflictHint(err))
 				break
