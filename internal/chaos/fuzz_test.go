@@ -119,7 +119,7 @@ func FuzzParse(f *testing.F) {
 }
 
 func isWireField(s string) bool {
-	for _, f := range chaos.FieldOrder {
+	for _, f := range chaos.FieldNames() {
 		if s == f {
 			return true
 		}

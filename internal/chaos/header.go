@@ -28,9 +28,14 @@ const (
 	fieldSig    = "sig"
 )
 
-// FieldOrder lists the wire fields in the only order a value may carry
+// fieldOrder lists the wire fields in the only order a value may carry
 // them. ms appears only when fault is latency.
-var FieldOrder = [...]string{fieldV, fieldKID, fieldTarget, fieldFault, fieldMs, fieldP, fieldExp, fieldJTI, fieldSig}
+var fieldOrder = [...]string{fieldV, fieldKID, fieldTarget, fieldFault, fieldMs, fieldP, fieldExp, fieldJTI, fieldSig}
+
+// FieldNames returns the wire field names in the only order a value may
+// carry them: v, kid, target, fault, ms, p, exp, jti, sig (ms only when
+// fault is latency). A *FieldError's Field is one of these or "".
+func FieldNames() []string { return append([]string(nil), fieldOrder[:]...) }
 
 const fieldOrderText = "v;kid;target;fault;ms;p;exp;jti;sig"
 
@@ -250,11 +255,11 @@ type parser struct {
 	s    string
 	pos  int    // start of the next field
 	done bool   // the last field has been consumed
-	seen uint16 // bit i set: FieldOrder[i] parsed
+	seen uint16 // bit i set: fieldOrder[i] parsed
 }
 
 func fieldIndex(name string) int {
-	for i, n := range FieldOrder {
+	for i, n := range fieldOrder {
 		if n == name {
 			return i
 		}
@@ -281,7 +286,7 @@ func (p *parser) peekName() string {
 	return name
 }
 
-// field consumes the next field, which must be named want (FieldOrder[idx]),
+// field consumes the next field, which must be named want (fieldOrder[idx]),
 // and returns its value after checking it is non-empty printable ASCII
 // without spaces. The success path is a single scan; diagnosis of a wrong
 // name happens only on failure.

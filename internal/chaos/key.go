@@ -124,6 +124,7 @@ func DecodeKey(s string) (Key, error) {
 	}
 	k, err := NewKey(raw[:n])
 	clear(raw)
+	clear(clean)
 	return k, err
 }
 

@@ -187,25 +187,32 @@ func (m *Minted) Record() MintRecord {
 // log a source of usable headers) nor key material. Who minted is the
 // caller's to add.
 type MintRecord struct {
-	KID       string    `json:"kid"`
-	Target    Target    `json:"target"`
-	Fault     Fault     `json:"fault"`
-	Ms        int       `json:"ms,omitempty"`
-	P         Prob      `json:"p"`
-	Exp       int64     `json:"exp"`
+	// KID, Target, Fault, Ms, P, Exp and JTI are the signed fields.
+	KID    string `json:"kid"`
+	Target Target `json:"target"`
+	Fault  Fault  `json:"fault"`
+	Ms     int    `json:"ms,omitempty"`
+	P      Prob   `json:"p"`
+	Exp    int64  `json:"exp"`
+	JTI    string `json:"jti"`
+	// ExpiresAt is Exp as a time, for readers of the audit log.
 	ExpiresAt time.Time `json:"expires_at"`
-	IssuedAt  time.Time `json:"issued_at"`
-	TTL       string    `json:"ttl"`
-	JTI       string    `json:"jti"`
+	// IssuedAt is when the header was minted.
+	IssuedAt time.Time `json:"issued_at"`
+	// TTL is the ttl requested, as a Go duration string.
+	TTL string `json:"ttl"`
 }
 
 // Rejection is what an audit record keeps about a header the data plane
 // ignored: which check failed and why, and whatever fields parsed. Like
 // [MintRecord] it never holds the signature, the raw value or key material.
 type Rejection struct {
+	// Check, Field and Reason describe the first failed check.
 	Check  Check  `json:"check"`
 	Field  string `json:"field,omitempty"`
 	Reason string `json:"reason"`
+	// KID, Target, Fault, Exp and JTI are what parsed of the header; empty
+	// when the syntax check failed.
 	KID    string `json:"kid,omitempty"`
 	Target Target `json:"target,omitempty"`
 	Fault  string `json:"fault,omitempty"`

@@ -158,6 +158,12 @@ func TestMintedOutputs(t *testing.T) {
 	if got.CurlArgs() != "-H 'X-Kosha-Chaos: "+value+"'" {
 		t.Errorf("curl %q", got.CurlArgs())
 	}
+	// Every output format pastes back into chaos verify.
+	for _, out := range []string{value, got.Line(), got.CurlArgs() + "\n", got.Line() + "\r\n"} {
+		if back := chaos.ValueFromInput(out); back != value {
+			t.Errorf("ValueFromInput(%q) = %q", out, back)
+		}
+	}
 	if got.Header.Summary() != "latency 750ms on postgres, p=0.25" {
 		t.Errorf("summary %q", got.Header.Summary())
 	}

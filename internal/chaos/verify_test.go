@@ -327,16 +327,19 @@ func TestRejectionRecord(t *testing.T) {
 func TestValueFromInput(t *testing.T) {
 	const v = "v=1;kid=x"
 	for in, want := range map[string]string{
-		v:                           v,
-		v + "\n":                    v,
-		v + "\r\n":                  v,
-		"X-Kosha-Chaos: " + v:       v,
-		"x-kosha-chaos:" + v + "\n": v,
-		"X-KOSHA-CHAOS: \t" + v:     v,
-		v + "\n\n":                  v + "\n", // only one newline is forgiven
-		" " + v:                     " " + v,  // Parse reports the space
-		"X-Other: " + v:             "X-Other: " + v,
-		"X-Kosha-Chaos-Extra: " + v: "X-Kosha-Chaos-Extra: " + v,
+		v:                                 v,
+		v + "\n":                          v,
+		v + "\r\n":                        v,
+		"X-Kosha-Chaos: " + v:             v,
+		"x-kosha-chaos:" + v + "\n":       v,
+		"X-KOSHA-CHAOS: \t" + v:           v,
+		v + "\n\n":                        v + "\n", // only one newline is forgiven
+		" " + v:                           " " + v,  // Parse reports the space
+		"X-Other: " + v:                   "X-Other: " + v,
+		"X-Kosha-Chaos-Extra: " + v:       "X-Kosha-Chaos-Extra: " + v,
+		"-H 'X-Kosha-Chaos: " + v + "'\n": v,
+		`-H "X-Kosha-Chaos: ` + v + `"`:   v,
+		"-H 'X-Kosha-Chaos: " + v:         "-H 'X-Kosha-Chaos: " + v, // unbalanced quote: left for Parse
 	} {
 		if got := chaos.ValueFromInput(in); got != want {
 			t.Errorf("ValueFromInput(%q) = %q, want %q", in, got, want)

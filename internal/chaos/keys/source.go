@@ -74,6 +74,16 @@ var (
 	ErrNotRotatable = errors.New("chaos key source cannot rotate")
 )
 
+// Rotate rotates src if it is a [Rotator], and otherwise returns an error
+// matching ErrNotRotatable that names the source.
+func Rotate(ctx context.Context, src Source) (Rotation, error) {
+	r, ok := src.(Rotator)
+	if !ok {
+		return Rotation{}, fmt.Errorf("rotate chaos key: %w: %s holds a single key; replace it by hand", ErrNotRotatable, src.Describe())
+	}
+	return r.Rotate(ctx)
+}
+
 // byKID finds kid among staged keys, or returns chaos.UnknownKIDError
 // listing the stages and kids it does hold.
 func byKID(staged []Staged, kid, where string) (chaos.Key, error) {

@@ -3,6 +3,7 @@ package keys_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
@@ -44,4 +45,20 @@ func mustKeys(t *testing.T, s keys.Source) []keys.Staged {
 		t.Fatal(err)
 	}
 	return st
+}
+
+func TestRotateHelper(t *testing.T) {
+	ctx := context.Background()
+	k, _ := chaos.GenerateKey(nil)
+	_, err := keys.Rotate(ctx, keys.NewStatic("test keys", k, chaos.Key{}))
+	if !errors.Is(err, keys.ErrNotRotatable) || !strings.Contains(err.Error(), "test keys") {
+		t.Errorf("static source: %v", err)
+	}
+	if _, err := keys.Rotate(ctx, keys.NewEnvLookup("X", func(string) (string, bool) { return "", false })); !errors.Is(err, keys.ErrNotRotatable) {
+		t.Errorf("env source: %v", err)
+	}
+	r, err := keys.Rotate(ctx, keys.NewLocal(t.TempDir()))
+	if err != nil || r.Current.IsZero() {
+		t.Errorf("local source: %+v, %v", r, err)
+	}
 }
