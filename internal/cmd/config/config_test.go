@@ -1,0 +1,130 @@
+package config_test
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+)
+
+func TestNoConfigFileMeansBuiltinLocal(t *testing.T) {
+	e := clitest.New(t)
+	if out := e.MustRun(0, "config", "current-context").Stdout; out != "local\n" {
+		t.Errorf("current-context = %q", out)
+	}
+	out := e.MustRun(0, "config", "get-contexts").Stdout
+	if !strings.Contains(out, "*") || !strings.Contains(out, "local") || !strings.Contains(out, "embedded") {
+		t.Errorf("get-contexts:\n%s", out)
+	}
+	if _, err := os.Stat(os.Getenv("KOSHACTL_CONFIG")); !os.IsNotExist(err) {
+		t.Errorf("reading must not create a config file (stat: %v)", err)
+	}
+}
+
+func TestSetContextUseAndView(t *testing.T) {
+	e := clitest.New(t)
+	r := e.MustRun(0, "config", "set-context", "prod", "--table", "kosha-prod", "--region", "eu-west-1", "--profile", "ops", "--protected")
+	if !strings.Contains(r.Stdout, `Created context "prod"`) {
+		t.Errorf("stdout: %s", r.Stdout)
+	}
+	e.MustRun(0, "config", "set-context", "prod", "--add-dependency", "billing", "--max-override", "4h")
+	e.MustRun(0, "config", "use-context", "prod")
+	if out := e.MustRun(0, "config", "current-context").Stdout; out != "prod\n" {
+		t.Errorf("current-context = %q", out)
+	}
+	var v struct {
+		CurrentContext string `json:"current-context"`
+		Contexts       map[string]struct {
+			Store struct {
+				DynamoDB *struct{ Table, Region, Profile string } `json:"dynamodb"`
+			} `json:"store"`
+			Dependencies []string `json:"dependencies"`
+			Protected    bool     `json:"protected"`
+			MaxOverride  string   `json:"max-override"`
+		} `json:"contexts"`
+	}
+	if err := json.Unmarshal([]byte(e.MustRun(0, "config", "view", "-o", "json").Stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	p := v.Contexts["prod"]
+	if v.CurrentContext != "prod" || p.Store.DynamoDB == nil || p.Store.DynamoDB.Table != "kosha-prod" ||
+		p.Store.DynamoDB.Profile != "ops" || !p.Protected || p.MaxOverride != "4h0m0s" {
+		t.Errorf("view: %+v", v)
+	}
+	if strings.Join(p.Dependencies, ",") != "core-api,openai,postgres,screening-sim,billing" {
+		t.Errorf("dependencies = %v", p.Dependencies)
+	}
+	if _, ok := v.Contexts["local"]; !ok {
+		t.Error("the built-in local context should still be listed")
+	}
+	st, err := os.Stat(os.Getenv("KOSHACTL_CONFIG"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("config file mode = %v (%v), want 0600", st.Mode().Perm(), err)
+	}
+	// Updating one field keeps the others.
+	e.MustRun(0, "config", "set-context", "prod", "--region", "eu-central-1")
+	out := e.MustRun(0, "config", "view").Stdout
+	for _, want := range []string{"region: eu-central-1", "profile: ops", "table: kosha-prod", "protected: true"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("view after partial update lacks %q:\n%s", want, out)
+		}
+	}
+	e.MustRun(0, "config", "delete-context", "prod")
+	if out := e.MustRun(0, "config", "current-context").Stdout; out != "local\n" {
+		t.Errorf("after deleting the current context: %q", out)
+	}
+}
+
+func TestSetContextBadInput(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"new"}, "needs a store"},
+		{[]string{"bad name!", "--local"}, "context name"},
+		{[]string{"x", "--local", "--table", "t"}, "none of the others"},
+		{[]string{"x", "--table", "t"}, "needs a region"},
+		{[]string{"x", "--table", "t", "--region", "r", "--static-credentials"}, "--endpoint-url"},
+		{[]string{"x", "--local", "--max-override", "-1h"}, "out of range"},
+		{[]string{"x", "--local", "--dependencies", "Open AI"}, "invalid dependency name"},
+		{[]string{"x", "--local", "--ratelimit-capacity", "0"}, "at least one token"},
+		{[]string{"x", "y"}, "takes one NAME"},
+	}
+	for _, tc := range cases {
+		e := clitest.New(t)
+		r := e.MustRun(cmdutil.ExitUsage, append([]string{"config", "set-context"}, tc.args...)...)
+		if !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("set-context %v: stderr %q lacks %q", tc.args, r.Stderr, tc.want)
+		}
+		if _, err := os.Stat(os.Getenv("KOSHACTL_CONFIG")); !os.IsNotExist(err) {
+			t.Errorf("set-context %v: bad input wrote the config file", tc.args)
+		}
+	}
+}
+
+func TestLocalContextAtPath(t *testing.T) {
+	e := clitest.New(t)
+	path := e.Dir + "/scratch.db"
+	e.MustRun(0, "config", "set-context", "scratch", "--local", path, "--use")
+	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "x")
+	if !strings.Contains(r.Stderr, path) {
+		t.Errorf("acted-on line should name %s: %s", path, r.Stderr)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("store not created at the given path: %v", err)
+	}
+	// The local context is untouched.
+	e.MustRun(cmdutil.ExitNotFound, "--context", "local", "breaker", "get", "openai")
+}
+
+func TestMalformedConfigIsAUsageErrorWithTheLine(t *testing.T) {
+	e := clitest.New(t)
+	e.WriteConfig("contexts:\n  prod:\n    store:\n      dynamodb:\n        table: t\n        regoin: eu-west-1\n")
+	r := e.MustRun(cmdutil.ExitUsage, "breaker", "list", "--context", "prod")
+	if !strings.Contains(r.Stderr, "line 6") || !strings.Contains(r.Stderr, "regoin") {
+		t.Errorf("stderr should name the line and the unknown field: %s", r.Stderr)
+	}
+}
