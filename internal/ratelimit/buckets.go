@@ -242,12 +242,12 @@ func (c Change) Validate(l Limits) error {
 	switch c.Op {
 	case OpSet:
 		if math.IsNaN(c.Tokens) || c.Tokens < 0 || c.Tokens > l.Capacity {
-			return fmt.Errorf("%w: %g: give a number from 0 to the capacity, %g (use drain --for to keep a client refused for a while)",
+			return fmt.Errorf("%w %g: give a number from 0 to the capacity, %g (to keep a client refused for a while, use drain --for)",
 				ErrInvalidTokens, c.Tokens, l.Capacity)
 		}
 	case OpDrain:
 		if c.HoldFor < 0 || c.HoldFor > MaxDrainHold {
-			return fmt.Errorf("%w: drain --for %s: give a duration from 0 to %s", ErrInvalidTokens, c.HoldFor, MaxDrainHold)
+			return fmt.Errorf("%w: drain for %s: give a duration from 0 to %s", ErrInvalidTokens, c.HoldFor, MaxDrainHold)
 		}
 	case OpReset:
 	default:

@@ -14,6 +14,7 @@ import (
 	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
 	breakercmd "github.com/kosha-platform/koshactl/internal/cmd/breaker"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
+	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
 	versioncmd "github.com/kosha-platform/koshactl/internal/cmd/version"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -47,6 +48,7 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 	cmd.SetErr(f.IOStreams.ErrOut)
 	cmd.AddCommand(
 		breakercmd.NewCmd(f),
+		ratelimitcmd.NewCmd(f),
 		auditcmd.NewCmd(f),
 		configcmd.NewCmd(f),
 		storecmd.NewCmd(f),

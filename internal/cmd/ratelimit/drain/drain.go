@@ -1,0 +1,78 @@
+// Package drain implements `koshactl ratelimit drain`: empty a client's
+// bucket so its requests are refused (429), for drills.
+package drain
+
+import (
+	"context"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+)
+
+// Options are the parsed flags and argument.
+type Options struct {
+	Client string
+	For    time.Duration
+	shared.ChangeOptions
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "drain CLIENT",
+		Short: "Empty a client's bucket so its requests get 429s (drills)",
+		Long: heredoc.Doc(`
+			Empty one client's bucket: tokens 0, so its next request is refused and
+			requests pass again at the refill rate (one per second by default). Drain
+			EMPTIES the bucket; to fill one, use "koshactl ratelimit reset".
+
+			--for D keeps the client refused for D: the bucket is written with a
+			negative token count (-D x rate) that the data plane's formula climbs back
+			to zero after D, so requests pass again one refill interval later. No
+			process has to stay running. D is at most 1h.
+
+			The write is conditional on the updated_at read, audited (ratelimit.drain),
+			and a bucket already drained is left alone.
+		`),
+		Example: heredoc.Doc(`
+			koshactl ratelimit drain drill-client --reason "429 drill"
+			koshactl ratelimit drain drill-client --for 5m --reason "429 drill, 5 minutes"
+		`),
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Client = args[0]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.DurationVar(&opts.For, "for", 0, "keep the client refused this long (up to 1h), not just until its next token")
+	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Run drains the bucket.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+	if err := shared.CheckClients([]string{opts.Client}); err != nil {
+		return err
+	}
+	if opts.For < 0 || opts.For > ratelimit.MaxDrainHold {
+		return cmdutil.Usagef("--for %s: give a duration from 0 (just empty it) to %s", opts.For, ratelimit.MaxDrainHold)
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	return shared.RunChanges(ctx, f, env, []ratelimit.Change{{Op: ratelimit.OpDrain, Client: opts.Client, HoldFor: opts.For}}, opts.ChangeOptions)
+}

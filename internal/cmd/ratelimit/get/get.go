@@ -1,0 +1,110 @@
+// Package get implements `koshactl ratelimit get`: one client's bucket, as
+// stored and as the data plane reads it now.
+package get
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+)
+
+// Options are the parsed flags and argument.
+type Options struct {
+	Client string
+	Output string
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "get CLIENT",
+		Short: "Show a client's bucket: stored tokens, tokens now, whether its next request passes",
+		Long: heredoc.Doc(`
+			Show the rate-limit bucket of one client: the item as stored (tokens,
+			updated_at, ttl) and what the data plane makes of it now, with exactly the
+			contract's formula: tokens refilled to now, whether the next request would be
+			admitted, and how long until the next token and until the bucket is full.
+
+			A client with no item has a full bucket; that is not an error.
+		`),
+		Example: heredoc.Doc(`
+			koshactl ratelimit get tenant-7:alice
+			koshactl ratelimit get tenant-7:alice -o json
+		`),
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Client = args[0]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Run prints the bucket.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+	if err := shared.CheckClients([]string{opts.Client}); err != nil {
+		return err
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := shared.Buckets(f, env)
+	if err != nil {
+		return err
+	}
+	s, err := b.Get(ctx, opts.Client)
+	if err != nil {
+		return err
+	}
+	io := f.IOStreams
+	if opts.Output != cmdutil.FormatTable {
+		return cmdutil.PrintStructured(io.Out, opts.Output, struct {
+			Kind string `json:"kind"`
+			shared.BucketView
+		}{"RateLimitBucket", shared.View(s)})
+	}
+	now := s.At
+	tty := io.IsStdoutTTY()
+	w := io.Out
+	fmt.Fprintf(w, "Client:        %s\n", s.Client)
+	fmt.Fprintf(w, "Limits:        %s (%s)\n", s.Limits, shared.LimitsSource(env))
+	if s.Exists {
+		fmt.Fprintf(w, "Stored:        %s tokens, updated %s (updated_at %d)\n", shared.Tokens(s.Stored.Tokens),
+			cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty), s.Stored.UpdatedAtMs)
+	} else {
+		fmt.Fprintf(w, "Stored:        no item (a missing item is a full bucket)\n")
+	}
+	fmt.Fprintf(w, "Tokens now:    %s of %s\n", shared.Tokens(s.Tokens), shared.Tokens(s.Limits.Capacity))
+	if s.Admit {
+		fmt.Fprintf(w, "Next request:  admitted\n")
+	} else {
+		fmt.Fprintf(w, "Next request:  refused (429), retry after %s\n", shared.Duration(s.RetryAfter))
+	}
+	if s.Full() {
+		fmt.Fprintf(w, "Next token:    - (full)\n")
+		fmt.Fprintf(w, "Full:          now\n")
+	} else {
+		fmt.Fprintf(w, "Next token:    %s\n", shared.In(s.NextToken))
+		fmt.Fprintf(w, "Full:          %s\n", shared.In(s.UntilFull))
+	}
+	if s.AheadOfClock > 0 {
+		fmt.Fprintf(w, "Note:          updated_at is %s ahead of this clock; refill resumes when the clock gets there\n", shared.Duration(s.AheadOfClock))
+	}
+	if exp := s.TTLExpiry(); !exp.IsZero() {
+		fmt.Fprintf(w, "TTL expiry:    %s (then DynamoDB may delete the item; it reads as full by then)\n", cmdutil.FormatTime(exp, now, tty))
+	} else if s.Exists {
+		fmt.Fprintf(w, "TTL expiry:    none (no ttl attribute: the item is never collected)\n")
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+// Package list implements `koshactl ratelimit list`: every client's bucket,
+// or only the clients being limited now.
+package list
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+)
+
+// Scan defaults.
+const (
+	// MaxSegments bounds --segments.
+	MaxSegments = 64
+	// ProgressAfterItems and ProgressAfter say when a scan counts as long
+	// enough to show progress (on a terminal only).
+	ProgressAfterItems = 5000
+	ProgressAfter      = time.Second
+)
+
+// Options are the parsed flags.
+type Options struct {
+	Throttled bool
+	Limit     int
+	Sort      string
+	// Segments is the parallel scan width; 0 picks shared.DynamoSegments on
+	// DynamoDB and 1 on the local store.
+	Segments int
+	Output   string
+	// ProgressAfterItems overrides the item count after which progress is
+	// shown (tests); zero means ProgressAfterItems.
+	ProgressAfterItems int
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	orders := make([]string, len(ratelimit.SortOrders))
+	for i, o := range ratelimit.SortOrders {
+		orders[i] = string(o)
+	}
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List clients' buckets (--throttled: only clients being limited now)",
+		Long: heredoc.Doc(`
+			List every rate-limit bucket in the context's store with its tokens refilled
+			to now. --throttled keeps the clients whose next request would be refused.
+
+			The whole table is scanned (items rl#*), page by page; on DynamoDB the scan
+			runs in parallel segments. On a terminal a long scan shows its progress on
+			stderr.
+		`),
+		Example: heredoc.Doc(`
+			koshactl ratelimit list --throttled
+			koshactl ratelimit list --sort tokens --limit 20
+			koshactl ratelimit list -o json | jq '.items[] | select(.tokens < 5) | .client'
+		`),
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&opts.Throttled, "throttled", false, "only clients whose next request would be refused")
+	fl.IntVar(&opts.Limit, "limit", 0, "show at most N buckets after sorting (0: all)")
+	fl.StringVar(&opts.Sort, "sort", string(ratelimit.SortClient), "order: "+strings.Join(orders, "|")+" (tokens: emptiest first; updated: most recent first)")
+	fl.IntVar(&opts.Segments, "segments", 0, fmt.Sprintf("parallel scan segments (default %d on DynamoDB, 1 on the local store)", shared.DynamoSegments))
+	_ = cmd.RegisterFlagCompletionFunc("sort", cobra.FixedCompletions(orders, cobra.ShellCompDirectiveNoFileComp))
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Result is the JSON output of list.
+type Result struct {
+	Kind    string              `json:"kind"`
+	Context string              `json:"context"`
+	Store   string              `json:"store"`
+	Items   []shared.BucketView `json:"items"`
+	// Matched counts the buckets that matched before --limit.
+	Matched int `json:"matched"`
+	// Malformed lists items under rl# that are not valid buckets.
+	Malformed []string `json:"malformed"`
+}
+
+func (o *Options) check() error {
+	if o.Limit < 0 {
+		return cmdutil.Usagef("--limit %d is negative: give a count, or 0 for all", o.Limit)
+	}
+	if o.Segments < 0 || o.Segments > MaxSegments {
+		return cmdutil.Usagef("--segments %d: give 1 to %d (or 0 for the default)", o.Segments, MaxSegments)
+	}
+	for _, s := range ratelimit.SortOrders {
+		if string(s) == o.Sort {
+			return nil
+		}
+	}
+	return cmdutil.Usagef("--sort %q: use client, tokens or updated", o.Sort)
+}
+
+// Run lists the buckets.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+	if err := opts.check(); err != nil {
+		return err
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	b, err := shared.Buckets(f, env)
+	if err != nil {
+		return err
+	}
+	segments := shared.ScanSegments(env, opts.Segments)
+	prog := newProgress(f, opts.ProgressAfterItems)
+	res, err := b.List(ctx, ratelimit.ListQuery{Throttled: opts.Throttled, Sort: ratelimit.SortBy(opts.Sort), Limit: opts.Limit,
+		Segments: segments, Progress: prog.report})
+	prog.done()
+	if err != nil {
+		return err
+	}
+	io := f.IOStreams
+	for _, m := range res.Malformed {
+		fmt.Fprintf(io.ErrOut, "warning: skipped %v\n", m)
+	}
+	out := Result{Kind: "RateLimitBucketList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.BucketView{},
+		Matched: res.Matched, Malformed: []string{}}
+	for _, s := range res.Buckets {
+		out.Items = append(out.Items, shared.View(s))
+	}
+	for _, m := range res.Malformed {
+		out.Malformed = append(out.Malformed, m.Error())
+	}
+	if opts.Output != cmdutil.FormatTable {
+		return cmdutil.PrintStructured(io.Out, opts.Output, out)
+	}
+	if len(res.Buckets) == 0 {
+		if opts.Throttled {
+			fmt.Fprintf(io.Out, "No client is being limited in context %q.\n", env.Name)
+		} else {
+			fmt.Fprintf(io.Out, "No rate-limit buckets in context %q: every client has a full bucket.\n", env.Name)
+		}
+		return nil
+	}
+	now := f.Clock.Now()
+	tty := io.IsStdoutTTY()
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLIENT\tTOKENS\tNEXT REQUEST\tFULL IN\tUPDATED")
+	for _, s := range res.Buckets {
+		next := "admitted"
+		if !s.Admit {
+			next = "refused, retry in " + shared.Duration(s.RetryAfter)
+		}
+		full := "-"
+		if !s.Full() {
+			full = shared.Duration(s.UntilFull)
+		}
+		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\n", s.Client, shared.Tokens(s.Tokens), shared.Tokens(s.Limits.Capacity), next, full,
+			cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(res.Buckets) < res.Matched {
+		fmt.Fprintf(io.ErrOut, "showing %d of %d buckets (--limit %d)\n", len(res.Buckets), res.Matched, opts.Limit)
+	}
+	return nil
+}
+
+// progress prints a running count on stderr, only when stderr is a
+// terminal and the scan turns out long (many items, or more than a second).
+type progress struct {
+	mu      sync.Mutex
+	f       *cmdutil.Factory
+	enabled bool
+	after   int
+	start   time.Time
+	shown   bool
+}
+
+func newProgress(f *cmdutil.Factory, after int) *progress {
+	if after <= 0 {
+		after = ProgressAfterItems
+	}
+	return &progress{f: f, enabled: f.IOStreams.IsStderrTTY(), after: after, start: f.Clock.Now()}
+}
+
+// report is the store's Progress callback; segments may call it at once.
+func (p *progress) report(examined int) {
+	if !p.enabled {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.shown && examined < p.after && p.f.Clock.Now().Sub(p.start) < ProgressAfter {
+		return
+	}
+	p.shown = true
+	fmt.Fprintf(p.f.IOStreams.ErrOut, "\rscanning: %d items examined", examined)
+}
+
+// done clears the progress line, if one was shown.
+func (p *progress) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(p.f.IOStreams.ErrOut, "\r\033[K")
+	}
+}

@@ -1,0 +1,35 @@
+// Package ratelimit wires the `koshactl ratelimit` command group.
+package ratelimit
+
+import (
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/drain"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/get"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/list"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/reset"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/set"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+)
+
+// NewCmd returns the ratelimit command group.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "ratelimit",
+		Aliases: []string{"rl"},
+		Short:   "Inspect, list, reset and drain per-client rate-limit buckets",
+		Long: heredoc.Doc(`
+			Per-client token buckets (items rl#<client_id> in the context's store), as the
+			data plane reads and spends them: capacity 20 and 1 token/s unless the context
+			sets its own (config set-context --ratelimit-capacity/--ratelimit-refill, which
+			must match the data plane's). A client with no item has a full bucket.
+			See docs/contracts/rate-limit-bucket.md.
+
+			reset fills buckets; drain empties them. Every change is conditional, audited,
+			supports --dry-run and asks for confirmation on protected contexts.
+		`),
+	}
+	cmd.AddCommand(get.NewCmd(f, nil), list.NewCmd(f, nil), reset.NewCmd(f, nil), drain.NewCmd(f, nil), set.NewCmd(f, nil))
+	return cmd
+}

@@ -1,0 +1,107 @@
+// Package reset implements `koshactl ratelimit reset`: refill clients'
+// buckets to capacity, so their next requests pass.
+package reset
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+)
+
+// Options are the parsed flags and arguments.
+type Options struct {
+	Clients      []string
+	AllThrottled bool
+	shared.ChangeOptions
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "reset CLIENT... | --all-throttled",
+		Short: "Refill clients' buckets to capacity (their next requests pass)",
+		Long: heredoc.Doc(`
+			Refill each client's bucket to capacity, so it can send a full burst again.
+			Reset FILLS the bucket; to empty one, use "koshactl ratelimit drain".
+
+			Each write is conditional on the updated_at read, so a data-plane request
+			landing in between is never overwritten unseen: the bucket is re-read and the
+			reset retried. A bucket that is already full (or has no item) is left alone
+			and reported, so reset is safe to repeat. Every reset is audited
+			(ratelimit.reset, subject rl#<client>).
+		`),
+		Example: heredoc.Doc(`
+			koshactl ratelimit reset tenant-7:alice --reason "false positive, INC-311"
+			koshactl ratelimit reset --all-throttled --dry-run
+		`),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Clients = args
+			if opts.AllThrottled == (len(args) > 0) {
+				return cmdutil.Usagef("name the clients to reset, or pass --all-throttled (not both)")
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&opts.AllThrottled, "all-throttled", false, "reset every client whose next request would be refused now")
+	addChangeFlags(cmd, &opts.ChangeOptions)
+	return cmd
+}
+
+func addChangeFlags(cmd *cobra.Command, o *shared.ChangeOptions) {
+	fl := cmd.Flags()
+	fl.StringVarP(&o.Reason, "reason", "r", "", "why (recorded in the audit log)")
+	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change; write nothing")
+	fl.BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	cmdutil.AddOutputFlag(cmd, &o.Output)
+}
+
+// Run resets the buckets.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+	if err := shared.CheckClients(opts.Clients); err != nil {
+		return err
+	}
+	if err := shared.ValidateReason(opts.Reason); err != nil {
+		return err
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	clients := opts.Clients
+	if opts.AllThrottled {
+		b, err := shared.Buckets(f, env)
+		if err != nil {
+			return err
+		}
+		res, err := b.List(ctx, ratelimit.ListQuery{Throttled: true, Segments: shared.ScanSegments(env, 0)})
+		if err != nil {
+			return err
+		}
+		for _, m := range res.Malformed {
+			fmt.Fprintf(f.IOStreams.ErrOut, "warning: skipped %v\n", m)
+		}
+		clients = nil
+		for _, s := range res.Buckets {
+			clients = append(clients, s.Client)
+		}
+		if len(clients) == 0 && opts.Output == cmdutil.FormatTable {
+			fmt.Fprintf(f.IOStreams.Out, "No client is being limited in context %q: nothing to reset.\n", env.Name)
+		}
+	}
+	changes := make([]ratelimit.Change, len(clients))
+	for i, c := range clients {
+		changes[i] = ratelimit.Change{Op: ratelimit.OpReset, Client: c}
+	}
+	return shared.RunChanges(ctx, f, env, changes, opts.ChangeOptions)
+}

@@ -1,0 +1,346 @@
+// Package shared holds what the `koshactl ratelimit` commands have in common:
+// the context's limits, client-id checks that exit 2, the JSON view of a
+// bucket (docs/contracts/cli-output.md), human formatting, and the run loop
+// of the mutating verbs (reset, drain, set).
+package shared
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+)
+
+// MaxReasonLen bounds an operator's reason.
+const MaxReasonLen = 500
+
+// DynamoSegments is the parallel scan width on DynamoDB contexts.
+const DynamoSegments = 4
+
+// ScanSegments returns the scan width for the context: n when set, else
+// DynamoSegments on DynamoDB and 1 on the local store (SQLite scans serially).
+func ScanSegments(env *cmdutil.Env, n int) int {
+	switch {
+	case n > 0:
+		return n
+	case env.Context.IsLocal():
+		return 1
+	}
+	return DynamoSegments
+}
+
+// Limits returns the context's bucket limits (the LLD's defaults unless the
+// context sets its own). They must match what the data plane runs with.
+func Limits(env *cmdutil.Env) (ratelimit.Limits, error) {
+	l := ratelimit.Limits{Capacity: env.Context.RateLimit.Capacity, RefillPerSecond: env.Context.RateLimit.RefillPerSecond}
+	if err := l.Validate(); err != nil {
+		return l, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("context %q: %w; fix it with koshactl config set-context %s --ratelimit-capacity N --ratelimit-refill R",
+			env.Name, err, env.Name))
+	}
+	return l.WithDefaults(), nil
+}
+
+// LimitsSource says whether the limits are the context's own or the defaults.
+func LimitsSource(env *cmdutil.Env) string {
+	if env.Context.RateLimit.Capacity != 0 || env.Context.RateLimit.RefillPerSecond != 0 {
+		return fmt.Sprintf("context %q", env.Name)
+	}
+	return "LLD defaults"
+}
+
+// Buckets opens the operator view of the context's buckets.
+func Buckets(f *cmdutil.Factory, env *cmdutil.Env) (*ratelimit.Buckets, error) {
+	l, err := Limits(env)
+	if err != nil {
+		return nil, err
+	}
+	return ratelimit.NewBuckets(env.Store, f.Clock, l)
+}
+
+// CheckClients validates every client id and refuses duplicates; the error
+// exits 2 and nothing has been read or written.
+func CheckClients(ids []string) error {
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if err := ratelimit.ValidateClientID(id); err != nil {
+			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		}
+		if seen[id] {
+			return cmdutil.Usagef("client %q is named twice", id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+// ValidateReason checks an optional reason: one line, bounded.
+func ValidateReason(reason string) error {
+	r := strings.TrimSpace(reason)
+	if len(r) > MaxReasonLen {
+		return cmdutil.Usagef("reason is %d characters: keep it under %d and link to details instead", len(r), MaxReasonLen)
+	}
+	for _, c := range r {
+		if c < 0x20 || c == 0x7f {
+			return cmdutil.Usagef("reason contains a control character: keep it to one line of plain text")
+		}
+	}
+	return nil
+}
+
+// BucketView is the stable JSON shape of a bucket.
+type BucketView struct {
+	Client string `json:"client"`
+	Key    string `json:"key"`
+	// Exists is false when there is no item: a full bucket.
+	Exists bool `json:"exists"`
+	// StoredTokens and UpdatedAt are the item's attributes (null when absent).
+	StoredTokens *float64 `json:"stored_tokens"`
+	UpdatedAt    *string  `json:"updated_at"`
+	UpdatedAtMs  *int64   `json:"updated_at_ms"`
+	// Tokens is the contract's refilled level at AsOf.
+	Tokens          float64 `json:"tokens"`
+	Capacity        float64 `json:"capacity"`
+	RefillPerSecond float64 `json:"refill_per_second"`
+	// Admit says whether a request at AsOf would be admitted.
+	Admit             bool    `json:"admit"`
+	RetryAfterSeconds float64 `json:"retry_after_seconds"`
+	NextTokenSeconds  float64 `json:"next_token_seconds"`
+	FullInSeconds     float64 `json:"full_in_seconds"`
+	TTLExpiresAt      *string `json:"ttl_expires_at"`
+	AsOf              string  `json:"as_of"`
+}
+
+// View converts a status for output.
+func View(s ratelimit.Status) BucketView {
+	v := BucketView{
+		Client: s.Client, Key: ratelimit.Key(s.Client), Exists: s.Exists, Tokens: s.Tokens,
+		Capacity: s.Limits.Capacity, RefillPerSecond: s.Limits.RefillPerSecond, Admit: s.Admit,
+		RetryAfterSeconds: s.RetryAfter.Seconds(), NextTokenSeconds: s.NextToken.Seconds(), FullInSeconds: s.UntilFull.Seconds(),
+		TTLExpiresAt: cmdutil.TimeOrNil(s.TTLExpiry()), AsOf: *cmdutil.TimeOrNil(s.At),
+	}
+	if s.Exists {
+		tokens, ms := s.Stored.Tokens, s.Stored.UpdatedAtMs
+		v.StoredTokens, v.UpdatedAtMs = &tokens, &ms
+		v.UpdatedAt = cmdutil.TimeOrNil(s.Stored.UpdatedAt())
+	}
+	return v
+}
+
+// Tokens renders a token count for humans: at most three decimals, no
+// trailing zeros ("19", "0.537").
+func Tokens(x float64) string {
+	r := math.Round(x*1000) / 1000
+	if r == 0 {
+		r = 0 // not -0
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
+
+// Duration renders a wait for humans: "500ms", "1.5s", "45s", "3m20s".
+func Duration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "now"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < 10*time.Second && d%time.Second != 0:
+		return strconv.FormatFloat(math.Ceil(d.Seconds()*10)/10, 'f', -1, 64) + "s"
+	}
+	return cmdutil.HumanDuration(d.Round(time.Second))
+}
+
+// In renders a wait as "in 500ms", or "now".
+func In(d time.Duration) string {
+	if d <= 0 {
+		return "now"
+	}
+	return "in " + Duration(d)
+}
+
+// ChangeOptions are the flags every mutating verb shares.
+type ChangeOptions struct {
+	Reason string
+	DryRun bool
+	Yes    bool
+	Output string
+}
+
+// Result is the JSON output of reset, drain and set.
+type Result struct {
+	Kind    string       `json:"kind"`
+	Context string       `json:"context"`
+	Store   string       `json:"store"`
+	DryRun  bool         `json:"dry_run"`
+	Results []ItemResult `json:"results"`
+}
+
+// ItemResult is what happened to one bucket.
+type ItemResult struct {
+	Client string `json:"client"`
+	// Action is reset|drained|set when written, would-reset|would-drain|
+	// would-set on a dry run, already-full|already-empty|unchanged when the
+	// bucket already was what was asked (nothing written).
+	Action  string     `json:"action"`
+	Before  BucketView `json:"before"`
+	After   BucketView `json:"after"`
+	AuditID string     `json:"audit_id,omitempty"`
+
+	res ratelimit.ChangeResult
+}
+
+// Verb names per op: done, dry run, no-op.
+var verbs = map[ratelimit.Op][3]string{
+	ratelimit.OpReset: {"reset", "would-reset", "already-full"},
+	ratelimit.OpDrain: {"drained", "would-drain", "already-empty"},
+	ratelimit.OpSet:   {"set", "would-set", "unchanged"},
+}
+
+var kinds = map[ratelimit.Op]string{
+	ratelimit.OpReset: "RateLimitResetResult", ratelimit.OpDrain: "RateLimitDrainResult", ratelimit.OpSet: "RateLimitSetResult",
+}
+
+func action(r ratelimit.ChangeResult, dry bool) string {
+	v := verbs[r.Change.Op]
+	switch {
+	case !r.Changed:
+		return v[2]
+	case dry:
+		return v[1]
+	}
+	return v[0]
+}
+
+// RunChanges applies changes (one op, distinct clients) on the context: it
+// checks every change, reads every bucket (a dry run of each) before the
+// first write, asks for confirmation on a protected context, then writes and
+// audits each. Buckets already in the requested state are reported and not
+// written. The output lists what was done even when a later change fails.
+func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, changes []ratelimit.Change, opts ChangeOptions) error {
+	if err := ValidateReason(opts.Reason); err != nil {
+		return err
+	}
+	b, err := Buckets(f, env)
+	if err != nil {
+		return err
+	}
+	for _, c := range changes {
+		if err := c.Validate(b.Limits()); err != nil {
+			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		}
+	}
+	op := ratelimit.OpReset
+	if len(changes) > 0 {
+		op = changes[0].Op
+	}
+	plans := make([]ratelimit.ChangeResult, 0, len(changes))
+	writes := 0
+	for _, c := range changes {
+		c.DryRun = true
+		p, err := b.Apply(ctx, c)
+		if err != nil {
+			return err
+		}
+		plans = append(plans, p)
+		if p.Changed {
+			writes++
+		}
+	}
+	out := Result{Kind: kinds[op], Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
+	var failure error
+	if opts.DryRun || writes == 0 {
+		for _, p := range plans {
+			out.Results = append(out.Results, item(p, opts.DryRun, ""))
+		}
+	} else {
+		if err := cmdutil.ConfirmProtected(f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes)); err != nil {
+			return err
+		}
+		actor, err := env.Actor(ctx)
+		if err != nil {
+			return err
+		}
+		log := audit.NewLog(env.Store, f.Clock, env.Name)
+		for i, c := range changes {
+			if !plans[i].Changed {
+				out.Results = append(out.Results, item(plans[i], false, ""))
+				continue
+			}
+			res, rec, err := b.ApplyAudited(ctx, log, actor, strings.TrimSpace(opts.Reason), c)
+			if err != nil && !errors.Is(err, audit.ErrAuditWrite) {
+				failure = fmt.Errorf("%s %s: %w", op, c.Client, err)
+				break
+			}
+			failure = err
+			out.Results = append(out.Results, item(res, false, rec.ID))
+			if failure != nil {
+				break
+			}
+		}
+	}
+	if err := printChanges(f, env, opts, out); err != nil {
+		return err
+	}
+	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(changes) {
+		failure = fmt.Errorf("%w (the buckets listed above were changed; the rest were not)", failure)
+	}
+	return failure
+}
+
+func item(r ratelimit.ChangeResult, dry bool, auditID string) ItemResult {
+	return ItemResult{Client: r.Change.Client, Action: action(r, dry), Before: View(r.Before), After: View(r.After), AuditID: auditID, res: r}
+}
+
+func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out Result) error {
+	io := f.IOStreams
+	if opts.Output != cmdutil.FormatTable {
+		if err := cmdutil.PrintStructured(io.Out, opts.Output, out); err != nil {
+			return err
+		}
+	} else {
+		for _, r := range out.Results {
+			fmt.Fprintln(io.Out, describe(r, f.Clock.Now(), io.IsStdoutTTY()))
+		}
+	}
+	prefix := "acted on"
+	if opts.DryRun {
+		prefix = "dry run, nothing written; would act on"
+	}
+	fmt.Fprintf(io.ErrOut, "%s %s\n", prefix, env.Describe())
+	return nil
+}
+
+// describe is one human line about one change.
+func describe(r ItemResult, now time.Time, tty bool) string {
+	res := r.res
+	before, after := Tokens(res.Before.Tokens), Tokens(res.After.Tokens)
+	switch r.Action {
+	case "already-full":
+		note := ""
+		if !res.Before.Exists {
+			note = ", no item"
+		}
+		return fmt.Sprintf("%s is already full (%s tokens%s): nothing to reset", r.Client, before, note)
+	case "already-empty":
+		return fmt.Sprintf("%s is already drained (%s tokens): nothing to change", r.Client, before)
+	case "unchanged":
+		return fmt.Sprintf("%s already holds %s tokens: nothing to change", r.Client, before)
+	}
+	verb := map[string]string{"reset": "Reset", "would-reset": "Would reset", "drained": "Drained", "would-drain": "Would drain",
+		"set": "Set", "would-set": "Would set"}[r.Action]
+	line := fmt.Sprintf("%s %s: %s → %s tokens", verb, r.Client, before, after)
+	if res.After.Admit {
+		return line + " (next request admitted)"
+	}
+	line = fmt.Sprintf("%s: requests refused for %s", line, Duration(res.After.RetryAfter))
+	if !tty {
+		line += " (until " + cmdutil.FormatTime(now.Add(res.After.RetryAfter), now, false) + ")"
+	}
+	return line
+}
