@@ -7,6 +7,8 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -65,14 +67,16 @@ func ExitCode(err error) int {
 		return ExitAudit
 	case errors.Is(err, breaker.ErrConflict), errors.Is(err, store.ErrConditionFailed), errors.Is(err, config.ErrChanged):
 		return ExitConflict
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, config.ErrNoContext):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, config.ErrNoContext), errors.Is(err, keys.ErrNoKey):
 		return ExitNotFound
-	case errors.Is(err, store.ErrCredentials):
+	case errors.Is(err, store.ErrCredentials), errors.Is(err, keys.ErrCredentials), errors.Is(err, keys.ErrAccessDenied):
 		return ExitAuth
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrThrottled), errors.Is(err, store.ErrTableMissing),
-		errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, keys.ErrThrottled), errors.Is(err, context.DeadlineExceeded):
 		return ExitUnavailable
-	case errors.Is(err, breaker.ErrInvalidDependency), errors.Is(err, config.ErrInvalid):
+	case errors.Is(err, breaker.ErrInvalidDependency), errors.Is(err, config.ErrInvalid),
+		errors.Is(err, chaos.ErrTTL), errors.Is(err, chaos.ErrInvalidKey), errors.Is(err, keys.ErrInsecureFile),
+		errors.Is(err, keys.ErrNotRotatable):
 		return ExitUsage
 	}
 	return ExitError
