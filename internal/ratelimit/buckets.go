@@ -287,13 +287,19 @@ type ChangeResult struct {
 	Changed bool
 	// Attempts counts conditional writes tried (0 on a dry run or no-op).
 	Attempts int
+	// Malformed is set when the item read was not a valid bucket (the data
+	// plane fails open on it); the change replaces it. Before then has
+	// Exists set and no stored values.
+	Malformed error
 }
 
 // Apply makes one change. It reads the bucket, computes the new item and
 // writes it on condition that updated_at is still the value read (or that the
 // item is still absent), stamping updated_at = max(now, read+1) so the write
 // is ordered after every take it follows. A refused write is retried with a
-// fresh read up to MutationAttempts times; then it fails with ErrBusy.
+// fresh read up to MutationAttempts times; then it fails with ErrBusy. A
+// malformed item is replaced (ChangeResult.Malformed says so), conditional
+// on it being unchanged.
 func (b *Buckets) Apply(ctx context.Context, c Change) (ChangeResult, error) {
 	if err := c.Validate(b.limits); err != nil {
 		return ChangeResult{}, err
@@ -301,21 +307,42 @@ func (b *Buckets) Apply(ctx context.Context, c Change) (ChangeResult, error) {
 	res := ChangeResult{Change: c}
 	want := c.target(b.limits)
 	for {
-		cur, err := b.read(ctx, c.Client)
-		if err != nil {
-			return res, err
+		raw, err := b.store.Get(ctx, Key(c.Client))
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			raw = nil
+		case err != nil:
+			return res, fmt.Errorf("read bucket %s: %w", c.Client, err)
+		}
+		var cur *Bucket
+		res.Malformed = nil
+		if raw != nil {
+			bk, derr := BucketFromItem(raw)
+			if derr != nil {
+				// The data plane fails open on this item: replacing it is the repair.
+				res.Malformed = derr
+			} else {
+				cur = &bk
+			}
 		}
 		now := b.clock.Now()
 		res.Before = StatusOf(c.Client, cur, b.limits, now)
-		if noop(c.Op, res.Before, want) {
+		if res.Malformed == nil && noop(c.Op, res.Before, want) {
 			res.After, res.Changed = res.Before, false
 			return res, nil
 		}
 		next := Bucket{Client: c.Client, Tokens: want, UpdatedAtMs: now.UnixMilli()}
 		cond := store.IfAbsent()
-		if cur != nil {
+		switch {
+		case cur != nil:
 			next.UpdatedAtMs = max(next.UpdatedAtMs, cur.UpdatedAtMs+1)
 			cond = store.IfEquals(AttrUpdatedAt, cur.UpdatedAtMs)
+		case raw != nil:
+			res.Before.Exists = true
+			if u, ok := raw.Int(AttrUpdatedAt); ok {
+				next.UpdatedAtMs = max(next.UpdatedAtMs, u+1)
+			}
+			cond = unchanged(raw)
 		}
 		next.TTL = b.limits.TTL(next.UpdatedAtMs, next.Tokens)
 		res.After = StatusOf(c.Client, &next, b.limits, now)
@@ -335,6 +362,17 @@ func (b *Buckets) Apply(ctx context.Context, c Change) (ChangeResult, error) {
 			return res, fmt.Errorf("%s %s: %w; re-run the command", c.Op, c.Client, ErrBusy)
 		}
 	}
+}
+
+// unchanged is the best condition on a malformed item: that one of its
+// attributes (updated_at, else tokens, else any) still holds what was read.
+func unchanged(raw store.Item) store.Condition {
+	for _, attr := range append([]string{AttrUpdatedAt, AttrTokens}, raw.Keys()...) {
+		if v, ok := raw[attr]; ok && attr != store.PK {
+			return store.IfEquals(attr, v)
+		}
+	}
+	return store.IfPresent()
 }
 
 // noop reports whether the bucket already is what the change asks for.
@@ -363,10 +401,16 @@ type AuditView struct {
 	Tokens      float64 `json:"tokens"`
 	UpdatedAtMs int64   `json:"updated_at,omitempty"`
 	Refilled    float64 `json:"refilled_tokens"`
+	// Malformed describes an invalid item that was replaced.
+	Malformed string `json:"malformed,omitempty"`
 }
 
-func auditView(s Status) AuditView {
-	return AuditView{Exists: s.Exists, Tokens: s.Stored.Tokens, UpdatedAtMs: s.Stored.UpdatedAtMs, Refilled: s.Tokens}
+func auditView(s Status, malformed error) AuditView {
+	v := AuditView{Exists: s.Exists, Tokens: s.Stored.Tokens, UpdatedAtMs: s.Stored.UpdatedAtMs, Refilled: s.Tokens}
+	if malformed != nil {
+		v = AuditView{Exists: true, Malformed: malformed.Error()}
+	}
+	return v
 }
 
 // ApplyAudited makes the change (c.DryRun is ignored: it always writes) and
@@ -380,7 +424,7 @@ func (b *Buckets) ApplyAudited(ctx context.Context, log Auditor, actor, reason s
 		return res, audit.Record{}, err
 	}
 	rec, err := log.Append(ctx, audit.Entry{Actor: actor, Action: c.Op.Action(), Subject: Key(c.Client), Reason: reason,
-		Before: auditView(res.Before), After: auditView(res.After)})
+		Before: auditView(res.Before, res.Malformed), After: auditView(res.After, nil)})
 	if err != nil {
 		return res, rec, fmt.Errorf("bucket %s was changed (%s), but %w", c.Client, c.Op, err)
 	}

@@ -203,6 +203,61 @@ func TestBucketsDrainAndSet(t *testing.T) {
 	}
 }
 
+// A malformed item (on which the data plane fails open) is replaced by any
+// change, conditional on it being unchanged, and the audit says what it was.
+func TestBucketsRepairMalformed(t *testing.T) {
+	s := newMemStore()
+	clk := clock.NewFake(epoch)
+	b := newBuckets(t, s, clk)
+	for _, bad := range []store.Item{
+		{"pk": "rl#c", "tokens": "lots", "updated_at": t0 + 5},
+		{"pk": "rl#c", "tokens": "lots"},
+		{"pk": "rl#c", "note": "hand-written"},
+	} {
+		s.set(bad)
+		if _, err := b.Get(context.Background(), "c"); !errors.Is(err, ratelimit.ErrMalformedBucket) {
+			t.Fatalf("get %v: %v", bad, err)
+		}
+		dry := apply(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c", DryRun: true})
+		if !dry.Changed || dry.Malformed == nil || !dry.Before.Exists {
+			t.Errorf("dry reset of %v: %+v", bad, dry)
+		}
+		res, rec, err := b.ApplyAudited(context.Background(), recorder{}, "op", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+		if err != nil || !res.Changed || !errors.Is(res.Malformed, ratelimit.ErrMalformedBucket) {
+			t.Fatalf("reset of %v: %+v, %v", bad, res, err)
+		}
+		got := stored(t, s, "c")
+		want := t0
+		if _, ok := bad["updated_at"]; ok {
+			want = t0 + 6
+		}
+		if got.Tokens != 20 || got.UpdatedAtMs != want {
+			t.Errorf("after repairing %v: %+v", bad, got)
+		}
+		if !strings.Contains(string(rec.Before), `"malformed":`) {
+			t.Errorf("audit before = %s", rec.Before)
+		}
+	}
+	// Someone else rewrote the broken item meanwhile: the repair is refused.
+	s.set(store.Item{"pk": "rl#c", "tokens": "lots"})
+	race := &interfering{memStore: s, onGet: func() { s.set(store.Item{"pk": "rl#c", "tokens": "more"}) }}
+	res, err := newBuckets(t, race, clock.NewFake(epoch)).Apply(context.Background(), ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	if err != nil || res.Attempts != 2 {
+		t.Fatalf("drain: %+v, %v; want the first write refused", res, err)
+	}
+	if got := stored(t, s, "c"); got.Tokens != 0 {
+		t.Errorf("the retry after the race should have replaced the new item: %+v", got)
+	}
+}
+
+// recorder is an Auditor that returns the record it was asked to write.
+type recorder struct{}
+
+func (recorder) Append(_ context.Context, e audit.Entry) (audit.Record, error) {
+	before, _ := json.Marshal(e.Before)
+	return audit.Record{ID: "x", Action: e.Action, Before: before}, nil
+}
+
 // busyStore refuses the first n conditional writes as if a data-plane take
 // had landed between read and write, changing the bucket each time.
 type busyStore struct {

@@ -344,8 +344,15 @@ func TestList(t *testing.T) {
 		t.Errorf("malformed item: %+v, stderr %q", l, r.Stderr)
 	}
 	r = e.MustRun(cmdutil.ExitError, "ratelimit", "get", "broken")
-	if !strings.Contains(r.Stderr, "malformed") {
-		t.Errorf("get of a malformed item: %q", r.Stderr)
+	if !strings.Contains(r.Stderr, "malformed") || !strings.Contains(r.Stderr, "koshactl ratelimit reset broken") {
+		t.Errorf("get of a malformed item should say how to repair it: %q", r.Stderr)
+	}
+	r = e.MustRun(0, "ratelimit", "reset", "broken")
+	if !strings.Contains(r.Stdout, "Reset broken: malformed item → 20 tokens") {
+		t.Errorf("repair: %q", r.Stdout)
+	}
+	if b := get(t, e, "broken"); !b.Exists || b.Tokens != 20 {
+		t.Errorf("after repair: %+v", b)
 	}
 }
 

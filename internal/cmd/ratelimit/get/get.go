@@ -4,6 +4,7 @@ package get
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/MakeNowJust/heredoc"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
 // Options are the parsed flags and argument.
@@ -64,6 +66,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	s, err := b.Get(ctx, opts.Client)
+	if errors.Is(err, ratelimit.ErrMalformedBucket) {
+		return fmt.Errorf("%w (the data plane fails open on it: this client is not limited); replace it with koshactl ratelimit reset %s", err, opts.Client)
+	}
 	if err != nil {
 		return err
 	}

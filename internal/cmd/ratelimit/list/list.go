@@ -134,7 +134,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	io := f.IOStreams
 	for _, m := range res.Malformed {
-		fmt.Fprintf(io.ErrOut, "warning: skipped %v\n", m)
+		fmt.Fprintf(io.ErrOut, "warning: skipped %v (the data plane fails open on it; replace it with koshactl ratelimit reset)\n", m)
 	}
 	out := Result{Kind: "RateLimitBucketList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.BucketView{},
 		Matched: res.Matched, Malformed: []string{}}

@@ -89,7 +89,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 		for _, m := range res.Malformed {
-			fmt.Fprintf(f.IOStreams.ErrOut, "warning: skipped %v\n", m)
+			fmt.Fprintf(f.IOStreams.ErrOut, "warning: skipped %v (not throttled: the data plane fails open on it; reset it by name to replace it)\n", m)
 		}
 		clients = nil
 		for _, s := range res.Buckets {

@@ -191,6 +191,8 @@ type ItemResult struct {
 	Before  BucketView `json:"before"`
 	After   BucketView `json:"after"`
 	AuditID string     `json:"audit_id,omitempty"`
+	// Malformed describes the invalid item the change replaced, if any.
+	Malformed string `json:"malformed,omitempty"`
 
 	res ratelimit.ChangeResult
 }
@@ -294,7 +296,11 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 }
 
 func item(r ratelimit.ChangeResult, dry bool, auditID string) ItemResult {
-	return ItemResult{Client: r.Change.Client, Action: action(r, dry), Before: View(r.Before), After: View(r.After), AuditID: auditID, res: r}
+	it := ItemResult{Client: r.Change.Client, Action: action(r, dry), Before: View(r.Before), After: View(r.After), AuditID: auditID, res: r}
+	if r.Malformed != nil {
+		it.Malformed = r.Malformed.Error()
+	}
+	return it
 }
 
 func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out Result) error {
@@ -334,6 +340,9 @@ func describe(r ItemResult, now time.Time, tty bool) string {
 	}
 	verb := map[string]string{"reset": "Reset", "would-reset": "Would reset", "drained": "Drained", "would-drain": "Would drain",
 		"set": "Set", "would-set": "Would set"}[r.Action]
+	if res.Malformed != nil {
+		before = "malformed item"
+	}
 	line := fmt.Sprintf("%s %s: %s → %s tokens", verb, r.Client, before, after)
 	if res.After.Admit {
 		return line + " (next request admitted)"
