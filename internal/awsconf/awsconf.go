@@ -262,6 +262,7 @@ type CredentialsError struct {
 	Err error
 }
 
+// Error says what was tried and how to fix it, then the SDK's error.
 func (e *CredentialsError) Error() string {
 	profile := "the default profile"
 	if e.Profile != "" {
