@@ -1,4 +1,3 @@
-// Package ratelimit wires the `koshactl ratelimit` command group.
 package ratelimit
 
 import (

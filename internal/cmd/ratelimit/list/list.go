@@ -1,5 +1,3 @@
-// Package list implements `koshactl ratelimit list`: every client's bucket,
-// or only the clients being limited now.
 package list
 
 import (

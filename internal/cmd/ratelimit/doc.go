@@ -1,0 +1,2 @@
+// Package ratelimit wires the `koshactl ratelimit` command group.
+package ratelimit

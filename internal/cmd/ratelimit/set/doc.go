@@ -1,0 +1,3 @@
+// Package set implements `koshactl ratelimit set`: give a client's bucket an
+// exact token count.
+package set
