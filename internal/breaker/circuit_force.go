@@ -131,22 +131,23 @@ func (w *ForceWatcher) Breaker() *Breaker { return w.b }
 // the cached value is older than the refresh interval (bounded by ctx and the
 // read timeout), and otherwise only checks the cached override's expiry. Call
 // it before [Breaker.Allow] on the request path; a fresh cache costs a clock
-// read and two atomic loads.
-func (w *ForceWatcher) Sync(ctx context.Context) {
+// read and two atomic loads. It reports whether it read the source (and so
+// may have taken up to the read timeout).
+func (w *ForceWatcher) Sync(ctx context.Context) (read bool) {
 	now := w.clock.Now()
 	ns := now.UnixNano()
 	if ns < w.next.Load() {
 		if exp := w.expiresAt.Load(); exp != 0 && ns >= exp {
 			w.expire(now)
 		}
-		return
+		return false
 	}
 	if !w.reading.CompareAndSwap(false, true) {
-		return // another caller is reading; use the cached value meanwhile
+		return false // another caller is reading; use the cached value meanwhile
 	}
 	defer w.reading.Store(false)
 	if ns < w.next.Load() { // refreshed between our check and the CAS
-		return
+		return false
 	}
 	rctx, cancel := context.WithTimeout(ctx, w.timeout)
 	f, err := w.src.ForcedOpen(rctx, w.b.Name())
@@ -155,7 +156,7 @@ func (w *ForceWatcher) Sync(ctx context.Context) {
 	if err != nil {
 		if ctx.Err() != nil {
 			// The caller gave up, not the store: try again on the next call.
-			return
+			return true
 		}
 		w.errors.Add(1)
 		w.next.Store(ns + int64(w.interval))
@@ -169,10 +170,11 @@ func (w *ForceWatcher) Sync(ctx context.Context) {
 		if exp := w.expiresAt.Load(); exp != 0 && ns >= exp {
 			w.expire(now)
 		}
-		return
+		return true
 	}
 	w.apply(f, now)
 	w.next.Store(ns + int64(w.interval))
+	return true
 }
 
 // apply records f as the last known value and forces or clears the breaker.

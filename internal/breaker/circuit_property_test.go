@@ -185,7 +185,7 @@ func TestPropertyConcurrentProbes(t *testing.T) {
 		})
 	}
 	wg.Go(func() {
-		for i := 0; probes.Load() < 2000 && i < 2_000_000; i++ {
+		for i := 0; probes.Load() < 500 && i < 1_000_000; i++ {
 			clk.Advance(time.Millisecond)
 			switch i % 5000 {
 			case 1000:

@@ -42,9 +42,15 @@ func NewBulkhead(dependency string, size int, wait time.Duration) (*Bulkhead, er
 // ctx). It returns nil (call [Bulkhead.Release] when done) or an error
 // matching [ErrBulkheadFull].
 func (b *Bulkhead) Acquire(ctx context.Context) error {
+	_, err := b.acquire(ctx)
+	return err
+}
+
+// acquire is Acquire that also reports whether it had to wait.
+func (b *Bulkhead) acquire(ctx context.Context) (waited bool, err error) {
 	select {
 	case b.sem <- struct{}{}:
-		return nil
+		return false, nil
 	default:
 	}
 	if b.wait > 0 && ctx.Err() == nil {
@@ -52,13 +58,13 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 		defer t.Stop()
 		select {
 		case b.sem <- struct{}{}:
-			return nil
+			return true, nil
 		case <-t.C:
 		case <-ctx.Done():
 		}
 	}
 	b.rejected.Add(1)
-	return b.full
+	return true, b.full
 }
 
 // Release frees a slot taken by a successful Acquire.

@@ -139,9 +139,11 @@ type Policy struct {
 // settings. Every zero field has a default.
 type Options struct {
 	// Clock tells the time for deadlines, the breaker and the override
-	// cache. Nil means the wall clock. Timers (attempt timeouts, backoff
-	// sleeps, bulkhead waits) are the runtime's; tests run them in a
-	// testing/synctest bubble.
+	// cache. Nil means the wall clock. Request deadlines are context
+	// deadlines and timers (attempt timeouts, backoff sleeps, bulkhead waits)
+	// are the runtime's, so a policy's clock must read the runtime's time:
+	// the wall clock, or inside a testing/synctest bubble the bubble's. A
+	// clock.Fake suits the breaker and the override cache on their own.
 	Clock clock.Clock
 	// Logger receives the layers' structured events. Nil means
 	// slog.Default().
@@ -244,18 +246,23 @@ func (p *Policy) Do(ctx context.Context, call Call, fn AttemptFunc) error {
 		return &Error{Kind: KindDeadlineExceeded, Dependency: p.dep.Name, Err: context.DeadlineExceeded}
 	}
 
-	if err := p.bulkhead.Acquire(ctx); err != nil {
+	// The override read (at most one per refresh interval, bounded by its
+	// read timeout) happens before the bulkhead, so it never holds a slot.
+	br := p.dep.Breaker
+	read := br != nil && p.dep.Force != nil && p.dep.Force.Sync(ctx)
+
+	waited, err := p.bulkhead.acquire(ctx)
+	if err != nil {
 		p.stats.rejectedBulkhead.Add(1)
 		return err
 	}
 	defer p.bulkhead.Release()
+	if read || waited {
+		now = p.clock.Now() // the attempt timeout counts from here
+	}
 
-	br := p.dep.Breaker
 	if br == nil {
 		return p.attempts(ctx, call, fn, now, deadline, hasDeadline)
-	}
-	if p.dep.Force != nil {
-		p.dep.Force.Sync(ctx)
 	}
 	permit, err := br.Allow()
 	if err != nil {
@@ -286,11 +293,17 @@ func (p *Policy) attempts(ctx context.Context, call Call, fn AttemptFunc, now, d
 		if hasDeadline {
 			timeout = AttemptTimeout(deadline.Sub(now), p.margin, p.attemptCap)
 			if timeout <= 0 {
+				if last == nil { // spent while waiting for the bulkhead or the override read
+					p.stats.rejectedDeadline.Add(1)
+					return &Error{Kind: KindDeadlineExceeded, Dependency: p.dep.Name, Err: context.DeadlineExceeded}
+				}
 				p.stats.skippedDeadline.Add(1)
 				return last
 			}
 		}
-		actx, cancel := context.WithTimeout(ctx, timeout)
+		// now+timeout, not WithTimeout: the attempt ends exactly at the hop
+		// deadline when the budget binds, and one clock read is saved.
+		actx, cancel := context.WithDeadline(ctx, now.Add(timeout))
 		err := fn(actx, Attempt{N: n, Deadline: hop, Timeout: timeout, IdempotencyKey: call.IdempotencyKey})
 		if err != nil && actx.Err() != nil && ctx.Err() == nil {
 			// Our per-attempt timer, not the caller, ended the attempt.

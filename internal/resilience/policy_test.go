@@ -692,3 +692,68 @@ func TestNewPolicyValidates(t *testing.T) {
 		t.Errorf("settings without a dependency name take the dependency's: %v", err)
 	}
 }
+
+func TestPolicyTimeSpentBeforeTheAttemptCounts(t *testing.T) {
+	pgOp := OperationSettings{Dependency: Postgres, AttemptCap: 3 * time.Second, MaxAttempts: 1, Bulkhead: 1,
+		BulkheadWait: 500 * time.Millisecond, Margin: InnerMargin}
+	t.Run("a bulkhead wait shortens the attempt", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := newPolicy(t, pgOp, DependencySettings{Name: Postgres}, Options{})
+			release := make(chan struct{})
+			go p.Do(t.Context(), Call{}, func(context.Context, Attempt) error { <-release; return nil })
+			synctest.Wait()
+			go func() { time.Sleep(400 * time.Millisecond); close(release) }()
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			deadline, _ := ctx.Deadline()
+			s := answers()
+			if err := p.Do(ctx, Call{}, s.fn); err != nil {
+				t.Fatal(err)
+			}
+			// min(1s - 400ms waited - 100ms margin, 3s) from the end of the wait.
+			if c := s.calls[0]; c.a.Timeout != 500*time.Millisecond || !c.deadline.Equal(deadline.Add(-InnerMargin)) {
+				t.Fatalf("attempt timeout %v ending %v, want 500ms ending at the deadline less the margin",
+					c.a.Timeout, deadline.Sub(c.deadline))
+			}
+		})
+	})
+	t.Run("a budget spent waiting for the bulkhead starts nothing", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := newPolicy(t, pgOp, DependencySettings{Name: Postgres}, Options{})
+			release := make(chan struct{})
+			go p.Do(t.Context(), Call{}, func(context.Context, Attempt) error { <-release; return nil })
+			synctest.Wait()
+			go func() { time.Sleep(460 * time.Millisecond); close(release) }()
+			ctx, cancel := context.WithTimeout(t.Context(), 550*time.Millisecond)
+			defer cancel()
+			s := answers()
+			err := p.Do(ctx, Call{}, s.fn)
+			if !errors.Is(err, ErrDeadlineExceeded) || s.n() != 0 {
+				t.Fatalf("err %v after %d attempts; want DeadlineExceeded and no attempt", err, s.n())
+			}
+		})
+	})
+	t.Run("the override is read before taking a bulkhead slot", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var p *Policy
+			src := breaker.ForceSourceFunc(func(context.Context, string) (breaker.Force, error) {
+				if in := p.Bulkhead().InUse(); in != 0 {
+					t.Errorf("override read while holding %d bulkhead slots", in)
+				}
+				time.Sleep(300 * time.Millisecond) // a slow store
+				return breaker.Force{}, nil
+			})
+			p = newPolicy(t, readsOp(), coreDep(), Options{Force: src})
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			deadline, _ := ctx.Deadline()
+			s := answers()
+			if err := p.Do(ctx, Call{}, s.fn); err != nil {
+				t.Fatal(err)
+			}
+			if c := s.calls[0]; c.a.Timeout != 550*time.Millisecond || !c.deadline.Equal(deadline.Add(-GatewayMargin)) {
+				t.Fatalf("after a 300ms override read: attempt timeout %v, want min(1s-300ms-150ms, 2s) = 550ms", c.a.Timeout)
+			}
+		})
+	})
+}
