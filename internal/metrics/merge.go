@@ -209,10 +209,18 @@ func notes(st DependencyStatus, now time.Time) []string {
 	return out
 }
 
-// roundAge rounds an age for a note: seconds below an hour, minutes above.
-func roundAge(d time.Duration) time.Duration {
-	if d < time.Hour {
-		return d.Round(time.Second)
+// roundAge writes an age for a note: 40s, 3m, 12m30s, 2h05m.
+func roundAge(d time.Duration) string {
+	d = max(d, 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
+	case d < time.Hour:
+		m, s := int(d/time.Minute), int(d%time.Minute/time.Second)
+		if s == 0 {
+			return fmt.Sprintf("%dm", m)
+		}
+		return fmt.Sprintf("%dm%02ds", m, s)
 	}
-	return d.Round(time.Minute)
+	return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
 }

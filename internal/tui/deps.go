@@ -1,0 +1,98 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+)
+
+// Overrides reads and changes the store's breaker overrides. Force and Clear
+// are audited. [StoreOverrides] implements it on a real store.
+type Overrides interface {
+	// List returns every override item, active or expired, in one store read.
+	List(ctx context.Context) ([]breaker.Override, error)
+	Force(ctx context.Context, req ForceRequest) (breaker.ForceResult, error)
+	Clear(ctx context.Context, dependency, reason string) (breaker.ClearResult, error)
+}
+
+// ForceRequest is a force-open typed into the dashboard.
+type ForceRequest struct {
+	Dependency string
+	Reason     string
+	For        time.Duration
+	// Replace is the active override the operator saw and agreed to replace;
+	// nil when there was none. A different active override is a conflict.
+	Replace *breaker.Override
+}
+
+// AuditLister lists audit records; *audit.Log implements it.
+type AuditLister interface {
+	List(ctx context.Context, q audit.Query) ([]audit.Record, error)
+}
+
+// Deps are the dashboard's data sources.
+type Deps struct {
+	Overrides Overrides
+	Gauges    metrics.GaugeSource
+	Audit     AuditLister
+}
+
+// Defaults of [Options].
+const (
+	DefaultInterval = 10 * time.Second
+	// DefaultForceFor is the duration a force-open prompt proposes, as
+	// `koshactl breaker force-open` defaults to.
+	DefaultForceFor = time.Hour
+	// AuditRecords is how many audit records the detail view shows.
+	AuditRecords = 6
+)
+
+// Options configure the dashboard. Zero values take the documented defaults.
+type Options struct {
+	// ContextName and Protected describe the context acted on; force and
+	// clear on a protected context ask for its name to be typed.
+	ContextName string
+	Protected   bool
+	// StoreName describes the store (its Describe()).
+	StoreName string
+	// Dependencies are the context's known dependencies, shown even without
+	// data. Others appear when an override or a gauge names them.
+	Dependencies []string
+	// Interval between refreshes; default [DefaultInterval].
+	Interval time.Duration
+	// Window of the timeline; default metrics.DefaultWindow.
+	Window time.Duration
+	// Timeout of each read or write; default the interval, at least 5 s.
+	Timeout time.Duration
+	// MaxOverride caps a force-open's duration; default 24h.
+	MaxOverride time.Duration
+	// Clock: default the wall clock.
+	Clock clock.Clock
+	// Color enables colour (off under NO_COLOR).
+	Color bool
+	// Notice is shown in the status line at start (a cost warning).
+	Notice string
+}
+
+func (o Options) withDefaults() Options {
+	if o.Interval <= 0 {
+		o.Interval = DefaultInterval
+	}
+	if o.Window <= 0 {
+		o.Window = metrics.DefaultWindow
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = max(o.Interval, 5*time.Second)
+	}
+	if o.MaxOverride <= 0 {
+		o.MaxOverride = 24 * time.Hour
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	return o
+}

@@ -1,0 +1,111 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+)
+
+// Messages. Every I/O result reaches Update as one of these.
+type (
+	// refreshTickMsg fires every interval; id tells the live chain from
+	// stale ones.
+	refreshTickMsg struct{ id int }
+	// clockTickMsg redraws countdowns and ages once a second.
+	clockTickMsg struct{}
+	overridesMsg struct {
+		list []breaker.Override
+		err  error
+	}
+	gaugesMsg struct {
+		snap metrics.Snapshot
+		err  error
+	}
+	auditMsg struct {
+		dependency string
+		records    []audit.Record
+		err        error
+	}
+	forcedMsg struct {
+		req ForceRequest
+		res breaker.ForceResult
+		err error
+	}
+	clearedMsg struct {
+		dependency string
+		res        breaker.ClearResult
+		err        error
+	}
+)
+
+// opContext derives one operation's context from the program's.
+func (m Model) opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(m.base(), m.opts.Timeout)
+}
+
+func (m Model) loadOverrides() tea.Cmd {
+	ov := m.deps.Overrides
+	return func() tea.Msg {
+		ctx, cancel := m.opContext()
+		defer cancel()
+		list, err := ov.List(ctx)
+		return overridesMsg{list: list, err: err}
+	}
+}
+
+func (m Model) loadGauges() tea.Cmd {
+	src, deps, window := m.deps.Gauges, m.fetchDeps(), m.opts.Window
+	return func() tea.Msg {
+		ctx, cancel := m.opContext()
+		defer cancel()
+		snap, err := src.Fetch(ctx, deps, window)
+		return gaugesMsg{snap: snap, err: err}
+	}
+}
+
+func (m Model) loadAudit(dep string) tea.Cmd {
+	if m.deps.Audit == nil {
+		return nil
+	}
+	log := m.deps.Audit
+	return func() tea.Msg {
+		ctx, cancel := m.opContext()
+		defer cancel()
+		recs, err := log.List(ctx, audit.Query{Subject: breaker.OverrideKey(dep), Limit: AuditRecords})
+		return auditMsg{dependency: dep, records: recs, err: err}
+	}
+}
+
+func (m Model) force(req ForceRequest) tea.Cmd {
+	ov := m.deps.Overrides
+	return func() tea.Msg {
+		ctx, cancel := m.opContext()
+		defer cancel()
+		res, err := ov.Force(ctx, req)
+		return forcedMsg{req: req, res: res, err: err}
+	}
+}
+
+func (m Model) clear(dep, reason string) tea.Cmd {
+	ov := m.deps.Overrides
+	return func() tea.Msg {
+		ctx, cancel := m.opContext()
+		defer cancel()
+		res, err := ov.Clear(ctx, dep, reason)
+		return clearedMsg{dependency: dep, res: res, err: err}
+	}
+}
+
+func (m Model) refreshTick() tea.Cmd {
+	id := m.refreshID
+	return m.tick(m.opts.Interval, func(time.Time) tea.Msg { return refreshTickMsg{id: id} })
+}
+
+func (m Model) clockTick() tea.Cmd {
+	return m.tick(time.Second, func(time.Time) tea.Msg { return clockTickMsg{} })
+}

@@ -1,0 +1,537 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/tui/keys"
+	"github.com/kosha-platform/koshactl/internal/tui/styles"
+)
+
+// mode is which view has the screen.
+type mode int
+
+const (
+	modeTable mode = iota
+	modeDetail
+	modeHelp
+)
+
+// source is the state of one data source.
+type source struct {
+	loading bool
+	loaded  bool
+	// at is when the last good data arrived; err is the last failure (nil
+	// once a read succeeds again).
+	at    time.Time
+	errAt time.Time
+	err   error
+}
+
+// Model is the dashboard's root model.
+type Model struct {
+	deps   Deps
+	opts   Options
+	keys   keys.KeyMap
+	styles styles.Styles
+	help   help.Model
+	// base returns the program's context; operations derive theirs from it.
+	base func() context.Context
+	// tick schedules a timer message (tea.Tick; tests replace it).
+	tick func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
+
+	width, height int
+	now           time.Time
+	mode          mode
+	refreshID     int
+	quitting      bool
+
+	store, gauges source
+	overrides     []breaker.Override
+	snap          *metrics.Snapshot
+	// rows are the merged statuses, sorted; nextChange is when an override
+	// becomes inactive, so the merge is redone then.
+	rows       []row
+	mergedAt   time.Time
+	nextChange time.Time
+
+	table  tableState
+	detail detailState
+	prompt *prompt
+
+	status      string
+	statusIsErr bool
+}
+
+// New returns the dashboard model. It does no I/O until the program runs
+// Init's commands.
+func New(deps Deps, opts Options) Model {
+	opts = opts.withDefaults()
+	st := styles.New(opts.Color)
+	h := help.New()
+	h.Styles.ShortKey, h.Styles.ShortDesc = st.HelpKey, st.HelpDesc
+	h.Styles.FullKey, h.Styles.FullDesc = st.HelpKey, st.HelpDesc
+	h.Styles.ShortSeparator, h.Styles.FullSeparator, h.Styles.Ellipsis = st.HelpDesc, st.HelpDesc, st.HelpDesc
+	m := Model{deps: deps, opts: opts, keys: keys.Default(), styles: st, help: h,
+		base: context.Background, tick: tea.Tick, width: 80, height: 24, now: opts.Clock.Now(), status: opts.Notice}
+	m.table.filter = newInput("/ ", "name or state", 64, st)
+	// Init starts both reads.
+	m.store.loading, m.gauges.loading = true, true
+	m.rebuild()
+	return m
+}
+
+// WithContext returns m with operations bound to ctx (Run uses it).
+func (m Model) WithContext(ctx context.Context) Model {
+	m.base = func() context.Context { return ctx }
+	return m
+}
+
+func newInput(prompt, placeholder string, limit int, st styles.Styles) textinput.Model {
+	in := textinput.New()
+	in.Prompt = prompt
+	in.Placeholder = placeholder
+	in.CharLimit = limit
+	s := textinput.DefaultStyles(true)
+	if !st.Color {
+		state := textinput.StyleState{Text: lipgloss.NewStyle(), Placeholder: st.Dim, Suggestion: st.Dim, Prompt: st.Label}
+		s.Focused, s.Blurred = state, state
+		s.Cursor.Color = lipgloss.NoColor{}
+	}
+	s.Cursor.Blink = false // a blinking cursor is a timer; keep the UI idle
+	in.SetStyles(s)
+	return in
+}
+
+// Init starts the first reads, the refresh tick and the clock.
+func (m Model) Init() tea.Cmd {
+	return tea.Batch(m.loadOverrides(), m.loadGauges(), m.refreshTick(), m.clockTick())
+}
+
+// fetchDeps are the dependencies the gauge source is asked about: the
+// context's and every one with an override.
+func (m Model) fetchDeps() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range m.opts.Dependencies {
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	for _, o := range m.overrides {
+		if !seen[o.Dependency] {
+			seen[o.Dependency] = true
+			out = append(out, o.Dependency)
+		}
+	}
+	return out
+}
+
+// refresh starts the reads that are not already running.
+func (m *Model) refresh() tea.Cmd {
+	var cmds []tea.Cmd
+	if !m.store.loading {
+		m.store.loading = true
+		cmds = append(cmds, m.loadOverrides())
+	}
+	if !m.gauges.loading {
+		m.gauges.loading = true
+		cmds = append(cmds, m.loadGauges())
+	}
+	if m.mode == modeDetail {
+		cmds = append(cmds, m.loadAudit(m.detail.dependency))
+	}
+	return tea.Batch(cmds...)
+}
+
+// Update handles one message.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.help.SetWidth(msg.Width)
+		m.table.clamp(m.tableHeight())
+		return m, nil
+	case clockTickMsg:
+		m.now = m.opts.Clock.Now()
+		if !m.nextChange.IsZero() && !m.now.Before(m.nextChange) {
+			m.rebuild()
+		}
+		return m, m.clockTick()
+	case refreshTickMsg:
+		if msg.id != m.refreshID {
+			return m, nil
+		}
+		cmd := m.refresh()
+		return m, tea.Batch(cmd, m.refreshTick())
+	case overridesMsg:
+		m.now = m.opts.Clock.Now()
+		m.store.loading = false
+		if msg.err != nil {
+			m.store.err, m.store.errAt = msg.err, m.now
+			m.refreshed()
+			return m, nil
+		}
+		m.store = source{loaded: true, at: m.now}
+		m.overrides = msg.list
+		m.rebuild()
+		m.refreshed()
+		return m, nil
+	case gaugesMsg:
+		m.now = m.opts.Clock.Now()
+		m.gauges.loading = false
+		if msg.err != nil {
+			m.gauges.err, m.gauges.errAt = msg.err, m.now
+			m.refreshed()
+			return m, nil
+		}
+		m.gauges = source{loaded: true, at: m.now}
+		snap := msg.snap
+		m.snap = &snap
+		m.rebuild()
+		m.refreshed()
+		return m, nil
+	case auditMsg:
+		if m.detail.dependency == msg.dependency {
+			m.detail.loading = false
+			m.detail.records, m.detail.err = msg.records, msg.err
+		}
+		return m, nil
+	case forcedMsg:
+		m.now = m.opts.Clock.Now()
+		m.setResult(forceResult(msg, m.now))
+		return m, m.refresh()
+	case clearedMsg:
+		m.now = m.opts.Clock.Now()
+		m.setResult(clearResult(msg))
+		return m, m.refresh()
+	case tea.KeyPressMsg:
+		return m.handleKey(msg)
+	}
+	if m.prompt != nil {
+		var cmd tea.Cmd
+		m.prompt.input, cmd = m.prompt.input.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+// refreshed clears the "refreshing…" status once both reads are back.
+func (m *Model) refreshed() {
+	if m.status == statusRefreshing && !m.store.loading && !m.gauges.loading {
+		m.status = ""
+	}
+}
+
+const statusRefreshing = "refreshing…"
+
+// setResult shows an action's outcome in the status line.
+func (m *Model) setResult(text string, isErr bool) {
+	m.status, m.statusIsErr = text, isErr
+}
+
+func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	if key.Matches(msg, k.Interrupt) {
+		m.quitting = true
+		return m, tea.Quit
+	}
+	if m.prompt != nil {
+		return m.promptKey(msg)
+	}
+	if m.table.filtering {
+		return m.filterKey(msg)
+	}
+	switch m.mode {
+	case modeHelp:
+		switch {
+		case key.Matches(msg, k.Quit):
+			m.quitting = true
+			return m, tea.Quit
+		case key.Matches(msg, k.Help, k.Back):
+			m.mode = modeTable
+		}
+		return m, nil
+	case modeDetail:
+		return m.detailKey(msg)
+	}
+	return m.tableKey(msg)
+}
+
+func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	page := max(m.tableHeight()-1, 1)
+	switch {
+	case key.Matches(msg, k.Quit):
+		m.quitting = true
+		return m, tea.Quit
+	case key.Matches(msg, k.Up):
+		m.table.move(m.rows, -1, m.tableHeight())
+	case key.Matches(msg, k.Down):
+		m.table.move(m.rows, 1, m.tableHeight())
+	case key.Matches(msg, k.PageUp):
+		m.table.move(m.rows, -page, m.tableHeight())
+	case key.Matches(msg, k.PageDown):
+		m.table.move(m.rows, page, m.tableHeight())
+	case key.Matches(msg, k.Top):
+		m.table.move(m.rows, -len(m.rows), m.tableHeight())
+	case key.Matches(msg, k.Bottom):
+		m.table.move(m.rows, len(m.rows), m.tableHeight())
+	case key.Matches(msg, k.Details):
+		if r := m.selected(); r != nil {
+			m.mode = modeDetail
+			m.detail = detailState{dependency: r.Dependency, loading: m.deps.Audit != nil}
+			return m, m.loadAudit(r.Dependency)
+		}
+	case key.Matches(msg, k.Force):
+		return m.openForce()
+	case key.Matches(msg, k.Clear):
+		return m.openClear()
+	case key.Matches(msg, k.Filter):
+		m.table.filtering = true
+		return m, m.table.filter.Focus()
+	case key.Matches(msg, k.Back):
+		if m.table.filter.Value() != "" {
+			m.table.filter.SetValue("")
+			m.applyFilter()
+		}
+	case key.Matches(msg, k.Refresh):
+		m.status, m.statusIsErr = statusRefreshing, false
+		return m, m.refresh()
+	case key.Matches(msg, k.Help):
+		m.mode = modeHelp
+	}
+	return m, nil
+}
+
+func (m Model) detailKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		m.quitting = true
+		return m, tea.Quit
+	case key.Matches(msg, k.Back):
+		m.mode = modeTable
+	case key.Matches(msg, k.Up):
+		m.detail.scroll = max(m.detail.scroll-1, 0)
+	case key.Matches(msg, k.Down):
+		// Never scroll past the end: count the lines the detail has.
+		m.detail.scroll = min(m.detail.scroll+1, max(len(m.detailLines(1<<20))-m.bodyHeight(), 0))
+	case key.Matches(msg, k.Force):
+		return m.openForce()
+	case key.Matches(msg, k.Clear):
+		return m.openClear()
+	case key.Matches(msg, k.Refresh):
+		m.status, m.statusIsErr = statusRefreshing, false
+		return m, m.refresh()
+	case key.Matches(msg, k.Help):
+		m.mode = modeHelp
+	}
+	return m, nil
+}
+
+func (m Model) filterKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	switch {
+	case key.Matches(msg, m.keys.Cancel):
+		m.table.filter.SetValue("")
+		m.table.filtering = false
+		m.table.filter.Blur()
+		m.applyFilter()
+		return m, nil
+	case key.Matches(msg, m.keys.Submit):
+		m.table.filtering = false
+		m.table.filter.Blur()
+		return m, nil
+	}
+	var cmd tea.Cmd
+	m.table.filter, cmd = m.table.filter.Update(msg)
+	m.applyFilter()
+	return m, cmd
+}
+
+// selected returns the row under the cursor in the table, or the detail's
+// dependency in the detail view.
+func (m *Model) selected() *row {
+	name := m.table.selected
+	if m.mode == modeDetail {
+		name = m.detail.dependency
+	}
+	for i := range m.rows {
+		if m.rows[i].Dependency == name {
+			return &m.rows[i]
+		}
+	}
+	return nil
+}
+
+// rebuild merges overrides and gauges into rows at m.now.
+func (m *Model) rebuild() {
+	statuses := metrics.Merge(m.opts.Dependencies, m.overrides, m.snap, m.now)
+	start, period, n := m.windowGrid()
+	m.rows = make([]row, 0, len(statuses))
+	for _, st := range statuses {
+		m.rows = append(m.rows, newRow(st, start, period, n))
+	}
+	m.mergedAt = m.now
+	m.nextChange = time.Time{}
+	for _, o := range m.overrides {
+		if o.ActiveAt(m.now) && o.Expires() && (m.nextChange.IsZero() || o.ExpiresAt.Before(m.nextChange)) {
+			m.nextChange = o.ExpiresAt
+		}
+	}
+	m.applyFilter()
+}
+
+// windowGrid is the timeline's start, period and number of periods.
+func (m *Model) windowGrid() (time.Time, time.Duration, int) {
+	if m.snap != nil && m.snap.Period > 0 {
+		return m.snap.Start, m.snap.Period, int(m.snap.End.Sub(m.snap.Start) / m.snap.Period)
+	}
+	start, end := metrics.Window(m.now, m.opts.Window, metrics.DefaultPeriod)
+	return start, metrics.DefaultPeriod, int(end.Sub(start) / metrics.DefaultPeriod)
+}
+
+// applyFilter recomputes the visible rows and keeps the selection.
+func (m *Model) applyFilter() {
+	q := strings.ToLower(strings.TrimSpace(m.table.filter.Value()))
+	m.table.visible = make([]int, 0, len(m.rows))
+	for i := range m.rows {
+		r := &m.rows[i]
+		if q == "" || strings.Contains(r.Dependency, q) || r.State.Label() == q || r.State.String() == q {
+			m.table.visible = append(m.table.visible, i)
+		}
+	}
+	m.table.reselect(m.rows, m.tableHeight())
+}
+
+// openForce opens the force-open prompt for the selected dependency.
+func (m Model) openForce() (tea.Model, tea.Cmd) {
+	r := m.selected()
+	if r == nil {
+		return m, nil
+	}
+	var current *breaker.Override
+	if r.OverrideActive {
+		o := *r.Override
+		current = &o
+	}
+	p := newForcePrompt(r.Dependency, current, m.now, m.opts, m.styles)
+	m.prompt = p
+	return m, p.input.Focus()
+}
+
+// openClear opens the clear prompt, or says there is nothing to clear.
+func (m Model) openClear() (tea.Model, tea.Cmd) {
+	r := m.selected()
+	if r == nil {
+		return m, nil
+	}
+	if r.Override == nil {
+		m.setResult(fmt.Sprintf("%s has no override to clear", r.Dependency), false)
+		return m, nil
+	}
+	o := *r.Override
+	p := newClearPrompt(r.Dependency, &o, m.now, m.opts, m.styles)
+	m.prompt = p
+	return m, p.input.Focus()
+}
+
+func (m Model) promptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	p := m.prompt
+	switch {
+	case key.Matches(msg, m.keys.Cancel):
+		m.prompt = nil
+		m.setResult("cancelled: nothing was changed", false)
+		return m, nil
+	case key.Matches(msg, m.keys.Submit):
+		done, err := p.next()
+		if err != "" {
+			p.err = err
+			return m, nil
+		}
+		if !done {
+			return m, p.input.Focus()
+		}
+		m.prompt = nil
+		switch p.kind {
+		case promptForce:
+			req := ForceRequest{Dependency: p.dependency, Reason: p.reason, For: p.duration, Replace: p.current}
+			m.setResult(fmt.Sprintf("forcing %s open…", p.dependency), false)
+			return m, m.force(req)
+		default:
+			m.setResult(fmt.Sprintf("clearing %s…", p.dependency), false)
+			return m, m.clear(p.dependency, p.reason)
+		}
+	}
+	var cmd tea.Cmd
+	p.input, cmd = p.input.Update(msg)
+	p.err = ""
+	return m, cmd
+}
+
+func forceResult(msg forcedMsg, now time.Time) (string, bool) {
+	dep := msg.req.Dependency
+	var ce *breaker.ConflictError
+	switch {
+	case msg.err == nil:
+		verb := "forced open"
+		if msg.res.Replaced {
+			verb = "override replaced, forced open"
+		}
+		return fmt.Sprintf("%s %s for %s — reason: %s", dep, verb, cmdutil.HumanDuration(msg.res.After.ExpiresAt.Sub(now)), msg.req.Reason), false
+	case errors.Is(msg.err, audit.ErrAuditWrite):
+		return fmt.Sprintf("%s WAS forced open, but %v", dep, msg.err), true
+	case errors.As(msg.err, &ce):
+		return fmt.Sprintf("not forced: %v (look again, then decide)", ce), true
+	}
+	return fmt.Sprintf("force-open %s failed, nothing was changed: %v", dep, msg.err), true
+}
+
+func clearResult(msg clearedMsg) (string, bool) {
+	var ce *breaker.ConflictError
+	switch {
+	case msg.err == nil && msg.res.Before == nil:
+		return fmt.Sprintf("%s was already clear", msg.dependency), false
+	case msg.err == nil && !msg.res.WasActive:
+		return fmt.Sprintf("%s: removed an expired override", msg.dependency), false
+	case msg.err == nil:
+		return fmt.Sprintf("%s cleared: instances follow their own breakers again within 5 s", msg.dependency), false
+	case errors.Is(msg.err, audit.ErrAuditWrite):
+		return fmt.Sprintf("%s WAS cleared, but %v", msg.dependency, msg.err), true
+	case errors.As(msg.err, &ce):
+		return fmt.Sprintf("not cleared: %v", ce), true
+	}
+	return fmt.Sprintf("clear %s failed, nothing was changed: %v", msg.dependency, msg.err), true
+}
+
+// Rows returns the merged statuses, in table order (tests assert on it).
+func (m Model) Rows() []metrics.DependencyStatus {
+	out := make([]metrics.DependencyStatus, len(m.rows))
+	for i, r := range m.rows {
+		out[i] = r.DependencyStatus
+	}
+	return out
+}
+
+// Status returns the status line's text and whether it reports an error.
+func (m Model) Status() (string, bool) { return m.status, m.statusIsErr }
+
+// Selected returns the dependency under the cursor ("" when none).
+func (m Model) Selected() string { return m.table.selected }
+
+// Quitting reports whether the model asked the program to quit.
+func (m Model) Quitting() bool { return m.quitting }

@@ -1,0 +1,209 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/textinput"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/tui/styles"
+)
+
+type promptKind int
+
+const (
+	promptForce promptKind = iota
+	promptClear
+)
+
+type promptStep int
+
+const (
+	stepReason promptStep = iota
+	stepDuration
+	stepConfirm
+)
+
+// prompt is the force/clear sub-model: a few fields asked one after the
+// other, validated on enter, and a typed confirmation on protected contexts.
+type prompt struct {
+	kind       promptKind
+	dependency string
+	// current is the active override a force would replace, or the item a
+	// clear would delete.
+	current *breaker.Override
+	steps   []promptStep
+	step    int
+	input   textinput.Model
+	err     string
+
+	reason   string
+	duration time.Duration
+
+	contextName string
+	maxOverride time.Duration
+	styles      styles.Styles
+	// header lines, computed when the prompt opens.
+	header []string
+}
+
+func newForcePrompt(dep string, current *breaker.Override, now time.Time, opts Options, st styles.Styles) *prompt {
+	p := &prompt{kind: promptForce, dependency: dep, current: current, steps: []promptStep{stepReason, stepDuration},
+		contextName: opts.ContextName, maxOverride: opts.MaxOverride, styles: st}
+	if opts.Protected {
+		p.steps = append(p.steps, stepConfirm)
+	}
+	p.header = []string{fmt.Sprintf("Force %s open across the fleet · context %s", dep, opts.ContextName)}
+	if current != nil {
+		p.header = append(p.header, fmt.Sprintf("This REPLACES the active override by %s (%s): %s",
+			current.Actor, expiryText(*current, now), current.Reason))
+	}
+	p.input = p.newInput()
+	return p
+}
+
+func newClearPrompt(dep string, current *breaker.Override, now time.Time, opts Options, st styles.Styles) *prompt {
+	p := &prompt{kind: promptClear, dependency: dep, current: current, steps: []promptStep{stepReason},
+		contextName: opts.ContextName, styles: st}
+	if opts.Protected {
+		p.steps = append(p.steps, stepConfirm)
+	}
+	what := "active"
+	if !current.ActiveAt(now) {
+		what = "expired"
+	}
+	p.header = []string{
+		fmt.Sprintf("Clear the %s override of %s · context %s", what, dep, opts.ContextName),
+		fmt.Sprintf("Set by %s %s ago (%s): %s", current.Actor, cmdutil.HumanDuration(now.Sub(current.CreatedAt)),
+			expiryText(*current, now), current.Reason),
+	}
+	p.input = p.newInput()
+	return p
+}
+
+// expiryText says when an override lapses, relative to now.
+func expiryText(o breaker.Override, now time.Time) string {
+	switch {
+	case !o.Expires():
+		return "never expires"
+	case o.ActiveAt(now):
+		return "expires in " + cmdutil.HumanDuration(o.ExpiresAt.Sub(now))
+	}
+	return "expired " + cmdutil.HumanDuration(now.Sub(o.ExpiresAt)) + " ago"
+}
+
+func (p *prompt) newInput() textinput.Model {
+	var in textinput.Model
+	switch p.steps[p.step] {
+	case stepReason:
+		if p.kind == promptForce {
+			in = newInput("Reason:   ", "what is happening, e.g. provider incident INC-142", breaker.MaxReasonLen, p.styles)
+		} else {
+			in = newInput("Reason (optional): ", "why it is safe to clear", breaker.MaxReasonLen, p.styles)
+		}
+	case stepDuration:
+		in = newInput("Duration: ", "like 30m or 2h", 12, p.styles)
+		in.SetValue(compactDuration(DefaultForceFor))
+		in.CursorEnd()
+	case stepConfirm:
+		in = newInput(fmt.Sprintf("PROTECTED context: type %q to confirm: ", p.contextName), "", 64, p.styles)
+	}
+	in.SetWidth(60)
+	return in
+}
+
+// next validates the current field. It returns done when every field is
+// filled, or an error message to show.
+func (p *prompt) next() (done bool, errMsg string) {
+	v := strings.TrimSpace(p.input.Value())
+	switch p.steps[p.step] {
+	case stepReason:
+		if msg := validateReason(v, p.kind == promptForce); msg != "" {
+			return false, msg
+		}
+		p.reason = v
+	case stepDuration:
+		d, err := time.ParseDuration(v)
+		switch {
+		case err != nil:
+			return false, fmt.Sprintf("%q is not a duration: write it like 30m, 2h or 1h30m", v)
+		case d <= 0:
+			return false, "the duration must be positive"
+		case d > p.maxOverride:
+			return false, fmt.Sprintf("%s is over this context's max-override of %s", compactDuration(d), compactDuration(p.maxOverride))
+		}
+		p.duration = d
+	case stepConfirm:
+		if v != p.contextName {
+			return false, fmt.Sprintf("that is not %q: type the context name exactly, or esc to cancel", p.contextName)
+		}
+	}
+	if p.step == len(p.steps)-1 {
+		return true, ""
+	}
+	p.step++
+	p.input = p.newInput()
+	return false, ""
+}
+
+// validateReason applies the CLI's rules for a reason: present when
+// required, one line of plain text, bounded.
+func validateReason(r string, required bool) string {
+	switch {
+	case r == "" && required:
+		return "a reason is required: everyone who looks at this override will read it"
+	case len(r) > breaker.MaxReasonLen:
+		return fmt.Sprintf("the reason is %d characters: keep it under %d and link to details", len(r), breaker.MaxReasonLen)
+	case strings.ContainsFunc(r, func(c rune) bool { return c < 0x20 || c == 0x7f }):
+		return "the reason contains a control character: keep it to one line of plain text"
+	}
+	return ""
+}
+
+// view renders the prompt's lines.
+func (p *prompt) view(width int) string {
+	st := p.styles
+	lines := []string{st.Title.Render(p.header[0])}
+	for _, h := range p.header[1:] {
+		lines = append(lines, st.Warning.Render(h))
+	}
+	lines = append(lines, "")
+	for i := 0; i < p.step; i++ {
+		switch p.steps[i] {
+		case stepReason:
+			lines = append(lines, st.Label.Render("Reason:   ")+p.reason)
+		case stepDuration:
+			lines = append(lines, st.Label.Render("Duration: ")+compactDuration(p.duration))
+		}
+	}
+	lines = append(lines, p.input.View())
+	if p.steps[p.step] == stepDuration {
+		lines = append(lines, st.Dim.Render(fmt.Sprintf("at most %s; the override lapses by itself then", compactDuration(p.maxOverride))))
+	}
+	if p.err != "" {
+		lines = append(lines, st.StatusError.Render("! "+p.err))
+	}
+	last := "enter: next"
+	if p.step == len(p.steps)-1 {
+		last = map[promptKind]string{promptForce: "enter: FORCE OPEN", promptClear: "enter: CLEAR"}[p.kind]
+	}
+	lines = append(lines, "", st.Dim.Render(last+" · esc: cancel (nothing is changed)"))
+	box := st.Box.Width(min(max(width-2, 20), 100))
+	return box.Render(strings.Join(lines, "\n"))
+}
+
+// compactDuration writes d as Go parses it, without zero units: 1h, 30m,
+// 1h30m, 90s.
+func compactDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -1,0 +1,387 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/tui/styles"
+)
+
+// Smallest usable screen.
+const minWidth, minHeight = 40, 10
+
+// View renders the screen. It only formats state: no I/O, no clock reads.
+func (m Model) View() tea.View {
+	v := tea.NewView(m.Render())
+	v.AltScreen = true
+	v.WindowTitle = "koshactl dashboard · " + m.opts.ContextName
+	return v
+}
+
+// Render returns the screen's text.
+func (m Model) Render() string {
+	if m.width < minWidth || m.height < minHeight {
+		msg := fmt.Sprintf("koshactl dashboard needs at least %dx%d (now %dx%d)", minWidth, minHeight, m.width, m.height)
+		return ansi.Wordwrap(msg, max(m.width, 1), "")
+	}
+	header := m.headerLines()
+	var body []string
+	bodyHeight := max(m.height-len(header)-2, 1)
+	switch {
+	case m.prompt != nil:
+		body = strings.Split(m.prompt.view(m.width), "\n")
+	case m.mode == modeHelp:
+		body = m.helpLines()
+	case m.mode == modeDetail:
+		body = m.detailLines(bodyHeight)
+	default:
+		body = m.tableLines(bodyHeight)
+	}
+	if len(body) > bodyHeight {
+		body = body[:bodyHeight]
+	}
+	var b strings.Builder
+	b.Grow(m.width * m.height * 2)
+	for _, l := range header {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	for _, l := range body {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	for i := len(body); i < bodyHeight; i++ {
+		b.WriteByte('\n')
+	}
+	b.WriteString(m.statusLine())
+	b.WriteByte('\n')
+	b.WriteString(m.footer())
+	return b.String()
+}
+
+// headerLines are the title, the protected banner, the sources' freshness
+// and any error banners.
+func (m Model) headerLines() []string {
+	st := m.styles
+	clock := m.now.UTC().Format("15:04:05Z")
+	title := "koshactl dashboard · context " + m.opts.ContextName
+	title = ansi.Truncate(title, m.width-len(clock)-1, "…")
+	lines := []string{st.Title.Render(title) + strings.Repeat(" ", max(m.width-ansi.StringWidth(title)-len(clock), 1)) + clock}
+	if m.opts.Protected {
+		text := fmt.Sprintf(" PROTECTED CONTEXT %s · force-open and clear ask you to type its name ", m.opts.ContextName)
+		lines = append(lines, st.Protected.Render(pad(ansi.Truncate(text, m.width, "…"), m.width)))
+	}
+	fresh := fmt.Sprintf("store %s %s · gauges %s %s · every %s", m.opts.StoreName, m.freshness(m.store),
+		m.gaugesName(), m.freshness(m.gauges), cmdutil.HumanDuration(m.opts.Interval))
+	if ansi.StringWidth(fresh) > m.width {
+		fresh = fmt.Sprintf("store %s · gauges %s · every %s", m.freshness(m.store), m.freshness(m.gauges), cmdutil.HumanDuration(m.opts.Interval))
+	}
+	lines = append(lines, st.Dim.Render(ansi.Truncate(fresh, m.width, "…")))
+	for _, s := range []struct {
+		name, desc string
+		src        source
+	}{{"store", m.opts.StoreName, m.store}, {"gauges", m.gaugesName(), m.gauges}} {
+		if s.src.err == nil {
+			continue
+		}
+		stale := "no data yet"
+		if s.src.loaded {
+			stale = "showing data from " + cmdutil.HumanDuration(m.now.Sub(s.src.at)) + " ago"
+		}
+		text := fmt.Sprintf(" ✗ %s failed, %s: %s (%s) ", s.name, stale, oneLine(s.src.err), s.desc)
+		lines = append(lines, st.ErrorBanner.Render(pad(ansi.Truncate(text, m.width, "…"), m.width)))
+	}
+	if m.snap != nil && len(m.snap.Warnings) > 0 && m.gauges.err == nil {
+		text := "! " + m.snap.Warnings[0]
+		if n := len(m.snap.Warnings) - 1; n > 0 {
+			text += fmt.Sprintf(" (+%d more)", n)
+		}
+		lines = append(lines, st.Warning.Render(ansi.Truncate(oneLine(fmt.Errorf("%s", text)), m.width, "…")))
+	}
+	return lines
+}
+
+func (m Model) gaugesName() string {
+	if m.deps.Gauges == nil {
+		return "none"
+	}
+	return m.deps.Gauges.Describe()
+}
+
+// freshness says how old a source's data is.
+func (m Model) freshness(s source) string {
+	switch {
+	case !s.loaded && s.err == nil:
+		return "loading…"
+	case !s.loaded:
+		return "FAILED"
+	case s.err != nil:
+		return "STALE " + cmdutil.HumanDuration(m.now.Sub(s.at))
+	}
+	return cmdutil.HumanDuration(max(m.now.Sub(s.at), 0)) + " ago"
+}
+
+// bodyHeight is how many lines the view below the header may use (the
+// status line and the key help take the last two).
+func (m Model) bodyHeight() int { return max(m.height-len(m.headerLines())-2, 1) }
+
+// tableHeight is how many dependency rows fit.
+func (m Model) tableHeight() int { return max(m.bodyHeight()-1, 1) }
+
+// columns are the table's widths for a screen width.
+type columns struct {
+	dep, override, strip int
+	gauges               bool
+}
+
+const (
+	stateW = 9 // "half-open"
+	gaugeW = 6 // "forced"
+	instW  = 5
+)
+
+func (m Model) columns() columns {
+	c := columns{dep: 10, gauges: true}
+	for _, r := range m.rows {
+		c.dep = max(c.dep, len(r.Dependency))
+	}
+	c.dep = min(c.dep, 24)
+	fixed := 2 + c.dep + 1 + stateW + 1 + 2*(gaugeW+1) + instW + 1
+	rest := m.width - fixed
+	if rest < 24 {
+		c.gauges = false
+		rest += 2 * (gaugeW + 1)
+	}
+	if rest < 20 {
+		c.override = max(rest, 0)
+		return c
+	}
+	c.strip = min(max(rest/2, 8), 60)
+	c.override = min(rest-c.strip-1, 48)
+	c.strip = min(rest-c.override-1, 60)
+	return c
+}
+
+func (m Model) tableLines(height int) []string {
+	st := m.styles
+	c := m.columns()
+	var head strings.Builder
+	head.WriteString("  " + pad("DEPENDENCY", c.dep) + " " + pad("STATE", stateW) + " ")
+	if c.gauges {
+		head.WriteString(pad("WORST", gaugeW) + " " + pad("BEST", gaugeW) + " ")
+	}
+	head.WriteString(pad("INST", instW) + " " + pad("OVERRIDE", c.override))
+	if c.strip > 0 {
+		label := "LAST " + compactDuration(m.opts.Window)
+		head.WriteString(" " + padLeft(label, c.strip))
+	}
+	lines := []string{st.ColumnHeader.Render(head.String())}
+	rowsHeight := height - 1
+	if len(m.table.visible) == 0 {
+		msg := "no dependencies yet"
+		if m.table.filter.Value() != "" {
+			msg = fmt.Sprintf("no dependency matches %q (esc clears the filter)", m.table.filter.Value())
+		}
+		return append(lines, st.Dim.Render("  "+msg))
+	}
+	// The cursor may have been placed for another height; keep it visible.
+	off := m.table.offset
+	if m.table.cursor >= off+rowsHeight {
+		off = m.table.cursor - rowsHeight + 1
+	}
+	off = max(min(off, len(m.table.visible)-rowsHeight), 0)
+	for i := off; i < len(m.table.visible) && i < off+rowsHeight; i++ {
+		lines = append(lines, m.tableRow(&m.rows[m.table.visible[i]], c, i == m.table.cursor))
+	}
+	return lines
+}
+
+func (m Model) tableRow(r *row, c columns, selected bool) string {
+	st := m.styles
+	var b strings.Builder
+	b.Grow(256)
+	name := pad(ansi.Truncate(r.Dependency, c.dep, "…"), c.dep)
+	if selected {
+		b.WriteString("› ")
+		b.WriteString(st.SelectedPaint.Apply(name))
+	} else {
+		b.WriteString("  ")
+		b.WriteString(name)
+	}
+	b.WriteByte(' ')
+	b.WriteString(st.StatePaint(r.State).Apply(pad(r.State.Label(), stateW)))
+	b.WriteByte(' ')
+	g := r.Gauges
+	if c.gauges {
+		worst, best := "-", "-"
+		if g.HasData {
+			worst, best = metrics.GaugeLabel(g.Max), metrics.GaugeLabel(g.Min)
+		}
+		b.WriteString(m.gaugeCell(worst, g.Max, g.HasData))
+		b.WriteByte(' ')
+		b.WriteString(m.gaugeCell(best, g.Min, g.HasData))
+		b.WriteByte(' ')
+	}
+	inst := "-"
+	switch {
+	case g.Known > 0:
+		inst = fmt.Sprintf("%d/%d", g.Reporting, g.Known)
+	case g.HasData:
+		inst = fmt.Sprintf("~%d", g.Samples)
+	}
+	b.WriteString(pad(inst, instW))
+	b.WriteByte(' ')
+	ov := m.overrideCell(r)
+	text := pad(ansi.Truncate(ov, c.override, "…"), c.override)
+	if r.OverrideActive {
+		text = st.StatePaint(metrics.Forced).Apply(text)
+	} else if r.Override != nil {
+		text = st.DimPaint.Apply(text)
+	}
+	b.WriteString(text)
+	if c.strip > 0 {
+		b.WriteByte(' ')
+		b.WriteString(strip(r.periods, c.strip, st))
+	}
+	return b.String()
+}
+
+func (m Model) gaugeCell(label string, v float64, ok bool) string {
+	text := pad(label, gaugeW)
+	if !ok {
+		return text
+	}
+	b, valid := metrics.GaugeState(v)
+	if !valid {
+		return text
+	}
+	return m.styles.StatePaint(metrics.FromBreaker(b)).Apply(text)
+}
+
+// overrideCell: countdown first (what an operator scans for), then who and why.
+func (m Model) overrideCell(r *row) string {
+	o := r.Override
+	switch {
+	case o == nil:
+		return ""
+	case r.OverrideActive && o.Expires():
+		return cmdutil.HumanDuration(o.ExpiresAt.Sub(m.now)) + " " + shortActor(o.Actor) + " " + o.Reason
+	case r.OverrideActive:
+		return "∞ " + shortActor(o.Actor) + " " + o.Reason
+	}
+	return "expired " + shortActor(o.Actor)
+}
+
+// shortActor shortens an actor for a table cell: the session name of an
+// assumed-role ARN, the user of user@host.
+func shortActor(a string) string {
+	if strings.HasPrefix(a, "arn:") {
+		if i := strings.LastIndexByte(a, '/'); i >= 0 {
+			return a[i+1:]
+		}
+		return a
+	}
+	if i := strings.IndexByte(a, '@'); i > 0 {
+		return a[:i]
+	}
+	return a
+}
+
+func (m Model) statusLine() string {
+	if m.table.filtering {
+		return m.table.filter.View()
+	}
+	text := m.status
+	if q := m.table.filter.Value(); q != "" && text == "" {
+		text = fmt.Sprintf("filter: %s (%d of %d) · esc clears", q, len(m.table.visible), len(m.rows))
+	}
+	text = ansi.Truncate(text, m.width, "…")
+	if m.statusIsErr {
+		return m.styles.StatusError.Render(text)
+	}
+	return m.styles.StatusOK.Render(text)
+}
+
+func (m Model) footer() string {
+	switch {
+	case m.prompt != nil:
+		return m.help.ShortHelpView(m.keys.PromptHelp())
+	case m.table.filtering:
+		return m.help.ShortHelpView([]key.Binding{m.keys.Submit, m.keys.Cancel})
+	case m.mode == modeDetail:
+		return m.help.ShortHelpView(m.keys.DetailHelp())
+	case m.mode == modeHelp:
+		return m.help.ShortHelpView([]key.Binding{m.keys.Back, m.keys.Quit})
+	}
+	return m.help.ShortHelpView(m.keys.ShortHelp())
+}
+
+func (m Model) helpLines() []string {
+	st := m.styles
+	lines := []string{st.Title.Render("Keys"), "", m.help.FullHelpView(m.keys.FullHelp()), "",
+		st.Title.Render("States"),
+	}
+	for _, s := range []metrics.State{metrics.Closed, metrics.HalfOpen, metrics.Open, metrics.Forced, metrics.Mixed, metrics.NoData} {
+		lines = append(lines, fmt.Sprintf("  %s %s %s", glyphFor(s), st.State(s).Render(pad(s.Label(), stateW)), stateHelp[s]))
+	}
+	lines = append(lines, "",
+		"WORST/BEST: the fleet's highest and lowest gauge, never an average.",
+		"INST: instances reporting/seen; ~N: samples (no instance dimension).",
+		"/ filters by name, or by a state typed in full (open, mixed, …).")
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		out = append(out, strings.Split(l, "\n")...)
+	}
+	for i, l := range out {
+		out[i] = ansi.Truncate(l, m.width, "…")
+	}
+	return out
+}
+
+var stateHelp = map[metrics.State]string{
+	metrics.Closed:   "every reporting instance admits calls",
+	metrics.HalfOpen: "instances are probing the dependency",
+	metrics.Open:     "instances fail calls fast after failures",
+	metrics.Forced:   "an override is active (or the gauges report forced)",
+	metrics.Mixed:    "instances disagree: see the details (enter)",
+	metrics.NoData:   "no instance reports this dependency",
+}
+
+func glyphFor(s metrics.State) string {
+	if int(s) < len(styles.Glyphs) {
+		return styles.Glyphs[s]
+	}
+	return " "
+}
+
+// pad pads plain text with spaces to width cells.
+func pad(s string, width int) string {
+	if w := ansi.StringWidth(s); w < width {
+		return s + strings.Repeat(" ", width-w)
+	}
+	return s
+}
+
+func padLeft(s string, width int) string {
+	if w := ansi.StringWidth(s); w < width {
+		return strings.Repeat(" ", width-w) + s
+	}
+	return ansi.Truncate(s, width, "")
+}
+
+func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// ago renders how long ago t was.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return cmdutil.HumanDuration(max(now.Sub(t), 0)) + " ago"
+}
