@@ -13,6 +13,7 @@ import (
 
 	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
 	breakercmd "github.com/kosha-platform/koshactl/internal/cmd/breaker"
+	chaoscmd "github.com/kosha-platform/koshactl/internal/cmd/chaos"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
@@ -49,6 +50,7 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 	cmd.AddCommand(
 		breakercmd.NewCmd(f),
 		ratelimitcmd.NewCmd(f),
+		chaoscmd.NewCmd(f),
 		auditcmd.NewCmd(f),
 		configcmd.NewCmd(f),
 		storecmd.NewCmd(f),

@@ -1,0 +1,93 @@
+package shared_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/config"
+)
+
+func TestResolveKeySourceOrder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	full := config.ChaosConfig{SecretID: "kosha/chaos/dev", KeyFile: "/etc/kosha/chaos.key", KeyEnv: "MY_CHAOS_KEY"}
+	awsCfg := func(context.Context) (aws.Config, error) { return aws.Config{Region: "eu-west-1"}, nil }
+	dynamo := config.StoreConfig{DynamoDB: &config.DynamoDBStore{Table: "kosha-control", Region: "eu-west-1"}}
+	for _, tc := range []struct {
+		name    string
+		chaos   config.ChaosConfig
+		store   config.StoreConfig
+		flag    string
+		desc    string
+		origin  string
+		subject string
+	}{
+		{"flag beats everything", full, dynamo, "./ci.key", "key file ./ci.key", shared.OriginFlag, "chaos-key#file:./ci.key"},
+		{"context key file", full, dynamo, "", "key file /etc/kosha/chaos.key", shared.OriginKeyFile, "chaos-key#file:/etc/kosha/chaos.key"},
+		{"context env var", config.ChaosConfig{SecretID: "s", KeyEnv: "MY_CHAOS_KEY"}, dynamo, "", "environment variable MY_CHAOS_KEY", shared.OriginKeyEnv, "chaos-key#env:MY_CHAOS_KEY"},
+		{"secret id", config.ChaosConfig{SecretID: "kosha/chaos/dev"}, dynamo, "", `Secrets Manager secret "kosha/chaos/dev"`, shared.OriginSecretID, "chaos-key#kosha/chaos/dev"},
+		{"secret id on a local context", config.ChaosConfig{SecretID: "kosha/chaos/dev"}, config.StoreConfig{Local: &config.LocalStore{}}, "", `Secrets Manager secret "kosha/chaos/dev"`, shared.OriginSecretID, "chaos-key#kosha/chaos/dev"},
+		{"local context", config.ChaosConfig{}, config.StoreConfig{Local: &config.LocalStore{}}, "", "local key file " + filepath.Join(dir, "chaos.key"), shared.OriginLocal, "chaos-key#local"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := &cmdutil.Env{Name: "ctx", Context: &config.Context{Store: tc.store, Chaos: tc.chaos}, StateDir: dir, AWSConfig: awsCfg}
+			src, err := shared.ResolveKeySource(ctx, env, tc.flag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if src.Describe() != tc.desc || src.Origin != tc.origin || src.Subject != tc.subject {
+				t.Errorf("got %q from %s (%s), want %q from %s (%s)", src.Describe(), src.Origin, src.Subject, tc.desc, tc.origin, tc.subject)
+			}
+		})
+	}
+	env := &cmdutil.Env{Name: "prod", Context: &config.Context{Store: dynamo}, AWSConfig: awsCfg}
+	_, err := shared.ResolveKeySource(ctx, env, "")
+	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "koshactl config set-context prod --chaos-secret-id ID") {
+		t.Errorf("no source: %v", err)
+	}
+}
+
+func TestLocalKeyIsGeneratedOnFirstUseOnly(t *testing.T) {
+	ctx := context.Background()
+	env := &cmdutil.Env{Name: "local", Context: config.BuiltinLocal(), StateDir: t.TempDir()}
+	src, err := shared.ResolveKeySource(ctx, env, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if staged, err := src.Existing(ctx); err != nil || len(staged) != 0 || src.GeneratedLocal() {
+		t.Fatalf("Existing generated a key: %v %v", staged, err)
+	}
+	k, err := src.Current(ctx)
+	if err != nil || !src.GeneratedLocal() {
+		t.Fatalf("first use: %v, generated %v", err, src.GeneratedLocal())
+	}
+	again, _ := shared.ResolveKeySource(ctx, env, "")
+	if k2, _ := again.Current(ctx); !k2.Equal(k) || again.GeneratedLocal() {
+		t.Error("second use generated another key")
+	}
+	if staged, err := again.Existing(ctx); err != nil || len(staged) != 1 {
+		t.Errorf("Existing after first use: %v %v", staged, err)
+	}
+}
+
+func TestTargets(t *testing.T) {
+	env := &cmdutil.Env{Name: "c", Context: &config.Context{}}
+	if ts, err := shared.Targets(env); ts != nil || err != nil || shared.JoinTargets(ts) != "core-api, screening-sim, openai, postgres" {
+		t.Errorf("defaults: %v %v", ts, err)
+	}
+	env.Context.Chaos.Targets = []string{"core-api", "payments"}
+	if ts, err := shared.Targets(env); err != nil || len(ts) != 2 || ts[1] != chaos.Target("payments") {
+		t.Errorf("configured: %v %v", ts, err)
+	}
+	env.Context.Chaos.Targets = []string{"Bad_Target"}
+	if _, err := shared.Targets(env); cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "--chaos-targets") {
+		t.Errorf("malformed: %v", err)
+	}
+}
