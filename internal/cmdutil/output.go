@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,16 +51,42 @@ func PrintStructured(w io.Writer, format string, v any) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
+	// Keep numbers as written (epoch seconds must not become 1.79e+09).
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
 	var generic any
-	if err := json.Unmarshal(b, &generic); err != nil {
+	if err := dec.Decode(&generic); err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
 	enc := yaml.NewEncoder(w)
 	enc.SetIndent(2)
-	if err := enc.Encode(generic); err != nil {
+	if err := enc.Encode(numbers(generic)); err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
 	return enc.Close()
+}
+
+// numbers turns the decoder's json.Number values into int64 or float64, which
+// YAML prints as plain numbers.
+func numbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+	}
+	return v
 }
 
 // FormatTime renders t for humans on a terminal ("3m ago", "in 27m") and as

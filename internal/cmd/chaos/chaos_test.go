@@ -454,9 +454,12 @@ contexts:
 
 func TestSecretIDOnALocalContextNeedsAWS(t *testing.T) {
 	c := newCLI(t)
+	t.Setenv("AWS_REGION", "")
+	t.Setenv("AWS_DEFAULT_REGION", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
 	c.WriteConfig("contexts:\n  local:\n    store:\n      local: {}\n    chaos:\n      secret-id: kosha/chaos/dev\n")
 	r := c.must(cmdutil.ExitUsage, "chaos", "sign", "--target", "openai", "--fault", "error")
-	oneErrorLine(t, r, `Secrets Manager secret "kosha/chaos/dev"`, "no AWS configuration", "--key-file")
+	oneErrorLine(t, r, `Secrets Manager secret "kosha/chaos/dev"`, "no region", "--key-file")
 	path, _ := writeKey(t, t.TempDir(), 0o600)
 	c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "--key-file", path)
 }

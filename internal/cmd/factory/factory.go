@@ -98,9 +98,10 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 		}
 		env.Store = s
 		env.Actor = localActor
-		env.AWSConfig = func(context.Context) (aws.Config, error) {
-			return aws.Config{}, fmt.Errorf("context %q is local: it has no AWS configuration", name)
-		}
+		// A local store can still name AWS resources (a chaos key in Secrets
+		// Manager): region, profile and credentials come from the environment.
+		loadAWS := sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx, awsconf.Options{}) })
+		env.AWSConfig = func(context.Context) (aws.Config, error) { return loadAWS() }
 		return env, nil
 	}
 	d := c.Store.DynamoDB
@@ -112,13 +113,24 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 		return nil, fmt.Errorf("context %q: %w", name, err)
 	}
 	env.Store = dynamo.NewFromConfig(cfg, d.Table)
-	env.AWSConfig = func(context.Context) (aws.Config, error) { return loadAWS() }
+	// The endpoint URL is DynamoDB's (dynalite, DynamoDB Local): other
+	// services (STS, Secrets Manager, CloudWatch) keep their own endpoints.
+	env.AWSConfig = func(context.Context) (aws.Config, error) {
+		c, err := loadAWS()
+		c = c.Copy()
+		c.BaseEndpoint = nil
+		return c, err
+	}
 	identity := sync.OnceValues(func() (string, error) {
 		if d.StaticCredentials {
 			// Dummy credentials have no identity worth asking a local endpoint for.
 			return localActor(ctx)
 		}
-		return callerIdentity(ctx, cfg)
+		c, err := env.AWSConfig(ctx)
+		if err != nil {
+			return "", err
+		}
+		return callerIdentity(ctx, c)
 	})
 	env.Actor = func(context.Context) (string, error) { return identity() }
 	return env, nil

@@ -103,7 +103,7 @@ func secretsClient(ctx context.Context, env *cmdutil.Env, secretID string) (keys
 	if err != nil {
 		err = fmt.Errorf("resolve chaos key: context %q reads its key from Secrets Manager secret %q: %w", env.Name, secretID, err)
 		if env.Context.IsLocal() {
-			return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w; pass --key-file PATH, or use a context with a dynamodb store", err))
+			return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w; or pass --key-file PATH", err))
 		}
 		return nil, err
 	}
