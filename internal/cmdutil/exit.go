@@ -72,7 +72,7 @@ func ExitCode(err error) int {
 	case errors.Is(err, store.ErrCredentials), errors.Is(err, keys.ErrCredentials), errors.Is(err, keys.ErrAccessDenied):
 		return ExitAuth
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrThrottled), errors.Is(err, store.ErrTableMissing),
-		errors.Is(err, keys.ErrThrottled), errors.Is(err, context.DeadlineExceeded):
+		errors.Is(err, keys.ErrThrottled), errors.Is(err, keys.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return ExitUnavailable
 	case errors.Is(err, breaker.ErrInvalidDependency), errors.Is(err, config.ErrInvalid),
 		errors.Is(err, chaos.ErrTTL), errors.Is(err, chaos.ErrInvalidKey), errors.Is(err, keys.ErrInsecureFile),

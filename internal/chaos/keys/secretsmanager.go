@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 )
@@ -194,6 +195,8 @@ func (e *SecretError) Error() string {
 		return fmt.Sprintf("%s: throttled by Secrets Manager after retries; try again shortly: %s", verb, msg)
 	case ErrCredentials:
 		return fmt.Sprintf("%s: AWS rejected the credentials (expired session or wrong profile?): %s", verb, msg)
+	case ErrUnavailable:
+		return fmt.Sprintf("%s: Secrets Manager could not be reached or failed; check the network and region, then retry: %s", verb, msg)
 	}
 	return fmt.Sprintf("%s: %v", verb, e.Err)
 }
@@ -243,6 +246,24 @@ func (s *SecretsManager) classify(op secretOp, stage string, err error) error {
 		e.Kind = ErrCredentials
 	case errors.As(err, &ae) && throttleCodes[ae.ErrorCode()]:
 		e.Kind = ErrThrottled
+	case errors.Is(err, context.Canceled):
+	case unreachable(err):
+		e.Kind = ErrUnavailable
 	}
 	return e
+}
+
+// unreachable reports a failure to get any answer (network, timeout) or a
+// server-side error, as opposed to a refusal.
+func unreachable(err error) bool {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		// Status 0: the request was never answered (refused, reset, timed out).
+		return re.HTTPStatusCode() == 0 || re.HTTPStatusCode() >= 500
+	}
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorFault() == smithy.FaultServer
+	}
+	return true
 }

@@ -553,3 +553,19 @@ func TestSecretsManagerErrorsNeverCarryTheKey(t *testing.T) {
 		t.Errorf("describe %q", src.Describe())
 	}
 }
+
+func TestSecretsManagerUnreachableOrFailing(t *testing.T) {
+	ctx := context.Background()
+	fake, srv := newFakeSM(t)
+	fake.create(secretID)
+	src := keys.NewSecretsManager(newSMClient(srv, 1), secretID)
+	fake.fail("GetSecretValue", 500, "InternalServiceError", -1)
+	if _, err := src.Current(ctx); !errors.Is(err, keys.ErrUnavailable) || errors.Is(err, keys.ErrAccessDenied) {
+		t.Errorf("server error: %v", err)
+	}
+	srv.Close()
+	_, err := src.Current(ctx)
+	if !errors.Is(err, keys.ErrUnavailable) || !strings.Contains(err.Error(), "could not be reached") {
+		t.Errorf("closed server: %v", err)
+	}
+}

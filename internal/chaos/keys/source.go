@@ -66,6 +66,9 @@ var (
 	ErrAccessDenied = errors.New("access to chaos key denied")
 	// ErrThrottled: the key store throttled the request past the retries.
 	ErrThrottled = errors.New("chaos key store throttled")
+	// ErrUnavailable: the key store could not be reached, or answered with a
+	// server error.
+	ErrUnavailable = errors.New("chaos key store unavailable")
 	// ErrCredentials: the key store rejected the caller's credentials.
 	ErrCredentials = errors.New("chaos key store rejected credentials")
 	// ErrInsecureFile: a key file is readable by group or others.
