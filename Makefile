@@ -79,6 +79,15 @@ $(VULNDB)/.built:
 vuln: $(VULNCHECK) $(VULNDB)/.built ## govulncheck against an offline database built from golang.org/x/vulndb
 	$(VULNCHECK) -db file://$(abspath $(VULNDB)) $(PKGS)
 
+.PHONY: docs
+docs: ## Regenerate the CLI reference in docs/cli
+	rm -rf docs/cli && $(GO) run ./tools/gendocs docs/cli
+
+.PHONY: docs-check
+docs-check: ## Fail when docs/cli is not what the commands say
+	@tmp=$$(mktemp -d) && $(GO) run ./tools/gendocs $$tmp && \
+	  if ! diff -r $$tmp docs/cli >/dev/null; then diff -ru docs/cli $$tmp | head -40; echo "docs/cli is stale: run make docs"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
+
 .PHONY: tidy
 tidy: ## go mod tidy
 	$(GO) mod tidy

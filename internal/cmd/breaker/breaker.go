@@ -8,6 +8,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/forceopen"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/get"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/list"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
 
@@ -20,5 +21,6 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			"Every gateway instance reads them at most every 5 s; see docs/contracts/breaker-override.md.",
 	}
 	cmd.AddCommand(forceopen.NewCmd(f, nil), clear.NewCmd(f, nil), list.NewCmd(f, nil), get.NewCmd(f, nil))
+	cmd.AddCommand(status.NewCmd(f, nil))
 	return cmd
 }

@@ -288,3 +288,14 @@ func TestYAMLOutputMatchesJSONSchema(t *testing.T) {
 		}
 	}
 }
+
+func TestCompletionOffersKnownDependencies(t *testing.T) {
+	e := clitest.New(t)
+	out := e.MustRun(0, "__complete", "breaker", "force-open", "openai", "").Stdout
+	if !strings.Contains(out, "core-api") || strings.Contains(out, "openai") {
+		t.Errorf("completion should offer the other known dependencies:\n%s", out)
+	}
+	if out := e.MustRun(0, "__complete", "--context", "").Stdout; !strings.Contains(out, "local") {
+		t.Errorf("context completion:\n%s", out)
+	}
+}

@@ -211,7 +211,7 @@ type SetContextOptions struct {
 }
 
 // localDefault is --local's value when given without a path.
-const localDefault = "\x00default"
+const localDefault = "<default>"
 
 // NewCmdSetContext builds `config set-context`; runF replaces the run function in tests.
 func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContextOptions) error) *cobra.Command {
@@ -222,7 +222,7 @@ func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContext
 		Example: heredoc.Doc(`
 			koshactl config set-context prod --table kosha-control --region eu-west-1 --profile ops --protected
 			koshactl config set-context dev --table kosha-control --region us-east-1 --endpoint-url http://127.0.0.1:8000 --static-credentials
-			koshactl config set-context scratch --local /tmp/scratch.db
+			koshactl config set-context scratch --local ./scratch.db
 		`),
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -15,6 +15,7 @@ import (
 	breakercmd "github.com/kosha-platform/koshactl/internal/cmd/breaker"
 	chaoscmd "github.com/kosha-platform/koshactl/internal/cmd/chaos"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
+	dashboardcmd "github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
 	versioncmd "github.com/kosha-platform/koshactl/internal/cmd/version"
@@ -41,6 +42,7 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 		SilenceErrors: true,
 	}
 	cmd.PersistentFlags().StringVar(&f.ContextName, "context", f.ContextName, "context to act on (default: the current context)")
+	_ = cmd.RegisterFlagCompletionFunc("context", cmdutil.CompleteContexts(f))
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return cmdutil.Usagef("%v (see %s --help)", err, c.CommandPath())
 	})
@@ -49,6 +51,7 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 	cmd.SetErr(f.IOStreams.ErrOut)
 	cmd.AddCommand(
 		breakercmd.NewCmd(f),
+		dashboardcmd.NewCmd(f, nil),
 		ratelimitcmd.NewCmd(f),
 		chaoscmd.NewCmd(f),
 		auditcmd.NewCmd(f),

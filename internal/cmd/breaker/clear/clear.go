@@ -45,6 +45,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			koshactl breaker clear openai --reason "provider recovered"
 			koshactl breaker clear --all --dry-run
 		`),
+		ValidArgsFunction: cmdutil.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
 			if opts.All == (len(args) > 0) {

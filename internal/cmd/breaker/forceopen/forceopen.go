@@ -56,7 +56,8 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			koshactl breaker force-open core-api screening-sim --reason "failover drill" --until 2026-11-29T18:00:00Z
 			koshactl breaker force-open openai --reason "planned" --dry-run -o json
 		`),
-		Args: cobra.MinimumNArgs(1),
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: cmdutil.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
 			opts.ForSet = c.Flags().Changed("for")

@@ -24,9 +24,10 @@ type Options struct {
 func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
-		Use:   "get DEPENDENCY",
-		Short: "Show one dependency's override (exit 3 when there is none)",
-		Args:  cobra.ExactArgs(1),
+		Use:               "get DEPENDENCY",
+		Short:             "Show one dependency's override (exit 3 when there is none)",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: cmdutil.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependency = args[0]
 			if runF != nil {

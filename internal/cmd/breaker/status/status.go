@@ -1,0 +1,343 @@
+// Package status implements `koshactl breaker status`: the dashboard's merged
+// view (overrides from the store, breaker_state gauges from the context's
+// metrics source) printed for scripts and CI, once or every interval.
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// DefaultInterval is how often --watch refreshes.
+const DefaultInterval = 10 * time.Second
+
+// Options are the parsed flags and arguments.
+type Options struct {
+	Dependencies []string
+	Watch        bool
+	Interval     time.Duration
+	Output       string
+	MetricsURL   string
+	Timeline     bool
+	Check        bool
+	AllowUnknown bool
+
+	// After waits between --watch refreshes; nil means time.After (tests
+	// replace it).
+	After func(time.Duration) <-chan time.Time
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "status [DEPENDENCY...]",
+		Short: "Show every breaker: overrides from the store merged with the fleet's gauges",
+		Long: heredoc.Doc(`
+			Print what the dashboard shows, for scripts and CI: per dependency, the state to
+			believe (an active override means forced even while gauges lag), the gauges' own
+			state, the fleet's worst and best gauge, how many instances report, and the
+			override with its actor, reason and expiry.
+
+			Gauges come from the context's metrics source: CloudWatch (metrics.cloudwatch) or a
+			Prometheus endpoint (metrics.prometheus; the local context defaults to the sandbox at
+			http://127.0.0.1:8787/metrics). The JSON form is documented in
+			docs/contracts/breaker-state-metric.md.
+
+			Exit codes: 0 printed; 5 a source could not be read (what could be read is still
+			printed); 6 credentials refused; with --check, 1 when a dependency is not closed.
+			--watch prints again every --interval until interrupted (JSON: one line each).
+		`),
+		Example: heredoc.Doc(`
+			koshactl breaker status
+			koshactl breaker status openai -o json
+			koshactl breaker status --watch --interval 30s -o json | jq -c '.dependencies[] | {dependency, state}'
+			koshactl breaker status --check   # in CI: fails unless every breaker is closed
+		`),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Dependencies = args
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVarP(&opts.Watch, "watch", "w", false, "print again every --interval until interrupted")
+	fl.DurationVar(&opts.Interval, "interval", DefaultInterval, "refresh interval for --watch")
+	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "scrape this Prometheus endpoint instead of the context's metrics source")
+	fl.BoolVar(&opts.Timeline, "timeline", false, "include the per-minute timeline in JSON and YAML output")
+	fl.BoolVar(&opts.Check, "check", false, "exit 1 unless every dependency shown is closed")
+	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Run prints the status once, or every interval with --watch.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+	if opts.Watch && opts.Interval < time.Second {
+		return cmdutil.Usagef("--interval %s is too short: use 1s or more (10s is the default)", opts.Interval)
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	known := env.Context.KnownDependencies()
+	if len(opts.Dependencies) > 0 {
+		if err := shared.CheckDependencies(opts.Dependencies, known, opts.AllowUnknown); err != nil {
+			return err
+		}
+	}
+	src, err := metrics.NewSource(ctx, metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig,
+		PrometheusURL: opts.MetricsURL, Clock: f.Clock})
+	if errors.Is(err, metrics.ErrInvalidSource) {
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+	}
+	if err != nil {
+		return err
+	}
+	if _, ok := src.(*metrics.CloudWatch); ok && opts.Watch && opts.Interval < time.Minute {
+		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", CostWarning(len(known), opts.Interval))
+	}
+	c := &collector{env: env.Name, storeName: env.Store.Describe(), ov: breaker.NewOverrides(env.Store, f.Clock),
+		src: src, clock: f.Clock, known: known, opts: opts}
+	if !opts.Watch {
+		res := c.collect(ctx)
+		if err := print(f, opts, res, false); err != nil {
+			return err
+		}
+		return res.exitError(opts.Check)
+	}
+	after := opts.After
+	if after == nil {
+		after = time.After
+	}
+	for {
+		res := c.collect(ctx)
+		if ctx.Err() != nil {
+			return nil // interrupted: watching ended normally
+		}
+		if err := print(f, opts, res, true); err != nil {
+			return err
+		}
+		if e := res.exitError(false); e != nil {
+			fmt.Fprintf(f.IOStreams.ErrOut, "warning: %v\n", e)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-after(opts.Interval):
+		}
+	}
+}
+
+// CostWarning explains what refreshing CloudWatch every interval costs, for
+// deps dependencies and (an assumed) 8 instances.
+func CostWarning(deps int, interval time.Duration) string {
+	const instances = 8
+	perHour := metrics.CostPerHour(deps, instances, interval)
+	return fmt.Sprintf("GetMetricData is billed per metric requested: refreshing every %s requests about %d metrics "+
+		"(%d dependencies x (3 statistics + 1 per instance), assuming %d instances), about $%.2f an hour or $%.2f a day at $%.2f per 1,000; "+
+		"an interval of 60s or more costs %d times less",
+		interval, metrics.MetricsPerRefresh(deps, instances), deps, instances, perHour, perHour*24, metrics.ListPricePerThousandMetrics,
+		max(int(time.Minute/interval), 1))
+}
+
+// collector reads both sources.
+type collector struct {
+	env, storeName string
+	ov             *breaker.Overrides
+	src            metrics.GaugeSource
+	clock          interface{ Now() time.Time }
+	known          []string
+	opts           *Options
+}
+
+// result is one collection.
+type result struct {
+	Result
+	storeErr, gaugeErr error
+	statuses           []metrics.DependencyStatus
+}
+
+func (c *collector) collect(ctx context.Context) result {
+	deps := c.known
+	if len(c.opts.Dependencies) > 0 {
+		deps = c.opts.Dependencies
+	}
+	overrides, storeErr := c.ov.List(ctx)
+	ask := append([]string(nil), deps...)
+	for _, o := range overrides {
+		ask = append(ask, o.Dependency)
+	}
+	window := metrics.DefaultWindow
+	snap, gaugeErr := c.src.Fetch(ctx, ask, window)
+	now := c.clock.Now()
+	var snapPtr *metrics.Snapshot
+	if gaugeErr == nil {
+		snapPtr = &snap
+	}
+	statuses := metrics.Merge(deps, overrides, snapPtr, now)
+	if len(c.opts.Dependencies) > 0 {
+		// Only what was asked for (Merge adds overridden and reported ones).
+		keep := map[string]bool{}
+		for _, d := range c.opts.Dependencies {
+			keep[d] = true
+		}
+		filtered := statuses[:0]
+		for _, s := range statuses {
+			if keep[s.Dependency] {
+				filtered = append(filtered, s)
+			}
+		}
+		statuses = filtered
+	}
+	r := result{storeErr: storeErr, gaugeErr: gaugeErr, statuses: statuses}
+	r.Result = Result{Kind: "BreakerStatus", Context: c.env, GeneratedAt: *cmdutil.TimeOrNil(now),
+		Store:  StoreView{Source: c.storeName, OK: storeErr == nil, Error: errText(storeErr)},
+		Gauges: GaugesView{Source: c.src.Describe(), OK: gaugeErr == nil, Error: errText(gaugeErr), Warnings: []string{}},
+	}
+	if gaugeErr == nil {
+		r.Gauges.FetchedAt = cmdutil.TimeOrNil(snap.FetchedAt)
+		r.Gauges.WindowStart = cmdutil.TimeOrNil(snap.Start)
+		r.Gauges.WindowEnd = cmdutil.TimeOrNil(snap.End)
+		r.Gauges.PeriodSeconds = int(snap.Period / time.Second)
+		r.Gauges.Requests = snap.Requests
+		r.Gauges.Warnings = append(r.Gauges.Warnings, snap.Warnings...)
+	}
+	r.Dependencies = make([]DependencyView, 0, len(statuses))
+	for _, s := range statuses {
+		r.Dependencies = append(r.Dependencies, view(s, now, c.opts.Timeline))
+	}
+	return r
+}
+
+func errText(err error) *string {
+	if err == nil {
+		return nil
+	}
+	s := strings.Join(strings.Fields(err.Error()), " ")
+	return &s
+}
+
+// exitError maps the collection to the documented exit codes.
+func (r result) exitError(check bool) error {
+	switch {
+	case errors.Is(r.storeErr, store.ErrCredentials), errors.Is(r.gaugeErr, metrics.ErrDenied):
+		return cmdutil.WithCode(cmdutil.ExitAuth, errors.Join(r.storeErr, r.gaugeErr))
+	case r.storeErr != nil || r.gaugeErr != nil:
+		var parts []string
+		if r.storeErr != nil {
+			parts = append(parts, "store: "+*errText(r.storeErr))
+		}
+		if r.gaugeErr != nil {
+			parts = append(parts, "gauges: "+*errText(r.gaugeErr))
+		}
+		return cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("status is incomplete: %s", strings.Join(parts, "; ")))
+	}
+	if check {
+		var bad []string
+		for _, s := range r.statuses {
+			if s.State != metrics.Closed {
+				bad = append(bad, s.Dependency+" is "+s.State.Label())
+			}
+		}
+		if len(bad) > 0 {
+			return cmdutil.WithCode(cmdutil.ExitError, fmt.Errorf("check failed: %s", strings.Join(bad, ", ")))
+		}
+	}
+	return nil
+}
+
+func print(f *cmdutil.Factory, opts *Options, r result, watch bool) error {
+	out := f.IOStreams.Out
+	switch opts.Output {
+	case cmdutil.FormatJSON:
+		if watch {
+			// One document per line, so `| jq -c` and line readers follow along.
+			b, err := json.Marshal(r.Result)
+			if err != nil {
+				return fmt.Errorf("encode output: %w", err)
+			}
+			_, err = fmt.Fprintf(out, "%s\n", b)
+			return err
+		}
+		return cmdutil.PrintStructured(out, opts.Output, r.Result)
+	case cmdutil.FormatYAML:
+		if watch {
+			fmt.Fprintln(out, "---")
+		}
+		return cmdutil.PrintStructured(out, opts.Output, r.Result)
+	}
+	return printTable(out, f.IOStreams.IsStdoutTTY(), r, watch, f.Clock.Now())
+}
+
+func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) error {
+	if watch {
+		fmt.Fprintf(w, "\n")
+	}
+	fresh := "gauges " + r.Gauges.Source
+	if r.Gauges.FetchedAt != nil {
+		fresh += " at " + *r.Gauges.FetchedAt
+	}
+	fmt.Fprintf(w, "context %s · store %s · %s\n", r.Context, r.Store.Source, fresh)
+	if r.Store.Error != nil {
+		fmt.Fprintf(w, "! store unavailable, overrides unknown: %s\n", *r.Store.Error)
+	}
+	if r.Gauges.Error != nil {
+		fmt.Fprintf(w, "! gauges unavailable, fleet state unknown: %s\n", *r.Gauges.Error)
+	}
+	for _, warn := range r.Gauges.Warnings {
+		fmt.Fprintf(w, "! %s\n", warn)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEPENDENCY\tSTATE\tGAUGES\tWORST\tBEST\tINSTANCES\tOVERRIDE")
+	var notes []string
+	for _, s := range r.statuses {
+		worst, best, inst := "-", "-", "-"
+		g := s.Gauges
+		if g.HasData {
+			worst, best = metrics.GaugeLabel(g.Max), metrics.GaugeLabel(g.Min)
+		}
+		switch {
+		case g.Known > 0:
+			inst = fmt.Sprintf("%d/%d", g.Reporting, g.Known)
+		case g.HasData:
+			inst = fmt.Sprintf("~%d samples", g.Samples)
+		}
+		ov := "-"
+		if o := s.Override; o != nil {
+			if s.OverrideActive {
+				ov = fmt.Sprintf("%s, expires %s: %s", o.Actor, shared.Expiry(*o, now, tty), o.Reason)
+			} else {
+				ov = "expired " + cmdutil.FormatTime(o.ExpiresAt, now, tty)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Dependency, s.State.Label(), s.GaugeState.Label(), worst, best, inst, ov)
+		for _, n := range s.Notes {
+			notes = append(notes, s.Dependency+": "+n)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
+}

@@ -1,0 +1,324 @@
+package status_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
+	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+)
+
+// sandbox serves kosha_breaker_state as the sandbox will.
+type sandbox struct {
+	mu   sync.Mutex
+	text string
+	srv  *httptest.Server
+}
+
+func newSandbox(t *testing.T, text string) *sandbox {
+	s := &sandbox{text: text}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprint(w, s.text)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *sandbox) set(text string) {
+	s.mu.Lock()
+	s.text = text
+	s.mu.Unlock()
+}
+
+func (s *sandbox) url() string { return s.srv.URL + "/metrics" }
+
+const fleet = `kosha_breaker_state{dependency="openai",instance="gw-1"} 3
+kosha_breaker_state{dependency="openai",instance="gw-2"} 3
+kosha_breaker_state{dependency="postgres",instance="gw-1"} 2
+kosha_breaker_state{dependency="postgres",instance="gw-2"} 0
+kosha_breaker_state{dependency="core-api",instance="gw-1"} 0
+kosha_breaker_state{dependency="core-api",instance="gw-2"} 0
+`
+
+// localWithSandbox writes a config whose local context scrapes sb.
+func localWithSandbox(e *clitest.Env, sb *sandbox, extra string) {
+	e.WriteConfig(fmt.Sprintf("contexts:\n  local:\n    store:\n      local: {}\n%s    metrics:\n      prometheus:\n        url: %s\n", extra, sb.url()))
+}
+
+func decode(t *testing.T, s string) status.Result {
+	t.Helper()
+	var r status.Result
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, s)
+	}
+	return r
+}
+
+func dep(t *testing.T, r status.Result, name string) status.DependencyView {
+	t.Helper()
+	for _, d := range r.Dependencies {
+		if d.Dependency == name {
+			return d
+		}
+	}
+	t.Fatalf("no %s in %+v", name, r.Dependencies)
+	return status.DependencyView{}
+}
+
+func TestStatusMergesOverridesAndGauges(t *testing.T) {
+	e := clitest.New(t)
+	sb := newSandbox(t, fleet)
+	localWithSandbox(e, sb, "")
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
+
+	r := e.MustRun(0, "breaker", "status")
+	for _, want := range []string{
+		"context local · store sqlite",
+		"DEPENDENCY     STATE    GAUGES   WORST   BEST    INSTANCES  OVERRIDE",
+		"core-api       closed   closed   closed  closed  2/2        -",
+		"openai         forced   forced   forced  forced  2/2        tester@test, expires 2026-11-29T19:30:00Z: provider incident",
+		"postgres       mixed    mixed    open    closed  2/2        -",
+		"screening-sim  no data  no data  -       -       -          -",
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+
+	res := decode(t, e.MustRun(0, "breaker", "status", "-o", "json").Stdout)
+	if res.Kind != "BreakerStatus" || res.Context != "local" || !res.Store.OK || !res.Gauges.OK || res.Gauges.Requests != 1 ||
+		res.Gauges.Source != "prometheus "+sb.url() || res.GeneratedAt != "2026-11-29T19:00:00.000Z" {
+		t.Errorf("result header = %+v", res)
+	}
+	o := dep(t, res, "openai")
+	if o.State.String() != "forced_open" || o.GaugeState.String() != "forced_open" || o.Override == nil || o.Override.Actor != "tester@test" ||
+		*o.Gauges.Worst != "forced_open" || o.Gauges.InstancesReporting != 2 || len(o.Instances) != 2 || o.Instances[0].Instance != "gw-1" {
+		t.Errorf("openai = %+v", o)
+	}
+	p := dep(t, res, "postgres")
+	if p.State.String() != "mixed" || *p.Gauges.Max != 2 || *p.Gauges.Min != 0 || p.Gauges.ByState["open"] != 1 || p.Gauges.ByState["closed"] != 1 {
+		t.Errorf("postgres = %+v", p)
+	}
+	if len(p.Timeline) != 0 {
+		t.Error("timeline printed without --timeline")
+	}
+
+	res = decode(t, e.MustRun(0, "breaker", "status", "postgres", "--timeline", "-o", "json").Stdout)
+	if len(res.Dependencies) != 1 || len(res.Dependencies[0].Timeline) != 1 || res.Dependencies[0].Timeline[0].Samples != 2 {
+		t.Errorf("filtered with timeline = %+v", res.Dependencies)
+	}
+	if y := e.MustRun(0, "breaker", "status", "-o", "yaml").Stdout; !strings.Contains(y, "kind: BreakerStatus") || !strings.Contains(y, "gauge_state: mixed") {
+		t.Errorf("yaml:\n%s", y)
+	}
+}
+
+func TestStatusNotesWhereStoreAndGaugesDisagree(t *testing.T) {
+	e := clitest.New(t)
+	sb := newSandbox(t, fleet)
+	localWithSandbox(e, sb, "")
+	e.MustRun(0, "breaker", "force-open", "postgres", "--reason", "db failover", "--for", "1h")
+	e.Clock.Advance(10 * time.Minute)
+	r := e.MustRun(0, "breaker", "status")
+	if !strings.Contains(r.Stdout, "note: postgres: override active for 10m but 2 of 2 instances do not report forced") {
+		t.Errorf("no note about the instances ignoring the override:\n%s", r.Stdout)
+	}
+	if !strings.Contains(r.Stdout, "note: openai: gauges report forced but no override is active") {
+		t.Errorf("no note about gauges forced without override:\n%s", r.Stdout)
+	}
+}
+
+func TestStatusWithAFailingSourcePrintsWhatItHasAndExits5(t *testing.T) {
+	e := clitest.New(t)
+	sb := newSandbox(t, fleet)
+	localWithSandbox(e, sb, "")
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident")
+	sb.srv.Close()
+	r := e.MustRun(cmdutil.ExitUnavailable, "breaker", "status", "-o", "json")
+	res := decode(t, r.Stdout)
+	if res.Gauges.OK || res.Gauges.Error == nil || !strings.Contains(*res.Gauges.Error, "metrics source unavailable") || !res.Store.OK {
+		t.Errorf("sources = %+v / %+v", res.Store, res.Gauges)
+	}
+	if o := dep(t, res, "openai"); o.State.String() != "forced_open" || o.GaugeState.String() != "no_data" {
+		t.Errorf("openai without gauges = %s / %s, want the override's forced", o.State, o.GaugeState)
+	}
+	if !strings.Contains(r.Stderr, "status is incomplete: gauges:") {
+		t.Errorf("stderr = %q", r.Stderr)
+	}
+	r = e.MustRun(cmdutil.ExitUnavailable, "breaker", "status")
+	if !strings.Contains(r.Stdout, "! gauges unavailable, fleet state unknown") {
+		t.Errorf("table does not say the gauges are missing:\n%s", r.Stdout)
+	}
+}
+
+func TestStatusCheck(t *testing.T) {
+	e := clitest.New(t)
+	sb := newSandbox(t, "kosha_breaker_state{dependency=\"openai\",instance=\"gw-1\"} 0\n")
+	localWithSandbox(e, sb, "    dependencies: [openai]\n")
+	e.MustRun(0, "breaker", "status", "--check")
+	sb.set("kosha_breaker_state{dependency=\"openai\",instance=\"gw-1\"} 1\n")
+	r := e.MustRun(cmdutil.ExitError, "breaker", "status", "--check")
+	if !strings.Contains(r.Stderr, "check failed: openai is half-open") {
+		t.Errorf("stderr = %q", r.Stderr)
+	}
+}
+
+func TestStatusArgumentsAndFlags(t *testing.T) {
+	e := clitest.New(t)
+	sb := newSandbox(t, fleet)
+	localWithSandbox(e, sb, "")
+	r := e.MustRun(cmdutil.ExitUsage, "breaker", "status", "open-ai")
+	if !strings.Contains(r.Stderr, `did you mean "openai"?`) {
+		t.Errorf("stderr = %q", r.Stderr)
+	}
+	e.MustRun(cmdutil.ExitUsage, "breaker", "status", "--metrics-url", "127.0.0.1:8787/metrics")
+	e.MustRun(cmdutil.ExitUsage, "breaker", "status", "--watch", "--interval", "100ms")
+	e.MustRun(cmdutil.ExitUsage, "breaker", "status", "-o", "xml")
+
+	other := newSandbox(t, "kosha_breaker_state{dependency=\"openai\",instance=\"other-1\"} 2\n")
+	res := decode(t, e.MustRun(0, "breaker", "status", "openai", "--metrics-url", other.url(), "-o", "json").Stdout)
+	if o := dep(t, res, "openai"); len(o.Instances) != 1 || o.Instances[0].Instance != "other-1" {
+		t.Errorf("--metrics-url ignored: %+v", o.Instances)
+	}
+
+	var got *status.Options
+	cmd := status.NewCmd(&cmdutil.Factory{}, func(_ context.Context, o *status.Options) error { got = o; return nil })
+	cmd.SetArgs([]string{"openai", "-w", "--interval", "30s", "-o", "json", "--timeline", "--check"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Watch || got.Interval != 30*time.Second || got.Output != "json" || !got.Timeline || !got.Check || got.Dependencies[0] != "openai" {
+		t.Errorf("options = %+v", got)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestStatusWatchPrintsJSONLinesUntilInterrupted(t *testing.T) {
+	e := clitest.New(t)
+	sb := newSandbox(t, fleet)
+	localWithSandbox(e, sb, "")
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	f := factory.NewWith(&iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, e.Clock)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waiting := make(chan time.Duration)
+	tick := make(chan time.Time)
+	opts := &status.Options{Watch: true, Interval: 15 * time.Second, Output: "json",
+		After: func(d time.Duration) <-chan time.Time { waiting <- d; return tick }}
+	done := make(chan error, 1)
+	go func() { done <- status.Run(ctx, f, opts) }()
+
+	if d := <-waiting; d != 15*time.Second {
+		t.Errorf("waited %s, want the interval", d)
+	}
+	sb.set(strings.ReplaceAll(fleet, `dependency="postgres",instance="gw-1"} 2`, `dependency="postgres",instance="gw-1"} 0`))
+	e.Clock.Advance(15 * time.Second)
+	tick <- e.Clock.Now()
+	<-waiting
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("watch ended with %v, want nil on interrupt", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("want 2 JSON lines, got %d:\n%s", len(lines), out.String())
+	}
+	first, second := decode(t, lines[0]), decode(t, lines[1])
+	if dep(t, first, "postgres").State.String() != "mixed" || dep(t, second, "postgres").State.String() != "closed" {
+		t.Errorf("postgres: %s then %s, want mixed then closed", dep(t, first, "postgres").State, dep(t, second, "postgres").State)
+	}
+	if first.GeneratedAt == second.GeneratedAt {
+		t.Error("both lines carry the same time")
+	}
+}
+
+func TestStatusOnCloudWatch(t *testing.T) {
+	e := clitest.New(t)
+	cw := cwfake.New(t)
+	for i, v := range []float64{2, 2, 0} {
+		cw.Put("openai", fmt.Sprintf("gw-%d", i+1), clitest.Epoch.Add(-30*time.Second), v)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	ios := &iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
+	env := &cmdutil.Env{Name: "prod", Store: st,
+		Context: &config.Context{Dependencies: []string{"openai"}, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
+		Actor:   func(context.Context) (string, error) { return "tester@test", nil },
+		AWSConfig: func(context.Context) (aws.Config, error) {
+			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
+		}}
+	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
+
+	if err := status.Run(context.Background(), f, &status.Options{Output: "json"}); err != nil {
+		t.Fatal(err)
+	}
+	res := decode(t, out.String())
+	o := dep(t, res, "openai")
+	if res.Gauges.Source != "cloudwatch Kosha/Resilience (eu-west-1)" || res.Gauges.Requests != 1 || cw.Calls() != 1 {
+		t.Errorf("gauges = %+v after %d calls", res.Gauges, cw.Calls())
+	}
+	if o.State.String() != "mixed" || *o.Gauges.Worst != "open" || *o.Gauges.Best != "closed" || o.Gauges.Samples != 3 || o.Gauges.InstancesReporting != 3 {
+		t.Errorf("openai = %+v", o)
+	}
+
+	// Watching CloudWatch every 10 s warns what it costs.
+	ctx, cancel := context.WithCancel(context.Background())
+	opts := &status.Options{Watch: true, Interval: 10 * time.Second, Output: "json",
+		After: func(time.Duration) <-chan time.Time { cancel(); return make(chan time.Time) }}
+	if err := status.Run(ctx, f, opts); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "warning: GetMetricData is billed per metric requested: refreshing every 10s requests about 11 metrics") {
+		t.Errorf("stderr = %q", errOut.String())
+	}
+}
+
+func TestCostWarning(t *testing.T) {
+	w := status.CostWarning(100, 10*time.Second)
+	for _, want := range []string{"about 1100 metrics", "about $3.96 an hour or $95.04 a day", "60s or more costs 6 times less"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("%q lacks %q", w, want)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package status
+
+import (
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+)
+
+// Result is the JSON (and YAML) output of status: kind BreakerStatus,
+// documented in docs/contracts/breaker-state-metric.md.
+type Result struct {
+	Kind         string           `json:"kind"`
+	Context      string           `json:"context"`
+	GeneratedAt  string           `json:"generated_at"`
+	Store        StoreView        `json:"store"`
+	Gauges       GaugesView       `json:"gauges"`
+	Dependencies []DependencyView `json:"dependencies"`
+}
+
+// StoreView says where overrides were read and whether that worked.
+type StoreView struct {
+	Source string  `json:"source"`
+	OK     bool    `json:"ok"`
+	Error  *string `json:"error"`
+}
+
+// GaugesView says where gauges were read, what window they cover and
+// whether that worked.
+type GaugesView struct {
+	Source        string   `json:"source"`
+	OK            bool     `json:"ok"`
+	Error         *string  `json:"error"`
+	FetchedAt     *string  `json:"fetched_at"`
+	WindowStart   *string  `json:"window_start"`
+	WindowEnd     *string  `json:"window_end"`
+	PeriodSeconds int      `json:"period_seconds"`
+	Requests      int      `json:"requests"`
+	Warnings      []string `json:"warnings"`
+}
+
+// DependencyView is one dependency's merged state.
+type DependencyView struct {
+	Dependency string               `json:"dependency"`
+	State      metrics.State        `json:"state"`
+	GaugeState metrics.State        `json:"gauge_state"`
+	Override   *shared.OverrideView `json:"override"`
+	Gauges     GaugeSummary         `json:"gauges"`
+	Instances  []InstanceView       `json:"instances"`
+	Timeline   []PointView          `json:"timeline,omitempty"`
+	Notes      []string             `json:"notes"`
+}
+
+// GaugeSummary is the fleet's newest values.
+type GaugeSummary struct {
+	HasData            bool           `json:"has_data"`
+	Max                *float64       `json:"max"`
+	Min                *float64       `json:"min"`
+	Worst              *string        `json:"worst"`
+	Best               *string        `json:"best"`
+	Samples            int            `json:"samples"`
+	InstancesReporting int            `json:"instances_reporting"`
+	InstancesSeen      int            `json:"instances_seen"`
+	ByState            map[string]int `json:"by_state"`
+	LatestAt           *string        `json:"latest_at"`
+}
+
+// InstanceView is one instance's newest value.
+type InstanceView struct {
+	Instance  string  `json:"instance"`
+	Value     float64 `json:"value"`
+	State     string  `json:"state"`
+	LastSeen  *string `json:"last_seen"`
+	Reporting bool    `json:"reporting"`
+}
+
+// PointView is one timeline period.
+type PointView struct {
+	Time    string  `json:"time"`
+	Max     float64 `json:"max"`
+	Min     float64 `json:"min"`
+	Samples int     `json:"samples"`
+}
+
+func view(s metrics.DependencyStatus, now time.Time, timeline bool) DependencyView {
+	v := DependencyView{Dependency: s.Dependency, State: s.State, GaugeState: s.GaugeState,
+		Override: shared.ViewPtr(s.Override, now), Instances: []InstanceView{}, Notes: append([]string{}, s.Notes...)}
+	g := s.Gauges
+	v.Gauges = GaugeSummary{HasData: g.HasData, Samples: g.Samples, InstancesReporting: g.Reporting, InstancesSeen: g.Known,
+		ByState: map[string]int{}, LatestAt: cmdutil.TimeOrNil(g.LatestAt)}
+	if g.HasData {
+		hi, lo := g.Max, g.Min
+		worst, best := stateName(hi), stateName(lo)
+		v.Gauges.Max, v.Gauges.Min, v.Gauges.Worst, v.Gauges.Best = &hi, &lo, &worst, &best
+	}
+	for value, n := range g.ByState {
+		v.Gauges.ByState[stateName(float64(value))] = n
+	}
+	for _, in := range s.Instances {
+		v.Instances = append(v.Instances, InstanceView{Instance: in.Instance, Value: in.Value, State: in.State.String(),
+			LastSeen: cmdutil.TimeOrNil(in.LastSeen), Reporting: in.Reporting})
+	}
+	if timeline {
+		v.Timeline = make([]PointView, 0, len(s.Timeline))
+		for _, p := range s.Timeline {
+			v.Timeline = append(v.Timeline, PointView{Time: *cmdutil.TimeOrNil(p.Time), Max: p.Max, Min: p.Min, Samples: p.Samples})
+		}
+	}
+	return v
+}
+
+// stateName is a gauge value's breaker state name (closed … forced_open).
+func stateName(v float64) string {
+	b, ok := metrics.GaugeState(v)
+	if !ok {
+		return "unknown"
+	}
+	return b.String()
+}

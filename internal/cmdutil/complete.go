@@ -1,0 +1,53 @@
+package cmdutil
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// CompleteContexts completes context names from the config file (no store or
+// network access).
+func CompleteContexts(f *Factory) cobra.CompletionFunc {
+	return func(_ *cobra.Command, _ []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		file, err := f.Config()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		return filter(file.Names(), prefix, nil), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// CompleteDependencies completes the selected context's known dependencies,
+// leaving out those already on the command line (no store or network access).
+func CompleteDependencies(f *Factory) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		file, err := f.Config()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		name := f.ContextName
+		if name == "" {
+			name = file.Current()
+		}
+		c, err := file.Context(name)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		return filter(c.KnownDependencies(), prefix, args), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func filter(names []string, prefix string, exclude []string) []cobra.Completion {
+	skip := map[string]bool{}
+	for _, a := range exclude {
+		skip[a] = true
+	}
+	var out []cobra.Completion
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) && !skip[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
