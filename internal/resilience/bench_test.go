@@ -198,6 +198,21 @@ func BenchmarkComposed(b *testing.B) {
 			}
 		}
 	})
+	b.Run("lib=koshactl+override/mode=serial", func(b *testing.B) {
+		// The sandbox's configuration: the override watcher consulted on
+		// every call (a fresh cache: one clock read, no store read).
+		p := benchPolicy(b)
+		dep := p.Dependency()
+		dep.Force = breaker.NewForceWatcher(dep.Breaker, breaker.ForceSourceFunc(
+			func(context.Context, string) (breaker.Force, error) { return breaker.Force{}, nil }), breaker.WatcherSettings{})
+		ctx := requestContext(b)
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := p.Do(ctx, Call{}, noopAttempt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("lib=failsafe/mode=serial", func(b *testing.B) {
 		exec := failsafeComposed(requestContext(b))
 		b.ReportAllocs()

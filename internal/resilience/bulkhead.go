@@ -14,11 +14,17 @@ const MaxBulkheadWait = 50 * time.Millisecond
 
 // Bulkhead caps concurrent calls to one dependency. Acquire never queues
 // beyond its short wait: a full bulkhead fails fast with [ErrBulkheadFull]
-// instead of letting work pile up. It is safe for concurrent use.
+// instead of letting work pile up. Taking and releasing a slot is one atomic
+// operation each (no lock, no allocation); waiters are woken by releases, in
+// no particular order. It is safe for concurrent use.
 type Bulkhead struct {
-	sem      chan struct{}
+	size     int64
 	wait     time.Duration
-	full     *Error // shared, immutable: rejecting allocates nothing
+	full     *Error        // shared, immutable: rejecting allocates nothing
+	freed    chan struct{} // a release's wake-up for waiters; capacity size
+	_        [64]byte
+	inUse    atomic.Int64
+	waiters  atomic.Int64
 	rejected atomic.Uint64
 }
 
@@ -32,9 +38,10 @@ func NewBulkhead(dependency string, size int, wait time.Duration) (*Bulkhead, er
 		return nil, fmt.Errorf("new bulkhead %q: negative wait %v: %w", dependency, wait, ErrInvalidSettings)
 	}
 	return &Bulkhead{
-		sem:  make(chan struct{}, size),
-		wait: wait,
-		full: &Error{Kind: KindBulkheadFull, Dependency: dependency},
+		size:  int64(size),
+		wait:  wait,
+		full:  &Error{Kind: KindBulkheadFull, Dependency: dependency},
+		freed: make(chan struct{}, size),
 	}, nil
 }
 
@@ -46,35 +53,69 @@ func (b *Bulkhead) Acquire(ctx context.Context) error {
 	return err
 }
 
+func (b *Bulkhead) tryAcquire() bool {
+	for {
+		n := b.inUse.Load()
+		if n >= b.size {
+			return false
+		}
+		if b.inUse.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // acquire is Acquire that also reports whether it had to wait.
 func (b *Bulkhead) acquire(ctx context.Context) (waited bool, err error) {
-	select {
-	case b.sem <- struct{}{}:
+	if b.tryAcquire() {
 		return false, nil
-	default:
 	}
-	if b.wait > 0 && ctx.Err() == nil {
-		t := time.NewTimer(b.wait)
-		defer t.Stop()
-		select {
-		case b.sem <- struct{}{}:
-			return true, nil
-		case <-t.C:
-		case <-ctx.Done():
-		}
+	if b.wait > 0 && ctx.Err() == nil && b.waitForSlot(ctx) {
+		return true, nil
 	}
 	b.rejected.Add(1)
 	return true, b.full
 }
 
+// waitForSlot waits up to the bulkhead's wait for a slot. A waiter registers
+// before each attempt, and a release after it always finds it registered and
+// signals, so no free slot goes unnoticed; a signal that finds the slot taken
+// again just sends the waiter back to waiting.
+func (b *Bulkhead) waitForSlot(ctx context.Context) bool {
+	b.waiters.Add(1)
+	defer b.waiters.Add(-1)
+	t := time.NewTimer(b.wait)
+	defer t.Stop()
+	for {
+		if b.tryAcquire() {
+			return true
+		}
+		select {
+		case <-b.freed:
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
 // Release frees a slot taken by a successful Acquire.
-func (b *Bulkhead) Release() { <-b.sem }
+func (b *Bulkhead) Release() {
+	b.inUse.Add(-1)
+	if b.waiters.Load() > 0 {
+		select {
+		case b.freed <- struct{}{}:
+		default: // as many wake-ups as slots are already pending
+		}
+	}
+}
 
 // InUse returns how many slots are taken.
-func (b *Bulkhead) InUse() int { return len(b.sem) }
+func (b *Bulkhead) InUse() int { return int(b.inUse.Load()) }
 
 // Size returns the number of slots.
-func (b *Bulkhead) Size() int { return cap(b.sem) }
+func (b *Bulkhead) Size() int { return int(b.size) }
 
 // Rejected counts calls refused since construction.
 func (b *Bulkhead) Rejected() uint64 { return b.rejected.Load() }

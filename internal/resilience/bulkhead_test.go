@@ -150,3 +150,34 @@ func TestBulkheadDoesNotAllocate(t *testing.T) {
 		t.Fatalf("allocs per call: acquire+release %v, fail-fast rejection %v", acquireRelease, reject)
 	}
 }
+
+func TestBulkheadWakesEveryWaiter(t *testing.T) {
+	// Size 2, 10 ms per call: callers get slots in rounds at 0, 10, 20, ...
+	// ms. With a 45 ms wait, 10 callers all get one (the last pair after
+	// 40 ms); of 12, the last pair's turn (50 ms) is past the wait.
+	for _, tt := range []struct{ callers, admitted int }{{10, 10}, {12, 10}} {
+		synctest.Test(t, func(t *testing.T) {
+			bh, _ := NewBulkhead("postgres", 2, 45*time.Millisecond)
+			var ok, full atomic.Int32
+			var wg sync.WaitGroup
+			for range tt.callers {
+				wg.Go(func() {
+					if err := bh.Acquire(context.Background()); err != nil {
+						full.Add(1)
+						return
+					}
+					ok.Add(1)
+					time.Sleep(10 * time.Millisecond)
+					bh.Release()
+				})
+			}
+			wg.Wait()
+			if int(ok.Load()) != tt.admitted || int(full.Load()) != tt.callers-tt.admitted {
+				t.Fatalf("%d callers: %d admitted, %d rejected; want %d admitted", tt.callers, ok.Load(), full.Load(), tt.admitted)
+			}
+			if bh.InUse() != 0 {
+				t.Fatalf("InUse %d at the end", bh.InUse())
+			}
+		})
+	}
+}
