@@ -156,18 +156,22 @@ func (s *Overrides) Get(ctx context.Context, dependency string) (Override, error
 	return OverrideFromItem(it)
 }
 
-// ForcedOpen reports whether dependency's override is active now. It is the
-// read the data plane makes (through its cache).
-func (s *Overrides) ForcedOpen(ctx context.Context, dependency string) (bool, error) {
+// ForcedOpen reads dependency's override and applies the data plane's rule
+// at the current time. It makes *Overrides the [ForceSource] a
+// [ForceWatcher] caches: an absent item is an inactive Force, a store error is
+// returned so the watcher keeps its last known value.
+func (s *Overrides) ForcedOpen(ctx context.Context, dependency string) (Force, error) {
 	o, err := s.Get(ctx, dependency)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
+		return Force{}, nil
 	}
 	if err != nil {
-		return false, err
+		return Force{}, err
 	}
-	return o.ActiveAt(s.clock.Now()), nil
+	return Force{Active: o.ActiveAt(s.clock.Now()), ExpiresAt: o.ExpiresAt, Reason: o.Reason}, nil
 }
+
+var _ ForceSource = (*Overrides)(nil)
 
 // List returns every override item (active or expired), sorted by dependency.
 func (s *Overrides) List(ctx context.Context) ([]Override, error) {

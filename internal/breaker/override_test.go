@@ -75,17 +75,17 @@ func TestForcedOpenReadsTheRule(t *testing.T) {
 	clk := clock.NewFake(t0)
 	ov := breaker.NewOverrides(s, clk)
 	ctx := context.Background()
-	if on, err := ov.ForcedOpen(ctx, "openai"); on || err != nil {
-		t.Fatalf("absent item: %v %v", on, err)
+	if f, err := ov.ForcedOpen(ctx, "openai"); f.Active || err != nil {
+		t.Fatalf("absent item: %v %v", f, err)
 	}
 	if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "a", ExpiresAt: t0.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if on, _ := ov.ForcedOpen(ctx, "openai"); !on {
-		t.Error("fresh override not active")
+	if f, _ := ov.ForcedOpen(ctx, "openai"); !f.Active || !f.ExpiresAt.Equal(t0.Add(time.Minute)) || f.Reason != "r" {
+		t.Errorf("fresh override: %+v", f)
 	}
 	clk.Advance(time.Minute)
-	if on, _ := ov.ForcedOpen(ctx, "openai"); on {
+	if f, _ := ov.ForcedOpen(ctx, "openai"); f.Active {
 		t.Error("expired override still active (the item still exists: expiry must be checked on read)")
 	}
 }
