@@ -299,3 +299,14 @@ func TestCompletionOffersKnownDependencies(t *testing.T) {
 		t.Errorf("context completion:\n%s", out)
 	}
 }
+
+func TestTerminalOutputShowsCountdowns(t *testing.T) {
+	e := clitest.New(t)
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "incident", "--for", "30m")
+	e.Clock.Advance(5 * time.Minute)
+	e.TTY = true
+	out := e.MustRun(0, "breaker", "list").Stdout
+	if !strings.Contains(out, "in 25m") || !strings.Contains(out, "5m ago") {
+		t.Errorf("terminal table should count down:\n%s", out)
+	}
+}

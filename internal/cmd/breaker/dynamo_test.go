@@ -28,6 +28,11 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 		t.Errorf("missing-table error should point to store init: %s", r.Stderr)
 	}
 
+	r = e.MustRun(0, "store", "init", "--dry-run")
+	if !strings.Contains(r.Stdout, "Would create") {
+		t.Errorf("dry run: %s", r.Stdout)
+	}
+	e.MustRun(cmdutil.ExitUnavailable, "breaker", "list") // still no table
 	r = e.MustRun(0, "store", "init")
 	if !strings.Contains(r.Stdout, "created") || !strings.Contains(r.Stdout, "time to live") {
 		t.Errorf("store init output:\n%s", r.Stdout)

@@ -22,6 +22,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 // InitOptions are the flags of store init.
 type InitOptions struct {
 	Yes    bool
+	DryRun bool
 	Output string
 }
 
@@ -48,6 +49,7 @@ func NewCmdInit(f *cmdutil.Factory, runF func(context.Context, *InitOptions) err
 		},
 	}
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "say what would be created; change nothing")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -62,6 +64,12 @@ func RunInit(ctx context.Context, f *cmdutil.Factory, opts *InitOptions) error {
 	if !ok {
 		fmt.Fprintf(f.IOStreams.Out, "Context %q uses the embedded store (%s): it is created on first use, nothing to do.\n",
 			env.Name, env.Store.Describe())
+		return nil
+	}
+	if opts.DryRun {
+		fmt.Fprintf(f.IOStreams.Out, "Would create, unless it exists, %s (key pk: string, on-demand capacity) and enable time to live on %q\n",
+			env.Store.Describe(), "ttl")
+		fmt.Fprintf(f.IOStreams.ErrOut, "dry run, nothing changed; would act on %s\n", env.Describe())
 		return nil
 	}
 	if err := cmdutil.ConfirmProtected(f, env, opts.Yes, "create the table"); err != nil {
