@@ -1,0 +1,211 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// Sources of the breaker condition.
+const (
+	// SourceGauges reads the fleet's breaker_state gauges (the context's
+	// metrics source, or the drill's metrics_url).
+	SourceGauges = "gauges"
+	// SourceStore reads the override item in the context's store.
+	SourceStore = "store"
+)
+
+// Store-source states of the breaker condition.
+const (
+	// StateNotForced: no active override.
+	StateNotForced = "not_forced"
+)
+
+var gaugeStates = []string{"closed", "half_open", "open", "forced_open"}
+
+// BreakerConditionKind is the breaker condition: a dependency's breaker is
+// in one of the given states.
+//
+//	breaker:
+//	  dependency: openai
+//	  state: open                 # or a list: [open, half_open]
+//	  source: gauges              # gauges (default) or store
+//	  instances: all              # gauges: all (default) or any reporting instance
+//	  min_instances: 1            # gauges: at least this many must report (default 1)
+//
+// With source gauges the states are closed, half_open, open and
+// forced_open; with source store they are forced_open (an active override)
+// and not_forced.
+type BreakerConditionKind struct{}
+
+var _ ConditionKind = BreakerConditionKind{}
+
+// Name implements ConditionKind.
+func (BreakerConditionKind) Name() string { return "breaker" }
+
+// Summary implements ConditionKind.
+func (BreakerConditionKind) Summary() string {
+	return "holds when a dependency's breaker is in a state, per the fleet's gauges or the store's override"
+}
+
+// Decode implements ConditionKind.
+func (BreakerConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
+	m := d.Map(n, "breaker")
+	if m == nil {
+		return nil
+	}
+	m.Known("dependency", "state", "source", "instances", "min_instances")
+	c := &breakerCondition{source: SourceGauges, all: true, minInstances: 1}
+	var ok bool
+	c.dependency, ok = decodeDependency(m)
+	if s, present := m.String("source", false); present {
+		if s != SourceGauges && s != SourceStore {
+			m.Errorf("source", "%q: use gauges (the fleet's breaker_state) or store (the override item)", s)
+			ok = false
+		}
+		c.source = s
+	}
+	allowed := gaugeStates
+	if c.source == SourceStore {
+		allowed = []string{breaker.OverrideStateForcedOpen, StateNotForced}
+	}
+	if sn := m.Require("state"); sn != nil {
+		items := []*yaml.Node{sn}
+		if sn.Kind == yaml.SequenceNode {
+			items = sn.Content
+		}
+		for _, it := range items {
+			s, sok := d.String(it, "breaker: state")
+			if !sok {
+				ok = false
+				continue
+			}
+			if !slices.Contains(allowed, s) {
+				d.Errorf(it, "breaker: state: %q is not a state source %s reports: use %s%s", s, c.source, strings.Join(allowed, ", "), didYouMean(s, allowed))
+				ok = false
+				continue
+			}
+			c.states = append(c.states, s)
+		}
+		if len(items) == 0 {
+			d.Errorf(sn, "breaker: state: name at least one state")
+			ok = false
+		}
+	} else {
+		ok = false
+	}
+	if s, present := m.String("instances", false); present {
+		switch {
+		case c.source == SourceStore:
+			m.Errorf("instances", "applies to source gauges only")
+			ok = false
+		case s == "all" || s == "any":
+			c.all = s == "all"
+		default:
+			m.Errorf("instances", "%q: use all or any", s)
+			ok = false
+		}
+	}
+	if v, present := m.Int("min_instances", false); present {
+		switch {
+		case c.source == SourceStore:
+			m.Errorf("min_instances", "applies to source gauges only")
+			ok = false
+		case v < 0:
+			m.Errorf("min_instances", "%d is negative", v)
+			ok = false
+		}
+		c.minInstances = v
+	}
+	if !ok {
+		return nil
+	}
+	return c
+}
+
+type breakerCondition struct {
+	dependency   Template
+	states       []string
+	source       string
+	all          bool
+	minInstances int
+}
+
+func (c *breakerCondition) Describe(rc *RunContext) string {
+	who := "every reporting instance of"
+	if !c.all {
+		who = "some instance of"
+	}
+	if c.source == SourceStore {
+		return fmt.Sprintf("the override of %s is %s", rc.Describe(c.dependency), strings.Join(c.states, " or "))
+	}
+	return fmt.Sprintf("%s %s is %s (gauges)", who, rc.Describe(c.dependency), strings.Join(c.states, " or "))
+}
+
+func (c *breakerCondition) Check(ctx context.Context, rc *RunContext) (Observation, error) {
+	dep, err := rc.Expand(c.dependency)
+	if err != nil {
+		return Observation{}, err
+	}
+	if c.source == SourceStore {
+		return c.checkStore(ctx, rc, dep)
+	}
+	if err := need(rc.Services.Gauges != nil, "gauge source (set metrics_url, or configure the context's metrics)"); err != nil {
+		return Observation{}, err
+	}
+	r, err := rc.Services.Gauges.Read(ctx, dep)
+	if err != nil {
+		return Observation{}, err
+	}
+	counts := map[string]int{}
+	match := 0
+	for _, in := range r.Instances {
+		s := in.State.String()
+		counts[s]++
+		if slices.Contains(c.states, s) {
+			match++
+		}
+	}
+	n := len(r.Instances)
+	detail := fmt.Sprintf("%s: no instance reports a breaker_state", dep)
+	if n > 0 {
+		var parts []string
+		for _, s := range gaugeStates {
+			if counts[s] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+			}
+		}
+		detail = fmt.Sprintf("%s: %d instance(s): %s", dep, n, strings.Join(parts, ", "))
+	}
+	holds := n >= c.minInstances && ((c.all && match == n && n > 0) || (!c.all && match > 0))
+	if n < c.minInstances && n > 0 {
+		detail += fmt.Sprintf(" (want at least %d reporting)", c.minInstances)
+	}
+	return Observation{Holds: holds, Detail: detail}, nil
+}
+
+func (c *breakerCondition) checkStore(ctx context.Context, rc *RunContext, dep string) (Observation, error) {
+	if err := need(rc.Services.Overrides != nil, "store"); err != nil {
+		return Observation{}, err
+	}
+	o, err := rc.Services.Overrides.Get(ctx, dep)
+	state, detail := StateNotForced, dep+": no override"
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return Observation{}, err
+	case o.ActiveAt(rc.Now()):
+		state = breaker.OverrideStateForcedOpen
+		detail = fmt.Sprintf("%s: forced open by %s (%s)", dep, o.Actor, expiryText(o.ExpiresAt))
+	default:
+		detail = fmt.Sprintf("%s: override expired at %s", dep, o.ExpiresAt.UTC().Format("15:04:05Z"))
+	}
+	return Observation{Holds: slices.Contains(c.states, state), Detail: detail}, nil
+}

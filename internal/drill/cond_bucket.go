@@ -1,0 +1,117 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+)
+
+// BucketConditionKind is the bucket condition: a client's rate-limit bucket
+// (read from the store, refilled to now by the data plane's formula)
+// admits or refuses, or holds a number of tokens.
+//
+//	bucket:
+//	  client: drill-client
+//	  admit: true         # the next request would be admitted
+//	  min_tokens: 5       # optional bounds on the refilled level
+//	  max_tokens: 20
+type BucketConditionKind struct{}
+
+var _ ConditionKind = BucketConditionKind{}
+
+// Name implements ConditionKind.
+func (BucketConditionKind) Name() string { return "bucket" }
+
+// Summary implements ConditionKind.
+func (BucketConditionKind) Summary() string {
+	return "holds when a client's rate-limit bucket admits (or refuses), or holds between min_tokens and max_tokens"
+}
+
+// Decode implements ConditionKind.
+func (BucketConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
+	m := d.Map(n, "bucket")
+	if m == nil {
+		return nil
+	}
+	m.Known("client", "admit", "min_tokens", "max_tokens")
+	c := &bucketCondition{}
+	var ok bool
+	c.client, ok = m.Template("client", true)
+	if ok {
+		if s, static := c.client.Static(); static {
+			if err := ratelimit.ValidateClientID(s); err != nil {
+				m.Errorf("client", "%v", err)
+				ok = false
+			}
+		}
+	}
+	if v, present := m.Bool("admit"); present {
+		c.admit = &v
+	}
+	if v, present := m.Float("min_tokens", false); present {
+		c.minTokens = &v
+	}
+	if v, present := m.Float("max_tokens", false); present {
+		c.maxTokens = &v
+	}
+	if c.admit == nil && c.minTokens == nil && c.maxTokens == nil {
+		m.d.Errorf(m.node, "bucket: give admit, min_tokens or max_tokens")
+		ok = false
+	}
+	if !ok {
+		return nil
+	}
+	return c
+}
+
+type bucketCondition struct {
+	client               Template
+	admit                *bool
+	minTokens, maxTokens *float64
+}
+
+func (c *bucketCondition) Describe(rc *RunContext) string {
+	what := ""
+	switch {
+	case c.admit != nil && *c.admit:
+		what = "admits requests"
+	case c.admit != nil:
+		what = "refuses requests"
+	default:
+		what = "holds"
+	}
+	if c.minTokens != nil {
+		what += fmt.Sprintf(" (>= %s tokens)", formatTokens(*c.minTokens))
+	}
+	if c.maxTokens != nil {
+		what += fmt.Sprintf(" (<= %s tokens)", formatTokens(*c.maxTokens))
+	}
+	return fmt.Sprintf("the bucket of %s %s", rc.Describe(c.client), what)
+}
+
+func (c *bucketCondition) Check(ctx context.Context, rc *RunContext) (Observation, error) {
+	if err := need(rc.Services.Buckets != nil, "store"); err != nil {
+		return Observation{}, err
+	}
+	client, err := rc.Expand(c.client)
+	if err != nil {
+		return Observation{}, err
+	}
+	st, err := rc.Services.Buckets.Get(ctx, client)
+	if err != nil {
+		return Observation{}, err
+	}
+	detail := fmt.Sprintf("%s: %s tokens", client, formatTokens(st.Tokens))
+	if st.Admit {
+		detail += ", admits"
+	} else {
+		detail += fmt.Sprintf(", refuses for %s", roundDuration(st.RetryAfter))
+	}
+	holds := (c.admit == nil || *c.admit == st.Admit) &&
+		(c.minTokens == nil || st.Tokens >= *c.minTokens) &&
+		(c.maxTokens == nil || st.Tokens <= *c.maxTokens)
+	return Observation{Holds: holds, Detail: detail}, nil
+}

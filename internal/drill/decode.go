@@ -1,0 +1,480 @@
+package drill
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// nodeBudget bounds how many nodes one parse visits, so alias cycles and
+// "billion laughs" documents end in a problem instead of a hang.
+const nodeBudget = 200_000
+
+// Decoder turns YAML nodes into drill values and collects every problem
+// with its position. Step and condition kinds receive one in Decode.
+type Decoder struct {
+	file      string
+	reg       *Registry
+	problems  []Problem
+	budget    int
+	exhausted bool
+	scope     scope
+	// allSteps holds every step id of the file, so a reference to a later
+	// step can say so.
+	allSteps map[string]string
+	// drillTimeout, stepTimeout and pollInterval let kinds check that
+	// their durations fit (zero when unknown).
+	drillTimeout, stepTimeout, pollInterval time.Duration
+}
+
+// scope says what templates decoded now may reference.
+type scope struct {
+	// where names the section for messages ("the hypothesis").
+	where string
+	// stepsAllowed is false where no step output can exist yet.
+	stepsAllowed bool
+	// earlier holds the steps before the current one: id -> kind.
+	earlier map[string]StepKind
+	order   []string
+	// current is the id of the step being decoded.
+	current string
+	vars    map[string]bool
+}
+
+func newDecoder(file string, reg *Registry) *Decoder {
+	return &Decoder{file: file, reg: reg, budget: nodeBudget, allSteps: map[string]string{}}
+}
+
+// Errorf records a problem at n's position (the file start when n is nil).
+func (d *Decoder) Errorf(n *yaml.Node, format string, args ...any) {
+	line, col := 1, 1
+	if n != nil && n.Line > 0 {
+		line, col = n.Line, max(n.Column, 1)
+	}
+	d.errorAt(line, col, fmt.Sprintf(format, args...))
+}
+
+func (d *Decoder) errorAt(line, col int, msg string) {
+	d.problems = append(d.problems, Problem{File: d.file, Line: line, Col: col, Message: msg})
+}
+
+// resolve follows an alias and charges the node budget. It returns nil
+// once the budget is spent (one problem is recorded).
+func (d *Decoder) resolve(n *yaml.Node) *yaml.Node {
+	for depth := 0; n != nil && n.Kind == yaml.AliasNode; depth++ {
+		if depth > 16 {
+			d.Errorf(n, "alias chain too long")
+			return nil
+		}
+		n = n.Alias
+	}
+	if n == nil {
+		return nil
+	}
+	d.budget--
+	if d.budget < 0 {
+		if !d.exhausted {
+			d.exhausted = true
+			d.Errorf(n, "document too large or aliased too often (more than %d nodes after expanding aliases)", nodeBudget)
+		}
+		return nil
+	}
+	return n
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return "null"
+		case "!!bool":
+			return "a boolean"
+		case "!!int", "!!float":
+			return "a number"
+		}
+		return "a string"
+	}
+	return "a document"
+}
+
+// Map is a YAML mapping being decoded: fields are looked up by key, and
+// Known reports keys nobody asked for.
+type Map struct {
+	d    *Decoder
+	node *yaml.Node
+	what string
+	keys []string
+	kn   map[string]*yaml.Node
+	vals map[string]*yaml.Node
+}
+
+// Map decodes n as a mapping; what names it in messages ("http", "step
+// \"sign\""). It returns nil (with a problem) when n is not a mapping.
+func (d *Decoder) Map(n *yaml.Node, what string) *Map {
+	n = d.resolve(n)
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		d.Errorf(n, "%s must be a mapping, not %s", what, kindName(n))
+		return nil
+	}
+	m := &Map{d: d, node: n, what: what, kn: map[string]*yaml.Node{}, vals: map[string]*yaml.Node{}}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := d.resolve(n.Content[i]), n.Content[i+1]
+		if k == nil {
+			return nil
+		}
+		if k.Kind != yaml.ScalarNode {
+			d.Errorf(k, "%s: keys must be plain strings, not %s", what, kindName(k))
+			continue
+		}
+		if k.Value == "<<" && k.ShortTag() == "!!merge" {
+			d.Errorf(k, "%s: YAML merge keys (<<) are not supported: repeat the fields, or use an alias for a whole value", what)
+			continue
+		}
+		if first, dup := m.kn[k.Value]; dup {
+			d.Errorf(k, "%s: key %q is repeated (first at line %d)", what, k.Value, first.Line)
+			continue
+		}
+		m.keys = append(m.keys, k.Value)
+		m.kn[k.Value] = k
+		m.vals[k.Value] = v
+	}
+	return m
+}
+
+// Node returns the mapping node itself.
+func (m *Map) Node() *yaml.Node { return m.node }
+
+// What returns the name the map is reported under.
+func (m *Map) What() string { return m.what }
+
+// Keys returns the keys in document order.
+func (m *Map) Keys() []string { return m.keys }
+
+// Has reports whether key is present.
+func (m *Map) Has(key string) bool { _, ok := m.vals[key]; return ok }
+
+// Get returns key's value node (aliases resolved), or nil when absent.
+func (m *Map) Get(key string) *yaml.Node {
+	v, ok := m.vals[key]
+	if !ok {
+		return nil
+	}
+	return m.d.resolve(v)
+}
+
+// KeyNode returns the node of key itself, for positions.
+func (m *Map) KeyNode(key string) *yaml.Node { return m.kn[key] }
+
+// Known reports every key that is not one of fields.
+func (m *Map) Known(fields ...string) {
+	for _, k := range m.keys {
+		if !slices.Contains(fields, k) {
+			m.d.Errorf(m.kn[k], "%s: unknown field %q; known fields are %s%s", m.what, k, strings.Join(fields, ", "), didYouMean(k, fields))
+		}
+	}
+}
+
+// Errorf records a problem about key (at its value, or at the mapping when
+// the key is absent), prefixed with the map's name and the key.
+func (m *Map) Errorf(key string, format string, args ...any) {
+	n := m.vals[key]
+	if n == nil {
+		n = m.node
+	}
+	m.d.Errorf(n, "%s: %s: %s", m.what, key, fmt.Sprintf(format, args...))
+}
+
+// Require reports key as missing when it is absent and returns its node.
+func (m *Map) Require(key string) *yaml.Node {
+	if !m.Has(key) {
+		m.d.Errorf(m.node, "%s: %s is required", m.what, key)
+		return nil
+	}
+	return m.Get(key)
+}
+
+func (m *Map) fetch(key string, required bool) *yaml.Node {
+	if required {
+		return m.Require(key)
+	}
+	return m.Get(key)
+}
+
+// String decodes key as a plain string (no templating).
+func (m *Map) String(key string, required bool) (string, bool) {
+	n := m.fetch(key, required)
+	if n == nil {
+		return "", false
+	}
+	return m.d.stringValue(n, m.what+": "+key)
+}
+
+// Template decodes key as a template string.
+func (m *Map) Template(key string, required bool) (Template, bool) {
+	n := m.fetch(key, required)
+	if n == nil {
+		return Template{}, false
+	}
+	return m.d.Template(n, m.what+": "+key)
+}
+
+// Duration decodes key as a Go duration ("30s", "2m"). ok is false when
+// absent or invalid.
+func (m *Map) Duration(key string, required bool) (time.Duration, bool) {
+	n := m.fetch(key, required)
+	if n == nil {
+		return 0, false
+	}
+	return m.d.Duration(n, m.what+": "+key)
+}
+
+// Bool decodes key as a boolean.
+func (m *Map) Bool(key string) (bool, bool) {
+	n := m.Get(key)
+	if n == nil {
+		return false, false
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		m.d.Errorf(n, "%s: %s must be true or false, not %s", m.what, key, describeScalar(n))
+		return false, false
+	}
+	return n.Value == "true" || n.Value == "True" || n.Value == "TRUE", true
+}
+
+// Int decodes key as an integer.
+func (m *Map) Int(key string, required bool) (int, bool) {
+	n := m.fetch(key, required)
+	if n == nil {
+		return 0, false
+	}
+	return m.d.Int(n, m.what+": "+key)
+}
+
+// Float decodes key as a number.
+func (m *Map) Float(key string, required bool) (float64, bool) {
+	n := m.fetch(key, required)
+	if n == nil {
+		return 0, false
+	}
+	return m.d.Float(n, m.what+": "+key)
+}
+
+// NamedTemplate is one entry of a mapping of names to template strings.
+type NamedTemplate struct {
+	Name  string
+	Value Template
+}
+
+// TemplateMap decodes key as a mapping of names to template strings
+// (headers, environment variables), in document order.
+func (m *Map) TemplateMap(key string) []NamedTemplate {
+	n := m.Get(key)
+	if n == nil {
+		return nil
+	}
+	sub := m.d.Map(n, m.what+": "+key)
+	if sub == nil {
+		return nil
+	}
+	out := make([]NamedTemplate, 0, len(sub.keys))
+	for _, k := range sub.keys {
+		t, ok := m.d.Template(sub.Get(k), sub.what+": "+k)
+		if ok {
+			out = append(out, NamedTemplate{Name: k, Value: t})
+		}
+	}
+	return out
+}
+
+func describeScalar(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return fmt.Sprintf("%s %q", kindName(n), n.Value)
+	}
+	return kindName(n)
+}
+
+func (d *Decoder) stringValue(n *yaml.Node, what string) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		d.Errorf(n, "%s must be a string, not %s", what, kindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+// String decodes n as a plain string.
+func (d *Decoder) String(n *yaml.Node, what string) (string, bool) {
+	n = d.resolve(n)
+	if n == nil {
+		return "", false
+	}
+	return d.stringValue(n, what)
+}
+
+// Duration decodes n as a positive Go duration.
+func (d *Decoder) Duration(n *yaml.Node, what string) (time.Duration, bool) {
+	n = d.resolve(n)
+	if n == nil {
+		return 0, false
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		d.Errorf(n, "%s must be a duration like 30s or 2m, not %s", what, kindName(n))
+		return 0, false
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		hint := "write it with a unit, like 30s, 1m30s or 500ms"
+		if _, nerr := strconv.ParseFloat(n.Value, 64); nerr == nil {
+			hint = "a bare number has no unit: " + hint
+		}
+		d.Errorf(n, "%s: %q is not a duration: %s", what, n.Value, hint)
+		return 0, false
+	}
+	if v <= 0 {
+		d.Errorf(n, "%s: %s must be positive", what, n.Value)
+		return 0, false
+	}
+	return v, true
+}
+
+// Int decodes n as an integer.
+func (d *Decoder) Int(n *yaml.Node, what string) (int, bool) {
+	n = d.resolve(n)
+	if n == nil {
+		return 0, false
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		d.Errorf(n, "%s must be a whole number, not %s", what, describeScalar(n))
+		return 0, false
+	}
+	v, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 32)
+	if err != nil {
+		d.Errorf(n, "%s: %s is out of range", what, n.Value)
+		return 0, false
+	}
+	return int(v), true
+}
+
+// Float decodes n as a finite number.
+func (d *Decoder) Float(n *yaml.Node, what string) (float64, bool) {
+	n = d.resolve(n)
+	if n == nil {
+		return 0, false
+	}
+	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
+		d.Errorf(n, "%s must be a number, not %s", what, describeScalar(n))
+		return 0, false
+	}
+	var v float64
+	if err := n.Decode(&v); err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		d.Errorf(n, "%s: %s is not a finite number", what, n.Value)
+		return 0, false
+	}
+	return v, true
+}
+
+// Template decodes n as a template string and checks its references
+// against what is in scope. Numbers and booleans are accepted as their
+// text.
+func (d *Decoder) Template(n *yaml.Node, what string) (Template, bool) {
+	n = d.resolve(n)
+	if n == nil {
+		return Template{}, false
+	}
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		d.Errorf(n, "%s must be a string, not %s", what, kindName(n))
+		return Template{}, false
+	}
+	t, errs := parseTemplate(n.Value)
+	t.line, t.col = n.Line, n.Column
+	style := otherStyle
+	switch {
+	case n.Style == 0:
+		style = plainStyle
+	case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
+		style = quotedStyle
+	}
+	ok := true
+	for _, e := range errs {
+		d.errorAt(n.Line, scalarColumn(n.Line, n.Column, style, n.Value, e.off), what+": "+e.msg)
+		ok = false
+	}
+	for _, r := range t.Refs() {
+		if msg := d.checkRef(r); msg != "" {
+			d.errorAt(n.Line, scalarColumn(n.Line, n.Column, style, n.Value, r.Offset), fmt.Sprintf("%s: %s: %s", what, r.Text, msg))
+			ok = false
+		}
+	}
+	return t, ok
+}
+
+// checkRef returns why r cannot be resolved where it is, or "".
+func (d *Decoder) checkRef(r Ref) string {
+	s := &d.scope
+	switch r.Namespace {
+	case NSVars:
+		if !s.vars[r.Name] {
+			names := make([]string, 0, len(s.vars))
+			for v := range s.vars {
+				names = append(names, v)
+			}
+			slices.Sort(names)
+			if len(names) == 0 {
+				return fmt.Sprintf("no variable %q is defined before this point (declare it under vars)", r.Name)
+			}
+			return fmt.Sprintf("no variable %q is defined before this point (defined: %s)%s", r.Name, strings.Join(names, ", "), didYouMean(r.Name, names))
+		}
+	case NSSteps:
+		if !s.stepsAllowed {
+			return fmt.Sprintf("%s cannot use step outputs: it runs when steps may not have run", s.where)
+		}
+		if r.Name == s.current {
+			return "a step cannot use its own outputs (its rollback is registered before it runs)"
+		}
+		kind, ok := s.earlier[r.Name]
+		if !ok {
+			if _, later := d.allSteps[r.Name]; later {
+				return fmt.Sprintf("step %q runs after this point; only earlier steps' outputs exist here", r.Name)
+			}
+			if len(s.order) == 0 {
+				return fmt.Sprintf("no step %q runs before this point", r.Name)
+			}
+			return fmt.Sprintf("no step %q runs before this point (earlier steps: %s)%s", r.Name, strings.Join(s.order, ", "), didYouMean(r.Name, s.order))
+		}
+		if !hasOutput(kind, r.Output) {
+			outs := kind.Outputs()
+			if len(outs) == 0 {
+				return fmt.Sprintf("step %q (%s) has no outputs", r.Name, kind.Name())
+			}
+			return fmt.Sprintf("step %q (%s) has no output %q; it has %s%s", r.Name, kind.Name(), r.Output, strings.Join(outs, ", "), didYouMean(r.Output, outs))
+		}
+	}
+	return ""
+}
+
+// hasOutput reports whether kind declares output name; a declared name
+// ending in ".*" covers every name with that prefix.
+func hasOutput(kind StepKind, name string) bool {
+	for _, o := range kind.Outputs() {
+		if p, fam := strings.CutSuffix(o, "*"); fam {
+			if strings.HasPrefix(name, p) && len(name) > len(p) {
+				return true
+			}
+		} else if o == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,37 @@
+// Package drill provides koshactl's incident-drill engine: the drill file
+// model and its validating parser, the registry of step and condition
+// kinds, the runner with its rollback stack, and the reporters (live log,
+// JSON journal, JUnit XML).
+//
+// # Files
+//
+// A drill is a YAML document (docs/contracts/drill-file.md): a name, the
+// context it targets, a steady-state hypothesis checked before and after,
+// steps, stop conditions and explicit extra rollbacks. [Parse] decodes it
+// node by node with go.yaml.in/yaml/v3, so every [Problem] carries a file,
+// line and column: unknown keys, wrong types, unknown kinds, missing
+// fields, bad durations, template references to steps or outputs that do
+// not exist earlier, and timeouts that cannot fit inside each other.
+//
+// # Kinds
+//
+// Each step kind (breaker.force-open, ratelimit.drain, chaos.sign, http,
+// wait-for, shell, ...) and each condition kind (http, breaker, bucket,
+// shell) lives in its own file and implements [StepKind] or
+// [ConditionKind]. [Builtin] registers them explicitly in a [Registry]; no
+// kind registers itself in init. Optional capability interfaces add
+// behaviour: a step whose action implements [Mutating] changes the system,
+// and the runner registers the [Rollback] its Prepare returns before the
+// step acts.
+//
+// # Rollback
+//
+// [Runner.Run] keeps a stack of rollbacks. Each lever (an override, a
+// bucket) gets one rollback, registered before the first step that moves
+// it, restoring it to its state before the drill. Rollbacks run in reverse
+// order on every exit path (success, failure, step or drill timeout, stop
+// condition, cancellation), each on a fresh context with its own bounded
+// timeout, so a cancelled run context never skips them. Every override and
+// chaos header a drill creates expires no later than the drill's deadline,
+// so even a killed process converges.
+package drill

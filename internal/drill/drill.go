@@ -1,0 +1,576 @@
+package drill
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Limits and defaults of a drill file (docs/contracts/drill-file.md).
+const (
+	// Version is the drill file format version this package reads.
+	Version = 1
+	// MaxTimeout bounds a drill's timeout.
+	MaxTimeout = 24 * time.Hour
+	// DefaultStepTimeout is a step's timeout when neither the step nor the
+	// drill sets one (bounded by the drill's timeout).
+	DefaultStepTimeout = time.Minute
+	// DefaultRollbackTimeout bounds each rollback unless the drill sets
+	// rollback_timeout.
+	DefaultRollbackTimeout = 30 * time.Second
+	// MaxRollbackTimeout bounds rollback_timeout.
+	MaxRollbackTimeout = 10 * time.Minute
+	// DefaultPollInterval is how often wait-for, checks with within, and
+	// stop conditions poll unless the drill sets poll_interval.
+	DefaultPollInterval = time.Second
+	// MinPollInterval bounds poll intervals from below.
+	MinPollInterval = 10 * time.Millisecond
+	// DefaultCheckTimeout bounds one evaluation of a check.
+	DefaultCheckTimeout = 10 * time.Second
+	// MaxFileSize bounds a drill file.
+	MaxFileSize = 1 << 20
+)
+
+var drillNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// Drill is a parsed, valid drill file.
+type Drill struct {
+	// File is the name the drill was parsed under.
+	File        string
+	Name        string
+	Description string
+	// Context is the koshactl context the drill is written for; empty
+	// means whatever context is selected.
+	Context string
+	// AllowProtected lets the drill run on a protected context (the
+	// command line must allow it too).
+	AllowProtected bool
+	// Timeout bounds the whole run before rollback; every lever the drill
+	// pulls expires by then.
+	Timeout time.Duration
+	// StepTimeout is the default timeout of a step.
+	StepTimeout time.Duration
+	// RollbackTimeout bounds each rollback.
+	RollbackTimeout time.Duration
+	// PollInterval is the default polling interval.
+	PollInterval time.Duration
+	// MetricsURL, when set, is the Prometheus endpoint breaker gauges are
+	// read from, instead of the context's metrics source.
+	MetricsURL Template
+	Vars       []Var
+	// Hypothesis is the steady state, checked before the steps and again
+	// after the rollbacks.
+	Hypothesis []*Check
+	// StopConditions abort the run when any of them holds.
+	StopConditions []*Check
+	Steps          []*Step
+	// Rollbacks are explicit extra rollbacks, registered when the run
+	// starts, so they run after every step's rollback.
+	Rollbacks []*Step
+}
+
+// Var is one entry of the drill's vars.
+type Var struct {
+	Name  string
+	Value Template
+	// Secret keeps the value out of every report.
+	Secret bool
+}
+
+// Step is one step of a drill (or an explicit rollback).
+type Step struct {
+	ID   string
+	Name string
+	Kind StepKind
+	// Action is the decoded kind value.
+	Action Action
+	// Timeout is the step's own timeout; zero means the default.
+	Timeout time.Duration
+	// ContinueOnFailure lets the drill go on after this step fails (the
+	// drill still fails).
+	ContinueOnFailure bool
+	// Rollback lists explicit rollbacks registered before the step runs.
+	Rollback []*Step
+	// Line and Col locate the step in the file.
+	Line, Col int
+}
+
+// Check is one hypothesis check or stop condition.
+type Check struct {
+	Name      string
+	Kind      ConditionKind
+	Condition Condition
+	// Within, when set, polls the condition until it holds or Within has
+	// passed; zero checks once.
+	Within time.Duration
+	// Interval is the polling interval for Within (zero: the drill's).
+	Interval time.Duration
+	// Timeout bounds one evaluation (zero: DefaultCheckTimeout).
+	Timeout   time.Duration
+	Line, Col int
+}
+
+// DefaultTimeouter is implemented by actions that need more than the
+// default step timeout (sleep, wait-for): the runner uses it when the step
+// sets no timeout of its own.
+type DefaultTimeouter interface {
+	DefaultTimeout() time.Duration
+}
+
+// Top-level, step and check fields.
+var (
+	drillFields = []string{"version", "name", "description", "context", "allow_protected", "timeout", "step_timeout",
+		"rollback_timeout", "poll_interval", "metrics_url", "vars", "hypothesis", "stop_conditions", "steps", "rollback"}
+	stepFields  = []string{"id", "name", "timeout", "continue_on_failure", "rollback"}
+	checkFields = []string{"name", "within", "interval", "timeout"}
+)
+
+// ParseFile reads and parses the drill file at path.
+func ParseFile(reg *Registry, path string) (*Drill, []Problem) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, []Problem{{File: path, Line: 1, Col: 1, Message: fmt.Sprintf("read drill: %v", unwrapPath(err))}}
+	}
+	defer f.Close()
+	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, []Problem{{File: path, Line: 1, Col: 1, Message: fmt.Sprintf("read drill: %v", unwrapPath(err))}}
+	}
+	return Parse(reg, path, src)
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+var yamlLineRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+
+// Parse parses a drill file's bytes; file names it in problems. It returns
+// the drill when there are no problems, and every problem found otherwise
+// (sorted by position). Nothing is resolved or contacted: references to
+// the environment and to step outputs are checked for shape and order only.
+func Parse(reg *Registry, file string, src []byte) (*Drill, []Problem) {
+	if len(src) > MaxFileSize {
+		return nil, []Problem{{File: file, Line: 1, Col: 1, Message: fmt.Sprintf("drill file is larger than %d bytes", MaxFileSize)}}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, []Problem{{File: file, Line: 1, Col: 1, Message: "drill file is empty: a drill needs at least name, timeout and steps"}}
+		}
+		return nil, []Problem{yamlProblem(file, err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		line := max(extra.Line, 1)
+		return nil, []Problem{{File: file, Line: line, Col: 1, Message: "a drill file holds one YAML document; this is a second one (remove the --- separator or split the file)"}}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, []Problem{yamlProblem(file, err)}
+	}
+	d := newDecoder(file, reg)
+	dr := d.drill(&doc)
+	sortProblems(d.problems)
+	if len(d.problems) > 0 {
+		return nil, d.problems
+	}
+	return dr, nil
+}
+
+func yamlProblem(file string, err error) Problem {
+	msg := strings.TrimSpace(err.Error())
+	line := 1
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		if m[1] != "" {
+			line, _ = strconv.Atoi(m[1])
+		}
+		msg = m[2]
+	}
+	return Problem{File: file, Line: max(line, 1), Col: 1, Message: "YAML syntax: " + msg}
+}
+
+func (d *Decoder) drill(doc *yaml.Node) *Drill {
+	root := doc
+	if doc.Kind == yaml.DocumentNode {
+		if len(doc.Content) == 0 {
+			d.Errorf(doc, "drill file is empty")
+			return nil
+		}
+		root = doc.Content[0]
+	}
+	m := d.Map(root, "drill")
+	if m == nil {
+		return nil
+	}
+	m.Known(drillFields...)
+	dr := &Drill{File: d.file, StepTimeout: DefaultStepTimeout, RollbackTimeout: DefaultRollbackTimeout, PollInterval: DefaultPollInterval}
+	if n := m.Get("version"); n != nil {
+		if v, ok := d.Int(n, "version"); ok && v != Version {
+			d.Errorf(n, "version: this koshactl reads drill files of version %d, not %d", Version, v)
+		}
+	}
+	if name, ok := m.String("name", true); ok {
+		if !drillNameRE.MatchString(name) {
+			m.Errorf("name", "%q: use 1-63 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+		}
+		dr.Name = name
+	}
+	dr.Description, _ = m.String("description", false)
+	dr.Context, _ = m.String("context", false)
+	dr.AllowProtected, _ = m.Bool("allow_protected")
+	if t, ok := m.Duration("timeout", true); ok {
+		if t > MaxTimeout {
+			m.Errorf("timeout", "%s is longer than the %s a drill may last", t, MaxTimeout)
+		}
+		dr.Timeout = t
+	}
+	if t, ok := m.Duration("step_timeout", false); ok {
+		dr.StepTimeout = t
+		if dr.Timeout > 0 && t > dr.Timeout {
+			m.Errorf("step_timeout", "%s is longer than the drill's timeout %s", t, dr.Timeout)
+		}
+	} else if dr.Timeout > 0 && dr.Timeout < dr.StepTimeout {
+		dr.StepTimeout = dr.Timeout
+	}
+	if t, ok := m.Duration("rollback_timeout", false); ok {
+		if t > MaxRollbackTimeout {
+			m.Errorf("rollback_timeout", "%s is longer than the %s each rollback may take", t, MaxRollbackTimeout)
+		}
+		dr.RollbackTimeout = t
+	}
+	if t, ok := m.Duration("poll_interval", false); ok {
+		if t < MinPollInterval {
+			m.Errorf("poll_interval", "%s is shorter than the %s minimum", t, MinPollInterval)
+		} else if dr.Timeout > 0 && t >= dr.Timeout {
+			m.Errorf("poll_interval", "%s is not shorter than the drill's timeout %s", t, dr.Timeout)
+		}
+		dr.PollInterval = t
+	}
+	d.drillTimeout = dr.Timeout
+	d.pollInterval = dr.PollInterval
+
+	// Variables first: everything else may use them.
+	d.scope = scope{where: "vars", vars: map[string]bool{}}
+	if n := m.Get("vars"); n != nil {
+		dr.Vars = d.vars(n)
+	}
+	if n := m.Get("metrics_url"); n != nil {
+		d.scope.where = "metrics_url"
+		dr.MetricsURL, _ = d.Template(n, "metrics_url")
+	}
+	d.collectStepIDs(m.Get("steps"))
+
+	d.scope.where, d.scope.stepsAllowed = "the hypothesis", false
+	if n := m.Get("hypothesis"); n != nil {
+		dr.Hypothesis = d.checks(n, "hypothesis")
+	}
+	d.scope.where = "a stop condition"
+	if n := m.Get("stop_conditions"); n != nil {
+		dr.StopConditions = d.checks(n, "stop_conditions")
+	}
+	if n := m.Require("steps"); n != nil {
+		dr.Steps = d.steps(n)
+	}
+	d.scope = scope{where: "a drill-level rollback", vars: d.scope.vars}
+	if n := m.Get("rollback"); n != nil {
+		dr.Rollbacks = d.rollbacks(n, "rollback")
+	}
+	return dr
+}
+
+func (d *Decoder) vars(n *yaml.Node) []Var {
+	m := d.Map(n, "vars")
+	if m == nil {
+		return nil
+	}
+	var out []Var
+	for _, name := range m.keys {
+		kn := m.KeyNode(name)
+		if !varNameRE.MatchString(name) {
+			d.Errorf(kn, "vars: %q is not a variable name: use letters, digits, '_' and '-', starting with a letter or '_'", name)
+			continue
+		}
+		v := Var{Name: name}
+		val := m.Get(name)
+		if val == nil {
+			continue
+		}
+		ok := false
+		if val.Kind == yaml.MappingNode {
+			sub := d.Map(val, "vars: "+name)
+			if sub == nil {
+				continue
+			}
+			sub.Known("value", "secret")
+			v.Value, ok = sub.Template("value", true)
+			v.Secret, _ = sub.Bool("secret")
+		} else {
+			v.Value, ok = d.Template(val, "vars: "+name)
+		}
+		d.scope.vars[name] = true
+		if ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// collectStepIDs notes every step id, so references to later steps get a
+// precise message.
+func (d *Decoder) collectStepIDs(n *yaml.Node) {
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return
+	}
+	for i, item := range n.Content {
+		if item.Kind != yaml.MappingNode {
+			continue
+		}
+		id := fmt.Sprintf("step-%d", i+1)
+		for j := 0; j+1 < len(item.Content); j += 2 {
+			if item.Content[j].Value == "id" && item.Content[j+1].Kind == yaml.ScalarNode {
+				id = item.Content[j+1].Value
+			}
+		}
+		d.allSteps[id] = ""
+	}
+}
+
+func (d *Decoder) list(n *yaml.Node, what string) []*yaml.Node {
+	n = d.resolve(n)
+	if n == nil {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.Errorf(n, "%s must be a list (items start with -), not %s", what, kindName(n))
+		return nil
+	}
+	return n.Content
+}
+
+func (d *Decoder) checks(n *yaml.Node, what string) []*Check {
+	var out []*Check
+	for i, item := range d.list(n, what) {
+		if c := d.check(item, fmt.Sprintf("%s[%d]", what, i)); c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// check decodes a hypothesis check or stop condition: common fields plus
+// exactly one condition kind key.
+func (d *Decoder) check(n *yaml.Node, what string) *Check {
+	m := d.Map(n, what)
+	if m == nil {
+		return nil
+	}
+	c := &Check{Line: m.node.Line, Col: m.node.Column}
+	c.Name, _ = m.String("name", false)
+	if c.Name != "" {
+		what = fmt.Sprintf("check %q", c.Name)
+		m.what = what
+	}
+	if t, ok := m.Duration("within", false); ok {
+		if d.drillTimeout > 0 && t > d.drillTimeout {
+			m.Errorf("within", "%s is longer than the drill's timeout %s", t, d.drillTimeout)
+		}
+		c.Within = t
+	}
+	if t, ok := m.Duration("interval", false); ok {
+		switch {
+		case t < MinPollInterval:
+			m.Errorf("interval", "%s is shorter than the %s minimum", t, MinPollInterval)
+		case !m.Has("within"):
+			m.Errorf("interval", "an interval only applies with within (how long to keep polling)")
+		case c.Within > 0 && t >= c.Within:
+			m.Errorf("interval", "%s is not shorter than within %s", t, c.Within)
+		}
+		c.Interval = t
+	}
+	if t, ok := m.Duration("timeout", false); ok {
+		c.Timeout = t
+	}
+	kindKey := d.oneKind(m, what, checkFields, d.reg.conditionNames(), "condition")
+	if kindKey == "" {
+		return nil
+	}
+	kind, _ := d.reg.Condition(kindKey)
+	c.Kind = kind
+	if c.Name == "" {
+		c.Name = kindKey
+	}
+	c.Condition = kind.Decode(d, m.Get(kindKey))
+	if c.Condition == nil {
+		return nil
+	}
+	return c
+}
+
+// oneKind finds the single key of m that names a kind; other keys must be
+// common fields. It reports a missing kind, unknown keys and extra kinds,
+// and returns "" unless exactly one kind is present.
+func (d *Decoder) oneKind(m *Map, what string, fields, kinds []string, noun string) string {
+	var found []string
+	for _, k := range m.keys {
+		switch {
+		case contains(fields, k):
+		case contains(kinds, k):
+			found = append(found, k)
+		default:
+			d.Errorf(m.KeyNode(k), "%s: unknown %s kind or field %q; %s kinds are %s; fields are %s%s",
+				what, noun, k, noun, strings.Join(kinds, ", "), strings.Join(fields, ", "), didYouMean(k, append(append([]string{}, kinds...), fields...)))
+			return ""
+		}
+	}
+	switch len(found) {
+	case 0:
+		d.Errorf(m.node, "%s: no %s kind: add one of %s", what, noun, strings.Join(kinds, ", "))
+		return ""
+	case 1:
+		return found[0]
+	}
+	d.Errorf(m.KeyNode(found[1]), "%s: has two %s kinds, %q and %q: split it in two", what, noun, found[0], found[1])
+	return ""
+}
+
+func (d *Decoder) steps(n *yaml.Node) []*Step {
+	items := d.list(n, "steps")
+	if items == nil {
+		return nil
+	}
+	if len(items) == 0 {
+		d.Errorf(n, "steps: a drill needs at least one step")
+		return nil
+	}
+	d.scope.where, d.scope.stepsAllowed = "a step", true
+	d.scope.earlier = map[string]StepKind{}
+	var out []*Step
+	seen := map[string]int{}
+	for i, item := range items {
+		s := d.step(item, i, seen, true)
+		if s == nil {
+			continue
+		}
+		out = append(out, s)
+		d.scope.earlier[s.ID] = s.Kind
+		d.scope.order = append(d.scope.order, s.ID)
+	}
+	return out
+}
+
+// step decodes one step; top says it is a drill step (with an id and
+// rollbacks) rather than a rollback entry.
+func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *Step {
+	what := fmt.Sprintf("steps[%d]", index)
+	if !top {
+		what = fmt.Sprintf("rollback[%d]", index)
+	}
+	m := d.Map(n, what)
+	if m == nil {
+		return nil
+	}
+	s := &Step{Line: m.node.Line, Col: m.node.Column, ID: fmt.Sprintf("step-%d", index+1)}
+	if !top {
+		s.ID = fmt.Sprintf("rollback-%d", index+1)
+	}
+	fields := stepFields
+	if !top {
+		fields = []string{"name", "timeout"}
+	}
+	if top {
+		if id, ok := m.String("id", false); ok {
+			switch {
+			case !stepIDRE.MatchString(id):
+				m.Errorf("id", "%q is not a step id: use lowercase letters, digits, '-' and '_', starting with a letter or digit", id)
+			case seen[id] > 0:
+				m.Errorf("id", "%q is already the id of the step at line %d", id, seen[id])
+			default:
+				s.ID = id
+				seen[id] = m.node.Line
+			}
+		} else {
+			seen[s.ID] = m.node.Line
+		}
+		what = fmt.Sprintf("step %q", s.ID)
+		m.what = what
+	}
+	s.Name, _ = m.String("name", false)
+	if t, ok := m.Duration("timeout", false); ok {
+		if d.drillTimeout > 0 && t > d.drillTimeout {
+			m.Errorf("timeout", "%s is longer than the drill's timeout %s", t, d.drillTimeout)
+		}
+		s.Timeout = t
+	}
+	if top {
+		s.ContinueOnFailure, _ = m.Bool("continue_on_failure")
+	}
+	kindKey := d.oneKind(m, what, fields, d.reg.stepNames(), "step")
+	if kindKey != "" {
+		s.Kind, _ = d.reg.Step(kindKey)
+		if s.Name == "" {
+			s.Name = s.ID
+		}
+		prev := d.scope.current
+		d.scope.current = s.ID
+		d.stepTimeout = s.Timeout
+		s.Action = s.Kind.Decode(d, m.Get(kindKey))
+		d.stepTimeout = 0
+		d.scope.current = prev
+	}
+	if top && m.Has("rollback") {
+		saved := d.scope
+		d.scope.where = fmt.Sprintf("the rollback of step %q", s.ID)
+		d.scope.current = s.ID
+		s.Rollback = d.rollbacks(m.Get("rollback"), fmt.Sprintf("step %q: rollback", s.ID))
+		d.scope = saved
+	}
+	if s.Action == nil {
+		return nil
+	}
+	return s
+}
+
+// rollbacks decodes a rollback entry or a list of them.
+func (d *Decoder) rollbacks(n *yaml.Node, what string) []*Step {
+	n = d.resolve(n)
+	if n == nil {
+		return nil
+	}
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	} else if n.Kind != yaml.MappingNode {
+		d.Errorf(n, "%s must be a step (a mapping) or a list of steps, not %s", what, kindName(n))
+		return nil
+	}
+	var out []*Step
+	for i, item := range items {
+		if s := d.step(item, i, nil, false); s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// DrillTimeout returns the drill's timeout (zero if it is invalid), for
+// kinds that check their durations fit.
+func (d *Decoder) DrillTimeout() time.Duration { return d.drillTimeout }
+
+// StepTimeout returns the explicit timeout of the step being decoded, or
+// zero.
+func (d *Decoder) StepTimeout() time.Duration { return d.stepTimeout }
+
+// PollInterval returns the drill's default poll interval.
+func (d *Decoder) PollInterval() time.Duration { return d.pollInterval }

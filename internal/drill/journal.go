@@ -1,0 +1,185 @@
+package drill
+
+import (
+	"time"
+)
+
+// Outcomes of a run (Journal.Outcome).
+const (
+	// OutcomeRunning: the run has not finished (a journal written mid-run).
+	OutcomeRunning = "running"
+	// OutcomePassed: the hypothesis held before and after, and every step passed.
+	OutcomePassed = "passed"
+	// OutcomeFailed: the hypothesis did not hold, or a step failed.
+	OutcomeFailed = "failed"
+	// OutcomeStopped: a stop condition held and ended the steps.
+	OutcomeStopped = "stopped"
+	// OutcomeTimedOut: the drill's timeout ended the steps.
+	OutcomeTimedOut = "timed_out"
+	// OutcomeInterrupted: the run was cancelled (SIGINT, SIGTERM).
+	OutcomeInterrupted = "interrupted"
+	// OutcomeInvalid: the drill could not start (a variable could not be
+	// resolved); nothing was done.
+	OutcomeInvalid = "invalid"
+)
+
+// Step and rollback statuses.
+const (
+	StatusPending     = "pending"
+	StatusRunning     = "running"
+	StatusPassed      = "passed"
+	StatusFailed      = "failed"
+	StatusSkipped     = "skipped"
+	StatusInterrupted = "interrupted"
+	StatusTimedOut    = "timed_out"
+	StatusStopped     = "stopped"
+	// StatusOK: a rollback restored its subject.
+	StatusOK = "ok"
+	// StatusAbandoned: a rollback was not attempted because the operator
+	// abandoned the rollback phase.
+	StatusAbandoned = "abandoned"
+)
+
+// Exit codes of a run. They are koshactl's documented exit codes
+// (docs/exit-codes.md), plus ExitRollbackFailed.
+const (
+	// ExitPassed: the hypothesis held and every rollback succeeded.
+	ExitPassed = 0
+	// ExitFailed: the hypothesis failed, a step failed, a stop condition
+	// held or the drill timed out; every rollback succeeded.
+	ExitFailed = 1
+	// ExitInvalid: the drill file (or a variable) is invalid; nothing was done.
+	ExitInvalid = 2
+	// ExitRollbackFailed: at least one rollback failed or was abandoned;
+	// the levers it names stay moved until they expire.
+	ExitRollbackFailed = 9
+	// ExitInterrupted: interrupted, and every rollback succeeded.
+	ExitInterrupted = 130
+)
+
+// Journal is the record of one run: every check, step and rollback with
+// timings. It is written as JSON (--journal), rendered as JUnit XML and as
+// the live log. Secrets never appear in it: a chaos header is recorded by
+// its jti, fields and expiry only.
+type Journal struct {
+	Kind    string    `json:"kind"`
+	Version int       `json:"version"`
+	Drill   DrillInfo `json:"drill"`
+	RunID   string    `json:"run_id"`
+	Context string    `json:"context"`
+	Store   string    `json:"store,omitempty"`
+	Gauges  string    `json:"gauges,omitempty"`
+	Actor   string    `json:"actor,omitempty"`
+
+	StartedAt       time.Time  `json:"started_at"`
+	Deadline        time.Time  `json:"deadline"`
+	EndedAt         *time.Time `json:"ended_at"`
+	DurationSeconds float64    `json:"duration_seconds"`
+	TimeoutSeconds  float64    `json:"timeout_seconds"`
+
+	// Outcome is one of the Outcome constants; Reason says why in a line.
+	Outcome string `json:"outcome"`
+	Reason  string `json:"reason,omitempty"`
+	// RollbacksOK is true when every rollback succeeded (or there was
+	// none).
+	RollbacksOK bool `json:"rollbacks_ok"`
+	ExitCode    int  `json:"exit_code"`
+
+	Hypothesis Hypothesis       `json:"hypothesis"`
+	Steps      []StepRecord     `json:"steps"`
+	Stop       *StopRecord      `json:"stop,omitempty"`
+	Rollbacks  []RollbackRecord `json:"rollbacks"`
+	// Notices are warnings the run produced (a stop condition that could
+	// not be evaluated, a repeated signal).
+	Notices []string `json:"notices,omitempty"`
+}
+
+// DrillInfo identifies the drill that ran.
+type DrillInfo struct {
+	Name        string `json:"name"`
+	File        string `json:"file"`
+	Description string `json:"description,omitempty"`
+}
+
+// Hypothesis holds the steady-state checks before and after.
+type Hypothesis struct {
+	Before []CheckRecord `json:"before"`
+	After  []CheckRecord `json:"after"`
+	// AfterSkipped says why the checks after the rollbacks did not run.
+	AfterSkipped string `json:"after_skipped,omitempty"`
+}
+
+// CheckRecord is one evaluation of a hypothesis check.
+type CheckRecord struct {
+	Phase       string `json:"phase"`
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`
+	Description string `json:"description"`
+	OK          bool   `json:"ok"`
+	// Detail is what was observed last.
+	Detail string `json:"detail,omitempty"`
+	Error  string `json:"error,omitempty"`
+	// Checks counts evaluations (more than one with within).
+	Checks          int        `json:"checks"`
+	StartedAt       time.Time  `json:"started_at"`
+	EndedAt         *time.Time `json:"ended_at"`
+	DurationSeconds float64    `json:"duration_seconds"`
+}
+
+// StepRecord is one step.
+type StepRecord struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`
+	Description string `json:"description,omitempty"`
+	// Status is pending, running, passed, failed, skipped, interrupted,
+	// timed_out or stopped.
+	Status          string     `json:"status"`
+	StartedAt       *time.Time `json:"started_at"`
+	EndedAt         *time.Time `json:"ended_at"`
+	DurationSeconds float64    `json:"duration_seconds"`
+	TimeoutSeconds  float64    `json:"timeout_seconds"`
+	Detail          string     `json:"detail,omitempty"`
+	Error           string     `json:"error,omitempty"`
+	// Outputs are the step's outputs; secrets read "[secret]".
+	Outputs map[string]string `json:"outputs,omitempty"`
+	// Rollbacks are the ids of the rollbacks this step registered.
+	Rollbacks []string `json:"rollbacks,omitempty"`
+	// Log holds progress notices (a wait-for's changing observations).
+	Log []string `json:"log,omitempty"`
+}
+
+// StopRecord says which stop condition ended the run.
+type StopRecord struct {
+	Condition string    `json:"condition"`
+	Detail    string    `json:"detail"`
+	At        time.Time `json:"at"`
+}
+
+// RollbackRecord is one rollback, registered before its step acted.
+type RollbackRecord struct {
+	ID string `json:"id"`
+	// Step is the id of the step that registered it, or "drill" for the
+	// drill's own rollback list.
+	Step         string    `json:"step"`
+	Subject      string    `json:"subject"`
+	Description  string    `json:"description"`
+	Explicit     bool      `json:"explicit"`
+	RegisteredAt time.Time `json:"registered_at"`
+	// Status is pending, running, ok, failed or abandoned.
+	Status          string     `json:"status"`
+	Attempts        int        `json:"attempts"`
+	StartedAt       *time.Time `json:"started_at"`
+	EndedAt         *time.Time `json:"ended_at"`
+	DurationSeconds float64    `json:"duration_seconds"`
+	Detail          string     `json:"detail,omitempty"`
+	Error           string     `json:"error,omitempty"`
+	// ExpiresAt is when the lever lapses on its own, if it does.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+func timePtr(t time.Time) *time.Time { t = t.UTC(); return &t }
+
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond)) / float64(time.Second)
+}

@@ -1,0 +1,137 @@
+package drill
+
+import (
+	"encoding/xml"
+	"fmt"
+	"strings"
+)
+
+// JUnit XML, in the shape CI systems (Jenkins, GitLab, GitHub Actions
+// reporters) read: one testsuite per drill; one testcase per hypothesis
+// check (before and after), per step and per rollback.
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr"`
+	Properties []junitProperty `xml:"properties>property"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out,omitempty"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitProblem `xml:"failure,omitempty"`
+	Error     *junitProblem `xml:"error,omitempty"`
+	Skipped   *junitProblem `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitProblem struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+func junitTime(s float64) string { return fmt.Sprintf("%.3f", s) }
+
+// JUnit renders the journal as JUnit XML.
+func JUnit(j *Journal) ([]byte, error) {
+	prefix := "drill." + j.Drill.Name
+	suite := junitSuite{Name: "drill " + j.Drill.Name, Time: junitTime(j.DurationSeconds), Timestamp: j.StartedAt.Format("2006-01-02T15:04:05Z"),
+		Properties: []junitProperty{{"file", j.Drill.File}, {"run_id", j.RunID}, {"context", j.Context}, {"outcome", j.Outcome},
+			{"exit_code", fmt.Sprint(j.ExitCode)}, {"rollbacks_ok", fmt.Sprint(j.RollbacksOK)}}}
+	add := func(c junitCase) {
+		suite.Cases = append(suite.Cases, c)
+		suite.Tests++
+		switch {
+		case c.Failure != nil:
+			suite.Failures++
+		case c.Error != nil:
+			suite.Errors++
+		case c.Skipped != nil:
+			suite.Skipped++
+		}
+	}
+	checks := func(phase string, recs []CheckRecord) {
+		for _, c := range recs {
+			tc := junitCase{Name: c.Name, Classname: prefix + ".hypothesis." + phase, Time: junitTime(c.DurationSeconds),
+				SystemOut: c.Description + "\n" + c.Detail}
+			if !c.OK {
+				msg := firstNonEmpty(c.Error, "did not hold")
+				tc.Failure = &junitProblem{Message: msg, Type: "hypothesis", Text: c.Detail}
+			}
+			add(tc)
+		}
+	}
+	checks("before", j.Hypothesis.Before)
+	for i, s := range j.Steps {
+		tc := junitCase{Name: fmt.Sprintf("%02d %s (%s)", i+1, s.ID, s.Kind), Classname: prefix + ".steps", Time: junitTime(s.DurationSeconds)}
+		var out []string
+		if s.Description != "" {
+			out = append(out, s.Description)
+		}
+		if s.Detail != "" {
+			out = append(out, s.Detail)
+		}
+		out = append(out, s.Log...)
+		tc.SystemOut = strings.Join(out, "\n")
+		switch s.Status {
+		case StatusFailed:
+			tc.Failure = &junitProblem{Message: oneLine(s.Error), Type: "step", Text: s.Error}
+		case StatusInterrupted, StatusTimedOut, StatusStopped:
+			tc.Error = &junitProblem{Message: oneLine(s.Error), Type: s.Status, Text: s.Error}
+		case StatusSkipped, StatusPending:
+			tc.Skipped = &junitProblem{Message: "not run: " + firstNonEmpty(j.Reason, "the drill ended before it")}
+		}
+		add(tc)
+	}
+	for _, r := range j.Rollbacks {
+		tc := junitCase{Name: fmt.Sprintf("%s %s (step %s)", r.ID, r.Subject, r.Step), Classname: prefix + ".rollback",
+			Time: junitTime(r.DurationSeconds), SystemOut: r.Description + "\n" + r.Detail}
+		switch r.Status {
+		case StatusOK:
+		case StatusAbandoned:
+			tc.Error = &junitProblem{Message: oneLine(r.Error), Type: "rollback-abandoned", Text: r.Error}
+		default:
+			tc.Failure = &junitProblem{Message: oneLine(firstNonEmpty(r.Error, r.Status)), Type: "rollback", Text: r.Error}
+		}
+		add(tc)
+	}
+	if j.Hypothesis.AfterSkipped != "" {
+		add(junitCase{Name: "hypothesis after", Classname: prefix + ".hypothesis.after", Time: "0.000",
+			Skipped: &junitProblem{Message: j.Hypothesis.AfterSkipped}})
+	} else {
+		checks("after", j.Hypothesis.After)
+	}
+	suite.SystemOut = Summary(j, false)
+	doc := junitSuites{Name: "koshactl drill", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Skipped: suite.Skipped,
+		Time: suite.Time, Suites: []junitSuite{suite}}
+	b, err := xml.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encode JUnit report: %w", err)
+	}
+	return append([]byte(xml.Header), append(b, '\n')...), nil
+}

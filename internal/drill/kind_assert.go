@@ -1,0 +1,65 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// AssertKind is the assert step: check a condition once; the step fails
+// when it does not hold.
+//
+//	assert:
+//	  bucket: {client: drill-client, admit: false}
+//
+// Output: detail (what was observed).
+type AssertKind struct{}
+
+var _ StepKind = AssertKind{}
+
+// Name implements StepKind.
+func (AssertKind) Name() string { return "assert" }
+
+// Summary implements StepKind.
+func (AssertKind) Summary() string { return "check a condition once; fail the step when it does not hold" }
+
+// Outputs implements StepKind.
+func (AssertKind) Outputs() []string { return []string{"detail"} }
+
+// Decode implements StepKind.
+func (AssertKind) Decode(d *Decoder, n *yaml.Node) Action {
+	m := d.Map(n, "assert")
+	if m == nil {
+		return nil
+	}
+	key := d.oneKind(m, "assert", nil, d.reg.conditionNames(), "condition")
+	if key == "" {
+		return nil
+	}
+	k, _ := d.reg.Condition(key)
+	c := k.Decode(d, m.Get(key))
+	if c == nil {
+		return nil
+	}
+	return &assertStep{cond: c}
+}
+
+type assertStep struct{ cond Condition }
+
+func (a *assertStep) Describe(rc *RunContext) string {
+	return fmt.Sprintf("assert %s", a.cond.Describe(rc))
+}
+
+func (a *assertStep) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
+	obs, err := a.cond.Check(ctx, rc)
+	if err != nil {
+		return nil, err
+	}
+	out := NewOutputs().Set("detail", rc.Redact(obs.Detail))
+	if !obs.Holds {
+		return out, fmt.Errorf("%w: %s", ErrNotMet, rc.Redact(obs.Detail))
+	}
+	out.Detail = rc.Redact(obs.Detail)
+	return out, nil
+}

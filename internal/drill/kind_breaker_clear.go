@@ -1,0 +1,120 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// BreakerClearKind is the breaker.clear step: delete a dependency's
+// override, so the fleet's breakers go back to their own state.
+//
+//	breaker.clear:
+//	  dependency: openai   # required
+//	  reason: recovered
+//	  allow_unknown: false
+//
+// Clearing the drill's own override needs no new rollback (the force-open's
+// rollback finds it gone). Clearing someone else's override registers a
+// rollback that puts it back.
+type BreakerClearKind struct{}
+
+var _ StepKind = BreakerClearKind{}
+
+// Name implements StepKind.
+func (BreakerClearKind) Name() string { return "breaker.clear" }
+
+// Summary implements StepKind.
+func (BreakerClearKind) Summary() string {
+	return "clear a dependency's override; rollback restores an override the drill did not write"
+}
+
+// Outputs implements StepKind.
+func (BreakerClearKind) Outputs() []string { return []string{"dependency", "cleared"} }
+
+// Decode implements StepKind.
+func (BreakerClearKind) Decode(d *Decoder, n *yaml.Node) Action {
+	m := d.Map(n, "breaker.clear")
+	if m == nil {
+		return nil
+	}
+	m.Known("dependency", "reason", "allow_unknown")
+	a := &clearOverride{}
+	var ok bool
+	a.dependency, ok = decodeDependency(m)
+	a.reason, _ = m.Template("reason", false)
+	a.allowUnknown, _ = m.Bool("allow_unknown")
+	if !ok {
+		return nil
+	}
+	return a
+}
+
+type clearOverride struct {
+	dependency   Template
+	reason       Template
+	allowUnknown bool
+}
+
+var _ Mutating = (*clearOverride)(nil)
+
+func (a *clearOverride) Describe(rc *RunContext) string {
+	return fmt.Sprintf("clear the override of %s", rc.Describe(a.dependency))
+}
+
+func (a *clearOverride) Prepare(ctx context.Context, rc *RunContext) (Rollback, error) {
+	svc := rc.Services
+	if err := need(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
+		return nil, err
+	}
+	dep, err := rc.Expand(a.dependency)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDependency(rc, dep, a.allowUnknown); err != nil {
+		return nil, err
+	}
+	if _, moved := rc.Lever(breaker.OverrideKey(dep)); moved {
+		return nil, nil
+	}
+	cur, err := svc.Overrides.Get(ctx, dep)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !cur.ActiveAt(rc.Now()) {
+		return nil, nil
+	}
+	l := rc.NewLever(breaker.OverrideKey(dep), &cur)
+	return &overrideRollback{dependency: dep, lever: l}, nil
+}
+
+func (a *clearOverride) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
+	svc := rc.Services
+	dep, err := rc.Expand(a.dependency)
+	if err != nil {
+		return nil, err
+	}
+	reason := "step " + rc.currentStep()
+	if !a.reason.IsZero() {
+		if reason, err = rc.Expand(a.reason); err != nil {
+			return nil, err
+		}
+	}
+	res, _, err := svc.Overrides.ClearAudited(ctx, svc.Audit, dep, svc.Actor, rc.Reason(reason))
+	if err != nil {
+		return nil, err
+	}
+	if l, ok := rc.Lever(breaker.OverrideKey(dep)); ok && res.Before != nil {
+		l.SetWritten(nil, rc.Now())
+	}
+	return NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(res.Before != nil)), nil
+}

@@ -1,0 +1,162 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// BreakerForceOpenKind is the breaker.force-open step: force a dependency's
+// breaker open fleet-wide with an override item.
+//
+//	breaker.force-open:
+//	  dependency: openai      # required
+//	  for: 2m                 # default: until the drill's deadline
+//	  reason: provider outage # recorded after "drill NAME run ID: "
+//	  overwrite: false        # replace an override someone else holds
+//	  allow_unknown: false    # accept a dependency the context does not know
+//
+// The override expires at min(now+for, the drill's deadline, the context's
+// max-override). Rollback clears it (or restores an override it replaced).
+type BreakerForceOpenKind struct{}
+
+var _ StepKind = BreakerForceOpenKind{}
+
+// Name implements StepKind.
+func (BreakerForceOpenKind) Name() string { return "breaker.force-open" }
+
+// Summary implements StepKind.
+func (BreakerForceOpenKind) Summary() string {
+	return "force a dependency's breaker open fleet-wide; expires by the drill's deadline; rollback clears it"
+}
+
+// Outputs implements StepKind.
+func (BreakerForceOpenKind) Outputs() []string {
+	return []string{"dependency", "expires_at", "version"}
+}
+
+// Decode implements StepKind.
+func (BreakerForceOpenKind) Decode(d *Decoder, n *yaml.Node) Action {
+	m := d.Map(n, "breaker.force-open")
+	if m == nil {
+		return nil
+	}
+	m.Known("dependency", "for", "reason", "overwrite", "allow_unknown")
+	a := &forceOpen{}
+	ok := true
+	a.dependency, ok = decodeDependency(m)
+	a.forDur, _ = m.Duration("for", false)
+	a.reason, _ = m.Template("reason", false)
+	a.overwrite, _ = m.Bool("overwrite")
+	a.allowUnknown, _ = m.Bool("allow_unknown")
+	if !ok {
+		return nil
+	}
+	return a
+}
+
+type forceOpen struct {
+	dependency   Template
+	forDur       time.Duration
+	reason       Template
+	overwrite    bool
+	allowUnknown bool
+}
+
+var _ Mutating = (*forceOpen)(nil)
+
+func (a *forceOpen) Describe(rc *RunContext) string {
+	how := "until the drill's deadline"
+	if a.forDur > 0 {
+		how = "for " + a.forDur.String()
+	}
+	return fmt.Sprintf("force %s open %s", rc.Describe(a.dependency), how)
+}
+
+func (a *forceOpen) Prepare(ctx context.Context, rc *RunContext) (Rollback, error) {
+	svc := rc.Services
+	if err := need(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
+		return nil, err
+	}
+	dep, err := rc.Expand(a.dependency)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDependency(rc, dep, a.allowUnknown); err != nil {
+		return nil, err
+	}
+	if _, moved := rc.Lever(breaker.OverrideKey(dep)); moved {
+		return nil, nil
+	}
+	cur, err := svc.Overrides.Get(ctx, dep)
+	var before *breaker.Override
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		before = &cur
+		if cur.ActiveAt(rc.Now()) && !a.overwrite {
+			return nil, fmt.Errorf("%w: set overwrite: true to replace it for the drill (rollback restores it)", &breaker.ConflictError{Current: cur})
+		}
+	}
+	l := rc.NewLever(breaker.OverrideKey(dep), before)
+	return &overrideRollback{dependency: dep, lever: l}, nil
+}
+
+func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
+	svc := rc.Services
+	dep, err := rc.Expand(a.dependency)
+	if err != nil {
+		return nil, err
+	}
+	reason := "step " + rc.currentStep()
+	if !a.reason.IsZero() {
+		if reason, err = rc.Expand(a.reason); err != nil {
+			return nil, err
+		}
+	}
+	dur := rc.Remaining()
+	if a.forDur > 0 && a.forDur < dur {
+		dur = a.forDur
+	}
+	if svc.MaxOverride > 0 && dur > svc.MaxOverride {
+		dur = svc.MaxOverride
+	}
+	dur = dur.Truncate(time.Millisecond)
+	if dur < time.Second {
+		return nil, fmt.Errorf("force %s open: the drill has %s left, too little for an override", dep, dur)
+	}
+	l, _ := rc.Lever(breaker.OverrideKey(dep))
+	cur, err := svc.Overrides.Get(ctx, dep)
+	read := &breaker.ReadState{}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		read.Current = &cur
+	}
+	overwrite := a.overwrite || (read.Current != nil && ours(rc, cur))
+	res, _, err := svc.Overrides.ForceAudited(ctx, svc.Audit, breaker.ForceRequest{Dependency: dep, Reason: rc.Reason(reason),
+		Actor: svc.Actor, For: dur, Overwrite: overwrite, Read: read})
+	if err != nil && !errors.Is(err, audit.ErrAuditWrite) {
+		return nil, err
+	}
+	if l != nil {
+		l.SetWritten(res.After, res.After.ExpiresAt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return NewOutputs().Set("dependency", dep).Set("expires_at", res.After.ExpiresAt.UTC().Format(time.RFC3339Nano)).
+		Set("version", strconv.FormatInt(res.After.Version, 10)), nil
+}

@@ -1,0 +1,88 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// HTTPStepKind is the http step: send a request and assert on the response.
+//
+//	http:
+//	  method: POST                       # default GET (POST with json or body)
+//	  url: ${vars.sandbox}/mcp           # required
+//	  headers: {Authorization: "Bearer ${vars.token}"}
+//	  json: {jsonrpc: "2.0", ...}        # a body encoded as JSON, or body: "raw"
+//	  expect:
+//	    status: 200                      # a code, a class (2xx), or a list; default 2xx
+//	    json: {result.degraded: true}    # JSONPath: value or operators
+//	    headers: {Retry-After: {exists: true}}
+//	    body_contains: "deferred"
+//	    max_latency: 2s
+//
+// Outputs: status, latency_ms, body, header.NAME, json.PATH.
+type HTTPStepKind struct{}
+
+var _ StepKind = HTTPStepKind{}
+
+// Name implements StepKind.
+func (HTTPStepKind) Name() string { return "http" }
+
+// Summary implements StepKind.
+func (HTTPStepKind) Summary() string {
+	return "send an HTTP request; assert on status, JSON fields, headers, body and latency"
+}
+
+// Outputs implements StepKind.
+func (HTTPStepKind) Outputs() []string {
+	return []string{"status", "latency_ms", "body", "header.*", "json.*"}
+}
+
+// Decode implements StepKind.
+func (HTTPStepKind) Decode(d *Decoder, n *yaml.Node) Action {
+	r, _ := decodeRequest(d, n, "http")
+	if r == nil {
+		return nil
+	}
+	return &httpStep{req: r}
+}
+
+type httpStep struct{ req *requestSpec }
+
+func (a *httpStep) Describe(rc *RunContext) string { return a.req.describe(rc) }
+
+func (a *httpStep) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
+	resp, err := a.req.do(ctx, rc)
+	if err != nil {
+		return nil, err
+	}
+	out := resp.outputs(rc)
+	fails, err := a.req.expect.check(rc, resp)
+	if err != nil {
+		return out, err
+	}
+	if len(fails) > 0 {
+		return out, &ExpectationError{Summary: resp.summary(), Failures: fails, Body: excerpt(rc.Redact(string(resp.body)), 300)}
+	}
+	out.Detail = resp.summary()
+	return out, nil
+}
+
+// ExpectationError reports the expectations a response did not meet.
+type ExpectationError struct {
+	// Summary is "503 in 12ms".
+	Summary  string
+	Failures []string
+	// Body is an excerpt of the response body (secrets redacted).
+	Body string
+}
+
+func (e *ExpectationError) Error() string {
+	msg := fmt.Sprintf("response %s: %s", e.Summary, strings.Join(e.Failures, "; "))
+	if e.Body != "" {
+		msg += "; body: " + strings.Join(strings.Fields(e.Body), " ")
+	}
+	return msg
+}

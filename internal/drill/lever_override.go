@@ -1,0 +1,143 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// overrideRollback restores a dependency's override to what it was before
+// the drill: it clears the drill's own override, or puts back an override
+// someone else held (that the drill replaced or cleared). An override that
+// is neither the drill's nor absent (someone forced it meanwhile) is left
+// alone.
+type overrideRollback struct {
+	dependency string
+	lever      *Lever
+}
+
+var (
+	_ Rollback = (*overrideRollback)(nil)
+	_ Expiring = (*overrideRollback)(nil)
+)
+
+func (r *overrideRollback) Subject() string { return breaker.OverrideKey(r.dependency) }
+
+func (r *overrideRollback) before() *breaker.Override {
+	b, _ := r.lever.Before.(*breaker.Override)
+	return b
+}
+
+func (r *overrideRollback) Describe() string {
+	if b := r.before(); b != nil && b.State == breaker.OverrideStateForcedOpen {
+		return fmt.Sprintf("restore the override of %s held by %s before the drill", r.dependency, b.Actor)
+	}
+	return fmt.Sprintf("clear the drill's override of %s", r.dependency)
+}
+
+func (r *overrideRollback) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
+
+// ours reports whether o was written by this run (its reason carries the
+// run id), whatever happened to the write's response.
+func ours(rc *RunContext, o breaker.Override) bool {
+	return o.Actor == rc.Services.Actor && strings.Contains(o.Reason, rc.RunTag())
+}
+
+func (r *overrideRollback) Undo(ctx context.Context, rc *RunContext) (string, error) {
+	svc := rc.Services
+	if err := need(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
+		return "", err
+	}
+	cur, err := svc.Overrides.Get(ctx, r.dependency)
+	absent := errors.Is(err, store.ErrNotFound)
+	if err != nil && !absent {
+		return "", err
+	}
+	if !absent && !ours(rc, cur) {
+		return fmt.Sprintf("left alone: %s now holds it (%q)", cur.Actor, cur.Reason), nil
+	}
+	now := rc.Now()
+	if b := r.before(); b != nil && b.ActiveAt(now) {
+		req := breaker.ForceRequest{Dependency: r.dependency, Reason: b.Reason, Actor: b.Actor, ExpiresAt: b.ExpiresAt, Overwrite: true,
+			Read: &breaker.ReadState{}}
+		if !absent {
+			req.Read.Current = &cur
+		}
+		res, err := svc.Overrides.Force(ctx, req)
+		if err != nil {
+			return "", fmt.Errorf("restore override of %s: %w", r.dependency, err)
+		}
+		_, aerr := svc.Audit.Append(ctx, audit.Entry{Actor: svc.Actor, Action: breaker.ActionForceOpen, Subject: r.Subject(),
+			Reason: rc.Reason("rollback restores the override set by " + b.Actor), Before: overrideView(res.Before), After: overrideView(&res.After)})
+		if aerr != nil {
+			return "", fmt.Errorf("restored the override of %s, but %w", r.dependency, aerr)
+		}
+		return fmt.Sprintf("restored the override held by %s (%s)", b.Actor, expiryText(b.ExpiresAt)), nil
+	}
+	if absent {
+		return "already clear", nil
+	}
+	res, _, err := svc.Overrides.ClearAudited(ctx, svc.Audit, r.dependency, svc.Actor, rc.Reason("rollback"))
+	if err != nil {
+		return "", err
+	}
+	if res.Before == nil {
+		return "already clear", nil
+	}
+	return "cleared", nil
+}
+
+func expiryText(t time.Time) string {
+	if t.IsZero() {
+		return "no expiry"
+	}
+	return "expires " + t.UTC().Format(time.RFC3339)
+}
+
+func overrideView(o *breaker.Override) any {
+	if o == nil {
+		return nil
+	}
+	v := breaker.OverrideAuditView{State: o.State, Reason: o.Reason, Actor: o.Actor, CreatedAt: o.CreatedAt.UnixMilli(), Version: o.Version}
+	if o.Expires() {
+		ms := o.ExpiresAt.UnixMilli()
+		v.ExpiresAt = &ms
+	}
+	return v
+}
+
+// checkDependency validates a dependency name at run time (after
+// templating): its shape, and that the context knows it.
+func checkDependency(rc *RunContext, dep string, allowUnknown bool) error {
+	if err := breaker.ValidateDependency(dep); err != nil {
+		return err
+	}
+	known := rc.Services.KnownDependencies
+	if allowUnknown || len(known) == 0 || slices.Contains(known, dep) {
+		return nil
+	}
+	return fmt.Errorf("unknown dependency %q: context %q knows %s%s (set allow_unknown: true to use it anyway)",
+		dep, rc.Services.ContextName, strings.Join(known, ", "), didYouMean(dep, known))
+}
+
+// decodeDependency reads the dependency field, checking a literal name.
+func decodeDependency(m *Map) (Template, bool) {
+	t, ok := m.Template("dependency", true)
+	if !ok {
+		return t, false
+	}
+	if s, static := t.Static(); static {
+		if err := breaker.ValidateDependency(s); err != nil {
+			m.Errorf("dependency", "%v", err)
+			return t, false
+		}
+	}
+	return t, true
+}

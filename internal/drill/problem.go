@@ -1,0 +1,91 @@
+package drill
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Problem is one thing wrong with a drill file, at a position in it.
+type Problem struct {
+	// File is the name the file was parsed under.
+	File string `json:"file"`
+	// Line and Col are 1-based.
+	Line int `json:"line"`
+	Col  int `json:"col"`
+	// Message says what is wrong and, where it can, how to fix it.
+	Message string `json:"message"`
+}
+
+// String formats the problem as FILE:LINE:COL: message, the form editors
+// and CI log parsers recognise.
+func (p Problem) String() string {
+	return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, p.Col, p.Message)
+}
+
+// ProblemsError is the error form of a non-empty problem list.
+type ProblemsError struct {
+	Problems []Problem
+}
+
+// Error lists the problems one per line.
+func (e *ProblemsError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func sortProblems(ps []Problem) {
+	slices.SortStableFunc(ps, func(a, b Problem) int {
+		if c := cmp.Compare(a.Line, b.Line); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Col, b.Col)
+	})
+}
+
+// closest returns the candidate nearest to s by edit distance, if it is
+// close enough to be a likely typo.
+func closest(s string, candidates []string) string {
+	best, bestD := "", 1+len(s)/3
+	if bestD < 3 {
+		bestD = 3
+	}
+	for _, c := range candidates {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+// didYouMean returns ` (did you mean "x"?)` or "".
+func didYouMean(s string, candidates []string) string {
+	if c := closest(s, candidates); c != "" {
+		return fmt.Sprintf(" (did you mean %q?)", c)
+	}
+	return ""
+}

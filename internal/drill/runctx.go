@@ -1,0 +1,357 @@
+package drill
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/clock"
+)
+
+// Outputs are the values a step produced, referenced by later steps as
+// ${steps.ID.NAME}. Secret outputs resolve like others but never appear in
+// reports.
+type Outputs struct {
+	// Detail is one line about what the step saw, for the live log and
+	// the journal ("200 in 35ms").
+	Detail string
+
+	names    []string
+	values   map[string]string
+	secret   map[string]bool
+	families map[string]func(path string) (string, error)
+}
+
+// NewOutputs returns an empty set of outputs.
+func NewOutputs() *Outputs {
+	return &Outputs{values: map[string]string{}, secret: map[string]bool{}, families: map[string]func(string) (string, error){}}
+}
+
+// Set records an output.
+func (o *Outputs) Set(name, value string) *Outputs {
+	if _, ok := o.values[name]; !ok {
+		o.names = append(o.names, name)
+	}
+	o.values[name] = value
+	return o
+}
+
+// SetSecret records an output that must never be reported.
+func (o *Outputs) SetSecret(name, value string) *Outputs {
+	o.Set(name, value)
+	o.secret[name] = true
+	return o
+}
+
+// SetFamily answers every output named prefix+path with f(path); prefix
+// ends in a dot ("json.").
+func (o *Outputs) SetFamily(prefix string, f func(path string) (string, error)) *Outputs {
+	o.families[prefix] = f
+	return o
+}
+
+// Lookup returns output name.
+func (o *Outputs) Lookup(name string) (value string, secret bool, err error) {
+	if v, ok := o.values[name]; ok {
+		return v, o.secret[name], nil
+	}
+	for prefix, f := range o.families {
+		if rest, ok := strings.CutPrefix(name, prefix); ok && rest != "" {
+			v, err := f(rest)
+			return v, false, err
+		}
+	}
+	return "", false, fmt.Errorf("no output %q", name)
+}
+
+// Public returns the outputs that may be reported, secrets replaced by
+// "[secret]", in the order they were set.
+func (o *Outputs) Public() map[string]string {
+	if o == nil || len(o.names) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(o.names))
+	for _, n := range o.names {
+		if o.secret[n] {
+			out[n] = "[secret]"
+		} else {
+			out[n] = o.values[n]
+		}
+	}
+	return out
+}
+
+// RunContext is what steps, conditions and rollbacks see of a run: the
+// drill, the services, the resolved variables, earlier steps' outputs and
+// the levers moved so far. It is safe for concurrent use (stop conditions
+// are evaluated alongside steps).
+type RunContext struct {
+	// Drill is the drill being run.
+	Drill *Drill
+	// RunID identifies this run in override reasons and audit records.
+	RunID string
+	// Services are what steps act on.
+	Services *Services
+
+	clock    clock.Clock
+	started  time.Time
+	deadline time.Time
+	notify   func(string)
+
+	mu        sync.Mutex
+	outputs   map[string]*Outputs
+	vars      map[string]string
+	varSecret map[string]bool
+	levers    map[string]*Lever
+	secrets   []string
+	stepID    string
+}
+
+func newRunContext(d *Drill, runID string, svc *Services, notify func(string)) *RunContext {
+	clk := svc.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	now := clk.Now()
+	return &RunContext{Drill: d, RunID: runID, Services: svc, clock: clk, started: now, deadline: now.Add(d.Timeout),
+		notify: notify, outputs: map[string]*Outputs{}, vars: map[string]string{}, varSecret: map[string]bool{},
+		levers: map[string]*Lever{}}
+}
+
+// Now returns the run clock's time.
+func (rc *RunContext) Now() time.Time { return rc.clock.Now() }
+
+// Deadline returns when the drill's timeout ends; every lever it pulls
+// expires by then.
+func (rc *RunContext) Deadline() time.Time { return rc.deadline }
+
+// Remaining returns the time left before the deadline (0 when past it).
+func (rc *RunContext) Remaining() time.Duration { return max(rc.deadline.Sub(rc.Now()), 0) }
+
+// Notify reports progress (a wait-for seeing a new state) to the live log.
+func (rc *RunContext) Notify(format string, args ...any) {
+	if rc.notify != nil {
+		rc.notify(rc.Redact(fmt.Sprintf(format, args...)))
+	}
+}
+
+// Reason returns the text override items and audit records carry for this
+// run: "drill NAME run ID: detail". The run id marks the drill's own
+// overrides, so rollback never removes one it did not write.
+func (rc *RunContext) Reason(detail string) string {
+	r := fmt.Sprintf("drill %s run %s", rc.Drill.Name, rc.RunID)
+	if detail != "" {
+		r += ": " + detail
+	}
+	const maxLen = 500
+	if len(r) > maxLen {
+		r = r[:maxLen]
+	}
+	return r
+}
+
+// RunTag is the part of Reason that identifies this run.
+func (rc *RunContext) RunTag() string { return "run " + rc.RunID }
+
+// Lookup implements [Resolver] for templates.
+func (rc *RunContext) Lookup(ref Ref) (string, bool, error) {
+	switch ref.Namespace {
+	case NSVars:
+		rc.mu.Lock()
+		v, ok := rc.vars[ref.Name]
+		sec := rc.varSecret[ref.Name]
+		rc.mu.Unlock()
+		if !ok {
+			return "", false, fmt.Errorf("variable %q is not set", ref.Name)
+		}
+		return v, sec, nil
+	case NSEnv:
+		if rc.Services.LookupEnv != nil {
+			if v, ok := rc.Services.LookupEnv(ref.Name); ok {
+				return v, false, nil
+			}
+		}
+		if ref.HasDefault {
+			return ref.Default, false, nil
+		}
+		return "", false, fmt.Errorf("environment variable %s is not set (give a default with ${env.%s:-value})", ref.Name, ref.Name)
+	case NSDrill:
+		switch ref.Name {
+		case "name":
+			return rc.Drill.Name, false, nil
+		case "run_id":
+			return rc.RunID, false, nil
+		case "context":
+			return rc.Services.ContextName, false, nil
+		case "deadline":
+			return rc.deadline.UTC().Format(time.RFC3339), false, nil
+		}
+	case NSSteps:
+		rc.mu.Lock()
+		o, ok := rc.outputs[ref.Name]
+		rc.mu.Unlock()
+		if !ok {
+			return "", false, fmt.Errorf("step %q has no outputs: it did not run, or failed", ref.Name)
+		}
+		v, sec, err := o.Lookup(ref.Output)
+		if err != nil {
+			return "", false, fmt.Errorf("step %q: %w", ref.Name, err)
+		}
+		return v, sec, nil
+	}
+	return "", false, fmt.Errorf("unknown reference %s", ref.Text)
+}
+
+// Expand resolves a template. A secret value in the result is remembered,
+// so [RunContext.Redact] hides it wherever it is reported.
+func (rc *RunContext) Expand(t Template) (string, error) {
+	s, secret, err := t.Expand(rc)
+	if err != nil {
+		return "", err
+	}
+	_ = secret // secret values were registered when they were produced
+	return s, nil
+}
+
+// Describe expands t for a description, falling back to the template text
+// when a reference cannot be resolved yet.
+func (rc *RunContext) Describe(t Template) string {
+	s, err := rc.Expand(t)
+	if err != nil {
+		return t.Raw()
+	}
+	return rc.Redact(s)
+}
+
+// minSecretLen keeps very short secret values (which would redact common
+// substrings everywhere) out of redaction.
+const minSecretLen = 6
+
+// AddSecret remembers a value that must never be reported.
+func (rc *RunContext) AddSecret(s string) {
+	if len(s) < minSecretLen {
+		return
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if !slices.Contains(rc.secrets, s) {
+		rc.secrets = append(rc.secrets, s)
+		// Longest first, so a secret containing another is hidden whole.
+		slices.SortFunc(rc.secrets, func(a, b string) int { return len(b) - len(a) })
+	}
+}
+
+// Redact replaces every secret value in s with [redacted].
+func (rc *RunContext) Redact(s string) string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, sec := range rc.secrets {
+		s = strings.ReplaceAll(s, sec, "[redacted]")
+	}
+	return s
+}
+
+func (rc *RunContext) setVar(name, value string, secret bool) {
+	rc.mu.Lock()
+	rc.vars[name], rc.varSecret[name] = value, secret
+	rc.mu.Unlock()
+	if secret {
+		rc.AddSecret(value)
+	}
+}
+
+func (rc *RunContext) setOutputs(id string, o *Outputs) {
+	if o == nil {
+		o = NewOutputs()
+	}
+	rc.mu.Lock()
+	rc.outputs[id] = o
+	rc.mu.Unlock()
+	for n, sec := range o.secret {
+		if sec {
+			rc.AddSecret(o.values[n])
+		}
+	}
+}
+
+// StepOutputs returns the outputs of every step run so far, by step id.
+func (rc *RunContext) StepOutputs() map[string]*Outputs {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := make(map[string]*Outputs, len(rc.outputs))
+	for k, v := range rc.outputs {
+		out[k] = v
+	}
+	return out
+}
+
+// Lever is one thing a drill moved (an override, a bucket, a chaos
+// header). A lever gets one rollback, registered before the first step that
+// moves it, restoring it to its state before the drill; later steps that
+// move it again register nothing new.
+type Lever struct {
+	// Subject names it: breaker#openai, rl#client, chaos#<step>.
+	Subject string
+	// Before is the lever's state before the drill (kind-specific).
+	Before any
+
+	mu sync.Mutex
+	// written is the last state the drill wrote (kind-specific).
+	written   any
+	expiresAt time.Time
+}
+
+// Written returns the last state the drill wrote.
+func (l *Lever) Written() any { l.mu.Lock(); defer l.mu.Unlock(); return l.written }
+
+// SetWritten records what the drill wrote and when it lapses on its own.
+func (l *Lever) SetWritten(v any, expiresAt time.Time) {
+	l.mu.Lock()
+	l.written, l.expiresAt = v, expiresAt
+	l.mu.Unlock()
+}
+
+// ExpiresAt returns when the lever lapses on its own (zero: not moved
+// yet, or it does not lapse).
+func (l *Lever) ExpiresAt() time.Time { l.mu.Lock(); defer l.mu.Unlock(); return l.expiresAt }
+
+// Lever returns the lever for subject if the run moved it already.
+func (rc *RunContext) Lever(subject string) (*Lever, bool) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	l, ok := rc.levers[subject]
+	return l, ok
+}
+
+// NewLever records a lever about to be moved for the first time.
+func (rc *RunContext) NewLever(subject string, before any) *Lever {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	l := &Lever{Subject: subject, Before: before}
+	rc.levers[subject] = l
+	return l
+}
+
+func (rc *RunContext) setCurrentStep(id string) {
+	rc.mu.Lock()
+	rc.stepID = id
+	rc.mu.Unlock()
+}
+
+// currentStep returns the id of the step (or rollback) running now.
+func (rc *RunContext) currentStep() string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.stepID
+}
+
+// withdraw removes an output, so nothing later (a rollback step) can use it.
+func (rc *RunContext) withdraw(stepID, name string) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if o, ok := rc.outputs[stepID]; ok {
+		delete(o.values, name)
+	}
+}

@@ -1,0 +1,175 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+)
+
+// Services are what steps act on. The command builds them from the
+// resolved context; tests pass fakes or a temporary store. A nil service
+// makes the steps that need it fail with a message naming it.
+type Services struct {
+	// Clock stamps the journal and computes remaining time; nil means the
+	// wall clock.
+	Clock clock.Clock
+	// ContextName and StoreDescription name what the drill acts on.
+	ContextName      string
+	StoreDescription string
+	// Actor is who acts, for audit records and override items.
+	Actor string
+	// Overrides reads and changes breaker overrides.
+	Overrides OverrideAPI
+	// KnownDependencies are the context's dependencies; breaker steps
+	// refuse others unless allow_unknown is set. Empty accepts any.
+	KnownDependencies []string
+	// MaxOverride caps an override's duration (the context's
+	// max-override); zero means no cap beyond the drill's deadline.
+	MaxOverride time.Duration
+	// Buckets reads and changes rate-limit buckets.
+	Buckets BucketAPI
+	// Audit records every change a drill makes.
+	Audit Auditor
+	// Minter mints chaos headers.
+	Minter MinterAPI
+	// Gauges reads breaker_state gauges.
+	Gauges GaugeReader
+	// HTTP sends the http steps' and conditions' requests.
+	HTTP HTTPDoer
+	// LookupEnv reads ${env.NAME}; nil means no environment (every
+	// reference needs a default).
+	LookupEnv func(string) (string, bool)
+	// Environ is the base environment of shell steps; nil means none
+	// beyond the drill's variables.
+	Environ []string
+}
+
+// OverrideAPI is what breaker steps need of the override store;
+// *breaker.Overrides implements it.
+type OverrideAPI interface {
+	Get(ctx context.Context, dependency string) (breaker.Override, error)
+	Force(ctx context.Context, req breaker.ForceRequest) (breaker.ForceResult, error)
+	ForceAudited(ctx context.Context, log breaker.OverrideAuditor, req breaker.ForceRequest) (breaker.ForceResult, audit.Record, error)
+	ClearAudited(ctx context.Context, log breaker.OverrideAuditor, dependency, actor, reason string) (breaker.ClearResult, audit.Record, error)
+}
+
+var _ OverrideAPI = (*breaker.Overrides)(nil)
+
+// BucketAPI is what ratelimit steps need; *ratelimit.Buckets implements it.
+type BucketAPI interface {
+	Get(ctx context.Context, client string) (ratelimit.Status, error)
+	ApplyAudited(ctx context.Context, log ratelimit.Auditor, actor, reason string, c ratelimit.Change) (ratelimit.ChangeResult, audit.Record, error)
+	Limits() ratelimit.Limits
+}
+
+var _ BucketAPI = (*ratelimit.Buckets)(nil)
+
+// Auditor appends audit records; *audit.Log implements it.
+type Auditor interface {
+	Append(ctx context.Context, e audit.Entry) (audit.Record, error)
+}
+
+var _ Auditor = (*audit.Log)(nil)
+
+// MinterAPI mints chaos headers; *chaos.Minter implements it.
+type MinterAPI interface {
+	Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Minted, error)
+}
+
+var _ MinterAPI = (*chaos.Minter)(nil)
+
+// HTTPDoer sends HTTP requests; *http.Client implements it.
+type HTTPDoer interface {
+	Do(req *http.Request) (*http.Response, error)
+}
+
+var _ HTTPDoer = (*http.Client)(nil)
+
+// GaugeReader reads the current breaker_state of a dependency's instances.
+type GaugeReader interface {
+	// Read returns every instance reporting dependency now.
+	Read(ctx context.Context, dependency string) (GaugeReading, error)
+	// Describe names the source ("prometheus http://...").
+	Describe() string
+}
+
+// GaugeReading is one read of a dependency's gauges.
+type GaugeReading struct {
+	Instances []InstanceGauge
+}
+
+// InstanceGauge is one instance's current breaker state.
+type InstanceGauge struct {
+	Instance string
+	State    breaker.State
+}
+
+// MetricsGauges reads gauges through internal/metrics. Each read builds a
+// fresh source with New, so a Prometheus scrape reports the instant's
+// values rather than the worst value of the current minute.
+type MetricsGauges struct {
+	// New builds the source.
+	New func(ctx context.Context) (metrics.GaugeSource, error)
+	// Name describes the source.
+	Name string
+}
+
+var _ GaugeReader = (*MetricsGauges)(nil)
+
+// gaugeWindow is the window asked of the source: a few periods, so a
+// CloudWatch source (whose data lags a minute or two) has a newest point.
+const gaugeWindow = 5 * time.Minute
+
+// Describe implements GaugeReader.
+func (g *MetricsGauges) Describe() string { return g.Name }
+
+// Read implements GaugeReader: the newest point of each instance that is
+// still reporting (the worst value of its newest period).
+func (g *MetricsGauges) Read(ctx context.Context, dependency string) (GaugeReading, error) {
+	src, err := g.New(ctx)
+	if err != nil {
+		return GaugeReading{}, fmt.Errorf("read breaker gauges: %w", err)
+	}
+	snap, err := src.Fetch(ctx, []string{dependency}, gaugeWindow)
+	if err != nil {
+		return GaugeReading{}, fmt.Errorf("read breaker gauges from %s: %w", src.Describe(), err)
+	}
+	var out GaugeReading
+	series := snap.Series[dependency]
+	for _, in := range series.Instances {
+		p, ok := in.Latest()
+		if !ok || snap.FetchedAt.Sub(in.LastSeen) > snap.StaleAfter+snap.Period {
+			continue
+		}
+		if st, ok := metrics.GaugeState(p.Max); ok {
+			out.Instances = append(out.Instances, InstanceGauge{Instance: in.Instance, State: st})
+		}
+	}
+	if len(series.Instances) == 0 {
+		if p, ok := series.Latest(); ok {
+			if st, ok := metrics.GaugeState(p.Max); ok {
+				out.Instances = append(out.Instances, InstanceGauge{Instance: "fleet", State: st})
+			}
+		}
+	}
+	return out, nil
+}
+
+// ErrNoService reports a step that needs a service the run does not have.
+var ErrNoService = errors.New("service not available")
+
+func need(ok bool, what string) error {
+	if ok {
+		return nil
+	}
+	return fmt.Errorf("%w: this run has no %s", ErrNoService, what)
+}

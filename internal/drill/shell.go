@@ -1,0 +1,244 @@
+package drill
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Shell limits.
+const (
+	// DefaultShell runs shell commands.
+	DefaultShell = "/bin/sh"
+	// MaxShellOutput bounds what is kept of a command's stdout and of its
+	// stderr; the rest is counted and dropped.
+	MaxShellOutput = 64 << 10
+	// shellWaitDelay is how long a killed command's pipes may stay open
+	// (held by its own children) before koshactl stops waiting for them.
+	shellWaitDelay = 2 * time.Second
+)
+
+// shellSpec is a command as shell steps and conditions write it.
+type shellSpec struct {
+	run      Template
+	shell    string
+	env      []NamedTemplate
+	dir      Template
+	exitCode int
+}
+
+var shellFields = []string{"run", "shell", "env", "dir", "exit_code"}
+
+func decodeShell(d *Decoder, n *yaml.Node, what string) *shellSpec {
+	n = d.resolve(n)
+	if n == nil {
+		return nil
+	}
+	s := &shellSpec{shell: DefaultShell}
+	if n.Kind == yaml.ScalarNode {
+		t, ok := d.Template(n, what)
+		if !ok {
+			return nil
+		}
+		s.run = t
+		return s
+	}
+	m := d.Map(n, what)
+	if m == nil {
+		return nil
+	}
+	m.Known(shellFields...)
+	var ok bool
+	s.run, ok = m.Template("run", true)
+	if sh, present := m.String("shell", false); present {
+		s.shell = sh
+	}
+	s.env = m.TemplateMap("env")
+	for _, e := range s.env {
+		if !envNameRE.MatchString(e.Name) {
+			d.Errorf(m.KeyNode("env"), "%s: env: %q is not an environment variable name", what, e.Name)
+			ok = false
+		}
+	}
+	s.dir, _ = m.Template("dir", false)
+	if c, present := m.Int("exit_code", false); present {
+		if c < 0 || c > 255 {
+			m.Errorf("exit_code", "%d is not an exit code (0-255)", c)
+			ok = false
+		}
+		s.exitCode = c
+	}
+	if !ok {
+		return nil
+	}
+	return s
+}
+
+// envName turns a step id and output name into DRILL_STEP_<ID>_<OUTPUT>.
+func envName(parts ...string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('_')
+		}
+		for _, r := range p {
+			if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+				b.WriteRune(unicode.ToUpper(r))
+			} else {
+				b.WriteByte('_')
+			}
+		}
+	}
+	return b.String()
+}
+
+// environ builds the command's environment: the base environment, the
+// drill's identity, every variable (DRILL_VAR_NAME), every output of
+// earlier steps (DRILL_STEP_ID_OUTPUT), then the spec's own env.
+func (s *shellSpec) environ(rc *RunContext) ([]string, error) {
+	env := append([]string(nil), rc.Services.Environ...)
+	env = append(env, "DRILL_NAME="+rc.Drill.Name, "DRILL_RUN_ID="+rc.RunID, "DRILL_CONTEXT="+rc.Services.ContextName,
+		"DRILL_DEADLINE="+rc.Deadline().UTC().Format(time.RFC3339))
+	rc.mu.Lock()
+	vars := make([]string, 0, len(rc.vars))
+	for name, v := range rc.vars {
+		vars = append(vars, envName("DRILL_VAR", name)+"="+v)
+	}
+	rc.mu.Unlock()
+	slices.Sort(vars)
+	env = append(env, vars...)
+	outs := rc.StepOutputs()
+	ids := make([]string, 0, len(outs))
+	for id := range outs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		o := outs[id]
+		for _, name := range o.names {
+			if v, ok := o.values[name]; ok {
+				env = append(env, envName("DRILL_STEP", id, name)+"="+v)
+			}
+		}
+	}
+	for _, e := range s.env {
+		v, err := rc.Expand(e.Value)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	return env, nil
+}
+
+// capped keeps the first max bytes written and counts the rest.
+type capped struct {
+	buf     bytes.Buffer
+	max     int
+	dropped int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	room := c.max - c.buf.Len()
+	if room >= len(p) {
+		c.buf.Write(p)
+		return len(p), nil
+	}
+	if room > 0 {
+		c.buf.Write(p[:room])
+	}
+	c.dropped += len(p) - max(room, 0)
+	return len(p), nil
+}
+
+func (c *capped) String() string {
+	s := strings.TrimRight(c.buf.String(), "\n")
+	if c.dropped > 0 {
+		s += fmt.Sprintf("\n... (%d more bytes not kept)", c.dropped)
+	}
+	return s
+}
+
+// shellResult is a finished command.
+type shellResult struct {
+	stdout, stderr string
+	exitCode       int
+}
+
+// run executes the command within ctx; on cancellation the whole process
+// group is killed.
+func (s *shellSpec) exec(ctx context.Context, rc *RunContext) (*shellResult, error) {
+	script, err := rc.Expand(s.run)
+	if err != nil {
+		return nil, err
+	}
+	env, err := s.environ(rc)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, s.shell, "-c", script)
+	cmd.Env = env
+	if !s.dir.IsZero() {
+		if cmd.Dir, err = rc.Expand(s.dir); err != nil {
+			return nil, err
+		}
+	}
+	stdout, stderr := &capped{max: MaxShellOutput}, &capped{max: MaxShellOutput}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = shellWaitDelay
+	killGroup(cmd)
+	err = cmd.Run()
+	res := &shellResult{stdout: rc.Redact(stdout.String()), stderr: rc.Redact(stderr.String()), exitCode: -1}
+	if cmd.ProcessState != nil {
+		res.exitCode = cmd.ProcessState.ExitCode()
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		return res, fmt.Errorf("run %s: %w", s.shell, err)
+	}
+	return res, nil
+}
+
+func (r *shellResult) failure(want int) string {
+	msg := fmt.Sprintf("exit code %d, want %d", r.exitCode, want)
+	if r.stderr != "" {
+		msg += ": " + lastLines(r.stderr, 3)
+	}
+	return msg
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	if len(line) > 120 {
+		line = line[:120] + "..."
+	}
+	return line
+}
+
+func (s *shellSpec) describe(rc *RunContext) string {
+	return "run: " + firstLine(rc.Describe(s.run))
+}
+
+func shellOutputs(r *shellResult) *Outputs {
+	return NewOutputs().Set("stdout", r.stdout).Set("stderr", r.stderr).Set("exit_code", strconv.Itoa(r.exitCode))
+}
