@@ -26,9 +26,9 @@ type matcher struct {
 
 type matchOp struct {
 	op     string
-	want   any       // nil, bool, float64, Template, []any, map[string]any
-	num    float64   // gt, gte, lt, lte
-	list   []any     // in
+	want   any     // nil, bool, float64, Template, []any, map[string]any
+	num    float64 // gt, gte, lt, lte
+	list   []any   // in
 	re     *regexp.Regexp
 	exists bool
 }

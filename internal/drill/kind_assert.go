@@ -22,7 +22,9 @@ var _ StepKind = AssertKind{}
 func (AssertKind) Name() string { return "assert" }
 
 // Summary implements StepKind.
-func (AssertKind) Summary() string { return "check a condition once; fail the step when it does not hold" }
+func (AssertKind) Summary() string {
+	return "check a condition once; fail the step when it does not hold"
+}
 
 // Outputs implements StepKind.
 func (AssertKind) Outputs() []string { return []string{"detail"} }

@@ -21,7 +21,9 @@ var _ StepKind = SleepKind{}
 func (SleepKind) Name() string { return "sleep" }
 
 // Summary implements StepKind.
-func (SleepKind) Summary() string { return "wait a fixed time; ends at once on interrupt, timeout or stop condition" }
+func (SleepKind) Summary() string {
+	return "wait a fixed time; ends at once on interrupt, timeout or stop condition"
+}
 
 // Outputs implements StepKind.
 func (SleepKind) Outputs() []string { return nil }
