@@ -297,7 +297,9 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan rpcReply, 1)
-	go func() { done <- h.do(req{token: agent, tool: sandbox.ToolScreenEntity, args: map[string]any{"name": "Ada"}, instance: "gw-1"}) }()
+	go func() {
+		done <- h.do(req{token: agent, tool: sandbox.ToolScreenEntity, args: map[string]any{"name": "Ada"}, instance: "gw-1"})
+	}()
 	in, _ := h.srv.Fleet().Instance("gw-1")
 	eventually(t, 5*time.Second, "request in flight", func() bool { return in.Shedder().InFlight() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
