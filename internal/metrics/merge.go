@@ -118,24 +118,25 @@ func summarise(s Series, snap *Snapshot) (Gauges, []InstanceStatus) {
 		if !ok {
 			continue
 		}
+		value, _ := in.Current()
 		seen := in.LastSeen
 		if seen.IsZero() {
 			seen = last.Time
 		}
-		is := InstanceStatus{Instance: in.Instance, Value: last.Max, LastSeen: seen, Timeline: in.Points,
+		is := InstanceStatus{Instance: in.Instance, Value: value, LastSeen: seen, Timeline: in.Points,
 			Reporting: snap.FetchedAt.Sub(seen) <= snap.StaleAfter}
-		is.State, _ = GaugeState(last.Max)
+		is.State, _ = GaugeState(value)
 		g.Known++
 		if is.Reporting {
 			g.Reporting++
-			if b, ok := GaugeState(last.Max); ok {
+			if b, ok := GaugeState(value); ok {
 				g.ByState[b]++
 			}
-			if !g.HasData || last.Max > g.Max {
-				g.Max = last.Max
+			if !g.HasData || value > g.Max {
+				g.Max = value
 			}
-			if !g.HasData || last.Max < g.Min {
-				g.Min = last.Max
+			if !g.HasData || value < g.Min {
+				g.Min = value
 			}
 			g.HasData = true
 			if seen.After(g.LatestAt) {

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +124,14 @@ func TestStateNames(t *testing.T) {
 		if s.String() != want[0] || s.Label() != want[1] {
 			t.Errorf("%d: %q %q, want %q", s, s.String(), s.Label(), want)
 		}
+		for _, text := range want {
+			if back, err := metrics.ParseState(text); err != nil || back != s {
+				t.Errorf("ParseState(%q) = %v, %v", text, back, err)
+			}
+		}
+	}
+	if _, err := metrics.ParseState("broken"); !errors.Is(err, metrics.ErrUnknownState) {
+		t.Errorf("ParseState(broken) = %v", err)
 	}
 	for v, want := range map[float64]bool{0: true, 3: true, 2.0000001: true, -1: false, 4: false} {
 		if _, ok := metrics.GaugeState(v); ok != want {

@@ -56,8 +56,10 @@ type Prometheus struct {
 	mu sync.Mutex
 	// history[dependency][instance] holds one point per period, oldest first.
 	history map[string]map[string][]Point
-	// seen[dependency][instance] is the last scrape that reported it.
+	// seen[dependency][instance] is the last scrape that reported it, and
+	// last[dependency][instance] the value it reported.
 	seen map[string]map[string]time.Time
+	last map[string]map[string]float64
 }
 
 // NewPrometheus returns a source scraping each of urls (http or https).
@@ -81,7 +83,7 @@ func NewPrometheus(urls []string, opts PrometheusOptions) (*Prometheus, error) {
 		opts.Clock = clock.Real{}
 	}
 	return &Prometheus{urls: append([]string(nil), urls...), opts: opts, history: map[string]map[string][]Point{},
-		seen: map[string]map[string]time.Time{}}, nil
+		seen: map[string]map[string]time.Time{}, last: map[string]map[string]float64{}}, nil
 }
 
 // Describe implements [GaugeSource].
@@ -152,8 +154,9 @@ func (p *Prometheus) Fetch(ctx context.Context, deps []string, window time.Durat
 			if len(pts) == 0 {
 				continue
 			}
+			last := p.last[dep][name]
 			s.Instances = append(s.Instances, InstanceSeries{Instance: name, Points: append([]Point(nil), pts...),
-				LastSeen: p.seen[dep][name]})
+				LastSeen: p.seen[dep][name], Last: &last})
 		}
 		s.Timeline = fleetTimeline(s.Instances)
 		snap.Series[dep] = s
@@ -185,8 +188,10 @@ func (p *Prometheus) record(samples []sample, now time.Time) {
 		byInstance[s.instance] = pts
 		if p.seen[s.dependency] == nil {
 			p.seen[s.dependency] = map[string]time.Time{}
+			p.last[s.dependency] = map[string]float64{}
 		}
 		p.seen[s.dependency][s.instance] = now
+		p.last[s.dependency][s.instance] = s.value
 	}
 }
 
@@ -201,6 +206,7 @@ func (p *Prometheus) prune(start time.Time) {
 			if i == len(pts) {
 				delete(byInstance, name)
 				delete(p.seen[dep], name)
+				delete(p.last[dep], name)
 				continue
 			}
 			byInstance[name] = pts[i:]
@@ -208,6 +214,7 @@ func (p *Prometheus) prune(start time.Time) {
 		if len(byInstance) == 0 {
 			delete(p.history, dep)
 			delete(p.seen, dep)
+			delete(p.last, dep)
 		}
 	}
 }

@@ -110,6 +110,12 @@ func TestPrometheusBuildsTheTimelineFromItsOwnScrapes(t *testing.T) {
 	}
 	fetch()
 	clk.Advance(10 * time.Second) // same minute: values aggregate into one point
+	e.set(strings.ReplaceAll(sandboxText, `dependency="openai",instance="gw-1"} 2`, `dependency="openai",instance="gw-1"} 0`))
+	// The current value is the latest scrape's, not the minute's worst.
+	if st := metrics.Merge(nil, nil, ptr(fetch()), clk.Now())[0]; st.GaugeState != metrics.Closed || st.Instances[0].Value != 0 {
+		t.Errorf("after gw-1 closed: %s, gw-1 = %v", st.GaugeState, st.Instances[0].Value)
+	}
+	clk.Advance(time.Second)
 	e.set(strings.ReplaceAll(sandboxText, `instance="gw-2"} 0`, `instance="gw-2"} 1`))
 	fetch()
 	clk.Advance(time.Minute)
@@ -121,8 +127,11 @@ func TestPrometheusBuildsTheTimelineFromItsOwnScrapes(t *testing.T) {
 	if len(s.Timeline) != 2 {
 		t.Fatalf("timeline = %+v, want 2 one-minute points", s.Timeline)
 	}
-	if p0 := s.Timeline[0]; p0.Max != 2 || p0.Min != 0 || p0.Samples != 4 {
-		t.Errorf("first minute = %+v, want max 2, min 0 from 4 samples", p0)
+	if p0 := s.Timeline[0]; p0.Max != 2 || p0.Min != 0 || p0.Samples != 6 {
+		t.Errorf("first minute = %+v, want max 2, min 0 from 6 samples", p0)
+	}
+	if p0 := s.Instances[1].Points[0]; p0.Max != 1 || p0.Min != 0 || p0.Samples != 3 {
+		t.Errorf("gw-2's first minute = %+v, want 0, 0 then 1 aggregated", p0)
 	}
 	if p1 := s.Timeline[1]; p1.Max != 3 || p1.Min != 3 || p1.Samples != 1 {
 		t.Errorf("second minute = %+v", p1)
@@ -220,3 +229,5 @@ func TestNewPrometheusValidatesURLs(t *testing.T) {
 		t.Errorf("no url: %v", err)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

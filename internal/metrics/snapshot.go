@@ -48,6 +48,20 @@ type InstanceSeries struct {
 	// LastSeen is when the instance last reported: the scrape that saw it,
 	// or the start of its newest CloudWatch period.
 	LastSeen time.Time
+	// Last is the instance's most recent value when the source knows it (a
+	// scrape); nil means the newest point's Max (CloudWatch reports only
+	// per-period statistics).
+	Last *float64
+}
+
+// Current returns the instance's current value: Last, else the newest
+// point's worst value.
+func (s InstanceSeries) Current() (float64, bool) {
+	if s.Last != nil {
+		return *s.Last, true
+	}
+	p, ok := s.Latest()
+	return p.Max, ok
 }
 
 // Latest returns the newest point.

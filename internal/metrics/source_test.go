@@ -25,6 +25,15 @@ func staticAWS(context.Context) (aws.Config, error) {
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake-secret", "")}, nil
 }
 
+// fakeAWS is staticAWS with the fake CloudWatch's HTTP client.
+func fakeAWS(s *cwfake.Server) func(context.Context) (aws.Config, error) {
+	return func(ctx context.Context) (aws.Config, error) {
+		cfg, err := staticAWS(ctx)
+		cfg.HTTPClient = s.HTTPClient()
+		return cfg, err
+	}
+}
+
 func TestNewSourceFollowsTheContext(t *testing.T) {
 	noAWS := func(context.Context) (aws.Config, error) { return aws.Config{}, errors.New("context is local") }
 	for _, tc := range []struct {
@@ -80,7 +89,7 @@ func TestNewSourceCloudWatchUsesTheEndpointAndRegionOfTheContext(t *testing.T) {
 	fill(s, "openai", 2, func(int, int) float64 { return 2 })
 	c := awsContext()
 	c.Metrics.CloudWatch = &config.CloudWatchMetrics{EndpointURL: s.URL}
-	src, err := metrics.NewSource(context.Background(), metrics.SourceConfig{Context: c, AWSConfig: staticAWS, Clock: clock.NewFake(now)})
+	src, err := metrics.NewSource(context.Background(), metrics.SourceConfig{Context: c, AWSConfig: fakeAWS(s), Clock: clock.NewFake(now)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -67,6 +68,29 @@ func (s State) Label() string {
 
 // MarshalText encodes the state as its token.
 func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// ErrUnknownState reports text that names no display state.
+var ErrUnknownState = errors.New("unknown display state")
+
+// ParseState reads a state's token or label ("half_open" or "half-open").
+func ParseState(text string) (State, error) {
+	for i := range stateTokens {
+		if text == stateTokens[i] || text == stateLabels[i] {
+			return State(i), nil
+		}
+	}
+	return 0, fmt.Errorf("parse state %q: %w", text, ErrUnknownState)
+}
+
+// UnmarshalText decodes a state with [ParseState].
+func (s *State) UnmarshalText(text []byte) error {
+	v, err := ParseState(string(text))
+	if err != nil {
+		return err
+	}
+	*s = v
+	return nil
+}
 
 // FromBreaker converts a breaker state to a display state.
 func FromBreaker(b breaker.State) State {

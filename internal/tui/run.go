@@ -4,16 +4,22 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
+	"github.com/mattn/go-isatty"
 )
 
 // Run runs the dashboard on in and out until the operator quits or ctx is
-// cancelled (which returns ctx's error).
+// cancelled (which returns ctx's error). An out that is not a terminal has
+// no size to ask for: it gets 80x24 until a resize says otherwise.
 func Run(ctx context.Context, deps Deps, opts Options, in io.Reader, out io.Writer) error {
 	m := New(deps, opts).WithContext(ctx)
 	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out)}
+	if f, ok := out.(*os.File); !ok || !isatty.IsTerminal(f.Fd()) {
+		popts = append(popts, tea.WithWindowSize(80, 24))
+	}
 	if !opts.Color {
 		// NO_COLOR: keep bold and reverse, drop every colour.
 		popts = append(popts, tea.WithColorProfile(colorprofile.Ascii))

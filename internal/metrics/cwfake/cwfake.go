@@ -10,6 +10,7 @@
 package cwfake
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -113,9 +114,40 @@ func (s *Server) Client(maxAttempts int) *cloudwatch.Client {
 		Region:           "eu-west-1",
 		BaseEndpoint:     aws.String(s.URL),
 		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake-secret", ""),
-		HTTPClient:       s.Server.Client(),
+		HTTPClient:       s.HTTPClient(),
 		RetryMaxAttempts: maxAttempts,
 	})
+}
+
+// HTTPClient returns the HTTP client Client uses, for tests that build the
+// CloudWatch client from an aws.Config instead.
+func (s *Server) HTTPClient() *http.Client {
+	return &http.Client{Transport: bufferedBodies{s.Server.Client().Transport}}
+}
+
+// bufferedBodies hands the transport a plain in-memory copy of each request
+// body. smithy-go wraps bodies in a reader whose WriteTo returns io.EOF once
+// the SDK has closed it, which it does as soon as the response headers
+// arrive; against a server on loopback that can answer before the
+// transport's final read of the body, and the transport then closes the
+// connection under the response being read ("use of closed network
+// connection", aws/aws-sdk-go-v2#2737; the SDK retries it). Tests count
+// requests exactly, so they take the race out.
+type bufferedBodies struct{ next http.RoundTripper }
+
+func (b bufferedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return b.next.RoundTrip(r)
+	}
+	body, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	r = r.Clone(r.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return b.next.RoundTrip(r)
 }
 
 // Put records that instance reported v for dependency at t (one datum;
@@ -183,9 +215,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if next != "" {
 		out["NextToken"] = cbor.String(next)
 	}
+	payload := cbor.Encode(out)
 	w.Header().Set("Content-Type", "application/cbor")
 	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
-	_, _ = w.Write(cbor.Encode(out))
+	w.Header().Set("Content-Length", strconv.Itoa(len(payload)))
+	_, _ = w.Write(payload)
 }
 
 func (s *Server) fail(w http.ResponseWriter, f *Failure) {

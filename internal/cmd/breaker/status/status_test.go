@@ -286,7 +286,8 @@ func TestStatusOnCloudWatch(t *testing.T) {
 		Context: &config.Context{Dependencies: []string{"openai"}, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 		Actor:   func(context.Context) (string, error) { return "tester@test", nil },
 		AWSConfig: func(context.Context) (aws.Config, error) {
-			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
+			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
+				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
 		}}
 	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
 

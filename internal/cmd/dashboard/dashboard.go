@@ -1,0 +1,115 @@
+// Package dashboard implements `koshactl dashboard`: the on-call operator's
+// live view of the fleet's breakers, with force-open and clear under the
+// keys. The screen itself is internal/tui; this package wires it to the
+// selected context (store, audit log, metrics source).
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/tui"
+)
+
+// Options are the parsed flags.
+type Options struct {
+	Interval   time.Duration
+	MetricsURL string
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "dashboard",
+		Short: "Live view of the fleet's breakers, with force-open and clear under the keys",
+		Long: heredoc.Doc(`
+			A full-screen view of every dependency's breaker: the state to believe (an active
+			override means forced even while the gauges lag), the fleet's worst and best
+			breaker_state gauge, instances reporting, the override's actor, reason and
+			countdown, and the last hour as a strip.
+
+			Keys: f force-open (asks for a reason and a duration), c clear, enter details
+			(timeline, per-instance breakdown, recent audit), / filter, r refresh, ? help,
+			q quit. On a protected context, f and c ask you to type the context's name.
+
+			Overrides come from the context's store, gauges from its metrics source
+			(CloudWatch, or Prometheus; the local context scrapes the sandbox at
+			http://127.0.0.1:8787/metrics). A failing source keeps its last data, marked stale.
+			The dashboard needs a terminal; scripts and CI use koshactl breaker status.
+		`),
+		Example: heredoc.Doc(`
+			koshactl dashboard
+			koshactl dashboard --context prod --interval 60s
+			koshactl dashboard --metrics-url http://127.0.0.1:9100/metrics
+		`),
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.DurationVar(&opts.Interval, "interval", tui.DefaultInterval, "how often both sources are read again (CloudWatch bills each read)")
+	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "scrape this Prometheus endpoint instead of the context's metrics source")
+	return cmd
+}
+
+// Run starts the dashboard and returns when the operator quits.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+	io := f.IOStreams
+	if !io.IsStdoutTTY() || !io.IsStdinTTY() {
+		return cmdutil.Usagef("the dashboard needs a terminal on stdin and stdout; for scripts and CI use `koshactl breaker status` (add --watch to follow, -o json for machines)")
+	}
+	if opts.Interval < time.Second {
+		return cmdutil.Usagef("--interval %s is too short: use 1s or more (10s is the default)", opts.Interval)
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	src, err := metrics.NewSource(ctx, metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig,
+		PrometheusURL: opts.MetricsURL, Clock: f.Clock})
+	if errors.Is(err, metrics.ErrInvalidSource) {
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+	}
+	if err != nil {
+		return err
+	}
+	notice := ""
+	if _, ok := src.(*metrics.CloudWatch); ok && opts.Interval < time.Minute {
+		warning := status.CostWarning(len(env.Context.KnownDependencies()), opts.Interval)
+		notice = "cost: " + warning
+		// Also on stderr: it stays visible after the full-screen view ends.
+		fmt.Fprintf(io.ErrOut, "warning: %s\n", warning)
+	}
+	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	deps := tui.Deps{
+		Overrides: tui.StoreOverrides{Overrides: breaker.NewOverrides(env.Store, f.Clock), Log: log, Actor: env.Actor, Clock: f.Clock},
+		Gauges:    src,
+		Audit:     log,
+	}
+	return tui.Run(ctx, deps, tui.Options{
+		ContextName:  env.Name,
+		Protected:    env.Context.Protected,
+		StoreName:    env.Store.Describe(),
+		Dependencies: env.Context.KnownDependencies(),
+		Interval:     opts.Interval,
+		MaxOverride:  env.Context.MaxOverrideDuration(),
+		Clock:        f.Clock,
+		Color:        io.ColorEnabled(),
+		Notice:       notice,
+	}, io.In, io.Out)
+}

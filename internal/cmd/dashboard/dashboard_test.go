@@ -1,0 +1,201 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/vt"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/dashboard"
+	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+)
+
+func TestDashboardNeedsATerminal(t *testing.T) {
+	e := clitest.New(t)
+	r := e.MustRun(cmdutil.ExitUsage, "dashboard")
+	if !strings.Contains(r.Stderr, "needs a terminal") || !strings.Contains(r.Stderr, "koshactl breaker status") {
+		t.Errorf("stderr = %q", r.Stderr)
+	}
+	e.TTY = true
+	r = e.MustRun(cmdutil.ExitUsage, "dashboard", "--interval", "500ms")
+	if !strings.Contains(r.Stderr, "--interval 500ms is too short") {
+		t.Errorf("stderr = %q", r.Stderr)
+	}
+	e.MustRun(cmdutil.ExitUsage, "dashboard", "--metrics-url", "not a url")
+}
+
+func TestDashboardFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want dashboard.Options
+	}{
+		{nil, dashboard.Options{Interval: 10 * time.Second}},
+		{[]string{"--interval", "1m", "--metrics-url", "http://127.0.0.1:9100/metrics"},
+			dashboard.Options{Interval: time.Minute, MetricsURL: "http://127.0.0.1:9100/metrics"}},
+	} {
+		var got dashboard.Options
+		cmd := dashboard.NewCmd(&cmdutil.Factory{}, func(_ context.Context, o *dashboard.Options) error { got = *o; return nil })
+		cmd.SetArgs(tc.args)
+		if err := cmd.Execute(); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%v: %+v, want %+v", tc.args, got, tc.want)
+		}
+	}
+}
+
+// terminal is what the dashboard draws on: keys go in through a pipe, the
+// output is replayed on a terminal emulator so the test reads the screen.
+type terminal struct {
+	keys *io.PipeWriter
+	mu   sync.Mutex
+	out  bytes.Buffer
+	emu  *vt.Emulator
+}
+
+func newTerminal(t *testing.T) (*terminal, *iostreams.IOStreams, *bytes.Buffer) {
+	pr, pw := io.Pipe()
+	term := &terminal{keys: pw, emu: vt.NewEmulator(80, 24)}
+	// Not a real tty: the renderer relies on LF meaning CR LF.
+	_, _ = term.emu.WriteString(ansi.SetModeLineFeedNewLine)
+	// The emulator's answers to terminal queries go back to the program, as
+	// a terminal's would.
+	go func() { _, _ = io.Copy(pw, term.emu) }()
+	t.Cleanup(func() { _ = term.emu.InputPipe().(io.Closer).Close(); _ = pw.Close() })
+	errOut := &bytes.Buffer{}
+	ios := &iostreams.IOStreams{In: pr, Out: term, ErrOut: errOut}
+	ios.SetStdinTTY(true)
+	ios.SetStdoutTTY(true)
+	ios.SetStderrTTY(true)
+	return term, ios, errOut
+}
+
+func (term *terminal) Write(p []byte) (int, error) {
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	return term.out.Write(p)
+}
+
+// waitFor polls the screen until it shows every text.
+func (term *terminal) waitFor(t *testing.T, texts ...string) {
+	t.Helper()
+	var screen string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		term.mu.Lock()
+		_, _ = term.emu.Write(term.out.Bytes())
+		term.out.Reset()
+		term.mu.Unlock()
+		screen = term.emu.String()
+		ok := true
+		for _, text := range texts {
+			ok = ok && strings.Contains(screen, text)
+		}
+		if ok {
+			return
+		}
+	}
+	t.Fatalf("the screen never showed %q:\n%s", texts, screen)
+}
+
+func (term *terminal) press(keys string) {
+	_, _ = term.keys.Write([]byte(keys))
+}
+
+func TestDashboardOnTheLocalContext(t *testing.T) {
+	e := clitest.New(t)
+	sandbox := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprint(w, "kosha_breaker_state{dependency=\"openai\",instance=\"gw-1\"} 0\nkosha_breaker_state{dependency=\"openai\",instance=\"gw-2\"} 0\n")
+	}))
+	t.Cleanup(sandbox.Close)
+	e.WriteConfig(fmt.Sprintf("contexts:\n  local:\n    store:\n      local: {}\n    metrics:\n      prometheus:\n        url: %s/metrics\n", sandbox.URL))
+	e.MustRun(0, "breaker", "force-open", "postgres", "--reason", "db failover", "--for", "30m")
+
+	term, ios, _ := newTerminal(t)
+	f := factory.NewWith(ios, e.Clock)
+	done := make(chan error, 1)
+	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
+
+	term.waitFor(t, "context local", "openai", "closed", "2/2", "postgres", "forced", "30m tester")
+	// Force openai open from the keyboard, then clear it.
+	term.press("f")
+	term.waitFor(t, "Force core-api open")
+	term.press("\x1b") // esc: not that one
+	term.waitFor(t, "cancelled: nothing was changed")
+	term.press("jf")
+	term.waitFor(t, "Force openai open across the fleet")
+	term.press("provider down\r\r")
+	term.waitFor(t, "openai forced open for 1h")
+	r := e.MustRun(0, "breaker", "get", "openai", "-o", "json")
+	if !strings.Contains(r.Stdout, `"reason": "provider down"`) || !strings.Contains(r.Stdout, `"actor": "tester@test"`) {
+		t.Errorf("the store does not hold the dashboard's override:\n%s", r.Stdout)
+	}
+	term.press("c\r")
+	term.waitFor(t, "openai cleared")
+	audit := e.MustRun(0, "audit", "list", "-o", "json").Stdout
+	if strings.Count(audit, `"breaker.force-open"`) != 2 || strings.Count(audit, `"breaker.clear"`) != 1 {
+		t.Errorf("audit records of the dashboard's changes are missing:\n%s", audit)
+	}
+	term.press("q")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("dashboard ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("q did not end the dashboard")
+	}
+}
+
+func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
+	e := clitest.New(t)
+	cw := cwfake.New(t)
+	cw.Put("openai", "gw-1", clitest.Epoch.Add(-30*time.Second), 2)
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	term, ios, errOut := newTerminal(t)
+	env := &cmdutil.Env{Name: "prod", Store: st,
+		Context: &config.Context{Protected: true, Dependencies: []string{"openai"},
+			Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
+		Actor: func(context.Context) (string, error) { return "tester@test", nil },
+		AWSConfig: func(context.Context) (aws.Config, error) {
+			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
+				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
+		}}
+	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
+	done := make(chan error, 1)
+	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: 10 * time.Second}) }()
+	term.waitFor(t, "PROTECTED CONTEXT prod", "openai", "open", "1/1", "cost: GetMetricData is billed")
+	term.press("q")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(errOut.String(), "warning: GetMetricData is billed per metric requested: refreshing every 10s") {
+		t.Errorf("stderr = %q", errOut.String())
+	}
+	if cw.Calls() != 1 {
+		t.Errorf("GetMetricData calls = %d, want 1 for the first refresh", cw.Calls())
+	}
+}
