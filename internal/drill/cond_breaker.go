@@ -88,7 +88,7 @@ func (BreakerConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 				continue
 			}
 			if !slices.Contains(allowed, s) {
-				d.Errorf(it, "breaker: state: %q is not a state source %s reports: use %s%s", s, c.source, strings.Join(allowed, ", "), didYouMean(s, allowed))
+				d.Errorf(it, "breaker: state: %q is not a state of source %s: use %s%s", s, c.source, strings.Join(allowed, ", "), didYouMean(s, allowed))
 				ok = false
 				continue
 			}

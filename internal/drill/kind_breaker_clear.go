@@ -25,7 +25,10 @@ import (
 // rollback that puts it back.
 type BreakerClearKind struct{}
 
-var _ StepKind = BreakerClearKind{}
+var _ MutatingKind = BreakerClearKind{}
+
+// Mutates implements MutatingKind.
+func (BreakerClearKind) Mutates() bool { return true }
 
 // Name implements StepKind.
 func (BreakerClearKind) Name() string { return "breaker.clear" }

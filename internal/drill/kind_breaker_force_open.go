@@ -28,7 +28,10 @@ import (
 // max-override). Rollback clears it (or restores an override it replaced).
 type BreakerForceOpenKind struct{}
 
-var _ StepKind = BreakerForceOpenKind{}
+var _ MutatingKind = BreakerForceOpenKind{}
+
+// Mutates implements MutatingKind.
+func (BreakerForceOpenKind) Mutates() bool { return true }
 
 // Name implements StepKind.
 func (BreakerForceOpenKind) Name() string { return "breaker.force-open" }

@@ -35,7 +35,10 @@ const ChaosAuditAction = "chaos.sign"
 // audited like koshactl chaos sign.
 type ChaosSignKind struct{}
 
-var _ StepKind = ChaosSignKind{}
+var _ MutatingKind = ChaosSignKind{}
+
+// Mutates implements MutatingKind.
+func (ChaosSignKind) Mutates() bool { return true }
 
 // Name implements StepKind.
 func (ChaosSignKind) Name() string { return "chaos.sign" }

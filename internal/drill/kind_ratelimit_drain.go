@@ -20,7 +20,10 @@ import (
 // level the bucket had before the drill.
 type RateLimitDrainKind struct{}
 
-var _ StepKind = RateLimitDrainKind{}
+var _ MutatingKind = RateLimitDrainKind{}
+
+// Mutates implements MutatingKind.
+func (RateLimitDrainKind) Mutates() bool { return true }
 
 // Name implements StepKind.
 func (RateLimitDrainKind) Name() string { return "ratelimit.drain" }

@@ -17,7 +17,10 @@ import (
 // drain's rollback restores the level from before the drill.
 type RateLimitResetKind struct{}
 
-var _ StepKind = RateLimitResetKind{}
+var _ MutatingKind = RateLimitResetKind{}
+
+// Mutates implements MutatingKind.
+func (RateLimitResetKind) Mutates() bool { return true }
 
 // Name implements StepKind.
 func (RateLimitResetKind) Name() string { return "ratelimit.reset" }

@@ -13,7 +13,10 @@ import (
 //	  tokens: 3              # required, 0 to the bucket's capacity
 type RateLimitSetKind struct{}
 
-var _ StepKind = RateLimitSetKind{}
+var _ MutatingKind = RateLimitSetKind{}
+
+// Mutates implements MutatingKind.
+func (RateLimitSetKind) Mutates() bool { return true }
 
 // Name implements StepKind.
 func (RateLimitSetKind) Name() string { return "ratelimit.set" }

@@ -45,6 +45,20 @@ type Mutating interface {
 	Prepare(ctx context.Context, rc *RunContext) (Rollback, error)
 }
 
+// MutatingKind is implemented by step kinds whose actions implement
+// [Mutating], so listings can say which kinds roll back on their own.
+type MutatingKind interface {
+	StepKind
+	// Mutates reports that steps of this kind register a rollback.
+	Mutates() bool
+}
+
+// Mutates reports whether steps of kind k register their own rollback.
+func Mutates(k StepKind) bool {
+	m, ok := k.(MutatingKind)
+	return ok && m.Mutates()
+}
+
 // Rollback restores what a step changed. Undo must be idempotent: it may
 // run after the step failed half-way, or after the step never acted.
 type Rollback interface {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -161,10 +162,18 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		rc.setVar(v.Name, val, v.Secret)
 	}
 	if !d.MetricsURL.IsZero() {
-		if _, err := rc.Expand(d.MetricsURL); err != nil {
+		u, err := rc.Expand(d.MetricsURL)
+		if err != nil {
 			r.update(func() { j.Outcome, j.Reason = OutcomeInvalid, fmt.Sprintf("metrics_url: %v", err) })
 			return r.finish(rc, j)
 		}
+		own := *svc
+		if own.HTTP == nil {
+			own.HTTP = http.DefaultClient
+		}
+		own.Gauges = PrometheusGauges(u, own.HTTP, rc.clock)
+		rc.Services = &own
+		r.update(func() { j.Gauges = own.Gauges.Describe() })
 	}
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)

@@ -173,3 +173,20 @@ func need(ok bool, what string) error {
 	}
 	return fmt.Errorf("%w: this run has no %s", ErrNoService, what)
 }
+
+// PrometheusGauges returns a GaugeReader scraping url (a drill's
+// metrics_url) with doer.
+func PrometheusGauges(url string, doer HTTPDoer, clk clock.Clock) GaugeReader {
+	client, ok := doer.(*http.Client)
+	if !ok {
+		client = &http.Client{Transport: doerTransport{doer}}
+	}
+	return &MetricsGauges{Name: "prometheus " + url, New: func(context.Context) (metrics.GaugeSource, error) {
+		return metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Client: client, Clock: clk})
+	}}
+}
+
+// doerTransport adapts an HTTPDoer to an http.RoundTripper.
+type doerTransport struct{ d HTTPDoer }
+
+func (t doerTransport) RoundTrip(req *http.Request) (*http.Response, error) { return t.d.Do(req) }

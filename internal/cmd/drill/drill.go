@@ -1,0 +1,32 @@
+package drill
+
+import (
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/validate"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+)
+
+// NewCmd returns the drill command group.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "drill",
+		Short: "Run incident drills from YAML files: game days as code, with rollback you can trust",
+		Long: heredoc.Doc(`
+			A drill is a YAML file: a steady-state hypothesis checked before and after,
+			steps that pull levers (force a breaker open, drain a client's bucket, mint a
+			chaos header) and check how the platform degrades, stop conditions, and extra
+			rollbacks. See docs/contracts/drill-file.md and the examples in docs/drills/.
+
+			Every lever a drill pulls registers its rollback before it acts, and every
+			rollback runs, in reverse order, however the run ends: success, a failed step,
+			a timeout, a stop condition, SIGINT or SIGTERM. Overrides and chaos headers a
+			drill creates expire by the drill's deadline, so even a killed run converges.
+		`),
+	}
+	cmd.AddCommand(run.NewCmd(f, nil), validate.NewCmd(f, nil), kinds.NewCmd(f, nil))
+	return cmd
+}

@@ -1,0 +1,129 @@
+package drill_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+)
+
+// fleet is a small stand-in data plane for command tests: it reads the
+// breaker overrides from the local context's store (the same SQLite file
+// koshactl writes) and serves /metrics and /search.
+type fleet struct {
+	srv *httptest.Server
+	ov  *breaker.Overrides
+
+	mu     sync.Mutex
+	opened map[string]bool
+}
+
+func newFleet(t *testing.T, clk clock.Clock) *fleet {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(os.Getenv("KOSHACTL_STATE_DIR"), "local.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	f := &fleet{ov: breaker.NewOverrides(st, clk), opened: map[string]bool{}}
+	f.srv = httptest.NewServer(f)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fleet) state(dep string) int {
+	if forced, _ := f.ov.ForcedOpen(context.Background(), dep); forced.Active {
+		return 3
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.opened[dep] {
+		return 2
+	}
+	return 0
+}
+
+func (f *fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/metrics":
+		for _, dep := range []string{"openai", "core-api"} {
+			fmt.Fprintf(w, "kosha_breaker_state{dependency=%q,instance=\"gw-1\"} %d\n", dep, f.state(dep))
+		}
+	case "/search":
+		s := f.state("openai")
+		_ = json.NewEncoder(w).Encode(map[string]any{"result": map[string]any{"degraded": s >= 2}})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// overrides opens the local context's store to look at overrides.
+func overrides(t *testing.T, clk clock.Clock) *breaker.Overrides {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(os.Getenv("KOSHACTL_STATE_DIR"), "local.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return breaker.NewOverrides(st, clk)
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(strings.TrimLeft(content, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readJournal(t *testing.T, path string) drill.Journal {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j drill.Journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		t.Fatalf("journal is not JSON: %v\n%s", err, b)
+	}
+	return j
+}
+
+type clockReal = clock.Real
+
+func tryJournal(path string) (drill.Journal, error) {
+	var j drill.Journal
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return j, err
+	}
+	return j, json.Unmarshal(b, &j)
+}
+
+// waitFor polls cond (each poll yields the processor) until it holds, for
+// at most 10s of wall time.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached within 10s")
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,87 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/drill"
+)
+
+// Options are the parsed flags.
+type Options struct {
+	Output string
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "kinds",
+		Short: "List the step and condition kinds drill files may use, with their outputs",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Kind is one kind in the JSON output.
+type Kind struct {
+	Name    string   `json:"name"`
+	Summary string   `json:"summary"`
+	Outputs []string `json:"outputs,omitempty"`
+	// Mutating is true for step kinds that register a rollback.
+	Mutating bool `json:"mutating,omitempty"`
+}
+
+// Result is the JSON output.
+type Result struct {
+	Kind       string `json:"kind"`
+	Steps      []Kind `json:"steps"`
+	Conditions []Kind `json:"conditions"`
+}
+
+// Run lists the kinds.
+func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
+	reg := drill.Builtin()
+	out := Result{Kind: "DrillKinds"}
+	for _, k := range reg.StepKinds() {
+		out.Steps = append(out.Steps, Kind{Name: k.Name(), Summary: k.Summary(), Outputs: k.Outputs(), Mutating: drill.Mutates(k)})
+	}
+	for _, k := range reg.ConditionKinds() {
+		out.Conditions = append(out.Conditions, Kind{Name: k.Name(), Summary: k.Summary()})
+	}
+	io := f.IOStreams
+	if opts.Output != cmdutil.FormatTable {
+		return cmdutil.PrintStructured(io.Out, opts.Output, out)
+	}
+	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP KIND\tROLLBACK\tOUTPUTS\tWHAT IT DOES")
+	for _, k := range out.Steps {
+		rb := "-"
+		if k.Mutating {
+			rb = "auto"
+		}
+		outs := strings.Join(k.Outputs, ",")
+		if outs == "" {
+			outs = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, rb, outs, k.Summary)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "CONDITION KIND\t\t\tWHAT IT CHECKS")
+	for _, k := range out.Conditions {
+		fmt.Fprintf(tw, "%s\t\t\t%s\n", k.Name, k.Summary)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,360 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/chaos"
+	chaosshared "github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+)
+
+// ExitRollbackFailed is the exit code of a run where a rollback failed or
+// was abandoned (proposed for docs/exit-codes.md as code 9, "rollback").
+const ExitRollbackFailed = drill.ExitRollbackFailed
+
+// Options are the parsed flags and argument.
+type Options struct {
+	File           string
+	JUnit          string
+	Journal        string
+	AllowProtected bool
+	// Vars override the drill's vars: NAME=VALUE.
+	Vars       []string
+	MetricsURL string
+	KeyFile    string
+	Output     string
+	// Signals, when set, delivers SIGINT/SIGTERM to the run: the first
+	// interrupts the steps (as cancelling ctx does), the second is
+	// acknowledged, the third abandons the remaining rollbacks. NewCmd
+	// sets it; tests may feed it.
+	Signals <-chan os.Signal
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a drill: check the hypothesis, pull the levers, check the degradation, roll everything back",
+		Long: heredoc.Doc(`
+			Run the drill in FILE against its context: the drill's context: field when
+			it names one, otherwise --context, $KOSHACTL_CONTEXT or the current context.
+			A drill that names a context refuses to run on a different one selected with
+			--context or $KOSHACTL_CONTEXT. A protected context needs allow_protected:
+			true in the drill AND --allow-protected here.
+
+			The run checks the hypothesis, runs the steps (stop conditions are watched
+			throughout), then runs every registered rollback in reverse order, each on a
+			fresh context with its own timeout, and checks the hypothesis again. Every
+			override and chaos header the drill creates expires by the drill's deadline.
+
+			A live log goes to stderr. --journal writes the JSON journal (rewritten after
+			every step, so even a killed run leaves one naming each lever and its expiry);
+			--junit writes JUnit XML for CI. -o json prints the journal on stdout.
+
+			Signals: the first SIGINT or SIGTERM stops the steps and rolls back. A second
+			one is acknowledged and the rollback goes on. A third abandons the remaining
+			rollbacks: each is reported as abandoned with the time its lever lapses on its
+			own, and the exit code is 9.
+
+			Exit codes: 0 the hypothesis held and every rollback succeeded; 1 the
+			hypothesis or a step failed, a stop condition held or the drill timed out
+			(every rollback succeeded); 2 invalid drill file; 7 protected context refused;
+			9 a rollback failed or was abandoned; 130 interrupted, every rollback
+			succeeded.
+		`),
+		Example: heredoc.Doc(`
+			koshactl drill run docs/drills/openai-outage.yaml
+			koshactl drill run flood.yaml --junit out/drill.xml --journal out/drill.json
+			SANDBOX_URL=http://127.0.0.1:9000 koshactl drill run docs/drills/flooding-client.yaml
+			koshactl drill run game-day.yaml --context staging --allow-protected --var region=eu-west-1
+		`),
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.File = args[0]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			if opts.Signals == nil {
+				sigs := make(chan os.Signal, 4)
+				signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+				defer signal.Stop(sigs)
+				opts.Signals = sigs
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.JUnit, "junit", "", "write a JUnit XML report to this file")
+	fl.StringVar(&opts.Journal, "journal", "", "write the JSON journal to this file (kept current during the run)")
+	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow a protected context (the drill must say allow_protected: true too)")
+	fl.StringArrayVar(&opts.Vars, "var", nil, "set one of the drill's vars, NAME=VALUE (repeatable)")
+	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "read breaker gauges from this Prometheus endpoint (overrides the drill's metrics_url and the context's source)")
+	chaosshared.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	_ = cmd.MarkFlagFilename("junit")
+	_ = cmd.MarkFlagFilename("journal")
+	return cmd
+}
+
+// Run runs the drill and returns an error carrying the run's exit code.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+	io := f.IOStreams
+	d, probs := drill.ParseFile(drill.Builtin(), opts.File)
+	if len(probs) > 0 {
+		for _, p := range probs {
+			fmt.Fprintln(io.ErrOut, p.String())
+		}
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: %s is not a valid drill (%d problems); nothing was run", cmdutil.ErrSilent, opts.File, len(probs)))
+	}
+	if err := applyVars(d, opts.Vars); err != nil {
+		return err
+	}
+	if opts.MetricsURL != "" {
+		d.MetricsURL = drill.Literal(opts.MetricsURL)
+	}
+	if d.Context != "" {
+		if f.ContextName != "" && f.ContextName != d.Context {
+			return cmdutil.Usagef("drill %s is written for context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: run it on %q, or change the drill's context: field",
+				d.Name, d.Context, f.ContextName, d.Context)
+		}
+		f.ContextName = d.Context
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	if env.Context.Protected && !(d.AllowProtected && opts.AllowProtected) {
+		why := "the drill does not say allow_protected: true"
+		if d.AllowProtected {
+			why = "pass --allow-protected"
+		} else if opts.AllowProtected {
+			why = "--allow-protected was given, but the drill does not say allow_protected: true"
+		}
+		return cmdutil.WithCode(cmdutil.ExitRefused, fmt.Errorf("context %q is protected: %s; both are needed to drill on it", env.Name, why))
+	}
+	svc, err := services(ctx, f, env, opts)
+	if err != nil {
+		return err
+	}
+
+	runCtx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	abandonCtx, abandon := context.WithCancel(context.Background())
+	defer abandon()
+	reporters := []drill.Reporter{&drill.LiveLog{W: io.ErrOut, TTY: io.IsStderrTTY(), Color: io.IsStderrTTY() && io.ColorEnabled()}}
+	var jf *drill.JournalFile
+	var ju *drill.JUnitFile
+	if opts.Journal != "" {
+		jf = &drill.JournalFile{Path: opts.Journal}
+		reporters = append(reporters, jf)
+	}
+	if opts.JUnit != "" {
+		ju = &drill.JUnitFile{Path: opts.JUnit}
+		reporters = append(reporters, ju)
+	}
+	runner := &drill.Runner{Services: svc, Reporters: reporters, RollbackContext: abandonCtx}
+	stopSignals := watchSignals(opts.Signals, runner, interrupt, abandon)
+	j := runner.Run(runCtx, d)
+	stopSignals()
+
+	if opts.Output != cmdutil.FormatTable {
+		if err := cmdutil.PrintStructured(io.Out, opts.Output, j); err != nil {
+			return err
+		}
+	} else {
+		printSummary(f, j)
+	}
+	var reportErr error
+	if jf != nil && jf.Err() != nil {
+		reportErr = jf.Err()
+	}
+	if ju != nil && ju.Err() != nil {
+		reportErr = errors.Join(reportErr, ju.Err())
+	}
+	switch {
+	case j.ExitCode != drill.ExitPassed:
+		if reportErr != nil {
+			fmt.Fprintf(io.ErrOut, "error: %s\n", strings.Join(strings.Fields(reportErr.Error()), " "))
+		}
+		return cmdutil.WithCode(j.ExitCode, fmt.Errorf("%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome))
+	case reportErr != nil:
+		return reportErr
+	}
+	return nil
+}
+
+// applyVars overrides drill variables from --var NAME=VALUE.
+func applyVars(d *drill.Drill, vars []string) error {
+	for _, kv := range vars {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			return cmdutil.Usagef("--var %q: write it as NAME=VALUE", kv)
+		}
+		found := false
+		for i := range d.Vars {
+			if d.Vars[i].Name == name {
+				d.Vars[i].Value, found = drill.Literal(value), true
+			}
+		}
+		if !found {
+			names := make([]string, len(d.Vars))
+			for i, v := range d.Vars {
+				names[i] = v.Name
+			}
+			sort.Strings(names)
+			if len(names) == 0 {
+				return cmdutil.Usagef("--var %s: drill %s declares no vars", name, d.Name)
+			}
+			return cmdutil.Usagef("--var %s: drill %s has no such variable (it has %s)", name, d.Name, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// services builds what the steps act on from the resolved context.
+func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *Options) (*drill.Services, error) {
+	actor, err := env.Actor(ctx)
+	if err != nil {
+		return nil, err
+	}
+	limits := ratelimit.Limits{Capacity: env.Context.RateLimit.Capacity, RefillPerSecond: env.Context.RateLimit.RefillPerSecond}
+	buckets, err := ratelimit.NewBuckets(env.Store, f.Clock, limits)
+	if err != nil {
+		return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("context %q: %w", env.Name, err))
+	}
+	svc := &drill.Services{
+		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
+		Overrides: breaker.NewOverrides(env.Store, f.Clock), KnownDependencies: env.Context.KnownDependencies(),
+		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: audit.NewLog(env.Store, f.Clock, env.Name),
+		Minter: &lazyMinter{env: env, keyFile: opts.KeyFile, f: f}, HTTP: &http.Client{},
+		LookupEnv: os.LookupEnv, Environ: os.Environ(),
+	}
+	mc := metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig, Clock: f.Clock}
+	svc.Gauges = &drill.MetricsGauges{Name: describeSource(env), New: func(ctx context.Context) (metrics.GaugeSource, error) {
+		return metrics.NewSource(ctx, mc)
+	}}
+	return svc, nil
+}
+
+func describeSource(env *cmdutil.Env) string {
+	m := env.Context.Metrics
+	switch {
+	case m.Prometheus != nil:
+		return "prometheus " + m.Prometheus.URL
+	case m.CloudWatch != nil || !env.Context.IsLocal():
+		return "cloudwatch"
+	}
+	return "prometheus " + metrics.DefaultPrometheusURL
+}
+
+// lazyMinter resolves the context's chaos key on first use, so drills
+// without chaos.sign run on contexts that have no key configured.
+type lazyMinter struct {
+	env     *cmdutil.Env
+	keyFile string
+	f       *cmdutil.Factory
+
+	once sync.Once
+	m    *chaos.Minter
+	err  error
+}
+
+func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Minted, error) {
+	l.once.Do(func() {
+		src, err := chaosshared.ResolveKeySource(ctx, l.env, l.keyFile)
+		if err != nil {
+			l.err = err
+			return
+		}
+		targets, err := chaosshared.Targets(l.env)
+		if err != nil {
+			l.err = err
+			return
+		}
+		l.m, l.err = chaos.NewMinter(src, chaos.MinterOptions{Clock: l.f.Clock, Targets: targets})
+	})
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.m.Mint(ctx, req)
+}
+
+// watchSignals handles repeated signals during a run. The first interrupts
+// the steps (main's signal context is cancelled too); the second is
+// acknowledged; the third abandons the remaining rollbacks. It returns a
+// function that stops watching.
+func watchSignals(sigs <-chan os.Signal, r *drill.Runner, interrupt, abandon context.CancelFunc) func() {
+	if sigs == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		n := 0
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-sigs:
+				n++
+				switch n {
+				case 1:
+					r.Notice(fmt.Sprintf("received %s: stopping the steps and rolling back (send it twice more to abandon the rollback)", sigName(s)))
+					interrupt()
+				case 2:
+					r.Notice(fmt.Sprintf("received %s again: the rollback goes on; send it once more to abandon the remaining rollbacks (their levers then lapse at their expiry)", sigName(s)))
+				default:
+					r.Notice(fmt.Sprintf("received %s a third time: abandoning the remaining rollbacks", sigName(s)))
+					abandon()
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func sigName(s os.Signal) string {
+	switch s {
+	case os.Interrupt:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// printSummary prints the verdict on stdout, and every lever left moved.
+func printSummary(f *cmdutil.Factory, j *drill.Journal) {
+	out := f.IOStreams.Out
+	fmt.Fprintln(out, drill.Summary(j, f.IOStreams.ColorEnabled()))
+	for _, rb := range j.Rollbacks {
+		if rb.Status == drill.StatusOK {
+			continue
+		}
+		lapse := "it does not lapse on its own: restore it by hand"
+		if rb.ExpiresAt != nil {
+			lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), f.IOStreams.IsStdoutTTY())
+		}
+		fmt.Fprintf(out, "  NOT RESTORED: %s (%s, step %s): %s; %s\n", rb.Subject, rb.Status, rb.Step, rb.Error, lapse)
+	}
+}

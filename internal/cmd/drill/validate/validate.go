@@ -1,0 +1,109 @@
+package validate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/drill"
+)
+
+// Options are the parsed flags and arguments.
+type Options struct {
+	Files  []string
+	Output string
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "validate FILE...",
+		Short: "Check drill files without running them; print FILE:LINE:COL: problem for each problem",
+		Long: heredoc.Doc(`
+			Parse each drill file and check it without contacting anything: unknown
+			fields, wrong types, unknown step or condition kinds, missing fields, bad
+			durations, timeouts that do not fit inside each other, and template
+			references to variables, steps or outputs that do not exist at that point.
+
+			Problems are printed one per line on stderr as FILE:LINE:COL: problem, the
+			form editors and CI annotate; the exit code is 2 when any file has one.
+			Environment variables are not checked: they are read when the drill runs.
+		`),
+		Example: heredoc.Doc(`
+			koshactl drill validate docs/drills/*.yaml
+			koshactl drill validate flood.yaml -o json
+		`),
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Files = args
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Result is the JSON output.
+type Result struct {
+	Kind  string       `json:"kind"`
+	OK    bool         `json:"ok"`
+	Files []FileResult `json:"files"`
+}
+
+// FileResult is one file's verdict.
+type FileResult struct {
+	File     string          `json:"file"`
+	OK       bool            `json:"ok"`
+	Name     string          `json:"name,omitempty"`
+	Steps    int             `json:"steps"`
+	Problems []drill.Problem `json:"problems"`
+}
+
+// Run validates the files. It never touches a context or a store.
+func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
+	reg := drill.Builtin()
+	io := f.IOStreams
+	out := Result{Kind: "DrillValidation", OK: true, Files: []FileResult{}}
+	total := 0
+	for _, file := range opts.Files {
+		d, probs := drill.ParseFile(reg, file)
+		fr := FileResult{File: file, OK: len(probs) == 0, Problems: probs}
+		if fr.Problems == nil {
+			fr.Problems = []drill.Problem{}
+		}
+		if d != nil {
+			fr.Name, fr.Steps = d.Name, len(d.Steps)
+		}
+		out.OK = out.OK && fr.OK
+		out.Files = append(out.Files, fr)
+		total += len(probs)
+		for _, p := range probs {
+			fmt.Fprintln(io.ErrOut, p.String())
+		}
+		if d != nil && opts.Output == cmdutil.FormatTable {
+			fmt.Fprintf(io.Out, "%s: ok (drill %s, %d steps, %d hypothesis checks, %d stop conditions)\n",
+				file, d.Name, len(d.Steps), len(d.Hypothesis), len(d.StopConditions))
+		}
+	}
+	if opts.Output != cmdutil.FormatTable {
+		if err := cmdutil.PrintStructured(io.Out, opts.Output, out); err != nil {
+			return err
+		}
+	}
+	if !out.OK {
+		noun := "problems"
+		if total == 1 {
+			noun = "problem"
+		}
+		fmt.Fprintf(io.ErrOut, "%d %s found\n", total, noun)
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: invalid drill file", cmdutil.ErrSilent))
+	}
+	return nil
+}
