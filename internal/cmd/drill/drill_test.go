@@ -266,7 +266,9 @@ func TestRunInterruptedBySignalRollsBack(t *testing.T) {
 	sigs := make(chan os.Signal, 3)
 	jpath := filepath.Join(t.TempDir(), "j.json")
 	done := make(chan error, 1)
-	go func() { done <- run.Run(context.Background(), f, &run.Options{File: file, Signals: sigs, Journal: jpath, Output: "table"}) }()
+	go func() {
+		done <- run.Run(context.Background(), f, &run.Options{File: file, Signals: sigs, Journal: jpath, Output: "table"})
+	}()
 	waitFor(t, func() bool {
 		j, err := tryJournal(jpath)
 		return err == nil && len(j.Steps) == 2 && j.Steps[0].Status == drill.StatusPassed
