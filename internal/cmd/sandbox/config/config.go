@@ -1,0 +1,91 @@
+// Package config implements `koshactl sandbox config`: print the sandbox's
+// effective configuration (defaults, a profile, a file) as a complete YAML
+// file to start a configuration from.
+package config
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
+)
+
+// Options are the parsed flags.
+type Options struct {
+	Profile    string
+	ConfigFile string
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Print the sandbox's effective configuration as a YAML file",
+		Long: heredoc.Doc(`
+			Print every sandbox setting (the LLD's defaults, with --profile's downstreams and
+			--config's file applied) as a complete YAML file. Save it, keep what you want to
+			change, and pass it to koshactl sandbox --config FILE. Durations are LLD time;
+			--time-scale divides them all. Rate limits are not in the file: the sandbox uses
+			the context's (koshactl config set-context --ratelimit-capacity N).
+		`),
+		Example: heredoc.Doc(`
+			koshactl sandbox config > sandbox.yaml
+			koshactl sandbox config --profile flaky
+			koshactl sandbox config --config sandbox.yaml   # check a file and show its result
+		`),
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.Profile, "profile", "", "downstream profile: "+strings.Join(sbx.ProfileNames(), "|"))
+	cmd.Flags().StringVar(&opts.ConfigFile, "config", "", "configuration file to apply over the defaults")
+	return cmd
+}
+
+// Run prints the configuration.
+func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
+	cfg := sbx.DefaultConfig()
+	file := &sbx.File{}
+	if opts.ConfigFile != "" {
+		var err error
+		if file, err = sbx.LoadFile(opts.ConfigFile); err != nil {
+			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		}
+	}
+	if opts.Profile != "" {
+		file.Profile = opts.Profile
+	}
+	if err := file.Apply(&cfg); err != nil {
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+	}
+	out := sbx.FileOf(cfg)
+	if file.EMF != nil && file.EMF.File != "" {
+		if out.EMF == nil {
+			out.EMF = &sbx.FileEMF{}
+		}
+		out.EMF.File = file.EMF.File
+	}
+	b, err := out.Marshal()
+	if err != nil {
+		return err
+	}
+	w := f.IOStreams.Out
+	fmt.Fprintln(w, "# koshactl sandbox configuration (koshactl sandbox --config FILE).")
+	fmt.Fprintln(w, "# Durations are LLD time; time-scale divides them all. Every key is optional.")
+	fmt.Fprintln(w, "# Profiles: "+strings.Join(sbx.ProfileNames(), ", ")+". Tokens below are secrets once you change them.")
+	_, err = w.Write(b)
+	return err
+}

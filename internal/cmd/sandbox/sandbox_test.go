@@ -1,0 +1,225 @@
+package sandbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/sandbox"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
+	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+)
+
+// parse runs the command's flag parsing and returns the options.
+func parse(t *testing.T, args ...string) *sandbox.Options {
+	t.Helper()
+	io, _, _, _ := iostreams.Test()
+	var got *sandbox.Options
+	cmd := sandbox.NewCmd(&cmdutil.Factory{IOStreams: io}, func(_ context.Context, o *sandbox.Options) error {
+		got = o
+		return nil
+	})
+	cmd.SetArgs(args)
+	cmd.SetOut(io.Out)
+	cmd.SetErr(io.ErrOut)
+	if err := cmd.Execute(); err != nil {
+		t.Fatalf("sandbox %v: %v", args, err)
+	}
+	return got
+}
+
+func TestFlagsOverrideTheConfigFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sandbox.yaml")
+	if err := os.WriteFile(path, []byte("instances: 8\nprofile: degraded\ntraffic: {rps: 2}\ndownstreams: {postgres: {error-rate: 0.25}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := parse(t, "--config", path, "--instances", "3", "--profile", "flaky", "--chaos").Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Instances != 3 || cfg.Profile != sbx.ProfileFlaky || !cfg.ChaosEnabled || cfg.Traffic.RPS != 2 {
+		t.Errorf("instances %d profile %s chaos %v rps %v: flags win, the file fills the rest", cfg.Instances, cfg.Profile, cfg.ChaosEnabled, cfg.Traffic.RPS)
+	}
+	if cfg.Downstreams[sbx.Postgres].ErrorRate != 0.25 || len(cfg.Downstreams[sbx.OpenAI].Outages) == 0 {
+		t.Errorf("the file's downstream settings refine the flag's profile: %+v", cfg.Downstreams)
+	}
+	cfg, _, err = parse(t, "--config", path).Resolve()
+	if err != nil || cfg.Instances != 8 || cfg.Profile != sbx.ProfileDegraded || cfg.ChaosEnabled {
+		t.Errorf("without flags the file applies: %+v %v", cfg, err)
+	}
+	if err := os.WriteFile(path, []byte("instance: 8\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := parse(t, "--config", path).Resolve(); cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "instance") {
+		t.Errorf("unknown key: %v (exit %d), want a usage error naming it", err, cmdutil.ExitCode(err))
+	}
+}
+
+func TestConfigPrintsALoadableFile(t *testing.T) {
+	cli := clitest.New(t)
+	out := cli.MustRun(0, "sandbox", "config", "--profile", "flaky").Stdout
+	f, err := sbx.ParseFile([]byte(out))
+	if err != nil {
+		t.Fatalf("sandbox config output does not load: %v\n%s", err, out)
+	}
+	cfg := sbx.DefaultConfig()
+	if err := f.Apply(&cfg); err != nil || cfg.Validate() != nil || cfg.Profile != sbx.ProfileFlaky {
+		t.Errorf("apply: %v, validate: %v, profile %s", err, cfg.Validate(), cfg.Profile)
+	}
+	if r := cli.Run("sandbox", "config", "--profile", "chaotic"); r.Code != cmdutil.ExitUsage {
+		t.Errorf("unknown profile: exit %d, %s", r.Code, r.Stderr)
+	}
+}
+
+func TestStatusOfNoSandboxIsUnavailable(t *testing.T) {
+	cli := clitest.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	r := cli.Run("sandbox", "status", "--url", "http://"+addr)
+	if r.Code != cmdutil.ExitUnavailable || !strings.Contains(r.Stderr, "is koshactl sandbox running") {
+		t.Errorf("exit %d, stderr %q, want 5 and a hint", r.Code, r.Stderr)
+	}
+}
+
+func TestListenAddressInUse(t *testing.T) {
+	cli := clitest.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := cli.Run("sandbox", "--listen", ln.Addr().String())
+	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, "another sandbox") {
+		t.Errorf("exit %d, stderr %q, want 2 and a hint", r.Code, r.Stderr)
+	}
+}
+
+// TestDemo runs what `make demo` runs, without a terminal: the sandbox on
+// the local context with traffic, a flaky profile and chaos, the status
+// view, then a graceful stop.
+func TestDemo(t *testing.T) {
+	cli := clitest.New(t)
+	dir := t.TempDir()
+	addrFile, emf := filepath.Join(dir, "url"), filepath.Join(dir, "state.emf.jsonl")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan clitest.Result, 1)
+	go func() {
+		done <- cli.RunContext(ctx, "sandbox", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--rps", "60",
+			"--profile", "flaky", "--time-scale", "40", "--chaos", "--emf", emf)
+	}()
+	var url string
+	poll(t, 10*time.Second, "the sandbox's address in --addr-file", func() bool {
+		select {
+		case r := <-done:
+			t.Fatalf("sandbox exited early: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+		default:
+		}
+		b, err := os.ReadFile(addrFile)
+		url = strings.TrimSpace(string(b))
+		return err == nil && url != ""
+	})
+	client := &http.Client{Timeout: 5 * time.Second}
+	poll(t, 20*time.Second, "synthetic traffic served on every instance", func() bool {
+		st, err := fetchStatus(client, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range st.Instances {
+			if in.Served < 10 {
+				return false
+			}
+		}
+		return len(st.Instances) == 4
+	})
+	body := get(t, client, url+sbx.PathMetrics)
+	for _, want := range []string{`kosha_breaker_state{dependency="openai",instance="gw-1"}`, `kosha_tool_calls_total{outcome="ok",tool="search_knowledge_base"}`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	st := cli.MustRun(0, "sandbox", "status", "--url", url).Stdout
+	for _, want := range []string{"GW-1", "GW-4", "core-api", "openai", "screening-sim", "outbox:"} {
+		if !strings.Contains(st, want) {
+			t.Errorf("sandbox status lacks %q:\n%s", want, st)
+		}
+	}
+	// An operator's force from another terminal reaches the fleet.
+	cli.Clock.Set(time.Now())
+	cli.MustRun(0, "breaker", "force-open", "core-api", "--reason", "demo", "--for", "5m")
+	poll(t, 10*time.Second, "core-api forced on every instance", func() bool {
+		st, err := fetchStatus(client, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range st.Instances {
+			if in.Breakers[0].Dependency != sbx.CoreAPI || in.Breakers[0].Value != 3 {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	var r clitest.Result
+	select {
+	case r = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the sandbox did not stop within 20s of its context ending")
+	}
+	if r.Code != 0 || !strings.Contains(r.Stdout, "serving on "+url) || !strings.Contains(r.Stdout, "stopped after") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if _, err := os.Stat(addrFile); err == nil {
+		t.Error("--addr-file left behind after stopping")
+	}
+	b, err := os.ReadFile(emf)
+	if err != nil || !strings.Contains(string(b), `"breaker_state":3`) {
+		t.Errorf("EMF file: %v, want the forced state among its lines", err)
+	}
+}
+
+func fetchStatus(client *http.Client, url string) (sbx.Status, error) {
+	var st sbx.Status
+	resp, err := client.Get(url + sbx.PathStatus)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	return st, json.NewDecoder(resp.Body).Decode(&st)
+}
+
+func get(t *testing.T, client *http.Client, url string) string {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// poll checks cond every 20 ms until it holds or timeout passes.
+func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: still not %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
