@@ -17,6 +17,7 @@ import (
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
 	dashboardcmd "github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
+	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
 	versioncmd "github.com/kosha-platform/koshactl/internal/cmd/version"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -53,6 +54,7 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 		breakercmd.NewCmd(f),
 		dashboardcmd.NewCmd(f, nil),
 		ratelimitcmd.NewCmd(f),
+		sandboxcmd.NewCmd(f, nil),
 		chaoscmd.NewCmd(f),
 		auditcmd.NewCmd(f),
 		configcmd.NewCmd(f),
