@@ -16,6 +16,7 @@ import (
 	chaoscmd "github.com/kosha-platform/koshactl/internal/cmd/chaos"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
 	dashboardcmd "github.com/kosha-platform/koshactl/internal/cmd/dashboard"
+	drillcmd "github.com/kosha-platform/koshactl/internal/cmd/drill"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
 	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
@@ -56,6 +57,7 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 		ratelimitcmd.NewCmd(f),
 		sandboxcmd.NewCmd(f, nil),
 		chaoscmd.NewCmd(f),
+		drillcmd.NewCmd(f),
 		auditcmd.NewCmd(f),
 		configcmd.NewCmd(f),
 		storecmd.NewCmd(f),
