@@ -37,6 +37,7 @@ var gaugeStates = []string{"closed", "half_open", "open", "forced_open"}
 //	  dependency: openai
 //	  state: open                 # or a list: [open, half_open]
 //	  source: gauges              # gauges (default) or store
+//	  instance: gw-1              # gauges: only this instance (default: every one)
 //	  instances: all              # gauges: all (default) or any reporting instance
 //	  min_instances: 1            # gauges: at least this many must report (default 1)
 //
@@ -61,7 +62,7 @@ func (BreakerConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 	if m == nil {
 		return nil
 	}
-	m.Known("dependency", "state", "source", "instances", "min_instances")
+	m.Known("dependency", "state", "source", "instance", "instances", "min_instances")
 	c := &breakerCondition{source: SourceGauges, all: true, minInstances: 1}
 	var ok bool
 	c.dependency, ok = decodeDependency(m)
@@ -101,6 +102,15 @@ func (BreakerConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 	} else {
 		ok = false
 	}
+	if m.Has("instance") {
+		if c.source == SourceStore {
+			m.Errorf("instance", "applies to source gauges only")
+			ok = false
+		}
+		var iok bool
+		c.instance, iok = m.Template("instance", false)
+		ok = ok && iok
+	}
 	if s, present := m.String("instances", false); present {
 		switch {
 		case c.source == SourceStore:
@@ -132,6 +142,7 @@ func (BreakerConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 
 type breakerCondition struct {
 	dependency   Template
+	instance     Template
 	states       []string
 	source       string
 	all          bool
@@ -145,6 +156,9 @@ func (c *breakerCondition) Describe(rc *RunContext) string {
 	}
 	if c.source == SourceStore {
 		return fmt.Sprintf("the override of %s is %s", rc.Describe(c.dependency), strings.Join(c.states, " or "))
+	}
+	if !c.instance.IsZero() {
+		who = "instance " + rc.Describe(c.instance) + " of"
 	}
 	return fmt.Sprintf("%s %s is %s (gauges)", who, rc.Describe(c.dependency), strings.Join(c.states, " or "))
 }
@@ -163,6 +177,22 @@ func (c *breakerCondition) Check(ctx context.Context, rc *RunContext) (Observati
 	r, err := rc.Services.Gauges.Read(ctx, dep)
 	if err != nil {
 		return Observation{}, err
+	}
+	if !c.instance.IsZero() {
+		name, err := rc.Expand(c.instance)
+		if err != nil {
+			return Observation{}, err
+		}
+		var only []InstanceGauge
+		for _, in := range r.Instances {
+			if in.Instance == name {
+				only = append(only, in)
+			}
+		}
+		if len(only) == 0 {
+			return Observation{Detail: fmt.Sprintf("%s: instance %s reports no breaker_state", dep, name)}, nil
+		}
+		r.Instances = only
 	}
 	counts := map[string]int{}
 	match := 0

@@ -179,9 +179,12 @@ func (m *Map) Get(key string) *yaml.Node {
 func (m *Map) KeyNode(key string) *yaml.Node { return m.kn[key] }
 
 // Known reports every key that is not one of fields.
-func (m *Map) Known(fields ...string) {
+func (m *Map) Known(fields ...string) { m.knownExcept(nil, fields...) }
+
+// knownExcept is Known, also accepting keys for which skip returns true.
+func (m *Map) knownExcept(skip func(string) bool, fields ...string) {
 	for _, k := range m.keys {
-		if !slices.Contains(fields, k) {
+		if !slices.Contains(fields, k) && (skip == nil || !skip(k)) {
 			m.d.Errorf(m.kn[k], "%s: unknown field %q; known fields are %s%s", m.what, k, strings.Join(fields, ", "), didYouMean(k, fields))
 		}
 	}

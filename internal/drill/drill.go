@@ -214,7 +214,7 @@ func (d *Decoder) drill(doc *yaml.Node) *Drill {
 	if m == nil {
 		return nil
 	}
-	m.Known(drillFields...)
+	m.knownExcept(func(k string) bool { return strings.HasPrefix(k, "x-") }, drillFields...)
 	dr := &Drill{File: d.file, StepTimeout: DefaultStepTimeout, RollbackTimeout: DefaultRollbackTimeout, PollInterval: DefaultPollInterval}
 	if n := m.Get("version"); n != nil {
 		if v, ok := d.Int(n, "version"); ok && v != Version {

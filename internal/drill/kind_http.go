@@ -21,6 +21,7 @@ import (
 //	    headers: {Retry-After: {exists: true}}
 //	    body_contains: "deferred"
 //	    max_latency: 2s
+//	  repeat: 5                          # send it 5 times; each response must pass
 //
 // Outputs: status, latency_ms, body, header.NAME, json.PATH.
 type HTTPStepKind struct{}
@@ -42,31 +43,68 @@ func (HTTPStepKind) Outputs() []string {
 
 // Decode implements StepKind.
 func (HTTPStepKind) Decode(d *Decoder, n *yaml.Node) Action {
-	r, _ := decodeRequest(d, n, "http")
+	r, m := decodeRequest(d, n, "http", "repeat")
+	if m == nil {
+		return nil
+	}
+	repeat := 1
+	if v, present := m.Int("repeat", false); present {
+		if v < 1 || v > MaxRepeat {
+			m.Errorf("repeat", "%d: send the request 1 to %d times", v, MaxRepeat)
+			return nil
+		}
+		repeat = v
+	}
 	if r == nil {
 		return nil
 	}
-	return &httpStep{req: r}
+	return &httpStep{req: r, repeat: repeat}
 }
 
-type httpStep struct{ req *requestSpec }
+// MaxRepeat bounds an http step's repeat.
+const MaxRepeat = 1000
 
-func (a *httpStep) Describe(rc *RunContext) string { return a.req.describe(rc) }
+type httpStep struct {
+	req    *requestSpec
+	repeat int
+}
 
+func (a *httpStep) Describe(rc *RunContext) string {
+	if a.repeat > 1 {
+		return fmt.Sprintf("%s, %d times", a.req.describe(rc), a.repeat)
+	}
+	return a.req.describe(rc)
+}
+
+// Run sends the request repeat times, one after the other; every response
+// must meet the expectations. The outputs are the last response's.
 func (a *httpStep) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
-	resp, err := a.req.do(ctx, rc)
-	if err != nil {
-		return nil, err
+	var out *Outputs
+	for i := 1; i <= a.repeat; i++ {
+		resp, err := a.req.do(ctx, rc)
+		if err != nil {
+			if a.repeat > 1 {
+				err = fmt.Errorf("request %d of %d: %w", i, a.repeat, err)
+			}
+			return out, err
+		}
+		out = resp.outputs(rc)
+		fails, err := a.req.expect.check(rc, resp)
+		if err != nil {
+			return out, err
+		}
+		if len(fails) > 0 {
+			e := &ExpectationError{Summary: resp.summary(), Failures: fails, Body: excerpt(rc.Redact(string(resp.body)), 300)}
+			if a.repeat > 1 {
+				e.Summary = fmt.Sprintf("%d of %d: %s", i, a.repeat, e.Summary)
+			}
+			return out, e
+		}
+		out.Detail = resp.summary()
+		if a.repeat > 1 {
+			out.Detail = fmt.Sprintf("%d responses; the last %s", a.repeat, resp.summary())
+		}
 	}
-	out := resp.outputs(rc)
-	fails, err := a.req.expect.check(rc, resp)
-	if err != nil {
-		return out, err
-	}
-	if len(fails) > 0 {
-		return out, &ExpectationError{Summary: resp.summary(), Failures: fails, Body: excerpt(rc.Redact(string(resp.body)), 300)}
-	}
-	out.Detail = resp.summary()
 	return out, nil
 }
 

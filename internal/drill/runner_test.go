@@ -335,7 +335,7 @@ steps:
 `)
 		start := time.Now()
 		go func() {
-			time.Sleep(time.Second) // core-api opens during the sleep
+			time.Sleep(1100 * time.Millisecond) // core-api opens during the sleep, between two polls
 			e.fleet.set("core-api", breaker.Open)
 		}()
 		j, log := e.run(context.Background(), d)

@@ -1,0 +1,359 @@
+package drill_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/chaos/keys"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
+	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/sandbox"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+)
+
+// drillsDir holds the example drills the e2e tests run.
+var drillsDir = filepath.Join("..", "..", "..", "docs", "drills")
+
+// sandboxScale runs the sandbox's LLD durations 20 times faster (override
+// cache 250 ms, screening-sim's open duration 1.5 s), so the example
+// drills, written for LLD time, finish in seconds.
+const sandboxScale = 20
+
+// onSandbox isolates koshactl (clitest) and starts an in-process sandbox on
+// 127.0.0.1:0 over the local context's store and chaos key, exactly as
+// `koshactl sandbox --chaos` would on that installation. SANDBOX_URL points
+// the example drills at it.
+type sandboxEnv struct {
+	srv   *sandbox.Server
+	store store.Store
+	url   string
+}
+
+func onSandbox(t *testing.T) *sandboxEnv {
+	t.Helper()
+	clitest.New(t)
+	dir := os.Getenv("KOSHACTL_STATE_DIR")
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "local.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg := sandbox.DefaultConfig()
+	cfg.TimeScale = sandboxScale
+	cfg.ChaosEnabled = true
+	cfg.Downstreams, _ = sandbox.Profile(sandbox.ProfileInstant)
+	cfg.Profile = sandbox.ProfileInstant
+	srv, err := sandbox.New(cfg, sandbox.Deps{Store: st, Keys: keys.NewLocal(dir), Audit: audit.NewLog(st, clock.Real{}, "local"),
+		Logger: slog.New(slog.DiscardHandler), ContextName: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context(), ln); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("sandbox shutdown: %v", err)
+		}
+	})
+	t.Setenv("SANDBOX_URL", srv.URL())
+	return &sandboxEnv{srv: srv, store: st, url: srv.URL()}
+}
+
+// runDrill runs a drill file in process with the production factory and
+// the wall clock (the sandbox reads the same store with its own clock).
+func runDrill(t *testing.T, file string, args ...string) (drill.Journal, int, string) {
+	t.Helper()
+	io, _, out, errOut := iostreams.Test()
+	f := factory.NewWith(io, clock.Real{})
+	jpath := filepath.Join(t.TempDir(), "journal.json")
+	opts := &run.Options{File: file, Journal: jpath, JUnit: filepath.Join(t.TempDir(), "junit.xml"), Output: cmdutil.FormatTable}
+	for i := 0; i+1 < len(args); i += 2 {
+		if args[i] == "--var" {
+			opts.Vars = append(opts.Vars, args[i+1])
+		}
+	}
+	err := run.Run(context.Background(), f, opts)
+	return readJournal(t, jpath), cmdutil.ExitCode(err), out.String() + errOut.String()
+}
+
+func (s *sandboxEnv) gauges(t *testing.T, dep string) map[string]breaker.State {
+	t.Helper()
+	g := &drill.MetricsGauges{New: func(context.Context) (metrics.GaugeSource, error) {
+		return metrics.NewPrometheus([]string{s.url + sandbox.PathMetrics}, metrics.PrometheusOptions{})
+	}}
+	r, err := g.Read(context.Background(), dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]breaker.State{}
+	for _, in := range r.Instances {
+		out[in.Instance] = in.State
+	}
+	return out
+}
+
+// assertRolledBack checks the store holds no lever the example drills
+// pull: no override of openai, and (when the drill drained it) agent-1's
+// bucket full again, as it was before.
+func assertRolledBack(t *testing.T, s *sandboxEnv, j drill.Journal) {
+	t.Helper()
+	if !j.RollbacksOK {
+		t.Errorf("rollbacks: %+v", j.Rollbacks)
+	}
+	ctx := context.Background()
+	if _, err := breaker.NewOverrides(s.store, nil).Get(ctx, "openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("breaker#openai is still in the store: %v", err)
+	}
+	b, err := ratelimit.NewBuckets(s.store, nil, ratelimit.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rb := range j.Rollbacks {
+		if rb.Subject != ratelimit.Key("agent-1") {
+			continue
+		}
+		if st, err := b.Get(ctx, "agent-1"); err != nil || !st.Full() {
+			t.Errorf("agent-1's bucket after the drill: %s tokens %v, want full as before", fmt.Sprint(st.Tokens), err)
+		}
+	}
+}
+
+func TestExampleDrillsPassAgainstTheSandbox(t *testing.T) {
+	for _, name := range []string{"openai-outage", "screening-sim-errors", "flooding-client"} {
+		t.Run(name, func(t *testing.T) {
+			s := onSandbox(t)
+			j, code, out := runDrill(t, filepath.Join(drillsDir, name+".yaml"))
+			if code != cmdutil.ExitOK || j.Outcome != drill.OutcomePassed {
+				t.Fatalf("exit %d, outcome %s: %s\n%s", code, j.Outcome, j.Reason, out)
+			}
+			for _, c := range append(j.Hypothesis.Before, j.Hypothesis.After...) {
+				if !c.OK {
+					t.Errorf("hypothesis %s %q did not hold: %s", c.Phase, c.Name, c.Detail)
+				}
+			}
+			if len(j.Hypothesis.After) != len(j.Hypothesis.Before) {
+				t.Errorf("the hypothesis was not re-checked after the rollback: %+v", j.Hypothesis)
+			}
+			assertRolledBack(t, s, j)
+			for _, st := range j.Steps {
+				if st.Status != drill.StatusPassed {
+					t.Errorf("step %s: %s %s", st.ID, st.Status, st.Error)
+				}
+			}
+		})
+	}
+}
+
+// The example drills fail, and still roll back, when the platform does not
+// degrade the way they expect: a drill that cannot fail proves nothing.
+func TestExampleDrillFailsWhenTheDegradationIsWrong(t *testing.T) {
+	s := onSandbox(t)
+	src, err := os.ReadFile(filepath.Join(drillsDir, "openai-outage.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := strings.Replace(string(src), "structuredContent.degraded_reason: embeddings_unavailable", "structuredContent.degraded_reason: something_else", 1)
+	if wrong == string(src) {
+		t.Fatal("the example drill no longer checks degraded_reason")
+	}
+	file := writeFile(t, "openai-outage.yaml", wrong)
+	j, code, out := runDrill(t, file)
+	if code != cmdutil.ExitError || j.Outcome != drill.OutcomeFailed {
+		t.Fatalf("exit %d outcome %s\n%s", code, j.Outcome, out)
+	}
+	if s := j.Steps[2]; s.ID != "degraded" || s.Status != drill.StatusFailed ||
+		!strings.Contains(s.Error, `result.structuredContent.degraded_reason: want "something_else", got "embeddings_unavailable"`) {
+		t.Errorf("degraded step = %+v", s)
+	}
+	assertRolledBack(t, s, j)
+	waitFor(t, func() bool {
+		for _, st := range s.gauges(t, "openai") {
+			if st != breaker.Closed {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// koshactlBinary builds the binary once per test process.
+func koshactlBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "koshactl-drill-e2e-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "koshactl")
+		out, err := exec.Command("go", "build", "-o", binPath, "github.com/kosha-platform/koshactl/cmd/koshactl").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// The issue's interrupt test: run the built binary on interrupted.yaml,
+// send it a real SIGINT at the drill's half-way point, and check that every
+// lever was rolled back: the override gone, the bucket restored, the
+// fleet's breakers closed again, the journal listing the rollbacks, exit 130.
+func TestInterruptedDrillRollsEverythingBack(t *testing.T) {
+	bin := koshactlBinary(t)
+	s := onSandbox(t)
+	jpath := filepath.Join(t.TempDir(), "journal.json")
+	cmd := exec.Command(bin, "drill", "run", filepath.Join(drillsDir, "interrupted.yaml"), "--journal", jpath)
+	cmd.Env = os.Environ()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	halfway := make(chan struct{})
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(stderr)
+		signalled := false
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if !signalled && strings.Contains(sc.Text(), "] halfway (sleep)") {
+				signalled = true
+				close(halfway)
+			}
+		}
+		_, _ = io.Copy(&log, stderr)
+	}()
+	select {
+	case <-halfway:
+	case <-copied:
+		_ = cmd.Wait()
+		t.Fatalf("the drill ended before its half-way point:\n%s%s", log.String(), stdout.String())
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-copied
+		t.Fatalf("the drill did not reach its half-way point in 60s:\n%s", log.String())
+	}
+	// Every lever is pulled at this point.
+	if _, err := breaker.NewOverrides(s.store, nil).Get(context.Background(), "openai"); err != nil {
+		t.Fatalf("openai is not forced at the half-way point: %v", err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { <-copied; done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("koshactl did not exit within 60s of SIGINT:\n%s", log.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != cmdutil.ExitCancelled {
+		t.Fatalf("exit: %v, want %d\n%s", err, cmdutil.ExitCancelled, log.String())
+	}
+	j := readJournal(t, jpath)
+	if j.Outcome != drill.OutcomeInterrupted || j.ExitCode != cmdutil.ExitCancelled {
+		t.Errorf("journal outcome %s exit %d", j.Outcome, j.ExitCode)
+	}
+	subjects := map[string]string{}
+	for _, rb := range j.Rollbacks {
+		subjects[rb.Subject] = rb.Status
+		if !strings.HasPrefix(rb.Subject, "chaos#") && rb.StartedAt == nil {
+			t.Errorf("rollback %s did not run: %+v", rb.ID, rb)
+		}
+	}
+	if subjects["breaker#openai"] != drill.StatusOK || subjects["rl#agent-1"] != drill.StatusOK || len(j.Rollbacks) != 3 {
+		t.Errorf("journal rollbacks: %+v", j.Rollbacks)
+	}
+	for _, st := range j.Steps {
+		want := map[string]string{"halfway": drill.StatusInterrupted, "never": drill.StatusSkipped}[st.ID]
+		if want == "" {
+			want = drill.StatusPassed
+		}
+		if st.Status != want {
+			t.Errorf("step %s: %s, want %s", st.ID, st.Status, want)
+		}
+	}
+	assertRolledBack(t, s, j)
+	if !strings.Contains(log.String(), "received SIGINT: stopping the steps and rolling back") {
+		t.Errorf("the live log does not acknowledge the signal:\n%s", log.String())
+	}
+	// The fleet follows: every instance closes openai's breaker again.
+	waitFor(t, func() bool {
+		g := s.gauges(t, "openai")
+		for _, st := range g {
+			if st != breaker.Closed {
+				return false
+			}
+		}
+		return len(g) == sandbox.DefaultInstances
+	})
+	// And the agent is admitted by the sandbox itself.
+	req, _ := http.NewRequest(http.MethodPost, s.url+sandbox.PathMCP,
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_service_health"}}`))
+	req.Header.Set("Authorization", "Bearer agent-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("agent-1 after the interrupted drill: HTTP %d", resp.StatusCode)
+	}
+}
