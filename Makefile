@@ -91,3 +91,47 @@ docs-check: ## Fail when docs/cli is not what the commands say
 .PHONY: tidy
 tidy: ## go mod tidy
 	$(GO) mod tidy
+
+DEMO_LISTEN ?= 127.0.0.1:8787
+DEMO_ARGS   ?=
+
+.PHONY: demo
+demo: build ## Start a sandbox fleet (flaky downstreams, traffic, chaos) on the local context and watch its breakers; quitting stops it
+	@log=bin/sandbox-demo.log; urlf=bin/sandbox-demo.url; rm -f "$$urlf"; \
+	./$(BIN) sandbox --listen $(DEMO_LISTEN) --profile flaky --rps 8 --chaos --addr-file "$$urlf" $(DEMO_ARGS) >"$$log" 2>&1 & pid=$$!; \
+	trap 'kill -TERM $$pid 2>/dev/null; wait $$pid 2>/dev/null || true; echo "sandbox stopped (log: '"$$log"')"' EXIT; \
+	trap 'exit 0' INT TERM; \
+	for i in $$(seq 150); do test -s "$$urlf" && break; kill -0 $$pid 2>/dev/null || { cat "$$log"; exit 1; }; sleep 0.1; done; \
+	test -s "$$urlf" || { echo "the sandbox did not start within 15s:"; cat "$$log"; exit 1; }; \
+	url=$$(cat "$$urlf"); head -n 1 "$$log"; \
+	echo "  In a second terminal (same context, so the fleet sees it):"; \
+	echo "    ./$(BIN) breaker force-open openai --reason demo --for 10m   # every instance forced within ~6s"; \
+	echo "    ./$(BIN) breaker clear openai --reason 'demo over'"; \
+	echo "    ./$(BIN) sandbox status --watch --url $$url"; \
+	echo "    curl -s $$url/mcp -H 'Authorization: Bearer operator-token' \\"; \
+	echo "      -H \"\$$(./$(BIN) chaos sign --target screening-sim --fault error)\" \\"; \
+	echo "      -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"screen_entity\",\"arguments\":{\"name\":\"Ada\"}}}'"; \
+	echo "  Sandbox log: $$log. Starting the viewer..."; sleep 3; \
+	if ./$(BIN) dashboard --help >/dev/null 2>&1 && [ -t 0 ] && [ -t 1 ]; then \
+	  ./$(BIN) dashboard --metrics-url "$$url/metrics" --interval 2s; \
+	else \
+	  ./$(BIN) sandbox status --watch --url "$$url"; \
+	fi
+
+.PHONY: demo-check
+demo-check: build ## Check without a terminal that the demo's pieces start, serve, obey an override and stop cleanly
+	@tmp=$$(mktemp -d); pid=; \
+	trap 'test -z "$$pid" || kill -TERM $$pid 2>/dev/null || true; rm -rf "$$tmp"' EXIT; \
+	export KOSHACTL_STATE_DIR="$$tmp/state" KOSHACTL_CONFIG="$$tmp/config.yaml" KOSHACTL_CONTEXT=; \
+	./$(BIN) sandbox --listen 127.0.0.1:0 --addr-file "$$tmp/url" --profile flaky --rps 40 --time-scale 20 --chaos >"$$tmp/log" 2>&1 & pid=$$!; \
+	for i in $$(seq 150); do test -s "$$tmp/url" && break; sleep 0.1; done; \
+	test -s "$$tmp/url" || { echo "demo-check: the sandbox did not start"; cat "$$tmp/log"; exit 1; }; \
+	url=$$(cat "$$tmp/url"); \
+	./$(BIN) sandbox status --url "$$url" --wait 10s; \
+	./$(BIN) breaker force-open openai --reason demo-check --for 5m >/dev/null; \
+	n=0; for i in $$(seq 100); do n=$$(./$(BIN) sandbox status --url "$$url" -o json | grep -c '"forced_open"' || true); test "$$n" -ge 4 && break; sleep 0.1; done; \
+	test "$$n" -ge 4 || { echo "demo-check: openai forced on $$n of 4 instances after 10s"; exit 1; }; \
+	echo "demo-check: force-open reached all 4 instances"; \
+	kill -TERM $$pid; rc=0; wait $$pid || rc=$$?; pid=; \
+	test $$rc -eq 0 || { echo "demo-check: the sandbox exited $$rc on SIGTERM"; cat "$$tmp/log"; exit 1; }; \
+	grep -q "stopped after" "$$tmp/log" && echo "demo-check: ok (served, obeyed the override, stopped cleanly)"
