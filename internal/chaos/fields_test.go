@@ -90,6 +90,16 @@ func TestProbEveryValueRoundTrips(t *testing.T) {
 	}
 }
 
+// TestProbUnitsOutOfRange checks that a unit count outside 0..10000 never
+// wraps around into a valid probability (65537 units must not become 0.0001).
+func TestProbUnitsOutOfRange(t *testing.T) {
+	for _, n := range []int{-1, -65535, 0, 10001, 65536, 65537, 1 << 40} {
+		if p := chaos.ProbUnits(n); p.Valid() {
+			t.Errorf("ProbUnits(%d) = %v, which is valid", n, p)
+		}
+	}
+}
+
 func TestFaults(t *testing.T) {
 	for _, f := range chaos.Faults() {
 		back, err := chaos.ParseFault(f.String())
@@ -109,7 +119,7 @@ func TestFaults(t *testing.T) {
 		t.Errorf("invalid fault prints %q", s)
 	}
 	if _, err := json.Marshal(chaos.Fault(0)); err == nil {
-		t.Error("marshalling the zero fault succeeded")
+		t.Error("marshaling the zero fault succeeded")
 	}
 	var f chaos.Fault
 	if err := json.Unmarshal([]byte(`"timeout"`), &f); err != nil || f != chaos.FaultTimeout {
