@@ -347,6 +347,8 @@ func (b *Breaker) allowSlow() (Permit, error) {
 			return Permit{}, ErrOpen
 		}
 		w = b.setState(HalfOpen, ReasonOpenElapsed)
+	case HalfOpen:
+		// Admitted below while probe slots are left.
 	}
 	// Half-open: admit a probe while this period has slots left and no more
 	// than Probes probes (of any generation) are still running.
@@ -397,6 +399,8 @@ func (b *Breaker) Done(p Permit, o Outcome) {
 		default:
 			b.setState(Open, ReasonProbeFailed)
 		}
+	case Open, ForcedOpen:
+		// No permit carries an open generation: nothing to record.
 	}
 	b.mu.Unlock()
 }
@@ -539,6 +543,8 @@ func (b *Breaker) setState(to State, reason Reason) uint64 {
 		b.openedAt = now
 	case HalfOpen:
 		b.admitted, b.succeeded = 0, 0
+	case ForcedOpen:
+		// Nothing to reset: the override holds until it is cleared.
 	}
 	b.word.Store(w)
 	b.emit(t)

@@ -37,7 +37,7 @@ func BenchmarkAllowRejectedOpen(b *testing.B) {
 	}
 }
 
-// BenchmarkForceWatcherSyncFresh is the per-call cost of honouring the
+// BenchmarkForceWatcherSyncFresh is the per-call cost of honoring the
 // override between reads: a clock read and two atomic loads.
 func BenchmarkForceWatcherSyncFresh(b *testing.B) {
 	br := benchBreaker(b)

@@ -79,7 +79,7 @@ type WatcherSettings struct {
 // forces the breaker open from any state; an absent or expired override
 // clears it (the breaker closes); a failed read keeps the last known value
 // and is counted ([ForceWatcher.ReadErrors]) for a metric and an alarm. An
-// override's expiry is honoured when it passes, even between reads and while
+// override's expiry is honored when it passes, even between reads and while
 // the store is failing.
 type ForceWatcher struct {
 	b        *Breaker
@@ -95,7 +95,7 @@ type ForceWatcher struct {
 	reads     atomic.Uint64
 	errors    atomic.Uint64
 
-	mu   sync.Mutex // serialises applying a value to the breaker
+	mu   sync.Mutex // serializes applying a value to the breaker
 	last Force
 }
 

@@ -113,7 +113,10 @@ func TestWatcherForcesFromEveryState(t *testing.T) {
 			case HalfOpen:
 				feed(t, b, "FF")
 				clk.Advance(time.Second)
-				b.Allow()
+				if _, err := b.Allow(); err != nil {
+					t.Fatalf("setup: the first call after the open period: %v", err)
+				}
+			case Closed, ForcedOpen:
 			}
 			if b.State() != from {
 				t.Fatalf("setup: %v", b.State())
@@ -188,7 +191,7 @@ func TestWatcherExpiry(t *testing.T) {
 			t.Fatalf("reasons %v", r)
 		}
 	})
-	t.Run("an extended expiry is honoured", func(t *testing.T) {
+	t.Run("an extended expiry is honored", func(t *testing.T) {
 		b, w, src, clk, _ := newWatched(t, WatcherSettings{})
 		src.set(Force{Active: true, ExpiresAt: t0.Add(6 * time.Second)}, nil)
 		w.Sync(context.Background())
@@ -264,7 +267,7 @@ func TestWatcherStoreErrorsKeepLastKnownValue(t *testing.T) {
 			t.Fatalf("records %v", obs.records)
 		}
 	})
-	t.Run("a cancelled caller is not a store error", func(t *testing.T) {
+	t.Run("a canceled caller is not a store error", func(t *testing.T) {
 		_, w, src, _, _ := newWatched(t, WatcherSettings{})
 		src.set(Force{}, context.Canceled)
 		ctx, cancel := context.WithCancel(context.Background())

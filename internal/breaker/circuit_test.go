@@ -559,7 +559,7 @@ func TestExecute(t *testing.T) {
 			t.Fatalf("open breaker: err %v, fn called %v", err, called)
 		}
 	})
-	t.Run("a cancelled caller is not counted", func(t *testing.T) {
+	t.Run("a canceled caller is not counted", func(t *testing.T) {
 		b, _, _ := newTest(t, Settings{WindowSize: 2})
 		for range 5 {
 			_ = b.Execute(func() error { return fmt.Errorf("read: %w", context.Canceled) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +23,11 @@ func openStore(t *testing.T) store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	return s
 }
 
@@ -103,7 +108,7 @@ func TestConcurrentForceExactlyOneWins(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			_, errs[i] = ov.Force(context.Background(), breaker.ForceRequest{Dependency: "openai", Reason: "r",
-				Actor: string(rune('a' + i)), ExpiresAt: t0.Add(time.Hour)})
+				Actor: "operator-" + strconv.Itoa(i), ExpiresAt: t0.Add(time.Hour)})
 		}()
 	}
 	wg.Wait()

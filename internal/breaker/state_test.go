@@ -71,7 +71,7 @@ func TestStateJSONRoundTrip(t *testing.T) {
 		}
 	}
 	if _, err := json.Marshal(doc{State(9)}); err == nil {
-		t.Error("marshalling State(9) succeeded")
+		t.Error("marshaling State(9) succeeded")
 	}
 	var d doc
 	if err := json.Unmarshal([]byte(`{"state":"ajar"}`), &d); !errors.Is(err, ErrUnknownState) {
