@@ -1,7 +1,7 @@
 // Package chaos provides signed, expiring chaos fault-injection headers:
 // the X-Kosha-Chaos wire format, minting, strict parsing and verification.
 //
-// The data plane honours a chaos header only if its HMAC-SHA256 signature
+// The data plane honors a chaos header only if its HMAC-SHA256 signature
 // is valid, it has not expired, its expiry is at most 15 minutes ahead, and
 // the caller has the operator role (the last is the data plane's check).
 // The wire format is specified in docs/contracts/chaos-header.md, with test

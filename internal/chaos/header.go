@@ -65,7 +65,7 @@ func (h *Header) SigningInput() string { return h.value[:h.signedLen] }
 // carries the header.
 func (h *Header) SigString() string { return string(appendB64(nil, h.Sig[:])) }
 
-// Encode serialises h from its fields, KID and Sig. The grammar admits one
+// Encode serializes h from its fields, KID and Sig. The grammar admits one
 // spelling per header, so for a header returned by [Parse] or [Sign] this
 // equals [Header.Value]; verifiers never need it (they check the exact bytes
 // received).

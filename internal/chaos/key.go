@@ -211,7 +211,9 @@ func (k Key) GoString() string { return k.redacted() }
 
 // Format writes the redacted description for every verb, so %x, %v, %+v,
 // %#v and %q reveal nothing.
-func (k Key) Format(f fmt.State, _ rune) { io.WriteString(f, k.redacted()) }
+func (k Key) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, k.redacted()) // fmt.Formatter cannot report a write error
+}
 
 // MarshalJSON encodes the redacted description as a JSON string.
 func (k Key) MarshalJSON() ([]byte, error) {

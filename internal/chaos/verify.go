@@ -380,11 +380,11 @@ func (v *Verifier) ExplainAt(ctx context.Context, value string, now time.Time) *
 
 	exp := h.ExpTime()
 	add(CheckExpiry, v.checkExpiry(&h, now), fmt.Sprintf("expires at %s, in %s", exp.UTC().Format(time.RFC3339), humanDuration(exp.Sub(now))))
-	capPass := fmt.Sprintf("exp is %s ahead, within the %s cap plus %s clock-skew allowance", humanDuration(exp.Sub(now)), v.maxAhead, v.skew)
+	capDetail := fmt.Sprintf("exp is %s ahead, within the %s cap plus %s clock-skew allowance", humanDuration(exp.Sub(now)), v.maxAhead, v.skew)
 	if !now.Before(exp) {
-		capPass = "exp is not ahead of now"
+		capDetail = "exp is not ahead of now"
 	}
-	add(CheckCap, v.checkCap(&h, now), capPass)
+	add(CheckCap, v.checkCap(&h, now), capDetail)
 
 	r.OK = r.err == nil
 	return r

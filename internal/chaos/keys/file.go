@@ -77,7 +77,7 @@ func (e *InsecureFileError) Is(target error) bool { return target == ErrInsecure
 // the read concern the same file) that it is a regular owner-only file, and
 // decodes its key. Errors name the path, never the content.
 func readKeyFile(path string) (chaos.Key, error) {
-	fh, err := os.Open(path)
+	fh, err := os.Open(path) //nolint:gosec // G304: the operator names the key file on purpose
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return chaos.Key{}, fmt.Errorf("read chaos key file %s: %w: %w", path, ErrNoKey, fs.ErrNotExist)

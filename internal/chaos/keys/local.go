@@ -89,8 +89,7 @@ func (l *Local) writeTemp(k chaos.Key) (string, error) {
 		werr = cerr
 	}
 	if werr != nil {
-		os.Remove(f.Name())
-		return "", fmt.Errorf("write local chaos key: %w", werr)
+		return "", fmt.Errorf("write local chaos key: %w", removeTemp(f.Name(), werr))
 	}
 	return f.Name(), nil
 }
@@ -138,8 +137,7 @@ func (l *Local) Rotate(context.Context) (Rotation, error) {
 			return Rotation{}, err
 		}
 		if err := os.Rename(tmp, l.previous()); err != nil {
-			os.Remove(tmp)
-			return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
+			return Rotation{}, fmt.Errorf("rotate local chaos key: %w", removeTemp(tmp, err))
 		}
 	}
 	k, err := chaos.GenerateKey(nil)
@@ -151,11 +149,19 @@ func (l *Local) Rotate(context.Context) (Rotation, error) {
 		return Rotation{}, err
 	}
 	if err := os.Rename(tmp, l.current()); err != nil {
-		os.Remove(tmp)
-		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
+		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", removeTemp(tmp, err))
 	}
 	return Rotation{Previous: old, Current: k}, nil
 }
 
 // Describe returns "local key file DIR/chaos.key".
 func (l *Local) Describe() string { return "local key file " + l.current() }
+
+// removeTemp removes a temporary key file after err, and adds to err when
+// the removal fails too, so a stray copy of a key never goes unmentioned.
+func removeTemp(name string, err error) error {
+	if rerr := os.Remove(name); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		return errors.Join(err, fmt.Errorf("remove temporary key file: %w", rerr))
+	}
+	return err
+}

@@ -265,7 +265,7 @@ func newSMClient(srv *httptest.Server, attempts int) *secretsmanager.Client {
 	})
 }
 
-const secretID = "kosha/chaos/dev"
+const secretID = "kosha/chaos/dev" //nolint:gosec // G101: a secret's name, not its value
 
 func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	ctx := context.Background()
