@@ -9,7 +9,7 @@ import (
 
 // MaxBulkheadWait is the longest acquire wait the design allows for HTTP
 // dependencies (0–50 ms). [NewBulkhead] accepts longer waits, since a
-// connection pool's wait (PostgreSQL: 500 ms) is modelled the same way.
+// connection pool's wait (PostgreSQL: 500 ms) is modeled the same way.
 const MaxBulkheadWait = 50 * time.Millisecond
 
 // Bulkhead caps concurrent calls to one dependency. Acquire never queues

@@ -74,7 +74,7 @@ type Class struct {
 //
 //   - nil: success.
 //   - [StatusError] 5xx: failure; 502, 503 and 504 are retryable.
-//   - [StatusError] 429: retryable, honouring Retry-After; not a failure.
+//   - [StatusError] 429: retryable, honoring Retry-After; not a failure.
 //   - [StatusError] other 4xx: a success for the breaker, never retried.
 //   - timeouts ([ErrAttemptTimeout], context.DeadlineExceeded,
 //     os.ErrDeadlineExceeded, a net.Error that timed out): failure, retryable.
@@ -111,6 +111,8 @@ func Classify(err error) Class {
 			return Class{Outcome: breaker.Failure, Retryable: true}
 		case KindDeadlineExceeded:
 			return Class{Outcome: breaker.Ignored}
+		case KindBulkheadFull, KindCircuitOpen, KindOverloaded:
+			// As any other error below: a failure, not retried.
 		}
 		return Class{Outcome: breaker.Failure}
 	}

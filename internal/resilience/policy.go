@@ -68,7 +68,7 @@ type Attempt struct {
 	IdempotencyKey string
 }
 
-// AttemptFunc performs one attempt of a call. It must honour ctx, whose
+// AttemptFunc performs one attempt of a call. It must honor ctx, whose
 // deadline is the attempt's timeout, and report the dependency's answer as
 // an error the layers can classify (see [Classify]): a *[StatusError] for an
 // error status, a *[ConnError] or the net error for a connection failure.

@@ -24,6 +24,16 @@ func coreDep() DependencySettings {
 	return DependencySettings{Name: CoreAPI, Breaker: &breaker.Settings{WindowSize: 4, MinCalls: 2, OpenDuration: 15 * time.Second}}
 }
 
+// holdSlot starts a call that holds a bulkhead slot until release is
+// closed, and fails the test unless that call then succeeds.
+func holdSlot(t *testing.T, p *Policy, release <-chan struct{}) {
+	go func() {
+		if err := p.Do(t.Context(), Call{}, func(context.Context, Attempt) error { <-release; return nil }); err != nil {
+			t.Errorf("the call holding a bulkhead slot: %v", err)
+		}
+	}()
+}
+
 // newPolicy builds a policy whose jitter always draws the top of its range
 // (delay = ceiling), unless opts sets Rand.
 func newPolicy(t *testing.T, op OperationSettings, ds DependencySettings, opts Options) *Policy {
@@ -133,7 +143,7 @@ func TestPolicyRetryableRules(t *testing.T) {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("Do returned %v, want the last attempt's error %v", err, tt.err)
 				}
-				if st := p.Stats(); st.Retries != uint64(tt.attempts-1) {
+				if st := p.Stats(); st.Retries != uint64(tt.attempts-1) { //nolint:gosec // G115: every case makes at least one attempt
 					t.Fatalf("Stats.Retries = %d", st.Retries)
 				}
 			})
@@ -454,7 +464,7 @@ func TestPolicyLayerOrder(t *testing.T) {
 			}
 		})
 	})
-	t.Run("a cancelled caller is reported as such", func(t *testing.T) {
+	t.Run("a canceled caller is reported as such", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := newPolicy(t, readsOp(), coreDep(), Options{})
 			ctx, cancel := context.WithCancel(t.Context())
@@ -595,7 +605,7 @@ func TestPolicyWithoutBreaker(t *testing.T) {
 		// Pool of 2 with a 0.5 s wait: a third statement waits for a connection.
 		release := make(chan struct{})
 		for range 2 {
-			go p.Do(t.Context(), Call{}, func(context.Context, Attempt) error { <-release; return nil })
+			holdSlot(t, p, release)
 		}
 		synctest.Wait()
 		go func() { time.Sleep(200 * time.Millisecond); close(release) }()
@@ -700,7 +710,7 @@ func TestPolicyTimeSpentBeforeTheAttemptCounts(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := newPolicy(t, pgOp, DependencySettings{Name: Postgres}, Options{})
 			release := make(chan struct{})
-			go p.Do(t.Context(), Call{}, func(context.Context, Attempt) error { <-release; return nil })
+			holdSlot(t, p, release)
 			synctest.Wait()
 			go func() { time.Sleep(400 * time.Millisecond); close(release) }()
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
@@ -721,7 +731,7 @@ func TestPolicyTimeSpentBeforeTheAttemptCounts(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := newPolicy(t, pgOp, DependencySettings{Name: Postgres}, Options{})
 			release := make(chan struct{})
-			go p.Do(t.Context(), Call{}, func(context.Context, Attempt) error { <-release; return nil })
+			holdSlot(t, p, release)
 			synctest.Wait()
 			go func() { time.Sleep(460 * time.Millisecond); close(release) }()
 			ctx, cancel := context.WithTimeout(t.Context(), 550*time.Millisecond)

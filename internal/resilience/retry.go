@@ -16,12 +16,12 @@ type Rand interface {
 // globalRand is math/rand/v2's goroutine-safe top-level source.
 type globalRand struct{}
 
-func (globalRand) Int64N(n int64) int64 { return rand.Int64N(n) }
+func (globalRand) Int64N(n int64) int64 { return rand.Int64N(n) } //nolint:gosec // G404: retry jitter needs spread, not unpredictability
 
 // Backoff computes full-jitter retry delays: the delay before retry n
 // (n ≥ 1) is uniform in [0, min(Cap, Base·2ⁿ)] (AWS Architecture Blog,
 // "Exponential Backoff and Jitter"), which spreads retries evenly and avoids
-// synchronised retry storms.
+// synchronized retry storms.
 type Backoff struct {
 	// Base is the unit of the exponential ceiling. Zero means no delay.
 	Base time.Duration

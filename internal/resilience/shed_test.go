@@ -53,13 +53,13 @@ func TestShedderMiddleware(t *testing.T) {
 		for range 64 {
 			served.Go(func() {
 				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
+				h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp", nil))
 				codes <- rec.Code
 			})
 		}
 		synctest.Wait() // 64 requests in flight
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
+		h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp", nil))
 		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" {
 			t.Fatalf("65th request: %d, Retry-After %q; want 503 and 1", rec.Code, rec.Header().Get("Retry-After"))
 		}
