@@ -183,6 +183,8 @@ func sortStatuses(s []Status, by SortBy) {
 			if a.Stored.UpdatedAtMs != b.Stored.UpdatedAtMs {
 				return a.Stored.UpdatedAtMs > b.Stored.UpdatedAtMs
 			}
+		case SortClient:
+			// The tie-break below is the whole order.
 		}
 		return a.Client < b.Client
 	})
@@ -269,6 +271,8 @@ func (c Change) target(l Limits) float64 {
 			return 0 // not -0
 		}
 		return -debt
+	case OpSet:
+		// The count given, below.
 	}
 	return c.Tokens
 }
@@ -384,6 +388,8 @@ func noop(op Op, before Status, want float64) bool {
 		// Only exact: a bucket at 0.4 tokens still gains its next token sooner
 		// than a drained one.
 		return before.Exists && before.Stored.Tokens == want && before.Tokens == want
+	case OpSet:
+		// The refilled level already at the count, below.
 	}
 	return before.Tokens == want
 }

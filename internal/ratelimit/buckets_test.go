@@ -268,11 +268,11 @@ type busyStore struct {
 func (b *busyStore) Put(ctx context.Context, it store.Item, cond store.Condition) error {
 	if b.n > 0 {
 		b.n--
-		cur, _ := b.memStore.Get(ctx, it.PK())
+		cur, _ := b.Get(ctx, it.PK())
 		bk, _ := ratelimit.BucketFromItem(cur)
 		bk.Tokens--
 		bk.UpdatedAtMs++
-		b.memStore.set(bk.Item())
+		b.set(bk.Item())
 	}
 	return b.memStore.Put(ctx, it, cond)
 }
@@ -314,7 +314,7 @@ func TestBucketsApplyAudited(t *testing.T) {
 		t.Fatalf("drain: %+v %+v %v", res, rec, err)
 	}
 	if stored(t, s, "c").Tokens != 0 {
-		t.Error("audited apply honoured DryRun; it must always write")
+		t.Error("audited apply honored DryRun; it must always write")
 	}
 	if rec.Action != "ratelimit.drain" || rec.Subject != "rl#c" || rec.Actor != "alice@laptop" || rec.Reason != "drill" {
 		t.Errorf("record: %+v", rec)

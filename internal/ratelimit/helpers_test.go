@@ -14,7 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
-// memStore is an in-memory store honouring the contract's conditions
+// memStore is an in-memory store honoring the contract's conditions
 // atomically. It counts calls and can be told to fail.
 type memStore struct {
 	mu    sync.Mutex

@@ -90,9 +90,9 @@ type Decision struct {
 }
 
 // Observer receives every decision a [Limiter] makes, for metrics (the
-// sandbox exports them as Prometheus counters, labelled by
+// sandbox exports them as Prometheus counters, labeled by
 // [Outcome.String]). It is called synchronously at the end of each take that
-// returns a decision (not for an invalid client id or a cancelled context)
+// returns a decision (not for an invalid client id or a canceled context)
 // and must be safe for concurrent use.
 type Observer interface {
 	ObserveTake(client string, d Decision)

@@ -149,13 +149,13 @@ func TestTakeErrors(t *testing.T) {
 	if g, p := s.counts(); g+p != 0 {
 		t.Errorf("a bad client id touched the store (%d gets, %d puts)", g, p)
 	}
-	// A cancelled request is not failed open: there is no one to answer.
+	// A canceled request is not failed open: there is no one to answer.
 	s.failGet = context.Canceled
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	d, err := l.Take(ctx, "c")
 	if !errors.Is(err, context.Canceled) || d.Allowed {
-		t.Errorf("cancelled take: %+v, %v", d, err)
+		t.Errorf("canceled take: %+v, %v", d, err)
 	}
 }
 

@@ -51,7 +51,11 @@ var backends = map[string]func(t *testing.T) store.Store{
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Error(err)
+			}
+		})
 		return s
 	},
 	"dynamodb": func(t *testing.T) store.Store {
