@@ -105,6 +105,8 @@ func (c Condition) String() string {
 		return fmt.Sprintf("%s = %v", c.attr, c.value)
 	case condAbsentOrEquals:
 		return fmt.Sprintf("item absent or %s = %v", c.attr, c.value)
+	case condAlways:
+		// Below.
 	}
 	return "always"
 }

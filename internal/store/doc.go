@@ -1,5 +1,5 @@
 // Package store defines the item store koshactl keeps its control-plane state
-// in, and the contract every backend honours.
+// in, and the contract every backend honors.
 //
 // The model is DynamoDB's: one table, items keyed by a string partition key
 // "pk", attributes that are strings or numbers, and writes guarded by a

@@ -206,6 +206,8 @@ func (s *Store) enableTTL(ctx context.Context) (TTLState, string, error) {
 		case types.TimeToLiveStatusDisabling:
 			// DynamoDB refuses a change while disabling; say so rather than fail.
 			return TTLDisabling, attr, nil
+		case types.TimeToLiveStatusDisabled:
+			// Enabled below.
 		}
 	}
 	_, err = s.client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{

@@ -210,8 +210,10 @@ func expression(cond store.Condition) (*condExpr, error) {
 // Scan yields the items whose pk starts with q.Prefix (strongly consistent
 // reads, q.PageSize items examined per request). With q.Segments > 1 the
 // segments are scanned in parallel; items arrive in no particular order and
-// the first error stops every segment.
+// the first error stops every segment. More segments than DynamoDB allows
+// (1,000,000) scan in that many.
 func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error] {
+	q.Segments = min(q.Segments, maxSegments)
 	return func(yield func(store.Item, error) bool) {
 		op := fmt.Sprintf("scan %q", q.Prefix)
 		var examined atomic.Int64
@@ -245,6 +247,9 @@ func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Ite
 		s.parallelScan(ctx, op, q, progress, yield)
 	}
 }
+
+// maxSegments is the most segments DynamoDB accepts in a parallel scan.
+const maxSegments = 1_000_000
 
 // page is one page of a segment, or the error that ended it.
 type page struct {
@@ -324,8 +329,8 @@ func (s *Store) scanInput(q store.ScanQuery, segment int) *dynamodb.ScanInput {
 		in.Limit = aws.Int32(int32(min(q.PageSize, 1<<30)))
 	}
 	if q.Segments > 1 {
-		in.Segment = aws.Int32(int32(segment))
-		in.TotalSegments = aws.Int32(int32(q.Segments))
+		in.Segment = aws.Int32(int32(segment))          //nolint:gosec // G115: segment < q.Segments <= maxSegments (Scan bounds it)
+		in.TotalSegments = aws.Int32(int32(q.Segments)) //nolint:gosec // G115: at most maxSegments (Scan bounds it)
 	}
 	return in
 }

@@ -45,7 +45,7 @@ var _ store.Store = (*Store)(nil)
 type Store struct {
 	db   *sql.DB
 	path string
-	// writeSem serialises this Store's write transactions.
+	// writeSem serializes this Store's write transactions.
 	writeSem chan struct{}
 }
 
@@ -65,7 +65,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	// Create the file ourselves so its mode is 0600 whatever SQLite's default;
 	// SQLite gives the -wal and -shm files the database file's mode.
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600) //nolint:gosec // G304: the store file the context names
 	if err != nil {
 		return nil, fmt.Errorf("open embedded store %s: %w: %w", abs, store.ErrUnavailable, err)
 	}
@@ -80,7 +80,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	db.SetMaxIdleConns(maxOpenConns)
 	s := &Store{db: db, path: abs, writeSem: make(chan struct{}, 1)}
 	if err := s.migrate(ctx); err != nil {
-		db.Close()
+		_ = db.Close() // the migration error is the one to report
 		return nil, err
 	}
 	return s, nil
@@ -354,7 +354,7 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
 // database match store.ErrUnavailable.
 func (s *Store) wrap(ctx context.Context, op string, err error) error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		// The driver reports a cancelled statement as SQLITE_INTERRUPT.
+		// The driver reports a canceled statement as SQLITE_INTERRUPT.
 		return fmt.Errorf("%s: %w", op, ctxErr)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

@@ -134,7 +134,7 @@ func TestSeveralProcesses(t *testing.T) {
 	var cmds []*exec.Cmd
 	var outs []*strings.Builder
 	for range procs {
-		cmd := exec.Command(self, "-test.run=^$")
+		cmd := exec.CommandContext(t.Context(), self, "-test.run=^$") //nolint:gosec // G204: re-runs this test binary as a child
 		cmd.Env = append(os.Environ(), childDBEnv+"="+path, childNEnv+"="+strconv.Itoa(each))
 		out := &strings.Builder{}
 		cmd.Stdout = out
@@ -281,15 +281,19 @@ func TestNewerSchemaRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
+	if _, err := db.ExecContext(context.Background(), "PRAGMA user_version = 99"); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
 	_, err = sqlite.Open(context.Background(), path)
 	if err == nil || !strings.Contains(err.Error(), "upgrade koshactl") {
 		t.Errorf("Open of a newer schema: %v, want an error saying to upgrade", err)
@@ -348,7 +352,9 @@ func TestClosedStoreFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Get(context.Background(), "x"); err == nil || errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get on a closed store: %v", err)
 	}

@@ -1,5 +1,5 @@
 // Package dynamotest provides DynamoDB stores for tests: each on a fresh,
-// initialised table of a dynalite server, so tests of packages built on the
+// initialized table of a dynalite server, so tests of packages built on the
 // store (rate limiting, breaker overrides, chaos) can run against the real
 // DynamoDB API without sharing state.
 package dynamotest
