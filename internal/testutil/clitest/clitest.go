@@ -36,14 +36,22 @@ type Env struct {
 // environment variables).
 func New(t testing.TB) *Env {
 	t.Helper()
-	dir := t.TempDir()
-	t.Setenv("KOSHACTL_CONFIG", filepath.Join(dir, "config.yaml"))
-	t.Setenv("KOSHACTL_STATE_DIR", filepath.Join(dir, "state"))
+	e := &Env{T: t, Dir: t.TempDir(), Clock: clock.NewFake(Epoch)}
+	t.Setenv("KOSHACTL_CONFIG", e.ConfigPath())
+	t.Setenv("KOSHACTL_STATE_DIR", e.StateDir())
 	t.Setenv("KOSHACTL_ACTOR", "tester@test")
 	t.Setenv("KOSHACTL_CONTEXT", "")
 	t.Setenv("NO_COLOR", "1")
-	return &Env{T: t, Dir: dir, Clock: clock.NewFake(Epoch)}
+	return e
 }
+
+// ConfigPath returns the config file koshactl reads (KOSHACTL_CONFIG); it
+// does not exist until a command or [Env.WriteConfig] writes it.
+func (e *Env) ConfigPath() string { return filepath.Join(e.Dir, "config.yaml") }
+
+// StateDir returns the state directory (KOSHACTL_STATE_DIR) where the local
+// context keeps its embedded store and chaos key.
+func (e *Env) StateDir() string { return filepath.Join(e.Dir, "state") }
 
 // Result is one command's outcome.
 type Result struct {
@@ -84,7 +92,7 @@ func (e *Env) MustRun(want int, args ...string) Result {
 // WriteConfig writes the config file verbatim.
 func (e *Env) WriteConfig(yaml string) {
 	e.T.Helper()
-	if err := os.WriteFile(os.Getenv("KOSHACTL_CONFIG"), []byte(yaml), 0o600); err != nil {
+	if err := os.WriteFile(e.ConfigPath(), []byte(yaml), 0o600); err != nil {
 		e.T.Fatal(err)
 	}
 }

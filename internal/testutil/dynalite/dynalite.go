@@ -162,11 +162,14 @@ func preloadURL() string {
 }
 
 func launch(ctx context.Context, node, cli string) (*Server, error) {
-	port, err := freePort()
+	port, err := freePort(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(node, "--import", preloadURL(), cli,
+	// Not CommandContext: ctx bounds the start, while the server outlives it
+	// until Stop. node is found on PATH, cli in the pinned npm install.
+	cmd := exec.Command(node, "--import", preloadURL(), cli, //nolint:gosec,noctx // G204: the test server's own node and cli.js; noctx: see above
+
 		"--port", strconv.Itoa(port), "--host", "127.0.0.1",
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
 	out := &syncBuffer{}
@@ -256,8 +259,9 @@ func (s *Server) Stop() error {
 // Pid returns the server's process id, which is also its process group id.
 func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(ctx context.Context) (int, error) {
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find free port: %w", err)
 	}

@@ -16,7 +16,11 @@ import (
 
 func get(t *testing.T, url string) (int, string, error) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -124,13 +128,14 @@ func TestConfigSignsForDynalite(t *testing.T) {
 }
 
 // TestSurvivesAbortedRequests: a client that gives up mid-request (a
-// cancelled context, a scan stopped early) must not kill the server the rest
+// canceled context, a scan stopped early) must not kill the server the rest
 // of the package's tests share.
 func TestSurvivesAbortedRequests(t *testing.T) {
 	endpoint := Start(t)
 	addr := strings.TrimPrefix(endpoint, "http://")
 	for range 3 {
-		c, err := net.Dial("tcp", addr)
+		var d net.Dialer
+		c, err := d.DialContext(t.Context(), "tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +144,9 @@ func TestSurvivesAbortedRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Close()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// A request after the aborts is answered: the server is still up.
 	if _, err := dynamodb.NewFromConfig(Config(t, endpoint)).ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
