@@ -224,7 +224,7 @@ func (p *hintingProvider) Retrieve(ctx context.Context) (aws.Credentials, error)
 }
 
 // IsCredentialsProvider lets the SDK see through the wrapper (for example to
-// recognise the credentials cache it wraps).
+// recognize the credentials cache it wraps).
 func (p *hintingProvider) IsCredentialsProvider(target aws.CredentialsProvider) bool {
 	return aws.IsCredentialsProvider(p.inner, target)
 }

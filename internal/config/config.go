@@ -234,7 +234,7 @@ func BuiltinLocal() *Context { return &Context{Store: StoreConfig{Local: &LocalS
 // resolves the built-in local context.
 func Load(path string) (*File, error) {
 	f := &File{path: path}
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(path) //nolint:gosec // G304: the config file the operator chose (KOSHACTL_CONFIG or the default)
 	if errors.Is(err, os.ErrNotExist) {
 		return f, nil
 	}
@@ -334,13 +334,16 @@ func (f *File) Save() error {
 	if err != nil {
 		return fmt.Errorf("write config: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	// After the rename there is nothing left to remove; before it, a failed
+	// removal leaves only a stray temporary file, and the write error is the
+	// one to report.
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("write config: %w", err)
 	}
 	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return fmt.Errorf("write config: %w", err)
 	}
 	if err := tmp.Close(); err != nil {

@@ -58,11 +58,15 @@ func TestContextDefaults(t *testing.T) {
 
 func TestLoadRejectsContradictions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
-	os.WriteFile(path, []byte("contexts:\n  x:\n    store:\n      local: {}\n      dynamodb: {table: t, region: r}\n"), 0o600)
+	if err := os.WriteFile(path, []byte("contexts:\n  x:\n    store:\n      local: {}\n      dynamodb: {table: t, region: r}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := config.Load(path); !errors.Is(err, config.ErrInvalid) {
 		t.Errorf("both stores accepted: %v", err)
 	}
-	os.WriteFile(path, []byte("contexts:\n  x:\n    max-override: forever\n    store: {local: {}}\n"), 0o600)
+	if err := os.WriteFile(path, []byte("contexts:\n  x:\n    max-override: forever\n    store: {local: {}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := config.Load(path); !errors.Is(err, config.ErrInvalid) {
 		t.Errorf("bad duration accepted: %v", err)
 	}

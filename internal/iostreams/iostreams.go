@@ -1,5 +1,5 @@
 // Package iostreams carries a command's standard streams and what is known
-// about them (terminal or not, colour allowed or not), so commands print the
+// about them (terminal or not, color allowed or not), so commands print the
 // same way in production and in tests backed by buffers.
 package iostreams
 
@@ -57,7 +57,7 @@ func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
 // CanPrompt reports whether interactive confirmation is possible.
 func (s *IOStreams) CanPrompt() bool { return s.stdinTTY && s.stderrTTY }
 
-// ColorEnabled reports whether output may use colour (a terminal, no NO_COLOR).
+// ColorEnabled reports whether output may use color (a terminal, no NO_COLOR).
 func (s *IOStreams) ColorEnabled() bool { return s.stdoutTTY && !s.noColor }
 
 // SetStdinTTY marks stdin as a terminal or not (tests).
