@@ -26,7 +26,7 @@ func main() {
 	started := false
 	cmd := root.NewCmd(f, &started)
 	cmd.DisableAutoGenTag = true
-	if err := os.MkdirAll(os.Args[1], 0o755); err != nil {
+	if err := os.MkdirAll(os.Args[1], 0o750); err != nil { //nolint:gosec // G703: the output directory the developer names
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -18,7 +18,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		Long: heredoc.Doc(`
 			X-Kosha-Chaos headers ask the data plane to inject a fault (latency, error,
 			timeout, reset) into calls to one downstream, with a probability, for at most
-			15 minutes. The data plane honours a header only if it passes every check
+			15 minutes. The data plane honors a header only if it passes every check
 			(chaos verify shows them), CHAOS_ENABLED=true, and the caller has the operator
 			role; otherwise it ignores the header and audits the attempt.
 

@@ -29,7 +29,7 @@ func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
 		}
 	}
 	// First use generates the local key, mode 0600, and says so.
-	st, err := os.Stat(filepath.Join(os.Getenv("KOSHACTL_STATE_DIR"), "chaos.key"))
+	st, err := os.Stat(c.localKeyPath())
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("local key file: %v, %v", st, err)
 	}
@@ -98,7 +98,7 @@ func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
 		t.Errorf("audit record carries the signature: %s", rec.After)
 	}
 	c.must(0, "audit", "list")
-	assertNoKey(t, c, localKey(t))
+	assertNoKey(t, c, c.localKey(t))
 }
 
 func TestSignOutputFormats(t *testing.T) {
@@ -143,7 +143,7 @@ func TestTTLCapIsHard(t *testing.T) {
 	if recs := auditRecords(t, c, ""); len(recs) != 0 {
 		t.Fatalf("refused mints were audited: %+v", recs)
 	}
-	if _, err := os.Stat(filepath.Join(os.Getenv("KOSHACTL_STATE_DIR"), "chaos.key")); !os.IsNotExist(err) {
+	if _, err := os.Stat(c.localKeyPath()); !os.IsNotExist(err) {
 		t.Errorf("a refused mint touched the key: %v", err)
 	}
 	// Exactly 15 minutes is allowed, and passes the cap with no skew allowance.
@@ -216,7 +216,7 @@ func TestKeyFileFlag(t *testing.T) {
 	if !strings.Contains(v.Stdout, "kid        FAIL") || !strings.Contains(v.Stdout, "signature  skipped") {
 		t.Errorf("verify with the wrong keys:\n%s", v.Stdout)
 	}
-	if _, err := os.Stat(filepath.Join(os.Getenv("KOSHACTL_STATE_DIR"), "chaos.key")); err != nil {
+	if _, err := os.Stat(c.localKeyPath()); err != nil {
 		t.Errorf("verifying without --key-file uses the local key: %v", err)
 	}
 	// A context's chaos.key-file works like the flag, and the flag wins.
@@ -252,7 +252,7 @@ func TestKeyFromEnvironmentVariable(t *testing.T) {
 	}
 	r = c.must(cmdutil.ExitUsage, "chaos", "key", "rotate", "--yes")
 	oneErrorLine(t, r, "cannot rotate", "environment variable CI_CHAOS_KEY")
-	if _, err := os.Stat(filepath.Join(os.Getenv("KOSHACTL_STATE_DIR"), "chaos.key")); !os.IsNotExist(err) {
+	if _, err := os.Stat(c.localKeyPath()); !os.IsNotExist(err) {
 		t.Errorf("an env-var context generated a local key: %v", err)
 	}
 	assertNoKey(t, c, content)
@@ -352,15 +352,15 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 	if !strings.Contains(r.Stdout, "Would store the first chaos key") || !strings.Contains(r.Stderr, "dry run, nothing written") {
 		t.Errorf("dry run on an empty source:\n%s%s", r.Stdout, r.Stderr)
 	}
-	if _, err := os.Stat(filepath.Join(os.Getenv("KOSHACTL_STATE_DIR"), "chaos.key")); !os.IsNotExist(err) {
+	if _, err := os.Stat(c.localKeyPath()); !os.IsNotExist(err) {
 		t.Fatalf("a dry run created a key: %v", err)
 	}
 	h1 := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
-	k1 := localKey(t)
+	k1 := c.localKey(t)
 
 	r = c.must(cmdutil.ExitRefused, "chaos", "key", "rotate")
 	oneErrorLine(t, r, `context "prod-like" is protected`, "--yes")
-	if localKey(t) != k1 || len(auditRecords(t, c, "chaos.key-rotate")) != 0 {
+	if c.localKey(t) != k1 || len(auditRecords(t, c, "chaos.key-rotate")) != 0 {
 		t.Fatal("a refused rotation changed the key or was audited")
 	}
 	// Typed confirmation on a terminal.
@@ -370,7 +370,7 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 	r = c.must(0, "chaos", "key", "rotate")
 	c.TTY, c.Stdin = false, ""
 	c.Clock.Advance(time.Minute) // audit list orders by time
-	k2 := localKey(t)
+	k2 := c.localKey(t)
 	if k2 == k1 {
 		t.Fatal("rotation kept the key")
 	}
@@ -396,7 +396,7 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 	if len(ids.Keys) != 2 || !dry.DryRun || dry.After != nil || dry.RetiredKID != ids.Keys[1].KID {
 		t.Fatalf("dry run %+v, keys %+v", dry, ids)
 	}
-	if localKey(t) != k2 {
+	if c.localKey(t) != k2 {
 		t.Fatal("a dry run rotated")
 	}
 	res := decode[struct {
@@ -427,7 +427,7 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 	if got, want := decode[map[string]string](t, string(recs[1].Before)), (map[string]string{"current_kid": ids.Keys[1].KID}); !maps.Equal(got, want) {
 		t.Errorf("first rotation audit before = %v, want %v", got, want)
 	}
-	for _, k := range []string{k1, k2, localKey(t)} {
+	for _, k := range []string{k1, k2, c.localKey(t)} {
 		assertNoKey(t, c, k)
 	}
 }

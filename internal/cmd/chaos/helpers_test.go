@@ -192,10 +192,13 @@ func assertNoKey(t *testing.T, c *cli, stored string) {
 	}
 }
 
+// localKeyPath returns where the local context keeps its chaos key.
+func (c *cli) localKeyPath() string { return filepath.Join(c.StateDir(), "chaos.key") }
+
 // localKey returns the local context's stored key (standard base64).
-func localKey(t *testing.T) string {
+func (c *cli) localKey(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(os.Getenv("KOSHACTL_STATE_DIR"), "chaos.key"))
+	b, err := os.ReadFile(c.localKeyPath())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +211,7 @@ func writeKey(t *testing.T, dir string, mode os.FileMode) (string, string) {
 	t.Helper()
 	raw := make([]byte, 32)
 	for i := range raw {
-		raw[i] = byte(i*37 + 11)
+		raw[i] = byte(i*37 + 11) //nolint:gosec // G115: wraps on purpose, for a spread of byte values
 	}
 	content := base64.StdEncoding.EncodeToString(raw) + "\n"
 	path := filepath.Join(dir, "ci-chaos.key")

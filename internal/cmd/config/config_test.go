@@ -19,7 +19,7 @@ func TestNoConfigFileMeansBuiltinLocal(t *testing.T) {
 	if !strings.Contains(out, "*") || !strings.Contains(out, "local") || !strings.Contains(out, "embedded") {
 		t.Errorf("get-contexts:\n%s", out)
 	}
-	if _, err := os.Stat(os.Getenv("KOSHACTL_CONFIG")); !os.IsNotExist(err) {
+	if _, err := os.Stat(e.ConfigPath()); !os.IsNotExist(err) {
 		t.Errorf("reading must not create a config file (stat: %v)", err)
 	}
 }
@@ -60,7 +60,7 @@ func TestSetContextUseAndView(t *testing.T) {
 	if _, ok := v.Contexts["local"]; !ok {
 		t.Error("the built-in local context should still be listed")
 	}
-	st, err := os.Stat(os.Getenv("KOSHACTL_CONFIG"))
+	st, err := os.Stat(e.ConfigPath())
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("config file mode = %v (%v), want 0600", st.Mode().Perm(), err)
 	}
@@ -99,7 +99,7 @@ func TestSetContextBadInput(t *testing.T) {
 		if !strings.Contains(r.Stderr, tc.want) {
 			t.Errorf("set-context %v: stderr %q lacks %q", tc.args, r.Stderr, tc.want)
 		}
-		if _, err := os.Stat(os.Getenv("KOSHACTL_CONFIG")); !os.IsNotExist(err) {
+		if _, err := os.Stat(e.ConfigPath()); !os.IsNotExist(err) {
 			t.Errorf("set-context %v: bad input wrote the config file", tc.args)
 		}
 	}

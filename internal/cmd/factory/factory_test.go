@@ -39,7 +39,7 @@ func TestActorIsTheCallerIdentityOnAWSContexts(t *testing.T) {
 func TestLocalActor(t *testing.T) {
 	t.Setenv("KOSHACTL_ACTOR", "ci@pipeline-42")
 	if a, _ := localActor(context.Background()); a != "ci@pipeline-42" {
-		t.Errorf("KOSHACTL_ACTOR not honoured: %q", a)
+		t.Errorf("KOSHACTL_ACTOR not honored: %q", a)
 	}
 	t.Setenv("KOSHACTL_ACTOR", "")
 	if a, _ := localActor(context.Background()); !strings.Contains(a, "@") {

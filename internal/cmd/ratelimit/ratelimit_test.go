@@ -338,7 +338,9 @@ func TestList(t *testing.T) {
 	if err := s.Put(context.Background(), store.Item{"pk": "rl#broken", "tokens": "many"}, store.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
 	r = e.MustRun(0, "ratelimit", "list", "-o", "json")
 	if l := decode[listOut](t, r.Stdout); len(l.Items) != 3 || len(l.Malformed) != 1 || !strings.Contains(r.Stderr, "warning: skipped") {
 		t.Errorf("malformed item: %+v, stderr %q", l, r.Stderr)

@@ -26,7 +26,7 @@ func BenchmarkWholeProcessVersusAWSCLI(b *testing.B) {
 	}
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "koshactl")
-	build := exec.Command("go", "build", "-o", bin, "github.com/kosha-platform/koshactl/cmd/koshactl")
+	build := exec.CommandContext(b.Context(), "go", "build", "-o", bin, "github.com/kosha-platform/koshactl/cmd/koshactl") //nolint:gosec // G204: builds into the benchmark's temp dir
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build koshactl: %v\n%s", err, out)
 	}
@@ -46,7 +46,7 @@ func BenchmarkWholeProcessVersusAWSCLI(b *testing.B) {
 	item := `{"pk":{"S":"breaker#openai"},"state":{"S":"forced_open"},"reason":{"S":"bench"},"actor":{"S":"bench@host"},` +
 		`"created_at":{"N":"1795978800000"},"expires_at":{"N":"1795980600000"},"ttl":{"N":"1795980600"},"version":{"N":"1"}}`
 	run := func(name string, args ...string) time.Duration {
-		cmd := exec.Command(name, args...)
+		cmd := exec.CommandContext(b.Context(), name, args...) //nolint:gosec // G204: the benchmark runs the two programs it compares
 		cmd.Env = env
 		start := time.Now()
 		out, err := cmd.CombinedOutput()

@@ -14,10 +14,13 @@ import (
 	"github.com/kosha-platform/koshactl/internal/config"
 )
 
+// devSecretID names a Secrets Manager secret; it holds no secret itself.
+const devSecretID = "kosha/chaos/dev" //nolint:gosec // G101: a secret's name, not its value
+
 func TestResolveKeySourceOrder(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	full := config.ChaosConfig{SecretID: "kosha/chaos/dev", KeyFile: "/etc/kosha/chaos.key", KeyEnv: "MY_CHAOS_KEY"}
+	full := config.ChaosConfig{SecretID: devSecretID, KeyFile: "/etc/kosha/chaos.key", KeyEnv: "MY_CHAOS_KEY"}
 	awsCfg := func(context.Context) (aws.Config, error) { return aws.Config{Region: "eu-west-1"}, nil }
 	dynamo := config.StoreConfig{DynamoDB: &config.DynamoDBStore{Table: "kosha-control", Region: "eu-west-1"}}
 	for _, tc := range []struct {
@@ -32,8 +35,8 @@ func TestResolveKeySourceOrder(t *testing.T) {
 		{"flag beats everything", full, dynamo, "./ci.key", "key file ./ci.key", shared.OriginFlag, "chaos-key#file:./ci.key"},
 		{"context key file", full, dynamo, "", "key file /etc/kosha/chaos.key", shared.OriginKeyFile, "chaos-key#file:/etc/kosha/chaos.key"},
 		{"context env var", config.ChaosConfig{SecretID: "s", KeyEnv: "MY_CHAOS_KEY"}, dynamo, "", "environment variable MY_CHAOS_KEY", shared.OriginKeyEnv, "chaos-key#env:MY_CHAOS_KEY"},
-		{"secret id", config.ChaosConfig{SecretID: "kosha/chaos/dev"}, dynamo, "", `Secrets Manager secret "kosha/chaos/dev"`, shared.OriginSecretID, "chaos-key#kosha/chaos/dev"},
-		{"secret id on a local context", config.ChaosConfig{SecretID: "kosha/chaos/dev"}, config.StoreConfig{Local: &config.LocalStore{}}, "", `Secrets Manager secret "kosha/chaos/dev"`, shared.OriginSecretID, "chaos-key#kosha/chaos/dev"},
+		{"secret id", config.ChaosConfig{SecretID: devSecretID}, dynamo, "", `Secrets Manager secret "kosha/chaos/dev"`, shared.OriginSecretID, "chaos-key#kosha/chaos/dev"},
+		{"secret id on a local context", config.ChaosConfig{SecretID: devSecretID}, config.StoreConfig{Local: &config.LocalStore{}}, "", `Secrets Manager secret "kosha/chaos/dev"`, shared.OriginSecretID, "chaos-key#kosha/chaos/dev"},
 		{"local context", config.ChaosConfig{}, config.StoreConfig{Local: &config.LocalStore{}}, "", "local key file " + filepath.Join(dir, "chaos.key"), shared.OriginLocal, "chaos-key#local"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -64,7 +64,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Long: heredoc.Doc(`
 			Mint an X-Kosha-Chaos header asking the data plane to inject a fault into calls
 			to one downstream, with probability --p, until it expires. Every request that
-			carries the header during its lifetime is affected; the data plane honours it
+			carries the header during its lifetime is affected; the data plane honors it
 			only with CHAOS_ENABLED=true and only for callers with the operator role.
 
 			Faults: latency (adds --ms milliseconds, required, 1..60000), error (503),
