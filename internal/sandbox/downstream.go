@@ -164,9 +164,11 @@ func (s *Sim) Knob() (Knob, bool) {
 	return *k, true
 }
 
-// Calls and Failures count the attempts the simulator answered and those it
-// failed.
-func (s *Sim) Calls() uint64    { return s.calls.Load() }
+// Calls counts the attempts the simulator answered.
+func (s *Sim) Calls() uint64 { return s.calls.Load() }
+
+// Failures counts the attempts the simulator failed (error, reset, timeout,
+// or the caller's deadline during its latency).
 func (s *Sim) Failures() uint64 { return s.fails.Load() }
 
 // OutageActive reports whether a periodic outage is on at now, and which.

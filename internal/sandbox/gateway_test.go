@@ -234,7 +234,9 @@ func TestLoadShedding(t *testing.T) {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
-		wg.Go(func() { h.call(agent, sandbox.ToolScreenEntity, map[string]any{"name": "Ada"}, "gw-1", nil) })
+		wg.Go(func() {
+			_, _ = h.try(req{token: agent, tool: sandbox.ToolScreenEntity, args: map[string]any{"name": "Ada"}, instance: "gw-1"})
+		})
 		in, _ := h.srv.Fleet().Instance("gw-1")
 		eventually(t, 5*time.Second, "gw-1 busy", func() bool { return in.Shedder().InFlight() == 1 })
 		r := h.do(req{token: agent, tool: sandbox.ToolGetServiceHealth, instance: "gw-1"})
@@ -296,9 +298,14 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	if err := sim.SetKnob(sandbox.Knob{Fault: chaos.FaultLatency, Ms: 300, P: 1}); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan rpcReply, 1)
+	type result struct {
+		r   rpcReply
+		err error
+	}
+	done := make(chan result, 1)
 	go func() {
-		done <- h.do(req{token: agent, tool: sandbox.ToolScreenEntity, args: map[string]any{"name": "Ada"}, instance: "gw-1"})
+		r, err := h.try(req{token: agent, tool: sandbox.ToolScreenEntity, args: map[string]any{"name": "Ada"}, instance: "gw-1"})
+		done <- result{r, err}
 	}()
 	in, _ := h.srv.Fleet().Instance("gw-1")
 	eventually(t, 5*time.Second, "request in flight", func() bool { return in.Shedder().InFlight() == 1 })
@@ -307,9 +314,9 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	if err := h.srv.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	r := <-done
-	if r.Status != http.StatusOK || str(r.Structured, "status") != "clear" {
-		t.Errorf("request in flight at shutdown: %s, want it completed", describe(r))
+	res := <-done
+	if res.err != nil || res.r.Status != http.StatusOK || str(res.r.Structured, "status") != "clear" {
+		t.Errorf("request in flight at shutdown: %v %s, want it completed", res.err, describe(res.r))
 	}
 	if _, err := h.client.Get(h.url + sandbox.PathHealth); err == nil {
 		t.Error("still serving after Shutdown")

@@ -128,6 +128,16 @@ type req struct {
 
 func (h *harness) do(r req) rpcReply {
 	h.t.Helper()
+	out, err := h.try(r)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+// try is do for goroutines other than the test's: it reports failures
+// instead of ending the test.
+func (h *harness) try(r req) (rpcReply, error) {
 	method := r.method
 	if method == "" {
 		method = "tools/call"
@@ -137,14 +147,22 @@ func (h *harness) do(r req) rpcReply {
 		params["arguments"] = r.args
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	return h.post(r, body)
+	return h.tryPost(r, body)
 }
 
 func (h *harness) post(r req, body []byte) rpcReply {
 	h.t.Helper()
-	hr, err := http.NewRequest(http.MethodPost, h.url+sandbox.PathMCP, bytes.NewReader(body))
+	out, err := h.tryPost(r, body)
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	return out
+}
+
+func (h *harness) tryPost(r req, body []byte) (rpcReply, error) {
+	hr, err := http.NewRequest(http.MethodPost, h.url+sandbox.PathMCP, bytes.NewReader(body))
+	if err != nil {
+		return rpcReply{}, err
 	}
 	if r.token != "" {
 		hr.Header.Set("Authorization", "Bearer "+r.token)
@@ -157,13 +175,13 @@ func (h *harness) post(r req, body []byte) rpcReply {
 	}
 	resp, err := h.client.Do(hr)
 	if err != nil {
-		h.t.Fatalf("POST %s: %v", sandbox.PathMCP, err)
+		return rpcReply{}, fmt.Errorf("POST %s: %w", sandbox.PathMCP, err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	out := rpcReply{Status: resp.StatusCode, Header: resp.Header}
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return out
+		return out, nil
 	}
 	var env struct {
 		ID     json.RawMessage   `json:"id"`
@@ -171,7 +189,7 @@ func (h *harness) post(r req, body []byte) rpcReply {
 		Error  *sandbox.RPCError `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &env); err != nil {
-		h.t.Fatalf("response is not JSON-RPC: %v\n%s", err, raw)
+		return out, fmt.Errorf("response is not JSON-RPC: %w\n%s", err, raw)
 	}
 	out.ID, out.Result, out.Error = env.ID, env.Result, env.Error
 	if len(env.Result) > 0 {
@@ -185,11 +203,11 @@ func (h *harness) post(r req, body []byte) rpcReply {
 		if err := json.Unmarshal(env.Result, &tr); err == nil {
 			out.Structured, out.IsError = tr.StructuredContent, tr.IsError
 			if tr.StructuredContent != nil && (len(tr.Content) != 1 || tr.Content[0].Type != "text") {
-				h.t.Errorf("tool result has content %+v, want one text block", tr.Content)
+				return out, fmt.Errorf("tool result has content %+v, want one text block", tr.Content)
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // call makes one tools/call and fails the test unless HTTP 200.

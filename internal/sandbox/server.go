@@ -204,9 +204,11 @@ func (s *Server) Start(ctx context.Context, ln net.Listener) error {
 	if s.srv != nil {
 		return errors.New("start sandbox: already started")
 	}
+	var first sync.WaitGroup // each instance reads the overrides once, in parallel
 	for _, in := range s.fleet.instances {
-		in.SyncOverrides(ctx)
+		first.Go(func() { in.SyncOverrides(ctx) })
 	}
+	first.Wait()
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("start sandbox: %w", err)
 	}

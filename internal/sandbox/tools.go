@@ -139,7 +139,10 @@ type toolError struct {
 	cause error
 }
 
+// Error returns the message.
 func (e *toolError) Error() string { return e.Message }
+
+// Unwrap returns the downstream error behind the failure.
 func (e *toolError) Unwrap() error { return e.cause }
 
 func invalidParams(format string, args ...any) *toolError {
@@ -226,6 +229,7 @@ func newUpstreamError(dep string, cause error) *upstreamError {
 	return &upstreamError{dependency: dep, cause: cause, status: &resilience.StatusError{Code: 503}}
 }
 
+// Error says what core-api answered and why.
 func (e *upstreamError) Error() string {
 	if e.status.Code == 504 {
 		return fmt.Sprintf("core-api answered 504: its budget ran out before it could call %v", e.cause)
