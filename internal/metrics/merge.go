@@ -184,7 +184,7 @@ func notes(st DependencyStatus, now time.Time) []string {
 	case st.OverrideActive && st.GaugeState != Forced && st.GaugeState != NoData:
 		age := now.Sub(st.Override.CreatedAt)
 		if age < OverrideLag {
-			out = append(out, fmt.Sprintf("override set %s ago: gauges catch up within %s", roundAge(age), OverrideLag))
+			out = append(out, fmt.Sprintf("override set %s ago: gauges catch up within %s", roundAge(age), roundAge(OverrideLag)))
 		} else {
 			n := g.Reporting - g.ByState[breaker.ForcedOpen]
 			if g.Known == 0 {
@@ -196,9 +196,9 @@ func notes(st DependencyStatus, now time.Time) []string {
 		}
 	case !st.OverrideActive && forcedReporting > 0:
 		if st.Override != nil && now.Sub(st.Override.ExpiresAt) < OverrideLag {
-			out = append(out, "override expired just now: gauges catch up within "+OverrideLag.String())
+			out = append(out, "override expired just now: gauges catch up within "+roundAge(OverrideLag))
 		} else {
-			out = append(out, "gauges report forced but no override is active: instances catch up within "+OverrideLag.String()+" of a clear")
+			out = append(out, "gauges report forced but no override is active: instances catch up within "+roundAge(OverrideLag)+" of a clear")
 		}
 	}
 	if st.Override != nil && !st.OverrideActive && st.Override.State == breaker.OverrideStateForcedOpen && st.Override.Expires() {
