@@ -76,6 +76,9 @@ type Options struct {
 	Color bool
 	// Notice is shown in the status line at start (a cost warning).
 	Notice string
+	// GaugesHint is added to the gauges' error banner, e.g. how to start the
+	// local sandbox the default source scrapes.
+	GaugesHint string
 }
 
 func (o Options) withDefaults() Options {

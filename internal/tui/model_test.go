@@ -131,6 +131,19 @@ func TestAFailingSourceKeepsItsLastDataMarkedStale(t *testing.T) {
 	}
 }
 
+func TestTheGaugesBannerCarriesTheHint(t *testing.T) {
+	h := newHarness(t, Options{GaugesHint: "is the sandbox running? start it with koshactl sandbox"})
+	h.send(tea.WindowSizeMsg{Width: 200, Height: 24})
+	h.gauges.err = errBoom
+	h.press("r")
+	h.wantScreen("✗ gauges failed, showing data from 0s ago (is the sandbox running? start it with koshactl sandbox): connection refused")
+	h.ov.listErr = errBoom
+	h.press("r")
+	if strings.Contains(strings.SplitN(h.screen(), "✗ gauges", 2)[0], "sandbox") {
+		t.Error("the hint was added to the store's banner")
+	}
+}
+
 func TestASourceFailingFromTheStartSaysSo(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.ov.listErr = errBoom

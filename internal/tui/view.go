@@ -85,15 +85,18 @@ func (m Model) headerLines() []string {
 	}
 	lines = append(lines, st.Dim.Render(ansi.Truncate(fresh, m.width, "…")))
 	for _, s := range []struct {
-		name, desc string
-		src        source
-	}{{"store", m.opts.StoreName, m.store}, {"gauges", m.gaugesName(), m.gauges}} {
+		name, desc, hint string
+		src              source
+	}{{"store", m.opts.StoreName, "", m.store}, {"gauges", m.gaugesName(), m.opts.GaugesHint, m.gauges}} {
 		if s.src.err == nil {
 			continue
 		}
 		stale := "no data yet"
 		if s.src.loaded {
 			stale = "showing data from " + cmdutil.HumanDuration(m.now.Sub(s.src.at)) + " ago"
+		}
+		if s.hint != "" {
+			stale += " (" + s.hint + ")"
 		}
 		text := fmt.Sprintf(" ✗ %s failed, %s: %s (%s) ", s.name, stale, oneLine(s.src.err), s.desc)
 		lines = append(lines, st.ErrorBanner.Render(pad(ansi.Truncate(text, m.width, "…"), m.width)))

@@ -95,6 +95,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		// Also on stderr: it stays visible after the full-screen view ends.
 		fmt.Fprintf(io.ErrOut, "warning: %s\n", warning)
 	}
+	hint := ""
+	if src.Describe() == "prometheus "+metrics.DefaultPrometheusURL {
+		hint = "is the sandbox running? start it with koshactl sandbox"
+	}
 	log := audit.NewLog(env.Store, f.Clock, env.Name)
 	deps := tui.Deps{
 		Overrides: tui.StoreOverrides{Overrides: breaker.NewOverrides(env.Store, f.Clock), Log: log, Actor: env.Actor, Clock: f.Clock},
@@ -111,5 +115,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		Clock:        f.Clock,
 		Color:        io.ColorEnabled(),
 		Notice:       notice,
+		GaugesHint:   hint,
 	}, io.In, io.Out)
 }

@@ -40,6 +40,9 @@ type Options struct {
 	// After waits between --watch refreshes; nil means time.After (tests
 	// replace it).
 	After func(time.Duration) <-chan time.Time
+
+	// hint is added to a gauges failure (how to start the default source).
+	hint string
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -114,6 +117,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if _, ok := src.(*metrics.CloudWatch); ok && opts.Watch && opts.Interval < time.Minute {
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", CostWarning(len(known), opts.Interval))
 	}
+	if src.Describe() == "prometheus "+metrics.DefaultPrometheusURL {
+		opts.hint = "is the sandbox running? start it with koshactl sandbox"
+	}
 	c := &collector{env: env.Name, storeName: env.Store.Describe(), ov: breaker.NewOverrides(env.Store, f.Clock),
 		src: src, clock: f.Clock, known: known, opts: opts}
 	if !opts.Watch {
@@ -173,6 +179,7 @@ type result struct {
 	Result
 	storeErr, gaugeErr error
 	statuses           []metrics.DependencyStatus
+	hint               string
 }
 
 func (c *collector) collect(ctx context.Context) result {
@@ -207,7 +214,7 @@ func (c *collector) collect(ctx context.Context) result {
 		}
 		statuses = filtered
 	}
-	r := result{storeErr: storeErr, gaugeErr: gaugeErr, statuses: statuses}
+	r := result{storeErr: storeErr, gaugeErr: gaugeErr, statuses: statuses, hint: c.opts.hint}
 	r.Result = Result{Kind: "BreakerStatus", Context: c.env, GeneratedAt: *cmdutil.TimeOrNil(now),
 		Store:  StoreView{Source: c.storeName, OK: storeErr == nil, Error: errText(storeErr)},
 		Gauges: GaugesView{Source: c.src.Describe(), OK: gaugeErr == nil, Error: errText(gaugeErr), Warnings: []string{}},
@@ -247,6 +254,9 @@ func (r result) exitError(check bool) error {
 		}
 		if r.gaugeErr != nil {
 			parts = append(parts, "gauges: "+*errText(r.gaugeErr))
+			if r.hint != "" {
+				parts[len(parts)-1] += " (" + r.hint + ")"
+			}
 		}
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("status is incomplete: %s", strings.Join(parts, "; ")))
 	}
