@@ -30,6 +30,8 @@ type Decoder struct {
 	// drillTimeout, stepTimeout and pollInterval let kinds check that
 	// their durations fit (zero when unknown).
 	drillTimeout, stepTimeout, pollInterval time.Duration
+	// depth is the nesting of the value being converted (yamlValue).
+	depth int
 }
 
 // scope says what templates decoded now may reference.

@@ -189,14 +189,32 @@ func Parse(reg *Registry, file string, src []byte) (*Drill, []Problem) {
 	return dr, nil
 }
 
+// yamlParserProblems are the messages of go.yaml.in/yaml/v3's parser (as
+// opposed to its scanner). The parser's errors print a 0-based line; the
+// scanner's a 1-based one.
+var yamlParserProblems = map[string]bool{
+	"did not find expected <stream-start>": true, "did not find expected <document start>": true,
+	"found undefined tag handle": true, "did not find expected node content": true,
+	"did not find expected '-' indicator": true, "did not find expected key": true,
+	"did not find expected ',' or ']'": true, "did not find expected ',' or '}'": true,
+	"found duplicate %YAML directive": true, "found incompatible YAML document": true, "found duplicate %TAG directive": true,
+}
+
 func yamlProblem(file string, err error) Problem {
 	msg := strings.TrimSpace(err.Error())
 	line := 1
 	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 		if m[1] != "" {
 			line, _ = strconv.Atoi(m[1])
+			if yamlParserProblems[m[2]] {
+				line++
+			}
 		}
 		msg = m[2]
+	}
+	switch msg {
+	case "did not find expected ',' or '}'", "did not find expected ',' or ']'":
+		msg += " (in the { } or [ ] that starts here: close it, and quote any value holding ${...} or a colon)"
 	}
 	return Problem{File: file, Line: max(line, 1), Col: 1, Message: "YAML syntax: " + msg}
 }
@@ -523,7 +541,9 @@ func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *
 			s.Name = s.ID
 		}
 		prev := d.scope.current
-		d.scope.current = s.ID
+		if top {
+			d.scope.current = s.ID
+		}
 		d.stepTimeout = s.Timeout
 		s.Action = s.Kind.Decode(d, m.Get(kindKey))
 		d.stepTimeout = 0

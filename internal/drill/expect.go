@@ -108,6 +108,9 @@ func (d *Decoder) decodeMatcher(n *yaml.Node, what string) (matcher, bool) {
 	return out, ok
 }
 
+// maxValueDepth bounds how deeply a JSON body or expected value nests.
+const maxValueDepth = 64
+
 // yamlValue converts a YAML node into a comparable value: nil, bool,
 // float64, a Template (strings, when templated), []any or map[string]any.
 func (d *Decoder) yamlValue(n *yaml.Node, what string, templated bool) (any, bool) {
@@ -115,6 +118,14 @@ func (d *Decoder) yamlValue(n *yaml.Node, what string, templated bool) (any, boo
 	if n == nil {
 		return nil, false
 	}
+	if d.depth >= maxValueDepth {
+		d.Errorf(n, "%s: nested more than %d levels deep (an alias that contains itself?)", what, maxValueDepth)
+		d.exhausted = true
+		d.budget = -1
+		return nil, false
+	}
+	d.depth++
+	defer func() { d.depth-- }()
 	switch n.Kind {
 	case yaml.ScalarNode:
 		switch n.ShortTag() {

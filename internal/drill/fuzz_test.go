@@ -1,0 +1,58 @@
+package drill
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// FuzzParse checks the parser's promises on any input: it never panics or
+// hangs, every problem is positioned inside the file with a one-line
+// message, problems come sorted, parsing is deterministic, and a file
+// without problems is a usable drill. The seed corpus (testdata/fuzz) holds
+// the example drills and malformed variants of them.
+func FuzzParse(f *testing.F) {
+	examples, _ := filepath.Glob(filepath.Join("..", "..", "docs", "drills", "*.yaml"))
+	for _, p := range examples {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	reg := Builtin()
+	f.Fuzz(func(t *testing.T, src []byte) {
+		d, probs := Parse(reg, "f.yaml", src)
+		lines := strings.Count(string(src), "\n") + 2
+		for _, p := range probs {
+			if p.File != "f.yaml" || p.Line < 1 || p.Col < 1 || p.Line > lines || p.Message == "" || strings.ContainsAny(p.Message, "\n\r") {
+				t.Fatalf("bad problem %#v (file has %d lines)", p, lines)
+			}
+		}
+		if !slices.IsSortedFunc(probs, func(a, b Problem) int {
+			if a.Line != b.Line {
+				return a.Line - b.Line
+			}
+			return a.Col - b.Col
+		}) {
+			t.Fatalf("problems not sorted: %v", probs)
+		}
+		d2, probs2 := Parse(reg, "f.yaml", src)
+		if !reflect.DeepEqual(probs, probs2) || (d == nil) != (d2 == nil) {
+			t.Fatalf("parse is not deterministic:\n%v\n%v", probs, probs2)
+		}
+		if len(probs) == 0 {
+			if d == nil || d.Name == "" || d.Timeout <= 0 || len(d.Steps) == 0 || d.StepTimeout <= 0 || d.StepTimeout > d.Timeout {
+				t.Fatalf("no problems, but the drill is unusable: %+v", d)
+			}
+			seen := map[string]bool{}
+			for _, s := range d.Steps {
+				if s.Action == nil || s.Kind == nil || seen[s.ID] || !stepIDRE.MatchString(s.ID) {
+					t.Fatalf("step %+v", s)
+				}
+				seen[s.ID] = true
+			}
+		}
+	})
+}
