@@ -160,6 +160,11 @@ func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewOutputs().Set("dependency", dep).Set("expires_at", res.After.ExpiresAt.UTC().Format(time.RFC3339Nano)).
-		Set("version", strconv.FormatInt(res.After.Version, 10)), nil
+	out := NewOutputs().Set("dependency", dep).Set("expires_at", res.After.ExpiresAt.UTC().Format(time.RFC3339Nano)).
+		Set("version", strconv.FormatInt(res.After.Version, 10))
+	out.Detail = fmt.Sprintf("forced open until %s", res.After.ExpiresAt.UTC().Format(time.RFC3339))
+	if a.forDur == 0 || dur < a.forDur {
+		out.Detail += " (the drill's deadline)"
+	}
+	return out, nil
 }

@@ -183,12 +183,21 @@ func (a *bucketStep) Run(ctx context.Context, rc *RunContext) (*Outputs, error) 
 	if err != nil {
 		return nil, err
 	}
-	return NewOutputs().Set("client", client).
+	out := NewOutputs().Set("client", client).
 		Set("tokens_before", formatTokens(res.Before.Tokens)).
 		Set("tokens_after", formatTokens(res.After.Tokens)).
 		Set("admit", strconv.FormatBool(res.After.Admit)).
 		Set("retry_after_seconds", strconv.FormatFloat(res.After.RetryAfter.Seconds(), 'f', -1, 64)).
-		Set("changed", strconv.FormatBool(res.Changed)), nil
+		Set("changed", strconv.FormatBool(res.Changed))
+	switch {
+	case !res.Changed:
+		out.Detail = fmt.Sprintf("already at %s tokens: nothing written", formatTokens(res.Before.Tokens))
+	case res.After.Admit:
+		out.Detail = fmt.Sprintf("%s → %s tokens, admitted", formatTokens(res.Before.Tokens), formatTokens(res.After.Tokens))
+	default:
+		out.Detail = fmt.Sprintf("%s → %s tokens, refused for %s", formatTokens(res.Before.Tokens), formatTokens(res.After.Tokens), roundDuration(res.After.RetryAfter))
+	}
+	return out, nil
 }
 
 var bucketOutputs = []string{"client", "tokens_before", "tokens_after", "admit", "retry_after_seconds", "changed"}

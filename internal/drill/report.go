@@ -214,7 +214,7 @@ var _ Reporter = (*JournalFile)(nil)
 // Report implements Reporter.
 func (f *JournalFile) Report(ev Event) {
 	switch ev.Kind {
-	case EventRunStarted, EventRollbackRegistered, EventStepDone, EventCheckDone, EventRollbackDone, EventRunFinished:
+	case EventRunStarted, EventStepStarted, EventRollbackRegistered, EventStepDone, EventCheckDone, EventRollbackDone, EventRunFinished:
 	default:
 		return
 	}

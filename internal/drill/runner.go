@@ -99,6 +99,8 @@ type Runner struct {
 
 	mu      sync.Mutex
 	journal *Journal
+	// rbs[i] is the rollback of journal.Rollbacks[i].
+	rbs []Rollback
 }
 
 type stackEntry struct {
@@ -188,6 +190,7 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		j.Rollbacks = append(j.Rollbacks, RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rc.Redact(rb.Describe()),
 			Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: StatusPending})
 		idx := len(j.Rollbacks) - 1
+		r.rbs = append(r.rbs, rb)
 		stack = append(stack, stackEntry{rb: rb, idx: idx})
 		rec := j.Rollbacks[idx]
 		r.mu.Unlock()
@@ -444,6 +447,15 @@ func (r *Runner) step(runCtx context.Context, rc *RunContext, d *Drill, s *Step,
 	}
 	end := rc.Now()
 	r.mu.Lock()
+	// The levers this step moved now have expiries: record them at once,
+	// so a journal left by a killed run says when each lapses.
+	for _, id := range rec.Rollbacks {
+		for k := range j.Rollbacks {
+			if j.Rollbacks[k].ID == id {
+				r.addExpiry(&j.Rollbacks[k], r.rbs[k])
+			}
+		}
+	}
 	rec.EndedAt, rec.DurationSeconds = timePtr(end), seconds(end.Sub(start))
 	rec.Outputs = outs.Public()
 	if outs != nil {
