@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -62,7 +61,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set(HeaderInstance, in.name)
 	code := g.serve(w, r, in)
-	g.m.requests.WithLabelValues(in.name, strconv.Itoa(code)).Inc()
+	g.m.observeRequest(in.name, code)
 }
 
 // serve runs one request on instance in and returns the HTTP status sent.
@@ -142,8 +141,7 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, in *Instance) in
 	plan := g.chaos.plan(ctx, r.Header.Get(chaos.HeaderName), p, in.name)
 	start := time.Now()
 	res, outcome := g.callTool(ctx, in, params.Name, params.Arguments, plan)
-	g.m.toolDuration.WithLabelValues(params.Name).Observe(time.Since(start).Seconds())
-	g.m.toolCalls.WithLabelValues(params.Name, outcome).Inc()
+	g.m.observeTool(params.Name, outcome, time.Since(start))
 	in.served.Add(1)
 	return reply(http.StatusOK, req.ID, res, nil)
 }
@@ -269,13 +267,11 @@ func coreContext(ctx context.Context, deadline time.Time) (context.Context, cont
 	if deadline.IsZero() {
 		return ctx, func() {}
 	}
-	h := http.Header{}
-	resilience.SetDeadlineHeader(h, deadline, 0)
-	cctx, cancel, err := resilience.ContextFromHeader(ctx, h)
+	wire, err := resilience.ParseDeadline(resilience.FormatDeadline(deadline))
 	if err != nil { // cannot happen: we formatted it
 		return ctx, func() {}
 	}
-	return cctx, cancel
+	return context.WithDeadline(ctx, wire)
 }
 
 // search is search_knowledge_base: gateway → core-api (reads); core-api →

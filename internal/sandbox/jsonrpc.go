@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 )
 
 // JSON-RPC 2.0 error codes the tool endpoint answers with. The -320xx codes
@@ -96,6 +97,40 @@ func newToolResult(v any, isError bool) (ToolResult, error) {
 	return ToolResult{Content: []ContentBlock{{Type: "text", Text: string(text)}}, StructuredContent: json.RawMessage(text), IsError: isError}, nil
 }
 
+// appendToolResponse appends the JSON-RPC response carrying r, written by
+// hand: r's JSON is already encoded (and valid: json.Marshal wrote it), so
+// it is copied once as structured content and once, quoted, as text,
+// instead of being re-encoded and re-validated.
+func appendToolResponse(b []byte, id json.RawMessage, r ToolResult) ([]byte, bool) {
+	raw, ok := r.StructuredContent.(json.RawMessage)
+	if !ok || len(r.Content) != 1 {
+		return b, false
+	}
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":{"content":[{"type":"text","text":"`...)
+	// json.Marshal's output holds no raw control characters and is valid
+	// UTF-8: only quotes and backslashes need escaping to embed it.
+	text := r.Content[0].Text
+	for i := 0; i < len(text); i++ {
+		if c := text[i]; c == '"' || c == '\\' {
+			b = append(b, '\\', c)
+		} else {
+			b = append(b, c)
+		}
+	}
+	b = append(b, `"}],"structuredContent":`...)
+	b = append(b, raw...)
+	if r.IsError {
+		b = append(b, `,"isError":true}}`...)
+	} else {
+		b = append(b, `,"isError":false}}`...)
+	}
+	return append(b, '\n'), true
+}
+
+var responseBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
 // callParams are the params of tools/call.
 type callParams struct {
 	Name      string          `json:"name"`
@@ -131,6 +166,20 @@ func writeRPC(w http.ResponseWriter, status int, resp rpcResponse) {
 	resp.JSONRPC = "2.0"
 	if len(resp.ID) == 0 {
 		resp.ID = json.RawMessage("null")
+	}
+	if tr, ok := resp.Result.(ToolResult); ok && resp.Error == nil {
+		bp := responseBufs.Get().(*[]byte)
+		if b, ok := appendToolResponse((*bp)[:0], resp.ID, tr); ok {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			_, _ = w.Write(b)
+			if cap(b) <= 64<<10 { // do not keep an outsized buffer alive
+				*bp = b
+				responseBufs.Put(bp)
+			}
+			return
+		}
+		responseBufs.Put(bp)
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -116,6 +119,8 @@ type metrics struct {
 	auditSummed  prometheus.Counter
 	trafficSent  prometheus.Counter
 	trafficDrop  prometheus.Counter
+	tools        map[string]*toolCounters
+	reqs         sync.Map // requestKey → prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
@@ -177,6 +182,10 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 		}
 		m.deps[dep] = dc
 	}
+	m.tools = map[string]*toolCounters{}
+	for _, t := range Tools() {
+		m.tools[t] = &toolCounters{duration: m.toolDuration.WithLabelValues(t), ok: m.toolCalls.WithLabelValues(t, ToolOK)}
+	}
 	for _, r := range []string{ShedInFlight, ShedMinBudget, ShedDependencyOpen} {
 		m.shed.WithLabelValues(r)
 	}
@@ -188,6 +197,43 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 		m.rateDecision.WithLabelValues(o.String())
 	}
 	return m, nil
+}
+
+// toolCounters are one tool's pre-resolved series.
+type toolCounters struct {
+	duration prometheus.Observer
+	ok       prometheus.Counter
+}
+
+type requestKey struct {
+	instance string
+	code     int
+}
+
+// observeTool counts one tool call and its latency.
+func (m *metrics) observeTool(tool, outcome string, d time.Duration) {
+	tc := m.tools[tool]
+	if tc == nil {
+		return
+	}
+	tc.duration.Observe(d.Seconds())
+	if outcome == ToolOK {
+		tc.ok.Inc()
+		return
+	}
+	m.toolCalls.WithLabelValues(tool, outcome).Inc()
+}
+
+// observeRequest counts one request by instance and status, resolving each
+// series once.
+func (m *metrics) observeRequest(instance string, code int) {
+	k := requestKey{instance, code}
+	if c, ok := m.reqs.Load(k); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c, _ := m.reqs.LoadOrStore(k, m.requests.WithLabelValues(instance, strconv.Itoa(code)))
+	c.(prometheus.Counter).Inc()
 }
 
 // observeCall counts one logical downstream call.

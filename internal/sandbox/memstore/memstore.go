@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -30,16 +31,30 @@ var _ store.Store = (*Store)(nil)
 func New() *Store { return &Store{items: map[string]store.Item{}} }
 
 // canonical returns it as a backend stores it: ints widened to int64 and
-// every number as the text form reads back (whole floats become int64).
+// every number as its text form (store.FormatNumber) reads back
+// (store.ParseNumber): a whole float64 becomes int64 when its text fits one,
+// a fractional one stays as it is. Below 2^53 it computes that directly
+// rather than through the text.
 func canonical(it store.Item) store.Item {
-	out := store.Normalize(it)
-	for k, v := range out {
-		if s, ok := store.FormatNumber(v); ok {
-			n, err := store.ParseNumber(s)
-			if err == nil {
-				out[k] = n
+	out := make(store.Item, len(it))
+	for k, v := range it {
+		switch x := v.(type) {
+		case int:
+			v = int64(x)
+		case float64:
+			switch {
+			case x != math.Trunc(x):
+			case math.Abs(x) < 1<<53: // the shortest text of a whole float this small is exact
+				v = int64(x)
+			default: // larger: the text may round its digits, so go through it
+				if text, ok := store.FormatNumber(x); ok {
+					if n, err := store.ParseNumber(text); err == nil {
+						v = n
+					}
+				}
 			}
 		}
+		out[k] = v
 	}
 	return out
 }
