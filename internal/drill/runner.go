@@ -101,6 +101,9 @@ type Runner struct {
 	journal *Journal
 	// rbs[i] is the rollback of journal.Rollbacks[i].
 	rbs []Rollback
+	// stopNoticed holds the last evaluation error noticed per stop
+	// condition, so a condition failing every poll is noted once.
+	stopNoticed map[string]string
 }
 
 type stackEntry struct {
@@ -535,7 +538,17 @@ func (r *Runner) firstStop(ctx context.Context, rc *RunContext, d *Drill) *StopE
 			return nil
 		}
 		if err != nil {
-			r.Notice(fmt.Sprintf("stop condition %q could not be evaluated: %s", c.Name, rc.Redact(err.Error())))
+			msg := fmt.Sprintf("stop condition %q could not be evaluated: %s", c.Name, rc.Redact(err.Error()))
+			r.mu.Lock()
+			if r.stopNoticed == nil {
+				r.stopNoticed = map[string]string{}
+			}
+			repeated := r.stopNoticed[c.Name] == msg
+			r.stopNoticed[c.Name] = msg
+			r.mu.Unlock()
+			if !repeated {
+				r.Notice(msg)
+			}
 			continue
 		}
 		if obs.Holds {

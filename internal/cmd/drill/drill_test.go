@@ -255,6 +255,20 @@ func TestRunVarsFromTheCommandLine(t *testing.T) {
 	e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--var", "novalue")
 }
 
+func TestRunRefusesAReportItCannotWrite(t *testing.T) {
+	e := clitest.New(t)
+	out := filepath.Join(t.TempDir(), "out")
+	file := writeFile(t, "r.yaml", "name: r\ntimeout: 1m\nsteps:\n  - shell: touch "+out+"\n")
+	r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--journal", filepath.Join(t.TempDir(), "no", "such", "dir", "j.json"))
+	if !strings.Contains(r.Stderr, "cannot write there: no such file or directory; nothing was run") {
+		t.Errorf("stderr = %s", r.Stderr)
+	}
+	e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--junit", t.TempDir())
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the drill ran although its report could not be written")
+	}
+}
+
 // Signals arrive on Options.Signals; the first interrupts the run, the
 // rollbacks still run, and the exit code is 130.
 func TestRunInterruptedBySignalRollsBack(t *testing.T) {
@@ -287,5 +301,36 @@ func TestRunInterruptedBySignalRollsBack(t *testing.T) {
 	}
 	if _, err := overrides(t, clockReal{}).Get(context.Background(), "openai"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("override left behind: %v", err)
+	}
+}
+
+func TestKindsListsEveryKind(t *testing.T) {
+	e := clitest.New(t)
+	out := e.MustRun(cmdutil.ExitOK, "drill", "kinds").Stdout
+	for _, want := range []string{"breaker.force-open  auto", "wait-for            -", "CONDITION KIND", "bucket"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kinds lacks %q:\n%s", want, out)
+		}
+	}
+	var doc struct {
+		Kind  string `json:"kind"`
+		Steps []struct {
+			Name     string   `json:"name"`
+			Outputs  []string `json:"outputs"`
+			Mutating bool     `json:"mutating"`
+		} `json:"steps"`
+		Conditions []struct{ Name string } `json:"conditions"`
+	}
+	if err := json.Unmarshal([]byte(e.MustRun(cmdutil.ExitOK, "drill", "kinds", "-o", "json").Stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	mutating := 0
+	for _, s := range doc.Steps {
+		if s.Mutating {
+			mutating++
+		}
+	}
+	if doc.Kind != "DrillKinds" || len(doc.Steps) != 11 || mutating != 6 || len(doc.Conditions) != 4 {
+		t.Errorf("kinds = %+v", doc)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -127,6 +128,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := applyVars(d, opts.Vars); err != nil {
 		return err
 	}
+	for flag, path := range map[string]string{"--journal": opts.Journal, "--junit": opts.JUnit} {
+		if err := checkReportPath(path); err != nil {
+			return cmdutil.Usagef("%s %s: %v; nothing was run", flag, path, err)
+		}
+	}
 	if opts.MetricsURL != "" {
 		d.MetricsURL = drill.Literal(opts.MetricsURL)
 	}
@@ -199,6 +205,31 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return reportErr
 	}
 	return nil
+}
+
+// checkReportPath checks, before anything runs, that a report can be
+// written at path: a drill whose journal cannot be kept should not start.
+func checkReportPath(path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return errors.New("is a directory")
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".drill-report-check-*")
+	if err != nil {
+		return fmt.Errorf("cannot write there: %w", unwrapPath(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // applyVars overrides drill variables from --var NAME=VALUE.
