@@ -112,6 +112,19 @@ func (a *clearOverride) Run(ctx context.Context, rc *RunContext) (*Outputs, erro
 			return nil, err
 		}
 	}
+	// An override someone else forced while the drill ran is theirs: the
+	// drill clears only its own, or the one it found (and will restore).
+	if l, ok := rc.Lever(breaker.OverrideKey(dep)); ok {
+		cur, err := svc.Overrides.Get(ctx, dep)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, err
+		case cur.ActiveAt(rc.Now()) && !ours(rc, cur) && !sameOverride(l.Before, cur):
+			return nil, fmt.Errorf("%w: it was forced during the drill; the drill clears only its own override",
+				&breaker.ConflictError{Current: cur})
+		}
+	}
 	res, _, err := svc.Overrides.ClearAudited(ctx, svc.Audit, dep, svc.Actor, rc.Reason(reason))
 	if err != nil {
 		return nil, err
@@ -120,4 +133,11 @@ func (a *clearOverride) Run(ctx context.Context, rc *RunContext) (*Outputs, erro
 		l.SetWritten(nil, rc.Now())
 	}
 	return NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(res.Before != nil)), nil
+}
+
+// sameOverride reports whether before (a lever's state before the drill)
+// is the override cur.
+func sameOverride(before any, cur breaker.Override) bool {
+	b, ok := before.(*breaker.Override)
+	return ok && b != nil && b.Version == cur.Version && b.CreatedAt.Equal(cur.CreatedAt) && b.Actor == cur.Actor
 }

@@ -697,3 +697,36 @@ steps:
 		}
 	})
 }
+
+func TestClearLeavesAnOverrideForcedDuringTheDrill(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rec := &recorder{on: func(ev Event) {
+		if ev.Kind == EventStepDone && ev.Step.ID == "force" {
+			cur, _ := e.ov.Get(ctx, "openai")
+			if _, err := e.ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops",
+				For: time.Hour, Overwrite: true, Read: &breaker.ReadState{Current: &cur}}); err != nil {
+				t.Error(err)
+			}
+		}
+	}}
+	d := parse(t, `
+name: clear-theirs
+timeout: 1m
+steps:
+  - id: force
+    breaker.force-open: {dependency: openai}
+  - id: clear
+    breaker.clear: {dependency: openai}
+`)
+	j, _ := e.run(ctx, d, rec)
+	if s := stepByID(t, j, "clear"); s.Status != StatusFailed || !strings.Contains(s.Error, "oncall@ops") || !strings.Contains(s.Error, "forced during the drill") {
+		t.Errorf("clear step = %+v", s)
+	}
+	if o, err := e.ov.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" {
+		t.Errorf("the on-call override was removed: %+v %v", o, err)
+	}
+	if !j.RollbacksOK || !strings.Contains(j.Rollbacks[0].Detail, "left alone") {
+		t.Errorf("rollbacks = %+v", j.Rollbacks)
+	}
+}
