@@ -83,7 +83,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Example: heredoc.Doc(`
 			koshactl sandbox
 			koshactl sandbox --profile flaky --rps 8 --chaos
-			koshactl sandbox --instances 64 --listen 127.0.0.1:0 --addr-file /tmp/sandbox.url
+			koshactl sandbox --instances 64 --listen 127.0.0.1:0 --addr-file sandbox.url
 			koshactl sandbox --config sandbox.yaml --emf breaker-state.emf.jsonl
 			koshactl sandbox status --watch
 		`),
