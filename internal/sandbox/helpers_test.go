@@ -59,7 +59,7 @@ type harness struct {
 	t      testing.TB
 	srv    *sandbox.Server
 	url    string
-	store  store.Store
+	store  sandbox.Store
 	log    *audit.Log
 	key    chaos.Key
 	client *http.Client

@@ -35,12 +35,23 @@ const (
 // outboxRelayInterval is how often (in LLD time) the outbox relay publishes.
 const outboxRelayInterval = time.Second
 
+// Store is what the sandbox needs of the context's store, where breaker
+// overrides, rate-limit buckets and audit records live. The caller owns it:
+// the sandbox never closes it.
+type Store interface {
+	breaker.OverrideStore // Get, Put, Delete, Scan
+	// Describe names the store for /status.
+	Describe() string
+}
+
+var _ Store = store.Store(nil)
+
 // Deps are what a [Server] is built on. Store is required; so is Keys when
 // chaos is enabled.
 type Deps struct {
 	// Store is the context's store: breaker overrides, rate-limit buckets
 	// and audit records live there.
-	Store store.Store
+	Store Store
 	// Clock tells the time of breakers, the override cache, rate limits and
 	// chaos expiry. Nil means the wall clock. Request deadlines and attempt
 	// timeouts are timers, so it must read the runtime's time (the wall

@@ -223,3 +223,26 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestConfigDoesNotPrintConfiguredTokens(t *testing.T) {
+	cli := clitest.New(t)
+	path := filepath.Join(t.TempDir(), "sandbox.yaml")
+	if err := os.WriteFile(path, []byte("principals:\n  - {token: s3cret-t0ken, client: ops-9, role: operator}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := cli.MustRun(0, "sandbox", "config", "--config", path).Stdout
+	if strings.Contains(out, "s3cret-t0ken") || !strings.Contains(out, "ops-9") {
+		t.Fatalf("config output:\n%s", out)
+	}
+	f, err := sbx.ParseFile([]byte(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sbx.DefaultConfig()
+	if err := f.Apply(&cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "no spaces") {
+		t.Errorf("a printed file with a redacted token loads: %v", err)
+	}
+}

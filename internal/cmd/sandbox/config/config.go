@@ -6,6 +6,7 @@ package config
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/MakeNowJust/heredoc"
@@ -14,6 +15,10 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
 )
+
+// RedactedToken stands for a token of the --config file in the output; it
+// has spaces, so a file still holding it does not load.
+const RedactedToken = "<not printed: your token here>"
 
 // Options are the parsed flags.
 type Options struct {
@@ -72,6 +77,13 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	out := sbx.FileOf(cfg)
+	redacted := 0
+	for i, p := range out.Principals {
+		if !slices.Contains(sbx.DefaultPrincipals(), sbx.Principal(p)) {
+			out.Principals[i].Token = RedactedToken
+			redacted++
+		}
+	}
 	if file.EMF != nil && file.EMF.File != "" {
 		if out.EMF == nil {
 			out.EMF = &sbx.FileEMF{}
@@ -85,7 +97,10 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 	w := f.IOStreams.Out
 	fmt.Fprintln(w, "# koshactl sandbox configuration (koshactl sandbox --config FILE).")
 	fmt.Fprintln(w, "# Durations are LLD time; time-scale divides them all. Every key is optional.")
-	fmt.Fprintln(w, "# Profiles: "+strings.Join(sbx.ProfileNames(), ", ")+". Tokens below are secrets once you change them.")
+	fmt.Fprintln(w, "# Profiles: "+strings.Join(sbx.ProfileNames(), ", ")+". Bearer tokens are secrets: the defaults are public, for loopback only.")
+	if redacted > 0 {
+		fmt.Fprintf(w, "# %d token(s) from --config are not printed: put them back where it says %q.\n", redacted, RedactedToken)
+	}
 	_, err = w.Write(b)
 	return err
 }
