@@ -103,10 +103,12 @@ func kindName(n *yaml.Node) string {
 			return "a boolean"
 		case "!!int", "!!float":
 			return "a number"
+		default:
+			return "a string"
 		}
-		return "a string"
+	default:
+		return "a document"
 	}
-	return "a document"
 }
 
 // Map is a YAML mapping being decoded: fields are looked up by key, and
@@ -413,12 +415,12 @@ func (d *Decoder) Template(n *yaml.Node, what string) (Template, bool) {
 	}
 	ok := true
 	for _, e := range errs {
-		d.errorAt(n.Line, scalarColumn(n.Line, n.Column, style, n.Value, e.off), what+": "+e.msg)
+		d.errorAt(n.Line, scalarColumn(n.Column, style, n.Value, e.off), what+": "+e.msg)
 		ok = false
 	}
 	for _, r := range t.Refs() {
 		if msg := d.checkRef(r); msg != "" {
-			d.errorAt(n.Line, scalarColumn(n.Line, n.Column, style, n.Value, r.Offset), fmt.Sprintf("%s: %s: %s", what, r.Text, msg))
+			d.errorAt(n.Line, scalarColumn(n.Column, style, n.Value, r.Offset), fmt.Sprintf("%s: %s: %s", what, r.Text, msg))
 			ok = false
 		}
 	}

@@ -20,7 +20,7 @@
 // shell) lives in its own file and implements [StepKind] or
 // [ConditionKind]. [Builtin] registers them explicitly in a [Registry]; no
 // kind registers itself in init. Optional capability interfaces add
-// behaviour: a step whose action implements [Mutating] changes the system,
+// behavior: a step whose action implements [Mutating] changes the system,
 // and the runner registers the [Rollback] its Prepare returns before the
 // step acts.
 //
@@ -31,7 +31,7 @@
 // it, restoring it to its state before the drill. Rollbacks run in reverse
 // order on every exit path (success, failure, step or drill timeout, stop
 // condition, cancellation), each on a fresh context with its own bounded
-// timeout, so a cancelled run context never skips them. Every override and
+// timeout, so a canceled run context never skips them. Every override and
 // chaos header a drill creates expires no later than the drill's deadline,
 // so even a killed process converges.
 package drill

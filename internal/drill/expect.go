@@ -162,9 +162,10 @@ func (d *Decoder) yamlValue(n *yaml.Node, what string, templated bool) (any, boo
 			out[k], ok = v, ok && vok
 		}
 		return out, ok
+	default:
+		d.Errorf(n, "%s: unsupported YAML value", what)
+		return nil, false
 	}
-	d.Errorf(n, "%s: unsupported YAML value", what)
-	return nil, false
 }
 
 // resolveValue expands every template inside v into a plain JSON-like

@@ -16,7 +16,7 @@ const (
 	OutcomeStopped = "stopped"
 	// OutcomeTimedOut: the drill's timeout ended the steps.
 	OutcomeTimedOut = "timed_out"
-	// OutcomeInterrupted: the run was cancelled (SIGINT, SIGTERM).
+	// OutcomeInterrupted: the run was canceled (SIGINT, SIGTERM).
 	OutcomeInterrupted = "interrupted"
 	// OutcomeInvalid: the drill could not start (a variable could not be
 	// resolved); nothing was done.

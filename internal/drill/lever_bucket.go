@@ -125,8 +125,9 @@ func (a *bucketStep) Describe(rc *RunContext) string {
 		return fmt.Sprintf("drain the bucket of %s", client)
 	case ratelimit.OpSet:
 		return fmt.Sprintf("set the bucket of %s to %s tokens", client, formatTokens(a.tokens))
+	default:
+		return fmt.Sprintf("reset the bucket of %s to capacity", client)
 	}
-	return fmt.Sprintf("reset the bucket of %s to capacity", client)
 }
 
 func (a *bucketStep) clientID(rc *RunContext) (string, error) {

@@ -19,7 +19,7 @@ type Problem struct {
 }
 
 // String formats the problem as FILE:LINE:COL: message, the form editors
-// and CI log parsers recognise.
+// and CI log parsers recognize.
 func (p Problem) String() string {
 	return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, p.Col, p.Message)
 }

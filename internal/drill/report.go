@@ -14,7 +14,7 @@ import (
 // LiveLog writes a run's progress as it happens, one line per event. Off a
 // terminal every line starts with an RFC 3339 time, for CI logs; on a
 // terminal lines start with the time since the run began, and statuses are
-// coloured when Color is set.
+// colored when Color is set.
 type LiveLog struct {
 	W     io.Writer
 	TTY   bool
@@ -267,11 +267,11 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return err
 	}
 	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
+		_ = tmp.Close()
 		return err
 	}
 	if err := tmp.Close(); err != nil {

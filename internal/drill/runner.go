@@ -90,7 +90,7 @@ type Runner struct {
 	Reporters []Reporter
 	// RollbackContext is the parent of every rollback's context and of the
 	// hypothesis checks after them; it is NOT the run context, so a
-	// cancelled run still rolls back. Cancelling it abandons the remaining
+	// canceled run still rolls back. Canceling it abandons the remaining
 	// rollbacks (the command does so on a third signal). Nil means
 	// context.Background().
 	RollbackContext context.Context
@@ -114,7 +114,7 @@ type stackEntry struct {
 // Run runs d: variables, the hypothesis, the steps (watching the stop
 // conditions), every registered rollback in reverse order, and the
 // hypothesis again. It returns the journal; Journal.ExitCode says how the
-// command should exit. Cancelling ctx interrupts the steps; rollbacks
+// command should exit. Canceling ctx interrupts the steps; rollbacks
 // still run on contexts derived from RollbackContext.
 func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 	svc := r.Services

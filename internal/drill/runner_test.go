@@ -137,7 +137,7 @@ steps:
 
 // A write whose response is lost (the override IS written, the client gets
 // an error) must still be rolled back: the rollback was registered before
-// the step acted, and recognises the run's override by its reason.
+// the step acted, and recognizes the run's override by its reason.
 func TestRollbackRegisteredBeforeTheStepActs(t *testing.T) {
 	e := newEnv(t)
 	e.store.lostPut = breaker.OverrideKey("openai")
@@ -187,7 +187,7 @@ steps:
 	if j.ExitCode != ExitPassed {
 		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
 	}
-	b, err := os.ReadFile(out)
+	b, err := os.ReadFile(out) //nolint:gosec // G304: a file the drill under test wrote
 	if err != nil {
 		t.Fatal(err)
 	}

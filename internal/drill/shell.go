@@ -185,7 +185,7 @@ func (s *shellSpec) exec(ctx context.Context, rc *RunContext) (*shellResult, err
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, s.shell, "-c", script)
+	cmd := exec.CommandContext(ctx, s.shell, "-c", script) //nolint:gosec // G204: running the drill author's command is the shell step's purpose
 	cmd.Env = env
 	if !s.dir.IsZero() {
 		if cmd.Dir, err = rc.Expand(s.dir); err != nil {

@@ -213,10 +213,11 @@ func (t Template) Expand(r Resolver) (s string, secret bool, err error) {
 	return b.String(), secret, nil
 }
 
-// column returns the column of byte offset off inside the scalar, when it
+// scalarColumn returns the column of byte offset off inside a scalar at
+// column col, when it
 // can be computed exactly (single-line plain or simply quoted scalars), and
 // the scalar's own column otherwise.
-func scalarColumn(line, col int, style quoteStyle, raw string, off int) int {
+func scalarColumn(col int, style quoteStyle, raw string, off int) int {
 	if strings.ContainsAny(raw[:off], "\n\\'") {
 		return col
 	}
@@ -225,8 +226,9 @@ func scalarColumn(line, col int, style quoteStyle, raw string, off int) int {
 		return col + off
 	case quotedStyle:
 		return col + 1 + off
+	default:
+		return col
 	}
-	return col
 }
 
 type quoteStyle uint8

@@ -161,10 +161,7 @@ func TestRunPassesWritesReportsAndLeavesNothingBehind(t *testing.T) {
 			} `xml:"testcase"`
 		} `xml:"testsuite"`
 	}
-	b, err := os.ReadFile(xpath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(readFile(t, xpath))
 	if err := xml.Unmarshal(b, &suites); err != nil {
 		t.Fatalf("JUnit report is not XML: %v", err)
 	}
@@ -245,7 +242,7 @@ func TestRunVarsFromTheCommandLine(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	file := writeFile(t, "vars.yaml", "name: v\ntimeout: 1m\nvars:\n  who: nobody\nsteps:\n  - shell: echo ${vars.who} > "+out+"\n")
 	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--var", "who=somebody")
-	if b, _ := os.ReadFile(out); strings.TrimSpace(string(b)) != "somebody" {
+	if b := readFile(t, out); strings.TrimSpace(b) != "somebody" {
 		t.Errorf("--var did not override: %q", b)
 	}
 	r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--var", "what=x")

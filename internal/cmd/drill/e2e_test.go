@@ -62,7 +62,7 @@ func onSandbox(t *testing.T) *sandboxEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	cfg := sandbox.DefaultConfig()
 	cfg.TimeScale = sandboxScale
 	cfg.ChaosEnabled = true
@@ -73,7 +73,7 @@ func onSandbox(t *testing.T) *sandboxEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestExampleDrillsPassAgainstTheSandbox(t *testing.T) {
 // degrade the way they expect: a drill that cannot fail proves nothing.
 func TestExampleDrillFailsWhenTheDegradationIsWrong(t *testing.T) {
 	s := onSandbox(t)
-	src, err := os.ReadFile(filepath.Join(drillsDir, "openai-outage.yaml"))
+	src, err := os.ReadFile(filepath.Join(drillsDir, "openai-outage.yaml")) //nolint:gosec // G304: the repository's example drill
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func koshactlBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "koshactl")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/kosha-platform/koshactl/cmd/koshactl").CombinedOutput()
+		out, err := exec.CommandContext(t.Context(), "go", "build", "-o", binPath, "github.com/kosha-platform/koshactl/cmd/koshactl").CombinedOutput() //nolint:gosec // G204: building this module's binary into a temp dir
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -238,7 +238,7 @@ func koshactlBinary(t *testing.T) string {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if binPath != "" {
-		os.RemoveAll(filepath.Dir(binPath))
+		_ = os.RemoveAll(filepath.Dir(binPath))
 	}
 	os.Exit(code)
 }
@@ -251,7 +251,7 @@ func TestInterruptedDrillRollsEverythingBack(t *testing.T) {
 	bin := koshactlBinary(t)
 	s := onSandbox(t)
 	jpath := filepath.Join(t.TempDir(), "journal.json")
-	cmd := exec.Command(bin, "drill", "run", filepath.Join(drillsDir, "interrupted.yaml"), "--journal", jpath)
+	cmd := exec.CommandContext(t.Context(), bin, "drill", "run", filepath.Join(drillsDir, "interrupted.yaml"), "--journal", jpath) //nolint:gosec // G204: the binary this test built
 	cmd.Env = os.Environ()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -268,11 +268,11 @@ func TestInterruptedDrillRollsEverythingBack(t *testing.T) {
 	go func() {
 		defer close(copied)
 		sc := bufio.NewScanner(stderr)
-		signalled := false
+		signaled := false
 		for sc.Scan() {
 			log.WriteString(sc.Text() + "\n")
-			if !signalled && strings.Contains(sc.Text(), "] halfway (sleep)") {
-				signalled = true
+			if !signaled && strings.Contains(sc.Text(), "] halfway (sleep)") {
+				signaled = true
 				close(halfway)
 			}
 		}
@@ -345,14 +345,14 @@ func TestInterruptedDrillRollsEverythingBack(t *testing.T) {
 		return len(g) == sandbox.DefaultInstances
 	})
 	// And the agent is admitted by the sandbox itself.
-	req, _ := http.NewRequest(http.MethodPost, s.url+sandbox.PathMCP,
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, s.url+sandbox.PathMCP,
 		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_service_health"}}`))
 	req.Header.Set("Authorization", "Bearer agent-token")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("agent-1 after the interrupted drill: HTTP %d", resp.StatusCode)
 	}

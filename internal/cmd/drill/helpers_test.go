@@ -37,7 +37,7 @@ func newFleet(t *testing.T, clk clock.Clock) *fleet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	f := &fleet{ov: breaker.NewOverrides(st, clk), opened: map[string]bool{}}
 	f.srv = httptest.NewServer(f)
 	t.Cleanup(f.srv.Close)
@@ -77,14 +77,14 @@ func overrides(t *testing.T, clk clock.Clock) *breaker.Overrides {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	return breaker.NewOverrides(st, clk)
 }
 
 func writeFile(t *testing.T, name, content string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(strings.TrimLeft(content, "\n")), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte(strings.TrimLeft(content, "\n")), 0o600); err != nil { //nolint:gosec // G703: a name the test chose, in its own temp dir
 		t.Fatal(err)
 	}
 	return p
@@ -92,10 +92,7 @@ func writeFile(t *testing.T, name, content string) string {
 
 func readJournal(t *testing.T, path string) drill.Journal {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := []byte(readFile(t, path))
 	var j drill.Journal
 	if err := json.Unmarshal(b, &j); err != nil {
 		t.Fatalf("journal is not JSON: %v\n%s", err, b)
@@ -107,7 +104,7 @@ type clockReal = clock.Real
 
 func tryJournal(path string) (drill.Journal, error) {
 	var j drill.Journal
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(path) //nolint:gosec // G304: the journal the test asked for
 	if err != nil {
 		return j, err
 	}
@@ -126,4 +123,13 @@ func waitFor(t *testing.T, cond func() bool) {
 		runtime.Gosched()
 		time.Sleep(time.Millisecond)
 	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path) //nolint:gosec // G304: a file the test or the drill under test wrote
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -42,7 +42,7 @@ type Options struct {
 	KeyFile    string
 	Output     string
 	// Signals, when set, delivers SIGINT/SIGTERM to the run: the first
-	// interrupts the steps (as cancelling ctx does), the second is
+	// interrupts the steps (as canceling ctx does), the second is
 	// acknowledged, the third abandons the remaining rollbacks. NewCmd
 	// sets it; tests may feed it.
 	Signals <-chan os.Signal
@@ -147,7 +147,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if env.Context.Protected && !(d.AllowProtected && opts.AllowProtected) {
+	if env.Context.Protected && (!d.AllowProtected || !opts.AllowProtected) {
 		why := "the drill does not say allow_protected: true"
 		if d.AllowProtected {
 			why = "pass --allow-protected"
@@ -220,7 +220,9 @@ func checkReportPath(path string) error {
 	if err != nil {
 		return fmt.Errorf("cannot write there: %w", unwrapPath(err))
 	}
-	f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
 	return os.Remove(f.Name())
 }
 
@@ -329,7 +331,7 @@ func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Mi
 }
 
 // watchSignals handles repeated signals during a run. The first interrupts
-// the steps (main's signal context is cancelled too); the second is
+// the steps (main's signal context is canceled too); the second is
 // acknowledged; the third abandons the remaining rollbacks. It returns a
 // function that stops watching.
 func watchSignals(sigs <-chan os.Signal, r *drill.Runner, interrupt, abandon context.CancelFunc) func() {
