@@ -39,21 +39,29 @@ func FormatDeadline(t time.Time) string {
 
 // ParseDeadline reads a [HeaderDeadline] value. It accepts RFC 3339 with any
 // fractional precision and offset, and (for peers that send epoch time) a
-// plain integer of Unix milliseconds. The result is in UTC.
+// plain integer of Unix milliseconds. The result is in UTC. A deadline outside
+// the years 0000 to 9999 in UTC is malformed: [FormatDeadline] could not pass
+// it on in a form the next hop reads.
 func ParseDeadline(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
+	var t time.Time
 	if s != "" && strings.Trim(s, "0123456789") == "" {
 		ms, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("parse deadline %q: %w", s, ErrBadDeadline)
 		}
-		return time.UnixMilli(ms).UTC(), nil
+		t = time.UnixMilli(ms)
+	} else {
+		var err error
+		if t, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return time.Time{}, fmt.Errorf("parse deadline %q: %w", s, ErrBadDeadline)
+		}
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("parse deadline %q: %w", s, ErrBadDeadline)
+	t = t.UTC()
+	if y := t.Year(); y < 0 || y > 9999 {
+		return time.Time{}, fmt.Errorf("parse deadline %q: year %d in UTC: %w", s, y, ErrBadDeadline)
 	}
-	return t.UTC(), nil
+	return t, nil
 }
 
 // HopDeadline is the deadline a hop passes downstream: its own deadline less
