@@ -142,7 +142,8 @@ type Status struct {
 	UntilFull time.Duration
 	// AheadOfClock is how far the stored updated_at is ahead of At (a writer
 	// with a faster clock, or the fixed variant's same-millisecond stamps); no
-	// refill accrues until At catches up.
+	// refill accrues until At catches up. Like the waits above, it saturates
+	// at time.Duration's range (about 292 years) for a corrupt updated_at.
 	AheadOfClock time.Duration
 }
 
@@ -155,14 +156,14 @@ func StatusOf(client string, b *Bucket, l Limits, now time.Time) Status {
 		s.Stored = *b
 		s.Tokens = l.Refill(b.Tokens, b.UpdatedAtMs, now.UnixMilli())
 		if ahead := b.UpdatedAtMs - now.UnixMilli(); ahead > 0 {
-			s.AheadOfClock = time.Duration(ahead) * time.Millisecond
+			s.AheadOfClock = msWait(float64(ahead))
 		}
 	}
 	s.Admit = s.Tokens >= 1
 	// Refill only starts once the clock reaches updated_at.
 	wait := func(d time.Duration) time.Duration {
 		if d > 0 {
-			d += s.AheadOfClock
+			d = addWait(d, s.AheadOfClock)
 		}
 		return d
 	}

@@ -98,6 +98,18 @@ func TestStatusOf(t *testing.T) {
 	if exp := ahead.TTLExpiry(); !exp.IsZero() {
 		t.Errorf("no ttl attribute, TTLExpiry = %v", exp)
 	}
+
+	// A corrupt item (updated_at in microseconds, 1800 years ahead) or one
+	// deep in debt reports waits that saturate, never negative ones.
+	for _, b := range []ratelimit.Bucket{
+		{Client: "c", Tokens: 0, UpdatedAtMs: t0 * 1000},
+		{Client: "c", Tokens: -1e15, UpdatedAtMs: t0}, // 31 million years to refill
+	} {
+		s := ratelimit.StatusOf("c", &b, l, now)
+		if s.RetryAfter <= 0 || s.NextToken <= 0 || s.UntilFull <= 0 || s.AheadOfClock < 0 {
+			t.Errorf("%+v: waits retry %v next %v full %v ahead %v", b, s.RetryAfter, s.NextToken, s.UntilFull, s.AheadOfClock)
+		}
+	}
 	withTTL := ratelimit.StatusOf("c", &ratelimit.Bucket{Client: "c", Tokens: 1, UpdatedAtMs: t0, TTL: t0/1000 + 3600}, l, now)
 	if got := withTTL.TTLExpiry(); !got.Equal(now.Add(time.Hour)) {
 		t.Errorf("TTLExpiry = %v", got)

@@ -92,9 +92,15 @@ func (l Limits) refill(tokens float64, elapsedMs int64) float64 {
 	return min(l.Capacity, tokens+float64(elapsedMs)/1000*l.RefillPerSecond)
 }
 
+// maxWait is the longest wait a bucket reports (time.Duration's range, about
+// 292 years): a stored bucket so deep in debt, or stamped so far ahead, that
+// it would need longer reports maxWait instead of overflowing.
+const maxWait = time.Duration(math.MaxInt64)
+
 // TimeUntil returns how long a bucket holding level tokens takes to hold
 // target tokens at l's rate (zero when it already does), rounded up to the
-// millisecond so a caller that waits that long is never early.
+// millisecond so a caller that waits that long is never early, and at most
+// [maxWait].
 func (l Limits) TimeUntil(level, target float64) time.Duration {
 	l = l.WithDefaults()
 	if level >= target {
@@ -102,7 +108,24 @@ func (l Limits) TimeUntil(level, target float64) time.Duration {
 	}
 	ms := (target - level) * 1000 / l.RefillPerSecond
 	// Float error must not turn an exact 1000 ms into 1001.
-	return time.Duration(math.Ceil(ms-1e-6)) * time.Millisecond
+	return msWait(math.Ceil(ms - 1e-6))
+}
+
+// msWait converts a whole, non-negative number of milliseconds to a
+// duration, saturating at [maxWait].
+func msWait(ms float64) time.Duration {
+	if !(ms < float64(maxWait/time.Millisecond)) {
+		return maxWait
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+// addWait adds two non-negative waits, saturating at [maxWait].
+func addWait(a, b time.Duration) time.Duration {
+	if a > maxWait-b {
+		return maxWait
+	}
+	return a + b
 }
 
 // RetryAfter is the LLD's retry_after for a refused request: the time until
