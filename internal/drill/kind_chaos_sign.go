@@ -184,10 +184,12 @@ func (a *chaosSign) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 	}
 	rc.AddSecret(m.Value())
 	rc.AddSecret(m.Header.SigString())
-	return NewOutputs().SetSecret("header", m.Value()).Set("header_name", chaos.HeaderName).
+	out := NewOutputs().SetSecret("header", m.Value()).Set("header_name", chaos.HeaderName).
 		Set("jti", m.Header.JTI).Set("kid", m.Header.KID).Set("exp", strconv.FormatInt(m.Header.Exp, 10)).
 		Set("expires_at", m.Header.ExpTime().UTC().Format(time.RFC3339)).
-		Set("target", string(m.Header.Target)).Set("fault", m.Header.Fault.String()), nil
+		Set("target", string(m.Header.Target)).Set("fault", m.Header.Fault.String())
+	out.Detail = fmt.Sprintf("%s, jti %s, kid %s, expires %s", m.Header.Summary(), m.Header.JTI, m.Header.KID, m.Header.ExpTime().UTC().Format(time.RFC3339))
+	return out, nil
 }
 
 // chaosRollback withdraws a minted header from the run.

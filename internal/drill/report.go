@@ -190,7 +190,7 @@ func Summary(j *Journal, color bool) string {
 	if !j.RollbacksOK {
 		s += " — SOME LEVERS WERE NOT RESTORED (see the rollbacks above; each lapses at its expiry)"
 	}
-	if j.Reason != "" && j.Outcome != OutcomePassed {
+	if j.Reason != "" && j.Outcome != OutcomePassed && j.Reason != j.Outcome {
 		s += "; " + oneLine(j.Reason)
 	}
 	return s + fmt.Sprintf(" (exit %d)", j.ExitCode)

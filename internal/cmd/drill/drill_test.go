@@ -331,3 +331,65 @@ func TestKindsListsEveryKind(t *testing.T) {
 		t.Errorf("kinds = %+v", doc)
 	}
 }
+
+// A rollback that fails makes the run exit 9 and says which lever was left.
+func TestRunExits9WhenARollbackFails(t *testing.T) {
+	e := clitest.New(t)
+	file := writeFile(t, "rb.yaml", `
+name: rb
+timeout: 1m
+rollback_timeout: 2s
+steps:
+  - id: force
+    breaker.force-open: {dependency: openai}
+rollback:
+  - name: a cleanup that cannot work
+    shell: echo cannot >&2; exit 4
+`)
+	r := e.Run("drill", "run", file)
+	if r.Code != run.ExitRollbackFailed {
+		t.Fatalf("exit %d, want %d\n%s%s", r.Code, run.ExitRollbackFailed, r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stdout, "NOT RESTORED: shell (failed, step drill): command failed: exit code 4, want 0: cannot; it does not lapse on its own: restore it by hand") {
+		t.Errorf("stdout = %s", r.Stdout)
+	}
+	// The override's own rollback still ran (the failing one runs last).
+	if _, err := overrides(t, e.Clock).Get(context.Background(), "openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("override left behind: %v", err)
+	}
+}
+
+// Interrupted, with a rollback that fails: the run's error carries exit 9,
+// not 130, so scripts learn that a lever was left.
+func TestInterruptedRunWithAFailedRollbackCarriesExit9(t *testing.T) {
+	clitest.New(t)
+	io, _, _, errOut := iostreams.Test()
+	f := factory.NewWith(io, clockReal{})
+	file := writeFile(t, "int.yaml", `
+name: i
+timeout: 10m
+rollback_timeout: 2s
+steps:
+  - id: wait
+    sleep: 5m
+    rollback: {shell: "exit 1"}
+`)
+	sigs := make(chan os.Signal, 1)
+	jpath := filepath.Join(t.TempDir(), "j.json")
+	done := make(chan error, 1)
+	go func() {
+		done <- run.Run(context.Background(), f, &run.Options{File: file, Signals: sigs, Journal: jpath, Output: "table"})
+	}()
+	waitFor(t, func() bool {
+		j, err := tryJournal(jpath)
+		return err == nil && len(j.Steps) == 1 && j.Steps[0].Status == drill.StatusRunning
+	})
+	sigs <- syscall.SIGTERM
+	err := <-done
+	if code := cmdutil.ExitCode(err); code != run.ExitRollbackFailed {
+		t.Fatalf("exit %d (%v)\n%s", code, err, errOut)
+	}
+	if !strings.Contains(errOut.String(), "received SIGTERM") {
+		t.Errorf("live log:\n%s", errOut)
+	}
+}
