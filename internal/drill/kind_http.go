@@ -117,6 +117,7 @@ type ExpectationError struct {
 	Body string
 }
 
+// Error lists the failed expectations and a body excerpt on one line.
 func (e *ExpectationError) Error() string {
 	msg := fmt.Sprintf("response %s: %s", e.Summary, strings.Join(e.Failures, "; "))
 	if e.Body != "" {

@@ -29,6 +29,7 @@ type StopError struct {
 	Detail    string
 }
 
+// Error names the condition and what it observed.
 func (e *StopError) Error() string {
 	return fmt.Sprintf("stop condition %q held: %s", e.Condition, e.Detail)
 }
