@@ -3,7 +3,6 @@ package drill
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -600,6 +599,3 @@ func roundDuration(d time.Duration) time.Duration {
 	}
 	return d
 }
-
-// finite reports whether f is a usable number.
-func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

@@ -34,7 +34,8 @@ var (
 type Template struct {
 	raw   string
 	parts []tpart
-	// line and col locate the YAML scalar the template came from.
+	// line and col locate the YAML scalar the template came from (zero
+	// for templates built in code).
 	line, col int
 }
 
@@ -205,6 +206,9 @@ func (t Template) Expand(r Resolver) (s string, secret bool, err error) {
 		}
 		v, sec, err := r.Lookup(*p.ref)
 		if err != nil {
+			if t.line > 0 {
+				return "", false, fmt.Errorf("expand %s (line %d): %w", p.ref.Text, t.line, err)
+			}
 			return "", false, fmt.Errorf("expand %s: %w", p.ref.Text, err)
 		}
 		secret = secret || sec
