@@ -24,6 +24,7 @@ const (
 	ExitAuth        = 6   // credentials missing, expired or denied
 	ExitRefused     = 7   // a protected context needs confirmation (--yes) or it was declined
 	ExitAudit       = 8   // the change was made but its audit record could not be written
+	ExitRollback    = 9   // a drill's rollback failed or was abandoned: a lever may still be pulled
 	ExitCancelled   = 130 // interrupted (SIGINT)
 )
 

@@ -113,7 +113,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	if !started && code == cmdutil.ExitError {
 		code = cmdutil.ExitUsage
 	}
-	if ctx.Err() != nil && code != cmdutil.ExitOK {
+	// An interrupted command exits 130 unless it chose its own code (a drill
+	// whose rollback failed after the interrupt exits 9).
+	var explicit *cmdutil.ExitErr
+	if ctx.Err() != nil && code != cmdutil.ExitOK && !errors.As(err, &explicit) {
 		code = cmdutil.ExitCancelled
 	}
 	return code
