@@ -5,6 +5,7 @@ package build
 
 import (
 	"runtime/debug"
+	"strings"
 	"sync"
 )
 
@@ -52,6 +53,9 @@ var infoOnce = sync.OnceValue(func() Info {
 })
 
 func fill(in Info) Info {
+	if strings.HasSuffix(in.Version, "-dirty") {
+		in.Modified = true
+	}
 	if in.Version == "" {
 		in.Version = "dev"
 	}

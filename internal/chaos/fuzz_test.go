@@ -26,7 +26,7 @@ func newRand(t *testing.T) *mrand.Rand {
 			t.Logf("random seed: %d, %d", s1, s2)
 		}
 	})
-	return mrand.New(mrand.NewPCG(s1, s2)) //nolint:gosec // G404: test data from a logged seed, so a failure reproduces
+	return mrand.New(mrand.NewPCG(s1, s2))
 }
 
 const b64urlChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"

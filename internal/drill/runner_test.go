@@ -187,7 +187,7 @@ steps:
 	if j.ExitCode != ExitPassed {
 		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
 	}
-	b, err := os.ReadFile(out) //nolint:gosec // G304: a file the drill under test wrote
+	b, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ steps:
 	var pid int
 	go func() {
 		for {
-			if b, err := os.ReadFile(pidFile); err == nil { //nolint:gosec // G304: the pid file the step writes
+			if b, err := os.ReadFile(pidFile); err == nil {
 				pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
 				cancel()
 				return

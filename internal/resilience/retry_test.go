@@ -65,7 +65,7 @@ func TestBackoffEdges(t *testing.T) {
 func TestBackoffDistributionIsUniform(t *testing.T) {
 	// Full jitter spreads retries evenly over [0, ceiling]: with a seeded
 	// source, each quarter of the range gets about a quarter of the draws.
-	r := rand.New(rand.NewPCG(1, 2)) //nolint:gosec // G404: a seeded source, so the distribution test is deterministic
+	r := rand.New(rand.NewPCG(1, 2))
 	b := Backoff{Base: 100 * time.Millisecond, Cap: time.Second, Rand: lockedRand{r: r}}
 	var quarters [4]int
 	const draws = 40000

@@ -155,7 +155,7 @@ func TestLocalGeneratesOnFirstUse(t *testing.T) {
 	if dst, _ := os.Stat(dir); dst.Mode().Perm() != 0o700 {
 		t.Errorf("key directory mode %v, want 0700", dst.Mode().Perm())
 	}
-	content, _ := os.ReadFile(path) //nolint:gosec // G304: the test's own key file under t.TempDir
+	content, _ := os.ReadFile(path)
 	if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(content))); err != nil || len(raw) != chaos.KeySize {
 		t.Errorf("key file is not standard base64 of %d bytes", chaos.KeySize)
 	}
@@ -214,7 +214,7 @@ func TestLocalNeverReplacesAnExistingKey(t *testing.T) {
 	if _, err := keys.NewLocal(dir).Current(ctx); !errors.Is(err, chaos.ErrInvalidKey) {
 		t.Errorf("broken key file: %v, want it reported", err)
 	}
-	if b, _ := os.ReadFile(path); string(b) != "garbage" { //nolint:gosec // G304: the test's own key file under t.TempDir
+	if b, _ := os.ReadFile(path); string(b) != "garbage" {
 		t.Error("a broken key file was overwritten")
 	}
 

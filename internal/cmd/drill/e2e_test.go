@@ -180,7 +180,7 @@ func TestExampleDrillsPassAgainstTheSandbox(t *testing.T) {
 // degrade the way they expect: a drill that cannot fail proves nothing.
 func TestExampleDrillFailsWhenTheDegradationIsWrong(t *testing.T) {
 	s := onSandbox(t)
-	src, err := os.ReadFile(filepath.Join(drillsDir, "openai-outage.yaml")) //nolint:gosec // G304: the repository's example drill
+	src, err := os.ReadFile(filepath.Join(drillsDir, "openai-outage.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
