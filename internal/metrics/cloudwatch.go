@@ -86,6 +86,8 @@ type CloudWatchOptions struct {
 type CloudWatch struct {
 	api  getMetricDataAPI
 	opts CloudWatchOptions
+	// period is opts.Period in seconds, as GetMetricData takes it.
+	period int32
 }
 
 // ErrInvalidSource reports a metrics source configuration that cannot work.
@@ -102,6 +104,12 @@ func NewCloudWatch(api getMetricDataAPI, opts CloudWatchOptions) (*CloudWatch, e
 	if opts.Period%time.Minute != 0 {
 		return nil, fmt.Errorf("%w: period %s is not a whole number of minutes", ErrInvalidSource, opts.Period)
 	}
+	// GetMetricData takes the period as an int32 of seconds (opts.Period is
+	// positive here: defaulted above).
+	secs := int64(opts.Period / time.Second)
+	if secs <= 0 || secs > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: period %s is too long for CloudWatch (at most %d seconds)", ErrInvalidSource, opts.Period, math.MaxInt32)
+	}
 	if opts.StaleAfter <= 0 {
 		opts.StaleAfter = DefaultCloudWatchStaleAfter
 	}
@@ -115,7 +123,7 @@ func NewCloudWatch(api getMetricDataAPI, opts CloudWatchOptions) (*CloudWatch, e
 			return nil, fmt.Errorf("%w: cloudwatch %s %q contains a quote, backslash or control character", ErrInvalidSource, what, v)
 		}
 	}
-	return &CloudWatch{api: api, opts: opts}, nil
+	return &CloudWatch{api: api, opts: opts, period: int32(secs)}, nil
 }
 
 // Describe implements [GaugeSource].
@@ -154,7 +162,7 @@ func Window(now time.Time, window, period time.Duration) (start, end time.Time) 
 // [DependenciesPerRequest]); the i-th dependency's queries carry ids ending
 // in i.
 func (c *CloudWatch) Queries(deps []string) []types.MetricDataQuery {
-	period := int32(c.opts.Period / time.Second)
+	period := c.period
 	dims := func(dep string) []types.Dimension {
 		d := []types.Dimension{{Name: aws.String(DimDependency), Value: aws.String(dep)}}
 		if c.opts.Service != "" {

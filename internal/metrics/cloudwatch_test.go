@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -286,7 +287,8 @@ func TestCloudWatchRetriesThrottling(t *testing.T) {
 }
 
 func TestNewCloudWatchRejectsValuesThatWouldBreakTheExpression(t *testing.T) {
-	for _, opts := range []metrics.CloudWatchOptions{{Namespace: `Kosha"x`}, {Service: "gw' OR"}, {Service: `a\b`}, {Period: 90 * time.Second}} {
+	tooLong := time.Duration(math.MaxInt32/60+1) * time.Minute // whole minutes, but its seconds overflow an int32
+	for _, opts := range []metrics.CloudWatchOptions{{Namespace: `Kosha"x`}, {Service: "gw' OR"}, {Service: `a\b`}, {Period: 90 * time.Second}, {Period: tooLong}} {
 		if _, err := metrics.NewCloudWatch(nil, opts); !errors.Is(err, metrics.ErrInvalidSource) {
 			t.Errorf("NewCloudWatch(%+v) = %v, want ErrInvalidSource", opts, err)
 		}

@@ -13,7 +13,7 @@ import (
 // reaches CloudWatch a minute or two later.
 const OverrideLag = 3 * time.Minute
 
-// Gauges summarise a dependency's gauges at the newest period.
+// Gauges summarize a dependency's gauges at the newest period.
 type Gauges struct {
 	// HasData is false when no value is recent enough to trust.
 	HasData bool
@@ -95,7 +95,7 @@ func Merge(deps []string, overrides []breaker.Override, snap *Snapshot, now time
 		st := DependencyStatus{Dependency: name, Override: byDep[name]}
 		if ok {
 			st.Timeline = series.Timeline
-			st.Gauges, st.Instances = summarise(series, snap)
+			st.Gauges, st.Instances = summarize(series, snap)
 		}
 		st.GaugeState = gaugeState(st.Gauges)
 		st.OverrideActive = st.Override != nil && st.Override.ActiveAt(now)
@@ -109,8 +109,8 @@ func Merge(deps []string, overrides []breaker.Override, snap *Snapshot, now time
 	return out
 }
 
-// summarise reads a series' newest values.
-func summarise(s Series, snap *Snapshot) (Gauges, []InstanceStatus) {
+// summarize reads a series' newest values.
+func summarize(s Series, snap *Snapshot) (Gauges, []InstanceStatus) {
 	var g Gauges
 	instances := make([]InstanceStatus, 0, len(s.Instances))
 	for _, in := range s.Instances {

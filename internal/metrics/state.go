@@ -129,6 +129,8 @@ func shortLabel(b breaker.State) string {
 		return "half"
 	case breaker.ForcedOpen:
 		return "forced"
+	case breaker.Closed, breaker.Open:
+		// "closed" and "open" already fit.
 	}
 	return FromBreaker(b).Label()
 }

@@ -14,7 +14,7 @@ import (
 
 // benchFleet is 200 dependencies x 8 instances: a quarter of them mixed,
 // one in ten forced by an override.
-func benchModel(b *testing.B, width, height int, colour bool) (Model, *fakeOverrides, *fakeGauges) {
+func benchModel(b *testing.B, width, height int, color bool) (Model, *fakeOverrides, *fakeGauges) {
 	b.Helper()
 	clk := clock.NewFake(epoch)
 	ov := newFakeOverrides(clk)
@@ -35,7 +35,7 @@ func benchModel(b *testing.B, width, height int, colour bool) (Model, *fakeOverr
 		}
 	}
 	m := New(Deps{Overrides: ov, Gauges: g, Audit: &fakeAudit{}}, Options{ContextName: "prod-eu", Protected: true,
-		Dependencies: deps, Clock: clk, Color: colour, StoreName: "dynamodb kosha-control"})
+		Dependencies: deps, Clock: clk, Color: color, StoreName: "dynamodb kosha-control"})
 	m.tick = func(time.Duration, func(time.Time) tea.Msg) tea.Cmd { return nil }
 	nm, _ := m.Update(tea.WindowSizeMsg{Width: width, Height: height})
 	m = nm.(Model)
@@ -52,10 +52,10 @@ func BenchmarkView(b *testing.B) {
 	for _, tc := range []struct {
 		name          string
 		width, height int
-		colour        bool
+		color         bool
 	}{{"80x24", 80, 24, true}, {"80x24-no-color", 80, 24, false}, {"200x60", 200, 60, true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			m, _, _ := benchModel(b, tc.width, tc.height, tc.colour)
+			m, _, _ := benchModel(b, tc.width, tc.height, tc.color)
 			if len(m.rows) != 200 {
 				b.Fatalf("rows = %d", len(m.rows))
 			}

@@ -72,7 +72,7 @@ type Options struct {
 	MaxOverride time.Duration
 	// Clock: default the wall clock.
 	Clock clock.Clock
-	// Color enables colour (off under NO_COLOR).
+	// Color enables color (off under NO_COLOR).
 	Color bool
 	// Notice is shown in the status line at start (a cost warning).
 	Notice string

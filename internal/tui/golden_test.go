@@ -9,7 +9,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 )
 
-// Golden screens: fixed clock, fixed size, no colour, escape codes removed.
+// Golden screens: fixed clock, fixed size, no color, escape codes removed.
 // Refresh them with `go test ./internal/tui -run Golden -update`.
 
 func TestGoldenTable(t *testing.T) {

@@ -268,6 +268,8 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case modeDetail:
 		return m.detailKey(msg)
+	case modeTable:
+		// The table's keys, below.
 	}
 	return m.tableKey(msg)
 }
@@ -455,7 +457,7 @@ func (m Model) promptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	switch {
 	case key.Matches(msg, m.keys.Cancel):
 		m.prompt = nil
-		m.setResult("cancelled: nothing was changed", false)
+		m.setResult("canceled: nothing was changed", false)
 		return m, nil
 	case key.Matches(msg, m.keys.Submit):
 		done, err := p.next()

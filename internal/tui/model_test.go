@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -246,7 +247,7 @@ func TestEscapeCancelsAPromptAndChangesNothing(t *testing.T) {
 	if len(h.ov.forced) != 0 {
 		t.Error("forced after esc")
 	}
-	h.wantStatus("cancelled: nothing was changed", false)
+	h.wantStatus("canceled: nothing was changed", false)
 	// The table is back and keys act again.
 	h.press("down")
 	if h.m.Selected() != "openai" {
@@ -461,12 +462,14 @@ func TestOverrideExpiryChangesTheStateWithoutARead(t *testing.T) {
 
 var sgr = regexp.MustCompile(`\x1b\[([0-9;:]*)m`)
 
-// hasColour reports whether s sets a foreground or background colour.
-func hasColour(s string) bool {
+// hasColor reports whether s sets a foreground or background color.
+func hasColor(s string) bool {
 	for _, m := range sgr.FindAllStringSubmatch(s, -1) {
 		for _, p := range strings.FieldsFunc(m[1], func(r rune) bool { return r == ';' || r == ':' }) {
-			var n int
-			fmt.Sscan(p, &n)
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				continue // the pattern only lets digits through: an overflow at worst, which is no color
+			}
 			if (n >= 30 && n <= 49 && n != 39 && n != 49) || (n >= 90 && n <= 107) {
 				return true
 			}
@@ -475,17 +478,17 @@ func hasColour(s string) bool {
 	return false
 }
 
-func TestNoColorMeansNoColour(t *testing.T) {
-	for _, colour := range []bool{false, true} {
-		h := newHarness(t, Options{Color: colour, Protected: true, ContextName: "prod"})
+func TestNoColorMeansNoColor(t *testing.T) {
+	for _, color := range []bool{false, true} {
+		h := newHarness(t, Options{Color: color, Protected: true, ContextName: "prod"})
 		screens := []string{h.m.Render()}
 		h.press("down", "enter")
 		screens = append(screens, h.m.Render())
 		h.press("esc", "f")
 		screens = append(screens, h.m.Render())
 		for i, s := range screens {
-			if hasColour(s) != colour {
-				t.Errorf("colour %v, screen %d: colour codes present = %v", colour, i, !colour)
+			if hasColor(s) != color {
+				t.Errorf("color %v, screen %d: color codes present = %v", color, i, !color)
 			}
 		}
 	}

@@ -177,6 +177,8 @@ func (p *prompt) view(width int) string {
 			lines = append(lines, st.Label.Render("Reason:   ")+p.reason)
 		case stepDuration:
 			lines = append(lines, st.Label.Render("Duration: ")+compactDuration(p.duration))
+		case stepConfirm:
+			// Always the last step, so never among the answered ones.
 		}
 	}
 	lines = append(lines, p.input.View())

@@ -18,7 +18,7 @@ import (
 const FPS = 20
 
 // Run runs the dashboard on in and out until the operator quits or ctx is
-// cancelled (which returns ctx's error). An out that is not a terminal has
+// canceled (which returns ctx's error). An out that is not a terminal has
 // no size to ask for: it gets 80x24 until a resize says otherwise.
 func Run(ctx context.Context, deps Deps, opts Options, in io.Reader, out io.Writer) error {
 	m := New(deps, opts).WithContext(ctx)
@@ -27,7 +27,7 @@ func Run(ctx context.Context, deps Deps, opts Options, in io.Reader, out io.Writ
 		popts = append(popts, tea.WithWindowSize(80, 24))
 	}
 	if !opts.Color {
-		// NO_COLOR: keep bold and reverse, drop every colour.
+		// NO_COLOR: keep bold and reverse, drop every color.
 		popts = append(popts, tea.WithColorProfile(colorprofile.Ascii))
 	}
 	_, err := tea.NewProgram(m, popts...).Run()

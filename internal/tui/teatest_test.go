@@ -129,7 +129,7 @@ func TestProgramProtectedContextRefusesAWrongName(t *testing.T) {
 	tm.Send(keyMsg("enter"))
 	waitFor(t, tm, `that is not "prod-eu"`)
 	tm.Send(keyMsg("esc"))
-	waitFor(t, tm, "cancelled: nothing was changed")
+	waitFor(t, tm, "canceled: nothing was changed")
 	tm.Send(keyMsg("ctrl+c"))
 	m := finalModel(t, tm)
 	if len(h.ov.cleared) != 0 {

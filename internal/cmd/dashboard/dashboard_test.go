@@ -140,7 +140,7 @@ func TestDashboardOnTheLocalContext(t *testing.T) {
 	term.press("f")
 	term.waitFor(t, "Force core-api open")
 	term.press("\x1b") // esc: not that one
-	term.waitFor(t, "cancelled: nothing was changed")
+	term.waitFor(t, "canceled: nothing was changed")
 	term.press("jf")
 	term.waitFor(t, "Force openai open across the fleet")
 	term.press("provider down\r\r")

@@ -1,5 +1,5 @@
 // Package styles provides every lipgloss style of the dashboard in one place,
-// in a colour and a colourless (NO_COLOR) variant. Colour is never the only
+// in a color and a colorless (NO_COLOR) variant. Color is never the only
 // signal: every state also has a text label and a timeline glyph.
 package styles
 
@@ -14,7 +14,7 @@ import (
 
 // Styles are the dashboard's styles.
 type Styles struct {
-	// Color reports whether the styles use colour.
+	// Color reports whether the styles use color.
 	Color bool
 
 	Title, Dim, ColumnHeader, Selected lipgloss.Style
@@ -34,7 +34,7 @@ type Styles struct {
 	paints [metrics.Mixed + 1]Paint
 }
 
-// Paint applies a simple inline style (colours, bold, reverse) by
+// Paint applies a simple inline style (colors, bold, reverse) by
 // concatenation: the escape sequences a lipgloss style writes before and
 // after its text, computed once. Rendering hundreds of cells a frame through
 // lipgloss costs milliseconds; a Paint costs a string concatenation.
@@ -58,7 +58,7 @@ func (p Paint) Apply(s string) string {
 	return p.pre + s + p.post
 }
 
-// Palette (ANSI 16-colour indexes, so terminals theme them).
+// Palette (ANSI 16-color indexes, so terminals theme them).
 var (
 	green   = lipgloss.Color("2")
 	yellow  = lipgloss.Color("3")
@@ -69,9 +69,9 @@ var (
 	white   = lipgloss.Color("15")
 )
 
-// New returns the styles, coloured or not.
-func New(colour bool) Styles {
-	s := Styles{Color: colour}
+// New returns the styles, colored or not.
+func New(colored bool) Styles {
+	s := Styles{Color: colored}
 	plain := lipgloss.NewStyle()
 	s.Title = plain.Bold(true)
 	s.ColumnHeader = plain.Bold(true)
@@ -80,7 +80,7 @@ func New(colour bool) Styles {
 	s.HelpKey = plain.Bold(true)
 	s.HelpDesc = plain
 	s.Box = plain.Border(lipgloss.NormalBorder()).Padding(0, 1)
-	if !colour {
+	if !colored {
 		s.Dim = plain
 		s.Protected = plain.Bold(true).Reverse(true)
 		s.ErrorBanner = plain.Bold(true)
@@ -140,5 +140,5 @@ func (s Styles) State(st metrics.State) lipgloss.Style {
 }
 
 // Glyphs of the timeline strip by state, from no data to forced: the bar
-// height grows with the gauge value, so the strip reads without colour.
+// height grows with the gauge value, so the strip reads without color.
 var Glyphs = [...]string{metrics.NoData: "·", metrics.Closed: "▁", metrics.HalfOpen: "▃", metrics.Open: "▆", metrics.Forced: "█"}

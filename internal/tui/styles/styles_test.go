@@ -25,18 +25,18 @@ func TestPaintMatchesTheStyle(t *testing.T) {
 	}
 }
 
-func TestEveryStateHasAGlyphAndNoColourMeansNoColour(t *testing.T) {
-	plain, colour := styles.New(false), styles.New(true)
+func TestEveryStateHasAGlyphAndNoColorMeansNoColor(t *testing.T) {
+	plain, colored := styles.New(false), styles.New(true)
 	for s := metrics.NoData; s <= metrics.Mixed; s++ {
 		text := plain.StatePaint(s).Apply("x") + plain.State(s).Render("x")
 		if strings.Contains(text, "[3") || strings.Contains(text, "[9") || strings.Contains(text, "38;") {
-			t.Errorf("%s: colour without colour: %q", s, text)
+			t.Errorf("%s: color without color: %q", s, text)
 		}
 		if s != metrics.Mixed && styles.Glyphs[s] == "" {
 			t.Errorf("%s has no timeline glyph", s)
 		}
-		if s != metrics.NoData && colour.StatePaint(s).Apply("x") == "x" {
-			t.Errorf("%s is not coloured in colour mode", s)
+		if s != metrics.NoData && colored.StatePaint(s).Apply("x") == "x" {
+			t.Errorf("%s is not colored in color mode", s)
 		}
 	}
 }
