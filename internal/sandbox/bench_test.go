@@ -159,11 +159,14 @@ func BenchmarkEndToEnd(b *testing.B) {
 // instances' poll applies it), at a 200 ms cache period and a 50 ms poll;
 // the bound is their sum. Each iteration forces, waits, clears, waits.
 func BenchmarkOverridePropagation(b *testing.B) {
-	for _, n := range []int{4, 64} {
-		b.Run(fmt.Sprintf("instances=%d", n), func(b *testing.B) {
-			cfg := benchConfig(n)
+	for _, tc := range []struct {
+		store string
+		n     int
+	}{{"sqlite", 4}, {"sqlite", 64}, {"memory", 64}} {
+		b.Run(fmt.Sprintf("store=%s/instances=%d", tc.store, tc.n), func(b *testing.B) {
+			cfg := benchConfig(tc.n)
 			cfg.OverrideRefresh, cfg.OverridePoll = 200*time.Millisecond, 50*time.Millisecond
-			st := benchStore(b, "sqlite")
+			st := benchStore(b, tc.store)
 			srv := benchServer(b, cfg, st)
 			ov := breaker.NewOverrides(st, nil)
 			all := func(want breaker.State) bool {
@@ -201,10 +204,24 @@ func BenchmarkOverridePropagation(b *testing.B) {
 				wait(breaker.Closed)
 			}
 			b.StopTimer()
+			var readErrors float64
+			for _, in := range srv.Fleet().Instances() {
+				if d, ok := in.Dependency(sandbox.OpenAI); ok {
+					readErrors += float64(d.Force.ReadErrors())
+				}
+			}
+			b.ReportMetric(readErrors, "read-errors")
 			worst := slices.Max(took)
 			b.ReportMetric(float64(percentile(took, 0.5).Microseconds())/1000, "p50-ms")
 			b.ReportMetric(float64(worst.Microseconds())/1000, "max-ms")
 			b.ReportMetric(float64(worst)/float64(bound), "max/bound")
+			late := 0
+			for _, d := range took {
+				if d > bound+10*time.Millisecond {
+					late++
+				}
+			}
+			b.ReportMetric(float64(late), "over-bound+10ms")
 		})
 	}
 }

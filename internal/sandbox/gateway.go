@@ -271,6 +271,11 @@ func coreContext(ctx context.Context, deadline time.Time) (context.Context, cont
 	if err != nil { // cannot happen: we formatted it
 		return ctx, func() {}
 	}
+	if d, ok := ctx.Deadline(); ok && !wire.Before(d) {
+		// The attempt's own timeout ends first (it is at most the hop
+		// deadline): the header changes nothing, and no timer is needed.
+		return ctx, func() {}
+	}
 	return context.WithDeadline(ctx, wire)
 }
 
