@@ -242,7 +242,7 @@ func (g *gateway) fail(in *Instance, dep string, err error) *toolError {
 func (g *gateway) errorResult(te *toolError) ToolResult {
 	res, err := newToolResult(te.ToolError, true)
 	if err != nil {
-		return ToolResult{Content: []ContentBlock{{Type: "text", Text: te.Message}}, IsError: true}
+		return ToolResult{Structured: json.RawMessage(`{"error":"internal","message":"encode the tool error"}`), IsError: true}
 	}
 	return res
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"sync"
@@ -75,11 +74,13 @@ type ToolError struct {
 }
 
 // ToolResult is an MCP CallToolResult: the tool's answer as structured
-// content and as the same JSON in a text block.
+// content and as the same JSON in a text block. It holds the answer encoded
+// once; MarshalJSON (and the response fast path) lay it out.
 type ToolResult struct {
-	Content           []ContentBlock `json:"content"`
-	StructuredContent any            `json:"structuredContent"`
-	IsError           bool           `json:"isError"`
+	// Structured is the answer's JSON.
+	Structured json.RawMessage
+	// IsError marks a failed tool call.
+	IsError bool
 }
 
 // ContentBlock is one MCP content block.
@@ -88,13 +89,23 @@ type ContentBlock struct {
 	Text string `json:"text"`
 }
 
+// MarshalJSON encodes the MCP shape: {"content": [{"type": "text", "text":
+// JSON}], "structuredContent": JSON, "isError": bool}.
+func (r ToolResult) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Content           []ContentBlock  `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+	}{[]ContentBlock{{Type: "text", Text: string(r.Structured)}}, r.Structured, r.IsError})
+}
+
 // newToolResult wraps a tool's answer.
 func newToolResult(v any, isError bool) (ToolResult, error) {
-	text, err := json.Marshal(v)
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return ToolResult{}, fmt.Errorf("encode tool result: %w", err)
 	}
-	return ToolResult{Content: []ContentBlock{{Type: "text", Text: string(text)}}, StructuredContent: json.RawMessage(text), IsError: isError}, nil
+	return ToolResult{Structured: raw, IsError: isError}, nil
 }
 
 // appendToolResponse appends the JSON-RPC response carrying r, written by
@@ -102,8 +113,8 @@ func newToolResult(v any, isError bool) (ToolResult, error) {
 // it is copied once as structured content and once, quoted, as text,
 // instead of being re-encoded and re-validated.
 func appendToolResponse(b []byte, id json.RawMessage, r ToolResult) ([]byte, bool) {
-	raw, ok := r.StructuredContent.(json.RawMessage)
-	if !ok || len(r.Content) != 1 {
+	raw := r.Structured
+	if len(raw) == 0 {
 		return b, false
 	}
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
@@ -111,9 +122,8 @@ func appendToolResponse(b []byte, id json.RawMessage, r ToolResult) ([]byte, boo
 	b = append(b, `,"result":{"content":[{"type":"text","text":"`...)
 	// json.Marshal's output holds no raw control characters and is valid
 	// UTF-8: only quotes and backslashes need escaping to embed it.
-	text := r.Content[0].Text
-	for i := 0; i < len(text); i++ {
-		if c := text[i]; c == '"' || c == '\\' {
+	for _, c := range raw {
+		if c == '"' || c == '\\' {
 			b = append(b, '\\', c)
 		} else {
 			b = append(b, c)
@@ -129,6 +139,8 @@ func appendToolResponse(b []byte, id json.RawMessage, r ToolResult) ([]byte, boo
 	return append(b, '\n'), true
 }
 
+var bodyBufs = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 1024)) }}
+
 var responseBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // callParams are the params of tools/call.
@@ -139,7 +151,15 @@ type callParams struct {
 
 // readRequest reads and checks one JSON-RPC request from r's body.
 func readRequest(r *http.Request) (*rpcRequest, *RPCError) {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
+	buf := bodyBufs.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			bodyBufs.Put(buf)
+		}
+	}()
+	_, err := buf.ReadFrom(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
+	body := buf.Bytes() // json.Unmarshal copies what it keeps
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
