@@ -54,7 +54,10 @@ $(DYNALITE): $(DYNALITE_DIR)/package.json $(DYNALITE_DIR)/package-lock.json
 	@touch $@
 
 .PHONY: test-deps
-test-deps: $(DYNALITE) ## Install what the tests need (dynalite from the pinned package-lock)
+test-deps: $(DYNALITE) ## Install what the tests need (dynalite from the pinned package-lock, tmux for the dashboard smoke test)
+	@command -v tmux >/dev/null || { command -v apt-get >/dev/null || { echo "tmux is needed for the dashboard smoke test: install it"; exit 1; }; \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; echo "installing tmux (Debian) for the dashboard smoke test"; \
+	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux; }
 
 .PHONY: test
 test: test-deps ## Install test dependencies and run every test with -race
