@@ -494,7 +494,14 @@ func forceResult(msg forcedMsg, now time.Time) (string, bool) {
 		if msg.res.Replaced {
 			verb = "override replaced, forced open"
 		}
-		return fmt.Sprintf("%s %s for %s — reason: %s", dep, verb, cmdutil.HumanDuration(msg.res.After.ExpiresAt.Sub(now)), msg.req.Reason), false
+		// The written lifetime (expires_at - created_at), not the time left
+		// by the time the answer arrives: 1h reads 1h, not 59m.
+		after := msg.res.After
+		lasts := "with no expiry"
+		if after.Expires() {
+			lasts = "for " + cmdutil.HumanDuration(after.ExpiresAt.Sub(after.CreatedAt))
+		}
+		return fmt.Sprintf("%s %s %s — reason: %s", dep, verb, lasts, msg.req.Reason), false
 	case errors.Is(msg.err, audit.ErrAuditWrite):
 		return fmt.Sprintf("%s WAS forced open, but %v", dep, msg.err), true
 	case errors.As(msg.err, &ce):
