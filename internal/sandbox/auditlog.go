@@ -19,7 +19,7 @@ const (
 	// "ignored", subject chaos#<jti> (chaos#unparsed when the value did not
 	// parse), after = the chaos.Rejection.
 	ActionChaosIgnored = "chaos.ignored"
-	// ActionChaosApplied: the first request honouring a header (one record
+	// ActionChaosApplied: the first request honoring a header (one record
 	// per jti, however many requests carry it).
 	ActionChaosApplied = "chaos.applied"
 	// ActionKnobSet and ActionKnobCleared: an operator changed a
@@ -195,7 +195,7 @@ func (a *auditWriter) ignored(client, reason string, rej chaos.Rejection) {
 			a.m.auditSummed.Inc()
 			return
 		}
-		a.summarise(key, w, now)
+		a.summarize(key, w, now)
 	}
 	a.windows[key] = &ignoreWindow{start: now, last: rej}
 	if !a.take(now) {
@@ -207,9 +207,9 @@ func (a *auditWriter) ignored(client, reason string, rej chaos.Rejection) {
 		Reason: "chaos header ignored (" + reason + "): " + rej.Reason, After: rej})
 }
 
-// summarise enqueues the summary of a window that counted headers. Call with
+// summarize enqueues the summary of a window that counted headers. Call with
 // mu held.
-func (a *auditWriter) summarise(key ignoreKey, w *ignoreWindow, now time.Time) {
+func (a *auditWriter) summarize(key ignoreKey, w *ignoreWindow, now time.Time) {
 	if w.suppressed == 0 {
 		return
 	}
@@ -236,7 +236,7 @@ func (a *auditWriter) flushGlobal(now time.Time) {
 	a.globalSupp = 0
 }
 
-// flush summarises windows whose interval has ended (all of them when
+// flush summarizes windows whose interval has ended (all of them when
 // final), and forgets expired jtis.
 func (a *auditWriter) flush(final bool) {
 	now := a.clock.Now()
@@ -244,7 +244,7 @@ func (a *auditWriter) flush(final bool) {
 	defer a.mu.Unlock()
 	for key, w := range a.windows {
 		if final || now.Sub(w.start) >= a.interval {
-			a.summarise(key, w, now)
+			a.summarize(key, w, now)
 			delete(a.windows, key)
 		}
 	}
@@ -258,7 +258,7 @@ func (a *auditWriter) flush(final bool) {
 	}
 }
 
-// appliedOnce records the first honouring of a header; later requests with
+// appliedOnce records the first honoring of a header; later requests with
 // the same jti write nothing.
 func (a *auditWriter) appliedOnce(client, instance string, h *chaos.Header) {
 	a.mu.Lock()
@@ -268,7 +268,7 @@ func (a *auditWriter) appliedOnce(client, instance string, h *chaos.Header) {
 	}
 	a.applied[h.JTI] = h.ExpTime()
 	a.enqueue(audit.Entry{Actor: client, Action: ActionChaosApplied, Subject: "chaos#" + h.JTI,
-		Reason: "chaos header honoured: " + h.Summary(),
+		Reason: "chaos header honored: " + h.Summary(),
 		After: appliedView{KID: h.KID, Target: h.Target, Fault: h.Fault.String(), Ms: h.Ms, P: h.P, Exp: h.Exp, JTI: h.JTI,
 			ExpiresAt: h.ExpTime().UTC(), FirstInstance: instance}})
 }

@@ -55,7 +55,7 @@ func benchStore(b *testing.B, kind string) store.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { st.Close() })
+	b.Cleanup(func() { _ = st.Close() })
 	return st
 }
 
@@ -65,7 +65,7 @@ func benchServer(b *testing.B, cfg sandbox.Config, st store.Store) *sandbox.Serv
 	if err != nil {
 		b.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 					local := make([]time.Duration, 0, 1024)
 					for pb.Next() {
 						next.Add(1)
-						req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+						req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, url, bytes.NewReader(body))
 						req.Header.Set("Authorization", token)
 						t0 := time.Now()
 						resp, err := client.Do(req)
@@ -131,7 +131,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 							continue
 						}
 						_, _ = io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
+						_ = resp.Body.Close()
 						local = append(local, time.Since(t0))
 						if resp.StatusCode != http.StatusOK {
 							failed.Add(1)
@@ -272,7 +272,7 @@ func BenchmarkGatewayCPU(b *testing.B) {
 				"params": map[string]any{"name": tc.tool, "arguments": tools[tc.tool]}})
 			w := &discardWriter{h: http.Header{}}
 			reader := bytes.NewReader(body)
-			req, _ := http.NewRequest(http.MethodPost, "/mcp", reader)
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, "/mcp", reader)
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu0 := cpuTime()

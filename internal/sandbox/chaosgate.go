@@ -85,7 +85,7 @@ func (c *keyCache) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
 	return key, nil
 }
 
-// chaosGate decides, per request, whether a chaos header is honoured: only
+// chaosGate decides, per request, whether a chaos header is honored: only
 // with chaos enabled, when the verifier passes it (syntax, target, kid,
 // signature, expiry, the 15-minute cap), and for an operator. Anything else
 // is ignored, counted and audited.
@@ -139,10 +139,10 @@ func (g *chaosGate) plan(ctx context.Context, value string, p Principal, instanc
 	}
 	if p.Role != RoleOperator {
 		g.ignore(p, IgnoredRole, withFields(chaos.Rejection{Check: chaos.Check(IgnoredRole),
-			Reason: fmt.Sprintf("client %s has role %s; chaos headers are honoured only for the operator role", p.Client, p.Role)}, &h))
+			Reason: fmt.Sprintf("client %s has role %s; chaos headers are honored only for the operator role", p.Client, p.Role)}, &h))
 		return nil
 	}
-	g.m.honoured.WithLabelValues(string(h.Target), h.Fault.String()).Inc()
+	g.m.honored.WithLabelValues(string(h.Target), h.Fault.String()).Inc()
 	g.audit.appliedOnce(p.Client, instance, &h)
 	return &FaultPlan{Target: string(h.Target), Fault: h.Fault, Ms: h.Ms, P: h.P.Float64(), JTI: h.JTI}
 }

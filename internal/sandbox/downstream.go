@@ -18,18 +18,18 @@ import (
 )
 
 // Downstream is a dependency as the data plane calls it: one attempt per
-// Call, honouring ctx (whose deadline is the attempt's timeout). It answers
+// Call, honoring ctx (whose deadline is the attempt's timeout). It answers
 // nil, a *resilience.StatusError, a *resilience.ConnError or ctx's error,
 // the shapes the resilience layers classify.
 type Downstream interface {
 	// Name is the dependency's name ("openai").
 	Name() string
-	// Call performs one attempt. plan is the request's honoured chaos
+	// Call performs one attempt. plan is the request's honored chaos
 	// header, or nil.
 	Call(ctx context.Context, plan *FaultPlan) error
 }
 
-// FaultPlan is an honoured chaos header: what to inject into which
+// FaultPlan is an honored chaos header: what to inject into which
 // downstream, with which probability per call.
 type FaultPlan struct {
 	Target string
@@ -51,7 +51,7 @@ const (
 )
 
 // Knob is a downstream's own fault injection, set through /admin/chaos: it
-// applies to every call whatever the gateway honours, for scenarios that
+// applies to every call whatever the gateway honors, for scenarios that
 // must not depend on the gateway (LLD §9).
 type Knob struct {
 	Fault chaos.Fault `json:"fault"`
@@ -213,8 +213,9 @@ func (s *Sim) Call(ctx context.Context, plan *FaultPlan) error {
 	case chaos.FaultReset:
 		s.fails.Add(1)
 		return &resilience.ConnError{Err: fmt.Errorf("%s: %w", s.name, syscall.ECONNRESET)}
+	default: // none, or latency (already waited)
+		return nil
 	}
-	return nil
 }
 
 // pick decides this attempt's fault (0 for none).
@@ -237,7 +238,7 @@ func (s *Sim) pick(plan *FaultPlan) (chaos.Fault, int) {
 	}
 	p := s.profile
 	if p.ErrorRate+p.TimeoutRate+p.ResetRate > 0 {
-		r := rand.Float64()
+		r := rand.Float64() //nolint:gosec // G404: simulated failures, not secrets
 		var f chaos.Fault
 		switch {
 		case r < p.ErrorRate:
@@ -262,13 +263,13 @@ func (s *Sim) sampleLatency() time.Duration {
 	if s.sigma == 0 {
 		return s.profile.Latency.P50
 	}
-	v := math.Exp(s.mu + s.sigma*rand.NormFloat64())
+	v := math.Exp(s.mu + s.sigma*rand.NormFloat64()) //nolint:gosec // G404: simulated latency, not secrets
 	return min(time.Duration(v), maxSampledLatency)
 }
 
 // roll returns true with probability p.
 func roll(p float64) bool {
-	return p >= 1 || (p > 0 && rand.Float64() < p)
+	return p >= 1 || (p > 0 && rand.Float64() < p) //nolint:gosec // G404: fault probabilities, not secrets
 }
 
 // sleepCtx waits d, or returns ctx's error if it ends first.
@@ -290,7 +291,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // simulators, as every Lambda calls the same services.
 type sims struct {
 	byName map[string]*Sim
-	mu     sync.Mutex // serialises knob changes with their audit records
+	mu     sync.Mutex // serializes knob changes with their audit records
 }
 
 func (s *sims) get(name string) *Sim { return s.byName[name] }

@@ -31,7 +31,7 @@ func onLocalContext(t *testing.T, cfg sandbox.Config) (*clitest.Env, *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { _ = st.Close() })
 	h := start(t, cfg, func(d *sandbox.Deps) {
 		d.Store, d.Keys, d.Audit, d.ContextName = st, keys.NewLocal(dir), audit.NewLog(st, clock.Real{}, "local"), "local"
 	})

@@ -240,7 +240,7 @@ func newFleet(cfg Config, deps Deps, m *metrics, onChange func(instance string, 
 func (f *Fleet) pollOverrides(ctx context.Context, poll time.Duration, wg *sync.WaitGroup) {
 	for _, in := range f.instances {
 		wg.Go(func() {
-			phase := time.Duration(rand.Int64N(int64(poll) + 1))
+			phase := time.Duration(rand.Int64N(int64(poll) + 1)) //nolint:gosec // G404: a poll phase, not a secret
 			if sleepCtx(ctx, phase) != nil {
 				return
 			}

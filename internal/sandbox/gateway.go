@@ -232,6 +232,7 @@ func (g *gateway) fail(in *Instance, dep string, err error) *toolError {
 		te.Message = fmt.Sprintf("%s's circuit breaker on %s is open: %d of the last %d calls failed", te.Dependency, in.name, snap.Failures, snap.Calls)
 	case breaker.HalfOpen:
 		te.Message = fmt.Sprintf("%s's circuit breaker on %s is half-open and its probe calls are taken", te.Dependency, in.name)
+	default: // closed again since the refusal: keep the refusal's own words
 	}
 	if te.RetryAfter == 0 {
 		te.RetryAfter = max(1, seconds(in.retryHint(te.Dependency, g.cfg.OverrideRefresh)))
@@ -343,8 +344,8 @@ func (g *gateway) screen(ctx context.Context, in *Instance, raw json.RawMessage,
 	if a.Name == "" {
 		return nil, "", invalidParams("name is required")
 	}
-	if a.EntityType != "" && a.EntityType != "person" && a.EntityType != "organisation" {
-		return nil, "", invalidParams("entity_type %q: use person or organisation", a.EntityType)
+	if a.EntityType != "" && a.EntityType != "person" && a.EntityType != "organization" {
+		return nil, "", invalidParams("entity_type %q: use person or organization", a.EntityType)
 	}
 	err := g.do(ctx, in.screening, resilience.Call{}, func(actx context.Context, _ resilience.Attempt) error {
 		return g.down[ScreeningSim].Call(actx, plan)

@@ -54,11 +54,11 @@ func TestEndpointRefusesWhatItCannotServe(t *testing.T) {
 		})
 	}
 	t.Run("GET is refused with Allow", func(t *testing.T) {
-		resp, err := h.client.Get(h.url + sandbox.PathMCP)
+		resp, err := h.get(sandbox.PathMCP)
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != http.MethodPost {
 			t.Errorf("GET %s: %d Allow %q", sandbox.PathMCP, resp.StatusCode, resp.Header.Get("Allow"))
 		}
@@ -81,7 +81,7 @@ func TestToolsListAndInvalidArguments(t *testing.T) {
 	}{
 		{sandbox.ToolSearchKnowledgeBase, map[string]any{}},
 		{sandbox.ToolSearchKnowledgeBase, map[string]any{"query": "x", "top_k": 11}},
-		{sandbox.ToolSearchKnowledgeBase, map[string]any{"query": "x", "colour": "red"}},
+		{sandbox.ToolSearchKnowledgeBase, map[string]any{"query": "x", "color": "red"}},
 		{sandbox.ToolScreenEntity, map[string]any{"name": " "}},
 		{sandbox.ToolScreenEntity, map[string]any{"name": "Ada", "entity_type": "robot"}},
 		{sandbox.ToolRaiseDispute, map[string]any{"transaction_id": "t1"}},
@@ -318,7 +318,8 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	if res.err != nil || res.r.Status != http.StatusOK || str(res.r.Structured, "status") != "clear" {
 		t.Errorf("request in flight at shutdown: %v %s, want it completed", res.err, describe(res.r))
 	}
-	if _, err := h.client.Get(h.url + sandbox.PathHealth); err == nil {
+	if resp, err := h.get(sandbox.PathHealth); err == nil {
+		_ = resp.Body.Close()
 		t.Error("still serving after Shutdown")
 	}
 }

@@ -45,7 +45,7 @@ func testKey(t testing.TB) chaos.Key {
 	t.Helper()
 	raw := make([]byte, 32)
 	for i := range raw {
-		raw[i] = byte(i*37 + 11)
+		raw[i] = byte(i*37 + 11) //nolint:gosec // G115: wraps on purpose, for a spread of byte values
 	}
 	k, err := chaos.NewKey(raw)
 	if err != nil {
@@ -86,7 +86,7 @@ func start(t testing.TB, cfg sandbox.Config, opts ...harnessOpt) *harness {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +103,15 @@ func start(t testing.TB, cfg sandbox.Config, opts ...harnessOpt) *harness {
 		}
 	})
 	return h
+}
+
+// get sends GET path to the sandbox.
+func (h *harness) get(path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, h.url+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return h.client.Do(req)
 }
 
 // rpcReply is a decoded JSON-RPC response.
@@ -160,7 +169,7 @@ func (h *harness) post(r req, body []byte) rpcReply {
 }
 
 func (h *harness) tryPost(r req, body []byte) (rpcReply, error) {
-	hr, err := http.NewRequest(http.MethodPost, h.url+sandbox.PathMCP, bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(context.Background(), http.MethodPost, h.url+sandbox.PathMCP, bytes.NewReader(body))
 	if err != nil {
 		return rpcReply{}, err
 	}
@@ -223,7 +232,7 @@ func (h *harness) call(token, tool string, args any, instance string, headers ma
 // scrape reads /metrics.
 func (h *harness) scrape() map[string]*dto.MetricFamily {
 	h.t.Helper()
-	resp, err := h.client.Get(h.url + sandbox.PathMetrics)
+	resp, err := h.get(sandbox.PathMetrics)
 	if err != nil {
 		h.t.Fatalf("scrape: %v", err)
 	}

@@ -20,7 +20,7 @@ func TestAppendToolResponseMatchesEncodingJSON(t *testing.T) {
 	for range 200 {
 		b := make([]rune, r.IntN(40))
 		for i := range b {
-			b[i] = rune(r.IntN(0x3000))
+			b[i] = rune(r.IntN(0x3000)) //nolint:gosec // G115: below 0x3000, a valid rune
 		}
 		values = append(values, map[string]string{"s": string(b)})
 	}

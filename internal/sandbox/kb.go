@@ -40,7 +40,7 @@ var (
 		{ID: "kb-104", Title: "Sanctions screening of customers and counterparties", Body: "Every new customer and payee is screened against sanctions and PEP lists. A potential match holds the payment until compliance clears it."},
 		{ID: "kb-105", Title: "When screening is deferred", Body: "If the screening service is unavailable the request is recorded and screened later; the payment waits and the agent should retry after the suggested delay."},
 		{ID: "kb-106", Title: "Refund timelines", Body: "Card refunds reach the customer in 3 to 5 business days; bank transfers the next business day. A refund is not a dispute."},
-		{ID: "kb-107", Title: "Recognising card fraud", Body: "Signs of card fraud: small test transactions, many declines, purchases in two countries within an hour, new devices. Block the card and raise a fraud dispute."},
+		{ID: "kb-107", Title: "Recognizing card fraud", Body: "Signs of card fraud: small test transactions, many declines, purchases in two countries within an hour, new devices. Block the card and raise a fraud dispute."},
 		{ID: "kb-108", Title: "Know your customer (KYC) documents", Body: "KYC needs a government photo ID and a proof of address less than three months old. Businesses also provide registration and beneficial owners."},
 		{ID: "kb-109", Title: "Disputed transaction status", Body: "A dispute moves from raised to under review to resolved. The customer is notified at each step; provisional credit may apply."},
 		{ID: "kb-110", Title: "Duplicate charges", Body: "A duplicate charge appears twice with the same amount and merchant. It often reverses by itself within 3 days; otherwise raise a dispute with reason duplicate processing."},

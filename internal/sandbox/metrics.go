@@ -73,6 +73,7 @@ func callOutcome(err error) string {
 		return OutcomeDeadline
 	case resilience.KindAttemptTimeout:
 		return OutcomeTimeout
+	default: // not a layer's refusal: classify the dependency's answer below
 	}
 	var se *resilience.StatusError
 	var ce *resilience.ConnError
@@ -110,7 +111,7 @@ type metrics struct {
 	chaosFaults  *prometheus.CounterVec
 	simFaults    *prometheus.CounterVec
 	ignored      *prometheus.CounterVec
-	honoured     *prometheus.CounterVec
+	honored      *prometheus.CounterVec
 	toolCalls    *prometheus.CounterVec
 	toolDuration *prometheus.HistogramVec
 	requests     *prometheus.CounterVec
@@ -142,8 +143,8 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 			Help: "Faults the downstream profiles injected (random rates and periodic outages)."}, []string{"dependency", "fault", "source"}),
 		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_chaos_ignored_total",
 			Help: "Chaos headers ignored, by reason (disabled, role, or the first failed check)."}, []string{"reason"}),
-		honoured: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_chaos_honoured_total",
-			Help: "Requests whose chaos header was honoured, by target and fault."}, []string{"target", "fault"}),
+		honored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_chaos_honored_total",
+			Help: "Requests whose chaos header was honored, by target and fault."}, []string{"target", "fault"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_tool_calls_total",
 			Help: "Tool calls by tool and outcome (ok, degraded, deferred, or the error code)."}, []string{"tool", "outcome"}),
 		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kosha_tool_call_duration_seconds",
@@ -163,7 +164,7 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 			Help: "Arrivals the traffic generator dropped because too many of its requests were in flight."}),
 	}
 	cs := []prometheus.Collector{m.calls, m.retries, m.shed, m.rateLimited, m.rateDecision, m.chaosFaults, m.simFaults,
-		m.ignored, m.honoured, m.toolCalls, m.toolDuration, m.requests, m.auditDropped, m.auditFailed, m.auditSummed,
+		m.ignored, m.honored, m.toolCalls, m.toolDuration, m.requests, m.auditDropped, m.auditFailed, m.auditSummed,
 		m.trafficSent, m.trafficDrop}
 	if own {
 		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -137,7 +137,7 @@ func (o *Outbox) Stats() OutboxStats {
 // newID returns prefix_ and 12 random hex digits (not secret: ids of
 // simulated records).
 func newID(prefix string) string {
-	return fmt.Sprintf("%s_%012x", prefix, rand.Uint64()&(1<<48-1))
+	return fmt.Sprintf("%s_%012x", prefix, rand.Uint64()&(1<<48-1)) //nolint:gosec // G404: ids of simulated records, not secrets
 }
 
 // Deferral is a screening request recorded for later because screening-sim

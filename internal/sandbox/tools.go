@@ -48,8 +48,8 @@ type toolSpec struct {
 var toolSpecs = []toolSpec{
 	{ToolSearchKnowledgeBase, "Search the knowledge base (hybrid ranking with embeddings; full-text only, marked degraded, when openai is down).",
 		json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"},"top_k":{"type":"integer","minimum":1,"maximum":10}},"required":["query"]}`)},
-	{ToolScreenEntity, "Screen a person or organisation against sanctions lists (deferred when screening-sim is down).",
-		json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"country":{"type":"string"},"entity_type":{"type":"string","enum":["person","organisation"]}},"required":["name"]}`)},
+	{ToolScreenEntity, "Screen a person or organization against sanctions lists (deferred when screening-sim is down).",
+		json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"},"country":{"type":"string"},"entity_type":{"type":"string","enum":["person","organization"]}},"required":["name"]}`)},
 	{ToolRaiseDispute, "Raise a dispute on a card transaction (written with its outbox event; send an idempotency_key to retry safely).",
 		json.RawMessage(`{"type":"object","properties":{"transaction_id":{"type":"string"},"reason":{"type":"string"},"amount":{"type":"number"},"idempotency_key":{"type":"string"}},"required":["transaction_id","reason"]}`)},
 	{ToolFlagTransaction, "Flag a transaction for manual review (written with its outbox event; send an idempotency_key to retry safely).",

@@ -87,7 +87,7 @@ func (g *traffic) run(ctx context.Context, url string, wg *sync.WaitGroup) {
 		defer g.client.CloseIdleConnections()
 		next := time.Now()
 		for {
-			next = next.Add(time.Duration(mrand.ExpFloat64() / g.rps * float64(time.Second)))
+			next = next.Add(time.Duration(mrand.ExpFloat64() / g.rps * float64(time.Second))) //nolint:gosec // G404: arrival times, not secrets
 			if sleepCtx(ctx, time.Until(next)) != nil {
 				return
 			}
@@ -108,7 +108,7 @@ func (g *traffic) run(ctx context.Context, url string, wg *sync.WaitGroup) {
 // send makes one tools/call.
 func (g *traffic) send(ctx context.Context, url string) {
 	n := g.seq.Add(1)
-	tool := g.tools[sort.SearchFloat64s(g.cum, mrand.Float64()*g.cum[len(g.cum)-1])]
+	tool := g.tools[sort.SearchFloat64s(g.cum, mrand.Float64()*g.cum[len(g.cum)-1])] //nolint:gosec // G404: a tool mix, not a secret
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": n, "method": "tools/call",
 		"params": map[string]any{"name": tool, "arguments": trafficArgs(tool, n)}})
 	if err != nil {
@@ -119,13 +119,13 @@ func (g *traffic) send(ctx context.Context, url string) {
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+g.tokens[mrand.IntN(len(g.tokens))])
+	req.Header.Set("Authorization", "Bearer "+g.tokens[mrand.IntN(len(g.tokens))]) //nolint:gosec // G404: picks a client, not a secret
 	resp, err := g.client.Do(req)
 	if err != nil {
 		return
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 }
 
 var (

@@ -46,13 +46,13 @@ func TestSandboxOnDynamoDBContext(t *testing.T) {
 	})
 	client := &http.Client{Timeout: 5 * time.Second}
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_service_health"}}`)
-	req, _ := http.NewRequest(http.MethodPost, url+sbx.PathMCP, bytes.NewReader(body))
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+sbx.PathMCP, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer agent-token")
 	resp, err := client.Do(req)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("tool call through a DynamoDB rate limit: %v %v", err, resp)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if out := cli.MustRun(0, "ratelimit", "get", "agent-1").Stdout; !strings.Contains(out, "agent-1") {
 		t.Errorf("the take left no bucket in the table: %s", out)
 	}

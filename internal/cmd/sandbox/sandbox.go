@@ -72,7 +72,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			One address serves everything: POST /mcp (JSON-RPC tools/call with a bearer token),
 			GET /metrics (Prometheus: kosha_breaker_state{dependency,instance} and call outcomes),
 			GET /status, GET /healthz and /admin/chaos (screening-sim's own fault knobs).
-			Signed X-Kosha-Chaos headers are honoured only with --chaos, for the operator role.
+			Signed X-Kosha-Chaos headers are honored only with --chaos, for the operator role.
 
 			--time-scale N runs every LLD duration N times faster (override cache, open
 			durations, attempt caps, budgets, latency) for quick drills and CI. A config file
@@ -102,8 +102,8 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.Float64Var(&opts.RPS, "rps", 0, "synthetic traffic: tool calls per second (0: none)")
 	fl.IntVar(&opts.Clients, "clients", 0, "synthetic traffic: clients sharing the rate (0: enough that the rate limit rarely bites)")
 	fl.StringVar(&opts.Listen, "listen", sbx.DefaultListen, "address for every endpoint (port 0 picks a free one)")
-	fl.StringVar(&opts.Profile, "profile", sbx.ProfileHealthy, "downstream behaviour: "+strings.Join(sbx.ProfileNames(), "|"))
-	fl.BoolVar(&opts.Chaos, "chaos", false, "honour signed X-Kosha-Chaos headers from operators (CHAOS_ENABLED)")
+	fl.StringVar(&opts.Profile, "profile", sbx.ProfileHealthy, "downstream behavior: "+strings.Join(sbx.ProfileNames(), "|"))
+	fl.BoolVar(&opts.Chaos, "chaos", false, "honor signed X-Kosha-Chaos headers from operators (CHAOS_ENABLED)")
 	fl.StringVar(&opts.ConfigFile, "config", "", "YAML configuration file (see koshactl sandbox config)")
 	fl.StringVar(&opts.EMF, "emf", "", "also append the breaker_state gauges as CloudWatch EMF JSON lines to this file")
 	fl.Float64Var(&opts.TimeScale, "time-scale", 1, "run every LLD duration this many times faster (1: the LLD's time)")
@@ -192,7 +192,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		emfPath = file.EMF.File
 	}
 	if emfPath != "" {
-		ef, err := os.OpenFile(emfPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		ef, err := os.OpenFile(emfPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600) //nolint:gosec // G304: the operator names the EMF file
+
 		if err != nil {
 			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("open EMF file: %w", err))
 		}
@@ -203,7 +204,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
 		hint := ""
 		if errors.Is(err, syscall.EADDRINUSE) {
@@ -214,7 +215,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := srv.Start(ctx, ln); err != nil {
-		ln.Close()
+		_ = ln.Close()
 		return err
 	}
 	started := time.Now()
@@ -254,11 +255,11 @@ func shutdown(srv *sbx.Server) error {
 // polling for the file never reads half of it.
 func writeAddrFile(path, url string) error {
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(url+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(tmp, []byte(url+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write --addr-file: %w", err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+		_ = os.Remove(tmp)
 		return fmt.Errorf("write --addr-file: %w", err)
 	}
 	return nil
@@ -273,7 +274,7 @@ func printBanner(w io.Writer, srv *sbx.Server, ctxName, storeDesc, keyDesc, emfP
 	if cfg.TimeScale != 1 {
 		timing = fmt.Sprintf("time x%g", cfg.TimeScale)
 	}
-	chaosState := "chaos headers ignored (start with --chaos to honour them)"
+	chaosState := "chaos headers ignored (start with --chaos to honor them)"
 	if cfg.ChaosEnabled {
 		chaosState = "chaos enabled (key: " + keyDesc + ")"
 	}
@@ -314,7 +315,7 @@ func isDefaultPrincipals(ps []sbx.Principal) bool {
 	return true
 }
 
-// syncWriter serialises writes from the logger and the command, so a
+// syncWriter serializes writes from the logger and the command, so a
 // buffer-backed stderr (tests) is never written concurrently.
 type syncWriter struct {
 	mu sync.Mutex

@@ -82,12 +82,12 @@ func TestConfigPrintsALoadableFile(t *testing.T) {
 
 func TestStatusOfNoSandboxIsUnavailable(t *testing.T) {
 	cli := clitest.New(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close()
+	_ = ln.Close()
 	r := cli.Run("sandbox", "status", "--url", "http://"+addr)
 	if r.Code != cmdutil.ExitUnavailable || !strings.Contains(r.Stderr, "is koshactl sandbox running") {
 		t.Errorf("exit %d, stderr %q, want 5 and a hint", r.Code, r.Stderr)
@@ -96,7 +96,7 @@ func TestStatusOfNoSandboxIsUnavailable(t *testing.T) {
 
 func TestListenAddressInUse(t *testing.T) {
 	cli := clitest.New(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,11 @@ func TestDemo(t *testing.T) {
 
 func fetchStatus(client *http.Client, url string) (sbx.Status, error) {
 	var st sbx.Status
-	resp, err := client.Get(url + sbx.PathStatus)
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, url+sbx.PathStatus, nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return st, err
 	}
@@ -203,7 +207,11 @@ func fetchStatus(client *http.Client, url string) (sbx.Status, error) {
 
 func get(t *testing.T, client *http.Client, url string) string {
 	t.Helper()
-	resp, err := client.Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 // RedactedToken stands for a token of the --config file in the output; it
 // has spaces, so a file still holding it does not load.
-const RedactedToken = "<not printed: your token here>"
+const RedactedToken = "<not printed: your token here>" //nolint:gosec // G101: a placeholder that replaces a token, not one
 
 // Options are the parsed flags.
 type Options struct {

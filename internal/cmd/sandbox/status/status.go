@@ -159,7 +159,7 @@ func waitReady(ctx context.Context, client *http.Client, base string, wait time.
 		}
 		resp, err := client.Do(req)
 		if err == nil {
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
@@ -177,13 +177,14 @@ func waitReady(ctx context.Context, client *http.Client, base string, wait time.
 // cell renders a breaker for the table: open shows the time left, forced
 // shouts.
 func cell(b sbx.BreakerStatus) string {
-	switch breaker.State(b.Value) {
-	case breaker.Open:
+	switch b.Value {
+	case int(breaker.Open):
 		return fmt.Sprintf("open %s", (time.Duration(b.RemainingOpenMs) * time.Millisecond).Round(100*time.Millisecond))
-	case breaker.ForcedOpen:
+	case int(breaker.ForcedOpen):
 		return "FORCED"
+	default:
+		return b.State
 	}
-	return b.State
 }
 
 // letter is a breaker as one character: . closed, h half-open, O open, F
