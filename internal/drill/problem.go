@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/kosha-platform/koshactl/internal/suggest"
 )
 
 // Problem is one thing wrong with a drill file, at a position in it.
@@ -47,39 +49,10 @@ func sortProblems(ps []Problem) {
 	})
 }
 
-// closest returns the candidate nearest to s by edit distance, if it is
-// close enough to be a likely typo.
+// closest returns the candidate nearest to s by edit distance, ignoring
+// case, if it is close enough to be a likely typo.
 func closest(s string, candidates []string) string {
-	best, bestD := "", 1+len(s)/3
-	if bestD < 3 {
-		bestD = 3
-	}
-	for _, c := range candidates {
-		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return suggest.Closest(s, candidates, max(3, 1+len(s)/3), strings.ToLower)
 }
 
 // didYouMean returns ` (did you mean "x"?)` or "".

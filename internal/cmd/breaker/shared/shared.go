@@ -11,6 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/suggest"
 )
 
 // CheckDependencies validates every name and, unless allowUnknown, refuses
@@ -47,37 +48,10 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// closest returns the known name nearest to n by edit distance, if close.
+// closest returns the known name nearest to n, ignoring hyphens and
+// underscores, if it is within two edits.
 func closest(n string, known []string) string {
-	best, bestD := "", 3
-	norm := func(s string) string { return strings.NewReplacer("-", "", "_", "").Replace(s) }
-	for _, k := range known {
-		d := distance(norm(n), norm(k))
-		if d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return suggest.Closest(n, known, 3, strings.NewReplacer("-", "", "_", "").Replace)
 }
 
 // ValidateReason checks an operator's reason: required, one line, bounded.
