@@ -3,7 +3,6 @@ package breaker
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 )
@@ -71,13 +70,4 @@ func (s *Overrides) ClearAudited(ctx context.Context, log OverrideAuditor, depen
 		return res, rec, fmt.Errorf("%s was cleared, but %w", dependency, err)
 	}
 	return res, rec, nil
-}
-
-// Remaining returns how long the override has left at now (0 when expired,
-// -1 when it never expires).
-func (o Override) Remaining(now time.Time) time.Duration {
-	if !o.Expires() {
-		return -1
-	}
-	return max(o.ExpiresAt.Sub(now), 0)
 }

@@ -5,7 +5,6 @@ package shared
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -127,11 +126,4 @@ func Expiry(o breaker.Override, now time.Time, tty bool) string {
 		return "never"
 	}
 	return cmdutil.FormatTime(o.ExpiresAt, now, tty)
-}
-
-// SortedCopy returns names sorted.
-func SortedCopy(names []string) []string {
-	out := append([]string(nil), names...)
-	sort.Strings(out)
-	return out
 }
