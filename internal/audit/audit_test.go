@@ -1,0 +1,112 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+)
+
+var t0 = time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
+
+func openLog(t *testing.T) (*audit.Log, *clock.Fake, store.Store) {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	clk := clock.NewFake(t0)
+	return audit.NewLog(s, clk, "ctx"), clk, s
+}
+
+func TestListFiltersAndOrders(t *testing.T) {
+	ctx := context.Background()
+	log, clk, _ := openLog(t)
+	add := func(action, subject string) {
+		t.Helper()
+		if _, err := log.Append(ctx, audit.Entry{Actor: "a", Action: action, Subject: subject, Before: map[string]int{"v": 1}}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Minute)
+	}
+	add("breaker.force-open", "breaker#openai")
+	add("ratelimit.reset", "rl#agent-1")
+	add("breaker.clear", "breaker#openai")
+	add("ratelimit.drain", "rl#agent-2")
+
+	all, err := log.List(ctx, audit.Query{})
+	if err != nil || len(all) != 4 || all[0].Action != "ratelimit.drain" || all[3].Action != "breaker.force-open" {
+		t.Fatalf("newest first: %+v %v", all, err)
+	}
+	if all[3].Context != "ctx" || all[3].Outcome != "ok" || string(all[3].Before) != `{"v":1}` {
+		t.Errorf("record fields: %+v", all[3])
+	}
+	cases := []struct {
+		q    audit.Query
+		want int
+	}{
+		{audit.Query{Subject: "breaker#openai"}, 2},
+		{audit.Query{Subject: "rl#*"}, 2},
+		{audit.Query{Action: "breaker.clear"}, 1},
+		{audit.Query{Since: t0.Add(2 * time.Minute)}, 2},
+		{audit.Query{Limit: 3}, 3},
+	}
+	for _, tc := range cases {
+		got, err := log.List(ctx, tc.q)
+		if err != nil || len(got) != tc.want {
+			t.Errorf("List(%+v) = %d records (%v), want %d", tc.q, len(got), err, tc.want)
+		}
+	}
+	// Past retention a record is hidden even though the store still holds it.
+	clk.Set(t0.Add(audit.Retention + 30*time.Second))
+	if got, _ := log.List(ctx, audit.Query{}); len(got) != 3 {
+		t.Errorf("after 90 days the oldest record should be hidden: %d left", len(got))
+	}
+}
+
+func TestRecordsCarryTTLAndAreNeverOverwritten(t *testing.T) {
+	ctx := context.Background()
+	log, _, s := openLog(t)
+	rec, err := log.Append(ctx, audit.Entry{Actor: "a", Action: "x", Subject: "y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found store.Item
+	for it, err := range s.Scan(ctx, store.ScanQuery{Prefix: audit.Prefix}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		found = it
+	}
+	ttl, _ := found.Int(store.TTLAttr)
+	if ttl != t0.Add(audit.Retention).Unix() {
+		t.Errorf("ttl = %d, want 90 days after the record", ttl)
+	}
+	// The write is IfAbsent: a second put of the same key is refused.
+	if err := s.Put(ctx, found, store.IfAbsent()); !errors.Is(err, store.ErrConditionFailed) {
+		t.Errorf("re-put of %s: %v", rec.ID, err)
+	}
+}
+
+// A store that refuses writes makes Append fail with ErrAuditWrite, so
+// commands can say "changed, but not audited".
+func TestAppendFailureIsErrAuditWrite(t *testing.T) {
+	log := audit.NewLog(failing{}, clock.NewFake(t0), "ctx")
+	_, err := log.Append(context.Background(), audit.Entry{Actor: "a", Action: "x", Subject: "y"})
+	if !errors.Is(err, audit.ErrAuditWrite) || !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+type failing struct{ store.Store }
+
+func (failing) Put(context.Context, store.Item, store.Condition) error {
+	return store.ErrUnavailable
+}
