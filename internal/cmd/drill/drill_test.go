@@ -282,7 +282,9 @@ func TestRunInterruptedBySignalRollsBack(t *testing.T) {
 	}()
 	waitFor(t, func() bool {
 		j, err := tryJournal(jpath)
-		return err == nil && len(j.Steps) == 2 && j.Steps[0].Status == drill.StatusPassed
+		// Signal once the sleep step is under way: a signal between the two
+		// steps would (rightly) leave the second one skipped, not interrupted.
+		return err == nil && len(j.Steps) == 2 && j.Steps[0].Status == drill.StatusPassed && j.Steps[1].Status == drill.StatusRunning
 	})
 	sigs <- syscall.SIGINT
 	err := <-done
