@@ -26,7 +26,10 @@ const MaxDrainHold = time.Hour
 
 // MutationAttempts bounds how often an operator change re-reads and retries
 // when data-plane takes keep changing the bucket between read and write.
-const MutationAttempts = 5
+// Every refused attempt means a take landed in between, so an operator's
+// reset during a burst of N takes needs at most N+1 attempts; 25 lets a reset
+// land during a flood while still ending if the bucket never settles.
+const MutationAttempts = 25
 
 // ErrBusy reports a bucket that changed on every attempt of an operator
 // change; it also matches store.ErrConditionFailed.

@@ -223,6 +223,10 @@ func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Ite
 				q.Progress(int(total))
 			}
 		}
+		if err := ctx.Err(); err != nil {
+			yield(nil, fmt.Errorf("%s: %w", op, err))
+			return
+		}
 		if q.Segments <= 1 {
 			p := dynamodb.NewScanPaginator(s.client, s.scanInput(q, 0))
 			for p.HasMorePages() {
@@ -263,13 +267,12 @@ func (s *Store) parallelScan(ctx context.Context, op string, q store.ScanQuery, 
 	var wg sync.WaitGroup
 	for seg := range q.Segments {
 		wg.Go(func() {
+			// The consumer drains pages until they close, so a send never
+			// blocks for good; an error is never dropped (a canceled caller
+			// must see context.Canceled, not an empty scan).
 			send := func(p page) bool {
-				select {
-				case pages <- p:
-					return true
-				case <-ctx.Done():
-					return false
-				}
+				pages <- p
+				return ctx.Err() == nil
 			}
 			p := dynamodb.NewScanPaginator(s.client, s.scanInput(q, seg))
 			for p.HasMorePages() {
