@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -49,4 +50,15 @@ type Env struct {
 // Describe says which context and store commands acted on.
 func (e *Env) Describe() string {
 	return fmt.Sprintf("context %q (%s)", e.Name, e.Store.Describe())
+}
+
+// PrintActedOn writes the line every mutating command ends with on stderr:
+// which context and store it acted on, or would have on a dry run. It goes to
+// stderr in every output mode, so -o json stays parseable.
+func PrintActedOn(w io.Writer, env *Env, dryRun bool) {
+	if dryRun {
+		fmt.Fprintf(w, "dry run, nothing written; would act on %s\n", env.Describe())
+		return
+	}
+	fmt.Fprintf(w, "acted on %s\n", env.Describe())
 }

@@ -172,13 +172,17 @@ func TestClearAll(t *testing.T) {
 
 func TestForceOpenDryRunWritesNothing(t *testing.T) {
 	e := clitest.New(t)
+	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "x", "--dry-run", "-o", "json")
+	if !strings.Contains(r.Stderr, `dry run, nothing written; would act on context "local"`) {
+		t.Errorf("-o json should still name the context on stderr: %q", r.Stderr)
+	}
 	out := decode[struct {
 		DryRun  bool `json:"dry_run"`
 		Results []struct {
 			Action   string `json:"action"`
 			Override view   `json:"override"`
 		} `json:"results"`
-	}](t, e.MustRun(0, "breaker", "force-open", "openai", "--reason", "x", "--dry-run", "-o", "json").Stdout)
+	}](t, r.Stdout)
 	if !out.DryRun || len(out.Results) != 1 || out.Results[0].Action != "would-force" || out.Results[0].Override.Reason != "x" {
 		t.Errorf("dry run result: %+v", out)
 	}

@@ -69,7 +69,7 @@ func RunInit(ctx context.Context, f *cmdutil.Factory, opts *InitOptions) error {
 	if opts.DryRun {
 		fmt.Fprintf(f.IOStreams.Out, "Would create, unless it exists, %s (key pk: string, on-demand capacity) and enable time to live on %q\n",
 			env.Store.Describe(), "ttl")
-		fmt.Fprintf(f.IOStreams.ErrOut, "dry run, nothing changed; would act on %s\n", env.Describe())
+		cmdutil.PrintActedOn(f.IOStreams.ErrOut, env, true)
 		return nil
 	}
 	if err := cmdutil.ConfirmProtected(f, env, opts.Yes, "create the table"); err != nil {
@@ -88,6 +88,6 @@ func RunInit(ctx context.Context, f *cmdutil.Factory, opts *InitOptions) error {
 	for _, l := range rep.Lines() {
 		fmt.Fprintln(f.IOStreams.Out, l)
 	}
-	fmt.Fprintf(f.IOStreams.ErrOut, "acted on %s\n", env.Describe())
+	cmdutil.PrintActedOn(f.IOStreams.ErrOut, env, false)
 	return nil
 }

@@ -159,6 +159,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 
 func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
 	io := f.IOStreams
+	defer cmdutil.PrintActedOn(io.ErrOut, env, opts.DryRun)
 	if opts.Output != cmdutil.FormatTable {
 		return cmdutil.PrintStructured(io.Out, opts.Output, out)
 	}
@@ -178,10 +179,5 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now 
 			fmt.Fprintf(io.Out, "%s override on %s set by %s%s\n", verb, r.Dependency, r.Before.Actor, note)
 		}
 	}
-	prefix := "acted on"
-	if opts.DryRun {
-		prefix = "dry run, nothing written; would act on"
-	}
-	fmt.Fprintf(io.ErrOut, "%s %s\n", prefix, env.Describe())
 	return nil
 }

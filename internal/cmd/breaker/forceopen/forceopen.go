@@ -227,6 +227,7 @@ func action(r breaker.ForceResult, dry bool) string {
 
 func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
 	io := f.IOStreams
+	defer cmdutil.PrintActedOn(io.ErrOut, env, opts.DryRun)
 	if opts.Output != cmdutil.FormatTable {
 		return cmdutil.PrintStructured(io.Out, opts.Output, out)
 	}
@@ -243,10 +244,5 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now 
 			fmt.Fprintf(io.Out, "  previously forced by %s: %s\n", r.Before.Actor, r.Before.Reason)
 		}
 	}
-	prefix := "acted on"
-	if opts.DryRun {
-		prefix = "dry run, nothing written; would act on"
-	}
-	fmt.Fprintf(io.ErrOut, "%s %s\n", prefix, env.Describe())
 	return nil
 }

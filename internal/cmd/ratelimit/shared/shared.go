@@ -310,11 +310,7 @@ func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out 
 			fmt.Fprintln(io.Out, describe(r, f.Clock.Now(), io.IsStdoutTTY()))
 		}
 	}
-	prefix := "acted on"
-	if opts.DryRun {
-		prefix = "dry run, nothing written; would act on"
-	}
-	fmt.Fprintf(io.ErrOut, "%s %s\n", prefix, env.Describe())
+	cmdutil.PrintActedOn(io.ErrOut, env, opts.DryRun)
 	return nil
 }
 
