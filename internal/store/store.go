@@ -239,7 +239,9 @@ func Normalize(it Item) Item {
 }
 
 // FormatNumber renders a numeric value the way both backends store it: integers
-// in base 10, other floats in the shortest form that round-trips.
+// in base 10, other floats in the shortest form that round-trips. Negative
+// zero is written "0": DynamoDB numbers have no sign on zero, and "-0" would
+// read back as the integer 0 and format differently the second time.
 func FormatNumber(v any) (string, bool) {
 	switch x := v.(type) {
 	case int64:
@@ -247,6 +249,9 @@ func FormatNumber(v any) (string, bool) {
 	case int:
 		return strconv.Itoa(x), true
 	case float64:
+		if x == 0 {
+			return "0", true
+		}
 		return strconv.FormatFloat(x, 'f', -1, 64), true
 	}
 	return "", false

@@ -112,6 +112,11 @@ func TestNumberRoundTrip(t *testing.T) {
 	if got, _ := ParseNumber(s); got != int64(3) {
 		t.Errorf("3.0 -> %q -> %#v, want int64(3)", s, got)
 	}
+	// Negative zero is stored as "0" (DynamoDB has no signed zero), so its
+	// text is the same before and after a round trip.
+	if s, _ := FormatNumber(math.Copysign(0, -1)); s != "0" {
+		t.Errorf("-0.0 -> %q, want \"0\"", s)
+	}
 	if _, err := ParseNumber("abc"); err == nil {
 		t.Error("ParseNumber(abc) succeeded")
 	}
