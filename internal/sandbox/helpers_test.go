@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -363,6 +364,15 @@ func (h *harness) mint(target chaos.Target, fault chaos.Fault, ms int, clk clock
 		h.t.Fatal(err)
 	}
 	return minted.Value()
+}
+
+// badSignature returns value with its signature's first character changed.
+// That character carries six bits of the MAC, so the header stays canonical
+// and fails on the signature. (Changing the last one can touch only the two
+// padding bits, which strict base64url rejects as syntax instead.)
+func badSignature(value string) string {
+	at := strings.Index(value, ";sig=") + len(";sig=")
+	return value[:at] + map[bool]string{true: "B", false: "A"}[value[at] == 'A'] + value[at+1:]
 }
 
 // str reads a string field of a structured result.
