@@ -214,10 +214,16 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case forcedMsg:
 		m.now = m.opts.Clock.Now()
 		m.setResult(forceResult(msg, m.now))
+		if written := msg.err == nil || errors.Is(msg.err, audit.ErrAuditWrite); written && msg.res.After.Dependency == msg.req.Dependency {
+			m.showOverride(msg.req.Dependency, &msg.res.After)
+		}
 		return m, m.refresh()
 	case clearedMsg:
 		m.now = m.opts.Clock.Now()
 		m.setResult(clearResult(msg))
+		if msg.err == nil || errors.Is(msg.err, audit.ErrAuditWrite) {
+			m.showOverride(msg.dependency, nil)
+		}
 		return m, m.refresh()
 	case tea.KeyPressMsg:
 		return m.handleKey(msg)
@@ -378,6 +384,23 @@ func (m *Model) selected() *row {
 		}
 	}
 	return nil
+}
+
+// showOverride puts what the operator just wrote (o, or nil for a clear) on
+// screen at once, so the row never contradicts the status line while the
+// refresh that confirms it is in flight.
+func (m *Model) showOverride(dep string, o *breaker.Override) {
+	list := make([]breaker.Override, 0, len(m.overrides)+1)
+	for _, cur := range m.overrides {
+		if cur.Dependency != dep {
+			list = append(list, cur)
+		}
+	}
+	if o != nil {
+		list = append(list, *o)
+	}
+	m.overrides = list
+	m.rebuild()
 }
 
 // rebuild merges overrides and gauges into rows at m.now.

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
 )
@@ -300,6 +302,34 @@ func TestClearFromTheTable(t *testing.T) {
 	h.wantStatus("openai cleared", false)
 	if st := h.row("openai"); st.State != metrics.Mixed || st.Override != nil {
 		t.Errorf("openai after clear = %s, override %v; want the gauges' state", st.State, st.Override)
+	}
+}
+
+// The row follows a force or clear as soon as its answer arrives, not only
+// after the reread it triggers: the status line and the table never disagree.
+func TestTheRowFollowsTheActionBeforeTheReread(t *testing.T) {
+	h := newHarness(t, Options{})
+	after := breaker.Override{Dependency: "core-api", State: breaker.OverrideStateForcedOpen, Reason: "failover drill",
+		Actor: "tester", CreatedAt: epoch, ExpiresAt: epoch.Add(time.Hour), Version: 1}
+	nm, _ := h.m.Update(forcedMsg{req: ForceRequest{Dependency: "core-api", Reason: "failover drill", For: time.Hour},
+		res: breaker.ForceResult{After: after}})
+	h.m = nm.(Model) // the reread it returns is not run
+	if st := h.row("core-api"); st.State != metrics.Forced || !st.OverrideActive {
+		t.Errorf("core-api right after the force = %s (override active %v)", st.State, st.OverrideActive)
+	}
+	if st := h.row("openai"); st.Override == nil {
+		t.Error("forcing core-api dropped openai's override from the table")
+	}
+	nm, _ = h.m.Update(clearedMsg{dependency: "core-api", res: breaker.ClearResult{Before: &after, WasActive: true}})
+	h.m = nm.(Model)
+	if st := h.row("core-api"); st.Override != nil || st.State == metrics.Forced {
+		t.Errorf("core-api right after the clear = %s, override %v", st.State, st.Override)
+	}
+	nm, _ = h.m.Update(forcedMsg{req: ForceRequest{Dependency: "postgres", Reason: "x", For: time.Hour},
+		err: errors.New("store unavailable")})
+	h.m = nm.(Model)
+	if st := h.row("postgres"); st.Override != nil {
+		t.Errorf("a failed force shows an override: %+v", st.Override)
 	}
 }
 
