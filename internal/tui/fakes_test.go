@@ -115,6 +115,13 @@ type fakeGauges struct {
 
 func (g *fakeGauges) Describe() string { return "fake gauges" }
 
+// callCount is how many times Fetch ran (a refresh may still be running).
+func (g *fakeGauges) callCount() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.calls
+}
+
 func (g *fakeGauges) set(dep string, values ...float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

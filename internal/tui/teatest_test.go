@@ -166,7 +166,7 @@ func TestProgramRefreshesWithTheRealTimer(t *testing.T) {
 	waitFor(t, tm, "core-api      open")
 	tm.Send(keyMsg("q"))
 	finalModel(t, tm)
-	if h.gauges.calls < 2 {
-		t.Errorf("gauge fetches = %d", h.gauges.calls)
+	if n := h.gauges.callCount(); n < 2 {
+		t.Errorf("gauge fetches = %d", n)
 	}
 }
