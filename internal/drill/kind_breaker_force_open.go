@@ -127,12 +127,12 @@ func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 			return nil, err
 		}
 	}
-	dur := rc.Remaining()
+	dur, byDeadline := rc.Remaining(), true
 	if a.forDur > 0 && a.forDur < dur {
-		dur = a.forDur
+		dur, byDeadline = a.forDur, false
 	}
 	if svc.MaxOverride > 0 && dur > svc.MaxOverride {
-		dur = svc.MaxOverride
+		dur, byDeadline = svc.MaxOverride, false
 	}
 	dur = dur.Truncate(time.Millisecond)
 	if dur < time.Second {
@@ -149,8 +149,14 @@ func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 		read.Current = &cur
 	}
 	overwrite := a.overwrite || (read.Current != nil && ours(rc, cur))
-	res, _, err := svc.Overrides.ForceAudited(ctx, svc.Audit, breaker.ForceRequest{Dependency: dep, Reason: rc.Reason(reason),
-		Actor: svc.Actor, For: dur, Overwrite: overwrite, Read: read})
+	req := breaker.ForceRequest{Dependency: dep, Reason: rc.Reason(reason), Actor: svc.Actor, For: dur, Overwrite: overwrite, Read: read}
+	if byDeadline {
+		// The deadline itself, not Remaining() measured before the write:
+		// Force stamps created_at later, and created_at + a duration read
+		// earlier can land past the deadline. Force rounds it down to the ms.
+		req.For, req.ExpiresAt = 0, rc.Deadline()
+	}
+	res, _, err := svc.Overrides.ForceAudited(ctx, svc.Audit, req)
 	if err != nil && !errors.Is(err, audit.ErrAuditWrite) {
 		return nil, err
 	}
@@ -163,7 +169,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 	out := NewOutputs().Set("dependency", dep).Set("expires_at", res.After.ExpiresAt.UTC().Format(time.RFC3339Nano)).
 		Set("version", strconv.FormatInt(res.After.Version, 10))
 	out.Detail = fmt.Sprintf("forced open until %s", res.After.ExpiresAt.UTC().Format(time.RFC3339))
-	if a.forDur == 0 || dur < a.forDur {
+	if byDeadline {
 		out.Detail += " (the drill's deadline)"
 	}
 	return out, nil
