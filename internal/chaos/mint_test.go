@@ -194,8 +194,9 @@ func TestMintedOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A "sig" key, not the letters: the random jti may contain them.
 	sig := got.Header.SigString()
-	if strings.Contains(string(rec), sig) || strings.Contains(string(rec), "sig") || leaks(string(rec), testKeyRaw(1)) {
+	if strings.Contains(string(rec), sig) || strings.Contains(string(rec), `"sig"`) || leaks(string(rec), testKeyRaw(1)) {
 		t.Errorf("audit record carries the signature or key: %s", rec)
 	}
 	for _, want := range []string{`"jti":"` + got.Header.JTI + `"`, `"exp":` + "1772366490", `"kid":"` + key.KID() + `"`, `"ms":750`, `"p":0.25`, `"target":"postgres"`} {
