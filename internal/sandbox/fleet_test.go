@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/sandbox"
 	"github.com/kosha-platform/koshactl/internal/sandbox/memstore"
+	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 )
 
 // With a fake clock the override cache's bound is exact: an instance that
@@ -149,7 +150,7 @@ func TestRetriesAreCountedPerDependency(t *testing.T) {
 }
 
 func TestEMFLines(t *testing.T) {
-	var buf syncBuffer
+	var buf syncbuf.Buffer
 	cfg := testConfig()
 	cfg.Instances = 2
 	h := start(t, cfg, func(d *sandbox.Deps) { d.EMF = &buf })

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -382,24 +381,6 @@ func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
 func num(m map[string]any, k string) float64 { f, _ := m[k].(float64); return f }
 
 func newStore() store.Store { return memstore.New() }
-
-// syncBuffer is a goroutine-safe buffer.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func describe(r rpcReply) string {
 	return fmt.Sprintf("HTTP %d error %+v structured %v", r.Status, r.Error, r.Structured)

@@ -1,7 +1,6 @@
 package status_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +23,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 )
 
 // sandbox serves kosha_breaker_state as the sandbox will.
@@ -212,29 +212,11 @@ func TestStatusArgumentsAndFlags(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestStatusWatchPrintsJSONLinesUntilInterrupted(t *testing.T) {
 	e := clitest.New(t)
 	sb := newSandbox(t, fleet)
 	localWithSandbox(e, sb, "")
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	f := factory.NewWith(&iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, e.Clock)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -280,7 +262,7 @@ func TestStatusOnCloudWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	ios := &iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
 	env := &cmdutil.Env{Name: "prod", Store: st,
 		Context: &config.Context{Dependencies: []string{"openai"}, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
