@@ -168,7 +168,7 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		rc.setVar(v.Name, val, v.Secret)
 	}
 	if !d.MetricsURL.IsZero() {
-		u, err := rc.Expand(d.MetricsURL)
+		u, err := rc.ExpandURL(d.MetricsURL)
 		if err != nil {
 			r.update(func() { j.Outcome, j.Reason = OutcomeInvalid, fmt.Sprintf("metrics_url: %v", err) })
 			return r.finish(rc, j)
