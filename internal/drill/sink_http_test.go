@@ -158,7 +158,7 @@ vars: {s: s}
 // follows, is refused when the request is built.
 func TestAURLBaseMustBeAPlainHTTPURL(t *testing.T) {
 	for base, want := range map[string]string{
-		"file:///etc/passwd":       `expand ${vars.base} (line 5): the value "file:///etc/passwd" is not an http:// or https:// base URL with a host (and no user)`,
+		"file:///etc/hosts":        `expand ${vars.base} (line 5): the value "file:///etc/hosts" is not an http:// or https:// base URL with a host (and no user)`,
 		"http://someone@h/":        `the value "http://someone@h/" is not an http:// or https:// base URL`,
 		"http://h/?a=1":            `the value "http://h/?a=1" holds a query or fragment, and more of the URL follows it`,
 		"http://h\r\nX-Injected:1": `is not an http:// or https:// base URL`,
