@@ -172,3 +172,50 @@ func TestAURLBaseMustBeAPlainHTTPURL(t *testing.T) {
 		}
 	}
 }
+
+// recordingGauges records the dependencies it is asked about.
+type recordingGauges struct {
+	mu   sync.Mutex
+	deps []string
+}
+
+func (g *recordingGauges) Read(_ context.Context, dep string) (GaugeReading, error) {
+	g.mu.Lock()
+	g.deps = append(g.deps, dep)
+	g.mu.Unlock()
+	return GaugeReading{}, nil
+}
+
+func (g *recordingGauges) Describe() string { return "recording" }
+
+// A dependency name taken from a step output is checked like a literal
+// one before it reaches the store or a metrics query.
+func TestTemplatedDependencyIsValidatedBeforeAnyQuery(t *testing.T) {
+	e, _ := hostileEnv(t, "openai', 'Maximum', 60) OR SEARCH('{x}", "")
+	g := &recordingGauges{}
+	e.svc.Gauges = g
+	d := parse(t, `
+name: q
+timeout: 1m
+steps:
+  - id: probe
+    http: {url: "${env.SRV}/probe"}
+  - id: chk
+    continue_on_failure: true
+    assert: {breaker: {dependency: "${steps.probe.body}", state: closed}}
+  - id: chk-store
+    assert: {breaker: {dependency: "${steps.probe.body}", state: not_forced, source: store}}
+`)
+	j, _ := e.run(context.Background(), d)
+	if s := stepByID(t, j, "chk"); s.Status != StatusFailed || !strings.Contains(s.Error, `invalid dependency name "openai', 'Maximum', 60) OR SEARCH('{x}"`) {
+		t.Errorf("chk = %s %q", s.Status, s.Error)
+	}
+	if s := stepByID(t, j, "chk-store"); s.Status != StatusFailed || !strings.Contains(s.Error, "invalid dependency name") {
+		t.Errorf("chk-store = %s %q", s.Status, s.Error)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.deps) != 0 {
+		t.Errorf("the gauge source was queried for %q", g.deps)
+	}
+}
