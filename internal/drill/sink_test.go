@@ -14,6 +14,10 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
 
 // hostileValues are values a hostile HTTP server, table writer or
@@ -128,7 +132,8 @@ func checkSinks(t *testing.T, v string) {
 		t.Fatalf("%q changed the JSON body: %s", v, b)
 	}
 
-	// The journal (JSON) and the JUnit report (XML) written back.
+	// The journal (JSON, and YAML as -o yaml prints it) and the JUnit report
+	// (XML) written back.
 	j := &Journal{Kind: "DrillRun", Drill: DrillInfo{Name: "s"}, Outcome: OutcomeFailed, Reason: v,
 		Steps: []StepRecord{{ID: "a", Kind: "http", Status: StatusFailed, Detail: v, Error: v, Outputs: map[string]string{"body": v}}}}
 	b, err = json.Marshal(j)
@@ -138,6 +143,19 @@ func checkSinks(t *testing.T, v string) {
 	var jb Journal
 	if err := json.Unmarshal(b, &jb); err != nil || len(jb.Steps) != 1 || jb.Steps[0].Outputs["body"] != utf8Valid(v) || jb.Reason != utf8Valid(v) {
 		t.Fatalf("%q changed the journal: %s (%v)", v, b, err)
+	}
+	var yb bytes.Buffer
+	if err := cmdutil.PrintStructured(&yb, cmdutil.FormatYAML, j); err != nil {
+		t.Fatal(err)
+	}
+	var jy struct {
+		Reason string `yaml:"reason"`
+		Steps  []struct {
+			Outputs map[string]string `yaml:"outputs"`
+		} `yaml:"steps"`
+	}
+	if err := yaml.Unmarshal(yb.Bytes(), &jy); err != nil || jy.Reason != utf8Valid(v) || len(jy.Steps) != 1 || jy.Steps[0].Outputs["body"] != utf8Valid(v) {
+		t.Fatalf("%q changed the journal as YAML: %v\n%s", v, err, yb.Bytes())
 	}
 	x, err := JUnit(j)
 	if err != nil {
