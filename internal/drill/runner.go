@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -175,7 +174,7 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		}
 		own := *svc
 		if own.HTTP == nil {
-			own.HTTP = http.DefaultClient
+			own.HTTP = NewHTTPClient()
 		}
 		own.Gauges = PrometheusGauges(u, own.HTTP, rc.clock)
 		rc.Services = &own

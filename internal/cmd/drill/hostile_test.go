@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,4 +177,55 @@ func TestRunVarFromTheCommandLineIsNotShellCode(t *testing.T) {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
 	noFiles(t, work)
+}
+
+// An answer cannot send the drill's request, with its headers, to another
+// host: a redirect off the request's scheme and host is not followed, and
+// the 3xx is the step's answer.
+func TestRunDoesNotFollowARedirectToAnotherHost(t *testing.T) {
+	e := clitest.New(t)
+	var mu sync.Mutex
+	var leaked []http.Header
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		leaked = append(leaked, r.Header.Clone())
+		mu.Unlock()
+	}))
+	t.Cleanup(other.Close)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/same" {
+			http.Redirect(w, r, "/ok", http.StatusFound)
+			return
+		}
+		if r.URL.Path == "/ok" {
+			return
+		}
+		http.Redirect(w, r, other.URL+"/steal", http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	file := writeFile(t, "redirect.yaml", `
+name: redirect
+timeout: 1m
+vars:
+  key: {value: key-0123456789, secret: true}
+steps:
+  - id: same
+    http: {url: "`+srv.URL+`/same", headers: {X-Api-Key: "${vars.key}"}}
+  - id: away
+    http: {url: "`+srv.URL+`/away", headers: {X-Api-Key: "${vars.key}"}}
+`)
+	jpath := filepath.Join(t.TempDir(), "j.json")
+	expectCode(t, e, cmdutil.ExitError, "drill", "run", file, "--journal", jpath)
+	j := readJournal(t, jpath)
+	if s := j.Steps[0]; s.Status != "passed" {
+		t.Errorf("a redirect on the same host should be followed: %+v", s)
+	}
+	if s := j.Steps[1]; s.Status != "failed" || !strings.Contains(s.Error, "status: want 2xx, got 302") {
+		t.Errorf("away = %s %q", s.Status, s.Error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, h := range leaked {
+		t.Errorf("the request followed a redirect to another host, with X-Api-Key %q", h.Get("X-Api-Key"))
+	}
 }
