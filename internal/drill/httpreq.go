@@ -81,9 +81,14 @@ func decodeRequest(d *Decoder, n *yaml.Node, what string, extra ...string) (*req
 	return r, m
 }
 
-// describe returns "POST http://host/path".
+// describe returns "POST http://host/path": the URL as it is sent, or the
+// template when it cannot be expanded yet.
 func (r *requestSpec) describe(rc *RunContext) string {
-	return r.method + " " + rc.Describe(r.url)
+	u, err := rc.ExpandURL(r.url)
+	if err != nil {
+		return r.method + " " + r.url.Raw()
+	}
+	return r.method + " " + rc.Redact(u)
 }
 
 // do sends the request and reads the response.

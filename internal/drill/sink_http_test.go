@@ -81,6 +81,10 @@ steps:
 	if q := r.URL.Query(); len(q) != 1 || q.Get("client") != "x&admin=true#frag" {
 		t.Errorf("query = %q: the answer changed the next request's parameters", r.URL.RawQuery)
 	}
+	// The log and the journal show the URL as it was sent.
+	if got, want := stepByID(t, j, "use").Description, "GET http://"+r.Host+"/items/..%2F..%2Fadmin%3Fy=1?client=x%26admin%3Dtrue%23frag"; got != want {
+		t.Errorf("description = %q, want %q", got, want)
+	}
 }
 
 // An answer holding CR/LF cannot become a header value: the step fails,
