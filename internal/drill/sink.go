@@ -101,10 +101,6 @@ func (d *Decoder) Body(n *yaml.Node, what string) (Template, bool) {
 // outputs may not choose the base or the host. What values may be is
 // checked by [RunContext.ExpandURL].
 func (d *Decoder) URL(n *yaml.Node, what string) (Template, bool) {
-	n = d.resolve(n)
-	if n == nil {
-		return Template{}, false
-	}
 	t, ok := d.templateFor(n, what, func(t Template, i int, r Ref) string {
 		p := urlPositions(t)[i]
 		switch {
