@@ -68,7 +68,7 @@ func (d *Decoder) shellRefusal(r Ref) string {
 		if kind, ok := d.scope.earlier[r.Name]; ok && !contains(kind.Outputs(), r.Output) {
 			// A family output (header.NAME, json.PATH) has no variable of
 			// its own: the step's env: gives it one.
-			v := envName(r.Name, r.Output)
+			v := suggestEnvName(r.Name, r.Output)
 			return why + fmt.Sprintf(`pass it in the environment, env: {%s: "%s"}, and use "$%s"`, v, r.Text, v)
 		}
 		return why + fmt.Sprintf(`use "$%s" from its environment`, envName("DRILL_STEP", r.Name, r.Output))
@@ -83,6 +83,24 @@ func (d *Decoder) shellRefusal(r Ref) string {
 		return why + fmt.Sprintf(`use "$%s" (the command inherits koshactl's environment)`, r.Name)
 	}
 	return why + "pass the value in the command's env:"
+}
+
+// suggestEnvName makes a readable environment variable name for a step
+// output: PROBE_HEADER_X_ID for probe and header.x-id, no runs of '_', and
+// never starting with a digit.
+func suggestEnvName(id, output string) string {
+	var b strings.Builder
+	for _, c := range envName(id, output) {
+		if c == '_' && (b.Len() == 0 || strings.HasSuffix(b.String(), "_")) {
+			continue
+		}
+		b.WriteRune(c)
+	}
+	v := strings.TrimSuffix(b.String(), "_")
+	if v == "" || (v[0] >= '0' && v[0] <= '9') {
+		v = "STEP_" + v
+	}
+	return v
 }
 
 // Body decodes n as a raw request body: variables and the environment are

@@ -213,17 +213,22 @@ func TestShellCommandsTakeNoReferences(t *testing.T) {
 		{`echo ${vars.v}`, `use "$DRILL_VAR_V" from its environment`},
 		{`echo "${steps.probe.body}"`, `use "$DRILL_STEP_PROBE_BODY" from its environment`},
 		{`echo ${steps.probe.json.a.b}`, `pass it in the environment, env: {PROBE_JSON_A_B: "${steps.probe.json.a.b}"}, and use "$PROBE_JSON_A_B"`},
+		{`echo ${steps.probe.json.items[0].id}`, `env: {PROBE_JSON_ITEMS_0_ID: "${steps.probe.json.items[0].id}"}, and use "$PROBE_JSON_ITEMS_0_ID"`},
+		{`echo ${steps.9lives.header.x-id}`, `env: {STEP_9LIVES_HEADER_X_ID: "${steps.9lives.header.x-id}"}, and use "$STEP_9LIVES_HEADER_X_ID"`},
 		{`echo ${env.HOME}`, `use "$HOME" (the command inherits koshactl's environment)`},
 		{`echo ${env.X:-y}`, `use "$${X:-y}" (the command inherits koshactl's environment)`},
 		{`echo ${drill.run_id}`, `use "$DRILL_RUN_ID" from its environment`},
 	} {
-		src := "name: s\ntimeout: 1m\nvars: {v: x}\nsteps:\n  - id: probe\n    http: {url: \"http://h/\"}\n  - shell: '" + tc.run + "'\n"
+		src := "name: s\ntimeout: 1m\nvars: {v: x}\nsteps:\n  - id: probe\n    http: {url: \"http://h/\"}\n  - id: 9lives\n    http: {url: \"http://h/\"}\n  - shell: '" + tc.run + "'\n"
 		_, probs := Parse(Builtin(), "s.yaml", []byte(src))
 		if len(probs) != 1 || !strings.Contains(probs[0].Message, "a shell command takes no ${...} references (the value would become shell code)") ||
 			!strings.HasSuffix(probs[0].Message, tc.want) {
 			t.Errorf("%s: problems %v, want one ending %s", tc.run, probs, tc.want)
 		}
 	}
+	// What the message suggests is a valid drill.
+	parse(t, "name: s\ntimeout: 1m\nsteps:\n  - id: 9lives\n    http: {url: \"http://h/\"}\n"+
+		"  - shell: {run: 'echo \"$STEP_9LIVES_HEADER_X_ID\"', env: {STEP_9LIVES_HEADER_X_ID: \"${steps.9lives.header.x-id}\"}}\n")
 	// $${ is still a literal ${ for the shell's own expansion.
 	d := parse(t, "name: s\ntimeout: 1m\nsteps:\n  - shell: 'echo \"$${DRILL_NAME}\"'\n")
 	if got := d.Steps[0].Action.(*shellStep).spec.run.Raw(); got != `echo "$${DRILL_NAME}"` {
