@@ -340,12 +340,20 @@ func (rc *RunContext) ExpandURL(t Template) (string, error) {
 // holds a control character (CR, LF, NUL, ...): it could end the header
 // and start another, or the request.
 func (rc *RunContext) ExpandHeader(name string, t Template) (string, error) {
-	return t.expandWith(rc, func(_ int, _ Ref, v string) (string, error) {
+	s, err := t.expandWith(rc, func(_ int, _ Ref, v string) (string, error) {
 		if i := headerControl(v); i >= 0 {
 			return "", fmt.Errorf("the value holds a control character (%q at byte %d): header %s cannot carry one", v[i], i, name)
 		}
 		return v, nil
 	})
+	if err != nil {
+		return "", err
+	}
+	// The literal text too, for templates built in code.
+	if i := headerControl(s); i >= 0 {
+		return "", fmt.Errorf("header %s: the value holds a control character (%q at byte %d)", name, s[i], i)
+	}
+	return s, nil
 }
 
 // envValue reports whether value can be carried by an environment variable

@@ -114,6 +114,10 @@ func checkSinks(t *testing.T, v string) {
 		t.Fatalf("%q holds no control character but was refused: %v", v, err)
 	}
 
+	if _, err := rc.ExpandHeader("X-T", Literal("a\r\nX-Injected: 1")); err == nil {
+		t.Fatal("a literal header value with CR/LF was accepted")
+	}
+
 	// JSON body: one JSON string, whatever the value.
 	body, err := resolveValue(rc, map[string]any{"a": mustTemplate(t, "${vars.v}"), "n": 1.0, "l": []any{mustTemplate(t, "x${vars.v}")}})
 	if err != nil {
