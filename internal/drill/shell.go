@@ -196,9 +196,11 @@ type shellResult struct {
 // run executes the command within ctx; on cancellation the whole process
 // group is killed.
 func (s *shellSpec) exec(ctx context.Context, rc *RunContext) (*shellResult, error) {
-	script, err := rc.Expand(s.run)
-	if err != nil {
-		return nil, err
+	// The parser refuses references in a command; a command built in code
+	// is held to the same rule here, at the sink.
+	script, static := s.run.Static()
+	if !static {
+		return nil, fmt.Errorf("%s: a shell command takes no ${...} references: pass values in its env", firstLine(s.run.Raw()))
 	}
 	env, err := s.environ(rc)
 	if err != nil {

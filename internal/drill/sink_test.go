@@ -233,6 +233,12 @@ func TestShellCommandsTakeNoReferences(t *testing.T) {
 	// What the message suggests is a valid drill.
 	parse(t, "name: s\ntimeout: 1m\nsteps:\n  - id: 9lives\n    http: {url: \"http://h/\"}\n"+
 		"  - shell: {run: 'echo \"$STEP_9LIVES_HEADER_X_ID\"', env: {STEP_9LIVES_HEADER_X_ID: \"${steps.9lives.header.x-id}\"}}\n")
+	// A command built in code with a reference is refused when it runs.
+	tm, _ := parseTemplate("echo ${vars.v}")
+	if _, err := (&shellSpec{run: tm, shell: DefaultShell}).exec(context.Background(), sinkRun(t, "$(touch pwned)")); err == nil ||
+		!strings.Contains(err.Error(), "a shell command takes no ${...} references") {
+		t.Errorf("exec of a command with a reference: %v", err)
+	}
 	// $${ is still a literal ${ for the shell's own expansion.
 	d := parse(t, "name: s\ntimeout: 1m\nsteps:\n  - shell: 'echo \"$${DRILL_NAME}\"'\n")
 	if got := d.Steps[0].Action.(*shellStep).spec.run.Raw(); got != `echo "$${DRILL_NAME}"` {
