@@ -79,6 +79,7 @@ FUZZ_TARGETS := \
 	./internal/resilience:FuzzDeadlineRoundTrip \
 	./internal/config:FuzzLoad \
 	./internal/drill:FuzzParse \
+	./internal/drill:FuzzInterpolation \
 	./internal/store:FuzzParseNumber \
 	./internal/store:FuzzNumberRoundTrip \
 	./internal/store/sqlite:FuzzDecode \

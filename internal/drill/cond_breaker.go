@@ -168,6 +168,11 @@ func (c *breakerCondition) Check(ctx context.Context, rc *RunContext) (Observati
 	if err != nil {
 		return Observation{}, err
 	}
+	// A templated name is checked like a literal one: it becomes part of
+	// a store key and of a metrics query (a CloudWatch SEARCH).
+	if err := breaker.ValidateDependency(dep); err != nil {
+		return Observation{}, err
+	}
 	if c.source == SourceStore {
 		return c.checkStore(ctx, rc, dep)
 	}

@@ -396,6 +396,12 @@ func (d *Decoder) Float(n *yaml.Node, what string) (float64, bool) {
 // against what is in scope. Numbers and booleans are accepted as their
 // text.
 func (d *Decoder) Template(n *yaml.Node, what string) (Template, bool) {
+	return d.templateFor(n, what, nil)
+}
+
+// templateFor is Template for a sink: refuse, when set, says why a
+// reference that is in scope may not be used there (see sink.go).
+func (d *Decoder) templateFor(n *yaml.Node, what string, refuse refusal) (Template, bool) {
 	n = d.resolve(n)
 	if n == nil {
 		return Template{}, false
@@ -418,8 +424,12 @@ func (d *Decoder) Template(n *yaml.Node, what string) (Template, bool) {
 		d.errorAt(n.Line, scalarColumn(n.Column, style, n.Value, e.off), what+": "+e.msg)
 		ok = false
 	}
-	for _, r := range t.Refs() {
-		if msg := d.checkRef(r); msg != "" {
+	for i, r := range t.Refs() {
+		msg := d.checkRef(r)
+		if msg == "" && refuse != nil {
+			msg = refuse(t, i, r)
+		}
+		if msg != "" {
 			d.errorAt(n.Line, scalarColumn(n.Column, style, n.Value, r.Offset), fmt.Sprintf("%s: %s: %s", what, r.Text, msg))
 			ok = false
 		}

@@ -24,6 +24,16 @@
 // and the runner registers the [Rollback] its Prepare returns before the
 // step acts.
 //
+// # Values
+//
+// Template references (${steps.ID.OUTPUT}, ${vars.NAME}, ${env.NAME},
+// ${drill.FIELD}) resolve to data the drill read: HTTP answers, store
+// items, the environment. Each templated field is a sink with one rule
+// (sink.go): a shell command takes no references (values reach it as
+// environment variables); a URL percent-encodes values in its path and
+// query and lets no step output choose its host; a header value refuses
+// control characters; a JSON body encodes each value as one JSON string.
+//
 // # Rollback
 //
 // [Runner.Run] keeps a stack of rollbacks. Each lever (an override, a

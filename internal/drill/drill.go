@@ -286,7 +286,7 @@ func (d *Decoder) drill(doc *yaml.Node) *Drill {
 	}
 	if n := m.Get("metrics_url"); n != nil {
 		d.scope.where = "metrics_url"
-		dr.MetricsURL, _ = d.Template(n, "metrics_url")
+		dr.MetricsURL, _ = d.URL(n, "metrics_url")
 	}
 	d.collectStepIDs(m.Get("steps"))
 

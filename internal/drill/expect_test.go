@@ -115,7 +115,9 @@ steps:
   - id: three
     http: {url: "http://h/", repeat: 3}
   - id: echo
-    shell: echo "${steps.three.json.result.items[0].id} ${steps.three.header.x-call} ${steps.three.status}" > ${env.OUT}; echo "$DRILL_STEP_THREE_STATUS" >> ${env.OUT}
+    shell:
+      run: echo "$ID $CALL $DRILL_STEP_THREE_STATUS" > "$OUT"; echo "$DRILL_STEP_THREE_STATUS" >> "$OUT"
+      env: {ID: "${steps.three.json.result.items[0].id}", CALL: "${steps.three.header.x-call}", OUT: "${env.OUT}"}
   - id: two
     http: {url: "http://h/", repeat: 2}
 `)

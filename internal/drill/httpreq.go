@@ -51,17 +51,9 @@ func decodeRequest(d *Decoder, n *yaml.Node, what string, extra ...string) (*req
 		}
 	}
 	var uok bool
-	r.url, uok = m.Template("url", true)
-	if uok {
-		if s, static := r.url.Static(); static {
-			if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				m.Errorf("url", "%q is not an http:// or https:// URL", s)
-				uok = false
-			}
-		}
-	}
+	r.url, uok = m.URL("url", true)
 	ok = ok && uok
-	r.headers = m.TemplateMap("headers")
+	r.headers = m.HeaderMap("headers")
 	if v := m.Get("json"); v != nil {
 		val, vok := d.yamlValue(v, what+": json", true)
 		r.json, r.hasJSON, ok = val, true, ok && vok
@@ -72,7 +64,7 @@ func decodeRequest(d *Decoder, n *yaml.Node, what string, extra ...string) (*req
 			ok = false
 		}
 		var bok bool
-		r.body, bok = m.Template("body", false)
+		r.body, bok = m.d.Body(m.Get("body"), what+": body")
 		ok = ok && bok
 	}
 	if r.method == "" {
@@ -89,9 +81,14 @@ func decodeRequest(d *Decoder, n *yaml.Node, what string, extra ...string) (*req
 	return r, m
 }
 
-// describe returns "POST http://host/path".
+// describe returns "POST http://host/path": the URL as it is sent, or the
+// template when it cannot be expanded yet.
 func (r *requestSpec) describe(rc *RunContext) string {
-	return r.method + " " + rc.Describe(r.url)
+	u, err := rc.ExpandURL(r.url)
+	if err != nil {
+		return r.method + " " + r.url.Raw()
+	}
+	return r.method + " " + rc.Redact(u)
 }
 
 // do sends the request and reads the response.
@@ -99,9 +96,9 @@ func (r *requestSpec) do(ctx context.Context, rc *RunContext) (*response, error)
 	if err := need(rc.Services.HTTP != nil, "HTTP client"); err != nil {
 		return nil, err
 	}
-	u, err := rc.Expand(r.url)
+	u, err := rc.ExpandURL(r.url)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("url: %w", err)
 	}
 	var body io.Reader
 	var contentType string
@@ -132,7 +129,7 @@ func (r *requestSpec) do(ctx context.Context, rc *RunContext) (*response, error)
 	}
 	req.Header.Set("User-Agent", "koshactl-drill")
 	for _, h := range r.headers {
-		v, err := rc.Expand(h.Value)
+		v, err := rc.ExpandHeader(h.Name, h.Value)
 		if err != nil {
 			return nil, err
 		}

@@ -19,9 +19,11 @@ import (
 //	  exit_code: 0                        # the exit code that passes (default 0)
 //	rollback: {shell: ./scripts/undo.sh}  # a step-level rollback, if it changes things
 //
-// The environment holds DRILL_NAME, DRILL_RUN_ID, DRILL_CONTEXT,
-// DRILL_DEADLINE, every variable as DRILL_VAR_NAME and every output of
-// earlier steps as DRILL_STEP_ID_OUTPUT. Stdout and stderr are kept up to
+// RUN takes no ${...} references: what a drill reads is data, and spliced
+// into a command it would be code. Values reach the command only through
+// its environment: DRILL_NAME, DRILL_RUN_ID, DRILL_CONTEXT, DRILL_DEADLINE,
+// every variable as DRILL_VAR_NAME, every named output of earlier steps as
+// DRILL_STEP_ID_OUTPUT, and env (templated). Stdout and stderr are kept up to
 // 64 KiB each (secrets redacted). On interrupt or timeout the command's
 // whole process group is killed.
 type ShellStepKind struct{}

@@ -91,6 +91,7 @@ steps:
 			`t.yaml:12:57: shell: ${steps.late.stdout}: step "late" runs after this point; only earlier steps' outputs exist here`,
 			`t.yaml:12:78: shell: ${steps.gone.x}: no step "gone" runs before this point (earlier steps: sign)`,
 			`t.yaml:16:19: shell: ${steps.late.stdout}: a step cannot use its own outputs (its rollback is registered before it runs)`,
+			`t.yaml:16:40: shell: ${steps.sign.jti}: a shell command takes no ${...} references (the value would become shell code): use "$DRILL_STEP_SIGN_JTI" from its environment`,
 		}},
 		{"timeouts that do not fit", `
 name: x
@@ -237,7 +238,7 @@ steps:
       json: {a: [1, "x ${steps.sign.jti}"]}
       expect: {status: [200, 4xx], json: {"$.a[0]": {gte: 1, lt: 2}}}
     rollback:
-      - shell: echo ${steps.sign.jti}
+      - shell: echo "$DRILL_STEP_SIGN_JTI"
   - wait-for:
       bucket: {client: c, min_tokens: 1}
       timeout: 20s

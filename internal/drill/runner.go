@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -168,14 +167,14 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		rc.setVar(v.Name, val, v.Secret)
 	}
 	if !d.MetricsURL.IsZero() {
-		u, err := rc.Expand(d.MetricsURL)
+		u, err := rc.ExpandURL(d.MetricsURL)
 		if err != nil {
 			r.update(func() { j.Outcome, j.Reason = OutcomeInvalid, fmt.Sprintf("metrics_url: %v", err) })
 			return r.finish(rc, j)
 		}
 		own := *svc
 		if own.HTTP == nil {
-			own.HTTP = http.DefaultClient
+			own.HTTP = NewHTTPClient()
 		}
 		own.Gauges = PrometheusGauges(u, own.HTTP, rc.clock)
 		rc.Services = &own

@@ -162,26 +162,26 @@ steps:
 func TestRollbacksRunInReverseOrder(t *testing.T) {
 	e := newEnv(t)
 	out := filepath.Join(t.TempDir(), "order")
-	e.svc.LookupEnv = func(n string) (string, bool) { return map[string]string{"OUT": out}[n], n == "OUT" }
+	e.svc.Environ = []string{"OUT=" + out}
 	d := parse(t, `
 name: order
 timeout: 1m
 rollback:
-  - shell: echo drill-level >> ${env.OUT}
+  - shell: echo drill-level >> "$OUT"
 steps:
   - id: a
     shell: "true"
     rollback:
-      shell: echo a >> ${env.OUT}
+      shell: echo a >> "$OUT"
   - id: b
     breaker.force-open: {dependency: openai}
     rollback:
-      - shell: echo b1 >> ${env.OUT}
-      - shell: echo b2 >> ${env.OUT}
+      - shell: echo b1 >> "$OUT"
+      - shell: echo b2 >> "$OUT"
   - id: c
     shell: "true"
     rollback:
-      shell: echo c >> ${env.OUT}
+      shell: echo c >> "$OUT"
 `)
 	j, log := e.run(context.Background(), d)
 	if j.ExitCode != ExitPassed {
@@ -368,9 +368,7 @@ func TestHypothesisFailingBeforeRunsNoStep(t *testing.T) {
 	e := newEnv(t)
 	e.fleet.set("openai", breaker.Open)
 	out := filepath.Join(t.TempDir(), "cleanup")
-	e.svc.LookupEnv = func(n string) (string, bool) {
-		return map[string]string{"OUT": out, "FLEET": "http://fleet"}[n], n == "OUT" || n == "FLEET"
-	}
+	e.svc.Environ = []string{"OUT=" + out}
 	d := parse(t, `
 name: not-steady
 timeout: 1m
@@ -380,7 +378,7 @@ hypothesis:
 steps:
   - breaker.force-open: {dependency: core-api}
 rollback:
-  - shell: echo cleaned > ${env.OUT}
+  - shell: echo cleaned > "$OUT"
 `)
 	j, log := e.run(context.Background(), d)
 	if j.Outcome != OutcomeFailed || j.ExitCode != ExitFailed {
@@ -446,7 +444,7 @@ steps:
       headers: {X-Kosha-Chaos: "${steps.sign.header}"}
       expect: {json: {result.chaos: applied}}
   - id: echo
-    shell: echo "$DRILL_STEP_SIGN_HEADER"; echo "${steps.sign.header}" >&2
+    shell: echo "$DRILL_STEP_SIGN_HEADER"; echo "$DRILL_STEP_SIGN_HEADER" >&2
 `)
 	jf := &JournalFile{Path: filepath.Join(dir, "journal.json")}
 	ju := &JUnitFile{Path: filepath.Join(dir, "junit.xml")}

@@ -94,6 +94,27 @@ type HTTPDoer interface {
 
 var _ HTTPDoer = (*http.Client)(nil)
 
+// maxRedirects bounds the redirects one request follows.
+const maxRedirects = 10
+
+// NewHTTPClient returns the client drills send requests with. It follows a
+// redirect only to the same scheme and host: an answer never sends the
+// request, with its headers (a chaos header, an API key), somewhere else;
+// the 3xx response is the answer instead.
+func NewHTTPClient() *http.Client {
+	return &http.Client{CheckRedirect: sameOriginRedirect}
+}
+
+func sameOriginRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if first := via[0].URL; req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return http.ErrUseLastResponse
+	}
+	return nil
+}
+
 // GaugeReader reads the current breaker_state of a dependency's instances.
 type GaugeReader interface {
 	// Read returns every instance reporting dependency now.

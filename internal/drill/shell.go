@@ -45,7 +45,7 @@ func decodeShell(d *Decoder, n *yaml.Node, what string) *shellSpec {
 	}
 	s := &shellSpec{shell: DefaultShell}
 	if n.Kind == yaml.ScalarNode {
-		t, ok := d.Template(n, what)
+		t, ok := d.Command(n, what)
 		if !ok {
 			return nil
 		}
@@ -58,7 +58,7 @@ func decodeShell(d *Decoder, n *yaml.Node, what string) *shellSpec {
 	}
 	m.Known(shellFields...)
 	var ok bool
-	s.run, ok = m.Template("run", true)
+	s.run, ok = m.Command("run", true)
 	if sh, present := m.String("shell", false); present {
 		s.shell = sh
 	}
@@ -103,19 +103,35 @@ func envName(parts ...string) string {
 
 // environ builds the command's environment: the base environment, the
 // drill's identity, every variable (DRILL_VAR_NAME), every output of
-// earlier steps (DRILL_STEP_ID_OUTPUT), then the spec's own env.
+// earlier steps (DRILL_STEP_ID_OUTPUT), then the spec's own env. This is
+// the only way values reach a command (its text takes no references). A
+// variable or output holding NUL, which the environment cannot carry, is
+// left out with a notice; an env: value holding one is an error.
 func (s *shellSpec) environ(rc *RunContext) ([]string, error) {
 	env := append([]string(nil), rc.Services.Environ...)
 	env = append(env, "DRILL_NAME="+rc.Drill.Name, "DRILL_RUN_ID="+rc.RunID, "DRILL_CONTEXT="+rc.Services.ContextName,
 		"DRILL_DEADLINE="+rc.Deadline().UTC().Format(time.RFC3339))
+	add := func(name, value string) {
+		if envValue(value) {
+			env = append(env, name+"="+value)
+		} else {
+			rc.Notify("%s is not set for the command: its value holds a NUL byte, which an environment variable cannot carry", name)
+		}
+	}
 	rc.mu.Lock()
-	vars := make([]string, 0, len(rc.vars))
-	for name, v := range rc.vars {
-		vars = append(vars, envName("DRILL_VAR", name)+"="+v)
+	names := make([]string, 0, len(rc.vars))
+	for name := range rc.vars {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	vars := make([][2]string, 0, len(names))
+	for _, name := range names {
+		vars = append(vars, [2]string{envName("DRILL_VAR", name), rc.vars[name]})
 	}
 	rc.mu.Unlock()
-	slices.Sort(vars)
-	env = append(env, vars...)
+	for _, v := range vars {
+		add(v[0], v[1])
+	}
 	outs := rc.StepOutputs()
 	ids := make([]string, 0, len(outs))
 	for id := range outs {
@@ -126,7 +142,7 @@ func (s *shellSpec) environ(rc *RunContext) ([]string, error) {
 		o := outs[id]
 		for _, name := range o.names {
 			if v, ok := o.values[name]; ok {
-				env = append(env, envName("DRILL_STEP", id, name)+"="+v)
+				add(envName("DRILL_STEP", id, name), v)
 			}
 		}
 	}
@@ -134,6 +150,9 @@ func (s *shellSpec) environ(rc *RunContext) ([]string, error) {
 		v, err := rc.Expand(e.Value)
 		if err != nil {
 			return nil, err
+		}
+		if !envValue(v) {
+			return nil, fmt.Errorf("env %s: the value holds a NUL byte, which an environment variable cannot carry", e.Name)
 		}
 		env = append(env, e.Name+"="+v)
 	}
@@ -177,9 +196,11 @@ type shellResult struct {
 // run executes the command within ctx; on cancellation the whole process
 // group is killed.
 func (s *shellSpec) exec(ctx context.Context, rc *RunContext) (*shellResult, error) {
-	script, err := rc.Expand(s.run)
-	if err != nil {
-		return nil, err
+	// The parser refuses references in a command; a command built in code
+	// is held to the same rule here, at the sink.
+	script, static := s.run.Static()
+	if !static {
+		return nil, fmt.Errorf("%s: a shell command takes no ${...} references: pass values in its env", firstLine(s.run.Raw()))
 	}
 	env, err := s.environ(rc)
 	if err != nil {

@@ -56,13 +56,13 @@ func TestShellStepKillsItsProcessGroupOnInterrupt(t *testing.T) {
 	e := newEnv(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
-	e.svc.LookupEnv = func(n string) (string, bool) { return pidFile, n == "PIDFILE" }
+	e.svc.Environ = []string{"PATH=" + os.Getenv("PATH"), "PIDFILE=" + pidFile}
 	d := parse(t, `
 name: kill
 timeout: 1m
 steps:
   - id: long
-    shell: sleep 300 & echo $! > ${env.PIDFILE}.tmp && mv ${env.PIDFILE}.tmp ${env.PIDFILE}; wait
+    shell: sleep 300 & echo $! > "$PIDFILE.tmp" && mv "$PIDFILE.tmp" "$PIDFILE"; wait
 `)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -240,7 +240,7 @@ contexts:
 func TestRunVarsFromTheCommandLine(t *testing.T) {
 	e := clitest.New(t)
 	out := filepath.Join(t.TempDir(), "out")
-	file := writeFile(t, "vars.yaml", "name: v\ntimeout: 1m\nvars:\n  who: nobody\nsteps:\n  - shell: echo ${vars.who} > "+out+"\n")
+	file := writeFile(t, "vars.yaml", "name: v\ntimeout: 1m\nvars:\n  who: nobody\nsteps:\n  - shell: echo \"$DRILL_VAR_WHO\" > "+out+"\n")
 	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--var", "who=somebody")
 	if b := readFile(t, out); strings.TrimSpace(b) != "somebody" {
 		t.Errorf("--var did not override: %q", b)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -277,7 +276,7 @@ func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *O
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: breaker.NewOverrides(env.Store, f.Clock), KnownDependencies: env.Context.KnownDependencies(),
 		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: audit.NewLog(env.Store, f.Clock, env.Name),
-		Minter: &lazyMinter{env: env, keyFile: opts.KeyFile, f: f}, HTTP: &http.Client{},
+		Minter: &lazyMinter{env: env, keyFile: opts.KeyFile, f: f}, HTTP: drill.NewHTTPClient(),
 		LookupEnv: os.LookupEnv, Environ: os.Environ(),
 	}
 	mc := metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig, Clock: f.Clock}

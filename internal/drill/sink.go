@@ -1,0 +1,361 @@
+package drill
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Sinks: where an interpolated value could turn into structure.
+//
+// A template's references are resolved at run time from what the drill
+// reads: step outputs (HTTP bodies and headers, override actors and
+// reasons, command output), the environment, --var. None of it is trusted
+// to be code or structure. Every templated field is one of these sinks,
+// and the decoder method that reads it decides what a value may do there
+// (docs/contracts/drill-file.md, "Where values go"):
+//
+//   - text ([Decoder.Template]): the value is the text (reasons,
+//     dependency names, client ids, expected values, env values, dir);
+//     nothing interprets it.
+//   - shell command ([Decoder.Command]): takes no reference at all; every
+//     value reaches the command as an environment variable, and the parser
+//     names the one to use.
+//   - URL ([Decoder.URL]): a reference that starts the URL supplies its
+//     base (scheme, host, a path prefix); one in the host part must be a
+//     host or port; one in the path, query or fragment is percent-encoded
+//     as a path segment or query value ([RunContext.ExpandURL]). Step
+//     outputs may not choose the base or the host.
+//   - HTTP header value ([Map.HeaderMap], [RunContext.ExpandHeader]): a
+//     value holding CR, LF, NUL or another control character is refused.
+//   - JSON body (json:): each templated string becomes one JSON string
+//     (encoding/json), never spliced text.
+//   - raw body (body:): sent as written; step outputs are refused there.
+//   - environment variables of a shell command: a value holding NUL,
+//     which the environment cannot carry, is not passed.
+//
+// A kind that adds a templated field picks the decoder method of its sink;
+// a new sink gets its own method here, with its rule and a case in the
+// sink tests (sink_test.go).
+
+// refusal returns why ref, the i-th reference of t, may not be used in a
+// sink ("" when it may).
+type refusal func(t Template, i int, ref Ref) string
+
+// Command decodes n as a shell command: a template with no references
+// ($${ still writes a literal ${). Each reference is a problem that names
+// the environment variable holding the value.
+func (d *Decoder) Command(n *yaml.Node, what string) (Template, bool) {
+	return d.templateFor(n, what, func(_ Template, _ int, r Ref) string { return d.shellRefusal(r) })
+}
+
+// Command decodes key as a shell command (see [Decoder.Command]).
+func (m *Map) Command(key string, required bool) (Template, bool) {
+	n := m.fetch(key, required)
+	if n == nil {
+		return Template{}, false
+	}
+	return m.d.Command(n, m.what+": "+key)
+}
+
+func (d *Decoder) shellRefusal(r Ref) string {
+	const why = "a shell command takes no ${...} references (the value would become shell code): "
+	switch r.Namespace {
+	case NSSteps:
+		if kind, ok := d.scope.earlier[r.Name]; ok && !contains(kind.Outputs(), r.Output) {
+			// A family output (header.NAME, json.PATH) has no variable of
+			// its own: the step's env: gives it one.
+			v := suggestEnvName(r.Name, r.Output)
+			return why + fmt.Sprintf(`pass it in the environment, env: {%s: "%s"}, and use "$%s"`, v, r.Text, v)
+		}
+		return why + fmt.Sprintf(`use "$%s" from its environment`, envName("DRILL_STEP", r.Name, r.Output))
+	case NSVars:
+		return why + fmt.Sprintf(`use "$%s" from its environment`, envName("DRILL_VAR", r.Name))
+	case NSDrill:
+		return why + fmt.Sprintf(`use "$%s" from its environment`, envName("DRILL", r.Name))
+	case NSEnv:
+		if r.HasDefault {
+			return why + fmt.Sprintf(`use "$${%s:-%s}" (the command inherits koshactl's environment)`, r.Name, r.Default)
+		}
+		return why + fmt.Sprintf(`use "$%s" (the command inherits koshactl's environment)`, r.Name)
+	}
+	return why + "pass the value in the command's env:"
+}
+
+// suggestEnvName makes a readable environment variable name for a step
+// output: PROBE_HEADER_X_ID for probe and header.x-id, no runs of '_', and
+// never starting with a digit.
+func suggestEnvName(id, output string) string {
+	var b strings.Builder
+	for _, c := range envName(id, output) {
+		if c == '_' && (b.Len() == 0 || strings.HasSuffix(b.String(), "_")) {
+			continue
+		}
+		b.WriteRune(c)
+	}
+	v := strings.TrimSuffix(b.String(), "_")
+	if v == "" || (v[0] >= '0' && v[0] <= '9') {
+		v = "STEP_" + v
+	}
+	return v
+}
+
+// Body decodes n as a raw request body: variables and the environment are
+// sent as written; step outputs are refused (json: encodes them).
+func (d *Decoder) Body(n *yaml.Node, what string) (Template, bool) {
+	return d.templateFor(n, what, func(_ Template, _ int, r Ref) string {
+		if r.Namespace == NSSteps {
+			return "a step output would be spliced into the raw body unencoded: send the body as json:, where each value becomes one JSON string"
+		}
+		return ""
+	})
+}
+
+// URL decodes n as a URL template. A static URL must be http:// or
+// https:// with a host; a reference may not be part of the scheme; step
+// outputs may not choose the base or the host. What values may be is
+// checked by [RunContext.ExpandURL].
+func (d *Decoder) URL(n *yaml.Node, what string) (Template, bool) {
+	t, ok := d.templateFor(n, what, func(t Template, i int, r Ref) string {
+		p := urlPositions(t)[i]
+		switch {
+		case p == urlScheme:
+			return "a reference cannot be part of the URL's scheme: write http:// or https:// in the file, or make the reference the start of the URL"
+		case r.Namespace == NSSteps && (p == urlBase || p == urlHost):
+			return "a step output cannot choose the host a request goes to: start the URL with text or a variable, and use the output in the path or query, where it is percent-encoded"
+		}
+		return ""
+	})
+	if ok {
+		if s, static := t.Static(); static {
+			if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				d.Errorf(n, "%s: %q is not an http:// or https:// URL", what, s)
+				ok = false
+			}
+		}
+	}
+	return t, ok
+}
+
+// URL decodes key as a URL template (see [Decoder.URL]).
+func (m *Map) URL(key string, required bool) (Template, bool) {
+	n := m.fetch(key, required)
+	if n == nil {
+		return Template{}, false
+	}
+	return m.d.URL(n, m.what+": "+key)
+}
+
+// HeaderMap decodes key as HTTP headers: names are header tokens, and the
+// literal text of a value holds no control character (values are checked
+// again when expanded, by [RunContext.ExpandHeader]).
+func (m *Map) HeaderMap(key string) []NamedTemplate {
+	hs := m.TemplateMap(key)
+	sub := m.d.resolve(m.vals[key])
+	out := hs[:0]
+	for _, h := range hs {
+		var kn *yaml.Node
+		if sub != nil {
+			kn = keyNode(sub, h.Name)
+		}
+		if !validHeaderName(h.Name) {
+			m.d.Errorf(kn, "%s: %s: %q is not a header name (letters, digits and !#$%%&'*+-.^_`|~)", m.what, key, h.Name)
+			continue
+		}
+		if s, static := h.Value.Static(); static {
+			if i := headerControl(s); i >= 0 {
+				m.d.Errorf(kn, "%s: %s: %s: the value holds a control character (%q at byte %d): a header value cannot carry one", m.what, key, h.Name, s[i], i)
+				continue
+			}
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+func keyNode(mapping *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(mapping.Content); i += 2 {
+		if mapping.Content[i].Value == key {
+			return mapping.Content[i]
+		}
+	}
+	return mapping
+}
+
+// validHeaderName reports whether s is an RFC 9110 token.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// headerControl returns the index of the first byte of s a header value
+// cannot carry (a control character other than tab, or DEL), or -1.
+func headerControl(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return i
+		}
+	}
+	return -1
+}
+
+// urlPos is where in a URL a reference stands.
+type urlPos uint8
+
+const (
+	// urlBase: the reference starts the URL and supplies its base.
+	urlBase urlPos = iota
+	// urlScheme: inside the scheme (refused).
+	urlScheme
+	// urlHost: after "://" (or right after the base) and before the path.
+	urlHost
+	urlPath
+	urlQuery
+	urlFragment
+)
+
+// urlPositions classifies each reference of a URL template by the literal
+// text before it. The text after a base reference continues the base: a
+// port, or a path.
+func urlPositions(t Template) []urlPos {
+	var out []urlPos
+	state := urlBase // nothing seen yet
+	for _, p := range t.parts {
+		if p.ref != nil {
+			out = append(out, state)
+			if state == urlBase {
+				state = urlHost
+			}
+			continue
+		}
+		s := p.lit
+		for i := 0; i < len(s); i++ {
+			switch state {
+			case urlBase, urlScheme:
+				if strings.HasPrefix(s[i:], "://") {
+					state = urlHost
+					i += 2
+				} else {
+					state = urlScheme
+				}
+			case urlHost:
+				switch s[i] {
+				case '/':
+					state = urlPath
+				case '?':
+					state = urlQuery
+				case '#':
+					state = urlFragment
+				}
+			case urlPath:
+				switch s[i] {
+				case '?':
+					state = urlQuery
+				case '#':
+					state = urlFragment
+				}
+			case urlQuery:
+				if s[i] == '#' {
+					state = urlFragment
+				}
+			case urlFragment:
+			}
+		}
+	}
+	return out
+}
+
+// validHost reports whether s can only be (part of) a host or a port:
+// letters, digits, '.', '-', '_', ':' and the brackets of an IPv6 address.
+func validHost(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte(".-_:[]", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ExpandURL expands a URL template so that no value changes the URL's
+// structure: a reference that starts the URL must be an http(s) base URL
+// (scheme, host, optionally a path; a query or fragment only when nothing
+// follows it), one in the host part a host or port, and values in the
+// path, query and fragment are percent-encoded as one path segment or
+// query value. The result must be an http:// or https:// URL.
+func (rc *RunContext) ExpandURL(t Template) (string, error) {
+	pos := urlPositions(t)
+	whole := len(t.parts) == 1
+	s, err := t.expandWith(rc, func(i int, _ Ref, v string) (string, error) {
+		switch pos[i] {
+		case urlBase:
+			u, err := url.Parse(v)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+				return "", fmt.Errorf("the value %q is not an http:// or https:// base URL with a host (and no user)", rc.Redact(v))
+			}
+			if !whole && strings.ContainsAny(v, "?#") {
+				return "", fmt.Errorf("the value %q holds a query or fragment, and more of the URL follows it: put the query in the file after the path", rc.Redact(v))
+			}
+			return v, nil
+		case urlHost:
+			if !validHost(v) {
+				return "", fmt.Errorf("the value %q is not a host or port (letters, digits, '.', '-', '_', ':', '[', ']')", rc.Redact(v))
+			}
+			return v, nil
+		case urlQuery:
+			return url.QueryEscape(v), nil
+		case urlPath, urlFragment:
+			return url.PathEscape(v), nil
+		case urlScheme:
+		}
+		return "", errors.New("a reference cannot be part of the URL's scheme")
+	})
+	if err != nil {
+		return "", err
+	}
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("%q is not an http:// or https:// URL", rc.Redact(s))
+	}
+	return s, nil
+}
+
+// ExpandHeader expands the value of header name, refusing a value that
+// holds a control character (CR, LF, NUL, ...): it could end the header
+// and start another, or the request.
+func (rc *RunContext) ExpandHeader(name string, t Template) (string, error) {
+	s, err := t.expandWith(rc, func(_ int, _ Ref, v string) (string, error) {
+		if i := headerControl(v); i >= 0 {
+			return "", fmt.Errorf("the value holds a control character (%q at byte %d): header %s cannot carry one", v[i], i, name)
+		}
+		return v, nil
+	})
+	if err != nil {
+		return "", err
+	}
+	// The literal text too, for templates built in code.
+	if i := headerControl(s); i >= 0 {
+		return "", fmt.Errorf("header %s: the value holds a control character (%q at byte %d)", name, s[i], i)
+	}
+	return s, nil
+}
+
+// envValue reports whether value can be carried by an environment variable
+// (it holds no NUL byte).
+func envValue(value string) bool { return strings.IndexByte(value, 0) < 0 }
