@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -76,13 +77,33 @@ type DynamoDBStore struct {
 	Table       string `yaml:"table" json:"table"`
 	Region      string `yaml:"region,omitempty" json:"region,omitempty"`
 	Profile     string `yaml:"profile,omitempty" json:"profile,omitempty"`
+	// EndpointURL is one endpoint for every AWS service koshactl calls
+	// (DynamoDB, STS, Secrets Manager, CloudWatch): a DynamoDB-compatible or
+	// LocalStack-style server. Empty: the SDK's standard endpoint
+	// configuration (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>, the shared
+	// config's services sections), else AWS.
 	EndpointURL string `yaml:"endpoint-url,omitempty" json:"endpoint-url,omitempty"`
+	// Endpoints names an endpoint per service (keys in [EndpointServices]);
+	// each wins over EndpointURL for its service.
+	Endpoints map[string]string `yaml:"endpoints,omitempty" json:"endpoints,omitempty"`
 	// IMDS allows the credential chain to probe EC2 instance metadata. Off by
 	// default: on a laptop that probe hangs for seconds before failing.
 	IMDS bool `yaml:"imds,omitempty" json:"imds,omitempty"`
 	// StaticCredentials uses fixed dummy credentials, for local
 	// DynamoDB-compatible endpoints (dynalite, DynamoDB Local) only.
 	StaticCredentials bool `yaml:"static-credentials,omitempty" json:"static-credentials,omitempty"`
+}
+
+// EndpointServices are the services a context can name an endpoint for.
+var EndpointServices = []string{"cloudwatch", "dynamodb", "secretsmanager", "sts"}
+
+// StoreEndpoint returns the endpoint the context names for its DynamoDB
+// table: endpoints.dynamodb, else endpoint-url; empty when it names none.
+func (d *DynamoDBStore) StoreEndpoint() string {
+	if ep := d.Endpoints["dynamodb"]; ep != "" {
+		return ep
+	}
+	return d.EndpointURL
 }
 
 // ChaosConfig says where the chaos signing key comes from and what it may target.
@@ -182,6 +203,11 @@ func (c *Context) Validate(name string) error {
 		}
 		if d.Region == "" {
 			return fmt.Errorf("%w: context %q: dynamodb store needs a region (set it with koshactl config set-context %s --region R)", ErrInvalid, name, name)
+		}
+		for svc := range d.Endpoints {
+			if !slices.Contains(EndpointServices, svc) {
+				return fmt.Errorf("%w: context %q: endpoints names unknown service %q: use one of %s", ErrInvalid, name, svc, strings.Join(EndpointServices, ", "))
+			}
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/awsconf"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -93,8 +94,9 @@ func ResolveKeySource(ctx context.Context, env *cmdutil.Env, keyFile string) (*K
 }
 
 // secretsClient builds the Secrets Manager client from the context's AWS
-// configuration (region, profile, credentials; AWS_ENDPOINT_URL_SECRETS_MANAGER
-// points it elsewhere, as for any SDK client).
+// configuration (region, profile, credentials and endpoints: the context's
+// secretsmanager endpoint, else its endpoint-url, else the SDK's standard
+// configuration such as AWS_ENDPOINT_URL_SECRETS_MANAGER).
 func secretsClient(ctx context.Context, env *cmdutil.Env, secretID string) (keys.SecretsManagerAPI, error) {
 	if env.AWSConfig == nil {
 		return nil, fmt.Errorf("resolve chaos key: context %q reads its key from Secrets Manager secret %q but has no AWS configuration", env.Name, secretID)
@@ -107,7 +109,12 @@ func secretsClient(ctx context.Context, env *cmdutil.Env, secretID string) (keys
 		}
 		return nil, err
 	}
-	return secretsmanager.NewFromConfig(cfg), nil
+	return secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
+		// The context's secretsmanager endpoint wins even over AWS_ENDPOINT_URL.
+		if ep, ok := awsconf.ServiceEndpoint(cfg, "Secrets Manager"); ok {
+			o.BaseEndpoint = &ep
+		}
+	}), nil
 }
 
 // GeneratedLocal reports whether this is the local context's key and its

@@ -264,7 +264,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		return err
 	}
-	rec, err := audit.NewLog(env.Store, f.Clock, env.Name).Append(ctx, audit.Entry{
+	rec, err := env.AuditLog(f.Clock).Append(ctx, audit.Entry{
 		Actor:   actor,
 		Action:  AuditAction,
 		Subject: "chaos#" + m.Header.JTI,

@@ -16,7 +16,6 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	chaosshared "github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
@@ -276,7 +275,7 @@ func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *O
 	svc := &drill.Services{
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: breaker.NewOverrides(env.Store, f.Clock), KnownDependencies: env.Context.KnownDependencies(),
-		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: audit.NewLog(env.Store, f.Clock, env.Name),
+		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.AuditLog(f.Clock),
 		Minter: &lazyMinter{env: env, keyFile: opts.KeyFile, f: f}, HTTP: &http.Client{},
 		LookupEnv: os.LookupEnv, Environ: os.Environ(),
 	}

@@ -137,7 +137,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if before != nil {
 		auditBefore = before
 	}
-	rec, auditErr := audit.NewLog(env.Store, f.Clock, env.Name).Append(ctx, audit.Entry{
+	rec, auditErr := env.AuditLog(f.Clock).Append(ctx, audit.Entry{
 		Actor: actor, Action: AuditAction, Subject: src.Subject, Before: auditBefore, After: res.After,
 	})
 	res.AuditID = rec.ID
