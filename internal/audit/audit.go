@@ -65,10 +65,10 @@ type Record struct {
 	// ActorSource says how Actor was established; empty on records written
 	// before koshactl recorded it, and on the sandbox's records.
 	ActorSource ActorSource `json:"actor_source,omitempty"`
-	Action  string    `json:"action"`
-	Subject string    `json:"subject"`
-	Reason  string    `json:"reason,omitempty"`
-	Context string    `json:"context"`
+	Action      string      `json:"action"`
+	Subject     string      `json:"subject"`
+	Reason      string      `json:"reason,omitempty"`
+	Context     string      `json:"context"`
 	// Outcome is "ok" for a mutation that took effect, or a short word for
 	// attempts that did not (the data plane's "ignored" chaos headers).
 	Outcome string `json:"outcome"`
@@ -117,12 +117,12 @@ type Entry struct {
 	// ActorSource says how Actor was established; empty asks the Log's
 	// [Log.Attest] function, if any.
 	ActorSource ActorSource
-	Action  string
-	Subject string
-	Reason  string
-	Outcome string
-	Before  any
-	After   any
+	Action      string
+	Subject     string
+	Reason      string
+	Outcome     string
+	Before      any
+	After       any
 }
 
 // Append writes one record. Its error wraps ErrAuditWrite, so callers can tell

@@ -74,9 +74,9 @@ type LocalStore struct {
 
 // DynamoDBStore is a DynamoDB table, or a DynamoDB-compatible endpoint.
 type DynamoDBStore struct {
-	Table       string `yaml:"table" json:"table"`
-	Region      string `yaml:"region,omitempty" json:"region,omitempty"`
-	Profile     string `yaml:"profile,omitempty" json:"profile,omitempty"`
+	Table   string `yaml:"table" json:"table"`
+	Region  string `yaml:"region,omitempty" json:"region,omitempty"`
+	Profile string `yaml:"profile,omitempty" json:"profile,omitempty"`
 	// EndpointURL is one endpoint for every AWS service koshactl calls
 	// (DynamoDB, STS, Secrets Manager, CloudWatch): a DynamoDB-compatible or
 	// LocalStack-style server. Empty: the SDK's standard endpoint

@@ -164,6 +164,7 @@ func (k Kind) String() string {
 		return "denied"
 	case Expired:
 		return "expired"
+	case Unclassified:
 	}
 	return "unclassified"
 }
@@ -256,6 +257,7 @@ func (e *Error) Error() string {
 	case Expired:
 		return fmt.Sprintf("%sthe credentials have expired (STS at %s: %s); refresh them (`aws sso login`, or a new session token) and re-run",
 			lead, e.Endpoint, detail)
+	case Unclassified:
 	}
 	return fmt.Sprintf("%sSTS GetCallerIdentity at %s failed (%s); check the credentials and the endpoint, then re-run", lead, e.Endpoint, detail)
 }
