@@ -112,6 +112,11 @@ type ChaosConfig struct {
 	KeyFile  string   `yaml:"key-file,omitempty" json:"key-file,omitempty"`
 	KeyEnv   string   `yaml:"key-env,omitempty" json:"key-env,omitempty"`
 	Targets  []string `yaml:"targets,omitempty" json:"targets,omitempty"`
+	// PropagationDelay is how long after a Secrets Manager rotation koshactl
+	// keeps signing with the previous key, so data planes that cache the
+	// secret learn the new one first. Nil means the default (5m, the Lambda
+	// extension's cache TTL); 0s signs with the new key at once.
+	PropagationDelay *Duration `yaml:"propagation-delay,omitempty" json:"propagation-delay,omitempty"`
 }
 
 // MetricsConfig says where breaker_state gauges are read from.

@@ -205,6 +205,7 @@ type SetContextOptions struct {
 	ChaosKeyFile      string
 	ChaosKeyEnv       string
 	ChaosTargets      []string
+	ChaosPropagation  time.Duration
 	CloudWatchNS      string
 	PrometheusURL     string
 	RLCapacity        float64
@@ -266,6 +267,8 @@ func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContext
 	fl.StringVar(&opts.ChaosKeyFile, "chaos-key-file", "", "file holding the chaos signing key (mode 0600)")
 	fl.StringVar(&opts.ChaosKeyEnv, "chaos-key-env", "", "environment variable holding the chaos signing key")
 	fl.StringSliceVar(&opts.ChaosTargets, "chaos-targets", nil, "dependencies chaos headers may target")
+	fl.DurationVar(&opts.ChaosPropagation, "chaos-propagation-delay", 0,
+		"after a Secrets Manager rotation, keep signing with the previous key this long (default 5m; 0s signs with the new key at once)")
 	fl.StringVar(&opts.CloudWatchNS, "cloudwatch-namespace", "", "read breaker_state from CloudWatch in this namespace")
 	fl.StringVar(&opts.PrometheusURL, "prometheus-url", "", "read breaker_state by scraping this /metrics URL")
 	fl.Float64Var(&opts.RLCapacity, "ratelimit-capacity", 0, "token bucket capacity (default 20)")
@@ -354,6 +357,13 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 	set(ch, "chaos-key-file", &ctx.Chaos.KeyFile, o.ChaosKeyFile)
 	set(ch, "chaos-key-env", &ctx.Chaos.KeyEnv, o.ChaosKeyEnv)
 	set(ch, "chaos-targets", &ctx.Chaos.Targets, o.ChaosTargets)
+	if ch("chaos-propagation-delay") {
+		if o.ChaosPropagation < 0 || o.ChaosPropagation > time.Hour {
+			return cmdutil.Usagef("--chaos-propagation-delay %s is out of range: give 0s to 1h (the data plane's key cache TTL, 5m for the Lambda extension)", o.ChaosPropagation)
+		}
+		d := config.Duration(o.ChaosPropagation)
+		ctx.Chaos.PropagationDelay = &d
+	}
 	if ch("cloudwatch-namespace") {
 		ctx.Metrics = config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{Namespace: o.CloudWatchNS}}
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/spf13/cobra"
@@ -15,7 +16,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/awsconf"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/config"
 )
 
 // Origins name the setting that selected a key source, in the order
@@ -64,7 +67,11 @@ type KeySource struct {
 // Otherwise it returns a usage error (exit 2) that says how to configure
 // one. Nothing is read yet: a bad file or an unset variable is reported
 // when the key is first used.
-func ResolveKeySource(ctx context.Context, env *cmdutil.Env, keyFile string) (*KeySource, error) {
+//
+// A Secrets Manager source keeps signing with AWSPREVIOUS for the context's
+// chaos.propagation-delay (default [keys.DefaultPropagationDelay]) after a
+// rotation, by clk.
+func ResolveKeySource(ctx context.Context, env *cmdutil.Env, clk clock.Clock, keyFile string) (*KeySource, error) {
 	cc := env.Context.Chaos
 	switch {
 	case keyFile != "":
@@ -78,7 +85,8 @@ func ResolveKeySource(ctx context.Context, env *cmdutil.Env, keyFile string) (*K
 		if err != nil {
 			return nil, err
 		}
-		return &KeySource{Source: keys.NewSecretsManager(api, cc.SecretID), Origin: OriginSecretID, Subject: "chaos-key#" + cc.SecretID}, nil
+		sm := keys.NewSecretsManager(api, cc.SecretID).WithPropagation(clk, PropagationDelay(env.Context.Chaos))
+		return &KeySource{Source: sm, Origin: OriginSecretID, Subject: "chaos-key#" + cc.SecretID}, nil
 	case env.Context.IsLocal():
 		if env.StateDir == "" {
 			return nil, errors.New("resolve chaos key: the local context has no state directory (set KOSHACTL_STATE_DIR)")
@@ -91,6 +99,15 @@ func ResolveKeySource(ctx context.Context, env *cmdutil.Env, keyFile string) (*K
 	}
 	return nil, cmdutil.Usagef("context %q has no chaos key source: configure one with koshactl config set-context %s --chaos-secret-id ID (or --chaos-key-file PATH, or --chaos-key-env VAR), or pass --key-file PATH",
 		env.Name, env.Name)
+}
+
+// PropagationDelay is the context's chaos.propagation-delay, or
+// [keys.DefaultPropagationDelay] when it sets none.
+func PropagationDelay(cc config.ChaosConfig) time.Duration {
+	if cc.PropagationDelay == nil {
+		return keys.DefaultPropagationDelay
+	}
+	return time.Duration(*cc.PropagationDelay)
 }
 
 // secretsClient builds the Secrets Manager client from the context's AWS

@@ -311,7 +311,7 @@ type lazyMinter struct {
 
 func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Minted, error) {
 	l.once.Do(func() {
-		src, err := chaosshared.ResolveKeySource(ctx, l.env, l.keyFile)
+		src, err := chaosshared.ResolveKeySource(ctx, l.env, l.f.Clock, l.keyFile)
 		if err != nil {
 			l.err = err
 			return
