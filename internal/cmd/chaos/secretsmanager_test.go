@@ -194,6 +194,40 @@ func TestSecretsManagerConcurrentRotationIsAConflict(t *testing.T) {
 	}
 }
 
+// A rotation by someone else lands after this command displayed the keys
+// but before its own compare-and-set read: the audit record names the keys
+// the compare-and-set replaced, not the ones first displayed.
+func TestRotationAuditNamesTheKeysItReplaced(t *testing.T) {
+	c := newCLI(t)
+	c.WriteConfig(smConfig)
+	fake := newFakeSM(c, "kosha/chaos/dev")
+	useSecretsManager(c, fake)
+	c.must(0, "chaos", "key", "rotate")
+	c.Clock.Advance(time.Hour)
+	var other rotation
+	// The command reads AWSCURRENT and AWSPREVIOUS to display them, then
+	// again for the compare-and-set: the other rotation goes in between.
+	fake.BeforeNext("GetSecretValue", func() {
+		fake.BeforeNext("GetSecretValue", func() {
+			fake.BeforeNext("GetSecretValue", func() {
+				other = decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
+			})
+		})
+	})
+	mine := decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
+	if mine.Before.CurrentKID != other.After.CurrentKID || mine.After.PreviousKID != other.After.CurrentKID {
+		t.Fatalf("rotation reports replacing %+v, want the other rotation's key %s", mine.Before, other.After.CurrentKID)
+	}
+	recs := auditRecords(t, c, "chaos.key-rotate")
+	if len(recs) != 3 {
+		t.Fatalf("%d rotation records, want 3", len(recs))
+	}
+	before := decode[kidState](t, string(recs[0].Before))
+	if before.CurrentKID != other.After.CurrentKID || before.VersionID != other.After.VersionID {
+		t.Errorf("audit before = %s, want the other rotation's key %s (version %s)", recs[0].Before, other.After.CurrentKID, other.After.VersionID)
+	}
+}
+
 func TestSecretsManagerAccessDenied(t *testing.T) {
 	c := newCLI(t)
 	c.WriteConfig(smConfig)

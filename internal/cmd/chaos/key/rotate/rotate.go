@@ -162,8 +162,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		res.SignsFrom = &t
 	}
 	var auditBefore any
-	if before != nil {
-		auditBefore = before
+	if res.Before != nil {
+		auditBefore = res.Before
 	}
 	rec, auditErr := env.AuditLog(f.Clock).Append(ctx, audit.Entry{
 		Actor: actor, Action: AuditAction, Subject: src.Subject, Before: auditBefore, After: res.After,
