@@ -255,7 +255,7 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, res Result) erro
 		version = ", version " + a.VersionID
 	}
 	if res.SignsFrom != nil && a.PreviousKID != "" {
-		fmt.Fprintf(io.Out, "Rotated the chaos key of %s: kid %s is AWSCURRENT%s and signs from %s (after the propagation delay); headers carrying it are accepted by data planes that refresh on an unknown kid at once, and by every cache by then\n",
+		fmt.Fprintf(io.Out, "Rotated the chaos key of %s: kid %s is AWSCURRENT%s and signs from %s (after the propagation delay): data planes that refresh on an unknown kid accept it at once, caches with a TTL up to the delay by then\n",
 			res.KeySource, a.CurrentKID, version, res.SignsFrom.Format(time.RFC3339))
 		fmt.Fprintf(io.Out, "  kid %s is AWSPREVIOUS: it keeps signing until then, and verifying the headers it signed until they expire\n", a.PreviousKID)
 	} else {
