@@ -32,15 +32,43 @@ const Retention = 90 * 24 * time.Hour
 // ErrAuditWrite marks a mutation whose audit record could not be written.
 var ErrAuditWrite = errors.New("audit record not written")
 
+// ActorSource says how koshactl established a record's actor. It is stored
+// as the record's actor_source attribute (see docs/contracts/audit-record.md).
+type ActorSource string
+
+const (
+	// ActorSTS: the actor is the caller ARN that STS GetCallerIdentity
+	// returned for the credentials the change was made with (verified).
+	ActorSTS ActorSource = "sts"
+	// ActorUnverified: the actor is what the operator's environment says
+	// ($KOSHACTL_ACTOR, else user@host); nothing checked it. Local contexts,
+	// static credentials, and endpoints that do not serve STS record this.
+	ActorUnverified ActorSource = "unverified"
+)
+
+// Identity is who is acting and how koshactl knows.
+type Identity struct {
+	// Actor names the principal: a caller ARN, $KOSHACTL_ACTOR or user@host.
+	Actor string
+	// Source says whether STS vouched for Actor.
+	Source ActorSource
+}
+
+// Verified reports whether STS vouched for the actor.
+func (i Identity) Verified() bool { return i.Source == ActorSTS }
+
 // Record is one audited action.
 type Record struct {
-	ID      string    `json:"id"`
-	Time    time.Time `json:"time"`
-	Actor   string    `json:"actor"`
-	Action  string    `json:"action"`
-	Subject string    `json:"subject"`
-	Reason  string    `json:"reason,omitempty"`
-	Context string    `json:"context"`
+	ID    string    `json:"id"`
+	Time  time.Time `json:"time"`
+	Actor string    `json:"actor"`
+	// ActorSource says how Actor was established; empty on records written
+	// before koshactl recorded it, and on the sandbox's records.
+	ActorSource ActorSource `json:"actor_source,omitempty"`
+	Action      string      `json:"action"`
+	Subject     string      `json:"subject"`
+	Reason      string      `json:"reason,omitempty"`
+	Context     string      `json:"context"`
 	// Outcome is "ok" for a mutation that took effect, or a short word for
 	// attempts that did not (the data plane's "ignored" chaos headers).
 	Outcome string `json:"outcome"`
@@ -60,6 +88,8 @@ type Log struct {
 	clock clock.Clock
 	// Context names the koshactl context records are written from.
 	context string
+	// attest says how an entry's actor was established ("" when unknown).
+	attest func(ctx context.Context, actor string) ActorSource
 }
 
 // NewLog returns a Log writing into s, stamping records with contextName.
@@ -70,15 +100,29 @@ func NewLog(s recordStore, clk clock.Clock, contextName string) *Log {
 	return &Log{store: s, clock: clk, context: contextName}
 }
 
+// Attest returns a copy of l that stamps each record with source(ctx, actor):
+// how that record's actor was established, or "" when source does not know
+// it (the record then carries no actor_source). The command's wiring uses it
+// so records name the caller identity's source without every caller
+// carrying it; an [Entry.ActorSource] set by the caller wins.
+func (l *Log) Attest(source func(ctx context.Context, actor string) ActorSource) *Log {
+	c := *l
+	c.attest = source
+	return &c
+}
+
 // Entry is what a caller says about one action.
 type Entry struct {
-	Actor   string
-	Action  string
-	Subject string
-	Reason  string
-	Outcome string
-	Before  any
-	After   any
+	Actor string
+	// ActorSource says how Actor was established; empty asks the Log's
+	// [Log.Attest] function, if any.
+	ActorSource ActorSource
+	Action      string
+	Subject     string
+	Reason      string
+	Outcome     string
+	Before      any
+	After       any
 }
 
 // Append writes one record. Its error wraps ErrAuditWrite, so callers can tell
@@ -93,6 +137,10 @@ func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
 		Context: l.context, Outcome: e.Outcome}
 	if r.Outcome == "" {
 		r.Outcome = "ok"
+	}
+	r.ActorSource = e.ActorSource
+	if r.ActorSource == "" && l.attest != nil {
+		r.ActorSource = l.attest(ctx, e.Actor)
 	}
 	if r.Before, err = marshalState(e.Before); err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
@@ -149,6 +197,9 @@ func (r Record) item() store.Item {
 	if r.Reason != "" {
 		it["reason"] = r.Reason
 	}
+	if r.ActorSource != "" {
+		it["actor_source"] = string(r.ActorSource)
+	}
 	if len(r.Before) > 0 {
 		it["before"] = string(r.Before)
 	}
@@ -166,7 +217,8 @@ func fromItem(it store.Item) (Record, error) {
 		return Record{}, fmt.Errorf("malformed audit item %q", it.PK())
 	}
 	r := Record{ID: id, Time: time.UnixMilli(ms).UTC(), Actor: it.Str("actor"), Action: it.Str("action"),
-		Subject: it.Str("subject"), Reason: it.Str("reason"), Context: it.Str("context"), Outcome: it.Str("outcome")}
+		Subject: it.Str("subject"), Reason: it.Str("reason"), Context: it.Str("context"), Outcome: it.Str("outcome"),
+		ActorSource: ActorSource(it.Str("actor_source"))}
 	if b := it.Str("before"); b != "" {
 		r.Before = json.RawMessage(b)
 	}

@@ -110,3 +110,51 @@ type failing struct{ store.Store }
 func (failing) Put(context.Context, store.Item, store.Condition) error {
 	return store.ErrUnavailable
 }
+
+func TestActorSourceIsStampedAndReadBack(t *testing.T) {
+	ctx := context.Background()
+	log, _, s := openLog(t)
+	attested := log.Attest(func(_ context.Context, actor string) audit.ActorSource {
+		if actor == "arn:aws:iam::123456789012:user/ops" {
+			return audit.ActorSTS
+		}
+		return ""
+	})
+	for _, e := range []audit.Entry{
+		{Actor: "arn:aws:iam::123456789012:user/ops", Action: "a.verified", Subject: "x"},
+		{Actor: "someone-else", Action: "a.unknown", Subject: "x"},
+		{Actor: "alice@laptop", ActorSource: audit.ActorUnverified, Action: "a.explicit", Subject: "x"},
+	} {
+		if _, err := attested.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := log.Append(ctx, audit.Entry{Actor: "arn:aws:iam::123456789012:user/ops", Action: "a.plain", Subject: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := log.List(ctx, audit.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]audit.ActorSource{"a.verified": audit.ActorSTS, "a.unknown": "", "a.explicit": audit.ActorUnverified, "a.plain": ""}
+	for _, r := range recs {
+		if r.ActorSource != want[r.Action] {
+			t.Errorf("%s: actor source %q, want %q", r.Action, r.ActorSource, want[r.Action])
+		}
+	}
+	// The stored attribute is the contract's: actor_source, absent when unknown.
+	var n int
+	for it, err := range s.Scan(ctx, store.ScanQuery{Prefix: audit.Prefix}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, has := it["actor_source"]
+		if wantHas := want[it.Str("action")] != ""; has != wantHas {
+			t.Errorf("%s: actor_source present = %v, want %v", it.Str("action"), has, wantHas)
+		}
+		n++
+	}
+	if n != 4 {
+		t.Fatalf("scanned %d records, want 4", n)
+	}
+}

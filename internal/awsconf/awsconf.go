@@ -51,10 +51,18 @@ type Options struct {
 	// Profile names a shared-config profile. Empty uses AWS_PROFILE, else
 	// "default".
 	Profile string
-	// EndpointURL points the clients at a DynamoDB-compatible server instead
-	// of AWS (http://127.0.0.1:8000 for DynamoDB Local, for example). Empty
-	// uses AWS, or AWS_ENDPOINT_URL when set.
+	// EndpointURL points every client (DynamoDB, STS, Secrets Manager,
+	// CloudWatch) at one server instead of AWS: a DynamoDB-compatible or
+	// LocalStack-style endpoint (http://127.0.0.1:8000 for DynamoDB Local, for
+	// example). Empty leaves it to the SDK's standard endpoint configuration
+	// (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>, the shared config's
+	// services sections), else AWS.
 	EndpointURL string
+	// Endpoints names an endpoint per service, keyed by the names in
+	// [Services] ("dynamodb", "sts", "secretsmanager", "cloudwatch"); each
+	// wins over EndpointURL and over the SDK's standard configuration for
+	// its service. Empty values are ignored.
+	Endpoints map[string]string
 	// IMDS lets the credential chain ask the EC2 instance metadata service.
 	// Set it only where koshactl runs on EC2 with an instance role; elsewhere
 	// the probe only delays failure. Default false.
@@ -118,6 +126,11 @@ func Load(ctx context.Context, opts Options) (aws.Config, error) {
 	}
 
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
+	if err == nil {
+		if se := newServiceEndpoints(opts.Endpoints); len(se) > 0 {
+			cfg.ConfigSources = append([]any{se}, cfg.ConfigSources...)
+		}
+	}
 	if err != nil {
 		var notExist config.SharedConfigProfileNotExistError
 		if errors.As(err, &notExist) {
@@ -152,18 +165,23 @@ func (o Options) validate() error {
 		return fmt.Errorf("load aws config: negative max attempts %d", o.MaxAttempts)
 	}
 	if o.EndpointURL != "" {
-		u, err := url.Parse(o.EndpointURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("load aws config: endpoint URL %q is not an http(s) URL with a host", o.EndpointURL)
+		if err := validateEndpoint("endpoint URL", o.EndpointURL); err != nil {
+			return err
 		}
 	}
+	if err := validateEndpoints(o.Endpoints); err != nil {
+		return err
+	}
 	if o.StaticCredentials {
-		if o.EndpointURL == "" {
+		if o.EndpointURL == "" && o.Endpoints["dynamodb"] == "" {
 			return errors.New("load aws config: static credentials need an endpoint URL: " +
 				"they are for DynamoDB-compatible local servers, never for AWS itself")
 		}
-		if IsAWSEndpoint(o.EndpointURL) {
-			return fmt.Errorf("load aws config: static credentials refused for %s: it is an AWS endpoint", o.EndpointURL)
+		for _, ep := range append([]string{o.EndpointURL}, o.Endpoints["dynamodb"], o.Endpoints["sts"],
+			o.Endpoints["secretsmanager"], o.Endpoints["cloudwatch"]) {
+			if ep != "" && IsAWSEndpoint(ep) {
+				return fmt.Errorf("load aws config: static credentials refused for %s: it is an AWS endpoint", ep)
+			}
 		}
 	}
 	return nil

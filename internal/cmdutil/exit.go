@@ -22,7 +22,7 @@ const (
 	ExitConflict    = 4   // someone else holds it or changed it; nothing was done
 	ExitUnavailable = 5   // the store or an AWS service could not be reached, throttled, or the table is missing
 	ExitAuth        = 6   // credentials missing, expired or denied
-	ExitRefused     = 7   // a protected context needs confirmation (--yes) or it was declined
+	ExitRefused     = 7   // a protected context needs confirmation (--yes) or it was declined; a safety check needs --force
 	ExitAudit       = 8   // the change was made but its audit record could not be written
 	ExitRollback    = 9   // a drill's rollback failed or was abandoned: a lever may still be pulled
 	ExitCancelled   = 130 // interrupted (SIGINT)
@@ -66,8 +66,11 @@ func ExitCode(err error) int {
 		return ExitCancelled
 	case errors.Is(err, audit.ErrAuditWrite):
 		return ExitAudit
-	case errors.Is(err, breaker.ErrConflict), errors.Is(err, store.ErrConditionFailed), errors.Is(err, config.ErrChanged):
+	case errors.Is(err, breaker.ErrConflict), errors.Is(err, store.ErrConditionFailed), errors.Is(err, config.ErrChanged),
+		errors.Is(err, keys.ErrConflict):
 		return ExitConflict
+	case errors.Is(err, keys.ErrTooSoon):
+		return ExitRefused
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, config.ErrNoContext), errors.Is(err, keys.ErrNoKey):
 		return ExitNotFound
 	case errors.Is(err, store.ErrCredentials), errors.Is(err, keys.ErrCredentials), errors.Is(err, keys.ErrAccessDenied):

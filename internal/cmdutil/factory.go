@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -38,13 +39,34 @@ type Env struct {
 	Context *config.Context
 	Store   store.Store
 	// Actor names who is acting, for audit: the AWS caller identity on AWS
-	// contexts, user@host on local ones.
+	// contexts, user@host on local ones. It is Identity's Actor when
+	// Identity is set.
 	Actor func(ctx context.Context) (string, error)
+	// Identity is who is acting and how koshactl knows (STS-verified or
+	// asserted). Nil in tests that only fake Actor: records then carry no
+	// actor_source.
+	Identity func(ctx context.Context) (audit.Identity, error)
 	// AWSConfig returns the context's AWS configuration (AWS contexts only;
 	// local contexts return an error that says so).
 	AWSConfig func(ctx context.Context) (aws.Config, error)
 	// StateDir is where local state (embedded store, local chaos key) lives.
 	StateDir string
+}
+
+// AuditLog returns the context's audit log. Records whose actor is the
+// context's identity carry how it was established (actor_source).
+func (e *Env) AuditLog(clk clock.Clock) *audit.Log {
+	l := audit.NewLog(e.Store, clk, e.Name)
+	if e.Identity == nil {
+		return l
+	}
+	return l.Attest(func(ctx context.Context, actor string) audit.ActorSource {
+		id, err := e.Identity(ctx)
+		if err != nil || id.Actor != actor {
+			return ""
+		}
+		return id.Source
+	})
 }
 
 // Describe says which context and store commands acted on.

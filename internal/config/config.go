@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -73,10 +74,18 @@ type LocalStore struct {
 
 // DynamoDBStore is a DynamoDB table, or a DynamoDB-compatible endpoint.
 type DynamoDBStore struct {
-	Table       string `yaml:"table" json:"table"`
-	Region      string `yaml:"region,omitempty" json:"region,omitempty"`
-	Profile     string `yaml:"profile,omitempty" json:"profile,omitempty"`
+	Table   string `yaml:"table" json:"table"`
+	Region  string `yaml:"region,omitempty" json:"region,omitempty"`
+	Profile string `yaml:"profile,omitempty" json:"profile,omitempty"`
+	// EndpointURL is one endpoint for every AWS service koshactl calls
+	// (DynamoDB, STS, Secrets Manager, CloudWatch): a DynamoDB-compatible or
+	// LocalStack-style server. Empty: the SDK's standard endpoint
+	// configuration (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>, the shared
+	// config's services sections), else AWS.
 	EndpointURL string `yaml:"endpoint-url,omitempty" json:"endpoint-url,omitempty"`
+	// Endpoints names an endpoint per service (keys in [EndpointServices]);
+	// each wins over EndpointURL for its service.
+	Endpoints map[string]string `yaml:"endpoints,omitempty" json:"endpoints,omitempty"`
 	// IMDS allows the credential chain to probe EC2 instance metadata. Off by
 	// default: on a laptop that probe hangs for seconds before failing.
 	IMDS bool `yaml:"imds,omitempty" json:"imds,omitempty"`
@@ -85,12 +94,29 @@ type DynamoDBStore struct {
 	StaticCredentials bool `yaml:"static-credentials,omitempty" json:"static-credentials,omitempty"`
 }
 
+// EndpointServices are the services a context can name an endpoint for.
+var EndpointServices = []string{"cloudwatch", "dynamodb", "secretsmanager", "sts"}
+
+// StoreEndpoint returns the endpoint the context names for its DynamoDB
+// table: endpoints.dynamodb, else endpoint-url; empty when it names none.
+func (d *DynamoDBStore) StoreEndpoint() string {
+	if ep := d.Endpoints["dynamodb"]; ep != "" {
+		return ep
+	}
+	return d.EndpointURL
+}
+
 // ChaosConfig says where the chaos signing key comes from and what it may target.
 type ChaosConfig struct {
 	SecretID string   `yaml:"secret-id,omitempty" json:"secret-id,omitempty"`
 	KeyFile  string   `yaml:"key-file,omitempty" json:"key-file,omitempty"`
 	KeyEnv   string   `yaml:"key-env,omitempty" json:"key-env,omitempty"`
 	Targets  []string `yaml:"targets,omitempty" json:"targets,omitempty"`
+	// PropagationDelay is how long after a Secrets Manager rotation koshactl
+	// keeps signing with the previous key, so data planes that cache the
+	// secret learn the new one first. Nil means the default (5m, the Lambda
+	// extension's cache TTL); 0s signs with the new key at once.
+	PropagationDelay *Duration `yaml:"propagation-delay,omitempty" json:"propagation-delay,omitempty"`
 }
 
 // MetricsConfig says where breaker_state gauges are read from.
@@ -182,6 +208,11 @@ func (c *Context) Validate(name string) error {
 		}
 		if d.Region == "" {
 			return fmt.Errorf("%w: context %q: dynamodb store needs a region (set it with koshactl config set-context %s --region R)", ErrInvalid, name, name)
+		}
+		for svc := range d.Endpoints {
+			if !slices.Contains(EndpointServices, svc) {
+				return fmt.Errorf("%w: context %q: endpoints names unknown service %q: use one of %s", ErrInvalid, name, svc, strings.Join(EndpointServices, ", "))
+			}
 		}
 	}
 	return nil

@@ -125,12 +125,14 @@ func (l *Local) Keys(ctx context.Context) ([]Staged, error) {
 // Rotate generates a new current key and keeps the old one as the previous
 // key (replacing any older previous key). Each file is replaced atomically
 // by rename, previous first, so a concurrent reader always finds a current
-// key. Concurrent rotations are not coordinated: the last one wins.
-func (l *Local) Rotate(context.Context) (Rotation, error) {
+// key. Concurrent rotations are not coordinated: the last one wins. The
+// local key has no fleet caching it, so opts (the age guard) do not apply.
+func (l *Local) Rotate(context.Context, RotateOptions) (Rotation, error) {
 	old, err := readKeyFile(l.current())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
 	}
+	retired, _ := readKeyFile(l.previous()) // reported only; a missing or bad one is simply replaced
 	if !old.IsZero() {
 		tmp, err := l.writeTemp(old)
 		if err != nil {
@@ -151,7 +153,7 @@ func (l *Local) Rotate(context.Context) (Rotation, error) {
 	if err := os.Rename(tmp, l.current()); err != nil {
 		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", removeTemp(tmp, err))
 	}
-	return Rotation{Previous: old, Current: k}, nil
+	return Rotation{Previous: old, Retired: retired, Current: k}, nil
 }
 
 // Describe returns "local key file DIR/chaos.key".

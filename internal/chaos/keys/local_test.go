@@ -237,7 +237,7 @@ func TestLocalRotate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := src.Rotate(ctx)
+	r, err := src.Rotate(ctx, keys.RotateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestLocalRotate(t *testing.T) {
 		t.Errorf("previous key file mode %v", st.Mode().Perm())
 	}
 
-	if _, err := src.Rotate(ctx); err != nil {
+	if _, err := src.Rotate(ctx, keys.RotateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = src.ByKID(ctx, k1.KID())
@@ -271,7 +271,7 @@ func TestLocalRotate(t *testing.T) {
 
 	// Rotating before first use just creates the key.
 	fresh := keys.NewLocal(filepath.Join(t.TempDir(), "new"))
-	r, err = fresh.Rotate(ctx)
+	r, err = fresh.Rotate(ctx, keys.RotateOptions{})
 	if err != nil || !r.Previous.IsZero() || r.Current.IsZero() {
 		t.Errorf("rotate before first use: %+v, %v", r, err)
 	}

@@ -3,14 +3,9 @@ package keys_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,241 +17,17 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
+	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
 	"github.com/kosha-platform/koshactl/internal/clock"
 )
 
-// fakeSM speaks enough of the Secrets Manager JSON 1.1 protocol for
-// GetSecretValue and PutSecretValue, with version stages that move on put
-// the way the real service moves them. Requests it does not expect fail
-// the test.
-type fakeSM struct {
-	t *testing.T
-
-	mu       sync.Mutex
-	secrets  map[string][]*smVersion // by name, oldest first
-	failures []smFailure             // consumed in order by matching requests
-	calls    []smCall
-	nextID   int
-}
-
-type smVersion struct {
-	ID, Value, Token string
-	Binary           bool
-	Stages           []string
-}
-
-type smCall struct {
-	Target string
-	Body   map[string]any
-}
-
-type smFailure struct {
-	target string // "" matches any
-	status int
-	code   string
-	times  int // -1 forever
-}
-
-func newFakeSM(t *testing.T) (*fakeSM, *httptest.Server) {
-	f := &fakeSM{t: t, secrets: map[string][]*smVersion{}}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(srv.Close)
-	return f, srv
-}
-
-// create makes a secret with no versions (create-secret without a value).
-func (f *fakeSM) create(name string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.secrets[name] = []*smVersion{}
-}
-
-// putRaw stores a version directly, as the console or CLI would.
-func (f *fakeSM) putRaw(name, value string, binary bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.addVersion(name, value, "", binary)
-}
-
-func (f *fakeSM) fail(target string, status int, code string, times int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.failures = append(f.failures, smFailure{target, status, code, times})
-}
-
-func (f *fakeSM) callCount(target string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n := 0
-	for _, c := range f.calls {
-		if c.Target == target {
-			n++
-		}
-	}
-	return n
-}
-
-func (f *fakeSM) lastCall(target string) smCall {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i := len(f.calls) - 1; i >= 0; i-- {
-		if f.calls[i].Target == target {
-			return f.calls[i]
-		}
-	}
-	f.t.Fatalf("no %s call", target)
-	return smCall{}
-}
-
-func (f *fakeSM) stages(name string) map[string]string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := map[string]string{}
-	for _, v := range f.secrets[name] {
-		for _, s := range v.Stages {
-			out[s] = v.ID
-		}
-	}
-	return out
-}
-
-// addVersion makes a new AWSCURRENT version, moving AWSPREVIOUS to the old
-// current one and dropping the older AWSPREVIOUS label.
-func (f *fakeSM) addVersion(name, value, token string, binary bool) *smVersion {
-	f.nextID++
-	v := &smVersion{ID: fmt.Sprintf("v%04d-0000-4000-8000-000000000000", f.nextID), Value: value, Token: token, Binary: binary, Stages: []string{"AWSCURRENT"}}
-	for _, old := range f.secrets[name] {
-		var keep []string
-		wasCurrent := false
-		for _, s := range old.Stages {
-			switch s {
-			case "AWSPREVIOUS":
-			case "AWSCURRENT":
-				wasCurrent = true
-			default:
-				keep = append(keep, s)
-			}
-		}
-		if wasCurrent {
-			keep = append(keep, "AWSPREVIOUS")
-		}
-		old.Stages = keep
-	}
-	f.secrets[name] = append(f.secrets[name], v)
-	return v
-}
-
-func (f *fakeSM) serve(w http.ResponseWriter, r *http.Request) {
-	target := r.Header.Get("X-Amz-Target")
-	if r.Method != http.MethodPost || r.URL.Path != "/" {
-		f.t.Errorf("unexpected %s %s", r.Method, r.URL.Path)
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "application/x-amz-json-1.1" {
-		f.t.Errorf("%s: Content-Type %q, want application/x-amz-json-1.1", target, ct)
-	}
-	if auth := r.Header.Get("Authorization"); !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDCHAOSTEST/") || !strings.Contains(auth, "/secretsmanager/aws4_request") {
-		f.t.Errorf("%s: request not SigV4-signed for secretsmanager: %q", target, auth)
-	}
-	raw, _ := io.ReadAll(r.Body)
-	var body map[string]any
-	if err := json.Unmarshal(raw, &body); err != nil {
-		f.t.Errorf("%s: body %q: %v", target, raw, err)
-	}
-
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls = append(f.calls, smCall{Target: target, Body: body})
-	for i := range f.failures {
-		fl := &f.failures[i]
-		if fl.times != 0 && (fl.target == "" || "secretsmanager."+fl.target == target) {
-			if fl.times > 0 {
-				fl.times--
-			}
-			writeErr(w, fl.status, fl.code, "injected "+fl.code)
-			return
-		}
-	}
-
-	name, _ := body["SecretId"].(string)
-	versions, exists := f.secrets[name]
-	switch target {
-	case "secretsmanager.GetSecretValue":
-		if !exists {
-			writeErr(w, 400, "ResourceNotFoundException", "Secrets Manager can't find the specified secret.")
-			return
-		}
-		stage, _ := body["VersionStage"].(string)
-		if stage == "" {
-			stage = "AWSCURRENT"
-		}
-		for _, v := range versions {
-			for _, s := range v.Stages {
-				if s != stage {
-					continue
-				}
-				out := map[string]any{
-					"ARN": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:" + name + "-AbCdEf", "Name": name,
-					"VersionId": v.ID, "VersionStages": v.Stages, "CreatedDate": 1767225600.0,
-				}
-				if v.Binary {
-					out["SecretBinary"] = base64.StdEncoding.EncodeToString([]byte(v.Value))
-				} else {
-					out["SecretString"] = v.Value
-				}
-				writeJSON(w, out)
-				return
-			}
-		}
-		writeErr(w, 400, "ResourceNotFoundException", "Secrets Manager can't find the specified secret value for staging label: "+stage)
-	case "secretsmanager.PutSecretValue":
-		if !exists {
-			writeErr(w, 400, "ResourceNotFoundException", "Secrets Manager can't find the specified secret.")
-			return
-		}
-		token, _ := body["ClientRequestToken"].(string)
-		value, _ := body["SecretString"].(string)
-		if len(token) < 32 || len(token) > 64 {
-			writeErr(w, 400, "ValidationException", "ClientRequestToken must be 32 to 64 characters")
-			return
-		}
-		for _, v := range versions {
-			if v.Token == token {
-				if v.Value != value {
-					writeErr(w, 400, "ResourceExistsException", "a version with this ClientRequestToken already exists with different contents")
-					return
-				}
-				writeJSON(w, map[string]any{"ARN": "arn", "Name": name, "VersionId": v.ID, "VersionStages": v.Stages})
-				return
-			}
-		}
-		v := f.addVersion(name, value, token, false)
-		writeJSON(w, map[string]any{"ARN": "arn", "Name": name, "VersionId": v.ID, "VersionStages": v.Stages})
-	default:
-		f.t.Errorf("unexpected call %s", target)
-		writeErr(w, 400, "UnknownOperationException", target)
-	}
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeErr(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.Header().Set("X-Amzn-ErrorType", code)
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"__type": code, "message": msg})
-}
-
 // newSMClient is the real SDK client pointed at srv, with static
 // credentials and up to attempts tries without backoff delay.
-func newSMClient(srv *httptest.Server, attempts int) *secretsmanager.Client {
+func newSMClient(srv *smfake.Server, attempts int) *secretsmanager.Client {
 	return secretsmanager.New(secretsmanager.Options{
 		Region:       "eu-west-1",
 		BaseEndpoint: aws.String(srv.URL),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDCHAOSTEST", "not-a-real-secret-key", ""),
-		HTTPClient:   srv.Client(),
 		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = attempts
 			o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
@@ -267,21 +38,31 @@ func newSMClient(srv *httptest.Server, attempts int) *secretsmanager.Client {
 
 const secretID = "kosha/chaos/dev" //nolint:gosec // G101: a secret's name, not its value
 
+// force rotates whatever the current key's age: these tests are about
+// other rules than the age guard.
+var force = keys.RotateOptions{Force: true}
+
+// newFakeSM starts the Secrets Manager fake on the real clock.
+func newFakeSM(t *testing.T) (*smfake.Server, *smfake.Server) {
+	f := smfake.New(t, nil)
+	return f, f
+}
+
 func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	ctx := context.Background()
 	fake, srv := newFakeSM(t)
-	fake.create(secretID)
+	fake.Create(secretID)
 	src := keys.NewSecretsManager(newSMClient(srv, 3), secretID)
 
 	// First rotation of an empty secret stores the first key.
-	r1, err := src.Rotate(ctx)
+	r1, err := src.Rotate(ctx, force)
 	if err != nil {
 		t.Fatalf("first rotate: %v", err)
 	}
 	if !r1.Previous.IsZero() || r1.Current.IsZero() || r1.VersionID == "" {
 		t.Fatalf("first rotation %+v", r1)
 	}
-	put := fake.lastCall("secretsmanager.PutSecretValue")
+	put := fake.LastCall("PutSecretValue")
 	if tok, _ := put.Body["ClientRequestToken"].(string); len(tok) < 32 {
 		t.Errorf("ClientRequestToken %q, want 32+ characters", tok)
 	}
@@ -306,20 +87,20 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	if m1.Header.KID != r1.Current.KID() {
 		t.Errorf("minted under kid %s, current is %s", m1.Header.KID, r1.Current.KID())
 	}
-	get := fake.lastCall("secretsmanager.GetSecretValue")
+	get := fake.LastCall("GetSecretValue")
 	if get.Body["SecretId"] != secretID || get.Body["VersionStage"] != "AWSCURRENT" {
 		t.Errorf("GetSecretValue body %v", get.Body)
 	}
 
 	// Rotate: the header minted before still verifies (AWSPREVIOUS).
-	r2, err := src.Rotate(ctx)
+	r2, err := src.Rotate(ctx, force)
 	if err != nil {
 		t.Fatalf("second rotate: %v", err)
 	}
 	if !r2.Previous.Equal(r1.Current) || r2.Current.Equal(r1.Current) {
 		t.Fatalf("second rotation: previous %s current %s", r2.Previous, r2.Current)
 	}
-	if st := fake.stages(secretID); st["AWSCURRENT"] != r2.VersionID || st["AWSPREVIOUS"] != r1.VersionID {
+	if st := fake.Stages(secretID); st["AWSCURRENT"] != r2.VersionID || st["AWSPREVIOUS"] != r1.VersionID {
 		t.Fatalf("stages after rotation: %v", st)
 	}
 	ver, err := chaos.NewVerifier(src, chaos.Options{Clock: clk})
@@ -336,11 +117,11 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	if m2.Header.KID != r2.Current.KID() {
 		t.Errorf("after rotation minted under %s, want %s", m2.Header.KID, r2.Current.KID())
 	}
-	gets := fake.callCount("secretsmanager.GetSecretValue")
+	gets := fake.Calls("GetSecretValue")
 	if _, err := ver.Verify(ctx, m2.Value()); err != nil {
 		t.Fatalf("header minted after the rotation: %v", err)
 	}
-	if n := fake.callCount("secretsmanager.GetSecretValue") - gets; n != 1 {
+	if n := fake.Calls("GetSecretValue") - gets; n != 1 {
 		t.Errorf("verifying a current-key header read the secret %d times, want 1 (AWSCURRENT only)", n)
 	}
 
@@ -351,7 +132,7 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	}
 
 	// A third rotation retires the first key: its header is refused by kid.
-	r3, err := src.Rotate(ctx)
+	r3, err := src.Rotate(ctx, force)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,21 +169,21 @@ func TestSecretsManagerNotFound(t *testing.T) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
 	}
-	_, err = src.Rotate(ctx)
+	_, err = src.Rotate(ctx, force)
 	if !errors.Is(err, keys.ErrNoKey) || !strings.Contains(err.Error(), "create-secret --name kosha/chaos/dev") {
 		t.Errorf("rotating a missing secret: %v", err)
 	}
-	if n := fake.callCount("secretsmanager.GetSecretValue"); n != 2 {
+	if n := fake.Calls("GetSecretValue"); n != 2 {
 		t.Errorf("not-found was retried: %d GetSecretValue calls, want 2 (one per operation)", n)
 	}
 
 	// A secret created without a value has no AWSCURRENT yet.
-	fake.create(secretID)
+	fake.Create(secretID)
 	if _, err := src.Current(ctx); !errors.Is(err, keys.ErrNoKey) || !strings.Contains(err.Error(), "no AWSCURRENT version") {
 		t.Errorf("secret without a value: %v", err)
 	}
 	// With only AWSCURRENT, verification of an unknown kid names what exists.
-	if _, err := src.Rotate(ctx); err != nil {
+	if _, err := src.Rotate(ctx, force); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := src.ByKID(ctx, "AAAAAAAAAAA"); !errors.Is(err, chaos.ErrUnknownKID) {
@@ -413,10 +194,10 @@ func TestSecretsManagerNotFound(t *testing.T) {
 func TestSecretsManagerAccessDenied(t *testing.T) {
 	ctx := context.Background()
 	fake, srv := newFakeSM(t)
-	fake.create(secretID)
+	fake.Create(secretID)
 	src := keys.NewSecretsManager(newSMClient(srv, 3), secretID)
 
-	fake.fail("GetSecretValue", 400, "AccessDeniedException", -1)
+	fake.Fail("GetSecretValue", 400, "AccessDeniedException", -1)
 	_, err := src.Current(ctx)
 	var se *keys.SecretError
 	if !errors.Is(err, keys.ErrAccessDenied) || !errors.As(err, &se) || se.SecretID != secretID {
@@ -425,7 +206,7 @@ func TestSecretsManagerAccessDenied(t *testing.T) {
 	if !strings.Contains(err.Error(), "secretsmanager:GetSecretValue") || !strings.Contains(err.Error(), "AccessDeniedException") {
 		t.Errorf("error %q does not name the permission and code", err)
 	}
-	if n := fake.callCount("secretsmanager.GetSecretValue"); n != 1 {
+	if n := fake.Calls("GetSecretValue"); n != 1 {
 		t.Errorf("access denied was retried: %d calls", n)
 	}
 	// Verification cannot decide: it is a keyring error, not a verdict.
@@ -441,14 +222,14 @@ func TestSecretsManagerAccessDenied(t *testing.T) {
 func TestSecretsManagerRotateDenied(t *testing.T) {
 	ctx := context.Background()
 	fake, srv := newFakeSM(t)
-	fake.create(secretID)
-	fake.fail("PutSecretValue", 400, "AccessDeniedException", -1)
+	fake.Create(secretID)
+	fake.Fail("PutSecretValue", 400, "AccessDeniedException", -1)
 	src := keys.NewSecretsManager(newSMClient(srv, 3), secretID)
-	_, err := src.Rotate(ctx)
+	_, err := src.Rotate(ctx, force)
 	if !errors.Is(err, keys.ErrAccessDenied) || !strings.Contains(err.Error(), "secretsmanager:PutSecretValue") || !strings.Contains(err.Error(), "rotate chaos key secret") {
 		t.Fatalf("denied rotate: %v", err)
 	}
-	if len(fake.stages(secretID)) != 0 {
+	if len(fake.Stages(secretID)) != 0 {
 		t.Error("a denied rotation stored a version")
 	}
 }
@@ -456,38 +237,38 @@ func TestSecretsManagerRotateDenied(t *testing.T) {
 func TestSecretsManagerThrottling(t *testing.T) {
 	ctx := context.Background()
 	fake, srv := newFakeSM(t)
-	fake.create(secretID)
+	fake.Create(secretID)
 	src := keys.NewSecretsManager(newSMClient(srv, 3), secretID)
-	if _, err := src.Rotate(ctx); err != nil {
+	if _, err := src.Rotate(ctx, force); err != nil {
 		t.Fatal(err)
 	}
-	before := fake.callCount("secretsmanager.GetSecretValue")
+	before := fake.Calls("GetSecretValue")
 
 	// Throttled twice, then served: the SDK's retries absorb it.
-	fake.fail("GetSecretValue", 400, "ThrottlingException", 2)
+	fake.Fail("GetSecretValue", 400, "ThrottlingException", 2)
 	if _, err := src.Current(ctx); err != nil {
 		t.Fatalf("throttled twice with 3 attempts: %v", err)
 	}
-	if n := fake.callCount("secretsmanager.GetSecretValue") - before; n != 3 {
+	if n := fake.Calls("GetSecretValue") - before; n != 3 {
 		t.Errorf("%d attempts, want 3", n)
 	}
 
 	// Throttled throughout: a classified error after exactly 3 attempts.
-	fake.fail("GetSecretValue", 400, "ThrottlingException", -1)
-	before = fake.callCount("secretsmanager.GetSecretValue")
+	fake.Fail("GetSecretValue", 400, "ThrottlingException", -1)
+	before = fake.Calls("GetSecretValue")
 	_, err := src.Current(ctx)
 	if !errors.Is(err, keys.ErrThrottled) || !strings.Contains(err.Error(), "try again shortly") {
 		t.Fatalf("throttled: %v", err)
 	}
-	if n := fake.callCount("secretsmanager.GetSecretValue") - before; n != 3 {
+	if n := fake.Calls("GetSecretValue") - before; n != 3 {
 		t.Errorf("%d attempts, want 3", n)
 	}
 }
 
 func TestSecretsManagerCredentialsRejected(t *testing.T) {
 	fake, srv := newFakeSM(t)
-	fake.create(secretID)
-	fake.fail("", 400, "UnrecognizedClientException", -1)
+	fake.Create(secretID)
+	fake.Fail("", 400, "UnrecognizedClientException", -1)
 	_, err := keys.NewSecretsManager(newSMClient(srv, 3), secretID).Current(context.Background())
 	if !errors.Is(err, keys.ErrCredentials) {
 		t.Fatalf("rejected credentials: %v", err)
@@ -498,7 +279,7 @@ func TestSecretsManagerBadSecretValue(t *testing.T) {
 	ctx := context.Background()
 	fake, srv := newFakeSM(t)
 	const junk = `{"key":"hunter2-this-is-not-a-key"}`
-	fake.putRaw(secretID, junk, false)
+	fake.PutRaw(secretID, junk, false)
 	src := keys.NewSecretsManager(newSMClient(srv, 3), secretID)
 	_, err := src.Current(ctx)
 	if !errors.Is(err, chaos.ErrInvalidKey) || strings.Contains(err.Error(), "hunter2") {
@@ -508,7 +289,7 @@ func TestSecretsManagerBadSecretValue(t *testing.T) {
 		t.Errorf("error %q does not say which version is bad", err)
 	}
 	// Rotation repairs it, and the junk becomes AWSPREVIOUS...
-	r, err := src.Rotate(ctx)
+	r, err := src.Rotate(ctx, force)
 	if err != nil || !r.Previous.IsZero() {
 		t.Fatalf("rotating over junk: %+v, %v", r, err)
 	}
@@ -522,7 +303,7 @@ func TestSecretsManagerBadSecretValue(t *testing.T) {
 	}
 
 	fake2, srv2 := newFakeSM(t)
-	fake2.putRaw(secretID, "binary-bytes", true)
+	fake2.PutRaw(secretID, "binary-bytes", true)
 	_, err = keys.NewSecretsManager(newSMClient(srv2, 1), secretID).Current(ctx)
 	if !errors.Is(err, chaos.ErrInvalidKey) || !strings.Contains(err.Error(), "SecretBinary") {
 		t.Errorf("binary secret: %v", err)
@@ -532,9 +313,9 @@ func TestSecretsManagerBadSecretValue(t *testing.T) {
 func TestSecretsManagerErrorsNeverCarryTheKey(t *testing.T) {
 	ctx := context.Background()
 	fake, srv := newFakeSM(t)
-	fake.create(secretID)
+	fake.Create(secretID)
 	src := keys.NewSecretsManager(newSMClient(srv, 1), secretID)
-	r, err := src.Rotate(ctx)
+	r, err := src.Rotate(ctx, force)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,9 +338,9 @@ func TestSecretsManagerErrorsNeverCarryTheKey(t *testing.T) {
 func TestSecretsManagerUnreachableOrFailing(t *testing.T) {
 	ctx := context.Background()
 	fake, srv := newFakeSM(t)
-	fake.create(secretID)
+	fake.Create(secretID)
 	src := keys.NewSecretsManager(newSMClient(srv, 1), secretID)
-	fake.fail("GetSecretValue", 500, "InternalServiceError", -1)
+	fake.Fail("GetSecretValue", 500, "InternalServiceError", -1)
 	if _, err := src.Current(ctx); !errors.Is(err, keys.ErrUnavailable) || errors.Is(err, keys.ErrAccessDenied) {
 		t.Errorf("server error: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 )
@@ -25,7 +26,15 @@ type Rotator interface {
 	// Rotate stores a fresh random key as the signing key and keeps the one
 	// it replaces as the previous key, so headers signed before the
 	// rotation keep verifying until they expire.
-	Rotate(ctx context.Context) (Rotation, error)
+	Rotate(ctx context.Context, opts RotateOptions) (Rotation, error)
+}
+
+// RotateOptions tune a rotation.
+type RotateOptions struct {
+	// Force rotates even when the current key is too young to replace
+	// safely (Secrets Manager: younger than its MinRotationAge). Default
+	// false: such a rotation is refused with ErrTooSoon.
+	Force bool
 }
 
 // Stage names. Secrets Manager uses its own staging labels; the local
@@ -45,16 +54,29 @@ type Staged struct {
 	Key chaos.Key
 	// VersionID is the Secrets Manager version id, when there is one.
 	VersionID string
+	// Created is when the version was created, when the source knows.
+	Created time.Time
 }
 
 // Rotation reports what Rotate did.
 type Rotation struct {
-	// Previous is the key that was current before, zero if there was none.
+	// Previous is the key that was current before (and is now previous),
+	// zero if there was none or its value was not a key.
 	Previous chaos.Key
-	// Current is the new signing key.
+	// PreviousVersionID is its Secrets Manager version, when there is one.
+	PreviousVersionID string
+	// Retired is the key that was previous before and verifies no more,
+	// zero if there was none.
+	Retired chaos.Key
+	// Current is the new key.
 	Current chaos.Key
 	// VersionID is the new Secrets Manager version id, when there is one.
 	VersionID string
+	// Created is when the new key was stored, when the source knows.
+	Created time.Time
+	// SignsFrom is when the new key starts signing (Created plus the
+	// propagation delay); zero when it signs at once.
+	SignsFrom time.Time
 }
 
 // Sentinel errors, matched with errors.Is.
@@ -75,16 +97,22 @@ var (
 	ErrInsecureFile = errors.New("chaos key file permissions too open")
 	// ErrNotRotatable: the source cannot rotate (key files, variables).
 	ErrNotRotatable = errors.New("chaos key source cannot rotate")
+	// ErrConflict: another rotation changed the key while this one ran;
+	// this one changed nothing.
+	ErrConflict = errors.New("chaos key rotated by someone else meanwhile")
+	// ErrTooSoon: the current key is too young to replace without
+	// breaking headers it or its predecessor signed.
+	ErrTooSoon = errors.New("chaos key rotated too recently")
 )
 
 // Rotate rotates src if it is a [Rotator], and otherwise returns an error
 // matching ErrNotRotatable that names the source.
-func Rotate(ctx context.Context, src Source) (Rotation, error) {
+func Rotate(ctx context.Context, src Source, opts RotateOptions) (Rotation, error) {
 	r, ok := src.(Rotator)
 	if !ok {
 		return Rotation{}, fmt.Errorf("rotate chaos key: %w: %s holds a single key; replace it by hand", ErrNotRotatable, src.Describe())
 	}
-	return r.Rotate(ctx)
+	return r.Rotate(ctx, opts)
 }
 
 // byKID finds kid among staged keys, or returns chaos.UnknownKIDError

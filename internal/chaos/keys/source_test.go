@@ -50,14 +50,14 @@ func mustKeys(t *testing.T, s keys.Source) []keys.Staged {
 func TestRotateHelper(t *testing.T) {
 	ctx := context.Background()
 	k, _ := chaos.GenerateKey(nil)
-	_, err := keys.Rotate(ctx, keys.NewStatic("test keys", k, chaos.Key{}))
+	_, err := keys.Rotate(ctx, keys.NewStatic("test keys", k, chaos.Key{}), keys.RotateOptions{})
 	if !errors.Is(err, keys.ErrNotRotatable) || !strings.Contains(err.Error(), "test keys") {
 		t.Errorf("static source: %v", err)
 	}
-	if _, err := keys.Rotate(ctx, keys.NewEnvLookup("X", func(string) (string, bool) { return "", false })); !errors.Is(err, keys.ErrNotRotatable) {
+	if _, err := keys.Rotate(ctx, keys.NewEnvLookup("X", func(string) (string, bool) { return "", false }), keys.RotateOptions{}); !errors.Is(err, keys.ErrNotRotatable) {
 		t.Errorf("env source: %v", err)
 	}
-	r, err := keys.Rotate(ctx, keys.NewLocal(t.TempDir()))
+	r, err := keys.Rotate(ctx, keys.NewLocal(t.TempDir()), keys.RotateOptions{})
 	if err != nil || r.Current.IsZero() {
 		t.Errorf("local source: %+v, %v", r, err)
 	}

@@ -100,7 +100,11 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tSUBJECT\tOUTCOME\tREASON")
 	for _, r := range recs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cmdutil.FormatTime(r.Time, now, tty), r.Actor, r.Action,
+		actor := r.Actor
+		if r.ActorSource == audit.ActorUnverified {
+			actor += " (unverified)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cmdutil.FormatTime(r.Time, now, tty), actor, r.Action,
 			r.Subject, r.Outcome, r.Reason)
 	}
 	return tw.Flush()

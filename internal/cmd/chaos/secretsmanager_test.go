@@ -2,13 +2,7 @@ package chaos_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,150 +10,29 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
-// fakeSM speaks enough of the Secrets Manager JSON 1.1 protocol for
-// GetSecretValue and PutSecretValue, moving the AWSCURRENT and AWSPREVIOUS
-// stages on put as the service does. Anything else fails the test.
-type fakeSM struct {
-	t *testing.T
-
-	mu       sync.Mutex
-	secrets  map[string][]*smVersion
-	calls    map[string]int
-	deny     string // operation answered with AccessDeniedException
-	versions int
-}
-
-type smVersion struct {
-	id, value, token string
-	stages           []string
-}
-
-func newFakeSM(t *testing.T, secretIDs ...string) (*fakeSM, *httptest.Server) {
-	f := &fakeSM{t: t, secrets: map[string][]*smVersion{}, calls: map[string]int{}}
+// newFakeSM starts the Secrets Manager fake on the CLI's clock, holding
+// the named secrets without versions.
+func newFakeSM(c *cli, secretIDs ...string) *smfake.Server {
+	f := smfake.New(c.T, c.Clock)
 	for _, id := range secretIDs {
-		f.secrets[id] = nil
+		f.Create(id)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(srv.Close)
-	return f, srv
-}
-
-// values returns every SecretString ever stored.
-func (f *fakeSM) values() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []string
-	for _, vs := range f.secrets {
-		for _, v := range vs {
-			out = append(out, v.value)
-		}
-	}
-	return out
-}
-
-func (f *fakeSM) count(op string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[op]
-}
-
-func (f *fakeSM) setDeny(op string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.deny = op
-}
-
-func (f *fakeSM) serve(w http.ResponseWriter, r *http.Request) {
-	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "secretsmanager.")
-	if !strings.Contains(r.Header.Get("Authorization"), "/secretsmanager/aws4_request") {
-		f.t.Errorf("%s: not SigV4-signed for secretsmanager", op)
-	}
-	raw, _ := io.ReadAll(r.Body)
-	var body struct {
-		SecretID           string `json:"SecretId"`
-		VersionStage       string `json:"VersionStage"`
-		SecretString       string `json:"SecretString"`
-		ClientRequestToken string `json:"ClientRequestToken"`
-	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		f.t.Errorf("%s: body %q: %v", op, raw, err)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls[op]++
-	if op == f.deny {
-		smError(w, "AccessDeniedException", "User is not authorized to perform: secretsmanager:"+op)
-		return
-	}
-	versions, exists := f.secrets[body.SecretID]
-	if !exists {
-		smError(w, "ResourceNotFoundException", "Secrets Manager can't find the specified secret.")
-		return
-	}
-	switch op {
-	case "GetSecretValue":
-		stage := body.VersionStage
-		if stage == "" {
-			stage = "AWSCURRENT"
-		}
-		for _, v := range versions {
-			for _, s := range v.stages {
-				if s == stage {
-					smJSON(w, map[string]any{"Name": body.SecretID, "VersionId": v.id, "VersionStages": v.stages, "SecretString": v.value})
-					return
-				}
-			}
-		}
-		smError(w, "ResourceNotFoundException", "Secrets Manager can't find the specified secret value for staging label: "+stage)
-	case "PutSecretValue":
-		if len(body.ClientRequestToken) < 32 {
-			smError(w, "ValidationException", "ClientRequestToken must be 32 to 64 characters")
-			return
-		}
-		f.versions++
-		v := &smVersion{id: fmt.Sprintf("v%04d-0000-4000-8000-000000000000", f.versions), value: body.SecretString,
-			token: body.ClientRequestToken, stages: []string{"AWSCURRENT"}}
-		for _, old := range versions {
-			var keep []string
-			for _, s := range old.stages {
-				if s == "AWSCURRENT" {
-					keep = append(keep, "AWSPREVIOUS")
-				}
-			}
-			old.stages = keep
-		}
-		f.secrets[body.SecretID] = append(versions, v)
-		smJSON(w, map[string]any{"Name": body.SecretID, "VersionId": v.id, "VersionStages": v.stages})
-	default:
-		f.t.Errorf("unexpected Secrets Manager call %s", op)
-		smError(w, "UnknownOperationException", op)
-	}
-}
-
-func smJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func smError(w http.ResponseWriter, code, msg string) {
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	w.Header().Set("X-Amzn-ErrorType", code)
-	w.WriteHeader(http.StatusBadRequest)
-	_ = json.NewEncoder(w).Encode(map[string]string{"__type": code, "message": msg})
+	return f
 }
 
 // useSecretsManager points the resolved context's AWS configuration at srv
 // (static test credentials, one attempt per request), so the commands build
 // their real Secrets Manager client from it.
-func useSecretsManager(c *cli, srv *httptest.Server) {
+func useSecretsManager(c *cli, srv *smfake.Server) {
 	cfg := aws.Config{
 		Region:       "eu-west-1",
 		BaseEndpoint: aws.String(srv.URL),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDCHAOSCLITEST", "not-a-real-secret-key", ""),
-		HTTPClient:   srv.Client(),
 		Retryer:      func() aws.Retryer { return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 1 }) },
 	}
 	c.hook = func(f *cmdutil.Factory) {
@@ -197,22 +70,23 @@ type keyIDs struct {
 func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
-	fake, srv := newFakeSM(t, "kosha/chaos/dev")
-	useSecretsManager(c, srv)
+	fake := newFakeSM(c, "kosha/chaos/dev")
+	useSecretsManager(c, fake)
 
 	// An empty secret: nothing to sign with yet, and the error says how to fix it.
 	r := c.must(cmdutil.ExitNotFound, "chaos", "sign", "--target", "openai", "--fault", "error")
 	oneErrorLine(t, r, `"kosha/chaos/dev"`, "koshactl chaos key rotate")
 	r = c.must(0, "chaos", "key", "rotate", "--dry-run")
-	if !strings.Contains(r.Stdout, "Would store the first chaos key in Secrets Manager secret \"kosha/chaos/dev\"") || fake.count("PutSecretValue") != 0 {
+	if !strings.Contains(r.Stdout, "Would store the first chaos key in Secrets Manager secret \"kosha/chaos/dev\"") || fake.Calls("PutSecretValue") != 0 {
 		t.Fatalf("dry run on an empty secret:\n%s", r.Stdout)
 	}
 
-	c.must(0, "chaos", "key", "rotate")
+	// The first key signs at once: there is no other.
+	first := decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
 	ids := decode[keyIDs](t, c.must(0, "chaos", "key", "id", "-o", "json").Stdout)
-	if len(ids.Keys) != 1 || ids.Keys[0].Stage != "AWSCURRENT" || ids.Keys[0].VersionID != "v0001-0000-4000-8000-000000000000" ||
+	if len(ids.Keys) != 1 || ids.Keys[0].Stage != "AWSCURRENT" || ids.Keys[0].VersionID != first.After.VersionID ||
 		ids.KeyOrigin != "chaos.secret-id" || ids.KeySource != `Secrets Manager secret "kosha/chaos/dev"` {
-		t.Fatalf("key id after the first rotation = %+v", ids)
+		t.Fatalf("key id after the first rotation = %+v (rotation %+v)", ids, first)
 	}
 	kid1 := ids.Keys[0].KID
 	r = c.must(0, "chaos", "sign", "--target", "core-api", "--fault", "latency", "--ms", "100", "-o", "value")
@@ -221,36 +95,51 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 		t.Fatalf("sign with AWSCURRENT: %s\n%s", h1, r.Stderr)
 	}
 
-	// Rotate: h1's key is now AWSPREVIOUS, and h1 still verifies by kid.
+	// Too soon to rotate: refused with the time it becomes allowed.
 	c.Clock.Advance(time.Minute)
-	c.must(0, "chaos", "key", "rotate")
+	r = c.must(cmdutil.ExitRefused, "chaos", "key", "rotate")
+	oneErrorLine(t, r, clitest.Epoch.Add(21*time.Minute).Format(time.RFC3339), "--force")
+	if !strings.Contains(c.must(0, "chaos", "key", "rotate", "--dry-run").Stdout, "it would be refused until "+clitest.Epoch.Add(21*time.Minute).Format(time.RFC3339)) {
+		t.Error("the dry run does not say the rotation would be refused")
+	}
+
+	// Rotate (forced, h1 is still live): h1's key is now AWSPREVIOUS, still
+	// verifies by kid, and keeps signing through the propagation delay.
+	rotatedAt := c.Clock.Now()
+	r = c.must(0, "chaos", "key", "rotate", "--force")
+	signsFrom := rotatedAt.Add(5 * time.Minute).UTC().Format(time.RFC3339)
+	if !strings.Contains(r.Stdout, "signs from "+signsFrom) {
+		t.Errorf("rotation output does not say when the new key signs (%s):\n%s", signsFrom, r.Stdout)
+	}
 	table := c.must(0, "chaos", "key", "id").Stdout
-	if !strings.Contains(table, "AWSPREVIOUS  "+kid1+"  v0001-") || !strings.Contains(table, "AWSCURRENT ") {
+	if !strings.Contains(table, "AWSPREVIOUS  "+kid1+"  "+first.After.VersionID) || !strings.Contains(table, "AWSCURRENT ") {
 		t.Fatalf("key id after the second rotation:\n%s", table)
 	}
 	rep := decode[verifyReport](t, c.must(0, "chaos", "verify", h1, "-o", "json").Stdout)
 	if !rep.OK || rep.outcome("kid") != "pass" || rep.outcome("signature") != "pass" {
 		t.Fatalf("a header signed with AWSPREVIOUS: %+v", rep)
 	}
+	hDelay := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
+	if !strings.Contains(hDelay, ";kid="+kid1+";") {
+		t.Fatal("signed with the new key during the propagation delay")
+	}
+	c.Clock.Advance(5 * time.Minute)
 	h2 := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
 	if strings.Contains(h2, ";kid="+kid1+";") {
-		t.Fatal("signed with AWSPREVIOUS after a rotation")
+		t.Fatal("signed with AWSPREVIOUS after the propagation delay")
 	}
 
-	// A third rotation retires kid1: h1 fails the kid check, h2 still passes.
-	c.Clock.Advance(time.Minute)
-	rot := decode[struct {
-		RetiredKID string   `json:"retired_kid"`
-		After      kidState `json:"after"`
-	}](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
-	if rot.RetiredKID != kid1 || rot.After.VersionID != "v0003-0000-4000-8000-000000000000" {
+	// A third rotation, once allowed (21m after the second), retires kid1:
+	// h1 fails the kid check; a header signed just before still passes.
+	c.Clock.Advance(16 * time.Minute)
+	h3 := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
+	rot := decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
+	if rot.RetiredKID != kid1 || rot.After.VersionID == "" || rot.Before.PreviousKID != kid1 {
 		t.Errorf("third rotation = %+v", rot)
 	}
 	r = c.must(cmdutil.ExitError, "chaos", "verify", h1)
 	oneErrorLine(t, r, "rejected by the kid check", kid1, "AWSPREVIOUS kid")
-	c.must(0, "chaos", "verify", h2)
-	c.Clock.Advance(5 * time.Minute) // h2 was minted 1m ago with the default 5m ttl
-	c.must(cmdutil.ExitError, "chaos", "verify", h2)
+	c.must(0, "chaos", "verify", h3)
 
 	recs := auditRecords(t, c, "chaos.key-rotate")
 	if len(recs) != 3 || recs[0].Subject != "chaos-key#kosha/chaos/dev" || len(recs[2].Before) != 0 {
@@ -260,27 +149,94 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	if after.PreviousKID == "" || after.CurrentKID == "" || after.VersionID == "" {
 		t.Errorf("rotation audit after = %s", recs[0].After)
 	}
-	if n := len(auditRecords(t, c, "chaos.sign")); n != 2 {
-		t.Errorf("%d mints audited, want 2", n)
+	if n := len(auditRecords(t, c, "chaos.sign")); n != 4 {
+		t.Errorf("%d mints audited, want 4", n)
 	}
-	vals := fake.values()
+	vals := fake.Values()
 	if len(vals) != 3 {
 		t.Fatalf("%d versions stored, want 3", len(vals))
 	}
 	for _, v := range vals {
 		assertNoKey(t, c, v)
 	}
+	if _, ok := fake.Stages("kosha/chaos/dev")["AWSPENDING"]; ok {
+		t.Error("a rotation left AWSPENDING behind")
+	}
+}
+
+type rotation struct {
+	Before     kidState `json:"before"`
+	After      kidState `json:"after"`
+	RetiredKID string   `json:"retired_kid"`
+}
+
+// Another operator rotates between this rotation's read and its write: the
+// command exits 4, says so, audits nothing and leaves the winner in place.
+func TestSecretsManagerConcurrentRotationIsAConflict(t *testing.T) {
+	c := newCLI(t)
+	c.WriteConfig(smConfig)
+	fake := newFakeSM(c, "kosha/chaos/dev")
+	useSecretsManager(c, fake)
+	c.must(0, "chaos", "key", "rotate")
+	c.Clock.Advance(time.Hour)
+	var winner rotation
+	fake.BeforeNext("PutSecretValue", func() {
+		winner = decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
+	})
+	r := c.must(cmdutil.ExitConflict, "chaos", "key", "rotate")
+	oneErrorLine(t, r, "another rotation won", winner.After.VersionID)
+	st := fake.Stages("kosha/chaos/dev")
+	if st["AWSCURRENT"] != winner.After.VersionID || st["AWSPENDING"] != "" {
+		t.Errorf("stages %v after the conflict, want the winner current and no AWSPENDING", st)
+	}
+	if n := len(auditRecords(t, c, "chaos.key-rotate")); n != 2 {
+		t.Errorf("%d rotations audited, want the 2 that happened", n)
+	}
+}
+
+// A rotation by someone else lands after this command displayed the keys
+// but before its own compare-and-set read: the audit record names the keys
+// the compare-and-set replaced, not the ones first displayed.
+func TestRotationAuditNamesTheKeysItReplaced(t *testing.T) {
+	c := newCLI(t)
+	c.WriteConfig(smConfig)
+	fake := newFakeSM(c, "kosha/chaos/dev")
+	useSecretsManager(c, fake)
+	c.must(0, "chaos", "key", "rotate")
+	c.Clock.Advance(time.Hour)
+	var other rotation
+	// The command reads AWSCURRENT and AWSPREVIOUS to display them, then
+	// again for the compare-and-set: the other rotation goes in between.
+	fake.BeforeNext("GetSecretValue", func() {
+		fake.BeforeNext("GetSecretValue", func() {
+			fake.BeforeNext("GetSecretValue", func() {
+				other = decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
+			})
+		})
+	})
+	mine := decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
+	if mine.Before.CurrentKID != other.After.CurrentKID || mine.After.PreviousKID != other.After.CurrentKID {
+		t.Fatalf("rotation reports replacing %+v, want the other rotation's key %s", mine.Before, other.After.CurrentKID)
+	}
+	recs := auditRecords(t, c, "chaos.key-rotate")
+	if len(recs) != 3 {
+		t.Fatalf("%d rotation records, want 3", len(recs))
+	}
+	before := decode[kidState](t, string(recs[0].Before))
+	if before.CurrentKID != other.After.CurrentKID || before.VersionID != other.After.VersionID {
+		t.Errorf("audit before = %s, want the other rotation's key %s (version %s)", recs[0].Before, other.After.CurrentKID, other.After.VersionID)
+	}
 }
 
 func TestSecretsManagerAccessDenied(t *testing.T) {
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
-	fake, srv := newFakeSM(t, "kosha/chaos/dev")
-	useSecretsManager(c, srv)
+	fake := newFakeSM(c, "kosha/chaos/dev")
+	useSecretsManager(c, fake)
 	c.must(0, "chaos", "key", "rotate")
 	h := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
 
-	fake.setDeny("GetSecretValue")
+	fake.Fail("GetSecretValue", 400, "AccessDeniedException", -1)
 	r := c.must(cmdutil.ExitAuth, "chaos", "sign", "--target", "openai", "--fault", "error")
 	oneErrorLine(t, r, "access denied", "secretsmanager:GetSecretValue")
 	// Verify cannot decide: the table says so, and the exit is the key store's.
@@ -291,7 +247,9 @@ func TestSecretsManagerAccessDenied(t *testing.T) {
 	oneErrorLine(t, r, "access denied")
 	c.must(cmdutil.ExitAuth, "chaos", "key", "id")
 
-	fake.setDeny("PutSecretValue")
+	fake = newFakeSM(c, "kosha/chaos/dev") // a fresh secret: no age guard, reads allowed
+	useSecretsManager(c, fake)
+	fake.Fail("PutSecretValue", 400, "AccessDeniedException", -1)
 	r = c.must(cmdutil.ExitAuth, "chaos", "key", "rotate")
 	oneErrorLine(t, r, "secretsmanager:PutSecretValue")
 	if n := len(auditRecords(t, c, "chaos.key-rotate")); n != 1 {
@@ -300,7 +258,7 @@ func TestSecretsManagerAccessDenied(t *testing.T) {
 	if n := len(auditRecords(t, c, "chaos.sign")); n != 1 {
 		t.Errorf("%d mints audited, want 1", n)
 	}
-	for _, v := range fake.values() {
+	for _, v := range fake.Values() {
 		assertNoKey(t, c, v)
 	}
 }
@@ -308,8 +266,7 @@ func TestSecretsManagerAccessDenied(t *testing.T) {
 func TestSecretsManagerMissingSecret(t *testing.T) {
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
-	_, srv := newFakeSM(t) // no secret at all
-	useSecretsManager(c, srv)
+	useSecretsManager(c, newFakeSM(c)) // no secret at all
 	r := c.must(cmdutil.ExitNotFound, "chaos", "key", "rotate")
 	oneErrorLine(t, r, "aws secretsmanager create-secret --name kosha/chaos/dev")
 	if n := len(auditRecords(t, c, "")); n != 0 {

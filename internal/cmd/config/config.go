@@ -5,6 +5,9 @@ package config
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -105,8 +108,8 @@ func newGetContexts(f *cmdutil.Factory) *cobra.Command {
 func describeStore(c *config.Context) string {
 	if d := c.Store.DynamoDB; d != nil {
 		s := fmt.Sprintf("dynamodb %s (%s)", d.Table, d.Region)
-		if d.EndpointURL != "" {
-			s += " at " + d.EndpointURL
+		if ep := d.StoreEndpoint(); ep != "" {
+			s += " at " + ep
 		}
 		return s
 	}
@@ -190,6 +193,7 @@ type SetContextOptions struct {
 	Region            string
 	Profile           string
 	EndpointURL       string
+	ServiceEndpoints  []string
 	IMDS              bool
 	StaticCredentials bool
 	Local             string
@@ -201,6 +205,7 @@ type SetContextOptions struct {
 	ChaosKeyFile      string
 	ChaosKeyEnv       string
 	ChaosTargets      []string
+	ChaosPropagation  time.Duration
 	CloudWatchNS      string
 	PrometheusURL     string
 	RLCapacity        float64
@@ -222,6 +227,7 @@ func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContext
 		Example: heredoc.Doc(`
 			koshactl config set-context prod --table kosha-control --region eu-west-1 --profile ops --protected
 			koshactl config set-context dev --table kosha-control --region us-east-1 --endpoint-url http://127.0.0.1:8000 --static-credentials
+			koshactl config set-context ls --table kosha-control --region us-east-1 --service-endpoint dynamodb=http://127.0.0.1:8000 --service-endpoint sts=http://127.0.0.1:4566
 			koshactl config set-context scratch --local ./scratch.db
 		`),
 		Args: cobra.RangeArgs(1, 2),
@@ -246,7 +252,9 @@ func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContext
 	fl.StringVar(&opts.Table, "table", "", "DynamoDB table (default "+config.DefaultTable+" for a new DynamoDB context)")
 	fl.StringVar(&opts.Region, "region", "", "AWS region")
 	fl.StringVar(&opts.Profile, "profile", "", "AWS shared-config profile")
-	fl.StringVar(&opts.EndpointURL, "endpoint-url", "", "DynamoDB-compatible endpoint (DynamoDB Local, LocalStack, dynalite)")
+	fl.StringVar(&opts.EndpointURL, "endpoint-url", "", "one endpoint for every AWS service (DynamoDB Local, LocalStack, dynalite)")
+	fl.StringArrayVar(&opts.ServiceEndpoints, "service-endpoint", nil,
+		"SERVICE=URL: endpoint for one service ("+strings.Join(config.EndpointServices, ", ")+"); wins over --endpoint-url; SERVICE= removes it")
 	fl.BoolVar(&opts.IMDS, "imds", false, "let credentials come from EC2 instance metadata (off: the probe hangs off EC2)")
 	fl.BoolVar(&opts.StaticCredentials, "static-credentials", false, "use dummy credentials (local DynamoDB-compatible endpoints only)")
 	fl.StringVar(&opts.Local, "local", "", "use the embedded store (optionally at PATH)")
@@ -259,6 +267,8 @@ func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContext
 	fl.StringVar(&opts.ChaosKeyFile, "chaos-key-file", "", "file holding the chaos signing key (mode 0600)")
 	fl.StringVar(&opts.ChaosKeyEnv, "chaos-key-env", "", "environment variable holding the chaos signing key")
 	fl.StringSliceVar(&opts.ChaosTargets, "chaos-targets", nil, "dependencies chaos headers may target")
+	fl.DurationVar(&opts.ChaosPropagation, "chaos-propagation-delay", 0,
+		"after a Secrets Manager rotation, keep signing with the previous key this long (default 5m; 0s signs with the new key at once)")
 	fl.StringVar(&opts.CloudWatchNS, "cloudwatch-namespace", "", "read breaker_state from CloudWatch in this namespace")
 	fl.StringVar(&opts.PrometheusURL, "prometheus-url", "", "read breaker_state by scraping this /metrics URL")
 	fl.Float64Var(&opts.RLCapacity, "ratelimit-capacity", 0, "token bucket capacity (default 20)")
@@ -266,6 +276,7 @@ func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContext
 	fl.BoolVar(&opts.Use, "use", false, "also make it the current context")
 	cmd.MarkFlagsMutuallyExclusive("local", "table")
 	cmd.MarkFlagsMutuallyExclusive("local", "endpoint-url")
+	cmd.MarkFlagsMutuallyExclusive("local", "service-endpoint")
 	cmd.MarkFlagsMutuallyExclusive("cloudwatch-namespace", "prometheus-url")
 	return cmd
 }
@@ -287,7 +298,7 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		ctx = &config.Context{}
 	}
 	ch := o.changed
-	awsFlag := ch("table") || ch("region") || ch("profile") || ch("endpoint-url") || ch("imds") || ch("static-credentials")
+	awsFlag := ch("table") || ch("region") || ch("profile") || ch("endpoint-url") || ch("service-endpoint") || ch("imds") || ch("static-credentials")
 	switch {
 	case ch("local"):
 		ctx.Store = config.StoreConfig{Local: &config.LocalStore{}}
@@ -306,9 +317,12 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		set(ch, "region", &d.Region, o.Region)
 		set(ch, "profile", &d.Profile, o.Profile)
 		set(ch, "endpoint-url", &d.EndpointURL, o.EndpointURL)
+		if err := setServiceEndpoints(d, o.ServiceEndpoints); err != nil {
+			return err
+		}
 		set(ch, "imds", &d.IMDS, o.IMDS)
 		set(ch, "static-credentials", &d.StaticCredentials, o.StaticCredentials)
-		if d.StaticCredentials && d.EndpointURL == "" {
+		if d.StaticCredentials && d.StoreEndpoint() == "" {
 			return cmdutil.Usagef("--static-credentials is only for local DynamoDB-compatible endpoints: also give --endpoint-url")
 		}
 	case !existed:
@@ -343,6 +357,13 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 	set(ch, "chaos-key-file", &ctx.Chaos.KeyFile, o.ChaosKeyFile)
 	set(ch, "chaos-key-env", &ctx.Chaos.KeyEnv, o.ChaosKeyEnv)
 	set(ch, "chaos-targets", &ctx.Chaos.Targets, o.ChaosTargets)
+	if ch("chaos-propagation-delay") {
+		if o.ChaosPropagation < 0 || o.ChaosPropagation > time.Hour {
+			return cmdutil.Usagef("--chaos-propagation-delay %s is out of range: give 0s to 1h (the data plane's key cache TTL, 5m for the Lambda extension)", o.ChaosPropagation)
+		}
+		d := config.Duration(o.ChaosPropagation)
+		ctx.Chaos.PropagationDelay = &d
+	}
 	if ch("cloudwatch-namespace") {
 		ctx.Metrics = config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{Namespace: o.CloudWatchNS}}
 	}
@@ -376,8 +397,34 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		verb = "Updated"
 	}
 	fmt.Fprintf(f.IOStreams.Out, "%s context %q (%s) in %s\n", verb, o.Name, describeStore(ctx), file.Path())
-	if ctx.Store.DynamoDB != nil && ctx.Store.DynamoDB.EndpointURL == "" && !ctx.Protected {
+	if ctx.Store.DynamoDB != nil && ctx.Store.DynamoDB.StoreEndpoint() == "" && !ctx.Protected {
 		fmt.Fprintf(f.IOStreams.ErrOut, "note: %q points at real AWS and is not protected; consider --protected\n", o.Name)
+	}
+	return nil
+}
+
+// setServiceEndpoints applies --service-endpoint SERVICE=URL values; an
+// empty URL removes the service's endpoint.
+func setServiceEndpoints(d *config.DynamoDBStore, values []string) error {
+	for _, v := range values {
+		svc, u, ok := strings.Cut(v, "=")
+		if !ok || !slices.Contains(config.EndpointServices, svc) {
+			return cmdutil.Usagef("--service-endpoint %q: give SERVICE=URL with SERVICE one of %s", v, strings.Join(config.EndpointServices, ", "))
+		}
+		if u == "" {
+			delete(d.Endpoints, svc)
+			continue
+		}
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return cmdutil.Usagef("--service-endpoint %s=%q: the URL needs http:// or https:// and a host, like http://127.0.0.1:4566", svc, u)
+		}
+		if d.Endpoints == nil {
+			d.Endpoints = map[string]string{}
+		}
+		d.Endpoints[svc] = u
+	}
+	if len(d.Endpoints) == 0 {
+		d.Endpoints = nil
 	}
 	return nil
 }

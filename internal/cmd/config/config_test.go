@@ -92,6 +92,10 @@ func TestSetContextBadInput(t *testing.T) {
 		{[]string{"x", "--local", "--dependencies", "Open AI"}, "invalid dependency name"},
 		{[]string{"x", "--local", "--ratelimit-capacity", "0"}, "at least one token"},
 		{[]string{"x", "y"}, "takes one NAME"},
+		{[]string{"x", "--table", "t", "--region", "r", "--service-endpoint", "s3=http://x:1"}, "SERVICE one of cloudwatch, dynamodb, secretsmanager, sts"},
+		{[]string{"x", "--table", "t", "--region", "r", "--service-endpoint", "sts=localhost:4566"}, "needs http:// or https://"},
+		{[]string{"x", "--local", "--service-endpoint", "sts=http://x:1"}, "none of the others"},
+		{[]string{"x", "--local", "--chaos-propagation-delay", "2h"}, "out of range"},
 	}
 	for _, tc := range cases {
 		e := clitest.New(t)
@@ -126,5 +130,33 @@ func TestMalformedConfigIsAUsageErrorWithTheLine(t *testing.T) {
 	r := e.MustRun(cmdutil.ExitUsage, "breaker", "list", "--context", "prod")
 	if !strings.Contains(r.Stderr, "line 6") || !strings.Contains(r.Stderr, "regoin") {
 		t.Errorf("stderr should name the line and the unknown field: %s", r.Stderr)
+	}
+}
+
+func TestServiceEndpointsAndPropagationDelay(t *testing.T) {
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "ls", "--table", "t", "--region", "us-east-1", "--endpoint-url", "http://127.0.0.1:4566",
+		"--service-endpoint", "sts=http://127.0.0.1:4567", "--service-endpoint", "secretsmanager=http://127.0.0.1:4568",
+		"--chaos-propagation-delay", "0s")
+	out := e.MustRun(0, "config", "view").Stdout
+	for _, want := range []string{"endpoint-url: http://127.0.0.1:4566", "sts: http://127.0.0.1:4567", "secretsmanager: http://127.0.0.1:4568", "propagation-delay: 0s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("view lacks %q:\n%s", want, out)
+		}
+	}
+	// SERVICE= removes one; the rest stay.
+	e.MustRun(0, "config", "set-context", "ls", "--service-endpoint", "sts=")
+	out = e.MustRun(0, "config", "view").Stdout
+	if strings.Contains(out, "sts: http") || !strings.Contains(out, "secretsmanager: http://127.0.0.1:4568") {
+		t.Errorf("after removing sts:\n%s", out)
+	}
+	// An old file without endpoints or a delay still loads, and a bad
+	// service name in the file is refused with its context.
+	e.WriteConfig("contexts:\n  old:\n    store:\n      dynamodb: {table: t, region: r, endpoint-url: http://127.0.0.1:8000}\n")
+	e.MustRun(0, "config", "view")
+	e.WriteConfig("contexts:\n  bad:\n    store:\n      dynamodb: {table: t, region: r, endpoints: {s3: http://x:1}}\n")
+	r := e.MustRun(cmdutil.ExitUsage, "config", "view")
+	if !strings.Contains(r.Stderr, `unknown service "s3"`) {
+		t.Errorf("bad service in the file: %s", r.Stderr)
 	}
 }

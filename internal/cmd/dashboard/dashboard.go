@@ -13,7 +13,6 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -99,7 +98,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if src.Describe() == "prometheus "+metrics.DefaultPrometheusURL {
 		hint = "is the sandbox running? start it with koshactl sandbox"
 	}
-	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	log := env.AuditLog(f.Clock)
 	deps := tui.Deps{
 		Overrides: tui.StoreOverrides{Overrides: breaker.NewOverrides(env.Store, f.Clock), Log: log, Actor: env.Actor, Clock: f.Clock},
 		Gauges:    src,

@@ -7,19 +7,19 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/user"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/awsconf"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/identity"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
-	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
@@ -97,83 +97,69 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 			return nil, fmt.Errorf("open embedded store of context %q: %w", name, err)
 		}
 		env.Store = s
-		env.Actor = localActor
+		setIdentity(env, func(context.Context) (audit.Identity, error) { return identity.Resolver{}.Asserted(), nil })
 		// A local store can still name AWS resources (a chaos key in Secrets
-		// Manager): region, profile and credentials come from the environment.
+		// Manager): region, profile, credentials and endpoints come from the
+		// environment and the shared config files.
 		loadAWS := sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx, awsconf.Options{}) })
 		env.AWSConfig = func(context.Context) (aws.Config, error) { return loadAWS() }
 		return env, nil
 	}
 	d := c.Store.DynamoDB
-	awsOpts := awsconf.Options{Region: d.Region, Profile: d.Profile, EndpointURL: d.EndpointURL, IMDS: d.IMDS,
-		StaticCredentials: d.StaticCredentials}
-	loadAWS := sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx, awsOpts) })
-	cfg, err := loadAWS()
+	awsOpts := awsconf.Options{Region: d.Region, Profile: d.Profile, EndpointURL: d.EndpointURL, Endpoints: d.Endpoints,
+		IMDS: d.IMDS, StaticCredentials: d.StaticCredentials}
+	cfg, err := awsconf.Load(ctx, awsOpts)
 	if err != nil {
 		return nil, fmt.Errorf("context %q: %w", name, err)
 	}
-	env.Store = dynamo.NewFromConfig(cfg, d.Table)
-	// The endpoint URL is DynamoDB's (dynalite, DynamoDB Local): other
-	// services (STS, Secrets Manager, CloudWatch) keep their own endpoints.
-	env.AWSConfig = func(context.Context) (aws.Config, error) {
-		c, err := loadAWS()
-		c = c.Copy()
-		c.BaseEndpoint = nil
-		return c, err
+	ddb := dynamodb.NewFromConfig(cfg, pinEndpoint[dynamodb.Options](cfg, "DynamoDB", func(o *dynamodb.Options) **string { return &o.BaseEndpoint }))
+	env.Store = dynamo.New(ddb, d.Table)
+	// Every other client (STS, Secrets Manager, CloudWatch) is built from the
+	// same configuration: endpoint-url is one endpoint for all services, and
+	// a context's per-service endpoints are among its configuration sources.
+	env.AWSConfig = func(context.Context) (aws.Config, error) { return cfg, nil }
+	res := identityResolver(name, cfg, aws.ToString(ddb.Options().BaseEndpoint))
+	if d.StaticCredentials {
+		// Dummy credentials have no identity worth asking a local endpoint for.
+		res.STS = nil
 	}
-	identity := sync.OnceValues(func() (string, error) {
-		if d.StaticCredentials {
-			// Dummy credentials have no identity worth asking a local endpoint for.
-			return localActor(ctx)
-		}
-		c, err := env.AWSConfig(ctx)
-		if err != nil {
-			return "", err
-		}
-		return callerIdentity(ctx, c)
-	})
-	env.Actor = func(context.Context) (string, error) { return identity() }
+	resolved := sync.OnceValues(func() (audit.Identity, error) { return res.Resolve(ctx) })
+	setIdentity(env, func(context.Context) (audit.Identity, error) { return resolved() })
 	return env, nil
 }
 
-// stsAPI is the one STS call koshactl makes.
-type stsAPI interface {
-	GetCallerIdentity(ctx context.Context, in *sts.GetCallerIdentityInput, optFns ...func(*sts.Options)) (*sts.GetCallerIdentityOutput, error)
+// identityResolver asks STS where the configuration sends it. The context is
+// an endpoint context, where an STS that is not there yields the asserted,
+// unverified identity, when its store is not in AWS.
+func identityResolver(name string, cfg aws.Config, storeEndpoint string) identity.Resolver {
+	client := sts.NewFromConfig(cfg, identity.ClientOptions,
+		pinEndpoint[sts.Options](cfg, "STS", func(o *sts.Options) **string { return &o.BaseEndpoint }))
+	return identity.Resolver{
+		STS:             client,
+		Endpoint:        aws.ToString(client.Options().BaseEndpoint),
+		Region:          cfg.Region,
+		Context:         name,
+		AllowUnverified: storeEndpoint != "" && !awsconf.IsAWSEndpoint(storeEndpoint),
+	}
 }
 
-var _ stsAPI = (*sts.Client)(nil)
-
-// callerIdentity returns the ARN of the AWS principal acting.
-func callerIdentity(ctx context.Context, cfg aws.Config) (string, error) {
-	return identityFrom(ctx, sts.NewFromConfig(cfg))
+// pinEndpoint returns a client option that sets the client's endpoint to the
+// one the context names for the service, if any, so that it wins even over
+// AWS_ENDPOINT_URL (which the SDK otherwise prefers to per-service
+// configuration sources).
+func pinEndpoint[O any](cfg aws.Config, sdkID string, field func(*O) **string) func(*O) {
+	return func(o *O) {
+		if ep, ok := awsconf.ServiceEndpoint(cfg, sdkID); ok {
+			*field(o) = aws.String(ep)
+		}
+	}
 }
 
-func identityFrom(ctx context.Context, api stsAPI) (string, error) {
-	out, err := api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
-	if err != nil {
-		return "", fmt.Errorf("%w: who is acting could not be established (sts GetCallerIdentity: %v); refresh credentials (e.g. aws sso login) and re-run",
-			store.ErrCredentials, oneLine(err))
+// setIdentity wires env's Identity and Actor to resolve.
+func setIdentity(env *cmdutil.Env, resolve func(context.Context) (audit.Identity, error)) {
+	env.Identity = resolve
+	env.Actor = func(ctx context.Context) (string, error) {
+		id, err := resolve(ctx)
+		return id.Actor, err
 	}
-	return aws.ToString(out.Arn), nil
 }
-
-// localActor names the operator on a local context: $KOSHACTL_ACTOR when set
-// (CI jobs name themselves), else user@host.
-func localActor(context.Context) (string, error) {
-	if a := os.Getenv("KOSHACTL_ACTOR"); a != "" {
-		return a, nil
-	}
-	name := "unknown"
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		name = u.Username
-	} else if v := os.Getenv("USER"); v != "" {
-		name = v
-	}
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "localhost"
-	}
-	return name + "@" + host, nil
-}
-
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

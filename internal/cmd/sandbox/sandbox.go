@@ -178,7 +178,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		Audit: audit.NewLog(env.Store, clock.Real{}, env.Name)}
 	keyDesc := ""
 	if cfg.ChaosEnabled {
-		src, err := chaosshared.ResolveKeySource(ctx, env, opts.KeyFile)
+		src, err := chaosshared.ResolveKeySource(ctx, env, clock.Real{}, opts.KeyFile)
 		if err != nil {
 			return err
 		}

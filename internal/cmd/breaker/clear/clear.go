@@ -121,7 +121,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	}
-	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	log := env.AuditLog(f.Clock)
 	var failure error
 	for _, dep := range deps {
 		var (

@@ -8,13 +8,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/awsconf"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/config"
 )
 
 // Origins name the setting that selected a key source, in the order
@@ -63,7 +67,11 @@ type KeySource struct {
 // Otherwise it returns a usage error (exit 2) that says how to configure
 // one. Nothing is read yet: a bad file or an unset variable is reported
 // when the key is first used.
-func ResolveKeySource(ctx context.Context, env *cmdutil.Env, keyFile string) (*KeySource, error) {
+//
+// A Secrets Manager source keeps signing with AWSPREVIOUS for the context's
+// chaos.propagation-delay (default [keys.DefaultPropagationDelay]) after a
+// rotation, by clk.
+func ResolveKeySource(ctx context.Context, env *cmdutil.Env, clk clock.Clock, keyFile string) (*KeySource, error) {
 	cc := env.Context.Chaos
 	switch {
 	case keyFile != "":
@@ -77,7 +85,8 @@ func ResolveKeySource(ctx context.Context, env *cmdutil.Env, keyFile string) (*K
 		if err != nil {
 			return nil, err
 		}
-		return &KeySource{Source: keys.NewSecretsManager(api, cc.SecretID), Origin: OriginSecretID, Subject: "chaos-key#" + cc.SecretID}, nil
+		sm := keys.NewSecretsManager(api, cc.SecretID).WithPropagation(clk, PropagationDelay(env.Context.Chaos))
+		return &KeySource{Source: sm, Origin: OriginSecretID, Subject: "chaos-key#" + cc.SecretID}, nil
 	case env.Context.IsLocal():
 		if env.StateDir == "" {
 			return nil, errors.New("resolve chaos key: the local context has no state directory (set KOSHACTL_STATE_DIR)")
@@ -92,9 +101,19 @@ func ResolveKeySource(ctx context.Context, env *cmdutil.Env, keyFile string) (*K
 		env.Name, env.Name)
 }
 
+// PropagationDelay is the context's chaos.propagation-delay, or
+// [keys.DefaultPropagationDelay] when it sets none.
+func PropagationDelay(cc config.ChaosConfig) time.Duration {
+	if cc.PropagationDelay == nil {
+		return keys.DefaultPropagationDelay
+	}
+	return time.Duration(*cc.PropagationDelay)
+}
+
 // secretsClient builds the Secrets Manager client from the context's AWS
-// configuration (region, profile, credentials; AWS_ENDPOINT_URL_SECRETS_MANAGER
-// points it elsewhere, as for any SDK client).
+// configuration (region, profile, credentials and endpoints: the context's
+// secretsmanager endpoint, else its endpoint-url, else the SDK's standard
+// configuration such as AWS_ENDPOINT_URL_SECRETS_MANAGER).
 func secretsClient(ctx context.Context, env *cmdutil.Env, secretID string) (keys.SecretsManagerAPI, error) {
 	if env.AWSConfig == nil {
 		return nil, fmt.Errorf("resolve chaos key: context %q reads its key from Secrets Manager secret %q but has no AWS configuration", env.Name, secretID)
@@ -107,7 +126,12 @@ func secretsClient(ctx context.Context, env *cmdutil.Env, secretID string) (keys
 		}
 		return nil, err
 	}
-	return secretsmanager.NewFromConfig(cfg), nil
+	return secretsmanager.NewFromConfig(cfg, func(o *secretsmanager.Options) {
+		// The context's secretsmanager endpoint wins even over AWS_ENDPOINT_URL.
+		if ep, ok := awsconf.ServiceEndpoint(cfg, "Secrets Manager"); ok {
+			o.BaseEndpoint = &ep
+		}
+	}), nil
 }
 
 // GeneratedLocal reports whether this is the local context's key and its

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
@@ -41,7 +42,7 @@ func TestResolveKeySourceOrder(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := &cmdutil.Env{Name: "ctx", Context: &config.Context{Store: tc.store, Chaos: tc.chaos}, StateDir: dir, AWSConfig: awsCfg}
-			src, err := shared.ResolveKeySource(ctx, env, tc.flag)
+			src, err := shared.ResolveKeySource(ctx, env, clock.Real{}, tc.flag)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +52,7 @@ func TestResolveKeySourceOrder(t *testing.T) {
 		})
 	}
 	env := &cmdutil.Env{Name: "prod", Context: &config.Context{Store: dynamo}, AWSConfig: awsCfg}
-	_, err := shared.ResolveKeySource(ctx, env, "")
+	_, err := shared.ResolveKeySource(ctx, env, clock.Real{}, "")
 	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "koshactl config set-context prod --chaos-secret-id ID") {
 		t.Errorf("no source: %v", err)
 	}
@@ -60,7 +61,7 @@ func TestResolveKeySourceOrder(t *testing.T) {
 func TestLocalKeyIsGeneratedOnFirstUseOnly(t *testing.T) {
 	ctx := context.Background()
 	env := &cmdutil.Env{Name: "local", Context: config.BuiltinLocal(), StateDir: t.TempDir()}
-	src, err := shared.ResolveKeySource(ctx, env, "")
+	src, err := shared.ResolveKeySource(ctx, env, clock.Real{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestLocalKeyIsGeneratedOnFirstUseOnly(t *testing.T) {
 	if err != nil || !src.GeneratedLocal() {
 		t.Fatalf("first use: %v, generated %v", err, src.GeneratedLocal())
 	}
-	again, _ := shared.ResolveKeySource(ctx, env, "")
+	again, _ := shared.ResolveKeySource(ctx, env, clock.Real{}, "")
 	if k2, _ := again.Current(ctx); !k2.Equal(k) || again.GeneratedLocal() {
 		t.Error("second use generated another key")
 	}

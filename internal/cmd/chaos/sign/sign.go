@@ -245,7 +245,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return cmdutil.Usagef("--target %s is not one of context %q's chaos targets (%s): pick one of those, or allow it with koshactl config set-context %s --chaos-targets",
 			req.Target, env.Name, shared.JoinTargets(targets), env.Name)
 	}
-	src, err := shared.ResolveKeySource(ctx, env, opts.KeyFile)
+	src, err := shared.ResolveKeySource(ctx, env, f.Clock, opts.KeyFile)
 	if err != nil {
 		return err
 	}
@@ -264,7 +264,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		return err
 	}
-	rec, err := audit.NewLog(env.Store, f.Clock, env.Name).Append(ctx, audit.Entry{
+	rec, err := env.AuditLog(f.Clock).Append(ctx, audit.Entry{
 		Actor:   actor,
 		Action:  AuditAction,
 		Subject: "chaos#" + m.Header.JTI,

@@ -126,7 +126,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	src, err := shared.ResolveKeySource(ctx, env, opts.KeyFile)
+	src, err := shared.ResolveKeySource(ctx, env, f.Clock, opts.KeyFile)
 	if err != nil {
 		return err
 	}

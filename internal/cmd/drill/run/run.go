@@ -15,7 +15,6 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	chaosshared "github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
@@ -275,7 +274,7 @@ func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *O
 	svc := &drill.Services{
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: breaker.NewOverrides(env.Store, f.Clock), KnownDependencies: env.Context.KnownDependencies(),
-		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: audit.NewLog(env.Store, f.Clock, env.Name),
+		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.AuditLog(f.Clock),
 		Minter: &lazyMinter{env: env, keyFile: opts.KeyFile, f: f}, HTTP: drill.NewHTTPClient(),
 		LookupEnv: os.LookupEnv, Environ: os.Environ(),
 	}
@@ -311,7 +310,7 @@ type lazyMinter struct {
 
 func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Minted, error) {
 	l.once.Do(func() {
-		src, err := chaosshared.ResolveKeySource(ctx, l.env, l.keyFile)
+		src, err := chaosshared.ResolveKeySource(ctx, l.env, l.f.Clock, l.keyFile)
 		if err != nil {
 			l.err = err
 			return

@@ -264,7 +264,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 		if err != nil {
 			return err
 		}
-		log := audit.NewLog(env.Store, f.Clock, env.Name)
+		log := env.AuditLog(f.Clock)
 		for i, c := range changes {
 			if !plans[i].Changed {
 				out.Results = append(out.Results, item(plans[i], false, ""))

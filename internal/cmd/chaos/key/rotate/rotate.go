@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -21,6 +23,7 @@ const AuditAction = "chaos.key-rotate"
 type Options struct {
 	DryRun bool
 	Yes    bool
+	Force  bool
 	Output string
 }
 
@@ -34,17 +37,25 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Long: heredoc.Doc(`
 			Store a fresh 32-byte random key as the context's chaos signing key.
 
-			With Secrets Manager (chaos.secret-id) this is PutSecretValue with a
-			ClientRequestToken (a retried request cannot create two versions): the new
-			version becomes AWSCURRENT and the one it replaces AWSPREVIOUS, which still
-			verifies the headers it signed until they expire. The key that was AWSPREVIOUS
-			is retired: headers it signed stop verifying. The local context keeps
-			chaos.key and chaos.key.previous in its state directory with the same meaning.
-			Key files and environment variables hold a single key and cannot be rotated.
+			With Secrets Manager (chaos.secret-id) the rotation is a compare-and-set: the
+			new key is put under AWSPENDING only (with a ClientRequestToken, so a retried
+			request cannot create two versions), then AWSCURRENT is moved to it from the
+			version read at the start. If someone else rotated meanwhile, Secrets Manager
+			refuses the move: the command exits 4 and changes nothing (its new version
+			keeps no label). The version it replaces becomes AWSPREVIOUS and still
+			verifies the headers it signed; the key that was AWSPREVIOUS is retired.
 
-			Headers live at most 15 minutes, so rotating at most once every 16 minutes
-			never breaks a header in flight. Data planes that cache keys pick the new key
-			up when they meet its kid.
+			koshactl keeps signing with AWSPREVIOUS until the context's
+			chaos.propagation-delay (default 5m, the Lambda extension's cache TTL) has
+			passed since the rotation, so data planes that cache the secret learn the new
+			kid before any header carries it; the output says when the new key signs.
+
+			A rotation is refused (exit 7) while AWSCURRENT is younger than the 16-minute
+			header lifetime plus that delay: sooner, the key it retires could still sign
+			live headers. --force rotates anyway. The local context keeps chaos.key and
+			chaos.key.previous in its state directory with the same meaning (no age guard:
+			no fleet caches it). Key files and environment variables hold a single key and
+			cannot be rotated.
 
 			The rotation is audited (action chaos.key-rotate, kids only). On a protected
 			context it needs typed confirmation, or --yes.
@@ -64,6 +75,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	fl.BoolVar(&opts.Force, "force", false, "rotate even though the current key is younger than the header lifetime plus propagation delay")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -89,7 +101,14 @@ type Result struct {
 	// RetiredKID is the key the rotation drops (or would drop): headers it
 	// signed no longer verify.
 	RetiredKID string `json:"retired_kid,omitempty"`
-	AuditID    string `json:"audit_id,omitempty"`
+	// SignsFrom is when the new key starts signing (after the propagation
+	// delay); until then the previous key signs. Absent when it signs at
+	// once, and in a dry run.
+	SignsFrom *time.Time `json:"signs_from,omitempty"`
+	// RefusedUntil, in a dry run, is when a rotation without --force stops
+	// being refused because the current key is too young.
+	RefusedUntil *time.Time `json:"refused_until,omitempty"`
+	AuditID      string     `json:"audit_id,omitempty"`
 }
 
 // Run rotates the key (or, with --dry-run, says what rotating would do).
@@ -98,7 +117,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	src, err := shared.ResolveKeySource(ctx, env, "")
+	src, err := shared.ResolveKeySource(ctx, env, f.Clock, "")
 	if err != nil {
 		return err
 	}
@@ -116,6 +135,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		res.RetiredKID = before.PreviousKID
 	}
 	if opts.DryRun {
+		res.RefusedUntil = refusedUntil(ctx, src, f.Clock.Now(), opts.Force)
 		return print(f, opts, env, res)
 	}
 	if err := cmdutil.ConfirmProtected(f, env, opts.Yes, "rotate the chaos signing key of "+src.Describe()); err != nil {
@@ -125,19 +145,27 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	r, err := rot.Rotate(ctx)
-	if err != nil {
+	r, err := rot.Rotate(ctx, keys.RotateOptions{Force: opts.Force})
+	if err != nil && r.Current.IsZero() {
 		return err
 	}
-	res.After = &KeyState{CurrentKID: r.Current.KID(), VersionID: r.VersionID}
-	if !r.Previous.IsZero() {
-		res.After.PreviousKID = r.Previous.KID()
+	cleanupErr := err // rotated, but a stray AWSPENDING label may be left
+	// Report the state the rotation replaced as it read it (the version its
+	// compare-and-set was conditioned on), not the earlier display read.
+	if r.PreviousVersionID != "" || !r.Previous.IsZero() {
+		res.Before = &KeyState{CurrentKID: kidOf(r.Previous), PreviousKID: kidOf(r.Retired), VersionID: r.PreviousVersionID}
+		res.RetiredKID = kidOf(r.Retired)
+	}
+	res.After = &KeyState{CurrentKID: r.Current.KID(), VersionID: r.VersionID, PreviousKID: kidOf(r.Previous)}
+	if !r.SignsFrom.IsZero() && r.SignsFrom.After(r.Created) {
+		t := r.SignsFrom.UTC()
+		res.SignsFrom = &t
 	}
 	var auditBefore any
-	if before != nil {
-		auditBefore = before
+	if res.Before != nil {
+		auditBefore = res.Before
 	}
-	rec, auditErr := audit.NewLog(env.Store, f.Clock, env.Name).Append(ctx, audit.Entry{
+	rec, auditErr := env.AuditLog(f.Clock).Append(ctx, audit.Entry{
 		Actor: actor, Action: AuditAction, Subject: src.Subject, Before: auditBefore, After: res.After,
 	})
 	res.AuditID = rec.ID
@@ -145,7 +173,31 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	if auditErr != nil {
-		return fmt.Errorf("the chaos key was rotated (kid %s now signs) but %w", r.Current.KID(), auditErr)
+		return fmt.Errorf("the chaos key was rotated (kid %s is current) but %w", r.Current.KID(), auditErr)
+	}
+	return cleanupErr
+}
+
+func kidOf(k chaos.Key) string {
+	if k.IsZero() {
+		return ""
+	}
+	return k.KID()
+}
+
+// refusedUntil is when a rotation of src stops being refused as too soon,
+// nil when it would not be (or cannot be told).
+func refusedUntil(ctx context.Context, src *shared.KeySource, now time.Time, force bool) *time.Time {
+	sm, ok := src.Source.(*keys.SecretsManager)
+	if !ok || force {
+		return nil
+	}
+	staged, err := sm.Keys(ctx)
+	if err != nil || len(staged) == 0 || staged[0].Created.IsZero() {
+		return nil
+	}
+	if at := staged[0].Created.Add(sm.MinRotationAge()).UTC(); now.Before(at) {
+		return &at
 	}
 	return nil
 }
@@ -190,6 +242,10 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, res Result) erro
 		if res.RetiredKID != "" {
 			fmt.Fprintf(io.Out, "  kid %s would be retired: headers it signed would stop verifying\n", res.RetiredKID)
 		}
+		if res.RefusedUntil != nil {
+			fmt.Fprintf(io.Out, "  it would be refused until %s: the current key is younger than the header lifetime plus propagation delay (--force overrides)\n",
+				res.RefusedUntil.Format(time.RFC3339))
+		}
 		fmt.Fprintf(io.ErrOut, "dry run, nothing written; would act on %s\n", env.Describe())
 		return nil
 	}
@@ -198,9 +254,15 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, res Result) erro
 	if a.VersionID != "" {
 		version = ", version " + a.VersionID
 	}
-	fmt.Fprintf(io.Out, "Rotated the chaos key of %s: kid %s now signs (AWSCURRENT%s)\n", res.KeySource, a.CurrentKID, version)
-	if a.PreviousKID != "" {
-		fmt.Fprintf(io.Out, "  kid %s is AWSPREVIOUS: it keeps verifying the headers it signed until they expire\n", a.PreviousKID)
+	if res.SignsFrom != nil && a.PreviousKID != "" {
+		fmt.Fprintf(io.Out, "Rotated the chaos key of %s: kid %s is AWSCURRENT%s and signs from %s (after the propagation delay): data planes that refresh on an unknown kid accept it at once, caches with a TTL up to the delay by then\n",
+			res.KeySource, a.CurrentKID, version, res.SignsFrom.Format(time.RFC3339))
+		fmt.Fprintf(io.Out, "  kid %s is AWSPREVIOUS: it keeps signing until then, and verifying the headers it signed until they expire\n", a.PreviousKID)
+	} else {
+		fmt.Fprintf(io.Out, "Rotated the chaos key of %s: kid %s now signs (AWSCURRENT%s)\n", res.KeySource, a.CurrentKID, version)
+		if a.PreviousKID != "" {
+			fmt.Fprintf(io.Out, "  kid %s is AWSPREVIOUS: it keeps verifying the headers it signed until they expire\n", a.PreviousKID)
+		}
 	}
 	if res.RetiredKID != "" {
 		fmt.Fprintf(io.Out, "  kid %s was retired: headers it signed no longer verify\n", res.RetiredKID)
