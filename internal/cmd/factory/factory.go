@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/awsconf"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -154,13 +155,21 @@ func identityFrom(ctx context.Context, api stsAPI) (string, error) {
 		return "", fmt.Errorf("%w: who is acting could not be established (sts GetCallerIdentity: %v); refresh credentials (e.g. aws sso login) and re-run",
 			store.ErrCredentials, oneLine(err))
 	}
-	return aws.ToString(out.Arn), nil
+	arn := aws.ToString(out.Arn)
+	if err := audit.ValidateActor(arn); err != nil {
+		return "", fmt.Errorf("sts GetCallerIdentity answered an identity that cannot be recorded: %w", err)
+	}
+	return arn, nil
 }
 
 // localActor names the operator on a local context: $KOSHACTL_ACTOR when set
-// (CI jobs name themselves), else user@host.
+// (CI jobs name themselves), else user@host. An actor that is not plain text
+// ([audit.ValidateActor]) is refused with exit 2 before anything is written.
 func localActor(context.Context) (string, error) {
 	if a := os.Getenv("KOSHACTL_ACTOR"); a != "" {
+		if err := audit.ValidateActor(a); err != nil {
+			return "", cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("$KOSHACTL_ACTOR: %w", err))
+		}
 		return a, nil
 	}
 	name := "unknown"
@@ -173,7 +182,11 @@ func localActor(context.Context) (string, error) {
 	if err != nil || host == "" {
 		host = "localhost"
 	}
-	return name + "@" + host, nil
+	a := name + "@" + host
+	if err := audit.ValidateActor(a); err != nil {
+		return "", cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w; set $KOSHACTL_ACTOR to name yourself", err))
+	}
+	return a, nil
 }
 
 func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
