@@ -182,3 +182,13 @@ func Truncate(s string, n int) string {
 	}
 	return s
 }
+
+// UnsafeRune reports whether the character r is one [Line] escapes even in
+// multi-line text (everything but tab and newline of the unsafe set). It is
+// for encoders that have their own escape syntax (JSON's \u202e).
+func UnsafeRune(r rune) bool {
+	if r < utf8.RuneSelf {
+		return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f
+	}
+	return unsafeRune(r, utf8.RuneLen(r))
+}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -21,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // DefaultInterval is how often --watch refreshes.
@@ -305,18 +305,18 @@ func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) erro
 	if r.Gauges.FetchedAt != nil {
 		fresh += " at " + *r.Gauges.FetchedAt
 	}
-	fmt.Fprintf(w, "context %s · store %s · %s\n", r.Context, r.Store.Source, fresh)
+	fmt.Fprintf(w, "context %s · store %s · %s\n", textsafe.Line(r.Context), textsafe.Line(r.Store.Source), textsafe.Line(fresh))
 	if r.Store.Error != nil {
-		fmt.Fprintf(w, "! store unavailable, overrides unknown: %s\n", *r.Store.Error)
+		fmt.Fprintf(w, "! store unavailable, overrides unknown: %s\n", textsafe.Line(*r.Store.Error))
 	}
 	if r.Gauges.Error != nil {
-		fmt.Fprintf(w, "! gauges unavailable, fleet state unknown: %s\n", *r.Gauges.Error)
+		fmt.Fprintf(w, "! gauges unavailable, fleet state unknown: %s\n", textsafe.Line(*r.Gauges.Error))
 	}
 	for _, warn := range r.Gauges.Warnings {
-		fmt.Fprintf(w, "! %s\n", warn)
+		fmt.Fprintf(w, "! %s\n", textsafe.Line(warn))
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEPENDENCY\tSTATE\tGAUGES\tWORST\tBEST\tINSTANCES\tOVERRIDE")
+	tw := cmdutil.NewTable(w)
+	tw.Row("DEPENDENCY", "STATE", "GAUGES", "WORST", "BEST", "INSTANCES", "OVERRIDE")
 	var notes []string
 	for _, s := range r.statuses {
 		worst, best, inst := "-", "-", "-"
@@ -338,7 +338,7 @@ func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) erro
 				ov = "expired " + cmdutil.FormatTime(o.ExpiresAt, now, tty)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Dependency, s.State.Label(), s.GaugeState.Label(), worst, best, inst, ov)
+		tw.Row(s.Dependency, s.State.Label(), s.GaugeState.Label(), worst, best, inst, ov)
 		for _, n := range s.Notes {
 			notes = append(notes, s.Dependency+": "+n)
 		}
@@ -347,7 +347,7 @@ func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) erro
 		return err
 	}
 	for _, n := range notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		fmt.Fprintf(w, "note: %s\n", textsafe.Line(n))
 	}
 	return nil
 }

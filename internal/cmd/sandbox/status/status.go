@@ -21,6 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // DefaultInterval is how often --watch refreshes.
@@ -99,7 +100,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 				return nil
 			}
 			if io.IsStdoutTTY() {
-				fmt.Fprint(io.Out, "\033[H\033[2J")
+				fmt.Fprint(textsafe.Raw(io.Out), "\033[H\033[2J")
 			}
 			fmt.Fprintf(io.Out, "%s  %v (retrying every %s)\n", time.Now().Format(time.TimeOnly), err, opts.Interval)
 		case opts.Output != cmdutil.FormatTable:
@@ -108,7 +109,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			}
 		default:
 			if opts.Watch && io.IsStdoutTTY() {
-				fmt.Fprint(io.Out, "\033[H\033[2J")
+				fmt.Fprint(textsafe.Raw(io.Out), "\033[H\033[2J")
 			}
 			Print(io.Out, base, st)
 		}
