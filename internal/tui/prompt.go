@@ -180,7 +180,7 @@ func (p *prompt) view(width int) string {
 			// Always the last step, so never among the answered ones.
 		}
 	}
-	lines = append(lines, p.input.View())
+	lines = append(lines, inputView(p.input))
 	if p.steps[p.step] == stepDuration {
 		lines = append(lines, st.Dim.Render(fmt.Sprintf("at most %s; the override lapses by itself then", compactDuration(p.maxOverride))))
 	}

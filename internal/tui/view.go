@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
@@ -301,7 +302,7 @@ func shortActor(a string) string {
 
 func (m Model) statusLine() string {
 	if m.table.filtering {
-		return m.table.filter.View()
+		return inputView(m.table.filter)
 	}
 	text := m.status
 	if q := m.table.filter.Value(); q != "" && text == "" {
@@ -383,6 +384,22 @@ func padLeft(s string, width int) string {
 
 // oneLine renders an error on one line, by [safe].
 func oneLine(err error) string { return safe(strings.Join(strings.Fields(err.Error()), " ")) }
+
+// inputView renders a text input with what was typed (or pasted: a
+// clipboard is not trusted either) shown by the textsafe rule. The value
+// itself is kept as typed: the prompt refuses it on enter and says why.
+func inputView(in textinput.Model) string {
+	v := in.Value()
+	if textsafe.IsSafe(v) {
+		return in.View()
+	}
+	typed := []rune(v)
+	before := string(typed[:min(in.Position(), len(typed))])
+	in.CharLimit = 0
+	in.SetValue(safe(v))
+	in.SetCursor(textsafe.Len(safe(before)))
+	return in.View()
+}
 
 // safe renders a value the dashboard did not write itself (anything from
 // the store, CloudWatch, a scrape or an error) for the screen: control
