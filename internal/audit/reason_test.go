@@ -3,6 +3,8 @@ package audit
 import (
 	"strings"
 	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 func TestValidateReasonCountsCharactersAndNamesTheBadOne(t *testing.T) {
@@ -25,7 +27,7 @@ func TestValidateReasonCountsCharactersAndNamesTheBadOne(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
 			t.Errorf("%s: got %v, want %q…", c.name, err, c.want)
-		case err != nil && strings.ContainsAny(err.Error(), "\x1b\r\u202e\u009b\xe9"):
+		case err != nil && !textsafe.IsSafe(err.Error()):
 			t.Errorf("%s: the error itself carries the raw character: %q", c.name, err)
 		}
 	}
