@@ -23,7 +23,7 @@ const minWidth, minHeight = 40, 10
 func (m Model) View() tea.View {
 	v := tea.NewView(m.Render())
 	v.AltScreen = true
-	v.WindowTitle = "koshactl dashboard · " + m.opts.ContextName
+	v.WindowTitle = "koshactl dashboard · " + safe(m.opts.ContextName)
 	return v
 }
 
@@ -80,8 +80,8 @@ func (m Model) headerLines() []string {
 		text := fmt.Sprintf(" PROTECTED CONTEXT %s · force-open and clear ask you to type its name ", m.opts.ContextName)
 		lines = append(lines, st.Protected.Render(pad(ansi.Truncate(text, m.width, "…"), m.width)))
 	}
-	fresh := fmt.Sprintf("store %s %s · gauges %s %s · every %s", m.opts.StoreName, m.freshness(m.store),
-		m.gaugesName(), m.freshness(m.gauges), cmdutil.HumanDuration(m.opts.Interval))
+	fresh := fmt.Sprintf("store %s %s · gauges %s %s · every %s", safe(m.opts.StoreName), m.freshness(m.store),
+		safe(m.gaugesName()), m.freshness(m.gauges), cmdutil.HumanDuration(m.opts.Interval))
 	if ansi.StringWidth(fresh) > m.width {
 		fresh = fmt.Sprintf("store %s · gauges %s · every %s", m.freshness(m.store), m.freshness(m.gauges), cmdutil.HumanDuration(m.opts.Interval))
 	}
