@@ -91,6 +91,17 @@ func PrintStructured(w io.Writer, format string, v any) error {
 	return err
 }
 
+// PrintJSONLine writes v as one line of JSON (a document per line, for
+// watch modes), exact and terminal-safe like [PrintStructured].
+func PrintJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	_, err = fmt.Fprintf(textsafe.Raw(w), "%s\n", escapeUnsafe(b))
+	return err
+}
+
 // escapeUnsafe replaces each character [textsafe.UnsafeRune] reports in a
 // JSON document (or a YAML one whose such strings are double-quoted) with its
 // \u escape. Such characters can only stand inside strings there, where the

@@ -90,3 +90,22 @@ func TestStructuredOutputOfCleanValuesIsUnchanged(t *testing.T) {
 		t.Errorf("YAML of clean values changed:\n%s\nwant:\n%s", got.String(), want.String())
 	}
 }
+
+func TestJSONLinesAreExactAndTerminalSafe(t *testing.T) {
+	var out bytes.Buffer
+	if err := cmdutil.PrintJSONLine(textsafe.NewWriter(&out), hostile); err != nil {
+		t.Fatal(err)
+	}
+	if r := rawUnsafe(out.Bytes()); r != -1 || bytes.Count(out.Bytes(), []byte("\n")) != 1 {
+		t.Errorf("JSON line emits raw %U or is not one line:\n%s", r, out.String())
+	}
+	var back map[string]string
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out.String())
+	}
+	for k, v := range hostile {
+		if back[k] != v {
+			t.Errorf("%q came back as %q", v, back[k])
+		}
+	}
+}

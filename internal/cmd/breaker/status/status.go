@@ -5,7 +5,6 @@ package status
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -280,12 +279,7 @@ func print(f *cmdutil.Factory, opts *Options, r result, watch bool) error {
 	case cmdutil.FormatJSON:
 		if watch {
 			// One document per line, so `| jq -c` and line readers follow along.
-			b, err := json.Marshal(r.Result)
-			if err != nil {
-				return fmt.Errorf("encode output: %w", err)
-			}
-			_, err = fmt.Fprintf(out, "%s\n", b)
-			return err
+			return cmdutil.PrintJSONLine(out, r.Result)
 		}
 		return cmdutil.PrintStructured(out, opts.Output, r.Result)
 	case cmdutil.FormatYAML:
