@@ -85,7 +85,8 @@ FUZZ_TARGETS := \
 	./internal/store/sqlite:FuzzDecode \
 	./internal/store/sqlite:FuzzPutGet \
 	./internal/ratelimit:FuzzBucketFromItem \
-	./internal/breaker:FuzzBreaker
+	./internal/breaker:FuzzBreaker \
+	./internal/textsafe:FuzzRender
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; make fuzz FUZZTIME=10m for a long run); fails on any crash

@@ -30,10 +30,6 @@ const (
 	attrVersion   = "version"
 )
 
-// MaxReasonLen bounds an override's reason so a pasted log does not end up in
-// every data-plane read.
-const MaxReasonLen = 500
-
 var dependencyRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // ErrInvalidDependency reports a dependency name that cannot name a breaker.

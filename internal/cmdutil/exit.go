@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/identity"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -71,6 +72,8 @@ func ExitCode(err error) int {
 		return ExitConflict
 	case errors.Is(err, keys.ErrTooSoon):
 		return ExitRefused
+	case errors.Is(err, identity.ErrBadActor):
+		return ExitUsage
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, config.ErrNoContext), errors.Is(err, keys.ErrNoKey):
 		return ExitNotFound
 	case errors.Is(err, store.ErrCredentials), errors.Is(err, keys.ErrCredentials), errors.Is(err, keys.ErrAccessDenied):

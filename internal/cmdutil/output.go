@@ -7,9 +7,12 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Output formats accepted by -o.
@@ -42,11 +45,21 @@ func AddOutputFlag(cmd *cobra.Command, target *string, extra ...string) {
 
 // PrintStructured writes v as JSON (indented, one document) or YAML. The YAML
 // form is derived from the JSON form so both share one schema.
+//
+// Both are exact (every string decodes back to the stored value) and safe on
+// a terminal: encoding/json escapes C0 controls, and the characters it would
+// emit raw that package textsafe calls unsafe (DEL, C1, bidi controls) are
+// written as JSON \u escapes; YAML escapes controls itself, and a string
+// holding a bidi control is written double-quoted with the control as a \u
+// escape. The bytes go to the stream under any [textsafe.Writer], so the
+// backstop never alters a document.
 func PrintStructured(w io.Writer, format string, v any) error {
+	w = textsafe.Raw(w)
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
+	b = escapeUnsafe(b)
 	if format == FormatJSON {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
@@ -58,12 +71,72 @@ func PrintStructured(w io.Writer, format string, v any) error {
 	if err := dec.Decode(&generic); err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
-	enc := yaml.NewEncoder(w)
-	enc.SetIndent(2)
-	if err := enc.Encode(numbers(generic)); err != nil {
+	var doc yaml.Node
+	if err := doc.Encode(numbers(generic)); err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
-	return enc.Close()
+	quoteUnsafe(&doc)
+	var out bytes.Buffer
+	enc := yaml.NewEncoder(&out)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	// Every string with an unsafe character is double-quoted now, where a
+	// \u escape means that character.
+	_, err = w.Write(escapeUnsafe(out.Bytes()))
+	return err
+}
+
+// PrintJSONLine writes v as one line of JSON (a document per line, for
+// watch modes), exact and terminal-safe like [PrintStructured].
+func PrintJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	_, err = fmt.Fprintf(textsafe.Raw(w), "%s\n", escapeUnsafe(b))
+	return err
+}
+
+// escapeUnsafe replaces each character [textsafe.UnsafeRune] reports in a
+// JSON document (or a YAML one whose such strings are double-quoted) with its
+// \u escape. Such characters can only stand inside strings there, where the
+// escape decodes to the same character. A clean document is returned as is.
+func escapeUnsafe(b []byte) []byte {
+	var out []byte
+	last := 0
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf && b[i] != 0x7f { // encoding/json escapes C0 itself
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if r == 0x7f || textsafe.UnsafeRune(r) {
+			out = append(out, b[last:i]...)
+			out = fmt.Appendf(out, "\\u%04x", r)
+			last = i + n
+		}
+		i += n
+	}
+	if out == nil {
+		return b
+	}
+	return append(out, b[last:]...)
+}
+
+// quoteUnsafe double-quotes every scalar (keys included) holding a character
+// YAML would print raw but [textsafe.UnsafeRune] reports.
+func quoteUnsafe(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && strings.ContainsFunc(n.Value, func(r rune) bool { return r >= 0x80 && textsafe.UnsafeRune(r) }) {
+		n.Style = yaml.DoubleQuotedStyle
+	}
+	for _, c := range n.Content {
+		quoteUnsafe(c)
+	}
 }
 
 // numbers turns the decoder's json.Number values into int64 or float64, which

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Prompter asks the operator questions on a terminal.
@@ -13,7 +15,9 @@ type Prompter interface {
 	Input(prompt string) (string, error)
 }
 
-// LinePrompter prompts on Out and reads lines from In.
+// LinePrompter prompts on Out and reads lines from In. The prompt is
+// rendered with [textsafe.Line]: it can name a context, a dependency or the
+// actor holding an override, and none of that may drive the terminal.
 type LinePrompter struct {
 	In  io.Reader
 	Out io.Writer
@@ -25,7 +29,7 @@ func (p *LinePrompter) Input(prompt string) (string, error) {
 	if p.r == nil {
 		p.r = bufio.NewReader(p.In)
 	}
-	fmt.Fprint(p.Out, prompt)
+	fmt.Fprint(p.Out, textsafe.Line(prompt))
 	line, err := p.r.ReadString('\n')
 	if err != nil && line == "" {
 		return "", fmt.Errorf("read answer: %w", err)

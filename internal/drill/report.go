@@ -9,12 +9,16 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // LiveLog writes a run's progress as it happens, one line per event. Off a
 // terminal every line starts with an RFC 3339 time, for CI logs; on a
 // terminal lines start with the time since the run began, and statuses are
-// colored when Color is set.
+// colored when Color is set. Every value from the drill file or the run
+// (names, descriptions, step outputs, errors) is rendered with
+// [textsafe.Line], so W may be the raw terminal the colors need.
 type LiveLog struct {
 	W     io.Writer
 	TTY   bool
@@ -35,11 +39,15 @@ const (
 )
 
 func (l *LiveLog) paint(code, s string) string {
+	s = textsafe.Line(s)
 	if !l.Color {
 		return s
 	}
 	return code + s + ansiReset
 }
+
+// safe renders one value for the log: one line, by the textsafe rule.
+func safe(s string) string { return textsafe.Line(s) }
 
 // mark renders a status as a short label: ok, FAIL, skip...
 func (l *LiveLog) mark(status string) string {
@@ -99,11 +107,11 @@ func (l *LiveLog) Report(ev Event) {
 	switch ev.Kind {
 	case EventRunStarted:
 		l.start = ev.Time
-		where := fmt.Sprintf("context %q", j.Context)
+		where := fmt.Sprintf("context \"%s\"", safe(j.Context))
 		if j.Store != "" {
-			where += " (" + j.Store + ")"
+			where += " (" + safe(j.Store) + ")"
 		}
-		l.line(ev.Time, "%s %s: run %s on %s; timeout %s, deadline %s", l.paint(ansiBold, "drill"), j.Drill.Name, j.RunID, where,
+		l.line(ev.Time, "%s %s: run %s on %s; timeout %s, deadline %s", l.paint(ansiBold, "drill"), safe(j.Drill.Name), safe(j.RunID), where,
 			time.Duration(j.TimeoutSeconds*float64(time.Second)), j.Deadline.Format(time.RFC3339))
 	case EventPhase:
 		l.line(ev.Time, "%s", l.paint(ansiBold, ev.Phase))
@@ -117,13 +125,13 @@ func (l *LiveLog) Report(ev Event) {
 		if c.OK {
 			status = StatusPassed
 		}
-		l.line(ev.Time, "  %s %s: %s (%s)", l.mark(status), c.Name, oneLine(detail), fmtSeconds(c.DurationSeconds))
+		l.line(ev.Time, "  %s %s: %s (%s)", l.mark(status), safe(c.Name), oneLine(detail), fmtSeconds(c.DurationSeconds))
 	case EventStepStarted:
 		s := ev.Step
-		l.line(ev.Time, "  [%d/%d] %s (%s): %s", ev.StepIndex, len(j.Steps), s.ID, s.Kind, s.Description)
+		l.line(ev.Time, "  [%d/%d] %s (%s): %s", ev.StepIndex, len(j.Steps), safe(s.ID), safe(s.Kind), safe(s.Description))
 	case EventRollbackRegistered:
 		rb := ev.Rollback
-		l.line(ev.Time, "        %s registered: %s", rb.ID, rb.Description)
+		l.line(ev.Time, "        %s registered: %s", safe(rb.ID), safe(rb.Description))
 	case EventNotice:
 		indent := ""
 		if ev.StepIndex > 0 {
@@ -132,7 +140,7 @@ func (l *LiveLog) Report(ev Event) {
 		l.line(ev.Time, "%s%s", indent, l.paint(ansiYellow, oneLine(ev.Message)))
 	case EventStepDone:
 		s := ev.Step
-		msg := fmt.Sprintf("  %s [%d/%d] %s %s in %s", l.mark(s.Status), ev.StepIndex, len(j.Steps), s.ID, s.Status, fmtSeconds(s.DurationSeconds))
+		msg := fmt.Sprintf("  %s [%d/%d] %s %s in %s", l.mark(s.Status), ev.StepIndex, len(j.Steps), safe(s.ID), safe(s.Status), fmtSeconds(s.DurationSeconds))
 		if s.Error != "" {
 			msg += ": " + oneLine(s.Error)
 		} else if s.Detail != "" {
@@ -142,12 +150,12 @@ func (l *LiveLog) Report(ev Event) {
 	case EventRollbackStarted:
 	case EventRollbackDone:
 		rb := ev.Rollback
-		msg := fmt.Sprintf("  %s %s %s: ", l.mark(rb.Status), rb.ID, rb.Subject)
+		msg := fmt.Sprintf("  %s %s %s: ", l.mark(rb.Status), safe(rb.ID), safe(rb.Subject))
 		switch rb.Status {
 		case StatusOK:
 			msg += oneLine(rb.Detail)
 		default:
-			msg += rb.Status + ": " + oneLine(rb.Error)
+			msg += safe(rb.Status) + ": " + oneLine(rb.Error)
 			if rb.ExpiresAt != nil {
 				msg += "; it lapses on its own at " + rb.ExpiresAt.Format(time.RFC3339)
 			}
@@ -178,7 +186,7 @@ func Summary(j *Journal, color bool) string {
 			okRB++
 		}
 	}
-	verdict := strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " "))
+	verdict := safe(strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " ")))
 	code := ansiRed
 	if j.Outcome == OutcomePassed && j.RollbacksOK {
 		code = ansiGreen
@@ -196,7 +204,12 @@ func Summary(j *Journal, color bool) string {
 	return s + fmt.Sprintf(" (exit %d)", j.ExitCode)
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine joins a multi-line value on spaces and renders it with
+// [textsafe.Line]: a CR or an escape sequence in a step's output is shown,
+// never sent.
+func oneLine(s string) string {
+	return textsafe.Line(strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' }), " "))
+}
 
 // JournalFile rewrites the JSON journal at Path after every significant
 // event, atomically (write a temporary file, then rename), so even a run

@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Outputs are the values a step produced, referenced by later steps as
@@ -139,17 +141,16 @@ func (rc *RunContext) Notify(format string, args ...any) {
 
 // Reason returns the text override items and audit records carry for this
 // run: "drill NAME run ID: detail". The run id marks the drill's own
-// overrides, so rollback never removes one it did not write.
+// overrides, so rollback never removes one it did not write. detail can hold
+// step outputs (an HTTP body, a stored value): anything unsafe in it is kept
+// as a visible escape and the whole is cut to [audit.MaxReasonLen]
+// characters, so the result always passes [audit.ValidateReason].
 func (rc *RunContext) Reason(detail string) string {
 	r := fmt.Sprintf("drill %s run %s", rc.Drill.Name, rc.RunID)
 	if detail != "" {
 		r += ": " + detail
 	}
-	const maxLen = 500
-	if len(r) > maxLen {
-		r = r[:maxLen]
-	}
-	return r
+	return audit.TruncateReason(textsafe.Line(r))
 }
 
 // RunTag is the part of Reason that identifies this run.

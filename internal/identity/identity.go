@@ -69,7 +69,7 @@ func ClientOptions(o *sts.Options) {
 // caller's context error when ctx ended).
 func (r Resolver) Resolve(ctx context.Context) (audit.Identity, error) {
 	if r.STS == nil {
-		return r.Asserted(), nil
+		return r.Asserted()
 	}
 	timeout := r.Timeout
 	if timeout <= 0 {
@@ -83,33 +83,50 @@ func (r Resolver) Resolve(ctx context.Context) (audit.Identity, error) {
 		return audit.Identity{}, &Error{Kind: NotServed, Endpoint: r.where(), Context: r.Context, Err: err}
 	}
 	if err == nil {
-		return audit.Identity{Actor: aws.ToString(out.Arn), Source: audit.ActorSTS}, nil
+		arn := aws.ToString(out.Arn)
+		if verr := audit.ValidateActor(arn); verr != nil {
+			return audit.Identity{}, fmt.Errorf("sts GetCallerIdentity answered an identity that cannot be recorded: %w", verr)
+		}
+		return audit.Identity{Actor: arn, Source: audit.ActorSTS}, nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return audit.Identity{}, ctxErr
 	}
 	kind := Classify(err)
 	if r.AllowUnverified && (kind == Unreachable || kind == NotServed) {
-		return r.Asserted(), nil
+		return r.Asserted()
 	}
 	return audit.Identity{}, &Error{Kind: kind, Endpoint: r.where(), Context: r.Context, Err: err}
 }
 
+// ErrBadActor is returned by [Resolver.Asserted] when the name the
+// environment asserts is not plain text ([audit.ValidateActor]); it is a
+// usage error: nothing is written.
+var ErrBadActor = errors.New("the asserted actor cannot be recorded")
+
 // Asserted is the identity the environment claims: $KOSHACTL_ACTOR when set
-// (CI jobs name themselves), else user@host; always unverified.
-func (r Resolver) Asserted() audit.Identity {
+// (CI jobs name themselves), else user@host; always unverified. A name that
+// is not plain text is refused with an error matching [ErrBadActor].
+func (r Resolver) Asserted() (audit.Identity, error) {
 	getenv := r.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	return audit.Identity{Actor: assertedName(getenv), Source: audit.ActorUnverified}
+	name, fromEnv := assertedName(getenv)
+	if err := audit.ValidateActor(name); err != nil {
+		if fromEnv {
+			return audit.Identity{}, fmt.Errorf("%w: $KOSHACTL_ACTOR: %w", ErrBadActor, err)
+		}
+		return audit.Identity{}, fmt.Errorf("%w: %w; set $KOSHACTL_ACTOR to name yourself", ErrBadActor, err)
+	}
+	return audit.Identity{Actor: name, Source: audit.ActorUnverified}, nil
 }
 
-func assertedName(getenv func(string) string) string {
+func assertedName(getenv func(string) string) (name string, fromEnv bool) {
 	if a := getenv("KOSHACTL_ACTOR"); a != "" {
-		return a
+		return a, true
 	}
-	name := "unknown"
+	name = "unknown"
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		name = u.Username
 	} else if v := getenv("USER"); v != "" {
@@ -119,7 +136,7 @@ func assertedName(getenv func(string) string) string {
 	if err != nil || host == "" {
 		host = "localhost"
 	}
-	return name + "@" + host
+	return name + "@" + host, false
 }
 
 func (r Resolver) where() string {

@@ -184,11 +184,14 @@ func TestCancelledIsNotAnSTSFailure(t *testing.T) {
 }
 
 func TestAssertedIdentity(t *testing.T) {
-	id := identity.Resolver{Getenv: env(map[string]string{"KOSHACTL_ACTOR": "ci@pipeline-42"})}.Asserted()
-	if id.Actor != "ci@pipeline-42" || id.Verified() {
-		t.Errorf("asserted = %+v", id)
+	id, err := identity.Resolver{Getenv: env(map[string]string{"KOSHACTL_ACTOR": "ci@pipeline-42"})}.Asserted()
+	if err != nil || id.Actor != "ci@pipeline-42" || id.Verified() {
+		t.Errorf("asserted = %+v, %v", id, err)
 	}
-	id, err := identity.Resolver{Getenv: env(nil)}.Resolve(context.Background())
+	if _, err := (identity.Resolver{Getenv: env(map[string]string{"KOSHACTL_ACTOR": "evil\x1b]0;t\a"})}).Asserted(); !errors.Is(err, identity.ErrBadActor) {
+		t.Errorf("a control character in $KOSHACTL_ACTOR: err = %v, want ErrBadActor", err)
+	}
+	id, err = identity.Resolver{Getenv: env(nil)}.Resolve(context.Background())
 	if err != nil || !strings.Contains(id.Actor, "@") || id.Source != audit.ActorUnverified {
 		t.Errorf("no STS: %+v, %v; want user@host, unverified", id, err)
 	}

@@ -25,10 +25,10 @@ func (m Model) detailLines(height int) []string {
 	st := m.styles
 	r := m.selected()
 	if r == nil {
-		return []string{st.Dim.Render(fmt.Sprintf("%s is no longer listed (esc goes back)", m.detail.dependency))}
+		return []string{st.Dim.Render(fmt.Sprintf("%s is no longer listed (esc goes back)", safe(m.detail.dependency)))}
 	}
 	label := func(s string) string { return st.Label.Render(pad(s, 11)) }
-	title := st.Title.Render(r.Dependency) + " · " + st.State(r.State).Render(r.State.Label())
+	title := st.Title.Render(safe(r.Dependency)) + " · " + st.State(r.State).Render(r.State.Label())
 	if r.OverrideActive {
 		title += " (override)"
 	}
@@ -47,8 +47,8 @@ func (m Model) detailLines(height int) []string {
 			when += " (" + o.ExpiresAt.UTC().Format("15:04:05Z") + ")"
 		}
 		lines = append(lines,
-			label("Override")+state+o.Actor+" "+ago(m.now, o.CreatedAt)+" · "+when,
-			label("")+"reason: "+o.Reason)
+			label("Override")+state+safe(o.Actor)+" "+ago(m.now, o.CreatedAt)+" · "+when,
+			label("")+"reason: "+safe(o.Reason))
 	} else {
 		lines = append(lines, label("Override")+"none: every instance follows its own breaker")
 	}
@@ -82,7 +82,7 @@ func (m Model) detailLines(height int) []string {
 		if i == 0 {
 			l = "Note"
 		}
-		for j, part := range strings.Split(ansi.Wordwrap(n, max(m.width-11, 20), ""), "\n") {
+		for j, part := range strings.Split(ansi.Wordwrap(safe(n), max(m.width-11, 20), ""), "\n") {
 			if j > 0 {
 				l = ""
 			}
@@ -100,7 +100,7 @@ func (m Model) detailLines(height int) []string {
 		start, period, n := m.windowGrid()
 		nameW := 8
 		for _, in := range r.Instances {
-			nameW = max(nameW, min(len(in.Instance), 24))
+			nameW = max(nameW, min(ansi.StringWidth(safe(in.Instance)), 24))
 		}
 		instStrip := max(min(n, m.width-nameW-stateW-20), 0)
 		for _, in := range r.Instances {
@@ -110,7 +110,7 @@ func (m Model) detailLines(height int) []string {
 				s = metrics.NoData
 				seen = "SILENT, last " + ago(m.now, in.LastSeen)
 			}
-			line := "  " + pad(ansi.Truncate(in.Instance, nameW, "…"), nameW) + " " + st.State(s).Render(pad(metrics.FromBreaker(in.State).Label(), stateW))
+			line := "  " + pad(ansi.Truncate(safe(in.Instance), nameW, "…"), nameW) + " " + st.State(s).Render(pad(metrics.FromBreaker(in.State).Label(), stateW))
 			if instStrip > 0 {
 				line += " " + strings.TrimLeft(strip(periodStates(in.Timeline, start, period, n), instStrip, st), " ")
 			}
@@ -129,12 +129,12 @@ func (m Model) detailLines(height int) []string {
 	}
 	actorW := 0
 	for _, rec := range m.detail.records {
-		actorW = max(actorW, min(len(rec.Actor), 40))
+		actorW = max(actorW, min(ansi.StringWidth(safe(rec.Actor)), 40))
 	}
 	for _, rec := range m.detail.records {
-		action := strings.TrimPrefix(rec.Action, "breaker.")
+		action := safe(strings.TrimPrefix(rec.Action, "breaker."))
 		lines = append(lines, fmt.Sprintf("  %s  %s  %s  %s", rec.Time.UTC().Format("01-02 15:04Z"), pad(action, 10),
-			pad(ansi.Truncate(rec.Actor, actorW, "…"), actorW), rec.Reason))
+			pad(ansi.Truncate(safe(rec.Actor), actorW, "…"), actorW), safe(rec.Reason)))
 	}
 
 	for i, l := range lines {

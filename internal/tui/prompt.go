@@ -7,6 +7,7 @@ import (
 
 	"charm.land/bubbles/v2/textinput"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
@@ -100,9 +101,9 @@ func (p *prompt) newInput() textinput.Model {
 	switch p.steps[p.step] {
 	case stepReason:
 		if p.kind == promptForce {
-			in = newInput("Reason:   ", "what is happening, e.g. provider incident INC-142", breaker.MaxReasonLen, p.styles)
+			in = newInput("Reason:   ", "what is happening, e.g. provider incident INC-142", audit.MaxReasonLen, p.styles)
 		} else {
-			in = newInput("Reason (optional): ", "why it is safe to clear", breaker.MaxReasonLen, p.styles)
+			in = newInput("Reason (optional): ", "why it is safe to clear", audit.MaxReasonLen, p.styles)
 		}
 	case stepDuration:
 		in = newInput("Duration: ", "like 30m or 2h", 12, p.styles)
@@ -149,16 +150,14 @@ func (p *prompt) next() (done bool, errMsg string) {
 	return false, ""
 }
 
-// validateReason applies the CLI's rules for a reason: present when
-// required, one line of plain text, bounded.
+// validateReason applies the CLI's rule for a reason ([audit.ValidateReason]),
+// and that there is one when required.
 func validateReason(r string, required bool) string {
-	switch {
-	case r == "" && required:
+	if r == "" && required {
 		return "a reason is required: everyone who looks at this override will read it"
-	case len(r) > breaker.MaxReasonLen:
-		return fmt.Sprintf("the reason is %d characters: keep it under %d and link to details", len(r), breaker.MaxReasonLen)
-	case strings.ContainsFunc(r, func(c rune) bool { return c < 0x20 || c == 0x7f }):
-		return "the reason contains a control character: keep it to one line of plain text"
+	}
+	if err := audit.ValidateReason(r); err != nil {
+		return "the " + err.Error()
 	}
 	return ""
 }
@@ -166,22 +165,22 @@ func validateReason(r string, required bool) string {
 // view renders the prompt's lines.
 func (p *prompt) view(width int) string {
 	st := p.styles
-	lines := []string{st.Title.Render(p.header[0])}
+	lines := []string{st.Title.Render(safe(p.header[0]))}
 	for _, h := range p.header[1:] {
-		lines = append(lines, st.Warning.Render(h))
+		lines = append(lines, st.Warning.Render(safe(h)))
 	}
 	lines = append(lines, "")
 	for i := 0; i < p.step; i++ {
 		switch p.steps[i] {
 		case stepReason:
-			lines = append(lines, st.Label.Render("Reason:   ")+p.reason)
+			lines = append(lines, st.Label.Render("Reason:   ")+safe(p.reason))
 		case stepDuration:
 			lines = append(lines, st.Label.Render("Duration: ")+compactDuration(p.duration))
 		case stepConfirm:
 			// Always the last step, so never among the answered ones.
 		}
 	}
-	lines = append(lines, p.input.View())
+	lines = append(lines, inputView(p.input))
 	if p.steps[p.step] == stepDuration {
 		lines = append(lines, st.Dim.Render(fmt.Sprintf("at most %s; the override lapses by itself then", compactDuration(p.maxOverride))))
 	}

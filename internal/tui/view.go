@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
 )
 
@@ -21,7 +23,7 @@ const minWidth, minHeight = 40, 10
 func (m Model) View() tea.View {
 	v := tea.NewView(m.Render())
 	v.AltScreen = true
-	v.WindowTitle = "koshactl dashboard · " + m.opts.ContextName
+	v.WindowTitle = "koshactl dashboard · " + safe(m.opts.ContextName)
 	return v
 }
 
@@ -78,8 +80,8 @@ func (m Model) headerLines() []string {
 		text := fmt.Sprintf(" PROTECTED CONTEXT %s · force-open and clear ask you to type its name ", m.opts.ContextName)
 		lines = append(lines, st.Protected.Render(pad(ansi.Truncate(text, m.width, "…"), m.width)))
 	}
-	fresh := fmt.Sprintf("store %s %s · gauges %s %s · every %s", m.opts.StoreName, m.freshness(m.store),
-		m.gaugesName(), m.freshness(m.gauges), cmdutil.HumanDuration(m.opts.Interval))
+	fresh := fmt.Sprintf("store %s %s · gauges %s %s · every %s", safe(m.opts.StoreName), m.freshness(m.store),
+		safe(m.gaugesName()), m.freshness(m.gauges), cmdutil.HumanDuration(m.opts.Interval))
 	if ansi.StringWidth(fresh) > m.width {
 		fresh = fmt.Sprintf("store %s · gauges %s · every %s", m.freshness(m.store), m.freshness(m.gauges), cmdutil.HumanDuration(m.opts.Interval))
 	}
@@ -98,11 +100,11 @@ func (m Model) headerLines() []string {
 		if s.hint != "" {
 			stale += " (" + s.hint + ")"
 		}
-		text := fmt.Sprintf(" ✗ %s failed, %s: %s (%s) ", s.name, stale, oneLine(s.src.err), s.desc)
+		text := fmt.Sprintf(" ✗ %s failed, %s: %s (%s) ", s.name, safe(stale), oneLine(s.src.err), safe(s.desc))
 		lines = append(lines, st.ErrorBanner.Render(pad(ansi.Truncate(text, m.width, "…"), m.width)))
 	}
 	if m.snap != nil && len(m.snap.Warnings) > 0 && m.gauges.err == nil {
-		text := "! " + m.snap.Warnings[0]
+		text := "! " + safe(m.snap.Warnings[0])
 		if n := len(m.snap.Warnings) - 1; n > 0 {
 			text += fmt.Sprintf(" (+%d more)", n)
 		}
@@ -153,7 +155,7 @@ const (
 func (m Model) columns() columns {
 	c := columns{dep: 10, gauges: true}
 	for _, r := range m.rows {
-		c.dep = max(c.dep, len(r.Dependency))
+		c.dep = max(c.dep, ansi.StringWidth(safe(r.Dependency)))
 	}
 	c.dep = min(c.dep, 24)
 	fixed := 2 + c.dep + 1 + stateW + 1 + 2*(gaugeW+1) + instW + 1
@@ -210,7 +212,7 @@ func (m Model) tableRow(r *row, c columns, selected bool) string {
 	st := m.styles
 	var b strings.Builder
 	b.Grow(256)
-	name := pad(ansi.Truncate(r.Dependency, c.dep, "…"), c.dep)
+	name := pad(ansi.Truncate(safe(r.Dependency), c.dep, "…"), c.dep)
 	if selected {
 		b.WriteString("› ")
 		b.WriteString(st.SelectedPaint.Apply(name))
@@ -275,16 +277,17 @@ func (m Model) overrideCell(r *row) string {
 	case o == nil:
 		return ""
 	case r.OverrideActive && o.Expires():
-		return cmdutil.HumanDuration(o.ExpiresAt.Sub(m.now)) + " " + shortActor(o.Actor) + " " + o.Reason
+		return cmdutil.HumanDuration(o.ExpiresAt.Sub(m.now)) + " " + shortActor(o.Actor) + " " + safe(o.Reason)
 	case r.OverrideActive:
-		return "∞ " + shortActor(o.Actor) + " " + o.Reason
+		return "∞ " + shortActor(o.Actor) + " " + safe(o.Reason)
 	}
 	return "expired " + shortActor(o.Actor)
 }
 
 // shortActor shortens an actor for a table cell: the session name of an
-// assumed-role ARN, the user of user@host.
+// assumed-role ARN, the user of user@host; rendered by [safe].
 func shortActor(a string) string {
+	a = safe(a)
 	if strings.HasPrefix(a, "arn:") {
 		if i := strings.LastIndexByte(a, '/'); i >= 0 {
 			return a[i+1:]
@@ -299,13 +302,13 @@ func shortActor(a string) string {
 
 func (m Model) statusLine() string {
 	if m.table.filtering {
-		return m.table.filter.View()
+		return inputView(m.table.filter)
 	}
 	text := m.status
 	if q := m.table.filter.Value(); q != "" && text == "" {
 		text = fmt.Sprintf("filter: %s (%d of %d) · esc clears", q, len(m.table.visible), len(m.rows))
 	}
-	text = ansi.Truncate(text, m.width, "…")
+	text = ansi.Truncate(safe(text), m.width, "…")
 	if m.statusIsErr {
 		return m.styles.StatusError.Render(text)
 	}
@@ -379,7 +382,30 @@ func padLeft(s string, width int) string {
 	return ansi.Truncate(s, width, "")
 }
 
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+// oneLine renders an error on one line, by [safe].
+func oneLine(err error) string { return safe(strings.Join(strings.Fields(err.Error()), " ")) }
+
+// inputView renders a text input with what was typed (or pasted: a
+// clipboard is not trusted either) shown by the textsafe rule. The value
+// itself is kept as typed: the prompt refuses it on enter and says why.
+func inputView(in textinput.Model) string {
+	v := in.Value()
+	if textsafe.IsSafe(v) {
+		return in.View()
+	}
+	typed := []rune(v)
+	before := string(typed[:min(in.Position(), len(typed))])
+	in.CharLimit = 0
+	in.SetValue(safe(v))
+	in.SetCursor(textsafe.Len(safe(before)))
+	return in.View()
+}
+
+// safe renders a value the dashboard did not write itself (anything from
+// the store, CloudWatch, a scrape or an error) for the screen: control
+// characters and bidi controls become visible escapes ([textsafe.Line]).
+// Every such value passes through it before it meets a style or a width.
+func safe(s string) string { return textsafe.Line(s) }
 
 // ago renders how long ago t was.
 func ago(now, t time.Time) string {

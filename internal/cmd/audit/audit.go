@@ -5,7 +5,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -97,15 +96,14 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 		return nil
 	}
 	tty := io.IsStdoutTTY()
-	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tACTOR\tACTION\tSUBJECT\tOUTCOME\tREASON")
+	tw := cmdutil.NewTable(io.Out)
+	tw.Row("TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON")
 	for _, r := range recs {
 		actor := r.Actor
 		if r.ActorSource == audit.ActorUnverified {
 			actor += " (unverified)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", cmdutil.FormatTime(r.Time, now, tty), actor, r.Action,
-			r.Subject, r.Outcome, r.Reason)
+		tw.Row(cmdutil.FormatTime(r.Time, now, tty), actor, r.Action, r.Subject, r.Outcome, r.Reason)
 	}
 	return tw.Flush()
 }

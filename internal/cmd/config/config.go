@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -89,14 +89,14 @@ func newGetContexts(f *cmdutil.Factory) *cobra.Command {
 			if output != cmdutil.FormatTable {
 				return cmdutil.PrintStructured(f.IOStreams.Out, output, map[string]any{"kind": "ContextList", "items": rows})
 			}
-			tw := tabwriter.NewWriter(f.IOStreams.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "CURRENT\tNAME\tSTORE\tPROTECTED")
+			tw := cmdutil.NewTable(f.IOStreams.Out)
+			tw.Row("CURRENT", "NAME", "STORE", "PROTECTED")
 			for _, r := range rows {
 				mark := ""
 				if r.Current {
 					mark = "*"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%v\n", mark, r.Name, r.Store, r.Protected)
+				tw.Row(mark, r.Name, r.Store, strconv.FormatBool(r.Protected))
 			}
 			return tw.Flush()
 		},

@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui"
 )
 
@@ -115,5 +116,5 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		Color:        io.ColorEnabled(),
 		Notice:       notice,
 		GaugesHint:   hint,
-	}, io.In, io.Out)
+	}, io.In, textsafe.Raw(io.Out)) // the TUI draws the screen; its view renders every value with textsafe
 }

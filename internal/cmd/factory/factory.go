@@ -97,7 +97,7 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 			return nil, fmt.Errorf("open embedded store of context %q: %w", name, err)
 		}
 		env.Store = s
-		setIdentity(env, func(context.Context) (audit.Identity, error) { return identity.Resolver{}.Asserted(), nil })
+		setIdentity(env, func(context.Context) (audit.Identity, error) { return identity.Resolver{}.Asserted() })
 		// A local store can still name AWS resources (a chaos key in Secrets
 		// Manager): region, profile, credentials and endpoints come from the
 		// environment and the shared config files.

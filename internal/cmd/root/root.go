@@ -22,6 +22,7 @@ import (
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
 	versioncmd "github.com/kosha-platform/koshactl/internal/cmd/version"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // NewCmd builds the whole command tree on f. started is set once argument
@@ -83,7 +84,20 @@ func markStarted(cmd *cobra.Command, started *bool) {
 
 // Run executes args on f and returns the process exit code, having printed
 // any error as one line on stderr.
+//
+// Everything printed goes through a [textsafe.Writer]: whatever a command
+// prints from the table, an HTTP answer or the environment, no raw control
+// character or bidi control reaches the terminal. Tables and fields render
+// their values with textsafe.Line themselves (so a newline cannot forge a
+// row); the writer is the backstop for any value they do not.
 func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
+	out, errOut := textsafe.NewWriter(f.IOStreams.Out), textsafe.NewWriter(f.IOStreams.ErrOut)
+	f.IOStreams.Out, f.IOStreams.ErrOut = out, errOut
+	defer func() {
+		f.IOStreams.Out, f.IOStreams.ErrOut = textsafe.Raw(out), textsafe.Raw(errOut)
+		_ = out.Flush()
+		_ = errOut.Flush()
+	}()
 	started := false
 	var opened *cmdutil.Env
 	if resolve := f.Env; resolve != nil {
@@ -107,7 +121,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 		return cmdutil.ExitOK
 	}
 	if !errors.Is(err, cmdutil.ErrSilent) {
-		fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", oneLine(err))
+		fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", textsafe.Line(oneLine(err)))
 	}
 	code := cmdutil.ExitCode(err)
 	if !started && code == cmdutil.ExitError {
@@ -122,6 +136,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	return code
 }
 
+// oneLine joins a wrapped, multi-line message on spaces, tabs and newlines;
+// any other control (a CR from a stored value) is left for textsafe.Line to
+// show as an escape.
 func oneLine(err error) string {
-	return strings.Join(strings.Fields(err.Error()), " ")
+	return strings.Join(strings.FieldsFunc(err.Error(), func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' }), " ")
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Options are the parsed flags and arguments.
@@ -176,7 +177,7 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now 
 			if !r.Before.Active {
 				note = " (it had already expired)"
 			}
-			fmt.Fprintf(io.Out, "%s override on %s set by %s%s\n", verb, r.Dependency, r.Before.Actor, note)
+			fmt.Fprintf(io.Out, "%s override on %s set by %s%s\n", verb, r.Dependency, textsafe.Line(r.Before.Actor), note)
 		}
 	}
 	return nil

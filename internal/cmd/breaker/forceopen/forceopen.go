@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // DefaultFor is how long an override lasts when neither --for nor --until is given.
@@ -239,9 +240,9 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now 
 		if r.res.After.Expires() {
 			exp = "expires " + cmdutil.FormatTime(r.res.After.ExpiresAt, now, tty)
 		}
-		fmt.Fprintf(io.Out, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, r.Override.Reason)
+		fmt.Fprintf(io.Out, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, textsafe.Line(r.Override.Reason))
 		if r.Before != nil && r.Before.Active {
-			fmt.Fprintf(io.Out, "  previously forced by %s: %s\n", r.Before.Actor, r.Before.Reason)
+			fmt.Fprintf(io.Out, "  previously forced by %s: %s\n", textsafe.Line(r.Before.Actor), textsafe.Line(r.Before.Reason))
 		}
 	}
 	return nil

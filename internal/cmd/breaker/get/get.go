@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -63,12 +64,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return cmdutil.PrintStructured(io.Out, opts.Output, shared.View(o, now))
 	}
 	tty := io.IsStdoutTTY()
-	fmt.Fprintf(io.Out, "Dependency:  %s\n", o.Dependency)
-	fmt.Fprintf(io.Out, "State:       %s\n", shared.StateLabel(o, now))
-	fmt.Fprintf(io.Out, "Reason:      %s\n", o.Reason)
-	fmt.Fprintf(io.Out, "Actor:       %s\n", o.Actor)
-	fmt.Fprintf(io.Out, "Created:     %s\n", cmdutil.FormatTime(o.CreatedAt, now, tty))
-	fmt.Fprintf(io.Out, "Expires:     %s\n", shared.Expiry(o, now, tty))
-	fmt.Fprintf(io.Out, "Version:     %d\n", o.Version)
+	cmdutil.PrintFields(io.Out,
+		cmdutil.Field{Label: "Dependency", Value: o.Dependency},
+		cmdutil.Field{Label: "State", Value: shared.StateLabel(o, now)},
+		cmdutil.Field{Label: "Reason", Value: o.Reason},
+		cmdutil.Field{Label: "Actor", Value: o.Actor},
+		cmdutil.Field{Label: "Created", Value: cmdutil.FormatTime(o.CreatedAt, now, tty)},
+		cmdutil.Field{Label: "Expires", Value: shared.Expiry(o, now, tty)},
+		cmdutil.Field{Label: "Version", Value: strconv.FormatInt(o.Version, 10)})
 	return nil
 }

@@ -5,7 +5,6 @@ package list
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -77,11 +76,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return nil
 	}
 	tty := io.IsStdoutTTY()
-	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEPENDENCY\tSTATE\tEXPIRES\tACTOR\tCREATED\tREASON")
+	tw := cmdutil.NewTable(io.Out)
+	tw.Row("DEPENDENCY", "STATE", "EXPIRES", "ACTOR", "CREATED", "REASON")
 	for _, o := range shown {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", o.Dependency, shared.StateLabel(o, now),
-			shared.Expiry(o, now, tty), o.Actor, cmdutil.FormatTime(o.CreatedAt, now, tty), o.Reason)
+		tw.Row(o.Dependency, shared.StateLabel(o, now), shared.Expiry(o, now, tty), o.Actor,
+			cmdutil.FormatTime(o.CreatedAt, now, tty), o.Reason)
 	}
 	return tw.Flush()
 }

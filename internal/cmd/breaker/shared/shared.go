@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/suggest"
@@ -53,22 +54,14 @@ func closest(n string, known []string) string {
 	return suggest.Closest(n, known, 3, strings.NewReplacer("-", "", "_", "").Replace)
 }
 
-// ValidateReason checks an operator's reason: required, one line, bounded.
+// ValidateReason checks an operator's reason by [audit.ValidateReason], and
+// that there is one when required; the error exits 2.
 func ValidateReason(reason string, required bool) error {
-	r := strings.TrimSpace(reason)
-	if r == "" {
-		if required {
-			return cmdutil.Usagef("a reason is required: pass --reason \"what is happening\" (it is shown to everyone who looks at this override)")
-		}
-		return nil
+	if required && strings.TrimSpace(reason) == "" {
+		return cmdutil.Usagef("a reason is required: pass --reason \"what is happening\" (it is shown to everyone who looks at this override)")
 	}
-	if len(r) > breaker.MaxReasonLen {
-		return cmdutil.Usagef("reason is %d characters: keep it under %d and link to details instead", len(r), breaker.MaxReasonLen)
-	}
-	for _, c := range r {
-		if c < 0x20 || c == 0x7f {
-			return cmdutil.Usagef("reason contains a control character: keep it to one line of plain text")
-		}
+	if err := audit.ValidateReason(reason); err != nil {
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	return nil
 }

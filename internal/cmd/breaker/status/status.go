@@ -5,12 +5,10 @@ package status
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -21,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // DefaultInterval is how often --watch refreshes.
@@ -280,12 +279,7 @@ func print(f *cmdutil.Factory, opts *Options, r result, watch bool) error {
 	case cmdutil.FormatJSON:
 		if watch {
 			// One document per line, so `| jq -c` and line readers follow along.
-			b, err := json.Marshal(r.Result)
-			if err != nil {
-				return fmt.Errorf("encode output: %w", err)
-			}
-			_, err = fmt.Fprintf(out, "%s\n", b)
-			return err
+			return cmdutil.PrintJSONLine(out, r.Result)
 		}
 		return cmdutil.PrintStructured(out, opts.Output, r.Result)
 	case cmdutil.FormatYAML:
@@ -305,18 +299,18 @@ func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) erro
 	if r.Gauges.FetchedAt != nil {
 		fresh += " at " + *r.Gauges.FetchedAt
 	}
-	fmt.Fprintf(w, "context %s · store %s · %s\n", r.Context, r.Store.Source, fresh)
+	fmt.Fprintf(w, "context %s · store %s · %s\n", textsafe.Line(r.Context), textsafe.Line(r.Store.Source), textsafe.Line(fresh))
 	if r.Store.Error != nil {
-		fmt.Fprintf(w, "! store unavailable, overrides unknown: %s\n", *r.Store.Error)
+		fmt.Fprintf(w, "! store unavailable, overrides unknown: %s\n", textsafe.Line(*r.Store.Error))
 	}
 	if r.Gauges.Error != nil {
-		fmt.Fprintf(w, "! gauges unavailable, fleet state unknown: %s\n", *r.Gauges.Error)
+		fmt.Fprintf(w, "! gauges unavailable, fleet state unknown: %s\n", textsafe.Line(*r.Gauges.Error))
 	}
 	for _, warn := range r.Gauges.Warnings {
-		fmt.Fprintf(w, "! %s\n", warn)
+		fmt.Fprintf(w, "! %s\n", textsafe.Line(warn))
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEPENDENCY\tSTATE\tGAUGES\tWORST\tBEST\tINSTANCES\tOVERRIDE")
+	tw := cmdutil.NewTable(w)
+	tw.Row("DEPENDENCY", "STATE", "GAUGES", "WORST", "BEST", "INSTANCES", "OVERRIDE")
 	var notes []string
 	for _, s := range r.statuses {
 		worst, best, inst := "-", "-", "-"
@@ -338,7 +332,7 @@ func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) erro
 				ov = "expired " + cmdutil.FormatTime(o.ExpiresAt, now, tty)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", s.Dependency, s.State.Label(), s.GaugeState.Label(), worst, best, inst, ov)
+		tw.Row(s.Dependency, s.State.Label(), s.GaugeState.Label(), worst, best, inst, ov)
 		for _, n := range s.Notes {
 			notes = append(notes, s.Dependency+": "+n)
 		}
@@ -347,7 +341,7 @@ func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) erro
 		return err
 	}
 	for _, n := range notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		fmt.Fprintf(w, "note: %s\n", textsafe.Line(n))
 	}
 	return nil
 }

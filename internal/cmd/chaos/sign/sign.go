@@ -36,9 +36,6 @@ func Formats() []string {
 // AuditAction is the audit record action of a mint.
 const AuditAction = "chaos.sign"
 
-// MaxReasonLen bounds the optional --reason.
-const MaxReasonLen = 500
-
 // Options are the parsed flags.
 type Options struct {
 	Target string
@@ -199,14 +196,8 @@ func problem(err error) string {
 }
 
 func validateReason(reason string) error {
-	r := strings.TrimSpace(reason)
-	if len(r) > MaxReasonLen {
-		return cmdutil.Usagef("--reason is %d characters: keep it under %d", len(r), MaxReasonLen)
-	}
-	for _, c := range r {
-		if c < 0x20 || c == 0x7f {
-			return cmdutil.Usagef("--reason contains a control character: keep it to one line of plain text")
-		}
+	if err := audit.ValidateReason(reason); err != nil {
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--%w", err))
 	}
 	return nil
 }

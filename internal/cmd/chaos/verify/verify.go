@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -168,14 +167,14 @@ var outcomeText = map[chaos.Outcome]string{
 
 func printTable(f *cmdutil.Factory, res Result) error {
 	io := f.IOStreams
-	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
+	tw := cmdutil.NewTable(io.Out)
+	tw.Row("CHECK", "RESULT", "DETAIL")
 	for _, c := range res.Checks {
 		detail := c.Reason
 		if c.Check == chaos.CheckSyntax && c.Outcome == chaos.OutcomeFail {
 			detail = "field " + fieldName(c.Field) + ": " + detail
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Check, outcomeText[c.Outcome], oneLine(detail))
+		tw.Row(string(c.Check), outcomeText[c.Outcome], oneLine(detail))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

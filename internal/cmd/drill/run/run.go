@@ -22,6 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // ExitRollbackFailed is the exit code of a run where a rollback failed or
@@ -163,7 +164,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	defer interrupt()
 	abandonCtx, abandon := context.WithCancel(context.Background())
 	defer abandon()
-	reporters := []drill.Reporter{&drill.LiveLog{W: io.ErrOut, TTY: io.IsStderrTTY(), Color: io.IsStderrTTY() && io.ColorEnabled()}}
+	color := io.IsStderrTTY() && io.ColorEnabled()
+	logW := io.ErrOut
+	if color { // the log renders its values itself; its colors must reach the terminal
+		logW = textsafe.Raw(logW)
+	}
+	reporters := []drill.Reporter{&drill.LiveLog{W: logW, TTY: io.IsStderrTTY(), Color: color}}
 	var jf *drill.JournalFile
 	var ju *drill.JUnitFile
 	if opts.Journal != "" {
@@ -196,7 +202,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	switch {
 	case j.ExitCode != drill.ExitPassed:
 		if reportErr != nil {
-			fmt.Fprintf(io.ErrOut, "error: %s\n", strings.Join(strings.Fields(reportErr.Error()), " "))
+			fmt.Fprintf(io.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
 		}
 		return cmdutil.WithCode(j.ExitCode, fmt.Errorf("%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome))
 	case reportErr != nil:
@@ -377,7 +383,11 @@ func sigName(s os.Signal) string {
 // printSummary prints the verdict on stdout, and every lever left moved.
 func printSummary(f *cmdutil.Factory, j *drill.Journal) {
 	out := f.IOStreams.Out
-	fmt.Fprintln(out, drill.Summary(j, f.IOStreams.ColorEnabled()))
+	if f.IOStreams.ColorEnabled() { // Summary renders its values itself
+		fmt.Fprintln(textsafe.Raw(out), drill.Summary(j, true))
+	} else {
+		fmt.Fprintln(out, drill.Summary(j, false))
+	}
 	for _, rb := range j.Rollbacks {
 		if rb.Status == drill.StatusOK {
 			continue
@@ -386,6 +396,7 @@ func printSummary(f *cmdutil.Factory, j *drill.Journal) {
 		if rb.ExpiresAt != nil {
 			lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), f.IOStreams.IsStdoutTTY())
 		}
-		fmt.Fprintf(out, "  NOT RESTORED: %s (%s, step %s): %s; %s\n", rb.Subject, rb.Status, rb.Step, rb.Error, lapse)
+		fmt.Fprintf(out, "  NOT RESTORED: %s (%s, step %s): %s; %s\n", textsafe.Line(rb.Subject), textsafe.Line(rb.Status),
+			textsafe.Line(rb.Step), textsafe.Line(rb.Error), lapse)
 	}
 }

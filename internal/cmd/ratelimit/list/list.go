@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -14,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Scan defaults.
@@ -132,7 +132,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	io := f.IOStreams
 	for _, m := range res.Malformed {
-		fmt.Fprintf(io.ErrOut, "warning: skipped %v (the data plane fails open on it; replace it with koshactl ratelimit reset)\n", m)
+		fmt.Fprintf(io.ErrOut, "warning: skipped %s (the data plane fails open on it; replace it with koshactl ratelimit reset)\n", textsafe.Line(m.Error()))
 	}
 	out := Result{Kind: "RateLimitBucketList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.BucketView{},
 		Matched: res.Matched, Malformed: []string{}}
@@ -155,8 +155,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	now := f.Clock.Now()
 	tty := io.IsStdoutTTY()
-	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLIENT\tTOKENS\tNEXT REQUEST\tFULL IN\tUPDATED")
+	tw := cmdutil.NewTable(io.Out)
+	tw.Row("CLIENT", "TOKENS", "NEXT REQUEST", "FULL IN", "UPDATED")
 	for _, s := range res.Buckets {
 		next := "admitted"
 		if !s.Admit {
@@ -166,7 +166,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if !s.Full() {
 			full = shared.Duration(s.UntilFull)
 		}
-		fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%s\t%s\n", s.Client, shared.Tokens(s.Tokens), shared.Tokens(s.Limits.Capacity), next, full,
+		tw.Row(s.Client, shared.Tokens(s.Tokens)+"/"+shared.Tokens(s.Limits.Capacity), next, full,
 			cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty))
 	}
 	if err := tw.Flush(); err != nil {
@@ -207,7 +207,7 @@ func (p *progress) report(examined int) {
 		return
 	}
 	p.shown = true
-	fmt.Fprintf(p.f.IOStreams.ErrOut, "\rscanning: %d items examined", examined)
+	fmt.Fprintf(textsafe.Raw(p.f.IOStreams.ErrOut), "\rscanning: %d items examined", examined)
 }
 
 // done clears the progress line, if one was shown.
@@ -215,6 +215,6 @@ func (p *progress) done() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.shown {
-		fmt.Fprint(p.f.IOStreams.ErrOut, "\r\033[K")
+		fmt.Fprint(textsafe.Raw(p.f.IOStreams.ErrOut), "\r\033[K")
 	}
 }

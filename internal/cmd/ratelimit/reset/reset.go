@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Options are the parsed flags and arguments.
@@ -87,7 +88,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 		for _, m := range res.Malformed {
-			fmt.Fprintf(f.IOStreams.ErrOut, "warning: skipped %v (not throttled: the data plane fails open on it; reset it by name to replace it)\n", m)
+			fmt.Fprintf(f.IOStreams.ErrOut, "warning: skipped %s (not throttled: the data plane fails open on it; reset it by name to replace it)\n", textsafe.Line(m.Error()))
 		}
 		clients = nil
 		for _, s := range res.Buckets {

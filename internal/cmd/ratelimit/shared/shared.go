@@ -12,10 +12,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
-
-// MaxReasonLen bounds an operator's reason.
-const MaxReasonLen = 500
 
 // DynamoSegments is the parallel scan width on DynamoDB contexts.
 const DynamoSegments = 4
@@ -76,16 +74,11 @@ func CheckClients(ids []string) error {
 	return nil
 }
 
-// ValidateReason checks an optional reason: one line, bounded.
+// ValidateReason checks an optional reason by [audit.ValidateReason]; the
+// error exits 2.
 func ValidateReason(reason string) error {
-	r := strings.TrimSpace(reason)
-	if len(r) > MaxReasonLen {
-		return cmdutil.Usagef("reason is %d characters: keep it under %d and link to details instead", len(r), MaxReasonLen)
-	}
-	for _, c := range r {
-		if c < 0x20 || c == 0x7f {
-			return cmdutil.Usagef("reason contains a control character: keep it to one line of plain text")
-		}
+	if err := audit.ValidateReason(reason); err != nil {
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	return nil
 }
@@ -307,7 +300,7 @@ func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out 
 		}
 	} else {
 		for _, r := range out.Results {
-			fmt.Fprintln(io.Out, describe(r, f.Clock.Now(), io.IsStdoutTTY()))
+			fmt.Fprintln(io.Out, textsafe.Line(describe(r, f.Clock.Now(), io.IsStdoutTTY())))
 		}
 	}
 	cmdutil.PrintActedOn(io.ErrOut, env, opts.DryRun)

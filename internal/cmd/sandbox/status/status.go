@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -21,6 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // DefaultInterval is how often --watch refreshes.
@@ -99,7 +100,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 				return nil
 			}
 			if io.IsStdoutTTY() {
-				fmt.Fprint(io.Out, "\033[H\033[2J")
+				fmt.Fprint(textsafe.Raw(io.Out), "\033[H\033[2J")
 			}
 			fmt.Fprintf(io.Out, "%s  %v (retrying every %s)\n", time.Now().Format(time.TimeOnly), err, opts.Interval)
 		case opts.Output != cmdutil.FormatTable:
@@ -108,7 +109,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			}
 		default:
 			if opts.Watch && io.IsStdoutTTY() {
-				fmt.Fprint(io.Out, "\033[H\033[2J")
+				fmt.Fprint(textsafe.Raw(io.Out), "\033[H\033[2J")
 			}
 			Print(io.Out, base, st)
 		}
@@ -200,28 +201,28 @@ func Print(w io.Writer, base string, st sbx.Status) {
 		chaos = "on"
 	}
 	fmt.Fprintf(w, "sandbox %s  context %s  profile %s  chaos %s  time x%g  up %s  traffic %g rps\n",
-		base, st.Context, st.Profile, chaos, st.TimeScale, st.Now.Sub(st.StartedAt).Round(time.Second), st.Traffic.RPS)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		textsafe.Line(base), textsafe.Line(st.Context), textsafe.Line(st.Profile), chaos, st.TimeScale, st.Now.Sub(st.StartedAt).Round(time.Second), st.Traffic.RPS)
+	tw := cmdutil.NewTable(w)
 	if len(st.Instances) <= maxColumns {
-		fmt.Fprint(tw, "DEPENDENCY")
+		row := []string{"DEPENDENCY"}
 		for _, in := range st.Instances {
-			fmt.Fprintf(tw, "\t%s", strings.ToUpper(in.Name))
+			row = append(row, strings.ToUpper(in.Name))
 		}
-		fmt.Fprintln(tw)
+		tw.Row(row...)
 		for i, dep := range st.Dependencies {
-			fmt.Fprint(tw, dep)
+			row = []string{dep}
 			for _, in := range st.Instances {
-				fmt.Fprintf(tw, "\t%s", cell(in.Breakers[i]))
+				row = append(row, cell(in.Breakers[i]))
 			}
-			fmt.Fprintln(tw)
+			tw.Row(row...)
 		}
-		fmt.Fprint(tw, "in flight / served")
+		row = []string{"in flight / served"}
 		for _, in := range st.Instances {
-			fmt.Fprintf(tw, "\t%d / %d", in.InFlight, in.Served)
+			row = append(row, fmt.Sprintf("%d / %d", in.InFlight, in.Served))
 		}
-		fmt.Fprintln(tw)
+		tw.Row(row...)
 	} else {
-		fmt.Fprintln(tw, "DEPENDENCY\tCLOSED\tHALF-OPEN\tOPEN\tFORCED\tINSTANCES (. closed, h half-open, O open, F forced)")
+		tw.Row("DEPENDENCY", "CLOSED", "HALF-OPEN", "OPEN", "FORCED", "INSTANCES (. closed, h half-open, O open, F forced)")
 		for i, dep := range st.Dependencies {
 			var counts [4]int
 			strip := make([]byte, 0, len(st.Instances))
@@ -230,7 +231,7 @@ func Print(w io.Writer, base string, st sbx.Status) {
 				counts[min(max(v, 0), 3)]++
 				strip = append(strip, letter(v))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", dep, counts[0], counts[1], counts[2], counts[3], strip)
+			tw.Row(dep, strconv.Itoa(counts[0]), strconv.Itoa(counts[1]), strconv.Itoa(counts[2]), strconv.Itoa(counts[3]), string(strip))
 		}
 		var inFlight int
 		var served uint64
@@ -238,7 +239,7 @@ func Print(w io.Writer, base string, st sbx.Status) {
 			inFlight += in.InFlight
 			served += in.Served
 		}
-		fmt.Fprintf(tw, "%d instances: %d in flight, %d served\n", len(st.Instances), inFlight, served)
+		tw.Row(fmt.Sprintf("%d instances: %d in flight, %d served", len(st.Instances), inFlight, served))
 	}
 	_ = tw.Flush()
 	var notes []string

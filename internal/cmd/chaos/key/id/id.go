@@ -3,7 +3,6 @@ package id
 import (
 	"context"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -84,8 +83,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if opts.Output != cmdutil.FormatTable {
 		return cmdutil.PrintStructured(io.Out, opts.Output, res)
 	}
-	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STAGE\tKID\tVERSION\tUSE")
+	tw := cmdutil.NewTable(io.Out)
+	tw.Row("STAGE", "KID", "VERSION", "USE")
 	for _, k := range res.Keys {
 		version, use := k.VersionID, "verifies headers it signed"
 		if version == "" {
@@ -94,7 +93,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if k.Stage == res.Keys[0].Stage {
 			use = "signs new headers, verifies"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Stage, k.KID, version, use)
+		tw.Row(k.Stage, k.KID, version, use)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
