@@ -236,6 +236,9 @@ func (m Model) tableRow(r *row, c columns, selected bool) string {
 	}
 	inst := "-"
 	switch {
+	case g.Known > 0 && g.Breakdown == metrics.BreakdownPartial:
+		// A truncated breakdown: the counts are of the instances returned.
+		inst = fmt.Sprintf("%d/%d+", g.Reporting, g.Known)
 	case g.Known > 0:
 		inst = fmt.Sprintf("%d/%d", g.Reporting, g.Known)
 	case g.HasData:

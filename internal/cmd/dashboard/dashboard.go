@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -90,7 +89,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	notice := ""
 	if _, ok := src.(*metrics.CloudWatch); ok && opts.Interval < time.Minute {
-		warning := status.CostWarning(len(env.Context.KnownDependencies()), opts.Interval)
+		// One breakdown: the detail view's dependency.
+		warning := metrics.CostWarning(len(env.Context.KnownDependencies()), 1, opts.Interval)
 		notice = "cost: " + warning
 		// Also on stderr: it stays visible after the full-screen view ends.
 		fmt.Fprintf(io.ErrOut, "warning: %s\n", warning)
