@@ -11,8 +11,8 @@ import (
 // The terms of [OverrideLag].
 const (
 	// OverrideCacheTTL is how long an instance may keep using the override it
-	// read last (the data plane's cache).
-	OverrideCacheTTL = 5 * time.Second
+	// read last (the data plane's refresh interval).
+	OverrideCacheTTL = breaker.DefaultRefreshInterval
 	// PublishPeriod is the longest an instance goes without reporting the
 	// gauge (the contract: on every change and at least every 60 s).
 	PublishPeriod = time.Minute

@@ -478,6 +478,42 @@ func TestOnlyTheDetailViewAsksForABreakdown(t *testing.T) {
 	}
 }
 
+// A fleet of hundreds widens the INST column instead of pushing the
+// override out of line, and a partial breakdown is marked "+".
+func TestInstanceCountsOfALargeFleetStayInTheirColumn(t *testing.T) {
+	h := newHarness(t, Options{})
+	big := make([]float64, 300)
+	big[299] = 2
+	h.gauges.set("postgres", big...)
+	h.press("r")
+	lines := strings.Split(h.screen(), "\n")
+	var head, row string
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, "DEPENDENCY"):
+			head = l
+		case strings.Contains(l, "postgres"):
+			row = l
+		}
+	}
+	if !strings.Contains(row, " 300/300 ") {
+		t.Fatalf("postgres row %q lacks 300/300", row)
+	}
+	if at := strings.Index(head, "OVERRIDE"); at < 0 || strings.Index(row, "300/300")+len("300/300 ") != at {
+		t.Errorf("INST column not widened:\n%s\n%s", head, row)
+	}
+	for g, want := range map[*metrics.Gauges]string{
+		{Known: 499, Reporting: 199, Breakdown: metrics.BreakdownPartial}: "199/499+",
+		{Known: 3, Reporting: 3}: "3/3",
+		{HasData: true, Samples: 300, Breakdown: metrics.BreakdownNotFetched}: "~300",
+		{}: "-",
+	} {
+		if got := instCell(*g); got != want {
+			t.Errorf("instCell(%+v) = %q, want %q", *g, got, want)
+		}
+	}
+}
+
 func TestHelpAndQuit(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.press("?")

@@ -45,6 +45,10 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			Overrides come from the context's store, gauges from its metrics source
 			(CloudWatch, or Prometheus; the local context scrapes the sandbox at
 			http://127.0.0.1:8787/metrics). A failing source keeps its last data, marked stale.
+			Worst and best are the fleet's statistics. On CloudWatch, which bills one metric
+			per instance series, the per-instance breakdown is read only for the dependency
+			in the detail view, at most once a minute, and marked partial when CloudWatch
+			truncates it.
 			The dashboard needs a terminal; scripts and CI use koshactl breaker status.
 		`),
 		Example: heredoc.Doc(`
