@@ -326,10 +326,20 @@ func (c *CloudWatch) fetchBreakdowns(ctx context.Context, deps []string, req Fet
 			due = append(due, dep)
 		}
 	}
+	failed := map[string]string{}
 	for _, batch := range c.batches(due, snap) {
 		res, err := c.get(ctx, c.SearchQueries(batch), start, end, snap)
-		if err != nil {
+		if ctx.Err() != nil {
 			return err
+		}
+		if err != nil {
+			// The fleet statistics are read: worst and best stand without
+			// the breakdown, so its failure is a warning.
+			snap.Warnings = append(snap.Warnings, "per-instance breakdown not read: "+err.Error())
+			for _, dep := range batch {
+				failed[dep] = "per-instance breakdown not read: " + err.Error()
+			}
+			continue
 		}
 		for i, dep := range batch {
 			b := breakdown{at: snap.FetchedAt, instances: res.instances(i)}
@@ -349,8 +359,13 @@ func (c *CloudWatch) fetchBreakdowns(ctx context.Context, deps []string, req Fet
 		if !req.WantsInstances(dep) {
 			continue
 		}
-		b := c.breakdowns[dep]
 		s := snap.Series[dep]
+		if note, ok := failed[dep]; ok {
+			s.Breakdown, s.BreakdownNote = BreakdownNotFetched, note
+			snap.Series[dep] = s
+			continue
+		}
+		b := c.breakdowns[dep]
 		s.Instances = append([]InstanceSeries(nil), b.instances...)
 		s.Breakdown, s.BreakdownNote = b.state, b.note
 		if len(s.Timeline) == 0 && len(s.Instances) > 0 {

@@ -174,3 +174,29 @@ func TestCloudWatchEscapesSearchTerms(t *testing.T) {
 		t.Errorf("instances = %d, want 2: the escaped term must match the published value", n)
 	}
 }
+
+// A breakdown request that fails leaves the fleet statistics standing: a
+// warning and a note, not an error.
+func TestCloudWatchBreakdownFailureIsAWarning(t *testing.T) {
+	s := cwfake.New(t)
+	putNow(s, "openai", 3, "i-001")
+	s.Fail = func(n int) *cwfake.Failure {
+		if n == 2 {
+			return &cwfake.Failure{Status: 500, Type: "InternalServiceError", Message: "boom"}
+		}
+		return nil
+	}
+	snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(),
+		metrics.FetchRequest{Dependencies: []string{"openai"}, Window: time.Hour, Instances: []string{"openai"}})
+	if err != nil {
+		t.Fatalf("a failed breakdown failed the fetch: %v", err)
+	}
+	st := metrics.Merge(nil, nil, &snap, now)[0]
+	if st.GaugeState != metrics.Mixed || st.Gauges.Max != 2 || st.Gauges.Breakdown != metrics.BreakdownNotFetched ||
+		len(st.Notes) != 1 || !strings.Contains(st.Notes[0], "per-instance breakdown not read") || !strings.Contains(st.Notes[0], "boom") {
+		t.Errorf("openai = %s %+v %q", st.GaugeState, st.Gauges, st.Notes)
+	}
+	if len(snap.Warnings) != 1 {
+		t.Errorf("warnings = %q", snap.Warnings)
+	}
+}

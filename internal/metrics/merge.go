@@ -240,7 +240,7 @@ func notes(st DependencyStatus, now time.Time) []string {
 	if st.GaugeState == NoData && g.Known > 0 {
 		out = append(out, fmt.Sprintf("none of %d instances seen in the window reports now", g.Known))
 	}
-	if g.Breakdown == BreakdownPartial && g.BreakdownNote != "" {
+	if g.Breakdown != BreakdownComplete && g.BreakdownNote != "" {
 		out = append(out, g.BreakdownNote)
 	}
 	return out

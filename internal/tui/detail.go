@@ -68,7 +68,7 @@ func (m Model) detailLines(height int) []string {
 		case g.Known > 0:
 			parts = append(parts, fmt.Sprintf("%d/%d instances reporting", g.Reporting, g.Known))
 		case g.Breakdown == metrics.BreakdownNotFetched:
-			parts = append(parts, "instance breakdown loading")
+			parts = append(parts, "instance breakdown not read yet")
 		}
 		parts = append(parts, fmt.Sprintf("%d samples", g.Samples))
 		lines = append(lines, label("Gauges")+strings.Join(parts, " · "))
