@@ -457,7 +457,9 @@ func (c *CloudWatch) get(ctx context.Context, queries []types.MetricDataQuery, s
 	pages := cloudwatch.NewGetMetricDataPaginator(c.api, in, func(o *cloudwatch.GetMetricDataPaginatorOptions) {
 		o.StopOnDuplicateToken = true
 	})
-	last := map[string]types.StatusCode{}
+	// partialOnPage[id]: a result of query id on the latest page was
+	// PartialData (a SEARCH has one result per series).
+	var partialOnPage map[string]bool
 	for pages.HasMorePages() {
 		snap.Requests++
 		out, err := pages.NextPage(ctx)
@@ -470,10 +472,11 @@ func (c *CloudWatch) get(ctx context.Context, queries []types.MetricDataQuery, s
 			}
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: %s: %s", aws.ToString(m.Code), aws.ToString(m.Value)))
 		}
+		partialOnPage = map[string]bool{}
 		for _, r := range out.MetricDataResults {
 			res.add(r)
 			id := aws.ToString(r.Id)
-			last[id] = r.StatusCode
+			partialOnPage[id] = partialOnPage[id] || r.StatusCode == types.StatusCodePartialData
 			if r.StatusCode == types.StatusCodeInternalError || r.StatusCode == types.StatusCodeForbidden {
 				snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: query %s (%s) returned %s", id, aws.ToString(r.Label), r.StatusCode))
 			}
@@ -483,8 +486,8 @@ func (c *CloudWatch) get(ctx context.Context, queries []types.MetricDataQuery, s
 		}
 	}
 	var cut []string
-	for id, st := range last {
-		if st == types.StatusCodePartialData {
+	for id, partial := range partialOnPage {
+		if partial {
 			res.partial[id] = true
 			cut = append(cut, id)
 		}
