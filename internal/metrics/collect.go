@@ -47,6 +47,19 @@ type Collection struct {
 	At time.Time
 }
 
+// Breakdowns is how many dependencies' per-instance breakdowns a collection
+// reads: every shown one with AllInstances, none otherwise (the cost model's
+// [RefreshCost.Breakdowns]).
+func (c *Collector) Breakdowns() int {
+	switch {
+	case !c.AllInstances:
+		return 0
+	case len(c.Only) > 0:
+		return len(c.Only)
+	}
+	return len(c.Known)
+}
+
 // Collect reads the overrides, then the gauges of the dependencies shown
 // and of every overridden one, and merges them. A failing source leaves its
 // part empty and its error in the collection.

@@ -57,8 +57,9 @@ func TestCollectorFetchesMergesAndFilters(t *testing.T) {
 	// Only the named ones, and their breakdown when asked for.
 	c.Only, c.AllInstances = []string{"postgres"}, true
 	col = c.Collect(context.Background())
-	if len(col.Statuses) != 1 || col.Statuses[0].Dependency != "postgres" || !slices.Equal(g.asked[1].Instances, []string{"postgres"}) {
-		t.Errorf("filtered: %d statuses, asked %+v", len(col.Statuses), g.asked[1])
+	if len(col.Statuses) != 1 || col.Statuses[0].Dependency != "postgres" || !slices.Equal(g.asked[1].Instances, []string{"postgres"}) ||
+		c.Breakdowns() != 1 {
+		t.Errorf("filtered: %d statuses, asked %+v, %d breakdowns", len(col.Statuses), g.asked[1], c.Breakdowns())
 	}
 
 	// A failing store leaves the gauges' part.

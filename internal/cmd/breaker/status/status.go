@@ -123,22 +123,15 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	mc := &metrics.Collector{Overrides: breaker.NewOverrides(env.Store, f.Clock), Gauges: src, Clock: f.Clock, Known: known,
+		Only: opts.Dependencies, AllInstances: opts.Instances}
 	if _, ok := src.(*metrics.CloudWatch); ok && opts.Watch && opts.Interval < time.Minute {
-		breakdowns := 0
-		if opts.Instances {
-			breakdowns = len(known)
-			if len(opts.Dependencies) > 0 {
-				breakdowns = len(opts.Dependencies)
-			}
-		}
-		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", metrics.CostWarning(len(known), breakdowns, opts.Interval))
+		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", metrics.CostWarning(len(known), mc.Breakdowns(), opts.Interval))
 	}
 	if src.Describe() == "prometheus "+metrics.DefaultPrometheusURL {
 		opts.hint = "is the sandbox running? start it with koshactl sandbox"
 	}
-	c := &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts,
-		c: &metrics.Collector{Overrides: breaker.NewOverrides(env.Store, f.Clock), Gauges: src, Clock: f.Clock, Known: known,
-			Only: opts.Dependencies, AllInstances: opts.Instances}}
+	c := &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts, c: mc}
 	if !opts.Watch {
 		res := c.collect(ctx)
 		if err := print(f, opts, res, false); err != nil {
