@@ -53,6 +53,13 @@ const FleetQueriesPerDependency = 3
 // one GetMetricData request; more are split across requests.
 const DependenciesPerRequest = MaxMetricsPerRequest / FleetQueriesPerDependency
 
+// FleetLookback is how far back a CloudWatch fleet's current values may
+// lie: each instance reports at least every [PublishPeriod], and a datapoint
+// may take [RetrievalDelay] to become readable, so the newest minute (still
+// filling, and readable only in part) can miss an open instance that the
+// minutes before it hold.
+const FleetLookback = PublishPeriod + RetrievalDelay
+
 // DefaultCloudWatchStaleAfter is how old an instance's newest point may be
 // and still count as reporting: metrics reach CloudWatch a minute or two
 // after they are emitted.
@@ -291,7 +298,7 @@ func (c *CloudWatch) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 	now := c.opts.Clock.Now()
 	start, end := Window(now, window, c.opts.Period)
 	snap := Snapshot{Source: c.Describe(), FetchedAt: now, Start: start, End: end, Period: c.opts.Period,
-		StaleAfter: c.opts.StaleAfter, Series: map[string]Series{}}
+		StaleAfter: c.opts.StaleAfter, FleetLookback: FleetLookback, Series: map[string]Series{}}
 	deps := uniqueValid(req.Dependencies)
 	for lo := 0; lo < len(deps); lo += DependenciesPerRequest {
 		chunk := deps[lo:min(lo+DependenciesPerRequest, len(deps))]

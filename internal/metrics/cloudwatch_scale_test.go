@@ -200,3 +200,38 @@ func TestCloudWatchBreakdownFailureIsAWarning(t *testing.T) {
 		t.Errorf("warnings = %q", snap.Warnings)
 	}
 }
+
+// Instances report once a minute at their own second. Thirty seconds into
+// the minute, the newest (still filling) period holds only the instances
+// that reported so far; the open one reports at second 59. Worst must come
+// from the periods that hold every reporting instance, not the newest
+// alone.
+func TestCloudWatchWorstLooksBackPastTheFillingMinute(t *testing.T) {
+	s := cwfake.New(t)
+	minute := now.Truncate(time.Minute)
+	for i := range 300 {
+		inst := fmt.Sprintf("i-%03d", i)
+		v := 0.0
+		if i == 299 {
+			v = 2
+		}
+		sec := time.Duration(i%60) * time.Second
+		for _, m := range []time.Time{minute.Add(-2 * time.Minute), minute.Add(-time.Minute), minute} {
+			if at := m.Add(sec); !at.After(now) {
+				s.Put("openai", inst, at, v)
+			}
+		}
+	}
+	snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(),
+		metrics.FetchRequest{Dependencies: []string{"openai"}, Window: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := snap.Series["openai"].Latest(); p.Max != 0 || p.Samples >= 300 {
+		t.Fatalf("newest period %+v: the test needs it to lack the open instance", p)
+	}
+	st := metrics.Merge(nil, nil, &snap, now)[0]
+	if st.GaugeState != metrics.Mixed || st.Gauges.Max != 2 || st.Gauges.Samples != 300 || !st.Gauges.LatestAt.Equal(minute) {
+		t.Errorf("openai = %s %+v; want mixed, worst open, 300 reporting, newest %s", st.GaugeState, st.Gauges, minute)
+	}
+}

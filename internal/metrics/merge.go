@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -173,7 +174,7 @@ func summarize(s Series, snap *Snapshot) (Gauges, []InstanceStatus) {
 		}
 		instances = append(instances, is)
 	}
-	if p, ok := s.Latest(); ok && snap.FetchedAt.Sub(p.Time) <= max(snap.StaleAfter, snap.Period) {
+	if p, ok := fleetNow(s.Timeline, snap); ok {
 		g.Samples = p.Samples
 		if !fromInstances || g.Known == 0 {
 			g.HasData, g.Max, g.Min, g.LatestAt = true, p.Max, p.Min, p.Time
@@ -181,6 +182,31 @@ func summarize(s Series, snap *Snapshot) (Gauges, []InstanceStatus) {
 	}
 	sort.Slice(instances, func(i, j int) bool { return instances[i].Instance < instances[j].Instance })
 	return g, instances
+}
+
+// fleetNow is the fleet's current values: the newest period, if no older
+// than the snapshot allows, combined with every period overlapping the
+// snapshot's FleetLookback before the fetch (largest Max, smallest Min, the
+// largest SampleCount as the number reporting; Time is the newest period's
+// start). A newest period that is still filling holds only the instances
+// that reported in it so far; the lookback keeps the others in view.
+func fleetNow(tl []Point, snap *Snapshot) (Point, bool) {
+	if len(tl) == 0 {
+		return Point{}, false
+	}
+	p := tl[len(tl)-1]
+	if snap.FetchedAt.Sub(p.Time) > max(snap.StaleAfter, snap.Period) {
+		return Point{}, false
+	}
+	from := snap.FetchedAt.Add(-snap.FleetLookback)
+	for i := len(tl) - 2; i >= 0 && snap.FleetLookback > 0; i-- {
+		q := tl[i]
+		if !q.Time.Add(snap.Period).After(from) {
+			break
+		}
+		p.Max, p.Min, p.Samples = math.Max(p.Max, q.Max), math.Min(p.Min, q.Min), max(p.Samples, q.Samples)
+	}
+	return p, true
 }
 
 // gaugeState derives the fleet's state from its newest values.

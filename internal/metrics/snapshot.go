@@ -180,6 +180,12 @@ type Snapshot struct {
 	// instance to count as reporting. CloudWatch data arrives a minute or two
 	// late, so it allows a few periods; a scrape is current or absent.
 	StaleAfter time.Duration
+	// FleetLookback is how far back the fleet's current values may lie in
+	// the timeline: every period overlapping the last FleetLookback counts
+	// toward worst, best and samples, because a newer period may hold only
+	// the instances that reported in it so far (and, on CloudWatch, only
+	// the datapoints already readable). Zero: the newest period alone.
+	FleetLookback time.Duration
 	// Series holds one entry per dependency asked for (possibly without
 	// data) and per dependency discovered.
 	Series map[string]Series
