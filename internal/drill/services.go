@@ -160,7 +160,8 @@ func (g *MetricsGauges) Read(ctx context.Context, dependency string) (GaugeReadi
 	if err != nil {
 		return GaugeReading{}, fmt.Errorf("read breaker gauges: %w", err)
 	}
-	snap, err := src.Fetch(ctx, []string{dependency}, gaugeWindow)
+	// A drill checks instances one by one: ask for the breakdown too.
+	snap, err := src.Fetch(ctx, metrics.FetchRequest{Dependencies: []string{dependency}, Window: gaugeWindow, Instances: []string{dependency}})
 	if err != nil {
 		return GaugeReading{}, fmt.Errorf("read breaker gauges from %s: %w", src.Describe(), err)
 	}

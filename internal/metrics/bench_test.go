@@ -28,7 +28,7 @@ func BenchmarkCloudWatchRefresh(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := cw.Fetch(context.Background(), all, time.Hour); err != nil {
+				if _, err := cw.Fetch(context.Background(), metrics.FetchRequest{Dependencies: all, Window: time.Hour}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,19 +38,36 @@ const (
 // one GetMetricData request.
 const MaxQueriesPerRequest = 500
 
-// QueriesPerDependency is how many queries one dependency costs: its worst
-// (Maximum), best (Minimum) and sample count over the fleet dimension set, and
-// one SEARCH for the per-instance breakdown.
-const QueriesPerDependency = 4
+// MaxMetricsPerRequest is CloudWatch's limit of metrics one GetMetricData
+// request returns. Every series a SEARCH finds counts, not only the query:
+// past the limit CloudWatch truncates the SEARCH results and says so in a
+// MaxMetricsExceeded message.
+const MaxMetricsPerRequest = 500
 
-// DependenciesPerRequest is how many dependencies fit in one GetMetricData
-// request; more are split across requests.
-const DependenciesPerRequest = MaxQueriesPerRequest / QueriesPerDependency
+// FleetQueriesPerDependency is how many queries (and metrics) one
+// dependency's fleet statistics cost: its worst (Maximum), best (Minimum) and
+// sample count over the fleet dimension set.
+const FleetQueriesPerDependency = 3
+
+// DependenciesPerRequest is how many dependencies' fleet statistics fit in
+// one GetMetricData request; more are split across requests.
+const DependenciesPerRequest = MaxMetricsPerRequest / FleetQueriesPerDependency
+
+// FleetLookback is how far back a CloudWatch fleet's current values may
+// lie: each instance reports at least every [PublishPeriod], and a datapoint
+// may take [RetrievalDelay] to become readable, so the newest minute (still
+// filling, and readable only in part) can miss an open instance that the
+// minutes before it hold.
+const FleetLookback = PublishPeriod + RetrievalDelay
 
 // DefaultCloudWatchStaleAfter is how old an instance's newest point may be
 // and still count as reporting: metrics reach CloudWatch a minute or two
 // after they are emitted.
 const DefaultCloudWatchStaleAfter = 5 * time.Minute
+
+// messageMaxMetrics is the code of CloudWatch's message that a request asked
+// for more than [MaxMetricsPerRequest] metrics.
+const messageMaxMetrics = "MaxMetricsExceeded"
 
 // getMetricDataAPI is the one CloudWatch call the dashboard makes; it is the
 // SDK's own paginator client interface.
@@ -76,18 +94,41 @@ type CloudWatchOptions struct {
 	Period time.Duration
 	// StaleAfter: default [DefaultCloudWatchStaleAfter].
 	StaleAfter time.Duration
+	// BreakdownEvery is how often a dependency's per-instance breakdown is
+	// read again while it keeps being asked for; in between the last one is
+	// reused. Default: Period (the instance series gain a point per period).
+	BreakdownEvery time.Duration
 	// Clock: default the wall clock.
 	Clock clock.Clock
 }
 
-// CloudWatch reads breaker_state from CloudWatch with GetMetricData: all
-// dependencies and statistics in one request per [DependenciesPerRequest]
-// dependencies, following NextToken pages.
+// CloudWatch reads breaker_state from CloudWatch with GetMetricData: every
+// dependency's fleet statistics in one request per [DependenciesPerRequest]
+// dependencies (following NextToken pages), and the per-instance breakdown
+// of the dependencies asked for in further requests, each budgeted to at
+// most [MaxMetricsPerRequest] metrics counting the series each SEARCH is
+// expected to return.
 type CloudWatch struct {
 	api  getMetricDataAPI
 	opts CloudWatchOptions
 	// period is opts.Period in seconds, as GetMetricData takes it.
 	period int32
+
+	mu sync.Mutex
+	// breakdowns holds each dependency's last breakdown, reused for
+	// opts.BreakdownEvery.
+	breakdowns map[string]breakdown
+}
+
+// breakdown is one dependency's per-instance series as last read.
+type breakdown struct {
+	at        time.Time
+	instances []InstanceSeries
+	state     Breakdown
+	note      string
+	// truncated: CloudWatch cut the request this came in; next time the
+	// dependency gets a request of its own.
+	truncated bool
 }
 
 // ErrInvalidSource reports a metrics source configuration that cannot work.
@@ -113,17 +154,24 @@ func NewCloudWatch(api getMetricDataAPI, opts CloudWatchOptions) (*CloudWatch, e
 	if opts.StaleAfter <= 0 {
 		opts.StaleAfter = DefaultCloudWatchStaleAfter
 	}
+	if opts.BreakdownEvery <= 0 {
+		opts.BreakdownEvery = opts.Period
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	for what, v := range map[string]string{"namespace": opts.Namespace, "service": opts.Service} {
-		// The values are quoted inside a SEARCH expression: keep quotes and
-		// backslashes out so a config value cannot change the expression.
-		if strings.ContainsAny(v, `"'\`) || strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 }) {
-			return nil, fmt.Errorf("%w: cloudwatch %s %q contains a quote, backslash or control character", ErrInvalidSource, what, v)
-		}
+	control := func(r rune) bool { return r < 0x20 || r == 0x7f }
+	// The namespace is a double-quoted name in the SEARCH schema, which has
+	// no escapes: keep quotes and backslashes out of it.
+	if strings.ContainsAny(opts.Namespace, `"'\`) || strings.ContainsFunc(opts.Namespace, control) {
+		return nil, fmt.Errorf("%w: cloudwatch namespace %q contains a quote, backslash or control character; use the namespace the fleet publishes to", ErrInvalidSource, opts.Namespace)
 	}
-	return &CloudWatch{api: api, opts: opts, period: int32(secs)}, nil
+	// The service is an exact-match term, escaped by [searchTerm]; a single
+	// quote would end the SEARCH string, which has no escape for it.
+	if strings.ContainsRune(opts.Service, '\'') || strings.ContainsFunc(opts.Service, control) {
+		return nil, fmt.Errorf("%w: cloudwatch service %q contains a single quote or control character; use the service dimension value the fleet publishes", ErrInvalidSource, opts.Service)
+	}
+	return &CloudWatch{api: api, opts: opts, period: int32(secs), breakdowns: map[string]breakdown{}}, nil
 }
 
 // Describe implements [GaugeSource].
@@ -158,10 +206,10 @@ func Window(now time.Time, window, period time.Duration) (start, end time.Time) 
 	return end.Add(-n * period), end
 }
 
-// Queries builds the MetricDataQueries for deps (at most
+// FleetQueries builds the fleet-statistics queries for deps (at most
 // [DependenciesPerRequest]); the i-th dependency's queries carry ids ending
 // in i.
-func (c *CloudWatch) Queries(deps []string) []types.MetricDataQuery {
+func (c *CloudWatch) FleetQueries(deps []string) []types.MetricDataQuery {
 	period := c.period
 	dims := func(dep string) []types.Dimension {
 		d := []types.Dimension{{Name: aws.String(DimDependency), Value: aws.String(dep)}}
@@ -182,18 +230,27 @@ func (c *CloudWatch) Queries(deps []string) []types.MetricDataQuery {
 			ReturnData: aws.Bool(true),
 		}
 	}
-	out := make([]types.MetricDataQuery, 0, len(deps)*QueriesPerDependency)
+	out := make([]types.MetricDataQuery, 0, len(deps)*FleetQueriesPerDependency)
 	for i, dep := range deps {
 		out = append(out,
 			stat(kindMax, "Maximum", i, dep),
 			stat(kindMin, "Minimum", i, dep),
-			stat(kindSamples, "SampleCount", i, dep),
-			types.MetricDataQuery{
-				Id:         aws.String(kindSearch + strconv.Itoa(i)),
-				Expression: aws.String(c.SearchExpression(dep)),
-				Label:      aws.String(instanceLabel),
-				ReturnData: aws.Bool(true),
-			})
+			stat(kindSamples, "SampleCount", i, dep))
+	}
+	return out
+}
+
+// SearchQueries builds the per-instance SEARCH queries for deps; the i-th
+// dependency's query carries an id ending in i.
+func (c *CloudWatch) SearchQueries(deps []string) []types.MetricDataQuery {
+	out := make([]types.MetricDataQuery, 0, len(deps))
+	for i, dep := range deps {
+		out = append(out, types.MetricDataQuery{
+			Id:         aws.String(kindSearch + strconv.Itoa(i)),
+			Expression: aws.String(c.SearchExpression(dep)),
+			Label:      aws.String(instanceLabel),
+			ReturnData: aws.Bool(true),
+		})
 	}
 	return out
 }
@@ -202,59 +259,179 @@ func (c *CloudWatch) Queries(deps []string) []types.MetricDataQuery {
 // the metric schema with the instance dimension, exact-match terms, the
 // per-period Maximum.
 func (c *CloudWatch) SearchExpression(dep string) string {
-	schema := []string{strconv.Quote(c.opts.Namespace), DimDependency, DimInstance}
-	terms := []string{fmt.Sprintf("MetricName=%q", MetricName), fmt.Sprintf("%s=%q", DimDependency, dep)}
+	schema := []string{`"` + c.opts.Namespace + `"`, DimDependency, DimInstance}
+	terms := []string{searchTerm("MetricName", MetricName), searchTerm(DimDependency, dep)}
 	if c.opts.Service != "" {
 		schema = append(schema, DimService)
-		terms = append(terms, fmt.Sprintf("%s=%q", DimService, c.opts.Service))
+		terms = append(terms, searchTerm(DimService, c.opts.Service))
 	}
 	return fmt.Sprintf("SEARCH('{%s} %s', 'Maximum', %d)", strings.Join(schema, ","), strings.Join(terms, " "),
 		int(c.opts.Period/time.Second))
 }
 
-// Fetch implements [GaugeSource].
-func (c *CloudWatch) Fetch(ctx context.Context, deps []string, window time.Duration) (Snapshot, error) {
+// searchTerm writes an exact-match term name="value": inside the quotes
+// CloudWatch's SEARCH syntax wants ", \, ( and ) escaped with a backslash.
+func searchTerm(name, value string) string {
+	var b strings.Builder
+	b.WriteString(name)
+	b.WriteString(`="`)
+	for _, r := range value {
+		switch r {
+		case '"', '\\', '(', ')':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// Fetch implements [GaugeSource]. Worst, best and samples always come from
+// the fleet statistics; the breakdown of the dependencies req asks for is
+// read in requests of its own, reused for BreakdownEvery, and marked partial
+// when CloudWatch says it truncated or cut it.
+func (c *CloudWatch) Fetch(ctx context.Context, req FetchRequest) (Snapshot, error) {
+	window := req.Window
 	if window <= 0 {
 		window = DefaultWindow
 	}
 	now := c.opts.Clock.Now()
 	start, end := Window(now, window, c.opts.Period)
 	snap := Snapshot{Source: c.Describe(), FetchedAt: now, Start: start, End: end, Period: c.opts.Period,
-		StaleAfter: c.opts.StaleAfter, Series: map[string]Series{}}
-	deps = uniqueValid(deps)
-	for _, d := range deps {
-		snap.Series[d] = Series{Dependency: d}
-	}
-	derived := 0
+		StaleAfter: c.opts.StaleAfter, FleetLookback: FleetLookback, Series: map[string]Series{}}
+	deps := uniqueValid(req.Dependencies)
 	for lo := 0; lo < len(deps); lo += DependenciesPerRequest {
 		chunk := deps[lo:min(lo+DependenciesPerRequest, len(deps))]
-		res, err := c.fetchChunk(ctx, chunk, start, end, &snap)
+		res, err := c.get(ctx, c.FleetQueries(chunk), start, end, &snap)
 		if err != nil {
 			return snap, err
 		}
 		for i, dep := range chunk {
-			s := res.series(i, dep)
-			if len(s.Timeline) == 0 && len(s.Instances) > 0 {
-				s.Timeline = fleetTimeline(s.Instances)
-				derived++
-			}
-			snap.Series[dep] = s
+			snap.Series[dep] = res.fleet(i, dep)
 		}
 	}
-	if derived > 0 {
-		snap.Warnings = append(snap.Warnings, fmt.Sprintf(
-			"%d dependencies have per-instance series but no fleet series: worst/best derived from instances (publish the fleet dimension set too; see the metric contract)", derived))
+	if err := c.fetchBreakdowns(ctx, deps, req, start, end, &snap); err != nil {
+		return snap, err
 	}
 	return snap, nil
 }
 
-// chunkResults accumulates one request's results across NextToken pages.
-type chunkResults struct {
-	// values[id][label][unix seconds] = value
-	values map[string]map[string]map[int64]float64
+// fetchBreakdowns fills the per-instance series of the dependencies req asks
+// for, reading those whose last breakdown is older than BreakdownEvery.
+func (c *CloudWatch) fetchBreakdowns(ctx context.Context, deps []string, req FetchRequest, start, end time.Time, snap *Snapshot) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var due []string
+	for _, dep := range deps {
+		s := snap.Series[dep]
+		if !req.WantsInstances(dep) {
+			s.Breakdown = BreakdownNotFetched
+			snap.Series[dep] = s
+			continue
+		}
+		if b, ok := c.breakdowns[dep]; !ok || snap.FetchedAt.Sub(b.at) >= c.opts.BreakdownEvery || b.at.After(snap.FetchedAt) {
+			due = append(due, dep)
+		}
+	}
+	failed := map[string]string{}
+	for _, batch := range c.batches(due, snap) {
+		res, err := c.get(ctx, c.SearchQueries(batch), start, end, snap)
+		if ctx.Err() != nil {
+			return err
+		}
+		if err != nil {
+			// The fleet statistics are read: worst and best stand without
+			// the breakdown, so its failure is a warning.
+			snap.Warnings = append(snap.Warnings, "per-instance breakdown not read: "+err.Error())
+			for _, dep := range batch {
+				failed[dep] = "per-instance breakdown not read: " + err.Error()
+			}
+			continue
+		}
+		for i, dep := range batch {
+			b := breakdown{at: snap.FetchedAt, instances: res.instances(i)}
+			switch {
+			case res.truncated:
+				b.state, b.truncated = BreakdownPartial, true
+				b.note = fmt.Sprintf("per-instance breakdown is partial: CloudWatch stopped at %d metrics per request (%d instance series returned); worst and best are the fleet's",
+					MaxMetricsPerRequest, len(b.instances))
+			case res.partial[kindSearch+strconv.Itoa(i)]:
+				b.state = BreakdownPartial
+				b.note = "per-instance breakdown is partial: CloudWatch returned PartialData; worst and best are the fleet's"
+			}
+			c.breakdowns[dep] = b
+		}
+	}
+	for _, dep := range deps {
+		if !req.WantsInstances(dep) {
+			continue
+		}
+		s := snap.Series[dep]
+		if note, ok := failed[dep]; ok {
+			s.Breakdown, s.BreakdownNote = BreakdownNotFetched, note
+			snap.Series[dep] = s
+			continue
+		}
+		b := c.breakdowns[dep]
+		s.Instances = append([]InstanceSeries(nil), b.instances...)
+		s.Breakdown, s.BreakdownNote = b.state, b.note
+		if len(s.Timeline) == 0 && len(s.Instances) > 0 {
+			s.Timeline, s.TimelineFromInstances = fleetTimeline(s.Instances), true
+			snap.Warnings = append(snap.Warnings, fmt.Sprintf(
+				"%s has per-instance series but no fleet series: worst/best derived from instances (publish the fleet dimension set too; see the metric contract)", dep))
+		}
+		snap.Series[dep] = s
+	}
+	return nil
 }
 
-func (r *chunkResults) add(res types.MetricDataResult) {
+// batches packs deps into SEARCH requests whose queries plus expected series
+// stay within [MaxMetricsPerRequest]. A dependency's expected series are the
+// most instances seen for it (its last breakdown, or the largest fleet
+// SampleCount in the window); one whose last request was truncated, or that
+// is expected to fill a request, gets one of its own.
+func (c *CloudWatch) batches(deps []string, snap *Snapshot) [][]string {
+	var out [][]string
+	var cur []string
+	used := 0
+	for _, dep := range deps {
+		want := 0
+		for _, p := range snap.Series[dep].Timeline {
+			want = max(want, p.Samples)
+		}
+		b, seen := c.breakdowns[dep]
+		if seen {
+			want = max(want, len(b.instances))
+		}
+		cost := 1 + want
+		if seen && b.truncated {
+			cost = MaxMetricsPerRequest
+		}
+		cost = min(cost, MaxMetricsPerRequest)
+		if len(cur) > 0 && (used+cost > MaxMetricsPerRequest || len(cur) == MaxQueriesPerRequest) {
+			out = append(out, cur)
+			cur, used = nil, 0
+		}
+		cur = append(cur, dep)
+		used += cost
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// results accumulates one request's results across NextToken pages.
+type results struct {
+	// values[id][label][unix seconds] = value
+	values map[string]map[string]map[int64]float64
+	// partial holds the ids whose data CloudWatch left incomplete.
+	partial map[string]bool
+	// truncated: CloudWatch said the request asked for too many metrics.
+	truncated bool
+}
+
+func (r *results) add(res types.MetricDataResult) {
 	id, label := aws.ToString(res.Id), aws.ToString(res.Label)
 	byLabel, ok := r.values[id]
 	if !ok {
@@ -273,17 +450,23 @@ func (r *chunkResults) add(res types.MetricDataResult) {
 	}
 }
 
-func (c *CloudWatch) fetchChunk(ctx context.Context, deps []string, start, end time.Time, snap *Snapshot) (*chunkResults, error) {
+// get sends one GetMetricData request (newest points first) and follows its
+// pages. Messages become warnings; a result still PartialData after the last
+// page is recorded in results.partial and warned about.
+func (c *CloudWatch) get(ctx context.Context, queries []types.MetricDataQuery, start, end time.Time, snap *Snapshot) (*results, error) {
 	in := &cloudwatch.GetMetricDataInput{
-		MetricDataQueries: c.Queries(deps),
+		MetricDataQueries: queries,
 		StartTime:         aws.Time(start),
 		EndTime:           aws.Time(end),
-		ScanBy:            types.ScanByTimestampAscending,
+		ScanBy:            types.ScanByTimestampDescending,
 	}
-	res := &chunkResults{values: map[string]map[string]map[int64]float64{}}
+	res := &results{values: map[string]map[string]map[int64]float64{}, partial: map[string]bool{}}
 	pages := cloudwatch.NewGetMetricDataPaginator(c.api, in, func(o *cloudwatch.GetMetricDataPaginatorOptions) {
 		o.StopOnDuplicateToken = true
 	})
+	// partialOnPage[id]: a result of query id on the latest page was
+	// PartialData (a SEARCH has one result per series).
+	var partialOnPage map[string]bool
 	for pages.HasMorePages() {
 		snap.Requests++
 		out, err := pages.NextPage(ctx)
@@ -291,23 +474,45 @@ func (c *CloudWatch) fetchChunk(ctx context.Context, deps []string, start, end t
 			return nil, fmt.Errorf("get metric data from %s: %w", c.Describe(), classifyAWS(err))
 		}
 		for _, m := range out.Messages {
+			if aws.ToString(m.Code) == messageMaxMetrics {
+				res.truncated = true
+			}
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: %s: %s", aws.ToString(m.Code), aws.ToString(m.Value)))
 		}
+		partialOnPage = map[string]bool{}
 		for _, r := range out.MetricDataResults {
 			res.add(r)
+			id := aws.ToString(r.Id)
+			partialOnPage[id] = partialOnPage[id] || r.StatusCode == types.StatusCodePartialData
 			if r.StatusCode == types.StatusCodeInternalError || r.StatusCode == types.StatusCodeForbidden {
-				snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: query %s (%s) returned %s", aws.ToString(r.Id), aws.ToString(r.Label), r.StatusCode))
+				snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: query %s (%s) returned %s", id, aws.ToString(r.Label), r.StatusCode))
 			}
 			for _, m := range r.Messages {
-				snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: query %s: %s: %s", aws.ToString(r.Id), aws.ToString(m.Code), aws.ToString(m.Value)))
+				snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: query %s: %s: %s", id, aws.ToString(m.Code), aws.ToString(m.Value)))
 			}
 		}
+	}
+	var cut []string
+	for id, partial := range partialOnPage {
+		if partial {
+			res.partial[id] = true
+			cut = append(cut, id)
+		}
+	}
+	if len(cut) > 0 {
+		sort.Strings(cut)
+		snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: PartialData for %d queries (%s): the oldest points were not returned",
+			len(cut), strings.Join(cut, ", ")))
+	}
+	for _, byLabel := range res.values {
+		// One metric per series returned: a stat query's one, a SEARCH's many.
+		snap.Metrics += len(byLabel)
 	}
 	return res, nil
 }
 
-// series assembles the i-th dependency of a chunk.
-func (r *chunkResults) series(i int, dep string) Series {
+// fleet assembles the i-th dependency's fleet timeline.
+func (r *results) fleet(i int, dep string) Series {
 	s := Series{Dependency: dep}
 	idx := strconv.Itoa(i)
 	one := func(kind string) map[int64]float64 {
@@ -329,7 +534,13 @@ func (r *chunkResults) series(i int, dep string) Series {
 		s.Timeline = append(s.Timeline, p)
 	}
 	sortPoints(s.Timeline)
-	for label, pts := range r.values[kindSearch+idx] {
+	return s
+}
+
+// instances assembles the i-th SEARCH's per-instance series.
+func (r *results) instances(i int) []InstanceSeries {
+	var out []InstanceSeries
+	for label, pts := range r.values[kindSearch+strconv.Itoa(i)] {
 		if len(pts) == 0 {
 			continue
 		}
@@ -340,10 +551,10 @@ func (r *chunkResults) series(i int, dep string) Series {
 		}
 		sortPoints(in.Points)
 		in.LastSeen = in.Points[len(in.Points)-1].Time
-		s.Instances = append(s.Instances, in)
+		out = append(out, in)
 	}
-	sortInstances(s.Instances)
-	return s
+	sortInstances(out)
+	return out
 }
 
 // uniqueValid drops duplicates and names that cannot be dependencies (they
@@ -359,26 +570,6 @@ func uniqueValid(deps []string) []string {
 		out = append(out, d)
 	}
 	return out
-}
-
-// MetricsPerRefresh estimates how many metrics one refresh requests, the unit
-// GetMetricData is billed in: three fleet statistics per dependency plus one
-// per instance series a SEARCH returns.
-func MetricsPerRefresh(deps, instances int) int {
-	return deps * (QueriesPerDependency - 1 + instances)
-}
-
-// ListPricePerThousandMetrics is GetMetricData's list price in US dollars per
-// 1,000 metrics requested (us-east-1; other regions differ slightly).
-const ListPricePerThousandMetrics = 0.01
-
-// CostPerHour estimates the GetMetricData cost of refreshing every interval.
-func CostPerHour(deps, instances int, interval time.Duration) float64 {
-	if interval <= 0 {
-		return 0
-	}
-	refreshes := float64(time.Hour) / float64(interval)
-	return refreshes * float64(MetricsPerRefresh(deps, instances)) / 1000 * ListPricePerThousandMetrics
 }
 
 // sortedKeys returns a map's keys in order.

@@ -48,7 +48,7 @@ func newCW(t *testing.T, s *cwfake.Server, opts metrics.CloudWatchOptions) *metr
 	return cw
 }
 
-func TestCloudWatchOneRequestForAHundredDependencies(t *testing.T) {
+func TestCloudWatchFleetInOneRequestBreakdownsBudgeted(t *testing.T) {
 	s := cwfake.New(t)
 	all := deps(100)
 	for _, d := range all {
@@ -59,22 +59,37 @@ func TestCloudWatchOneRequestForAHundredDependencies(t *testing.T) {
 			return 0
 		})
 	}
-	snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), all, time.Hour)
+	snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), metrics.FetchRequest{Dependencies: all, Window: time.Hour, AllInstances: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Calls() != 1 || snap.Requests != 1 {
-		t.Fatalf("GetMetricData calls = %d (snapshot says %d), want exactly 1 for 100 dependencies", s.Calls(), snap.Requests)
+	// One request for every fleet statistic; the breakdowns (8 instance
+	// series + 1 query each) packed into requests of at most 500 metrics:
+	// 55 and 45 dependencies.
+	if s.Calls() != 3 || snap.Requests != 3 {
+		t.Fatalf("GetMetricData calls = %d (snapshot says %d), want 1 fleet request and 2 breakdown requests", s.Calls(), snap.Requests)
 	}
-	req := s.Requests()[0]
-	if len(req.Queries) != 100*metrics.QueriesPerDependency {
-		t.Errorf("queries = %d, want %d", len(req.Queries), 100*metrics.QueriesPerDependency)
+	reqs := s.Requests()
+	req := reqs[0]
+	if len(req.Queries) != 100*metrics.FleetQueriesPerDependency {
+		t.Errorf("queries = %d, want %d", len(req.Queries), 100*metrics.FleetQueriesPerDependency)
+	}
+	total := 0
+	for _, r := range reqs {
+		if r.Metrics > metrics.MaxMetricsPerRequest || r.Truncated {
+			t.Errorf("a request returned %d metrics (truncated %v)", r.Metrics, r.Truncated)
+		}
+		total += r.Metrics
+	}
+	if len(reqs[1].Queries) != 55 || len(reqs[2].Queries) != 45 || total != 300+800 || snap.Metrics != total {
+		t.Errorf("breakdown requests hold %d and %d dependencies, %d metrics in all (snapshot %d), want 55, 45 and 1100",
+			len(reqs[1].Queries), len(reqs[2].Queries), total, snap.Metrics)
 	}
 	if got := req.Header.Get("Smithy-Protocol"); got != "rpc-v2-cbor" {
 		t.Errorf("Smithy-Protocol = %q", got)
 	}
-	if req.ScanBy != "TimestampAscending" {
-		t.Errorf("ScanBy = %q", req.ScanBy)
+	if req.ScanBy != "TimestampDescending" {
+		t.Errorf("ScanBy = %q, want the newest points first", req.ScanBy)
 	}
 	if want := time.Date(2026, 11, 29, 18, 1, 0, 0, time.UTC); !req.Start.Equal(want) {
 		t.Errorf("StartTime = %s, want %s (60 whole minutes ending after the current one)", req.Start, want)
@@ -121,11 +136,11 @@ func TestCloudWatchQueryShape(t *testing.T) {
 			s := cwfake.New(t)
 			s.Service = tc.service
 			fill(s, "openai", 2, func(int, int) float64 { return 1 })
-			snap, err := newCW(t, s, metrics.CloudWatchOptions{Service: tc.service}).Fetch(context.Background(), []string{"openai"}, time.Hour)
+			snap, err := newCW(t, s, metrics.CloudWatchOptions{Service: tc.service}).Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai"}, Window: time.Hour, AllInstances: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			qs := s.Requests()[0].Queries
+			qs := append(s.Requests()[0].Queries, s.Requests()[1].Queries...)
 			var stats []string
 			for _, q := range qs[:3] {
 				stats = append(stats, q.Stat)
@@ -157,7 +172,7 @@ func TestCloudWatchFollowsNextToken(t *testing.T) {
 		for i, d := range all {
 			fill(s, d, 3, func(inst, minute int) float64 { return float64((i + inst + minute) % 4) })
 		}
-		snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), all, time.Hour)
+		snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), metrics.FetchRequest{Dependencies: all, Window: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,9 +188,12 @@ func TestCloudWatchFollowsNextToken(t *testing.T) {
 		t.Fatalf("unpaged calls = %d", calls)
 	}
 	paged, calls := fetch(1000)
-	// 30 dependencies x (3 fleet series + 3 instances) x 60 points = 10800.
-	if calls != 11 || paged.Requests != 11 {
-		t.Fatalf("paged calls = %d (snapshot %d), want 11 pages of at most 1000 datapoints", calls, paged.Requests)
+	// 30 dependencies x 3 fleet series x 60 points = 5400.
+	if calls != 6 || paged.Requests != 6 {
+		t.Fatalf("paged calls = %d (snapshot %d), want 6 pages of at most 1000 datapoints", calls, paged.Requests)
+	}
+	if len(paged.Warnings) != 0 {
+		t.Errorf("warnings = %q: every page was followed", paged.Warnings)
 	}
 	if !reflect.DeepEqual(whole.Series, paged.Series) {
 		t.Error("paged result differs from the unpaged one: pages were not merged per series")
@@ -186,12 +204,13 @@ func TestCloudWatchSplitsRequestsBeyondTheQueryLimit(t *testing.T) {
 	s := cwfake.New(t)
 	all := deps(metrics.DependenciesPerRequest + 5)
 	fill(s, all[len(all)-1], 1, func(int, int) float64 { return 2 })
-	snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), all, time.Hour)
+	snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), metrics.FetchRequest{Dependencies: all, Window: time.Hour, AllInstances: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reqs := s.Requests()
-	if len(reqs) != 2 || len(reqs[0].Queries) != metrics.MaxQueriesPerRequest || len(reqs[1].Queries) != 5*metrics.QueriesPerDependency {
+	if len(reqs) != 3 || len(reqs[0].Queries) != metrics.DependenciesPerRequest*metrics.FleetQueriesPerDependency ||
+		len(reqs[1].Queries) != 5*metrics.FleetQueriesPerDependency {
 		t.Fatalf("requests = %d with %d and %d queries", len(reqs), len(reqs[0].Queries), len(reqs[len(reqs)-1].Queries))
 	}
 	if p, ok := snap.Series[all[len(all)-1]].Latest(); !ok || p.Max != 2 {
@@ -206,7 +225,7 @@ func TestCloudWatchDerivesFleetFromInstancesWhenTheFleetSetIsMissing(t *testing.
 	s := cwfake.New(t)
 	s.Fleet = false
 	fill(s, "openai", 3, func(inst, _ int) float64 { return float64(inst) })
-	snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), []string{"openai"}, time.Hour)
+	snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai"}, Window: time.Hour, AllInstances: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +242,7 @@ func TestCloudWatchWithoutInstanceDimension(t *testing.T) {
 	s := cwfake.New(t)
 	s.Instances = false
 	fill(s, "openai", 4, func(inst, _ int) float64 { return 2 })
-	snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), []string{"openai"}, time.Hour)
+	snap, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai"}, Window: time.Hour, AllInstances: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +267,7 @@ func TestCloudWatchErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := cwfake.New(t)
 			s.Fail = func(int) *cwfake.Failure { return &tc.failure }
-			_, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), []string{"openai"}, time.Hour)
+			_, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai"}, Window: time.Hour, AllInstances: true})
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -277,7 +296,7 @@ func TestCloudWatchRetriesThrottling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := cw.Fetch(context.Background(), []string{"openai"}, time.Hour)
+	snap, err := cw.Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai"}, Window: time.Hour})
 	if err != nil {
 		t.Fatalf("throttled once then answered: %v", err)
 	}
@@ -288,7 +307,7 @@ func TestCloudWatchRetriesThrottling(t *testing.T) {
 
 func TestNewCloudWatchRejectsValuesThatWouldBreakTheExpression(t *testing.T) {
 	tooLong := time.Duration(math.MaxInt32/60+1) * time.Minute // whole minutes, but its seconds overflow an int32
-	for _, opts := range []metrics.CloudWatchOptions{{Namespace: `Kosha"x`}, {Service: "gw' OR"}, {Service: `a\b`}, {Period: 90 * time.Second}, {Period: tooLong}} {
+	for _, opts := range []metrics.CloudWatchOptions{{Namespace: `Kosha"x`}, {Namespace: `Kosha\x`}, {Service: "gw' OR"}, {Service: "a\nb"}, {Period: 90 * time.Second}, {Period: tooLong}} {
 		if _, err := metrics.NewCloudWatch(nil, opts); !errors.Is(err, metrics.ErrInvalidSource) {
 			t.Errorf("NewCloudWatch(%+v) = %v, want ErrInvalidSource", opts, err)
 		}
@@ -297,11 +316,11 @@ func TestNewCloudWatchRejectsValuesThatWouldBreakTheExpression(t *testing.T) {
 
 func TestCloudWatchIgnoresInvalidAndDuplicateDependencies(t *testing.T) {
 	s := cwfake.New(t)
-	_, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), []string{"openai", "openai", "Bad Name", `x"y`}, time.Hour)
+	_, err := newCW(t, s, metrics.CloudWatchOptions{}).Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai", "openai", "Bad Name", `x"y`}, Window: time.Hour, AllInstances: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(s.Requests()[0].Queries); got != metrics.QueriesPerDependency {
+	if got := len(s.Requests()[0].Queries); got != metrics.FleetQueriesPerDependency {
 		t.Errorf("queries = %d, want one dependency's worth", got)
 	}
 }
@@ -317,16 +336,42 @@ func TestWindowAlignsToWholePeriods(t *testing.T) {
 	}
 }
 
-func TestCostEstimate(t *testing.T) {
-	// 100 dependencies x (3 + 8 instances) = 1100 metrics per refresh;
-	// every 10 s that is 360 refreshes an hour: 396,000 metrics, $3.96.
-	if got := metrics.MetricsPerRefresh(100, 8); got != 1100 {
-		t.Errorf("metrics per refresh = %d", got)
+func TestRefreshCost(t *testing.T) {
+	// The dashboard at its default 10 s on 20 dependencies x 300 instances,
+	// the detail view open: 360 refreshes x 60 fleet metrics = 21,600, plus
+	// one breakdown a minute x 300 = 18,000 metrics an hour: $0.396.
+	c := metrics.RefreshCost{Dependencies: 20, Breakdowns: 1, Instances: 300, Interval: 10 * time.Second}
+	if c.FleetMetrics() != 60 || c.BreakdownMetrics() != 300 || c.MetricsPerHour() != 39600 {
+		t.Errorf("fleet %d, breakdown %d, per hour %f", c.FleetMetrics(), c.BreakdownMetrics(), c.MetricsPerHour())
 	}
-	if got := metrics.CostPerHour(100, 8, 10*time.Second); got < 3.959 || got > 3.961 {
-		t.Errorf("cost per hour = %f, want 3.96", got)
+	if got := c.PerHour(); math.Abs(got-0.396) > 1e-9 || got > 0.50 {
+		t.Errorf("cost per hour = %f, want 0.396 (at most the documented $0.50)", got)
 	}
-	if got := metrics.CostPerHour(100, 8, 0); got != 0 {
+	// Without the detail view: $0.216.
+	c.Breakdowns = 0
+	if got := c.PerHour(); math.Abs(got-0.216) > 1e-9 {
+		t.Errorf("table only = %f, want 0.216", got)
+	}
+	// 100 x 1,000 at 60 s with one breakdown: 60 x (300 + 1000) = 78,000: $0.78.
+	c = metrics.RefreshCost{Dependencies: 100, Breakdowns: 1, Instances: 1000, Interval: time.Minute}
+	if got := c.PerHour(); math.Abs(got-0.78) > 1e-9 {
+		t.Errorf("100 x 1000 at 60 s = %f, want 0.78", got)
+	}
+	if got := (metrics.RefreshCost{Dependencies: 100, Interval: 0}).PerHour(); got != 0 {
 		t.Errorf("cost at interval 0 = %f", got)
+	}
+}
+
+func TestCostWarning(t *testing.T) {
+	w := metrics.CostWarning(20, 1, 10*time.Second)
+	for _, want := range []string{"refreshing every 10s requests 60 metrics (20 dependencies x 3 fleet statistics)",
+		"the per-instance breakdown of the dependency in the detail view, one metric per instance at most every 1m0s (300 metrics, assuming 300 instances)",
+		"about $0.40 an hour or $9.50 a day at $0.01 per 1,000", "60s or more costs 1.8 times less"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("%q lacks %q", w, want)
+		}
+	}
+	if w := metrics.CostWarning(1, 0, 10*time.Second); !strings.Contains(w, "requests 3 metrics (1 dependencies x 3 fleet statistics) and no per-instance breakdown") {
+		t.Errorf("without breakdowns: %q", w)
 	}
 }

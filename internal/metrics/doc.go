@@ -2,18 +2,24 @@
 // view of a dependency's breaker that the dashboard and `koshactl breaker
 // status` show.
 //
-// A [GaugeSource] reads the gauges: [CloudWatch] (production, one
-// GetMetricData request per refresh for up to 100 dependencies) or
-// [Prometheus] (the local sandbox's /metrics endpoint). Either returns a
-// [Snapshot]: per dependency, a timeline of one-minute points (worst value,
-// best value, number of samples) and, where the instance dimension exists,
-// the same per instance.
+// A [GaugeSource] reads the gauges: [CloudWatch] (production: one
+// GetMetricData request per refresh for up to 166 dependencies' fleet
+// statistics, and the per-instance breakdown only of the dependencies a
+// [FetchRequest] asks it for, budgeted to CloudWatch's 500 metrics per
+// request) or [Prometheus] (the local sandbox's /metrics endpoint). Either
+// returns a [Snapshot]: per dependency, a timeline of one-minute points (worst
+// value, best value, number of samples) and, where the instance dimension
+// exists and the breakdown was read, the same per instance, with a
+// [Breakdown] saying whether that is the whole fleet.
 //
 // [Merge] combines a snapshot with the breaker overrides read from the store
 // into one [DependencyStatus] per dependency, whose [State] is what an
 // operator should believe: an active override means forced even while the
-// gauges lag, and the gauges' own view is kept beside it, with a note when
-// the two disagree.
+// gauges lag ([OverrideLag]), and the gauges' own view is kept beside it,
+// with a note when the two disagree. Worst and best are the fleet's
+// statistics, never a possibly truncated set of instance series. A
+// [Collector] reads both sources and merges them for `breaker status`;
+// [RefreshCost] and [CostWarning] say what refreshing CloudWatch costs.
 //
 // # Why not an average
 //

@@ -2,16 +2,34 @@ package metrics
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 )
 
-// OverrideLag is how long instances may take to apply an override change:
-// the data plane re-reads the override at most every 5 s, and a gauge change
-// reaches CloudWatch a minute or two later.
-const OverrideLag = 3 * time.Minute
+// The terms of [OverrideLag].
+const (
+	// OverrideCacheTTL is how long an instance may keep using the override it
+	// read last (the data plane's refresh interval).
+	OverrideCacheTTL = breaker.DefaultRefreshInterval
+	// PublishPeriod is the longest an instance goes without reporting the
+	// gauge (the contract: on every change and at least every 60 s).
+	PublishPeriod = time.Minute
+	// RetrievalDelay is how long CloudWatch may take before a published
+	// datapoint can be read (AWS documents up to two minutes).
+	RetrievalDelay = 2 * time.Minute
+)
+
+// OverrideLag is how long the gauges may take to show an override change,
+// the bound of "gauges catch up within": the instance applies it within
+// OverrideCacheTTL and reports the change at once, but the newest period
+// still holds the values from before, so the fleet reads forced only once a
+// period without them (DefaultPeriod, up to a whole minute away) has its
+// first datapoint (up to PublishPeriod into it) and that datapoint can be
+// read (RetrievalDelay): 5 s + 60 s + 60 s + 2 min = 4m05s.
+const OverrideLag = OverrideCacheTTL + DefaultPeriod + PublishPeriod + RetrievalDelay
 
 // Gauges summarize a dependency's gauges at the newest period.
 type Gauges struct {
@@ -22,11 +40,16 @@ type Gauges struct {
 	// Samples is the number of values in the newest period.
 	Samples int
 	// Reporting counts instances with a recent value; Known counts every
-	// instance seen in the window (zero without the instance dimension).
+	// instance seen in the window (zero without the instance dimension or
+	// when the breakdown was not fetched).
 	Reporting, Known int
 	// ByState counts reporting instances by their newest value (index: the
-	// gauge value 0..3).
+	// gauge value 0..3); with a partial breakdown, of the instances returned.
 	ByState [4]int
+	// Breakdown says whether the instance counts cover the whole fleet;
+	// BreakdownNote says why not.
+	Breakdown     Breakdown
+	BreakdownNote string
 	// LatestAt is the start of the newest period with data (CloudWatch) or
 	// the newest scrape (Prometheus).
 	LatestAt time.Time
@@ -109,10 +132,14 @@ func Merge(deps []string, overrides []breaker.Override, snap *Snapshot, now time
 	return out
 }
 
-// summarize reads a series' newest values.
+// summarize reads a series' newest values. Worst, best and samples come
+// from the newest fleet point, never from the instance series (which may be
+// a truncated subset), unless the timeline itself was derived from the
+// instances (a scrape, whose instances are current and complete).
 func summarize(s Series, snap *Snapshot) (Gauges, []InstanceStatus) {
-	var g Gauges
+	g := Gauges{Breakdown: s.Breakdown, BreakdownNote: s.BreakdownNote}
 	instances := make([]InstanceStatus, 0, len(s.Instances))
+	fromInstances := s.TimelineFromInstances
 	for _, in := range s.Instances {
 		last, ok := in.Latest()
 		if !ok {
@@ -132,28 +159,54 @@ func summarize(s Series, snap *Snapshot) (Gauges, []InstanceStatus) {
 			if b, ok := GaugeState(value); ok {
 				g.ByState[b]++
 			}
-			if !g.HasData || value > g.Max {
-				g.Max = value
-			}
-			if !g.HasData || value < g.Min {
-				g.Min = value
-			}
-			g.HasData = true
-			if seen.After(g.LatestAt) {
-				g.LatestAt = seen
+			if fromInstances {
+				if !g.HasData || value > g.Max {
+					g.Max = value
+				}
+				if !g.HasData || value < g.Min {
+					g.Min = value
+				}
+				g.HasData = true
+				if seen.After(g.LatestAt) {
+					g.LatestAt = seen
+				}
 			}
 		}
 		instances = append(instances, is)
 	}
-	if p, ok := s.Latest(); ok && snap.FetchedAt.Sub(p.Time) <= max(snap.StaleAfter, snap.Period) {
+	if p, ok := fleetNow(s.Timeline, snap); ok {
 		g.Samples = p.Samples
-		if g.Known == 0 {
-			// No instance dimension: the fleet statistics are all there is.
+		if !fromInstances || g.Known == 0 {
 			g.HasData, g.Max, g.Min, g.LatestAt = true, p.Max, p.Min, p.Time
 		}
 	}
 	sort.Slice(instances, func(i, j int) bool { return instances[i].Instance < instances[j].Instance })
 	return g, instances
+}
+
+// fleetNow is the fleet's current values: the newest period, if no older
+// than the snapshot allows, combined with every period overlapping the
+// snapshot's FleetLookback before the fetch (largest Max, smallest Min, the
+// largest SampleCount as the number reporting; Time is the newest period's
+// start). A newest period that is still filling holds only the instances
+// that reported in it so far; the lookback keeps the others in view.
+func fleetNow(tl []Point, snap *Snapshot) (Point, bool) {
+	if len(tl) == 0 {
+		return Point{}, false
+	}
+	p := tl[len(tl)-1]
+	if snap.FetchedAt.Sub(p.Time) > max(snap.StaleAfter, snap.Period) {
+		return Point{}, false
+	}
+	from := snap.FetchedAt.Add(-snap.FleetLookback)
+	for i := len(tl) - 2; i >= 0 && snap.FleetLookback > 0; i-- {
+		q := tl[i]
+		if !q.Time.Add(snap.Period).After(from) {
+			break
+		}
+		p.Max, p.Min, p.Samples = math.Max(p.Max, q.Max), math.Min(p.Min, q.Min), max(p.Samples, q.Samples)
+	}
+	return p, true
 }
 
 // gaugeState derives the fleet's state from its newest values.
@@ -177,8 +230,10 @@ func notes(st DependencyStatus, now time.Time) []string {
 	var out []string
 	g := st.Gauges
 	forcedReporting := g.ByState[breaker.ForcedOpen]
-	if g.Known == 0 && g.HasData && g.Max >= float64(breaker.ForcedOpen) {
-		forcedReporting = g.Samples
+	if forcedReporting == 0 && g.HasData && g.Max >= float64(breaker.ForcedOpen) {
+		// The fleet's worst is forced although no instance shown is (no
+		// breakdown, or a partial one): some instance reports it.
+		forcedReporting = max(g.Samples, 1)
 	}
 	switch {
 	case st.OverrideActive && st.GaugeState != Forced && st.GaugeState != NoData:
@@ -187,9 +242,13 @@ func notes(st DependencyStatus, now time.Time) []string {
 			out = append(out, fmt.Sprintf("override set %s ago: gauges catch up within %s", roundAge(age), roundAge(OverrideLag)))
 		} else {
 			n := g.Reporting - g.ByState[breaker.ForcedOpen]
-			if g.Known == 0 {
+			switch {
+			case g.Known == 0:
 				out = append(out, "override active but the gauges do not report forced: check that instances read the store")
-			} else {
+			case g.Breakdown == BreakdownPartial:
+				out = append(out, fmt.Sprintf("override active for %s but %d of the %d instances returned (a partial breakdown) do not report forced: check that they read the store",
+					roundAge(age), n, g.Reporting))
+			default:
 				out = append(out, fmt.Sprintf("override active for %s but %d of %d instances do not report forced: check that they read the store",
 					roundAge(age), n, g.Reporting))
 			}
@@ -206,6 +265,9 @@ func notes(st DependencyStatus, now time.Time) []string {
 	}
 	if st.GaugeState == NoData && g.Known > 0 {
 		out = append(out, fmt.Sprintf("none of %d instances seen in the window reports now", g.Known))
+	}
+	if g.Breakdown != BreakdownComplete && g.BreakdownNote != "" {
+		out = append(out, g.BreakdownNote)
 	}
 	return out
 }

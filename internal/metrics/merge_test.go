@@ -2,6 +2,7 @@ package metrics_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,10 +11,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
-// fleetSnap builds a CloudWatch-like snapshot of one dependency whose
-// instances last reported the given values at the given ages.
+// fleetSnap builds a snapshot of one dependency whose instances last
+// reported the given values at the given ages, the fleet known only through
+// them (a scrape, or a publisher without the fleet dimension set).
 func fleetSnap(dep string, values []float64, ages []time.Duration) *metrics.Snapshot {
-	s := metrics.Series{Dependency: dep}
+	s := metrics.Series{Dependency: dep, TimelineFromInstances: true}
 	for i, v := range values {
 		at := now.Truncate(time.Minute).Add(-ages[i])
 		s.Instances = append(s.Instances, metrics.InstanceSeries{
@@ -137,5 +139,39 @@ func TestStateNames(t *testing.T) {
 		if _, ok := metrics.GaugeState(v); ok != want {
 			t.Errorf("GaugeState(%v) ok = %v", v, ok)
 		}
+	}
+}
+
+// A CloudWatch-shaped series: the fleet statistics say one instance is open
+// (Maximum 2) while the instance series returned, truncated at CloudWatch's
+// metric limit, are all closed. Worst, best and the state come from the
+// fleet; the counts are marked partial and a note says why.
+func TestMergeTakesWorstAndBestFromTheFleetNotAPartialBreakdown(t *testing.T) {
+	at := now.Truncate(time.Minute)
+	fleetPoint := []metrics.Point{{Time: at, Max: 2, Min: 0, Samples: 300}}
+	partial := metrics.Series{Dependency: "openai", Timeline: fleetPoint, Breakdown: metrics.BreakdownPartial,
+		BreakdownNote: "per-instance breakdown is partial: test"}
+	for i := range 188 {
+		partial.Instances = append(partial.Instances, metrics.InstanceSeries{Instance: fmt.Sprintf("i-%03d", i), LastSeen: at,
+			Points: []metrics.Point{{Time: at, Max: 0, Min: 0, Samples: 1}}})
+	}
+	notFetched := metrics.Series{Dependency: "postgres", Timeline: []metrics.Point{{Time: at, Max: 3, Min: 3, Samples: 300}},
+		Breakdown: metrics.BreakdownNotFetched}
+	snap := &metrics.Snapshot{FetchedAt: now, Period: time.Minute, StaleAfter: 5 * time.Minute,
+		Series: map[string]metrics.Series{"openai": partial, "postgres": notFetched}}
+	got := metrics.Merge(nil, nil, snap, now)
+	o, p := got[0], got[1]
+	if o.GaugeState != metrics.Mixed || o.Gauges.Max != 2 || o.Gauges.Min != 0 || o.Gauges.Samples != 300 ||
+		o.Gauges.Known != 188 || o.Gauges.Breakdown != metrics.BreakdownPartial {
+		t.Errorf("openai = %s %+v, want mixed, worst open from the fleet, 188 instances of a partial breakdown", o.GaugeState, o.Gauges)
+	}
+	if len(o.Notes) != 1 || !strings.Contains(o.Notes[0], "partial") {
+		t.Errorf("openai notes = %q", o.Notes)
+	}
+	if p.GaugeState != metrics.Forced || p.Gauges.Known != 0 || p.Gauges.Breakdown != metrics.BreakdownNotFetched {
+		t.Errorf("postgres = %s %+v, want forced from the fleet without a breakdown", p.GaugeState, p.Gauges)
+	}
+	if len(p.Notes) != 1 || !strings.Contains(p.Notes[0], "gauges report forced but no override is active") {
+		t.Errorf("postgres notes = %q: the fleet reports forced although no instance is shown", p.Notes)
 	}
 }

@@ -98,7 +98,8 @@ type sample struct {
 // Fetch implements [GaugeSource]. It scrapes every target concurrently; a
 // failed target is a warning while another answers, and an error when none
 // does.
-func (p *Prometheus) Fetch(ctx context.Context, deps []string, window time.Duration) (Snapshot, error) {
+func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, error) {
+	deps, window := req.Dependencies, req.Window
 	if window <= 0 {
 		window = DefaultWindow
 	}
@@ -159,6 +160,7 @@ func (p *Prometheus) Fetch(ctx context.Context, deps []string, window time.Durat
 				LastSeen: p.seen[dep][name], Last: &last})
 		}
 		s.Timeline = fleetTimeline(s.Instances)
+		s.TimelineFromInstances = true
 		snap.Series[dep] = s
 	}
 	// An instance absent from this scrape is not reporting: it was last seen

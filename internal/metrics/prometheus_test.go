@@ -70,7 +70,7 @@ func TestPrometheusScrapesPerInstanceGauges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := p.Fetch(context.Background(), []string{"openai", "core-api"}, time.Hour)
+	snap, err := p.Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai", "core-api"}, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestPrometheusBuildsTheTimelineFromItsOwnScrapes(t *testing.T) {
 	p, _ := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clk})
 	fetch := func() metrics.Snapshot {
 		t.Helper()
-		snap, err := p.Fetch(context.Background(), nil, time.Hour)
+		snap, err := p.Fetch(context.Background(), metrics.FetchRequest{Dependencies: nil, Window: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +161,7 @@ kosha_breaker_state{dependency="openai",instance="gw-2"} NaN
 kosha_breaker_state{dependency="openai",instance="gw-3"} 1
 `)
 	p, _ := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clock.NewFake(now)})
-	snap, err := p.Fetch(context.Background(), nil, time.Hour)
+	snap, err := p.Fetch(context.Background(), metrics.FetchRequest{Dependencies: nil, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ kosha_breaker_state{dependency="openai",instance="gw-3"} 1
 func TestPrometheusDefaultsTheInstanceToTheTarget(t *testing.T) {
 	_, url := serveMetrics(t, "kosha_breaker_state{dependency=\"openai\"} 0\n")
 	p, _ := metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Clock: clock.NewFake(now)})
-	snap, err := p.Fetch(context.Background(), nil, time.Hour)
+	snap, err := p.Fetch(context.Background(), metrics.FetchRequest{Dependencies: nil, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,11 +192,11 @@ func TestPrometheusFailures(t *testing.T) {
 	e.mu.Lock()
 	e.status = http.StatusServiceUnavailable
 	e.mu.Unlock()
-	if _, err := p.Fetch(context.Background(), nil, time.Hour); !errors.Is(err, metrics.ErrUnavailable) || !strings.Contains(err.Error(), "503") {
+	if _, err := p.Fetch(context.Background(), metrics.FetchRequest{Dependencies: nil, Window: time.Hour}); !errors.Is(err, metrics.ErrUnavailable) || !strings.Contains(err.Error(), "503") {
 		t.Errorf("503: %v", err)
 	}
 	e.set("kosha_breaker_state{dependency=\"openai\" 0\n")
-	if _, err := p.Fetch(context.Background(), nil, time.Hour); !errors.Is(err, metrics.ErrUnavailable) || !strings.Contains(err.Error(), "parse metrics") {
+	if _, err := p.Fetch(context.Background(), metrics.FetchRequest{Dependencies: nil, Window: time.Hour}); !errors.Is(err, metrics.ErrUnavailable) || !strings.Contains(err.Error(), "parse metrics") {
 		t.Errorf("garbage: %v", err)
 	}
 	// A closed port: refused.
@@ -204,13 +204,13 @@ func TestPrometheusFailures(t *testing.T) {
 	dead := srv.URL + "/metrics"
 	srv.Close()
 	p2, _ := metrics.NewPrometheus([]string{dead}, metrics.PrometheusOptions{Clock: clock.NewFake(now)})
-	if _, err := p2.Fetch(context.Background(), nil, time.Hour); !errors.Is(err, metrics.ErrUnavailable) {
+	if _, err := p2.Fetch(context.Background(), metrics.FetchRequest{Dependencies: nil, Window: time.Hour}); !errors.Is(err, metrics.ErrUnavailable) {
 		t.Errorf("refused: %v", err)
 	}
 	// One of two targets down: data from the other, and a warning.
 	e.set(sandboxText)
 	p3, _ := metrics.NewPrometheus([]string{url, dead}, metrics.PrometheusOptions{Clock: clock.NewFake(now)})
-	snap, err := p3.Fetch(context.Background(), nil, time.Hour)
+	snap, err := p3.Fetch(context.Background(), metrics.FetchRequest{Dependencies: nil, Window: time.Hour})
 	if err != nil {
 		t.Fatalf("one target up: %v", err)
 	}

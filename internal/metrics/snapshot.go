@@ -2,7 +2,9 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -15,15 +17,80 @@ const DefaultPeriod = time.Minute
 
 // GaugeSource reads the breaker_state gauges of a fleet.
 type GaugeSource interface {
-	// Fetch returns the gauges of deps over the window ending now. A source
-	// may return series for dependencies it discovered that are not in deps
-	// (a Prometheus scrape reports whatever the fleet exports). A partial
-	// failure (one of several scrape targets, one result in error) is
-	// reported in Snapshot.Warnings; an error means no usable data.
-	Fetch(ctx context.Context, deps []string, window time.Duration) (Snapshot, error)
+	// Fetch returns the gauges of req.Dependencies over the window ending
+	// now: each dependency's fleet statistics, and the per-instance
+	// breakdown of those req asks it for. A source may return series for
+	// dependencies it discovered that are not asked for (a Prometheus scrape
+	// reports whatever the fleet exports) and may return a breakdown nobody
+	// asked for (a scrape costs the same either way). A partial failure (one
+	// of several scrape targets, one result in error) is reported in
+	// Snapshot.Warnings; an error means no usable data.
+	Fetch(ctx context.Context, req FetchRequest) (Snapshot, error)
 	// Describe names the source for headers and errors, e.g.
 	// "cloudwatch Kosha/Resilience (eu-west-1)".
 	Describe() string
+}
+
+// FetchRequest says what one [GaugeSource.Fetch] reads.
+type FetchRequest struct {
+	// Dependencies whose fleet statistics (worst, best, samples) are read.
+	Dependencies []string
+	// Window is how far back the timeline reaches; default [DefaultWindow].
+	Window time.Duration
+	// Instances names the dependencies whose per-instance breakdown is
+	// wanted (the dashboard's detail view); AllInstances wants it for every
+	// dependency. CloudWatch bills one metric per instance series, so it
+	// fetches only these; worst and best never depend on it.
+	Instances    []string
+	AllInstances bool
+}
+
+// WantsInstances reports whether req asks for dep's per-instance breakdown.
+func (r FetchRequest) WantsInstances(dep string) bool {
+	return r.AllInstances || slices.Contains(r.Instances, dep)
+}
+
+// Breakdown says how much of a dependency's per-instance breakdown a
+// [Series] holds.
+type Breakdown uint8
+
+// Breakdown values. The zero value is BreakdownComplete, so a source with
+// nothing to say about completeness (a scrape) reports a complete set.
+const (
+	// BreakdownComplete: Instances holds every instance the source found in
+	// the window (or the instance dimension does not exist).
+	BreakdownComplete Breakdown = iota
+	// BreakdownNotFetched: the source did not read per-instance series (a
+	// CloudWatch source outside the detail view, to keep its cost down).
+	BreakdownNotFetched
+	// BreakdownPartial: the source says the set is incomplete: CloudWatch
+	// truncated a SEARCH at its 500-metric limit or returned PartialData.
+	BreakdownPartial
+)
+
+var breakdownTokens = [...]string{BreakdownComplete: "complete", BreakdownNotFetched: "not_fetched", BreakdownPartial: "partial"}
+
+// String returns the breakdown's token as JSON output writes it: complete,
+// not_fetched or partial.
+func (b Breakdown) String() string {
+	if int(b) < len(breakdownTokens) {
+		return breakdownTokens[b]
+	}
+	return fmt.Sprintf("breakdown(%d)", uint8(b))
+}
+
+// MarshalText encodes the breakdown as its token.
+func (b Breakdown) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
+
+// UnmarshalText decodes a breakdown's token.
+func (b *Breakdown) UnmarshalText(text []byte) error {
+	for i, tok := range breakdownTokens {
+		if string(text) == tok {
+			*b = Breakdown(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("parse breakdown %q: want complete, not_fetched or partial", text)
 }
 
 // Point is one period of a gauge: the worst (largest) and best (smallest)
@@ -79,8 +146,17 @@ type Series struct {
 	// has data.
 	Timeline []Point
 	// Instances holds per-instance series sorted by name; empty when the
-	// instance dimension does not exist.
+	// instance dimension does not exist or the breakdown was not fetched.
 	Instances []InstanceSeries
+	// Breakdown says whether Instances is the whole set; BreakdownNote says
+	// why not, in words.
+	Breakdown     Breakdown
+	BreakdownNote string
+	// TimelineFromInstances reports that Timeline was derived from the
+	// instance series (a scrape, or a publisher without the fleet dimension
+	// set); worst and best then come from the instances' current values.
+	// Otherwise they come from the fleet statistics alone.
+	TimelineFromInstances bool
 }
 
 // Latest returns the fleet's newest point.
@@ -104,12 +180,22 @@ type Snapshot struct {
 	// instance to count as reporting. CloudWatch data arrives a minute or two
 	// late, so it allows a few periods; a scrape is current or absent.
 	StaleAfter time.Duration
+	// FleetLookback is how far back the fleet's current values may lie in
+	// the timeline: every period overlapping the last FleetLookback counts
+	// toward worst, best and samples, because a newer period may hold only
+	// the instances that reported in it so far (and, on CloudWatch, only
+	// the datapoints already readable). Zero: the newest period alone.
+	FleetLookback time.Duration
 	// Series holds one entry per dependency asked for (possibly without
 	// data) and per dependency discovered.
 	Series map[string]Series
 	// Requests counts the API requests the fetch made (GetMetricData calls
 	// or scrapes).
 	Requests int
+	// Metrics counts the metrics the fetch was answered with (CloudWatch:
+	// queries plus SEARCH series, the unit GetMetricData is billed in; zero
+	// for a scrape).
+	Metrics int
 	// Warnings are partial failures and messages from the backend.
 	Warnings []string
 }

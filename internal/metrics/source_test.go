@@ -93,7 +93,7 @@ func TestNewSourceCloudWatchUsesTheEndpointAndRegionOfTheContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := src.Fetch(context.Background(), []string{"openai"}, time.Hour)
+	snap, err := src.Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai"}, Window: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,6 +189,11 @@ type EMFSettings struct {
 	Service string
 	// Interval: every gauge is also written this often. Zero means 1 min.
 	Interval time.Duration
+	// InstanceDimension adds the one instance-level dimension set
+	// (dependency, service, instance), which costs one custom metric per
+	// instance and dependency. False (the default) keeps the instance a
+	// log property only: the fleet sets cost one metric per dependency.
+	InstanceDimension bool
 }
 
 // Config is the whole sandbox configuration. Durations are in LLD time:

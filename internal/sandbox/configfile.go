@@ -133,6 +133,8 @@ type FileEMF struct {
 	Namespace string           `yaml:"namespace,omitempty"`
 	Service   string           `yaml:"service,omitempty"`
 	Interval  *config.Duration `yaml:"interval,omitempty"`
+	// InstanceDimension adds the instance-level dimension set.
+	InstanceDimension *bool `yaml:"instance-dimension,omitempty"`
 }
 
 // LoadFile reads a configuration file strictly: an unknown key is an error
@@ -286,6 +288,9 @@ func (f *File) Apply(c *Config) error {
 		if e.Interval != nil {
 			c.EMF.Interval = dur(e.Interval)
 		}
+		if e.InstanceDimension != nil {
+			c.EMF.InstanceDimension = *e.InstanceDimension
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -405,7 +410,7 @@ func FileOf(c Config) *File {
 		f.Tools[name] = &FileTool{Budget: d(t.Budget), MinBudget: d(t.MinBudget)}
 	}
 	if c.EMF != (EMFSettings{}) {
-		f.EMF = &FileEMF{Namespace: c.EMF.Namespace, Service: c.EMF.Service}
+		f.EMF = &FileEMF{Namespace: c.EMF.Namespace, Service: c.EMF.Service, InstanceDimension: &c.EMF.InstanceDimension}
 		if c.EMF.Interval != 0 {
 			f.EMF.Interval = d(c.EMF.Interval)
 		}

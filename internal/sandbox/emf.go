@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,15 +18,38 @@ import (
 // emfQueue is how many gauge points may wait for the EMF file.
 const emfQueue = 4096
 
-// emfDimensions are the dimension sets of every line: the fleet series
-// (dependency; dependency and service) and the per-instance series
-// (dependency and instance; all three), so the CloudWatch reader finds them
-// whether or not it filters by service (docs/sandbox.md).
-var emfDimensions = [][]string{
-	{gauges.DimDependency},
-	{gauges.DimDependency, gauges.DimService},
-	{gauges.DimDependency, gauges.DimInstance},
-	{gauges.DimDependency, gauges.DimService, gauges.DimInstance},
+// emfDimensions are the dimension sets of a line whose values are all
+// usable (the metric contract, docs/contracts/breaker-state-metric.md): the
+// fleet sets (dependency; dependency and service), each one custom metric
+// per dependency, and, only when asked for, the one instance-level set
+// (dependency, service, instance), one custom metric per instance and
+// dependency. Without it the instance is a log property: it stays in the
+// log event for Logs Insights and costs no metric.
+func emfDimensions(service, instance string, withInstance bool) [][]string {
+	sets := [][]string{{gauges.DimDependency}}
+	if dimensionValue(service) {
+		sets = append(sets, []string{gauges.DimDependency, gauges.DimService})
+		if withInstance && dimensionValue(instance) {
+			sets = append(sets, []string{gauges.DimDependency, gauges.DimService, gauges.DimInstance})
+		}
+	}
+	return sets
+}
+
+// dimensionValue reports whether v can be a CloudWatch dimension value: 1 to
+// 1024 printable ASCII characters, not all blank. CloudWatch drops a
+// dimension set whose value is empty, so a set is only named with values it
+// accepts.
+func dimensionValue(v string) bool {
+	if strings.TrimSpace(v) == "" || len(v) > 1024 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 type emfPoint struct {
@@ -44,6 +68,7 @@ type emfWriter struct {
 	w         io.Writer
 	namespace string
 	service   string
+	instances bool
 	interval  time.Duration
 	clock     clock.Clock
 	logger    *slog.Logger
@@ -59,7 +84,7 @@ func newEMFWriter(w io.Writer, s EMFSettings, clk clock.Clock, logger *slog.Logg
 	if ns == "" {
 		ns = gauges.DefaultNamespace
 	}
-	return &emfWriter{w: w, namespace: ns, service: s.Service, interval: s.Interval, clock: clk, logger: logger,
+	return &emfWriter{w: w, namespace: ns, service: s.Service, instances: s.InstanceDimension, interval: s.Interval, clock: clk, logger: logger,
 		ch: make(chan emfPoint, emfQueue)}
 }
 
@@ -67,8 +92,8 @@ func newEMFWriter(w io.Writer, s EMFSettings, clk clock.Clock, logger *slog.Logg
 type emfLine struct {
 	AWS          emfMeta `json:"_aws"`
 	Dependency   string  `json:"dependency"`
-	Service      string  `json:"service"`
-	Instance     string  `json:"instance"`
+	Service      string  `json:"service,omitempty"`
+	Instance     string  `json:"instance,omitempty"`
 	BreakerState int     `json:"breaker_state"`
 	// State is the state's name, a property (not a metric) for log readers.
 	State string `json:"state"`
@@ -148,9 +173,16 @@ func (e *emfWriter) run(ctx context.Context, f *Fleet, wg *sync.WaitGroup) {
 }
 
 func (e *emfWriter) write(p emfPoint) {
+	if !dimensionValue(p.dependency) {
+		// Every set carries the dependency: without a usable one the line
+		// would publish nothing, or a series no reader asks for.
+		e.logger.Warn("emf line not written: unusable dependency dimension", slog.String("event", "emf_bad_dimension"),
+			slog.String("dependency", p.dependency), slog.String("instance", p.instance))
+		return
+	}
 	line := emfLine{
 		AWS: emfMeta{Timestamp: p.at.UnixMilli(), CloudWatchMetrics: []emfDirective{{Namespace: e.namespace,
-			Dimensions: emfDimensions, Metrics: []emfMetric{{Name: gauges.MetricName, Unit: "None"}}}}},
+			Dimensions: emfDimensions(e.service, p.instance, e.instances), Metrics: []emfMetric{{Name: gauges.MetricName, Unit: "None"}}}}},
 		Dependency: p.dependency, Service: e.service, Instance: p.instance, BreakerState: int(p.state), State: p.state.String(),
 	}
 	b, err := json.Marshal(line)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -190,8 +191,10 @@ func TestEMFLines(t *testing.T) {
 			!strings.HasPrefix(line.Instance, "gw-") || line.Dependency == "" {
 			t.Fatalf("malformed EMF line: %s", sc.Text())
 		}
-		want := [][]string{{"dependency"}, {"dependency", "service"}, {"dependency", "instance"}, {"dependency", "service", "instance"}}
-		if len(cw[0].Dimensions) != len(want) {
+		// The fleet sets only: the instance is a log property, not a
+		// dimension (one custom metric per dependency, not per instance).
+		want := [][]string{{"dependency"}, {"dependency", "service"}}
+		if !reflect.DeepEqual(cw[0].Dimensions, want) {
 			t.Fatalf("dimension sets %v, want %v", cw[0].Dimensions, want)
 		}
 	}

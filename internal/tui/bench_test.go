@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
 // benchFleet is 200 dependencies x 8 instances: a quarter of them mixed,
@@ -41,7 +42,7 @@ func benchModel(b *testing.B, width, height int, color bool) (Model, *fakeOverri
 	m = nm.(Model)
 	list, _ := ov.List(context.Background())
 	nm, _ = nm.(Model).Update(overridesMsg{list: list})
-	snap, _ := g.Fetch(context.Background(), deps, time.Hour)
+	snap, _ := g.Fetch(context.Background(), metrics.FetchRequest{Dependencies: deps, Window: time.Hour})
 	nm, _ = nm.(Model).Update(gaugesMsg{snap: snap})
 	return nm.(Model), ov, g
 }

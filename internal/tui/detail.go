@@ -62,8 +62,13 @@ func (m Model) detailLines(height int) []string {
 			"worst " + st.State(stateOf(g.Max)).Render(metrics.GaugeLabel(g.Max)),
 			"best " + st.State(stateOf(g.Min)).Render(metrics.GaugeLabel(g.Min)),
 		}
-		if g.Known > 0 {
+		switch {
+		case g.Known > 0 && g.Breakdown == metrics.BreakdownPartial:
+			parts = append(parts, fmt.Sprintf("%d/%d instances reporting (partial)", g.Reporting, g.Known))
+		case g.Known > 0:
 			parts = append(parts, fmt.Sprintf("%d/%d instances reporting", g.Reporting, g.Known))
+		case g.Breakdown == metrics.BreakdownNotFetched:
+			parts = append(parts, "instance breakdown not read yet")
 		}
 		parts = append(parts, fmt.Sprintf("%d samples", g.Samples))
 		lines = append(lines, label("Gauges")+strings.Join(parts, " · "))
@@ -96,7 +101,11 @@ func (m Model) detailLines(height int) []string {
 		label("")+st.Dim.Render(pad("-"+compactDuration(m.opts.Window), stripW-3)+"now"))
 
 	if len(r.Instances) > 0 {
-		lines = append(lines, "", st.Title.Render(fmt.Sprintf("Instances (%d)", len(r.Instances))))
+		title := fmt.Sprintf("Instances (%d)", len(r.Instances))
+		if g.Breakdown == metrics.BreakdownPartial {
+			title = fmt.Sprintf("Instances (%d returned, partial: the fleet has ~%d samples a minute)", len(r.Instances), g.Samples)
+		}
+		lines = append(lines, "", st.Title.Render(title))
 		start, period, n := m.windowGrid()
 		nameW := 8
 		for _, in := range r.Instances {

@@ -107,10 +107,14 @@ type fakeGauges struct {
 	mu    sync.Mutex
 	clock clock.Clock
 	// fleet[dependency] = value per instance (gw-1, gw-2, ...)
-	fleet map[string][]float64
-	err   error
-	calls int
-	asked [][]string
+	fleet    map[string][]float64
+	err      error
+	calls    int
+	asked    [][]string
+	requests []metrics.FetchRequest
+	// perInstanceCost makes it answer as CloudWatch does: instance series
+	// only for the dependencies the request asks them for.
+	perInstanceCost bool
 }
 
 func (g *fakeGauges) Describe() string { return "fake gauges" }
@@ -128,15 +132,25 @@ func (g *fakeGauges) set(dep string, values ...float64) {
 	g.fleet[dep] = values
 }
 
-func (g *fakeGauges) Fetch(_ context.Context, deps []string, window time.Duration) (metrics.Snapshot, error) {
+func (g *fakeGauges) Fetch(_ context.Context, req metrics.FetchRequest) (metrics.Snapshot, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.calls++
-	g.asked = append(g.asked, deps)
+	g.asked = append(g.asked, req.Dependencies)
+	g.requests = append(g.requests, req)
 	if g.err != nil {
 		return metrics.Snapshot{}, g.err
 	}
-	return fleetSnapshot(g.clock.Now(), window, g.fleet), nil
+	snap := fleetSnapshot(g.clock.Now(), req.Window, g.fleet)
+	if g.perInstanceCost {
+		for dep, s := range snap.Series {
+			if !req.WantsInstances(dep) {
+				s.Instances, s.Breakdown = nil, metrics.BreakdownNotFetched
+				snap.Series[dep] = s
+			}
+		}
+	}
+	return snap, nil
 }
 
 // fleetSnapshot builds a one-hour history: every instance closed until ten

@@ -59,13 +59,24 @@ func (m Model) loadOverrides() tea.Cmd {
 }
 
 func (m Model) loadGauges() tea.Cmd {
-	src, deps, window := m.deps.Gauges, m.fetchDeps(), m.opts.Window
+	src, req := m.deps.Gauges, m.gaugeRequest()
 	return func() tea.Msg {
 		ctx, cancel := m.opContext()
 		defer cancel()
-		snap, err := src.Fetch(ctx, deps, window)
+		snap, err := src.Fetch(ctx, req)
 		return gaugesMsg{snap: snap, err: err}
 	}
+}
+
+// gaugeRequest asks for every dependency's fleet statistics, and for the
+// per-instance breakdown of the one in the detail view only: CloudWatch
+// bills one metric per instance series.
+func (m Model) gaugeRequest() metrics.FetchRequest {
+	req := metrics.FetchRequest{Dependencies: m.fetchDeps(), Window: m.opts.Window}
+	if m.mode == modeDetail && m.detail.dependency != "" {
+		req.Instances = []string{m.detail.dependency}
+	}
+	return req
 }
 
 func (m Model) loadAudit(dep string) tea.Cmd {

@@ -303,7 +303,14 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		if r := m.selected(); r != nil {
 			m.mode = modeDetail
 			m.detail = detailState{dependency: r.Dependency, loading: m.deps.Audit != nil}
-			return m, m.loadAudit(r.Dependency)
+			cmds := []tea.Cmd{m.loadAudit(r.Dependency)}
+			if r.Gauges.Breakdown == metrics.BreakdownNotFetched && !m.gauges.loading {
+				// The source read no instance series for it: ask now, not at
+				// the next refresh.
+				m.gauges.loading = true
+				cmds = append(cmds, m.loadGauges())
+			}
+			return m, tea.Batch(cmds...)
 		}
 	case key.Matches(msg, k.Force):
 		return m.openForce()

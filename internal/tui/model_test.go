@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -437,8 +438,8 @@ func TestDetailShowsTheFleetAndTheAuditTrail(t *testing.T) {
 	if q := h.audit.queries; len(q) != 1 || q[0].Subject != "breaker#openai" || q[0].Limit != AuditRecords {
 		t.Errorf("audit queries = %+v", q)
 	}
-	// At 80x24 the detail scrolls.
-	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
+	// At 80x23 the detail scrolls.
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 23})
 	h.wantScreen("↓ 2 more lines (j/k scroll)")
 	h.press("j", "j", "j")
 	h.wantScreen("clear       bob@laptop    recovered")
@@ -447,6 +448,70 @@ func TestDetailShowsTheFleetAndTheAuditTrail(t *testing.T) {
 	h.audit.err = errBoom
 	h.press("enter")
 	h.wantScreen("could not read the audit log: connection refused")
+}
+
+// On a source that bills per instance series (CloudWatch), the table asks
+// for no breakdown, and the detail view for its own dependency's only, at
+// once when it opens.
+func TestOnlyTheDetailViewAsksForABreakdown(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.gauges.perInstanceCost = true
+	h.press("r")
+	h.wantScreen("postgres", "~4")
+	last := func() metrics.FetchRequest { return h.gauges.requests[len(h.gauges.requests)-1] }
+	if r := last(); len(r.Instances) != 0 || r.AllInstances {
+		t.Errorf("the table's fetch asked for breakdowns: %+v", r)
+	}
+	calls := h.gauges.callCount()
+	h.press("down", "enter")
+	if h.gauges.callCount() != calls+1 || !slices.Equal(last().Instances, []string{"openai"}) {
+		t.Errorf("opening the detail: %d fetches, last %+v; want one more, for openai's breakdown", h.gauges.callCount()-calls, last())
+	}
+	h.wantScreen("openai · forced (override)", "4/4 instances reporting", "Instances (4)")
+	h.press("r")
+	if !slices.Equal(last().Instances, []string{"openai"}) {
+		t.Errorf("refresh in the detail view asked %+v", last())
+	}
+	h.press("esc", "r")
+	if r := last(); len(r.Instances) != 0 {
+		t.Errorf("back in the table the fetch still asks %+v", r)
+	}
+}
+
+// A fleet of hundreds widens the INST column instead of pushing the
+// override out of line, and a partial breakdown is marked "+".
+func TestInstanceCountsOfALargeFleetStayInTheirColumn(t *testing.T) {
+	h := newHarness(t, Options{})
+	big := make([]float64, 300)
+	big[299] = 2
+	h.gauges.set("postgres", big...)
+	h.press("r")
+	lines := strings.Split(h.screen(), "\n")
+	var head, row string
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, "DEPENDENCY"):
+			head = l
+		case strings.Contains(l, "postgres"):
+			row = l
+		}
+	}
+	if !strings.Contains(row, " 300/300 ") {
+		t.Fatalf("postgres row %q lacks 300/300", row)
+	}
+	if at := strings.Index(head, "OVERRIDE"); at < 0 || strings.Index(row, "300/300")+len("300/300 ") != at {
+		t.Errorf("INST column not widened:\n%s\n%s", head, row)
+	}
+	for g, want := range map[*metrics.Gauges]string{
+		{Known: 499, Reporting: 199, Breakdown: metrics.BreakdownPartial}: "199/499+",
+		{Known: 3, Reporting: 3}: "3/3",
+		{HasData: true, Samples: 300, Breakdown: metrics.BreakdownNotFetched}: "~300",
+		{}: "-",
+	} {
+		if got := instCell(*g); got != want {
+			t.Errorf("instCell(%+v) = %q, want %q", *g, got, want)
+		}
+	}
 }
 
 func TestHelpAndQuit(t *testing.T) {

@@ -142,23 +142,27 @@ func (m Model) tableHeight() int { return max(m.bodyHeight()-1, 1) }
 
 // columns are the table's widths for a screen width.
 type columns struct {
-	dep, override, strip int
-	gauges               bool
+	dep, inst, override, strip int
+	gauges                     bool
 }
 
 const (
 	stateW = 9 // "half-open"
 	gaugeW = 6 // "forced"
-	instW  = 5
+	// instW is the INST column's least width; a fleet of hundreds widens it
+	// ("300/300", "199/499+").
+	instW = 5
 )
 
 func (m Model) columns() columns {
-	c := columns{dep: 10, gauges: true}
+	c := columns{dep: 10, inst: instW, gauges: true}
 	for _, r := range m.rows {
 		c.dep = max(c.dep, ansi.StringWidth(safe(r.Dependency)))
+		c.inst = max(c.inst, len(instCell(r.Gauges)))
 	}
 	c.dep = min(c.dep, 24)
-	fixed := 2 + c.dep + 1 + stateW + 1 + 2*(gaugeW+1) + instW + 1
+	c.inst = min(c.inst, 12)
+	fixed := 2 + c.dep + 1 + stateW + 1 + 2*(gaugeW+1) + c.inst + 1
 	rest := m.width - fixed
 	if rest < 24 {
 		c.gauges = false
@@ -182,7 +186,7 @@ func (m Model) tableLines(height int) []string {
 	if c.gauges {
 		head.WriteString(pad("WORST", gaugeW) + " " + pad("BEST", gaugeW) + " ")
 	}
-	head.WriteString(pad("INST", instW) + " " + pad("OVERRIDE", c.override))
+	head.WriteString(pad("INST", c.inst) + " " + pad("OVERRIDE", c.override))
 	if c.strip > 0 {
 		label := "LAST " + compactDuration(m.opts.Window)
 		head.WriteString(" " + padLeft(label, c.strip))
@@ -206,6 +210,21 @@ func (m Model) tableLines(height int) []string {
 		lines = append(lines, m.tableRow(&m.rows[m.table.visible[i]], c, i == m.table.cursor))
 	}
 	return lines
+}
+
+// instCell is the INST column: reporting/seen instances, with "+" when the
+// breakdown is partial (the counts are of the instances returned), or "~N"
+// samples when there is no breakdown.
+func instCell(g metrics.Gauges) string {
+	switch {
+	case g.Known > 0 && g.Breakdown == metrics.BreakdownPartial:
+		return fmt.Sprintf("%d/%d+", g.Reporting, g.Known)
+	case g.Known > 0:
+		return fmt.Sprintf("%d/%d", g.Reporting, g.Known)
+	case g.HasData:
+		return fmt.Sprintf("~%d", g.Samples)
+	}
+	return "-"
 }
 
 func (m Model) tableRow(r *row, c columns, selected bool) string {
@@ -234,14 +253,7 @@ func (m Model) tableRow(r *row, c columns, selected bool) string {
 		b.WriteString(m.gaugeCell(best, g.Min, g.HasData))
 		b.WriteByte(' ')
 	}
-	inst := "-"
-	switch {
-	case g.Known > 0:
-		inst = fmt.Sprintf("%d/%d", g.Reporting, g.Known)
-	case g.HasData:
-		inst = fmt.Sprintf("~%d", g.Samples)
-	}
-	b.WriteString(pad(inst, instW))
+	b.WriteString(pad(ansi.Truncate(instCell(g), c.inst, "…"), c.inst))
 	b.WriteByte(' ')
 	ov := m.overrideCell(r)
 	text := pad(ansi.Truncate(ov, c.override, "…"), c.override)

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -46,6 +45,10 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			Overrides come from the context's store, gauges from its metrics source
 			(CloudWatch, or Prometheus; the local context scrapes the sandbox at
 			http://127.0.0.1:8787/metrics). A failing source keeps its last data, marked stale.
+			Worst and best are the fleet's statistics. On CloudWatch, which bills one metric
+			per instance series, the per-instance breakdown is read only for the dependency
+			in the detail view, at most once a minute, and marked partial when CloudWatch
+			truncates it.
 			The dashboard needs a terminal; scripts and CI use koshactl breaker status.
 		`),
 		Example: heredoc.Doc(`
@@ -90,7 +93,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	notice := ""
 	if _, ok := src.(*metrics.CloudWatch); ok && opts.Interval < time.Minute {
-		warning := status.CostWarning(len(env.Context.KnownDependencies()), opts.Interval)
+		// One breakdown: the detail view's dependency.
+		warning := metrics.CostWarning(len(env.Context.KnownDependencies()), 1, opts.Interval)
 		notice = "cost: " + warning
 		// Also on stderr: it stays visible after the full-screen view ends.
 		fmt.Fprintf(io.ErrOut, "warning: %s\n", warning)

@@ -187,7 +187,7 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: 10 * time.Second}) }()
-	term.waitFor(t, "PROTECTED CONTEXT prod", "openai", "open", "1/1", "cost: GetMetricData is billed")
+	term.waitFor(t, "PROTECTED CONTEXT prod", "openai", "open", "~1", "cost: GetMetricData is billed")
 	term.press("q")
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -197,5 +197,63 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 	}
 	if cw.Calls() != 1 {
 		t.Errorf("GetMetricData calls = %d, want 1 for the first refresh", cw.Calls())
+	}
+}
+
+// At 20 dependencies x 300 instances with one openai instance open and
+// Lambda's churn (300 instances seen earlier in the hour, whose names sort
+// first, so a truncated SEARCH drops the open one): the table says openai's
+// worst is open from the fleet statistics, and its detail view shows a
+// partial breakdown.
+func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
+	e := clitest.New(t)
+	cw := cwfake.New(t)
+	deps := []string{"openai"}
+	for i := range 19 {
+		deps = append(deps, fmt.Sprintf("tool-%02d", i))
+	}
+	for _, d := range deps {
+		for i := range 300 {
+			v := 0.0
+			if d == "openai" && i == 299 {
+				v = 2
+			}
+			cw.Put(d, fmt.Sprintf("i-%03d", i), clitest.Epoch.Add(-30*time.Second), v)
+		}
+	}
+	for i := range 300 {
+		cw.Put("openai", fmt.Sprintf("a-%03d", i), clitest.Epoch.Add(-30*time.Minute), 0)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	term, ios, _ := newTerminal(t)
+	env := &cmdutil.Env{Name: "prod", Store: st,
+		Context: &config.Context{Dependencies: deps, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
+		Actor:   func(context.Context) (string, error) { return "tester@test", nil },
+		AWSConfig: func(context.Context) (aws.Config, error) {
+			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
+				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
+		}}
+	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
+	done := make(chan error, 1)
+	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
+	term.waitFor(t, "openai     mixed     open   closed ~300", "tool-00")
+	if cw.Calls() != 1 || cw.Requests()[0].Metrics != 60 {
+		t.Errorf("the table's refresh: %d requests, %d metrics; want 1 of 60", cw.Calls(), cw.Requests()[0].Metrics)
+	}
+	term.press("\r")
+	term.waitFor(t, "openai · mixed", "worst open · best closed", "199/499 instances reporting (partial)",
+		"per-instance breakdown is partial", "Instances (499 returned, partial")
+	for _, r := range cw.Requests() {
+		if r.Metrics > 500 {
+			t.Errorf("a request returned %d metrics", r.Metrics)
+		}
+	}
+	term.press("q")
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,6 +7,23 @@
 // (docs/contracts/breaker-state-metric.md): per-minute values per instance,
 // aggregated on request into the fleet dimension set's Maximum, Minimum and
 // SampleCount, and into per-instance series for a SEARCH expression.
+//
+// # Limits enforced as CloudWatch documents them
+//
+//   - At most [MaxMetrics] metrics per request, counting every query
+//     (MetricStat or expression) and every series a SEARCH returns: past the cap the
+//     SEARCH results are truncated (the fake keeps them in instance-name
+//     order and drops the tail) and the response carries the message
+//     MaxMetricsExceeded "Maximum number of allowed metrics exceeded"; the
+//     rest of the request is still answered.
+//   - At most MaxDatapoints (default [MaxDatapoints]) datapoints per
+//     response, taken newest first under ScanBy=TimestampDescending (the
+//     default) and oldest first under TimestampAscending; results cut short
+//     are PartialData. Without a SEARCH the rest follows through NextToken;
+//     a request with a SEARCH gets no NextToken, so the cut points are lost.
+//   - Inside an exact-match term of a SEARCH, `"`, `\`, `(` and `)` must be
+//     escaped with a backslash; an unescaped one is an
+//     InvalidParameterValueException.
 package cwfake
 
 import (
@@ -37,10 +54,49 @@ const Path = "/service/GraniteServiceVersion20100801/operation/GetMetricData"
 // MaxQueries is the service's limit of queries per request.
 const MaxQueries = 500
 
+// MaxMetrics is the service's limit of metrics per request: the queries plus
+// every series a SEARCH returns.
+const MaxMetrics = 500
+
+// MaxDatapoints is the default and largest number of datapoints one response
+// holds.
+const MaxDatapoints = 100800
+
+// MessageMaxMetrics is the code and text of the response message CloudWatch
+// adds when a request asked for more than [MaxMetrics] metrics.
+const (
+	MessageMaxMetricsCode  = "MaxMetricsExceeded"
+	MessageMaxMetricsValue = "Maximum number of allowed metrics exceeded"
+)
+
 var idRE = regexp.MustCompile(`^[a-z][A-Za-z0-9_]*$`)
 
-// searchRE parses the SEARCH expressions koshactl sends.
-var searchRE = regexp.MustCompile(`^SEARCH\('\{"([^"]+)",dependency,instance(,service)?\} MetricName="breaker_state" dependency="([a-z0-9-]+)"(?: service="([^"]*)")?', 'Maximum', (\d+)\)$`)
+// searchRE parses the SEARCH expressions koshactl sends; the exact-match
+// values are checked and unescaped by [unescapeTerm].
+var searchRE = regexp.MustCompile(`^SEARCH\('\{"([^"]+)",dependency,instance(,service)?\} MetricName="breaker_state" dependency="((?:[^"\\]|\\.)*)"(?: service="((?:[^"\\]|\\.)*)")?', 'Maximum', (\d+)\)$`)
+
+// unescapeTerm reads the inside of an exact-match term: `"`, `\`, `(` and
+// `)` must be escaped with a backslash (the SEARCH syntax); any other
+// backslash escape stands for the character itself.
+func unescapeTerm(v string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch c {
+		case '\\':
+			if i+1 == len(v) {
+				return "", fmt.Errorf("exact-match term %q ends in a lone backslash", v)
+			}
+			i++
+			b.WriteByte(v[i])
+		case '"', '(', ')':
+			return "", fmt.Errorf("exact-match term %q: %q must be escaped with a backslash", v, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
 
 // Query is one decoded MetricDataQuery.
 type Query struct {
@@ -53,12 +109,19 @@ type Query struct {
 
 // Request is one decoded GetMetricData request.
 type Request struct {
-	Start, End time.Time
-	NextToken  string
-	ScanBy     string
-	Queries    []Query
+	Start, End    time.Time
+	NextToken     string
+	ScanBy        string
+	MaxDatapoints int
+	Queries       []Query
 	// Header holds the request's HTTP headers.
 	Header http.Header
+	// Metrics is how many metrics the request was answered with (MetricStat
+	// queries plus SEARCH series, after truncation), the unit GetMetricData
+	// is billed in; Truncated reports that SEARCH results were cut at
+	// [MaxMetrics].
+	Metrics   int
+	Truncated bool
 }
 
 // Failure is an error response the server returns instead of data.
@@ -83,8 +146,8 @@ type Server struct {
 	// Fleet publishes the fleet dimension set (dependency[, service]);
 	// Instances publishes the per-instance set. Both default to true.
 	Fleet, Instances bool
-	// PageSize, when positive, caps datapoints per response; the rest
-	// follows through NextToken.
+	// PageSize, when positive, caps datapoints per response below the
+	// request's MaxDatapoints (to test paging without 100,800 points).
 	PageSize int
 	// Fail, when set, is asked before each request (n counts from 1) and
 	// may return a failure to send instead.
@@ -209,9 +272,27 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, &Failure{Status: 400, Type: "com.amazonaws.cloudwatch#InvalidParameterValueException", Message: err.Error()})
 		return
 	}
-	results := s.answer(req)
-	page, next := paginate(results, req.NextToken, s.PageSize)
-	out := cbor.Map{"MetricDataResults": page, "Messages": cbor.List{}}
+	results, truncated, err := s.answer(req)
+	if err != nil {
+		s.fail(w, &Failure{Status: 400, Type: "com.amazonaws.cloudwatch#InvalidParameterValueException", Message: err.Error()})
+		return
+	}
+	s.mu.Lock()
+	s.requests[n-1].Metrics, s.requests[n-1].Truncated = len(results), truncated
+	s.mu.Unlock()
+	limit := req.MaxDatapoints
+	if limit <= 0 || limit > MaxDatapoints {
+		limit = MaxDatapoints
+	}
+	if s.PageSize > 0 {
+		limit = min(limit, s.PageSize)
+	}
+	page, next := paginate(results, req.NextToken, limit, req.ScanBy, hasSearch(req))
+	messages := cbor.List{}
+	if truncated {
+		messages = append(messages, cbor.Map{"Code": cbor.String(MessageMaxMetricsCode), "Value": cbor.String(MessageMaxMetricsValue)})
+	}
+	out := cbor.Map{"MetricDataResults": page, "Messages": messages}
 	if next != "" {
 		out["NextToken"] = cbor.String(next)
 	}
@@ -235,13 +316,26 @@ type series struct {
 	points    []datum
 }
 
-func (s *Server) answer(req Request) []series {
+// answer computes the request's series, SEARCH results cut so that the
+// request returns at most MaxMetrics metrics (MetricStat queries count one
+// each and are always answered).
+func (s *Server) answer(req Request) (out []series, truncated bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []series
+	// Every query counts (CloudWatch limits a graph to 500 "metrics and
+	// expressions"), and every series a SEARCH returns.
+	budget := MaxMetrics - len(req.Queries)
 	for _, q := range req.Queries {
 		if q.Expression != "" {
-			out = append(out, s.search(q, req)...)
+			found, err := s.search(q, req)
+			if err != nil {
+				return nil, false, err
+			}
+			if len(found) > budget {
+				found, truncated = found[:max(budget, 0)], true
+			}
+			budget -= len(found)
+			out = append(out, found...)
 			continue
 		}
 		sr := series{id: q.ID, label: q.Label}
@@ -258,7 +352,16 @@ func (s *Server) answer(req Request) []series {
 	for i := range out {
 		sortData(out[i].points, req.ScanBy)
 	}
-	return out
+	return out, truncated, nil
+}
+
+func hasSearch(req Request) bool {
+	for _, q := range req.Queries {
+		if q.Expression != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *Server) dimsMatch(d map[string]string) bool {
@@ -272,16 +375,24 @@ func (s *Server) dimsMatch(d map[string]string) bool {
 	return len(d) == want && d["dependency"] != ""
 }
 
-func (s *Server) search(q Query, req Request) []series {
+func (s *Server) search(q Query, req Request) ([]series, error) {
 	m := searchRE.FindStringSubmatch(q.Expression)
 	if m == nil {
 		s.t.Errorf("cwfake: unexpected expression %q", q.Expression)
-		return nil
+		return nil, nil
 	}
-	ns, withService, dep, service := m[1], m[2] != "", m[3], m[4]
+	ns, withService := m[1], m[2] != ""
+	dep, err := unescapeTerm(m[3])
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", q.ID, err)
+	}
+	service, err := unescapeTerm(m[4])
+	if err != nil {
+		return nil, fmt.Errorf("query %s: %w", q.ID, err)
+	}
 	period, _ := strconv.ParseInt(m[5], 10, 64)
 	if !s.Instances || ns != s.Namespace || withService != (s.Service != "") || service != s.Service {
-		return nil
+		return nil, nil
 	}
 	var out []series
 	for _, inst := range sortedKeys(s.data[dep]) {
@@ -292,7 +403,7 @@ func (s *Server) search(q Query, req Request) []series {
 		label := strings.ReplaceAll(q.Label, "${PROP('Dim.instance')}", inst)
 		out = append(out, series{id: q.ID, label: label, points: pts})
 	}
-	return out
+	return out, nil
 }
 
 // aggregate computes stat per period over [start, end).
@@ -338,45 +449,58 @@ func sortData(ds []datum, scanBy string) {
 	})
 }
 
-// paginate returns the datapoints after token, at most size of them (all
-// when size <= 0), and the token of the rest.
-func paginate(all []series, token string, size int) (cbor.List, string) {
+// paginate returns one page of at most limit datapoints after token,
+// chosen across every series in ScanBy order (newest first unless
+// TimestampAscending), and the token of the rest. A request with a SEARCH
+// gets no token: what did not fit is lost, and its series say PartialData.
+func paginate(all []series, token string, limit int, scanBy string, search bool) (cbor.List, string) {
 	offset := 0
 	if token != "" {
 		offset, _ = strconv.Atoi(strings.TrimPrefix(token, "page-"))
 	}
-	total := 0
-	for _, s := range all {
-		total += len(s.points)
+	type ref struct{ series, point int }
+	var order []ref
+	for si, s := range all {
+		for pi := range s.points {
+			order = append(order, ref{si, pi})
+		}
 	}
-	limit := total
-	if size > 0 {
-		limit = min(total, offset+size)
+	asc := scanBy == "TimestampAscending"
+	sort.SliceStable(order, func(i, j int) bool {
+		ti, tj := all[order[i].series].points[order[i].point].t, all[order[j].series].points[order[j].point].t
+		if ti.Equal(tj) {
+			return order[i].series < order[j].series
+		}
+		if asc {
+			return ti.Before(tj)
+		}
+		return ti.After(tj)
+	})
+	end := min(len(order), offset+limit)
+	in := map[ref]bool{}
+	for _, r := range order[min(offset, end):end] {
+		in[r] = true
 	}
+	more := end < len(order)
 	out := cbor.List{}
-	pos := 0
-	for _, s := range all {
-		var ts, vs cbor.List
-		for _, d := range s.points {
-			if pos >= offset && pos < limit {
+	for si, s := range all {
+		ts, vs := cbor.List{}, cbor.List{}
+		for pi, d := range s.points {
+			if in[ref{si, pi}] {
 				ts = append(ts, &cbor.Tag{ID: 1, Value: cbor.Float64(float64(d.t.Unix()))})
 				vs = append(vs, cbor.Float64(d.v))
 			}
-			pos++
 		}
 		status := "Complete"
-		if limit < total {
+		if more {
 			status = "PartialData"
 		}
 		// Every page names every series, as CloudWatch does.
-		if ts == nil {
-			ts, vs = cbor.List{}, cbor.List{}
-		}
 		out = append(out, cbor.Map{"Id": cbor.String(s.id), "Label": cbor.String(s.label), "StatusCode": cbor.String(status),
 			"Timestamps": ts, "Values": vs, "Messages": cbor.List{}})
 	}
-	if limit < total {
-		return out, fmt.Sprintf("page-%d", limit)
+	if more && !search {
+		return out, fmt.Sprintf("page-%d", end)
 	}
 	return out, ""
 }
@@ -425,6 +549,13 @@ func decodeRequest(body []byte) (Request, error) {
 	}
 	req.NextToken = str(m["NextToken"])
 	req.ScanBy = str(m["ScanBy"])
+	if v, ok := m["MaxDatapoints"]; ok {
+		n, err := cbor.AsInt64(v)
+		if err != nil {
+			return req, fmt.Errorf("MaxDatapoints: %w", err)
+		}
+		req.MaxDatapoints = int(n)
+	}
 	queries, _ := m["MetricDataQueries"].(cbor.List)
 	for _, qv := range queries {
 		qm, ok := qv.(cbor.Map)

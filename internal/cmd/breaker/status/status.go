@@ -35,6 +35,8 @@ type Options struct {
 	Timeline     bool
 	Check        bool
 	AllowUnknown bool
+	// Instances asks for every shown dependency's per-instance breakdown.
+	Instances bool
 
 	// After waits between --watch refreshes; nil means time.After (tests
 	// replace it).
@@ -61,6 +63,12 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			http://127.0.0.1:8787/metrics). The JSON form is documented in
 			docs/contracts/breaker-state-metric.md.
 
+			Worst and best are always the fleet's statistics. The per-instance breakdown
+			(instances reporting, per-state counts, the instances list) costs one CloudWatch
+			metric per instance, so on CloudWatch it is read only with --instances, in requests
+			of at most 500 metrics, and marked partial when CloudWatch truncates it; a
+			Prometheus scrape always has it.
+
 			Exit codes: 0 printed; 5 a source could not be read (what could be read is still
 			printed); 6 credentials refused; with --check, 1 when a dependency is not closed.
 			--watch prints again every --interval until interrupted (JSON: one line each).
@@ -68,6 +76,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Example: heredoc.Doc(`
 			koshactl breaker status
 			koshactl breaker status openai -o json
+			koshactl breaker status openai --instances   # per-instance breakdown from CloudWatch too
 			koshactl breaker status --watch --interval 30s -o json | jq -c '.dependencies[] | {dependency, state}'
 			koshactl breaker status --check   # in CI: fails unless every breaker is closed
 		`),
@@ -86,6 +95,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVar(&opts.Timeline, "timeline", false, "include the per-minute timeline in JSON and YAML output")
 	fl.BoolVar(&opts.Check, "check", false, "exit 1 unless every dependency shown is closed")
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know")
+	fl.BoolVar(&opts.Instances, "instances", false, "read the per-instance breakdown too (CloudWatch: one metric per instance series)")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -113,14 +123,15 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	mc := &metrics.Collector{Overrides: breaker.NewOverrides(env.Store, f.Clock), Gauges: src, Clock: f.Clock, Known: known,
+		Only: opts.Dependencies, AllInstances: opts.Instances}
 	if _, ok := src.(*metrics.CloudWatch); ok && opts.Watch && opts.Interval < time.Minute {
-		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", CostWarning(len(known), opts.Interval))
+		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", metrics.CostWarning(len(known), mc.Breakdowns(), opts.Interval))
 	}
 	if src.Describe() == "prometheus "+metrics.DefaultPrometheusURL {
 		opts.hint = "is the sandbox running? start it with koshactl sandbox"
 	}
-	c := &collector{env: env.Name, storeName: env.Store.Describe(), ov: breaker.NewOverrides(env.Store, f.Clock),
-		src: src, clock: f.Clock, known: known, opts: opts}
+	c := &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts, c: mc}
 	if !opts.Watch {
 		res := c.collect(ctx)
 		if err := print(f, opts, res, false); err != nil {
@@ -151,26 +162,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 }
 
-// CostWarning explains what refreshing CloudWatch every interval costs, for
-// deps dependencies and (an assumed) 8 instances.
-func CostWarning(deps int, interval time.Duration) string {
-	const instances = 8
-	perHour := metrics.CostPerHour(deps, instances, interval)
-	return fmt.Sprintf("GetMetricData is billed per metric requested: refreshing every %s requests about %d metrics "+
-		"(%d dependencies x (3 statistics + 1 per instance), assuming %d instances), about $%.2f an hour or $%.2f a day at $%.2f per 1,000; "+
-		"an interval of 60s or more costs %d times less",
-		interval, metrics.MetricsPerRefresh(deps, instances), deps, instances, perHour, perHour*24, metrics.ListPricePerThousandMetrics,
-		max(int(time.Minute/interval), 1))
-}
-
-// collector reads both sources.
+// collector turns each collection into the printed result.
 type collector struct {
-	env, storeName string
-	ov             *breaker.Overrides
-	src            metrics.GaugeSource
-	clock          interface{ Now() time.Time }
-	known          []string
-	opts           *Options
+	env, storeName, describe string
+	c                        *metrics.Collector
+	opts                     *Options
 }
 
 // result is one collection.
@@ -182,53 +178,24 @@ type result struct {
 }
 
 func (c *collector) collect(ctx context.Context) result {
-	deps := c.known
-	if len(c.opts.Dependencies) > 0 {
-		deps = c.opts.Dependencies
+	col := c.c.Collect(ctx)
+	r := result{storeErr: col.StoreErr, gaugeErr: col.GaugeErr, statuses: col.Statuses, hint: c.opts.hint}
+	r.Result = Result{Kind: "BreakerStatus", Context: c.env, GeneratedAt: *cmdutil.TimeOrNil(col.At),
+		Store:  StoreView{Source: c.storeName, OK: col.StoreErr == nil, Error: errText(col.StoreErr)},
+		Gauges: GaugesView{Source: c.describe, OK: col.GaugeErr == nil, Error: errText(col.GaugeErr), Warnings: []string{}},
 	}
-	overrides, storeErr := c.ov.List(ctx)
-	ask := append([]string(nil), deps...)
-	for _, o := range overrides {
-		ask = append(ask, o.Dependency)
-	}
-	window := metrics.DefaultWindow
-	snap, gaugeErr := c.src.Fetch(ctx, ask, window)
-	now := c.clock.Now()
-	var snapPtr *metrics.Snapshot
-	if gaugeErr == nil {
-		snapPtr = &snap
-	}
-	statuses := metrics.Merge(deps, overrides, snapPtr, now)
-	if len(c.opts.Dependencies) > 0 {
-		// Only what was asked for (Merge adds overridden and reported ones).
-		keep := map[string]bool{}
-		for _, d := range c.opts.Dependencies {
-			keep[d] = true
-		}
-		filtered := statuses[:0]
-		for _, s := range statuses {
-			if keep[s.Dependency] {
-				filtered = append(filtered, s)
-			}
-		}
-		statuses = filtered
-	}
-	r := result{storeErr: storeErr, gaugeErr: gaugeErr, statuses: statuses, hint: c.opts.hint}
-	r.Result = Result{Kind: "BreakerStatus", Context: c.env, GeneratedAt: *cmdutil.TimeOrNil(now),
-		Store:  StoreView{Source: c.storeName, OK: storeErr == nil, Error: errText(storeErr)},
-		Gauges: GaugesView{Source: c.src.Describe(), OK: gaugeErr == nil, Error: errText(gaugeErr), Warnings: []string{}},
-	}
-	if gaugeErr == nil {
+	if snap := col.Snapshot; snap != nil {
 		r.Gauges.FetchedAt = cmdutil.TimeOrNil(snap.FetchedAt)
 		r.Gauges.WindowStart = cmdutil.TimeOrNil(snap.Start)
 		r.Gauges.WindowEnd = cmdutil.TimeOrNil(snap.End)
 		r.Gauges.PeriodSeconds = int(snap.Period / time.Second)
 		r.Gauges.Requests = snap.Requests
+		r.Gauges.Metrics = snap.Metrics
 		r.Gauges.Warnings = append(r.Gauges.Warnings, snap.Warnings...)
 	}
-	r.Dependencies = make([]DependencyView, 0, len(statuses))
-	for _, s := range statuses {
-		r.Dependencies = append(r.Dependencies, view(s, now, c.opts.Timeline))
+	r.Dependencies = make([]DependencyView, 0, len(col.Statuses))
+	for _, s := range col.Statuses {
+		r.Dependencies = append(r.Dependencies, view(s, col.At, c.opts.Timeline))
 	}
 	return r
 }
@@ -319,6 +286,8 @@ func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) erro
 			worst, best = metrics.GaugeLabel(g.Max), metrics.GaugeLabel(g.Min)
 		}
 		switch {
+		case g.Known > 0 && g.Breakdown == metrics.BreakdownPartial:
+			inst = fmt.Sprintf("%d/%d of ~%d (partial)", g.Reporting, g.Known, g.Samples)
 		case g.Known > 0:
 			inst = fmt.Sprintf("%d/%d", g.Reporting, g.Known)
 		case g.HasData:

@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -278,11 +279,22 @@ func TestStatusOnCloudWatch(t *testing.T) {
 	}
 	res := decode(t, out.String())
 	o := dep(t, res, "openai")
-	if res.Gauges.Source != "cloudwatch Kosha/Resilience (eu-west-1)" || res.Gauges.Requests != 1 || cw.Calls() != 1 {
+	if res.Gauges.Source != "cloudwatch Kosha/Resilience (eu-west-1)" || res.Gauges.Requests != 1 || cw.Calls() != 1 || res.Gauges.Metrics != 3 {
 		t.Errorf("gauges = %+v after %d calls", res.Gauges, cw.Calls())
 	}
-	if o.State.String() != "mixed" || *o.Gauges.Worst != "open" || *o.Gauges.Best != "closed" || o.Gauges.Samples != 3 || o.Gauges.InstancesReporting != 3 {
-		t.Errorf("openai = %+v", o)
+	if o.State.String() != "mixed" || *o.Gauges.Worst != "open" || *o.Gauges.Best != "closed" || o.Gauges.Samples != 3 ||
+		o.Gauges.InstancesReporting != 0 || o.Gauges.Breakdown != metrics.BreakdownNotFetched {
+		t.Errorf("openai = %+v, want the fleet's view without a breakdown", o)
+	}
+
+	// --instances reads the breakdown too: one more request.
+	mark := len(out.String())
+	if err := status.Run(context.Background(), f, &status.Options{Output: "json", Instances: true}); err != nil {
+		t.Fatal(err)
+	}
+	res = decode(t, out.String()[mark:])
+	if o = dep(t, res, "openai"); res.Gauges.Requests != 2 || o.Gauges.InstancesReporting != 3 || o.Gauges.Breakdown != metrics.BreakdownComplete || len(o.Instances) != 3 {
+		t.Errorf("with --instances: %d requests, openai %+v", res.Gauges.Requests, o.Gauges)
 	}
 
 	// Watching CloudWatch every 10 s warns what it costs.
@@ -292,16 +304,127 @@ func TestStatusOnCloudWatch(t *testing.T) {
 	if err := status.Run(ctx, f, opts); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(errOut.String(), "warning: GetMetricData is billed per metric requested: refreshing every 10s requests about 11 metrics") {
+	if !strings.Contains(errOut.String(), "warning: GetMetricData is billed per metric requested: refreshing every 10s requests 3 metrics") {
 		t.Errorf("stderr = %q", errOut.String())
 	}
 }
 
-func TestCostWarning(t *testing.T) {
-	w := status.CostWarning(100, 10*time.Second)
-	for _, want := range []string{"about 1100 metrics", "about $3.96 an hour or $95.04 a day", "60s or more costs 6 times less"} {
-		if !strings.Contains(w, want) {
-			t.Errorf("%q lacks %q", w, want)
+// cloudWatchEnv runs status against cw as a production context knowing deps.
+func cloudWatchEnv(t *testing.T, e *clitest.Env, cw *cwfake.Server, deps []string) (*cmdutil.Factory, *syncbuf.Buffer, *syncbuf.Buffer) {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
+	ios := &iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
+	env := &cmdutil.Env{Name: "prod", Store: st,
+		Context: &config.Context{Dependencies: deps, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
+		Actor:   func(context.Context) (string, error) { return "tester@test", nil },
+		AWSConfig: func(context.Context) (aws.Config, error) {
+			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
+				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
+		}}
+	return &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}, out, errOut
+}
+
+// putFleet publishes, 30 s before the test's clock, one value per instance
+// i-000 … for each dependency: 0, except open for the instances listed.
+func putFleet(cw *cwfake.Server, deps []string, instances int, open map[string]string) {
+	for _, d := range deps {
+		for i := range instances {
+			inst := fmt.Sprintf("i-%03d", i)
+			v := 0.0
+			if open[d] == inst {
+				v = 2
+			}
+			cw.Put(d, inst, clitest.Epoch.Add(-30*time.Second), v)
+		}
+	}
+}
+
+// The measurement: 4 dependencies × 300 instances, one openai
+// instance open. The fleet's Maximum is 2; CloudWatch truncates what a
+// SEARCH returns past 500 metrics, and the open instance is among the series
+// cut. Worst must still say open.
+func TestStatusOnCloudWatchTakesWorstFromTheFleetNotATruncatedInstanceSet(t *testing.T) {
+	e := clitest.New(t)
+	cw := cwfake.New(t)
+	deps := []string{"core-api", "openai", "postgres", "redis"}
+	putFleet(cw, deps, 300, map[string]string{"openai": "i-299"})
+	f, out, _ := cloudWatchEnv(t, e, cw, deps)
+	if err := status.Run(context.Background(), f, &status.Options{Output: "json"}); err != nil {
+		t.Fatal(err)
+	}
+	o := dep(t, decode(t, out.String()), "openai")
+	if o.State.String() != "mixed" || o.Gauges.Worst == nil || *o.Gauges.Worst != "open" || *o.Gauges.Max != 2 || *o.Gauges.Best != "closed" {
+		t.Errorf("openai: state %s, gauges %+v; want mixed, worst open (fleet Maximum 2), best closed", o.State, o.Gauges)
+	}
+	for _, r := range cw.Requests() {
+		if r.Truncated {
+			t.Errorf("a request asked for more than 500 metrics (%d queries)", len(r.Queries))
+		}
+	}
+}
+
+// At 20 dependencies x 300 instances, one openai instance open, and Lambda's
+// churn (300 more instances reported earlier in the hour): worst comes from
+// the fleet, and --instances reads a breakdown CloudWatch truncates (600
+// series for openai), marked partial in the JSON and the table.
+func TestStatusOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
+	e := clitest.New(t)
+	cw := cwfake.New(t)
+	deps := []string{"openai"}
+	for i := range 19 {
+		deps = append(deps, fmt.Sprintf("tool-%02d", i))
+	}
+	putFleet(cw, deps, 300, map[string]string{"openai": "i-299"})
+	for i := range 300 {
+		// Recycled execution environments: names that sort first, so the
+		// truncated SEARCH keeps them and drops the open instance.
+		cw.Put("openai", fmt.Sprintf("a-%03d", i), clitest.Epoch.Add(-30*time.Minute), 0)
+	}
+	f, out, _ := cloudWatchEnv(t, e, cw, deps)
+
+	if err := status.Run(context.Background(), f, &status.Options{Output: "json"}); err != nil {
+		t.Fatal(err)
+	}
+	res := decode(t, out.String())
+	o := dep(t, res, "openai")
+	if res.Gauges.Requests != 1 || res.Gauges.Metrics != 60 || *o.Gauges.Worst != "open" || o.State.String() != "mixed" {
+		t.Errorf("without --instances: %d requests, %d metrics, openai %s worst %s", res.Gauges.Requests, res.Gauges.Metrics, o.State, *o.Gauges.Worst)
+	}
+
+	mark := len(out.String())
+	if err := status.Run(context.Background(), f, &status.Options{Output: "json", Instances: true}); err != nil {
+		t.Fatal(err)
+	}
+	res = decode(t, out.String()[mark:])
+	o = dep(t, res, "openai")
+	if *o.Gauges.Worst != "open" || *o.Gauges.Max != 2 || o.Gauges.Breakdown != metrics.BreakdownPartial || o.Gauges.ByState["open"] != 0 ||
+		len(o.Instances) != 499 || !strings.Contains(strings.Join(o.Notes, " "), "partial") {
+		t.Errorf("openai with --instances: worst %s, breakdown %s, %d instances, notes %q; want open from the fleet, a partial breakdown of 499",
+			*o.Gauges.Worst, o.Gauges.Breakdown, len(o.Instances), o.Notes)
+	}
+	if t1 := dep(t, res, "tool-01"); t1.Gauges.Breakdown != metrics.BreakdownComplete || t1.Gauges.InstancesReporting != 300 {
+		t.Errorf("tool-01 = %+v, want a complete breakdown of 300", t1.Gauges)
+	}
+	for _, r := range cw.Requests() {
+		if r.Metrics > 500 {
+			t.Errorf("a request returned %d metrics", r.Metrics)
+		}
+	}
+
+	mark = len(out.String())
+	if err := status.Run(context.Background(), f, &status.Options{Output: "table", Instances: true, Dependencies: []string{"openai"}}); err != nil {
+		t.Fatal(err)
+	}
+	table := out.String()[mark:]
+	for _, want := range []string{"openai      mixed  mixed   open   closed  199/499 of ~300 (partial)", "note: openai: per-instance breakdown is partial",
+		"MaxMetricsExceeded: Maximum number of allowed metrics exceeded"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
 }

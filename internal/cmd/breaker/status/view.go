@@ -37,6 +37,7 @@ type GaugesView struct {
 	WindowEnd     *string  `json:"window_end"`
 	PeriodSeconds int      `json:"period_seconds"`
 	Requests      int      `json:"requests"`
+	Metrics       int      `json:"metrics"`
 	Warnings      []string `json:"warnings"`
 }
 
@@ -63,7 +64,11 @@ type GaugeSummary struct {
 	InstancesReporting int            `json:"instances_reporting"`
 	InstancesSeen      int            `json:"instances_seen"`
 	ByState            map[string]int `json:"by_state"`
-	LatestAt           *string        `json:"latest_at"`
+	// Breakdown says whether the instance counts, by_state and instances
+	// cover the fleet: complete, partial (CloudWatch truncated or cut it) or
+	// not_fetched (CloudWatch without --instances).
+	Breakdown metrics.Breakdown `json:"breakdown"`
+	LatestAt  *string           `json:"latest_at"`
 }
 
 // InstanceView is one instance's newest value.
@@ -88,7 +93,7 @@ func view(s metrics.DependencyStatus, now time.Time, timeline bool) DependencyVi
 		Override: shared.ViewPtr(s.Override, now), Instances: []InstanceView{}, Notes: append([]string{}, s.Notes...)}
 	g := s.Gauges
 	v.Gauges = GaugeSummary{HasData: g.HasData, Samples: g.Samples, InstancesReporting: g.Reporting, InstancesSeen: g.Known,
-		ByState: map[string]int{}, LatestAt: cmdutil.TimeOrNil(g.LatestAt)}
+		ByState: map[string]int{}, Breakdown: g.Breakdown, LatestAt: cmdutil.TimeOrNil(g.LatestAt)}
 	if g.HasData {
 		hi, lo := g.Max, g.Min
 		worst, best := stateName(hi), stateName(lo)
