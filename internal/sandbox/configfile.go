@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/resilience"
 )
 
@@ -137,10 +137,16 @@ type FileEMF struct {
 	InstanceDimension *bool `yaml:"instance-dimension,omitempty"`
 }
 
+// maxConfigFile bounds a sandbox configuration file; a complete one is a few
+// KiB.
+const maxConfigFile = 1 << 20
+
 // LoadFile reads a configuration file strictly: an unknown key is an error
 // naming its line.
 func LoadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path) //nolint:gosec // G304: the operator names the config file
+	// Regular files only: a named pipe or device could block the command
+	// forever.
+	data, _, err := fsutil.ReadRegular(path, maxConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("read sandbox config: %w", err)
 	}

@@ -173,7 +173,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	out := Result{Kind: "BreakerForceResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun}
 	if !opts.DryRun {
-		if err := cmdutil.ConfirmProtected(f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans))); err != nil {
+		if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans))); err != nil {
 			return err
 		}
 	}
