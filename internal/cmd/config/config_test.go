@@ -167,7 +167,7 @@ func TestServiceEndpointsAndPropagationDelay(t *testing.T) {
 func TestGroupWritableConfigWarnsOnce(t *testing.T) {
 	e := clitest.New(t)
 	e.WriteConfig("contexts:\n  local:\n    store:\n      local: {}\n")
-	if err := os.Chmod(e.ConfigPath(), 0o664); err != nil {
+	if err := os.Chmod(e.ConfigPath(), 0o664); err != nil { //nolint:gosec // G302: the group-writable file under test
 		t.Fatal(err)
 	}
 	want := "warning: config file " + e.ConfigPath() + " has mode 0664"
