@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/identity"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -83,7 +84,7 @@ func ExitCode(err error) int {
 		return ExitUnavailable
 	case errors.Is(err, breaker.ErrInvalidDependency), errors.Is(err, config.ErrInvalid),
 		errors.Is(err, chaos.ErrTTL), errors.Is(err, chaos.ErrInvalidKey), errors.Is(err, keys.ErrInsecureFile),
-		errors.Is(err, keys.ErrNotRotatable):
+		errors.Is(err, keys.ErrNotRotatable), errors.Is(err, fsutil.ErrNotRegular), errors.Is(err, fsutil.ErrTooLarge):
 		return ExitUsage
 	}
 	return ExitError

@@ -9,12 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 )
 
 // LocalContextName is the built-in context used when no config file exists.
@@ -47,6 +50,7 @@ type File struct {
 	path   string
 	digest [32]byte
 	exists bool
+	mode   os.FileMode
 }
 
 // Context is one named environment koshactl can act on.
@@ -261,11 +265,17 @@ func (c *Context) LocalStorePath() (string, error) {
 // BuiltinLocal returns the built-in local context.
 func BuiltinLocal() *Context { return &Context{Store: StoreConfig{Local: &LocalStore{}}} }
 
+// MaxFileSize bounds the config file; a config with hundreds of contexts
+// is a few hundred KiB.
+const MaxFileSize = 4 << 20
+
 // Load reads the file at path. A missing file yields an empty File that still
-// resolves the built-in local context.
+// resolves the built-in local context. The path must be a regular file (a
+// symbolic link to one is followed): a named pipe or device is refused
+// before it is read, since reading it could block forever.
 func Load(path string) (*File, error) {
 	f := &File{path: path}
-	data, err := os.ReadFile(path) //nolint:gosec // G304: the config file the operator chose (KOSHACTL_CONFIG or the default)
+	data, st, err := fsutil.ReadRegular(path, MaxFileSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return f, nil
 	}
@@ -273,6 +283,7 @@ func Load(path string) (*File, error) {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	f.exists = true
+	f.mode = st.Mode()
 	f.digest = sha256.Sum256(data)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -288,6 +299,22 @@ func Load(path string) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// PermissionWarning returns a one-line warning when the file that was
+// loaded is writable by its group or by others, and "" otherwise. Whoever
+// can write the file chooses which table (and which AWS account) production
+// writes go to, so koshactl says so, with the fix; it does not refuse,
+// because the file holds no secret and a refusal would lock an operator
+// out in the middle of an incident on a shared host. The bits are those of
+// the file read (after symbolic links). Windows reports no meaningful
+// permission bits, so it never warns there.
+func (f *File) PermissionWarning() string {
+	if !f.exists || runtime.GOOS == "windows" || f.mode.Perm()&0o022 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("config file %s has mode %04o: anyone in its group or on this machine who can write it chooses the table koshactl writes to; chmod 600 %s",
+		f.path, f.mode.Perm(), f.path)
 }
 
 func oneLine(err error) string {
@@ -338,11 +365,21 @@ func (f *File) Context(name string) (*Context, error) {
 // Save writes the file atomically with mode 0600. It refuses with ErrChanged
 // when the file on disk is not the one that was loaded, so two operators
 // editing contexts at once never silently drop each other's change.
+//
+// When the path is a symbolic link (a config kept in a dotfiles checkout),
+// Save writes through it: the new content goes to a temporary file in the
+// directory of the link's final target and is renamed over the target, so
+// the link stays a link and a reader sees the old file or the new one,
+// never half of one. A dangling link's target is created.
 func (f *File) Save() error {
 	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 		return fmt.Errorf("create config dir: %w", err)
 	}
-	cur, err := os.ReadFile(f.path)
+	target, err := resolveLinks(f.path)
+	if err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	cur, _, err := fsutil.ReadRegular(target, MaxFileSize)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		if f.exists {
@@ -361,7 +398,7 @@ func (f *File) Save() error {
 	if err := enc.Encode(f); err != nil {
 		return fmt.Errorf("encode config: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".config-*.yaml")
+	tmp, err := os.CreateTemp(filepath.Dir(target), ".config-*.yaml")
 	if err != nil {
 		return fmt.Errorf("write config: %w", err)
 	}
@@ -380,10 +417,43 @@ func (f *File) Save() error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write config: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), f.path); err != nil {
+	if err := os.Rename(tmp.Name(), target); err != nil {
 		return fmt.Errorf("write config: %w", err)
 	}
 	f.exists = true
+	f.mode = 0o600
 	f.digest = sha256.Sum256(buf.Bytes())
 	return nil
+}
+
+// maxLinks bounds a chain of symbolic links, as the kernel does (40 on
+// Linux), so a loop is an error instead of a hang.
+const maxLinks = 40
+
+// resolveLinks follows path through symbolic links to the file they end
+// at, which need not exist yet (a dangling link's target). Relative link
+// targets are taken from the link's own directory.
+func resolveLinks(path string) (string, error) {
+	p := path
+	for range maxLinks {
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return p, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			return p, nil
+		}
+		dest, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(dest) {
+			dest = filepath.Join(filepath.Dir(p), dest)
+		}
+		p = dest
+	}
+	return "", fmt.Errorf("%s: more than %d symbolic links in a row (a loop?); point it at the config file directly", path, maxLinks)
 }

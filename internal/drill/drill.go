@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 )
 
 // Limits and defaults of a drill file (docs/contracts/drill-file.md).
@@ -135,7 +137,9 @@ var (
 
 // ParseFile reads and parses the drill file at path.
 func ParseFile(reg *Registry, path string) (*Drill, []Problem) {
-	f, err := os.Open(path) //nolint:gosec // G304: the drill file is the operator's own argument
+	// A named pipe or device is refused before it is read: it could block
+	// the command forever.
+	f, _, err := fsutil.OpenRegular(path)
 	if err != nil {
 		return nil, []Problem{{File: path, Line: 1, Col: 1, Message: fmt.Sprintf("read drill: %v", unwrapPath(err))}}
 	}

@@ -56,7 +56,12 @@ func (BreakerForceOpenKind) Decode(d *Decoder, n *yaml.Node) Action {
 	a := &forceOpen{}
 	ok := true
 	a.dependency, ok = decodeDependency(m)
-	a.forDur, _ = m.Duration("for", false)
+	if d, ok := m.Duration("for", false); ok {
+		if err := breaker.CheckOverrideDuration(d); err != nil {
+			m.Errorf("for", "%v", err)
+		}
+		a.forDur = d
+	}
 	a.reason, _ = m.Template("reason", false)
 	a.overwrite, _ = m.Bool("overwrite")
 	a.allowUnknown, _ = m.Bool("allow_unknown")
@@ -135,8 +140,8 @@ func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 		dur, byDeadline = svc.MaxOverride, false
 	}
 	dur = dur.Truncate(time.Millisecond)
-	if dur < time.Second {
-		return nil, fmt.Errorf("force %s open: the drill has %s left, too little for an override", dep, dur)
+	if dur < breaker.MinOverride {
+		return nil, fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, dur, breaker.MinOverride)
 	}
 	l, _ := rc.Lever(breaker.OverrideKey(dep))
 	cur, err := svc.Overrides.Get(ctx, dep)

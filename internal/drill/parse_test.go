@@ -60,11 +60,13 @@ poll_interval: 5ms
 steps:
   - sleep: -1s
   - breaker.force-open: {dependency: openai, for: 1 hour}
+  - breaker.force-open: {dependency: openai, for: 1ns}
 `, []string{
 			`t.yaml:2:10: drill: timeout: "90" is not a duration: a bare number has no unit: write it with a unit, like 30s, 1m30s or 500ms`,
 			`t.yaml:3:16: drill: poll_interval: 5ms is shorter than the 10ms minimum`,
 			`t.yaml:5:12: sleep: -1s must be positive`,
 			`t.yaml:6:51: breaker.force-open: for: "1 hour" is not a duration: write it with a unit, like 30s, 1m30s or 500ms`,
+			`t.yaml:7:51: breaker.force-open: for: 1ns is under the 5s minimum: a shorter override lapses before the fleet reads it (the data plane's override cache period)`,
 		}},
 		{"references to steps and outputs", `
 name: x

@@ -295,12 +295,12 @@ func TestDrillTimeoutEndsTheStepsAndRollsBack(t *testing.T) {
 		e := newEnv(t)
 		d := parse(t, `
 name: slow
-timeout: 2s
+timeout: 12s
 steps:
   - breaker.force-open: {dependency: openai}
-  - sleep: 1500ms
+  - sleep: 7500ms
   - id: late
-    sleep: 1500ms
+    sleep: 7500ms
 `)
 		start := time.Now()
 		j, log := e.run(context.Background(), d)
@@ -310,11 +310,31 @@ steps:
 		if s := stepByID(t, j, "late"); s.Status != StatusTimedOut {
 			t.Errorf("late step = %+v", s)
 		}
-		if time.Since(start) != 2*time.Second {
-			t.Errorf("the run took %s, want exactly the 2s timeout", time.Since(start))
+		if time.Since(start) != 12*time.Second {
+			t.Errorf("the run took %s, want exactly the 12s timeout", time.Since(start))
 		}
 		if e.store.has(breaker.OverrideKey("openai")) {
 			t.Error("override not cleared after the timeout")
+		}
+	})
+}
+
+func TestForceOpenRefusesWhenTheDrillHasLessThanTheMinimumLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		d := parse(t, `
+name: short
+timeout: 3s
+steps:
+  - id: force
+    breaker.force-open: {dependency: openai}
+`)
+		j, log := e.run(context.Background(), d)
+		if j.Outcome != OutcomeFailed || !strings.Contains(log, "under the 5s minimum override") {
+			t.Fatalf("outcome %s\n%s", j.Outcome, log)
+		}
+		if e.store.has(breaker.OverrideKey("openai")) {
+			t.Error("an override too short for the fleet to see was written")
 		}
 	})
 }

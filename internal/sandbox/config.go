@@ -232,6 +232,11 @@ type Config struct {
 	RateLimit ratelimit.Limits
 	// Principals map bearer tokens to clients and roles.
 	Principals []Principal
+	// AllowedHosts are host names /mcp and /admin accept in a request's
+	// Host header besides localhost, 127.0.0.1, [::1] and the listen
+	// address's own host (a LAN name, a tunnel's name). Any other Host is
+	// refused (403), which defeats DNS rebinding from a browser.
+	AllowedHosts []string
 	// Downstreams holds one profile per simulated downstream.
 	Downstreams map[string]DownstreamProfile
 	// Tools holds each tool's deadline settings.
@@ -298,6 +303,7 @@ func (c Config) Clone() Config {
 	}
 	out.Resilience.Operations = slices.Clone(c.Resilience.Operations)
 	out.Principals = slices.Clone(c.Principals)
+	out.AllowedHosts = slices.Clone(c.AllowedHosts)
 	out.Downstreams = make(map[string]DownstreamProfile, len(c.Downstreams))
 	for k, v := range c.Downstreams {
 		v.Outages = slices.Clone(v.Outages)
@@ -358,6 +364,14 @@ func (c Config) Validate() error {
 		}
 	}
 	errs = append(errs, validatePrincipals(c.Principals)...)
+	if c.Listen != "" && !IsLoopback(c.Listen) && UsesDefaultTokens(c.Principals) {
+		errs = append(errs, defaultTokensError(c.Listen))
+	}
+	for _, h := range c.AllowedHosts {
+		if !validHost(h) {
+			bad("allowed host %q: give a bare host name or address, like sandbox.lan or 192.168.1.20 (no scheme, port or path)", h)
+		}
+	}
 	for _, name := range sortedKeys(c.Downstreams) {
 		if !slices.Contains(Downstreams(), name) {
 			bad("downstream %q: the sandbox simulates %s", name, strings.Join(Downstreams(), ", "))
@@ -399,6 +413,12 @@ func (c Config) Validate() error {
 		bad("emf interval %v is negative", c.EMF.Interval)
 	}
 	return errors.Join(errs...)
+}
+
+// defaultTokensError refuses to serve the documented default tokens beyond
+// loopback, where anyone who has read the docs could use operator-token.
+func defaultTokensError(listen string) error {
+	return fmt.Errorf("%w: listen %s is not a loopback address and the documented default tokens (operator-token, agent-token) are in use: set your own under principals: in a --config FILE, or listen on 127.0.0.1", ErrInvalidConfig, listen)
 }
 
 func validatePrincipals(ps []Principal) []error {

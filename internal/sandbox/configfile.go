@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/resilience"
 )
 
@@ -22,16 +23,19 @@ import (
 // Rate limits are not here: they are the context's, so `koshactl ratelimit`
 // and the sandbox agree. Durations are LLD time, like [Config].
 type File struct {
-	Instances   *int                       `yaml:"instances,omitempty"`
-	Listen      string                     `yaml:"listen,omitempty"`
-	Profile     string                     `yaml:"profile,omitempty"`
-	TimeScale   *float64                   `yaml:"time-scale,omitempty"`
-	Chaos       *FileChaos                 `yaml:"chaos,omitempty"`
-	Traffic     *FileTraffic               `yaml:"traffic,omitempty"`
-	Principals  []FilePrincipal            `yaml:"principals,omitempty"`
-	Downstreams map[string]*FileDownstream `yaml:"downstreams,omitempty"`
-	Resilience  *FileResilience            `yaml:"resilience,omitempty"`
-	Tools       map[string]*FileTool       `yaml:"tools,omitempty"`
+	Instances *int   `yaml:"instances,omitempty"`
+	Listen    string `yaml:"listen,omitempty"`
+	// AllowedHosts are extra Host names /mcp and /admin accept (see
+	// [Config.AllowedHosts]); the --allowed-host flags replace them.
+	AllowedHosts []string                   `yaml:"allowed-hosts,omitempty"`
+	Profile      string                     `yaml:"profile,omitempty"`
+	TimeScale    *float64                   `yaml:"time-scale,omitempty"`
+	Chaos        *FileChaos                 `yaml:"chaos,omitempty"`
+	Traffic      *FileTraffic               `yaml:"traffic,omitempty"`
+	Principals   []FilePrincipal            `yaml:"principals,omitempty"`
+	Downstreams  map[string]*FileDownstream `yaml:"downstreams,omitempty"`
+	Resilience   *FileResilience            `yaml:"resilience,omitempty"`
+	Tools        map[string]*FileTool       `yaml:"tools,omitempty"`
 	// DeferRetryAfter is screen_entity's retry_after_s when deferred and the
 	// breaker gives no better hint.
 	DeferRetryAfter *config.Duration `yaml:"defer-retry-after,omitempty"`
@@ -137,10 +141,16 @@ type FileEMF struct {
 	InstanceDimension *bool `yaml:"instance-dimension,omitempty"`
 }
 
+// maxConfigFile bounds a sandbox configuration file; a complete one is a few
+// KiB.
+const maxConfigFile = 1 << 20
+
 // LoadFile reads a configuration file strictly: an unknown key is an error
 // naming its line.
 func LoadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path) //nolint:gosec // G304: the operator names the config file
+	// Regular files only: a named pipe or device could block the command
+	// forever.
+	data, _, err := fsutil.ReadRegular(path, maxConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("read sandbox config: %w", err)
 	}
@@ -183,6 +193,9 @@ func (f *File) Apply(c *Config) error {
 	}
 	if f.Listen != "" {
 		c.Listen = f.Listen
+	}
+	if f.AllowedHosts != nil {
+		c.AllowedHosts = slices.Clone(f.AllowedHosts)
 	}
 	if f.Profile != "" {
 		p, err := Profile(f.Profile)
@@ -360,7 +373,7 @@ func FileOf(c Config) *File {
 	c = c.Clone()
 	d := func(v time.Duration) *config.Duration { x := config.Duration(v); return &x }
 	f := &File{
-		Instances: &c.Instances, Listen: c.Listen, Profile: c.Profile, TimeScale: &c.TimeScale,
+		Instances: &c.Instances, Listen: c.Listen, AllowedHosts: c.AllowedHosts, Profile: c.Profile, TimeScale: &c.TimeScale,
 		Chaos:           &FileChaos{Enabled: &c.ChaosEnabled},
 		Traffic:         &FileTraffic{RPS: &c.Traffic.RPS, Clients: &c.Traffic.Clients, Mix: c.Traffic.Mix},
 		Downstreams:     map[string]*FileDownstream{},

@@ -88,6 +88,7 @@ type Server struct {
 	emf       *emfWriter
 	traffic   *traffic
 	collector *fleetCollector
+	hosts     *hostGuard
 	handler   http.Handler
 	started   time.Time
 
@@ -171,13 +172,16 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		clock: deps.Clock, logger: deps.Logger,
 		shedInFlight: m.shed.WithLabelValues(ShedInFlight), shedMinBudget: m.shed.WithLabelValues(ShedMinBudget),
 		shedDepOpen: m.shed.WithLabelValues(ShedDependencyOpen)}
+	// The endpoints that take bearer tokens answer only to this sandbox's
+	// own host names (DNS rebinding); the read-only ones answer any Host.
+	s.hosts = newHostGuard(cfg.Listen, cfg.AllowedHosts)
 	mux := http.NewServeMux()
-	mux.Handle(PathMCP, s.gw) // it answers wrong methods in JSON-RPC
+	mux.Handle(PathMCP, s.hosts.wrap(s.gw)) // it answers wrong methods in JSON-RPC
 	mux.Handle("GET "+PathMetrics, m.handler())
 	mux.HandleFunc("GET "+PathHealth, s.health)
 	mux.HandleFunc("GET "+PathStatus, s.statusHandler)
-	mux.HandleFunc(PathAdminChaos, s.adminChaos)
-	mux.HandleFunc(PathAdminChaos+"/{target}", s.adminChaos)
+	mux.Handle(PathAdminChaos, s.hosts.wrap(http.HandlerFunc(s.adminChaos)))
+	mux.Handle(PathAdminChaos+"/{target}", s.hosts.wrap(http.HandlerFunc(s.adminChaos)))
 	mux.HandleFunc("GET /{$}", s.index)
 	s.handler = mux
 	return s, nil
@@ -215,6 +219,11 @@ func (s *Server) Start(ctx context.Context, ln net.Listener) error {
 	if s.srv != nil {
 		return errors.New("start sandbox: already started")
 	}
+	addr := ln.Addr().String()
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && UsesDefaultTokens(s.cfg.Principals) {
+		return fmt.Errorf("start sandbox: %w", defaultTokensError(addr))
+	}
+	s.hosts.addListen(addr)
 	var first sync.WaitGroup // each instance reads the overrides once, in parallel
 	for _, in := range s.fleet.instances {
 		first.Go(func() { in.SyncOverrides(ctx) })

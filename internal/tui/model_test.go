@@ -192,6 +192,8 @@ func TestForceDurationIsValidated(t *testing.T) {
 		"90":   `"90" is not a duration`,
 		"48h":  "48h is over this context's max-override of 24h",
 		"-5m":  "the duration must be positive",
+		"1ns":  "1ns is under the 5s minimum",
+		"4s":   "4s is under the 5s minimum",
 		"soon": `"soon" is not a duration`,
 	} {
 		t.Run(in, func(t *testing.T) {

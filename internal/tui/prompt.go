@@ -133,6 +133,8 @@ func (p *prompt) next() (done bool, errMsg string) {
 			return false, fmt.Sprintf("%q is not a duration: write it like 30m, 2h or 1h30m", v)
 		case d <= 0:
 			return false, "the duration must be positive"
+		case breaker.CheckOverrideDuration(d) != nil:
+			return false, breaker.CheckOverrideDuration(d).Error()
 		case d > p.maxOverride:
 			return false, fmt.Sprintf("%s is over this context's max-override of %s", compactDuration(d), compactDuration(p.maxOverride))
 		}

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"runtime"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 )
 
 // maxKeyFileSize bounds what a key file read will accept; a base64 key of
@@ -73,11 +73,14 @@ func (e *InsecureFileError) Error() string {
 // Is makes InsecureFileError match ErrInsecureFile.
 func (e *InsecureFileError) Is(target error) bool { return target == ErrInsecureFile }
 
-// readKeyFile opens path, checks (on the open descriptor, so the check and
-// the read concern the same file) that it is a regular owner-only file, and
-// decodes its key. Errors name the path, never the content.
+// readKeyFile opens path without blocking, checks (on the open descriptor,
+// so the check and the read concern the same file) that it is a regular
+// owner-only file, and decodes its key. A named pipe or a device is refused
+// before anything is read from it, so a --key-file pointing at a FIFO fails at
+// once instead of waiting forever for a writer. Errors name the path, never
+// the content.
 func readKeyFile(path string) (chaos.Key, error) {
-	fh, err := os.Open(path) //nolint:gosec // G304: the operator names the key file on purpose
+	fh, st, err := fsutil.OpenRegular(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return chaos.Key{}, fmt.Errorf("read chaos key file %s: %w: %w", path, ErrNoKey, fs.ErrNotExist)
@@ -85,13 +88,6 @@ func readKeyFile(path string) (chaos.Key, error) {
 		return chaos.Key{}, fmt.Errorf("read chaos key file: %w", err)
 	}
 	defer fh.Close()
-	st, err := fh.Stat()
-	if err != nil {
-		return chaos.Key{}, fmt.Errorf("read chaos key file: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return chaos.Key{}, fmt.Errorf("read chaos key file %s: not a regular file (%s)", path, st.Mode().Type())
-	}
 	// Windows reports synthetic permission bits that say nothing about who
 	// can read the file, so the check only applies where they are real.
 	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {

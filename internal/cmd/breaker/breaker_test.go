@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
@@ -207,6 +208,9 @@ func TestForceOpenBadInputWritesNothing(t *testing.T) {
 		{"negative for", []string{"openai", "--reason", "x", "--for", "-5m"}, cmdutil.ExitUsage, "not positive"},
 		{"absurd for", []string{"openai", "--reason", "x", "--for", "9000h"}, cmdutil.ExitUsage, "max-override"},
 		{"bad for", []string{"openai", "--reason", "x", "--for", "soon"}, cmdutil.ExitUsage, "invalid argument"},
+		{"for under the cache period", []string{"openai", "--reason", "x", "--for", "1ns"}, cmdutil.ExitUsage, "1ns is under the 5s minimum"},
+		{"for just under", []string{"openai", "--reason", "x", "--for", "4.999s"}, cmdutil.ExitUsage, "use --for 5s or more"},
+		{"until under the cache period", []string{"openai", "--reason", "x", "--until", "2026-11-29T19:00:03Z"}, cmdutil.ExitUsage, "3s is under the 5s minimum"},
 		{"past until", []string{"openai", "--reason", "x", "--until", "2020-01-01T00:00:00Z"}, cmdutil.ExitUsage, "in the past"},
 		{"bad until", []string{"openai", "--reason", "x", "--until", "tomorrow"}, cmdutil.ExitUsage, "RFC3339"},
 		{"for and until", []string{"openai", "--reason", "x", "--for", "1m", "--until", "2026-11-29T20:00:00Z"}, cmdutil.ExitUsage, "none of the others"},
@@ -233,6 +237,14 @@ func TestForceOpenBadInputWritesNothing(t *testing.T) {
 				t.Errorf("bad input wrote an override:\n%s", out)
 			}
 		})
+	}
+}
+
+func TestForceOpenForTheMinimumIsAccepted(t *testing.T) {
+	e := clitest.New(t)
+	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "x", "--for", breaker.MinOverride.String(), "-o", "json")
+	if !strings.Contains(r.Stdout, `"expires_at": "2026-11-29T19:00:05.000Z"`) {
+		t.Errorf("force-open --for %s:\n%s", breaker.MinOverride, r.Stdout)
 	}
 }
 

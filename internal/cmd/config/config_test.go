@@ -160,3 +160,34 @@ func TestServiceEndpointsAndPropagationDelay(t *testing.T) {
 		t.Errorf("bad service in the file: %s", r.Stderr)
 	}
 }
+
+// A config file others can write decides where production writes go: every
+// command says so once on stderr (stdout stays clean for -o json), and a
+// save through koshactl leaves it 0600.
+func TestGroupWritableConfigWarnsOnce(t *testing.T) {
+	e := clitest.New(t)
+	e.WriteConfig("contexts:\n  local:\n    store:\n      local: {}\n")
+	if err := os.Chmod(e.ConfigPath(), 0o664); err != nil { //nolint:gosec // G302: the group-writable file under test
+		t.Fatal(err)
+	}
+	want := "warning: config file " + e.ConfigPath() + " has mode 0664"
+	r := e.MustRun(0, "config", "get-contexts", "-o", "json")
+	if strings.Count(r.Stderr, want) != 1 || !strings.Contains(r.Stderr, "chmod 600 "+e.ConfigPath()) {
+		t.Errorf("stderr does not warn once:\n%s", r.Stderr)
+	}
+	if !json.Valid([]byte(r.Stdout)) {
+		t.Errorf("stdout is not JSON:\n%s", r.Stdout)
+	}
+	// A command that loads and saves the file warns once too, and the save
+	// leaves the file owner-only.
+	r = e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-dev", "--region", "eu-west-1")
+	if strings.Count(r.Stderr, want) != 1 {
+		t.Errorf("set-context stderr:\n%s", r.Stderr)
+	}
+	if fi, err := os.Stat(e.ConfigPath()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("after a save: %v %v", fi.Mode(), err)
+	}
+	if r := e.MustRun(0, "config", "current-context"); strings.Contains(r.Stderr, "warning") {
+		t.Errorf("a 0600 file warned:\n%s", r.Stderr)
+	}
+}

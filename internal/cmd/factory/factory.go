@@ -44,7 +44,14 @@ func NewWith(io *iostreams.IOStreams, clk clock.Clock) *cmdutil.Factory {
 		if err != nil {
 			return nil, err
 		}
-		return config.Load(path)
+		file, err := config.Load(path)
+		if err == nil {
+			// Once per process: Config is loaded once.
+			if w := file.PermissionWarning(); w != "" {
+				fmt.Fprintf(io.ErrOut, "warning: %s\n", w)
+			}
+		}
+		return file, err
 	})
 	var (
 		mu  sync.Mutex

@@ -37,19 +37,21 @@ const ShutdownTimeout = 10 * time.Second
 
 // Options are the parsed flags.
 type Options struct {
-	Instances  int
-	RPS        float64
-	Clients    int
-	Listen     string
-	Profile    string
-	Chaos      bool
-	ConfigFile string
-	EMF        string
-	TimeScale  float64
-	KeyFile    string
-	AddrFile   string
-	LogLevel   string
-	LogFormat  string
+	Instances int
+	RPS       float64
+	Clients   int
+	Listen    string
+	// AllowedHosts are extra Host names /mcp and /admin accept.
+	AllowedHosts []string
+	Profile      string
+	Chaos        bool
+	ConfigFile   string
+	EMF          string
+	TimeScale    float64
+	KeyFile      string
+	AddrFile     string
+	LogLevel     string
+	LogFormat    string
 
 	// Changed records which flags were given, so they override the file.
 	Changed map[string]bool
@@ -102,6 +104,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.Float64Var(&opts.RPS, "rps", 0, "synthetic traffic: tool calls per second (0: none)")
 	fl.IntVar(&opts.Clients, "clients", 0, "synthetic traffic: clients sharing the rate (0: enough that the rate limit rarely bites)")
 	fl.StringVar(&opts.Listen, "listen", sbx.DefaultListen, "address for every endpoint (port 0 picks a free one)")
+	fl.StringArrayVar(&opts.AllowedHosts, "allowed-host", nil, "also accept this Host name on /mcp and /admin (repeatable; localhost, 127.0.0.1, [::1] and the listen host always are)")
 	fl.StringVar(&opts.Profile, "profile", sbx.ProfileHealthy, "downstream behavior: "+strings.Join(sbx.ProfileNames(), "|"))
 	fl.BoolVar(&opts.Chaos, "chaos", false, "honor signed X-Kosha-Chaos headers from operators (CHAOS_ENABLED)")
 	fl.StringVar(&opts.ConfigFile, "config", "", "YAML configuration file (see koshactl sandbox config)")
@@ -143,6 +146,7 @@ func (o *Options) Resolve() (sbx.Config, *sbx.File, error) {
 	set("rps", func() { cfg.Traffic.RPS = o.RPS })
 	set("clients", func() { cfg.Traffic.Clients = o.Clients })
 	set("listen", func() { cfg.Listen = o.Listen })
+	set("allowed-host", func() { cfg.AllowedHosts = o.AllowedHosts })
 	set("chaos", func() { cfg.ChaosEnabled = o.Chaos })
 	set("time-scale", func() { cfg.TimeScale = o.TimeScale })
 	return cfg, file, nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +253,30 @@ func TestConfigDoesNotPrintConfiguredTokens(t *testing.T) {
 	}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "no spaces") {
 		t.Errorf("a printed file with a redacted token loads: %v", err)
+	}
+}
+
+func TestDefaultTokensBeyondLoopbackRefuseToStart(t *testing.T) {
+	cli := clitest.New(t)
+	// Refused before anything listens: the address is never bound.
+	r := cli.Run("sandbox", "--listen", "0.0.0.0:0")
+	if r.Code != cmdutil.ExitUsage || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 ||
+		!strings.Contains(r.Stderr, "default tokens") || !strings.Contains(r.Stderr, "principals: in a --config FILE") {
+		t.Errorf("exit %d, stderr %q: want 2 and one line naming --config", r.Code, r.Stderr)
+	}
+}
+
+func TestAllowedHostFlagReplacesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sandbox.yaml")
+	if err := os.WriteFile(path, []byte("allowed-hosts: [from-file.lan]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := parse(t, "--config", path).Resolve()
+	if err != nil || !slices.Equal(cfg.AllowedHosts, []string{"from-file.lan"}) {
+		t.Fatalf("from the file: %v %v", cfg.AllowedHosts, err)
+	}
+	cfg, _, err = parse(t, "--config", path, "--allowed-host", "a.lan", "--allowed-host", "10.0.0.5").Resolve()
+	if err != nil || !slices.Equal(cfg.AllowedHosts, []string{"a.lan", "10.0.0.5"}) {
+		t.Errorf("flags: %v %v", cfg.AllowedHosts, err)
 	}
 }

@@ -72,7 +72,7 @@ func RunInit(ctx context.Context, f *cmdutil.Factory, opts *InitOptions) error {
 		cmdutil.PrintActedOn(f.IOStreams.ErrOut, env, true)
 		return nil
 	}
-	if err := cmdutil.ConfirmProtected(f, env, opts.Yes, "create the table"); err != nil {
+	if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, "create the table"); err != nil {
 		return err
 	}
 	rep, err := in.Init(ctx)

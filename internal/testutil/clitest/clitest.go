@@ -5,6 +5,7 @@ package clitest
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +29,9 @@ type Env struct {
 	// Stdin is fed to the next Run; TTY marks stdin/stdout/stderr as terminals.
 	Stdin string
 	TTY   bool
+	// In, when set, is the next Run's stdin instead of Stdin (a reader that
+	// blocks, for cancellation tests).
+	In io.Reader
 }
 
 // New isolates koshactl for the test: KOSHACTL_CONFIG and KOSHACTL_STATE_DIR
@@ -71,6 +75,9 @@ func (e *Env) RunContext(ctx context.Context, args ...string) Result {
 	e.T.Helper()
 	io, in, out, errOut := iostreams.Test()
 	in.WriteString(e.Stdin)
+	if e.In != nil {
+		io.In = e.In
+	}
 	io.SetStdinTTY(e.TTY)
 	io.SetStdoutTTY(e.TTY)
 	io.SetStderrTTY(e.TTY)

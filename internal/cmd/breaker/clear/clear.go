@@ -115,7 +115,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
 	var actor string
 	if !opts.DryRun && len(deps) > 0 {
-		if err := cmdutil.ConfirmProtected(f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps))); err != nil {
+		if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps))); err != nil {
 			return err
 		}
 		if actor, err = env.Actor(ctx); err != nil {

@@ -49,7 +49,9 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			that dependency fast, as if its breaker were open.
 
 			A reason is required. The override expires after --for (default 1h) or at
-			--until, capped by the context's max-override; --no-expiry needs --yes.
+			--until, at least 5s away (the override cache period: a shorter override
+			lapses before the fleet reads it) and capped by the context's max-override;
+			--no-expiry needs --yes.
 			An override already set by someone else is a conflict unless --overwrite.
 		`),
 		Example: heredoc.Doc(`
@@ -118,6 +120,9 @@ func (o *Options) expiry(now time.Time, maxFor time.Duration) (time.Time, error)
 		if !t.After(now) {
 			return time.Time{}, cmdutil.Usagef("--until %s is in the past: give a future time, or use --for", o.Until)
 		}
+		if err := breaker.CheckOverrideDuration(t.Sub(now)); err != nil {
+			return time.Time{}, cmdutil.Usagef("--until %s: %v; give a time at least %s away", o.Until, err, breaker.MinOverride)
+		}
 		if t.Sub(now) > maxFor {
 			return time.Time{}, cmdutil.Usagef("--until is %s away, over this context's max-override of %s: pick an earlier time", cmdutil.HumanDuration(t.Sub(now)), maxFor)
 		}
@@ -125,6 +130,9 @@ func (o *Options) expiry(now time.Time, maxFor time.Duration) (time.Time, error)
 	}
 	if o.For <= 0 {
 		return time.Time{}, cmdutil.Usagef("--for %s is not positive: give a duration like 30m or 2h", o.For)
+	}
+	if err := breaker.CheckOverrideDuration(o.For); err != nil {
+		return time.Time{}, cmdutil.Usagef("--for %v; use --for %s or more", err, breaker.MinOverride)
 	}
 	if o.For > maxFor {
 		return time.Time{}, cmdutil.Usagef("--for %s is over this context's max-override of %s: use a shorter duration (or raise max-override with koshactl config set-context)", o.For, maxFor)
@@ -173,7 +181,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	out := Result{Kind: "BreakerForceResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun}
 	if !opts.DryRun {
-		if err := cmdutil.ConfirmProtected(f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans))); err != nil {
+		if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans))); err != nil {
 			return err
 		}
 	}

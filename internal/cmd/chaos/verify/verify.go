@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
 
 // maxInput bounds what verify reads from stdin. A header value is at most
@@ -106,7 +106,9 @@ type Result struct {
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	input := opts.Header
 	if opts.Stdin {
-		b, err := io.ReadAll(io.LimitReader(f.IOStreams.In, maxInput+1))
+		// Interruptible: a pipe whose writer never finishes (or a terminal)
+		// must not outlive Ctrl-C.
+		b, err := iostreams.ReadAll(ctx, f.IOStreams.In, maxInput)
 		if err != nil {
 			return fmt.Errorf("read header from stdin: %w", err)
 		}

@@ -250,7 +250,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 			out.Results = append(out.Results, item(p, opts.DryRun, ""))
 		}
 	} else {
-		if err := cmdutil.ConfirmProtected(f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes)); err != nil {
+		if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes)); err != nil {
 			return err
 		}
 		actor, err := env.Actor(ctx)

@@ -138,7 +138,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		res.RefusedUntil = refusedUntil(ctx, src, f.Clock.Now(), opts.Force)
 		return print(f, opts, env, res)
 	}
-	if err := cmdutil.ConfirmProtected(f, env, opts.Yes, "rotate the chaos signing key of "+src.Describe()); err != nil {
+	if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, "rotate the chaos signing key of "+src.Describe()); err != nil {
 		return err
 	}
 	actor, err := env.Actor(ctx)

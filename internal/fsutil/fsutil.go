@@ -1,0 +1,91 @@
+package fsutil
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// ErrNotRegular matches the error of opening a path that is not a regular
+// file (a named pipe, a device, a socket, a directory).
+var ErrNotRegular = errors.New("not a regular file")
+
+// ErrTooLarge matches the error of a file larger than the caller's cap.
+var ErrTooLarge = errors.New("file too large")
+
+// NotRegularError is a path that is not a regular file. It matches
+// [ErrNotRegular].
+type NotRegularError struct {
+	Path string
+	Mode fs.FileMode
+}
+
+// Error names the kind of file found and the fix.
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s is a %s, not a regular file: give the path of a regular file (a pipe or device could block forever)",
+		e.Path, kind(e.Mode))
+}
+
+// Is makes NotRegularError match ErrNotRegular.
+func (e *NotRegularError) Is(target error) bool { return target == ErrNotRegular }
+
+func kind(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case t&fs.ModeSocket != 0:
+		return "socket"
+	case t&fs.ModeCharDevice != 0:
+		return "character device"
+	case t&fs.ModeDevice != 0:
+		return "device"
+	case t&fs.ModeDir != 0:
+		return "directory"
+	default:
+		return "special file (" + t.String() + ")"
+	}
+}
+
+// OpenRegular opens path for reading without blocking (O_NONBLOCK where the
+// system has it, so opening a FIFO with no writer returns at once), then
+// checks the open descriptor and refuses anything but a regular file with a
+// [*NotRegularError]. The returned info describes the file opened (after
+// symbolic links). A missing file's error matches fs.ErrNotExist.
+func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonBlock, 0) //nolint:gosec // G304: callers open files the operator names
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, nil, &NotRegularError{Path: path, Mode: st.Mode()}
+	}
+	return f, st, nil
+}
+
+// ReadRegular reads the whole of the regular file at path, refusing (as
+// [OpenRegular] does) anything else, and refusing with an error matching
+// [ErrTooLarge] a file longer than limit bytes.
+func ReadRegular(path string, limit int64) ([]byte, fs.FileInfo, error) {
+	f, st, err := OpenRegular(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(len(b)) > limit {
+		clear(b)
+		return nil, nil, fmt.Errorf("%s: %w: more than %d bytes", path, ErrTooLarge, limit)
+	}
+	return b, st, nil
+}
