@@ -178,7 +178,7 @@ func FormatTime(t, now time.Time, tty bool) string {
 	return HumanDuration(-d) + " ago"
 }
 
-// HumanDuration renders d compactly: 45s, 12m, 3h05m, 2d4h.
+// HumanDuration renders d compactly: 45s, 12m, 1h, 3h05m, 2d4h.
 func HumanDuration(d time.Duration) string {
 	switch {
 	case d < time.Minute:
@@ -193,6 +193,9 @@ func HumanDuration(d time.Duration) string {
 	case d < 48*time.Hour:
 		h := d / time.Hour
 		m := (d % time.Hour) / time.Minute
+		if m == 0 {
+			return fmt.Sprintf("%dh", h)
+		}
 		return fmt.Sprintf("%dh%02dm", h, m)
 	}
 	days := d / (24 * time.Hour)
