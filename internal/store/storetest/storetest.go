@@ -228,7 +228,7 @@ type condCase struct {
 }
 
 func condCases(pk string) []condCase {
-	v1 := store.Item{store.PK: pk, "v": int64(1), "status": "open", "f": 0.5}
+	v1 := store.Item{store.PK: pk, "v": int64(1), "status": "open", "f": 0.5, "big": 9e125}
 	return []condCase{
 		{"always/absent", nil, store.Always(), true},
 		{"always/present", v1, store.Always(), true},
@@ -249,6 +249,12 @@ func condCases(pk string) []condCase {
 		{"ifabsentorequals/match", v1, store.IfAbsentOrEquals("v", int64(1)), true},
 		{"ifabsentorequals/mismatch", v1, store.IfAbsentOrEquals("v", int64(2)), false},
 		{"ifabsentorequals/missing attribute", v1, store.IfAbsentOrEquals("w", int64(1)), false},
+		// A number read back is matched exactly as stored, however large.
+		{"ifequals/match as read, beyond int64", v1, store.IfEquals("big", 9e125), true},
+		{"ifpresentwithout/absent", nil, store.IfPresentWithout("w"), false},
+		{"ifpresentwithout/attribute missing", v1, store.IfPresentWithout("w"), true},
+		{"ifpresentwithout/attribute present", v1, store.IfPresentWithout("v"), false},
+		{"ifpresentwithout/string attribute present", v1, store.IfPresentWithout("status"), false},
 	}
 }
 
