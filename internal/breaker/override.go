@@ -94,6 +94,33 @@ func (o Override) HasProblem(attr string) bool {
 	return false
 }
 
+// MalformedSummary says in one line what of the stored item does not follow
+// the contract and how the data plane reads it at now, with the repair; ""
+// for a well-formed item. Every surface (list, get, status, the dashboard,
+// drills) shows this sentence.
+func (o Override) MalformedSummary(now time.Time) string {
+	if !o.Malformed() {
+		return ""
+	}
+	parts := make([]string, len(o.Problems))
+	for i, p := range o.Problems {
+		parts[i] = p.Attribute + ": " + p.Problem
+	}
+	var reading string
+	switch {
+	case o.State != OverrideStateForcedOpen:
+		reading = "not in force (its state is not forced_open)"
+	case o.HasProblem(attrExpiresAt):
+		reading = "in force until cleared (an unreadable expiry counts as none)"
+	case o.ActiveAt(now):
+		reading = "in force"
+	default:
+		reading = "expired"
+	}
+	return fmt.Sprintf("malformed override item (%s): %s; repair it with koshactl breaker clear %s, or force-open --overwrite",
+		strings.Join(parts, "; "), reading, o.Dependency)
+}
+
 // ActiveAt applies the data plane's rule: an override is active iff its item
 // exists, its state is forced_open and expires_at is absent or after now.
 //

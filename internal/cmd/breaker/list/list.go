@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Options are the parsed flags.
@@ -45,6 +46,9 @@ type Result struct {
 	Context string                `json:"context"`
 	Store   string                `json:"store"`
 	Items   []shared.OverrideView `json:"items"`
+	// Unreadable lists every malformed attribute of the overrides listed
+	// (docs/contracts/cli-output.md); each item also carries its own.
+	Unreadable []store.Problem `json:"unreadable"`
 }
 
 // Run lists the overrides.
@@ -58,7 +62,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	now := f.Clock.Now()
-	out := Result{Kind: "BreakerOverrideList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.OverrideView{}}
+	out := Result{Kind: "BreakerOverrideList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.OverrideView{},
+		Unreadable: []store.Problem{}}
 	var shown []breaker.Override
 	for _, o := range all {
 		if opts.Active && !o.ActiveAt(now) {
@@ -66,10 +71,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		shown = append(shown, o)
 		out.Items = append(out.Items, shared.View(o, now))
+		out.Unreadable = append(out.Unreadable, o.Problems...)
 	}
 	io := f.IOStreams
+	partial := func() error {
+		return cmdutil.Unreadable(io, opts.Output, out.Unreadable, "override item",
+			"each is listed as the data plane reads it; repair it with koshactl breaker clear DEPENDENCY, or force-open --overwrite")
+	}
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, out)
+		if err := cmdutil.PrintStructured(io.Out, opts.Output, out); err != nil {
+			return err
+		}
+		return partial()
 	}
 	if len(shown) == 0 {
 		fmt.Fprintf(io.Out, "No breaker overrides in context %q: every breaker follows its own state.\n", env.Name)
@@ -82,5 +95,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		tw.Row(o.Dependency, shared.StateLabel(o, now), shared.Expiry(o, now, tty), o.Actor,
 			cmdutil.FormatTime(o.CreatedAt, now, tty), o.Reason)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return partial()
 }
