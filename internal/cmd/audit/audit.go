@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -37,6 +38,16 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List audit records, newest first (kept 90 days)",
+		Long: heredoc.Doc(`
+			List the audit records of the context's store, newest first. Records older
+			than 90 days are hidden even while the store still holds them.
+
+			A record that does not follow the audit contract (written by another tool)
+			never hides the others: each problem is named on stderr (or under
+			"unreadable" in -o json|yaml) and the rest is listed.
+
+			Exit codes: 0 listed; 10 listed, but some records could not be read in full.
+		`),
 		Example: "  koshactl audit list --since 2h --subject breaker#openai\n  koshactl audit list --subject 'rl#*' -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {

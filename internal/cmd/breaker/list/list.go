@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
@@ -27,6 +28,16 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List breaker overrides (active and expired)",
+		Long: heredoc.Doc(`
+			List every breaker override item in the context's store, active or expired.
+
+			An item that does not follow the override contract (written by another
+			tool) is listed as the data plane reads it and marked malformed, with each
+			problem on stderr (or under "unreadable" in -o json|yaml).
+
+			Exit codes: 0 listed; 10 listed, but some items are malformed (repair one
+			with koshactl breaker clear, or force-open --overwrite).
+		`),
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {

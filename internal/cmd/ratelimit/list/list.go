@@ -60,6 +60,13 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			The whole table is scanned (items rl#*), page by page; on DynamoDB the scan
 			runs in parallel segments. On a terminal a long scan shows its progress on
 			stderr.
+
+			An item under rl# that is not a valid bucket is skipped (the data plane
+			fails open on it) and named on stderr, or under "unreadable" in
+			-o json|yaml.
+
+			Exit codes: 0 listed; 10 listed, but some items were skipped as malformed
+			(replace one with koshactl ratelimit reset CLIENT).
 		`),
 		Example: heredoc.Doc(`
 			koshactl ratelimit list --throttled
