@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"testing"
@@ -257,4 +258,35 @@ func rawDoc(t *testing.T, attrs map[string]rawAttr) map[string]any {
 		t.Fatalf("%s: %v", b.String(), err)
 	}
 	return doc
+}
+
+// The reference data plane (a ForceWatcher reading *Overrides) applies the
+// contract's rule to a malformed item and logs why it holds.
+func TestWatcherHoldsAMalformedExpiryAndLogsIt(t *testing.T) {
+	s := openStore(t)
+	clk := clock.NewFake(t0.Add(time.Minute))
+	var logged strings.Builder
+	logger := slog.New(slog.NewJSONHandler(&logged, nil))
+	b, err := breaker.New(breaker.Settings{Name: "openai", Clock: clk, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := breaker.NewForceWatcher(b, breaker.NewOverrides(s, clk), breaker.WatcherSettings{})
+	it := storeItem(t, wellFormed(malformedCase{change: map[string]rawAttr{"expires_at": {"S", "tomorrow"}}}))
+	if err := s.Put(t.Context(), it, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync(t.Context())
+	if b.State() != breaker.ForcedOpen {
+		t.Fatalf("state = %s, want forced_open: a malformed expiry counts as none", b.State())
+	}
+	if !strings.Contains(logged.String(), `"event":"breaker_override_malformed"`) || !strings.Contains(logged.String(), "expires_at") {
+		t.Errorf("no malformed event logged:\n%s", logged.String())
+	}
+	// Still held an hour past the stored (well-formed) item's 30 minutes.
+	clk.Advance(time.Hour)
+	w.Sync(t.Context())
+	if b.State() != breaker.ForcedOpen {
+		t.Errorf("state an hour later = %s, want forced_open until cleared", b.State())
+	}
 }

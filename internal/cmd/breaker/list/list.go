@@ -38,7 +38,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			Exit codes: 0 listed; 10 listed, but some items are malformed (repair one
 			with koshactl breaker clear, or force-open --overwrite).
 		`),
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(c.Context(), opts)
