@@ -39,6 +39,8 @@ func Found(it Item, name string) string {
 		return "N " + strconv.Itoa(x)
 	case float64:
 		return "N " + strconv.FormatFloat(x, 'g', -1, 64)
+	case Number:
+		return "N " + string(x)
 	}
 	return fmt.Sprintf("%T", v)
 }

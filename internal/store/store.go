@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"math/big"
+	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -121,11 +124,68 @@ func (e *ConditionError) Error() string {
 // Is makes errors.Is(err, ErrConditionFailed) true.
 func (e *ConditionError) Is(target error) bool { return target == ErrConditionFailed }
 
-// Item is one stored record. Values are string, int64 or float64 only: use
-// [Item.Set] helpers or plain literals of those types. A float64 that holds a
-// whole number is stored as a number like any other and may read back as int64;
+// Item is one stored record. Values are string, int64, float64 or [Number]
+// only: use plain literals of those types. A float64 that holds a whole
+// number is stored as a number like any other and may read back as int64;
 // use [Item.Float] to read numbers that may be fractional.
 type Item map[string]any
+
+// Number is a stored number kept as its decimal text. Backends return one for
+// a number that neither int64 nor float64 holds exactly (DynamoDB keeps 38
+// significant digits: 1.00000000000000000001, 99999999999999999999), so a
+// write conditional on the value read ([IfEquals]) matches the number as
+// stored, not a rounded copy. It may also be written, with the same limits
+// as any number. [Item.Int] and [Item.Float] read it, rounded; it encodes
+// as a JSON number.
+type Number string
+
+// MarshalJSON writes the number's text as a JSON number (JSON's spelling:
+// no "+", no bare leading or trailing ".").
+func (n Number) MarshalJSON() ([]byte, error) {
+	if _, ok := n.rat(); !ok {
+		return nil, fmt.Errorf("store.Number %q is not a decimal number", string(n))
+	}
+	s := strings.TrimPrefix(string(n), "+")
+	sign := ""
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		sign, s = "-", rest
+	}
+	mant, exp := s, ""
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, exp = s[:i], s[i:]
+	}
+	intPart, frac, dot := strings.Cut(mant, ".")
+	if intPart = strings.TrimLeft(intPart, "0"); intPart == "" {
+		intPart = "0"
+	}
+	if dot && frac != "" {
+		intPart += "." + frac
+	}
+	return []byte(sign + intPart + exp), nil
+}
+
+// rat is the exact value of n, if it is decimal text.
+func (n Number) rat() (*big.Rat, bool) {
+	if !decimalRE.MatchString(string(n)) {
+		return nil, false
+	}
+	return new(big.Rat).SetString(string(n))
+}
+
+// decimalRE matches the decimal text DynamoDB numbers are written in.
+var decimalRE = regexp.MustCompile(`^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$`)
+
+// maxDigits is how many significant digits DynamoDB keeps.
+const maxDigits = 38
+
+// significantDigits counts the significant digits of decimal text.
+func significantDigits(s string) int {
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimLeft(strings.ReplaceAll(strings.TrimLeft(s, "+-"), ".", ""), "0")
+	return len(strings.TrimRight(s, "0"))
+}
 
 // PK returns the item's partition key, or "".
 func (it Item) PK() string { s, _ := it[PK].(string); return s }
@@ -140,19 +200,35 @@ func (it Item) Int(name string) (int64, bool) {
 		return v, true
 	case float64:
 		return int64(v), true
+	case Number:
+		f, ok := v.float()
+		return int64(f), ok
 	}
 	return 0, false
 }
 
-// Float returns the numeric attribute name as float64.
+// Float returns the numeric attribute name as float64 (a [Number] rounded to
+// the nearest).
 func (it Item) Float(name string) (float64, bool) {
 	switch v := it[name].(type) {
 	case int64:
 		return float64(v), true
 	case float64:
 		return v, true
+	case Number:
+		return v.float()
 	}
 	return 0, false
+}
+
+// float is n rounded to the nearest float64.
+func (n Number) float() (float64, bool) {
+	r, ok := n.rat()
+	if !ok {
+		return 0, false
+	}
+	f, _ := r.Float64()
+	return f, true
 }
 
 // Clone returns a shallow copy (values are immutable types).
@@ -207,6 +283,11 @@ func (it Item) Validate() error {
 			size += len(x)
 		case int64, int:
 			size += numberBytes
+		case Number:
+			if err := x.validate(); err != nil {
+				return fmt.Errorf("%w: attribute %q: %w", ErrInvalidItem, k, err)
+			}
+			size += numberBytes
 		case float64:
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return fmt.Errorf("%w: attribute %q is not a finite number", ErrInvalidItem, k)
@@ -224,6 +305,28 @@ func (it Item) Validate() error {
 	}
 	return nil
 }
+
+// validate checks that n is a number DynamoDB can store: decimal text of at
+// most 38 significant digits, zero or of magnitude from 1e-130 to below 1e126.
+func (n Number) validate() error {
+	r, ok := n.rat()
+	if !ok {
+		return fmt.Errorf("store.Number %q is not a decimal number", string(n))
+	}
+	if d := significantDigits(string(n)); d > maxDigits {
+		return fmt.Errorf("%s has %d significant digits, more than %d", string(n), d, maxDigits)
+	}
+	a := new(big.Rat).Abs(r)
+	if a.Sign() != 0 && (a.Cmp(ratMax) >= 0 || a.Cmp(ratMin) < 0) {
+		return fmt.Errorf("%s is outside the storable range %g to %g", string(n), MinNumber, MaxNumber)
+	}
+	return nil
+}
+
+var (
+	ratMax, _ = new(big.Rat).SetString("1e126")
+	ratMin, _ = new(big.Rat).SetString("1e-130")
+)
 
 // Normalize returns a copy of it with int values widened to int64. Backends
 // call it after Validate.
@@ -253,12 +356,16 @@ func FormatNumber(v any) (string, bool) {
 			return "0", true
 		}
 		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case Number:
+		return string(x), true
 	}
 	return "", false
 }
 
-// ParseNumber is FormatNumber's inverse: integer text gives int64, anything
-// else float64.
+// ParseNumber is FormatNumber's inverse: integer text that fits gives int64;
+// other text float64, or a [Number] keeping the text when float64 cannot
+// hold its value exactly (more than 15 significant digits that the nearest
+// float64, formatted, does not reproduce).
 func ParseNumber(s string) (any, error) {
 	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return i, nil
@@ -267,7 +374,22 @@ func ParseNumber(s string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse number %q: %w", s, err)
 	}
-	return f, nil
+	// Up to 15 significant digits survive the round trip through float64.
+	if significantDigits(s) <= 15 || !decimalRE.MatchString(s) {
+		return f, nil
+	}
+	text, _ := FormatNumber(f)
+	if numEqual(Number(s), Number(text)) {
+		return f, nil
+	}
+	return Number(s), nil
+}
+
+// numEqual compares two numbers' exact values.
+func numEqual(a, b Number) bool {
+	ar, aok := a.rat()
+	br, bok := b.rat()
+	return aok && bok && ar.Cmp(br) == 0
 }
 
 // Equal reports whether two attribute values are equal under the store's
@@ -282,6 +404,16 @@ func Equal(a, b any) bool {
 	if as, ok := a.(string); ok {
 		bs, ok := b.(string)
 		return ok && as == bs
+	}
+	if _, ok := b.(string); ok {
+		return false
+	}
+	_, aNum := a.(Number)
+	_, bNum := b.(Number)
+	if aNum || bNum {
+		at, aok := FormatNumber(a)
+		bt, bok := FormatNumber(b)
+		return aok && bok && numEqual(Number(at), Number(bt))
 	}
 	af, aok := Item{"x": a}.Float("x")
 	bf, bok := Item{"x": b}.Float("x")
