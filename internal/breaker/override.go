@@ -301,7 +301,7 @@ func (o Override) nextVersion() int64 {
 	if !o.HasProblem(attrVersion) {
 		return o.Version + 1
 	}
-	if f, ok := o.Raw[attrVersion].(float64); ok && f >= 0 && f < 1<<53 {
+	if f, ok := o.Raw.Float(attrVersion); ok && f >= 0 && f < 1<<53 {
 		return int64(math.Floor(f)) + 1
 	}
 	return 1

@@ -43,6 +43,10 @@ var malformedCases = []malformedCase{
 	{"version 1.5", map[string]rawAttr{"version": {"N", "1.5"}}, "version", "found N 1.5", true},
 	{"version 9e125", map[string]rawAttr{"version": {"N", "9e125"}}, "version", "found N 9e+125", true},
 	{"version of type S", map[string]rawAttr{"version": {"S", "1"}}, "version", `found S "1"`, true},
+	// More digits than float64 holds: a condition on the rounded 1 would
+	// never match what DynamoDB stores.
+	{"version 1.00000000000000000001", map[string]rawAttr{"version": {"N", "1.00000000000000000001"}}, "version", "found N 1.00000000000000000001", true},
+	{"version 99999999999999999999", map[string]rawAttr{"version": {"N", "99999999999999999999"}}, "version", "found N 99999999999999999999", true},
 	{"version 0", map[string]rawAttr{"version": {"N", "0"}}, "version", "found N 0", true},
 	// The operator meant to force the breaker: an unreadable expiry counts
 	// as none, so the override holds until cleared.

@@ -37,6 +37,7 @@ var hostileOverrides = []struct {
 	{"version 1.5", map[string]attr{"version": {"N", "1.5"}}, "version", "found N 1.5", "2026-11-29T19:30:00Z"},
 	{"version 9e125", map[string]attr{"version": {"N", "9e125"}}, "version", "found N 9e+125", "2026-11-29T19:30:00Z"},
 	{"version of type S", map[string]attr{"version": {"S", "1"}}, "version", `found S "1"`, "2026-11-29T19:30:00Z"},
+	{"version with 21 digits", map[string]attr{"version": {"N", "1.00000000000000000001"}}, "version", "found N 1.00000000000000000001", "2026-11-29T19:30:00Z"},
 	{"expires_at tomorrow", map[string]attr{"expires_at": {"S", "tomorrow"}}, "expires_at", `found S "tomorrow"`, "unreadable (held until cleared)"},
 	{"expires_at 1e20", map[string]attr{"expires_at": {"N", "1e20"}}, "expires_at", "found N 1e+20", "unreadable (held until cleared)"},
 	{"created_at 1e20", map[string]attr{"created_at": {"N", "1e20"}}, "created_at", "found N 1e+20", "2026-11-29T19:30:00Z"},
