@@ -158,8 +158,16 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 				t.Errorf("status:\n%s", r.Stdout)
 			}
 
+			// Without --overwrite it is held by someone: the conflict says the item is malformed.
+			r = e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "openai", "--reason", "fix", "--for", "10m")
+			if !strings.Contains(r.Stderr, "the item is malformed ("+tc.attr+": "+tc.found) || strings.Contains(r.Stderr, "changed while") {
+				t.Errorf("conflict: %s", r.Stderr)
+			}
 			// force-open --overwrite replaces it in one command.
-			e.MustRun(0, "breaker", "force-open", "openai", "--reason", "fix", "--for", "10m", "--overwrite")
+			r = e.MustRun(0, "breaker", "force-open", "openai", "--reason", "fix", "--for", "10m", "--overwrite")
+			if !strings.Contains(r.Stdout, "replaced a malformed item ("+tc.attr+": "+tc.found) {
+				t.Errorf("force-open --overwrite: %s", r.Stdout)
+			}
 			got := decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout)
 			if got.Reason != "fix" || got.Version < 1 {
 				t.Errorf("after --overwrite: %+v", got)
@@ -167,6 +175,9 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 			// clear removes it in one command.
 			write(attrs)
 			r = e.MustRun(0, "breaker", "clear", "openai")
+			if !strings.Contains(r.Stdout, "Cleared override on openai set by alice@laptop (a malformed item, removed as it was stored)") {
+				t.Errorf("clear: %s", r.Stdout)
+			}
 			e.MustRun(cmdutil.ExitNotFound, "breaker", "get", "openai")
 
 			// Both audit records keep the item as it was stored.
