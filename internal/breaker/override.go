@@ -33,6 +33,13 @@ const (
 	attrVersion   = "version"
 )
 
+// Attribute names other packages ask [Override.HasProblem] about.
+const (
+	AttrState     = attrState
+	AttrExpiresAt = attrExpiresAt
+	AttrVersion   = attrVersion
+)
+
 var dependencyRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // ErrInvalidDependency reports a dependency name that cannot name a breaker.
@@ -76,7 +83,7 @@ type Override struct {
 	// truncated copy.
 	Raw store.Item
 	// Problems lists the attributes of Raw that do not follow
-	// docs/contracts/breaker-override.md, in attribute order; empty for a
+	// docs/contracts/breaker-override.md, one entry each; empty for a
 	// well-formed item. Only [OverrideFromItem] decides what is malformed.
 	Problems []store.Problem
 }
@@ -277,7 +284,7 @@ func (d *overrideDecoder) epochMs(attr string, required bool) (int64, bool) {
 	return ms, true
 }
 
-// Condition returns the condition under which a write may replace or delete
+// condition returns the condition under which a write may replace or delete
 // the item o was read from: that its version attribute is still exactly as
 // stored — the same value and type when present (a malformed "1.5", 9e125 or
 // string included), absent when it was absent. Conditioning on the parsed

@@ -103,7 +103,7 @@ func setAgo(o breaker.Override, now time.Time) string {
 // expiryText says when an override lapses, relative to now.
 func expiryText(o breaker.Override, now time.Time) string {
 	switch {
-	case o.HasProblem("expires_at"):
+	case o.HasProblem(breaker.AttrExpiresAt):
 		return "expiry unreadable, held until cleared"
 	case !o.Expires():
 		return "never expires"

@@ -66,7 +66,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	tty := io.IsStdoutTTY()
 	version := strconv.FormatInt(o.Version, 10)
-	if o.HasProblem("version") {
+	if o.HasProblem(breaker.AttrVersion) {
 		version = "unreadable"
 	}
 	fields := []cmdutil.Field{

@@ -117,7 +117,7 @@ func StateLabel(o breaker.Override, now time.Time) string {
 		label = "forced_open"
 	case o.State == breaker.OverrideStateForcedOpen:
 		label = "expired"
-	case o.HasProblem("state"):
+	case o.HasProblem(breaker.AttrState):
 		label = "inactive"
 	}
 	if o.Malformed() {
@@ -128,7 +128,7 @@ func StateLabel(o breaker.Override, now time.Time) string {
 
 // Expiry renders when an override lapses, for tables.
 func Expiry(o breaker.Override, now time.Time, tty bool) string {
-	if o.HasProblem("expires_at") {
+	if o.HasProblem(breaker.AttrExpiresAt) {
 		return "unreadable (held until cleared)"
 	}
 	if !o.Expires() {
