@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"math/big"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -142,7 +140,7 @@ type Number string
 // MarshalJSON writes the number's text as a JSON number (JSON's spelling:
 // no "+", no bare leading or trailing ".").
 func (n Number) MarshalJSON() ([]byte, error) {
-	if _, ok := n.rat(); !ok {
+	if _, ok := parseDecimal(string(n)); !ok {
 		return nil, fmt.Errorf("store.Number %q is not a decimal number", string(n))
 	}
 	s := strings.TrimPrefix(string(n), "+")
@@ -164,27 +162,107 @@ func (n Number) MarshalJSON() ([]byte, error) {
 	return []byte(sign + intPart + exp), nil
 }
 
-// rat is the exact value of n, if it is decimal text.
-func (n Number) rat() (*big.Rat, bool) {
-	if !decimalRE.MatchString(string(n)) {
-		return nil, false
-	}
-	return new(big.Rat).SetString(string(n))
-}
-
-// decimalRE matches the decimal text DynamoDB numbers are written in.
-var decimalRE = regexp.MustCompile(`^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$`)
-
 // maxDigits is how many significant digits DynamoDB keeps.
 const maxDigits = 38
 
-// significantDigits counts the significant digits of decimal text.
-func significantDigits(s string) int {
-	if i := strings.IndexAny(s, "eE"); i >= 0 {
-		s = s[:i]
+// decimal is a number's exact value: 0.digits × 10^exp, digits without
+// leading or trailing zeros ("" for zero, whose exp is 0).
+type decimal struct {
+	neg    bool
+	digits string
+	exp    int
+}
+
+// parseDecimal reads decimal text ([+-]digits[.digits][e[+-]digits], as
+// DynamoDB numbers are written) into its exact value, without rounding and
+// without allocating beyond the digits.
+func parseDecimal(s string) (decimal, bool) {
+	var d decimal
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		d.neg = s[i] == '-'
+		i++
 	}
-	s = strings.TrimLeft(strings.ReplaceAll(strings.TrimLeft(s, "+-"), ".", ""), "0")
-	return len(strings.TrimRight(s, "0"))
+	start, point, digits := i, -1, 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c >= '0' && c <= '9' {
+			digits++
+			continue
+		}
+		if c == '.' && point < 0 {
+			point = i
+			continue
+		}
+		break
+	}
+	if digits == 0 {
+		return decimal{}, false
+	}
+	mant := s[start:i]
+	if i < len(s) {
+		if s[i] != 'e' && s[i] != 'E' || i+1 == len(s) {
+			return decimal{}, false
+		}
+		rest := s[i+1:]
+		if rest[0] == '+' || rest[0] == '-' {
+			rest = rest[1:]
+		}
+		if rest == "" || len(rest) > 6 || strings.TrimLeft(rest, "0123456789") != "" {
+			return decimal{}, false
+		}
+		e, _ := strconv.Atoi(s[i+1:])
+		d.exp = e
+	}
+	intLen := len(mant)
+	if point >= 0 {
+		intLen = point - start
+	}
+	all := mant
+	if point >= 0 {
+		all = mant[:intLen] + mant[intLen+1:]
+	}
+	lead := len(all) - len(strings.TrimLeft(all, "0"))
+	all = strings.TrimRight(all[lead:], "0")
+	if all == "" {
+		return decimal{}, true
+	}
+	d.digits = all
+	d.exp += intLen - lead
+	return d, true
+}
+
+// significantDigits counts the significant digits of decimal text without
+// allocating; ok is false for text that is not decimal (hex, Inf, NaN).
+func significantDigits(s string) (n int, ok bool) {
+	first, last, pos := -1, -1, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			if c != '0' {
+				if first < 0 {
+					first = pos
+				}
+				last = pos
+			}
+			pos++
+		case c == '.', (c == '+' || c == '-') && i == 0:
+		case c == 'e' || c == 'E':
+			i = len(s)
+		default:
+			return 0, false
+		}
+	}
+	if first < 0 {
+		return 0, true
+	}
+	return last - first + 1, true
+}
+
+// magnitudeOK reports whether d is zero or within DynamoDB's range
+// (10^(exp-1) <= |d| < 10^exp).
+func (d decimal) magnitudeOK() bool {
+	return d.digits == "" || (d.exp <= 126 && d.exp >= -129)
 }
 
 // PK returns the item's partition key, or "".
@@ -223,12 +301,11 @@ func (it Item) Float(name string) (float64, bool) {
 
 // float is n rounded to the nearest float64.
 func (n Number) float() (float64, bool) {
-	r, ok := n.rat()
-	if !ok {
+	if _, ok := parseDecimal(string(n)); !ok {
 		return 0, false
 	}
-	f, _ := r.Float64()
-	return f, true
+	f, err := strconv.ParseFloat(string(n), 64)
+	return f, err == nil
 }
 
 // Clone returns a shallow copy (values are immutable types).
@@ -309,24 +386,18 @@ func (it Item) Validate() error {
 // validate checks that n is a number DynamoDB can store: decimal text of at
 // most 38 significant digits, zero or of magnitude from 1e-130 to below 1e126.
 func (n Number) validate() error {
-	r, ok := n.rat()
+	d, ok := parseDecimal(string(n))
 	if !ok {
 		return fmt.Errorf("store.Number %q is not a decimal number", string(n))
 	}
-	if d := significantDigits(string(n)); d > maxDigits {
-		return fmt.Errorf("%s has %d significant digits, more than %d", string(n), d, maxDigits)
+	if len(d.digits) > maxDigits {
+		return fmt.Errorf("%s has %d significant digits, more than %d", string(n), len(d.digits), maxDigits)
 	}
-	a := new(big.Rat).Abs(r)
-	if a.Sign() != 0 && (a.Cmp(ratMax) >= 0 || a.Cmp(ratMin) < 0) {
+	if !d.magnitudeOK() {
 		return fmt.Errorf("%s is outside the storable range %g to %g", string(n), MinNumber, MaxNumber)
 	}
 	return nil
 }
-
-var (
-	ratMax, _ = new(big.Rat).SetString("1e126")
-	ratMin, _ = new(big.Rat).SetString("1e-130")
-)
 
 // Normalize returns a copy of it with int values widened to int64. Backends
 // call it after Validate.
@@ -375,21 +446,27 @@ func ParseNumber(s string) (any, error) {
 		return nil, fmt.Errorf("parse number %q: %w", s, err)
 	}
 	// Up to 15 significant digits survive the round trip through float64.
-	if significantDigits(s) <= 15 || !decimalRE.MatchString(s) {
+	if n, ok := significantDigits(s); !ok || n <= 15 {
 		return f, nil
 	}
-	text, _ := FormatNumber(f)
-	if numEqual(Number(s), Number(text)) {
+	d, ok := parseDecimal(s)
+	if !ok {
+		return f, nil
+	}
+	if back, _ := parseDecimal(strconv.FormatFloat(f, 'e', -1, 64)); back == d {
 		return f, nil
 	}
 	return Number(s), nil
 }
 
 // numEqual compares two numbers' exact values.
-func numEqual(a, b Number) bool {
-	ar, aok := a.rat()
-	br, bok := b.rat()
-	return aok && bok && ar.Cmp(br) == 0
+func numEqual(a, b string) bool {
+	ad, aok := parseDecimal(a)
+	bd, bok := parseDecimal(b)
+	if ad.digits == "" && bd.digits == "" {
+		return aok && bok // zero has no sign
+	}
+	return aok && bok && ad == bd
 }
 
 // Equal reports whether two attribute values are equal under the store's
@@ -413,7 +490,7 @@ func Equal(a, b any) bool {
 	if aNum || bNum {
 		at, aok := FormatNumber(a)
 		bt, bok := FormatNumber(b)
-		return aok && bok && numEqual(Number(at), Number(bt))
+		return aok && bok && numEqual(at, bt)
 	}
 	af, aok := Item{"x": a}.Float("x")
 	bf, bok := Item{"x": b}.Float("x")
