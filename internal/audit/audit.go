@@ -186,7 +186,7 @@ func key(t time.Time, id string) string {
 func (r Record) item() store.Item {
 	it := store.Item{
 		store.PK:      key(r.Time, r.ID),
-		"time":        r.Time.UnixMilli(),
+		attrTime:      r.Time.UnixMilli(),
 		"actor":       r.Actor,
 		"action":      r.Action,
 		"subject":     r.Subject,
@@ -209,24 +209,65 @@ func (r Record) item() store.Item {
 	return it
 }
 
-func fromItem(it store.Item) (Record, error) {
-	rest, ok := strings.CutPrefix(it.PK(), Prefix)
-	_, id, ok2 := strings.Cut(rest, "#")
-	ms, ok3 := it.Int("time")
-	if !ok || !ok2 || !ok3 {
-		return Record{}, fmt.Errorf("malformed audit item %q", it.PK())
+// Bounds of a record's time: whole epoch milliseconds from 1970 to the end of
+// year 9999 (what RFC 3339 can write).
+const maxEpochMs = 253402300799999
+
+// fromItem decodes a stored record. ok is false when the record cannot be
+// listed at all (its pk or time cannot be read); problems lists every
+// attribute that does not follow docs/contracts/audit-record.md, and the
+// record is decoded without them (an unreadable before is left out).
+func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
+	pk := it.PK()
+	bad := func(attr, what string) {
+		problems = append(problems, store.Problem{PK: pk, Attribute: attr, Problem: what})
 	}
-	r := Record{ID: id, Time: time.UnixMilli(ms).UTC(), Actor: it.Str("actor"), Action: it.Str("action"),
-		Subject: it.Str("subject"), Reason: it.Str("reason"), Context: it.Str("context"), Outcome: it.Str("outcome"),
-		ActorSource: ActorSource(it.Str("actor_source"))}
-	if b := it.Str("before"); b != "" {
-		r.Before = json.RawMessage(b)
+	ok = true
+	rest, _ := strings.CutPrefix(pk, Prefix)
+	if _, id, found := strings.Cut(rest, "#"); found && id != "" {
+		r.ID = id
+	} else {
+		bad(store.PK, fmt.Sprintf("found S %q, want audit#<epoch ms>#<id>", pk))
+		ok = false
 	}
-	if a := it.Str("after"); a != "" {
-		r.After = json.RawMessage(a)
+	switch ms, isInt := it[attrTime].(int64); {
+	case !isInt:
+		bad(attrTime, "found "+store.Found(it, attrTime)+", want N, whole epoch milliseconds")
+		ok = false
+	case ms < 0 || ms > maxEpochMs:
+		bad(attrTime, "found "+store.Found(it, attrTime)+", want N, whole epoch milliseconds between 1970 and 9999")
+		ok = false
+	default:
+		r.Time = time.UnixMilli(ms).UTC()
 	}
-	return r, nil
+	str := func(attr string, required bool) string {
+		v, present := it[attr]
+		s, isStr := v.(string)
+		if (present && !isStr) || (!present && required) {
+			bad(attr, "found "+store.Found(it, attr)+", want S")
+		}
+		return s
+	}
+	r.Actor, r.Action, r.Subject = str("actor", true), str("action", true), str("subject", true)
+	r.Reason, r.Context, r.Outcome = str("reason", false), str("context", true), str("outcome", true)
+	r.ActorSource = ActorSource(str("actor_source", false))
+	doc := func(attr string) json.RawMessage {
+		v := str(attr, false)
+		if v == "" {
+			return nil
+		}
+		if !json.Valid([]byte(v)) {
+			bad(attr, "found an S that is not a JSON document, want a JSON document (left out)")
+			return nil
+		}
+		return json.RawMessage(v)
+	}
+	r.Before, r.After = doc("before"), doc("after")
+	return r, ok, problems
 }
+
+// attrTime is the record's time attribute (epoch ms).
+const attrTime = "time"
 
 // Query filters [Log.List].
 type Query struct {
@@ -241,44 +282,65 @@ type Query struct {
 	Limit int
 }
 
-// List returns matching records, newest first. Records past retention are
-// left out even if the store has not collected them yet.
-func (l *Log) List(ctx context.Context, q Query) ([]Record, error) {
+// Listing is what [Log.List] read.
+type Listing struct {
+	// Records are the matching records, newest first.
+	Records []Record
+	// Unreadable lists, in pk order, every attribute of a matching record
+	// that does not follow the contract. A record whose pk or time cannot be
+	// read is left out of Records (it cannot be dated, so it is reported
+	// whatever Since says); one with another unreadable attribute is listed
+	// without it.
+	Unreadable []store.Problem
+}
+
+// List returns matching records, newest first, and the records it could
+// not read: one bad record never hides the others. Records past retention
+// are left out even if the store has not collected them yet.
+func (l *Log) List(ctx context.Context, q Query) (Listing, error) {
 	now := l.clock.Now()
-	var out []Record
+	var out Listing
 	for it, err := range l.store.Scan(ctx, store.ScanQuery{Prefix: Prefix}) {
 		if err != nil {
-			return nil, fmt.Errorf("list audit records: %w", err)
+			return Listing{}, fmt.Errorf("list audit records: %w", err)
 		}
-		r, err := fromItem(it)
-		if err != nil {
-			return nil, err
-		}
-		if now.Sub(r.Time) > Retention || (!q.Since.IsZero() && r.Time.Before(q.Since)) {
+		r, ok, problems := fromItem(it)
+		if !q.matches(r, ok, now) {
 			continue
 		}
-		if q.Action != "" && r.Action != q.Action {
-			continue
+		out.Unreadable = append(out.Unreadable, problems...)
+		if ok {
+			out.Records = append(out.Records, r)
 		}
-		if q.Subject != "" {
-			if p, ok := strings.CutSuffix(q.Subject, "*"); ok {
-				if !strings.HasPrefix(r.Subject, p) {
-					continue
-				}
-			} else if r.Subject != q.Subject {
-				continue
-			}
-		}
-		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Time.Equal(out[j].Time) {
-			return out[i].Time.After(out[j].Time)
+	sort.Slice(out.Records, func(i, j int) bool {
+		a, b := out.Records[i], out.Records[j]
+		if !a.Time.Equal(b.Time) {
+			return a.Time.After(b.Time)
 		}
-		return out[i].ID > out[j].ID
+		return a.ID > b.ID
 	})
-	if q.Limit > 0 && len(out) > q.Limit {
-		out = out[:q.Limit]
+	sort.SliceStable(out.Unreadable, func(i, j int) bool { return out.Unreadable[i].PK < out.Unreadable[j].PK })
+	if q.Limit > 0 && len(out.Records) > q.Limit {
+		out.Records = out.Records[:q.Limit]
 	}
 	return out, nil
+}
+
+// matches applies the query to r; dated is false when r's time is unknown,
+// which only the action and subject filters can rule out.
+func (q Query) matches(r Record, dated bool, now time.Time) bool {
+	if dated && (now.Sub(r.Time) > Retention || (!q.Since.IsZero() && r.Time.Before(q.Since))) {
+		return false
+	}
+	if q.Action != "" && r.Action != q.Action {
+		return false
+	}
+	if q.Subject != "" {
+		if p, ok := strings.CutSuffix(q.Subject, "*"); ok {
+			return strings.HasPrefix(r.Subject, p)
+		}
+		return r.Subject == q.Subject
+	}
+	return true
 }

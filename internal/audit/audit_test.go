@@ -41,7 +41,8 @@ func TestListFiltersAndOrders(t *testing.T) {
 	add("breaker.clear", "breaker#openai")
 	add("ratelimit.drain", "rl#agent-2")
 
-	all, err := log.List(ctx, audit.Query{})
+	l, err := log.List(ctx, audit.Query{})
+	all := l.Records
 	if err != nil || len(all) != 4 || all[0].Action != "ratelimit.drain" || all[3].Action != "breaker.force-open" {
 		t.Fatalf("newest first: %+v %v", all, err)
 	}
@@ -60,14 +61,14 @@ func TestListFiltersAndOrders(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got, err := log.List(ctx, tc.q)
-		if err != nil || len(got) != tc.want {
-			t.Errorf("List(%+v) = %d records (%v), want %d", tc.q, len(got), err, tc.want)
+		if err != nil || len(got.Records) != tc.want {
+			t.Errorf("List(%+v) = %d records (%v), want %d", tc.q, len(got.Records), err, tc.want)
 		}
 	}
 	// Past retention a record is hidden even though the store still holds it.
 	clk.Set(t0.Add(audit.Retention + 30*time.Second))
-	if got, _ := log.List(ctx, audit.Query{}); len(got) != 3 {
-		t.Errorf("after 90 days the oldest record should be hidden: %d left", len(got))
+	if got, _ := log.List(ctx, audit.Query{}); len(got.Records) != 3 {
+		t.Errorf("after 90 days the oldest record should be hidden: %d left", len(got.Records))
 	}
 }
 
@@ -137,7 +138,7 @@ func TestActorSourceIsStampedAndReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]audit.ActorSource{"a.verified": audit.ActorSTS, "a.unknown": "", "a.explicit": audit.ActorUnverified, "a.plain": ""}
-	for _, r := range recs {
+	for _, r := range recs.Records {
 		if r.ActorSource != want[r.Action] {
 			t.Errorf("%s: actor source %q, want %q", r.Action, r.ActorSource, want[r.Action])
 		}

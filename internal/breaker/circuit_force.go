@@ -22,6 +22,11 @@ type Force struct {
 	ExpiresAt time.Time
 	// Reason is the operator's note, copied into the watcher's log event.
 	Reason string
+	// Malformed, when set, says what of the stored item does not follow the
+	// contract (the first problem). The rule above already applied to it: a
+	// malformed expiry counts as none, so such an override holds until it
+	// is cleared. The watcher logs it, so the fleet's logs show why.
+	Malformed string
 }
 
 // activeAt reports whether the override holds at now.
@@ -181,6 +186,14 @@ func (w *ForceWatcher) Sync(ctx context.Context) (read bool) {
 func (w *ForceWatcher) apply(f Force, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if f.Malformed != "" && f.Malformed != w.last.Malformed {
+		w.logger.LogAttrs(context.Background(), slog.LevelWarn, "breaker override item is malformed; applying the safe reading",
+			slog.String("event", "breaker_override_malformed"),
+			slog.String("dependency", w.b.Name()),
+			slog.Bool("forced", f.activeAt(now)),
+			slog.String("problem", f.Malformed),
+		)
+	}
 	w.last = f
 	if f.activeAt(now) {
 		var exp int64

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // OverridePrefix starts the pk of every breaker override item.
@@ -28,6 +31,13 @@ const (
 	attrCreatedAt = "created_at"
 	attrExpiresAt = "expires_at"
 	attrVersion   = "version"
+)
+
+// Attribute names other packages ask [Override.HasProblem] about.
+const (
+	AttrState     = attrState
+	AttrExpiresAt = attrExpiresAt
+	AttrVersion   = attrVersion
 )
 
 var dependencyRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -60,14 +70,74 @@ type Override struct {
 	Reason    string
 	Actor     string
 	CreatedAt time.Time
-	// ExpiresAt is the zero time when the override does not expire.
+	// ExpiresAt is the zero time when the override does not expire, or when
+	// its stored expires_at is malformed (see [Override.ActiveAt]).
 	ExpiresAt time.Time
-	// Version increases by one on every write; conditional writes compare it.
+	// Version increases by one on every write; conditional writes compare the
+	// stored attribute (Raw), not this parsed copy.
 	Version int64
+	// Raw is the item exactly as read from the store (nil for an override
+	// built in memory). A write that replaces or deletes the item is
+	// conditional on Raw's version attribute as stored, and audit records
+	// keep Raw as the before-image, so nothing is judged by a parsed,
+	// truncated copy.
+	Raw store.Item
+	// Problems lists the attributes of Raw that do not follow
+	// docs/contracts/breaker-override.md, one entry each; empty for a
+	// well-formed item. Only [OverrideFromItem] decides what is malformed.
+	Problems []store.Problem
+}
+
+// Malformed reports whether the stored item does not follow the contract.
+func (o Override) Malformed() bool { return len(o.Problems) > 0 }
+
+// HasProblem reports whether attribute attr of the stored item is malformed.
+func (o Override) HasProblem(attr string) bool {
+	for _, p := range o.Problems {
+		if p.Attribute == attr {
+			return true
+		}
+	}
+	return false
+}
+
+// MalformedSummary says in one line what of the stored item does not follow
+// the contract and how the data plane reads it at now, with the repair; ""
+// for a well-formed item. Every surface (list, get, status, the dashboard,
+// drills) shows this sentence.
+func (o Override) MalformedSummary(now time.Time) string {
+	if !o.Malformed() {
+		return ""
+	}
+	parts := make([]string, len(o.Problems))
+	for i, p := range o.Problems {
+		parts[i] = p.Attribute + ": " + p.Problem
+	}
+	var reading string
+	switch {
+	case o.State != OverrideStateForcedOpen:
+		reading = "not in force (its state is not forced_open)"
+	case o.HasProblem(attrExpiresAt):
+		reading = "in force until cleared (an unreadable expiry counts as none)"
+	case o.ActiveAt(now):
+		reading = "in force"
+	default:
+		reading = "expired"
+	}
+	return fmt.Sprintf("malformed override item (%s): %s; repair it with koshactl breaker clear %s, or force-open --overwrite",
+		strings.Join(parts, "; "), reading, o.Dependency)
 }
 
 // ActiveAt applies the data plane's rule: an override is active iff its item
 // exists, its state is forced_open and expires_at is absent or after now.
+//
+// A malformed item follows the same rule with one addition, safety first: a
+// malformed expires_at counts as absent, so an item whose state is
+// forced_open stays active until it is cleared. The operator meant to force
+// the breaker; releasing it because an expiry could not be read would send
+// traffic to a dependency someone took out of service, unseen. A malformed
+// state (absent, not a string, or another word) is inactive: nothing says the
+// breaker should be forced.
 func (o Override) ActiveAt(now time.Time) bool {
 	if o.State != OverrideStateForcedOpen {
 		return false
@@ -75,8 +145,17 @@ func (o Override) ActiveAt(now time.Time) bool {
 	return o.ExpiresAt.IsZero() || now.Before(o.ExpiresAt)
 }
 
-// Expires reports whether the override has an expiry.
+// Expires reports whether the override has a valid expiry.
 func (o Override) Expires() bool { return !o.ExpiresAt.IsZero() }
+
+// ForceAt is the override as a [ForceSource] reports it at now.
+func (o Override) ForceAt(now time.Time) Force {
+	f := Force{Active: o.ActiveAt(now), ExpiresAt: o.ExpiresAt, Reason: o.Reason}
+	if o.Malformed() {
+		f.Malformed = o.Problems[0].Error()
+	}
+	return f
+}
 
 // Item encodes the override as a store item following the contract.
 func (o Override) Item() store.Item {
@@ -98,24 +177,141 @@ func (o Override) Item() store.Item {
 	return it
 }
 
-// OverrideFromItem decodes a stored override item.
+// Epoch-millisecond bounds of created_at and expires_at: from 1970 to the
+// end of year 9999, the range RFC 3339 can write.
+const (
+	minEpochMs int64 = 0
+	maxEpochMs int64 = 253402300799999
+)
+
+// OverrideFromItem decodes a stored override item. Its error (wrapping
+// ErrInvalidOverride) is reserved for an item that is not an override at all
+// (a pk outside breaker#); every other departure from the contract is
+// decoded as far as it goes and listed in Override.Problems, so the item can
+// still be shown, and cleared or replaced in one command.
 func OverrideFromItem(it store.Item) (Override, error) {
 	pk := it.PK()
 	dep, ok := strings.CutPrefix(pk, OverridePrefix)
 	if !ok || dep == "" {
 		return Override{}, fmt.Errorf("%w: pk %q does not start with %q", ErrInvalidOverride, pk, OverridePrefix)
 	}
-	o := Override{Dependency: dep, State: it.Str(attrState), Reason: it.Str(attrReason), Actor: it.Str(attrActor)}
-	created, ok := it.Int(attrCreatedAt)
-	if !ok {
-		return Override{}, fmt.Errorf("%w: %s has no numeric created_at", ErrInvalidOverride, pk)
+	d := overrideDecoder{it: it}
+	o := Override{Dependency: dep, Raw: it.Clone()}
+	if ValidateDependency(dep) != nil {
+		d.problem(store.PK, "want breaker#<dependency>: 1-63 of a-z, 0-9 and inner hyphens")
 	}
-	o.CreatedAt = time.UnixMilli(created).UTC()
-	if exp, ok := it.Int(attrExpiresAt); ok {
-		o.ExpiresAt = time.UnixMilli(exp).UTC()
+	if o.State, _ = it[attrState].(string); o.State != OverrideStateForcedOpen {
+		d.problem(attrState, `want S "forced_open"`)
 	}
-	o.Version, _ = it.Int(attrVersion)
+	o.Reason = d.str(attrReason)
+	if n := textsafe.Len(o.Reason); n > audit.MaxReasonLen {
+		d.problem(attrReason, fmt.Sprintf("%d characters, want at most %d", n, audit.MaxReasonLen))
+	}
+	o.Actor = d.str(attrActor)
+	if ms, ok := d.epochMs(attrCreatedAt, true); ok {
+		o.CreatedAt = time.UnixMilli(ms).UTC()
+	}
+	if ms, ok := d.epochMs(attrExpiresAt, false); ok {
+		o.ExpiresAt = time.UnixMilli(ms).UTC()
+	}
+	if v, ok := d.whole(attrVersion, true, "want N, a whole number from 1"); ok {
+		if v < 1 {
+			d.problem(attrVersion, "want N, a whole number from 1")
+		} else {
+			o.Version = v
+		}
+	}
+	if _, ok := it[store.TTLAttr]; ok {
+		d.whole(store.TTLAttr, false, "want N, epoch seconds")
+	}
+	o.Problems = d.problems
 	return o, nil
+}
+
+// overrideDecoder reads an item's attributes, collecting what does not
+// follow the contract.
+type overrideDecoder struct {
+	it       store.Item
+	problems []store.Problem
+}
+
+// problem records that attr is malformed; want says what the contract asks.
+func (d *overrideDecoder) problem(attr, want string) {
+	found := store.Found(d.it, attr)
+	if attr == store.PK {
+		found = fmt.Sprintf("S %q", d.it.PK())
+	}
+	d.problems = append(d.problems, store.Problem{PK: d.it.PK(), Attribute: attr, Problem: "found " + found + ", " + want})
+}
+
+// str reads a required string attribute; "" when it is absent or not a string.
+func (d *overrideDecoder) str(attr string) string {
+	s, ok := d.it[attr].(string)
+	if !ok {
+		d.problem(attr, "want S")
+	}
+	return s
+}
+
+// whole reads a number that must be a whole int64. It records want as the
+// problem when the attribute is absent (and required), not a number, or not
+// whole; ok is false then.
+func (d *overrideDecoder) whole(attr string, required bool, want string) (int64, bool) {
+	switch v := d.it[attr].(type) {
+	case int64:
+		return v, true
+	case nil:
+		if _, present := d.it[attr]; !present && !required {
+			return 0, false
+		}
+	}
+	d.problem(attr, want)
+	return 0, false
+}
+
+// epochMs reads an epoch-milliseconds attribute within the range times can
+// be written in.
+func (d *overrideDecoder) epochMs(attr string, required bool) (int64, bool) {
+	const want = "want N, whole epoch milliseconds between 1970 and 9999"
+	ms, ok := d.whole(attr, required, want)
+	if !ok {
+		return 0, false
+	}
+	if ms < minEpochMs || ms > maxEpochMs {
+		d.problem(attr, want)
+		return 0, false
+	}
+	return ms, true
+}
+
+// condition returns the condition under which a write may replace or delete
+// the item o was read from: that its version attribute is still exactly as
+// stored — the same value and type when present (a malformed "1.5", 9e125 or
+// string included), absent when it was absent. Conditioning on the parsed
+// Version instead would never match a malformed one, and the item could not
+// be cleared.
+func (o Override) condition() store.Condition {
+	if o.Raw == nil {
+		return store.IfEquals(attrVersion, o.Version)
+	}
+	v, ok := o.Raw[attrVersion]
+	if !ok {
+		return store.IfPresentWithout(attrVersion)
+	}
+	return store.IfEquals(attrVersion, v)
+}
+
+// nextVersion is the version a replacement of o carries: one more than a
+// well-formed version; for a malformed one, one more than its whole part when
+// that is a sensible number, else 1 (a new sequence).
+func (o Override) nextVersion() int64 {
+	if !o.HasProblem(attrVersion) {
+		return o.Version + 1
+	}
+	if f, ok := o.Raw.Float(attrVersion); ok && f >= 0 && f < 1<<53 {
+		return int64(math.Floor(f)) + 1
+	}
+	return 1
 }
 
 // OverrideStore is what [Overrides] needs of a store.
@@ -164,7 +360,7 @@ func (s *Overrides) ForcedOpen(ctx context.Context, dependency string) (Force, e
 	if err != nil {
 		return Force{}, err
 	}
-	return Force{Active: o.ActiveAt(s.clock.Now()), ExpiresAt: o.ExpiresAt, Reason: o.Reason}, nil
+	return o.ForceAt(s.clock.Now()), nil
 }
 
 var _ ForceSource = (*Overrides)(nil)
@@ -240,6 +436,10 @@ func (e *ConflictError) Error() string {
 		what += ", expires " + c.ExpiresAt.Format(time.RFC3339)
 	}
 	what += ")"
+	if c.Malformed() {
+		what += fmt.Sprintf("; the item is malformed (%s: %s): replace it with --overwrite or remove it with koshactl breaker clear",
+			c.Problems[0].Attribute, c.Problems[0].Problem)
+	}
 	if e.Raced {
 		return what + "; it changed while koshactl was acting: review it, then re-run"
 	}
@@ -294,8 +494,8 @@ func (s *Overrides) Force(ctx context.Context, req ForceRequest) (ForceResult, e
 	}
 	cond := store.IfAbsent()
 	if before != nil {
-		after.Version = before.Version + 1
-		cond = store.IfEquals(attrVersion, before.Version)
+		after.Version = before.nextVersion()
+		cond = before.condition()
 	}
 	res.After = after
 	if req.DryRun {
@@ -343,7 +543,7 @@ func (s *Overrides) Clear(ctx context.Context, dependency string, dryRun bool) (
 	if dryRun {
 		return res, nil
 	}
-	if err := s.store.Delete(ctx, OverrideKey(dependency), store.IfEquals(attrVersion, cur.Version)); err != nil {
+	if err := s.store.Delete(ctx, OverrideKey(dependency), cur.condition()); err != nil {
 		if errors.Is(err, store.ErrConditionFailed) {
 			// Gone already (someone else cleared it) is the outcome we wanted.
 			if _, gerr := s.Get(ctx, dependency); errors.Is(gerr, store.ErrNotFound) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Audit actions recorded for override changes.
@@ -18,26 +19,27 @@ type OverrideAuditor interface {
 	Append(ctx context.Context, e audit.Entry) (audit.Record, error)
 }
 
-// OverrideAuditView is how an override appears in audit records' before/after.
-type OverrideAuditView struct {
-	State     string `json:"state"`
-	Reason    string `json:"reason"`
-	Actor     string `json:"actor"`
-	CreatedAt int64  `json:"created_at"`
-	ExpiresAt *int64 `json:"expires_at,omitempty"`
-	Version   int64  `json:"version"`
-}
-
-func auditView(o *Override) any {
+// AuditState is how an override appears in audit records' before/after: a
+// JSON object of the item's attributes exactly as stored (pk left out: it
+// is the record's subject), strings as JSON strings and numbers as JSON
+// numbers. For an override read from the store that is its Raw item, so a
+// malformed item is recorded as it was, not as koshactl parsed it; for one
+// about to be written, the item written. nil gives nil (no item).
+func AuditState(o *Override) any {
 	if o == nil {
 		return nil
 	}
-	v := OverrideAuditView{State: o.State, Reason: o.Reason, Actor: o.Actor, CreatedAt: o.CreatedAt.UnixMilli(), Version: o.Version}
-	if o.Expires() {
-		ms := o.ExpiresAt.UnixMilli()
-		v.ExpiresAt = &ms
+	it := o.Raw
+	if it == nil {
+		it = o.Item()
 	}
-	return v
+	doc := make(map[string]any, len(it))
+	for k, v := range it {
+		if k != store.PK {
+			doc[k] = v
+		}
+	}
+	return doc
 }
 
 // ForceAudited forces an override (req.DryRun is ignored: it always writes)
@@ -50,7 +52,7 @@ func (s *Overrides) ForceAudited(ctx context.Context, log OverrideAuditor, req F
 		return res, audit.Record{}, err
 	}
 	rec, err := log.Append(ctx, audit.Entry{Actor: req.Actor, Action: ActionForceOpen, Subject: OverrideKey(req.Dependency),
-		Reason: req.Reason, Before: auditView(res.Before), After: auditView(&res.After)})
+		Reason: req.Reason, Before: AuditState(res.Before), After: AuditState(&res.After)})
 	if err != nil {
 		return res, rec, fmt.Errorf("%s was forced open, but %w", req.Dependency, err)
 	}
@@ -65,7 +67,7 @@ func (s *Overrides) ClearAudited(ctx context.Context, log OverrideAuditor, depen
 		return res, audit.Record{}, err
 	}
 	rec, err := log.Append(ctx, audit.Entry{Actor: actor, Action: ActionClear, Subject: OverrideKey(dependency),
-		Reason: reason, Before: auditView(res.Before)})
+		Reason: reason, Before: AuditState(res.Before)})
 	if err != nil {
 		return res, rec, fmt.Errorf("%s was cleared, but %w", dependency, err)
 	}

@@ -27,6 +27,7 @@ const (
 	ExitRefused     = 7   // a protected context needs confirmation (--yes) or it was declined; a safety check needs --force
 	ExitAudit       = 8   // the change was made but its audit record could not be written
 	ExitRollback    = 9   // a drill's rollback failed or was abandoned: a lever may still be pulled
+	ExitPartial     = 10  // a list showed what it could read; some stored items could not be read in full (each one reported)
 	ExitCancelled   = 130 // interrupted (SIGINT)
 )
 

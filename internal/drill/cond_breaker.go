@@ -239,8 +239,13 @@ func (c *breakerCondition) checkStore(ctx context.Context, rc *RunContext, dep s
 	case o.ActiveAt(rc.Now()):
 		state = breaker.OverrideStateForcedOpen
 		detail = fmt.Sprintf("%s: forced open by %s (%s)", dep, o.Actor, expiryText(o.ExpiresAt))
+	case o.State != breaker.OverrideStateForcedOpen:
+		detail = dep + ": override item not in force"
 	default:
 		detail = fmt.Sprintf("%s: override expired at %s", dep, o.ExpiresAt.UTC().Format("15:04:05Z"))
+	}
+	if err == nil && o.Malformed() {
+		detail += "; " + o.MalformedSummary(rc.Now())
 	}
 	return Observation{Holds: slices.Contains(c.states, state), Detail: detail}, nil
 }

@@ -330,10 +330,11 @@ func (e *env) run(ctx context.Context, d *Drill, reps ...Reporter) (*Journal, st
 
 func (e *env) auditRecords() []audit.Record {
 	e.t.Helper()
-	recs, err := e.log.List(context.Background(), audit.Query{})
+	l, err := e.log.List(context.Background(), audit.Query{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	recs := l.Records
 	return recs
 }
 

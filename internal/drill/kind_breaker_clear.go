@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
@@ -139,5 +140,12 @@ func (a *clearOverride) Run(ctx context.Context, rc *RunContext) (*Outputs, erro
 // is the override cur.
 func sameOverride(before any, cur breaker.Override) bool {
 	b, ok := before.(*breaker.Override)
-	return ok && b != nil && b.Version == cur.Version && b.CreatedAt.Equal(cur.CreatedAt) && b.Actor == cur.Actor
+	if !ok || b == nil {
+		return false
+	}
+	if b.Raw != nil && cur.Raw != nil {
+		// Both as stored: a malformed item has no trustworthy version.
+		return maps.Equal(b.Raw, cur.Raw)
+	}
+	return b.Version == cur.Version && b.CreatedAt.Equal(cur.CreatedAt) && b.Actor == cur.Actor
 }

@@ -75,7 +75,7 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *RunContext) (string, er
 			return "", fmt.Errorf("restore override of %s: %w", r.dependency, err)
 		}
 		_, aerr := svc.Audit.Append(ctx, audit.Entry{Actor: svc.Actor, Action: breaker.ActionForceOpen, Subject: r.Subject(),
-			Reason: rc.Reason("rollback restores the override set by " + b.Actor), Before: overrideView(res.Before), After: overrideView(&res.After)})
+			Reason: rc.Reason("rollback restores the override set by " + b.Actor), Before: breaker.AuditState(res.Before), After: breaker.AuditState(&res.After)})
 		if aerr != nil {
 			return "", fmt.Errorf("restored the override of %s, but %w", r.dependency, aerr)
 		}
@@ -99,18 +99,6 @@ func expiryText(t time.Time) string {
 		return "no expiry"
 	}
 	return "expires " + t.UTC().Format(time.RFC3339)
-}
-
-func overrideView(o *breaker.Override) any {
-	if o == nil {
-		return nil
-	}
-	v := breaker.OverrideAuditView{State: o.State, Reason: o.Reason, Actor: o.Actor, CreatedAt: o.CreatedAt.UnixMilli(), Version: o.Version}
-	if o.Expires() {
-		ms := o.ExpiresAt.UnixMilli()
-		v.ExpiresAt = &ms
-	}
-	return v
 }
 
 // checkDependency validates a dependency name at run time (after

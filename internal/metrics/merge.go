@@ -235,9 +235,15 @@ func notes(st DependencyStatus, now time.Time) []string {
 		// breakdown, or a partial one): some instance reports it.
 		forcedReporting = max(g.Samples, 1)
 	}
+	if st.Override != nil && st.Override.Malformed() {
+		out = append(out, st.Override.MalformedSummary(now))
+	}
 	switch {
 	case st.OverrideActive && st.GaugeState != Forced && st.GaugeState != NoData:
 		age := now.Sub(st.Override.CreatedAt)
+		if st.Override.CreatedAt.IsZero() {
+			age = OverrideLag // unknown (malformed created_at): not "just set"
+		}
 		if age < OverrideLag {
 			out = append(out, fmt.Sprintf("override set %s ago: gauges catch up within %s", roundAge(age), roundAge(OverrideLag)))
 		} else {
@@ -250,7 +256,7 @@ func notes(st DependencyStatus, now time.Time) []string {
 					roundAge(age), n, g.Reporting))
 			default:
 				out = append(out, fmt.Sprintf("override active for %s but %d of %d instances do not report forced: check that they read the store",
-					roundAge(age), n, g.Reporting))
+					overrideAge(st.Override, now), n, g.Reporting))
 			}
 		}
 	case !st.OverrideActive && forcedReporting > 0:
@@ -270,6 +276,15 @@ func notes(st DependencyStatus, now time.Time) []string {
 		out = append(out, g.BreakdownNote)
 	}
 	return out
+}
+
+// overrideAge is how long an override has been set, for a note; "an unknown
+// time" when its created_at is malformed.
+func overrideAge(o *breaker.Override, now time.Time) string {
+	if o.CreatedAt.IsZero() {
+		return "an unknown time"
+	}
+	return roundAge(now.Sub(o.CreatedAt))
 }
 
 // roundAge writes an age for a note: 40s, 3m, 12m30s, 2h05m.

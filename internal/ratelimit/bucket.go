@@ -104,17 +104,25 @@ func BucketFromItem(it store.Item) (Bucket, error) {
 	pk := it.PK()
 	client, ok := strings.CutPrefix(pk, KeyPrefix)
 	if !ok || client == "" {
-		return Bucket{}, fmt.Errorf("%w: pk %q does not start with %q", ErrMalformedBucket, pk, KeyPrefix)
+		return Bucket{}, fmt.Errorf("%w: %w", ErrMalformedBucket,
+			store.Problem{PK: pk, Attribute: store.PK, Problem: fmt.Sprintf("found S %q, want %s<client>", pk, KeyPrefix)})
 	}
 	b := Bucket{Client: client}
 	if b.Tokens, ok = it.Float(AttrTokens); !ok {
-		return Bucket{}, fmt.Errorf("%w: %s has no numeric %s", ErrMalformedBucket, pk, AttrTokens)
+		return Bucket{}, malformed(it, AttrTokens, "want N")
 	}
 	if b.UpdatedAtMs, ok = it.Int(AttrUpdatedAt); !ok || b.UpdatedAtMs <= 0 {
-		return Bucket{}, fmt.Errorf("%w: %s has no positive numeric %s", ErrMalformedBucket, pk, AttrUpdatedAt)
+		return Bucket{}, malformed(it, AttrUpdatedAt, "want N, positive epoch milliseconds")
 	}
 	b.TTL, _ = it.Int(store.TTLAttr)
 	return b, nil
+}
+
+// malformed reports attribute attr of it as not following the contract: an
+// error wrapping ErrMalformedBucket and a store.Problem (errors.As finds it).
+func malformed(it store.Item, attr, want string) error {
+	return fmt.Errorf("%w: %w", ErrMalformedBucket,
+		store.Problem{PK: it.PK(), Attribute: attr, Problem: "found " + store.Found(it, attr) + ", " + want})
 }
 
 // Status is what a bucket means at one instant: the stored values and the

@@ -334,7 +334,7 @@ func TestBucketsApplyAudited(t *testing.T) {
 		t.Errorf("no-op reset recorded: %+v %v", rec, err)
 	}
 	recs, err := log.List(ctx, audit.Query{})
-	if err != nil || len(recs) != 1 {
+	if err != nil || len(recs.Records) != 1 {
 		t.Errorf("audit records: %v %v", recs, err)
 	}
 

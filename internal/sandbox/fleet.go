@@ -198,7 +198,8 @@ type overrideSource struct {
 var _ breaker.ForceSource = (*overrideSource)(nil)
 
 // ForcedOpen reports dependency's override. An absent item is an inactive
-// force; a malformed one is an error (the watcher keeps its last value).
+// force; a malformed one follows the contract's rule for malformed items
+// (breaker.Override.ActiveAt); a store error keeps the watcher's last value.
 func (s *overrideSource) ForcedOpen(ctx context.Context, dependency string) (breaker.Force, error) {
 	o, err := s.ov.Get(ctx, dependency)
 	if errors.Is(err, store.ErrNotFound) {
@@ -207,7 +208,7 @@ func (s *overrideSource) ForcedOpen(ctx context.Context, dependency string) (bre
 	if err != nil {
 		return breaker.Force{}, err
 	}
-	return breaker.Force{Active: o.ActiveAt(s.clock.Now()), ExpiresAt: o.ExpiresAt, Reason: o.Reason}, nil
+	return o.ForceAt(s.clock.Now()), nil
 }
 
 // newFleet builds cfg.Instances instances.

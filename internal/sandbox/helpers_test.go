@@ -347,7 +347,7 @@ func (h *harness) records(action string) []audit.Record {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return rs
+	return rs.Records
 }
 
 // mint signs a header with the harness key.

@@ -10,10 +10,12 @@ const (
 	condPresent
 	condEquals
 	condAbsentOrEquals
+	condPresentWithout
 )
 
 // Condition guards a write. Build one with [Always], [IfAbsent], [IfPresent],
-// [IfEquals] or [IfAbsentOrEquals]; the zero value is [Always].
+// [IfEquals], [IfAbsentOrEquals] or [IfPresentWithout]; the zero value is
+// [Always].
 type Condition struct {
 	kind  condKind
 	attr  string
@@ -39,14 +41,25 @@ func IfAbsentOrEquals(attr string, v any) Condition {
 	return Condition{kind: condAbsentOrEquals, attr: attr, value: v}
 }
 
+// IfPresentWithout holds when the item exists and has no attribute attr. It
+// is how a write is made conditional on an attribute that was absent when the
+// item was read ("attribute_exists(pk) AND attribute_not_exists(attr)").
+func IfPresentWithout(attr string) Condition { return Condition{kind: condPresentWithout, attr: attr} }
+
 // IsAlways reports whether the condition is [Always] (no check at all).
 func (c Condition) IsAlways() bool { return c.kind == condAlways }
 
 // Validate checks that the condition can be evaluated: IfEquals and
 // IfAbsentOrEquals need an attribute name and a string, int, int64 or finite
-// float64 value. Backends call it before writing; a bad condition fails with
-// ErrInvalidItem.
+// float64 value; IfPresentWithout needs an attribute name. Backends call it
+// before writing; a bad condition fails with ErrInvalidItem.
 func (c Condition) Validate() error {
+	if c.kind == condPresentWithout {
+		if c.attr == "" {
+			return fmt.Errorf("%w: condition %v has no attribute name", ErrInvalidItem, c)
+		}
+		return nil
+	}
 	attr, v, ok := c.Match()
 	if !ok {
 		return nil
@@ -68,6 +81,15 @@ func (c Condition) AllowsAbsent() bool {
 // RequiresAbsent reports whether the condition holds only for a missing item.
 func (c Condition) RequiresAbsent() bool { return c.kind == condAbsent }
 
+// Lacks returns the attribute an existing item must not have, if any
+// ([IfPresentWithout]).
+func (c Condition) Lacks() (attr string, ok bool) {
+	if c.kind == condPresentWithout {
+		return c.attr, true
+	}
+	return "", false
+}
+
 // Match returns the attribute and value an existing item must hold, if any.
 func (c Condition) Match() (attr string, v any, ok bool) {
 	if c.kind == condEquals || c.kind == condAbsentOrEquals {
@@ -88,6 +110,9 @@ func (c Condition) Holds(current Item) bool {
 		return true
 	case condAbsent:
 		return false
+	case condPresentWithout:
+		_, has := current[c.attr]
+		return !has
 	default:
 		v, ok := current[c.attr]
 		return ok && Equal(v, c.value)
@@ -105,6 +130,8 @@ func (c Condition) String() string {
 		return fmt.Sprintf("%s = %v", c.attr, c.value)
 	case condAbsentOrEquals:
 		return fmt.Sprintf("item absent or %s = %v", c.attr, c.value)
+	case condPresentWithout:
+		return fmt.Sprintf("item present without %s", c.attr)
 	case condAlways:
 		// Below.
 	}

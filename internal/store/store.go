@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -121,11 +122,148 @@ func (e *ConditionError) Error() string {
 // Is makes errors.Is(err, ErrConditionFailed) true.
 func (e *ConditionError) Is(target error) bool { return target == ErrConditionFailed }
 
-// Item is one stored record. Values are string, int64 or float64 only: use
-// [Item.Set] helpers or plain literals of those types. A float64 that holds a
-// whole number is stored as a number like any other and may read back as int64;
+// Item is one stored record. Values are string, int64, float64 or [Number]
+// only: use plain literals of those types. A float64 that holds a whole
+// number is stored as a number like any other and may read back as int64;
 // use [Item.Float] to read numbers that may be fractional.
 type Item map[string]any
+
+// Number is a stored number kept as its decimal text. Backends return one for
+// a number that neither int64 nor float64 holds exactly (DynamoDB keeps 38
+// significant digits: 1.00000000000000000001, 99999999999999999999), so a
+// write conditional on the value read ([IfEquals]) matches the number as
+// stored, not a rounded copy. It may also be written, with the same limits
+// as any number. [Item.Int] and [Item.Float] read it, rounded; it encodes
+// as a JSON number.
+type Number string
+
+// MarshalJSON writes the number's text as a JSON number (JSON's spelling:
+// no "+", no bare leading or trailing ".").
+func (n Number) MarshalJSON() ([]byte, error) {
+	if _, ok := parseDecimal(string(n)); !ok {
+		return nil, fmt.Errorf("store.Number %q is not a decimal number", string(n))
+	}
+	s := strings.TrimPrefix(string(n), "+")
+	sign := ""
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		sign, s = "-", rest
+	}
+	mant, exp := s, ""
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant, exp = s[:i], s[i:]
+	}
+	intPart, frac, dot := strings.Cut(mant, ".")
+	if intPart = strings.TrimLeft(intPart, "0"); intPart == "" {
+		intPart = "0"
+	}
+	if dot && frac != "" {
+		intPart += "." + frac
+	}
+	return []byte(sign + intPart + exp), nil
+}
+
+// maxDigits is how many significant digits DynamoDB keeps.
+const maxDigits = 38
+
+// decimal is a number's exact value: 0.digits × 10^exp, digits without
+// leading or trailing zeros ("" for zero, whose exp is 0).
+type decimal struct {
+	neg    bool
+	digits string
+	exp    int
+}
+
+// parseDecimal reads decimal text ([+-]digits[.digits][e[+-]digits], as
+// DynamoDB numbers are written) into its exact value, without rounding and
+// without allocating beyond the digits.
+func parseDecimal(s string) (decimal, bool) {
+	var d decimal
+	i := 0
+	if i < len(s) && (s[i] == '+' || s[i] == '-') {
+		d.neg = s[i] == '-'
+		i++
+	}
+	start, point, digits := i, -1, 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c >= '0' && c <= '9' {
+			digits++
+			continue
+		}
+		if c == '.' && point < 0 {
+			point = i
+			continue
+		}
+		break
+	}
+	if digits == 0 {
+		return decimal{}, false
+	}
+	mant := s[start:i]
+	if i < len(s) {
+		if s[i] != 'e' && s[i] != 'E' || i+1 == len(s) {
+			return decimal{}, false
+		}
+		rest := s[i+1:]
+		if rest[0] == '+' || rest[0] == '-' {
+			rest = rest[1:]
+		}
+		if rest == "" || len(rest) > 6 || strings.TrimLeft(rest, "0123456789") != "" {
+			return decimal{}, false
+		}
+		e, _ := strconv.Atoi(s[i+1:])
+		d.exp = e
+	}
+	intLen := len(mant)
+	if point >= 0 {
+		intLen = point - start
+	}
+	all := mant
+	if point >= 0 {
+		all = mant[:intLen] + mant[intLen+1:]
+	}
+	lead := len(all) - len(strings.TrimLeft(all, "0"))
+	all = strings.TrimRight(all[lead:], "0")
+	if all == "" {
+		return decimal{}, true
+	}
+	d.digits = all
+	d.exp += intLen - lead
+	return d, true
+}
+
+// significantDigits counts the significant digits of decimal text without
+// allocating; ok is false for text that is not decimal (hex, Inf, NaN).
+func significantDigits(s string) (n int, ok bool) {
+	first, last, pos := -1, -1, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			if c != '0' {
+				if first < 0 {
+					first = pos
+				}
+				last = pos
+			}
+			pos++
+		case c == '.', (c == '+' || c == '-') && i == 0:
+		case c == 'e' || c == 'E':
+			i = len(s)
+		default:
+			return 0, false
+		}
+	}
+	if first < 0 {
+		return 0, true
+	}
+	return last - first + 1, true
+}
+
+// magnitudeOK reports whether d is zero or within DynamoDB's range
+// (10^(exp-1) <= |d| < 10^exp).
+func (d decimal) magnitudeOK() bool {
+	return d.digits == "" || (d.exp <= 126 && d.exp >= -129)
+}
 
 // PK returns the item's partition key, or "".
 func (it Item) PK() string { s, _ := it[PK].(string); return s }
@@ -140,19 +278,34 @@ func (it Item) Int(name string) (int64, bool) {
 		return v, true
 	case float64:
 		return int64(v), true
+	case Number:
+		f, ok := v.float()
+		return int64(f), ok
 	}
 	return 0, false
 }
 
-// Float returns the numeric attribute name as float64.
+// Float returns the numeric attribute name as float64 (a [Number] rounded to
+// the nearest).
 func (it Item) Float(name string) (float64, bool) {
 	switch v := it[name].(type) {
 	case int64:
 		return float64(v), true
 	case float64:
 		return v, true
+	case Number:
+		return v.float()
 	}
 	return 0, false
+}
+
+// float is n rounded to the nearest float64.
+func (n Number) float() (float64, bool) {
+	if _, ok := parseDecimal(string(n)); !ok {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	return f, err == nil
 }
 
 // Clone returns a shallow copy (values are immutable types).
@@ -207,6 +360,11 @@ func (it Item) Validate() error {
 			size += len(x)
 		case int64, int:
 			size += numberBytes
+		case Number:
+			if err := x.validate(); err != nil {
+				return fmt.Errorf("%w: attribute %q: %w", ErrInvalidItem, k, err)
+			}
+			size += numberBytes
 		case float64:
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return fmt.Errorf("%w: attribute %q is not a finite number", ErrInvalidItem, k)
@@ -221,6 +379,22 @@ func (it Item) Validate() error {
 	}
 	if size > MaxItemBytes {
 		return fmt.Errorf("%w: item %q is %d bytes, more than %d", ErrInvalidItem, pk, size, MaxItemBytes)
+	}
+	return nil
+}
+
+// validate checks that n is a number DynamoDB can store: decimal text of at
+// most 38 significant digits, zero or of magnitude from 1e-130 to below 1e126.
+func (n Number) validate() error {
+	d, ok := parseDecimal(string(n))
+	if !ok {
+		return fmt.Errorf("store.Number %q is not a decimal number", string(n))
+	}
+	if len(d.digits) > maxDigits {
+		return fmt.Errorf("%s has %d significant digits, more than %d", string(n), len(d.digits), maxDigits)
+	}
+	if !d.magnitudeOK() {
+		return fmt.Errorf("%s is outside the storable range %g to %g", string(n), MinNumber, MaxNumber)
 	}
 	return nil
 }
@@ -253,12 +427,16 @@ func FormatNumber(v any) (string, bool) {
 			return "0", true
 		}
 		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case Number:
+		return string(x), true
 	}
 	return "", false
 }
 
-// ParseNumber is FormatNumber's inverse: integer text gives int64, anything
-// else float64.
+// ParseNumber is FormatNumber's inverse: integer text that fits gives int64;
+// other text float64, or a [Number] keeping the text when float64 cannot
+// hold its value exactly (more than 15 significant digits that the nearest
+// float64, formatted, does not reproduce).
 func ParseNumber(s string) (any, error) {
 	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
 		return i, nil
@@ -267,7 +445,28 @@ func ParseNumber(s string) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse number %q: %w", s, err)
 	}
-	return f, nil
+	// Up to 15 significant digits survive the round trip through float64.
+	if n, ok := significantDigits(s); !ok || n <= 15 {
+		return f, nil
+	}
+	d, ok := parseDecimal(s)
+	if !ok {
+		return f, nil
+	}
+	if back, _ := parseDecimal(strconv.FormatFloat(f, 'e', -1, 64)); back == d {
+		return f, nil
+	}
+	return Number(s), nil
+}
+
+// numEqual compares two numbers' exact values.
+func numEqual(a, b string) bool {
+	ad, aok := parseDecimal(a)
+	bd, bok := parseDecimal(b)
+	if ad.digits == "" && bd.digits == "" {
+		return aok && bok // zero has no sign
+	}
+	return aok && bok && ad == bd
 }
 
 // Equal reports whether two attribute values are equal under the store's
@@ -282,6 +481,16 @@ func Equal(a, b any) bool {
 	if as, ok := a.(string); ok {
 		bs, ok := b.(string)
 		return ok && as == bs
+	}
+	if _, ok := b.(string); ok {
+		return false
+	}
+	_, aNum := a.(Number)
+	_, bNum := b.(Number)
+	if aNum || bNum {
+		at, aok := FormatNumber(a)
+		bt, bok := FormatNumber(b)
+		return aok && bok && numEqual(at, bt)
 	}
 	af, aok := Item{"x": a}.Float("x")
 	bf, bok := Item{"x": b}.Float("x")

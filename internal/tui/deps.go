@@ -31,7 +31,7 @@ type ForceRequest struct {
 
 // AuditLister lists audit records; *audit.Log implements it.
 type AuditLister interface {
-	List(ctx context.Context, q audit.Query) ([]audit.Record, error)
+	List(ctx context.Context, q audit.Query) (audit.Listing, error)
 }
 
 // Deps are the dashboard's data sources.

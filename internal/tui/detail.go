@@ -47,8 +47,11 @@ func (m Model) detailLines(height int) []string {
 			when += " (" + o.ExpiresAt.UTC().Format("15:04:05Z") + ")"
 		}
 		lines = append(lines,
-			label("Override")+state+safe(o.Actor)+" "+ago(m.now, o.CreatedAt)+" · "+when,
+			label("Override")+state+safe(o.Actor)+" "+setAgo(*o, m.now)+" · "+when,
 			label("")+"reason: "+safe(o.Reason))
+		for _, p := range o.Problems {
+			lines = append(lines, label("")+st.Warning.Render("malformed "+p.Attribute+": "+safe(p.Problem)))
+		}
 	} else {
 		lines = append(lines, label("Override")+"none: every instance follows its own breaker")
 	}

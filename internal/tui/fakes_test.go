@@ -196,12 +196,12 @@ type fakeAudit struct {
 	queries []audit.Query
 }
 
-func (a *fakeAudit) List(_ context.Context, q audit.Query) ([]audit.Record, error) {
+func (a *fakeAudit) List(_ context.Context, q audit.Query) (audit.Listing, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.queries = append(a.queries, q)
 	if a.err != nil {
-		return nil, a.err
+		return audit.Listing{}, a.err
 	}
 	var out []audit.Record
 	for _, r := range a.records {
@@ -209,7 +209,7 @@ func (a *fakeAudit) List(_ context.Context, q audit.Query) ([]audit.Record, erro
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return audit.Listing{Records: out}, nil
 }
 
 // harness holds a model and its fakes.

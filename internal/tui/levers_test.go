@@ -67,7 +67,7 @@ func TestStoreOverridesWriteAuditedChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	var actions []string
-	for _, r := range recs {
+	for _, r := range recs.Records {
 		actions = append(actions, r.Action+":"+r.Reason+":"+r.Actor)
 	}
 	want := []string{"breaker.clear:recovered:tester@test", "breaker.force-open:extend:tester@test", "breaker.force-open:INC-142:tester@test"}

@@ -87,8 +87,8 @@ func (m Model) loadAudit(dep string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := m.opContext()
 		defer cancel()
-		recs, err := log.List(ctx, audit.Query{Subject: breaker.OverrideKey(dep), Limit: AuditRecords})
-		return auditMsg{dependency: dep, records: recs, err: err}
+		l, err := log.List(ctx, audit.Query{Subject: breaker.OverrideKey(dep), Limit: AuditRecords})
+		return auditMsg{dependency: dep, records: l.Records, err: err}
 	}
 }
 

@@ -73,21 +73,38 @@ func newClearPrompt(dep string, current *breaker.Override, now time.Time, opts O
 		p.steps = append(p.steps, stepConfirm)
 	}
 	what := "active"
-	if !current.ActiveAt(now) {
+	switch {
+	case current.ActiveAt(now):
+	case current.State != breaker.OverrideStateForcedOpen:
+		what = "inactive"
+	default:
 		what = "expired"
 	}
 	p.header = []string{
 		fmt.Sprintf("Clear the %s override of %s · context %s", what, dep, opts.ContextName),
-		fmt.Sprintf("Set by %s %s ago (%s): %s", current.Actor, cmdutil.HumanDuration(now.Sub(current.CreatedAt)),
-			expiryText(*current, now), current.Reason),
+		fmt.Sprintf("Set by %s %s (%s): %s", current.Actor, setAgo(*current, now), expiryText(*current, now), current.Reason),
+	}
+	if current.Malformed() {
+		p.header = append(p.header, current.MalformedSummary(now))
 	}
 	p.input = p.newInput()
 	return p
 }
 
+// setAgo says how long ago an override was set ("at an unknown time" when
+// its created_at is malformed).
+func setAgo(o breaker.Override, now time.Time) string {
+	if o.CreatedAt.IsZero() {
+		return "at an unknown time"
+	}
+	return cmdutil.HumanDuration(now.Sub(o.CreatedAt)) + " ago"
+}
+
 // expiryText says when an override lapses, relative to now.
 func expiryText(o breaker.Override, now time.Time) string {
 	switch {
+	case o.HasProblem(breaker.AttrExpiresAt):
+		return "expiry unreadable, held until cleared"
 	case !o.Expires():
 		return "never expires"
 	case o.ActiveAt(now):

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -283,17 +284,25 @@ func (m Model) gaugeCell(label string, v float64, ok bool) string {
 }
 
 // overrideCell: countdown first (what an operator scans for), then who and why.
+// A malformed item is marked first: it may hold the breaker until cleared.
 func (m Model) overrideCell(r *row) string {
 	o := r.Override
-	switch {
-	case o == nil:
+	if o == nil {
 		return ""
-	case r.OverrideActive && o.Expires():
-		return cmdutil.HumanDuration(o.ExpiresAt.Sub(m.now)) + " " + shortActor(o.Actor) + " " + safe(o.Reason)
-	case r.OverrideActive:
-		return "∞ " + shortActor(o.Actor) + " " + safe(o.Reason)
 	}
-	return "expired " + shortActor(o.Actor)
+	mark := ""
+	if o.Malformed() {
+		mark = "malformed! "
+	}
+	switch {
+	case r.OverrideActive && o.Expires():
+		return mark + cmdutil.HumanDuration(o.ExpiresAt.Sub(m.now)) + " " + shortActor(o.Actor) + " " + safe(o.Reason)
+	case r.OverrideActive:
+		return mark + "∞ " + shortActor(o.Actor) + " " + safe(o.Reason)
+	case o.State != breaker.OverrideStateForcedOpen:
+		return mark + "inactive " + shortActor(o.Actor)
+	}
+	return mark + "expired " + shortActor(o.Actor)
 }
 
 // shortActor shortens an actor for a table cell: the session name of an

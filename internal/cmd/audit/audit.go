@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // NewCmd returns the audit command group.
@@ -36,6 +38,16 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List audit records, newest first (kept 90 days)",
+		Long: heredoc.Doc(`
+			List the audit records of the context's store, newest first. Records older
+			than 90 days are hidden even while the store still holds them.
+
+			A record that does not follow the audit contract (written by another tool)
+			never hides the others: each problem is named on stderr (or under
+			"unreadable" in -o json|yaml) and the rest is listed.
+
+			Exit codes: 0 listed; 10 listed, but some records could not be read in full.
+		`),
 		Example: "  koshactl audit list --since 2h --subject breaker#openai\n  koshactl audit list --subject 'rl#*' -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -66,6 +78,9 @@ type ListResult struct {
 	Context string         `json:"context"`
 	Store   string         `json:"store"`
 	Items   []audit.Record `json:"items"`
+	// Unreadable lists every attribute of a matching record that could not
+	// be read (docs/contracts/cli-output.md).
+	Unreadable []store.Problem `json:"unreadable"`
 }
 
 // RunList lists the records.
@@ -79,21 +94,29 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 	if opts.Since > 0 {
 		q.Since = now.Add(-opts.Since)
 	}
-	recs, err := audit.NewLog(env.Store, f.Clock, env.Name).List(ctx, q)
+	l, err := audit.NewLog(env.Store, f.Clock, env.Name).List(ctx, q)
 	if err != nil {
 		return err
 	}
+	recs := l.Records
 	if recs == nil {
 		recs = []audit.Record{}
 	}
 	io := f.IOStreams
+	partial := func() error {
+		return cmdutil.Unreadable(io, opts.Output, l.Unreadable, "audit record",
+			"the records shown are complete; the others are named by pk (koshactl never rewrites an audit record; the store's TTL collects it after 90 days)")
+	}
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, ListResult{Kind: "AuditRecordList", Context: env.Name,
-			Store: env.Store.Describe(), Items: recs})
+		if err := cmdutil.PrintStructured(io.Out, opts.Output, ListResult{Kind: "AuditRecordList", Context: env.Name,
+			Store: env.Store.Describe(), Items: recs, Unreadable: cmdutil.Problems(l.Unreadable)}); err != nil {
+			return err
+		}
+		return partial()
 	}
 	if len(recs) == 0 {
 		fmt.Fprintln(io.Out, "No audit records match.")
-		return nil
+		return partial()
 	}
 	tty := io.IsStdoutTTY()
 	tw := cmdutil.NewTable(io.Out)
@@ -105,5 +128,8 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 		}
 		tw.Row(cmdutil.FormatTime(r.Time, now, tty), actor, r.Action, r.Subject, r.Outcome, r.Reason)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return partial()
 }

@@ -295,10 +295,11 @@ func TestList(t *testing.T) {
 	}
 
 	type listOut struct {
-		Kind      string   `json:"kind"`
-		Items     []bucket `json:"items"`
-		Matched   int      `json:"matched"`
-		Malformed []string `json:"malformed"`
+		Kind       string          `json:"kind"`
+		Items      []bucket        `json:"items"`
+		Matched    int             `json:"matched"`
+		Malformed  []string        `json:"malformed"`
+		Unreadable []store.Problem `json:"unreadable"`
 	}
 	clients := func(l listOut) string {
 		var c []string
@@ -341,9 +342,18 @@ func TestList(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r = e.MustRun(0, "ratelimit", "list", "-o", "json")
-	if l := decode[listOut](t, r.Stdout); len(l.Items) != 3 || len(l.Malformed) != 1 || !strings.Contains(r.Stderr, "warning: skipped") {
+	// Like every list (breaker list, audit list): the rest is listed, the
+	// item named (pk, attribute, problem), exit 10.
+	r = e.MustRun(cmdutil.ExitPartial, "ratelimit", "list", "-o", "json")
+	want := []store.Problem{{PK: "rl#broken", Attribute: "tokens", Problem: `found S "many", want N`}}
+	if l := decode[listOut](t, r.Stdout); len(l.Items) != 3 || len(l.Malformed) != 1 || !reflect.DeepEqual(l.Unreadable, want) ||
+		!strings.Contains(r.Stderr, `partial listing: 1 bucket item does not follow the contract (listed under "unreadable")`) {
 		t.Errorf("malformed item: %+v, stderr %q", l, r.Stderr)
+	}
+	r = e.MustRun(cmdutil.ExitPartial, "ratelimit", "list")
+	if !strings.Contains(r.Stderr, `warning: rl#broken: tokens: found S "many", want N`+"\n") || !strings.Contains(r.Stderr, "ratelimit reset") ||
+		strings.Count(r.Stdout, "\n") != 4 {
+		t.Errorf("table: stdout %q, stderr %q", r.Stdout, r.Stderr)
 	}
 	r = e.MustRun(cmdutil.ExitError, "ratelimit", "get", "broken")
 	if !strings.Contains(r.Stderr, "malformed") || !strings.Contains(r.Stderr, "koshactl ratelimit reset broken") {

@@ -199,6 +199,11 @@ func expression(cond store.Condition) (*condExpr, error) {
 		}
 		return ex, nil
 	}
+	if attr, ok := cond.Lacks(); ok {
+		ex.names["#a"] = attr
+		ex.text = "attribute_exists(#pk) AND attribute_not_exists(#a)"
+		return ex, nil
+	}
 	if cond.RequiresAbsent() {
 		ex.text = "attribute_not_exists(#pk)"
 	} else {

@@ -438,6 +438,10 @@ func ttlOf(it store.Item) any {
 		return v
 	case float64:
 		return int64(math.Floor(max(min(v, math.MaxInt64), math.MinInt64)))
+	case store.Number:
+		if f, ok := it.Float(store.TTLAttr); ok {
+			return int64(math.Floor(max(min(f, math.MaxInt64), math.MinInt64)))
+		}
 	}
 	return nil
 }

@@ -151,6 +151,9 @@ func testRoundTrip(t *testing.T, s store.Store) {
 		{"fractions", store.Item{store.PK: "fractions", "half": 0.5, "neg": -2.25, "tenth": 0.1, "tiny": 1e-7,
 			"sum": 0.1 + 0.2, "long": 123456789.123456789, "big": 1.5e125, "small": 5e-130, "next": math.Nextafter(1, 2)}},
 		{"whole floats", store.Item{store.PK: "whole", "three": 3.0, "neg": -8.0, "2^60": float64(1 << 60), "1e20": 1e20}},
+		// Numbers neither int64 nor float64 holds exactly come back digit for digit.
+		{"exact decimals", store.Item{store.PK: "exact", "21 digits": store.Number("1.00000000000000000001"),
+			"beyond int64": store.Number("99999999999999999999"), "38 digits": store.Number("-1234567890123456789.0123456789012345678")}},
 		{"strings", store.Item{store.PK: "strings", "ascii": "open", "unicode": "héllo wörld ✓ 日本語 🚀",
 			"empty": "", "spaces": "  padded  ", "newline": "a\nb", "quote": `"{}"`, "digits": "0012"}},
 		{"unicode pk", store.Item{store.PK: "rl#клиент-🚀", "tokens": 19.5}},
@@ -228,7 +231,8 @@ type condCase struct {
 }
 
 func condCases(pk string) []condCase {
-	v1 := store.Item{store.PK: pk, "v": int64(1), "status": "open", "f": 0.5}
+	v1 := store.Item{store.PK: pk, "v": int64(1), "status": "open", "f": 0.5, "big": 9e125,
+		"exact": store.Number("1.00000000000000000001")}
 	return []condCase{
 		{"always/absent", nil, store.Always(), true},
 		{"always/present", v1, store.Always(), true},
@@ -249,6 +253,15 @@ func condCases(pk string) []condCase {
 		{"ifabsentorequals/match", v1, store.IfAbsentOrEquals("v", int64(1)), true},
 		{"ifabsentorequals/mismatch", v1, store.IfAbsentOrEquals("v", int64(2)), false},
 		{"ifabsentorequals/missing attribute", v1, store.IfAbsentOrEquals("w", int64(1)), false},
+		// A number read back is matched exactly as stored, however large.
+		{"ifequals/match as read, beyond int64", v1, store.IfEquals("big", 9e125), true},
+		{"ifequals/match exact number as read", v1, store.IfEquals("exact", store.Number("1.00000000000000000001")), true},
+		{"ifequals/exact number rounded does not match", v1, store.IfEquals("exact", 1.0), false},
+		{"ifequals/exact number rounded as int does not match", v1, store.IfEquals("exact", int64(1)), false},
+		{"ifpresentwithout/absent", nil, store.IfPresentWithout("w"), false},
+		{"ifpresentwithout/attribute missing", v1, store.IfPresentWithout("w"), true},
+		{"ifpresentwithout/attribute present", v1, store.IfPresentWithout("v"), false},
+		{"ifpresentwithout/string attribute present", v1, store.IfPresentWithout("status"), false},
 	}
 }
 

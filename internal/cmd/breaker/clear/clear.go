@@ -177,6 +177,9 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now 
 			if !r.Before.Active {
 				note = " (it had already expired)"
 			}
+			if len(r.Before.Malformed) > 0 {
+				note += " (a malformed item, removed as it was stored)"
+			}
 			fmt.Fprintf(io.Out, "%s override on %s set by %s%s\n", verb, r.Dependency, textsafe.Line(r.Before.Actor), note)
 		}
 	}

@@ -252,6 +252,9 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now 
 		if r.Before != nil && r.Before.Active {
 			fmt.Fprintf(io.Out, "  previously forced by %s: %s\n", textsafe.Line(r.Before.Actor), textsafe.Line(r.Before.Reason))
 		}
+		if r.Before != nil && len(r.Before.Malformed) > 0 {
+			fmt.Fprintf(io.Out, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
+		}
 	}
 	return nil
 }

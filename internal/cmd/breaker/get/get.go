@@ -13,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Options are the parsed flags and argument.
@@ -64,13 +65,25 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return cmdutil.PrintStructured(io.Out, opts.Output, shared.View(o, now))
 	}
 	tty := io.IsStdoutTTY()
-	cmdutil.PrintFields(io.Out,
-		cmdutil.Field{Label: "Dependency", Value: o.Dependency},
-		cmdutil.Field{Label: "State", Value: shared.StateLabel(o, now)},
-		cmdutil.Field{Label: "Reason", Value: o.Reason},
-		cmdutil.Field{Label: "Actor", Value: o.Actor},
-		cmdutil.Field{Label: "Created", Value: cmdutil.FormatTime(o.CreatedAt, now, tty)},
-		cmdutil.Field{Label: "Expires", Value: shared.Expiry(o, now, tty)},
-		cmdutil.Field{Label: "Version", Value: strconv.FormatInt(o.Version, 10)})
+	version := strconv.FormatInt(o.Version, 10)
+	if o.HasProblem(breaker.AttrVersion) {
+		version = "unreadable"
+	}
+	fields := []cmdutil.Field{
+		{Label: "Dependency", Value: o.Dependency},
+		{Label: "State", Value: shared.StateLabel(o, now)},
+		{Label: "Reason", Value: o.Reason},
+		{Label: "Actor", Value: o.Actor},
+		{Label: "Created", Value: cmdutil.FormatTime(o.CreatedAt, now, tty)},
+		{Label: "Expires", Value: shared.Expiry(o, now, tty)},
+		{Label: "Version", Value: version},
+	}
+	for _, p := range o.Problems {
+		fields = append(fields, cmdutil.Field{Label: "Malformed", Value: p.Attribute + ": " + p.Problem})
+	}
+	cmdutil.PrintFields(io.Out, fields...)
+	if o.Malformed() {
+		fmt.Fprintf(io.ErrOut, "warning: %s\n", textsafe.Line(o.MalformedSummary(now)))
+	}
 	return nil
 }

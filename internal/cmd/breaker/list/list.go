@@ -6,11 +6,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Options are the parsed flags.
@@ -26,7 +28,17 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List breaker overrides (active and expired)",
-		Args:    cobra.NoArgs,
+		Long: heredoc.Doc(`
+			List every breaker override item in the context's store, active or expired.
+
+			An item that does not follow the override contract (written by another
+			tool) is listed as the data plane reads it and marked malformed, with each
+			problem on stderr (or under "unreadable" in -o json|yaml).
+
+			Exit codes: 0 listed; 10 listed, but some items are malformed (repair one
+			with koshactl breaker clear, or force-open --overwrite).
+		`),
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -45,6 +57,9 @@ type Result struct {
 	Context string                `json:"context"`
 	Store   string                `json:"store"`
 	Items   []shared.OverrideView `json:"items"`
+	// Unreadable lists every malformed attribute of the overrides listed
+	// (docs/contracts/cli-output.md); each item also carries its own.
+	Unreadable []store.Problem `json:"unreadable"`
 }
 
 // Run lists the overrides.
@@ -58,7 +73,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	now := f.Clock.Now()
-	out := Result{Kind: "BreakerOverrideList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.OverrideView{}}
+	out := Result{Kind: "BreakerOverrideList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.OverrideView{},
+		Unreadable: []store.Problem{}}
 	var shown []breaker.Override
 	for _, o := range all {
 		if opts.Active && !o.ActiveAt(now) {
@@ -66,10 +82,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		shown = append(shown, o)
 		out.Items = append(out.Items, shared.View(o, now))
+		out.Unreadable = append(out.Unreadable, o.Problems...)
 	}
 	io := f.IOStreams
+	partial := func() error {
+		return cmdutil.Unreadable(io, opts.Output, out.Unreadable, "override item",
+			"each is listed as the data plane reads it; repair it with koshactl breaker clear DEPENDENCY, or force-open --overwrite")
+	}
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, out)
+		if err := cmdutil.PrintStructured(io.Out, opts.Output, out); err != nil {
+			return err
+		}
+		return partial()
 	}
 	if len(shown) == 0 {
 		fmt.Fprintf(io.Out, "No breaker overrides in context %q: every breaker follows its own state.\n", env.Name)
@@ -82,5 +106,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		tw.Row(o.Dependency, shared.StateLabel(o, now), shared.Expiry(o, now, tty), o.Actor,
 			cmdutil.FormatTime(o.CreatedAt, now, tty), o.Reason)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return partial()
 }

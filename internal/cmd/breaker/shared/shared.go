@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/suggest"
 )
 
@@ -77,6 +78,10 @@ type OverrideView struct {
 	ExpiresAt        *string `json:"expires_at"`
 	ExpiresInSeconds *int64  `json:"expires_in_seconds"`
 	Version          int64   `json:"version"`
+	// Malformed lists the stored item's attributes that do not follow the
+	// contract (absent for a well-formed item). The fields above then hold
+	// what could be read: a malformed time is null, a malformed version 0.
+	Malformed []store.Problem `json:"malformed,omitempty"`
 }
 
 // View converts an override for output at now.
@@ -84,6 +89,7 @@ func View(o breaker.Override, now time.Time) OverrideView {
 	v := OverrideView{
 		Dependency: o.Dependency, State: o.State, Active: o.ActiveAt(now), Reason: o.Reason, Actor: o.Actor,
 		CreatedAt: cmdutil.TimeOrNil(o.CreatedAt), ExpiresAt: cmdutil.TimeOrNil(o.ExpiresAt), Version: o.Version,
+		Malformed: o.Problems,
 	}
 	if o.Expires() {
 		s := int64(o.ExpiresAt.Sub(now).Seconds())
@@ -102,19 +108,29 @@ func ViewPtr(o *breaker.Override, now time.Time) *OverrideView {
 	return &v
 }
 
-// StateLabel is the human label of an override's state at now.
+// StateLabel is the human label of an override's state at now; a malformed
+// item says so.
 func StateLabel(o breaker.Override, now time.Time) string {
-	if o.ActiveAt(now) {
-		return "forced_open"
+	label := o.State + " (inactive)"
+	switch {
+	case o.ActiveAt(now):
+		label = "forced_open"
+	case o.State == breaker.OverrideStateForcedOpen:
+		label = "expired"
+	case o.HasProblem(breaker.AttrState):
+		label = "inactive"
 	}
-	if o.State == breaker.OverrideStateForcedOpen {
-		return "expired"
+	if o.Malformed() {
+		label += " (malformed)"
 	}
-	return o.State + " (inactive)"
+	return label
 }
 
 // Expiry renders when an override lapses, for tables.
 func Expiry(o breaker.Override, now time.Time, tty bool) string {
+	if o.HasProblem(breaker.AttrExpiresAt) {
+		return "unreadable (held until cleared)"
+	}
 	if !o.Expires() {
 		return "never"
 	}

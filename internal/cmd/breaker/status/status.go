@@ -295,10 +295,16 @@ func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) erro
 		}
 		ov := "-"
 		if o := s.Override; o != nil {
-			if s.OverrideActive {
+			switch {
+			case s.OverrideActive:
 				ov = fmt.Sprintf("%s, expires %s: %s", o.Actor, shared.Expiry(*o, now, tty), o.Reason)
-			} else {
+			case o.State != breaker.OverrideStateForcedOpen:
+				ov = "inactive"
+			default:
 				ov = "expired " + cmdutil.FormatTime(o.ExpiresAt, now, tty)
+			}
+			if o.Malformed() {
+				ov = "malformed item, " + ov
 			}
 		}
 		tw.Row(s.Dependency, s.State.Label(), s.GaugeState.Label(), worst, best, inst, ov)

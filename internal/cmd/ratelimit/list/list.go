@@ -2,6 +2,7 @@ package list
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -58,6 +60,13 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			The whole table is scanned (items rl#*), page by page; on DynamoDB the scan
 			runs in parallel segments. On a terminal a long scan shows its progress on
 			stderr.
+
+			An item under rl# that is not a valid bucket is skipped (the data plane
+			fails open on it) and named on stderr, or under "unreadable" in
+			-o json|yaml.
+
+			Exit codes: 0 listed; 10 listed, but some items were skipped as malformed
+			(replace one with koshactl ratelimit reset CLIENT).
 		`),
 		Example: heredoc.Doc(`
 			koshactl ratelimit list --throttled
@@ -90,8 +99,12 @@ type Result struct {
 	Items   []shared.BucketView `json:"items"`
 	// Matched counts the buckets that matched before --limit.
 	Matched int `json:"matched"`
-	// Malformed lists items under rl# that are not valid buckets.
+	// Malformed lists items under rl# that are not valid buckets, as one
+	// message each (kept for scripts; Unreadable has the same, structured).
 	Malformed []string `json:"malformed"`
+	// Unreadable names each skipped item: pk, attribute, problem
+	// (docs/contracts/cli-output.md).
+	Unreadable []store.Problem `json:"unreadable"`
 }
 
 func (o *Options) check() error {
@@ -131,19 +144,28 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	io := f.IOStreams
-	for _, m := range res.Malformed {
-		fmt.Fprintf(io.ErrOut, "warning: skipped %s (the data plane fails open on it; replace it with koshactl ratelimit reset)\n", textsafe.Line(m.Error()))
-	}
 	out := Result{Kind: "RateLimitBucketList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.BucketView{},
-		Matched: res.Matched, Malformed: []string{}}
+		Matched: res.Matched, Malformed: []string{}, Unreadable: []store.Problem{}}
 	for _, s := range res.Buckets {
 		out.Items = append(out.Items, shared.View(s))
 	}
 	for _, m := range res.Malformed {
 		out.Malformed = append(out.Malformed, m.Error())
+		var p store.Problem
+		if !errors.As(m, &p) {
+			p = store.Problem{Attribute: "-", Problem: m.Error()}
+		}
+		out.Unreadable = append(out.Unreadable, p)
+	}
+	partial := func() error {
+		return cmdutil.Unreadable(io, opts.Output, out.Unreadable, "bucket item",
+			"they are skipped, and the data plane fails open on them; replace one with koshactl ratelimit reset CLIENT")
 	}
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, out)
+		if err := cmdutil.PrintStructured(io.Out, opts.Output, out); err != nil {
+			return err
+		}
+		return partial()
 	}
 	if len(res.Buckets) == 0 {
 		if opts.Throttled {
@@ -151,7 +173,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		} else {
 			fmt.Fprintf(io.Out, "No rate-limit buckets in context %q: every client has a full bucket.\n", env.Name)
 		}
-		return nil
+		return partial()
 	}
 	now := f.Clock.Now()
 	tty := io.IsStdoutTTY()
@@ -175,7 +197,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if len(res.Buckets) < res.Matched {
 		fmt.Fprintf(io.ErrOut, "showing %d of %d buckets (--limit %d)\n", len(res.Buckets), res.Matched, opts.Limit)
 	}
-	return nil
+	return partial()
 }
 
 // progress prints a running count on stderr, only when stderr is a

@@ -1,0 +1,296 @@
+package breaker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// rawAttr is an attribute as another tool writes it: DynamoDB's type letter
+// and the value's text ("N", "9e125").
+type rawAttr struct{ typ, text string }
+
+// malformedCase is one override item that does not follow the contract.
+type malformedCase struct {
+	name string
+	// change replaces (or, with an empty type, removes) attributes of a
+	// well-formed item.
+	change map[string]rawAttr
+	// attr is the attribute reported, found what the report says was there.
+	attr, found string
+	// active is the contract's reading of the item at t0.
+	active bool
+}
+
+var malformedCases = []malformedCase{
+	{"version missing", map[string]rawAttr{"version": {}}, "version", "found absent", true},
+	{"version 1.5", map[string]rawAttr{"version": {"N", "1.5"}}, "version", "found N 1.5", true},
+	{"version 9e125", map[string]rawAttr{"version": {"N", "9e125"}}, "version", "found N 9e+125", true},
+	{"version of type S", map[string]rawAttr{"version": {"S", "1"}}, "version", `found S "1"`, true},
+	// More digits than float64 holds: a condition on the rounded 1 would
+	// never match what DynamoDB stores.
+	{"version 1.00000000000000000001", map[string]rawAttr{"version": {"N", "1.00000000000000000001"}}, "version", "found N 1.00000000000000000001", true},
+	{"version 99999999999999999999", map[string]rawAttr{"version": {"N", "99999999999999999999"}}, "version", "found N 99999999999999999999", true},
+	{"version 0", map[string]rawAttr{"version": {"N", "0"}}, "version", "found N 0", true},
+	// The operator meant to force the breaker: an unreadable expiry counts
+	// as none, so the override holds until cleared.
+	{"expires_at of type S", map[string]rawAttr{"expires_at": {"S", "tomorrow"}}, "expires_at", `found S "tomorrow"`, true},
+	{"expires_at 1e20", map[string]rawAttr{"expires_at": {"N", "1e20"}}, "expires_at", "found N 1e+20", true},
+	{"expires_at negative", map[string]rawAttr{"expires_at": {"N", "-5"}}, "expires_at", "found N -5", true},
+	{"expires_at fractional", map[string]rawAttr{"expires_at": {"N", "1795980600000.5"}}, "expires_at", "found N 1.7959806000005e+12", true},
+	{"created_at 1e20", map[string]rawAttr{"created_at": {"N", "1e20"}}, "created_at", "found N 1e+20", true},
+	{"created_at missing", map[string]rawAttr{"created_at": {}}, "created_at", "found absent", true},
+	{"created_at of type S", map[string]rawAttr{"created_at": {"S", "2026-11-29"}}, "created_at", `found S "2026-11-29"`, true},
+	{"reason of type N", map[string]rawAttr{"reason": {"N", "42"}}, "reason", "found N 42", true},
+	{"actor missing", map[string]rawAttr{"actor": {}}, "actor", "found absent", true},
+	{"ttl of type S", map[string]rawAttr{"ttl": {"S", "soon"}}, "ttl", `found S "soon"`, true},
+	// Nothing says to force: inactive.
+	{"state missing", map[string]rawAttr{"state": {}}, "state", "found absent", false},
+	{"state of type N", map[string]rawAttr{"state": {"N", "3"}}, "state", "found N 3", false},
+	{"state closed", map[string]rawAttr{"state": {"S", "closed"}}, "state", `found S "closed"`, false},
+}
+
+// wellFormed is the contract's worked example as raw attributes: forced at
+// t0 for 30 minutes.
+func wellFormed(tc malformedCase) map[string]rawAttr {
+	attrs := map[string]rawAttr{
+		"pk": {"S", "breaker#openai"}, "state": {"S", "forced_open"}, "reason": {"S", "provider incident"},
+		"actor": {"S", "alice@laptop"}, "created_at": {"N", "1795978800000"}, "expires_at": {"N", "1795980600000"},
+		"ttl": {"N", "1795980600"}, "version": {"N", "1"},
+	}
+	for k, v := range tc.change {
+		if v.typ == "" {
+			delete(attrs, k)
+		} else {
+			attrs[k] = v
+		}
+	}
+	return attrs
+}
+
+// storeItem is attrs as the store API carries them (numbers parsed as the
+// backends parse them).
+func storeItem(t *testing.T, attrs map[string]rawAttr) store.Item {
+	t.Helper()
+	it := store.Item{}
+	for k, v := range attrs {
+		if v.typ == "S" {
+			it[k] = v.text
+			continue
+		}
+		n, err := store.ParseNumber(v.text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		it[k] = n
+	}
+	return it
+}
+
+// rawWriter writes an item exactly as given, bypassing koshactl's codec.
+type rawWriter func(t *testing.T, attrs map[string]rawAttr)
+
+func TestMalformedOverridesOnEmbeddedStore(t *testing.T) {
+	testMalformedOverrides(t, func(t *testing.T) (store.Store, rawWriter) {
+		s := openStore(t)
+		return s, func(t *testing.T, attrs map[string]rawAttr) {
+			t.Helper()
+			if err := s.Put(context.Background(), storeItem(t, attrs), store.Always()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestMalformedOverridesOnDynamoDB(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	cfg := dynalite.Config(t, endpoint)
+	client := dynamodb.NewFromConfig(cfg)
+	n := 0
+	testMalformedOverrides(t, func(t *testing.T) (store.Store, rawWriter) {
+		n++
+		table := fmt.Sprintf("malformed-%d", n)
+		s := dynamo.NewFromConfig(cfg, table)
+		if _, err := s.Init(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return s, func(t *testing.T, attrs map[string]rawAttr) {
+			t.Helper()
+			av := map[string]types.AttributeValue{}
+			for k, v := range attrs {
+				if v.typ == "S" {
+					av[k] = &types.AttributeValueMemberS{Value: v.text}
+				} else {
+					av[k] = &types.AttributeValueMemberN{Value: v.text}
+				}
+			}
+			if _, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: av}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func testMalformedOverrides(t *testing.T, open func(t *testing.T) (store.Store, rawWriter)) {
+	for _, tc := range malformedCases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, write := open(t)
+			clk := clock.NewFake(t0.Add(time.Minute))
+			ov := breaker.NewOverrides(s, clk)
+			log := audit.NewLog(s, clk, "test")
+			attrs := wellFormed(tc)
+			write(t, attrs)
+
+			// Reported: which attribute, what was found.
+			o, err := ov.Get(t.Context(), "openai")
+			if err != nil {
+				t.Fatalf("Get: %v (a malformed item must be readable, to be shown and cleared)", err)
+			}
+			if !o.HasProblem(tc.attr) {
+				t.Fatalf("Problems = %v, want one about %s", o.Problems, tc.attr)
+			}
+			for _, p := range o.Problems {
+				if p.Attribute == tc.attr && (p.PK != "breaker#openai" || !strings.Contains(p.Problem, tc.found+",")) {
+					t.Errorf("problem = %+v, want pk breaker#openai and %q", p, tc.found)
+				}
+			}
+			if len(o.Problems) != 1 {
+				t.Errorf("Problems = %v, want only the one about %s", o.Problems, tc.attr)
+			}
+			if got := o.ActiveAt(clk.Now()); got != tc.active {
+				t.Errorf("ActiveAt = %v, want %v", got, tc.active)
+			}
+			// A malformed time is unknown (zero), never a year like -292275055.
+			if (!o.CreatedAt.IsZero() && o.CreatedAt.Year() < 1970) || o.ExpiresAt.Year() > 9999 {
+				t.Errorf("times out of range: created %v, expires %v", o.CreatedAt, o.ExpiresAt)
+			}
+			// The reference data plane applies the same rule.
+			f, err := ov.ForcedOpen(t.Context(), "openai")
+			if err != nil || f.Active != tc.active || f.Malformed == "" {
+				t.Errorf("ForcedOpen = %+v, %v; want active %v and the problem named", f, err, tc.active)
+			}
+			list, err := ov.List(t.Context())
+			if err != nil || len(list) != 1 || !list[0].HasProblem(tc.attr) {
+				t.Errorf("List = %v, %v; want the item, flagged", list, err)
+			}
+
+			// force-open --overwrite replaces it in one command.
+			res, _, err := ov.ForceAudited(t.Context(), log, breaker.ForceRequest{Dependency: "openai", Reason: "fix",
+				Actor: "bob", For: time.Hour, Overwrite: true})
+			if err != nil {
+				t.Fatalf("force-open --overwrite of a malformed item: %v", err)
+			}
+			after, err := ov.Get(t.Context(), "openai")
+			if err != nil || after.Malformed() || after.Reason != "fix" || after.Version != res.After.Version || after.Version < 1 {
+				t.Errorf("after replace: %+v, %v", after, err)
+			}
+
+			// clear removes it in one command.
+			write(t, attrs)
+			clr, _, err := ov.ClearAudited(t.Context(), log, "openai", "bob", "cleanup")
+			if err != nil || clr.Before == nil {
+				t.Fatalf("clear of a malformed item: %+v, %v", clr, err)
+			}
+			if _, err := s.Get(t.Context(), "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("item still there after clear: %v", err)
+			}
+
+			// Both audit records keep the item exactly as it was stored.
+			l, err := log.List(t.Context(), audit.Query{})
+			recs := l.Records
+			if err != nil || len(recs) != 2 || len(l.Unreadable) != 0 {
+				t.Fatalf("audit = %v, %v", l, err)
+			}
+			want := rawDoc(t, attrs)
+			for _, r := range recs {
+				var got map[string]any
+				if err := json.Unmarshal(r.Before, &got); err != nil {
+					t.Fatalf("%s before is not JSON: %v", r.Action, err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s before = %s, want the stored attributes %v", r.Action, r.Before, want)
+				}
+			}
+		})
+	}
+}
+
+// rawDoc is the audit before-image of attrs: every attribute but pk, strings
+// as JSON strings, numbers as JSON numbers.
+func rawDoc(t *testing.T, attrs map[string]rawAttr) map[string]any {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("{")
+	first := true
+	for k, v := range attrs {
+		if k == "pk" {
+			continue
+		}
+		if !first {
+			b.WriteString(",")
+		}
+		first = false
+		kb, _ := json.Marshal(k)
+		b.Write(kb)
+		b.WriteString(":")
+		if v.typ == "S" {
+			vb, _ := json.Marshal(v.text)
+			b.Write(vb)
+		} else {
+			b.WriteString(v.text)
+		}
+	}
+	b.WriteString("}")
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &doc); err != nil {
+		t.Fatalf("%s: %v", b.String(), err)
+	}
+	return doc
+}
+
+// The reference data plane (a ForceWatcher reading *Overrides) applies the
+// contract's rule to a malformed item and logs why it holds.
+func TestWatcherHoldsAMalformedExpiryAndLogsIt(t *testing.T) {
+	s := openStore(t)
+	clk := clock.NewFake(t0.Add(time.Minute))
+	var logged strings.Builder
+	logger := slog.New(slog.NewJSONHandler(&logged, nil))
+	b, err := breaker.New(breaker.Settings{Name: "openai", Clock: clk, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := breaker.NewForceWatcher(b, breaker.NewOverrides(s, clk), breaker.WatcherSettings{})
+	it := storeItem(t, wellFormed(malformedCase{change: map[string]rawAttr{"expires_at": {"S", "tomorrow"}}}))
+	if err := s.Put(t.Context(), it, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	w.Sync(t.Context())
+	if b.State() != breaker.ForcedOpen {
+		t.Fatalf("state = %s, want forced_open: a malformed expiry counts as none", b.State())
+	}
+	if !strings.Contains(logged.String(), `"event":"breaker_override_malformed"`) || !strings.Contains(logged.String(), "expires_at") {
+		t.Errorf("no malformed event logged:\n%s", logged.String())
+	}
+	// Still held an hour past the stored (well-formed) item's 30 minutes.
+	clk.Advance(time.Hour)
+	w.Sync(t.Context())
+	if b.State() != breaker.ForcedOpen {
+		t.Errorf("state an hour later = %s, want forced_open until cleared", b.State())
+	}
+}

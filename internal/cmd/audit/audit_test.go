@@ -1,0 +1,153 @@
+package audit_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// attr is a raw DynamoDB attribute: type letter and text.
+type attr struct{ typ, text string }
+
+// badRecords are written by hand next to koshactl's own records.
+var badRecords = []map[string]attr{
+	// No time at all.
+	{"pk": {"S", "audit#1795978800001#00000000000000aa"}, "actor": {"S", "x"}, "action": {"S", "breaker.clear"},
+		"subject": {"S", "breaker#openai"}, "context": {"S", "local"}, "outcome": {"S", "ok"}},
+	// A before that is not JSON.
+	{"pk": {"S", "audit#1795978800002#00000000000000bb"}, "time": {"N", "1795978800002"}, "actor": {"S", "x"},
+		"action": {"S", "breaker.clear"}, "subject": {"S", "breaker#openai"}, "context": {"S", "local"},
+		"outcome": {"S", "ok"}, "before": {"S", "{not json"}},
+}
+
+var wantUnreadable = []store.Problem{
+	{PK: "audit#1795978800001#00000000000000aa", Attribute: "time", Problem: "found absent, want N, whole epoch milliseconds"},
+	{PK: "audit#1795978800002#00000000000000bb", Attribute: "before", Problem: "found an S that is not a JSON document, want a JSON document (left out)"},
+}
+
+func TestAuditListAroundBadRecordsLocalContext(t *testing.T) {
+	testAuditListAroundBadRecords(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
+		return func(attrs map[string]attr) {
+			t.Helper()
+			s, err := sqlite.Open(context.Background(), filepath.Join(e.StateDir(), "local.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			it := store.Item{}
+			for k, v := range attrs {
+				if v.typ == "S" {
+					it[k] = v.text
+				} else if it[k], err = store.ParseNumber(v.text); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Put(context.Background(), it, store.Always()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestAuditListAroundBadRecordsDynamoDBContext(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	testAuditListAroundBadRecords(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
+		e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
+			"--endpoint-url", endpoint, "--static-credentials", "--use")
+		e.MustRun(0, "store", "init")
+		return func(attrs map[string]attr) {
+			t.Helper()
+			av := map[string]types.AttributeValue{}
+			for k, v := range attrs {
+				if v.typ == "S" {
+					av[k] = &types.AttributeValueMemberS{Value: v.text}
+				} else {
+					av[k] = &types.AttributeValueMemberN{Value: v.text}
+				}
+			}
+			if _, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws("kosha-control"), Item: av}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func aws(s string) *string { return &s }
+
+func testAuditListAroundBadRecords(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(map[string]attr)) {
+	e := clitest.New(t)
+	write := setup(t, e)
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
+	for _, r := range badRecords {
+		write(r)
+	}
+	type listOut struct {
+		Items []struct {
+			ID     string          `json:"id"`
+			Action string          `json:"action"`
+			Before json.RawMessage `json:"before"`
+		} `json:"items"`
+		Unreadable []store.Problem `json:"unreadable"`
+	}
+	for _, format := range []string{"json", "yaml"} {
+		r := e.MustRun(cmdutil.ExitPartial, "audit", "list", "-o", format)
+		if !strings.Contains(r.Stderr, `partial listing: 2 audit records do not follow the contract (listed under "unreadable")`) {
+			t.Errorf("-o %s stderr: %q", format, r.Stderr)
+		}
+		if format == "yaml" {
+			if !strings.Contains(r.Stdout, "unreadable:") || !strings.Contains(r.Stdout, "pk: audit#1795978800001#00000000000000aa") {
+				t.Errorf("-o yaml has no unreadable list:\n%s", r.Stdout)
+			}
+			continue
+		}
+		out := decodeJSON[listOut](t, r.Stdout)
+		if len(out.Items) != 2 || out.Items[0].ID != "00000000000000bb" || out.Items[0].Before != nil || out.Items[1].Action != "breaker.force-open" {
+			t.Errorf("items = %+v", out.Items)
+		}
+		if !reflect.DeepEqual(out.Unreadable, wantUnreadable) {
+			t.Errorf("unreadable = %+v, want %+v", out.Unreadable, wantUnreadable)
+		}
+	}
+	// Every filter still lists what can be read.
+	for _, args := range [][]string{{}, {"--subject", "breaker#openai"}, {"--action", "breaker.clear"}, {"--since", "1h"}, {"--limit", "1"}} {
+		r := e.MustRun(cmdutil.ExitPartial, append([]string{"audit", "list"}, args...)...)
+		if !strings.Contains(r.Stdout, "breaker.clear") {
+			t.Errorf("audit list %v lost the readable record:\n%s", args, r.Stdout)
+		}
+		for _, p := range wantUnreadable {
+			if !strings.Contains(r.Stderr, "warning: "+p.Error()+"\n") {
+				t.Errorf("audit list %v stderr lacks %q:\n%s", args, p.Error(), r.Stderr)
+			}
+		}
+	}
+	// A filter that rules a bad record out by its readable fields leaves it unreported.
+	r := e.MustRun(0, "audit", "list", "--subject", "rl#*")
+	if r.Stderr != "" || !strings.Contains(r.Stdout, "No audit records match") {
+		t.Errorf("filtered out: stdout %q, stderr %q", r.Stdout, r.Stderr)
+	}
+	if r = e.MustRun(0, "audit", "list", "--action", "breaker.force-open"); r.Stderr != "" || !strings.Contains(r.Stdout, "provider incident") {
+		t.Errorf("filtered out: stdout %q, stderr %q", r.Stdout, r.Stderr)
+	}
+}
+
+func decodeJSON[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, s)
+	}
+	return v
+}

@@ -1,0 +1,217 @@
+package breaker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// attr is a raw DynamoDB attribute: type letter and text.
+type attr struct{ typ, text string }
+
+// hostileOverrides are the issue's corrupt override items, each a change to
+// the contract's worked example (forced at the test epoch for 30 minutes).
+var hostileOverrides = []struct {
+	name   string
+	change map[string]attr // an empty type removes the attribute
+	attr   string          // the attribute reported
+	found  string          // what the report says was there
+	expiry string          // the EXPIRES column of breaker list
+}{
+	{"version missing", map[string]attr{"version": {}}, "version", "found absent", "2026-11-29T19:30:00Z"},
+	{"version 1.5", map[string]attr{"version": {"N", "1.5"}}, "version", "found N 1.5", "2026-11-29T19:30:00Z"},
+	{"version 9e125", map[string]attr{"version": {"N", "9e125"}}, "version", "found N 9e+125", "2026-11-29T19:30:00Z"},
+	{"version of type S", map[string]attr{"version": {"S", "1"}}, "version", `found S "1"`, "2026-11-29T19:30:00Z"},
+	{"version with 21 digits", map[string]attr{"version": {"N", "1.00000000000000000001"}}, "version", "found N 1.00000000000000000001", "2026-11-29T19:30:00Z"},
+	{"expires_at tomorrow", map[string]attr{"expires_at": {"S", "tomorrow"}}, "expires_at", `found S "tomorrow"`, "unreadable (held until cleared)"},
+	{"expires_at 1e20", map[string]attr{"expires_at": {"N", "1e20"}}, "expires_at", "found N 1e+20", "unreadable (held until cleared)"},
+	{"created_at 1e20", map[string]attr{"created_at": {"N", "1e20"}}, "created_at", "found N 1e+20", "2026-11-29T19:30:00Z"},
+}
+
+func hostileItem(change map[string]attr) map[string]attr {
+	attrs := map[string]attr{
+		"pk": {"S", "breaker#openai"}, "state": {"S", "forced_open"}, "reason": {"S", "provider incident"},
+		"actor": {"S", "alice@laptop"}, "created_at": {"N", "1795978800000"}, "expires_at": {"N", "1795980600000"},
+		"ttl": {"N", "1795980600"}, "version": {"N", "1"},
+	}
+	for k, v := range change {
+		if v.typ == "" {
+			delete(attrs, k)
+		} else {
+			attrs[k] = v
+		}
+	}
+	return attrs
+}
+
+func TestMalformedOverridesLocalContext(t *testing.T) {
+	testHostileOverrides(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
+		return func(attrs map[string]attr) {
+			t.Helper()
+			s, err := sqlite.Open(context.Background(), filepath.Join(e.StateDir(), "local.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			it := store.Item{}
+			for k, v := range attrs {
+				if v.typ == "S" {
+					it[k] = v.text
+				} else if it[k], err = store.ParseNumber(v.text); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Put(context.Background(), it, store.Always()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestMalformedOverridesDynamoDBContext(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	n := 0
+	testHostileOverrides(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
+		n++
+		table := fmt.Sprintf("hostile-%d", n)
+		e.MustRun(0, "config", "set-context", "dev", "--table", table, "--region", dynalite.Region,
+			"--endpoint-url", endpoint, "--static-credentials", "--use")
+		e.MustRun(0, "store", "init")
+		return func(attrs map[string]attr) {
+			t.Helper()
+			av := map[string]types.AttributeValue{}
+			for k, v := range attrs {
+				if v.typ == "S" {
+					av[k] = &types.AttributeValueMemberS{Value: v.text}
+				} else {
+					av[k] = &types.AttributeValueMemberN{Value: v.text}
+				}
+			}
+			if _, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: av}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(map[string]attr)) {
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "kosha_breaker_state{dependency=\"openai\",instance=\"gw-1\"} 3\n")
+	}))
+	t.Cleanup(metrics.Close)
+	for _, tc := range hostileOverrides {
+		t.Run(tc.name, func(t *testing.T) {
+			e := clitest.New(t)
+			write := setup(t, e)
+			attrs := hostileItem(tc.change)
+			write(attrs)
+			warning := "warning: breaker#openai: " + tc.attr + ": " + tc.found + ", want "
+
+			// list: shown as the data plane reads it, flagged, exit 10.
+			r := e.MustRun(cmdutil.ExitPartial, "breaker", "list")
+			if !strings.Contains(r.Stdout, "forced_open (malformed)") || !strings.Contains(r.Stdout, tc.expiry) {
+				t.Errorf("list does not show the item in force, flagged, expiring %q:\n%s", tc.expiry, r.Stdout)
+			}
+			if !strings.Contains(r.Stderr, warning) || !strings.Contains(r.Stderr, "breaker clear") {
+				t.Errorf("list stderr lacks %q and the repair:\n%s", warning, r.Stderr)
+			}
+			for _, bad := range []string{"292275055", "never"} {
+				if strings.Contains(r.Stdout, bad) {
+					t.Errorf("list shows %q:\n%s", bad, r.Stdout)
+				}
+			}
+			list := decode[struct {
+				Items []struct {
+					Active    bool            `json:"active"`
+					Malformed []store.Problem `json:"malformed"`
+				} `json:"items"`
+				Unreadable []store.Problem `json:"unreadable"`
+			}](t, e.MustRun(cmdutil.ExitPartial, "breaker", "list", "-o", "json").Stdout)
+			if len(list.Items) != 1 || !list.Items[0].Active || len(list.Items[0].Malformed) != 1 ||
+				list.Items[0].Malformed[0].Attribute != tc.attr || !reflect.DeepEqual(list.Unreadable, list.Items[0].Malformed) {
+				t.Errorf("list -o json = %+v", list)
+			}
+
+			// get and status say the same.
+			r = e.MustRun(0, "breaker", "get", "openai")
+			if !strings.Contains(r.Stdout, "Malformed:") || !strings.Contains(r.Stdout, tc.attr+": "+tc.found) || strings.Contains(r.Stdout, "292275055") {
+				t.Errorf("get:\n%s", r.Stdout)
+			}
+			r = e.MustRun(0, "breaker", "status", "--metrics-url", metrics.URL+"/metrics")
+			if !strings.Contains(r.Stdout, "malformed item, ") || !strings.Contains(r.Stdout, "note: openai: malformed override item ("+tc.attr+": "+tc.found) {
+				t.Errorf("status:\n%s", r.Stdout)
+			}
+
+			// Without --overwrite it is held by someone: the conflict says the item is malformed.
+			r = e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "openai", "--reason", "fix", "--for", "10m")
+			if !strings.Contains(r.Stderr, "the item is malformed ("+tc.attr+": "+tc.found) || strings.Contains(r.Stderr, "changed while") {
+				t.Errorf("conflict: %s", r.Stderr)
+			}
+			// force-open --overwrite replaces it in one command.
+			r = e.MustRun(0, "breaker", "force-open", "openai", "--reason", "fix", "--for", "10m", "--overwrite")
+			if !strings.Contains(r.Stdout, "replaced a malformed item ("+tc.attr+": "+tc.found) {
+				t.Errorf("force-open --overwrite: %s", r.Stdout)
+			}
+			got := decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout)
+			if got.Reason != "fix" || got.Version < 1 {
+				t.Errorf("after --overwrite: %+v", got)
+			}
+			// clear removes it in one command.
+			write(attrs)
+			r = e.MustRun(0, "breaker", "clear", "openai")
+			if !strings.Contains(r.Stdout, "Cleared override on openai set by alice@laptop (a malformed item, removed as it was stored)") {
+				t.Errorf("clear: %s", r.Stdout)
+			}
+			e.MustRun(cmdutil.ExitNotFound, "breaker", "get", "openai")
+
+			// Both audit records keep the item as it was stored.
+			recs := decode[struct {
+				Items []struct {
+					Action string          `json:"action"`
+					Before json.RawMessage `json:"before"`
+				} `json:"items"`
+				Unreadable []store.Problem `json:"unreadable"`
+			}](t, e.MustRun(0, "audit", "list", "-o", "json").Stdout)
+			if len(recs.Items) != 2 || len(recs.Unreadable) != 0 {
+				t.Fatalf("audit: %+v", recs)
+			}
+			want := map[string]any{}
+			for k, v := range attrs {
+				if k == "pk" {
+					continue
+				}
+				if v.typ == "S" {
+					want[k] = v.text
+				} else {
+					var f float64
+					if err := json.Unmarshal([]byte(v.text), &f); err != nil {
+						t.Fatal(err)
+					}
+					want[k] = f
+				}
+			}
+			for _, rec := range recs.Items {
+				var before map[string]any
+				if err := json.Unmarshal(rec.Before, &before); err != nil || !reflect.DeepEqual(before, want) {
+					t.Errorf("%s before = %s (%v), want the stored attributes %v", rec.Action, rec.Before, err, want)
+				}
+			}
+		})
+	}
+}

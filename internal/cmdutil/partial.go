@@ -1,0 +1,51 @@
+package cmdutil
+
+import (
+	"fmt"
+
+	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// Unreadable is the rule every list follows for stored items it cannot read
+// in full (docs/contracts/cli-output.md, "Unreadable and malformed items"):
+// the list shows what it could read; in table mode each problem is one line
+// on stderr, `warning: <pk>: <attribute>: <problem>`; in -o json|yaml the
+// document's `unreadable` list carries the same problems; and the command
+// exits [ExitPartial] with a one-line summary saying how to repair them.
+//
+// Call it after printing the listing. noun names what was listed ("audit
+// record"), fix says how to repair one. It returns nil when problems is
+// empty.
+func Unreadable(io *iostreams.IOStreams, format string, problems []store.Problem, noun, fix string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	if format == FormatTable {
+		for _, p := range problems {
+			fmt.Fprintf(io.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
+		}
+	}
+	items := map[string]bool{}
+	for _, p := range problems {
+		items[p.PK] = true
+	}
+	where := "listed on stderr"
+	if format != FormatTable {
+		where = `listed under "unreadable"`
+	}
+	what := "1 " + noun + " does"
+	if len(items) > 1 {
+		what = fmt.Sprintf("%d %ss do", len(items), noun)
+	}
+	return WithCode(ExitPartial, fmt.Errorf("partial listing: %s not follow the contract (%s); %s", what, where, fix))
+}
+
+// Problems returns problems, or an empty list (never nil), for JSON output.
+func Problems(problems []store.Problem) []store.Problem {
+	if problems == nil {
+		return []store.Problem{}
+	}
+	return problems
+}
