@@ -97,7 +97,7 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 	}
 	tty := io.IsStdoutTTY()
 	tw := cmdutil.NewTable(io.Out)
-	tw.Row("TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON")
+	tw.Header(io, "TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON")
 	for _, r := range recs {
 		actor := r.Actor
 		if r.ActorSource == audit.ActorUnverified {

@@ -46,6 +46,18 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 	}
 	cmd.PersistentFlags().StringVar(&f.ContextName, "context", f.ContextName, "context to act on (default: the current context)")
 	_ = cmd.RegisterFlagCompletionFunc("context", cmdutil.CompleteContexts(f))
+	var noColor, noHeaders bool
+	pf := cmd.PersistentFlags()
+	pf.BoolVar(&f.Debug, "debug", f.Debug, "print each AWS request on stderr: operation, status, latency, attempts, request id (never credentials or secrets)")
+	pf.BoolVar(&noColor, "no-color", false, "never use color (as when NO_COLOR is set)")
+	pf.BoolVar(&noHeaders, "no-headers", false, "print tables without their header line")
+	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if noColor {
+			f.IOStreams.SetColorEnabled(false)
+		}
+		f.IOStreams.SetNoHeaders(noHeaders)
+		return nil
+	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return cmdutil.Usagef("%v (see %s --help)", err, c.CommandPath())
 	})
