@@ -88,7 +88,7 @@ func outcome(md middleware.Metadata, err error) string {
 	case errors.As(err, &apiErr):
 		return apiErr.ErrorCode()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "cancelled"
+		return "canceled"
 	case status != "":
 		return status + " (error)"
 	}

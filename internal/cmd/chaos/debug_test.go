@@ -18,8 +18,8 @@ import (
 func TestDebugLogsSecretsManagerCallsWithoutSecrets(t *testing.T) {
 	const (
 		accessKey    = "AKIDDEBUGTESTKEY0001"
-		secretKey    = "debug-test-secret-access-key-value"
-		sessionToken = "debug-test-session-token-value"
+		secretKey    = "debug-test-secret-access-key-value" //nolint:gosec // G101: a made-up value the output must not echo
+		sessionToken = "debug-test-session-token-value"     //nolint:gosec // G101: a made-up value the output must not echo
 	)
 	c := newCLI(t)
 	fake := newFakeSM(c, "kosha/chaos/dev")

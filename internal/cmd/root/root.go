@@ -17,6 +17,7 @@ import (
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
 	dashboardcmd "github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	drillcmd "github.com/kosha-platform/koshactl/internal/cmd/drill"
+	iamcmd "github.com/kosha-platform/koshactl/internal/cmd/iam"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
 	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
@@ -74,6 +75,7 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 		auditcmd.NewCmd(f),
 		configcmd.NewCmd(f),
 		storecmd.NewCmd(f),
+		iamcmd.NewCmd(f),
 		versioncmd.NewCmd(f),
 	)
 	markStarted(cmd, started)
