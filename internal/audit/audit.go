@@ -235,10 +235,41 @@ type Query struct {
 	// Subject keeps records about this subject (exact match, e.g.
 	// "breaker#openai"), or with this prefix when it ends in "*".
 	Subject string
+	// Until keeps records at or before it; zero keeps records up to now.
+	Until time.Time
 	// Action keeps records of this action when set.
 	Action string
+	// Actor keeps records by this actor (exact match), or with this prefix
+	// when it ends in "*".
+	Actor string
 	// Limit keeps the newest Limit records; zero keeps all.
 	Limit int
+}
+
+// matches reports whether r passes q's filters other than Limit.
+func (q Query) matches(r Record) bool {
+	if !q.Since.IsZero() && r.Time.Before(q.Since) {
+		return false
+	}
+	if !q.Until.IsZero() && r.Time.After(q.Until) {
+		return false
+	}
+	if q.Action != "" && r.Action != q.Action {
+		return false
+	}
+	return matchPattern(q.Subject, r.Subject) && matchPattern(q.Actor, r.Actor)
+}
+
+// matchPattern: an empty pattern matches everything, "x*" a prefix, else
+// the exact value.
+func matchPattern(pattern, v string) bool {
+	if pattern == "" {
+		return true
+	}
+	if p, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(v, p)
+	}
+	return v == pattern
 }
 
 // List returns matching records, newest first. Records past retention are
@@ -254,20 +285,8 @@ func (l *Log) List(ctx context.Context, q Query) ([]Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		if now.Sub(r.Time) > Retention || (!q.Since.IsZero() && r.Time.Before(q.Since)) {
+		if now.Sub(r.Time) > Retention || !q.matches(r) {
 			continue
-		}
-		if q.Action != "" && r.Action != q.Action {
-			continue
-		}
-		if q.Subject != "" {
-			if p, ok := strings.CutSuffix(q.Subject, "*"); ok {
-				if !strings.HasPrefix(r.Subject, p) {
-					continue
-				}
-			} else if r.Subject != q.Subject {
-				continue
-			}
 		}
 		out = append(out, r)
 	}
