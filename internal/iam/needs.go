@@ -14,7 +14,9 @@ const (
 	Scan           = "dynamodb:Scan"
 	GetSecretValue = "secretsmanager:GetSecretValue"
 	PutSecretValue = "secretsmanager:PutSecretValue"
-	GetMetricData  = "cloudwatch:GetMetricData"
+	// UpdateSecretVersionStage moves AWSPENDING off a rotated version.
+	UpdateSecretVersionStage = "secretsmanager:UpdateSecretVersionStage"
+	GetMetricData            = "cloudwatch:GetMetricData"
 )
 
 // Item key prefixes (docs/contracts): one kind of item each.
@@ -100,7 +102,7 @@ var Commands = map[string][]Need{
 	"chaos sign":          needs(secretRead, auditWrite),
 	"chaos verify":        needs(secretRead),
 	"chaos key id":        needs(secretRead),
-	"chaos key rotate":    needs(secretRead, Need{Action: PutSecretValue}, auditWrite),
+	"chaos key rotate":    needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, auditWrite),
 	// A drill's levers (the example drills and one reading CloudWatch
 	// gauges): force and clear overrides, drain and restore buckets, mint
 	// chaos headers, wait on the gauges, audit every change.

@@ -37,12 +37,11 @@ func runReal(ctx context.Context, stderr *syncbuf.Buffer, args ...string) (strin
 // "drill run" (the drill-runner role).
 func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
 	endpoint := dynalite.Start(t)
-	sm := newFakeSM(t)
+	e := clitest.New(t)
+	sm := newFakeSM(t, e.Clock)
 	dpProxy, dpRec := dynamoProxy(t, endpoint, sm.URL)
 	cliProxy, cliRec := dynamoProxy(t, endpoint, sm.URL)
 	cw := cwfake.New(t)
-	e := clitest.New(t)
-	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", sm.URL)
 	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, cliProxy, cw.URL) +
 		strings.SplitN(fmt.Sprintf(contextYAML, "dp", "dp", dynalite.Region, dpProxy, cw.URL), "\n", 3)[2])
 	e.MustRun(0, "store", "init")

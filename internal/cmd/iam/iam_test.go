@@ -44,11 +44,10 @@ contexts:
 func newAWSWorld(t *testing.T) *awsWorld {
 	t.Helper()
 	endpoint := dynalite.Start(t)
-	sm := newFakeSM(t)
+	e := clitest.New(t)
+	sm := newFakeSM(t, e.Clock)
 	proxy, rec := dynamoProxy(t, endpoint, sm.URL)
 	cw := cwfake.New(t)
-	e := clitest.New(t)
-	t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", sm.URL)
 	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, cw.URL))
 	e.MustRun(0, "store", "init")
 	rec.take()
@@ -91,13 +90,16 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 		{"chaos key id", []string{"chaos", "key", "id"}},
 		{"chaos sign", []string{"chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value"}},
 		{"chaos verify", nil}, // args filled in from sign's header
-		{"chaos key rotate", []string{"chaos", "key", "rotate"}},
+		{"chaos key rotate", []string{"chaos", "key", "rotate"}}, // the clock is past the minimum key age (below)
 	}
 	seen := map[string]bool{}
 	for _, s := range steps {
 		args := s.args
 		if s.path == "chaos verify" {
 			args = []string{"chaos", "verify", header}
+		}
+		if s.path == "chaos key rotate" {
+			w.Clock.Advance(time.Hour)
 		}
 		if s.path == "chaos sign" {
 			r := w.MustRun(0, args...)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/iam"
 )
 
@@ -43,9 +45,9 @@ func (r *recorder) take() []iam.Need {
 
 // dynamoProxy forwards DynamoDB requests to target and records each
 // operation with the prefix of the pk it names (Key, Item, or a scan's
-// :prefix filter value). Secrets Manager requests that arrive (a context's
-// endpoint-url currently reaches every client built from its config) go to
-// sm unrecorded: the --debug log records them.
+// :prefix filter value). Secrets Manager requests (a context's endpoint-url
+// is the endpoint of every service) go to sm unrecorded: the --debug log
+// records them.
 func dynamoProxy(t *testing.T, target, sm string) (string, *recorder) {
 	t.Helper()
 	rec := &recorder{}
@@ -151,55 +153,11 @@ func sameNeeds(called, declared []iam.Need) string {
 	return fmt.Sprintf("called but not in iam.Commands: %v; in iam.Commands but not called: %v", missing, extra)
 }
 
-// fakeSM is a Secrets Manager holding one secret's AWSCURRENT and
-// AWSPREVIOUS versions (GetSecretValue, PutSecretValue).
-type fakeSM struct {
-	mu                sync.Mutex
-	current, previous string
-	n                 int
-}
-
-func newFakeSM(t *testing.T) *httptest.Server {
+// newFakeSM starts the Secrets Manager fake (the service's version-stage
+// rules) holding the context's chaos secret, still empty.
+func newFakeSM(t *testing.T, clk clock.Clock) *smfake.Server {
 	t.Helper()
-	f := &fakeSM{}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-func (f *fakeSM) serve(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		SecretID     string `json:"SecretId"`
-		VersionStage string `json:"VersionStage"`
-		SecretString string `json:"SecretString"`
-	}
-	_ = json.NewDecoder(r.Body).Decode(&in)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	fail := func(code string) {
-		w.Header().Set("X-Amzn-ErrorType", code)
-		w.WriteHeader(http.StatusBadRequest)
-		_ = json.NewEncoder(w).Encode(map[string]string{"__type": code, "message": code})
-	}
-	switch strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "secretsmanager.") {
-	case "GetSecretValue":
-		v := f.current
-		if in.VersionStage == "AWSPREVIOUS" {
-			v = f.previous
-		}
-		if v == "" {
-			fail("ResourceNotFoundException")
-			return
-		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"Name": in.SecretID, "SecretString": v,
-			"VersionId": fmt.Sprintf("v%04d-0000-4000-8000-000000000000", f.n), "VersionStages": []string{in.VersionStage}})
-	case "PutSecretValue":
-		f.previous, f.current = f.current, in.SecretString
-		f.n++
-		_ = json.NewEncoder(w).Encode(map[string]any{"Name": in.SecretID,
-			"VersionId": fmt.Sprintf("v%04d-0000-4000-8000-000000000000", f.n), "VersionStages": []string{"AWSCURRENT"}})
-	default:
-		fail("UnknownOperationException")
-	}
+	sm := smfake.New(t, clk)
+	sm.Create("kosha/chaos/dev")
+	return sm
 }
