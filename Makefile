@@ -15,6 +15,10 @@ VULNCHECK_VERSION := v1.9.0
 VULNCHECK         := $(TOOLS)/govulncheck-$(VULNCHECK_VERSION)/govulncheck
 VULNDB_VERSION    := v0.0.0-20261105234957-e22db6528018
 VULNDB            := .cache/vulndb-$(VULNDB_VERSION)
+GORELEASER_VERSION := v2.15.1
+GORELEASER         := $(TOOLS)/goreleaser-$(GORELEASER_VERSION)/goreleaser
+CYCLONEDX_VERSION  := v1.10.0
+CYCLONEDX          := $(TOOLS)/cyclonedx-gomod-$(CYCLONEDX_VERSION)/cyclonedx-gomod
 FUZZTIME ?= 20s
 BIN     := bin/koshactl
 PKGS    := ./...
@@ -28,21 +32,23 @@ help: ## Show this help
 
 # What `koshactl version` reports, stamped from git into internal/build. Where
 # git or the repository is missing each is empty, and koshactl falls back to
-# Go's build info (then "dev"/"unknown"). The date is the commit's, so one
-# commit always builds the same binary.
+# Go's build info (then "dev"/"unknown"). The date is the commit's, in RFC3339
+# UTC, so one commit always builds the same binary. goreleaser stamps the same
+# three values (.goreleaser.yaml; make release-check compares them).
 BUILD_PKG     := github.com/kosha-platform/koshactl/internal/build
 BUILD_VERSION  = $(shell git describe --tags --always --dirty 2>/dev/null)
 BUILD_COMMIT   = $(shell git rev-parse HEAD 2>/dev/null)
-BUILD_DATE     = $(shell git log -1 --format=%cI 2>/dev/null)
+BUILD_DATE     = $(shell TZ=UTC0 git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null)
+# Built as the release archives are (.goreleaser.yaml): pure Go, no local paths.
 LDFLAGS        = -X $(BUILD_PKG).Version=$(BUILD_VERSION) -X $(BUILD_PKG).Commit=$(BUILD_COMMIT) -X $(BUILD_PKG).Date=$(BUILD_DATE)
 
 .PHONY: build
 build: ## Build bin/koshactl, stamped with git's version, commit and commit date
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/koshactl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/koshactl
 
 .PHONY: install
 install: ## go install koshactl, stamped like build
-	$(GO) install -ldflags '$(LDFLAGS)' ./cmd/koshactl
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/koshactl
 
 .PHONY: run
 run: build ## Run koshactl with ARGS on the current context (default: the embedded local store), e.g. make run ARGS="breaker list"
@@ -138,6 +144,29 @@ docs: ## Regenerate the CLI reference in docs/cli
 docs-check: ## Fail when docs/cli is not what the commands say
 	@tmp=$$(mktemp -d) && $(GO) run ./tools/gendocs $$tmp && \
 	  if ! diff -r $$tmp docs/cli >/dev/null; then diff -ru docs/cli $$tmp | head -40; echo "docs/cli is stale: run make docs"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
+
+# goreleaser reads the remote's URL even for a snapshot; a checkout without
+# a remote (a local clone's worktree) gets the project's, for that read only.
+SNAPSHOT_GIT := $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/kosha-platform/koshactl.git)
+
+.PHONY: release-snapshot
+release-snapshot: $(GORELEASER) $(CYCLONEDX) ## Build every release archive (linux/darwin/windows x amd64/arm64), checksums and SBOMs into dist/; publishes nothing
+	$(SNAPSHOT_GIT) PATH="$(abspath $(dir $(CYCLONEDX))):$$PATH" $(GORELEASER) release --snapshot --clean
+	@ls dist/*.tar.gz dist/*.zip dist/*.cdx.json dist/checksums.txt
+
+.PHONY: release-check
+release-check: $(GORELEASER) build ## Check .goreleaser.yaml and build this machine's target with it; its version stamps must equal make build's
+	$(GORELEASER) check
+	$(SNAPSHOT_GIT) $(GORELEASER) build --snapshot --clean --single-target --id koshactl --output dist/koshactl
+	@want=$$(./$(BIN) version -o json); got=$$(dist/koshactl version -o json); \
+	  if [ "$$want" != "$$got" ]; then echo "goreleaser stamps differ from make build:"; diff <(echo "$$want") <(echo "$$got"); exit 1; fi; \
+	  echo "release-check: goreleaser build stamped like make build: $$(./$(BIN) version -o json --jq '.version + " " + .commit + " " + .date')"
+
+$(GORELEASER):
+	GOFLAGS= GOBIN=$(abspath $(dir $@)) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
+
+$(CYCLONEDX):
+	GOFLAGS= GOBIN=$(abspath $(dir $@)) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_VERSION)
 
 .PHONY: tidy
 tidy: ## go mod tidy

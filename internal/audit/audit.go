@@ -276,8 +276,13 @@ type Query struct {
 	// Subject keeps records about this subject (exact match, e.g.
 	// "breaker#openai"), or with this prefix when it ends in "*".
 	Subject string
+	// Until keeps records at or before it; zero keeps records up to now.
+	Until time.Time
 	// Action keeps records of this action when set.
 	Action string
+	// Actor keeps records by this actor (exact match), or with this prefix
+	// when it ends in "*".
+	Actor string
 	// Limit keeps the newest Limit records; zero keeps all.
 	Limit int
 }
@@ -330,17 +335,24 @@ func (l *Log) List(ctx context.Context, q Query) (Listing, error) {
 // matches applies the query to r; dated is false when r's time is unknown,
 // which only the action and subject filters can rule out.
 func (q Query) matches(r Record, dated bool, now time.Time) bool {
-	if dated && (now.Sub(r.Time) > Retention || (!q.Since.IsZero() && r.Time.Before(q.Since))) {
+	if dated && (now.Sub(r.Time) > Retention || (!q.Since.IsZero() && r.Time.Before(q.Since)) ||
+		(!q.Until.IsZero() && r.Time.After(q.Until))) {
 		return false
 	}
 	if q.Action != "" && r.Action != q.Action {
 		return false
 	}
-	if q.Subject != "" {
-		if p, ok := strings.CutSuffix(q.Subject, "*"); ok {
-			return strings.HasPrefix(r.Subject, p)
-		}
-		return r.Subject == q.Subject
+	return matchPattern(q.Subject, r.Subject) && matchPattern(q.Actor, r.Actor)
+}
+
+// matchPattern: an empty pattern matches everything, "x*" a prefix, else
+// the exact value.
+func matchPattern(pattern, v string) bool {
+	if pattern == "" {
+		return true
 	}
-	return true
+	if p, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(v, p)
+	}
+	return v == pattern
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -77,6 +79,13 @@ type Options struct {
 	// MaxAttempts is the number of attempts per request, retries included.
 	// Zero means [DefaultMaxAttempts]; 1 disables retries.
 	MaxAttempts int
+	// Debug, when set, receives one line per AWS operation of every client
+	// built from the config (--debug): service, operation, HTTP status or
+	// error code, latency, attempts and request id; never headers, bodies or
+	// parameters. Nil logs nothing.
+	Debug io.Writer
+	// Clock times operations for Debug. Nil means the real clock.
+	Clock clock.Clock
 }
 
 // Load builds an aws.Config from opts and resolves its credentials. Errors
@@ -140,6 +149,13 @@ func Load(ctx context.Context, opts Options) (aws.Config, error) {
 	}
 	if cfg.Region == "" {
 		return aws.Config{}, errors.New("load aws config: no region: set region in the context, or AWS_REGION")
+	}
+	if opts.Debug != nil {
+		d := &debugLogger{w: opts.Debug, clock: opts.Clock}
+		if d.clock == nil {
+			d.clock = clock.Real{}
+		}
+		cfg.APIOptions = append(cfg.APIOptions, d.addDebugMiddleware)
 	}
 	if opts.StaticCredentials {
 		return cfg, nil

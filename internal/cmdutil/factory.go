@@ -26,6 +26,9 @@ type Factory struct {
 	// ContextName is the global --context flag (or $KOSHACTL_CONTEXT); empty
 	// means the config's current context.
 	ContextName string
+	// Debug is the global --debug flag: AWS clients log each operation to
+	// stderr.
+	Debug bool
 
 	// Config loads the config file (cached after the first call).
 	Config func() (*config.File, error)

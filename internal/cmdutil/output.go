@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
@@ -22,11 +23,25 @@ const (
 	FormatYAML  = "yaml"
 )
 
-// AddOutputFlag registers -o/--output with the given extra formats allowed.
+// jqPrefix marks an output format that filters the JSON document through a
+// jq expression (--jq EXPR); the expression follows the prefix. It is set by
+// AddOutputFlag's pre-run, never typed by a user.
+const jqPrefix = "jq="
+
+// IsJSON reports whether format prints JSON: plain, or filtered by --jq.
+func IsJSON(format string) bool {
+	return format == FormatJSON || strings.HasPrefix(format, jqPrefix)
+}
+
+// AddOutputFlag registers -o/--output with the given extra formats allowed,
+// and --jq EXPR, which filters the JSON document (it implies -o json).
 func AddOutputFlag(cmd *cobra.Command, target *string, extra ...string) {
 	formats := append([]string{FormatTable, FormatJSON, FormatYAML}, extra...)
 	cmd.Flags().StringVarP(target, "output", "o", FormatTable, "output format: "+strings.Join(formats, "|"))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+	var expr string
+	cmd.Flags().StringVar(&expr, "jq", "", "filter the JSON output with a jq expression (implies -o json; strings print unquoted), e.g. --jq '.items[].dependency'")
+	_ = cmd.RegisterFlagCompletionFunc("jq", cobra.NoFileCompletions)
 	prev := cmd.PreRunE
 	cmd.PreRunE = func(c *cobra.Command, args []string) error {
 		ok := false
@@ -36,6 +51,15 @@ func AddOutputFlag(cmd *cobra.Command, target *string, extra ...string) {
 		if !ok {
 			return Usagef("unknown output format %q: use one of %s", *target, strings.Join(formats, ", "))
 		}
+		if c.Flags().Changed("jq") {
+			if c.Flags().Changed("output") && *target != FormatJSON {
+				return Usagef("--jq filters JSON output: drop -o %s (or use -o json)", *target)
+			}
+			if _, err := parseJQ(expr); err != nil {
+				return err
+			}
+			*target = jqPrefix + expr
+		}
 		if prev != nil {
 			return prev(c, args)
 		}
@@ -43,8 +67,26 @@ func AddOutputFlag(cmd *cobra.Command, target *string, extra ...string) {
 	}
 }
 
-// PrintStructured writes v as JSON (indented, one document) or YAML. The YAML
-// form is derived from the JSON form so both share one schema.
+// parseJQ compiles a --jq expression. $ENV and env are empty (the process
+// environment may hold credentials), and input/inputs are not available.
+func parseJQ(expr string) (*gojq.Code, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, Usagef("--jq is empty: give a jq expression such as '.items[]'")
+	}
+	q, err := gojq.Parse(expr)
+	if err != nil {
+		return nil, Usagef("--jq %q does not parse: %v", expr, err)
+	}
+	code, err := gojq.Compile(q, gojq.WithEnvironLoader(func() []string { return nil }))
+	if err != nil {
+		return nil, Usagef("--jq %q: %v", expr, err)
+	}
+	return code, nil
+}
+
+// PrintStructured writes v as JSON (indented, one document), as the results
+// of a --jq expression (see [printJQ]), or as YAML. The YAML and jq forms are
+// derived from the JSON form so all share one schema.
 //
 // Both are exact (every string decodes back to the stored value) and safe on
 // a terminal: encoding/json escapes C0 controls, and the characters it would
@@ -58,6 +100,9 @@ func PrintStructured(w io.Writer, format string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)
+	}
+	if expr, ok := strings.CutPrefix(format, jqPrefix); ok {
+		return printJQ(w, expr, b)
 	}
 	b = escapeUnsafe(b)
 	if format == FormatJSON {
@@ -89,6 +134,71 @@ func PrintStructured(w io.Writer, format string, v any) error {
 	// \u escape means that character.
 	_, err = w.Write(escapeUnsafe(out.Bytes()))
 	return err
+}
+
+// printJQ runs expr on the JSON document doc and prints each result on its
+// own line, as gh does: strings unquoted but rendered with [textsafe.Line]
+// (data from the table cannot drive the terminal, nor break the one result a
+// line), everything else as compact JSON, exact and terminal-safe. Nothing is
+// printed when the expression fails part way.
+func printJQ(w io.Writer, expr string, doc []byte) error {
+	code, err := parseJQ(expr)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var input any
+	if err := dec.Decode(&input); err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	var buf bytes.Buffer
+	iter := code.Run(jqValue(input))
+	for {
+		out, ok := iter.Next()
+		if !ok {
+			break
+		}
+		if err, isErr := out.(error); isErr {
+			return fmt.Errorf("--jq %q: %w", expr, err)
+		}
+		if s, isString := out.(string); isString {
+			buf.WriteString(textsafe.Line(s))
+			buf.WriteByte('\n')
+			continue
+		}
+		line, err := json.Marshal(out)
+		if err != nil {
+			return fmt.Errorf("--jq %q: encode result: %w", expr, err)
+		}
+		buf.Write(escapeUnsafe(line))
+		buf.WriteByte('\n')
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// jqValue converts decoded JSON into the values gojq accepts: json.Number
+// becomes an int when it is one, else a float64.
+func jqValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jqValue(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = jqValue(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return int(i)
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+	}
+	return v
 }
 
 // PrintJSONLine writes v as one line of JSON (a document per line, for

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -31,6 +32,14 @@ func (t *Table) Row(cells ...string) {
 		_, _ = io.WriteString(t.tw, textsafe.Line(c))
 	}
 	_, _ = io.WriteString(t.tw, "\n")
+}
+
+// Header adds the header row, unless the streams print tables without one
+// (--no-headers).
+func (t *Table) Header(io *iostreams.IOStreams, cells ...string) {
+	if !io.NoHeaders() {
+		t.Row(cells...)
+	}
 }
 
 // Flush writes the aligned table.

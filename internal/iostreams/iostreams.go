@@ -21,6 +21,7 @@ type IOStreams struct {
 	stdoutTTY bool
 	stderrTTY bool
 	noColor   bool
+	noHeaders bool
 }
 
 // System returns the process's streams.
@@ -59,6 +60,16 @@ func (s *IOStreams) CanPrompt() bool { return s.stdinTTY && s.stderrTTY }
 
 // ColorEnabled reports whether output may use color (a terminal, no NO_COLOR).
 func (s *IOStreams) ColorEnabled() bool { return s.stdoutTTY && !s.noColor }
+
+// SetColorEnabled allows or forbids color (--no-color forbids it; tests
+// allow it). Color still needs stdout to be a terminal.
+func (s *IOStreams) SetColorEnabled(v bool) { s.noColor = !v }
+
+// NoHeaders reports whether tables print without their header line.
+func (s *IOStreams) NoHeaders() bool { return s.noHeaders }
+
+// SetNoHeaders drops the header line of tables (--no-headers).
+func (s *IOStreams) SetNoHeaders(v bool) { s.noHeaders = v }
 
 // SetStdinTTY marks stdin as a terminal or not (tests).
 func (s *IOStreams) SetStdinTTY(v bool) { s.stdinTTY = v }

@@ -4,16 +4,20 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
+
+// DefaultFollowInterval is how often --follow reads new records.
+const DefaultFollowInterval = 2 * time.Second
 
 // NewCmd returns the audit command group.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
@@ -25,10 +29,18 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 // ListOptions are the parsed flags of audit list.
 type ListOptions struct {
 	Since   time.Duration
+	Until   string
 	Subject string
 	Action  string
+	Actor   string
 	Limit   int
 	Output  string
+	// Follow keeps printing new records until interrupted, every Interval.
+	Follow   bool
+	Interval time.Duration
+	// After waits between --follow reads; nil means time.After (tests
+	// feed ticks).
+	After func(time.Duration) <-chan time.Time
 }
 
 // NewCmdList builds `audit list`; runF replaces the run function in tests.
@@ -38,24 +50,32 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List audit records, newest first (kept 90 days)",
-		Long: heredoc.Doc(`
-			List the audit records of the context's store, newest first. Records older
-			than 90 days are hidden even while the store still holds them.
-
-			A record that does not follow the audit contract (written by another tool)
-			never hides the others: each problem is named on stderr (or under
-			"unreadable" in -o json|yaml) and the rest is listed.
-
-			Exit codes: 0 listed; 10 listed, but some records could not be read in full.
-		`),
-		Example: "  koshactl audit list --since 2h --subject breaker#openai\n  koshactl audit list --subject 'rl#*' -o json",
-		Args:    cobra.NoArgs,
+		Long: "List audit records, newest first. --follow prints the matching records, oldest first, then\n" +
+			"each new one as it is written (like kubectl logs -f), until Ctrl-C, which exits 0; with -o json\n" +
+			"every record is one compact JSON line.\n\n" +
+			"A record that does not follow the audit contract (written by another tool) never hides the\n" +
+			"others: each problem is named on stderr (or under \"unreadable\" in -o json|yaml) and the\n" +
+			"rest is listed.\n\n" +
+			"Exit codes: 0 listed; 10 listed, but some records could not be read in full.",
+		Example: "  koshactl audit list --since 2h --subject breaker#openai\n  koshactl audit list --subject 'rl#*' -o json\n" +
+			"  koshactl audit list --actor 'arn:aws:sts::123456789012:assumed-role/ops/*' --until 2026-11-30T12:00:00Z\n" +
+			"  koshactl audit list --follow --action breaker.force-open",
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if opts.Since < 0 {
 				return cmdutil.Usagef("--since %s is negative: give how far back to look, like 2h", opts.Since)
 			}
 			if opts.Limit < 0 {
 				return cmdutil.Usagef("--limit %d is negative: give a count, or 0 for all", opts.Limit)
+			}
+			if opts.Follow && opts.Until != "" {
+				return cmdutil.Usagef("--until and --follow: a follow has no end; drop one")
+			}
+			if opts.Interval <= 0 {
+				return cmdutil.Usagef("--interval %s: give a positive duration, like 2s", opts.Interval)
+			}
+			if _, err := parseUntil(opts.Until, time.Time{}); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -66,7 +86,11 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.Since, "since", 0, "only records newer than this (e.g. 24h); default all retained")
 	fl.StringVar(&opts.Subject, "subject", "", "only records about this subject (breaker#openai; a trailing * matches a prefix)")
+	fl.StringVar(&opts.Until, "until", "", "only records at or before this time: RFC3339 (2026-11-30T12:00:00Z) or a duration ago (1h)")
 	fl.StringVar(&opts.Action, "action", "", "only records of this action (e.g. breaker.force-open)")
+	fl.StringVar(&opts.Actor, "actor", "", "only records by this actor (an ARN or user@host; a trailing * matches a prefix)")
+	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new records as they are written, until Ctrl-C")
+	fl.DurationVar(&opts.Interval, "interval", DefaultFollowInterval, "how often --follow reads new records")
 	fl.IntVar(&opts.Limit, "limit", 50, "show at most this many records (0 for all)")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
@@ -90,11 +114,21 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 		return err
 	}
 	now := f.Clock.Now()
-	q := audit.Query{Subject: opts.Subject, Action: opts.Action, Limit: opts.Limit}
+	q := audit.Query{Subject: opts.Subject, Action: opts.Action, Actor: opts.Actor, Limit: opts.Limit}
 	if opts.Since > 0 {
 		q.Since = now.Add(-opts.Since)
 	}
-	l, err := audit.NewLog(env.Store, f.Clock, env.Name).List(ctx, q)
+	if q.Until, err = parseUntil(opts.Until, now); err != nil {
+		return err
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
+		return cmdutil.Usagef("--until %s is before --since %s: nothing can match", opts.Until, opts.Since)
+	}
+	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	if opts.Follow {
+		return follow(ctx, f, opts, log.Follow(q))
+	}
+	l, err := log.List(ctx, q)
 	if err != nil {
 		return err
 	}
@@ -118,9 +152,19 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 		fmt.Fprintln(io.Out, "No audit records match.")
 		return partial()
 	}
-	tty := io.IsStdoutTTY()
 	tw := cmdutil.NewTable(io.Out)
-	tw.Row("TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON")
+	tw.Header(io, tableHeaders...)
+	writeRows(tw, io, recs, now)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return partial()
+}
+
+var tableHeaders = []string{"TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON"}
+
+func writeRows(tw *cmdutil.Table, io *iostreams.IOStreams, recs []audit.Record, now time.Time) {
+	tty := io.IsStdoutTTY()
 	for _, r := range recs {
 		actor := r.Actor
 		if r.ActorSource == audit.ActorUnverified {
@@ -128,8 +172,84 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 		}
 		tw.Row(cmdutil.FormatTime(r.Time, now, tty), actor, r.Action, r.Subject, r.Outcome, r.Reason)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+}
+
+// parseUntil reads --until: an RFC3339 time, or a duration before now.
+func parseUntil(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
 	}
-	return partial()
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, cmdutil.Usagef("--until %q is neither an RFC3339 time (2026-11-30T12:00:00Z) nor a duration ago (1h)", s)
+	}
+	return t, nil
+}
+
+// follow prints the follower's records as they come, until ctx ends (exit
+// 0). A store that is unreachable for a while is retried, said on stderr.
+func follow(ctx context.Context, f *cmdutil.Factory, opts *ListOptions, fl *audit.Follower) error {
+	io := f.IOStreams
+	after := opts.After
+	if after == nil {
+		after = time.After
+	}
+	headers := opts.Output == cmdutil.FormatTable && !io.NoHeaders()
+	for {
+		recs, err := fl.Poll(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, store.ErrUnavailable):
+			fmt.Fprintf(io.ErrOut, "audit list --follow: %v (retrying every %s)\n", err, opts.Interval)
+		case err != nil:
+			return err
+		default:
+			if err := printFollowed(io, opts.Output, recs, f.Clock.Now(), &headers); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil // Ctrl-C ends a follow normally
+		case <-after(opts.Interval):
+		}
+	}
+}
+
+// printFollowed writes one batch: table rows (the header before the first
+// batch), one compact JSON document a line, jq results, or YAML documents.
+func printFollowed(io *iostreams.IOStreams, format string, recs []audit.Record, now time.Time, headers *bool) error {
+	switch {
+	case format == cmdutil.FormatJSON:
+		for _, r := range recs {
+			if err := cmdutil.PrintJSONLine(io.Out, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	case format != cmdutil.FormatTable:
+		for _, r := range recs {
+			if format == cmdutil.FormatYAML {
+				fmt.Fprintln(io.Out, "---")
+			}
+			if err := cmdutil.PrintStructured(io.Out, format, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(recs) == 0 && !*headers {
+		return nil
+	}
+	tw := cmdutil.NewTable(io.Out)
+	if *headers {
+		tw.Header(io, tableHeaders...)
+		*headers = false
+	}
+	writeRows(tw, io, recs, now)
+	return tw.Flush()
 }

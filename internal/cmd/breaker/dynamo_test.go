@@ -95,3 +95,42 @@ func TestUnreachableEndpointIsUnavailable(t *testing.T) {
 		t.Errorf("not one line: %q", r.Stderr)
 	}
 }
+
+// --debug against dynalite: one line per DynamoDB operation with its status
+// and request id, on stderr, and never the (dummy) secret key or a signature.
+func TestDebugLogsDynamoDBOperations(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
+		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	r := e.MustRun(0, "store", "init", "--debug")
+	for _, want := range []string{"debug: aws dynamodb DescribeTable: HTTP 400 ResourceNotFoundException", "debug: aws dynamodb CreateTable: HTTP 200"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("store init --debug lacks %q:\n%s", want, r.Stderr)
+		}
+	}
+	r = e.MustRun(0, "--debug", "breaker", "force-open", "openai", "--reason", "debugging", "--for", "5m")
+	lines := 0
+	for _, l := range strings.Split(r.Stderr, "\n") {
+		if strings.HasPrefix(l, "debug: aws dynamodb ") {
+			lines++
+			if !strings.Contains(l, `request id "`) {
+				t.Errorf("no request id in %q", l)
+			}
+		}
+	}
+	if lines < 2 || !strings.Contains(r.Stderr, "debug: aws dynamodb PutItem: HTTP 200") {
+		t.Errorf("force-open --debug should log its reads and writes:\n%s", r.Stderr)
+	}
+	if strings.Contains(r.Stdout, "debug:") {
+		t.Errorf("debug output on stdout:\n%s", r.Stdout)
+	}
+	for _, secret := range []string{"koshactl-local-secret", "Authorization", "Signature=", "aws4_request"} {
+		if strings.Contains(r.Stderr+r.Stdout, secret) {
+			t.Errorf("%q appeared in the debug output:\n%s", secret, r.Stderr)
+		}
+	}
+	if r := e.MustRun(0, "breaker", "list"); strings.Contains(r.Stderr, "debug:") {
+		t.Errorf("no --debug, no debug lines:\n%s", r.Stderr)
+	}
+}

@@ -90,7 +90,7 @@ func newGetContexts(f *cmdutil.Factory) *cobra.Command {
 				return cmdutil.PrintStructured(f.IOStreams.Out, output, map[string]any{"kind": "ContextList", "items": rows})
 			}
 			tw := cmdutil.NewTable(f.IOStreams.Out)
-			tw.Row("CURRENT", "NAME", "STORE", "PROTECTED")
+			tw.Header(f.IOStreams, "CURRENT", "NAME", "STORE", "PROTECTED")
 			for _, r := range rows {
 				mark := ""
 				if r.Current {

@@ -39,6 +39,10 @@ import (
 // drillsDir holds the example drills the e2e tests run.
 var drillsDir = filepath.Join("..", "..", "..", "docs", "drills")
 
+// exampleDrills are the drills make test runs against the sandbox (and the
+// CI workflow example in docs/ci runs on every pull request).
+var exampleDrills = []string{"openai-outage", "screening-sim-errors", "flooding-client"}
+
 // sandboxScale runs the sandbox's LLD durations 20 times faster (override
 // cache 250 ms, screening-sim's open duration 1.5 s), so the example
 // drills, written for LLD time, finish in seconds.
@@ -151,7 +155,7 @@ func assertRolledBack(t *testing.T, s *sandboxEnv, j drill.Journal) {
 }
 
 func TestExampleDrillsPassAgainstTheSandbox(t *testing.T) {
-	for _, name := range []string{"openai-outage", "screening-sim-errors", "flooding-client"} {
+	for _, name := range exampleDrills {
 		t.Run(name, func(t *testing.T) {
 			s := onSandbox(t)
 			j, code, out := runDrill(t, filepath.Join(drillsDir, name+".yaml"))

@@ -108,13 +108,13 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 		// A local store can still name AWS resources (a chaos key in Secrets
 		// Manager): region, profile, credentials and endpoints come from the
 		// environment and the shared config files.
-		loadAWS := sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx, awsconf.Options{}) })
+		loadAWS := sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx, debugOptions(f, awsconf.Options{})) })
 		env.AWSConfig = func(context.Context) (aws.Config, error) { return loadAWS() }
 		return env, nil
 	}
 	d := c.Store.DynamoDB
-	awsOpts := awsconf.Options{Region: d.Region, Profile: d.Profile, EndpointURL: d.EndpointURL, Endpoints: d.Endpoints,
-		IMDS: d.IMDS, StaticCredentials: d.StaticCredentials}
+	awsOpts := debugOptions(f, awsconf.Options{Region: d.Region, Profile: d.Profile, EndpointURL: d.EndpointURL, Endpoints: d.Endpoints,
+		IMDS: d.IMDS, StaticCredentials: d.StaticCredentials})
 	cfg, err := awsconf.Load(ctx, awsOpts)
 	if err != nil {
 		return nil, fmt.Errorf("context %q: %w", name, err)
@@ -148,6 +148,14 @@ func identityResolver(name string, cfg aws.Config, storeEndpoint string) identit
 		Context:         name,
 		AllowUnverified: storeEndpoint != "" && !awsconf.IsAWSEndpoint(storeEndpoint),
 	}
+}
+
+// debugOptions turns on awsconf's operation log on stderr under --debug.
+func debugOptions(f *cmdutil.Factory, o awsconf.Options) awsconf.Options {
+	if f.Debug {
+		o.Debug, o.Clock = f.IOStreams.ErrOut, f.Clock
+	}
+	return o
 }
 
 // pinEndpoint returns a client option that sets the client's endpoint to the

@@ -17,6 +17,7 @@ import (
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
 	dashboardcmd "github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	drillcmd "github.com/kosha-platform/koshactl/internal/cmd/drill"
+	iamcmd "github.com/kosha-platform/koshactl/internal/cmd/iam"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
 	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
@@ -46,6 +47,18 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 	}
 	cmd.PersistentFlags().StringVar(&f.ContextName, "context", f.ContextName, "context to act on (default: the current context)")
 	_ = cmd.RegisterFlagCompletionFunc("context", cmdutil.CompleteContexts(f))
+	var noColor, noHeaders bool
+	pf := cmd.PersistentFlags()
+	pf.BoolVar(&f.Debug, "debug", f.Debug, "print each AWS request on stderr: operation, status, latency, attempts, request id (never credentials or secrets)")
+	pf.BoolVar(&noColor, "no-color", false, "never use color (as when NO_COLOR is set)")
+	pf.BoolVar(&noHeaders, "no-headers", false, "print tables without their header line")
+	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if noColor {
+			f.IOStreams.SetColorEnabled(false)
+		}
+		f.IOStreams.SetNoHeaders(noHeaders)
+		return nil
+	}
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return cmdutil.Usagef("%v (see %s --help)", err, c.CommandPath())
 	})
@@ -62,6 +75,7 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 		auditcmd.NewCmd(f),
 		configcmd.NewCmd(f),
 		storecmd.NewCmd(f),
+		iamcmd.NewCmd(f),
 		versioncmd.NewCmd(f),
 	)
 	markStarted(cmd, started)

@@ -1,9 +1,14 @@
 package root_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmd/root"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/termtest"
 )
@@ -19,5 +24,33 @@ func TestEveryStreamIsRenderedByTheBackstop(t *testing.T) {
 	termtest.AssertSafe(t, "stderr", r.Stderr)
 	if !strings.Contains(r.Stdout, `open\x1b]0;pwned\x07\u202eai`) {
 		t.Errorf("the dependency is not shown escaped:\n%s", r.Stdout)
+	}
+}
+
+// The global output flags reach the streams every command prints through.
+func TestGlobalOutputFlags(t *testing.T) {
+	cases := []struct {
+		args                []string
+		color, headers, dbg bool
+	}{
+		{[]string{"version"}, true, true, false},
+		{[]string{"--no-color", "version"}, false, true, false},
+		{[]string{"version", "--no-headers"}, true, false, false},
+		{[]string{"--debug", "version"}, true, true, true},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			io, _, _, errOut := iostreams.Test()
+			io.SetStdoutTTY(true)
+			io.SetColorEnabled(true)
+			f := factory.NewWith(io, clock.NewFake(clock.Real{}.Now()))
+			if code := root.Run(context.Background(), f, tc.args); code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			if io.ColorEnabled() != tc.color || io.NoHeaders() == tc.headers || f.Debug != tc.dbg {
+				t.Errorf("color %v, headers %v, debug %v; want %v, %v, %v", io.ColorEnabled(), !io.NoHeaders(), f.Debug,
+					tc.color, tc.headers, tc.dbg)
+			}
+		})
 	}
 }

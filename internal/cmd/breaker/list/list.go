@@ -101,7 +101,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	tty := io.IsStdoutTTY()
 	tw := cmdutil.NewTable(io.Out)
-	tw.Row("DEPENDENCY", "STATE", "EXPIRES", "ACTOR", "CREATED", "REASON")
+	tw.Header(io, "DEPENDENCY", "STATE", "EXPIRES", "ACTOR", "CREATED", "REASON")
 	for _, o := range shown {
 		tw.Row(o.Dependency, shared.StateLabel(o, now), shared.Expiry(o, now, tty), o.Actor,
 			cmdutil.FormatTime(o.CreatedAt, now, tty), o.Reason)

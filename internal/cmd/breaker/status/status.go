@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -242,23 +242,26 @@ func (r result) exitError(check bool) error {
 
 func print(f *cmdutil.Factory, opts *Options, r result, watch bool) error {
 	out := f.IOStreams.Out
-	switch opts.Output {
-	case cmdutil.FormatJSON:
-		if watch {
+	switch {
+	case cmdutil.IsJSON(opts.Output):
+		if watch && opts.Output == cmdutil.FormatJSON {
 			// One document per line, so `| jq -c` and line readers follow along.
 			return cmdutil.PrintJSONLine(out, r.Result)
 		}
 		return cmdutil.PrintStructured(out, opts.Output, r.Result)
-	case cmdutil.FormatYAML:
+	case opts.Output == cmdutil.FormatYAML:
 		if watch {
 			fmt.Fprintln(out, "---")
 		}
 		return cmdutil.PrintStructured(out, opts.Output, r.Result)
 	}
-	return printTable(out, f.IOStreams.IsStdoutTTY(), r, watch, f.Clock.Now())
+	return printTable(f.IOStreams, r, watch, f.Clock.Now())
 }
 
-func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) error {
+// printTable writes the human view; --no-headers drops its context line and
+// the column headers, leaving warnings and rows.
+func printTable(ios *iostreams.IOStreams, r result, watch bool, now time.Time) error {
+	w, tty := ios.Out, ios.IsStdoutTTY()
 	if watch {
 		fmt.Fprintf(w, "\n")
 	}
@@ -266,7 +269,9 @@ func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) erro
 	if r.Gauges.FetchedAt != nil {
 		fresh += " at " + *r.Gauges.FetchedAt
 	}
-	fmt.Fprintf(w, "context %s · store %s · %s\n", textsafe.Line(r.Context), textsafe.Line(r.Store.Source), textsafe.Line(fresh))
+	if !ios.NoHeaders() {
+		fmt.Fprintf(w, "context %s · store %s · %s\n", textsafe.Line(r.Context), textsafe.Line(r.Store.Source), textsafe.Line(fresh))
+	}
 	if r.Store.Error != nil {
 		fmt.Fprintf(w, "! store unavailable, overrides unknown: %s\n", textsafe.Line(*r.Store.Error))
 	}
@@ -277,7 +282,7 @@ func printTable(w io.Writer, tty bool, r result, watch bool, now time.Time) erro
 		fmt.Fprintf(w, "! %s\n", textsafe.Line(warn))
 	}
 	tw := cmdutil.NewTable(w)
-	tw.Row("DEPENDENCY", "STATE", "GAUGES", "WORST", "BEST", "INSTANCES", "OVERRIDE")
+	tw.Header(ios, "DEPENDENCY", "STATE", "GAUGES", "WORST", "BEST", "INSTANCES", "OVERRIDE")
 	var notes []string
 	for _, s := range r.statuses {
 		worst, best, inst := "-", "-", "-"

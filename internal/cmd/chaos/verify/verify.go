@@ -170,7 +170,7 @@ var outcomeText = map[chaos.Outcome]string{
 func printTable(f *cmdutil.Factory, res Result) error {
 	io := f.IOStreams
 	tw := cmdutil.NewTable(io.Out)
-	tw.Row("CHECK", "RESULT", "DETAIL")
+	tw.Header(io, "CHECK", "RESULT", "DETAIL")
 	for _, c := range res.Checks {
 		detail := c.Reason
 		if c.Check == chaos.CheckSyntax && c.Outcome == chaos.OutcomeFail {

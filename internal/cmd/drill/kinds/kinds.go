@@ -2,9 +2,7 @@ package kinds
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -65,8 +63,8 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 	if opts.Output != cmdutil.FormatTable {
 		return cmdutil.PrintStructured(io.Out, opts.Output, out)
 	}
-	tw := tabwriter.NewWriter(io.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP KIND\tROLLBACK\tOUTPUTS\tWHAT IT DOES")
+	tw := cmdutil.NewTable(io.Out)
+	tw.Header(io, "STEP KIND", "ROLLBACK", "OUTPUTS", "WHAT IT DOES")
 	for _, k := range out.Steps {
 		rb := "-"
 		if k.Mutating {
@@ -76,12 +74,12 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 		if outs == "" {
 			outs = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, rb, outs, k.Summary)
+		tw.Row(k.Name, rb, outs, k.Summary)
 	}
-	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "CONDITION KIND\t\t\tWHAT IT CHECKS")
+	tw.Row()
+	tw.Header(io, "CONDITION KIND", "", "", "WHAT IT CHECKS")
 	for _, k := range out.Conditions {
-		fmt.Fprintf(tw, "%s\t\t\t%s\n", k.Name, k.Summary)
+		tw.Row(k.Name, "", "", k.Summary)
 	}
 	return tw.Flush()
 }

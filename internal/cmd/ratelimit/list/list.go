@@ -178,7 +178,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	now := f.Clock.Now()
 	tty := io.IsStdoutTTY()
 	tw := cmdutil.NewTable(io.Out)
-	tw.Row("CLIENT", "TOKENS", "NEXT REQUEST", "FULL IN", "UPDATED")
+	tw.Header(io, "CLIENT", "TOKENS", "NEXT REQUEST", "FULL IN", "UPDATED")
 	for _, s := range res.Buckets {
 		next := "admitted"
 		if !s.Admit {

@@ -84,7 +84,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return cmdutil.PrintStructured(io.Out, opts.Output, res)
 	}
 	tw := cmdutil.NewTable(io.Out)
-	tw.Row("STAGE", "KID", "VERSION", "USE")
+	tw.Header(io, "STAGE", "KID", "VERSION", "USE")
 	for _, k := range res.Keys {
 		version, use := k.VersionID, "verifies headers it signed"
 		if version == "" {

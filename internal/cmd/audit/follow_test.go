@@ -1,0 +1,185 @@
+package audit_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
+)
+
+type record struct {
+	Time    string `json:"time"`
+	Actor   string `json:"actor"`
+	Action  string `json:"action"`
+	Subject string `json:"subject"`
+}
+
+func list(t *testing.T, e *clitest.Env, args ...string) []record {
+	t.Helper()
+	var out struct{ Items []record }
+	r := e.MustRun(0, append([]string{"audit", "list", "-o", "json"}, args...)...)
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+		t.Fatalf("%v\n%s", err, r.Stdout)
+	}
+	return out.Items
+}
+
+func subjects(rs []record) string {
+	var s []string
+	for _, r := range rs {
+		s = append(s, r.Subject)
+	}
+	return strings.Join(s, ",")
+}
+
+func TestListFiltersByActorUntilAndAction(t *testing.T) {
+	e := clitest.New(t)
+	t.Setenv("KOSHACTL_ACTOR", "alice@ops")
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "r", "--for", "1h") // 19:00
+	e.Clock.Advance(time.Hour)
+	t.Setenv("KOSHACTL_ACTOR", "bob@ops")
+	e.MustRun(0, "breaker", "force-open", "core-api", "--reason", "r", "--for", "1h") // 20:00
+	e.Clock.Advance(time.Hour)
+	e.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "r") // 21:00, bob
+
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "rl#agent-1,breaker#core-api,breaker#openai"},
+		{[]string{"--actor", "alice@ops"}, "breaker#openai"},
+		{[]string{"--actor", "bob@*"}, "rl#agent-1,breaker#core-api"},
+		{[]string{"--actor", "bob"}, ""},
+		{[]string{"--until", "2026-11-29T20:00:00Z"}, "breaker#core-api,breaker#openai"},
+		{[]string{"--until", "90m"}, "breaker#openai"},
+		{[]string{"--since", "90m", "--until", "30m"}, "breaker#core-api"},
+		{[]string{"--action", "breaker.force-open", "--actor", "bob@ops"}, "breaker#core-api"},
+	}
+	for _, c := range cases {
+		if got := subjects(list(t, e, c.args...)); got != c.want {
+			t.Errorf("audit list %s = %q, want %q", strings.Join(c.args, " "), got, c.want)
+		}
+	}
+	for _, args := range [][]string{
+		{"--until", "yesterday"},
+		{"--until", "-1h"},
+		{"--since", "30m", "--until", "1h"},
+		{"--follow", "--until", "1h"},
+		{"--follow", "--interval", "0s"},
+	} {
+		r := e.MustRun(cmdutil.ExitUsage, append([]string{"audit", "list"}, args...)...)
+		if r.Stdout != "" || strings.Count(r.Stderr, "\n") != 1 {
+			t.Errorf("audit list %s: %q %q", strings.Join(args, " "), r.Stdout, r.Stderr)
+		}
+	}
+}
+
+// follower runs audit list --follow in the background on the same
+// installation as e; tick lets it read once more.
+type follower struct {
+	out  *syncbuf.Buffer
+	tick chan time.Time
+	stop context.CancelFunc
+	done chan error
+}
+
+func startFollow(t *testing.T, e *clitest.Env, opts *auditcmd.ListOptions) *follower {
+	t.Helper()
+	fw := &follower{out: &syncbuf.Buffer{}, tick: make(chan time.Time), done: make(chan error, 1)}
+	io, _, _, _ := iostreams.Test()
+	io.Out = fw.out
+	f := factory.NewWith(io, e.Clock)
+	opts.Follow = true
+	opts.Interval = time.Second
+	opts.After = func(time.Duration) <-chan time.Time { return fw.tick }
+	ctx, cancel := context.WithCancel(context.Background())
+	fw.stop = cancel
+	go func() { fw.done <- auditcmd.RunList(ctx, f, opts) }()
+	t.Cleanup(cancel)
+	return fw
+}
+
+// waitFor polls the output (no sleeping) until it holds want.
+func (fw *follower) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(fw.out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("--follow never printed %q:\n%s", want, fw.out.String())
+		}
+		select {
+		case err := <-fw.done:
+			t.Fatalf("--follow ended early (%v):\n%s", err, fw.out.String())
+		case fw.tick <- time.Time{}: // the follower waited: read again
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+func TestFollowPrintsNewRecordsAsWrittenAndExitsCleanly(t *testing.T) {
+	e := clitest.New(t)
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "before the follow", "--for", "1h")
+	fw := startFollow(t, e, &auditcmd.ListOptions{Output: cmdutil.FormatTable, Limit: 50})
+	fw.waitFor(t, "breaker#openai")
+	if !strings.HasPrefix(fw.out.String(), "TIME ") {
+		t.Errorf("the table starts with its header:\n%s", fw.out.String())
+	}
+
+	e.Clock.Advance(time.Minute)
+	e.MustRun(0, "breaker", "force-open", "core-api", "--reason", "during the follow", "--for", "1h")
+	fw.waitFor(t, "breaker#core-api")
+
+	// A record stamped before the last one shown (a writer whose clock is
+	// 20s behind) still appears: each read looks back a minute.
+	e.Clock.Advance(-20 * time.Second)
+	e.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "late writer")
+	fw.waitFor(t, "rl#agent-1")
+	e.Clock.Advance(20 * time.Second)
+	fw.tick <- time.Time{}
+	fw.tick <- time.Time{} // two more reads: nothing is printed twice
+
+	fw.stop()
+	if err := <-fw.done; err != nil {
+		t.Fatalf("a canceled follow returns nil (exit 0), got %v", err)
+	}
+	out := fw.out.String()
+	for _, s := range []string{"breaker#openai", "breaker#core-api", "rl#agent-1"} {
+		if n := strings.Count(out, s); n != 1 {
+			t.Errorf("%s printed %d times:\n%s", s, n, out)
+		}
+	}
+	if strings.Index(out, "breaker#openai") > strings.Index(out, "breaker#core-api") {
+		t.Errorf("records print oldest first:\n%s", out)
+	}
+	if strings.Count(out, "TIME ") != 1 {
+		t.Errorf("one header for the whole follow:\n%s", out)
+	}
+}
+
+func TestFollowJSONIsOneRecordPerLineAndFilters(t *testing.T) {
+	e := clitest.New(t)
+	fw := startFollow(t, e, &auditcmd.ListOptions{Output: cmdutil.FormatJSON, Action: "breaker.force-open"})
+	e.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "filtered out")
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "kept", "--for", "1h")
+	fw.waitFor(t, "breaker#openai")
+	fw.stop()
+	if err := <-fw.done; err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(fw.out.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want one JSON line, got:\n%s", fw.out.String())
+	}
+	var r record
+	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil || r.Subject != "breaker#openai" || r.Action != "breaker.force-open" {
+		t.Errorf("line %q: %+v %v", lines[0], r, err)
+	}
+}

@@ -1,0 +1,129 @@
+package drill_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
+	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/sandbox"
+)
+
+type workflow struct {
+	On   map[string]any `yaml:"on"`
+	Jobs map[string]struct {
+		Strategy struct {
+			Matrix map[string][]string `yaml:"matrix"`
+		} `yaml:"strategy"`
+		Steps []struct {
+			Name string            `yaml:"name"`
+			If   string            `yaml:"if"`
+			Uses string            `yaml:"uses"`
+			Run  string            `yaml:"run"`
+			With map[string]string `yaml:"with"`
+		} `yaml:"steps"`
+	} `yaml:"jobs"`
+}
+
+// commandLine finds the line of run scripts that invokes koshactl with
+// prefix ("sandbox", "drill run") and returns its arguments after the
+// prefix, quotes removed, up to a redirection or "&".
+func commandLine(t *testing.T, script, prefix string) []string {
+	t.Helper()
+	for _, line := range strings.Split(script, "\n") {
+		_, rest, ok := strings.Cut(line, "./bin/koshactl "+prefix+" ")
+		if !ok {
+			continue
+		}
+		var args []string
+		for _, f := range strings.Fields(rest) {
+			if strings.HasPrefix(f, ">") || f == "&" || strings.HasPrefix(f, "2>") {
+				break
+			}
+			args = append(args, strings.Trim(f, `"'`))
+		}
+		return args
+	}
+	return nil
+}
+
+// The example CI workflow runs on every pull request, starts the sandbox
+// exactly as make test's drill tests configure it, runs every example
+// drill make test runs, and uploads the JUnit report the drill writes,
+// even when the drill fails.
+func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "ci", "drill.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf workflow
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatalf("docs/ci/drill.yml: %v", err)
+	}
+	if _, ok := wf.On["pull_request"]; !ok {
+		t.Errorf("the workflow does not run on pull_request: on = %v", wf.On)
+	}
+	job, ok := wf.Jobs["drill"]
+	if !ok {
+		t.Fatalf("no drill job: %v", wf.Jobs)
+	}
+	if got := job.Strategy.Matrix["drill"]; !slices.Equal(got, exampleDrills) {
+		t.Errorf("the workflow runs drills %v; make test runs %v", got, exampleDrills)
+	}
+	var script, upload string
+	for _, s := range job.Steps {
+		script += s.Run + "\n"
+		if strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
+			if s.If != "always()" {
+				t.Errorf("the report upload runs if %q: want always() (a failed drill's report matters most)", s.If)
+			}
+			upload = s.With["path"]
+		}
+	}
+	f := &cmdutil.Factory{IOStreams: func() *iostreams.IOStreams { io, _, _, _ := iostreams.Test(); return io }()}
+
+	// The sandbox: the settings of onSandbox (make test's in-process fleet).
+	var sb *sandboxcmd.Options
+	cmd := sandboxcmd.NewCmd(f, func(_ context.Context, o *sandboxcmd.Options) error { sb = o; return nil })
+	cmd.SetArgs(commandLine(t, script, "sandbox"))
+	cmd.SilenceUsage = true
+	if err := cmd.Execute(); err != nil || sb == nil {
+		t.Fatalf("the workflow's sandbox command does not parse: %v", err)
+	}
+	if sb.TimeScale != sandboxScale || sb.Profile != sandbox.ProfileInstant || !sb.Chaos || sb.Instances != sandbox.DefaultInstances ||
+		sb.RPS != 0 || sb.ConfigFile != "" || sb.KeyFile != "" || sb.AddrFile == "" {
+		t.Errorf("the workflow's sandbox differs from make test's: %+v", sb)
+	}
+	if !strings.Contains(script, `SANDBOX_URL=$(cat "$RUNNER_TEMP/sandbox.url")`) || !strings.Contains(script, sb.AddrFile) {
+		t.Errorf("the drill does not get the sandbox's address (%s) as SANDBOX_URL", sb.AddrFile)
+	}
+
+	// Each drill: the example file, its JUnit report uploaded.
+	for _, name := range exampleDrills {
+		expand := func(s string) string { return strings.ReplaceAll(s, "${{ matrix.drill }}", name) }
+		var ro *run.Options
+		cmd := run.NewCmd(f, func(_ context.Context, o *run.Options) error { ro = o; return nil })
+		cmd.SetArgs(commandLine(t, expand(script), "drill run"))
+		cmd.SilenceUsage = true
+		if err := cmd.Execute(); err != nil || ro == nil {
+			t.Fatalf("the workflow's drill command does not parse: %v", err)
+		}
+		if ro.File != "docs/drills/"+name+".yaml" {
+			t.Errorf("the workflow runs %s, want docs/drills/%s.yaml", ro.File, name)
+		}
+		if _, err := os.Stat(filepath.Join(drillsDir, name+".yaml")); err != nil {
+			t.Errorf("drill %s: %v", name, err)
+		}
+		if ro.JUnit == "" || ro.JUnit != expand(upload) {
+			t.Errorf("the drill writes its JUnit report to %q, the workflow uploads %q", ro.JUnit, expand(upload))
+		}
+	}
+}

@@ -1,0 +1,171 @@
+// Package iam implements `koshactl iam policy`: the least-privilege IAM
+// policy of a role for the context's table, chaos secret and CloudWatch
+// namespace, rendered by internal/iam from its table of operations.
+package iam
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/iam"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// NewCmd returns the iam command group.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
+	cmd := &cobra.Command{Use: "iam", Short: "Least-privilege IAM policies for koshactl's roles"}
+	cmd.AddCommand(NewCmdPolicy(f, nil))
+	return cmd
+}
+
+// PolicyOptions are the parsed flags of iam policy.
+type PolicyOptions struct {
+	Role    iam.Role
+	Account string
+	Output  string
+}
+
+// NewCmdPolicy builds `iam policy`; runF replaces the run function in tests.
+func NewCmdPolicy(f *cmdutil.Factory, runF func(context.Context, *PolicyOptions) error) *cobra.Command {
+	opts := &PolicyOptions{}
+	var role string
+	names := make([]string, len(iam.Roles))
+	for i, r := range iam.Roles {
+		names[i] = string(r)
+	}
+	cmd := &cobra.Command{
+		Use:   "policy --role " + strings.Join(names, "|"),
+		Short: "Print the least-privilege IAM policy of a role for the context's table, chaos secret and metrics",
+		Long: heredoc.Doc(`
+			Print an IAM policy document granting one role exactly the AWS actions its
+			commands call, on the context's resources: the table (and its indexes), the
+			chaos key's secret and the breaker_state gauges. DynamoDB item actions are
+			limited with dynamodb:LeadingKeys to the item prefixes the role touches
+			(breaker#, rl#, audit#). See docs/iam.md for what each role is for.
+
+			The account is --account, else the caller's (sts GetCallerIdentity).
+		`),
+		Example: heredoc.Doc(`
+			koshactl iam policy --role reader --context prod
+			koshactl iam policy --role operator --account 123456789012 > operator.json
+			aws iam create-policy --policy-name koshactl-reader \
+			    --policy-document "$(koshactl iam policy --role reader)"
+		`),
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			r, err := iam.ParseRole(role)
+			if err != nil {
+				return cmdutil.Usagef("--role: %v", err)
+			}
+			opts.Role = r
+			if opts.Account != "" && (len(opts.Account) != 12 || strings.Trim(opts.Account, "0123456789") != "") {
+				return cmdutil.Usagef("--account %q is not a 12-digit AWS account id", opts.Account)
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return RunPolicy(c.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&role, "role", "", "the role: "+strings.Join(names, "|")+" (required)")
+	_ = cmd.MarkFlagRequired("role")
+	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions(names, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().StringVar(&opts.Account, "account", "", "AWS account id of the resources (default: the caller's, from STS)")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// stsAPI is the one STS call iam policy may make.
+type stsAPI interface {
+	GetCallerIdentity(ctx context.Context, in *sts.GetCallerIdentityInput, optFns ...func(*sts.Options)) (*sts.GetCallerIdentityOutput, error)
+}
+
+var _ stsAPI = (*sts.Client)(nil)
+
+// RunPolicy prints the policy. It needs no credentials when --account is
+// given and the context names its region.
+func RunPolicy(ctx context.Context, f *cmdutil.Factory, opts *PolicyOptions) error {
+	file, err := f.Config()
+	if err != nil {
+		return err
+	}
+	name := f.ContextName
+	if name == "" {
+		name = file.Current()
+	}
+	c, err := file.Context(name)
+	if err != nil {
+		return err
+	}
+	if c.IsLocal() || c.Store.DynamoDB == nil {
+		return cmdutil.Usagef("context %q uses the embedded store: IAM policies are for a context on a DynamoDB table "+
+			"(koshactl config set-context NAME --table TABLE --region REGION), then --context NAME", name)
+	}
+	d := c.Store.DynamoDB
+	t := iam.Target{Region: d.Region, Account: opts.Account, Table: d.Table, Secret: c.Chaos.SecretID,
+		Namespace: metrics.DefaultNamespace}
+	if cw := c.Metrics.CloudWatch; cw != nil && cw.Namespace != "" {
+		t.Namespace = cw.Namespace
+	}
+	if t.Region == "" {
+		t.Region = os.Getenv("AWS_REGION")
+	}
+	if t.Account == "" || t.Region == "" {
+		env, err := f.Env(ctx)
+		if err != nil {
+			return err
+		}
+		cfg, err := env.AWSConfig(ctx)
+		if err != nil {
+			return err
+		}
+		if t.Region == "" {
+			t.Region = cfg.Region
+		}
+		if t.Account == "" {
+			if t.Account, err = account(ctx, sts.NewFromConfig(cfg)); err != nil {
+				return err
+			}
+		}
+	}
+	doc, err := iam.Policy(opts.Role, t)
+	if err != nil {
+		return err
+	}
+	if t.Secret == "" && needsSecret(opts.Role) {
+		fmt.Fprintf(f.IOStreams.ErrOut, "context %q names no chaos secret (chaos.secret-id): the policy has no Secrets Manager statement\n", name)
+	}
+	format := opts.Output
+	if format == cmdutil.FormatTable {
+		format = cmdutil.FormatJSON // the document is the human form too
+	}
+	return cmdutil.PrintStructured(f.IOStreams.Out, format, doc)
+}
+
+func needsSecret(r iam.Role) bool {
+	for _, n := range r.Needs() {
+		if n.Service() == "secretsmanager" {
+			return true
+		}
+	}
+	return false
+}
+
+// account asks STS which account the caller is in.
+func account(ctx context.Context, api stsAPI) (string, error) {
+	out, err := api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	if err != nil {
+		return "", fmt.Errorf("%w: the account could not be established (sts GetCallerIdentity: %v); give --account ACCOUNT_ID or refresh credentials",
+			store.ErrCredentials, strings.Join(strings.Fields(err.Error()), " "))
+	}
+	return aws.ToString(out.Account), nil
+}

@@ -1,0 +1,176 @@
+package iam
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// IAM actions koshactl and the data plane use.
+const (
+	GetItem        = "dynamodb:GetItem"
+	PutItem        = "dynamodb:PutItem"
+	DeleteItem     = "dynamodb:DeleteItem"
+	Scan           = "dynamodb:Scan"
+	GetSecretValue = "secretsmanager:GetSecretValue"
+	PutSecretValue = "secretsmanager:PutSecretValue"
+	// UpdateSecretVersionStage moves AWSPENDING off a rotated version.
+	UpdateSecretVersionStage = "secretsmanager:UpdateSecretVersionStage"
+	GetMetricData            = "cloudwatch:GetMetricData"
+)
+
+// Item key prefixes (docs/contracts): one kind of item each.
+const (
+	BreakerItems = "breaker#"
+	BucketItems  = "rl#"
+	AuditItems   = "audit#"
+)
+
+// Need is one permission a command path uses: an IAM action and, for a
+// DynamoDB action, the item key prefix it reads or writes ("" for actions
+// on no item).
+type Need struct {
+	Action string `json:"action"`
+	Prefix string `json:"prefix,omitempty"`
+}
+
+// String renders the need as "dynamodb:GetItem breaker#".
+func (n Need) String() string {
+	if n.Prefix == "" {
+		return n.Action
+	}
+	return n.Action + " " + n.Prefix
+}
+
+// Service is the action's service prefix ("dynamodb").
+func (n Need) Service() string {
+	s, _, _ := strings.Cut(n.Action, ":")
+	return s
+}
+
+// keyed reports whether DynamoDB can limit the action with
+// dynamodb:LeadingKeys: actions on one item by its key. Scan names no key,
+// so the condition key is absent and cannot limit it.
+func (n Need) keyed() bool {
+	switch n.Action {
+	case GetItem, PutItem, DeleteItem:
+		return true
+	}
+	return false
+}
+
+// AsGranted is the need as a policy grants it: without a prefix when the
+// action cannot be limited to one (a scan reads the whole table).
+func (n Need) AsGranted() Need {
+	if !n.keyed() {
+		n.Prefix = ""
+	}
+	return n
+}
+
+func needs(ns ...Need) []Need { return ns }
+
+// The needs shared by several command paths.
+var (
+	auditWrite   = Need{PutItem, AuditItems}
+	breakerRead  = Need{GetItem, BreakerItems}
+	breakerWrite = Need{PutItem, BreakerItems}
+	breakerScan  = Need{Scan, BreakerItems}
+	bucketRead   = Need{GetItem, BucketItems}
+	bucketWrite  = Need{PutItem, BucketItems}
+	secretRead   = Need{Action: GetSecretValue}
+	gauges       = Need{Action: GetMetricData}
+)
+
+// Commands is what each command path that talks to AWS calls, as the
+// operations the SDK sends (checked by internal/cmd/iam's tests). Commands
+// absent from it (config, version, drill validate, completion...) call no
+// AWS API.
+var Commands = map[string][]Need{
+	"breaker list":        needs(breakerScan),
+	"breaker get":         needs(breakerRead),
+	"breaker status":      needs(breakerScan, gauges),
+	"breaker force-open":  needs(breakerRead, breakerWrite, auditWrite),
+	"breaker clear":       needs(breakerRead, Need{DeleteItem, BreakerItems}, auditWrite),
+	"breaker clear --all": needs(breakerScan, breakerRead, Need{DeleteItem, BreakerItems}, auditWrite),
+	"ratelimit get":       needs(bucketRead),
+	"ratelimit list":      needs(Need{Scan, BucketItems}),
+	"ratelimit reset":     needs(bucketRead, bucketWrite, auditWrite),
+	"ratelimit drain":     needs(bucketRead, bucketWrite, auditWrite),
+	"ratelimit set":       needs(bucketRead, bucketWrite, auditWrite),
+	"audit list":          needs(Need{Scan, AuditItems}),
+	"chaos sign":          needs(secretRead, auditWrite),
+	"chaos verify":        needs(secretRead),
+	"chaos key id":        needs(secretRead),
+	"chaos key rotate":    needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, auditWrite),
+	// A drill's levers (the example drills and one reading CloudWatch
+	// gauges): force and clear overrides, drain and restore buckets, mint
+	// chaos headers, wait on the gauges, audit every change.
+	"drill run": needs(breakerRead, breakerWrite, Need{DeleteItem, BreakerItems},
+		bucketRead, bucketWrite, secretRead, gauges, auditWrite),
+	// The reference data plane (koshactl sandbox): it reads overrides and
+	// chaos keys, takes tokens with a conditional write, and audits chaos
+	// headers it applied or refused.
+	"sandbox": needs(breakerRead, bucketRead, bucketWrite, secretRead, auditWrite),
+}
+
+// Role names a set of command paths given one policy.
+type Role string
+
+// The roles.
+const (
+	// Reader sees overrides, buckets, gauges and the audit log; it changes
+	// nothing and never reads the chaos key.
+	Reader Role = "reader"
+	// Operator is the on-call operator: everything a reader does, plus
+	// forcing and clearing overrides, bucket levers and chaos headers and
+	// keys.
+	Operator Role = "operator"
+	// DrillRunner is a CI job running drills.
+	DrillRunner Role = "drill-runner"
+	// DataPlane is the gateway and core-api at run time.
+	DataPlane Role = "data-plane"
+)
+
+// Roles lists every role, in the order documented.
+var Roles = []Role{Reader, Operator, DrillRunner, DataPlane}
+
+var readerPaths = []string{"breaker list", "breaker get", "breaker status", "ratelimit get", "ratelimit list", "audit list"}
+
+// RolePaths is the command paths each role is for.
+var RolePaths = map[Role][]string{
+	Reader: readerPaths,
+	Operator: append(slices.Clone(readerPaths), "breaker force-open", "breaker clear", "breaker clear --all",
+		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate"),
+	DrillRunner: {"drill run"},
+	DataPlane:   {"sandbox"},
+}
+
+// ParseRole returns the role named s.
+func ParseRole(s string) (Role, error) {
+	for _, r := range Roles {
+		if string(r) == s {
+			return r, nil
+		}
+	}
+	names := make([]string, len(Roles))
+	for i, r := range Roles {
+		names[i] = string(r)
+	}
+	return "", fmt.Errorf("unknown role %q: use one of %s", s, strings.Join(names, ", "))
+}
+
+// Needs returns the union of the needs of the role's command paths, sorted
+// and without repeats.
+func (r Role) Needs() []Need {
+	var out []Need
+	for _, p := range RolePaths[r] {
+		for _, n := range Commands[p] {
+			if !slices.Contains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Need) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}

@@ -1,0 +1,221 @@
+package iam
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Target names the AWS resources one context uses.
+type Target struct {
+	// Region and Account locate the table and the secret.
+	Region, Account string
+	// Table is the DynamoDB table's name.
+	Table string
+	// Secret is the chaos key's Secrets Manager secret: a name or an ARN.
+	// Empty: the context keeps its chaos key in a local file, and no
+	// Secrets Manager statement is written.
+	Secret string
+	// Namespace is the CloudWatch namespace of the breaker_state gauges.
+	// GetMetricData cannot be limited to one namespace, so it is only
+	// recorded in the statement's Sid.
+	Namespace string
+}
+
+// Partition is the ARN partition of the region: aws, aws-cn or aws-us-gov.
+func (t Target) Partition() string {
+	switch {
+	case strings.HasPrefix(t.Region, "cn-"):
+		return "aws-cn"
+	case strings.HasPrefix(t.Region, "us-gov-"):
+		return "aws-us-gov"
+	}
+	return "aws"
+}
+
+// TableARN is the table's ARN.
+func (t Target) TableARN() string {
+	return fmt.Sprintf("arn:%s:dynamodb:%s:%s:table/%s", t.Partition(), t.Region, t.Account, t.Table)
+}
+
+// SecretARN is the secret's ARN, or a pattern matching it: Secrets Manager
+// appends a dash and six random characters to a secret's name.
+func (t Target) SecretARN() string {
+	if strings.HasPrefix(t.Secret, "arn:") {
+		return t.Secret
+	}
+	return fmt.Sprintf("arn:%s:secretsmanager:%s:%s:secret:%s-??????", t.Partition(), t.Region, t.Account, t.Secret)
+}
+
+func (t Target) validate() error {
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"region", t.Region}, {"account", t.Account}, {"table", t.Table}} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("policy target: no %s", strings.Join(missing, ", "))
+	}
+	if len(t.Account) != 12 || strings.Trim(t.Account, "0123456789") != "" {
+		return fmt.Errorf("policy target: account %q is not a 12-digit AWS account id", t.Account)
+	}
+	return nil
+}
+
+// Document is an IAM policy document.
+type Document struct {
+	Version   string      `json:"Version"`
+	Statement []Statement `json:"Statement"`
+}
+
+// Statement is one Allow statement.
+type Statement struct {
+	Sid       string                         `json:"Sid"`
+	Effect    string                         `json:"Effect"`
+	Action    []string                       `json:"Action"`
+	Resource  []string                       `json:"Resource"`
+	Condition map[string]map[string][]string `json:"Condition,omitempty"`
+}
+
+// LeadingKeysCondition is the condition operator limiting item actions to
+// key prefixes. ForAllValues holds vacuously when the request names no key,
+// which is why only actions on one item by its key get it.
+const LeadingKeysCondition = "ForAllValues:StringLike"
+
+// Policy renders the least-privilege policy of role on t: one statement per
+// DynamoDB item prefix (its actions limited with dynamodb:LeadingKeys), one
+// for scans (table and indexes), one for the chaos secret, one for the
+// CloudWatch reads.
+func Policy(role Role, t Target) (Document, error) {
+	if _, ok := RolePaths[role]; !ok {
+		return Document{}, fmt.Errorf("unknown role %q", role)
+	}
+	if err := t.validate(); err != nil {
+		return Document{}, err
+	}
+	doc := Document{Version: "2012-10-17"}
+	byPrefix := map[string][]string{}
+	var scans, secret, metrics []string
+	for _, n := range role.Needs() {
+		switch {
+		case n.keyed():
+			byPrefix[n.Prefix] = append(byPrefix[n.Prefix], n.Action)
+		case n.Service() == "dynamodb":
+			scans = appendNew(scans, n.Action)
+		case n.Service() == "secretsmanager":
+			secret = appendNew(secret, n.Action)
+		case n.Service() == "cloudwatch":
+			metrics = appendNew(metrics, n.Action)
+		}
+	}
+	prefixes := make([]string, 0, len(byPrefix))
+	for p := range byPrefix {
+		prefixes = append(prefixes, p)
+	}
+	slices.Sort(prefixes)
+	for _, p := range prefixes {
+		doc.Statement = append(doc.Statement, Statement{
+			Sid: "Items" + prefixName(p), Effect: "Allow", Action: byPrefix[p], Resource: []string{t.TableARN()},
+			Condition: map[string]map[string][]string{LeadingKeysCondition: {"dynamodb:LeadingKeys": {p + "*"}}},
+		})
+	}
+	if len(scans) > 0 {
+		doc.Statement = append(doc.Statement, Statement{Sid: "ScanByPrefix", Effect: "Allow", Action: scans,
+			Resource: []string{t.TableARN(), t.TableARN() + "/index/*"}})
+	}
+	if len(secret) > 0 && t.Secret != "" {
+		doc.Statement = append(doc.Statement, Statement{Sid: "ChaosKey", Effect: "Allow", Action: secret,
+			Resource: []string{t.SecretARN()}})
+	}
+	if len(metrics) > 0 {
+		sid := "BreakerGauges"
+		if t.Namespace != "" {
+			sid += sidWord(t.Namespace)
+		}
+		doc.Statement = append(doc.Statement, Statement{Sid: sid, Effect: "Allow", Action: metrics, Resource: []string{"*"}})
+	}
+	return doc, nil
+}
+
+// prefixName names an item prefix in a Sid.
+func prefixName(p string) string {
+	switch p {
+	case BreakerItems:
+		return "BreakerOverrides"
+	case BucketItems:
+		return "RateLimitBuckets"
+	case AuditItems:
+		return "AuditRecords"
+	}
+	return sidWord(p)
+}
+
+// sidWord turns "breaker#" or "Kosha/Resilience" into "Breaker",
+// "KoshaResilience": a Sid is alphanumeric.
+func sidWord(s string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z':
+			if up {
+				r -= 'a' - 'A'
+			}
+			b.WriteRune(r)
+			up = false
+		case r >= 'A' && r <= 'Z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+			up = false
+		default:
+			up = true
+		}
+	}
+	return b.String()
+}
+
+func appendNew(s []string, v string) []string {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}
+
+// Grants reads doc back as the needs it allows on t: each item action once
+// per LeadingKeys prefix, scans, secret and metric actions without one. It
+// is how tests check a policy grants exactly what a role needs.
+func Grants(doc Document, t Target) ([]Need, error) {
+	var out []Need
+	for _, s := range doc.Statement {
+		if s.Effect != "Allow" {
+			return nil, fmt.Errorf("statement %s: effect %q", s.Sid, s.Effect)
+		}
+		prefixes := []string{""}
+		if c, ok := s.Condition[LeadingKeysCondition]; ok {
+			prefixes = nil
+			for _, p := range c["dynamodb:LeadingKeys"] {
+				prefix, ok := strings.CutSuffix(p, "*")
+				if !ok || prefix == "" || strings.ContainsAny(prefix, "*?") {
+					return nil, fmt.Errorf("statement %s: leading key pattern %q is not PREFIX*", s.Sid, p)
+				}
+				prefixes = append(prefixes, prefix)
+			}
+		}
+		for _, a := range s.Action {
+			if strings.ContainsAny(a, "*?") {
+				return nil, fmt.Errorf("statement %s: wildcard action %q", s.Sid, a)
+			}
+			for _, p := range prefixes {
+				out = appendNewNeed(out, Need{a, p})
+			}
+		}
+	}
+	return out, nil
+}
+
+func appendNewNeed(s []Need, n Need) []Need {
+	if slices.Contains(s, n) {
+		return s
+	}
+	return append(s, n)
+}
