@@ -17,6 +17,7 @@ import (
 	"iter"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -90,6 +91,9 @@ type Log struct {
 	context string
 	// attest says how an entry's actor was established ("" when unknown).
 	attest func(ctx context.Context, actor string) ActorSource
+	// notice, when set, hears once that an index is missing (SetNotice).
+	notice     func(msg string)
+	noticeOnce sync.Once
 }
 
 // NewLog returns a Log writing into s, stamping records with contextName.
@@ -194,6 +198,9 @@ func (r Record) item() store.Item {
 		"outcome":     r.Outcome,
 		store.TTLAttr: r.Time.Add(Retention).Unix(),
 	}
+	for k, v := range indexAttrs(r.Time, r.Subject, r.Actor) {
+		it[k] = v
+	}
 	if r.Reason != "" {
 		it["reason"] = r.Reason
 	}
@@ -232,6 +239,12 @@ func fromItem(it store.Item) (Record, error) {
 type Query struct {
 	// Since keeps records at or after it; zero keeps all retained records.
 	Since time.Time
+	// Until keeps records before it; zero keeps records up to now.
+	Until time.Time
+	// Actor keeps records of this actor (exact match) when set.
+	Actor string
+	// Stats, when set, counts the items the listing examined.
+	Stats *store.ReadStats
 	// Subject keeps records about this subject (exact match, e.g.
 	// "breaker#openai"), or with this prefix when it ends in "*".
 	Subject string
@@ -246,7 +259,8 @@ type Query struct {
 func (l *Log) List(ctx context.Context, q Query) ([]Record, error) {
 	now := l.clock.Now()
 	var out []Record
-	for it, err := range l.store.Scan(ctx, store.ScanQuery{Prefix: Prefix}) {
+	// Candidates come newest first, so the listing stops at Limit matches.
+	for it, err := range l.candidates(ctx, q, now) {
 		if err != nil {
 			return nil, fmt.Errorf("list audit records: %w", err)
 		}
@@ -257,7 +271,8 @@ func (l *Log) List(ctx context.Context, q Query) ([]Record, error) {
 		if now.Sub(r.Time) > Retention || (!q.Since.IsZero() && r.Time.Before(q.Since)) {
 			continue
 		}
-		if q.Action != "" && r.Action != q.Action {
+		if (!q.Until.IsZero() && !r.Time.Before(q.Until)) || (q.Action != "" && r.Action != q.Action) ||
+			(q.Actor != "" && r.Actor != q.Actor) {
 			continue
 		}
 		if q.Subject != "" {
@@ -270,6 +285,9 @@ func (l *Log) List(ctx context.Context, q Query) ([]Record, error) {
 			}
 		}
 		out = append(out, r)
+		if q.Limit > 0 && len(out) >= q.Limit {
+			break
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].Time.Equal(out[j].Time) {

@@ -87,6 +87,8 @@ func (o Override) Item() store.Item {
 		attrActor:     o.Actor,
 		attrCreatedAt: o.CreatedAt.UnixMilli(),
 		attrVersion:   o.Version,
+		// Additive: places the item in the overrides index (ListFor).
+		store.IndexOverrides.Attr: OverrideIndexKey,
 	}
 	if o.Expires() {
 		ms := o.ExpiresAt.UnixMilli()
@@ -130,8 +132,9 @@ type OverrideStore interface {
 // conditional write on the item's version, so two operators acting at once
 // never overwrite each other silently.
 type Overrides struct {
-	store OverrideStore
-	clock clock.Clock
+	store   OverrideStore
+	clock   clock.Clock
+	notices noticeSink
 }
 
 // NewOverrides returns an Overrides on s. A nil clk means the wall clock.
@@ -169,8 +172,17 @@ func (s *Overrides) ForcedOpen(ctx context.Context, dependency string) (Force, e
 
 var _ ForceSource = (*Overrides)(nil)
 
-// List returns every override item (active or expired), sorted by dependency.
+// List returns every override item (active or expired), sorted by
+// dependency: [Overrides.ListFor] with no known dependencies, so every key
+// comes from the overrides index. Callers that know the context's
+// dependencies pass them to ListFor, which reads those consistently.
 func (s *Overrides) List(ctx context.Context) ([]Override, error) {
+	return s.ListFor(ctx, nil)
+}
+
+// scanList lists overrides with a scan of the table: for stores without
+// indexes and tables that lack the overrides index.
+func (s *Overrides) scanList(ctx context.Context) ([]Override, error) {
 	var out []Override
 	for it, err := range s.store.Scan(ctx, store.ScanQuery{Prefix: OverridePrefix}) {
 		if err != nil {

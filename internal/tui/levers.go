@@ -15,6 +15,9 @@ import (
 type StoreOverrides struct {
 	Overrides *breaker.Overrides
 	Log       breaker.OverrideAuditor
+	// Known lists the context's dependencies: List reads their overrides
+	// consistently by key (see breaker.Overrides.ListFor).
+	Known []string
 	// Actor names who acts, for the item and the audit record.
 	Actor func(ctx context.Context) (string, error)
 	Clock clock.Clock
@@ -24,7 +27,7 @@ var _ Overrides = StoreOverrides{}
 
 // List implements [Overrides].
 func (s StoreOverrides) List(ctx context.Context) ([]breaker.Override, error) {
-	return s.Overrides.List(ctx)
+	return s.Overrides.ListFor(ctx, s.Known)
 }
 
 // Force implements [Overrides]. An active override replaces only the one the

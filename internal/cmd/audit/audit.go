@@ -23,6 +23,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 // ListOptions are the parsed flags of audit list.
 type ListOptions struct {
 	Since   time.Duration
+	Until   string
 	Subject string
 	Action  string
 	Limit   int
@@ -36,8 +37,9 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 		Use:     "list",
 		Aliases: []string{"ls"},
 		Short:   "List audit records, newest first (kept 90 days)",
-		Example: "  koshactl audit list --since 2h --subject breaker#openai\n  koshactl audit list --subject 'rl#*' -o json",
-		Args:    cobra.NoArgs,
+		Example: "  koshactl audit list --since 2h --subject breaker#openai\n  koshactl audit list --subject 'rl#*' -o json\n" +
+			"  koshactl audit list --since 26h --until 2026-11-29T18:00:00Z",
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if opts.Since < 0 {
 				return cmdutil.Usagef("--since %s is negative: give how far back to look, like 2h", opts.Since)
@@ -53,6 +55,7 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.Since, "since", 0, "only records newer than this (e.g. 24h); default all retained")
+	fl.StringVar(&opts.Until, "until", "", "only records older than this time (RFC3339, e.g. 2026-11-29T18:00:00Z)")
 	fl.StringVar(&opts.Subject, "subject", "", "only records about this subject (breaker#openai; a trailing * matches a prefix)")
 	fl.StringVar(&opts.Action, "action", "", "only records of this action (e.g. breaker.force-open)")
 	fl.IntVar(&opts.Limit, "limit", 50, "show at most this many records (0 for all)")
@@ -79,7 +82,19 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 	if opts.Since > 0 {
 		q.Since = now.Add(-opts.Since)
 	}
-	recs, err := audit.NewLog(env.Store, f.Clock, env.Name).List(ctx, q)
+	if opts.Until != "" {
+		t, err := time.Parse(time.RFC3339, opts.Until)
+		if err != nil {
+			return cmdutil.Usagef("--until %q is not an RFC3339 time: write it like 2026-11-29T18:00:00Z", opts.Until)
+		}
+		if !q.Since.IsZero() && !t.After(q.Since) {
+			return cmdutil.Usagef("--until %s is not after --since (%s ago): nothing can match; widen the window", opts.Until, opts.Since)
+		}
+		q.Until = t
+	}
+	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	recs, err := log.List(ctx, q)
 	if err != nil {
 		return err
 	}

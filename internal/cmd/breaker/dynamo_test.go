@@ -61,8 +61,8 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 		created != clitest.Epoch.UnixMilli() || expires != created+30*60*1000 || ttl != expires/1000 || version != 1 {
 		t.Errorf("stored item does not follow the contract: %v", it)
 	}
-	if len(it) != 8 {
-		t.Errorf("stored item has attributes %v, the contract names 8", it.Keys())
+	if len(it) != 9 || it.Str("ix_override") != "breaker" {
+		t.Errorf("stored item has attributes %v, the contract names 9 (ix_override = breaker places it in the overrides index)", it.Keys())
 	}
 
 	out := decode[struct {

@@ -100,9 +100,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	ov := breaker.NewOverrides(env.Store, f.Clock)
+	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	deps := opts.Dependencies
 	if opts.All {
-		all, err := ov.List(ctx)
+		all, err := ov.ListFor(ctx, env.Context.KnownDependencies())
 		if err != nil {
 			return err
 		}

@@ -53,7 +53,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	all, err := breaker.NewOverrides(env.Store, f.Clock).List(ctx)
+	ov := breaker.NewOverrides(env.Store, f.Clock)
+	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	all, err := ov.ListFor(ctx, env.Context.KnownDependencies())
 	if err != nil {
 		return err
 	}
