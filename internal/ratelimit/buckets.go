@@ -127,6 +127,10 @@ type ListQuery struct {
 	Segments int
 	// Progress, when set, is called with the running count of items examined.
 	Progress func(examined int)
+	// Rate, when set, paces the scan (read units per second, DynamoDB).
+	Rate *store.ScanRate
+	// Stats, when set, counts the items examined and the capacity consumed.
+	Stats *store.ReadStats
 }
 
 // ListResult is a listing.
@@ -151,7 +155,8 @@ func (b *Buckets) List(ctx context.Context, q ListQuery) (ListResult, error) {
 	}
 	now := b.clock.Now()
 	var res ListResult
-	for it, err := range b.store.Scan(ctx, store.ScanQuery{Prefix: KeyPrefix, Segments: q.Segments, Progress: q.Progress}) {
+	for it, err := range b.store.Scan(ctx, store.ScanQuery{Prefix: KeyPrefix, Segments: q.Segments, Progress: q.Progress,
+		Rate: q.Rate, Stats: q.Stats}) {
 		if err != nil {
 			return ListResult{}, fmt.Errorf("list buckets: %w", err)
 		}
