@@ -211,6 +211,11 @@ type ForceRequest struct {
 	For time.Duration
 	// Overwrite replaces an active override set by someone else.
 	Overwrite bool
+	// SeenVersion, when set, is the version of the active override the
+	// caller saw and agreed to replace (the dashboard's prompt): that one is
+	// replaced without Overwrite, and a different active override (someone
+	// changed it since) is a conflict with Raced set.
+	SeenVersion *int64
 	// DryRun computes the result without writing.
 	DryRun bool
 	// Read, when set, is the state a previous Force (a dry run) read; Force
@@ -284,7 +289,12 @@ func (s *Overrides) Force(ctx context.Context, req ForceRequest) (ForceResult, e
 	}
 	res := ForceResult{Before: before}
 	if before != nil && before.ActiveAt(now) {
-		if !req.Overwrite {
+		switch {
+		case req.SeenVersion != nil && before.Version != *req.SeenVersion:
+			return res, &ConflictError{Current: *before, Raced: true}
+		case req.SeenVersion != nil:
+			// The override the caller saw: replacing it was agreed.
+		case !req.Overwrite:
 			return res, &ConflictError{Current: *before}
 		}
 		res.Replaced = true
@@ -351,6 +361,12 @@ func (s *Overrides) Clear(ctx context.Context, dependency string, dryRun bool) (
 	if err != nil {
 		return ClearResult{}, err
 	}
+	return s.clearFrom(ctx, dependency, cur, dryRun)
+}
+
+// clearFrom is Clear after the read: it deletes cur, conditional on its
+// version.
+func (s *Overrides) clearFrom(ctx context.Context, dependency string, cur Override, dryRun bool) (ClearResult, error) {
 	res := ClearResult{Before: &cur, WasActive: cur.ActiveAt(s.clock.Now())}
 	if dryRun {
 		return res, nil

@@ -95,3 +95,32 @@ func TestUnreachableEndpointIsUnavailable(t *testing.T) {
 		t.Errorf("not one line: %q", r.Stderr)
 	}
 }
+
+// TestForceOpenManyOnDynamoDB: a conflict on one of four dependencies
+// writes none; a force of several prints in argument order.
+func TestForceOpenManyOnDynamoDB(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
+		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e.MustRun(0, "store", "init")
+	e.MustRun(0, "breaker", "force-open", "held", "--reason", "theirs", "--allow-unknown")
+	r := e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "d1", "d2", "held", "d4", "--reason", "drill", "--allow-unknown")
+	if !strings.Contains(r.Stderr, "held is already forced open") {
+		t.Errorf("conflict message: %s", r.Stderr)
+	}
+	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "kosha-control")
+	for _, d := range []string{"d1", "d2", "d4"} {
+		if _, err := s.Get(context.Background(), "breaker#"+d); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s written despite the conflict: %v", d, err)
+		}
+	}
+	r = e.MustRun(0, "breaker", "force-open", "d4", "d1", "d2", "--reason", "drill", "--allow-unknown")
+	if i4, i1, i2 := strings.Index(r.Stdout, "d4"), strings.Index(r.Stdout, "d1"), strings.Index(r.Stdout, "d2"); i4 < 0 || i4 > i1 || i1 > i2 {
+		t.Errorf("results not in argument order:\n%s", r.Stdout)
+	}
+	r = e.MustRun(0, "breaker", "clear", "d2", "nothing", "d4", "--reason", "done")
+	if i2, in, i4 := strings.Index(r.Stdout, "d2"), strings.Index(r.Stdout, "nothing"), strings.Index(r.Stdout, "d4"); i2 < 0 || i2 > in || in > i4 {
+		t.Errorf("clear results not in argument order:\n%s", r.Stdout)
+	}
+}
