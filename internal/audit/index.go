@@ -147,23 +147,78 @@ func (l *Log) query(ctx context.Context, qr store.Querier, q Query, now time.Tim
 	case q.Actor != "":
 		err = run(store.IndexAuditActor, q.Actor, q.Action == "" && q.Subject == "", &yielded)
 	default:
-		pushdown := q.Action == "" && q.Subject == ""
-		// Days from until's back to since's, newest first.
-		last := until.Add(-time.Millisecond).UTC().Truncate(24 * time.Hour)
-		first := since.UTC().Truncate(24 * time.Hour)
-		for day := last; !day.Before(first); day = day.Add(-24 * time.Hour) {
-			if err = run(store.IndexAuditDay, day.Format(DayLayout), pushdown, &yielded); err != nil {
-				break
-			}
-			if pushdown && q.Limit > 0 && yielded >= q.Limit {
-				break
-			}
-		}
+		err = l.days(ctx, qr, q, since, until, from, to, yield)
 	}
 	if errors.Is(err, errStop) {
 		return nil
 	}
 	return err
+}
+
+// maxDayWidth bounds how many day partitions a listing reads at once.
+const maxDayWidth = 16
+
+// days reads the day index from until's day back to since's, newest first.
+// Day partitions are read one at a time while they hold records; after a
+// round of empty days the next round reads twice as many concurrently (up
+// to [maxDayWidth]), so a listing of a sparse or empty log takes a few
+// round trips rather than one per day of retention. Each query asks for no
+// more than the records still wanted, so a round that finds records may
+// examine up to its width times that (only on a log whose newest records
+// lie behind empty days).
+func (l *Log) days(ctx context.Context, qr store.Querier, q Query, since, until time.Time, from, to string, yield func(store.Item, error) bool) error {
+	pushdown := q.Action == "" && q.Subject == ""
+	var days []string
+	last := until.Add(-time.Millisecond).UTC().Truncate(24 * time.Hour)
+	for day := last; !day.Before(since.UTC().Truncate(24 * time.Hour)); day = day.Add(-24 * time.Hour) {
+		days = append(days, day.Format(DayLayout))
+	}
+	yielded, width := 0, 1
+	for i := 0; i < len(days); {
+		batch := days[i:min(i+width, len(days))]
+		i += len(batch)
+		found := make([][]store.Item, len(batch))
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for j, day := range batch {
+			iq := store.IndexQuery{Index: store.IndexAuditDay, Key: day, From: from, To: to, Descending: true, Stats: q.Stats}
+			if pushdown && q.Limit > 0 {
+				iq.Limit = q.Limit - yielded
+			}
+			wg.Go(func() {
+				for it, err := range qr.Query(ctx, iq) {
+					if err != nil {
+						errs[j] = err
+						return
+					}
+					found[j] = append(found[j], it)
+				}
+			})
+		}
+		wg.Wait()
+		empty := true
+		for j := range batch {
+			if errs[j] != nil {
+				return errs[j]
+			}
+			for _, it := range found[j] {
+				empty = false
+				yielded++
+				if !yield(it, nil) {
+					return nil
+				}
+				if pushdown && q.Limit > 0 && yielded >= q.Limit {
+					return nil
+				}
+			}
+		}
+		if empty {
+			width = min(width*2, maxDayWidth)
+		} else {
+			width = 1
+		}
+	}
+	return nil
 }
 
 // BackfillReport says what [Log.Backfill] found and did.
@@ -252,3 +307,8 @@ func (l *Log) Backfill(ctx context.Context, dryRun bool, rate *store.ScanRate, s
 
 // attrTime is the record's time attribute (epoch ms).
 const attrTime = "time"
+
+// Item returns the stored form of r, index attributes included: what
+// [Log.Append] writes. It is for loaders (benchmarks, fixtures) that write
+// records in bulk; operator changes go through Append.
+func (r Record) Item() store.Item { return r.item() }
