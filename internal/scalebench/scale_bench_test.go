@@ -212,7 +212,12 @@ func BenchmarkReads(b *testing.B) {
 	}
 	for _, size := range sizes(b) {
 		t := loaded(b, size)
-		b.Logf("table of %d buckets: %d items loaded in %v", size, t.items, t.loadTime)
+		b.Run(fmt.Sprintf("load/buckets=%d", size), func(b *testing.B) {
+			for b.Loop() {
+			}
+			b.ReportMetric(t.loadTime.Seconds(), "load-s")
+			b.ReportMetric(float64(t.items), "items")
+		})
 		for _, r := range reads {
 			b.Run(fmt.Sprintf("%s/buckets=%d", r.name, size), func(b *testing.B) {
 				e := cli(b, t.counter.url, t.name)

@@ -51,18 +51,22 @@ func open(t testing.TB, path string) *sqlite.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
+	opener := func(t *testing.T) store.Store {
 		return open(t, filepath.Join(t.TempDir(), "kosha.db"))
-	})
+	}
+	storetest.Run(t, opener)
+	storetest.RunCapabilities(t, opener)
 }
 
 // TestConformanceTwoHandles runs the whole suite with every call alternating
 // between two Stores on one file, as two processes would share it.
 func TestConformanceTwoHandles(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store {
+	opener := func(t *testing.T) store.Store {
 		path := filepath.Join(t.TempDir(), "kosha.db")
 		return &alternating{handles: [2]store.Store{open(t, path), open(t, path)}}
-	})
+	}
+	storetest.Run(t, opener)
+	storetest.RunCapabilities(t, opener)
 }
 
 // alternating sends each call to the next of its handles in turn.

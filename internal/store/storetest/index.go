@@ -8,6 +8,27 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
+// RunCapabilities runs the conformance suite of what both control-plane
+// backends offer beyond [store.Store]: batch reads, index queries and scan
+// statistics. (The sandbox's in-memory store offers none of them; readers
+// fall back to Get and Scan on it.)
+func RunCapabilities(t *testing.T, open Opener) {
+	t.Helper()
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, store.Store)
+	}{
+		{"BatchGet", testBatchGet},
+		{"Query", testQuery},
+		{"ScanStats", testScanStats},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, open(t))
+		})
+	}
+}
+
 func testBatchGet(t *testing.T, s store.Store) {
 	bg, ok := s.(store.BatchGetter)
 	if !ok {

@@ -44,9 +44,6 @@ func Run(t *testing.T, open Opener) {
 		{"RaceIfAbsent", testRaceIfAbsent},
 		{"RaceCompareAndSet", testRaceCompareAndSet},
 		{"Describe", testDescribe},
-		{"BatchGet", testBatchGet},
-		{"Query", testQuery},
-		{"ScanStats", testScanStats},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
