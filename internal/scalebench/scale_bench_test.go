@@ -85,7 +85,9 @@ func newCounter(tb testing.TB, upstream string) *counter {
 	}
 	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	tb.Cleanup(func() { _ = srv.Close() })
+	// The counter serves its table for the whole binary (tables are loaded
+	// once and shared by the benchmarks); TestMain closes it.
+	closers = append(closers, srv.Close)
 	c.url = "http://" + ln.Addr().String()
 	return c
 }
@@ -106,6 +108,8 @@ var (
 	tables   = map[int]*table{}
 	// server is the dynalite every benchmark of the binary shares.
 	server string
+	// closers stop the counters when the binary ends.
+	closers []func() error
 )
 
 func TestMain(m *testing.M) {
@@ -116,6 +120,9 @@ func TestMain(m *testing.M) {
 	}
 	server = ep
 	code := m.Run()
+	for _, c := range closers {
+		_ = c()
+	}
 	stop()
 	os.Exit(code)
 }
@@ -275,6 +282,7 @@ func BenchmarkScanRate(b *testing.B) {
 		if _, err := fmt.Sscanf(line, "scan: %d items examined in %d requests, %f read capacity units", &examined, &requests, &units); err != nil {
 			b.Fatalf("summary %q: %v", line, err)
 		}
+		b.Logf("%s", strings.TrimSpace(line))
 		b.ReportMetric(units, "units")
 		b.ReportMetric(units/elapsed.Seconds(), "units/s")
 		b.ReportMetric(capUnits, "cap-units/s")
