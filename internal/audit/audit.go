@@ -17,7 +17,6 @@ import (
 	"iter"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -91,9 +90,9 @@ type Log struct {
 	context string
 	// attest says how an entry's actor was established ("" when unknown).
 	attest func(ctx context.Context, actor string) ActorSource
-	// notice, when set, hears once that an index is missing (SetNotice).
-	notice     func(msg string)
-	noticeOnce sync.Once
+	// notices, when set, hears once that an index is missing (SetNotice);
+	// a pointer, so copies made by Attest share it.
+	notices *notices
 }
 
 // NewLog returns a Log writing into s, stamping records with contextName.

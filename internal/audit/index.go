@@ -40,16 +40,23 @@ func indexAttrs(t time.Time, subject, actor string) map[string]string {
 // or after it, records before t sort before it.
 func rangeKey(t time.Time) string { return fmt.Sprintf("%s%013d", Prefix, t.UnixMilli()) }
 
+// notices says one thing once.
+type notices struct {
+	fn   func(msg string)
+	once sync.Once
+}
+
 // SetNotice sets where the log says, once, that it fell back to scanning the
 // table because an index is missing (with the fix). Commands pass a writer
 // to stderr; nil (the default) says nothing.
-func (l *Log) SetNotice(notice func(msg string)) { l.notice = notice }
+func (l *Log) SetNotice(notice func(msg string)) { l.notices = &notices{fn: notice} }
 
 func (l *Log) missing(err error) {
-	l.noticeOnce.Do(func() {
-		if l.notice != nil {
-			l.notice(fmt.Sprintf("note: %v; reading audit records with a scan of the whole table meanwhile", err))
-		}
+	if l.notices == nil || l.notices.fn == nil {
+		return
+	}
+	l.notices.once.Do(func() {
+		l.notices.fn(fmt.Sprintf("note: %v; reading audit records with a scan of the whole table meanwhile", err))
 	})
 }
 
