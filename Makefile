@@ -74,6 +74,10 @@ test: test-deps ## Install test dependencies and run every test with -race
 bench: test-deps build ## Run the benchmarks (results in docs/benchmarks/)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS)
 
+.PHONY: bench-scale
+bench-scale: test-deps ## The production-size benchmarks with the 100k table (docs/benchmarks/scale.md)
+	KOSHACTL_BENCH_100K=1 $(GO) test -run '^$$' -bench . -benchtime 5x -count 3 -timeout 30m ./internal/scalebench/
+
 # Every native fuzz target, as package:FuzzName: the parsers of outside input
 # (chaos header, deadline header, config file, drill YAML, stored items) and
 # the breaker's state machine.

@@ -90,6 +90,9 @@ type Log struct {
 	context string
 	// attest says how an entry's actor was established ("" when unknown).
 	attest func(ctx context.Context, actor string) ActorSource
+	// notices, when set, hears once that an index is missing (SetNotice);
+	// a pointer, so copies made by Attest share it.
+	notices *notices
 }
 
 // NewLog returns a Log writing into s, stamping records with contextName.
@@ -194,6 +197,9 @@ func (r Record) item() store.Item {
 		"outcome":     r.Outcome,
 		store.TTLAttr: r.Time.Add(Retention).Unix(),
 	}
+	for k, v := range indexAttrs(r.Time, r.Subject, r.Actor) {
+		it[k] = v
+	}
 	if r.Reason != "" {
 		it["reason"] = r.Reason
 	}
@@ -273,11 +279,19 @@ const attrTime = "time"
 type Query struct {
 	// Since keeps records at or after it; zero keeps all retained records.
 	Since time.Time
+	// Until keeps records before it (the window is [Since, Until)); zero
+	// keeps records up to now.
+	Until time.Time
+	// Scan reads every audit item with a scan of the table instead of the
+	// indexes: the complete answer, including records written without the
+	// index attributes (by hand, by another tool) and records whose time
+	// cannot be read, which no index can place. Its cost is the table's size.
+	Scan bool
+	// Stats, when set, counts the items the listing examined.
+	Stats *store.ReadStats
 	// Subject keeps records about this subject (exact match, e.g.
 	// "breaker#openai"), or with this prefix when it ends in "*".
 	Subject string
-	// Until keeps records at or before it; zero keeps records up to now.
-	Until time.Time
 	// Action keeps records of this action when set.
 	Action string
 	// Actor keeps records by this actor (exact match), or with this prefix
@@ -305,7 +319,8 @@ type Listing struct {
 func (l *Log) List(ctx context.Context, q Query) (Listing, error) {
 	now := l.clock.Now()
 	var out Listing
-	for it, err := range l.store.Scan(ctx, store.ScanQuery{Prefix: Prefix}) {
+	// Candidates come newest first, so the listing stops at Limit matches.
+	for it, err := range l.candidates(ctx, q, now) {
 		if err != nil {
 			return Listing{}, fmt.Errorf("list audit records: %w", err)
 		}
@@ -316,6 +331,12 @@ func (l *Log) List(ctx context.Context, q Query) (Listing, error) {
 		out.Unreadable = append(out.Unreadable, problems...)
 		if ok {
 			out.Records = append(out.Records, r)
+			// A scan reads on to report every unreadable record; the
+			// indexes hold only dated records, so a listing by index can
+			// stop at Limit.
+			if !q.Scan && q.Limit > 0 && len(out.Records) >= q.Limit {
+				break
+			}
 		}
 	}
 	sort.Slice(out.Records, func(i, j int) bool {
@@ -336,7 +357,7 @@ func (l *Log) List(ctx context.Context, q Query) (Listing, error) {
 // which only the action and subject filters can rule out.
 func (q Query) matches(r Record, dated bool, now time.Time) bool {
 	if dated && (now.Sub(r.Time) > Retention || (!q.Since.IsZero() && r.Time.Before(q.Since)) ||
-		(!q.Until.IsZero() && r.Time.After(q.Until))) {
+		(!q.Until.IsZero() && !r.Time.Before(q.Until))) {
 		return false
 	}
 	if q.Action != "" && r.Action != q.Action {

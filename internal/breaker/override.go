@@ -166,6 +166,8 @@ func (o Override) Item() store.Item {
 		attrActor:     o.Actor,
 		attrCreatedAt: o.CreatedAt.UnixMilli(),
 		attrVersion:   o.Version,
+		// Additive: places the item in the overrides index (ListFor).
+		store.IndexOverrides.Attr: OverrideIndexKey,
 	}
 	if o.Expires() {
 		ms := o.ExpiresAt.UnixMilli()
@@ -326,8 +328,9 @@ type OverrideStore interface {
 // conditional write on the item's version, so two operators acting at once
 // never overwrite each other silently.
 type Overrides struct {
-	store OverrideStore
-	clock clock.Clock
+	store   OverrideStore
+	clock   clock.Clock
+	notices noticeSink
 }
 
 // NewOverrides returns an Overrides on s. A nil clk means the wall clock.
@@ -365,8 +368,20 @@ func (s *Overrides) ForcedOpen(ctx context.Context, dependency string) (Force, e
 
 var _ ForceSource = (*Overrides)(nil)
 
-// List returns every override item (active or expired), sorted by dependency.
+// List returns every override item in the table (active or expired),
+// sorted by dependency, found with a scan of the override prefix: the
+// complete answer, including items written by hand or by another tool
+// without the overrides index attribute, which [Overrides.ListFor] cannot
+// see unless they belong to a known dependency. Its cost is the table's
+// size; it is for `breaker clear --all` and `breaker list --scan`, where
+// completeness matters more than cost.
 func (s *Overrides) List(ctx context.Context) ([]Override, error) {
+	return s.scanList(ctx)
+}
+
+// scanList lists overrides with a scan of the table: for stores without
+// indexes and tables that lack the overrides index.
+func (s *Overrides) scanList(ctx context.Context) ([]Override, error) {
 	var out []Override
 	for it, err := range s.store.Scan(ctx, store.ScanQuery{Prefix: OverridePrefix}) {
 		if err != nil {
@@ -395,6 +410,11 @@ type ForceRequest struct {
 	For time.Duration
 	// Overwrite replaces an active override set by someone else.
 	Overwrite bool
+	// SeenVersion, when set, is the version of the active override the
+	// caller saw and agreed to replace (the dashboard's prompt): that one is
+	// replaced without Overwrite, and a different active override (someone
+	// changed it since) is a conflict with Raced set.
+	SeenVersion *int64
 	// DryRun computes the result without writing.
 	DryRun bool
 	// Read, when set, is the state a previous Force (a dry run) read; Force
@@ -472,7 +492,12 @@ func (s *Overrides) Force(ctx context.Context, req ForceRequest) (ForceResult, e
 	}
 	res := ForceResult{Before: before}
 	if before != nil && before.ActiveAt(now) {
-		if !req.Overwrite {
+		switch {
+		case req.SeenVersion != nil && before.Version != *req.SeenVersion:
+			return res, &ConflictError{Current: *before, Raced: true}
+		case req.SeenVersion != nil:
+			// The override the caller saw: replacing it was agreed.
+		case !req.Overwrite:
 			return res, &ConflictError{Current: *before}
 		}
 		res.Replaced = true
@@ -539,6 +564,12 @@ func (s *Overrides) Clear(ctx context.Context, dependency string, dryRun bool) (
 	if err != nil {
 		return ClearResult{}, err
 	}
+	return s.clearFrom(ctx, dependency, cur, dryRun)
+}
+
+// clearFrom is Clear after the read: it deletes cur, conditional on its
+// version.
+func (s *Overrides) clearFrom(ctx context.Context, dependency string, cur Override, dryRun bool) (ClearResult, error) {
 	res := ClearResult{Before: &cur, WasActive: cur.ActiveAt(s.clock.Now())}
 	if dryRun {
 		return res, nil

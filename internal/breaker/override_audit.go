@@ -63,6 +63,16 @@ func (s *Overrides) ForceAudited(ctx context.Context, log OverrideAuditor, req F
 // there was nothing to clear.
 func (s *Overrides) ClearAudited(ctx context.Context, log OverrideAuditor, dependency, actor, reason string) (ClearResult, audit.Record, error) {
 	res, err := s.Clear(ctx, dependency, false)
+	return s.auditClear(ctx, log, dependency, actor, reason, res, err)
+}
+
+// clearAudited is ClearAudited after the read of cur.
+func (s *Overrides) clearAudited(ctx context.Context, log OverrideAuditor, dependency string, cur *Override, actor, reason string) (ClearResult, audit.Record, error) {
+	res, err := s.clearFrom(ctx, dependency, *cur, false)
+	return s.auditClear(ctx, log, dependency, actor, reason, res, err)
+}
+
+func (s *Overrides) auditClear(ctx context.Context, log OverrideAuditor, dependency, actor, reason string, res ClearResult, err error) (ClearResult, audit.Record, error) {
 	if err != nil || res.Before == nil {
 		return res, audit.Record{}, err
 	}

@@ -90,3 +90,17 @@ func ExitCode(err error) int {
 	}
 	return ExitError
 }
+
+// WriteFailure is the error of a command whose writes went concurrently:
+// the first failed write (its exit code wins, since something the operator
+// asked for did not happen), else the first written change whose audit
+// record failed (exit 8). A write failure also mentions an audit failure.
+func WriteFailure(writeErr, auditErr error) error {
+	switch {
+	case writeErr == nil:
+		return auditErr
+	case auditErr != nil:
+		return fmt.Errorf("%w; also, %v", writeErr, auditErr)
+	}
+	return writeErr
+}

@@ -321,3 +321,10 @@ func TimeOrNil(t time.Time) *string {
 	s := t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	return &s
 }
+
+// Notice returns a function that writes one notice line to w (stderr): how
+// a domain package tells the operator something worth knowing that is not
+// the result, such as a missing index it worked around.
+func Notice(w io.Writer) func(msg string) {
+	return func(msg string) { fmt.Fprintln(w, msg) }
+}

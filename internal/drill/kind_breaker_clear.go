@@ -126,7 +126,7 @@ func (a *clearOverride) Run(ctx context.Context, rc *RunContext) (*Outputs, erro
 				&breaker.ConflictError{Current: cur})
 		}
 	}
-	res, _, err := svc.Overrides.ClearAudited(ctx, svc.Audit, dep, svc.Actor, rc.Reason(reason))
+	res, err := clearLever(ctx, rc, dep, rc.Reason(reason))
 	if err != nil {
 		return nil, err
 	}

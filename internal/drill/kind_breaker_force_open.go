@@ -9,7 +9,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -104,19 +103,17 @@ func (a *forceOpen) Prepare(ctx context.Context, rc *RunContext) (Rollback, erro
 	if _, moved := rc.Lever(breaker.OverrideKey(dep)); moved {
 		return nil, nil
 	}
-	cur, err := svc.Overrides.Get(ctx, dep)
-	var before *breaker.Override
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return nil, err
-	default:
-		before = &cur
-		if cur.ActiveAt(rc.Now()) && !a.overwrite {
-			return nil, fmt.Errorf("%w: set overwrite: true to replace it for the drill (rollback restores it)", &breaker.ConflictError{Current: cur})
-		}
+	// The lever's own rules, as a dry run: a conflict surfaces before the
+	// drill starts.
+	plan, err := svc.Overrides.ForceAll(ctx, svc.Audit, breaker.ForceAll{DryRun: true, Requests: []breaker.ForceRequest{
+		{Dependency: dep, Reason: "prepare", Actor: svc.Actor, For: time.Minute, Overwrite: a.overwrite}}})
+	if errors.Is(err, breaker.ErrConflict) {
+		return nil, fmt.Errorf("%w: set overwrite: true to replace it for the drill (rollback restores it)", err)
 	}
-	l := rc.NewLever(breaker.OverrideKey(dep), before)
+	if err != nil {
+		return nil, err
+	}
+	l := rc.NewLever(breaker.OverrideKey(dep), plan[0].Result.Before)
 	return &overrideRollback{dependency: dep, lever: l}, nil
 }
 
@@ -144,27 +141,27 @@ func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 		return nil, fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, dur, breaker.MinOverride)
 	}
 	l, _ := rc.Lever(breaker.OverrideKey(dep))
-	cur, err := svc.Overrides.Get(ctx, dep)
-	read := &breaker.ReadState{}
-	switch {
+	req := breaker.ForceRequest{Dependency: dep, Reason: rc.Reason(reason), Actor: svc.Actor, For: dur, Overwrite: a.overwrite}
+	// The drill's own override (an earlier step's) is replaced, but only
+	// that version of it.
+	switch cur, err := svc.Overrides.Get(ctx, dep); {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return nil, err
-	default:
-		read.Current = &cur
+	case ours(rc, cur):
+		req.SeenVersion = &cur.Version
 	}
-	overwrite := a.overwrite || (read.Current != nil && ours(rc, cur))
-	req := breaker.ForceRequest{Dependency: dep, Reason: rc.Reason(reason), Actor: svc.Actor, For: dur, Overwrite: overwrite, Read: read}
 	if byDeadline {
 		// The deadline itself, not Remaining() measured before the write:
 		// Force stamps created_at later, and created_at + a duration read
 		// earlier can land past the deadline. Force rounds it down to the ms.
 		req.For, req.ExpiresAt = 0, rc.Deadline()
 	}
-	res, _, err := svc.Overrides.ForceAudited(ctx, svc.Audit, req)
-	if err != nil && !errors.Is(err, audit.ErrAuditWrite) {
+	outs, err := svc.Overrides.ForceAll(ctx, svc.Audit, breaker.ForceAll{Requests: []breaker.ForceRequest{req}})
+	if len(outs) == 0 || !outs[0].Written {
 		return nil, err
 	}
+	res := outs[0].Result
 	if l != nil {
 		l.SetWritten(res.After, res.After.ExpiresAt)
 	}

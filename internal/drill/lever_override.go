@@ -84,7 +84,7 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *RunContext) (string, er
 	if absent {
 		return "already clear", nil
 	}
-	res, _, err := svc.Overrides.ClearAudited(ctx, svc.Audit, r.dependency, svc.Actor, rc.Reason("rollback"))
+	res, err := clearLever(ctx, rc, r.dependency, rc.Reason("rollback"))
 	if err != nil {
 		return "", err
 	}
@@ -92,6 +92,18 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *RunContext) (string, er
 		return "already clear", nil
 	}
 	return "cleared", nil
+}
+
+// clearLever pulls the clear lever (breaker.Overrides.ClearAll) for one
+// dependency, as the drill's actor.
+func clearLever(ctx context.Context, rc *RunContext, dep, reason string) (breaker.ClearResult, error) {
+	svc := rc.Services
+	outs, err := svc.Overrides.ClearAll(ctx, svc.Audit, breaker.ClearAll{Dependencies: []string{dep}, Reason: reason,
+		Actor: func(context.Context) (string, error) { return svc.Actor, nil }})
+	if len(outs) == 0 {
+		return breaker.ClearResult{}, err
+	}
+	return outs[0].Result, err
 }
 
 func expiryText(t time.Time) string {

@@ -58,8 +58,10 @@ type Services struct {
 type OverrideAPI interface {
 	Get(ctx context.Context, dependency string) (breaker.Override, error)
 	Force(ctx context.Context, req breaker.ForceRequest) (breaker.ForceResult, error)
-	ForceAudited(ctx context.Context, log breaker.OverrideAuditor, req breaker.ForceRequest) (breaker.ForceResult, audit.Record, error)
-	ClearAudited(ctx context.Context, log breaker.OverrideAuditor, dependency, actor, reason string) (breaker.ClearResult, audit.Record, error)
+	// ForceAll and ClearAll are the levers, as the commands and the
+	// dashboard pull them.
+	ForceAll(ctx context.Context, log breaker.OverrideAuditor, op breaker.ForceAll) ([]breaker.ForceOutcome, error)
+	ClearAll(ctx context.Context, log breaker.OverrideAuditor, op breaker.ClearAll) ([]breaker.ClearOutcome, error)
 }
 
 var _ OverrideAPI = (*breaker.Overrides)(nil)

@@ -8,10 +8,16 @@ import (
 
 // IAM actions koshactl and the data plane use.
 const (
-	GetItem        = "dynamodb:GetItem"
-	PutItem        = "dynamodb:PutItem"
-	DeleteItem     = "dynamodb:DeleteItem"
-	Scan           = "dynamodb:Scan"
+	GetItem    = "dynamodb:GetItem"
+	PutItem    = "dynamodb:PutItem"
+	DeleteItem = "dynamodb:DeleteItem"
+	Scan       = "dynamodb:Scan"
+	// BatchGetItem reads many items by key (overrides and buckets before a
+	// lever moves them, the known dependencies' overrides of a listing).
+	BatchGetItem = "dynamodb:BatchGetItem"
+	// Query reads the table's sparse indexes (audit by day, subject or
+	// actor; the overrides index's keys).
+	Query          = "dynamodb:Query"
 	GetSecretValue = "secretsmanager:GetSecretValue"
 	PutSecretValue = "secretsmanager:PutSecretValue"
 	// UpdateSecretVersionStage moves AWSPENDING off a rotated version.
@@ -76,10 +82,14 @@ var (
 	breakerRead  = Need{GetItem, BreakerItems}
 	breakerWrite = Need{PutItem, BreakerItems}
 	breakerScan  = Need{Scan, BreakerItems}
-	bucketRead   = Need{GetItem, BucketItems}
-	bucketWrite  = Need{PutItem, BucketItems}
-	secretRead   = Need{Action: GetSecretValue}
-	gauges       = Need{Action: GetMetricData}
+	// batchRead and indexRead name no key prefix: the policy grants them on
+	// the table (and its indexes) without dynamodb:LeadingKeys.
+	batchRead   = Need{Action: BatchGetItem}
+	indexRead   = Need{Action: Query}
+	bucketRead  = Need{GetItem, BucketItems}
+	bucketWrite = Need{PutItem, BucketItems}
+	secretRead  = Need{Action: GetSecretValue}
+	gauges      = Need{Action: GetMetricData}
 )
 
 // Commands is what each command path that talks to AWS calls, as the
@@ -87,18 +97,20 @@ var (
 // absent from it (config, version, drill validate, completion...) call no
 // AWS API.
 var Commands = map[string][]Need{
-	"breaker list":        needs(breakerScan),
+	"breaker list":        needs(indexRead, batchRead),
+	"breaker list --scan": needs(breakerScan),
 	"breaker get":         needs(breakerRead),
-	"breaker status":      needs(breakerScan, gauges),
-	"breaker force-open":  needs(breakerRead, breakerWrite, auditWrite),
-	"breaker clear":       needs(breakerRead, Need{DeleteItem, BreakerItems}, auditWrite),
-	"breaker clear --all": needs(breakerScan, breakerRead, Need{DeleteItem, BreakerItems}, auditWrite),
+	"breaker status":      needs(indexRead, batchRead, gauges),
+	"breaker force-open":  needs(batchRead, breakerWrite, auditWrite),
+	"breaker clear":       needs(batchRead, Need{DeleteItem, BreakerItems}, auditWrite),
+	"breaker clear --all": needs(breakerScan, batchRead, Need{DeleteItem, BreakerItems}, auditWrite),
 	"ratelimit get":       needs(bucketRead),
 	"ratelimit list":      needs(Need{Scan, BucketItems}),
-	"ratelimit reset":     needs(bucketRead, bucketWrite, auditWrite),
-	"ratelimit drain":     needs(bucketRead, bucketWrite, auditWrite),
-	"ratelimit set":       needs(bucketRead, bucketWrite, auditWrite),
-	"audit list":          needs(Need{Scan, AuditItems}),
+	"ratelimit reset":     needs(batchRead, bucketWrite, auditWrite),
+	"ratelimit drain":     needs(batchRead, bucketWrite, auditWrite),
+	"ratelimit set":       needs(batchRead, bucketWrite, auditWrite),
+	"audit list":          needs(indexRead),
+	"audit list --scan":   needs(Need{Scan, AuditItems}),
 	"chaos sign":          needs(secretRead, auditWrite),
 	"chaos verify":        needs(secretRead),
 	"chaos key id":        needs(secretRead),
@@ -106,7 +118,7 @@ var Commands = map[string][]Need{
 	// A drill's levers (the example drills and one reading CloudWatch
 	// gauges): force and clear overrides, drain and restore buckets, mint
 	// chaos headers, wait on the gauges, audit every change.
-	"drill run": needs(breakerRead, breakerWrite, Need{DeleteItem, BreakerItems},
+	"drill run": needs(breakerRead, batchRead, breakerWrite, Need{DeleteItem, BreakerItems},
 		bucketRead, bucketWrite, secretRead, gauges, auditWrite),
 	// The reference data plane (koshactl sandbox): it reads overrides and
 	// chaos keys, takes tokens with a conditional write, and audits chaos
@@ -135,7 +147,8 @@ const (
 // Roles lists every role, in the order documented.
 var Roles = []Role{Reader, Operator, DrillRunner, DataPlane}
 
-var readerPaths = []string{"breaker list", "breaker get", "breaker status", "ratelimit get", "ratelimit list", "audit list"}
+var readerPaths = []string{"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
+	"audit list", "audit list --scan"}
 
 // RolePaths is the command paths each role is for.
 var RolePaths = map[Role][]string{

@@ -9,10 +9,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 )
 
-// OverrideLister reads every breaker override item, active or expired, in one
-// store read; *breaker.Overrides implements it.
+// OverrideLister reads every breaker override item, active or expired, by
+// key: the known dependencies' consistently, the others through the
+// overrides index; *breaker.Overrides implements it.
 type OverrideLister interface {
-	List(ctx context.Context) ([]breaker.Override, error)
+	ListFor(ctx context.Context, known []string) ([]breaker.Override, error)
 }
 
 var _ OverrideLister = (*breaker.Overrides)(nil)
@@ -68,7 +69,7 @@ func (c *Collector) Collect(ctx context.Context) Collection {
 	if len(c.Only) > 0 {
 		deps = c.Only
 	}
-	overrides, storeErr := c.Overrides.List(ctx)
+	overrides, storeErr := c.Overrides.ListFor(ctx, c.Known)
 	ask := slices.Clone(deps)
 	for _, o := range overrides {
 		ask = append(ask, o.Dependency)

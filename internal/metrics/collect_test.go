@@ -17,7 +17,9 @@ type listOverrides struct {
 	err   error
 }
 
-func (l listOverrides) List(context.Context) ([]breaker.Override, error) { return l.items, l.err }
+func (l listOverrides) ListFor(context.Context, []string) ([]breaker.Override, error) {
+	return l.items, l.err
+}
 
 type recordGauges struct{ asked []metrics.FetchRequest }
 

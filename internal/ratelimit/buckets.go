@@ -127,6 +127,10 @@ type ListQuery struct {
 	Segments int
 	// Progress, when set, is called with the running count of items examined.
 	Progress func(examined int)
+	// Rate, when set, paces the scan (read units per second, DynamoDB).
+	Rate *store.ScanRate
+	// Stats, when set, counts the items examined and the capacity consumed.
+	Stats *store.ReadStats
 }
 
 // ListResult is a listing.
@@ -151,7 +155,8 @@ func (b *Buckets) List(ctx context.Context, q ListQuery) (ListResult, error) {
 	}
 	now := b.clock.Now()
 	var res ListResult
-	for it, err := range b.store.Scan(ctx, store.ScanQuery{Prefix: KeyPrefix, Segments: q.Segments, Progress: q.Progress}) {
+	for it, err := range b.store.Scan(ctx, store.ScanQuery{Prefix: KeyPrefix, Segments: q.Segments, Progress: q.Progress,
+		Rate: q.Rate, Stats: q.Stats}) {
 		if err != nil {
 			return ListResult{}, fmt.Errorf("list buckets: %w", err)
 		}
@@ -308,18 +313,33 @@ type ChangeResult struct {
 // malformed item is replaced (ChangeResult.Malformed says so), conditional
 // on it being unchanged.
 func (b *Buckets) Apply(ctx context.Context, c Change) (ChangeResult, error) {
+	return b.apply(ctx, c, nil)
+}
+
+// readItem is a bucket item read earlier (item nil: absent).
+type readItem struct{ item store.Item }
+
+// apply is Apply, starting from first when set instead of reading (retries
+// read again).
+func (b *Buckets) apply(ctx context.Context, c Change, first *readItem) (ChangeResult, error) {
 	if err := c.Validate(b.limits); err != nil {
 		return ChangeResult{}, err
 	}
 	res := ChangeResult{Change: c}
 	want := c.target(b.limits)
 	for {
-		raw, err := b.store.Get(ctx, Key(c.Client))
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			raw = nil
-		case err != nil:
-			return res, fmt.Errorf("read bucket %s: %w", c.Client, err)
+		var raw store.Item
+		if first != nil {
+			raw, first = first.item, nil
+		} else {
+			var err error
+			raw, err = b.store.Get(ctx, Key(c.Client))
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				raw = nil
+			case err != nil:
+				return res, fmt.Errorf("read bucket %s: %w", c.Client, err)
+			}
 		}
 		var cur *Bucket
 		res.Malformed = nil
@@ -358,7 +378,7 @@ func (b *Buckets) Apply(ctx context.Context, c Change) (ChangeResult, error) {
 			return res, nil
 		}
 		res.Attempts++
-		err = b.store.Put(ctx, next.Item(), cond)
+		err := b.store.Put(ctx, next.Item(), cond)
 		if err == nil {
 			return res, nil
 		}
@@ -427,8 +447,12 @@ func auditView(s Status, malformed error) AuditView {
 // changed. When the bucket was written but the record was not, the result is
 // returned with an error wrapping audit.ErrAuditWrite.
 func (b *Buckets) ApplyAudited(ctx context.Context, log Auditor, actor, reason string, c Change) (ChangeResult, audit.Record, error) {
+	return b.applyAudited(ctx, log, actor, reason, c, nil)
+}
+
+func (b *Buckets) applyAudited(ctx context.Context, log Auditor, actor, reason string, c Change, first *readItem) (ChangeResult, audit.Record, error) {
 	c.DryRun = false
-	res, err := b.Apply(ctx, c)
+	res, err := b.apply(ctx, c, first)
 	if err != nil || !res.Changed {
 		return res, audit.Record{}, err
 	}

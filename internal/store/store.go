@@ -54,6 +54,12 @@ type ScanQuery struct {
 	// items examined (not only those matched). It may be called from several
 	// goroutines when Segments > 1.
 	Progress func(examined int)
+	// Rate, when set, paces the scan to its read units per second (DynamoDB;
+	// the embedded store has no capacity to protect and ignores it).
+	Rate *ScanRate
+	// Stats, when set, counts the items examined and the read capacity the
+	// scan consumed.
+	Stats *ReadStats
 }
 
 // Sentinel errors, matched with errors.Is.

@@ -2,19 +2,21 @@ package tui
 
 import (
 	"context"
-	"errors"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/store"
 )
 
-// StoreOverrides implements [Overrides] on breaker.Overrides, writing an
-// audit record for every change as `koshactl breaker force-open` and `clear`
-// do.
+// StoreOverrides implements [Overrides] on breaker.Overrides, through the
+// same lever operations as `koshactl breaker force-open` and `clear`
+// (breaker.Overrides.ForceAll and ClearAll), so every change is audited the
+// same way.
 type StoreOverrides struct {
 	Overrides *breaker.Overrides
 	Log       breaker.OverrideAuditor
+	// Known lists the context's dependencies: List reads their overrides
+	// consistently by key (see breaker.Overrides.ListFor).
+	Known []string
 	// Actor names who acts, for the item and the audit record.
 	Actor func(ctx context.Context) (string, error)
 	Clock clock.Clock
@@ -24,43 +26,30 @@ var _ Overrides = StoreOverrides{}
 
 // List implements [Overrides].
 func (s StoreOverrides) List(ctx context.Context) ([]breaker.Override, error) {
-	return s.Overrides.List(ctx)
+	return s.Overrides.ListFor(ctx, s.Known)
 }
 
 // Force implements [Overrides]. An active override replaces only the one the
-// operator saw (same version); anything else is a *breaker.ConflictError.
+// operator saw (same version, breaker.ForceRequest.SeenVersion); anything
+// else is a *breaker.ConflictError.
 func (s StoreOverrides) Force(ctx context.Context, req ForceRequest) (breaker.ForceResult, error) {
-	actor, err := s.Actor(ctx)
-	if err != nil {
+	r := breaker.ForceRequest{Dependency: req.Dependency, Reason: req.Reason, For: req.For}
+	if req.Replace != nil {
+		v := req.Replace.Version
+		r.SeenVersion = &v
+	}
+	outs, err := s.Overrides.ForceAll(ctx, s.Log, breaker.ForceAll{Requests: []breaker.ForceRequest{r}, Actor: s.Actor})
+	if len(outs) == 0 {
 		return breaker.ForceResult{}, err
 	}
-	now := clock.Clock(clock.Real{}).Now()
-	if s.Clock != nil {
-		now = s.Clock.Now()
-	}
-	cur, err := s.Overrides.Get(ctx, req.Dependency)
-	active := false
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return breaker.ForceResult{}, err
-	default:
-		active = cur.ActiveAt(now)
-	}
-	if active && (req.Replace == nil || req.Replace.Version != cur.Version) {
-		return breaker.ForceResult{}, &breaker.ConflictError{Current: cur, Raced: req.Replace != nil}
-	}
-	res, _, err := s.Overrides.ForceAudited(ctx, s.Log, breaker.ForceRequest{Dependency: req.Dependency, Reason: req.Reason,
-		Actor: actor, ExpiresAt: now.Add(req.For), Overwrite: active})
-	return res, err
+	return outs[0].Result, err
 }
 
 // Clear implements [Overrides].
 func (s StoreOverrides) Clear(ctx context.Context, dependency, reason string) (breaker.ClearResult, error) {
-	actor, err := s.Actor(ctx)
-	if err != nil {
+	outs, err := s.Overrides.ClearAll(ctx, s.Log, breaker.ClearAll{Dependencies: []string{dependency}, Reason: reason, Actor: s.Actor})
+	if len(outs) == 0 {
 		return breaker.ClearResult{}, err
 	}
-	res, _, err := s.Overrides.ClearAudited(ctx, s.Log, dependency, actor, reason)
-	return res, err
+	return outs[0].Result, err
 }

@@ -34,7 +34,9 @@ type ListOptions struct {
 	Action  string
 	Actor   string
 	Limit   int
-	Output  string
+	// Scan lists with a scan of the table instead of the indexes.
+	Scan   bool
+	Output string
 	// Follow keeps printing new records until interrupted, every Interval.
 	Follow   bool
 	Interval time.Duration
@@ -86,11 +88,12 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.Since, "since", 0, "only records newer than this (e.g. 24h); default all retained")
 	fl.StringVar(&opts.Subject, "subject", "", "only records about this subject (breaker#openai; a trailing * matches a prefix)")
-	fl.StringVar(&opts.Until, "until", "", "only records at or before this time: RFC3339 (2026-11-30T12:00:00Z) or a duration ago (1h)")
+	fl.StringVar(&opts.Until, "until", "", "only records before this time: RFC3339 (2026-11-30T12:00:00Z) or a duration ago (1h)")
 	fl.StringVar(&opts.Action, "action", "", "only records of this action (e.g. breaker.force-open)")
 	fl.StringVar(&opts.Actor, "actor", "", "only records by this actor (an ARN or user@host; a trailing * matches a prefix)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new records as they are written, until Ctrl-C")
 	fl.DurationVar(&opts.Interval, "interval", DefaultFollowInterval, "how often --follow reads new records")
+	fl.BoolVar(&opts.Scan, "scan", false, "scan the whole table instead of the indexes: also finds records written without the index attributes or with an unreadable time (costs the table's size)")
 	fl.IntVar(&opts.Limit, "limit", 50, "show at most this many records (0 for all)")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
@@ -114,17 +117,18 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 		return err
 	}
 	now := f.Clock.Now()
-	q := audit.Query{Subject: opts.Subject, Action: opts.Action, Actor: opts.Actor, Limit: opts.Limit}
+	q := audit.Query{Subject: opts.Subject, Action: opts.Action, Actor: opts.Actor, Limit: opts.Limit, Scan: opts.Scan}
 	if opts.Since > 0 {
 		q.Since = now.Add(-opts.Since)
 	}
 	if q.Until, err = parseUntil(opts.Until, now); err != nil {
 		return err
 	}
-	if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
 		return cmdutil.Usagef("--until %s is before --since %s: nothing can match", opts.Until, opts.Since)
 	}
 	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	if opts.Follow {
 		return follow(ctx, f, opts, log.Follow(q))
 	}

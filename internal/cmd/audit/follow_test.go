@@ -58,7 +58,8 @@ func TestListFiltersByActorUntilAndAction(t *testing.T) {
 		{[]string{"--actor", "alice@ops"}, "breaker#openai"},
 		{[]string{"--actor", "bob@*"}, "rl#agent-1,breaker#core-api"},
 		{[]string{"--actor", "bob"}, ""},
-		{[]string{"--until", "2026-11-29T20:00:00Z"}, "breaker#core-api,breaker#openai"},
+		{[]string{"--until", "2026-11-29T20:00:01Z"}, "breaker#core-api,breaker#openai"},
+		{[]string{"--until", "2026-11-29T20:00:00Z"}, "breaker#openai"}, // the window is [since, until)
 		{[]string{"--until", "90m"}, "breaker#openai"},
 		{[]string{"--since", "90m", "--until", "30m"}, "breaker#core-api"},
 		{[]string{"--action", "breaker.force-open", "--actor", "bob@ops"}, "breaker#core-api"},

@@ -61,8 +61,9 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 		created != clitest.Epoch.UnixMilli() || expires != created+30*60*1000 || ttl != expires/1000 || version != 1 {
 		t.Errorf("stored item does not follow the contract: %v", it)
 	}
-	if len(it) != 8 {
-		t.Errorf("stored item has attributes %v, the contract names 8", it.Keys())
+	// The contract's 8 attributes plus the additive overrides-index key.
+	if len(it) != 9 || it.Str("ix_override") != "breaker" {
+		t.Errorf("stored item has attributes %v, the contract names 8 plus ix_override", it.Keys())
 	}
 
 	out := decode[struct {
@@ -132,5 +133,34 @@ func TestDebugLogsDynamoDBOperations(t *testing.T) {
 	}
 	if r := e.MustRun(0, "breaker", "list"); strings.Contains(r.Stderr, "debug:") {
 		t.Errorf("no --debug, no debug lines:\n%s", r.Stderr)
+	}
+}
+
+// TestForceOpenManyOnDynamoDB: a conflict on one of four dependencies
+// writes none; a force of several prints in argument order.
+func TestForceOpenManyOnDynamoDB(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
+		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e.MustRun(0, "store", "init")
+	e.MustRun(0, "breaker", "force-open", "held", "--reason", "theirs", "--allow-unknown")
+	r := e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "d1", "d2", "held", "d4", "--reason", "drill", "--allow-unknown")
+	if !strings.Contains(r.Stderr, "held is already forced open") {
+		t.Errorf("conflict message: %s", r.Stderr)
+	}
+	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "kosha-control")
+	for _, d := range []string{"d1", "d2", "d4"} {
+		if _, err := s.Get(context.Background(), "breaker#"+d); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s written despite the conflict: %v", d, err)
+		}
+	}
+	r = e.MustRun(0, "breaker", "force-open", "d4", "d1", "d2", "--reason", "drill", "--allow-unknown")
+	if i4, i1, i2 := strings.Index(r.Stdout, "d4"), strings.Index(r.Stdout, "d1"), strings.Index(r.Stdout, "d2"); i4 < 0 || i4 > i1 || i1 > i2 {
+		t.Errorf("results not in argument order:\n%s", r.Stdout)
+	}
+	r = e.MustRun(0, "breaker", "clear", "d2", "nothing", "d4", "--reason", "done")
+	if i2, in, i4 := strings.Index(r.Stdout, "d2"), strings.Index(r.Stdout, "nothing"), strings.Index(r.Stdout, "d4"); i2 < 0 || i2 > in || in > i4 {
+		t.Errorf("clear results not in argument order:\n%s", r.Stdout)
 	}
 }

@@ -105,9 +105,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	log := env.AuditLog(f.Clock)
 	deps := tui.Deps{
-		Overrides: tui.StoreOverrides{Overrides: breaker.NewOverrides(env.Store, f.Clock), Log: log, Actor: env.Actor, Clock: f.Clock},
-		Gauges:    src,
-		Audit:     log,
+		Overrides: tui.StoreOverrides{Overrides: breaker.NewOverrides(env.Store, f.Clock), Log: log,
+			Known: env.Context.KnownDependencies(), Actor: env.Actor, Clock: f.Clock},
+		Gauges: src,
+		Audit:  log,
 	}
 	return tui.Run(ctx, deps, tui.Options{
 		ContextName:  env.Name,

@@ -79,6 +79,7 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 		{"breaker force-open", []string{"breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"}},
 		{"breaker get", []string{"breaker", "get", "openai"}},
 		{"breaker list", []string{"breaker", "list"}},
+		{"breaker list --scan", []string{"breaker", "list", "--scan"}},
 		{"breaker status", []string{"breaker", "status"}},
 		{"breaker clear", []string{"breaker", "clear", "openai", "--reason", "iam test"}},
 		{"ratelimit get", []string{"ratelimit", "get", "agent-1"}},
@@ -87,6 +88,7 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 		{"ratelimit drain", []string{"ratelimit", "drain", "agent-1", "--reason", "iam test"}},
 		{"ratelimit set", []string{"ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "iam test"}},
 		{"audit list", []string{"audit", "list"}},
+		{"audit list --scan", []string{"audit", "list", "--scan"}},
 		{"chaos key id", []string{"chaos", "key", "id"}},
 		{"chaos sign", []string{"chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value"}},
 		{"chaos verify", nil}, // args filled in from sign's header
@@ -192,7 +194,7 @@ func TestPolicyGrantsExactlyEachRolesOperations(t *testing.T) {
 	}
 	// The reader changes nothing and never reads the chaos key.
 	for _, n := range iam.Reader.Needs() {
-		if n.Action != iam.GetItem && n.Action != iam.Scan && n.Action != iam.GetMetricData {
+		if !slices.Contains([]string{iam.GetItem, iam.BatchGetItem, iam.Query, iam.Scan, iam.GetMetricData}, n.Action) {
 			t.Errorf("reader needs %s", n)
 		}
 	}
@@ -216,7 +218,7 @@ func TestPolicyRefusesWhatItCannotRender(t *testing.T) {
 	}
 	// --jq works on the document like on any structured output.
 	r = e.MustRun(0, "iam", "policy", "--role", "reader", "--account", "123456789012", "--jq", "[.Statement[].Action[]] | unique | join(\",\")")
-	if r.Stdout != "cloudwatch:GetMetricData,dynamodb:GetItem,dynamodb:Scan\n" {
+	if r.Stdout != "cloudwatch:GetMetricData,dynamodb:BatchGetItem,dynamodb:GetItem,dynamodb:Query,dynamodb:Scan\n" {
 		t.Errorf("reader actions: %q", r.Stdout)
 	}
 }

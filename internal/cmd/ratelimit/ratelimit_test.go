@@ -489,7 +489,7 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 }
 
 // A long scan shows progress on stderr when it is a terminal, and clears it
-// before the table; off a terminal it prints nothing extra.
+// before the table; off a terminal it prints only the scan's summary.
 func TestListProgressOnlyOnTerminal(t *testing.T) {
 	e := clitest.New(t)
 	for _, c := range []string{"a", "b", "c"} {
@@ -499,12 +499,15 @@ func TestListProgressOnlyOnTerminal(t *testing.T) {
 		io, _, out, errOut := iostreams.Test()
 		io.SetStderrTTY(tty)
 		f := factory.NewWith(io, clock.NewFake(clitest.Epoch))
-		err := list.Run(context.Background(), f, &list.Options{Sort: "client", Output: cmdutil.FormatTable, ProgressAfterItems: 1})
+		err := list.Run(context.Background(), f, &list.Options{Sort: "client", Output: cmdutil.FormatTable, ProgressAfterItems: 1,
+			MaxReadUnits: list.DefaultMaxReadUnits})
 		if err != nil {
 			t.Fatal(err)
 		}
+		summary := "scan: 3 items examined in 1 requests, no read capacity metered (embedded store)\n"
 		shown := strings.Contains(errOut.String(), "\rscanning: ")
-		if shown != tty || tty && !strings.HasSuffix(errOut.String(), "\r\033[K") {
+		if shown != tty || tty && !strings.HasSuffix(errOut.String(), "\r\033[K"+summary) ||
+			!tty && errOut.String() != summary {
 			t.Errorf("tty=%v: stderr %q", tty, errOut.String())
 		}
 		if !strings.Contains(out.String(), "CLIENT") || strings.Contains(out.String(), "scanning") {

@@ -5,17 +5,19 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 )
 
 // NewCmd returns the store command group.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "store", Short: "Administer the context's store"}
-	cmd.AddCommand(NewCmdInit(f, nil))
+	cmd.AddCommand(NewCmdInit(f, nil), NewCmdMigrate(f, nil))
 	return cmd
 }
 
@@ -36,10 +38,12 @@ func NewCmdInit(f *cmdutil.Factory, runF func(context.Context, *InitOptions) err
 	opts := &InitOptions{}
 	cmd := &cobra.Command{
 		Use:   "init",
-		Short: "Create the context's DynamoDB table (pk string, on demand) and enable TTL where supported",
-		Long: "Create the control table on the context's DynamoDB endpoint, wait until it is ACTIVE, and turn on\n" +
-			"time to live on the \"ttl\" attribute where the endpoint supports it (dynalite does not: koshactl\n" +
-			"checks expiry on read either way). Running it again on an existing table changes nothing.",
+		Short: "Create the context's DynamoDB table (pk string, on demand, its indexes) and enable TTL where supported",
+		Long: "Create the control table on the context's DynamoDB endpoint with its global secondary indexes\n" +
+			"(docs/contracts/store.md), wait until it is ACTIVE, and turn on time to live on the \"ttl\" attribute\n" +
+			"where the endpoint supports it (dynalite does not: koshactl checks expiry on read either way).\n" +
+			"Running it again on an existing table changes nothing; it names any index the table lacks, which\n" +
+			"`koshactl store migrate` adds.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -67,8 +71,8 @@ func RunInit(ctx context.Context, f *cmdutil.Factory, opts *InitOptions) error {
 		return nil
 	}
 	if opts.DryRun {
-		fmt.Fprintf(f.IOStreams.Out, "Would create, unless it exists, %s (key pk: string, on-demand capacity) and enable time to live on %q\n",
-			env.Store.Describe(), "ttl")
+		fmt.Fprintf(f.IOStreams.Out, "Would create, unless it exists, %s (key pk: string, on-demand capacity, indexes %s) and enable time to live on %q\n",
+			env.Store.Describe(), indexNames(), "ttl")
 		cmdutil.PrintActedOn(f.IOStreams.ErrOut, env, true)
 		return nil
 	}
@@ -82,7 +86,7 @@ func RunInit(ctx context.Context, f *cmdutil.Factory, opts *InitOptions) error {
 	if opts.Output != cmdutil.FormatTable {
 		return cmdutil.PrintStructured(f.IOStreams.Out, opts.Output, map[string]any{
 			"kind": "StoreInitResult", "context": env.Name, "table": rep.Table, "where": rep.Where,
-			"created": rep.Created, "status": rep.Status, "ttl": string(rep.TTL),
+			"created": rep.Created, "status": rep.Status, "ttl": string(rep.TTL), "missing_indexes": rep.MissingIndexes,
 		})
 	}
 	for _, l := range rep.Lines() {
@@ -90,4 +94,12 @@ func RunInit(ctx context.Context, f *cmdutil.Factory, opts *InitOptions) error {
 	}
 	cmdutil.PrintActedOn(f.IOStreams.ErrOut, env, false)
 	return nil
+}
+
+func indexNames() string {
+	names := make([]string, 0, len(store.Indexes))
+	for _, ix := range store.Indexes {
+		names = append(names, ix.Name)
+	}
+	return strings.Join(names, ", ")
 }

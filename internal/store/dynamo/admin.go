@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -55,6 +56,9 @@ type InitReport struct {
 	TTL TTLState
 	// TTLAttribute is the attribute TTL is on when TTL is TTLOtherAttribute.
 	TTLAttribute string
+	// MissingIndexes names the indexes an existing table lacks (`koshactl
+	// store migrate` adds them).
+	MissingIndexes []string
 }
 
 // Lines renders the report for people, one fact a line.
@@ -65,9 +69,14 @@ func (r InitReport) Lines() []string {
 	}
 	var lines []string
 	if r.Created {
-		lines = append(lines, fmt.Sprintf("table %q created%s (key pk: string, on-demand capacity), status %s", r.Table, where, r.Status))
+		lines = append(lines, fmt.Sprintf("table %q created%s (key pk: string, on-demand capacity, %d indexes), status %s",
+			r.Table, where, len(store.Indexes), r.Status))
 	} else {
 		lines = append(lines, fmt.Sprintf("table %q already exists%s, status %s", r.Table, where, r.Status))
+	}
+	if len(r.MissingIndexes) > 0 {
+		lines = append(lines, fmt.Sprintf("the table lacks the indexes %s: add them with `koshactl store migrate` "+
+			"(until then, audit and override reads scan the table)", strings.Join(r.MissingIndexes, ", ")))
 	}
 	switch r.TTL {
 	case TTLEnabled:
@@ -118,6 +127,15 @@ func (s *Store) Init(ctx context.Context) (InitReport, error) {
 		return r, err
 	}
 	r.Status = status
+	if !r.Created {
+		missing, _, err := s.MissingIndexes(ctx)
+		if err != nil {
+			return r, err
+		}
+		for _, ix := range missing {
+			r.MissingIndexes = append(r.MissingIndexes, ix.Name)
+		}
+	}
 	r.TTL, r.TTLAttribute, err = s.enableTTL(ctx)
 	return r, err
 }
@@ -125,12 +143,7 @@ func (s *Store) Init(ctx context.Context) (InitReport, error) {
 // create creates the table; created is false when another caller created
 // it first.
 func (s *Store) create(ctx context.Context) (created bool, err error) {
-	_, err = s.client.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            &s.table,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(store.PK), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(store.PK), KeyType: types.KeyTypeHash}},
-		BillingMode:          types.BillingModePayPerRequest,
-	})
+	_, err = s.client.CreateTable(ctx, TableDefinition(s.table))
 	var inUse *types.ResourceInUseException
 	if errors.As(err, &inUse) {
 		return false, nil // another init created it meanwhile

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -25,6 +26,10 @@ type API interface {
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+	UpdateTable(ctx context.Context, in *dynamodb.UpdateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error)
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
@@ -32,8 +37,10 @@ type API interface {
 }
 
 var (
-	_ API         = (*dynamodb.Client)(nil)
-	_ store.Store = (*Store)(nil)
+	_ API               = (*dynamodb.Client)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.BatchGetter = (*Store)(nil)
+	_ store.Querier     = (*Store)(nil)
 )
 
 // Store is the DynamoDB item store. It is safe for concurrent use.
@@ -42,6 +49,8 @@ type Store struct {
 	table  string
 	// where names the endpoint for messages: its URL, or the AWS region.
 	where string
+	// sleep, when set, replaces the timer between retries and polls.
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 // New returns a store on table (DefaultTable when empty) through client.
@@ -222,11 +231,20 @@ func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Ite
 	return func(yield func(store.Item, error) bool) {
 		op := fmt.Sprintf("scan %q", q.Prefix)
 		var examined atomic.Int64
-		progress := func(n int32) {
-			total := examined.Add(int64(n))
+		// progress records a page.
+		progress := func(out *dynamodb.ScanOutput) {
+			q.Stats.Add(int(out.ScannedCount), consumed(out.ConsumedCapacity))
+			total := examined.Add(int64(out.ScannedCount))
 			if q.Progress != nil {
 				q.Progress(int(total))
 			}
+		}
+		// pace waits, after a page, until the scan fits q.Rate again.
+		pace := func(out *dynamodb.ScanOutput) error {
+			if err := q.Rate.Wait(ctx, consumed(out.ConsumedCapacity)); err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			return nil
 		}
 		if err := ctx.Err(); err != nil {
 			yield(nil, fmt.Errorf("%s: %w", op, err))
@@ -240,7 +258,7 @@ func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Ite
 					yield(nil, s.classify(ctx, op, "", err))
 					return
 				}
-				progress(out.ScannedCount)
+				progress(out)
 				for _, av := range out.Items {
 					it, err := unmarshal(av)
 					if err != nil {
@@ -250,10 +268,14 @@ func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Ite
 						return
 					}
 				}
+				if err := pace(out); err != nil {
+					yield(nil, err)
+					return
+				}
 			}
 			return
 		}
-		s.parallelScan(ctx, op, q, progress, yield)
+		s.parallelScan(ctx, op, q, progress, pace, yield)
 	}
 }
 
@@ -266,7 +288,7 @@ type page struct {
 	err   error
 }
 
-func (s *Store) parallelScan(ctx context.Context, op string, q store.ScanQuery, progress func(int32), yield func(store.Item, error) bool) {
+func (s *Store) parallelScan(ctx context.Context, op string, q store.ScanQuery, progress func(*dynamodb.ScanOutput), pace func(*dynamodb.ScanOutput) error, yield func(store.Item, error) bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	pages := make(chan page)
 	var wg sync.WaitGroup
@@ -286,7 +308,7 @@ func (s *Store) parallelScan(ctx context.Context, op string, q store.ScanQuery, 
 					send(page{err: s.classify(ctx, op, "", err)})
 					return
 				}
-				progress(out.ScannedCount)
+				progress(out)
 				items := make([]store.Item, 0, len(out.Items))
 				for _, av := range out.Items {
 					it, err := unmarshal(av)
@@ -297,6 +319,10 @@ func (s *Store) parallelScan(ctx context.Context, op string, q store.ScanQuery, 
 					items = append(items, it)
 				}
 				if !send(page{items: items}) {
+					return
+				}
+				if err := pace(out); err != nil {
+					send(page{err: err})
 					return
 				}
 			}
@@ -327,7 +353,8 @@ func (s *Store) parallelScan(ctx context.Context, op string, q store.ScanQuery, 
 }
 
 func (s *Store) scanInput(q store.ScanQuery, segment int) *dynamodb.ScanInput {
-	in := &dynamodb.ScanInput{TableName: &s.table, ConsistentRead: aws.Bool(true)}
+	in := &dynamodb.ScanInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal}
 	if q.Prefix != "" {
 		in.FilterExpression = aws.String("begins_with(#pk, :prefix)")
 		in.ExpressionAttributeNames = map[string]string{"#pk": store.PK}

@@ -41,7 +41,9 @@ func TestMain(m *testing.M) {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) store.Store { return dynamotest.NewStore(t, endpoint) })
+	opener := func(t *testing.T) store.Store { return dynamotest.NewStore(t, endpoint) }
+	storetest.Run(t, opener)
+	storetest.RunCapabilities(t, opener)
 }
 
 func TestInitIsIdempotent(t *testing.T) {

@@ -33,12 +33,16 @@ const (
 	// query does not say.
 	DefaultPageSize = 500
 	// schemaVersion is the PRAGMA user_version this code writes and reads.
-	schemaVersion = 1
+	schemaVersion = 2
 	// maxOpenConns bounds the connections of one Store.
 	maxOpenConns = 8
 )
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store       = (*Store)(nil)
+	_ store.BatchGetter = (*Store)(nil)
+	_ store.Querier     = (*Store)(nil)
+)
 
 // Store is the embedded item store. It is safe for concurrent use, and
 // several Stores (in one process or several) may share one file.
@@ -114,15 +118,22 @@ func (s *Store) migrate(ctx context.Context) error {
 		if version == schemaVersion {
 			return nil
 		}
-		for _, stmt := range []string{
+		// Version 1 had the table and the ttl index; version 2 adds the
+		// store's secondary indexes. Every statement is idempotent, so one
+		// list migrates a new file and a version 1 file alike.
+		stmts := []string{
 			`CREATE TABLE IF NOT EXISTS items (
 				pk    TEXT PRIMARY KEY NOT NULL,
 				attrs TEXT NOT NULL,
 				ttl   INTEGER
 			) WITHOUT ROWID`,
 			`CREATE INDEX IF NOT EXISTS items_ttl ON items (ttl) WHERE ttl IS NOT NULL`,
-			`PRAGMA user_version = ` + strconv.Itoa(schemaVersion),
-		} {
+		}
+		for _, ix := range store.Indexes {
+			stmts = append(stmts, indexDDL(ix))
+		}
+		stmts = append(stmts, `PRAGMA user_version = `+strconv.Itoa(schemaVersion))
+		for _, stmt := range stmts {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
 				return err
 			}
@@ -274,6 +285,7 @@ func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Ite
 				return
 			}
 			first = false
+			q.Stats.Add(len(page), 0)
 			examined += len(page)
 			if q.Progress != nil && len(page) > 0 {
 				q.Progress(examined)

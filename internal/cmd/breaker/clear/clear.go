@@ -4,14 +4,12 @@ package clear
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -100,8 +98,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	ov := breaker.NewOverrides(env.Store, f.Clock)
+	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	deps := opts.Dependencies
 	if opts.All {
+		// --all must find every override, including one written by hand
+		// without the index attribute: a scan, not the index.
 		all, err := ov.List(ctx)
 		if err != nil {
 			return err
@@ -113,34 +114,32 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	now := f.Clock.Now()
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
-	var actor string
-	if !opts.DryRun && len(deps) > 0 {
-		if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps))); err != nil {
-			return err
-		}
-		if actor, err = env.Actor(ctx); err != nil {
-			return err
-		}
+	// One batch read of every override (while the identity resolves), then
+	// the deletes and their audit records concurrently.
+	outcomes, err := ov.ClearAll(ctx, env.AuditLog(f.Clock), breaker.ClearAll{Dependencies: deps,
+		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun,
+		Confirm: func([]breaker.ClearResult) error {
+			if len(deps) == 0 {
+				return nil
+			}
+			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)))
+		}})
+	if outcomes == nil && err != nil {
+		return err
 	}
-	log := env.AuditLog(f.Clock)
-	var failure error
-	for _, dep := range deps {
-		var (
-			res breaker.ClearResult
-			rec audit.Record
-			err error
-		)
-		if opts.DryRun {
-			res, err = ov.Clear(ctx, dep, true)
-		} else {
-			res, rec, err = ov.ClearAudited(ctx, log, dep, actor, opts.Reason)
+	var writeErr, auditErr error
+	for _, o := range outcomes {
+		res := o.Result
+		if !opts.DryRun && res.Before != nil && !o.Written {
+			if writeErr == nil {
+				writeErr = fmt.Errorf("clear %s: %w", o.Dependency, o.Err)
+			}
+			continue
 		}
-		if err != nil && !errors.Is(err, audit.ErrAuditWrite) {
-			failure = fmt.Errorf("clear %s: %w", dep, err)
-			break
+		if auditErr == nil {
+			auditErr = o.Err
 		}
-		failure = err
-		item := ItemResult{Dependency: dep, Before: shared.ViewPtr(res.Before, now), AuditID: rec.ID, Action: "cleared"}
+		item := ItemResult{Dependency: o.Dependency, Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared"}
 		switch {
 		case res.Before == nil:
 			item.Action = "already-clear"
@@ -148,14 +147,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			item.Action = "would-clear"
 		}
 		out.Results = append(out.Results, item)
-		if failure != nil {
-			break
-		}
 	}
 	if err := print(f, opts, env, out, now); err != nil {
 		return err
 	}
-	return failure
+	return cmdutil.WriteFailure(writeErr, auditErr)
 }
 
 func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {

@@ -11,7 +11,6 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -140,9 +139,11 @@ func (o *Options) expiry(now time.Time, maxFor time.Duration) (time.Time, error)
 	return now.Add(o.For), nil
 }
 
-// Run forces the overrides. Every argument is checked, and every current
-// override read, before the first write, so bad input or a conflict changes
-// nothing.
+// Run forces the overrides with breaker.Overrides.ForceAll: every argument
+// is checked, and every current override read (in one batch, while the
+// caller's identity resolves), before the first write, so bad input or a
+// conflict changes nothing; the writes and their audit records then go
+// concurrently. Results print in argument order.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := shared.ValidateReason(opts.Reason, true); err != nil {
 		return err
@@ -163,52 +164,39 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if !opts.NoExpiry && opts.Until == "" {
 		forDur = opts.For
 	}
-	actor, err := env.Actor(ctx)
-	if err != nil {
-		return err
-	}
 	ov := breaker.NewOverrides(env.Store, f.Clock)
-	// Plan every dependency first (a dry run of each): conflicts surface before
-	// anything is written.
-	plans := make([]breaker.ForceResult, 0, len(opts.Dependencies))
+	reqs := make([]breaker.ForceRequest, 0, len(opts.Dependencies))
 	for _, dep := range opts.Dependencies {
-		p, err := ov.Force(ctx, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, Actor: actor,
-			ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite, DryRun: true})
-		if err != nil {
-			return conflictHint(err)
-		}
-		plans = append(plans, p)
+		reqs = append(reqs, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite})
+	}
+	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun,
+		Confirm: func(plans []breaker.ForceResult) error {
+			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans)))
+		}}
+	outcomes, err := ov.ForceAll(ctx, env.AuditLog(f.Clock), op)
+	if outcomes == nil {
+		return conflictHint(err)
 	}
 	out := Result{Kind: "BreakerForceResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun}
-	if !opts.DryRun {
-		if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans))); err != nil {
-			return err
-		}
-	}
-	log := env.AuditLog(f.Clock)
-	var failure error
-	for i, dep := range opts.Dependencies {
-		res := plans[i]
-		var rec audit.Record
-		if !opts.DryRun {
-			res, rec, err = ov.ForceAudited(ctx, log, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason,
-				Actor: actor, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite,
-				Read: &breaker.ReadState{Current: plans[i].Before}})
-			if err != nil && !errors.Is(err, audit.ErrAuditWrite) {
-				failure = fmt.Errorf("force-open %s: %w", dep, conflictHint(err))
-				break
+	var writeErr, auditErr error
+	for i, o := range outcomes {
+		if !opts.DryRun && !o.Written {
+			if writeErr == nil {
+				writeErr = fmt.Errorf("force-open %s: %w", opts.Dependencies[i], conflictHint(o.Err))
 			}
-			failure = err
+			continue
 		}
-		out.Results = append(out.Results, ItemResult{Dependency: dep, Action: action(res, opts.DryRun),
-			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), AuditID: rec.ID, res: res})
-		if failure != nil {
-			break
+		if auditErr == nil {
+			auditErr = o.Err // the audit record of a written override
 		}
+		res := o.Result
+		out.Results = append(out.Results, ItemResult{Dependency: res.After.Dependency, Action: action(res, opts.DryRun),
+			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, res: res})
 	}
 	if err := print(f, opts, env, out, now); err != nil {
 		return err
 	}
+	failure := cmdutil.WriteFailure(writeErr, auditErr)
 	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(opts.Dependencies) {
 		failure = fmt.Errorf("%w (the overrides listed above were written; the rest were not)", failure)
 	}

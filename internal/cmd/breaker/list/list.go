@@ -18,6 +18,8 @@ import (
 // Options are the parsed flags.
 type Options struct {
 	Active bool
+	// Scan lists with a scan of the table instead of by key and index.
+	Scan   bool
 	Output string
 }
 
@@ -47,6 +49,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Active, "active", false, "show only overrides in force now")
+	cmd.Flags().BoolVar(&opts.Scan, "scan", false, "scan the whole table for override items, including ones written by hand without the index attribute (costs the table's size)")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -68,7 +71,14 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	all, err := breaker.NewOverrides(env.Store, f.Clock).List(ctx)
+	ov := breaker.NewOverrides(env.Store, f.Clock)
+	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	var all []breaker.Override
+	if opts.Scan {
+		all, err = ov.List(ctx)
+	} else {
+		all, err = ov.ListFor(ctx, env.Context.KnownDependencies())
+	}
 	if err != nil {
 		return err
 	}

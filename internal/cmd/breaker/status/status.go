@@ -123,7 +123,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	mc := &metrics.Collector{Overrides: breaker.NewOverrides(env.Store, f.Clock), Gauges: src, Clock: f.Clock, Known: known,
+	ov := breaker.NewOverrides(env.Store, f.Clock)
+	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	mc := &metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known,
 		Only: opts.Dependencies, AllInstances: opts.Instances}
 	if _, ok := src.(*metrics.CloudWatch); ok && opts.Watch && opts.Interval < time.Minute {
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", metrics.CostWarning(len(known), mc.Breakdowns(), opts.Interval))

@@ -2,7 +2,6 @@ package shared
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -230,51 +229,31 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	if len(changes) > 0 {
 		op = changes[0].Op
 	}
-	plans := make([]ratelimit.ChangeResult, 0, len(changes))
-	writes := 0
-	for _, c := range changes {
-		c.DryRun = true
-		p, err := b.Apply(ctx, c)
-		if err != nil {
-			return err
-		}
-		plans = append(plans, p)
-		if p.Changed {
-			writes++
-		}
+	// One batch read of every bucket (while the identity resolves), then the
+	// writes and their audit records concurrently.
+	outcomes, err := b.ApplyAll(ctx, env.AuditLog(f.Clock), ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
+		Actor: env.Actor, DryRun: opts.DryRun,
+		Confirm: func(_ []ratelimit.ChangeResult, writes int) error {
+			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes))
+		}})
+	if outcomes == nil {
+		return err
 	}
 	out := Result{Kind: kinds[op], Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
-	var failure error
-	if opts.DryRun || writes == 0 {
-		for _, p := range plans {
-			out.Results = append(out.Results, item(p, opts.DryRun, ""))
-		}
-	} else {
-		if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes)); err != nil {
-			return err
-		}
-		actor, err := env.Actor(ctx)
-		if err != nil {
-			return err
-		}
-		log := env.AuditLog(f.Clock)
-		for i, c := range changes {
-			if !plans[i].Changed {
-				out.Results = append(out.Results, item(plans[i], false, ""))
-				continue
+	var writeErr, auditErr error
+	for i, o := range outcomes {
+		if !opts.DryRun && o.Result.Changed && !o.Written {
+			if writeErr == nil {
+				writeErr = fmt.Errorf("%s %s: %w", op, changes[i].Client, o.Err)
 			}
-			res, rec, err := b.ApplyAudited(ctx, log, actor, strings.TrimSpace(opts.Reason), c)
-			if err != nil && !errors.Is(err, audit.ErrAuditWrite) {
-				failure = fmt.Errorf("%s %s: %w", op, c.Client, err)
-				break
-			}
-			failure = err
-			out.Results = append(out.Results, item(res, false, rec.ID))
-			if failure != nil {
-				break
-			}
+			continue
 		}
+		if auditErr == nil {
+			auditErr = o.Err
+		}
+		out.Results = append(out.Results, item(o.Result, opts.DryRun, o.Record.ID))
 	}
+	failure := cmdutil.WriteFailure(writeErr, auditErr)
 	if err := printChanges(f, env, opts, out); err != nil {
 		return err
 	}

@@ -11,6 +11,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )
@@ -38,6 +42,30 @@ func NewStore(tb testing.TB, endpoint string) *dynamo.Store {
 	s := dynamo.NewFromConfig(dynalite.Config(tb, endpoint), TableName(tb))
 	if _, err := s.Init(context.Background()); err != nil {
 		tb.Fatalf("init table for %s: %v", tb.Name(), err)
+	}
+	return s
+}
+
+// NewLegacyStore returns a store on a fresh table created as `store init`
+// created it before the table had secondary indexes (single string hash key
+// pk, on-demand): the table `store migrate` and the readers' scan fallback
+// are tested on.
+func NewLegacyStore(tb testing.TB, endpoint string) *dynamo.Store {
+	tb.Helper()
+	cfg := dynalite.Config(tb, endpoint)
+	name := TableName(tb)
+	_, err := dynamodb.NewFromConfig(cfg).CreateTable(context.Background(), &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		tb.Fatalf("create legacy table for %s: %v", tb.Name(), err)
+	}
+	s := dynamo.NewFromConfig(cfg, name)
+	if _, err := s.Init(context.Background()); err != nil {
+		tb.Fatalf("init legacy table for %s: %v", tb.Name(), err)
 	}
 	return s
 }

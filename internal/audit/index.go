@@ -1,0 +1,319 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// DayLayout is how a record's UTC day is written in the day index's key.
+const DayLayout = "2006-01-02"
+
+// maxIndexKeyBytes bounds an index key value. DynamoDB allows 2048 bytes for
+// a global secondary index's partition key; subjects are pks (at most 2048)
+// and actors are ARNs or user names, so no real value is longer. A longer one
+// is left out of that index (the record stays in the day index).
+const maxIndexKeyBytes = 2048
+
+// indexAttrs are the attributes that place a record in the audit indexes
+// (docs/contracts/audit-record.md). DynamoDB refuses an empty string as an
+// index key, so empty values are left out.
+func indexAttrs(t time.Time, subject, actor string) map[string]string {
+	attrs := map[string]string{store.IndexAuditDay.Attr: t.UTC().Format(DayLayout)}
+	if subject != "" && len(subject) <= maxIndexKeyBytes {
+		attrs[store.IndexAuditSubject.Attr] = subject
+	}
+	if actor != "" && len(actor) <= maxIndexKeyBytes {
+		attrs[store.IndexAuditActor.Attr] = actor
+	}
+	return attrs
+}
+
+// rangeKey is the lowest pk of a record at t: records at or after t sort at
+// or after it, records before t sort before it.
+func rangeKey(t time.Time) string { return fmt.Sprintf("%s%013d", Prefix, t.UnixMilli()) }
+
+// notices says one thing once.
+type notices struct {
+	fn   func(msg string)
+	once sync.Once
+}
+
+// SetNotice sets where the log says, once, that it fell back to scanning the
+// table because an index is missing (with the fix). Commands pass a writer
+// to stderr; nil (the default) says nothing.
+func (l *Log) SetNotice(notice func(msg string)) { l.notices = &notices{fn: notice} }
+
+func (l *Log) missing(err error) {
+	if l.notices == nil || l.notices.fn == nil {
+		return
+	}
+	l.notices.once.Do(func() {
+		l.notices.fn(fmt.Sprintf("note: %v; reading audit records with a scan of the whole table meanwhile", err))
+	})
+}
+
+// candidates yields the stored items that may match q, newest first (by pk,
+// which sorts by time). It reads the index that answers q: by subject for an
+// exact subject, by actor for an actor, by UTC day otherwise, only the days
+// of the window and within them only its time range, asking for no more
+// than q.Limit items when the index answers every filter. A store without
+// indexes, or a table that lacks the index, is scanned instead (and the
+// scan's items sorted).
+func (l *Log) candidates(ctx context.Context, q Query, now time.Time) iter.Seq2[store.Item, error] {
+	return func(yield func(store.Item, error) bool) {
+		qr, ok := l.store.(store.Querier)
+		if ok && !q.Scan {
+			err := l.query(ctx, qr, q, now, yield)
+			if err == nil || !errors.Is(err, store.ErrIndexMissing) {
+				if err != nil {
+					yield(nil, err)
+				}
+				return
+			}
+			l.missing(err)
+		}
+		var items []store.Item
+		for it, err := range l.store.Scan(ctx, store.ScanQuery{Prefix: Prefix, Stats: q.Stats}) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			items = append(items, it)
+		}
+		slices.SortFunc(items, func(a, b store.Item) int { return strings.Compare(b.PK(), a.PK()) })
+		for _, it := range items {
+			if !yield(it, nil) {
+				return
+			}
+		}
+	}
+}
+
+// maxClockSkew is how far ahead of the reader's clock a writer's may run
+// for an open-ended listing to find its records in the right day partition.
+const maxClockSkew = time.Hour
+
+// errStop ends a query early because the consumer stopped.
+var errStop = errors.New("stop")
+
+// query runs q on qr's indexes, yielding items newest first. It returns an
+// error wrapping store.ErrIndexMissing before yielding anything when the
+// index is missing, so the caller can fall back.
+func (l *Log) query(ctx context.Context, qr store.Querier, q Query, now time.Time, yield func(store.Item, error) bool) error {
+	since := now.Add(-Retention)
+	if q.Since.After(since) {
+		since = q.Since
+	}
+	// Without Until the window is open above: a record stamped by a writer
+	// whose clock runs ahead of ours is still listed. The day partitions
+	// are read from the day of now + maxClockSkew.
+	until, to := now.Add(maxClockSkew), ""
+	if !q.Until.IsZero() {
+		until = q.Until
+		// The last pk before until: every key of a record before until
+		// sorts below rangeKey(until).
+		to = rangeKey(until.Add(-time.Millisecond)) + "#~"
+	}
+	if !since.Before(until) {
+		return nil
+	}
+	from := rangeKey(since)
+	exactSubject := q.Subject != "" && !strings.HasSuffix(q.Subject, "*")
+	exactActor := q.Actor != "" && !strings.HasSuffix(q.Actor, "*")
+	run := func(ix store.Index, key string, pushdown bool, yielded *int) error {
+		iq := store.IndexQuery{Index: ix, Key: key, From: from, To: to, Descending: true, Stats: q.Stats}
+		if pushdown && q.Limit > 0 {
+			iq.Limit = q.Limit - *yielded
+		}
+		for it, err := range qr.Query(ctx, iq) {
+			if err != nil {
+				return err
+			}
+			if ix.KeysOnly {
+				return fmt.Errorf("audit index %s holds only keys", ix.Name)
+			}
+			*yielded++
+			if !yield(it, nil) {
+				return errStop
+			}
+		}
+		return nil
+	}
+	yielded := 0
+	var err error
+	switch {
+	case exactSubject:
+		err = run(store.IndexAuditSubject, q.Subject, q.Action == "" && q.Actor == "", &yielded)
+	case exactActor:
+		err = run(store.IndexAuditActor, q.Actor, q.Action == "" && q.Subject == "", &yielded)
+	default:
+		err = l.days(ctx, qr, q, since, until, from, to, yield)
+	}
+	if errors.Is(err, errStop) {
+		return nil
+	}
+	return err
+}
+
+// maxDayWidth bounds how many day partitions a listing reads at once.
+const maxDayWidth = 16
+
+// days reads the day index from until's day back to since's, newest first.
+// Day partitions are read one at a time while they hold records; after a
+// round of empty days the next round reads twice as many concurrently (up
+// to [maxDayWidth]), so a listing of a sparse or empty log takes a few
+// round trips rather than one per day of retention. Each query asks for no
+// more than the records still wanted, so a round that finds records may
+// examine up to its width times that (only on a log whose newest records
+// lie behind empty days).
+func (l *Log) days(ctx context.Context, qr store.Querier, q Query, since, until time.Time, from, to string, yield func(store.Item, error) bool) error {
+	pushdown := q.Action == "" && q.Subject == "" && q.Actor == ""
+	var days []string
+	last := until.Add(-time.Millisecond).UTC().Truncate(24 * time.Hour)
+	for day := last; !day.Before(since.UTC().Truncate(24 * time.Hour)); day = day.Add(-24 * time.Hour) {
+		days = append(days, day.Format(DayLayout))
+	}
+	yielded, width := 0, 1
+	for i := 0; i < len(days); {
+		batch := days[i:min(i+width, len(days))]
+		i += len(batch)
+		found := make([][]store.Item, len(batch))
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for j, day := range batch {
+			iq := store.IndexQuery{Index: store.IndexAuditDay, Key: day, From: from, To: to, Descending: true, Stats: q.Stats}
+			if pushdown && q.Limit > 0 {
+				iq.Limit = q.Limit - yielded
+			}
+			wg.Go(func() {
+				for it, err := range qr.Query(ctx, iq) {
+					if err != nil {
+						errs[j] = err
+						return
+					}
+					found[j] = append(found[j], it)
+				}
+			})
+		}
+		wg.Wait()
+		empty := true
+		for j := range batch {
+			if errs[j] != nil {
+				return errs[j]
+			}
+			for _, it := range found[j] {
+				empty = false
+				yielded++
+				if !yield(it, nil) {
+					return nil
+				}
+				if pushdown && q.Limit > 0 && yielded >= q.Limit {
+					return nil
+				}
+			}
+		}
+		if empty {
+			width = min(width*2, maxDayWidth)
+		} else {
+			width = 1
+		}
+	}
+	return nil
+}
+
+// BackfillReport says what [Log.Backfill] found and did.
+type BackfillReport struct {
+	// Examined counts the audit records read.
+	Examined int
+	// Updated counts the records that lacked index attributes and were (or,
+	// in a dry run, would be) rewritten with them.
+	Updated int
+}
+
+// backfillWorkers bounds Backfill's concurrent writes.
+const backfillWorkers = 8
+
+// Backfill adds the index attributes to records written before the indexes
+// existed, so the indexed reads find them. Records are immutable, so each
+// rewrite is conditional on the record's time as read: a record collected
+// by TTL meanwhile is not resurrected. With dryRun it only counts. The scan
+// is paced by rate (nil: unpaced).
+func (l *Log) Backfill(ctx context.Context, dryRun bool, rate *store.ScanRate, stats *store.ReadStats) (BackfillReport, error) {
+	var (
+		rep   BackfillReport
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	work := make(chan store.Item)
+	for range backfillWorkers {
+		wg.Go(func() {
+			for it := range work {
+				ms, _ := it.Int(attrTime)
+				if err := l.store.Put(ctx, it, store.IfEquals(attrTime, ms)); err != nil && !errors.Is(err, store.ErrConditionFailed) {
+					mu.Lock()
+					if first == nil {
+						first = fmt.Errorf("backfill audit record %s: %w", it.PK(), err)
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	var scanErr error
+	for it, err := range l.store.Scan(ctx, store.ScanQuery{Prefix: Prefix, Rate: rate, Stats: stats, PageSize: 500}) {
+		if err != nil {
+			scanErr = fmt.Errorf("backfill audit records: %w", err)
+			break
+		}
+		rep.Examined++
+		ms, ok := it.Int(attrTime)
+		if !ok {
+			continue // unreadable: audit list reports it, nothing to index it by
+		}
+		want := indexAttrs(time.UnixMilli(ms), it.Str("subject"), it.Str("actor"))
+		changed := false
+		for k, v := range want {
+			if it.Str(k) != v {
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		rep.Updated++
+		if dryRun {
+			continue
+		}
+		next := it.Clone()
+		for k, v := range want {
+			next[k] = v
+		}
+		mu.Lock()
+		failed := first != nil
+		mu.Unlock()
+		if failed {
+			break
+		}
+		work <- next
+	}
+	close(work)
+	wg.Wait()
+	if scanErr != nil {
+		return rep, scanErr
+	}
+	return rep, first
+}
+
+// Item returns the stored form of r, index attributes included: what
+// [Log.Append] writes. It is for loaders (benchmarks, fixtures) that write
+// records in bulk; operator changes go through Append.
+func (r Record) Item() store.Item { return r.item() }

@@ -1,0 +1,202 @@
+package audit_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+var endpoint string
+
+func TestMain(m *testing.M) {
+	ep, stop, err := dynalite.StartMain()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	endpoint = ep
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
+// backends opens an empty store of each kind, with every index.
+func backends(t *testing.T) map[string]store.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return map[string]store.Store{"sqlite": s, "dynamo": dynamotest.NewStore(t, endpoint)}
+}
+
+// history writes n records an hour apart ending at t0, alternating two
+// subjects and two actors, and returns the log at t0.
+func history(t *testing.T, s store.Store, n int) *audit.Log {
+	t.Helper()
+	clk := clock.NewFake(t0.Add(-time.Duration(n-1) * time.Hour))
+	for i := range n {
+		log := audit.NewLog(s, clk, "ctx")
+		_, err := log.Append(t.Context(), audit.Entry{Actor: fmt.Sprintf("actor-%d", i%2), Action: "breaker.force-open",
+			Subject: fmt.Sprintf("breaker#dep-%d", i%2), Reason: fmt.Sprint(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < n-1 {
+			clk.Advance(time.Hour)
+		}
+	}
+	return audit.NewLog(s, clk, "ctx")
+}
+
+func reasons(recs []audit.Record) string {
+	var out []string
+	for _, r := range recs {
+		out = append(out, r.Reason)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestListReadsOnlyTheWindow(t *testing.T) {
+	for name, s := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			// 60 records over 60 hours: three UTC days.
+			log := history(t, s, 60)
+			for _, tc := range []struct {
+				name     string
+				q        audit.Query
+				want     string
+				examined int64
+			}{
+				{"since 3h", audit.Query{Since: t0.Add(-150 * time.Minute)}, "59,58,57", 3},
+				{"since and until", audit.Query{Since: t0.Add(-10 * time.Hour), Until: t0.Add(-7 * time.Hour)}, "51,50,49", 3},
+				{"until across midnight", audit.Query{Until: t0.Add(-18 * time.Hour), Limit: 4}, "40,39,38,37", 4},
+				{"limit over days", audit.Query{Limit: 25}, "", 25},
+				{"subject", audit.Query{Subject: "breaker#dep-1", Limit: 3}, "59,57,55", 3},
+				{"actor", audit.Query{Actor: "actor-0", Limit: 2}, "58,56", 2},
+				{"subject since", audit.Query{Subject: "breaker#dep-0", Since: t0.Add(-5 * time.Hour)}, "58,56,54", 3},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					var stats store.ReadStats
+					tc.q.Stats = &stats
+					listing, err := log.List(t.Context(), tc.q)
+					recs := listing.Records
+					if err != nil {
+						t.Fatal(err)
+					}
+					if tc.want != "" && reasons(recs) != tc.want {
+						t.Errorf("List(%s) = %s, want %s", tc.name, reasons(recs), tc.want)
+					}
+					if len(recs) != int(tc.examined) {
+						t.Errorf("List(%s) returned %d records, want %d", tc.name, len(recs), tc.examined)
+					}
+					if stats.Examined() != tc.examined {
+						t.Errorf("List(%s) examined %d items, want %d (only what it shows)", tc.name, stats.Examined(), tc.examined)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestListFallsBackToScanOnce lists from a table created before the
+// indexes: the records are found by a scan and the missing index is
+// reported once, with the fix.
+func TestListFallsBackToScanOnce(t *testing.T) {
+	s := dynamotest.NewLegacyStore(t, endpoint)
+	log := history(t, s, 5)
+	var notices []string
+	log.SetNotice(func(msg string) { notices = append(notices, msg) })
+	for range 2 {
+		listing, err := log.List(t.Context(), audit.Query{Limit: 2})
+		recs := listing.Records
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reasons(recs) != "4,3" {
+			t.Errorf("List on a legacy table = %s, want 4,3", reasons(recs))
+		}
+	}
+	if len(notices) != 1 || !strings.Contains(notices[0], "store migrate") {
+		t.Errorf("notices = %q, want one naming `koshactl store migrate`", notices)
+	}
+}
+
+// TestBackfillIndexesOldRecords writes records as koshactl did before the
+// indexes, backfills them, and finds them through the index.
+func TestBackfillIndexesOldRecords(t *testing.T) {
+	for name, s := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			for i := range 7 {
+				ms := t0.Add(-time.Duration(i) * time.Hour).UnixMilli()
+				old := store.Item{store.PK: fmt.Sprintf("audit#%013d#%016x", ms, i), "time": ms, "actor": "a",
+					"action": "ratelimit.reset", "subject": "rl#c", "context": "ctx", "outcome": "ok", "reason": fmt.Sprint(i)}
+				if err := s.Put(t.Context(), old, store.IfAbsent()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			log := audit.NewLog(s, clock.NewFake(t0), "ctx")
+			byIndex := func() string {
+				var stats store.ReadStats
+				listing, err := log.List(t.Context(), audit.Query{Subject: "rl#c", Stats: &stats})
+				recs := listing.Records
+				if err != nil {
+					t.Fatal(err)
+				}
+				return reasons(recs)
+			}
+			if got := byIndex(); got != "" {
+				t.Fatalf("old records found by the subject index before the backfill: %s", got)
+			}
+			dry, err := log.Backfill(t.Context(), true, nil, nil)
+			if err != nil || dry.Examined != 7 || dry.Updated != 7 {
+				t.Fatalf("dry run: %+v, %v; want 7 examined, 7 to update", dry, err)
+			}
+			if got := byIndex(); got != "" {
+				t.Fatalf("the dry run wrote: %s", got)
+			}
+			rep, err := log.Backfill(t.Context(), false, nil, nil)
+			if err != nil || rep.Updated != 7 {
+				t.Fatalf("backfill: %+v, %v", rep, err)
+			}
+			if got := byIndex(); got != "0,1,2,3,4,5,6" {
+				t.Errorf("after the backfill the subject index finds %q", got)
+			}
+			again, err := log.Backfill(t.Context(), false, nil, nil)
+			if err != nil || again.Updated != 0 {
+				t.Errorf("second backfill: %+v, %v; want nothing to do", again, err)
+			}
+		})
+	}
+}
+
+// TestListShowsRecordsFromAClockAhead: another operator's clock runs a
+// minute ahead, across midnight; an open-ended listing still shows them.
+func TestListShowsRecordsFromAClockAhead(t *testing.T) {
+	for name, s := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			midnight := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+			ahead := audit.NewLog(s, clock.NewFake(midnight.Add(30*time.Second)), "ctx")
+			if _, err := ahead.Append(t.Context(), audit.Entry{Actor: "b", Action: "breaker.clear", Subject: "breaker#x", Reason: "ahead"}); err != nil {
+				t.Fatal(err)
+			}
+			listing, err := audit.NewLog(s, clock.NewFake(midnight.Add(-30*time.Second)), "ctx").List(t.Context(), audit.Query{Since: midnight.Add(-time.Hour)})
+			recs := listing.Records
+			if err != nil || reasons(recs) != "ahead" {
+				t.Errorf("List = %q, %v; want the record stamped a minute ahead", reasons(recs), err)
+			}
+		})
+	}
+}

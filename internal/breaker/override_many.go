@@ -1,0 +1,235 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// The lever operations: one per lever (force, clear), used alike by the
+// force-open and clear commands, the dashboard and drills. Each works in a
+// fixed number of round trips whatever the number of dependencies: one
+// consistent batch read of every current override (while the actor is
+// resolved), then the conditional writes concurrently, each followed by its
+// audit record.
+
+// ForceOutcome is what happened to one request of [Overrides.ForceAll].
+type ForceOutcome struct {
+	Result ForceResult
+	// Record is the audit record written (zero on a dry run).
+	Record audit.Record
+	// Written is true when the override was written (even if its audit
+	// record was not).
+	Written bool
+	// Err is why the request failed, or wraps audit.ErrAuditWrite when the
+	// override was written and the record was not.
+	Err error
+}
+
+// ForceAll asks for several forced_open overrides at once.
+type ForceAll struct {
+	Requests []ForceRequest
+	// Actor, when set, names who acts (the STS identity on AWS contexts):
+	// it runs concurrently with the batch read and its answer is every
+	// request's Actor.
+	Actor func(ctx context.Context) (string, error)
+	// DryRun decides every request and writes nothing.
+	DryRun bool
+	// Confirm, when set, is called with the decided results after every
+	// read and before the first write; an error from it aborts, nothing
+	// written.
+	Confirm func(plans []ForceResult) error
+}
+
+// ForceAll validates every request, reads every dependency's override in
+// one strongly consistent batch read and decides each request (the rules of
+// [Overrides.Force]). A conflict on any of them returns its *ConflictError
+// and writes nothing. Then, unless DryRun, it writes the overrides
+// concurrently, each conditional on the version read and followed by its
+// audit record, and returns one outcome per request, in request order. The
+// error is the first failed request's (in request order); outcomes say
+// which were written.
+func (s *Overrides) ForceAll(ctx context.Context, log OverrideAuditor, op ForceAll) ([]ForceOutcome, error) {
+	deps := make([]string, len(op.Requests))
+	seen := map[string]bool{}
+	for i, r := range op.Requests {
+		if err := ValidateDependency(r.Dependency); err != nil {
+			return nil, err
+		}
+		if seen[r.Dependency] {
+			return nil, fmt.Errorf("force %s: the dependency is named twice", r.Dependency)
+		}
+		seen[r.Dependency] = true
+		deps[i] = r.Dependency
+	}
+	current, actor, err := s.readWithActor(ctx, deps, op.Actor)
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]ForceRequest, len(op.Requests))
+	plans := make([]ForceResult, len(op.Requests))
+	for i, r := range op.Requests {
+		if op.Actor != nil {
+			r.Actor = actor
+		}
+		r.Read = &ReadState{Current: current[r.Dependency]}
+		r.DryRun = true
+		p, err := s.Force(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		r.DryRun = false
+		reqs[i], plans[i] = r, p
+	}
+	outcomes := make([]ForceOutcome, len(reqs))
+	if op.DryRun {
+		for i, p := range plans {
+			outcomes[i] = ForceOutcome{Result: p}
+		}
+		return outcomes, nil
+	}
+	if op.Confirm != nil {
+		if err := op.Confirm(plans); err != nil {
+			return nil, err
+		}
+	}
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			res, rec, err := s.ForceAudited(ctx, log, r)
+			outcomes[i] = ForceOutcome{Result: res, Record: rec, Err: err, Written: err == nil || errors.Is(err, audit.ErrAuditWrite)}
+		})
+	}
+	wg.Wait()
+	return outcomes, firstError(outcomes, func(o ForceOutcome) error { return o.Err })
+}
+
+// ClearOutcome is what happened to one dependency of [Overrides.ClearAll].
+type ClearOutcome struct {
+	Dependency string
+	Result     ClearResult
+	Record     audit.Record
+	// Written is true when the override was deleted (even if its audit
+	// record was not); false for one that was already clear.
+	Written bool
+	Err     error
+}
+
+// ClearAll asks for several overrides to be cleared at once.
+type ClearAll struct {
+	Dependencies []string
+	Reason       string
+	// Actor, when set, names who acts; it runs concurrently with the batch
+	// read. Nil is fine on a dry run.
+	Actor   func(ctx context.Context) (string, error)
+	DryRun  bool
+	Confirm func(plans []ClearResult) error
+}
+
+// ClearAll reads every dependency's override in one consistent batch read,
+// then (unless DryRun) deletes the present ones concurrently, each
+// conditional on the version read ([Overrides.Clear]'s rules) and followed
+// by its audit record. Outcomes come in the order of op.Dependencies.
+func (s *Overrides) ClearAll(ctx context.Context, log OverrideAuditor, op ClearAll) ([]ClearOutcome, error) {
+	for _, dep := range op.Dependencies {
+		if err := ValidateDependency(dep); err != nil {
+			return nil, err
+		}
+	}
+	actorFn := op.Actor
+	if op.DryRun {
+		actorFn = nil
+	}
+	current, actor, err := s.readWithActor(ctx, op.Dependencies, actorFn)
+	if err != nil {
+		return nil, err
+	}
+	outcomes := make([]ClearOutcome, len(op.Dependencies))
+	plans := make([]ClearResult, len(op.Dependencies))
+	for i, dep := range op.Dependencies {
+		if cur := current[dep]; cur != nil {
+			plans[i] = ClearResult{Before: cur, WasActive: cur.ActiveAt(s.clock.Now())}
+		}
+		outcomes[i] = ClearOutcome{Dependency: dep, Result: plans[i]}
+	}
+	if op.DryRun {
+		return outcomes, nil
+	}
+	if op.Confirm != nil {
+		if err := op.Confirm(plans); err != nil {
+			return nil, err
+		}
+	}
+	var wg sync.WaitGroup
+	for i, dep := range op.Dependencies {
+		if plans[i].Before == nil {
+			continue // nothing to clear, nothing to record
+		}
+		wg.Go(func() {
+			res, rec, err := s.clearAudited(ctx, log, dep, plans[i].Before, actor, op.Reason)
+			outcomes[i] = ClearOutcome{Dependency: dep, Result: res, Record: rec, Err: err,
+				Written: res.Before != nil && (err == nil || errors.Is(err, audit.ErrAuditWrite))}
+		})
+	}
+	wg.Wait()
+	return outcomes, firstError(outcomes, func(o ClearOutcome) error { return o.Err })
+}
+
+// readWithActor reads deps' overrides in one batch while actor (when set)
+// resolves, and returns both.
+func (s *Overrides) readWithActor(ctx context.Context, deps []string, actor func(context.Context) (string, error)) (map[string]*Override, string, error) {
+	var (
+		name     string
+		actorErr error
+		wg       sync.WaitGroup
+	)
+	if actor != nil {
+		wg.Go(func() { name, actorErr = actor(ctx) })
+	}
+	current, err := s.readMany(ctx, deps)
+	wg.Wait()
+	if actorErr != nil {
+		return nil, "", actorErr
+	}
+	return current, name, err
+}
+
+// readMany reads deps' current overrides (nil for absent ones) in one
+// consistent batch read.
+func (s *Overrides) readMany(ctx context.Context, deps []string) (map[string]*Override, error) {
+	keys := make([]string, len(deps))
+	for i, d := range deps {
+		keys[i] = OverrideKey(d)
+	}
+	items, err := store.GetMany(ctx, s.store, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read overrides: %w", err)
+	}
+	out := make(map[string]*Override, len(deps))
+	for _, d := range deps {
+		it, ok := items[OverrideKey(d)]
+		if !ok {
+			out[d] = nil
+			continue
+		}
+		o, err := OverrideFromItem(it)
+		if err != nil {
+			return nil, err
+		}
+		out[d] = &o
+	}
+	return out, nil
+}
+
+func firstError[T any](outcomes []T, errOf func(T) error) error {
+	for _, o := range outcomes {
+		if err := errOf(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}

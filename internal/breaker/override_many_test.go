@@ -1,0 +1,175 @@
+package breaker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
+)
+
+// batchSignal is a store whose first BatchGet closes started.
+type batchSignal struct {
+	counted
+	started chan struct{}
+	once    atomic.Bool
+}
+
+func (b *batchSignal) BatchGet(ctx context.Context, pks []string) (map[string]store.Item, error) {
+	if b.once.CompareAndSwap(false, true) {
+		close(b.started)
+	}
+	return b.counted.BatchGet(ctx, pks)
+}
+
+func forceReqs(deps ...string) []breaker.ForceRequest {
+	var out []breaker.ForceRequest
+	for _, d := range deps {
+		out = append(out, breaker.ForceRequest{Dependency: d, Reason: "drill", For: time.Hour})
+	}
+	return out
+}
+
+func ptr(v int64) *int64 { return &v }
+
+type failingAudit struct{}
+
+func (failingAudit) Append(context.Context, audit.Entry) (audit.Record, error) {
+	return audit.Record{}, fmt.Errorf("%w: audit table throttled", audit.ErrAuditWrite)
+}
+
+func TestForceAllConflictOnOneOfFourWritesNone(t *testing.T) {
+	for name, base := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			ov := breaker.NewOverrides(base, clk)
+			log := audit.NewLog(base, clk, "ctx")
+			if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "core-api", Reason: "held", Actor: "bob", For: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ov.ForceAll(t.Context(), log, breaker.ForceAll{Requests: forceReqs("a1", "a2", "core-api", "a3"),
+				Actor: func(context.Context) (string, error) { return "alice", nil }})
+			var ce *breaker.ConflictError
+			if !errors.As(err, &ce) || ce.Current.Actor != "bob" {
+				t.Fatalf("ForceAll with one held override: %v; want a conflict naming bob", err)
+			}
+			for _, d := range []string{"a1", "a2", "a3"} {
+				if _, err := ov.Get(t.Context(), d); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("%s was written despite the conflict: %v", d, err)
+				}
+			}
+			if l, _ := log.List(t.Context(), audit.Query{}); len(l.Records) != 0 {
+				t.Errorf("%d audit records written despite the conflict", len(l.Records))
+			}
+		})
+	}
+}
+
+func TestForceAllReadsOnceWhileTheActorResolves(t *testing.T) {
+	base := &batchSignal{counted: counted{Store: dynamotest.NewStore(t, endpoint)}, started: make(chan struct{})}
+	clk := clock.NewFake(t0)
+	ov := breaker.NewOverrides(base, clk)
+	log := audit.NewLog(base, clk, "ctx")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// The actor answers only once the batch read has started: resolving it
+	// before the read would deadlock until the timeout.
+	actor := func(ctx context.Context) (string, error) {
+		select {
+		case <-base.started:
+			return "alice", nil
+		case <-ctx.Done():
+			return "", errors.New("the batch read did not start while the actor was resolving")
+		}
+	}
+	deps := []string{"d01", "d02", "d03", "d04", "d05", "d06", "d07", "d08", "d09", "d10", "d11", "d12", "d13", "d14", "d15", "d16"}
+	var confirmed []breaker.ForceResult
+	outs, err := ov.ForceAll(ctx, log, breaker.ForceAll{Requests: forceReqs(deps...), Actor: actor,
+		Confirm: func(p []breaker.ForceResult) error { confirmed = p; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base.batchKeys.Load() != int64(len(deps)) || base.scans.Load() != 0 || len(confirmed) != len(deps) {
+		t.Errorf("read %d keys by batch, %d scans, confirmed %d; want %d keys in one batch", base.batchKeys.Load(), base.scans.Load(), len(confirmed), len(deps))
+	}
+	for i, o := range outs {
+		if o.Result.After.Dependency != deps[i] || !o.Written || o.Record.ID == "" || o.Result.After.Actor != "alice" {
+			t.Errorf("outcome %d = %+v; want %s written by alice and audited, in request order", i, o, deps[i])
+		}
+	}
+	listing, _ := log.List(t.Context(), audit.Query{})
+	recs := listing.Records
+	if len(recs) != len(deps) {
+		t.Errorf("%d audit records, want %d", len(recs), len(deps))
+	}
+}
+
+func TestForceAllAuditFailureSaysWritten(t *testing.T) {
+	s := openStore(t)
+	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	outs, err := ov.ForceAll(t.Context(), failingAudit{}, breaker.ForceAll{Requests: forceReqs("a1", "a2")})
+	if !errors.Is(err, audit.ErrAuditWrite) {
+		t.Fatalf("ForceAll with a failing audit: %v; want audit.ErrAuditWrite", err)
+	}
+	for _, o := range outs {
+		if !o.Written || !errors.Is(o.Err, audit.ErrAuditWrite) {
+			t.Errorf("outcome %+v: want written, with the audit error", o)
+		}
+	}
+}
+
+func TestForceSeenVersion(t *testing.T) {
+	s := openStore(t)
+	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	first, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "bob", For: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ov.Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "al", For: time.Hour, SeenVersion: ptr(first.After.Version + 1)})
+	var ce *breaker.ConflictError
+	if !errors.As(err, &ce) || !ce.Raced {
+		t.Fatalf("a version the caller did not see: %v; want a raced conflict", err)
+	}
+	res, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "al", For: time.Hour, SeenVersion: ptr(first.After.Version)})
+	if err != nil || !res.Replaced || res.After.Version != 2 {
+		t.Fatalf("replacing the version seen: %+v, %v", res, err)
+	}
+}
+
+func TestClearAll(t *testing.T) {
+	s := &counted{Store: dynamotest.NewStore(t, endpoint)}
+	clk := clock.NewFake(t0)
+	ov := breaker.NewOverrides(s, clk)
+	log := audit.NewLog(s, clk, "ctx")
+	if _, err := ov.ForceAll(t.Context(), log, breaker.ForceAll{Requests: forceReqs("a1", "a3"),
+		Actor: func(context.Context) (string, error) { return "al", nil }}); err != nil {
+		t.Fatal(err)
+	}
+	before := s.batchKeys.Load()
+	outs, err := ov.ClearAll(t.Context(), log, breaker.ClearAll{Dependencies: []string{"a1", "a2", "a3"}, Reason: "done",
+		Actor: func(context.Context) (string, error) { return "al", nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.batchKeys.Load()-before != 3 {
+		t.Errorf("ClearAll read %d keys by batch, want 3", s.batchKeys.Load()-before)
+	}
+	if !outs[0].Written || outs[1].Written || outs[1].Result.Before != nil || !outs[2].Written {
+		t.Errorf("outcomes %+v: want a1 and a3 cleared, a2 already clear", outs)
+	}
+	if list, _ := ov.ListFor(t.Context(), []string{"a1", "a2", "a3"}); len(list) != 0 {
+		t.Errorf("left after ClearAll: %s", deps(list))
+	}
+	listing, _ := log.List(t.Context(), audit.Query{Action: breaker.ActionClear})
+	recs := listing.Records
+	if len(recs) != 2 {
+		t.Errorf("%d clear records, want 2", len(recs))
+	}
+}

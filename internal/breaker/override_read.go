@@ -1,0 +1,135 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// OverrideIndexKey is the value of the overrides index attribute
+// (store.IndexOverrides.Attr) on every override item koshactl writes: the
+// sparse index holds every override's key and nothing else.
+const OverrideIndexKey = "breaker"
+
+// noticeSink says once that a reader fell back to a scan.
+type noticeSink struct {
+	fn   func(msg string)
+	once sync.Once
+}
+
+func (n *noticeSink) say(err error) {
+	n.once.Do(func() {
+		if n.fn != nil {
+			n.fn(fmt.Sprintf("note: %v; listing overrides with a scan of the whole table meanwhile", err))
+		}
+	})
+}
+
+// SetNotice sets where Overrides says, once, that it fell back to scanning
+// the table because the overrides index is missing (with the fix). nil (the
+// default) says nothing.
+func (s *Overrides) SetNotice(notice func(msg string)) { s.notices.fn = notice }
+
+// ListFor returns every override item (active or expired), sorted by
+// dependency, reading by key: the known dependencies' items and the keys
+// the overrides index holds, in one strongly consistent batch read. Its cost
+// is the number of overrides, not the size of the table.
+//
+// Consistency: the known dependencies are read consistently, so a list right
+// after a force or clear of one of them shows it. The index (a DynamoDB
+// global secondary index, eventually consistent) only says which other keys
+// to read; their items are then read consistently too, so nothing stale is
+// shown. What the index may lag behind (typically under a second) is an
+// override of an unknown dependency written a moment ago by someone else.
+//
+// A store without indexes, or a table created before the index, is scanned
+// instead (and the missing index reported once, see [Overrides.SetNotice]).
+func (s *Overrides) ListFor(ctx context.Context, known []string) ([]Override, error) {
+	keys := make([]string, 0, len(known))
+	for _, dep := range known {
+		if ValidateDependency(dep) == nil {
+			keys = append(keys, OverrideKey(dep))
+		}
+	}
+	qr, ok := s.store.(store.Querier)
+	if !ok {
+		return s.scanList(ctx)
+	}
+	for it, err := range qr.Query(ctx, store.IndexQuery{Index: store.IndexOverrides, Key: OverrideIndexKey}) {
+		if errors.Is(err, store.ErrIndexMissing) {
+			s.notices.say(err)
+			return s.scanList(ctx)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list overrides: %w", err)
+		}
+		keys = append(keys, it.PK())
+	}
+	items, err := store.GetMany(ctx, s.store, keys)
+	if err != nil {
+		return nil, fmt.Errorf("list overrides: %w", err)
+	}
+	out := make([]Override, 0, len(items))
+	for _, it := range items {
+		o, err := OverrideFromItem(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Dependency < out[j].Dependency })
+	return out, nil
+}
+
+// BackfillReport says what [Overrides.Backfill] found and did.
+type BackfillReport struct {
+	// Examined counts the override items read.
+	Examined int
+	// Updated counts the items that lacked the index attribute and were (or,
+	// in a dry run, would be) rewritten with it.
+	Updated int
+	// Skipped counts items without a version to make the rewrite
+	// conditional on; `breaker list` reports them, clear or replace them.
+	Skipped int
+}
+
+// Backfill adds the index attribute to override items written before the
+// index existed (or by a tool that does not set it), so [Overrides.ListFor]
+// finds them by index. Each rewrite is conditional on the version read, so
+// an override changed meanwhile is left to its writer. With dryRun it only
+// counts.
+func (s *Overrides) Backfill(ctx context.Context, dryRun bool) (BackfillReport, error) {
+	var rep BackfillReport
+	var todo []store.Item
+	for it, err := range s.store.Scan(ctx, store.ScanQuery{Prefix: OverridePrefix}) {
+		if err != nil {
+			return rep, fmt.Errorf("backfill overrides: %w", err)
+		}
+		rep.Examined++
+		if it.Str(store.IndexOverrides.Attr) == OverrideIndexKey {
+			continue
+		}
+		if _, ok := it[attrVersion]; !ok {
+			rep.Skipped++
+			continue
+		}
+		rep.Updated++
+		todo = append(todo, it)
+	}
+	if dryRun {
+		return rep, nil
+	}
+	for _, it := range todo {
+		next := it.Clone()
+		next[store.IndexOverrides.Attr] = OverrideIndexKey
+		err := s.store.Put(ctx, next, store.IfEquals(attrVersion, it[attrVersion]))
+		if err != nil && !errors.Is(err, store.ErrConditionFailed) {
+			return rep, fmt.Errorf("backfill override %s: %w", it.PK(), err)
+		}
+	}
+	return rep, nil
+}

@@ -1,0 +1,145 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+)
+
+// MigrateOptions are the flags of store migrate.
+type MigrateOptions struct {
+	Yes          bool
+	DryRun       bool
+	MaxReadUnits float64
+	Output       string
+	SkipBackfill bool
+}
+
+// migrator is what migrate needs of a DynamoDB store.
+type migrator interface {
+	Migrate(ctx context.Context, dryRun bool) (dynamo.MigrateReport, error)
+}
+
+// NewCmdMigrate builds `store migrate`; runF replaces the run function in
+// tests.
+func NewCmdMigrate(f *cmdutil.Factory, runF func(context.Context, *MigrateOptions) error) *cobra.Command {
+	opts := &MigrateOptions{}
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Add the indexes a table created by an older koshactl lacks, and index its existing records",
+		Long: "Bring an existing control table to the current schema (docs/contracts/store.md): add each missing\n" +
+			"global secondary index with UpdateTable, one at a time, waiting until it is ACTIVE; then write the\n" +
+			"index attributes onto audit records and overrides written before the indexes existed, so indexed\n" +
+			"reads find them. The backfill scans only the audit# and breaker# items, paced to --max-read-units.\n" +
+			"On the embedded store the indexes are created when it is opened; migrate only backfills.\n" +
+			"Running it again changes nothing.",
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if opts.MaxReadUnits <= 0 {
+				return cmdutil.Usagef("--max-read-units %g is not positive: give a rate like 100", opts.MaxReadUnits)
+			}
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return RunMigrate(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "say what would be added and backfilled; change nothing")
+	fl.BoolVar(&opts.SkipBackfill, "skip-backfill", false, "add the indexes only; leave existing records unindexed")
+	fl.Float64Var(&opts.MaxReadUnits, "max-read-units", DefaultMaxReadUnits, "cap the backfill scan at this many read capacity units per second")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// DefaultMaxReadUnits is the default cap of a migrate backfill scan: small
+// beside the data plane's reads, and a 100k-item table still backfills in
+// minutes.
+const DefaultMaxReadUnits = 100
+
+// MigrateResult is the JSON output of store migrate.
+type MigrateResult struct {
+	Kind      string                 `json:"kind"`
+	Context   string                 `json:"context"`
+	DryRun    bool                   `json:"dry_run"`
+	Added     []string               `json:"indexes_added"`
+	Present   []string               `json:"indexes_present"`
+	Audit     audit.BackfillReport   `json:"audit_backfill"`
+	Overrides breaker.BackfillReport `json:"override_backfill"`
+}
+
+// RunMigrate adds the missing indexes and backfills.
+func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) error {
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	if !opts.DryRun {
+		if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, "migrate the table"); err != nil {
+			return err
+		}
+	}
+	out := MigrateResult{Kind: "StoreMigrateResult", Context: env.Name, DryRun: opts.DryRun}
+	var lines []string
+	if m, ok := env.Store.(migrator); ok {
+		rep, err := m.Migrate(ctx, opts.DryRun)
+		out.Added, out.Present = rep.Added, rep.Present
+		lines = append(lines, rep.Lines()...)
+		if err != nil {
+			printLines(f, lines)
+			return err
+		}
+	} else {
+		for _, ix := range store.Indexes {
+			out.Present = append(out.Present, ix.Name)
+		}
+		lines = append(lines, fmt.Sprintf("%s keeps its indexes itself (created when it is opened)", env.Store.Describe()))
+	}
+	if !opts.SkipBackfill {
+		var stats store.ReadStats
+		rate := &store.ScanRate{UnitsPerSecond: opts.MaxReadUnits}
+		out.Audit, err = audit.NewLog(env.Store, f.Clock, env.Name).Backfill(ctx, opts.DryRun, rate, &stats)
+		if err != nil {
+			printLines(f, lines)
+			return err
+		}
+		out.Overrides, err = breaker.NewOverrides(env.Store, f.Clock).Backfill(ctx, opts.DryRun)
+		if err != nil {
+			printLines(f, lines)
+			return err
+		}
+		verb := "indexed"
+		if opts.DryRun {
+			verb = "would index"
+		}
+		lines = append(lines,
+			fmt.Sprintf("audit records: %d examined, %s %d", out.Audit.Examined, verb, out.Audit.Updated),
+			fmt.Sprintf("overrides: %d examined, %s %d", out.Overrides.Examined, verb, out.Overrides.Updated))
+		if out.Overrides.Skipped > 0 {
+			lines = append(lines, fmt.Sprintf("overrides: %d without a version left as they are (see koshactl breaker list)", out.Overrides.Skipped))
+		}
+	}
+	if opts.Output != cmdutil.FormatTable {
+		if err := cmdutil.PrintStructured(f.IOStreams.Out, opts.Output, out); err != nil {
+			return err
+		}
+	} else {
+		printLines(f, lines)
+	}
+	cmdutil.PrintActedOn(f.IOStreams.ErrOut, env, opts.DryRun)
+	return nil
+}
+
+func printLines(f *cmdutil.Factory, lines []string) {
+	for _, l := range lines {
+		fmt.Fprintln(f.IOStreams.Out, l)
+	}
+}

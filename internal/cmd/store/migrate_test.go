@@ -1,0 +1,94 @@
+package store_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// TestMigrateTableOfTodaysInit runs store init, audit list, store migrate
+// and breaker list on a table created the way `store init` created it
+// before the indexes, holding records written before them.
+func TestMigrateTableOfTodaysInit(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	legacy := dynamotest.NewLegacyStore(t, endpoint)
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "dev", "--table", legacy.Table(), "--region", dynalite.Region,
+		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	old := []store.Item{
+		{store.PK: "audit#1764600000000#00000000000000a1", "time": int64(1764600000000), "actor": "a", "action": "breaker.clear",
+			"subject": "breaker#openai", "context": "dev", "outcome": "ok"},
+		{store.PK: "breaker#other-tool", "state": "forced_open", "reason": "r", "actor": "a",
+			"created_at": int64(1764600000000), "version": int64(2)},
+	}
+	for _, it := range old {
+		if err := legacy.Put(t.Context(), it, store.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	r := e.MustRun(0, "store", "init")
+	if !strings.Contains(r.Stdout, "already exists") || !strings.Contains(r.Stdout, "store migrate") {
+		t.Errorf("store init on the old table should name the missing indexes and the fix:\n%s", r.Stdout)
+	}
+	// Readers work meanwhile, by scan, and say so once each.
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "incident", "--for", "30m")
+	r = e.MustRun(0, "audit", "list")
+	if strings.Count(r.Stderr, "store migrate") != 1 || !strings.Contains(r.Stdout, "breaker.force-open") {
+		t.Errorf("audit list on the old table: stdout\n%s\nstderr\n%s", r.Stdout, r.Stderr)
+	}
+	r = e.MustRun(0, "breaker", "list")
+	if strings.Count(r.Stderr, "store migrate") != 1 || !strings.Contains(r.Stdout, "other-tool") || !strings.Contains(r.Stdout, "openai") {
+		t.Errorf("breaker list on the old table: stdout\n%s\nstderr\n%s", r.Stdout, r.Stderr)
+	}
+
+	r = e.MustRun(0, "store", "migrate", "--dry-run")
+	for _, want := range []string{`would add index "audit-by-day"`, `would add index "overrides"`,
+		"audit records: 2 examined, would index 1", "overrides: 2 examined, would index 1"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("migrate --dry-run does not say %q:\n%s", want, r.Stdout)
+		}
+	}
+	// dynalite cannot add an index to an existing table: migrate says so
+	// and how to get the indexes there.
+	r = e.Run("store", "migrate")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "cannot add an index") || !strings.Contains(r.Stderr, "store init") {
+		t.Errorf("migrate on dynalite: exit %d\nstdout\n%s\nstderr\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	// With the indexes left out, the backfill alone still runs.
+	r = e.MustRun(0, "store", "migrate", "--skip-backfill", "--dry-run")
+	if strings.Contains(r.Stdout, "audit records:") {
+		t.Errorf("--skip-backfill backfilled:\n%s", r.Stdout)
+	}
+}
+
+// TestInitCreatesEveryIndex: a table made by store init answers the indexed
+// reads without a notice, and migrate finds nothing to do.
+func TestInitCreatesEveryIndex(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
+		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e.MustRun(0, "store", "init")
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "incident", "--for", "30m")
+	for _, args := range [][]string{{"audit", "list", "--since", "1h"}, {"breaker", "list"}, {"audit", "list", "--subject", "breaker#openai"}} {
+		if r := e.MustRun(0, args...); strings.Contains(r.Stderr, "note:") || !strings.Contains(r.Stdout, "openai") {
+			t.Errorf("%v on a new table: stdout\n%s\nstderr\n%s", args, r.Stdout, r.Stderr)
+		}
+	}
+	if r := e.MustRun(0, "audit", "list", "--until", "2026-01-01T00:00:00Z"); !strings.Contains(r.Stdout, "No audit records match") {
+		t.Errorf("audit list --until before every record:\n%s", r.Stdout)
+	}
+	if r := e.MustRun(2, "audit", "list", "--until", "yesterday"); !strings.Contains(r.Stderr, "RFC3339") {
+		t.Errorf("a bad --until: %s", r.Stderr)
+	}
+	r := e.MustRun(0, "store", "migrate")
+	if strings.Contains(r.Stdout, "added") || strings.Count(r.Stdout, "already present") != len(store.Indexes) ||
+		!strings.Contains(r.Stdout, "would index 0") && !strings.Contains(r.Stdout, "indexed 0") {
+		t.Errorf("migrate on a new table:\n%s", r.Stdout)
+	}
+}

@@ -1,0 +1,355 @@
+package scalebench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// Env100k opts in to the 100k-bucket table (loading it takes about a
+// minute on a shared 2-core machine; see docs/benchmarks/scale.md).
+const Env100k = "KOSHACTL_BENCH_100K"
+
+// counter is a reverse proxy in front of dynalite that counts, from
+// DynamoDB's own answers, the requests made and the items each examined:
+// ScannedCount for Scan and Query, the items returned for BatchGetItem, one
+// for a GetItem that found its item.
+type counter struct {
+	requests, examined atomic.Int64
+	url                string
+}
+
+func newCounter(tb testing.TB, upstream string) *counter {
+	tb.Helper()
+	target, err := url.Parse(upstream)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := &counter{}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(r *http.Response) error {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		_ = r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		c.requests.Add(1)
+		var out struct {
+			ScannedCount *int64
+			Item         map[string]any
+			Responses    map[string][]any
+		}
+		if json.Unmarshal(body, &out) == nil {
+			switch {
+			case out.ScannedCount != nil:
+				c.examined.Add(*out.ScannedCount)
+			case out.Responses != nil:
+				for _, items := range out.Responses {
+					c.examined.Add(int64(len(items)))
+				}
+			case out.Item != nil:
+				c.examined.Add(1)
+			}
+		}
+		return nil
+	}
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	// The counter serves its table for the whole binary (tables are loaded
+	// once and shared by the benchmarks); TestMain closes it.
+	closers = append(closers, srv.Close)
+	c.url = "http://" + ln.Addr().String()
+	return c
+}
+
+func (c *counter) reset() { c.requests.Store(0); c.examined.Store(0) }
+
+// table is one loaded dynalite table behind a counter.
+type table struct {
+	endpoint string
+	counter  *counter
+	name     string
+	loadTime time.Duration
+	items    int
+}
+
+var (
+	tablesMu sync.Mutex
+	tables   = map[int]*table{}
+	// server is the dynalite every benchmark of the binary shares.
+	server string
+	// closers stop the counters when the binary ends.
+	closers []func() error
+)
+
+func TestMain(m *testing.M) {
+	ep, stop, err := dynalite.StartMain()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	server = ep
+	code := m.Run()
+	for _, c := range closers {
+		_ = c()
+	}
+	stop()
+	os.Exit(code)
+}
+
+// now is the benchmarks' clock: records older than 2 hours are before it.
+var now = clitest.Epoch
+
+// loaded returns a table with buckets rl# items and buckets/4 audit
+// records spread over the 90 days before two hours ago (one in ten about
+// breaker#openai), plus an override of openai, loading it on first use.
+func loaded(b *testing.B, buckets int) *table {
+	b.Helper()
+	tablesMu.Lock()
+	defer tablesMu.Unlock()
+	if t, ok := tables[buckets]; ok {
+		return t
+	}
+	name := fmt.Sprintf("scale-%d", buckets)
+	s := dynamo.NewFromConfig(dynalite.Config(b, server), name)
+	if _, err := s.Init(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	items := make([]store.Item, 0, buckets+buckets/4)
+	for i := range buckets {
+		items = append(items, ratelimit.Bucket{Client: fmt.Sprintf("client-%06d", i), Tokens: 12.5,
+			UpdatedAtMs: now.Add(-time.Duration(i%3600) * time.Second).UnixMilli()}.Item())
+	}
+	span := 90*24*time.Hour - 2*time.Hour
+	for i := range buckets / 4 {
+		at := now.Add(-2*time.Hour - span/time.Duration(max(buckets/4, 1))*time.Duration(i)).Truncate(time.Millisecond)
+		subject := fmt.Sprintf("rl#client-%06d", i)
+		if i%10 == 0 {
+			subject = breaker.OverrideKey("openai")
+		}
+		items = append(items, audit.Record{ID: fmt.Sprintf("%016x", i), Time: at, Actor: "loader@bench", Action: "ratelimit.reset",
+			Subject: subject, Context: "dev", Outcome: "ok"}.Item())
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	per := (len(items) + 7) / 8
+	for w := range 8 {
+		part := items[min(w*per, len(items)):min((w+1)*per, len(items))]
+		wg.Go(func() {
+			if err := s.PutBatch(context.Background(), part); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	t := &table{endpoint: server, name: name, loadTime: time.Since(start), items: len(items), counter: newCounter(b, server)}
+	ov := breaker.NewOverrides(s, clock.NewFake(now))
+	if _, err := ov.Force(context.Background(), breaker.ForceRequest{Dependency: "openai", Reason: "bench", Actor: "bench", For: 12 * time.Hour}); err != nil {
+		b.Fatal(err)
+	}
+	tables[buckets] = t
+	return t
+}
+
+func sizes(b *testing.B) []int {
+	out := []int{0, 10_000}
+	if os.Getenv(Env100k) != "" {
+		out = append(out, 100_000)
+	} else {
+		b.Logf("the 100k-bucket table is opt-in: set %s=1", Env100k)
+	}
+	return out
+}
+
+func cli(b *testing.B, endpoint, table string) *clitest.Env {
+	e := clitest.New(b)
+	e.Clock.Set(now)
+	e.MustRun(0, "config", "set-context", "dev", "--table", table, "--region", dynalite.Region,
+		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	return e
+}
+
+// BenchmarkReads runs each operator read on tables of growing size and
+// reports the items DynamoDB examined and the requests made per read.
+func BenchmarkReads(b *testing.B) {
+	reads := []struct {
+		name string
+		args []string
+	}{
+		{"breaker-list", []string{"breaker", "list"}},
+		{"breaker-get", []string{"breaker", "get", "openai"}},
+		{"audit-since-1h", []string{"audit", "list", "--since", "1h"}},
+		{"audit-subject", []string{"audit", "list", "--subject", "breaker#openai", "--limit", "6"}},
+		{"audit-list", []string{"audit", "list"}},
+	}
+	for _, size := range sizes(b) {
+		t := loaded(b, size)
+		b.Run(fmt.Sprintf("load/buckets=%d", size), func(b *testing.B) {
+			for b.Loop() {
+			}
+			b.ReportMetric(t.loadTime.Seconds(), "load-s")
+			b.ReportMetric(float64(t.items), "items")
+		})
+		for _, r := range reads {
+			b.Run(fmt.Sprintf("%s/buckets=%d", r.name, size), func(b *testing.B) {
+				e := cli(b, t.counter.url, t.name)
+				t.counter.reset()
+				n := 0
+				for b.Loop() {
+					if res := e.Run(r.args...); res.Code != 0 {
+						b.Fatalf("%v: exit %d: %s", r.args, res.Code, res.Stderr)
+					}
+					n++
+				}
+				b.ReportMetric(float64(t.counter.examined.Load())/float64(n), "examined/op")
+				b.ReportMetric(float64(t.counter.requests.Load())/float64(n), "requests/op")
+			})
+		}
+		b.Run(fmt.Sprintf("dashboard-refresh/buckets=%d", size), func(b *testing.B) {
+			s := dynamo.NewFromConfig(dynalite.Config(b, t.counter.url), t.name)
+			ov := breaker.NewOverrides(s, clock.NewFake(now))
+			log := audit.NewLog(s, clock.NewFake(now), "dev")
+			known := []string{"core-api", "openai", "postgres", "screening-sim"}
+			t.counter.reset()
+			n := 0
+			for b.Loop() {
+				list, err := ov.ListFor(b.Context(), known)
+				if err != nil || len(list) != 1 {
+					b.Fatalf("overrides: %v, %v", list, err)
+				}
+				if _, err := log.List(b.Context(), audit.Query{Subject: breaker.OverrideKey("openai"), Limit: 6}); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.ReportMetric(float64(t.counter.examined.Load())/float64(n), "examined/op")
+			b.ReportMetric(float64(t.counter.requests.Load())/float64(n), "requests/op")
+		})
+	}
+}
+
+// BenchmarkScanRate lists the 10k-bucket table's buckets (an explicit scan)
+// under a read-unit cap and reports the capacity consumed against it.
+func BenchmarkScanRate(b *testing.B) {
+	t := loaded(b, 10_000)
+	const capUnits = 100
+	e := cli(b, t.counter.url, t.name)
+	for b.Loop() {
+		start := time.Now()
+		r := e.Run("ratelimit", "list", "--limit", "1", "--max-read-units", strconv.Itoa(capUnits))
+		elapsed := time.Since(start)
+		if r.Code != 0 {
+			b.Fatalf("ratelimit list: %s", r.Stderr)
+		}
+		var examined, requests int
+		var units float64
+		line := r.Stderr[strings.Index(r.Stderr, "scan: "):]
+		if _, err := fmt.Sscanf(line, "scan: %d items examined in %d requests, %f read capacity units", &examined, &requests, &units); err != nil {
+			b.Fatalf("summary %q: %v", line, err)
+		}
+		b.Logf("%s", strings.TrimSpace(line))
+		b.ReportMetric(units, "units")
+		b.ReportMetric(units/elapsed.Seconds(), "units/s")
+		b.ReportMetric(capUnits, "cap-units/s")
+		b.ReportMetric(float64(examined), "examined")
+	}
+}
+
+// latencyLink starts toxiproxy in process between koshactl and dynalite
+// with rtt/2 of latency each way, and returns its address.
+func latencyLink(b *testing.B, upstream string, rtt time.Duration) string {
+	b.Helper()
+	u, err := url.Parse(upstream)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	p := toxiproxy.NewProxy(srv, "dynalite", "127.0.0.1:0", u.Host)
+	if err := p.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(p.Stop)
+	for _, stream := range []string{"upstream", "downstream"} {
+		toxic := fmt.Sprintf(`{"name":"latency_%s","type":"latency","stream":%q,"attributes":{"latency":%d}}`,
+			stream, stream, (rtt / 2).Milliseconds())
+		if _, err := p.Toxics.AddToxicJson(strings.NewReader(toxic)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return "http://" + p.Listen
+}
+
+// BenchmarkLeverRoundTrips forces open and clears 1, 4 and 16
+// dependencies through a 50 ms round-trip link.
+func BenchmarkLeverRoundTrips(b *testing.B) {
+	t := loaded(b, 0)
+	link := latencyLink(b, t.endpoint, 50*time.Millisecond)
+	for _, n := range []int{1, 4, 16} {
+		deps := make([]string, n)
+		for i := range deps {
+			deps[i] = fmt.Sprintf("rtt-%02d", i)
+		}
+		e := cli(b, link, t.name)
+		force := append([]string{"breaker", "force-open", "--reason", "bench", "--allow-unknown", "--for", "30m"}, deps...)
+		clear := append([]string{"breaker", "clear", "--reason", "bench"}, deps...)
+		b.Run(fmt.Sprintf("force-open/deps=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				if r := e.Run(force...); r.Code != 0 {
+					b.Fatalf("force-open: %s", r.Stderr)
+				}
+				b.StopTimer()
+				if r := e.Run(clear...); r.Code != 0 {
+					b.Fatalf("clear: %s", r.Stderr)
+				}
+				b.StartTimer()
+			}
+		})
+		b.Run(fmt.Sprintf("clear/deps=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				if r := e.Run(force...); r.Code != 0 {
+					b.Fatalf("force-open: %s", r.Stderr)
+				}
+				b.StartTimer()
+				if r := e.Run(clear...); r.Code != 0 {
+					b.Fatalf("clear: %s", r.Stderr)
+				}
+			}
+		})
+	}
+}

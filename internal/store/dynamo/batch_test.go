@@ -1,0 +1,300 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// unprocessedAPI forwards to dynalite, but answers the first `times`
+// BatchGetItem requests with their last `hold` keys left unprocessed, as
+// DynamoDB does when a request hits a throttled partition or 16 MB.
+type unprocessedAPI struct {
+	dynamo.API
+	mu       sync.Mutex
+	times    int
+	hold     int
+	requests [][]string
+}
+
+func (u *unprocessedAPI) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	u.mu.Lock()
+	var table string
+	var ka types.KeysAndAttributes
+	for table, ka = range in.RequestItems {
+	}
+	var keys []string
+	for _, k := range ka.Keys {
+		keys = append(keys, k["pk"].(*types.AttributeValueMemberS).Value)
+	}
+	u.requests = append(u.requests, keys)
+	hold := 0
+	if u.times > 0 {
+		u.times--
+		hold = min(u.hold, len(ka.Keys))
+	}
+	u.mu.Unlock()
+	if !*ka.ConsistentRead {
+		return nil, errors.New("batch get without consistent reads")
+	}
+	served := ka
+	served.Keys = ka.Keys[:len(ka.Keys)-hold]
+	out := &dynamodb.BatchGetItemOutput{}
+	if len(served.Keys) > 0 {
+		var err error
+		out, err = u.API.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{table: served}}, opts...)
+		if err != nil || hold == 0 {
+			return out, err
+		}
+	}
+	out.UnprocessedKeys = map[string]types.KeysAndAttributes{table: {Keys: ka.Keys[len(ka.Keys)-hold:]}}
+	return out, nil
+}
+
+func TestBatchGetRetriesUnprocessedKeys(t *testing.T) {
+	base := dynamotest.NewStore(t, endpoint)
+	var keys []string
+	for i := range 150 {
+		pk := fmt.Sprintf("k#%03d", i)
+		keys = append(keys, pk)
+		if err := base.Put(t.Context(), store.Item{store.PK: pk, "i": int64(i)}, store.Always()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := &unprocessedAPI{API: dynamodb.NewFromConfig(dynalite.Config(t, endpoint)), times: 3, hold: 7}
+	s := dynamo.New(api, base.Table())
+	var (
+		waitMu sync.Mutex
+		waits  []time.Duration
+	)
+	s.SetSleep(func(_ context.Context, d time.Duration) error {
+		waitMu.Lock()
+		defer waitMu.Unlock()
+		waits = append(waits, d)
+		return nil
+	})
+	got, err := s.BatchGet(t.Context(), keys)
+	if err != nil {
+		t.Fatalf("BatchGet: %v", err)
+	}
+	if len(got) != len(keys) {
+		t.Fatalf("BatchGet returned %d items, want %d", len(got), len(keys))
+	}
+	for _, r := range api.requests {
+		if len(r) > store.MaxBatchGet {
+			t.Errorf("a request carried %d keys, more than %d", len(r), store.MaxBatchGet)
+		}
+	}
+	// Two chunks (100 + 50) plus three retries of held-back keys.
+	if len(api.requests) != 5 {
+		t.Errorf("BatchGet made %d requests, want 5 (2 chunks, 3 retries): %v", len(api.requests), api.requests)
+	}
+	// The two chunks retry on their own; each waits before each retry.
+	if len(waits) != 3 || slices.Min(waits) <= 0 {
+		t.Errorf("waited %v before the retries, want 3 positive backoffs", waits)
+	}
+}
+
+func TestBatchGetGivesUpOnKeysNeverProcessed(t *testing.T) {
+	base := dynamotest.NewStore(t, endpoint)
+	api := &unprocessedAPI{API: dynamodb.NewFromConfig(dynalite.Config(t, endpoint)), times: 1 << 30, hold: 1}
+	s := dynamo.New(api, base.Table())
+	s.SetSleep(func(context.Context, time.Duration) error { return nil })
+	_, err := s.BatchGet(t.Context(), []string{"a", "b"})
+	if !errors.Is(err, store.ErrThrottled) || !strings.Contains(err.Error(), "unprocessed") {
+		t.Fatalf("BatchGet with a key never processed: %v; want store.ErrThrottled saying the keys were unprocessed", err)
+	}
+	if len(api.requests) != dynamo.BatchAttempts {
+		t.Errorf("made %d requests, want %d", len(api.requests), dynamo.BatchAttempts)
+	}
+}
+
+func TestQueryOnLegacyTableReportsMissingIndex(t *testing.T) {
+	s := dynamotest.NewLegacyStore(t, endpoint)
+	for _, err := range s.Query(t.Context(), store.IndexQuery{Index: store.IndexAuditDay, Key: "2026-12-01"}) {
+		if !errors.Is(err, store.ErrIndexMissing) || !strings.Contains(err.Error(), "store migrate") {
+			t.Fatalf("Query on a table without the index: %v; want store.ErrIndexMissing naming `store migrate`", err)
+		}
+		return
+	}
+	t.Fatal("Query on a table without the index yielded nothing")
+}
+
+func TestInitCreatesIndexes(t *testing.T) {
+	s := dynamotest.NewStore(t, endpoint)
+	missing, present, err := s.MissingIndexes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) != 0 || len(present) != len(store.Indexes) {
+		t.Errorf("after Init: missing %v, present %v; want all %d present", missing, present, len(store.Indexes))
+	}
+}
+
+func TestMigrateLegacyTable(t *testing.T) {
+	s := dynamotest.NewLegacyStore(t, endpoint)
+	rep, err := s.Init(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.MissingIndexes) != len(store.Indexes) || !strings.Contains(strings.Join(rep.Lines(), "\n"), "store migrate") {
+		t.Errorf("Init on a legacy table: missing %v; lines %q; want every index named with the fix", rep.MissingIndexes, rep.Lines())
+	}
+	dry, err := s.Migrate(t.Context(), true)
+	if err != nil {
+		t.Fatalf("Migrate --dry-run: %v", err)
+	}
+	var names []string
+	for _, ix := range store.Indexes {
+		names = append(names, ix.Name)
+	}
+	if !slices.Equal(dry.Added, names) || !dry.DryRun {
+		t.Errorf("dry run would add %v, want %v", dry.Added, names)
+	}
+	if missing, _, _ := s.MissingIndexes(t.Context()); len(missing) != len(store.Indexes) {
+		t.Errorf("dry run changed the table: %d indexes missing after it", len(missing))
+	}
+	// dynalite cannot add an index to an existing on-demand table (it wants
+	// the ProvisionedThroughput DynamoDB refuses for on-demand tables, and
+	// builds nothing): Migrate must say so, with what to do, not wait.
+	_, err = s.Migrate(t.Context(), false)
+	if !errors.Is(err, dynamo.ErrIndexUnsupported) || !strings.Contains(err.Error(), "store init") {
+		t.Fatalf("Migrate on dynalite: %v; want dynamo.ErrIndexUnsupported naming the fix", err)
+	}
+}
+
+// buildingAPI forwards to dynalite, and plays DynamoDB's part dynalite
+// lacks: it checks an UpdateTable that creates an index as DynamoDB does for
+// an on-demand table, and afterwards DescribeTable shows the index CREATING
+// for one call, then ACTIVE.
+type buildingAPI struct {
+	dynamo.API
+	mu       sync.Mutex
+	added    []types.GlobalSecondaryIndexDescription
+	creating int
+	updates  int
+}
+
+func (b *buildingAPI) UpdateTable(_ context.Context, in *dynamodb.UpdateTableInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.updates++
+	if len(in.GlobalSecondaryIndexUpdates) != 1 || in.GlobalSecondaryIndexUpdates[0].Create == nil {
+		return nil, fmt.Errorf("UpdateTable with %d index updates; DynamoDB builds one at a time", len(in.GlobalSecondaryIndexUpdates))
+	}
+	c := in.GlobalSecondaryIndexUpdates[0].Create
+	if c.ProvisionedThroughput != nil {
+		return nil, errors.New("ProvisionedThroughput on an index of an on-demand table")
+	}
+	defined := map[string]bool{}
+	for _, d := range in.AttributeDefinitions {
+		defined[*d.AttributeName] = d.AttributeType == types.ScalarAttributeTypeS
+	}
+	for _, k := range c.KeySchema {
+		if !defined[*k.AttributeName] {
+			return nil, fmt.Errorf("index key %s has no string attribute definition", *k.AttributeName)
+		}
+	}
+	out := &dynamodb.UpdateTableOutput{}
+	b.added = append(b.added, types.GlobalSecondaryIndexDescription{IndexName: c.IndexName, IndexStatus: types.IndexStatusCreating})
+	b.creating = 1
+	return out, nil
+}
+
+func (b *buildingAPI) DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, opts ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	out, err := b.API.DescribeTable(ctx, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.creating > 0 {
+		b.creating--
+	} else {
+		for i := range b.added {
+			b.added[i].IndexStatus = types.IndexStatusActive
+		}
+	}
+	out.Table.GlobalSecondaryIndexes = append(out.Table.GlobalSecondaryIndexes, b.added...)
+	return out, nil
+}
+
+func TestMigrateWaitsUntilIndexActive(t *testing.T) {
+	legacy := dynamotest.NewLegacyStore(t, endpoint)
+	api := &buildingAPI{API: dynamodb.NewFromConfig(dynalite.Config(t, endpoint))}
+	s := dynamo.New(api, legacy.Table())
+	polls := 0
+	s.SetSleep(func(context.Context, time.Duration) error { polls++; return nil })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	rep, err := s.Migrate(ctx, false)
+	if err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	if len(rep.Added) != len(store.Indexes) || api.updates != len(store.Indexes) {
+		t.Errorf("Migrate added %v in %d UpdateTable calls, want %d indexes one call each", rep.Added, api.updates, len(store.Indexes))
+	}
+	if polls != len(store.Indexes) {
+		t.Errorf("Migrate waited %d times, want once per index while it was CREATING", polls)
+	}
+	again, err := s.Migrate(ctx, false)
+	if err != nil || len(again.Added) != 0 || len(again.Present) != len(store.Indexes) {
+		t.Errorf("second Migrate: %+v, %v; want nothing added", again, err)
+	}
+}
+
+func TestScanConsumedCapacityAndRate(t *testing.T) {
+	s := dynamotest.NewStore(t, endpoint)
+	items := make([]store.Item, 0, 300)
+	for i := range 300 {
+		items = append(items, store.Item{store.PK: fmt.Sprintf("rl#%03d", i), "pad": strings.Repeat("x", 900)})
+	}
+	if err := s.PutBatch(t.Context(), items); err != nil {
+		t.Fatalf("PutBatch: %v", err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	var slept time.Duration
+	rate := &store.ScanRate{UnitsPerSecond: 20,
+		Now: func() time.Time { return now },
+		Sleep: func(_ context.Context, d time.Duration) error {
+			slept += d
+			now = now.Add(d)
+			return nil
+		}}
+	var stats store.ReadStats
+	n := 0
+	for _, err := range s.Scan(t.Context(), store.ScanQuery{Prefix: "rl#", PageSize: 50, Stats: &stats, Rate: rate}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 300 || stats.Examined() != 300 {
+		t.Fatalf("scan yielded %d, examined %d; want 300", n, stats.Examined())
+	}
+	// 300 items of ~1 KB cost ~68 units read consistently (4 KB a unit);
+	// dynalite charges scans as eventually consistent, half that.
+	units := stats.Capacity()
+	if units < 30 || units > 150 {
+		t.Errorf("consumed %.1f read units, want 34 to 68", units)
+	}
+	// The pacer kept the average at the cap: units consumed / elapsed.
+	elapsed := slept.Seconds()
+	if elapsed <= 0 || units/elapsed > 20*1.001 {
+		t.Errorf("scan consumed %.1f units in %.2f s (%.1f/s), over its cap of 20/s", units, elapsed, units/elapsed)
+	}
+	t.Logf("consumed %.1f units in %d requests, paced over %.2f s", units, stats.Requests(), elapsed)
+}
