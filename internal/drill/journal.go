@@ -2,6 +2,8 @@ package drill
 
 import (
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Outcomes of a run (Journal.Outcome).
@@ -40,21 +42,22 @@ const (
 	StatusAbandoned = "abandoned"
 )
 
-// Exit codes of a run. They are koshactl's documented exit codes
-// (docs/exit-codes.md), plus ExitRollbackFailed.
+// Exit codes of a run: koshactl's documented exit codes
+// (docs/exit-codes.md), from internal/exitcode, the one place they are
+// declared.
 const (
 	// ExitPassed: the hypothesis held and every rollback succeeded.
-	ExitPassed = 0
+	ExitPassed = exitcode.OK
 	// ExitFailed: the hypothesis failed, a step failed, a stop condition
 	// held or the drill timed out; every rollback succeeded.
-	ExitFailed = 1
+	ExitFailed = exitcode.Error
 	// ExitInvalid: the drill file (or a variable) is invalid; nothing was done.
-	ExitInvalid = 2
+	ExitInvalid = exitcode.Usage
 	// ExitRollbackFailed: at least one rollback failed or was abandoned;
 	// the levers it names stay moved until they expire.
-	ExitRollbackFailed = 9
+	ExitRollbackFailed = exitcode.Rollback
 	// ExitInterrupted: interrupted, and every rollback succeeded.
-	ExitInterrupted = 130
+	ExitInterrupted = exitcode.Cancelled
 )
 
 // Journal is the record of one run: every check, step and rollback with

@@ -26,8 +26,8 @@ import (
 )
 
 // ExitRollbackFailed is the exit code of a run where a rollback failed or
-// was abandoned (proposed for docs/exit-codes.md as code 9, "rollback").
-const ExitRollbackFailed = drill.ExitRollbackFailed
+// was abandoned (docs/exit-codes.md, code 9).
+const ExitRollbackFailed = cmdutil.ExitRollback
 
 // Options are the parsed flags and argument.
 type Options struct {
