@@ -125,6 +125,9 @@ func newRunContext(d *Drill, runID string, svc *Services, notify func(string)) *
 // Now returns the run clock's time.
 func (rc *RunContext) Now() time.Time { return rc.clock.Now() }
 
+// After waits d on the run's clock.
+func (rc *RunContext) After(d time.Duration) <-chan time.Time { return clock.After(rc.clock, d) }
+
 // Deadline returns when the drill's timeout ends; every lever it pulls
 // expires by then.
 func (rc *RunContext) Deadline() time.Time { return rc.deadline }

@@ -569,13 +569,11 @@ func (r *Runner) monitor(ctx context.Context, rc *RunContext, d *Drill, cancel c
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(d.PollInterval)
-		defer t.Stop()
 		for {
 			select {
 			case <-mctx.Done():
 				return
-			case <-t.C:
+			case <-rc.After(d.PollInterval):
 			}
 			if se := r.firstStop(mctx, rc, d); se != nil {
 				cancel(se)
@@ -619,12 +617,10 @@ func (r *Runner) rollback(parent context.Context, rc *RunContext, d *Drill, e st
 			break
 		}
 		if attempts < rollbackAttempts {
-			wait := time.NewTimer(rollbackBackoff << (attempts - 1))
 			select {
 			case <-ctx.Done():
-			case <-wait.C:
+			case <-rc.After(rollbackBackoff << (attempts - 1)):
 			}
-			wait.Stop()
 			if ctx.Err() != nil {
 				break
 			}
