@@ -31,7 +31,7 @@ const (
 	ExitAudit       = exitcode.Audit       // the change was made but its audit record could not be written
 	ExitRollback    = exitcode.Rollback    // a drill's rollback failed or was abandoned: a lever may still be pulled
 	ExitPartial     = exitcode.Partial     // a list showed what it could read; some stored items could not be read in full (each one reported)
-	ExitCancelled   = exitcode.Cancelled   // interrupted (SIGINT)
+	ExitCancelled   = exitcode.Interrupted // interrupted (SIGINT)
 )
 
 // ExitErr carries an exit code with an error.

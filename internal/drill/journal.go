@@ -57,7 +57,7 @@ const (
 	// the levers it names stay moved until they expire.
 	ExitRollbackFailed = exitcode.Rollback
 	// ExitInterrupted: interrupted, and every rollback succeeded.
-	ExitInterrupted = exitcode.Cancelled
+	ExitInterrupted = exitcode.Interrupted
 )
 
 // Journal is the record of one run: every check, step and rollback with
