@@ -77,6 +77,9 @@ type Drill struct {
 	// Rollbacks are explicit extra rollbacks, registered when the run
 	// starts, so they run after every step's rollback.
 	Rollbacks []*Step
+
+	// alarms are every alarm condition of the drill, read together.
+	alarms []*alarmCondition
 }
 
 // Var is one entry of the drill's vars.
@@ -309,6 +312,7 @@ func (d *Decoder) drill(doc *yaml.Node) *Drill {
 	if n := m.Get("rollback"); n != nil {
 		dr.Rollbacks = d.rollbacks(n, "rollback")
 	}
+	dr.alarms = d.alarms
 	return dr
 }
 

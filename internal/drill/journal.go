@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
 // Outcomes of a run (Journal.Outcome).
@@ -157,6 +158,9 @@ type StopRecord struct {
 	Condition string    `json:"condition"`
 	Detail    string    `json:"detail"`
 	At        time.Time `json:"at"`
+	// Alarms are the CloudWatch alarms that fired, when an alarm condition
+	// stopped the run: name, state, state reason and since when.
+	Alarms []metrics.Alarm `json:"alarms,omitempty"`
 }
 
 // RollbackRecord is one rollback, registered before its step acted.

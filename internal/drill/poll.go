@@ -38,7 +38,7 @@ func poll(ctx context.Context, rc *RunContext, cond Condition, within, interval,
 	last := ""
 	for {
 		res.polls++
-		actx, cancel := context.WithTimeout(ctx, attempt)
+		actx, cancel := context.WithTimeout(withAlarmRound(ctx), attempt)
 		obs, err := cond.Check(actx, rc)
 		cancel()
 		res.elapsed = rc.Now().Sub(start)

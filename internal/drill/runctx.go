@@ -109,6 +109,7 @@ type RunContext struct {
 	levers    map[string]*Lever
 	secrets   []string
 	stepID    string
+	alarms    *alarmWatcher
 }
 
 func newRunContext(d *Drill, runID string, svc *Services, notify func(string)) *RunContext {

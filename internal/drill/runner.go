@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
 // Rollback retries: a rollback that fails (the store throttled, a write
@@ -26,6 +29,8 @@ type StopError struct {
 	// Condition is the stop condition's name; Detail what it observed.
 	Condition string
 	Detail    string
+	// Alarms are the alarms that fired (alarm conditions).
+	Alarms []metrics.Alarm
 }
 
 // Error names the condition and what it observed.
@@ -166,6 +171,10 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		}
 		rc.setVar(v.Name, val, v.Secret)
 	}
+	if err := checkAlarms(ctx, rc); err != nil {
+		r.update(func() { j.Outcome, j.Reason = OutcomeInvalid, rc.Redact(err.Error()) })
+		return r.finish(rc, j)
+	}
 	if !d.MetricsURL.IsZero() {
 		u, err := rc.ExpandURL(d.MetricsURL)
 		if err != nil {
@@ -271,7 +280,7 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 			j.Outcome, j.Reason = OutcomeTimedOut, fmt.Sprintf("the drill's timeout (%s) ended it", d.Timeout)
 		case errors.As(cause, &se):
 			j.Outcome, j.Reason = OutcomeStopped, se.Error()
-			j.Stop = &StopRecord{Condition: se.Condition, Detail: se.Detail, At: rc.Now().UTC()}
+			j.Stop = &StopRecord{Condition: se.Condition, Detail: se.Detail, At: rc.Now().UTC(), Alarms: se.Alarms}
 		default:
 			j.Outcome, j.Reason = OutcomeInterrupted, "interrupted"
 		}
@@ -526,12 +535,14 @@ func (r *Runner) check(ctx context.Context, rc *RunContext, d *Drill, c *Check, 
 // firstStop evaluates the stop conditions once and returns the first that
 // holds. One that cannot be evaluated is a notice, not a stop.
 func (r *Runner) firstStop(ctx context.Context, rc *RunContext, d *Drill) *StopError {
+	// One poll round: the alarm conditions share one DescribeAlarms call.
+	round := withAlarmRound(ctx)
 	for _, c := range d.StopConditions {
 		timeout := c.Timeout
 		if timeout == 0 {
 			timeout = DefaultCheckTimeout
 		}
-		cctx, cancel := context.WithTimeout(ctx, timeout)
+		cctx, cancel := context.WithTimeout(round, timeout)
 		obs, err := c.Condition.Check(cctx, rc)
 		cancel()
 		if ctx.Err() != nil {
@@ -552,7 +563,11 @@ func (r *Runner) firstStop(ctx context.Context, rc *RunContext, d *Drill) *StopE
 			continue
 		}
 		if obs.Holds {
-			return &StopError{Condition: c.Name, Detail: rc.Redact(obs.Detail)}
+			alarms := slices.Clone(obs.Alarms)
+			for i := range alarms {
+				alarms[i].Reason = rc.Redact(alarms[i].Reason)
+			}
+			return &StopError{Condition: c.Name, Detail: rc.Redact(obs.Detail), Alarms: alarms}
 		}
 	}
 	return nil
@@ -617,10 +632,14 @@ func (r *Runner) rollback(parent context.Context, rc *RunContext, d *Drill, e st
 			break
 		}
 		if attempts < rollbackAttempts {
+			// Wall time, like the rollback timeout (a context deadline)
+			// that bounds the retries: the run's clock may be a frozen one.
+			wait := time.NewTimer(rollbackBackoff << (attempts - 1))
 			select {
 			case <-ctx.Done():
-			case <-rc.After(rollbackBackoff << (attempts - 1)):
+			case <-wait.C:
 			}
+			wait.Stop()
 			if ctx.Err() != nil {
 				break
 			}

@@ -288,6 +288,7 @@ func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *O
 	svc.Gauges = &drill.MetricsGauges{Name: describeSource(env), New: func(ctx context.Context) (metrics.GaugeSource, error) {
 		return metrics.NewSource(ctx, mc)
 	}}
+	svc.Alarms = metrics.NewAlarmSource(mc)
 	return svc, nil
 }
 
