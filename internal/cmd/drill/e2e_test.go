@@ -99,9 +99,14 @@ func onSandbox(t *testing.T) *sandboxEnv {
 // the wall clock (the sandbox reads the same store with its own clock).
 func runDrill(t *testing.T, file string, args ...string) (drill.Journal, int, string) {
 	t.Helper()
+	return runDrillJournal(t, file, filepath.Join(t.TempDir(), "journal.json"), args...)
+}
+
+// runDrillJournal is runDrill writing the journal to jpath, which a test
+// may poll while the drill runs.
+func runDrillJournal(t *testing.T, file, jpath string, args ...string) (drill.Journal, int, string) {
 	io, _, out, errOut := iostreams.Test()
 	f := factory.NewWith(io, clock.Real{})
-	jpath := filepath.Join(t.TempDir(), "journal.json")
 	opts := &run.Options{File: file, Journal: jpath, JUnit: filepath.Join(t.TempDir(), "junit.xml"), Output: cmdutil.FormatTable}
 	for i := 0; i+1 < len(args); i += 2 {
 		if args[i] == "--var" {
