@@ -96,6 +96,10 @@ type Journal struct {
 	// Notices are warnings the run produced (a stop condition that could
 	// not be evaluated, a repeated signal).
 	Notices []string `json:"notices,omitempty"`
+	// Runner is the process that ran the drill (with --journal).
+	Runner *RunnerRecord `json:"runner,omitempty"`
+	// Recoveries are the `drill recover` runs that finished its rollbacks.
+	Recoveries []RecoveryRecord `json:"recoveries,omitempty"`
 }
 
 // DrillInfo identifies the drill that ran.
@@ -183,6 +187,31 @@ type RollbackRecord struct {
 	Error           string     `json:"error,omitempty"`
 	// ExpiresAt is when the lever lapses on its own, if it does.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Lever is what `drill recover` needs to run this rollback without
+	// the run's process.
+	Lever *LeverRecord `json:"lever,omitempty"`
+	// RecoveredAt is set when `drill recover` ran this rollback.
+	RecoveredAt *time.Time `json:"recovered_at,omitempty"`
+}
+
+// RunnerRecord identifies the process running the drill. The journal's
+// lock file (JOURNAL.lock, held with flock while the run is alive) is what
+// `drill recover` checks; pid and host are for people.
+type RunnerRecord struct {
+	PID  int    `json:"pid"`
+	Host string `json:"host,omitempty"`
+	Lock string `json:"lock,omitempty"`
+}
+
+// RecoveryRecord is one `drill recover` of the run.
+type RecoveryRecord struct {
+	At    time.Time `json:"at"`
+	Actor string    `json:"actor"`
+	// Rollbacks are the ids of the rollbacks it ran.
+	Rollbacks []string `json:"rollbacks"`
+	// OK is true when each of them succeeded.
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time { t = t.UTC(); return &t }

@@ -85,6 +85,14 @@ func JUnit(j *Journal) ([]byte, error) {
 		Properties: []junitProperty{{"file", j.Drill.File}, {"run_id", j.RunID}, {"context", j.Context}, {"outcome", j.Outcome},
 			{"exit_code", fmt.Sprint(j.ExitCode)}, {"rollbacks_ok", fmt.Sprint(j.RollbacksOK)}}}
 	suite.Properties = append(suite.Properties, stopProperties(j.Stop)...)
+	for i, rv := range j.Recoveries {
+		p := "recovered"
+		if i > 0 {
+			p = fmt.Sprintf("recovered_%d", i+1)
+		}
+		suite.Properties = append(suite.Properties, junitProperty{p + "_at", rv.At.UTC().Format(time.RFC3339Nano)},
+			junitProperty{p + "_by", rv.Actor}, junitProperty{p + "_ok", fmt.Sprint(rv.OK)})
+	}
 	add := func(c junitCase) {
 		suite.Cases = append(suite.Cases, c)
 		suite.Tests++
@@ -131,7 +139,12 @@ func JUnit(j *Journal) ([]byte, error) {
 		add(tc)
 	}
 	for _, r := range j.Rollbacks {
-		tc := junitCase{Name: fmt.Sprintf("%s %s (step %s)", r.ID, r.Subject, r.Step), Classname: prefix + ".rollback",
+		class := prefix + ".rollback"
+		if r.RecoveredAt != nil {
+			// Run by drill recover after the run's process died.
+			class = prefix + ".recover"
+		}
+		tc := junitCase{Name: fmt.Sprintf("%s %s (step %s)", r.ID, r.Subject, r.Step), Classname: class,
 			Time: junitTime(r.DurationSeconds), SystemOut: r.Description + "\n" + r.Detail}
 		switch r.Status {
 		case StatusOK:

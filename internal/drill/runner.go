@@ -101,6 +101,9 @@ type Runner struct {
 	RollbackContext context.Context
 	// RunID identifies the run; empty means a random one.
 	RunID string
+	// Process, when set, identifies the process running the drill in the
+	// journal (pid, host, lock file), for drill recover.
+	Process *RunnerRecord
 
 	mu      sync.Mutex
 	journal *Journal
@@ -139,7 +142,7 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		RunID: runID, Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor,
 		StartedAt: rc.started.UTC(), Deadline: rc.deadline.UTC(), TimeoutSeconds: seconds(d.Timeout), Outcome: OutcomeRunning,
 		Hypothesis: Hypothesis{Before: []CheckRecord{}, After: []CheckRecord{}}, Steps: make([]StepRecord, len(d.Steps)),
-		Rollbacks: []RollbackRecord{}, RollbacksOK: true}
+		Rollbacks: []RollbackRecord{}, RollbacksOK: true, Runner: r.Process}
 	if svc.Gauges != nil {
 		j.Gauges = svc.Gauges.Describe()
 	}
@@ -202,6 +205,9 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		j.Rollbacks = append(j.Rollbacks, RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rc.Redact(rb.Describe()),
 			Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: StatusPending})
 		idx := len(j.Rollbacks) - 1
+		if lr, ok := rb.(recordable); ok {
+			j.Rollbacks[idx].Lever = lr.leverRecord()
+		}
 		r.rbs = append(r.rbs, rb)
 		stack = append(stack, stackEntry{rb: rb, idx: idx})
 		rec := j.Rollbacks[idx]
@@ -461,12 +467,10 @@ func (r *Runner) step(runCtx context.Context, rc *RunContext, d *Drill, s *Step,
 	r.mu.Lock()
 	// The levers this step moved now have expiries: record them at once,
 	// so a journal left by a killed run says when each lapses.
-	for _, id := range rec.Rollbacks {
-		for k := range j.Rollbacks {
-			if j.Rollbacks[k].ID == id {
-				r.addExpiry(&j.Rollbacks[k], r.rbs[k])
-			}
-		}
+	// Every lever, not only this step's: a later step moving a lever
+	// again changes what the drill wrote (its version) and its expiry.
+	for k := range j.Rollbacks {
+		r.addExpiry(&j.Rollbacks[k], r.rbs[k])
 	}
 	rec.EndedAt, rec.DurationSeconds = timePtr(end), seconds(end.Sub(start))
 	rec.Outputs = outs.Public()
@@ -622,29 +626,7 @@ func (r *Runner) rollback(parent context.Context, rc *RunContext, d *Drill, e st
 	ctx, cancel := context.WithTimeout(parent, d.RollbackTimeout)
 	defer cancel()
 	rc.setCurrentStep(rec.Step)
-	var detail string
-	var err error
-	attempts := 0
-	for attempts < rollbackAttempts {
-		attempts++
-		detail, err = e.rb.Undo(ctx, rc)
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		if attempts < rollbackAttempts {
-			// Wall time, like the rollback timeout (a context deadline)
-			// that bounds the retries: the run's clock may be a frozen one.
-			wait := time.NewTimer(rollbackBackoff << (attempts - 1))
-			select {
-			case <-ctx.Done():
-			case <-wait.C:
-			}
-			wait.Stop()
-			if ctx.Err() != nil {
-				break
-			}
-		}
-	}
+	detail, attempts, err := undoWithRetry(ctx, rc, e.rb)
 	end := rc.Now()
 	r.mu.Lock()
 	rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, timePtr(end), seconds(end.Sub(start))
@@ -665,6 +647,32 @@ func (r *Runner) rollback(parent context.Context, rc *RunContext, d *Drill, e st
 	r.emit(Event{Kind: EventRollbackDone, Rollback: &snap})
 }
 
+// undoWithRetry runs rb.Undo, retrying a failure up to rollbackAttempts
+// times within ctx (the rollback's timeout).
+func undoWithRetry(ctx context.Context, rc *RunContext, rb Rollback) (detail string, attempts int, err error) {
+	for attempts < rollbackAttempts {
+		attempts++
+		detail, err = rb.Undo(ctx, rc)
+		if err == nil || ctx.Err() != nil {
+			return detail, attempts, err
+		}
+		if attempts < rollbackAttempts {
+			// Wall time, like the rollback timeout (a context deadline)
+			// that bounds the retries: the run's clock may be a frozen one.
+			wait := time.NewTimer(rollbackBackoff << (attempts - 1))
+			select {
+			case <-ctx.Done():
+			case <-wait.C:
+			}
+			wait.Stop()
+			if ctx.Err() != nil {
+				return detail, attempts, err
+			}
+		}
+	}
+	return detail, attempts, err
+}
+
 // addExpiry records when the lever lapses on its own (for rollbacks that
 // did not succeed, the worst case).
 func (r *Runner) addExpiry(rec *RollbackRecord, rb Rollback) {
@@ -674,6 +682,9 @@ func (r *Runner) addExpiry(rec *RollbackRecord, rb Rollback) {
 		}
 	}
 	rec.Subject = rb.Subject()
+	if lr, ok := rb.(recordable); ok {
+		rec.Lever = lr.leverRecord()
+	}
 }
 
 // explicitRollback runs a step from a rollback list.

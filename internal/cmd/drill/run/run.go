@@ -155,9 +155,24 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		return cmdutil.WithCode(cmdutil.ExitRefused, fmt.Errorf("context %q is protected: %s; both are needed to drill on it", env.Name, why))
 	}
-	svc, err := services(ctx, f, env, opts)
+	svc, err := Services(ctx, f, env, opts.KeyFile)
 	if err != nil {
 		return err
+	}
+	var process *drill.RunnerRecord
+	if opts.Journal != "" {
+		// Held for the life of the run: drill recover refuses while it is.
+		unlock, err := drill.LockJournal(opts.Journal)
+		if errors.Is(err, drill.ErrJournalLocked) {
+			return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
+				opts.Journal, drill.LockPath(opts.Journal)))
+		}
+		if err != nil {
+			return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
+		}
+		defer unlock()
+		host, _ := os.Hostname()
+		process = &drill.RunnerRecord{PID: os.Getpid(), Host: host, Lock: drill.LockPath(opts.Journal)}
 	}
 
 	runCtx, interrupt := context.WithCancel(ctx)
@@ -180,7 +195,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		ju = &drill.JUnitFile{Path: opts.JUnit}
 		reporters = append(reporters, ju)
 	}
-	runner := &drill.Runner{Services: svc, Reporters: reporters, RollbackContext: abandonCtx}
+	runner := &drill.Runner{Services: svc, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
 	stopSignals := watchSignals(opts.Signals, runner, interrupt, abandon)
 	j := runner.Run(runCtx, d)
 	stopSignals()
@@ -266,8 +281,9 @@ func applyVars(d *drill.Drill, vars []string) error {
 	return nil
 }
 
-// services builds what the steps act on from the resolved context.
-func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *Options) (*drill.Services, error) {
+// Services builds what drill steps and rollbacks act on from the resolved
+// context (drill run and drill recover share it).
+func Services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile string) (*drill.Services, error) {
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return nil, err
@@ -281,7 +297,7 @@ func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *O
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: breaker.NewOverrides(env.Store, f.Clock), KnownDependencies: env.Context.KnownDependencies(),
 		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.AuditLog(f.Clock),
-		Minter: &lazyMinter{env: env, keyFile: opts.KeyFile, f: f}, HTTP: drill.NewHTTPClient(),
+		Minter: &lazyMinter{env: env, keyFile: keyFile, f: f}, HTTP: drill.NewHTTPClient(),
 		LookupEnv: os.LookupEnv, Environ: os.Environ(),
 	}
 	mc := metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig, Clock: f.Clock}
