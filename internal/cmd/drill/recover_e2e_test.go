@@ -96,7 +96,9 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	if err := cmd.Process.Signal(os.Kill); err != nil {
 		t.Fatal(err)
 	}
-	_ = <-exited // killed: the exit error is the SIGKILL
+	if err := <-exited; err == nil {
+		t.Fatal("the killed drill exited 0")
+	}
 	before := readJournal(t, jpath)
 	if before.Outcome != drill.OutcomeRunning || before.Runner == nil || before.Runner.PID != cmd.Process.Pid {
 		t.Fatalf("killed journal: outcome %s runner %+v", before.Outcome, before.Runner)
