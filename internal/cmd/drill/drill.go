@@ -5,6 +5,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/plan"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/recovery"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/validate"
@@ -28,6 +29,6 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			drill creates expire by the drill's deadline, so even a killed run converges.
 		`),
 	}
-	cmd.AddCommand(run.NewCmd(f, nil), validate.NewCmd(f, nil), kinds.NewCmd(f, nil), recovery.NewCmd(f, nil))
+	cmd.AddCommand(run.NewCmd(f, nil), validate.NewCmd(f, nil), kinds.NewCmd(f, nil), recovery.NewCmd(f, nil), plan.NewCmd(f, nil))
 	return cmd
 }

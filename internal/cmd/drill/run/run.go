@@ -124,7 +124,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: %s is not a valid drill (%d problems); nothing was run", cmdutil.ErrSilent, opts.File, len(probs)))
 	}
-	if err := applyVars(d, opts.Vars); err != nil {
+	if err := ApplyVars(d, opts.Vars); err != nil {
 		return err
 	}
 	for flag, path := range map[string]string{"--journal": opts.Journal, "--junit": opts.JUnit} {
@@ -135,12 +135,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if opts.MetricsURL != "" {
 		d.MetricsURL = drill.Literal(opts.MetricsURL)
 	}
-	if d.Context != "" {
-		if f.ContextName != "" && f.ContextName != d.Context {
-			return cmdutil.Usagef("drill %s is written for context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: run it on %q, or change the drill's context: field",
-				d.Name, d.Context, f.ContextName, d.Context)
-		}
-		f.ContextName = d.Context
+	if err := SelectContext(f, d); err != nil {
+		return err
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -253,8 +249,23 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// applyVars overrides drill variables from --var NAME=VALUE.
-func applyVars(d *drill.Drill, vars []string) error {
+// SelectContext selects the drill's context: its context: field when it
+// names one (another selected with --context or $KOSHACTL_CONTEXT is
+// refused), otherwise the selected one.
+func SelectContext(f *cmdutil.Factory, d *drill.Drill) error {
+	if d.Context == "" {
+		return nil
+	}
+	if f.ContextName != "" && f.ContextName != d.Context {
+		return cmdutil.Usagef("drill %s is written for context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: run it on %q, or change the drill's context: field",
+			d.Name, d.Context, f.ContextName, d.Context)
+	}
+	f.ContextName = d.Context
+	return nil
+}
+
+// ApplyVars overrides drill variables from --var NAME=VALUE.
+func ApplyVars(d *drill.Drill, vars []string) error {
 	for _, kv := range vars {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
