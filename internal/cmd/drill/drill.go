@@ -26,7 +26,11 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			Every lever a drill pulls registers its rollback before it acts, and every
 			rollback runs, in reverse order, however the run ends: success, a failed step,
 			a timeout, a stop condition, SIGINT or SIGTERM. Overrides and chaos headers a
-			drill creates expire by the drill's deadline, so even a killed run converges.
+			drill creates expire by the drill's deadline, so even a killed run converges;
+			drill recover finishes a killed run's rollbacks sooner, from its journal.
+
+			drill plan shows what a drill would do (every lever, its inverse and expiry,
+			the conditions watched, the context and store) without doing it.
 		`),
 	}
 	cmd.AddCommand(run.NewCmd(f, nil), validate.NewCmd(f, nil), kinds.NewCmd(f, nil), recovery.NewCmd(f, nil), plan.NewCmd(f, nil))
