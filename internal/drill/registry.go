@@ -83,7 +83,7 @@ type Expiring interface {
 
 // ConditionKind is one kind of condition: hypothesis checks, stop
 // conditions, wait-for and assert use them. It is selected by the key
-// Name() (http, breaker, bucket, shell).
+// Name() (http, breaker, bucket, shell, alarm).
 type ConditionKind interface {
 	// Name is the key that selects the kind.
 	Name() string

@@ -66,8 +66,10 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			override and chaos header the drill creates expires by the drill's deadline.
 
 			A live log goes to stderr. --journal writes the JSON journal (rewritten after
-			every step, so even a killed run leaves one naming each lever and its expiry);
-			--junit writes JUnit XML for CI. -o json prints the journal on stdout.
+			every step, so even a killed run leaves one naming each lever and its expiry,
+			from which drill recover finishes its rollbacks; the run holds JOURNAL.lock
+			while it lives); --junit writes JUnit XML for CI. -o json prints the journal on
+			stdout. drill plan shows what the run would do without doing it.
 
 			Signals: the first SIGINT or SIGTERM stops the steps and rolls back. A second
 			one is acknowledged and the rollback goes on. A third abandons the remaining
