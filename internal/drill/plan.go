@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Plan is what a drill would do, computed without acting: `drill plan`
@@ -253,12 +252,13 @@ func (a *chaosSign) plan(rc *RunContext) *PlanLever {
 }
 
 // WritePlan prints p for a terminal or a CI log. Text from the file, the
-// environment or --var is shown with control characters escaped.
+// environment or --var is shown by the one rule for untrusted text
+// (textsafe.Line: controls and bidi characters as visible escapes).
 func WritePlan(w io.Writer, p *Plan) {
 	pf := func(format string, args ...any) {
 		for i, a := range args {
 			if s, ok := a.(string); ok {
-				args[i] = printable(s)
+				args[i] = textsafe.Line(s)
 			}
 		}
 		fmt.Fprintf(w, format, args...)
@@ -323,14 +323,4 @@ func WritePlan(w io.Writer, p *Plan) {
 
 func dur(secs float64) string {
 	return time.Duration(secs * float64(time.Second)).Round(time.Millisecond).String()
-}
-
-// printable escapes the control and other non-graphic characters of s, so
-// text from the environment cannot drive a terminal.
-func printable(s string) string {
-	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsGraphic(r) && r != ' ' }) < 0 {
-		return s
-	}
-	q := strconv.QuoteToGraphic(s)
-	return q[1 : len(q)-1]
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Options are the parsed flags and argument.
@@ -95,7 +96,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	pending := drill.Pending(j)
 	if len(pending) == 0 {
-		fmt.Fprintf(io.Out, "nothing to recover: every rollback of drill %s run %s has run (%d ok)\n", j.Drill.Name, j.RunID, len(j.Rollbacks))
+		fmt.Fprintf(io.Out, "nothing to recover: every rollback of drill %s run %s has run (%d ok)\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), len(j.Rollbacks))
 		return nil
 	}
 	if f.ContextName != "" && f.ContextName != j.Context {
@@ -116,8 +117,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(io.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", j.Drill.Name, j.RunID, env.Describe(), len(pending))
-	rv := &drill.Recovery{Services: svc, Log: func(line string) { fmt.Fprintln(io.ErrOut, "  "+line) }}
+	fmt.Fprintf(io.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
+	rv := &drill.Recovery{Services: svc, Log: func(line string) { fmt.Fprintln(io.ErrOut, "  "+textsafe.Line(line)) }}
 	rec := rv.Run(ctx, j)
 	werr := drill.WriteJournal(opts.Journal, j)
 	if opts.JUnit != "" {
@@ -132,14 +133,14 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(io.Out, "recovered drill %s run %s: %s\n", j.Drill.Name, j.RunID, rec.Detail)
+		fmt.Fprintf(io.Out, "recovered drill %s run %s: %s\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), textsafe.Line(rec.Detail))
 		for _, rb := range j.Rollbacks {
 			if rb.Status != drill.StatusOK {
 				lapse := "it does not lapse on its own: restore it by hand"
 				if rb.ExpiresAt != nil {
 					lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), io.IsStdoutTTY())
 				}
-				fmt.Fprintf(io.Out, "  NOT RESTORED: %s (%s): %s; %s\n", rb.Subject, rb.ID, rb.Error, lapse)
+				fmt.Fprintf(io.Out, "  NOT RESTORED: %s (%s): %s; %s\n", textsafe.Line(rb.Subject), textsafe.Line(rb.ID), textsafe.Line(rb.Error), lapse)
 			}
 		}
 	}
