@@ -2,6 +2,7 @@ package drill_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,14 +41,14 @@ func TestExampleAlarmDrillRollsBackWhenTheAlarmFlips(t *testing.T) {
 	cw.SetAlarm(cwfake.Alarm{Name: "kosha-db-cpu", State: "OK", Reason: "fine", Updated: since})
 	cw.SetAlarm(cwfake.Alarm{Name: "other-team", State: "ALARM", Updated: since})
 
-	jpath := filepath.Join(t.TempDir(), "journal.json")
+	jpath, junit := filepath.Join(t.TempDir(), "journal.json"), filepath.Join(t.TempDir(), "junit.xml")
 	type result struct {
 		code int
 		out  string
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, code, out := runDrillJournal(t, filepath.Join(drillsDir, "alarm-stop.yaml"), jpath)
+		code, out := runDrillJournal(filepath.Join(drillsDir, "alarm-stop.yaml"), jpath, junit)
 		done <- result{code, out}
 	}()
 	// Flip the alarm once the levers are pulled and the drill soaks.
@@ -78,6 +79,9 @@ func TestExampleAlarmDrillRollsBackWhenTheAlarmFlips(t *testing.T) {
 		if rb.ExpiresAt == nil || !rb.EndedAt.Before(*rb.ExpiresAt) {
 			t.Errorf("rollback %s ended %v, its lever lapses at %v: want the rollback first", rb.ID, rb.EndedAt, rb.ExpiresAt)
 		}
+	}
+	if x := readFile(t, junit); !strings.Contains(x, `name="stop_alarm" value="kosha-api-5xx"`) || !strings.Contains(x, `name="stop_alarm_reason" value="Threshold Crossed: 3 datapoints &gt; 1"`) {
+		t.Errorf("JUnit does not name the alarm:\n%s", x)
 	}
 	if len(cw.AlarmRequests()) == 0 {
 		t.Error("no DescribeAlarms request reached the fake")
