@@ -141,7 +141,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	var recovered, cleared bool
-	for _, r := range recs {
+	for _, r := range recs.Records {
 		recovered = recovered || (r.Action == drill.ActionRecover && strings.Contains(r.Reason, "run "+j.RunID))
 		cleared = cleared || (r.Action == breaker.ActionClear && strings.Contains(r.Reason, "recovered by "))
 	}
