@@ -12,18 +12,43 @@ type Clock interface {
 	Now() time.Time
 }
 
+// Waiter is implemented by clocks that can also wait (Real and Fake), so
+// logic that polls measures its intervals on the same clock it reads.
+type Waiter interface {
+	// After returns a channel that receives the clock's time once d has
+	// passed on it.
+	After(d time.Duration) <-chan time.Time
+}
+
+// After waits d on c when c is a [Waiter], and on the wall clock otherwise.
+func After(c Clock, d time.Duration) <-chan time.Time {
+	if w, ok := c.(Waiter); ok {
+		return w.After(d)
+	}
+	return time.After(d)
+}
+
 // Real is the wall clock.
 type Real struct{}
 
 // Now returns time.Now().
 func (Real) Now() time.Time { return time.Now() }
 
+// After implements [Waiter] with time.After.
+func (Real) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
 // Fake is a manually advanced clock for tests. The zero value reads as the
 // zero time; use [NewFake] to start at a given instant. It is safe for
 // concurrent use.
 type Fake struct {
-	mu  sync.Mutex
-	now time.Time
+	mu      sync.Mutex
+	now     time.Time
+	waiters []fakeWaiter
+}
+
+type fakeWaiter struct {
+	at time.Time
+	ch chan time.Time
 }
 
 // NewFake returns a Fake clock reading t.
@@ -36,16 +61,52 @@ func (f *Fake) Now() time.Time {
 	return f.now
 }
 
-// Advance moves the fake forward by d.
+// Advance moves the fake forward by d, firing the waits that are due.
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	f.now = f.now.Add(d)
+	f.fireLocked()
 	f.mu.Unlock()
 }
 
-// Set moves the fake to t.
+// Set moves the fake to t, firing the waits that are due.
 func (f *Fake) Set(t time.Time) {
 	f.mu.Lock()
 	f.now = t
+	f.fireLocked()
 	f.mu.Unlock()
+}
+
+// After implements [Waiter]: the channel receives once the fake has been
+// advanced by d (at once when d <= 0).
+func (f *Fake) After(d time.Duration) <-chan time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := fakeWaiter{at: f.now.Add(d), ch: make(chan time.Time, 1)}
+	if d <= 0 {
+		w.ch <- f.now
+		return w.ch
+	}
+	f.waiters = append(f.waiters, w)
+	return w.ch
+}
+
+// Waiters returns how many waits are pending, so a test can advance the
+// fake once the code under test is waiting.
+func (f *Fake) Waiters() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.waiters)
+}
+
+func (f *Fake) fireLocked() {
+	kept := f.waiters[:0]
+	for _, w := range f.waiters {
+		if w.at.After(f.now) {
+			kept = append(kept, w)
+			continue
+		}
+		w.ch <- f.now
+	}
+	f.waiters = kept
 }

@@ -10,25 +10,28 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/identity"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Exit codes, documented in docs/exit-codes.md. Scripts may rely on them.
+// The values live in internal/exitcode, shared with the domain packages
+// that report an exit code (the drill journal).
 const (
-	ExitOK          = 0   // success, including "already done"
-	ExitError       = 1   // an unexpected failure, or a check that did not pass
-	ExitUsage       = 2   // bad flags, arguments or input; nothing was done
-	ExitNotFound    = 3   // the named thing does not exist
-	ExitConflict    = 4   // someone else holds it or changed it; nothing was done
-	ExitUnavailable = 5   // the store or an AWS service could not be reached, throttled, or the table is missing
-	ExitAuth        = 6   // credentials missing, expired or denied
-	ExitRefused     = 7   // a protected context needs confirmation (--yes) or it was declined; a safety check needs --force
-	ExitAudit       = 8   // the change was made but its audit record could not be written
-	ExitRollback    = 9   // a drill's rollback failed or was abandoned: a lever may still be pulled
-	ExitPartial     = 10  // a list showed what it could read; some stored items could not be read in full (each one reported)
-	ExitCancelled   = 130 // interrupted (SIGINT)
+	ExitOK          = exitcode.OK          // success, including "already done"
+	ExitError       = exitcode.Error       // an unexpected failure, or a check that did not pass
+	ExitUsage       = exitcode.Usage       // bad flags, arguments or input; nothing was done
+	ExitNotFound    = exitcode.NotFound    // the named thing does not exist
+	ExitConflict    = exitcode.Conflict    // someone else holds it or changed it; nothing was done
+	ExitUnavailable = exitcode.Unavailable // the store or an AWS service could not be reached, throttled, or the table is missing
+	ExitAuth        = exitcode.Auth        // credentials missing, expired or denied
+	ExitRefused     = exitcode.Refused     // a protected context needs confirmation (--yes) or it was declined; a safety check needs --force
+	ExitAudit       = exitcode.Audit       // the change was made but its audit record could not be written
+	ExitRollback    = exitcode.Rollback    // a drill's rollback failed or was abandoned: a lever may still be pulled
+	ExitPartial     = exitcode.Partial     // a list showed what it could read; some stored items could not be read in full (each one reported)
+	ExitCancelled   = exitcode.Interrupted // interrupted (SIGINT)
 )
 
 // ExitErr carries an exit code with an error.

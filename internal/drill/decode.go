@@ -32,6 +32,8 @@ type Decoder struct {
 	drillTimeout, stepTimeout, pollInterval time.Duration
 	// depth is the nesting of the value being converted (yamlValue).
 	depth int
+	// alarms collects the drill's alarm conditions.
+	alarms []*alarmCondition
 }
 
 // scope says what templates decoded now may reference.

@@ -77,6 +77,9 @@ type Drill struct {
 	// Rollbacks are explicit extra rollbacks, registered when the run
 	// starts, so they run after every step's rollback.
 	Rollbacks []*Step
+
+	// alarms are every alarm condition of the drill, read together.
+	alarms []*alarmCondition
 }
 
 // Var is one entry of the drill's vars.
@@ -196,6 +199,14 @@ func Parse(reg *Registry, file string, src []byte) (*Drill, []Problem) {
 // yamlParserProblems are the messages of go.yaml.in/yaml/v3's parser (as
 // opposed to its scanner). The parser's errors print a 0-based line; the
 // scanner's a 1-based one.
+//
+// Matching the text is the only way to tell them apart: yaml.v3 returns a
+// syntax error as a plain fmt error ("yaml: line N: MSG"), with no type,
+// line field or error kind to test (yaml.TypeError only reports values
+// that do not fit a Go type, after a successful parse, and a failed parse
+// yields no node with a position). yamlerr_test.go pins the numbering of
+// one parser and one scanner message, so an upgrade that changes it fails
+// there.
 var yamlParserProblems = map[string]bool{
 	"did not find expected <stream-start>": true, "did not find expected <document start>": true,
 	"found undefined tag handle": true, "did not find expected node content": true,
@@ -309,6 +320,7 @@ func (d *Decoder) drill(doc *yaml.Node) *Drill {
 	if n := m.Get("rollback"); n != nil {
 		dr.Rollbacks = d.rollbacks(n, "rollback")
 	}
+	dr.alarms = d.alarms
 	return dr
 }
 

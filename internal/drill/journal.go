@@ -2,6 +2,9 @@ package drill
 
 import (
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
 // Outcomes of a run (Journal.Outcome).
@@ -40,21 +43,22 @@ const (
 	StatusAbandoned = "abandoned"
 )
 
-// Exit codes of a run. They are koshactl's documented exit codes
-// (docs/exit-codes.md), plus ExitRollbackFailed.
+// Exit codes of a run: koshactl's documented exit codes
+// (docs/exit-codes.md), from internal/exitcode, the one place they are
+// declared.
 const (
 	// ExitPassed: the hypothesis held and every rollback succeeded.
-	ExitPassed = 0
+	ExitPassed = exitcode.OK
 	// ExitFailed: the hypothesis failed, a step failed, a stop condition
 	// held or the drill timed out; every rollback succeeded.
-	ExitFailed = 1
+	ExitFailed = exitcode.Error
 	// ExitInvalid: the drill file (or a variable) is invalid; nothing was done.
-	ExitInvalid = 2
+	ExitInvalid = exitcode.Usage
 	// ExitRollbackFailed: at least one rollback failed or was abandoned;
 	// the levers it names stay moved until they expire.
-	ExitRollbackFailed = 9
+	ExitRollbackFailed = exitcode.Rollback
 	// ExitInterrupted: interrupted, and every rollback succeeded.
-	ExitInterrupted = 130
+	ExitInterrupted = exitcode.Interrupted
 )
 
 // Journal is the record of one run: every check, step and rollback with
@@ -92,6 +96,10 @@ type Journal struct {
 	// Notices are warnings the run produced (a stop condition that could
 	// not be evaluated, a repeated signal).
 	Notices []string `json:"notices,omitempty"`
+	// Runner is the process that ran the drill (with --journal).
+	Runner *RunnerRecord `json:"runner,omitempty"`
+	// Recoveries are the `drill recover` runs that finished its rollbacks.
+	Recoveries []RecoveryRecord `json:"recoveries,omitempty"`
 }
 
 // DrillInfo identifies the drill that ran.
@@ -154,6 +162,9 @@ type StopRecord struct {
 	Condition string    `json:"condition"`
 	Detail    string    `json:"detail"`
 	At        time.Time `json:"at"`
+	// Alarms are the CloudWatch alarms that fired, when an alarm condition
+	// stopped the run: name, state, state reason and since when.
+	Alarms []metrics.Alarm `json:"alarms,omitempty"`
 }
 
 // RollbackRecord is one rollback, registered before its step acted.
@@ -176,6 +187,31 @@ type RollbackRecord struct {
 	Error           string     `json:"error,omitempty"`
 	// ExpiresAt is when the lever lapses on its own, if it does.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Lever is what `drill recover` needs to run this rollback without
+	// the run's process.
+	Lever *LeverRecord `json:"lever,omitempty"`
+	// RecoveredAt is set when `drill recover` ran this rollback.
+	RecoveredAt *time.Time `json:"recovered_at,omitempty"`
+}
+
+// RunnerRecord identifies the process running the drill. The journal's
+// lock file (JOURNAL.lock, held with flock while the run is alive) is what
+// `drill recover` checks; pid and host are for people.
+type RunnerRecord struct {
+	PID  int    `json:"pid"`
+	Host string `json:"host,omitempty"`
+	Lock string `json:"lock,omitempty"`
+}
+
+// RecoveryRecord is one `drill recover` of the run.
+type RecoveryRecord struct {
+	At    time.Time `json:"at"`
+	Actor string    `json:"actor"`
+	// Rollbacks are the ids of the rollbacks it ran.
+	Rollbacks []string `json:"rollbacks"`
+	// OK is true when each of them succeeded.
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
 }
 
 func timePtr(t time.Time) *time.Time { t = t.UTC(); return &t }

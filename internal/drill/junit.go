@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -57,6 +58,24 @@ type junitProblem struct {
 	Text    string `xml:",chardata"`
 }
 
+// stopProperties say which stop condition ended the run and when, and for
+// an alarm condition which alarm fired, since when and why.
+func stopProperties(s *StopRecord) []junitProperty {
+	if s == nil {
+		return nil
+	}
+	out := []junitProperty{{"stop_condition", s.Condition}, {"stop_at", s.At.UTC().Format(time.RFC3339Nano)}, {"stop_detail", s.Detail}}
+	for i, a := range s.Alarms {
+		p := "stop_alarm"
+		if i > 0 {
+			p = fmt.Sprintf("stop_alarm_%d", i+1)
+		}
+		out = append(out, junitProperty{p, a.Name}, junitProperty{p + "_state", a.State},
+			junitProperty{p + "_since", a.Since.UTC().Format(time.RFC3339Nano)}, junitProperty{p + "_reason", a.Reason})
+	}
+	return out
+}
+
 func junitTime(s float64) string { return fmt.Sprintf("%.3f", s) }
 
 // JUnit renders the journal as JUnit XML.
@@ -65,6 +84,15 @@ func JUnit(j *Journal) ([]byte, error) {
 	suite := junitSuite{Name: "drill " + j.Drill.Name, Time: junitTime(j.DurationSeconds), Timestamp: j.StartedAt.Format("2006-01-02T15:04:05Z"),
 		Properties: []junitProperty{{"file", j.Drill.File}, {"run_id", j.RunID}, {"context", j.Context}, {"outcome", j.Outcome},
 			{"exit_code", fmt.Sprint(j.ExitCode)}, {"rollbacks_ok", fmt.Sprint(j.RollbacksOK)}}}
+	suite.Properties = append(suite.Properties, stopProperties(j.Stop)...)
+	for i, rv := range j.Recoveries {
+		p := "recovered"
+		if i > 0 {
+			p = fmt.Sprintf("recovered_%d", i+1)
+		}
+		suite.Properties = append(suite.Properties, junitProperty{p + "_at", rv.At.UTC().Format(time.RFC3339Nano)},
+			junitProperty{p + "_by", rv.Actor}, junitProperty{p + "_ok", fmt.Sprint(rv.OK)})
+	}
 	add := func(c junitCase) {
 		suite.Cases = append(suite.Cases, c)
 		suite.Tests++
@@ -111,7 +139,12 @@ func JUnit(j *Journal) ([]byte, error) {
 		add(tc)
 	}
 	for _, r := range j.Rollbacks {
-		tc := junitCase{Name: fmt.Sprintf("%s %s (step %s)", r.ID, r.Subject, r.Step), Classname: prefix + ".rollback",
+		class := prefix + ".rollback"
+		if r.RecoveredAt != nil {
+			// Run by drill recover after the run's process died.
+			class = prefix + ".recover"
+		}
+		tc := junitCase{Name: fmt.Sprintf("%s %s (step %s)", r.ID, r.Subject, r.Step), Classname: class,
 			Time: junitTime(r.DurationSeconds), SystemOut: r.Description + "\n" + r.Detail}
 		switch r.Status {
 		case StatusOK:

@@ -21,6 +21,9 @@ import (
 type overrideRollback struct {
 	dependency string
 	lever      *Lever
+	// wantVersion, when set (a recovered rollback), is the version the
+	// drill wrote: an override of another version is someone else's.
+	wantVersion int64
 }
 
 var (
@@ -47,7 +50,7 @@ func (r *overrideRollback) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
 // ours reports whether o was written by this run (its reason carries the
 // run id), whatever happened to the write's response.
 func ours(rc *RunContext, o breaker.Override) bool {
-	return o.Actor == rc.Services.Actor && strings.Contains(o.Reason, rc.RunTag())
+	return o.Actor == rc.runActor() && strings.Contains(o.Reason, rc.RunTag())
 }
 
 func (r *overrideRollback) Undo(ctx context.Context, rc *RunContext) (string, error) {
@@ -62,6 +65,9 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *RunContext) (string, er
 	}
 	if !absent && !ours(rc, cur) {
 		return fmt.Sprintf("left alone: %s now holds it (%q)", cur.Actor, cur.Reason), nil
+	}
+	if !absent && r.wantVersion != 0 && cur.Version != r.wantVersion {
+		return fmt.Sprintf("left alone: it is at version %d, the drill wrote version %d (moved since)", cur.Version, r.wantVersion), nil
 	}
 	now := rc.Now()
 	if b := r.before(); b != nil && b.ActiveAt(now) {

@@ -159,7 +159,7 @@ steps:
 			`t.yaml:7:42: breaker: state: "closed" is not a state of source store: use forced_open, not_forced`,
 			`t.yaml:8:13: bucket: give admit, min_tokens or max_tokens`,
 			`t.yaml:8:22: bucket: client: invalid client id "a b": a space at position 2 is not allowed; client ids are 1-128 characters of letters, digits and . _ : @ -`,
-			`t.yaml:10:13: assert: no condition kind: add one of breaker, bucket, http, shell`,
+			`t.yaml:10:13: assert: no condition kind: add one of alarm, breaker, bucket, http, shell`,
 		}},
 		{"http expectations", `
 name: x

@@ -31,18 +31,14 @@ func poll(ctx context.Context, rc *RunContext, cond Condition, within, interval,
 	if attempt <= 0 {
 		attempt = DefaultCheckTimeout
 	}
+	// Everything is measured on the run's clock: how long within has run,
+	// and the wait between polls.
 	start := rc.Now()
 	var res pollResult
-	var stop <-chan time.Time
-	if within > 0 {
-		t := time.NewTimer(within)
-		defer t.Stop()
-		stop = t.C
-	}
 	last := ""
 	for {
 		res.polls++
-		actx, cancel := context.WithTimeout(ctx, attempt)
+		actx, cancel := context.WithTimeout(withAlarmRound(ctx), attempt)
 		obs, err := cond.Check(actx, rc)
 		cancel()
 		res.elapsed = rc.Now().Sub(start)
@@ -64,15 +60,18 @@ func poll(ctx context.Context, rc *RunContext, cond Condition, within, interval,
 		if within <= 0 {
 			return res, fmt.Errorf("%w: %s", ErrNotMet, detail)
 		}
-		wait := time.NewTimer(interval)
+		notMet := fmt.Errorf("%w within %s (%d checks); last: %s", ErrNotMet, within, res.polls, detail)
+		left := within - rc.Now().Sub(start)
+		if left <= 0 {
+			return res, notMet
+		}
 		select {
 		case <-ctx.Done():
-			wait.Stop()
 			return res, ctx.Err()
-		case <-stop:
-			wait.Stop()
-			return res, fmt.Errorf("%w within %s (%d checks); last: %s", ErrNotMet, within, res.polls, detail)
-		case <-wait.C:
+		case <-rc.After(min(interval, left)):
+		}
+		if rc.Now().Sub(start) >= within {
+			return res, notMet
 		}
 	}
 }

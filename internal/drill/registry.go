@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
 // StepKind is one kind of drill step, selected in a drill file by the key
@@ -81,7 +83,7 @@ type Expiring interface {
 
 // ConditionKind is one kind of condition: hypothesis checks, stop
 // conditions, wait-for and assert use them. It is selected by the key
-// Name() (http, breaker, bucket, shell).
+// Name() (http, breaker, bucket, shell, alarm).
 type ConditionKind interface {
 	// Name is the key that selects the kind.
 	Name() string
@@ -107,6 +109,9 @@ type Observation struct {
 	Holds bool
 	// Detail says what was observed, for logs ("2 of 2 instances open").
 	Detail string
+	// Alarms are the CloudWatch alarms that made an alarm condition hold
+	// (name, state, reason, since), for the journal's stop record.
+	Alarms []metrics.Alarm
 }
 
 // Registry holds the step and condition kinds a parser accepts. Build it
@@ -231,6 +236,7 @@ func Builtin() *Registry {
 		BreakerConditionKind{},
 		BucketConditionKind{},
 		ShellConditionKind{},
+		AlarmConditionKind{},
 	} {
 		if err := r.RegisterCondition(k); err != nil {
 			panic(err)

@@ -245,6 +245,18 @@ func (f *JournalFile) Report(ev Event) {
 // Err returns the first write error, if any.
 func (f *JournalFile) Err() error { f.mu.Lock(); defer f.mu.Unlock(); return f.err }
 
+// WriteJournal writes j as the JSON journal at path, atomically.
+func WriteJournal(path string, j *Journal) error {
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err == nil {
+		err = WriteFileAtomic(path, append(b, '\n'))
+	}
+	if err != nil {
+		return fmt.Errorf("write journal %s: %w", path, err)
+	}
+	return nil
+}
+
 // JUnitFile writes the JUnit XML report at Path when the run finishes.
 type JUnitFile struct {
 	Path string

@@ -109,6 +109,10 @@ type RunContext struct {
 	levers    map[string]*Lever
 	secrets   []string
 	stepID    string
+	alarms    *alarmWatcher
+	// actor, when set, is the actor of the run being recovered (its
+	// overrides carry it); recoveredBy is who recovers it.
+	actor, recoveredBy string
 }
 
 func newRunContext(d *Drill, runID string, svc *Services, notify func(string)) *RunContext {
@@ -124,6 +128,9 @@ func newRunContext(d *Drill, runID string, svc *Services, notify func(string)) *
 
 // Now returns the run clock's time.
 func (rc *RunContext) Now() time.Time { return rc.clock.Now() }
+
+// After waits d on the run's clock.
+func (rc *RunContext) After(d time.Duration) <-chan time.Time { return clock.After(rc.clock, d) }
 
 // Deadline returns when the drill's timeout ends; every lever it pulls
 // expires by then.
@@ -147,10 +154,21 @@ func (rc *RunContext) Notify(format string, args ...any) {
 // characters, so the result always passes [audit.ValidateReason].
 func (rc *RunContext) Reason(detail string) string {
 	r := fmt.Sprintf("drill %s run %s", rc.Drill.Name, rc.RunID)
+	if rc.recoveredBy != "" {
+		detail = "recovered by " + rc.recoveredBy + ": " + detail
+	}
 	if detail != "" {
 		r += ": " + detail
 	}
 	return audit.TruncateReason(textsafe.Line(r))
+}
+
+// runActor is the actor whose writes are this run's.
+func (rc *RunContext) runActor() string {
+	if rc.actor != "" {
+		return rc.actor
+	}
+	return rc.Services.Actor
 }
 
 // RunTag is the part of Reason that identifies this run.

@@ -6,9 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
 // Rollback retries: a rollback that fails (the store throttled, a write
@@ -26,6 +29,8 @@ type StopError struct {
 	// Condition is the stop condition's name; Detail what it observed.
 	Condition string
 	Detail    string
+	// Alarms are the alarms that fired (alarm conditions).
+	Alarms []metrics.Alarm
 }
 
 // Error names the condition and what it observed.
@@ -96,6 +101,9 @@ type Runner struct {
 	RollbackContext context.Context
 	// RunID identifies the run; empty means a random one.
 	RunID string
+	// Process, when set, identifies the process running the drill in the
+	// journal (pid, host, lock file), for drill recover.
+	Process *RunnerRecord
 
 	mu      sync.Mutex
 	journal *Journal
@@ -134,7 +142,7 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		RunID: runID, Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor,
 		StartedAt: rc.started.UTC(), Deadline: rc.deadline.UTC(), TimeoutSeconds: seconds(d.Timeout), Outcome: OutcomeRunning,
 		Hypothesis: Hypothesis{Before: []CheckRecord{}, After: []CheckRecord{}}, Steps: make([]StepRecord, len(d.Steps)),
-		Rollbacks: []RollbackRecord{}, RollbacksOK: true}
+		Rollbacks: []RollbackRecord{}, RollbacksOK: true, Runner: r.Process}
 	if svc.Gauges != nil {
 		j.Gauges = svc.Gauges.Describe()
 	}
@@ -166,6 +174,10 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		}
 		rc.setVar(v.Name, val, v.Secret)
 	}
+	if err := checkAlarms(ctx, rc); err != nil {
+		r.update(func() { j.Outcome, j.Reason = OutcomeInvalid, rc.Redact(err.Error()) })
+		return r.finish(rc, j)
+	}
 	if !d.MetricsURL.IsZero() {
 		u, err := rc.ExpandURL(d.MetricsURL)
 		if err != nil {
@@ -193,6 +205,9 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		j.Rollbacks = append(j.Rollbacks, RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rc.Redact(rb.Describe()),
 			Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: StatusPending})
 		idx := len(j.Rollbacks) - 1
+		if lr, ok := rb.(recordable); ok {
+			j.Rollbacks[idx].Lever = lr.leverRecord()
+		}
 		r.rbs = append(r.rbs, rb)
 		stack = append(stack, stackEntry{rb: rb, idx: idx})
 		rec := j.Rollbacks[idx]
@@ -271,7 +286,7 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 			j.Outcome, j.Reason = OutcomeTimedOut, fmt.Sprintf("the drill's timeout (%s) ended it", d.Timeout)
 		case errors.As(cause, &se):
 			j.Outcome, j.Reason = OutcomeStopped, se.Error()
-			j.Stop = &StopRecord{Condition: se.Condition, Detail: se.Detail, At: rc.Now().UTC()}
+			j.Stop = &StopRecord{Condition: se.Condition, Detail: se.Detail, At: rc.Now().UTC(), Alarms: se.Alarms}
 		default:
 			j.Outcome, j.Reason = OutcomeInterrupted, "interrupted"
 		}
@@ -452,12 +467,10 @@ func (r *Runner) step(runCtx context.Context, rc *RunContext, d *Drill, s *Step,
 	r.mu.Lock()
 	// The levers this step moved now have expiries: record them at once,
 	// so a journal left by a killed run says when each lapses.
-	for _, id := range rec.Rollbacks {
-		for k := range j.Rollbacks {
-			if j.Rollbacks[k].ID == id {
-				r.addExpiry(&j.Rollbacks[k], r.rbs[k])
-			}
-		}
+	// Every lever, not only this step's: a later step moving a lever
+	// again changes what the drill wrote (its version) and its expiry.
+	for k := range j.Rollbacks {
+		r.addExpiry(&j.Rollbacks[k], r.rbs[k])
 	}
 	rec.EndedAt, rec.DurationSeconds = timePtr(end), seconds(end.Sub(start))
 	rec.Outputs = outs.Public()
@@ -526,12 +539,14 @@ func (r *Runner) check(ctx context.Context, rc *RunContext, d *Drill, c *Check, 
 // firstStop evaluates the stop conditions once and returns the first that
 // holds. One that cannot be evaluated is a notice, not a stop.
 func (r *Runner) firstStop(ctx context.Context, rc *RunContext, d *Drill) *StopError {
+	// One poll round: the alarm conditions share one DescribeAlarms call.
+	round := withAlarmRound(ctx)
 	for _, c := range d.StopConditions {
 		timeout := c.Timeout
 		if timeout == 0 {
 			timeout = DefaultCheckTimeout
 		}
-		cctx, cancel := context.WithTimeout(ctx, timeout)
+		cctx, cancel := context.WithTimeout(round, timeout)
 		obs, err := c.Condition.Check(cctx, rc)
 		cancel()
 		if ctx.Err() != nil {
@@ -552,7 +567,11 @@ func (r *Runner) firstStop(ctx context.Context, rc *RunContext, d *Drill) *StopE
 			continue
 		}
 		if obs.Holds {
-			return &StopError{Condition: c.Name, Detail: rc.Redact(obs.Detail)}
+			alarms := slices.Clone(obs.Alarms)
+			for i := range alarms {
+				alarms[i].Reason = rc.Redact(alarms[i].Reason)
+			}
+			return &StopError{Condition: c.Name, Detail: rc.Redact(obs.Detail), Alarms: alarms}
 		}
 	}
 	return nil
@@ -569,13 +588,11 @@ func (r *Runner) monitor(ctx context.Context, rc *RunContext, d *Drill, cancel c
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(d.PollInterval)
-		defer t.Stop()
 		for {
 			select {
 			case <-mctx.Done():
 				return
-			case <-t.C:
+			case <-rc.After(d.PollInterval):
 			}
 			if se := r.firstStop(mctx, rc, d); se != nil {
 				cancel(se)
@@ -609,27 +626,7 @@ func (r *Runner) rollback(parent context.Context, rc *RunContext, d *Drill, e st
 	ctx, cancel := context.WithTimeout(parent, d.RollbackTimeout)
 	defer cancel()
 	rc.setCurrentStep(rec.Step)
-	var detail string
-	var err error
-	attempts := 0
-	for attempts < rollbackAttempts {
-		attempts++
-		detail, err = e.rb.Undo(ctx, rc)
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		if attempts < rollbackAttempts {
-			wait := time.NewTimer(rollbackBackoff << (attempts - 1))
-			select {
-			case <-ctx.Done():
-			case <-wait.C:
-			}
-			wait.Stop()
-			if ctx.Err() != nil {
-				break
-			}
-		}
-	}
+	detail, attempts, err := undoWithRetry(ctx, rc, e.rb)
 	end := rc.Now()
 	r.mu.Lock()
 	rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, timePtr(end), seconds(end.Sub(start))
@@ -650,6 +647,32 @@ func (r *Runner) rollback(parent context.Context, rc *RunContext, d *Drill, e st
 	r.emit(Event{Kind: EventRollbackDone, Rollback: &snap})
 }
 
+// undoWithRetry runs rb.Undo, retrying a failure up to rollbackAttempts
+// times within ctx (the rollback's timeout).
+func undoWithRetry(ctx context.Context, rc *RunContext, rb Rollback) (detail string, attempts int, err error) {
+	for attempts < rollbackAttempts {
+		attempts++
+		detail, err = rb.Undo(ctx, rc)
+		if err == nil || ctx.Err() != nil {
+			return detail, attempts, err
+		}
+		if attempts < rollbackAttempts {
+			// Wall time, like the rollback timeout (a context deadline)
+			// that bounds the retries: the run's clock may be a frozen one.
+			wait := time.NewTimer(rollbackBackoff << (attempts - 1))
+			select {
+			case <-ctx.Done():
+			case <-wait.C:
+			}
+			wait.Stop()
+			if ctx.Err() != nil {
+				return detail, attempts, err
+			}
+		}
+	}
+	return detail, attempts, err
+}
+
 // addExpiry records when the lever lapses on its own (for rollbacks that
 // did not succeed, the worst case).
 func (r *Runner) addExpiry(rec *RollbackRecord, rb Rollback) {
@@ -659,6 +682,9 @@ func (r *Runner) addExpiry(rec *RollbackRecord, rb Rollback) {
 		}
 	}
 	rec.Subject = rb.Subject()
+	if lr, ok := rb.(recordable); ok {
+		rec.Lever = lr.leverRecord()
+	}
 }
 
 // explicitRollback runs a step from a rollback list.

@@ -43,6 +43,8 @@ type Services struct {
 	Minter MinterAPI
 	// Gauges reads breaker_state gauges.
 	Gauges GaugeReader
+	// Alarms reads CloudWatch alarms (alarm conditions).
+	Alarms AlarmAPI
 	// HTTP sends the http steps' and conditions' requests.
 	HTTP HTTPDoer
 	// LookupEnv reads ${env.NAME}; nil means no environment (every
@@ -88,6 +90,17 @@ type MinterAPI interface {
 }
 
 var _ MinterAPI = (*chaos.Minter)(nil)
+
+// AlarmAPI reads CloudWatch alarms; *metrics.AlarmSource implements it.
+type AlarmAPI interface {
+	// Describe reads q's alarms in region ("" for the default) with one
+	// DescribeAlarms call.
+	Describe(ctx context.Context, region string, q metrics.AlarmQuery) (metrics.AlarmRead, error)
+	// DefaultRegion is where alarms are read unless a condition names a region.
+	DefaultRegion(ctx context.Context) (string, error)
+}
+
+var _ AlarmAPI = (*metrics.AlarmSource)(nil)
 
 // HTTPDoer sends HTTP requests; *http.Client implements it.
 type HTTPDoer interface {

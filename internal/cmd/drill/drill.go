@@ -5,6 +5,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/plan"
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/recovery"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/validate"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -24,9 +26,13 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			Every lever a drill pulls registers its rollback before it acts, and every
 			rollback runs, in reverse order, however the run ends: success, a failed step,
 			a timeout, a stop condition, SIGINT or SIGTERM. Overrides and chaos headers a
-			drill creates expire by the drill's deadline, so even a killed run converges.
+			drill creates expire by the drill's deadline, so even a killed run converges;
+			drill recover finishes a killed run's rollbacks sooner, from its journal.
+
+			drill plan shows what a drill would do (every lever, its inverse and expiry,
+			the conditions watched, the context and store) without doing it.
 		`),
 	}
-	cmd.AddCommand(run.NewCmd(f, nil), validate.NewCmd(f, nil), kinds.NewCmd(f, nil))
+	cmd.AddCommand(run.NewCmd(f, nil), validate.NewCmd(f, nil), kinds.NewCmd(f, nil), recovery.NewCmd(f, nil), plan.NewCmd(f, nil))
 	return cmd
 }

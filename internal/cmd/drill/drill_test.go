@@ -329,7 +329,7 @@ func TestKindsListsEveryKind(t *testing.T) {
 			mutating++
 		}
 	}
-	if doc.Kind != "DrillKinds" || len(doc.Steps) != 11 || mutating != 6 || len(doc.Conditions) != 4 {
+	if doc.Kind != "DrillKinds" || len(doc.Steps) != 11 || mutating != 6 || len(doc.Conditions) != 5 {
 		t.Errorf("kinds = %+v", doc)
 	}
 }

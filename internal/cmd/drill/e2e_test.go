@@ -99,17 +99,24 @@ func onSandbox(t *testing.T) *sandboxEnv {
 // the wall clock (the sandbox reads the same store with its own clock).
 func runDrill(t *testing.T, file string, args ...string) (drill.Journal, int, string) {
 	t.Helper()
+	jpath := filepath.Join(t.TempDir(), "journal.json")
+	code, out := runDrillJournal(file, jpath, filepath.Join(t.TempDir(), "junit.xml"), args...)
+	return readJournal(t, jpath), code, out
+}
+
+// runDrillJournal runs a drill writing the journal to jpath, which a test
+// may poll while the drill runs (from another goroutine: it never calls t).
+func runDrillJournal(file, jpath, junit string, args ...string) (int, string) {
 	io, _, out, errOut := iostreams.Test()
 	f := factory.NewWith(io, clock.Real{})
-	jpath := filepath.Join(t.TempDir(), "journal.json")
-	opts := &run.Options{File: file, Journal: jpath, JUnit: filepath.Join(t.TempDir(), "junit.xml"), Output: cmdutil.FormatTable}
+	opts := &run.Options{File: file, Journal: jpath, JUnit: junit, Output: cmdutil.FormatTable}
 	for i := 0; i+1 < len(args); i += 2 {
 		if args[i] == "--var" {
 			opts.Vars = append(opts.Vars, args[i+1])
 		}
 	}
 	err := run.Run(context.Background(), f, opts)
-	return readJournal(t, jpath), cmdutil.ExitCode(err), out.String() + errOut.String()
+	return cmdutil.ExitCode(err), out.String() + errOut.String()
 }
 
 func (s *sandboxEnv) gauges(t *testing.T, dep string) map[string]breaker.State {

@@ -153,6 +153,9 @@ type Server struct {
 	// may return a failure to send instead.
 	Fail func(n int) *Failure
 
+	// alarms holds the DescribeAlarms side (alarms.go).
+	alarms alarmStore
+
 	mu       sync.Mutex
 	data     map[string]map[string][]datum // dependency → instance → values
 	requests []Request
@@ -239,6 +242,10 @@ func (s *Server) Calls() int {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.URL.Path == AlarmsPath {
+		s.serveAlarms(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != Path {
 		s.fail(w, &Failure{Status: 404, Type: "UnknownOperationException", Message: r.Method + " " + r.URL.Path})
 		return

@@ -26,8 +26,8 @@ import (
 )
 
 // ExitRollbackFailed is the exit code of a run where a rollback failed or
-// was abandoned (proposed for docs/exit-codes.md as code 9, "rollback").
-const ExitRollbackFailed = drill.ExitRollbackFailed
+// was abandoned (docs/exit-codes.md, code 9).
+const ExitRollbackFailed = cmdutil.ExitRollback
 
 // Options are the parsed flags and argument.
 type Options struct {
@@ -66,8 +66,10 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			override and chaos header the drill creates expires by the drill's deadline.
 
 			A live log goes to stderr. --journal writes the JSON journal (rewritten after
-			every step, so even a killed run leaves one naming each lever and its expiry);
-			--junit writes JUnit XML for CI. -o json prints the journal on stdout.
+			every step, so even a killed run leaves one naming each lever and its expiry,
+			from which drill recover finishes its rollbacks; the run holds JOURNAL.lock
+			while it lives); --junit writes JUnit XML for CI. -o json prints the journal on
+			stdout. drill plan shows what the run would do without doing it.
 
 			Signals: the first SIGINT or SIGTERM stops the steps and rolls back. A second
 			one is acknowledged and the rollback goes on. A third abandons the remaining
@@ -124,7 +126,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: %s is not a valid drill (%d problems); nothing was run", cmdutil.ErrSilent, opts.File, len(probs)))
 	}
-	if err := applyVars(d, opts.Vars); err != nil {
+	if err := ApplyVars(d, opts.Vars); err != nil {
 		return err
 	}
 	for flag, path := range map[string]string{"--journal": opts.Journal, "--junit": opts.JUnit} {
@@ -135,12 +137,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if opts.MetricsURL != "" {
 		d.MetricsURL = drill.Literal(opts.MetricsURL)
 	}
-	if d.Context != "" {
-		if f.ContextName != "" && f.ContextName != d.Context {
-			return cmdutil.Usagef("drill %s is written for context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: run it on %q, or change the drill's context: field",
-				d.Name, d.Context, f.ContextName, d.Context)
-		}
-		f.ContextName = d.Context
+	if err := SelectContext(f, d); err != nil {
+		return err
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -155,9 +153,24 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		return cmdutil.WithCode(cmdutil.ExitRefused, fmt.Errorf("context %q is protected: %s; both are needed to drill on it", env.Name, why))
 	}
-	svc, err := services(ctx, f, env, opts)
+	svc, err := Services(ctx, f, env, opts.KeyFile)
 	if err != nil {
 		return err
+	}
+	var process *drill.RunnerRecord
+	if opts.Journal != "" {
+		// Held for the life of the run: drill recover refuses while it is.
+		unlock, err := drill.LockJournal(opts.Journal)
+		if errors.Is(err, drill.ErrJournalLocked) {
+			return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
+				opts.Journal, drill.LockPath(opts.Journal)))
+		}
+		if err != nil {
+			return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
+		}
+		defer unlock()
+		host, _ := os.Hostname()
+		process = &drill.RunnerRecord{PID: os.Getpid(), Host: host, Lock: drill.LockPath(opts.Journal)}
 	}
 
 	runCtx, interrupt := context.WithCancel(ctx)
@@ -180,7 +193,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		ju = &drill.JUnitFile{Path: opts.JUnit}
 		reporters = append(reporters, ju)
 	}
-	runner := &drill.Runner{Services: svc, Reporters: reporters, RollbackContext: abandonCtx}
+	runner := &drill.Runner{Services: svc, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
 	stopSignals := watchSignals(opts.Signals, runner, interrupt, abandon)
 	j := runner.Run(runCtx, d)
 	stopSignals()
@@ -238,8 +251,23 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// applyVars overrides drill variables from --var NAME=VALUE.
-func applyVars(d *drill.Drill, vars []string) error {
+// SelectContext selects the drill's context: its context: field when it
+// names one (another selected with --context or $KOSHACTL_CONTEXT is
+// refused), otherwise the selected one.
+func SelectContext(f *cmdutil.Factory, d *drill.Drill) error {
+	if d.Context == "" {
+		return nil
+	}
+	if f.ContextName != "" && f.ContextName != d.Context {
+		return cmdutil.Usagef("drill %s is written for context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: run it on %q, or change the drill's context: field",
+			d.Name, d.Context, f.ContextName, d.Context)
+	}
+	f.ContextName = d.Context
+	return nil
+}
+
+// ApplyVars overrides drill variables from --var NAME=VALUE.
+func ApplyVars(d *drill.Drill, vars []string) error {
 	for _, kv := range vars {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
@@ -266,8 +294,9 @@ func applyVars(d *drill.Drill, vars []string) error {
 	return nil
 }
 
-// services builds what the steps act on from the resolved context.
-func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *Options) (*drill.Services, error) {
+// Services builds what drill steps and rollbacks act on from the resolved
+// context (drill run and drill recover share it).
+func Services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile string) (*drill.Services, error) {
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return nil, err
@@ -281,13 +310,14 @@ func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *O
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: breaker.NewOverrides(env.Store, f.Clock), KnownDependencies: env.Context.KnownDependencies(),
 		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.AuditLog(f.Clock),
-		Minter: &lazyMinter{env: env, keyFile: opts.KeyFile, f: f}, HTTP: drill.NewHTTPClient(),
+		Minter: &lazyMinter{env: env, keyFile: keyFile, f: f}, HTTP: drill.NewHTTPClient(),
 		LookupEnv: os.LookupEnv, Environ: os.Environ(),
 	}
 	mc := metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig, Clock: f.Clock}
 	svc.Gauges = &drill.MetricsGauges{Name: describeSource(env), New: func(ctx context.Context) (metrics.GaugeSource, error) {
 		return metrics.NewSource(ctx, mc)
 	}}
+	svc.Alarms = metrics.NewAlarmSource(mc)
 	return svc, nil
 }
 

@@ -1,0 +1,3 @@
+// Package plan implements `koshactl drill plan`: what a drill would do,
+// without doing it.
+package plan

@@ -1,0 +1,106 @@
+package drill_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+)
+
+func storeHash(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path) //nolint:gosec // G304: the test's own state dir
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+// drill plan on every example prints the levers each mutating step moves,
+// with its inverse and expiry, and writes nothing: the store file is
+// byte-for-byte the same and the audit log is empty.
+func TestPlanEveryExampleWritesNothing(t *testing.T) {
+	e := clitest.New(t)
+	db := filepath.Join(os.Getenv("KOSHACTL_STATE_DIR"), "local.db")
+	st, err := sqlite.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before := storeHash(t, db)
+	t.Setenv("SANDBOX_URL", "http://127.0.0.1:9") // never contacted
+	cw := withCloudWatchFake(t)
+	files, err := filepath.Glob(filepath.Join(drillsDir, "*.yaml"))
+	if err != nil || len(files) < 5 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			r := e.MustRun(cmdutil.ExitOK, "drill", "plan", file)
+			if !strings.Contains(r.Stdout, `would act on context "local" (sqlite `) || !strings.Contains(r.Stdout, "nothing was run or written") {
+				t.Errorf("plan:\n%s", r.Stdout)
+			}
+			var p drill.Plan
+			if err := json.Unmarshal([]byte(e.MustRun(cmdutil.ExitOK, "drill", "plan", file, "-o", "json").Stdout), &p); err != nil {
+				t.Fatal(err)
+			}
+			levers := 0
+			for _, s := range p.Steps {
+				if s.Lever == nil {
+					continue
+				}
+				levers++
+				if s.Lever.Subject == "" || s.Lever.Inverse == "" || s.Lever.Expiry == "" ||
+					!strings.Contains(r.Stdout, "moves "+s.Lever.Subject) {
+					t.Errorf("step %s lever %+v", s.ID, s.Lever)
+				}
+				if s.Kind == "breaker.force-open" && (s.Lever.ExpiresWithinSeconds <= 0 || s.Lever.ExpiresWithinSeconds > p.TimeoutSeconds) {
+					t.Errorf("force-open expiry bound %v, want within the drill's timeout %v", s.Lever.ExpiresWithinSeconds, p.TimeoutSeconds)
+				}
+			}
+			if p.Kind != "DrillPlan" || p.Context != "local" || levers == 0 || len(p.Steps) == 0 {
+				t.Errorf("plan %+v", p)
+			}
+		})
+	}
+	if n := len(cw.AlarmRequests()); n != 0 {
+		t.Errorf("drill plan sent %d DescribeAlarms requests", n)
+	}
+	if after := storeHash(t, db); after != before {
+		t.Error("drill plan changed the store file")
+	}
+	st, err = sqlite.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, err := audit.NewLog(st, nil, "local").List(context.Background(), audit.Query{})
+	if err != nil || len(recs.Records) != 0 || len(recs.Unreadable) != 0 {
+		t.Errorf("audit records after plan: %+v %v", recs, err)
+	}
+}
+
+// The alarm example's plan names the one DescribeAlarms request each poll
+// sends.
+func TestPlanShowsTheAlarmRequest(t *testing.T) {
+	e := clitest.New(t)
+	withCloudWatchFake(t)
+	r := e.MustRun(cmdutil.ExitOK, "drill", "plan", filepath.Join(drillsDir, "alarm-stop.yaml"), "--var", "prefix=team-a-")
+	for _, want := range []string{`alarms: one DescribeAlarms request per poll in eu-west-1, AlarmNamePrefix "team-a-"`,
+		"a service alarm fired [alarm]: alarm team-a-* in ALARM", "moves rl#agent-1"} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// Options are the parsed flags and argument.
+type Options struct {
+	Journal        string
+	JUnit          string
+	AllowProtected bool
+	Output         string
+}
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "recover JOURNAL",
+		Short: "Finish the rollbacks of a drill run that died, from its journal",
+		Long: heredoc.Doc(`
+			Read the journal a drill run left (drill run --journal) and run every rollback
+			it did not finish (pending, running, failed or abandoned), in reverse order of
+			registration, with the run's rules: an override is cleared only while it is
+			still the drill's (its actor, its run id, the version the drill wrote), and one
+			someone else moved since is left alone and reported; a bucket is set back to
+			its level before the drill, refilled since; a chaos header lived only in the
+			dead process. Rollback steps of the drill file (shell, http) are not run: they
+			are reported for you to do by hand.
+
+			It refuses while the run is alive: drill run holds the journal's lock file
+			(JOURNAL.lock, with flock) for its whole life, and the kernel releases it when
+			the process ends, however it ends. The recovery is written to the journal (each
+			rollback's recovered_at, and a recoveries entry), to the audit log, and with
+			--junit as JUnit XML. A second recover finds nothing pending and does nothing.
+
+			It acts on the journal's context and store; selecting another context, or a
+			context whose store is not the journal's, is refused. A protected context needs
+			--allow-protected.
+
+			Exit codes: 0 every pending rollback succeeded (or none was pending); 2 the
+			journal cannot be used; 4 the run is still alive; 9 a rollback failed.
+		`),
+		Example: heredoc.Doc(`
+			koshactl drill recover out/drill.json
+			koshactl drill recover out/drill.json --junit out/recover.xml
+		`),
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Journal = args[0]
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.JUnit, "junit", "", "write the journal, with the recovery, as JUnit XML to this file")
+	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow recovering on a protected context")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	_ = cmd.MarkFlagFilename("junit")
+	return cmd
+}
+
+// Run recovers the journal's run.
+func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+	io := f.IOStreams
+	unlock, err := drill.LockJournal(opts.Journal)
+	if errors.Is(err, drill.ErrJournalLocked) {
+		who := ""
+		if j, rerr := drill.ReadJournal(opts.Journal); rerr == nil && j.Runner != nil {
+			who = fmt.Sprintf(" (pid %d on %s)", j.Runner.PID, j.Runner.Host)
+		}
+		return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("the run that writes %s is still alive%s: it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done", opts.Journal, who))
+	}
+	if err != nil {
+		return cmdutil.Usagef("journal %s: cannot take its lock: %v; nothing was done", opts.Journal, err)
+	}
+	defer unlock()
+	j, err := drill.ReadJournal(opts.Journal)
+	if err != nil {
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w; nothing was done", err))
+	}
+	if j.Runner == nil {
+		return cmdutil.Usagef("journal %s does not say which process ran the drill (written by an older koshactl): it cannot be shown dead; restore its levers by hand (each lapses at its expires_at)", opts.Journal)
+	}
+	pending := drill.Pending(j)
+	if len(pending) == 0 {
+		fmt.Fprintf(io.Out, "nothing to recover: every rollback of drill %s run %s has run (%d ok)\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), len(j.Rollbacks))
+		return nil
+	}
+	if f.ContextName != "" && f.ContextName != j.Context {
+		return cmdutil.Usagef("journal %s is of context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: recover acts on the journal's context; nothing was done", opts.Journal, j.Context, f.ContextName)
+	}
+	f.ContextName = j.Context
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	if got := env.Store.Describe(); got != j.Store {
+		return cmdutil.Usagef("journal %s was written against %s, but context %q now uses %s: recover only on the store the drill acted on; nothing was done", opts.Journal, j.Store, env.Name, got)
+	}
+	if env.Context.Protected && !opts.AllowProtected {
+		return cmdutil.WithCode(cmdutil.ExitRefused, fmt.Errorf("context %q is protected: pass --allow-protected to recover on it; nothing was done", env.Name))
+	}
+	svc, err := run.Services(ctx, f, env, "")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(io.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
+	rv := &drill.Recovery{Services: svc, Log: func(line string) { fmt.Fprintln(io.ErrOut, "  "+textsafe.Line(line)) }}
+	rec := rv.Run(ctx, j)
+	werr := drill.WriteJournal(opts.Journal, j)
+	if opts.JUnit != "" {
+		if b, err := drill.JUnit(j); err != nil {
+			werr = errors.Join(werr, err)
+		} else if err := drill.WriteFileAtomic(opts.JUnit, b); err != nil {
+			werr = errors.Join(werr, fmt.Errorf("write JUnit report %s: %w", opts.JUnit, err))
+		}
+	}
+	if opts.Output != cmdutil.FormatTable {
+		if err := cmdutil.PrintStructured(io.Out, opts.Output, j); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(io.Out, "recovered drill %s run %s: %s\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), textsafe.Line(rec.Detail))
+		for _, rb := range j.Rollbacks {
+			if rb.Status != drill.StatusOK {
+				lapse := "it does not lapse on its own: restore it by hand"
+				if rb.ExpiresAt != nil {
+					lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), io.IsStdoutTTY())
+				}
+				fmt.Fprintf(io.Out, "  NOT RESTORED: %s (%s): %s; %s\n", textsafe.Line(rb.Subject), textsafe.Line(rb.ID), textsafe.Line(rb.Error), lapse)
+			}
+		}
+	}
+	switch {
+	case !rec.OK:
+		return cmdutil.WithCode(cmdutil.ExitRollback, fmt.Errorf("%w: drill %s run %s: a rollback failed", cmdutil.ErrSilent, j.Drill.Name, j.RunID))
+	case werr != nil:
+		return werr
+	}
+	return nil
+}

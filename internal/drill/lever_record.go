@@ -1,0 +1,157 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+)
+
+// Lever kinds of a [LeverRecord].
+const (
+	LeverOverride = "override"
+	LeverBucket   = "bucket"
+	LeverChaos    = "chaos"
+	LeverExplicit = "explicit"
+)
+
+// LeverRecord is what a rollback needs to run without the process that
+// registered it: which lever, its state before the drill, and what the
+// drill last wrote. The journal carries one per rollback, so `drill
+// recover` can finish the rollbacks of a run that died.
+type LeverRecord struct {
+	// Kind is override, bucket, chaos or explicit (a rollback step of the
+	// drill file, which recover does not run).
+	Kind       string `json:"kind"`
+	Dependency string `json:"dependency,omitempty"`
+	Client     string `json:"client,omitempty"`
+	// Inverse says what the rollback does: clear (the drill's override),
+	// restore-override (put back the one the drill replaced),
+	// restore-level (the bucket's level before, refilled since), withdraw
+	// (a chaos header), run-step (an explicit rollback).
+	Inverse string `json:"inverse"`
+	// BeforeOverride is the override someone else held before the drill.
+	BeforeOverride *OverrideState `json:"before_override,omitempty"`
+	// BeforeBucket is the bucket before the drill's first change.
+	BeforeBucket *BucketState `json:"before_bucket,omitempty"`
+	// WrittenVersion is the override version the drill last wrote; zero
+	// when unknown (killed before the write's answer arrived). Recovery
+	// leaves an override of another version alone.
+	WrittenVersion int64 `json:"written_version,omitempty"`
+	// JTI names a chaos header.
+	JTI string `json:"jti,omitempty"`
+}
+
+// OverrideState is an override as the journal records it.
+type OverrideState struct {
+	State     string    `json:"state"`
+	Reason    string    `json:"reason"`
+	Actor     string    `json:"actor"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Version   int64     `json:"version"`
+}
+
+// BucketState is a bucket as the journal records it.
+type BucketState struct {
+	Exists      bool    `json:"exists"`
+	Tokens      float64 `json:"tokens"`
+	UpdatedAtMs int64   `json:"updated_at_ms"`
+}
+
+// recordable rollbacks describe their lever for the journal.
+type recordable interface {
+	leverRecord() *LeverRecord
+}
+
+func (r *overrideRollback) leverRecord() *LeverRecord {
+	rec := &LeverRecord{Kind: LeverOverride, Dependency: r.dependency, Inverse: "clear"}
+	if b := r.before(); b != nil {
+		rec.BeforeOverride = &OverrideState{State: b.State, Reason: b.Reason, Actor: b.Actor, CreatedAt: b.CreatedAt.UTC(),
+			ExpiresAt: b.ExpiresAt.UTC(), Version: b.Version}
+		if b.State == breaker.OverrideStateForcedOpen {
+			rec.Inverse = "restore-override"
+		}
+	}
+	if w, ok := r.lever.Written().(breaker.Override); ok {
+		rec.WrittenVersion = w.Version
+	}
+	if r.wantVersion != 0 {
+		rec.WrittenVersion = r.wantVersion
+	}
+	return rec
+}
+
+func (r *bucketRollback) leverRecord() *LeverRecord {
+	rec := &LeverRecord{Kind: LeverBucket, Client: r.client, Inverse: "restore-level"}
+	if b, ok := r.lever.Before.(ratelimit.Status); ok {
+		rec.BeforeBucket = &BucketState{Exists: b.Exists, Tokens: b.Stored.Tokens, UpdatedAtMs: b.Stored.UpdatedAtMs}
+	}
+	return rec
+}
+
+func (r *chaosRollback) leverRecord() *LeverRecord {
+	rec := &LeverRecord{Kind: LeverChaos, Inverse: "withdraw"}
+	rec.JTI, _ = r.lever.Written().(string)
+	return rec
+}
+
+func (e *explicitRollback) leverRecord() *LeverRecord {
+	return &LeverRecord{Kind: LeverExplicit, Inverse: "run-step"}
+}
+
+// recoveredChaos is a chaos header's rollback after its run died: the
+// header lived only in that process, so it is withdrawn already.
+type recoveredChaos struct {
+	subject string
+	expires time.Time
+}
+
+func (r *recoveredChaos) Subject() string  { return r.subject }
+func (r *recoveredChaos) Describe() string { return "withdraw the chaos header" }
+func (r *recoveredChaos) Undo(context.Context, *RunContext) (string, error) {
+	if r.expires.IsZero() {
+		return "withdrawn: it lived only in the run's process", nil
+	}
+	return "withdrawn: it lived only in the run's process; it expires " + r.expires.UTC().Format(time.RFC3339), nil
+}
+
+// rollbackFromRecord rebuilds the rollback a journal entry describes.
+func rollbackFromRecord(rec RollbackRecord) (Rollback, error) {
+	l := rec.Lever
+	if l == nil {
+		return nil, fmt.Errorf("the journal does not say which lever %s moves (written by an older koshactl): restore %s by hand", rec.ID, rec.Subject)
+	}
+	switch l.Kind {
+	case LeverOverride:
+		if err := breaker.ValidateDependency(l.Dependency); err != nil {
+			return nil, fmt.Errorf("rollback %s: %w", rec.ID, err)
+		}
+		lever := &Lever{Subject: breaker.OverrideKey(l.Dependency)}
+		if b := l.BeforeOverride; b != nil {
+			lever.Before = &breaker.Override{Dependency: l.Dependency, State: b.State, Reason: b.Reason, Actor: b.Actor,
+				CreatedAt: b.CreatedAt, ExpiresAt: b.ExpiresAt, Version: b.Version}
+		}
+		return &overrideRollback{dependency: l.Dependency, lever: lever, wantVersion: l.WrittenVersion}, nil
+	case LeverBucket:
+		if err := ratelimit.ValidateClientID(l.Client); err != nil {
+			return nil, fmt.Errorf("rollback %s: %w", rec.ID, err)
+		}
+		var before ratelimit.Status
+		if b := l.BeforeBucket; b != nil && b.Exists {
+			before = ratelimit.Status{Client: l.Client, Exists: true, Stored: ratelimit.Bucket{Client: l.Client, Tokens: b.Tokens, UpdatedAtMs: b.UpdatedAtMs}}
+		}
+		return &bucketRollback{client: l.Client, lever: &Lever{Subject: ratelimit.Key(l.Client), Before: before}}, nil
+	case LeverChaos:
+		rc := &recoveredChaos{subject: rec.Subject}
+		if rec.ExpiresAt != nil {
+			rc.expires = *rec.ExpiresAt
+		}
+		return rc, nil
+	case LeverExplicit:
+		return nil, fmt.Errorf("recover does not run the drill file's own rollback steps (%s): do it by hand: %s", rec.Subject, rec.Description)
+	}
+	return nil, fmt.Errorf("rollback %s: unknown lever kind %q", rec.ID, l.Kind)
+}

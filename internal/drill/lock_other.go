@@ -1,0 +1,11 @@
+//go:build !unix
+
+package drill
+
+import "errors"
+
+// lockFile is not available here: recovery needs flock's guarantee that a
+// held lock means a live process.
+func lockFile(string) (func(), error) {
+	return nil, errors.New("journal locks need a unix system (flock)")
+}

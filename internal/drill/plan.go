@@ -1,0 +1,326 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// Plan is what a drill would do, computed without acting: `drill plan`
+// prints it (-o json for CI review; docs/contracts/drill-file.md).
+type Plan struct {
+	Kind    string    `json:"kind"`
+	Version int       `json:"version"`
+	Drill   DrillInfo `json:"drill"`
+	// Context and Store are what the run would act on.
+	Context string `json:"context"`
+	Store   string `json:"store"`
+	Gauges  string `json:"gauges,omitempty"`
+	Actor   string `json:"actor,omitempty"`
+	// TimeoutSeconds bounds the run; every lever expires by its start plus
+	// this.
+	TimeoutSeconds  float64 `json:"timeout_seconds"`
+	PollSeconds     float64 `json:"poll_interval_seconds"`
+	RollbackSeconds float64 `json:"rollback_timeout_seconds"`
+	MetricsURL      string  `json:"metrics_url,omitempty"`
+
+	Vars           []PlanVar   `json:"vars"`
+	Hypothesis     []PlanCheck `json:"hypothesis"`
+	StopConditions []PlanCheck `json:"stop_conditions"`
+	// Alarms are the DescribeAlarms requests each poll would send, one per
+	// region, covering every alarm condition of the drill.
+	Alarms    []PlanAlarms `json:"alarms,omitempty"`
+	Steps     []PlanStep   `json:"steps"`
+	Rollbacks []string     `json:"rollbacks"`
+	// Problems are what would make the run invalid (a variable that cannot
+	// be resolved, alarms one request cannot cover).
+	Problems []string `json:"problems,omitempty"`
+}
+
+// PlanVar is a resolved variable; a secret one reads "[secret]".
+type PlanVar struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Secret bool   `json:"secret,omitempty"`
+}
+
+// PlanCheck is a condition the run would watch.
+type PlanCheck struct {
+	Name          string  `json:"name"`
+	Kind          string  `json:"kind"`
+	Description   string  `json:"description"`
+	WithinSeconds float64 `json:"within_seconds,omitempty"`
+}
+
+// PlanAlarms is one region's DescribeAlarms request.
+type PlanAlarms struct {
+	Region string   `json:"region"`
+	Names  []string `json:"names,omitempty"`
+	Prefix string   `json:"prefix,omitempty"`
+}
+
+// PlanStep is one step.
+type PlanStep struct {
+	Index          int     `json:"index"`
+	ID             string  `json:"id"`
+	Name           string  `json:"name"`
+	Kind           string  `json:"kind"`
+	Description    string  `json:"description"`
+	TimeoutSeconds float64 `json:"timeout_seconds"`
+	// Lever is what a mutating step moves, with its inverse and expiry.
+	Lever *PlanLever `json:"lever,omitempty"`
+	// Rollbacks are the step's own rollback steps.
+	Rollbacks []string `json:"rollbacks,omitempty"`
+}
+
+// PlanLever is a lever a step moves.
+type PlanLever struct {
+	// Subject is the item: breaker#openai, rl#agent-1, chaos#STEP.
+	Subject string `json:"subject"`
+	// Inverse is what the rollback does.
+	Inverse string `json:"inverse"`
+	// ExpiresWithinSeconds bounds how long the lever stays moved if no
+	// rollback runs (zero: it does not lapse, see Expiry).
+	ExpiresWithinSeconds float64 `json:"expires_within_seconds,omitempty"`
+	// Expiry says how the bound is computed.
+	Expiry string `json:"expiry"`
+}
+
+// planner is implemented by actions that move a lever.
+type planner interface {
+	plan(rc *RunContext) *PlanLever
+}
+
+// NewPlan resolves d's variables with svc's environment and describes
+// every step, lever and condition. It reads nothing from the store and
+// writes nothing anywhere; alarm regions are resolved through svc.Alarms
+// (the AWS configuration, no CloudWatch request).
+func NewPlan(ctx context.Context, d *Drill, svc *Services) *Plan {
+	rc := newRunContext(d, "PLAN", svc, nil)
+	p := &Plan{Kind: "DrillPlan", Version: Version, Drill: DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
+		Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor, TimeoutSeconds: seconds(d.Timeout),
+		PollSeconds: seconds(d.PollInterval), RollbackSeconds: seconds(d.RollbackTimeout),
+		Vars: []PlanVar{}, Hypothesis: []PlanCheck{}, StopConditions: []PlanCheck{}, Steps: []PlanStep{}, Rollbacks: []string{}}
+	if svc.Gauges != nil {
+		p.Gauges = svc.Gauges.Describe()
+	}
+	for _, v := range d.Vars {
+		val, err := rc.Expand(v.Value)
+		if err != nil {
+			p.Problems = append(p.Problems, fmt.Sprintf("variable %s: %v", v.Name, err))
+			val = v.Value.Raw()
+		}
+		rc.setVar(v.Name, val, v.Secret)
+		pv := PlanVar{Name: v.Name, Value: val, Secret: v.Secret}
+		if v.Secret {
+			pv.Value = "[secret]"
+		}
+		p.Vars = append(p.Vars, pv)
+	}
+	if !d.MetricsURL.IsZero() {
+		u, err := rc.ExpandURL(d.MetricsURL)
+		if err != nil {
+			p.Problems = append(p.Problems, fmt.Sprintf("metrics_url: %v", err))
+			u = d.MetricsURL.Raw()
+		}
+		p.MetricsURL, p.Gauges = u, "prometheus "+u
+	}
+	checks := func(cs []*Check) []PlanCheck {
+		out := []PlanCheck{}
+		for _, c := range cs {
+			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)), WithinSeconds: seconds(c.Within)})
+		}
+		return out
+	}
+	p.Hypothesis, p.StopConditions = checks(d.Hypothesis), checks(d.StopConditions)
+	p.planAlarms(ctx, rc)
+	movedBy := map[string]string{} // lever subject → the step that registered its rollback
+	for i, s := range d.Steps {
+		ps := PlanStep{Index: i + 1, ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Description: rc.Redact(s.Action.Describe(rc)),
+			TimeoutSeconds: seconds(stepTimeout(d, s))}
+		rc.setCurrentStep(s.ID)
+		if pl, ok := s.Action.(planner); ok {
+			ps.Lever = pl.plan(rc)
+			if first, moved := movedBy[ps.Lever.Subject]; moved {
+				// As at run time: one rollback per lever, restoring its state
+				// before the drill.
+				ps.Lever.Inverse = "none new: the rollback registered by step " + first + " restores it to its state before the drill"
+			} else {
+				movedBy[ps.Lever.Subject] = s.ID
+			}
+		}
+		for _, rb := range s.Rollback {
+			ps.Rollbacks = append(ps.Rollbacks, rc.Redact((&explicitRollback{step: rb}).Describe()))
+		}
+		p.Steps = append(p.Steps, ps)
+	}
+	for _, rb := range d.Rollbacks {
+		p.Rollbacks = append(p.Rollbacks, rc.Redact((&explicitRollback{step: rb}).Describe()))
+	}
+	return p
+}
+
+func (p *Plan) planAlarms(ctx context.Context, rc *RunContext) {
+	w := rc.alarmWatcher()
+	if len(w.conds) == 0 {
+		return
+	}
+	if rc.Services.Alarms == nil {
+		p.Problems = append(p.Problems, "alarm conditions need a CloudWatch alarm source")
+		return
+	}
+	qs, err := w.queries(ctx, rc)
+	if err != nil {
+		p.Problems = append(p.Problems, "alarms: "+err.Error())
+		return
+	}
+	regions := make([]string, 0, len(qs))
+	for r := range qs {
+		regions = append(regions, r)
+	}
+	slices.Sort(regions)
+	for _, r := range regions {
+		in, err := metrics.AlarmRequest(qs[r])
+		if err != nil {
+			p.Problems = append(p.Problems, fmt.Sprintf("alarms in %s: %v", r, err))
+			continue
+		}
+		pa := PlanAlarms{Region: r, Names: in.AlarmNames}
+		if in.AlarmNamePrefix != nil {
+			pa.Prefix = *in.AlarmNamePrefix
+		}
+		p.Alarms = append(p.Alarms, pa)
+	}
+}
+
+func (a *forceOpen) plan(rc *RunContext) *PlanLever {
+	bound, parts := rc.Drill.Timeout, []string{"the drill's deadline (" + rc.Drill.Timeout.String() + " after the start)"}
+	if a.forDur > 0 {
+		bound, parts = min(bound, a.forDur), append(parts, "for "+a.forDur.String())
+	}
+	if m := rc.Services.MaxOverride; m > 0 {
+		bound, parts = min(bound, m), append(parts, "the context's max-override "+m.String())
+	}
+	return &PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
+		Inverse:              "clear the drill's override (or restore an override someone else held before)",
+		ExpiresWithinSeconds: seconds(bound), Expiry: "the override expires at the earliest of " + strings.Join(parts, ", ")}
+}
+
+func (a *clearOverride) plan(rc *RunContext) *PlanLever {
+	return &PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
+		Inverse: "restore the override the drill cleared, if someone else held it (same reason, actor and expiry)",
+		Expiry:  "a clear does not lapse: the rollback restores what was there"}
+}
+
+func (a *bucketStep) plan(rc *RunContext) *PlanLever {
+	l := &PlanLever{Subject: ratelimit.Key(rc.Describe(a.client)), Inverse: "set the bucket back to its level before the drill, refilled since"}
+	oneToken := time.Second
+	if b := rc.Services.Buckets; b != nil && b.Limits().RefillPerSecond > 0 {
+		oneToken = time.Duration(float64(time.Second) / b.Limits().RefillPerSecond)
+	}
+	switch {
+	case a.op == ratelimit.OpDrain && a.hold > 0:
+		hold := max(min(a.hold, rc.Drill.Timeout-oneToken), 0)
+		l.ExpiresWithinSeconds = seconds(hold + oneToken)
+		l.Expiry = fmt.Sprintf("refused for min(for %s, the deadline less one refill interval %s); the next token one refill interval later", a.hold, oneToken)
+	case a.op == ratelimit.OpDrain:
+		l.ExpiresWithinSeconds = seconds(oneToken)
+		l.Expiry = fmt.Sprintf("tokens 0: the next token arrives after one refill interval (%s)", oneToken)
+	default:
+		l.Expiry = "the bucket refills on its own at its rate"
+	}
+	return l
+}
+
+func (a *chaosSign) plan(rc *RunContext) *PlanLever {
+	ttl := a.req.TTL
+	if ttl == 0 {
+		ttl = chaos.DefaultTTL
+	}
+	bound := min(ttl, rc.Drill.Timeout, chaos.MaxTTL).Truncate(time.Second)
+	return &PlanLever{Subject: "chaos#" + rc.currentStep(), Inverse: "withdraw the header from the run (it cannot be revoked)",
+		ExpiresWithinSeconds: seconds(bound), Expiry: fmt.Sprintf("the header expires after min(ttl %s, time left, %s)", ttl, chaos.MaxTTL)}
+}
+
+// WritePlan prints p for a terminal or a CI log. Text from the file, the
+// environment or --var is shown by the one rule for untrusted text
+// (textsafe.Line: controls and bidi characters as visible escapes).
+func WritePlan(w io.Writer, p *Plan) {
+	pf := func(format string, args ...any) {
+		for i, a := range args {
+			if s, ok := a.(string); ok {
+				args[i] = textsafe.Line(s)
+			}
+		}
+		fmt.Fprintf(w, format, args...)
+	}
+	pf("drill %s (%s): would act on context %q (%s)\n", p.Drill.Name, p.Drill.File, p.Context, p.Store)
+	if p.Gauges != "" {
+		pf("breaker gauges from %s\n", p.Gauges)
+	}
+	pf("timeout %s: every lever lapses by the start plus that; poll every %s; each rollback within %s\n",
+		dur(p.TimeoutSeconds), dur(p.PollSeconds), dur(p.RollbackSeconds))
+	if len(p.Vars) > 0 {
+		pf("vars:\n")
+		for _, v := range p.Vars {
+			pf("  %s = %s\n", v.Name, v.Value)
+		}
+	}
+	checks := func(title string, cs []PlanCheck) {
+		if len(cs) == 0 {
+			return
+		}
+		pf("%s:\n", title)
+		for _, c := range cs {
+			within := ""
+			if c.WithinSeconds > 0 {
+				within = " (within " + dur(c.WithinSeconds) + ")"
+			}
+			pf("  - %s [%s]: %s%s\n", c.Name, c.Kind, c.Description, within)
+		}
+	}
+	checks("hypothesis (before the steps and after the rollbacks)", p.Hypothesis)
+	checks("stop conditions (watched every "+dur(p.PollSeconds)+" while the steps run)", p.StopConditions)
+	for _, a := range p.Alarms {
+		if a.Prefix != "" {
+			pf("alarms: one DescribeAlarms request per poll in %s, AlarmNamePrefix %q\n", a.Region, a.Prefix)
+		} else {
+			pf("alarms: one DescribeAlarms request per poll in %s, AlarmNames %s\n", a.Region, strings.Join(a.Names, ", "))
+		}
+	}
+	pf("steps:\n")
+	for _, s := range p.Steps {
+		pf("  %d. %s (%s): %s [timeout %s]\n", s.Index, s.ID, s.Kind, s.Description, dur(s.TimeoutSeconds))
+		if l := s.Lever; l != nil {
+			pf("       moves %s; rollback: %s\n", l.Subject, l.Inverse)
+			if l.ExpiresWithinSeconds > 0 {
+				pf("       lapses on its own within %s: %s\n", dur(l.ExpiresWithinSeconds), l.Expiry)
+			} else {
+				pf("       %s\n", l.Expiry)
+			}
+		}
+		for _, rb := range s.Rollbacks {
+			pf("       rollback step: %s\n", rb)
+		}
+	}
+	for _, rb := range p.Rollbacks {
+		pf("drill rollback (last): %s\n", rb)
+	}
+	for _, pr := range p.Problems {
+		pf("problem: %s\n", pr)
+	}
+	pf("nothing was run or written: this is a plan\n")
+}
+
+func dur(secs float64) string {
+	return time.Duration(secs * float64(time.Second)).Round(time.Millisecond).String()
+}

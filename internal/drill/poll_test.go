@@ -1,0 +1,59 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/clock"
+)
+
+type neverHolds struct{ checks int }
+
+func (c *neverHolds) Describe(*RunContext) string { return "never" }
+
+func (c *neverHolds) Check(context.Context, *RunContext) (Observation, error) {
+	c.checks++
+	return Observation{Detail: "not yet"}, nil
+}
+
+// poll measures within and its interval on the run's clock only: an hour
+// of fake time passes without an hour of wall time, and the number of
+// checks follows from the fake clock alone.
+func TestPollRunsOnTheInjectedClockOnly(t *testing.T) {
+	fake := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	rc := newRunContext(&Drill{Name: "d", Timeout: 2 * time.Hour}, "r1", &Services{Clock: fake}, nil)
+	cond := &neverHolds{}
+	done := make(chan error, 1)
+	var res pollResult
+	go func() {
+		var err error
+		res, err = poll(context.Background(), rc, cond, time.Hour, time.Minute, time.Second, nil)
+		done <- err
+	}()
+	wall := time.After(10 * time.Second)
+	for {
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotMet) {
+				t.Fatalf("poll: %v, want ErrNotMet", err)
+			}
+			if res.polls != 60 || cond.checks != 60 {
+				t.Errorf("polls %d, checks %d, want 60 (one a minute for an hour of the fake clock)", res.polls, cond.checks)
+			}
+			if res.elapsed != 59*time.Minute {
+				t.Errorf("elapsed %s, want 59m on the fake clock", res.elapsed)
+			}
+			return
+		case <-wall:
+			t.Fatal("poll did not end although the fake clock passed within: it waits on another clock")
+		default:
+		}
+		runtime.Gosched()
+		if fake.Waiters() > 0 {
+			fake.Advance(time.Minute)
+		}
+	}
+}

@@ -1,0 +1,17 @@
+package exitcode
+
+// Exit codes, documented in docs/exit-codes.md. Scripts may rely on them.
+const (
+	OK          = 0   // success, including "already done"
+	Error       = 1   // an unexpected failure, or a check that did not pass
+	Usage       = 2   // bad flags, arguments or input; nothing was done
+	NotFound    = 3   // the named thing does not exist
+	Conflict    = 4   // someone else holds it or changed it; nothing was done
+	Unavailable = 5   // the store or an AWS service could not be reached, throttled, or the table is missing
+	Auth        = 6   // credentials missing, expired or denied
+	Refused     = 7   // a protected context needs confirmation (--yes) or it was declined; a safety check needs --force
+	Audit       = 8   // the change was made but its audit record could not be written
+	Rollback    = 9   // a drill's rollback failed or was abandoned: a lever may still be pulled
+	Partial     = 10  // a list showed what it could read; some stored items could not be read in full (each one reported)
+	Interrupted = 130 // interrupted (SIGINT)
+)
