@@ -6,6 +6,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -84,10 +85,10 @@ func (c *bucketCondition) Describe(rc *RunContext) string {
 		what = "holds"
 	}
 	if c.minTokens != nil {
-		what += fmt.Sprintf(" (>= %s tokens)", formatTokens(*c.minTokens))
+		what += fmt.Sprintf(" (>= %s tokens)", human.Number(*c.minTokens))
 	}
 	if c.maxTokens != nil {
-		what += fmt.Sprintf(" (<= %s tokens)", formatTokens(*c.maxTokens))
+		what += fmt.Sprintf(" (<= %s tokens)", human.Number(*c.maxTokens))
 	}
 	return fmt.Sprintf("the bucket of %s %s", rc.Describe(c.client), what)
 }
@@ -104,11 +105,11 @@ func (c *bucketCondition) Check(ctx context.Context, rc *RunContext) (Observatio
 	if err != nil {
 		return Observation{}, err
 	}
-	detail := fmt.Sprintf("%s: %s tokens", client, formatTokens(st.Tokens))
+	detail := fmt.Sprintf("%s: %s tokens", client, human.Number(st.Tokens))
 	if st.Admit {
 		detail += ", admits"
 	} else {
-		detail += fmt.Sprintf(", refuses for %s", roundDuration(st.RetryAfter))
+		detail += fmt.Sprintf(", refuses for %s", human.Duration(displayPrecision(st.RetryAfter)))
 	}
 	holds := (c.admit == nil || *c.admit == st.Admit) &&
 		(c.minTokens == nil || st.Tokens >= *c.minTokens) &&

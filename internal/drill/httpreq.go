@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // MaxResponseBody bounds how much of a response body is read.
@@ -204,7 +206,7 @@ func (resp *response) outputs(rc *RunContext) *Outputs {
 
 // summary is one line about the response for logs.
 func (resp *response) summary() string {
-	return fmt.Sprintf("%d in %s", resp.status, roundDuration(resp.latency))
+	return fmt.Sprintf("%d in %s", resp.status, human.Duration(displayPrecision(resp.latency)))
 }
 
 func excerpt(s string, n int) string {

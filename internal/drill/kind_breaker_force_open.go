@@ -11,6 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -84,7 +85,7 @@ var _ Mutating = (*forceOpen)(nil)
 func (a *forceOpen) Describe(rc *RunContext) string {
 	how := "until the drill's deadline"
 	if a.forDur > 0 {
-		how = "for " + a.forDur.String()
+		how = "for " + human.Duration(a.forDur)
 	}
 	return fmt.Sprintf("force %s open %s", rc.Describe(a.dependency), how)
 }
@@ -141,7 +142,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 	}
 	dur = dur.Truncate(time.Millisecond)
 	if dur < breaker.MinOverride {
-		return nil, fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, dur, breaker.MinOverride)
+		return nil, fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, human.Duration(dur), human.Duration(breaker.MinOverride))
 	}
 	l, _ := rc.Lever(breaker.OverrideKey(dep))
 	cur, err := svc.Overrides.Get(ctx, dep)

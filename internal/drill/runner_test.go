@@ -91,7 +91,7 @@ func TestRunPassesAndRollsBackTheOverride(t *testing.T) {
 			t.Errorf("audit reason %q does not name the drill run", r.Reason)
 		}
 	}
-	for _, want := range []string{"[1/4] force (breaker.force-open): force openai open for 10m0s", "rb-1 registered", "PASSED", "4/4 steps passed"} {
+	for _, want := range []string{"[1/4] force (breaker.force-open): force openai open for 10m", "rb-1 registered", "PASSED", "4/4 steps passed"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("live log lacks %q:\n%s", want, log)
 		}

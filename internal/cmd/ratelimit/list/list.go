@@ -13,6 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -182,13 +183,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	for _, s := range res.Buckets {
 		next := "admitted"
 		if !s.Admit {
-			next = "refused, retry in " + shared.Duration(s.RetryAfter)
+			next = "refused, retry in " + shared.WaitText(s.RetryAfter)
 		}
 		full := "-"
 		if !s.Full() {
-			full = shared.Duration(s.UntilFull)
+			full = shared.WaitText(s.UntilFull)
 		}
-		tw.Row(s.Client, shared.Tokens(s.Tokens)+"/"+shared.Tokens(s.Limits.Capacity), next, full,
+		tw.Row(s.Client, human.Number(s.Tokens)+"/"+human.Number(s.Limits.Capacity), next, full,
 			cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty))
 	}
 	if err := tw.Flush(); err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -201,7 +202,7 @@ func Print(w io.Writer, base string, st sbx.Status) {
 		chaos = "on"
 	}
 	fmt.Fprintf(w, "sandbox %s  context %s  profile %s  chaos %s  time x%g  up %s  traffic %g rps\n",
-		textsafe.Line(base), textsafe.Line(st.Context), textsafe.Line(st.Profile), chaos, st.TimeScale, st.Now.Sub(st.StartedAt).Round(time.Second), st.Traffic.RPS)
+		textsafe.Line(base), textsafe.Line(st.Context), textsafe.Line(st.Profile), chaos, st.TimeScale, human.Age(st.Now.Sub(st.StartedAt)), st.Traffic.RPS)
 	tw := cmdutil.NewTable(w)
 	if len(st.Instances) <= maxColumns {
 		row := []string{"DEPENDENCY"}
