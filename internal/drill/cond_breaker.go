@@ -62,7 +62,7 @@ func (BreakerConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 	if m == nil {
 		return nil
 	}
-	m.Known("dependency", "state", "source", "instance", "instances", "min_instances")
+	m.RejectUnknown("dependency", "state", "source", "instance", "instances", "min_instances")
 	c := &breakerCondition{source: SourceGauges, all: true, minInstances: 1}
 	var ok bool
 	c.dependency, ok = decodeDependency(m)

@@ -37,7 +37,7 @@ func (BucketConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 	if m == nil {
 		return nil
 	}
-	m.Known("client", "admit", "min_tokens", "max_tokens")
+	m.RejectUnknown("client", "admit", "min_tokens", "max_tokens")
 	c := &bucketCondition{}
 	var ok bool
 	c.client, ok = m.Template("client", true)

@@ -56,7 +56,7 @@ func (d *Decoder) decodeMatcher(n *yaml.Node, what string) (matcher, bool) {
 	if m == nil {
 		return matcher{}, false
 	}
-	m.Known(matchOps...)
+	m.RejectUnknown(matchOps...)
 	var out matcher
 	ok := len(m.keys) > 0
 	if !ok {
@@ -476,7 +476,7 @@ func (d *Decoder) decodeExpect(n *yaml.Node, what string) (expectation, bool) {
 	if m == nil {
 		return e, false
 	}
-	m.Known(expectFields...)
+	m.RejectUnknown(expectFields...)
 	ok := true
 	if v := m.Get("status"); v != nil {
 		s, sok := d.decodeStatus(v, what+": status")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -42,12 +43,12 @@ func decodeRequest(d *Decoder, n *yaml.Node, what string, extra ...string) (*req
 	if m == nil {
 		return nil, nil
 	}
-	m.Known(append(append([]string{}, requestFields...), extra...)...)
+	m.RejectUnknown(append(append([]string{}, requestFields...), extra...)...)
 	r := &requestSpec{}
 	ok := true
 	if s, present := m.String("method", false); present {
 		r.method = strings.ToUpper(s)
-		if !contains(methods, r.method) {
+		if !slices.Contains(methods, r.method) {
 			m.Errorf("method", "%q is not an HTTP method: use one of %s", s, strings.Join(methods, ", "))
 			ok = false
 		}

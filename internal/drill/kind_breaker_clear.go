@@ -48,7 +48,7 @@ func (BreakerClearKind) Decode(d *Decoder, n *yaml.Node) Action {
 	if m == nil {
 		return nil
 	}
-	m.Known("dependency", "reason", "allow_unknown")
+	m.RejectUnknown("dependency", "reason", "allow_unknown")
 	a := &clearOverride{}
 	var ok bool
 	a.dependency, ok = decodeDependency(m)

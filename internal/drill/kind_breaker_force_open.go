@@ -53,7 +53,7 @@ func (BreakerForceOpenKind) Decode(d *Decoder, n *yaml.Node) Action {
 	if m == nil {
 		return nil
 	}
-	m.Known("dependency", "for", "reason", "overwrite", "allow_unknown")
+	m.RejectUnknown("dependency", "for", "reason", "overwrite", "allow_unknown")
 	a := &forceOpen{}
 	ok := true
 	a.dependency, ok = decodeDependency(m)

@@ -59,7 +59,7 @@ func (ChaosSignKind) Decode(d *Decoder, n *yaml.Node) Action {
 	if m == nil {
 		return nil
 	}
-	m.Known("target", "fault", "ms", "p", "ttl", "reason")
+	m.RejectUnknown("target", "fault", "ms", "p", "ttl", "reason")
 	a := &chaosSign{req: chaos.MintRequest{P: chaos.ProbOne, TTL: chaos.DefaultTTL}}
 	ok := true
 	if s, present := m.String("target", true); present {

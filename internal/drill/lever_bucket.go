@@ -89,7 +89,7 @@ func decodeBucketStep(d *Decoder, n *yaml.Node, op ratelimit.Op, fields ...strin
 	if m == nil {
 		return nil, nil
 	}
-	m.Known(append([]string{"client", "reason"}, fields...)...)
+	m.RejectUnknown(append([]string{"client", "reason"}, fields...)...)
 	a := &bucketStep{op: op}
 	var ok bool
 	a.client, ok = m.Template("client", true)

@@ -56,7 +56,7 @@ func decodeShell(d *Decoder, n *yaml.Node, what string) *shellSpec {
 	if m == nil {
 		return nil
 	}
-	m.Known(shellFields...)
+	m.RejectUnknown(shellFields...)
 	var ok bool
 	s.run, ok = m.Command("run", true)
 	if sh, present := m.String("shell", false); present {
@@ -193,7 +193,7 @@ type shellResult struct {
 	exitCode       int
 }
 
-// run executes the command within ctx; on cancellation the whole process
+// exec runs the command within ctx; on cancellation the whole process
 // group is killed.
 func (s *shellSpec) exec(ctx context.Context, rc *RunContext) (*shellResult, error) {
 	// The parser refuses references in a command; a command built in code

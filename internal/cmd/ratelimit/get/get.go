@@ -71,16 +71,16 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	io := f.IOStreams
+	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, struct {
+		return cmdutil.PrintStructured(ios.Out, opts.Output, struct {
 			Kind string `json:"kind"`
 			shared.BucketView
 		}{"RateLimitBucket", shared.View(s)})
 	}
 	now := s.At
-	tty := io.IsStdoutTTY()
-	w := io.Out
+	tty := ios.IsStdoutTTY()
+	w := ios.Out
 	fmt.Fprintf(w, "Client:        %s\n", s.Client)
 	fmt.Fprintf(w, "Limits:        %s (%s)\n", s.Limits, shared.LimitsSource(env))
 	if s.Exists {

@@ -144,7 +144,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	io := f.IOStreams
+	ios := f.IOStreams
 	out := Result{Kind: "RateLimitBucketList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.BucketView{},
 		Matched: res.Matched, Malformed: []string{}, Unreadable: []store.Problem{}}
 	for _, s := range res.Buckets {
@@ -159,27 +159,27 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Unreadable = append(out.Unreadable, p)
 	}
 	partial := func() error {
-		return cmdutil.Unreadable(io, opts.Output, out.Unreadable, "bucket item",
+		return cmdutil.Unreadable(ios, opts.Output, out.Unreadable, "bucket item",
 			"they are skipped, and the data plane fails open on them; replace one with koshactl ratelimit reset CLIENT")
 	}
 	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(io.Out, opts.Output, out); err != nil {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
 			return err
 		}
 		return partial()
 	}
 	if len(res.Buckets) == 0 {
 		if opts.Throttled {
-			fmt.Fprintf(io.Out, "No client is being limited in context %q.\n", env.Name)
+			fmt.Fprintf(ios.Out, "No client is being limited in context %q.\n", env.Name)
 		} else {
-			fmt.Fprintf(io.Out, "No rate-limit buckets in context %q: every client has a full bucket.\n", env.Name)
+			fmt.Fprintf(ios.Out, "No rate-limit buckets in context %q: every client has a full bucket.\n", env.Name)
 		}
 		return partial()
 	}
 	now := f.Clock.Now()
-	tty := io.IsStdoutTTY()
-	tw := cmdutil.NewTable(io.Out)
-	tw.Header(io, "CLIENT", "TOKENS", "NEXT REQUEST", "FULL IN", "UPDATED")
+	tty := ios.IsStdoutTTY()
+	tw := cmdutil.NewTable(ios.Out)
+	tw.Header(ios, "CLIENT", "TOKENS", "NEXT REQUEST", "FULL IN", "UPDATED")
 	for _, s := range res.Buckets {
 		next := "admitted"
 		if !s.Admit {
@@ -196,7 +196,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	if len(res.Buckets) < res.Matched {
-		fmt.Fprintf(io.ErrOut, "showing %d of %d buckets (--limit %d)\n", len(res.Buckets), res.Matched, opts.Limit)
+		fmt.Fprintf(ios.ErrOut, "showing %d of %d buckets (--limit %d)\n", len(res.Buckets), res.Matched, opts.Limit)
 	}
 	return partial()
 }

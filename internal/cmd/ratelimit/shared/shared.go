@@ -292,17 +292,17 @@ func item(r ratelimit.ChangeResult, dry bool, auditID string) ItemResult {
 }
 
 func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out Result) error {
-	io := f.IOStreams
+	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(io.Out, opts.Output, out); err != nil {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
 			return err
 		}
 	} else {
 		for _, r := range out.Results {
-			fmt.Fprintln(io.Out, textsafe.Line(describe(r, f.Clock.Now(), io.IsStdoutTTY())))
+			fmt.Fprintln(ios.Out, textsafe.Line(describe(r, f.Clock.Now(), ios.IsStdoutTTY())))
 		}
 	}
-	cmdutil.PrintActedOn(io.ErrOut, env, opts.DryRun)
+	cmdutil.PrintActedOn(ios.ErrOut, env, opts.DryRun)
 	return nil
 }
 

@@ -90,7 +90,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	}
-	io := f.IOStreams
+	ios := f.IOStreams
 	for {
 		st, err := Fetch(ctx, client, base)
 		switch {
@@ -100,19 +100,19 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if io.IsStdoutTTY() {
-				fmt.Fprint(textsafe.Raw(io.Out), "\033[H\033[2J")
+			if ios.IsStdoutTTY() {
+				fmt.Fprint(textsafe.Raw(ios.Out), "\033[H\033[2J")
 			}
-			fmt.Fprintf(io.Out, "%s  %v (retrying every %s)\n", time.Now().Format(time.TimeOnly), err, opts.Interval)
+			fmt.Fprintf(ios.Out, "%s  %v (retrying every %s)\n", time.Now().Format(time.TimeOnly), err, opts.Interval)
 		case opts.Output != cmdutil.FormatTable:
-			if err := cmdutil.PrintStructured(io.Out, opts.Output, st); err != nil {
+			if err := cmdutil.PrintStructured(ios.Out, opts.Output, st); err != nil {
 				return err
 			}
 		default:
-			if opts.Watch && io.IsStdoutTTY() {
-				fmt.Fprint(textsafe.Raw(io.Out), "\033[H\033[2J")
+			if opts.Watch && ios.IsStdoutTTY() {
+				fmt.Fprint(textsafe.Raw(ios.Out), "\033[H\033[2J")
 			}
-			Print(io.Out, base, st)
+			Print(ios.Out, base, st)
 		}
 		if !opts.Watch {
 			return nil
@@ -122,8 +122,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return nil // Ctrl-C ends a watch normally
 		case <-time.After(opts.Interval):
 		}
-		if !io.IsStdoutTTY() && opts.Output == cmdutil.FormatTable {
-			fmt.Fprintln(io.Out)
+		if !ios.IsStdoutTTY() && opts.Output == cmdutil.FormatTable {
+			fmt.Fprintln(ios.Out)
 		}
 	}
 }
