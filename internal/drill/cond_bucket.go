@@ -94,14 +94,14 @@ func (c *bucketCondition) Describe(rc *RunContext) string {
 }
 
 func (c *bucketCondition) Check(ctx context.Context, rc *RunContext) (Observation, error) {
-	if err := need(rc.Services.Buckets != nil, "store"); err != nil {
+	if err := need(rc.Deps.Buckets != nil, "store"); err != nil {
 		return Observation{}, err
 	}
 	client, err := rc.Expand(c.client)
 	if err != nil {
 		return Observation{}, err
 	}
-	st, err := rc.Services.Buckets.Get(ctx, client)
+	st, err := rc.Deps.Buckets.Get(ctx, client)
 	if err != nil {
 		return Observation{}, err
 	}

@@ -96,7 +96,7 @@ func (r *requestSpec) describe(rc *RunContext) string {
 
 // do sends the request and reads the response.
 func (r *requestSpec) do(ctx context.Context, rc *RunContext) (*response, error) {
-	if err := need(rc.Services.HTTP != nil, "HTTP client"); err != nil {
+	if err := need(rc.Deps.HTTP != nil, "HTTP client"); err != nil {
 		return nil, err
 	}
 	u, err := rc.ExpandURL(r.url)
@@ -139,7 +139,7 @@ func (r *requestSpec) do(ctx context.Context, rc *RunContext) (*response, error)
 		req.Header.Set(h.Name, v)
 	}
 	start := rc.Now()
-	resp, err := rc.Services.HTTP.Do(req)
+	resp, err := rc.Deps.HTTP.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -91,7 +91,7 @@ func (a *forceOpen) Describe(rc *RunContext) string {
 }
 
 func (a *forceOpen) Prepare(ctx context.Context, rc *RunContext) (Rollback, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	if err := need(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (a *forceOpen) Prepare(ctx context.Context, rc *RunContext) (Rollback, erro
 }
 
 func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	dep, err := rc.Expand(a.dependency)
 	if err != nil {
 		return nil, err

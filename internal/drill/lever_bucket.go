@@ -55,7 +55,7 @@ func restoreChange(client string, before ratelimit.Status, l ratelimit.Limits, n
 }
 
 func (r *bucketRollback) Undo(ctx context.Context, rc *RunContext) (string, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	if err := need(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
 		return "", err
 	}
@@ -132,7 +132,7 @@ func (a *bucketStep) clientID(rc *RunContext) (string, error) {
 }
 
 func (a *bucketStep) Prepare(ctx context.Context, rc *RunContext) (Rollback, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	if err := need(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (a *bucketStep) Prepare(ctx context.Context, rc *RunContext) (Rollback, err
 }
 
 func (a *bucketStep) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	client, err := a.clientID(rc)
 	if err != nil {
 		return nil, err

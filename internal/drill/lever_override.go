@@ -47,11 +47,11 @@ func (r *overrideRollback) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
 // ours reports whether o was written by this run (its reason carries the
 // run id), whatever happened to the write's response.
 func ours(rc *RunContext, o breaker.Override) bool {
-	return o.Actor == rc.Services.Actor && strings.Contains(o.Reason, rc.RunTag())
+	return o.Actor == rc.Deps.Actor && strings.Contains(o.Reason, rc.RunTag())
 }
 
 func (r *overrideRollback) Undo(ctx context.Context, rc *RunContext) (string, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	if err := need(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
 		return "", err
 	}
@@ -107,12 +107,12 @@ func checkDependency(rc *RunContext, dep string, allowUnknown bool) error {
 	if err := breaker.ValidateDependency(dep); err != nil {
 		return err
 	}
-	known := rc.Services.KnownDependencies
+	known := rc.Deps.KnownDependencies
 	if allowUnknown || len(known) == 0 || slices.Contains(known, dep) {
 		return nil
 	}
 	return fmt.Errorf("unknown dependency %q: context %q knows %s%s (set allow_unknown: true to use it anyway)",
-		dep, rc.Services.ContextName, strings.Join(known, ", "), didYouMean(dep, known))
+		dep, rc.Deps.ContextName, strings.Join(known, ", "), didYouMean(dep, known))
 }
 
 // decodeDependency reads the dependency field, checking a literal name.

@@ -681,7 +681,7 @@ steps:
     sleep: 30s
 `)
 	var log strings.Builder
-	r := &Runner{Services: e.svc, Reporters: []Reporter{&LiveLog{W: &log}, rec}, RollbackContext: rbCtx}
+	r := &Runner{Deps: e.svc, Reporters: []Reporter{&LiveLog{W: &log}, rec}, RollbackContext: rbCtx}
 	j := r.Run(ctx, d)
 	if j.ExitCode != ExitRollbackFailed {
 		t.Fatalf("exit %d\n%s", j.ExitCode, log.String())

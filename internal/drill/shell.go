@@ -108,8 +108,8 @@ func envName(parts ...string) string {
 // variable or output holding NUL, which the environment cannot carry, is
 // left out with a notice; an env: value holding one is an error.
 func (s *shellSpec) environ(rc *RunContext) ([]string, error) {
-	env := append([]string(nil), rc.Services.Environ...)
-	env = append(env, "DRILL_NAME="+rc.Drill.Name, "DRILL_RUN_ID="+rc.RunID, "DRILL_CONTEXT="+rc.Services.ContextName,
+	env := append([]string(nil), rc.Deps.Environ...)
+	env = append(env, "DRILL_NAME="+rc.Drill.Name, "DRILL_RUN_ID="+rc.RunID, "DRILL_CONTEXT="+rc.Deps.ContextName,
 		"DRILL_DEADLINE="+rc.Deadline().UTC().Format(time.RFC3339))
 	add := func(name, value string) {
 		if envValue(value) {

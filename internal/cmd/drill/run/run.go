@@ -180,7 +180,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		ju = &drill.JUnitFile{Path: opts.JUnit}
 		reporters = append(reporters, ju)
 	}
-	runner := &drill.Runner{Services: svc, Reporters: reporters, RollbackContext: abandonCtx}
+	runner := &drill.Runner{Deps: svc, Reporters: reporters, RollbackContext: abandonCtx}
 	stopSignals := watchSignals(opts.Signals, runner, interrupt, abandon)
 	j := runner.Run(runCtx, d)
 	stopSignals()
@@ -267,7 +267,7 @@ func applyVars(d *drill.Drill, vars []string) error {
 }
 
 // services builds what the steps act on from the resolved context.
-func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *Options) (*drill.Services, error) {
+func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *Options) (*drill.Deps, error) {
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return nil, err
@@ -277,7 +277,7 @@ func services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, opts *O
 	if err != nil {
 		return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("context %q: %w", env.Name, err))
 	}
-	svc := &drill.Services{
+	svc := &drill.Deps{
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: breaker.NewOverrides(env.Store, f.Clock), KnownDependencies: env.Context.KnownDependencies(),
 		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.AuditLog(f.Clock),
