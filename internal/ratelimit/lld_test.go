@@ -164,6 +164,7 @@ func putAbsentOrEquals(ctx context.Context, s ratelimit.BucketStore, it store.It
 	}
 	return s.Put(ctx, it, store.IfEquals(attr, v))
 }
+
 // refillLLD is the LLD pseudocode's formula, without the contract's clamp: a
 // negative elapsed time refills backwards (flaw 2).
 //
