@@ -70,6 +70,18 @@ test: test-deps ## Install test dependencies and run every test with -race
 	$(GO) test -race -count=1 $(PKGS)
 	python3 internal/chaos/testdata/reference/chaos_ref.py check internal/chaos/testdata/vectors.json
 
+# The end-to-end packages: real processes, servers, terminals and stores,
+# where timing could leak into an outcome.
+STRESS_PKGS  ?= ./internal/cmd/drill ./internal/cmd/dashboard ./internal/sandbox ./internal/cmd/breaker ./internal/store/dynamo
+STRESS_COUNT ?= 3
+
+.PHONY: test-stress
+test-stress: test-deps ## Run the end-to-end packages STRESS_COUNT times (default 3) with -race while a CPU burner keeps every core busy
+	@burners=; trap 'for p in $$burners; do kill $$p 2>/dev/null; done' EXIT; \
+	for i in $$(seq $$(getconf _NPROCESSORS_ONLN)); do (while :; do :; done) & burners="$$burners $$!"; done; \
+	echo "test-stress: $$(getconf _NPROCESSORS_ONLN) CPU burner(s) running; $(STRESS_COUNT) runs of: $(STRESS_PKGS)"; \
+	$(GO) test -race -count=$(STRESS_COUNT) $(STRESS_PKGS)
+
 .PHONY: bench
 bench: test-deps build ## Run the benchmarks (results in docs/benchmarks/)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 $(PKGS)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // Check names one of the checks a header must pass, in the order a
@@ -249,7 +250,7 @@ func (v *Verifier) checkExpiry(h *Header, now time.Time) error {
 		return nil
 	}
 	return &CheckError{Check: CheckExpiry, Field: fieldExp, err: ErrExpired,
-		Reason: fmt.Sprintf("expired at %s, %s ago", exp.UTC().Format(time.RFC3339), humanDuration(now.Sub(exp)))}
+		Reason: fmt.Sprintf("expired at %s, %s ago", exp.UTC().Format(time.RFC3339), human.Duration(now.Sub(exp).Round(time.Millisecond)))}
 }
 
 func (v *Verifier) checkCap(h *Header, now time.Time) error {
@@ -258,11 +259,9 @@ func (v *Verifier) checkCap(h *Header, now time.Time) error {
 		return nil
 	}
 	return &CheckError{Check: CheckCap, Field: fieldExp, err: ErrTooFarAhead,
-		Reason: fmt.Sprintf("exp is %s ahead, beyond the %s cap plus %s clock-skew allowance; headers live at most %s", humanDuration(ahead), v.maxAhead, v.skew, v.maxAhead)}
+		Reason: fmt.Sprintf("exp is %s ahead, beyond the %s cap plus %s clock-skew allowance; headers live at most %s", human.Duration(ahead.Round(time.Millisecond)),
+			human.Duration(v.maxAhead), human.Duration(v.skew), human.Duration(v.maxAhead))}
 }
-
-// humanDuration rounds d to milliseconds for display.
-func humanDuration(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
 
 // Outcome is the result of one check in a [Report].
 type Outcome string
@@ -379,8 +378,9 @@ func (v *Verifier) ExplainAt(ctx context.Context, value string, now time.Time) *
 	}
 
 	exp := h.ExpTime()
-	add(CheckExpiry, v.checkExpiry(&h, now), fmt.Sprintf("expires at %s, in %s", exp.UTC().Format(time.RFC3339), humanDuration(exp.Sub(now))))
-	capDetail := fmt.Sprintf("exp is %s ahead, within the %s cap plus %s clock-skew allowance", humanDuration(exp.Sub(now)), v.maxAhead, v.skew)
+	add(CheckExpiry, v.checkExpiry(&h, now), fmt.Sprintf("expires at %s, in %s", exp.UTC().Format(time.RFC3339), human.Duration(exp.Sub(now).Round(time.Millisecond))))
+	capDetail := fmt.Sprintf("exp is %s ahead, within the %s cap plus %s clock-skew allowance", human.Duration(exp.Sub(now).Round(time.Millisecond)),
+		human.Duration(v.maxAhead), human.Duration(v.skew))
 	if !now.Before(exp) {
 		capDetail = "exp is not ahead of now"
 	}

@@ -76,23 +76,3 @@ func TestYAMLKeepsNumbersExact(t *testing.T) {
 		t.Errorf("yaml:\n%s", buf.String())
 	}
 }
-
-// A whole number of hours reads "1h": the dashboard's force confirmation
-// says "for 1h" for a 1h override, and its smoke test waits for that.
-func TestHumanDurationReadsWholeHoursPlainly(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		45 * time.Second:            "45s",
-		90 * time.Second:            "1m30s",
-		12 * time.Minute:            "12m",
-		time.Hour:                   "1h",
-		2 * time.Hour:               "2h",
-		3*time.Hour + 5*time.Minute: "3h05m",
-		50 * time.Hour:              "2d2h",
-		time.Hour + 59*time.Second:  "1h",
-		time.Hour + time.Minute:     "1h01m",
-	} {
-		if got := cmdutil.HumanDuration(d); got != want {
-			t.Errorf("HumanDuration(%v) = %q, want %q", d, got, want)
-		}
-	}
-}

@@ -37,6 +37,9 @@ type Factory struct {
 }
 
 // Env is a resolved context: its settings and the clients built from them.
+// It is not a component's dependency bag: a command reads it and builds the
+// Deps of the component it runs from it (sandbox.Deps, tui.Deps,
+// drill.Deps), so the components never see a context or a config file.
 type Env struct {
 	Name    string
 	Context *config.Context

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -283,34 +284,9 @@ func FormatTime(t, now time.Time, tty bool) string {
 	}
 	d := t.Sub(now)
 	if d >= 0 {
-		return "in " + HumanDuration(d)
+		return "in " + human.Age(d)
 	}
-	return HumanDuration(-d) + " ago"
-}
-
-// HumanDuration renders d compactly: 45s, 12m, 1h, 3h05m, 2d4h.
-func HumanDuration(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
-	case d < time.Hour:
-		m := d / time.Minute
-		s := (d % time.Minute) / time.Second
-		if s == 0 || m >= 10 {
-			return fmt.Sprintf("%dm", m)
-		}
-		return fmt.Sprintf("%dm%02ds", m, s)
-	case d < 48*time.Hour:
-		h := d / time.Hour
-		m := (d % time.Hour) / time.Minute
-		if m == 0 {
-			return fmt.Sprintf("%dh", h)
-		}
-		return fmt.Sprintf("%dh%02dm", h, m)
-	}
-	days := d / (24 * time.Hour)
-	h := (d % (24 * time.Hour)) / time.Hour
-	return fmt.Sprintf("%dd%dh", days, h)
+	return human.Age(-d) + " ago"
 }
 
 // TimeOrNil returns t in RFC3339 (UTC, milliseconds) or nil, for JSON output.

@@ -46,7 +46,7 @@ func (AlarmConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 	if m == nil {
 		return nil
 	}
-	m.Known("name", "prefix", "region", "state", "insufficient_data")
+	m.RejectUnknown("name", "prefix", "region", "state", "insufficient_data")
 	c := &alarmCondition{state: metrics.AlarmStateAlarm}
 	ok := true
 	c.names, ok = alarmTemplates(m, "name")
@@ -177,7 +177,7 @@ func (c *alarmCondition) firing(a metrics.Alarm) bool {
 // matches no alarm is an evaluation error, never "not firing": a typo must
 // not silently disarm a stop condition.
 func (c *alarmCondition) Check(ctx context.Context, rc *RunContext) (Observation, error) {
-	if err := need(rc.Services.Alarms != nil, "CloudWatch alarm source"); err != nil {
+	if err := need(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
 		return Observation{}, err
 	}
 	t, err := c.target(rc)
@@ -282,7 +282,7 @@ func (rc *RunContext) alarmWatcher() *alarmWatcher {
 // references cannot be resolved yet (a step output of a step still to
 // run) is left out; it fails on its own when checked.
 func (w *alarmWatcher) queries(ctx context.Context, rc *RunContext) (map[string]metrics.AlarmQuery, error) {
-	def, err := rc.Services.Alarms.DefaultRegion(ctx)
+	def, err := rc.Deps.Alarms.DefaultRegion(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +307,7 @@ func (w *alarmWatcher) queries(ctx context.Context, rc *RunContext) (map[string]
 // read returns region's alarms for this round: fetched once per round
 // (ctx's), or for this call alone outside a round.
 func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) (*alarmRead, error) {
-	def, err := rc.Services.Alarms.DefaultRegion(ctx)
+	def, err := rc.Deps.Alarms.DefaultRegion(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +341,7 @@ func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) 
 	w.mu.Lock()
 	w.calls++
 	w.mu.Unlock()
-	res, err := rc.Services.Alarms.Describe(ctx, ask, q)
+	res, err := rc.Deps.Alarms.Describe(ctx, ask, q)
 	if err != nil {
 		round.errs[region] = err
 		return nil, err
@@ -359,7 +359,7 @@ func checkAlarms(ctx context.Context, rc *RunContext) error {
 	if len(w.conds) == 0 {
 		return nil
 	}
-	if err := need(rc.Services.Alarms != nil, "CloudWatch alarm source"); err != nil {
+	if err := need(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
 		return err
 	}
 	qs, err := w.queries(ctx, rc)

@@ -62,7 +62,7 @@ func (BreakerConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 	if m == nil {
 		return nil
 	}
-	m.Known("dependency", "state", "source", "instance", "instances", "min_instances")
+	m.RejectUnknown("dependency", "state", "source", "instance", "instances", "min_instances")
 	c := &breakerCondition{source: SourceGauges, all: true, minInstances: 1}
 	var ok bool
 	c.dependency, ok = decodeDependency(m)
@@ -176,10 +176,10 @@ func (c *breakerCondition) Check(ctx context.Context, rc *RunContext) (Observati
 	if c.source == SourceStore {
 		return c.checkStore(ctx, rc, dep)
 	}
-	if err := need(rc.Services.Gauges != nil, "gauge source (set metrics_url, or configure the context's metrics)"); err != nil {
+	if err := need(rc.Deps.Gauges != nil, "gauge source (set metrics_url, or configure the context's metrics)"); err != nil {
 		return Observation{}, err
 	}
-	r, err := rc.Services.Gauges.Read(ctx, dep)
+	r, err := rc.Deps.Gauges.Read(ctx, dep)
 	if err != nil {
 		return Observation{}, err
 	}
@@ -227,10 +227,10 @@ func (c *breakerCondition) Check(ctx context.Context, rc *RunContext) (Observati
 }
 
 func (c *breakerCondition) checkStore(ctx context.Context, rc *RunContext, dep string) (Observation, error) {
-	if err := need(rc.Services.Overrides != nil, "store"); err != nil {
+	if err := need(rc.Deps.Overrides != nil, "store"); err != nil {
 		return Observation{}, err
 	}
-	o, err := rc.Services.Overrides.Get(ctx, dep)
+	o, err := rc.Deps.Overrides.Get(ctx, dep)
 	state, detail := StateNotForced, dep+": no override"
 	switch {
 	case errors.Is(err, store.ErrNotFound):

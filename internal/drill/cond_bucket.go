@@ -6,6 +6,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -36,7 +37,7 @@ func (BucketConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 	if m == nil {
 		return nil
 	}
-	m.Known("client", "admit", "min_tokens", "max_tokens")
+	m.RejectUnknown("client", "admit", "min_tokens", "max_tokens")
 	c := &bucketCondition{}
 	var ok bool
 	c.client, ok = m.Template("client", true)
@@ -84,31 +85,31 @@ func (c *bucketCondition) Describe(rc *RunContext) string {
 		what = "holds"
 	}
 	if c.minTokens != nil {
-		what += fmt.Sprintf(" (>= %s tokens)", formatTokens(*c.minTokens))
+		what += fmt.Sprintf(" (>= %s tokens)", human.Number(*c.minTokens))
 	}
 	if c.maxTokens != nil {
-		what += fmt.Sprintf(" (<= %s tokens)", formatTokens(*c.maxTokens))
+		what += fmt.Sprintf(" (<= %s tokens)", human.Number(*c.maxTokens))
 	}
 	return fmt.Sprintf("the bucket of %s %s", rc.Describe(c.client), what)
 }
 
 func (c *bucketCondition) Check(ctx context.Context, rc *RunContext) (Observation, error) {
-	if err := need(rc.Services.Buckets != nil, "store"); err != nil {
+	if err := need(rc.Deps.Buckets != nil, "store"); err != nil {
 		return Observation{}, err
 	}
 	client, err := rc.Expand(c.client)
 	if err != nil {
 		return Observation{}, err
 	}
-	st, err := rc.Services.Buckets.Get(ctx, client)
+	st, err := rc.Deps.Buckets.Get(ctx, client)
 	if err != nil {
 		return Observation{}, err
 	}
-	detail := fmt.Sprintf("%s: %s tokens", client, formatTokens(st.Tokens))
+	detail := fmt.Sprintf("%s: %s tokens", client, human.Number(st.Tokens))
 	if st.Admit {
 		detail += ", admits"
 	} else {
-		detail += fmt.Sprintf(", refuses for %s", roundDuration(st.RetryAfter))
+		detail += fmt.Sprintf(", refuses for %s", human.Duration(displayPrecision(st.RetryAfter)))
 	}
 	holds := (c.admit == nil || *c.admit == st.Admit) &&
 		(c.minTokens == nil || st.Tokens >= *c.minTokens) &&

@@ -114,7 +114,7 @@ func kindName(n *yaml.Node) string {
 }
 
 // Map is a YAML mapping being decoded: fields are looked up by key, and
-// Known reports keys nobody asked for.
+// RejectUnknown reports keys nobody asked for.
 type Map struct {
 	d    *Decoder
 	node *yaml.Node
@@ -184,11 +184,13 @@ func (m *Map) Get(key string) *yaml.Node {
 // KeyNode returns the node of key itself, for positions.
 func (m *Map) KeyNode(key string) *yaml.Node { return m.kn[key] }
 
-// Known reports every key that is not one of fields.
-func (m *Map) Known(fields ...string) { m.knownExcept(nil, fields...) }
+// RejectUnknown records an error for every key that is not one of fields,
+// naming the known fields (and the closest one, when the key looks like a
+// typo of it).
+func (m *Map) RejectUnknown(fields ...string) { m.rejectUnknownExcept(nil, fields...) }
 
-// knownExcept is Known, also accepting keys for which skip returns true.
-func (m *Map) knownExcept(skip func(string) bool, fields ...string) {
+// rejectUnknownExcept is RejectUnknown, also accepting keys for which skip returns true.
+func (m *Map) rejectUnknownExcept(skip func(string) bool, fields ...string) {
 	for _, k := range m.keys {
 		if !slices.Contains(fields, k) && (skip == nil || !skip(k)) {
 			m.d.Errorf(m.kn[k], "%s: unknown field %q; known fields are %s%s", m.what, k, strings.Join(fields, ", "), didYouMean(k, fields))

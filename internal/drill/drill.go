@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -247,7 +248,7 @@ func (d *Decoder) drill(doc *yaml.Node) *Drill {
 	if m == nil {
 		return nil
 	}
-	m.knownExcept(func(k string) bool { return strings.HasPrefix(k, "x-") }, drillFields...)
+	m.rejectUnknownExcept(func(k string) bool { return strings.HasPrefix(k, "x-") }, drillFields...)
 	dr := &Drill{File: d.file, StepTimeout: DefaultStepTimeout, RollbackTimeout: DefaultRollbackTimeout, PollInterval: DefaultPollInterval}
 	if n := m.Get("version"); n != nil {
 		if v, ok := d.Int(n, "version"); ok && v != Version {
@@ -347,7 +348,7 @@ func (d *Decoder) vars(n *yaml.Node) []Var {
 			if sub == nil {
 				continue
 			}
-			sub.Known("value", "secret")
+			sub.RejectUnknown("value", "secret")
 			v.Value, ok = sub.Template("value", true)
 			v.Secret, _ = sub.Bool("secret")
 		} else {
@@ -459,8 +460,8 @@ func (d *Decoder) oneKind(m *Map, what string, fields, kinds []string, noun stri
 	var found []string
 	for _, k := range m.keys {
 		switch {
-		case contains(fields, k):
-		case contains(kinds, k):
+		case slices.Contains(fields, k):
+		case slices.Contains(kinds, k):
 			found = append(found, k)
 		default:
 			d.Errorf(m.KeyNode(k), "%s: unknown %s kind or field %q; %s kinds are %s; fields are %s%s",

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // matchOps are the operators a matcher mapping may use.
@@ -54,7 +56,7 @@ func (d *Decoder) decodeMatcher(n *yaml.Node, what string) (matcher, bool) {
 	if m == nil {
 		return matcher{}, false
 	}
-	m.Known(matchOps...)
+	m.RejectUnknown(matchOps...)
 	var out matcher
 	ok := len(m.keys) > 0
 	if !ok {
@@ -474,7 +476,7 @@ func (d *Decoder) decodeExpect(n *yaml.Node, what string) (expectation, bool) {
 	if m == nil {
 		return e, false
 	}
-	m.Known(expectFields...)
+	m.RejectUnknown(expectFields...)
 	ok := true
 	if v := m.Get("status"); v != nil {
 		s, sok := d.decodeStatus(v, what+": status")
@@ -583,12 +585,14 @@ func (e expectation) check(rc *RunContext, r *response) ([]string, error) {
 		}
 	}
 	if e.maxLatency > 0 && r.latency > e.maxLatency {
-		fails = append(fails, fmt.Sprintf("latency: want at most %s, took %s", e.maxLatency, roundDuration(r.latency)))
+		fails = append(fails, fmt.Sprintf("latency: want at most %s, took %s", human.Duration(e.maxLatency), human.Duration(displayPrecision(r.latency))))
 	}
 	return fails, nil
 }
 
-func roundDuration(d time.Duration) time.Duration {
+// displayPrecision rounds a measured duration to what a report shows: about
+// three significant digits (12.3ms, 1.23s, 12.3s); [human.Duration] writes it.
+func displayPrecision(d time.Duration) time.Duration {
 	switch {
 	case d >= 10*time.Second:
 		return d.Round(100 * time.Millisecond)

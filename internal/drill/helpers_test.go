@@ -236,7 +236,7 @@ type env struct {
 	store *memStore
 	clock clock.Clock
 	fleet *fakeFleet
-	svc   *Services
+	svc   *Deps
 	ov    *breaker.Overrides
 	bk    *ratelimit.Buckets
 	log   *audit.Log
@@ -269,7 +269,7 @@ func newEnv(t testing.TB) *env {
 	}
 	e.fleet = &fakeFleet{t: t, ov: e.ov, verifier: verifier, states: map[string]breaker.State{}}
 	doer := handlerDoer{e.fleet}
-	e.svc = &Services{
+	e.svc = &Deps{
 		Clock: e.clock, ContextName: "test", StoreDescription: "memory store", Actor: "tester@test",
 		Overrides: e.ov, KnownDependencies: []string{"core-api", "openai", "postgres", "screening-sim"},
 		Buckets: e.bk, Audit: e.log, Minter: minter, HTTP: doer,
@@ -323,7 +323,7 @@ func (r *recorder) Report(ev Event) {
 func (e *env) run(ctx context.Context, d *Drill, reps ...Reporter) (*Journal, string) {
 	e.t.Helper()
 	var log bytes.Buffer
-	r := &Runner{Services: e.svc, Reporters: append([]Reporter{&LiveLog{W: &log}}, reps...)}
+	r := &Runner{Deps: e.svc, Reporters: append([]Reporter{&LiveLog{W: &log}}, reps...)}
 	j := r.Run(ctx, d)
 	return j, log.String()
 }

@@ -8,10 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // MaxResponseBody bounds how much of a response body is read.
@@ -40,12 +43,12 @@ func decodeRequest(d *Decoder, n *yaml.Node, what string, extra ...string) (*req
 	if m == nil {
 		return nil, nil
 	}
-	m.Known(append(append([]string{}, requestFields...), extra...)...)
+	m.RejectUnknown(append(append([]string{}, requestFields...), extra...)...)
 	r := &requestSpec{}
 	ok := true
 	if s, present := m.String("method", false); present {
 		r.method = strings.ToUpper(s)
-		if !contains(methods, r.method) {
+		if !slices.Contains(methods, r.method) {
 			m.Errorf("method", "%q is not an HTTP method: use one of %s", s, strings.Join(methods, ", "))
 			ok = false
 		}
@@ -93,7 +96,7 @@ func (r *requestSpec) describe(rc *RunContext) string {
 
 // do sends the request and reads the response.
 func (r *requestSpec) do(ctx context.Context, rc *RunContext) (*response, error) {
-	if err := need(rc.Services.HTTP != nil, "HTTP client"); err != nil {
+	if err := need(rc.Deps.HTTP != nil, "HTTP client"); err != nil {
 		return nil, err
 	}
 	u, err := rc.ExpandURL(r.url)
@@ -136,7 +139,7 @@ func (r *requestSpec) do(ctx context.Context, rc *RunContext) (*response, error)
 		req.Header.Set(h.Name, v)
 	}
 	start := rc.Now()
-	resp, err := rc.Services.HTTP.Do(req)
+	resp, err := rc.Deps.HTTP.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -204,7 +207,7 @@ func (resp *response) outputs(rc *RunContext) *Outputs {
 
 // summary is one line about the response for logs.
 func (resp *response) summary() string {
-	return fmt.Sprintf("%d in %s", resp.status, roundDuration(resp.latency))
+	return fmt.Sprintf("%d in %s", resp.status, human.Duration(displayPrecision(resp.latency)))
 }
 
 func excerpt(s string, n int) string {

@@ -48,7 +48,7 @@ func (BreakerClearKind) Decode(d *Decoder, n *yaml.Node) Action {
 	if m == nil {
 		return nil
 	}
-	m.Known("dependency", "reason", "allow_unknown")
+	m.RejectUnknown("dependency", "reason", "allow_unknown")
 	a := &clearOverride{}
 	var ok bool
 	a.dependency, ok = decodeDependency(m)
@@ -73,7 +73,7 @@ func (a *clearOverride) Describe(rc *RunContext) string {
 }
 
 func (a *clearOverride) Prepare(ctx context.Context, rc *RunContext) (Rollback, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	if err := need(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
@@ -102,7 +102,7 @@ func (a *clearOverride) Prepare(ctx context.Context, rc *RunContext) (Rollback, 
 }
 
 func (a *clearOverride) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	dep, err := rc.Expand(a.dependency)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -51,7 +52,7 @@ func (BreakerForceOpenKind) Decode(d *Decoder, n *yaml.Node) Action {
 	if m == nil {
 		return nil
 	}
-	m.Known("dependency", "for", "reason", "overwrite", "allow_unknown")
+	m.RejectUnknown("dependency", "for", "reason", "overwrite", "allow_unknown")
 	a := &forceOpen{}
 	ok := true
 	a.dependency, ok = decodeDependency(m)
@@ -83,13 +84,13 @@ var _ Mutating = (*forceOpen)(nil)
 func (a *forceOpen) Describe(rc *RunContext) string {
 	how := "until the drill's deadline"
 	if a.forDur > 0 {
-		how = "for " + a.forDur.String()
+		how = "for " + human.Duration(a.forDur)
 	}
 	return fmt.Sprintf("force %s open %s", rc.Describe(a.dependency), how)
 }
 
 func (a *forceOpen) Prepare(ctx context.Context, rc *RunContext) (Rollback, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	if err := need(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func (a *forceOpen) Prepare(ctx context.Context, rc *RunContext) (Rollback, erro
 }
 
 func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	dep, err := rc.Expand(a.dependency)
 	if err != nil {
 		return nil, err
@@ -138,7 +139,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 	}
 	dur = dur.Truncate(time.Millisecond)
 	if dur < breaker.MinOverride {
-		return nil, fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, dur, breaker.MinOverride)
+		return nil, fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, human.Duration(dur), human.Duration(breaker.MinOverride))
 	}
 	l, _ := rc.Lever(breaker.OverrideKey(dep))
 	req := breaker.ForceRequest{Dependency: dep, Reason: rc.Reason(reason), Actor: svc.Actor, For: dur, Overwrite: a.overwrite}

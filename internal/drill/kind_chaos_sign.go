@@ -59,7 +59,7 @@ func (ChaosSignKind) Decode(d *Decoder, n *yaml.Node) Action {
 	if m == nil {
 		return nil
 	}
-	m.Known("target", "fault", "ms", "p", "ttl", "reason")
+	m.RejectUnknown("target", "fault", "ms", "p", "ttl", "reason")
 	a := &chaosSign{req: chaos.MintRequest{P: chaos.ProbOne, TTL: chaos.DefaultTTL}}
 	ok := true
 	if s, present := m.String("target", true); present {
@@ -149,7 +149,7 @@ func (a *chaosSign) Describe(*RunContext) string {
 // revoked, so the rollback withdraws it from the run (no later request
 // sends it) and the journal records when it expires.
 func (a *chaosSign) Prepare(_ context.Context, rc *RunContext) (Rollback, error) {
-	if err := need(rc.Services.Minter != nil && rc.Services.Audit != nil, "chaos key"); err != nil {
+	if err := need(rc.Deps.Minter != nil && rc.Deps.Audit != nil, "chaos key"); err != nil {
 		return nil, err
 	}
 	id := rc.currentStep()
@@ -158,7 +158,7 @@ func (a *chaosSign) Prepare(_ context.Context, rc *RunContext) (Rollback, error)
 }
 
 func (a *chaosSign) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	req := a.req
 	ttl := min(req.TTL, rc.Remaining(), chaos.MaxTTL).Truncate(time.Second)
 	if ttl < chaos.MinTTL {

@@ -41,7 +41,7 @@ func (SleepKind) Decode(d *Decoder, n *yaml.Node) Action {
 		if m == nil {
 			return nil
 		}
-		m.Known("for")
+		m.RejectUnknown("for")
 		dur, ok = m.Duration("for", true)
 	} else {
 		dur, ok = d.Duration(n, "sleep")

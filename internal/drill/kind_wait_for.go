@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // WaitForKind is the wait-for step: poll a condition until it holds, or
@@ -105,6 +107,6 @@ func (a *waitFor) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 	if err != nil {
 		return out, err
 	}
-	out.Detail = fmt.Sprintf("%s after %s (%d checks)", rc.Redact(res.obs.Detail), roundDuration(res.elapsed), res.polls)
+	out.Detail = fmt.Sprintf("%s after %s (%d checks)", rc.Redact(res.obs.Detail), human.Duration(displayPrecision(res.elapsed)), res.polls)
 	return out, nil
 }

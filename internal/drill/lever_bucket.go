@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -54,7 +55,7 @@ func restoreChange(client string, before ratelimit.Status, l ratelimit.Limits, n
 }
 
 func (r *bucketRollback) Undo(ctx context.Context, rc *RunContext) (string, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	if err := need(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
 		return "", err
 	}
@@ -65,17 +66,9 @@ func (r *bucketRollback) Undo(ctx context.Context, rc *RunContext) (string, erro
 		return "", err
 	}
 	if !res.Changed {
-		return fmt.Sprintf("already at %s tokens", formatTokens(level)), nil
+		return fmt.Sprintf("already at %s tokens", human.Number(level)), nil
 	}
-	return fmt.Sprintf("restored to %s tokens (%s)", formatTokens(level), c.Op), nil
-}
-
-func formatTokens(x float64) string {
-	r := math.Round(x*1000) / 1000
-	if r == 0 {
-		r = 0
-	}
-	return strconv.FormatFloat(r, 'f', -1, 64)
+	return fmt.Sprintf("restored to %s tokens (%s)", human.Number(level), c.Op), nil
 }
 
 // bucketStep is what ratelimit.drain, reset and set share: the client, the
@@ -96,7 +89,7 @@ func decodeBucketStep(d *Decoder, n *yaml.Node, op ratelimit.Op, fields ...strin
 	if m == nil {
 		return nil, nil
 	}
-	m.Known(append([]string{"client", "reason"}, fields...)...)
+	m.RejectUnknown(append([]string{"client", "reason"}, fields...)...)
 	a := &bucketStep{op: op}
 	var ok bool
 	a.client, ok = m.Template("client", true)
@@ -120,11 +113,11 @@ func (a *bucketStep) Describe(rc *RunContext) string {
 	switch a.op {
 	case ratelimit.OpDrain:
 		if a.hold > 0 {
-			return fmt.Sprintf("drain the bucket of %s and hold it for %s", client, a.hold)
+			return fmt.Sprintf("drain the bucket of %s and hold it for %s", client, human.Duration(a.hold))
 		}
 		return fmt.Sprintf("drain the bucket of %s", client)
 	case ratelimit.OpSet:
-		return fmt.Sprintf("set the bucket of %s to %s tokens", client, formatTokens(a.tokens))
+		return fmt.Sprintf("set the bucket of %s to %s tokens", client, human.Number(a.tokens))
 	default:
 		return fmt.Sprintf("reset the bucket of %s to capacity", client)
 	}
@@ -139,7 +132,7 @@ func (a *bucketStep) clientID(rc *RunContext) (string, error) {
 }
 
 func (a *bucketStep) Prepare(ctx context.Context, rc *RunContext) (Rollback, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	if err := need(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
@@ -159,7 +152,7 @@ func (a *bucketStep) Prepare(ctx context.Context, rc *RunContext) (Rollback, err
 }
 
 func (a *bucketStep) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	client, err := a.clientID(rc)
 	if err != nil {
 		return nil, err
@@ -185,18 +178,18 @@ func (a *bucketStep) Run(ctx context.Context, rc *RunContext) (*Outputs, error) 
 		return nil, err
 	}
 	out := NewOutputs().Set("client", client).
-		Set("tokens_before", formatTokens(res.Before.Tokens)).
-		Set("tokens_after", formatTokens(res.After.Tokens)).
+		Set("tokens_before", human.Number(res.Before.Tokens)).
+		Set("tokens_after", human.Number(res.After.Tokens)).
 		Set("admit", strconv.FormatBool(res.After.Admit)).
 		Set("retry_after_seconds", strconv.FormatFloat(res.After.RetryAfter.Seconds(), 'f', -1, 64)).
 		Set("changed", strconv.FormatBool(res.Changed))
 	switch {
 	case !res.Changed:
-		out.Detail = fmt.Sprintf("already at %s tokens: nothing written", formatTokens(res.Before.Tokens))
+		out.Detail = fmt.Sprintf("already at %s tokens: nothing written", human.Number(res.Before.Tokens))
 	case res.After.Admit:
-		out.Detail = fmt.Sprintf("%s → %s tokens, admitted", formatTokens(res.Before.Tokens), formatTokens(res.After.Tokens))
+		out.Detail = fmt.Sprintf("%s → %s tokens, admitted", human.Number(res.Before.Tokens), human.Number(res.After.Tokens))
 	default:
-		out.Detail = fmt.Sprintf("%s → %s tokens, refused for %s", formatTokens(res.Before.Tokens), formatTokens(res.After.Tokens), roundDuration(res.After.RetryAfter))
+		out.Detail = fmt.Sprintf("%s → %s tokens, refused for %s", human.Number(res.Before.Tokens), human.Number(res.After.Tokens), human.Duration(displayPrecision(res.After.RetryAfter)))
 	}
 	return out, nil
 }

@@ -54,7 +54,7 @@ func ours(rc *RunContext, o breaker.Override) bool {
 }
 
 func (r *overrideRollback) Undo(ctx context.Context, rc *RunContext) (string, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	if err := need(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
 		return "", err
 	}
@@ -103,7 +103,7 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *RunContext) (string, er
 // clearLever pulls the clear lever (breaker.Overrides.ClearAll) for one
 // dependency, as the drill's actor.
 func clearLever(ctx context.Context, rc *RunContext, dep, reason string) (breaker.ClearResult, error) {
-	svc := rc.Services
+	svc := rc.Deps
 	outs, err := svc.Overrides.ClearAll(ctx, svc.Audit, breaker.ClearAll{Dependencies: []string{dep}, Reason: reason,
 		Actor: func(context.Context) (string, error) { return svc.Actor, nil }})
 	if len(outs) == 0 {
@@ -125,12 +125,12 @@ func checkDependency(rc *RunContext, dep string, allowUnknown bool) error {
 	if err := breaker.ValidateDependency(dep); err != nil {
 		return err
 	}
-	known := rc.Services.KnownDependencies
+	known := rc.Deps.KnownDependencies
 	if allowUnknown || len(known) == 0 || slices.Contains(known, dep) {
 		return nil
 	}
 	return fmt.Errorf("unknown dependency %q: context %q knows %s%s (set allow_unknown: true to use it anyway)",
-		dep, rc.Services.ContextName, strings.Join(known, ", "), didYouMean(dep, known))
+		dep, rc.Deps.ContextName, strings.Join(known, ", "), didYouMean(dep, known))
 }
 
 // decodeDependency reads the dependency field, checking a literal name.

@@ -104,7 +104,7 @@ type planner interface {
 // every step, lever and condition. It reads nothing from the store and
 // writes nothing anywhere; alarm regions are resolved through svc.Alarms
 // (the AWS configuration, no CloudWatch request).
-func NewPlan(ctx context.Context, d *Drill, svc *Services) *Plan {
+func NewPlan(ctx context.Context, d *Drill, svc *Deps) *Plan {
 	rc := newRunContext(d, "PLAN", svc, nil)
 	p := &Plan{Kind: "DrillPlan", Version: Version, Drill: DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
 		Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor, TimeoutSeconds: seconds(d.Timeout),
@@ -174,7 +174,7 @@ func (p *Plan) planAlarms(ctx context.Context, rc *RunContext) {
 	if len(w.conds) == 0 {
 		return
 	}
-	if rc.Services.Alarms == nil {
+	if rc.Deps.Alarms == nil {
 		p.Problems = append(p.Problems, "alarm conditions need a CloudWatch alarm source")
 		return
 	}
@@ -207,7 +207,7 @@ func (a *forceOpen) plan(rc *RunContext) *PlanLever {
 	if a.forDur > 0 {
 		bound, parts = min(bound, a.forDur), append(parts, "for "+a.forDur.String())
 	}
-	if m := rc.Services.MaxOverride; m > 0 {
+	if m := rc.Deps.MaxOverride; m > 0 {
 		bound, parts = min(bound, m), append(parts, "the context's max-override "+m.String())
 	}
 	return &PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
@@ -224,7 +224,7 @@ func (a *clearOverride) plan(rc *RunContext) *PlanLever {
 func (a *bucketStep) plan(rc *RunContext) *PlanLever {
 	l := &PlanLever{Subject: ratelimit.Key(rc.Describe(a.client)), Inverse: "set the bucket back to its level before the drill, refilled since"}
 	oneToken := time.Second
-	if b := rc.Services.Buckets; b != nil && b.Limits().RefillPerSecond > 0 {
+	if b := rc.Deps.Buckets; b != nil && b.Limits().RefillPerSecond > 0 {
 		oneToken = time.Duration(float64(time.Second) / b.Limits().RefillPerSecond)
 	}
 	switch {

@@ -24,7 +24,7 @@ func (c *neverHolds) Check(context.Context, *RunContext) (Observation, error) {
 // checks follows from the fake clock alone.
 func TestPollRunsOnTheInjectedClockOnly(t *testing.T) {
 	fake := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	rc := newRunContext(&Drill{Name: "d", Timeout: 2 * time.Hour}, "r1", &Services{Clock: fake}, nil)
+	rc := newRunContext(&Drill{Name: "d", Timeout: 2 * time.Hour}, "r1", &Deps{Clock: fake}, nil)
 	cond := &neverHolds{}
 	done := make(chan error, 1)
 	var res pollResult

@@ -70,9 +70,9 @@ func Pending(j *Journal) []int {
 
 // Recovery runs the rollbacks a dead run left pending.
 type Recovery struct {
-	// Services are the journal's context's (its store, audit log); Actor
+	// Deps are the journal's context's (its store, audit log); Actor
 	// is who recovers.
-	Services *Services
+	Deps *Deps
 	// RollbackTimeout bounds each rollback; zero means the default.
 	RollbackTimeout time.Duration
 	// Log receives one line per rollback (may be nil).
@@ -89,7 +89,7 @@ func (rv *Recovery) Run(ctx context.Context, j *Journal) *RecoveryRecord {
 	if len(pending) == 0 {
 		return nil
 	}
-	svc := rv.Services
+	svc := rv.Deps
 	timeout := rv.RollbackTimeout
 	if timeout <= 0 {
 		timeout = DefaultRollbackTimeout

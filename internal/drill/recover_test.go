@@ -16,7 +16,7 @@ func abandonedRun(t *testing.T, e *env, src string) *Journal {
 	t.Helper()
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := &Runner{Services: e.svc, RollbackContext: gone}
+	r := &Runner{Deps: e.svc, RollbackContext: gone}
 	j := r.Run(context.Background(), parse(t, src))
 	b, err := json.Marshal(j)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 	}
 	e.svc.Actor = "recoverer@ops"
 	var lines []string
-	rec := (&Recovery{Services: e.svc, Log: func(s string) { lines = append(lines, s) }}).Run(ctx, j)
+	rec := (&Recovery{Deps: e.svc, Log: func(s string) { lines = append(lines, s) }}).Run(ctx, j)
 	if rec == nil || !rec.OK || strings.Join(rec.Rollbacks, ",") != "rb-3,rb-2,rb-1" {
 		t.Fatalf("recovery %+v", rec)
 	}
@@ -95,7 +95,7 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 		t.Errorf("recovery not recorded: audited %v, recoveries %+v", audited, j.Recoveries)
 	}
 	// Idempotent: nothing is pending any more.
-	if again := (&Recovery{Services: e.svc}).Run(ctx, j); again != nil || len(j.Recoveries) != 1 {
+	if again := (&Recovery{Deps: e.svc}).Run(ctx, j); again != nil || len(j.Recoveries) != 1 {
 		t.Errorf("second recovery: %+v", again)
 	}
 }
@@ -106,7 +106,7 @@ func TestRecoveryClearsTheDrillsOwnOverride(t *testing.T) {
 	e := newEnv(t)
 	j := abandonedRun(t, e, twoLevers)
 	e.svc.Actor = "someone-else@ops"
-	rec := (&Recovery{Services: e.svc}).Run(context.Background(), j)
+	rec := (&Recovery{Deps: e.svc}).Run(context.Background(), j)
 	if rec == nil || !rec.OK {
 		t.Fatalf("recovery %+v: %+v", rec, j.Rollbacks)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -168,7 +169,7 @@ func (r *Registry) StepKinds() []StepKind {
 	for _, k := range r.steps {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b StepKind) int { return compareStrings(a.Name(), b.Name()) })
+	slices.SortFunc(out, func(a, b StepKind) int { return strings.Compare(a.Name(), b.Name()) })
 	return out
 }
 
@@ -178,7 +179,7 @@ func (r *Registry) ConditionKinds() []ConditionKind {
 	for _, k := range r.conditions {
 		out = append(out, k)
 	}
-	slices.SortFunc(out, func(a, b ConditionKind) int { return compareStrings(a.Name(), b.Name()) })
+	slices.SortFunc(out, func(a, b ConditionKind) int { return strings.Compare(a.Name(), b.Name()) })
 	return out
 }
 
@@ -198,16 +199,6 @@ func (r *Registry) conditionNames() []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // Builtin returns a registry with every kind koshactl ships, registered

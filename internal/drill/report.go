@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -82,23 +83,23 @@ func (l *LiveLog) mark(status string) string {
 func (l *LiveLog) line(t time.Time, format string, args ...any) {
 	prefix := t.UTC().Format("2006-01-02T15:04:05.000Z")
 	if l.TTY {
-		prefix = l.paint(ansiDim, fmt.Sprintf("%7s", "+"+fmtElapsed(t.Sub(l.start))))
+		prefix = l.paint(ansiDim, fmt.Sprintf("%7s", "+"+elapsedText(t.Sub(l.start))))
 	}
 	fmt.Fprintf(l.W, "%s %s\n", prefix, fmt.Sprintf(format, args...))
 }
 
-func fmtElapsed(d time.Duration) string {
-	if d < 0 {
-		d = 0
-	}
+// elapsedText is a log line's time since the run started: tenths of a
+// second under a minute, whole seconds above.
+func elapsedText(d time.Duration) string {
+	d = max(d, 0)
 	if d < time.Minute {
-		return fmt.Sprintf("%.1fs", d.Seconds())
+		return human.Duration(d.Round(100 * time.Millisecond))
 	}
-	return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	return human.Duration(d.Truncate(time.Second))
 }
 
 func fmtSeconds(s float64) string {
-	return roundDuration(time.Duration(s * float64(time.Second))).String()
+	return human.Duration(displayPrecision(time.Duration(s * float64(time.Second))))
 }
 
 // Report implements Reporter.
@@ -112,7 +113,7 @@ func (l *LiveLog) Report(ev Event) {
 			where += " (" + safe(j.Store) + ")"
 		}
 		l.line(ev.Time, "%s %s: run %s on %s; timeout %s, deadline %s", l.paint(ansiBold, "drill"), safe(j.Drill.Name), safe(j.RunID), where,
-			time.Duration(j.TimeoutSeconds*float64(time.Second)), j.Deadline.Format(time.RFC3339))
+			human.Duration(time.Duration(j.TimeoutSeconds*float64(time.Second))), j.Deadline.Format(time.RFC3339))
 	case EventPhase:
 		l.line(ev.Time, "%s", l.paint(ansiBold, ev.Phase))
 	case EventCheckDone:

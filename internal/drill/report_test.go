@@ -104,7 +104,7 @@ func TestLiveLogOnAndOffATerminal(t *testing.T) {
 	}
 	p := plain.String()
 	for _, want := range []string{
-		"2026-11-29T19:00:00.000Z drill demo: run abc123 on context \"local\"; timeout 1m0s",
+		"2026-11-29T19:00:00.000Z drill demo: run abc123 on context \"local\"; timeout 1m",
 		"2026-11-29T19:00:01.500Z   FAIL [2/4] check failed in 20ms: want 429 & <got> 200",
 		"2026-11-29T19:00:02.000Z         waiting: multi line",
 		"FAIL rb-1 breaker#openai: failed: store unavailable; it lapses on its own at 2026-11-29T19:01:00Z (3 attempts)",

@@ -86,7 +86,7 @@ func (o *Outputs) Public() map[string]string {
 }
 
 // RunContext is what steps, conditions and rollbacks see of a run: the
-// drill, the services, the resolved variables, earlier steps' outputs and
+// drill, its dependencies, the resolved variables, earlier steps' outputs and
 // the levers moved so far. It is safe for concurrent use (stop conditions
 // are evaluated alongside steps).
 type RunContext struct {
@@ -94,8 +94,8 @@ type RunContext struct {
 	Drill *Drill
 	// RunID identifies this run in override reasons and audit records.
 	RunID string
-	// Services are what steps act on.
-	Services *Services
+	// Deps are what steps act on.
+	Deps *Deps
 
 	clock    clock.Clock
 	started  time.Time
@@ -115,13 +115,13 @@ type RunContext struct {
 	actor, recoveredBy string
 }
 
-func newRunContext(d *Drill, runID string, svc *Services, notify func(string)) *RunContext {
+func newRunContext(d *Drill, runID string, svc *Deps, notify func(string)) *RunContext {
 	clk := svc.Clock
 	if clk == nil {
 		clk = clock.Real{}
 	}
 	now := clk.Now()
-	return &RunContext{Drill: d, RunID: runID, Services: svc, clock: clk, started: now, deadline: now.Add(d.Timeout),
+	return &RunContext{Drill: d, RunID: runID, Deps: svc, clock: clk, started: now, deadline: now.Add(d.Timeout),
 		notify: notify, outputs: map[string]*Outputs{}, vars: map[string]string{}, varSecret: map[string]bool{},
 		levers: map[string]*Lever{}}
 }
@@ -168,7 +168,7 @@ func (rc *RunContext) runActor() string {
 	if rc.actor != "" {
 		return rc.actor
 	}
-	return rc.Services.Actor
+	return rc.Deps.Actor
 }
 
 // RunTag is the part of Reason that identifies this run.
@@ -187,8 +187,8 @@ func (rc *RunContext) Lookup(ref Ref) (string, bool, error) {
 		}
 		return v, sec, nil
 	case NSEnv:
-		if rc.Services.LookupEnv != nil {
-			if v, ok := rc.Services.LookupEnv(ref.Name); ok {
+		if rc.Deps.LookupEnv != nil {
+			if v, ok := rc.Deps.LookupEnv(ref.Name); ok {
 				return v, false, nil
 			}
 		}
@@ -203,7 +203,7 @@ func (rc *RunContext) Lookup(ref Ref) (string, bool, error) {
 		case "run_id":
 			return rc.RunID, false, nil
 		case "context":
-			return rc.Services.ContextName, false, nil
+			return rc.Deps.ContextName, false, nil
 		case "deadline":
 			return rc.deadline.UTC().Format(time.RFC3339), false, nil
 		}

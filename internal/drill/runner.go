@@ -89,8 +89,8 @@ type Reporter interface {
 
 // Runner runs drills.
 type Runner struct {
-	// Services are what steps act on.
-	Services *Services
+	// Deps are what steps act on.
+	Deps *Deps
 	// Reporters receive every event (live log, journal file, JUnit).
 	Reporters []Reporter
 	// RollbackContext is the parent of every rollback's context and of the
@@ -125,9 +125,9 @@ type stackEntry struct {
 // command should exit. Canceling ctx interrupts the steps; rollbacks
 // still run on contexts derived from RollbackContext.
 func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
-	svc := r.Services
+	svc := r.Deps
 	if svc == nil {
-		svc = &Services{}
+		svc = &Deps{}
 	}
 	runID := r.RunID
 	if runID == "" {
@@ -189,7 +189,7 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 			own.HTTP = NewHTTPClient()
 		}
 		own.Gauges = PrometheusGauges(u, own.HTTP, rc.clock)
-		rc.Services = &own
+		rc.Deps = &own
 		r.update(func() { j.Gauges = own.Gauges.Describe() })
 	}
 
@@ -404,8 +404,8 @@ func (r *Runner) emit(ev Event) {
 	ev.Journal = r.journal
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
-		if r.Services != nil && r.Services.Clock != nil {
-			ev.Time = r.Services.Clock.Now()
+		if r.Deps != nil && r.Deps.Clock != nil {
+			ev.Time = r.Deps.Clock.Now()
 		}
 	}
 	if ev.StepIndex > 0 && ev.Step == nil && ev.Journal != nil && ev.StepIndex <= len(ev.Journal.Steps) {

@@ -91,7 +91,7 @@ func TestRunPassesAndRollsBackTheOverride(t *testing.T) {
 			t.Errorf("audit reason %q does not name the drill run", r.Reason)
 		}
 	}
-	for _, want := range []string{"[1/4] force (breaker.force-open): force openai open for 10m0s", "rb-1 registered", "PASSED", "4/4 steps passed"} {
+	for _, want := range []string{"[1/4] force (breaker.force-open): force openai open for 10m", "rb-1 registered", "PASSED", "4/4 steps passed"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("live log lacks %q:\n%s", want, log)
 		}
@@ -681,7 +681,7 @@ steps:
     sleep: 30s
 `)
 	var log strings.Builder
-	r := &Runner{Services: e.svc, Reporters: []Reporter{&LiveLog{W: &log}, rec}, RollbackContext: rbCtx}
+	r := &Runner{Deps: e.svc, Reporters: []Reporter{&LiveLog{W: &log}, rec}, RollbackContext: rbCtx}
 	j := r.Run(ctx, d)
 	if j.ExitCode != ExitRollbackFailed {
 		t.Fatalf("exit %d\n%s", j.ExitCode, log.String())

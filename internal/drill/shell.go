@@ -56,7 +56,7 @@ func decodeShell(d *Decoder, n *yaml.Node, what string) *shellSpec {
 	if m == nil {
 		return nil
 	}
-	m.Known(shellFields...)
+	m.RejectUnknown(shellFields...)
 	var ok bool
 	s.run, ok = m.Command("run", true)
 	if sh, present := m.String("shell", false); present {
@@ -108,8 +108,8 @@ func envName(parts ...string) string {
 // variable or output holding NUL, which the environment cannot carry, is
 // left out with a notice; an env: value holding one is an error.
 func (s *shellSpec) environ(rc *RunContext) ([]string, error) {
-	env := append([]string(nil), rc.Services.Environ...)
-	env = append(env, "DRILL_NAME="+rc.Drill.Name, "DRILL_RUN_ID="+rc.RunID, "DRILL_CONTEXT="+rc.Services.ContextName,
+	env := append([]string(nil), rc.Deps.Environ...)
+	env = append(env, "DRILL_NAME="+rc.Drill.Name, "DRILL_RUN_ID="+rc.RunID, "DRILL_CONTEXT="+rc.Deps.ContextName,
 		"DRILL_DEADLINE="+rc.Deadline().UTC().Format(time.RFC3339))
 	add := func(name, value string) {
 		if envValue(value) {
@@ -193,7 +193,7 @@ type shellResult struct {
 	exitCode       int
 }
 
-// run executes the command within ctx; on cancellation the whole process
+// exec runs the command within ctx; on cancellation the whole process
 // group is killed.
 func (s *shellSpec) exec(ctx context.Context, rc *RunContext) (*shellResult, error) {
 	// The parser refuses references in a command; a command built in code

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -65,7 +66,7 @@ func (d *Decoder) shellRefusal(r Ref) string {
 	const why = "a shell command takes no ${...} references (the value would become shell code): "
 	switch r.Namespace {
 	case NSSteps:
-		if kind, ok := d.scope.earlier[r.Name]; ok && !contains(kind.Outputs(), r.Output) {
+		if kind, ok := d.scope.earlier[r.Name]; ok && !slices.Contains(kind.Outputs(), r.Output) {
 			// A family output (header.NAME, json.PATH) has no variable of
 			// its own: the step's env: gives it one.
 			v := suggestEnvName(r.Name, r.Output)

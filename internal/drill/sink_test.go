@@ -37,7 +37,7 @@ func sinkRun(t testing.TB, value string) *RunContext {
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
-	rc := newRunContext(d, "run1", &Services{}, nil)
+	rc := newRunContext(d, "run1", &Deps{}, nil)
 	rc.setVar("v", value, false)
 	rc.setVar("base", "http://h:1/p", false)
 	return rc

@@ -3,6 +3,7 @@ package drill
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -176,7 +177,7 @@ func parseRef(body string) (Ref, string) {
 		}
 		r.Name, r.Default, r.HasDefault = name, def, hasDef
 	case NSDrill:
-		if !contains(DrillFields, rest) {
+		if !slices.Contains(DrillFields, rest) {
 			return Ref{}, fmt.Sprintf("drill has no field %q: use one of %s%s", rest, strings.Join(DrillFields, ", "), didYouMean(rest, DrillFields))
 		}
 		r.Name = rest
@@ -260,12 +261,3 @@ const (
 	plainStyle
 	quotedStyle
 )
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}

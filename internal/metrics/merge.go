@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // The terms of [OverrideLag].
@@ -245,7 +246,7 @@ func notes(st DependencyStatus, now time.Time) []string {
 			age = OverrideLag // unknown (malformed created_at): not "just set"
 		}
 		if age < OverrideLag {
-			out = append(out, fmt.Sprintf("override set %s ago: gauges catch up within %s", roundAge(age), roundAge(OverrideLag)))
+			out = append(out, fmt.Sprintf("override set %s ago: gauges catch up within %s", human.Age(max(age, 0)), human.Duration(OverrideLag)))
 		} else {
 			n := g.Reporting - g.ByState[breaker.ForcedOpen]
 			switch {
@@ -253,7 +254,7 @@ func notes(st DependencyStatus, now time.Time) []string {
 				out = append(out, "override active but the gauges do not report forced: check that instances read the store")
 			case g.Breakdown == BreakdownPartial:
 				out = append(out, fmt.Sprintf("override active for %s but %d of the %d instances returned (a partial breakdown) do not report forced: check that they read the store",
-					roundAge(age), n, g.Reporting))
+					human.Age(max(age, 0)), n, g.Reporting))
 			default:
 				out = append(out, fmt.Sprintf("override active for %s but %d of %d instances do not report forced: check that they read the store",
 					overrideAge(st.Override, now), n, g.Reporting))
@@ -261,13 +262,13 @@ func notes(st DependencyStatus, now time.Time) []string {
 		}
 	case !st.OverrideActive && forcedReporting > 0:
 		if st.Override != nil && now.Sub(st.Override.ExpiresAt) < OverrideLag {
-			out = append(out, "override expired just now: gauges catch up within "+roundAge(OverrideLag))
+			out = append(out, "override expired just now: gauges catch up within "+human.Duration(OverrideLag))
 		} else {
-			out = append(out, "gauges report forced but no override is active: instances catch up within "+roundAge(OverrideLag)+" of a clear")
+			out = append(out, "gauges report forced but no override is active: instances catch up within "+human.Duration(OverrideLag)+" of a clear")
 		}
 	}
 	if st.Override != nil && !st.OverrideActive && st.Override.State == breaker.OverrideStateForcedOpen && st.Override.Expires() {
-		out = append(out, fmt.Sprintf("override expired %s ago (the item remains until cleared or collected)", roundAge(now.Sub(st.Override.ExpiresAt))))
+		out = append(out, fmt.Sprintf("override expired %s ago (the item remains until cleared or collected)", human.Age(max(now.Sub(st.Override.ExpiresAt), 0))))
 	}
 	if st.GaugeState == NoData && g.Known > 0 {
 		out = append(out, fmt.Sprintf("none of %d instances seen in the window reports now", g.Known))
@@ -284,21 +285,5 @@ func overrideAge(o *breaker.Override, now time.Time) string {
 	if o.CreatedAt.IsZero() {
 		return "an unknown time"
 	}
-	return roundAge(now.Sub(o.CreatedAt))
-}
-
-// roundAge writes an age for a note: 40s, 3m, 12m30s, 2h05m.
-func roundAge(d time.Duration) string {
-	d = max(d, 0)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Round(time.Second)/time.Second))
-	case d < time.Hour:
-		m, s := int(d/time.Minute), int(d%time.Minute/time.Second)
-		if s == 0 {
-			return fmt.Sprintf("%dm", m)
-		}
-		return fmt.Sprintf("%dm%02ds", m, s)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	return human.Age(max(now.Sub(o.CreatedAt), 0))
 }

@@ -68,7 +68,7 @@ func TestMergeDerivesTheStateToBelieve(t *testing.T) {
 		{"gauges forced, no override", nil, fleetSnap("openai", []float64{3, 3}, ages(2, time.Minute)), metrics.Forced, metrics.Forced,
 			"no override is active"},
 		{"override expired long ago, item left", []breaker.Override{override(3*time.Hour, -2*time.Hour)},
-			fleetSnap("openai", []float64{0}, ages(1, time.Minute)), metrics.Closed, metrics.Closed, "override expired 2h00m ago"},
+			fleetSnap("openai", []float64{0}, ages(1, time.Minute)), metrics.Closed, metrics.Closed, "override expired 2h ago"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := metrics.Merge([]string{"openai"}, tc.overrides, tc.snap, now)

@@ -6,27 +6,31 @@ import (
 	"math"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
 // State is the state shown for a dependency: one of the four breaker states
 // when the fleet agrees, [Mixed] when instances disagree, [NoData] when no
-// gauge reports.
+// gauge reports. The four breaker states keep the breaker_state gauge's
+// numbers ([gauge.State]: 0 closed, 1 half-open, 2 open, 3 forced), so a
+// gauge value and a display state never disagree on what a number means;
+// NoData and Mixed come after them.
 type State uint8
 
-// Display states. The zero value is NoData.
+// Display states.
 const (
-	// NoData: no instance reported the gauge recently and no override is active.
-	NoData State = iota
 	// Closed: every reporting instance is closed.
-	Closed
+	Closed = State(gauge.Closed)
 	// HalfOpen: every reporting instance is half-open (probing).
-	HalfOpen
+	HalfOpen = State(gauge.HalfOpen)
 	// Open: every reporting instance is open.
-	Open
+	Open = State(gauge.Open)
 	// Forced: an override is active, or every reporting instance reports forced.
-	Forced
+	Forced = State(gauge.ForcedOpen)
+	// NoData: no instance reported the gauge recently and no override is active.
+	NoData State = 4
 	// Mixed: reporting instances disagree.
-	Mixed
+	Mixed State = 5
 )
 
 var stateTokens = [...]string{
@@ -92,19 +96,13 @@ func (s *State) UnmarshalText(text []byte) error {
 	return nil
 }
 
-// FromBreaker converts a breaker state to a display state.
+// FromBreaker converts a breaker state to a display state: the same number
+// for the four states, NoData for anything else.
 func FromBreaker(b breaker.State) State {
-	switch b {
-	case breaker.Closed:
-		return Closed
-	case breaker.HalfOpen:
-		return HalfOpen
-	case breaker.Open:
-		return Open
-	case breaker.ForcedOpen:
-		return Forced
+	if !b.Valid() {
+		return NoData
 	}
-	return NoData
+	return State(b)
 }
 
 // GaugeState converts a gauge value to the breaker state it encodes. Values

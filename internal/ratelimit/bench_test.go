@@ -39,7 +39,7 @@ type benchResult struct {
 
 // runTakers runs k takers, each a limiter with its own clock skew, on one
 // client for d, and measures every take.
-func runTakers(b *testing.B, s ratelimit.BucketStore, v ratelimit.Variant, k int, skew time.Duration, d time.Duration) benchResult {
+func runTakers(b *testing.B, s ratelimit.BucketStore, v variant, k int, skew time.Duration, d time.Duration) benchResult {
 	var (
 		res  benchResult
 		mu   sync.Mutex
@@ -55,7 +55,7 @@ func runTakers(b *testing.B, s ratelimit.BucketStore, v ratelimit.Variant, k int
 		if k > 1 {
 			off = -skew + time.Duration(int64(2*skew)*int64(i)/int64(k-1))
 		}
-		l, err := ratelimit.NewLimiter(s, ratelimit.Config{Variant: v, Clock: skewedClock{off}})
+		l, err := newTaker(s, v, ratelimit.Config{Clock: skewedClock{off}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func BenchmarkTake(b *testing.B) {
 	}
 	cases := []benchCase{{1, 0}, {8, 0}, {32, 0}, {64, 0}, {8, 250 * time.Millisecond}}
 	for _, c := range cases {
-		for _, v := range []ratelimit.Variant{ratelimit.VariantLLD, ratelimit.VariantFixed} {
+		for _, v := range []variant{variantLLD, variantFixed} {
 			name := fmt.Sprintf("variant=%s/K=%d", v, c.k)
 			if c.skew > 0 {
 				name += fmt.Sprintf("/skew=%s", c.skew)

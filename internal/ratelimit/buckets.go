@@ -48,7 +48,7 @@ var _ ListStore = store.Store(nil)
 
 // Buckets inspects and changes buckets for operators. Every change is a
 // conditional write on the updated_at it read, stamped strictly later, so it
-// composes with concurrent data-plane takes of either variant's readers.
+// composes with concurrent data-plane takes and with any contract-following reader.
 type Buckets struct {
 	store  ListStore
 	clock  clock.Clock

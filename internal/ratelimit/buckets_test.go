@@ -139,7 +139,7 @@ func TestBucketsReset(t *testing.T) {
 		t.Errorf("reset: %+v, stored %+v", res, got)
 	}
 	// The data plane reads it as full and admits.
-	if d := take(t, newLimiter(t, s, ratelimit.VariantFixed, clk), "c"); !d.Allowed || d.Remaining != 19 {
+	if d := take(t, newLimiter(t, s, variantFixed, clk), "c"); !d.Allowed || d.Remaining != 19 {
 		t.Errorf("take after reset: %+v", d)
 	}
 }
@@ -148,7 +148,7 @@ func TestBucketsDrainAndSet(t *testing.T) {
 	s := newMemStore()
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
-	dataPlane := newLimiter(t, s, ratelimit.VariantFixed, clk)
+	dataPlane := newLimiter(t, s, variantFixed, clk)
 
 	// Drain of a missing (full) bucket creates it empty.
 	res := apply(t, b, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})

@@ -15,16 +15,18 @@
 // and admits a request iff refilled >= 1 (see [Limits.Refill] and
 // docs/contracts/rate-limit-bucket.md).
 //
-// # Variants
+// # The take
 //
-// [VariantLLD] is the LLD's pseudocode as written. It has four known flaws:
-// two takes in the same millisecond (or a lagging clock) both pass the
-// "updated_at = :seen" condition and spend one token; a lagging clock refills
-// backwards and moves updated_at backwards; failing open after three refused
-// writes lets a client's own concurrency through unmetered; and two concurrent
-// first takes both create the item. [VariantFixed], the default, stamps a
-// strictly increasing updated_at (max(now, seen+1)), never refills for a
-// negative elapsed time, creates only when absent, and on contention denies
-// instead of allowing; it fails open only when the store itself fails. Both
-// write items every contract-following reader understands.
+// [Limiter.Take] is the LLD's take with its four known flaws fixed: two
+// takes in the same millisecond (or a lagging clock) both passing the
+// "updated_at = :seen" condition and spending one token; a lagging clock
+// refilling backwards and moving updated_at backwards; failing open after
+// three refused writes, which lets a client's own concurrency through
+// unmetered; and two concurrent first takes both creating the item. It
+// stamps a strictly increasing updated_at (max(now, seen+1)), never refills
+// for a negative elapsed time, creates only when absent, and on contention
+// denies instead of allowing; it fails open only when the store itself
+// fails. The pseudocode as written lives beside this package's tests
+// (lld_test.go), which reproduce each flaw against it and check that the
+// take does not have it; the benchmark compares the two.
 package ratelimit

@@ -122,16 +122,16 @@ func stored(t *testing.T, s interface {
 	return b
 }
 
-func newLimiter(t *testing.T, s ratelimit.BucketStore, v ratelimit.Variant, clk clock.Clock) *ratelimit.Limiter {
+func newLimiter(t *testing.T, s ratelimit.BucketStore, v variant, clk clock.Clock) taker {
 	t.Helper()
-	l, err := ratelimit.NewLimiter(s, ratelimit.Config{Variant: v, Clock: clk})
+	l, err := newTaker(s, v, ratelimit.Config{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
-func take(t *testing.T, l *ratelimit.Limiter, client string) ratelimit.Decision {
+func take(t *testing.T, l taker, client string) ratelimit.Decision {
 	t.Helper()
 	d, err := l.Take(context.Background(), client)
 	if err != nil {

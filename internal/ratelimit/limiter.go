@@ -34,11 +34,13 @@ const (
 	OutcomeAdmitted Outcome = iota
 	// OutcomeDenied: the bucket held less than one token.
 	OutcomeDenied
-	// OutcomeDeniedContention: VariantFixed gave up after its conditional
+	// OutcomeDeniedContention: the take gave up after its conditional
 	// writes were refused on every attempt, and refused the request.
 	OutcomeDeniedContention
-	// OutcomeFailOpenContention: VariantLLD gave up after its conditional
-	// writes were refused on every attempt, and allowed the request unmetered.
+	// OutcomeFailOpenContention: what the LLD's pseudocode does after its
+	// conditional writes were refused on every attempt: allow the request
+	// unmetered (flaw 3). [Limiter] never decides it; the label stays so a
+	// data plane that follows the pseudocode reports in the same terms.
 	OutcomeFailOpenContention
 	// OutcomeFailOpenError: the store failed (unavailable, throttled, a
 	// malformed item); the request was allowed unmetered, as the degradation
@@ -104,13 +106,11 @@ type ObserverFunc func(client string, d Decision)
 // ObserveTake calls f.
 func (f ObserverFunc) ObserveTake(client string, d Decision) { f(client, d) }
 
-// Config configures a [Limiter]. The zero value is the LLD's limits, the fixed
-// variant, 3 CAS retries and the wall clock.
+// Config configures a [Limiter]. The zero value is the LLD's limits, 3 CAS
+// retries and the wall clock.
 type Config struct {
 	// Limits of every bucket; zero fields take the LLD's defaults.
 	Limits Limits
-	// Variant is the algorithm; the zero value is VariantFixed.
-	Variant Variant
 	// MaxCASRetries bounds refused conditional writes per take; zero means
 	// DefaultMaxCASRetries, negative means none (one attempt).
 	MaxCASRetries int
@@ -127,7 +127,6 @@ type Config struct {
 type Limiter struct {
 	store    BucketStore
 	limits   Limits
-	variant  Variant
 	retries  int
 	clock    clock.Clock
 	observer Observer
@@ -138,9 +137,6 @@ func NewLimiter(s BucketStore, cfg Config) (*Limiter, error) {
 	l := cfg.Limits.WithDefaults()
 	if err := l.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.Variant != VariantFixed && cfg.Variant != VariantLLD {
-		return nil, fmt.Errorf("new limiter: unknown variant %v", cfg.Variant)
 	}
 	retries := cfg.MaxCASRetries
 	switch {
@@ -153,14 +149,11 @@ func NewLimiter(s BucketStore, cfg Config) (*Limiter, error) {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Limiter{store: s, limits: l, variant: cfg.Variant, retries: retries, clock: clk, observer: cfg.Observer}, nil
+	return &Limiter{store: s, limits: l, retries: retries, clock: clk, observer: cfg.Observer}, nil
 }
 
 // Limits returns the limiter's limits.
 func (l *Limiter) Limits() Limits { return l.limits }
-
-// Variant returns the limiter's algorithm.
-func (l *Limiter) Variant() Variant { return l.variant }
 
 // Take decides whether client may make one request now, spending a token if
 // so. Store failures do not return an error: they fail open (Allowed, FailOpen,
@@ -171,13 +164,7 @@ func (l *Limiter) Take(ctx context.Context, client string) (Decision, error) {
 	if err := ValidateClientID(client); err != nil {
 		return Decision{Limits: l.limits}, err
 	}
-	var d Decision
-	var err error
-	if l.variant == VariantLLD {
-		d, err = l.takeLLD(ctx, client)
-	} else {
-		d, err = l.takeFixed(ctx, client)
-	}
+	d, err := l.take(ctx, client)
 	d.Limits = l.limits
 	if err != nil {
 		return d, err
@@ -213,44 +200,9 @@ func storeFailure(ctx context.Context, retries int, err error) (Decision, error)
 	return Decision{Allowed: true, FailOpen: true, Outcome: OutcomeFailOpenError, CASRetries: retries, Cause: err}, nil
 }
 
-// takeLLD is section 6's pseudocode, line for line:
-//
-//	item = get(pk) or {"tokens": CAPACITY, "updated_at": now}
-//	refilled = min(CAPACITY, item.tokens + (now - item.updated_at) / 1000 * RATE)
-//	if refilled < 1: raise RateLimited(retry_after=(1 - refilled) / RATE)
-//	update(pk, SET tokens = refilled - 1, updated_at = now,
-//	       IF attribute_not_exists(pk) OR updated_at = :seen)
-//	# ConditionalCheckFailed -> re-read and retry (max 3), then allow (fail-open)
-func (l *Limiter) takeLLD(ctx context.Context, client string) (Decision, error) {
-	pk := Key(client)
-	for retries := 0; ; retries++ {
-		b, err := l.read(ctx, pk)
-		if err != nil {
-			return storeFailure(ctx, retries, err)
-		}
-		now := l.clock.Now().UnixMilli()
-		if b == nil {
-			b = &Bucket{Client: client, Tokens: l.limits.Capacity, UpdatedAtMs: now}
-		}
-		refilled := l.limits.RefillLLD(b.Tokens, b.UpdatedAtMs, now)
-		if refilled < 1 {
-			return Decision{Outcome: OutcomeDenied, Remaining: refilled, RetryAfter: l.limits.RetryAfter(refilled), CASRetries: retries}, nil
-		}
-		next := Bucket{Client: client, Tokens: refilled - 1, UpdatedAtMs: now}
-		next.TTL = l.limits.TTL(now, next.Tokens)
-		err = l.store.Put(ctx, next.Item(), store.IfAbsentOrEquals(AttrUpdatedAt, b.UpdatedAtMs))
-		switch {
-		case err == nil:
-			return Decision{Allowed: true, Outcome: OutcomeAdmitted, Remaining: next.Tokens, CASRetries: retries}, nil
-		case !errors.Is(err, store.ErrConditionFailed):
-			return storeFailure(ctx, retries, err)
-		case retries == l.retries:
-			return Decision{Allowed: true, FailOpen: true, Outcome: OutcomeFailOpenContention, CASRetries: retries + 1, Cause: ErrContention}, nil
-		}
-	}
-}
-
-// takeFixed is the default algorithm. Against the LLD it changes four things:
+// take is the LLD's take with its four known flaws fixed (the pseudocode as
+// written is kept beside the tests, lld_test.go, which measure the flaws).
+// Against the LLD it changes four things:
 //
 //   - updated_at is written as max(now, seen+1): strictly increasing, so the
 //     "updated_at = :seen" condition is a real compare-and-set even for two
@@ -265,7 +217,7 @@ func (l *Limiter) takeLLD(ctx context.Context, client string) (Decision, error) 
 //
 // After a refused write it re-reads, or uses the current item when the store
 // returned it with the refusal.
-func (l *Limiter) takeFixed(ctx context.Context, client string) (Decision, error) {
+func (l *Limiter) take(ctx context.Context, client string) (Decision, error) {
 	pk := Key(client)
 	var (
 		b      *Bucket

@@ -14,7 +14,7 @@ import (
 
 // Both variants agree on every sequential (uncontended, same-clock) history.
 func TestTakeSequential(t *testing.T) {
-	for _, v := range ratelimit.Variants {
+	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := newMemStore()
 			clk := clock.NewFake(epoch)
@@ -40,17 +40,17 @@ func TestTakeSequential(t *testing.T) {
 			if d.Allowed || d.Outcome != ratelimit.OutcomeDenied || d.Remaining >= 1 {
 				t.Fatalf("21st take in one instant: %+v", d)
 			}
-			if v == ratelimit.VariantLLD && d.RetryAfter != time.Second {
+			if v == variantLLD && d.RetryAfter != time.Second {
 				t.Errorf("retry after = %v, want 1s", d.RetryAfter)
 			}
-			if v == ratelimit.VariantFixed && (d.RetryAfter < time.Second || d.RetryAfter > time.Second+20*time.Millisecond) {
+			if v == variantFixed && (d.RetryAfter < time.Second || d.RetryAfter > time.Second+20*time.Millisecond) {
 				t.Errorf("retry after = %v, want 1s plus the stamps ahead of the clock", d.RetryAfter)
 			}
 
 			// 1.5 s later: one token admitted, half a token left, then refused
 			// for 500 ms.
 			clk.Advance(1500 * time.Millisecond)
-			if v == ratelimit.VariantFixed {
+			if v == variantFixed {
 				clk.Advance(19 * time.Millisecond) // the burst's stamps ran 19 ms ahead
 			}
 			d = take(t, l, "alice")
@@ -75,7 +75,7 @@ func TestTakeSequential(t *testing.T) {
 }
 
 func TestTakeDeniedWritesNothing(t *testing.T) {
-	for _, v := range ratelimit.Variants {
+	for _, v := range variants {
 		s := newMemStore()
 		s.set(ratelimit.Bucket{Client: "c", Tokens: 0.2, UpdatedAtMs: t0}.Item())
 		l := newLimiter(t, s, v, clock.NewFake(epoch.Add(100*time.Millisecond)))
@@ -117,7 +117,7 @@ func TestTakeCustomLimits(t *testing.T) {
 // Store failures fail open (the degradation matrix), for both variants; the
 // cause is kept for metrics and logs.
 func TestTakeFailsOpenOnStoreErrors(t *testing.T) {
-	for _, v := range ratelimit.Variants {
+	for _, v := range variants {
 		for name, setup := range map[string]func(*memStore){
 			"get fails": func(m *memStore) { m.failGet = errOutage },
 			"put fails": func(m *memStore) { m.failPut = errOutage },
@@ -142,7 +142,7 @@ func TestTakeFailsOpenOnStoreErrors(t *testing.T) {
 
 func TestTakeErrors(t *testing.T) {
 	s := newMemStore()
-	l := newLimiter(t, s, ratelimit.VariantFixed, clock.NewFake(epoch))
+	l := newLimiter(t, s, variantFixed, clock.NewFake(epoch))
 	if _, err := l.Take(context.Background(), "bad id"); !errors.Is(err, ratelimit.ErrInvalidClient) {
 		t.Errorf("bad id: %v", err)
 	}
@@ -199,7 +199,7 @@ func TestFixedUsesCurrentFromRefusal(t *testing.T) {
 		// Another taker writes between our read and our write, once.
 		s.set(ratelimit.Bucket{Client: "c", Tokens: 9, UpdatedAtMs: t0 + 1}.Item())
 	}}
-	d := take(t, newLimiter(t, inner, ratelimit.VariantFixed, clock.NewFake(epoch)), "c")
+	d := take(t, newLimiter(t, inner, variantFixed, clock.NewFake(epoch)), "c")
 	if !d.Allowed || d.CASRetries != 1 || d.Remaining != 8 {
 		t.Fatalf("decision: %+v", d)
 	}
@@ -222,20 +222,4 @@ func (i *interfering) Get(ctx context.Context, pk string) (store.Item, error) {
 	it, err := i.memStore.Get(ctx, pk)
 	i.once.Do(i.onGet)
 	return it, err
-}
-
-func TestVariantNames(t *testing.T) {
-	for _, v := range ratelimit.Variants {
-		got, err := ratelimit.ParseVariant(v.String())
-		if err != nil || got != v {
-			t.Errorf("ParseVariant(%q) = %v, %v", v, got, err)
-		}
-	}
-	if _, err := ratelimit.ParseVariant("optimistic"); err == nil {
-		t.Error("unknown variant accepted")
-	}
-	var zero ratelimit.Config
-	if zero.Variant != ratelimit.VariantFixed {
-		t.Error("the zero Config is not the fixed variant")
-	}
 }

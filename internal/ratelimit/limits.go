@@ -79,14 +79,6 @@ func (l Limits) Refill(tokens float64, updatedAtMs, nowMs int64) float64 {
 	return l.refill(tokens, max(0, nowMs-updatedAtMs))
 }
 
-// RefillLLD is the LLD pseudocode's formula, without the clamp: a negative
-// elapsed time refills backwards. Only [VariantLLD] uses it.
-//
-//	min(capacity, tokens + (now - updated_at) / 1000 * rate)
-func (l Limits) RefillLLD(tokens float64, updatedAtMs, nowMs int64) float64 {
-	return l.refill(tokens, nowMs-updatedAtMs)
-}
-
 func (l Limits) refill(tokens float64, elapsedMs int64) float64 {
 	l = l.WithDefaults()
 	return min(l.Capacity, tokens+float64(elapsedMs)/1000*l.RefillPerSecond)

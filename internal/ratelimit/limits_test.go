@@ -43,8 +43,8 @@ func TestRefillFormula(t *testing.T) {
 			if got := lim.Refill(tc.tokens, tc.updated, tc.now); math.Abs(got-tc.want) > 1e-9 {
 				t.Errorf("Refill = %v, want %v", got, tc.want)
 			}
-			if got := lim.RefillLLD(tc.tokens, tc.updated, tc.now); math.Abs(got-tc.wantLLD) > 1e-9 {
-				t.Errorf("RefillLLD = %v, want %v", got, tc.wantLLD)
+			if got := refillLLD(lim, tc.tokens, tc.updated, tc.now); math.Abs(got-tc.wantLLD) > 1e-9 {
+				t.Errorf("refillLLD = %v, want %v", got, tc.wantLLD)
 			}
 		})
 	}

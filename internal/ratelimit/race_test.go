@@ -52,7 +52,7 @@ func (g *gatedStore) Get(ctx context.Context, pk string) (store.Item, error) {
 // pending is a take running in the background.
 type pending chan ratelimit.Decision
 
-func start(t *testing.T, l *ratelimit.Limiter, client string) pending {
+func start(t *testing.T, l taker, client string) pending {
 	p := make(pending, 1)
 	go func() {
 		d, err := l.Take(context.Background(), client)
@@ -65,7 +65,7 @@ func start(t *testing.T, l *ratelimit.Limiter, client string) pending {
 }
 
 // drain takes until refused and returns how many were admitted.
-func drain(t *testing.T, l *ratelimit.Limiter, client string) int {
+func drain(t *testing.T, l taker, client string) int {
 	t.Helper()
 	n := 0
 	for take(t, l, client).Allowed {
@@ -89,10 +89,10 @@ func admittedOf(ds ...ratelimit.Decision) int {
 
 // checkAdmission asserts the variant's expected count: the LLD variant must
 // exceed the ideal (the flaw is real), the fixed one must not.
-func checkAdmission(t *testing.T, v ratelimit.Variant, admitted, ideal int) {
+func checkAdmission(t *testing.T, v variant, admitted, ideal int) {
 	t.Helper()
 	switch v {
-	case ratelimit.VariantLLD:
+	case variantLLD:
 		if admitted <= ideal {
 			t.Errorf("LLD variant admitted %d with %d tokens available: the flaw did not reproduce", admitted, ideal)
 		}
@@ -108,7 +108,7 @@ func checkAdmission(t *testing.T, v ratelimit.Variant, admitted, ideal int) {
 // with one token left. The LLD writes updated_at = now = the value read, so
 // both conditional writes hold: two requests spend one token.
 func TestFlaw1SameMillisecondLostUpdate(t *testing.T) {
-	for _, v := range ratelimit.Variants {
+	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := newMemStore()
 			s.set(ratelimit.Bucket{Client: "c", Tokens: 1, UpdatedAtMs: t0}.Item())
@@ -123,7 +123,7 @@ func TestFlaw1SameMillisecondLostUpdate(t *testing.T) {
 			close(gb.release)
 			db := <-b
 			checkAdmission(t, v, admittedOf(da, db), 1)
-			if v == ratelimit.VariantFixed && (db.Allowed || db.CASRetries != 1) {
+			if v == variantFixed && (db.Allowed || db.CASRetries != 1) {
 				t.Errorf("second taker: %+v, want refused after one refused write", db)
 			}
 		})
@@ -134,7 +134,7 @@ func TestFlaw1SameMillisecondLostUpdate(t *testing.T) {
 // negative elapsed time: the LLD refills backwards (refusing a client that
 // has tokens, with a wrong retry-after) and writes updated_at backwards.
 func TestFlaw2SkewRefillsAndStampsBackwards(t *testing.T) {
-	for _, v := range ratelimit.Variants {
+	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := newMemStore()
 			s.set(ratelimit.Bucket{Client: "c", Tokens: 3, UpdatedAtMs: t0}.Item())
@@ -142,7 +142,7 @@ func TestFlaw2SkewRefillsAndStampsBackwards(t *testing.T) {
 			d := take(t, lagging, "c")
 			b := stored(t, s, "c")
 			switch v {
-			case ratelimit.VariantLLD:
+			case variantLLD:
 				if d.Allowed || d.RetryAfter != 3*time.Second {
 					t.Errorf("LLD: %+v; want a refusal (3 - 5 = -2 tokens) with retry-after 3s", d)
 				}
@@ -155,10 +155,10 @@ func TestFlaw2SkewRefillsAndStampsBackwards(t *testing.T) {
 			s.set(ratelimit.Bucket{Client: "c", Tokens: 10, UpdatedAtMs: t0}.Item())
 			take(t, lagging, "c")
 			b = stored(t, s, "c")
-			if v == ratelimit.VariantLLD && b.UpdatedAtMs != t0-5000 {
+			if v == variantLLD && b.UpdatedAtMs != t0-5000 {
 				t.Errorf("LLD stamped %d; the flaw is that it moves updated_at back to %d", b.UpdatedAtMs, t0-5000)
 			}
-			if v == ratelimit.VariantFixed && b.UpdatedAtMs <= t0 {
+			if v == variantFixed && b.UpdatedAtMs <= t0 {
 				t.Errorf("fixed moved updated_at from %d back to %d", t0, b.UpdatedAtMs)
 			}
 		})
@@ -169,7 +169,7 @@ func TestFlaw2SkewRefillsAndStampsBackwards(t *testing.T) {
 // value another taker read, so that taker's stale write passes its condition
 // and erases two takes. True time is the accurate node's clock.
 func TestFlaw2SkewBringsBackAReadValue(t *testing.T) {
-	for _, v := range ratelimit.Variants {
+	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := newMemStore()
 			// 5 tokens a second ago; two nodes' clocks lag one second.
@@ -194,7 +194,7 @@ func TestFlaw2SkewBringsBackAReadValue(t *testing.T) {
 // another take by the same client lands first; after 3 retries the LLD
 // allows the victim anyway, unmetered.
 func TestFlaw3FailOpenOnContention(t *testing.T) {
-	for _, v := range ratelimit.Variants {
+	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := newMemStore()
 			s.set(ratelimit.Bucket{Client: "c", Tokens: 4, UpdatedAtMs: t0}.Item())
@@ -213,12 +213,12 @@ func TestFlaw3FailOpenOnContention(t *testing.T) {
 			g.after = nil
 			// 4 tokens + 4 ms of refill (0.004 tokens): 4 requests may pass.
 			checkAdmission(t, v, otherAdmitted+admittedOf(d), 4)
-			want := map[ratelimit.Variant]ratelimit.Outcome{
-				ratelimit.VariantLLD: ratelimit.OutcomeFailOpenContention, ratelimit.VariantFixed: ratelimit.OutcomeDeniedContention}[v]
-			if d.Outcome != want || d.CASRetries != 4 || d.FailOpen != (v == ratelimit.VariantLLD) {
+			want := map[variant]ratelimit.Outcome{
+				variantLLD: ratelimit.OutcomeFailOpenContention, variantFixed: ratelimit.OutcomeDeniedContention}[v]
+			if d.Outcome != want || d.CASRetries != 4 || d.FailOpen != (v == variantLLD) {
 				t.Errorf("victim: %+v, want outcome %v after 4 refused writes", d, want)
 			}
-			if v == ratelimit.VariantFixed && d.RetryAfter != time.Second {
+			if v == variantFixed && d.RetryAfter != time.Second {
 				t.Errorf("contention retry-after = %v, want one refill interval", d.RetryAfter)
 			}
 		})
@@ -229,7 +229,7 @@ func TestFlaw3FailOpenOnContention(t *testing.T) {
 // LLD's condition "attribute_not_exists(pk) OR updated_at = :now" holds for
 // the second writer too (the first wrote updated_at = now): both write 19.
 func TestFlaw4ConcurrentFirstCreation(t *testing.T) {
-	for _, v := range ratelimit.Variants {
+	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := newMemStore()
 			clk := clock.NewFake(epoch)
@@ -245,7 +245,7 @@ func TestFlaw4ConcurrentFirstCreation(t *testing.T) {
 			tokens := stored(t, s, "c").Tokens
 			n := admittedOf(da, db) + drain(t, newLimiter(t, s, v, clk), "c")
 			checkAdmission(t, v, n, ratelimit.DefaultCapacity)
-			if v == ratelimit.VariantFixed && tokens != 18 {
+			if v == variantFixed && tokens != 18 {
 				t.Errorf("after two first takes the bucket holds %g, want 18", tokens)
 			}
 		})
@@ -255,7 +255,7 @@ func TestFlaw4ConcurrentFirstCreation(t *testing.T) {
 // hammer runs k goroutines each taking n times from one client on s, with
 // the variant v and the clock clk, and returns the admitted count and the
 // outcomes seen.
-func hammer(t *testing.T, s ratelimit.BucketStore, v ratelimit.Variant, clk clock.Clock, client string, k, n int) (int, map[ratelimit.Outcome]int) {
+func hammer(t *testing.T, s ratelimit.BucketStore, v variant, clk clock.Clock, client string, k, n int) (int, map[ratelimit.Outcome]int) {
 	t.Helper()
 	var (
 		mu       sync.Mutex
@@ -320,11 +320,11 @@ func raceOnStore(t *testing.T, open func(t *testing.T) ratelimit.BucketStore) {
 		k, n int
 	}{{"k8", 8, 10}, {"k32", 32, 5}} {
 		t.Run(tc.name+"/frozen-clock", func(t *testing.T) {
-			for _, v := range ratelimit.Variants {
+			for _, v := range variants {
 				s := open(t)
 				admitted, outcomes := hammer(t, s, v, clock.NewFake(epoch), "hot", tc.k, tc.n)
 				t.Logf("%s: %d takers x %d: admitted %d of ideal %d; outcomes %v", v, tc.k, tc.n, admitted, ratelimit.DefaultCapacity, outcomes)
-				if v == ratelimit.VariantFixed {
+				if v == variantFixed {
 					if admitted > ratelimit.DefaultCapacity {
 						t.Errorf("fixed variant admitted %d, ideal %d", admitted, ratelimit.DefaultCapacity)
 					}
@@ -335,14 +335,14 @@ func raceOnStore(t *testing.T, open func(t *testing.T) ratelimit.BucketStore) {
 			}
 		})
 		t.Run(tc.name+"/ticking-clock", func(t *testing.T) {
-			for _, v := range ratelimit.Variants {
+			for _, v := range variants {
 				s := open(t)
 				clk := &tickingClock{now: epoch, step: 3 * time.Millisecond}
 				admitted, outcomes := hammer(t, s, v, clk, "hot", tc.k, tc.n)
 				ideal := ratelimit.DefaultCapacity + int(clk.elapsed()/time.Second)
 				t.Logf("%s: %d takers x %d over %v of fake time: admitted %d of ideal %d; outcomes %v",
 					v, tc.k, tc.n, clk.elapsed(), admitted, ideal, outcomes)
-				if v == ratelimit.VariantFixed && admitted > ideal {
+				if v == variantFixed && admitted > ideal {
 					t.Errorf("fixed variant admitted %d, ideal %d", admitted, ideal)
 				}
 			}

@@ -77,7 +77,7 @@ func TestConformance(t *testing.T) {
 }
 
 func conformTake(t *testing.T, s store.Store) {
-	for _, v := range ratelimit.Variants {
+	for _, v := range variants {
 		clk := clock.NewFake(epoch)
 		l := newLimiter(t, s, v, clk)
 		client := "take-" + v.String()
@@ -99,7 +99,7 @@ func conformTake(t *testing.T, s store.Store) {
 		}
 		// Fractional tokens round-trip exactly through the store.
 		clk.Advance(1537 * time.Millisecond)
-		if v == ratelimit.VariantFixed {
+		if v == variantFixed {
 			clk.Advance(19 * time.Millisecond)
 		}
 		d := take(t, l, client)
@@ -118,7 +118,7 @@ func conformTake(t *testing.T, s store.Store) {
 func conformChanges(t *testing.T, s store.Store) {
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
-	l := newLimiter(t, s, ratelimit.VariantFixed, clk)
+	l := newLimiter(t, s, variantFixed, clk)
 	apply(t, b, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
 	if d := take(t, l, "c"); d.Allowed {
 		t.Fatalf("admitted after drain: %+v", d)
@@ -209,8 +209,8 @@ func conformList(t *testing.T, s store.Store) {
 // meaning.
 func conformMixedVariants(t *testing.T, s store.Store) {
 	clk := clock.NewFake(epoch)
-	fixed := newLimiter(t, s, ratelimit.VariantFixed, clk)
-	lld := newLimiter(t, s, ratelimit.VariantLLD, clk)
+	fixed := newLimiter(t, s, variantFixed, clk)
+	lld := newLimiter(t, s, variantLLD, clk)
 	admitted := 0
 	for i := range 30 {
 		l := fixed

@@ -41,7 +41,7 @@ func TestChaosHeaderHonouredForOperators(t *testing.T) {
 	}
 	h.screen(operator, "gw-2", hdr)
 	var applied []audit.Record
-	eventually(t, 5*time.Second, "a chaos.applied record", func() bool {
+	eventually(t, 30*time.Second, "a chaos.applied record", func() bool {
 		applied = h.records(sandbox.ActionChaosApplied)
 		return len(applied) > 0
 	})
@@ -110,7 +110,7 @@ func TestIgnoredChaosHeadersAreAudited(t *testing.T) {
 		t.Errorf("%v faults injected by ignored headers", v)
 	}
 	var recs []audit.Record
-	eventually(t, 5*time.Second, "5 chaos.ignored records", func() bool {
+	eventually(t, 30*time.Second, "5 chaos.ignored records", func() bool {
 		recs = h.records(sandbox.ActionChaosIgnored)
 		return len(recs) == 5
 	})
@@ -152,7 +152,7 @@ func TestChaosDisabledIgnoresEveryHeader(t *testing.T) {
 	if v := h.metric("kosha_chaos_ignored_total", map[string]string{"reason": sandbox.IgnoredDisabled}); v != 1 {
 		t.Errorf("kosha_chaos_ignored_total{reason=disabled} = %v", v)
 	}
-	eventually(t, 5*time.Second, "a disabled record", func() bool {
+	eventually(t, 30*time.Second, "a disabled record", func() bool {
 		recs := h.records(sandbox.ActionChaosIgnored)
 		return len(recs) == 1 && strings.Contains(string(recs[0].After), `"check":"disabled"`)
 	})
@@ -182,7 +182,7 @@ func TestFloodOfIgnoredHeadersWritesFewRecords(t *testing.T) {
 	// interval ends. The 6 other clients: the cap (3 per interval, agent-1's
 	// record included) lets 2 through and sums up 4.
 	var recs []audit.Record
-	eventually(t, 10*time.Second, "the summaries", func() bool {
+	eventually(t, 30*time.Second, "the summaries", func() bool {
 		recs = h.records(sandbox.ActionChaosIgnored)
 		return len(recs) == 5
 	})

@@ -20,7 +20,7 @@
 //   - The gateway (gateway.go, jsonrpc.go, principal.go, chaosgate.go): the
 //     JSON-RPC tools/call endpoint with a bearer principal, the per-client
 //     rate limit, load shedding and the signed chaos header.
-//   - The tools (tools.go, coreapi.go, outbox.go) and the degradation matrix;
+//   - The tools (tools.go, kb.go, outbox.go) and the degradation matrix;
 //     the downstream simulators (downstream.go) with latency distributions,
 //     error rates, periodic outages and their /admin/chaos knobs.
 //   - Metrics (metrics.go, emf.go) and the traffic generator (traffic.go).

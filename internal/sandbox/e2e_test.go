@@ -45,15 +45,31 @@ func TestE2EForceOpenReachesEveryInstance(t *testing.T) {
 	if !allAre(h.states(sandbox.OpenAI), 4, 0) {
 		t.Fatalf("openai before the override: %v", h.states(sandbox.OpenAI))
 	}
-	cfg := h.srv.Config()
-	forcedAt := time.Now()
+	// The bound is the cache: an instance reads the override at most once per
+	// refresh period, and one read that starts after the write sees it. So
+	// count reads, not seconds (a loaded machine stretches seconds): once
+	// every instance has read the store twice since the command returned
+	// (the first may have started before the write), every one is forced.
+	reads := func() []uint64 {
+		var n []uint64
+		for _, in := range h.srv.Fleet().Instances() {
+			d, _ := in.Dependency(sandbox.OpenAI)
+			n = append(n, d.Force.Reads())
+		}
+		return n
+	}
 	cli.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident drill", "--for", "10m")
-	took := eventually(t, 5*time.Second, "openai forced (3) on every instance", func() bool { return allAre(h.states(sandbox.OpenAI), 4, 3) })
-	// The bound is cache period + poll (300 ms here); the scrape that
-	// observes it, and a loaded CI machine, get a generous margin.
-	if limit := cfg.OverrideRefresh + cfg.OverridePoll + time.Second; time.Since(forcedAt) > limit {
-		t.Errorf("propagation took %s from the command's start (%s after it returned), over cache %s + poll %s (+1s margin)",
-			time.Since(forcedAt), took, cfg.OverrideRefresh, cfg.OverridePoll)
+	written := reads()
+	eventually(t, 30*time.Second, "two override reads on every instance after the write", func() bool {
+		for i, n := range reads() {
+			if n < written[i]+2 {
+				return false
+			}
+		}
+		return true
+	})
+	if !allAre(h.states(sandbox.OpenAI), 4, 3) {
+		t.Fatalf("openai after two override reads on every instance: %v, want forced (3) on all 4", h.states(sandbox.OpenAI))
 	}
 	for i := 1; i <= 4; i++ {
 		r := h.call(agent, sandbox.ToolSearchKnowledgeBase, map[string]any{"query": "chargeback reason codes"}, sandbox.InstanceName(i), nil)
@@ -69,7 +85,7 @@ func TestE2EForceOpenReachesEveryInstance(t *testing.T) {
 	}
 
 	cli.MustRun(0, "breaker", "clear", "openai", "--reason", "drill over")
-	eventually(t, 5*time.Second, "openai closed (0) on every instance", func() bool { return allAre(h.states(sandbox.OpenAI), 4, 0) })
+	eventually(t, 30*time.Second, "openai closed (0) on every instance", func() bool { return allAre(h.states(sandbox.OpenAI), 4, 0) })
 	r := h.call(agent, sandbox.ToolSearchKnowledgeBase, map[string]any{"query": "refund"}, "", nil)
 	if r.Structured["degraded"] != false || str(r.Structured, "ranking") != "hybrid" {
 		t.Errorf("search after clear: %s", describe(r))
@@ -121,7 +137,7 @@ func TestE2EChaosErrorOpensTheBreakerAndProbesCloseIt(t *testing.T) {
 	}
 	// The CLI's chaos.sign record and the data plane's chaos.applied share the jti.
 	jti := hdr[strings.Index(hdr, "jti=")+4 : strings.Index(hdr, ";sig=")]
-	eventually(t, 5*time.Second, "chaos.sign and chaos.applied under chaos#"+jti, func() bool {
+	eventually(t, 30*time.Second, "chaos.sign and chaos.applied under chaos#"+jti, func() bool {
 		actions := map[string]bool{}
 		for _, rec := range auditList(t, cli, "--subject", "chaos#"+jti) {
 			actions[rec.Action] = true
@@ -161,7 +177,7 @@ func TestE2EIgnoredHeadersAreAudited(t *testing.T) {
 			t.Errorf("ignored header injected a fault: %s", describe(r))
 		}
 	}
-	eventually(t, 5*time.Second, "four chaos.ignored records in koshactl audit list", func() bool {
+	eventually(t, 30*time.Second, "four chaos.ignored records in koshactl audit list", func() bool {
 		recs := auditList(t, cli, "--action", sandbox.ActionChaosIgnored)
 		checks := map[string]bool{}
 		for _, rec := range recs {

@@ -152,7 +152,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.sims.byName[name] = sim
 		down[name] = sim
 	}
-	limiter, err := ratelimit.NewLimiter(deps.Store, ratelimit.Config{Limits: cfg.RateLimit, Variant: ratelimit.VariantFixed,
+	limiter, err := ratelimit.NewLimiter(deps.Store, ratelimit.Config{Limits: cfg.RateLimit,
 		Clock: deps.Clock, Observer: m})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

@@ -9,13 +9,11 @@ const (
 	condAbsent
 	condPresent
 	condEquals
-	condAbsentOrEquals
 	condPresentWithout
 )
 
 // Condition guards a write. Build one with [Always], [IfAbsent], [IfPresent],
-// [IfEquals], [IfAbsentOrEquals] or [IfPresentWithout]; the zero value is
-// [Always].
+// [IfEquals] or [IfPresentWithout]; the zero value is [Always].
 type Condition struct {
 	kind  condKind
 	attr  string
@@ -35,12 +33,6 @@ func IfPresent() Condition { return Condition{kind: condPresent} }
 // IfEquals holds when the item exists and its attribute attr equals v.
 func IfEquals(attr string, v any) Condition { return Condition{kind: condEquals, attr: attr, value: v} }
 
-// IfAbsentOrEquals holds when no item exists, or it exists and attr equals v.
-// It is the LLD's "attribute_not_exists(pk) OR updated_at = :seen".
-func IfAbsentOrEquals(attr string, v any) Condition {
-	return Condition{kind: condAbsentOrEquals, attr: attr, value: v}
-}
-
 // IfPresentWithout holds when the item exists and has no attribute attr. It
 // is how a write is made conditional on an attribute that was absent when the
 // item was read ("attribute_exists(pk) AND attribute_not_exists(attr)").
@@ -49,9 +41,9 @@ func IfPresentWithout(attr string) Condition { return Condition{kind: condPresen
 // IsAlways reports whether the condition is [Always] (no check at all).
 func (c Condition) IsAlways() bool { return c.kind == condAlways }
 
-// Validate checks that the condition can be evaluated: IfEquals and
-// IfAbsentOrEquals need an attribute name and a string, int, int64 or finite
-// float64 value; IfPresentWithout needs an attribute name. Backends call it
+// Validate checks that the condition can be evaluated: IfEquals needs an
+// attribute name and a string, int, int64 or finite float64 value;
+// IfPresentWithout needs an attribute name. Backends call it
 // before writing; a bad condition fails with ErrInvalidItem.
 func (c Condition) Validate() error {
 	if c.kind == condPresentWithout {
@@ -75,7 +67,7 @@ func (c Condition) Validate() error {
 
 // AllowsAbsent reports whether the condition holds for a missing item.
 func (c Condition) AllowsAbsent() bool {
-	return c.kind == condAlways || c.kind == condAbsent || c.kind == condAbsentOrEquals
+	return c.kind == condAlways || c.kind == condAbsent
 }
 
 // RequiresAbsent reports whether the condition holds only for a missing item.
@@ -92,7 +84,7 @@ func (c Condition) Lacks() (attr string, ok bool) {
 
 // Match returns the attribute and value an existing item must hold, if any.
 func (c Condition) Match() (attr string, v any, ok bool) {
-	if c.kind == condEquals || c.kind == condAbsentOrEquals {
+	if c.kind == condEquals {
 		return c.attr, c.value, true
 	}
 	return "", nil, false
@@ -128,8 +120,6 @@ func (c Condition) String() string {
 		return "item present"
 	case condEquals:
 		return fmt.Sprintf("%s = %v", c.attr, c.value)
-	case condAbsentOrEquals:
-		return fmt.Sprintf("item absent or %s = %v", c.attr, c.value)
 	case condPresentWithout:
 		return fmt.Sprintf("item present without %s", c.attr)
 	case condAlways:

@@ -187,8 +187,6 @@ func TestConditionHolds(t *testing.T) {
 		{IfEquals("v", int64(2)), "n", "y", "v = 2"},
 		{IfEquals("v", int64(3)), "n", "n", "v = 3"},
 		{IfEquals("w", int64(2)), "n", "n", "w = 2"},
-		{IfAbsentOrEquals("v", int64(2)), "y", "y", "item absent or v = 2"},
-		{IfAbsentOrEquals("v", int64(1)), "y", "n", "item absent or v = 1"},
 	} {
 		yn := func(b bool) string {
 			if b {
@@ -206,12 +204,12 @@ func TestConditionHolds(t *testing.T) {
 			t.Errorf("String() = %q, want %q", tc.cond.String(), tc.on)
 		}
 	}
-	for _, c := range []Condition{Always(), IfAbsent(), IfPresent(), IfEquals("v", 1), IfEquals("v", "s"), IfAbsentOrEquals("v", 0.5)} {
+	for _, c := range []Condition{Always(), IfAbsent(), IfPresent(), IfEquals("v", 1), IfEquals("v", "s")} {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%v.Validate: %v", c, err)
 		}
 	}
-	for _, c := range []Condition{IfEquals("", 1), IfEquals("v", true), IfEquals("v", nil), IfAbsentOrEquals("v", math.NaN())} {
+	for _, c := range []Condition{IfEquals("", 1), IfEquals("v", true), IfEquals("v", nil), IfEquals("v", math.NaN())} {
 		if err := c.Validate(); !errors.Is(err, ErrInvalidItem) {
 			t.Errorf("%v.Validate = %v, want ErrInvalidItem", c, err)
 		}

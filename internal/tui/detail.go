@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -101,7 +102,7 @@ func (m Model) detailLines(height int) []string {
 	stripW := min(len(r.periods), max(m.width-13, 10))
 	lines = append(lines, "",
 		label("Timeline")+strip(r.periods, stripW, st),
-		label("")+st.Dim.Render(pad("-"+compactDuration(m.opts.Window), stripW-3)+"now"))
+		label("")+st.Dim.Render(pad("-"+human.Duration(m.opts.Window), stripW-3)+"now"))
 
 	if len(r.Instances) > 0 {
 		title := fmt.Sprintf("Instances (%d)", len(r.Instances))

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/tui/keys"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
@@ -529,7 +529,7 @@ func forceResult(msg forcedMsg, now time.Time) (string, bool) {
 		after := msg.res.After
 		lasts := "with no expiry"
 		if after.Expires() {
-			lasts = "for " + cmdutil.HumanDuration(after.ExpiresAt.Sub(after.CreatedAt))
+			lasts = "for " + human.Age(after.ExpiresAt.Sub(after.CreatedAt))
 		}
 		return fmt.Sprintf("%s %s %s — reason: %s", dep, verb, lasts, msg.req.Reason), false
 	case errors.Is(msg.err, audit.ErrAuditWrite):

@@ -9,7 +9,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
 )
 
@@ -97,7 +97,7 @@ func setAgo(o breaker.Override, now time.Time) string {
 	if o.CreatedAt.IsZero() {
 		return "at an unknown time"
 	}
-	return cmdutil.HumanDuration(now.Sub(o.CreatedAt)) + " ago"
+	return human.Age(now.Sub(o.CreatedAt)) + " ago"
 }
 
 // expiryText says when an override lapses, relative to now.
@@ -108,9 +108,9 @@ func expiryText(o breaker.Override, now time.Time) string {
 	case !o.Expires():
 		return "never expires"
 	case o.ActiveAt(now):
-		return "expires in " + cmdutil.HumanDuration(o.ExpiresAt.Sub(now))
+		return "expires in " + human.Age(o.ExpiresAt.Sub(now))
 	}
-	return "expired " + cmdutil.HumanDuration(now.Sub(o.ExpiresAt)) + " ago"
+	return "expired " + human.Age(now.Sub(o.ExpiresAt)) + " ago"
 }
 
 func (p *prompt) newInput() textinput.Model {
@@ -124,7 +124,7 @@ func (p *prompt) newInput() textinput.Model {
 		}
 	case stepDuration:
 		in = newInput("Duration: ", "like 30m or 2h", 12, p.styles)
-		in.SetValue(compactDuration(DefaultForceFor))
+		in.SetValue(human.Duration(DefaultForceFor))
 		in.CursorEnd()
 	case stepConfirm:
 		in = newInput(fmt.Sprintf("PROTECTED context: type %q to confirm: ", p.contextName), "", 64, p.styles)
@@ -153,7 +153,7 @@ func (p *prompt) next() (done bool, errMsg string) {
 		case breaker.CheckOverrideDuration(d) != nil:
 			return false, breaker.CheckOverrideDuration(d).Error()
 		case d > p.maxOverride:
-			return false, fmt.Sprintf("%s is over this context's max-override of %s", compactDuration(d), compactDuration(p.maxOverride))
+			return false, fmt.Sprintf("%s is over this context's max-override of %s", v, human.Duration(p.maxOverride))
 		}
 		p.duration = d
 	case stepConfirm:
@@ -194,14 +194,14 @@ func (p *prompt) view(width int) string {
 		case stepReason:
 			lines = append(lines, st.Label.Render("Reason:   ")+safe(p.reason))
 		case stepDuration:
-			lines = append(lines, st.Label.Render("Duration: ")+compactDuration(p.duration))
+			lines = append(lines, st.Label.Render("Duration: ")+human.Duration(p.duration))
 		case stepConfirm:
 			// Always the last step, so never among the answered ones.
 		}
 	}
 	lines = append(lines, inputView(p.input))
 	if p.steps[p.step] == stepDuration {
-		lines = append(lines, st.Dim.Render(fmt.Sprintf("at most %s; the override lapses by itself then", compactDuration(p.maxOverride))))
+		lines = append(lines, st.Dim.Render(fmt.Sprintf("at most %s; the override lapses by itself then", human.Duration(p.maxOverride))))
 	}
 	if p.err != "" {
 		lines = append(lines, st.StatusError.Render("! "+p.err))
@@ -213,17 +213,4 @@ func (p *prompt) view(width int) string {
 	lines = append(lines, "", st.Dim.Render(last+" · esc: cancel (nothing is changed)"))
 	box := st.Box.Width(min(max(width-2, 20), 100))
 	return box.Render(strings.Join(lines, "\n"))
-}
-
-// compactDuration writes d as Go parses it, without zero units: 1h, 30m,
-// 1h30m, 90s.
-func compactDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

@@ -24,6 +24,9 @@ func newRow(st metrics.DependencyStatus, start time.Time, period time.Duration, 
 // periodStates places points on the window's grid by their worst value.
 func periodStates(points []metrics.Point, start time.Time, period time.Duration, n int) []metrics.State {
 	out := make([]metrics.State, n)
+	for i := range out {
+		out[i] = metrics.NoData
+	}
 	for _, p := range points {
 		i := int(p.Time.Sub(start) / period)
 		if i < 0 || i >= n {

@@ -52,7 +52,7 @@ func (p *program) resize(w, h int) {
 func waitFor(t *testing.T, p *program, texts ...string) {
 	t.Helper()
 	var screen string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		out, err := io.ReadAll(p.Output())
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +72,7 @@ func waitFor(t *testing.T, p *program, texts ...string) {
 
 func finalModel(t *testing.T, tm *program) Model {
 	t.Helper()
-	return tm.FinalModel(t, teatest.WithFinalTimeout(5*time.Second)).(Model)
+	return tm.FinalModel(t, teatest.WithFinalTimeout(30*time.Second)).(Model)
 }
 
 func TestProgramForceOpenThenClear(t *testing.T) {

@@ -32,7 +32,7 @@ func strip(periods []metrics.State, width int, st styles.Styles) string {
 		lo := max(hi-per, 0)
 		worst := metrics.NoData
 		for _, s := range periods[lo:hi] {
-			worst = max(worst, s) // states are numbered by severity
+			worst = worse(worst, s)
 		}
 		if worst != runState {
 			flush()
@@ -42,4 +42,17 @@ func strip(periods []metrics.State, width int, st styles.Styles) string {
 	}
 	flush()
 	return b.String()
+}
+
+// worse returns the more severe of two period states: any gauge state is
+// worse than no data, and the gauge's numbers (0 closed .. 3 forced) rank
+// the rest.
+func worse(a, b metrics.State) metrics.State {
+	switch {
+	case a == metrics.NoData:
+		return b
+	case b == metrics.NoData:
+		return a
+	}
+	return max(a, b)
 }

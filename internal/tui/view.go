@@ -11,7 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
@@ -82,9 +82,9 @@ func (m Model) headerLines() []string {
 		lines = append(lines, st.Protected.Render(pad(ansi.Truncate(text, m.width, "…"), m.width)))
 	}
 	fresh := fmt.Sprintf("store %s %s · gauges %s %s · every %s", safe(m.opts.StoreName), m.freshness(m.store),
-		safe(m.gaugesName()), m.freshness(m.gauges), cmdutil.HumanDuration(m.opts.Interval))
+		safe(m.gaugesName()), m.freshness(m.gauges), human.Age(m.opts.Interval))
 	if ansi.StringWidth(fresh) > m.width {
-		fresh = fmt.Sprintf("store %s · gauges %s · every %s", m.freshness(m.store), m.freshness(m.gauges), cmdutil.HumanDuration(m.opts.Interval))
+		fresh = fmt.Sprintf("store %s · gauges %s · every %s", m.freshness(m.store), m.freshness(m.gauges), human.Age(m.opts.Interval))
 	}
 	lines = append(lines, st.Dim.Render(ansi.Truncate(fresh, m.width, "…")))
 	for _, s := range []struct {
@@ -96,7 +96,7 @@ func (m Model) headerLines() []string {
 		}
 		stale := "no data yet"
 		if s.src.loaded {
-			stale = "showing data from " + cmdutil.HumanDuration(m.now.Sub(s.src.at)) + " ago"
+			stale = "showing data from " + human.Age(m.now.Sub(s.src.at)) + " ago"
 		}
 		if s.hint != "" {
 			stale += " (" + s.hint + ")"
@@ -129,9 +129,9 @@ func (m Model) freshness(s source) string {
 	case !s.loaded:
 		return "FAILED"
 	case s.err != nil:
-		return "STALE " + cmdutil.HumanDuration(m.now.Sub(s.at))
+		return "STALE " + human.Age(m.now.Sub(s.at))
 	}
-	return cmdutil.HumanDuration(max(m.now.Sub(s.at), 0)) + " ago"
+	return human.Age(max(m.now.Sub(s.at), 0)) + " ago"
 }
 
 // bodyHeight is how many lines the view below the header may use (the
@@ -189,7 +189,7 @@ func (m Model) tableLines(height int) []string {
 	}
 	head.WriteString(pad("INST", c.inst) + " " + pad("OVERRIDE", c.override))
 	if c.strip > 0 {
-		label := "LAST " + compactDuration(m.opts.Window)
+		label := "LAST " + human.Duration(m.opts.Window)
 		head.WriteString(" " + padLeft(label, c.strip))
 	}
 	lines := []string{st.ColumnHeader.Render(head.String())}
@@ -296,7 +296,7 @@ func (m Model) overrideCell(r *row) string {
 	}
 	switch {
 	case r.OverrideActive && o.Expires():
-		return mark + cmdutil.HumanDuration(o.ExpiresAt.Sub(m.now)) + " " + shortActor(o.Actor) + " " + safe(o.Reason)
+		return mark + human.Age(o.ExpiresAt.Sub(m.now)) + " " + shortActor(o.Actor) + " " + safe(o.Reason)
 	case r.OverrideActive:
 		return mark + "∞ " + shortActor(o.Actor) + " " + safe(o.Reason)
 	case o.State != breaker.OverrideStateForcedOpen:
@@ -433,5 +433,5 @@ func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
-	return cmdutil.HumanDuration(max(now.Sub(t), 0)) + " ago"
+	return human.Age(max(now.Sub(t), 0)) + " ago"
 }

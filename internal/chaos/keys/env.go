@@ -13,7 +13,8 @@ import (
 const DefaultEnvVar = "KOSHA_CHAOS_KEY"
 
 // Env is a key held in an environment variable as standard base64. It holds
-// one key and does not rotate.
+// one key and does not rotate. (A key source named for where the key is, like
+// [Local] and [SecretsManager]; not a dependency bag.)
 type Env struct {
 	name   string
 	lookup func(string) (string, bool)

@@ -154,7 +154,7 @@ func TestRotationRefusedWhileCurrentIsYoung(t *testing.T) {
 		t.Errorf("refusal %+v, want allowed at %s", tse, allowed)
 	}
 	msg := err.Error()
-	for _, want := range []string{allowed.Format(time.RFC3339), "--force", "20m0s old"} {
+	for _, want := range []string{allowed.Format(time.RFC3339), "--force", "20m old"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("refusal %q does not say %q", msg, want)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // SecretsManagerAPI is the part of the Secrets Manager client this package
@@ -356,8 +357,8 @@ func (e *TooSoonError) Error() string {
 	return fmt.Sprintf("rotate chaos key secret %q: %v: AWSCURRENT (version %s) is only %s old; rotating before %s "+
 		"(%s header lifetime + %s propagation delay after it was created) could retire a key that still signs live headers; "+
 		"wait until then, or pass --force to rotate anyway",
-		e.SecretID, ErrTooSoon, e.VersionID, e.Age.Round(time.Second), e.AllowedAt.UTC().Format(time.RFC3339),
-		HeaderLifetime, e.Delay)
+		e.SecretID, ErrTooSoon, e.VersionID, human.Age(e.Age), e.AllowedAt.UTC().Format(time.RFC3339),
+		human.Duration(HeaderLifetime), human.Duration(e.Delay))
 }
 
 // Unwrap returns ErrTooSoon.

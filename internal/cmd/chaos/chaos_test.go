@@ -317,7 +317,7 @@ func TestVerifyExpiryAndCapWithSkew(t *testing.T) {
 	value = strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "core-api", "--fault", "error", "--ttl", "15m", "-o", "value").Stdout)
 	c.Clock.Set(clitest.Epoch.Add(-20 * time.Second))
 	v := c.must(0, "chaos", "verify", value)
-	if !strings.Contains(v.Stdout, "within the 15m0s cap plus 30s clock-skew allowance") {
+	if !strings.Contains(v.Stdout, "within the 15m cap plus 30s clock-skew allowance") {
 		t.Errorf("cap row:\n%s", v.Stdout)
 	}
 	r = c.must(cmdutil.ExitError, "chaos", "verify", value, "--skew", "0")

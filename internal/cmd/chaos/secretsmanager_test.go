@@ -225,7 +225,14 @@ func TestRotationAuditNamesTheKeysItReplaced(t *testing.T) {
 	if len(recs) != 3 {
 		t.Fatalf("%d rotation records, want 3", len(recs))
 	}
-	before := decode[kidState](t, string(recs[0].Before))
+	// The records of one clock instant list in no particular order: find
+	// this rotation's by the key it made current.
+	var before kidState
+	for _, r := range recs {
+		if decode[kidState](t, string(r.After)).CurrentKID == mine.After.CurrentKID {
+			before = decode[kidState](t, string(r.Before))
+		}
+	}
 	if before.CurrentKID != other.After.CurrentKID || before.VersionID != other.After.VersionID {
 		t.Errorf("audit before = %s, want the other rotation's key %s (version %s)", recs[0].Before, other.After.CurrentKID, other.After.VersionID)
 	}

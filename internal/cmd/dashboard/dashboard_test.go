@@ -99,7 +99,7 @@ func (term *terminal) Write(p []byte) (int, error) {
 func (term *terminal) waitFor(t *testing.T, texts ...string) {
 	t.Helper()
 	var screen string
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		term.mu.Lock()
 		_, _ = term.emu.Write(term.out.Bytes())
 		term.out.Reset()

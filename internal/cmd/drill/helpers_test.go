@@ -112,13 +112,13 @@ func tryJournal(path string) (drill.Journal, error) {
 }
 
 // waitFor polls cond (each poll yields the processor) until it holds, for
-// at most 10s of wall time.
+// at most 30s of wall time.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10s")
+			t.Fatal("condition not reached within 30s")
 		}
 		runtime.Gosched()
 		time.Sleep(time.Millisecond)

@@ -34,7 +34,7 @@ func TestSandboxOnDynamoDBContext(t *testing.T) {
 		done <- cli.RunContext(ctx, "sandbox", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--time-scale", "20")
 	}()
 	var url string
-	poll(t, 15*time.Second, "the sandbox serving", func() bool {
+	poll(t, 30*time.Second, "the sandbox serving", func() bool {
 		select {
 		case r := <-done:
 			t.Fatalf("sandbox exited early: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -58,7 +58,7 @@ func TestSandboxOnDynamoDBContext(t *testing.T) {
 	}
 
 	cli.MustRun(0, "breaker", "force-open", "screening-sim", "--reason", "dynamo drill", "--for", "10m")
-	poll(t, 10*time.Second, "screening-sim forced on every instance", func() bool {
+	poll(t, 30*time.Second, "screening-sim forced on every instance", func() bool {
 		st, err := fetchStatus(client, url)
 		if err != nil {
 			t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox/config"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
 )
@@ -242,7 +243,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		served += in.Served()
 	}
 	fmt.Fprintf(f.IOStreams.Out, "koshactl sandbox: stopped after %s; %d tool calls served\n",
-		time.Since(started).Round(time.Second), served)
+		human.Age(time.Since(started)), served)
 	return nil
 }
 

@@ -123,7 +123,7 @@ func TestDemo(t *testing.T) {
 			"--profile", "flaky", "--time-scale", "40", "--chaos", "--emf", emf)
 	}()
 	var url string
-	poll(t, 10*time.Second, "the sandbox's address in --addr-file", func() bool {
+	poll(t, 30*time.Second, "the sandbox's address in --addr-file", func() bool {
 		select {
 		case r := <-done:
 			t.Fatalf("sandbox exited early: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -134,7 +134,7 @@ func TestDemo(t *testing.T) {
 		return err == nil && url != ""
 	})
 	client := &http.Client{Timeout: 5 * time.Second}
-	poll(t, 20*time.Second, "synthetic traffic served on every instance", func() bool {
+	poll(t, 30*time.Second, "synthetic traffic served on every instance", func() bool {
 		st, err := fetchStatus(client, url)
 		if err != nil {
 			t.Fatal(err)
@@ -161,7 +161,7 @@ func TestDemo(t *testing.T) {
 	// An operator's force from another terminal reaches the fleet.
 	cli.Clock.Set(time.Now())
 	cli.MustRun(0, "breaker", "force-open", "core-api", "--reason", "demo", "--for", "5m")
-	poll(t, 10*time.Second, "core-api forced on every instance", func() bool {
+	poll(t, 30*time.Second, "core-api forced on every instance", func() bool {
 		st, err := fetchStatus(client, url)
 		if err != nil {
 			t.Fatal(err)

@@ -198,14 +198,9 @@ func expression(cond store.Condition) (*condExpr, error) {
 			return nil, err
 		}
 		ex.values = map[string]types.AttributeValue{":v": av}
-		if cond.AllowsAbsent() {
-			ex.names["#a"] = attr
-			ex.text = "attribute_not_exists(#pk) OR #a = :v"
-		} else {
-			// DynamoDB refuses placeholders the expression does not use.
-			ex.names = map[string]string{"#a": attr}
-			ex.text = "#a = :v"
-		}
+		// DynamoDB refuses placeholders the expression does not use.
+		ex.names = map[string]string{"#a": attr}
+		ex.text = "#a = :v"
 		return ex, nil
 	}
 	if attr, ok := cond.Lacks(); ok {

@@ -197,7 +197,7 @@ func TestConditionErrorCarriesCurrentItem(t *testing.T) {
 	if err := s.Put(ctx, cur, store.Always()); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Put(ctx, store.Item{store.PK: "rl#a", "tokens": 2.5}, store.IfAbsentOrEquals("updated_at", int64(999)))
+	err := s.Put(ctx, store.Item{store.PK: "rl#a", "tokens": 2.5}, store.IfEquals("updated_at", int64(999)))
 	var ce *store.ConditionError
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want a ConditionError", err)

@@ -249,10 +249,6 @@ func condCases(pk string) []condCase {
 		{"ifequals/mismatch", v1, store.IfEquals("v", int64(2)), false},
 		{"ifequals/type mismatch", v1, store.IfEquals("v", "1"), false},
 		{"ifequals/missing attribute", v1, store.IfEquals("w", int64(1)), false},
-		{"ifabsentorequals/absent", nil, store.IfAbsentOrEquals("v", int64(7)), true},
-		{"ifabsentorequals/match", v1, store.IfAbsentOrEquals("v", int64(1)), true},
-		{"ifabsentorequals/mismatch", v1, store.IfAbsentOrEquals("v", int64(2)), false},
-		{"ifabsentorequals/missing attribute", v1, store.IfAbsentOrEquals("w", int64(1)), false},
 		// A number read back is matched exactly as stored, however large.
 		{"ifequals/match as read, beyond int64", v1, store.IfEquals("big", 9e125), true},
 		{"ifequals/match exact number as read", v1, store.IfEquals("exact", store.Number("1.00000000000000000001")), true},

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -123,7 +124,7 @@ func (o *Options) expiry(now time.Time, maxFor time.Duration) (time.Time, error)
 			return time.Time{}, cmdutil.Usagef("--until %s: %v; give a time at least %s away", o.Until, err, breaker.MinOverride)
 		}
 		if t.Sub(now) > maxFor {
-			return time.Time{}, cmdutil.Usagef("--until is %s away, over this context's max-override of %s: pick an earlier time", cmdutil.HumanDuration(t.Sub(now)), maxFor)
+			return time.Time{}, cmdutil.Usagef("--until is %s away, over this context's max-override of %s: pick an earlier time", human.Age(t.Sub(now)), maxFor)
 		}
 		return t, nil
 	}

@@ -5,6 +5,7 @@ package shared
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,7 +29,7 @@ func CheckDependencies(names, known []string, allowUnknown bool) error {
 			return cmdutil.Usagef("dependency %q is named twice", n)
 		}
 		seen[n] = true
-		if allowUnknown || contains(known, n) {
+		if allowUnknown || slices.Contains(known, n) {
 			continue
 		}
 		msg := fmt.Sprintf("unknown dependency %q: this context knows %s", n, strings.Join(known, ", "))
@@ -38,15 +39,6 @@ func CheckDependencies(names, known []string, allowUnknown bool) error {
 		return cmdutil.Usagef("%s; add it with koshactl config set-context --add-dependency, or pass --allow-unknown", msg)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // closest returns the known name nearest to n, ignoring hyphens and

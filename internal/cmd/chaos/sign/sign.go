@@ -268,25 +268,25 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return fmt.Errorf("chaos header jti %s was signed but is not printed, because %w; a header must not be used unaudited: fix the store (%s) and sign again",
 			m.Header.JTI, err, env.Store.Describe())
 	}
-	return print(f, opts, env, src, m, rec)
+	return printMinted(f, opts, env, src, m, rec)
 }
 
-func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, src *shared.KeySource, m *chaos.Minted, rec audit.Record) error {
-	io := f.IOStreams
+func printMinted(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, src *shared.KeySource, m *chaos.Minted, rec audit.Record) error {
+	ios := f.IOStreams
 	kid := m.Header.KID
 	if src.GeneratedLocal() {
-		fmt.Fprintf(io.ErrOut, "generated the local chaos key (kid %s): %s\n", kid, src.Describe())
+		fmt.Fprintf(ios.ErrOut, "generated the local chaos key (kid %s): %s\n", kid, src.Describe())
 	}
 	var err error
 	switch opts.Output {
 	case FormatHeader:
-		_, err = fmt.Fprintln(io.Out, m.Line())
+		_, err = fmt.Fprintln(ios.Out, m.Line())
 	case FormatValue:
-		_, err = fmt.Fprintln(io.Out, m.Value())
+		_, err = fmt.Fprintln(ios.Out, m.Value())
 	case FormatCurl:
-		_, err = fmt.Fprintln(io.Out, m.CurlArgs())
+		_, err = fmt.Fprintln(ios.Out, m.CurlArgs())
 	default:
-		err = cmdutil.PrintStructured(io.Out, opts.Output, Result{
+		err = cmdutil.PrintStructured(ios.Out, opts.Output, Result{
 			Kind: "ChaosHeader", Context: env.Name, KeySource: src.Describe(),
 			Header: chaos.HeaderName, Value: m.Value(), Fields: m.Header,
 			IssuedAt: m.IssuedAt.UTC(), ExpiresAt: m.Header.ExpTime().UTC(), TTL: m.TTL.String(), AuditID: rec.ID,
@@ -295,8 +295,8 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, src *shared.KeyS
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(io.ErrOut, "signed chaos header (%s) with kid %s from %s (context %q); expires %s; audit record %s\n",
+	fmt.Fprintf(ios.ErrOut, "signed chaos header (%s) with kid %s from %s (context %q); expires %s; audit record %s\n",
 		m.Header.Summary(), kid, src.Describe(), env.Name,
-		cmdutil.FormatTime(m.Header.ExpTime(), f.Clock.Now(), io.IsStderrTTY()), rec.ID)
+		cmdutil.FormatTime(m.Header.ExpTime(), f.Clock.Now(), ios.IsStderrTTY()), rec.ID)
 	return nil
 }

@@ -168,9 +168,9 @@ var outcomeText = map[chaos.Outcome]string{
 }
 
 func printTable(f *cmdutil.Factory, res Result) error {
-	io := f.IOStreams
-	tw := cmdutil.NewTable(io.Out)
-	tw.Header(io, "CHECK", "RESULT", "DETAIL")
+	ios := f.IOStreams
+	tw := cmdutil.NewTable(ios.Out)
+	tw.Header(ios, "CHECK", "RESULT", "DETAIL")
 	for _, c := range res.Checks {
 		detail := c.Reason
 		if c.Check == chaos.CheckSyntax && c.Outcome == chaos.OutcomeFail {
@@ -185,14 +185,14 @@ func printTable(f *cmdutil.Factory, res Result) error {
 	switch err := res.Err(); {
 	case err == nil:
 		h := res.Header
-		fmt.Fprintf(io.Out, "\nVALID: %s; kid %s, jti %s; expires %s\n", h.Summary(), h.KID, h.JTI,
-			cmdutil.FormatTime(h.ExpTime(), res.Now, io.IsStdoutTTY()))
+		fmt.Fprintf(ios.Out, "\nVALID: %s; kid %s, jti %s; expires %s\n", h.Summary(), h.KID, h.JTI,
+			cmdutil.FormatTime(h.ExpTime(), res.Now, ios.IsStdoutTTY()))
 	case errors.As(err, &ce):
-		fmt.Fprintf(io.Out, "\nINVALID: rejected by the %s check; the data plane would ignore this header\n", ce.Check)
+		fmt.Fprintf(ios.Out, "\nINVALID: rejected by the %s check; the data plane would ignore this header\n", ce.Check)
 	default:
-		fmt.Fprintln(io.Out, "\nUNDECIDED: the keys could not be read; the data plane would ignore this header")
+		fmt.Fprintln(ios.Out, "\nUNDECIDED: the keys could not be read; the data plane would ignore this header")
 	}
-	_, err := fmt.Fprintf(io.Out, "checked against %s (context %q), cap %s plus %s clock-skew allowance\n",
+	_, err := fmt.Fprintf(ios.Out, "checked against %s (context %q), cap %s plus %s clock-skew allowance\n",
 		res.KeySource, res.Context, res.MaxAhead, res.Skew)
 	return err
 }

@@ -118,7 +118,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	fmt.Fprintf(io.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
-	rv := &drill.Recovery{Services: svc, Log: func(line string) { fmt.Fprintln(io.ErrOut, "  "+textsafe.Line(line)) }}
+	rv := &drill.Recovery{Deps: svc, Log: func(line string) { fmt.Fprintln(io.ErrOut, "  "+textsafe.Line(line)) }}
 	rec := rv.Run(ctx, j)
 	werr := drill.WriteJournal(opts.Journal, j)
 	if opts.JUnit != "" {

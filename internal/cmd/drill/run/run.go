@@ -193,7 +193,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		ju = &drill.JUnitFile{Path: opts.JUnit}
 		reporters = append(reporters, ju)
 	}
-	runner := &drill.Runner{Services: svc, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
+	runner := &drill.Runner{Deps: svc, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
 	stopSignals := watchSignals(opts.Signals, runner, interrupt, abandon)
 	j := runner.Run(runCtx, d)
 	stopSignals()
@@ -296,7 +296,7 @@ func ApplyVars(d *drill.Drill, vars []string) error {
 
 // Services builds what drill steps and rollbacks act on from the resolved
 // context (drill run and drill recover share it).
-func Services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile string) (*drill.Services, error) {
+func Services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile string) (*drill.Deps, error) {
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return nil, err
@@ -306,7 +306,7 @@ func Services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile
 	if err != nil {
 		return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("context %q: %w", env.Name, err))
 	}
-	svc := &drill.Services{
+	svc := &drill.Deps{
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: breaker.NewOverrides(env.Store, f.Clock), KnownDependencies: env.Context.KnownDependencies(),
 		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.AuditLog(f.Clock),

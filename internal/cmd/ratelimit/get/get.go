@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -70,39 +71,39 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	io := f.IOStreams
+	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, struct {
+		return cmdutil.PrintStructured(ios.Out, opts.Output, struct {
 			Kind string `json:"kind"`
 			shared.BucketView
 		}{"RateLimitBucket", shared.View(s)})
 	}
 	now := s.At
-	tty := io.IsStdoutTTY()
-	w := io.Out
+	tty := ios.IsStdoutTTY()
+	w := ios.Out
 	fmt.Fprintf(w, "Client:        %s\n", s.Client)
 	fmt.Fprintf(w, "Limits:        %s (%s)\n", s.Limits, shared.LimitsSource(env))
 	if s.Exists {
-		fmt.Fprintf(w, "Stored:        %s tokens, updated %s (updated_at %d)\n", shared.Tokens(s.Stored.Tokens),
+		fmt.Fprintf(w, "Stored:        %s tokens, updated %s (updated_at %d)\n", human.Number(s.Stored.Tokens),
 			cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty), s.Stored.UpdatedAtMs)
 	} else {
 		fmt.Fprintf(w, "Stored:        no item (a missing item is a full bucket)\n")
 	}
-	fmt.Fprintf(w, "Tokens now:    %s of %s\n", shared.Tokens(s.Tokens), shared.Tokens(s.Limits.Capacity))
+	fmt.Fprintf(w, "Tokens now:    %s of %s\n", human.Number(s.Tokens), human.Number(s.Limits.Capacity))
 	if s.Admit {
 		fmt.Fprintf(w, "Next request:  admitted\n")
 	} else {
-		fmt.Fprintf(w, "Next request:  refused (429), retry after %s\n", shared.Duration(s.RetryAfter))
+		fmt.Fprintf(w, "Next request:  refused (429), retry after %s\n", shared.WaitText(s.RetryAfter))
 	}
 	if s.Full() {
 		fmt.Fprintf(w, "Next token:    - (full)\n")
 		fmt.Fprintf(w, "Full:          now\n")
 	} else {
-		fmt.Fprintf(w, "Next token:    %s\n", shared.In(s.NextToken))
-		fmt.Fprintf(w, "Full:          %s\n", shared.In(s.UntilFull))
+		fmt.Fprintf(w, "Next token:    %s\n", shared.WaitFromNow(s.NextToken))
+		fmt.Fprintf(w, "Full:          %s\n", shared.WaitFromNow(s.UntilFull))
 	}
 	if s.AheadOfClock > 0 {
-		fmt.Fprintf(w, "Note:          updated_at is %s ahead of this clock; refill resumes when the clock gets there\n", shared.Duration(s.AheadOfClock))
+		fmt.Fprintf(w, "Note:          updated_at is %s ahead of this clock; refill resumes when the clock gets there\n", shared.WaitText(s.AheadOfClock))
 	}
 	if exp := s.TTLExpiry(); !exp.IsZero() {
 		fmt.Fprintf(w, "TTL expiry:    %s (then DynamoDB may delete the item; it reads as full by then)\n", cmdutil.FormatTime(exp, now, tty))

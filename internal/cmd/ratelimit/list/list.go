@@ -13,6 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -158,8 +159,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	io := f.IOStreams
-	fmt.Fprintln(io.ErrOut, ScanSummary(&stats, opts.MaxReadUnits))
+	ios := f.IOStreams
+	fmt.Fprintln(ios.ErrOut, ScanSummary(&stats, opts.MaxReadUnits))
 	out := Result{Kind: "RateLimitBucketList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.BucketView{},
 		Matched: res.Matched, Malformed: []string{}, Unreadable: []store.Problem{}}
 	for _, s := range res.Buckets {
@@ -174,44 +175,44 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Unreadable = append(out.Unreadable, p)
 	}
 	partial := func() error {
-		return cmdutil.Unreadable(io, opts.Output, out.Unreadable, "bucket item",
+		return cmdutil.Unreadable(ios, opts.Output, out.Unreadable, "bucket item",
 			"they are skipped, and the data plane fails open on them; replace one with koshactl ratelimit reset CLIENT")
 	}
 	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(io.Out, opts.Output, out); err != nil {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
 			return err
 		}
 		return partial()
 	}
 	if len(res.Buckets) == 0 {
 		if opts.Throttled {
-			fmt.Fprintf(io.Out, "No client is being limited in context %q.\n", env.Name)
+			fmt.Fprintf(ios.Out, "No client is being limited in context %q.\n", env.Name)
 		} else {
-			fmt.Fprintf(io.Out, "No rate-limit buckets in context %q: every client has a full bucket.\n", env.Name)
+			fmt.Fprintf(ios.Out, "No rate-limit buckets in context %q: every client has a full bucket.\n", env.Name)
 		}
 		return partial()
 	}
 	now := f.Clock.Now()
-	tty := io.IsStdoutTTY()
-	tw := cmdutil.NewTable(io.Out)
-	tw.Header(io, "CLIENT", "TOKENS", "NEXT REQUEST", "FULL IN", "UPDATED")
+	tty := ios.IsStdoutTTY()
+	tw := cmdutil.NewTable(ios.Out)
+	tw.Header(ios, "CLIENT", "TOKENS", "NEXT REQUEST", "FULL IN", "UPDATED")
 	for _, s := range res.Buckets {
 		next := "admitted"
 		if !s.Admit {
-			next = "refused, retry in " + shared.Duration(s.RetryAfter)
+			next = "refused, retry in " + shared.WaitText(s.RetryAfter)
 		}
 		full := "-"
 		if !s.Full() {
-			full = shared.Duration(s.UntilFull)
+			full = shared.WaitText(s.UntilFull)
 		}
-		tw.Row(s.Client, shared.Tokens(s.Tokens)+"/"+shared.Tokens(s.Limits.Capacity), next, full,
+		tw.Row(s.Client, human.Number(s.Tokens)+"/"+human.Number(s.Limits.Capacity), next, full,
 			cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if len(res.Buckets) < res.Matched {
-		fmt.Fprintf(io.ErrOut, "showing %d of %d buckets (--limit %d)\n", len(res.Buckets), res.Matched, opts.Limit)
+		fmt.Fprintf(ios.ErrOut, "showing %d of %d buckets (--limit %d)\n", len(res.Buckets), res.Matched, opts.Limit)
 	}
 	return partial()
 }

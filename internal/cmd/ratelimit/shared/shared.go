@@ -3,13 +3,12 @@ package shared
 import (
 	"context"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -121,35 +120,35 @@ func View(s ratelimit.Status) BucketView {
 	return v
 }
 
-// Tokens renders a token count for humans: at most three decimals, no
-// trailing zeros ("19", "0.537").
-func Tokens(x float64) string {
-	r := math.Round(x*1000) / 1000
-	if r == 0 {
-		r = 0 // not -0
-	}
-	return strconv.FormatFloat(r, 'f', -1, 64)
-}
-
-// Duration renders a wait for humans: "500ms", "1.5s", "45s", "3m20s".
-func Duration(d time.Duration) string {
+// WaitText renders a rate-limit wait (a retry-after, a refill time) with
+// [human.Duration], rounded up so it never reads early: to the millisecond
+// under a second, to a tenth of a second under ten seconds, to the second
+// above; "now" when there is nothing to wait.
+func WaitText(d time.Duration) string {
 	switch {
 	case d <= 0:
 		return "now"
 	case d < time.Second:
-		return fmt.Sprintf("%dms", d.Milliseconds())
-	case d < 10*time.Second && d%time.Second != 0:
-		return strconv.FormatFloat(math.Ceil(d.Seconds()*10)/10, 'f', -1, 64) + "s"
+		return human.Duration(d.Truncate(time.Millisecond))
+	case d < 10*time.Second:
+		return human.Duration(ceil(d, 100*time.Millisecond))
 	}
-	return cmdutil.HumanDuration(d.Round(time.Second))
+	return human.Age(d)
 }
 
-// In renders a wait as "in 500ms", or "now".
-func In(d time.Duration) string {
+func ceil(d, unit time.Duration) time.Duration {
+	if r := d % unit; r != 0 {
+		return d - r + unit
+	}
+	return d
+}
+
+// WaitFromNow renders a wait as "in 500ms", or "now".
+func WaitFromNow(d time.Duration) string {
 	if d <= 0 {
 		return "now"
 	}
-	return "in " + Duration(d)
+	return "in " + WaitText(d)
 }
 
 // ChangeOptions are the flags every mutating verb shares.
@@ -272,24 +271,24 @@ func item(r ratelimit.ChangeResult, dry bool, auditID string) ItemResult {
 }
 
 func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out Result) error {
-	io := f.IOStreams
+	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(io.Out, opts.Output, out); err != nil {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
 			return err
 		}
 	} else {
 		for _, r := range out.Results {
-			fmt.Fprintln(io.Out, textsafe.Line(describe(r, f.Clock.Now(), io.IsStdoutTTY())))
+			fmt.Fprintln(ios.Out, textsafe.Line(describe(r, f.Clock.Now(), ios.IsStdoutTTY())))
 		}
 	}
-	cmdutil.PrintActedOn(io.ErrOut, env, opts.DryRun)
+	cmdutil.PrintActedOn(ios.ErrOut, env, opts.DryRun)
 	return nil
 }
 
 // describe is one human line about one change.
 func describe(r ItemResult, now time.Time, tty bool) string {
 	res := r.res
-	before, after := Tokens(res.Before.Tokens), Tokens(res.After.Tokens)
+	before, after := human.Number(res.Before.Tokens), human.Number(res.After.Tokens)
 	switch r.Action {
 	case "already-full":
 		note := ""
@@ -311,7 +310,7 @@ func describe(r ItemResult, now time.Time, tty bool) string {
 	if res.After.Admit {
 		return line + " (next request admitted)"
 	}
-	line = fmt.Sprintf("%s: requests refused for %s", line, Duration(res.After.RetryAfter))
+	line = fmt.Sprintf("%s: requests refused for %s", line, WaitText(res.After.RetryAfter))
 	if !tty {
 		line += " (until " + cmdutil.FormatTime(now.Add(res.After.RetryAfter), now, false) + ")"
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -89,7 +90,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	}
-	io := f.IOStreams
+	ios := f.IOStreams
 	for {
 		st, err := Fetch(ctx, client, base)
 		switch {
@@ -99,19 +100,19 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			if io.IsStdoutTTY() {
-				fmt.Fprint(textsafe.Raw(io.Out), "\033[H\033[2J")
+			if ios.IsStdoutTTY() {
+				fmt.Fprint(textsafe.Raw(ios.Out), "\033[H\033[2J")
 			}
-			fmt.Fprintf(io.Out, "%s  %v (retrying every %s)\n", time.Now().Format(time.TimeOnly), err, opts.Interval)
+			fmt.Fprintf(ios.Out, "%s  %v (retrying every %s)\n", time.Now().Format(time.TimeOnly), err, opts.Interval)
 		case opts.Output != cmdutil.FormatTable:
-			if err := cmdutil.PrintStructured(io.Out, opts.Output, st); err != nil {
+			if err := cmdutil.PrintStructured(ios.Out, opts.Output, st); err != nil {
 				return err
 			}
 		default:
-			if opts.Watch && io.IsStdoutTTY() {
-				fmt.Fprint(textsafe.Raw(io.Out), "\033[H\033[2J")
+			if opts.Watch && ios.IsStdoutTTY() {
+				fmt.Fprint(textsafe.Raw(ios.Out), "\033[H\033[2J")
 			}
-			Print(io.Out, base, st)
+			Print(ios.Out, base, st)
 		}
 		if !opts.Watch {
 			return nil
@@ -121,8 +122,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return nil // Ctrl-C ends a watch normally
 		case <-time.After(opts.Interval):
 		}
-		if !io.IsStdoutTTY() && opts.Output == cmdutil.FormatTable {
-			fmt.Fprintln(io.Out)
+		if !ios.IsStdoutTTY() && opts.Output == cmdutil.FormatTable {
+			fmt.Fprintln(ios.Out)
 		}
 	}
 }
@@ -201,7 +202,7 @@ func Print(w io.Writer, base string, st sbx.Status) {
 		chaos = "on"
 	}
 	fmt.Fprintf(w, "sandbox %s  context %s  profile %s  chaos %s  time x%g  up %s  traffic %g rps\n",
-		textsafe.Line(base), textsafe.Line(st.Context), textsafe.Line(st.Profile), chaos, st.TimeScale, st.Now.Sub(st.StartedAt).Round(time.Second), st.Traffic.RPS)
+		textsafe.Line(base), textsafe.Line(st.Context), textsafe.Line(st.Profile), chaos, st.TimeScale, human.Age(st.Now.Sub(st.StartedAt)), st.Traffic.RPS)
 	tw := cmdutil.NewTable(w)
 	if len(st.Instances) <= maxColumns {
 		row := []string{"DEPENDENCY"}

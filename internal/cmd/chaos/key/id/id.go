@@ -76,15 +76,15 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	for _, s := range staged {
 		res.Keys = append(res.Keys, KeyRef{Stage: s.Stage, KID: s.Key.KID(), VersionID: s.VersionID})
 	}
-	io := f.IOStreams
+	ios := f.IOStreams
 	if src.GeneratedLocal() && len(res.Keys) > 0 {
-		fmt.Fprintf(io.ErrOut, "generated the local chaos key (kid %s): %s\n", res.Keys[0].KID, src.Describe())
+		fmt.Fprintf(ios.ErrOut, "generated the local chaos key (kid %s): %s\n", res.Keys[0].KID, src.Describe())
 	}
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, res)
+		return cmdutil.PrintStructured(ios.Out, opts.Output, res)
 	}
-	tw := cmdutil.NewTable(io.Out)
-	tw.Header(io, "STAGE", "KID", "VERSION", "USE")
+	tw := cmdutil.NewTable(ios.Out)
+	tw.Header(ios, "STAGE", "KID", "VERSION", "USE")
 	for _, k := range res.Keys {
 		version, use := k.VersionID, "verifies headers it signed"
 		if version == "" {
@@ -98,6 +98,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(io.ErrOut, "keys of %s (from %s; context %q)\n", src.Describe(), src.Origin, env.Name)
+	fmt.Fprintf(ios.ErrOut, "keys of %s (from %s; context %q)\n", src.Describe(), src.Origin, env.Name)
 	return nil
 }

@@ -136,7 +136,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	if opts.DryRun {
 		res.RefusedUntil = refusedUntil(ctx, src, f.Clock.Now(), opts.Force)
-		return print(f, opts, env, res)
+		return printRotation(f, opts, env, res)
 	}
 	if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, "rotate the chaos signing key of "+src.Describe()); err != nil {
 		return err
@@ -169,7 +169,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		Actor: actor, Action: AuditAction, Subject: src.Subject, Before: auditBefore, After: res.After,
 	})
 	res.AuditID = rec.ID
-	if err := print(f, opts, env, res); err != nil {
+	if err := printRotation(f, opts, env, res); err != nil {
 		return err
 	}
 	if auditErr != nil {
@@ -226,27 +226,27 @@ func state(ctx context.Context, src *shared.KeySource, dryRun bool) (*KeyState, 
 	return st, nil
 }
 
-func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, res Result) error {
-	io := f.IOStreams
+func printRotation(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, res Result) error {
+	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, res)
+		return cmdutil.PrintStructured(ios.Out, opts.Output, res)
 	}
 	b := res.Before
 	if res.DryRun {
 		if b == nil {
-			fmt.Fprintf(io.Out, "Would store the first chaos key in %s: it holds none yet\n", res.KeySource)
+			fmt.Fprintf(ios.Out, "Would store the first chaos key in %s: it holds none yet\n", res.KeySource)
 		} else {
-			fmt.Fprintf(io.Out, "Would rotate the chaos key of %s: a new random key would sign; kid %s would become AWSPREVIOUS and keep verifying its headers until they expire\n",
+			fmt.Fprintf(ios.Out, "Would rotate the chaos key of %s: a new random key would sign; kid %s would become AWSPREVIOUS and keep verifying its headers until they expire\n",
 				res.KeySource, b.CurrentKID)
 		}
 		if res.RetiredKID != "" {
-			fmt.Fprintf(io.Out, "  kid %s would be retired: headers it signed would stop verifying\n", res.RetiredKID)
+			fmt.Fprintf(ios.Out, "  kid %s would be retired: headers it signed would stop verifying\n", res.RetiredKID)
 		}
 		if res.RefusedUntil != nil {
-			fmt.Fprintf(io.Out, "  it would be refused until %s: the current key is younger than the header lifetime plus propagation delay (--force overrides)\n",
+			fmt.Fprintf(ios.Out, "  it would be refused until %s: the current key is younger than the header lifetime plus propagation delay (--force overrides)\n",
 				res.RefusedUntil.Format(time.RFC3339))
 		}
-		fmt.Fprintf(io.ErrOut, "dry run, nothing written; would act on %s\n", env.Describe())
+		fmt.Fprintf(ios.ErrOut, "dry run, nothing written; would act on %s\n", env.Describe())
 		return nil
 	}
 	a := res.After
@@ -255,22 +255,22 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, res Result) erro
 		version = ", version " + a.VersionID
 	}
 	if res.SignsFrom != nil && a.PreviousKID != "" {
-		fmt.Fprintf(io.Out, "Rotated the chaos key of %s: kid %s is AWSCURRENT%s and signs from %s (after the propagation delay): data planes that refresh on an unknown kid accept it at once, caches with a TTL up to the delay by then\n",
+		fmt.Fprintf(ios.Out, "Rotated the chaos key of %s: kid %s is AWSCURRENT%s and signs from %s (after the propagation delay): data planes that refresh on an unknown kid accept it at once, caches with a TTL up to the delay by then\n",
 			res.KeySource, a.CurrentKID, version, res.SignsFrom.Format(time.RFC3339))
-		fmt.Fprintf(io.Out, "  kid %s is AWSPREVIOUS: it keeps signing until then, and verifying the headers it signed until they expire\n", a.PreviousKID)
+		fmt.Fprintf(ios.Out, "  kid %s is AWSPREVIOUS: it keeps signing until then, and verifying the headers it signed until they expire\n", a.PreviousKID)
 	} else {
-		fmt.Fprintf(io.Out, "Rotated the chaos key of %s: kid %s now signs (AWSCURRENT%s)\n", res.KeySource, a.CurrentKID, version)
+		fmt.Fprintf(ios.Out, "Rotated the chaos key of %s: kid %s now signs (AWSCURRENT%s)\n", res.KeySource, a.CurrentKID, version)
 		if a.PreviousKID != "" {
-			fmt.Fprintf(io.Out, "  kid %s is AWSPREVIOUS: it keeps verifying the headers it signed until they expire\n", a.PreviousKID)
+			fmt.Fprintf(ios.Out, "  kid %s is AWSPREVIOUS: it keeps verifying the headers it signed until they expire\n", a.PreviousKID)
 		}
 	}
 	if res.RetiredKID != "" {
-		fmt.Fprintf(io.Out, "  kid %s was retired: headers it signed no longer verify\n", res.RetiredKID)
+		fmt.Fprintf(ios.Out, "  kid %s was retired: headers it signed no longer verify\n", res.RetiredKID)
 	}
 	audited := ""
 	if res.AuditID != "" {
 		audited = "; audit record " + res.AuditID
 	}
-	fmt.Fprintf(io.ErrOut, "acted on %s%s\n", env.Describe(), audited)
+	fmt.Fprintf(ios.ErrOut, "acted on %s%s\n", env.Describe(), audited)
 	return nil
 }

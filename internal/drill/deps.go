@@ -15,10 +15,10 @@ import (
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
-// Services are what steps act on. The command builds them from the
+// Deps are what steps act on. The command builds them from the
 // resolved context; tests pass fakes or a temporary store. A nil service
 // makes the steps that need it fail with a message naming it.
-type Services struct {
+type Deps struct {
 	// Clock stamps the journal and computes remaining time; nil means the
 	// wall clock.
 	Clock clock.Clock

@@ -1,4 +1,4 @@
-package breaker
+package gauge
 
 import (
 	"encoding/json"
