@@ -380,13 +380,23 @@ func (s *Overrides) List(ctx context.Context) ([]Override, error) {
 }
 
 // scanList lists overrides with a scan of the table: for stores without
-// indexes and tables that lack the overrides index.
+// indexes, tables that lack the overrides index, and [Overrides.List].
 func (s *Overrides) scanList(ctx context.Context) ([]Override, error) {
-	var out []Override
+	var items []store.Item
 	for it, err := range s.store.Scan(ctx, store.ScanQuery{Prefix: OverridePrefix}) {
 		if err != nil {
 			return nil, fmt.Errorf("list overrides: %w", err)
 		}
+		items = append(items, it)
+	}
+	return overridesFrom(items)
+}
+
+// overridesFrom decodes override items (each malformed one flagged, never
+// dropped), sorted by dependency.
+func overridesFrom(items []store.Item) ([]Override, error) {
+	out := make([]Override, 0, len(items))
+	for _, it := range items {
 		o, err := OverrideFromItem(it)
 		if err != nil {
 			return nil, err

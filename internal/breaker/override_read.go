@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -73,16 +74,7 @@ func (s *Overrides) ListFor(ctx context.Context, known []string) ([]Override, er
 	if err != nil {
 		return nil, fmt.Errorf("list overrides: %w", err)
 	}
-	out := make([]Override, 0, len(items))
-	for _, it := range items {
-		o, err := OverrideFromItem(it)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Dependency < out[j].Dependency })
-	return out, nil
+	return overridesFrom(slices.Collect(maps.Values(items)))
 }
 
 // BackfillReport says what [Overrides.Backfill] found and did.
