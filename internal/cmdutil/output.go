@@ -117,10 +117,17 @@ func PrintStructured(w io.Writer, format string, v any) error {
 	if err := dec.Decode(&generic); err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
+	// yaml.v3 prints a multi-line string that starts with a space or a line
+	// break as a block scalar with an indentation indicator, and inside
+	// nested collections it gets the indicator wrong: Node.Encode (which
+	// prints and re-reads) then fails on its own output. Such strings are
+	// held aside as placeholders and put back, double-quoted, in the node.
+	held := map[string]string{}
 	var doc yaml.Node
-	if err := doc.Encode(numbers(generic)); err != nil {
+	if err := doc.Encode(holdBlockStrings(numbers(generic), held)); err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
+	restoreHeld(&doc, held)
 	quoteUnsafe(&doc)
 	var out bytes.Buffer
 	enc := yaml.NewEncoder(&out)
@@ -239,10 +246,63 @@ func escapeUnsafe(b []byte) []byte {
 	return append(out, b[last:]...)
 }
 
+// needsQuotes reports whether yaml.v3 would print s as a block scalar with
+// an indentation indicator (see PrintStructured).
+func needsQuotes(s string) bool {
+	return strings.Contains(s, "\n") && (strings.HasPrefix(s, " ") || strings.HasPrefix(s, "\n"))
+}
+
+// holdBlockStrings replaces each string (value or key) [needsQuotes] flags
+// with a placeholder recorded in held.
+func holdBlockStrings(v any, held map[string]string) any {
+	hold := func(s string) string {
+		if !needsQuotes(s) {
+			return s
+		}
+		key := fmt.Sprintf("koshactl-held-%d-\ue000", len(held))
+		held[key] = s
+		return key
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[hold(k)] = holdBlockStrings(e, held)
+		}
+		return out
+	case []any:
+		for i, e := range x {
+			x[i] = holdBlockStrings(e, held)
+		}
+		return x
+	case string:
+		return hold(x)
+	}
+	return v
+}
+
+// restoreHeld puts the strings [holdBlockStrings] held back into n,
+// double-quoted.
+func restoreHeld(n *yaml.Node, held map[string]string) {
+	if n.Kind == yaml.ScalarNode {
+		if orig, ok := held[n.Value]; ok {
+			n.Value, n.Tag, n.Style = orig, "!!str", yaml.DoubleQuotedStyle
+		}
+	}
+	for _, c := range n.Content {
+		restoreHeld(c, held)
+	}
+}
+
 // quoteUnsafe double-quotes every scalar (keys included) holding a character
-// YAML would print raw but [textsafe.UnsafeRune] reports.
+// YAML would print raw but [textsafe.UnsafeRune] reports, and every
+// multi-line string that starts with a space or a line break: yaml.v3 gives
+// such a block scalar an indentation indicator computed for its default
+// indent, which is wrong at SetIndent(2) and makes the output unreadable
+// ("\n0" printed as "|4-" came back as a YAML syntax error).
 func quoteUnsafe(n *yaml.Node) {
-	if n.Kind == yaml.ScalarNode && strings.ContainsFunc(n.Value, func(r rune) bool { return r >= 0x80 && textsafe.UnsafeRune(r) }) {
+	if n.Kind == yaml.ScalarNode && (strings.ContainsFunc(n.Value, func(r rune) bool { return r >= 0x80 && textsafe.UnsafeRune(r) }) ||
+		needsQuotes(n.Value)) {
 		n.Style = yaml.DoubleQuotedStyle
 	}
 	for _, c := range n.Content {

@@ -109,3 +109,4 @@ func TestJSONLinesAreExactAndTerminalSafe(t *testing.T) {
 		}
 	}
 }
+
