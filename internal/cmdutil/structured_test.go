@@ -109,4 +109,3 @@ func TestJSONLinesAreExactAndTerminalSafe(t *testing.T) {
 		}
 	}
 }
-
