@@ -3,7 +3,6 @@ package audit_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,17 +18,7 @@ import (
 
 var endpoint string
 
-func TestMain(m *testing.M) {
-	ep, stop, err := dynalite.StartMain()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	endpoint = ep
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { dynalite.RunMain(m, &endpoint) }
 
 // backends opens an empty store of each kind, with every index.
 func backends(t *testing.T) map[string]store.Store {

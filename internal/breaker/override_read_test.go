@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,17 +18,7 @@ import (
 
 var endpoint string
 
-func TestMain(m *testing.M) {
-	ep, stop, err := dynalite.StartMain()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	endpoint = ep
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { dynalite.RunMain(m, &endpoint) }
 
 // counted records how a store was read.
 type counted struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,17 +27,7 @@ import (
 // works on its own table.
 var endpoint string
 
-func TestMain(m *testing.M) {
-	ep, stop, err := dynalite.StartMain()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	endpoint = ep
-	code := m.Run()
-	stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { dynalite.RunMain(m, &endpoint) }
 
 func TestConformance(t *testing.T) {
 	opener := func(t *testing.T) store.Store { return dynamotest.NewStore(t, endpoint) }

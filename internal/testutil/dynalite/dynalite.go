@@ -70,6 +70,21 @@ func StartMain() (endpoint string, stop func(), err error) {
 	}, nil
 }
 
+// RunMain is a package's TestMain when every test shares one dynalite: it
+// starts the server, sets *endpoint, runs the tests, stops the server and
+// exits with the tests' code (1 if the server cannot start).
+func RunMain(m *testing.M, endpoint *string) {
+	ep, stop, err := StartMain()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*endpoint = ep
+	code := m.Run()
+	stop()
+	os.Exit(code)
+}
+
 // Server is a running dynalite process.
 type Server struct {
 	// Endpoint is the server's base URL, http://127.0.0.1:PORT.
