@@ -72,7 +72,7 @@ test: test-deps ## Install test dependencies and run every test with -race
 
 # The end-to-end packages: real processes, servers, terminals and stores,
 # where timing could leak into an outcome.
-STRESS_PKGS  ?= ./internal/cmd/drill ./internal/cmd/dashboard ./internal/sandbox ./internal/cmd/breaker ./internal/store/dynamo
+STRESS_PKGS  ?= ./internal/cmd/drill ./internal/cmd/dashboard ./internal/dataplane/sandbox ./internal/cmd/breaker ./internal/store/dynamo
 STRESS_COUNT ?= 3
 
 .PHONY: test-stress
@@ -97,8 +97,8 @@ FUZZ_TARGETS := \
 	./internal/chaos:FuzzParse \
 	./internal/chaos:FuzzVerify \
 	./internal/chaos:FuzzSignRoundTrip \
-	./internal/resilience:FuzzParseDeadline \
-	./internal/resilience:FuzzDeadlineRoundTrip \
+	./internal/dataplane/resilience:FuzzParseDeadline \
+	./internal/dataplane/resilience:FuzzDeadlineRoundTrip \
 	./internal/config:FuzzLoad \
 	./internal/drill:FuzzParse \
 	./internal/drill:FuzzInterpolation \
@@ -107,7 +107,7 @@ FUZZ_TARGETS := \
 	./internal/store/sqlite:FuzzDecode \
 	./internal/store/sqlite:FuzzPutGet \
 	./internal/ratelimit:FuzzBucketFromItem \
-	./internal/breaker:FuzzBreaker \
+	./internal/dataplane/circuit:FuzzBreaker \
 	./internal/textsafe:FuzzRender
 
 .PHONY: fuzz

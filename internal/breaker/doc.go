@@ -1,50 +1,27 @@
-// Package breaker provides the circuit breaker of the Kosha resilience
-// design: a count-based breaker with the states closed, half_open, open and
-// forced_open, and the watcher that applies the fleet-wide forced_open
-// override from the control-plane store.
+// Package breaker is the control plane's side of the fleet-wide circuit
+// breaker override: the breaker#<dependency> item of the control table
+// (docs/contracts/breaker-override.md), its codec and the data plane's rule
+// for reading it, and the operator operations behind `koshactl breaker`.
 //
-// # State machine
+// # The contract
 //
-//   - closed → open: the failure rate over the sliding window of the last N
-//     outcomes is at least the threshold, and the window holds at least
-//     MinCalls outcomes.
-//   - open → half_open: the open duration has elapsed (checked lazily, on the
-//     next [Breaker.Allow], [Breaker.State] or [Breaker.Snapshot]).
-//   - half_open → closed: all probes (3) succeeded.
-//   - half_open → open: any probe failed.
-//   - any state → forced_open: the override is set ([Breaker.ForceOpen]).
-//   - forced_open → closed: the override is cleared ([Breaker.ClearForce]).
+// [Override] is one item decoded with every problem kept ([OverrideFromItem]
+// never drops an attribute it cannot read; the raw item stays beside the
+// parsed values). [Override.ActiveAt] is the data plane's rule: an item is
+// active iff its state is forced_open and expires_at is absent or later; a
+// malformed expires_at counts as absent (forced until cleared). [Force] is
+// that rule's answer as the data plane caches it, for at most [CacheTTL].
+// The reference data plane (internal/dataplane/circuit) imports these; this
+// package never imports the data plane.
 //
-// Half-open admits at most Probes calls per period, and never more than
-// Probes probes running at once (counting probes of earlier periods still in
-// flight); other calls fail fast with [ErrTooManyProbes].
+// # Operations
 //
-// # Outcomes
-//
-// The breaker counts what the caller reports: [Success], [Failure] or
-// [Ignored]. The design counts timeouts, connection errors and 5xx answers
-// as failures and 4xx answers as successes; internal/resilience classifies
-// errors that way and reports the outcome of each logical call once, after
-// its retries.
-//
-// # Hot path
-//
-// [Breaker.Allow] and [Breaker.Done] are the allocation-free two-step API:
-// a closed breaker admits with one atomic load, and recording an outcome is
-// one short mutex hold over a ring buffer. [Breaker.Execute] wraps both
-// around a function, recording a panic as a failure before it continues.
-//
-// # Observability
-//
-// Every state change is reported, in order, to [Settings.Gauge] (the
-// breaker_state gauge: 0 closed, 1 half-open, 2 open, 3 forced), to
-// [Settings.OnStateChange] and as a structured slog event
-// "breaker_state_change".
-//
-// # Override
-//
-// [ForceWatcher] reads a [ForceSource] (the store item breaker#<dependency>)
-// at most once per refresh interval (5 s) and forces or clears the breaker
-// accordingly. An expired or absent override clears it; a failed read keeps
-// the last known value and is counted.
+// [Overrides] reads and writes items: every write is conditional on what
+// was read (absent, or the version attribute exactly as stored), and every
+// change is audited with the raw before-image ([Overrides.ForceAudited],
+// [Overrides.ClearAudited], and [Overrides.ForceAll] / [Overrides.ClearAll]
+// for several dependencies, the one path the command, the dashboard and
+// drills all take). [ForceRequest.SeenVersion] replaces only the override
+// version the caller saw. Listing uses the overrides index and a prefix scan
+// for items written without it.
 package breaker

@@ -148,7 +148,8 @@ func (o Override) ActiveAt(now time.Time) bool {
 // Expires reports whether the override has a valid expiry.
 func (o Override) Expires() bool { return !o.ExpiresAt.IsZero() }
 
-// ForceAt is the override as a [ForceSource] reports it at now.
+// ForceAt is the override as the data plane's override source reports it
+// at now.
 func (o Override) ForceAt(now time.Time) Force {
 	f := Force{Active: o.ActiveAt(now), ExpiresAt: o.ExpiresAt, Reason: o.Reason}
 	if o.Malformed() {
@@ -352,8 +353,8 @@ func (s *Overrides) Get(ctx context.Context, dependency string) (Override, error
 }
 
 // ForcedOpen reads dependency's override and applies the data plane's rule
-// at the current time. It makes *Overrides the [ForceSource] a
-// [ForceWatcher] caches: an absent item is an inactive Force, a store error is
+// at the current time. It makes *Overrides the data plane's override source
+// (the reference data plane's watcher caches it): an absent item is an inactive Force, a store error is
 // returned so the watcher keeps its last known value.
 func (s *Overrides) ForcedOpen(ctx context.Context, dependency string) (Force, error) {
 	o, err := s.Get(ctx, dependency)
@@ -365,8 +366,6 @@ func (s *Overrides) ForcedOpen(ctx context.Context, dependency string) (Force, e
 	}
 	return o.ForceAt(s.clock.Now()), nil
 }
-
-var _ ForceSource = (*Overrides)(nil)
 
 // List returns every override item in the table (active or expired),
 // sorted by dependency, found with a scan of the override prefix: the

@@ -6,12 +6,12 @@ import (
 )
 
 // MinOverride is the shortest override koshactl writes: the data plane's
-// override cache period ([DefaultRefreshInterval], 5 s). An instance reads
+// override cache period ([CacheTTL], 5 s). An instance reads
 // the override at most that often, so a shorter one can lapse before any
 // instance has seen it: "Forced open" would be reported for a lever that
 // never moved. Restoring an override someone else set (a drill's rollback)
 // keeps its expiry whatever is left of it.
-const MinOverride = DefaultRefreshInterval
+const MinOverride = CacheTTL
 
 // CheckOverrideDuration reports whether a new override lasting d may be
 // written: anything shorter than [MinOverride] is refused with an error

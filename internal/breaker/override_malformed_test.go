@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
@@ -271,17 +272,17 @@ func TestWatcherHoldsAMalformedExpiryAndLogsIt(t *testing.T) {
 	clk := clock.NewFake(t0.Add(time.Minute))
 	var logged strings.Builder
 	logger := slog.New(slog.NewJSONHandler(&logged, nil))
-	b, err := breaker.New(breaker.Settings{Name: "openai", Clock: clk, Logger: logger})
+	b, err := circuit.New(circuit.Settings{Name: "openai", Clock: clk, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := breaker.NewForceWatcher(b, breaker.NewOverrides(s, clk), breaker.WatcherSettings{})
+	w := circuit.NewForceWatcher(b, breaker.NewOverrides(s, clk), circuit.WatcherSettings{})
 	it := storeItem(t, wellFormed(malformedCase{change: map[string]rawAttr{"expires_at": {"S", "tomorrow"}}}))
 	if err := s.Put(t.Context(), it, store.Always()); err != nil {
 		t.Fatal(err)
 	}
 	w.Sync(t.Context())
-	if b.State() != breaker.ForcedOpen {
+	if b.State() != circuit.ForcedOpen {
 		t.Fatalf("state = %s, want forced_open: a malformed expiry counts as none", b.State())
 	}
 	if !strings.Contains(logged.String(), `"event":"breaker_override_malformed"`) || !strings.Contains(logged.String(), "expires_at") {
@@ -290,7 +291,7 @@ func TestWatcherHoldsAMalformedExpiryAndLogsIt(t *testing.T) {
 	// Still held an hour past the stored (well-formed) item's 30 minutes.
 	clk.Advance(time.Hour)
 	w.Sync(t.Context())
-	if b.State() != breaker.ForcedOpen {
+	if b.State() != circuit.ForcedOpen {
 		t.Errorf("state an hour later = %s, want forced_open until cleared", b.State())
 	}
 }

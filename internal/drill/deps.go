@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -146,7 +147,7 @@ type GaugeReading struct {
 // InstanceGauge is one instance's current breaker state.
 type InstanceGauge struct {
 	Instance string
-	State    breaker.State
+	State    gauge.State
 }
 
 // MetricsGauges reads gauges through internal/metrics. Each read builds a

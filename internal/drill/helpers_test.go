@@ -21,6 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -158,20 +159,20 @@ type fakeFleet struct {
 	verifier *chaos.Verifier
 
 	mu       sync.Mutex
-	states   map[string]breaker.State
+	states   map[string]gauge.State
 	requests []http.Header
 }
 
-func (f *fakeFleet) state(dep string) breaker.State {
+func (f *fakeFleet) state(dep string) gauge.State {
 	if forced, _ := f.ov.ForcedOpen(context.Background(), dep); forced.Active {
-		return breaker.ForcedOpen
+		return gauge.ForcedOpen
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.states[dep]
 }
 
-func (f *fakeFleet) set(dep string, s breaker.State) {
+func (f *fakeFleet) set(dep string, s gauge.State) {
 	f.mu.Lock()
 	f.states[dep] = s
 	f.mu.Unlock()
@@ -192,7 +193,7 @@ func (f *fakeFleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "/search":
 		s := f.state("openai")
-		degraded := s == breaker.Open || s == breaker.ForcedOpen
+		degraded := s == gauge.Open || s == gauge.ForcedOpen
 		res := map[string]any{"degraded": degraded}
 		if degraded {
 			res["degraded_reason"] = "embeddings_unavailable"
@@ -207,7 +208,7 @@ func (f *fakeFleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": 1, "result": res})
 	case "/trip":
-		f.set(r.URL.Query().Get("dep"), breaker.Open)
+		f.set(r.URL.Query().Get("dep"), gauge.Open)
 		w.WriteHeader(http.StatusNoContent)
 	case "/slow":
 		select {
@@ -267,7 +268,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.fleet = &fakeFleet{t: t, ov: e.ov, verifier: verifier, states: map[string]breaker.State{}}
+	e.fleet = &fakeFleet{t: t, ov: e.ov, verifier: verifier, states: map[string]gauge.State{}}
 	doer := handlerDoer{e.fleet}
 	e.svc = &Deps{
 		Clock: e.clock, ContextName: "test", StoreDescription: "memory store", Actor: "tester@test",

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -360,7 +361,7 @@ steps:
 		start := time.Now()
 		go func() {
 			time.Sleep(1100 * time.Millisecond) // core-api opens during the sleep, between two polls
-			e.fleet.set("core-api", breaker.Open)
+			e.fleet.set("core-api", gauge.Open)
 		}()
 		j, log := e.run(context.Background(), d)
 		if j.Outcome != OutcomeStopped || j.ExitCode != ExitFailed || j.Stop == nil || j.Stop.Condition != "core-api opened" {
@@ -386,7 +387,7 @@ steps:
 
 func TestHypothesisFailingBeforeRunsNoStep(t *testing.T) {
 	e := newEnv(t)
-	e.fleet.set("openai", breaker.Open)
+	e.fleet.set("openai", gauge.Open)
 	out := filepath.Join(t.TempDir(), "cleanup")
 	e.svc.Environ = []string{"OUT=" + out}
 	d := parse(t, `
@@ -436,7 +437,7 @@ steps:
 		go func() {
 			// The fleet's breaker recovers 3.5s into the re-check.
 			time.Sleep(3500 * time.Millisecond)
-			e.fleet.set("openai", breaker.Closed)
+			e.fleet.set("openai", gauge.Closed)
 		}()
 		j, log := e.run(context.Background(), d)
 		if j.Outcome != OutcomePassed {

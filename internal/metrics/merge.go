@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/human"
 )
 
@@ -14,7 +15,7 @@ import (
 const (
 	// OverrideCacheTTL is how long an instance may keep using the override it
 	// read last (the data plane's refresh interval).
-	OverrideCacheTTL = breaker.DefaultRefreshInterval
+	OverrideCacheTTL = breaker.CacheTTL
 	// PublishPeriod is the longest an instance goes without reporting the
 	// gauge (the contract: on every change and at least every 60 s).
 	PublishPeriod = time.Minute
@@ -60,7 +61,7 @@ type Gauges struct {
 type InstanceStatus struct {
 	Instance string
 	Value    float64
-	State    breaker.State
+	State    gauge.State
 	LastSeen time.Time
 	// Reporting is false when the instance stopped reporting within the
 	// window (it keeps its last value for the record).
@@ -230,8 +231,8 @@ func gaugeState(g Gauges) State {
 func notes(st DependencyStatus, now time.Time) []string {
 	var out []string
 	g := st.Gauges
-	forcedReporting := g.ByState[breaker.ForcedOpen]
-	if forcedReporting == 0 && g.HasData && g.Max >= float64(breaker.ForcedOpen) {
+	forcedReporting := g.ByState[gauge.ForcedOpen]
+	if forcedReporting == 0 && g.HasData && g.Max >= float64(gauge.ForcedOpen) {
 		// The fleet's worst is forced although no instance shown is (no
 		// breakdown, or a partial one): some instance reports it.
 		forcedReporting = max(g.Samples, 1)
@@ -248,7 +249,7 @@ func notes(st DependencyStatus, now time.Time) []string {
 		if age < OverrideLag {
 			out = append(out, fmt.Sprintf("override set %s ago: gauges catch up within %s", human.Age(max(age, 0)), human.Duration(OverrideLag)))
 		} else {
-			n := g.Reporting - g.ByState[breaker.ForcedOpen]
+			n := g.Reporting - g.ByState[gauge.ForcedOpen]
 			switch {
 			case g.Known == 0:
 				out = append(out, "override active but the gauges do not report forced: check that instances read the store")

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -91,7 +91,7 @@ func TestPrometheusScrapesPerInstanceGauges(t *testing.T) {
 	if openai.Gauges.Max != 2 || openai.Gauges.Min != 0 || openai.Gauges.Reporting != 2 || openai.Gauges.ByState != [4]int{1, 0, 1, 0} {
 		t.Errorf("openai gauges = %+v", openai.Gauges)
 	}
-	if openai.Instances[0].Instance != "gw-1" || openai.Instances[0].State != breaker.Open {
+	if openai.Instances[0].Instance != "gw-1" || openai.Instances[0].State != gauge.Open {
 		t.Errorf("openai instances = %+v", openai.Instances)
 	}
 }

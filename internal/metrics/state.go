@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
@@ -98,7 +97,7 @@ func (s *State) UnmarshalText(text []byte) error {
 
 // FromBreaker converts a breaker state to a display state: the same number
 // for the four states, NoData for anything else.
-func FromBreaker(b breaker.State) State {
+func FromBreaker(b gauge.State) State {
 	if !b.Valid() {
 		return NoData
 	}
@@ -109,7 +108,7 @@ func FromBreaker(b breaker.State) State {
 // are rounded to the nearest integer (a per-minute Maximum or Minimum of an
 // integral gauge is integral); anything outside 0..3, NaN or infinite is not
 // a state and returns false.
-func GaugeState(v float64) (breaker.State, bool) {
+func GaugeState(v float64) (gauge.State, bool) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, false
 	}
@@ -117,17 +116,17 @@ func GaugeState(v float64) (breaker.State, bool) {
 	if r < 0 || r > 3 {
 		return 0, false
 	}
-	return breaker.State(r), true
+	return gauge.State(r), true
 }
 
 // shortLabel is a state's label in at most six characters, for narrow columns.
-func shortLabel(b breaker.State) string {
+func shortLabel(b gauge.State) string {
 	switch b {
-	case breaker.HalfOpen:
+	case gauge.HalfOpen:
 		return "half"
-	case breaker.ForcedOpen:
+	case gauge.ForcedOpen:
 		return "forced"
-	case breaker.Closed, breaker.Open:
+	case gauge.Closed, gauge.Open:
 		// "closed" and "open" already fit.
 	}
 	return FromBreaker(b).Label()

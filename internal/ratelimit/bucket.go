@@ -149,7 +149,7 @@ type Status struct {
 	// UntilFull is how long until the bucket is full (zero when full).
 	UntilFull time.Duration
 	// AheadOfClock is how far the stored updated_at is ahead of At (a writer
-	// with a faster clock, or [Limiter.Take]'s same-millisecond stamps); no
+	// with a faster clock, or the data plane's same-millisecond stamps); no
 	// refill accrues until At catches up. Like the waits above, it saturates
 	// at time.Duration's range (about 292 years) for a corrupt updated_at.
 	AheadOfClock time.Duration

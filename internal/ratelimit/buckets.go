@@ -40,7 +40,8 @@ var ErrInvalidTokens = errors.New("invalid token count")
 
 // ListStore is what [Buckets] needs of a store.
 type ListStore interface {
-	BucketStore
+	Get(ctx context.Context, pk string) (store.Item, error)
+	Put(ctx context.Context, item store.Item, cond store.Condition) error
 	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
 }
 

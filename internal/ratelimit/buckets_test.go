@@ -11,7 +11,9 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -24,6 +26,26 @@ func newBuckets(t *testing.T, s ratelimit.ListStore, clk clock.Clock) *ratelimit
 	return b
 }
 
+// newLimiter is the reference data plane's limiter on s, taking from the
+// buckets the operator operations change.
+func newLimiter(t *testing.T, s limiter.BucketStore, clk clock.Clock) *limiter.Limiter {
+	t.Helper()
+	l, err := limiter.New(s, limiter.Config{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func take(t *testing.T, l *limiter.Limiter, client string) limiter.Decision {
+	t.Helper()
+	d, err := l.Take(t.Context(), client)
+	if err != nil {
+		t.Fatalf("take %s: %v", client, err)
+	}
+	return d
+}
+
 func apply(t *testing.T, b *ratelimit.Buckets, c ratelimit.Change) ratelimit.ChangeResult {
 	t.Helper()
 	res, err := b.Apply(context.Background(), c)
@@ -34,14 +56,14 @@ func apply(t *testing.T, b *ratelimit.Buckets, c ratelimit.Change) ratelimit.Cha
 }
 
 func TestBucketsGet(t *testing.T) {
-	s := newMemStore()
+	s := ratelimittest.NewMemStore()
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 	st, err := b.Get(context.Background(), "nobody")
 	if err != nil || st.Exists || st.Tokens != 20 || !st.Admit {
 		t.Fatalf("missing bucket: %+v, %v", st, err)
 	}
-	s.set(ratelimit.Bucket{Client: "c", Tokens: 2, UpdatedAtMs: t0 - 2500, TTL: t0/1000 + 3000}.Item())
+	s.Set(ratelimit.Bucket{Client: "c", Tokens: 2, UpdatedAtMs: t0 - 2500, TTL: t0/1000 + 3000}.Item())
 	st, err = b.Get(context.Background(), "c")
 	if err != nil || !st.Exists || st.Tokens != 4.5 || st.Stored.Tokens != 2 || st.UntilFull != 15500*time.Millisecond {
 		t.Fatalf("stored bucket: %+v, %v", st, err)
@@ -49,24 +71,24 @@ func TestBucketsGet(t *testing.T) {
 	if _, err := b.Get(context.Background(), "a b"); !errors.Is(err, ratelimit.ErrInvalidClient) {
 		t.Errorf("bad id: %v", err)
 	}
-	s.set(store.Item{"pk": "rl#junk", "tokens": "x", "updated_at": t0})
+	s.Set(store.Item{"pk": "rl#junk", "tokens": "x", "updated_at": t0})
 	if _, err := b.Get(context.Background(), "junk"); !errors.Is(err, ratelimit.ErrMalformedBucket) {
 		t.Errorf("malformed: %v", err)
 	}
-	s.failGet = errOutage
+	s.FailGet = ratelimittest.ErrOutage
 	if _, err := b.Get(context.Background(), "c"); !errors.Is(err, store.ErrUnavailable) {
 		t.Errorf("outage: %v", err)
 	}
 }
 
 func TestBucketsList(t *testing.T) {
-	s := newMemStore()
+	s := ratelimittest.NewMemStore()
 	clk := clock.NewFake(epoch)
 	for i, tokens := range []float64{0, 19, 0.5, 7, 20} {
-		s.set(ratelimit.Bucket{Client: fmt.Sprintf("c%d", i), Tokens: tokens, UpdatedAtMs: t0 - int64(i)*100}.Item())
+		s.Set(ratelimit.Bucket{Client: fmt.Sprintf("c%d", i), Tokens: tokens, UpdatedAtMs: t0 - int64(i)*100}.Item())
 	}
-	s.set(store.Item{"pk": "rl#broken", "tokens": 1.0})
-	s.set(store.Item{"pk": "breaker#openai", "state": "forced_open"})
+	s.Set(store.Item{"pk": "rl#broken", "tokens": 1.0})
+	s.Set(store.Item{"pk": "breaker#openai", "state": "forced_open"})
 	b := newBuckets(t, s, clk)
 	clients := func(r ratelimit.ListResult) string {
 		var out []string
@@ -108,7 +130,7 @@ func TestBucketsList(t *testing.T) {
 }
 
 func TestBucketsReset(t *testing.T) {
-	s := newMemStore()
+	s := ratelimittest.NewMemStore()
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 
@@ -117,48 +139,48 @@ func TestBucketsReset(t *testing.T) {
 	if res.Changed || res.Attempts != 0 {
 		t.Errorf("reset of a missing bucket: %+v", res)
 	}
-	s.set(ratelimit.Bucket{Client: "c", Tokens: 15, UpdatedAtMs: t0 - 10_000}.Item())
+	s.Set(ratelimit.Bucket{Client: "c", Tokens: 15, UpdatedAtMs: t0 - 10_000}.Item())
 	if res := apply(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"}); res.Changed {
 		t.Errorf("reset of a bucket refilled to full: %+v", res)
 	}
-	if _, puts := s.counts(); puts != 0 {
+	if _, puts := s.Counts(); puts != 0 {
 		t.Fatalf("no-op resets wrote %d times", puts)
 	}
 
-	s.set(ratelimit.Bucket{Client: "c", Tokens: 0.5, UpdatedAtMs: t0 + 3}.Item()) // stamped ahead of our clock
+	s.Set(ratelimit.Bucket{Client: "c", Tokens: 0.5, UpdatedAtMs: t0 + 3}.Item()) // stamped ahead of our clock
 	res = apply(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c", DryRun: true})
 	if !res.Changed || res.After.Tokens != 20 || res.Before.Tokens != 0.5 {
 		t.Errorf("dry run: %+v", res)
 	}
-	if got := stored(t, s, "c"); got.Tokens != 0.5 {
+	if got := ratelimittest.Stored(t, s, "c"); got.Tokens != 0.5 {
 		t.Fatalf("dry run wrote: %+v", got)
 	}
 	res = apply(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
-	got := stored(t, s, "c")
+	got := ratelimittest.Stored(t, s, "c")
 	if !res.Changed || got.Tokens != 20 || got.UpdatedAtMs != t0+4 || got.TTL != (t0+4)/1000+1+3600 {
 		t.Errorf("reset: %+v, stored %+v", res, got)
 	}
 	// The data plane reads it as full and admits.
-	if d := take(t, newLimiter(t, s, variantFixed, clk), "c"); !d.Allowed || d.Remaining != 19 {
+	if d := take(t, newLimiter(t, s, clk), "c"); !d.Allowed || d.Remaining != 19 {
 		t.Errorf("take after reset: %+v", d)
 	}
 }
 
 func TestBucketsDrainAndSet(t *testing.T) {
-	s := newMemStore()
+	s := ratelimittest.NewMemStore()
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
-	dataPlane := newLimiter(t, s, variantFixed, clk)
+	dataPlane := newLimiter(t, s, clk)
 
 	// Drain of a missing (full) bucket creates it empty.
 	res := apply(t, b, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
-	if !res.Changed || res.Before.Exists || stored(t, s, "c").Tokens != 0 {
+	if !res.Changed || res.Before.Exists || ratelimittest.Stored(t, s, "c").Tokens != 0 {
 		t.Fatalf("drain: %+v", res)
 	}
 	if d := take(t, dataPlane, "c"); d.Allowed || d.RetryAfter != time.Second {
 		t.Errorf("take after drain: %+v", d)
 	}
-	if got := stored(t, s, "c"); got.Tokens != 0 || fmt.Sprint(got.Tokens) != "0" {
+	if got := ratelimittest.Stored(t, s, "c"); got.Tokens != 0 || fmt.Sprint(got.Tokens) != "0" {
 		t.Errorf("drain stored %v, want a plain 0", got.Tokens)
 	}
 	// Draining again at the same instant changes nothing.
@@ -169,7 +191,7 @@ func TestBucketsDrainAndSet(t *testing.T) {
 	// Drain for 30 s: refused for 31 s (30 s back to zero, 1 s to a token).
 	clk.Advance(2 * time.Second)
 	res = apply(t, b, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c", HoldFor: 30 * time.Second})
-	if stored(t, s, "c").Tokens != -30 || res.After.RetryAfter != 31*time.Second {
+	if ratelimittest.Stored(t, s, "c").Tokens != -30 || res.After.RetryAfter != 31*time.Second {
 		t.Fatalf("timed drain: %+v", res)
 	}
 	clk.Advance(30 * time.Second)
@@ -183,7 +205,7 @@ func TestBucketsDrainAndSet(t *testing.T) {
 
 	// Set.
 	res = apply(t, b, ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 7.5})
-	if !res.Changed || stored(t, s, "c").Tokens != 7.5 {
+	if !res.Changed || ratelimittest.Stored(t, s, "c").Tokens != 7.5 {
 		t.Errorf("set: %+v", res)
 	}
 	if res := apply(t, b, ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 7.5}); res.Changed {
@@ -206,7 +228,7 @@ func TestBucketsDrainAndSet(t *testing.T) {
 // A malformed item (on which the data plane fails open) is replaced by any
 // change, conditional on it being unchanged, and the audit says what it was.
 func TestBucketsRepairMalformed(t *testing.T) {
-	s := newMemStore()
+	s := ratelimittest.NewMemStore()
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 	for _, bad := range []store.Item{
@@ -214,7 +236,7 @@ func TestBucketsRepairMalformed(t *testing.T) {
 		{"pk": "rl#c", "tokens": "lots"},
 		{"pk": "rl#c", "note": "hand-written"},
 	} {
-		s.set(bad)
+		s.Set(bad)
 		if _, err := b.Get(context.Background(), "c"); !errors.Is(err, ratelimit.ErrMalformedBucket) {
 			t.Fatalf("get %v: %v", bad, err)
 		}
@@ -226,7 +248,7 @@ func TestBucketsRepairMalformed(t *testing.T) {
 		if err != nil || !res.Changed || !errors.Is(res.Malformed, ratelimit.ErrMalformedBucket) {
 			t.Fatalf("reset of %v: %+v, %v", bad, res, err)
 		}
-		got := stored(t, s, "c")
+		got := ratelimittest.Stored(t, s, "c")
 		want := t0
 		if _, ok := bad["updated_at"]; ok {
 			want = t0 + 6
@@ -239,13 +261,13 @@ func TestBucketsRepairMalformed(t *testing.T) {
 		}
 	}
 	// Someone else rewrote the broken item meanwhile: the repair is refused.
-	s.set(store.Item{"pk": "rl#c", "tokens": "lots"})
-	race := &interfering{memStore: s, onGet: func() { s.set(store.Item{"pk": "rl#c", "tokens": "more"}) }}
+	s.Set(store.Item{"pk": "rl#c", "tokens": "lots"})
+	race := &ratelimittest.Interfering{MemStore: s, OnGet: func() { s.Set(store.Item{"pk": "rl#c", "tokens": "more"}) }}
 	res, err := newBuckets(t, race, clock.NewFake(epoch)).Apply(context.Background(), ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
 	if err != nil || res.Attempts != 2 {
 		t.Fatalf("drain: %+v, %v; want the first write refused", res, err)
 	}
-	if got := stored(t, s, "c"); got.Tokens != 0 {
+	if got := ratelimittest.Stored(t, s, "c"); got.Tokens != 0 {
 		t.Errorf("the retry after the race should have replaced the new item: %+v", got)
 	}
 }
@@ -261,7 +283,7 @@ func (recorder) Append(_ context.Context, e audit.Entry) (audit.Record, error) {
 // busyStore refuses the first n conditional writes as if a data-plane take
 // had landed between read and write, changing the bucket each time.
 type busyStore struct {
-	*memStore
+	*ratelimittest.MemStore
 	n int
 }
 
@@ -272,21 +294,21 @@ func (b *busyStore) Put(ctx context.Context, it store.Item, cond store.Condition
 		bk, _ := ratelimit.BucketFromItem(cur)
 		bk.Tokens--
 		bk.UpdatedAtMs++
-		b.set(bk.Item())
+		b.Set(bk.Item())
 	}
-	return b.memStore.Put(ctx, it, cond)
+	return b.MemStore.Put(ctx, it, cond)
 }
 
 func TestBucketsRetryAndBusy(t *testing.T) {
-	m := newMemStore()
-	m.set(ratelimit.Bucket{Client: "c", Tokens: 10, UpdatedAtMs: t0}.Item())
-	s := &busyStore{memStore: m, n: 2}
+	m := ratelimittest.NewMemStore()
+	m.Set(ratelimit.Bucket{Client: "c", Tokens: 10, UpdatedAtMs: t0}.Item())
+	s := &busyStore{MemStore: m, n: 2}
 	b := newBuckets(t, s, clock.NewFake(epoch))
 	res := apply(t, b, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
 	if res.Attempts != 3 || res.Before.Stored.Tokens != 8 || res.Before.Stored.UpdatedAtMs != t0+2 {
 		t.Errorf("after two races: %+v (before must be the state actually replaced)", res)
 	}
-	if got := stored(t, m, "c"); got.Tokens != 0 || got.UpdatedAtMs != t0+3 {
+	if got := ratelimittest.Stored(t, m, "c"); got.Tokens != 0 || got.UpdatedAtMs != t0+3 {
 		t.Errorf("stored %+v", got)
 	}
 	s.n = ratelimit.MutationAttempts
@@ -303,7 +325,7 @@ func (failingAuditor) Append(context.Context, audit.Entry) (audit.Record, error)
 }
 
 func TestBucketsApplyAudited(t *testing.T) {
-	s := newMemStore()
+	s := ratelimittest.NewMemStore()
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
 	log := audit.NewLog(auditStore{s}, clk, "test")
@@ -313,7 +335,7 @@ func TestBucketsApplyAudited(t *testing.T) {
 	if err != nil || !res.Changed || rec.ID == "" {
 		t.Fatalf("drain: %+v %+v %v", res, rec, err)
 	}
-	if stored(t, s, "c").Tokens != 0 {
+	if ratelimittest.Stored(t, s, "c").Tokens != 0 {
 		t.Error("audited apply honored DryRun; it must always write")
 	}
 	if rec.Action != "ratelimit.drain" || rec.Subject != "rl#c" || rec.Actor != "alice@laptop" || rec.Reason != "drill" {
@@ -340,13 +362,13 @@ func TestBucketsApplyAudited(t *testing.T) {
 
 	// Written but not audited: the caller is told both.
 	_, _, err = b.ApplyAudited(ctx, failingAuditor{}, "a", "", ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 3})
-	if !errors.Is(err, audit.ErrAuditWrite) || !strings.Contains(err.Error(), "was changed") || stored(t, s, "c").Tokens != 3 {
+	if !errors.Is(err, audit.ErrAuditWrite) || !strings.Contains(err.Error(), "was changed") || ratelimittest.Stored(t, s, "c").Tokens != 3 {
 		t.Errorf("audit failure: %v", err)
 	}
 }
 
-// auditStore gives the memStore the Put and Scan the audit log needs.
-type auditStore struct{ *memStore }
+// auditStore gives the ratelimittest.MemStore the Put and Scan the audit log needs.
+type auditStore struct{ *ratelimittest.MemStore }
 
 func TestOpNames(t *testing.T) {
 	for op, want := range map[ratelimit.Op][2]string{

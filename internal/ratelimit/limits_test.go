@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
 )
 
 // t0 is an arbitrary epoch-ms instant the math tests count from.
-const t0 int64 = 1_795_978_800_000 // 2026-11-29T19:00:00Z
+const t0 = ratelimittest.T0
+
+var epoch = ratelimittest.Epoch
 
 func TestRefillFormula(t *testing.T) {
 	l := ratelimit.DefaultLimits()
@@ -43,8 +46,8 @@ func TestRefillFormula(t *testing.T) {
 			if got := lim.Refill(tc.tokens, tc.updated, tc.now); math.Abs(got-tc.want) > 1e-9 {
 				t.Errorf("Refill = %v, want %v", got, tc.want)
 			}
-			if got := refillLLD(lim, tc.tokens, tc.updated, tc.now); math.Abs(got-tc.wantLLD) > 1e-9 {
-				t.Errorf("refillLLD = %v, want %v", got, tc.wantLLD)
+			if got := ratelimittest.RefillLLD(lim, tc.tokens, tc.updated, tc.now); math.Abs(got-tc.wantLLD) > 1e-9 {
+				t.Errorf("RefillLLD = %v, want %v", got, tc.wantLLD)
 			}
 		})
 	}

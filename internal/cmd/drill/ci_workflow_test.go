@@ -13,8 +13,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
-	"github.com/kosha-platform/koshactl/internal/sandbox"
 )
 
 type workflow struct {

@@ -26,11 +26,12 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
-	"github.com/kosha-platform/koshactl/internal/sandbox"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -119,7 +120,7 @@ func runDrillJournal(file, jpath, junit string, args ...string) (int, string) {
 	return cmdutil.ExitCode(err), out.String() + errOut.String()
 }
 
-func (s *sandboxEnv) gauges(t *testing.T, dep string) map[string]breaker.State {
+func (s *sandboxEnv) gauges(t *testing.T, dep string) map[string]gauge.State {
 	t.Helper()
 	g := &drill.MetricsGauges{New: func(context.Context) (metrics.GaugeSource, error) {
 		return metrics.NewPrometheus([]string{s.url + sandbox.PathMetrics}, metrics.PrometheusOptions{})
@@ -128,7 +129,7 @@ func (s *sandboxEnv) gauges(t *testing.T, dep string) map[string]breaker.State {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]breaker.State{}
+	out := map[string]gauge.State{}
 	for _, in := range r.Instances {
 		out[in.Instance] = in.State
 	}
@@ -211,7 +212,7 @@ func TestExampleDrillFailsWhenTheDegradationIsWrong(t *testing.T) {
 	assertRolledBack(t, s, j)
 	waitFor(t, func() bool {
 		for _, st := range s.gauges(t, "openai") {
-			if st != breaker.Closed {
+			if st != gauge.Closed {
 				return false
 			}
 		}
@@ -349,7 +350,7 @@ func TestInterruptedDrillRollsEverythingBack(t *testing.T) {
 	waitFor(t, func() bool {
 		g := s.gauges(t, "openai")
 		for _, st := range g {
-			if st != breaker.Closed {
+			if st != gauge.Closed {
 				return false
 			}
 		}

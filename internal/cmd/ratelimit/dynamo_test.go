@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
@@ -66,7 +66,7 @@ func TestRateLimitOnDynamoDBContext(t *testing.T) {
 	// Data-plane takes race the operator's reset of carol: every refused
 	// conditional write is re-read and retried, so the reset lands, and takes
 	// after it spend from the full bucket.
-	l, err := ratelimit.NewLimiter(s, ratelimit.Config{Clock: e.Clock})
+	l, err := limiter.New(s, limiter.Config{Clock: e.Clock})
 	if err != nil {
 		t.Fatal(err)
 	}

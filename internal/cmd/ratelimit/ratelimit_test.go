@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/reset"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -196,7 +197,7 @@ func TestWrittenItemFollowsContract(t *testing.T) {
 	}
 	defer s.Close()
 	clk := clock.NewFake(clitest.Epoch.Add(30 * time.Second))
-	l, err := ratelimit.NewLimiter(s, ratelimit.Config{Clock: clk})
+	l, err := limiter.New(s, limiter.Config{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

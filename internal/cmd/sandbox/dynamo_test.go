@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
+	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )

@@ -1,5 +1,5 @@
 // Package sandbox implements `koshactl sandbox`: run the local gateway fleet
-// (internal/sandbox) on the current context's store, and its subcommands
+// (internal/dataplane/sandbox) on the current context's store, and its subcommands
 // `sandbox status` (a live text view of the fleet's breakers) and `sandbox
 // config` (print the effective configuration as a file to start from).
 package sandbox
@@ -28,9 +28,9 @@ import (
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox/config"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
-	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
 )
 
 // ShutdownTimeout bounds the graceful shutdown after SIGINT or SIGTERM.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
-	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
+	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 )
 
 // RedactedToken stands for a token of the --config file in the output; it

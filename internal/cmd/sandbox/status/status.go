@@ -17,10 +17,10 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/human"
-	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -180,9 +180,9 @@ func waitReady(ctx context.Context, client *http.Client, base string, wait time.
 // shouts.
 func cell(b sbx.BreakerStatus) string {
 	switch b.Value {
-	case int(breaker.Open):
+	case int(gauge.Open):
 		return fmt.Sprintf("open %s", (time.Duration(b.RemainingOpenMs) * time.Millisecond).Round(100*time.Millisecond))
-	case int(breaker.ForcedOpen):
+	case int(gauge.ForcedOpen):
 		return "FORCED"
 	default:
 		return b.State

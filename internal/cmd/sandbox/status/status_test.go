@@ -8,7 +8,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/status"
-	sbx "github.com/kosha-platform/koshactl/internal/sandbox"
+	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 )
 
 func fleet(n int, value func(i, dep int) int) sbx.Status {

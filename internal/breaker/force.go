@@ -1,0 +1,32 @@
+package breaker
+
+import "time"
+
+// CacheTTL is how long a data-plane instance may act on the override it read
+// last: it reads breaker#<dependency> at most once per CacheTTL (the LLD's
+// 5 s cache), so a force or clear reaches the whole fleet within it.
+const CacheTTL = 5 * time.Second
+
+// Force is what a data plane's override source knows about one dependency's forced_open
+// override.
+type Force struct {
+	// Active reports whether the override holds: the item exists and its
+	// state is forced_open. A source should already have applied the expiry
+	// it read; the watcher checks ExpiresAt again as time passes.
+	Active bool
+	// ExpiresAt is when the override stops holding. Zero means it does not
+	// expire.
+	ExpiresAt time.Time
+	// Reason is the operator's note, copied into the watcher's log event.
+	Reason string
+	// Malformed, when set, says what of the stored item does not follow the
+	// contract (the first problem). The rule above already applied to it: a
+	// malformed expiry counts as none, so such an override holds until it
+	// is cleared. The watcher logs it, so the fleet's logs show why.
+	Malformed string
+}
+
+// ActiveAt reports whether the override holds at now.
+func (f Force) ActiveAt(now time.Time) bool {
+	return f.Active && (f.ExpiresAt.IsZero() || now.Before(f.ExpiresAt))
+}

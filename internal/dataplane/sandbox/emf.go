@@ -1,0 +1,195 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
+	gauges "github.com/kosha-platform/koshactl/internal/metrics"
+)
+
+// emfQueue is how many gauge points may wait for the EMF file.
+const emfQueue = 4096
+
+// emfDimensions are the dimension sets of a line whose values are all
+// usable (the metric contract, docs/contracts/breaker-state-metric.md): the
+// fleet sets (dependency; dependency and service), each one custom metric
+// per dependency, and, only when asked for, the one instance-level set
+// (dependency, service, instance), one custom metric per instance and
+// dependency. Without it the instance is a log property: it stays in the
+// log event for Logs Insights and costs no metric.
+func emfDimensions(service, instance string, withInstance bool) [][]string {
+	sets := [][]string{{gauges.DimDependency}}
+	if dimensionValue(service) {
+		sets = append(sets, []string{gauges.DimDependency, gauges.DimService})
+		if withInstance && dimensionValue(instance) {
+			sets = append(sets, []string{gauges.DimDependency, gauges.DimService, gauges.DimInstance})
+		}
+	}
+	return sets
+}
+
+// dimensionValue reports whether v can be a CloudWatch dimension value: 1 to
+// 1024 printable ASCII characters, not all blank. CloudWatch drops a
+// dimension set whose value is empty, so a set is only named with values it
+// accepts.
+func dimensionValue(v string) bool {
+	if strings.TrimSpace(v) == "" || len(v) > 1024 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+type emfPoint struct {
+	at         time.Time
+	dependency string
+	instance   string
+	state      circuit.State
+}
+
+// emfWriter writes the breaker_state gauge as CloudWatch embedded metric
+// format lines, one JSON object per line: on every state change and, for
+// every instance and dependency, every interval, so the production metric
+// shape is visible without AWS. Writes happen on its own goroutine; the
+// breaker's hook only enqueues.
+type emfWriter struct {
+	w         io.Writer
+	namespace string
+	service   string
+	instances bool
+	interval  time.Duration
+	clock     clock.Clock
+	logger    *slog.Logger
+
+	ch      chan emfPoint
+	dropped atomic.Uint64
+	mu      sync.Mutex
+	closed  bool
+}
+
+func newEMFWriter(w io.Writer, s EMFSettings, clk clock.Clock, logger *slog.Logger) *emfWriter {
+	ns := s.Namespace
+	if ns == "" {
+		ns = gauges.DefaultNamespace
+	}
+	return &emfWriter{w: w, namespace: ns, service: s.Service, instances: s.InstanceDimension, interval: s.Interval, clock: clk, logger: logger,
+		ch: make(chan emfPoint, emfQueue)}
+}
+
+// emfLine is one EMF document.
+type emfLine struct {
+	AWS          emfMeta `json:"_aws"`
+	Dependency   string  `json:"dependency"`
+	Service      string  `json:"service,omitempty"`
+	Instance     string  `json:"instance,omitempty"`
+	BreakerState int     `json:"breaker_state"`
+	// State is the state's name, a property (not a metric) for log readers.
+	State string `json:"state"`
+}
+
+type emfMeta struct {
+	Timestamp         int64          `json:"Timestamp"`
+	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
+}
+
+type emfDirective struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []emfMetric `json:"Metrics"`
+}
+
+type emfMetric struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit"`
+}
+
+// point enqueues one gauge value without blocking.
+func (e *emfWriter) point(p emfPoint) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	select {
+	case e.ch <- p:
+	default:
+		e.dropped.Add(1)
+	}
+}
+
+// transition is the breakers' OnStateChange hook.
+func (e *emfWriter) transition(instance string, t circuit.Transition) {
+	e.point(emfPoint{at: t.At, dependency: t.Name, instance: instance, state: t.To})
+}
+
+// run writes queued points, and every interval the whole fleet, until ctx
+// ends; then it writes what is queued and returns.
+func (e *emfWriter) run(ctx context.Context, f *Fleet, wg *sync.WaitGroup) {
+	snapshot := func() {
+		now := e.clock.Now()
+		for _, in := range f.instances {
+			for _, d := range in.reg.Dependencies() {
+				if d.Breaker != nil {
+					e.point(emfPoint{at: now, dependency: d.Name, instance: in.name, state: d.Breaker.State()})
+				}
+			}
+		}
+	}
+	wg.Go(func() {
+		t := time.NewTicker(e.interval)
+		defer t.Stop()
+		snapshot()
+		for {
+			select {
+			case <-ctx.Done():
+				snapshot()
+				e.mu.Lock()
+				e.closed = true
+				close(e.ch)
+				e.mu.Unlock()
+				for p := range e.ch {
+					e.write(p)
+				}
+				return
+			case <-t.C:
+				snapshot()
+			case p := <-e.ch:
+				e.write(p)
+			}
+		}
+	})
+}
+
+func (e *emfWriter) write(p emfPoint) {
+	if !dimensionValue(p.dependency) {
+		// Every set carries the dependency: without a usable one the line
+		// would publish nothing, or a series no reader asks for.
+		e.logger.Warn("emf line not written: unusable dependency dimension", slog.String("event", "emf_bad_dimension"),
+			slog.String("dependency", p.dependency), slog.String("instance", p.instance))
+		return
+	}
+	line := emfLine{
+		AWS: emfMeta{Timestamp: p.at.UnixMilli(), CloudWatchMetrics: []emfDirective{{Namespace: e.namespace,
+			Dimensions: emfDimensions(e.service, p.instance, e.instances), Metrics: []emfMetric{{Name: gauges.MetricName, Unit: "None"}}}}},
+		Dependency: p.dependency, Service: e.service, Instance: p.instance, BreakerState: int(p.state), State: p.state.String(),
+	}
+	b, err := json.Marshal(line)
+	if err == nil {
+		_, err = e.w.Write(append(b, '\n'))
+	}
+	if err != nil {
+		e.logger.Warn("emf line not written", slog.String("event", "emf_write_failed"), slog.String("error", err.Error()))
+	}
+}

@@ -1,0 +1,319 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
+	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
+	gauges "github.com/kosha-platform/koshactl/internal/metrics"
+)
+
+// Outcomes of one logical downstream call, the outcome label of
+// kosha_downstream_calls_total.
+const (
+	OutcomeSuccess     = "success"
+	OutcomeError       = "error"        // a 5xx answer
+	OutcomeClientError = "client_error" // a 4xx answer (a success for the breaker)
+	OutcomeTimeout     = "timeout"      // the attempt's timeout or the deadline cut it
+	OutcomeConnError   = "conn_error"   // connection refused or reset
+	OutcomeCircuitOpen = "circuit_open" // the breaker refused it
+	OutcomeBulkhead    = "bulkhead_full"
+	OutcomeDeadline    = "deadline_exceeded" // the budget was spent before it started
+	OutcomeCanceled    = "canceled"
+)
+
+var callOutcomes = []string{OutcomeSuccess, OutcomeError, OutcomeClientError, OutcomeTimeout, OutcomeConnError,
+	OutcomeCircuitOpen, OutcomeBulkhead, OutcomeDeadline, OutcomeCanceled}
+
+// Shed reasons, the reason label of kosha_shed_total (LLD §7).
+const (
+	ShedInFlight       = "in_flight"       // more than MAX_IN_FLIGHT requests on the instance
+	ShedMinBudget      = "min_budget"      // remaining budget below the tool's minimum
+	ShedDependencyOpen = "dependency_open" // the tool's only dependency's breaker is open
+)
+
+// Ignored reasons, the reason label of kosha_chaos_ignored_total: the
+// verifier's checks plus the gateway's own.
+const (
+	IgnoredDisabled = "disabled" // chaos is not enabled
+	IgnoredRole     = "role"     // the principal is not an operator
+	IgnoredKeyring  = "keyring"  // the keys could not be read
+)
+
+func ignoredReasons() []string {
+	out := []string{IgnoredDisabled, IgnoredRole, IgnoredKeyring}
+	for _, c := range chaos.Checks() {
+		out = append(out, string(c))
+	}
+	return out
+}
+
+// callOutcome labels a logical call's result.
+func callOutcome(err error) string {
+	if err == nil {
+		return OutcomeSuccess
+	}
+	switch resilience.KindOf(err) {
+	case resilience.KindCircuitOpen:
+		return OutcomeCircuitOpen
+	case resilience.KindBulkheadFull:
+		return OutcomeBulkhead
+	case resilience.KindDeadlineExceeded:
+		return OutcomeDeadline
+	case resilience.KindAttemptTimeout:
+		return OutcomeTimeout
+	default: // not a layer's refusal: classify the dependency's answer below
+	}
+	var se *resilience.StatusError
+	var ce *resilience.ConnError
+	switch {
+	case errors.As(err, &se):
+		if se.Code < 500 {
+			return OutcomeClientError
+		}
+		return OutcomeError
+	case errors.As(err, &ce):
+		return OutcomeConnError
+	case errors.Is(err, context.Canceled):
+		return OutcomeCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	}
+	return OutcomeError
+}
+
+// depCounters are one dependency's pre-resolved call counters.
+type depCounters struct {
+	outcomes map[string]prometheus.Counter
+	retries  prometheus.Counter
+}
+
+// metrics are the sandbox's Prometheus metrics, on a private registry.
+type metrics struct {
+	reg          *prometheus.Registry
+	calls        *prometheus.CounterVec
+	retries      *prometheus.CounterVec
+	deps         map[string]*depCounters
+	shed         *prometheus.CounterVec
+	rateLimited  prometheus.Counter
+	rateDecision *prometheus.CounterVec
+	chaosFaults  *prometheus.CounterVec
+	simFaults    *prometheus.CounterVec
+	ignored      *prometheus.CounterVec
+	honored      *prometheus.CounterVec
+	toolCalls    *prometheus.CounterVec
+	toolDuration *prometheus.HistogramVec
+	requests     *prometheus.CounterVec
+	auditDropped prometheus.Counter
+	auditFailed  prometheus.Counter
+	auditSummed  prometheus.Counter
+	trafficSent  prometheus.Counter
+	trafficDrop  prometheus.Counter
+	tools        map[string]*toolCounters
+	reqs         sync.Map // requestKey → prometheus.Counter
+}
+
+func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
+	m := &metrics{
+		reg: reg,
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_downstream_calls_total",
+			Help: "Logical downstream calls (retries included in one call) by dependency and outcome."}, []string{"dependency", "outcome"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_retries_total",
+			Help: "Attempts after the first, by dependency."}, []string{"dependency"}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_shed_total",
+			Help: "Requests and tool calls shed by the load shedder, by reason (in_flight, min_budget, dependency_open)."}, []string{"reason"}),
+		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_rate_limited_total",
+			Help: "Requests refused by the per-client rate limit."}),
+		rateDecision: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_rate_limit_decisions_total",
+			Help: "Rate-limit takes by outcome (admitted, denied, denied_contention, fail_open_error)."}, []string{"outcome"}),
+		chaosFaults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_chaos_faults_total",
+			Help: "Chaos faults injected into downstream attempts, by target, fault and source (header or admin knob)."}, []string{"target", "fault", "source"}),
+		simFaults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_simulated_faults_total",
+			Help: "Faults the downstream profiles injected (random rates and periodic outages)."}, []string{"dependency", "fault", "source"}),
+		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_chaos_ignored_total",
+			Help: "Chaos headers ignored, by reason (disabled, role, or the first failed check)."}, []string{"reason"}),
+		honored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_chaos_honored_total",
+			Help: "Requests whose chaos header was honored, by target and fault."}, []string{"target", "fault"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_tool_calls_total",
+			Help: "Tool calls by tool and outcome (ok, degraded, deferred, or the error code)."}, []string{"tool", "outcome"}),
+		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kosha_tool_call_duration_seconds",
+			Help:    "Tool call latency inside the gateway.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"tool"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_requests_total",
+			Help: "HTTP requests to the tool endpoint by instance and status code."}, []string{"instance", "code"}),
+		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_audit_dropped_total",
+			Help: "Audit records dropped because the audit queue was full."}),
+		auditFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_audit_write_errors_total",
+			Help: "Audit records the store refused."}),
+		auditSummed: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_audit_suppressed_total",
+			Help: "Ignored chaos headers counted into a summary record instead of a record of their own."}),
+		trafficSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_traffic_requests_total",
+			Help: "Requests the synthetic traffic generator sent."}),
+		trafficDrop: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_traffic_dropped_total",
+			Help: "Arrivals the traffic generator dropped because too many of its requests were in flight."}),
+	}
+	cs := []prometheus.Collector{m.calls, m.retries, m.shed, m.rateLimited, m.rateDecision, m.chaosFaults, m.simFaults,
+		m.ignored, m.honored, m.toolCalls, m.toolDuration, m.requests, m.auditDropped, m.auditFailed, m.auditSummed,
+		m.trafficSent, m.trafficDrop}
+	if own {
+		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	// Series that exist from the start read 0 rather than "no data".
+	m.deps = map[string]*depCounters{}
+	for _, dep := range Downstreams() {
+		dc := &depCounters{outcomes: map[string]prometheus.Counter{}, retries: m.retries.WithLabelValues(dep)}
+		for _, o := range callOutcomes {
+			dc.outcomes[o] = m.calls.WithLabelValues(dep, o)
+		}
+		m.deps[dep] = dc
+	}
+	m.tools = map[string]*toolCounters{}
+	for _, t := range Tools() {
+		m.tools[t] = &toolCounters{duration: m.toolDuration.WithLabelValues(t), ok: m.toolCalls.WithLabelValues(t, ToolOK)}
+	}
+	for _, r := range []string{ShedInFlight, ShedMinBudget, ShedDependencyOpen} {
+		m.shed.WithLabelValues(r)
+	}
+	for _, r := range ignoredReasons() {
+		m.ignored.WithLabelValues(r)
+	}
+	for _, o := range []limiter.Outcome{limiter.OutcomeAdmitted, limiter.OutcomeDenied, limiter.OutcomeDeniedContention,
+		limiter.OutcomeFailOpenError} {
+		m.rateDecision.WithLabelValues(o.String())
+	}
+	return m, nil
+}
+
+// toolCounters are one tool's pre-resolved series.
+type toolCounters struct {
+	duration prometheus.Observer
+	ok       prometheus.Counter
+}
+
+type requestKey struct {
+	instance string
+	code     int
+}
+
+// observeTool counts one tool call and its latency.
+func (m *metrics) observeTool(tool, outcome string, d time.Duration) {
+	tc := m.tools[tool]
+	if tc == nil {
+		return
+	}
+	tc.duration.Observe(d.Seconds())
+	if outcome == ToolOK {
+		tc.ok.Inc()
+		return
+	}
+	m.toolCalls.WithLabelValues(tool, outcome).Inc()
+}
+
+// observeRequest counts one request by instance and status, resolving each
+// series once.
+func (m *metrics) observeRequest(instance string, code int) {
+	k := requestKey{instance, code}
+	if c, ok := m.reqs.Load(k); ok {
+		c.(prometheus.Counter).Inc()
+		return
+	}
+	c, _ := m.reqs.LoadOrStore(k, m.requests.WithLabelValues(instance, strconv.Itoa(code)))
+	c.(prometheus.Counter).Inc()
+}
+
+// observeCall counts one logical downstream call.
+func (m *metrics) observeCall(dep string, err error) {
+	if dc := m.deps[dep]; dc != nil {
+		dc.outcomes[callOutcome(err)].Inc()
+	}
+}
+
+// observeFault counts a simulator's fault under the chaos or the simulated
+// counter, by source.
+func (m *metrics) observeFault(dep string, f chaos.Fault, source string) {
+	if source == sourceHeader || source == sourceAdmin {
+		m.chaosFaults.WithLabelValues(dep, f.String(), source).Inc()
+		return
+	}
+	m.simFaults.WithLabelValues(dep, f.String(), source).Inc()
+}
+
+// ObserveTake implements limiter.Observer.
+func (m *metrics) ObserveTake(_ string, d limiter.Decision) {
+	m.rateDecision.WithLabelValues(d.Outcome.String()).Inc()
+}
+
+var _ limiter.Observer = (*metrics)(nil)
+
+// handler serves the registry in the Prometheus text format.
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// fleetCollector reports per-instance state at scrape time: the
+// breaker_state gauge (reading each breaker, so an open breaker whose open
+// duration has passed reports half-open), in-flight requests and failed
+// override reads.
+type fleetCollector struct {
+	fleet    *Fleet
+	state    *prometheus.Desc
+	inFlight *prometheus.Desc
+	readErrs *prometheus.Desc
+	deps     []string
+}
+
+func newFleetCollector(f *Fleet) *fleetCollector {
+	var deps []string
+	for _, d := range f.instances[0].reg.Dependencies() {
+		if d.Breaker != nil {
+			deps = append(deps, d.Name)
+		}
+	}
+	slices.Sort(deps)
+	return &fleetCollector{
+		fleet: f,
+		deps:  deps,
+		state: prometheus.NewDesc(gauges.PrometheusMetricName,
+			"Circuit breaker state per dependency and instance: 0 closed, 1 half-open, 2 open, 3 forced open.",
+			[]string{gauges.DimDependency, gauges.DimInstance}, nil),
+		inFlight: prometheus.NewDesc("kosha_in_flight_requests",
+			"Requests in flight per instance (shed above max in flight).", []string{gauges.DimInstance}, nil),
+		readErrs: prometheus.NewDesc("kosha_breaker_override_read_errors_total",
+			"Failed reads of the breaker override (while it grows, overrides are not applied).",
+			[]string{gauges.DimDependency, gauges.DimInstance}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.state
+	ch <- c.inFlight
+	ch <- c.readErrs
+}
+
+// Collect implements prometheus.Collector.
+func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, in := range c.fleet.instances {
+		for _, dep := range c.deps {
+			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, float64(in.BreakerState(dep)), dep, in.name)
+			ch <- prometheus.MustNewConstMetric(c.readErrs, prometheus.CounterValue, float64(in.overrideReadErrors(dep)), dep, in.name)
+		}
+		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(in.Shedder().InFlight()), in.name)
+	}
+}
