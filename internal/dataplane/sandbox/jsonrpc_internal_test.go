@@ -118,12 +118,12 @@ func TestReadRequestRefusesOversizedBodiesAndBatches(t *testing.T) {
 		{`{"jsonrpc":`, CodeParseError},
 		{`{"jsonrpc":"1.0","id":1,"method":"ping"}`, CodeInvalidRequest},
 	} {
-		req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(tc.body))
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp", strings.NewReader(tc.body))
 		if _, rerr := readRequest(req); rerr == nil || rerr.Code != tc.code {
 			t.Errorf("body %.40q: %v, want code %d", tc.body, rerr, tc.code)
 		}
 	}
-	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(` {"jsonrpc":"2.0","id":7,"method":"ping"} `))
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp", strings.NewReader(` {"jsonrpc":"2.0","id":7,"method":"ping"} `))
 	if got, rerr := readRequest(req); rerr != nil || got.Method != "ping" || string(got.ID) != "7" {
 		t.Errorf("readRequest = %+v, %v", got, rerr)
 	}
@@ -153,7 +153,7 @@ func BenchmarkRPCRoundTrip(b *testing.B) {
 		b.Run("impl="+impl, func(b *testing.B) {
 			w := &nopWriter{h: http.Header{}}
 			reader := bytes.NewReader(body)
-			req := httptest.NewRequest(http.MethodPost, "/mcp", reader)
+			req := httptest.NewRequestWithContext(b.Context(), http.MethodPost, "/mcp", reader)
 			b.ReportAllocs()
 			for b.Loop() {
 				reader.Reset(body)
