@@ -204,8 +204,9 @@ func decodeOnto(n *yaml.Node, v reflect.Value, path string, problems *[]string) 
 			k, val := n.Content[i].Value, n.Content[i+1]
 			sub := strings.TrimPrefix(path+"."+k, ".")
 			switch {
-			case path == "" && k == "profile":
-				continue // applied first
+			case path == "" && k == "profile": // applied first; checked here
+				var name string
+				decodeOnto(val, reflect.ValueOf(&name).Elem(), sub, problems)
 			case seen[k]:
 				*problems = append(*problems, fmt.Sprintf("line %d: %s is given twice", n.Content[i].Line, strconv.Quote(sub)))
 			case !slices.Contains(keys, k):
@@ -227,11 +228,11 @@ func decodeOnto(n *yaml.Node, v reflect.Value, path string, problems *[]string) 
 	}
 	switch {
 	case v.Type() == durationType:
-		d, err := config.ParseDuration(n.Value)
-		if err != nil {
+		if d, err := config.ParseDuration(n.Value); err != nil {
 			bad("%v", err)
+		} else {
+			v.SetInt(int64(d))
 		}
-		v.SetInt(int64(d))
 	case v.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		v.SetZero() // a list replaces the setting whole; an empty list leaves it nil
 		for i, item := range n.Content {

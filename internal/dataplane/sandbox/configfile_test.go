@@ -121,6 +121,7 @@ func TestDecodeFileRefusesBadFiles(t *testing.T) {
 		{"tools: {search: {budget: 1s}}\n", `tools: unknown key "search"`},
 		{"instances: 3\ninstances: 4\n", `line 2: "instances" is given twice`},
 		{"- a\n", `line 1: the file: a list is not a mapping`},
+		{"profile: [flaky]\n", `line 1: profile: a list is not a string`},
 		{"a: [\n", `yaml: line 1:`},
 		{"instancs: 3\ntraffic: {rps: fast}\n", `unknown key "instancs"; use instances, listen, allowed-hosts, profile, time-scale, chaos, traffic, principals, downstreams, resilience, tools, defer-retry-after, audit, emf; line 2: traffic.rps`},
 	} {
