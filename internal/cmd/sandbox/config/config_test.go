@@ -10,8 +10,8 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/config"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/iostreams"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
