@@ -154,14 +154,24 @@ type Duration time.Duration
 // MarshalYAML writes the duration as text.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
-// UnmarshalYAML reads "90m", "4h" and the like.
+// UnmarshalYAML reads "90m", "4h" and the like (see [ParseDuration]).
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
-	if err != nil || v < 0 {
-		return fmt.Errorf("line %d: %q is not a duration like 30m or 4h", n.Line, n.Value)
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// ParseDuration reads a duration of a file, like 30m or 4h; a negative one
+// is refused.
+func ParseDuration(s string) (time.Duration, error) {
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q is not a duration like 30m or 4h", s)
+	}
+	return v, nil
 }
 
 // MarshalText writes the duration as text (for JSON).

@@ -5,6 +5,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,20 +124,14 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 
 // Resolve builds the sandbox configuration: the defaults, then the file,
 // then the flags given.
-func (o *Options) Resolve() (sbx.Config, *sbx.File, error) {
+func (o *Options) Resolve() (sbx.Config, error) {
 	cfg := sbx.DefaultConfig()
-	file := &sbx.File{}
-	if o.ConfigFile != "" {
-		var err error
-		if file, err = sbx.LoadFile(o.ConfigFile); err != nil {
-			return cfg, nil, cmdutil.WithCode(cmdutil.ExitUsage, err)
-		}
-	}
+	profile := "" // before the file's downstream settings, which refine it
 	if o.Changed["profile"] {
-		file.Profile = o.Profile // before the file's downstream settings, which refine it
+		profile = o.Profile
 	}
-	if err := file.Apply(&cfg); err != nil {
-		return cfg, nil, cmdutil.WithCode(cmdutil.ExitUsage, err)
+	if err := cfg.LoadFile(o.ConfigFile, profile); err != nil {
+		return cfg, cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	set := func(name string, apply func()) {
 		if o.Changed[name] {
@@ -150,7 +145,7 @@ func (o *Options) Resolve() (sbx.Config, *sbx.File, error) {
 	set("allowed-host", func() { cfg.AllowedHosts = o.AllowedHosts })
 	set("chaos", func() { cfg.ChaosEnabled = o.Chaos })
 	set("time-scale", func() { cfg.TimeScale = o.TimeScale })
-	return cfg, file, nil
+	return cfg, nil
 }
 
 // Run runs the sandbox until ctx ends or SIGINT/SIGTERM arrives.
@@ -159,7 +154,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	cfg, file, err := opts.Resolve()
+	cfg, err := opts.Resolve()
 	if err != nil {
 		return err
 	}
@@ -192,10 +187,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		deps.Keys, keyDesc = src, src.Describe()
 	}
-	emfPath := opts.EMF
-	if emfPath == "" && file.EMF != nil {
-		emfPath = file.EMF.File
-	}
+	emfPath := cmp.Or(opts.EMF, cfg.EMF.File)
 	if emfPath != "" {
 		ef, err := os.OpenFile(emfPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600) //nolint:gosec // G304: the operator names the EMF file
 

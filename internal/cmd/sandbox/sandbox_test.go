@@ -43,7 +43,7 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("instances: 8\nprofile: degraded\ntraffic: {rps: 2}\ndownstreams: {postgres: {error-rate: 0.25}}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := parse(t, "--config", path, "--instances", "3", "--profile", "flaky", "--chaos").Resolve()
+	cfg, err := parse(t, "--config", path, "--instances", "3", "--profile", "flaky", "--chaos").Resolve()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,14 +53,14 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	if cfg.Downstreams[sbx.Postgres].ErrorRate != 0.25 || len(cfg.Downstreams[sbx.OpenAI].Outages) == 0 {
 		t.Errorf("the file's downstream settings refine the flag's profile: %+v", cfg.Downstreams)
 	}
-	cfg, _, err = parse(t, "--config", path).Resolve()
+	cfg, err = parse(t, "--config", path).Resolve()
 	if err != nil || cfg.Instances != 8 || cfg.Profile != sbx.ProfileDegraded || cfg.ChaosEnabled {
 		t.Errorf("without flags the file applies: %+v %v", cfg, err)
 	}
 	if err := os.WriteFile(path, []byte("instance: 8\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := parse(t, "--config", path).Resolve(); cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "instance") {
+	if _, err := parse(t, "--config", path).Resolve(); cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "instance") {
 		t.Errorf("unknown key: %v (exit %d), want a usage error naming it", err, cmdutil.ExitCode(err))
 	}
 }
@@ -68,13 +68,9 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 func TestConfigPrintsALoadableFile(t *testing.T) {
 	cli := clitest.New(t)
 	out := cli.MustRun(0, "sandbox", "config", "--profile", "flaky").Stdout
-	f, err := sbx.ParseFile([]byte(out))
-	if err != nil {
-		t.Fatalf("sandbox config output does not load: %v\n%s", err, out)
-	}
 	cfg := sbx.DefaultConfig()
-	if err := f.Apply(&cfg); err != nil || cfg.Validate() != nil || cfg.Profile != sbx.ProfileFlaky {
-		t.Errorf("apply: %v, validate: %v, profile %s", err, cfg.Validate(), cfg.Profile)
+	if err := cfg.DecodeFile([]byte(out), ""); err != nil || cfg.Validate() != nil || cfg.Profile != sbx.ProfileFlaky {
+		t.Errorf("sandbox config output does not load: %v, validate: %v, profile %s\n%s", err, cfg.Validate(), cfg.Profile, out)
 	}
 	if r := cli.Run("sandbox", "config", "--profile", "chaotic"); r.Code != cmdutil.ExitUsage {
 		t.Errorf("unknown profile: exit %d, %s", r.Code, r.Stderr)
@@ -243,12 +239,8 @@ func TestConfigDoesNotPrintConfiguredTokens(t *testing.T) {
 	if strings.Contains(out, "s3cret-t0ken") || !strings.Contains(out, "ops-9") {
 		t.Fatalf("config output:\n%s", out)
 	}
-	f, err := sbx.ParseFile([]byte(out))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := sbx.DefaultConfig()
-	if err := f.Apply(&cfg); err != nil {
+	if err := cfg.DecodeFile([]byte(out), ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "no spaces") {
@@ -271,11 +263,11 @@ func TestAllowedHostFlagReplacesTheFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("allowed-hosts: [from-file.lan]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := parse(t, "--config", path).Resolve()
+	cfg, err := parse(t, "--config", path).Resolve()
 	if err != nil || !slices.Equal(cfg.AllowedHosts, []string{"from-file.lan"}) {
 		t.Fatalf("from the file: %v %v", cfg.AllowedHosts, err)
 	}
-	cfg, _, err = parse(t, "--config", path, "--allowed-host", "a.lan", "--allowed-host", "10.0.0.5").Resolve()
+	cfg, err = parse(t, "--config", path, "--allowed-host", "a.lan", "--allowed-host", "10.0.0.5").Resolve()
 	if err != nil || !slices.Equal(cfg.AllowedHosts, []string{"a.lan", "10.0.0.5"}) {
 		t.Errorf("flags: %v %v", cfg.AllowedHosts, err)
 	}

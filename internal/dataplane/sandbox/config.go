@@ -15,8 +15,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
-// ErrInvalidConfig is wrapped by [Config.Validate] (and so by [New] and
-// [LoadFile]) when a setting cannot work.
+// ErrInvalidConfig is wrapped by [Config.Validate] (and so by [New]) and by
+// [Config.LoadFile] when a setting cannot work.
 var ErrInvalidConfig = errors.New("invalid sandbox configuration")
 
 // The downstreams of the design, simulated in process. They are also the
@@ -94,11 +94,11 @@ const (
 // is keyed by, and its role.
 type Principal struct {
 	// Token is the bearer token. It is never printed, logged or audited.
-	Token string
+	Token string `yaml:"token"`
 	// Client is the client id (the bucket rl#<client>, the audit actor).
-	Client string
+	Client string `yaml:"client"`
 	// Role is operator or agent.
-	Role Role
+	Role Role `yaml:"role"`
 }
 
 // DefaultPrincipals returns the documented default tokens: operator-token
@@ -114,58 +114,62 @@ func DefaultPrincipals() []Principal {
 // Latency is a downstream's latency distribution: log-normal through its
 // median and 99th percentile. Zero P50 means no latency at all.
 type Latency struct {
-	P50, P99 time.Duration
+	P50 time.Duration `yaml:"p50"`
+	P99 time.Duration `yaml:"p99"`
 }
 
 // Outage is a periodic outage of a downstream: during [Offset + k·Every,
 // Offset + k·Every + For) every call gets Fault.
 type Outage struct {
 	// Every is the period. It must exceed For.
-	Every time.Duration
+	Every time.Duration `yaml:"every"`
 	// For is how long each outage lasts.
-	For time.Duration
+	For time.Duration `yaml:"for"`
 	// Offset shifts the first outage from the sandbox's start.
-	Offset time.Duration
+	Offset time.Duration `yaml:"offset,omitempty"`
 	// Fault is what calls get: error (503), timeout (hang until the
 	// attempt's timeout), reset (connection error) or latency (Ms more).
-	Fault chaos.Fault
+	Fault chaos.Fault `yaml:"fault"`
 	// Ms is the added latency of a latency outage.
-	Ms int
+	Ms int `yaml:"ms,omitempty"`
 }
 
 // DownstreamProfile is how a simulated downstream behaves on its own,
 // before chaos headers and knobs.
 type DownstreamProfile struct {
-	Latency Latency
+	Latency Latency `yaml:"latency"`
 	// ErrorRate, TimeoutRate and ResetRate are the probabilities (0..1) that
 	// a call answers 503, hangs until its attempt's timeout, or fails with a
 	// connection reset. Their sum is at most 1.
-	ErrorRate, TimeoutRate, ResetRate float64
+	ErrorRate   float64 `yaml:"error-rate"`
+	TimeoutRate float64 `yaml:"timeout-rate"`
+	ResetRate   float64 `yaml:"reset-rate"`
 	// Outages are periodic outages.
-	Outages []Outage
+	Outages []Outage `yaml:"outages,omitempty"`
 }
 
 // ToolSettings are a tool's deadline settings (LLD §2 and §7).
 type ToolSettings struct {
 	// Budget is the request budget: the deadline is now + Budget unless the
 	// request's X-Request-Deadline is earlier.
-	Budget time.Duration
+	Budget time.Duration `yaml:"budget"`
 	// MinBudget is the least remaining budget worth starting with (300 ms).
-	MinBudget time.Duration
+	MinBudget time.Duration `yaml:"min-budget"`
 }
 
 // TrafficSettings configure the synthetic traffic generator.
 type TrafficSettings struct {
 	// RPS is the mean arrival rate (Poisson). Zero disables the generator.
-	RPS float64
+	RPS float64 `yaml:"rps"`
 	// Clients is how many synthetic clients (traffic-1..traffic-N, role
 	// agent) share the load. Zero means enough that each stays under 75% of
 	// its rate-limit refill, so the LLD's limit rarely bites.
-	Clients int
-	// Mix weights the tools; absent tools are not called.
-	Mix map[string]float64
+	Clients int `yaml:"clients"`
 	// MaxInFlight bounds the generator's concurrent requests. Zero means 256.
-	MaxInFlight int
+	MaxInFlight int `yaml:"max-in-flight,omitempty"`
+	// Mix weights the tools; absent tools are not called. A file's mix
+	// replaces it whole.
+	Mix map[string]float64 `yaml:"mix,omitempty"`
 }
 
 // AuditSettings bound the audit records of ignored chaos headers, so a
@@ -175,29 +179,34 @@ type AuditSettings struct {
 	// Interval: the first ignored header of a client for a reason is
 	// recorded at once; the rest within Interval are counted and recorded as
 	// one summary when it ends. Zero means 10 s.
-	Interval time.Duration
+	Interval time.Duration `yaml:"interval"`
 	// MaxPerInterval bounds records across all clients per Interval; past
 	// it, records are counted into one summary. Zero means 100.
-	MaxPerInterval int
+	MaxPerInterval int `yaml:"max-per-interval"`
 }
 
 // EMFSettings shape the CloudWatch embedded-metric-format lines.
 type EMFSettings struct {
+	// File is where the command appends the lines (the --emf flag overrides
+	// it); the [Server] writes to [Deps].EMF and does not read it.
+	File string `yaml:"file,omitempty"`
 	// Namespace of the metric. Empty means Kosha/Resilience.
-	Namespace string
+	Namespace string `yaml:"namespace,omitempty"`
 	// Service is the service dimension. Empty means mcp-gateway.
-	Service string
+	Service string `yaml:"service,omitempty"`
 	// Interval: every gauge is also written this often. Zero means 1 min.
-	Interval time.Duration
+	Interval time.Duration `yaml:"interval,omitempty"`
 	// InstanceDimension adds the one instance-level dimension set
 	// (dependency, service, instance), which costs one custom metric per
 	// instance and dependency. False (the default) keeps the instance a
 	// log property only: the fleet sets cost one metric per dependency.
-	InstanceDimension bool
+	InstanceDimension bool `yaml:"instance-dimension"`
 }
 
 // Config is the whole sandbox configuration. Durations are in LLD time:
 // [Config.TimeScale] divides them all when the sandbox is built.
+// [Config.LoadFile] reads a YAML file over it (the yaml tags of its parts
+// name the file's keys) and [Config.MarshalFile] prints it as one.
 type Config struct {
 	// Instances is the fleet size (gw-1..gw-N).
 	Instances int

@@ -66,17 +66,13 @@ func TestConfigFileRoundTrip(t *testing.T) {
 	cfg.Profile = sandbox.ProfileFlaky
 	cfg.ChaosEnabled = true
 	cfg.Traffic.RPS = 7
-	b, err := sandbox.FileOf(cfg).Marshal()
+	b, err := cfg.MarshalFile()
 	if err != nil {
 		t.Fatal(err)
-	}
-	f, err := sandbox.ParseFile(b)
-	if err != nil {
-		t.Fatalf("parse what FileOf wrote: %v\n%s", err, b)
 	}
 	got := sandbox.DefaultConfig()
-	if err := f.Apply(&got); err != nil {
-		t.Fatal(err)
+	if err := got.DecodeFile(b, ""); err != nil {
+		t.Fatalf("decode what MarshalFile wrote: %v\n%s", err, b)
 	}
 	if !reflect.DeepEqual(got, cfg) {
 		t.Errorf("round trip changed the config:\n got  %+v\n want %+v\nfile:\n%s", got, cfg, b)
@@ -84,7 +80,8 @@ func TestConfigFileRoundTrip(t *testing.T) {
 }
 
 func TestConfigFileOverrides(t *testing.T) {
-	f, err := sandbox.ParseFile([]byte(`
+	cfg := sandbox.DefaultConfig()
+	err := cfg.DecodeFile([]byte(`
 instances: 8
 profile: degraded
 time-scale: 10
@@ -99,12 +96,8 @@ resilience:
   breakers: {openai: {min-calls: 3, open-duration: 10s}}
   operations: {core-api/reads: {attempt-cap: 1s, max-attempts: 2}}
 tools: {screen_entity: {budget: 3s}}
-`))
+`), "")
 	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := sandbox.DefaultConfig()
-	if err := f.Apply(&cfg); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -121,11 +114,8 @@ tools: {screen_entity: {budget: 3s}}
 	}
 	for _, bad := range []string{"instancs: 3\n", "downstreams: {redis: {error-rate: 1}}\n", "resilience: {operations: {core-api: {}}}\n",
 		"tools: {search: {budget: 1s}}\n", "downstreams: {openai: {latency: {p50: fast}}}\n"} {
-		f, err := sandbox.ParseFile([]byte(bad))
-		if err == nil {
-			c := sandbox.DefaultConfig()
-			err = f.Apply(&c)
-		}
+		c := sandbox.DefaultConfig()
+		err := c.DecodeFile([]byte(bad), "")
 		if !errors.Is(err, sandbox.ErrInvalidConfig) && (err == nil || !strings.Contains(err.Error(), "line")) {
 			t.Errorf("%q: %v, want an invalid-config error", bad, err)
 		}

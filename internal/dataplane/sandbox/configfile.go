@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,434 +15,332 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/config"
-	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 )
-
-// File is the sandbox's YAML configuration file. Every field is optional:
-// what it sets replaces the default (or the profile's value); lists
-// (principals, outages, chaos targets) replace the default list whole.
-// Rate limits are not here: they are the context's, so `koshactl ratelimit`
-// and the sandbox agree. Durations are LLD time, like [Config].
-type File struct {
-	Instances *int   `yaml:"instances,omitempty"`
-	Listen    string `yaml:"listen,omitempty"`
-	// AllowedHosts are extra Host names /mcp and /admin accept (see
-	// [Config.AllowedHosts]); the --allowed-host flags replace them.
-	AllowedHosts []string                   `yaml:"allowed-hosts,omitempty"`
-	Profile      string                     `yaml:"profile,omitempty"`
-	TimeScale    *float64                   `yaml:"time-scale,omitempty"`
-	Chaos        *FileChaos                 `yaml:"chaos,omitempty"`
-	Traffic      *FileTraffic               `yaml:"traffic,omitempty"`
-	Principals   []FilePrincipal            `yaml:"principals,omitempty"`
-	Downstreams  map[string]*FileDownstream `yaml:"downstreams,omitempty"`
-	Resilience   *FileResilience            `yaml:"resilience,omitempty"`
-	Tools        map[string]*FileTool       `yaml:"tools,omitempty"`
-	// DeferRetryAfter is screen_entity's retry_after_s when deferred and the
-	// breaker gives no better hint.
-	DeferRetryAfter *config.Duration `yaml:"defer-retry-after,omitempty"`
-	Audit           *FileAudit       `yaml:"audit,omitempty"`
-	EMF             *FileEMF         `yaml:"emf,omitempty"`
-}
-
-// FileChaos is the chaos section.
-type FileChaos struct {
-	Enabled *bool    `yaml:"enabled,omitempty"`
-	Targets []string `yaml:"targets,omitempty"`
-}
-
-// FileTraffic is the traffic generator's section.
-type FileTraffic struct {
-	RPS         *float64           `yaml:"rps,omitempty"`
-	Clients     *int               `yaml:"clients,omitempty"`
-	MaxInFlight *int               `yaml:"max-in-flight,omitempty"`
-	Mix         map[string]float64 `yaml:"mix,omitempty"`
-}
-
-// FilePrincipal maps a bearer token to a client and a role.
-type FilePrincipal struct {
-	Token  string `yaml:"token"`
-	Client string `yaml:"client"`
-	Role   Role   `yaml:"role"`
-}
-
-// FileDownstream overrides a downstream's profile.
-type FileDownstream struct {
-	Latency     *FileLatency `yaml:"latency,omitempty"`
-	ErrorRate   *float64     `yaml:"error-rate,omitempty"`
-	TimeoutRate *float64     `yaml:"timeout-rate,omitempty"`
-	ResetRate   *float64     `yaml:"reset-rate,omitempty"`
-	Outages     []FileOutage `yaml:"outages,omitempty"`
-}
-
-// FileLatency is a latency distribution (log-normal through p50 and p99).
-type FileLatency struct {
-	P50 config.Duration `yaml:"p50"`
-	P99 config.Duration `yaml:"p99"`
-}
-
-// FileOutage is a periodic outage.
-type FileOutage struct {
-	Every  config.Duration `yaml:"every"`
-	For    config.Duration `yaml:"for"`
-	Offset config.Duration `yaml:"offset,omitempty"`
-	Fault  chaos.Fault     `yaml:"fault"`
-	Ms     int             `yaml:"ms,omitempty"`
-}
-
-// FileResilience overrides the data plane's settings.
-type FileResilience struct {
-	MaxInFlight     *int                      `yaml:"max-in-flight,omitempty"`
-	OverrideRefresh *config.Duration          `yaml:"override-refresh,omitempty"`
-	OverridePoll    *config.Duration          `yaml:"override-poll,omitempty"`
-	Breakers        map[string]*FileBreaker   `yaml:"breakers,omitempty"`
-	Operations      map[string]*FileOperation `yaml:"operations,omitempty"`
-}
-
-// FileBreaker overrides one dependency's breaker.
-type FileBreaker struct {
-	Window       *int             `yaml:"window,omitempty"`
-	MinCalls     *int             `yaml:"min-calls,omitempty"`
-	FailureRate  *float64         `yaml:"failure-rate,omitempty"`
-	OpenDuration *config.Duration `yaml:"open-duration,omitempty"`
-	Probes       *int             `yaml:"probes,omitempty"`
-}
-
-// FileOperation overrides one operation's policy; the keys are core-api/reads,
-// core-api/writes, screening-sim, openai and postgres.
-type FileOperation struct {
-	AttemptCap   *config.Duration `yaml:"attempt-cap,omitempty"`
-	MaxAttempts  *int             `yaml:"max-attempts,omitempty"`
-	Bulkhead     *int             `yaml:"bulkhead,omitempty"`
-	BulkheadWait *config.Duration `yaml:"bulkhead-wait,omitempty"`
-	Margin       *config.Duration `yaml:"margin,omitempty"`
-	BaseDelay    *config.Duration `yaml:"base-delay,omitempty"`
-	MaxDelay     *config.Duration `yaml:"max-delay,omitempty"`
-}
-
-// FileTool overrides a tool's deadline settings.
-type FileTool struct {
-	Budget    *config.Duration `yaml:"budget,omitempty"`
-	MinBudget *config.Duration `yaml:"min-budget,omitempty"`
-}
-
-// FileAudit bounds the audit records of ignored chaos headers.
-type FileAudit struct {
-	Interval       *config.Duration `yaml:"interval,omitempty"`
-	MaxPerInterval *int             `yaml:"max-per-interval,omitempty"`
-}
-
-// FileEMF configures the EMF lines.
-type FileEMF struct {
-	// File is where the lines go (appended); the --emf flag overrides it.
-	File      string           `yaml:"file,omitempty"`
-	Namespace string           `yaml:"namespace,omitempty"`
-	Service   string           `yaml:"service,omitempty"`
-	Interval  *config.Duration `yaml:"interval,omitempty"`
-	// InstanceDimension adds the instance-level dimension set.
-	InstanceDimension *bool `yaml:"instance-dimension,omitempty"`
-}
 
 // maxConfigFile bounds a sandbox configuration file; a complete one is a few
 // KiB.
 const maxConfigFile = 1 << 20
 
-// LoadFile reads a configuration file strictly: an unknown key is an error
-// naming its line.
-func LoadFile(path string) (*File, error) {
-	// Regular files only: a named pipe or device could block the command
-	// forever.
-	data, _, err := fsutil.ReadRegular(path, maxConfigFile)
-	if err != nil {
-		return nil, fmt.Errorf("read sandbox config: %w", err)
-	}
-	f, err := ParseFile(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return f, nil
+// fileView is the sandbox's YAML configuration file laid over a [Config]:
+// every field points into the Config, so decoding the file writes over the
+// Config's values (the defaults) and encoding it prints them. The sections
+// the sandbox owns (traffic, principals, downstreams, tools, audit, emf) are
+// the Config's own types, named by their yaml tags; chaos and resilience
+// gather settings kept elsewhere in the Config. Rate limits are not here:
+// they are the context's, so `koshactl ratelimit` and the sandbox agree.
+type fileView struct {
+	Instances       *int                          `yaml:"instances"`
+	Listen          *string                       `yaml:"listen,omitempty"`
+	AllowedHosts    *[]string                     `yaml:"allowed-hosts,omitempty"`
+	Profile         *string                       `yaml:"profile,omitempty"`
+	TimeScale       *float64                      `yaml:"time-scale"`
+	Chaos           chaosView                     `yaml:"chaos"`
+	Traffic         *TrafficSettings              `yaml:"traffic"`
+	Principals      *[]Principal                  `yaml:"principals,omitempty"`
+	Downstreams     *map[string]DownstreamProfile `yaml:"downstreams,omitempty"`
+	Resilience      resilienceView                `yaml:"resilience"`
+	Tools           *map[string]ToolSettings      `yaml:"tools,omitempty"`
+	DeferRetryAfter *time.Duration                `yaml:"defer-retry-after"`
+	Audit           *AuditSettings                `yaml:"audit"`
+	EMF             *EMFSettings                  `yaml:"emf,omitempty"`
 }
 
-// ParseFile decodes a configuration file's content strictly.
-func ParseFile(data []byte) (*File, error) {
-	var f File
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(strings.Fields(err.Error()), " "))
-	}
-	return &f, nil
+type chaosView struct {
+	Enabled *bool           `yaml:"enabled"`
+	Targets *[]chaos.Target `yaml:"targets,omitempty"`
 }
 
-// operationKeys maps the file's operation keys to dependency and operation.
-var operationKeys = map[string][2]string{
-	"core-api/reads":  {CoreAPI, resilience.Reads},
-	"core-api/writes": {CoreAPI, resilience.Writes},
-	ScreeningSim:      {ScreeningSim, ""},
-	OpenAI:            {OpenAI, ""},
-	Postgres:          {Postgres, ""},
+type resilienceView struct {
+	MaxInFlight     *int                     `yaml:"max-in-flight"`
+	OverrideRefresh *time.Duration           `yaml:"override-refresh"`
+	OverridePoll    *time.Duration           `yaml:"override-poll,omitempty"`
+	Breakers        map[string]breakerView   `yaml:"breakers"`
+	Operations      map[string]operationView `yaml:"operations"`
 }
 
-func dur(d *config.Duration) time.Duration { return time.Duration(*d) }
+// breakerView is a dependency's breaker (core-api, openai and screening-sim
+// have one).
+type breakerView struct {
+	Window       *int           `yaml:"window"`
+	MinCalls     *int           `yaml:"min-calls"`
+	FailureRate  *float64       `yaml:"failure-rate"`
+	OpenDuration *time.Duration `yaml:"open-duration"`
+	Probes       *int           `yaml:"probes"`
+}
 
-// Apply writes what f sets over c. A profile is applied first, so the
-// file's downstream settings refine it. Apply does not validate; call
-// [Config.Validate].
-func (f *File) Apply(c *Config) error {
-	var errs []error
-	if f.Instances != nil {
-		c.Instances = *f.Instances
+// operationView is an operation's policy; the keys are core-api/reads,
+// core-api/writes, screening-sim, openai and postgres.
+type operationView struct {
+	AttemptCap   *time.Duration `yaml:"attempt-cap"`
+	MaxAttempts  *int           `yaml:"max-attempts"`
+	Bulkhead     *int           `yaml:"bulkhead"`
+	BulkheadWait *time.Duration `yaml:"bulkhead-wait"`
+	Margin       *time.Duration `yaml:"margin"`
+	BaseDelay    *time.Duration `yaml:"base-delay"`
+	MaxDelay     *time.Duration `yaml:"max-delay"`
+}
+
+func (c *Config) file() fileView {
+	r := resilienceView{MaxInFlight: &c.Resilience.MaxInFlight, OverrideRefresh: &c.OverrideRefresh, OverridePoll: &c.OverridePoll,
+		Breakers: map[string]breakerView{}, Operations: map[string]operationView{}}
+	for i := range c.Resilience.Dependencies {
+		if b := c.Resilience.Dependencies[i].Breaker; b != nil {
+			r.Breakers[c.Resilience.Dependencies[i].Name] = breakerView{&b.WindowSize, &b.MinCalls, &b.FailureRate, &b.OpenDuration, &b.Probes}
+		}
 	}
-	if f.Listen != "" {
-		c.Listen = f.Listen
+	for i := range c.Resilience.Operations {
+		o := &c.Resilience.Operations[i]
+		key := strings.TrimSuffix(o.Dependency+"/"+o.Operation, "/")
+		r.Operations[key] = operationView{&o.AttemptCap, &o.MaxAttempts, &o.Bulkhead, &o.BulkheadWait, &o.Margin, &o.BaseDelay, &o.MaxDelay}
 	}
-	if f.AllowedHosts != nil {
-		c.AllowedHosts = slices.Clone(f.AllowedHosts)
+	return fileView{&c.Instances, &c.Listen, &c.AllowedHosts, &c.Profile, &c.TimeScale, chaosView{&c.ChaosEnabled, &c.ChaosTargets},
+		&c.Traffic, &c.Principals, &c.Downstreams, r, &c.Tools, &c.DeferRetryAfter, &c.Audit, &c.EMF}
+}
+
+// LoadFile reads the configuration file at path over c (see
+// [Config.DecodeFile]). Only a regular file is read: a named pipe or device
+// could block the command forever. An empty path reads no file.
+func (c *Config) LoadFile(path, profile string) error {
+	if profile != "" {
+		if _, err := Profile(profile); err != nil {
+			return err
+		}
 	}
-	if f.Profile != "" {
-		p, err := Profile(f.Profile)
+	var data []byte
+	if path != "" {
+		var err error
+		if data, _, err = fsutil.ReadRegular(path, maxConfigFile); err != nil {
+			return fmt.Errorf("read sandbox config: %w", err)
+		}
+	}
+	if err := c.DecodeFile(data, profile); err != nil {
+		if path != "" {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// DecodeFile writes what a configuration file sets over c; what it leaves
+// out keeps c's value. The profile named by the file, or by profile when not
+// empty, replaces the downstreams first, so the file's downstream settings
+// refine it. A mapping refines the setting it names; a list or a value
+// replaces it whole. An unknown key, a key given twice or a value of the
+// wrong type is an error naming its line; DecodeFile does not validate the
+// result: call [Config.Validate].
+func (c *Config) DecodeFile(data []byte, profile string) error {
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(strings.Fields(err.Error()), " "))
+	}
+	root := &doc
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
+		root = doc.Content[0]
+	}
+	if root.Kind == yaml.MappingNode { // the profile first, whatever the key order
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if root.Content[i].Value == "profile" && profile == "" && root.Content[i+1].ShortTag() != "!!null" {
+				profile = root.Content[i+1].Value
+			}
+		}
+	}
+	if profile != "" {
+		ds, err := Profile(profile)
 		if err != nil {
-			errs = append(errs, err)
+			return err
+		}
+		c.Profile, c.Downstreams = profile, ds
+	}
+	var problems []string
+	if root.Kind != 0 && root.Kind != yaml.DocumentNode {
+		v := c.file()
+		decodeOnto(root, reflect.ValueOf(&v).Elem(), "", &problems)
+	}
+	if profile != "" {
+		c.Profile = profile // the flag's, over the file's
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// wholeInFile marks a value a file sets whole: a latency's p50 and p99 are
+// one distribution, so a file that gives one gives the other as 0.
+type wholeInFile interface{ wholeInFile() }
+
+func (*Latency) wholeInFile() {}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// decodeOnto writes n over v (see [Config.DecodeFile]), appending each
+// problem with its line and key path.
+func decodeOnto(n *yaml.Node, v reflect.Value, path string, problems *[]string) {
+	bad := func(format string, args ...any) {
+		*problems = append(*problems, fmt.Sprintf("line %d: %s: ", n.Line, cmpOr(path, "the file"))+fmt.Sprintf(format, args...))
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if n.ShortTag() == "!!null" || (v.Kind() == reflect.String && n.Kind == yaml.ScalarNode && n.Value == "") {
+		return // as if the key were absent
+	}
+	if _, ok := v.Addr().Interface().(wholeInFile); ok {
+		v.SetZero()
+	}
+	if v.Kind() == reflect.Struct || (v.Kind() == reflect.Map && v.Type().Elem().Kind() == reflect.Struct) {
+		if n.Kind != yaml.MappingNode {
+			bad("%s is not a mapping of keys to values", describe(n))
+			return
+		}
+		keys := fileKeys(v)
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i].Value, n.Content[i+1]
+			sub := strings.TrimPrefix(path+"."+k, ".")
+			switch {
+			case path == "" && k == "profile": // applied first; checked here
+				var name string
+				decodeOnto(val, reflect.ValueOf(&name).Elem(), sub, problems)
+			case seen[k]:
+				*problems = append(*problems, fmt.Sprintf("line %d: %s is given twice", n.Content[i].Line, strconv.Quote(sub)))
+			case !slices.Contains(keys, k):
+				*problems = append(*problems, fmt.Sprintf("line %d: %s: unknown key %s; use %s", n.Content[i].Line,
+					cmpOr(path, "the file"), strconv.Quote(k), strings.Join(keys, ", ")))
+			case v.Kind() == reflect.Map && val.ShortTag() == "!!null":
+				*problems = append(*problems, fmt.Sprintf("line %d: %s: no settings; give some or leave the key out", val.Line, sub))
+			case v.Kind() == reflect.Map:
+				e := reflect.New(v.Type().Elem()).Elem()
+				e.Set(v.MapIndex(reflect.ValueOf(k)))
+				decodeOnto(val, e, sub, problems)
+				v.SetMapIndex(reflect.ValueOf(k), e)
+			default:
+				decodeOnto(val, v.Field(slices.Index(fieldKeys(v.Type()), k)), sub, problems)
+			}
+			seen[k] = true
+		}
+		return
+	}
+	switch {
+	case v.Type() == durationType:
+		if d, err := config.ParseDuration(n.Value); err != nil {
+			bad("%v", err)
 		} else {
-			c.Profile, c.Downstreams = f.Profile, p
+			v.SetInt(int64(d))
 		}
-	}
-	if f.TimeScale != nil {
-		c.TimeScale = *f.TimeScale
-	}
-	if ch := f.Chaos; ch != nil {
-		if ch.Enabled != nil {
-			c.ChaosEnabled = *ch.Enabled
+	case v.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		v.SetZero() // a list replaces the setting whole; an empty list leaves it nil
+		for i, item := range n.Content {
+			e := reflect.New(v.Type().Elem()).Elem()
+			decodeOnto(item, e, fmt.Sprintf("%s[%d]", path, i), problems)
+			v.Set(reflect.Append(v, e))
 		}
-		if ch.Targets != nil {
-			c.ChaosTargets = nil
-			for _, t := range ch.Targets {
-				c.ChaosTargets = append(c.ChaosTargets, chaos.Target(t))
+	default:
+		if v.Kind() == reflect.Map {
+			v.SetZero() // replaced whole, not merged
+		}
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			var te *yaml.TypeError
+			if errors.As(err, &te) {
+				bad("%s is not %s", describe(n), kindName(v.Type()))
+			} else {
+				bad("%v", err)
 			}
 		}
 	}
-	if t := f.Traffic; t != nil {
-		if t.RPS != nil {
-			c.Traffic.RPS = *t.RPS
-		}
-		if t.Clients != nil {
-			c.Traffic.Clients = *t.Clients
-		}
-		if t.MaxInFlight != nil {
-			c.Traffic.MaxInFlight = *t.MaxInFlight
-		}
-		if t.Mix != nil {
-			c.Traffic.Mix = t.Mix
-		}
-	}
-	if f.Principals != nil {
-		c.Principals = nil
-		for _, p := range f.Principals {
-			c.Principals = append(c.Principals, Principal(p))
-		}
-	}
-	for _, name := range sortedKeys(f.Downstreams) {
-		fd := f.Downstreams[name]
-		p, ok := c.Downstreams[name]
-		if !ok || fd == nil {
-			errs = append(errs, fmt.Errorf("%w: downstreams: %q is not a downstream (%s)", ErrInvalidConfig, name, strings.Join(Downstreams(), ", ")))
-			continue
-		}
-		if fd.Latency != nil {
-			p.Latency = Latency{P50: dur(&fd.Latency.P50), P99: dur(&fd.Latency.P99)}
-		}
-		for dst, src := range map[*float64]*float64{&p.ErrorRate: fd.ErrorRate, &p.TimeoutRate: fd.TimeoutRate, &p.ResetRate: fd.ResetRate} {
-			if src != nil {
-				*dst = *src
-			}
-		}
-		if fd.Outages != nil {
-			p.Outages = nil
-			for _, o := range fd.Outages {
-				p.Outages = append(p.Outages, Outage{Every: dur(&o.Every), For: dur(&o.For), Offset: dur(&o.Offset), Fault: o.Fault, Ms: o.Ms})
-			}
-		}
-		c.Downstreams[name] = p
-	}
-	if r := f.Resilience; r != nil {
-		errs = append(errs, r.apply(c)...)
-	}
-	for _, name := range sortedKeys(f.Tools) {
-		ft := f.Tools[name]
-		t, ok := c.Tools[name]
-		if !ok || ft == nil {
-			errs = append(errs, fmt.Errorf("%w: tools: %q is not a tool (%s)", ErrInvalidConfig, name, strings.Join(Tools(), ", ")))
-			continue
-		}
-		if ft.Budget != nil {
-			t.Budget = dur(ft.Budget)
-		}
-		if ft.MinBudget != nil {
-			t.MinBudget = dur(ft.MinBudget)
-		}
-		c.Tools[name] = t
-	}
-	if f.DeferRetryAfter != nil {
-		c.DeferRetryAfter = dur(f.DeferRetryAfter)
-	}
-	if a := f.Audit; a != nil {
-		if a.Interval != nil {
-			c.Audit.Interval = dur(a.Interval)
-		}
-		if a.MaxPerInterval != nil {
-			c.Audit.MaxPerInterval = *a.MaxPerInterval
-		}
-	}
-	if e := f.EMF; e != nil {
-		if e.Namespace != "" {
-			c.EMF.Namespace = e.Namespace
-		}
-		if e.Service != "" {
-			c.EMF.Service = e.Service
-		}
-		if e.Interval != nil {
-			c.EMF.Interval = dur(e.Interval)
-		}
-		if e.InstanceDimension != nil {
-			c.EMF.InstanceDimension = *e.InstanceDimension
-		}
-	}
-	return errors.Join(errs...)
 }
 
-func (r *FileResilience) apply(c *Config) []error {
-	var errs []error
-	if r.MaxInFlight != nil {
-		c.Resilience.MaxInFlight = *r.MaxInFlight
+// fileKeys returns the keys a mapping onto v may use: a struct's yaml names,
+// a map's existing keys (sorted).
+func fileKeys(v reflect.Value) []string {
+	if v.Kind() == reflect.Struct {
+		return fieldKeys(v.Type())
 	}
-	if r.OverrideRefresh != nil {
-		c.OverrideRefresh = dur(r.OverrideRefresh)
+	keys := make([]string, 0, v.Len())
+	for _, k := range v.MapKeys() {
+		keys = append(keys, k.String())
 	}
-	if r.OverridePoll != nil {
-		c.OverridePoll = dur(r.OverridePoll)
-	}
-	for _, name := range sortedKeys(r.Breakers) {
-		fb := r.Breakers[name]
-		d := c.Resilience.Dependency(name)
-		if d == nil || d.Breaker == nil || fb == nil {
-			errs = append(errs, fmt.Errorf("%w: resilience.breakers: %q has no breaker (core-api, openai, screening-sim do)", ErrInvalidConfig, name))
-			continue
-		}
-		b := d.Breaker
-		if fb.Window != nil {
-			b.WindowSize = *fb.Window
-		}
-		if fb.MinCalls != nil {
-			b.MinCalls = *fb.MinCalls
-		}
-		if fb.FailureRate != nil {
-			b.FailureRate = *fb.FailureRate
-		}
-		if fb.OpenDuration != nil {
-			b.OpenDuration = dur(fb.OpenDuration)
-		}
-		if fb.Probes != nil {
-			b.Probes = *fb.Probes
-		}
-	}
-	for _, key := range sortedKeys(r.Operations) {
-		fo := r.Operations[key]
-		k, ok := operationKeys[key]
-		o := c.Resilience.Operation(k[0], k[1])
-		if !ok || o == nil || fo == nil {
-			errs = append(errs, fmt.Errorf("%w: resilience.operations: %q: use core-api/reads, core-api/writes, screening-sim, openai or postgres", ErrInvalidConfig, key))
-			continue
-		}
-		for dst, src := range map[*time.Duration]*config.Duration{&o.AttemptCap: fo.AttemptCap, &o.BulkheadWait: fo.BulkheadWait,
-			&o.Margin: fo.Margin, &o.BaseDelay: fo.BaseDelay, &o.MaxDelay: fo.MaxDelay} {
-			if src != nil {
-				*dst = dur(src)
-			}
-		}
-		if fo.MaxAttempts != nil {
-			o.MaxAttempts = *fo.MaxAttempts
-		}
-		if fo.Bulkhead != nil {
-			o.Bulkhead = *fo.Bulkhead
-		}
-	}
-	return errs
+	slices.Sort(keys)
+	return keys
 }
 
-// FileOf returns c as a complete configuration file (what `koshactl sandbox
-// config` prints).
-func FileOf(c Config) *File {
+// fieldKeys returns the yaml name of each field of t, in order ("" for a
+// field without one).
+func fieldKeys(t reflect.Type) []string {
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i], _, _ = strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+	}
+	return keys
+}
+
+func describe(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return strconv.Quote(n.Value)
+	}
+	return map[yaml.Kind]string{yaml.MappingNode: "a mapping", yaml.SequenceNode: "a list"}[n.Kind]
+}
+
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64, reflect.Uint8:
+		return "a whole number"
+	case reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Map:
+		return "a mapping"
+	case reflect.Slice:
+		return "a list"
+	default:
+		return "a " + t.String()
+	}
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// MarshalFile returns c as a complete configuration file (what `koshactl
+// sandbox config` prints): every setting, but those tagged omitempty when
+// zero.
+func (c Config) MarshalFile() ([]byte, error) {
 	c = c.Clone()
-	d := func(v time.Duration) *config.Duration { x := config.Duration(v); return &x }
-	f := &File{
-		Instances: &c.Instances, Listen: c.Listen, AllowedHosts: c.AllowedHosts, Profile: c.Profile, TimeScale: &c.TimeScale,
-		Chaos:           &FileChaos{Enabled: &c.ChaosEnabled},
-		Traffic:         &FileTraffic{RPS: &c.Traffic.RPS, Clients: &c.Traffic.Clients, Mix: c.Traffic.Mix},
-		Downstreams:     map[string]*FileDownstream{},
-		Tools:           map[string]*FileTool{},
-		DeferRetryAfter: d(c.DeferRetryAfter),
-		Audit:           &FileAudit{Interval: d(c.Audit.Interval), MaxPerInterval: &c.Audit.MaxPerInterval},
-		Resilience: &FileResilience{MaxInFlight: &c.Resilience.MaxInFlight, OverrideRefresh: d(c.OverrideRefresh),
-			Breakers: map[string]*FileBreaker{}, Operations: map[string]*FileOperation{}},
-	}
-	if c.Traffic.MaxInFlight != 0 {
-		f.Traffic.MaxInFlight = &c.Traffic.MaxInFlight
-	}
-	if c.OverridePoll != 0 {
-		f.Resilience.OverridePoll = d(c.OverridePoll)
-	}
-	for _, t := range c.ChaosTargets {
-		f.Chaos.Targets = append(f.Chaos.Targets, string(t))
-	}
-	for _, p := range c.Principals {
-		f.Principals = append(f.Principals, FilePrincipal(p))
-	}
-	for name, p := range c.Downstreams {
-		r := func(v float64) *float64 { return &v }
-		fd := &FileDownstream{Latency: &FileLatency{P50: config.Duration(p.Latency.P50), P99: config.Duration(p.Latency.P99)},
-			ErrorRate: r(p.ErrorRate), TimeoutRate: r(p.TimeoutRate), ResetRate: r(p.ResetRate)}
-		for _, o := range p.Outages {
-			fd.Outages = append(fd.Outages, FileOutage{Every: config.Duration(o.Every), For: config.Duration(o.For),
-				Offset: config.Duration(o.Offset), Fault: o.Fault, Ms: o.Ms})
-		}
-		f.Downstreams[name] = fd
-	}
-	for _, dep := range c.Resilience.Dependencies {
-		if b := dep.Breaker; b != nil {
-			b2 := *b
-			f.Resilience.Breakers[dep.Name] = &FileBreaker{Window: &b2.WindowSize, MinCalls: &b2.MinCalls, FailureRate: &b2.FailureRate,
-				OpenDuration: d(b2.OpenDuration), Probes: &b2.Probes}
-		}
-	}
-	for key, k := range operationKeys {
-		if o := c.Resilience.Operation(k[0], k[1]); o != nil {
-			o2 := *o
-			f.Resilience.Operations[key] = &FileOperation{AttemptCap: d(o2.AttemptCap), MaxAttempts: &o2.MaxAttempts,
-				Bulkhead: &o2.Bulkhead, BulkheadWait: d(o2.BulkheadWait), Margin: d(o2.Margin), BaseDelay: d(o2.BaseDelay), MaxDelay: d(o2.MaxDelay)}
-		}
-	}
-	for name, t := range c.Tools {
-		f.Tools[name] = &FileTool{Budget: d(t.Budget), MinBudget: d(t.MinBudget)}
-	}
-	if c.EMF != (EMFSettings{}) {
-		f.EMF = &FileEMF{Namespace: c.EMF.Namespace, Service: c.EMF.Service, InstanceDimension: &c.EMF.InstanceDimension}
-		if c.EMF.Interval != 0 {
-			f.EMF.Interval = d(c.EMF.Interval)
-		}
-	}
-	return f
-}
-
-// Marshal encodes f as YAML.
-func (f *File) Marshal() ([]byte, error) {
+	v := c.file()
+	omitZero(reflect.ValueOf(&v).Elem())
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
-	if err := enc.Encode(f); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("encode sandbox config: %w", err)
 	}
 	if err := enc.Close(); err != nil {
 		return nil, fmt.Errorf("encode sandbox config: %w", err)
 	}
 	return b.Bytes(), nil
+}
+
+// omitZero clears the view's omitempty pointers to empty values, so yaml
+// leaves them out as it leaves out empty values.
+func omitZero(v reflect.Value) {
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() == reflect.Struct {
+			omitZero(f)
+		}
+		if f.Kind() == reflect.Pointer && strings.HasSuffix(v.Type().Field(i).Tag.Get("yaml"), ",omitempty") {
+			if e := f.Elem(); e.IsZero() || ((e.Kind() == reflect.Slice || e.Kind() == reflect.Map) && e.Len() == 0) {
+				f.SetZero()
+			}
+		}
+	}
 }

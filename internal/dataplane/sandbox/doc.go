@@ -9,7 +9,7 @@
 //
 //   - [Config] holds every setting, in LLD time: [DefaultConfig] is the
 //     design's defaults, [Config.TimeScale] runs every duration faster (tests
-//     and quick drills), and [LoadFile] reads a YAML file over it.
+//     and quick drills), and [Config.LoadFile] reads a YAML file over it.
 //   - [New] builds a [Server] from a Config and its [Deps] (the context's
 //     store, a clock, the chaos keys, the audit log, a logger, a metrics
 //     registry); [Server.Start] serves on a listener and [Server.Shutdown]

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
-	"sync"
 )
 
 // JSON-RPC 2.0 error codes the tool endpoint answers with. The -320xx codes
@@ -75,7 +75,7 @@ type ToolError struct {
 
 // ToolResult is an MCP CallToolResult: the tool's answer as structured
 // content and as the same JSON in a text block. It holds the answer encoded
-// once; MarshalJSON (and the response fast path) lay it out.
+// once; MarshalJSON lays it out.
 type ToolResult struct {
 	// Structured is the answer's JSON.
 	Structured json.RawMessage
@@ -108,46 +108,6 @@ func newToolResult(v any, isError bool) (ToolResult, error) {
 	return ToolResult{Structured: raw, IsError: isError}, nil
 }
 
-// appendToolResponse appends the JSON-RPC response carrying r, written by
-// hand: r's JSON is already encoded (and valid: json.Marshal wrote it), so
-// it is copied once as structured content and once, quoted, as text,
-// instead of being re-encoded and re-validated. It and the two buffer pools
-// stay because BenchmarkGatewayCPU measures plain encoding/json at about 1.4
-// to 1.5 times the CPU per tool call and 1.8 times the bytes
-// (docs/benchmarks/sandbox.md), against the gateway's 50 µs target;
-// TestAppendToolResponseMatchesEncodingJSON holds it to encoding/json's
-// result.
-func appendToolResponse(b []byte, id json.RawMessage, r ToolResult) ([]byte, bool) {
-	raw := r.Structured
-	if len(raw) == 0 {
-		return b, false
-	}
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, id...)
-	b = append(b, `,"result":{"content":[{"type":"text","text":"`...)
-	// json.Marshal's output holds no raw control characters and is valid
-	// UTF-8: only quotes and backslashes need escaping to embed it.
-	for _, c := range raw {
-		if c == '"' || c == '\\' {
-			b = append(b, '\\', c)
-		} else {
-			b = append(b, c)
-		}
-	}
-	b = append(b, `"}],"structuredContent":`...)
-	b = append(b, raw...)
-	if r.IsError {
-		b = append(b, `,"isError":true}}`...)
-	} else {
-		b = append(b, `,"isError":false}}`...)
-	}
-	return append(b, '\n'), true
-}
-
-var bodyBufs = sync.Pool{New: func() any { return bytes.NewBuffer(make([]byte, 0, 1024)) }}
-
-var responseBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
-
 // callParams are the params of tools/call.
 type callParams struct {
 	Name      string          `json:"name"`
@@ -156,15 +116,7 @@ type callParams struct {
 
 // readRequest reads and checks one JSON-RPC request from r's body.
 func readRequest(r *http.Request) (*rpcRequest, *RPCError) {
-	buf := bodyBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	defer func() {
-		if buf.Cap() <= 64<<10 {
-			bodyBufs.Put(buf)
-		}
-	}()
-	_, err := buf.ReadFrom(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
-	body := buf.Bytes() // json.Unmarshal copies what it keeps
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, maxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -186,25 +138,14 @@ func readRequest(r *http.Request) (*rpcRequest, *RPCError) {
 	return &req, nil
 }
 
-// writeRPC writes one response with the given HTTP status.
+// writeRPC writes one response with the given HTTP status, encoded by
+// encoding/json. A hand-written encoding into pooled buffers saved about
+// 10–25 µs of CPU per tool call (BenchmarkRPCRoundTrip), which the sandbox's
+// few hundred requests a second do not need (docs/benchmarks/sandbox.md).
 func writeRPC(w http.ResponseWriter, status int, resp rpcResponse) {
 	resp.JSONRPC = "2.0"
 	if len(resp.ID) == 0 {
 		resp.ID = json.RawMessage("null")
-	}
-	if tr, ok := resp.Result.(ToolResult); ok && resp.Error == nil {
-		bp := responseBufs.Get().(*[]byte)
-		if b, ok := appendToolResponse((*bp)[:0], resp.ID, tr); ok {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(status)
-			_, _ = w.Write(b)
-			if cap(b) <= 64<<10 { // do not keep an outsized buffer alive
-				*bp = b
-				responseBufs.Put(bp)
-			}
-			return
-		}
-		responseBufs.Put(bp)
 	}
 	b, err := json.Marshal(resp)
 	if err != nil {

@@ -60,37 +60,20 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 // Run prints the configuration.
 func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 	cfg := sbx.DefaultConfig()
-	file := &sbx.File{}
-	if opts.ConfigFile != "" {
-		var err error
-		if file, err = sbx.LoadFile(opts.ConfigFile); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, err)
-		}
-	}
-	if opts.Profile != "" {
-		file.Profile = opts.Profile
-	}
-	if err := file.Apply(&cfg); err != nil {
+	if err := cfg.LoadFile(opts.ConfigFile, opts.Profile); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
-	out := sbx.FileOf(cfg)
 	redacted := 0
-	for i, p := range out.Principals {
-		if !slices.Contains(sbx.DefaultPrincipals(), sbx.Principal(p)) {
-			out.Principals[i].Token = RedactedToken
+	for i, p := range cfg.Principals {
+		if !slices.Contains(sbx.DefaultPrincipals(), p) {
+			cfg.Principals[i].Token = RedactedToken
 			redacted++
 		}
 	}
-	if file.EMF != nil && file.EMF.File != "" {
-		if out.EMF == nil {
-			out.EMF = &sbx.FileEMF{}
-		}
-		out.EMF.File = file.EMF.File
-	}
-	b, err := out.Marshal()
+	b, err := cfg.MarshalFile()
 	if err != nil {
 		return err
 	}
