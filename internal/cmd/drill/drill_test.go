@@ -230,8 +230,8 @@ contexts:
 		t.Errorf("stderr = %s", r.Stderr)
 	}
 	// A drill without a context runs on the selected one.
-	any := writeFile(t, "any.yaml", "name: a\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
-	r = e.MustRun(cmdutil.ExitOK, "drill", "run", any, "--context", "dev")
+	anyDrill := writeFile(t, "any.yaml", "name: a\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
+	r = e.MustRun(cmdutil.ExitOK, "drill", "run", anyDrill, "--context", "dev")
 	if !strings.Contains(r.Stderr, `on context "dev"`) {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
@@ -270,8 +270,8 @@ func TestRunRefusesAReportItCannotWrite(t *testing.T) {
 // rollbacks still run, and the exit code is 130.
 func TestRunInterruptedBySignalRollsBack(t *testing.T) {
 	clitest.New(t)
-	io, _, _, errOut := iostreams.Test()
-	f := factory.NewWith(io, nil)
+	ios, _, _, errOut := iostreams.Test()
+	f := factory.NewWith(ios, nil)
 	f.Clock = clockReal{}
 	file := writeFile(t, "int.yaml", "name: i\ntimeout: 10m\nsteps:\n  - breaker.force-open: {dependency: openai}\n  - id: wait\n    sleep: 5m\n")
 	sigs := make(chan os.Signal, 3)
@@ -365,8 +365,8 @@ rollback:
 // not 130, so scripts learn that a lever was left.
 func TestInterruptedRunWithAFailedRollbackCarriesExit9(t *testing.T) {
 	clitest.New(t)
-	io, _, _, errOut := iostreams.Test()
-	f := factory.NewWith(io, clockReal{})
+	ios, _, _, errOut := iostreams.Test()
+	f := factory.NewWith(ios, clockReal{})
 	file := writeFile(t, "int.yaml", `
 name: i
 timeout: 10m

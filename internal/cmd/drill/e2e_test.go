@@ -108,8 +108,8 @@ func runDrill(t *testing.T, file string, args ...string) (drill.Journal, int, st
 // runDrillJournal runs a drill writing the journal to jpath, which a test
 // may poll while the drill runs (from another goroutine: it never calls t).
 func runDrillJournal(file, jpath, junit string, args ...string) (int, string) {
-	io, _, out, errOut := iostreams.Test()
-	f := factory.NewWith(io, clock.Real{})
+	ios, _, out, errOut := iostreams.Test()
+	f := factory.NewWith(ios, clock.Real{})
 	opts := &run.Options{File: file, Journal: jpath, JUnit: junit, Output: cmdutil.FormatTable}
 	for i := 0; i+1 < len(args); i += 2 {
 		if args[i] == "--var" {

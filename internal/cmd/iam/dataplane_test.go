@@ -23,9 +23,9 @@ import (
 // runReal runs koshactl in process on the wall clock (drills and the
 // sandbox wait for real time) and returns what it printed.
 func runReal(ctx context.Context, stderr *syncbuf.Buffer, args ...string) (string, int) {
-	io, _, out, _ := iostreams.Test()
-	io.ErrOut = stderr
-	code := root.Run(ctx, factory.NewWith(io, clock.Real{}), args)
+	ios, _, out, _ := iostreams.Test()
+	ios.ErrOut = stderr
+	code := root.Run(ctx, factory.NewWith(ios, clock.Real{}), args)
 	return out.String(), code
 }
 
