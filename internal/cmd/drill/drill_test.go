@@ -395,3 +395,18 @@ steps:
 		t.Errorf("live log:\n%s", errOut)
 	}
 }
+
+// A hand-edited context with limits no bucket can run with is refused before
+// anything runs, with the same fix koshactl ratelimit names (one constructor,
+// ratelimit.NewLimits, for every command that builds the context's limits).
+func TestRunRefusesTheContextsInvalidLimitsNamingTheFix(t *testing.T) {
+	e := clitest.New(t)
+	e.WriteConfig("contexts:\n  small:\n    store:\n      local: {}\n    ratelimit:\n      capacity: 0.5\ncurrent-context: small\n")
+	d := writeFile(t, "d.yaml", "name: a\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
+	for _, verb := range []string{"run", "plan"} {
+		r := e.MustRun(cmdutil.ExitUsage, "drill", verb, d)
+		if !strings.Contains(r.Stderr, `context "small"`) || !strings.Contains(r.Stderr, "--ratelimit-capacity N") {
+			t.Errorf("drill %s with capacity 0.5: stderr %q; want the context and the set-context fix", verb, r.Stderr)
+		}
+	}
+}

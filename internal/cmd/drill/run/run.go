@@ -18,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	chaosshared "github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
+	rlshared "github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -301,7 +302,10 @@ func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile 
 	if err != nil {
 		return nil, err
 	}
-	limits := ratelimit.Limits{Capacity: env.Context.RateLimit.Capacity, RefillPerSecond: env.Context.RateLimit.RefillPerSecond}
+	limits, err := rlshared.Limits(env)
+	if err != nil {
+		return nil, err
+	}
 	buckets, err := ratelimit.NewBuckets(env.Store, f.Clock, limits)
 	if err != nil {
 		return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("context %q: %w", env.Name, err))

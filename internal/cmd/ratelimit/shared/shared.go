@@ -31,12 +31,12 @@ func ScanSegments(env *cmdutil.Env, n int) int {
 // Limits returns the context's bucket limits (the LLD's defaults unless the
 // context sets its own). They must match what the data plane runs with.
 func Limits(env *cmdutil.Env) (ratelimit.Limits, error) {
-	l := ratelimit.Limits{Capacity: env.Context.RateLimit.Capacity, RefillPerSecond: env.Context.RateLimit.RefillPerSecond}
-	if err := l.Validate(); err != nil {
+	l, err := ratelimit.NewLimits(env.Context.RateLimit.Capacity, env.Context.RateLimit.RefillPerSecond)
+	if err != nil {
 		return l, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("context %q: %w; fix it with koshactl config set-context %s --ratelimit-capacity N --ratelimit-refill R",
 			env.Name, err, env.Name))
 	}
-	return l.WithDefaults(), nil
+	return l, nil
 }
 
 // LimitsSource says whether the limits are the context's own or the defaults.
