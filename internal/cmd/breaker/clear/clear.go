@@ -10,6 +10,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -85,7 +86,7 @@ type ItemResult struct {
 
 // Run clears the overrides.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	if err := shared.ValidateReason(opts.Reason, false); err != nil {
+	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
 	for _, d := range opts.Dependencies {

@@ -146,7 +146,10 @@ func (o *Options) expiry(now time.Time, maxFor time.Duration) (time.Time, error)
 // conflict changes nothing; the writes and their audit records then go
 // concurrently. Results print in argument order.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	if err := shared.ValidateReason(opts.Reason, true); err != nil {
+	if err := breaker.CheckForceReason(opts.Reason); err != nil {
+		if errors.Is(err, breaker.ErrReasonRequired) {
+			return cmdutil.Usagef("a reason is required: pass --reason \"what is happening\" (it is shown to everyone who looks at this override)")
+		}
 		return err
 	}
 	env, err := f.Env(ctx)

@@ -72,15 +72,6 @@ func CheckClients(ids []string) error {
 	return nil
 }
 
-// ValidateReason checks an optional reason by [audit.ValidateReason]; the
-// error exits 2.
-func ValidateReason(reason string) error {
-	if err := audit.ValidateReason(reason); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
-	}
-	return nil
-}
-
 // BucketView is the stable JSON shape of a bucket.
 type BucketView struct {
 	Client string `json:"client"`
@@ -212,7 +203,7 @@ func action(r ratelimit.ChangeResult, dry bool) string {
 // audits each. Buckets already in the requested state are reported and not
 // written. The output lists what was done even when a later change fails.
 func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, changes []ratelimit.Change, opts ChangeOptions) error {
-	if err := ValidateReason(opts.Reason); err != nil {
+	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
 	b, err := Buckets(f, env)
