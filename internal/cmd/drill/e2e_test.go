@@ -49,16 +49,18 @@ var exampleDrills = []string{"openai-outage", "screening-sim-errors", "flooding-
 // drills, written for LLD time, finish in seconds.
 const sandboxScale = 20
 
-// onSandbox isolates koshactl (clitest) and starts an in-process sandbox on
-// 127.0.0.1:0 over the local context's store and chaos key, exactly as
-// `koshactl sandbox --chaos` would on that installation. SANDBOX_URL points
-// the example drills at it.
+// sandboxEnv is a running in-process sandbox and the store it shares with
+// koshactl's local context.
 type sandboxEnv struct {
 	srv   *sandbox.Server
 	store store.Store
 	url   string
 }
 
+// onSandbox isolates koshactl (clitest) and starts an in-process sandbox on
+// 127.0.0.1:0 over the local context's store and chaos key, exactly as
+// `koshactl sandbox --chaos` would on that installation. SANDBOX_URL points
+// the example drills at it.
 func onSandbox(t *testing.T) *sandboxEnv {
 	t.Helper()
 	clitest.New(t)

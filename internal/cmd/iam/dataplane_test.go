@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,18 +126,9 @@ func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
 
 func union(a, b []iam.Need) []iam.Need {
 	for _, n := range b {
-		if !containsNeed(a, n) {
+		if !slices.Contains(a, n) {
 			a = append(a, n)
 		}
 	}
 	return a
-}
-
-func containsNeed(s []iam.Need, n iam.Need) bool {
-	for _, x := range s {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }
