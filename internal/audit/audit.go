@@ -82,6 +82,16 @@ type recordStore interface {
 	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
 }
 
+// Appender is what a domain operation needs to record what it did: the one
+// method every audited write calls. *[Log] implements it; tests pass a
+// recorder or a failing one. Declared here, once, like io.Writer, because
+// breaker, ratelimit, drill and the dashboard all ask for exactly this.
+type Appender interface {
+	Append(ctx context.Context, e Entry) (Record, error)
+}
+
+var _ Appender = (*Log)(nil)
+
 // Log appends and lists audit records on a store.
 type Log struct {
 	store recordStore

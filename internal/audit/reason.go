@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,18 +15,30 @@ import (
 // dashboard.
 const MaxReasonLen = 500
 
+// ErrInvalidReason matches every error [ValidateReason] returns
+// (errors.Is): commands report it as bad input (exit 2).
+var ErrInvalidReason = errors.New("invalid reason")
+
+// reasonError is a ValidateReason error: its text is the problem and the fix,
+// and it matches ErrInvalidReason.
+type reasonError struct{ err error }
+
+func (e reasonError) Error() string   { return e.err.Error() }
+func (e reasonError) Unwrap() []error { return []error{e.err, ErrInvalidReason} }
+
 // ValidateReason checks an operator's reason (surrounding spaces ignored): at
 // most [MaxReasonLen] characters of one line of plain text, by the rule of
 // package textsafe (no control character, bidi control or invalid UTF-8). An
 // empty reason passes; callers that require one say so in their own words.
-// The error names the first bad character and its position.
+// The error names the first bad character and its position, and matches
+// [ErrInvalidReason].
 func ValidateReason(reason string) error {
 	r := strings.TrimSpace(reason)
 	if n := textsafe.Len(r); n > MaxReasonLen {
-		return fmt.Errorf("reason is %d characters: keep it to %d and link to details instead", n, MaxReasonLen)
+		return reasonError{fmt.Errorf("reason is %d characters: keep it to %d and link to details instead", n, MaxReasonLen)}
 	}
 	if err := textsafe.Check(r); err != nil {
-		return fmt.Errorf("reason has %w: keep it to one line of plain text", err)
+		return reasonError{fmt.Errorf("reason has %w: keep it to one line of plain text", err)}
 	}
 	return nil
 }

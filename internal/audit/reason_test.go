@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -27,6 +28,8 @@ func TestValidateReasonCountsCharactersAndNamesTheBadOne(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want)):
 			t.Errorf("%s: got %v, want %q…", c.name, err, c.want)
+		case err != nil && !errors.Is(err, ErrInvalidReason):
+			t.Errorf("%s: %v does not match ErrInvalidReason (commands exit 2 on it)", c.name, err)
 		case err != nil && !textsafe.IsSafe(err.Error()):
 			t.Errorf("%s: the error itself carries the raw character: %q", c.name, err)
 		}

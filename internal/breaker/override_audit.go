@@ -14,11 +14,6 @@ const (
 	ActionClear     = "breaker.clear"
 )
 
-// OverrideAuditor appends audit records; *audit.Log implements it.
-type OverrideAuditor interface {
-	Append(ctx context.Context, e audit.Entry) (audit.Record, error)
-}
-
 // AuditState is how an override appears in audit records' before/after: a
 // JSON object of the item's attributes exactly as stored (pk left out: it
 // is the record's subject), strings as JSON strings and numbers as JSON
@@ -45,7 +40,7 @@ func AuditState(o *Override) any {
 // ForceAudited forces an override (req.DryRun is ignored: it always writes)
 // and records it. When the override was written but the audit record was
 // not, the result is returned with an error wrapping audit.ErrAuditWrite.
-func (s *Overrides) ForceAudited(ctx context.Context, log OverrideAuditor, req ForceRequest) (ForceResult, audit.Record, error) {
+func (s *Overrides) ForceAudited(ctx context.Context, log audit.Appender, req ForceRequest) (ForceResult, audit.Record, error) {
 	req.DryRun = false
 	res, err := s.Force(ctx, req)
 	if err != nil {
@@ -61,18 +56,18 @@ func (s *Overrides) ForceAudited(ctx context.Context, log OverrideAuditor, req F
 
 // ClearAudited clears an override and records it. Nothing is recorded when
 // there was nothing to clear.
-func (s *Overrides) ClearAudited(ctx context.Context, log OverrideAuditor, dependency, actor, reason string) (ClearResult, audit.Record, error) {
+func (s *Overrides) ClearAudited(ctx context.Context, log audit.Appender, dependency, actor, reason string) (ClearResult, audit.Record, error) {
 	res, err := s.Clear(ctx, dependency, false)
 	return s.auditClear(ctx, log, dependency, actor, reason, res, err)
 }
 
 // clearAudited is ClearAudited after the read of cur.
-func (s *Overrides) clearAudited(ctx context.Context, log OverrideAuditor, dependency string, cur *Override, actor, reason string) (ClearResult, audit.Record, error) {
+func (s *Overrides) clearAudited(ctx context.Context, log audit.Appender, dependency string, cur *Override, actor, reason string) (ClearResult, audit.Record, error) {
 	res, err := s.clearFrom(ctx, dependency, *cur, false)
 	return s.auditClear(ctx, log, dependency, actor, reason, res, err)
 }
 
-func (s *Overrides) auditClear(ctx context.Context, log OverrideAuditor, dependency, actor, reason string, res ClearResult, err error) (ClearResult, audit.Record, error) {
+func (s *Overrides) auditClear(ctx context.Context, log audit.Appender, dependency, actor, reason string, res ClearResult, err error) (ClearResult, audit.Record, error) {
 	if err != nil || res.Before == nil {
 		return res, audit.Record{}, err
 	}

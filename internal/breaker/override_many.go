@@ -53,7 +53,7 @@ type ForceAll struct {
 // audit record, and returns one outcome per request, in request order. The
 // error is the first failed request's (in request order); outcomes say
 // which were written.
-func (s *Overrides) ForceAll(ctx context.Context, log OverrideAuditor, op ForceAll) ([]ForceOutcome, error) {
+func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAll) ([]ForceOutcome, error) {
 	deps := make([]string, len(op.Requests))
 	seen := map[string]bool{}
 	for i, r := range op.Requests {
@@ -134,7 +134,7 @@ type ClearAll struct {
 // then (unless DryRun) deletes the present ones concurrently, each
 // conditional on the version read ([Overrides.Clear]'s rules) and followed
 // by its audit record. Outcomes come in the order of op.Dependencies.
-func (s *Overrides) ClearAll(ctx context.Context, log OverrideAuditor, op ClearAll) ([]ClearOutcome, error) {
+func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAll) ([]ClearOutcome, error) {
 	for _, dep := range op.Dependencies {
 		if err := ValidateDependency(dep); err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -258,14 +259,7 @@ type parser struct {
 	seen uint16 // bit i set: fieldOrder[i] parsed
 }
 
-func fieldIndex(name string) int {
-	for i, n := range fieldOrder {
-		if n == name {
-			return i
-		}
-	}
-	return -1
-}
+func fieldIndex(name string) int { return slices.Index(fieldOrder[:], name) }
 
 // next returns the next field's raw name and value without consuming it.
 func (p *parser) next() (seg string, end int) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -164,14 +165,7 @@ func (v *Verifier) MaxAhead() time.Duration { return v.maxAhead }
 // Skew returns the clock-skew allowance v adds to the cap.
 func (v *Verifier) Skew() time.Duration { return v.skew }
 
-func (v *Verifier) allowed(t Target) bool {
-	for _, a := range v.targets {
-		if a == t {
-			return true
-		}
-	}
-	return false
-}
+func (v *Verifier) allowed(t Target) bool { return slices.Contains(v.targets, t) }
 
 // Verify checks value at the verifier clock's now and returns the header if
 // every check passes. A header that fails a check yields a *CheckError for

@@ -36,6 +36,8 @@ func TestExitCodeMapsDomainErrors(t *testing.T) {
 		{fmt.Errorf("forced, but %w", fmt.Errorf("%w: %w", audit.ErrAuditWrite, store.ErrUnavailable)), cmdutil.ExitAudit},
 		{wrap(context.Canceled), cmdutil.ExitCancelled},
 		{wrap(breaker.ErrInvalidDependency), cmdutil.ExitUsage},
+		{audit.ValidateReason(strings.Repeat("x", audit.MaxReasonLen+1)), cmdutil.ExitUsage},
+		{fmt.Errorf("--%w", audit.ValidateReason("a\rb")), cmdutil.ExitUsage},
 		{cmdutil.WithCode(cmdutil.ExitRefused, errors.New("protected")), cmdutil.ExitRefused},
 	}
 	for _, tc := range cases {

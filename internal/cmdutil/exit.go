@@ -77,7 +77,7 @@ func ExitCode(err error) int {
 		return ExitConflict
 	case errors.Is(err, keys.ErrTooSoon):
 		return ExitRefused
-	case errors.Is(err, identity.ErrBadActor):
+	case errors.Is(err, identity.ErrBadActor), errors.Is(err, audit.ErrInvalidReason):
 		return ExitUsage
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, config.ErrNoContext), errors.Is(err, keys.ErrNoKey):
 		return ExitNotFound

@@ -79,10 +79,10 @@ func TestJQRefusesOtherFormatsAndBadExpressions(t *testing.T) {
 
 func TestTableHeaderHonoursNoHeaders(t *testing.T) {
 	for _, noHeaders := range []bool{false, true} {
-		io, _, out, _ := iostreams.Test()
-		io.SetNoHeaders(noHeaders)
-		tw := cmdutil.NewTable(io.Out)
-		tw.Header(io, "NAME", "VALUE")
+		ios, _, out, _ := iostreams.Test()
+		ios.SetNoHeaders(noHeaders)
+		tw := cmdutil.NewTable(ios.Out)
+		tw.Header(ios, "NAME", "VALUE")
 		tw.Row("a", "1")
 		if err := tw.Flush(); err != nil {
 			t.Fatal(err)

@@ -18,13 +18,13 @@ import (
 // Call it after printing the listing. noun names what was listed ("audit
 // record"), fix says how to repair one. It returns nil when problems is
 // empty.
-func Unreadable(io *iostreams.IOStreams, format string, problems []store.Problem, noun, fix string) error {
+func Unreadable(ios *iostreams.IOStreams, format string, problems []store.Problem, noun, fix string) error {
 	if len(problems) == 0 {
 		return nil
 	}
 	if format == FormatTable {
 		for _, p := range problems {
-			fmt.Fprintf(io.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
+			fmt.Fprintf(ios.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
 		}
 	}
 	items := map[string]bool{}

@@ -36,8 +36,8 @@ func (t *Table) Row(cells ...string) {
 
 // Header adds the header row, unless the streams print tables without one
 // (--no-headers).
-func (t *Table) Header(io *iostreams.IOStreams, cells ...string) {
-	if !io.NoHeaders() {
+func (t *Table) Header(ios *iostreams.IOStreams, cells ...string) {
+	if !ios.NoHeaders() {
 		t.Row(cells...)
 	}
 }

@@ -39,7 +39,7 @@ type Deps struct {
 	// Buckets reads and changes rate-limit buckets.
 	Buckets BucketAPI
 	// Audit records every change a drill makes.
-	Audit Auditor
+	Audit audit.Appender
 	// Minter mints chaos headers.
 	Minter MinterAPI
 	// Gauges reads breaker_state gauges.
@@ -63,8 +63,8 @@ type OverrideAPI interface {
 	Force(ctx context.Context, req breaker.ForceRequest) (breaker.ForceResult, error)
 	// ForceAll and ClearAll are the levers, as the commands and the
 	// dashboard pull them.
-	ForceAll(ctx context.Context, log breaker.OverrideAuditor, op breaker.ForceAll) ([]breaker.ForceOutcome, error)
-	ClearAll(ctx context.Context, log breaker.OverrideAuditor, op breaker.ClearAll) ([]breaker.ClearOutcome, error)
+	ForceAll(ctx context.Context, log audit.Appender, op breaker.ForceAll) ([]breaker.ForceOutcome, error)
+	ClearAll(ctx context.Context, log audit.Appender, op breaker.ClearAll) ([]breaker.ClearOutcome, error)
 }
 
 var _ OverrideAPI = (*breaker.Overrides)(nil)
@@ -72,18 +72,11 @@ var _ OverrideAPI = (*breaker.Overrides)(nil)
 // BucketAPI is what ratelimit steps need; *ratelimit.Buckets implements it.
 type BucketAPI interface {
 	Get(ctx context.Context, client string) (ratelimit.Status, error)
-	ApplyAudited(ctx context.Context, log ratelimit.Auditor, actor, reason string, c ratelimit.Change) (ratelimit.ChangeResult, audit.Record, error)
+	ApplyAudited(ctx context.Context, log audit.Appender, actor, reason string, c ratelimit.Change) (ratelimit.ChangeResult, audit.Record, error)
 	Limits() ratelimit.Limits
 }
 
 var _ BucketAPI = (*ratelimit.Buckets)(nil)
-
-// Auditor appends audit records; *audit.Log implements it.
-type Auditor interface {
-	Append(ctx context.Context, e audit.Entry) (audit.Record, error)
-}
-
-var _ Auditor = (*audit.Log)(nil)
 
 // MinterAPI mints chaos headers; *chaos.Minter implements it.
 type MinterAPI interface {

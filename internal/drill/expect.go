@@ -251,8 +251,9 @@ func showGot(v any, exists bool) string {
 	return t
 }
 
-// loose values (HTTP headers) are strings that compare with numbers and
-// booleans by parsing.
+// coerce returns got as want's type when loose and got is a string that
+// parses as one: loose values (HTTP headers) are strings that compare with
+// numbers and booleans by parsing. Anything else is returned unchanged.
 func coerce(got, want any, loose bool) any {
 	s, ok := got.(string)
 	if !loose || !ok {

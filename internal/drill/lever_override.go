@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -122,15 +121,16 @@ func expiryText(t time.Time) string {
 // checkDependency validates a dependency name at run time (after
 // templating): its shape, and that the context knows it.
 func checkDependency(rc *RunContext, dep string, allowUnknown bool) error {
-	if err := breaker.ValidateDependency(dep); err != nil {
+	known := rc.Deps.KnownDependencies
+	if allowUnknown || len(known) == 0 {
+		return breaker.ValidateDependency(dep)
+	}
+	var unknown *breaker.UnknownDependencyError
+	if err := breaker.CheckKnownDependency(dep, known); !errors.As(err, &unknown) {
 		return err
 	}
-	known := rc.Deps.KnownDependencies
-	if allowUnknown || len(known) == 0 || slices.Contains(known, dep) {
-		return nil
-	}
 	return fmt.Errorf("unknown dependency %q: context %q knows %s%s (set allow_unknown: true to use it anyway)",
-		dep, rc.Deps.ContextName, strings.Join(known, ", "), didYouMean(dep, known))
+		dep, rc.Deps.ContextName, strings.Join(known, ", "), unknown.DidYouMean())
 }
 
 // decodeDependency reads the dependency field, checking a literal name.

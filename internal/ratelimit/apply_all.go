@@ -43,7 +43,7 @@ type ApplyOutcome struct {
 // concurrently, each from the state it read (re-reading only to retry a
 // refused write) and followed by its audit record. Outcomes come in the
 // order of the changes; the error is the first failed change's.
-func (b *Buckets) ApplyAll(ctx context.Context, log Auditor, op ApplyAll) ([]ApplyOutcome, error) {
+func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll) ([]ApplyOutcome, error) {
 	seen := map[string]bool{}
 	keys := make([]string, 0, len(op.Changes))
 	for _, c := range op.Changes {

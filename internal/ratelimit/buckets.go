@@ -418,13 +418,6 @@ func noop(op Op, before Status, want float64) bool {
 	return before.Tokens == want
 }
 
-// Auditor appends audit records; *audit.Log implements it.
-type Auditor interface {
-	Append(ctx context.Context, e audit.Entry) (audit.Record, error)
-}
-
-var _ Auditor = (*audit.Log)(nil)
-
 // AuditView is how a bucket appears in audit records' before/after.
 type AuditView struct {
 	Exists      bool    `json:"exists"`
@@ -447,11 +440,11 @@ func auditView(s Status, malformed error) AuditView {
 // records it, with subject rl#<client>. Nothing is recorded when nothing
 // changed. When the bucket was written but the record was not, the result is
 // returned with an error wrapping audit.ErrAuditWrite.
-func (b *Buckets) ApplyAudited(ctx context.Context, log Auditor, actor, reason string, c Change) (ChangeResult, audit.Record, error) {
+func (b *Buckets) ApplyAudited(ctx context.Context, log audit.Appender, actor, reason string, c Change) (ChangeResult, audit.Record, error) {
 	return b.applyAudited(ctx, log, actor, reason, c, nil)
 }
 
-func (b *Buckets) applyAudited(ctx context.Context, log Auditor, actor, reason string, c Change, first *readItem) (ChangeResult, audit.Record, error) {
+func (b *Buckets) applyAudited(ctx context.Context, log audit.Appender, actor, reason string, c Change, first *readItem) (ChangeResult, audit.Record, error) {
 	c.DryRun = false
 	res, err := b.apply(ctx, c, first)
 	if err != nil || !res.Changed {

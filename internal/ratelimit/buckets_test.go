@@ -272,7 +272,7 @@ func TestBucketsRepairMalformed(t *testing.T) {
 	}
 }
 
-// recorder is an Auditor that returns the record it was asked to write.
+// recorder is an audit.Appender that returns the record it was asked to write.
 type recorder struct{}
 
 func (recorder) Append(_ context.Context, e audit.Entry) (audit.Record, error) {

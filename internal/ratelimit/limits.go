@@ -39,6 +39,17 @@ func DefaultLimits() Limits {
 	return Limits{Capacity: DefaultCapacity, RefillPerSecond: DefaultRefillPerSecond}
 }
 
+// NewLimits returns the limits a context configures (zero fields take the
+// LLD's defaults), checked by [Limits.Validate]: the one way a caller turns
+// configured numbers into Limits.
+func NewLimits(capacity, refillPerSecond float64) (Limits, error) {
+	l := Limits{Capacity: capacity, RefillPerSecond: refillPerSecond}
+	if err := l.Validate(); err != nil {
+		return Limits{}, err
+	}
+	return l.WithDefaults(), nil
+}
+
 // WithDefaults returns l with zero fields replaced by the LLD's defaults.
 func (l Limits) WithDefaults() Limits {
 	if l.Capacity == 0 {

@@ -119,3 +119,18 @@ func TestLimitsDefaultsAndValidate(t *testing.T) {
 		t.Errorf("String = %q", got)
 	}
 }
+
+func TestNewLimitsDefaultsAndRefuses(t *testing.T) {
+	l, err := ratelimit.NewLimits(0, 0)
+	if err != nil || l != ratelimit.DefaultLimits() {
+		t.Errorf("NewLimits(0, 0) = %+v, %v; want the LLD's defaults", l, err)
+	}
+	if l, err := ratelimit.NewLimits(5, 0.5); err != nil || l.Capacity != 5 || l.RefillPerSecond != 0.5 {
+		t.Errorf("NewLimits(5, 0.5) = %+v, %v", l, err)
+	}
+	for _, c := range [][2]float64{{0.5, 1}, {-1, 1}, {1, -1}, {math.NaN(), 1}, {1, math.Inf(1)}, {2e9, 1}} {
+		if l, err := ratelimit.NewLimits(c[0], c[1]); !errors.Is(err, ratelimit.ErrInvalidLimits) || l != (ratelimit.Limits{}) {
+			t.Errorf("NewLimits(%g, %g) = %+v, %v; want ErrInvalidLimits and no limits", c[0], c[1], l, err)
+		}
+	}
+}

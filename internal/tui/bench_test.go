@@ -13,8 +13,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
-// benchFleet is 200 dependencies x 8 instances: a quarter of them mixed,
-// one in ten forced by an override.
+// benchModel builds the benchmark's fleet, 200 dependencies x 8 instances:
+// a quarter of them mixed, one in ten forced by an override.
 func benchModel(b *testing.B, width, height int, color bool) (Model, *fakeOverrides, *fakeGauges) {
 	b.Helper()
 	clk := clock.NewFake(epoch)

@@ -222,8 +222,8 @@ type harness struct {
 	m      Model
 }
 
-// standard fleet: openai forced by alice, postgres mixed, core-api closed,
-// screening-sim silent.
+// newHarness builds a model on the standard fleet: openai forced by alice,
+// postgres mixed, core-api closed, screening-sim silent.
 func newHarness(t *testing.T, opts Options) *harness {
 	t.Helper()
 	clk := clock.NewFake(epoch)

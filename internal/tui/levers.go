@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 )
@@ -13,7 +14,7 @@ import (
 // same way.
 type StoreOverrides struct {
 	Overrides *breaker.Overrides
-	Log       breaker.OverrideAuditor
+	Log       audit.Appender
 	// Known lists the context's dependencies: List reads their overrides
 	// consistently by key (see breaker.Overrides.ListFor).
 	Known []string

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -139,7 +140,7 @@ func (p *prompt) next() (done bool, errMsg string) {
 	v := strings.TrimSpace(p.input.Value())
 	switch p.steps[p.step] {
 	case stepReason:
-		if msg := validateReason(v, p.kind == promptForce); msg != "" {
+		if msg := reasonProblem(v, p.kind == promptForce); msg != "" {
 			return false, msg
 		}
 		p.reason = v
@@ -169,13 +170,18 @@ func (p *prompt) next() (done bool, errMsg string) {
 	return false, ""
 }
 
-// validateReason applies the CLI's rule for a reason ([audit.ValidateReason]),
-// and that there is one when required.
-func validateReason(r string, required bool) string {
-	if r == "" && required {
-		return "a reason is required: everyone who looks at this override will read it"
+// reasonProblem applies the CLI's rule for a reason (a force-open's by
+// [breaker.CheckForceReason], a clear's by [audit.ValidateReason]) and words
+// what is wrong for the prompt; "" when the reason passes.
+func reasonProblem(r string, force bool) string {
+	check := audit.ValidateReason
+	if force {
+		check = breaker.CheckForceReason
 	}
-	if err := audit.ValidateReason(r); err != nil {
+	switch err := check(r); {
+	case errors.Is(err, breaker.ErrReasonRequired):
+		return "a reason is required: everyone who looks at this override will read it"
+	case err != nil:
 		return "the " + err.Error()
 	}
 	return ""

@@ -20,8 +20,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: gendocs DIR")
 		os.Exit(2)
 	}
-	io, _, _, _ := iostreams.Test()
-	f := factory.NewWith(io, clock.Real{})
+	ios, _, _, _ := iostreams.Test()
+	f := factory.NewWith(ios, clock.Real{})
 	f.ContextName = ""
 	started := false
 	cmd := root.NewCmd(f, &started)

@@ -140,25 +140,25 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 	if recs == nil {
 		recs = []audit.Record{}
 	}
-	io := f.IOStreams
+	ios := f.IOStreams
 	partial := func() error {
-		return cmdutil.Unreadable(io, opts.Output, l.Unreadable, "audit record",
+		return cmdutil.Unreadable(ios, opts.Output, l.Unreadable, "audit record",
 			"the records shown are complete; the others are named by pk (koshactl never rewrites an audit record; the store's TTL collects it after 90 days)")
 	}
 	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(io.Out, opts.Output, ListResult{Kind: "AuditRecordList", Context: env.Name,
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, ListResult{Kind: "AuditRecordList", Context: env.Name,
 			Store: env.Store.Describe(), Items: recs, Unreadable: cmdutil.Problems(l.Unreadable)}); err != nil {
 			return err
 		}
 		return partial()
 	}
 	if len(recs) == 0 {
-		fmt.Fprintln(io.Out, "No audit records match.")
+		fmt.Fprintln(ios.Out, "No audit records match.")
 		return partial()
 	}
-	tw := cmdutil.NewTable(io.Out)
-	tw.Header(io, tableHeaders...)
-	writeRows(tw, io, recs, now)
+	tw := cmdutil.NewTable(ios.Out)
+	tw.Header(ios, tableHeaders...)
+	writeRows(tw, ios, recs, now)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -167,8 +167,8 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 
 var tableHeaders = []string{"TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON"}
 
-func writeRows(tw *cmdutil.Table, io *iostreams.IOStreams, recs []audit.Record, now time.Time) {
-	tty := io.IsStdoutTTY()
+func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record, now time.Time) {
+	tty := ios.IsStdoutTTY()
 	for _, r := range recs {
 		actor := r.Actor
 		if r.ActorSource == audit.ActorUnverified {
@@ -196,23 +196,23 @@ func parseUntil(s string, now time.Time) (time.Time, error) {
 // follow prints the follower's records as they come, until ctx ends (exit
 // 0). A store that is unreachable for a while is retried, said on stderr.
 func follow(ctx context.Context, f *cmdutil.Factory, opts *ListOptions, fl *audit.Follower) error {
-	io := f.IOStreams
+	ios := f.IOStreams
 	after := opts.After
 	if after == nil {
 		after = time.After
 	}
-	headers := opts.Output == cmdutil.FormatTable && !io.NoHeaders()
+	headers := opts.Output == cmdutil.FormatTable && !ios.NoHeaders()
 	for {
 		recs, err := fl.Poll(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, store.ErrUnavailable):
-			fmt.Fprintf(io.ErrOut, "audit list --follow: %v (retrying every %s)\n", err, opts.Interval)
+			fmt.Fprintf(ios.ErrOut, "audit list --follow: %v (retrying every %s)\n", err, opts.Interval)
 		case err != nil:
 			return err
 		default:
-			if err := printFollowed(io, opts.Output, recs, f.Clock.Now(), &headers); err != nil {
+			if err := printFollowed(ios, opts.Output, recs, f.Clock.Now(), &headers); err != nil {
 				return err
 			}
 		}
@@ -226,11 +226,11 @@ func follow(ctx context.Context, f *cmdutil.Factory, opts *ListOptions, fl *audi
 
 // printFollowed writes one batch: table rows (the header before the first
 // batch), one compact JSON document a line, jq results, or YAML documents.
-func printFollowed(io *iostreams.IOStreams, format string, recs []audit.Record, now time.Time, headers *bool) error {
+func printFollowed(ios *iostreams.IOStreams, format string, recs []audit.Record, now time.Time, headers *bool) error {
 	switch {
 	case format == cmdutil.FormatJSON:
 		for _, r := range recs {
-			if err := cmdutil.PrintJSONLine(io.Out, r); err != nil {
+			if err := cmdutil.PrintJSONLine(ios.Out, r); err != nil {
 				return err
 			}
 		}
@@ -238,9 +238,9 @@ func printFollowed(io *iostreams.IOStreams, format string, recs []audit.Record, 
 	case format != cmdutil.FormatTable:
 		for _, r := range recs {
 			if format == cmdutil.FormatYAML {
-				fmt.Fprintln(io.Out, "---")
+				fmt.Fprintln(ios.Out, "---")
 			}
-			if err := cmdutil.PrintStructured(io.Out, format, r); err != nil {
+			if err := cmdutil.PrintStructured(ios.Out, format, r); err != nil {
 				return err
 			}
 		}
@@ -249,11 +249,11 @@ func printFollowed(io *iostreams.IOStreams, format string, recs []audit.Record, 
 	if len(recs) == 0 && !*headers {
 		return nil
 	}
-	tw := cmdutil.NewTable(io.Out)
+	tw := cmdutil.NewTable(ios.Out)
 	if *headers {
-		tw.Header(io, tableHeaders...)
+		tw.Header(ios, tableHeaders...)
 		*headers = false
 	}
-	writeRows(tw, io, recs, now)
+	writeRows(tw, ios, recs, now)
 	return tw.Flush()
 }

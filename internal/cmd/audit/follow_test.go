@@ -95,9 +95,9 @@ type follower struct {
 func startFollow(t *testing.T, e *clitest.Env, opts *auditcmd.ListOptions) *follower {
 	t.Helper()
 	fw := &follower{out: &syncbuf.Buffer{}, tick: make(chan time.Time), done: make(chan error, 1)}
-	io, _, _, _ := iostreams.Test()
-	io.Out = fw.out
-	f := factory.NewWith(io, e.Clock)
+	ios, _, _, _ := iostreams.Test()
+	ios.Out = fw.out
+	f := factory.NewWith(ios, e.Clock)
 	opts.Follow = true
 	opts.Interval = time.Second
 	opts.After = func(time.Duration) <-chan time.Time { return fw.tick }

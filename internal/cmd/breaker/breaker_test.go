@@ -84,13 +84,13 @@ func TestForceOpenThenListGetClearAudit(t *testing.T) {
 	if len(recs.Items) != 2 {
 		t.Fatalf("audit has %d records, want 2: %+v", len(recs.Items), recs)
 	}
-	clear, force := recs.Items[0], recs.Items[1]
+	clearRec, force := recs.Items[0], recs.Items[1]
 	if force.Action != "breaker.force-open" || force.Subject != "breaker#openai" || force.Reason != "provider incident" ||
 		force.Actor != "tester@test" || force.Context != "local" || len(force.After) == 0 || len(force.Before) != 0 {
 		t.Errorf("force audit record = %+v", force)
 	}
-	if clear.Action != "breaker.clear" || clear.Reason != "recovered" || len(clear.Before) == 0 || len(clear.After) != 0 {
-		t.Errorf("clear audit record = %+v", clear)
+	if clearRec.Action != "breaker.clear" || clearRec.Reason != "recovered" || len(clearRec.Before) == 0 || len(clearRec.After) != 0 {
+		t.Errorf("clear audit record = %+v", clearRec)
 	}
 	only := e.MustRun(0, "audit", "list", "--subject", "breaker#core-api").Stdout
 	if !strings.Contains(only, "No audit records") {

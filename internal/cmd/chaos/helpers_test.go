@@ -31,12 +31,12 @@ func newCLI(t *testing.T) *cli { return &cli{Env: clitest.New(t)} }
 
 func (c *cli) run(args ...string) clitest.Result {
 	c.T.Helper()
-	io, in, out, errOut := iostreams.Test()
+	ios, in, out, errOut := iostreams.Test()
 	in.WriteString(c.Stdin)
-	io.SetStdinTTY(c.TTY)
-	io.SetStdoutTTY(c.TTY)
-	io.SetStderrTTY(c.TTY)
-	f := factory.NewWith(io, c.Clock)
+	ios.SetStdinTTY(c.TTY)
+	ios.SetStdoutTTY(c.TTY)
+	ios.SetStderrTTY(c.TTY)
+	f := factory.NewWith(ios, c.Clock)
 	if c.hook != nil {
 		c.hook(f)
 	}

@@ -72,8 +72,8 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 
 // Run starts the dashboard and returns when the operator quits.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	io := f.IOStreams
-	if !io.IsStdoutTTY() || !io.IsStdinTTY() {
+	ios := f.IOStreams
+	if !ios.IsStdoutTTY() || !ios.IsStdinTTY() {
 		return cmdutil.Usagef("the dashboard needs a terminal on stdin and stdout; for scripts and CI use `koshactl breaker status` (add --watch to follow, -o json for machines)")
 	}
 	if opts.Interval < time.Second {
@@ -97,7 +97,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		warning := metrics.CostWarning(len(env.Context.KnownDependencies()), 1, opts.Interval)
 		notice = "cost: " + warning
 		// Also on stderr: it stays visible after the full-screen view ends.
-		fmt.Fprintf(io.ErrOut, "warning: %s\n", warning)
+		fmt.Fprintf(ios.ErrOut, "warning: %s\n", warning)
 	}
 	hint := ""
 	if src.Describe() == "prometheus "+metrics.DefaultPrometheusURL {
@@ -118,8 +118,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		Interval:     opts.Interval,
 		MaxOverride:  env.Context.MaxOverrideDuration(),
 		Clock:        f.Clock,
-		Color:        io.ColorEnabled(),
+		Color:        ios.ColorEnabled(),
 		Notice:       notice,
 		GaugesHint:   hint,
-	}, io.In, textsafe.Raw(io.Out)) // the TUI draws the screen; its view renders every value with textsafe
+	}, ios.In, textsafe.Raw(ios.Out)) // the TUI draws the screen; its view renders every value with textsafe
 }

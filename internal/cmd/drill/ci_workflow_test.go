@@ -88,7 +88,7 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 			upload = s.With["path"]
 		}
 	}
-	f := &cmdutil.Factory{IOStreams: func() *iostreams.IOStreams { io, _, _, _ := iostreams.Test(); return io }()}
+	f := &cmdutil.Factory{IOStreams: func() *iostreams.IOStreams { ios, _, _, _ := iostreams.Test(); return ios }()}
 
 	// The sandbox: the settings of onSandbox (make test's in-process fleet).
 	var sb *sandboxcmd.Options

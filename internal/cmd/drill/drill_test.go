@@ -230,8 +230,8 @@ contexts:
 		t.Errorf("stderr = %s", r.Stderr)
 	}
 	// A drill without a context runs on the selected one.
-	any := writeFile(t, "any.yaml", "name: a\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
-	r = e.MustRun(cmdutil.ExitOK, "drill", "run", any, "--context", "dev")
+	anyDrill := writeFile(t, "any.yaml", "name: a\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
+	r = e.MustRun(cmdutil.ExitOK, "drill", "run", anyDrill, "--context", "dev")
 	if !strings.Contains(r.Stderr, `on context "dev"`) {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
@@ -270,8 +270,8 @@ func TestRunRefusesAReportItCannotWrite(t *testing.T) {
 // rollbacks still run, and the exit code is 130.
 func TestRunInterruptedBySignalRollsBack(t *testing.T) {
 	clitest.New(t)
-	io, _, _, errOut := iostreams.Test()
-	f := factory.NewWith(io, nil)
+	ios, _, _, errOut := iostreams.Test()
+	f := factory.NewWith(ios, nil)
 	f.Clock = clockReal{}
 	file := writeFile(t, "int.yaml", "name: i\ntimeout: 10m\nsteps:\n  - breaker.force-open: {dependency: openai}\n  - id: wait\n    sleep: 5m\n")
 	sigs := make(chan os.Signal, 3)
@@ -365,8 +365,8 @@ rollback:
 // not 130, so scripts learn that a lever was left.
 func TestInterruptedRunWithAFailedRollbackCarriesExit9(t *testing.T) {
 	clitest.New(t)
-	io, _, _, errOut := iostreams.Test()
-	f := factory.NewWith(io, clockReal{})
+	ios, _, _, errOut := iostreams.Test()
+	f := factory.NewWith(ios, clockReal{})
 	file := writeFile(t, "int.yaml", `
 name: i
 timeout: 10m
@@ -393,5 +393,20 @@ steps:
 	}
 	if !strings.Contains(errOut.String(), "received SIGTERM") {
 		t.Errorf("live log:\n%s", errOut)
+	}
+}
+
+// A hand-edited context with limits no bucket can run with is refused before
+// anything runs, with the same fix koshactl ratelimit names (one constructor,
+// ratelimit.NewLimits, for every command that builds the context's limits).
+func TestRunRefusesTheContextsInvalidLimitsNamingTheFix(t *testing.T) {
+	e := clitest.New(t)
+	e.WriteConfig("contexts:\n  small:\n    store:\n      local: {}\n    ratelimit:\n      capacity: 0.5\ncurrent-context: small\n")
+	d := writeFile(t, "d.yaml", "name: a\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
+	for _, verb := range []string{"run", "plan"} {
+		r := e.MustRun(cmdutil.ExitUsage, "drill", verb, d)
+		if !strings.Contains(r.Stderr, `context "small"`) || !strings.Contains(r.Stderr, "--ratelimit-capacity N") {
+			t.Errorf("drill %s with capacity 0.5: stderr %q; want the context and the set-context fix", verb, r.Stderr)
+		}
 	}
 }

@@ -49,16 +49,18 @@ var exampleDrills = []string{"openai-outage", "screening-sim-errors", "flooding-
 // drills, written for LLD time, finish in seconds.
 const sandboxScale = 20
 
-// onSandbox isolates koshactl (clitest) and starts an in-process sandbox on
-// 127.0.0.1:0 over the local context's store and chaos key, exactly as
-// `koshactl sandbox --chaos` would on that installation. SANDBOX_URL points
-// the example drills at it.
+// sandboxEnv is a running in-process sandbox and the store it shares with
+// koshactl's local context.
 type sandboxEnv struct {
 	srv   *sandbox.Server
 	store store.Store
 	url   string
 }
 
+// onSandbox isolates koshactl (clitest) and starts an in-process sandbox on
+// 127.0.0.1:0 over the local context's store and chaos key, exactly as
+// `koshactl sandbox --chaos` would on that installation. SANDBOX_URL points
+// the example drills at it.
 func onSandbox(t *testing.T) *sandboxEnv {
 	t.Helper()
 	clitest.New(t)
@@ -108,8 +110,8 @@ func runDrill(t *testing.T, file string, args ...string) (drill.Journal, int, st
 // runDrillJournal runs a drill writing the journal to jpath, which a test
 // may poll while the drill runs (from another goroutine: it never calls t).
 func runDrillJournal(file, jpath, junit string, args ...string) (int, string) {
-	io, _, out, errOut := iostreams.Test()
-	f := factory.NewWith(io, clock.Real{})
+	ios, _, out, errOut := iostreams.Test()
+	f := factory.NewWith(ios, clock.Real{})
 	opts := &run.Options{File: file, Journal: jpath, JUnit: junit, Output: cmdutil.FormatTable}
 	for i := 0; i+1 < len(args); i += 2 {
 		if args[i] == "--var" {

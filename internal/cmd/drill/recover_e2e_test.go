@@ -26,8 +26,8 @@ import (
 
 func runRecover(t *testing.T, journal string, args ...string) (int, string, string) {
 	t.Helper()
-	io, _, out, errOut := iostreams.Test()
-	f := factory.NewWith(io, clock.Real{})
+	ios, _, out, errOut := iostreams.Test()
+	f := factory.NewWith(ios, clock.Real{})
 	opts := &recovery.Options{Journal: journal, Output: cmdutil.FormatTable}
 	for i := 0; i+1 < len(args); i += 2 {
 		if args[i] == "--junit" {

@@ -32,11 +32,11 @@ func New() *cmdutil.Factory {
 // NewWith returns the production wiring (config file, stores, AWS) on the
 // given streams and clock. In-process end-to-end tests use it with buffers and
 // a fake clock, so they exercise the real context resolution.
-func NewWith(io *iostreams.IOStreams, clk clock.Clock) *cmdutil.Factory {
+func NewWith(ios *iostreams.IOStreams, clk clock.Clock) *cmdutil.Factory {
 	f := &cmdutil.Factory{
-		IOStreams:   io,
+		IOStreams:   ios,
 		Clock:       clk,
-		Prompter:    &cmdutil.LinePrompter{In: io.In, Out: io.ErrOut},
+		Prompter:    &cmdutil.LinePrompter{In: ios.In, Out: ios.ErrOut},
 		ContextName: os.Getenv("KOSHACTL_CONTEXT"),
 	}
 	f.Config = sync.OnceValues(func() (*config.File, error) {
@@ -48,7 +48,7 @@ func NewWith(io *iostreams.IOStreams, clk clock.Clock) *cmdutil.Factory {
 		if err == nil {
 			// Once per process: Config is loaded once.
 			if w := file.PermissionWarning(); w != "" {
-				fmt.Fprintf(io.ErrOut, "warning: %s\n", w)
+				fmt.Fprintf(ios.ErrOut, "warning: %s\n", w)
 			}
 		}
 		return file, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,9 +24,9 @@ import (
 // runReal runs koshactl in process on the wall clock (drills and the
 // sandbox wait for real time) and returns what it printed.
 func runReal(ctx context.Context, stderr *syncbuf.Buffer, args ...string) (string, int) {
-	io, _, out, _ := iostreams.Test()
-	io.ErrOut = stderr
-	code := root.Run(ctx, factory.NewWith(io, clock.Real{}), args)
+	ios, _, out, _ := iostreams.Test()
+	ios.ErrOut = stderr
+	code := root.Run(ctx, factory.NewWith(ios, clock.Real{}), args)
 	return out.String(), code
 }
 
@@ -125,18 +126,9 @@ func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
 
 func union(a, b []iam.Need) []iam.Need {
 	for _, n := range b {
-		if !containsNeed(a, n) {
+		if !slices.Contains(a, n) {
 			a = append(a, n)
 		}
 	}
 	return a
-}
-
-func containsNeed(s []iam.Need, n iam.Need) bool {
-	for _, x := range s {
-		if x == n {
-			return true
-		}
-	}
-	return false
 }

@@ -497,9 +497,9 @@ func TestListProgressOnlyOnTerminal(t *testing.T) {
 		e.MustRun(0, "ratelimit", "drain", c)
 	}
 	for _, tty := range []bool{true, false} {
-		io, _, out, errOut := iostreams.Test()
-		io.SetStderrTTY(tty)
-		f := factory.NewWith(io, clock.NewFake(clitest.Epoch))
+		ios, _, out, errOut := iostreams.Test()
+		ios.SetStderrTTY(tty)
+		f := factory.NewWith(ios, clock.NewFake(clitest.Epoch))
 		err := list.Run(context.Background(), f, &list.Options{Sort: "client", Output: cmdutil.FormatTable, ProgressAfterItems: 1,
 			MaxReadUnits: list.DefaultMaxReadUnits})
 		if err != nil {

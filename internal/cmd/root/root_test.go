@@ -40,15 +40,15 @@ func TestGlobalOutputFlags(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			io, _, _, errOut := iostreams.Test()
-			io.SetStdoutTTY(true)
-			io.SetColorEnabled(true)
-			f := factory.NewWith(io, clock.NewFake(clock.Real{}.Now()))
+			ios, _, _, errOut := iostreams.Test()
+			ios.SetStdoutTTY(true)
+			ios.SetColorEnabled(true)
+			f := factory.NewWith(ios, clock.NewFake(clock.Real{}.Now()))
 			if code := root.Run(context.Background(), f, tc.args); code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
-			if io.ColorEnabled() != tc.color || io.NoHeaders() == tc.headers || f.Debug != tc.dbg {
-				t.Errorf("color %v, headers %v, debug %v; want %v, %v, %v", io.ColorEnabled(), !io.NoHeaders(), f.Debug,
+			if ios.ColorEnabled() != tc.color || ios.NoHeaders() == tc.headers || f.Debug != tc.dbg {
+				t.Errorf("color %v, headers %v, debug %v; want %v, %v, %v", ios.ColorEnabled(), !ios.NoHeaders(), f.Debug,
 					tc.color, tc.headers, tc.dbg)
 			}
 		})

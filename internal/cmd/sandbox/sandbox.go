@@ -26,12 +26,12 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	chaosshared "github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
+	rlshared "github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox/config"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
 // ShutdownTimeout bounds the graceful shutdown after SIGINT or SIGTERM.
@@ -163,7 +163,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	// The context's limits, so koshactl ratelimit computes what the sandbox enforces.
-	cfg.RateLimit = ratelimit.Limits{Capacity: env.Context.RateLimit.Capacity, RefillPerSecond: env.Context.RateLimit.RefillPerSecond}.WithDefaults()
+	if cfg.RateLimit, err = rlshared.Limits(env); err != nil {
+		return err
+	}
 	if cfg.ChaosTargets == nil {
 		if cfg.ChaosTargets, err = chaosshared.Targets(env); err != nil {
 			return err

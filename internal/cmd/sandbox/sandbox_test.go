@@ -23,15 +23,15 @@ import (
 // parse runs the command's flag parsing and returns the options.
 func parse(t *testing.T, args ...string) *sandbox.Options {
 	t.Helper()
-	io, _, _, _ := iostreams.Test()
+	ios, _, _, _ := iostreams.Test()
 	var got *sandbox.Options
-	cmd := sandbox.NewCmd(&cmdutil.Factory{IOStreams: io}, func(_ context.Context, o *sandbox.Options) error {
+	cmd := sandbox.NewCmd(&cmdutil.Factory{IOStreams: ios}, func(_ context.Context, o *sandbox.Options) error {
 		got = o
 		return nil
 	})
 	cmd.SetArgs(args)
-	cmd.SetOut(io.Out)
-	cmd.SetErr(io.ErrOut)
+	cmd.SetOut(ios.Out)
+	cmd.SetErr(ios.ErrOut)
 	if err := cmd.Execute(); err != nil {
 		t.Fatalf("sandbox %v: %v", args, err)
 	}

@@ -73,15 +73,15 @@ func (e *Env) Run(args ...string) Result {
 // RunContext is Run with a caller's context (for cancellation tests).
 func (e *Env) RunContext(ctx context.Context, args ...string) Result {
 	e.T.Helper()
-	io, in, out, errOut := iostreams.Test()
+	ios, in, out, errOut := iostreams.Test()
 	in.WriteString(e.Stdin)
 	if e.In != nil {
-		io.In = e.In
+		ios.In = e.In
 	}
-	io.SetStdinTTY(e.TTY)
-	io.SetStdoutTTY(e.TTY)
-	io.SetStderrTTY(e.TTY)
-	f := factory.NewWith(io, e.Clock)
+	ios.SetStdinTTY(e.TTY)
+	ios.SetStdoutTTY(e.TTY)
+	ios.SetStderrTTY(e.TTY)
+	f := factory.NewWith(ios, e.Clock)
 	code := root.Run(ctx, f, args)
 	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: code}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -85,7 +86,7 @@ type ItemResult struct {
 
 // Run clears the overrides.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	if err := shared.ValidateReason(opts.Reason, false); err != nil {
+	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
 	for _, d := range opts.Dependencies {
@@ -148,25 +149,25 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		out.Results = append(out.Results, item)
 	}
-	if err := print(f, opts, env, out, now); err != nil {
+	if err := printResult(f, opts, env, out, now); err != nil {
 		return err
 	}
 	return cmdutil.WriteFailure(writeErr, auditErr)
 }
 
-func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
-	io := f.IOStreams
-	defer cmdutil.PrintActedOn(io.ErrOut, env, opts.DryRun)
+func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
+	ios := f.IOStreams
+	defer cmdutil.PrintActedOn(ios.ErrOut, env, opts.DryRun)
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, out)
+		return cmdutil.PrintStructured(ios.Out, opts.Output, out)
 	}
 	if len(out.Results) == 0 && opts.All {
-		fmt.Fprintln(io.Out, "No overrides to clear.")
+		fmt.Fprintln(ios.Out, "No overrides to clear.")
 	}
 	for _, r := range out.Results {
 		switch r.Action {
 		case "already-clear":
-			fmt.Fprintf(io.Out, "%s was not forced open: nothing to clear\n", r.Dependency)
+			fmt.Fprintf(ios.Out, "%s was not forced open: nothing to clear\n", r.Dependency)
 		default:
 			verb := map[string]string{"cleared": "Cleared", "would-clear": "Would clear"}[r.Action]
 			note := ""
@@ -176,7 +177,7 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now 
 			if len(r.Before.Malformed) > 0 {
 				note += " (a malformed item, removed as it was stored)"
 			}
-			fmt.Fprintf(io.Out, "%s override on %s set by %s%s\n", verb, r.Dependency, textsafe.Line(r.Before.Actor), note)
+			fmt.Fprintf(ios.Out, "%s override on %s set by %s%s\n", verb, r.Dependency, textsafe.Line(r.Before.Actor), note)
 		}
 	}
 	return nil

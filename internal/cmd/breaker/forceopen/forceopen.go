@@ -146,7 +146,10 @@ func (o *Options) expiry(now time.Time, maxFor time.Duration) (time.Time, error)
 // conflict changes nothing; the writes and their audit records then go
 // concurrently. Results print in argument order.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	if err := shared.ValidateReason(opts.Reason, true); err != nil {
+	if err := breaker.CheckForceReason(opts.Reason); err != nil {
+		if errors.Is(err, breaker.ErrReasonRequired) {
+			return cmdutil.Usagef("a reason is required: pass --reason \"what is happening\" (it is shown to everyone who looks at this override)")
+		}
 		return err
 	}
 	env, err := f.Env(ctx)
@@ -194,7 +197,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Results = append(out.Results, ItemResult{Dependency: res.After.Dependency, Action: action(res, opts.DryRun),
 			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, res: res})
 	}
-	if err := print(f, opts, env, out, now); err != nil {
+	if err := printResult(f, opts, env, out, now); err != nil {
 		return err
 	}
 	failure := cmdutil.WriteFailure(writeErr, auditErr)
@@ -223,13 +226,13 @@ func action(r breaker.ForceResult, dry bool) string {
 	return a
 }
 
-func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
-	io := f.IOStreams
-	defer cmdutil.PrintActedOn(io.ErrOut, env, opts.DryRun)
+func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
+	ios := f.IOStreams
+	defer cmdutil.PrintActedOn(ios.ErrOut, env, opts.DryRun)
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, out)
+		return cmdutil.PrintStructured(ios.Out, opts.Output, out)
 	}
-	tty := io.IsStdoutTTY()
+	tty := ios.IsStdoutTTY()
 	for _, r := range out.Results {
 		verb := map[string]string{"forced": "Forced open", "replaced": "Replaced override, forced open",
 			"would-force": "Would force open", "would-replace": "Would replace override, force open"}[r.Action]
@@ -237,12 +240,12 @@ func print(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now 
 		if r.res.After.Expires() {
 			exp = "expires " + cmdutil.FormatTime(r.res.After.ExpiresAt, now, tty)
 		}
-		fmt.Fprintf(io.Out, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, textsafe.Line(r.Override.Reason))
+		fmt.Fprintf(ios.Out, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, textsafe.Line(r.Override.Reason))
 		if r.Before != nil && r.Before.Active {
-			fmt.Fprintf(io.Out, "  previously forced by %s: %s\n", textsafe.Line(r.Before.Actor), textsafe.Line(r.Before.Reason))
+			fmt.Fprintf(ios.Out, "  previously forced by %s: %s\n", textsafe.Line(r.Before.Actor), textsafe.Line(r.Before.Reason))
 		}
 		if r.Before != nil && len(r.Before.Malformed) > 0 {
-			fmt.Fprintf(io.Out, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
+			fmt.Fprintf(ios.Out, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
 		}
 	}
 	return nil

@@ -60,11 +60,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	now := f.Clock.Now()
-	io := f.IOStreams
+	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, shared.View(o, now))
+		return cmdutil.PrintStructured(ios.Out, opts.Output, shared.View(o, now))
 	}
-	tty := io.IsStdoutTTY()
+	tty := ios.IsStdoutTTY()
 	version := strconv.FormatInt(o.Version, 10)
 	if o.HasProblem(breaker.AttrVersion) {
 		version = "unreadable"
@@ -81,9 +81,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	for _, p := range o.Problems {
 		fields = append(fields, cmdutil.Field{Label: "Malformed", Value: p.Attribute + ": " + p.Problem})
 	}
-	cmdutil.PrintFields(io.Out, fields...)
+	cmdutil.PrintFields(ios.Out, fields...)
 	if o.Malformed() {
-		fmt.Fprintf(io.ErrOut, "warning: %s\n", textsafe.Line(o.MalformedSummary(now)))
+		fmt.Fprintf(ios.ErrOut, "warning: %s\n", textsafe.Line(o.MalformedSummary(now)))
 	}
 	return nil
 }

@@ -94,24 +94,24 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Items = append(out.Items, shared.View(o, now))
 		out.Unreadable = append(out.Unreadable, o.Problems...)
 	}
-	io := f.IOStreams
+	ios := f.IOStreams
 	partial := func() error {
-		return cmdutil.Unreadable(io, opts.Output, out.Unreadable, "override item",
+		return cmdutil.Unreadable(ios, opts.Output, out.Unreadable, "override item",
 			"each is listed as the data plane reads it; repair it with koshactl breaker clear DEPENDENCY, or force-open --overwrite")
 	}
 	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(io.Out, opts.Output, out); err != nil {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
 			return err
 		}
 		return partial()
 	}
 	if len(shown) == 0 {
-		fmt.Fprintf(io.Out, "No breaker overrides in context %q: every breaker follows its own state.\n", env.Name)
+		fmt.Fprintf(ios.Out, "No breaker overrides in context %q: every breaker follows its own state.\n", env.Name)
 		return nil
 	}
-	tty := io.IsStdoutTTY()
-	tw := cmdutil.NewTable(io.Out)
-	tw.Header(io, "DEPENDENCY", "STATE", "EXPIRES", "ACTOR", "CREATED", "REASON")
+	tty := ios.IsStdoutTTY()
+	tw := cmdutil.NewTable(ios.Out)
+	tw.Header(ios, "DEPENDENCY", "STATE", "EXPIRES", "ACTOR", "CREATED", "REASON")
 	for _, o := range shown {
 		tw.Row(o.Dependency, shared.StateLabel(o, now), shared.Expiry(o, now, tty), o.Actor,
 			cmdutil.FormatTime(o.CreatedAt, now, tty), o.Reason)

@@ -4,16 +4,11 @@
 package shared
 
 import (
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
-	"github.com/kosha-platform/koshactl/internal/suggest"
 )
 
 // CheckDependencies validates every name and, unless allowUnknown, refuses
@@ -29,32 +24,12 @@ func CheckDependencies(names, known []string, allowUnknown bool) error {
 			return cmdutil.Usagef("dependency %q is named twice", n)
 		}
 		seen[n] = true
-		if allowUnknown || slices.Contains(known, n) {
+		if allowUnknown {
 			continue
 		}
-		msg := fmt.Sprintf("unknown dependency %q: this context knows %s", n, strings.Join(known, ", "))
-		if s := closest(n, known); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		if err := breaker.CheckKnownDependency(n, known); err != nil {
+			return cmdutil.Usagef("%v; add it with koshactl config set-context --add-dependency, or pass --allow-unknown", err)
 		}
-		return cmdutil.Usagef("%s; add it with koshactl config set-context --add-dependency, or pass --allow-unknown", msg)
-	}
-	return nil
-}
-
-// closest returns the known name nearest to n, ignoring hyphens and
-// underscores, if it is within two edits.
-func closest(n string, known []string) string {
-	return suggest.Closest(n, known, 3, strings.NewReplacer("-", "", "_", "").Replace)
-}
-
-// ValidateReason checks an operator's reason by [audit.ValidateReason], and
-// that there is one when required; the error exits 2.
-func ValidateReason(reason string, required bool) error {
-	if required && strings.TrimSpace(reason) == "" {
-		return cmdutil.Usagef("a reason is required: pass --reason \"what is happening\" (it is shown to everyone who looks at this override)")
-	}
-	if err := audit.ValidateReason(reason); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	return nil
 }

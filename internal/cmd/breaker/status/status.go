@@ -136,7 +136,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	c := &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts, c: mc}
 	if !opts.Watch {
 		res := c.collect(ctx)
-		if err := print(f, opts, res, false); err != nil {
+		if err := printResult(f, opts, res, false); err != nil {
 			return err
 		}
 		return res.exitError(opts.Check)
@@ -150,7 +150,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if ctx.Err() != nil {
 			return nil // interrupted: watching ended normally
 		}
-		if err := print(f, opts, res, true); err != nil {
+		if err := printResult(f, opts, res, true); err != nil {
 			return err
 		}
 		if e := res.exitError(false); e != nil {
@@ -242,7 +242,7 @@ func (r result) exitError(check bool) error {
 	return nil
 }
 
-func print(f *cmdutil.Factory, opts *Options, r result, watch bool) error {
+func printResult(f *cmdutil.Factory, opts *Options, r result, watch bool) error {
 	out := f.IOStreams.Out
 	switch {
 	case cmdutil.IsJSON(opts.Output):

@@ -179,8 +179,8 @@ func (o *Options) Request() (chaos.MintRequest, error) {
 	case o.TTL < chaos.MinTTL:
 		return req, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--ttl %s: %w: the minimum is %s", o.TTL, chaos.ErrTTL, chaos.MinTTL))
 	}
-	if err := validateReason(o.Reason); err != nil {
-		return req, err
+	if err := audit.ValidateReason(o.Reason); err != nil {
+		return req, fmt.Errorf("--%w", err) // the flag's name: "--reason is 612 characters: …"
 	}
 	return chaos.MintRequest{Target: t, Fault: fault, Ms: o.Ms, P: o.P, TTL: o.TTL}, nil
 }
@@ -193,13 +193,6 @@ func problem(err error) string {
 		return fe.Problem
 	}
 	return err.Error()
-}
-
-func validateReason(reason string) error {
-	if err := audit.ValidateReason(reason); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--%w", err))
-	}
-	return nil
 }
 
 // Result is the JSON (and YAML) output of sign.

@@ -59,12 +59,12 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 	for _, k := range reg.ConditionKinds() {
 		out.Conditions = append(out.Conditions, Kind{Name: k.Name(), Summary: k.Summary()})
 	}
-	io := f.IOStreams
+	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(io.Out, opts.Output, out)
+		return cmdutil.PrintStructured(ios.Out, opts.Output, out)
 	}
-	tw := cmdutil.NewTable(io.Out)
-	tw.Header(io, "STEP KIND", "ROLLBACK", "OUTPUTS", "WHAT IT DOES")
+	tw := cmdutil.NewTable(ios.Out)
+	tw.Header(ios, "STEP KIND", "ROLLBACK", "OUTPUTS", "WHAT IT DOES")
 	for _, k := range out.Steps {
 		rb := "-"
 		if k.Mutating {
@@ -77,7 +77,7 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 		tw.Row(k.Name, rb, outs, k.Summary)
 	}
 	tw.Row()
-	tw.Header(io, "CONDITION KIND", "", "", "WHAT IT CHECKS")
+	tw.Header(ios, "CONDITION KIND", "", "", "WHAT IT CHECKS")
 	for _, k := range out.Conditions {
 		tw.Row(k.Name, "", "", k.Summary)
 	}

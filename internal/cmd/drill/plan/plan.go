@@ -62,11 +62,11 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 
 // Run prints the plan.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	io := f.IOStreams
+	ios := f.IOStreams
 	d, probs := drill.ParseFile(drill.Builtin(), opts.File)
 	if len(probs) > 0 {
 		for _, p := range probs {
-			fmt.Fprintln(io.ErrOut, p.String())
+			fmt.Fprintln(ios.ErrOut, p.String())
 		}
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: %s is not a valid drill (%d problems)", cmdutil.ErrSilent, opts.File, len(probs)))
 	}
@@ -83,17 +83,17 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	svc, err := run.Services(ctx, f, env, "")
+	deps, err := run.NewDeps(ctx, f, env, "")
 	if err != nil {
 		return err
 	}
-	p := drill.NewPlan(ctx, d, svc)
+	p := drill.NewPlan(ctx, d, deps)
 	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(io.Out, opts.Output, p); err != nil {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, p); err != nil {
 			return err
 		}
 	} else {
-		drill.WritePlan(io.Out, p)
+		drill.WritePlan(ios.Out, p)
 	}
 	if len(p.Problems) > 0 {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: drill %s would not run: %s", cmdutil.ErrSilent, d.Name, p.Problems[0]))

@@ -74,7 +74,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 
 // Run recovers the journal's run.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	io := f.IOStreams
+	ios := f.IOStreams
 	unlock, err := drill.LockJournal(opts.Journal)
 	if errors.Is(err, drill.ErrJournalLocked) {
 		who := ""
@@ -96,7 +96,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	pending := drill.Pending(j)
 	if len(pending) == 0 {
-		fmt.Fprintf(io.Out, "nothing to recover: every rollback of drill %s run %s has run (%d ok)\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), len(j.Rollbacks))
+		fmt.Fprintf(ios.Out, "nothing to recover: every rollback of drill %s run %s has run (%d ok)\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), len(j.Rollbacks))
 		return nil
 	}
 	if f.ContextName != "" && f.ContextName != j.Context {
@@ -113,12 +113,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if env.Context.Protected && !opts.AllowProtected {
 		return cmdutil.WithCode(cmdutil.ExitRefused, fmt.Errorf("context %q is protected: pass --allow-protected to recover on it; nothing was done", env.Name))
 	}
-	svc, err := run.Services(ctx, f, env, "")
+	deps, err := run.NewDeps(ctx, f, env, "")
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(io.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
-	rv := &drill.Recovery{Deps: svc, Log: func(line string) { fmt.Fprintln(io.ErrOut, "  "+textsafe.Line(line)) }}
+	fmt.Fprintf(ios.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
+	rv := &drill.Recovery{Deps: deps, Log: func(line string) { fmt.Fprintln(ios.ErrOut, "  "+textsafe.Line(line)) }}
 	rec := rv.Run(ctx, j)
 	werr := drill.WriteJournal(opts.Journal, j)
 	if opts.JUnit != "" {
@@ -129,18 +129,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 	}
 	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(io.Out, opts.Output, j); err != nil {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, j); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(io.Out, "recovered drill %s run %s: %s\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), textsafe.Line(rec.Detail))
+		fmt.Fprintf(ios.Out, "recovered drill %s run %s: %s\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), textsafe.Line(rec.Detail))
 		for _, rb := range j.Rollbacks {
 			if rb.Status != drill.StatusOK {
 				lapse := "it does not lapse on its own: restore it by hand"
 				if rb.ExpiresAt != nil {
-					lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), io.IsStdoutTTY())
+					lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY())
 				}
-				fmt.Fprintf(io.Out, "  NOT RESTORED: %s (%s): %s; %s\n", textsafe.Line(rb.Subject), textsafe.Line(rb.ID), textsafe.Line(rb.Error), lapse)
+				fmt.Fprintf(ios.Out, "  NOT RESTORED: %s (%s): %s; %s\n", textsafe.Line(rb.Subject), textsafe.Line(rb.ID), textsafe.Line(rb.Error), lapse)
 			}
 		}
 	}

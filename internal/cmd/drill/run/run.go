@@ -18,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	chaosshared "github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
+	rlshared "github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -118,11 +119,11 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 
 // Run runs the drill and returns an error carrying the run's exit code.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	io := f.IOStreams
+	ios := f.IOStreams
 	d, probs := drill.ParseFile(drill.Builtin(), opts.File)
 	if len(probs) > 0 {
 		for _, p := range probs {
-			fmt.Fprintln(io.ErrOut, p.String())
+			fmt.Fprintln(ios.ErrOut, p.String())
 		}
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: %s is not a valid drill (%d problems); nothing was run", cmdutil.ErrSilent, opts.File, len(probs)))
 	}
@@ -153,7 +154,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		return cmdutil.WithCode(cmdutil.ExitRefused, fmt.Errorf("context %q is protected: %s; both are needed to drill on it", env.Name, why))
 	}
-	svc, err := Services(ctx, f, env, opts.KeyFile)
+	deps, err := NewDeps(ctx, f, env, opts.KeyFile)
 	if err != nil {
 		return err
 	}
@@ -177,12 +178,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	defer interrupt()
 	abandonCtx, abandon := context.WithCancel(context.Background())
 	defer abandon()
-	color := io.IsStderrTTY() && io.ColorEnabled()
-	logW := io.ErrOut
+	color := ios.IsStderrTTY() && ios.ColorEnabled()
+	logW := ios.ErrOut
 	if color { // the log renders its values itself; its colors must reach the terminal
 		logW = textsafe.Raw(logW)
 	}
-	reporters := []drill.Reporter{&drill.LiveLog{W: logW, TTY: io.IsStderrTTY(), Color: color}}
+	reporters := []drill.Reporter{&drill.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}}
 	var jf *drill.JournalFile
 	var ju *drill.JUnitFile
 	if opts.Journal != "" {
@@ -193,13 +194,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		ju = &drill.JUnitFile{Path: opts.JUnit}
 		reporters = append(reporters, ju)
 	}
-	runner := &drill.Runner{Deps: svc, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
+	runner := &drill.Runner{Deps: deps, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
 	stopSignals := watchSignals(opts.Signals, runner, interrupt, abandon)
 	j := runner.Run(runCtx, d)
 	stopSignals()
 
 	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(io.Out, opts.Output, j); err != nil {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, j); err != nil {
 			return err
 		}
 	} else {
@@ -215,7 +216,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	switch {
 	case j.ExitCode != drill.ExitPassed:
 		if reportErr != nil {
-			fmt.Fprintf(io.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
+			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
 		}
 		return cmdutil.WithCode(j.ExitCode, fmt.Errorf("%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome))
 	case reportErr != nil:
@@ -294,19 +295,22 @@ func ApplyVars(d *drill.Drill, vars []string) error {
 	return nil
 }
 
-// Services builds what drill steps and rollbacks act on from the resolved
+// NewDeps builds what drill steps and rollbacks act on from the resolved
 // context (drill run and drill recover share it).
-func Services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile string) (*drill.Deps, error) {
+func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile string) (*drill.Deps, error) {
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return nil, err
 	}
-	limits := ratelimit.Limits{Capacity: env.Context.RateLimit.Capacity, RefillPerSecond: env.Context.RateLimit.RefillPerSecond}
+	limits, err := rlshared.Limits(env)
+	if err != nil {
+		return nil, err
+	}
 	buckets, err := ratelimit.NewBuckets(env.Store, f.Clock, limits)
 	if err != nil {
 		return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("context %q: %w", env.Name, err))
 	}
-	svc := &drill.Deps{
+	deps := &drill.Deps{
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: breaker.NewOverrides(env.Store, f.Clock), KnownDependencies: env.Context.KnownDependencies(),
 		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.AuditLog(f.Clock),
@@ -314,11 +318,11 @@ func Services(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile
 		LookupEnv: os.LookupEnv, Environ: os.Environ(),
 	}
 	mc := metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig, Clock: f.Clock}
-	svc.Gauges = &drill.MetricsGauges{Name: describeSource(env), New: func(ctx context.Context) (metrics.GaugeSource, error) {
+	deps.Gauges = &drill.MetricsGauges{Name: describeSource(env), New: func(ctx context.Context) (metrics.GaugeSource, error) {
 		return metrics.NewSource(ctx, mc)
 	}}
-	svc.Alarms = metrics.NewAlarmSource(mc)
-	return svc, nil
+	deps.Alarms = metrics.NewAlarmSource(mc)
+	return deps, nil
 }
 
 func describeSource(env *cmdutil.Env) string {

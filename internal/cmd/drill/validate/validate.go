@@ -69,7 +69,7 @@ type FileResult struct {
 // Run validates the files. It never touches a context or a store.
 func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 	reg := drill.Builtin()
-	io := f.IOStreams
+	ios := f.IOStreams
 	out := Result{Kind: "DrillValidation", OK: true, Files: []FileResult{}}
 	total := 0
 	for _, file := range opts.Files {
@@ -85,15 +85,15 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Files = append(out.Files, fr)
 		total += len(probs)
 		for _, p := range probs {
-			fmt.Fprintln(io.ErrOut, p.String())
+			fmt.Fprintln(ios.ErrOut, p.String())
 		}
 		if d != nil && opts.Output == cmdutil.FormatTable {
-			fmt.Fprintf(io.Out, "%s: ok (drill %s, %d steps, %d hypothesis checks, %d stop conditions)\n",
+			fmt.Fprintf(ios.Out, "%s: ok (drill %s, %d steps, %d hypothesis checks, %d stop conditions)\n",
 				file, d.Name, len(d.Steps), len(d.Hypothesis), len(d.StopConditions))
 		}
 	}
 	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(io.Out, opts.Output, out); err != nil {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
 			return err
 		}
 	}
@@ -102,7 +102,7 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 		if total == 1 {
 			noun = "problem"
 		}
-		fmt.Fprintf(io.ErrOut, "%d %s found\n", total, noun)
+		fmt.Fprintf(ios.ErrOut, "%d %s found\n", total, noun)
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: invalid drill file", cmdutil.ErrSilent))
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -70,7 +71,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := shared.CheckClients(opts.Clients); err != nil {
 		return err
 	}
-	if err := shared.ValidateReason(opts.Reason); err != nil {
+	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
 	env, err := f.Env(ctx)

@@ -31,12 +31,12 @@ func ScanSegments(env *cmdutil.Env, n int) int {
 // Limits returns the context's bucket limits (the LLD's defaults unless the
 // context sets its own). They must match what the data plane runs with.
 func Limits(env *cmdutil.Env) (ratelimit.Limits, error) {
-	l := ratelimit.Limits{Capacity: env.Context.RateLimit.Capacity, RefillPerSecond: env.Context.RateLimit.RefillPerSecond}
-	if err := l.Validate(); err != nil {
+	l, err := ratelimit.NewLimits(env.Context.RateLimit.Capacity, env.Context.RateLimit.RefillPerSecond)
+	if err != nil {
 		return l, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("context %q: %w; fix it with koshactl config set-context %s --ratelimit-capacity N --ratelimit-refill R",
 			env.Name, err, env.Name))
 	}
-	return l.WithDefaults(), nil
+	return l, nil
 }
 
 // LimitsSource says whether the limits are the context's own or the defaults.
@@ -68,15 +68,6 @@ func CheckClients(ids []string) error {
 			return cmdutil.Usagef("client %q is named twice", id)
 		}
 		seen[id] = true
-	}
-	return nil
-}
-
-// ValidateReason checks an optional reason by [audit.ValidateReason]; the
-// error exits 2.
-func ValidateReason(reason string) error {
-	if err := audit.ValidateReason(reason); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	return nil
 }
@@ -212,7 +203,7 @@ func action(r ratelimit.ChangeResult, dry bool) string {
 // audits each. Buckets already in the requested state are reported and not
 // written. The output lists what was done even when a later change fails.
 func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, changes []ratelimit.Change, opts ChangeOptions) error {
-	if err := ValidateReason(opts.Reason); err != nil {
+	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
 	b, err := Buckets(f, env)

@@ -1,0 +1,34 @@
+package drill
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+)
+
+// A drill step's unknown dependency gets the same suggestion as the command
+// line (breaker.ClosestDependency: separators ignored, within two edits), not a
+// looser rule of its own.
+func TestCheckDependencySuggestsByTheCommandsRule(t *testing.T) {
+	rc := &RunContext{Deps: &Deps{ContextName: "dev", KnownDependencies: []string{"core-api", "openai"}}}
+	for _, c := range []struct{ dep, want string }{
+		{"o-p-e-n-a-i", `(did you mean "openai"?)`}, // five hyphens: zero edits once separators are ignored
+		{"open-ai", `(did you mean "openai"?)`},
+		{"postgres", `knows core-api, openai (set allow_unknown`}, // nothing close: no suggestion
+	} {
+		err := checkDependency(rc, c.dep, false)
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), `unknown dependency "`+c.dep+`": context "dev" knows`) {
+			t.Errorf("checkDependency(%q) = %v; want %q", c.dep, err, c.want)
+		}
+		if got, cli := strings.Contains(err.Error(), "did you mean"), breaker.ClosestDependency(c.dep, rc.Deps.KnownDependencies) != ""; got != cli {
+			t.Errorf("%q: drill suggests %v, command line %v", c.dep, got, cli)
+		}
+	}
+	if err := checkDependency(rc, "postgres", true); err != nil {
+		t.Errorf("allow_unknown: %v", err)
+	}
+	if err := checkDependency(rc, "Bad_Name", true); err == nil {
+		t.Error("allow_unknown must still check the name's shape")
+	}
+}
