@@ -26,6 +26,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 func TestDashboardNeedsATerminal(t *testing.T) {
@@ -99,7 +100,7 @@ func (term *terminal) Write(p []byte) (int, error) {
 func (term *terminal) waitFor(t *testing.T, texts ...string) {
 	t.Helper()
 	var screen string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(wait.Ceiling); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		term.mu.Lock()
 		_, _ = term.emu.Write(term.out.Bytes())
 		term.out.Reset()
@@ -161,7 +162,7 @@ func TestDashboardOnTheLocalContext(t *testing.T) {
 		if err != nil {
 			t.Fatalf("dashboard ended with %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Ceiling):
 		t.Fatal("q did not end the dashboard")
 	}
 }
