@@ -76,7 +76,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
-			t.Fatalf("the drill did not reach its half-way point in 60s:\n%s", log.String())
+			t.Fatalf("the drill did not reach its half-way point in %s:\n%s", wait.Ceiling, log.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
