@@ -71,8 +71,11 @@ test: test-deps ## Install test dependencies and run every test with -race
 	python3 internal/chaos/testdata/reference/chaos_ref.py check internal/chaos/testdata/vectors.json
 
 # The end-to-end packages: real processes, servers, terminals and stores,
-# where timing could leak into an outcome.
-STRESS_PKGS  ?= ./internal/cmd/drill ./internal/cmd/dashboard ./internal/dataplane/sandbox ./internal/cmd/breaker ./internal/store/dynamo
+# where timing could leak into an outcome (the built binary in tmux, the
+# sandbox fleet in process and as a command, dynalite, the dashboard on an
+# emulated terminal, drills running shells, audit --follow).
+STRESS_PKGS  ?= ./internal/cmd/drill ./internal/cmd/dashboard ./internal/dataplane/sandbox ./internal/cmd/sandbox ./internal/cmd/breaker \
+	./internal/cmd/iam ./internal/cmd/audit ./internal/tui ./internal/drill ./internal/store/... ./internal/testutil/...
 STRESS_COUNT ?= 3
 
 .PHONY: test-stress

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 type neverHolds struct{ checks int }
@@ -33,7 +34,7 @@ func TestPollRunsOnTheInjectedClockOnly(t *testing.T) {
 		res, err = poll(context.Background(), rc, cond, time.Hour, time.Minute, time.Second, nil)
 		done <- err
 	}()
-	wall := time.After(10 * time.Second)
+	wall := time.After(wait.Ceiling)
 	for {
 		select {
 		case err := <-done:

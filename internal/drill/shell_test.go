@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 func TestShellStepEnvironmentAndOutputs(t *testing.T) {
@@ -88,7 +90,7 @@ steps:
 		t.Fatal("the command never started its child")
 	}
 	// The child (sleep 300) must be gone: poll until the kernel reaped it.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait.Ceiling)
 	for syscall.Kill(pid, 0) == nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d started by the shell step outlived the interrupt", pid)

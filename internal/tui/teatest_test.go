@@ -11,6 +11,8 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 	"github.com/charmbracelet/x/vt"
+
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // program is a real Bubble Tea program running the harness's model, and a
@@ -52,7 +54,7 @@ func (p *program) resize(w, h int) {
 func waitFor(t *testing.T, p *program, texts ...string) {
 	t.Helper()
 	var screen string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(wait.Ceiling); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		out, err := io.ReadAll(p.Output())
 		if err != nil {
 			t.Fatal(err)
@@ -72,7 +74,7 @@ func waitFor(t *testing.T, p *program, texts ...string) {
 
 func finalModel(t *testing.T, tm *program) Model {
 	t.Helper()
-	return tm.FinalModel(t, teatest.WithFinalTimeout(30*time.Second)).(Model)
+	return tm.FinalModel(t, teatest.WithFinalTimeout(wait.Ceiling)).(Model)
 }
 
 func TestProgramForceOpenThenClear(t *testing.T) {

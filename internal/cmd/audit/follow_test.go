@@ -13,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 type record struct {
@@ -111,7 +112,7 @@ func startFollow(t *testing.T, e *clitest.Env, opts *auditcmd.ListOptions) *foll
 // waitFor polls the output (no sleeping) until it holds want.
 func (fw *follower) waitFor(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait.Ceiling)
 	for !strings.Contains(fw.out.String(), want) {
 		if time.Now().After(deadline) {
 			t.Fatalf("--follow never printed %q:\n%s", want, fw.out.String())

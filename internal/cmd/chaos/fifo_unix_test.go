@@ -13,12 +13,13 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // watchdog bounds a test of something that used to hang: a command that
 // has not returned by then has hung, and the test fails instead of waiting
 // for the test binary's own timeout. It is a bound on failure, not a wait.
-const watchdog = 20 * time.Second
+const watchdog = wait.Ceiling
 
 // runBounded runs args and fails the test if they do not return within the
 // watchdog; unblock then releases whatever the command hangs on.

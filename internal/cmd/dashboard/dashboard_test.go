@@ -26,6 +26,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 func TestDashboardNeedsATerminal(t *testing.T) {
@@ -99,7 +100,7 @@ func (term *terminal) Write(p []byte) (int, error) {
 func (term *terminal) waitFor(t *testing.T, texts ...string) {
 	t.Helper()
 	var screen string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(wait.Ceiling); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		term.mu.Lock()
 		_, _ = term.emu.Write(term.out.Bytes())
 		term.out.Reset()
@@ -161,7 +162,7 @@ func TestDashboardOnTheLocalContext(t *testing.T) {
 		if err != nil {
 			t.Fatalf("dashboard ended with %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Ceiling):
 		t.Fatal("q did not end the dashboard")
 	}
 }
@@ -186,6 +187,7 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 		}}
 	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
 	done := make(chan error, 1)
+	start := time.Now()
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: 10 * time.Second}) }()
 	term.waitFor(t, "PROTECTED CONTEXT prod", "openai", "open", "~1", "cost: GetMetricData is billed")
 	term.press("q")
@@ -195,9 +197,18 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 	if !strings.Contains(errOut.String(), "warning: GetMetricData is billed per metric requested: refreshing every 10s") {
 		t.Errorf("stderr = %q", errOut.String())
 	}
-	if cw.Calls() != 1 {
-		t.Errorf("GetMetricData calls = %d, want 1 for the first refresh", cw.Calls())
+	if calls, most := cw.Calls(), refreshesSince(start, 10*time.Second); calls < 1 || calls > most {
+		t.Errorf("GetMetricData calls = %d, want one per refresh (at most %d refreshes so far)", calls, most)
 	}
+}
+
+// refreshesSince is the most refreshes a dashboard started at start, reading
+// again every interval, can have made by now: the first and one per interval
+// passed. A test counts one request per refresh against it, so a slow run
+// (a second refresh after the interval) is no failure, and an extra request
+// in a refresh still is.
+func refreshesSince(start time.Time, interval time.Duration) int {
+	return 1 + int(time.Since(start)/interval)
 }
 
 // At 20 dependencies x 300 instances with one openai instance open and
@@ -239,10 +250,11 @@ func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 		}}
 	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
 	done := make(chan error, 1)
+	start := time.Now()
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
 	term.waitFor(t, "openai     mixed     open   closed ~300", "tool-00")
-	if cw.Calls() != 1 || cw.Requests()[0].Metrics != 60 {
-		t.Errorf("the table's refresh: %d requests, %d metrics; want 1 of 60", cw.Calls(), cw.Requests()[0].Metrics)
+	if calls, most := cw.Calls(), refreshesSince(start, time.Minute); calls < 1 || calls > most || cw.Requests()[0].Metrics != 60 {
+		t.Errorf("the table's refresh: %d requests (at most %d refreshes so far), %d metrics; want one of 60 per refresh", calls, most, cw.Requests()[0].Metrics)
 	}
 	term.press("\r")
 	term.waitFor(t, "openai · mixed", "worst open · best closed", "199/499 instances reporting (partial)",

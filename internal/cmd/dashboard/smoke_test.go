@@ -23,13 +23,15 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // The smoke test's budgets. Each wait polls and returns as soon as the
 // screen shows what it waits for (a second or two); the deadlines only bound
 // a failing run on a loaded machine.
 const (
-	smokeDeadline = 60 * time.Second
+	smokeDeadline = wait.Ceiling
 	smokePoll     = 50 * time.Millisecond
 	// smokeLifetime bounds a dashboard left behind by a test binary that died
 	// before its cleanups ran (a go test -timeout panic): tmux outlives it.

@@ -9,6 +9,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // withCloudWatchFake points the local context's AWS configuration (read
@@ -60,8 +61,8 @@ func TestExampleAlarmDrillRollsBackWhenTheAlarmFlips(t *testing.T) {
 	var r result
 	select {
 	case r = <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the drill did not stop within 60s of the alarm")
+	case <-time.After(wait.Ceiling):
+		t.Fatal("the drill did not stop within the wait ceiling of the alarm")
 	}
 	j := readJournal(t, jpath)
 	if r.code != cmdutil.ExitError || j.Outcome != drill.OutcomeStopped || j.Stop == nil {

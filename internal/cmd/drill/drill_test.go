@@ -340,7 +340,7 @@ func TestRunExits9WhenARollbackFails(t *testing.T) {
 	file := writeFile(t, "rb.yaml", `
 name: rb
 timeout: 1m
-rollback_timeout: 2s
+rollback_timeout: 1m
 steps:
   - id: force
     breaker.force-open: {dependency: openai}
@@ -370,7 +370,7 @@ func TestInterruptedRunWithAFailedRollbackCarriesExit9(t *testing.T) {
 	file := writeFile(t, "int.yaml", `
 name: i
 timeout: 10m
-rollback_timeout: 2s
+rollback_timeout: 1m
 steps:
   - id: wait
     sleep: 5m

@@ -35,6 +35,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // drillsDir holds the example drills the e2e tests run.
@@ -88,7 +89,7 @@ func onSandbox(t *testing.T) *sandboxEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), wait.Ceiling)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("sandbox shutdown: %v", err)
@@ -297,10 +298,10 @@ func TestInterruptedDrillRollsEverythingBack(t *testing.T) {
 	case <-copied:
 		_ = cmd.Wait()
 		t.Fatalf("the drill ended before its half-way point:\n%s%s", log.String(), stdout.String())
-	case <-time.After(60 * time.Second):
+	case <-time.After(wait.Ceiling):
 		_ = cmd.Process.Kill()
 		<-copied
-		t.Fatalf("the drill did not reach its half-way point in 60s:\n%s", log.String())
+		t.Fatalf("the drill did not reach its half-way point in %s:\n%s", wait.Ceiling, log.String())
 	}
 	// Every lever is pulled at this point.
 	if _, err := breaker.NewOverrides(s.store, nil).Get(context.Background(), "openai"); err != nil {
@@ -313,9 +314,9 @@ func TestInterruptedDrillRollsEverythingBack(t *testing.T) {
 	go func() { <-copied; done <- cmd.Wait() }()
 	select {
 	case err = <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(wait.Ceiling):
 		_ = cmd.Process.Kill()
-		t.Fatalf("koshactl did not exit within 60s of SIGINT:\n%s", log.String())
+		t.Fatalf("koshactl did not exit within %s of SIGINT:\n%s", wait.Ceiling, log.String())
 	}
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != cmdutil.ExitCancelled {

@@ -18,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // fleet is a small stand-in data plane for command tests: it reads the
@@ -112,13 +113,13 @@ func tryJournal(path string) (drill.Journal, error) {
 }
 
 // waitFor polls cond (each poll yields the processor) until it holds, for
-// at most 30s of wall time.
+// at most wait.Ceiling of wall time.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(wait.Ceiling)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 30s")
+			t.Fatalf("condition not reached within %s", wait.Ceiling)
 		}
 		runtime.Gosched()
 		time.Sleep(time.Millisecond)

@@ -22,6 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 func runRecover(t *testing.T, journal string, args ...string) (int, string, string) {
@@ -62,7 +63,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	// "Lever pulled": the run sits in its half-way sleep with the override,
 	// the drain and the header in place.
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(wait.Ceiling)
 	for {
 		j, err := tryJournal(jpath)
 		if err == nil && len(j.Steps) > 5 && j.Steps[5].ID == "halfway" && j.Steps[5].Status == drill.StatusRunning {
@@ -75,7 +76,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
-			t.Fatalf("the drill did not reach its half-way point in 60s:\n%s", log.String())
+			t.Fatalf("the drill did not reach its half-way point in %s:\n%s", wait.Ceiling, log.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // runReal runs koshactl in process on the wall clock (drills and the
@@ -61,7 +62,7 @@ func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
 		done <- code
 	}()
 	var url string
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(wait.Ceiling)
 	for url == "" {
 		if b, err := os.ReadFile(addrFile); err == nil {
 			url = strings.TrimSpace(string(b))

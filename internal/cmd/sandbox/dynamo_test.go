@@ -13,6 +13,7 @@ import (
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // The sandbox on a DynamoDB context (a dynalite endpoint): overrides and
@@ -34,7 +35,7 @@ func TestSandboxOnDynamoDBContext(t *testing.T) {
 		done <- cli.RunContext(ctx, "sandbox", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--time-scale", "20")
 	}()
 	var url string
-	poll(t, 30*time.Second, "the sandbox serving", func() bool {
+	poll(t, wait.Ceiling, "the sandbox serving", func() bool {
 		select {
 		case r := <-done:
 			t.Fatalf("sandbox exited early: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -44,7 +45,7 @@ func TestSandboxOnDynamoDBContext(t *testing.T) {
 		url = strings.TrimSpace(string(b))
 		return err == nil && url != ""
 	})
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: wait.Ceiling}
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_service_health"}}`)
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url+sbx.PathMCP, bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer agent-token")
@@ -58,7 +59,7 @@ func TestSandboxOnDynamoDBContext(t *testing.T) {
 	}
 
 	cli.MustRun(0, "breaker", "force-open", "screening-sim", "--reason", "dynamo drill", "--for", "10m")
-	poll(t, 30*time.Second, "screening-sim forced on every instance", func() bool {
+	poll(t, wait.Ceiling, "screening-sim forced on every instance", func() bool {
 		st, err := fetchStatus(client, url)
 		if err != nil {
 			t.Fatal(err)

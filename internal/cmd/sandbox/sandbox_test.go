@@ -18,6 +18,7 @@ import (
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // parse runs the command's flag parsing and returns the options.
@@ -119,7 +120,7 @@ func TestDemo(t *testing.T) {
 			"--profile", "flaky", "--time-scale", "40", "--chaos", "--emf", emf)
 	}()
 	var url string
-	poll(t, 30*time.Second, "the sandbox's address in --addr-file", func() bool {
+	poll(t, wait.Ceiling, "the sandbox's address in --addr-file", func() bool {
 		select {
 		case r := <-done:
 			t.Fatalf("sandbox exited early: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -129,8 +130,8 @@ func TestDemo(t *testing.T) {
 		url = strings.TrimSpace(string(b))
 		return err == nil && url != ""
 	})
-	client := &http.Client{Timeout: 5 * time.Second}
-	poll(t, 30*time.Second, "synthetic traffic served on every instance", func() bool {
+	client := &http.Client{Timeout: wait.Ceiling}
+	poll(t, wait.Ceiling, "synthetic traffic served on every instance", func() bool {
 		st, err := fetchStatus(client, url)
 		if err != nil {
 			t.Fatal(err)
@@ -157,7 +158,7 @@ func TestDemo(t *testing.T) {
 	// An operator's force from another terminal reaches the fleet.
 	cli.Clock.Set(time.Now())
 	cli.MustRun(0, "breaker", "force-open", "core-api", "--reason", "demo", "--for", "5m")
-	poll(t, 30*time.Second, "core-api forced on every instance", func() bool {
+	poll(t, wait.Ceiling, "core-api forced on every instance", func() bool {
 		st, err := fetchStatus(client, url)
 		if err != nil {
 			t.Fatal(err)
@@ -173,8 +174,8 @@ func TestDemo(t *testing.T) {
 	var r clitest.Result
 	select {
 	case r = <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the sandbox did not stop within 20s of its context ending")
+	case <-time.After(wait.Ceiling):
+		t.Fatalf("the sandbox did not stop within %s of its context ending", wait.Ceiling)
 	}
 	if r.Code != 0 || !strings.Contains(r.Stdout, "serving on "+url) || !strings.Contains(r.Stdout, "stopped after") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // screen makes one screen_entity call on instance with a chaos header.
@@ -41,7 +42,7 @@ func TestChaosHeaderHonouredForOperators(t *testing.T) {
 	}
 	h.screen(operator, "gw-2", hdr)
 	var applied []audit.Record
-	eventually(t, 30*time.Second, "a chaos.applied record", func() bool {
+	eventually(t, wait.Ceiling, "a chaos.applied record", func() bool {
 		applied = h.records(sandbox.ActionChaosApplied)
 		return len(applied) > 0
 	})
@@ -110,7 +111,7 @@ func TestIgnoredChaosHeadersAreAudited(t *testing.T) {
 		t.Errorf("%v faults injected by ignored headers", v)
 	}
 	var recs []audit.Record
-	eventually(t, 30*time.Second, "5 chaos.ignored records", func() bool {
+	eventually(t, wait.Ceiling, "5 chaos.ignored records", func() bool {
 		recs = h.records(sandbox.ActionChaosIgnored)
 		return len(recs) == 5
 	})
@@ -152,7 +153,7 @@ func TestChaosDisabledIgnoresEveryHeader(t *testing.T) {
 	if v := h.metric("kosha_chaos_ignored_total", map[string]string{"reason": sandbox.IgnoredDisabled}); v != 1 {
 		t.Errorf("kosha_chaos_ignored_total{reason=disabled} = %v", v)
 	}
-	eventually(t, 30*time.Second, "a disabled record", func() bool {
+	eventually(t, wait.Ceiling, "a disabled record", func() bool {
 		recs := h.records(sandbox.ActionChaosIgnored)
 		return len(recs) == 1 && strings.Contains(string(recs[0].After), `"check":"disabled"`)
 	})
@@ -182,7 +183,7 @@ func TestFloodOfIgnoredHeadersWritesFewRecords(t *testing.T) {
 	// interval ends. The 6 other clients: the cap (3 per interval, agent-1's
 	// record included) lets 2 through and sums up 4.
 	var recs []audit.Record
-	eventually(t, 30*time.Second, "the summaries", func() bool {
+	eventually(t, wait.Ceiling, "the summaries", func() bool {
 		recs = h.records(sandbox.ActionChaosIgnored)
 		return len(recs) == 5
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // onLocalContext starts a sandbox on the embedded store and chaos key of an
@@ -60,7 +61,7 @@ func TestE2EForceOpenReachesEveryInstance(t *testing.T) {
 	}
 	cli.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident drill", "--for", "10m")
 	written := reads()
-	eventually(t, 30*time.Second, "two override reads on every instance after the write", func() bool {
+	eventually(t, wait.Ceiling, "two override reads on every instance after the write", func() bool {
 		for i, n := range reads() {
 			if n < written[i]+2 {
 				return false
@@ -85,7 +86,7 @@ func TestE2EForceOpenReachesEveryInstance(t *testing.T) {
 	}
 
 	cli.MustRun(0, "breaker", "clear", "openai", "--reason", "drill over")
-	eventually(t, 30*time.Second, "openai closed (0) on every instance", func() bool { return allAre(h.states(sandbox.OpenAI), 4, 0) })
+	eventually(t, wait.Ceiling, "openai closed (0) on every instance", func() bool { return allAre(h.states(sandbox.OpenAI), 4, 0) })
 	r := h.call(agent, sandbox.ToolSearchKnowledgeBase, map[string]any{"query": "refund"}, "", nil)
 	if r.Structured["degraded"] != false || str(r.Structured, "ranking") != "hybrid" {
 		t.Errorf("search after clear: %s", describe(r))
@@ -121,7 +122,7 @@ func TestE2EChaosErrorOpensTheBreakerAndProbesCloseIt(t *testing.T) {
 	}
 	cfg := h.srv.Config()
 	open := cfg.Resilience.Dependency(sandbox.ScreeningSim).Breaker.OpenDuration
-	eventually(t, open+5*time.Second, "half-open (1) after the open duration", func() bool { return h.states(sandbox.ScreeningSim)["gw-1"] == 1 })
+	eventually(t, open+wait.Ceiling, "half-open (1) after the open duration", func() bool { return h.states(sandbox.ScreeningSim)["gw-1"] == 1 })
 	for i := 1; i <= 3; i++ {
 		r := h.call(operator, sandbox.ToolScreenEntity, map[string]any{"name": "Ada Lovelace"}, "gw-1", nil)
 		if str(r.Structured, "status") != "clear" {
@@ -137,7 +138,7 @@ func TestE2EChaosErrorOpensTheBreakerAndProbesCloseIt(t *testing.T) {
 	}
 	// The CLI's chaos.sign record and the data plane's chaos.applied share the jti.
 	jti := hdr[strings.Index(hdr, "jti=")+4 : strings.Index(hdr, ";sig=")]
-	eventually(t, 30*time.Second, "chaos.sign and chaos.applied under chaos#"+jti, func() bool {
+	eventually(t, wait.Ceiling, "chaos.sign and chaos.applied under chaos#"+jti, func() bool {
 		actions := map[string]bool{}
 		for _, rec := range auditList(t, cli, "--subject", "chaos#"+jti) {
 			actions[rec.Action] = true
@@ -177,7 +178,7 @@ func TestE2EIgnoredHeadersAreAudited(t *testing.T) {
 			t.Errorf("ignored header injected a fault: %s", describe(r))
 		}
 	}
-	eventually(t, 30*time.Second, "four chaos.ignored records in koshactl audit list", func() bool {
+	eventually(t, wait.Ceiling, "four chaos.ignored records in koshactl audit list", func() bool {
 		recs := auditList(t, cli, "--action", sandbox.ActionChaosIgnored)
 		checks := map[string]bool{}
 		for _, rec := range recs {

@@ -18,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox/memstore"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // With a fake clock the override cache's bound is exact: an instance that
@@ -80,7 +81,7 @@ func TestIdleInstancesApplyOverrides(t *testing.T) {
 	}
 	cfg := h.srv.Config()
 	bound := cfg.OverrideRefresh + cfg.OverridePoll
-	took := eventually(t, 30*time.Second, "every instance forced", func() bool { return allAre(h.states(sandbox.ScreeningSim), 4, 3) })
+	took := eventually(t, wait.Ceiling, "every instance forced", func() bool { return allAre(h.states(sandbox.ScreeningSim), 4, 3) })
 	t.Logf("propagation %s (cache %s + poll %s = %s)", took, cfg.OverrideRefresh, cfg.OverridePoll, bound)
 	r := h.call(agent, sandbox.ToolGetServiceHealth, nil, "gw-2", nil)
 	deps, _ := r.Structured["dependencies"].([]any)
@@ -160,7 +161,7 @@ func TestEMFLines(t *testing.T) {
 	if _, err := ov.Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.CoreAPI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "a forced EMF line per instance", func() bool {
+	eventually(t, wait.Ceiling, "a forced EMF line per instance", func() bool {
 		n := 0
 		for line := range strings.Lines(buf.String()) {
 			if strings.Contains(line, `"breaker_state":3`) && strings.Contains(line, `"dependency":"core-api"`) {
@@ -208,7 +209,7 @@ func TestTrafficGeneratorDrivesTheFleet(t *testing.T) {
 	if st := h.srv.Status(); st.Traffic.Clients != 267 {
 		t.Errorf("auto clients for 200 rps at 1 token/s: %d, want 267 (each under 75%% of its refill)", st.Traffic.Clients)
 	}
-	eventually(t, 30*time.Second, "traffic on every instance", func() bool {
+	eventually(t, wait.Ceiling, "traffic on every instance", func() bool {
 		for _, in := range h.srv.Fleet().Instances() {
 			if in.Served() < 5 {
 				return false

@@ -22,6 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox/memstore"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // testScale runs the LLD 20 times faster: override cache 250 ms, poll 50 ms,
@@ -94,9 +95,9 @@ func start(t testing.TB, cfg sandbox.Config, opts ...harnessOpt) *harness {
 		t.Fatalf("Start: %v", err)
 	}
 	h.srv, h.url = srv, srv.URL()
-	h.client = &http.Client{Timeout: 10 * time.Second}
+	h.client = &http.Client{Timeout: wait.Ceiling}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), wait.Ceiling)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)

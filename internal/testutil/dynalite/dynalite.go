@@ -27,8 +27,12 @@ const CLIPath = "tools/dynalite/node_modules/dynalite/cli.js"
 const (
 	// pollInterval is how often a starting server is probed.
 	pollInterval = 20 * time.Millisecond
-	// startTimeout bounds how long a server may take to answer.
-	startTimeout = 30 * time.Second
+	// startTimeout bounds how long a server may take to answer. It only
+	// ends a start that hangs: node takes well under a second when the
+	// machine is idle, several when every core is busy.
+	startTimeout = 2 * time.Minute
+	// probeTimeout bounds one health probe; a slow answer is retried.
+	probeTimeout = 10 * time.Second
 	// portAttempts is how many free ports are tried when another process
 	// takes the chosen one between probing it and dynalite binding it.
 	portAttempts = 3
@@ -181,6 +185,11 @@ func launch(ctx context.Context, node, cli string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return launchOn(ctx, node, cli, port)
+}
+
+// launchOn starts dynalite on port and waits until it serves there.
+func launchOn(ctx context.Context, node, cli string, port int) (*Server, error) {
 	// Not CommandContext: ctx bounds the start, while the server outlives it
 	// until Stop. node is found on PATH, cli in the pinned npm install.
 	cmd := exec.Command(node, "--import", preloadURL(), cli, //nolint:gosec,noctx // G204: the test server's own node and cli.js; noctx: see above
@@ -212,14 +221,22 @@ func launch(ctx context.Context, node, cli string) (*Server, error) {
 	return s, nil
 }
 
-// waitReady polls the server's health page until it answers, the process
-// exits or ctx ends.
+// listeningPrefix starts the line dynalite prints once its own socket is
+// bound (cli.js: "Dynalite listening at: http://HOST:PORT").
+const listeningPrefix = "Dynalite listening at: "
+
+// waitReady waits until this process has bound the port (it says so on
+// stdout) and its health page answers, the process exits or ctx ends. The
+// health page alone is not enough: between freePort closing the port and
+// dynalite binding it another test's dynalite can take it and answer, while
+// this one exits with EADDRINUSE.
 func (s *Server) waitReady(ctx context.Context) error {
-	client := &http.Client{Timeout: time.Second}
+	client := &http.Client{Timeout: probeTimeout}
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
+	listening := listeningPrefix + s.Endpoint + "\n"
 	for {
-		if s.healthy(ctx, client) {
+		if strings.Contains(s.out.String(), listening) && s.healthy(ctx, client) {
 			return nil
 		}
 		select {

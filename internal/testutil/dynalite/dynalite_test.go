@@ -2,14 +2,17 @@ package dynalite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
@@ -151,5 +154,38 @@ func TestSurvivesAbortedRequests(t *testing.T) {
 	// A request after the aborts is answered: the server is still up.
 	if _, err := dynamodb.NewFromConfig(Config(t, endpoint)).ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
 		t.Fatalf("ListTables after aborted requests: %v", err)
+	}
+}
+
+// TestLaunchOnATakenPortIsNotFooledByItsOwner: when another server (another
+// test's dynalite) takes the port between freePort and dynalite's bind, and
+// answers the health page, the launch must still see that its own process
+// failed to bind, and report errPortTaken so Launch tries another port.
+func TestLaunchOnATakenPortIsNotFooledByItsOwner(t *testing.T) {
+	cli, err := FindCLI(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := &http.Server{ReadHeaderTimeout: time.Minute, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "healthy: dynalite\n")
+	})}
+	go func() { _ = owner.Serve(ln) }()
+	t.Cleanup(func() { _ = owner.Close() })
+
+	s, err := launchOn(t.Context(), node, cli, ln.Addr().(*net.TCPAddr).Port)
+	if err == nil {
+		_ = s.Stop()
+		t.Fatalf("launch on a port another server holds succeeded: its endpoint %s is that server's", s.Endpoint)
+	}
+	if !errors.Is(err, errPortTaken) {
+		t.Fatalf("launch on a taken port: %v, want errPortTaken", err)
 	}
 }
