@@ -167,8 +167,12 @@ func TestFloodOfIgnoredHeadersWritesFewRecords(t *testing.T) {
 	for i := range 6 {
 		cfg.Principals = append(cfg.Principals, sandbox.Principal{Token: fmt.Sprintf("tok-%d", i), Client: fmt.Sprintf("agent-%d", i+10), Role: sandbox.RoleAgent})
 	}
-	h := start(t, cfg)
-	hdr := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, nil)
+	// The sandbox's clock stands still while the headers arrive, so all of
+	// them fall in one audit interval however slowly the machine runs; the
+	// test then ends the interval itself.
+	clk := clock.NewFake(time.Now())
+	h := start(t, cfg, func(d *sandbox.Deps) { d.Clock = clk })
+	hdr := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, clk)
 	const flood = 40
 	for range flood {
 		h.screen(agent, "", hdr)
@@ -182,7 +186,17 @@ func TestFloodOfIgnoredHeadersWritesFewRecords(t *testing.T) {
 	// agent-1: one record at once, one summary of the other 39 when the
 	// interval ends. The 6 other clients: the cap (3 per interval, agent-1's
 	// record included) lets 2 through and sums up 4.
+	// Within the interval: agent-1's first record and the 2 more the cap lets
+	// through, no summary.
 	var recs []audit.Record
+	eventually(t, wait.Ceiling, "the first records", func() bool {
+		recs = h.records(sandbox.ActionChaosIgnored)
+		return len(recs) >= 3
+	})
+	if len(recs) != 3 {
+		t.Fatalf("%d records within the interval, want 3 (one per client up to the cap of 3)", len(recs))
+	}
+	clk.Advance(cfg.Audit.Interval)
 	eventually(t, wait.Ceiling, "the summaries", func() bool {
 		recs = h.records(sandbox.ActionChaosIgnored)
 		return len(recs) == 5
