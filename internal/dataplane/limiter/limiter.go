@@ -133,7 +133,7 @@ type Limiter struct {
 	observer Observer
 }
 
-// NewLimiter returns a Limiter on s. It fails only when cfg.Limits are invalid.
+// New returns a Limiter on s. It fails only when cfg.Limits are invalid.
 func New(s BucketStore, cfg Config) (*Limiter, error) {
 	l := cfg.Limits.WithDefaults()
 	if err := l.Validate(); err != nil {

@@ -45,13 +45,6 @@ const auditQueue = 1024
 // auditWriteTimeout bounds one audit write.
 const auditWriteTimeout = 5 * time.Second
 
-// Appender appends audit records; *audit.Log implements it.
-type Appender interface {
-	Append(ctx context.Context, e audit.Entry) (audit.Record, error)
-}
-
-var _ Appender = (*audit.Log)(nil)
-
 // IgnoredSummary is the after document of a summary record: the last
 // rejection of the interval and how many were counted into it.
 type IgnoredSummary struct {
@@ -79,7 +72,7 @@ type ignoreWindow struct {
 // one chaos#suppressed summary. Records never hold a header's signature or
 // raw value.
 type auditWriter struct {
-	log      Appender
+	log      audit.Appender
 	clock    clock.Clock
 	logger   *slog.Logger
 	m        *metrics
@@ -98,7 +91,7 @@ type auditWriter struct {
 	applied     map[string]time.Time // jti → expiry, for one chaos.applied record each
 }
 
-func newAuditWriter(log Appender, clk clock.Clock, logger *slog.Logger, m *metrics, s AuditSettings) *auditWriter {
+func newAuditWriter(log audit.Appender, clk clock.Clock, logger *slog.Logger, m *metrics, s AuditSettings) *auditWriter {
 	return &auditWriter{
 		log: log, clock: clk, logger: logger, m: m, interval: s.Interval, maxPer: s.MaxPerInterval,
 		queue:   make(chan audit.Entry, auditQueue),

@@ -62,7 +62,7 @@ type Deps struct {
 	// context's generated key, the one `koshactl chaos sign` uses).
 	Keys chaos.Keyring
 	// Audit receives the audit records. Nil means an audit.Log on Store.
-	Audit Appender
+	Audit audit.Appender
 	// Logger receives breaker transitions and warnings. Nil means
 	// slog.Default().
 	Logger *slog.Logger
