@@ -1,9 +1,9 @@
 // Package sandbox provides the local gateway fleet koshactl runs for
 // practice, drills and CI: N gateway instances in one process, each built
-// from the reference data plane (internal/dataplane/circuit, limiter and
-// resilience),
-// serving the LLD's MCP tools over one HTTP address, in front of simulated
-// downstreams, with Prometheus metrics and a synthetic traffic generator.
+// from the rest of the reference data plane (internal/dataplane/circuit,
+// limiter and resilience), serving the LLD's MCP tools over one HTTP
+// address, in front of simulated downstreams, with Prometheus metrics and a
+// synthetic traffic generator.
 //
 // # Pieces
 //
