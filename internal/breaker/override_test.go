@@ -3,7 +3,6 @@ package breaker_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"sync"
@@ -13,23 +12,14 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
-	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
 )
 
 var t0 = time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
 
 func openStore(t *testing.T) store.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return s
+	return sqlitetest.NewStore(t)
 }
 
 func TestOverrideActiveRule(t *testing.T) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )
 
@@ -48,16 +47,7 @@ func dynaliteURL(tb testing.TB) string {
 // backends opens a fresh, empty store of each kind for one test.
 var backends = map[string]func(t *testing.T) store.Store{
 	"sqlite": func(t *testing.T) store.Store {
-		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		return s
+		return sqlitetest.NewStore(t)
 	},
 	"dynamodb": func(t *testing.T) store.Store {
 		return dynamotest.NewStore(t, dynaliteURL(t))

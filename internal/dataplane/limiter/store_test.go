@@ -3,7 +3,6 @@ package limiter_test
 import (
 	"context"
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )
 
@@ -27,16 +26,7 @@ func dynaliteURL(testing.TB) string { return endpoint }
 // backends opens a fresh, empty store of each kind for one test.
 var backends = map[string]func(t *testing.T) store.Store{
 	"sqlite": func(t *testing.T) store.Store {
-		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Error(err)
-			}
-		})
-		return s
+		return sqlitetest.NewStore(t)
 	},
 	"dynamodb": func(t *testing.T) store.Store {
 		return dynamotest.NewStore(t, dynaliteURL(t))
