@@ -122,7 +122,7 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; make fuzz FUZZTIM
 	  if $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg 2>&1 | tee $$log; then result=ok; \
 	  else result=FAIL; failed="$$failed $$pkg:$$name"; fi; \
 	  execs=$$(sed -n 's/.*execs: \([0-9]*\).*/\1/p' $$log | tail -1); \
-	  summary="$$summary$$(printf '%-26s %-24s %5s %10s execs' $$pkg $$name $$result $${execs:-?})\n"; \
+	  summary="$$summary$$(printf '%-36s %-24s %5s %10s execs' $$pkg $$name $$result $${execs:-?})\n"; \
 	done; rm -f $$log; \
 	printf "\n$$summary"; \
 	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (a crashing input is saved under its package's testdata/fuzz)"; exit 1; fi
