@@ -2,8 +2,10 @@ package layout_test
 
 import (
 	"go/build"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,6 +27,27 @@ var hosts = []string{
 	module + "tools/gendocs",
 }
 
+// dataPlaneMayImport are the control-plane packages the data plane builds
+// on: the contracts both planes share (the override, the bucket, the gauge,
+// the chaos header, the item store, the audit record) and small utilities
+// that hold no rule of the control plane.
+var dataPlaneMayImport = []string{
+	"internal/audit",     // contract: the audit record the sandbox appends
+	"internal/breaker",   // contract: the override item and its rule
+	"internal/chaos",     // contract: the chaos header and its verification
+	"internal/gauge",     // contract: the gauge's values and names
+	"internal/ratelimit", // contract: the bucket item and refill math
+	"internal/store",     // contract: the item store
+	"internal/build",     // utility: the version stamp
+	"internal/clock",     // utility: the time source
+	"internal/config",    // utility: the duration rule of files
+	"internal/fsutil",    // utility: regular files only
+}
+
+// goos are the systems the release builds for; a file behind a build tag
+// counts on the system it builds on.
+var goos = []string{"linux", "darwin", "windows"}
+
 func under(pkg string, roots []string) bool {
 	for _, r := range roots {
 		if pkg == r || strings.HasPrefix(pkg, r+"/") {
@@ -34,40 +57,80 @@ func under(pkg string, roots []string) bool {
 	return false
 }
 
-// TestControlPlaneNeverImportsTheDataPlane lists every package's
-// dependencies (tests excluded) with the go command and fails on a
-// control-plane package that reaches a data-plane one.
-func TestControlPlaneNeverImportsTheDataPlane(t *testing.T) {
+// list runs the go command of this toolchain for one GOOS and returns each
+// package's direct imports (imports) and all its dependencies (deps).
+func list(t *testing.T, system string) (imports, deps map[string][]string) {
+	t.Helper()
 	gobin := filepath.Join(build.Default.GOROOT, "bin", "go")
-	out, err := exec.CommandContext(t.Context(), gobin, "list", "-deps=false", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"...").Output() //nolint:gosec // G204: the go command of this toolchain
+	cmd := exec.CommandContext(t.Context(), gobin, "list", "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .Deps " "}}`, module+"...") //nolint:gosec // G204: the go command of this toolchain
+	cmd.Env = append(os.Environ(), "GOOS="+system, "CGO_ENABLED=0")
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list: %v", err)
+		t.Fatalf("go list (GOOS=%s): %v", system, err)
 	}
-	checked := 0
-	found := map[string]bool{}
+	imports, deps = map[string][]string{}, map[string][]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		pkg, deps := f[0], f[1:]
-		if under(pkg, dataPlane) {
-			found[strings.TrimPrefix(pkg, module)] = true
-		}
-		if under(pkg, dataPlane) || under(pkg, hosts) {
-			continue
-		}
-		checked++
-		for _, d := range deps {
-			if under(d, dataPlane) {
-				t.Errorf("%s imports the data plane's %s: move the shared part into a contract package both import", strings.TrimPrefix(pkg, module), strings.TrimPrefix(d, module))
+		f := strings.SplitN(line, "|", 3)
+		imports[f[0]], deps[f[0]] = strings.Fields(f[1]), strings.Fields(f[2])
+	}
+	return imports, deps
+}
+
+// TestControlPlaneNeverImportsTheDataPlane lists every package's
+// dependencies (tests excluded) with the go command, for every system the
+// release builds, and fails on a control-plane package that reaches a
+// data-plane one. Tests may: a control-plane test can run the reference data
+// plane against what an operator command wrote.
+func TestControlPlaneNeverImportsTheDataPlane(t *testing.T) {
+	for _, system := range goos {
+		_, deps := list(t, system)
+		checked := 0
+		found := map[string]bool{}
+		for pkg, ds := range deps {
+			if under(pkg, dataPlane) {
+				found[strings.TrimPrefix(pkg, module)] = true
+			}
+			if under(pkg, dataPlane) || under(pkg, hosts) {
+				continue
+			}
+			checked++
+			for _, d := range ds {
+				if under(d, dataPlane) {
+					t.Errorf("GOOS=%s: %s imports the data plane's %s: move the shared part into a contract package both import", system, strings.TrimPrefix(pkg, module), strings.TrimPrefix(d, module))
+				}
 			}
 		}
-	}
-	// The reference data plane's packages all sit in its tree.
-	for _, p := range []string{"internal/dataplane/circuit", "internal/dataplane/limiter", "internal/dataplane/resilience", "internal/dataplane/sandbox"} {
-		if !found[p] {
-			t.Errorf("%s is not in the data-plane tree: the layout moved without this test", p)
+		// The reference data plane's packages all sit in its tree.
+		for _, p := range []string{"internal/dataplane/circuit", "internal/dataplane/limiter", "internal/dataplane/resilience", "internal/dataplane/sandbox"} {
+			if !found[p] {
+				t.Errorf("%s is not in the data-plane tree: the layout moved without this test", p)
+			}
+		}
+		if checked < 40 {
+			t.Fatalf("GOOS=%s: checked %d control-plane packages; the listing is wrong", system, checked)
 		}
 	}
-	if checked < 40 {
-		t.Fatalf("checked %d control-plane packages; the listing is wrong", checked)
+}
+
+// TestDataPlaneImportsOnlyContracts checks the other side: a data-plane
+// package imports the control plane only through dataPlaneMayImport, so no
+// operator rule (metrics merging, the dashboard, drills, commands) leaks
+// into the reference implementation.
+func TestDataPlaneImportsOnlyContracts(t *testing.T) {
+	for _, system := range goos {
+		imports, _ := list(t, system)
+		for pkg, is := range imports {
+			if !under(pkg, dataPlane) {
+				continue
+			}
+			for _, i := range is {
+				if !strings.HasPrefix(i, module) || under(i, dataPlane) {
+					continue
+				}
+				if rel := strings.TrimPrefix(i, module); !slices.Contains(dataPlaneMayImport, rel) {
+					t.Errorf("GOOS=%s: %s imports %s, which is not a contract package: move what it needs into one (see dataPlaneMayImport)", system, strings.TrimPrefix(pkg, module), rel)
+				}
+			}
+		}
 	}
 }

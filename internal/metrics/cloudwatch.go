@@ -17,21 +17,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
-)
-
-// The metric contract (docs/contracts/breaker-state-metric.md).
-const (
-	// DefaultNamespace is the CloudWatch namespace of breaker_state unless the
-	// context names another.
-	DefaultNamespace = "Kosha/Resilience"
-	// MetricName is the gauge's name in CloudWatch.
-	MetricName = "breaker_state"
-	// DimDependency names the dependency whose breaker the value describes.
-	DimDependency = "dependency"
-	// DimService optionally names the service (gateway fleet) publishing.
-	DimService = "service"
-	// DimInstance optionally names the instance (execution environment).
-	DimInstance = "instance"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
 // MaxQueriesPerRequest is CloudWatch's limit of MetricDataQuery structures in
@@ -83,7 +69,7 @@ var (
 // CloudWatchOptions configure a [CloudWatch] source. Zero values take the
 // documented defaults.
 type CloudWatchOptions struct {
-	// Namespace of the metric; default [DefaultNamespace].
+	// Namespace of the metric; default [gauge.DefaultNamespace].
 	Namespace string
 	// Service, when set, restricts every query to dimension service=Service.
 	Service string
@@ -137,7 +123,7 @@ var ErrInvalidSource = errors.New("invalid metrics source")
 // NewCloudWatch returns a source reading through api.
 func NewCloudWatch(api getMetricDataAPI, opts CloudWatchOptions) (*CloudWatch, error) {
 	if opts.Namespace == "" {
-		opts.Namespace = DefaultNamespace
+		opts.Namespace = gauge.DefaultNamespace
 	}
 	if opts.Period <= 0 {
 		opts.Period = DefaultPeriod
@@ -196,7 +182,7 @@ const (
 )
 
 // instanceLabel makes CloudWatch label each SEARCH result with its instance.
-const instanceLabel = "${PROP('Dim." + DimInstance + "')}"
+const instanceLabel = "${PROP('Dim." + gauge.DimInstance + "')}"
 
 // Window returns the aligned [start, end) a fetch at now covers: whole
 // periods, the current (still filling) one included.
@@ -212,9 +198,9 @@ func Window(now time.Time, window, period time.Duration) (start, end time.Time) 
 func (c *CloudWatch) FleetQueries(deps []string) []types.MetricDataQuery {
 	period := c.period
 	dims := func(dep string) []types.Dimension {
-		d := []types.Dimension{{Name: aws.String(DimDependency), Value: aws.String(dep)}}
+		d := []types.Dimension{{Name: aws.String(gauge.DimDependency), Value: aws.String(dep)}}
 		if c.opts.Service != "" {
-			d = append(d, types.Dimension{Name: aws.String(DimService), Value: aws.String(c.opts.Service)})
+			d = append(d, types.Dimension{Name: aws.String(gauge.DimService), Value: aws.String(c.opts.Service)})
 		}
 		return d
 	}
@@ -223,7 +209,7 @@ func (c *CloudWatch) FleetQueries(deps []string) []types.MetricDataQuery {
 			Id:    aws.String(kind + strconv.Itoa(i)),
 			Label: aws.String(dep + " " + stat),
 			MetricStat: &types.MetricStat{
-				Metric: &types.Metric{Namespace: aws.String(c.opts.Namespace), MetricName: aws.String(MetricName), Dimensions: dims(dep)},
+				Metric: &types.Metric{Namespace: aws.String(c.opts.Namespace), MetricName: aws.String(gauge.MetricName), Dimensions: dims(dep)},
 				Period: aws.Int32(period),
 				Stat:   aws.String(stat),
 			},
@@ -259,11 +245,11 @@ func (c *CloudWatch) SearchQueries(deps []string) []types.MetricDataQuery {
 // the metric schema with the instance dimension, exact-match terms, the
 // per-period Maximum.
 func (c *CloudWatch) SearchExpression(dep string) string {
-	schema := []string{`"` + c.opts.Namespace + `"`, DimDependency, DimInstance}
-	terms := []string{searchTerm("MetricName", MetricName), searchTerm(DimDependency, dep)}
+	schema := []string{`"` + c.opts.Namespace + `"`, gauge.DimDependency, gauge.DimInstance}
+	terms := []string{searchTerm("MetricName", gauge.MetricName), searchTerm(gauge.DimDependency, dep)}
 	if c.opts.Service != "" {
-		schema = append(schema, DimService)
-		terms = append(terms, searchTerm(DimService, c.opts.Service))
+		schema = append(schema, gauge.DimService)
+		terms = append(terms, searchTerm(gauge.DimService, c.opts.Service))
 	}
 	return fmt.Sprintf("SEARCH('{%s} %s', 'Maximum', %d)", strings.Join(schema, ","), strings.Join(terms, " "),
 		int(c.opts.Period/time.Second))

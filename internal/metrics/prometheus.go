@@ -17,14 +17,11 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
 // DefaultPrometheusURL is where the local sandbox exposes its gauges.
 const DefaultPrometheusURL = "http://127.0.0.1:8787/metrics"
-
-// PrometheusMetricName is the gauge's name in the Prometheus exposition
-// format, with labels dependency and instance.
-const PrometheusMetricName = "kosha_breaker_state"
 
 // maxScrapeBytes bounds one scrape's body.
 const maxScrapeBytes = 16 << 20
@@ -130,7 +127,7 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 		}
 		if r.skipped > 0 {
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("%s: %d %s samples ignored (no dependency label, or a value that is not 0..3)",
-				p.urls[i], r.skipped, PrometheusMetricName))
+				p.urls[i], r.skipped, gauge.PrometheusMetricName))
 		}
 		all = append(all, r.samples...)
 	}
@@ -257,7 +254,7 @@ func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, 
 		if err != nil {
 			return nil, 0, fmt.Errorf("scrape %s: %w: parse metrics: %w", target, ErrUnavailable, err)
 		}
-		if mf.GetName() != PrometheusMetricName {
+		if mf.GetName() != gauge.PrometheusMetricName {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -278,9 +275,9 @@ func toSample(m *dto.Metric, host string) (sample, bool) {
 	s := sample{instance: host}
 	for _, l := range m.GetLabel() {
 		switch l.GetName() {
-		case DimDependency:
+		case gauge.DimDependency:
 			s.dependency = l.GetValue()
-		case DimInstance:
+		case gauge.DimInstance:
 			if l.GetValue() != "" {
 				s.instance = l.GetValue()
 			}

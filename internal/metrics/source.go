@@ -27,7 +27,7 @@ type SourceConfig struct {
 // NewSource builds the gauge source a context names: metrics.cloudwatch or
 // metrics.prometheus. Without either, a local context scrapes the sandbox at
 // [DefaultPrometheusURL] and an AWS context reads CloudWatch's
-// [DefaultNamespace] in the store's region.
+// [gauge.DefaultNamespace] in the store's region.
 func NewSource(ctx context.Context, sc SourceConfig) (GaugeSource, error) {
 	m := sc.Context.Metrics
 	if sc.PrometheusURL != "" {

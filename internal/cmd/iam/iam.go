@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/iam"
-	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -112,7 +112,7 @@ func RunPolicy(ctx context.Context, f *cmdutil.Factory, opts *PolicyOptions) err
 	}
 	d := c.Store.DynamoDB
 	t := iam.Target{Region: d.Region, Account: opts.Account, Table: d.Table, Secret: c.Chaos.SecretID,
-		Namespace: metrics.DefaultNamespace}
+		Namespace: gauge.DefaultNamespace}
 	if cw := c.Metrics.CloudWatch; cw != nil && cw.Namespace != "" {
 		t.Namespace = cw.Namespace
 	}

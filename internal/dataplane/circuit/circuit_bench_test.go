@@ -8,8 +8,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 )
 
-// Comparisons with failsafe-go are in internal/resilience (one run, side by
-// side); these isolate the breaker's own paths.
+// Comparisons with failsafe-go are in internal/dataplane/resilience (one run,
+// side by side); these isolate the breaker's own paths.
 
 func benchBreaker(b *testing.B) *Breaker {
 	br, err := New(Settings{Name: "core-api", MinCalls: 10, Logger: slog.New(slog.DiscardHandler)})

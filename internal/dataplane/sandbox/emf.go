@@ -12,7 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
-	gauges "github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
 // emfQueue is how many gauge points may wait for the EMF file.
@@ -26,11 +26,11 @@ const emfQueue = 4096
 // dependency. Without it the instance is a log property: it stays in the
 // log event for Logs Insights and costs no metric.
 func emfDimensions(service, instance string, withInstance bool) [][]string {
-	sets := [][]string{{gauges.DimDependency}}
+	sets := [][]string{{gauge.DimDependency}}
 	if dimensionValue(service) {
-		sets = append(sets, []string{gauges.DimDependency, gauges.DimService})
+		sets = append(sets, []string{gauge.DimDependency, gauge.DimService})
 		if withInstance && dimensionValue(instance) {
-			sets = append(sets, []string{gauges.DimDependency, gauges.DimService, gauges.DimInstance})
+			sets = append(sets, []string{gauge.DimDependency, gauge.DimService, gauge.DimInstance})
 		}
 	}
 	return sets
@@ -82,7 +82,7 @@ type emfWriter struct {
 func newEMFWriter(w io.Writer, s EMFSettings, clk clock.Clock, logger *slog.Logger) *emfWriter {
 	ns := s.Namespace
 	if ns == "" {
-		ns = gauges.DefaultNamespace
+		ns = gauge.DefaultNamespace
 	}
 	return &emfWriter{w: w, namespace: ns, service: s.Service, instances: s.InstanceDimension, interval: s.Interval, clock: clk, logger: logger,
 		ch: make(chan emfPoint, emfQueue)}
@@ -182,7 +182,7 @@ func (e *emfWriter) write(p emfPoint) {
 	}
 	line := emfLine{
 		AWS: emfMeta{Timestamp: p.at.UnixMilli(), CloudWatchMetrics: []emfDirective{{Namespace: e.namespace,
-			Dimensions: emfDimensions(e.service, p.instance, e.instances), Metrics: []emfMetric{{Name: gauges.MetricName, Unit: "None"}}}}},
+			Dimensions: emfDimensions(e.service, p.instance, e.instances), Metrics: []emfMetric{{Name: gauge.MetricName, Unit: "None"}}}}},
 		Dependency: p.dependency, Service: e.service, Instance: p.instance, BreakerState: int(p.state), State: p.state.String(),
 	}
 	b, err := json.Marshal(line)

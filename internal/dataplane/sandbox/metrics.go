@@ -16,7 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
-	gauges "github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
 // Outcomes of one logical downstream call, the outcome label of
@@ -289,14 +289,14 @@ func newFleetCollector(f *Fleet) *fleetCollector {
 	return &fleetCollector{
 		fleet: f,
 		deps:  deps,
-		state: prometheus.NewDesc(gauges.PrometheusMetricName,
+		state: prometheus.NewDesc(gauge.PrometheusMetricName,
 			"Circuit breaker state per dependency and instance: 0 closed, 1 half-open, 2 open, 3 forced open.",
-			[]string{gauges.DimDependency, gauges.DimInstance}, nil),
+			[]string{gauge.DimDependency, gauge.DimInstance}, nil),
 		inFlight: prometheus.NewDesc("kosha_in_flight_requests",
-			"Requests in flight per instance (shed above max in flight).", []string{gauges.DimInstance}, nil),
+			"Requests in flight per instance (shed above max in flight).", []string{gauge.DimInstance}, nil),
 		readErrs: prometheus.NewDesc("kosha_breaker_override_read_errors_total",
 			"Failed reads of the breaker override (while it grows, overrides are not applied).",
-			[]string{gauges.DimDependency, gauges.DimInstance}, nil),
+			[]string{gauge.DimDependency, gauge.DimInstance}, nil),
 	}
 }
 
