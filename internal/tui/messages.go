@@ -8,6 +8,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -109,6 +110,16 @@ func (m Model) clear(dep, reason string) tea.Cmd {
 		defer cancel()
 		res, err := ov.Clear(ctx, dep, reason)
 		return clearedMsg{dependency: dep, res: res, err: err}
+	}
+}
+
+// tickOn is tea.Tick on c: a timer message after d of c's time. On the
+// wall clock that is tea.Tick; on a fake clock the refresh and the
+// countdowns move only when the test advances it, so a test counts one read
+// per refresh exactly, however slowly the machine runs.
+func tickOn(c clock.Clock) func(time.Duration, func(time.Time) tea.Msg) tea.Cmd {
+	return func(d time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+		return func() tea.Msg { return fn(<-clock.After(c, d)) }
 	}
 }
 

@@ -50,7 +50,8 @@ type Model struct {
 	help   help.Model
 	// base returns the program's context; operations derive theirs from it.
 	base func() context.Context
-	// tick schedules a timer message (tea.Tick; tests replace it).
+	// tick schedules a timer message on the options' clock ([tickOn]; tests
+	// may replace it).
 	tick func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 
 	width, height int
@@ -86,7 +87,7 @@ func New(deps Deps, opts Options) Model {
 	h.Styles.FullKey, h.Styles.FullDesc = st.HelpKey, st.HelpDesc
 	h.Styles.ShortSeparator, h.Styles.FullSeparator, h.Styles.Ellipsis = st.HelpDesc, st.HelpDesc, st.HelpDesc
 	m := Model{deps: deps, opts: opts, keys: keys.Default(), styles: st, help: h,
-		base: context.Background, tick: tea.Tick, width: 80, height: 24, now: opts.Clock.Now(), status: opts.Notice}
+		base: context.Background, tick: tickOn(opts.Clock), width: 80, height: 24, now: opts.Clock.Now(), status: opts.Notice}
 	m.table.filter = newInput("/ ", "name or state", 64, st)
 	// Init starts both reads.
 	m.store.loading, m.gauges.loading = true, true

@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/vt"
 
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -187,9 +188,15 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 		}}
 	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
 	done := make(chan error, 1)
-	start := time.Now()
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: 10 * time.Second}) }()
 	term.waitFor(t, "PROTECTED CONTEXT prod", "openai", "open", "~1", "cost: GetMetricData is billed")
+	// The dashboard refreshes on the context's clock, which stands still
+	// until the test moves it: one refresh so far, one request.
+	if calls := cw.Calls(); calls != 1 {
+		t.Errorf("GetMetricData calls = %d before the interval passed, want 1", calls)
+	}
+	nextRefresh(t, e.Clock, 10*time.Second)
+	waitUntil(t, "the second refresh's request", func() bool { return cw.Calls() >= 2 })
 	term.press("q")
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -197,18 +204,30 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 	if !strings.Contains(errOut.String(), "warning: GetMetricData is billed per metric requested: refreshing every 10s") {
 		t.Errorf("stderr = %q", errOut.String())
 	}
-	if calls, most := cw.Calls(), refreshesSince(start, 10*time.Second); calls < 1 || calls > most {
-		t.Errorf("GetMetricData calls = %d, want one per refresh (at most %d refreshes so far)", calls, most)
+	if calls := cw.Calls(); calls != 2 {
+		t.Errorf("GetMetricData calls = %d after two refreshes, want one per refresh", calls)
 	}
 }
 
-// refreshesSince is the most refreshes a dashboard started at start, reading
-// again every interval, can have made by now: the first and one per interval
-// passed. A test counts one request per refresh against it, so a slow run
-// (a second refresh after the interval) is no failure, and an extra request
-// in a refresh still is.
-func refreshesSince(start time.Time, interval time.Duration) int {
-	return 1 + int(time.Since(start)/interval)
+// nextRefresh moves clk one refresh interval on, once the dashboard waits on
+// it (its refresh timer and its one-second countdown timer).
+func nextRefresh(t *testing.T, clk *clock.Fake, interval time.Duration) {
+	t.Helper()
+	waitUntil(t, "the dashboard's timers", func() bool { return clk.Waiters() >= 2 })
+	clk.Advance(interval)
+}
+
+// waitUntil polls cond until it holds, failing the test after wait.Ceiling
+// (a bound on a hang, not a time the test expects to take).
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(wait.Ceiling)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: still waiting for %s", wait.Ceiling, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // At 20 dependencies x 300 instances with one openai instance open and
@@ -250,11 +269,10 @@ func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 		}}
 	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
 	done := make(chan error, 1)
-	start := time.Now()
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
 	term.waitFor(t, "openai     mixed     open   closed ~300", "tool-00")
-	if calls, most := cw.Calls(), refreshesSince(start, time.Minute); calls < 1 || calls > most || cw.Requests()[0].Metrics != 60 {
-		t.Errorf("the table's refresh: %d requests (at most %d refreshes so far), %d metrics; want one of 60 per refresh", calls, most, cw.Requests()[0].Metrics)
+	if calls := cw.Calls(); calls != 1 || cw.Requests()[0].Metrics != 60 {
+		t.Errorf("the table's refresh: %d requests, %d metrics; want one of 60", calls, cw.Requests()[0].Metrics)
 	}
 	term.press("\r")
 	term.waitFor(t, "openai · mixed", "worst open · best closed", "199/499 instances reporting (partial)",
