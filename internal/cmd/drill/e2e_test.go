@@ -1,12 +1,9 @@
 package drill_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -35,6 +32,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -268,41 +266,14 @@ func TestInterruptedDrillRollsEverythingBack(t *testing.T) {
 	jpath := filepath.Join(t.TempDir(), "journal.json")
 	cmd := exec.CommandContext(t.Context(), bin, "drill", "run", filepath.Join(drillsDir, "interrupted.yaml"), "--journal", jpath) //nolint:gosec // G204: the binary this test built
 	cmd.Env = os.Environ()
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
+	var log, stdout syncbuf.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var log bytes.Buffer
-	halfway := make(chan struct{})
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		sc := bufio.NewScanner(stderr)
-		signaled := false
-		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
-			if !signaled && strings.Contains(sc.Text(), "] halfway (sleep)") {
-				signaled = true
-				close(halfway)
-			}
-		}
-		_, _ = io.Copy(&log, stderr)
-	}()
-	select {
-	case <-halfway:
-	case <-copied:
-		_ = cmd.Wait()
-		t.Fatalf("the drill ended before its half-way point:\n%s%s", log.String(), stdout.String())
-	case <-time.After(wait.Ceiling):
-		_ = cmd.Process.Kill()
-		<-copied
-		t.Fatalf("the drill did not reach its half-way point in %s:\n%s", wait.Ceiling, log.String())
-	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	waitForRunningStep(t, cmd, exited, jpath, "halfway", &log)
 	// Every lever is pulled at this point.
 	if _, err := breaker.NewOverrides(s.store, nil).Get(context.Background(), "openai"); err != nil {
 		t.Fatalf("openai is not forced at the half-way point: %v", err)
@@ -310,10 +281,9 @@ func TestInterruptedDrillRollsEverythingBack(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { <-copied; done <- cmd.Wait() }()
+	var err error
 	select {
-	case err = <-done:
+	case err = <-exited:
 	case <-time.After(wait.Ceiling):
 		_ = cmd.Process.Kill()
 		t.Fatalf("koshactl did not exit within %s of SIGINT:\n%s", wait.Ceiling, log.String())

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -110,6 +111,33 @@ func tryJournal(path string) (drill.Journal, error) {
 		return j, err
 	}
 	return j, json.Unmarshal(b, &j)
+}
+
+// waitForRunningStep polls the journal at path until the step id is
+// running: the state a test interrupts or recovers a live run in. It fails
+// the test if the process exits first, and kills it after wait.Ceiling.
+func waitForRunningStep(t *testing.T, cmd *exec.Cmd, exited <-chan error, path, id string, log fmt.Stringer) {
+	t.Helper()
+	deadline := time.Now().Add(wait.Ceiling)
+	for {
+		if j, err := tryJournal(path); err == nil {
+			for _, st := range j.Steps {
+				if st.ID == id && st.Status == drill.StatusRunning {
+					return
+				}
+			}
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the drill ended before step %s ran: %v\n%s", id, err, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the drill did not reach step %s in %s:\n%s", id, wait.Ceiling, log)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // waitFor polls cond (each poll yields the processor) until it holds, for

@@ -1,7 +1,6 @@
 package drill_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -22,7 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/wait"
+	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 )
 
 func runRecover(t *testing.T, journal string, args ...string) (int, string, string) {
@@ -54,7 +53,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	jpath := filepath.Join(dir, "journal.json")
 	cmd := exec.CommandContext(t.Context(), bin, "drill", "run", filepath.Join(drillsDir, "interrupted.yaml"), "--journal", jpath) //nolint:gosec // G204: the binary this test built
 	cmd.Env = os.Environ()
-	var log bytes.Buffer
+	var log syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -63,23 +62,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	// "Lever pulled": the run sits in its half-way sleep with the override,
 	// the drain and the header in place.
-	deadline := time.Now().Add(wait.Ceiling)
-	for {
-		j, err := tryJournal(jpath)
-		if err == nil && len(j.Steps) > 5 && j.Steps[5].ID == "halfway" && j.Steps[5].Status == drill.StatusRunning {
-			break
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("the drill ended before its half-way point: %v\n%s", err, log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("the drill did not reach its half-way point in %s:\n%s", wait.Ceiling, log.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitForRunningStep(t, cmd, exited, jpath, "halfway", &log)
 	ctx := context.Background()
 	ov := breaker.NewOverrides(s.store, nil)
 	if _, err := ov.Get(ctx, "openai"); err != nil {
