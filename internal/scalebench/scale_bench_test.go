@@ -326,14 +326,14 @@ func BenchmarkLeverRoundTrips(b *testing.B) {
 		}
 		e := cli(b, link, t.name)
 		force := append([]string{"breaker", "force-open", "--reason", "bench", "--allow-unknown", "--for", "30m"}, deps...)
-		clear := append([]string{"breaker", "clear", "--reason", "bench"}, deps...)
+		clearArgs := append([]string{"breaker", "clear", "--reason", "bench"}, deps...)
 		b.Run(fmt.Sprintf("force-open/deps=%d", n), func(b *testing.B) {
 			for b.Loop() {
 				if r := e.Run(force...); r.Code != 0 {
 					b.Fatalf("force-open: %s", r.Stderr)
 				}
 				b.StopTimer()
-				if r := e.Run(clear...); r.Code != 0 {
+				if r := e.Run(clearArgs...); r.Code != 0 {
 					b.Fatalf("clear: %s", r.Stderr)
 				}
 				b.StartTimer()
@@ -346,7 +346,7 @@ func BenchmarkLeverRoundTrips(b *testing.B) {
 					b.Fatalf("force-open: %s", r.Stderr)
 				}
 				b.StartTimer()
-				if r := e.Run(clear...); r.Code != 0 {
+				if r := e.Run(clearArgs...); r.Code != 0 {
 					b.Fatalf("clear: %s", r.Stderr)
 				}
 			}
