@@ -127,9 +127,12 @@ func (c *Config) LoadFile(path, profile string) error {
 // out keeps c's value. The profile named by the file, or by profile when not
 // empty, replaces the downstreams first, so the file's downstream settings
 // refine it. A mapping refines the setting it names; a list or a value
-// replaces it whole. An unknown key, a key given twice or a value of the
-// wrong type is an error naming its line; DecodeFile does not validate the
-// result: call [Config.Validate].
+// replaces it whole. Aliases and merge keys (<<) read as in yaml.v3: a
+// mapping's own keys win over merged ones, an earlier merged mapping over a
+// later one. An unknown key, a key given twice in one mapping or a value of
+// the wrong type is an error naming its line (the first [maxProblems], and
+// how many more); DecodeFile does not validate the result: call
+// [Config.Validate].
 func (c *Config) DecodeFile(data []byte, profile string) error {
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
@@ -139,10 +142,14 @@ func (c *Config) DecodeFile(data []byte, profile string) error {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
 		root = doc.Content[0]
 	}
+	var d fileDecoder
+	var top []fileEntry
 	if root.Kind == yaml.MappingNode { // the profile first, whatever the key order
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			if root.Content[i].Value == "profile" && profile == "" && root.Content[i+1].ShortTag() != "!!null" {
-				profile = root.Content[i+1].Value
+		top = d.entries(root, "", fieldKeys(reflect.TypeFor[fileView]()))
+		for _, e := range top {
+			var name string
+			if e.name == "profile" && profile == "" && e.val.Decode(&name) == nil {
+				profile = name // a wrong type is reported with the rest
 			}
 		}
 	}
@@ -153,18 +160,221 @@ func (c *Config) DecodeFile(data []byte, profile string) error {
 		}
 		c.Profile, c.Downstreams = profile, ds
 	}
-	var problems []string
-	if root.Kind != 0 && root.Kind != yaml.DocumentNode {
-		v := c.file()
-		decodeOnto(root, reflect.ValueOf(&v).Elem(), "", &problems)
+	v := c.file()
+	switch {
+	case root.Kind == yaml.MappingNode:
+		d.decodeEntries(top, reflect.ValueOf(&v).Elem(), "")
+	case root.Kind != 0 && root.Kind != yaml.DocumentNode:
+		d.decodeOnto(root, reflect.ValueOf(&v).Elem(), "")
 	}
 	if profile != "" {
 		c.Profile = profile // the flag's, over the file's
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(problems, "; "))
+	return d.err()
+}
+
+// maxProblems is how many problems an error about a file lists; it counts
+// the rest.
+const maxProblems = 10
+
+// fileDecoder decodes a file's nodes onto a [fileView], gathering problems.
+// It counts the nodes it visits as yaml.v3 counts its decodes, and stops
+// with yaml.v3's limit on how many of them may come through aliases, so
+// aliases that expand without end are refused in bounded time.
+type fileDecoder struct {
+	problems   []string
+	more       int  // problems past maxProblems
+	stopped    bool // excessive aliasing: nothing more is read
+	visits     int
+	aliased    int // visits under an alias
+	aliasDepth int
+}
+
+// fileEntry is a key of a mapping and its value, merge keys applied.
+type fileEntry struct {
+	name     string
+	key, val *yaml.Node
+}
+
+func (d *fileDecoder) problem(line int, path, format string, args ...any) {
+	if path != "" {
+		path += ": "
 	}
-	return nil
+	if len(d.problems) == maxProblems {
+		d.more++
+		return
+	}
+	d.problems = append(d.problems, fmt.Sprintf("line %d: %s", line, path)+fmt.Sprintf(format, args...))
+}
+
+func (d *fileDecoder) err() error {
+	if len(d.problems) == 0 {
+		return nil
+	}
+	msg := strings.Join(d.problems, "; ")
+	if d.more > 0 {
+		msg += fmt.Sprintf(" (and %d more)", d.more)
+	}
+	return fmt.Errorf("%w: %s", ErrInvalidConfig, msg)
+}
+
+// visit counts a visit of n, resolves an alias, and reports whether the
+// walk goes on; a caller given aliased must call d.leave when done with n.
+func (d *fileDecoder) visit(n *yaml.Node, path string) (_ *yaml.Node, aliased, ok bool) {
+	if d.stopped {
+		return n, false, false
+	}
+	d.visits++
+	if d.aliasDepth > 0 {
+		d.aliased++
+	}
+	if d.aliased > 100 && d.visits > 1000 && float64(d.aliased)/float64(d.visits) > allowedAliasRatio(d.visits) {
+		d.problem(n.Line, cmpOr(path, "the file"), "the document contains excessive aliasing; use fewer aliases")
+		d.stopped = true
+		return n, false, false
+	}
+	if aliased = n.Kind == yaml.AliasNode; aliased {
+		n = resolve(n)
+		d.aliasDepth++
+	}
+	return n, aliased, true
+}
+
+func (d *fileDecoder) leave(aliased bool) {
+	if aliased {
+		d.aliasDepth--
+	}
+}
+
+// allowedAliasRatio is yaml.v3's: the share of decodes that may come
+// through aliases, 99% up to 400,000 decodes, falling to 10% at 4,000,000.
+func allowedAliasRatio(decodes int) float64 {
+	const low, high = 400_000, 4_000_000
+	switch {
+	case decodes <= low:
+		return 0.99
+	case decodes >= high:
+		return 0.10
+	default:
+		return 0.99 - 0.89*float64(decodes-low)/float64(high-low)
+	}
+}
+
+// isMerge reports whether k is a merge key, as yaml.v3 decides it (a
+// quoted "<<" is a plain key).
+func isMerge(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "" || k.Tag == "!" || k.ShortTag() == "!!merge")
+}
+
+// entries returns the keys of mapping n at path with their values, as
+// yaml.v3 reads them: n's own keys, then those of each mapping merged into
+// it (<<) in order, a key already given skipped. A key given twice in one
+// mapping, a key that is not text, and a merge of something that is not a
+// mapping are problems (keys lists the keys allowed there, for the fix); a
+// null key is skipped, as yaml.v3 skipped it.
+func (d *fileDecoder) entries(n *yaml.Node, path string, keys []string) []fileEntry {
+	var out []fileEntry
+	d.collect(n, path, keys, map[string]bool{}, &out)
+	return out
+}
+
+func (d *fileDecoder) collect(n *yaml.Node, path string, keys []string, given map[string]bool, out *[]fileEntry) {
+	var merges []*yaml.Node
+	own := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		name, null, ok := d.keyName(k, path, keys)
+		if !ok {
+			continue
+		}
+		id := name
+		if isMerge(k) || null {
+			id = "\x00" + k.ShortTag() + name // not a key of that name
+		}
+		switch {
+		case own[id] && pathKey(name) == name:
+			d.problem(k.Line, "", "%s is given twice", strconv.Quote(strings.TrimPrefix(path+"."+name, ".")))
+			continue
+		case own[id]:
+			d.problem(k.Line, cmpOr(path, "the file"), "key %s is given twice", strconv.Quote(name))
+			continue
+		}
+		own[id] = true
+		switch {
+		case null: // skipped, as yaml.v3 skipped it
+		case isMerge(k):
+			merges = append(merges, val)
+		case !given[name]:
+			given[name] = true
+			*out = append(*out, fileEntry{name, k, val})
+		}
+	}
+	for _, m := range merges {
+		if m.Kind != yaml.SequenceNode { // a mapping, or an alias of one
+			d.merge(m, path, keys, given, out)
+			continue
+		}
+		if _, _, ok := d.visit(m, path); !ok {
+			return
+		}
+		for _, item := range m.Content {
+			d.merge(item, path, keys, given, out)
+		}
+	}
+}
+
+// merge adds the entries of m, merged into a mapping at path.
+func (d *fileDecoder) merge(m *yaml.Node, path string, keys []string, given map[string]bool, out *[]fileEntry) {
+	line := m.Line
+	m, aliased, ok := d.visit(m, path)
+	if !ok {
+		return
+	}
+	defer d.leave(aliased)
+	if m.Kind != yaml.MappingNode {
+		d.problem(line, cmpOr(path, "the file"), "%s cannot be merged; merge a mapping or a list of mappings", describe(m))
+		return
+	}
+	d.collect(m, path, keys, given, out)
+}
+
+// keyName returns the text of key k of a mapping at path, read as yaml.v3
+// reads a key into a string (an alias followed, !!binary decoded), and
+// whether k is null; ok is false for a key that is not text (a problem).
+func (d *fileDecoder) keyName(k *yaml.Node, path string, keys []string) (name string, null, ok bool) {
+	if r := resolve(k); r.Kind == yaml.ScalarNode && r.ShortTag() == "!!null" {
+		return r.Value, true, true
+	}
+	if err := k.Decode(&name); err != nil {
+		fix := "use a name"
+		if keys != nil {
+			fix = "use " + strings.Join(keys, ", ")
+		}
+		d.problem(k.Line, cmpOr(path, "the file"), "%s is not a key; %s", describe(resolve(k)), fix)
+		return "", false, false
+	}
+	return name, false, true
+}
+
+// resolve returns the node an alias stands for, n itself when n is not an
+// alias.
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// pathKey is key as a step of a path: as it is when it is a plain name,
+// quoted otherwise, so no key read from the file breaks the error's line.
+func pathKey(key string) string {
+	plain := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_/<", r)
+	}
+	if key == "" || strings.IndexFunc(key, func(r rune) bool { return !plain(r) }) >= 0 {
+		return strconv.Quote(key)
+	}
+	return key
 }
 
 // wholeInFile marks a value a file sets whole: a latency's p50 and p99 are
@@ -175,15 +385,16 @@ func (*Latency) wholeInFile() {}
 
 var durationType = reflect.TypeFor[time.Duration]()
 
-// decodeOnto writes n over v (see [Config.DecodeFile]), appending each
-// problem with its line and key path.
-func decodeOnto(n *yaml.Node, v reflect.Value, path string, problems *[]string) {
-	bad := func(format string, args ...any) {
-		*problems = append(*problems, fmt.Sprintf("line %d: %s: ", n.Line, cmpOr(path, "the file"))+fmt.Sprintf(format, args...))
+// decodeOnto writes n over v (see [Config.DecodeFile]), noting each problem
+// with its line and key path.
+func (d *fileDecoder) decodeOnto(n *yaml.Node, v reflect.Value, path string) {
+	line := n.Line // where the file gives it, an alias too
+	n, aliased, ok := d.visit(n, path)
+	if !ok {
+		return
 	}
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
+	defer d.leave(aliased)
+	bad := func(format string, args ...any) { d.problem(line, cmpOr(path, "the file"), format, args...) }
 	if v.Kind() == reflect.Pointer {
 		v = v.Elem()
 	}
@@ -193,64 +404,72 @@ func decodeOnto(n *yaml.Node, v reflect.Value, path string, problems *[]string) 
 	if _, ok := v.Addr().Interface().(wholeInFile); ok {
 		v.SetZero()
 	}
-	if v.Kind() == reflect.Struct || (v.Kind() == reflect.Map && v.Type().Elem().Kind() == reflect.Struct) {
+	switch {
+	case v.Kind() == reflect.Struct || v.Kind() == reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			bad("%s is not a mapping of keys to values", describe(n))
 			return
 		}
-		keys := fileKeys(v)
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, val := n.Content[i].Value, n.Content[i+1]
-			sub := strings.TrimPrefix(path+"."+k, ".")
-			switch {
-			case path == "" && k == "profile": // applied first; checked here
-				var name string
-				decodeOnto(val, reflect.ValueOf(&name).Elem(), sub, problems)
-			case seen[k]:
-				*problems = append(*problems, fmt.Sprintf("line %d: %s is given twice", n.Content[i].Line, strconv.Quote(sub)))
-			case !slices.Contains(keys, k):
-				*problems = append(*problems, fmt.Sprintf("line %d: %s: unknown key %s; use %s", n.Content[i].Line,
-					cmpOr(path, "the file"), strconv.Quote(k), strings.Join(keys, ", ")))
-			case v.Kind() == reflect.Map && val.ShortTag() == "!!null":
-				*problems = append(*problems, fmt.Sprintf("line %d: %s: no settings; give some or leave the key out", val.Line, sub))
-			case v.Kind() == reflect.Map:
-				e := reflect.New(v.Type().Elem()).Elem()
-				e.Set(v.MapIndex(reflect.ValueOf(k)))
-				decodeOnto(val, e, sub, problems)
-				v.SetMapIndex(reflect.ValueOf(k), e)
-			default:
-				decodeOnto(val, v.Field(slices.Index(fieldKeys(v.Type()), k)), sub, problems)
-			}
-			seen[k] = true
+		var keys []string
+		if v.Kind() == reflect.Struct || v.Type().Elem().Kind() == reflect.Struct {
+			keys = fileKeys(v)
 		}
-		return
-	}
-	switch {
+		d.decodeEntries(d.entries(n, path, keys), v, path)
 	case v.Type() == durationType:
-		if d, err := config.ParseDuration(n.Value); err != nil {
+		if dur, err := config.ParseDuration(n.Value); err != nil {
 			bad("%v", err)
 		} else {
-			v.SetInt(int64(d))
+			v.SetInt(int64(dur))
 		}
 	case v.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		v.SetZero() // a list replaces the setting whole; an empty list leaves it nil
 		for i, item := range n.Content {
 			e := reflect.New(v.Type().Elem()).Elem()
-			decodeOnto(item, e, fmt.Sprintf("%s[%d]", path, i), problems)
+			d.decodeOnto(item, e, fmt.Sprintf("%s[%d]", path, i))
 			v.Set(reflect.Append(v, e))
 		}
 	default:
-		if v.Kind() == reflect.Map {
-			v.SetZero() // replaced whole, not merged
-		}
 		if err := n.Decode(v.Addr().Interface()); err != nil {
 			var te *yaml.TypeError
 			if errors.As(err, &te) {
 				bad("%s is not %s", describe(n), kindName(v.Type()))
 			} else {
-				bad("%v", err)
+				bad("%s", strings.Join(strings.Fields(err.Error()), " "))
 			}
+		}
+	}
+}
+
+// decodeEntries writes a mapping's entries over v, a struct or a map. A
+// map of mappings is refined entry by entry and takes only the keys it
+// has; a map of plain values is replaced whole.
+func (d *fileDecoder) decodeEntries(entries []fileEntry, v reflect.Value, path string) {
+	keys := fileKeys(v)
+	plain := v.Kind() == reflect.Map && v.Type().Elem().Kind() != reflect.Struct
+	if plain {
+		v.Set(reflect.MakeMap(v.Type())) // replaced whole, not merged
+	}
+	for _, e := range entries {
+		sub := strings.TrimPrefix(path+"."+pathKey(e.name), ".")
+		switch {
+		case plain:
+			x := reflect.New(v.Type().Elem()).Elem()
+			d.decodeOnto(e.val, x, sub)
+			v.SetMapIndex(reflect.ValueOf(e.name), x)
+		case path == "" && e.name == "profile": // applied first; checked here
+			var name string
+			d.decodeOnto(e.val, reflect.ValueOf(&name).Elem(), sub)
+		case !slices.Contains(keys, e.name):
+			d.problem(e.key.Line, cmpOr(path, "the file"), "unknown key %s; use %s", strconv.Quote(e.name), strings.Join(keys, ", "))
+		case v.Kind() == reflect.Map && resolve(e.val).ShortTag() == "!!null":
+			d.problem(e.val.Line, sub, "no settings; give some or leave the key out")
+		case v.Kind() == reflect.Map:
+			x := reflect.New(v.Type().Elem()).Elem()
+			x.Set(v.MapIndex(reflect.ValueOf(e.name)))
+			d.decodeOnto(e.val, x, sub)
+			v.SetMapIndex(reflect.ValueOf(e.name), x)
+		default:
+			d.decodeOnto(e.val, v.Field(slices.Index(fieldKeys(v.Type()), e.name)), sub)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -124,6 +125,31 @@ func TestDecodeFileRefusesBadFiles(t *testing.T) {
 		{"profile: [flaky]\n", `line 1: profile: a list is not a string`},
 		{"a: [\n", `yaml: line 1:`},
 		{"instancs: 3\ntraffic: {rps: fast}\n", `unknown key "instancs"; use instances, listen, allowed-hosts, profile, time-scale, chaos, traffic, principals, downstreams, resilience, tools, defer-retry-after, audit, emf; line 2: traffic.rps`},
+		// Every key given twice is refused, the profile too, and within a
+		// map of plain values; a merged key is not given twice.
+		{"profile: flaky\nprofile: nope\n", `line 2: "profile" is given twice`},
+		{"profile: flaky\nprofile: flaky\n", `line 2: "profile" is given twice`},
+		{"traffic: {mix: {screen_entity: 1, screen_entity: 2}}\n", `line 1: "traffic.mix.screen_entity" is given twice`},
+		{"traffic: {mix: {a: 1, \"a\": 2}}\n", `line 1: "traffic.mix.a" is given twice`},
+		{"<<: {instances: 3, instances: 4}\n", `line 1: "instances" is given twice`},
+		{"instances: 3\n~: 1\n~: 2\n", `line 3: the file: key "~" is given twice`},
+		{"traffic: {<<: {rps: 3}, <<: {clients: 3}}\n", `line 1: "traffic.<<" is given twice`},
+		// A map of plain values names the entry at fault.
+		{"traffic: {mix: {screen_entity: lots}}\n", `line 1: traffic.mix.screen_entity: "lots" is not a number`},
+		{"traffic:\n  mix:\n    \"a\\nb\": x\n", `line 3: traffic.mix."a\nb": "x" is not a number`},
+		// A key that is not text is described, not shown as "".
+		{"? [a]\n: 1\n", `line 1: the file: a list is not a key; use instances, listen,`},
+		{"? {a: 1}\n: 1\n", `line 1: the file: a mapping is not a key; use instances,`},
+		{"traffic: {mix: {? [a] : 2}}\n", `line 1: traffic.mix: a list is not a key; use a name`},
+		// A merged mapping is checked like the mapping it merges into.
+		{"traffic: {<<: {rpx: 3}}\n", `line 1: traffic: unknown key "rpx"; use rps, clients, max-in-flight, mix`},
+		{"traffic: {<<: [{rps: 3}, {rpx: 4}]}\n", `line 1: traffic: unknown key "rpx"`},
+		{"traffic: {<<: {rps: x}}\n", `line 1: traffic.rps: "x" is not a number`},
+		{"traffic: {<<: 3}\n", `line 1: traffic: "3" cannot be merged; merge a mapping or a list of mappings`},
+		{"traffic: {<<: [3]}\n", `line 1: traffic: "3" cannot be merged`},
+		{"traffic: {<<: ~}\n", `line 1: traffic: "~" cannot be merged`},
+		{"a: &l [{rps: 1}]\ntraffic: {<<: *l}\n", `line 2: traffic: a list cannot be merged`},
+		{"<<: {profile: nope}\n", `unknown profile "nope"`},
 	} {
 		c := sandbox.DefaultConfig()
 		err := c.DecodeFile([]byte(tc.file), "")
@@ -181,5 +207,116 @@ func TestLoadFileReadsRegularFilesOnly(t *testing.T) {
 	}
 	if err := c.LoadFile(path, ""); err == nil || !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), "line 2: traffic.rps") {
 		t.Errorf("a bad file: %v, want its path and the line", err)
+	}
+}
+
+// Aliases and merge keys (<<) read as yaml.v3 reads them: the mapping's own
+// keys win over merged ones, and an earlier merged mapping over a later one.
+func TestDecodeFileFollowsAliasesAndMergeKeys(t *testing.T) {
+	flaky, _ := sandbox.Profile(sandbox.ProfileFlaky)
+	degraded, _ := sandbox.Profile(sandbox.ProfileDegraded)
+	for _, tc := range []struct {
+		file string
+		ok   func(c sandbox.Config) bool
+	}{
+		{"emf: {namespace: &p flaky}\nprofile: *p\n", func(c sandbox.Config) bool {
+			return c.Profile == sandbox.ProfileFlaky && reflect.DeepEqual(c.Downstreams, flaky)
+		}},
+		{"traffic: {<<: {rps: 3, clients: 2}, rps: 5}\n", func(c sandbox.Config) bool { return c.Traffic.RPS == 5 && c.Traffic.Clients == 2 }},
+		{"traffic: {rps: 5, <<: {rps: 3, clients: 2}}\n", func(c sandbox.Config) bool { return c.Traffic.RPS == 5 && c.Traffic.Clients == 2 }},
+		{"traffic: {<<: [{rps: 3}, {rps: 4, clients: 9}]}\n", func(c sandbox.Config) bool { return c.Traffic.RPS == 3 && c.Traffic.Clients == 9 }},
+		{"base: &b {rps: 3}\n", nil}, // an unknown key stays refused
+		{"x: &b {rps: 3}\n", nil},
+		{"traffic: &b {rps: 3}\naudit: {interval: 2s}\n", func(c sandbox.Config) bool { return c.Traffic.RPS == 3 && c.Audit.Interval == 2*time.Second }},
+		{"traffic: {<<: {<<: {clients: 4}, rps: 1}}\n", func(c sandbox.Config) bool { return c.Traffic.RPS == 1 && c.Traffic.Clients == 4 }},
+		{"traffic: {<<: [], clients: 2}\n", func(c sandbox.Config) bool { return c.Traffic.Clients == 2 }},
+		{"traffic: {mix: {<<: {a: 1, b: 3}, a: 2}}\n", func(c sandbox.Config) bool {
+			return reflect.DeepEqual(c.Traffic.Mix, map[string]float64{"a": 2, "b": 3})
+		}},
+		{"traffic: {mix: {a: &v 1, b: *v, c: ~}}\n", func(c sandbox.Config) bool {
+			return reflect.DeepEqual(c.Traffic.Mix, map[string]float64{"a": 1, "b": 1, "c": 0})
+		}},
+		{"traffic: {mix: {}}\n", func(c sandbox.Config) bool { return c.Traffic.Mix != nil && len(c.Traffic.Mix) == 0 }},
+		{"<<: {profile: flaky}\n", func(c sandbox.Config) bool {
+			return c.Profile == sandbox.ProfileFlaky && reflect.DeepEqual(c.Downstreams, flaky)
+		}},
+		{"<<: {profile: nope}\nprofile: degraded\n", func(c sandbox.Config) bool {
+			return c.Profile == sandbox.ProfileDegraded && reflect.DeepEqual(c.Downstreams, degraded)
+		}},
+		{"<<: [{traffic: {rps: 1}}, {traffic: {clients: 2}}]\n", func(c sandbox.Config) bool { return c.Traffic.RPS == 1 && c.Traffic.Clients == 0 }},
+		{"defaults: &d {error-rate: 0.5}\n", nil},
+		{"downstreams: {openai: {<<: {error-rate: 0.5, timeout-rate: 0.25}, error-rate: 0.125}}\n", func(c sandbox.Config) bool {
+			oa := c.Downstreams[sandbox.OpenAI]
+			return oa.ErrorRate == 0.125 && oa.TimeoutRate == 0.25
+		}},
+		{"resilience: {breakers: {openai: {<<: {probes: 1}, window: 3}}}\n", func(c sandbox.Config) bool {
+			b := c.Resilience.Dependency(sandbox.OpenAI).Breaker
+			return b.Probes == 1 && b.WindowSize == 3
+		}},
+		// yaml.v3 skipped a null key and read a !!binary string.
+		{"~: 1\nnull: {any: thing}\n", func(c sandbox.Config) bool { return reflect.DeepEqual(c, sandbox.DefaultConfig()) }},
+		{"profile: !!binary Zmxha3k=\n", func(c sandbox.Config) bool { return c.Profile == sandbox.ProfileFlaky }},
+		{"? !!binary aW5zdGFuY2Vz\n: 3\n", func(c sandbox.Config) bool { return c.Instances == 3 }},
+	} {
+		c := sandbox.DefaultConfig()
+		err := c.DecodeFile([]byte(tc.file), "")
+		switch {
+		case tc.ok == nil && !errors.Is(err, sandbox.ErrInvalidConfig):
+			t.Errorf("%q: %v, want it refused", tc.file, err)
+		case tc.ok != nil && err != nil:
+			t.Errorf("%q: %v", tc.file, err)
+		case tc.ok != nil && !tc.ok(c):
+			t.Errorf("%q: decoded %+v", tc.file, c)
+		}
+	}
+}
+
+// However many problems a file has, the error is one line of a few
+// problems and a count of the rest.
+func TestDecodeFileErrorIsBounded(t *testing.T) {
+	var b strings.Builder
+	n := 0
+	for b.Len() < 990<<10 {
+		fmt.Fprintf(&b, "unknown-key-%d: 1\n", n)
+		n++
+	}
+	c := sandbox.DefaultConfig()
+	err := c.DecodeFile([]byte(b.String()), "")
+	if !errors.Is(err, sandbox.ErrInvalidConfig) {
+		t.Fatalf("%d unknown keys: %v", n, err)
+	}
+	msg := err.Error()
+	if len(msg) > 4<<10 || strings.Contains(msg, "\n") || !strings.HasSuffix(msg, fmt.Sprintf("(and %d more)", n-10)) ||
+		!strings.Contains(msg, `line 10: the file: unknown key "unknown-key-9"`) || strings.Contains(msg, `"unknown-key-10"`) {
+		t.Errorf("%d unknown keys: a %d-byte error: %.600s ... %s", n, len(msg), msg, msg[max(0, len(msg)-100):])
+	}
+}
+
+// Aliases that expand without end and nesting past yaml's depth are
+// refused, never a panic or a hang.
+func TestDecodeFileRefusesAliasBombsAndDeepNesting(t *testing.T) {
+	var bomb strings.Builder
+	bomb.WriteString("x:\n  - &a0 {rps: 1}\n")
+	for i := 1; i < 30; i++ {
+		fmt.Fprintf(&bomb, "  - &a%d {<<: [*a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d, *a%[2]d]}\n", i, i-1)
+	}
+	bomb.WriteString("traffic: *a29\n")
+	var lists strings.Builder
+	lists.WriteString("x:\n  - &l0 [a, a, a, a, a, a, a, a, a, a]\n")
+	for i := 1; i < 30; i++ {
+		fmt.Fprintf(&lists, "  - &l%d [*l%[2]d, *l%[2]d, *l%[2]d, *l%[2]d, *l%[2]d, *l%[2]d, *l%[2]d, *l%[2]d]\n", i, i-1)
+	}
+	lists.WriteString("principals: *l29\nallowed-hosts: *l29\nchaos: {targets: *l29}\n")
+	for name, tc := range map[string]struct{ file, want string }{
+		"merge bomb":   {bomb.String(), "excessive aliasing"},
+		"list bomb":    {lists.String(), "is not a mapping"},
+		"deep mapping": {strings.Repeat("{a: ", 20000) + strings.Repeat("}", 20000) + "\n", "yaml:"},
+		"deep list":    {"allowed-hosts: " + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "\n", "yaml:"},
+	} {
+		c := sandbox.DefaultConfig()
+		err := c.DecodeFile([]byte(tc.file), "")
+		if !errors.Is(err, sandbox.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) || len(err.Error()) > 4<<10 {
+			t.Errorf("%s: %.300v, want a short error with %q", name, err, tc.want)
+		}
 	}
 }
