@@ -106,7 +106,39 @@ func dsn(abs string) string {
 	return "file:" + (&url.URL{Path: p}).EscapedPath() + "?" + q.Encode()
 }
 
+// migrate brings the schema to schemaVersion. Several processes opening a
+// new file at once race to switch it to WAL, and SQLite answers the losers
+// SQLITE_BUSY at once, without waiting on the busy timeout (it cannot wait
+// there without risking a deadlock). migrate retries those for up to
+// BusyTimeout, so "locked for more than BusyTimeout" stays true.
 func (s *Store) migrate(ctx context.Context) error {
+	deadline := time.Now().Add(BusyTimeout)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := s.migrateOnce(ctx)
+		if err == nil || !isBusy(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return s.wrap(ctx, "open embedded store", ctx.Err())
+		}
+	}
+}
+
+// isBusy reports whether err is SQLite's "database is locked".
+func isBusy(err error) bool {
+	var se *msqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED
+}
+
+func (s *Store) migrateOnce(ctx context.Context) error {
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var version int
 		if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
@@ -375,14 +407,12 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 	if errors.Is(err, store.ErrInvalidItem) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	if isBusy(err) {
+		return fmt.Errorf("%s: %s is locked by another process for more than %v: %w: %w", op, s.path, BusyTimeout, store.ErrUnavailable, err)
+	}
 	var se *msqlite.Error
-	if errors.As(err, &se) {
-		switch se.Code() & 0xff {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
-			return fmt.Errorf("%s: %s is locked by another process for more than %v: %w: %w", op, s.path, BusyTimeout, store.ErrUnavailable, err)
-		case sqlite3.SQLITE_INTERRUPT:
-			return fmt.Errorf("%s: %w", op, err)
-		}
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_INTERRUPT {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	return fmt.Errorf("%s: %s: %w: %w", op, s.Describe(), store.ErrUnavailable, err)
 }

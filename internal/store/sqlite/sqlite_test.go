@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -458,5 +459,48 @@ func TestOpenMigratesVersion1(t *testing.T) {
 	}
 	if !strings.Contains(plan.String(), "ix_audit_by_day") {
 		t.Errorf("query plan does not use the index:\n%s", plan.String())
+	}
+}
+
+// Commands started together on a new context (`make demo` starts the
+// sandbox and the dashboard at once) open a file that does not exist yet.
+// The openers race to switch it to WAL, and SQLite refuses a loser at once,
+// without its busy timeout (a few rounds in a few hundred on the code
+// before the retry); each opener must still open and write.
+func TestConcurrentOpensOfANewFile(t *testing.T) {
+	const openers = 16
+	for round := range 100 {
+		path := filepath.Join(t.TempDir(), fmt.Sprintf("new-%d.db", round))
+		errs := make(chan error, openers)
+		var wg sync.WaitGroup
+		for i := range openers {
+			wg.Go(func() {
+				s, err := sqlite.Open(t.Context(), path)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer func() { _ = s.Close() }()
+				errs <- s.Put(t.Context(), store.Item{"pk": fmt.Sprintf("opener#%d", i)}, store.IfAbsent())
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		s := open(t, path)
+		n := 0
+		for _, err := range s.Scan(t.Context(), store.ScanQuery{Prefix: "opener#"}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		if n != openers {
+			t.Fatalf("round %d: %d items written, want %d", round, n, openers)
+		}
 	}
 }
