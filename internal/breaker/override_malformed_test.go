@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
@@ -20,12 +19,13 @@ import (
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )
 
 // rawAttr is an attribute as another tool writes it: DynamoDB's type letter
 // and the value's text ("N", "9e125").
-type rawAttr struct{ typ, text string }
+type rawAttr = storetest.Attr
 
 // malformedCase is one override item that does not follow the contract.
 type malformedCase struct {
@@ -41,42 +41,42 @@ type malformedCase struct {
 
 var malformedCases = []malformedCase{
 	{"version missing", map[string]rawAttr{"version": {}}, "version", "found absent", true},
-	{"version 1.5", map[string]rawAttr{"version": {"N", "1.5"}}, "version", "found N 1.5", true},
-	{"version 9e125", map[string]rawAttr{"version": {"N", "9e125"}}, "version", "found N 9e+125", true},
-	{"version of type S", map[string]rawAttr{"version": {"S", "1"}}, "version", `found S "1"`, true},
+	{"version 1.5", map[string]rawAttr{"version": {Type: "N", Text: "1.5"}}, "version", "found N 1.5", true},
+	{"version 9e125", map[string]rawAttr{"version": {Type: "N", Text: "9e125"}}, "version", "found N 9e+125", true},
+	{"version of type S", map[string]rawAttr{"version": {Type: "S", Text: "1"}}, "version", `found S "1"`, true},
 	// More digits than float64 holds: a condition on the rounded 1 would
 	// never match what DynamoDB stores.
-	{"version 1.00000000000000000001", map[string]rawAttr{"version": {"N", "1.00000000000000000001"}}, "version", "found N 1.00000000000000000001", true},
-	{"version 99999999999999999999", map[string]rawAttr{"version": {"N", "99999999999999999999"}}, "version", "found N 99999999999999999999", true},
-	{"version 0", map[string]rawAttr{"version": {"N", "0"}}, "version", "found N 0", true},
+	{"version 1.00000000000000000001", map[string]rawAttr{"version": {Type: "N", Text: "1.00000000000000000001"}}, "version", "found N 1.00000000000000000001", true},
+	{"version 99999999999999999999", map[string]rawAttr{"version": {Type: "N", Text: "99999999999999999999"}}, "version", "found N 99999999999999999999", true},
+	{"version 0", map[string]rawAttr{"version": {Type: "N", Text: "0"}}, "version", "found N 0", true},
 	// The operator meant to force the breaker: an unreadable expiry counts
 	// as none, so the override holds until cleared.
-	{"expires_at of type S", map[string]rawAttr{"expires_at": {"S", "tomorrow"}}, "expires_at", `found S "tomorrow"`, true},
-	{"expires_at 1e20", map[string]rawAttr{"expires_at": {"N", "1e20"}}, "expires_at", "found N 1e+20", true},
-	{"expires_at negative", map[string]rawAttr{"expires_at": {"N", "-5"}}, "expires_at", "found N -5", true},
-	{"expires_at fractional", map[string]rawAttr{"expires_at": {"N", "1795980600000.5"}}, "expires_at", "found N 1.7959806000005e+12", true},
-	{"created_at 1e20", map[string]rawAttr{"created_at": {"N", "1e20"}}, "created_at", "found N 1e+20", true},
+	{"expires_at of type S", map[string]rawAttr{"expires_at": {Type: "S", Text: "tomorrow"}}, "expires_at", `found S "tomorrow"`, true},
+	{"expires_at 1e20", map[string]rawAttr{"expires_at": {Type: "N", Text: "1e20"}}, "expires_at", "found N 1e+20", true},
+	{"expires_at negative", map[string]rawAttr{"expires_at": {Type: "N", Text: "-5"}}, "expires_at", "found N -5", true},
+	{"expires_at fractional", map[string]rawAttr{"expires_at": {Type: "N", Text: "1795980600000.5"}}, "expires_at", "found N 1.7959806000005e+12", true},
+	{"created_at 1e20", map[string]rawAttr{"created_at": {Type: "N", Text: "1e20"}}, "created_at", "found N 1e+20", true},
 	{"created_at missing", map[string]rawAttr{"created_at": {}}, "created_at", "found absent", true},
-	{"created_at of type S", map[string]rawAttr{"created_at": {"S", "2026-11-29"}}, "created_at", `found S "2026-11-29"`, true},
-	{"reason of type N", map[string]rawAttr{"reason": {"N", "42"}}, "reason", "found N 42", true},
+	{"created_at of type S", map[string]rawAttr{"created_at": {Type: "S", Text: "2026-11-29"}}, "created_at", `found S "2026-11-29"`, true},
+	{"reason of type N", map[string]rawAttr{"reason": {Type: "N", Text: "42"}}, "reason", "found N 42", true},
 	{"actor missing", map[string]rawAttr{"actor": {}}, "actor", "found absent", true},
-	{"ttl of type S", map[string]rawAttr{"ttl": {"S", "soon"}}, "ttl", `found S "soon"`, true},
+	{"ttl of type S", map[string]rawAttr{"ttl": {Type: "S", Text: "soon"}}, "ttl", `found S "soon"`, true},
 	// Nothing says to force: inactive.
 	{"state missing", map[string]rawAttr{"state": {}}, "state", "found absent", false},
-	{"state of type N", map[string]rawAttr{"state": {"N", "3"}}, "state", "found N 3", false},
-	{"state closed", map[string]rawAttr{"state": {"S", "closed"}}, "state", `found S "closed"`, false},
+	{"state of type N", map[string]rawAttr{"state": {Type: "N", Text: "3"}}, "state", "found N 3", false},
+	{"state closed", map[string]rawAttr{"state": {Type: "S", Text: "closed"}}, "state", `found S "closed"`, false},
 }
 
 // wellFormed is the contract's worked example as raw attributes: forced at
 // t0 for 30 minutes.
 func wellFormed(tc malformedCase) map[string]rawAttr {
 	attrs := map[string]rawAttr{
-		"pk": {"S", "breaker#openai"}, "state": {"S", "forced_open"}, "reason": {"S", "provider incident"},
-		"actor": {"S", "alice@laptop"}, "created_at": {"N", "1795978800000"}, "expires_at": {"N", "1795980600000"},
-		"ttl": {"N", "1795980600"}, "version": {"N", "1"},
+		"pk": {Type: "S", Text: "breaker#openai"}, "state": {Type: "S", Text: "forced_open"}, "reason": {Type: "S", Text: "provider incident"},
+		"actor": {Type: "S", Text: "alice@laptop"}, "created_at": {Type: "N", Text: "1795978800000"}, "expires_at": {Type: "N", Text: "1795980600000"},
+		"ttl": {Type: "N", Text: "1795980600"}, "version": {Type: "N", Text: "1"},
 	}
 	for k, v := range tc.change {
-		if v.typ == "" {
+		if v.Type == "" {
 			delete(attrs, k)
 		} else {
 			attrs[k] = v
@@ -85,37 +85,13 @@ func wellFormed(tc malformedCase) map[string]rawAttr {
 	return attrs
 }
 
-// storeItem is attrs as the store API carries them (numbers parsed as the
-// backends parse them).
-func storeItem(t *testing.T, attrs map[string]rawAttr) store.Item {
-	t.Helper()
-	it := store.Item{}
-	for k, v := range attrs {
-		if v.typ == "S" {
-			it[k] = v.text
-			continue
-		}
-		n, err := store.ParseNumber(v.text)
-		if err != nil {
-			t.Fatal(err)
-		}
-		it[k] = n
-	}
-	return it
-}
-
 // rawWriter writes an item exactly as given, bypassing koshactl's codec.
 type rawWriter func(t *testing.T, attrs map[string]rawAttr)
 
 func TestMalformedOverridesOnEmbeddedStore(t *testing.T) {
 	testMalformedOverrides(t, func(t *testing.T) (store.Store, rawWriter) {
 		s := openStore(t)
-		return s, func(t *testing.T, attrs map[string]rawAttr) {
-			t.Helper()
-			if err := s.Put(context.Background(), storeItem(t, attrs), store.Always()); err != nil {
-				t.Fatal(err)
-			}
-		}
+		return s, func(t *testing.T, attrs map[string]rawAttr) { storetest.PutRaw(t, s, attrs) }
 	})
 }
 
@@ -131,20 +107,7 @@ func TestMalformedOverridesOnDynamoDB(t *testing.T) {
 		if _, err := s.Init(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		return s, func(t *testing.T, attrs map[string]rawAttr) {
-			t.Helper()
-			av := map[string]types.AttributeValue{}
-			for k, v := range attrs {
-				if v.typ == "S" {
-					av[k] = &types.AttributeValueMemberS{Value: v.text}
-				} else {
-					av[k] = &types.AttributeValueMemberN{Value: v.text}
-				}
-			}
-			if _, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: av}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		return s, func(t *testing.T, attrs map[string]rawAttr) { storetest.PutRawDynamoDB(t, client, table, attrs) }
 	})
 }
 
@@ -250,11 +213,11 @@ func rawDoc(t *testing.T, attrs map[string]rawAttr) map[string]any {
 		kb, _ := json.Marshal(k)
 		b.Write(kb)
 		b.WriteString(":")
-		if v.typ == "S" {
-			vb, _ := json.Marshal(v.text)
+		if v.Type == "S" {
+			vb, _ := json.Marshal(v.Text)
 			b.Write(vb)
 		} else {
-			b.WriteString(v.text)
+			b.WriteString(v.Text)
 		}
 	}
 	b.WriteString("}")
@@ -277,7 +240,7 @@ func TestWatcherHoldsAMalformedExpiryAndLogsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := circuit.NewForceWatcher(b, breaker.NewOverrides(s, clk), circuit.WatcherSettings{})
-	it := storeItem(t, wellFormed(malformedCase{change: map[string]rawAttr{"expires_at": {"S", "tomorrow"}}}))
+	it := storetest.RawItem(t, wellFormed(malformedCase{change: map[string]rawAttr{"expires_at": {Type: "S", Text: "tomorrow"}}}))
 	if err := s.Put(t.Context(), it, store.Always()); err != nil {
 		t.Fatal(err)
 	}

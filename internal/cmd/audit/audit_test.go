@@ -1,35 +1,32 @@
 package audit_test
 
 import (
-	"context"
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
-	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )
 
 // attr is a raw DynamoDB attribute: type letter and text.
-type attr struct{ typ, text string }
+type attr = storetest.Attr
 
 // badRecords are written by hand next to koshactl's own records.
 var badRecords = []map[string]attr{
 	// No time at all.
-	{"pk": {"S", "audit#1795978800001#00000000000000aa"}, "actor": {"S", "x"}, "action": {"S", "breaker.clear"},
-		"subject": {"S", "breaker#openai"}, "context": {"S", "local"}, "outcome": {"S", "ok"}},
+	{"pk": {Type: "S", Text: "audit#1795978800001#00000000000000aa"}, "actor": {Type: "S", Text: "x"}, "action": {Type: "S", Text: "breaker.clear"},
+		"subject": {Type: "S", Text: "breaker#openai"}, "context": {Type: "S", Text: "local"}, "outcome": {Type: "S", Text: "ok"}},
 	// A before that is not JSON.
-	{"pk": {"S", "audit#1795978800002#00000000000000bb"}, "time": {"N", "1795978800002"}, "actor": {"S", "x"},
-		"action": {"S", "breaker.clear"}, "subject": {"S", "breaker#openai"}, "context": {"S", "local"},
-		"outcome": {"S", "ok"}, "before": {"S", "{not json"}},
+	{"pk": {Type: "S", Text: "audit#1795978800002#00000000000000bb"}, "time": {Type: "N", Text: "1795978800002"}, "actor": {Type: "S", Text: "x"},
+		"action": {Type: "S", Text: "breaker.clear"}, "subject": {Type: "S", Text: "breaker#openai"}, "context": {Type: "S", Text: "local"},
+		"outcome": {Type: "S", Text: "ok"}, "before": {Type: "S", Text: "{not json"}},
 }
 
 var wantUnreadable = []store.Problem{
@@ -39,25 +36,7 @@ var wantUnreadable = []store.Problem{
 
 func TestAuditListAroundBadRecordsLocalContext(t *testing.T) {
 	testAuditListAroundBadRecords(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
-		return func(attrs map[string]attr) {
-			t.Helper()
-			s, err := sqlite.Open(context.Background(), filepath.Join(e.StateDir(), "local.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			it := store.Item{}
-			for k, v := range attrs {
-				if v.typ == "S" {
-					it[k] = v.text
-				} else if it[k], err = store.ParseNumber(v.text); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := s.Put(context.Background(), it, store.Always()); err != nil {
-				t.Fatal(err)
-			}
-		}
+		return e.PutRaw
 	})
 }
 
@@ -68,24 +47,9 @@ func TestAuditListAroundBadRecordsDynamoDBContext(t *testing.T) {
 		e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
 			"--endpoint-url", endpoint, "--static-credentials", "--use")
 		e.MustRun(0, "store", "init")
-		return func(attrs map[string]attr) {
-			t.Helper()
-			av := map[string]types.AttributeValue{}
-			for k, v := range attrs {
-				if v.typ == "S" {
-					av[k] = &types.AttributeValueMemberS{Value: v.text}
-				} else {
-					av[k] = &types.AttributeValueMemberN{Value: v.text}
-				}
-			}
-			if _, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: aws("kosha-control"), Item: av}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		return func(attrs map[string]attr) { storetest.PutRawDynamoDB(t, client, "kosha-control", attrs) }
 	})
 }
-
-func aws(s string) *string { return &s }
 
 func testAuditListAroundBadRecords(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(map[string]attr)) {
 	e := clitest.New(t)

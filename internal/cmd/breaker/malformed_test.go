@@ -1,28 +1,25 @@
 package breaker_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
-	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )
 
 // attr is a raw DynamoDB attribute: type letter and text.
-type attr struct{ typ, text string }
+type attr = storetest.Attr
 
 // hostileOverrides are the issue's corrupt override items, each a change to
 // the contract's worked example (forced at the test epoch for 30 minutes).
@@ -34,23 +31,23 @@ var hostileOverrides = []struct {
 	expiry string          // the EXPIRES column of breaker list
 }{
 	{"version missing", map[string]attr{"version": {}}, "version", "found absent", "2026-11-29T19:30:00Z"},
-	{"version 1.5", map[string]attr{"version": {"N", "1.5"}}, "version", "found N 1.5", "2026-11-29T19:30:00Z"},
-	{"version 9e125", map[string]attr{"version": {"N", "9e125"}}, "version", "found N 9e+125", "2026-11-29T19:30:00Z"},
-	{"version of type S", map[string]attr{"version": {"S", "1"}}, "version", `found S "1"`, "2026-11-29T19:30:00Z"},
-	{"version with 21 digits", map[string]attr{"version": {"N", "1.00000000000000000001"}}, "version", "found N 1.00000000000000000001", "2026-11-29T19:30:00Z"},
-	{"expires_at tomorrow", map[string]attr{"expires_at": {"S", "tomorrow"}}, "expires_at", `found S "tomorrow"`, "unreadable (held until cleared)"},
-	{"expires_at 1e20", map[string]attr{"expires_at": {"N", "1e20"}}, "expires_at", "found N 1e+20", "unreadable (held until cleared)"},
-	{"created_at 1e20", map[string]attr{"created_at": {"N", "1e20"}}, "created_at", "found N 1e+20", "2026-11-29T19:30:00Z"},
+	{"version 1.5", map[string]attr{"version": {Type: "N", Text: "1.5"}}, "version", "found N 1.5", "2026-11-29T19:30:00Z"},
+	{"version 9e125", map[string]attr{"version": {Type: "N", Text: "9e125"}}, "version", "found N 9e+125", "2026-11-29T19:30:00Z"},
+	{"version of type S", map[string]attr{"version": {Type: "S", Text: "1"}}, "version", `found S "1"`, "2026-11-29T19:30:00Z"},
+	{"version with 21 digits", map[string]attr{"version": {Type: "N", Text: "1.00000000000000000001"}}, "version", "found N 1.00000000000000000001", "2026-11-29T19:30:00Z"},
+	{"expires_at tomorrow", map[string]attr{"expires_at": {Type: "S", Text: "tomorrow"}}, "expires_at", `found S "tomorrow"`, "unreadable (held until cleared)"},
+	{"expires_at 1e20", map[string]attr{"expires_at": {Type: "N", Text: "1e20"}}, "expires_at", "found N 1e+20", "unreadable (held until cleared)"},
+	{"created_at 1e20", map[string]attr{"created_at": {Type: "N", Text: "1e20"}}, "created_at", "found N 1e+20", "2026-11-29T19:30:00Z"},
 }
 
 func hostileItem(change map[string]attr) map[string]attr {
 	attrs := map[string]attr{
-		"pk": {"S", "breaker#openai"}, "state": {"S", "forced_open"}, "reason": {"S", "provider incident"},
-		"actor": {"S", "alice@laptop"}, "created_at": {"N", "1795978800000"}, "expires_at": {"N", "1795980600000"},
-		"ttl": {"N", "1795980600"}, "version": {"N", "1"},
+		"pk": {Type: "S", Text: "breaker#openai"}, "state": {Type: "S", Text: "forced_open"}, "reason": {Type: "S", Text: "provider incident"},
+		"actor": {Type: "S", Text: "alice@laptop"}, "created_at": {Type: "N", Text: "1795978800000"}, "expires_at": {Type: "N", Text: "1795980600000"},
+		"ttl": {Type: "N", Text: "1795980600"}, "version": {Type: "N", Text: "1"},
 	}
 	for k, v := range change {
-		if v.typ == "" {
+		if v.Type == "" {
 			delete(attrs, k)
 		} else {
 			attrs[k] = v
@@ -61,25 +58,7 @@ func hostileItem(change map[string]attr) map[string]attr {
 
 func TestMalformedOverridesLocalContext(t *testing.T) {
 	testHostileOverrides(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
-		return func(attrs map[string]attr) {
-			t.Helper()
-			s, err := sqlite.Open(context.Background(), filepath.Join(e.StateDir(), "local.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			it := store.Item{}
-			for k, v := range attrs {
-				if v.typ == "S" {
-					it[k] = v.text
-				} else if it[k], err = store.ParseNumber(v.text); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := s.Put(context.Background(), it, store.Always()); err != nil {
-				t.Fatal(err)
-			}
-		}
+		return e.PutRaw
 	})
 }
 
@@ -93,20 +72,7 @@ func TestMalformedOverridesDynamoDBContext(t *testing.T) {
 		e.MustRun(0, "config", "set-context", "dev", "--table", table, "--region", dynalite.Region,
 			"--endpoint-url", endpoint, "--static-credentials", "--use")
 		e.MustRun(0, "store", "init")
-		return func(attrs map[string]attr) {
-			t.Helper()
-			av := map[string]types.AttributeValue{}
-			for k, v := range attrs {
-				if v.typ == "S" {
-					av[k] = &types.AttributeValueMemberS{Value: v.text}
-				} else {
-					av[k] = &types.AttributeValueMemberN{Value: v.text}
-				}
-			}
-			if _, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: av}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		return func(attrs map[string]attr) { storetest.PutRawDynamoDB(t, client, table, attrs) }
 	})
 }
 
@@ -196,11 +162,11 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 				if k == "pk" {
 					continue
 				}
-				if v.typ == "S" {
-					want[k] = v.text
+				if v.Type == "S" {
+					want[k] = v.Text
 				} else {
 					var f float64
-					if err := json.Unmarshal([]byte(v.text), &f); err != nil {
+					if err := json.Unmarshal([]byte(v.Text), &f); err != nil {
 						t.Fatal(err)
 					}
 					want[k] = f

@@ -16,6 +16,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/store/storetest"
 )
 
 // Epoch is the fixed instant every test's clock starts at.
@@ -56,6 +58,18 @@ func (e *Env) ConfigPath() string { return filepath.Join(e.Dir, "config.yaml") }
 // StateDir returns the state directory (KOSHACTL_STATE_DIR) where the local
 // context keeps its embedded store and chaos key.
 func (e *Env) StateDir() string { return filepath.Join(e.Dir, "state") }
+
+// PutRaw writes attrs to the local context's embedded store as a hand edit
+// would, past every codec of koshactl's domain packages.
+func (e *Env) PutRaw(attrs map[string]storetest.Attr) {
+	e.T.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(e.StateDir(), "local.db"))
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	storetest.PutRaw(e.T, s, attrs)
+}
 
 // Result is one command's outcome.
 type Result struct {
