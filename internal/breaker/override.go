@@ -124,9 +124,23 @@ func (o Override) MalformedSummary(now time.Time) string {
 	default:
 		reading = "expired"
 	}
-	return fmt.Sprintf("malformed override item (%s): %s; repair it with koshactl breaker clear %s, or force-open --overwrite",
-		strings.Join(parts, "; "), reading, o.Dependency)
+	return fmt.Sprintf("malformed override item (%s): %s; %s",
+		strings.Join(parts, "; "), reading, o.Repair())
 }
+
+// Repair says how to remove or replace the item in one command: `breaker
+// clear DEPENDENCY` (or force-open --overwrite), or, for a pk that is not a
+// valid dependency name, `breaker clear --key 'breaker#Bad Name'` (the pk
+// quoted for a POSIX shell).
+func (o Override) Repair() string {
+	if ValidateDependency(o.Dependency) != nil {
+		return "remove it with koshactl breaker clear --key " + shellQuote(OverrideKey(o.Dependency))
+	}
+	return "repair it with koshactl breaker clear " + o.Dependency + ", or force-open --overwrite"
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes, each ' as '\''.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // ActiveAt applies the data plane's rule: an override is active iff its item
 // exists, its state is forced_open and expires_at is absent or after now.

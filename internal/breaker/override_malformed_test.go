@@ -265,7 +265,9 @@ func TestUnknownAttributesOfEveryTypeAreKeptAndIgnored(t *testing.T) {
 			if _, err := s.Init(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			return s, func(t *testing.T, attrs map[string]rawAttr) { storetest.PutRawDynamoDB(t, client, "unknown-attrs", attrs) }
+			return s, func(t *testing.T, attrs map[string]rawAttr) {
+				storetest.PutRawDynamoDB(t, client, "unknown-attrs", attrs)
+			}
 		})
 	})
 }
@@ -289,7 +291,9 @@ func testUnknownAttributes(t *testing.T, open func(t *testing.T) (store.Store, r
 		t.Fatalf("Get = %+v, %v; want a well-formed active override", o, err)
 	}
 	for name, list := range map[string]func(context.Context) ([]breaker.Override, error){
-		"List": ov.List, "ListFor": func(ctx context.Context) ([]breaker.Override, error) { return ov.ListFor(ctx, []string{"openai", "core-api"}) },
+		"List": ov.List, "ListFor": func(ctx context.Context) ([]breaker.Override, error) {
+			return ov.ListFor(ctx, []string{"openai", "core-api"})
+		},
 	} {
 		got, err := list(t.Context())
 		if err != nil || len(got) != 2 || got[0].Dependency != "core-api" || got[1].Dependency != "openai" || got[1].Malformed() {
