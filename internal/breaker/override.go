@@ -474,7 +474,7 @@ var ErrConflict = errors.New("override conflict")
 
 func (e *ConflictError) Error() string {
 	c := e.Current
-	what := fmt.Sprintf("%s is already forced open by %s (reason: %q", c.Dependency, c.Actor, c.Reason)
+	what := fmt.Sprintf("%s is already forced open by %s (reason: %s", c.Dependency, textsafe.Line(textsafe.Truncate(c.Actor, textsafe.MaxQuoted)), textsafe.Quote(c.Reason))
 	if c.Expires() {
 		what += ", expires " + c.ExpiresAt.Format(time.RFC3339)
 	}
