@@ -139,7 +139,8 @@ func (o Override) Repair() string {
 	return "repair it with koshactl breaker clear " + o.Dependency + ", or force-open --overwrite"
 }
 
-// shellQuote quotes s for a POSIX shell: in single quotes, each ' as '\”.
+// shellQuote quotes s for a POSIX shell: in single quotes, each quote in s
+// closed, escaped and reopened.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // ActiveAt applies the data plane's rule: an override is active iff its item
