@@ -190,7 +190,7 @@ func decodeTyped(kind string, raw json.RawMessage, depth int) (any, error) {
 		if err = strict(raw, &s); err == nil {
 			// DynamoDB's number syntax: never NaN, Inf or hex.
 			if _, ok := parseDecimal(s); !ok {
-				return nil, fmt.Errorf("N %q is not a decimal number", s)
+				return nil, fmt.Errorf("number %q is not decimal", s)
 			}
 			return ParseNumber(s)
 		}
@@ -203,7 +203,7 @@ func decodeTyped(kind string, raw json.RawMessage, depth int) (any, error) {
 		var b bool
 		if err = strict(raw, &b); err == nil {
 			if !b {
-				return nil, errors.New(`NULL must be true`)
+				return nil, errors.New("a NULL that is not true")
 			}
 			return Null{}, nil
 		}
@@ -218,7 +218,7 @@ func decodeTyped(kind string, raw json.RawMessage, depth int) (any, error) {
 			out := make(List, len(elems))
 			for i, e := range elems {
 				if out[i], err = unmarshalTyped(e, depth+1); err != nil {
-					return nil, fmt.Errorf("L[%d]: %w", i, err)
+					return nil, fmt.Errorf("element %d: %w", i, err)
 				}
 			}
 			return out, nil
@@ -229,7 +229,7 @@ func decodeTyped(kind string, raw json.RawMessage, depth int) (any, error) {
 			out := make(Map, len(elems))
 			for k, e := range elems {
 				if out[k], err = unmarshalTyped(e, depth+1); err != nil {
-					return nil, fmt.Errorf("M[%q]: %w", k, err)
+					return nil, fmt.Errorf("map key %q: %w", k, err)
 				}
 			}
 			return out, nil
