@@ -61,12 +61,7 @@ type BucketState struct {
 	UpdatedAtMs int64   `json:"updated_at_ms"`
 }
 
-// recordable rollbacks describe their lever for the journal.
-type recordable interface {
-	leverRecord() *LeverRecord
-}
-
-func (r *overrideRollback) leverRecord() *LeverRecord {
+func (r *overrideRollback) LeverRecord() *LeverRecord {
 	rec := &LeverRecord{Kind: LeverOverride, Dependency: r.dependency, Inverse: "clear"}
 	if b := r.before(); b != nil {
 		rec.BeforeOverride = &OverrideState{State: b.State, Reason: b.Reason, Actor: b.Actor, CreatedAt: b.CreatedAt.UTC(),
@@ -84,7 +79,7 @@ func (r *overrideRollback) leverRecord() *LeverRecord {
 	return rec
 }
 
-func (r *bucketRollback) leverRecord() *LeverRecord {
+func (r *bucketRollback) LeverRecord() *LeverRecord {
 	rec := &LeverRecord{Kind: LeverBucket, Client: r.client, Inverse: "restore-level"}
 	if b, ok := r.lever.Before.(ratelimit.Status); ok {
 		rec.BeforeBucket = &BucketState{Exists: b.Exists, Tokens: b.Stored.Tokens, UpdatedAtMs: b.Stored.UpdatedAtMs}
@@ -92,14 +87,10 @@ func (r *bucketRollback) leverRecord() *LeverRecord {
 	return rec
 }
 
-func (r *chaosRollback) leverRecord() *LeverRecord {
+func (r *chaosRollback) LeverRecord() *LeverRecord {
 	rec := &LeverRecord{Kind: LeverChaos, Inverse: "withdraw"}
 	rec.JTI, _ = r.lever.Written().(string)
 	return rec
-}
-
-func (e *explicitRollback) leverRecord() *LeverRecord {
-	return &LeverRecord{Kind: LeverExplicit, Inverse: "run-step"}
 }
 
 // recoveredChaos is a chaos header's rollback after its run died: the
@@ -111,6 +102,13 @@ type recoveredChaos struct {
 
 func (r *recoveredChaos) Subject() string  { return r.subject }
 func (r *recoveredChaos) Describe() string { return "withdraw the chaos header" }
+
+// ExpiresAt is zero: the journal's record already says when the header
+// expires.
+func (r *recoveredChaos) ExpiresAt() time.Time { return time.Time{} }
+
+// LeverRecord is nil: the journal's record stays as it is.
+func (r *recoveredChaos) LeverRecord() *LeverRecord { return nil }
 func (r *recoveredChaos) Undo(context.Context, *RunContext) (string, error) {
 	if r.expires.IsZero() {
 		return "withdrawn: it lived only in the run's process", nil
