@@ -63,7 +63,9 @@ func newAWSWorld(t *testing.T) *awsWorld {
 }
 
 // asRole makes role's policy the one the fakes and the proxy enforce.
-func (w *awsWorld) asRole(t *testing.T, role iam.Role) { w.enf.SetPolicy(policyOf(t, role, testTarget)) }
+func (w *awsWorld) asRole(t *testing.T, role iam.Role) {
+	w.enf.SetPolicy(policyOf(t, role, testTarget))
+}
 
 // run runs args with --debug and returns what it asked of AWS.
 func (w *awsWorld) run(t *testing.T, args ...string) []iam.Need {
@@ -92,7 +94,9 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 		{"breaker list", nil, fixed("breaker", "list")},
 		{"breaker list --scan", nil, fixed("breaker", "list", "--scan")},
 		{"breaker status", nil, fixed("breaker", "status")},
-		{"breaker clear", func() { w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m", "--overwrite") },
+		{"breaker clear", func() {
+			w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m", "--overwrite")
+		},
 			fixed("breaker", "clear", "openai", "--reason", "iam test")},
 		{"ratelimit get", nil, fixed("ratelimit", "get", "agent-1")},
 		{"ratelimit list", nil, fixed("ratelimit", "list")},
