@@ -52,7 +52,7 @@ func (AlarmConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 	prefixes, pok := alarmTemplates(m, "prefix")
 	c.prefixes, ok = prefixes, ok && pok
 	if ok && len(c.names) == 0 && len(c.prefixes) == 0 {
-		m.d.Errorf(m.node, "alarm: give name (an alarm's name, or a list) or prefix (the start of their names)")
+		m.Decoder().Errorf(m.Node(), "alarm: give name (an alarm's name, or a list) or prefix (the start of their names)")
 		ok = false
 	}
 	if m.Has("region") {
@@ -94,9 +94,9 @@ func alarmTemplates(m *Map, key string) ([]Template, bool) {
 	var out []Template
 	ok := true
 	for i, it := range items {
-		t, tok := m.d.Template(it, fmt.Sprintf("%s: %s[%d]", m.what, key, i))
+		t, tok := m.Decoder().Template(it, fmt.Sprintf("%s: %s[%d]", m.What(), key, i))
 		if s, static := t.Static(); tok && static && (s == "" || len(s) > metrics.MaxAlarmNameLen) {
-			m.d.Errorf(it, "%s: %s %q: an alarm name or prefix is 1-%d characters", m.what, key, s, metrics.MaxAlarmNameLen)
+			m.Decoder().Errorf(it, "%s: %s %q: an alarm name or prefix is 1-%d characters", m.What(), key, s, metrics.MaxAlarmNameLen)
 			tok = false
 		}
 		out, ok = append(out, t), ok && tok
@@ -171,14 +171,14 @@ func (c *alarmCondition) firing(a metrics.Alarm) bool {
 // matches no alarm is an evaluation error, never "not firing": a typo must
 // not silently disarm a stop condition.
 func (c *alarmCondition) Check(ctx context.Context, rc *RunContext) (Observation, error) {
-	if err := need(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
+	if err := NeedService(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
 		return Observation{}, err
 	}
 	t, err := c.AlarmTarget(rc)
 	if err != nil {
 		return Observation{}, err
 	}
-	read, err := rc.alarmWatcher().read(ctx, rc, t.Region)
+	read, err := rc.ReadAlarms(ctx, t.Region)
 	if err != nil {
 		return Observation{}, err
 	}

@@ -89,7 +89,7 @@ func (BreakerConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 				continue
 			}
 			if !slices.Contains(allowed, s) {
-				d.Errorf(it, "breaker: state: %q is not a state of source %s: use %s%s", s, c.source, strings.Join(allowed, ", "), didYouMean(s, allowed))
+				d.Errorf(it, "breaker: state: %q is not a state of source %s: use %s%s", s, c.source, strings.Join(allowed, ", "), DidYouMean(s, allowed))
 				ok = false
 				continue
 			}
@@ -176,7 +176,7 @@ func (c *breakerCondition) Check(ctx context.Context, rc *RunContext) (Observati
 	if c.source == SourceStore {
 		return c.checkStore(ctx, rc, dep)
 	}
-	if err := need(rc.Deps.Gauges != nil, "gauge source (set metrics_url, or configure the context's metrics)"); err != nil {
+	if err := NeedService(rc.Deps.Gauges != nil, "gauge source (set metrics_url, or configure the context's metrics)"); err != nil {
 		return Observation{}, err
 	}
 	r, err := rc.Deps.Gauges.Read(ctx, dep)
@@ -227,7 +227,7 @@ func (c *breakerCondition) Check(ctx context.Context, rc *RunContext) (Observati
 }
 
 func (c *breakerCondition) checkStore(ctx context.Context, rc *RunContext, dep string) (Observation, error) {
-	if err := need(rc.Deps.Overrides != nil, "store"); err != nil {
+	if err := NeedService(rc.Deps.Overrides != nil, "store"); err != nil {
 		return Observation{}, err
 	}
 	o, err := rc.Deps.Overrides.Get(ctx, dep)

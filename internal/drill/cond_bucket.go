@@ -59,7 +59,7 @@ func (BucketConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 		c.maxTokens = &v
 	}
 	if c.admit == nil && c.minTokens == nil && c.maxTokens == nil {
-		m.d.Errorf(m.node, "bucket: give admit, min_tokens or max_tokens")
+		m.Decoder().Errorf(m.Node(), "bucket: give admit, min_tokens or max_tokens")
 		ok = false
 	}
 	if !ok {
@@ -94,7 +94,7 @@ func (c *bucketCondition) Describe(rc *RunContext) string {
 }
 
 func (c *bucketCondition) Check(ctx context.Context, rc *RunContext) (Observation, error) {
-	if err := need(rc.Deps.Buckets != nil, "store"); err != nil {
+	if err := NeedService(rc.Deps.Buckets != nil, "store"); err != nil {
 		return Observation{}, err
 	}
 	client, err := rc.Expand(c.client)
@@ -109,7 +109,7 @@ func (c *bucketCondition) Check(ctx context.Context, rc *RunContext) (Observatio
 	if st.Admit {
 		detail += ", admits"
 	} else {
-		detail += fmt.Sprintf(", refuses for %s", human.Duration(displayPrecision(st.RetryAfter)))
+		detail += fmt.Sprintf(", refuses for %s", human.Duration(DisplayPrecision(st.RetryAfter)))
 	}
 	holds := (c.admit == nil || *c.admit == st.Admit) &&
 		(c.minTokens == nil || st.Tokens >= *c.minTokens) &&

@@ -35,14 +35,14 @@ type matchOp struct {
 }
 
 // decodeMatcher reads an expectation.
-func (d *Decoder) decodeMatcher(n *yaml.Node, what string) (matcher, bool) {
-	n = d.resolve(n)
+func decodeMatcher(d *Decoder, n *yaml.Node, what string) (matcher, bool) {
+	n = d.Resolve(n)
 	if n == nil {
 		return matcher{}, false
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		v, ok := d.yamlValue(n, what, true)
+		v, ok := d.Value(n, what, true)
 		return matcher{ops: []matchOp{{op: "equals", want: v}}}, ok
 	case yaml.SequenceNode:
 		d.Errorf(n, "%s: a list is ambiguous here: write in: [...] for one of several values, or equals: [...] for this exact array", what)
@@ -58,11 +58,11 @@ func (d *Decoder) decodeMatcher(n *yaml.Node, what string) (matcher, bool) {
 	}
 	m.RejectUnknown(matchOps...)
 	var out matcher
-	ok := len(m.keys) > 0
+	ok := len(m.Keys()) > 0
 	if !ok {
 		d.Errorf(n, "%s: an empty mapping expects nothing: use one of %s", what, strings.Join(matchOps, ", "))
 	}
-	for _, op := range m.keys {
+	for _, op := range m.Keys() {
 		if !slices.Contains(matchOps, op) {
 			ok = false
 			continue
@@ -75,7 +75,7 @@ func (d *Decoder) decodeMatcher(n *yaml.Node, what string) (matcher, bool) {
 		sub := what + ": " + op
 		switch op {
 		case "equals", "not_equals":
-			val, vok := d.yamlValue(v, sub, true)
+			val, vok := d.Value(v, sub, true)
 			mo.want, ok = val, ok && vok
 		case "exists":
 			b, present := m.Bool(op)
@@ -90,11 +90,11 @@ func (d *Decoder) decodeMatcher(n *yaml.Node, what string) (matcher, bool) {
 				break
 			}
 			for i, item := range v.Content {
-				val, vok := d.yamlValue(item, fmt.Sprintf("%s[%d]", sub, i), true)
+				val, vok := d.Value(item, fmt.Sprintf("%s[%d]", sub, i), true)
 				mo.list, ok = append(mo.list, val), ok && vok
 			}
 		case "contains":
-			val, vok := d.yamlValue(v, sub, true)
+			val, vok := d.Value(v, sub, true)
 			mo.want, ok = val, ok && vok
 		case "matches":
 			s, sok := d.String(v, sub)
@@ -107,96 +107,6 @@ func (d *Decoder) decodeMatcher(n *yaml.Node, what string) (matcher, bool) {
 		out.ops = append(out.ops, mo)
 	}
 	return out, ok
-}
-
-// maxValueDepth bounds how deeply a JSON body or expected value nests.
-const maxValueDepth = 64
-
-// yamlValue converts a YAML node into a comparable value: nil, bool,
-// float64, a Template (strings, when templated), []any or map[string]any.
-func (d *Decoder) yamlValue(n *yaml.Node, what string, templated bool) (any, bool) {
-	n = d.resolve(n)
-	if n == nil {
-		return nil, false
-	}
-	if d.depth >= maxValueDepth {
-		d.Errorf(n, "%s: nested more than %d levels deep (an alias that contains itself?)", what, maxValueDepth)
-		d.exhausted = true
-		d.budget = -1
-		return nil, false
-	}
-	d.depth++
-	defer func() { d.depth-- }()
-	switch n.Kind {
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!null":
-			return nil, true
-		case "!!bool":
-			var b bool
-			_ = n.Decode(&b)
-			return b, true
-		case "!!int", "!!float":
-			return d.Float(n, what)
-		}
-		if templated {
-			return d.Template(n, what)
-		}
-		return n.Value, true
-	case yaml.SequenceNode:
-		out := make([]any, 0, len(n.Content))
-		ok := true
-		for i, c := range n.Content {
-			v, vok := d.yamlValue(c, fmt.Sprintf("%s[%d]", what, i), templated)
-			out, ok = append(out, v), ok && vok
-		}
-		return out, ok
-	case yaml.MappingNode:
-		m := d.Map(n, what)
-		if m == nil {
-			return nil, false
-		}
-		out := make(map[string]any, len(m.keys))
-		ok := true
-		for _, k := range m.keys {
-			v, vok := d.yamlValue(m.Get(k), what+"."+k, templated)
-			out[k], ok = v, ok && vok
-		}
-		return out, ok
-	default:
-		d.Errorf(n, "%s: unsupported YAML value", what)
-		return nil, false
-	}
-}
-
-// resolveValue expands every template inside v into a plain JSON-like
-// value (strings, float64, bool, nil, []any, map[string]any).
-func resolveValue(rc *RunContext, v any) (any, error) {
-	switch x := v.(type) {
-	case Template:
-		return rc.Expand(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			r, err := resolveValue(rc, e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = r
-		}
-		return out, nil
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			r, err := resolveValue(rc, e)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = r
-		}
-		return out, nil
-	}
-	return v, nil
 }
 
 // normalize turns json.Number into float64 throughout, for comparison.
@@ -277,7 +187,7 @@ func coerce(got, want any, loose bool) any {
 func (m matcher) match(rc *RunContext, got any, exists, loose bool) (string, error) {
 	got = normalize(got)
 	for _, op := range m.ops {
-		want, err := resolveValue(rc, op.want)
+		want, err := rc.ExpandValue(op.want)
 		if err != nil {
 			return "", err
 		}
@@ -312,7 +222,7 @@ func (m matcher) match(rc *RunContext, got any, exists, loose bool) (string, err
 		case "in":
 			found := false
 			for _, w := range op.list {
-				rw, err := resolveValue(rc, w)
+				rw, err := rc.ExpandValue(w)
 				if err != nil {
 					return "", err
 				}
@@ -339,7 +249,7 @@ func (m matcher) match(rc *RunContext, got any, exists, loose bool) (string, err
 }
 
 func mustResolveList(rc *RunContext, l []any) []any {
-	v, err := resolveValue(rc, l)
+	v, err := rc.ExpandValue(l)
 	if err != nil {
 		return l
 	}
@@ -407,8 +317,8 @@ func (s statusSet) String() string {
 
 var statusClassRE = regexp.MustCompile(`^[1-5]xx$`)
 
-func (d *Decoder) decodeStatus(n *yaml.Node, what string) (statusSet, bool) {
-	n = d.resolve(n)
+func decodeStatus(d *Decoder, n *yaml.Node, what string) (statusSet, bool) {
+	n = d.Resolve(n)
 	if n == nil {
 		return statusSet{}, false
 	}
@@ -423,7 +333,7 @@ func (d *Decoder) decodeStatus(n *yaml.Node, what string) (statusSet, bool) {
 	var s statusSet
 	ok := true
 	for _, it := range items {
-		it = d.resolve(it)
+		it = d.Resolve(it)
 		if it == nil {
 			return s, false
 		}
@@ -439,7 +349,7 @@ func (d *Decoder) decodeStatus(n *yaml.Node, what string) (statusSet, bool) {
 		case it.Kind == yaml.ScalarNode && statusClassRE.MatchString(strings.ToLower(it.Value)):
 			s.classes = append(s.classes, int(it.Value[0]-'0'))
 		default:
-			d.Errorf(it, "%s: %s is not an HTTP status: write a code like 200, a class like 2xx, or a list of them", what, describeScalar(it))
+			d.Errorf(it, "%s: %s is not an HTTP status: write a code like 200, a class like 2xx, or a list of them", what, DescribeNode(it))
 			ok = false
 		}
 	}
@@ -468,7 +378,7 @@ type headerMatcher struct {
 
 var expectFields = []string{"status", "json", "headers", "body_contains", "max_latency"}
 
-func (d *Decoder) decodeExpect(n *yaml.Node, what string) (expectation, bool) {
+func decodeExpect(d *Decoder, n *yaml.Node, what string) (expectation, bool) {
 	e := expectation{status: statusSet{classes: []int{2}}}
 	if n == nil {
 		return e, true
@@ -480,19 +390,19 @@ func (d *Decoder) decodeExpect(n *yaml.Node, what string) (expectation, bool) {
 	m.RejectUnknown(expectFields...)
 	ok := true
 	if v := m.Get("status"); v != nil {
-		s, sok := d.decodeStatus(v, what+": status")
+		s, sok := decodeStatus(d, v, what+": status")
 		e.status, ok = s, ok && sok
 	}
 	if v := m.Get("json"); v != nil {
 		if jm := d.Map(v, what+": json"); jm != nil {
-			for _, k := range jm.keys {
+			for _, k := range jm.Keys() {
 				p, err := ParseJSONPath(k)
 				if err != nil {
 					d.Errorf(jm.KeyNode(k), "%s: json: %v", what, err)
 					ok = false
 					continue
 				}
-				mt, mok := d.decodeMatcher(jm.Get(k), what+": json: "+k)
+				mt, mok := decodeMatcher(d, jm.Get(k), what+": json: "+k)
 				e.json, ok = append(e.json, pathMatcher{p, mt}), ok && mok
 			}
 		} else {
@@ -501,8 +411,8 @@ func (d *Decoder) decodeExpect(n *yaml.Node, what string) (expectation, bool) {
 	}
 	if v := m.Get("headers"); v != nil {
 		if hm := d.Map(v, what+": headers"); hm != nil {
-			for _, k := range hm.keys {
-				mt, mok := d.decodeMatcher(hm.Get(k), what+": headers: "+k)
+			for _, k := range hm.Keys() {
+				mt, mok := decodeMatcher(d, hm.Get(k), what+": headers: "+k)
 				e.headers, ok = append(e.headers, headerMatcher{http.CanonicalHeaderKey(k), mt}), ok && mok
 			}
 		} else {
@@ -586,21 +496,7 @@ func (e expectation) check(rc *RunContext, r *response) ([]string, error) {
 		}
 	}
 	if e.maxLatency > 0 && r.latency > e.maxLatency {
-		fails = append(fails, fmt.Sprintf("latency: want at most %s, took %s", human.Duration(e.maxLatency), human.Duration(displayPrecision(r.latency))))
+		fails = append(fails, fmt.Sprintf("latency: want at most %s, took %s", human.Duration(e.maxLatency), human.Duration(DisplayPrecision(r.latency))))
 	}
 	return fails, nil
-}
-
-// displayPrecision rounds a measured duration to what a report shows: about
-// three significant digits (12.3ms, 1.23s, 12.3s); [human.Duration] writes it.
-func displayPrecision(d time.Duration) time.Duration {
-	switch {
-	case d >= 10*time.Second:
-		return d.Round(100 * time.Millisecond)
-	case d >= time.Second:
-		return d.Round(10 * time.Millisecond)
-	case d >= time.Millisecond:
-		return d.Round(100 * time.Microsecond)
-	}
-	return d
 }

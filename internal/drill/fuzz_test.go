@@ -48,7 +48,7 @@ func FuzzParse(f *testing.F) {
 			}
 			seen := map[string]bool{}
 			for _, s := range d.Steps {
-				if s.Action == nil || s.Kind == nil || seen[s.ID] || !stepIDRE.MatchString(s.ID) {
+				if s.Action == nil || s.Kind == nil || seen[s.ID] || !ValidStepID(s.ID) {
 					t.Fatalf("step %+v", s)
 				}
 				seen[s.ID] = true

@@ -58,7 +58,7 @@ func decodeRequest(d *Decoder, n *yaml.Node, what string, extra ...string) (*req
 	ok = ok && uok
 	r.headers = m.HeaderMap("headers")
 	if v := m.Get("json"); v != nil {
-		val, vok := d.yamlValue(v, what+": json", true)
+		val, vok := d.Value(v, what+": json", true)
 		r.json, r.hasJSON, ok = val, true, ok && vok
 	}
 	if m.Has("body") {
@@ -67,7 +67,7 @@ func decodeRequest(d *Decoder, n *yaml.Node, what string, extra ...string) (*req
 			ok = false
 		}
 		var bok bool
-		r.body, bok = m.d.Body(m.Get("body"), what+": body")
+		r.body, bok = m.Decoder().Body(m.Get("body"), what+": body")
 		ok = ok && bok
 	}
 	if r.method == "" {
@@ -76,7 +76,7 @@ func decodeRequest(d *Decoder, n *yaml.Node, what string, extra ...string) (*req
 			r.method = http.MethodPost
 		}
 	}
-	e, eok := d.decodeExpect(m.Get("expect"), what+": expect")
+	e, eok := decodeExpect(d, m.Get("expect"), what+": expect")
 	r.expect = e
 	if !ok || !eok {
 		return nil, m
@@ -96,7 +96,7 @@ func (r *requestSpec) describe(rc *RunContext) string {
 
 // do sends the request and reads the response.
 func (r *requestSpec) do(ctx context.Context, rc *RunContext) (*response, error) {
-	if err := need(rc.Deps.HTTP != nil, "HTTP client"); err != nil {
+	if err := NeedService(rc.Deps.HTTP != nil, "HTTP client"); err != nil {
 		return nil, err
 	}
 	u, err := rc.ExpandURL(r.url)
@@ -107,7 +107,7 @@ func (r *requestSpec) do(ctx context.Context, rc *RunContext) (*response, error)
 	var contentType string
 	switch {
 	case r.hasJSON:
-		v, err := resolveValue(rc, r.json)
+		v, err := rc.ExpandValue(r.json)
 		if err != nil {
 			return nil, err
 		}
@@ -207,7 +207,7 @@ func (resp *response) outputs(rc *RunContext) *Outputs {
 
 // summary is one line about the response for logs.
 func (resp *response) summary() string {
-	return fmt.Sprintf("%d in %s", resp.status, human.Duration(displayPrecision(resp.latency)))
+	return fmt.Sprintf("%d in %s", resp.status, human.Duration(DisplayPrecision(resp.latency)))
 }
 
 func excerpt(s string, n int) string {

@@ -35,12 +35,7 @@ func (AssertKind) Decode(d *Decoder, n *yaml.Node) Action {
 	if m == nil {
 		return nil
 	}
-	key := d.oneKind(m, "assert", nil, d.reg.conditionNames(), "condition")
-	if key == "" {
-		return nil
-	}
-	k, _ := d.reg.Condition(key)
-	c := k.Decode(d, m.Get(key))
+	c := d.NestedCondition(m, "assert")
 	if c == nil {
 		return nil
 	}

@@ -71,7 +71,7 @@ func (a *clearOverride) Describe(rc *RunContext) string {
 
 func (a *clearOverride) Prepare(ctx context.Context, rc *RunContext) (Rollback, error) {
 	svc := rc.Deps
-	if err := need(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
+	if err := NeedService(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
 	dep, err := rc.Expand(a.dependency)
@@ -104,7 +104,7 @@ func (a *clearOverride) Run(ctx context.Context, rc *RunContext) (*Outputs, erro
 	if err != nil {
 		return nil, err
 	}
-	reason := "step " + rc.currentStep()
+	reason := "step " + rc.CurrentStep()
 	if !a.reason.IsZero() {
 		if reason, err = rc.Expand(a.reason); err != nil {
 			return nil, err

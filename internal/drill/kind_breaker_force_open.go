@@ -88,7 +88,7 @@ func (a *forceOpen) Describe(rc *RunContext) string {
 
 func (a *forceOpen) Prepare(ctx context.Context, rc *RunContext) (Rollback, error) {
 	svc := rc.Deps
-	if err := need(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
+	if err := NeedService(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
 	dep, err := rc.Expand(a.dependency)
@@ -121,7 +121,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	reason := "step " + rc.currentStep()
+	reason := "step " + rc.CurrentStep()
 	if !a.reason.IsZero() {
 		if reason, err = rc.Expand(a.reason); err != nil {
 			return nil, err

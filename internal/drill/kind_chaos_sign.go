@@ -90,7 +90,7 @@ func (ChaosSignKind) Decode(d *Decoder, n *yaml.Node) Action {
 		}
 		a.req.Ms = ms
 	} else if a.req.Fault == chaos.FaultLatency && ok && !m.Has("ms") {
-		m.d.Errorf(m.node, "chaos.sign: fault latency needs ms (the added latency, %d..%d)", chaos.MinMs, chaos.MaxMs)
+		m.Decoder().Errorf(m.Node(), "chaos.sign: fault latency needs ms (the added latency, %d..%d)", chaos.MinMs, chaos.MaxMs)
 		ok = false
 	}
 	if s, present := m.String("p", false); present {
@@ -146,10 +146,10 @@ func (a *chaosSign) Describe(*RunContext) string {
 // revoked, so the rollback withdraws it from the run (no later request
 // sends it) and the journal records when it expires.
 func (a *chaosSign) Prepare(_ context.Context, rc *RunContext) (Rollback, error) {
-	if err := need(rc.Deps.Minter != nil && rc.Deps.Audit != nil, "chaos key"); err != nil {
+	if err := NeedService(rc.Deps.Minter != nil && rc.Deps.Audit != nil, "chaos key"); err != nil {
 		return nil, err
 	}
-	id := rc.currentStep()
+	id := rc.CurrentStep()
 	l := rc.NewLever("chaos#"+id, nil)
 	return &chaosRollback{step: id, lever: l}, nil
 }
@@ -166,7 +166,7 @@ func (a *chaosSign) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	reason := "step " + rc.currentStep()
+	reason := "step " + rc.CurrentStep()
 	if !a.reason.IsZero() {
 		if reason, err = rc.Expand(a.reason); err != nil {
 			return nil, err
@@ -176,7 +176,7 @@ func (a *chaosSign) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
 		Reason: rc.Reason(reason), After: m.Record()}); err != nil {
 		return nil, fmt.Errorf("chaos header jti %s was signed but will not be used, because %w", m.Header.JTI, err)
 	}
-	if l, ok := rc.Lever("chaos#" + rc.currentStep()); ok {
+	if l, ok := rc.Lever("chaos#" + rc.CurrentStep()); ok {
 		l.SetWritten(m.Header.JTI, m.Header.ExpTime())
 	}
 	rc.AddSecret(m.Value())
@@ -217,7 +217,7 @@ func (r *chaosRollback) Undo(_ context.Context, rc *RunContext) (string, error) 
 	if exp.IsZero() {
 		return "no header was minted", nil
 	}
-	rc.withdraw(r.step, "header")
+	rc.Withdraw(r.step, "header")
 	if !rc.Now().Before(exp) {
 		return "expired at " + exp.UTC().Format(time.RFC3339), nil
 	}

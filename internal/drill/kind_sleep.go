@@ -30,7 +30,7 @@ func (SleepKind) Outputs() []string { return nil }
 
 // Decode implements StepKind.
 func (SleepKind) Decode(d *Decoder, n *yaml.Node) Action {
-	n = d.resolve(n)
+	n = d.Resolve(n)
 	if n == nil {
 		return nil
 	}

@@ -72,12 +72,7 @@ func (WaitForKind) Decode(d *Decoder, n *yaml.Node) Action {
 			ok = false
 		}
 	}
-	key := d.oneKind(m, "wait-for", []string{"timeout", "interval"}, d.reg.conditionNames(), "condition")
-	if key == "" {
-		return nil
-	}
-	k, _ := d.reg.Condition(key)
-	a.cond = k.Decode(d, m.Get(key))
+	a.cond = d.NestedCondition(m, "wait-for", "timeout", "interval")
 	if a.cond == nil || !ok {
 		return nil
 	}
@@ -99,14 +94,14 @@ func (a *waitFor) Describe(rc *RunContext) string {
 }
 
 func (a *waitFor) Run(ctx context.Context, rc *RunContext) (*Outputs, error) {
-	res, err := poll(ctx, rc, a.cond, a.timeout, a.interval, 0, func(detail string) {
+	res, err := Poll(ctx, rc, a.cond, a.timeout, a.interval, 0, func(detail string) {
 		rc.Notify("waiting: %s", detail)
 	})
-	out := NewOutputs().Set("elapsed_ms", strconv.FormatInt(res.elapsed.Milliseconds(), 10)).
-		Set("polls", strconv.Itoa(res.polls)).Set("detail", rc.Redact(res.obs.Detail))
+	out := NewOutputs().Set("elapsed_ms", strconv.FormatInt(res.Elapsed.Milliseconds(), 10)).
+		Set("polls", strconv.Itoa(res.Polls)).Set("detail", rc.Redact(res.Obs.Detail))
 	if err != nil {
 		return out, err
 	}
-	out.Detail = fmt.Sprintf("%s after %s (%d checks)", rc.Redact(res.obs.Detail), human.Duration(displayPrecision(res.elapsed)), res.polls)
+	out.Detail = fmt.Sprintf("%s after %s (%d checks)", rc.Redact(res.Obs.Detail), human.Duration(DisplayPrecision(res.Elapsed)), res.Polls)
 	return out, nil
 }

@@ -55,7 +55,7 @@ func restoreChange(client string, before ratelimit.Status, l ratelimit.Limits, n
 
 func (r *bucketRollback) Undo(ctx context.Context, rc *RunContext) (string, error) {
 	svc := rc.Deps
-	if err := need(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
+	if err := NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
 		return "", err
 	}
 	before, _ := r.lever.Before.(ratelimit.Status)
@@ -132,7 +132,7 @@ func (a *bucketStep) clientID(rc *RunContext) (string, error) {
 
 func (a *bucketStep) Prepare(ctx context.Context, rc *RunContext) (Rollback, error) {
 	svc := rc.Deps
-	if err := need(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
+	if err := NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
 	client, err := a.clientID(rc)
@@ -156,7 +156,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *RunContext) (*Outputs, error) 
 	if err != nil {
 		return nil, err
 	}
-	reason := "step " + rc.currentStep()
+	reason := "step " + rc.CurrentStep()
 	if !a.reason.IsZero() {
 		if reason, err = rc.Expand(a.reason); err != nil {
 			return nil, err
@@ -188,7 +188,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *RunContext) (*Outputs, error) 
 	case res.After.Admit:
 		out.Detail = fmt.Sprintf("%s → %s tokens, admitted", human.Number(res.Before.Tokens), human.Number(res.After.Tokens))
 	default:
-		out.Detail = fmt.Sprintf("%s → %s tokens, refused for %s", human.Number(res.Before.Tokens), human.Number(res.After.Tokens), human.Duration(displayPrecision(res.After.RetryAfter)))
+		out.Detail = fmt.Sprintf("%s → %s tokens, refused for %s", human.Number(res.Before.Tokens), human.Number(res.After.Tokens), human.Duration(DisplayPrecision(res.After.RetryAfter)))
 	}
 	return out, nil
 }

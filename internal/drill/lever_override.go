@@ -48,12 +48,12 @@ func (r *overrideRollback) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
 // ours reports whether o was written by this run (its reason carries the
 // run id), whatever happened to the write's response.
 func ours(rc *RunContext, o breaker.Override) bool {
-	return o.Actor == rc.runActor() && strings.Contains(o.Reason, rc.RunTag())
+	return o.Actor == rc.Actor() && strings.Contains(o.Reason, rc.RunTag())
 }
 
 func (r *overrideRollback) Undo(ctx context.Context, rc *RunContext) (string, error) {
 	svc := rc.Deps
-	if err := need(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
+	if err := NeedService(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
 		return "", err
 	}
 	cur, err := svc.Overrides.Get(ctx, r.dependency)

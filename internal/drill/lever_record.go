@@ -64,8 +64,8 @@ func (r *recoveredChaos) Undo(context.Context, *RunContext) (string, error) {
 	return "withdrawn: it lived only in the run's process; it expires " + r.expires.UTC().Format(time.RFC3339), nil
 }
 
-// rollbackFromRecord rebuilds the rollback a journal entry describes.
-func rollbackFromRecord(rec RollbackRecord) (Rollback, error) {
+// RollbackFromRecord rebuilds the rollback a journal entry describes.
+func RollbackFromRecord(rec RollbackRecord) (Rollback, error) {
 	l := rec.Lever
 	if l == nil {
 		return nil, fmt.Errorf("the journal does not say which lever %s moves (written by an older koshactl): restore %s by hand", rec.ID, rec.Subject)

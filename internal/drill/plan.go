@@ -84,10 +84,10 @@ type PlanStep struct {
 // writes nothing anywhere; alarm regions are resolved through svc.Alarms
 // (the AWS configuration, no CloudWatch request).
 func NewPlan(ctx context.Context, d *Drill, svc *Deps) *Plan {
-	rc := newRunContext(d, "PLAN", svc, nil)
+	rc := NewRunContext(d, "PLAN", svc, nil)
 	p := &Plan{Kind: "DrillPlan", Version: Version, Drill: DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
-		Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor, TimeoutSeconds: seconds(d.Timeout),
-		PollSeconds: seconds(d.PollInterval), RollbackSeconds: seconds(d.RollbackTimeout),
+		Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor, TimeoutSeconds: Seconds(d.Timeout),
+		PollSeconds: Seconds(d.PollInterval), RollbackSeconds: Seconds(d.RollbackTimeout),
 		Vars: []PlanVar{}, Hypothesis: []PlanCheck{}, StopConditions: []PlanCheck{}, Steps: []PlanStep{}, Rollbacks: []string{}}
 	if svc.Gauges != nil {
 		p.Gauges = svc.Gauges.Describe()
@@ -98,7 +98,7 @@ func NewPlan(ctx context.Context, d *Drill, svc *Deps) *Plan {
 			p.Problems = append(p.Problems, fmt.Sprintf("variable %s: %v", v.Name, err))
 			val = v.Value.Raw()
 		}
-		rc.setVar(v.Name, val, v.Secret)
+		rc.SetVar(v.Name, val, v.Secret)
 		pv := PlanVar{Name: v.Name, Value: val, Secret: v.Secret}
 		if v.Secret {
 			pv.Value = "[secret]"
@@ -116,7 +116,7 @@ func NewPlan(ctx context.Context, d *Drill, svc *Deps) *Plan {
 	checks := func(cs []*Check) []PlanCheck {
 		out := []PlanCheck{}
 		for _, c := range cs {
-			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)), WithinSeconds: seconds(c.Within)})
+			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)), WithinSeconds: Seconds(c.Within)})
 		}
 		return out
 	}
@@ -125,8 +125,8 @@ func NewPlan(ctx context.Context, d *Drill, svc *Deps) *Plan {
 	movedBy := map[string]string{} // lever subject → the step that registered its rollback
 	for i, s := range d.Steps {
 		ps := PlanStep{Index: i + 1, ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Description: rc.Redact(s.Action.Describe(rc)),
-			TimeoutSeconds: seconds(stepTimeout(d, s))}
-		rc.setCurrentStep(s.ID)
+			TimeoutSeconds: Seconds(stepTimeout(d, s))}
+		rc.SetCurrentStep(s.ID)
 		if m, ok := s.Action.(Mutating); ok {
 			ps.Lever = m.Plan(rc)
 			if first, moved := movedBy[ps.Lever.Subject]; moved {
@@ -149,15 +149,14 @@ func NewPlan(ctx context.Context, d *Drill, svc *Deps) *Plan {
 }
 
 func (p *Plan) planAlarms(ctx context.Context, rc *RunContext) {
-	w := rc.alarmWatcher()
-	if len(w.conds) == 0 {
+	if !rc.Drill.HasAlarms() {
 		return
 	}
 	if rc.Deps.Alarms == nil {
 		p.Problems = append(p.Problems, "alarm conditions need a CloudWatch alarm source")
 		return
 	}
-	qs, err := w.queries(ctx, rc)
+	qs, err := rc.AlarmQueries(ctx)
 	if err != nil {
 		p.Problems = append(p.Problems, "alarms: "+err.Error())
 		return

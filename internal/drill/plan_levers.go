@@ -21,7 +21,7 @@ func (a *forceOpen) Plan(rc *RunContext) *PlanLever {
 	}
 	return &PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
 		Inverse:              "clear the drill's override (or restore an override someone else held before)",
-		ExpiresWithinSeconds: seconds(bound), Expiry: "the override expires at the earliest of " + strings.Join(parts, ", ")}
+		ExpiresWithinSeconds: Seconds(bound), Expiry: "the override expires at the earliest of " + strings.Join(parts, ", ")}
 }
 
 // Plan implements Mutating.
@@ -41,10 +41,10 @@ func (a *bucketStep) Plan(rc *RunContext) *PlanLever {
 	switch {
 	case a.op == ratelimit.OpDrain && a.hold > 0:
 		hold := max(min(a.hold, rc.Drill.Timeout-oneToken), 0)
-		l.ExpiresWithinSeconds = seconds(hold + oneToken)
+		l.ExpiresWithinSeconds = Seconds(hold + oneToken)
 		l.Expiry = fmt.Sprintf("refused for min(for %s, the deadline less one refill interval %s); the next token one refill interval later", a.hold, oneToken)
 	case a.op == ratelimit.OpDrain:
-		l.ExpiresWithinSeconds = seconds(oneToken)
+		l.ExpiresWithinSeconds = Seconds(oneToken)
 		l.Expiry = fmt.Sprintf("tokens 0: the next token arrives after one refill interval (%s)", oneToken)
 	default:
 		l.Expiry = "the bucket refills on its own at its rate"
@@ -59,6 +59,6 @@ func (a *chaosSign) Plan(rc *RunContext) *PlanLever {
 		ttl = chaos.DefaultTTL
 	}
 	bound := min(ttl, rc.Drill.Timeout, chaos.MaxTTL).Truncate(time.Second)
-	return &PlanLever{Subject: "chaos#" + rc.currentStep(), Inverse: "withdraw the header from the run (it cannot be revoked)",
-		ExpiresWithinSeconds: seconds(bound), Expiry: fmt.Sprintf("the header expires after min(ttl %s, time left, %s)", ttl, chaos.MaxTTL)}
+	return &PlanLever{Subject: "chaos#" + rc.CurrentStep(), Inverse: "withdraw the header from the run (it cannot be revoked)",
+		ExpiresWithinSeconds: Seconds(bound), Expiry: fmt.Sprintf("the header expires after min(ttl %s, time left, %s)", ttl, chaos.MaxTTL)}
 }

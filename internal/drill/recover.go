@@ -2,11 +2,8 @@ package drill
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -32,27 +29,6 @@ func LockPath(journal string) string { return journal + ".lock" }
 // a live process holds it. The returned function releases it.
 func LockJournal(journal string) (func(), error) {
 	return lockFile(LockPath(journal))
-}
-
-// ReadJournal reads a journal file.
-func ReadJournal(path string) (*Journal, error) {
-	f, err := os.Open(path) //nolint:gosec // G304: the operator's own argument
-	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", unwrapPath(err))
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
-	}
-	var j Journal
-	if err := json.Unmarshal(b, &j); err != nil {
-		return nil, fmt.Errorf("%s is not a drill journal: %v", path, err)
-	}
-	if j.Kind != "DrillRun" || j.RunID == "" || j.Drill.Name == "" {
-		return nil, fmt.Errorf("%s is not a drill journal (kind %q)", path, j.Kind)
-	}
-	return &j, nil
 }
 
 // Pending returns the rollbacks of j that did not succeed (pending,
@@ -95,27 +71,25 @@ func (rv *Recovery) Run(ctx context.Context, j *Journal) *RecoveryRecord {
 		timeout = DefaultRollbackTimeout
 	}
 	d := &Drill{Name: j.Drill.Name, File: j.Drill.File, Timeout: time.Duration(j.TimeoutSeconds * float64(time.Second)), RollbackTimeout: timeout}
-	rc := newRunContext(d, j.RunID, svc, nil)
-	rc.started, rc.deadline = j.StartedAt, j.Deadline
-	rc.actor, rc.recoveredBy = j.Actor, svc.Actor
+	rc := NewRecoveryContext(d, j, svc)
 	rec := &RecoveryRecord{At: rc.Now().UTC(), Actor: svc.Actor, Rollbacks: []string{}, OK: true}
 	for _, i := range pending {
 		r := &j.Rollbacks[i]
 		rec.Rollbacks = append(rec.Rollbacks, r.ID)
 		start := rc.Now()
-		r.StartedAt, r.RecoveredAt, r.Error, r.Detail = timePtr(start), timePtr(start), "", ""
-		rb, err := rollbackFromRecord(*r)
+		r.StartedAt, r.RecoveredAt, r.Error, r.Detail = TimePtr(start), TimePtr(start), "", ""
+		rb, err := RollbackFromRecord(*r)
 		var detail string
 		attempts := 0
 		if err == nil {
 			rctx, cancel := context.WithTimeout(ctx, timeout)
-			rc.setCurrentStep(r.Step)
+			rc.SetCurrentStep(r.Step)
 			detail, attempts, err = undoWithRetry(rctx, rc, rb)
 			cancel()
 		}
 		end := rc.Now()
 		r.Attempts += attempts
-		r.EndedAt, r.DurationSeconds, r.Detail = timePtr(end), seconds(end.Sub(start)), rc.Redact(detail)
+		r.EndedAt, r.DurationSeconds, r.Detail = TimePtr(end), Seconds(end.Sub(start)), rc.Redact(detail)
 		if err != nil {
 			r.Status, r.Error, rec.OK = StatusFailed, rc.Redact(err.Error()), false
 		} else {

@@ -106,7 +106,7 @@ func TestJUnitIsValidXMLWithHostileValuesShown(t *testing.T) {
 // Drill reasons are cut by characters, never inside one, and always pass
 // the one reason rule, even when a step output carries controls.
 func TestDrillReasonIsRuneSafeAndValid(t *testing.T) {
-	rc := newRunContext(&Drill{Name: "demo"}, "abc123", &Deps{Clock: clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))}, nil)
+	rc := NewRunContext(&Drill{Name: "demo"}, "abc123", &Deps{Clock: clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))}, nil)
 	for _, detail := range []string{strings.Repeat("é", 600), strings.Repeat("x", 497) + "日本語", "body \x1b]0;t\x07 \u202e\r"} {
 		r := rc.Reason(detail)
 		if !utf8.ValidString(r) || utf8.RuneCountInString(r) > audit.MaxReasonLen {

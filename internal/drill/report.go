@@ -99,7 +99,7 @@ func elapsedText(d time.Duration) string {
 }
 
 func fmtSeconds(s float64) string {
-	return human.Duration(displayPrecision(time.Duration(s * float64(time.Second))))
+	return human.Duration(DisplayPrecision(time.Duration(s * float64(time.Second))))
 }
 
 // Report implements Reporter.

@@ -137,10 +137,10 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 	if rbParent == nil {
 		rbParent = context.Background()
 	}
-	rc := newRunContext(d, runID, svc, nil)
+	rc := NewRunContext(d, runID, svc, nil)
 	j := &Journal{Kind: "DrillRun", Version: Version, Drill: DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
 		RunID: runID, Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor,
-		StartedAt: rc.started.UTC(), Deadline: rc.deadline.UTC(), TimeoutSeconds: seconds(d.Timeout), Outcome: OutcomeRunning,
+		StartedAt: rc.Started().UTC(), Deadline: rc.Deadline().UTC(), TimeoutSeconds: Seconds(d.Timeout), Outcome: OutcomeRunning,
 		Hypothesis: Hypothesis{Before: []CheckRecord{}, After: []CheckRecord{}}, Steps: make([]StepRecord, len(d.Steps)),
 		Rollbacks: []RollbackRecord{}, RollbacksOK: true, Runner: r.Process}
 	if svc.Gauges != nil {
@@ -153,7 +153,7 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 	r.journal = j
 	r.mu.Unlock()
 	var stepIdx int // the step running now (1-based), for notices
-	rc.notify = func(msg string) {
+	rc.SetNotify(func(msg string) {
 		r.mu.Lock()
 		if stepIdx > 0 {
 			s := &j.Steps[stepIdx-1]
@@ -163,7 +163,7 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		}
 		r.mu.Unlock()
 		r.emit(Event{Kind: EventNotice, Message: msg, StepIndex: stepIdx})
-	}
+	})
 	r.emit(Event{Kind: EventRunStarted})
 
 	for _, v := range d.Vars {
@@ -172,9 +172,9 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 			r.update(func() { j.Outcome, j.Reason = OutcomeInvalid, fmt.Sprintf("variable %s: %v", v.Name, err) })
 			return r.finish(rc, j)
 		}
-		rc.setVar(v.Name, val, v.Secret)
+		rc.SetVar(v.Name, val, v.Secret)
 	}
-	if err := checkAlarms(ctx, rc); err != nil {
+	if err := rc.CheckAlarms(ctx); err != nil {
 		r.update(func() { j.Outcome, j.Reason = OutcomeInvalid, rc.Redact(err.Error()) })
 		return r.finish(rc, j)
 	}
@@ -188,7 +188,7 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		if own.HTTP == nil {
 			own.HTTP = NewHTTPClient()
 		}
-		own.Gauges = PrometheusGauges(u, own.HTTP, rc.clock)
+		own.Gauges = PrometheusGauges(u, own.HTTP, rc.Clock())
 		rc.Deps = &own
 		r.update(func() { j.Gauges = own.Gauges.Describe() })
 	}
@@ -353,8 +353,8 @@ func firstNonEmpty(s ...string) string {
 func (r *Runner) finish(rc *RunContext, j *Journal) *Journal {
 	end := rc.Now()
 	r.mu.Lock()
-	j.EndedAt = timePtr(end)
-	j.DurationSeconds = seconds(end.Sub(rc.started))
+	j.EndedAt = TimePtr(end)
+	j.DurationSeconds = Seconds(end.Sub(rc.Started()))
 	for _, rb := range j.Rollbacks {
 		if rb.Status != StatusOK {
 			j.RollbacksOK = false
@@ -433,11 +433,11 @@ func stepTimeout(d *Drill, s *Step) time.Duration {
 func (r *Runner) step(runCtx context.Context, rc *RunContext, d *Drill, s *Step, i int, push func(Rollback, string, bool) string) bool {
 	j := r.journal
 	rec := &j.Steps[i]
-	rc.setCurrentStep(s.ID)
+	rc.SetCurrentStep(s.ID)
 	timeout := stepTimeout(d, s)
 	start := rc.Now()
 	r.mu.Lock()
-	rec.Status, rec.StartedAt, rec.TimeoutSeconds = StatusRunning, timePtr(start), seconds(timeout)
+	rec.Status, rec.StartedAt, rec.TimeoutSeconds = StatusRunning, TimePtr(start), Seconds(timeout)
 	rec.Description = rc.Redact(s.Action.Describe(rc))
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventStepStarted, StepIndex: i + 1})
@@ -461,7 +461,7 @@ func (r *Runner) step(runCtx context.Context, rc *RunContext, d *Drill, s *Step,
 		outs, err = s.Action.Run(sctx, rc)
 	}
 	if outs != nil {
-		rc.setOutputs(s.ID, outs)
+		rc.SetOutputs(s.ID, outs)
 	}
 	end := rc.Now()
 	r.mu.Lock()
@@ -472,7 +472,7 @@ func (r *Runner) step(runCtx context.Context, rc *RunContext, d *Drill, s *Step,
 	for k := range j.Rollbacks {
 		r.addExpiry(&j.Rollbacks[k], r.rbs[k])
 	}
-	rec.EndedAt, rec.DurationSeconds = timePtr(end), seconds(end.Sub(start))
+	rec.EndedAt, rec.DurationSeconds = TimePtr(end), Seconds(end.Sub(start))
 	rec.Outputs = outs.Public()
 	if outs != nil {
 		rec.Detail = rc.Redact(outs.Detail)
@@ -511,19 +511,19 @@ func (r *Runner) check(ctx context.Context, rc *RunContext, d *Drill, c *Check, 
 	if interval == 0 {
 		interval = d.PollInterval
 	}
-	res, err := poll(ctx, rc, c.Condition, c.Within, interval, c.Timeout, nil)
+	res, err := Poll(ctx, rc, c.Condition, c.Within, interval, c.Timeout, nil)
 	end := rc.Now()
 	rec := CheckRecord{Phase: phase, Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)),
-		OK: err == nil, Detail: rc.Redact(res.obs.Detail), Checks: res.polls, StartedAt: start.UTC(), EndedAt: timePtr(end),
-		DurationSeconds: seconds(end.Sub(start))}
+		OK: err == nil, Detail: rc.Redact(res.Obs.Detail), Checks: res.Polls, StartedAt: start.UTC(), EndedAt: TimePtr(end),
+		DurationSeconds: Seconds(end.Sub(start))}
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		_, rec.Error = runStatus(context.Cause(ctx))
-	case res.err != nil:
-		rec.Error = "could not check: " + rc.Redact(res.err.Error())
+	case res.Err != nil:
+		rec.Error = "could not check: " + rc.Redact(res.Err.Error())
 	case c.Within > 0:
-		rec.Error = fmt.Sprintf("did not hold within %s (%d checks)", c.Within, res.polls)
+		rec.Error = fmt.Sprintf("did not hold within %s (%d checks)", c.Within, res.Polls)
 	}
 	r.mu.Lock()
 	if phase == PhaseBefore {
@@ -540,7 +540,7 @@ func (r *Runner) check(ctx context.Context, rc *RunContext, d *Drill, c *Check, 
 // holds. One that cannot be evaluated is a notice, not a stop.
 func (r *Runner) firstStop(ctx context.Context, rc *RunContext, d *Drill) *StopError {
 	// One poll round: the alarm conditions share one DescribeAlarms call.
-	round := withAlarmRound(ctx)
+	round := WithAlarmRound(ctx)
 	for _, c := range d.StopConditions {
 		timeout := c.Timeout
 		if timeout == 0 {
@@ -618,18 +618,18 @@ func (r *Runner) rollback(parent context.Context, rc *RunContext, d *Drill, e st
 		return
 	}
 	start := rc.Now()
-	rec.Status, rec.StartedAt = StatusRunning, timePtr(start)
+	rec.Status, rec.StartedAt = StatusRunning, TimePtr(start)
 	snap := *rec
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventRollbackStarted, Rollback: &snap})
 
 	ctx, cancel := context.WithTimeout(parent, d.RollbackTimeout)
 	defer cancel()
-	rc.setCurrentStep(rec.Step)
+	rc.SetCurrentStep(rec.Step)
 	detail, attempts, err := undoWithRetry(ctx, rc, e.rb)
 	end := rc.Now()
 	r.mu.Lock()
-	rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, timePtr(end), seconds(end.Sub(start))
+	rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, TimePtr(end), Seconds(end.Sub(start))
 	rec.Detail = rc.Redact(detail)
 	switch {
 	case err == nil:
@@ -677,7 +677,7 @@ func undoWithRetry(ctx context.Context, rc *RunContext, rb Rollback) (detail str
 // did not succeed, the worst case).
 func (r *Runner) addExpiry(rec *RollbackRecord, rb Rollback) {
 	if t := rb.ExpiresAt(); !t.IsZero() {
-		rec.ExpiresAt = timePtr(t)
+		rec.ExpiresAt = TimePtr(t)
 	}
 	rec.Subject = rb.Subject()
 	if l := rb.LeverRecord(); l != nil {

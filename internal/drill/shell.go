@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +37,7 @@ type shellSpec struct {
 var shellFields = []string{"run", "shell", "env", "dir", "exit_code"}
 
 func decodeShell(d *Decoder, n *yaml.Node, what string) *shellSpec {
-	n = d.resolve(n)
+	n = d.Resolve(n)
 	if n == nil {
 		return nil
 	}
@@ -63,7 +62,7 @@ func decodeShell(d *Decoder, n *yaml.Node, what string) *shellSpec {
 	}
 	s.env = m.TemplateMap("env")
 	for _, e := range s.env {
-		if !envNameRE.MatchString(e.Name) {
+		if !ValidEnvName(e.Name) {
 			d.Errorf(m.KeyNode("env"), "%s: env: %q is not an environment variable name", what, e.Name)
 			ok = false
 		}
@@ -82,57 +81,18 @@ func decodeShell(d *Decoder, n *yaml.Node, what string) *shellSpec {
 	return s
 }
 
-// environ builds the command's environment: the base environment, the
-// drill's identity, every variable (DRILL_VAR_NAME), every output of
-// earlier steps (DRILL_STEP_ID_OUTPUT), then the spec's own env. This is
-// the only way values reach a command (its text takes no references). A
-// variable or output holding NUL, which the environment cannot carry, is
-// left out with a notice; an env: value holding one is an error.
+// environ builds the command's environment: the run's ([RunContext.Environ]),
+// then the spec's own env. This is the only way values reach a command
+// (its text takes no references). An env: value holding NUL, which the
+// environment cannot carry, is an error.
 func (s *shellSpec) environ(rc *RunContext) ([]string, error) {
-	env := append([]string(nil), rc.Deps.Environ...)
-	env = append(env, "DRILL_NAME="+rc.Drill.Name, "DRILL_RUN_ID="+rc.RunID, "DRILL_CONTEXT="+rc.Deps.ContextName,
-		"DRILL_DEADLINE="+rc.Deadline().UTC().Format(time.RFC3339))
-	add := func(name, value string) {
-		if envValue(value) {
-			env = append(env, name+"="+value)
-		} else {
-			rc.Notify("%s is not set for the command: its value holds a NUL byte, which an environment variable cannot carry", name)
-		}
-	}
-	rc.mu.Lock()
-	names := make([]string, 0, len(rc.vars))
-	for name := range rc.vars {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	vars := make([][2]string, 0, len(names))
-	for _, name := range names {
-		vars = append(vars, [2]string{envName("DRILL_VAR", name), rc.vars[name]})
-	}
-	rc.mu.Unlock()
-	for _, v := range vars {
-		add(v[0], v[1])
-	}
-	outs := rc.StepOutputs()
-	ids := make([]string, 0, len(outs))
-	for id := range outs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		o := outs[id]
-		for _, name := range o.names {
-			if v, ok := o.values[name]; ok {
-				add(envName("DRILL_STEP", id, name), v)
-			}
-		}
-	}
+	env := rc.Environ()
 	for _, e := range s.env {
 		v, err := rc.Expand(e.Value)
 		if err != nil {
 			return nil, err
 		}
-		if !envValue(v) {
+		if !EnvCarries(v) {
 			return nil, fmt.Errorf("env %s: the value holds a NUL byte, which an environment variable cannot carry", e.Name)
 		}
 		env = append(env, e.Name+"="+v)
