@@ -53,7 +53,7 @@ func newSession(t *testing.T) *session {
 	return &session{t: t, e: e, peer: filepath.Join(root, "sdk", "python", "tests", "interop", "peer.py"),
 		env: append(os.Environ(), "KOSHA_DYNAMODB_ENDPOINT="+endpoint, "KOSHA_SECRETSMANAGER_ENDPOINT="+sm.URL, "KOSHA_TABLE="+table,
 			"AWS_DEFAULT_REGION="+dynalite.Region, "AWS_ACCESS_KEY_ID=AKIDPYINTEROP", "AWS_SECRET_ACCESS_KEY=not-a-real-secret-key",
-			"AWS_CONFIG_FILE="+os.DevNull, "AWS_SHARED_CREDENTIALS_FILE="+os.DevNull, "AWS_EC2_METADATA_DISABLED=true")}
+			"AWS_CONFIG_FILE="+os.DevNull, "PYTHONDONTWRITEBYTECODE=1", "AWS_SHARED_CREDENTIALS_FILE="+os.DevNull, "AWS_EC2_METADATA_DISABLED=true")}
 }
 
 // py runs the peer with args and decodes its JSON answer.
