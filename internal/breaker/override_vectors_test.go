@@ -114,6 +114,7 @@ func overrideCases() []overrideVector {
 		{"no ix_override attribute", vecWithout("ix_override"), vecCreated, "the data plane ignores ix_override"},
 		{"expires_at at epoch 0", vecSet("expires_at", v.N("0")), vecCreated, "0 is a valid epoch millisecond, long past"},
 		{"expires_at at the end of year 9999", vecSet("expires_at", v.N("253402300799999")), vecCreated, "the largest valid expiry"},
+		{"write_id attribute (an operator write's token)", vecSet("write_id", v.S("5f0c1e2d3c4b5a69788796a5b4c3d2e1")), vecCreated, "the data plane ignores write_id"},
 		{"unknown string attribute", vecSet("note", v.S("ticket INC-42")), vecCreated, "attributes the contract does not name are ignored"},
 		{"unknown number attribute", vecSet("priority", v.N("2.5")), vecCreated, "attributes the contract does not name are ignored"},
 		// state

@@ -11,7 +11,8 @@
 
 take() is the race-free take koshactl documents: elapsed time clamped at 0,
 updated_at written as max(now, seen + 1), a missing item created under
-attribute_not_exists(pk) alone, and contention refused, not allowed.
+attribute_not_exists(pk) alone, contention refused, not allowed, and the
+item's write_id carried forward.
 take_lld() is the seed's pseudocode as written, for comparison only.
 """
 
@@ -52,6 +53,8 @@ class Bucket:
     client: str
     tokens: float
     updated_at_ms: int
+    write_id: str = ""
+    """The token of the operator write the bucket descends from ("" when none)."""
 
 
 class MalformedBucket(ValueError):
@@ -69,7 +72,7 @@ def bucket_from_item(item: Item) -> Bucket:
     updated = truncated(item, "updated_at")
     if updated is None or updated <= 0:
         raise MalformedBucket("updated_at: want N, positive epoch milliseconds")
-    return Bucket(client=pk[len(PREFIX):], tokens=tokens, updated_at_ms=updated)
+    return Bucket(client=pk[len(PREFIX):], tokens=tokens, updated_at_ms=updated, write_id=string(item, "write_id") or "")
 
 
 def refill(limits: Limits, tokens: float, updated_at_ms: int, now_ms: int) -> float:
@@ -163,9 +166,11 @@ def _fail_open() -> TakeResult:
     return TakeResult(outcome="fail_open_error", allowed=True, fail_open=True)
 
 
-def _put(client: str, limits: Limits, refilled: float, stamp: int, cond: Condition) -> TakeResult:
+def _put(client: str, limits: Limits, refilled: float, stamp: int, cond: Condition, write_id: str = "") -> TakeResult:
     left = refilled - 1
     item = {"pk": s(PREFIX + client), "tokens": n(left), "updated_at": n(stamp), "ttl": n(ttl_seconds(limits, stamp, left))}
+    if write_id:
+        item["write_id"] = s(write_id)
     return TakeResult(outcome="admitted", allowed=True, remaining=left, write=Write(item=item, condition=cond))
 
 
@@ -178,6 +183,7 @@ def _seen(updated_at_ms: int) -> Condition:
 
 def take(item: Item | None, now_ms: int, limits: Limits, client: str) -> TakeResult:
     """One attempt of the race-free take on the bucket item as read at now_ms."""
+    write_id = ""
     if item is None:
         refilled, stamp, cond, lead = limits.capacity, now_ms, _ABSENT, 0
     else:
@@ -187,9 +193,10 @@ def take(item: Item | None, now_ms: int, limits: Limits, client: str) -> TakeRes
             return _fail_open()
         refilled = refill(limits, b.tokens, b.updated_at_ms, now_ms)
         stamp, cond, lead = max(now_ms, b.updated_at_ms + 1), _seen(b.updated_at_ms), max(0, b.updated_at_ms - now_ms)
+        write_id = b.write_id  # carried forward: koshactl resolves a lost operator write by it
     if refilled < 1:
         return TakeResult(outcome="denied", allowed=False, remaining=refilled, retry_after_ms=retry_after_ms(limits, refilled) + lead)
-    return _put(client, limits, refilled, stamp, cond)
+    return _put(client, limits, refilled, stamp, cond, write_id)
 
 
 def take_lld(item: Item | None, now_ms: int, limits: Limits, client: str) -> TakeResult:

@@ -64,14 +64,26 @@ def test_take_without_the_clamp_fails(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_take_stamping_now_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     right = bucket._put
 
-    def stamps_now(client: str, limits: bucket.Limits, refilled: float, stamp: int, cond: bucket.Condition) -> bucket.TakeResult:
+    def stamps_now(client: str, limits: bucket.Limits, refilled: float, stamp: int, cond: bucket.Condition,
+                   write_id: str = "") -> bucket.TakeResult:
         seen = cond.values.get(":seen")
         if seen is not None:
             stamp = min(stamp, max(int(seen["N"]), stamp - 1))  # the LLD's updated_at = now
-        return right(client, limits, refilled, stamp, cond)
+        return right(client, limits, refilled, stamp, cond, write_id)
 
     monkeypatch.setattr(bucket, "_put", stamps_now)
     assert "5: written this millisecond" in failing(tv.test_bucket, tv.BUCKETS["cases"])
+
+
+def test_take_dropping_write_id_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    right = bucket._put
+
+    def drops(client: str, limits: bucket.Limits, refilled: float, stamp: int, cond: bucket.Condition,
+              write_id: str = "") -> bucket.TakeResult:
+        return right(client, limits, refilled, stamp, cond)
+
+    monkeypatch.setattr(bucket, "_put", drops)
+    assert failing(tv.test_bucket, tv.BUCKETS["cases"]) == ["write_id carried forward by the take"]
 
 
 def test_verifier_without_the_cap_fails(monkeypatch: pytest.MonkeyPatch) -> None:
