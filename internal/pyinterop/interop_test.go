@@ -178,8 +178,17 @@ func TestBucketSharedByPythonAndKoshactl(t *testing.T) {
 	}
 
 	e.MustRun(0, "ratelimit", "reset", "alice", "--reason", "interop")
+	writeID := func() any {
+		it, _ := s.py("get", "--pk", "rl#alice")["item"].(map[string]any)
+		return it["write_id"]
+	}
+	token := writeID()
 	if got := s.py("take", "--client", "alice", "--now-ms", s.nowMs()); got["outcome"] != "admitted" || got["remaining"] != float64(19) {
 		t.Errorf("after reset: %v", got)
+	}
+	// The Python take carries the reset's write token forward, as the Go take does.
+	if after := writeID(); token == nil || after == nil || after.(map[string]any)["S"] != token.(map[string]any)["S"] {
+		t.Errorf("write_id after reset %v, after a Python take %v", token, after)
 	}
 	k = decode(t, e.MustRun(0, "ratelimit", "get", "alice", "-o", "json"))
 	if k["tokens"] != float64(19) {

@@ -28,7 +28,9 @@ func Of(typ string, v any) Value { return Value{typ: v} }
 // Other stands for an attribute of a type koshactl's item model does not
 // hold (anything but S and N). A contract rule that meets one where it wants
 // a string or a number treats it as wrong-typed; attributes the contract
-// does not name are ignored whatever their type.
+// does not name are ignored whatever their type. (The vectors state that
+// rule through the Go rule functions; koshactl's DynamoDB backend itself
+// still refuses to read an item holding such an attribute, a read error.)
 type Other struct {
 	// Type is the DynamoDB type: BOOL, NULL, B, L, M, SS, NS or BS.
 	Type string

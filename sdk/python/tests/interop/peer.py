@@ -4,6 +4,7 @@
 Manager fake). Each command prints one JSON object.
 
     peer.py override  --dependency D --now-ms N
+    peer.py get       --pk PK
     peer.py put-item  --item JSON                      (a hand edit, as `aws dynamodb put-item`)
     peer.py take      --client C --now-ms N [--capacity C --refill R]
     peer.py status    --client C --now-ms N [--capacity C --refill R]
@@ -45,6 +46,10 @@ def cmd_override(a: argparse.Namespace) -> dict[str, Any]:
     r = override.read_override(get(override.PREFIX + a.dependency), a.now_ms)
     return {"active": r.active, "treatment": r.treatment, "malformed_attributes": list(r.malformed_attributes),
             "expires_at_ms": r.expires_at_ms, "reason": r.reason}
+
+
+def cmd_get(a: argparse.Namespace) -> dict[str, Any]:
+    return {"item": get(a.pk)}
 
 
 def cmd_put_item(a: argparse.Namespace) -> dict[str, Any]:
@@ -117,6 +122,8 @@ def main(argv: list[str]) -> int:
     o = sub.add_parser("override")
     o.add_argument("--dependency", required=True)
     o.add_argument("--now-ms", type=int, required=True)
+    g = sub.add_parser("get")
+    g.add_argument("--pk", required=True)
     pi = sub.add_parser("put-item")
     pi.add_argument("--item", required=True)
     for name in ("take", "status"):
@@ -130,7 +137,7 @@ def main(argv: list[str]) -> int:
     v.add_argument("--now", type=float, required=True)
     v.add_argument("--value", required=True)
     a = p.parse_args(argv)
-    out = {"override": cmd_override, "put-item": cmd_put_item, "take": cmd_take, "status": cmd_status, "verify": cmd_verify}[a.cmd](a)
+    out = {"override": cmd_override, "get": cmd_get, "put-item": cmd_put_item, "take": cmd_take, "status": cmd_status, "verify": cmd_verify}[a.cmd](a)
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
     return 0
