@@ -24,7 +24,7 @@ const python = "/usr/bin/python3"
 
 const (
 	table    = "kosha-control"
-	secretID = "kosha/chaos/dev"
+	secretID = "kosha/chaos/dev" //nolint:gosec // G101: a secret's name, not its value
 )
 
 // session is one koshactl installation and one Python peer sharing a

@@ -59,7 +59,7 @@ func Check(tb testing.TB, name string, doc any) {
 	}
 	path := Path(tb, name)
 	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			tb.Fatal(err)
 		}
 		if err := os.WriteFile(path, got, 0o644); err != nil { //nolint:gosec // G306: a checked-in documentation file
