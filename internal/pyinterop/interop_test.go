@@ -38,6 +38,9 @@ type session struct {
 
 func newSession(t *testing.T) *session {
 	t.Helper()
+	if out, err := exec.CommandContext(context.Background(), python, "-c", "import boto3").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import boto3 (%v: %s): run make test-deps, which installs Debian's python3-boto3", python, err, bytes.TrimSpace(out))
+	}
 	endpoint := dynalite.Start(t)
 	e := clitest.New(t)
 	sm := smfake.New(t, e.Clock)
