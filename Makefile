@@ -25,6 +25,9 @@ PKGS    := ./...
 DYNALITE_DIR := tools/dynalite
 DYNALITE := $(DYNALITE_DIR)/node_modules/dynalite/cli.js
 ARGS    ?=
+# Debian's interpreter: it sees Debian's python3-pytest and python3-boto3,
+# which a python3 earlier on PATH (pyenv, a venv) may not.
+PYTHON  := /usr/bin/python3
 
 .PHONY: help
 help: ## Show this help
@@ -60,15 +63,30 @@ $(DYNALITE): $(DYNALITE_DIR)/package.json $(DYNALITE_DIR)/package-lock.json
 	@touch $@
 
 .PHONY: test-deps
-test-deps: $(DYNALITE) ## Install what the tests need (dynalite from the pinned package-lock, tmux for the dashboard smoke test)
-	@command -v tmux >/dev/null || { command -v apt-get >/dev/null || { echo "tmux is needed for the dashboard smoke test: install it"; exit 1; }; \
-	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; echo "installing tmux (Debian) for the dashboard smoke test"; \
-	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux; }
+test-deps: $(DYNALITE) ## Install what the tests need (dynalite from the pinned package-lock; tmux for the dashboard smoke test; Debian's python3 with pytest and boto3 for the contract vectors and the interop tests)
+	@missing=; command -v tmux >/dev/null || missing="$$missing tmux"; \
+	  $(PYTHON) -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
+	  $(PYTHON) -c 'import boto3' 2>/dev/null || missing="$$missing python3-boto3"; \
+	  if [ -n "$$missing" ]; then \
+	    command -v apt-get >/dev/null || { echo "the tests need:$$missing (tmux for the dashboard smoke test; $(PYTHON) 3.11+ with pytest and boto3 for sdk/python): install them"; exit 1; }; \
+	    sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; echo "installing$$missing (Debian) for the tests"; \
+	    $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	  fi
 
 .PHONY: test
 test: test-deps ## Install test dependencies and run every test with -race
 	$(GO) test -race -count=1 $(PKGS)
-	python3 internal/chaos/testdata/reference/chaos_ref.py check internal/chaos/testdata/vectors.json
+	PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests
+
+# The packages whose TestContractVectors write docs/contracts/vectors: each
+# holds the rule its file is about. Without -update-vectors the same tests
+# fail when a file differs from what the code produces.
+VECTOR_PKGS := ./internal/breaker ./internal/chaos ./internal/dataplane/limiter ./internal/dataplane/sandbox ./internal/metrics
+
+.PHONY: vectors
+vectors: ## Regenerate the contract test vectors (docs/contracts/vectors) from the Go code
+	$(GO) test -count=1 -run '^TestContractVectors$$' $(VECTOR_PKGS) -args -update-vectors
+	@git diff --stat -- docs/contracts/vectors 2>/dev/null || true
 
 # The end-to-end packages: real processes, servers, terminals and stores,
 # where timing could leak into an outcome (the built binary in tmux, the
