@@ -78,6 +78,7 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 		iamcmd.NewCmd(f),
 		versioncmd.NewCmd(f),
 	)
+	cmdutil.GuardArgs(cmd)
 	markStarted(cmd, started)
 	return cmd
 }
@@ -136,6 +137,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	}
 	if !errors.Is(err, cmdutil.ErrSilent) {
 		fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", textsafe.Line(oneLine(err)))
+		var hinted *cmdutil.HintError
+		if errors.As(err, &hinted) && hinted.Hint != "" {
+			fmt.Fprintln(f.IOStreams.ErrOut, textsafe.Line(oneLine(errors.New(hinted.Hint))))
+		}
 	}
 	code := cmdutil.ExitCode(err)
 	if !started && code == cmdutil.ExitError {
