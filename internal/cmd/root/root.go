@@ -45,7 +45,7 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.PersistentFlags().StringVar(&f.ContextName, "context", f.ContextName, "context to act on (default: the current context)")
+	cmd.PersistentFlags().Var(&contextFlag{f}, "context", "context to act on (default: $KOSHACTL_CONTEXT, else the config file's current context)")
 	_ = cmd.RegisterFlagCompletionFunc("context", cmdutil.CompleteContexts(f))
 	var noColor, noHeaders bool
 	pf := cmd.PersistentFlags()
@@ -81,6 +81,18 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 	cmdutil.GuardArgs(cmd)
 	markStarted(cmd, started)
 	return cmd
+}
+
+// contextFlag is --context: it sets the factory's context name and records
+// that the flag chose it (cmdutil.Factory.SelectContext tells the sources
+// apart for config current-context and get-contexts).
+type contextFlag struct{ f *cmdutil.Factory }
+
+func (c *contextFlag) String() string { return c.f.ContextName }
+func (c *contextFlag) Type() string   { return "string" }
+func (c *contextFlag) Set(v string) error {
+	c.f.ContextName, c.f.ContextFlagSet = v, true
+	return nil
 }
 
 // markStarted wraps every command's RunE so *started is set once cobra has
