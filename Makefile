@@ -183,12 +183,15 @@ release-snapshot: $(GORELEASER) $(CYCLONEDX) ## Build every release archive (lin
 	@ls dist/*.tar.gz dist/*.zip dist/*.cdx.json dist/checksums.txt
 
 .PHONY: release-check
-release-check: $(GORELEASER) build ## Check .goreleaser.yaml and build this machine's target with it; its version stamps must equal make build's
+release-check: $(GORELEASER) build ## Check .goreleaser.yaml and build this machine's target with it; its stamps must equal make build's, and its version the one the archives are named by
 	$(GORELEASER) check
 	$(SNAPSHOT_GIT) $(GORELEASER) build --snapshot --clean --single-target --id koshactl --output dist/koshactl
 	@want=$$(./$(BIN) version -o json); got=$$(dist/koshactl version -o json); \
 	  if [ "$$want" != "$$got" ]; then echo "goreleaser stamps differ from make build:"; diff <(echo "$$want") <(echo "$$got"); exit 1; fi; \
-	  echo "release-check: goreleaser build stamped like make build: $$(./$(BIN) version -o json --jq '.version + " " + .commit + " " + .date')"
+	  version=$$(dist/koshactl version -o json --jq .version); \
+	  release=$$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json); \
+	  if [ "$$release" != "$$version" ]; then echo "the snapshot's version (archive names) is \"$$release\", the binary says \"$$version\": one version string everywhere"; exit 1; fi; \
+	  echo "release-check: goreleaser build stamped like make build, archives named by its version: $$(./$(BIN) version -o json --jq '.version + " " + .commit + " " + .date')"
 
 $(GORELEASER):
 	GOFLAGS= GOBIN=$(abspath $(dir $@)) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
