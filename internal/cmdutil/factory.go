@@ -117,8 +117,10 @@ func (s ContextSource) Describe(file *config.File) string {
 		return "$KOSHACTL_CONTEXT"
 	case ContextFromFile:
 		return "current-context in " + file.Path()
+	case ContextFromDefault:
+		return "the built-in default: no current-context is set"
 	}
-	return "the built-in default: no current-context is set"
+	return string(s)
 }
 
 // SelectContext is the one rule for which context a command acts on: the
