@@ -61,6 +61,11 @@ func TestUnknownSubcommandOfEveryGroupExits2(t *testing.T) {
 			t.Errorf("koshactl %s zzqqx: stderr %q, want one line pointing at --help", path, r.Stderr)
 		}
 	}
+	// cobra's own completion group too.
+	if r := e.MustRun(cmdutil.ExitUsage, "completion", "bsh"); !strings.HasSuffix(r.Stderr, "did you mean bash?\n") {
+		t.Errorf("completion bsh: stderr %q", r.Stderr)
+	}
+	e.MustRun(0, "completion", "bash")
 	r := e.MustRun(cmdutil.ExitUsage, "breaker", "lst")
 	if want := "did you mean list?\n"; !strings.HasSuffix(r.Stderr, want) {
 		t.Errorf("breaker lst: stderr %q, want it to end %q", r.Stderr, want)

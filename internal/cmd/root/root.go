@@ -95,6 +95,19 @@ func (c *contextFlag) Set(v string) error {
 	return nil
 }
 
+// guardCompletion adds cobra's completion command now rather than when the
+// tree runs (as cobra would), so that `koshactl completion bsh` is refused
+// like any other group's unknown subcommand. It stays out of NewCmd: the
+// CLI reference in docs/cli documents koshactl's own commands.
+func guardCompletion(cmd *cobra.Command, args []string) {
+	cmd.InitDefaultCompletionCmd(args...)
+	for _, c := range cmd.Commands() {
+		if c.Name() == "completion" && c.HasSubCommands() {
+			cmdutil.GuardArgs(c)
+		}
+	}
+}
+
 // markStarted wraps every command's RunE so *started is set once cobra has
 // finished validating arguments and flags: errors before that are usage errors.
 func markStarted(cmd *cobra.Command, started *bool) {
@@ -142,6 +155,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 		}()
 	}
 	cmd := NewCmd(f, &started)
+	guardCompletion(cmd, args)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
