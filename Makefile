@@ -15,6 +15,8 @@ VULNCHECK_VERSION := v1.9.0
 VULNCHECK         := $(TOOLS)/govulncheck-$(VULNCHECK_VERSION)/govulncheck
 VULNDB_VERSION    := v0.0.0-20261105234957-e22db6528018
 VULNDB            := .cache/vulndb-$(VULNDB_VERSION)
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT         := $(TOOLS)/actionlint-$(ACTIONLINT_VERSION)/actionlint
 GORELEASER_VERSION := v2.15.1
 GORELEASER         := $(TOOLS)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 CYCLONEDX_VERSION  := v1.10.0
@@ -151,11 +153,18 @@ fmt: ## Format the code
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: $(GOLANGCI) ## gofmt, go vet, go mod tidy and golangci-lint (config: .golangci.yml)
+lint: $(GOLANGCI) $(ACTIONLINT) ## gofmt, go vet, go mod tidy, golangci-lint (config: .golangci.yml) and actionlint on docs/ci
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) mod tidy -diff
 	$(GOLANGCI) run $(PKGS)
+	$(ACTIONLINT) -shellcheck= -pyflakes= docs/ci/*.yml
+
+# actionlint checks the example workflow as GitHub would (contexts, expressions,
+# action inputs); shellcheck and pyflakes are off so the result does not depend
+# on what else the machine has installed.
+$(ACTIONLINT):
+	GOFLAGS= GOBIN=$(abspath $(dir $@)) $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
 $(GOLANGCI):
 	GOFLAGS= GOBIN=$(abspath $(dir $@)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
@@ -193,12 +202,15 @@ release-snapshot: $(GORELEASER) $(CYCLONEDX) ## Build every release archive (lin
 	@ls dist/*.tar.gz dist/*.zip dist/*.cdx.json dist/checksums.txt
 
 .PHONY: release-check
-release-check: $(GORELEASER) build ## Check .goreleaser.yaml and build this machine's target with it; its version stamps must equal make build's
+release-check: $(GORELEASER) build ## Check .goreleaser.yaml and build this machine's target with it; its stamps must equal make build's, and its version the one the archives are named by
 	$(GORELEASER) check
 	$(SNAPSHOT_GIT) $(GORELEASER) build --snapshot --clean --single-target --id koshactl --output dist/koshactl
 	@want=$$(./$(BIN) version -o json); got=$$(dist/koshactl version -o json); \
 	  if [ "$$want" != "$$got" ]; then echo "goreleaser stamps differ from make build:"; diff <(echo "$$want") <(echo "$$got"); exit 1; fi; \
-	  echo "release-check: goreleaser build stamped like make build: $$(./$(BIN) version -o json --jq '.version + " " + .commit + " " + .date')"
+	  version=$$(dist/koshactl version -o json --jq .version); \
+	  release=$$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json); \
+	  if [ "$$release" != "$$version" ]; then echo "the snapshot's version (archive names) is \"$$release\", the binary says \"$$version\": one version string everywhere"; exit 1; fi; \
+	  echo "release-check: goreleaser build stamped like make build, archives named by its version: $$(./$(BIN) version -o json --jq '.version + " " + .commit + " " + .date')"
 
 $(GORELEASER):
 	GOFLAGS= GOBIN=$(abspath $(dir $@)) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)
