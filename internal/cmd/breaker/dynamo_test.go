@@ -61,9 +61,10 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 		created != clitest.Epoch.UnixMilli() || expires != created+30*60*1000 || ttl != expires/1000 || version != 1 {
 		t.Errorf("stored item does not follow the contract: %v", it)
 	}
-	// The contract's 8 attributes plus the additive overrides-index key.
-	if len(it) != 9 || it.Str("ix_override") != "breaker" {
-		t.Errorf("stored item has attributes %v, the contract names 8 plus ix_override", it.Keys())
+	// The contract's 8 attributes plus the additive overrides-index key
+	// and the write's own token (32 hex digits).
+	if len(it) != 10 || it.Str("ix_override") != "breaker" || len(it.WriteID()) != 32 {
+		t.Errorf("stored item has attributes %v, the contract names 8 plus ix_override and write_id", it.Keys())
 	}
 
 	out := decode[struct {
@@ -159,7 +160,7 @@ func TestForceOpenManyOnDynamoDB(t *testing.T) {
 	if i4, i1, i2 := strings.Index(r.Stdout, "d4"), strings.Index(r.Stdout, "d1"), strings.Index(r.Stdout, "d2"); i4 < 0 || i4 > i1 || i1 > i2 {
 		t.Errorf("results not in argument order:\n%s", r.Stdout)
 	}
-	r = e.MustRun(0, "breaker", "clear", "d2", "nothing", "d4", "--reason", "done")
+	r = e.MustRun(0, "breaker", "clear", "d2", "nothing", "d4", "--reason", "done", "--allow-unknown")
 	if i2, in, i4 := strings.Index(r.Stdout, "d2"), strings.Index(r.Stdout, "nothing"), strings.Index(r.Stdout, "d4"); i2 < 0 || i2 > in || in > i4 {
 		t.Errorf("clear results not in argument order:\n%s", r.Stdout)
 	}

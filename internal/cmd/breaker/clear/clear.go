@@ -4,6 +4,7 @@ package clear
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -22,12 +24,13 @@ type Options struct {
 	Dependencies []string
 	// Keys name override items by pk (--key), for a pk that is not a valid
 	// dependency name.
-	Keys   []string
-	All    bool
-	Reason string
-	DryRun bool
-	Yes    bool
-	Output string
+	Keys         []string
+	All          bool
+	Reason       string
+	DryRun       bool
+	Yes          bool
+	AllowUnknown bool
+	Output       string
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -43,6 +46,13 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			Clearing a dependency that is not forced succeeds and says so, so scripts and
 			CI can clear unconditionally. If someone re-forced the override since it was
 			read, nothing is deleted and the command reports the conflict.
+
+			A name this context does not know, with no override stored under it, is
+			refused with the closest known name (a typo like open-ai would otherwise
+			clear nothing and succeed while openai stays forced); --allow-unknown accepts
+			it. An unknown name whose override is stored (one forced with
+			--allow-unknown, or a dependency since removed from the context) is cleared
+			without the flag: it names an override that breaker list shows.
 
 			--key names an override item by its pk, for an item written by hand whose pk
 			is not a valid dependency name (breaker list names it, with this command):
@@ -71,6 +81,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -91,6 +102,9 @@ type ItemResult struct {
 	Action  string               `json:"action"`
 	Before  *shared.OverrideView `json:"before"`
 	AuditID string               `json:"audit_id,omitempty"`
+	// ConfirmedByReread is true when the store's answer to the delete was
+	// lost and a re-read found the override gone (recorded as this clear).
+	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
 }
 
 // Run clears the overrides.
@@ -132,12 +146,16 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			}
 		}
 	}
+	var known []string
+	if !opts.All && !opts.AllowUnknown {
+		known = env.Context.KnownDependencies()
+	}
 	now := f.Clock.Now()
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
 	// One batch read of every override (while the identity resolves), then
 	// the deletes and their audit records concurrently.
 	outcomes, err := ov.ClearAll(ctx, env.AuditLog(f.Clock), breaker.ClearAll{Dependencies: deps, Keys: keys,
-		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun,
+		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun, Known: known,
 		Confirm: func([]breaker.ClearResult) error {
 			if len(deps)+len(keys) == 0 {
 				return nil
@@ -145,6 +163,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
 		}})
 	if outcomes == nil && err != nil {
+		if errors.Is(err, breaker.ErrUnknownDependency) {
+			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
+		}
 		return err
 	}
 	var writeErr, auditErr error
@@ -159,7 +180,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if auditErr == nil {
 			auditErr = o.Err
 		}
-		item := ItemResult{Dependency: o.Dependency, Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared"}
+		item := ItemResult{Dependency: o.Dependency, Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
+			ConfirmedByReread: res.Confirmed}
 		switch {
 		case res.Before == nil:
 			item.Action = "already-clear"
@@ -201,6 +223,9 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 				note += " (a malformed item, removed as it was stored)"
 			}
 			fmt.Fprintf(ios.Out, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
+			if r.ConfirmedByReread {
+				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedDeleteNote)
+			}
 		}
 	}
 	return nil
