@@ -22,6 +22,9 @@ import (
 // Options are the parsed flags and arguments.
 type Options struct {
 	Dependencies []string
+	// Keys name override items by pk (--key), for a pk that is not a valid
+	// dependency name.
+	Keys         []string
 	All          bool
 	Reason       string
 	DryRun       bool
@@ -34,7 +37,7 @@ type Options struct {
 func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
-		Use:   "clear [DEPENDENCY...] [--all]",
+		Use:   "clear [DEPENDENCY...] [--key PK...] [--all]",
 		Short: "Clear forced_open overrides so breakers follow their own state again",
 		Long: heredoc.Doc(`
 			Delete the forced_open override of each dependency. Gateway instances return
@@ -50,16 +53,21 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			it. An unknown name whose override is stored (one forced with
 			--allow-unknown, or a dependency since removed from the context) is cleared
 			without the flag: it names an override that breaker list shows.
+
+			--key names an override item by its pk, for an item written by hand whose pk
+			is not a valid dependency name (breaker list names it, with this command):
+			it is cleared like any other, conditional on the version read and audited.
 		`),
 		Example: heredoc.Doc(`
 			koshactl breaker clear openai --reason "provider recovered"
 			koshactl breaker clear --all --dry-run
+			koshactl breaker clear --key 'breaker#Bad Name' --reason "hand-written item"
 		`),
 		ValidArgsFunction: cmdutil.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
-			if opts.All == (len(args) > 0) {
-				return cmdutil.Usagef("name the dependencies to clear, or pass --all (not both)")
+			if opts.All == (len(args)+len(opts.Keys) > 0) {
+				return cmdutil.Usagef("name the dependencies to clear (or --key PK), or pass --all (not both)")
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -69,6 +77,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.All, "all", false, "clear every override in the store")
+	fl.StringArrayVar(&opts.Keys, "key", nil, "clear the override item with this pk (breaker#<name>), even if <name> is not a valid dependency name (repeatable)")
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
@@ -108,23 +117,33 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return cmdutil.WithCode(cmdutil.ExitUsage, err)
 		}
 	}
+	for _, k := range opts.Keys {
+		if _, err := breaker.DependencyOfKey(k); err != nil {
+			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		}
+	}
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
 	}
 	ov := breaker.NewOverrides(env.Store, f.Clock)
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
-	deps := opts.Dependencies
+	deps, keys := opts.Dependencies, opts.Keys
 	if opts.All {
 		// --all must find every override, including one written by hand
-		// without the index attribute: a scan, not the index.
+		// without the index attribute: a scan, not the index; and one whose
+		// pk is not a valid dependency name, by its key.
 		all, err := ov.List(ctx)
 		if err != nil {
 			return err
 		}
 		deps = deps[:0]
 		for _, o := range all {
-			deps = append(deps, o.Dependency)
+			if breaker.ValidateDependency(o.Dependency) == nil {
+				deps = append(deps, o.Dependency)
+			} else {
+				keys = append(keys, breaker.OverrideKey(o.Dependency))
+			}
 		}
 	}
 	var known []string
@@ -135,13 +154,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
 	// One batch read of every override (while the identity resolves), then
 	// the deletes and their audit records concurrently.
-	outcomes, err := ov.ClearAll(ctx, env.AuditLog(f.Clock), breaker.ClearAll{Dependencies: deps,
+	outcomes, err := ov.ClearAll(ctx, env.AuditLog(f.Clock), breaker.ClearAll{Dependencies: deps, Keys: keys,
 		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun, Known: known,
 		Confirm: func([]breaker.ClearResult) error {
-			if len(deps) == 0 {
+			if len(deps)+len(keys) == 0 {
 				return nil
 			}
-			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)))
+			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
 		}})
 	if outcomes == nil && err != nil {
 		if errors.Is(err, breaker.ErrUnknownDependency) {
@@ -187,9 +206,13 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 		fmt.Fprintln(ios.Out, "No overrides to clear.")
 	}
 	for _, r := range out.Results {
+		name := r.Dependency
+		if breaker.ValidateDependency(name) != nil {
+			name = textsafe.Quote(breaker.OverrideKey(name)) // named by --key
+		}
 		switch r.Action {
 		case "already-clear":
-			fmt.Fprintf(ios.Out, "%s was not forced open: nothing to clear\n", r.Dependency)
+			fmt.Fprintf(ios.Out, "%s was not forced open: nothing to clear\n", name)
 		default:
 			verb := map[string]string{"cleared": "Cleared", "would-clear": "Would clear"}[r.Action]
 			note := ""
@@ -199,7 +222,7 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 			if len(r.Before.Malformed) > 0 {
 				note += " (a malformed item, removed as it was stored)"
 			}
-			fmt.Fprintf(ios.Out, "%s override on %s set by %s%s\n", verb, r.Dependency, textsafe.Line(r.Before.Actor), note)
+			fmt.Fprintf(ios.Out, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
 			if r.ConfirmedByReread {
 				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedDeleteNote)
 			}
