@@ -93,6 +93,17 @@ func (g Goal) String() string {
 // MarshalText encodes the goal as its name.
 func (g Goal) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
 
+// UnmarshalText decodes a goal's name.
+func (g *Goal) UnmarshalText(text []byte) error {
+	for _, v := range []Goal{GoalForced, GoalReleased} {
+		if string(text) == v.String() {
+			*g = v
+			return nil
+		}
+	}
+	return fmt.Errorf("parse goal %q: want forced or released", text)
+}
+
 // meets reports whether a gauge value shows the goal: forced is 3, released
 // anything else that is a state.
 func (g Goal) meets(v float64) bool {
@@ -155,6 +166,17 @@ func (v Verdict) Label() string {
 
 // MarshalText encodes the verdict as its token.
 func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// UnmarshalText decodes a verdict's token.
+func (v *Verdict) UnmarshalText(text []byte) error {
+	for i, tok := range verdictTokens {
+		if string(text) == tok {
+			*v = Verdict(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("parse verdict %q: want converging, confirmed, not_obeyed or unconfirmed", text)
+}
 
 // Change is one override change whose effect on the gauges is judged.
 type Change struct {
