@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/gauge"
@@ -366,6 +367,31 @@ func JudgeStatus(st DependencyStatus, snap *Snapshot) *Convergence {
 	}
 	cv := Judge(c, snap)
 	return &cv
+}
+
+// Summary says in words where the change stands, e.g. "forced on 3 of 4
+// instances, not obeyed (gw-3)" or, on CloudWatch without the breakdown,
+// "minute 19:01 worst forced best closed, ~4 samples". Instance names come
+// from the gauge source: render the text with textsafe.
+func (cv Convergence) Summary() string {
+	var s string
+	switch {
+	case cv.PerInstance || len(cv.Stragglers) > 0:
+		s = fmt.Sprintf("%s on %d of %d instances", cv.Goal, cv.Confirmed, cv.Instances)
+	case !cv.Period.IsZero():
+		s = fmt.Sprintf("minute %s worst %s best %s, ~%d samples", cv.Period.Format("15:04"), GaugeLabel(cv.Worst), GaugeLabel(cv.Best), cv.Instances)
+	case cv.Note != "":
+		s = cv.Note
+	default:
+		s = "no gauges read yet"
+	}
+	if cv.Verdict != Converging && cv.Verdict != Confirmed {
+		s += ", " + cv.Verdict.Label()
+	}
+	if len(cv.Stragglers) > 0 {
+		s += " (" + strings.Join(cv.Stragglers, ", ") + ")"
+	}
+	return s
 }
 
 // Pending returns the changes of cs not yet confirmed, in order.

@@ -143,33 +143,10 @@ func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []
 	}
 	var parts []string
 	for _, cv := range metrics.Pending(res.Convergences) {
-		parts = append(parts, cv.Dependency+" "+describe(cv))
+		parts = append(parts, cv.Dependency+" "+cv.Summary())
 	}
 	return v, cmdutil.WithCode(cmdutil.ExitUnconfirmed, fmt.Errorf("the change was written, but the fleet did not confirm it within %s: %s (see koshactl breaker status)",
 		human.Duration(res.Timeout), strings.Join(parts, "; ")))
-}
-
-// describe says in words where a dependency's convergence stands; instance
-// names come from the gauge source and are rendered by the caller.
-func describe(cv metrics.Convergence) string {
-	var s string
-	switch {
-	case cv.PerInstance || len(cv.Stragglers) > 0:
-		s = fmt.Sprintf("%s on %d of %d instances", cv.Goal, cv.Confirmed, cv.Instances)
-	case !cv.Period.IsZero():
-		s = fmt.Sprintf("minute %s worst %s best %s, ~%d samples", cv.Period.Format("15:04"), metrics.GaugeLabel(cv.Worst), metrics.GaugeLabel(cv.Best), cv.Instances)
-	case cv.Note != "":
-		s = cv.Note
-	default:
-		s = "no gauges read yet"
-	}
-	if cv.Verdict != metrics.Converging && cv.Verdict != metrics.Confirmed {
-		s += ", " + cv.Verdict.Label()
-	}
-	if len(cv.Stragglers) > 0 {
-		s += " (" + strings.Join(cv.Stragglers, ", ") + ")"
-	}
-	return s
 }
 
 // PrintWait writes the outcome of a wait for the table form.
@@ -190,7 +167,7 @@ func PrintWait(w io.Writer, v *ConvergenceView) {
 func describeView(d DependencyConvergence) string {
 	cv := metrics.Convergence{Change: metrics.Change{Dependency: d.Dependency, Goal: d.Goal}, Verdict: d.Verdict, PerInstance: d.PerInstance,
 		Instances: d.Instances, Confirmed: d.InstancesConfirmed, Stragglers: d.Stragglers, Note: d.Note}
-	return describe(cv)
+	return cv.Summary()
 }
 
 func secondsDur(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -215,7 +192,7 @@ func (p *progressLine) show(wp metrics.WaitProgress) {
 			parts = append(parts, cv.Dependency+" confirmed")
 			continue
 		}
-		parts = append(parts, cv.Dependency+" "+describe(cv))
+		parts = append(parts, cv.Dependency+" "+cv.Summary())
 	}
 	line := "waiting for the fleet: " + strings.Join(parts, "; ")
 	if wp.Err != nil {
