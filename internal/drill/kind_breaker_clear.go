@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -20,6 +21,7 @@ import (
 //	  dependency: openai   # required
 //	  reason: recovered
 //	  allow_unknown: false
+//	  wait: false          # then wait until no instance reports forced (as --wait)
 //
 // Clearing the drill's own override needs no new rollback (the force-open's
 // rollback finds it gone). Clearing someone else's override registers a
@@ -45,12 +47,13 @@ func (BreakerClearKind) Decode(d *Decoder, n *yaml.Node) Action {
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("dependency", "reason", "allow_unknown")
+	m.RejectUnknown("dependency", "reason", "allow_unknown", "wait")
 	a := &clearOverride{}
 	var ok bool
 	a.dependency, ok = decodeDependency(m)
 	a.reason, _ = m.Template("reason", false)
 	a.allowUnknown, _ = m.Bool("allow_unknown")
+	a.wait, _ = m.Bool("wait")
 	if !ok {
 		return nil
 	}
@@ -61,6 +64,7 @@ type clearOverride struct {
 	dependency   Template
 	reason       Template
 	allowUnknown bool
+	wait         bool
 }
 
 var _ Mutating = (*clearOverride)(nil)
@@ -130,7 +134,15 @@ func (a *clearOverride) Run(ctx context.Context, rc *RunContext) (*Outputs, erro
 	if l, ok := rc.Lever(breaker.OverrideKey(dep)); ok && res.Before != nil {
 		l.SetWritten(nil, rc.Now())
 	}
-	return NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(res.Before != nil)), nil
+	out := NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(res.Before != nil))
+	if a.wait {
+		fleet, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()})
+		if err != nil {
+			return nil, err
+		}
+		out.Detail = fleet
+	}
+	return out, nil
 }
 
 // sameOverride reports whether before (a lever's state before the drill)
