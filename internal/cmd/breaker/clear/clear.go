@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -31,6 +32,7 @@ type Options struct {
 	Yes          bool
 	AllowUnknown bool
 	Output       string
+	shared.WaitOptions
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -57,17 +59,27 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			--key names an override item by its pk, for an item written by hand whose pk
 			is not a valid dependency name (breaker list names it, with this command):
 			it is cleared like any other, conditional on the version read and audited.
+
+			--wait then waits until the fleet's breaker_state gauges confirm it: no reporting
+			instance forced (Prometheus), or CloudWatch's fleet Maximum below forced over the
+			newest complete minute, within the source's bound (6s on a scrape, 4m05s on
+			CloudWatch). The clear and its audit record come first. Not confirmed within
+			--timeout exits 11, naming the instances still forced where the source can.
 		`),
 		Example: heredoc.Doc(`
 			koshactl breaker clear openai --reason "provider recovered"
 			koshactl breaker clear --all --dry-run
 			koshactl breaker clear --key 'breaker#Bad Name' --reason "hand-written item"
+			koshactl breaker clear openai --reason "provider recovered" --wait
 		`),
 		ValidArgsFunction: cmdutil.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
 			if opts.All == (len(args)+len(opts.Keys) > 0) {
 				return cmdutil.Usagef("name the dependencies to clear (or --key PK), or pass --all (not both)")
+			}
+			if err := opts.WaitOptions.Check(c, opts.DryRun); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -82,6 +94,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
+	shared.AddWaitFlags(cmd, &opts.WaitOptions)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -93,6 +106,8 @@ type Result struct {
 	Store   string       `json:"store"`
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
+	// Convergence is what the gauges said, with --wait only.
+	Convergence *shared.ConvergenceView `json:"convergence,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -125,6 +140,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
+	}
+	var waiter *metrics.Waiter
+	if opts.Wait {
+		if waiter, err = opts.NewWaiter(ctx, f, env); err != nil {
+			return err
+		}
 	}
 	ov := breaker.NewOverrides(env.Store, f.Clock)
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
@@ -190,10 +211,37 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		out.Results = append(out.Results, item)
 	}
-	if err := printResult(f, opts, env, out, now); err != nil {
+	failure := cmdutil.WriteFailure(writeErr, auditErr)
+	if waiter == nil || len(out.Results) == 0 {
+		if err := printResult(f, opts, env, out, now); err != nil {
+			return err
+		}
+		return failure
+	}
+	// The deletes and their audit records are done; now the fleet. A
+	// dependency that was not forced is waited on too: no instance should
+	// report forced.
+	changes := make([]metrics.Change, 0, len(out.Results))
+	for _, r := range out.Results {
+		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalReleased, Since: now})
+	}
+	table := opts.Output == cmdutil.FormatTable
+	if table {
+		if err := printResult(f, opts, env, out, now); err != nil {
+			return err
+		}
+	}
+	view, waitErr := shared.Wait(ctx, f, waiter, changes)
+	out.Convergence = view
+	if table {
+		shared.PrintWait(f.IOStreams.Out, view)
+	} else if err := printResult(f, opts, env, out, now); err != nil {
 		return err
 	}
-	return cmdutil.WriteFailure(writeErr, auditErr)
+	if failure != nil {
+		return failure
+	}
+	return waitErr
 }
 
 func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
