@@ -100,6 +100,14 @@ type Journal struct {
 	Runner *RunnerRecord `json:"runner,omitempty"`
 	// Recoveries are the `drill recover` runs that finished its rollbacks.
 	Recoveries []RecoveryRecord `json:"recoveries,omitempty"`
+
+	// GaugeSamples are the breaker_state reads the run's conditions made
+	// (version 2).
+	GaugeSamples []GaugeSample `json:"gauge_samples,omitempty"`
+	// StopEvaluations are the stop conditions' evaluations (version 2).
+	StopEvaluations []StopEvaluation `json:"stop_evaluations,omitempty"`
+	// Audit names the audit records of every change the run made (version 2).
+	Audit []AuditRef `json:"audit,omitempty"`
 }
 
 // DrillInfo identifies the drill that ran.
