@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -78,7 +77,7 @@ func (AlarmConditionKind) Decode(d *Decoder, n *yaml.Node) Condition {
 	if !ok {
 		return nil
 	}
-	d.alarms = append(d.alarms, c)
+	d.AddAlarm(c)
 	return c
 }
 
@@ -112,21 +111,16 @@ type alarmCondition struct {
 	insufficient    bool
 }
 
-// alarmTarget is an alarm condition with its references resolved.
-type alarmTarget struct {
-	region string // "" is the default region
-	q      metrics.AlarmQuery
-}
-
-func (c *alarmCondition) target(rc *RunContext) (alarmTarget, error) {
-	var t alarmTarget
+// AlarmTarget implements AlarmCondition.
+func (c *alarmCondition) AlarmTarget(rc *RunContext) (AlarmTarget, error) {
+	var t AlarmTarget
 	var err error
 	if !c.region.IsZero() {
-		if t.region, err = rc.Expand(c.region); err != nil {
+		if t.Region, err = rc.Expand(c.region); err != nil {
 			return t, err
 		}
-		if !regionRE.MatchString(t.region) {
-			return t, fmt.Errorf("region %q is not an AWS region (like eu-west-1)", t.region)
+		if !regionRE.MatchString(t.Region) {
+			return t, fmt.Errorf("region %q is not an AWS region (like eu-west-1)", t.Region)
 		}
 	}
 	for _, n := range c.names {
@@ -134,14 +128,14 @@ func (c *alarmCondition) target(rc *RunContext) (alarmTarget, error) {
 		if err != nil {
 			return t, err
 		}
-		t.q.Names = append(t.q.Names, s)
+		t.Query.Names = append(t.Query.Names, s)
 	}
 	for _, p := range c.prefixes {
 		s, err := rc.Expand(p)
 		if err != nil {
 			return t, err
 		}
-		t.q.Prefixes = append(t.q.Prefixes, s)
+		t.Query.Prefixes = append(t.Query.Prefixes, s)
 	}
 	return t, nil
 }
@@ -180,27 +174,27 @@ func (c *alarmCondition) Check(ctx context.Context, rc *RunContext) (Observation
 	if err := need(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
 		return Observation{}, err
 	}
-	t, err := c.target(rc)
+	t, err := c.AlarmTarget(rc)
 	if err != nil {
 		return Observation{}, err
 	}
-	read, err := rc.alarmWatcher().read(ctx, rc, t.region)
+	read, err := rc.alarmWatcher().read(ctx, rc, t.Region)
 	if err != nil {
 		return Observation{}, err
 	}
 	var mine, fired []metrics.Alarm
 	for _, a := range read.Alarms {
-		if t.q.Matches(a.Name) {
+		if t.Query.Matches(a.Name) {
 			mine = append(mine, a)
 		}
 	}
 	var missing []string
-	for _, n := range t.q.Names {
+	for _, n := range t.Query.Names {
 		if !slices.ContainsFunc(mine, func(a metrics.Alarm) bool { return a.Name == n }) {
 			missing = append(missing, n)
 		}
 	}
-	for _, p := range t.q.Prefixes {
+	for _, p := range t.Query.Prefixes {
 		if !slices.ContainsFunc(mine, func(a metrics.Alarm) bool { return strings.HasPrefix(a.Name, p) }) {
 			missing = append(missing, p+"*")
 		}
@@ -235,151 +229,6 @@ func (c *alarmCondition) Check(ctx context.Context, rc *RunContext) (Observation
 		obs.Alarms = nil
 	}
 	return obs, nil
-}
-
-// alarmRead is one region's answer in one poll round.
-type alarmRead struct {
-	metrics.AlarmRead
-	Region string
-}
-
-// alarmWatcher reads every alarm of the drill, per region, once per poll
-// round: the conditions evaluated in one round (all stop conditions of a
-// monitor tick, one poll of a check) share one DescribeAlarms call.
-type alarmWatcher struct {
-	conds []*alarmCondition
-
-	mu sync.Mutex
-	// calls counts DescribeAlarms calls, for tests and the journal.
-	calls int
-}
-
-type alarmRoundKey struct{}
-
-// alarmRound caches one poll round's reads by region.
-type alarmRound struct {
-	mu    sync.Mutex
-	reads map[string]*alarmRead
-	errs  map[string]error
-}
-
-// withAlarmRound starts a poll round: alarm conditions checked with the
-// returned context share their DescribeAlarms calls.
-func withAlarmRound(ctx context.Context) context.Context {
-	return context.WithValue(ctx, alarmRoundKey{}, &alarmRound{reads: map[string]*alarmRead{}, errs: map[string]error{}})
-}
-
-func (rc *RunContext) alarmWatcher() *alarmWatcher {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if rc.alarms == nil {
-		rc.alarms = &alarmWatcher{conds: rc.Drill.alarms}
-	}
-	return rc.alarms
-}
-
-// queries groups the drill's alarm conditions by region. A condition whose
-// references cannot be resolved yet (a step output of a step still to
-// run) is left out; it fails on its own when checked.
-func (w *alarmWatcher) queries(ctx context.Context, rc *RunContext) (map[string]metrics.AlarmQuery, error) {
-	def, err := rc.Deps.Alarms.DefaultRegion(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]metrics.AlarmQuery{}
-	for _, c := range w.conds {
-		t, err := c.target(rc)
-		if err != nil {
-			continue
-		}
-		r := t.region
-		if r == "" {
-			r = def
-		}
-		q := out[r]
-		q.Names = append(q.Names, t.q.Names...)
-		q.Prefixes = append(q.Prefixes, t.q.Prefixes...)
-		out[r] = q
-	}
-	return out, nil
-}
-
-// read returns region's alarms for this round: fetched once per round
-// (ctx's), or for this call alone outside a round.
-func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) (*alarmRead, error) {
-	def, err := rc.Deps.Alarms.DefaultRegion(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if region == "" {
-		region = def
-	}
-	round, _ := ctx.Value(alarmRoundKey{}).(*alarmRound)
-	if round == nil {
-		round = &alarmRound{reads: map[string]*alarmRead{}, errs: map[string]error{}}
-	}
-	round.mu.Lock()
-	defer round.mu.Unlock()
-	if r, ok := round.reads[region]; ok {
-		return r, nil
-	}
-	if err, ok := round.errs[region]; ok {
-		return nil, err
-	}
-	qs, err := w.queries(ctx, rc)
-	if err != nil {
-		return nil, err
-	}
-	q := qs[region]
-	if len(q.Names) == 0 && len(q.Prefixes) == 0 {
-		return nil, fmt.Errorf("no alarm of the drill is in %s", region)
-	}
-	ask := region
-	if ask == def {
-		ask = "" // the context's own client: its region and endpoint
-	}
-	w.mu.Lock()
-	w.calls++
-	w.mu.Unlock()
-	res, err := rc.Deps.Alarms.Describe(ctx, ask, q)
-	if err != nil {
-		round.errs[region] = err
-		return nil, err
-	}
-	r := &alarmRead{AlarmRead: res, Region: region}
-	round.reads[region] = r
-	return r, nil
-}
-
-// checkAlarms resolves every alarm condition of the drill before the run
-// acts: a set of names and prefixes that one DescribeAlarms request per
-// region cannot cover makes the run invalid.
-func checkAlarms(ctx context.Context, rc *RunContext) error {
-	w := rc.alarmWatcher()
-	if len(w.conds) == 0 {
-		return nil
-	}
-	if err := need(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
-		return err
-	}
-	qs, err := w.queries(ctx, rc)
-	if err != nil {
-		return err
-	}
-	for region, q := range qs {
-		if _, err := metrics.AlarmRequest(q); err != nil {
-			return fmt.Errorf("alarms in %s: %w", region, err)
-		}
-	}
-	return nil
-}
-
-// AlarmCalls returns how many DescribeAlarms calls the run made.
-func (rc *RunContext) AlarmCalls() int {
-	w := rc.alarmWatcher()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.calls
 }
 
 // regionRE is the shape of an AWS region name.

@@ -29,7 +29,7 @@ type Deps struct {
 	// Actor is who acts, for audit records and override items.
 	Actor string
 	// Overrides reads and changes breaker overrides.
-	Overrides OverrideAPI
+	Overrides *breaker.Overrides
 	// KnownDependencies are the context's dependencies; breaker steps
 	// refuse others unless allow_unknown is set. Empty accepts any.
 	KnownDependencies []string
@@ -37,7 +37,7 @@ type Deps struct {
 	// max-override); zero means no cap beyond the drill's deadline.
 	MaxOverride time.Duration
 	// Buckets reads and changes rate-limit buckets.
-	Buckets BucketAPI
+	Buckets *ratelimit.Buckets
 	// Audit records every change a drill makes.
 	Audit audit.Appender
 	// Minter mints chaos headers.
@@ -55,28 +55,6 @@ type Deps struct {
 	// beyond the drill's variables.
 	Environ []string
 }
-
-// OverrideAPI is what breaker steps need of the override store;
-// *breaker.Overrides implements it.
-type OverrideAPI interface {
-	Get(ctx context.Context, dependency string) (breaker.Override, error)
-	Force(ctx context.Context, req breaker.ForceRequest) (breaker.ForceResult, error)
-	// ForceAll and ClearAll are the levers, as the commands and the
-	// dashboard pull them.
-	ForceAll(ctx context.Context, log audit.Appender, op breaker.ForceAll) ([]breaker.ForceOutcome, error)
-	ClearAll(ctx context.Context, log audit.Appender, op breaker.ClearAll) ([]breaker.ClearOutcome, error)
-}
-
-var _ OverrideAPI = (*breaker.Overrides)(nil)
-
-// BucketAPI is what ratelimit steps need; *ratelimit.Buckets implements it.
-type BucketAPI interface {
-	Get(ctx context.Context, client string) (ratelimit.Status, error)
-	ApplyAudited(ctx context.Context, log audit.Appender, actor, reason string, c ratelimit.Change) (ratelimit.ChangeResult, audit.Record, error)
-	Limits() ratelimit.Limits
-}
-
-var _ BucketAPI = (*ratelimit.Buckets)(nil)
 
 // MinterAPI mints chaos headers; *chaos.Minter implements it.
 type MinterAPI interface {

@@ -18,11 +18,11 @@
 // Each step kind (breaker.force-open, ratelimit.drain, chaos.sign, http,
 // wait-for, shell, ...) and each condition kind (http, breaker, bucket,
 // shell) lives in its own file and implements [StepKind] or
-// [ConditionKind]. [Builtin] registers them explicitly in a [Registry]; no
-// kind registers itself in init. Optional capability interfaces add
-// behavior: a step whose action implements [Mutating] changes the system,
-// and the runner registers the [Rollback] its Prepare returns before the
-// step acts.
+// [ConditionKind]. [Builtin] lists them in a [Registry], a plain table of
+// a closed set; no kind registers itself in init. A step whose action
+// implements [Mutating] changes the system: the runner registers the
+// [Rollback] its Prepare returns before the step acts, and the plan shows
+// the lever its Plan names.
 //
 // # Values
 //

@@ -80,7 +80,7 @@ type Drill struct {
 	Rollbacks []*Step
 
 	// alarms are every alarm condition of the drill, read together.
-	alarms []*alarmCondition
+	alarms []AlarmCondition
 }
 
 // Var is one entry of the drill's vars.

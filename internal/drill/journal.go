@@ -227,3 +227,55 @@ func timePtr(t time.Time) *time.Time { t = t.UTC(); return &t }
 func seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
+
+// Lever kinds of a [LeverRecord].
+const (
+	LeverOverride = "override"
+	LeverBucket   = "bucket"
+	LeverChaos    = "chaos"
+	LeverExplicit = "explicit"
+)
+
+// LeverRecord is what a rollback needs to run without the process that
+// registered it: which lever, its state before the drill, and what the
+// drill last wrote. The journal carries one per rollback, so `drill
+// recover` can finish the rollbacks of a run that died.
+type LeverRecord struct {
+	// Kind is override, bucket, chaos or explicit (a rollback step of the
+	// drill file, which recover does not run).
+	Kind       string `json:"kind"`
+	Dependency string `json:"dependency,omitempty"`
+	Client     string `json:"client,omitempty"`
+	// Inverse says what the rollback does: clear (the drill's override),
+	// restore-override (put back the one the drill replaced),
+	// restore-level (the bucket's level before, refilled since), withdraw
+	// (a chaos header), run-step (an explicit rollback).
+	Inverse string `json:"inverse"`
+	// BeforeOverride is the override someone else held before the drill.
+	BeforeOverride *OverrideState `json:"before_override,omitempty"`
+	// BeforeBucket is the bucket before the drill's first change.
+	BeforeBucket *BucketState `json:"before_bucket,omitempty"`
+	// WrittenVersion is the override version the drill last wrote; zero
+	// when unknown (killed before the write's answer arrived). Recovery
+	// leaves an override of another version alone.
+	WrittenVersion int64 `json:"written_version,omitempty"`
+	// JTI names a chaos header.
+	JTI string `json:"jti,omitempty"`
+}
+
+// OverrideState is an override as the journal records it.
+type OverrideState struct {
+	State     string    `json:"state"`
+	Reason    string    `json:"reason"`
+	Actor     string    `json:"actor"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	Version   int64     `json:"version"`
+}
+
+// BucketState is a bucket as the journal records it.
+type BucketState struct {
+	Exists      bool    `json:"exists"`
+	Tokens      float64 `json:"tokens"`
+	UpdatedAtMs int64   `json:"updated_at_ms"`
+}

@@ -26,10 +26,7 @@ import (
 // rollback that puts it back.
 type BreakerClearKind struct{}
 
-var _ MutatingKind = BreakerClearKind{}
-
-// Mutates implements MutatingKind.
-func (BreakerClearKind) Mutates() bool { return true }
+var _ StepKind = BreakerClearKind{}
 
 // Name implements StepKind.
 func (BreakerClearKind) Name() string { return "breaker.clear" }

@@ -28,10 +28,7 @@ import (
 // max-override). Rollback clears it (or restores an override it replaced).
 type BreakerForceOpenKind struct{}
 
-var _ MutatingKind = BreakerForceOpenKind{}
-
-// Mutates implements MutatingKind.
-func (BreakerForceOpenKind) Mutates() bool { return true }
+var _ StepKind = BreakerForceOpenKind{}
 
 // Name implements StepKind.
 func (BreakerForceOpenKind) Name() string { return "breaker.force-open" }

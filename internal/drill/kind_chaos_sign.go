@@ -35,10 +35,7 @@ const ChaosAuditAction = "chaos.sign"
 // audited like koshactl chaos sign.
 type ChaosSignKind struct{}
 
-var _ MutatingKind = ChaosSignKind{}
-
-// Mutates implements MutatingKind.
-func (ChaosSignKind) Mutates() bool { return true }
+var _ StepKind = ChaosSignKind{}
 
 // Name implements StepKind.
 func (ChaosSignKind) Name() string { return "chaos.sign" }
@@ -200,7 +197,6 @@ type chaosRollback struct {
 
 var (
 	_ Rollback = (*chaosRollback)(nil)
-	_ Expiring = (*chaosRollback)(nil)
 )
 
 func (r *chaosRollback) Subject() string {

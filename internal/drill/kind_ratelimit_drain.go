@@ -20,10 +20,7 @@ import (
 // level the bucket had before the drill.
 type RateLimitDrainKind struct{}
 
-var _ MutatingKind = RateLimitDrainKind{}
-
-// Mutates implements MutatingKind.
-func (RateLimitDrainKind) Mutates() bool { return true }
+var _ StepKind = RateLimitDrainKind{}
 
 // Name implements StepKind.
 func (RateLimitDrainKind) Name() string { return "ratelimit.drain" }

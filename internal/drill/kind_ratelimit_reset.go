@@ -17,10 +17,7 @@ import (
 // drain's rollback restores the level from before the drill.
 type RateLimitResetKind struct{}
 
-var _ MutatingKind = RateLimitResetKind{}
-
-// Mutates implements MutatingKind.
-func (RateLimitResetKind) Mutates() bool { return true }
+var _ StepKind = RateLimitResetKind{}
 
 // Name implements StepKind.
 func (RateLimitResetKind) Name() string { return "ratelimit.reset" }

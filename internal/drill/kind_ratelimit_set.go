@@ -13,10 +13,7 @@ import (
 //	  tokens: 3              # required, 0 to the bucket's capacity
 type RateLimitSetKind struct{}
 
-var _ MutatingKind = RateLimitSetKind{}
-
-// Mutates implements MutatingKind.
-func (RateLimitSetKind) Mutates() bool { return true }
+var _ StepKind = RateLimitSetKind{}
 
 // Name implements StepKind.
 func (RateLimitSetKind) Name() string { return "ratelimit.set" }

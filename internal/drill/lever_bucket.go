@@ -25,7 +25,6 @@ type bucketRollback struct {
 
 var (
 	_ Rollback = (*bucketRollback)(nil)
-	_ Expiring = (*bucketRollback)(nil)
 )
 
 func (r *bucketRollback) Subject() string { return ratelimit.Key(r.client) }

@@ -27,7 +27,6 @@ type overrideRollback struct {
 
 var (
 	_ Rollback = (*overrideRollback)(nil)
-	_ Expiring = (*overrideRollback)(nil)
 )
 
 func (r *overrideRollback) Subject() string { return breaker.OverrideKey(r.dependency) }

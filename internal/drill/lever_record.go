@@ -9,64 +9,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
-// Lever kinds of a [LeverRecord].
-const (
-	LeverOverride = "override"
-	LeverBucket   = "bucket"
-	LeverChaos    = "chaos"
-	LeverExplicit = "explicit"
-)
-
-// LeverRecord is what a rollback needs to run without the process that
-// registered it: which lever, its state before the drill, and what the
-// drill last wrote. The journal carries one per rollback, so `drill
-// recover` can finish the rollbacks of a run that died.
-type LeverRecord struct {
-	// Kind is override, bucket, chaos or explicit (a rollback step of the
-	// drill file, which recover does not run).
-	Kind       string `json:"kind"`
-	Dependency string `json:"dependency,omitempty"`
-	Client     string `json:"client,omitempty"`
-	// Inverse says what the rollback does: clear (the drill's override),
-	// restore-override (put back the one the drill replaced),
-	// restore-level (the bucket's level before, refilled since), withdraw
-	// (a chaos header), run-step (an explicit rollback).
-	Inverse string `json:"inverse"`
-	// BeforeOverride is the override someone else held before the drill.
-	BeforeOverride *OverrideState `json:"before_override,omitempty"`
-	// BeforeBucket is the bucket before the drill's first change.
-	BeforeBucket *BucketState `json:"before_bucket,omitempty"`
-	// WrittenVersion is the override version the drill last wrote; zero
-	// when unknown (killed before the write's answer arrived). Recovery
-	// leaves an override of another version alone.
-	WrittenVersion int64 `json:"written_version,omitempty"`
-	// JTI names a chaos header.
-	JTI string `json:"jti,omitempty"`
-}
-
-// OverrideState is an override as the journal records it.
-type OverrideState struct {
-	State     string    `json:"state"`
-	Reason    string    `json:"reason"`
-	Actor     string    `json:"actor"`
-	CreatedAt time.Time `json:"created_at"`
-	ExpiresAt time.Time `json:"expires_at"`
-	Version   int64     `json:"version"`
-}
-
-// BucketState is a bucket as the journal records it.
-type BucketState struct {
-	Exists      bool    `json:"exists"`
-	Tokens      float64 `json:"tokens"`
-	UpdatedAtMs int64   `json:"updated_at_ms"`
-}
-
-// recordable rollbacks describe their lever for the journal.
-type recordable interface {
-	leverRecord() *LeverRecord
-}
-
-func (r *overrideRollback) leverRecord() *LeverRecord {
+func (r *overrideRollback) LeverRecord() *LeverRecord {
 	rec := &LeverRecord{Kind: LeverOverride, Dependency: r.dependency, Inverse: "clear"}
 	if b := r.before(); b != nil {
 		rec.BeforeOverride = &OverrideState{State: b.State, Reason: b.Reason, Actor: b.Actor, CreatedAt: b.CreatedAt.UTC(),
@@ -84,7 +27,7 @@ func (r *overrideRollback) leverRecord() *LeverRecord {
 	return rec
 }
 
-func (r *bucketRollback) leverRecord() *LeverRecord {
+func (r *bucketRollback) LeverRecord() *LeverRecord {
 	rec := &LeverRecord{Kind: LeverBucket, Client: r.client, Inverse: "restore-level"}
 	if b, ok := r.lever.Before.(ratelimit.Status); ok {
 		rec.BeforeBucket = &BucketState{Exists: b.Exists, Tokens: b.Stored.Tokens, UpdatedAtMs: b.Stored.UpdatedAtMs}
@@ -92,14 +35,10 @@ func (r *bucketRollback) leverRecord() *LeverRecord {
 	return rec
 }
 
-func (r *chaosRollback) leverRecord() *LeverRecord {
+func (r *chaosRollback) LeverRecord() *LeverRecord {
 	rec := &LeverRecord{Kind: LeverChaos, Inverse: "withdraw"}
 	rec.JTI, _ = r.lever.Written().(string)
 	return rec
-}
-
-func (e *explicitRollback) leverRecord() *LeverRecord {
-	return &LeverRecord{Kind: LeverExplicit, Inverse: "run-step"}
 }
 
 // recoveredChaos is a chaos header's rollback after its run died: the
@@ -111,6 +50,13 @@ type recoveredChaos struct {
 
 func (r *recoveredChaos) Subject() string  { return r.subject }
 func (r *recoveredChaos) Describe() string { return "withdraw the chaos header" }
+
+// ExpiresAt is zero: the journal's record already says when the header
+// expires.
+func (r *recoveredChaos) ExpiresAt() time.Time { return time.Time{} }
+
+// LeverRecord is nil: the journal's record stays as it is.
+func (r *recoveredChaos) LeverRecord() *LeverRecord { return nil }
 func (r *recoveredChaos) Undo(context.Context, *RunContext) (string, error) {
 	if r.expires.IsZero() {
 		return "withdrawn: it lived only in the run's process", nil

@@ -8,10 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/metrics"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -82,24 +79,6 @@ type PlanStep struct {
 	Rollbacks []string `json:"rollbacks,omitempty"`
 }
 
-// PlanLever is a lever a step moves.
-type PlanLever struct {
-	// Subject is the item: breaker#openai, rl#agent-1, chaos#STEP.
-	Subject string `json:"subject"`
-	// Inverse is what the rollback does.
-	Inverse string `json:"inverse"`
-	// ExpiresWithinSeconds bounds how long the lever stays moved if no
-	// rollback runs (zero: it does not lapse, see Expiry).
-	ExpiresWithinSeconds float64 `json:"expires_within_seconds,omitempty"`
-	// Expiry says how the bound is computed.
-	Expiry string `json:"expiry"`
-}
-
-// planner is implemented by actions that move a lever.
-type planner interface {
-	plan(rc *RunContext) *PlanLever
-}
-
 // NewPlan resolves d's variables with svc's environment and describes
 // every step, lever and condition. It reads nothing from the store and
 // writes nothing anywhere; alarm regions are resolved through svc.Alarms
@@ -148,8 +127,8 @@ func NewPlan(ctx context.Context, d *Drill, svc *Deps) *Plan {
 		ps := PlanStep{Index: i + 1, ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Description: rc.Redact(s.Action.Describe(rc)),
 			TimeoutSeconds: seconds(stepTimeout(d, s))}
 		rc.setCurrentStep(s.ID)
-		if pl, ok := s.Action.(planner); ok {
-			ps.Lever = pl.plan(rc)
+		if m, ok := s.Action.(Mutating); ok {
+			ps.Lever = m.Plan(rc)
 			if first, moved := movedBy[ps.Lever.Subject]; moved {
 				// As at run time: one rollback per lever, restoring its state
 				// before the drill.
@@ -200,55 +179,6 @@ func (p *Plan) planAlarms(ctx context.Context, rc *RunContext) {
 		}
 		p.Alarms = append(p.Alarms, pa)
 	}
-}
-
-func (a *forceOpen) plan(rc *RunContext) *PlanLever {
-	bound, parts := rc.Drill.Timeout, []string{"the drill's deadline (" + rc.Drill.Timeout.String() + " after the start)"}
-	if a.forDur > 0 {
-		bound, parts = min(bound, a.forDur), append(parts, "for "+a.forDur.String())
-	}
-	if m := rc.Deps.MaxOverride; m > 0 {
-		bound, parts = min(bound, m), append(parts, "the context's max-override "+m.String())
-	}
-	return &PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
-		Inverse:              "clear the drill's override (or restore an override someone else held before)",
-		ExpiresWithinSeconds: seconds(bound), Expiry: "the override expires at the earliest of " + strings.Join(parts, ", ")}
-}
-
-func (a *clearOverride) plan(rc *RunContext) *PlanLever {
-	return &PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
-		Inverse: "restore the override the drill cleared, if someone else held it (same reason, actor and expiry)",
-		Expiry:  "a clear does not lapse: the rollback restores what was there"}
-}
-
-func (a *bucketStep) plan(rc *RunContext) *PlanLever {
-	l := &PlanLever{Subject: ratelimit.Key(rc.Describe(a.client)), Inverse: "set the bucket back to its level before the drill, refilled since"}
-	oneToken := time.Second
-	if b := rc.Deps.Buckets; b != nil && b.Limits().RefillPerSecond > 0 {
-		oneToken = time.Duration(float64(time.Second) / b.Limits().RefillPerSecond)
-	}
-	switch {
-	case a.op == ratelimit.OpDrain && a.hold > 0:
-		hold := max(min(a.hold, rc.Drill.Timeout-oneToken), 0)
-		l.ExpiresWithinSeconds = seconds(hold + oneToken)
-		l.Expiry = fmt.Sprintf("refused for min(for %s, the deadline less one refill interval %s); the next token one refill interval later", a.hold, oneToken)
-	case a.op == ratelimit.OpDrain:
-		l.ExpiresWithinSeconds = seconds(oneToken)
-		l.Expiry = fmt.Sprintf("tokens 0: the next token arrives after one refill interval (%s)", oneToken)
-	default:
-		l.Expiry = "the bucket refills on its own at its rate"
-	}
-	return l
-}
-
-func (a *chaosSign) plan(rc *RunContext) *PlanLever {
-	ttl := a.req.TTL
-	if ttl == 0 {
-		ttl = chaos.DefaultTTL
-	}
-	bound := min(ttl, rc.Drill.Timeout, chaos.MaxTTL).Truncate(time.Second)
-	return &PlanLever{Subject: "chaos#" + rc.currentStep(), Inverse: "withdraw the header from the run (it cannot be revoked)",
-		ExpiresWithinSeconds: seconds(bound), Expiry: fmt.Sprintf("the header expires after min(ttl %s, time left, %s)", ttl, chaos.MaxTTL)}
 }
 
 // WritePlan prints p for a terminal or a CI log. Text from the file, the

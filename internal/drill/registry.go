@@ -2,7 +2,6 @@ package drill
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -46,20 +45,22 @@ type Action interface {
 // the step fails and Run is not called.
 type Mutating interface {
 	Prepare(ctx context.Context, rc *RunContext) (Rollback, error)
+	// Plan says which lever the step moves, its inverse and its expiry,
+	// without acting (koshactl drill plan).
+	Plan(rc *RunContext) *PlanLever
 }
 
-// MutatingKind is implemented by step kinds whose actions implement
-// [Mutating], so listings can say which kinds roll back on their own.
-type MutatingKind interface {
-	StepKind
-	// Mutates reports that steps of this kind register a rollback.
-	Mutates() bool
-}
-
-// Mutates reports whether steps of kind k register their own rollback.
-func Mutates(k StepKind) bool {
-	m, ok := k.(MutatingKind)
-	return ok && m.Mutates()
+// PlanLever is a lever a step moves.
+type PlanLever struct {
+	// Subject is the item: breaker#openai, rl#agent-1, chaos#STEP.
+	Subject string `json:"subject"`
+	// Inverse is what the rollback does.
+	Inverse string `json:"inverse"`
+	// ExpiresWithinSeconds bounds how long the lever stays moved if no
+	// rollback runs (zero: it does not lapse, see Expiry).
+	ExpiresWithinSeconds float64 `json:"expires_within_seconds,omitempty"`
+	// Expiry says how the bound is computed.
+	Expiry string `json:"expiry"`
 }
 
 // Rollback restores what a step changed. Undo must be idempotent: it may
@@ -72,14 +73,14 @@ type Rollback interface {
 	// Undo restores the subject and says what it did ("cleared",
 	// "already clear").
 	Undo(ctx context.Context, rc *RunContext) (string, error)
-}
-
-// Expiring is implemented by rollbacks whose lever also lapses on its own;
-// the journal lists when, so an operator knows the worst case after a kill.
-type Expiring interface {
-	// ExpiresAt returns when the lever lapses by itself (zero: not known
-	// yet, or never).
+	// ExpiresAt returns when the lever also lapses on its own (zero: not
+	// known yet, or never); the journal lists it, so an operator knows the
+	// worst case after a kill.
 	ExpiresAt() time.Time
+	// LeverRecord describes the lever for the journal, so `drill recover`
+	// can finish the rollback without this process; nil leaves the
+	// journal's record as it is.
+	LeverRecord() *LeverRecord
 }
 
 // ConditionKind is one kind of condition: hypothesis checks, stop
@@ -115,123 +116,69 @@ type Observation struct {
 	Alarms []metrics.Alarm
 }
 
-// Registry holds the step and condition kinds a parser accepts. Build it
-// with [NewRegistry] and register kinds explicitly, or use [Builtin].
+// Registry is the closed set of kinds a parser accepts: a plain table,
+// built by kinds.Builtin (tests build their own).
 type Registry struct {
-	steps      map[string]StepKind
-	conditions map[string]ConditionKind
-}
-
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry {
-	return &Registry{steps: map[string]StepKind{}, conditions: map[string]ConditionKind{}}
-}
-
-// RegisterStep adds a step kind. Registering a name twice, or a name that
-// is also a common step field, is an error.
-func (r *Registry) RegisterStep(k StepKind) error {
-	name := k.Name()
-	if name == "" || slices.Contains(stepFields, name) {
-		return fmt.Errorf("register step kind: %q is reserved", name)
-	}
-	if _, dup := r.steps[name]; dup {
-		return fmt.Errorf("register step kind: %q is already registered", name)
-	}
-	r.steps[name] = k
-	return nil
-}
-
-// RegisterCondition adds a condition kind.
-func (r *Registry) RegisterCondition(k ConditionKind) error {
-	name := k.Name()
-	if name == "" || slices.Contains(checkFields, name) {
-		return fmt.Errorf("register condition kind: %q is reserved", name)
-	}
-	if _, dup := r.conditions[name]; dup {
-		return fmt.Errorf("register condition kind: %q is already registered", name)
-	}
-	r.conditions[name] = k
-	return nil
+	// Steps are the step kinds.
+	Steps []StepKind
+	// Mutating names the step kinds whose steps change the system and
+	// register their own rollback (their actions implement [Mutating]).
+	Mutating []string
+	// Conditions are the condition kinds.
+	Conditions []ConditionKind
 }
 
 // Step returns the step kind called name.
-func (r *Registry) Step(name string) (StepKind, bool) { k, ok := r.steps[name]; return k, ok }
+func (r *Registry) Step(name string) (StepKind, bool) {
+	for _, k := range r.Steps {
+		if k.Name() == name {
+			return k, true
+		}
+	}
+	return nil, false
+}
 
 // Condition returns the condition kind called name.
 func (r *Registry) Condition(name string) (ConditionKind, bool) {
-	k, ok := r.conditions[name]
-	return k, ok
+	for _, k := range r.Conditions {
+		if k.Name() == name {
+			return k, true
+		}
+	}
+	return nil, false
 }
+
+// Mutates reports whether steps of kind k register their own rollback.
+func (r *Registry) Mutates(k StepKind) bool { return slices.Contains(r.Mutating, k.Name()) }
 
 // StepKinds returns the step kinds sorted by name.
 func (r *Registry) StepKinds() []StepKind {
-	out := make([]StepKind, 0, len(r.steps))
-	for _, k := range r.steps {
-		out = append(out, k)
-	}
+	out := slices.Clone(r.Steps)
 	slices.SortFunc(out, func(a, b StepKind) int { return strings.Compare(a.Name(), b.Name()) })
 	return out
 }
 
 // ConditionKinds returns the condition kinds sorted by name.
 func (r *Registry) ConditionKinds() []ConditionKind {
-	out := make([]ConditionKind, 0, len(r.conditions))
-	for _, k := range r.conditions {
-		out = append(out, k)
-	}
+	out := slices.Clone(r.Conditions)
 	slices.SortFunc(out, func(a, b ConditionKind) int { return strings.Compare(a.Name(), b.Name()) })
 	return out
 }
 
 func (r *Registry) stepNames() []string {
-	out := make([]string, 0, len(r.steps))
-	for n := range r.steps {
-		out = append(out, n)
+	out := make([]string, 0, len(r.Steps))
+	for _, k := range r.Steps {
+		out = append(out, k.Name())
 	}
 	slices.Sort(out)
 	return out
 }
 
 func (r *Registry) conditionNames() []string {
-	out := make([]string, 0, len(r.conditions))
-	for n := range r.conditions {
-		out = append(out, n)
+	out := make([]string, 0, len(r.Conditions))
+	for _, k := range r.Conditions {
+		out = append(out, k.Name())
 	}
 	slices.Sort(out)
 	return out
-}
-
-// Builtin returns a registry with every kind koshactl ships, registered
-// explicitly. Each kind lives in its own kind_*.go or cond_*.go file.
-func Builtin() *Registry {
-	r := NewRegistry()
-	for _, k := range []StepKind{
-		BreakerForceOpenKind{},
-		BreakerClearKind{},
-		RateLimitDrainKind{},
-		RateLimitResetKind{},
-		RateLimitSetKind{},
-		ChaosSignKind{},
-		HTTPStepKind{},
-		WaitForKind{},
-		AssertKind{},
-		SleepKind{},
-		ShellStepKind{},
-	} {
-		if err := r.RegisterStep(k); err != nil {
-			panic(err) // a programming error in this list
-		}
-	}
-	for _, k := range []ConditionKind{
-		HTTPConditionKind{},
-		BreakerConditionKind{},
-		BucketConditionKind{},
-		ShellConditionKind{},
-		AlarmConditionKind{},
-	} {
-		if err := r.RegisterCondition(k); err != nil {
-			panic(err)
-		}
-	}
-	return r
 }

@@ -205,8 +205,8 @@ func (r *Runner) Run(ctx context.Context, d *Drill) *Journal {
 		j.Rollbacks = append(j.Rollbacks, RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rc.Redact(rb.Describe()),
 			Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: StatusPending})
 		idx := len(j.Rollbacks) - 1
-		if lr, ok := rb.(recordable); ok {
-			j.Rollbacks[idx].Lever = lr.leverRecord()
+		if l := rb.LeverRecord(); l != nil {
+			j.Rollbacks[idx].Lever = l
 		}
 		r.rbs = append(r.rbs, rb)
 		stack = append(stack, stackEntry{rb: rb, idx: idx})
@@ -676,14 +676,12 @@ func undoWithRetry(ctx context.Context, rc *RunContext, rb Rollback) (detail str
 // addExpiry records when the lever lapses on its own (for rollbacks that
 // did not succeed, the worst case).
 func (r *Runner) addExpiry(rec *RollbackRecord, rb Rollback) {
-	if ex, ok := rb.(Expiring); ok {
-		if t := ex.ExpiresAt(); !t.IsZero() {
-			rec.ExpiresAt = timePtr(t)
-		}
+	if t := rb.ExpiresAt(); !t.IsZero() {
+		rec.ExpiresAt = timePtr(t)
 	}
 	rec.Subject = rb.Subject()
-	if lr, ok := rb.(recordable); ok {
-		rec.Lever = lr.leverRecord()
+	if l := rb.LeverRecord(); l != nil {
+		rec.Lever = l
 	}
 }
 
@@ -694,6 +692,9 @@ type explicitRollback struct {
 }
 
 func (e *explicitRollback) Subject() string { return e.step.Kind.Name() }
+
+// ExpiresAt is zero: a rollback step's effect does not lapse on its own.
+func (e *explicitRollback) ExpiresAt() time.Time { return time.Time{} }
 
 func (e *explicitRollback) Describe() string {
 	if e.step.Name != "" && e.step.Name != e.step.ID {
@@ -714,6 +715,10 @@ func (e *explicitRollback) Undo(ctx context.Context, rc *RunContext) (string, er
 		detail += ": " + out.Detail
 	}
 	return detail, err
+}
+
+func (e *explicitRollback) LeverRecord() *LeverRecord {
+	return &LeverRecord{Kind: LeverExplicit, Inverse: "run-step"}
 }
 
 // NewRunID returns a random run id: 12 lowercase hex digits.

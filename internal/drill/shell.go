@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -81,24 +80,6 @@ func decodeShell(d *Decoder, n *yaml.Node, what string) *shellSpec {
 		return nil
 	}
 	return s
-}
-
-// envName turns a step id and output name into DRILL_STEP_<ID>_<OUTPUT>.
-func envName(parts ...string) string {
-	var b strings.Builder
-	for i, p := range parts {
-		if i > 0 {
-			b.WriteByte('_')
-		}
-		for _, r := range p {
-			if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
-				b.WriteRune(unicode.ToUpper(r))
-			} else {
-				b.WriteByte('_')
-			}
-		}
-	}
-	return b.String()
 }
 
 // environ builds the command's environment: the base environment, the

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -360,3 +361,21 @@ func (rc *RunContext) ExpandHeader(name string, t Template) (string, error) {
 // envValue reports whether value can be carried by an environment variable
 // (it holds no NUL byte).
 func envValue(value string) bool { return strings.IndexByte(value, 0) < 0 }
+
+// envName turns a step id and output name into DRILL_STEP_<ID>_<OUTPUT>.
+func envName(parts ...string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('_')
+		}
+		for _, r := range p {
+			if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+				b.WriteRune(unicode.ToUpper(r))
+			} else {
+				b.WriteByte('_')
+			}
+		}
+	}
+	return b.String()
+}

@@ -54,7 +54,7 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 	reg := drill.Builtin()
 	out := Result{Kind: "DrillKinds"}
 	for _, k := range reg.StepKinds() {
-		out.Steps = append(out.Steps, Kind{Name: k.Name(), Summary: k.Summary(), Outputs: k.Outputs(), Mutating: drill.Mutates(k)})
+		out.Steps = append(out.Steps, Kind{Name: k.Name(), Summary: k.Summary(), Outputs: k.Outputs(), Mutating: reg.Mutates(k)})
 	}
 	for _, k := range reg.ConditionKinds() {
 		out.Conditions = append(out.Conditions, Kind{Name: k.Name(), Summary: k.Summary()})

@@ -1,0 +1,173 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/kosha-platform/koshactl/internal/metrics"
+)
+
+// AlarmCondition is an alarm condition of a drill. The run reads every
+// alarm of the drill together, once per region and poll round, so the
+// parser collects them (Decoder.AddAlarm) and the run context batches
+// their reads.
+type AlarmCondition interface {
+	Condition
+	// AlarmTarget resolves the condition's references.
+	AlarmTarget(rc *RunContext) (AlarmTarget, error)
+}
+
+// AlarmTarget is an alarm condition with its references resolved.
+type AlarmTarget struct {
+	Region string // "" is the default region
+	Query  metrics.AlarmQuery
+}
+
+// AddAlarm records an alarm condition of the drill being decoded.
+func (d *Decoder) AddAlarm(c AlarmCondition) { d.alarms = append(d.alarms, c) }
+
+// alarmRead is one region's answer in one poll round.
+type alarmRead struct {
+	metrics.AlarmRead
+	Region string
+}
+
+// alarmWatcher reads every alarm of the drill, per region, once per poll
+// round: the conditions evaluated in one round (all stop conditions of a
+// monitor tick, one poll of a check) share one DescribeAlarms call.
+type alarmWatcher struct {
+	conds []AlarmCondition
+
+	mu sync.Mutex
+	// calls counts DescribeAlarms calls, for tests and the journal.
+	calls int
+}
+
+type alarmRoundKey struct{}
+
+// alarmRound caches one poll round's reads by region.
+type alarmRound struct {
+	mu    sync.Mutex
+	reads map[string]*alarmRead
+	errs  map[string]error
+}
+
+// withAlarmRound starts a poll round: alarm conditions checked with the
+// returned context share their DescribeAlarms calls.
+func withAlarmRound(ctx context.Context) context.Context {
+	return context.WithValue(ctx, alarmRoundKey{}, &alarmRound{reads: map[string]*alarmRead{}, errs: map[string]error{}})
+}
+
+func (rc *RunContext) alarmWatcher() *alarmWatcher {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.alarms == nil {
+		rc.alarms = &alarmWatcher{conds: rc.Drill.alarms}
+	}
+	return rc.alarms
+}
+
+// queries groups the drill's alarm conditions by region. A condition whose
+// references cannot be resolved yet (a step output of a step still to
+// run) is left out; it fails on its own when checked.
+func (w *alarmWatcher) queries(ctx context.Context, rc *RunContext) (map[string]metrics.AlarmQuery, error) {
+	def, err := rc.Deps.Alarms.DefaultRegion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]metrics.AlarmQuery{}
+	for _, c := range w.conds {
+		t, err := c.AlarmTarget(rc)
+		if err != nil {
+			continue
+		}
+		r := t.Region
+		if r == "" {
+			r = def
+		}
+		q := out[r]
+		q.Names = append(q.Names, t.Query.Names...)
+		q.Prefixes = append(q.Prefixes, t.Query.Prefixes...)
+		out[r] = q
+	}
+	return out, nil
+}
+
+// read returns region's alarms for this round: fetched once per round
+// (ctx's), or for this call alone outside a round.
+func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) (*alarmRead, error) {
+	def, err := rc.Deps.Alarms.DefaultRegion(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if region == "" {
+		region = def
+	}
+	round, _ := ctx.Value(alarmRoundKey{}).(*alarmRound)
+	if round == nil {
+		round = &alarmRound{reads: map[string]*alarmRead{}, errs: map[string]error{}}
+	}
+	round.mu.Lock()
+	defer round.mu.Unlock()
+	if r, ok := round.reads[region]; ok {
+		return r, nil
+	}
+	if err, ok := round.errs[region]; ok {
+		return nil, err
+	}
+	qs, err := w.queries(ctx, rc)
+	if err != nil {
+		return nil, err
+	}
+	q := qs[region]
+	if len(q.Names) == 0 && len(q.Prefixes) == 0 {
+		return nil, fmt.Errorf("no alarm of the drill is in %s", region)
+	}
+	ask := region
+	if ask == def {
+		ask = "" // the context's own client: its region and endpoint
+	}
+	w.mu.Lock()
+	w.calls++
+	w.mu.Unlock()
+	res, err := rc.Deps.Alarms.Describe(ctx, ask, q)
+	if err != nil {
+		round.errs[region] = err
+		return nil, err
+	}
+	r := &alarmRead{AlarmRead: res, Region: region}
+	round.reads[region] = r
+	return r, nil
+}
+
+// checkAlarms resolves every alarm condition of the drill before the run
+// acts: a set of names and prefixes that one DescribeAlarms request per
+// region cannot cover makes the run invalid.
+func checkAlarms(ctx context.Context, rc *RunContext) error {
+	w := rc.alarmWatcher()
+	if len(w.conds) == 0 {
+		return nil
+	}
+	if err := need(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
+		return err
+	}
+	qs, err := w.queries(ctx, rc)
+	if err != nil {
+		return err
+	}
+	for region, q := range qs {
+		if _, err := metrics.AlarmRequest(q); err != nil {
+			return fmt.Errorf("alarms in %s: %w", region, err)
+		}
+	}
+	return nil
+}
+
+// AlarmCalls returns how many DescribeAlarms calls the run made.
+func (rc *RunContext) AlarmCalls() int {
+	w := rc.alarmWatcher()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.calls
+}
