@@ -94,8 +94,8 @@ bench-scale: test-deps ## The production-size benchmarks with the 100k table (do
 	KOSHACTL_BENCH_100K=1 $(GO) test -run '^$$' -bench . -benchtime 5x -count 3 -timeout 30m ./internal/scalebench/
 
 # Every native fuzz target, as package:FuzzName: the parsers of outside input
-# (chaos header, deadline header, config file, drill YAML, stored items) and
-# the breaker's state machine.
+# (chaos header, deadline header, config file, drill YAML, stored items), the
+# game-day report's escaping, and the breaker's state machine.
 FUZZ_TARGETS := \
 	./internal/chaos:FuzzParse \
 	./internal/chaos:FuzzVerify \
@@ -105,6 +105,7 @@ FUZZ_TARGETS := \
 	./internal/config:FuzzLoad \
 	./internal/drill:FuzzParse \
 	./internal/drill:FuzzInterpolation \
+	./internal/gameday:FuzzHTML \
 	./internal/store:FuzzParseNumber \
 	./internal/store:FuzzNumberRoundTrip \
 	./internal/store/sqlite:FuzzDecode \

@@ -1,6 +1,9 @@
 package drill
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // JournalVersion is the version of the journal format this koshactl writes.
 // Version 2 added GaugeSamples, StopEvaluations and Audit; a version 1
@@ -43,4 +46,14 @@ type AuditRef struct {
 	At      time.Time `json:"at"`
 	Action  string    `json:"action"`
 	Subject string    `json:"subject"`
+}
+
+// CheckVersion refuses a journal written by a later koshactl, whose
+// fields could mean what this one does not know. Versions 0 and 1 read
+// as journals without the version 2 fields.
+func (j *Journal) CheckVersion() error {
+	if j.Version > JournalVersion {
+		return fmt.Errorf("journal version %d is newer than this koshactl reads (%d): use a newer koshactl", j.Version, JournalVersion)
+	}
+	return nil
 }

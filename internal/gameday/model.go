@@ -23,6 +23,8 @@ type Input struct {
 	// SamplesFrom says where Samples came from ("prometheus http://...");
 	// empty means the journal.
 	SamplesFrom string
+	// FetchError says why the window could not be fetched.
+	FetchError string
 }
 
 // report is what the templates render: every value already one safe line.
@@ -225,6 +227,10 @@ func build(in Input) *report {
 		r.GaugesNote = one(fmt.Sprintf("breaker_state %s (%d reads)", from, len(samples)))
 	case len(samples) > 0:
 		r.GaugesNote = "no instance reported a breaker_state during the run"
+	case in.FetchError != "":
+		r.GaugesNote = one("no breaker_state samples in the journal, and none could be fetched: " + in.FetchError)
+	case in.Samples != nil:
+		r.GaugesNote = one("no breaker_state samples in the journal, and " + in.SamplesFrom + " had none in the run's window")
 	default:
 		r.GaugesNote = "no breaker_state samples: the run polled no gauges, and none were fetched"
 	}
