@@ -128,6 +128,16 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; make fuzz FUZZTIM
 	printf "\n$$summary"; \
 	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (a crashing input is saved under its package's testdata/fuzz)"; exit 1; fi
 
+# Where make report-check leaves its reports, screenshots and browser logs.
+REPORT_CHECK_DIR ?= bin/report-check
+
+.PHONY: report-check
+report-check: build ## Render game-day reports (fixtures and a real drill against a sandbox) in headless Chromium: a screenshot each, and no console error or CSP violation
+	@command -v chromium >/dev/null || { command -v apt-get >/dev/null || { echo "chromium is needed for the report check: install it"; exit 1; }; \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; echo "installing chromium (Debian) for the report check"; \
+	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	tools/report-check.sh ./$(BIN) $(REPORT_CHECK_DIR)
+
 .PHONY: fmt
 fmt: ## Format the code
 	gofmt -w $$(git ls-files '*.go')
