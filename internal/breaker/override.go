@@ -31,6 +31,7 @@ const (
 	attrCreatedAt = "created_at"
 	attrExpiresAt = "expires_at"
 	attrVersion   = "version"
+	attrWriteID   = store.WriteIDAttr
 )
 
 // Attribute names other packages ask [Override.HasProblem] about.
@@ -76,6 +77,11 @@ type Override struct {
 	// Version increases by one on every write; conditional writes compare the
 	// stored attribute (Raw), not this parsed copy.
 	Version int64
+	// WriteID is the token of the write that stored the item (the write_id
+	// attribute, unique per write; "" when the item has none, as items
+	// written by hand or by older koshactl). When a write's answer is lost,
+	// a re-read finding this token says the write landed.
+	WriteID string
 	// Raw is the item exactly as read from the store (nil for an override
 	// built in memory). A write that replaces or deletes the item is
 	// conditional on Raw's version attribute as stored, and audit records
@@ -170,6 +176,9 @@ func (o Override) Item() store.Item {
 		// Additive: places the item in the overrides index (ListFor).
 		store.IndexOverrides.Attr: OverrideIndexKey,
 	}
+	if o.WriteID != "" {
+		it[attrWriteID] = o.WriteID
+	}
 	if o.Expires() {
 		ms := o.ExpiresAt.UnixMilli()
 		it[attrExpiresAt] = ms
@@ -211,6 +220,7 @@ func OverrideFromItem(it store.Item) (Override, error) {
 		d.problem(attrReason, fmt.Sprintf("%d characters, want at most %d", n, audit.MaxReasonLen))
 	}
 	o.Actor = d.str(attrActor)
+	o.WriteID = it.WriteID()
 	if ms, ok := d.epochMs(attrCreatedAt, true); ok {
 		o.CreatedAt = time.UnixMilli(ms).UTC()
 	}
@@ -288,7 +298,10 @@ func (d *overrideDecoder) epochMs(attr string, required bool) (int64, bool) {
 }
 
 // condition returns the condition under which a write may replace or delete
-// the item o was read from: that its version attribute is still exactly as
+// the item o was read from. When the item carries a write_id, that it still
+// carries it: the token is unique to the write that stored the item, so the
+// condition holds for that item only (a version restarts at 1 after a clear,
+// a token never repeats). Otherwise, that its version attribute is still exactly as
 // stored — the same value and type when present (a malformed "1.5", 9e125 or
 // string included), absent when it was absent. Conditioning on the parsed
 // Version instead would never match a malformed one, and the item could not
@@ -296,6 +309,9 @@ func (d *overrideDecoder) epochMs(attr string, required bool) (int64, bool) {
 func (o Override) condition() store.Condition {
 	if o.Raw == nil {
 		return store.IfEquals(attrVersion, o.Version)
+	}
+	if w := o.Raw.WriteID(); w != "" {
+		return store.IfEquals(attrWriteID, w)
 	}
 	v, ok := o.Raw[attrVersion]
 	if !ok {
@@ -445,6 +461,11 @@ type ForceResult struct {
 	After  Override
 	// Replaced is true when an active override was overwritten.
 	Replaced bool
+	// Confirmed is true when the store's answer to the write was lost (a
+	// connection reset or a timeout after sending; the retry then met the
+	// write's own condition, or failed) and a re-read found the item
+	// carrying this write's token: the write landed.
+	Confirmed bool
 }
 
 // ConflictError reports an override that someone else holds (or changed while
@@ -531,26 +552,57 @@ func (s *Overrides) Force(ctx context.Context, req ForceRequest) (ForceResult, e
 		after.Version = before.nextVersion()
 		cond = before.condition()
 	}
-	res.After = after
 	if req.DryRun {
+		res.After = after
 		return res, nil
 	}
+	id, err := store.NewWriteID()
+	if err != nil {
+		return res, fmt.Errorf("write override %s: %w", req.Dependency, err)
+	}
+	after.WriteID = id
+	res.After = after
 	if err := s.store.Put(ctx, after.Item(), cond); err != nil {
+		// An answer that never came, or a refusal that may be the write
+		// meeting its own condition on the SDK's retry: re-read, and let
+		// the token say whose item is stored.
+		cur, found, rerr := s.reread(ctx, req.Dependency, err)
+		if found && cur.WriteID == id {
+			res.Confirmed = true
+			return res, nil
+		}
 		if errors.Is(err, store.ErrConditionFailed) {
-			return res, s.raced(ctx, req.Dependency)
+			if rerr != nil {
+				return res, fmt.Errorf("override %s changed while koshactl was acting, and re-reading it failed: %w", req.Dependency, rerr)
+			}
+			if !found {
+				return res, fmt.Errorf("override %s changed while koshactl was acting (it is gone now): review it, then re-run: %w",
+					req.Dependency, ErrConflict)
+			}
+			return res, &ConflictError{Current: cur, Raced: true}
 		}
 		return res, fmt.Errorf("write override %s: %w", req.Dependency, err)
 	}
 	return res, nil
 }
 
-// raced builds the conflict error after a refused conditional write.
-func (s *Overrides) raced(ctx context.Context, dependency string) error {
-	cur, err := s.Get(ctx, dependency)
-	if err != nil {
-		return fmt.Errorf("override %s changed while koshactl was acting, and re-reading it failed: %w", dependency, err)
+// reread reads dependency's override after a write of it failed with
+// writeErr, to resolve what the write did: found is false when the item is
+// absent. Nothing is read when writeErr is the caller's cancellation, or a
+// failure that says the write was never applied (throttling, credentials,
+// a missing table, a refused item).
+func (s *Overrides) reread(ctx context.Context, dependency string, writeErr error) (Override, bool, error) {
+	if !store.MayHaveApplied(ctx, writeErr) {
+		return Override{}, false, writeErr
 	}
-	return &ConflictError{Current: cur, Raced: true}
+	cur, err := s.Get(ctx, dependency)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return Override{}, false, nil
+	case err != nil:
+		return Override{}, false, err
+	}
+	return cur, true, nil
 }
 
 // ClearResult says what a clear did.
@@ -559,6 +611,11 @@ type ClearResult struct {
 	Before *Override
 	// WasActive is true when the deleted override was still in force.
 	WasActive bool
+	// Confirmed is true when the store's answer to the delete was lost and
+	// the delete was resolved as this one's: the retry's refusal (or the
+	// failure) came after an attempt that may have applied it, and the
+	// re-read found the item gone. See docs/contracts/breaker-override.md.
+	Confirmed bool
 }
 
 // Clear deletes dependency's override. Clearing an absent override succeeds
@@ -584,14 +641,29 @@ func (s *Overrides) clearFrom(ctx context.Context, dependency string, cur Overri
 		return res, nil
 	}
 	if err := s.store.Delete(ctx, OverrideKey(dependency), cur.condition()); err != nil {
-		if errors.Is(err, store.ErrConditionFailed) {
-			// Gone already (someone else cleared it) is the outcome we wanted.
-			if _, gerr := s.Get(ctx, dependency); errors.Is(gerr, store.ErrNotFound) {
-				return ClearResult{}, nil
-			}
-			return res, s.raced(ctx, dependency)
+		now, found, rerr := s.reread(ctx, dependency, err)
+		switch {
+		case rerr != nil && errors.Is(err, store.ErrConditionFailed):
+			return res, fmt.Errorf("override %s changed while koshactl was acting, and re-reading it failed: %w", dependency, rerr)
+		case rerr != nil || found && !errors.Is(err, store.ErrConditionFailed):
+			// The item is still there (or unknown): the delete did not land.
+			return res, fmt.Errorf("delete override %s: %w", dependency, err)
+		case found:
+			return res, &ConflictError{Current: now, Raced: true}
+		case store.Retried(err) || !errors.Is(err, store.ErrConditionFailed):
+			// Gone, after an attempt of ours that may have applied the
+			// delete: a refusal on the first attempt is someone else's
+			// delete, but here the first answer was lost. The delete was
+			// conditional on this item's token, so whoever deleted it
+			// deleted exactly the item we meant to; koshactl records it as
+			// its own rather than leave a delete it may have made
+			// unaudited.
+			res.Confirmed = true
+			return res, nil
 		}
-		return res, fmt.Errorf("delete override %s: %w", dependency, err)
+		// Refused on the first attempt and gone: someone else cleared it,
+		// which is the outcome we wanted.
+		return ClearResult{}, nil
 	}
 	return res, nil
 }

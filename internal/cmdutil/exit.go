@@ -68,10 +68,12 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.As(err, &ee):
 		return ee.Code
+	case errors.Is(err, audit.ErrAuditWrite):
+		// Before cancellation: an interrupt that stopped the audit append
+		// after the change was made leaves a change without its record.
+		return ExitAudit
 	case errors.Is(err, context.Canceled):
 		return ExitCancelled
-	case errors.Is(err, audit.ErrAuditWrite):
-		return ExitAudit
 	case errors.Is(err, breaker.ErrConflict), errors.Is(err, store.ErrConditionFailed), errors.Is(err, config.ErrChanged),
 		errors.Is(err, keys.ErrConflict):
 		return ExitConflict

@@ -4,8 +4,9 @@ package drill
 
 import (
 	"errors"
-	"os"
 	"syscall"
+
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 )
 
 // lockFile takes an exclusive flock on path (created if absent) without
@@ -13,7 +14,9 @@ import (
 // (SIGKILL included), so a held lock means a live holder, whatever pid
 // numbers were reused since.
 func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644) //nolint:gosec // G302,G304: the lock beside the operator's own journal; readable like it
+	// Created (mode 0600) or opened without following a link; anything
+	// but a regular file is refused.
+	f, err := fsutil.OpenOrCreateRegular(path, 0o600)
 	if err != nil {
 		return nil, err
 	}

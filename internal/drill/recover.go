@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 )
 
 // ActionRecover is the audit action of `drill recover`.
@@ -34,16 +33,16 @@ func LockJournal(journal string) (func(), error) {
 	return lockFile(LockPath(journal))
 }
 
+// maxJournalSize bounds the journal file read.
+const maxJournalSize = 64 << 20
+
 // ReadJournal reads a journal file.
 func ReadJournal(path string) (*Journal, error) {
-	f, err := os.Open(path) //nolint:gosec // G304: the operator's own argument
+	// A pipe or device is refused at once: it could block forever, and
+	// only a regular file is a journal a run wrote.
+	b, _, err := fsutil.ReadRegular(path, maxJournalSize)
 	if err != nil {
 		return nil, fmt.Errorf("read journal: %w", unwrapPath(err))
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read journal: %w", err)
 	}
 	var j Journal
 	if err := json.Unmarshal(b, &j); err != nil {

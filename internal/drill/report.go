@@ -1,15 +1,16 @@
 package drill
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -234,7 +235,9 @@ func (f *JournalFile) Report(ev Event) {
 	}
 	b, err := json.MarshalIndent(ev.Journal, "", "  ")
 	if err == nil {
-		err = WriteFileAtomic(f.Path, append(b, '\n'))
+		// Read back by drill recover: only ever a regular file, replaced
+		// atomically; nothing here can block.
+		err = fsutil.ReplaceFile(context.Background(), f.Path, append(b, '\n'), 0o644)
 	}
 	f.mu.Lock()
 	if err != nil && f.err == nil {
@@ -250,7 +253,7 @@ func (f *JournalFile) Err() error { f.mu.Lock(); defer f.mu.Unlock(); return f.e
 func WriteJournal(path string, j *Journal) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err == nil {
-		err = WriteFileAtomic(path, append(b, '\n'))
+		err = fsutil.ReplaceFile(context.Background(), path, append(b, '\n'), 0o644)
 	}
 	if err != nil {
 		return fmt.Errorf("write journal %s: %w", path, err)
@@ -258,10 +261,15 @@ func WriteJournal(path string, j *Journal) error {
 	return nil
 }
 
-// JUnitFile writes the JUnit XML report at Path when the run finishes.
+// JUnitFile writes the JUnit XML report at Path when the run finishes,
+// under fsutil's output policy: a regular file is replaced atomically, a
+// named pipe or character device written in place (the write ends with
+// Ctx), a link refused.
 type JUnitFile struct {
 	Path string
-	err  error
+	// Ctx bounds a write to a pipe whose reader stalls (nil: never ends).
+	Ctx context.Context
+	err error
 }
 
 var _ Reporter = (*JUnitFile)(nil)
@@ -273,7 +281,7 @@ func (f *JUnitFile) Report(ev Event) {
 	}
 	b, err := JUnit(ev.Journal)
 	if err == nil {
-		err = WriteFileAtomic(f.Path, b)
+		err = fsutil.WriteFile(cmp.Or(f.Ctx, context.Background()), f.Path, b, 0o644)
 	}
 	if err != nil {
 		f.err = fmt.Errorf("write JUnit report %s: %w", f.Path, err)
@@ -282,26 +290,3 @@ func (f *JUnitFile) Report(ev Event) {
 
 // Err returns the write error, if any.
 func (f *JUnitFile) Err() error { return f.err }
-
-// WriteFileAtomic writes data to path through a temporary file in the
-// same directory and a rename, so readers never see a partial file.
-func WriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}

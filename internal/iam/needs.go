@@ -23,6 +23,21 @@ const (
 	// UpdateSecretVersionStage moves AWSPENDING off a rotated version.
 	UpdateSecretVersionStage = "secretsmanager:UpdateSecretVersionStage"
 	GetMetricData            = "cloudwatch:GetMetricData"
+	// DescribeAlarms reads the alarms of a drill's alarm stop conditions and
+	// hypotheses. koshactl asks for metric and composite alarms, which AWS
+	// answers only with the permission scoped to "*".
+	DescribeAlarms = "cloudwatch:DescribeAlarms"
+	// KMS actions Secrets Manager makes on the caller's behalf when the chaos
+	// secret is encrypted with a customer-managed key: Decrypt to read a
+	// value, GenerateDataKey to write one.
+	KMSDecrypt         = "kms:Decrypt"
+	KMSGenerateDataKey = "kms:GenerateDataKey"
+	// Table administration (store init, store migrate).
+	DescribeTable      = "dynamodb:DescribeTable"
+	CreateTable        = "dynamodb:CreateTable"
+	UpdateTable        = "dynamodb:UpdateTable"
+	DescribeTimeToLive = "dynamodb:DescribeTimeToLive"
+	UpdateTimeToLive   = "dynamodb:UpdateTimeToLive"
 )
 
 // Item key prefixes (docs/contracts): one kind of item each.
@@ -55,11 +70,14 @@ func (n Need) Service() string {
 }
 
 // keyed reports whether DynamoDB can limit the action with
-// dynamodb:LeadingKeys: actions on one item by its key. Scan names no key,
-// so the condition key is absent and cannot limit it.
+// dynamodb:LeadingKeys to item prefixes: actions on items by their keys
+// (a BatchGetItem names every key, each checked). Scan names no key, so
+// the condition key is absent and cannot limit it; a Query names the
+// partition key of the index it reads (a day, a subject, an actor), not an
+// item's pk.
 func (n Need) keyed() bool {
 	switch n.Action {
-	case GetItem, PutItem, DeleteItem:
+	case GetItem, PutItem, DeleteItem, BatchGetItem:
 		return true
 	}
 	return false
@@ -82,14 +100,18 @@ var (
 	breakerRead  = Need{GetItem, BreakerItems}
 	breakerWrite = Need{PutItem, BreakerItems}
 	breakerScan  = Need{Scan, BreakerItems}
-	// batchRead and indexRead name no key prefix: the policy grants them on
-	// the table (and its indexes) without dynamodb:LeadingKeys.
-	batchRead   = Need{Action: BatchGetItem}
+	// batchRead reads many overrides (or buckets) by key, limited to their
+	// prefix like GetItem.
+	batchRead       = Need{BatchGetItem, BreakerItems}
+	bucketBatchRead = Need{BatchGetItem, BucketItems}
+	// indexRead names no item prefix: the policy grants it on the table's
+	// indexes without dynamodb:LeadingKeys.
 	indexRead   = Need{Action: Query}
 	bucketRead  = Need{GetItem, BucketItems}
 	bucketWrite = Need{PutItem, BucketItems}
 	secretRead  = Need{Action: GetSecretValue}
 	gauges      = Need{Action: GetMetricData}
+	alarms      = Need{Action: DescribeAlarms}
 )
 
 // Commands is what each command path that talks to AWS calls, as the
@@ -106,9 +128,9 @@ var Commands = map[string][]Need{
 	"breaker clear --all": needs(breakerScan, batchRead, Need{DeleteItem, BreakerItems}, auditWrite),
 	"ratelimit get":       needs(bucketRead),
 	"ratelimit list":      needs(Need{Scan, BucketItems}),
-	"ratelimit reset":     needs(batchRead, bucketWrite, auditWrite),
-	"ratelimit drain":     needs(batchRead, bucketWrite, auditWrite),
-	"ratelimit set":       needs(batchRead, bucketWrite, auditWrite),
+	"ratelimit reset":     needs(bucketBatchRead, bucketWrite, auditWrite),
+	"ratelimit drain":     needs(bucketBatchRead, bucketWrite, auditWrite),
+	"ratelimit set":       needs(bucketBatchRead, bucketWrite, auditWrite),
 	"audit list":          needs(indexRead),
 	"audit list --scan":   needs(Need{Scan, AuditItems}),
 	"chaos sign":          needs(secretRead, auditWrite),
@@ -117,13 +139,21 @@ var Commands = map[string][]Need{
 	"chaos key rotate":    needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, auditWrite),
 	// A drill's levers (the example drills and one reading CloudWatch
 	// gauges): force and clear overrides, drain and restore buckets, mint
-	// chaos headers, wait on the gauges, audit every change.
+	// chaos headers, wait on the gauges and watch the alarms of its stop
+	// conditions, audit every change.
 	"drill run": needs(breakerRead, batchRead, breakerWrite, Need{DeleteItem, BreakerItems},
-		bucketRead, bucketWrite, secretRead, gauges, auditWrite),
+		bucketRead, bucketWrite, secretRead, gauges, alarms, auditWrite),
 	// The reference data plane (koshactl sandbox): it reads overrides and
 	// chaos keys, takes tokens with a conditional write, and audits chaos
 	// headers it applied or refused.
 	"sandbox": needs(breakerRead, bucketRead, bucketWrite, secretRead, auditWrite),
+	// Table administration: create the table (and TTL) where it is missing;
+	// add the indexes an older table lacks, then index the existing audit
+	// records and overrides with conditional writes.
+	"store init": needs(Need{Action: DescribeTable}, Need{Action: CreateTable}, Need{Action: DescribeTimeToLive},
+		Need{Action: UpdateTimeToLive}),
+	"store migrate": needs(Need{Action: DescribeTable}, Need{Action: UpdateTable},
+		Need{Scan, AuditItems}, Need{Scan, BreakerItems}, auditWrite, breakerWrite),
 }
 
 // Role names a set of command paths given one policy.
@@ -142,10 +172,13 @@ const (
 	DrillRunner Role = "drill-runner"
 	// DataPlane is the gateway and core-api at run time.
 	DataPlane Role = "data-plane"
+	// Admin creates and migrates the table (store init, store migrate): the
+	// infrastructure pipeline's or a platform engineer's, never on-call's.
+	Admin Role = "admin"
 )
 
 // Roles lists every role, in the order documented.
-var Roles = []Role{Reader, Operator, DrillRunner, DataPlane}
+var Roles = []Role{Reader, Operator, DrillRunner, DataPlane, Admin}
 
 var readerPaths = []string{"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
 	"audit list", "audit list --scan"}
@@ -157,6 +190,7 @@ var RolePaths = map[Role][]string{
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate"),
 	DrillRunner: {"drill run"},
 	DataPlane:   {"sandbox"},
+	Admin:       {"store init", "store migrate"},
 }
 
 // ParseRole returns the role named s.

@@ -20,6 +20,11 @@ type Target struct {
 	// GetMetricData cannot be limited to one namespace, so it is only
 	// recorded in the statement's Sid.
 	Namespace string
+	// KMSKey is the ARN of the customer-managed KMS key the chaos secret is
+	// encrypted with (`iam policy --kms-key-arn`). Empty: the secret uses
+	// the account's AWS managed key (aws/secretsmanager), which needs no
+	// statement.
+	KMSKey string
 }
 
 // Partition is the ARN partition of the region: aws, aws-cn or aws-us-gov.
@@ -60,6 +65,22 @@ func (t Target) validate() error {
 	if len(t.Account) != 12 || strings.Trim(t.Account, "0123456789") != "" {
 		return fmt.Errorf("policy target: account %q is not a 12-digit AWS account id", t.Account)
 	}
+	if t.KMSKey != "" {
+		return CheckKMSKeyARN(t.KMSKey)
+	}
+	return nil
+}
+
+// CheckKMSKeyARN refuses what is not a KMS key ARN
+// (arn:PARTITION:kms:REGION:ACCOUNT:key/ID). IAM authorizes kms:Decrypt on
+// the key's ARN, so neither an alias nor a bare key id would match.
+func CheckKMSKeyARN(arn string) error {
+	parts := strings.SplitN(arn, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "kms" || parts[3] == "" || len(parts[4]) != 12 ||
+		!strings.HasPrefix(parts[5], "key/") || len(parts[5]) == len("key/") {
+		return fmt.Errorf("KMS key %q is not a key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID): "+
+			"IAM matches kms:Decrypt on the key's ARN, not an alias or id; see aws kms describe-key --key-id ALIAS", arn)
+	}
 	return nil
 }
 
@@ -80,13 +101,25 @@ type Statement struct {
 
 // LeadingKeysCondition is the condition operator limiting item actions to
 // key prefixes. ForAllValues holds vacuously when the request names no key,
-// which is why only actions on one item by its key get it.
+// which is why only actions on items by their key get it.
 const LeadingKeysCondition = "ForAllValues:StringLike"
+
+// Statement ids: each says what its statement grants.
+const (
+	SidScan        = "ScanTable"
+	SidQuery       = "QueryIndexes"
+	SidTableAdmin  = "TableAdmin"
+	SidChaosKey    = "ChaosKey"
+	SidChaosKeyKMS = "ChaosKeyKMS"
+	SidGauges      = "BreakerGauges"
+	SidAlarms      = "StopConditionAlarms"
+)
 
 // Policy renders the least-privilege policy of role on t: one statement per
 // DynamoDB item prefix (its actions limited with dynamodb:LeadingKeys), one
-// for scans (table and indexes), one for the chaos secret, one for the
-// CloudWatch reads.
+// for scans of the table, one for queries of its indexes, one for table
+// administration, one for the chaos secret (and one for its
+// customer-managed KMS key), one for the CloudWatch gauges, one for alarms.
 func Policy(role Role, t Target) (Document, error) {
 	if _, ok := RolePaths[role]; !ok {
 		return Document{}, fmt.Errorf("unknown role %q", role)
@@ -96,17 +129,29 @@ func Policy(role Role, t Target) (Document, error) {
 	}
 	doc := Document{Version: "2012-10-17"}
 	byPrefix := map[string][]string{}
-	var scans, secret, metrics []string
+	var scans, queries, admin, secret, kms, gaugeReads, alarmReads []string
 	for _, n := range role.Needs() {
 		switch {
 		case n.keyed():
-			byPrefix[n.Prefix] = append(byPrefix[n.Prefix], n.Action)
-		case n.Service() == "dynamodb":
+			byPrefix[n.Prefix] = appendNew(byPrefix[n.Prefix], n.Action)
+		case n.Action == Scan:
 			scans = appendNew(scans, n.Action)
+		case n.Action == Query:
+			queries = appendNew(queries, n.Action)
+		case n.Service() == "dynamodb":
+			admin = appendNew(admin, n.Action)
 		case n.Service() == "secretsmanager":
 			secret = appendNew(secret, n.Action)
+			switch n.Action {
+			case GetSecretValue:
+				kms = appendNew(kms, KMSDecrypt)
+			case PutSecretValue:
+				kms = appendNew(kms, KMSGenerateDataKey)
+			}
+		case n.Action == DescribeAlarms:
+			alarmReads = appendNew(alarmReads, n.Action)
 		case n.Service() == "cloudwatch":
-			metrics = appendNew(metrics, n.Action)
+			gaugeReads = appendNew(gaugeReads, n.Action)
 		}
 	}
 	prefixes := make([]string, 0, len(byPrefix))
@@ -115,25 +160,44 @@ func Policy(role Role, t Target) (Document, error) {
 	}
 	slices.Sort(prefixes)
 	for _, p := range prefixes {
+		slices.Sort(byPrefix[p])
 		doc.Statement = append(doc.Statement, Statement{
 			Sid: "Items" + prefixName(p), Effect: "Allow", Action: byPrefix[p], Resource: []string{t.TableARN()},
 			Condition: map[string]map[string][]string{LeadingKeysCondition: {"dynamodb:LeadingKeys": {p + "*"}}},
 		})
 	}
 	if len(scans) > 0 {
-		doc.Statement = append(doc.Statement, Statement{Sid: "ScanByPrefix", Effect: "Allow", Action: scans,
-			Resource: []string{t.TableARN(), t.TableARN() + "/index/*"}})
+		doc.Statement = append(doc.Statement, Statement{Sid: SidScan, Effect: "Allow", Action: scans, Resource: []string{t.TableARN()}})
+	}
+	if len(queries) > 0 {
+		doc.Statement = append(doc.Statement, Statement{Sid: SidQuery, Effect: "Allow", Action: queries,
+			Resource: []string{t.TableARN() + "/index/*"}})
+	}
+	if len(admin) > 0 {
+		slices.Sort(admin)
+		doc.Statement = append(doc.Statement, Statement{Sid: SidTableAdmin, Effect: "Allow", Action: admin, Resource: []string{t.TableARN()}})
 	}
 	if len(secret) > 0 && t.Secret != "" {
-		doc.Statement = append(doc.Statement, Statement{Sid: "ChaosKey", Effect: "Allow", Action: secret,
+		doc.Statement = append(doc.Statement, Statement{Sid: SidChaosKey, Effect: "Allow", Action: secret,
 			Resource: []string{t.SecretARN()}})
+		if t.KMSKey != "" {
+			doc.Statement = append(doc.Statement, Statement{Sid: SidChaosKeyKMS, Effect: "Allow", Action: kms,
+				Resource: []string{t.KMSKey},
+				Condition: map[string]map[string][]string{
+					"StringEquals": {"kms:ViaService": {"secretsmanager." + t.Region + ".amazonaws.com"}},
+					"StringLike":   {"kms:EncryptionContext:SecretARN": {t.SecretARN()}},
+				}})
+		}
 	}
-	if len(metrics) > 0 {
-		sid := "BreakerGauges"
+	if len(gaugeReads) > 0 {
+		sid := SidGauges
 		if t.Namespace != "" {
 			sid += sidWord(t.Namespace)
 		}
-		doc.Statement = append(doc.Statement, Statement{Sid: sid, Effect: "Allow", Action: metrics, Resource: []string{"*"}})
+		doc.Statement = append(doc.Statement, Statement{Sid: sid, Effect: "Allow", Action: gaugeReads, Resource: []string{"*"}})
+	}
+	if len(alarmReads) > 0 {
+		doc.Statement = append(doc.Statement, Statement{Sid: SidAlarms, Effect: "Allow", Action: alarmReads, Resource: []string{"*"}})
 	}
 	return doc, nil
 }
@@ -182,8 +246,9 @@ func appendNew(s []string, v string) []string {
 }
 
 // Grants reads doc back as the needs it allows on t: each item action once
-// per LeadingKeys prefix, scans, secret and metric actions without one. It
-// is how tests check a policy grants exactly what a role needs.
+// per LeadingKeys prefix, scans, queries, table, secret, KMS and metric
+// actions without one. It is how tests check a policy grants exactly what a
+// role needs.
 func Grants(doc Document, t Target) ([]Need, error) {
 	var out []Need
 	for _, s := range doc.Statement {

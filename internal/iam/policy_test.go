@@ -39,7 +39,7 @@ func TestPolicyRefusesAnIncompleteTarget(t *testing.T) {
 			t.Errorf("%+v: %v", tg, err)
 		}
 	}
-	if _, err := iam.Policy("admin", iam.Target{Region: "eu-west-1", Account: "123456789012", Table: "t"}); err == nil {
+	if _, err := iam.Policy("root", iam.Target{Region: "eu-west-1", Account: "123456789012", Table: "t"}); err == nil {
 		t.Error("an unknown role rendered a policy")
 	}
 }

@@ -80,6 +80,12 @@ type Bucket struct {
 	UpdatedAtMs int64
 	// TTL is the ttl attribute (epoch seconds); zero when absent.
 	TTL int64
+	// WriteID is the token of the operator write the bucket descends from
+	// (the write_id attribute; "" when none): an operator change stamps a
+	// new one, and a take carries the one it read forward, so after a lost
+	// answer a re-read tells whether the operator's write landed even when
+	// takes followed it.
+	WriteID string
 }
 
 // UpdatedAt returns UpdatedAtMs as a time.
@@ -94,6 +100,9 @@ func (b Bucket) Item() store.Item {
 	}
 	if b.TTL > 0 {
 		it[store.TTLAttr] = b.TTL
+	}
+	if b.WriteID != "" {
+		it[store.WriteIDAttr] = b.WriteID
 	}
 	return it
 }
@@ -115,6 +124,7 @@ func BucketFromItem(it store.Item) (Bucket, error) {
 		return Bucket{}, malformed(it, AttrUpdatedAt, "want N, positive epoch milliseconds")
 	}
 	b.TTL, _ = it.Int(store.TTLAttr)
+	b.WriteID = it.WriteID()
 	return b, nil
 }
 

@@ -300,6 +300,11 @@ type ChangeResult struct {
 	Changed bool
 	// Attempts counts conditional writes tried (0 on a dry run or no-op).
 	Attempts int
+	// Confirmed is true when the store's answer to the write was lost (a
+	// connection reset or a timeout after sending; the retry then met the
+	// write's own condition, or failed) and a re-read found the bucket
+	// carrying this write's token: the write landed.
+	Confirmed bool
 	// Malformed is set when the item read was not a valid bucket (the data
 	// plane fails open on it); the change replaces it. Before then has
 	// Exists set and no stored values.
@@ -378,10 +383,31 @@ func (b *Buckets) apply(ctx context.Context, c Change, first *readItem) (ChangeR
 		if c.DryRun {
 			return res, nil
 		}
+		id, err := store.NewWriteID()
+		if err != nil {
+			return res, fmt.Errorf("write bucket %s: %w", c.Client, err)
+		}
+		next.WriteID = id
 		res.Attempts++
-		err := b.store.Put(ctx, next.Item(), cond)
+		err = b.store.Put(ctx, next.Item(), cond)
 		if err == nil {
 			return res, nil
+		}
+		if store.MayHaveApplied(ctx, err) {
+			// The refusal may be this write meeting its own condition on the
+			// SDK's retry, or the answer never came: the token says whether
+			// it landed (takes since carry it forward). A refusal needs this
+			// read anyway, for the next attempt.
+			cur, rerr := b.store.Get(ctx, Key(c.Client))
+			switch {
+			case rerr == nil && cur.WriteID() == id:
+				res.Confirmed = true
+				return res, nil
+			case errors.Is(rerr, store.ErrNotFound) && errors.Is(err, store.ErrConditionFailed):
+				first = &readItem{}
+			case rerr == nil && errors.Is(err, store.ErrConditionFailed):
+				first = &readItem{item: cur}
+			}
 		}
 		if !errors.Is(err, store.ErrConditionFailed) {
 			return res, fmt.Errorf("write bucket %s: %w", c.Client, err)

@@ -61,9 +61,10 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 		created != clitest.Epoch.UnixMilli() || expires != created+30*60*1000 || ttl != expires/1000 || version != 1 {
 		t.Errorf("stored item does not follow the contract: %v", it)
 	}
-	// The contract's 8 attributes plus the additive overrides-index key.
-	if len(it) != 9 || it.Str("ix_override") != "breaker" {
-		t.Errorf("stored item has attributes %v, the contract names 8 plus ix_override", it.Keys())
+	// The contract's 8 attributes plus the additive overrides-index key
+	// and the write's own token (32 hex digits).
+	if len(it) != 10 || it.Str("ix_override") != "breaker" || len(it.WriteID()) != 32 {
+		t.Errorf("stored item has attributes %v, the contract names 8 plus ix_override and write_id", it.Keys())
 	}
 
 	out := decode[struct {

@@ -2,6 +2,7 @@ package iam_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
+	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/iam"
+	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -40,15 +43,24 @@ func runReal(ctx context.Context, stderr *syncbuf.Buffer, args ...string) (strin
 func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
 	endpoint := dynalite.Start(t)
 	e := clitest.New(t)
-	sm := newFakeSM(t, e.Clock)
-	dpProxy, dpRec := dynamoProxy(t, endpoint, sm.URL)
-	cliProxy, cliRec := dynamoProxy(t, endpoint, sm.URL)
-	cw := cwfake.New(t)
+	// The CLI's enforcer holds the drill-runner policy; the data plane's
+	// DynamoDB proxy the data-plane policy. The two share the Secrets
+	// Manager and CloudWatch fakes, which enforce the drill-runner's (the
+	// data plane's one Secrets Manager grant, GetSecretValue on the secret,
+	// is the drill-runner's too).
+	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-drill-runner/ci")
+	dpEnf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/kosha-gateway/task")
+	sm := newFakeSM(t, e.Clock, enf)
+	cw := newFakeCW(t, enf)
+	dpProxy, dpRec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, dpEnf)
+	cliProxy, cliRec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, enf)
 	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, cliProxy, cw.URL) +
 		strings.SplitN(fmt.Sprintf(contextYAML, "dp", "dp", dynalite.Region, dpProxy, cw.URL), "\n", 3)[2])
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "chaos", "key", "rotate")
 	cliRec.take()
+	enf.SetPolicy(policyOf(t, iam.DrillRunner, testTarget))
+	dpEnf.SetPolicy(policyOf(t, iam.DataPlane, testTarget))
 
 	// The data plane: the sandbox on context dp, chaos on.
 	addrFile := filepath.Join(t.TempDir(), "url")
@@ -83,15 +95,7 @@ func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
 	var drillNeeds []iam.Need
 	dir := t.TempDir()
 	for _, name := range []string{"openai-outage", "screening-sim-errors", "flooding-client"} {
-		src, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "drills", name+".yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		file := filepath.Join(dir, name+".yaml")
-		//nolint:gosec // G703: file is under t.TempDir(), named from the fixed list above
-		if err := os.WriteFile(file, []byte(strings.Replace(string(src), "\ncontext: local\n", "\ncontext: dev\n", 1)), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		file := copyDrill(t, dir, name)
 		stderr := &syncbuf.Buffer{}
 		out, code := runReal(context.Background(), stderr, "--debug", "drill", "run", file, "--junit", filepath.Join(dir, name+".xml"))
 		if code != 0 {
@@ -112,8 +116,45 @@ func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
 		t.Fatalf("cloudwatch drill: exit %d\n%s\n%s", code, out, stderr.String())
 	}
 	drillNeeds = union(drillNeeds, append(cliRec.take(), debugNeeds(stderr.String())...))
+
+	// The alarm drill: an alarm flips mid-run and the drill rolls back.
+	since := time.Now().UTC().Truncate(time.Second)
+	cw.SetAlarm(cwfake.Alarm{Name: "kosha-api-5xx", State: "OK", Reason: "fine", Updated: since})
+	stderr = &syncbuf.Buffer{}
+	file = copyDrill(t, dir, "alarm-stop")
+	jpath := filepath.Join(dir, "alarm.json")
+	alarmDone := make(chan int, 1)
+	go func() {
+		_, code := runReal(context.Background(), stderr, "--debug", "drill", "run", file, "--journal", jpath)
+		alarmDone <- code
+	}()
+	// Flip the alarm once the levers are pulled and the drill soaks.
+	for soaking := false; !soaking; {
+		var j drill.Journal
+		if b, err := os.ReadFile(jpath); err == nil && json.Unmarshal(b, &j) == nil {
+			soaking = len(j.Steps) == 4 && j.Steps[2].Status == drill.StatusRunning
+		}
+		select {
+		case code := <-alarmDone:
+			t.Fatalf("the alarm drill exited %d before it soaked:\n%s", code, stderr.String())
+		case <-time.After(10 * time.Millisecond): // poll the journal for the soaking state
+		}
+	}
+	cw.SetAlarm(cwfake.Alarm{Name: "kosha-api-5xx", State: "ALARM", Reason: "Threshold Crossed", Updated: since.Add(time.Second)})
+	select {
+	case code := <-alarmDone:
+		if code != 1 || !strings.Contains(stderr.String(), "kosha-api-5xx") {
+			t.Fatalf("alarm drill: exit %d, want 1 (stopped by the alarm)\n%s", code, stderr.String())
+		}
+	case <-time.After(wait.Ceiling):
+		t.Fatal("the alarm drill did not stop")
+	}
+	drillNeeds = union(drillNeeds, append(cliRec.take(), debugNeeds(stderr.String())...))
 	if d := sameNeeds(drillNeeds, iam.Commands["drill run"]); d != "" {
 		t.Errorf("drill run: %s", d)
+	}
+	if d := enf.TakeDenials(); len(d) > 0 {
+		t.Errorf("drill run as drill-runner: denied %v", d)
 	}
 
 	stop()
@@ -122,6 +163,9 @@ func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
 	}
 	if d := sameNeeds(union(dpRec.take(), debugNeeds(sbErr.String())), iam.Commands["sandbox"]); d != "" {
 		t.Errorf("sandbox (the data plane): %s", d)
+	}
+	if d := dpEnf.TakeDenials(); len(d) > 0 {
+		t.Errorf("sandbox as data-plane: denied %v", d)
 	}
 }
 
@@ -132,4 +176,20 @@ func union(a, b []iam.Need) []iam.Need {
 		}
 	}
 	return a
+}
+
+// copyDrill writes the example drill name, pinned to context local, into
+// dir pinned to dev, and returns its path.
+func copyDrill(t *testing.T, dir, name string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "drills", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, name+".yaml")
+	//nolint:gosec // G703: file is under t.TempDir(), named from a fixed list
+	if err := os.WriteFile(file, []byte(strings.Replace(string(src), "\ncontext: local\n", "\ncontext: dev\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

@@ -31,7 +31,9 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 type PolicyOptions struct {
 	Role    iam.Role
 	Account string
-	Output  string
+	// KMSKey is the ARN of the chaos secret's customer-managed KMS key.
+	KMSKey string
+	Output string
 }
 
 // NewCmdPolicy builds `iam policy`; runF replaces the run function in tests.
@@ -53,6 +55,11 @@ func NewCmdPolicy(f *cmdutil.Factory, runF func(context.Context, *PolicyOptions)
 			(breaker#, rl#, audit#). See docs/iam.md for what each role is for.
 
 			The account is --account, else the caller's (sts GetCallerIdentity).
+			When the chaos secret is encrypted with a customer-managed KMS key, give its
+			ARN with --kms-key-arn: roles that read (or rotate) the key then get
+			kms:Decrypt (and kms:GenerateDataKey) on it, only through Secrets Manager
+			(kms:ViaService). The secret's key is what
+			aws secretsmanager describe-secret --secret-id ID --query KmsKeyId shows.
 		`),
 		Example: heredoc.Doc(`
 			koshactl iam policy --role reader --context prod
@@ -70,6 +77,11 @@ func NewCmdPolicy(f *cmdutil.Factory, runF func(context.Context, *PolicyOptions)
 			if opts.Account != "" && (len(opts.Account) != 12 || strings.Trim(opts.Account, "0123456789") != "") {
 				return cmdutil.Usagef("--account %q is not a 12-digit AWS account id", opts.Account)
 			}
+			if opts.KMSKey != "" {
+				if err := iam.CheckKMSKeyARN(opts.KMSKey); err != nil {
+					return cmdutil.Usagef("--kms-key-arn: %v", err)
+				}
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -80,6 +92,7 @@ func NewCmdPolicy(f *cmdutil.Factory, runF func(context.Context, *PolicyOptions)
 	_ = cmd.MarkFlagRequired("role")
 	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions(names, cobra.ShellCompDirectiveNoFileComp))
 	cmd.Flags().StringVar(&opts.Account, "account", "", "AWS account id of the resources (default: the caller's, from STS)")
+	cmd.Flags().StringVar(&opts.KMSKey, "kms-key-arn", "", "ARN of the customer-managed KMS key encrypting the chaos secret (default: the AWS managed key, no KMS statement)")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -112,7 +125,7 @@ func RunPolicy(ctx context.Context, f *cmdutil.Factory, opts *PolicyOptions) err
 	}
 	d := c.Store.DynamoDB
 	t := iam.Target{Region: d.Region, Account: opts.Account, Table: d.Table, Secret: c.Chaos.SecretID,
-		Namespace: gauge.DefaultNamespace}
+		Namespace: gauge.DefaultNamespace, KMSKey: opts.KMSKey}
 	if cw := c.Metrics.CloudWatch; cw != nil && cw.Namespace != "" {
 		t.Namespace = cw.Namespace
 	}

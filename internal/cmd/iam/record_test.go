@@ -1,12 +1,8 @@
 package iam_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +11,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/iam"
+	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
+	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )
 
 // recorder is what one koshactl process asked of AWS: DynamoDB operations
@@ -43,68 +42,63 @@ func (r *recorder) take() []iam.Need {
 	return out
 }
 
-// dynamoProxy forwards DynamoDB requests to target and records each
-// operation with the prefix of the pk it names (Key, Item, or a scan's
-// :prefix filter value). Secrets Manager requests (a context's endpoint-url
-// is the endpoint of every service) go to sm unrecorded: the --debug log
-// records them.
-func dynamoProxy(t *testing.T, target, sm string) (string, *recorder) {
+// testTarget is where the tests' policies point: dynalite's region, the
+// fakes' account, the contexts' table and chaos secret.
+var testTarget = iam.Target{Region: dynalite.Region, Account: "123456789012", Table: "kosha-control",
+	Secret: "kosha/chaos/dev", Namespace: "Kosha/Resilience"} //nolint:gosec // G101: a secret's name, not its value
+
+// dynamoProxy starts an iamtest proxy in front of dynalite at target that
+// records each DynamoDB operation with the prefix of every pk it names
+// (Key, Item, each key of a batch, or a scan's :prefix filter value) and
+// enforces enf's policy on the tables of tg. Secrets Manager requests (a
+// context's endpoint-url is the endpoint of every service) go to sm, and
+// CloudWatch's to cw, unrecorded: the --debug log records them, and those
+// fakes enforce enf themselves.
+func dynamoProxy(t *testing.T, target, sm, cw string, tg iam.Target, enf *iamtest.Enforcer) (string, *recorder) {
 	t.Helper()
 	rec := &recorder{}
-	client := &http.Client{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
+	p := iamtest.NewProxy(t, target, sm, cw, tg, enf)
+	p.OnRequest = func(op string, body []byte) {
+		for _, prefix := range keyPrefixes(body) {
+			rec.add(iam.Need{Action: "dynamodb:" + op, Prefix: prefix})
 		}
-		service, op, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
-		to := target
-		if service == "secretsmanager" {
-			to = sm
-		} else {
-			rec.add(iam.Need{Action: "dynamodb:" + op, Prefix: keyPrefix(body)})
-		}
-		//nolint:gosec // G704: forwards to the test's own dynalite or fake on loopback
-		req, err := http.NewRequestWithContext(r.Context(), r.Method, to+r.URL.Path, bytes.NewReader(body))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		req.Header = r.Header.Clone()
-		resp, err := client.Do(req) //nolint:gosec // G704: the test's own loopback servers
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		defer func() { _ = resp.Body.Close() }()
-		for k, vs := range resp.Header {
-			w.Header()[k] = vs
-		}
-		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, rec
+	}
+	return p.URL, rec
 }
 
-// keyPrefix is the item kind ("breaker#") a DynamoDB request body names.
-func keyPrefix(body []byte) string {
+// keyPrefixes are the item kinds ("breaker#") a DynamoDB request body
+// names, or one "" for a request naming none.
+func keyPrefixes(body []byte) []string {
 	type attr struct {
 		S string `json:"S"`
 	}
 	var in struct {
 		Key, Item                 map[string]attr
 		ExpressionAttributeValues map[string]attr
+		RequestItems              map[string]struct{ Keys []map[string]attr }
 	}
 	if json.Unmarshal(body, &in) != nil {
-		return "?"
+		return []string{"?"}
 	}
-	pk := in.Key["pk"].S + in.Item["pk"].S + in.ExpressionAttributeValues[":prefix"].S
-	if i := strings.IndexByte(pk, '#'); i >= 0 {
-		return pk[:i+1]
+	pks := []string{in.Key["pk"].S + in.Item["pk"].S + in.ExpressionAttributeValues[":prefix"].S}
+	if len(in.RequestItems) > 0 {
+		pks = nil
+		for _, ka := range in.RequestItems {
+			for _, k := range ka.Keys {
+				pks = append(pks, k["pk"].S)
+			}
+		}
 	}
-	return pk
+	var out []string
+	for _, pk := range pks {
+		if i := strings.IndexByte(pk, '#'); i >= 0 {
+			pk = pk[:i+1]
+		}
+		if !slices.Contains(out, pk) {
+			out = append(out, pk)
+		}
+	}
+	return out
 }
 
 // debugNeeds reads the non-DynamoDB operations from a --debug log: lines
@@ -154,10 +148,57 @@ func sameNeeds(called, declared []iam.Need) string {
 }
 
 // newFakeSM starts the Secrets Manager fake (the service's version-stage
-// rules) holding the context's chaos secret, still empty.
-func newFakeSM(t *testing.T, clk clock.Clock) *smfake.Server {
+// rules) holding the context's chaos secret, still empty, enforcing enf.
+func newFakeSM(t *testing.T, clk clock.Clock, enf *iamtest.Enforcer) *smfake.Server {
 	t.Helper()
 	sm := smfake.New(t, clk)
+	sm.Region, sm.Account = testTarget.Region, testTarget.Account
+	sm.Authorize = enf.Check
 	sm.Create("kosha/chaos/dev")
 	return sm
+}
+
+// newFakeCW starts the CloudWatch fake enforcing enf.
+func newFakeCW(t *testing.T, enf *iamtest.Enforcer) *cwfake.Server {
+	t.Helper()
+	cw := cwfake.New(t)
+	cw.Authorize = enf.Check
+	return cw
+}
+
+// policyOf is role's policy on tg, as `iam policy` renders it.
+func policyOf(t *testing.T, role iam.Role, tg iam.Target) *iam.Document {
+	t.Helper()
+	doc, err := iam.Policy(role, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &doc
+}
+
+// smallestRole is the first role (in iam.Roles order) whose paths include
+// path.
+func smallestRole(path string) iam.Role {
+	for _, r := range iam.Roles {
+		if slices.Contains(iam.RolePaths[r], path) {
+			return r
+		}
+	}
+	return ""
+}
+
+// withoutAction is doc with action removed from statement i (and the
+// statement dropped when it held nothing else).
+func withoutAction(doc iam.Document, i int, action string) *iam.Document {
+	out := iam.Document{Version: doc.Version}
+	for j, s := range doc.Statement {
+		if j == i {
+			s.Action = slices.DeleteFunc(slices.Clone(s.Action), func(a string) bool { return a == action })
+			if len(s.Action) == 0 {
+				continue
+			}
+		}
+		out.Statement = append(out.Statement, s)
+	}
+	return &out
 }

@@ -44,7 +44,7 @@ func TestRateLimitOnDynamoDBContext(t *testing.T) {
 	tokens, _ := it.Float("tokens")
 	updated, _ := it.Int("updated_at")
 	ttl, _ := it.Int("ttl")
-	if tokens != 0 || updated != clitest.Epoch.UnixMilli() || ttl != clitest.Epoch.Unix()+3600 || len(it) != 4 {
+	if tokens != 0 || updated != clitest.Epoch.UnixMilli() || ttl != clitest.Epoch.Unix()+3600 || len(it) != 5 || len(it.WriteID()) != 32 {
 		t.Errorf("stored item does not follow the contract: %v", it)
 	}
 

@@ -187,7 +187,7 @@ func TestWrittenItemFollowsContract(t *testing.T) {
 	tokens, _ := it.Float("tokens")
 	updated, _ := it.Int("updated_at")
 	ttl, _ := it.Int("ttl")
-	if tokens != -30 || updated != clitest.Epoch.UnixMilli() || ttl != clitest.Epoch.Unix()+3600 || len(it) != 4 {
+	if tokens != -30 || updated != clitest.Epoch.UnixMilli() || ttl != clitest.Epoch.Unix()+3600 || len(it) != 5 || len(it.WriteID()) != 32 {
 		t.Fatalf("item = %v", it)
 	}
 	// The reference take refuses for 31 s, then admits.

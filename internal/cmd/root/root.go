@@ -142,9 +142,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 		code = cmdutil.ExitUsage
 	}
 	// An interrupted command exits 130 unless it chose its own code (a drill
-	// whose rollback failed after the interrupt exits 9).
+	// whose rollback failed after the interrupt exits 9), or made a change
+	// whose audit record the interrupt stopped (exit 8: the change was made).
 	var explicit *cmdutil.ExitErr
-	if ctx.Err() != nil && code != cmdutil.ExitOK && !errors.As(err, &explicit) {
+	if ctx.Err() != nil && code != cmdutil.ExitOK && code != cmdutil.ExitAudit && !errors.As(err, &explicit) {
 		code = cmdutil.ExitCancelled
 	}
 	return code

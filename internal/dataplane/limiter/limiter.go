@@ -250,6 +250,10 @@ func (l *Limiter) take(ctx context.Context, client string) (Decision, error) {
 			return Decision{Outcome: OutcomeDenied, Remaining: refilled, RetryAfter: wait, CASRetries: retries}, nil
 		}
 		next := ratelimit.Bucket{Client: client, Tokens: refilled - 1, UpdatedAtMs: stamp}
+		if b != nil {
+			// The contract: a take carries the operator's write token forward.
+			next.WriteID = b.WriteID
+		}
 		next.TTL = l.limits.TTL(stamp, next.Tokens)
 		err := l.store.Put(ctx, next.Item(), cond)
 		switch {

@@ -117,6 +117,12 @@ func (s *Server) serveAlarms(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.Authorize != nil {
+		if msg := s.authorizeAlarms(req); msg != "" {
+			s.fail(w, accessDenied(msg))
+			return
+		}
+	}
 	if err := validateAlarmRequest(req); err != nil {
 		s.fail(w, err)
 		return
@@ -132,6 +138,23 @@ func (s *Server) serveAlarms(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(payload)))
 	_, _ = w.Write(payload)
 }
+
+// authorizeAlarms asks Authorize about a DescribeAlarms request: on "*"
+// when it asks for composite alarms or names none, else on each named
+// alarm's ARN.
+func (s *Server) authorizeAlarms(req AlarmRequest) string {
+	if len(req.Names) == 0 || slices.Contains(req.AlarmTypes, "CompositeAlarm") {
+		return s.Authorize("cloudwatch:DescribeAlarms", "*", nil)
+	}
+	for _, n := range req.Names {
+		if msg := s.Authorize("cloudwatch:DescribeAlarms", alarmARN(n), nil); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+func alarmARN(name string) string { return "arn:aws:cloudwatch:eu-west-1:123456789012:alarm:" + name }
 
 func validateAlarmRequest(req AlarmRequest) *Failure {
 	invalid := func(format string, args ...any) *Failure {
@@ -198,7 +221,7 @@ func (st *alarmStore) answer(req AlarmRequest) (metric, composite cbor.List, nex
 	metric, composite = cbor.List{}, cbor.List{}
 	for _, a := range all[min(offset, end):end] {
 		ts := &cbor.Tag{ID: 1, Value: cbor.Float64(float64(a.Updated.UnixMilli()) / 1000)}
-		m := cbor.Map{"AlarmName": cbor.String(a.Name), "AlarmArn": cbor.String("arn:aws:cloudwatch:eu-west-1:123456789012:alarm:" + a.Name),
+		m := cbor.Map{"AlarmName": cbor.String(a.Name), "AlarmArn": cbor.String(alarmARN(a.Name)),
 			"StateValue": cbor.String(a.State), "StateReason": cbor.String(a.Reason), "StateUpdatedTimestamp": ts, "StateTransitionedTimestamp": ts}
 		if a.Composite {
 			composite = append(composite, m)

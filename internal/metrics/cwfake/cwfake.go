@@ -129,6 +129,9 @@ type Failure struct {
 	Status  int
 	Type    string // e.g. "AccessDenied" or "com.amazonaws.cloudwatch#InvalidParameterValueException"
 	Message string
+	// QueryError, when set, is sent as the X-Amzn-Query-Error header
+	// ("CODE;Sender"): the SDK then reports CODE.
+	QueryError string
 }
 
 type datum struct {
@@ -152,6 +155,15 @@ type Server struct {
 	// Fail, when set, is asked before each request (n counts from 1) and
 	// may return a failure to send instead.
 	Fail func(n int) *Failure
+
+	// Authorize, when set, is asked before each request, as IAM would be:
+	// the action ("cloudwatch:GetMetricData") on the resource AWS
+	// authorizes it on. GetMetricData has no resource-level permissions
+	// ("*"); DescribeAlarms is authorized on "*" when it asks for composite
+	// alarms or names none (AWS requires the permission scoped to *), else
+	// on each named alarm's ARN. A non-empty answer is the message of the
+	// AccessDenied the request gets instead.
+	Authorize func(action, resource string, context map[string][]string) (denied string)
 
 	// alarms holds the DescribeAlarms side (alarms.go).
 	alarms alarmStore
@@ -275,6 +287,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.Authorize != nil {
+		if msg := s.Authorize("cloudwatch:GetMetricData", "*", nil); msg != "" {
+			s.fail(w, accessDenied(msg))
+			return
+		}
+	}
 	if err := validate(req); err != nil {
 		s.fail(w, &Failure{Status: 400, Type: "com.amazonaws.cloudwatch#InvalidParameterValueException", Message: err.Error()})
 		return
@@ -310,9 +328,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(payload)
 }
 
+// accessDenied is CloudWatch's answer to a request IAM refuses. CloudWatch
+// is awsQuery-compatible: the X-Amzn-Query-Error header carries the query
+// protocol's code, AccessDenied, which is what the SDK surfaces.
+func accessDenied(msg string) *Failure {
+	return &Failure{Status: http.StatusForbidden, Type: "com.amazon.coral.service#AccessDeniedException", Message: msg,
+		QueryError: "AccessDenied;Sender"}
+}
+
 func (s *Server) fail(w http.ResponseWriter, f *Failure) {
 	w.Header().Set("Content-Type", "application/cbor")
 	w.Header().Set("Smithy-Protocol", "rpc-v2-cbor")
+	if f.QueryError != "" {
+		w.Header().Set("X-Amzn-Query-Error", f.QueryError)
+	}
 	w.WriteHeader(f.Status)
 	_, _ = w.Write(cbor.Encode(cbor.Map{"__type": cbor.String(f.Type), "message": cbor.String(f.Message)}))
 }

@@ -63,6 +63,17 @@ type failure struct {
 type Server struct {
 	// URL is the endpoint to point a client at.
 	URL string
+	// Region and Account are those of the secrets' ARNs (default eu-west-1,
+	// 123456789012). Set them before the first request.
+	Region, Account string
+	// Authorize, when set, is asked before each request, as IAM would be:
+	// the action ("secretsmanager:GetSecretValue") on the secret's ARN, and
+	// for a secret under a customer-managed key the KMS action Secrets
+	// Manager makes on the caller's behalf (kms:Decrypt to read,
+	// kms:GenerateDataKey to write) on the key, with kms:ViaService and
+	// kms:EncryptionContext:SecretARN. A non-empty answer is the message of
+	// the AccessDeniedException the request gets instead.
+	Authorize func(action, resource string, context map[string][]string) (denied string)
 
 	t     testing.TB
 	clock clock.Clock
@@ -74,6 +85,7 @@ type Server struct {
 	calls    []Call
 	before   map[string][]func()
 	nextID   int
+	kmsKeys  map[string]string // secret name → customer-managed key ARN
 }
 
 // New starts a fake on a free loopback port, stopped when the test ends.
@@ -83,7 +95,8 @@ func New(t testing.TB, clk clock.Clock) *Server {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	s := &Server{t: t, clock: clk, secrets: map[string][]*Version{}, before: map[string][]func(){}}
+	s := &Server{t: t, clock: clk, secrets: map[string][]*Version{}, before: map[string][]func(){}, kmsKeys: map[string]string{},
+		Region: "eu-west-1", Account: "123456789012"}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	s.URL = s.srv.URL
@@ -100,6 +113,15 @@ func (s *Server) Create(name string) {
 	if _, ok := s.secrets[name]; !ok {
 		s.secrets[name] = []*Version{}
 	}
+}
+
+// SetKMSKey encrypts the secret name under the customer-managed key keyARN:
+// reading and writing its value then also need the KMS permissions
+// [Server.Authorize] is asked about.
+func (s *Server) SetKMSKey(name, keyARN string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kmsKeys[name] = keyARN
 }
 
 // PutRaw stores a version as the console or CLI would (PutSecretValue
@@ -249,6 +271,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if aerr := s.authorize(op, body); aerr != nil {
+		writeErr(w, aerr)
+		return
+	}
 	var (
 		out  map[string]any
 		aerr *apiError
@@ -301,8 +327,41 @@ func holder(vs []*Version, stage string) *Version {
 	return nil
 }
 
-func arn(name string) string {
-	return "arn:aws:secretsmanager:eu-west-1:123456789012:secret:" + name + "-AbCdEf"
+func (s *Server) arn(name string) string {
+	return "arn:aws:secretsmanager:" + s.Region + ":" + s.Account + ":secret:" + name + "-AbCdEf"
+}
+
+// authorize asks Authorize what IAM would about op on the secret the body
+// names: nil when allowed.
+func (s *Server) authorize(op string, body map[string]any) *apiError {
+	if s.Authorize == nil {
+		return nil
+	}
+	name := str(body, "SecretId")
+	secretARN := s.arn(name)
+	if msg := s.Authorize("secretsmanager:"+op, secretARN, nil); msg != "" {
+		return errf("AccessDeniedException", "%s", msg)
+	}
+	key, ok := s.kmsKeys[name]
+	if !ok {
+		return nil
+	}
+	var kmsAction string
+	switch op {
+	case "GetSecretValue":
+		kmsAction = "kms:Decrypt"
+	case "PutSecretValue":
+		kmsAction = "kms:GenerateDataKey"
+	default:
+		return nil
+	}
+	ctx := map[string][]string{"kms:ViaService": {"secretsmanager." + s.Region + ".amazonaws.com"},
+		"kms:EncryptionContext:SecretARN": {secretARN}}
+	if msg := s.Authorize(kmsAction, key, ctx); msg != "" {
+		// What Secrets Manager answers when KMS refuses it the key.
+		return errf("AccessDeniedException", "Access to KMS is not allowed")
+	}
+	return nil
 }
 
 func (s *Server) getSecretValue(body map[string]any) (map[string]any, *apiError) {
@@ -327,7 +386,7 @@ func (s *Server) getSecretValue(body map[string]any) (map[string]any, *apiError)
 	if v == nil {
 		return nil, errf("ResourceNotFoundException", "Secrets Manager can't find the specified secret value for VersionId: %q staging label: %q", id, stage)
 	}
-	out := map[string]any{"ARN": arn(name), "Name": name, "VersionId": v.ID, "VersionStages": slices.Clone(v.Stages),
+	out := map[string]any{"ARN": s.arn(name), "Name": name, "VersionId": v.ID, "VersionStages": slices.Clone(v.Stages),
 		"CreatedDate": float64(v.Created.UnixMilli()) / 1000}
 	if v.Binary {
 		out["SecretBinary"] = base64.StdEncoding.EncodeToString([]byte(v.Value))
@@ -377,7 +436,7 @@ func (s *Server) putSecretValue(body map[string]any) (map[string]any, *apiError)
 		if v.Value != value || v.Binary {
 			return nil, errf("ResourceExistsException", "A resource with the ID you requested already exists: version %s has different contents", token)
 		}
-		return map[string]any{"ARN": arn(name), "Name": name, "VersionId": v.ID, "VersionStages": slices.Clone(v.Stages)}, nil
+		return map[string]any{"ARN": s.arn(name), "Name": name, "VersionId": v.ID, "VersionStages": slices.Clone(v.Stages)}, nil
 	}
 	if !given {
 		stages = []string{StageCurrent}
@@ -391,7 +450,7 @@ func (s *Server) putSecretValue(body map[string]any) (map[string]any, *apiError)
 		s.attach(name, v, l)
 	}
 	s.prune(name)
-	return map[string]any{"ARN": arn(name), "Name": name, "VersionId": v.ID, "VersionStages": slices.Clone(v.Stages)}, nil
+	return map[string]any{"ARN": s.arn(name), "Name": name, "VersionId": v.ID, "VersionStages": slices.Clone(v.Stages)}, nil
 }
 
 // attach moves label to v, and AWSPREVIOUS to the version AWSCURRENT left.
@@ -437,7 +496,7 @@ func (s *Server) updateSecretVersionStage(body map[string]any) (map[string]any, 
 		return nil, aerr
 	}
 	cur := holder(vs, label)
-	out := map[string]any{"ARN": arn(name), "Name": name}
+	out := map[string]any{"ARN": s.arn(name), "Name": name}
 	if moveTo == "" {
 		if removeFrom == "" {
 			return nil, errf("InvalidParameterException", "give MoveToVersionId, RemoveFromVersionId or both")

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -82,6 +83,9 @@ type ItemResult struct {
 	Action  string               `json:"action"`
 	Before  *shared.OverrideView `json:"before"`
 	AuditID string               `json:"audit_id,omitempty"`
+	// ConfirmedByReread is true when the store's answer to the delete was
+	// lost and a re-read found the override gone (recorded as this clear).
+	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
 }
 
 // Run clears the overrides.
@@ -140,7 +144,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if auditErr == nil {
 			auditErr = o.Err
 		}
-		item := ItemResult{Dependency: o.Dependency, Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared"}
+		item := ItemResult{Dependency: o.Dependency, Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
+			ConfirmedByReread: res.Confirmed}
 		switch {
 		case res.Before == nil:
 			item.Action = "already-clear"
@@ -178,6 +183,9 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 				note += " (a malformed item, removed as it was stored)"
 			}
 			fmt.Fprintf(ios.Out, "%s override on %s set by %s%s\n", verb, r.Dependency, textsafe.Line(r.Before.Actor), note)
+			if r.ConfirmedByReread {
+				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedDeleteNote)
+			}
 		}
 	}
 	return nil

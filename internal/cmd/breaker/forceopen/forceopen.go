@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -101,6 +102,9 @@ type ItemResult struct {
 	Override shared.OverrideView  `json:"override"`
 	Before   *shared.OverrideView `json:"before"`
 	AuditID  string               `json:"audit_id,omitempty"`
+	// ConfirmedByReread is true when the store's answer was lost and a
+	// re-read found the override this command wrote.
+	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
 
 	res breaker.ForceResult
 }
@@ -195,7 +199,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		res := o.Result
 		out.Results = append(out.Results, ItemResult{Dependency: res.After.Dependency, Action: action(res, opts.DryRun),
-			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, res: res})
+			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: res.Confirmed, res: res})
 	}
 	if err := printResult(f, opts, env, out, now); err != nil {
 		return err
@@ -241,6 +245,9 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 			exp = "expires " + cmdutil.FormatTime(r.res.After.ExpiresAt, now, tty)
 		}
 		fmt.Fprintf(ios.Out, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, textsafe.Line(r.Override.Reason))
+		if r.ConfirmedByReread {
+			fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
+		}
 		if r.Before != nil && r.Before.Active {
 			fmt.Fprintf(ios.Out, "  previously forced by %s: %s\n", textsafe.Line(r.Before.Actor), textsafe.Line(r.Before.Reason))
 		}

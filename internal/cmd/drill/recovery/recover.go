@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -75,6 +76,11 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 // Run recovers the journal's run.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	ios := f.IOStreams
+	if opts.JUnit != "" {
+		if err := fsutil.CheckOutput(opts.JUnit, true); err != nil {
+			return cmdutil.Usagef("--junit %s: %v; nothing was done", opts.JUnit, err)
+		}
+	}
 	unlock, err := drill.LockJournal(opts.Journal)
 	if errors.Is(err, drill.ErrJournalLocked) {
 		who := ""
@@ -124,7 +130,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if opts.JUnit != "" {
 		if b, err := drill.JUnit(j); err != nil {
 			werr = errors.Join(werr, err)
-		} else if err := drill.WriteFileAtomic(opts.JUnit, b); err != nil {
+		} else if err := fsutil.WriteFile(ctx, opts.JUnit, b, 0o644); err != nil {
 			werr = errors.Join(werr, fmt.Errorf("write JUnit report %s: %w", opts.JUnit, err))
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	rlshared "github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -130,10 +130,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := ApplyVars(d, opts.Vars); err != nil {
 		return err
 	}
-	for flag, path := range map[string]string{"--journal": opts.Journal, "--junit": opts.JUnit} {
-		if err := checkReportPath(path); err != nil {
-			return cmdutil.Usagef("%s %s: %v; nothing was run", flag, path, err)
-		}
+	// The journal is read back by drill recover: a regular file only. The
+	// JUnit report may be a pipe or device, written in place.
+	if err := checkReportPath(opts.Journal, false); err != nil {
+		return cmdutil.Usagef("--journal %s: %v; nothing was run", opts.Journal, err)
+	}
+	if err := checkReportPath(opts.JUnit, true); err != nil {
+		return cmdutil.Usagef("--junit %s: %v; nothing was run", opts.JUnit, err)
 	}
 	if opts.MetricsURL != "" {
 		d.MetricsURL = drill.Literal(opts.MetricsURL)
@@ -191,7 +194,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		reporters = append(reporters, jf)
 	}
 	if opts.JUnit != "" {
-		ju = &drill.JUnitFile{Path: opts.JUnit}
+		// A pipe's stalled reader holds the write until the operator insists.
+		ju = &drill.JUnitFile{Path: opts.JUnit, Ctx: abandonCtx}
 		reporters = append(reporters, ju)
 	}
 	runner := &drill.Runner{Deps: deps, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
@@ -226,22 +230,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 }
 
 // checkReportPath checks, before anything runs, that a report can be
-// written at path: a drill whose journal cannot be kept should not start.
-func checkReportPath(path string) error {
+// written at path under fsutil's output policy (special: a pipe or device
+// may be written in place): a drill whose journal cannot be kept should
+// not start.
+func checkReportPath(path string, special bool) error {
 	if path == "" {
 		return nil
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return errors.New("is a directory")
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".drill-report-check-*")
-	if err != nil {
-		return fmt.Errorf("cannot write there: %w", unwrapPath(err))
-	}
-	if err := f.Close(); err != nil {
+	err := fsutil.CheckOutput(path, special)
+	if err == nil || errors.Is(err, fsutil.ErrOutputRefused) {
 		return err
 	}
-	return os.Remove(f.Name())
+	return fmt.Errorf("cannot write there: %w", unwrapPath(err))
 }
 
 func unwrapPath(err error) error {

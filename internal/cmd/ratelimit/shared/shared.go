@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -171,6 +172,9 @@ type ItemResult struct {
 	AuditID string     `json:"audit_id,omitempty"`
 	// Malformed describes the invalid item the change replaced, if any.
 	Malformed string `json:"malformed,omitempty"`
+	// ConfirmedByReread is true when the store's answer was lost and a
+	// re-read found the bucket this command wrote.
+	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
 
 	res ratelimit.ChangeResult
 }
@@ -254,7 +258,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 }
 
 func item(r ratelimit.ChangeResult, dry bool, auditID string) ItemResult {
-	it := ItemResult{Client: r.Change.Client, Action: action(r, dry), Before: View(r.Before), After: View(r.After), AuditID: auditID, res: r}
+	it := ItemResult{Client: r.Change.Client, Action: action(r, dry), Before: View(r.Before), After: View(r.After), AuditID: auditID, ConfirmedByReread: r.Confirmed, res: r}
 	if r.Malformed != nil {
 		it.Malformed = r.Malformed.Error()
 	}
@@ -270,6 +274,9 @@ func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out 
 	} else {
 		for _, r := range out.Results {
 			fmt.Fprintln(ios.Out, textsafe.Line(describe(r, f.Clock.Now(), ios.IsStdoutTTY())))
+			if r.ConfirmedByReread {
+				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
+			}
 		}
 	}
 	cmdutil.PrintActedOn(ios.ErrOut, env, opts.DryRun)

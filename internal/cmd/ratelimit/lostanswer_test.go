@@ -1,0 +1,88 @@
+package ratelimit_test
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+)
+
+// Each bucket verb, its write's answer lost after dynalite applied it: the
+// SDK's retry meets the write's own condition, and the command must say the
+// write landed (confirmed by a re-read), exit 0, and audit it once.
+func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
+	p := faultproxy.Start(t, dynalite.Start(t))
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
+		"--endpoint-url", p.URL(), "--static-credentials", "--use")
+	e.MustRun(0, "store", "init")
+	steps := []struct {
+		args   []string
+		action string
+		audit  string
+	}{
+		{[]string{"drain", "alice", "--reason", "drill"}, "drained", "ratelimit.drain"},
+		{[]string{"set", "alice", "--tokens", "5"}, "set", "ratelimit.set"},
+		{[]string{"reset", "alice"}, "reset", "ratelimit.reset"},
+	}
+	var want []string
+	for _, st := range steps {
+		p.LoseNext("PutItem", 1, faultproxy.Reset)
+		lost := p.Lost("PutItem")
+		r := e.MustRun(0, append(append([]string{"ratelimit"}, st.args...), "-o", "json")...)
+		if p.Lost("PutItem") != lost+1 {
+			t.Fatalf("%s: the proxy lost no answer", st.args[0])
+		}
+		var out struct {
+			Results []struct {
+				Action            string `json:"action"`
+				AuditID           string `json:"audit_id"`
+				ConfirmedByReread bool   `json:"confirmed_by_reread"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+			t.Fatalf("%s: %v\n%s", st.args[0], err, r.Stdout)
+		}
+		if len(out.Results) != 1 || out.Results[0].Action != st.action || !out.Results[0].ConfirmedByReread || out.Results[0].AuditID == "" {
+			t.Fatalf("%s: results %s, want one %s, confirmed by re-read, with an audit id", st.args[0], r.Stdout, st.action)
+		}
+		want = append(want, st.audit)
+		sort.Strings(want)
+		if got := bucketAudit(t, e); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("after %s: audit records on rl#alice %v, want %v (each change once)", st.args[0], got, want)
+		}
+	}
+	// The table output says it too.
+	e.MustRun(0, "ratelimit", "drain", "alice")
+	p.LoseNext("PutItem", 1, faultproxy.Reset)
+	if r := e.MustRun(0, "ratelimit", "reset", "alice"); !strings.Contains(r.Stdout, store.ConfirmedNote) {
+		t.Fatalf("reset's table output does not say the write was confirmed:\n%s", r.Stdout)
+	}
+}
+
+func bucketAudit(t *testing.T, e *clitest.Env) []string {
+	t.Helper()
+	var doc struct {
+		Items []struct {
+			Action  string `json:"action"`
+			Subject string `json:"subject"`
+		} `json:"items"`
+	}
+	out := e.MustRun(0, "audit", "list", "-o", "json").Stdout
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("audit list -o json: %v\n%s", err, out)
+	}
+	var acts []string
+	for _, r := range doc.Items {
+		if r.Subject == "rl#alice" {
+			acts = append(acts, r.Action)
+		}
+	}
+	sort.Strings(acts)
+	return acts
+}

@@ -1,0 +1,196 @@
+package iamtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/iam"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// DynamoDBRequests is what AWS authorizes for one DynamoDB operation (op,
+// as in X-Amz-Target: "GetItem") with its JSON body, on the tables of t's
+// region and account: one request per table the body names.
+func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
+	type attr struct {
+		S string `json:"S"`
+	}
+	var in struct {
+		TableName, IndexName      string
+		Key, Item                 map[string]attr
+		KeyConditionExpression    string
+		ExpressionAttributeNames  map[string]string
+		ExpressionAttributeValues map[string]attr
+		RequestItems              map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, fmt.Errorf("dynamodb %s: body: %w", op, err)
+	}
+	arn := func(table string) string {
+		return fmt.Sprintf("arn:%s:dynamodb:%s:%s:table/%s", t.Partition(), t.Region, t.Account, table)
+	}
+	action := "dynamodb:" + op
+	leading := func(pks ...string) map[string][]string { return map[string][]string{"dynamodb:LeadingKeys": pks} }
+	switch op {
+	case "GetItem", "DeleteItem", "UpdateItem":
+		return []Request{{action, arn(in.TableName), leading(in.Key[store.PK].S)}}, nil
+	case "PutItem":
+		return []Request{{action, arn(in.TableName), leading(in.Item[store.PK].S)}}, nil
+	case "Query":
+		res, hash := arn(in.TableName), store.PK
+		if in.IndexName != "" {
+			res += "/index/" + in.IndexName
+			hash = ""
+			for _, ix := range store.Indexes {
+				if ix.Name == in.IndexName {
+					hash = ix.Attr
+				}
+			}
+		}
+		var pk []string
+		for _, term := range strings.Split(in.KeyConditionExpression, " AND ") {
+			name, value, ok := strings.Cut(term, " = ")
+			name = strings.TrimSpace(name)
+			if n, ok := in.ExpressionAttributeNames[name]; ok {
+				name = n
+			}
+			if ok && name == hash {
+				pk = append(pk, in.ExpressionAttributeValues[strings.TrimSpace(value)].S)
+			}
+		}
+		return []Request{{action, res, leading(pk...)}}, nil
+	case "Scan":
+		res := arn(in.TableName)
+		if in.IndexName != "" {
+			res += "/index/" + in.IndexName
+		}
+		return []Request{{Action: action, Resource: res}}, nil
+	case "BatchGetItem", "BatchWriteItem":
+		var out []Request
+		for table, raw := range in.RequestItems {
+			var pks []string
+			if op == "BatchGetItem" {
+				var ka struct{ Keys []map[string]attr }
+				if err := json.Unmarshal(raw, &ka); err != nil {
+					return nil, fmt.Errorf("dynamodb %s: RequestItems: %w", op, err)
+				}
+				for _, k := range ka.Keys {
+					pks = append(pks, k[store.PK].S)
+				}
+			} else {
+				var ws []struct {
+					PutRequest    *struct{ Item map[string]attr }
+					DeleteRequest *struct{ Key map[string]attr }
+				}
+				if err := json.Unmarshal(raw, &ws); err != nil {
+					return nil, fmt.Errorf("dynamodb %s: RequestItems: %w", op, err)
+				}
+				for _, w := range ws {
+					if w.PutRequest != nil {
+						pks = append(pks, w.PutRequest.Item[store.PK].S)
+					}
+					if w.DeleteRequest != nil {
+						pks = append(pks, w.DeleteRequest.Key[store.PK].S)
+					}
+				}
+			}
+			out = append(out, Request{action, arn(table), leading(pks...)})
+		}
+		return out, nil
+	case "ListTagsOfResource":
+		var tags struct{ ResourceArn string }
+		_ = json.Unmarshal(body, &tags)
+		return []Request{{Action: action, Resource: tags.ResourceArn}}, nil
+	}
+	// Table operations (DescribeTable, CreateTable, UpdateTable, the TTL
+	// pair): the table.
+	return []Request{{Action: action, Resource: arn(in.TableName)}}, nil
+}
+
+// Proxy is a DynamoDB endpoint in front of dynalite that enforces a policy
+// and lets a test see every operation. A context's endpoint-url is the
+// endpoint of every service, so Secrets Manager requests go on to SM and
+// CloudWatch requests to CW unexamined: those fakes enforce their own.
+type Proxy struct {
+	URL string
+	// Target locates the tables' ARNs.
+	Target iam.Target
+	// Enforcer decides; its zero value allows everything.
+	Enforcer *Enforcer
+	// OnRequest, when set, sees each DynamoDB operation and its body
+	// before it is authorized.
+	OnRequest func(op string, body []byte)
+}
+
+// NewProxy starts a proxy to dynalite at target, forwarding Secrets Manager
+// requests to sm and CloudWatch's to cw ("" for none), closed when the test
+// ends.
+func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *Proxy {
+	t.Helper()
+	p := &Proxy{Target: tg, Enforcer: e}
+	client := &http.Client{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		service, op, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
+		to := target
+		switch {
+		case service == "secretsmanager":
+			to = sm
+		case strings.HasPrefix(r.URL.Path, "/service/GraniteServiceVersion20100801/") && cw != "":
+			to = cw
+		default:
+			if p.OnRequest != nil {
+				p.OnRequest(op, body)
+			}
+			reqs, err := DynamoDBRequests(p.Target, op, body)
+			if err != nil {
+				t.Errorf("iamtest proxy: %v", err)
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			if msg := p.Enforcer.Authorize(reqs...); msg != "" {
+				WriteDynamoDBAccessDenied(w, msg)
+				return
+			}
+		}
+		//nolint:gosec // G704: forwards to the test's own dynalite or fake on loopback
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, to+r.URL.Path, bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		req.Header = r.Header.Clone()
+		resp, err := client.Do(req) //nolint:gosec // G704: the test's own loopback servers
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+// WriteDynamoDBAccessDenied answers as DynamoDB does (JSON 1.0, HTTP 400):
+// the SDK surfaces an APIError with code AccessDeniedException.
+func WriteDynamoDBAccessDenied(w http.ResponseWriter, msg string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException", "message": msg})
+}

@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// WriteIDAttr is the attribute every control-plane write stamps with a token
+// of its own (docs/contracts/store.md): an S of 32 hex digits, new for each
+// write. When a write's answer is lost (a connection reset or a timeout after
+// the request was sent) and the retry meets the write's own condition, a
+// re-read tells "my write landed" (the item carries my token) from "someone
+// else's write" (it does not). The data plane ignores the attribute.
+const WriteIDAttr = "write_id"
+
+// NewWriteID returns a fresh write token: 128 random bits, as 32 hex digits.
+func NewWriteID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generate write id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// WriteID returns the write token item carries, "" when it has none (an item
+// written by hand or by another tool) or the attribute is not a string.
+func (it Item) WriteID() string {
+	s, _ := it[WriteIDAttr].(string)
+	return s
+}
+
+// Retried reports whether err is a refused condition on a retry of an attempt
+// whose answer was lost ([ConditionError.Retried]).
+func Retried(err error) bool {
+	var ce *ConditionError
+	return errors.As(err, &ce) && ce.Retried
+}
+
+// MayHaveApplied reports whether a write that failed with err may still have
+// been applied, so the writer must re-read to learn what it did: a refused
+// condition (the refusal may be the client's retry meeting the write's own
+// condition), or a store that could not be reached or answered with a server
+// error after the request may have gone out. A throttled, unauthorized or
+// invalid write was not applied; a canceled one is not resolved (the caller
+// asked to stop).
+func MayHaveApplied(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	return errors.Is(err, ErrConditionFailed) || (errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrThrottled))
+}
+
+// Notes every surface prints after a write whose answer was lost and which
+// a re-read resolved (one sentence, so the commands, the dashboard and
+// drills say it alike).
+const (
+	// ConfirmedNote follows a put the re-read found carrying its token.
+	ConfirmedNote = "the first response was lost and the write was confirmed by a re-read"
+	// ConfirmedDeleteNote follows a delete the re-read found done.
+	ConfirmedDeleteNote = "the first response was lost and a re-read found the item gone"
+)

@@ -1,0 +1,61 @@
+package faultproxy_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/awsconf"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+)
+
+// The proxy applies the request and loses its answer: the SDK retries, the
+// retry meets the write's own condition, and the backend marks the refusal
+// Retried. Without a fault, the same write answers normally.
+func TestLostAnswerIsAppliedAndTheRetryIsMarked(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	p := faultproxy.Start(t, endpoint)
+	ctx := context.Background()
+	opts := dynalite.Options(p.URL())
+	opts.MaxAttempts = 3 // the SDK's retry is what meets the write's own condition
+	cfg, err := awsconf.Load(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dynamo.NewFromConfig(cfg, dynamotest.TableName(t))
+	if _, err := s.Init(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, store.Item{store.PK: "k", "v": int64(1)}, store.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	p.LoseNext("PutItem", 1, faultproxy.Reset)
+	err = s.Put(ctx, store.Item{store.PK: "k", "v": int64(2)}, store.IfEquals("v", int64(1)))
+	if !errors.Is(err, store.ErrConditionFailed) || !store.Retried(err) {
+		t.Fatalf("put whose answer was lost: %v, want a condition failure marked Retried", err)
+	}
+	if p.Lost("PutItem") != 1 || p.Seen("PutItem") != 3 {
+		t.Fatalf("lost %d, seen %d PutItem, want 1 lost of 3", p.Lost("PutItem"), p.Seen("PutItem"))
+	}
+	it, err := s.Get(ctx, "k")
+	if v, _ := it.Int("v"); err != nil || v != 2 {
+		t.Fatalf("item after the lost answer: %v, %v; want v 2 (the server applied it)", it, err)
+	}
+	// A refusal on the first attempt is not marked.
+	err = s.Put(ctx, store.Item{store.PK: "k", "v": int64(3)}, store.IfEquals("v", int64(1)))
+	if !errors.Is(err, store.ErrConditionFailed) || store.Retried(err) {
+		t.Fatalf("first-attempt refusal: %v (retried %v), want an unmarked condition failure", err, store.Retried(err))
+	}
+	// Per operation: a lost GetItem answer does not touch PutItem.
+	p.LoseNext("GetItem", 1, faultproxy.Reset)
+	if _, err := s.Get(ctx, "k"); err != nil {
+		t.Fatalf("get retried after a lost answer: %v", err)
+	}
+	if p.Lost("GetItem") != 1 {
+		t.Fatalf("lost %d GetItem answers, want 1", p.Lost("GetItem"))
+	}
+}
