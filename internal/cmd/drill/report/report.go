@@ -16,6 +16,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -107,6 +108,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w; nothing was written", err))
 	}
+	// A report may go to a pipe or device; a refused path fails before
+	// any fetch.
+	if opts.Out != "" {
+		if err := fsutil.CheckOutput(opts.Out, true); err != nil {
+			return cmdutil.Usagef("--out %s: %v; nothing was written", opts.Out, unwrapPath(err))
+		}
+	}
 	in := gameday.Input{Journal: j}
 	if len(j.GaugeSamples) == 0 && !opts.NoFetch && len(gameday.Dependencies(j)) > 0 {
 		samples, from, ferr := fetch(ctx, f, j)
@@ -124,7 +132,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		_, err := ios.Out.Write(buf.Bytes())
 		return err
 	}
-	if err := drill.WriteFileAtomic(opts.Out, buf.Bytes()); err != nil {
+	if err := fsutil.WriteFile(ctx, opts.Out, buf.Bytes(), 0o644); err != nil {
 		return cmdutil.Usagef("--out %s: %v; nothing was written", opts.Out, unwrapPath(err))
 	}
 	fmt.Fprintf(ios.ErrOut, "wrote %s\n", textsafe.Line(opts.Out))
