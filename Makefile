@@ -75,7 +75,7 @@ test: test-deps ## Install test dependencies and run every test with -race
 # sandbox fleet in process and as a command, dynalite, the dashboard on an
 # emulated terminal, drills running shells, audit --follow).
 STRESS_PKGS  ?= ./internal/cmd/drill ./internal/cmd/dashboard ./internal/dataplane/sandbox ./internal/cmd/sandbox ./internal/cmd/breaker \
-	./internal/cmd/iam ./internal/cmd/audit ./internal/tui ./internal/drill ./internal/store/... ./internal/testutil/...
+	./internal/cmd/iam ./internal/cmd/audit ./internal/tui ./internal/drill/... ./internal/store/... ./internal/testutil/...
 STRESS_COUNT ?= 3
 
 .PHONY: test-stress
@@ -103,7 +103,8 @@ FUZZ_TARGETS := \
 	./internal/dataplane/resilience:FuzzParseDeadline \
 	./internal/dataplane/resilience:FuzzDeadlineRoundTrip \
 	./internal/config:FuzzLoad \
-	./internal/drill:FuzzParse \
+	./internal/drill/runner:FuzzParse \
+	./internal/drill/runner:FuzzJUnit \
 	./internal/drill:FuzzInterpolation \
 	./internal/gameday:FuzzHTML \
 	./internal/store:FuzzParseNumber \

@@ -23,7 +23,9 @@ func runBounded(t *testing.T, cli *clitest.Env, args ...string) clitest.Result {
 	ctx, cancel := context.WithTimeout(context.Background(), wait.Ceiling)
 	defer cancel()
 	done := make(chan clitest.Result, 1)
-	go func() { done <- cli.RunContext(ctx, append([]string{"sandbox", "--listen", "127.0.0.1:0"}, args...)...) }()
+	go func() {
+		done <- cli.RunContext(ctx, append([]string{"sandbox", "--listen", "127.0.0.1:0"}, args...)...)
+	}()
 	select {
 	case r := <-done:
 		return r

@@ -20,6 +20,8 @@ import (
 	rlshared "github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -120,7 +122,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 // Run runs the drill and returns an error carrying the run's exit code.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	ios := f.IOStreams
-	d, probs := drill.ParseFile(drill.Builtin(), opts.File)
+	d, probs := drill.ParseFile(kinds.Builtin(), opts.File)
 	if len(probs) > 0 {
 		for _, p := range probs {
 			fmt.Fprintln(ios.ErrOut, p.String())
@@ -164,17 +166,17 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	var process *drill.RunnerRecord
 	if opts.Journal != "" {
 		// Held for the life of the run: drill recover refuses while it is.
-		unlock, err := drill.LockJournal(opts.Journal)
-		if errors.Is(err, drill.ErrJournalLocked) {
+		unlock, err := runner.LockJournal(opts.Journal)
+		if errors.Is(err, runner.ErrJournalLocked) {
 			return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
-				opts.Journal, drill.LockPath(opts.Journal)))
+				opts.Journal, runner.LockPath(opts.Journal)))
 		}
 		if err != nil {
 			return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
 		}
 		defer unlock()
 		host, _ := os.Hostname()
-		process = &drill.RunnerRecord{PID: os.Getpid(), Host: host, Lock: drill.LockPath(opts.Journal)}
+		process = &drill.RunnerRecord{PID: os.Getpid(), Host: host, Lock: runner.LockPath(opts.Journal)}
 	}
 
 	runCtx, interrupt := context.WithCancel(ctx)
@@ -186,19 +188,19 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if color { // the log renders its values itself; its colors must reach the terminal
 		logW = textsafe.Raw(logW)
 	}
-	reporters := []drill.Reporter{&drill.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}}
-	var jf *drill.JournalFile
-	var ju *drill.JUnitFile
+	reporters := []runner.Reporter{&runner.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}}
+	var jf *runner.JournalFile
+	var ju *runner.JUnitFile
 	if opts.Journal != "" {
-		jf = &drill.JournalFile{Path: opts.Journal}
+		jf = &runner.JournalFile{Path: opts.Journal}
 		reporters = append(reporters, jf)
 	}
 	if opts.JUnit != "" {
 		// A pipe's stalled reader holds the write until the operator insists.
-		ju = &drill.JUnitFile{Path: opts.JUnit, Ctx: abandonCtx}
+		ju = &runner.JUnitFile{Path: opts.JUnit, Ctx: abandonCtx}
 		reporters = append(reporters, ju)
 	}
-	runner := &drill.Runner{Deps: deps, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
+	runner := &runner.Runner{Deps: deps, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
 	stopSignals := watchSignals(opts.Signals, runner, interrupt, abandon)
 	j := runner.Run(runCtx, d)
 	stopSignals()
@@ -372,7 +374,7 @@ func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Mi
 // the steps (main's signal context is canceled too); the second is
 // acknowledged; the third abandons the remaining rollbacks. It returns a
 // function that stops watching.
-func watchSignals(sigs <-chan os.Signal, r *drill.Runner, interrupt, abandon context.CancelFunc) func() {
+func watchSignals(sigs <-chan os.Signal, r *runner.Runner, interrupt, abandon context.CancelFunc) func() {
 	if sigs == nil {
 		return func() {}
 	}
@@ -418,9 +420,9 @@ func sigName(s os.Signal) string {
 func printSummary(f *cmdutil.Factory, j *drill.Journal) {
 	out := f.IOStreams.Out
 	if f.IOStreams.ColorEnabled() { // Summary renders its values itself
-		fmt.Fprintln(textsafe.Raw(out), drill.Summary(j, true))
+		fmt.Fprintln(textsafe.Raw(out), runner.Summary(j, true))
 	} else {
-		fmt.Fprintln(out, drill.Summary(j, false))
+		fmt.Fprintln(out, runner.Summary(j, false))
 	}
 	for _, rb := range j.Rollbacks {
 		if rb.Status == drill.StatusOK {
