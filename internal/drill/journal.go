@@ -318,5 +318,8 @@ func ReadJournal(path string) (*Journal, error) {
 	if j.Kind != "DrillRun" || j.RunID == "" || j.Drill.Name == "" {
 		return nil, fmt.Errorf("%s is not a drill journal (kind %q)", path, j.Kind)
 	}
+	if err := j.CheckVersion(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return &j, nil
 }

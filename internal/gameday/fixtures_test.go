@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -54,8 +55,8 @@ func stoppedJournal() *drill.Journal {
 		StartedAt: t0, Deadline: at(300), EndedAt: atp(21.4), DurationSeconds: 21.4, TimeoutSeconds: 300,
 		Outcome: drill.OutcomeStopped, Reason: `stop condition "api-5xx" held: alarm kosha-api-5xx is ALARM`, RollbacksOK: true, ExitCode: 1,
 		Hypothesis: drill.Hypothesis{
-			Before: []drill.CheckRecord{check(drill.PhaseBefore, "openai-closed", 0.1, 0.4, true, "openai: 2 instance(s): 2 closed")},
-			After:  []drill.CheckRecord{check(drill.PhaseAfter, "openai-closed", 19.2, 21.3, true, "openai: 2 instance(s): 2 closed")},
+			Before: []drill.CheckRecord{check(runner.PhaseBefore, "openai-closed", 0.1, 0.4, true, "openai: 2 instance(s): 2 closed")},
+			After:  []drill.CheckRecord{check(runner.PhaseAfter, "openai-closed", 19.2, 21.3, true, "openai: 2 instance(s): 2 closed")},
 		},
 		Steps: []drill.StepRecord{
 			step("force-openai", "breaker.force_open", drill.StatusPassed, 0.5, 0.9, "forced open until 2026-03-14T09:35:00Z", "rb-1"),
@@ -100,7 +101,7 @@ func stoppedJournal() *drill.Journal {
 func killedJournal() *drill.Journal {
 	j := &drill.Journal{Kind: "DrillRun", Version: drill.JournalVersion, RunID: "0f0e0d0c0b0a", Context: "local", Store: "sqlite state/local.db",
 		Actor: "ci@example.com", Drill: drill.DrillInfo{Name: "interrupted", File: "docs/drills/interrupted.yaml"},
-		StartedAt: t0, Deadline: at(600), TimeoutSeconds: 600, Outcome: drill.OutcomeKilled,
+		StartedAt: t0, Deadline: at(600), TimeoutSeconds: 600, Outcome: runner.OutcomeKilled,
 		Reason: "the run's process died before it finished; drill recover ran its rollbacks", RollbacksOK: true, ExitCode: 1,
 		Runner:     &drill.RunnerRecord{PID: 4242, Host: "ci-runner"},
 		Hypothesis: drill.Hypothesis{Before: []drill.CheckRecord{}, After: []drill.CheckRecord{}},

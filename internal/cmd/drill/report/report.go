@@ -102,9 +102,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	ios := f.IOStreams
 	j, err := drill.ReadJournal(opts.Journal)
-	if err == nil {
-		err = j.CheckVersion()
-	}
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w; nothing was written", err))
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
@@ -129,7 +130,7 @@ func TestFetchesTheWindowWhenTheJournalHasNoSamples(t *testing.T) {
 	j := readFixture(t, "stopped")
 	j.Version, j.GaugeSamples = 1, nil
 	path := filepath.Join(t.TempDir(), "v1.json")
-	if err := drill.WriteJournal(path, j); err != nil {
+	if err := runner.WriteJournal(path, j); err != nil {
 		t.Fatal(err)
 	}
 	cw := cwfake.New(t)
