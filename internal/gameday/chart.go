@@ -291,7 +291,7 @@ func timelineChart(j *drill.Journal, a axis) *chart {
 				last.placeText(end, textRoom(text))
 			} else {
 				lever.Text = text
-				lever.placeText(1e9, 1e9)
+				lever.placeText(end, textRoom(text))
 			}
 			continue
 		}

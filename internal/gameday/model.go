@@ -118,11 +118,13 @@ func clockPtr(t *time.Time) string {
 	return clock(*t)
 }
 
-// dur formats a duration as a person reads it: "12.3s", "4m5s".
+// dur formats a duration as a person reads it: "45ms", "12.3s", "4m5s".
 func dur(d time.Duration) string {
 	switch {
 	case d < 0:
 		d = 0
+	case d < time.Second:
+		d = d.Round(time.Millisecond)
 	case d < time.Minute:
 		d = d.Round(100 * time.Millisecond)
 	default:

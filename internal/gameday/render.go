@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 //go:embed assets/report.html.tmpl assets/report.css
@@ -66,4 +68,31 @@ func HTML(w io.Writer, in Input) error {
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
+}
+
+// Formats of the report.
+const (
+	FormatHTML     = "html"
+	FormatMarkdown = "markdown"
+)
+
+// Render writes the report of in as format: html or markdown.
+func Render(w io.Writer, format string, in Input) error {
+	switch format {
+	case FormatHTML:
+		return HTML(w, in)
+	case FormatMarkdown:
+		return Markdown(w, in)
+	}
+	return fmt.Errorf("render report: unknown format %q: use html or markdown", format)
+}
+
+// FormatFor is the format of a report file by its name: Markdown for
+// .md and .markdown, HTML otherwise.
+func FormatFor(path string) string {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".md", ".markdown":
+		return FormatMarkdown
+	}
+	return FormatHTML
 }

@@ -376,3 +376,14 @@ func TestVersion1JournalRendersWithoutSamples(t *testing.T) {
 		t.Errorf("fetched samples: gauges %v, note %q", r.Gauges != nil, r.GaugesNote)
 	}
 }
+
+func TestFormatFor(t *testing.T) {
+	for path, want := range map[string]string{"a/b.MD": FormatMarkdown, "x.markdown": FormatMarkdown, "r.html": FormatHTML, "r": FormatHTML, "md": FormatHTML} {
+		if got := FormatFor(path); got != want {
+			t.Errorf("FormatFor(%q) = %s, want %s", path, got, want)
+		}
+	}
+	if err := Render(&bytes.Buffer{}, "pdf", Input{Journal: stoppedJournal()}); err == nil {
+		t.Error("Render accepted format pdf")
+	}
+}

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -24,8 +22,8 @@ import (
 
 // Formats of the report.
 const (
-	FormatHTML     = "html"
-	FormatMarkdown = "markdown"
+	FormatHTML     = gameday.FormatHTML
+	FormatMarkdown = gameday.FormatMarkdown
 )
 
 // fetchTimeout bounds the read of the run's window from the metrics source.
@@ -122,7 +120,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 	}
 	var buf bytes.Buffer
-	if err := Write(&buf, opts.Output, in); err != nil {
+	if err := gameday.Render(&buf, opts.Output, in); err != nil {
 		return err
 	}
 	if opts.Out == "" {
@@ -134,24 +132,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	fmt.Fprintf(ios.ErrOut, "wrote %s\n", textsafe.Line(opts.Out))
 	return nil
-}
-
-// Write renders in as format (html or markdown).
-func Write(w io.Writer, format string, in gameday.Input) error {
-	if format == FormatMarkdown {
-		return gameday.Markdown(w, in)
-	}
-	return gameday.HTML(w, in)
-}
-
-// FormatFor is the format of a report file by its name: Markdown for
-// .md and .markdown, HTML otherwise.
-func FormatFor(path string) string {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".md", ".markdown":
-		return FormatMarkdown
-	}
-	return FormatHTML
 }
 
 // fetch reads the run's window from the metrics source of the journal's

@@ -110,9 +110,6 @@ func TestOutputFormatFlag(t *testing.T) {
 	if err := cmd.Execute(); cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "use html or markdown") {
 		t.Errorf("-o pdf: %v", err)
 	}
-	if report.FormatFor("a/b.MD") != report.FormatMarkdown || report.FormatFor("r.html") != report.FormatHTML || report.FormatFor("r") != report.FormatHTML {
-		t.Error("FormatFor")
-	}
 }
 
 func readFixture(t *testing.T, name string) *drill.Journal {
