@@ -30,24 +30,25 @@ done
 fail=0
 for page in "$out"/*.html; do
   name=$(basename "$page" .html)
+  bad=0
   # --no-sandbox: CI runs as root, where Chromium's sandbox cannot start.
   flags=(--headless --no-sandbox --disable-gpu --hide-scrollbars --no-first-run --window-size=1280,1800
     --enable-logging=stderr --v=0)
   chromium "${flags[@]}" --screenshot="$out/$name.png" "file://$(realpath "$page")" >/dev/null 2>"$out/$name.chromium.log" || {
     echo "report-check: $name: chromium failed"; cat "$out/$name.chromium.log"; fail=1; continue; }
-  chromium "${flags[@]}" --dump-dom "file://$(realpath "$page")" >"$out/$name.dom.html" 2>>"$out/$name.chromium.log"
+  chromium "${flags[@]}" --dump-dom "file://$(realpath "$page")" >"$out/$name.dom.txt" 2>>"$out/$name.chromium.log"
   # Every console message is a failure: the report logs nothing when it works.
   if grep -E ':CONSOLE|Uncaught|Refused to|Content Security Policy' "$out/$name.chromium.log"; then
-    echo "report-check: $name: the browser's console reported the lines above"; fail=1
+    echo "report-check: $name: the browser's console reported the lines above"; bad=1
   fi
   size=$(stat -c %s "$out/$name.png" 2>/dev/null || echo 0)
-  if [ "$size" -lt 20000 ]; then echo "report-check: $name: screenshot of $size bytes: the page did not render"; fail=1; fi
+  if [ "$size" -lt 20000 ]; then echo "report-check: $name: screenshot of $size bytes: the page did not render"; bad=1; fi
   # The DOM as the browser built it: the timeline is there, no script came in.
-  grep -q '<svg' "$out/$name.dom.html" && grep -q 'id="glance"' "$out/$name.dom.html" ||
-    { echo "report-check: $name: the rendered DOM lacks the timeline or the summary"; fail=1; }
-  if grep -qiE '<(script|img|iframe)[ >]' "$out/$name.dom.html"; then
-    echo "report-check: $name: the rendered DOM holds a script, image or frame element"; fail=1
+  grep -q '<svg' "$out/$name.dom.txt" && grep -q 'id="glance"' "$out/$name.dom.txt" ||
+    { echo "report-check: $name: the rendered DOM lacks the timeline or the summary"; bad=1; }
+  if grep -qiE '<(script|img|iframe)[ >]' "$out/$name.dom.txt"; then
+    echo "report-check: $name: the rendered DOM holds a script, image or frame element"; bad=1
   fi
-  echo "report-check: $name: rendered ($size-byte screenshot), console silent"
+  if [ "$bad" -eq 0 ]; then echo "report-check: $name: rendered ($size-byte screenshot), console silent"; else fail=1; fi
 done
 exit $fail
