@@ -60,7 +60,7 @@ func (a axis) x(t time.Time) float64 {
 
 func (a axis) within(t time.Time) bool { return !t.Before(a.t0) && !t.After(a.t1) }
 
-// chart is one SVG: labelled rows of bars and marks on a time axis.
+// chart is one SVG: labeled rows of bars and marks on a time axis.
 type chart struct {
 	Width, Height int
 	PlotX, PlotW  float64

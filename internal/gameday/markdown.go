@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// md escapes one value for Markdown (GitHub's flavour included): one safe
+// md escapes one value for Markdown (GitHub's flavor included): one safe
 // line (see [one]); &, < and > as HTML entities, so no value is a tag; and
 // every other ASCII punctuation character behind a backslash, so no value
 // is emphasis, a link, an image, an autolink (https\:// and www\. are not
@@ -23,7 +23,7 @@ func md(s string) string {
 			b.WriteString("&lt;")
 		case r == '>':
 			b.WriteString("&gt;")
-		case r < 0x80 && isASCIIPunct(byte(r)):
+		case isASCIIPunct(r):
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		default:
@@ -33,11 +33,11 @@ func md(s string) string {
 	return b.String()
 }
 
-func isASCIIPunct(c byte) bool {
+func isASCIIPunct(c rune) bool {
 	return (c >= '!' && c <= '/') || (c >= ':' && c <= '@') || (c >= '[' && c <= '`') || (c >= '{' && c <= '~')
 }
 
-// Markdown writes the report's summary as GitHub-flavoured Markdown: the
+// Markdown writes the report's summary as GitHub-flavored Markdown: the
 // verdict, what was pulled, what stopped it and when everything was put
 // back, then the steps, levers, the stop condition, recoveries and audit
 // records as tables. Every value is escaped by [md]; the report's own

@@ -80,7 +80,7 @@ func TestRefusesWhatIsNotAJournal(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := filepath.Join(dir, name+".json")
-			if err := os.WriteFile(in, []byte(tc.content), 0o644); err != nil {
+			if err := os.WriteFile(in, []byte(tc.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			f, out, _ := factory(t, nil, time.Now())
@@ -168,7 +168,7 @@ func TestFetchesTheWindowWhenTheJournalHasNoSamples(t *testing.T) {
 		!strings.Contains(out.String(), "no breaker_state samples: the run polled no gauges, and none were fetched") {
 		t.Errorf("--no-fetch: %v", err)
 	}
-	f, out, errOut = factory(t, func(context.Context) (*cmdutil.Env, error) {
+	f, _, errOut = factory(t, func(context.Context) (*cmdutil.Env, error) {
 		return nil, cmdutil.Usagef(`context "local" not found`)
 	}, j.StartedAt.Add(5*time.Minute))
 	if err := report.Run(context.Background(), f, &report.Options{Journal: path, Output: report.FormatMarkdown}); err != nil {
