@@ -128,6 +128,16 @@ type ClearAll struct {
 	Actor   func(ctx context.Context) (string, error)
 	DryRun  bool
 	Confirm func(plans []ClearResult) error
+	// Known, when not nil, is the context's list of dependencies (the
+	// known-dependency rule of [CheckKnownDependency], as force-open applies
+	// it): a named dependency it does not list and that has no override in
+	// the store is refused with an *[UnknownDependencyError] before anything
+	// is confirmed or written, so a typo like open-ai never reports
+	// "nothing to clear" while openai stays forced. An unknown name whose
+	// override is stored is cleared: the operator names an item that
+	// exists (breaker list shows it), so it is no typo. Nil applies no
+	// such rule (--allow-unknown, --all, a drill's own levers).
+	Known []string
 }
 
 // ClearAll reads every dependency's override in one consistent batch read,
@@ -147,6 +157,16 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 	current, actor, err := s.readWithActor(ctx, op.Dependencies, actorFn)
 	if err != nil {
 		return nil, err
+	}
+	if op.Known != nil {
+		for _, dep := range op.Dependencies {
+			if current[dep] != nil {
+				continue
+			}
+			if err := CheckKnownDependency(dep, op.Known); err != nil {
+				return nil, err
+			}
+		}
 	}
 	outcomes := make([]ClearOutcome, len(op.Dependencies))
 	plans := make([]ClearResult, len(op.Dependencies))

@@ -21,8 +21,14 @@ import (
 type workflow struct {
 	On   map[string]any `yaml:"on"`
 	Jobs map[string]struct {
+		Env      map[string]string `yaml:"env"`
 		Strategy struct {
-			Matrix map[string][]string `yaml:"matrix"`
+			Matrix struct {
+				Include []struct {
+					Drill string `yaml:"drill"`
+					Test  string `yaml:"test"`
+				} `yaml:"include"`
+			} `yaml:"matrix"`
 		} `yaml:"strategy"`
 		Steps []struct {
 			Name string            `yaml:"name"`
@@ -77,8 +83,40 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 	if !ok {
 		t.Fatalf("no drill job: %v", wf.Jobs)
 	}
-	if got := job.Strategy.Matrix["drill"]; !slices.Equal(got, exampleDrills) {
-		t.Errorf("the workflow runs drills %v; make test runs %v", got, exampleDrills)
+	// Every drill in docs/drills, each run as make test runs it: the
+	// sandbox drills with drill run, the others by the test that does.
+	var all, byRun []string
+	harness := map[string]string{}
+	for _, m := range job.Strategy.Matrix.Include {
+		all = append(all, m.Drill)
+		if m.Test == "" {
+			byRun = append(byRun, m.Drill)
+		} else {
+			harness[m.Drill] = m.Test
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(drillsDir, "*.yaml"))
+	var want []string
+	for _, f := range files {
+		want = append(want, strings.TrimSuffix(filepath.Base(f), ".yaml"))
+	}
+	slices.Sort(all)
+	if len(want) != 5 || !slices.Equal(all, want) {
+		t.Errorf("the workflow runs drills %v; docs/drills holds %v", all, want)
+	}
+	if !slices.Equal(byRun, exampleDrills) {
+		t.Errorf("the workflow runs %v with drill run; make test runs %v against the sandbox", byRun, exampleDrills)
+	}
+	for drillName, test := range harness {
+		if src := testSourceOf(t, test); !strings.Contains(src, `"`+drillName+`.yaml"`) {
+			t.Errorf("the workflow runs drill %s by %s, which does not run %s.yaml", drillName, test, drillName)
+		}
+	}
+	// GitHub refuses the runner context in a job's env before any job runs.
+	for k, v := range job.Env {
+		if strings.Contains(v, "runner.") {
+			t.Errorf("job env %s = %q: the runner context is not available there", k, v)
+		}
 	}
 	var script, summary string
 	var uploads []string
@@ -86,13 +124,13 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 		script += s.Run + "\n"
 		if strings.Contains(s.Run, "GITHUB_STEP_SUMMARY") {
 			summary = s.Run
-			if s.If != "always()" {
-				t.Errorf("the summary step runs if %q: want always()", s.If)
+			if s.If != "always() && matrix.test == ''" {
+				t.Errorf("the summary step runs if %q: want always() for every drill run", s.If)
 			}
 		}
 		if strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
-			if s.If != "always()" {
-				t.Errorf("the report upload runs if %q: want always() (a failed drill's report matters most)", s.If)
+			if s.If != "always() && matrix.test == ''" {
+				t.Errorf("the report upload runs if %q: want always() for every drill run writes a report for (a failed drill's report matters most)", s.If)
 			}
 			for _, p := range strings.Split(s.With["path"], "\n") {
 				if p = strings.TrimSpace(p); p != "" {
@@ -117,6 +155,10 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 	}
 	if !strings.Contains(script, `SANDBOX_URL=$(cat "$RUNNER_TEMP/sandbox.url")`) || !strings.Contains(script, sb.AddrFile) {
 		t.Errorf("the drill does not get the sandbox's address (%s) as SANDBOX_URL", sb.AddrFile)
+	}
+
+	if !strings.Contains(script, `go test -race -count=1 -run "^${{ matrix.test }}\$" ./internal/cmd/drill/`) {
+		t.Errorf("the workflow does not run the harnessed drills' tests as make test does:\n%s", script)
 	}
 
 	// Each drill: the example file, its JUnit report uploaded.
@@ -151,4 +193,25 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 			t.Errorf("the summary step (%q) is not the Markdown report of the journal %s: %+v, %v", summary, ro.Journal, rep, err)
 		}
 	}
+}
+
+// testSourceOf returns the source of this package's test function name
+// (from its line to the next top-level func), failing when there is none.
+func testSourceOf(t *testing.T, name string) string {
+	t.Helper()
+	files, _ := filepath.Glob("*_test.go")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body, ok := strings.Cut(string(b), "\nfunc "+name+"(t *testing.T) {\n")
+		if !ok {
+			continue
+		}
+		body, _, _ = strings.Cut(body, "\nfunc ")
+		return body
+	}
+	t.Errorf("no test %s in internal/cmd/drill", name)
+	return ""
 }

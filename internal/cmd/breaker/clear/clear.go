@@ -4,6 +4,7 @@ package clear
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,6 +26,7 @@ type Options struct {
 	Reason       string
 	DryRun       bool
 	Yes          bool
+	AllowUnknown bool
 	Output       string
 }
 
@@ -41,6 +43,13 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			Clearing a dependency that is not forced succeeds and says so, so scripts and
 			CI can clear unconditionally. If someone re-forced the override since it was
 			read, nothing is deleted and the command reports the conflict.
+
+			A name this context does not know, with no override stored under it, is
+			refused with the closest known name (a typo like open-ai would otherwise
+			clear nothing and succeed while openai stays forced); --allow-unknown accepts
+			it. An unknown name whose override is stored (one forced with
+			--allow-unknown, or a dependency since removed from the context) is cleared
+			without the flag: it names an override that breaker list shows.
 		`),
 		Example: heredoc.Doc(`
 			koshactl breaker clear openai --reason "provider recovered"
@@ -63,6 +72,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -117,12 +127,16 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			deps = append(deps, o.Dependency)
 		}
 	}
+	var known []string
+	if !opts.All && !opts.AllowUnknown {
+		known = env.Context.KnownDependencies()
+	}
 	now := f.Clock.Now()
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
 	// One batch read of every override (while the identity resolves), then
 	// the deletes and their audit records concurrently.
 	outcomes, err := ov.ClearAll(ctx, env.AuditLog(f.Clock), breaker.ClearAll{Dependencies: deps,
-		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun,
+		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun, Known: known,
 		Confirm: func([]breaker.ClearResult) error {
 			if len(deps) == 0 {
 				return nil
@@ -130,6 +144,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)))
 		}})
 	if outcomes == nil && err != nil {
+		if errors.Is(err, breaker.ErrUnknownDependency) {
+			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
+		}
 		return err
 	}
 	var writeErr, auditErr error
