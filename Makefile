@@ -114,8 +114,8 @@ bench-scale: test-deps ## The production-size benchmarks with the 100k table (do
 	KOSHACTL_BENCH_100K=1 $(GO) test -run '^$$' -bench . -benchtime 5x -count 3 -timeout 30m ./internal/scalebench/
 
 # Every native fuzz target, as package:FuzzName: the parsers of outside input
-# (chaos header, deadline header, config file, drill YAML, stored items) and
-# the breaker's state machine.
+# (chaos header, deadline header, config file, drill YAML, stored items), the
+# game-day report's escaping, and the breaker's state machine.
 FUZZ_TARGETS := \
 	./internal/chaos:FuzzParse \
 	./internal/chaos:FuzzVerify \
@@ -126,6 +126,7 @@ FUZZ_TARGETS := \
 	./internal/drill/runner:FuzzParse \
 	./internal/drill/runner:FuzzJUnit \
 	./internal/drill:FuzzInterpolation \
+	./internal/gameday:FuzzHTML \
 	./internal/store:FuzzParseNumber \
 	./internal/store:FuzzNumberRoundTrip \
 	./internal/store/sqlite:FuzzDecode \
@@ -147,6 +148,16 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; make fuzz FUZZTIM
 	done; rm -f $$log; \
 	printf "\n$$summary"; \
 	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (a crashing input is saved under its package's testdata/fuzz)"; exit 1; fi
+
+# Where make report-check leaves its reports, screenshots and browser logs.
+REPORT_CHECK_DIR ?= bin/report-check
+
+.PHONY: report-check
+report-check: build ## Render game-day reports (fixtures and a real drill against a sandbox) in headless Chromium: a screenshot each, and no console error or CSP violation
+	@command -v chromium >/dev/null || { command -v apt-get >/dev/null || { echo "chromium is needed for the report check: install it"; exit 1; }; \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; echo "installing chromium (Debian) for the report check"; \
+	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	tools/report-check.sh ./$(BIN) $(REPORT_CHECK_DIR)
 
 .PHONY: fmt
 fmt: ## Format the code

@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/report"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -63,8 +64,9 @@ func commandLine(t *testing.T, script, prefix string) []string {
 
 // The example CI workflow runs on every pull request, starts the sandbox
 // exactly as make test's drill tests configure it, runs every example
-// drill make test runs, and uploads the JUnit report the drill writes,
-// even when the drill fails.
+// drill make test runs, uploads the JUnit report, the journal and the
+// game-day report the drill writes, even when the drill fails, and writes
+// the report's Markdown to the step summary.
 func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "ci", "drill.yml"))
 	if err != nil {
@@ -116,14 +118,25 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 			t.Errorf("job env %s = %q: the runner context is not available there", k, v)
 		}
 	}
-	var script, upload string
+	var script, summary string
+	var uploads []string
 	for _, s := range job.Steps {
 		script += s.Run + "\n"
+		if strings.Contains(s.Run, "GITHUB_STEP_SUMMARY") {
+			summary = s.Run
+			if s.If != "always() && matrix.test == ''" {
+				t.Errorf("the summary step runs if %q: want always() for every drill run", s.If)
+			}
+		}
 		if strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
 			if s.If != "always() && matrix.test == ''" {
 				t.Errorf("the report upload runs if %q: want always() for every drill run writes a report for (a failed drill's report matters most)", s.If)
 			}
-			upload = s.With["path"]
+			for _, p := range strings.Split(s.With["path"], "\n") {
+				if p = strings.TrimSpace(p); p != "" {
+					uploads = append(uploads, p)
+				}
+			}
 		}
 	}
 	f := &cmdutil.Factory{IOStreams: func() *iostreams.IOStreams { ios, _, _, _ := iostreams.Test(); return ios }()}
@@ -164,8 +177,20 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(drillsDir, name+".yaml")); err != nil {
 			t.Errorf("drill %s: %v", name, err)
 		}
-		if ro.JUnit == "" || ro.JUnit != expand(upload) {
-			t.Errorf("the drill writes its JUnit report to %q, the workflow uploads %q", ro.JUnit, expand(upload))
+		up := strings.Split(expand(strings.Join(uploads, "\n")), "\n")
+		for what, path := range map[string]string{"JUnit report": ro.JUnit, "game-day report": ro.Report, "journal": ro.Journal} {
+			if path == "" || !slices.Contains(up, path) {
+				t.Errorf("the drill writes its %s to %q, the workflow uploads %q", what, path, up)
+			}
+		}
+		// The step summary is the Markdown report of the run's journal.
+		var rep *report.Options
+		rcmd := report.NewCmd(f, func(_ context.Context, o *report.Options) error { rep = o; return nil })
+		rcmd.SetArgs(commandLine(t, expand(summary), "drill report"))
+		rcmd.SilenceUsage = true
+		if err := rcmd.Execute(); err != nil || rep == nil || rep.Journal != ro.Journal || rep.Output != report.FormatMarkdown || rep.Out != "" ||
+			!strings.Contains(summary, `>>"$GITHUB_STEP_SUMMARY"`) {
+			t.Errorf("the summary step (%q) is not the Markdown report of the journal %s: %+v, %v", summary, ro.Journal, rep, err)
 		}
 	}
 }
