@@ -211,7 +211,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 
 func conflictHint(err error) error {
 	var ce *breaker.ConflictError
-	if errors.As(err, &ce) && !ce.Raced {
+	switch {
+	case !errors.As(err, &ce) || ce.Raced:
+	case ce.Current.Malformed():
+		return fmt.Errorf("%w: pass --overwrite to replace it, or remove it with koshactl breaker clear %s", err, ce.Current.Dependency)
+	default:
 		return fmt.Errorf("%w: pass --overwrite to replace it, or coordinate with %s", err, ce.Current.Actor)
 	}
 	return err
