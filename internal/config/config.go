@@ -293,7 +293,11 @@ func BuiltinLocal() *Context { return &Context{Store: StoreConfig{Local: &LocalS
 const MaxFileSize = 4 << 20
 
 // Load reads the file at path. A missing file yields an empty File that still
-// resolves the built-in local context. The path must be a regular file (a
+// resolves the built-in local context. The file is decoded by yaml.v3 with
+// KnownFields (an unknown key is an error; aliases and merge keys read as
+// yaml.v3 reads them): koshactl writes this file itself (set-context), a
+// whole value replaces the default, and no key needs a position beyond
+// yaml.v3's own line (see docs/project-layout.md, "Reading YAML"). The path must be a regular file (a
 // symbolic link to one is followed): a named pipe or device is refused
 // before it is read, since reading it could block forever.
 func Load(path string) (*File, error) {
