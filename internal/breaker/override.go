@@ -484,7 +484,9 @@ type ForceResult struct {
 }
 
 // ConflictError reports an override that someone else holds (or changed while
-// we were acting).
+// we were acting). Its message says what is there, in the override's terms:
+// how to replace it is each surface's hint (--overwrite for the CLI,
+// overwrite: true in a drill), as for [UnknownDependencyError].
 type ConflictError struct {
 	Current Override
 	// Raced is true when the item changed between our read and our write.
@@ -502,8 +504,7 @@ func (e *ConflictError) Error() string {
 	}
 	what += ")"
 	if c.Malformed() {
-		what += fmt.Sprintf("; the item is malformed (%s: %s): replace it with --overwrite or remove it with koshactl breaker clear",
-			c.Problems[0].Attribute, c.Problems[0].Problem)
+		what += fmt.Sprintf("; the item is malformed (%s: %s)", c.Problems[0].Attribute, c.Problems[0].Problem)
 	}
 	if e.Raced {
 		return what + "; it changed while koshactl was acting: review it, then re-run"

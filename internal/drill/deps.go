@@ -34,7 +34,8 @@ type Deps struct {
 	// refuse others unless allow_unknown is set. Empty accepts any.
 	KnownDependencies []string
 	// MaxOverride caps an override's duration (the context's
-	// max-override); zero means no cap beyond the drill's deadline.
+	// max-override); zero means breaker.DefaultMaxOverride, as
+	// breaker.DurationPolicy reads it.
 	MaxOverride time.Duration
 	// Buckets reads and changes rate-limit buckets.
 	Buckets *ratelimit.Buckets

@@ -133,6 +133,11 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 			if !strings.Contains(r.Stderr, "the item is malformed ("+tc.attr+": "+tc.found) || strings.Contains(r.Stderr, "changed while") {
 				t.Errorf("conflict: %s", r.Stderr)
 			}
+			// The CLI's hint names its flag and command, once.
+			if !strings.Contains(r.Stderr, ": pass --overwrite to replace it, or remove it with koshactl breaker clear openai") ||
+				strings.Count(r.Stderr, "--overwrite") != 1 {
+				t.Errorf("conflict hint: %s", r.Stderr)
+			}
 			// force-open --overwrite replaces it in one command.
 			r = e.MustRun(0, "breaker", "force-open", "openai", "--reason", "fix", "--for", "10m", "--overwrite")
 			if !strings.Contains(r.Stdout, "replaced a malformed item ("+tc.attr+": "+tc.found) {

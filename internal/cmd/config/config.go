@@ -407,8 +407,10 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		}
 	}
 	if ch("max-override") {
-		if o.MaxOverride <= 0 || o.MaxOverride > 30*24*time.Hour {
-			return cmdutil.Usagef("--max-override %s is out of range: give a duration between 1m and 720h", o.MaxOverride)
+		// The range is breaker's, checked again by Validate and Save; here
+		// also 0, which a file reads as "the default".
+		if err := breaker.CheckMaxOverride(o.MaxOverride); err != nil {
+			return cmdutil.Usagef("--%v", err)
 		}
 		ctx.MaxOverride = config.Duration(o.MaxOverride)
 	}

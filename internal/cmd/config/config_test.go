@@ -89,6 +89,10 @@ func TestSetContextBadInput(t *testing.T) {
 		{[]string{"x", "--table", "t"}, "needs a region"},
 		{[]string{"x", "--table", "t", "--region", "r", "--static-credentials"}, "--endpoint-url"},
 		{[]string{"x", "--local", "--max-override", "-1h"}, "out of range"},
+		// Under the 5s minimum override: no force-open could succeed on it.
+		{[]string{"x", "--local", "--max-override", "2s"}, "--max-override 2s is out of range: give a duration between 1m and 720h"},
+		{[]string{"x", "--local", "--max-override", "721h"}, "between 1m and 720h"},
+		{[]string{"x", "--local", "--max-override", "0s"}, "between 1m and 720h"},
 		{[]string{"x", "--local", "--dependencies", "Open AI"}, "invalid dependency name"},
 		{[]string{"x", "--local", "--ratelimit-capacity", "0"}, "at least one token"},
 		{[]string{"x", "y"}, "takes one NAME"},

@@ -100,17 +100,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	notice := ""
-	if _, ok := src.(*metrics.CloudWatch); ok && opts.Interval < time.Minute {
-		// One breakdown: the detail view's dependency.
-		warning := metrics.CostWarning(len(env.Context.KnownDependencies()), 1, opts.Interval)
+	// One breakdown: the detail view's dependency.
+	if warning := src.CostWarning(len(env.Context.KnownDependencies()), 1, opts.Interval); warning != "" {
 		notice = "cost: " + warning
 		// Also on stderr: it stays visible after the full-screen view ends.
 		fmt.Fprintf(ios.ErrOut, "warning: %s\n", warning)
 	}
-	hint := ""
-	if src.Describe() == "prometheus "+metrics.DefaultPrometheusURL {
-		hint = "is the sandbox running? start it with koshactl sandbox"
-	}
+	hint := src.Hint()
 	log := env.AuditLog(f.Clock)
 	deps := tui.Deps{
 		Overrides: tui.StoreOverrides{Overrides: breaker.NewOverrides(env.Store, f.Clock), Log: log,

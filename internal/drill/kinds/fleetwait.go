@@ -14,8 +14,8 @@ import (
 // step's detail; not confirmed is the step's failure (the lever is already
 // recorded, so the rollback runs).
 func waitFleet(ctx context.Context, rc *drill.RunContext, c metrics.Change) (string, error) {
-	gs, ok := rc.Deps.Gauges.(drill.GaugeSourcer)
-	if !ok || rc.Deps.Gauges == nil {
+	gs, ok := drill.SourcerOf(rc.Deps.Gauges)
+	if !ok {
 		return "", drill.NeedService(false, "metrics source to wait on (set metrics_url, or run with the context's metrics)")
 	}
 	src, err := gs.Source(ctx)

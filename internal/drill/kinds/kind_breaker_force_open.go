@@ -72,6 +72,11 @@ func (BreakerForceOpenKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action 
 	return a
 }
 
+// overridePolicy is breaker's duration rule with the context's max-override.
+func overridePolicy(rc *drill.RunContext) breaker.DurationPolicy {
+	return breaker.DurationPolicy{Max: rc.Deps.MaxOverride}
+}
+
 type forceOpen struct {
 	dependency   drill.Template
 	forDur       time.Duration
@@ -132,15 +137,8 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 			return nil, err
 		}
 	}
-	dur, byDeadline := rc.Remaining(), true
-	if a.forDur > 0 && a.forDur < dur {
-		dur, byDeadline = a.forDur, false
-	}
-	if svc.MaxOverride > 0 && dur > svc.MaxOverride {
-		dur, byDeadline = svc.MaxOverride, false
-	}
-	dur = dur.Truncate(time.Millisecond)
-	if dur < breaker.MinOverride {
+	dur, byDeadline, err := overridePolicy(rc).Bounded(rc.Now(), rc.Deadline(), a.forDur)
+	if err != nil {
 		return nil, fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, human.Duration(dur), human.Duration(breaker.MinOverride))
 	}
 	l, _ := rc.Lever(breaker.OverrideKey(dep))

@@ -51,7 +51,7 @@ func restoreChange(client string, before ratelimit.Status, l ratelimit.Limits, n
 		return ratelimit.Change{Op: ratelimit.OpSet, Client: client, Tokens: level}, level
 	}
 	hold := time.Duration(math.Ceil(-level / l.RefillPerSecond * float64(time.Second)))
-	return ratelimit.Change{Op: ratelimit.OpDrain, Client: client, HoldFor: min(hold, ratelimit.MaxDrainHold)}, level
+	return ratelimit.Change{Op: ratelimit.OpDrain, Client: client, HoldFor: ratelimit.ClampDrainHold(hold)}, level
 }
 
 func (r *bucketRollback) Undo(ctx context.Context, rc *drill.RunContext) (string, error) {

@@ -28,6 +28,9 @@ var _ drill.GaugeReader = (*journalingGauges)(nil)
 
 func (g *journalingGauges) Describe() string { return g.inner.Describe() }
 
+// Unwrap returns the reader it records, for [drill.SourcerOf].
+func (g *journalingGauges) Unwrap() drill.GaugeReader { return g.inner }
+
 func (g *journalingGauges) Read(ctx context.Context, dependency string) (drill.GaugeReading, error) {
 	reading, err := g.inner.Read(ctx, dependency)
 	if err != nil && ctx.Err() != nil {

@@ -20,9 +20,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
-// DefaultFor is how long an override lasts when neither --for nor --until is given.
-const DefaultFor = time.Hour
-
 // Options are the parsed flags and arguments.
 type Options struct {
 	Dependencies []string
@@ -87,7 +84,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (required; shown to everyone who reads the override)")
-	fl.DurationVar(&opts.For, "for", DefaultFor, "how long the override lasts")
+	fl.DurationVar(&opts.For, "for", breaker.DefaultFor, "how long the override lasts")
 	fl.StringVar(&opts.Until, "until", "", "when the override lapses (RFC3339, e.g. 2026-11-29T18:00:00Z)")
 	fl.BoolVar(&opts.NoExpiry, "no-expiry", false, "never expire (requires --yes)")
 	fl.BoolVar(&opts.Overwrite, "overwrite", false, "replace an active override set by someone else")
@@ -126,39 +123,44 @@ type ItemResult struct {
 	res breaker.ForceResult
 }
 
-func (o *Options) expiry(now time.Time, maxFor time.Duration) (time.Time, error) {
+// expiry applies breaker's duration policy to the flags and words its
+// refusal for them.
+func (o *Options) expiry(now time.Time, policy breaker.DurationPolicy) (time.Time, time.Duration, error) {
+	l := breaker.LastFor(o.For)
 	switch {
 	case o.NoExpiry:
 		if !o.Yes {
-			return time.Time{}, cmdutil.Usagef("--no-expiry leaves the fleet degraded until someone clears it: add --yes to confirm, or use --for")
+			return time.Time{}, 0, cmdutil.Usagef("--no-expiry leaves the fleet degraded until someone clears it: add --yes to confirm, or use --for")
 		}
-		return time.Time{}, nil
+		l = breaker.NoExpiry()
 	case o.Until != "":
 		t, err := time.Parse(time.RFC3339, o.Until)
 		if err != nil {
-			return time.Time{}, cmdutil.Usagef("--until %q is not an RFC3339 time: write it like 2026-11-29T18:00:00Z", o.Until)
+			return time.Time{}, 0, cmdutil.Usagef("--until %q is not an RFC3339 time: write it like 2026-11-29T18:00:00Z", o.Until)
 		}
-		if !t.After(now) {
-			return time.Time{}, cmdutil.Usagef("--until %s is in the past: give a future time, or use --for", o.Until)
+		l = breaker.LastUntil(t)
+	}
+	expires, forDur, err := policy.ExpiresAt(now, l)
+	var de *breaker.DurationError
+	if !errors.As(err, &de) {
+		return expires, forDur, err
+	}
+	if o.Until != "" {
+		switch de.Problem {
+		case breaker.ErrExpiryPast:
+			return time.Time{}, 0, cmdutil.Usagef("--until %s is in the past: give a future time, or use --for", o.Until)
+		case breaker.ErrDurationTooShort:
+			return time.Time{}, 0, cmdutil.Usagef("--until %s: %v; give a time at least %s away", o.Until, err, breaker.MinOverride)
 		}
-		if err := breaker.CheckOverrideDuration(t.Sub(now)); err != nil {
-			return time.Time{}, cmdutil.Usagef("--until %s: %v; give a time at least %s away", o.Until, err, breaker.MinOverride)
-		}
-		if t.Sub(now) > maxFor {
-			return time.Time{}, cmdutil.Usagef("--until is %s away, over this context's max-override of %s: pick an earlier time", human.Age(t.Sub(now)), maxFor)
-		}
-		return t, nil
+		return time.Time{}, 0, cmdutil.Usagef("--until is %s away, over this context's max-override of %s: pick an earlier time", human.Age(de.Duration), de.Limit)
 	}
-	if o.For <= 0 {
-		return time.Time{}, cmdutil.Usagef("--for %s is not positive: give a duration like 30m or 2h", o.For)
+	switch de.Problem {
+	case breaker.ErrDurationNotPositive:
+		return time.Time{}, 0, cmdutil.Usagef("--for %s is not positive: give a duration like 30m or 2h", o.For)
+	case breaker.ErrDurationTooShort:
+		return time.Time{}, 0, cmdutil.Usagef("--for %v; use --for %s or more", err, breaker.MinOverride)
 	}
-	if err := breaker.CheckOverrideDuration(o.For); err != nil {
-		return time.Time{}, cmdutil.Usagef("--for %v; use --for %s or more", err, breaker.MinOverride)
-	}
-	if o.For > maxFor {
-		return time.Time{}, cmdutil.Usagef("--for %s is over this context's max-override of %s: use a shorter duration (or raise max-override with koshactl config set-context)", o.For, maxFor)
-	}
-	return now.Add(o.For), nil
+	return time.Time{}, 0, cmdutil.Usagef("--for %s is over this context's max-override of %s: use a shorter duration (or raise max-override with koshactl config set-context)", o.For, de.Limit)
 }
 
 // Run forces the overrides with breaker.Overrides.ForceAll: every argument
@@ -181,13 +183,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	now := f.Clock.Now()
-	expires, err := opts.expiry(now, env.Context.MaxOverrideDuration())
+	expires, forDur, err := opts.expiry(now, env.Context.OverridePolicy())
 	if err != nil {
 		return err
-	}
-	var forDur time.Duration
-	if !opts.NoExpiry && opts.Until == "" {
-		forDur = opts.For
 	}
 	var waiter *metrics.Waiter
 	if opts.Wait {
@@ -264,7 +262,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 
 func conflictHint(err error) error {
 	var ce *breaker.ConflictError
-	if errors.As(err, &ce) && !ce.Raced {
+	switch {
+	case !errors.As(err, &ce) || ce.Raced:
+	case ce.Current.Malformed():
+		return fmt.Errorf("%w: pass --overwrite to replace it, or remove it with koshactl breaker clear %s", err, ce.Current.Dependency)
+	default:
 		return fmt.Errorf("%w: pass --overwrite to replace it, or coordinate with %s", err, ce.Current.Actor)
 	}
 	return err

@@ -127,12 +127,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	mc := &metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known,
 		Only: opts.Dependencies, AllInstances: opts.Instances}
-	if _, ok := src.(*metrics.CloudWatch); ok && opts.Watch && opts.Interval < time.Minute {
-		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", metrics.CostWarning(len(known), mc.Breakdowns(), opts.Interval))
+	if w := src.CostWarning(len(known), mc.Breakdowns(), opts.Interval); w != "" && opts.Watch {
+		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", w)
 	}
-	if src.Describe() == "prometheus "+metrics.DefaultPrometheusURL {
-		opts.hint = "is the sandbox running? start it with koshactl sandbox"
-	}
+	opts.hint = src.Hint()
 	c := &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts, c: mc}
 	if !opts.Watch {
 		res := c.collect(ctx)

@@ -343,22 +343,17 @@ func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile 
 		LookupEnv: os.LookupEnv, Environ: os.Environ(),
 	}
 	mc := metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig, Clock: f.Clock}
-	deps.Gauges = &drill.MetricsGauges{Name: describeSource(env), New: func(ctx context.Context) (metrics.GaugeSource, error) {
-		return metrics.NewSource(ctx, mc)
+	// A context naming two sources gets no name here; each read reports it.
+	choice, _ := metrics.ChooseSource(mc)
+	deps.Gauges = &drill.MetricsGauges{Name: choice.Description, New: func(ctx context.Context) (metrics.GaugeSource, error) {
+		src, err := metrics.NewSource(ctx, mc)
+		if err != nil {
+			return nil, err
+		}
+		return src, nil
 	}}
 	deps.Alarms = metrics.NewAlarmSource(mc)
 	return deps, nil
-}
-
-func describeSource(env *cmdutil.Env) string {
-	m := env.Context.Metrics
-	switch {
-	case m.Prometheus != nil:
-		return "prometheus " + m.Prometheus.URL
-	case m.CloudWatch != nil || !env.Context.IsLocal():
-		return "cloudwatch"
-	}
-	return "prometheus " + metrics.DefaultPrometheusURL
 }
 
 // lazyMinter resolves the context's chaos key on first use, so drills
