@@ -153,11 +153,11 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 func TestRunRefusesAJournalInUse(t *testing.T) {
 	e := clitest.New(t)
 	jpath := filepath.Join(t.TempDir(), "journal.json")
-	unlock, err := runner.LockJournal(jpath)
+	lock, err := runner.LockJournal(jpath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unlock()
+	defer lock.Release()
 	file := writeFile(t, "d.yaml", "name: d\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
 	r := e.Run("drill", "run", file, "--journal", jpath)
 	if r.Code != cmdutil.ExitConflict || !strings.Contains(r.Stderr, "is in use by a live drill run or recover") {

@@ -65,7 +65,10 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 	}
 	e.svc.Actor = "recoverer@ops"
 	var lines []string
-	rec := (&Recovery{Deps: e.svc, Log: func(s string) { lines = append(lines, s) }}).Run(ctx, j)
+	rec, err := (&Recovery{Deps: e.svc, Trail: e.log, Log: func(s string) { lines = append(lines, s) }}).Run(ctx, j)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if rec == nil || !rec.OK || strings.Join(rec.Rollbacks, ",") != "rb-3,rb-2,rb-1" {
 		t.Fatalf("recovery %+v", rec)
 	}
@@ -76,7 +79,7 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 	if d := byID["rb-1"].Detail; !strings.Contains(d, "left alone: oncall@ops now holds it") {
 		t.Errorf("openai: %q", d)
 	}
-	if d := byID["rb-2"].Detail; !strings.Contains(d, "left alone: it is at version") {
+	if d := byID["rb-2"].Detail; !strings.Contains(d, "not the write the audit trail names as run") {
 		t.Errorf("core-api: %q", d)
 	}
 	if o, err := e.ov.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" {
@@ -96,7 +99,7 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 		t.Errorf("recovery not recorded: audited %v, recoveries %+v", audited, j.Recoveries)
 	}
 	// Idempotent: nothing is pending any more.
-	if again := (&Recovery{Deps: e.svc}).Run(ctx, j); again != nil || len(j.Recoveries) != 1 {
+	if again, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(ctx, j); again != nil || err != nil || len(j.Recoveries) != 1 {
 		t.Errorf("second recovery: %+v", again)
 	}
 }
@@ -107,8 +110,8 @@ func TestRecoveryClearsTheDrillsOwnOverride(t *testing.T) {
 	e := newEnv(t)
 	j := abandonedRun(t, e, twoLevers)
 	e.svc.Actor = "someone-else@ops"
-	rec := (&Recovery{Deps: e.svc}).Run(context.Background(), j)
-	if rec == nil || !rec.OK {
+	rec, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(context.Background(), j)
+	if err != nil || rec == nil || !rec.OK {
 		t.Fatalf("recovery %+v: %+v", rec, j.Rollbacks)
 	}
 	if e.store.has(breaker.OverrideKey("openai")) || e.store.has(breaker.OverrideKey("core-api")) {
