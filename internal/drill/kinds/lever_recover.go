@@ -32,7 +32,7 @@ type RecoverInput struct {
 	// still running when the run died: it may have died before its write.
 	StepRunning bool
 	// Trail is every audit record of the run (its run_id) on the rollback's
-	// subject, oldest first.
+	// subject, in any order.
 	Trail []audit.Record
 	// AllowNoExpiry lets a restore put back an override that never expires
 	// (the operator confirmed it, recover's --yes).
@@ -90,6 +90,7 @@ func recoverOverride(in RecoverInput) (drill.Rollback, []string, error) {
 			trail = append(trail, r)
 		}
 	}
+	trail = orderTrail(trail, overrideLink(dep))
 	if len(trail) == 0 {
 		claim := ""
 		switch {
@@ -307,6 +308,7 @@ func recoverBucket(in RecoverInput) (drill.Rollback, []string, error) {
 			trail = append(trail, r)
 		}
 	}
+	trail = orderTrail(trail, bucketLink)
 	if len(trail) == 0 {
 		// A bucket change that changed nothing is not recorded (a reset
 		// of a full bucket): nothing to undo, whatever the journal says.
@@ -335,4 +337,74 @@ func recoverBucket(in RecoverInput) (drill.Rollback, []string, error) {
 		before = ratelimit.Status{Client: l.Client, Exists: true, Stored: ratelimit.Bucket{Client: l.Client, Tokens: v.Tokens, UpdatedAtMs: v.UpdatedAtMs}}
 	}
 	return &bucketRollback{client: l.Client, lever: &drill.Lever{Subject: subject, Before: before}}, nil, nil
+}
+
+// link is what one audit record's change starts from and leaves: a key of
+// the subject's state before and after ("" for no item).
+type link struct{ before, after string }
+
+// orderTrail puts a subject's records in the order the changes were made:
+// by time, and records of the same millisecond (a fast store, a test's
+// clock) by their chain: a change that starts from what another left comes
+// after it.
+func orderTrail(trail []audit.Record, keys func(audit.Record) link) []audit.Record {
+	out := slices.Clone(trail)
+	slices.SortStableFunc(out, func(a, b audit.Record) int { return a.Time.Compare(b.Time) })
+	for start := 0; start < len(out); {
+		end := start + 1
+		for end < len(out) && out[end].Time.Equal(out[start].Time) {
+			end++
+		}
+		group := out[start:end]
+		for i := range group {
+			// Pick the next: one whose state before no other remaining
+			// record leaves, preferring one that starts from an item.
+			best := -1
+			for k := i; k < len(group); k++ {
+				lk := keys(group[k])
+				produced := false
+				for m := i; m < len(group); m++ {
+					if m != k && lk.before != "" && keys(group[m]).after == lk.before {
+						produced = true
+					}
+				}
+				if produced {
+					continue
+				}
+				if best < 0 || (keys(group[best]).before == "" && lk.before != "") {
+					best = k
+				}
+			}
+			if best > i {
+				group[i], group[best] = group[best], group[i]
+			}
+		}
+		start = end
+	}
+	return out
+}
+
+// overrideLink keys an override record by the write_id of the items it
+// replaced and wrote.
+func overrideLink(dep string) func(audit.Record) link {
+	key := func(doc json.RawMessage) string {
+		o, err := breaker.OverrideFromAuditState(dep, doc)
+		if err != nil || o == nil {
+			return ""
+		}
+		return fmt.Sprintf("%s/%d", o.WriteID, o.Version)
+	}
+	return func(r audit.Record) link { return link{before: key(r.Before), after: key(r.After)} }
+}
+
+// bucketLink keys a bucket record by the stored level before and after.
+func bucketLink(r audit.Record) link {
+	key := func(doc json.RawMessage) string {
+		var v ratelimit.AuditView
+		if json.Unmarshal(doc, &v) != nil || !v.Exists {
+			return ""
+		}
+		return fmt.Sprintf("%v@%d", v.Tokens, v.UpdatedAtMs)
+	}
+	return link{before: key(r.Before), after: key(r.After)}
 }

@@ -29,7 +29,6 @@ var ErrJournalLocked = errors.New("journal is locked by a live process")
 // for as long as the run lives, and by `drill recover` while it recovers.
 func LockPath(journal string) string { return journal + ".lock" }
 
-
 // Pending returns the rollbacks of j that did not succeed (pending,
 // running, failed or abandoned), in the order they must run: the reverse
 // of registration.
@@ -117,7 +116,6 @@ func (rv *Recovery) plan(ctx context.Context, j *drill.Journal, pending []int) (
 					return nil, nil, fmt.Errorf("read the audit trail of run %s on %s: %w", j.RunID, subject, err)
 				}
 				t = l.Records
-				slices.Reverse(t) // oldest first
 				trails[subject] = t
 			}
 			in.Trail = t
