@@ -200,7 +200,7 @@ func TestRecoverRefusesAJournalOfAnotherRun(t *testing.T) {
 }
 
 // A lock the run left can be taken, yet the run's process is alive (a file
-// system that does not honour flock): recover says which process, and
+// system that does not honor flock): recover says which process, and
 // refuses.
 func TestRecoverRefusesWhileTheRunsProcessLives(t *testing.T) {
 	e := clitest.New(t)

@@ -38,12 +38,12 @@ func procStart(pid int) (token string, started time.Time, ok bool, err error) {
 	if len(fields) <= startField {
 		return "", time.Time{}, false, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
-	ticks, err := strconv.ParseUint(fields[startField], 10, 64)
+	ticks, err := strconv.ParseInt(fields[startField], 10, 64)
 	if err != nil {
 		return "", time.Time{}, false, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
 	}
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	token = strings.TrimSpace(string(boot)) + "/" + strconv.FormatUint(ticks, 10)
+	token = strings.TrimSpace(string(boot)) + "/" + strconv.FormatInt(ticks, 10)
 	if btime, ok := bootTime(); ok {
 		started = btime.Add(time.Duration(ticks) * time.Second / userHZ)
 	}

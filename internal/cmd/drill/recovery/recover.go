@@ -127,10 +127,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	// The lock was free, so its holder ended; the run's own process is
 	// checked too, by pid and start time, so that a file system that does
-	// not honour flock never lets recover act under a live run.
+	// not honor flock never lets recover act under a live run.
 	switch live, why := runner.CheckProcess(*j.Runner); live {
 	case runner.LivenessAlive:
-		return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("%s, although its lock %s was free (a file system that does not honour flock?): it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done",
+		return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("%s, although its lock %s was free (a file system that does not honor flock?): it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done",
 			stillGoing(j.Runner, ""), runner.LockPath(opts.Journal)))
 	case runner.LivenessGone:
 		fmt.Fprintf(ios.ErrOut, "the lock is stale: pid %d is gone (%s)\n", j.Runner.PID, textsafe.Line(runner.DescribeProcess(*j.Runner)))
