@@ -149,7 +149,12 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 	if err != nil {
 		return nil, err
 	}
-	svc := rv.Deps
+	// Every audit record the recovery writes is named in the journal.
+	own := *rv.Deps
+	if own.Audit != nil {
+		own.Audit = &journalingAudit{inner: own.Audit, add: func(a drill.AuditRef) { j.Audit = append(j.Audit, a) }}
+	}
+	svc := &own
 	timeout := rv.RollbackTimeout
 	if timeout <= 0 {
 		timeout = drill.DefaultRollbackTimeout
@@ -209,6 +214,8 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 		}
 	}
 	j.Recoveries = append(j.Recoveries, *rec)
+	// The journal is now written by this koshactl, with what it records.
+	j.Version = max(j.Version, drill.JournalVersion)
 	return rec, nil
 }
 

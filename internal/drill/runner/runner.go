@@ -139,7 +139,7 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 		rbParent = context.Background()
 	}
 	rc := drill.NewRunContext(d, runID, svc, nil)
-	j := &drill.Journal{Kind: "DrillRun", Version: drill.Version, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
+	j := &drill.Journal{Kind: "DrillRun", Version: drill.JournalVersion, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
 		RunID: runID, Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor,
 		StartedAt: rc.Started().UTC(), Deadline: rc.Deadline().UTC(), TimeoutSeconds: drill.Seconds(d.Timeout), Outcome: drill.OutcomeRunning,
 		Hypothesis: drill.Hypothesis{Before: []drill.CheckRecord{}, After: []drill.CheckRecord{}}, Steps: make([]drill.StepRecord, len(d.Steps)),
@@ -193,6 +193,8 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 		rc.Deps = &own
 		r.update(func() { j.Gauges = own.Gauges.Describe() })
 	}
+	// From here every breaker_state read and audit record is journaled.
+	rc.Deps = r.recording(rc)
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
@@ -553,6 +555,11 @@ func (r *Runner) firstStop(ctx context.Context, rc *drill.RunContext, d *drill.D
 		if ctx.Err() != nil {
 			return nil
 		}
+		ev := drill.StopEvaluation{At: rc.Now().UTC(), Condition: c.Name, Holds: err == nil && obs.Holds, Detail: rc.Redact(obs.Detail)}
+		if err != nil {
+			ev.Error = rc.Redact(err.Error())
+		}
+		r.recordStop(ev)
 		if err != nil {
 			msg := fmt.Sprintf("stop condition %q could not be evaluated: %s", c.Name, rc.Redact(err.Error()))
 			r.mu.Lock()
