@@ -136,6 +136,12 @@ type ClearAll struct {
 	Actor   func(ctx context.Context) (string, error)
 	DryRun  bool
 	Confirm func(plans []ClearResult) error
+	// Read, when set, holds the overrides the caller read and checked, by
+	// dependency (nil for an absent one): ClearAll reads nothing itself and
+	// deletes each conditional on the item the caller saw, so one written
+	// since (someone else's) is a *ConflictError with Raced set, never
+	// deleted unseen. A dependency missing from Read is read as usual.
+	Read map[string]*Override
 	// Known, when not nil, is the context's list of dependencies (the
 	// known-dependency rule of [CheckKnownDependency], as force-open applies
 	// it): a named dependency it does not list and that has no override in
@@ -173,9 +179,18 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 	if op.DryRun {
 		actorFn = nil
 	}
-	current, actor, err := s.readWithActor(ctx, op.Dependencies, actorFn)
+	var toRead []string
+	for _, dep := range op.Dependencies {
+		if _, seen := op.Read[dep]; !seen {
+			toRead = append(toRead, dep)
+		}
+	}
+	current, actor, err := s.readWithActor(ctx, toRead, actorFn)
 	if err != nil {
 		return nil, err
+	}
+	for dep, cur := range op.Read {
+		current[dep] = cur
 	}
 	if op.Known != nil {
 		for _, dep := range op.Dependencies {
@@ -240,6 +255,9 @@ func (s *Overrides) readWithActor(ctx context.Context, deps []string, actor func
 // readMany reads deps' current overrides (nil for absent ones) in one
 // consistent batch read.
 func (s *Overrides) readMany(ctx context.Context, deps []string) (map[string]*Override, error) {
+	if len(deps) == 0 {
+		return map[string]*Override{}, nil
+	}
 	keys := make([]string, len(deps))
 	for i, d := range deps {
 		keys[i] = OverrideKey(d)

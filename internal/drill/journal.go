@@ -205,13 +205,24 @@ type RollbackRecord struct {
 	RecoveredAt *time.Time `json:"recovered_at,omitempty"`
 }
 
-// RunnerRecord identifies the process running the drill. The journal's
-// lock file (JOURNAL.lock, held with flock while the run is alive) is what
-// `drill recover` checks; pid and host are for people.
+// RunnerRecord identifies the process running the drill (and, in the
+// journal's lock file, the process holding the lock). The lock (JOURNAL.lock,
+// held with flock while the run is alive) is what `drill recover` checks
+// first; the pid, with the process's start time, tells it a live run from a
+// stale lock, and says which.
 type RunnerRecord struct {
 	PID  int    `json:"pid"`
 	Host string `json:"host,omitempty"`
 	Lock string `json:"lock,omitempty"`
+	// Command is what the process runs ("drill run", "drill recover").
+	Command string `json:"command,omitempty"`
+	// StartedAt is when the process started.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// ProcStart tells this process from a later one given the same pid:
+	// on Linux the boot id and the start time in clock ticks of
+	// /proc/PID/stat ("BOOT_ID/TICKS"); empty elsewhere (the pid alone is
+	// checked there).
+	ProcStart string `json:"proc_start,omitempty"`
 }
 
 // RecoveryRecord is one `drill recover` of the run.

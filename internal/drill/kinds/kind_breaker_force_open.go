@@ -113,7 +113,7 @@ func (a *forceOpen) Prepare(ctx context.Context, rc *drill.RunContext) (drill.Ro
 	}
 	// The lever's own rules, as a dry run: a conflict surfaces before the
 	// drill starts.
-	plan, err := svc.Overrides.ForceAll(ctx, svc.Audit, breaker.ForceAll{DryRun: true, Requests: []breaker.ForceRequest{
+	plan, err := svc.Overrides.ForceAll(ctx, rc.Audit(), breaker.ForceAll{DryRun: true, Requests: []breaker.ForceRequest{
 		{Dependency: dep, Reason: "prepare", Actor: svc.Actor, For: time.Minute, Overwrite: a.overwrite}}})
 	if errors.Is(err, breaker.ErrConflict) {
 		return nil, fmt.Errorf("%w: set overwrite: true to replace it for the drill (rollback restores it)", err)
@@ -158,7 +158,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 		// earlier can land past the deadline. Force rounds it down to the ms.
 		req.For, req.ExpiresAt = 0, rc.Deadline()
 	}
-	outs, err := svc.Overrides.ForceAll(ctx, svc.Audit, breaker.ForceAll{Requests: []breaker.ForceRequest{req}})
+	outs, err := svc.Overrides.ForceAll(ctx, rc.Audit(), breaker.ForceAll{Requests: []breaker.ForceRequest{req}})
 	if len(outs) == 0 || !outs[0].Written {
 		return nil, err
 	}

@@ -177,7 +177,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	var process *drill.RunnerRecord
 	if opts.Journal != "" {
 		// Held for the life of the run: drill recover refuses while it is.
-		unlock, err := runner.LockJournal(opts.Journal)
+		process = runner.ThisProcess("drill run", runner.LockPath(opts.Journal))
+		lock, err := runner.LockJournal(opts.Journal, process)
 		if errors.Is(err, runner.ErrJournalLocked) {
 			return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
 				opts.Journal, runner.LockPath(opts.Journal)))
@@ -185,9 +186,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if err != nil {
 			return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
 		}
-		defer unlock()
-		host, _ := os.Hostname()
-		process = &drill.RunnerRecord{PID: os.Getpid(), Host: host, Lock: runner.LockPath(opts.Journal)}
+		defer lock.Release()
 	}
 
 	runCtx, interrupt := context.WithCancel(ctx)
