@@ -226,31 +226,18 @@ func CheckOverrideDuration(d time.Duration) error {
 	return nil
 }
 
-// ExpiryRules are the limits a context puts on how long a new override
-// lasts: the rule the force-open command, the dashboard and a drill's
-// recovered restore share.
-type ExpiryRules struct {
-	// Max is the context's max-override: an override may lapse at most
-	// this long after it is written. Zero means no cap.
-	Max time.Duration
-	// NoExpiryConfirmed is true when the operator confirmed an override
-	// that never lapses (force-open's --no-expiry --yes, recover's --yes).
-	NoExpiryConfirmed bool
-	// Restore is true for putting back an override someone else held
-	// (a drill's rollback): it keeps what is left of its expiry, so the
-	// [MinOverride] minimum does not apply.
-	Restore bool
-}
-
 // ErrNoExpiryUnconfirmed reports an override that never lapses, asked for
 // without the operator's confirmation.
 var ErrNoExpiryUnconfirmed = errors.New("an override without expiry leaves the fleet degraded until someone clears it: it needs confirmation (--yes)")
 
-// Check applies the rules to an override written at now that lapses at
-// expiresAt (zero: never).
-func (r ExpiryRules) Check(now, expiresAt time.Time) error {
+// checkRestore applies the policy to an override put back as it was (a
+// drill's rollback restoring someone else's): it keeps what is left of its
+// expiry, so [MinOverride] does not apply, but that is at most
+// [DurationPolicy.MaxFor]; an override that never lapses needs the
+// operator's confirmation (noExpiryConfirmed).
+func (p DurationPolicy) checkRestore(now, expiresAt time.Time, noExpiryConfirmed bool) error {
 	if expiresAt.IsZero() {
-		if !r.NoExpiryConfirmed {
+		if !noExpiryConfirmed {
 			return ErrNoExpiryUnconfirmed
 		}
 		return nil
@@ -259,13 +246,8 @@ func (r ExpiryRules) Check(now, expiresAt time.Time) error {
 	if left <= 0 {
 		return fmt.Errorf("it expired at %s", expiresAt.UTC().Format(time.RFC3339))
 	}
-	if !r.Restore {
-		if err := CheckOverrideDuration(left); err != nil {
-			return err
-		}
-	}
-	if r.Max > 0 && left > r.Max {
-		return fmt.Errorf("it lapses %s from now, over this context's max-override of %s", left.Round(time.Second), r.Max)
+	if left > p.MaxFor() {
+		return &DurationError{Problem: ErrDurationTooLong, Duration: left.Round(time.Second), Limit: p.MaxFor()}
 	}
 	return nil
 }
@@ -276,7 +258,7 @@ func (r ExpiryRules) Check(now, expiresAt time.Time) error {
 // forced_open item that follows the contract, a reason and an actor by the
 // audit rule, and the context's expiry rules (what is left of its expiry,
 // at most max-override; none only when confirmed).
-func CheckRestore(o Override, now time.Time, rules ExpiryRules) error {
+func CheckRestore(o Override, now time.Time, p DurationPolicy, noExpiryConfirmed bool) error {
 	if err := ValidateDependency(o.Dependency); err != nil {
 		return err
 	}
@@ -292,6 +274,5 @@ func CheckRestore(o Override, now time.Time, rules ExpiryRules) error {
 	if err := audit.ValidateActor(o.Actor); err != nil {
 		return err
 	}
-	rules.Restore = true
-	return rules.Check(now, o.ExpiresAt)
+	return p.checkRestore(now, o.ExpiresAt, noExpiryConfirmed)
 }

@@ -260,7 +260,7 @@ func (r *recoveredOverride) Undo(ctx context.Context, rc *drill.RunContext) (str
 	}
 	now := rc.Now()
 	if b := r.image; b != nil && b.ActiveAt(now) {
-		if err := breaker.CheckRestore(*b, now, breaker.ExpiryRules{Max: svc.MaxOverride, NoExpiryConfirmed: r.allowNoExpiry}); err != nil {
+		if err := breaker.CheckRestore(*b, now, breaker.DurationPolicy{Max: svc.MaxOverride}, r.allowNoExpiry); err != nil {
 			fix := "restore it by hand with koshactl breaker force-open"
 			if errors.Is(err, breaker.ErrNoExpiryUnconfirmed) {
 				fix = "re-run drill recover with --yes to restore it as it was, or restore it by hand"
