@@ -134,7 +134,7 @@ func DescribeAlarms(ctx context.Context, api describeAlarmsAPI, q AlarmQuery) (A
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return AlarmRead{}, fmt.Errorf("cloudwatch DescribeAlarms: %w", err)
+			return AlarmRead{}, fmt.Errorf("cloudwatch DescribeAlarms: %w", classifyAWS(err))
 		}
 		out.Pages++
 		for _, a := range page.MetricAlarms {
