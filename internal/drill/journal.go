@@ -118,6 +118,14 @@ type Journal struct {
 	Runner *RunnerRecord `json:"runner,omitempty"`
 	// Recoveries are the `drill recover` runs that finished its rollbacks.
 	Recoveries []RecoveryRecord `json:"recoveries,omitempty"`
+
+	// GaugeSamples are the breaker_state reads the run's conditions made
+	// (version 2).
+	GaugeSamples []GaugeSample `json:"gauge_samples,omitempty"`
+	// StopEvaluations are the stop conditions' evaluations (version 2).
+	StopEvaluations []StopEvaluation `json:"stop_evaluations,omitempty"`
+	// Audit names the audit records of every change the run made (version 2).
+	Audit []AuditRef `json:"audit,omitempty"`
 }
 
 // DrillInfo identifies the drill that ran.
@@ -351,6 +359,9 @@ func ReadJournal(path string) (*Journal, error) {
 	}
 	if j.Kind != "DrillRun" || j.RunID == "" || j.Drill.Name == "" {
 		return nil, fmt.Errorf("%s is not a drill journal (kind %q)", path, j.Kind)
+	}
+	if err := j.CheckVersion(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &j, nil
 }

@@ -137,6 +137,8 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 		t.Errorf("JUnit lacks the recovery:\n%s", x)
 	}
 
+	assertRecoveredReport(t, j, jpath)
+
 	// Idempotent: a second recover does nothing and says so.
 	was := readFile(t, jpath)
 	code, out, _ = runRecover(t, jpath)

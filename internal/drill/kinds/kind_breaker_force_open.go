@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -24,6 +25,7 @@ import (
 //	  reason: provider outage # recorded after "drill NAME run ID: "
 //	  overwrite: false        # replace an override someone else holds
 //	  allow_unknown: false    # accept a dependency the context does not know
+//	  wait: false             # then wait until the gauges confirm it (as --wait)
 //
 // The override expires at min(now+for, the drill's deadline, the context's
 // max-override). Rollback clears it (or restores an override it replaced).
@@ -50,7 +52,7 @@ func (BreakerForceOpenKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action 
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("dependency", "for", "reason", "overwrite", "allow_unknown")
+	m.RejectUnknown("dependency", "for", "reason", "overwrite", "allow_unknown", "wait")
 	a := &forceOpen{}
 	ok := true
 	a.dependency, ok = decodeDependency(m)
@@ -63,6 +65,7 @@ func (BreakerForceOpenKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action 
 	a.reason, _ = m.Template("reason", false)
 	a.overwrite, _ = m.Bool("overwrite")
 	a.allowUnknown, _ = m.Bool("allow_unknown")
+	a.wait, _ = m.Bool("wait")
 	if !ok {
 		return nil
 	}
@@ -75,6 +78,7 @@ type forceOpen struct {
 	reason       drill.Template
 	overwrite    bool
 	allowUnknown bool
+	wait         bool
 }
 
 var _ drill.Mutating = (*forceOpen)(nil)
@@ -172,6 +176,13 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 	out.Detail = fmt.Sprintf("forced open until %s", res.After.ExpiresAt.UTC().Format(time.RFC3339))
 	if byDeadline {
 		out.Detail += " (the drill's deadline)"
+	}
+	if a.wait {
+		fleet, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt})
+		if err != nil {
+			return nil, err
+		}
+		out.Detail += "; " + fleet
 	}
 	return out, nil
 }

@@ -67,7 +67,12 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) *drill.RecoveryRe
 	if len(pending) == 0 {
 		return nil
 	}
-	svc := rv.Deps
+	// Every audit record the recovery writes is named in the journal.
+	own := *rv.Deps
+	if own.Audit != nil {
+		own.Audit = &journalingAudit{inner: own.Audit, add: func(a drill.AuditRef) { j.Audit = append(j.Audit, a) }}
+	}
+	svc := &own
 	timeout := rv.RollbackTimeout
 	if timeout <= 0 {
 		timeout = drill.DefaultRollbackTimeout
@@ -127,6 +132,8 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) *drill.RecoveryRe
 		}
 	}
 	j.Recoveries = append(j.Recoveries, *rec)
+	// The journal is now written by this koshactl, with what it records.
+	j.Version = max(j.Version, drill.JournalVersion)
 	return rec
 }
 

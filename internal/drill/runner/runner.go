@@ -192,7 +192,7 @@ func (r *Runner) start(d *drill.Drill) *run {
 		u.rbParent = context.Background()
 	}
 	rc := drill.NewRunContext(d, runID, svc, nil)
-	j := &drill.Journal{Kind: "DrillRun", Version: drill.Version, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
+	j := &drill.Journal{Kind: "DrillRun", Version: drill.JournalVersion, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
 		RunID: runID, Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor,
 		StartedAt: rc.Started().UTC(), Deadline: rc.Deadline().UTC(), TimeoutSeconds: drill.Seconds(d.Timeout), Outcome: drill.OutcomeRunning,
 		Hypothesis: drill.Hypothesis{Before: []drill.CheckRecord{}, After: []drill.CheckRecord{}}, Steps: make([]drill.StepRecord, len(d.Steps)),
@@ -254,6 +254,8 @@ func (u *run) resolve(ctx context.Context) bool {
 		rc.Deps = &own
 		r.update(func() { j.Gauges = own.Gauges.Describe() })
 	}
+	// From here every breaker_state read and audit record is journaled.
+	rc.Deps = r.recording(rc)
 	return true
 }
 
@@ -749,6 +751,11 @@ func (u *run) firstStop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		ev := drill.StopEvaluation{At: rc.Now().UTC(), Condition: c.Name, Holds: err == nil && obs.Holds, Detail: rc.Redact(obs.Detail)}
+		if err != nil {
+			ev.Error = rc.Redact(err.Error())
+		}
+		r.recordStop(ev)
 		u.guardMu.Lock()
 		g := u.guards[c]
 		if g == nil {

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -34,9 +36,12 @@ const ExitRollbackFailed = cmdutil.ExitRollback
 
 // Options are the parsed flags and argument.
 type Options struct {
-	File           string
-	JUnit          string
-	Journal        string
+	File    string
+	JUnit   string
+	Journal string
+	// Report is the game-day report written when the run ends (Markdown
+	// for a .md name, HTML otherwise).
+	Report         string
 	AllowProtected bool
 	// Vars override the drill's vars: NAME=VALUE.
 	Vars       []string
@@ -72,7 +77,9 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			every step, so even a killed run leaves one naming each lever and its expiry,
 			from which drill recover finishes its rollbacks; the run holds JOURNAL.lock
 			while it lives); --junit writes JUnit XML for CI. -o json prints the journal on
-			stdout. drill plan shows what the run would do without doing it.
+			stdout. --report writes the game-day report when the run ends (one
+			self-contained HTML file, or Markdown for a .md name; see drill report). drill
+			plan shows what the run would do without doing it.
 
 			Signals: the first SIGINT or SIGTERM stops the steps and rolls back. A second
 			one is acknowledged and the rollback goes on. A third abandons the remaining
@@ -118,6 +125,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl := cmd.Flags()
 	fl.StringVar(&opts.JUnit, "junit", "", "write a JUnit XML report to this file")
 	fl.StringVar(&opts.Journal, "journal", "", "write the JSON journal to this file (kept current during the run)")
+	fl.StringVar(&opts.Report, "report", "", "write the game-day report to this file when the run ends (HTML; Markdown for a .md name)")
 	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow a protected context (the drill must say allow_protected: true too)")
 	fl.StringArrayVar(&opts.Vars, "var", nil, "set one of the drill's vars, NAME=VALUE (repeatable)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "read breaker gauges from this Prometheus endpoint (overrides the drill's metrics_url and the context's source)")
@@ -148,6 +156,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	if err := checkReportPath(opts.JUnit, true); err != nil {
 		return cmdutil.Usagef("--junit %s: %v; nothing was run", opts.JUnit, err)
+	}
+	if err := checkReportPath(opts.Report, true); err != nil {
+		return cmdutil.Usagef("--report %s: %v; nothing was run", opts.Report, err)
 	}
 	if opts.MetricsURL != "" {
 		d.MetricsURL = drill.Literal(opts.MetricsURL)
@@ -227,6 +238,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	if ju != nil && ju.Err() != nil {
 		reportErr = errors.Join(reportErr, ju.Err())
+	}
+	if opts.Report != "" {
+		// Written however the run ended: an interrupted or failed run's
+		// report matters most.
+		var buf bytes.Buffer
+		err := gameday.Render(&buf, gameday.FormatFor(opts.Report), gameday.Input{Journal: j})
+		if err == nil {
+			err = fsutil.WriteFile(abandonCtx, opts.Report, buf.Bytes(), 0o644)
+		}
+		if err != nil {
+			reportErr = errors.Join(reportErr, fmt.Errorf("write report %s: %w", opts.Report, err))
+		}
 	}
 	switch {
 	case j.Outcome == drill.OutcomeRefused:
