@@ -136,6 +136,8 @@ func DescribeAlarms(ctx context.Context, api describeAlarmsAPI, q AlarmQuery) (A
 		if err != nil {
 			if nc := notCloudWatch(err); nc != nil {
 				err = nc
+			} else {
+				err = classifyAWS(err)
 			}
 			return AlarmRead{}, fmt.Errorf("cloudwatch DescribeAlarms: %w", err)
 		}

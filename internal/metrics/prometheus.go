@@ -23,6 +23,10 @@ import (
 // DefaultPrometheusURL is where the local sandbox exposes its gauges.
 const DefaultPrometheusURL = "http://127.0.0.1:8787/metrics"
 
+// SandboxHint is the fix for a source on this machine that does not
+// answer: the sandbox is what serves it.
+const SandboxHint = "is the sandbox running? start it with koshactl sandbox"
+
 // maxScrapeBytes bounds one scrape's body.
 const maxScrapeBytes = 16 << 20
 

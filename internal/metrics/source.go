@@ -3,6 +3,8 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -83,10 +85,14 @@ func ChooseSource(sc SourceConfig) (Choice, error) {
 	return Choice{Kind: SourceCloudWatch, Description: "cloudwatch", cw: &config.CloudWatchMetrics{}}, nil
 }
 
+// Hint is [URLHint] of the chosen source's URL.
+func (c Choice) Hint() string { return URLHint(c.url) }
+
 // Source is an opened gauge source and the kind [ChooseSource] chose.
 type Source struct {
 	GaugeSource
 	Kind SourceKind
+	url  string // a Prometheus source's
 }
 
 // NewSource opens the gauge source [ChooseSource] picks for sc.
@@ -104,7 +110,7 @@ func NewSource(ctx context.Context, sc SourceConfig) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Source{GaugeSource: src, Kind: ch.Kind}, nil
+	return &Source{GaugeSource: src, Kind: ch.Kind, url: ch.url}, nil
 }
 
 func openCloudWatch(ctx context.Context, sc SourceConfig, cw *config.CloudWatchMetrics) (GaugeSource, error) {
@@ -134,11 +140,25 @@ func (s *Source) CostWarning(deps, breakdowns int, interval time.Duration) strin
 	return CostWarning(deps, breakdowns, interval)
 }
 
-// Hint is what a view adds to an error reading s: for the sandbox's
-// endpoint, how to start the sandbox; "" otherwise.
-func (s *Source) Hint() string {
-	if s.Kind == SourceSandbox {
-		return "is the sandbox running? start it with koshactl sandbox"
+// Lag is the bound of the source it opened ([LagOf]): the embedded
+// interface would hide it.
+func (s *Source) Lag() time.Duration { return LagOf(s.GaugeSource) }
+
+// Hint is what a view adds to an error reading s: [URLHint] of its URL.
+func (s *Source) Hint() string { return URLHint(s.url) }
+
+// URLHint is the one rule for the fix added to an unreachable gauge source
+// at u: on this machine (a loopback address or localhost) the sandbox is
+// what serves it, so it names how to start it; "" for other hosts and for
+// CloudWatch (no URL).
+func URLHint(u string) string {
+	pu, err := url.Parse(u)
+	if err != nil || u == "" {
+		return ""
+	}
+	h := pu.Hostname()
+	if ip := net.ParseIP(h); h == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return SandboxHint
 	}
 	return ""
 }

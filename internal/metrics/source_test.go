@@ -74,8 +74,9 @@ func TestNewSourceFollowsTheContext(t *testing.T) {
 			if src.Describe() != tc.want || src.Kind != tc.kind {
 				t.Errorf("source = %q (kind %d), want %q (kind %d)", src.Describe(), src.Kind, tc.want, tc.kind)
 			}
-			// The sandbox hint and the cost warning are the kind's.
-			if hint := src.Hint(); (hint != "") != (tc.kind == metrics.SourceSandbox) {
+			// The sandbox hint is every loopback scrape's (all of this
+			// table's); the cost warning is CloudWatch's.
+			if hint := src.Hint(); (hint != "") != (tc.kind != metrics.SourceCloudWatch) || hint != ch.Hint() {
 				t.Errorf("hint = %q", hint)
 			}
 			fast, slow := src.CostWarning(4, 1, 10*time.Second), src.CostWarning(4, 1, time.Minute)

@@ -86,11 +86,20 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			rollbacks: each is reported as abandoned with the time its lever lapses on its
 			own, and the exit code is 9.
 
+			Before anything is done, every stop condition and hypothesis check is
+			evaluated once (the preflight). One that cannot be evaluated (its alarm
+			matches nothing, the caller is denied, the source is unreachable or
+			throttled) refuses the run: nothing is written but the journal and the
+			reports saying so. During the run a guard that stays unevaluable past the
+			drill's guard_grace (default 3 polls and 30s) stops the steps and rolls back:
+			the outcome is guard_lost (a condition may say on_error: continue instead).
+
 			Exit codes: 0 the hypothesis held and every rollback succeeded; 1 the
 			hypothesis or a step failed, a stop condition held or the drill timed out
-			(every rollback succeeded); 2 invalid drill file; 7 protected context refused;
-			9 a rollback failed or was abandoned; 130 interrupted, every rollback
-			succeeded.
+			(every rollback succeeded); 2 invalid drill file; 3, 5 or 6 refused at
+			preflight or a guard lost, by its cause (3 its alarm matches nothing, 5
+			unreachable or throttled, 6 denied); 7 protected context refused; 9 a
+			rollback failed or was abandoned; 130 interrupted, every rollback succeeded.
 		`),
 		Example: heredoc.Doc(`
 			koshactl drill run docs/drills/openai-outage.yaml
@@ -242,6 +251,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 	}
 	switch {
+	case j.Outcome == drill.OutcomeRefused:
+		// Nothing was done: the refusal is the command's error, one line
+		// naming the guard, the cause and the fix.
+		if reportErr != nil {
+			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
+		}
+		return cmdutil.WithCode(j.ExitCode, fmt.Errorf("drill %s %s", d.Name, oneLine(j.Reason)))
 	case j.ExitCode != drill.ExitPassed:
 		if reportErr != nil {
 			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
@@ -267,6 +283,9 @@ func checkReportPath(path string, special bool) error {
 	}
 	return fmt.Errorf("cannot write there: %w", unwrapPath(err))
 }
+
+// oneLine joins a multi-line value on spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func unwrapPath(err error) error {
 	var pe *os.PathError
@@ -344,13 +363,10 @@ func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile 
 	mc := metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig, Clock: f.Clock}
 	// A context naming two sources gets no name here; each read reports it.
 	choice, _ := metrics.ChooseSource(mc)
-	deps.Gauges = &drill.MetricsGauges{Name: choice.Description, New: func(ctx context.Context) (metrics.GaugeSource, error) {
-		src, err := metrics.NewSource(ctx, mc)
-		if err != nil {
-			return nil, err
-		}
-		return src, nil
-	}}
+	deps.Gauges = &drill.MetricsGauges{Name: choice.Description, Hint: choice.Hint(),
+		New: func(ctx context.Context) (metrics.GaugeSource, error) {
+			return metrics.NewSource(ctx, mc)
+		}}
 	deps.Alarms = metrics.NewAlarmSource(mc)
 	return deps, nil
 }
