@@ -157,7 +157,7 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 		seen[s.path] = true
 	}
 	for _, path := range []string{"drill run", "sandbox"} {
-		seen[path] = true // TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations
+		seen[path] = true // TestDrillAndDataPlaneRolesCallExactlyAndNeedEachAction
 	}
 	for _, path := range []string{"store init", "store migrate"} {
 		seen[path] = true // TestAdminRunsStoreCommands

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -187,10 +189,13 @@ func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *
 	return p
 }
 
-// WriteDynamoDBAccessDenied answers as DynamoDB does (JSON 1.0, HTTP 400):
-// the SDK surfaces an APIError with code AccessDeniedException.
+// WriteDynamoDBAccessDenied answers as DynamoDB does (JSON 1.0, HTTP 400,
+// the body's CRC32 in X-Amz-Crc32, which the SDK checks): the SDK surfaces
+// an APIError with code AccessDeniedException.
 func WriteDynamoDBAccessDenied(w http.ResponseWriter, msg string) {
+	body, _ := json.Marshal(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException", "message": msg})
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
 	w.WriteHeader(http.StatusBadRequest)
-	_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException", "message": msg})
+	_, _ = w.Write(body)
 }
