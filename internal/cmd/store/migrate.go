@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -38,6 +39,9 @@ func NewCmdMigrate(f *cmdutil.Factory, runF func(context.Context, *MigrateOption
 			"global secondary index with UpdateTable, one at a time, waiting until it is ACTIVE; then write the\n" +
 			"index attributes onto audit records and overrides written before the indexes existed, so indexed\n" +
 			"reads find them. The backfill scans only the audit# and breaker# items, paced to --max-read-units.\n" +
+			"An index still being built is waited for. A table a CloudFormation stack manages (its\n" +
+			"aws:cloudformation:stack-name tag) is left to the stack: migrate refuses to add its indexes\n" +
+			"(exit 4) and says how to stage them through the stack (deploy/README.md).\n" +
 			"On the embedded store the indexes are created when it is opened; migrate only backfills.\n" +
 			"Running it again changes nothing.",
 		Args: cobra.NoArgs,
@@ -71,6 +75,7 @@ type MigrateResult struct {
 	Context   string                 `json:"context"`
 	DryRun    bool                   `json:"dry_run"`
 	Added     []string               `json:"indexes_added"`
+	Building  []string               `json:"indexes_building,omitempty"`
 	Present   []string               `json:"indexes_present"`
 	Audit     audit.BackfillReport   `json:"audit_backfill"`
 	Overrides breaker.BackfillReport `json:"override_backfill"`
@@ -91,8 +96,11 @@ func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) e
 	var lines []string
 	if m, ok := env.Store.(migrator); ok {
 		rep, err := m.Migrate(ctx, opts.DryRun)
-		out.Added, out.Present = rep.Added, rep.Present
+		out.Added, out.Present, out.Building = rep.Added, rep.Present, rep.Building
 		lines = append(lines, rep.Lines()...)
+		if errors.Is(err, dynamo.ErrStackManaged) {
+			err = cmdutil.WithCode(cmdutil.ExitConflict, err)
+		}
 		if err != nil {
 			printLines(f, lines)
 			return err

@@ -106,9 +106,13 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 		}
 		return out, nil
 	case "ListTagsOfResource":
+		// The table named by the ARN, in t's account: the endpoint behind
+		// the proxy (dynalite) answers DescribeTable with ARNs of its own
+		// account.
 		var tags struct{ ResourceArn string }
 		_ = json.Unmarshal(body, &tags)
-		return []Request{{Action: action, Resource: tags.ResourceArn}}, nil
+		_, table, _ := strings.Cut(tags.ResourceArn, ":table/")
+		return []Request{{Action: action, Resource: arn(table)}}, nil
 	}
 	// Table operations (DescribeTable, CreateTable, UpdateTable, the TTL
 	// pair): the table.
