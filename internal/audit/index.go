@@ -236,6 +236,10 @@ type BackfillReport struct {
 	// Updated counts the records that lacked index attributes and were (or,
 	// in a dry run, would be) rewritten with them.
 	Updated int
+	// LongKeys lists the records left unindexed because their pk is longer
+	// than an index's sort key may be (store.MaxIndexedPKBytes): indexed
+	// reads miss them, `audit list --scan` finds them.
+	LongKeys []string `json:",omitempty"`
 }
 
 // backfillWorkers bounds Backfill's concurrent writes.
@@ -287,6 +291,10 @@ func (l *Log) Backfill(ctx context.Context, dryRun bool, rate *store.ScanRate, s
 			}
 		}
 		if !changed {
+			continue
+		}
+		if len(it.PK()) > store.MaxIndexedPKBytes {
+			rep.LongKeys = append(rep.LongKeys, it.PK())
 			continue
 		}
 		rep.Updated++

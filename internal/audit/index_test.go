@@ -136,6 +136,14 @@ func TestBackfillIndexesOldRecords(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// A record whose pk is longer than an index's sort key may be
+			// (another writer's): skipped and reported, not an abort.
+			ms := t0.UnixMilli()
+			long := store.Item{store.PK: fmt.Sprintf("audit#%013d#", ms) + strings.Repeat("f", store.MaxIndexedPKBytes), "time": ms, "actor": "a",
+				"action": "ratelimit.reset", "subject": "rl#other", "context": "ctx", "outcome": "ok", "reason": "long"}
+			if err := s.Put(t.Context(), long, store.IfAbsent()); err != nil {
+				t.Fatal(err)
+			}
 			log := audit.NewLog(s, clock.NewFake(t0), "ctx")
 			byIndex := func() string {
 				var stats store.ReadStats
@@ -150,15 +158,15 @@ func TestBackfillIndexesOldRecords(t *testing.T) {
 				t.Fatalf("old records found by the subject index before the backfill: %s", got)
 			}
 			dry, err := log.Backfill(t.Context(), true, nil, nil)
-			if err != nil || dry.Examined != 7 || dry.Updated != 7 {
-				t.Fatalf("dry run: %+v, %v; want 7 examined, 7 to update", dry, err)
+			if err != nil || dry.Examined != 8 || dry.Updated != 7 || len(dry.LongKeys) != 1 {
+				t.Fatalf("dry run: %+v, %v; want 8 examined, 7 to update, 1 too long", dry, err)
 			}
 			if got := byIndex(); got != "" {
 				t.Fatalf("the dry run wrote: %s", got)
 			}
 			rep, err := log.Backfill(t.Context(), false, nil, nil)
-			if err != nil || rep.Updated != 7 {
-				t.Fatalf("backfill: %+v, %v", rep, err)
+			if err != nil || rep.Updated != 7 || len(rep.LongKeys) != 1 || rep.LongKeys[0] != long.PK() {
+				t.Fatalf("backfill: %+v, %v; want 7 indexed and the long pk reported", rep, err)
 			}
 			if got := byIndex(); got != "0,1,2,3,4,5,6" {
 				t.Errorf("after the backfill the subject index finds %q", got)

@@ -87,6 +87,9 @@ type BackfillReport struct {
 	// Skipped counts items without a version to make the rewrite
 	// conditional on; `breaker list` reports them, clear or replace them.
 	Skipped int
+	// LongKeys lists the items left unindexed because their pk is longer
+	// than an index's sort key may be (store.MaxIndexedPKBytes).
+	LongKeys []string `json:",omitempty"`
 }
 
 // Backfill adds the index attribute to override items written before the
@@ -107,6 +110,10 @@ func (s *Overrides) Backfill(ctx context.Context, dryRun bool) (BackfillReport, 
 		}
 		if _, ok := it[attrVersion]; !ok {
 			rep.Skipped++
+			continue
+		}
+		if len(it.PK()) > store.MaxIndexedPKBytes {
+			rep.LongKeys = append(rep.LongKeys, it.PK())
 			continue
 		}
 		rep.Updated++

@@ -96,6 +96,11 @@ func (throttledError) Is(target error) bool { return target == ErrUnavailable }
 const (
 	// MaxPKBytes is the longest partition key, in UTF-8 bytes.
 	MaxPKBytes = 2048
+	// MaxIndexedPKBytes is the longest pk of an item in an index: every
+	// index sorts by pk, and DynamoDB caps a sort key at 1,024 bytes (a
+	// longer one makes the write fail). Items with a longer pk stay out of
+	// the indexes.
+	MaxIndexedPKBytes = 1024
 	// MaxItemBytes is the largest item, counted as DynamoDB counts it:
 	// attribute names plus values (strings in UTF-8 bytes, numbers at their
 	// largest encoding of 21 bytes).
@@ -355,6 +360,14 @@ func (it Item) Validate() error {
 	}
 	if len(pk) > MaxPKBytes {
 		return fmt.Errorf("%w: pk is %d bytes, more than %d", ErrInvalidItem, len(pk), MaxPKBytes)
+	}
+	if len(pk) > MaxIndexedPKBytes {
+		for _, ix := range Indexes {
+			if _, ok := it[ix.Attr]; ok {
+				return fmt.Errorf("%w: pk is %d bytes, more than the %d an item in index %s may have (its sort key)",
+					ErrInvalidItem, len(pk), MaxIndexedPKBytes, ix.Name)
+			}
+		}
 	}
 	size := 0
 	for k, v := range it {

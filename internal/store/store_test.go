@@ -50,6 +50,8 @@ func TestValidate(t *testing.T) {
 		{"largest float", Item{PK: "a", "f": math.Nextafter(MaxNumber, 0)}, true},
 		{"smallest float", Item{PK: "a", "f": -1e-130}, true},
 		{"longest pk", Item{PK: long[:MaxPKBytes]}, true},
+		{"longest pk of an indexed item", Item{PK: long[:MaxIndexedPKBytes], IndexOverrides.Attr: "breaker"}, true},
+		{"indexed item with a pk longer than a sort key", Item{PK: long[:MaxIndexedPKBytes+1], IndexAuditDay.Attr: "2026-12-01"}, false},
 		{"no pk", Item{"s": "x"}, false},
 		{"empty pk", Item{PK: ""}, false},
 		{"numeric pk", Item{PK: int64(1)}, false},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // MigrateOptions are the flags of store migrate.
@@ -131,6 +134,15 @@ func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) e
 		lines = append(lines,
 			fmt.Sprintf("audit records: %d examined, %s %d", out.Audit.Examined, verb, out.Audit.Updated),
 			fmt.Sprintf("overrides: %d examined, %s %d", out.Overrides.Examined, verb, out.Overrides.Updated))
+		for _, k := range []struct {
+			what string
+			pks  []string
+		}{{"audit records", out.Audit.LongKeys}, {"overrides", out.Overrides.LongKeys}} {
+			if len(k.pks) > 0 {
+				lines = append(lines, fmt.Sprintf("%s: %d left unindexed, their pk longer than the %d bytes an index's sort key may be "+
+					"(indexed reads miss them; --scan reads find them): %s", k.what, len(k.pks), store.MaxIndexedPKBytes, shortKeys(k.pks)))
+			}
+		}
 		if out.Overrides.Skipped > 0 {
 			lines = append(lines, fmt.Sprintf("overrides: %d without a version left as they are (see koshactl breaker list)", out.Overrides.Skipped))
 		}
@@ -150,4 +162,20 @@ func printLines(f *cmdutil.Factory, lines []string) {
 	for _, l := range lines {
 		fmt.Fprintln(f.IOStreams.Out, l)
 	}
+}
+
+// shortKeys names up to three pks, each cut to 40 bytes and shown safely.
+func shortKeys(pks []string) string {
+	var out []string
+	for i, pk := range pks {
+		if i == 3 {
+			out = append(out, fmt.Sprintf("and %d more", len(pks)-3))
+			break
+		}
+		if len(pk) > 40 {
+			pk = strings.ToValidUTF8(pk[:40], "") + "…"
+		}
+		out = append(out, strconv.Quote(textsafe.Line(pk)))
+	}
+	return strings.Join(out, ", ")
 }
