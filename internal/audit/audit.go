@@ -103,6 +103,8 @@ type Log struct {
 	// notices, when set, hears once that an index is missing (SetNotice);
 	// a pointer, so copies made by Attest share it.
 	notices *notices
+	// ids makes a record's random id (newID; tests replace it).
+	ids func() (string, error)
 }
 
 // NewLog returns a Log writing into s, stamping records with contextName.
@@ -110,7 +112,7 @@ func NewLog(s recordStore, clk clock.Clock, contextName string) *Log {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Log{store: s, clock: clk, context: contextName}
+	return &Log{store: s, clock: clk, context: contextName, ids: newID}
 }
 
 // Attest returns a copy of l that stamps each record with source(ctx, actor):
@@ -138,11 +140,14 @@ type Entry struct {
 	After       any
 }
 
-// Append writes one record. Its error wraps ErrAuditWrite, so callers can tell
-// "the change happened but was not audited" from other failures.
+// Append writes one record, conditional on no item existing under its pk
+// (attribute_not_exists(pk)): a record is never overwritten, by koshactl or
+// by anyone; a collision is an error. Its error wraps ErrAuditWrite, so
+// callers can tell "the change happened but was not audited" from other
+// failures.
 func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
 	now := l.clock.Now().UTC().Truncate(time.Millisecond)
-	id, err := newID()
+	id, err := l.ids()
 	if err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
 	}
@@ -161,7 +166,12 @@ func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
 	if r.After, err = marshalState(e.After); err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
 	}
-	if err := l.store.Put(ctx, r.item(), store.IfAbsent()); err != nil {
+	it := r.item()
+	if err := l.store.Put(ctx, it, store.IfAbsent()); err != nil {
+		if errors.Is(err, store.ErrConditionFailed) {
+			return Record{}, fmt.Errorf("%w: an audit record %s already exists and is left as it is (records are never overwritten): %w",
+				ErrAuditWrite, it.PK(), err)
+		}
 		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
 	}
 	return r, nil

@@ -5,7 +5,8 @@
 // is valid, it has not expired, its expiry is at most 15 minutes ahead, and
 // the caller has the operator role (the last is the data plane's check).
 // The wire format is specified in docs/contracts/chaos-header.md, with test
-// vectors in testdata/vectors.json that any implementation can run.
+// vectors in docs/contracts/vectors/chaos-header.json (generated from this
+// package by make vectors) that any implementation can run.
 //
 // # Pieces
 //

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -408,26 +409,11 @@ func (f *File) Save() error {
 	if err := enc.Encode(f); err != nil {
 		return fmt.Errorf("encode config: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(target), ".config-*.yaml")
-	if err != nil {
-		return fmt.Errorf("write config: %w", err)
-	}
-	// After the rename there is nothing left to remove; before it, a failed
-	// removal leaves only a stray temporary file, and the write error is the
-	// one to report.
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write config: %w", err)
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		_ = tmp.Close()
-		return fmt.Errorf("write config: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write config: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), target); err != nil {
+	// The final target (links resolved above, by the documented rule) is
+	// replaced only if it is a regular file or absent, through a temporary
+	// file created exclusively beside it. Nothing here can block (a pipe
+	// is refused, not written), so no command context is needed.
+	if err := fsutil.ReplaceFile(context.Background(), target, buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("write config: %w", err)
 	}
 	f.exists = true

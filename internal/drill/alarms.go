@@ -27,8 +27,8 @@ type AlarmTarget struct {
 // AddAlarm records an alarm condition of the drill being decoded.
 func (d *Decoder) AddAlarm(c AlarmCondition) { d.alarms = append(d.alarms, c) }
 
-// alarmRead is one region's answer in one poll round.
-type alarmRead struct {
+// RegionAlarms is one region's answer in one poll round.
+type RegionAlarms struct {
 	metrics.AlarmRead
 	Region string
 }
@@ -49,14 +49,14 @@ type alarmRoundKey struct{}
 // alarmRound caches one poll round's reads by region.
 type alarmRound struct {
 	mu    sync.Mutex
-	reads map[string]*alarmRead
+	reads map[string]*RegionAlarms
 	errs  map[string]error
 }
 
-// withAlarmRound starts a poll round: alarm conditions checked with the
+// WithAlarmRound starts a poll round: alarm conditions checked with the
 // returned context share their DescribeAlarms calls.
-func withAlarmRound(ctx context.Context) context.Context {
-	return context.WithValue(ctx, alarmRoundKey{}, &alarmRound{reads: map[string]*alarmRead{}, errs: map[string]error{}})
+func WithAlarmRound(ctx context.Context) context.Context {
+	return context.WithValue(ctx, alarmRoundKey{}, &alarmRound{reads: map[string]*RegionAlarms{}, errs: map[string]error{}})
 }
 
 func (rc *RunContext) alarmWatcher() *alarmWatcher {
@@ -96,7 +96,7 @@ func (w *alarmWatcher) queries(ctx context.Context, rc *RunContext) (map[string]
 
 // read returns region's alarms for this round: fetched once per round
 // (ctx's), or for this call alone outside a round.
-func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) (*alarmRead, error) {
+func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) (*RegionAlarms, error) {
 	def, err := rc.Deps.Alarms.DefaultRegion(ctx)
 	if err != nil {
 		return nil, err
@@ -106,7 +106,7 @@ func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) 
 	}
 	round, _ := ctx.Value(alarmRoundKey{}).(*alarmRound)
 	if round == nil {
-		round = &alarmRound{reads: map[string]*alarmRead{}, errs: map[string]error{}}
+		round = &alarmRound{reads: map[string]*RegionAlarms{}, errs: map[string]error{}}
 	}
 	round.mu.Lock()
 	defer round.mu.Unlock()
@@ -136,20 +136,36 @@ func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) 
 		round.errs[region] = err
 		return nil, err
 	}
-	r := &alarmRead{AlarmRead: res, Region: region}
+	r := &RegionAlarms{AlarmRead: res, Region: region}
 	round.reads[region] = r
 	return r, nil
 }
 
-// checkAlarms resolves every alarm condition of the drill before the run
+// HasAlarms reports whether the drill has alarm conditions.
+func (d *Drill) HasAlarms() bool { return len(d.alarms) > 0 }
+
+// AlarmQueries groups the drill's alarm conditions by region, as the run
+// asks for them (see [RunContext.ReadAlarms]).
+func (rc *RunContext) AlarmQueries(ctx context.Context) (map[string]metrics.AlarmQuery, error) {
+	return rc.alarmWatcher().queries(ctx, rc)
+}
+
+// ReadAlarms returns region's alarms ("" the default region) for this
+// poll round: every alarm of the drill in region is read once per round
+// ([WithAlarmRound]), or for this call alone outside a round.
+func (rc *RunContext) ReadAlarms(ctx context.Context, region string) (*RegionAlarms, error) {
+	return rc.alarmWatcher().read(ctx, rc, region)
+}
+
+// CheckAlarms resolves every alarm condition of the drill before the run
 // acts: a set of names and prefixes that one DescribeAlarms request per
 // region cannot cover makes the run invalid.
-func checkAlarms(ctx context.Context, rc *RunContext) error {
+func (rc *RunContext) CheckAlarms(ctx context.Context) error {
 	w := rc.alarmWatcher()
 	if len(w.conds) == 0 {
 		return nil
 	}
-	if err := need(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
+	if err := NeedService(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
 		return err
 	}
 	qs, err := w.queries(ctx, rc)

@@ -67,9 +67,9 @@ func (d *Decoder) errorAt(line, col int, msg string) {
 	d.problems = append(d.problems, Problem{File: d.file, Line: line, Col: col, Message: msg})
 }
 
-// resolve follows an alias and charges the node budget. It returns nil
+// Resolve follows an alias and charges the node budget. It returns nil
 // once the budget is spent (one problem is recorded).
-func (d *Decoder) resolve(n *yaml.Node) *yaml.Node {
+func (d *Decoder) Resolve(n *yaml.Node) *yaml.Node {
 	for depth := 0; n != nil && n.Kind == yaml.AliasNode; depth++ {
 		if depth > 16 {
 			d.Errorf(n, "alias chain too long")
@@ -124,10 +124,13 @@ type Map struct {
 	vals map[string]*yaml.Node
 }
 
+// Decoder returns the decoder m belongs to.
+func (m *Map) Decoder() *Decoder { return m.d }
+
 // Map decodes n as a mapping; what names it in messages ("http", "step
 // \"sign\""). It returns nil (with a problem) when n is not a mapping.
 func (d *Decoder) Map(n *yaml.Node, what string) *Map {
-	n = d.resolve(n)
+	n = d.Resolve(n)
 	if n == nil {
 		return nil
 	}
@@ -137,7 +140,7 @@ func (d *Decoder) Map(n *yaml.Node, what string) *Map {
 	}
 	m := &Map{d: d, node: n, what: what, kn: map[string]*yaml.Node{}, vals: map[string]*yaml.Node{}}
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := d.resolve(n.Content[i]), n.Content[i+1]
+		k, v := d.Resolve(n.Content[i]), n.Content[i+1]
 		if k == nil {
 			return nil
 		}
@@ -178,7 +181,7 @@ func (m *Map) Get(key string) *yaml.Node {
 	if !ok {
 		return nil
 	}
-	return m.d.resolve(v)
+	return m.d.Resolve(v)
 }
 
 // KeyNode returns the node of key itself, for positions.
@@ -193,7 +196,7 @@ func (m *Map) RejectUnknown(fields ...string) { m.rejectUnknownExcept(nil, field
 func (m *Map) rejectUnknownExcept(skip func(string) bool, fields ...string) {
 	for _, k := range m.keys {
 		if !slices.Contains(fields, k) && (skip == nil || !skip(k)) {
-			m.d.Errorf(m.kn[k], "%s: unknown field %q; known fields are %s%s", m.what, k, strings.Join(fields, ", "), didYouMean(k, fields))
+			m.d.Errorf(m.kn[k], "%s: unknown field %q; known fields are %s%s", m.what, k, strings.Join(fields, ", "), DidYouMean(k, fields))
 		}
 	}
 }
@@ -259,7 +262,7 @@ func (m *Map) Bool(key string) (bool, bool) {
 		return false, false
 	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		m.d.Errorf(n, "%s: %s must be true or false, not %s", m.what, key, describeScalar(n))
+		m.d.Errorf(n, "%s: %s must be true or false, not %s", m.what, key, DescribeNode(n))
 		return false, false
 	}
 	return n.Value == "true" || n.Value == "True" || n.Value == "TRUE", true
@@ -310,7 +313,9 @@ func (m *Map) TemplateMap(key string) []NamedTemplate {
 	return out
 }
 
-func describeScalar(n *yaml.Node) string {
+// DescribeNode names n's kind for a message, with its text when it is a
+// scalar: `a string "x"`, `a list`.
+func DescribeNode(n *yaml.Node) string {
 	if n.Kind == yaml.ScalarNode {
 		return fmt.Sprintf("%s %q", kindName(n), n.Value)
 	}
@@ -327,7 +332,7 @@ func (d *Decoder) stringValue(n *yaml.Node, what string) (string, bool) {
 
 // String decodes n as a plain string.
 func (d *Decoder) String(n *yaml.Node, what string) (string, bool) {
-	n = d.resolve(n)
+	n = d.Resolve(n)
 	if n == nil {
 		return "", false
 	}
@@ -336,7 +341,7 @@ func (d *Decoder) String(n *yaml.Node, what string) (string, bool) {
 
 // Duration decodes n as a positive Go duration.
 func (d *Decoder) Duration(n *yaml.Node, what string) (time.Duration, bool) {
-	n = d.resolve(n)
+	n = d.Resolve(n)
 	if n == nil {
 		return 0, false
 	}
@@ -362,12 +367,12 @@ func (d *Decoder) Duration(n *yaml.Node, what string) (time.Duration, bool) {
 
 // Int decodes n as an integer.
 func (d *Decoder) Int(n *yaml.Node, what string) (int, bool) {
-	n = d.resolve(n)
+	n = d.Resolve(n)
 	if n == nil {
 		return 0, false
 	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		d.Errorf(n, "%s must be a whole number, not %s", what, describeScalar(n))
+		d.Errorf(n, "%s must be a whole number, not %s", what, DescribeNode(n))
 		return 0, false
 	}
 	v, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 32)
@@ -380,12 +385,12 @@ func (d *Decoder) Int(n *yaml.Node, what string) (int, bool) {
 
 // Float decodes n as a finite number.
 func (d *Decoder) Float(n *yaml.Node, what string) (float64, bool) {
-	n = d.resolve(n)
+	n = d.Resolve(n)
 	if n == nil {
 		return 0, false
 	}
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
-		d.Errorf(n, "%s must be a number, not %s", what, describeScalar(n))
+		d.Errorf(n, "%s must be a number, not %s", what, DescribeNode(n))
 		return 0, false
 	}
 	var v float64
@@ -406,7 +411,7 @@ func (d *Decoder) Template(n *yaml.Node, what string) (Template, bool) {
 // templateFor is Template for a sink: refuse, when set, says why a
 // reference that is in scope may not be used there (see sink.go).
 func (d *Decoder) templateFor(n *yaml.Node, what string, refuse refusal) (Template, bool) {
-	n = d.resolve(n)
+	n = d.Resolve(n)
 	if n == nil {
 		return Template{}, false
 	}
@@ -455,7 +460,7 @@ func (d *Decoder) checkRef(r Ref) string {
 			if len(names) == 0 {
 				return fmt.Sprintf("no variable %q is defined before this point (declare it under vars)", r.Name)
 			}
-			return fmt.Sprintf("no variable %q is defined before this point (defined: %s)%s", r.Name, strings.Join(names, ", "), didYouMean(r.Name, names))
+			return fmt.Sprintf("no variable %q is defined before this point (defined: %s)%s", r.Name, strings.Join(names, ", "), DidYouMean(r.Name, names))
 		}
 	case NSSteps:
 		if !s.stepsAllowed {
@@ -472,14 +477,14 @@ func (d *Decoder) checkRef(r Ref) string {
 			if len(s.order) == 0 {
 				return fmt.Sprintf("no step %q runs before this point", r.Name)
 			}
-			return fmt.Sprintf("no step %q runs before this point (earlier steps: %s)%s", r.Name, strings.Join(s.order, ", "), didYouMean(r.Name, s.order))
+			return fmt.Sprintf("no step %q runs before this point (earlier steps: %s)%s", r.Name, strings.Join(s.order, ", "), DidYouMean(r.Name, s.order))
 		}
 		if !hasOutput(kind, r.Output) {
 			outs := kind.Outputs()
 			if len(outs) == 0 {
 				return fmt.Sprintf("step %q (%s) has no outputs", r.Name, kind.Name())
 			}
-			return fmt.Sprintf("step %q (%s) has no output %q; it has %s%s", r.Name, kind.Name(), r.Output, strings.Join(outs, ", "), didYouMean(r.Output, outs))
+			return fmt.Sprintf("step %q (%s) has no output %q; it has %s%s", r.Name, kind.Name(), r.Output, strings.Join(outs, ", "), DidYouMean(r.Output, outs))
 		}
 	}
 	return ""
@@ -498,4 +503,64 @@ func hasOutput(kind StepKind, name string) bool {
 		}
 	}
 	return false
+}
+
+// maxValueDepth bounds how deeply a JSON body or expected value nests.
+const maxValueDepth = 64
+
+// Value converts a YAML node into a comparable value: nil, bool,
+// float64, a Template (strings, when templated), []any or map[string]any.
+func (d *Decoder) Value(n *yaml.Node, what string, templated bool) (any, bool) {
+	n = d.Resolve(n)
+	if n == nil {
+		return nil, false
+	}
+	if d.depth >= maxValueDepth {
+		d.Errorf(n, "%s: nested more than %d levels deep (an alias that contains itself?)", what, maxValueDepth)
+		d.exhausted = true
+		d.budget = -1
+		return nil, false
+	}
+	d.depth++
+	defer func() { d.depth-- }()
+	switch n.Kind {
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return nil, true
+		case "!!bool":
+			var b bool
+			_ = n.Decode(&b)
+			return b, true
+		case "!!int", "!!float":
+			return d.Float(n, what)
+		}
+		if templated {
+			return d.Template(n, what)
+		}
+		return n.Value, true
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		ok := true
+		for i, c := range n.Content {
+			v, vok := d.Value(c, fmt.Sprintf("%s[%d]", what, i), templated)
+			out, ok = append(out, v), ok && vok
+		}
+		return out, ok
+	case yaml.MappingNode:
+		m := d.Map(n, what)
+		if m == nil {
+			return nil, false
+		}
+		out := make(map[string]any, len(m.Keys()))
+		ok := true
+		for _, k := range m.Keys() {
+			v, vok := d.Value(m.Get(k), what+"."+k, templated)
+			out[k], ok = v, ok && vok
+		}
+		return out, ok
+	default:
+		d.Errorf(n, "%s: unsupported YAML value", what)
+		return nil, false
+	}
 }

@@ -176,7 +176,9 @@ func (g *MetricsGauges) Read(ctx context.Context, dependency string) (GaugeReadi
 // ErrNoService reports a step that needs a service the run does not have.
 var ErrNoService = errors.New("service not available")
 
-func need(ok bool, what string) error {
+// NeedService returns nil when ok, or an [ErrNoService] error naming what
+// the run lacks.
+func NeedService(ok bool, what string) error {
 	if ok {
 		return nil
 	}

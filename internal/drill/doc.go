@@ -1,7 +1,13 @@
-// Package drill provides koshactl's incident-drill engine: the drill file
-// model and its validating parser, the registry of step and condition
-// kinds, the runner with its rollback stack, and the reporters (live log,
-// JSON journal, JUnit XML).
+// Package drill is the file model of koshactl's incident drills: the
+// validating parser, templates and their sinks, the interfaces every kind
+// implements, the run context kinds and the runner share, and the journal
+// records. Two packages build on it: [kinds] holds the step, condition and
+// lever kinds and their table (kinds.Builtin), [runner] runs a drill with
+// its rollback stack and writes the reports (live log, JSON journal, JUnit
+// XML), the plan and recovery. The import order is drill <- kinds <- runner.
+//
+// [kinds]: github.com/kosha-platform/koshactl/internal/drill/kinds
+// [runner]: github.com/kosha-platform/koshactl/internal/drill/runner
 //
 // # Files
 //
@@ -17,9 +23,11 @@
 //
 // Each step kind (breaker.force-open, ratelimit.drain, chaos.sign, http,
 // wait-for, shell, ...) and each condition kind (http, breaker, bucket,
-// shell) lives in its own file and implements [StepKind] or
-// [ConditionKind]. [Builtin] lists them in a [Registry], a plain table of
-// a closed set; no kind registers itself in init. A step whose action
+// shell, alarm) lives in its own file of package kinds and implements
+// [StepKind] or [ConditionKind]. kinds.Builtin lists them in a [Registry],
+// a plain table of a closed set ([Registry.Check] says what makes one
+// unusable); no kind registers itself in init. Kinds decode their fields
+// with the [Decoder] and [Map] API and act through the [RunContext]. A step whose action
 // implements [Mutating] changes the system: the runner registers the
 // [Rollback] its Prepare returns before the step acts, and the plan shows
 // the lever its Plan names.
@@ -36,7 +44,7 @@
 //
 // # Rollback
 //
-// [Runner.Run] keeps a stack of rollbacks. Each lever (an override, a
+// The runner (runner.Runner.Run) keeps a stack of rollbacks. Each lever (an override, a
 // bucket) gets one rollback, registered before the first step that moves
 // it, restoring it to its state before the drill. Rollbacks run in reverse
 // order on every exit path (success, failure, step or drill timeout, stop

@@ -383,7 +383,7 @@ func (d *Decoder) collectStepIDs(n *yaml.Node) {
 }
 
 func (d *Decoder) list(n *yaml.Node, what string) []*yaml.Node {
-	n = d.resolve(n)
+	n = d.Resolve(n)
 	if n == nil {
 		return nil
 	}
@@ -453,6 +453,19 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 	return c
 }
 
+// NestedCondition decodes the one condition m holds (assert, wait-for):
+// its key names a condition kind, every other key must be one of fields.
+// It returns nil, with a problem, unless exactly one condition is there
+// and it decodes.
+func (d *Decoder) NestedCondition(m *Map, what string, fields ...string) Condition {
+	key := d.oneKind(m, what, fields, d.reg.conditionNames(), "condition")
+	if key == "" {
+		return nil
+	}
+	k, _ := d.reg.Condition(key)
+	return k.Decode(d, m.Get(key))
+}
+
 // oneKind finds the single key of m that names a kind; other keys must be
 // common fields. It reports a missing kind, unknown keys and extra kinds,
 // and returns "" unless exactly one kind is present.
@@ -465,7 +478,7 @@ func (d *Decoder) oneKind(m *Map, what string, fields, kinds []string, noun stri
 			found = append(found, k)
 		default:
 			d.Errorf(m.KeyNode(k), "%s: unknown %s kind or field %q; %s kinds are %s; fields are %s%s",
-				what, noun, k, noun, strings.Join(kinds, ", "), strings.Join(fields, ", "), didYouMean(k, append(append([]string{}, kinds...), fields...)))
+				what, noun, k, noun, strings.Join(kinds, ", "), strings.Join(fields, ", "), DidYouMean(k, append(append([]string{}, kinds...), fields...)))
 			return ""
 		}
 	}
@@ -581,7 +594,7 @@ func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *
 
 // rollbacks decodes a rollback entry or a list of them.
 func (d *Decoder) rollbacks(n *yaml.Node, what string) []*Step {
-	n = d.resolve(n)
+	n = d.Resolve(n)
 	if n == nil {
 		return nil
 	}

@@ -1,9 +1,12 @@
 package drill
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -100,6 +103,14 @@ type Journal struct {
 	Runner *RunnerRecord `json:"runner,omitempty"`
 	// Recoveries are the `drill recover` runs that finished its rollbacks.
 	Recoveries []RecoveryRecord `json:"recoveries,omitempty"`
+
+	// GaugeSamples are the breaker_state reads the run's conditions made
+	// (version 2).
+	GaugeSamples []GaugeSample `json:"gauge_samples,omitempty"`
+	// StopEvaluations are the stop conditions' evaluations (version 2).
+	StopEvaluations []StopEvaluation `json:"stop_evaluations,omitempty"`
+	// Audit names the audit records of every change the run made (version 2).
+	Audit []AuditRef `json:"audit,omitempty"`
 }
 
 // DrillInfo identifies the drill that ran.
@@ -214,9 +225,12 @@ type RecoveryRecord struct {
 	Detail string `json:"detail,omitempty"`
 }
 
-func timePtr(t time.Time) *time.Time { t = t.UTC(); return &t }
+// TimePtr returns t in UTC, as a journal field holds it.
+func TimePtr(t time.Time) *time.Time { t = t.UTC(); return &t }
 
-func seconds(d time.Duration) float64 {
+// Seconds returns d in seconds, to the millisecond, as the journal holds
+// durations.
+func Seconds(d time.Duration) float64 {
 	return float64(d.Round(time.Millisecond)) / float64(time.Second)
 }
 
@@ -270,4 +284,42 @@ type BucketState struct {
 	Exists      bool    `json:"exists"`
 	Tokens      float64 `json:"tokens"`
 	UpdatedAtMs int64   `json:"updated_at_ms"`
+}
+
+// DisplayPrecision rounds a measured duration to what a report shows: about
+// three significant digits (12.3ms, 1.23s, 12.3s); [human.Duration] writes it.
+func DisplayPrecision(d time.Duration) time.Duration {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(100 * time.Millisecond)
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(100 * time.Microsecond)
+	}
+	return d
+}
+
+// maxJournalSize bounds the journal file read.
+const maxJournalSize = 64 << 20
+
+// ReadJournal reads a journal file.
+func ReadJournal(path string) (*Journal, error) {
+	// A pipe or device is refused at once: it could block forever, and
+	// only a regular file is a journal a run wrote.
+	b, _, err := fsutil.ReadRegular(path, maxJournalSize)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", unwrapPath(err))
+	}
+	var j Journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		return nil, fmt.Errorf("%s is not a drill journal: %v", path, err)
+	}
+	if j.Kind != "DrillRun" || j.RunID == "" || j.Drill.Name == "" {
+		return nil, fmt.Errorf("%s is not a drill journal (kind %q)", path, j.Kind)
+	}
+	if err := j.CheckVersion(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &j, nil
 }

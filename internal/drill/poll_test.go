@@ -25,13 +25,13 @@ func (c *neverHolds) Check(context.Context, *RunContext) (Observation, error) {
 // checks follows from the fake clock alone.
 func TestPollRunsOnTheInjectedClockOnly(t *testing.T) {
 	fake := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	rc := newRunContext(&Drill{Name: "d", Timeout: 2 * time.Hour}, "r1", &Deps{Clock: fake}, nil)
+	rc := NewRunContext(&Drill{Name: "d", Timeout: 2 * time.Hour}, "r1", &Deps{Clock: fake}, nil)
 	cond := &neverHolds{}
 	done := make(chan error, 1)
-	var res pollResult
+	var res PollResult
 	go func() {
 		var err error
-		res, err = poll(context.Background(), rc, cond, time.Hour, time.Minute, time.Second, nil)
+		res, err = Poll(context.Background(), rc, cond, time.Hour, time.Minute, time.Second, nil)
 		done <- err
 	}()
 	wall := time.After(wait.Ceiling)
@@ -41,11 +41,11 @@ func TestPollRunsOnTheInjectedClockOnly(t *testing.T) {
 			if !errors.Is(err, ErrNotMet) {
 				t.Fatalf("poll: %v, want ErrNotMet", err)
 			}
-			if res.polls != 60 || cond.checks != 60 {
-				t.Errorf("polls %d, checks %d, want 60 (one a minute for an hour of the fake clock)", res.polls, cond.checks)
+			if res.Polls != 60 || cond.checks != 60 {
+				t.Errorf("polls %d, checks %d, want 60 (one a minute for an hour of the fake clock)", res.Polls, cond.checks)
 			}
-			if res.elapsed != 59*time.Minute {
-				t.Errorf("elapsed %s, want 59m on the fake clock", res.elapsed)
+			if res.Elapsed != 59*time.Minute {
+				t.Errorf("elapsed %s, want 59m on the fake clock", res.Elapsed)
 			}
 			return
 		case <-wall:

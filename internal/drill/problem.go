@@ -55,8 +55,8 @@ func closest(s string, candidates []string) string {
 	return suggest.Closest(s, candidates, max(3, 1+len(s)/3), strings.ToLower)
 }
 
-// didYouMean returns ` (did you mean "x"?)` or "".
-func didYouMean(s string, candidates []string) string {
+// DidYouMean returns ` (did you mean "x"?)` or "".
+func DidYouMean(s string, candidates []string) string {
 	if c := closest(s, candidates); c != "" {
 		return fmt.Sprintf(" (did you mean %q?)", c)
 	}

@@ -2,6 +2,8 @@ package drill
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -126,6 +128,35 @@ type Registry struct {
 	Mutating []string
 	// Conditions are the condition kinds.
 	Conditions []ConditionKind
+}
+
+// Check reports what makes the table unusable: a kind name that is empty,
+// listed twice or a common field (a step's id, a check's within), and a
+// name in Mutating that is no step kind.
+func (r *Registry) Check() error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, k := range r.Steps {
+		n := k.Name()
+		if n == "" || slices.Contains(stepFields, n) || seen[n] {
+			errs = append(errs, fmt.Errorf("step kind %q: empty, reserved or listed twice", n))
+		}
+		seen[n] = true
+	}
+	for _, n := range r.Mutating {
+		if !seen[n] {
+			errs = append(errs, fmt.Errorf("mutating kind %q is not a step kind", n))
+		}
+	}
+	seen = map[string]bool{}
+	for _, k := range r.Conditions {
+		n := k.Name()
+		if n == "" || slices.Contains(checkFields, n) || seen[n] {
+			errs = append(errs, fmt.Errorf("condition kind %q: empty, reserved or listed twice", n))
+		}
+		seen[n] = true
+	}
+	return errors.Join(errs...)
 }
 
 // Step returns the step kind called name.

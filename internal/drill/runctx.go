@@ -115,7 +115,10 @@ type RunContext struct {
 	actor, recoveredBy string
 }
 
-func newRunContext(d *Drill, runID string, svc *Deps, notify func(string)) *RunContext {
+// NewRunContext starts the context of a run of d: its clock is svc.Clock
+// (the real clock when nil), it starts now and ends d.Timeout later.
+// notify, when set, receives the run's notices (see [RunContext.Notify]).
+func NewRunContext(d *Drill, runID string, svc *Deps, notify func(string)) *RunContext {
 	clk := svc.Clock
 	if clk == nil {
 		clk = clock.Real{}
@@ -125,6 +128,25 @@ func newRunContext(d *Drill, runID string, svc *Deps, notify func(string)) *RunC
 		notify: notify, outputs: map[string]*Outputs{}, vars: map[string]string{}, varSecret: map[string]bool{},
 		levers: map[string]*Lever{}}
 }
+
+// NewRecoveryContext is the context in which `drill recover` undoes what
+// the run j journals: it started and ends when j says, its writes carry
+// j's actor, and its reasons say who recovers it (svc.Actor).
+func NewRecoveryContext(d *Drill, j *Journal, svc *Deps) *RunContext {
+	rc := NewRunContext(d, j.RunID, svc, nil)
+	rc.started, rc.deadline = j.StartedAt, j.Deadline
+	rc.actor, rc.recoveredBy = j.Actor, svc.Actor
+	return rc
+}
+
+// SetNotify sets where the run's notices go; call it before the run acts.
+func (rc *RunContext) SetNotify(notify func(string)) { rc.notify = notify }
+
+// Clock returns the run's clock.
+func (rc *RunContext) Clock() clock.Clock { return rc.clock }
+
+// Started returns when the run started.
+func (rc *RunContext) Started() time.Time { return rc.started }
 
 // Now returns the run clock's time.
 func (rc *RunContext) Now() time.Time { return rc.clock.Now() }
@@ -163,8 +185,8 @@ func (rc *RunContext) Reason(detail string) string {
 	return audit.TruncateReason(textsafe.Line(r))
 }
 
-// runActor is the actor whose writes are this run's.
-func (rc *RunContext) runActor() string {
+// Actor is the actor whose writes are this run's.
+func (rc *RunContext) Actor() string {
 	if rc.actor != "" {
 		return rc.actor
 	}
@@ -272,7 +294,9 @@ func (rc *RunContext) Redact(s string) string {
 	return s
 }
 
-func (rc *RunContext) setVar(name, value string, secret bool) {
+// SetVar sets variable name for the rest of the run; a secret one is
+// redacted from everything reported.
+func (rc *RunContext) SetVar(name, value string, secret bool) {
 	rc.mu.Lock()
 	rc.vars[name], rc.varSecret[name] = value, secret
 	rc.mu.Unlock()
@@ -281,7 +305,9 @@ func (rc *RunContext) setVar(name, value string, secret bool) {
 	}
 }
 
-func (rc *RunContext) setOutputs(id string, o *Outputs) {
+// SetOutputs records what step id produced; its secret outputs are
+// redacted from everything reported.
+func (rc *RunContext) SetOutputs(id string, o *Outputs) {
 	if o == nil {
 		o = NewOutputs()
 	}
@@ -353,21 +379,22 @@ func (rc *RunContext) NewLever(subject string, before any) *Lever {
 	return l
 }
 
-func (rc *RunContext) setCurrentStep(id string) {
+// SetCurrentStep records the id of the step (or rollback) starting now.
+func (rc *RunContext) SetCurrentStep(id string) {
 	rc.mu.Lock()
 	rc.stepID = id
 	rc.mu.Unlock()
 }
 
-// currentStep returns the id of the step (or rollback) running now.
-func (rc *RunContext) currentStep() string {
+// CurrentStep returns the id of the step (or rollback) running now.
+func (rc *RunContext) CurrentStep() string {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return rc.stepID
 }
 
-// withdraw removes an output, so nothing later (a rollback step) can use it.
-func (rc *RunContext) withdraw(stepID, name string) {
+// Withdraw removes an output, so nothing later (a rollback step) can use it.
+func (rc *RunContext) Withdraw(stepID, name string) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if o, ok := rc.outputs[stepID]; ok {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -156,7 +157,7 @@ func (m *Map) URL(key string, required bool) (Template, bool) {
 // again when expanded, by [RunContext.ExpandHeader]).
 func (m *Map) HeaderMap(key string) []NamedTemplate {
 	hs := m.TemplateMap(key)
-	sub := m.d.resolve(m.vals[key])
+	sub := m.d.Resolve(m.vals[key])
 	out := hs[:0]
 	for _, h := range hs {
 		var kn *yaml.Node
@@ -358,9 +359,63 @@ func (rc *RunContext) ExpandHeader(name string, t Template) (string, error) {
 	return s, nil
 }
 
-// envValue reports whether value can be carried by an environment variable
-// (it holds no NUL byte).
-func envValue(value string) bool { return strings.IndexByte(value, 0) < 0 }
+// EnvCarries reports whether value can be carried by an environment
+// variable (it holds no NUL byte).
+func EnvCarries(value string) bool { return strings.IndexByte(value, 0) < 0 }
+
+// ValidEnvName reports whether name can name an environment variable.
+func ValidEnvName(name string) bool { return envNameRE.MatchString(name) }
+
+// ValidStepID reports whether id is a step id a drill may write.
+func ValidStepID(id string) bool { return stepIDRE.MatchString(id) }
+
+// Environ is the environment a command of the run gets: the base
+// environment (Deps.Environ), the drill's identity (DRILL_NAME,
+// DRILL_RUN_ID, DRILL_CONTEXT, DRILL_DEADLINE), every variable
+// (DRILL_VAR_NAME) and every output of earlier steps
+// (DRILL_STEP_ID_OUTPUT). A variable or output holding NUL, which the
+// environment cannot carry, is left out with a notice.
+func (rc *RunContext) Environ() []string {
+	env := append([]string(nil), rc.Deps.Environ...)
+	env = append(env, "DRILL_NAME="+rc.Drill.Name, "DRILL_RUN_ID="+rc.RunID, "DRILL_CONTEXT="+rc.Deps.ContextName,
+		"DRILL_DEADLINE="+rc.Deadline().UTC().Format(time.RFC3339))
+	add := func(name, value string) {
+		if EnvCarries(value) {
+			env = append(env, name+"="+value)
+		} else {
+			rc.Notify("%s is not set for the command: its value holds a NUL byte, which an environment variable cannot carry", name)
+		}
+	}
+	rc.mu.Lock()
+	names := make([]string, 0, len(rc.vars))
+	for name := range rc.vars {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	vars := make([][2]string, 0, len(names))
+	for _, name := range names {
+		vars = append(vars, [2]string{envName("DRILL_VAR", name), rc.vars[name]})
+	}
+	rc.mu.Unlock()
+	for _, v := range vars {
+		add(v[0], v[1])
+	}
+	outs := rc.StepOutputs()
+	ids := make([]string, 0, len(outs))
+	for id := range outs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		o := outs[id]
+		for _, name := range o.names {
+			if v, ok := o.values[name]; ok {
+				add(envName("DRILL_STEP", id, name), v)
+			}
+		}
+	}
+	return env
+}
 
 // envName turns a step id and output name into DRILL_STEP_<ID>_<OUTPUT>.
 func envName(parts ...string) string {
@@ -378,4 +433,34 @@ func envName(parts ...string) string {
 		}
 	}
 	return b.String()
+}
+
+// ExpandValue expands every template inside v (as [Decoder.Value] returns it) into a plain JSON-like
+// value (strings, float64, bool, nil, []any, map[string]any).
+func (rc *RunContext) ExpandValue(v any) (any, error) {
+	switch x := v.(type) {
+	case Template:
+		return rc.Expand(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := rc.ExpandValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			r, err := rc.ExpandValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		return out, nil
+	}
+	return v, nil
 }

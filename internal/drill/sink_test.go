@@ -3,43 +3,28 @@ package drill
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"encoding/xml"
 	"net/http"
 	"net/textproto"
 	"net/url"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
 )
-
-// hostileValues are values a hostile HTTP server, table writer or
-// environment could hand a drill.
-var hostileValues = []string{
-	"", "plain",
-	`ok"; touch pwned; echo "`, "1$(touch pwned2)", "`touch pwned3`", "'; touch pwned4; '", `\`,
-	"a\r\nX-Injected: 1", "a\nb", "a\rb", "nul\x00byte", "\x1b]0;title\x07", "\u202eevil", "\xff\xfe",
-	"../../admin", "a/b?c=d&e=f#g", "x&admin=true", "%2e%2e%2fadmin", "%", "@evil.example", "evil.example/x", "h:1@evil",
-	`"},"admin":true,"x":{"`, "\u2028", " spaces  around ", "+plus+",
-}
 
 // sinkRun returns a run context whose variable v holds value.
 func sinkRun(t testing.TB, value string) *RunContext {
 	t.Helper()
-	d, probs := Parse(Builtin(), "s.yaml", []byte("name: s\ntimeout: 1m\nvars: {v: x}\nsteps: [{sleep: 1s}]\n"))
-	if len(probs) > 0 {
-		t.Fatal(probs)
-	}
-	rc := newRunContext(d, "run1", &Deps{}, nil)
-	rc.setVar("v", value, false)
-	rc.setVar("base", "http://h:1/p", false)
+	rc := NewRunContext(&Drill{Name: "s", Timeout: time.Minute}, "run1", &Deps{}, nil)
+	rc.SetVar("v", value, false)
+	rc.SetVar("base", "http://h:1/p", false)
 	return rc
 }
 
@@ -119,7 +104,7 @@ func checkSinks(t *testing.T, v string) {
 	}
 
 	// JSON body: one JSON string, whatever the value.
-	body, err := resolveValue(rc, map[string]any{"a": mustTemplate(t, "${vars.v}"), "n": 1.0, "l": []any{mustTemplate(t, "x${vars.v}")}})
+	body, err := rc.ExpandValue(map[string]any{"a": mustTemplate(t, "${vars.v}"), "n": 1.0, "l": []any{mustTemplate(t, "x${vars.v}")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,8 +121,8 @@ func checkSinks(t *testing.T, v string) {
 		t.Fatalf("%q changed the JSON body: %s", v, b)
 	}
 
-	// The journal (JSON, and YAML as -o yaml prints it) and the JUnit report
-	// (XML) written back.
+	// The journal, as JSON and as YAML (-o yaml prints it), written back.
+	// (The JUnit report is the runner's: FuzzJUnit.)
 	j := &Journal{Kind: "DrillRun", Drill: DrillInfo{Name: "s"}, Outcome: OutcomeFailed, Reason: v,
 		Steps: []StepRecord{{ID: "a", Kind: "http", Status: StatusFailed, Detail: v, Error: v, Outputs: map[string]string{"body": v}}}}
 	b, err = json.Marshal(j)
@@ -161,20 +146,6 @@ func checkSinks(t *testing.T, v string) {
 	if err := yaml.Unmarshal(yb.Bytes(), &jy); err != nil || jy.Reason != utf8Valid(v) || len(jy.Steps) != 1 || jy.Steps[0].Outputs["body"] != utf8Valid(v) {
 		t.Fatalf("%q changed the journal as YAML: %v\n%s", v, err, yb.Bytes())
 	}
-	x, err := JUnit(j)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var suites struct {
-		Suites []struct {
-			Cases []struct {
-				Name string `xml:"name,attr"`
-			} `xml:"testcase"`
-		} `xml:"testsuite"`
-	}
-	if err := xml.Unmarshal(x, &suites); err != nil || len(suites.Suites) != 1 || len(suites.Suites[0].Cases) != 1 {
-		t.Fatalf("%q changed the JUnit report: %v\n%s", v, err, x)
-	}
 }
 
 // utf8Valid is s as encoding/json writes it: each byte that is not UTF-8
@@ -194,110 +165,17 @@ func utf8Valid(s string) string {
 }
 
 func TestInterpolatedValuesCannotChangeASinksStructure(t *testing.T) {
-	for _, v := range hostileValues {
+	for _, v := range drilltest.HostileValues {
 		checkSinks(t, v)
 	}
 }
 
 // FuzzInterpolation: any value, interpolated into a URL, a header, a JSON
-// body, the journal or the JUnit report, leaves the sink's structure as
+// body or the journal, leaves the sink's structure as
 // the template wrote it (or is refused).
 func FuzzInterpolation(f *testing.F) {
-	for _, v := range hostileValues {
+	for _, v := range drilltest.HostileValues {
 		f.Add(v)
 	}
 	f.Fuzz(func(t *testing.T, v string) { checkSinks(t, v) })
-}
-
-// Any reference in a shell command is a problem, whatever it names; the
-// values reach the command only through its environment, where the shell
-// never parses them.
-func TestShellCommandsTakeNoReferences(t *testing.T) {
-	for _, tc := range []struct{ run, want string }{
-		{`echo ${vars.v}`, `use "$DRILL_VAR_V" from its environment`},
-		{`echo "${steps.probe.body}"`, `use "$DRILL_STEP_PROBE_BODY" from its environment`},
-		{`echo ${steps.probe.json.a.b}`, `pass it in the environment, env: {PROBE_JSON_A_B: "${steps.probe.json.a.b}"}, and use "$PROBE_JSON_A_B"`},
-		{`echo ${steps.probe.json.items[0].id}`, `env: {PROBE_JSON_ITEMS_0_ID: "${steps.probe.json.items[0].id}"}, and use "$PROBE_JSON_ITEMS_0_ID"`},
-		{`echo ${steps.9lives.header.x-id}`, `env: {STEP_9LIVES_HEADER_X_ID: "${steps.9lives.header.x-id}"}, and use "$STEP_9LIVES_HEADER_X_ID"`},
-		{`echo ${env.HOME}`, `use "$HOME" (the command inherits koshactl's environment)`},
-		{`echo ${env.X:-y}`, `use "$${X:-y}" (the command inherits koshactl's environment)`},
-		{`echo ${drill.run_id}`, `use "$DRILL_RUN_ID" from its environment`},
-	} {
-		src := "name: s\ntimeout: 1m\nvars: {v: x}\nsteps:\n  - id: probe\n    http: {url: \"http://h/\"}\n  - id: 9lives\n    http: {url: \"http://h/\"}\n  - shell: '" + tc.run + "'\n"
-		_, probs := Parse(Builtin(), "s.yaml", []byte(src))
-		if len(probs) != 1 || !strings.Contains(probs[0].Message, "a shell command takes no ${...} references (the value would become shell code)") ||
-			!strings.HasSuffix(probs[0].Message, tc.want) {
-			t.Errorf("%s: problems %v, want one ending %s", tc.run, probs, tc.want)
-		}
-	}
-	// What the message suggests is a valid drill.
-	parse(t, "name: s\ntimeout: 1m\nsteps:\n  - id: 9lives\n    http: {url: \"http://h/\"}\n"+
-		"  - shell: {run: 'echo \"$STEP_9LIVES_HEADER_X_ID\"', env: {STEP_9LIVES_HEADER_X_ID: \"${steps.9lives.header.x-id}\"}}\n")
-	// A command built in code with a reference is refused when it runs.
-	tm, _ := parseTemplate("echo ${vars.v}")
-	if _, err := (&shellSpec{run: tm, shell: DefaultShell}).exec(context.Background(), sinkRun(t, "$(touch pwned)")); err == nil ||
-		!strings.Contains(err.Error(), "a shell command takes no ${...} references") {
-		t.Errorf("exec of a command with a reference: %v", err)
-	}
-	// $${ is still a literal ${ for the shell's own expansion.
-	d := parse(t, "name: s\ntimeout: 1m\nsteps:\n  - shell: 'echo \"$${DRILL_NAME}\"'\n")
-	if got := d.Steps[0].Action.(*shellStep).spec.run.Raw(); got != `echo "$${DRILL_NAME}"` {
-		t.Errorf("run = %q", got)
-	}
-}
-
-// Every hostile value reaches a shell command through its environment as
-// the same bytes, and runs nothing.
-func TestShellReceivesHostileValuesAsData(t *testing.T) {
-	e := newEnv(t)
-	dir := t.TempDir()
-	e.svc.Environ = []string{"PATH=/usr/bin:/bin"}
-	for _, v := range hostileValues {
-		d := parse(t, "name: s\ntimeout: 1m\nvars: {v: x}\nsteps:\n  - shell:\n      run: printf '%s|' \"$DRILL_VAR_V\" \"$V\"\n      env: {V: \"${vars.v}\"}\n      dir: "+dir+"\n")
-		rc := newRunContext(d, "run1", e.svc, nil)
-		rc.setVar("v", v, false)
-		r, err := d.Steps[0].Action.(*shellStep).spec.exec(context.Background(), rc)
-		if strings.IndexByte(v, 0) >= 0 {
-			if err == nil || !strings.Contains(err.Error(), "env V: the value holds a NUL byte") {
-				t.Errorf("%q: err = %v", v, err)
-			}
-			continue
-		}
-		if err != nil || r.exitCode != 0 {
-			t.Fatalf("%q: %v %+v", v, err, r)
-		}
-		if want := strings.TrimRight(v+"|"+v+"|", "\n"); r.stdout != want {
-			t.Errorf("%q: stdout %q, want %q", v, r.stdout, want)
-		}
-	}
-	noFilesIn(t, dir)
-}
-
-// A variable or output holding NUL is left out of the environment, with a
-// notice, instead of failing every later shell step.
-func TestShellEnvironmentLeavesOutANULValue(t *testing.T) {
-	e := newEnv(t)
-	d := parse(t, "name: s\ntimeout: 1m\nvars: {v: x, w: y}\nsteps:\n  - shell: 'printf \"%s|%s\" \"$${DRILL_VAR_V-unset}\" \"$DRILL_VAR_W\"'\n")
-	var notes []string
-	rc := newRunContext(d, "run1", e.svc, func(s string) { notes = append(notes, s) })
-	rc.setVar("v", "a\x00b", false)
-	rc.setVar("w", "fine", false)
-	r, err := d.Steps[0].Action.(*shellStep).spec.exec(context.Background(), rc)
-	if err != nil || r.stdout != "unset|fine" {
-		t.Fatalf("%v %+v", err, r)
-	}
-	if len(notes) != 1 || notes[0] != "DRILL_VAR_V is not set for the command: its value holds a NUL byte, which an environment variable cannot carry" {
-		t.Errorf("notices = %q", notes)
-	}
-}
-
-func noFilesIn(t *testing.T, dir string) {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range ents {
-		t.Errorf("a value ran as shell code: %s was created", n.Name())
-	}
 }

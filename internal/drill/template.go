@@ -106,6 +106,17 @@ func (t Template) Static() (string, bool) {
 // String returns the template as written.
 func (t Template) String() string { return t.raw }
 
+// ParseTemplate parses raw as a template built in code; the error names
+// its first syntax error. (Templates from a drill file come from the
+// [Decoder], which checks each reference against the file.)
+func ParseTemplate(raw string) (Template, error) {
+	t, errs := parseTemplate(raw)
+	if len(errs) > 0 {
+		return Template{}, fmt.Errorf("template %q: %s", raw, errs[0].msg)
+	}
+	return t, nil
+}
+
 // parseTemplate splits raw into literal text and references.
 func parseTemplate(raw string) (Template, []templateError) {
 	t := Template{raw: raw}
@@ -178,11 +189,11 @@ func parseRef(body string) (Ref, string) {
 		r.Name, r.Default, r.HasDefault = name, def, hasDef
 	case NSDrill:
 		if !slices.Contains(DrillFields, rest) {
-			return Ref{}, fmt.Sprintf("drill has no field %q: use one of %s%s", rest, strings.Join(DrillFields, ", "), didYouMean(rest, DrillFields))
+			return Ref{}, fmt.Sprintf("drill has no field %q: use one of %s%s", rest, strings.Join(DrillFields, ", "), DidYouMean(rest, DrillFields))
 		}
 		r.Name = rest
 	default:
-		return Ref{}, fmt.Sprintf("unknown namespace %q: use steps, vars, env or drill%s", ns, didYouMean(ns, []string{NSSteps, NSVars, NSEnv, NSDrill}))
+		return Ref{}, fmt.Sprintf("unknown namespace %q: use steps, vars, env or drill%s", ns, DidYouMean(ns, []string{NSSteps, NSVars, NSEnv, NSDrill}))
 	}
 	return r, ""
 }

@@ -81,7 +81,7 @@ func TestTemplateSyntaxErrors(t *testing.T) {
 }
 
 func TestRedactHidesSecretsEverywhere(t *testing.T) {
-	rc := newRunContext(&Drill{Name: "d"}, "r1", &Deps{}, nil)
+	rc := NewRunContext(&Drill{Name: "d"}, "r1", &Deps{}, nil)
 	rc.AddSecret("supersecretvalue")
 	rc.AddSecret("abc") // too short to redact safely
 	rc.AddSecret("supersecretvalue-longer")

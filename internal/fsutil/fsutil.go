@@ -33,6 +33,8 @@ func (e *NotRegularError) Is(target error) bool { return target == ErrNotRegular
 
 func kind(m fs.FileMode) string {
 	switch t := m.Type(); {
+	case t&fs.ModeSymlink != 0:
+		return "symbolic link"
 	case t&fs.ModeNamedPipe != 0:
 		return "named pipe"
 	case t&fs.ModeSocket != 0:
@@ -40,7 +42,7 @@ func kind(m fs.FileMode) string {
 	case t&fs.ModeCharDevice != 0:
 		return "character device"
 	case t&fs.ModeDevice != 0:
-		return "device"
+		return "block device"
 	case t&fs.ModeDir != 0:
 		return "directory"
 	default:

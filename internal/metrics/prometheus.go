@@ -103,7 +103,7 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 	now := p.opts.Clock.Now()
 	start, end := Window(now, window, p.opts.Period)
 	snap := Snapshot{Source: p.Describe(), FetchedAt: now, Start: start, End: end, Period: p.opts.Period,
-		Series: map[string]Series{}, Requests: len(p.urls)}
+		Series: map[string]Series{}, Requests: len(p.urls), Live: true, Lag: ScrapeLag}
 	type result struct {
 		samples []sample
 		skipped int

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 
+	"github.com/kosha-platform/koshactl/internal/awsconf"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/config"
 )
@@ -53,17 +54,32 @@ func NewSource(ctx context.Context, sc SourceConfig) (GaugeSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration for cloudwatch metrics: %w", err)
 	}
-	client := cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) {
-		if cw.Region != "" {
-			o.Region = cw.Region
-		}
-		if cw.EndpointURL != "" {
-			o.BaseEndpoint = aws.String(cw.EndpointURL)
-		}
-	})
+	client := newCloudWatchClient(cfg, cw, cw.Region)
 	region := cw.Region
 	if region == "" {
 		region = cfg.Region
 	}
 	return NewCloudWatch(client, CloudWatchOptions{Namespace: cw.Namespace, Service: cw.Service, Region: region, Clock: sc.Clock})
+}
+
+// newCloudWatchClient is the one CloudWatch client of a context (gauges and
+// alarms alike), in region ("" for cfg's). Its endpoint is, most specific
+// first: metrics.cloudwatch.endpoint-url, the context's cloudwatch endpoint
+// (--service-endpoint cloudwatch=URL), then the SDK's own resolution
+// (--endpoint-url, AWS_ENDPOINT_URL_CLOUDWATCH, AWS_ENDPOINT_URL, the shared
+// config, AWS). The context's endpoint is pinned on the client as the
+// DynamoDB, STS and Secrets Manager clients pin theirs, so an exported
+// AWS_ENDPOINT_URL does not win over it.
+func newCloudWatchClient(cfg aws.Config, cw *config.CloudWatchMetrics, region string) *cloudwatch.Client {
+	return cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) {
+		if region != "" {
+			o.Region = region
+		}
+		switch ep, ok := awsconf.ServiceEndpoint(cfg, "CloudWatch"); {
+		case cw.EndpointURL != "":
+			o.BaseEndpoint = aws.String(cw.EndpointURL)
+		case ok:
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
 }

@@ -79,6 +79,10 @@ type Options struct {
 	// GaugesHint is added to the gauges' error banner, e.g. how to start the
 	// local sandbox the default source scrapes.
 	GaugesHint string
+	// WaitFleet makes a force or clear wait for the gauges to confirm it
+	// (metrics.Waiter, the same rule as --wait) and report the verdict in
+	// the status line.
+	WaitFleet bool
 }
 
 func (o Options) withDefaults() Options {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 )
 
 // Local file names, inside the directory a Local is given.
@@ -25,7 +26,7 @@ const (
 //
 // Creation is atomic and race-free: the key is written in full to a private
 // temporary file (mode 0600) and then hard-linked to its final name, which
-// fails if the name exists. Two processes racing on first use therefore
+// fails if the name exists ([fsutil.CreateNew]). Two processes racing on first use therefore
 // both end up with the one key that won, and no reader ever sees a partly
 // written file. An existing key file is never overwritten except by Rotate;
 // a broken one is reported, not replaced.
@@ -46,53 +47,38 @@ func (l *Local) current() string  { return filepath.Join(l.dir, LocalKeyFile) }
 func (l *Local) previous() string { return filepath.Join(l.dir, LocalPreviousFile) }
 
 // Current returns the local key, generating it on first use.
-func (l *Local) Current(context.Context) (chaos.Key, error) {
+func (l *Local) Current(ctx context.Context) (chaos.Key, error) {
 	k, err := readKeyFile(l.current())
 	if errors.Is(err, fs.ErrNotExist) {
-		return l.create()
+		return l.create(ctx)
 	}
 	return k, err
 }
 
-func (l *Local) create() (chaos.Key, error) {
+func (l *Local) create(ctx context.Context) (chaos.Key, error) {
 	k, err := chaos.GenerateKey(nil)
 	if err != nil {
 		return chaos.Key{}, err
 	}
-	tmp, err := l.writeTemp(k)
-	if err != nil {
+	if err := l.mkdir(); err != nil {
 		return chaos.Key{}, err
 	}
-	defer os.Remove(tmp)
-	if err := os.Link(tmp, l.current()); err != nil && !errors.Is(err, fs.ErrExist) {
+	// Complete before it appears, and only if nothing took the name.
+	if err := fsutil.CreateNew(ctx, l.current(), keyFileData(k), 0o600); err != nil && !errors.Is(err, fs.ErrExist) {
 		return chaos.Key{}, fmt.Errorf("create local chaos key: %w", err)
 	}
 	// Read back whichever key won a race.
 	return readKeyFile(l.current())
 }
 
-// writeTemp writes k to a new 0600 temporary file in the directory and
-// returns its path.
-func (l *Local) writeTemp(k chaos.Key) (string, error) {
+func (l *Local) mkdir() error {
 	if err := os.MkdirAll(l.dir, 0o700); err != nil {
-		return "", fmt.Errorf("create local chaos key directory: %w", err)
+		return fmt.Errorf("create local chaos key directory: %w", err)
 	}
-	f, err := os.CreateTemp(l.dir, ".chaos.key.tmp-*") // O_EXCL, mode 0600
-	if err != nil {
-		return "", fmt.Errorf("create local chaos key: %w", err)
-	}
-	_, werr := f.WriteString(k.ExportBase64() + "\n")
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return "", fmt.Errorf("write local chaos key: %w", removeTemp(f.Name(), werr))
-	}
-	return f.Name(), nil
+	return nil
 }
+
+func keyFileData(k chaos.Key) []byte { return []byte(k.ExportBase64() + "\n") }
 
 // ByKID returns the current or previous key with id kid.
 func (l *Local) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
@@ -127,43 +113,31 @@ func (l *Local) Keys(ctx context.Context) ([]Staged, error) {
 // by rename, previous first, so a concurrent reader always finds a current
 // key. Concurrent rotations are not coordinated: the last one wins. The
 // local key has no fleet caching it, so opts (the age guard) do not apply.
-func (l *Local) Rotate(context.Context, RotateOptions) (Rotation, error) {
+func (l *Local) Rotate(ctx context.Context, _ RotateOptions) (Rotation, error) {
 	old, err := readKeyFile(l.current())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
 	}
 	retired, _ := readKeyFile(l.previous()) // reported only; a missing or bad one is simply replaced
+	if err := l.mkdir(); err != nil {
+		return Rotation{}, err
+	}
+	// Each file is replaced only if it is a regular file (or absent): a
+	// link or a special file planted in the directory is refused.
 	if !old.IsZero() {
-		tmp, err := l.writeTemp(old)
-		if err != nil {
-			return Rotation{}, err
-		}
-		if err := os.Rename(tmp, l.previous()); err != nil {
-			return Rotation{}, fmt.Errorf("rotate local chaos key: %w", removeTemp(tmp, err))
+		if err := fsutil.ReplaceFile(ctx, l.previous(), keyFileData(old), 0o600); err != nil {
+			return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
 		}
 	}
 	k, err := chaos.GenerateKey(nil)
 	if err != nil {
 		return Rotation{}, err
 	}
-	tmp, err := l.writeTemp(k)
-	if err != nil {
-		return Rotation{}, err
-	}
-	if err := os.Rename(tmp, l.current()); err != nil {
-		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", removeTemp(tmp, err))
+	if err := fsutil.ReplaceFile(ctx, l.current(), keyFileData(k), 0o600); err != nil {
+		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
 	}
 	return Rotation{Previous: old, Retired: retired, Current: k}, nil
 }
 
 // Describe returns "local key file DIR/chaos.key".
 func (l *Local) Describe() string { return "local key file " + l.current() }
-
-// removeTemp removes a temporary key file after err, and adds to err when
-// the removal fails too, so a stray copy of a key never goes unmentioned.
-func removeTemp(name string, err error) error {
-	if rerr := os.Remove(name); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-		return errors.Join(err, fmt.Errorf("remove temporary key file: %w", rerr))
-	}
-	return err
-}

@@ -24,6 +24,7 @@ import (
 type Options struct {
 	Interval   time.Duration
 	MetricsURL string
+	Wait       bool
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -37,6 +38,12 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			override means forced even while the gauges lag), the fleet's worst and best
 			breaker_state gauge, instances reporting, the override's actor, reason and
 			countdown, and the last hour as a strip.
+
+			After f or c the dashboard waits for the fleet's gauges to confirm the change, as
+			breaker force-open --wait does, and says in the status line whether it did (or
+			which instances did not obey); the table marks an override the fleet does not
+			obey past the source's bound "NOT OBEYED!", and the detail view shows the
+			verdict (converging, confirmed, not obeyed). --wait=false turns the wait off.
 
 			Keys: f force-open (asks for a reason and a duration), c clear, enter details
 			(timeline, per-instance breakdown, recent audit), / filter, r refresh, ? help,
@@ -67,6 +74,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.Interval, "interval", tui.DefaultInterval, "how often both sources are read again (CloudWatch bills each read)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "scrape this Prometheus endpoint instead of the context's metrics source")
+	fl.BoolVar(&opts.Wait, "wait", true, "after a force or clear, wait for the gauges to confirm it and report the verdict")
 	return cmd
 }
 
@@ -121,5 +129,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		Color:        ios.ColorEnabled(),
 		Notice:       notice,
 		GaugesHint:   hint,
+		WaitFleet:    opts.Wait,
 	}, ios.In, textsafe.Raw(ios.Out)) // the TUI draws the screen; its view renders every value with textsafe
 }

@@ -43,13 +43,14 @@ func TestExampleAlarmDrillRollsBackWhenTheAlarmFlips(t *testing.T) {
 	cw.SetAlarm(cwfake.Alarm{Name: "other-team", State: "ALARM", Updated: since})
 
 	jpath, junit := filepath.Join(t.TempDir(), "journal.json"), filepath.Join(t.TempDir(), "junit.xml")
+	reportPath := filepath.Join(t.TempDir(), "report.html")
 	type result struct {
 		code int
 		out  string
 	}
 	done := make(chan result, 1)
 	go func() {
-		code, out := runDrillJournal(filepath.Join(drillsDir, "alarm-stop.yaml"), jpath, junit)
+		code, out := runDrillJournal(filepath.Join(drillsDir, "alarm-stop.yaml"), jpath, junit, "--report", reportPath)
 		done <- result{code, out}
 	}()
 	// Flip the alarm once the levers are pulled and the drill soaks.
@@ -87,6 +88,7 @@ func TestExampleAlarmDrillRollsBackWhenTheAlarmFlips(t *testing.T) {
 	if len(cw.AlarmRequests()) == 0 {
 		t.Error("no DescribeAlarms request reached the fake")
 	}
+	assertStoppedReport(t, readFile(t, reportPath), j)
 	for _, req := range cw.AlarmRequests() {
 		if req.Prefix != "kosha-" {
 			t.Errorf("request %+v: want the one prefix kosha-", req)

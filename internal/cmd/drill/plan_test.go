@@ -11,7 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
@@ -51,7 +51,7 @@ func TestPlanEveryExampleWritesNothing(t *testing.T) {
 			if !strings.Contains(r.Stdout, `would act on context "local" (sqlite `) || !strings.Contains(r.Stdout, "nothing was run or written") {
 				t.Errorf("plan:\n%s", r.Stdout)
 			}
-			var p drill.Plan
+			var p runner.Plan
 			if err := json.Unmarshal([]byte(e.MustRun(cmdutil.ExitOK, "drill", "plan", file, "-o", "json").Stdout), &p); err != nil {
 				t.Fatal(err)
 			}

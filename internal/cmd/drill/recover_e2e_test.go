@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -98,7 +99,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	}
 	now := time.Now()
 	j := readJournal(t, jpath)
-	if j.Outcome != drill.OutcomeKilled || !j.RollbacksOK || len(j.Recoveries) != 1 || !j.Recoveries[0].OK || len(j.Recoveries[0].Rollbacks) != 3 {
+	if j.Outcome != runner.OutcomeKilled || !j.RollbacksOK || len(j.Recoveries) != 1 || !j.Recoveries[0].OK || len(j.Recoveries[0].Rollbacks) != 3 {
 		t.Fatalf("journal after recover: outcome %s ok %v recoveries %+v rollbacks %+v", j.Outcome, j.RollbacksOK, j.Recoveries, j.Rollbacks)
 	}
 	for _, rb := range j.Rollbacks {
@@ -126,7 +127,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	}
 	var recovered, cleared bool
 	for _, r := range recs.Records {
-		recovered = recovered || (r.Action == drill.ActionRecover && strings.Contains(r.Reason, "run "+j.RunID))
+		recovered = recovered || (r.Action == runner.ActionRecover && strings.Contains(r.Reason, "run "+j.RunID))
 		cleared = cleared || (r.Action == breaker.ActionClear && strings.Contains(r.Reason, "recovered by "))
 	}
 	if !recovered || !cleared {
@@ -135,6 +136,8 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	if x := readFile(t, junit); !strings.Contains(x, `classname="drill.interrupted.recover"`) || !strings.Contains(x, `name="recovered_ok" value="true"`) {
 		t.Errorf("JUnit lacks the recovery:\n%s", x)
 	}
+
+	assertRecoveredReport(t, j, jpath)
 
 	// Idempotent: a second recover does nothing and says so.
 	was := readFile(t, jpath)
@@ -152,7 +155,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 func TestRunRefusesAJournalInUse(t *testing.T) {
 	e := clitest.New(t)
 	jpath := filepath.Join(t.TempDir(), "journal.json")
-	unlock, err := drill.LockJournal(jpath)
+	unlock, err := runner.LockJournal(jpath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 )
 
@@ -40,9 +41,11 @@ const ShutdownTimeout = 10 * time.Second
 // Options are the parsed flags.
 type Options struct {
 	Instances int
-	RPS       float64
-	Clients   int
-	Listen    string
+	// IgnoreOverrides are the instances of --ignore-overrides-instance.
+	IgnoreOverrides []int
+	RPS             float64
+	Clients         int
+	Listen          string
 	// AllowedHosts are extra Host names /mcp and /admin accept.
 	AllowedHosts []string
 	Profile      string
@@ -115,6 +118,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.StringVar(&opts.AddrFile, "addr-file", "", "write the base URL to this file once serving (for scripts)")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level on stderr: debug|info|warn|error")
 	fl.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text|json")
+	fl.IntSliceVar(&opts.IgnoreOverrides, "ignore-overrides-instance", nil, "test knob: instance N (gw-N) never reads breaker overrides, so --wait and breaker status show \"not obeyed\" (repeatable)")
 	chaosshared.AddKeyFileFlag(cmd, &opts.KeyFile)
 	_ = cmd.RegisterFlagCompletionFunc("profile", cobra.FixedCompletions(sbx.ProfileNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
@@ -145,6 +149,7 @@ func (o *Options) Resolve() (sbx.Config, error) {
 	set("allowed-host", func() { cfg.AllowedHosts = o.AllowedHosts })
 	set("chaos", func() { cfg.ChaosEnabled = o.Chaos })
 	set("time-scale", func() { cfg.TimeScale = o.TimeScale })
+	set("ignore-overrides-instance", func() { cfg.IgnoreOverrides = o.IgnoreOverrides })
 	return cfg, nil
 }
 
@@ -189,12 +194,20 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		deps.Keys, keyDesc = src, src.Describe()
 	}
+	// Refused before anything starts: a link, a directory, a block device.
+	if opts.AddrFile != "" {
+		if err := fsutil.CheckOutput(opts.AddrFile, true); err != nil {
+			return cmdutil.Usagef("--addr-file: %v; nothing was started", err)
+		}
+	}
 	emfPath := cmp.Or(opts.EMF, cfg.EMF.File)
 	if emfPath != "" {
-		ef, err := os.OpenFile(emfPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600) //nolint:gosec // G304: the operator names the EMF file
-
+		// Appended to without following a link; a pipe (with its reader
+		// running) or a device is written in place, and the open never
+		// blocks. Closing it ends a write a stalled reader holds up.
+		ef, err := fsutil.OpenAppend(ctx, emfPath, 0o600)
 		if err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("open EMF file: %w", err))
+			return cmdutil.Usagef("open EMF file: %v; nothing was started", err)
 		}
 		defer ef.Close()
 		deps.EMF = ef
@@ -221,11 +234,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	url := srv.URL()
 	printBanner(f.IOStreams.Out, srv, env.Name, env.Store.Describe(), keyDesc, emfPath, ln.Addr())
 	if opts.AddrFile != "" {
-		if err := writeAddrFile(opts.AddrFile, url); err != nil {
+		written, err := writeAddrFile(ctx, opts.AddrFile, url)
+		if err != nil {
 			_ = shutdown(srv)
 			return err
 		}
-		defer os.Remove(opts.AddrFile)
+		defer removeIfSame(opts.AddrFile, written)
 	}
 	<-ctx.Done()
 	fmt.Fprintln(logOut, "koshactl sandbox: stopping (draining in-flight requests)")
@@ -250,18 +264,30 @@ func shutdown(srv *sbx.Server) error {
 	return nil
 }
 
-// writeAddrFile writes url atomically (write then rename), so a script
-// polling for the file never reads half of it.
-func writeAddrFile(path, url string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(url+"\n"), 0o600); err != nil {
-		return fmt.Errorf("write --addr-file: %w", err)
+// writeAddrFile writes url to path under the output policy (a new file
+// replaces a regular one atomically, so a script polling for the file never
+// reads half of it; a pipe or device is written in place; a link is
+// refused). It returns the file it created, nil when it wrote in place.
+func writeAddrFile(ctx context.Context, path, url string) (os.FileInfo, error) {
+	if err := fsutil.WriteFile(ctx, path, []byte(url+"\n"), 0o600); err != nil {
+		return nil, cmdutil.Usagef("write --addr-file: %v", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write --addr-file: %w", err)
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, nil //nolint:nilerr // written in place, or already gone: nothing of ours to remove
 	}
-	return nil
+	return fi, nil
+}
+
+// removeIfSame removes path when it is still the file written (never a
+// pipe or device written in place, nor a file put there since).
+func removeIfSame(path string, written os.FileInfo) {
+	if written == nil {
+		return
+	}
+	if fi, err := os.Lstat(path); err == nil && os.SameFile(fi, written) {
+		_ = os.Remove(path)
+	}
 }
 
 func printBanner(w io.Writer, srv *sbx.Server, ctxName, storeDesc, keyDesc, emfPath string, addr net.Addr) {

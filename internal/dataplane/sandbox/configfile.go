@@ -44,6 +44,7 @@ type fileView struct {
 	DeferRetryAfter *time.Duration                `yaml:"defer-retry-after"`
 	Audit           *AuditSettings                `yaml:"audit"`
 	EMF             *EMFSettings                  `yaml:"emf,omitempty"`
+	IgnoreOverrides *[]int                        `yaml:"ignore-overrides,omitempty"`
 }
 
 type chaosView struct {
@@ -95,7 +96,7 @@ func (c *Config) file() fileView {
 		r.Operations[key] = operationView{&o.AttemptCap, &o.MaxAttempts, &o.Bulkhead, &o.BulkheadWait, &o.Margin, &o.BaseDelay, &o.MaxDelay}
 	}
 	return fileView{&c.Instances, &c.Listen, &c.AllowedHosts, &c.Profile, &c.TimeScale, chaosView{&c.ChaosEnabled, &c.ChaosTargets},
-		&c.Traffic, &c.Principals, &c.Downstreams, r, &c.Tools, &c.DeferRetryAfter, &c.Audit, &c.EMF}
+		&c.Traffic, &c.Principals, &c.Downstreams, r, &c.Tools, &c.DeferRetryAfter, &c.Audit, &c.EMF, &c.IgnoreOverrides}
 }
 
 // LoadFile reads the configuration file at path over c (see

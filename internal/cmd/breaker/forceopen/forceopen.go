@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -35,6 +36,7 @@ type Options struct {
 	DryRun       bool
 	Yes          bool
 	Output       string
+	shared.WaitOptions
 }
 
 // NewCmd builds the command. runF, when non-nil, replaces the run function
@@ -54,17 +56,29 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			lapses before the fleet reads it) and capped by the context's max-override;
 			--no-expiry needs --yes.
 			An override already set by someone else is a conflict unless --overwrite.
+
+			--wait then waits until the fleet's breaker_state gauges confirm it: forced (3) on
+			every reporting instance of a Prometheus source, or CloudWatch's fleet Minimum
+			forced over the newest complete minute (judged within the source's bound: 6s on a
+			scrape, 4m05s on CloudWatch). A terminal shows a live progress line on stderr.
+			The override and its audit record are written first; the wait never delays them.
+			Not confirmed within --timeout exits 11, naming the instances that do not obey
+			where the source can (CloudWatch: with --instances).
 		`),
 		Example: heredoc.Doc(`
 			koshactl breaker force-open openai --reason "provider incident INC-142" --for 30m
 			koshactl breaker force-open core-api screening-sim --reason "failover drill" --until 2026-11-29T18:00:00Z
 			koshactl breaker force-open openai --reason "planned" --dry-run -o json
+			koshactl breaker force-open openai --reason "provider incident INC-142" --wait
 		`),
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: cmdutil.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
 			opts.ForSet = c.Flags().Changed("for")
+			if err := opts.WaitOptions.Check(c, opts.DryRun); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -81,6 +95,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts, --no-expiry)")
 	cmd.MarkFlagsMutuallyExclusive("for", "until", "no-expiry")
+	shared.AddWaitFlags(cmd, &opts.WaitOptions)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -92,6 +107,8 @@ type Result struct {
 	Store   string       `json:"store"`
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
+	// Convergence is what the gauges said, with --wait only.
+	Convergence *shared.ConvergenceView `json:"convergence,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -172,6 +189,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if !opts.NoExpiry && opts.Until == "" {
 		forDur = opts.For
 	}
+	var waiter *metrics.Waiter
+	if opts.Wait {
+		if waiter, err = opts.NewWaiter(ctx, f, env); err != nil {
+			return err
+		}
+	}
 	ov := breaker.NewOverrides(env.Store, f.Clock)
 	reqs := make([]breaker.ForceRequest, 0, len(opts.Dependencies))
 	for _, dep := range opts.Dependencies {
@@ -201,14 +224,42 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Results = append(out.Results, ItemResult{Dependency: res.After.Dependency, Action: action(res, opts.DryRun),
 			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: res.Confirmed, res: res})
 	}
-	if err := printResult(f, opts, env, out, now); err != nil {
-		return err
-	}
 	failure := cmdutil.WriteFailure(writeErr, auditErr)
 	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(opts.Dependencies) {
 		failure = fmt.Errorf("%w (the overrides listed above were written; the rest were not)", failure)
 	}
-	return failure
+	if waiter == nil || len(out.Results) == 0 {
+		if err := printResult(f, opts, env, out, now); err != nil {
+			return err
+		}
+		return failure
+	}
+	// The overrides and their audit records are written; now the fleet.
+	changes := make([]metrics.Change, 0, len(out.Results))
+	for _, r := range out.Results {
+		since := r.res.After.CreatedAt
+		if since.IsZero() {
+			since = now
+		}
+		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalForced, Since: since})
+	}
+	table := opts.Output == cmdutil.FormatTable
+	if table {
+		if err := printResult(f, opts, env, out, now); err != nil {
+			return err
+		}
+	}
+	view, waitErr := shared.Wait(ctx, f, waiter, changes)
+	out.Convergence = view
+	if table {
+		shared.PrintWait(f.IOStreams.Out, view)
+	} else if err := printResult(f, opts, env, out, now); err != nil {
+		return err
+	}
+	if failure != nil {
+		return failure
+	}
+	return waitErr
 }
 
 func conflictHint(err error) error {

@@ -284,7 +284,7 @@ func printTable(ios *iostreams.IOStreams, r result, watch bool, now time.Time) e
 		fmt.Fprintf(w, "! %s\n", textsafe.Line(warn))
 	}
 	tw := cmdutil.NewTable(w)
-	tw.Header(ios, "DEPENDENCY", "STATE", "GAUGES", "WORST", "BEST", "INSTANCES", "OVERRIDE")
+	tw.Header(ios, "DEPENDENCY", "STATE", "GAUGES", "FLEET", "WORST", "BEST", "INSTANCES", "OVERRIDE")
 	var notes []string
 	for _, s := range r.statuses {
 		worst, best, inst := "-", "-", "-"
@@ -314,7 +314,11 @@ func printTable(ios *iostreams.IOStreams, r result, watch bool, now time.Time) e
 				ov = "malformed item, " + ov
 			}
 		}
-		tw.Row(s.Dependency, s.State.Label(), s.GaugeState.Label(), worst, best, inst, ov)
+		fleet := "-"
+		if s.Fleet != nil {
+			fleet = s.Fleet.Verdict.Label()
+		}
+		tw.Row(s.Dependency, s.State.Label(), s.GaugeState.Label(), fleet, worst, best, inst, ov)
 		for _, n := range s.Notes {
 			notes = append(notes, s.Dependency+": "+n)
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/drill"
+	drillkinds "github.com/kosha-platform/koshactl/internal/drill/kinds"
 )
 
 // Options are the parsed flags.
@@ -51,7 +51,7 @@ type Result struct {
 
 // Run lists the kinds.
 func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
-	reg := drill.Builtin()
+	reg := drillkinds.Builtin()
 	out := Result{Kind: "DrillKinds"}
 	for _, k := range reg.StepKinds() {
 		out.Steps = append(out.Steps, Kind{Name: k.Name(), Summary: k.Summary(), Outputs: k.Outputs(), Mutating: reg.Mutates(k)})

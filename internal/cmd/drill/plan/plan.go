@@ -10,6 +10,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/drill/runner"
 )
 
 // Options are the parsed flags and argument.
@@ -63,7 +65,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 // Run prints the plan.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	ios := f.IOStreams
-	d, probs := drill.ParseFile(drill.Builtin(), opts.File)
+	d, probs := drill.ParseFile(kinds.Builtin(), opts.File)
 	if len(probs) > 0 {
 		for _, p := range probs {
 			fmt.Fprintln(ios.ErrOut, p.String())
@@ -87,13 +89,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	p := drill.NewPlan(ctx, d, deps)
+	p := runner.NewPlan(ctx, d, deps)
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, p); err != nil {
 			return err
 		}
 	} else {
-		drill.WritePlan(ios.Out, p)
+		runner.WritePlan(ios.Out, p)
 	}
 	if len(p.Problems) > 0 {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: drill %s would not run: %s", cmdutil.ErrSilent, d.Name, p.Problems[0]))

@@ -11,6 +11,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runner"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -75,8 +77,13 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 // Run recovers the journal's run.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	ios := f.IOStreams
-	unlock, err := drill.LockJournal(opts.Journal)
-	if errors.Is(err, drill.ErrJournalLocked) {
+	if opts.JUnit != "" {
+		if err := fsutil.CheckOutput(opts.JUnit, true); err != nil {
+			return cmdutil.Usagef("--junit %s: %v; nothing was done", opts.JUnit, err)
+		}
+	}
+	unlock, err := runner.LockJournal(opts.Journal)
+	if errors.Is(err, runner.ErrJournalLocked) {
 		who := ""
 		if j, rerr := drill.ReadJournal(opts.Journal); rerr == nil && j.Runner != nil {
 			who = fmt.Sprintf(" (pid %d on %s)", j.Runner.PID, j.Runner.Host)
@@ -94,7 +101,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if j.Runner == nil {
 		return cmdutil.Usagef("journal %s does not say which process ran the drill (written by an older koshactl): it cannot be shown dead; restore its levers by hand (each lapses at its expires_at)", opts.Journal)
 	}
-	pending := drill.Pending(j)
+	pending := runner.Pending(j)
 	if len(pending) == 0 {
 		fmt.Fprintf(ios.Out, "nothing to recover: every rollback of drill %s run %s has run (%d ok)\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), len(j.Rollbacks))
 		return nil
@@ -118,13 +125,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	fmt.Fprintf(ios.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
-	rv := &drill.Recovery{Deps: deps, Log: func(line string) { fmt.Fprintln(ios.ErrOut, "  "+textsafe.Line(line)) }}
+	rv := &runner.Recovery{Deps: deps, Log: func(line string) { fmt.Fprintln(ios.ErrOut, "  "+textsafe.Line(line)) }}
 	rec := rv.Run(ctx, j)
-	werr := drill.WriteJournal(opts.Journal, j)
+	werr := runner.WriteJournal(opts.Journal, j)
 	if opts.JUnit != "" {
-		if b, err := drill.JUnit(j); err != nil {
+		if b, err := runner.JUnit(j); err != nil {
 			werr = errors.Join(werr, err)
-		} else if err := drill.WriteFileAtomic(opts.JUnit, b); err != nil {
+		} else if err := fsutil.WriteFile(ctx, opts.JUnit, b, 0o644); err != nil {
 			werr = errors.Join(werr, fmt.Errorf("write JUnit report %s: %w", opts.JUnit, err))
 		}
 	}

@@ -1,12 +1,12 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +21,10 @@ import (
 	rlshared "github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/drill/runner"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -32,9 +36,12 @@ const ExitRollbackFailed = cmdutil.ExitRollback
 
 // Options are the parsed flags and argument.
 type Options struct {
-	File           string
-	JUnit          string
-	Journal        string
+	File    string
+	JUnit   string
+	Journal string
+	// Report is the game-day report written when the run ends (Markdown
+	// for a .md name, HTML otherwise).
+	Report         string
 	AllowProtected bool
 	// Vars override the drill's vars: NAME=VALUE.
 	Vars       []string
@@ -70,7 +77,9 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			every step, so even a killed run leaves one naming each lever and its expiry,
 			from which drill recover finishes its rollbacks; the run holds JOURNAL.lock
 			while it lives); --junit writes JUnit XML for CI. -o json prints the journal on
-			stdout. drill plan shows what the run would do without doing it.
+			stdout. --report writes the game-day report when the run ends (one
+			self-contained HTML file, or Markdown for a .md name; see drill report). drill
+			plan shows what the run would do without doing it.
 
 			Signals: the first SIGINT or SIGTERM stops the steps and rolls back. A second
 			one is acknowledged and the rollback goes on. A third abandons the remaining
@@ -107,6 +116,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl := cmd.Flags()
 	fl.StringVar(&opts.JUnit, "junit", "", "write a JUnit XML report to this file")
 	fl.StringVar(&opts.Journal, "journal", "", "write the JSON journal to this file (kept current during the run)")
+	fl.StringVar(&opts.Report, "report", "", "write the game-day report to this file when the run ends (HTML; Markdown for a .md name)")
 	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow a protected context (the drill must say allow_protected: true too)")
 	fl.StringArrayVar(&opts.Vars, "var", nil, "set one of the drill's vars, NAME=VALUE (repeatable)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "read breaker gauges from this Prometheus endpoint (overrides the drill's metrics_url and the context's source)")
@@ -120,7 +130,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 // Run runs the drill and returns an error carrying the run's exit code.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	ios := f.IOStreams
-	d, probs := drill.ParseFile(drill.Builtin(), opts.File)
+	d, probs := drill.ParseFile(kinds.Builtin(), opts.File)
 	if len(probs) > 0 {
 		for _, p := range probs {
 			fmt.Fprintln(ios.ErrOut, p.String())
@@ -130,10 +140,16 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := ApplyVars(d, opts.Vars); err != nil {
 		return err
 	}
-	for flag, path := range map[string]string{"--journal": opts.Journal, "--junit": opts.JUnit} {
-		if err := checkReportPath(path); err != nil {
-			return cmdutil.Usagef("%s %s: %v; nothing was run", flag, path, err)
-		}
+	// The journal is read back by drill recover: a regular file only. The
+	// JUnit report may be a pipe or device, written in place.
+	if err := checkReportPath(opts.Journal, false); err != nil {
+		return cmdutil.Usagef("--journal %s: %v; nothing was run", opts.Journal, err)
+	}
+	if err := checkReportPath(opts.JUnit, true); err != nil {
+		return cmdutil.Usagef("--junit %s: %v; nothing was run", opts.JUnit, err)
+	}
+	if err := checkReportPath(opts.Report, true); err != nil {
+		return cmdutil.Usagef("--report %s: %v; nothing was run", opts.Report, err)
 	}
 	if opts.MetricsURL != "" {
 		d.MetricsURL = drill.Literal(opts.MetricsURL)
@@ -161,17 +177,17 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	var process *drill.RunnerRecord
 	if opts.Journal != "" {
 		// Held for the life of the run: drill recover refuses while it is.
-		unlock, err := drill.LockJournal(opts.Journal)
-		if errors.Is(err, drill.ErrJournalLocked) {
+		unlock, err := runner.LockJournal(opts.Journal)
+		if errors.Is(err, runner.ErrJournalLocked) {
 			return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
-				opts.Journal, drill.LockPath(opts.Journal)))
+				opts.Journal, runner.LockPath(opts.Journal)))
 		}
 		if err != nil {
 			return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
 		}
 		defer unlock()
 		host, _ := os.Hostname()
-		process = &drill.RunnerRecord{PID: os.Getpid(), Host: host, Lock: drill.LockPath(opts.Journal)}
+		process = &drill.RunnerRecord{PID: os.Getpid(), Host: host, Lock: runner.LockPath(opts.Journal)}
 	}
 
 	runCtx, interrupt := context.WithCancel(ctx)
@@ -183,18 +199,19 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if color { // the log renders its values itself; its colors must reach the terminal
 		logW = textsafe.Raw(logW)
 	}
-	reporters := []drill.Reporter{&drill.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}}
-	var jf *drill.JournalFile
-	var ju *drill.JUnitFile
+	reporters := []runner.Reporter{&runner.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}}
+	var jf *runner.JournalFile
+	var ju *runner.JUnitFile
 	if opts.Journal != "" {
-		jf = &drill.JournalFile{Path: opts.Journal}
+		jf = &runner.JournalFile{Path: opts.Journal}
 		reporters = append(reporters, jf)
 	}
 	if opts.JUnit != "" {
-		ju = &drill.JUnitFile{Path: opts.JUnit}
+		// A pipe's stalled reader holds the write until the operator insists.
+		ju = &runner.JUnitFile{Path: opts.JUnit, Ctx: abandonCtx}
 		reporters = append(reporters, ju)
 	}
-	runner := &drill.Runner{Deps: deps, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
+	runner := &runner.Runner{Deps: deps, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
 	stopSignals := watchSignals(opts.Signals, runner, interrupt, abandon)
 	j := runner.Run(runCtx, d)
 	stopSignals()
@@ -213,6 +230,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if ju != nil && ju.Err() != nil {
 		reportErr = errors.Join(reportErr, ju.Err())
 	}
+	if opts.Report != "" {
+		// Written however the run ended: an interrupted or failed run's
+		// report matters most.
+		var buf bytes.Buffer
+		err := gameday.Render(&buf, gameday.FormatFor(opts.Report), gameday.Input{Journal: j})
+		if err == nil {
+			err = fsutil.WriteFile(abandonCtx, opts.Report, buf.Bytes(), 0o644)
+		}
+		if err != nil {
+			reportErr = errors.Join(reportErr, fmt.Errorf("write report %s: %w", opts.Report, err))
+		}
+	}
 	switch {
 	case j.ExitCode != drill.ExitPassed:
 		if reportErr != nil {
@@ -226,22 +255,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 }
 
 // checkReportPath checks, before anything runs, that a report can be
-// written at path: a drill whose journal cannot be kept should not start.
-func checkReportPath(path string) error {
+// written at path under fsutil's output policy (special: a pipe or device
+// may be written in place): a drill whose journal cannot be kept should
+// not start.
+func checkReportPath(path string, special bool) error {
 	if path == "" {
 		return nil
 	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return errors.New("is a directory")
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".drill-report-check-*")
-	if err != nil {
-		return fmt.Errorf("cannot write there: %w", unwrapPath(err))
-	}
-	if err := f.Close(); err != nil {
+	err := fsutil.CheckOutput(path, special)
+	if err == nil || errors.Is(err, fsutil.ErrOutputRefused) {
 		return err
 	}
-	return os.Remove(f.Name())
+	return fmt.Errorf("cannot write there: %w", unwrapPath(err))
 }
 
 func unwrapPath(err error) error {
@@ -372,7 +397,7 @@ func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Mi
 // the steps (main's signal context is canceled too); the second is
 // acknowledged; the third abandons the remaining rollbacks. It returns a
 // function that stops watching.
-func watchSignals(sigs <-chan os.Signal, r *drill.Runner, interrupt, abandon context.CancelFunc) func() {
+func watchSignals(sigs <-chan os.Signal, r *runner.Runner, interrupt, abandon context.CancelFunc) func() {
 	if sigs == nil {
 		return func() {}
 	}
@@ -418,9 +443,9 @@ func sigName(s os.Signal) string {
 func printSummary(f *cmdutil.Factory, j *drill.Journal) {
 	out := f.IOStreams.Out
 	if f.IOStreams.ColorEnabled() { // Summary renders its values itself
-		fmt.Fprintln(textsafe.Raw(out), drill.Summary(j, true))
+		fmt.Fprintln(textsafe.Raw(out), runner.Summary(j, true))
 	} else {
-		fmt.Fprintln(out, drill.Summary(j, false))
+		fmt.Fprintln(out, runner.Summary(j, false))
 	}
 	for _, rb := range j.Rollbacks {
 		if rb.Status == drill.StatusOK {

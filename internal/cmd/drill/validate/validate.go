@@ -9,6 +9,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 )
 
 // Options are the parsed flags and arguments.
@@ -68,7 +69,7 @@ type FileResult struct {
 
 // Run validates the files. It never touches a context or a store.
 func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
-	reg := drill.Builtin()
+	reg := kinds.Builtin()
 	ios := f.IOStreams
 	out := Result{Kind: "DrillValidation", OK: true, Files: []FileResult{}}
 	total := 0

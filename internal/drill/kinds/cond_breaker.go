@@ -1,0 +1,252 @@
+package kinds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// Sources of the breaker condition.
+const (
+	// SourceGauges reads the fleet's breaker_state gauges (the context's
+	// metrics source, or the drill's metrics_url).
+	SourceGauges = "gauges"
+	// SourceStore reads the override item in the context's store.
+	SourceStore = "store"
+)
+
+// Store-source states of the breaker condition.
+const (
+	// StateNotForced: no active override.
+	StateNotForced = "not_forced"
+)
+
+var gaugeStates = []string{"closed", "half_open", "open", "forced_open"}
+
+// BreakerConditionKind is the breaker condition: a dependency's breaker is
+// in one of the given states.
+//
+//	breaker:
+//	  dependency: openai
+//	  state: open                 # or a list: [open, half_open]
+//	  source: gauges              # gauges (default) or store
+//	  instance: gw-1              # gauges: only this instance (default: every one)
+//	  instances: all              # gauges: all (default) or any reporting instance
+//	  min_instances: 1            # gauges: at least this many must report (default 1)
+//
+// With source gauges the states are closed, half_open, open and
+// forced_open; with source store they are forced_open (an active override)
+// and not_forced.
+type BreakerConditionKind struct{}
+
+var _ drill.ConditionKind = BreakerConditionKind{}
+
+// Name implements ConditionKind.
+func (BreakerConditionKind) Name() string { return "breaker" }
+
+// Summary implements ConditionKind.
+func (BreakerConditionKind) Summary() string {
+	return "holds when a dependency's breaker is in a state, per the fleet's gauges or the store's override"
+}
+
+// Decode implements ConditionKind.
+func (BreakerConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Condition {
+	m := d.Map(n, "breaker")
+	if m == nil {
+		return nil
+	}
+	m.RejectUnknown("dependency", "state", "source", "instance", "instances", "min_instances")
+	c := &breakerCondition{source: SourceGauges, all: true, minInstances: 1}
+	var ok bool
+	c.dependency, ok = decodeDependency(m)
+	if s, present := m.String("source", false); present {
+		if s != SourceGauges && s != SourceStore {
+			m.Errorf("source", "%q: use gauges (the fleet's breaker_state) or store (the override item)", s)
+			ok = false
+		}
+		c.source = s
+	}
+	allowed := gaugeStates
+	if c.source == SourceStore {
+		allowed = []string{breaker.OverrideStateForcedOpen, StateNotForced}
+	}
+	if sn := m.Require("state"); sn != nil {
+		items := []*yaml.Node{sn}
+		if sn.Kind == yaml.SequenceNode {
+			items = sn.Content
+		}
+		for _, it := range items {
+			s, sok := d.String(it, "breaker: state")
+			if !sok {
+				ok = false
+				continue
+			}
+			if !slices.Contains(allowed, s) {
+				d.Errorf(it, "breaker: state: %q is not a state of source %s: use %s%s", s, c.source, strings.Join(allowed, ", "), drill.DidYouMean(s, allowed))
+				ok = false
+				continue
+			}
+			c.states = append(c.states, s)
+		}
+		if len(items) == 0 {
+			d.Errorf(sn, "breaker: state: name at least one state")
+			ok = false
+		}
+	} else {
+		ok = false
+	}
+	if m.Has("instance") {
+		if c.source == SourceStore {
+			m.Errorf("instance", "applies to source gauges only")
+			ok = false
+		}
+		var iok bool
+		c.instance, iok = m.Template("instance", false)
+		ok = ok && iok
+	}
+	if s, present := m.String("instances", false); present {
+		switch {
+		case c.source == SourceStore:
+			m.Errorf("instances", "applies to source gauges only")
+			ok = false
+		case s == "all" || s == "any":
+			c.all = s == "all"
+		default:
+			m.Errorf("instances", "%q: use all or any", s)
+			ok = false
+		}
+	}
+	if v, present := m.Int("min_instances", false); present {
+		switch {
+		case c.source == SourceStore:
+			m.Errorf("min_instances", "applies to source gauges only")
+			ok = false
+		case v < 0:
+			m.Errorf("min_instances", "%d is negative", v)
+			ok = false
+		}
+		c.minInstances = v
+	}
+	if !ok {
+		return nil
+	}
+	return c
+}
+
+type breakerCondition struct {
+	dependency   drill.Template
+	instance     drill.Template
+	states       []string
+	source       string
+	all          bool
+	minInstances int
+}
+
+func (c *breakerCondition) Describe(rc *drill.RunContext) string {
+	who := "every reporting instance of"
+	if !c.all {
+		who = "some instance of"
+	}
+	if c.source == SourceStore {
+		return fmt.Sprintf("the override of %s is %s", rc.Describe(c.dependency), strings.Join(c.states, " or "))
+	}
+	if !c.instance.IsZero() {
+		who = "instance " + rc.Describe(c.instance) + " of"
+	}
+	return fmt.Sprintf("%s %s is %s (gauges)", who, rc.Describe(c.dependency), strings.Join(c.states, " or "))
+}
+
+func (c *breakerCondition) Check(ctx context.Context, rc *drill.RunContext) (drill.Observation, error) {
+	dep, err := rc.Expand(c.dependency)
+	if err != nil {
+		return drill.Observation{}, err
+	}
+	// A templated name is checked like a literal one: it becomes part of
+	// a store key and of a metrics query (a CloudWatch SEARCH).
+	if err := breaker.ValidateDependency(dep); err != nil {
+		return drill.Observation{}, err
+	}
+	if c.source == SourceStore {
+		return c.checkStore(ctx, rc, dep)
+	}
+	if err := drill.NeedService(rc.Deps.Gauges != nil, "gauge source (set metrics_url, or configure the context's metrics)"); err != nil {
+		return drill.Observation{}, err
+	}
+	r, err := rc.Deps.Gauges.Read(ctx, dep)
+	if err != nil {
+		return drill.Observation{}, err
+	}
+	if !c.instance.IsZero() {
+		name, err := rc.Expand(c.instance)
+		if err != nil {
+			return drill.Observation{}, err
+		}
+		var only []drill.InstanceGauge
+		for _, in := range r.Instances {
+			if in.Instance == name {
+				only = append(only, in)
+			}
+		}
+		if len(only) == 0 {
+			return drill.Observation{Detail: fmt.Sprintf("%s: instance %s reports no breaker_state", dep, name)}, nil
+		}
+		r.Instances = only
+	}
+	counts := map[string]int{}
+	match := 0
+	for _, in := range r.Instances {
+		s := in.State.String()
+		counts[s]++
+		if slices.Contains(c.states, s) {
+			match++
+		}
+	}
+	n := len(r.Instances)
+	detail := fmt.Sprintf("%s: no instance reports a breaker_state", dep)
+	if n > 0 {
+		var parts []string
+		for _, s := range gaugeStates {
+			if counts[s] > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+			}
+		}
+		detail = fmt.Sprintf("%s: %d instance(s): %s", dep, n, strings.Join(parts, ", "))
+	}
+	holds := n >= c.minInstances && ((c.all && match == n && n > 0) || (!c.all && match > 0))
+	if n < c.minInstances && n > 0 {
+		detail += fmt.Sprintf(" (want at least %d reporting)", c.minInstances)
+	}
+	return drill.Observation{Holds: holds, Detail: detail}, nil
+}
+
+func (c *breakerCondition) checkStore(ctx context.Context, rc *drill.RunContext, dep string) (drill.Observation, error) {
+	if err := drill.NeedService(rc.Deps.Overrides != nil, "store"); err != nil {
+		return drill.Observation{}, err
+	}
+	o, err := rc.Deps.Overrides.Get(ctx, dep)
+	state, detail := StateNotForced, dep+": no override"
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return drill.Observation{}, err
+	case o.ActiveAt(rc.Now()):
+		state = breaker.OverrideStateForcedOpen
+		detail = fmt.Sprintf("%s: forced open by %s (%s)", dep, o.Actor, expiryText(o.ExpiresAt))
+	case o.State != breaker.OverrideStateForcedOpen:
+		detail = dep + ": override item not in force"
+	default:
+		detail = fmt.Sprintf("%s: override expired at %s", dep, o.ExpiresAt.UTC().Format("15:04:05Z"))
+	}
+	if err == nil && o.Malformed() {
+		detail += "; " + o.MalformedSummary(rc.Now())
+	}
+	return drill.Observation{Holds: slices.Contains(c.states, state), Detail: detail}, nil
+}

@@ -1,0 +1,119 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+)
+
+// BucketConditionKind is the bucket condition: a client's rate-limit bucket
+// (read from the store, refilled to now by the data plane's formula)
+// admits or refuses, or holds a number of tokens.
+//
+//	bucket:
+//	  client: drill-client
+//	  admit: true         # the next request would be admitted
+//	  min_tokens: 5       # optional bounds on the refilled level
+//	  max_tokens: 20
+type BucketConditionKind struct{}
+
+var _ drill.ConditionKind = BucketConditionKind{}
+
+// Name implements ConditionKind.
+func (BucketConditionKind) Name() string { return "bucket" }
+
+// Summary implements ConditionKind.
+func (BucketConditionKind) Summary() string {
+	return "holds when a client's rate-limit bucket admits (or refuses), or holds between min_tokens and max_tokens"
+}
+
+// Decode implements ConditionKind.
+func (BucketConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Condition {
+	m := d.Map(n, "bucket")
+	if m == nil {
+		return nil
+	}
+	m.RejectUnknown("client", "admit", "min_tokens", "max_tokens")
+	c := &bucketCondition{}
+	var ok bool
+	c.client, ok = m.Template("client", true)
+	if ok {
+		if s, static := c.client.Static(); static {
+			if err := ratelimit.ValidateClientID(s); err != nil {
+				m.Errorf("client", "%v", err)
+				ok = false
+			}
+		}
+	}
+	if v, present := m.Bool("admit"); present {
+		c.admit = &v
+	}
+	if v, present := m.Float("min_tokens", false); present {
+		c.minTokens = &v
+	}
+	if v, present := m.Float("max_tokens", false); present {
+		c.maxTokens = &v
+	}
+	if c.admit == nil && c.minTokens == nil && c.maxTokens == nil {
+		m.Decoder().Errorf(m.Node(), "bucket: give admit, min_tokens or max_tokens")
+		ok = false
+	}
+	if !ok {
+		return nil
+	}
+	return c
+}
+
+type bucketCondition struct {
+	client               drill.Template
+	admit                *bool
+	minTokens, maxTokens *float64
+}
+
+func (c *bucketCondition) Describe(rc *drill.RunContext) string {
+	what := ""
+	switch {
+	case c.admit != nil && *c.admit:
+		what = "admits requests"
+	case c.admit != nil:
+		what = "refuses requests"
+	default:
+		what = "holds"
+	}
+	if c.minTokens != nil {
+		what += fmt.Sprintf(" (>= %s tokens)", human.Number(*c.minTokens))
+	}
+	if c.maxTokens != nil {
+		what += fmt.Sprintf(" (<= %s tokens)", human.Number(*c.maxTokens))
+	}
+	return fmt.Sprintf("the bucket of %s %s", rc.Describe(c.client), what)
+}
+
+func (c *bucketCondition) Check(ctx context.Context, rc *drill.RunContext) (drill.Observation, error) {
+	if err := drill.NeedService(rc.Deps.Buckets != nil, "store"); err != nil {
+		return drill.Observation{}, err
+	}
+	client, err := rc.Expand(c.client)
+	if err != nil {
+		return drill.Observation{}, err
+	}
+	st, err := rc.Deps.Buckets.Get(ctx, client)
+	if err != nil {
+		return drill.Observation{}, err
+	}
+	detail := fmt.Sprintf("%s: %s tokens", client, human.Number(st.Tokens))
+	if st.Admit {
+		detail += ", admits"
+	} else {
+		detail += fmt.Sprintf(", refuses for %s", human.Duration(drill.DisplayPrecision(st.RetryAfter)))
+	}
+	holds := (c.admit == nil || *c.admit == st.Admit) &&
+		(c.minTokens == nil || st.Tokens >= *c.minTokens) &&
+		(c.maxTokens == nil || st.Tokens <= *c.maxTokens)
+	return drill.Observation{Holds: holds, Detail: detail}, nil
+}

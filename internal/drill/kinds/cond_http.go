@@ -1,0 +1,59 @@
+package kinds
+
+import (
+	"context"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+)
+
+// HTTPConditionKind is the http condition: it holds when a request's
+// response meets its expectations (same fields as the http step; status
+// defaults to 2xx).
+type HTTPConditionKind struct{}
+
+var _ drill.ConditionKind = HTTPConditionKind{}
+
+// Name implements ConditionKind.
+func (HTTPConditionKind) Name() string { return "http" }
+
+// Summary implements ConditionKind.
+func (HTTPConditionKind) Summary() string {
+	return "holds when an HTTP response meets its expectations (status, JSON fields, headers, body, latency)"
+}
+
+// Decode implements ConditionKind.
+func (HTTPConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Condition {
+	r, _ := decodeRequest(d, n, "http")
+	if r == nil {
+		return nil
+	}
+	return &httpCondition{req: r}
+}
+
+type httpCondition struct{ req *requestSpec }
+
+func (c *httpCondition) Describe(rc *drill.RunContext) string { return c.req.describe(rc) }
+
+// Check sends the request. A transport failure (refused, reset, timeout)
+// is an observation that the condition does not hold, not an evaluation
+// error: the endpoint being down is what many drills look for.
+func (c *httpCondition) Check(ctx context.Context, rc *drill.RunContext) (drill.Observation, error) {
+	resp, err := c.req.do(ctx, rc)
+	if err != nil {
+		if ctx.Err() != nil {
+			return drill.Observation{}, ctx.Err()
+		}
+		return drill.Observation{Detail: err.Error()}, nil
+	}
+	fails, err := c.req.expect.check(rc, resp)
+	if err != nil {
+		return drill.Observation{}, err
+	}
+	if len(fails) > 0 {
+		return drill.Observation{Detail: resp.summary() + ": " + strings.Join(fails, "; ")}, nil
+	}
+	return drill.Observation{Holds: true, Detail: resp.summary()}, nil
+}

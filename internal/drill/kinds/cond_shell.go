@@ -1,0 +1,48 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+)
+
+// ShellConditionKind is the shell condition: it holds when a command exits
+// with the expected code (default 0). Same fields as the shell step.
+type ShellConditionKind struct{}
+
+var _ drill.ConditionKind = ShellConditionKind{}
+
+// Name implements ConditionKind.
+func (ShellConditionKind) Name() string { return "shell" }
+
+// Summary implements ConditionKind.
+func (ShellConditionKind) Summary() string {
+	return "holds when a shell command exits with the expected code (default 0)"
+}
+
+// Decode implements ConditionKind.
+func (ShellConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Condition {
+	s := decodeShell(d, n, "shell")
+	if s == nil {
+		return nil
+	}
+	return &shellCondition{spec: s}
+}
+
+type shellCondition struct{ spec *shellSpec }
+
+func (c *shellCondition) Describe(rc *drill.RunContext) string { return c.spec.describe(rc) }
+
+func (c *shellCondition) Check(ctx context.Context, rc *drill.RunContext) (drill.Observation, error) {
+	r, err := c.spec.exec(ctx, rc)
+	if err != nil {
+		return drill.Observation{}, err
+	}
+	if r.exitCode != c.spec.exitCode {
+		return drill.Observation{Detail: r.failure(c.spec.exitCode)}, nil
+	}
+	return drill.Observation{Holds: true, Detail: fmt.Sprintf("exit code %d", r.exitCode)}, nil
+}

@@ -1,0 +1,188 @@
+package kinds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// BreakerForceOpenKind is the breaker.force-open step: force a dependency's
+// breaker open fleet-wide with an override item.
+//
+//	breaker.force-open:
+//	  dependency: openai      # required
+//	  for: 2m                 # default: until the drill's deadline
+//	  reason: provider outage # recorded after "drill NAME run ID: "
+//	  overwrite: false        # replace an override someone else holds
+//	  allow_unknown: false    # accept a dependency the context does not know
+//	  wait: false             # then wait until the gauges confirm it (as --wait)
+//
+// The override expires at min(now+for, the drill's deadline, the context's
+// max-override). Rollback clears it (or restores an override it replaced).
+type BreakerForceOpenKind struct{}
+
+var _ drill.StepKind = BreakerForceOpenKind{}
+
+// Name implements StepKind.
+func (BreakerForceOpenKind) Name() string { return "breaker.force-open" }
+
+// Summary implements StepKind.
+func (BreakerForceOpenKind) Summary() string {
+	return "force a dependency's breaker open fleet-wide; expires by the drill's deadline; rollback clears it"
+}
+
+// Outputs implements StepKind.
+func (BreakerForceOpenKind) Outputs() []string {
+	return []string{"dependency", "expires_at", "version"}
+}
+
+// Decode implements StepKind.
+func (BreakerForceOpenKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+	m := d.Map(n, "breaker.force-open")
+	if m == nil {
+		return nil
+	}
+	m.RejectUnknown("dependency", "for", "reason", "overwrite", "allow_unknown", "wait")
+	a := &forceOpen{}
+	ok := true
+	a.dependency, ok = decodeDependency(m)
+	if d, ok := m.Duration("for", false); ok {
+		if err := breaker.CheckOverrideDuration(d); err != nil {
+			m.Errorf("for", "%v", err)
+		}
+		a.forDur = d
+	}
+	a.reason, _ = m.Template("reason", false)
+	a.overwrite, _ = m.Bool("overwrite")
+	a.allowUnknown, _ = m.Bool("allow_unknown")
+	a.wait, _ = m.Bool("wait")
+	if !ok {
+		return nil
+	}
+	return a
+}
+
+type forceOpen struct {
+	dependency   drill.Template
+	forDur       time.Duration
+	reason       drill.Template
+	overwrite    bool
+	allowUnknown bool
+	wait         bool
+}
+
+var _ drill.Mutating = (*forceOpen)(nil)
+
+func (a *forceOpen) Describe(rc *drill.RunContext) string {
+	how := "until the drill's deadline"
+	if a.forDur > 0 {
+		how = "for " + human.Duration(a.forDur)
+	}
+	return fmt.Sprintf("force %s open %s", rc.Describe(a.dependency), how)
+}
+
+func (a *forceOpen) Prepare(ctx context.Context, rc *drill.RunContext) (drill.Rollback, error) {
+	svc := rc.Deps
+	if err := drill.NeedService(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
+		return nil, err
+	}
+	dep, err := rc.Expand(a.dependency)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDependency(rc, dep, a.allowUnknown); err != nil {
+		return nil, err
+	}
+	if _, moved := rc.Lever(breaker.OverrideKey(dep)); moved {
+		return nil, nil
+	}
+	// The lever's own rules, as a dry run: a conflict surfaces before the
+	// drill starts.
+	plan, err := svc.Overrides.ForceAll(ctx, svc.Audit, breaker.ForceAll{DryRun: true, Requests: []breaker.ForceRequest{
+		{Dependency: dep, Reason: "prepare", Actor: svc.Actor, For: time.Minute, Overwrite: a.overwrite}}})
+	if errors.Is(err, breaker.ErrConflict) {
+		return nil, fmt.Errorf("%w: set overwrite: true to replace it for the drill (rollback restores it)", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	l := rc.NewLever(breaker.OverrideKey(dep), plan[0].Result.Before)
+	return &overrideRollback{dependency: dep, lever: l}, nil
+}
+
+func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+	svc := rc.Deps
+	dep, err := rc.Expand(a.dependency)
+	if err != nil {
+		return nil, err
+	}
+	reason := "step " + rc.CurrentStep()
+	if !a.reason.IsZero() {
+		if reason, err = rc.Expand(a.reason); err != nil {
+			return nil, err
+		}
+	}
+	dur, byDeadline := rc.Remaining(), true
+	if a.forDur > 0 && a.forDur < dur {
+		dur, byDeadline = a.forDur, false
+	}
+	if svc.MaxOverride > 0 && dur > svc.MaxOverride {
+		dur, byDeadline = svc.MaxOverride, false
+	}
+	dur = dur.Truncate(time.Millisecond)
+	if dur < breaker.MinOverride {
+		return nil, fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, human.Duration(dur), human.Duration(breaker.MinOverride))
+	}
+	l, _ := rc.Lever(breaker.OverrideKey(dep))
+	req := breaker.ForceRequest{Dependency: dep, Reason: rc.Reason(reason), Actor: svc.Actor, For: dur, Overwrite: a.overwrite}
+	// The drill's own override (an earlier step's) is replaced, but only
+	// that version of it.
+	switch cur, err := svc.Overrides.Get(ctx, dep); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	case ours(rc, cur):
+		req.SeenVersion = &cur.Version
+	}
+	if byDeadline {
+		// The deadline itself, not Remaining() measured before the write:
+		// Force stamps created_at later, and created_at + a duration read
+		// earlier can land past the deadline. Force rounds it down to the ms.
+		req.For, req.ExpiresAt = 0, rc.Deadline()
+	}
+	outs, err := svc.Overrides.ForceAll(ctx, svc.Audit, breaker.ForceAll{Requests: []breaker.ForceRequest{req}})
+	if len(outs) == 0 || !outs[0].Written {
+		return nil, err
+	}
+	res := outs[0].Result
+	if l != nil {
+		l.SetWritten(res.After, res.After.ExpiresAt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := drill.NewOutputs().Set("dependency", dep).Set("expires_at", res.After.ExpiresAt.UTC().Format(time.RFC3339Nano)).
+		Set("version", strconv.FormatInt(res.After.Version, 10))
+	out.Detail = fmt.Sprintf("forced open until %s", res.After.ExpiresAt.UTC().Format(time.RFC3339))
+	if byDeadline {
+		out.Detail += " (the drill's deadline)"
+	}
+	if a.wait {
+		fleet, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt})
+		if err != nil {
+			return nil, err
+		}
+		out.Detail += "; " + fleet
+	}
+	return out, nil
+}

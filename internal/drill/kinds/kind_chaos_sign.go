@@ -1,0 +1,226 @@
+package kinds
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/drill"
+)
+
+// ChaosAuditAction is the audit action of a header minted by a drill (the
+// same as koshactl chaos sign's).
+const ChaosAuditAction = "chaos.sign"
+
+// ChaosSignKind is the chaos.sign step: mint a signed X-Kosha-Chaos header
+// that later steps send.
+//
+//	chaos.sign:
+//	  target: screening-sim   # required
+//	  fault: error            # required: latency, error, timeout, reset
+//	  ms: 250                 # latency only, required for it
+//	  p: 1                    # probability, (0, 1]
+//	  ttl: 5m                 # default 5m; at most 15m
+//	  reason: breaker drill
+//
+// The header lives min(ttl, the time left before the drill's deadline,
+// 15m). It is a bearer credential for fault injection: its value is an
+// output (${steps.ID.header}) that never appears in a report, log or
+// journal; the journal keeps its jti, fields and expiry. The mint is
+// audited like koshactl chaos sign.
+type ChaosSignKind struct{}
+
+var _ drill.StepKind = ChaosSignKind{}
+
+// Name implements StepKind.
+func (ChaosSignKind) Name() string { return "chaos.sign" }
+
+// Summary implements StepKind.
+func (ChaosSignKind) Summary() string {
+	return "mint a signed X-Kosha-Chaos header for later steps; expires by the drill's deadline (15m at most)"
+}
+
+// Outputs implements StepKind.
+func (ChaosSignKind) Outputs() []string {
+	return []string{"header", "header_name", "jti", "kid", "exp", "expires_at", "target", "fault"}
+}
+
+// Decode implements StepKind.
+func (ChaosSignKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+	m := d.Map(n, "chaos.sign")
+	if m == nil {
+		return nil
+	}
+	m.RejectUnknown("target", "fault", "ms", "p", "ttl", "reason")
+	a := &chaosSign{req: chaos.MintRequest{P: chaos.ProbOne, TTL: chaos.DefaultTTL}}
+	ok := true
+	if s, present := m.String("target", true); present {
+		t, err := chaos.ParseTarget(s)
+		if err != nil {
+			m.Errorf("target", "%s", fieldProblem(err))
+			ok = false
+		}
+		a.req.Target = t
+	} else {
+		ok = false
+	}
+	if s, present := m.String("fault", true); present {
+		f, err := chaos.ParseFault(s)
+		if err != nil {
+			m.Errorf("fault", "%s", fieldProblem(err))
+			ok = false
+		}
+		a.req.Fault = f
+	} else {
+		ok = false
+	}
+	if ms, present := m.Int("ms", false); present {
+		switch {
+		case a.req.Fault != chaos.FaultLatency:
+			m.Errorf("ms", "applies to fault latency only")
+			ok = false
+		case ms < chaos.MinMs || ms > chaos.MaxMs:
+			m.Errorf("ms", "%d is outside %d..%d milliseconds", ms, chaos.MinMs, chaos.MaxMs)
+			ok = false
+		}
+		a.req.Ms = ms
+	} else if a.req.Fault == chaos.FaultLatency && ok && !m.Has("ms") {
+		m.Decoder().Errorf(m.Node(), "chaos.sign: fault latency needs ms (the added latency, %d..%d)", chaos.MinMs, chaos.MaxMs)
+		ok = false
+	}
+	if s, present := m.String("p", false); present {
+		p, err := chaos.ParseProb(s)
+		if err != nil {
+			m.Errorf("p", "%s", fieldProblem(err))
+			ok = false
+		}
+		a.req.P = p
+	}
+	if ttl, present := m.Duration("ttl", false); present {
+		switch {
+		case ttl > chaos.MaxTTL:
+			m.Errorf("ttl", "%s exceeds the %s cap (the data plane refuses headers that live longer)", ttl, chaos.MaxTTL)
+			ok = false
+		case ttl < chaos.MinTTL:
+			m.Errorf("ttl", "%s is below the %s minimum", ttl, chaos.MinTTL)
+			ok = false
+		}
+		a.req.TTL = ttl
+	}
+	a.reason, _ = m.Template("reason", false)
+	if !ok {
+		return nil
+	}
+	return a
+}
+
+func fieldProblem(err error) string {
+	var fe *chaos.FieldError
+	if errors.As(err, &fe) {
+		return fe.Problem
+	}
+	return err.Error()
+}
+
+type chaosSign struct {
+	req    chaos.MintRequest
+	reason drill.Template
+}
+
+var _ drill.Mutating = (*chaosSign)(nil)
+
+func (a *chaosSign) Describe(*drill.RunContext) string {
+	desc := a.req.Fault.String()
+	if a.req.Fault == chaos.FaultLatency {
+		desc += fmt.Sprintf(" %dms", a.req.Ms)
+	}
+	return fmt.Sprintf("mint a chaos header: %s on %s, p=%s", desc, a.req.Target, a.req.P)
+}
+
+// Prepare registers the header's rollback: a minted header cannot be
+// revoked, so the rollback withdraws it from the run (no later request
+// sends it) and the journal records when it expires.
+func (a *chaosSign) Prepare(_ context.Context, rc *drill.RunContext) (drill.Rollback, error) {
+	if err := drill.NeedService(rc.Deps.Minter != nil && rc.Deps.Audit != nil, "chaos key"); err != nil {
+		return nil, err
+	}
+	id := rc.CurrentStep()
+	l := rc.NewLever("chaos#"+id, nil)
+	return &chaosRollback{step: id, lever: l}, nil
+}
+
+func (a *chaosSign) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+	svc := rc.Deps
+	req := a.req
+	ttl := min(req.TTL, rc.Remaining(), chaos.MaxTTL).Truncate(time.Second)
+	if ttl < chaos.MinTTL {
+		return nil, fmt.Errorf("mint chaos header: the drill has %s left, too little for a header", rc.Remaining())
+	}
+	req.TTL = ttl
+	m, err := svc.Minter.Mint(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	reason := "step " + rc.CurrentStep()
+	if !a.reason.IsZero() {
+		if reason, err = rc.Expand(a.reason); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := svc.Audit.Append(ctx, audit.Entry{Actor: svc.Actor, Action: ChaosAuditAction, Subject: "chaos#" + m.Header.JTI,
+		Reason: rc.Reason(reason), After: m.Record()}); err != nil {
+		return nil, fmt.Errorf("chaos header jti %s was signed but will not be used, because %w", m.Header.JTI, err)
+	}
+	if l, ok := rc.Lever("chaos#" + rc.CurrentStep()); ok {
+		l.SetWritten(m.Header.JTI, m.Header.ExpTime())
+	}
+	rc.AddSecret(m.Value())
+	rc.AddSecret(m.Header.SigString())
+	out := drill.NewOutputs().SetSecret("header", m.Value()).Set("header_name", chaos.HeaderName).
+		Set("jti", m.Header.JTI).Set("kid", m.Header.KID).Set("exp", strconv.FormatInt(m.Header.Exp, 10)).
+		Set("expires_at", m.Header.ExpTime().UTC().Format(time.RFC3339)).
+		Set("target", string(m.Header.Target)).Set("fault", m.Header.Fault.String())
+	out.Detail = fmt.Sprintf("%s, jti %s, kid %s, expires %s", m.Header.Summary(), m.Header.JTI, m.Header.KID, m.Header.ExpTime().UTC().Format(time.RFC3339))
+	return out, nil
+}
+
+// chaosRollback withdraws a minted header from the run.
+type chaosRollback struct {
+	step  string
+	lever *drill.Lever
+}
+
+var (
+	_ drill.Rollback = (*chaosRollback)(nil)
+)
+
+func (r *chaosRollback) Subject() string {
+	if jti, ok := r.lever.Written().(string); ok {
+		return "chaos#" + jti
+	}
+	return "chaos#" + r.step
+}
+
+func (r *chaosRollback) Describe() string {
+	return "withdraw the chaos header (it cannot be revoked; it expires on its own)"
+}
+
+func (r *chaosRollback) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
+
+func (r *chaosRollback) Undo(_ context.Context, rc *drill.RunContext) (string, error) {
+	exp := r.lever.ExpiresAt()
+	if exp.IsZero() {
+		return "no header was minted", nil
+	}
+	rc.Withdraw(r.step, "header")
+	if !rc.Now().Before(exp) {
+		return "expired at " + exp.UTC().Format(time.RFC3339), nil
+	}
+	return fmt.Sprintf("withdrawn: no later request sends it; it expires at %s", exp.UTC().Format(time.RFC3339)), nil
+}

@@ -1,0 +1,129 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+)
+
+// HTTPStepKind is the http step: send a request and assert on the response.
+//
+//	http:
+//	  method: POST                       # default GET (POST with json or body)
+//	  url: ${vars.sandbox}/mcp           # required
+//	  headers: {Authorization: "Bearer ${vars.token}"}
+//	  json: {jsonrpc: "2.0", ...}        # a body encoded as JSON, or body: "raw"
+//	  expect:
+//	    status: 200                      # a code, a class (2xx), or a list; default 2xx
+//	    json: {result.degraded: true}    # JSONPath: value or operators
+//	    headers: {Retry-After: {exists: true}}
+//	    body_contains: "deferred"
+//	    max_latency: 2s
+//	  repeat: 5                          # send it 5 times; each response must pass
+//
+// Outputs: status, latency_ms, body, header.NAME, json.PATH.
+type HTTPStepKind struct{}
+
+var _ drill.StepKind = HTTPStepKind{}
+
+// Name implements StepKind.
+func (HTTPStepKind) Name() string { return "http" }
+
+// Summary implements StepKind.
+func (HTTPStepKind) Summary() string {
+	return "send an HTTP request; assert on status, JSON fields, headers, body and latency"
+}
+
+// Outputs implements StepKind.
+func (HTTPStepKind) Outputs() []string {
+	return []string{"status", "latency_ms", "body", "header.*", "json.*"}
+}
+
+// Decode implements StepKind.
+func (HTTPStepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+	r, m := decodeRequest(d, n, "http", "repeat")
+	if m == nil {
+		return nil
+	}
+	repeat := 1
+	if v, present := m.Int("repeat", false); present {
+		if v < 1 || v > MaxRepeat {
+			m.Errorf("repeat", "%d: send the request 1 to %d times", v, MaxRepeat)
+			return nil
+		}
+		repeat = v
+	}
+	if r == nil {
+		return nil
+	}
+	return &httpStep{req: r, repeat: repeat}
+}
+
+// MaxRepeat bounds an http step's repeat.
+const MaxRepeat = 1000
+
+type httpStep struct {
+	req    *requestSpec
+	repeat int
+}
+
+func (a *httpStep) Describe(rc *drill.RunContext) string {
+	if a.repeat > 1 {
+		return fmt.Sprintf("%s, %d times", a.req.describe(rc), a.repeat)
+	}
+	return a.req.describe(rc)
+}
+
+// Run sends the request repeat times, one after the other; every response
+// must meet the expectations. The outputs are the last response's.
+func (a *httpStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+	var out *drill.Outputs
+	for i := 1; i <= a.repeat; i++ {
+		resp, err := a.req.do(ctx, rc)
+		if err != nil {
+			if a.repeat > 1 {
+				err = fmt.Errorf("request %d of %d: %w", i, a.repeat, err)
+			}
+			return out, err
+		}
+		out = resp.outputs(rc)
+		fails, err := a.req.expect.check(rc, resp)
+		if err != nil {
+			return out, err
+		}
+		if len(fails) > 0 {
+			e := &ExpectationError{Summary: resp.summary(), Failures: fails, Body: excerpt(rc.Redact(string(resp.body)), 300)}
+			if a.repeat > 1 {
+				e.Summary = fmt.Sprintf("%d of %d: %s", i, a.repeat, e.Summary)
+			}
+			return out, e
+		}
+		out.Detail = resp.summary()
+		if a.repeat > 1 {
+			out.Detail = fmt.Sprintf("%d responses; the last %s", a.repeat, resp.summary())
+		}
+	}
+	return out, nil
+}
+
+// ExpectationError reports the expectations a response did not meet.
+type ExpectationError struct {
+	// Summary is "503 in 12ms".
+	Summary  string
+	Failures []string
+	// Body is an excerpt of the response body (secrets redacted).
+	Body string
+}
+
+// Error lists the failed expectations and a body excerpt on one line.
+func (e *ExpectationError) Error() string {
+	msg := fmt.Sprintf("response %s: %s", e.Summary, strings.Join(e.Failures, "; "))
+	if e.Body != "" {
+		msg += "; body: " + strings.Join(strings.Fields(e.Body), " ")
+	}
+	return msg
+}

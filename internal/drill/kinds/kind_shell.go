@@ -1,0 +1,73 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+)
+
+// ShellStepKind is the shell step: run a command for anything the other
+// kinds do not cover.
+//
+//	shell: ./scripts/check.sh             # or:
+//	shell:
+//	  run: curl -fsS "$DRILL_VAR_SANDBOX/healthz"
+//	  shell: /bin/sh                      # default /bin/sh, run as SHELL -c RUN
+//	  env: {EXTRA: "${vars.x}"}
+//	  dir: ./scripts
+//	  exit_code: 0                        # the exit code that passes (default 0)
+//	rollback: {shell: ./scripts/undo.sh}  # a step-level rollback, if it changes things
+//
+// RUN takes no ${...} references: what a drill reads is data, and spliced
+// into a command it would be code. Values reach the command only through
+// its environment: DRILL_NAME, DRILL_RUN_ID, DRILL_CONTEXT, DRILL_DEADLINE,
+// every variable as DRILL_VAR_NAME, every named output of earlier steps as
+// DRILL_STEP_ID_OUTPUT, and env (templated). Stdout and stderr are kept up to
+// 64 KiB each (secrets redacted). On interrupt or timeout the command's
+// whole process group is killed.
+type ShellStepKind struct{}
+
+var _ drill.StepKind = ShellStepKind{}
+
+// Name implements StepKind.
+func (ShellStepKind) Name() string { return "shell" }
+
+// Summary implements StepKind.
+func (ShellStepKind) Summary() string {
+	return "run a shell command (step outputs in its environment); give it a rollback if it changes things"
+}
+
+// Outputs implements StepKind.
+func (ShellStepKind) Outputs() []string { return []string{"stdout", "stderr", "exit_code"} }
+
+// Decode implements StepKind.
+func (ShellStepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+	s := decodeShell(d, n, "shell")
+	if s == nil {
+		return nil
+	}
+	return &shellStep{spec: s}
+}
+
+type shellStep struct{ spec *shellSpec }
+
+func (a *shellStep) Describe(rc *drill.RunContext) string { return a.spec.describe(rc) }
+
+func (a *shellStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+	r, err := a.spec.exec(ctx, rc)
+	if err != nil {
+		if r != nil {
+			return shellOutputs(r), err
+		}
+		return nil, err
+	}
+	out := shellOutputs(r)
+	if r.exitCode != a.spec.exitCode {
+		return out, fmt.Errorf("command failed: %s", r.failure(a.spec.exitCode))
+	}
+	out.Detail = fmt.Sprintf("exit code %d", r.exitCode)
+	return out, nil
+}

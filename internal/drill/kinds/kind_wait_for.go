@@ -1,0 +1,108 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/human"
+)
+
+// WaitForKind is the wait-for step: poll a condition until it holds, or
+// fail when timeout passes.
+//
+//	wait-for:
+//	  breaker: {dependency: openai, state: forced_open}   # any condition kind
+//	  timeout: 30s        # required
+//	  interval: 500ms     # default: the drill's poll_interval
+//
+// Stop conditions are evaluated while it waits. Outputs: elapsed_ms,
+// polls, detail (the last observation).
+type WaitForKind struct{}
+
+var _ drill.StepKind = WaitForKind{}
+
+// Name implements StepKind.
+func (WaitForKind) Name() string { return "wait-for" }
+
+// Summary implements StepKind.
+func (WaitForKind) Summary() string {
+	return "poll a condition (breaker state, HTTP response, bucket, shell) until it holds or the timeout passes"
+}
+
+// Outputs implements StepKind.
+func (WaitForKind) Outputs() []string { return []string{"elapsed_ms", "polls", "detail"} }
+
+// waitGrace is added to a wait's timeout for the step's own default
+// timeout, so the wait reports its own failure rather than the step's.
+const waitGrace = 5 * time.Second
+
+// Decode implements StepKind.
+func (WaitForKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+	m := d.Map(n, "wait-for")
+	if m == nil {
+		return nil
+	}
+	a := &waitFor{interval: d.PollInterval()}
+	ok := true
+	if t, present := m.Duration("timeout", true); present {
+		a.timeout = t
+		switch {
+		case d.StepTimeout() > 0 && t > d.StepTimeout():
+			m.Errorf("timeout", "%s is longer than the step's timeout %s", t, d.StepTimeout())
+			ok = false
+		case d.DrillTimeout() > 0 && t > d.DrillTimeout():
+			m.Errorf("timeout", "%s is longer than the drill's timeout %s", t, d.DrillTimeout())
+			ok = false
+		}
+	} else {
+		ok = false
+	}
+	if t, present := m.Duration("interval", false); present {
+		a.interval = t
+		switch {
+		case t < drill.MinPollInterval:
+			m.Errorf("interval", "%s is shorter than the %s minimum", t, drill.MinPollInterval)
+			ok = false
+		case a.timeout > 0 && t >= a.timeout:
+			m.Errorf("interval", "%s is not shorter than the timeout %s", t, a.timeout)
+			ok = false
+		}
+	}
+	a.cond = d.NestedCondition(m, "wait-for", "timeout", "interval")
+	if a.cond == nil || !ok {
+		return nil
+	}
+	return a
+}
+
+type waitFor struct {
+	cond     drill.Condition
+	timeout  time.Duration
+	interval time.Duration
+}
+
+var _ drill.DefaultTimeouter = (*waitFor)(nil)
+
+func (a *waitFor) DefaultTimeout() time.Duration { return a.timeout + waitGrace }
+
+func (a *waitFor) Describe(rc *drill.RunContext) string {
+	return fmt.Sprintf("wait up to %s until %s", a.timeout, a.cond.Describe(rc))
+}
+
+func (a *waitFor) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+	res, err := drill.Poll(ctx, rc, a.cond, a.timeout, a.interval, 0, func(detail string) {
+		rc.Notify("waiting: %s", detail)
+	})
+	out := drill.NewOutputs().Set("elapsed_ms", strconv.FormatInt(res.Elapsed.Milliseconds(), 10)).
+		Set("polls", strconv.Itoa(res.Polls)).Set("detail", rc.Redact(res.Obs.Detail))
+	if err != nil {
+		return out, err
+	}
+	out.Detail = fmt.Sprintf("%s after %s (%d checks)", rc.Redact(res.Obs.Detail), human.Duration(drill.DisplayPrecision(res.Elapsed)), res.Polls)
+	return out, nil
+}

@@ -1,0 +1,136 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+)
+
+// TestHTTPExpectations runs http steps against a handler and checks each
+// kind of expectation, passing and failing.
+func TestHTTPExpectations(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		e.svc.HTTP = handlerDoer{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil {
+				time.Sleep(d)
+			}
+			if r.Header.Get("Authorization") != "Bearer tok" {
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			w.Header().Set("Retry-After", "3")
+			w.Header().Set("X-Flag", "true")
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprint(w, `{"error":{"code":-32029,"data":{"error":"rate_limited","retry_after_s":3,"tags":["a","b"],"msg":"slow down, client-7"}},"n":null}`)
+		})}
+		step := func(expect string) string {
+			d := parse(t, `
+name: x
+timeout: 1m
+vars:
+  tok: tok
+  code: rate_limited
+steps:
+  - http:
+      url: "http://h/x?delay=1500ms"
+      headers: {Authorization: "Bearer ${vars.tok}"}
+      expect:
+`+expect)
+			j, _ := e.run(context.Background(), d)
+			return j.Steps[0].Error
+		}
+		pass := `
+        status: [429, 5xx]
+        headers:
+          Retry-After: {gte: 1, lte: 3}
+          X-Flag: true
+          X-Missing: {exists: false}
+        json:
+          error.code: -32029
+          error.data.error: ${vars.code}
+          error.data.retry_after_s: {gt: 2, lt: 4, in: [1, 3]}
+          error.data.tags: {contains: b}
+          error.data.msg: {matches: "client-[0-9]+", not_equals: x}
+          n: null
+          missing: {exists: false}
+        body_contains: slow down
+        max_latency: 2s
+`
+		if got := step(pass); got != "" {
+			t.Errorf("every expectation holds, but the step failed: %s", got)
+		}
+		fail := `
+        status: 2xx
+        headers: {Retry-After: {gt: 5}}
+        json:
+          error.code: "-32029"
+          error.data.tags: {contains: c}
+          error.data.retry_after_s: {in: [1, 2]}
+          n: {exists: true, equals: 0}
+          missing: 1
+        body_contains: [slow, fast]
+        max_latency: 1s
+`
+		got := step(fail)
+		for _, want := range []string{
+			"response 429 in 1.5s: status: want 2xx, got 429",
+			`json: error.code: want "-32029", got -32029`,
+			`json: error.data.tags: want something containing "c", got ["a","b"]`,
+			"json: error.data.retry_after_s: want one of [1,2], got 3",
+			"json: n: want 0, got null",
+			"json: missing: want 1, got nothing (absent)",
+			"header Retry-After: want > 5, got 3",
+			`body: want it to contain "fast"`,
+			"latency: want at most 1s, took 1.5s",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("failure message lacks %q:\n%s", want, got)
+			}
+		}
+	})
+}
+
+func TestHTTPStepRepeatAndOutputs(t *testing.T) {
+	e := newEnv(t)
+	calls := 0
+	e.svc.HTTP = handlerDoer{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		w.Header().Set("X-Call", fmt.Sprint(calls))
+		if calls == 4 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintf(w, `{"result":{"n":%d,"items":[{"id":"a%d"}]}}`, calls, calls)
+	})}
+	out := t.TempDir() + "/out"
+	e.svc.LookupEnv = func(n string) (string, bool) { return out, n == "OUT" }
+	d := parse(t, `
+name: x
+timeout: 1m
+steps:
+  - id: three
+    http: {url: "http://h/", repeat: 3}
+  - id: echo
+    shell:
+      run: echo "$ID $CALL $DRILL_STEP_THREE_STATUS" > "$OUT"; echo "$DRILL_STEP_THREE_STATUS" >> "$OUT"
+      env: {ID: "${steps.three.json.result.items[0].id}", CALL: "${steps.three.header.x-call}", OUT: "${env.OUT}"}
+  - id: two
+    http: {url: "http://h/", repeat: 2}
+`)
+	j, log := e.run(context.Background(), d)
+	if s := stepByID(t, j, "three"); s.Status != drill.StatusPassed || s.Outputs["status"] != "200" || !strings.Contains(s.Detail, "3 responses") {
+		t.Errorf("three = %+v\n%s", s, log)
+	}
+	if b := readFile(t, out); b != "a3 3 200\n200\n" {
+		t.Errorf("outputs in the next step: %q", b)
+	}
+	if s := stepByID(t, j, "two"); s.Status != drill.StatusFailed || !strings.Contains(s.Error, "response 1 of 2: 503") {
+		t.Errorf("two = %+v", s)
+	}
+}

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package runner
+
+import (
+	"errors"
+)
+
+// lockFile is not available here: recovery needs flock's guarantee that a
+// held lock means a live process.
+func lockFile(string) (func(), error) {
+	return nil, errors.New("journal locks need a unix system (flock)")
+}

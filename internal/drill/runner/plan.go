@@ -1,0 +1,256 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// Plan is what a drill would do, computed without acting: `drill plan`
+// prints it (-o json for CI review; docs/contracts/drill-file.md).
+type Plan struct {
+	Kind    string          `json:"kind"`
+	Version int             `json:"version"`
+	Drill   drill.DrillInfo `json:"drill"`
+	// Context and Store are what the run would act on.
+	Context string `json:"context"`
+	Store   string `json:"store"`
+	Gauges  string `json:"gauges,omitempty"`
+	Actor   string `json:"actor,omitempty"`
+	// TimeoutSeconds bounds the run; every lever expires by its start plus
+	// this.
+	TimeoutSeconds  float64 `json:"timeout_seconds"`
+	PollSeconds     float64 `json:"poll_interval_seconds"`
+	RollbackSeconds float64 `json:"rollback_timeout_seconds"`
+	MetricsURL      string  `json:"metrics_url,omitempty"`
+
+	Vars           []PlanVar   `json:"vars"`
+	Hypothesis     []PlanCheck `json:"hypothesis"`
+	StopConditions []PlanCheck `json:"stop_conditions"`
+	// Alarms are the DescribeAlarms requests each poll would send, one per
+	// region, covering every alarm condition of the drill.
+	Alarms    []PlanAlarms `json:"alarms,omitempty"`
+	Steps     []PlanStep   `json:"steps"`
+	Rollbacks []string     `json:"rollbacks"`
+	// Problems are what would make the run invalid (a variable that cannot
+	// be resolved, alarms one request cannot cover).
+	Problems []string `json:"problems,omitempty"`
+}
+
+// PlanVar is a resolved variable; a secret one reads "[secret]".
+type PlanVar struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Secret bool   `json:"secret,omitempty"`
+}
+
+// PlanCheck is a condition the run would watch.
+type PlanCheck struct {
+	Name          string  `json:"name"`
+	Kind          string  `json:"kind"`
+	Description   string  `json:"description"`
+	WithinSeconds float64 `json:"within_seconds,omitempty"`
+}
+
+// PlanAlarms is one region's DescribeAlarms request.
+type PlanAlarms struct {
+	Region string   `json:"region"`
+	Names  []string `json:"names,omitempty"`
+	Prefix string   `json:"prefix,omitempty"`
+}
+
+// PlanStep is one step.
+type PlanStep struct {
+	Index          int     `json:"index"`
+	ID             string  `json:"id"`
+	Name           string  `json:"name"`
+	Kind           string  `json:"kind"`
+	Description    string  `json:"description"`
+	TimeoutSeconds float64 `json:"timeout_seconds"`
+	// Lever is what a mutating step moves, with its inverse and expiry.
+	Lever *drill.PlanLever `json:"lever,omitempty"`
+	// Rollbacks are the step's own rollback steps.
+	Rollbacks []string `json:"rollbacks,omitempty"`
+}
+
+// NewPlan resolves d's variables with svc's environment and describes
+// every step, lever and condition. It reads nothing from the store and
+// writes nothing anywhere; alarm regions are resolved through svc.Alarms
+// (the AWS configuration, no CloudWatch request).
+func NewPlan(ctx context.Context, d *drill.Drill, svc *drill.Deps) *Plan {
+	rc := drill.NewRunContext(d, "PLAN", svc, nil)
+	p := &Plan{Kind: "DrillPlan", Version: drill.Version, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
+		Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor, TimeoutSeconds: drill.Seconds(d.Timeout),
+		PollSeconds: drill.Seconds(d.PollInterval), RollbackSeconds: drill.Seconds(d.RollbackTimeout),
+		Vars: []PlanVar{}, Hypothesis: []PlanCheck{}, StopConditions: []PlanCheck{}, Steps: []PlanStep{}, Rollbacks: []string{}}
+	if svc.Gauges != nil {
+		p.Gauges = svc.Gauges.Describe()
+	}
+	for _, v := range d.Vars {
+		val, err := rc.Expand(v.Value)
+		if err != nil {
+			p.Problems = append(p.Problems, fmt.Sprintf("variable %s: %v", v.Name, err))
+			val = v.Value.Raw()
+		}
+		rc.SetVar(v.Name, val, v.Secret)
+		pv := PlanVar{Name: v.Name, Value: val, Secret: v.Secret}
+		if v.Secret {
+			pv.Value = "[secret]"
+		}
+		p.Vars = append(p.Vars, pv)
+	}
+	if !d.MetricsURL.IsZero() {
+		u, err := rc.ExpandURL(d.MetricsURL)
+		if err != nil {
+			p.Problems = append(p.Problems, fmt.Sprintf("metrics_url: %v", err))
+			u = d.MetricsURL.Raw()
+		}
+		p.MetricsURL, p.Gauges = u, "prometheus "+u
+	}
+	checks := func(cs []*drill.Check) []PlanCheck {
+		out := []PlanCheck{}
+		for _, c := range cs {
+			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)), WithinSeconds: drill.Seconds(c.Within)})
+		}
+		return out
+	}
+	p.Hypothesis, p.StopConditions = checks(d.Hypothesis), checks(d.StopConditions)
+	p.planAlarms(ctx, rc)
+	movedBy := map[string]string{} // lever subject → the step that registered its rollback
+	for i, s := range d.Steps {
+		ps := PlanStep{Index: i + 1, ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Description: rc.Redact(s.Action.Describe(rc)),
+			TimeoutSeconds: drill.Seconds(stepTimeout(d, s))}
+		rc.SetCurrentStep(s.ID)
+		if m, ok := s.Action.(drill.Mutating); ok {
+			ps.Lever = m.Plan(rc)
+			if first, moved := movedBy[ps.Lever.Subject]; moved {
+				// As at run time: one rollback per lever, restoring its state
+				// before the drill.
+				ps.Lever.Inverse = "none new: the rollback registered by step " + first + " restores it to its state before the drill"
+			} else {
+				movedBy[ps.Lever.Subject] = s.ID
+			}
+		}
+		for _, rb := range s.Rollback {
+			ps.Rollbacks = append(ps.Rollbacks, rc.Redact((&explicitRollback{step: rb}).Describe()))
+		}
+		p.Steps = append(p.Steps, ps)
+	}
+	for _, rb := range d.Rollbacks {
+		p.Rollbacks = append(p.Rollbacks, rc.Redact((&explicitRollback{step: rb}).Describe()))
+	}
+	return p
+}
+
+func (p *Plan) planAlarms(ctx context.Context, rc *drill.RunContext) {
+	if !rc.Drill.HasAlarms() {
+		return
+	}
+	if rc.Deps.Alarms == nil {
+		p.Problems = append(p.Problems, "alarm conditions need a CloudWatch alarm source")
+		return
+	}
+	qs, err := rc.AlarmQueries(ctx)
+	if err != nil {
+		p.Problems = append(p.Problems, "alarms: "+err.Error())
+		return
+	}
+	regions := make([]string, 0, len(qs))
+	for r := range qs {
+		regions = append(regions, r)
+	}
+	slices.Sort(regions)
+	for _, r := range regions {
+		in, err := metrics.AlarmRequest(qs[r])
+		if err != nil {
+			p.Problems = append(p.Problems, fmt.Sprintf("alarms in %s: %v", r, err))
+			continue
+		}
+		pa := PlanAlarms{Region: r, Names: in.AlarmNames}
+		if in.AlarmNamePrefix != nil {
+			pa.Prefix = *in.AlarmNamePrefix
+		}
+		p.Alarms = append(p.Alarms, pa)
+	}
+}
+
+// WritePlan prints p for a terminal or a CI log. Text from the file, the
+// environment or --var is shown by the one rule for untrusted text
+// (textsafe.Line: controls and bidi characters as visible escapes).
+func WritePlan(w io.Writer, p *Plan) {
+	pf := func(format string, args ...any) {
+		for i, a := range args {
+			if s, ok := a.(string); ok {
+				args[i] = textsafe.Line(s)
+			}
+		}
+		fmt.Fprintf(w, format, args...)
+	}
+	pf("drill %s (%s): would act on context %q (%s)\n", p.Drill.Name, p.Drill.File, p.Context, p.Store)
+	if p.Gauges != "" {
+		pf("breaker gauges from %s\n", p.Gauges)
+	}
+	pf("timeout %s: every lever lapses by the start plus that; poll every %s; each rollback within %s\n",
+		dur(p.TimeoutSeconds), dur(p.PollSeconds), dur(p.RollbackSeconds))
+	if len(p.Vars) > 0 {
+		pf("vars:\n")
+		for _, v := range p.Vars {
+			pf("  %s = %s\n", v.Name, v.Value)
+		}
+	}
+	checks := func(title string, cs []PlanCheck) {
+		if len(cs) == 0 {
+			return
+		}
+		pf("%s:\n", title)
+		for _, c := range cs {
+			within := ""
+			if c.WithinSeconds > 0 {
+				within = " (within " + dur(c.WithinSeconds) + ")"
+			}
+			pf("  - %s [%s]: %s%s\n", c.Name, c.Kind, c.Description, within)
+		}
+	}
+	checks("hypothesis (before the steps and after the rollbacks)", p.Hypothesis)
+	checks("stop conditions (watched every "+dur(p.PollSeconds)+" while the steps run)", p.StopConditions)
+	for _, a := range p.Alarms {
+		if a.Prefix != "" {
+			pf("alarms: one DescribeAlarms request per poll in %s, AlarmNamePrefix %q\n", a.Region, a.Prefix)
+		} else {
+			pf("alarms: one DescribeAlarms request per poll in %s, AlarmNames %s\n", a.Region, strings.Join(a.Names, ", "))
+		}
+	}
+	pf("steps:\n")
+	for _, s := range p.Steps {
+		pf("  %d. %s (%s): %s [timeout %s]\n", s.Index, s.ID, s.Kind, s.Description, dur(s.TimeoutSeconds))
+		if l := s.Lever; l != nil {
+			pf("       moves %s; rollback: %s\n", l.Subject, l.Inverse)
+			if l.ExpiresWithinSeconds > 0 {
+				pf("       lapses on its own within %s: %s\n", dur(l.ExpiresWithinSeconds), l.Expiry)
+			} else {
+				pf("       %s\n", l.Expiry)
+			}
+		}
+		for _, rb := range s.Rollbacks {
+			pf("       rollback step: %s\n", rb)
+		}
+	}
+	for _, rb := range p.Rollbacks {
+		pf("drill rollback (last): %s\n", rb)
+	}
+	for _, pr := range p.Problems {
+		pf("problem: %s\n", pr)
+	}
+	pf("nothing was run or written: this is a plan\n")
+}
+
+func dur(secs float64) string {
+	return time.Duration(secs * float64(time.Second)).Round(time.Millisecond).String()
+}

@@ -1,0 +1,102 @@
+//go:build unix
+
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
+)
+
+func TestShellStepEnvironmentAndOutputs(t *testing.T) {
+	e := newEnv(t)
+	e.svc.Environ = []string{"PATH=" + os.Getenv("PATH"), "BASE=from-koshactl"}
+	d := parse(t, `
+name: shells
+timeout: 1m
+vars:
+  my-var: hello
+steps:
+  - id: first
+    shell: printf 'one\ntwo\n'; echo warn >&2
+  - id: second
+    shell:
+      run: echo "$DRILL_STEP_FIRST_STDOUT|$DRILL_STEP_FIRST_STDERR|$DRILL_VAR_MY_VAR|$EXTRA|$BASE|$DRILL_NAME|$DRILL_CONTEXT|$(pwd)"
+      env: {EXTRA: "${vars.my-var}-${steps.first.exit_code}"}
+      dir: /
+  - id: third
+    shell: {run: "exit 3", exit_code: 3}
+  - id: big
+    shell: head -c 100000 /dev/zero | tr '\0' x
+`)
+	j, log := e.run(context.Background(), d)
+	if j.ExitCode != drill.ExitPassed {
+		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
+	}
+	if got := stepByID(t, j, "first").Outputs; got["stdout"] != "one\ntwo" || got["stderr"] != "warn" || got["exit_code"] != "0" {
+		t.Errorf("first outputs = %q", got)
+	}
+	if got := stepByID(t, j, "second").Outputs["stdout"]; got != "one\ntwo|warn|hello|hello-0|from-koshactl|shells|test|/" {
+		t.Errorf("second stdout = %q", got)
+	}
+	big := stepByID(t, j, "big").Outputs["stdout"]
+	if !strings.HasPrefix(big, strings.Repeat("x", kinds.MaxShellOutput)) || !strings.HasSuffix(big, "... ("+strconv.Itoa(100000-kinds.MaxShellOutput)+" more bytes not kept)") {
+		t.Errorf("big output kept %d bytes: ...%q", len(big), big[max(0, len(big)-60):])
+	}
+}
+
+// An interrupted shell step kills the command's whole process group, so
+// nothing it started outlives the step.
+func TestShellStepKillsItsProcessGroupOnInterrupt(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	e.svc.Environ = []string{"PATH=" + os.Getenv("PATH"), "PIDFILE=" + pidFile}
+	d := parse(t, `
+name: kill
+timeout: 1m
+steps:
+  - id: long
+    shell: sleep 300 & echo $! > "$PIDFILE.tmp" && mv "$PIDFILE.tmp" "$PIDFILE"; wait
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var pid int
+	go func() {
+		for {
+			if b, err := os.ReadFile(pidFile); err == nil {
+				pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+				cancel()
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	j, log := e.run(ctx, d)
+	if j.Outcome != drill.OutcomeInterrupted || j.Steps[0].Status != drill.StatusInterrupted {
+		t.Fatalf("outcome %s, step %+v\n%s", j.Outcome, j.Steps[0], log)
+	}
+	if pid == 0 {
+		t.Fatal("the command never started its child")
+	}
+	// The child (sleep 300) must be gone: poll until the kernel reaped it.
+	deadline := time.Now().Add(wait.Ceiling)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d started by the shell step outlived the interrupt", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,110 @@
+"""The vectors catch wrong readers: each test swaps one rule of the package
+for a plausible mistake (monkeypatch) and checks that the vector tests then
+fail, and on the cases the rule is about. A vector suite a wrong reader
+could pass would prove nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import pytest
+
+import test_vectors as tv
+from kosha_contract import bucket, chaos, override
+
+
+def failing(test: Callable[[dict[str, Any]], None], cases: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for c in cases:
+        try:
+            test(c)
+        except (AssertionError, pytest.fail.Exception):
+            out.append(c.get("name", repr(c)))
+    return out
+
+
+def test_reader_that_expires_a_malformed_expiry_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    right = override.read_override
+
+    def expires_when_unreadable(item: Any, now_ms: int) -> override.OverrideReading:
+        r = right(item, now_ms)
+        if "expires_at" in r.malformed_attributes:  # "can't read the expiry, so it must be over"
+            return dataclasses.replace(r, active=False)
+        return r
+
+    assert failing(tv.test_override, tv.OVERRIDES["cases"]) == []
+    monkeypatch.setattr(override, "read_override", expires_when_unreadable)
+    failed = failing(tv.test_override, tv.OVERRIDES["cases"])
+    want = [c["name"] for c in tv.OVERRIDES["cases"]
+            if c["want"]["treatment"] == "active_malformed" and "expires_at" in c["want"]["malformed_attributes"]]
+    assert len(want) >= 10 and failed == want
+
+
+def test_reader_that_skips_malformed_items_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    right = override.read_override
+
+    def skips(item: Any, now_ms: int) -> override.OverrideReading:
+        r = right(item, now_ms)
+        return override.OverrideReading(active=False) if r.malformed else r
+
+    monkeypatch.setattr(override, "read_override", skips)
+    assert len(failing(tv.test_override, tv.OVERRIDES["cases"])) >= 40
+
+
+def test_take_without_the_clamp_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unclamped(limits: bucket.Limits, tokens: float, updated_at_ms: int, now_ms: int) -> float:
+        return min(limits.capacity, tokens + (now_ms - updated_at_ms) / 1000 * limits.refill_per_second)
+
+    monkeypatch.setattr(bucket, "refill", unclamped)
+    failed = failing(tv.test_bucket, tv.BUCKETS["cases"])
+    assert "6: reader clock 500 ms behind" in failed and "updated_at 1 s ahead, nearly empty" in failed
+
+
+def test_take_stamping_now_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    right = bucket._put
+
+    def stamps_now(client: str, limits: bucket.Limits, refilled: float, stamp: int, cond: bucket.Condition,
+                   write_id: str = "") -> bucket.TakeResult:
+        seen = cond.values.get(":seen")
+        if seen is not None:
+            stamp = min(stamp, max(int(seen["N"]), stamp - 1))  # the LLD's updated_at = now
+        return right(client, limits, refilled, stamp, cond, write_id)
+
+    monkeypatch.setattr(bucket, "_put", stamps_now)
+    assert "5: written this millisecond" in failing(tv.test_bucket, tv.BUCKETS["cases"])
+
+
+def test_take_dropping_write_id_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    right = bucket._put
+
+    def drops(client: str, limits: bucket.Limits, refilled: float, stamp: int, cond: bucket.Condition,
+              write_id: str = "") -> bucket.TakeResult:
+        return right(client, limits, refilled, stamp, cond)
+
+    monkeypatch.setattr(bucket, "_put", drops)
+    assert failing(tv.test_bucket, tv.BUCKETS["cases"]) == ["write_id carried forward by the take"]
+
+
+def test_verifier_without_the_cap_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    right = chaos.verify
+
+    def no_cap(value: str, keyring: Any, now: float, targets: Any = chaos.DEFAULT_TARGETS, max_ahead: int = 900, skew: int = 30) -> chaos.Fields:
+        return right(value, keyring, now, targets, 10**12, skew)
+
+    monkeypatch.setattr(chaos, "verify", no_cap)
+    failed = failing(tv.test_chaos_invalid, tv.CHAOS["invalid"])
+    assert failed == [c["name"] for c in tv.CHAOS["invalid"] if c["check"] == "cap"]
+
+
+def test_verifier_with_lenient_p_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(chaos._CHECKS, "p", lambda v: v.replace(".", "", 1).isdigit())
+    assert "p with a trailing zero" in failing(tv.test_chaos_invalid, tv.CHAOS["invalid"])
+
+
+def test_gauge_with_bankers_rounding_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kosha_contract import gauge
+
+    monkeypatch.setattr(gauge, "gauge_state", lambda v: gauge.NAMES.get(round(v)) if 0 <= round(v) <= 3 else None)
+    failed = failing(tv.test_gauge_value, tv.GAUGE["values"])
+    assert failed, "Python's round() rounds halves to even; the gauge rounds them away from zero"
