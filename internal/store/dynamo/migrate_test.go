@@ -205,13 +205,33 @@ func TestMigrateRefusesAStackManagedTable(t *testing.T) {
 	s := dynamo.New(api, legacy.Table())
 	for _, dry := range []bool{true, false} {
 		_, err := s.Migrate(t.Context(), dry)
-		if !errors.Is(err, dynamo.ErrStackManaged) || !strings.Contains(err.Error(), `"kosha-control"`) ||
-			!strings.Contains(err.Error(), "IndexCount") || !strings.Contains(err.Error(), "audit-by-day") {
+		if !errors.Is(err, dynamo.ErrStackManaged) || !strings.Contains(err.Error(), `"kosha-control"`) || !strings.Contains(err.Error(), "audit-by-day") ||
+			!strings.Contains(err.Error(), dynamo.StackUpgradeDoc+`, "`+dynamo.StackUpgradeSection+`": `+dynamo.StackUpgradeSteps(0)+")") {
 			t.Errorf("Migrate (dry run %v) on a stack-managed table: %v; want ErrStackManaged naming the stack and the fix", dry, err)
 		}
 	}
 	if api.updates != 0 {
 		t.Errorf("UpdateTable called %d times on a stack-managed table", api.updates)
+	}
+	// A stack at IndexCount=2 (the table has the first two indexes): the
+	// steps left start at 3.
+	half := dynamotest.TableName(t)
+	def := dynamo.TableDefinition(half)
+	def.GlobalSecondaryIndexes = def.GlobalSecondaryIndexes[:2]
+	def.AttributeDefinitions = def.AttributeDefinitions[:3]
+	made, err := client.CreateTable(t.Context(), def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.TagResource(t.Context(), &dynamodb.TagResourceInput{ResourceArn: made.TableDescription.TableArn,
+		Tags: []types.Tag{{Key: aws.String(dynamo.StackNameTag), Value: aws.String("kosha-control")}}}); err != nil {
+		t.Fatal(err)
+	}
+	halfAPI := &buildingAPI{API: client}
+	_, err = dynamo.New(halfAPI, half).Migrate(t.Context(), false)
+	if !errors.Is(err, dynamo.ErrStackManaged) || !strings.Contains(err.Error(), "audit-by-actor, overrides:") ||
+		!strings.Contains(err.Error(), ": IndexCount=3, then 4)") || halfAPI.updates != 0 {
+		t.Errorf("Migrate on a stack-managed table with two indexes: %v (%d updates); want the refusal naming IndexCount=3, then 4", err, halfAPI.updates)
 	}
 	// A stack-managed table with every index: nothing to refuse.
 	full := dynamotest.NewStore(t, endpoint)

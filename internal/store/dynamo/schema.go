@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,6 +70,34 @@ var ErrStackManaged = errors.New("the table is managed by a CloudFormation stack
 
 // StackNameTag is the tag CloudFormation puts on every resource of a stack.
 const StackNameTag = "aws:cloudformation:stack-name"
+
+// How a stack-managed table gains its indexes, as [ErrStackManaged]'s error
+// says and the deployment templates and their README implement (a test holds
+// the three to these names): the CloudFormation template's parameter (the
+// Terraform module's variable is index_count) declares the first N indexes of
+// [store.Indexes], raised by one per stack update.
+const (
+	StackUpgradeDoc        = "deploy/README.md"
+	StackUpgradeSection    = "Upgrading a stack-managed table"
+	StackIndexParameter    = "IndexCount"
+	TerraformIndexVariable = "index_count"
+)
+
+// StackUpgradeSteps names the stack updates that take a table with the
+// first have indexes of [store.Indexes] to all of them:
+// "IndexCount=1, then 2, 3, 4" from none.
+func StackUpgradeSteps(have int) string {
+	have = max(0, min(have, len(store.Indexes)-1))
+	steps := fmt.Sprintf("%s=%d", StackIndexParameter, have+1)
+	var rest []string
+	for n := have + 2; n <= len(store.Indexes); n++ {
+		rest = append(rest, fmt.Sprint(n))
+	}
+	if len(rest) > 0 {
+		steps += ", then " + strings.Join(rest, ", ")
+	}
+	return steps
+}
 
 // IndexAppearReads is how many DescribeTable reads [Store.Migrate] makes
 // for an index it just asked for before it decides the endpoint did not
@@ -249,9 +278,16 @@ func (s *Store) checkNotStackManaged(ctx context.Context, table *types.TableDesc
 		for i, ix := range missing {
 			names[i] = ix.Name
 		}
+		// The stack declares the first indexes of store.Indexes; when the
+		// missing ones are the rest, the next update is the one after them.
+		have := 0
+		if slices.Equal(missing, store.Indexes[len(store.Indexes)-len(missing):]) {
+			have = len(store.Indexes) - len(missing)
+		}
 		return fmt.Errorf("migrate table %q: %w %q (tag %s) and lacks the indexes %s: adding them here would make the stack's next update fail; "+
-			"add them through the stack instead, one per update (deploy/README.md: IndexCount=1, then 2, 3, 4), then run `koshactl store migrate` to index existing records",
-			s.table, ErrStackManaged, aws.ToString(t.Value), StackNameTag, strings.Join(names, ", "))
+			"add them through the stack instead, one per update (%s, %q: %s), then run `koshactl store migrate` to index existing records",
+			s.table, ErrStackManaged, aws.ToString(t.Value), StackNameTag, strings.Join(names, ", "),
+			StackUpgradeDoc, StackUpgradeSection, StackUpgradeSteps(have))
 	}
 	return nil
 }
