@@ -87,9 +87,9 @@ type BackfillReport struct {
 	// Skipped counts items without a version to make the rewrite
 	// conditional on; `breaker list` reports them, clear or replace them.
 	Skipped int
-	// LongKeys lists the items left unindexed because their pk is longer
+	// Unindexed lists the items left out of the index, and why: a pk longer
 	// than an index's sort key may be (store.MaxIndexedPKBytes).
-	LongKeys []string `json:",omitempty"`
+	Unindexed []store.Unindexed `json:",omitempty"`
 }
 
 // Backfill adds the index attribute to override items written before the
@@ -112,8 +112,8 @@ func (s *Overrides) Backfill(ctx context.Context, dryRun bool) (BackfillReport, 
 			rep.Skipped++
 			continue
 		}
-		if len(it.PK()) > store.MaxIndexedPKBytes {
-			rep.LongKeys = append(rep.LongKeys, it.PK())
+		if err := store.IndexedPKError(store.IndexOverrides, it.PK()); err != nil {
+			rep.Unindexed = append(rep.Unindexed, store.Unindexed{PK: it.PK(), Why: err.Error()})
 			continue
 		}
 		rep.Updated++

@@ -129,7 +129,7 @@ func TestOverrideBackfill(t *testing.T) {
 	if rep, err := ov.Backfill(t.Context(), true); err != nil || rep.Updated != 1 {
 		t.Fatalf("dry run: %+v, %v", rep, err)
 	}
-	if rep, err := ov.Backfill(t.Context(), false); err != nil || rep.Updated != 1 || rep.Examined != 2 || len(rep.LongKeys) != 1 {
+	if rep, err := ov.Backfill(t.Context(), false); err != nil || rep.Updated != 1 || rep.Examined != 2 || len(rep.Unindexed) != 1 || rep.Unindexed[0].PK != long.PK() || !strings.Contains(rep.Unindexed[0].Why, "sort key") {
 		t.Fatalf("backfill: %+v, %v", rep, err)
 	}
 	if list, _ := ov.ListFor(t.Context(), nil); deps(list) != "other-tool" || list[0].Version != 3 {

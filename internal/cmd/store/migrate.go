@@ -136,11 +136,11 @@ func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) e
 			fmt.Sprintf("overrides: %d examined, %s %d", out.Overrides.Examined, verb, out.Overrides.Updated))
 		for _, k := range []struct {
 			what string
-			pks  []string
-		}{{"audit records", out.Audit.LongKeys}, {"overrides", out.Overrides.LongKeys}} {
-			if len(k.pks) > 0 {
-				lines = append(lines, fmt.Sprintf("%s: %d left unindexed, their pk longer than the %d bytes an index's sort key may be "+
-					"(indexed reads miss them; --scan reads find them): %s", k.what, len(k.pks), store.MaxIndexedPKBytes, shortKeys(k.pks)))
+			left []store.Unindexed
+		}{{"audit records", out.Audit.Unindexed}, {"overrides", out.Overrides.Unindexed}} {
+			if len(k.left) > 0 {
+				lines = append(lines, fmt.Sprintf("%s: %d left out of an index DynamoDB would refuse them in "+
+					"(indexed reads miss them there; --scan reads find them): %s", k.what, len(k.left), shortKeys(k.left)))
 			}
 		}
 		if out.Overrides.Skipped > 0 {
@@ -164,18 +164,20 @@ func printLines(f *cmdutil.Factory, lines []string) {
 	}
 }
 
-// shortKeys names up to three pks, each cut to 40 bytes and shown safely.
-func shortKeys(pks []string) string {
+// shortKeys names up to three items left out of an index, each pk cut to
+// 40 bytes and shown safely, with why.
+func shortKeys(left []store.Unindexed) string {
 	var out []string
-	for i, pk := range pks {
+	for i, u := range left {
 		if i == 3 {
-			out = append(out, fmt.Sprintf("and %d more", len(pks)-3))
+			out = append(out, fmt.Sprintf("and %d more", len(left)-3))
 			break
 		}
+		pk := u.PK
 		if len(pk) > 40 {
 			pk = strings.ToValidUTF8(pk[:40], "") + "…"
 		}
-		out = append(out, strconv.Quote(textsafe.Line(pk)))
+		out = append(out, strconv.Quote(textsafe.Line(pk))+" ("+textsafe.Line(u.Why)+")")
 	}
 	return strings.Join(out, ", ")
 }

@@ -33,7 +33,7 @@ type tableDef struct {
 	Billing            string
 	Indexes            map[string]indexDef
 	IndexOrder         []string // the indexes' names in the order declared
-	TTL                string // the TTL attribute, "" when off
+	TTL                string   // the TTL attribute, "" when off
 	PITR               bool
 	DeletionProtection bool
 }
