@@ -7,8 +7,10 @@ import (
 )
 
 // DocTarget is the context docs/iam.md shows each role's policy on.
-var DocTarget = Target{Region: "eu-west-1", Account: "123456789012", Table: "kosha-control",
-	Secret: "kosha/chaos/prod", Namespace: "Kosha/Resilience"} //nolint:gosec // G101: a secret's name, not its value
+var DocTarget = Target{ //nolint:gosec // G101: a secret's name, not its value
+	Region: "eu-west-1", Account: "123456789012", Table: "kosha-control",
+	Secret: "kosha/chaos/prod", Namespace: "Kosha/Resilience",
+}
 
 // Markers around a generated policy block in a Markdown file:
 //

@@ -220,7 +220,7 @@ func (w *drillWorld) reset(t *testing.T) {
 // that called it is run again, and the action is what is denied. A drill
 // then fails; the data plane, which serves on through a denied read or
 // write as it must, says so in its log (and the drill checking its
-// behaviour fails where it can tell).
+// behavior fails where it can tell).
 func TestDrillAndDataPlaneRolesCallExactlyAndNeedEachAction(t *testing.T) {
 	w := newDrillWorld(t)
 	w.enf.SetPolicy(policyOf(t, iam.DrillRunner, testTarget))
