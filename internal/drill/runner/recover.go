@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/notify"
 )
 
 // ActionRecover is the audit action of `drill recover`.
@@ -55,6 +56,9 @@ type Recovery struct {
 	RollbackTimeout time.Duration
 	// Log receives one line per rollback (may be nil).
 	Log func(string)
+	// Notifier announces the recovery (drill.recovered) after its audit
+	// record; nil announces nothing.
+	Notifier notify.Notifier
 }
 
 // Run runs every pending rollback of j in reverse order of registration,
@@ -113,20 +117,32 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) *drill.RecoveryRe
 	}
 	n := len(rec.Rollbacks)
 	rec.Detail = fmt.Sprintf("%d rollback(s) run, %d ok", n, n-countFailed(j, rec.Rollbacks))
+	outcome := "ok"
+	if !rec.OK {
+		outcome = "failed"
+	}
+	var auditIDs []string
 	if svc.Audit != nil {
-		outcome := "ok"
-		if !rec.OK {
-			outcome = "failed"
-		}
-		_, err := svc.Audit.Append(ctx, audit.Entry{Actor: svc.Actor, Action: ActionRecover, Subject: "drill#" + j.Drill.Name,
+		arec, err := svc.Audit.Append(ctx, audit.Entry{Actor: svc.Actor, Action: ActionRecover, Subject: "drill#" + j.Drill.Name,
 			Reason: rc.Reason(rec.Detail + " (" + strings.Join(rec.Rollbacks, ", ") + ")"), Outcome: outcome,
 			After: map[string]any{"run_id": j.RunID, "rollbacks": rec.Rollbacks, "ok": rec.OK}})
 		if err != nil {
 			rec.OK = false
 			rec.Detail += "; the recovery's audit record could not be written: " + err.Error()
+		} else {
+			auditIDs = append(auditIDs, arec.ID)
 		}
 	}
 	j.Recoveries = append(j.Recoveries, *rec)
+	if rv.Notifier != nil {
+		var recovered []drill.RollbackRecord
+		for _, i := range pending {
+			recovered = append(recovered, j.Rollbacks[i])
+		}
+		rv.Notifier.Notify(ctx, notify.Event{Action: notify.ActionDrillRecovered, Source: notify.SourceDrill, Context: svc.ContextName,
+			Actor: svc.Actor, Reason: rc.Reason(""), Outcome: outcome, Detail: rc.Redact(rec.Detail),
+			Drill: &notify.Drill{Name: j.Drill.Name, RunID: j.RunID}, Levers: drillLevers(recovered), AuditIDs: auditIDs})
+	}
 	return rec
 }
 

@@ -11,8 +11,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/notify"
 )
 
 // Rollback retries: a rollback that fails (the store throttled, a write
@@ -105,6 +107,11 @@ type Runner struct {
 	// Process, when set, identifies the process running the drill in the
 	// journal (pid, host, lock file), for drill recover.
 	Process *drill.RunnerRecord
+	// Notifier announces the run to the context's channel: started (when
+	// the steps begin), stopped (when a stop condition holds) and finished
+	// (after the rollbacks, with each lever's state and every audit record
+	// the run wrote). Nil announces nothing.
+	Notifier notify.Notifier
 
 	mu      sync.Mutex
 	journal *drill.Journal
@@ -129,6 +136,14 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	svc := r.Deps
 	if svc == nil {
 		svc = &drill.Deps{}
+	}
+	// The run's audit records are collected for its notifications.
+	audited := &auditRecorder{}
+	if svc.Audit != nil {
+		own := *svc
+		audited.inner = svc.Audit
+		own.Audit = audited
+		svc = &own
 	}
 	runID := r.RunID
 	if runID == "" {
@@ -238,8 +253,11 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	}
 	beforeFailed := failed
 
+	announced := false
 	if !failed && runCtx.Err() == nil {
 		r.emit(Event{Kind: EventPhase, Phase: PhaseSteps})
+		announced = true
+		r.announce(ctx, rc, notify.ActionDrillStarted, "", fmt.Sprintf("%d step(s), timeout %s", len(d.Steps), d.Timeout), audited)
 		stopMonitor := r.monitor(runCtx, rc, d, cancelRun)
 		for i, s := range d.Steps {
 			if runCtx.Err() != nil || failed {
@@ -293,6 +311,9 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 		}
 	})
 	cancelTimeout()
+	if se := (*StopError)(nil); announced && errors.As(cause, &se) {
+		r.announce(rbParent, rc, notify.ActionDrillStopped, drill.OutcomeStopped, se.Error()+"; rolling back", audited)
+	}
 
 	r.emit(Event{Kind: EventPhase, Phase: PhaseRollback})
 	for i := len(stack) - 1; i >= 0; i-- {
@@ -338,7 +359,67 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 		stopAfter()
 		cancelAfter()
 	}
-	return r.finish(rc, j)
+	j = r.finish(rc, j)
+	if announced {
+		detail := fmt.Sprintf("exit %d; %s", j.ExitCode, rollbackSummary(j))
+		if j.Reason != "" {
+			detail = j.Reason + "; " + detail
+		}
+		r.announce(rbParent, rc, notify.ActionDrillFinished, j.Outcome, detail, audited)
+	}
+	return j
+}
+
+// announce sends one notification about the run (a nil Notifier sends
+// none): the levers as the journal has them, every audit record so far.
+func (r *Runner) announce(ctx context.Context, rc *drill.RunContext, action, outcome, detail string, audited *auditRecorder) {
+	if r.Notifier == nil {
+		return
+	}
+	r.mu.Lock()
+	levers := drillLevers(r.journal.Rollbacks)
+	r.mu.Unlock()
+	r.Notifier.Notify(ctx, notify.Event{Action: action, Source: notify.SourceDrill, Context: rc.Deps.ContextName, Actor: rc.Deps.Actor,
+		Reason: rc.Reason(""), Outcome: outcome, Detail: rc.Redact(detail), Drill: &notify.Drill{Name: rc.Drill.Name, RunID: rc.RunID},
+		Levers: levers, AuditIDs: audited.IDs()})
+}
+
+func rollbackSummary(j *drill.Journal) string {
+	ok := 0
+	for _, rb := range j.Rollbacks {
+		if rb.Status == drill.StatusOK {
+			ok++
+		}
+	}
+	if len(j.Rollbacks) == 0 {
+		return "no rollbacks"
+	}
+	return fmt.Sprintf("%d of %d rollback(s) ok", ok, len(j.Rollbacks))
+}
+
+// auditRecorder passes audit entries on and keeps the ids of the records
+// written, for the run's notifications.
+type auditRecorder struct {
+	inner audit.Appender
+	mu    sync.Mutex
+	ids   []string
+}
+
+func (a *auditRecorder) Append(ctx context.Context, e audit.Entry) (audit.Record, error) {
+	rec, err := a.inner.Append(ctx, e)
+	if err == nil && rec.ID != "" {
+		a.mu.Lock()
+		a.ids = append(a.ids, rec.ID)
+		a.mu.Unlock()
+	}
+	return rec, err
+}
+
+// IDs returns the ids recorded so far.
+func (a *auditRecorder) IDs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.ids)
 }
 
 func firstNonEmpty(s ...string) string {

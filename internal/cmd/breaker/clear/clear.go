@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -25,6 +26,7 @@ type Options struct {
 	Reason       string
 	DryRun       bool
 	Yes          bool
+	NoNotify     bool
 	Output       string
 }
 
@@ -63,6 +65,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -100,6 +103,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
+		return err
+	}
+	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	ov := breaker.NewOverrides(env.Store, f.Clock)
@@ -156,6 +162,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	if err := printResult(f, opts, env, out, now); err != nil {
 		return err
+	}
+	if levers := notify.ClearLevers(outcomes); !opts.DryRun && len(levers) > 0 {
+		actor, _ := env.Actor(ctx)
+		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: breaker.ActionClear, Actor: actor, Reason: opts.Reason, Levers: levers})
 	}
 	return cmdutil.WriteFailure(writeErr, auditErr)
 }

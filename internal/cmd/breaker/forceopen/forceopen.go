@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -34,6 +35,7 @@ type Options struct {
 	AllowUnknown bool
 	DryRun       bool
 	Yes          bool
+	NoNotify     bool
 	Output       string
 }
 
@@ -81,6 +83,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts, --no-expiry)")
 	cmd.MarkFlagsMutuallyExclusive("for", "until", "no-expiry")
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -163,6 +166,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := shared.CheckDependencies(opts.Dependencies, env.Context.KnownDependencies(), opts.AllowUnknown); err != nil {
 		return err
 	}
+	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+		return err
+	}
 	now := f.Clock.Now()
 	expires, err := opts.expiry(now, env.Context.MaxOverrideDuration())
 	if err != nil {
@@ -203,6 +209,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	if err := printResult(f, opts, env, out, now); err != nil {
 		return err
+	}
+	if levers := notify.ForceLevers(outcomes); !opts.DryRun && len(levers) > 0 {
+		actor, _ := env.Actor(ctx)
+		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: breaker.ActionForceOpen, Actor: actor, Reason: opts.Reason, Levers: levers})
 	}
 	failure := cmdutil.WriteFailure(writeErr, auditErr)
 	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(opts.Dependencies) {

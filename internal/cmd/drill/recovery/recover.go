@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
@@ -21,6 +22,7 @@ type Options struct {
 	Journal        string
 	JUnit          string
 	AllowProtected bool
+	NoNotify       bool
 	Output         string
 }
 
@@ -69,6 +71,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl := cmd.Flags()
 	fl.StringVar(&opts.JUnit, "junit", "", "write the journal, with the recovery, as JUnit XML to this file")
 	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow recovering on a protected context")
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	_ = cmd.MarkFlagFilename("junit")
 	return cmd
@@ -120,12 +123,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if env.Context.Protected && !opts.AllowProtected {
 		return cmdutil.WithCode(cmdutil.ExitRefused, fmt.Errorf("context %q is protected: pass --allow-protected to recover on it; nothing was done", env.Name))
 	}
+	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+		return err
+	}
 	deps, err := run.NewDeps(ctx, f, env, "")
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(ios.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
 	rv := &runner.Recovery{Deps: deps, Log: func(line string) { fmt.Fprintln(ios.ErrOut, "  "+textsafe.Line(line)) }}
+	if !opts.NoNotify && env.Notifier != nil {
+		rv.Notifier = env.Notifier.For(notify.SourceDrill, nil)
+	}
 	rec := rv.Run(ctx, j)
 	werr := runner.WriteJournal(opts.Journal, j)
 	if opts.JUnit != "" {
