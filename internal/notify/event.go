@@ -210,4 +210,3 @@ func KeyRotationLever(subject, currentKID, previousKID, retiredKID string, signs
 	}
 	return Lever{Subject: subject, Change: change, AuditID: auditID}
 }
-

@@ -104,6 +104,6 @@ type brokenSink struct {
 	err          error
 }
 
-func (b brokenSink) Name() string                              { return b.name }
-func (b brokenSink) Target() string                            { return b.target }
+func (b brokenSink) Name() string                             { return b.name }
+func (b brokenSink) Target() string                           { return b.target }
 func (b brokenSink) Send(context.Context, notify.Event) error { return b.err }

@@ -10,10 +10,10 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 

@@ -22,8 +22,8 @@ const AuditAction = "chaos.key-rotate"
 
 // Options are the parsed flags.
 type Options struct {
-	DryRun bool
-	Yes    bool
+	DryRun   bool
+	Yes      bool
 	Force    bool
 	NoNotify bool
 	Output   string
