@@ -152,6 +152,15 @@ func (d *Dispatcher) Notify(ctx context.Context, ev Event) Report {
 			n = len(d.Sinks)
 		}
 	}
+	// Answers that arrived with the bound still count.
+	for drained := false; !drained; {
+		select {
+		case r := <-results:
+			errs[r.i], answered[r.i] = r.err, true
+		default:
+			drained = true
+		}
+	}
 	rep := Report{Event: ev}
 	for i, sk := range d.Sinks {
 		var err error

@@ -96,6 +96,9 @@ func (ev Event) complete(id string, now time.Time, contextName, source string) E
 	if ev.Source == "" {
 		ev.Source = source
 	}
+	if ev.Source == "" {
+		ev.Source = SourceCLI
+	}
 	if ev.Levers == nil {
 		ev.Levers = []Lever{}
 	}

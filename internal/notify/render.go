@@ -21,6 +21,9 @@ func Payload(ev Event) ([]byte, error) {
 	return b, nil
 }
 
+// titleSubjects is how many levers a title names before "and N more".
+const titleSubjects = 5
+
 // Title is the notification's one line: context, action, actor and the
 // levers' subjects. Plain text: values pass through textsafe.Line only.
 func Title(ev Event) string {
@@ -32,8 +35,12 @@ func Title(ev Event) string {
 			what += ": " + ev.Outcome
 		}
 	case len(ev.Levers) > 0:
-		subjects := make([]string, 0, len(ev.Levers))
-		for _, l := range ev.Levers {
+		subjects := make([]string, 0, titleSubjects+1)
+		for i, l := range ev.Levers {
+			if i == titleSubjects {
+				subjects = append(subjects, fmt.Sprintf("and %d more", len(ev.Levers)-i))
+				break
+			}
 			subjects = append(subjects, l.Subject)
 		}
 		what = strings.Join(subjects, ", ")
@@ -93,14 +100,28 @@ func joinWithin(lines []string, sep string, limit int) string {
 	if limit <= 0 || len(out) <= limit {
 		return out
 	}
-	for keep := len(lines) - 1; keep >= 0; keep-- {
+	// size is the length of lines[:keep] joined, plus a separator.
+	size := 0
+	for keep := 0; keep < len(lines); keep++ {
 		tail := fmt.Sprintf("… %d more line(s) left out; see the audit records", len(lines)-keep)
-		s := strings.Join(append(append([]string{}, lines[:keep]...), tail), sep)
-		if len(s) <= limit {
-			return s
+		next := size + len(lines[keep]) + len(sep)
+		nextTail := fmt.Sprintf("… %d more line(s) left out; see the audit records", len(lines)-keep-1)
+		if next+len(nextTail) > limit {
+			if size+len(tail) > limit {
+				break
+			}
+			return strings.Join(lines[:keep], sep) + sepIf(keep, sep) + tail
 		}
+		size = next
 	}
 	return truncateBytes(out, limit)
+}
+
+func sepIf(keep int, sep string) string {
+	if keep == 0 {
+		return ""
+	}
+	return sep
 }
 
 // truncateBytes cuts s to at most n bytes on a rune boundary.

@@ -112,6 +112,10 @@ func SNSPublishInput(topic string, ev Event) (*sns.PublishInput, error) {
 	}
 	attrBytes := 0
 	for k, v := range attrs {
+		if *v.StringValue == "" {
+			delete(attrs, k) // SNS refuses an attribute without a value
+			continue
+		}
 		attrBytes += len(k) + len(*v.DataType) + len(*v.StringValue)
 	}
 	title := Title(ev)
