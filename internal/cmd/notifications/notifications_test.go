@@ -267,3 +267,24 @@ func TestSetContextNotifyFlagsValidateAndNeverEchoTheURL(t *testing.T) {
 		t.Fatalf("stderr: %s", r.Stderr)
 	}
 }
+
+// drill run from the command line: the run is announced when its steps
+// begin and when it has rolled back, from the drill, with the context's
+// sinks.
+func TestDrillRunIsAnnounced(t *testing.T) {
+	e := clitest.New(t)
+	rcv := notifytest.Start(t, notifytest.Accept)
+	e.WriteConfig(localConfig("", slackSink("chat", rcv.URL())))
+	file := e.Dir + "/drill.yaml"
+	if err := os.WriteFile(file, []byte("name: throttle\ntimeout: 1m\nsteps:\n  - ratelimit.drain: {client: agent-1, for: 30s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.MustRun(0, "drill", "run", file)
+	noSecret(t, "drill run", r)
+	texts := rcv.SlackTexts(t)
+	if len(texts) != 2 || !strings.Contains(texts[0], "[dev] drill.started by tester@test: drill throttle") ||
+		!strings.Contains(texts[1], "drill.finished") || !strings.Contains(texts[1], "Lever: rl#agent-1 moved by the drill, rolled back") ||
+		!strings.Contains(texts[1], "(from the drill)") {
+		t.Fatalf("notifications:\n%s", strings.Join(texts, "\n---\n"))
+	}
+}
