@@ -52,10 +52,11 @@ func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
 	dpEnf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/kosha-gateway/task")
 	sm := newFakeSM(t, e.Clock, enf)
 	cw := newFakeCW(t, enf)
+	sns := newFakeSNS(t, enf)
 	dpProxy, dpRec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, dpEnf)
 	cliProxy, cliRec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, enf)
-	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, cliProxy, cw.URL) +
-		strings.SplitN(fmt.Sprintf(contextYAML, "dp", "dp", dynalite.Region, dpProxy, cw.URL), "\n", 3)[2])
+	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, cliProxy, sns.URL(), cw.URL) +
+		strings.SplitN(fmt.Sprintf(contextYAML, "dp", "dp", dynalite.Region, dpProxy, sns.URL(), cw.URL), "\n", 3)[2])
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "chaos", "key", "rotate")
 	cliRec.take()

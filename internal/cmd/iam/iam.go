@@ -129,6 +129,11 @@ func RunPolicy(ctx context.Context, f *cmdutil.Factory, opts *PolicyOptions) err
 	if cw := c.Metrics.CloudWatch; cw != nil && cw.Namespace != "" {
 		t.Namespace = cw.Namespace
 	}
+	for _, s := range c.Notify {
+		if s.SNS != nil {
+			t.Topics = append(t.Topics, s.SNS.TopicARN)
+		}
+	}
 	if t.Region == "" {
 		t.Region = os.Getenv("AWS_REGION")
 	}
@@ -154,8 +159,11 @@ func RunPolicy(ctx context.Context, f *cmdutil.Factory, opts *PolicyOptions) err
 	if err != nil {
 		return err
 	}
-	if t.Secret == "" && needsSecret(opts.Role) {
+	if t.Secret == "" && needsService(opts.Role, "secretsmanager") {
 		fmt.Fprintf(f.IOStreams.ErrOut, "context %q names no chaos secret (chaos.secret-id): the policy has no Secrets Manager statement\n", name)
+	}
+	if len(t.Topics) == 0 && needsService(opts.Role, "sns") {
+		fmt.Fprintf(f.IOStreams.ErrOut, "context %q names no SNS notification sink (notify: - sns: ...): the policy has no SNS statement\n", name)
 	}
 	format := opts.Output
 	if format == cmdutil.FormatTable {
@@ -164,9 +172,9 @@ func RunPolicy(ctx context.Context, f *cmdutil.Factory, opts *PolicyOptions) err
 	return cmdutil.PrintStructured(f.IOStreams.Out, format, doc)
 }
 
-func needsSecret(r iam.Role) bool {
+func needsService(r iam.Role, service string) bool {
 	for _, n := range r.Needs() {
-		if n.Service() == "secretsmanager" {
+		if n.Service() == service {
 			return true
 		}
 	}

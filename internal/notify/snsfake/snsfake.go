@@ -41,6 +41,11 @@ type Message struct {
 
 // Server is the fake.
 type Server struct {
+	// Authorize, when set, is asked before each Publish, as IAM would be:
+	// a non-empty answer is the AccessDenied message, sent as SNS's
+	// AuthorizationError (403). Set it before the first request.
+	Authorize func(action, resource string, context map[string][]string) (denied string)
+
 	srv    *httptest.Server
 	mu     sync.Mutex
 	topics map[string]bool
@@ -92,6 +97,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if a := r.PostForm.Get("Action"); a != "Publish" {
 		writeError(w, apiError{400, "InvalidAction", fmt.Sprintf("the fake serves Publish only, not %q", a)})
 		return
+	}
+	if s.Authorize != nil {
+		if msg := s.Authorize("sns:Publish", r.PostForm.Get("TopicArn"), nil); msg != "" {
+			s.mu.Lock()
+			s.refusals["AuthorizationError"]++
+			s.mu.Unlock()
+			writeError(w, apiError{403, "AuthorizationError", msg})
+			return
+		}
 	}
 	m, aerr := s.publish(r.PostForm)
 	if aerr != nil {
