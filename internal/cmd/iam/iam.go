@@ -50,9 +50,11 @@ func NewCmdPolicy(f *cmdutil.Factory, runF func(context.Context, *PolicyOptions)
 		Long: heredoc.Doc(`
 			Print an IAM policy document granting one role exactly the AWS actions its
 			commands call, on the context's resources: the table (and its indexes), the
-			chaos key's secret and the breaker_state gauges. DynamoDB item actions are
-			limited with dynamodb:LeadingKeys to the item prefixes the role touches
-			(breaker#, rl#, audit#). See docs/iam.md for what each role is for.
+			chaos key's secret, the breaker_state gauges and the SNS topics the context
+			announces its changes on (sns:Publish, for the roles that change things).
+			DynamoDB item actions are limited with dynamodb:LeadingKeys to the item
+			prefixes the role touches (breaker#, rl#, audit#). See docs/iam.md for what
+			each role is for.
 
 			The account is --account, else the caller's (sts GetCallerIdentity).
 			When the chaos secret is encrypted with a customer-managed KMS key, give its
