@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -62,7 +63,7 @@ func (r *recorder) Append(_ context.Context, e audit.Entry) (audit.Record, error
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.entries = append(r.entries, e)
-	return audit.Record{ID: "rec" + string(rune('0'+len(r.entries)))}, nil
+	return audit.Record{ID: fmt.Sprintf("rec%d", len(r.entries))}, nil
 }
 
 func TestSlackMessageEscapesHostileTextAndAsksForNoParsing(t *testing.T) {
@@ -110,7 +111,7 @@ func TestPayloadIsTheContractWithValuesAsRecorded(t *testing.T) {
 }
 
 func TestRedactURLKeepsSchemeAndHostOnly(t *testing.T) {
-	for in, want := range map[string]string{
+	for in, want := range map[string]string{ //nolint:gosec // G101: made-up webhook URLs, the values under test
 		"https://hooks.slack.com/services/T0/B0/xyz": "https://hooks.slack.com/…",
 		"https://example.com/hook?token=abc":         "https://example.com/…",
 		"https://example.com":                        "https://example.com",
@@ -162,7 +163,7 @@ func TestAHangingReceiverDelaysNothingPastTheBound(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the dispatcher never waited on its clock")
 		}
-		time.Sleep(time.Millisecond) //nolint:forbidigo // polling for the dispatcher's wait, not timing it
+		time.Sleep(time.Millisecond) // poll for the dispatcher's wait; nothing is timed
 	}
 	select {
 	case <-done:

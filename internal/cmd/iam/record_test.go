@@ -45,8 +45,8 @@ func (r *recorder) take() []iam.Need {
 
 // testTarget is where the tests' policies point: dynalite's region, the
 // fakes' account, the contexts' table and chaos secret.
-var testTarget = iam.Target{Region: dynalite.Region, Account: "123456789012", Table: "kosha-control",
-	Secret: "kosha/chaos/dev", Namespace: "Kosha/Resilience", Topics: []string{notifyTopic}} //nolint:gosec // G101: a secret's name, not its value
+var testTarget = iam.Target{Region: dynalite.Region, Account: "123456789012", Table: "kosha-control", //nolint:gosec // G101: a secret's name, not its value
+	Secret: "kosha/chaos/dev", Namespace: "Kosha/Resilience", Topics: []string{notifyTopic}}
 
 // dynamoProxy starts an iamtest proxy in front of dynalite at target that
 // records each DynamoDB operation with the prefix of every pk it names
