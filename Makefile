@@ -15,6 +15,8 @@ VULNCHECK_VERSION := v1.9.0
 VULNCHECK         := $(TOOLS)/govulncheck-$(VULNCHECK_VERSION)/govulncheck
 VULNDB_VERSION    := v0.0.0-20261105234957-e22db6528018
 VULNDB            := .cache/vulndb-$(VULNDB_VERSION)
+ACTIONLINT_VERSION := v1.7.12
+ACTIONLINT         := $(TOOLS)/actionlint-$(ACTIONLINT_VERSION)/actionlint
 GORELEASER_VERSION := v2.15.1
 GORELEASER         := $(TOOLS)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 CYCLONEDX_VERSION  := v1.10.0
@@ -112,8 +114,8 @@ bench-scale: test-deps ## The production-size benchmarks with the 100k table (do
 	KOSHACTL_BENCH_100K=1 $(GO) test -run '^$$' -bench . -benchtime 5x -count 3 -timeout 30m ./internal/scalebench/
 
 # Every native fuzz target, as package:FuzzName: the parsers of outside input
-# (chaos header, deadline header, config file, drill YAML, stored items) and
-# the breaker's state machine.
+# (chaos header, deadline header, config file, drill YAML, stored items), the
+# game-day report's escaping, and the breaker's state machine.
 FUZZ_TARGETS := \
 	./internal/chaos:FuzzParse \
 	./internal/chaos:FuzzVerify \
@@ -124,6 +126,7 @@ FUZZ_TARGETS := \
 	./internal/drill/runner:FuzzParse \
 	./internal/drill/runner:FuzzJUnit \
 	./internal/drill:FuzzInterpolation \
+	./internal/gameday:FuzzHTML \
 	./internal/store:FuzzParseNumber \
 	./internal/store:FuzzNumberRoundTrip \
 	./internal/store/sqlite:FuzzDecode \
@@ -146,16 +149,33 @@ fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; make fuzz FUZZTIM
 	printf "\n$$summary"; \
 	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (a crashing input is saved under its package's testdata/fuzz)"; exit 1; fi
 
+# Where make report-check leaves its reports, screenshots and browser logs.
+REPORT_CHECK_DIR ?= bin/report-check
+
+.PHONY: report-check
+report-check: build ## Render game-day reports (fixtures and a real drill against a sandbox) in headless Chromium: a screenshot each, and no console error or CSP violation
+	@command -v chromium >/dev/null || { command -v apt-get >/dev/null || { echo "chromium is needed for the report check: install it"; exit 1; }; \
+	  sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; echo "installing chromium (Debian) for the report check"; \
+	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
+	tools/report-check.sh ./$(BIN) $(REPORT_CHECK_DIR)
+
 .PHONY: fmt
 fmt: ## Format the code
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: $(GOLANGCI) ## gofmt, go vet, go mod tidy and golangci-lint (config: .golangci.yml)
+lint: $(GOLANGCI) $(ACTIONLINT) ## gofmt, go vet, go mod tidy, golangci-lint (config: .golangci.yml) and actionlint on docs/ci
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) mod tidy -diff
 	$(GOLANGCI) run $(PKGS)
+	$(ACTIONLINT) -shellcheck= -pyflakes= docs/ci/*.yml
+
+# actionlint checks the example workflow as GitHub would (contexts, expressions,
+# action inputs); shellcheck and pyflakes are off so the result does not depend
+# on what else the machine has installed.
+$(ACTIONLINT):
+	GOFLAGS= GOBIN=$(abspath $(dir $@)) $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
 $(GOLANGCI):
 	GOFLAGS= GOBIN=$(abspath $(dir $@)) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_VERSION)
@@ -193,12 +213,15 @@ release-snapshot: $(GORELEASER) $(CYCLONEDX) ## Build every release archive (lin
 	@ls dist/*.tar.gz dist/*.zip dist/*.cdx.json dist/checksums.txt
 
 .PHONY: release-check
-release-check: $(GORELEASER) build ## Check .goreleaser.yaml and build this machine's target with it; its version stamps must equal make build's
+release-check: $(GORELEASER) build ## Check .goreleaser.yaml and build this machine's target with it; its stamps must equal make build's, and its version the one the archives are named by
 	$(GORELEASER) check
 	$(SNAPSHOT_GIT) $(GORELEASER) build --snapshot --clean --single-target --id koshactl --output dist/koshactl
 	@want=$$(./$(BIN) version -o json); got=$$(dist/koshactl version -o json); \
 	  if [ "$$want" != "$$got" ]; then echo "goreleaser stamps differ from make build:"; diff <(echo "$$want") <(echo "$$got"); exit 1; fi; \
-	  echo "release-check: goreleaser build stamped like make build: $$(./$(BIN) version -o json --jq '.version + " " + .commit + " " + .date')"
+	  version=$$(dist/koshactl version -o json --jq .version); \
+	  release=$$(sed -n 's/.*"version":"\([^"]*\)".*/\1/p' dist/metadata.json); \
+	  if [ "$$release" != "$$version" ]; then echo "the snapshot's version (archive names) is \"$$release\", the binary says \"$$version\": one version string everywhere"; exit 1; fi; \
+	  echo "release-check: goreleaser build stamped like make build, archives named by its version: $$(./$(BIN) version -o json --jq '.version + " " + .commit + " " + .date')"
 
 $(GORELEASER):
 	GOFLAGS= GOBIN=$(abspath $(dir $@)) $(GO) install github.com/goreleaser/goreleaser/v2@$(GORELEASER_VERSION)

@@ -69,6 +69,10 @@ type Record struct {
 	Subject     string      `json:"subject"`
 	Reason      string      `json:"reason,omitempty"`
 	Context     string      `json:"context"`
+	// RunID is the id of the drill run that made the change (the run_id
+	// attribute); empty for changes made outside a drill. `drill recover`
+	// acts only on what the records of the run it recovers name.
+	RunID string `json:"run_id,omitempty"`
 	// Outcome is "ok" for a mutation that took effect, or a short word for
 	// attempts that did not (the data plane's "ignored" chaos headers).
 	Outcome string `json:"outcome"`
@@ -103,6 +107,8 @@ type Log struct {
 	// notices, when set, hears once that an index is missing (SetNotice);
 	// a pointer, so copies made by Attest share it.
 	notices *notices
+	// ids makes a record's random id (newID; tests replace it).
+	ids func() (string, error)
 }
 
 // NewLog returns a Log writing into s, stamping records with contextName.
@@ -110,7 +116,7 @@ func NewLog(s recordStore, clk clock.Clock, contextName string) *Log {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Log{store: s, clock: clk, context: contextName}
+	return &Log{store: s, clock: clk, context: contextName, ids: newID}
 }
 
 // Attest returns a copy of l that stamps each record with source(ctx, actor):
@@ -133,21 +139,49 @@ type Entry struct {
 	Action      string
 	Subject     string
 	Reason      string
-	Outcome     string
-	Before      any
-	After       any
+	// RunID names the drill run acting, when one is ([WithRunID] sets it).
+	RunID   string
+	Outcome string
+	Before  any
+	After   any
 }
 
-// Append writes one record. Its error wraps ErrAuditWrite, so callers can tell
-// "the change happened but was not audited" from other failures.
+// WithRunID returns an Appender that stamps every entry it appends through a
+// with runID (an entry that names a run of its own keeps it): what a drill
+// run hands its steps and rollbacks, so each record it writes says which run
+// wrote it.
+func WithRunID(a Appender, runID string) Appender {
+	if a == nil || runID == "" {
+		return a
+	}
+	return runIDAppender{a: a, runID: runID}
+}
+
+type runIDAppender struct {
+	a     Appender
+	runID string
+}
+
+func (r runIDAppender) Append(ctx context.Context, e Entry) (Record, error) {
+	if e.RunID == "" {
+		e.RunID = r.runID
+	}
+	return r.a.Append(ctx, e)
+}
+
+// Append writes one record, conditional on no item existing under its pk
+// (attribute_not_exists(pk)): a record is never overwritten, by koshactl or
+// by anyone; a collision is an error. Its error wraps ErrAuditWrite, so
+// callers can tell "the change happened but was not audited" from other
+// failures.
 func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
 	now := l.clock.Now().UTC().Truncate(time.Millisecond)
-	id, err := newID()
+	id, err := l.ids()
 	if err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
 	}
 	r := Record{ID: id, Time: now, Actor: e.Actor, Action: e.Action, Subject: e.Subject, Reason: e.Reason,
-		Context: l.context, Outcome: e.Outcome}
+		Context: l.context, Outcome: e.Outcome, RunID: e.RunID}
 	if r.Outcome == "" {
 		r.Outcome = "ok"
 	}
@@ -161,7 +195,12 @@ func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
 	if r.After, err = marshalState(e.After); err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
 	}
-	if err := l.store.Put(ctx, r.item(), store.IfAbsent()); err != nil {
+	it := r.item()
+	if err := l.store.Put(ctx, it, store.IfAbsent()); err != nil {
+		if errors.Is(err, store.ErrConditionFailed) {
+			return Record{}, fmt.Errorf("%w: an audit record %s already exists and is left as it is (records are never overwritten): %w",
+				ErrAuditWrite, it.PK(), err)
+		}
 		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
 	}
 	return r, nil
@@ -216,6 +255,9 @@ func (r Record) item() store.Item {
 	if r.ActorSource != "" {
 		it["actor_source"] = string(r.ActorSource)
 	}
+	if r.RunID != "" {
+		it[attrRunID] = r.RunID
+	}
 	if len(r.Before) > 0 {
 		it["before"] = string(r.Before)
 	}
@@ -267,6 +309,7 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 	r.Actor, r.Action, r.Subject = str("actor", true), str("action", true), str("subject", true)
 	r.Reason, r.Context, r.Outcome = str("reason", false), str("context", true), str("outcome", true)
 	r.ActorSource = ActorSource(str("actor_source", false))
+	r.RunID = str(attrRunID, false)
 	doc := func(attr string) json.RawMessage {
 		v := str(attr, false)
 		if v == "" {
@@ -284,6 +327,9 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 
 // attrTime is the record's time attribute (epoch ms).
 const attrTime = "time"
+
+// attrRunID is the record's run_id attribute: the drill run that acted.
+const attrRunID = "run_id"
 
 // Query filters [Log.List].
 type Query struct {
@@ -307,6 +353,8 @@ type Query struct {
 	// Actor keeps records by this actor (exact match), or with this prefix
 	// when it ends in "*".
 	Actor string
+	// RunID keeps records of this drill run (exact match) when set.
+	RunID string
 	// Limit keeps the newest Limit records; zero keeps all.
 	Limit int
 }
@@ -371,6 +419,9 @@ func (q Query) matches(r Record, dated bool, now time.Time) bool {
 		return false
 	}
 	if q.Action != "" && r.Action != q.Action {
+		return false
+	}
+	if q.RunID != "" && r.RunID != q.RunID {
 		return false
 	}
 	return matchPattern(q.Subject, r.Subject) && matchPattern(q.Actor, r.Actor)

@@ -159,3 +159,38 @@ func TestActorSourceIsStampedAndReadBack(t *testing.T) {
 		t.Fatalf("scanned %d records, want 4", n)
 	}
 }
+
+// A drill run's records carry its id in the contract's run_id attribute
+// (WithRunID stamps it), and a listing can keep one run's records.
+func TestRunIDIsStoredAndFiltered(t *testing.T) {
+	ctx := context.Background()
+	log, _, s := openLog(t)
+	run := audit.WithRunID(log, "0123456789ab")
+	for _, e := range []audit.Entry{
+		{Actor: "ci", Action: "a.run", Subject: "breaker#openai"},
+		{Actor: "ci", Action: "a.other", Subject: "breaker#openai", RunID: "ba9876543210"},
+	} {
+		if _, err := run.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := log.Append(ctx, audit.Entry{Actor: "ci", Action: "a.none", Subject: "breaker#openai"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := log.List(ctx, audit.Query{Subject: "breaker#openai", RunID: "0123456789ab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Records) != 1 || l.Records[0].Action != "a.run" || l.Records[0].RunID != "0123456789ab" {
+		t.Fatalf("records of the run: %+v", l.Records)
+	}
+	want := map[string]string{"a.run": "0123456789ab", "a.other": "ba9876543210", "a.none": ""}
+	for it, err := range s.Scan(ctx, store.ScanQuery{Prefix: audit.Prefix}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := it["run_id"].(string); got != want[it.Str("action")] {
+			t.Errorf("%s: run_id %q, want %q", it.Str("action"), got, want[it.Str("action")])
+		}
+	}
+}

@@ -151,9 +151,9 @@ func (l *Log) query(ctx context.Context, qr store.Querier, q Query, now time.Tim
 	var err error
 	switch {
 	case exactSubject:
-		err = run(store.IndexAuditSubject, q.Subject, q.Action == "" && q.Actor == "", &yielded)
+		err = run(store.IndexAuditSubject, q.Subject, q.Action == "" && q.Actor == "" && q.RunID == "", &yielded)
 	case exactActor:
-		err = run(store.IndexAuditActor, q.Actor, q.Action == "" && q.Subject == "", &yielded)
+		err = run(store.IndexAuditActor, q.Actor, q.Action == "" && q.Subject == "" && q.RunID == "", &yielded)
 	default:
 		err = l.days(ctx, qr, q, since, until, from, to, yield)
 	}
@@ -175,7 +175,7 @@ const maxDayWidth = 16
 // examine up to its width times that (only on a log whose newest records
 // lie behind empty days).
 func (l *Log) days(ctx context.Context, qr store.Querier, q Query, since, until time.Time, from, to string, yield func(store.Item, error) bool) error {
-	pushdown := q.Action == "" && q.Subject == "" && q.Actor == ""
+	pushdown := q.Action == "" && q.Subject == "" && q.Actor == "" && q.RunID == ""
 	var days []string
 	last := until.Add(-time.Millisecond).UTC().Truncate(24 * time.Hour)
 	for day := last; !day.Before(since.UTC().Truncate(24 * time.Hour)); day = day.Add(-24 * time.Hour) {

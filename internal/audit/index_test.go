@@ -189,3 +189,29 @@ func TestListShowsRecordsFromAClockAhead(t *testing.T) {
 		})
 	}
 }
+
+// A run's records on a subject, read through the subject index on both
+// backends: the run filter applies after the index, so a limit does not
+// cut it short.
+func TestListKeepsOneRunsRecordsOnASubject(t *testing.T) {
+	for name, s := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			log := audit.NewLog(s, clk, "ctx")
+			for i, run := range []string{"aaaaaaaaaaaa", "", "bbbbbbbbbbbb", "aaaaaaaaaaaa", ""} {
+				if _, err := audit.WithRunID(log, run).Append(t.Context(), audit.Entry{Actor: "ci", Action: "breaker.force-open",
+					Subject: "breaker#openai", Reason: fmt.Sprint(i)}); err != nil {
+					t.Fatal(err)
+				}
+				clk.Advance(time.Second)
+			}
+			l, err := log.List(t.Context(), audit.Query{Subject: "breaker#openai", RunID: "aaaaaaaaaaaa", Since: t0, Limit: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := reasons(l.Records); got != "3,0" {
+				t.Errorf("records of run aaaaaaaaaaaa: %q, want \"3,0\"", got)
+			}
+		})
+	}
+}

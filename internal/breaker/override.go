@@ -130,9 +130,24 @@ func (o Override) MalformedSummary(now time.Time) string {
 	default:
 		reading = "expired"
 	}
-	return fmt.Sprintf("malformed override item (%s): %s; repair it with koshactl breaker clear %s, or force-open --overwrite",
-		strings.Join(parts, "; "), reading, o.Dependency)
+	return fmt.Sprintf("malformed override item (%s): %s; %s",
+		strings.Join(parts, "; "), reading, o.Repair())
 }
+
+// Repair says how to remove or replace the item in one command: `breaker
+// clear DEPENDENCY` (or force-open --overwrite), or, for a pk that is not a
+// valid dependency name, `breaker clear --key 'breaker#Bad Name'` (the pk
+// quoted for a POSIX shell).
+func (o Override) Repair() string {
+	if ValidateDependency(o.Dependency) != nil {
+		return "remove it with koshactl breaker clear --key " + shellQuote(OverrideKey(o.Dependency))
+	}
+	return "repair it with koshactl breaker clear " + o.Dependency + ", or force-open --overwrite"
+}
+
+// shellQuote quotes s for a POSIX shell: in single quotes, each quote in s
+// closed, escaped and reopened.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // ActiveAt applies the data plane's rule: an override is active iff its item
 // exists, its state is forced_open and expires_at is absent or after now.
@@ -469,7 +484,9 @@ type ForceResult struct {
 }
 
 // ConflictError reports an override that someone else holds (or changed while
-// we were acting).
+// we were acting). Its message says what is there, in the override's terms:
+// how to replace it is each surface's hint (--overwrite for the CLI,
+// overwrite: true in a drill), as for [UnknownDependencyError].
 type ConflictError struct {
 	Current Override
 	// Raced is true when the item changed between our read and our write.
@@ -481,14 +498,13 @@ var ErrConflict = errors.New("override conflict")
 
 func (e *ConflictError) Error() string {
 	c := e.Current
-	what := fmt.Sprintf("%s is already forced open by %s (reason: %q", c.Dependency, c.Actor, c.Reason)
+	what := fmt.Sprintf("%s is already forced open by %s (reason: %s", c.Dependency, textsafe.Line(textsafe.Truncate(c.Actor, textsafe.MaxQuoted)), textsafe.Quote(c.Reason))
 	if c.Expires() {
 		what += ", expires " + c.ExpiresAt.Format(time.RFC3339)
 	}
 	what += ")"
 	if c.Malformed() {
-		what += fmt.Sprintf("; the item is malformed (%s: %s): replace it with --overwrite or remove it with koshactl breaker clear",
-			c.Problems[0].Attribute, c.Problems[0].Problem)
+		what += fmt.Sprintf("; the item is malformed (%s: %s)", c.Problems[0].Attribute, c.Problems[0].Problem)
 	}
 	if e.Raced {
 		return what + "; it changed while koshactl was acting: review it, then re-run"

@@ -1,7 +1,9 @@
 package breaker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -77,4 +79,49 @@ func (s *Overrides) auditClear(ctx context.Context, log audit.Appender, dependen
 		return res, rec, fmt.Errorf("%s was cleared, but %w", dependency, err)
 	}
 	return res, rec, nil
+}
+
+// OverrideFromAuditState decodes an override from an audit record's before
+// or after document ([AuditState]'s output) for dependency: nil for an absent
+// document (no item). Numbers come back as the store holds them (whole ones
+// as integers), so the override decodes exactly as the item it records.
+func OverrideFromAuditState(dependency string, doc json.RawMessage) (*Override, error) {
+	if len(doc) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("the audit record's override of %s is not a JSON object: %w", dependency, err)
+	}
+	it := store.Item{store.PK: OverrideKey(dependency)}
+	for k, v := range m {
+		if k == store.PK {
+			continue
+		}
+		if n, ok := v.(json.Number); ok {
+			if i, err := n.Int64(); err == nil {
+				v = i
+			} else if f, err := n.Float64(); err == nil {
+				v = f
+			}
+		}
+		it[k] = v
+	}
+	o, err := OverrideFromItem(it)
+	if err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// SameWrite reports whether a and b are the same stored write of an
+// override: the same write_id when both carry one, else the same version,
+// created_at and actor.
+func SameWrite(a, b Override) bool {
+	if a.WriteID != "" && b.WriteID != "" {
+		return a.WriteID == b.WriteID
+	}
+	return a.Version == b.Version && a.CreatedAt.Equal(b.CreatedAt) && a.Actor == b.Actor
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +62,16 @@ var malformedCases = []malformedCase{
 	{"reason of type N", map[string]rawAttr{"reason": {Type: "N", Text: "42"}}, "reason", "found N 42", true},
 	{"actor missing", map[string]rawAttr{"actor": {}}, "actor", "found absent", true},
 	{"ttl of type S", map[string]rawAttr{"ttl": {Type: "S", Text: "soon"}}, "ttl", `found S "soon"`, true},
+	// Of a type beyond S and N (issue 21): still decoded, flagged, clearable.
+	{"version of type BOOL", map[string]rawAttr{"version": {Type: "BOOL", Text: "true"}}, "version", "found BOOL true", true},
+	{"version of type M", map[string]rawAttr{"version": {Type: "M", Text: `{"n":{"N":"1"},"by":{"L":[{"S":"x"},{"NULL":true}]}}`}}, "version", "found M (2 attributes)", true},
+	{"version of type L", map[string]rawAttr{"version": {Type: "L", Text: `[{"N":"1"},{"M":{"k":{"SS":["a","b"]}}}]`}}, "version", "found L (2 elements)", true},
+	{"version of type NS", map[string]rawAttr{"version": {Type: "NS", Text: `["1","2"]`}}, "version", "found NS (2 numbers)", true},
+	{"version of type B", map[string]rawAttr{"version": {Type: "B", Text: `"AQ=="`}}, "version", "found B (1 byte)", true},
+	{"expires_at of type NULL", map[string]rawAttr{"expires_at": {Type: "NULL", Text: "true"}}, "expires_at", "found NULL", true},
+	{"reason of type BS", map[string]rawAttr{"reason": {Type: "BS", Text: `["aGk="]`}}, "reason", "found BS (1 binary value)", true},
+	{"actor of type SS", map[string]rawAttr{"actor": {Type: "SS", Text: `["alice","bob"]`}}, "actor", "found SS (2 strings)", true},
+	{"state of type BOOL", map[string]rawAttr{"state": {Type: "BOOL", Text: "true"}}, "state", "found BOOL true", false},
 	// Nothing says to force: inactive.
 	{"state missing", map[string]rawAttr{"state": {}}, "state", "found absent", false},
 	{"state of type N", map[string]rawAttr{"state": {Type: "N", Text: "3"}}, "state", "found N 3", false},
@@ -187,7 +198,7 @@ func testMalformedOverrides(t *testing.T, open func(t *testing.T) (store.Store, 
 				if err := json.Unmarshal(r.Before, &got); err != nil {
 					t.Fatalf("%s before is not JSON: %v", r.Action, err)
 				}
-				if !reflect.DeepEqual(got, want) {
+				if !sameDoc(got, want) {
 					t.Errorf("%s before = %s, want the stored attributes %v", r.Action, r.Before, want)
 				}
 			}
@@ -196,7 +207,8 @@ func testMalformedOverrides(t *testing.T, open func(t *testing.T) (store.Store, 
 }
 
 // rawDoc is the audit before-image of attrs: every attribute but pk, strings
-// as JSON strings, numbers as JSON numbers.
+// as JSON strings, numbers as JSON numbers, other types in DynamoDB's JSON
+// notation.
 func rawDoc(t *testing.T, attrs map[string]rawAttr) map[string]any {
 	t.Helper()
 	var b strings.Builder
@@ -213,11 +225,15 @@ func rawDoc(t *testing.T, attrs map[string]rawAttr) map[string]any {
 		kb, _ := json.Marshal(k)
 		b.Write(kb)
 		b.WriteString(":")
-		if v.Type == "S" {
+		switch v.Type {
+		case "S":
 			vb, _ := json.Marshal(v.Text)
 			b.Write(vb)
-		} else {
+		case "N":
 			b.WriteString(v.Text)
+		default:
+			// Beyond S and N: DynamoDB's JSON notation, {"BOOL":true}.
+			fmt.Fprintf(&b, "{%q:%s}", v.Type, v.Text)
 		}
 	}
 	b.WriteString("}")
@@ -226,6 +242,129 @@ func rawDoc(t *testing.T, attrs map[string]rawAttr) map[string]any {
 		t.Fatalf("%s: %v", b.String(), err)
 	}
 	return doc
+}
+
+// An override item holding, besides the contract's attributes, one of every
+// DynamoDB type (a note of type BOOL, tags of type SS, …) is a well-formed
+// override: never hidden, never malformed, and kept exactly in the audit
+// before-images of the clear and the replace that remove it. A valid
+// override next to it is listed too.
+func TestUnknownAttributesOfEveryTypeAreKeptAndIgnored(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) {
+		testUnknownAttributes(t, func(t *testing.T) (store.Store, rawWriter) {
+			s := openStore(t)
+			return s, func(t *testing.T, attrs map[string]rawAttr) { storetest.PutRaw(t, s, attrs) }
+		})
+	})
+	t.Run("dynamodb", func(t *testing.T) {
+		endpoint := dynalite.Start(t)
+		cfg := dynalite.Config(t, endpoint)
+		client := dynamodb.NewFromConfig(cfg)
+		testUnknownAttributes(t, func(t *testing.T) (store.Store, rawWriter) {
+			s := dynamo.NewFromConfig(cfg, "unknown-attrs")
+			if _, err := s.Init(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return s, func(t *testing.T, attrs map[string]rawAttr) {
+				storetest.PutRawDynamoDB(t, client, "unknown-attrs", attrs)
+			}
+		})
+	})
+}
+
+func testUnknownAttributes(t *testing.T, open func(t *testing.T) (store.Store, rawWriter)) {
+	s, write := open(t)
+	clk := clock.NewFake(t0.Add(time.Minute))
+	ov := breaker.NewOverrides(s, clk)
+	log := audit.NewLog(s, clk, "test")
+	attrs := wellFormed(malformedCase{})
+	for k, v := range storetest.EveryType {
+		attrs[k] = v
+	}
+	write(t, attrs)
+	other := wellFormed(malformedCase{})
+	other["pk"] = rawAttr{Type: "S", Text: "breaker#core-api"}
+	write(t, other)
+
+	o, err := ov.Get(t.Context(), "openai")
+	if err != nil || o.Malformed() || !o.ActiveAt(clk.Now()) || o.Reason != "provider incident" {
+		t.Fatalf("Get = %+v, %v; want a well-formed active override", o, err)
+	}
+	for name, list := range map[string]func(context.Context) ([]breaker.Override, error){
+		"List": ov.List, "ListFor": func(ctx context.Context) ([]breaker.Override, error) {
+			return ov.ListFor(ctx, []string{"openai", "core-api"})
+		},
+	} {
+		got, err := list(t.Context())
+		if err != nil || len(got) != 2 || got[0].Dependency != "core-api" || got[1].Dependency != "openai" || got[1].Malformed() {
+			t.Errorf("%s = %+v, %v; want both overrides, well-formed", name, got, err)
+		}
+	}
+	if _, _, err := ov.ForceAudited(t.Context(), log, breaker.ForceRequest{Dependency: "openai", Reason: "fix",
+		Actor: "bob", For: time.Hour, Overwrite: true}); err != nil {
+		t.Fatalf("force-open --overwrite: %v", err)
+	}
+	write(t, attrs)
+	if clr, _, err := ov.ClearAudited(t.Context(), log, "openai", "bob", "cleanup"); err != nil || clr.Before == nil {
+		t.Fatalf("clear: %+v, %v", clr, err)
+	}
+	l, err := log.List(t.Context(), audit.Query{})
+	if err != nil || len(l.Records) != 2 || len(l.Unreadable) != 0 {
+		t.Fatalf("audit = %+v, %v", l, err)
+	}
+	want := rawDoc(t, attrs)
+	for _, r := range l.Records {
+		var got map[string]any
+		if err := json.Unmarshal(r.Before, &got); err != nil {
+			t.Fatalf("%s before is not JSON: %v", r.Action, err)
+		}
+		if !sameDoc(got, want) {
+			t.Errorf("%s before = %s, want the stored attributes %v", r.Action, r.Before, want)
+		}
+	}
+}
+
+// sameDoc compares two before-images, the elements of DynamoDB's sets in
+// any order (DynamoDB returns them in an order of its own).
+func sameDoc(a, b any) bool {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if !aok || !bok {
+		return reflect.DeepEqual(a, b)
+	}
+	if len(am) != len(bm) {
+		return false
+	}
+	for k, av := range am {
+		bv, ok := bm[k]
+		if !ok {
+			return false
+		}
+		if k == "SS" || k == "NS" || k == "BS" {
+			as, _ := av.([]any)
+			bs, _ := bv.([]any)
+			if len(as) != len(bs) {
+				return false
+			}
+			for _, x := range as {
+				if !slices.ContainsFunc(bs, func(y any) bool { return reflect.DeepEqual(x, y) }) {
+					return false
+				}
+			}
+			continue
+		}
+		if al, ok := av.([]any); ok {
+			bl, ok := bv.([]any)
+			if !ok || !slices.EqualFunc(al, bl, sameDoc) {
+				return false
+			}
+			continue
+		}
+		if !sameDoc(av, bv) {
+			return false
+		}
+	}
+	return true
 }
 
 // The reference data plane (a ForceWatcher reading *Overrides) applies the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -122,12 +124,34 @@ type ClearOutcome struct {
 // ClearAll asks for several overrides to be cleared at once.
 type ClearAll struct {
 	Dependencies []string
-	Reason       string
+	// Keys names override items by pk (breaker#<anything>), for an item
+	// whose pk is not a valid dependency name (`breaker#Bad Name`, written
+	// by hand): cleared like any other, conditional and audited. Their
+	// outcomes follow those of Dependencies, with the pk's rest as their
+	// Dependency.
+	Keys   []string
+	Reason string
 	// Actor, when set, names who acts; it runs concurrently with the batch
 	// read. Nil is fine on a dry run.
 	Actor   func(ctx context.Context) (string, error)
 	DryRun  bool
 	Confirm func(plans []ClearResult) error
+	// Read, when set, holds the overrides the caller read and checked, by
+	// dependency (nil for an absent one): ClearAll reads nothing itself and
+	// deletes each conditional on the item the caller saw, so one written
+	// since (someone else's) is a *ConflictError with Raced set, never
+	// deleted unseen. A dependency missing from Read is read as usual.
+	Read map[string]*Override
+	// Known, when not nil, is the context's list of dependencies (the
+	// known-dependency rule of [CheckKnownDependency], as force-open applies
+	// it): a named dependency it does not list and that has no override in
+	// the store is refused with an *[UnknownDependencyError] before anything
+	// is confirmed or written, so a typo like open-ai never reports
+	// "nothing to clear" while openai stays forced. An unknown name whose
+	// override is stored is cleared: the operator names an item that
+	// exists (breaker list shows it), so it is no typo. Nil applies no
+	// such rule (--allow-unknown, --all, a drill's own levers).
+	Known []string
 }
 
 // ClearAll reads every dependency's override in one consistent batch read,
@@ -140,13 +164,43 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 			return nil, err
 		}
 	}
+	if len(op.Keys) > 0 {
+		deps := slices.Clone(op.Dependencies)
+		for _, k := range op.Keys {
+			dep, err := DependencyOfKey(k)
+			if err != nil {
+				return nil, err
+			}
+			deps = append(deps, dep)
+		}
+		op.Dependencies = deps
+	}
 	actorFn := op.Actor
 	if op.DryRun {
 		actorFn = nil
 	}
-	current, actor, err := s.readWithActor(ctx, op.Dependencies, actorFn)
+	var toRead []string
+	for _, dep := range op.Dependencies {
+		if _, seen := op.Read[dep]; !seen {
+			toRead = append(toRead, dep)
+		}
+	}
+	current, actor, err := s.readWithActor(ctx, toRead, actorFn)
 	if err != nil {
 		return nil, err
+	}
+	for dep, cur := range op.Read {
+		current[dep] = cur
+	}
+	if op.Known != nil {
+		for _, dep := range op.Dependencies {
+			if current[dep] != nil {
+				continue
+			}
+			if err := CheckKnownDependency(dep, op.Known); err != nil {
+				return nil, err
+			}
+		}
 	}
 	outcomes := make([]ClearOutcome, len(op.Dependencies))
 	plans := make([]ClearResult, len(op.Dependencies))
@@ -201,6 +255,9 @@ func (s *Overrides) readWithActor(ctx context.Context, deps []string, actor func
 // readMany reads deps' current overrides (nil for absent ones) in one
 // consistent batch read.
 func (s *Overrides) readMany(ctx context.Context, deps []string) (map[string]*Override, error) {
+	if len(deps) == 0 {
+		return map[string]*Override{}, nil
+	}
 	keys := make([]string, len(deps))
 	for i, d := range deps {
 		keys[i] = OverrideKey(d)
@@ -223,6 +280,20 @@ func (s *Overrides) readMany(ctx context.Context, deps []string) (map[string]*Ov
 		out[d] = &o
 	}
 	return out, nil
+}
+
+// ErrInvalidKey reports a --key that does not name an override item.
+var ErrInvalidKey = errors.New("not an override key")
+
+// DependencyOfKey returns what follows "breaker#" in an override item's pk,
+// valid dependency name or not; an error wrapping [ErrInvalidKey] when pk
+// does not name an override item.
+func DependencyOfKey(pk string) (string, error) {
+	dep, ok := strings.CutPrefix(pk, OverridePrefix)
+	if !ok || dep == "" {
+		return "", fmt.Errorf("%w: %q: an override's key is %s<dependency>, as breaker list names it", ErrInvalidKey, pk, OverridePrefix)
+	}
+	return dep, nil
 }
 
 func firstError[T any](outcomes []T, errOf func(T) error) error {

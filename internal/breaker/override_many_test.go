@@ -173,3 +173,38 @@ func TestClearAll(t *testing.T) {
 		t.Errorf("%d clear records, want 2", len(recs))
 	}
 }
+
+// TestClearAllAppliesTheKnownRule: a typo of a known name with no stored
+// override is refused before anything is written or confirmed; an unknown
+// name whose override is stored is cleared (it names what exists).
+func TestClearAllAppliesTheKnownRule(t *testing.T) {
+	base := openStore(t)
+	clk := clock.NewFake(t0)
+	ov := breaker.NewOverrides(base, clk)
+	log := audit.NewLog(base, clk, "ctx")
+	actor := func(context.Context) (string, error) { return "al", nil }
+	if _, err := ov.ForceAll(t.Context(), log, breaker.ForceAll{Requests: forceReqs("openai", "legacy-svc"), Actor: actor}); err != nil {
+		t.Fatal(err)
+	}
+	known := []string{"openai", "postgres"}
+	confirmed := false
+	_, err := ov.ClearAll(t.Context(), log, breaker.ClearAll{Dependencies: []string{"openai", "open-ai"}, Reason: "typo",
+		Actor: actor, Known: known, Confirm: func([]breaker.ClearResult) error { confirmed = true; return nil }})
+	var unknown *breaker.UnknownDependencyError
+	if !errors.As(err, &unknown) || unknown.Name != "open-ai" || unknown.Suggestion != "openai" {
+		t.Fatalf("clearing the typo open-ai: %v, want an unknown-dependency error suggesting openai", err)
+	}
+	if confirmed {
+		t.Error("a refused clear asked for confirmation")
+	}
+	if list, _ := ov.List(t.Context()); len(list) != 2 {
+		t.Errorf("a refused clear deleted an override: %s left", deps(list))
+	}
+	outs, err := ov.ClearAll(t.Context(), log, breaker.ClearAll{Dependencies: []string{"legacy-svc"}, Reason: "done", Actor: actor, Known: known})
+	if err != nil || len(outs) != 1 || !outs[0].Written {
+		t.Fatalf("clearing an unknown name whose override is stored: %+v, %v", outs, err)
+	}
+	if _, err := ov.ClearAll(t.Context(), log, breaker.ClearAll{Dependencies: []string{"open-ai"}, Reason: "x", Actor: actor}); err != nil {
+		t.Errorf("without Known the rule does not apply: %v", err)
+	}
+}

@@ -26,10 +26,7 @@ func CompleteDependencies(f *Factory) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		name := f.ContextName
-		if name == "" {
-			name = file.Current()
-		}
+		name, _ := f.SelectContext(file)
 		c, err := file.Context(name)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError

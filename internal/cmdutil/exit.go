@@ -31,6 +31,7 @@ const (
 	ExitAudit       = exitcode.Audit       // the change was made but its audit record could not be written
 	ExitRollback    = exitcode.Rollback    // a drill's rollback failed or was abandoned: a lever may still be pulled
 	ExitPartial     = exitcode.Partial     // a list showed what it could read; some stored items could not be read in full (each one reported)
+	ExitUnconfirmed = exitcode.Unconfirmed // the change was made, but the fleet's gauges did not confirm it within --timeout
 	ExitCancelled   = exitcode.Interrupted // interrupted (SIGINT)
 )
 

@@ -25,8 +25,12 @@ type Factory struct {
 	Prompter  Prompter
 
 	// ContextName is the global --context flag (or $KOSHACTL_CONTEXT); empty
-	// means the config's current context.
+	// means the config's current context. Read it through
+	// [Factory.SelectContext], which also says where it came from.
 	ContextName string
+	// ContextFlagSet is true when ContextName was given as --context (it
+	// came from $KOSHACTL_CONTEXT otherwise).
+	ContextFlagSet bool
 	// Debug is the global --debug flag: AWS clients log each operation to
 	// stderr.
 	Debug bool
@@ -113,4 +117,48 @@ func PrintActedOn(w io.Writer, env *Env, dryRun bool) {
 		return
 	}
 	fmt.Fprintf(w, "acted on %s\n", env.Describe())
+}
+
+// ContextSource says where the name of the context a command acts on came
+// from; its value is the JSON form (config current-context -o json).
+type ContextSource string
+
+// The sources of the selected context, in the order they win.
+const (
+	ContextFromFlag    ContextSource = "flag"    // --context
+	ContextFromEnv     ContextSource = "env"     // $KOSHACTL_CONTEXT
+	ContextFromFile    ContextSource = "file"    // the config file's current-context
+	ContextFromDefault ContextSource = "default" // no current-context: the built-in local context
+)
+
+// Describe reads "$KOSHACTL_CONTEXT", "--context", "current-context in
+// <path>" or "the built-in default: no current-context is set".
+func (s ContextSource) Describe(file *config.File) string {
+	switch s {
+	case ContextFromFlag:
+		return "--context"
+	case ContextFromEnv:
+		return "$KOSHACTL_CONTEXT"
+	case ContextFromFile:
+		return "current-context in " + file.Path()
+	case ContextFromDefault:
+		return "the built-in default: no current-context is set"
+	}
+	return string(s)
+}
+
+// SelectContext is the one rule for which context a command acts on: the
+// --context flag, else $KOSHACTL_CONTEXT, else the config file's
+// current-context, else the built-in local context. It returns the name and
+// where it came from.
+func (f *Factory) SelectContext(file *config.File) (string, ContextSource) {
+	switch {
+	case f.ContextName != "" && f.ContextFlagSet:
+		return f.ContextName, ContextFromFlag
+	case f.ContextName != "":
+		return f.ContextName, ContextFromEnv
+	case file.CurrentContext != "":
+		return file.Current(), ContextFromFile
+	}
+	return file.Current(), ContextFromDefault
 }

@@ -27,13 +27,23 @@ func Unreadable(ios *iostreams.IOStreams, format string, problems []store.Proble
 			fmt.Fprintf(ios.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
 		}
 	}
-	items := map[string]bool{}
-	for _, p := range problems {
-		items[p.PK] = true
-	}
 	where := "listed on stderr"
 	if format != FormatTable {
 		where = `listed under "unreadable"`
+	}
+	return PartialListing(problems, noun, where, fix)
+}
+
+// PartialListing is the error (exit 10) of a listing that met problems,
+// counted by item: where says where they were shown, fix what to do. nil
+// when there are none.
+func PartialListing(problems []store.Problem, noun, where, fix string) error {
+	if len(problems) == 0 {
+		return nil
+	}
+	items := map[string]bool{}
+	for _, p := range problems {
+		items[p.PK] = true
 	}
 	what := "1 " + noun + " does"
 	if len(items) > 1 {

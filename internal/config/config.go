@@ -20,6 +20,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 )
 
@@ -33,8 +34,8 @@ const DefaultTable = "kosha-control"
 var DefaultDependencies = []string{"core-api", "openai", "postgres", "screening-sim"}
 
 // DefaultMaxOverride caps how long an override may last unless the context
-// raises or lowers it.
-const DefaultMaxOverride = 24 * time.Hour
+// raises or lowers it: [breaker.DefaultMaxOverride], the one declaration.
+const DefaultMaxOverride = breaker.DefaultMaxOverride
 
 // ErrNoContext reports a context name that the config does not define.
 var ErrNoContext = errors.New("no such context")
@@ -330,12 +331,16 @@ func (c *Context) KnownDependencies() []string {
 	return out
 }
 
-// MaxOverrideDuration returns the longest override the context allows.
+// MaxOverrideDuration returns the longest override the context allows
+// (its max-override, else [DefaultMaxOverride]).
 func (c *Context) MaxOverrideDuration() time.Duration {
-	if c.MaxOverride <= 0 {
-		return DefaultMaxOverride
-	}
-	return time.Duration(c.MaxOverride)
+	return c.OverridePolicy().MaxFor()
+}
+
+// OverridePolicy returns the rule for how long a new override may last on
+// this context: [breaker.DurationPolicy] with the context's max-override.
+func (c *Context) OverridePolicy() breaker.DurationPolicy {
+	return breaker.DurationPolicy{Max: time.Duration(c.MaxOverride)}
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
@@ -348,10 +353,17 @@ func ValidateName(name string) error {
 	return nil
 }
 
-// Validate checks one context for contradictions.
+// Validate checks one context for contradictions and values out of range
+// (a max-override outside [breaker.CheckMaxOverride]'s range). Load and Save
+// call it for every context, so no file koshactl reads or writes holds one.
 func (c *Context) Validate(name string) error {
 	if err := ValidateName(name); err != nil {
 		return err
+	}
+	if c.MaxOverride != 0 {
+		if err := breaker.CheckMaxOverride(time.Duration(c.MaxOverride)); err != nil {
+			return &keyError{key: "max-override", err: fmt.Errorf("%w: context %q: %w", ErrInvalid, name, err)}
+		}
 	}
 	if c.Store.Local != nil && c.Store.DynamoDB != nil {
 		return fmt.Errorf("%w: context %q names both a local and a dynamodb store; keep one", ErrInvalid, name)
@@ -420,7 +432,11 @@ func BuiltinLocal() *Context { return &Context{Store: StoreConfig{Local: &LocalS
 const MaxFileSize = 4 << 20
 
 // Load reads the file at path. A missing file yields an empty File that still
-// resolves the built-in local context. The path must be a regular file (a
+// resolves the built-in local context. The file is decoded by yaml.v3 with
+// KnownFields (an unknown key is an error; aliases and merge keys read as
+// yaml.v3 reads them): koshactl writes this file itself (set-context), a
+// whole value replaces the default, and no key needs a position beyond
+// yaml.v3's own line (see docs/project-layout.md, "Reading YAML"). The path must be a regular file (a
 // symbolic link to one is followed): a named pipe or device is refused
 // before it is read, since reading it could block forever.
 func Load(path string) (*File, error) {
@@ -445,10 +461,55 @@ func Load(path string) (*File, error) {
 			return nil, fmt.Errorf("%w: %s: context %q is empty", ErrInvalid, path, name)
 		}
 		if err := c.Validate(name); err != nil {
+			var ke *keyError
+			if errors.As(err, &ke) {
+				if line := keyLine(data, name, ke.key); line > 0 {
+					return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
+				}
+			}
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
 	return f, nil
+}
+
+// keyError is a problem with one key of a context, so Load can say on
+// which line of the file it is.
+type keyError struct {
+	key string
+	err error
+}
+
+func (e *keyError) Error() string { return e.err.Error() }
+func (e *keyError) Unwrap() error { return e.err }
+
+// keyLine returns the line of contexts.<name>.<key> in data, or 0 when it
+// cannot be found (written through an alias, say).
+func keyLine(data []byte, name, key string) int {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return 0
+	}
+	n := doc.Content[0]
+	for _, k := range []string{"contexts", name, key} {
+		if n.Kind != yaml.MappingNode {
+			return 0
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				if k == key {
+					return n.Content[i].Line
+				}
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return 0
+		}
+		n = next
+	}
+	return 0
 }
 
 // PermissionWarning returns a one-line warning when the file that was
@@ -522,6 +583,14 @@ func (f *File) Context(name string) (*Context, error) {
 // the link stays a link and a reader sees the old file or the new one,
 // never half of one. A dangling link's target is created.
 func (f *File) Save() error {
+	for name, c := range f.Contexts {
+		if c == nil {
+			return fmt.Errorf("%w: context %q is empty", ErrInvalid, name)
+		}
+		if err := c.Validate(name); err != nil {
+			return err
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 		return fmt.Errorf("create config dir: %w", err)
 	}

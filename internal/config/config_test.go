@@ -4,9 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/config"
 )
 
@@ -69,5 +71,48 @@ func TestLoadRejectsContradictions(t *testing.T) {
 	}
 	if _, err := config.Load(path); !errors.Is(err, config.ErrInvalid) {
 		t.Errorf("bad duration accepted: %v", err)
+	}
+}
+
+// A max-override out of breaker's range is refused where a context is read
+// (naming the file's line and the key) and where it is written: 2s is under
+// the 5s minimum override, so no force-open could succeed on that context.
+func TestMaxOverrideRangeAtLoadAndSave(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	for _, tc := range []struct {
+		value string
+		ok    bool
+	}{{"2s", false}, {"59s", false}, {"721h", false}, {"1m", true}, {"720h", true}} {
+		data := "current-context: dev\ncontexts:\n  dev:\n    store: {local: {}}\n    max-override: " + tc.value + "\n"
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := config.Load(path)
+		if tc.ok {
+			if err != nil {
+				t.Errorf("max-override %s refused: %v", tc.value, err)
+			}
+			continue
+		}
+		if !errors.Is(err, config.ErrInvalid) || !errors.Is(err, breaker.ErrMaxOverrideRange) ||
+			!strings.Contains(err.Error(), path+": line 5: ") || !strings.Contains(err.Error(), "max-override "+tc.value) ||
+			!strings.Contains(err.Error(), "between 1m and 720h") {
+			t.Errorf("max-override %s at load: %v", tc.value, err)
+		}
+		if f != nil {
+			t.Errorf("max-override %s: a file was returned", tc.value)
+		}
+	}
+
+	f, err := config.Load(filepath.Join(t.TempDir(), "new.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Contexts = map[string]*config.Context{"dev": {Store: config.StoreConfig{Local: &config.LocalStore{}}, MaxOverride: config.Duration(2 * time.Second)}}
+	if err := f.Save(); !errors.Is(err, breaker.ErrMaxOverrideRange) {
+		t.Errorf("save of max-override 2s: %v", err)
+	}
+	if _, err := os.Stat(f.Path()); !os.IsNotExist(err) {
+		t.Errorf("a refused save wrote the file: %v", err)
 	}
 }

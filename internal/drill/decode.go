@@ -17,6 +17,14 @@ const nodeBudget = 200_000
 
 // Decoder turns YAML nodes into drill values and collects every problem
 // with its position. Step and condition kinds receive one in Decode.
+//
+// Its policy differs from the config file's and the sandbox config's (both
+// read aliases and merge keys as yaml.v3 does), on purpose: an alias of a
+// whole value is followed, but a merge key (<<) is refused. A drill is a
+// reviewed plan of changes to production: every field a step acts on must
+// be written where the step is, so a reviewer reads what runs and a problem
+// is reported at the line that holds it, not at an anchor elsewhere that
+// other steps share. See docs/project-layout.md, "Reading YAML".
 type Decoder struct {
 	file      string
 	reg       *Registry

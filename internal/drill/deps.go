@@ -34,7 +34,8 @@ type Deps struct {
 	// refuse others unless allow_unknown is set. Empty accepts any.
 	KnownDependencies []string
 	// MaxOverride caps an override's duration (the context's
-	// max-override); zero means no cap beyond the drill's deadline.
+	// max-override); zero means breaker.DefaultMaxOverride, as
+	// breaker.DurationPolicy reads it.
 	MaxOverride time.Duration
 	// Buckets reads and changes rate-limit buckets.
 	Buckets *ratelimit.Buckets
@@ -129,6 +130,9 @@ type MetricsGauges struct {
 	New func(ctx context.Context) (metrics.GaugeSource, error)
 	// Name describes the source.
 	Name string
+	// Hint, when set, is the fix for the source not answering (for the
+	// sandbox's endpoint: is the sandbox running?).
+	Hint string
 }
 
 var _ GaugeReader = (*MetricsGauges)(nil)
@@ -150,7 +154,11 @@ func (g *MetricsGauges) Read(ctx context.Context, dependency string) (GaugeReadi
 	// A drill checks instances one by one: ask for the breakdown too.
 	snap, err := src.Fetch(ctx, metrics.FetchRequest{Dependencies: []string{dependency}, Window: gaugeWindow, Instances: []string{dependency}})
 	if err != nil {
-		return GaugeReading{}, fmt.Errorf("read breaker gauges from %s: %w", src.Describe(), err)
+		err = fmt.Errorf("read breaker gauges from %s: %w", src.Describe(), err)
+		if g.Hint != "" && errors.Is(err, metrics.ErrUnavailable) {
+			err = WithFix(err, nil, g.Hint)
+		}
+		return GaugeReading{}, err
 	}
 	var out GaugeReading
 	series := snap.Series[dependency]
@@ -192,7 +200,7 @@ func PrometheusGauges(url string, doer HTTPDoer, clk clock.Clock) GaugeReader {
 	if !ok {
 		client = &http.Client{Transport: doerTransport{doer}}
 	}
-	return &MetricsGauges{Name: "prometheus " + url, New: func(context.Context) (metrics.GaugeSource, error) {
+	return &MetricsGauges{Name: "prometheus " + url, Hint: metrics.URLHint(url), New: func(context.Context) (metrics.GaugeSource, error) {
 		return metrics.NewPrometheus([]string{url}, metrics.PrometheusOptions{Client: client, Clock: clk})
 	}}
 }

@@ -65,6 +65,10 @@ type Drill struct {
 	RollbackTimeout time.Duration
 	// PollInterval is the default polling interval.
 	PollInterval time.Duration
+	// GuardGrace is how long a guard (a stop condition, a hypothesis
+	// check, a wait-for step) may stay unevaluable during the run before
+	// it is lost (guard_grace; default [DefaultGuardGrace]).
+	GuardGrace GuardGrace
 	// MetricsURL, when set, is the Prometheus endpoint breaker gauges are
 	// read from, instead of the context's metrics source.
 	MetricsURL Template
@@ -120,7 +124,10 @@ type Check struct {
 	// Interval is the polling interval for Within (zero: the drill's).
 	Interval time.Duration
 	// Timeout bounds one evaluation (zero: DefaultCheckTimeout).
-	Timeout   time.Duration
+	Timeout time.Duration
+	// OnError is what an evaluation error does during the run:
+	// OnErrorStop (the default) or OnErrorContinue.
+	OnError   string
 	Line, Col int
 }
 
@@ -134,9 +141,9 @@ type DefaultTimeouter interface {
 // Top-level, step and check fields.
 var (
 	drillFields = []string{"version", "name", "description", "context", "allow_protected", "timeout", "step_timeout",
-		"rollback_timeout", "poll_interval", "metrics_url", "vars", "hypothesis", "stop_conditions", "steps", "rollback"}
+		"rollback_timeout", "poll_interval", "guard_grace", "metrics_url", "vars", "hypothesis", "stop_conditions", "steps", "rollback"}
 	stepFields  = []string{"id", "name", "timeout", "continue_on_failure", "rollback"}
-	checkFields = []string{"name", "within", "interval", "timeout"}
+	checkFields = []string{"name", "within", "interval", "timeout", "on_error"}
 )
 
 // ParseFile reads and parses the drill file at path.
@@ -249,7 +256,8 @@ func (d *Decoder) drill(doc *yaml.Node) *Drill {
 		return nil
 	}
 	m.rejectUnknownExcept(func(k string) bool { return strings.HasPrefix(k, "x-") }, drillFields...)
-	dr := &Drill{File: d.file, StepTimeout: DefaultStepTimeout, RollbackTimeout: DefaultRollbackTimeout, PollInterval: DefaultPollInterval}
+	dr := &Drill{File: d.file, StepTimeout: DefaultStepTimeout, RollbackTimeout: DefaultRollbackTimeout, PollInterval: DefaultPollInterval,
+		GuardGrace: DefaultGuardGrace()}
 	if n := m.Get("version"); n != nil {
 		if v, ok := d.Int(n, "version"); ok && v != Version {
 			d.Errorf(n, "version: this koshactl reads drill files of version %d, not %d", Version, v)
@@ -291,6 +299,9 @@ func (d *Decoder) drill(doc *yaml.Node) *Drill {
 			m.Errorf("poll_interval", "%s is not shorter than the drill's timeout %s", t, dr.Timeout)
 		}
 		dr.PollInterval = t
+	}
+	if n := m.Get("guard_grace"); n != nil {
+		dr.GuardGrace = d.guardGrace(n, dr.Timeout)
 	}
 	d.drillTimeout = dr.Timeout
 	d.pollInterval = dr.PollInterval
@@ -437,6 +448,7 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 	if t, ok := m.Duration("timeout", false); ok {
 		c.Timeout = t
 	}
+	c.OnError = d.OnError(m)
 	kindKey := d.oneKind(m, what, checkFields, d.reg.conditionNames(), "condition")
 	if kindKey == "" {
 		return nil
@@ -451,6 +463,48 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 		return nil
 	}
 	return c
+}
+
+// guardGrace decodes guard_grace: {polls: N, for: DURATION}; a field left
+// out keeps its default.
+func (d *Decoder) guardGrace(n *yaml.Node, timeout time.Duration) GuardGrace {
+	g := DefaultGuardGrace()
+	m := d.Map(n, "guard_grace")
+	if m == nil {
+		return g
+	}
+	m.RejectUnknown("polls", "for")
+	if !m.Has("polls") && !m.Has("for") {
+		d.Errorf(m.Node(), "guard_grace: give polls (failed evaluations in a row, default %d) and/or for (how long, default %s)",
+			DefaultGuardGracePolls, DefaultGuardGraceFor)
+	}
+	if v, ok := m.Int("polls", false); ok {
+		if v < 1 || v > MaxGuardGracePolls {
+			m.Errorf("polls", "%d: use 1-%d failed evaluations in a row", v, MaxGuardGracePolls)
+		}
+		g.Polls = v
+	}
+	if t, ok := m.Duration("for", false); ok {
+		if timeout > 0 && t >= timeout {
+			m.Errorf("for", "%s is not shorter than the drill's timeout %s: the guard would never be lost", t, timeout)
+		}
+		g.For = t
+	}
+	return g
+}
+
+// OnError decodes m's on_error field (stop or continue; default stop), for
+// checks and the kinds that poll a guard (wait-for).
+func (d *Decoder) OnError(m *Map) string {
+	s, present := m.String("on_error", false)
+	switch {
+	case !present:
+		return OnErrorStop
+	case s == OnErrorStop, s == OnErrorContinue:
+		return s
+	}
+	m.Errorf("on_error", "%q: use stop (an evaluation error past guard_grace stops the steps and rolls back; the default) or continue (go on blind)", s)
+	return OnErrorStop
 }
 
 // NestedCondition decodes the one condition m holds (assert, wait-for):

@@ -27,6 +27,14 @@ const (
 	// OutcomeInvalid: the drill could not start (a variable could not be
 	// resolved); nothing was done.
 	OutcomeInvalid = "invalid"
+	// OutcomeRefused: the preflight found a guard (a stop condition, a
+	// hypothesis check) that cannot be evaluated; nothing was done: no
+	// lever, no rollback, no audit record (Journal.Guard says which).
+	OutcomeRefused = "refused"
+	// OutcomeGuardLost: a guard stayed unevaluable past the drill's
+	// guard_grace; the steps stopped and everything was rolled back
+	// (Journal.Guard says which).
+	OutcomeGuardLost = "guard_lost"
 )
 
 // Step and rollback statuses.
@@ -39,6 +47,8 @@ const (
 	StatusInterrupted = "interrupted"
 	StatusTimedOut    = "timed_out"
 	StatusStopped     = "stopped"
+	// StatusGuardLost: the step was ended by a lost guard.
+	StatusGuardLost = "guard_lost"
 	// StatusOK: a rollback restored its subject.
 	StatusOK = "ok"
 	// StatusAbandoned: a rollback was not attempted because the operator
@@ -92,10 +102,15 @@ type Journal struct {
 	RollbacksOK bool `json:"rollbacks_ok"`
 	ExitCode    int  `json:"exit_code"`
 
-	Hypothesis Hypothesis       `json:"hypothesis"`
-	Steps      []StepRecord     `json:"steps"`
-	Stop       *StopRecord      `json:"stop,omitempty"`
-	Rollbacks  []RollbackRecord `json:"rollbacks"`
+	// Preflight holds the one evaluation of every stop condition and
+	// hypothesis check before anything was done.
+	Preflight  []CheckRecord `json:"preflight,omitempty"`
+	Hypothesis Hypothesis    `json:"hypothesis"`
+	Steps      []StepRecord  `json:"steps"`
+	Stop       *StopRecord   `json:"stop,omitempty"`
+	// Guard says which guard refused the run (preflight) or was lost.
+	Guard     *GuardRecord     `json:"guard,omitempty"`
+	Rollbacks []RollbackRecord `json:"rollbacks"`
 	// Notices are warnings the run produced (a stop condition that could
 	// not be evaluated, a repeated signal).
 	Notices []string `json:"notices,omitempty"`
@@ -103,6 +118,14 @@ type Journal struct {
 	Runner *RunnerRecord `json:"runner,omitempty"`
 	// Recoveries are the `drill recover` runs that finished its rollbacks.
 	Recoveries []RecoveryRecord `json:"recoveries,omitempty"`
+
+	// GaugeSamples are the breaker_state reads the run's conditions made
+	// (version 2).
+	GaugeSamples []GaugeSample `json:"gauge_samples,omitempty"`
+	// StopEvaluations are the stop conditions' evaluations (version 2).
+	StopEvaluations []StopEvaluation `json:"stop_evaluations,omitempty"`
+	// Audit names the audit records of every change the run made (version 2).
+	Audit []AuditRef `json:"audit,omitempty"`
 }
 
 // DrillInfo identifies the drill that ran.
@@ -144,7 +167,7 @@ type StepRecord struct {
 	Kind        string `json:"kind"`
 	Description string `json:"description,omitempty"`
 	// Status is pending, running, passed, failed, skipped, interrupted,
-	// timed_out or stopped.
+	// timed_out, stopped or guard_lost.
 	Status          string     `json:"status"`
 	StartedAt       *time.Time `json:"started_at"`
 	EndedAt         *time.Time `json:"ended_at"`
@@ -168,6 +191,33 @@ type StopRecord struct {
 	// Alarms are the CloudWatch alarms that fired, when an alarm condition
 	// stopped the run: name, state, state reason and since when.
 	Alarms []metrics.Alarm `json:"alarms,omitempty"`
+}
+
+// Phases of a [GuardRecord].
+const (
+	GuardPreflight = "preflight"
+	GuardDuringRun = "run"
+)
+
+// GuardRecord is a guard that could not be evaluated: at preflight (the
+// run was refused) or past its grace during the run (the guard was lost).
+type GuardRecord struct {
+	// Phase is preflight or run.
+	Phase string `json:"phase"`
+	// Role is "stop condition", "hypothesis check" or "wait-for step";
+	// Condition its name (a wait-for: the step's id).
+	Role      string `json:"role"`
+	Condition string `json:"condition"`
+	// Cause is the last evaluation error; Fix how to make it evaluable.
+	Cause string `json:"cause"`
+	Fix   string `json:"fix,omitempty"`
+	// Polls are the failed evaluations in a row, since Since (a lost guard).
+	Polls int        `json:"polls,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
+	// GraceSeconds and GracePolls are the grace it was allowed.
+	GracePolls   int       `json:"grace_polls,omitempty"`
+	GraceSeconds float64   `json:"grace_seconds,omitempty"`
+	At           time.Time `json:"at"`
 }
 
 // RollbackRecord is one rollback, registered before its step acted.
@@ -197,13 +247,24 @@ type RollbackRecord struct {
 	RecoveredAt *time.Time `json:"recovered_at,omitempty"`
 }
 
-// RunnerRecord identifies the process running the drill. The journal's
-// lock file (JOURNAL.lock, held with flock while the run is alive) is what
-// `drill recover` checks; pid and host are for people.
+// RunnerRecord identifies the process running the drill (and, in the
+// journal's lock file, the process holding the lock). The lock (JOURNAL.lock,
+// held with flock while the run is alive) is what `drill recover` checks
+// first; the pid, with the process's start time, tells it a live run from a
+// stale lock, and says which.
 type RunnerRecord struct {
 	PID  int    `json:"pid"`
 	Host string `json:"host,omitempty"`
 	Lock string `json:"lock,omitempty"`
+	// Command is what the process runs ("drill run", "drill recover").
+	Command string `json:"command,omitempty"`
+	// StartedAt is when the process started.
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// ProcStart tells this process from a later one given the same pid:
+	// on Linux the boot id and the start time in clock ticks of
+	// /proc/PID/stat ("BOOT_ID/TICKS"); empty elsewhere (the pid alone is
+	// checked there).
+	ProcStart string `json:"proc_start,omitempty"`
 }
 
 // RecoveryRecord is one `drill recover` of the run.
@@ -309,6 +370,9 @@ func ReadJournal(path string) (*Journal, error) {
 	}
 	if j.Kind != "DrillRun" || j.RunID == "" || j.Drill.Name == "" {
 		return nil, fmt.Errorf("%s is not a drill journal (kind %q)", path, j.Kind)
+	}
+	if err := j.CheckVersion(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &j, nil
 }

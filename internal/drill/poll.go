@@ -25,6 +25,33 @@ var ErrNotMet = errors.New("condition not met")
 // condition held, wraps ErrNotMet when it did not in time, and is ctx's
 // error when ctx ended first.
 func Poll(ctx context.Context, rc *RunContext, cond Condition, within, interval, attempt time.Duration, onChange func(string)) (PollResult, error) {
+	return PollWith(ctx, rc, cond, PollSpec{Within: within, Interval: interval, Attempt: attempt, OnChange: onChange})
+}
+
+// PollSpec says how [PollWith] polls.
+type PollSpec struct {
+	// Within, Interval, Attempt and OnChange are Poll's.
+	Within, Interval, Attempt time.Duration
+	OnChange                  func(string)
+	// Guard, when set, makes the condition a guard: once its evaluations
+	// have failed past Guard.Grace, the poll ends with a *GuardLostError
+	// (Role and Name from Guard) instead of polling on blind.
+	Guard *PollGuard
+}
+
+// PollGuard names a polled guard and its grace.
+type PollGuard struct {
+	Role, Name string
+	Grace      GuardGrace
+}
+
+// PollWith is [Poll] with a guard: see [PollSpec.Guard].
+func PollWith(ctx context.Context, rc *RunContext, cond Condition, spec PollSpec) (PollResult, error) {
+	within, interval, attempt, onChange := spec.Within, spec.Interval, spec.Attempt, spec.OnChange
+	var guard *GuardState
+	if spec.Guard != nil {
+		guard = &GuardState{Grace: spec.Guard.Grace}
+	}
 	if interval <= 0 {
 		interval = DefaultPollInterval
 	}
@@ -52,6 +79,15 @@ func Poll(ctx context.Context, rc *RunContext, cond Condition, within, interval,
 		detail := obs.Detail
 		if err != nil {
 			detail = "could not check: " + rc.Redact(err.Error())
+			if guard != nil && guard.Fail(rc.Now(), err) {
+				lost := guard.Lost(spec.Guard.Role, spec.Guard.Name, rc.Now())
+				if onChange != nil && detail != last {
+					onChange(detail)
+				}
+				return res, lost
+			}
+		} else if guard != nil {
+			guard.OK()
 		}
 		if detail != last && onChange != nil {
 			onChange(detail)

@@ -193,6 +193,12 @@ func (rc *RunContext) Actor() string {
 	return rc.Deps.Actor
 }
 
+// Audit is where the run's steps and rollbacks record what they change:
+// the Deps' audit log, each record stamped with the run's id (the record's
+// run_id attribute), which is what `drill recover` trusts rather than the
+// journal. Nil when the Deps have no audit log.
+func (rc *RunContext) Audit() audit.Appender { return audit.WithRunID(rc.Deps.Audit, rc.RunID) }
+
 // RunTag is the part of Reason that identifies this run.
 func (rc *RunContext) RunTag() string { return "run " + rc.RunID }
 

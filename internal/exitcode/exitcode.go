@@ -13,5 +13,6 @@ const (
 	Audit       = 8   // the change was made but its audit record could not be written
 	Rollback    = 9   // a drill's rollback failed or was abandoned: a lever may still be pulled
 	Partial     = 10  // a list showed what it could read; some stored items could not be read in full (each one reported)
+	Unconfirmed = 11  // the change was made, but the fleet's gauges did not confirm it within --timeout (stragglers named)
 	Interrupted = 130 // interrupted (SIGINT)
 )

@@ -24,7 +24,7 @@ import (
 func mkRegular(t *testing.T, dir string) string {
 	t.Helper()
 	p := filepath.Join(dir, "regular")
-	if err := os.WriteFile(p, []byte("old\n"), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte("old\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -48,7 +48,7 @@ func mkNull(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "null")
-	if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, int(st.Rdev)); err != nil {
+	if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, int(st.Rdev)); err != nil { //nolint:gosec // G115: a Linux device number fits an int
 		t.Fatalf("mknod (the test needs root): %v", err)
 	}
 	return p
@@ -274,7 +274,7 @@ func TestWriteFileEachKindOfPath(t *testing.T) {
 		dir := t.TempDir()
 		wantRefused(t, fsutil.WriteFile(ctx, dir, data, 0o644), dir, "directory")
 	})
-	t.Run("cancelled", func(t *testing.T) {
+	t.Run("canceled", func(t *testing.T) {
 		dir := t.TempDir()
 		p := mkRegular(t, dir)
 		cctx, cancel := context.WithCancel(ctx)
@@ -283,7 +283,7 @@ func TestWriteFileEachKindOfPath(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 		if content(t, p) != "old\n" {
-			t.Error("a cancelled write replaced the file")
+			t.Error("a canceled write replaced the file")
 		}
 	})
 }

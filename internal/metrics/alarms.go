@@ -134,6 +134,11 @@ func DescribeAlarms(ctx context.Context, api describeAlarmsAPI, q AlarmQuery) (A
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
+			if nc := notCloudWatch(err); nc != nil {
+				err = nc
+			} else {
+				err = classifyAWS(err)
+			}
 			return AlarmRead{}, fmt.Errorf("cloudwatch DescribeAlarms: %w", err)
 		}
 		out.Pages++
@@ -236,17 +241,10 @@ func (s *AlarmSource) client(ctx context.Context, region string) (describeAlarms
 		return nil, err
 	}
 	cw := s.cloudWatch()
-	c := cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) {
-		switch {
-		case region != "":
-			o.Region = region
-		case cw.Region != "":
-			o.Region = cw.Region
-		}
-		if cw.EndpointURL != "" {
-			o.BaseEndpoint = aws.String(cw.EndpointURL)
-		}
-	})
+	if region == "" {
+		region = cw.Region
+	}
+	c := newCloudWatchClient(cfg, cw, region)
 	s.clients[region] = c
 	return c, nil
 }

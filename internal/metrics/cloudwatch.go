@@ -284,7 +284,8 @@ func (c *CloudWatch) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 	now := c.opts.Clock.Now()
 	start, end := Window(now, window, c.opts.Period)
 	snap := Snapshot{Source: c.Describe(), FetchedAt: now, Start: start, End: end, Period: c.opts.Period,
-		StaleAfter: c.opts.StaleAfter, FleetLookback: FleetLookback, Series: map[string]Series{}}
+		StaleAfter: c.opts.StaleAfter, FleetLookback: FleetLookback, Series: map[string]Series{},
+		ReadDelay: RetrievalDelay, Lag: OverrideLag}
 	deps := uniqueValid(req.Dependencies)
 	for lo := 0; lo < len(deps); lo += DependenciesPerRequest {
 		chunk := deps[lo:min(lo+DependenciesPerRequest, len(deps))]

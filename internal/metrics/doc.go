@@ -21,6 +21,11 @@
 // [Collector] reads both sources and merges them for `breaker status`;
 // [RefreshCost] and [CostWarning] say what refreshing CloudWatch costs.
 //
+// [ChooseSource] is the one place that decides which source a context
+// reads (its [SourceKind] and description, before anything is opened);
+// [NewSource] opens that choice as a [Source], whose Hint and CostWarning
+// are the kind's, so no view compares descriptions.
+//
 // # Why not an average
 //
 // breaker_state is an enumeration (0 closed, 1 half-open, 2 open, 3 forced),

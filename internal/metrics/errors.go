@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -20,6 +22,66 @@ var (
 	// read the metrics (cloudwatch:GetMetricData).
 	ErrDenied = errors.New("metrics source denied access")
 )
+
+// ErrNotCloudWatch matches a [*NotCloudWatchError]; it also matches
+// ErrUnavailable.
+var ErrNotCloudWatch = errors.New("endpoint serves no CloudWatch")
+
+// NotCloudWatchError reports an endpoint that answered a CloudWatch call with
+// something CloudWatch never sends (the SDK could not decode it): a
+// DynamoDB-compatible server such as dynalite behind a context's one
+// --endpoint-url for every service. Retrying there cannot help; the gauges
+// must be pointed elsewhere.
+type NotCloudWatchError struct {
+	// Endpoint is the scheme and host that answered ("" if unknown).
+	Endpoint string
+	// Operation is the CloudWatch call (GetMetricData, DescribeAlarms).
+	Operation string
+	// Status is the HTTP status of the answer (0 if unknown).
+	Status int
+}
+
+func (e *NotCloudWatchError) Error() string {
+	where := "the endpoint"
+	if e.Endpoint != "" {
+		where = e.Endpoint
+	}
+	status := ""
+	if e.Status != 0 {
+		status = fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	return fmt.Sprintf("%s serves no CloudWatch: its answer to %s%s is not CloudWatch's; point the gauges at a CloudWatch endpoint "+
+		"(koshactl config set-context CONTEXT --service-endpoint cloudwatch=URL), or at a Prometheus /metrics "+
+		"(set-context CONTEXT --prometheus-url URL, or --metrics-url URL for one command), or read the overrides alone with koshactl breaker list",
+		where, e.Operation, status)
+}
+
+// Is makes errors.Is match ErrNotCloudWatch and ErrUnavailable.
+func (e *NotCloudWatchError) Is(target error) bool {
+	return target == ErrNotCloudWatch || target == ErrUnavailable
+}
+
+// notCloudWatch returns a *NotCloudWatchError when err is the SDK failing
+// to decode the answer to a CloudWatch call, else nil.
+func notCloudWatch(err error) error {
+	var de *smithy.DeserializationError
+	if !errors.As(err, &de) {
+		return nil
+	}
+	e := &NotCloudWatchError{Operation: "the CloudWatch call"}
+	var op *smithy.OperationError
+	if errors.As(err, &op) {
+		e.Operation = op.Operation()
+	}
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil && re.Response.Response != nil {
+		e.Status = re.Response.StatusCode
+		if req := re.Response.Request; req != nil && req.URL != nil {
+			e.Endpoint = (&url.URL{Scheme: req.URL.Scheme, Host: req.URL.Host}).String()
+		}
+	}
+	return e
+}
 
 // deniedCodes are the AWS error codes of missing or refused authorization.
 var deniedCodes = map[string]bool{
@@ -37,6 +99,9 @@ func classifyAWS(err error) error {
 	}
 	if errors.Is(err, store.ErrCredentials) {
 		return fmt.Errorf("%w: %w", ErrDenied, err)
+	}
+	if nc := notCloudWatch(err); nc != nil {
+		return nc
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {

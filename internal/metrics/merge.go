@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
@@ -86,6 +87,11 @@ type DependencyStatus struct {
 	Instances      []InstanceStatus
 	// Timeline is the fleet's view over the window, oldest first.
 	Timeline []Point
+	// Fleet judges the override against the gauges ([JudgeStatus]):
+	// confirmed, converging (within the source's bound), not obeyed (past
+	// it, some instance disagrees) or unconfirmed. Nil when there is no
+	// override item to judge (or no gauges).
+	Fleet *Convergence
 	// Notes say where the store and the gauges disagree, and why.
 	Notes []string
 }
@@ -128,7 +134,8 @@ func Merge(deps []string, overrides []breaker.Override, snap *Snapshot, now time
 		if st.OverrideActive {
 			st.State = Forced
 		}
-		st.Notes = notes(st, now)
+		st.Fleet = JudgeStatus(st, snap)
+		st.Notes = notes(st, now, snap.lag())
 		out = append(out, st)
 	}
 	return out
@@ -228,7 +235,7 @@ func gaugeState(g Gauges) State {
 }
 
 // notes explains disagreements between the override and the gauges.
-func notes(st DependencyStatus, now time.Time) []string {
+func notes(st DependencyStatus, now time.Time, lag time.Duration) []string {
 	var out []string
 	g := st.Gauges
 	forcedReporting := g.ByState[gauge.ForcedOpen]
@@ -243,12 +250,19 @@ func notes(st DependencyStatus, now time.Time) []string {
 	switch {
 	case st.OverrideActive && st.GaugeState != Forced && st.GaugeState != NoData:
 		age := now.Sub(st.Override.CreatedAt)
-		if st.Override.CreatedAt.IsZero() {
-			age = OverrideLag // unknown (malformed created_at): not "just set"
+		// The verdict is Judge's (the source's bound); an unreadable
+		// created_at is not "just set".
+		verdict := NotObeyed
+		if st.Fleet != nil {
+			verdict = st.Fleet.Verdict
 		}
-		if age < OverrideLag {
-			out = append(out, fmt.Sprintf("override set %s ago: gauges catch up within %s", human.Age(max(age, 0)), human.Duration(OverrideLag)))
-		} else {
+		switch verdict {
+		case Confirmed:
+			// The newest complete period is forced; the lookback still
+			// holds the minutes before the change.
+		case Converging:
+			out = append(out, fmt.Sprintf("override set %s ago: gauges catch up within %s", human.Age(max(age, 0)), human.Duration(lag)))
+		default:
 			n := g.Reporting - g.ByState[gauge.ForcedOpen]
 			switch {
 			case g.Known == 0:
@@ -257,15 +271,19 @@ func notes(st DependencyStatus, now time.Time) []string {
 				out = append(out, fmt.Sprintf("override active for %s but %d of the %d instances returned (a partial breakdown) do not report forced: check that they read the store",
 					human.Age(max(age, 0)), n, g.Reporting))
 			default:
-				out = append(out, fmt.Sprintf("override active for %s but %d of %d instances do not report forced: check that they read the store",
-					overrideAge(st.Override, now), n, g.Reporting))
+				note := fmt.Sprintf("override active for %s but %d of %d instances do not report forced: check that they read the store",
+					overrideAge(st.Override, now), n, g.Reporting)
+				if st.Fleet != nil && len(st.Fleet.Stragglers) > 0 {
+					note += " (not obeyed by " + strings.Join(st.Fleet.Stragglers, ", ") + ")"
+				}
+				out = append(out, note)
 			}
 		}
 	case !st.OverrideActive && forcedReporting > 0:
-		if st.Override != nil && now.Sub(st.Override.ExpiresAt) < OverrideLag {
-			out = append(out, "override expired just now: gauges catch up within "+human.Duration(OverrideLag))
+		if st.Override != nil && now.Sub(st.Override.ExpiresAt) < lag {
+			out = append(out, "override expired just now: gauges catch up within "+human.Duration(lag))
 		} else {
-			out = append(out, "gauges report forced but no override is active: instances catch up within "+human.Duration(OverrideLag)+" of a clear")
+			out = append(out, "gauges report forced but no override is active: instances catch up within "+human.Duration(lag)+" of a clear")
 		}
 	}
 	if st.Override != nil && !st.OverrideActive && st.Override.State == breaker.OverrideStateForcedOpen && st.Override.Expires() {

@@ -23,6 +23,10 @@ import (
 // DefaultPrometheusURL is where the local sandbox exposes its gauges.
 const DefaultPrometheusURL = "http://127.0.0.1:8787/metrics"
 
+// SandboxHint is the fix for a source on this machine that does not
+// answer: the sandbox is what serves it.
+const SandboxHint = "is the sandbox running? start it with koshactl sandbox"
+
 // maxScrapeBytes bounds one scrape's body.
 const maxScrapeBytes = 16 << 20
 
@@ -103,7 +107,7 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 	now := p.opts.Clock.Now()
 	start, end := Window(now, window, p.opts.Period)
 	snap := Snapshot{Source: p.Describe(), FetchedAt: now, Start: start, End: end, Period: p.opts.Period,
-		Series: map[string]Series{}, Requests: len(p.urls)}
+		Series: map[string]Series{}, Requests: len(p.urls), Live: true, Lag: ScrapeLag}
 	type result struct {
 		samples []sample
 		skipped int

@@ -186,6 +186,15 @@ type Snapshot struct {
 	// the instances that reported in it so far (and, on CloudWatch, only
 	// the datapoints already readable). Zero: the newest period alone.
 	FleetLookback time.Duration
+	// Live reports that instance values are current (a scrape): an
+	// instance's value is its state at FetchedAt. Otherwise (CloudWatch)
+	// values are per-period statistics, readable up to ReadDelay after the
+	// period ends.
+	Live      bool
+	ReadDelay time.Duration
+	// Lag is the source's bound on how long an override change takes to
+	// show in these gauges ([Lagger]); zero means [OverrideLag].
+	Lag time.Duration
 	// Series holds one entry per dependency asked for (possibly without
 	// data) and per dependency discovered.
 	Series map[string]Series

@@ -3,10 +3,14 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 
+	"github.com/kosha-platform/koshactl/internal/awsconf"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/config"
 )
@@ -24,28 +28,92 @@ type SourceConfig struct {
 	Clock         clock.Clock
 }
 
-// NewSource builds the gauge source a context names: metrics.cloudwatch or
-// metrics.prometheus. Without either, a local context scrapes the sandbox at
-// [DefaultPrometheusURL] and an AWS context reads CloudWatch's
-// [gauge.DefaultNamespace] in the store's region.
-func NewSource(ctx context.Context, sc SourceConfig) (GaugeSource, error) {
+// SourceKind is which kind of gauge source a context reads.
+type SourceKind int
+
+const (
+	// SourceCloudWatch reads the breaker_state metric from CloudWatch.
+	SourceCloudWatch SourceKind = iota + 1
+	// SourcePrometheus scrapes a Prometheus text endpoint.
+	SourcePrometheus
+	// SourceSandbox scrapes the local sandbox's /metrics
+	// ([DefaultPrometheusURL]): a local context naming no source, or any
+	// source naming that URL.
+	SourceSandbox
+)
+
+// Choice is the gauge source a context names, decided before anything is
+// read or configured.
+type Choice struct {
+	Kind SourceKind
+	// Description names the source before it is opened: "prometheus URL",
+	// or "cloudwatch" (its namespace and region are known once it is
+	// opened: the [Source]'s Describe).
+	Description string
+
+	url string
+	cw  *config.CloudWatchMetrics
+}
+
+// ChooseSource decides which gauge source sc names, without I/O: the
+// --metrics-url flag (PrometheusURL), else metrics.cloudwatch or
+// metrics.prometheus. Without either, a local context scrapes the sandbox
+// at [DefaultPrometheusURL] and an AWS context reads CloudWatch's
+// [gauge.DefaultNamespace] in the store's region. This is the one place
+// the choice is made; [NewSource] opens what it chose.
+func ChooseSource(sc SourceConfig) (Choice, error) {
 	m := sc.Context.Metrics
-	if sc.PrometheusURL != "" {
-		return NewPrometheus([]string{sc.PrometheusURL}, PrometheusOptions{Clock: sc.Clock})
-	}
-	if m.CloudWatch != nil && m.Prometheus != nil {
-		return nil, fmt.Errorf("%w: the context names both a cloudwatch and a prometheus metrics source; keep one", ErrInvalidSource)
-	}
-	if m.Prometheus != nil {
-		return NewPrometheus([]string{m.Prometheus.URL}, PrometheusOptions{Clock: sc.Clock})
-	}
-	cw := m.CloudWatch
-	if cw == nil {
-		if sc.Context.IsLocal() {
-			return NewPrometheus([]string{DefaultPrometheusURL}, PrometheusOptions{Clock: sc.Clock})
+	prom := func(url string) Choice {
+		k := SourcePrometheus
+		if url == DefaultPrometheusURL {
+			k = SourceSandbox
 		}
-		cw = &config.CloudWatchMetrics{}
+		return Choice{Kind: k, Description: "prometheus " + url, url: url}
 	}
+	switch {
+	case sc.PrometheusURL != "":
+		return prom(sc.PrometheusURL), nil
+	case m.CloudWatch != nil && m.Prometheus != nil:
+		return Choice{}, fmt.Errorf("%w: the context names both a cloudwatch and a prometheus metrics source; keep one", ErrInvalidSource)
+	case m.Prometheus != nil:
+		return prom(m.Prometheus.URL), nil
+	case m.CloudWatch != nil:
+		return Choice{Kind: SourceCloudWatch, Description: "cloudwatch", cw: m.CloudWatch}, nil
+	case sc.Context.IsLocal():
+		return prom(DefaultPrometheusURL), nil
+	}
+	return Choice{Kind: SourceCloudWatch, Description: "cloudwatch", cw: &config.CloudWatchMetrics{}}, nil
+}
+
+// Hint is [URLHint] of the chosen source's URL.
+func (c Choice) Hint() string { return URLHint(c.url) }
+
+// Source is an opened gauge source and the kind [ChooseSource] chose.
+type Source struct {
+	GaugeSource
+	Kind SourceKind
+	url  string // a Prometheus source's
+}
+
+// NewSource opens the gauge source [ChooseSource] picks for sc.
+func NewSource(ctx context.Context, sc SourceConfig) (*Source, error) {
+	ch, err := ChooseSource(sc)
+	if err != nil {
+		return nil, err
+	}
+	var src GaugeSource
+	if ch.Kind == SourceCloudWatch {
+		src, err = openCloudWatch(ctx, sc, ch.cw)
+	} else {
+		src, err = NewPrometheus([]string{ch.url}, PrometheusOptions{Clock: sc.Clock})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Source{GaugeSource: src, Kind: ch.Kind, url: ch.url}, nil
+}
+
+func openCloudWatch(ctx context.Context, sc SourceConfig, cw *config.CloudWatchMetrics) (GaugeSource, error) {
 	if sc.AWSConfig == nil {
 		return nil, fmt.Errorf("%w: cloudwatch metrics need an AWS configuration", ErrInvalidSource)
 	}
@@ -53,17 +121,66 @@ func NewSource(ctx context.Context, sc SourceConfig) (GaugeSource, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration for cloudwatch metrics: %w", err)
 	}
-	client := cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) {
-		if cw.Region != "" {
-			o.Region = cw.Region
-		}
-		if cw.EndpointURL != "" {
-			o.BaseEndpoint = aws.String(cw.EndpointURL)
-		}
-	})
+	client := newCloudWatchClient(cfg, cw, cw.Region)
 	region := cw.Region
 	if region == "" {
 		region = cfg.Region
 	}
 	return NewCloudWatch(client, CloudWatchOptions{Namespace: cw.Namespace, Service: cw.Service, Region: region, Clock: sc.Clock})
+}
+
+// CostWarning returns the warning a view refreshing s every interval shows
+// ([CostWarning]'s text), or "" when refreshing costs nothing worth a
+// warning: a source that is not CloudWatch, or an interval of a minute or
+// more.
+func (s *Source) CostWarning(deps, breakdowns int, interval time.Duration) string {
+	if s.Kind != SourceCloudWatch || interval >= time.Minute {
+		return ""
+	}
+	return CostWarning(deps, breakdowns, interval)
+}
+
+// Lag is the bound of the source it opened ([LagOf]): the embedded
+// interface would hide it.
+func (s *Source) Lag() time.Duration { return LagOf(s.GaugeSource) }
+
+// Hint is what a view adds to an error reading s: [URLHint] of its URL.
+func (s *Source) Hint() string { return URLHint(s.url) }
+
+// URLHint is the one rule for the fix added to an unreachable gauge source
+// at u: on this machine (a loopback address or localhost) the sandbox is
+// what serves it, so it names how to start it; "" for other hosts and for
+// CloudWatch (no URL).
+func URLHint(u string) string {
+	pu, err := url.Parse(u)
+	if err != nil || u == "" {
+		return ""
+	}
+	h := pu.Hostname()
+	if ip := net.ParseIP(h); h == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return SandboxHint
+	}
+	return ""
+}
+
+// newCloudWatchClient is the one CloudWatch client of a context (gauges and
+// alarms alike), in region ("" for cfg's). Its endpoint is, most specific
+// first: metrics.cloudwatch.endpoint-url, the context's cloudwatch endpoint
+// (--service-endpoint cloudwatch=URL), then the SDK's own resolution
+// (--endpoint-url, AWS_ENDPOINT_URL_CLOUDWATCH, AWS_ENDPOINT_URL, the shared
+// config, AWS). The context's endpoint is pinned on the client as the
+// DynamoDB, STS and Secrets Manager clients pin theirs, so an exported
+// AWS_ENDPOINT_URL does not win over it.
+func newCloudWatchClient(cfg aws.Config, cw *config.CloudWatchMetrics, region string) *cloudwatch.Client {
+	return cloudwatch.NewFromConfig(cfg, func(o *cloudwatch.Options) {
+		if region != "" {
+			o.Region = region
+		}
+		switch ep, ok := awsconf.ServiceEndpoint(cfg, "CloudWatch"); {
+		case cw.EndpointURL != "":
+			o.BaseEndpoint = aws.String(cw.EndpointURL)
+		case ok:
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
 }

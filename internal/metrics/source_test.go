@@ -36,34 +36,55 @@ func fakeAWS(s *cwfake.Server) func(context.Context) (aws.Config, error) {
 
 func TestNewSourceFollowsTheContext(t *testing.T) {
 	noAWS := func(context.Context) (aws.Config, error) { return aws.Config{}, errors.New("context is local") }
+	sandbox := &config.Context{Metrics: config.MetricsConfig{Prometheus: &config.PrometheusMetrics{URL: metrics.DefaultPrometheusURL}}}
 	for _, tc := range []struct {
-		name string
-		ctx  *config.Context
-		url  string
-		want string
+		name   string
+		ctx    *config.Context
+		url    string
+		kind   metrics.SourceKind
+		before string // the description before it is opened
+		want   string
 	}{
-		{"local default is the sandbox", config.BuiltinLocal(), "", "prometheus http://127.0.0.1:8787/metrics"},
+		{"local default is the sandbox", config.BuiltinLocal(), "", metrics.SourceSandbox, "prometheus http://127.0.0.1:8787/metrics", "prometheus http://127.0.0.1:8787/metrics"},
+		{"the sandbox's URL named", sandbox, "", metrics.SourceSandbox, "prometheus http://127.0.0.1:8787/metrics", "prometheus http://127.0.0.1:8787/metrics"},
 		{"prometheus named", &config.Context{Metrics: config.MetricsConfig{Prometheus: &config.PrometheusMetrics{URL: "http://127.0.0.1:9000/metrics"}}},
-			"", "prometheus http://127.0.0.1:9000/metrics"},
-		{"flag overrides", awsContext(), "http://127.0.0.1:9100/metrics", "prometheus http://127.0.0.1:9100/metrics"},
-		{"aws default is cloudwatch", awsContext(), "", "cloudwatch Kosha/Resilience (eu-west-1)"},
+			"", metrics.SourcePrometheus, "prometheus http://127.0.0.1:9000/metrics", "prometheus http://127.0.0.1:9000/metrics"},
+		{"flag overrides", awsContext(), "http://127.0.0.1:9100/metrics", metrics.SourcePrometheus, "prometheus http://127.0.0.1:9100/metrics", "prometheus http://127.0.0.1:9100/metrics"},
+		{"aws default is cloudwatch", awsContext(), "", metrics.SourceCloudWatch, "cloudwatch", "cloudwatch Kosha/Resilience (eu-west-1)"},
 		{"cloudwatch named", func() *config.Context {
 			c := awsContext()
 			c.Metrics.CloudWatch = &config.CloudWatchMetrics{Namespace: "Team/Breakers", Service: "gateway", Region: "us-east-1"}
 			return c
-		}(), "", "cloudwatch Team/Breakers service=gateway (us-east-1)"},
+		}(), "", metrics.SourceCloudWatch, "cloudwatch", "cloudwatch Team/Breakers service=gateway (us-east-1)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			awsCfg := staticAWS
 			if tc.ctx.IsLocal() {
 				awsCfg = noAWS
 			}
-			src, err := metrics.NewSource(context.Background(), metrics.SourceConfig{Context: tc.ctx, AWSConfig: awsCfg, PrometheusURL: tc.url})
+			sc := metrics.SourceConfig{Context: tc.ctx, AWSConfig: awsCfg, PrometheusURL: tc.url}
+			ch, err := metrics.ChooseSource(sc)
+			if err != nil || ch.Kind != tc.kind || ch.Description != tc.before {
+				t.Errorf("ChooseSource = %+v, %v; want kind %d, %q", ch, err, tc.kind, tc.before)
+			}
+			src, err := metrics.NewSource(context.Background(), sc)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if src.Describe() != tc.want {
-				t.Errorf("source = %q, want %q", src.Describe(), tc.want)
+			if src.Describe() != tc.want || src.Kind != tc.kind {
+				t.Errorf("source = %q (kind %d), want %q (kind %d)", src.Describe(), src.Kind, tc.want, tc.kind)
+			}
+			// The sandbox hint is every loopback scrape's (all of this
+			// table's); the cost warning is CloudWatch's.
+			if hint := src.Hint(); (hint != "") != (tc.kind != metrics.SourceCloudWatch) || hint != ch.Hint() {
+				t.Errorf("hint = %q", hint)
+			}
+			fast, slow := src.CostWarning(4, 1, 10*time.Second), src.CostWarning(4, 1, time.Minute)
+			if (fast != "") != (tc.kind == metrics.SourceCloudWatch) || slow != "" {
+				t.Errorf("cost warning every 10s %q, every 1m %q", fast, slow)
+			}
+			if fast != "" && fast != metrics.CostWarning(4, 1, 10*time.Second) {
+				t.Errorf("cost warning %q is not the cost model's", fast)
 			}
 		})
 	}

@@ -24,6 +24,33 @@ const (
 // MaxDrainHold bounds how long a timed drain keeps a client refused.
 const MaxDrainHold = time.Hour
 
+// ErrDrainHold matches the error of [CheckDrainHold].
+var ErrDrainHold = errors.New("drain hold out of range")
+
+// CheckDrainHold reports whether a drain may hold a client refused for d:
+// from 0 (just empty the bucket) to [MaxDrainHold]. [Change.Validate]
+// applies it to every drain; the error matches [ErrDrainHold] and
+// [ErrInvalidTokens].
+func CheckDrainHold(d time.Duration) error {
+	if d < 0 || d > MaxDrainHold {
+		return fmt.Errorf("%w: drain for %s: give a duration from 0 to %s", drainHoldError{}, d, MaxDrainHold)
+	}
+	return nil
+}
+
+// drainHoldError is ErrInvalidTokens that also matches ErrDrainHold.
+type drainHoldError struct{}
+
+func (drainHoldError) Error() string { return ErrInvalidTokens.Error() }
+func (drainHoldError) Is(target error) bool {
+	return target == ErrDrainHold || target == ErrInvalidTokens
+}
+
+// ClampDrainHold returns d within [CheckDrainHold]'s range, for a drain
+// that restores a level (a drill's rollback) rather than one an operator
+// asked for.
+func ClampDrainHold(d time.Duration) time.Duration { return min(max(d, 0), MaxDrainHold) }
+
 // MutationAttempts bounds how often an operator change re-reads and retries
 // when data-plane takes keep changing the bucket between read and write.
 // Every refused attempt means a take landed in between, so an operator's
@@ -257,8 +284,8 @@ func (c Change) Validate(l Limits) error {
 				ErrInvalidTokens, c.Tokens, l.Capacity)
 		}
 	case OpDrain:
-		if c.HoldFor < 0 || c.HoldFor > MaxDrainHold {
-			return fmt.Errorf("%w: drain for %s: give a duration from 0 to %s", ErrInvalidTokens, c.HoldFor, MaxDrainHold)
+		if err := CheckDrainHold(c.HoldFor); err != nil {
+			return err
 		}
 	case OpReset:
 	default:

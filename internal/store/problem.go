@@ -3,6 +3,8 @@ package store
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Problem says why one stored item does not follow its contract: which
@@ -24,7 +26,9 @@ func (p Problem) Error() string {
 }
 
 // Found describes attribute name of it as stored, for a [Problem]: `absent`,
-// `S "tomorrow"` or `N 1e+20` (numbers in Go's shortest form).
+// `S "tomorrow"` (quoted by [textsafe.Quote], so a 399 KB string costs one
+// line), `N 1e+20` (numbers in Go's shortest form), or, for DynamoDB's other
+// types, the type and its size (`BOOL true`, `NULL`, `M (2 attributes)`).
 func Found(it Item, name string) string {
 	v, ok := it[name]
 	if !ok {
@@ -32,7 +36,7 @@ func Found(it Item, name string) string {
 	}
 	switch x := v.(type) {
 	case string:
-		return `S "` + x + `"`
+		return "S " + textsafe.Quote(x)
 	case int64:
 		return "N " + strconv.FormatInt(x, 10)
 	case int:
@@ -42,5 +46,5 @@ func Found(it Item, name string) string {
 	case Number:
 		return "N " + string(x)
 	}
-	return fmt.Sprintf("%T", v)
+	return describeOther(v)
 }

@@ -136,7 +136,12 @@ func (e *ConditionError) Error() string {
 func (e *ConditionError) Is(target error) bool { return target == ErrConditionFailed }
 
 // Item is one stored record. Values are string, int64, float64 or [Number]
-// only: use plain literals of those types. A float64 that holds a whole
+// (DynamoDB's S and N: use plain literals of those types), or one of the
+// types of DynamoDB's other eight ([Bool], [Null], [Binary], [List], [Map],
+// [StringSet], [NumberSet], [BinarySet]), which koshactl's contracts never
+// name but an item written by another tool may hold: they are read and
+// written back whole, so no item fails to read for an attribute koshactl
+// does not know. A float64 that holds a whole
 // number is stored as a number like any other and may read back as int64;
 // use [Item.Float] to read numbers that may be fractional.
 type Item map[string]any
@@ -341,10 +346,12 @@ func (it Item) Keys() []string {
 }
 
 // Validate checks that the item can be stored: a non-empty string pk of at
-// most [MaxPKBytes], only string, int64 or float64 values, floats finite and
-// within DynamoDB's range ([MinNumber] to [MaxNumber] in magnitude, or zero),
-// a total size within [MaxItemBytes], and valid UTF-8 in every string and
-// name. Empty strings are fine outside the pk. int is accepted and normalised to int64 by [Normalize].
+// most [MaxPKBytes], values of the store's types only (see [Item]), floats
+// finite and within DynamoDB's range ([MinNumber] to [MaxNumber] in
+// magnitude, or zero), sets non-empty and without repeats, lists and maps
+// nested at most 32 deep, a total size within [MaxItemBytes], and valid
+// UTF-8 in every string and name. Empty strings are fine outside the pk.
+// int is accepted and normalised to int64 by [Normalize].
 func (it Item) Validate() error {
 	pk := it.PK()
 	if pk == "" {
@@ -364,34 +371,25 @@ func (it Item) Validate() error {
 		if !utf8.ValidString(k) {
 			return fmt.Errorf("%w: attribute name %q is not valid UTF-8", ErrInvalidItem, k)
 		}
-		size += len(k)
-		switch x := v.(type) {
-		case string:
-			if !utf8.ValidString(x) {
-				return fmt.Errorf("%w: attribute %q is not valid UTF-8", ErrInvalidItem, k)
-			}
-			size += len(x)
-		case int64, int:
-			size += numberBytes
-		case Number:
-			if err := x.validate(); err != nil {
-				return fmt.Errorf("%w: attribute %q: %w", ErrInvalidItem, k, err)
-			}
-			size += numberBytes
-		case float64:
-			if math.IsNaN(x) || math.IsInf(x, 0) {
-				return fmt.Errorf("%w: attribute %q is not a finite number", ErrInvalidItem, k)
-			}
-			if a := math.Abs(x); a != 0 && (a >= MaxNumber || a < MinNumber) {
-				return fmt.Errorf("%w: attribute %q (%g) is outside the storable range %g to %g", ErrInvalidItem, k, x, MinNumber, MaxNumber)
-			}
-			size += numberBytes
-		default:
-			return fmt.Errorf("%w: attribute %q has unsupported type %T", ErrInvalidItem, k, v)
+		n, err := validateValue(v, 0)
+		if err != nil {
+			return fmt.Errorf("%w: attribute %q: %w", ErrInvalidItem, k, err)
 		}
+		size += len(k) + n
 	}
 	if size > MaxItemBytes {
 		return fmt.Errorf("%w: item %q is %d bytes, more than %d", ErrInvalidItem, pk, size, MaxItemBytes)
+	}
+	return nil
+}
+
+// validateFloat checks that x is a number DynamoDB can store.
+func validateFloat(x float64) error {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return errors.New("not a finite number")
+	}
+	if a := math.Abs(x); a != 0 && (a >= MaxNumber || a < MinNumber) {
+		return fmt.Errorf("%g is outside the storable range %g to %g", x, MinNumber, MaxNumber)
 	}
 	return nil
 }
@@ -483,13 +481,18 @@ func numEqual(a, b string) bool {
 }
 
 // Equal reports whether two attribute values are equal under the store's
-// rules: strings by content, numbers by numeric value whatever their Go type.
+// rules: strings by content, numbers by numeric value whatever their Go type,
+// lists element by element, maps by name, sets whatever their order; values
+// of different DynamoDB types never.
 func Equal(a, b any) bool {
 	if i, ok := a.(int); ok {
 		a = int64(i)
 	}
 	if i, ok := b.(int); ok {
 		b = int64(i)
+	}
+	if isOther(a) || isOther(b) {
+		return equalOther(a, b)
 	}
 	if as, ok := a.(string); ok {
 		bs, ok := b.(string)

@@ -2,6 +2,7 @@ package textsafe
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -191,4 +192,22 @@ func UnsafeRune(r rune) bool {
 		return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f
 	}
 	return unsafeRune(r, utf8.RuneLen(r))
+}
+
+// MaxQuoted is how many characters of an untrusted value a message quotes
+// (see [Quote]).
+const MaxQuoted = 80
+
+// Quote is the one rule for quoting an untrusted value inside a message (a
+// warning, an error, a problem report): the value in double quotes, cut to
+// [MaxQuoted] characters, followed when cut by how long it was — `"INC-42
+// provider…" (399000 characters)` — so a value of any size costs a line, not
+// a screen. The value is rendered by the [Line] rule; the exact value is
+// what -o json and -o yaml print of the item itself.
+func Quote(s string) string {
+	n := Len(s)
+	if n <= MaxQuoted {
+		return `"` + Line(s) + `"`
+	}
+	return `"` + Line(Truncate(s, MaxQuoted)) + `…" (` + strconv.Itoa(n) + " characters)"
 }

@@ -202,3 +202,18 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+func TestQuoteIsBounded(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", `""`},
+		{"tomorrow", `"tomorrow"`},
+		{"a\x1b[2Jb", `"a\x1b[2Jb"`},
+		{strings.Repeat("é", MaxQuoted), `"` + strings.Repeat("é", MaxQuoted) + `"`},
+		{strings.Repeat("é", MaxQuoted+1), `"` + strings.Repeat("é", MaxQuoted) + `…" (81 characters)`},
+		{"\x1b" + strings.Repeat("x", 399_000), `"\x1b` + strings.Repeat("x", MaxQuoted-1) + `…" (399001 characters)`},
+	} {
+		if got := Quote(tc.in); got != tc.want {
+			t.Errorf("Quote(%.20q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -44,9 +44,6 @@ type Deps struct {
 // Defaults of [Options].
 const (
 	DefaultInterval = 10 * time.Second
-	// DefaultForceFor is the duration a force-open prompt proposes, as
-	// `koshactl breaker force-open` defaults to.
-	DefaultForceFor = time.Hour
 	// AuditRecords is how many audit records the detail view shows.
 	AuditRecords = 6
 )
@@ -68,7 +65,9 @@ type Options struct {
 	Window time.Duration
 	// Timeout of each read or write; default the interval, at least 5 s.
 	Timeout time.Duration
-	// MaxOverride caps a force-open's duration; default 24h.
+	// MaxOverride caps a force-open's duration (the context's
+	// max-override); default breaker.DefaultMaxOverride. The rule is
+	// breaker.DurationPolicy's.
 	MaxOverride time.Duration
 	// Clock: default the wall clock.
 	Clock clock.Clock
@@ -79,6 +78,10 @@ type Options struct {
 	// GaugesHint is added to the gauges' error banner, e.g. how to start the
 	// local sandbox the default source scrapes.
 	GaugesHint string
+	// WaitFleet makes a force or clear wait for the gauges to confirm it
+	// (metrics.Waiter, the same rule as --wait) and report the verdict in
+	// the status line.
+	WaitFleet bool
 }
 
 func (o Options) withDefaults() Options {
@@ -90,9 +93,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = max(o.Interval, 5*time.Second)
-	}
-	if o.MaxOverride <= 0 {
-		o.MaxOverride = 24 * time.Hour
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}

@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
@@ -57,6 +58,18 @@ func (m Model) detailLines(height int) []string {
 		lines = append(lines, label("Override")+"none: every instance follows its own breaker")
 	}
 
+	if f := r.Fleet; f != nil {
+		text := f.Verdict.Label() + ": " + safe(f.Summary())
+		switch f.Verdict {
+		case metrics.Converging:
+			text += fmt.Sprintf(" · %s of %s", human.Duration(f.Elapsed.Truncate(time.Second)), human.Duration(f.Bound))
+			lines = append(lines, label("Fleet")+text)
+		case metrics.Confirmed:
+			lines = append(lines, label("Fleet")+text)
+		default:
+			lines = append(lines, label("Fleet")+st.Warning.Render(text+" · past the "+human.Duration(f.Bound)+" bound"))
+		}
+	}
 	g := r.Gauges
 	switch {
 	case !g.HasData:

@@ -115,6 +115,8 @@ type fakeGauges struct {
 	// perInstanceCost makes it answer as CloudWatch does: instance series
 	// only for the dependencies the request asks them for.
 	perInstanceCost bool
+	// live makes it answer as a scrape does: current values, judged at once.
+	live bool
 }
 
 func (g *fakeGauges) Describe() string { return "fake gauges" }
@@ -142,6 +144,9 @@ func (g *fakeGauges) Fetch(_ context.Context, req metrics.FetchRequest) (metrics
 		return metrics.Snapshot{}, g.err
 	}
 	snap := fleetSnapshot(g.clock.Now(), req.Window, g.fleet)
+	if g.live {
+		snap.Live, snap.Lag, snap.StaleAfter = true, metrics.ScrapeLag, time.Minute
+	}
 	if g.perInstanceCost {
 		for dep, s := range snap.Series {
 			if !req.WantsInstances(dep) {

@@ -26,7 +26,7 @@ func TestMalformedOverrideIsFlagged(t *testing.T) {
 		t.Errorf("openai = %s (active %v), want forced: a malformed expiry counts as none", st.State, st.OverrideActive)
 	}
 	h.send(tea.WindowSizeMsg{Width: 120, Height: 40})
-	h.wantScreen("malformed! ∞ ops INC-9")
+	h.wantScreen("malformed! NOT OBEYED! ∞ ops INC-9")
 	h.press("down", "enter")
 	h.wantScreen(`malformed expires_at: found S "tomorrow", want N`, "Note", "malformed override item")
 	h.press("esc", "c")

@@ -42,6 +42,11 @@ type (
 		res        breaker.ClearResult
 		err        error
 	}
+	// fleetMsg is the end of a wait for the gauges to confirm a change.
+	fleetMsg struct {
+		res metrics.WaitResult
+		err error
+	}
 )
 
 // opContext derives one operation's context from the program's.
@@ -110,6 +115,17 @@ func (m Model) clear(dep, reason string) tea.Cmd {
 		defer cancel()
 		res, err := ov.Clear(ctx, dep, reason)
 		return clearedMsg{dependency: dep, res: res, err: err}
+	}
+}
+
+// waitFleet waits for the gauges to confirm c (metrics.Waiter: the rule
+// and the bound of `breaker force-open --wait`), on the program's context.
+func (m Model) waitFleet(c metrics.Change) tea.Cmd {
+	w := &metrics.Waiter{Gauges: m.deps.Gauges, Clock: m.opts.Clock}
+	base := m.base
+	return func() tea.Msg {
+		res, err := w.Wait(base(), []metrics.Change{c})
+		return fleetMsg{res: res, err: err}
 	}
 }
 

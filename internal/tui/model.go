@@ -215,15 +215,35 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case forcedMsg:
 		m.now = m.opts.Clock.Now()
 		m.setResult(forceResult(msg, m.now))
+		cmds := []tea.Cmd{m.refresh()}
 		if written := msg.err == nil || errors.Is(msg.err, audit.ErrAuditWrite); written && msg.res.After.Dependency == msg.req.Dependency {
 			m.showOverride(msg.req.Dependency, &msg.res.After)
+			if m.opts.WaitFleet {
+				since := msg.res.After.CreatedAt
+				if since.IsZero() {
+					since = m.now
+				}
+				cmds = append(cmds, m.waitFleet(metrics.Change{Dependency: msg.req.Dependency, Goal: metrics.GoalForced, Since: since}))
+				m.status += " · waiting for the fleet (gauges catch up within " + human.Duration(metrics.LagOf(m.deps.Gauges)) + ")"
+			}
 		}
-		return m, m.refresh()
+		return m, tea.Batch(cmds...)
 	case clearedMsg:
 		m.now = m.opts.Clock.Now()
 		m.setResult(clearResult(msg))
+		cmds := []tea.Cmd{m.refresh()}
 		if msg.err == nil || errors.Is(msg.err, audit.ErrAuditWrite) {
 			m.showOverride(msg.dependency, nil)
+			if m.opts.WaitFleet {
+				cmds = append(cmds, m.waitFleet(metrics.Change{Dependency: msg.dependency, Goal: metrics.GoalReleased, Since: m.now}))
+				m.status += " · waiting for the fleet (gauges catch up within " + human.Duration(metrics.LagOf(m.deps.Gauges)) + ")"
+			}
+		}
+		return m, tea.Batch(cmds...)
+	case fleetMsg:
+		m.now = m.opts.Clock.Now()
+		if text, isErr, ok := fleetResult(msg); ok {
+			m.setResult(text, isErr)
 		}
 		return m, m.refresh()
 	case tea.KeyPressMsg:
@@ -556,6 +576,23 @@ func clearResult(msg clearedMsg) (string, bool) {
 		return fmt.Sprintf("not cleared: %v", ce), true
 	}
 	return fmt.Sprintf("clear %s failed, nothing was changed: %v", msg.dependency, msg.err), true
+}
+
+// fleetResult is the status line after a wait for the fleet; ok is false
+// when the program is ending (nothing to say).
+func fleetResult(msg fleetMsg) (text string, isErr, ok bool) {
+	if len(msg.res.Convergences) == 0 || errors.Is(msg.err, context.Canceled) {
+		return "", false, false
+	}
+	cv := msg.res.Convergences[0]
+	if msg.err == nil {
+		return fmt.Sprintf("%s: the fleet confirmed it, %s after %s", cv.Dependency, cv.Summary(), human.Duration(cv.Elapsed)), false, true
+	}
+	why := cv.Summary()
+	if msg.res.FetchErr != nil {
+		why += "; gauges: " + strings.Join(strings.Fields(msg.res.FetchErr.Error()), " ")
+	}
+	return fmt.Sprintf("%s: the fleet did NOT confirm it within %s: %s", cv.Dependency, human.Duration(msg.res.Timeout), why), true, true
 }
 
 // Rows returns the merged statuses, in table order (tests assert on it).

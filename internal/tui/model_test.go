@@ -187,6 +187,25 @@ func TestForceOpenFromTheTable(t *testing.T) {
 	}
 }
 
+// With WaitFleet a lever waits for the gauges (metrics.Waiter) and says
+// what they confirmed; a wait that runs out says who did not obey.
+func TestLeverWaitsForTheFleet(t *testing.T) {
+	h := newHarness(t, Options{WaitFleet: true})
+	h.gauges.live = true
+	h.gauges.set("core-api", 3, 3, 3, 3) // the fleet obeys at once
+	h.press("f")
+	h.typeText("failover drill")
+	h.press("enter", "enter")
+	h.wantStatus("core-api: the fleet confirmed it, forced on 4 of 4 instances after 0s", false)
+
+	text, isErr, ok := fleetResult(fleetMsg{err: metrics.ErrNotConfirmed, res: metrics.WaitResult{Timeout: 11 * time.Second,
+		Convergences: []metrics.Convergence{{Change: metrics.Change{Dependency: "openai", Goal: metrics.GoalForced}, Verdict: metrics.NotObeyed,
+			PerInstance: true, Instances: 4, Confirmed: 3, Stragglers: []string{"gw-3"}}}}})
+	if !ok || !isErr || text != "openai: the fleet did NOT confirm it within 11s: forced on 3 of 4 instances, not obeyed (gw-3)" {
+		t.Errorf("timed-out wait reads %q (error %v)", text, isErr)
+	}
+}
+
 func TestForceDurationIsValidated(t *testing.T) {
 	for in, want := range map[string]string{
 		"90":   `"90" is not a duration`,
@@ -435,6 +454,7 @@ func TestDetailShowsTheFleetAndTheAuditTrail(t *testing.T) {
 	h.wantScreen("openai · forced (override) · gauges: mixed",
 		"forced by alice@laptop 3m ago · expires in 27m (19:27:30Z)", "reason: provider incident INC-142",
 		"worst forced · best open · 4/4 instances reporting", "3 forced", "1 open",
+		"Fleet      converging: forced on 3 of 4 instances (gw-4)",
 		"Instances (4)", "gw-4", "Recent audit", "force-open  alice@laptop  provider incident INC-142",
 		"clear       bob@laptop    recovered")
 	if q := h.audit.queries; len(q) != 1 || q[0].Subject != "breaker#openai" || q[0].Limit != AuditRecords {
@@ -442,12 +462,13 @@ func TestDetailShowsTheFleetAndTheAuditTrail(t *testing.T) {
 	}
 	// At 80x23 the detail scrolls.
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 23})
-	h.wantScreen("↓ 2 more lines (j/k scroll)")
-	h.press("j", "j", "j")
+	h.wantScreen("↓ 3 more lines (j/k scroll)")
+	h.press("j", "j", "j", "j")
 	h.wantScreen("clear       bob@laptop    recovered")
 	h.press("esc")
 	h.wantScreen("DEPENDENCY", "screening-sim")
 	h.audit.err = errBoom
+	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
 	h.press("enter")
 	h.wantScreen("could not read the audit log: connection refused")
 }

@@ -46,7 +46,7 @@ type prompt struct {
 	duration time.Duration
 
 	contextName string
-	maxOverride time.Duration
+	policy      breaker.DurationPolicy
 	styles      styles.Styles
 	// header lines, computed when the prompt opens.
 	header []string
@@ -54,7 +54,7 @@ type prompt struct {
 
 func newForcePrompt(dep string, current *breaker.Override, now time.Time, opts Options, st styles.Styles) *prompt {
 	p := &prompt{kind: promptForce, dependency: dep, current: current, steps: []promptStep{stepReason, stepDuration},
-		contextName: opts.ContextName, maxOverride: opts.MaxOverride, styles: st}
+		contextName: opts.ContextName, policy: breaker.DurationPolicy{Max: opts.MaxOverride}, styles: st}
 	if opts.Protected {
 		p.steps = append(p.steps, stepConfirm)
 	}
@@ -125,7 +125,7 @@ func (p *prompt) newInput() textinput.Model {
 		}
 	case stepDuration:
 		in = newInput("Duration: ", "like 30m or 2h", 12, p.styles)
-		in.SetValue(human.Duration(DefaultForceFor))
+		in.SetValue(human.Duration(breaker.DefaultFor))
 		in.CursorEnd()
 	case stepConfirm:
 		in = newInput(fmt.Sprintf("PROTECTED context: type %q to confirm: ", p.contextName), "", 64, p.styles)
@@ -146,15 +146,16 @@ func (p *prompt) next() (done bool, errMsg string) {
 		p.reason = v
 	case stepDuration:
 		d, err := time.ParseDuration(v)
-		switch {
-		case err != nil:
+		if err != nil {
 			return false, fmt.Sprintf("%q is not a duration: write it like 30m, 2h or 1h30m", v)
-		case d <= 0:
+		}
+		switch err := p.policy.CheckFor(d); {
+		case errors.Is(err, breaker.ErrDurationNotPositive):
 			return false, "the duration must be positive"
-		case breaker.CheckOverrideDuration(d) != nil:
-			return false, breaker.CheckOverrideDuration(d).Error()
-		case d > p.maxOverride:
-			return false, fmt.Sprintf("%s is over this context's max-override of %s", v, human.Duration(p.maxOverride))
+		case errors.Is(err, breaker.ErrDurationTooLong):
+			return false, fmt.Sprintf("%s is over this context's max-override of %s", v, human.Duration(p.policy.MaxFor()))
+		case err != nil:
+			return false, err.Error()
 		}
 		p.duration = d
 	case stepConfirm:
@@ -207,7 +208,7 @@ func (p *prompt) view(width int) string {
 	}
 	lines = append(lines, inputView(p.input))
 	if p.steps[p.step] == stepDuration {
-		lines = append(lines, st.Dim.Render(fmt.Sprintf("at most %s; the override lapses by itself then", human.Duration(p.maxOverride))))
+		lines = append(lines, st.Dim.Render(fmt.Sprintf("at most %s; the override lapses by itself then", human.Duration(p.policy.MaxFor()))))
 	}
 	if p.err != "" {
 		lines = append(lines, st.StatusError.Render("! "+p.err))

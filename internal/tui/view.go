@@ -294,6 +294,10 @@ func (m Model) overrideCell(r *row) string {
 	if o.Malformed() {
 		mark = "malformed! "
 	}
+	if r.Fleet != nil && r.Fleet.Verdict == metrics.NotObeyed {
+		// The incident inside the incident: some instance ignores it.
+		mark += "NOT OBEYED! "
+	}
 	switch {
 	case r.OverrideActive && o.Expires():
 		return mark + human.Age(o.ExpiresAt.Sub(m.now)) + " " + shortActor(o.Actor) + " " + safe(o.Reason)

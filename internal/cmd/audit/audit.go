@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // DefaultFollowInterval is how often --follow reads new records.
@@ -142,8 +143,7 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 	}
 	ios := f.IOStreams
 	partial := func() error {
-		return cmdutil.Unreadable(ios, opts.Output, l.Unreadable, "audit record",
-			"the records shown are complete; the others are named by pk (koshactl never rewrites an audit record; the store's TTL collects it after 90 days)")
+		return cmdutil.Unreadable(ios, opts.Output, l.Unreadable, "audit record", followFix)
 	}
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, ListResult{Kind: "AuditRecordList", Context: env.Name,
@@ -193,6 +193,9 @@ func parseUntil(s string, now time.Time) (time.Time, error) {
 	return t, nil
 }
 
+// followFix is what a partial listing of audit records says to do.
+const followFix = "the records shown are complete; the others are named by pk (koshactl never rewrites an audit record; the store's TTL collects it after 90 days)"
+
 // follow prints the follower's records as they come, until ctx ends (exit
 // 0). A store that is unreachable for a while is retried, said on stderr.
 func follow(ctx context.Context, f *cmdutil.Factory, opts *ListOptions, fl *audit.Follower) error {
@@ -202,23 +205,34 @@ func follow(ctx context.Context, f *cmdutil.Factory, opts *ListOptions, fl *audi
 		after = time.After
 	}
 	headers := opts.Output == cmdutil.FormatTable && !ios.NoHeaders()
+	// Unreadable records are warned about on stderr as they are met (stdout
+	// is the stream of records, in every format), and make the follow end
+	// as a listing that met them does: exit 10, with the count.
+	var unreadable []store.Problem
+	done := func() error {
+		return cmdutil.PartialListing(unreadable, "audit record", "warned about on stderr", followFix)
+	}
 	for {
-		recs, err := fl.Poll(ctx)
+		l, err := fl.Poll(ctx)
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return done()
 		case errors.Is(err, store.ErrUnavailable):
 			fmt.Fprintf(ios.ErrOut, "audit list --follow: %v (retrying every %s)\n", err, opts.Interval)
 		case err != nil:
 			return err
 		default:
-			if err := printFollowed(ios, opts.Output, recs, f.Clock.Now(), &headers); err != nil {
+			for _, p := range l.Unreadable {
+				fmt.Fprintf(ios.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
+			}
+			unreadable = append(unreadable, l.Unreadable...)
+			if err := printFollowed(ios, opts.Output, l.Records, f.Clock.Now(), &headers); err != nil {
 				return err
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return nil // Ctrl-C ends a follow normally
+			return done() // Ctrl-C ends a follow normally
 		case <-after(opts.Interval):
 		}
 	}

@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
@@ -183,5 +185,68 @@ func TestFollowJSONIsOneRecordPerLineAndFilters(t *testing.T) {
 	var r record
 	if err := json.Unmarshal([]byte(lines[0]), &r); err != nil || r.Subject != "breaker#openai" || r.Action != "breaker.force-open" {
 		t.Errorf("line %q: %+v %v", lines[0], r, err)
+	}
+}
+
+// Issue 21: --follow dropped records it could not read. It warns about each
+// once, on stderr, shows the records it can read (one with attributes of
+// every DynamoDB type among them), and ends as a partial listing (exit 10).
+func TestFollowReportsUnreadableRecords(t *testing.T) {
+	e := clitest.New(t)
+	errOut := &syncbuf.Buffer{}
+	fw := &follower{out: &syncbuf.Buffer{}, tick: make(chan time.Time), done: make(chan error, 1)}
+	ios, _, _, _ := iostreams.Test()
+	ios.Out, ios.ErrOut = fw.out, errOut
+	f := factory.NewWith(ios, e.Clock)
+	ctx, cancel := context.WithCancel(context.Background())
+	fw.stop = cancel
+	t.Cleanup(cancel)
+	go func() {
+		fw.done <- auditcmd.RunList(ctx, f, &auditcmd.ListOptions{Output: cmdutil.FormatTable, Follow: true, Interval: time.Second,
+			After: func(time.Duration) <-chan time.Time { return fw.tick }})
+	}()
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "first", "--for", "1h")
+	fw.waitFor(t, "breaker#openai")
+
+	ms := strconv.FormatInt(e.Clock.Now().UnixMilli(), 10)
+	rec := func(id, subject string) map[string]storetest.Attr {
+		return map[string]storetest.Attr{"pk": {Type: "S", Text: "audit#" + ms + "#" + id}, "time": {Type: "N", Text: ms},
+			"actor": {Type: "S", Text: "x"}, "action": {Type: "S", Text: "breaker.clear"}, "subject": {Type: "S", Text: subject},
+			"context": {Type: "S", Text: "local"}, "outcome": {Type: "S", Text: "ok"},
+			"ix_audit_day": {Type: "S", Text: e.Clock.Now().UTC().Format("2006-01-02")}, "ix_audit_subject": {Type: "S", Text: subject},
+			"ix_audit_actor": {Type: "S", Text: "x"}}
+	}
+	bad := rec("00000000000000bb", "breaker#bad")
+	bad["before"] = storetest.Attr{Type: "S", Text: "{not json"}
+	e.PutRaw(bad)
+	odd := rec("00000000000000cc", "breaker#odd")
+	for k, v := range storetest.EveryType {
+		odd[k] = v
+	}
+	e.PutRaw(odd)
+	fw.waitFor(t, "breaker#odd")
+	warning := "warning: audit#" + ms + "#00000000000000bb: before: found an S that is not a JSON document"
+	deadline := time.Now().Add(wait.Ceiling)
+	for !strings.Contains(errOut.String(), warning) {
+		if time.Now().After(deadline) {
+			t.Fatalf("--follow never warned %q:\nstderr %s\nstdout %s", warning, errOut.String(), fw.out.String())
+		}
+		select {
+		case fw.tick <- time.Time{}:
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	fw.tick <- time.Time{}
+	fw.tick <- time.Time{} // more reads: each problem is reported once
+	fw.stop()
+	err := <-fw.done
+	if cmdutil.ExitCode(err) != cmdutil.ExitPartial || !strings.Contains(err.Error(), "1 audit record does not follow the contract") {
+		t.Errorf("follow ended with %v, want the partial listing (exit 10)", err)
+	}
+	if n := strings.Count(errOut.String(), warning); n != 1 {
+		t.Errorf("warned %d times, want once:\n%s", n, errOut.String())
+	}
+	if !strings.Contains(fw.out.String(), "breaker#bad") {
+		t.Errorf("the record is shown without its unreadable before:\n%s", fw.out.String())
 	}
 }

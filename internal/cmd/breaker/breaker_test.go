@@ -153,6 +153,33 @@ func TestClearIsIdempotent(t *testing.T) {
 	}
 }
 
+// TestClearRefusesATypo: issue 21. clear open-ai with openai forced printed
+// "nothing to clear" and exited 0; it applies force-open's known-dependency
+// rule now, and an unknown name with a stored override stays clearable.
+func TestClearRefusesATypo(t *testing.T) {
+	e := clitest.New(t)
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "incident")
+	for _, args := range [][]string{{"open-ai"}, {"openai", "open-ai"}, {"open-ai", "--dry-run"}} {
+		r := e.MustRun(cmdutil.ExitUsage, append([]string{"breaker", "clear"}, args...)...)
+		if !strings.Contains(r.Stderr, `did you mean "openai"`) || !strings.Contains(r.Stderr, "--allow-unknown") {
+			t.Errorf("clear %v: stderr %q lacks the suggestion and the way past it", args, r.Stderr)
+		}
+		if strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || r.Stdout != "" {
+			t.Errorf("clear %v: not a one-line error: stdout %q stderr %q", args, r.Stdout, r.Stderr)
+		}
+	}
+	if got := decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout); !got.Active {
+		t.Fatalf("a refused clear removed openai's override: %+v", got)
+	}
+	if r := e.MustRun(0, "breaker", "clear", "open-ai", "--allow-unknown"); !strings.Contains(r.Stdout, "nothing to clear") {
+		t.Errorf("clear --allow-unknown of a name with no override: %s", r.Stdout)
+	}
+	e.MustRun(0, "breaker", "force-open", "legacy-svc", "--reason", "old", "--allow-unknown")
+	if r := e.MustRun(0, "breaker", "clear", "legacy-svc"); !strings.Contains(r.Stdout, "Cleared override on legacy-svc") {
+		t.Errorf("an unknown name whose override is stored must clear without --allow-unknown: %s", r.Stdout)
+	}
+}
+
 func TestClearAll(t *testing.T) {
 	e := clitest.New(t)
 	e.MustRun(0, "breaker", "force-open", "openai", "postgres", "--reason", "drill")

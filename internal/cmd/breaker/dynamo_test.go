@@ -160,7 +160,7 @@ func TestForceOpenManyOnDynamoDB(t *testing.T) {
 	if i4, i1, i2 := strings.Index(r.Stdout, "d4"), strings.Index(r.Stdout, "d1"), strings.Index(r.Stdout, "d2"); i4 < 0 || i4 > i1 || i1 > i2 {
 		t.Errorf("results not in argument order:\n%s", r.Stdout)
 	}
-	r = e.MustRun(0, "breaker", "clear", "d2", "nothing", "d4", "--reason", "done")
+	r = e.MustRun(0, "breaker", "clear", "d2", "nothing", "d4", "--reason", "done", "--allow-unknown")
 	if i2, in, i4 := strings.Index(r.Stdout, "d2"), strings.Index(r.Stdout, "nothing"), strings.Index(r.Stdout, "d4"); i2 < 0 || i2 > in || in > i4 {
 		t.Errorf("clear results not in argument order:\n%s", r.Stdout)
 	}

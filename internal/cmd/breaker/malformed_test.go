@@ -38,6 +38,10 @@ var hostileOverrides = []struct {
 	{"expires_at tomorrow", map[string]attr{"expires_at": {Type: "S", Text: "tomorrow"}}, "expires_at", `found S "tomorrow"`, "unreadable (held until cleared)"},
 	{"expires_at 1e20", map[string]attr{"expires_at": {Type: "N", Text: "1e20"}}, "expires_at", "found N 1e+20", "unreadable (held until cleared)"},
 	{"created_at 1e20", map[string]attr{"created_at": {Type: "N", Text: "1e20"}}, "created_at", "found N 1e+20", "2026-11-29T19:30:00Z"},
+	// Of a type beyond S and N (issue 21).
+	{"version of type BOOL", map[string]attr{"version": {Type: "BOOL", Text: "true"}}, "version", "found BOOL true", "2026-11-29T19:30:00Z"},
+	{"version of type M", map[string]attr{"version": {Type: "M", Text: `{"n":{"N":"1"}}`}}, "version", "found M (1 attribute)", "2026-11-29T19:30:00Z"},
+	{"expires_at of type L", map[string]attr{"expires_at": {Type: "L", Text: `[{"N":"1795980600000"}]`}}, "expires_at", "found L (1 element)", "unreadable (held until cleared)"},
 }
 
 func hostileItem(change map[string]attr) map[string]attr {
@@ -129,6 +133,11 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 			if !strings.Contains(r.Stderr, "the item is malformed ("+tc.attr+": "+tc.found) || strings.Contains(r.Stderr, "changed while") {
 				t.Errorf("conflict: %s", r.Stderr)
 			}
+			// The CLI's hint names its flag and command, once.
+			if !strings.Contains(r.Stderr, ": pass --overwrite to replace it, or remove it with koshactl breaker clear openai") ||
+				strings.Count(r.Stderr, "--overwrite") != 1 {
+				t.Errorf("conflict hint: %s", r.Stderr)
+			}
 			// force-open --overwrite replaces it in one command.
 			r = e.MustRun(0, "breaker", "force-open", "openai", "--reason", "fix", "--for", "10m", "--overwrite")
 			if !strings.Contains(r.Stdout, "replaced a malformed item ("+tc.attr+": "+tc.found) {
@@ -162,15 +171,20 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 				if k == "pk" {
 					continue
 				}
-				if v.Type == "S" {
+				text := v.Text
+				switch v.Type {
+				case "S":
 					want[k] = v.Text
-				} else {
-					var f float64
-					if err := json.Unmarshal([]byte(v.Text), &f); err != nil {
-						t.Fatal(err)
-					}
-					want[k] = f
+					continue
+				case "N":
+				default: // DynamoDB's JSON notation
+					text = fmt.Sprintf("{%q:%s}", v.Type, v.Text)
 				}
+				var doc any
+				if err := json.Unmarshal([]byte(text), &doc); err != nil {
+					t.Fatal(err)
+				}
+				want[k] = doc
 			}
 			for _, rec := range recs.Items {
 				var before map[string]any

@@ -90,13 +90,20 @@ func newGetContexts(f *cmdutil.Factory) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "get-contexts",
-		Short: "List contexts",
-		Args:  cobra.NoArgs,
+		Short: "List contexts, marking the one commands act on",
+		Long: heredoc.Doc(`
+			List the contexts. CURRENT marks the context commands act on: --context, else
+			$KOSHACTL_CONTEXT, else the config file's current-context. When the flag or
+			the variable selects it, a line on stderr says so and names the file's own
+			current-context.
+		`),
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			file, err := f.Config()
 			if err != nil {
 				return err
 			}
+			selected, source := f.SelectContext(file)
 			type row struct {
 				Name      string `json:"name"`
 				Current   bool   `json:"current"`
@@ -106,10 +113,11 @@ func newGetContexts(f *cmdutil.Factory) *cobra.Command {
 			rows := []row{}
 			for _, n := range file.Names() {
 				ctx, _ := file.Context(n)
-				rows = append(rows, row{n, n == file.Current(), describeStore(ctx), ctx.Protected})
+				rows = append(rows, row{n, n == selected, describeStore(ctx), ctx.Protected})
 			}
 			if output != cmdutil.FormatTable {
-				return cmdutil.PrintStructured(f.IOStreams.Out, output, map[string]any{"kind": "ContextList", "items": rows})
+				return cmdutil.PrintStructured(f.IOStreams.Out, output, map[string]any{"kind": "ContextList",
+					"current": currentView(file, selected, source), "items": rows})
 			}
 			tw := cmdutil.NewTable(f.IOStreams.Out)
 			tw.Header(f.IOStreams, "CURRENT", "NAME", "STORE", "PROTECTED")
@@ -120,11 +128,41 @@ func newGetContexts(f *cmdutil.Factory) *cobra.Command {
 				}
 				tw.Row(mark, r.Name, r.Store, strconv.FormatBool(r.Protected))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			printSelectedBy(f, file, selected, source)
+			return nil
 		},
 	}
 	cmdutil.AddOutputFlag(cmd, &output)
 	return cmd
+}
+
+// current is the JSON view of the selected context and its source.
+type current struct {
+	Kind string `json:"kind,omitempty"`
+	Name string `json:"name"`
+	// Source is flag, env, file or default (cmdutil.ContextSource).
+	Source cmdutil.ContextSource `json:"source"`
+	// FileCurrent is the config file's own current-context (local when it
+	// sets none), which the flag or the variable overrides.
+	FileCurrent string `json:"file_current_context"`
+}
+
+func currentView(file *config.File, name string, source cmdutil.ContextSource) current {
+	return current{Name: name, Source: source, FileCurrent: file.Current()}
+}
+
+// printSelectedBy says on stderr, when --context or $KOSHACTL_CONTEXT chose
+// the context, that it did and what the file's current-context is: an
+// operator who reads "local" in the file must not act on prod unawares.
+func printSelectedBy(f *cmdutil.Factory, file *config.File, name string, source cmdutil.ContextSource) {
+	if source != cmdutil.ContextFromFlag && source != cmdutil.ContextFromEnv {
+		return
+	}
+	fmt.Fprintf(f.IOStreams.ErrOut, "context %q is selected by %s (the config file's current-context is %q)\n",
+		name, source.Describe(file), file.Current())
 }
 
 func describeStore(c *config.Context) string {
@@ -143,19 +181,40 @@ func describeStore(c *config.Context) string {
 }
 
 func newCurrent(f *cmdutil.Factory) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "current-context",
-		Short: "Print the current context's name",
-		Args:  cobra.NoArgs,
+		Short: "Print the name of the context commands act on, and where it came from",
+		Long: heredoc.Doc(`
+			Print the name of the context commands act on: --context, else
+			$KOSHACTL_CONTEXT, else the config file's current-context, else the built-in
+			local context. The name alone goes to stdout (for scripts); a line on stderr
+			says where it came from. -o json gives both, and the file's own
+			current-context.
+		`),
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			file, err := f.Config()
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(f.IOStreams.Out, file.Current())
+			name, source := f.SelectContext(file)
+			if output != cmdutil.FormatTable {
+				v := currentView(file, name, source)
+				v.Kind = "CurrentContext"
+				return cmdutil.PrintStructured(f.IOStreams.Out, output, v)
+			}
+			fmt.Fprintln(f.IOStreams.Out, name)
+			if source == cmdutil.ContextFromFlag || source == cmdutil.ContextFromEnv {
+				printSelectedBy(f, file, name, source)
+			} else {
+				fmt.Fprintf(f.IOStreams.ErrOut, "(from %s)\n", source.Describe(file))
+			}
 			return nil
 		},
 	}
+	cmdutil.AddOutputFlag(cmd, &output)
+	return cmd
 }
 
 func newUse(f *cmdutil.Factory) *cobra.Command {
@@ -384,8 +443,10 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		}
 	}
 	if ch("max-override") {
-		if o.MaxOverride <= 0 || o.MaxOverride > 30*24*time.Hour {
-			return cmdutil.Usagef("--max-override %s is out of range: give a duration between 1m and 720h", o.MaxOverride)
+		// The range is breaker's, checked again by Validate and Save; here
+		// also 0, which a file reads as "the default".
+		if err := breaker.CheckMaxOverride(o.MaxOverride); err != nil {
+			return cmdutil.Usagef("--%v", err)
 		}
 		ctx.MaxOverride = config.Duration(o.MaxOverride)
 	}

@@ -89,6 +89,10 @@ func TestSetContextBadInput(t *testing.T) {
 		{[]string{"x", "--table", "t"}, "needs a region"},
 		{[]string{"x", "--table", "t", "--region", "r", "--static-credentials"}, "--endpoint-url"},
 		{[]string{"x", "--local", "--max-override", "-1h"}, "out of range"},
+		// Under the 5s minimum override: no force-open could succeed on it.
+		{[]string{"x", "--local", "--max-override", "2s"}, "--max-override 2s is out of range: give a duration between 1m and 720h"},
+		{[]string{"x", "--local", "--max-override", "721h"}, "between 1m and 720h"},
+		{[]string{"x", "--local", "--max-override", "0s"}, "between 1m and 720h"},
 		{[]string{"x", "--local", "--dependencies", "Open AI"}, "invalid dependency name"},
 		{[]string{"x", "--local", "--ratelimit-capacity", "0"}, "at least one token"},
 		{[]string{"x", "y"}, "takes one NAME"},
@@ -190,4 +194,58 @@ func TestGroupWritableConfigWarnsOnce(t *testing.T) {
 	if r := e.MustRun(0, "config", "current-context"); strings.Contains(r.Stderr, "warning") {
 		t.Errorf("a 0600 file warned:\n%s", r.Stderr)
 	}
+}
+
+// TestCurrentContextIsTheEffectiveOne: issue 21. With $KOSHACTL_CONTEXT=prod
+// every command acted on prod while current-context and get-contexts showed
+// local. They show the context commands act on, and where it came from.
+func TestCurrentContextIsTheEffectiveOne(t *testing.T) {
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "prod", "--table", "kosha-prod", "--region", "eu-west-1", "--protected")
+	type cur struct {
+		Name, Source string
+		FileCurrent  string `json:"file_current_context"`
+	}
+	check := func(name, source string, args ...string) {
+		t.Helper()
+		r := e.MustRun(0, append([]string{"config", "current-context"}, args...)...)
+		if r.Stdout != name+"\n" {
+			t.Errorf("current-context %v: stdout %q, want %q", args, r.Stdout, name)
+		}
+		if want := map[string]string{"env": "$KOSHACTL_CONTEXT", "flag": "--context", "default": "built-in default"}[source]; !strings.Contains(r.Stderr, want) {
+			t.Errorf("current-context %v: stderr %q does not say it came from %s", args, r.Stderr, want)
+		}
+		var v cur
+		if err := json.Unmarshal([]byte(e.MustRun(0, append([]string{"config", "current-context", "-o", "json"}, args...)...).Stdout), &v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Name != name || v.Source != source || v.FileCurrent != "local" {
+			t.Errorf("current-context -o json %v = %+v, want %s from %s (file: local)", args, v, name, source)
+		}
+		var list struct {
+			Items []struct {
+				Name    string
+				Current bool
+			}
+		}
+		if err := json.Unmarshal([]byte(e.MustRun(0, append([]string{"config", "get-contexts", "-o", "json"}, args...)...).Stdout), &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range list.Items {
+			if it.Current != (it.Name == name) {
+				t.Errorf("get-contexts %v marks %s current=%v; the selected context is %s", args, it.Name, it.Current, name)
+			}
+		}
+	}
+	check("local", "default")
+	t.Setenv("KOSHACTL_CONTEXT", "prod")
+	check("prod", "env")
+	r := e.MustRun(0, "config", "get-contexts")
+	if !strings.Contains(r.Stdout, "*        prod") || !strings.Contains(r.Stderr, `context "prod" is selected by $KOSHACTL_CONTEXT (the config file's current-context is "local")`) {
+		t.Errorf("get-contexts under $KOSHACTL_CONTEXT=prod:\nstdout %s\nstderr %s", r.Stdout, r.Stderr)
+	}
+	t.Setenv("KOSHACTL_CONTEXT", "")
+	check("prod", "flag", "--context", "prod")
+	t.Setenv("KOSHACTL_CONTEXT", "local")
+	check("prod", "flag", "--context", "prod")
 }

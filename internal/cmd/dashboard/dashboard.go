@@ -26,6 +26,7 @@ import (
 type Options struct {
 	Interval   time.Duration
 	MetricsURL string
+	Wait       bool
 	NoNotify   bool
 }
 
@@ -40,6 +41,12 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			override means forced even while the gauges lag), the fleet's worst and best
 			breaker_state gauge, instances reporting, the override's actor, reason and
 			countdown, and the last hour as a strip.
+
+			After f or c the dashboard waits for the fleet's gauges to confirm the change, as
+			breaker force-open --wait does, and says in the status line whether it did (or
+			which instances did not obey); the table marks an override the fleet does not
+			obey past the source's bound "NOT OBEYED!", and the detail view shows the
+			verdict (converging, confirmed, not obeyed). --wait=false turns the wait off.
 
 			Keys: f force-open (asks for a reason and a duration), c clear, enter details
 			(timeline, per-instance breakdown, recent audit), / filter, r refresh, ? help,
@@ -70,6 +77,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.Interval, "interval", tui.DefaultInterval, "how often both sources are read again (CloudWatch bills each read)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "scrape this Prometheus endpoint instead of the context's metrics source")
+	fl.BoolVar(&opts.Wait, "wait", true, "after a force or clear, wait for the gauges to confirm it and report the verdict")
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	return cmd
 }
@@ -99,17 +107,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	notice := ""
-	if _, ok := src.(*metrics.CloudWatch); ok && opts.Interval < time.Minute {
-		// One breakdown: the detail view's dependency.
-		warning := metrics.CostWarning(len(env.Context.KnownDependencies()), 1, opts.Interval)
+	// One breakdown: the detail view's dependency.
+	if warning := src.CostWarning(len(env.Context.KnownDependencies()), 1, opts.Interval); warning != "" {
 		notice = "cost: " + warning
 		// Also on stderr: it stays visible after the full-screen view ends.
 		fmt.Fprintf(ios.ErrOut, "warning: %s\n", warning)
 	}
-	hint := ""
-	if src.Describe() == "prometheus "+metrics.DefaultPrometheusURL {
-		hint = "is the sandbox running? start it with koshactl sandbox"
-	}
+	hint := src.Hint()
 	log := env.AuditLog(f.Clock)
 	// A failed notification's line waits until the full-screen view ends
 	// (written now, it would tear the screen); it is in the audit log at once.
@@ -149,5 +153,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		Color:        ios.ColorEnabled(),
 		Notice:       notice,
 		GaugesHint:   hint,
+		WaitFleet:    opts.Wait,
 	}, ios.In, textsafe.Raw(ios.Out)) // the TUI draws the screen; its view renders every value with textsafe
 }

@@ -49,8 +49,8 @@ func TestDashboardFlags(t *testing.T) {
 		args []string
 		want dashboard.Options
 	}{
-		{nil, dashboard.Options{Interval: 10 * time.Second}},
-		{[]string{"--interval", "1m", "--metrics-url", "http://127.0.0.1:9100/metrics"},
+		{nil, dashboard.Options{Interval: 10 * time.Second, Wait: true}},
+		{[]string{"--interval", "1m", "--metrics-url", "http://127.0.0.1:9100/metrics", "--wait=false"},
 			dashboard.Options{Interval: time.Minute, MetricsURL: "http://127.0.0.1:9100/metrics"}},
 	} {
 		var got dashboard.Options

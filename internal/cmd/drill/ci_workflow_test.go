@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/report"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -20,8 +21,14 @@ import (
 type workflow struct {
 	On   map[string]any `yaml:"on"`
 	Jobs map[string]struct {
+		Env      map[string]string `yaml:"env"`
 		Strategy struct {
-			Matrix map[string][]string `yaml:"matrix"`
+			Matrix struct {
+				Include []struct {
+					Drill string `yaml:"drill"`
+					Test  string `yaml:"test"`
+				} `yaml:"include"`
+			} `yaml:"matrix"`
 		} `yaml:"strategy"`
 		Steps []struct {
 			Name string            `yaml:"name"`
@@ -57,8 +64,9 @@ func commandLine(t *testing.T, script, prefix string) []string {
 
 // The example CI workflow runs on every pull request, starts the sandbox
 // exactly as make test's drill tests configure it, runs every example
-// drill make test runs, and uploads the JUnit report the drill writes,
-// even when the drill fails.
+// drill make test runs, uploads the JUnit report, the journal and the
+// game-day report the drill writes, even when the drill fails, and writes
+// the report's Markdown to the step summary.
 func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "ci", "drill.yml"))
 	if err != nil {
@@ -75,17 +83,60 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 	if !ok {
 		t.Fatalf("no drill job: %v", wf.Jobs)
 	}
-	if got := job.Strategy.Matrix["drill"]; !slices.Equal(got, exampleDrills) {
-		t.Errorf("the workflow runs drills %v; make test runs %v", got, exampleDrills)
+	// Every drill in docs/drills, each run as make test runs it: the
+	// sandbox drills with drill run, the others by the test that does.
+	var all, byRun []string
+	harness := map[string]string{}
+	for _, m := range job.Strategy.Matrix.Include {
+		all = append(all, m.Drill)
+		if m.Test == "" {
+			byRun = append(byRun, m.Drill)
+		} else {
+			harness[m.Drill] = m.Test
+		}
 	}
-	var script, upload string
+	files, _ := filepath.Glob(filepath.Join(drillsDir, "*.yaml"))
+	var want []string
+	for _, f := range files {
+		want = append(want, strings.TrimSuffix(filepath.Base(f), ".yaml"))
+	}
+	slices.Sort(all)
+	if len(want) != 5 || !slices.Equal(all, want) {
+		t.Errorf("the workflow runs drills %v; docs/drills holds %v", all, want)
+	}
+	if !slices.Equal(byRun, exampleDrills) {
+		t.Errorf("the workflow runs %v with drill run; make test runs %v against the sandbox", byRun, exampleDrills)
+	}
+	for drillName, test := range harness {
+		if src := testSourceOf(t, test); !strings.Contains(src, `"`+drillName+`.yaml"`) {
+			t.Errorf("the workflow runs drill %s by %s, which does not run %s.yaml", drillName, test, drillName)
+		}
+	}
+	// GitHub refuses the runner context in a job's env before any job runs.
+	for k, v := range job.Env {
+		if strings.Contains(v, "runner.") {
+			t.Errorf("job env %s = %q: the runner context is not available there", k, v)
+		}
+	}
+	var script, summary string
+	var uploads []string
 	for _, s := range job.Steps {
 		script += s.Run + "\n"
-		if strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
-			if s.If != "always()" {
-				t.Errorf("the report upload runs if %q: want always() (a failed drill's report matters most)", s.If)
+		if strings.Contains(s.Run, "GITHUB_STEP_SUMMARY") {
+			summary = s.Run
+			if s.If != "always() && matrix.test == ''" {
+				t.Errorf("the summary step runs if %q: want always() for every drill run", s.If)
 			}
-			upload = s.With["path"]
+		}
+		if strings.HasPrefix(s.Uses, "actions/upload-artifact@") {
+			if s.If != "always() && matrix.test == ''" {
+				t.Errorf("the report upload runs if %q: want always() for every drill run writes a report for (a failed drill's report matters most)", s.If)
+			}
+			for _, p := range strings.Split(s.With["path"], "\n") {
+				if p = strings.TrimSpace(p); p != "" {
+					uploads = append(uploads, p)
+				}
+			}
 		}
 	}
 	f := &cmdutil.Factory{IOStreams: func() *iostreams.IOStreams { ios, _, _, _ := iostreams.Test(); return ios }()}
@@ -106,6 +157,10 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 		t.Errorf("the drill does not get the sandbox's address (%s) as SANDBOX_URL", sb.AddrFile)
 	}
 
+	if !strings.Contains(script, `go test -race -count=1 -run "^${{ matrix.test }}\$" ./internal/cmd/drill/`) {
+		t.Errorf("the workflow does not run the harnessed drills' tests as make test does:\n%s", script)
+	}
+
 	// Each drill: the example file, its JUnit report uploaded.
 	for _, name := range exampleDrills {
 		expand := func(s string) string { return strings.ReplaceAll(s, "${{ matrix.drill }}", name) }
@@ -122,8 +177,41 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(drillsDir, name+".yaml")); err != nil {
 			t.Errorf("drill %s: %v", name, err)
 		}
-		if ro.JUnit == "" || ro.JUnit != expand(upload) {
-			t.Errorf("the drill writes its JUnit report to %q, the workflow uploads %q", ro.JUnit, expand(upload))
+		up := strings.Split(expand(strings.Join(uploads, "\n")), "\n")
+		for what, path := range map[string]string{"JUnit report": ro.JUnit, "game-day report": ro.Report, "journal": ro.Journal} {
+			if path == "" || !slices.Contains(up, path) {
+				t.Errorf("the drill writes its %s to %q, the workflow uploads %q", what, path, up)
+			}
+		}
+		// The step summary is the Markdown report of the run's journal.
+		var rep *report.Options
+		rcmd := report.NewCmd(f, func(_ context.Context, o *report.Options) error { rep = o; return nil })
+		rcmd.SetArgs(commandLine(t, expand(summary), "drill report"))
+		rcmd.SilenceUsage = true
+		if err := rcmd.Execute(); err != nil || rep == nil || rep.Journal != ro.Journal || rep.Output != report.FormatMarkdown || rep.Out != "" ||
+			!strings.Contains(summary, `>>"$GITHUB_STEP_SUMMARY"`) {
+			t.Errorf("the summary step (%q) is not the Markdown report of the journal %s: %+v, %v", summary, ro.Journal, rep, err)
 		}
 	}
+}
+
+// testSourceOf returns the source of this package's test function name
+// (from its line to the next top-level func), failing when there is none.
+func testSourceOf(t *testing.T, name string) string {
+	t.Helper()
+	files, _ := filepath.Glob("*_test.go")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, body, ok := strings.Cut(string(b), "\nfunc "+name+"(t *testing.T) {\n")
+		if !ok {
+			continue
+		}
+		body, _, _ = strings.Cut(body, "\nfunc ")
+		return body
+	}
+	t.Errorf("no test %s in internal/cmd/drill", name)
+	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/plan"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/recovery"
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/report"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/validate"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -30,9 +31,12 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			drill recover finishes a killed run's rollbacks sooner, from its journal.
 
 			drill plan shows what a drill would do (every lever, its inverse and expiry,
-			the conditions watched, the context and store) without doing it.
+			the conditions watched, the context and store) without doing it. drill
+			report renders a run's journal as a game-day report (HTML, or Markdown for a
+			CI step summary).
 		`),
 	}
-	cmd.AddCommand(run.NewCmd(f, nil), validate.NewCmd(f, nil), kinds.NewCmd(f, nil), recovery.NewCmd(f, nil), plan.NewCmd(f, nil))
+	cmd.AddCommand(run.NewCmd(f, nil), validate.NewCmd(f, nil), kinds.NewCmd(f, nil), recovery.NewCmd(f, nil), plan.NewCmd(f, nil),
+		report.NewCmd(f, nil))
 	return cmd
 }

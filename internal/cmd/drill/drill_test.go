@@ -131,7 +131,8 @@ func TestRunPassesWritesReportsAndLeavesNothingBehind(t *testing.T) {
 	file := writeFile(t, "outage.yaml", outage(fl.srv.URL))
 	dir := t.TempDir()
 	jpath, xpath := filepath.Join(dir, "journal.json"), filepath.Join(dir, "junit.xml")
-	r := e.Run("drill", "run", file, "--journal", jpath, "--junit", xpath)
+	mdpath := filepath.Join(dir, "summary.md")
+	r := e.Run("drill", "run", file, "--journal", jpath, "--junit", xpath, "--report", mdpath)
 	if r.Code != cmdutil.ExitOK {
 		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -173,6 +174,10 @@ func TestRunPassesWritesReportsAndLeavesNothingBehind(t *testing.T) {
 	recs := e.MustRun(0, "audit", "list", "-o", "json").Stdout
 	if strings.Count(recs, `"action": "breaker.force-open"`) != 1 || strings.Count(recs, `"action": "breaker.clear"`) != 1 {
 		t.Errorf("audit:\n%s", recs)
+	}
+	// --report with a .md name: the Markdown summary of the run.
+	if md := readFile(t, mdpath); !strings.HasPrefix(md, "## ✅ drill outage: PASSED (exit 0)") || !strings.Contains(md, "| **Put back** | all 1 by ") {
+		t.Errorf("report:\n%s", md)
 	}
 }
 
@@ -261,6 +266,9 @@ func TestRunRefusesAReportItCannotWrite(t *testing.T) {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
 	e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--junit", t.TempDir())
+	if r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--report", t.TempDir()); !strings.Contains(r.Stderr, "--report ") {
+		t.Errorf("stderr = %s", r.Stderr)
+	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("the drill ran although its report could not be written")
 	}

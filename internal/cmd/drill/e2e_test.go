@@ -113,8 +113,11 @@ func runDrillJournal(file, jpath, junit string, args ...string) (int, string) {
 	f := factory.NewWith(ios, clock.Real{})
 	opts := &run.Options{File: file, Journal: jpath, JUnit: junit, Output: cmdutil.FormatTable}
 	for i := 0; i+1 < len(args); i += 2 {
-		if args[i] == "--var" {
+		switch args[i] {
+		case "--var":
 			opts.Vars = append(opts.Vars, args[i+1])
+		case "--report":
+			opts.Report = args[i+1]
 		}
 	}
 	err := run.Run(context.Background(), f, opts)

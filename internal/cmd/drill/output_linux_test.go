@@ -39,7 +39,7 @@ func mknodNull(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, "null")
-	if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, int(st.Rdev)); err != nil {
+	if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, int(st.Rdev)); err != nil { //nolint:gosec // G115: a Linux device number fits an int
 		t.Fatalf("mknod (the test needs root): %v", err)
 	}
 	return p

@@ -3,6 +3,7 @@ package drill_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,7 +72,9 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	}
 
 	// Alive: recover refuses and changes nothing.
-	if code, _, errOut := runRecover(t, jpath); code != cmdutil.ExitConflict || !strings.Contains(errOut, "is still alive") {
+	host, _ := os.Hostname()
+	live := fmt.Sprintf("a run is still going: pid %d started at ", cmd.Process.Pid)
+	if code, _, errOut := runRecover(t, jpath); code != cmdutil.ExitConflict || !strings.Contains(errOut, live) || !strings.Contains(errOut, " on host "+host) {
 		t.Fatalf("recover while the run lives: exit %d, %s", code, errOut)
 	}
 	if _, err := ov.Get(ctx, "openai"); err != nil {
@@ -96,6 +99,9 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	code, out, errOut := runRecover(t, jpath, "--junit", junit)
 	if code != cmdutil.ExitOK {
 		t.Fatalf("recover: exit %d\n%s%s", code, out, errOut)
+	}
+	if stale := fmt.Sprintf("the lock is stale: pid %d is gone", cmd.Process.Pid); !strings.Contains(errOut, stale) {
+		t.Errorf("recover after the kill does not say the lock is stale (%q):\n%s", stale, errOut)
 	}
 	now := time.Now()
 	j := readJournal(t, jpath)
@@ -128,7 +134,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	var recovered, cleared bool
 	for _, r := range recs.Records {
 		recovered = recovered || (r.Action == runner.ActionRecover && strings.Contains(r.Reason, "run "+j.RunID))
-		cleared = cleared || (r.Action == breaker.ActionClear && strings.Contains(r.Reason, "recovered by "))
+		cleared = cleared || (r.Action == breaker.ActionClear && r.RunID == j.RunID && strings.Contains(r.Reason, "recovered by "))
 	}
 	if !recovered || !cleared {
 		t.Errorf("audit: recover record %v, recovered clear %v: %+v", recovered, cleared, recs)
@@ -136,6 +142,8 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	if x := readFile(t, junit); !strings.Contains(x, `classname="drill.interrupted.recover"`) || !strings.Contains(x, `name="recovered_ok" value="true"`) {
 		t.Errorf("JUnit lacks the recovery:\n%s", x)
 	}
+
+	assertRecoveredReport(t, j, jpath)
 
 	// Idempotent: a second recover does nothing and says so.
 	was := readFile(t, jpath)
@@ -153,11 +161,11 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 func TestRunRefusesAJournalInUse(t *testing.T) {
 	e := clitest.New(t)
 	jpath := filepath.Join(t.TempDir(), "journal.json")
-	unlock, err := runner.LockJournal(jpath)
+	lock, err := runner.LockJournal(jpath, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unlock()
+	defer lock.Release()
 	file := writeFile(t, "d.yaml", "name: d\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
 	r := e.Run("drill", "run", file, "--journal", jpath)
 	if r.Code != cmdutil.ExitConflict || !strings.Contains(r.Stderr, "is in use by a live drill run or recover") {

@@ -81,10 +81,7 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := f.ContextName
-	if name == "" {
-		name = file.Current()
-	}
+	name, _ := f.SelectContext(file)
 	c, err := file.Context(name)
 	if err != nil {
 		return nil, err

@@ -113,10 +113,7 @@ func RunPolicy(ctx context.Context, f *cmdutil.Factory, opts *PolicyOptions) err
 	if err != nil {
 		return err
 	}
-	name := f.ContextName
-	if name == "" {
-		name = file.Current()
-	}
+	name, _ := f.SelectContext(file)
 	c, err := file.Context(name)
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	cmd.PersistentFlags().StringVar(&f.ContextName, "context", f.ContextName, "context to act on (default: the current context)")
+	cmd.PersistentFlags().Var(&contextFlag{f}, "context", "context to act on (default: $KOSHACTL_CONTEXT, else the config file's current context)")
 	_ = cmd.RegisterFlagCompletionFunc("context", cmdutil.CompleteContexts(f))
 	var noColor, noHeaders bool
 	pf := cmd.PersistentFlags()
@@ -78,8 +78,34 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 		iamcmd.NewCmd(f),
 		versioncmd.NewCmd(f),
 	)
+	cmdutil.GuardArgs(cmd)
 	markStarted(cmd, started)
 	return cmd
+}
+
+// contextFlag is --context: it sets the factory's context name and records
+// that the flag chose it (cmdutil.Factory.SelectContext tells the sources
+// apart for config current-context and get-contexts).
+type contextFlag struct{ f *cmdutil.Factory }
+
+func (c *contextFlag) String() string { return c.f.ContextName }
+func (c *contextFlag) Type() string   { return "string" }
+func (c *contextFlag) Set(v string) error {
+	c.f.ContextName, c.f.ContextFlagSet = v, true
+	return nil
+}
+
+// guardCompletion adds cobra's completion command now rather than when the
+// tree runs (as cobra would), so that `koshactl completion bsh` is refused
+// like any other group's unknown subcommand. It stays out of NewCmd: the
+// CLI reference in docs/cli documents koshactl's own commands.
+func guardCompletion(cmd *cobra.Command, args []string) {
+	cmd.InitDefaultCompletionCmd(args...)
+	for _, c := range cmd.Commands() {
+		if c.Name() == "completion" && c.HasSubCommands() {
+			cmdutil.GuardArgs(c)
+		}
+	}
 }
 
 // markStarted wraps every command's RunE so *started is set once cobra has
@@ -129,6 +155,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 		}()
 	}
 	cmd := NewCmd(f, &started)
+	guardCompletion(cmd, args)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
@@ -136,6 +163,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	}
 	if !errors.Is(err, cmdutil.ErrSilent) {
 		fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", textsafe.Line(oneLine(err)))
+		var hinted *cmdutil.HintError
+		if errors.As(err, &hinted) && hinted.Hint != "" {
+			fmt.Fprintln(f.IOStreams.ErrOut, textsafe.Line(oneLine(errors.New(hinted.Hint))))
+		}
 	}
 	code := cmdutil.ExitCode(err)
 	if !started && code == cmdutil.ExitError {

@@ -41,9 +41,11 @@ const ShutdownTimeout = 10 * time.Second
 // Options are the parsed flags.
 type Options struct {
 	Instances int
-	RPS       float64
-	Clients   int
-	Listen    string
+	// IgnoreOverrides are the instances of --ignore-overrides-instance.
+	IgnoreOverrides []int
+	RPS             float64
+	Clients         int
+	Listen          string
 	// AllowedHosts are extra Host names /mcp and /admin accept.
 	AllowedHosts []string
 	Profile      string
@@ -116,6 +118,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.StringVar(&opts.AddrFile, "addr-file", "", "write the base URL to this file once serving (for scripts)")
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level on stderr: debug|info|warn|error")
 	fl.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text|json")
+	fl.IntSliceVar(&opts.IgnoreOverrides, "ignore-overrides-instance", nil, "test knob: instance N (gw-N) never reads breaker overrides, so --wait and breaker status show \"not obeyed\" (repeatable)")
 	chaosshared.AddKeyFileFlag(cmd, &opts.KeyFile)
 	_ = cmd.RegisterFlagCompletionFunc("profile", cobra.FixedCompletions(sbx.ProfileNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
@@ -146,6 +149,7 @@ func (o *Options) Resolve() (sbx.Config, error) {
 	set("allowed-host", func() { cfg.AllowedHosts = o.AllowedHosts })
 	set("chaos", func() { cfg.ChaosEnabled = o.Chaos })
 	set("time-scale", func() { cfg.TimeScale = o.TimeScale })
+	set("ignore-overrides-instance", func() { cfg.IgnoreOverrides = o.IgnoreOverrides })
 	return cfg, nil
 }
 

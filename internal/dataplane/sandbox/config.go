@@ -253,6 +253,11 @@ type Config struct {
 	// DeferRetryAfter is the retry_after_s of a deferred screening when the
 	// breaker gives no better hint.
 	DeferRetryAfter time.Duration
+	// IgnoreOverrides lists instances (by number: 3 is gw-3) that never
+	// read the breaker overrides, as an instance pointed at the wrong table
+	// or running an old build would: a test knob, so that `--wait` timing
+	// out and `breaker status` saying "not obeyed" can be seen and tested.
+	IgnoreOverrides []int
 	Traffic         TrafficSettings
 	Audit           AuditSettings
 	EMF             EMFSettings
@@ -313,6 +318,7 @@ func (c Config) Clone() Config {
 	out.Resilience.Operations = slices.Clone(c.Resilience.Operations)
 	out.Principals = slices.Clone(c.Principals)
 	out.AllowedHosts = slices.Clone(c.AllowedHosts)
+	out.IgnoreOverrides = slices.Clone(c.IgnoreOverrides)
 	out.Downstreams = make(map[string]DownstreamProfile, len(c.Downstreams))
 	for k, v := range c.Downstreams {
 		v.Outages = slices.Clone(v.Outages)
@@ -361,6 +367,16 @@ func (c Config) Validate() error {
 	}
 	if c.OverridePoll < 0 {
 		bad("override poll %v is negative", c.OverridePoll)
+	}
+	seenIgnore := map[int]bool{}
+	for _, n := range c.IgnoreOverrides {
+		switch {
+		case n < 1 || n > c.Instances:
+			bad("ignore-overrides instance %d: the fleet is gw-1..gw-%d; name an instance by its number", n, c.Instances)
+		case seenIgnore[n]:
+			bad("ignore-overrides instance %d is named twice", n)
+		}
+		seenIgnore[n] = true
 	}
 	if err := c.RateLimit.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %w", ErrInvalidConfig, err))

@@ -60,6 +60,27 @@ func TestConfigValidateNamesEveryProblem(t *testing.T) {
 	}
 }
 
+// The ignore-overrides test knob names instances of this fleet, once each,
+// and reads from the file as it is written.
+func TestIgnoreOverridesKnob(t *testing.T) {
+	cfg := sandbox.DefaultConfig()
+	cfg.IgnoreOverrides = []int{5, 2, 2, 0}
+	err := cfg.Validate()
+	for _, want := range []string{"ignore-overrides instance 5: the fleet is gw-1..gw-4", "instance 2 is named twice", "ignore-overrides instance 0"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want it to mention %q", err, want)
+		}
+	}
+	got := sandbox.DefaultConfig()
+	if err := got.DecodeFile([]byte("ignore-overrides: [3]\n"), ""); err != nil || !reflect.DeepEqual(got.IgnoreOverrides, []int{3}) || got.Validate() != nil {
+		t.Errorf("decode ignore-overrides: %v, %v", err, got.IgnoreOverrides)
+	}
+	b, err := got.MarshalFile()
+	if err != nil || !strings.Contains(string(b), "ignore-overrides:") {
+		t.Errorf("MarshalFile does not print the knob: %v\n%s", err, b)
+	}
+}
+
 func TestConfigFileRoundTrip(t *testing.T) {
 	cfg := sandbox.DefaultConfig()
 	cfg.Downstreams, _ = sandbox.Profile(sandbox.ProfileFlaky)

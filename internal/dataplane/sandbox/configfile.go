@@ -44,6 +44,7 @@ type fileView struct {
 	DeferRetryAfter *time.Duration                `yaml:"defer-retry-after"`
 	Audit           *AuditSettings                `yaml:"audit"`
 	EMF             *EMFSettings                  `yaml:"emf,omitempty"`
+	IgnoreOverrides *[]int                        `yaml:"ignore-overrides,omitempty"`
 }
 
 type chaosView struct {
@@ -95,7 +96,7 @@ func (c *Config) file() fileView {
 		r.Operations[key] = operationView{&o.AttemptCap, &o.MaxAttempts, &o.Bulkhead, &o.BulkheadWait, &o.Margin, &o.BaseDelay, &o.MaxDelay}
 	}
 	return fileView{&c.Instances, &c.Listen, &c.AllowedHosts, &c.Profile, &c.TimeScale, chaosView{&c.ChaosEnabled, &c.ChaosTargets},
-		&c.Traffic, &c.Principals, &c.Downstreams, r, &c.Tools, &c.DeferRetryAfter, &c.Audit, &c.EMF}
+		&c.Traffic, &c.Principals, &c.Downstreams, r, &c.Tools, &c.DeferRetryAfter, &c.Audit, &c.EMF, &c.IgnoreOverrides}
 }
 
 // LoadFile reads the configuration file at path over c (see
@@ -129,7 +130,13 @@ func (c *Config) LoadFile(path, profile string) error {
 // refine it. A mapping refines the setting it names; a list or a value
 // replaces it whole. Aliases and merge keys (<<) read as in yaml.v3: a
 // mapping's own keys win over merged ones, an earlier merged mapping over a
-// later one. An unknown key, a key given twice in one mapping or a value of
+// later one. The file is walked by hand, not decoded by yaml.v3 with
+// KnownFields as the config file is, because it refines defaults (a
+// mapping refines, a list replaces) and reports every problem with its line
+// and key path; it applies merge keys, unlike a drill, because a fleet
+// profile is data that repeats by nature (downstreams sharing latencies),
+// and applies them exactly as yaml.v3 would, so the policy a user meets is
+// the config file's (docs/project-layout.md, "Reading YAML"). An unknown key, a key given twice in one mapping or a value of
 // the wrong type is an error naming its line (the first [maxProblems], and
 // how many more); DecodeFile does not validate the result: call
 // [Config.Validate].

@@ -124,7 +124,7 @@ func TestDecodeFileRefusesBadFiles(t *testing.T) {
 		{"- a\n", `line 1: the file: a list is not a mapping`},
 		{"profile: [flaky]\n", `line 1: profile: a list is not a string`},
 		{"a: [\n", `yaml: line 1:`},
-		{"instancs: 3\ntraffic: {rps: fast}\n", `unknown key "instancs"; use instances, listen, allowed-hosts, profile, time-scale, chaos, traffic, principals, downstreams, resilience, tools, defer-retry-after, audit, emf; line 2: traffic.rps`},
+		{"instancs: 3\ntraffic: {rps: fast}\n", `unknown key "instancs"; use instances, listen, allowed-hosts, profile, time-scale, chaos, traffic, principals, downstreams, resilience, tools, defer-retry-after, audit, emf, ignore-overrides; line 2: traffic.rps`},
 		// Every key given twice is refused, the profile too, and within a
 		// map of plain values; a merged key is not given twice.
 		{"profile: flaky\nprofile: nope\n", `line 2: "profile" is given twice`},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -198,6 +199,12 @@ func newFleet(cfg Config, deps Deps, m *metrics, onChange func(instance string, 
 			Logger: deps.Logger.With(slog.String("instance", name)),
 			Force:  src,
 		}
+		if slices.Contains(cfg.IgnoreOverrides, i) {
+			// The test knob: this instance never sees an override.
+			opts.Force = ignoreOverrides
+			opts.Logger.Warn("this instance ignores breaker overrides (the ignore-overrides test knob)",
+				slog.String("event", "sandbox_ignore_overrides"))
+		}
 		if onChange != nil {
 			opts.OnStateChange = func(t circuit.Transition) { onChange(name, t) }
 		}
@@ -210,6 +217,12 @@ func newFleet(cfg Config, deps Deps, m *metrics, onChange func(instance string, 
 	}
 	return f, nil
 }
+
+// ignoreOverrides is the override source of an instance that ignores the
+// store: every dependency reads as not forced.
+var ignoreOverrides = circuit.ForceSourceFunc(func(context.Context, string) (breaker.Force, error) {
+	return breaker.Force{}, nil
+})
 
 // pollOverrides syncs every instance's overrides every poll, each instance
 // on its own goroutine with a random phase (as independent Lambdas would),

@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -180,6 +181,10 @@ func (c *alarmCondition) Check(ctx context.Context, rc *drill.RunContext) (drill
 		return drill.Observation{}, err
 	}
 	read, err := rc.ReadAlarms(ctx, t.Region)
+	if errors.Is(err, metrics.ErrDenied) {
+		return drill.Observation{}, drill.WithFix(err, nil,
+			`grant cloudwatch:DescribeAlarms on Resource "*" to the role running the drill (koshactl iam policy --role drill-runner)`)
+	}
 	if err != nil {
 		return drill.Observation{}, err
 	}
@@ -201,7 +206,8 @@ func (c *alarmCondition) Check(ctx context.Context, rc *drill.RunContext) (drill
 		}
 	}
 	if len(missing) > 0 {
-		return drill.Observation{}, fmt.Errorf("no CloudWatch alarm matches %s in %s", strings.Join(missing, ", "), read.Region)
+		return drill.Observation{}, drill.WithFix(fmt.Errorf("no CloudWatch alarm matches %s in %s", strings.Join(missing, ", "), read.Region),
+			drill.ErrNoMatch, fmt.Sprintf("check the alarm's name or prefix and region (aws cloudwatch describe-alarms --region %s lists them), or create the alarm", read.Region))
 	}
 	for _, a := range mine {
 		if c.firing(a) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -21,6 +22,7 @@ import (
 //	  dependency: openai   # required
 //	  reason: recovered
 //	  allow_unknown: false
+//	  wait: false          # then wait until no instance reports forced (as --wait)
 //
 // Clearing the drill's own override needs no new rollback (the force-open's
 // rollback finds it gone). Clearing someone else's override registers a
@@ -46,12 +48,13 @@ func (BreakerClearKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("dependency", "reason", "allow_unknown")
+	m.RejectUnknown("dependency", "reason", "allow_unknown", "wait")
 	a := &clearOverride{}
 	var ok bool
 	a.dependency, ok = decodeDependency(m)
 	a.reason, _ = m.Template("reason", false)
 	a.allowUnknown, _ = m.Bool("allow_unknown")
+	a.wait, _ = m.Bool("wait")
 	if !ok {
 		return nil
 	}
@@ -62,6 +65,7 @@ type clearOverride struct {
 	dependency   drill.Template
 	reason       drill.Template
 	allowUnknown bool
+	wait         bool
 }
 
 var _ drill.Mutating = (*clearOverride)(nil)
@@ -131,7 +135,15 @@ func (a *clearOverride) Run(ctx context.Context, rc *drill.RunContext) (*drill.O
 	if l, ok := rc.Lever(breaker.OverrideKey(dep)); ok && res.Before != nil {
 		l.SetWritten(nil, rc.Now())
 	}
-	return drill.NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(res.Before != nil)), nil
+	out := drill.NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(res.Before != nil))
+	if a.wait {
+		fleet, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()})
+		if err != nil {
+			return nil, err
+		}
+		out.Detail = fleet
+	}
+	return out, nil
 }
 
 // sameOverride reports whether before (a lever's state before the drill)

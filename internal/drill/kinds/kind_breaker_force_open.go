@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -24,6 +25,7 @@ import (
 //	  reason: provider outage # recorded after "drill NAME run ID: "
 //	  overwrite: false        # replace an override someone else holds
 //	  allow_unknown: false    # accept a dependency the context does not know
+//	  wait: false             # then wait until the gauges confirm it (as --wait)
 //
 // The override expires at min(now+for, the drill's deadline, the context's
 // max-override). Rollback clears it (or restores an override it replaced).
@@ -50,7 +52,7 @@ func (BreakerForceOpenKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action 
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("dependency", "for", "reason", "overwrite", "allow_unknown")
+	m.RejectUnknown("dependency", "for", "reason", "overwrite", "allow_unknown", "wait")
 	a := &forceOpen{}
 	ok := true
 	a.dependency, ok = decodeDependency(m)
@@ -63,10 +65,16 @@ func (BreakerForceOpenKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action 
 	a.reason, _ = m.Template("reason", false)
 	a.overwrite, _ = m.Bool("overwrite")
 	a.allowUnknown, _ = m.Bool("allow_unknown")
+	a.wait, _ = m.Bool("wait")
 	if !ok {
 		return nil
 	}
 	return a
+}
+
+// overridePolicy is breaker's duration rule with the context's max-override.
+func overridePolicy(rc *drill.RunContext) breaker.DurationPolicy {
+	return breaker.DurationPolicy{Max: rc.Deps.MaxOverride}
 }
 
 type forceOpen struct {
@@ -75,6 +83,7 @@ type forceOpen struct {
 	reason       drill.Template
 	overwrite    bool
 	allowUnknown bool
+	wait         bool
 }
 
 var _ drill.Mutating = (*forceOpen)(nil)
@@ -104,7 +113,7 @@ func (a *forceOpen) Prepare(ctx context.Context, rc *drill.RunContext) (drill.Ro
 	}
 	// The lever's own rules, as a dry run: a conflict surfaces before the
 	// drill starts.
-	plan, err := svc.Overrides.ForceAll(ctx, svc.Audit, breaker.ForceAll{DryRun: true, Requests: []breaker.ForceRequest{
+	plan, err := svc.Overrides.ForceAll(ctx, rc.Audit(), breaker.ForceAll{DryRun: true, Requests: []breaker.ForceRequest{
 		{Dependency: dep, Reason: "prepare", Actor: svc.Actor, For: time.Minute, Overwrite: a.overwrite}}})
 	if errors.Is(err, breaker.ErrConflict) {
 		return nil, fmt.Errorf("%w: set overwrite: true to replace it for the drill (rollback restores it)", err)
@@ -128,15 +137,8 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 			return nil, err
 		}
 	}
-	dur, byDeadline := rc.Remaining(), true
-	if a.forDur > 0 && a.forDur < dur {
-		dur, byDeadline = a.forDur, false
-	}
-	if svc.MaxOverride > 0 && dur > svc.MaxOverride {
-		dur, byDeadline = svc.MaxOverride, false
-	}
-	dur = dur.Truncate(time.Millisecond)
-	if dur < breaker.MinOverride {
+	dur, byDeadline, err := overridePolicy(rc).Bounded(rc.Now(), rc.Deadline(), a.forDur)
+	if err != nil {
 		return nil, fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, human.Duration(dur), human.Duration(breaker.MinOverride))
 	}
 	l, _ := rc.Lever(breaker.OverrideKey(dep))
@@ -156,7 +158,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 		// earlier can land past the deadline. Force rounds it down to the ms.
 		req.For, req.ExpiresAt = 0, rc.Deadline()
 	}
-	outs, err := svc.Overrides.ForceAll(ctx, svc.Audit, breaker.ForceAll{Requests: []breaker.ForceRequest{req}})
+	outs, err := svc.Overrides.ForceAll(ctx, rc.Audit(), breaker.ForceAll{Requests: []breaker.ForceRequest{req}})
 	if len(outs) == 0 || !outs[0].Written {
 		return nil, err
 	}
@@ -172,6 +174,13 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 	out.Detail = fmt.Sprintf("forced open until %s", res.After.ExpiresAt.UTC().Format(time.RFC3339))
 	if byDeadline {
 		out.Detail += " (the drill's deadline)"
+	}
+	if a.wait {
+		fleet, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt})
+		if err != nil {
+			return nil, err
+		}
+		out.Detail += "; " + fleet
 	}
 	return out, nil
 }

@@ -173,7 +173,7 @@ func (a *chaosSign) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 			return nil, err
 		}
 	}
-	if _, err := svc.Audit.Append(ctx, audit.Entry{Actor: svc.Actor, Action: ChaosAuditAction, Subject: "chaos#" + m.Header.JTI,
+	if _, err := rc.Audit().Append(ctx, audit.Entry{Actor: svc.Actor, Action: ChaosAuditAction, Subject: "chaos#" + m.Header.JTI,
 		Reason: rc.Reason(reason), After: m.Record()}); err != nil {
 		return nil, fmt.Errorf("chaos header jti %s was signed but will not be used, because %w", m.Header.JTI, err)
 	}

@@ -41,7 +41,7 @@ func (RateLimitDrainKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
 		return nil
 	}
 	if hold, ok := m.Duration("for", false); ok {
-		if hold > ratelimit.MaxDrainHold {
+		if ratelimit.CheckDrainHold(hold) != nil {
 			m.Errorf("for", "%s is longer than the %s a drain may hold", hold, ratelimit.MaxDrainHold)
 			return nil
 		}

@@ -19,9 +19,13 @@ import (
 //	  breaker: {dependency: openai, state: forced_open}   # any condition kind
 //	  timeout: 30s        # required
 //	  interval: 500ms     # default: the drill's poll_interval
+//	  on_error: stop      # default; continue: poll on through errors
 //
-// Stop conditions are evaluated while it waits. Outputs: elapsed_ms,
-// polls, detail (the last observation).
+// Stop conditions are evaluated while it waits. The condition is a guard:
+// when it stays unevaluable past the drill's guard_grace, the wait ends
+// with "guard lost" and the run stops and rolls back (on_error: continue
+// polls on until the timeout). Outputs: elapsed_ms, polls, detail (the
+// last observation).
 type WaitForKind struct{}
 
 var _ drill.StepKind = WaitForKind{}
@@ -73,7 +77,8 @@ func (WaitForKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
 			ok = false
 		}
 	}
-	a.cond = d.NestedCondition(m, "wait-for", "timeout", "interval")
+	a.onError = d.OnError(m)
+	a.cond = d.NestedCondition(m, "wait-for", "timeout", "interval", "on_error")
 	if a.cond == nil || !ok {
 		return nil
 	}
@@ -84,6 +89,7 @@ type waitFor struct {
 	cond     drill.Condition
 	timeout  time.Duration
 	interval time.Duration
+	onError  string
 }
 
 var _ drill.DefaultTimeouter = (*waitFor)(nil)
@@ -91,13 +97,21 @@ var _ drill.DefaultTimeouter = (*waitFor)(nil)
 func (a *waitFor) DefaultTimeout() time.Duration { return a.timeout + waitGrace }
 
 func (a *waitFor) Describe(rc *drill.RunContext) string {
-	return fmt.Sprintf("wait up to %s until %s", a.timeout, a.cond.Describe(rc))
+	s := fmt.Sprintf("wait up to %s until %s", a.timeout, a.cond.Describe(rc))
+	if a.onError == drill.OnErrorContinue {
+		s += " (on_error: continue: polls on through evaluation errors)"
+	}
+	return s
 }
 
 func (a *waitFor) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
-	res, err := drill.Poll(ctx, rc, a.cond, a.timeout, a.interval, 0, func(detail string) {
+	spec := drill.PollSpec{Within: a.timeout, Interval: a.interval, OnChange: func(detail string) {
 		rc.Notify("waiting: %s", detail)
-	})
+	}}
+	if a.onError != drill.OnErrorContinue {
+		spec.Guard = &drill.PollGuard{Role: drill.RoleWaitFor, Name: rc.CurrentStep(), Grace: rc.Drill.GuardGrace}
+	}
+	res, err := drill.PollWith(ctx, rc, a.cond, spec)
 	out := drill.NewOutputs().Set("elapsed_ms", strconv.FormatInt(res.Elapsed.Milliseconds(), 10)).
 		Set("polls", strconv.Itoa(res.Polls)).Set("detail", rc.Redact(res.Obs.Detail))
 	if err != nil {

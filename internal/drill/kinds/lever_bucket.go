@@ -51,7 +51,7 @@ func restoreChange(client string, before ratelimit.Status, l ratelimit.Limits, n
 		return ratelimit.Change{Op: ratelimit.OpSet, Client: client, Tokens: level}, level
 	}
 	hold := time.Duration(math.Ceil(-level / l.RefillPerSecond * float64(time.Second)))
-	return ratelimit.Change{Op: ratelimit.OpDrain, Client: client, HoldFor: min(hold, ratelimit.MaxDrainHold)}, level
+	return ratelimit.Change{Op: ratelimit.OpDrain, Client: client, HoldFor: ratelimit.ClampDrainHold(hold)}, level
 }
 
 func (r *bucketRollback) Undo(ctx context.Context, rc *drill.RunContext) (string, error) {
@@ -61,7 +61,7 @@ func (r *bucketRollback) Undo(ctx context.Context, rc *drill.RunContext) (string
 	}
 	before, _ := r.lever.Before.(ratelimit.Status)
 	c, level := restoreChange(r.client, before, svc.Buckets.Limits(), rc.Now())
-	res, _, err := svc.Buckets.ApplyAudited(ctx, svc.Audit, svc.Actor, rc.Reason("rollback"), c)
+	res, _, err := svc.Buckets.ApplyAudited(ctx, rc.Audit(), svc.Actor, rc.Reason("rollback"), c)
 	if err != nil {
 		return "", err
 	}
@@ -170,7 +170,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outp
 		oneToken := time.Duration(float64(time.Second) / svc.Buckets.Limits().RefillPerSecond)
 		c.HoldFor = max(min(a.hold, rc.Remaining()-oneToken), 0).Truncate(time.Millisecond)
 	}
-	res, _, err := svc.Buckets.ApplyAudited(ctx, svc.Audit, svc.Actor, rc.Reason(reason), c)
+	res, _, err := svc.Buckets.ApplyAudited(ctx, rc.Audit(), svc.Actor, rc.Reason(reason), c)
 	if l, ok := rc.Lever(ratelimit.Key(client)); ok && res.Changed {
 		l.SetWritten(res.After, rc.Now().Add(res.After.RetryAfter))
 	}

@@ -21,9 +21,6 @@ import (
 type overrideRollback struct {
 	dependency string
 	lever      *drill.Lever
-	// wantVersion, when set (a recovered rollback), is the version the
-	// drill wrote: an override of another version is someone else's.
-	wantVersion int64
 }
 
 var (
@@ -65,9 +62,6 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *drill.RunContext) (stri
 	if !absent && !ours(rc, cur) {
 		return fmt.Sprintf("left alone: %s now holds it (%q)", cur.Actor, cur.Reason), nil
 	}
-	if !absent && r.wantVersion != 0 && cur.Version != r.wantVersion {
-		return fmt.Sprintf("left alone: it is at version %d, the drill wrote version %d (moved since)", cur.Version, r.wantVersion), nil
-	}
 	now := rc.Now()
 	if b := r.before(); b != nil && b.ActiveAt(now) {
 		req := breaker.ForceRequest{Dependency: r.dependency, Reason: b.Reason, Actor: b.Actor, ExpiresAt: b.ExpiresAt, Overwrite: true,
@@ -79,7 +73,7 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *drill.RunContext) (stri
 		if err != nil {
 			return "", fmt.Errorf("restore override of %s: %w", r.dependency, err)
 		}
-		_, aerr := svc.Audit.Append(ctx, audit.Entry{Actor: svc.Actor, Action: breaker.ActionForceOpen, Subject: r.Subject(),
+		_, aerr := rc.Audit().Append(ctx, audit.Entry{Actor: svc.Actor, Action: breaker.ActionForceOpen, Subject: r.Subject(),
 			Reason: rc.Reason("rollback restores the override set by " + b.Actor), Before: breaker.AuditState(res.Before), After: breaker.AuditState(&res.After)})
 		if aerr != nil {
 			return "", fmt.Errorf("restored the override of %s, but %w", r.dependency, aerr)
@@ -103,7 +97,7 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *drill.RunContext) (stri
 // dependency, as the drill's actor.
 func clearLever(ctx context.Context, rc *drill.RunContext, dep, reason string) (breaker.ClearResult, error) {
 	svc := rc.Deps
-	outs, err := svc.Overrides.ClearAll(ctx, svc.Audit, breaker.ClearAll{Dependencies: []string{dep}, Reason: reason,
+	outs, err := svc.Overrides.ClearAll(ctx, rc.Audit(), breaker.ClearAll{Dependencies: []string{dep}, Reason: reason,
 		Actor: func(context.Context) (string, error) { return svc.Actor, nil }})
 	if len(outs) == 0 {
 		return breaker.ClearResult{}, err

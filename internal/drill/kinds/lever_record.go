@@ -22,9 +22,6 @@ func (r *overrideRollback) LeverRecord() *drill.LeverRecord {
 	if w, ok := r.lever.Written().(breaker.Override); ok {
 		rec.WrittenVersion = w.Version
 	}
-	if r.wantVersion != 0 {
-		rec.WrittenVersion = r.wantVersion
-	}
 	return rec
 }
 
@@ -65,32 +62,18 @@ func (r *recoveredChaos) Undo(context.Context, *drill.RunContext) (string, error
 	return "withdrawn: it lived only in the run's process; it expires " + r.expires.UTC().Format(time.RFC3339), nil
 }
 
-// RollbackFromRecord rebuilds the rollback a journal entry describes.
+// RollbackFromRecord rebuilds the rollback a journal entry describes, for
+// the levers that need nothing but the journal (a chaos header) or that
+// recover does not run (an explicit step). Store levers are rebuilt by
+// [RecoverRollback] from the audit trail.
 func RollbackFromRecord(rec drill.RollbackRecord) (drill.Rollback, error) {
 	l := rec.Lever
 	if l == nil {
 		return nil, fmt.Errorf("the journal does not say which lever %s moves (written by an older koshactl): restore %s by hand", rec.ID, rec.Subject)
 	}
 	switch l.Kind {
-	case drill.LeverOverride:
-		if err := breaker.ValidateDependency(l.Dependency); err != nil {
-			return nil, fmt.Errorf("rollback %s: %w", rec.ID, err)
-		}
-		lever := &drill.Lever{Subject: breaker.OverrideKey(l.Dependency)}
-		if b := l.BeforeOverride; b != nil {
-			lever.Before = &breaker.Override{Dependency: l.Dependency, State: b.State, Reason: b.Reason, Actor: b.Actor,
-				CreatedAt: b.CreatedAt, ExpiresAt: b.ExpiresAt, Version: b.Version}
-		}
-		return &overrideRollback{dependency: l.Dependency, lever: lever, wantVersion: l.WrittenVersion}, nil
-	case drill.LeverBucket:
-		if err := ratelimit.ValidateClientID(l.Client); err != nil {
-			return nil, fmt.Errorf("rollback %s: %w", rec.ID, err)
-		}
-		var before ratelimit.Status
-		if b := l.BeforeBucket; b != nil && b.Exists {
-			before = ratelimit.Status{Client: l.Client, Exists: true, Stored: ratelimit.Bucket{Client: l.Client, Tokens: b.Tokens, UpdatedAtMs: b.UpdatedAtMs}}
-		}
-		return &bucketRollback{client: l.Client, lever: &drill.Lever{Subject: ratelimit.Key(l.Client), Before: before}}, nil
+	case drill.LeverOverride, drill.LeverBucket:
+		return nil, fmt.Errorf("rollback %s: a store lever is rebuilt from the audit trail (RecoverRollback), not from the journal alone", rec.ID)
 	case drill.LeverChaos:
 		rc := &recoveredChaos{subject: rec.Subject}
 		if rec.ExpiresAt != nil {

@@ -17,9 +17,8 @@ func (a *forceOpen) Plan(rc *drill.RunContext) *drill.PlanLever {
 	if a.forDur > 0 {
 		bound, parts = min(bound, a.forDur), append(parts, "for "+a.forDur.String())
 	}
-	if m := rc.Deps.MaxOverride; m > 0 {
-		bound, parts = min(bound, m), append(parts, "the context's max-override "+m.String())
-	}
+	m := overridePolicy(rc).MaxFor()
+	bound, parts = min(bound, m), append(parts, "the context's max-override "+m.String())
 	return &drill.PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
 		Inverse:              "clear the drill's override (or restore an override someone else held before)",
 		ExpiresWithinSeconds: drill.Seconds(bound), Expiry: "the override expires at the earliest of " + strings.Join(parts, ", ")}

@@ -133,9 +133,10 @@ steps:
 		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
 	}
 	reqs := cw.AlarmRequests()
-	// One round before the step (the stop conditions), one for the assert.
-	if len(reqs) != 2 {
-		t.Fatalf("%d DescribeAlarms requests, want 2 (one per poll round): %+v", len(reqs), reqs)
+	// One round at preflight, one before the step (the stop conditions),
+	// one for the assert.
+	if len(reqs) != 3 {
+		t.Fatalf("%d DescribeAlarms requests, want 3 (one per poll round): %+v", len(reqs), reqs)
 	}
 	for _, r := range reqs {
 		if r.Prefix != "a-" {
@@ -144,8 +145,9 @@ steps:
 	}
 }
 
-// A name that matches no alarm never counts as "not firing": the stop
-// condition cannot be evaluated, and the log says so.
+// A name that matches no alarm never counts as "not firing": the check
+// cannot be evaluated, and the preflight refuses the run (exit 3, the
+// alarm does not exist) before anything is done.
 func TestAlarmThatDoesNotExistIsNotQuiet(t *testing.T) {
 	e := newEnv(t)
 	cw := e.withAlarms(t)
@@ -156,11 +158,15 @@ timeout: 1m
 hypothesis:
   - alarm: {name: [api-5xx, api-5xxx], state: OK}
 steps:
-  - shell: "true"
+  - breaker.force-open: {dependency: openai}
 `)
 	j, _ := e.run(context.Background(), d)
-	if j.ExitCode != drill.ExitFailed || len(j.Hypothesis.Before) != 1 || !strings.Contains(j.Hypothesis.Before[0].Error, "no CloudWatch alarm matches api-5xxx in eu-west-1") {
-		t.Errorf("exit %d, hypothesis %+v", j.ExitCode, j.Hypothesis.Before)
+	if j.Outcome != drill.OutcomeRefused || j.ExitCode != 3 || len(j.Hypothesis.Before) != 0 || len(j.Preflight) != 1 ||
+		!strings.Contains(j.Preflight[0].Error, "no CloudWatch alarm matches api-5xxx in eu-west-1") || !strings.Contains(j.Reason, "describe-alarms --region eu-west-1") {
+		t.Errorf("outcome %s exit %d: %s; preflight %+v", j.Outcome, j.ExitCode, j.Reason, j.Preflight)
+	}
+	if e.store.has(breaker.OverrideKey("openai")) || len(j.Rollbacks) != 0 {
+		t.Error("a refused drill pulled a lever")
 	}
 }
 

@@ -163,6 +163,14 @@ type fakeFleet struct {
 	mu       sync.Mutex
 	states   map[string]gauge.State
 	requests []http.Header
+	// metricsDown makes /metrics answer 503 (the source went away).
+	metricsDown bool
+}
+
+func (f *fakeFleet) setMetricsDown(down bool) {
+	f.mu.Lock()
+	f.metricsDown = down
+	f.mu.Unlock()
 }
 
 func (f *fakeFleet) state(dep string) gauge.State {
@@ -183,9 +191,14 @@ func (f *fakeFleet) set(dep string, s gauge.State) {
 func (f *fakeFleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.requests = append(f.requests, r.Header.Clone())
+	down := f.metricsDown
 	f.mu.Unlock()
 	switch r.URL.Path {
 	case "/metrics":
+		if down {
+			http.Error(w, "gone", http.StatusServiceUnavailable)
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		fmt.Fprintln(w, "# TYPE kosha_breaker_state gauge")
 		for _, dep := range []string{"openai", "core-api", "screening-sim"} {

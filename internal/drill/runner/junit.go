@@ -77,6 +77,20 @@ func stopProperties(s *drill.StopRecord) []junitProperty {
 	return out
 }
 
+// guardProperties say which guard refused the run or was lost, why, and
+// how to fix it.
+func guardProperties(g *drill.GuardRecord) []junitProperty {
+	if g == nil {
+		return nil
+	}
+	out := []junitProperty{{"guard_phase", g.Phase}, {"guard_role", g.Role}, {"guard_condition", g.Condition},
+		{"guard_cause", g.Cause}, {"guard_fix", g.Fix}, {"guard_at", g.At.UTC().Format(time.RFC3339Nano)}}
+	if g.Since != nil {
+		out = append(out, junitProperty{"guard_since", g.Since.UTC().Format(time.RFC3339Nano)}, junitProperty{"guard_polls", fmt.Sprint(g.Polls)})
+	}
+	return out
+}
+
 func junitTime(s float64) string { return fmt.Sprintf("%.3f", s) }
 
 // JUnit renders the journal as JUnit XML.
@@ -86,6 +100,7 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		Properties: []junitProperty{{"file", j.Drill.File}, {"run_id", j.RunID}, {"context", j.Context}, {"outcome", j.Outcome},
 			{"exit_code", fmt.Sprint(j.ExitCode)}, {"rollbacks_ok", fmt.Sprint(j.RollbacksOK)}}}
 	suite.Properties = append(suite.Properties, stopProperties(j.Stop)...)
+	suite.Properties = append(suite.Properties, guardProperties(j.Guard)...)
 	for i, rv := range j.Recoveries {
 		p := "recovered"
 		if i > 0 {
@@ -117,6 +132,17 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 			add(tc)
 		}
 	}
+	// The preflight shows only when it refused the run: one error per
+	// guard that could not be evaluated.
+	if j.Outcome == drill.OutcomeRefused {
+		for _, c := range j.Preflight {
+			if c.OK {
+				continue
+			}
+			add(junitCase{Name: c.Name, Classname: prefix + ".preflight", Time: junitTime(c.DurationSeconds), SystemOut: c.Description,
+				Error: &junitProblem{Message: oneLine(c.Error), Type: "preflight", Text: c.Error}})
+		}
+	}
 	checks("before", j.Hypothesis.Before)
 	for i, s := range j.Steps {
 		tc := junitCase{Name: fmt.Sprintf("%02d %s (%s)", i+1, s.ID, s.Kind), Classname: prefix + ".steps", Time: junitTime(s.DurationSeconds)}
@@ -132,7 +158,7 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		switch s.Status {
 		case drill.StatusFailed:
 			tc.Failure = &junitProblem{Message: oneLine(s.Error), Type: "step", Text: s.Error}
-		case drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusStopped:
+		case drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusStopped, drill.StatusGuardLost:
 			tc.Error = &junitProblem{Message: oneLine(s.Error), Type: s.Status, Text: s.Error}
 		case drill.StatusSkipped, drill.StatusPending:
 			tc.Skipped = &junitProblem{Message: "not run: " + firstNonEmpty(j.Reason, "the drill ended before it")}

@@ -50,3 +50,25 @@ steps:
 		t.Errorf("after rollback: %+v, %v; rollbacks %+v", o, err, j.Rollbacks)
 	}
 }
+
+// The conflict a drill meets on a malformed override someone holds is
+// worded for the drill file (overwrite: true), never with the CLI's flag.
+func TestDrillConflictOnAMalformedOverrideNamesTheDrillKey(t *testing.T) {
+	e := newEnv(t)
+	if err := e.store.Put(context.Background(), store.Item{store.PK: "breaker#openai", "state": "forced_open",
+		"reason": "by hand", "actor": "ops@cli", "created_at": time.Now().UnixMilli(), "expires_at": "tomorrow", "version": 1.5}, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	d := parse(t, `
+name: malformed-conflict
+timeout: 1m
+steps:
+  - breaker.force-open: {dependency: openai}
+`)
+	j, log := e.run(context.Background(), d)
+	msg := j.Steps[0].Error
+	if j.ExitCode != drill.ExitFailed || !strings.Contains(msg, "the item is malformed (expires_at: ") ||
+		!strings.Contains(msg, "set overwrite: true to replace it") || strings.Contains(msg, "--") {
+		t.Fatalf("exit %d, step error %q\n%s", j.ExitCode, msg, log)
+	}
+}

@@ -23,7 +23,7 @@ timout: 1m
 steps: [{sleep: 1s}]
 `, []string{
 			`t.yaml:1:1: drill: timeout is required`,
-			`t.yaml:2:1: drill: unknown field "timout"; known fields are version, name, description, context, allow_protected, timeout, step_timeout, rollback_timeout, poll_interval, metrics_url, vars, hypothesis, stop_conditions, steps, rollback (did you mean "timeout"?)`,
+			`t.yaml:2:1: drill: unknown field "timout"; known fields are version, name, description, context, allow_protected, timeout, step_timeout, rollback_timeout, poll_interval, guard_grace, metrics_url, vars, hypothesis, stop_conditions, steps, rollback (did you mean "timeout"?)`,
 		}},
 		{"wrong types", `
 name: [a]

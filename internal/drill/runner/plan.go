@@ -30,6 +30,10 @@ type Plan struct {
 	PollSeconds     float64 `json:"poll_interval_seconds"`
 	RollbackSeconds float64 `json:"rollback_timeout_seconds"`
 	MetricsURL      string  `json:"metrics_url,omitempty"`
+	// GuardGracePolls and GuardGraceSeconds: a guard unevaluable for that
+	// many polls and that long is lost (the run stops and rolls back).
+	GuardGracePolls   int     `json:"guard_grace_polls"`
+	GuardGraceSeconds float64 `json:"guard_grace_seconds"`
 
 	Vars           []PlanVar   `json:"vars"`
 	Hypothesis     []PlanCheck `json:"hypothesis"`
@@ -57,6 +61,9 @@ type PlanCheck struct {
 	Kind          string  `json:"kind"`
 	Description   string  `json:"description"`
 	WithinSeconds float64 `json:"within_seconds,omitempty"`
+	// OnError is what an evaluation error does during the run: stop (past
+	// the guard grace, the steps stop and roll back) or continue.
+	OnError string `json:"on_error"`
 }
 
 // PlanAlarms is one region's DescribeAlarms request.
@@ -89,6 +96,7 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *drill.Deps) *Plan {
 	p := &Plan{Kind: "DrillPlan", Version: drill.Version, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
 		Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor, TimeoutSeconds: drill.Seconds(d.Timeout),
 		PollSeconds: drill.Seconds(d.PollInterval), RollbackSeconds: drill.Seconds(d.RollbackTimeout),
+		GuardGracePolls: d.GuardGrace.Polls, GuardGraceSeconds: drill.Seconds(d.GuardGrace.For),
 		Vars: []PlanVar{}, Hypothesis: []PlanCheck{}, StopConditions: []PlanCheck{}, Steps: []PlanStep{}, Rollbacks: []string{}}
 	if svc.Gauges != nil {
 		p.Gauges = svc.Gauges.Describe()
@@ -117,7 +125,8 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *drill.Deps) *Plan {
 	checks := func(cs []*drill.Check) []PlanCheck {
 		out := []PlanCheck{}
 		for _, c := range cs {
-			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)), WithinSeconds: drill.Seconds(c.Within)})
+			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)), WithinSeconds: drill.Seconds(c.Within),
+				OnError: c.OnError})
 		}
 		return out
 	}
@@ -199,6 +208,11 @@ func WritePlan(w io.Writer, p *Plan) {
 	}
 	pf("timeout %s: every lever lapses by the start plus that; poll every %s; each rollback within %s\n",
 		dur(p.TimeoutSeconds), dur(p.PollSeconds), dur(p.RollbackSeconds))
+	if len(p.Hypothesis)+len(p.StopConditions) > 0 {
+		pf("preflight: every stop condition and hypothesis check is evaluated once before anything is done; one that cannot be refuses the run\n")
+		pf("guard grace: a guard unevaluable for %d polls and %s stops the steps and rolls back (guard lost), unless it says on_error: continue\n",
+			p.GuardGracePolls, dur(p.GuardGraceSeconds))
+	}
 	if len(p.Vars) > 0 {
 		pf("vars:\n")
 		for _, v := range p.Vars {
@@ -215,7 +229,11 @@ func WritePlan(w io.Writer, p *Plan) {
 			if c.WithinSeconds > 0 {
 				within = " (within " + dur(c.WithinSeconds) + ")"
 			}
-			pf("  - %s [%s]: %s%s\n", c.Name, c.Kind, c.Description, within)
+			onError := ""
+			if c.OnError == drill.OnErrorContinue {
+				onError = " [on_error: continue: goes on blind when it cannot be evaluated]"
+			}
+			pf("  - %s [%s]: %s%s%s\n", c.Name, c.Kind, c.Description, within, onError)
 		}
 	}
 	checks("hypothesis (before the steps and after the rollbacks)", p.Hypothesis)

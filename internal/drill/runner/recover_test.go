@@ -65,7 +65,10 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 	}
 	e.svc.Actor = "recoverer@ops"
 	var lines []string
-	rec := (&Recovery{Deps: e.svc, Log: func(s string) { lines = append(lines, s) }}).Run(ctx, j)
+	rec, err := (&Recovery{Deps: e.svc, Trail: e.log, Log: func(s string) { lines = append(lines, s) }}).Run(ctx, j)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if rec == nil || !rec.OK || strings.Join(rec.Rollbacks, ",") != "rb-3,rb-2,rb-1" {
 		t.Fatalf("recovery %+v", rec)
 	}
@@ -76,7 +79,7 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 	if d := byID["rb-1"].Detail; !strings.Contains(d, "left alone: oncall@ops now holds it") {
 		t.Errorf("openai: %q", d)
 	}
-	if d := byID["rb-2"].Detail; !strings.Contains(d, "left alone: it is at version") {
+	if d := byID["rb-2"].Detail; !strings.Contains(d, "not the write the audit trail names as run") {
 		t.Errorf("core-api: %q", d)
 	}
 	if o, err := e.ov.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" {
@@ -96,7 +99,7 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 		t.Errorf("recovery not recorded: audited %v, recoveries %+v", audited, j.Recoveries)
 	}
 	// Idempotent: nothing is pending any more.
-	if again := (&Recovery{Deps: e.svc}).Run(ctx, j); again != nil || len(j.Recoveries) != 1 {
+	if again, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(ctx, j); again != nil || err != nil || len(j.Recoveries) != 1 {
 		t.Errorf("second recovery: %+v", again)
 	}
 }
@@ -107,11 +110,89 @@ func TestRecoveryClearsTheDrillsOwnOverride(t *testing.T) {
 	e := newEnv(t)
 	j := abandonedRun(t, e, twoLevers)
 	e.svc.Actor = "someone-else@ops"
-	rec := (&Recovery{Deps: e.svc}).Run(context.Background(), j)
-	if rec == nil || !rec.OK {
+	rec, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(context.Background(), j)
+	if err != nil || rec == nil || !rec.OK {
 		t.Fatalf("recovery %+v: %+v", rec, j.Rollbacks)
 	}
 	if e.store.has(breaker.OverrideKey("openai")) || e.store.has(breaker.OverrideKey("core-api")) {
 		t.Errorf("overrides left: %+v", j.Rollbacks)
+	}
+}
+
+const replaceAlice = `
+name: replace
+timeout: 10m
+steps:
+  - breaker.force-open: {dependency: openai, overwrite: true}
+`
+
+// A restore takes the override the drill replaced from the audit record's
+// before-image, through the rules of any new override: one that never
+// expires needs the operator's confirmation (recover --yes), and one that
+// lapses past the context's max-override is not written.
+func TestRecoveredRestoreFollowsTheOverrideRules(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		expires time.Duration // 0: never
+		max     time.Duration
+		yes     bool
+		want    string // the rollback's error; "" restores alice's
+	}{
+		{name: "no expiry, unconfirmed", want: "needs confirmation (--yes)"},
+		{name: "no expiry, --yes", yes: true},
+		{name: "past max-override", expires: 3 * time.Hour, max: time.Hour, want: "over this context's max-override of 1h0m0s"},
+		{name: "within max-override", expires: 30 * time.Minute, max: time.Hour},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			req := breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "alice@ops"}
+			if tc.expires > 0 {
+				req.For = tc.expires
+			}
+			if _, err := e.ov.Force(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			j := abandonedRun(t, e, replaceAlice)
+			e.svc.MaxOverride = tc.max
+			rec, err := (&Recovery{Deps: e.svc, Trail: e.log, AllowNoExpiry: tc.yes}).Run(ctx, j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cur, gerr := e.ov.Get(ctx, "openai")
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			if tc.want == "" {
+				if !rec.OK || cur.Actor != "alice@ops" || cur.Reason != "real incident" {
+					t.Fatalf("not restored: %+v; override %+v", j.Rollbacks, cur)
+				}
+				return
+			}
+			if rec.OK || !strings.Contains(j.Rollbacks[0].Error, tc.want) {
+				t.Fatalf("rollback %+v, want it failed with %q", j.Rollbacks[0], tc.want)
+			}
+			if cur.Actor != "tester@test" {
+				t.Errorf("the refused restore wrote the override: %+v", cur)
+			}
+		})
+	}
+}
+
+// Every record a run writes names it (run_id), and the recovery's too.
+func TestRunAndRecoveryRecordsCarryTheRunID(t *testing.T) {
+	e := newEnv(t)
+	j := abandonedRun(t, e, twoLevers)
+	if _, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	recs := e.auditRecords()
+	if len(recs) < 7 { // 3 levers, 3 rollbacks, the recovery
+		t.Fatalf("%d records: %+v", len(recs), recs)
+	}
+	for _, r := range recs {
+		if r.RunID != j.RunID {
+			t.Errorf("record %s %s: run_id %q, want %q", r.Action, r.Subject, r.RunID, j.RunID)
+		}
 	}
 }

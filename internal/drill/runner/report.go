@@ -70,7 +70,7 @@ func (l *LiveLog) mark(status string) string {
 			return l.paint(ansiRed, "!")
 		}
 		return "ABND"
-	case drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusStopped:
+	case drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusStopped, drill.StatusGuardLost:
 		if l.TTY {
 			return l.paint(ansiYellow, "■")
 		}

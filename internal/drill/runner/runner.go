@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -63,10 +62,11 @@ const (
 
 // Phases of a run.
 const (
-	PhaseBefore   = "hypothesis before"
-	PhaseSteps    = "steps"
-	PhaseRollback = "rollback"
-	PhaseAfter    = "hypothesis after"
+	PhasePreflight = "preflight"
+	PhaseBefore    = "hypothesis before"
+	PhaseSteps     = "steps"
+	PhaseRollback  = "rollback"
+	PhaseAfter     = "hypothesis after"
 )
 
 // Event is one thing that happened during a run. The pointers are valid
@@ -108,9 +108,9 @@ type Runner struct {
 	// journal (pid, host, lock file), for drill recover.
 	Process *drill.RunnerRecord
 	// Notifier announces the run to the context's channel: started (when
-	// the steps begin), stopped (when a stop condition holds) and finished
-	// (after the rollbacks, with each lever's state and every audit record
-	// the run wrote). Nil announces nothing.
+	// the steps begin), stopped (when a stop condition holds, before the
+	// rollbacks) and finished (after them, with each lever's state and
+	// every audit record the run wrote). Nil announces nothing.
 	Notifier notify.Notifier
 
 	mu      sync.Mutex
@@ -120,6 +120,8 @@ type Runner struct {
 	// stopNoticed holds the last evaluation error noticed per stop
 	// condition, so a condition failing every poll is noted once.
 	stopNoticed map[string]string
+	// guardCode is the exit code of a refused run or a lost guard.
+	guardCode int
 }
 
 type stackEntry struct {
@@ -127,261 +129,92 @@ type stackEntry struct {
 	idx int // into journal.Rollbacks
 }
 
-// Run runs d: variables, the hypothesis, the steps (watching the stop
-// conditions), every registered rollback in reverse order, and the
-// hypothesis again. It returns the journal; Journal.ExitCode says how the
-// command should exit. Canceling ctx interrupts the steps; rollbacks
-// still run on contexts derived from RollbackContext.
+// run is one run of a drill: what its phases share.
+type run struct {
+	r        *Runner
+	d        *drill.Drill
+	rc       *drill.RunContext
+	j        *drill.Journal
+	rbParent context.Context
+	// cancel ends the steps with a cause (a stop, a lost guard).
+	cancel context.CancelCauseFunc
+	// stack is the rollbacks in registration order (the main goroutine's).
+	stack []stackEntry
+	// stepIdx is the step running now (1-based), for notices; guarded by r.mu.
+	stepIdx int
+
+	// guards follows each stop condition's failed evaluations in a row
+	// (the monitor and the steps' loop both evaluate them).
+	guardMu sync.Mutex
+	guards  map[*drill.Check]*drill.GuardState
+}
+
+// Run runs d: variables, the preflight of every guard, the hypothesis, the
+// steps (watching the stop conditions), every registered rollback in
+// reverse order, and the hypothesis again. It returns the journal;
+// Journal.ExitCode says how the command should exit. Canceling ctx
+// interrupts the steps; rollbacks still run on contexts derived from
+// RollbackContext.
 func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
-	svc := r.Deps
-	if svc == nil {
-		svc = &drill.Deps{}
+	u := r.start(d)
+	if !u.resolve(ctx) {
+		return r.finish(u.rc, u.j)
 	}
-	// The run's audit records are collected for its notifications.
-	audited := &auditRecorder{}
-	if svc.Audit != nil {
-		own := *svc
-		audited.inner = svc.Audit
-		own.Audit = audited
-		svc = &own
-	}
-	runID := r.RunID
-	if runID == "" {
-		runID = NewRunID()
-	}
-	rbParent := r.RollbackContext
-	if rbParent == nil {
-		rbParent = context.Background()
-	}
-	rc := drill.NewRunContext(d, runID, svc, nil)
-	j := &drill.Journal{Kind: "DrillRun", Version: drill.Version, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
-		RunID: runID, Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor,
-		StartedAt: rc.Started().UTC(), Deadline: rc.Deadline().UTC(), TimeoutSeconds: drill.Seconds(d.Timeout), Outcome: drill.OutcomeRunning,
-		Hypothesis: drill.Hypothesis{Before: []drill.CheckRecord{}, After: []drill.CheckRecord{}}, Steps: make([]drill.StepRecord, len(d.Steps)),
-		Rollbacks: []drill.RollbackRecord{}, RollbacksOK: true, Runner: r.Process}
-	if svc.Gauges != nil {
-		j.Gauges = svc.Gauges.Describe()
-	}
-	for i, s := range d.Steps {
-		j.Steps[i] = drill.StepRecord{ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Status: drill.StatusPending}
-	}
-	r.mu.Lock()
-	r.journal = j
-	r.mu.Unlock()
-	var stepIdx int // the step running now (1-based), for notices
-	rc.SetNotify(func(msg string) {
-		r.mu.Lock()
-		if stepIdx > 0 {
-			s := &j.Steps[stepIdx-1]
-			if len(s.Log) < 200 {
-				s.Log = append(s.Log, rc.Now().UTC().Format("15:04:05.000Z")+" "+msg)
-			}
-		}
-		r.mu.Unlock()
-		r.emit(Event{Kind: EventNotice, Message: msg, StepIndex: stepIdx})
-	})
-	r.emit(Event{Kind: EventRunStarted})
-
-	for _, v := range d.Vars {
-		val, err := rc.Expand(v.Value)
-		if err != nil {
-			r.update(func() { j.Outcome, j.Reason = drill.OutcomeInvalid, fmt.Sprintf("variable %s: %v", v.Name, err) })
-			return r.finish(rc, j)
-		}
-		rc.SetVar(v.Name, val, v.Secret)
-	}
-	if err := rc.CheckAlarms(ctx); err != nil {
-		r.update(func() { j.Outcome, j.Reason = drill.OutcomeInvalid, rc.Redact(err.Error()) })
-		return r.finish(rc, j)
-	}
-	if !d.MetricsURL.IsZero() {
-		u, err := rc.ExpandURL(d.MetricsURL)
-		if err != nil {
-			r.update(func() { j.Outcome, j.Reason = drill.OutcomeInvalid, fmt.Sprintf("metrics_url: %v", err) })
-			return r.finish(rc, j)
-		}
-		own := *svc
-		if own.HTTP == nil {
-			own.HTTP = drill.NewHTTPClient()
-		}
-		own.Gauges = drill.PrometheusGauges(u, own.HTTP, rc.Clock())
-		rc.Deps = &own
-		r.update(func() { j.Gauges = own.Gauges.Describe() })
-	}
-
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, d.Timeout, ErrDrillTimeout)
 	defer cancelTimeout()
-
-	var stack []stackEntry
-	push := func(rb drill.Rollback, step string, explicit bool) string {
-		r.mu.Lock()
-		id := fmt.Sprintf("rb-%d", len(j.Rollbacks)+1)
-		j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rc.Redact(rb.Describe()),
-			Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: drill.StatusPending})
-		idx := len(j.Rollbacks) - 1
-		if l := rb.LeverRecord(); l != nil {
-			j.Rollbacks[idx].Lever = l
-		}
-		r.rbs = append(r.rbs, rb)
-		stack = append(stack, stackEntry{rb: rb, idx: idx})
-		rec := j.Rollbacks[idx]
-		r.mu.Unlock()
-		r.emit(Event{Kind: EventRollbackRegistered, Rollback: &rec})
-		return id
+	u.cancel = cancelRun
+	if !u.preflight(runCtx) {
+		return r.finish(u.rc, u.j)
 	}
 	for _, s := range d.Rollbacks {
-		push(&explicitRollback{step: s, timeout: d.RollbackTimeout}, "drill", true)
+		u.push(&explicitRollback{step: s, timeout: d.RollbackTimeout}, "drill", true)
 	}
-
-	failed := false
-	r.emit(Event{Kind: EventPhase, Phase: PhaseBefore})
-	for _, c := range d.Hypothesis {
-		rec := r.check(runCtx, rc, d, c, PhaseBefore)
-		if !rec.OK && !failed {
-			failed = true
-			if runCtx.Err() == nil {
-				r.update(func() {
-					j.Reason = fmt.Sprintf("the hypothesis did not hold before the drill: %s: %s", rec.Name, firstNonEmpty(rec.Error, rec.Detail))
-				})
-			}
-		}
-		if runCtx.Err() != nil {
-			break
-		}
-	}
-	beforeFailed := failed
-
+	beforeFailed := u.hypothesisBefore(runCtx)
+	failed := beforeFailed
 	announced := false
 	if !failed && runCtx.Err() == nil {
-		r.emit(Event{Kind: EventPhase, Phase: PhaseSteps})
 		announced = true
-		r.announce(ctx, rc, notify.ActionDrillStarted, "", fmt.Sprintf("%d step(s), timeout %s", len(d.Steps), d.Timeout), audited)
-		stopMonitor := r.monitor(runCtx, rc, d, cancelRun)
-		for i, s := range d.Steps {
-			if runCtx.Err() != nil || failed {
-				break
-			}
-			if stop := r.firstStop(runCtx, rc, d); stop != nil {
-				cancelRun(stop)
-				break
-			}
-			r.update(func() { stepIdx = i + 1 })
-			ok := r.step(runCtx, rc, d, s, i, push)
-			r.update(func() {
-				stepIdx = 0
-				if !ok && j.Reason == "" && runCtx.Err() == nil {
-					// With continue_on_failure the drill still fails, but
-					// later steps run.
-					j.Reason = fmt.Sprintf("step %s failed: %s", s.ID, j.Steps[i].Error)
-				}
-			})
-			if !ok && !s.ContinueOnFailure {
-				failed = true
-			}
-		}
-		stopMonitor()
+		u.announce(ctx, notify.ActionDrillStarted, "", fmt.Sprintf("%d step(s), timeout %s", len(d.Steps), d.Timeout))
+		failed = u.steps(runCtx)
 	}
-
-	// Why did the steps end?
-	cause := context.Cause(runCtx)
-	r.update(func() {
-		for i := range j.Steps {
-			if j.Steps[i].Status == drill.StatusPending {
-				j.Steps[i].Status = drill.StatusSkipped
-			}
-			if j.Steps[i].Status == drill.StatusFailed {
-				failed = true
-			}
-		}
-		var se *StopError
-		switch {
-		case runCtx.Err() == nil && failed:
-			j.Outcome = drill.OutcomeFailed
-		case runCtx.Err() == nil:
-			j.Outcome = drill.OutcomePassed
-		case errors.Is(cause, ErrDrillTimeout):
-			j.Outcome, j.Reason = drill.OutcomeTimedOut, fmt.Sprintf("the drill's timeout (%s) ended it", d.Timeout)
-		case errors.As(cause, &se):
-			j.Outcome, j.Reason = drill.OutcomeStopped, se.Error()
-			j.Stop = &drill.StopRecord{Condition: se.Condition, Detail: se.Detail, At: rc.Now().UTC(), Alarms: se.Alarms}
-		default:
-			j.Outcome, j.Reason = drill.OutcomeInterrupted, "interrupted"
-		}
-	})
+	u.verdict(runCtx, failed)
 	cancelTimeout()
-	if se := (*StopError)(nil); announced && errors.As(cause, &se) {
-		r.announce(rbParent, rc, notify.ActionDrillStopped, drill.OutcomeStopped, se.Error()+"; rolling back", audited)
+	if se := (*StopError)(nil); announced && errors.As(context.Cause(runCtx), &se) {
+		u.announce(u.rbParent, notify.ActionDrillStopped, drill.OutcomeStopped, se.Error()+"; rolling back")
 	}
-
-	r.emit(Event{Kind: EventPhase, Phase: PhaseRollback})
-	for i := len(stack) - 1; i >= 0; i-- {
-		r.rollback(rbParent, rc, d, stack[i])
-	}
-
-	// The steady state is checked again after the rollbacks, unless the
-	// operator interrupted (they asked to stop; rollback is what must
-	// happen) or abandoned the rollback. An interrupt during these checks
-	// ends them.
-	skip := ""
-	switch {
-	case j.Outcome == drill.OutcomeInterrupted || ctx.Err() != nil:
-		skip = "interrupted: the rollbacks ran; the steady state was not re-checked"
-	case rbParent.Err() != nil:
-		skip = "rollback abandoned"
-	case beforeFailed:
-		skip = "the hypothesis did not hold before the drill"
-	}
-	if skip != "" {
-		r.update(func() { j.Hypothesis.AfterSkipped = skip })
-	} else if len(d.Hypothesis) > 0 {
-		actx, cancelAfter := context.WithCancel(rbParent)
-		stopAfter := context.AfterFunc(ctx, cancelAfter)
-		r.emit(Event{Kind: EventPhase, Phase: PhaseAfter})
-		for _, c := range d.Hypothesis {
-			if actx.Err() != nil {
-				break
-			}
-			rec := r.check(actx, rc, d, c, PhaseAfter)
-			r.update(func() {
-				switch {
-				case ctx.Err() != nil:
-					if j.Outcome == drill.OutcomePassed || j.Outcome == drill.OutcomeFailed {
-						j.Outcome, j.Reason = drill.OutcomeInterrupted, "interrupted while re-checking the hypothesis"
-					}
-				case !rec.OK && j.Outcome == drill.OutcomePassed:
-					j.Outcome = drill.OutcomeFailed
-					j.Reason = fmt.Sprintf("the hypothesis did not hold after the rollback: %s: %s", rec.Name, firstNonEmpty(rec.Error, rec.Detail))
-				}
-			})
-		}
-		stopAfter()
-		cancelAfter()
-	}
-	j = r.finish(rc, j)
+	u.rollbackAll()
+	u.hypothesisAfter(ctx, beforeFailed)
+	j := r.finish(u.rc, u.j)
 	if announced {
 		detail := fmt.Sprintf("exit %d; %s", j.ExitCode, rollbackSummary(j))
 		if j.Reason != "" {
 			detail = j.Reason + "; " + detail
 		}
-		r.announce(rbParent, rc, notify.ActionDrillFinished, j.Outcome, detail, audited)
+		u.announce(u.rbParent, notify.ActionDrillFinished, j.Outcome, detail)
 	}
 	return j
 }
 
 // announce sends one notification about the run (a nil Notifier sends
-// none): the levers as the journal has them, every audit record so far.
-func (r *Runner) announce(ctx context.Context, rc *drill.RunContext, action, outcome, detail string, audited *auditRecorder) {
+// none): the levers as the journal has them, every audit record the run
+// wrote so far.
+func (u *run) announce(ctx context.Context, action, outcome, detail string) {
+	r, rc := u.r, u.rc
 	if r.Notifier == nil {
 		return
 	}
 	r.mu.Lock()
-	levers := drillLevers(r.journal.Rollbacks)
+	levers := drillLevers(u.j.Rollbacks)
+	ids := make([]string, 0, len(u.j.Audit))
+	for _, a := range u.j.Audit {
+		ids = append(ids, a.ID)
+	}
 	r.mu.Unlock()
 	r.Notifier.Notify(ctx, notify.Event{Action: action, Source: notify.SourceDrill, Context: rc.Deps.ContextName, Actor: rc.Deps.Actor,
 		Reason: rc.Reason(""), Outcome: outcome, Detail: rc.Redact(detail), Drill: &notify.Drill{Name: rc.Drill.Name, RunID: rc.RunID},
-		Levers: levers, AuditIDs: audited.IDs()})
+		Levers: levers, AuditIDs: ids})
 }
 
 func rollbackSummary(j *drill.Journal) string {
@@ -397,29 +230,344 @@ func rollbackSummary(j *drill.Journal) string {
 	return fmt.Sprintf("%d of %d rollback(s) ok", ok, len(j.Rollbacks))
 }
 
-// auditRecorder passes audit entries on and keeps the ids of the records
-// written, for the run's notifications.
-type auditRecorder struct {
-	inner audit.Appender
-	mu    sync.Mutex
-	ids   []string
-}
-
-func (a *auditRecorder) Append(ctx context.Context, e audit.Entry) (audit.Record, error) {
-	rec, err := a.inner.Append(ctx, e)
-	if err == nil && rec.ID != "" {
-		a.mu.Lock()
-		a.ids = append(a.ids, rec.ID)
-		a.mu.Unlock()
+// start builds the journal and the run context, and announces the run.
+func (r *Runner) start(d *drill.Drill) *run {
+	svc := r.Deps
+	if svc == nil {
+		svc = &drill.Deps{}
 	}
-	return rec, err
+	runID := r.RunID
+	if runID == "" {
+		runID = NewRunID()
+	}
+	u := &run{r: r, d: d, rbParent: r.RollbackContext, guards: map[*drill.Check]*drill.GuardState{}}
+	if u.rbParent == nil {
+		u.rbParent = context.Background()
+	}
+	rc := drill.NewRunContext(d, runID, svc, nil)
+	j := &drill.Journal{Kind: "DrillRun", Version: drill.JournalVersion, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
+		RunID: runID, Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor,
+		StartedAt: rc.Started().UTC(), Deadline: rc.Deadline().UTC(), TimeoutSeconds: drill.Seconds(d.Timeout), Outcome: drill.OutcomeRunning,
+		Hypothesis: drill.Hypothesis{Before: []drill.CheckRecord{}, After: []drill.CheckRecord{}}, Steps: make([]drill.StepRecord, len(d.Steps)),
+		Rollbacks: []drill.RollbackRecord{}, RollbacksOK: true, Runner: r.Process}
+	if svc.Gauges != nil {
+		j.Gauges = svc.Gauges.Describe()
+	}
+	for i, s := range d.Steps {
+		j.Steps[i] = drill.StepRecord{ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Status: drill.StatusPending}
+	}
+	u.rc, u.j = rc, j
+	r.mu.Lock()
+	r.journal, r.guardCode = j, 0
+	r.mu.Unlock()
+	rc.SetNotify(func(msg string) {
+		r.mu.Lock()
+		idx := u.stepIdx
+		if idx > 0 {
+			s := &j.Steps[idx-1]
+			if len(s.Log) < 200 {
+				s.Log = append(s.Log, rc.Now().UTC().Format("15:04:05.000Z")+" "+msg)
+			}
+		}
+		r.mu.Unlock()
+		r.emit(Event{Kind: EventNotice, Message: msg, StepIndex: idx})
+	})
+	r.emit(Event{Kind: EventRunStarted})
+	return u
 }
 
-// IDs returns the ids recorded so far.
-func (a *auditRecorder) IDs() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.ids)
+// resolve resolves the variables, the alarm requests and metrics_url; it
+// reports false (the run is invalid) when one cannot be.
+func (u *run) resolve(ctx context.Context) bool {
+	r, d, rc, j := u.r, u.d, u.rc, u.j
+	invalid := func(reason string) bool {
+		r.update(func() { j.Outcome, j.Reason = drill.OutcomeInvalid, reason })
+		return false
+	}
+	for _, v := range d.Vars {
+		val, err := rc.Expand(v.Value)
+		if err != nil {
+			return invalid(fmt.Sprintf("variable %s: %v", v.Name, err))
+		}
+		rc.SetVar(v.Name, val, v.Secret)
+	}
+	if err := rc.CheckAlarms(ctx); err != nil {
+		return invalid(rc.Redact(err.Error()))
+	}
+	if !d.MetricsURL.IsZero() {
+		murl, err := rc.ExpandURL(d.MetricsURL)
+		if err != nil {
+			return invalid(fmt.Sprintf("metrics_url: %v", err))
+		}
+		own := *rc.Deps
+		if own.HTTP == nil {
+			own.HTTP = drill.NewHTTPClient()
+		}
+		own.Gauges = drill.PrometheusGauges(murl, own.HTTP, rc.Clock())
+		rc.Deps = &own
+		r.update(func() { j.Gauges = own.Gauges.Describe() })
+	}
+	// From here every breaker_state read and audit record is journaled.
+	rc.Deps = r.recording(rc)
+	return true
+}
+
+// evaluate evaluates c once, bounded by its timeout.
+func evaluate(ctx context.Context, rc *drill.RunContext, c *drill.Check) (drill.Observation, error) {
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = drill.DefaultCheckTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return c.Condition.Check(cctx, rc)
+}
+
+// preflight evaluates every stop condition and hypothesis check once,
+// before anything is done (one poll round: the alarm conditions share one
+// DescribeAlarms call). A guard that cannot be evaluated refuses the run:
+// nothing is written but the journal and the reports saying so. It
+// reports whether the run may go on.
+func (u *run) preflight(ctx context.Context) bool {
+	r, d, rc, j := u.r, u.d, u.rc, u.j
+	if len(d.StopConditions)+len(d.Hypothesis) == 0 {
+		return true
+	}
+	r.emit(Event{Kind: EventPhase, Phase: PhasePreflight})
+	round := drill.WithAlarmRound(ctx)
+	var refusal *drill.GuardRecord
+	var refusalErr error
+	failures := 0
+	eval := func(role string, c *drill.Check) {
+		start := rc.Now()
+		obs, err := evaluate(round, rc, c)
+		if ctx.Err() != nil {
+			return
+		}
+		end := rc.Now()
+		rec := drill.CheckRecord{Phase: PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)),
+			OK: err == nil, Checks: 1, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end), DurationSeconds: drill.Seconds(end.Sub(start))}
+		if err == nil {
+			rec.Detail = "can be evaluated: " + rc.Redact(obs.Detail)
+		} else {
+			failures++
+			cause, fix := rc.Redact(err.Error()), rc.Redact(drill.GuardFix(err))
+			rec.Error = fmt.Sprintf("%s could not be evaluated: %s (fix: %s)", role, cause, fix)
+			if refusal == nil {
+				refusal = &drill.GuardRecord{Phase: drill.GuardPreflight, Role: role, Condition: c.Name, Cause: cause, Fix: fix, At: end.UTC()}
+				refusalErr = err
+			}
+		}
+		r.update(func() { j.Preflight = append(j.Preflight, rec) })
+		r.emit(Event{Kind: EventCheckDone, Phase: PhasePreflight, Check: &rec})
+	}
+	for _, c := range d.StopConditions {
+		eval(drill.RoleStopCondition, c)
+	}
+	for _, c := range d.Hypothesis {
+		eval(drill.RoleHypothesis, c)
+	}
+	switch {
+	case ctx.Err() != nil:
+		u.verdict(ctx, false)
+		r.update(func() { j.Hypothesis.AfterSkipped = "interrupted at preflight: nothing was done" })
+		return false
+	case refusal == nil:
+		return true
+	}
+	reason := fmt.Sprintf("refused before any lever was pulled: %s %q could not be evaluated: %s: %s",
+		refusal.Role, refusal.Condition, refusal.Cause, refusal.Fix)
+	if failures > 1 {
+		reason += fmt.Sprintf(" (and %d more guards; see the journal's preflight)", failures-1)
+	}
+	r.update(func() {
+		j.Outcome, j.Reason, j.Guard = drill.OutcomeRefused, reason+"; nothing was done", refusal
+		r.guardCode = drill.GuardExitCode(refusalErr)
+		for i := range j.Steps {
+			j.Steps[i].Status = drill.StatusSkipped
+		}
+		j.Hypothesis.AfterSkipped = "refused at preflight: nothing was done"
+	})
+	return false
+}
+
+// push registers a rollback (before the step that needs it acts).
+func (u *run) push(rb drill.Rollback, step string, explicit bool) string {
+	r, j, rc := u.r, u.j, u.rc
+	r.mu.Lock()
+	id := fmt.Sprintf("rb-%d", len(j.Rollbacks)+1)
+	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rc.Redact(rb.Describe()),
+		Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: drill.StatusPending})
+	idx := len(j.Rollbacks) - 1
+	if l := rb.LeverRecord(); l != nil {
+		j.Rollbacks[idx].Lever = l
+	}
+	r.rbs = append(r.rbs, rb)
+	u.stack = append(u.stack, stackEntry{rb: rb, idx: idx})
+	rec := j.Rollbacks[idx]
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventRollbackRegistered, Rollback: &rec})
+	return id
+}
+
+// hypothesisBefore checks the steady state before the steps; it reports
+// whether it failed. A check whose guard is lost ends the run.
+func (u *run) hypothesisBefore(runCtx context.Context) bool {
+	r, j := u.r, u.j
+	failed := false
+	r.emit(Event{Kind: EventPhase, Phase: PhaseBefore})
+	for _, c := range u.d.Hypothesis {
+		rec, lost := u.check(runCtx, c, PhaseBefore)
+		if lost != nil {
+			u.cancel(lost)
+		}
+		if !rec.OK && !failed {
+			failed = true
+			if runCtx.Err() == nil {
+				r.update(func() {
+					j.Reason = fmt.Sprintf("the hypothesis did not hold before the drill: %s: %s", rec.Name, firstNonEmpty(rec.Error, rec.Detail))
+				})
+			}
+		}
+		if runCtx.Err() != nil {
+			break
+		}
+	}
+	return failed
+}
+
+// steps runs the steps while the stop conditions are watched; it reports
+// whether one failed.
+func (u *run) steps(runCtx context.Context) bool {
+	r, d, j := u.r, u.d, u.j
+	failed := false
+	r.emit(Event{Kind: EventPhase, Phase: PhaseSteps})
+	stopMonitor := u.monitor(runCtx)
+	defer stopMonitor()
+	for i, s := range d.Steps {
+		if runCtx.Err() != nil || failed {
+			break
+		}
+		if stop := u.firstStop(runCtx); stop != nil {
+			u.cancel(stop)
+			break
+		}
+		r.update(func() { u.stepIdx = i + 1 })
+		ok := u.step(runCtx, s, i)
+		r.update(func() {
+			u.stepIdx = 0
+			if !ok && j.Reason == "" && runCtx.Err() == nil {
+				// With continue_on_failure the drill still fails, but
+				// later steps run.
+				j.Reason = fmt.Sprintf("step %s failed: %s", s.ID, j.Steps[i].Error)
+			}
+		})
+		if !ok && !s.ContinueOnFailure {
+			failed = true
+		}
+	}
+	return failed
+}
+
+// verdict records why the steps ended.
+func (u *run) verdict(runCtx context.Context, failed bool) {
+	r, d, rc, j := u.r, u.d, u.rc, u.j
+	cause := context.Cause(runCtx)
+	r.update(func() {
+		for i := range j.Steps {
+			if j.Steps[i].Status == drill.StatusPending {
+				j.Steps[i].Status = drill.StatusSkipped
+			}
+			if j.Steps[i].Status == drill.StatusFailed {
+				failed = true
+			}
+		}
+		var se *StopError
+		var gl *drill.GuardLostError
+		switch {
+		case runCtx.Err() == nil && failed:
+			j.Outcome = drill.OutcomeFailed
+		case runCtx.Err() == nil:
+			j.Outcome = drill.OutcomePassed
+		case errors.Is(cause, ErrDrillTimeout):
+			j.Outcome, j.Reason = drill.OutcomeTimedOut, fmt.Sprintf("the drill's timeout (%s) ended it", d.Timeout)
+		case errors.As(cause, &se):
+			j.Outcome, j.Reason = drill.OutcomeStopped, se.Error()
+			j.Stop = &drill.StopRecord{Condition: se.Condition, Detail: se.Detail, At: rc.Now().UTC(), Alarms: se.Alarms}
+		case errors.As(cause, &gl):
+			j.Outcome = drill.OutcomeGuardLost
+			u.lostGuard(gl)
+		default:
+			j.Outcome, j.Reason = drill.OutcomeInterrupted, "interrupted"
+		}
+	})
+}
+
+// lostGuard records gl as the run's lost guard; the caller holds r.mu.
+func (u *run) lostGuard(gl *drill.GuardLostError) {
+	rc, j := u.rc, u.j
+	j.Reason = rc.Redact(gl.Error()) + ": " + rc.Redact(drill.GuardFix(gl.Err))
+	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: gl.Role, Condition: gl.Name, Cause: rc.Redact(gl.Err.Error()),
+		Fix: rc.Redact(drill.GuardFix(gl.Err)), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
+		GraceSeconds: drill.Seconds(gl.Grace.For), At: rc.Now().UTC()}
+	u.r.guardCode = drill.GuardExitCode(gl.Err)
+}
+
+// rollbackAll runs every registered rollback, last registered first.
+func (u *run) rollbackAll() {
+	u.r.emit(Event{Kind: EventPhase, Phase: PhaseRollback})
+	for i := len(u.stack) - 1; i >= 0; i-- {
+		u.r.rollback(u.rbParent, u.rc, u.d, u.stack[i])
+	}
+}
+
+// hypothesisAfter checks the steady state again after the rollbacks,
+// unless the operator interrupted (they asked to stop; rollback is what
+// must happen) or abandoned the rollback. An interrupt during these checks
+// ends them.
+func (u *run) hypothesisAfter(ctx context.Context, beforeFailed bool) {
+	r, d, j := u.r, u.d, u.j
+	skip := ""
+	switch {
+	case j.Outcome == drill.OutcomeInterrupted || ctx.Err() != nil:
+		skip = "interrupted: the rollbacks ran; the steady state was not re-checked"
+	case u.rbParent.Err() != nil:
+		skip = "rollback abandoned"
+	case beforeFailed:
+		skip = "the hypothesis did not hold before the drill"
+	}
+	if skip != "" {
+		r.update(func() { j.Hypothesis.AfterSkipped = skip })
+		return
+	}
+	if len(d.Hypothesis) == 0 {
+		return
+	}
+	actx, cancelAfter := context.WithCancel(u.rbParent)
+	defer cancelAfter()
+	stopAfter := context.AfterFunc(ctx, cancelAfter)
+	defer stopAfter()
+	r.emit(Event{Kind: EventPhase, Phase: PhaseAfter})
+	for _, c := range d.Hypothesis {
+		if actx.Err() != nil {
+			break
+		}
+		rec, lost := u.check(actx, c, PhaseAfter)
+		r.update(func() {
+			switch {
+			case ctx.Err() != nil:
+				if j.Outcome == drill.OutcomePassed || j.Outcome == drill.OutcomeFailed {
+					j.Outcome, j.Reason = drill.OutcomeInterrupted, "interrupted while re-checking the hypothesis"
+				}
+			case lost != nil && j.Outcome == drill.OutcomePassed:
+				j.Outcome = drill.OutcomeGuardLost
+				u.lostGuard(lost)
+			case !rec.OK && j.Outcome == drill.OutcomePassed:
+				j.Outcome = drill.OutcomeFailed
+				j.Reason = fmt.Sprintf("the hypothesis did not hold after the rollback: %s: %s", rec.Name, firstNonEmpty(rec.Error, rec.Detail))
+			}
+		})
+	}
 }
 
 func firstNonEmpty(s ...string) string {
@@ -449,6 +597,8 @@ func (r *Runner) finish(rc *drill.RunContext, j *drill.Journal) *drill.Journal {
 		j.ExitCode = drill.ExitRollbackFailed
 	case j.Outcome == drill.OutcomeInterrupted:
 		j.ExitCode = drill.ExitInterrupted
+	case (j.Outcome == drill.OutcomeRefused || j.Outcome == drill.OutcomeGuardLost) && r.guardCode != 0:
+		j.ExitCode = r.guardCode
 	case j.Outcome == drill.OutcomePassed:
 		j.ExitCode = drill.ExitPassed
 	default:
@@ -511,9 +661,10 @@ func stepTimeout(d *drill.Drill, s *drill.Step) time.Duration {
 	return t
 }
 
-// step runs one step and reports whether it passed.
-func (r *Runner) step(runCtx context.Context, rc *drill.RunContext, d *drill.Drill, s *drill.Step, i int, push func(drill.Rollback, string, bool) string) bool {
-	j := r.journal
+// step runs one step and reports whether it passed. A step whose guard
+// was lost (a wait-for) ends the run.
+func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
+	r, d, rc, j := u.r, u.d, u.rc, u.j
 	rec := &j.Steps[i]
 	rc.SetCurrentStep(s.ID)
 	timeout := stepTimeout(d, s)
@@ -527,7 +678,7 @@ func (r *Runner) step(runCtx context.Context, rc *drill.RunContext, d *drill.Dri
 	sctx, cancel := context.WithTimeout(runCtx, timeout)
 	defer cancel()
 	for _, rb := range s.Rollback {
-		id := push(&explicitRollback{step: rb, timeout: d.RollbackTimeout}, s.ID, true)
+		id := u.push(&explicitRollback{step: rb, timeout: d.RollbackTimeout}, s.ID, true)
 		r.update(func() { rec.Rollbacks = append(rec.Rollbacks, id) })
 	}
 	var outs *drill.Outputs
@@ -535,12 +686,18 @@ func (r *Runner) step(runCtx context.Context, rc *drill.RunContext, d *drill.Dri
 	if m, ok := s.Action.(drill.Mutating); ok {
 		var rb drill.Rollback
 		if rb, err = m.Prepare(sctx, rc); err == nil && rb != nil {
-			id := push(rb, s.ID, false)
+			id := u.push(rb, s.ID, false)
 			r.update(func() { rec.Rollbacks = append(rec.Rollbacks, id) })
 		}
 	}
 	if err == nil {
 		outs, err = s.Action.Run(sctx, rc)
+	}
+	if gl := (*drill.GuardLostError)(nil); errors.As(err, &gl) && runCtx.Err() == nil {
+		if gl.Name == "" {
+			gl.Name = s.ID
+		}
+		u.cancel(gl)
 	}
 	if outs != nil {
 		rc.SetOutputs(s.ID, outs)
@@ -564,6 +721,7 @@ func (r *Runner) step(runCtx context.Context, rc *drill.RunContext, d *drill.Dri
 		rec.Status = drill.StatusPassed
 	case runCtx.Err() != nil:
 		rec.Status, rec.Error = runStatus(context.Cause(runCtx))
+		rec.Error = rc.Redact(rec.Error)
 	case sctx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
 		rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("the step's timeout (%s) passed", timeout)
 	default:
@@ -577,31 +735,45 @@ func (r *Runner) step(runCtx context.Context, rc *drill.RunContext, d *drill.Dri
 // runStatus maps the run context's cause to a step status and message.
 func runStatus(cause error) (string, string) {
 	var se *StopError
+	var gl *drill.GuardLostError
 	switch {
 	case errors.Is(cause, ErrDrillTimeout):
 		return drill.StatusTimedOut, "the drill's timeout passed"
 	case errors.As(cause, &se):
 		return drill.StatusStopped, se.Error()
+	case errors.As(cause, &gl):
+		return drill.StatusGuardLost, gl.Error()
 	}
 	return drill.StatusInterrupted, "interrupted"
 }
 
-// check evaluates one hypothesis check and records it.
-func (r *Runner) check(ctx context.Context, rc *drill.RunContext, d *drill.Drill, c *drill.Check, phase string) drill.CheckRecord {
+// check evaluates one hypothesis check and records it. A check that polls
+// (within) is a guard: when it stays unevaluable past the drill's grace it
+// ends with the lost guard, unless it says on_error: continue.
+func (u *run) check(ctx context.Context, c *drill.Check, phase string) (drill.CheckRecord, *drill.GuardLostError) {
+	r, d, rc := u.r, u.d, u.rc
 	start := rc.Now()
 	interval := c.Interval
 	if interval == 0 {
 		interval = d.PollInterval
 	}
-	res, err := drill.Poll(ctx, rc, c.Condition, c.Within, interval, c.Timeout, nil)
+	spec := drill.PollSpec{Within: c.Within, Interval: interval, Attempt: c.Timeout}
+	if c.Within > 0 && c.OnError != drill.OnErrorContinue {
+		spec.Guard = &drill.PollGuard{Role: drill.RoleHypothesis, Name: c.Name, Grace: d.GuardGrace}
+	}
+	res, err := drill.PollWith(ctx, rc, c.Condition, spec)
 	end := rc.Now()
 	rec := drill.CheckRecord{Phase: phase, Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)),
 		OK: err == nil, Detail: rc.Redact(res.Obs.Detail), Checks: res.Polls, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end),
 		DurationSeconds: drill.Seconds(end.Sub(start))}
+	var lost *drill.GuardLostError
 	switch {
 	case err == nil:
+	case errors.As(err, &lost):
+		rec.Error = rc.Redact(lost.Error())
 	case ctx.Err() != nil:
 		_, rec.Error = runStatus(context.Cause(ctx))
+		rec.Error = rc.Redact(rec.Error)
 	case res.Err != nil:
 		rec.Error = "could not check: " + rc.Redact(res.Err.Error())
 	case c.Within > 0:
@@ -615,38 +787,56 @@ func (r *Runner) check(ctx context.Context, rc *drill.RunContext, d *drill.Drill
 	}
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventCheckDone, Phase: phase, Check: &rec})
-	return rec
+	return rec, lost
 }
 
 // firstStop evaluates the stop conditions once and returns the first that
-// holds. One that cannot be evaluated is a notice, not a stop.
-func (r *Runner) firstStop(ctx context.Context, rc *drill.RunContext, d *drill.Drill) *StopError {
+// holds (a *StopError), or the first whose guard is lost: one that stayed
+// unevaluable past the drill's guard_grace (a *drill.GuardLostError). An
+// evaluation error within the grace, or of a condition that says
+// on_error: continue, is a notice.
+func (u *run) firstStop(ctx context.Context) error {
+	r, d, rc := u.r, u.d, u.rc
 	// One poll round: the alarm conditions share one DescribeAlarms call.
 	round := drill.WithAlarmRound(ctx)
 	for _, c := range d.StopConditions {
-		timeout := c.Timeout
-		if timeout == 0 {
-			timeout = drill.DefaultCheckTimeout
-		}
-		cctx, cancel := context.WithTimeout(round, timeout)
-		obs, err := c.Condition.Check(cctx, rc)
-		cancel()
+		obs, err := evaluate(round, rc, c)
 		if ctx.Err() != nil {
 			return nil
 		}
+		ev := drill.StopEvaluation{At: rc.Now().UTC(), Condition: c.Name, Holds: err == nil && obs.Holds, Detail: rc.Redact(obs.Detail)}
 		if err != nil {
-			msg := fmt.Sprintf("stop condition %q could not be evaluated: %s", c.Name, rc.Redact(err.Error()))
-			r.mu.Lock()
-			if r.stopNoticed == nil {
-				r.stopNoticed = map[string]string{}
+			ev.Error = rc.Redact(err.Error())
+		}
+		r.recordStop(ev)
+		u.guardMu.Lock()
+		g := u.guards[c]
+		if g == nil {
+			g = &drill.GuardState{Grace: d.GuardGrace}
+			u.guards[c] = g
+		}
+		var lost *drill.GuardLostError
+		recovered := false
+		if err != nil {
+			if g.Fail(rc.Now(), err) && c.OnError != drill.OnErrorContinue {
+				lost = g.Lost(drill.RoleStopCondition, c.Name, rc.Now())
 			}
-			repeated := r.stopNoticed[c.Name] == msg
-			r.stopNoticed[c.Name] = msg
-			r.mu.Unlock()
-			if !repeated {
-				r.Notice(msg)
+		} else {
+			recovered = g.OK()
+		}
+		u.guardMu.Unlock()
+		switch {
+		case lost != nil:
+			return lost
+		case err != nil:
+			then := fmt.Sprintf("the run stops and rolls back if it stays so for %s", d.GuardGrace)
+			if c.OnError == drill.OnErrorContinue {
+				then = "on_error: continue: the run goes on without this guard"
 			}
+			r.noticeStop(c.Name, fmt.Sprintf("stop condition %q could not be evaluated: %s; %s", c.Name, rc.Redact(err.Error()), then))
 			continue
+		case recovered:
+			r.noticeStop(c.Name, fmt.Sprintf("stop condition %q can be evaluated again", c.Name))
 		}
 		if obs.Holds {
 			alarms := slices.Clone(obs.Alarms)
@@ -659,10 +849,25 @@ func (r *Runner) firstStop(ctx context.Context, rc *drill.RunContext, d *drill.D
 	return nil
 }
 
+// noticeStop notes msg about a stop condition, once while it repeats.
+func (r *Runner) noticeStop(name, msg string) {
+	r.mu.Lock()
+	if r.stopNoticed == nil {
+		r.stopNoticed = map[string]string{}
+	}
+	repeated := r.stopNoticed[name] == msg
+	r.stopNoticed[name] = msg
+	r.mu.Unlock()
+	if !repeated {
+		r.Notice(msg)
+	}
+}
+
 // monitor evaluates the stop conditions every poll interval while the
-// steps run, and cancels the run when one holds. It returns a function
-// that stops it and waits for it.
-func (r *Runner) monitor(ctx context.Context, rc *drill.RunContext, d *drill.Drill, cancel context.CancelCauseFunc) func() {
+// steps run, and cancels the run when one holds or its guard is lost. It
+// returns a function that stops it and waits for it.
+func (u *run) monitor(ctx context.Context) func() {
+	d, rc := u.d, u.rc
 	if len(d.StopConditions) == 0 {
 		return func() {}
 	}
@@ -676,8 +881,8 @@ func (r *Runner) monitor(ctx context.Context, rc *drill.RunContext, d *drill.Dri
 				return
 			case <-rc.After(d.PollInterval):
 			}
-			if se := r.firstStop(mctx, rc, d); se != nil {
-				cancel(se)
+			if err := u.firstStop(mctx); err != nil {
+				u.cancel(err)
 				return
 			}
 		}

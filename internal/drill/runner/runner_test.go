@@ -695,31 +695,6 @@ steps:
 	}
 }
 
-func TestStopConditionThatCannotBeEvaluatedIsNotedOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		d := parse(t, `
-name: noisy
-timeout: 1m
-poll_interval: 100ms
-metrics_url: ${env.FLEET}/no-such-path
-stop_conditions:
-  - name: core-api open
-    breaker: {dependency: core-api, state: open}
-steps:
-  - sleep: 2s
-`)
-		j, log := e.run(context.Background(), d)
-		if j.Outcome != drill.OutcomePassed {
-			t.Fatalf("a stop condition that cannot be evaluated stopped the run: %s\n%s", j.Reason, log)
-		}
-		if len(j.Notices) != 1 || !strings.Contains(j.Notices[0], `stop condition "core-api open" could not be evaluated`) ||
-			!strings.Contains(j.Notices[0], "404") {
-			t.Errorf("notices = %q", j.Notices)
-		}
-	})
-}
-
 func TestClearLeavesAnOverrideForcedDuringTheDrill(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

@@ -45,6 +45,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/smithy-go/encoding/cbor"
+
+	"github.com/kosha-platform/koshactl/internal/clock"
 )
 
 // Path is where the SDK posts GetMetricData (RPCv2: service shape name and
@@ -137,6 +139,8 @@ type Failure struct {
 type datum struct {
 	t time.Time
 	v float64
+	// readable is when the datum may be returned (zero: at once).
+	readable time.Time
 }
 
 // Server is a fake CloudWatch holding breaker_state values.
@@ -164,6 +168,14 @@ type Server struct {
 	// on each named alarm's ARN. A non-empty answer is the message of the
 	// AccessDenied the request gets instead.
 	Authorize func(action, resource string, context map[string][]string) (denied string)
+
+	// Clock and Delay model CloudWatch's retrieval delay: a datum put at
+	// Clock's time t is returned only from t+Delay on (AWS documents that
+	// a newly published datapoint can take up to two minutes before
+	// statistics on it can be retrieved: [RetrievalDelay]). Without a
+	// Clock, data is readable at once.
+	Clock clock.Clock
+	Delay time.Duration
 
 	// alarms holds the DescribeAlarms side (alarms.go).
 	alarms alarmStore
@@ -228,15 +240,40 @@ func (b bufferedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
+// RetrievalDelay is how long CloudWatch may take before a published
+// datapoint can be read: "up to two minutes" (the put-metric-data
+// reference).
+const RetrievalDelay = 2 * time.Minute
+
 // Put records that instance reported v for dependency at t (one datum;
-// several in one minute aggregate as CloudWatch would).
+// several in one minute aggregate as CloudWatch would). With a Clock, the
+// datum becomes readable Delay after the clock's time of the Put.
 func (s *Server) Put(dependency, instance string, t time.Time, v float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.data[dependency] == nil {
 		s.data[dependency] = map[string][]datum{}
 	}
-	s.data[dependency][instance] = append(s.data[dependency][instance], datum{t.UTC(), v})
+	d := datum{t: t.UTC(), v: v}
+	if s.Clock != nil {
+		d.readable = s.Clock.Now().Add(s.Delay)
+	}
+	s.data[dependency][instance] = append(s.data[dependency][instance], d)
+}
+
+// readable drops the data not yet readable at the clock's time.
+func (s *Server) readable(ds []datum) []datum {
+	if s.Clock == nil {
+		return ds
+	}
+	now := s.Clock.Now()
+	out := make([]datum, 0, len(ds))
+	for _, d := range ds {
+		if !d.readable.After(now) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Requests returns the requests received so far.
@@ -379,7 +416,7 @@ func (s *Server) answer(req Request) (out []series, truncated bool, err error) {
 			byInstance := s.data[q.Dimensions["dependency"]]
 			var all []datum
 			for _, ds := range byInstance {
-				all = append(all, ds...)
+				all = append(all, s.readable(ds)...)
 			}
 			sr.points = aggregate(all, req.Start, req.End, q.Period, q.Stat)
 		}
@@ -432,7 +469,7 @@ func (s *Server) search(q Query, req Request) ([]series, error) {
 	}
 	var out []series
 	for _, inst := range sortedKeys(s.data[dep]) {
-		pts := aggregate(s.data[dep][inst], req.Start, req.End, period, "Maximum")
+		pts := aggregate(s.readable(s.data[dep][inst]), req.Start, req.End, period, "Maximum")
 		if len(pts) == 0 {
 			continue // SEARCH finds only metrics with data
 		}
@@ -471,7 +508,7 @@ func aggregate(ds []datum, start, end time.Time, period int64, stat string) []da
 		case "SampleCount":
 			v = float64(a.n)
 		}
-		out = append(out, datum{time.Unix(k, 0).UTC(), v})
+		out = append(out, datum{t: time.Unix(k, 0).UTC(), v: v})
 	}
 	return out
 }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,14 +199,18 @@ func expression(cond store.Condition) (*condExpr, error) {
 	}
 	ex := &condExpr{names: map[string]string{"#pk": store.PK}}
 	if attr, v, ok := cond.Match(); ok {
-		av, err := marshalValue(attr, v)
-		if err != nil {
-			return nil, err
-		}
-		ex.values = map[string]types.AttributeValue{":v": av}
 		// DynamoDB refuses placeholders the expression does not use.
 		ex.names = map[string]string{"#a": attr}
-		ex.text = "#a = :v"
+		ex.values = map[string]types.AttributeValue{}
+		text, err := ex.equals("#a", v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: condition on %q: %w", store.ErrInvalidItem, attr, err)
+		}
+		if len(text) > maxConditionBytes {
+			return nil, fmt.Errorf("%w: condition on %q: the value is too large to compare in one request (%d bytes of expression, DynamoDB takes %d)",
+				store.ErrInvalidItem, attr, len(text), maxConditionBytes)
+		}
+		ex.text = text
 		return ex, nil
 	}
 	if attr, ok := cond.Lacks(); ok {
@@ -216,6 +224,64 @@ func expression(cond store.Condition) (*condExpr, error) {
 		ex.text = "attribute_exists(#pk)"
 	}
 	return ex, nil
+}
+
+// maxConditionBytes is the longest ConditionExpression DynamoDB accepts.
+const maxConditionBytes = 4096
+
+// equals renders "the attribute at path equals v". A list or a map is
+// compared element by element (its type, its size, then each element at its
+// document path), because endpoints differ on "=" between lists and maps:
+// DynamoDB compares their contents, dynalite never finds two equal. Every
+// other type is compared with "=", which both apply alike (sets in any
+// order).
+func (ex *condExpr) equals(path string, v any) (string, error) {
+	switch x := v.(type) {
+	case store.List:
+		parts := []string{ex.shape(path, "L", len(x))}
+		for i, e := range x {
+			p, err := ex.equals(fmt.Sprintf("%s[%d]", path, i), e)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, p)
+		}
+		return strings.Join(parts, " AND "), nil
+	case store.Map:
+		parts := []string{ex.shape(path, "M", len(x))}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			name := fmt.Sprintf("#k%d", len(ex.names))
+			ex.names[name] = k
+			p, err := ex.equals(path+"."+name, x[k])
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, p)
+		}
+		return strings.Join(parts, " AND "), nil
+	}
+	av, err := toAttributeValue(v)
+	if err != nil {
+		return "", err
+	}
+	return path + " = " + ex.value(av), nil
+}
+
+// shape renders "path is a kind (L or M) of n elements".
+func (ex *condExpr) shape(path, kind string, n int) string {
+	t := ex.value(&types.AttributeValueMemberS{Value: kind})
+	size := ex.value(&types.AttributeValueMemberN{Value: strconv.Itoa(n)})
+	return "attribute_type(" + path + ", " + t + ") AND size(" + path + ") = " + size
+}
+
+// value adds a value placeholder for av and returns its name.
+func (ex *condExpr) value(av types.AttributeValue) string {
+	name := ":v" // the one value of a comparison of anything but a list or map
+	if n := len(ex.values); n > 0 {
+		name = fmt.Sprintf(":v%d", n)
+	}
+	ex.values[name] = av
+	return name
 }
 
 // Scan yields the items whose pk starts with q.Prefix (strongly consistent
@@ -381,37 +447,122 @@ func marshal(it store.Item) (map[string]types.AttributeValue, error) {
 }
 
 func marshalValue(name string, v any) (types.AttributeValue, error) {
-	if s, ok := v.(string); ok {
-		return &types.AttributeValueMemberS{Value: s}, nil
+	av, err := toAttributeValue(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: attribute %q: %w", store.ErrInvalidItem, name, err)
+	}
+	return av, nil
+}
+
+// toAttributeValue converts one value of any of the store's ten types.
+func toAttributeValue(v any) (types.AttributeValue, error) {
+	switch x := v.(type) {
+	case string:
+		return &types.AttributeValueMemberS{Value: x}, nil
+	case store.Bool:
+		return &types.AttributeValueMemberBOOL{Value: bool(x)}, nil
+	case store.Null:
+		return &types.AttributeValueMemberNULL{Value: true}, nil
+	case store.Binary:
+		return &types.AttributeValueMemberB{Value: x}, nil
+	case store.List:
+		out := make([]types.AttributeValue, len(x))
+		for i, e := range x {
+			av, err := toAttributeValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = av
+		}
+		return &types.AttributeValueMemberL{Value: out}, nil
+	case store.Map:
+		out := make(map[string]types.AttributeValue, len(x))
+		for k, e := range x {
+			av, err := toAttributeValue(e)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = av
+		}
+		return &types.AttributeValueMemberM{Value: out}, nil
+	case store.StringSet:
+		return &types.AttributeValueMemberSS{Value: x}, nil
+	case store.NumberSet:
+		out := make([]string, len(x))
+		for i, n := range x {
+			out[i] = string(n)
+		}
+		return &types.AttributeValueMemberNS{Value: out}, nil
+	case store.BinarySet:
+		return &types.AttributeValueMemberBS{Value: x}, nil
 	}
 	n, ok := store.FormatNumber(v)
 	if !ok {
-		return nil, fmt.Errorf("%w: attribute %q has unsupported type %T", store.ErrInvalidItem, name, v)
+		return nil, fmt.Errorf("unsupported type %T", v)
 	}
 	return &types.AttributeValueMemberN{Value: n}, nil
 }
 
-// unmarshal converts DynamoDB attribute values to an item. Only strings and
-// numbers are read: an attribute of another type (written by another tool)
-// is an error rather than dropped, since a Put of the item would lose it.
+// unmarshal converts DynamoDB attribute values to an item. Every one of
+// DynamoDB's ten types is read (see store.Item), so an attribute another
+// tool wrote never hides the item, and a Put of the item keeps it.
 func unmarshal(av map[string]types.AttributeValue) (store.Item, error) {
 	it := make(store.Item, len(av))
 	for k, v := range av {
-		switch x := v.(type) {
-		case *types.AttributeValueMemberS:
-			it[k] = x.Value
-		case *types.AttributeValueMemberN:
-			n, err := store.ParseNumber(x.Value)
-			if err != nil {
-				return nil, fmt.Errorf("%w: attribute %q: %w", store.ErrInvalidItem, k, err)
-			}
-			it[k] = n
-		default:
-			return nil, fmt.Errorf("%w: item %q: attribute %q has a type koshactl does not read (%T)",
-				store.ErrInvalidItem, pkOf(av), k, v)
+		x, err := fromAttributeValue(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: item %q: attribute %q: %w", store.ErrInvalidItem, pkOf(av), k, err)
 		}
+		it[k] = x
 	}
 	return it, nil
+}
+
+// fromAttributeValue converts one attribute value of any type.
+func fromAttributeValue(v types.AttributeValue) (any, error) {
+	switch x := v.(type) {
+	case *types.AttributeValueMemberS:
+		return x.Value, nil
+	case *types.AttributeValueMemberN:
+		return store.ParseNumber(x.Value)
+	case *types.AttributeValueMemberBOOL:
+		return store.Bool(x.Value), nil
+	case *types.AttributeValueMemberNULL:
+		return store.Null{}, nil
+	case *types.AttributeValueMemberB:
+		return store.Binary(x.Value), nil
+	case *types.AttributeValueMemberL:
+		out := make(store.List, len(x.Value))
+		for i, e := range x.Value {
+			n, err := fromAttributeValue(e)
+			if err != nil {
+				return nil, fmt.Errorf("element %d: %w", i, err)
+			}
+			out[i] = n
+		}
+		return out, nil
+	case *types.AttributeValueMemberM:
+		out := make(store.Map, len(x.Value))
+		for k, e := range x.Value {
+			n, err := fromAttributeValue(e)
+			if err != nil {
+				return nil, fmt.Errorf("map key %q: %w", k, err)
+			}
+			out[k] = n
+		}
+		return out, nil
+	case *types.AttributeValueMemberSS:
+		return store.StringSet(x.Value), nil
+	case *types.AttributeValueMemberNS:
+		out := make(store.NumberSet, len(x.Value))
+		for i, n := range x.Value {
+			out[i] = store.Number(n)
+		}
+		return out, nil
+	case *types.AttributeValueMemberBS:
+		return store.BinarySet(x.Value), nil
+	}
+	return nil, fmt.Errorf("a type this koshactl does not know (%T): upgrade koshactl", v)
 }
 
 func pkOf(av map[string]types.AttributeValue) string {

@@ -417,29 +417,20 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("%s: %s: %w: %w", op, s.Describe(), store.ErrUnavailable, err)
 }
 
-// attrValue is one attribute in DynamoDB's JSON shape.
-type attrValue struct {
-	S *string `json:"S,omitempty"`
-	N *string `json:"N,omitempty"`
-}
-
-// encode renders every attribute but the pk as a JSON object.
+// encode renders every attribute but the pk as a JSON object of values in
+// DynamoDB's JSON notation ({"reason":{"S":"INC-42"},"note":{"BOOL":true}}),
+// so the file holds every type an item can (store.Item) exactly.
 func encode(it store.Item) (string, error) {
-	m := make(map[string]attrValue, len(it))
+	m := make(map[string]json.RawMessage, len(it))
 	for k, v := range it {
 		if k == store.PK {
 			continue
 		}
-		switch x := v.(type) {
-		case string:
-			m[k] = attrValue{S: &x}
-		default:
-			n, ok := store.FormatNumber(v)
-			if !ok {
-				return "", fmt.Errorf("%w: attribute %q has unsupported type %T", store.ErrInvalidItem, k, v)
-			}
-			m[k] = attrValue{N: &n}
+		b, err := store.MarshalTyped(v)
+		if err != nil {
+			return "", fmt.Errorf("%w: attribute %q: %w", store.ErrInvalidItem, k, err)
 		}
+		m[k] = b
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -449,24 +440,17 @@ func encode(it store.Item) (string, error) {
 }
 
 func decode(pk, attrs string) (store.Item, error) {
-	var m map[string]attrValue
+	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(attrs), &m); err != nil {
 		return nil, fmt.Errorf("decode item %q: %w", pk, err)
 	}
 	it := make(store.Item, len(m)+1)
-	for k, v := range m {
-		switch {
-		case v.S != nil:
-			it[k] = *v.S
-		case v.N != nil:
-			n, err := store.ParseNumber(*v.N)
-			if err != nil {
-				return nil, fmt.Errorf("decode item %q: attribute %q: %w", pk, k, err)
-			}
-			it[k] = n
-		default:
-			return nil, fmt.Errorf("decode item %q: attribute %q has no value", pk, k)
+	for k, raw := range m {
+		v, err := store.UnmarshalTyped(raw)
+		if err != nil {
+			return nil, fmt.Errorf("decode item %q: attribute %q: %w", pk, k, err)
 		}
+		it[k] = v
 	}
 	it[store.PK] = pk
 	return it, nil

@@ -2,6 +2,9 @@ package storetest
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -11,25 +14,37 @@ import (
 )
 
 // Attr is one attribute as a hand edit with the AWS CLI writes it: its
-// DynamoDB type ("S", or "N" for a number) and its text, which need not be
-// anything koshactl would write.
+// DynamoDB type and its text, which need not be anything koshactl would
+// write. For "S" the text is the string and for "N" the number's text; for
+// the other eight types it is the value in DynamoDB's JSON notation, as it
+// follows the type name in `aws dynamodb put-item --item`: BOOL `true`,
+// NULL `true`, B `"aGk="`, L `[{"S":"a"},{"N":"1"}]`, M `{"k":{"BOOL":false}}`,
+// SS `["a","b"]`, NS `["1","2.5"]`, BS `["aGk="]`.
 type Attr struct{ Type, Text string }
 
 // RawItem is attrs as the store API carries them: strings as they are,
-// numbers parsed as the backends parse them (store.ParseNumber).
+// numbers parsed as the backends parse them (store.ParseNumber), other types
+// read from DynamoDB's JSON notation (store.UnmarshalTyped).
 func RawItem(tb testing.TB, attrs map[string]Attr) store.Item {
 	tb.Helper()
 	it := store.Item{}
 	for k, v := range attrs {
-		if v.Type == "S" {
+		switch v.Type {
+		case "S":
 			it[k] = v.Text
-			continue
+		case "N":
+			n, err := store.ParseNumber(v.Text)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			it[k] = n
+		default:
+			x, err := store.UnmarshalTyped(fmt.Appendf(nil, `{%q:%s}`, v.Type, v.Text))
+			if err != nil {
+				tb.Fatalf("attribute %q: %v", k, err)
+			}
+			it[k] = x
 		}
-		n, err := store.ParseNumber(v.Text)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		it[k] = n
 	}
 	return it
 }
@@ -44,18 +59,103 @@ func PutRaw(tb testing.TB, s store.Store, attrs map[string]Attr) {
 }
 
 // PutRawDynamoDB writes attrs to table with PutItem, past the store too: the
-// item exactly as a hand edit leaves it.
+// item exactly as a hand edit leaves it. The attribute values are built from
+// the text here, with the AWS SDK's types, not with the store's codec.
 func PutRawDynamoDB(tb testing.TB, client *dynamodb.Client, table string, attrs map[string]Attr) {
 	tb.Helper()
 	av := map[string]types.AttributeValue{}
 	for k, v := range attrs {
-		if v.Type == "S" {
+		switch v.Type {
+		case "S":
 			av[k] = &types.AttributeValueMemberS{Value: v.Text}
-		} else {
+		case "N":
 			av[k] = &types.AttributeValueMemberN{Value: v.Text}
+		default:
+			var doc any
+			if err := json.Unmarshal(fmt.Appendf(nil, `{%q:%s}`, v.Type, v.Text), &doc); err != nil {
+				tb.Fatalf("attribute %q: %v", k, err)
+			}
+			av[k] = attributeValue(tb, doc)
 		}
 	}
 	if _, err := client.PutItem(context.Background(), &dynamodb.PutItemInput{TableName: &table, Item: av}); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// attributeValue builds the SDK's value of doc, one value in DynamoDB's JSON
+// notation as encoding/json reads it.
+func attributeValue(tb testing.TB, doc any) types.AttributeValue {
+	tb.Helper()
+	m, ok := doc.(map[string]any)
+	if !ok || len(m) != 1 {
+		tb.Fatalf("%v is not one typed DynamoDB value", doc)
+	}
+	strs := func(v any) []string {
+		var out []string
+		for _, e := range v.([]any) {
+			out = append(out, e.(string))
+		}
+		return out
+	}
+	bin := func(s string) []byte {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return b
+	}
+	for kind, v := range m {
+		switch kind {
+		case "S":
+			return &types.AttributeValueMemberS{Value: v.(string)}
+		case "N":
+			return &types.AttributeValueMemberN{Value: v.(string)}
+		case "BOOL":
+			return &types.AttributeValueMemberBOOL{Value: v.(bool)}
+		case "NULL":
+			return &types.AttributeValueMemberNULL{Value: v.(bool)}
+		case "B":
+			return &types.AttributeValueMemberB{Value: bin(v.(string))}
+		case "L":
+			var l []types.AttributeValue
+			for _, e := range v.([]any) {
+				l = append(l, attributeValue(tb, e))
+			}
+			return &types.AttributeValueMemberL{Value: l}
+		case "M":
+			mm := map[string]types.AttributeValue{}
+			for name, e := range v.(map[string]any) {
+				mm[name] = attributeValue(tb, e)
+			}
+			return &types.AttributeValueMemberM{Value: mm}
+		case "SS":
+			return &types.AttributeValueMemberSS{Value: strs(v)}
+		case "NS":
+			return &types.AttributeValueMemberNS{Value: strs(v)}
+		case "BS":
+			var bs [][]byte
+			for _, s := range strs(v) {
+				bs = append(bs, bin(s))
+			}
+			return &types.AttributeValueMemberBS{Value: bs}
+		}
+		tb.Fatalf("unknown DynamoDB type %q", kind)
+	}
+	return nil
+}
+
+// EveryType is one attribute of each of DynamoDB's ten types, nested lists
+// and maps included, as a hand edit writes them (names "t_s", "t_n", …).
+var EveryType = map[string]Attr{
+	"t_s":    {Type: "S", Text: "note"},
+	"t_n":    {Type: "N", Text: "42.5"},
+	"t_b":    {Type: "B", Text: `"AAEC/w=="`},
+	"t_bool": {Type: "BOOL", Text: "true"},
+	"t_null": {Type: "NULL", Text: "true"},
+	"t_l":    {Type: "L", Text: `[{"S":"a"},{"N":"1"},{"BOOL":false},{"NULL":true},{"L":[{"B":"aGk="}]},{"M":{"x":{"SS":["p","q"]}}}]`},
+	"t_m":    {Type: "M", Text: `{"owner":{"S":"team-a"},"n":{"N":"-3"},"nested":{"M":{"ok":{"BOOL":true},"ns":{"NS":["1","2.5"]}}}}`},
+	"t_ss":   {Type: "SS", Text: `["blue","green"]`},
+	"t_ns":   {Type: "NS", Text: `["7","0.25"]`},
+	"t_bs":   {Type: "BS", Text: `["aGk=","AA=="]`},
 }

@@ -29,6 +29,7 @@ func Run(t *testing.T, open Opener) {
 	}{
 		{"GetMissing", testGetMissing},
 		{"RoundTrip", testRoundTrip},
+		{"EveryAttributeType", testEveryType},
 		{"PutReplacesWholeItem", testPutReplaces},
 		{"ItemsAreCopies", testItemsAreCopies},
 		{"InvalidItems", testInvalidItems},
@@ -200,6 +201,18 @@ func testInvalidItems(t *testing.T, s store.Store) {
 		"underflow": {store.PK: "bad-small", "f": 1e-200},
 		"bad utf8":  {store.PK: "bad-utf8", "s": "\xff\xfe"},
 		"too large": {store.PK: "bad-large", "s": strings.Repeat("x", store.MaxItemBytes)},
+		"too large in a list": {store.PK: "bad-large-list", "l": store.List{strings.Repeat("x", store.MaxItemBytes/2),
+			store.Binary(strings.Repeat("y", store.MaxItemBytes/2))}},
+		"nil":               {store.PK: "bad-nil", "v": nil},
+		"plain slice":       {store.PK: "bad-slice", "v": []any{"a"}},
+		"empty set":         {store.PK: "bad-empty-set", "v": store.StringSet{}},
+		"repeated string":   {store.PK: "bad-ss", "v": store.StringSet{"a", "b", "a"}},
+		"repeated number":   {store.PK: "bad-ns", "v": store.NumberSet{"1", "1.0"}},
+		"repeated binary":   {store.PK: "bad-bs", "v": store.BinarySet{{1}, {1}}},
+		"bad number in set": {store.PK: "bad-ns-text", "v": store.NumberSet{"0x10"}},
+		"bad utf8 in a map": {store.PK: "bad-map", "v": store.Map{"k": "\xff"}},
+		"bool in a list":    {store.PK: "bad-list", "v": store.List{true}},
+		"nested 33 levels":  {store.PK: "bad-deep", "v": nested(33)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := s.Put(ctx(t), it, store.Always())
@@ -220,6 +233,105 @@ func testInvalidItems(t *testing.T, s store.Store) {
 			t.Error("item written despite an invalid condition")
 		}
 	})
+}
+
+// nested is a list holding a list … depth levels deep.
+func nested(depth int) any {
+	var v any = "leaf"
+	for range depth {
+		v = store.List{v}
+	}
+	return v
+}
+
+// sameValues reports, for each attribute of want, whether got holds a value
+// of the same DynamoDB type equal to it (store.Equal: sets in any order,
+// which is how DynamoDB returns them).
+func sameValues(t *testing.T, what string, got, want store.Item) {
+	t.Helper()
+	if !slices.Equal(got.Keys(), want.Keys()) {
+		t.Errorf("%s: attributes %v, want %v", what, got.Keys(), want.Keys())
+	}
+	for k, w := range want {
+		g := got[k]
+		if store.TypeOf(g) != store.TypeOf(w) || !store.Equal(g, w) {
+			t.Errorf("%s: %s = %s %#v, want %s %#v", what, k, store.TypeOf(g), g, store.TypeOf(w), w)
+		}
+	}
+}
+
+// testEveryType writes an item holding every one of DynamoDB's ten
+// attribute types (nested lists and maps included) and reads it back by Get
+// and Scan; writes it back whole; and conditions writes on each attribute.
+func testEveryType(t *testing.T, s store.Store) {
+	attrs := map[string]Attr{store.PK: {Type: "S", Text: "types#1"}}
+	for k, v := range EveryType {
+		attrs[k] = v
+	}
+	want := RawItem(t, attrs)
+	mustPut(t, s, want)
+	got := mustGet(t, s, "types#1")
+	sameValues(t, "Get", got, want)
+	var scanned []store.Item
+	for it, err := range s.Scan(ctx(t), store.ScanQuery{Prefix: "types#"}) {
+		if err != nil {
+			t.Fatalf("Scan: %v", err)
+		}
+		scanned = append(scanned, it)
+	}
+	if len(scanned) != 1 {
+		t.Fatalf("Scan found %d items, want 1", len(scanned))
+	}
+	sameValues(t, "Scan", scanned[0], want)
+
+	// What was read is written back whole.
+	if err := s.Put(ctx(t), got, store.IfPresent()); err != nil {
+		t.Fatalf("Put of the item as read: %v", err)
+	}
+	sameValues(t, "Get after rewrite", mustGet(t, s, "types#1"), want)
+
+	// A condition on each attribute holds for the value as stored (a set in
+	// another order included) and fails for another value or another type.
+	others := map[string][]any{
+		"t_s":    {"other", store.StringSet{"note"}},
+		"t_n":    {42.25, "42.5"},
+		"t_b":    {store.Binary{0, 1, 2}, store.BinarySet{{0, 1, 2, 255}}},
+		"t_bool": {store.Bool(false), int64(1)},
+		"t_null": {store.Bool(true), ""},
+		"t_l":    {store.List{"a"}, store.StringSet{"a"}},
+		"t_m":    {store.Map{"owner": "team-a"}, store.List{}},
+		"t_ss":   {store.StringSet{"blue"}, store.List{"blue", "green"}},
+		"t_ns":   {store.NumberSet{"7", "0.5"}, store.List{int64(7), 0.25}},
+		"t_bs":   {store.BinarySet{{0}}, store.Binary("hi")},
+	}
+	reversed := map[string]any{
+		"t_ss": store.StringSet{"green", "blue"},
+		"t_ns": store.NumberSet{"0.25", "7"},
+		"t_bs": store.BinarySet{{0}, []byte("hi")},
+	}
+	for k := range EveryType {
+		t.Run(k, func(t *testing.T) {
+			for _, v := range append([]any{got[k]}, reversed[k]) {
+				if v == nil {
+					continue
+				}
+				if err := s.Put(ctx(t), got, store.IfEquals(k, v)); err != nil {
+					t.Errorf("Put if %s = %#v (as stored): %v", k, v, err)
+				}
+			}
+			for _, v := range others[k] {
+				err := s.Delete(ctx(t), "types#1", store.IfEquals(k, v))
+				if !errors.Is(err, store.ErrConditionFailed) {
+					t.Errorf("Delete if %s = %s %#v: %v, want ErrConditionFailed", k, store.TypeOf(v), v, err)
+				}
+				var ce *store.ConditionError
+				if errors.As(err, &ce) && ce.Current != nil {
+					sameValues(t, "ConditionError.Current", ce.Current, want)
+				}
+			}
+		})
+	}
+	sameValues(t, "Get after the conditional writes", mustGet(t, s, "types#1"), want)
 }
 
 // condCase is one condition applied to one starting state.

@@ -67,7 +67,7 @@ type Proxy struct {
 // port until the test ends.
 func Start(tb testing.TB, target string) *Proxy {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("faultproxy: listen: %v", err)
 	}
@@ -189,14 +189,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	// The forwarded request does not end with the client's: the server must
 	// apply it even when the client hangs up first.
-	out, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, p.target+r.URL.RequestURI(), bytes.NewReader(body))
+	out, err := http.NewRequestWithContext(context.WithoutCancel(r.Context()), r.Method, p.target+r.URL.RequestURI(), bytes.NewReader(body)) //nolint:gosec // G704: the target is the test's own loopback server
 	if err != nil {
 		http.Error(w, "faultproxy: "+err.Error(), http.StatusBadGateway)
 		return
 	}
 	out.Header = r.Header.Clone()
 	out.Host = r.Host
-	resp, err := p.client.Do(out)
+	resp, err := p.client.Do(out) //nolint:gosec // G704: the target is the test's own loopback server
 	if err != nil {
 		http.Error(w, "faultproxy: forward: "+err.Error(), http.StatusBadGateway)
 		return

@@ -29,8 +29,9 @@ func Of(typ string, v any) Value { return Value{typ: v} }
 // hold (anything but S and N). A contract rule that meets one where it wants
 // a string or a number treats it as wrong-typed; attributes the contract
 // does not name are ignored whatever their type. (The vectors state that
-// rule through the Go rule functions; koshactl's DynamoDB backend itself
-// still refuses to read an item holding such an attribute, a read error.)
+// rule through the Go rule functions; both of koshactl's backends read such
+// an attribute into the item model's own types, store.Bool, store.Map, …,
+// which the rules treat the same way.)
 type Other struct {
 	// Type is the DynamoDB type: BOOL, NULL, B, L, M, SS, NS or BS.
 	Type string

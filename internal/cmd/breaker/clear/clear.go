@@ -4,6 +4,7 @@ package clear
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -22,19 +24,24 @@ import (
 // Options are the parsed flags and arguments.
 type Options struct {
 	Dependencies []string
+	// Keys name override items by pk (--key), for a pk that is not a valid
+	// dependency name.
+	Keys         []string
 	All          bool
 	Reason       string
 	DryRun       bool
 	Yes          bool
+	AllowUnknown bool
 	NoNotify     bool
 	Output       string
+	shared.WaitOptions
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
 func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
-		Use:   "clear [DEPENDENCY...] [--all]",
+		Use:   "clear [DEPENDENCY...] [--key PK...] [--all]",
 		Short: "Clear forced_open overrides so breakers follow their own state again",
 		Long: heredoc.Doc(`
 			Delete the forced_open override of each dependency. Gateway instances return
@@ -43,16 +50,38 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			Clearing a dependency that is not forced succeeds and says so, so scripts and
 			CI can clear unconditionally. If someone re-forced the override since it was
 			read, nothing is deleted and the command reports the conflict.
+
+			A name this context does not know, with no override stored under it, is
+			refused with the closest known name (a typo like open-ai would otherwise
+			clear nothing and succeed while openai stays forced); --allow-unknown accepts
+			it. An unknown name whose override is stored (one forced with
+			--allow-unknown, or a dependency since removed from the context) is cleared
+			without the flag: it names an override that breaker list shows.
+
+			--key names an override item by its pk, for an item written by hand whose pk
+			is not a valid dependency name (breaker list names it, with this command):
+			it is cleared like any other, conditional on the version read and audited.
+
+			--wait then waits until the fleet's breaker_state gauges confirm it: no reporting
+			instance forced (Prometheus), or CloudWatch's fleet Maximum below forced over the
+			newest complete minute, within the source's bound (6s on a scrape, 4m05s on
+			CloudWatch). The clear and its audit record come first. Not confirmed within
+			--timeout exits 11, naming the instances still forced where the source can.
 		`),
 		Example: heredoc.Doc(`
 			koshactl breaker clear openai --reason "provider recovered"
 			koshactl breaker clear --all --dry-run
+			koshactl breaker clear --key 'breaker#Bad Name' --reason "hand-written item"
+			koshactl breaker clear openai --reason "provider recovered" --wait
 		`),
 		ValidArgsFunction: cmdutil.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
-			if opts.All == (len(args) > 0) {
-				return cmdutil.Usagef("name the dependencies to clear, or pass --all (not both)")
+			if opts.All == (len(args)+len(opts.Keys) > 0) {
+				return cmdutil.Usagef("name the dependencies to clear (or --key PK), or pass --all (not both)")
+			}
+			if err := opts.WaitOptions.Check(c, opts.DryRun); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(c.Context(), opts)
@@ -62,9 +91,12 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.All, "all", false, "clear every override in the store")
+	fl.StringArrayVar(&opts.Keys, "key", nil, "clear the override item with this pk (breaker#<name>), even if <name> is not a valid dependency name (repeatable)")
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
+	shared.AddWaitFlags(cmd, &opts.WaitOptions)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
@@ -77,6 +109,8 @@ type Result struct {
 	Store   string       `json:"store"`
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
+	// Convergence is what the gauges said, with --wait only.
+	Convergence *shared.ConvergenceView `json:"convergence,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -101,6 +135,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return cmdutil.WithCode(cmdutil.ExitUsage, err)
 		}
 	}
+	for _, k := range opts.Keys {
+		if _, err := breaker.DependencyOfKey(k); err != nil {
+			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		}
+	}
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
@@ -108,34 +147,52 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
+	var waiter *metrics.Waiter
+	if opts.Wait {
+		if waiter, err = opts.NewWaiter(ctx, f, env); err != nil {
+			return err
+		}
+	}
 	ov := breaker.NewOverrides(env.Store, f.Clock)
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
-	deps := opts.Dependencies
+	deps, keys := opts.Dependencies, opts.Keys
 	if opts.All {
 		// --all must find every override, including one written by hand
-		// without the index attribute: a scan, not the index.
+		// without the index attribute: a scan, not the index; and one whose
+		// pk is not a valid dependency name, by its key.
 		all, err := ov.List(ctx)
 		if err != nil {
 			return err
 		}
 		deps = deps[:0]
 		for _, o := range all {
-			deps = append(deps, o.Dependency)
+			if breaker.ValidateDependency(o.Dependency) == nil {
+				deps = append(deps, o.Dependency)
+			} else {
+				keys = append(keys, breaker.OverrideKey(o.Dependency))
+			}
 		}
+	}
+	var known []string
+	if !opts.All && !opts.AllowUnknown {
+		known = env.Context.KnownDependencies()
 	}
 	now := f.Clock.Now()
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
 	// One batch read of every override (while the identity resolves), then
 	// the deletes and their audit records concurrently.
-	outcomes, err := ov.ClearAll(ctx, env.AuditLog(f.Clock), breaker.ClearAll{Dependencies: deps,
-		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun,
+	outcomes, err := ov.ClearAll(ctx, env.AuditLog(f.Clock), breaker.ClearAll{Dependencies: deps, Keys: keys,
+		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun, Known: known,
 		Confirm: func([]breaker.ClearResult) error {
-			if len(deps) == 0 {
+			if len(deps)+len(keys) == 0 {
 				return nil
 			}
-			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)))
+			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
 		}})
 	if outcomes == nil && err != nil {
+		if errors.Is(err, breaker.ErrUnknownDependency) {
+			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
+		}
 		return err
 	}
 	var writeErr, auditErr error
@@ -160,14 +217,47 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		out.Results = append(out.Results, item)
 	}
-	if err := printResult(f, opts, env, out, now); err != nil {
+	failure := cmdutil.WriteFailure(writeErr, auditErr)
+	// The deletes and their audit records are done: announce them
+	// (bounded) once the result is shown, before any wait on the fleet.
+	announce := func() {
+		if levers := notify.ClearLevers(outcomes); !opts.DryRun && len(levers) > 0 {
+			actor, _ := env.Actor(ctx)
+			cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: breaker.ActionClear, Actor: actor, Reason: opts.Reason, Levers: levers})
+		}
+	}
+	if waiter == nil || len(out.Results) == 0 {
+		if err := printResult(f, opts, env, out, now); err != nil {
+			return err
+		}
+		announce()
+		return failure
+	}
+	// The deletes and their audit records are done; now the fleet. A
+	// dependency that was not forced is waited on too: no instance should
+	// report forced.
+	changes := make([]metrics.Change, 0, len(out.Results))
+	for _, r := range out.Results {
+		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalReleased, Since: now})
+	}
+	table := opts.Output == cmdutil.FormatTable
+	if table {
+		if err := printResult(f, opts, env, out, now); err != nil {
+			return err
+		}
+	}
+	announce()
+	view, waitErr := shared.Wait(ctx, f, waiter, changes)
+	out.Convergence = view
+	if table {
+		shared.PrintWait(f.IOStreams.Out, view)
+	} else if err := printResult(f, opts, env, out, now); err != nil {
 		return err
 	}
-	if levers := notify.ClearLevers(outcomes); !opts.DryRun && len(levers) > 0 {
-		actor, _ := env.Actor(ctx)
-		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: breaker.ActionClear, Actor: actor, Reason: opts.Reason, Levers: levers})
+	if failure != nil {
+		return failure
 	}
-	return cmdutil.WriteFailure(writeErr, auditErr)
+	return waitErr
 }
 
 func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
@@ -180,9 +270,13 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 		fmt.Fprintln(ios.Out, "No overrides to clear.")
 	}
 	for _, r := range out.Results {
+		name := r.Dependency
+		if breaker.ValidateDependency(name) != nil {
+			name = textsafe.Quote(breaker.OverrideKey(name)) // named by --key
+		}
 		switch r.Action {
 		case "already-clear":
-			fmt.Fprintf(ios.Out, "%s was not forced open: nothing to clear\n", r.Dependency)
+			fmt.Fprintf(ios.Out, "%s was not forced open: nothing to clear\n", name)
 		default:
 			verb := map[string]string{"cleared": "Cleared", "would-clear": "Would clear"}[r.Action]
 			note := ""
@@ -192,7 +286,7 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 			if len(r.Before.Malformed) > 0 {
 				note += " (a malformed item, removed as it was stored)"
 			}
-			fmt.Fprintf(ios.Out, "%s override on %s set by %s%s\n", verb, r.Dependency, textsafe.Line(r.Before.Actor), note)
+			fmt.Fprintf(ios.Out, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
 			if r.ConfirmedByReread {
 				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedDeleteNote)
 			}

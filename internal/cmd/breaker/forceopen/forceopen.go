@@ -15,13 +15,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
-
-// DefaultFor is how long an override lasts when neither --for nor --until is given.
-const DefaultFor = time.Hour
 
 // Options are the parsed flags and arguments.
 type Options struct {
@@ -37,6 +35,7 @@ type Options struct {
 	Yes          bool
 	NoNotify     bool
 	Output       string
+	shared.WaitOptions
 }
 
 // NewCmd builds the command. runF, when non-nil, replaces the run function
@@ -56,17 +55,29 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			lapses before the fleet reads it) and capped by the context's max-override;
 			--no-expiry needs --yes.
 			An override already set by someone else is a conflict unless --overwrite.
+
+			--wait then waits until the fleet's breaker_state gauges confirm it: forced (3) on
+			every reporting instance of a Prometheus source, or CloudWatch's fleet Minimum
+			forced over the newest complete minute (judged within the source's bound: 6s on a
+			scrape, 4m05s on CloudWatch). A terminal shows a live progress line on stderr.
+			The override and its audit record are written first; the wait never delays them.
+			Not confirmed within --timeout exits 11, naming the instances that do not obey
+			where the source can (CloudWatch: with --instances).
 		`),
 		Example: heredoc.Doc(`
 			koshactl breaker force-open openai --reason "provider incident INC-142" --for 30m
 			koshactl breaker force-open core-api screening-sim --reason "failover drill" --until 2026-11-29T18:00:00Z
 			koshactl breaker force-open openai --reason "planned" --dry-run -o json
+			koshactl breaker force-open openai --reason "provider incident INC-142" --wait
 		`),
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: cmdutil.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
 			opts.ForSet = c.Flags().Changed("for")
+			if err := opts.WaitOptions.Check(c, opts.DryRun); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -75,7 +86,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (required; shown to everyone who reads the override)")
-	fl.DurationVar(&opts.For, "for", DefaultFor, "how long the override lasts")
+	fl.DurationVar(&opts.For, "for", breaker.DefaultFor, "how long the override lasts")
 	fl.StringVar(&opts.Until, "until", "", "when the override lapses (RFC3339, e.g. 2026-11-29T18:00:00Z)")
 	fl.BoolVar(&opts.NoExpiry, "no-expiry", false, "never expire (requires --yes)")
 	fl.BoolVar(&opts.Overwrite, "overwrite", false, "replace an active override set by someone else")
@@ -83,6 +94,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts, --no-expiry)")
 	cmd.MarkFlagsMutuallyExclusive("for", "until", "no-expiry")
+	shared.AddWaitFlags(cmd, &opts.WaitOptions)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
@@ -95,6 +107,8 @@ type Result struct {
 	Store   string       `json:"store"`
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
+	// Convergence is what the gauges said, with --wait only.
+	Convergence *shared.ConvergenceView `json:"convergence,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -112,39 +126,44 @@ type ItemResult struct {
 	res breaker.ForceResult
 }
 
-func (o *Options) expiry(now time.Time, maxFor time.Duration) (time.Time, error) {
+// expiry applies breaker's duration policy to the flags and words its
+// refusal for them.
+func (o *Options) expiry(now time.Time, policy breaker.DurationPolicy) (time.Time, time.Duration, error) {
+	l := breaker.LastFor(o.For)
 	switch {
 	case o.NoExpiry:
 		if !o.Yes {
-			return time.Time{}, cmdutil.Usagef("--no-expiry leaves the fleet degraded until someone clears it: add --yes to confirm, or use --for")
+			return time.Time{}, 0, cmdutil.Usagef("--no-expiry leaves the fleet degraded until someone clears it: add --yes to confirm, or use --for")
 		}
-		return time.Time{}, nil
+		l = breaker.NoExpiry()
 	case o.Until != "":
 		t, err := time.Parse(time.RFC3339, o.Until)
 		if err != nil {
-			return time.Time{}, cmdutil.Usagef("--until %q is not an RFC3339 time: write it like 2026-11-29T18:00:00Z", o.Until)
+			return time.Time{}, 0, cmdutil.Usagef("--until %q is not an RFC3339 time: write it like 2026-11-29T18:00:00Z", o.Until)
 		}
-		if !t.After(now) {
-			return time.Time{}, cmdutil.Usagef("--until %s is in the past: give a future time, or use --for", o.Until)
+		l = breaker.LastUntil(t)
+	}
+	expires, forDur, err := policy.ExpiresAt(now, l)
+	var de *breaker.DurationError
+	if !errors.As(err, &de) {
+		return expires, forDur, err
+	}
+	if o.Until != "" {
+		switch de.Problem {
+		case breaker.ErrExpiryPast:
+			return time.Time{}, 0, cmdutil.Usagef("--until %s is in the past: give a future time, or use --for", o.Until)
+		case breaker.ErrDurationTooShort:
+			return time.Time{}, 0, cmdutil.Usagef("--until %s: %v; give a time at least %s away", o.Until, err, breaker.MinOverride)
 		}
-		if err := breaker.CheckOverrideDuration(t.Sub(now)); err != nil {
-			return time.Time{}, cmdutil.Usagef("--until %s: %v; give a time at least %s away", o.Until, err, breaker.MinOverride)
-		}
-		if t.Sub(now) > maxFor {
-			return time.Time{}, cmdutil.Usagef("--until is %s away, over this context's max-override of %s: pick an earlier time", human.Age(t.Sub(now)), maxFor)
-		}
-		return t, nil
+		return time.Time{}, 0, cmdutil.Usagef("--until is %s away, over this context's max-override of %s: pick an earlier time", human.Age(de.Duration), de.Limit)
 	}
-	if o.For <= 0 {
-		return time.Time{}, cmdutil.Usagef("--for %s is not positive: give a duration like 30m or 2h", o.For)
+	switch de.Problem {
+	case breaker.ErrDurationNotPositive:
+		return time.Time{}, 0, cmdutil.Usagef("--for %s is not positive: give a duration like 30m or 2h", o.For)
+	case breaker.ErrDurationTooShort:
+		return time.Time{}, 0, cmdutil.Usagef("--for %v; use --for %s or more", err, breaker.MinOverride)
 	}
-	if err := breaker.CheckOverrideDuration(o.For); err != nil {
-		return time.Time{}, cmdutil.Usagef("--for %v; use --for %s or more", err, breaker.MinOverride)
-	}
-	if o.For > maxFor {
-		return time.Time{}, cmdutil.Usagef("--for %s is over this context's max-override of %s: use a shorter duration (or raise max-override with koshactl config set-context)", o.For, maxFor)
-	}
-	return now.Add(o.For), nil
+	return time.Time{}, 0, cmdutil.Usagef("--for %s is over this context's max-override of %s: use a shorter duration (or raise max-override with koshactl config set-context)", o.For, de.Limit)
 }
 
 // Run forces the overrides with breaker.Overrides.ForceAll: every argument
@@ -170,13 +189,15 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	now := f.Clock.Now()
-	expires, err := opts.expiry(now, env.Context.MaxOverrideDuration())
+	expires, forDur, err := opts.expiry(now, env.Context.OverridePolicy())
 	if err != nil {
 		return err
 	}
-	var forDur time.Duration
-	if !opts.NoExpiry && opts.Until == "" {
-		forDur = opts.For
+	var waiter *metrics.Waiter
+	if opts.Wait {
+		if waiter, err = opts.NewWaiter(ctx, f, env); err != nil {
+			return err
+		}
 	}
 	ov := breaker.NewOverrides(env.Store, f.Clock)
 	reqs := make([]breaker.ForceRequest, 0, len(opts.Dependencies))
@@ -207,23 +228,61 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Results = append(out.Results, ItemResult{Dependency: res.After.Dependency, Action: action(res, opts.DryRun),
 			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: res.Confirmed, res: res})
 	}
-	if err := printResult(f, opts, env, out, now); err != nil {
-		return err
-	}
-	if levers := notify.ForceLevers(outcomes); !opts.DryRun && len(levers) > 0 {
-		actor, _ := env.Actor(ctx)
-		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: breaker.ActionForceOpen, Actor: actor, Reason: opts.Reason, Levers: levers})
+	// The overrides and their audit records are written: announce them
+	// (bounded) once the result is shown, before any wait on the fleet.
+	announce := func() {
+		if levers := notify.ForceLevers(outcomes); !opts.DryRun && len(levers) > 0 {
+			actor, _ := env.Actor(ctx)
+			cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: breaker.ActionForceOpen, Actor: actor, Reason: opts.Reason, Levers: levers})
+		}
 	}
 	failure := cmdutil.WriteFailure(writeErr, auditErr)
 	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(opts.Dependencies) {
 		failure = fmt.Errorf("%w (the overrides listed above were written; the rest were not)", failure)
 	}
-	return failure
+	if waiter == nil || len(out.Results) == 0 {
+		if err := printResult(f, opts, env, out, now); err != nil {
+			return err
+		}
+		announce()
+		return failure
+	}
+	// The overrides and their audit records are written; now the fleet.
+	changes := make([]metrics.Change, 0, len(out.Results))
+	for _, r := range out.Results {
+		since := r.res.After.CreatedAt
+		if since.IsZero() {
+			since = now
+		}
+		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalForced, Since: since})
+	}
+	table := opts.Output == cmdutil.FormatTable
+	if table {
+		if err := printResult(f, opts, env, out, now); err != nil {
+			return err
+		}
+	}
+	announce()
+	view, waitErr := shared.Wait(ctx, f, waiter, changes)
+	out.Convergence = view
+	if table {
+		shared.PrintWait(f.IOStreams.Out, view)
+	} else if err := printResult(f, opts, env, out, now); err != nil {
+		return err
+	}
+	if failure != nil {
+		return failure
+	}
+	return waitErr
 }
 
 func conflictHint(err error) error {
 	var ce *breaker.ConflictError
-	if errors.As(err, &ce) && !ce.Raced {
+	switch {
+	case !errors.As(err, &ce) || ce.Raced:
+	case ce.Current.Malformed():
+		return fmt.Errorf("%w: pass --overwrite to replace it, or remove it with koshactl breaker clear %s", err, ce.Current.Dependency)
+	default:
 		return fmt.Errorf("%w: pass --overwrite to replace it, or coordinate with %s", err, ce.Current.Actor)
 	}
 	return err

@@ -95,9 +95,16 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Unreadable = append(out.Unreadable, o.Problems...)
 	}
 	ios := f.IOStreams
+	fix := "each is listed as the data plane reads it; repair it with koshactl breaker clear DEPENDENCY, or force-open --overwrite"
+	for _, o := range shown {
+		if o.Malformed() && breaker.ValidateDependency(o.Dependency) != nil {
+			// A pk that names no dependency: by its key (the hint and the
+			// command agree).
+			fix += "; " + o.Repair()
+		}
+	}
 	partial := func() error {
-		return cmdutil.Unreadable(ios, opts.Output, out.Unreadable, "override item",
-			"each is listed as the data plane reads it; repair it with koshactl breaker clear DEPENDENCY, or force-open --overwrite")
+		return cmdutil.Unreadable(ios, opts.Output, out.Unreadable, "override item", fix)
 	}
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {

@@ -127,12 +127,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	mc := &metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known,
 		Only: opts.Dependencies, AllInstances: opts.Instances}
-	if _, ok := src.(*metrics.CloudWatch); ok && opts.Watch && opts.Interval < time.Minute {
-		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", metrics.CostWarning(len(known), mc.Breakdowns(), opts.Interval))
+	if w := src.CostWarning(len(known), mc.Breakdowns(), opts.Interval); w != "" && opts.Watch {
+		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", w)
 	}
-	if src.Describe() == "prometheus "+metrics.DefaultPrometheusURL {
-		opts.hint = "is the sandbox running? start it with koshactl sandbox"
-	}
+	opts.hint = src.Hint()
 	c := &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts, c: mc}
 	if !opts.Watch {
 		res := c.collect(ctx)
@@ -284,7 +282,7 @@ func printTable(ios *iostreams.IOStreams, r result, watch bool, now time.Time) e
 		fmt.Fprintf(w, "! %s\n", textsafe.Line(warn))
 	}
 	tw := cmdutil.NewTable(w)
-	tw.Header(ios, "DEPENDENCY", "STATE", "GAUGES", "WORST", "BEST", "INSTANCES", "OVERRIDE")
+	tw.Header(ios, "DEPENDENCY", "STATE", "GAUGES", "FLEET", "WORST", "BEST", "INSTANCES", "OVERRIDE")
 	var notes []string
 	for _, s := range r.statuses {
 		worst, best, inst := "-", "-", "-"
@@ -314,7 +312,11 @@ func printTable(ios *iostreams.IOStreams, r result, watch bool, now time.Time) e
 				ov = "malformed item, " + ov
 			}
 		}
-		tw.Row(s.Dependency, s.State.Label(), s.GaugeState.Label(), worst, best, inst, ov)
+		fleet := "-"
+		if s.Fleet != nil {
+			fleet = s.Fleet.Verdict.Label()
+		}
+		tw.Row(s.Dependency, s.State.Label(), s.GaugeState.Label(), fleet, worst, best, inst, ov)
 		for _, n := range s.Notes {
 			notes = append(notes, s.Dependency+": "+n)
 		}

@@ -96,11 +96,11 @@ func TestStatusMergesOverridesAndGauges(t *testing.T) {
 	r := e.MustRun(0, "breaker", "status")
 	for _, want := range []string{
 		"context local · store sqlite",
-		"DEPENDENCY     STATE    GAUGES   WORST   BEST    INSTANCES  OVERRIDE",
-		"core-api       closed   closed   closed  closed  2/2        -",
-		"openai         forced   forced   forced  forced  2/2        tester@test, expires 2026-11-29T19:30:00Z: provider incident",
-		"postgres       mixed    mixed    open    closed  2/2        -",
-		"screening-sim  no data  no data  -       -       -          -",
+		"DEPENDENCY     STATE    GAUGES   FLEET      WORST   BEST    INSTANCES  OVERRIDE",
+		"core-api       closed   closed   -          closed  closed  2/2        -",
+		"openai         forced   forced   confirmed  forced  forced  2/2        tester@test, expires 2026-11-29T19:30:00Z: provider incident",
+		"postgres       mixed    mixed    -          open    closed  2/2        -",
+		"screening-sim  no data  no data  -          -       -       -          -",
 	} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, r.Stdout)
@@ -421,7 +421,7 @@ func TestStatusOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 		t.Fatal(err)
 	}
 	table := out.String()[mark:]
-	for _, want := range []string{"openai      mixed  mixed   open   closed  199/499 of ~300 (partial)", "note: openai: per-instance breakdown is partial",
+	for _, want := range []string{"openai      mixed  mixed   -      open   closed  199/499 of ~300 (partial)", "note: openai: per-instance breakdown is partial",
 		"MaxMetricsExceeded: Maximum number of allowed metrics exceeded"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)

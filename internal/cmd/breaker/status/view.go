@@ -50,7 +50,24 @@ type DependencyView struct {
 	Gauges     GaugeSummary         `json:"gauges"`
 	Instances  []InstanceView       `json:"instances"`
 	Timeline   []PointView          `json:"timeline,omitempty"`
-	Notes      []string             `json:"notes"`
+	// Fleet judges the override against the gauges (metrics.JudgeStatus);
+	// null without an override item.
+	Fleet *FleetView `json:"fleet"`
+	Notes []string   `json:"notes"`
+}
+
+// FleetView says whether the fleet obeys the override: confirmed,
+// converging (within the source's bound), not_obeyed (past it, with the
+// instances that disagree where the source names them) or unconfirmed.
+type FleetView struct {
+	Goal               metrics.Goal    `json:"goal"`
+	Verdict            metrics.Verdict `json:"verdict"`
+	Since              *string         `json:"since"`
+	BoundSeconds       float64         `json:"bound_seconds"`
+	Instances          int             `json:"instances"`
+	InstancesConfirmed int             `json:"instances_confirmed"`
+	PerInstance        bool            `json:"per_instance"`
+	Stragglers         []string        `json:"stragglers"`
 }
 
 // GaugeSummary is the fleet's newest values.
@@ -91,6 +108,10 @@ type PointView struct {
 func view(s metrics.DependencyStatus, now time.Time, timeline bool) DependencyView {
 	v := DependencyView{Dependency: s.Dependency, State: s.State, GaugeState: s.GaugeState,
 		Override: shared.ViewPtr(s.Override, now), Instances: []InstanceView{}, Notes: append([]string{}, s.Notes...)}
+	if f := s.Fleet; f != nil {
+		v.Fleet = &FleetView{Goal: f.Goal, Verdict: f.Verdict, Since: cmdutil.TimeOrNil(f.Since), BoundSeconds: f.Bound.Seconds(),
+			Instances: f.Instances, InstancesConfirmed: f.Confirmed, PerInstance: f.PerInstance, Stragglers: append([]string{}, f.Stragglers...)}
+	}
 	g := s.Gauges
 	v.Gauges = GaugeSummary{HasData: g.HasData, Samples: g.Samples, InstancesReporting: g.Reporting, InstancesSeen: g.Known,
 		ByState: map[string]int{}, Breakdown: g.Breakdown, LatestAt: cmdutil.TimeOrNil(g.LatestAt)}

@@ -132,10 +132,7 @@ func completeTargets(f *cmdutil.Factory) []string {
 	if err != nil {
 		return shared.TargetNames(nil)
 	}
-	name := f.ContextName
-	if name == "" {
-		name = file.Current()
-	}
+	name, _ := f.SelectContext(file)
 	c, err := file.Context(name)
 	if err != nil || len(c.Chaos.Targets) == 0 {
 		return shared.TargetNames(nil)

@@ -22,6 +22,7 @@ type Options struct {
 	Journal        string
 	JUnit          string
 	AllowProtected bool
+	Yes            bool
 	NoNotify       bool
 	Output         string
 }
@@ -35,25 +36,39 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Long: heredoc.Doc(`
 			Read the journal a drill run left (drill run --journal) and run every rollback
 			it did not finish (pending, running, failed or abandoned), in reverse order of
-			registration, with the run's rules: an override is cleared only while it is
-			still the drill's (its actor, its run id, the version the drill wrote), and one
-			someone else moved since is left alone and reported; a bucket is set back to
-			its level before the drill, refilled since; a chaos header lived only in the
-			dead process. Rollback steps of the drill file (shell, http) are not run: they
-			are reported for you to do by hand.
+			registration. The journal only says where to look; the audit trail decides what
+			to do: a lever is acted on only as far as the audit log records the run (its
+			run_id attribute and its actor) changing it. An override is cleared only while
+			it is the write the audit trail names as the run's last, and one someone else
+			wrote since is left alone and reported; an override the drill replaced is put
+			back from the audit record's before-image, under the rules of any new override
+			(a reason, at most the context's max-override left, no expiry only with --yes);
+			a bucket is set back to its level before the drill (the audit record's),
+			refilled since; a chaos header lived only in the dead process. Rollback steps of
+			the drill file (shell, http) are not run: they are reported for you to do by
+			hand. A journal that disagrees with the audit trail (another run id, actor,
+			before-image or version) is refused, one line per disagreement, and nothing is
+			written.
 
 			It refuses while the run is alive: drill run holds the journal's lock file
-			(JOURNAL.lock, with flock) for its whole life, and the kernel releases it when
-			the process ends, however it ends. The recovery is written to the journal (each
-			rollback's recovered_at, and a recoveries entry), to the audit log, and with
-			--junit as JUnit XML. A second recover finds nothing pending and does nothing.
+			(JOURNAL.lock, with flock) for its whole life and writes its pid, host and start
+			time into it; the kernel releases the lock when the process ends, however it
+			ends. Recover says which it found: "a run is still going: pid N started at T on
+			host H", or "the lock is stale: pid N is gone". It also checks the run's pid
+			itself (on Linux with its start time, so a reused pid is not taken for the run;
+			elsewhere the pid alone), and refuses if it is alive. The recovery is written to
+			the journal (each rollback's recovered_at, and a recoveries entry), to the audit
+			log, and with --junit as JUnit XML. A second recover finds nothing pending and
+			does nothing.
 
 			It acts on the journal's context and store; selecting another context, or a
 			context whose store is not the journal's, is refused. A protected context needs
 			--allow-protected.
 
 			Exit codes: 0 every pending rollback succeeded (or none was pending); 2 the
-			journal cannot be used; 4 the run is still alive; 9 a rollback failed.
+			journal cannot be used, or disagrees with the audit trail (nothing written);
+			4 the run (or another recover) is still alive; 5 the store or its audit trail
+			cannot be read; 9 a rollback failed.
 		`),
 		Example: heredoc.Doc(`
 			koshactl drill recover out/drill.json
@@ -71,6 +86,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl := cmd.Flags()
 	fl.StringVar(&opts.JUnit, "junit", "", "write the journal, with the recovery, as JUnit XML to this file")
 	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow recovering on a protected context")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "restore an override that never expires (one the drill replaced had no expiry)")
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	_ = cmd.MarkFlagFilename("junit")
@@ -85,18 +101,21 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return cmdutil.Usagef("--junit %s: %v; nothing was done", opts.JUnit, err)
 		}
 	}
-	unlock, err := runner.LockJournal(opts.Journal)
-	if errors.Is(err, runner.ErrJournalLocked) {
-		who := ""
-		if j, rerr := drill.ReadJournal(opts.Journal); rerr == nil && j.Runner != nil {
-			who = fmt.Sprintf(" (pid %d on %s)", j.Runner.PID, j.Runner.Host)
+	lock, err := runner.LockJournal(opts.Journal, runner.ThisProcess("drill recover", runner.LockPath(opts.Journal)))
+	var locked *runner.LockedError
+	if errors.As(err, &locked) {
+		holder := locked.Holder
+		if holder == nil {
+			if j, rerr := drill.ReadJournal(opts.Journal); rerr == nil && j.Runner != nil {
+				holder = j.Runner
+			}
 		}
-		return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("the run that writes %s is still alive%s: it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done", opts.Journal, who))
+		return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("%s: it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done", stillGoing(holder, locked.Lock)))
 	}
 	if err != nil {
 		return cmdutil.Usagef("journal %s: cannot take its lock: %v; nothing was done", opts.Journal, err)
 	}
-	defer unlock()
+	defer lock.Release()
 	j, err := drill.ReadJournal(opts.Journal)
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w; nothing was done", err))
@@ -108,6 +127,20 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if len(pending) == 0 {
 		fmt.Fprintf(ios.Out, "nothing to recover: every rollback of drill %s run %s has run (%d ok)\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), len(j.Rollbacks))
 		return nil
+	}
+	// The lock was free, so its holder ended; the run's own process is
+	// checked too, by pid and start time, so that a file system that does
+	// not honor flock never lets recover act under a live run.
+	switch live, why := runner.CheckProcess(*j.Runner); live {
+	case runner.LivenessAlive:
+		return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("%s, although its lock %s was free (a file system that does not honor flock?): it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done",
+			stillGoing(j.Runner, ""), runner.LockPath(opts.Journal)))
+	case runner.LivenessGone:
+		fmt.Fprintf(ios.ErrOut, "the lock is stale: pid %d is gone (%s)\n", j.Runner.PID, textsafe.Line(runner.DescribeProcess(*j.Runner)))
+	case runner.LivenessReused:
+		fmt.Fprintf(ios.ErrOut, "the lock is stale: pid %d is gone (%s; the pid now belongs to a process started at another time)\n", j.Runner.PID, textsafe.Line(runner.DescribeProcess(*j.Runner)))
+	default:
+		fmt.Fprintf(ios.ErrOut, "note: whether the run (%s) is alive cannot be told from here: %s; its lock here is free\n", textsafe.Line(runner.DescribeProcess(*j.Runner)), textsafe.Line(fmt.Sprint(why)))
 	}
 	if f.ContextName != "" && f.ContextName != j.Context {
 		return cmdutil.Usagef("journal %s is of context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: recover acts on the journal's context; nothing was done", opts.Journal, j.Context, f.ContextName)
@@ -131,11 +164,22 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	fmt.Fprintf(ios.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
-	rv := &runner.Recovery{Deps: deps, Log: func(line string) { fmt.Fprintln(ios.ErrOut, "  "+textsafe.Line(line)) }}
+	rv := &runner.Recovery{Deps: deps, Trail: env.AuditLog(f.Clock), AllowNoExpiry: opts.Yes,
+		Log: func(line string) { fmt.Fprintln(ios.ErrOut, "  "+textsafe.Line(line)) }}
 	if !opts.NoNotify && env.Notifier != nil {
 		rv.Notifier = env.Notifier.For(notify.SourceDrill, nil)
 	}
-	rec := rv.Run(ctx, j)
+	rec, err := rv.Run(ctx, j)
+	var dis *runner.DisagreementError
+	if errors.As(err, &dis) {
+		for _, line := range dis.Lines {
+			fmt.Fprintln(ios.ErrOut, "  disagreement: "+textsafe.Line(line))
+		}
+		return cmdutil.Usagef("journal %s disagrees with the audit trail of run %s (%d disagreement(s) above): it was edited, or is not this run's; recover acts only on what the audit trail records; nothing was done", opts.Journal, j.RunID, len(dis.Lines))
+	}
+	if err != nil {
+		return fmt.Errorf("%w; nothing was done", err)
+	}
 	werr := runner.WriteJournal(opts.Journal, j)
 	if opts.JUnit != "" {
 		if b, err := runner.JUnit(j); err != nil {
@@ -167,4 +211,19 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return werr
 	}
 	return nil
+}
+
+// stillGoing says which live process holds a journal: "a run is still
+// going: pid N started at T on host H".
+func stillGoing(p *drill.RunnerRecord, lock string) string {
+	if p == nil {
+		return fmt.Sprintf("a run is still going: a live process holds %s", lock)
+	}
+	what := "a run"
+	if p.Command == "drill recover" {
+		what = "a drill recover"
+	}
+	q := *p
+	q.Command = ""
+	return what + " is still going: " + runner.DescribeProcess(q)
 }

@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -35,9 +37,12 @@ const ExitRollbackFailed = cmdutil.ExitRollback
 
 // Options are the parsed flags and argument.
 type Options struct {
-	File           string
-	JUnit          string
-	Journal        string
+	File    string
+	JUnit   string
+	Journal string
+	// Report is the game-day report written when the run ends (Markdown
+	// for a .md name, HTML otherwise).
+	Report         string
 	AllowProtected bool
 	NoNotify       bool
 	// Vars override the drill's vars: NAME=VALUE.
@@ -74,18 +79,29 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			every step, so even a killed run leaves one naming each lever and its expiry,
 			from which drill recover finishes its rollbacks; the run holds JOURNAL.lock
 			while it lives); --junit writes JUnit XML for CI. -o json prints the journal on
-			stdout. drill plan shows what the run would do without doing it.
+			stdout. --report writes the game-day report when the run ends (one
+			self-contained HTML file, or Markdown for a .md name; see drill report). drill
+			plan shows what the run would do without doing it.
 
 			Signals: the first SIGINT or SIGTERM stops the steps and rolls back. A second
 			one is acknowledged and the rollback goes on. A third abandons the remaining
 			rollbacks: each is reported as abandoned with the time its lever lapses on its
 			own, and the exit code is 9.
 
+			Before anything is done, every stop condition and hypothesis check is
+			evaluated once (the preflight). One that cannot be evaluated (its alarm
+			matches nothing, the caller is denied, the source is unreachable or
+			throttled) refuses the run: nothing is written but the journal and the
+			reports saying so. During the run a guard that stays unevaluable past the
+			drill's guard_grace (default 3 polls and 30s) stops the steps and rolls back:
+			the outcome is guard_lost (a condition may say on_error: continue instead).
+
 			Exit codes: 0 the hypothesis held and every rollback succeeded; 1 the
 			hypothesis or a step failed, a stop condition held or the drill timed out
-			(every rollback succeeded); 2 invalid drill file; 7 protected context refused;
-			9 a rollback failed or was abandoned; 130 interrupted, every rollback
-			succeeded.
+			(every rollback succeeded); 2 invalid drill file; 3, 5 or 6 refused at
+			preflight or a guard lost, by its cause (3 its alarm matches nothing, 5
+			unreachable or throttled, 6 denied); 7 protected context refused; 9 a
+			rollback failed or was abandoned; 130 interrupted, every rollback succeeded.
 		`),
 		Example: heredoc.Doc(`
 			koshactl drill run docs/drills/openai-outage.yaml
@@ -111,6 +127,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl := cmd.Flags()
 	fl.StringVar(&opts.JUnit, "junit", "", "write a JUnit XML report to this file")
 	fl.StringVar(&opts.Journal, "journal", "", "write the JSON journal to this file (kept current during the run)")
+	fl.StringVar(&opts.Report, "report", "", "write the game-day report to this file when the run ends (HTML; Markdown for a .md name)")
 	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow a protected context (the drill must say allow_protected: true too)")
 	fl.StringArrayVar(&opts.Vars, "var", nil, "set one of the drill's vars, NAME=VALUE (repeatable)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "read breaker gauges from this Prometheus endpoint (overrides the drill's metrics_url and the context's source)")
@@ -143,6 +160,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := checkReportPath(opts.JUnit, true); err != nil {
 		return cmdutil.Usagef("--junit %s: %v; nothing was run", opts.JUnit, err)
 	}
+	if err := checkReportPath(opts.Report, true); err != nil {
+		return cmdutil.Usagef("--report %s: %v; nothing was run", opts.Report, err)
+	}
 	if opts.MetricsURL != "" {
 		d.MetricsURL = drill.Literal(opts.MetricsURL)
 	}
@@ -172,7 +192,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	var process *drill.RunnerRecord
 	if opts.Journal != "" {
 		// Held for the life of the run: drill recover refuses while it is.
-		unlock, err := runner.LockJournal(opts.Journal)
+		process = runner.ThisProcess("drill run", runner.LockPath(opts.Journal))
+		lock, err := runner.LockJournal(opts.Journal, process)
 		if errors.Is(err, runner.ErrJournalLocked) {
 			return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
 				opts.Journal, runner.LockPath(opts.Journal)))
@@ -180,9 +201,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if err != nil {
 			return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
 		}
-		defer unlock()
-		host, _ := os.Hostname()
-		process = &drill.RunnerRecord{PID: os.Getpid(), Host: host, Lock: runner.LockPath(opts.Journal)}
+		defer lock.Release()
 	}
 
 	runCtx, interrupt := context.WithCancel(ctx)
@@ -228,7 +247,26 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if ju != nil && ju.Err() != nil {
 		reportErr = errors.Join(reportErr, ju.Err())
 	}
+	if opts.Report != "" {
+		// Written however the run ended: an interrupted or failed run's
+		// report matters most.
+		var buf bytes.Buffer
+		err := gameday.Render(&buf, gameday.FormatFor(opts.Report), gameday.Input{Journal: j})
+		if err == nil {
+			err = fsutil.WriteFile(abandonCtx, opts.Report, buf.Bytes(), 0o644)
+		}
+		if err != nil {
+			reportErr = errors.Join(reportErr, fmt.Errorf("write report %s: %w", opts.Report, err))
+		}
+	}
 	switch {
+	case j.Outcome == drill.OutcomeRefused:
+		// Nothing was done: the refusal is the command's error, one line
+		// naming the guard, the cause and the fix.
+		if reportErr != nil {
+			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
+		}
+		return cmdutil.WithCode(j.ExitCode, fmt.Errorf("drill %s %s", d.Name, oneLine(j.Reason)))
 	case j.ExitCode != drill.ExitPassed:
 		if reportErr != nil {
 			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
@@ -254,6 +292,9 @@ func checkReportPath(path string, special bool) error {
 	}
 	return fmt.Errorf("cannot write there: %w", unwrapPath(err))
 }
+
+// oneLine joins a multi-line value on spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func unwrapPath(err error) error {
 	var pe *os.PathError
@@ -329,22 +370,14 @@ func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile 
 		LookupEnv: os.LookupEnv, Environ: os.Environ(),
 	}
 	mc := metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig, Clock: f.Clock}
-	deps.Gauges = &drill.MetricsGauges{Name: describeSource(env), New: func(ctx context.Context) (metrics.GaugeSource, error) {
-		return metrics.NewSource(ctx, mc)
-	}}
+	// A context naming two sources gets no name here; each read reports it.
+	choice, _ := metrics.ChooseSource(mc)
+	deps.Gauges = &drill.MetricsGauges{Name: choice.Description, Hint: choice.Hint(),
+		New: func(ctx context.Context) (metrics.GaugeSource, error) {
+			return metrics.NewSource(ctx, mc)
+		}}
 	deps.Alarms = metrics.NewAlarmSource(mc)
 	return deps, nil
-}
-
-func describeSource(env *cmdutil.Env) string {
-	m := env.Context.Metrics
-	switch {
-	case m.Prometheus != nil:
-		return "prometheus " + m.Prometheus.URL
-	case m.CloudWatch != nil || !env.Context.IsLocal():
-		return "cloudwatch"
-	}
-	return "prometheus " + metrics.DefaultPrometheusURL
 }
 
 // lazyMinter resolves the context's chaos key on first use, so drills

@@ -63,7 +63,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := shared.CheckClients([]string{opts.Client}); err != nil {
 		return err
 	}
-	if opts.For < 0 || opts.For > ratelimit.MaxDrainHold {
+	if ratelimit.CheckDrainHold(opts.For) != nil {
 		return cmdutil.Usagef("--for %s: give a duration from 0 (just empty it) to %s", opts.For, ratelimit.MaxDrainHold)
 	}
 	env, err := f.Env(ctx)

@@ -1,0 +1,46 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// Issue 21: a second append under the same pk (same time, same id) is an
+// error, never an overwrite, on both backends; the first record is intact.
+func TestAppendNeverOverwritesARecord(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) {
+		_, _, s := openLog(t)
+		testAppendCollision(t, s)
+	})
+	t.Run("dynamodb", func(t *testing.T) {
+		testAppendCollision(t, dynamotest.NewStore(t, dynalite.Start(t)))
+	})
+}
+
+func testAppendCollision(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	log := audit.WithIDs(audit.NewLog(s, clock.NewFake(t0), "ctx"), func() (string, error) { return "00000000000000aa", nil })
+	first, err := log.Append(ctx, audit.Entry{Actor: "alice", Action: "breaker.clear", Subject: "breaker#openai", Reason: "first"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = log.Append(ctx, audit.Entry{Actor: "mallory", Action: "breaker.force-open", Subject: "breaker#openai", Reason: "rewritten"})
+	if !errors.Is(err, audit.ErrAuditWrite) || !errors.Is(err, store.ErrConditionFailed) || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("second append with the same id: %v, want ErrAuditWrite and ErrConditionFailed, \"already exists\"", err)
+	}
+	l, err := log.List(ctx, audit.Query{Scan: true})
+	if err != nil || len(l.Records) != 1 {
+		t.Fatalf("List = %+v, %v", l, err)
+	}
+	if r := l.Records[0]; r.ID != first.ID || r.Actor != "alice" || r.Reason != "first" || r.Action != "breaker.clear" {
+		t.Errorf("the first record was changed: %+v", r)
+	}
+}

@@ -1,0 +1,88 @@
+package breaker_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/store/storetest"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// Issue 21: an override item whose pk is not a valid dependency name
+// (`breaker#Bad Name`, written by hand) could not be cleared: the warning
+// said `breaker clear Bad Name`, which refuses the name. The warning now
+// names `breaker clear --key 'breaker#Bad Name'`, which clears it,
+// conditional and audited like any clear, and so does --all.
+func TestClearByKeyLocalContext(t *testing.T) {
+	testClearByKey(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) { return e.PutRaw })
+}
+
+func TestClearByKeyDynamoDBContext(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	testClearByKey(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
+		e.MustRun(0, "config", "set-context", "dev", "--table", "clear-key", "--region", dynalite.Region,
+			"--endpoint-url", endpoint, "--static-credentials", "--use")
+		e.MustRun(0, "store", "init")
+		return func(attrs map[string]attr) { storetest.PutRawDynamoDB(t, client, "clear-key", attrs) }
+	})
+}
+
+func testClearByKey(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(map[string]attr)) {
+	e := clitest.New(t)
+	write := setup(t, e)
+	bad := hostileItem(map[string]attr{"pk": {Type: "S", Text: "breaker#Bad Name"}, "note": {Type: "BOOL", Text: "true"}})
+	write(bad)
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "valid", "--for", "30m")
+
+	r := e.MustRun(cmdutil.ExitPartial, "breaker", "list", "--scan")
+	hint := "koshactl breaker clear --key 'breaker#Bad Name'"
+	if !strings.Contains(r.Stderr, hint) || !strings.Contains(r.Stdout, "openai") {
+		t.Fatalf("list does not name %q:\n%s\n%s", hint, r.Stdout, r.Stderr)
+	}
+	e.MustRun(cmdutil.ExitUsage, "breaker", "clear", "Bad Name")
+	e.MustRun(cmdutil.ExitUsage, "breaker", "clear", "--key", "rl#alice")
+	e.MustRun(cmdutil.ExitUsage, "breaker", "clear", "--key", "breaker#")
+	e.MustRun(cmdutil.ExitUsage, "breaker", "clear", "--key", "breaker#x", "--all")
+
+	// The hint, as a shell would pass it.
+	r = e.MustRun(0, "breaker", "clear", "--key", "breaker#Bad Name", "--reason", "hand-written")
+	if !strings.Contains(r.Stdout, `Cleared override on "breaker#Bad Name" set by alice@laptop (a malformed item, removed as it was stored)`) {
+		t.Errorf("clear --key: %s", r.Stdout)
+	}
+	if r = e.MustRun(0, "breaker", "list", "--scan"); strings.Contains(r.Stdout, "Bad Name") || !strings.Contains(r.Stdout, "openai") {
+		t.Errorf("after clear --key:\n%s", r.Stdout)
+	}
+	recs := decode[struct {
+		Items []struct {
+			Action  string          `json:"action"`
+			Subject string          `json:"subject"`
+			Reason  string          `json:"reason"`
+			Before  json.RawMessage `json:"before"`
+		} `json:"items"`
+	}](t, e.MustRun(0, "audit", "list", "--subject", "breaker#Bad Name", "-o", "json").Stdout)
+	if len(recs.Items) != 1 || recs.Items[0].Action != "breaker.clear" || recs.Items[0].Reason != "hand-written" ||
+		!strings.Contains(string(recs.Items[0].Before), `"BOOL"`) {
+		t.Errorf("audit of clear --key: %+v", recs.Items)
+	}
+	// Gone now: a key with nothing stored under it follows clear's
+	// known-dependency rule, as a name does (a typo is refused).
+	e.MustRun(cmdutil.ExitUsage, "breaker", "clear", "--key", "breaker#Bad Name")
+	if r = e.MustRun(0, "breaker", "clear", "--key", "breaker#Bad Name", "--allow-unknown"); !strings.Contains(r.Stdout, "nothing to clear") {
+		t.Errorf("second clear --key: %s", r.Stdout)
+	}
+
+	// --all clears it with the rest.
+	write(bad)
+	if r = e.MustRun(0, "breaker", "clear", "--all"); !strings.Contains(r.Stdout, `"breaker#Bad Name"`) || !strings.Contains(r.Stdout, "openai") {
+		t.Errorf("clear --all:\n%s\n%s", r.Stdout, r.Stderr)
+	}
+	if r = e.MustRun(0, "breaker", "list", "--scan"); strings.Contains(r.Stdout, "Bad Name") || strings.Contains(r.Stdout, "openai") {
+		t.Errorf("after clear --all:\n%s", r.Stdout)
+	}
+}

@@ -1,0 +1,215 @@
+package shared
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// WaitOptions are the flags of `--wait`: wait until the fleet's gauges
+// confirm the change (the rule is metrics.Judge).
+type WaitOptions struct {
+	Wait       bool
+	Timeout    time.Duration
+	Instances  bool
+	MetricsURL string
+}
+
+// AddWaitFlags registers --wait, --timeout, --instances and --metrics-url.
+func AddWaitFlags(cmd *cobra.Command, o *WaitOptions) {
+	fl := cmd.Flags()
+	fl.BoolVar(&o.Wait, "wait", false, "after the write, wait until the fleet's breaker_state gauges confirm it (exit 11 if they do not within --timeout)")
+	fl.DurationVar(&o.Timeout, "timeout", 0, "how long --wait waits (default: the gauge source's bound plus a margin: 11s on a scrape, 5m06s on CloudWatch)")
+	fl.BoolVar(&o.Instances, "instances", false, "with --wait on CloudWatch, read the per-instance breakdown to name stragglers (one metric per instance series)")
+	fl.StringVar(&o.MetricsURL, "metrics-url", "", "with --wait, scrape this Prometheus endpoint instead of the context's metrics source")
+}
+
+// Check refuses flag combinations that cannot work, before anything is
+// written.
+func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
+	if !o.Wait {
+		for _, name := range []string{"timeout", "instances", "metrics-url"} {
+			if cmd.Flags().Changed(name) {
+				return cmdutil.Usagef("--%s only applies with --wait: add --wait, or drop --%s", name, name)
+			}
+		}
+		return nil
+	}
+	if dryRun {
+		return cmdutil.Usagef("--wait has nothing to wait for with --dry-run: drop one of them")
+	}
+	if cmd.Flags().Changed("timeout") && o.Timeout <= 0 {
+		return cmdutil.Usagef("--timeout %s is not positive: give a duration like 30s, or leave it out for the source's bound plus a margin", o.Timeout)
+	}
+	return nil
+}
+
+// NewWaiter builds the context's gauge source and a waiter on it, before the
+// write, so a source that cannot work is refused with nothing written.
+func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env) (*metrics.Waiter, error) {
+	src, err := metrics.NewSource(ctx, metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig,
+		PrometheusURL: o.MetricsURL, Clock: f.Clock})
+	if errors.Is(err, metrics.ErrInvalidSource) {
+		return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--wait: %w", err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--wait: %w", err)
+	}
+	return &metrics.Waiter{Gauges: src, Clock: f.Clock, Timeout: o.Timeout, Instances: o.Instances}, nil
+}
+
+// ConvergenceView is the JSON of a wait (docs/contracts/cli-output.md).
+type ConvergenceView struct {
+	// Confirmed is true when every dependency was confirmed.
+	Confirmed      bool                    `json:"confirmed"`
+	Source         string                  `json:"source"`
+	BoundSeconds   float64                 `json:"bound_seconds"`
+	TimeoutSeconds float64                 `json:"timeout_seconds"`
+	ElapsedSeconds float64                 `json:"elapsed_seconds"`
+	Polls          int                     `json:"polls"`
+	Error          *string                 `json:"error"`
+	Dependencies   []DependencyConvergence `json:"dependencies"`
+}
+
+// DependencyConvergence is one dependency's verdict.
+type DependencyConvergence struct {
+	Dependency string          `json:"dependency"`
+	Goal       metrics.Goal    `json:"goal"`
+	Verdict    metrics.Verdict `json:"verdict"`
+	Confirmed  bool            `json:"confirmed"`
+	// Instances and InstancesConfirmed count instances when PerInstance;
+	// otherwise they are CloudWatch's SampleCount of the period judged.
+	Instances          int      `json:"instances"`
+	InstancesConfirmed int      `json:"instances_confirmed"`
+	PerInstance        bool     `json:"per_instance"`
+	Stragglers         []string `json:"stragglers"`
+	// TimeToConvergeSeconds is from the write to the poll that confirmed
+	// it; null when not confirmed.
+	TimeToConvergeSeconds *float64 `json:"time_to_converge_seconds"`
+	Note                  string   `json:"note,omitempty"`
+}
+
+// Wait runs the waiter over changes, showing a live progress line on stderr
+// when it is a terminal (nothing otherwise), and returns the result's view
+// and the error to exit with: nil when confirmed; exit 11 (unconfirmed)
+// naming the stragglers; 5 or 6 when the gauges could never be read.
+func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []metrics.Change) (*ConvergenceView, error) {
+	p := &progressLine{w: f.IOStreams.ErrOut, on: f.IOStreams.IsStderrTTY()}
+	read := false // some fetch succeeded
+	w.Progress = func(wp metrics.WaitProgress) {
+		read = read || wp.Err == nil
+		p.show(wp)
+	}
+	res, err := w.Wait(ctx, changes)
+	p.clear()
+	v := &ConvergenceView{Confirmed: res.Confirmed, Source: w.Gauges.Describe(), BoundSeconds: metrics.LagOf(w.Gauges).Seconds(),
+		TimeoutSeconds: res.Timeout.Seconds(), ElapsedSeconds: res.Elapsed.Seconds(), Polls: res.Polls, Dependencies: []DependencyConvergence{}}
+	for _, cv := range res.Convergences {
+		d := DependencyConvergence{Dependency: cv.Dependency, Goal: cv.Goal, Verdict: cv.Verdict, Confirmed: cv.Verdict == metrics.Confirmed,
+			Instances: cv.Instances, InstancesConfirmed: cv.Confirmed, PerInstance: cv.PerInstance, Stragglers: cv.Stragglers, Note: cv.Note}
+		if d.Stragglers == nil {
+			d.Stragglers = []string{}
+		}
+		if d.Confirmed {
+			s := cv.Elapsed.Seconds()
+			d.TimeToConvergeSeconds = &s
+		}
+		v.Dependencies = append(v.Dependencies, d)
+	}
+	if err == nil {
+		return v, nil
+	}
+	if ctx.Err() != nil {
+		return v, err
+	}
+	msg := strings.Join(strings.Fields(err.Error()), " ")
+	v.Error = &msg
+	switch {
+	case !read && errors.Is(res.FetchErr, metrics.ErrDenied):
+		return v, cmdutil.WithCode(cmdutil.ExitAuth, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
+	case !read:
+		return v, cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
+	}
+	var parts []string
+	for _, cv := range metrics.Pending(res.Convergences) {
+		parts = append(parts, cv.Dependency+" "+cv.Summary())
+	}
+	return v, cmdutil.WithCode(cmdutil.ExitUnconfirmed, fmt.Errorf("the change was written, but the fleet did not confirm it within %s: %s (see koshactl breaker status)",
+		human.Duration(res.Timeout), strings.Join(parts, "; ")))
+}
+
+// PrintWait writes the outcome of a wait for the table form.
+func PrintWait(w io.Writer, v *ConvergenceView) {
+	for _, d := range v.Dependencies {
+		if d.Confirmed {
+			how := fmt.Sprintf("%s on %d of %d instances", d.Goal, d.InstancesConfirmed, d.Instances)
+			if !d.PerInstance {
+				how = fmt.Sprintf("%s by the fleet's worst and best (~%d samples)", d.Goal, d.Instances)
+			}
+			fmt.Fprintf(w, "Confirmed %s: %s after %s\n", d.Dependency, how, human.Duration(secondsDur(*d.TimeToConvergeSeconds)))
+			continue
+		}
+		fmt.Fprintf(w, "Not confirmed %s: %s\n", d.Dependency, textsafe.Line(describeView(d)))
+	}
+}
+
+func describeView(d DependencyConvergence) string {
+	cv := metrics.Convergence{Change: metrics.Change{Dependency: d.Dependency, Goal: d.Goal}, Verdict: d.Verdict, PerInstance: d.PerInstance,
+		Instances: d.Instances, Confirmed: d.InstancesConfirmed, Stragglers: d.Stragglers, Note: d.Note}
+	return cv.Summary()
+}
+
+func secondsDur(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// progressLine rewrites one stderr line while the wait runs.
+type progressLine struct {
+	mu    sync.Mutex
+	w     io.Writer
+	on    bool
+	shown bool
+}
+
+func (p *progressLine) show(wp metrics.WaitProgress) {
+	if !p.on {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var parts []string
+	for _, cv := range wp.Convergences {
+		if cv.Verdict == metrics.Confirmed {
+			parts = append(parts, cv.Dependency+" confirmed")
+			continue
+		}
+		parts = append(parts, cv.Dependency+" "+cv.Summary())
+	}
+	line := "waiting for the fleet: " + strings.Join(parts, "; ")
+	if wp.Err != nil {
+		line += " (gauges: " + strings.Join(strings.Fields(wp.Err.Error()), " ") + ")"
+	}
+	line += fmt.Sprintf(" · %s elapsed, gauges catch up within %s, timeout %s", human.Duration(wp.Elapsed.Truncate(100*time.Millisecond)),
+		human.Duration(wp.Bound), human.Duration(wp.Timeout))
+	// Every value is rendered here (instance ids come from the source);
+	// the line's own CR and erase are the only controls written.
+	fmt.Fprint(textsafe.Raw(p.w), "\r\033[K"+textsafe.Line(line))
+	p.shown = true
+}
+
+func (p *progressLine) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shown {
+		fmt.Fprint(textsafe.Raw(p.w), "\r\033[K")
+	}
+}

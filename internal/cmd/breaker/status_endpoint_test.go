@@ -1,0 +1,32 @@
+package breaker_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+)
+
+// TestStatusOnAnEndpointWithoutCloudWatch: issue 22. On the README's dynalite
+// dev context (one --endpoint-url for every service) breaker status failed
+// with a raw CBOR decode error: dynalite serves no CloudWatch. It says so,
+// names how to point gauges elsewhere, and exits 5.
+func TestStatusOnAnEndpointWithoutCloudWatch(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
+		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e.MustRun(0, "store", "init")
+	r := e.MustRun(cmdutil.ExitUnavailable, "breaker", "status")
+	t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	for _, want := range []string{"serves no CloudWatch", endpoint, "--service-endpoint cloudwatch=", "--prometheus-url", "breaker list"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
+		}
+	}
+	if strings.Contains(strings.ToLower(r.Stderr), "cbor") {
+		t.Errorf("the raw decode error reached the operator:\n%s", r.Stderr)
+	}
+}

@@ -1,0 +1,106 @@
+package cmdutil
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/suggest"
+)
+
+// HintError is an error whose fix is printed on a line of its own after the
+// one-line error (root.Run does): a "did you mean" a script's log shows
+// apart from the error it explains.
+type HintError struct {
+	Err  error
+	Hint string
+}
+
+func (e *HintError) Error() string { return e.Err.Error() }
+func (e *HintError) Unwrap() error { return e.Err }
+
+// suggestionDistance is how far (in edits) a mistyped subcommand may be
+// from the one it suggests: lst → list, stauts → status.
+const suggestionDistance = 2
+
+// GuardArgs makes every command of the tree under root say what it expected
+// when its arguments are wrong, in one place instead of per command:
+//
+//   - a command group (a command with subcommands) given an unknown
+//     subcommand exits 2 naming it, with the closest subcommands as a
+//     "did you mean" hint on the next line; cobra would print the group's
+//     help and exit 0 (a script carries on). A group with no command of
+//     its own prints its help when given nothing, as before;
+//   - a positional-argument error (cobra's "accepts 1 arg(s), received 0")
+//     is a usage error that names what the command takes
+//     ("usage: koshactl breaker get DEPENDENCY").
+//
+// Call it once the tree is complete.
+func GuardArgs(root *cobra.Command) {
+	guardArgs(root)
+}
+
+func guardArgs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		guardArgs(sub)
+	}
+	check := c.Args
+	group := c.HasSubCommands()
+	if group && !c.Runnable() {
+		check = cobra.NoArgs
+		c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+	}
+	if check == nil {
+		return // any arguments are the command's own to judge
+	}
+	c.Args = func(c *cobra.Command, args []string) error {
+		err := check(c, args)
+		switch {
+		case err == nil:
+			return nil
+		case group && len(args) > 0:
+			return unknownCommand(c, args[0])
+		}
+		return Usagef("%v; usage: %s", err, usage(c))
+	}
+}
+
+// unknownCommand is the error of group c given name, a command it does not
+// have.
+func unknownCommand(c *cobra.Command, name string) error {
+	err := Usagef("unknown command %q for %q (see %s --help)", name, c.CommandPath(), c.CommandPath())
+	s := closestCommand(c, name)
+	if s == "" {
+		return err
+	}
+	return &HintError{Err: err, Hint: fmt.Sprintf("did you mean %s?", s)}
+}
+
+// closestCommand is the subcommand of c that name is most likely a typo of:
+// the ones name is the start of (bre → breaker), else the nearest within
+// suggestionDistance edits (lst → list, not get); "" if none is near.
+func closestCommand(c *cobra.Command, name string) string {
+	var names []string
+	for _, sub := range c.Commands() {
+		if sub.IsAvailableCommand() {
+			names = append(names, sub.Name())
+			names = append(names, sub.Aliases...)
+		}
+	}
+	var prefixed []string
+	for _, n := range names {
+		if strings.HasPrefix(strings.ToLower(n), strings.ToLower(name)) {
+			prefixed = append(prefixed, n)
+		}
+	}
+	if len(prefixed) > 0 {
+		return strings.Join(prefixed, " or ")
+	}
+	return suggest.Closest(name, names, suggestionDistance+1, strings.ToLower)
+}
+
+// usage is c's use line without cobra's trailing "[flags]".
+func usage(c *cobra.Command) string {
+	return strings.TrimSuffix(c.UseLine(), " [flags]")
+}

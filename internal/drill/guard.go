@@ -1,0 +1,186 @@
+package drill
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// A guard is what keeps a drill safe while its levers are pulled: a stop
+// condition, a hypothesis check, the condition a wait-for step waits on. A
+// guard that cannot be evaluated (its alarm matches nothing, the caller is
+// denied, the source is unreachable or throttled past its retries) is never
+// taken for "all quiet": before any lever is pulled the run refuses
+// (preflight), and during the run a guard that stays unevaluable past its
+// grace stops the steps and rolls back ("guard lost"), unless the drill
+// says on_error: continue for it (docs/contracts/drill-file.md).
+
+// Defaults and bounds of guard_grace.
+const (
+	// DefaultGuardGracePolls and DefaultGuardGraceFor: a guard is lost at
+	// the first failed evaluation that is at least the 3rd in a row and at
+	// least 30 s after the first of them.
+	DefaultGuardGracePolls = 3
+	DefaultGuardGraceFor   = 30 * time.Second
+	// MaxGuardGracePolls bounds guard_grace.polls.
+	MaxGuardGracePolls = 1000
+)
+
+// GuardGrace is how long a guard may stay unevaluable during a run: it is
+// lost at the first failed evaluation that is at least Polls in a row AND
+// at least For after the first of them (both must pass, so neither a burst
+// of fast polls nor one slow poll ends a drill).
+type GuardGrace struct {
+	Polls int
+	For   time.Duration
+}
+
+// DefaultGuardGrace is the grace of a drill that sets no guard_grace.
+func DefaultGuardGrace() GuardGrace {
+	return GuardGrace{Polls: DefaultGuardGracePolls, For: DefaultGuardGraceFor}
+}
+
+// String reads "3 polls and 30s".
+func (g GuardGrace) String() string {
+	return fmt.Sprintf("%d polls and %s", g.Polls, human.Duration(g.For))
+}
+
+// What a guard's evaluation error does during the run (on_error).
+const (
+	// OnErrorStop (the default): an error past the grace loses the guard.
+	OnErrorStop = "stop"
+	// OnErrorContinue: errors are noticed and the run goes on (the guard
+	// is blind meanwhile). The preflight still evaluates it.
+	OnErrorContinue = "continue"
+)
+
+// Roles of a guard, for messages and the journal.
+const (
+	RoleStopCondition = "stop condition"
+	RoleHypothesis    = "hypothesis check"
+	RoleWaitFor       = "wait-for step"
+)
+
+// ErrNoMatch reports a condition whose names match nothing (an alarm name
+// or prefix no alarm has): a typo must never disarm a guard.
+var ErrNoMatch = errors.New("the condition matches nothing")
+
+// fixed is an evaluation error that knows its class and its fix.
+type fixed struct {
+	err   error
+	class error
+	fix   string
+}
+
+func (f *fixed) Error() string { return f.err.Error() }
+func (f *fixed) Unwrap() []error {
+	if f.class == nil {
+		return []error{f.err}
+	}
+	return []error{f.err, f.class}
+}
+
+// WithFix attaches fix (how to make the condition evaluable) and, when not
+// nil, a class (such as [ErrNoMatch]) to err. The message stays err's.
+func WithFix(err, class error, fix string) error {
+	if err == nil {
+		return nil
+	}
+	return &fixed{err: err, class: class, fix: fix}
+}
+
+// GuardFix says how to make a guard that failed with err evaluable again:
+// the fix the condition or its source attached, else one by the error's
+// class.
+func GuardFix(err error) string {
+	var f *fixed
+	if errors.As(err, &f) && f.fix != "" {
+		return f.fix
+	}
+	switch {
+	case errors.Is(err, ErrNoMatch):
+		return "check the names the condition uses"
+	case errors.Is(err, metrics.ErrDenied), errors.Is(err, store.ErrCredentials):
+		return "grant the caller read access (koshactl iam policy --role drill-runner shows what a drill needs), or refresh the credentials"
+	case errors.Is(err, ErrNoService):
+		return "configure that source on the context"
+	case errors.Is(err, metrics.ErrUnavailable), errors.Is(err, store.ErrUnavailable), errors.Is(err, store.ErrThrottled):
+		return "check that the source is reachable (or, when throttled, raise poll_interval) and run the drill again"
+	}
+	return "fix what the condition reads, or run the drill again once it can be read"
+}
+
+// GuardExitCode is the exit code of a run refused at preflight, or ended
+// by a lost guard, with err the guard's last evaluation error
+// (docs/exit-codes.md): 3 it matches nothing, 6 denied, 2 the run lacks the
+// source, 5 otherwise (unreachable, throttled, timed out, unreadable).
+func GuardExitCode(err error) int {
+	switch {
+	case errors.Is(err, ErrNoMatch):
+		return exitcode.NotFound
+	case errors.Is(err, metrics.ErrDenied), errors.Is(err, store.ErrCredentials):
+		return exitcode.Auth
+	case errors.Is(err, ErrNoService):
+		return exitcode.Usage
+	}
+	return exitcode.Unavailable
+}
+
+// GuardLostError ends a run whose guard stayed unevaluable past its grace.
+type GuardLostError struct {
+	// Role and Name say which guard ("stop condition", its name).
+	Role, Name string
+	// Polls are the failed evaluations in a row; Since the first of them;
+	// For how long it has been unevaluable.
+	Polls int
+	Since time.Time
+	For   time.Duration
+	Grace GuardGrace
+	// Err is the last evaluation error.
+	Err error
+}
+
+func (e *GuardLostError) Error() string {
+	return fmt.Sprintf("guard lost: %s %q could not be evaluated for %d polls over %s (grace %s): %v",
+		e.Role, e.Name, e.Polls, human.Duration(DisplayPrecision(e.For)), e.Grace, e.Err)
+}
+
+func (e *GuardLostError) Unwrap() error { return e.Err }
+
+// GuardState follows one guard's failed evaluations in a row during a run.
+// It is not safe for concurrent use.
+type GuardState struct {
+	Grace GuardGrace
+	polls int
+	since time.Time
+	last  error
+}
+
+// Fail records a failed evaluation at now and reports whether the guard
+// is now past its grace.
+func (g *GuardState) Fail(now time.Time, err error) bool {
+	if g.polls == 0 {
+		g.since = now
+	}
+	g.polls++
+	g.last = err
+	return g.polls >= max(g.Grace.Polls, 1) && now.Sub(g.since) >= g.Grace.For
+}
+
+// OK records a successful evaluation; it reports whether the guard was
+// failing before it.
+func (g *GuardState) OK() bool {
+	was := g.polls > 0
+	g.polls, g.since, g.last = 0, time.Time{}, nil
+	return was
+}
+
+// Lost returns the error of the guard lost at now.
+func (g *GuardState) Lost(role, name string, now time.Time) *GuardLostError {
+	return &GuardLostError{Role: role, Name: name, Polls: g.polls, Since: g.since, For: now.Sub(g.since), Grace: g.Grace, Err: g.last}
+}

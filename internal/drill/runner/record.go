@@ -1,0 +1,111 @@
+package runner
+
+import (
+	"context"
+	"slices"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/drill"
+)
+
+// Caps on what a run records for its report, so a long soak with a short
+// poll interval cannot grow the journal without bound: past them a sample
+// or an evaluation is recorded only when it differs from the one before.
+const (
+	maxGaugeSamples    = 2000
+	maxStopEvaluations = 2000
+)
+
+// journalingGauges records every breaker_state read the run's conditions
+// make in the journal (gauge_samples), for the game-day report.
+type journalingGauges struct {
+	inner drill.GaugeReader
+	r     *Runner
+	rc    *drill.RunContext
+}
+
+var _ drill.GaugeReader = (*journalingGauges)(nil)
+
+func (g *journalingGauges) Describe() string { return g.inner.Describe() }
+
+// Unwrap returns the reader it records, for [drill.SourcerOf].
+func (g *journalingGauges) Unwrap() drill.GaugeReader { return g.inner }
+
+func (g *journalingGauges) Read(ctx context.Context, dependency string) (drill.GaugeReading, error) {
+	reading, err := g.inner.Read(ctx, dependency)
+	if err != nil && ctx.Err() != nil {
+		return reading, err // the poll was ended, not answered
+	}
+	s := drill.GaugeSample{At: g.rc.Now().UTC(), Dependency: dependency, Instances: []drill.InstanceSample{}}
+	if err != nil {
+		s.Error = g.rc.Redact(err.Error())
+	}
+	for _, in := range reading.Instances {
+		s.Instances = append(s.Instances, drill.InstanceSample{Instance: in.Instance, State: in.State.String()})
+	}
+	g.r.update(func() {
+		j := g.r.journal
+		if len(j.GaugeSamples) >= maxGaugeSamples {
+			for i := len(j.GaugeSamples) - 1; i >= 0; i-- {
+				if p := j.GaugeSamples[i]; p.Dependency == dependency {
+					if p.Error == s.Error && slices.Equal(p.Instances, s.Instances) {
+						return
+					}
+					break
+				}
+			}
+		}
+		j.GaugeSamples = append(j.GaugeSamples, s)
+	})
+	return reading, err
+}
+
+// journalingAudit records the id of every audit record the run writes in
+// the journal (audit), so a report names each change's record.
+type journalingAudit struct {
+	inner audit.Appender
+	add   func(drill.AuditRef)
+}
+
+var _ audit.Appender = (*journalingAudit)(nil)
+
+func (a *journalingAudit) Append(ctx context.Context, e audit.Entry) (audit.Record, error) {
+	rec, err := a.inner.Append(ctx, e)
+	if err == nil && rec.ID != "" {
+		a.add(drill.AuditRef{ID: rec.ID, At: rec.Time.UTC(), Action: rec.Action, Subject: rec.Subject})
+	}
+	return rec, err
+}
+
+// recordStop records one evaluation of a stop condition.
+func (r *Runner) recordStop(e drill.StopEvaluation) {
+	r.update(func() {
+		j := r.journal
+		if len(j.StopEvaluations) >= maxStopEvaluations {
+			for i := len(j.StopEvaluations) - 1; i >= 0; i-- {
+				if p := j.StopEvaluations[i]; p.Condition == e.Condition {
+					if p.Holds == e.Holds && p.Error == e.Error && p.Detail == e.Detail {
+						return
+					}
+					break
+				}
+			}
+		}
+		j.StopEvaluations = append(j.StopEvaluations, e)
+	})
+}
+
+// recording returns the run's services with the gauge reader and the
+// audit log recording into the journal.
+func (r *Runner) recording(rc *drill.RunContext) *drill.Deps {
+	own := *rc.Deps
+	if own.Gauges != nil {
+		own.Gauges = &journalingGauges{inner: own.Gauges, r: r, rc: rc}
+	}
+	if own.Audit != nil {
+		own.Audit = &journalingAudit{inner: own.Audit, add: func(a drill.AuditRef) {
+			r.update(func() { r.journal.Audit = append(r.journal.Audit, a) })
+		}}
+	}
+	return &own
+}

@@ -1,0 +1,493 @@
+package gameday
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// The charts' geometry, in SVG user units (the SVG scales to the page).
+const (
+	chartWidth  = 1000
+	plotX       = 240.0
+	plotW       = 700.0
+	rowH        = 20.0
+	headingH    = 24.0
+	topMargin   = 34.0
+	axisH       = 30.0
+	labelChars  = 34
+	barH        = 12.0
+	markRadius  = 4.0
+	firedRadius = 7.0
+)
+
+// axis maps instants to x: from the run's start to its last record,
+// stretched to the deadline and the levers' expiries when they are near
+// enough to fit without crushing the run.
+type axis struct {
+	t0, t1 time.Time
+}
+
+func newAxis(j *drill.Journal, end time.Time) axis {
+	a := axis{t0: j.StartedAt, t1: end}
+	if a.t1.Sub(a.t0) < time.Second {
+		a.t1 = a.t0.Add(time.Second)
+	}
+	span := a.t1.Sub(a.t0)
+	near := func(t time.Time) {
+		if t.After(a.t1) && t.Sub(a.t0) <= span*8/5 {
+			a.t1 = t
+		}
+	}
+	near(j.Deadline)
+	for _, rb := range j.Rollbacks {
+		if _, _, ok := leverBack(j, rb); !ok && rb.ExpiresAt != nil {
+			near(*rb.ExpiresAt)
+		}
+	}
+	return a
+}
+
+func (a axis) x(t time.Time) float64 {
+	f := float64(t.Sub(a.t0)) / float64(a.t1.Sub(a.t0))
+	return plotX + min(max(f, 0), 1)*plotW
+}
+
+func (a axis) within(t time.Time) bool { return !t.Before(a.t0) && !t.After(a.t1) }
+
+// chart is one SVG: labeled rows of bars and marks on a time axis.
+type chart struct {
+	Width, Height int
+	PlotX, PlotW  float64
+	PlotRight     float64
+	AxisY         float64
+	Rows          []chartRow
+	Ticks         []tick
+	Lines         []vline
+	// Note is written at the axis's right end (a deadline beyond it).
+	Note string
+}
+
+type chartRow struct {
+	// Y is the row's top; TextY its label's baseline.
+	Y, TextY, BarY, MidY float64
+	Label, Title         string
+	Heading              bool
+	Bars                 []bar
+	Marks                []mark
+}
+
+type bar struct {
+	X, W  float64
+	Class string
+	Title string
+	// Text is written after the bar (or before it, near the right edge).
+	Text   string
+	TextX  float64
+	Anchor string
+	// Clipped: the bar goes on past the axis (an arrow shows it).
+	Clipped bool
+	// TextClass is bar-text, or bar-text-in for text drawn on the bar.
+	TextClass string
+}
+
+type mark struct {
+	X, R  float64
+	Class string
+	Title string
+}
+
+type tick struct {
+	X     float64
+	Label string
+}
+
+type vline struct {
+	X          float64
+	Class      string
+	LabelClass string
+	Label      string
+	Anchor     string
+	LabelY     float64
+}
+
+// builder lays out rows top to bottom.
+type builder struct {
+	c *chart
+	a axis
+	y float64
+}
+
+func newBuilder(a axis) *builder {
+	return &builder{c: &chart{Width: chartWidth, PlotX: plotX, PlotW: plotW, PlotRight: plotX + plotW}, a: a, y: topMargin}
+}
+
+func (b *builder) heading(label string) {
+	b.c.Rows = append(b.c.Rows, chartRow{Y: b.y, TextY: b.y + 16, Label: one(label), Heading: true})
+	b.y += headingH
+}
+
+func (b *builder) row(label string) *chartRow {
+	full := one(label)
+	b.c.Rows = append(b.c.Rows, chartRow{Y: b.y, TextY: b.y + 14, BarY: b.y + (rowH-barH)/2, MidY: b.y + rowH/2,
+		Label: textsafe.Truncate(full, labelChars), Title: full})
+	b.y += rowH
+	return &b.c.Rows[len(b.c.Rows)-1]
+}
+
+// span adds a bar from t0 to t1 (to the axis's end, clipped, when t1 is
+// beyond it).
+func (b *builder) span(r *chartRow, t0, t1 time.Time, class, title, text string) {
+	x0, x1 := b.a.x(t0), b.a.x(t1)
+	w := max(x1-x0, 2)
+	br := bar{X: x0, W: w, Class: class, Title: one(title), Text: one(text), Clipped: t1.After(b.a.t1)}
+	br.placeText(x0+w, textRoom(br.Text))
+	if class == "lapsed" && br.TextClass == "bar-text-in" {
+		br.TextClass = "bar-text-lapsed" // red on its pale fill
+	}
+	r.Bars = append(r.Bars, br)
+}
+
+// textRoom is about how wide a bar's text is drawn.
+func textRoom(s string) float64 { return float64(textsafe.Len(s))*5.6 + 12 }
+
+// placeText puts the bar's text after end when it fits before the axis's
+// end, else before the bar when it fits after the labels, else inside it.
+func (br *bar) placeText(end, room float64) {
+	switch {
+	case end+room < plotX+plotW:
+		br.TextX, br.Anchor, br.TextClass = end+4, "start", "bar-text"
+	case br.X-room > plotX:
+		br.TextX, br.Anchor, br.TextClass = br.X-4, "end", "bar-text"
+	default:
+		br.TextX, br.Anchor, br.TextClass = br.X+6, "start", "bar-text-in"
+	}
+}
+
+func (b *builder) mark(r *chartRow, t time.Time, radius float64, class, title string) {
+	r.Marks = append(r.Marks, mark{X: b.a.x(t), R: radius, Class: class, Title: one(title)})
+}
+
+func (b *builder) line(t time.Time, class, label string) {
+	if !b.a.within(t) {
+		return
+	}
+	x := b.a.x(t)
+	anchor := "middle"
+	switch {
+	case x < plotX+40:
+		anchor = "start"
+	case x > plotX+plotW-40:
+		anchor = "end"
+	}
+	b.c.Lines = append(b.c.Lines, vline{X: x, Class: class, Label: one(label), Anchor: anchor, LabelClass: "lbl-" + strings.TrimPrefix(class, "l-")})
+}
+
+// finish closes the chart: axis ticks below the rows, lines spanning them.
+func (b *builder) finish() *chart {
+	c := b.c
+	c.AxisY = b.y + 4
+	c.Height = int(c.AxisY + axisH)
+	step := tickStep(b.a.t1.Sub(b.a.t0))
+	for d := time.Duration(0); b.a.t0.Add(d).Compare(b.a.t1) <= 0; d += step {
+		label := "+" + dur(d)
+		if d == 0 {
+			label = b.a.t0.UTC().Format("15:04:05Z")
+		}
+		c.Ticks = append(c.Ticks, tick{X: b.a.x(b.a.t0.Add(d)), Label: label})
+	}
+	// Labels of lines that would overlap go on a second and third level.
+	sort.SliceStable(c.Lines, func(i, k int) bool { return c.Lines[i].X < c.Lines[k].X })
+	lastX := []float64{-1e9, -1e9, -1e9}
+	for i := range c.Lines {
+		level := 0
+		for level < len(lastX)-1 && c.Lines[i].X-lastX[level] < 110 {
+			level++
+		}
+		lastX[level] = c.Lines[i].X
+		c.Lines[i].LabelY = 12 + float64(level)*10
+	}
+	return c
+}
+
+// tickStep is a round step giving at most about eight ticks over span.
+func tickStep(span time.Duration) time.Duration {
+	for _, s := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 15 * time.Second,
+		30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour,
+		2 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour} {
+		if span/s <= 8 {
+			return s
+		}
+	}
+	return max(span/8, time.Hour)
+}
+
+func checkRows(b *builder, title string, checks []drill.CheckRecord) {
+	if len(checks) == 0 {
+		return
+	}
+	b.heading(title)
+	for _, c := range checks {
+		r := b.row(c.Name)
+		class, status := "ok", "held"
+		if !c.OK {
+			class, status = "fail", "did not hold"
+		}
+		end := c.StartedAt
+		if c.EndedAt != nil {
+			end = *c.EndedAt
+		}
+		b.span(r, c.StartedAt, end, class, fmt.Sprintf("%s: %s in %s (%d checks): %s %s", c.Name, status, dur(secs(c.DurationSeconds)), c.Checks,
+			c.Error, c.Detail), status)
+	}
+}
+
+// timelineChart draws the run: checks, steps, levers, stop conditions,
+// recoveries, with the start, the end, the stop and the deadline as lines.
+func timelineChart(j *drill.Journal, a axis) *chart {
+	b := newBuilder(a)
+	end := a.t1
+	checkRows(b, "Hypothesis before", j.Hypothesis.Before)
+	if len(j.Steps) > 0 {
+		b.heading("Steps")
+	}
+	for _, s := range j.Steps {
+		r := b.row(s.ID + " (" + s.Kind + ")")
+		if s.StartedAt == nil {
+			continue
+		}
+		// A step the run's process did not finish ends at its last record.
+		stepEnd, text := lastRecord(j, false), s.Status+" (no end recorded)"
+		if s.EndedAt != nil {
+			stepEnd, text = *s.EndedAt, s.Status+" "+dur(secs(s.DurationSeconds))
+		}
+		b.span(r, *s.StartedAt, stepEnd, "st-"+statusClass(s.Status), fmt.Sprintf("%s: %s: %s %s", s.ID, text, firstOf(s.Error, s.Detail), s.Description), text)
+	}
+	if len(j.Rollbacks) > 0 {
+		b.heading("Levers: pulled → put back")
+	}
+	for _, rb := range j.Rollbacks {
+		r := b.row(rb.ID + " " + rb.Subject)
+		if at, by, ok := leverBack(j, rb); ok {
+			held := at
+			if rb.StartedAt != nil {
+				held = *rb.StartedAt
+			}
+			b.span(r, rb.RegisteredAt, held, "lever", fmt.Sprintf("%s %s: pulled at %s, put back at %s by %s (held %s)", rb.ID, rb.Subject,
+				clock(rb.RegisteredAt), clock(at), by, dur(at.Sub(rb.RegisteredAt))), "")
+			if rb.StartedAt != nil {
+				b.span(r, *rb.StartedAt, at, "rollback", fmt.Sprintf("%s rollback: %s in %s: %s", rb.ID, rb.Status, dur(at.Sub(*rb.StartedAt)), rb.Detail), "")
+			}
+			// The text goes after the rollback, or on the lever's bar.
+			text := one("held " + dur(at.Sub(rb.RegisteredAt)))
+			lever, last := &r.Bars[0], &r.Bars[len(r.Bars)-1]
+			if end := last.X + last.W; end+textRoom(text) < plotX+plotW {
+				last.Text = text
+				last.placeText(end, textRoom(text))
+			} else {
+				lever.Text = text
+				lever.placeText(end, textRoom(text))
+			}
+			continue
+		}
+		until, text := end, "NOT put back"
+		if rb.ExpiresAt != nil {
+			until, text = *rb.ExpiresAt, "NOT put back: lapses "+clock(*rb.ExpiresAt)
+		}
+		b.span(r, rb.RegisteredAt, until, "lapsed", fmt.Sprintf("%s %s: %s %s", rb.ID, rb.Subject, rb.Status, firstOf(rb.Error, text)), text)
+	}
+	stopRows(b, j)
+	if len(j.Recoveries) > 0 {
+		b.heading("Recovery")
+		r := b.row("drill recover")
+		for _, rv := range j.Recoveries {
+			class := "ok"
+			if !rv.OK {
+				class = "fail"
+			}
+			b.mark(r, rv.At, firedRadius, class, fmt.Sprintf("drill recover at %s by %s: %s", clock(rv.At), rv.Actor, rv.Detail))
+		}
+	}
+	checkRows(b, "Hypothesis after", j.Hypothesis.After)
+	runLines(b, j)
+	c := b.finish()
+	if a.within(j.Deadline) {
+		c.Lines = append(c.Lines, vline{X: a.x(j.Deadline), Class: "l-deadline", LabelClass: "lbl-deadline", Label: "deadline", Anchor: "end", LabelY: 32})
+	} else if j.Deadline.After(a.t1) {
+		c.Note = "deadline " + clock(j.Deadline) + " (+" + dur(j.Deadline.Sub(j.StartedAt)) + ") →"
+	}
+	return c
+}
+
+// runLines marks the run's start, end, stop and recoveries.
+func runLines(b *builder, j *drill.Journal) {
+	b.line(j.StartedAt, "l-start", "start")
+	if j.EndedAt != nil {
+		b.line(*j.EndedAt, "l-end", "end")
+	} else {
+		b.line(lastRecord(j, false), "l-stop", "died (last record)")
+	}
+	if j.Stop != nil {
+		b.line(j.Stop.At, "l-stop", "stopped: "+textsafe.Truncate(one(j.Stop.Condition), 24))
+	}
+	for _, rv := range j.Recoveries {
+		b.line(rv.At, "l-end", "recovered")
+	}
+}
+
+// stopRows draws one row per stop condition: a dot per evaluation (grey
+// did not hold, amber could not be evaluated) and the one that fired.
+func stopRows(b *builder, j *drill.Journal) {
+	var names []string
+	for _, e := range j.StopEvaluations {
+		if !slices.Contains(names, e.Condition) {
+			names = append(names, e.Condition)
+		}
+	}
+	if j.Stop != nil && !slices.Contains(names, j.Stop.Condition) {
+		names = append(names, j.Stop.Condition)
+	}
+	if len(names) == 0 {
+		return
+	}
+	b.heading("Stop conditions")
+	for _, name := range names {
+		r := b.row(name)
+		for _, e := range j.StopEvaluations {
+			if e.Condition != name {
+				continue
+			}
+			class, what := "eval", "did not hold"
+			switch {
+			case e.Error != "":
+				class, what = "eval-err", "could not be evaluated: "+e.Error
+			case e.Holds:
+				class, what = "fail", "held"
+			}
+			b.mark(r, e.At, markRadius, class, fmt.Sprintf("%s at %s: %s %s", name, clock(e.At), what, e.Detail))
+		}
+		if j.Stop != nil && j.Stop.Condition == name {
+			title := fmt.Sprintf("%s fired at %s: %s", name, clock(j.Stop.At), j.Stop.Detail)
+			for _, al := range j.Stop.Alarms {
+				title += fmt.Sprintf("; alarm %s %s since %s: %s", al.Name, al.State, clock(al.Since), al.Reason)
+			}
+			b.mark(r, j.Stop.At, firedRadius, "fired", title)
+		}
+	}
+}
+
+func firstOf(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// gaugeStates are the classes of the breaker_state strips.
+var gaugeStates = map[string]string{"closed": "g-closed", "half_open": "g-half", "open": "g-open", "forced_open": "g-forced"}
+
+// gaugeChart draws each dependency's instances as strips colored by their
+// breaker_state, from one read to the next. It is nil without a reading.
+func gaugeChart(j *drill.Journal, samples []drill.GaugeSample, a axis) *chart {
+	byDep := map[string][]drill.GaugeSample{}
+	var deps []string
+	for _, s := range samples {
+		if _, ok := byDep[s.Dependency]; !ok {
+			deps = append(deps, s.Dependency)
+		}
+		byDep[s.Dependency] = append(byDep[s.Dependency], s)
+	}
+	sort.Strings(deps)
+	b := newBuilder(a)
+	any := false
+	for _, dep := range deps {
+		ss := byDep[dep]
+		sort.SliceStable(ss, func(i, k int) bool { return ss[i].At.Before(ss[k].At) })
+		var instances []string
+		for _, s := range ss {
+			for _, in := range s.Instances {
+				if !slices.Contains(instances, in.Instance) {
+					instances = append(instances, in.Instance)
+				}
+			}
+		}
+		sort.Strings(instances)
+		if len(instances) == 0 {
+			continue
+		}
+		any = true
+		b.heading(dep)
+		gap := typicalGap(ss)
+		for _, inst := range instances {
+			r := b.row(inst)
+			// Runs of one state, each from its first read to the next
+			// read of another state (or one typical gap past the last).
+			type run struct {
+				state    string
+				from, to time.Time
+			}
+			var runs []run
+			for i, s := range ss {
+				next := s.At.Add(gap)
+				if i+1 < len(ss) {
+					next = ss[i+1].At
+				}
+				state, seen := "", false
+				for _, in := range s.Instances {
+					if in.Instance == inst {
+						state, seen = in.State, true
+					}
+				}
+				if !seen {
+					continue
+				}
+				if n := len(runs); n > 0 && runs[n-1].state == state && !runs[n-1].to.Before(s.At) {
+					runs[n-1].to = next
+					continue
+				}
+				runs = append(runs, run{state: state, from: s.At, to: next})
+			}
+			for _, rn := range runs {
+				class, ok := gaugeStates[rn.state]
+				if !ok {
+					class = "g-unknown"
+				}
+				b.span(r, rn.from, rn.to, class, fmt.Sprintf("%s %s: %s from %s to %s", dep, inst, rn.state, clock(rn.from), clock(rn.to)), "")
+				r.Bars[len(r.Bars)-1].Text = ""
+			}
+			for _, s := range ss {
+				if s.Error != "" {
+					b.mark(r, s.At, markRadius, "eval-err", dep+": read failed at "+clock(s.At)+": "+s.Error)
+				}
+			}
+		}
+	}
+	if !any {
+		return nil
+	}
+	runLines(b, j)
+	return b.finish()
+}
+
+// typicalGap is the median time between reads (a second when unknown),
+// how long the last read is drawn.
+func typicalGap(ss []drill.GaugeSample) time.Duration {
+	var gaps []time.Duration
+	for i := 1; i < len(ss); i++ {
+		if g := ss[i].At.Sub(ss[i-1].At); g > 0 {
+			gaps = append(gaps, g)
+		}
+	}
+	if len(gaps) == 0 {
+		return time.Second
+	}
+	slices.Sort(gaps)
+	return gaps[len(gaps)/2]
+}

@@ -1,0 +1,417 @@
+package gameday
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runner"
+	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// Input is what a report is rendered from.
+type Input struct {
+	// Journal is the run's journal.
+	Journal *drill.Journal
+	// Samples, when set, are shown instead of the journal's gauge samples:
+	// the window the command fetched from the context's metrics source for
+	// a journal that recorded none.
+	Samples []drill.GaugeSample
+	// SamplesFrom says where Samples came from ("prometheus http://...");
+	// empty means the journal.
+	SamplesFrom string
+	// FetchError says why the window could not be fetched.
+	FetchError string
+}
+
+// report is what the templates render: every value already one safe line.
+type report struct {
+	Title       string
+	Description string
+	Outcome     string
+	Verdict     string
+	// Good is true when the run passed and every lever was put back.
+	Good     bool
+	Reason   string
+	ExitCode int
+	Glance   []glance
+	Facts    []fact
+	Timeline *chart
+	Gauges   *chart
+	// GaugesNote says where the gauges came from, or why there are none.
+	GaugesNote string
+	Steps      []stepRow
+	Levers     []leverRow
+	Checks     []checkRow
+	Stop       *stopRow
+	Recoveries []recoveryRow
+	Audit      []auditRow
+	Notices    []string
+}
+
+type glance struct {
+	Label string
+	Text  string
+	// Class is good, bad or warn.
+	Class string
+}
+
+type fact struct {
+	Name, Value string
+	// Wide facts take a line of their own.
+	Wide bool
+}
+
+type stepRow struct {
+	ID, Name, Kind, Status, Class, Started, Duration, Detail, Error string
+	Description                                                     string
+	Outputs                                                         []fact
+	Rollbacks                                                       string
+}
+
+type leverRow struct {
+	ID, Step, Subject, Description, Status, Class string
+	// Pulled is when it was registered (just before its step acted), Back
+	// when it was put back, Held for how long it stayed moved.
+	Pulled, Back, Held string
+	By                 string
+	Expires            string
+	Detail, Error      string
+}
+
+type checkRow struct {
+	Phase, Name, Kind, Description, Status, Class, Started, Duration, Detail, Error string
+	Checks                                                                          int
+}
+
+type stopRow struct {
+	Condition, Detail, At string
+	Alarms                []alarmRow
+}
+
+type alarmRow struct{ Name, State, Reason, Since string }
+
+type recoveryRow struct {
+	At, Actor, Rollbacks, Detail, Class, Status string
+}
+
+type auditRow struct{ ID, At, Action, Subject string }
+
+// one renders a value as one safe line: runs of whitespace (newlines
+// included) become one space, then the textsafe rule (controls and bidi
+// marks as visible escapes).
+func one(s string) string {
+	return textsafe.Line(strings.Join(strings.Fields(s), " "))
+}
+
+// clock formats an instant as the report's time of day (UTC).
+func clock(t time.Time) string { return t.UTC().Format("15:04:05.000Z") }
+
+func clockPtr(t *time.Time) string {
+	if t == nil {
+		return ""
+	}
+	return clock(*t)
+}
+
+// dur formats a duration as a person reads it: "45ms", "12.3s", "4m5s".
+func dur(d time.Duration) string {
+	switch {
+	case d < 0:
+		d = 0
+	case d < time.Second:
+		d = d.Round(time.Millisecond)
+	case d < time.Minute:
+		d = d.Round(100 * time.Millisecond)
+	default:
+		d = d.Round(time.Second)
+	}
+	return human.Duration(d)
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func statusClass(status string) string {
+	switch status {
+	case drill.StatusPassed, drill.StatusOK:
+		return "good"
+	case drill.StatusSkipped, drill.StatusPending:
+		return "muted"
+	case drill.StatusStopped, drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusRunning:
+		return "warn"
+	}
+	return "bad"
+}
+
+// build turns a journal into what the templates render.
+func build(in Input) *report {
+	j := in.Journal
+	r := &report{
+		Title: one(j.Drill.Name), Description: one(j.Drill.Description), Outcome: one(j.Outcome),
+		Verdict: one(strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " "))), Good: j.Outcome == drill.OutcomePassed && j.RollbacksOK,
+		ExitCode: j.ExitCode,
+	}
+	if j.Reason != j.Outcome {
+		r.Reason = one(j.Reason)
+	}
+	end := lastTime(j)
+	r.Facts = facts(j, end)
+	r.Glance = atAGlance(j, end)
+	for _, s := range j.Steps {
+		row := stepRow{ID: one(s.ID), Name: one(s.Name), Kind: one(s.Kind), Status: one(s.Status), Class: statusClass(s.Status),
+			Description: one(s.Description), Detail: one(s.Detail), Error: one(s.Error), Rollbacks: one(strings.Join(s.Rollbacks, ", "))}
+		if s.StartedAt != nil {
+			row.Started = clock(*s.StartedAt)
+			row.Duration = dur(secs(s.DurationSeconds))
+		}
+		keys := make([]string, 0, len(s.Outputs))
+		for k := range s.Outputs {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			row.Outputs = append(row.Outputs, fact{Name: one(k), Value: one(s.Outputs[k])})
+		}
+		r.Steps = append(r.Steps, row)
+	}
+	for _, rb := range j.Rollbacks {
+		r.Levers = append(r.Levers, leverRowOf(j, rb, end))
+	}
+	for _, c := range slices.Concat(j.Hypothesis.Before, j.Hypothesis.After) {
+		status, class := "held", "good"
+		if !c.OK {
+			status, class = "did not hold", "bad"
+		}
+		r.Checks = append(r.Checks, checkRow{Phase: one(c.Phase), Name: one(c.Name), Kind: one(c.Kind), Description: one(c.Description),
+			Status: status, Class: class, Started: clock(c.StartedAt), Duration: dur(secs(c.DurationSeconds)), Detail: one(c.Detail),
+			Error: one(c.Error), Checks: c.Checks})
+	}
+	if st := j.Stop; st != nil {
+		sr := &stopRow{Condition: one(st.Condition), Detail: one(st.Detail), At: clock(st.At)}
+		for _, a := range st.Alarms {
+			ar := alarmRow{Name: one(a.Name), State: one(a.State), Reason: one(a.Reason)}
+			if !a.Since.IsZero() {
+				ar.Since = clock(a.Since)
+			}
+			sr.Alarms = append(sr.Alarms, ar)
+		}
+		r.Stop = sr
+	}
+	for _, rv := range j.Recoveries {
+		row := recoveryRow{At: clock(rv.At), Actor: one(rv.Actor), Rollbacks: one(strings.Join(rv.Rollbacks, ", ")), Detail: one(rv.Detail),
+			Status: "ok", Class: "good"}
+		if !rv.OK {
+			row.Status, row.Class = "failed", "bad"
+		}
+		r.Recoveries = append(r.Recoveries, row)
+	}
+	for _, a := range j.Audit {
+		r.Audit = append(r.Audit, auditRow{ID: one(a.ID), At: clock(a.At), Action: one(a.Action), Subject: one(a.Subject)})
+	}
+	if j.Hypothesis.AfterSkipped != "" {
+		r.Notices = append(r.Notices, one("hypothesis after: "+j.Hypothesis.AfterSkipped))
+	}
+	for _, n := range j.Notices {
+		r.Notices = append(r.Notices, one(n))
+	}
+	samples, from := j.GaugeSamples, "recorded by the run"
+	if in.Samples != nil {
+		samples, from = in.Samples, "fetched from "+in.SamplesFrom
+	}
+	ax := newAxis(j, end)
+	r.Timeline = timelineChart(j, ax)
+	r.Gauges = gaugeChart(j, samples, ax)
+	switch {
+	case r.Gauges != nil:
+		r.GaugesNote = one(fmt.Sprintf("breaker_state %s (%d reads)", from, len(samples)))
+	case len(samples) > 0:
+		r.GaugesNote = "no instance reported a breaker_state during the run"
+	case in.FetchError != "":
+		r.GaugesNote = one("no breaker_state samples in the journal, and none could be fetched: " + in.FetchError)
+	case in.Samples != nil:
+		r.GaugesNote = one("no breaker_state samples in the journal, and " + in.SamplesFrom + " had none in the run's window")
+	default:
+		r.GaugesNote = "no breaker_state samples: the run polled no gauges, and none were fetched"
+	}
+	return r
+}
+
+// lastTime is the latest instant the journal knows of: its end, or (for a
+// run that was killed) the last thing it recorded, and any recovery.
+func lastTime(j *drill.Journal) time.Time { return lastRecord(j, true) }
+
+// lastRecord is the latest instant the journal records; without
+// recoveries, the last the run's own process wrote.
+func lastRecord(j *drill.Journal, recoveries bool) time.Time {
+	t := j.StartedAt
+	later := func(u time.Time) {
+		if u.After(t) {
+			t = u
+		}
+	}
+	laterPtr := func(u *time.Time) {
+		if u != nil {
+			later(*u)
+		}
+	}
+	laterPtr(j.EndedAt)
+	for _, c := range slices.Concat(j.Hypothesis.Before, j.Hypothesis.After) {
+		laterPtr(c.EndedAt)
+	}
+	for _, s := range j.Steps {
+		laterPtr(s.StartedAt)
+		laterPtr(s.EndedAt)
+	}
+	for _, rb := range j.Rollbacks {
+		later(rb.RegisteredAt)
+		if recoveries || rb.RecoveredAt == nil {
+			laterPtr(rb.EndedAt)
+		}
+	}
+	for _, rv := range j.Recoveries {
+		if recoveries {
+			later(rv.At)
+		}
+	}
+	if j.Stop != nil {
+		later(j.Stop.At)
+	}
+	return t
+}
+
+func facts(j *drill.Journal, end time.Time) []fact {
+	f := []fact{{Name: "outcome", Value: one(j.Outcome)}, {Name: "exit code", Value: fmt.Sprint(j.ExitCode)}, {Name: "context", Value: one(j.Context)}}
+	add := func(name, v string) {
+		if v != "" {
+			f = append(f, fact{Name: name, Value: one(v)})
+		}
+	}
+	add("store", j.Store)
+	add("actor", j.Actor)
+	add("gauges", j.Gauges)
+	add("run id", j.RunID)
+	add("drill file", j.Drill.File)
+	add("started", j.StartedAt.UTC().Format(time.RFC3339))
+	if j.EndedAt != nil {
+		add("ended", j.EndedAt.UTC().Format(time.RFC3339)+" (took "+dur(secs(j.DurationSeconds))+")")
+	} else {
+		add("ended", "never: the run's process died; last record at "+end.UTC().Format(time.RFC3339))
+	}
+	add("deadline", j.Deadline.UTC().Format(time.RFC3339)+" (timeout "+dur(secs(j.TimeoutSeconds))+")")
+	ids := make([]string, 0, len(j.Audit))
+	for _, a := range j.Audit {
+		ids = append(ids, a.ID)
+	}
+	if len(ids) > 0 {
+		f = append(f, fact{Name: "audit ids", Value: one(strings.Join(ids, ", ")), Wide: true})
+	}
+	return f
+}
+
+// leverBack is when a lever was put back, and by what; ok is false when it
+// was not (yet).
+func leverBack(j *drill.Journal, rb drill.RollbackRecord) (at time.Time, by string, ok bool) {
+	if rb.Status != drill.StatusOK || rb.EndedAt == nil {
+		return time.Time{}, "", false
+	}
+	by = "the run's rollback"
+	if rb.RecoveredAt != nil {
+		by = "drill recover"
+		for _, rv := range j.Recoveries {
+			if slices.Contains(rv.Rollbacks, rb.ID) {
+				by = "drill recover by " + rv.Actor
+			}
+		}
+	}
+	return *rb.EndedAt, by, true
+}
+
+func leverRowOf(j *drill.Journal, rb drill.RollbackRecord, end time.Time) leverRow {
+	row := leverRow{ID: one(rb.ID), Step: one(rb.Step), Subject: one(rb.Subject), Description: one(rb.Description),
+		Status: one(rb.Status), Class: statusClass(rb.Status), Pulled: clock(rb.RegisteredAt), Detail: one(rb.Detail), Error: one(rb.Error)}
+	if rb.ExpiresAt != nil {
+		row.Expires = clock(*rb.ExpiresAt)
+	}
+	if at, by, ok := leverBack(j, rb); ok {
+		row.Back, row.By, row.Held = clock(at), one(by), dur(at.Sub(rb.RegisteredAt))
+		return row
+	}
+	row.Back = "not put back"
+	if rb.ExpiresAt != nil {
+		row.Held = "until " + clock(*rb.ExpiresAt) + " (" + dur(rb.ExpiresAt.Sub(rb.RegisteredAt)) + ", its expiry)"
+	} else {
+		row.Held = "until restored by hand (at least " + dur(end.Sub(rb.RegisteredAt)) + ")"
+	}
+	return row
+}
+
+// atAGlance is the few lines a reviewer reads first: what was pulled, for
+// how long, what stopped it, and when everything was put back.
+func atAGlance(j *drill.Journal, end time.Time) []glance {
+	var g []glance
+	var pulled []string
+	for _, rb := range j.Rollbacks {
+		if rb.Explicit {
+			continue // a rollback step of the drill file, not a lever pulled
+		}
+		what := rb.Subject
+		if at, _, ok := leverBack(j, rb); ok {
+			what += " for " + dur(at.Sub(rb.RegisteredAt))
+		} else if rb.ExpiresAt != nil {
+			what += " until its expiry at " + clock(*rb.ExpiresAt)
+		} else {
+			what += " (not put back)"
+		}
+		pulled = append(pulled, what)
+	}
+	if len(pulled) == 0 {
+		g = append(g, glance{"Pulled", "no lever", "muted"})
+	} else {
+		g = append(g, glance{"Pulled", one(strings.Join(pulled, "; ")), "warn"})
+	}
+
+	switch {
+	case j.Stop != nil:
+		text := fmt.Sprintf("stop condition %s at %s (+%s): %s", j.Stop.Condition, clock(j.Stop.At), dur(j.Stop.At.Sub(j.StartedAt)), j.Stop.Detail)
+		for _, a := range j.Stop.Alarms {
+			text += fmt.Sprintf("; alarm %s %s: %s", a.Name, a.State, a.Reason)
+		}
+		g = append(g, glance{"Stopped by", one(text), "bad"})
+	case j.Outcome == runner.OutcomeKilled || j.Outcome == drill.OutcomeRunning:
+		g = append(g, glance{"Stopped by", one("the run's process died (its last record at " + clock(lastRecord(j, false)) + ")"), "bad"})
+	case j.Outcome == drill.OutcomePassed:
+		g = append(g, glance{"Ended", "every step ran; the hypothesis held", "good"})
+	default:
+		g = append(g, glance{"Ended", one(j.Outcome + ": " + j.Reason), "bad"})
+	}
+
+	var back time.Time
+	var by []string
+	notBack := 0
+	for _, rb := range j.Rollbacks {
+		at, who, ok := leverBack(j, rb)
+		if !ok {
+			notBack++
+			continue
+		}
+		if at.After(back) {
+			back = at
+		}
+		if !slices.Contains(by, who) {
+			by = append(by, who)
+		}
+	}
+	switch {
+	case len(j.Rollbacks) == 0:
+	case notBack == 0:
+		g = append(g, glance{"Put back", one(fmt.Sprintf("all %d by %s (+%s), by %s", len(j.Rollbacks), clock(back), dur(back.Sub(j.StartedAt)),
+			strings.Join(by, " and "))), "good"})
+	default:
+		g = append(g, glance{"NOT put back", one(fmt.Sprintf("%d of %d levers: each stays moved until its expiry (see Levers)", notBack, len(j.Rollbacks))), "bad"})
+	}
+	return g
+}

@@ -1,0 +1,389 @@
+package gameday
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+var fixtures = map[string]func() *drill.Journal{
+	"stopped": stoppedJournal,
+	"killed":  killedJournal,
+	"hostile": hostileJournal,
+}
+
+func renderHTML(t testing.TB, in Input) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := HTML(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func renderMarkdown(t testing.TB, in Input) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Markdown(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to write it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s", name, got)
+	}
+}
+
+// The Markdown summaries of the fixtures are golden files; so are the
+// fixtures as JSON journals (make report-check renders one in Chromium,
+// and drill report's tests read them).
+func TestMarkdownGolden(t *testing.T) {
+	for name, fx := range fixtures {
+		t.Run(name, func(t *testing.T) {
+			j := fx()
+			golden(t, name+".md", renderMarkdown(t, Input{Journal: j}))
+			b, err := json.MarshalIndent(j, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".journal.json", string(b)+"\n")
+		})
+	}
+}
+
+// parse parses a rendered page.
+func parse(t testing.TB, page string) *html.Node {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func walk(n *html.Node, f func(*html.Node)) {
+	f(n)
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		walk(c, f)
+	}
+}
+
+func attr(n *html.Node, key string) (string, bool) {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val, true
+		}
+	}
+	return "", false
+}
+
+func byID(doc *html.Node, id string) *html.Node {
+	var found *html.Node
+	walk(doc, func(n *html.Node) {
+		if v, ok := attr(n, "id"); ok && v == id && found == nil {
+			found = n
+		}
+	})
+	return found
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	walk(n, func(c *html.Node) {
+		if c.Type == html.TextNode {
+			b.WriteString(c.Data)
+		}
+	})
+	return b.String()
+}
+
+// The page is self-contained and inert whatever the journal holds: one
+// CSP meta tag allowing nothing but the one style element, by its hash;
+// no script, no image, no link, no event handler, no URL attribute.
+func checkInert(t *testing.T, page string) {
+	t.Helper()
+	doc := parse(t, page)
+	var csp []string
+	var styles []string
+	walk(doc, func(n *html.Node) {
+		if n.Type != html.ElementNode {
+			return
+		}
+		switch n.Data {
+		case "script", "img", "iframe", "object", "embed", "link", "a", "image", "use", "foreignObject", "base", "form", "input", "audio", "video", "source":
+			t.Errorf("element <%s> in the report", n.Data)
+		case "style":
+			styles = append(styles, text(n))
+		case "meta":
+			if v, _ := attr(n, "http-equiv"); strings.EqualFold(v, "Content-Security-Policy") {
+				c, _ := attr(n, "content")
+				csp = append(csp, c)
+			}
+		}
+		for _, a := range n.Attr {
+			k := strings.ToLower(a.Key)
+			if strings.HasPrefix(k, "on") || k == "href" || k == "src" || k == "xlink:href" || k == "style" || k == "action" || k == "srcset" {
+				t.Errorf("<%s> has attribute %s=%q", n.Data, a.Key, a.Val)
+			}
+		}
+	})
+	if len(csp) != 1 || csp[0] != CSP {
+		t.Fatalf("CSP meta tags = %q, want one: %q", csp, CSP)
+	}
+	for _, want := range []string{"default-src 'none'", "script-src 'none'", "img-src 'none'", "base-uri 'none'", "form-action 'none'"} {
+		if !strings.Contains(CSP, want) {
+			t.Errorf("CSP lacks %s", want)
+		}
+	}
+	if strings.Contains(CSP, "unsafe") {
+		t.Errorf("CSP allows unsafe sources: %s", CSP)
+	}
+	if len(styles) != 1 || !strings.Contains(CSP, "style-src '"+styleHash(styles[0])+"'") {
+		t.Fatalf("%d style elements; the CSP does not allow the one by its hash", len(styles))
+	}
+}
+
+var clockRE = regexp.MustCompile(`^\d\d:\d\d:\d\d\.\d{3}Z$`)
+
+// Structural checks: every step, lever and rollback is in the tables and
+// on the timeline, and their times are in order.
+func TestHTMLStructure(t *testing.T) {
+	for _, name := range []string{"stopped", "killed"} {
+		t.Run(name, func(t *testing.T) {
+			j := fixtures[name]()
+			page := renderHTML(t, Input{Journal: j})
+			checkInert(t, page)
+			doc := parse(t, page)
+			var svgs []*html.Node
+			walk(doc, func(n *html.Node) {
+				if n.Type == html.ElementNode && n.Data == "svg" {
+					svgs = append(svgs, n)
+				}
+			})
+			// The killed run polled no gauges: its page says so instead.
+			if want := 1 + min(len(j.GaugeSamples), 1); len(svgs) != want {
+				t.Fatalf("%d SVG charts, want %d", len(svgs), want)
+			}
+			if len(j.GaugeSamples) == 0 && !strings.Contains(text(byID(doc, "gauges-note")), "no breaker_state samples") {
+				t.Error("no note says why there is no breaker state chart")
+			}
+			timeline := text(svgs[0])
+			rows := map[string][]string{}
+			for _, id := range []string{"steps", "levers"} {
+				tb := byID(doc, id)
+				if tb == nil {
+					t.Fatalf("no table #%s", id)
+				}
+				walk(tb, func(n *html.Node) {
+					if n.Type != html.ElementNode || n.Data != "tr" {
+						return
+					}
+					key := "data-step"
+					if id == "levers" {
+						key = "data-rollback"
+					}
+					if v, ok := attr(n, key); ok {
+						var cells []string
+						for c := n.FirstChild; c != nil; c = c.NextSibling {
+							if c.Type == html.ElementNode && c.Data == "td" {
+								cells = append(cells, text(c))
+							}
+						}
+						rows[id+":"+v] = cells
+					}
+				})
+			}
+			var lastStart string
+			for _, s := range j.Steps {
+				cells, ok := rows["steps:"+s.ID]
+				if !ok {
+					t.Errorf("step %s not in the steps table", s.ID)
+					continue
+				}
+				if cells[2] != s.Status {
+					t.Errorf("step %s: status %q, want %q", s.ID, cells[2], s.Status)
+				}
+				if !strings.Contains(timeline, s.ID) {
+					t.Errorf("step %s not on the timeline", s.ID)
+				}
+				if s.StartedAt != nil {
+					if !clockRE.MatchString(cells[3]) || cells[3] < lastStart {
+						t.Errorf("step %s started %q, after the previous step's %q?", s.ID, cells[3], lastStart)
+					}
+					lastStart = cells[3]
+				}
+			}
+			for _, rb := range j.Rollbacks {
+				cells, ok := rows["levers:"+rb.ID]
+				if !ok {
+					t.Errorf("rollback %s not in the levers table", rb.ID)
+					continue
+				}
+				pulled, back := cells[3], cells[4]
+				if !clockRE.MatchString(pulled) || !clockRE.MatchString(back[:13]) || back[:13] < pulled {
+					t.Errorf("rollback %s: pulled %q, put back %q: want both, in order", rb.ID, pulled, back)
+				}
+				if !strings.Contains(timeline, rb.ID+" "+rb.Subject) {
+					t.Errorf("lever %s not on the timeline", rb.ID)
+				}
+			}
+			glance := text(byID(doc, "glance"))
+			for _, want := range []string{"Pulled", "breaker#openai for ", "rl#agent-1 for ", "Put back", "all "} {
+				if !strings.Contains(glance, want) {
+					t.Errorf("at a glance lacks %q: %s", want, glance)
+				}
+			}
+			switch name {
+			case "stopped":
+				for _, want := range []string{"Stopped by", "api-5xx", "kosha-api-5xx ALARM: Threshold Crossed: 3 datapoints > 1", "by the run's rollback"} {
+					if !strings.Contains(glance, want) {
+						t.Errorf("at a glance lacks %q: %s", want, glance)
+					}
+				}
+				if !strings.Contains(timeline, "stopped: api-5xx") || !strings.Contains(text(svgs[1]), "gw-2") {
+					t.Error("the stop line or the breaker states are missing")
+				}
+			case "killed":
+				for _, want := range []string{"the run's process died", "drill recover by oncall@example.com", "by 09:32:10.700Z"} {
+					if !strings.Contains(glance, want) {
+						t.Errorf("at a glance lacks %q: %s", want, glance)
+					}
+				}
+			}
+		})
+	}
+}
+
+// Bars stay within the plot and every x and width is a plain number.
+func TestChartGeometry(t *testing.T) {
+	for name, fx := range fixtures {
+		r := build(Input{Journal: fx()})
+		for _, c := range []*chart{r.Timeline, r.Gauges} {
+			if c == nil {
+				continue
+			}
+			for _, row := range c.Rows {
+				for _, b := range row.Bars {
+					if b.X < plotX || b.X+b.W > plotX+plotW+2.01 || b.W <= 0 {
+						t.Errorf("%s: bar %q at %.1f+%.1f outside the plot", name, b.Title, b.X, b.W)
+					}
+				}
+			}
+			if !slices.IsSortedFunc(c.Ticks, func(a, b tick) int { return int(a.X - b.X) }) || len(c.Ticks) < 2 {
+				t.Errorf("%s: ticks %v", name, c.Ticks)
+			}
+		}
+	}
+}
+
+// The issue's done-when: <script>, an attribute break-out and Markdown
+// link syntax in every string render as text, in both forms.
+func TestHostileTextRendersAsText(t *testing.T) {
+	j := hostileJournal()
+	page := renderHTML(t, Input{Journal: j})
+	checkInert(t, page)
+	for _, bad := range []string{"<script", "<img", "</style><", "\x1b", "\u202e"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("the page contains %q", bad)
+		}
+	}
+	body := text(parse(t, page))
+	for _, want := range []string{hScript, hImg, "[click me](javascript:alert(3))", `red\x1b[31m text \u202eevil\u202c`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page's text lacks %q", want)
+		}
+	}
+
+	m := renderMarkdown(t, Input{Journal: j})
+	for _, bad := range []string{"<script", "<img", "](", "![", "https://", "www.evil", "<https", "\x1b", "\u202e", "\n\n\nline two", "| cell |"} {
+		if strings.Contains(m, bad) {
+			t.Errorf("the Markdown contains %q", bad)
+		}
+	}
+	for _, want := range []string{`&lt;script&gt;alert\(1\)&lt;\/script&gt;`, `\[click me\]\(javascript\:alert\(3\)\)`, `https\:\/\/evil\.example`, `\| cell \|`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("the Markdown lacks %q", want)
+		}
+	}
+	// Each table row stays one row: a value's | and newline do not split it.
+	for _, line := range strings.Split(m, "\n") {
+		if strings.HasPrefix(line, "| ") && strings.Count(strings.ReplaceAll(line, `\|`, ""), "|") > 8 {
+			t.Errorf("a table row split: %s", line)
+		}
+	}
+}
+
+func TestMarkdownEscapesEveryPunctuation(t *testing.T) {
+	for in, want := range map[string]string{
+		"a*b_c":               `a\*b\_c`,
+		"[x](y)":              `\[x\]\(y\)`,
+		"<b>&amp;":            `&lt;b&gt;&amp;amp\;`,
+		"# h\n- li":           `\# h \- li`,
+		"1. x ~~y~~ `z` |a|":  "1\\. x \\~\\~y\\~\\~ \\`z\\` \\|a\\|",
+		"https://x.io www.y ": `https\:\/\/x\.io www\.y`,
+		"ok":                  "ok",
+	} {
+		if got := md(in); got != want {
+			t.Errorf("md(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A journal with a later version than this koshactl writes is refused
+// by the command; within the renderer a version 1 journal (no gauge
+// samples, stop evaluations or audit refs) still renders, saying so.
+func TestVersion1JournalRendersWithoutSamples(t *testing.T) {
+	j := stoppedJournal()
+	j.Version, j.GaugeSamples, j.StopEvaluations, j.Audit = 1, nil, nil, nil
+	r := build(Input{Journal: j})
+	if r.Gauges != nil || !strings.Contains(r.GaugesNote, "no breaker_state samples") {
+		t.Errorf("gauges %v, note %q", r.Gauges, r.GaugesNote)
+	}
+	page := renderHTML(t, Input{Journal: j})
+	checkInert(t, page)
+	if !strings.Contains(page, "stopped: api-5xx") {
+		t.Error("the stop is not on the timeline")
+	}
+	// Samples fetched by the command replace the (missing) recorded ones.
+	r = build(Input{Journal: j, Samples: stoppedJournal().GaugeSamples, SamplesFrom: "prometheus http://127.0.0.1:1/metrics"})
+	if r.Gauges == nil || !strings.Contains(r.GaugesNote, "fetched from prometheus") {
+		t.Errorf("fetched samples: gauges %v, note %q", r.Gauges != nil, r.GaugesNote)
+	}
+}
+
+func TestFormatFor(t *testing.T) {
+	for path, want := range map[string]string{"a/b.MD": FormatMarkdown, "x.markdown": FormatMarkdown, "r.html": FormatHTML, "r": FormatHTML, "md": FormatHTML} {
+		if got := FormatFor(path); got != want {
+			t.Errorf("FormatFor(%q) = %s, want %s", path, got, want)
+		}
+	}
+	if err := Render(&bytes.Buffer{}, "pdf", Input{Journal: stoppedJournal()}); err == nil {
+		t.Error("Render accepted format pdf")
+	}
+}
