@@ -32,6 +32,10 @@ const (
 	// value, GenerateDataKey to write one.
 	KMSDecrypt         = "kms:Decrypt"
 	KMSGenerateDataKey = "kms:GenerateDataKey"
+	// SNSPublish announces a change on a context's SNS notification topics
+	// (docs/notifications.md): every mutating command path, after its audit
+	// record. Denied, the change still stands; the command warns.
+	SNSPublish = "sns:Publish"
 	// Table administration (store init, store migrate).
 	DescribeTable      = "dynamodb:DescribeTable"
 	CreateTable        = "dynamodb:CreateTable"
@@ -119,6 +123,9 @@ var (
 	secretRead  = Need{Action: GetSecretValue}
 	gauges      = Need{Action: GetMetricData}
 	alarms      = Need{Action: DescribeAlarms}
+	// notifyPublish is the notification of a change, on the context's SNS
+	// topics.
+	notifyPublish = Need{Action: SNSPublish}
 )
 
 // Commands is what each command path that talks to AWS calls, as the
@@ -130,14 +137,14 @@ var Commands = map[string][]Need{
 	"breaker list --scan": needs(breakerScan),
 	"breaker get":         needs(breakerRead),
 	"breaker status":      needs(indexRead, batchRead, gauges),
-	"breaker force-open":  needs(batchRead, breakerWrite, auditWrite),
-	"breaker clear":       needs(batchRead, Need{DeleteItem, BreakerItems}, auditWrite),
-	"breaker clear --all": needs(breakerScan, batchRead, Need{DeleteItem, BreakerItems}, auditWrite),
+	"breaker force-open":  needs(batchRead, breakerWrite, auditWrite, notifyPublish),
+	"breaker clear":       needs(batchRead, Need{DeleteItem, BreakerItems}, auditWrite, notifyPublish),
+	"breaker clear --all": needs(breakerScan, batchRead, Need{DeleteItem, BreakerItems}, auditWrite, notifyPublish),
 	"ratelimit get":       needs(bucketRead),
 	"ratelimit list":      needs(Need{Scan, BucketItems}),
-	"ratelimit reset":     needs(bucketBatchRead, bucketWrite, auditWrite),
-	"ratelimit drain":     needs(bucketBatchRead, bucketWrite, auditWrite),
-	"ratelimit set":       needs(bucketBatchRead, bucketWrite, auditWrite),
+	"ratelimit reset":     needs(bucketBatchRead, bucketWrite, auditWrite, notifyPublish),
+	"ratelimit drain":     needs(bucketBatchRead, bucketWrite, auditWrite, notifyPublish),
+	"ratelimit set":       needs(bucketBatchRead, bucketWrite, auditWrite, notifyPublish),
 	"audit list":          needs(indexRead),
 	"audit list --scan":   needs(Need{Scan, AuditItems}),
 	// The repair reads the clear's claim or the override, and writes the
@@ -146,13 +153,13 @@ var Commands = map[string][]Need{
 	"chaos sign":       needs(secretRead, auditWrite),
 	"chaos verify":     needs(secretRead),
 	"chaos key id":     needs(secretRead),
-	"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, auditWrite),
+	"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, auditWrite, notifyPublish),
 	// A drill's levers (the example drills and one reading CloudWatch
 	// gauges): force and clear overrides, drain and restore buckets, mint
 	// chaos headers, wait on the gauges and watch the alarms of its stop
-	// conditions, audit every change.
+	// conditions, audit every change, announce the run.
 	"drill run": needs(breakerRead, batchRead, breakerWrite, Need{DeleteItem, BreakerItems},
-		bucketRead, bucketWrite, secretRead, gauges, alarms, auditWrite),
+		bucketRead, bucketWrite, secretRead, gauges, alarms, auditWrite, notifyPublish),
 	// The reference data plane (koshactl sandbox): it reads overrides and
 	// chaos keys, takes tokens with a conditional write, and audits chaos
 	// headers it applied or refused.

@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -31,6 +32,7 @@ type Options struct {
 	DryRun       bool
 	Yes          bool
 	AllowUnknown bool
+	NoNotify     bool
 	Output       string
 	shared.WaitOptions
 }
@@ -95,6 +97,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
 	shared.AddWaitFlags(cmd, &opts.WaitOptions)
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -144,6 +147,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
+		return err
+	}
+	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	var waiter *metrics.Waiter
@@ -220,10 +226,19 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Results = append(out.Results, item)
 	}
 	failure := cmdutil.WriteFailure(writeErr, auditErr)
+	// The deletes and their audit records are done: announce them
+	// (bounded) once the result is shown, before any wait on the fleet.
+	announce := func() {
+		if levers := notify.ClearLevers(outcomes); !opts.DryRun && len(levers) > 0 {
+			actor, _ := env.Actor(ctx)
+			cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: breaker.ActionClear, Actor: actor, Reason: opts.Reason, Levers: levers})
+		}
+	}
 	if waiter == nil || len(out.Results) == 0 {
 		if err := printResult(f, opts, env, out, now); err != nil {
 			return err
 		}
+		announce()
 		return failure
 	}
 	// The deletes and their audit records are done; now the fleet. A
@@ -239,6 +254,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	}
+	announce()
 	view, waitErr := shared.Wait(ctx, f, waiter, changes)
 	out.Convergence = view
 	if table {
