@@ -48,12 +48,18 @@ func (s *Overrides) ForceAudited(ctx context.Context, log audit.Appender, req Fo
 	if err != nil {
 		return res, audit.Record{}, err
 	}
+	rec, err := auditForce(ctx, log, req, res)
+	return res, rec, err
+}
+
+// auditForce records a force that was written.
+func auditForce(ctx context.Context, log audit.Appender, req ForceRequest, res ForceResult) (audit.Record, error) {
 	rec, err := log.Append(ctx, audit.Entry{Actor: req.Actor, Action: ActionForceOpen, Subject: OverrideKey(req.Dependency),
 		Reason: req.Reason, Before: AuditState(res.Before), After: AuditState(&res.After)})
 	if err != nil {
-		return res, rec, fmt.Errorf("%s was forced open, but %w", req.Dependency, err)
+		return rec, fmt.Errorf("%s was forced open, but %w", req.Dependency, err)
 	}
-	return res, rec, nil
+	return rec, nil
 }
 
 // ClearAudited clears an override and records it. Nothing is recorded when

@@ -179,9 +179,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := shared.CheckDependencies(opts.Dependencies, env.Context.KnownDependencies(), opts.AllowUnknown); err != nil {
-		return err
-	}
 	now := f.Clock.Now()
 	expires, forDur, err := opts.expiry(now, env.Context.OverridePolicy())
 	if err != nil {
@@ -198,13 +195,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	for _, dep := range opts.Dependencies {
 		reqs = append(reqs, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite})
 	}
-	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun,
+	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun, Known: shared.Known(env, opts.AllowUnknown),
 		Confirm: func(plans []breaker.ForceResult) error {
 			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans)))
 		}}
 	outcomes, err := ov.ForceAll(ctx, env.AuditLog(f.Clock), op)
 	if outcomes == nil {
-		return conflictHint(err)
+		return conflictHint(shared.DependencyHint(err))
 	}
 	out := Result{Kind: "BreakerForceResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun}
 	var writeErr, auditErr error
