@@ -13,7 +13,6 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -91,8 +90,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	src, err := metrics.NewSource(ctx, metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig,
-		PrometheusURL: opts.MetricsURL, Clock: f.Clock})
+	src, err := env.GaugeSource(ctx, opts.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
@@ -107,9 +105,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		fmt.Fprintf(ios.ErrOut, "warning: %s\n", warning)
 	}
 	hint := src.Hint()
-	log := env.AuditLog(f.Clock)
+	log := env.Audit()
 	deps := tui.Deps{
-		Overrides: tui.StoreOverrides{Overrides: breaker.NewOverrides(env.Store, f.Clock), Log: log,
+		Overrides: tui.StoreOverrides{Overrides: env.Overrides(), Log: log,
 			Known: env.Context.KnownDependencies(), Actor: env.Actor, Clock: f.Clock},
 		Gauges: src,
 		Audit:  log,

@@ -111,7 +111,7 @@ func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) e
 			printLines(f, lines)
 			return err
 		}
-		out.Overrides, err = breaker.NewOverrides(env.Store, f.Clock).Backfill(ctx, opts.DryRun)
+		out.Overrides, err = env.Overrides().Backfill(ctx, opts.DryRun)
 		if err != nil {
 			printLines(f, lines)
 			return err

@@ -147,7 +147,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	}
-	ov := breaker.NewOverrides(env.Store, f.Clock)
+	ov := env.Overrides()
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	deps, keys := opts.Dependencies, opts.Keys
 	if opts.All {
@@ -175,7 +175,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
 	// One batch read of every override (while the identity resolves), then
 	// the deletes and their audit records concurrently.
-	outcomes, err := ov.ClearAll(ctx, env.AuditLog(f.Clock), breaker.ClearAll{Dependencies: deps, Keys: keys,
+	outcomes, err := ov.ClearAll(ctx, env.Audit(), breaker.ClearAll{Dependencies: deps, Keys: keys,
 		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun, Known: known,
 		Confirm: func([]breaker.ClearResult) error {
 			if len(deps)+len(keys) == 0 {

@@ -190,7 +190,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	}
-	ov := breaker.NewOverrides(env.Store, f.Clock)
 	reqs := make([]breaker.ForceRequest, 0, len(opts.Dependencies))
 	for _, dep := range opts.Dependencies {
 		reqs = append(reqs, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite})
@@ -199,7 +198,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		Confirm: func(plans []breaker.ForceResult) error {
 			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans)))
 		}}
-	outcomes, err := ov.ForceAll(ctx, env.AuditLog(f.Clock), op)
+	outcomes, err := env.Overrides().ForceAll(ctx, env.Audit(), op)
 	if outcomes == nil {
 		return conflictHint(shared.DependencyHint(err))
 	}

@@ -51,7 +51,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	o, err := breaker.NewOverrides(env.Store, f.Clock).Get(ctx, opts.Dependency)
+	o, err := env.Overrides().Get(ctx, opts.Dependency)
 	if errors.Is(err, store.ErrNotFound) {
 		return cmdutil.WithCode(cmdutil.ExitNotFound,
 			fmt.Errorf("no override for %s in context %q: its breakers follow their own state", opts.Dependency, env.Name))

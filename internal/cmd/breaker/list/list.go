@@ -71,7 +71,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	ov := breaker.NewOverrides(env.Store, f.Clock)
+	ov := env.Overrides()
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	var all []breaker.Override
 	if opts.Scan {

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
-	"github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
@@ -84,7 +83,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.Skew, "skew", chaos.DefaultSkew, fmt.Sprintf("clock-skew allowance on the 15-minute cap, 0..%s (the data plane's setting)", chaos.MaxSkew))
-	shared.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -123,11 +122,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	targets, err := shared.Targets(env)
+	targets, err := env.ChaosTargets()
 	if err != nil {
 		return err
 	}
-	src, err := shared.ResolveKeySource(ctx, env, f.Clock, opts.KeyFile)
+	src, err := env.KeySource(ctx, opts.KeyFile)
 	if err != nil {
 		return err
 	}

@@ -158,7 +158,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	fmt.Fprintf(ios.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
-	rv := &runner.Recovery{Deps: deps, Trail: env.AuditLog(f.Clock), AllowNoExpiry: opts.Yes,
+	rv := &runner.Recovery{Deps: deps, Trail: env.Audit(), AllowNoExpiry: opts.Yes,
 		Log: func(line string) { fmt.Fprintln(ios.ErrOut, "  "+textsafe.Line(line)) }}
 	rec, err := rv.Run(ctx, j)
 	var dis *runner.DisagreementError

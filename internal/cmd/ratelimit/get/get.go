@@ -60,7 +60,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	b, err := shared.Buckets(f, env)
+	b, err := env.Buckets()
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	tty := ios.IsStdoutTTY()
 	w := ios.Out
 	fmt.Fprintf(w, "Client:        %s\n", s.Client)
-	fmt.Fprintf(w, "Limits:        %s (%s)\n", s.Limits, shared.LimitsSource(env))
+	fmt.Fprintf(w, "Limits:        %s (%s)\n", s.Limits, env.LimitsSource())
 	if s.Exists {
 		fmt.Fprintf(w, "Stored:        %s tokens, updated %s (updated_at %d)\n", human.Number(s.Stored.Tokens),
 			cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty), s.Stored.UpdatedAtMs)

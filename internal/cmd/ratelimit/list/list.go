@@ -146,7 +146,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	b, err := shared.Buckets(f, env)
+	b, err := env.Buckets()
 	if err != nil {
 		return err
 	}

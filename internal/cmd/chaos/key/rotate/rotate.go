@@ -12,7 +12,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
-	"github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
 
@@ -117,7 +116,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	src, err := shared.ResolveKeySource(ctx, env, f.Clock, "")
+	src, err := env.KeySource(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -165,7 +164,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if res.Before != nil {
 		auditBefore = res.Before
 	}
-	rec, auditErr := env.AuditLog(f.Clock).Append(ctx, audit.Entry{
+	rec, auditErr := env.Audit().Append(ctx, audit.Entry{
 		Actor: actor, Action: AuditAction, Subject: src.Subject, Before: auditBefore, After: res.After,
 	})
 	res.AuditID = rec.ID
@@ -187,7 +186,7 @@ func kidOf(k chaos.Key) string {
 
 // refusedUntil is when a rotation of src stops being refused as too soon,
 // nil when it would not be (or cannot be told).
-func refusedUntil(ctx context.Context, src *shared.KeySource, now time.Time, force bool) *time.Time {
+func refusedUntil(ctx context.Context, src *keys.Chosen, now time.Time, force bool) *time.Time {
 	sm, ok := src.Source.(*keys.SecretsManager)
 	if !ok || force {
 		return nil
@@ -206,7 +205,7 @@ func refusedUntil(ctx context.Context, src *shared.KeySource, now time.Time, for
 // A real rotation goes ahead when they cannot all be read (rotating is how a
 // broken current value is repaired, and a missing secret gets its own error
 // from the rotation); a dry run reports the problem.
-func state(ctx context.Context, src *shared.KeySource, dryRun bool) (*KeyState, error) {
+func state(ctx context.Context, src *keys.Chosen, dryRun bool) (*KeyState, error) {
 	staged, err := src.Existing(ctx)
 	switch {
 	case errors.Is(err, keys.ErrNoKey):
