@@ -87,6 +87,9 @@ type BackfillReport struct {
 	// Skipped counts items without a version to make the rewrite
 	// conditional on; `breaker list` reports them, clear or replace them.
 	Skipped int
+	// Unindexed lists the items left out of the index, and why: a pk longer
+	// than an index's sort key may be (store.MaxIndexedPKBytes).
+	Unindexed []store.Unindexed `json:",omitempty"`
 }
 
 // Backfill adds the index attribute to override items written before the
@@ -107,6 +110,10 @@ func (s *Overrides) Backfill(ctx context.Context, dryRun bool) (BackfillReport, 
 		}
 		if _, ok := it[attrVersion]; !ok {
 			rep.Skipped++
+			continue
+		}
+		if err := store.IndexedPKError(store.IndexOverrides, it.PK()); err != nil {
+			rep.Unindexed = append(rep.Unindexed, store.Unindexed{PK: it.PK(), Why: err.Error()})
 			continue
 		}
 		rep.Updated++
