@@ -5,7 +5,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
 )
 
 // StoreOverrides implements [Overrides] on breaker.Overrides, through the
@@ -20,7 +19,6 @@ type StoreOverrides struct {
 	Known []string
 	// Actor names who acts, for the item and the audit record.
 	Actor func(ctx context.Context) (string, error)
-	Clock clock.Clock
 }
 
 var _ Overrides = StoreOverrides{}

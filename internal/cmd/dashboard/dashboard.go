@@ -108,7 +108,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	log := env.Audit()
 	deps := tui.Deps{
 		Overrides: tui.StoreOverrides{Overrides: env.Overrides(), Log: log,
-			Known: env.Context.KnownDependencies(), Actor: env.Actor, Clock: f.Clock},
+			Known: env.Context.KnownDependencies(), Actor: env.Actor},
 		Gauges: src,
 		Audit:  log,
 	}

@@ -120,7 +120,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
 	_ = cmd.RegisterFlagCompletionFunc("profile", cobra.FixedCompletions(sbx.ProfileNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
-	cmd.AddCommand(status.NewCmd(f, nil), configcmd.NewCmd(f, nil))
+	cmd.AddCommand(status.NewCmd(f), configcmd.NewCmd(f))
 	return cmd
 }
 

@@ -35,8 +35,8 @@ type Options struct {
 	shared.WaitOptions
 }
 
-// NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "clear [DEPENDENCY...] [--key PK...] [--all]",
@@ -80,9 +80,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			}
 			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
 			}
 			return Run(c.Context(), f, opts)
 		},

@@ -36,9 +36,8 @@ type Options struct {
 	shared.WaitOptions
 }
 
-// NewCmd builds the command. runF, when non-nil, replaces the run function
-// (tests use it to capture parsed options).
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "force-open DEPENDENCY...",
@@ -75,9 +74,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			opts.ForSet = c.Flags().Changed("for")
 			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
 			}
 			return Run(c.Context(), f, opts)
 		},

@@ -32,9 +32,8 @@ type Options struct {
 	Output string
 }
 
-// NewCmd builds the command. runF, when non-nil, replaces the run function
-// (tests use it to capture parsed options).
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "verify [HEADER | -]",
@@ -74,9 +73,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			}
 			if opts.Skew < 0 || opts.Skew > chaos.MaxSkew {
 				return cmdutil.Usagef("--skew %s is outside 0..%s", opts.Skew, chaos.MaxSkew)
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
 			}
 			return Run(c.Context(), f, opts)
 		},
