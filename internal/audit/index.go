@@ -231,16 +231,16 @@ func (l *Log) days(ctx context.Context, qr store.Querier, q Query, since, until 
 // BackfillReport says what [Log.Backfill] found and did.
 type BackfillReport struct {
 	// Examined counts the audit records read.
-	Examined int
+	Examined int `json:"examined"`
 	// Updated counts the records that lacked index attributes and were (or,
 	// in a dry run, would be) rewritten with them.
-	Updated int
+	Updated int `json:"updated"`
 	// Unindexed lists the records left out of an index, and why: a pk
 	// longer than an index's sort key may be (store.MaxIndexedPKBytes; out
 	// of every index), or a subject or actor an index cannot take as its key
 	// (empty or too long; out of that index). Indexed reads miss them there,
 	// `audit list --scan` finds them.
-	Unindexed []store.Unindexed `json:",omitempty"`
+	Unindexed []store.Unindexed `json:"unindexed,omitempty"`
 }
 
 // backfillWorkers bounds Backfill's concurrent writes.

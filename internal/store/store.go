@@ -439,8 +439,8 @@ func IndexedPKError(ix Index, pk string) error {
 // [IndexKeyError] or [IndexedPKError]): indexed reads miss it there, scans
 // find it.
 type Unindexed struct {
-	PK  string
-	Why string
+	PK  string `json:"pk"`
+	Why string `json:"why"`
 }
 
 // validateFloat checks that x is a number DynamoDB can store.

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -57,6 +59,27 @@ func TestMigrateTableOfTodaysInit(t *testing.T) {
 			`"audit#1764600000001#00000000000000a2" (ix_audit_subject (the key of index audit-by-subject) is empty)`} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("migrate --dry-run does not say %q:\n%s", want, r.Stdout)
+		}
+	}
+	// -o json speaks snake_case throughout, the backfill reports included
+	// (keys compared exactly: encoding/json would match "Examined" too).
+	r = e.MustRun(0, "store", "migrate", "--dry-run", "-o", "json")
+	var rep map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("migrate -o json: %v\n%s", err, r.Stdout)
+	}
+	for field, want := range map[string][]string{
+		"audit_backfill":    {`"examined":3`, `"updated":2`, `"unindexed":[{"pk":"audit#1764600000001#00000000000000a2","why":`},
+		"override_backfill": {`"examined":2`, `"updated":1`, `"skipped":0`},
+	} {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, rep[field]); err != nil {
+			t.Fatalf("migrate -o json %s: %v", field, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(compact.String(), w) {
+				t.Errorf("migrate -o json %s lacks %s: %s", field, w, compact.String())
+			}
 		}
 	}
 	// dynalite cannot add an index to an existing table: migrate says so
