@@ -14,7 +14,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
-	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -77,7 +76,6 @@ type Env struct {
 	audit      *audit.Log
 	buckets    *ratelimit.Buckets
 	keySources map[string]*keys.Chosen
-	gauges     map[string]*metrics.Source
 }
 
 // AuditLog returns the context's audit log. Records whose actor is the

@@ -155,24 +155,12 @@ func (e *Env) GaugeChoice(prometheusURL string) (metrics.Choice, error) {
 	return metrics.ChooseSource(e.GaugeConfig(prometheusURL))
 }
 
-// GaugeSource opens the context's gauge source ([metrics.NewSource]). Its
-// errors are the caller's to word: one wrapping [metrics.ErrInvalidSource]
-// is a setting to fix.
+// GaugeSource opens the context's gauge source ([metrics.NewSource]); a
+// command opens it once (a source keeps what it reported, such as a
+// CloudWatch limit met). Its errors are the caller's to word: one wrapping
+// [metrics.ErrInvalidSource] is a setting to fix.
 func (e *Env) GaugeSource(ctx context.Context, prometheusURL string) (*metrics.Source, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if src, ok := e.gauges[prometheusURL]; ok {
-		return src, nil
-	}
-	src, err := metrics.NewSource(ctx, e.GaugeConfig(prometheusURL))
-	if err != nil {
-		return nil, err
-	}
-	if e.gauges == nil {
-		e.gauges = map[string]*metrics.Source{}
-	}
-	e.gauges[prometheusURL] = src
-	return src, nil
+	return metrics.NewSource(ctx, e.GaugeConfig(prometheusURL))
 }
 
 // AddKeyFileFlag registers --key-file, the chaos key file a command uses
