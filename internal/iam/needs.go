@@ -99,7 +99,11 @@ func needs(ns ...Need) []Need { return ns }
 
 // The needs shared by several command paths.
 var (
-	auditWrite   = Need{PutItem, AuditItems}
+	auditWrite = Need{PutItem, AuditItems}
+	// claimRead reads a clear's claim on the deleted item's write_id (audit
+	// repair). A clear whose claim is refused needs no read on DynamoDB:
+	// the refusal returns the stored claim (ReturnValuesOnConditionCheckFailure).
+	claimRead    = Need{GetItem, AuditItems}
 	breakerRead  = Need{GetItem, BreakerItems}
 	breakerWrite = Need{PutItem, BreakerItems}
 	breakerScan  = Need{Scan, BreakerItems}
@@ -136,10 +140,13 @@ var Commands = map[string][]Need{
 	"ratelimit set":       needs(bucketBatchRead, bucketWrite, auditWrite),
 	"audit list":          needs(indexRead),
 	"audit list --scan":   needs(Need{Scan, AuditItems}),
-	"chaos sign":          needs(secretRead, auditWrite),
-	"chaos verify":        needs(secretRead),
-	"chaos key id":        needs(secretRead),
-	"chaos key rotate":    needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, auditWrite),
+	// The repair reads the clear's claim or the override, and writes the
+	// record (re-reading it when the put's answer is lost).
+	"audit repair":     needs(claimRead, breakerRead, auditWrite),
+	"chaos sign":       needs(secretRead, auditWrite),
+	"chaos verify":     needs(secretRead),
+	"chaos key id":     needs(secretRead),
+	"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, auditWrite),
 	// A drill's levers (the example drills and one reading CloudWatch
 	// gauges): force and clear overrides, drain and restore buckets, mint
 	// chaos headers, wait on the gauges and watch the alarms of its stop
@@ -191,7 +198,8 @@ var readerPaths = []string{"breaker list", "breaker list --scan", "breaker get",
 var RolePaths = map[Role][]string{
 	Reader: readerPaths,
 	Operator: append(slices.Clone(readerPaths), "breaker force-open", "breaker clear", "breaker clear --all",
-		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate"),
+		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
+		"audit repair"),
 	DrillRunner: {"drill run"},
 	DataPlane:   {"sandbox"},
 	Admin:       {"store init", "store migrate"},

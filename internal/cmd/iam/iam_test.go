@@ -91,7 +91,7 @@ type cliStep struct {
 // (drill run, sandbox and the store commands have tests of their own).
 func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 	fixed := func(args ...string) func() []string { return func() []string { return args } }
-	var header string
+	var header, writeID string
 	return []cliStep{
 		{"breaker force-open", func() { w.Run("breaker", "clear", "--all", "--reason", "iam test") }, fixed("breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")},
 		{"breaker get", nil, fixed("breaker", "get", "openai")},
@@ -109,6 +109,13 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 		{"ratelimit set", nil, fixed("ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "iam test")},
 		{"audit list", nil, fixed("audit", "list")},
 		{"audit list --scan", nil, fixed("audit", "list", "--scan")},
+		// The repair of a force whose record is there: it reads the
+		// claim (none) and the override, and its append is refused.
+		{"audit repair", func() {
+			w.Clock.Advance(time.Second) // its record is the newest
+			w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m", "--overwrite")
+			writeID = lastWriteID(t, w.Env, "breaker#openai")
+		}, func() []string { return []string{"audit", "repair", "breaker#openai", "--write-id", writeID} }},
 		{"chaos key id", nil, fixed("chaos", "key", "id")},
 		{"chaos sign", nil, fixed("chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value")},
 		{"chaos verify", func() {
@@ -473,4 +480,22 @@ func TestChaosKeyUnderCustomerManagedKMSKey(t *testing.T) {
 	if r.Stdout != "kms:Decrypt,kms:GenerateDataKey,secretsmanager."+dynalite.Region+".amazonaws.com\n" {
 		t.Errorf("KMS statement: %q", r.Stdout)
 	}
+}
+
+// lastWriteID is the write_id of the newest change of subject, as its audit
+// record's after-image holds it.
+func lastWriteID(t *testing.T, e *clitest.Env, subject string) string {
+	t.Helper()
+	out := e.MustRun(0, "audit", "list", "--subject", subject, "--limit", "1", "-o", "json").Stdout
+	var doc struct {
+		Items []struct {
+			After struct {
+				WriteID string `json:"write_id"`
+			} `json:"after"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Items) != 1 || doc.Items[0].After.WriteID == "" {
+		t.Fatalf("no write_id in the newest record of %s (%v):\n%s", subject, err, out)
+	}
+	return doc.Items[0].After.WriteID
 }
