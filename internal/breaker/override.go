@@ -518,7 +518,6 @@ func (s *Overrides) Force(ctx context.Context, req ForceRequest) (ForceResult, e
 	if err := ValidateDependency(req.Dependency); err != nil {
 		return ForceResult{}, err
 	}
-	now := s.clock.Now()
 	var before *Override
 	if req.Read != nil {
 		before = req.Read.Current
@@ -532,6 +531,33 @@ func (s *Overrides) Force(ctx context.Context, req ForceRequest) (ForceResult, e
 			before = &cur
 		}
 	}
+	p, err := s.planForce(req, before)
+	if err != nil || req.DryRun {
+		return p.result, err
+	}
+	return s.applyForce(ctx, p)
+}
+
+// forcePlan is a decided force: the request (its dependency already
+// validated), the item it replaces and the result as of the decision. Force
+// and ForceAll both decide once and write once from it.
+type forcePlan struct {
+	req    ForceRequest
+	result ForceResult
+}
+
+// planForce decides req against before (the item read, nil when absent) at
+// the clock's now: a conflict, or the override to write. It reads and
+// writes nothing and does not validate the name (its callers have).
+func (s *Overrides) planForce(req ForceRequest, before *Override) (forcePlan, error) {
+	res, err := decideForce(req, before, s.clock.Now())
+	return forcePlan{req: req, result: res}, err
+}
+
+// decideForce is the rule of a force at now: an active override is replaced
+// only when the caller saw it (SeenVersion) or asked to (Overwrite); the
+// new item's stamps are now's, its version the next after before's.
+func decideForce(req ForceRequest, before *Override, now time.Time) (ForceResult, error) {
 	res := ForceResult{Before: before}
 	if before != nil && before.ActiveAt(now) {
 		switch {
@@ -544,29 +570,44 @@ func (s *Overrides) Force(ctx context.Context, req ForceRequest) (ForceResult, e
 		}
 		res.Replaced = true
 	}
-	after := Override{
-		Dependency: req.Dependency,
-		State:      OverrideStateForcedOpen,
-		Reason:     req.Reason,
-		Actor:      req.Actor,
-		CreatedAt:  now.UTC().Truncate(time.Millisecond),
-		ExpiresAt:  req.ExpiresAt.UTC().Truncate(time.Millisecond),
-		Version:    1,
+	res.After = Override{Dependency: req.Dependency, State: OverrideStateForcedOpen, Reason: req.Reason, Actor: req.Actor, Version: 1}
+	if before != nil {
+		res.After.Version = before.nextVersion()
 	}
+	stampForce(&res.After, req, now)
+	return res, nil
+}
+
+// stampForce sets after's created_at to now and its expiry from req: For
+// after created_at, else req.ExpiresAt, else never.
+func stampForce(after *Override, req ForceRequest, now time.Time) {
+	after.CreatedAt = now.UTC().Truncate(time.Millisecond)
+	after.ExpiresAt = req.ExpiresAt.UTC().Truncate(time.Millisecond)
 	switch {
 	case req.For > 0:
 		after.ExpiresAt = after.CreatedAt.Add(req.For)
 	case req.ExpiresAt.IsZero():
 		after.ExpiresAt = time.Time{}
 	}
+}
+
+// applyForce writes a plan's override, conditional on the item the plan
+// read (absent, or its version). The item is stamped at the write, so a
+// confirmation between the plan and the write does not shorten a --for; a
+// plan's replacement of an override that lapsed meanwhile is reported as a
+// plain force.
+func (s *Overrides) applyForce(ctx context.Context, p forcePlan) (ForceResult, error) {
+	req, res := p.req, p.result
+	before := res.Before
+	now := s.clock.Now()
+	// Activity only lapses with time: a plan's replacement may have become
+	// a plain force, never the reverse, so the plan's decision stands.
+	res.Replaced = res.Replaced && before.ActiveAt(now)
+	after := res.After
+	stampForce(&after, req, now)
 	cond := store.IfAbsent()
 	if before != nil {
-		after.Version = before.nextVersion()
 		cond = before.condition()
-	}
-	if req.DryRun {
-		res.After = after
-		return res, nil
 	}
 	id, err := store.NewWriteID()
 	if err != nil {

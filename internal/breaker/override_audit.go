@@ -50,14 +50,20 @@ func (s *Overrides) ForceAudited(ctx context.Context, log audit.Appender, req Fo
 	if err != nil {
 		return res, audit.Record{}, err
 	}
+	rec, err := auditForce(ctx, log, req, res)
+	return res, rec, err
+}
+
+// auditForce records a force that was written.
+func auditForce(ctx context.Context, log audit.Appender, req ForceRequest, res ForceResult) (audit.Record, error) {
 	e := forceEntry(res.After)
 	e.Before = AuditState(res.Before)
 	rec, err := log.Append(ctx, e)
 	if err != nil {
-		return res, rec, &audit.UnwrittenError{Subject: e.Subject, WriteID: res.After.WriteID,
+		return rec, &audit.UnwrittenError{Subject: e.Subject, WriteID: res.After.WriteID,
 			Err: fmt.Errorf("%s was forced open, but %w", req.Dependency, err)}
 	}
-	return res, rec, nil
+	return rec, nil
 }
 
 // forceEntry is the audit entry of the force that wrote after (Before left

@@ -45,69 +45,98 @@ type ForceAll struct {
 	// read and before the first write; an error from it aborts, nothing
 	// written.
 	Confirm func(plans []ForceResult) error
+	// Known, when not nil, is the context's list of dependencies: a request
+	// for one it does not list is refused with an *[UnknownDependencyError]
+	// before anything is read. Nil applies no such rule (--allow-unknown,
+	// the dashboard's rows, which name stored overrides).
+	Known []string
 }
 
-// ForceAll validates every request, reads every dependency's override in
-// one strongly consistent batch read and decides each request (the rules of
-// [Overrides.Force]). A conflict on any of them returns its *ConflictError
-// and writes nothing. Then, unless DryRun, it writes the overrides
-// concurrently, each conditional on the version read and followed by its
-// audit record, and returns one outcome per request, in request order. The
-// error is the first failed request's (in request order); outcomes say
-// which were written.
+// ForceAll checks every request's dependency ([CheckDependencies], against
+// op.Known), reads every dependency's override in one strongly consistent
+// batch read and decides each request once (the rules of [Overrides.Force]).
+// A conflict on any of them returns its *ConflictError and writes nothing.
+// Then, unless DryRun, it writes each decided override concurrently,
+// conditional on the version read and followed by its audit record, and
+// returns one outcome per request, in request order. The error is the first
+// failed request's (in request order); outcomes say which were written.
 func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAll) ([]ForceOutcome, error) {
 	deps := make([]string, len(op.Requests))
-	seen := map[string]bool{}
 	for i, r := range op.Requests {
-		if err := ValidateDependency(r.Dependency); err != nil {
-			return nil, err
-		}
-		if seen[r.Dependency] {
-			return nil, fmt.Errorf("force %s: the dependency is named twice", r.Dependency)
-		}
-		seen[r.Dependency] = true
 		deps[i] = r.Dependency
+	}
+	if err := CheckDependencies(deps, op.Known); err != nil {
+		return nil, err
 	}
 	current, actor, err := s.readWithActor(ctx, deps, op.Actor)
 	if err != nil {
 		return nil, err
 	}
-	reqs := make([]ForceRequest, len(op.Requests))
-	plans := make([]ForceResult, len(op.Requests))
+	plans := make([]forcePlan, len(op.Requests))
+	results := make([]ForceResult, len(op.Requests))
 	for i, r := range op.Requests {
 		if op.Actor != nil {
 			r.Actor = actor
 		}
-		r.Read = &ReadState{Current: current[r.Dependency]}
-		r.DryRun = true
-		p, err := s.Force(ctx, r)
+		p, err := s.planForce(r, current[r.Dependency])
 		if err != nil {
 			return nil, err
 		}
-		r.DryRun = false
-		reqs[i], plans[i] = r, p
+		plans[i], results[i] = p, p.result
 	}
-	outcomes := make([]ForceOutcome, len(reqs))
+	outcomes := make([]ForceOutcome, len(plans))
 	if op.DryRun {
-		for i, p := range plans {
+		for i, p := range results {
 			outcomes[i] = ForceOutcome{Result: p}
 		}
 		return outcomes, nil
 	}
 	if op.Confirm != nil {
-		if err := op.Confirm(plans); err != nil {
+		if err := op.Confirm(results); err != nil {
 			return nil, err
 		}
 	}
 	var wg sync.WaitGroup
-	for i, r := range reqs {
+	for i, p := range plans {
 		wg.Go(func() {
-			res, rec, err := s.ForceAudited(ctx, log, r)
+			res, err := s.applyForce(ctx, p)
+			var rec audit.Record
+			if err == nil {
+				rec, err = auditForce(ctx, log, p.req, res)
+			}
 			outcomes[i] = ForceOutcome{Result: res, Record: rec, Err: err, Written: err == nil || errors.Is(err, audit.ErrAuditWrite)}
 		})
 	}
 	wg.Wait()
 	return outcomes, firstError(outcomes, func(o ForceOutcome) error { return o.Err })
+}
+
+// ErrNamedTwice reports a dependency named twice in one operation.
+var ErrNamedTwice = errors.New("named twice")
+
+// CheckDependencies is the one check of the dependencies an operation
+// names: each by [ValidateDependency], none twice (an error wrapping
+// [ErrNamedTwice]), and, when known is not nil, each one the context lists
+// ([CheckKnownDependency]'s *[UnknownDependencyError]). Names are checked in
+// order; the first problem is returned.
+func CheckDependencies(names, known []string) error {
+	seen := make(map[string]bool, len(names))
+	for _, n := range names {
+		if err := ValidateDependency(n); err != nil {
+			return err
+		}
+		if seen[n] {
+			return fmt.Errorf("dependency %q is %w", n, ErrNamedTwice)
+		}
+		seen[n] = true
+		if known == nil {
+			continue
+		}
+		if !slices.Contains(known, n) {
+			return &UnknownDependencyError{Name: n, Known: known, Suggestion: ClosestDependency(n, known)}
+		}
+	}
+	return nil
 }
 
 // ClearOutcome is what happened to one dependency of [Overrides.ClearAll].

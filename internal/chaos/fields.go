@@ -448,3 +448,19 @@ func describeByte(c byte) string {
 	}
 	return strconv.QuoteRune(rune(c))
 }
+
+// TargetNames returns the names of ts, or of the default targets when ts is
+// nil (a context that configures none).
+func TargetNames(ts []Target) []string {
+	if ts == nil {
+		ts = DefaultTargets()
+	}
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = string(t)
+	}
+	return names
+}
+
+// JoinTargets renders [TargetNames] for messages: "core-api, openai".
+func JoinTargets(ts []Target) string { return strings.Join(TargetNames(ts), ", ") }

@@ -4,14 +4,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -41,7 +45,9 @@ type Factory struct {
 	Env func(ctx context.Context) (*Env, error)
 }
 
-// Env is a resolved context: its settings and the clients built from them.
+// Env is a resolved context: its settings, the clients built from them, and
+// the domain services a command acts through (Overrides, Audit, Buckets,
+// KeySource, GaugeSource: services.go), each built once.
 // It is not a component's dependency bag: a command reads it and builds the
 // Deps of the component it runs from it (sandbox.Deps, tui.Deps,
 // drill.Deps), so the components never see a context or a config file.
@@ -62,9 +68,19 @@ type Env struct {
 	AWSConfig func(ctx context.Context) (aws.Config, error)
 	// StateDir is where local state (embedded store, local chaos key) lives.
 	StateDir string
+	// Clock is the time source of the services the Env hands out
+	// (services.go); the factory's clock.
+	Clock clock.Clock
+
 	// Notifier announces the context's changes to its notification sinks
 	// (config notify:). Nil announces nothing (tests that build an Env).
 	Notifier *notify.Dispatcher
+
+	mu         sync.Mutex
+	overrides  *breaker.Overrides
+	audit      *audit.Log
+	buckets    *ratelimit.Buckets
+	keySources map[string]*keys.Chosen
 }
 
 // CheckNoNotify refuses --no-notify on a context that does not allow it;

@@ -61,10 +61,6 @@ type Options struct {
 	Dependencies []string
 	// Interval between refreshes; default [DefaultInterval].
 	Interval time.Duration
-	// Window of the timeline; default metrics.DefaultWindow.
-	Window time.Duration
-	// Timeout of each read or write; default the interval, at least 5 s.
-	Timeout time.Duration
 	// MaxOverride caps a force-open's duration (the context's
 	// max-override); default breaker.DefaultMaxOverride. The rule is
 	// breaker.DurationPolicy's.
@@ -82,18 +78,19 @@ type Options struct {
 	// (metrics.Waiter, the same rule as --wait) and report the verdict in
 	// the status line.
 	WaitFleet bool
+
+	// window is the timeline's span (metrics.DefaultWindow) and timeout
+	// bounds each read or write (the interval, at least 5 s): set by
+	// withDefaults, never by a caller.
+	window, timeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
 	if o.Interval <= 0 {
 		o.Interval = DefaultInterval
 	}
-	if o.Window <= 0 {
-		o.Window = metrics.DefaultWindow
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = max(o.Interval, 5*time.Second)
-	}
+	o.window = metrics.DefaultWindow
+	o.timeout = max(o.Interval, 5*time.Second)
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}

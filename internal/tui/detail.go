@@ -115,7 +115,7 @@ func (m Model) detailLines(height int) []string {
 	stripW := min(len(r.periods), max(m.width-13, 10))
 	lines = append(lines, "",
 		label("Timeline")+strip(r.periods, stripW, st),
-		label("")+st.Dim.Render(pad("-"+human.Duration(m.opts.Window), stripW-3)+"now"))
+		label("")+st.Dim.Render(pad("-"+human.Duration(m.opts.window), stripW-3)+"now"))
 
 	if len(r.Instances) > 0 {
 		title := fmt.Sprintf("Instances (%d)", len(r.Instances))

@@ -5,7 +5,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/notify"
 )
 
@@ -21,7 +20,6 @@ type StoreOverrides struct {
 	Known []string
 	// Actor names who acts, for the item and the audit record.
 	Actor func(ctx context.Context) (string, error)
-	Clock clock.Clock
 	// Notifier announces each force and clear (after its audit record),
 	// as the commands do; nil announces nothing.
 	Notifier notify.Notifier

@@ -30,7 +30,7 @@ func TestDashboardLeversNotifyOncePerChange(t *testing.T) {
 	log := audit.NewLog(st, h.clock, "local")
 	d := &notify.Dispatcher{Context: "local", Clock: h.clock, Audit: log,
 		Sinks: []notify.Sink{&notify.Webhook{SinkName: "chat", URL: rcv.URL(), Format: notify.FormatSlack}}}
-	ov := StoreOverrides{Overrides: breaker.NewOverrides(st, h.clock), Log: log, Clock: h.clock,
+	ov := StoreOverrides{Overrides: breaker.NewOverrides(st, h.clock), Log: log,
 		Known:    []string{"core-api", "openai", "postgres", "screening-sim"},
 		Actor:    func(context.Context) (string, error) { return "op@dash", nil },
 		Notifier: d.For(notify.SourceDashboard, nil)}

@@ -23,7 +23,7 @@ func TestStoreOverridesWriteAuditedChanges(t *testing.T) {
 	clk := clock.NewFake(epoch)
 	log := audit.NewLog(st, clk, "local")
 	actor := "tester@test"
-	ov := StoreOverrides{Overrides: breaker.NewOverrides(st, clk), Log: log, Clock: clk,
+	ov := StoreOverrides{Overrides: breaker.NewOverrides(st, clk), Log: log,
 		Actor: func(context.Context) (string, error) { return actor, nil }}
 
 	res, err := ov.Force(ctx, ForceRequest{Dependency: "openai", Reason: "INC-142", For: 30 * time.Minute})

@@ -51,7 +51,7 @@ type (
 
 // opContext derives one operation's context from the program's.
 func (m Model) opContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(m.base(), m.opts.Timeout)
+	return context.WithTimeout(m.base(), m.opts.timeout)
 }
 
 func (m Model) loadOverrides() tea.Cmd {
@@ -78,7 +78,7 @@ func (m Model) loadGauges() tea.Cmd {
 // per-instance breakdown of the one in the detail view only: CloudWatch
 // bills one metric per instance series.
 func (m Model) gaugeRequest() metrics.FetchRequest {
-	req := metrics.FetchRequest{Dependencies: m.fetchDeps(), Window: m.opts.Window}
+	req := metrics.FetchRequest{Dependencies: m.fetchDeps(), Window: m.opts.window}
 	if m.mode == modeDetail && m.detail.dependency != "" {
 		req.Instances = []string{m.detail.dependency}
 	}

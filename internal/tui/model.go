@@ -455,7 +455,7 @@ func (m *Model) windowGrid() (time.Time, time.Duration, int) {
 	if m.snap != nil && m.snap.Period > 0 {
 		return m.snap.Start, m.snap.Period, int(m.snap.End.Sub(m.snap.Start) / m.snap.Period)
 	}
-	start, end := metrics.Window(m.now, m.opts.Window, metrics.DefaultPeriod)
+	start, end := metrics.Window(m.now, m.opts.window, metrics.DefaultPeriod)
 	return start, metrics.DefaultPeriod, int(end.Sub(start) / metrics.DefaultPeriod)
 }
 

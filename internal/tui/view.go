@@ -189,7 +189,7 @@ func (m Model) tableLines(height int) []string {
 	}
 	head.WriteString(pad("INST", c.inst) + " " + pad("OVERRIDE", c.override))
 	if c.strip > 0 {
-		label := "LAST " + human.Duration(m.opts.Window)
+		label := "LAST " + human.Duration(m.opts.window)
 		head.WriteString(" " + padLeft(label, c.strip))
 	}
 	lines := []string{st.ColumnHeader.Render(head.String())}

@@ -24,8 +24,8 @@ const DefaultFollowInterval = 2 * time.Second
 // NewCmd returns the audit command group.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Read the audit log of control-plane changes"}
-	cmd.AddCommand(NewCmdList(f, nil))
-	cmd.AddCommand(NewCmdRepair(f, nil))
+	cmd.AddCommand(NewCmdList(f))
+	cmd.AddCommand(NewCmdRepair(f))
 	return cmd
 }
 
@@ -48,8 +48,8 @@ type ListOptions struct {
 	After func(time.Duration) <-chan time.Time
 }
 
-// NewCmdList builds `audit list`; runF replaces the run function in tests.
-func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) error) *cobra.Command {
+// NewCmdList builds `audit list`.
+func NewCmdList(f *cmdutil.Factory) *cobra.Command {
 	opts := &ListOptions{}
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -81,9 +81,6 @@ func NewCmdList(f *cmdutil.Factory, runF func(context.Context, *ListOptions) err
 			}
 			if _, err := parseUntil(opts.Until, time.Time{}); err != nil {
 				return err
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
 			}
 			return RunList(c.Context(), f, opts)
 		},

@@ -34,8 +34,8 @@ type RepairResult struct {
 
 var writeIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// NewCmdRepair builds `audit repair`; runF replaces the run function in tests.
-func NewCmdRepair(f *cmdutil.Factory, runF func(context.Context, *RepairOptions) error) *cobra.Command {
+// NewCmdRepair builds `audit repair`.
+func NewCmdRepair(f *cmdutil.Factory) *cobra.Command {
 	opts := &RepairOptions{}
 	cmd := &cobra.Command{
 		Use:   "repair SUBJECT --write-id ID",
@@ -66,9 +66,6 @@ func NewCmdRepair(f *cmdutil.Factory, runF func(context.Context, *RepairOptions)
 			if _, err := breaker.DependencyOfKey(opts.Subject); err != nil {
 				return cmdutil.Usagef("%v: audit repair writes the records of breaker overrides' changes, SUBJECT like breaker#openai", err)
 			}
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
 			return RunRepair(c.Context(), f, opts)
 		},
 	}
@@ -91,8 +88,7 @@ func RunRepair(ctx context.Context, f *cmdutil.Factory, opts *RepairOptions) err
 	if err != nil {
 		return err
 	}
-	ov := breaker.NewOverrides(env.Store, f.Clock)
-	rec, written, err := ov.RepairAudit(ctx, env.AuditLog(f.Clock), dep, opts.WriteID, actor)
+	rec, written, err := env.Overrides().RepairAudit(ctx, env.Audit(), dep, opts.WriteID, actor)
 	if err != nil {
 		return err
 	}

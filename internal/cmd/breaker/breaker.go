@@ -20,7 +20,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		Long: "Fleet-wide forced_open overrides (items breaker#<dependency> in the context's store).\n" +
 			"Every gateway instance reads them at most every 5 s; see docs/contracts/breaker-override.md.",
 	}
-	cmd.AddCommand(forceopen.NewCmd(f, nil), clear.NewCmd(f, nil), list.NewCmd(f, nil), get.NewCmd(f, nil))
+	cmd.AddCommand(forceopen.NewCmd(f), clear.NewCmd(f), list.NewCmd(f), get.NewCmd(f))
 	cmd.AddCommand(status.NewCmd(f, nil))
 	return cmd
 }

@@ -36,6 +36,6 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			Wire format and checks: docs/contracts/chaos-header.md; guide: docs/chaos.md.
 		`),
 	}
-	cmd.AddCommand(sign.NewCmd(f, nil), verify.NewCmd(f, nil), key.NewCmd(f))
+	cmd.AddCommand(sign.NewCmd(f, nil), verify.NewCmd(f), key.NewCmd(f))
 	return cmd
 }

@@ -3,7 +3,6 @@
 package config
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -32,7 +31,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			context, backed by the embedded store under the user state dir.
 		`),
 	}
-	cmd.AddCommand(newView(f), newGetContexts(f), newCurrent(f), newUse(f), NewCmdSetContext(f, nil), newDelete(f))
+	cmd.AddCommand(newView(f), newGetContexts(f), newCurrent(f), newUse(f), NewCmdSetContext(f), newDelete(f))
 	return cmd
 }
 
@@ -306,8 +305,8 @@ type SetContextOptions struct {
 // localDefault is --local's value when given without a path.
 const localDefault = "<default>"
 
-// NewCmdSetContext builds `config set-context`; runF replaces the run function in tests.
-func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContextOptions) error) *cobra.Command {
+// NewCmdSetContext builds `config set-context`.
+func NewCmdSetContext(f *cmdutil.Factory) *cobra.Command {
 	opts := &SetContextOptions{}
 	cmd := &cobra.Command{
 		Use:   "set-context NAME",
@@ -329,9 +328,6 @@ func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContext
 					return cmdutil.Usagef("unexpected argument %q: set-context takes one NAME", args[1])
 				}
 				opts.Local = args[1]
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
 			}
 			return RunSetContext(f, opts)
 		},

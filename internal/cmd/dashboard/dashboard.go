@@ -14,7 +14,6 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -98,8 +97,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
-	src, err := metrics.NewSource(ctx, metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig,
-		PrometheusURL: opts.MetricsURL, Clock: f.Clock})
+	src, err := env.GaugeSource(ctx, opts.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
@@ -114,7 +112,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		fmt.Fprintf(ios.ErrOut, "warning: %s\n", warning)
 	}
 	hint := src.Hint()
-	log := env.AuditLog(f.Clock)
+	log := env.Audit()
 	// A failed notification's line waits until the full-screen view ends
 	// (written now, it would tear the screen); it is in the audit log at once.
 	var (
@@ -137,8 +135,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		})
 	}
 	deps := tui.Deps{
-		Overrides: tui.StoreOverrides{Overrides: breaker.NewOverrides(env.Store, f.Clock), Log: log,
-			Known: env.Context.KnownDependencies(), Actor: env.Actor, Clock: f.Clock, Notifier: notifier},
+		Overrides: tui.StoreOverrides{Overrides: env.Overrides(), Log: log,
+			Known: env.Context.KnownDependencies(), Actor: env.Actor, Notifier: notifier},
 		Gauges: src,
 		Audit:  log,
 	}

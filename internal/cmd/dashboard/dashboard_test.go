@@ -178,7 +178,7 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	term, ios, errOut := newTerminal(t)
-	env := &cmdutil.Env{Name: "prod", Store: st,
+	env := &cmdutil.Env{Name: "prod", Store: st, Clock: e.Clock,
 		Context: &config.Context{Protected: true, Dependencies: []string{"openai"},
 			Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 		Actor: func(context.Context) (string, error) { return "tester@test", nil },
@@ -260,7 +260,7 @@ func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	term, ios, _ := newTerminal(t)
-	env := &cmdutil.Env{Name: "prod", Store: st,
+	env := &cmdutil.Env{Name: "prod", Store: st, Clock: e.Clock,
 		Context: &config.Context{Dependencies: deps, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 		Actor:   func(context.Context) (string, error) { return "tester@test", nil },
 		AWSConfig: func(context.Context) (aws.Config, error) {

@@ -36,7 +36,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			CI step summary).
 		`),
 	}
-	cmd.AddCommand(run.NewCmd(f, nil), validate.NewCmd(f, nil), kinds.NewCmd(f, nil), recovery.NewCmd(f, nil), plan.NewCmd(f, nil),
+	cmd.AddCommand(run.NewCmd(f, nil), validate.NewCmd(f), kinds.NewCmd(f), recovery.NewCmd(f), plan.NewCmd(f),
 		report.NewCmd(f, nil))
 	return cmd
 }

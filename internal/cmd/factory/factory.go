@@ -90,7 +90,7 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &cmdutil.Env{Name: name, Context: c, StateDir: stateDir}
+	env := &cmdutil.Env{Name: name, Context: c, StateDir: stateDir, Clock: f.Clock}
 	if c.IsLocal() {
 		path, err := c.LocalStorePath()
 		if err != nil {

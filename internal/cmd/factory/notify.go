@@ -26,7 +26,7 @@ func notifier(f *cmdutil.Factory, env *cmdutil.Env) *notify.Dispatcher {
 		return nil
 	}
 	d := &notify.Dispatcher{Context: env.Name, Source: notify.SourceCLI, Timeout: c.NotifyTimeout.Std(), Clock: f.Clock,
-		Audit: env.AuditLog(f.Clock), Warn: func(line string) { fmt.Fprintln(f.IOStreams.ErrOut, line) }}
+		Audit: env.Audit(), Warn: func(line string) { fmt.Fprintln(f.IOStreams.ErrOut, line) }}
 	if f.Debug {
 		d.Debug = f.IOStreams.ErrOut
 	}

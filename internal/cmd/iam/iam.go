@@ -23,7 +23,7 @@ import (
 // NewCmd returns the iam command group.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "iam", Short: "Least-privilege IAM policies for koshactl's roles"}
-	cmd.AddCommand(NewCmdPolicy(f, nil))
+	cmd.AddCommand(NewCmdPolicy(f))
 	return cmd
 }
 
@@ -36,8 +36,8 @@ type PolicyOptions struct {
 	Output string
 }
 
-// NewCmdPolicy builds `iam policy`; runF replaces the run function in tests.
-func NewCmdPolicy(f *cmdutil.Factory, runF func(context.Context, *PolicyOptions) error) *cobra.Command {
+// NewCmdPolicy builds `iam policy`.
+func NewCmdPolicy(f *cmdutil.Factory) *cobra.Command {
 	opts := &PolicyOptions{}
 	var role string
 	names := make([]string, len(iam.Roles))
@@ -83,9 +83,6 @@ func NewCmdPolicy(f *cmdutil.Factory, runF func(context.Context, *PolicyOptions)
 				if err := iam.CheckKMSKeyARN(opts.KMSKey); err != nil {
 					return cmdutil.Usagef("--kms-key-arn: %v", err)
 				}
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
 			}
 			return RunPolicy(c.Context(), f, opts)
 		},

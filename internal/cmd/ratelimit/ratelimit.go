@@ -29,6 +29,6 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			supports --dry-run and asks for confirmation on protected contexts.
 		`),
 	}
-	cmd.AddCommand(get.NewCmd(f, nil), list.NewCmd(f, nil), reset.NewCmd(f, nil), drain.NewCmd(f, nil), set.NewCmd(f, nil))
+	cmd.AddCommand(get.NewCmd(f), list.NewCmd(f), reset.NewCmd(f, nil), drain.NewCmd(f), set.NewCmd(f))
 	return cmd
 }

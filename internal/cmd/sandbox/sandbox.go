@@ -25,8 +25,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
-	chaosshared "github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
-	rlshared "github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox/config"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -119,10 +117,10 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level on stderr: debug|info|warn|error")
 	fl.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text|json")
 	fl.IntSliceVar(&opts.IgnoreOverrides, "ignore-overrides-instance", nil, "test knob: instance N (gw-N) never reads breaker overrides, so --wait and breaker status show \"not obeyed\" (repeatable)")
-	chaosshared.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
 	_ = cmd.RegisterFlagCompletionFunc("profile", cobra.FixedCompletions(sbx.ProfileNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
-	cmd.AddCommand(status.NewCmd(f, nil), configcmd.NewCmd(f, nil))
+	cmd.AddCommand(status.NewCmd(f), configcmd.NewCmd(f))
 	return cmd
 }
 
@@ -168,11 +166,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	// The context's limits, so koshactl ratelimit computes what the sandbox enforces.
-	if cfg.RateLimit, err = rlshared.Limits(env); err != nil {
+	if cfg.RateLimit, err = env.Limits(); err != nil {
 		return err
 	}
 	if cfg.ChaosTargets == nil {
-		if cfg.ChaosTargets, err = chaosshared.Targets(env); err != nil {
+		if cfg.ChaosTargets, err = env.ChaosTargets(); err != nil {
 			return err
 		}
 	}
@@ -185,7 +183,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		Audit: audit.NewLog(env.Store, clock.Real{}, env.Name)}
 	keyDesc := ""
 	if cfg.ChaosEnabled {
-		src, err := chaosshared.ResolveKeySource(ctx, env, clock.Real{}, opts.KeyFile)
+		src, err := env.KeySource(ctx, opts.KeyFile)
 		if err != nil {
 			return err
 		}

@@ -31,9 +31,8 @@ type migrator interface {
 	Migrate(ctx context.Context, dryRun bool) (dynamo.MigrateReport, error)
 }
 
-// NewCmdMigrate builds `store migrate`; runF replaces the run function in
-// tests.
-func NewCmdMigrate(f *cmdutil.Factory, runF func(context.Context, *MigrateOptions) error) *cobra.Command {
+// NewCmdMigrate builds `store migrate`.
+func NewCmdMigrate(f *cmdutil.Factory) *cobra.Command {
 	opts := &MigrateOptions{}
 	cmd := &cobra.Command{
 		Use:   "migrate",
@@ -51,9 +50,6 @@ func NewCmdMigrate(f *cmdutil.Factory, runF func(context.Context, *MigrateOption
 		RunE: func(c *cobra.Command, _ []string) error {
 			if opts.MaxReadUnits <= 0 {
 				return cmdutil.Usagef("--max-read-units %g is not positive: give a rate like 100", opts.MaxReadUnits)
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
 			}
 			return RunMigrate(c.Context(), f, opts)
 		},
@@ -122,7 +118,7 @@ func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) e
 			printLines(f, lines)
 			return err
 		}
-		out.Overrides, err = breaker.NewOverrides(env.Store, f.Clock).Backfill(ctx, opts.DryRun)
+		out.Overrides, err = env.Overrides().Backfill(ctx, opts.DryRun)
 		if err != nil {
 			printLines(f, lines)
 			return err

@@ -17,7 +17,7 @@ import (
 // NewCmd returns the store command group.
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "store", Short: "Administer the context's store"}
-	cmd.AddCommand(NewCmdInit(f, nil), NewCmdMigrate(f, nil))
+	cmd.AddCommand(NewCmdInit(f), NewCmdMigrate(f))
 	return cmd
 }
 
@@ -33,8 +33,8 @@ type initializer interface {
 	Init(ctx context.Context) (dynamo.InitReport, error)
 }
 
-// NewCmdInit builds `store init`; runF replaces the run function in tests.
-func NewCmdInit(f *cmdutil.Factory, runF func(context.Context, *InitOptions) error) *cobra.Command {
+// NewCmdInit builds `store init`.
+func NewCmdInit(f *cmdutil.Factory) *cobra.Command {
 	opts := &InitOptions{}
 	cmd := &cobra.Command{
 		Use:   "init",
@@ -46,9 +46,6 @@ func NewCmdInit(f *cmdutil.Factory, runF func(context.Context, *InitOptions) err
 			"`koshactl store migrate` adds.",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
 			return RunInit(c.Context(), f, opts)
 		},
 	}

@@ -37,8 +37,8 @@ type Options struct {
 	shared.WaitOptions
 }
 
-// NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "clear [DEPENDENCY...] [--key PK...] [--all]",
@@ -82,9 +82,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			}
 			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
 			}
 			return Run(c.Context(), f, opts)
 		},
@@ -158,7 +155,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	}
-	ov := breaker.NewOverrides(env.Store, f.Clock)
+	ov := env.Overrides()
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	deps, keys := opts.Dependencies, opts.Keys
 	if opts.All {
@@ -186,7 +183,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
 	// One batch read of every override (while the identity resolves), then
 	// the deletes and their audit records concurrently.
-	outcomes, err := ov.ClearAll(ctx, env.AuditLog(f.Clock), breaker.ClearAll{Dependencies: deps, Keys: keys,
+	outcomes, err := ov.ClearAll(ctx, env.Audit(), breaker.ClearAll{Dependencies: deps, Keys: keys,
 		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun, Known: known,
 		Confirm: func([]breaker.ClearResult) error {
 			if len(deps)+len(keys) == 0 {

@@ -38,9 +38,8 @@ type Options struct {
 	shared.WaitOptions
 }
 
-// NewCmd builds the command. runF, when non-nil, replaces the run function
-// (tests use it to capture parsed options).
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "force-open DEPENDENCY...",
@@ -77,9 +76,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			opts.ForSet = c.Flags().Changed("for")
 			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
 			}
 			return Run(c.Context(), f, opts)
 		},
@@ -182,9 +178,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := shared.CheckDependencies(opts.Dependencies, env.Context.KnownDependencies(), opts.AllowUnknown); err != nil {
-		return err
-	}
 	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
@@ -199,18 +192,17 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	}
-	ov := breaker.NewOverrides(env.Store, f.Clock)
 	reqs := make([]breaker.ForceRequest, 0, len(opts.Dependencies))
 	for _, dep := range opts.Dependencies {
 		reqs = append(reqs, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite})
 	}
-	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun,
+	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun, Known: shared.Known(env, opts.AllowUnknown),
 		Confirm: func(plans []breaker.ForceResult) error {
 			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans)))
 		}}
-	outcomes, err := ov.ForceAll(ctx, env.AuditLog(f.Clock), op)
+	outcomes, err := env.Overrides().ForceAll(ctx, env.Audit(), op)
 	if outcomes == nil {
-		return conflictHint(err)
+		return conflictHint(shared.DependencyHint(err))
 	}
 	out := Result{Kind: "BreakerForceResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun}
 	var writeErr, auditErr error

@@ -22,8 +22,8 @@ type Options struct {
 	Output     string
 }
 
-// NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:               "get DEPENDENCY",
@@ -32,9 +32,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		ValidArgsFunction: cmdutil.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependency = args[0]
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
 			return Run(c.Context(), f, opts)
 		},
 	}
@@ -51,7 +48,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	o, err := breaker.NewOverrides(env.Store, f.Clock).Get(ctx, opts.Dependency)
+	o, err := env.Overrides().Get(ctx, opts.Dependency)
 	if errors.Is(err, store.ErrNotFound) {
 		return cmdutil.WithCode(cmdutil.ExitNotFound,
 			fmt.Errorf("no override for %s in context %q: its breakers follow their own state", opts.Dependency, env.Name))

@@ -23,8 +23,8 @@ type Options struct {
 	Output string
 }
 
-// NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -42,9 +42,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		`),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
 			return Run(c.Context(), f, opts)
 		},
 	}
@@ -71,7 +68,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	ov := breaker.NewOverrides(env.Store, f.Clock)
+	ov := env.Overrides()
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	var all []breaker.Override
 	if opts.Scan {

@@ -4,6 +4,7 @@
 package shared
 
 import (
+	"errors"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
@@ -11,27 +12,36 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
-// CheckDependencies validates every name and, unless allowUnknown, refuses
-// names the context does not know, suggesting the closest known one: a typo
-// like open-ai would otherwise be a silent no-op across the fleet.
+// CheckDependencies checks names by breaker.CheckDependencies (against the
+// context's known list unless allowUnknown), worded for the command line.
 func CheckDependencies(names, known []string, allowUnknown bool) error {
-	seen := map[string]bool{}
-	for _, n := range names {
-		if err := breaker.ValidateDependency(n); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, err)
-		}
-		if seen[n] {
-			return cmdutil.Usagef("dependency %q is named twice", n)
-		}
-		seen[n] = true
-		if allowUnknown {
-			continue
-		}
-		if err := breaker.CheckKnownDependency(n, known); err != nil {
-			return cmdutil.Usagef("%v; add it with koshactl config set-context --add-dependency, or pass --allow-unknown", err)
-		}
+	if allowUnknown {
+		known = nil
 	}
-	return nil
+	return DependencyHint(breaker.CheckDependencies(names, known))
+}
+
+// Known is the list a command's named dependencies are checked against: the
+// context's, or nil (no rule) under --allow-unknown.
+func Known(env *cmdutil.Env, allowUnknown bool) []string {
+	if allowUnknown {
+		return nil
+	}
+	return env.Context.KnownDependencies()
+}
+
+// DependencyHint gives a refused dependency name (breaker.CheckDependencies'
+// errors) exit 2 and, for an unknown one, the command line's ways past it;
+// other errors pass through.
+func DependencyHint(err error) error {
+	var unknown *breaker.UnknownDependencyError
+	switch {
+	case errors.As(err, &unknown):
+		return cmdutil.Usagef("%v; add it with koshactl config set-context --add-dependency, or pass --allow-unknown", err)
+	case errors.Is(err, breaker.ErrInvalidDependency), errors.Is(err, breaker.ErrNamedTwice):
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+	}
+	return err
 }
 
 // OverrideView is the stable JSON shape of an override.

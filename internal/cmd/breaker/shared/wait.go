@@ -58,8 +58,7 @@ func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 // NewWaiter builds the context's gauge source and a waiter on it, before the
 // write, so a source that cannot work is refused with nothing written.
 func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env) (*metrics.Waiter, error) {
-	src, err := metrics.NewSource(ctx, metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig,
-		PrometheusURL: o.MetricsURL, Clock: f.Clock})
+	src, err := env.GaugeSource(ctx, o.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
 		return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--wait: %w", err))
 	}

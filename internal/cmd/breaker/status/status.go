@@ -115,15 +115,14 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	}
-	src, err := metrics.NewSource(ctx, metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig,
-		PrometheusURL: opts.MetricsURL, Clock: f.Clock})
+	src, err := env.GaugeSource(ctx, opts.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	if err != nil {
 		return err
 	}
-	ov := breaker.NewOverrides(env.Store, f.Clock)
+	ov := env.Overrides()
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	mc := &metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known,
 		Only: opts.Dependencies, AllInstances: opts.Instances}

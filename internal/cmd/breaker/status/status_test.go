@@ -265,7 +265,7 @@ func TestStatusOnCloudWatch(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	ios := &iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
-	env := &cmdutil.Env{Name: "prod", Store: st,
+	env := &cmdutil.Env{Name: "prod", Store: st, Clock: e.Clock,
 		Context: &config.Context{Dependencies: []string{"openai"}, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 		Actor:   func(context.Context) (string, error) { return "tester@test", nil },
 		AWSConfig: func(context.Context) (aws.Config, error) {
@@ -319,7 +319,7 @@ func cloudWatchEnv(t *testing.T, e *clitest.Env, cw *cwfake.Server, deps []strin
 	t.Cleanup(func() { _ = st.Close() })
 	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	ios := &iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
-	env := &cmdutil.Env{Name: "prod", Store: st,
+	env := &cmdutil.Env{Name: "prod", Store: st, Clock: e.Clock,
 		Context: &config.Context{Dependencies: deps, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 		Actor:   func(context.Context) (string, error) { return "tester@test", nil },
 		AWSConfig: func(context.Context) (aws.Config, error) {

@@ -20,6 +20,6 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			which the header carries too.
 		`),
 	}
-	cmd.AddCommand(id.NewCmd(f, nil), rotate.NewCmd(f, nil))
+	cmd.AddCommand(id.NewCmd(f), rotate.NewCmd(f))
 	return cmd
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
-	"github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
+	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
 
@@ -109,7 +109,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.DurationVar(&opts.TTL, "ttl", chaos.DefaultTTL, fmt.Sprintf("how long the header lives, at most %s", chaos.MaxTTL))
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why, recorded in the audit log (optional)")
 	fl.StringVarP(&opts.Output, "output", "o", FormatHeader, "output format: "+strings.Join(Formats(), "|"))
-	shared.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(Formats(), cobra.ShellCompDirectiveNoFileComp))
 	faults := make([]string, 0, 4)
 	for _, ft := range chaos.Faults() {
@@ -126,16 +126,16 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 // config file only (no store, no credentials).
 func completeTargets(f *cmdutil.Factory) []string {
 	if f.Config == nil {
-		return shared.TargetNames(nil)
+		return chaos.TargetNames(nil)
 	}
 	file, err := f.Config()
 	if err != nil {
-		return shared.TargetNames(nil)
+		return chaos.TargetNames(nil)
 	}
 	name, _ := f.SelectContext(file)
 	c, err := file.Context(name)
 	if err != nil || len(c.Chaos.Targets) == 0 {
-		return shared.TargetNames(nil)
+		return chaos.TargetNames(nil)
 	}
 	return append([]string(nil), c.Chaos.Targets...)
 }
@@ -218,15 +218,15 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	targets, err := shared.Targets(env)
+	targets, err := env.ChaosTargets()
 	if err != nil {
 		return err
 	}
-	if !slices.Contains(shared.TargetNames(targets), string(req.Target)) {
+	if !slices.Contains(chaos.TargetNames(targets), string(req.Target)) {
 		return cmdutil.Usagef("--target %s is not one of context %q's chaos targets (%s): pick one of those, or allow it with koshactl config set-context %s --chaos-targets",
-			req.Target, env.Name, shared.JoinTargets(targets), env.Name)
+			req.Target, env.Name, chaos.JoinTargets(targets), env.Name)
 	}
-	src, err := shared.ResolveKeySource(ctx, env, f.Clock, opts.KeyFile)
+	src, err := env.KeySource(ctx, opts.KeyFile)
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		return err
 	}
-	rec, err := env.AuditLog(f.Clock).Append(ctx, audit.Entry{
+	rec, err := env.Audit().Append(ctx, audit.Entry{
 		Actor:   actor,
 		Action:  AuditAction,
 		Subject: "chaos#" + m.Header.JTI,
@@ -261,7 +261,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	return printMinted(f, opts, env, src, m, rec)
 }
 
-func printMinted(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, src *shared.KeySource, m *chaos.Minted, rec audit.Record) error {
+func printMinted(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, src *keys.Chosen, m *chaos.Minted, rec audit.Record) error {
 	ios := f.IOStreams
 	kid := m.Header.KID
 	if src.GeneratedLocal() {

@@ -72,11 +72,12 @@ func (brokenStore) Describe() string { return "broken test store" }
 func TestHeaderIsNotPrintedWhenTheMintCannotBeAudited(t *testing.T) {
 	ios, _, out, errOut := iostreams.Test()
 	dir := t.TempDir()
+	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	f := &cmdutil.Factory{
 		IOStreams: ios,
-		Clock:     clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)),
+		Clock:     clk,
 		Env: func(context.Context) (*cmdutil.Env, error) {
-			return &cmdutil.Env{Name: "local", Context: config.BuiltinLocal(), Store: brokenStore{}, StateDir: dir,
+			return &cmdutil.Env{Name: "local", Context: config.BuiltinLocal(), Store: brokenStore{}, StateDir: dir, Clock: clk,
 				Actor: func(context.Context) (string, error) { return "tester@test", nil }}, nil
 		},
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
-	"github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
@@ -33,9 +32,8 @@ type Options struct {
 	Output string
 }
 
-// NewCmd builds the command. runF, when non-nil, replaces the run function
-// (tests use it to capture parsed options).
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "verify [HEADER | -]",
@@ -76,15 +74,12 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			if opts.Skew < 0 || opts.Skew > chaos.MaxSkew {
 				return cmdutil.Usagef("--skew %s is outside 0..%s", opts.Skew, chaos.MaxSkew)
 			}
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
 			return Run(c.Context(), f, opts)
 		},
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.Skew, "skew", chaos.DefaultSkew, fmt.Sprintf("clock-skew allowance on the 15-minute cap, 0..%s (the data plane's setting)", chaos.MaxSkew))
-	shared.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -123,11 +118,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	targets, err := shared.Targets(env)
+	targets, err := env.ChaosTargets()
 	if err != nil {
 		return err
 	}
-	src, err := shared.ResolveKeySource(ctx, env, f.Clock, opts.KeyFile)
+	src, err := env.KeySource(ctx, opts.KeyFile)
 	if err != nil {
 		return err
 	}

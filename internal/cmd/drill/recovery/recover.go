@@ -27,8 +27,8 @@ type Options struct {
 	Output         string
 }
 
-// NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "recover JOURNAL",
@@ -77,9 +77,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Journal = args[0]
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
 			return Run(c.Context(), f, opts)
 		},
 	}
@@ -164,7 +161,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	fmt.Fprintf(ios.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
-	rv := &runner.Recovery{Deps: deps, Trail: env.AuditLog(f.Clock), AllowNoExpiry: opts.Yes,
+	rv := &runner.Recovery{Deps: deps, Trail: env.Audit(), AllowNoExpiry: opts.Yes,
 		Log: func(line string) { fmt.Fprintln(ios.ErrOut, "  "+textsafe.Line(line)) }}
 	if !opts.NoNotify && env.Notifier != nil {
 		rv.Notifier = env.Notifier.For(notify.SourceDrill, nil)

@@ -16,7 +16,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/gameday"
-	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -144,7 +143,7 @@ func fetch(ctx context.Context, f *cmdutil.Factory, j *drill.Journal) ([]drill.G
 	if err != nil {
 		return nil, "", fmt.Errorf("context %q: %w", f.ContextName, err)
 	}
-	src, err := metrics.NewSource(ctx, metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig, Clock: f.Clock})
+	src, err := env.GaugeSource(ctx, "")
 	if err != nil {
 		return nil, "", fmt.Errorf("the metrics source of context %q: %w", env.Name, err)
 	}

@@ -33,7 +33,16 @@ func factory(t *testing.T, env func(context.Context) (*cmdutil.Env, error), now 
 	if env == nil {
 		env = func(context.Context) (*cmdutil.Env, error) { t.Fatal("the report needed no context"); return nil, nil }
 	}
-	return &cmdutil.Factory{IOStreams: ios, Clock: clock.NewFake(now), Env: env}, out, errOut
+	clk := clock.NewFake(now)
+	resolve := env
+	env = func(ctx context.Context) (*cmdutil.Env, error) {
+		e, err := resolve(ctx)
+		if e != nil {
+			e.Clock = clk // the services' clock is the factory's, as factory.Resolve sets it
+		}
+		return e, err
+	}
+	return &cmdutil.Factory{IOStreams: ios, Clock: clk, Env: env}, out, errOut
 }
 
 func TestMarkdownOnStdoutIsTheGoldenSummary(t *testing.T) {

@@ -15,10 +15,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
-	chaosshared "github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
-	rlshared "github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
@@ -27,7 +24,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -131,7 +127,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow a protected context (the drill must say allow_protected: true too)")
 	fl.StringArrayVar(&opts.Vars, "var", nil, "set one of the drill's vars, NAME=VALUE (repeatable)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "read breaker gauges from this Prometheus endpoint (overrides the drill's metrics_url and the context's source)")
-	chaosshared.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	_ = cmd.MarkFlagFilename("junit")
@@ -354,29 +350,24 @@ func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile 
 	if err != nil {
 		return nil, err
 	}
-	limits, err := rlshared.Limits(env)
+	buckets, err := env.Buckets()
 	if err != nil {
 		return nil, err
 	}
-	buckets, err := ratelimit.NewBuckets(env.Store, f.Clock, limits)
-	if err != nil {
-		return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("context %q: %w", env.Name, err))
-	}
 	deps := &drill.Deps{
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
-		Overrides: breaker.NewOverrides(env.Store, f.Clock), KnownDependencies: env.Context.KnownDependencies(),
-		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.AuditLog(f.Clock),
+		Overrides: env.Overrides(), KnownDependencies: env.Context.KnownDependencies(),
+		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.Audit(),
 		Minter: &lazyMinter{env: env, keyFile: keyFile, f: f}, HTTP: drill.NewHTTPClient(),
 		LookupEnv: os.LookupEnv, Environ: os.Environ(),
 	}
-	mc := metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig, Clock: f.Clock}
 	// A context naming two sources gets no name here; each read reports it.
-	choice, _ := metrics.ChooseSource(mc)
+	choice, _ := env.GaugeChoice("")
 	deps.Gauges = &drill.MetricsGauges{Name: choice.Description, Hint: choice.Hint(),
 		New: func(ctx context.Context) (metrics.GaugeSource, error) {
-			return metrics.NewSource(ctx, mc)
+			return env.GaugeSource(ctx, "")
 		}}
-	deps.Alarms = metrics.NewAlarmSource(mc)
+	deps.Alarms = metrics.NewAlarmSource(env.GaugeConfig(""))
 	return deps, nil
 }
 
@@ -394,12 +385,12 @@ type lazyMinter struct {
 
 func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Minted, error) {
 	l.once.Do(func() {
-		src, err := chaosshared.ResolveKeySource(ctx, l.env, l.f.Clock, l.keyFile)
+		src, err := l.env.KeySource(ctx, l.keyFile)
 		if err != nil {
 			l.err = err
 			return
 		}
-		targets, err := chaosshared.Targets(l.env)
+		targets, err := l.env.ChaosTargets()
 		if err != nil {
 			l.err = err
 			return

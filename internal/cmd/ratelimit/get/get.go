@@ -20,8 +20,8 @@ type Options struct {
 	Output string
 }
 
-// NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "get CLIENT",
@@ -41,9 +41,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Client = args[0]
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
 			return Run(c.Context(), f, opts)
 		},
 	}
@@ -60,7 +57,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	b, err := shared.Buckets(f, env)
+	b, err := env.Buckets()
 	if err != nil {
 		return err
 	}
@@ -82,7 +79,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	tty := ios.IsStdoutTTY()
 	w := ios.Out
 	fmt.Fprintf(w, "Client:        %s\n", s.Client)
-	fmt.Fprintf(w, "Limits:        %s (%s)\n", s.Limits, shared.LimitsSource(env))
+	fmt.Fprintf(w, "Limits:        %s (%s)\n", s.Limits, env.LimitsSource())
 	if s.Exists {
 		fmt.Fprintf(w, "Stored:        %s tokens, updated %s (updated_at %d)\n", human.Number(s.Stored.Tokens),
 			cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty), s.Stored.UpdatedAtMs)

@@ -50,8 +50,8 @@ type Options struct {
 	ProgressAfterItems int
 }
 
-// NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	orders := make([]string, len(ratelimit.SortOrders))
 	for i, o := range ratelimit.SortOrders {
@@ -86,9 +86,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		`),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
 			return Run(c.Context(), f, opts)
 		},
 	}
@@ -146,7 +143,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	b, err := shared.Buckets(f, env)
+	b, err := env.Buckets()
 	if err != nil {
 		return err
 	}

@@ -78,7 +78,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	clients := opts.Clients
 	if opts.AllThrottled {
-		b, err := shared.Buckets(f, env)
+		b, err := env.Buckets()
 		if err != nil {
 			return err
 		}

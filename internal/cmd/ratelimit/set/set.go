@@ -19,8 +19,8 @@ type Options struct {
 	shared.ChangeOptions
 }
 
-// NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "set CLIENT --tokens N",
@@ -39,9 +39,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			opts.Client = args[0]
 			if !c.Flags().Changed("tokens") {
 				return cmdutil.Usagef("--tokens is required: give the token count to write, like --tokens 5")
-			}
-			if runF != nil {
-				return runF(c.Context(), opts)
 			}
 			return Run(c.Context(), f, opts)
 		},

@@ -32,34 +32,6 @@ func ScanSegments(env *cmdutil.Env, n int) int {
 	return DynamoSegments
 }
 
-// Limits returns the context's bucket limits (the LLD's defaults unless the
-// context sets its own). They must match what the data plane runs with.
-func Limits(env *cmdutil.Env) (ratelimit.Limits, error) {
-	l, err := ratelimit.NewLimits(env.Context.RateLimit.Capacity, env.Context.RateLimit.RefillPerSecond)
-	if err != nil {
-		return l, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("context %q: %w; fix it with koshactl config set-context %s --ratelimit-capacity N --ratelimit-refill R",
-			env.Name, err, env.Name))
-	}
-	return l, nil
-}
-
-// LimitsSource says whether the limits are the context's own or the defaults.
-func LimitsSource(env *cmdutil.Env) string {
-	if env.Context.RateLimit.Capacity != 0 || env.Context.RateLimit.RefillPerSecond != 0 {
-		return fmt.Sprintf("context %q", env.Name)
-	}
-	return "LLD defaults"
-}
-
-// Buckets opens the operator view of the context's buckets.
-func Buckets(f *cmdutil.Factory, env *cmdutil.Env) (*ratelimit.Buckets, error) {
-	l, err := Limits(env)
-	if err != nil {
-		return nil, err
-	}
-	return ratelimit.NewBuckets(env.Store, f.Clock, l)
-}
-
 // CheckClients validates every client id and refuses duplicates; the error
 // exits 2 and nothing has been read or written.
 func CheckClients(ids []string) error {
@@ -224,7 +196,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
-	b, err := Buckets(f, env)
+	b, err := env.Buckets()
 	if err != nil {
 		return err
 	}
@@ -242,7 +214,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	}
 	// One batch read of every bucket (while the identity resolves), then the
 	// writes and their audit records concurrently.
-	outcomes, err := b.ApplyAll(ctx, env.AuditLog(f.Clock), ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
+	outcomes, err := b.ApplyAll(ctx, env.Audit(), ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
 		Actor: env.Actor, DryRun: opts.DryRun,
 		Confirm: func(_ []ratelimit.ChangeResult, writes int) error {
 			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes))

@@ -41,8 +41,8 @@ type Options struct {
 	Output   string
 }
 
-// NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -63,9 +63,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		`),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
 			return Run(c.Context(), f, opts)
 		},
 	}

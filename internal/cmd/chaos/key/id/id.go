@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
 
@@ -16,9 +15,8 @@ type Options struct {
 	Output  string
 }
 
-// NewCmd builds the command. runF, when non-nil, replaces the run function
-// (tests use it to capture parsed options).
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "id",
@@ -29,13 +27,10 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		Example: "  koshactl chaos key id\n  koshactl chaos key id --key-file ./chaos.key -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
 			return Run(c.Context(), f, opts)
 		},
 	}
-	shared.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -64,7 +59,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	src, err := shared.ResolveKeySource(ctx, env, f.Clock, opts.KeyFile)
+	src, err := env.KeySource(ctx, opts.KeyFile)
 	if err != nil {
 		return err
 	}

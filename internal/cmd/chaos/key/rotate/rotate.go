@@ -12,7 +12,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
-	"github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/notify"
 )
@@ -29,9 +28,8 @@ type Options struct {
 	Output   string
 }
 
-// NewCmd builds the command. runF, when non-nil, replaces the run function
-// (tests use it to capture parsed options).
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+// NewCmd builds the command.
+func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "rotate",
@@ -68,9 +66,6 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		`),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if runF != nil {
-				return runF(c.Context(), opts)
-			}
 			return Run(c.Context(), f, opts)
 		},
 	}
@@ -123,7 +118,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
-	src, err := shared.ResolveKeySource(ctx, env, f.Clock, "")
+	src, err := env.KeySource(ctx, "")
 	if err != nil {
 		return err
 	}
@@ -171,7 +166,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if res.Before != nil {
 		auditBefore = res.Before
 	}
-	rec, auditErr := env.AuditLog(f.Clock).Append(ctx, audit.Entry{
+	rec, auditErr := env.Audit().Append(ctx, audit.Entry{
 		Actor: actor, Action: AuditAction, Subject: src.Subject, Before: auditBefore, After: res.After,
 	})
 	res.AuditID = rec.ID
@@ -195,7 +190,7 @@ func kidOf(k chaos.Key) string {
 
 // refusedUntil is when a rotation of src stops being refused as too soon,
 // nil when it would not be (or cannot be told).
-func refusedUntil(ctx context.Context, src *shared.KeySource, now time.Time, force bool) *time.Time {
+func refusedUntil(ctx context.Context, src *keys.Chosen, now time.Time, force bool) *time.Time {
 	sm, ok := src.Source.(*keys.SecretsManager)
 	if !ok || force {
 		return nil
@@ -214,7 +209,7 @@ func refusedUntil(ctx context.Context, src *shared.KeySource, now time.Time, for
 // A real rotation goes ahead when they cannot all be read (rotating is how a
 // broken current value is repaired, and a missing secret gets its own error
 // from the rotation); a dry run reports the problem.
-func state(ctx context.Context, src *shared.KeySource, dryRun bool) (*KeyState, error) {
+func state(ctx context.Context, src *keys.Chosen, dryRun bool) (*KeyState, error) {
 	staged, err := src.Existing(ctx)
 	switch {
 	case errors.Is(err, keys.ErrNoKey):
