@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"iter"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -41,7 +41,7 @@ const (
 	AttrVersion   = attrVersion
 )
 
-var dependencyRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+var dependencyRE = lazyre.New(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // ErrInvalidDependency reports a dependency name that cannot name a breaker.
 var ErrInvalidDependency = errors.New("invalid dependency name")

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -19,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
 
 // LocalContextName is the built-in context used when no config file exists.
@@ -199,7 +199,7 @@ func (c *Context) MaxOverrideDuration() time.Duration {
 	return time.Duration(c.MaxOverride)
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+var nameRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // ValidateName checks a context name.
 func ValidateName(name string) error {

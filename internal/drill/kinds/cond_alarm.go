@@ -3,7 +3,6 @@ package kinds
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -233,4 +233,4 @@ func (c *alarmCondition) Check(ctx context.Context, rc *drill.RunContext) (drill
 }
 
 // regionRE is the shape of an AWS region name.
-var regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+var regionRE = lazyre.New(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
