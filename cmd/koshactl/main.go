@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
@@ -14,8 +15,24 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := root.Run(ctx, factory.New(), os.Args[1:])
-	stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	f := factory.New()
+	// SIGINT and SIGTERM cancel ctx from the moment a command's own code
+	// runs. The handler is installed then, not here: it costs a locked OS
+	// thread and two round trips to it, which a process that only parses its
+	// arguments or prints its version does not need.
+	f.OnRun = sync.OnceFunc(func() {
+		signals := make(chan os.Signal, 1)
+		signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			select {
+			case <-signals:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	})
+	code := root.Run(ctx, f, os.Args[1:])
+	cancel()
 	os.Exit(code)
 }

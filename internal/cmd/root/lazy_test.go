@@ -86,3 +86,30 @@ func TestVersionBuildsOnlyItsGroup(t *testing.T) {
 		t.Errorf("koshactl version allocates %.0f times, the whole tree %.0f: version should build its command alone", alone, whole)
 	}
 }
+
+// OnRun (where main installs its signal handling) is called once a command's
+// own code starts, and only then: not for help, a usage error, or version,
+// which is marked as needing none.
+func TestOnRunOnlyWhenACommandRuns(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		calls int
+	}{
+		{[]string{"breaker"}, 1}, // a group's own code prints its help
+		{[]string{"--no-color", "breaker"}, 1},
+		{[]string{"version"}, 0},
+		{[]string{"--no-color", "version"}, 0},
+		{[]string{"breaker", "--help"}, 0},
+		{[]string{"breaker", "no-such-command"}, 0},
+		{[]string{"breaker", "get"}, 0}, // no DEPENDENCY: a usage error
+	} {
+		ios, _, _, _ := iostreams.Test()
+		f := factory.NewWith(ios, clock.NewFake(clock.Real{}.Now()))
+		calls := 0
+		f.OnRun = func() { calls++ }
+		root.Run(context.Background(), f, tc.args)
+		if calls != tc.calls {
+			t.Errorf("koshactl %s: OnRun called %d times, want %d", strings.Join(tc.args, " "), calls, tc.calls)
+		}
+	}
+}

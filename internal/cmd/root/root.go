@@ -118,8 +118,18 @@ func newCmd(f *cmdutil.Factory, started *bool, only string) *cobra.Command {
 			cmd.AddCommand(g.build(f))
 		}
 	}
+	if only != "" {
+		// A group named first is never completion: cobra's completion
+		// commands (and their help texts) are built for the whole tree only.
+		cmd.CompletionOptions.DisableDefaultCmd = true
+	}
 	cmdutil.GuardArgs(cmd)
-	markStarted(cmd, started)
+	markStarted(cmd, func(c *cobra.Command) {
+		*started = true
+		if f.OnRun != nil && cmdutil.HandlesInterrupts(c) {
+			f.OnRun()
+		}
+	})
 	return cmd
 }
 
@@ -148,17 +158,19 @@ func guardCompletion(cmd *cobra.Command, args []string) {
 	}
 }
 
-// markStarted wraps every command's RunE so *started is set once cobra has
-// finished validating arguments and flags: errors before that are usage errors.
-func markStarted(cmd *cobra.Command, started *bool) {
+// markStarted wraps every command's RunE so start runs once cobra has
+// finished validating arguments and flags: errors before that are usage
+// errors, and the command's own code (which may need to be interrupted)
+// starts after it.
+func markStarted(cmd *cobra.Command, start func(*cobra.Command)) {
 	if run := cmd.RunE; run != nil {
 		cmd.RunE = func(c *cobra.Command, args []string) error {
-			*started = true
+			start(c)
 			return run(c, args)
 		}
 	}
 	for _, sub := range cmd.Commands() {
-		markStarted(sub, started)
+		markStarted(sub, start)
 	}
 }
 
