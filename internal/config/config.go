@@ -18,7 +18,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/fsutil"
-	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
 
 // LocalContextName is the built-in context used when no config file exists.
@@ -199,11 +198,27 @@ func (c *Context) MaxOverrideDuration() time.Duration {
 	return time.Duration(c.MaxOverride)
 }
 
-var nameRE = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+// validName is the rule of ValidateName, written out rather than as
+// ^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$, whose 62 counted repetitions every
+// command paid to compile (TestNameRuleIsTheExpression checks that the two
+// agree).
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // ValidateName checks a context name.
 func ValidateName(name string) error {
-	if !nameRE.MatchString(name) {
+	if !validName(name) {
 		return fmt.Errorf("%w: context name %q: use 1-63 letters, digits, '.', '_' or '-'", ErrInvalid, name)
 	}
 	return nil
