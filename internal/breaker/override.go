@@ -65,7 +65,7 @@ func validDependency(s string) bool {
 		return false
 	}
 	for i := range len(s) {
-		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
 			return false
 		}
 	}

@@ -32,7 +32,8 @@ func TestCompilesOnceUnderConcurrentUse(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if re.Compiled() != re.Compiled() {
+	first := re.Compiled()
+	if re.Compiled() != first {
 		t.Error("compiled twice")
 	}
 }

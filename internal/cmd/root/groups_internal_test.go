@@ -28,7 +28,7 @@ func TestGroupsNameTheirCommands(t *testing.T) {
 			t.Errorf("the groups table says %q, the command answers to %q", g.names, names)
 		}
 	}
-	for _, args := range [][]string{nil, {}, {"--context", "dev", "version"}, {"help", "version"}, {"__complete", "breaker"}, {"completion", "bash"}, {"verison"}} {
+	for _, args := range [][]string{nil, {}, {"--context", "dev", "version"}, {"help", "version"}, {"__complete", "breaker"}, {"completion", "bash"}, {"no-such-group"}} {
 		if g := groupOf(args); g != "" {
 			t.Errorf("groupOf(%q) = %q, want the whole tree", args, g)
 		}
