@@ -43,6 +43,13 @@ type Factory struct {
 	Config func() (*config.File, error)
 	// Env resolves the selected context into live dependencies.
 	Env func(ctx context.Context) (*Env, error)
+	// OnRun, when set, is called as a command's own code starts (its
+	// arguments and flags parsed), unless the command is marked
+	// [NoInterruptHandling]. main installs its SIGINT/SIGTERM handling there:
+	// a process that only parses or prints (help, a usage error, version)
+	// does not pay for it (a signal handler costs a locked OS thread and two
+	// round trips to it, a tenth of koshactl version's time).
+	OnRun func()
 }
 
 // Env is a resolved context: its settings, the clients built from them, and

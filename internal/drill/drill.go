@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
 
 // Limits and defaults of a drill file (docs/contracts/drill-file.md).
@@ -42,7 +42,7 @@ const (
 	MaxFileSize = 1 << 20
 )
 
-var drillNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+var drillNameRE = lazyre.New(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 
 // Drill is a parsed, valid drill file.
 type Drill struct {
@@ -170,7 +170,7 @@ func unwrapPath(err error) error {
 	return err
 }
 
-var yamlLineRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+var yamlLineRE = lazyre.New(`^yaml: (?:line (\d+): )?(.*)$`)
 
 // Parse parses a drill file's bytes; file names it in problems. It returns
 // the drill when there are no problems, and every problem found otherwise

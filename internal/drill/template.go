@@ -2,7 +2,7 @@ package drill
 
 import (
 	"fmt"
-	"regexp"
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 	"slices"
 	"strings"
 )
@@ -23,9 +23,9 @@ const (
 var DrillFields = []string{"name", "run_id", "context", "deadline"}
 
 var (
-	stepIDRE  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-	varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,62}$`)
-	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	stepIDRE  = lazyre.New(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	varNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_-]{0,62}$`)
+	envNameRE = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // Template is a string that may reference values known only at run time:

@@ -11,33 +11,34 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
-//go:embed assets/report.html.tmpl assets/report.css
+//go:embed assets/report.html.tmpl
 var assets embed.FS
 
+// css is the report's stylesheet, embedded as a string: no copy at start-up.
+//
+//go:embed assets/report.css
+var css string
+
 var (
-	css = mustRead("assets/report.css")
 	// CSP is the report's Content-Security-Policy: nothing may load or
 	// run (no script, image, font, frame or connection), and the one style
 	// element is allowed by its hash.
 	CSP = "default-src 'none'; style-src '" + styleHash(css) + "'; img-src 'none'; font-src 'none'; script-src 'none'; " +
 		"connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'none'; form-action 'none'"
-	page = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
-		"f":     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
-		"add":   func(a, b float64) float64 { return a + b },
-		"odd":   func(i int) bool { return i%2 == 1 },
-		"arrow": arrow,
-	}).ParseFS(assets, "assets/report.html.tmpl"))
+	// page is parsed on the first report, not at start-up: every koshactl
+	// process links this package, few render a report.
+	page = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+			"f":     func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+			"add":   func(a, b float64) float64 { return a + b },
+			"odd":   func(i int) bool { return i%2 == 1 },
+			"arrow": arrow,
+		}).ParseFS(assets, "assets/report.html.tmpl"))
+	})
 )
-
-func mustRead(name string) string {
-	b, err := assets.ReadFile(name)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
 
 // styleHash is the CSP source of a style element's text: 'sha256-...'.
 func styleHash(text string) string {
@@ -58,7 +59,7 @@ func HTML(w io.Writer, in Input) error {
 		return fmt.Errorf("render report: no journal")
 	}
 	var buf bytes.Buffer
-	err := page.Execute(&buf, struct {
+	err := page().Execute(&buf, struct {
 		CSP string
 		CSS template.CSS
 		R   *report

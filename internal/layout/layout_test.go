@@ -42,6 +42,7 @@ var dataPlaneMayImport = []string{
 	"internal/clock",     // utility: the time source
 	"internal/config",    // utility: the duration rule of files
 	"internal/fsutil",    // utility: regular files only
+	"internal/lazyre",    // utility: expressions compiled on first use
 }
 
 // goos are the systems the release builds for; a file behind a build tag

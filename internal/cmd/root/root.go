@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/MakeNowJust/heredoc"
@@ -27,10 +28,57 @@ import (
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
+// group is one top-level command of the tree: its name and aliases, exactly
+// as the command it builds has them (TestGroupsNameTheirCommands), and how to
+// build it.
+type group struct {
+	names []string
+	build func(*cmdutil.Factory) *cobra.Command
+}
+
+// groups are the top-level commands, in the tree's order.
+var groups = []group{
+	{[]string{"breaker"}, breakercmd.NewCmd},
+	{[]string{"dashboard"}, func(f *cmdutil.Factory) *cobra.Command { return dashboardcmd.NewCmd(f, nil) }},
+	{[]string{"ratelimit", "rl"}, ratelimitcmd.NewCmd},
+	{[]string{"sandbox"}, func(f *cmdutil.Factory) *cobra.Command { return sandboxcmd.NewCmd(f, nil) }},
+	{[]string{"chaos"}, chaoscmd.NewCmd},
+	{[]string{"drill"}, drillcmd.NewCmd},
+	{[]string{"audit"}, auditcmd.NewCmd},
+	{[]string{"config"}, configcmd.NewCmd},
+	{[]string{"store"}, storecmd.NewCmd},
+	{[]string{"iam"}, iamcmd.NewCmd},
+	{[]string{"version"}, versioncmd.NewCmd},
+}
+
 // NewCmd builds the whole command tree on f. started is set once argument
 // parsing succeeded and a command's own code runs, so errors before that are
 // reported as usage errors.
 func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
+	return newCmd(f, started, "")
+}
+
+// groupOf is the top-level command args run when args start with its name
+// or alias (`koshactl version`, `koshactl breaker force-open ...`), else "".
+// Anything else (a global flag first, help, completion, a typo) needs the
+// whole tree.
+func groupOf(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	for _, g := range groups {
+		if slices.Contains(g.names, args[0]) {
+			return args[0]
+		}
+	}
+	return ""
+}
+
+// newCmd builds the tree with every group, or, when only names one, with
+// that group alone: a command runs the same in either (its help, errors and
+// hints never mention a sibling group), and a process that runs one command
+// does not build the other sixty.
+func newCmd(f *cmdutil.Factory, started *bool, only string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "koshactl",
 		Short: "Operate the Kosha resilience layer: breaker overrides, rate limits, chaos, drills",
@@ -66,21 +114,23 @@ func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
 	cmd.SetIn(f.IOStreams.In)
 	cmd.SetOut(f.IOStreams.Out)
 	cmd.SetErr(f.IOStreams.ErrOut)
-	cmd.AddCommand(
-		breakercmd.NewCmd(f),
-		dashboardcmd.NewCmd(f, nil),
-		ratelimitcmd.NewCmd(f),
-		sandboxcmd.NewCmd(f, nil),
-		chaoscmd.NewCmd(f),
-		drillcmd.NewCmd(f),
-		auditcmd.NewCmd(f),
-		configcmd.NewCmd(f),
-		storecmd.NewCmd(f),
-		iamcmd.NewCmd(f),
-		versioncmd.NewCmd(f),
-	)
+	for _, g := range groups {
+		if only == "" || slices.Contains(g.names, only) {
+			cmd.AddCommand(g.build(f))
+		}
+	}
+	if only != "" {
+		// A group named first is never completion: cobra's completion
+		// commands (and their help texts) are built for the whole tree only.
+		cmd.CompletionOptions.DisableDefaultCmd = true
+	}
 	cmdutil.GuardArgs(cmd)
-	markStarted(cmd, started)
+	markStarted(cmd, func(c *cobra.Command) {
+		*started = true
+		if f.OnRun != nil && cmdutil.HandlesInterrupts(c) {
+			f.OnRun()
+		}
+	})
 	return cmd
 }
 
@@ -109,17 +159,19 @@ func guardCompletion(cmd *cobra.Command, args []string) {
 	}
 }
 
-// markStarted wraps every command's RunE so *started is set once cobra has
-// finished validating arguments and flags: errors before that are usage errors.
-func markStarted(cmd *cobra.Command, started *bool) {
+// markStarted wraps every command's RunE so start runs once cobra has
+// finished validating arguments and flags: errors before that are usage
+// errors, and the command's own code (which may need to be interrupted)
+// starts after it.
+func markStarted(cmd *cobra.Command, start func(*cobra.Command)) {
 	if run := cmd.RunE; run != nil {
 		cmd.RunE = func(c *cobra.Command, args []string) error {
-			*started = true
+			start(c)
 			return run(c, args)
 		}
 	}
 	for _, sub := range cmd.Commands() {
-		markStarted(sub, started)
+		markStarted(sub, start)
 	}
 }
 
@@ -155,7 +207,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 			}
 		}()
 	}
-	cmd := NewCmd(f, &started)
+	cmd := newCmd(f, &started, groupOf(args))
 	guardCompletion(cmd, args)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)

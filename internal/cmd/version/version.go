@@ -31,5 +31,6 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		},
 	}
 	cmdutil.AddOutputFlag(cmd, &output)
+	cmdutil.NoInterruptHandling(cmd) // it only prints what the binary carries
 	return cmd
 }

@@ -2,10 +2,10 @@ package sandbox
 
 import (
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 	"net"
 	"net/http"
 	"net/netip"
-	"regexp"
 	"strings"
 	"sync"
 )
@@ -88,7 +88,7 @@ func normalHost(h string) string {
 	return strings.ToLower(h)
 }
 
-var hostNameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$`)
+var hostNameRE = lazyre.New(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$`)
 
 // validHost reports whether h is a bare host name or IP address (IPv6 with
 // or without brackets), as an allowed host must be.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -29,11 +30,21 @@ type bitset [maxVocabulary / 64]uint64
 func (b *bitset) set(i int)      { b[i/64] |= 1 << (i % 64) }
 func (b *bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
 
-var (
+// knowledgeBase is the indexed corpus core-api searches.
+type knowledgeBase struct {
+	corpus []article
 	// vocabulary maps each corpus token to its id; idf is indexed by id.
-	vocabulary = map[string]int{}
+	vocabulary map[string]int
 	idf        []float64
-	corpus     = buildCorpus([]article{
+}
+
+// kb indexes the corpus on the first search, not at start-up: only a
+// running sandbox searches it.
+var kb = sync.OnceValue(func() *knowledgeBase { return buildCorpus(articles()) })
+
+// articles are the corpus's documents, before indexing.
+func articles() []article {
+	return []article{
 		{ID: "kb-101", Title: "How to raise a card dispute", Body: "A customer can dispute a card transaction within 120 days. Raise the dispute with the transaction id and the reason; the dispute is recorded and the chargeback process starts."},
 		{ID: "kb-102", Title: "Chargeback reason codes", Body: "Chargeback reason codes explain why a dispute was raised: fraud, goods not received, duplicate processing, credit not processed."},
 		{ID: "kb-103", Title: "Flagging a transaction for manual review", Body: "Flag a suspicious transaction for review when amounts, merchants or locations look unusual. A reviewer looks at flagged transactions within one business day."},
@@ -46,10 +57,11 @@ var (
 		{ID: "kb-110", Title: "Duplicate charges", Body: "A duplicate charge appears twice with the same amount and merchant. It often reverses by itself within 3 days; otherwise raise a dispute with reason duplicate processing."},
 		{ID: "kb-111", Title: "Account limits and velocity rules", Body: "Daily limits and velocity rules stop unusual spending. Transactions over the limit are declined or flagged for review."},
 		{ID: "kb-112", Title: "Service health and degraded answers", Body: "When the embedding service is down, knowledge search falls back to full-text ranking and marks its results degraded."},
-	})
-)
+	}
+}
 
-func buildCorpus(as []article) []article {
+func buildCorpus(as []article) *knowledgeBase {
+	vocabulary := map[string]int{}
 	df := map[int]int{}
 	for i := range as {
 		a := &as[i]
@@ -73,11 +85,11 @@ func buildCorpus(as []article) []article {
 	if len(vocabulary) > maxVocabulary {
 		panic("knowledge base vocabulary over maxVocabulary")
 	}
-	idf = make([]float64, len(vocabulary))
+	idf := make([]float64, len(vocabulary))
 	for id, n := range df {
 		idf[id] = math.Log(1 + float64(len(as))/float64(n))
 	}
-	return as
+	return &knowledgeBase{corpus: as, vocabulary: vocabulary, idf: idf}
 }
 
 func tokenize(s string) []string {
@@ -125,6 +137,8 @@ type SearchHit struct {
 // rank scores the corpus for query: idf-weighted token overlap, blended with
 // the embedding's cosine when vector is set (hybrid ranking).
 func rank(query string, topK int, vector bool) []SearchHit {
+	k := kb()
+	corpus, vocabulary, idf := k.corpus, k.vocabulary, k.idf
 	var (
 		ids  [32]int
 		qids = ids[:0]

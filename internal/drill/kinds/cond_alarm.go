@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -239,4 +239,4 @@ func (c *alarmCondition) Check(ctx context.Context, rc *drill.RunContext) (drill
 }
 
 // regionRE is the shape of an AWS region name.
-var regionRE = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+var regionRE = lazyre.New(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
 
 // matchOps are the operators a matcher mapping may use.
@@ -316,7 +317,7 @@ func (s statusSet) String() string {
 	return strings.Join(parts, " or ")
 }
 
-var statusClassRE = regexp.MustCompile(`^[1-5]xx$`)
+var statusClassRE = lazyre.New(`^[1-5]xx$`)
 
 func decodeStatus(d *drill.Decoder, n *yaml.Node, what string) (statusSet, bool) {
 	n = d.Resolve(n)

@@ -4,16 +4,16 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"regexp"
 	"strings"
 
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // attrNameRE is what an index attribute name may look like: they are the
 // store's constants, spliced into SQL because an expression index matches
 // only the literal expression it was created with.
-var attrNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+var attrNameRE = lazyre.New(`^[a-z][a-z0-9_]*$`)
 
 // indexExpr is the SQL expression an index is built on: the string value of
 // its attribute in the item's JSON.

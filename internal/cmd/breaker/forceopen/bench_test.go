@@ -6,30 +6,25 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/procbench"
 )
 
-// BenchmarkWholeProcessVersusAWSCLI runs, side by side in one loop, the whole
-// koshactl process forcing a breaker open (context resolution, read, two
-// conditional writes: the override and its audit record) and the AWS CLI
-// putting the same item, both against one dynalite server. It reports each
-// one's median wall time per process and the ratio aws/koshactl.
-func BenchmarkWholeProcessVersusAWSCLI(b *testing.B) {
-	awsBin, err := exec.LookPath("aws")
-	if err != nil {
-		b.Fatal("the AWS CLI is the peer of this benchmark: install it (make bench does: apt-get install awscli)")
-	}
+// forceOpenBench is one dynalite with the control table, a context file
+// pointing koshactl at it, and the environment both processes run in.
+type forceOpenBench struct {
+	endpoint string
+	kosha    procbench.Proc
+	env      []string
+}
+
+func newForceOpenBench(b *testing.B) forceOpenBench {
+	b.Helper()
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "koshactl")
-	build := exec.CommandContext(b.Context(), "go", "build", "-o", bin, "github.com/kosha-platform/koshactl/cmd/koshactl") //nolint:gosec // G204: builds into the benchmark's temp dir
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build koshactl: %v\n%s", err, out)
-	}
+	bin := procbench.Build(b, "github.com/kosha-platform/koshactl/cmd/koshactl")
 	endpoint := dynalite.Start(b)
 	if _, err := dynamo.NewFromConfig(dynalite.Config(b, endpoint), "kosha-control").Init(context.Background()); err != nil {
 		b.Fatal(err)
@@ -43,33 +38,42 @@ func BenchmarkWholeProcessVersusAWSCLI(b *testing.B) {
 	env := append(os.Environ(), "KOSHACTL_CONFIG="+cfg, "KOSHACTL_STATE_DIR="+filepath.Join(dir, "state"),
 		"KOSHACTL_ACTOR=bench@host", "AWS_ACCESS_KEY_ID=bench", "AWS_SECRET_ACCESS_KEY=bench", "AWS_DEFAULT_REGION=us-east-1",
 		"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
-	item := `{"pk":{"S":"breaker#openai"},"state":{"S":"forced_open"},"reason":{"S":"bench"},"actor":{"S":"bench@host"},` +
-		`"created_at":{"N":"1795978800000"},"expires_at":{"N":"1795980600000"},"ttl":{"N":"1795980600"},"version":{"N":"1"}}`
-	run := func(name string, args ...string) time.Duration {
-		cmd := exec.CommandContext(b.Context(), name, args...) //nolint:gosec // G204: the benchmark runs the two programs it compares
-		cmd.Env = env
-		start := time.Now()
-		out, err := cmd.CombinedOutput()
-		d := time.Since(start)
-		if err != nil {
-			b.Fatalf("%s %v: %v\n%s", name, args, err, out)
-		}
-		return d
+	return forceOpenBench{
+		endpoint: endpoint,
+		env:      env,
+		kosha: procbench.Proc{Name: "koshactl", Path: bin, Env: env,
+			Args: []string{"breaker", "force-open", "openai", "--reason", "bench", "--for", "30m", "--overwrite"}},
 	}
-	var kosha, awsd []time.Duration
-	b.ResetTimer()
-	for b.Loop() {
-		kosha = append(kosha, run(bin, "breaker", "force-open", "openai", "--reason", "bench", "--for", "30m", "--overwrite"))
-		awsd = append(awsd, run(awsBin, "dynamodb", "put-item", "--endpoint-url", endpoint, "--table-name", "kosha-control", "--item", item))
-	}
-	mk, ma := median(kosha), median(awsd)
-	b.ReportMetric(float64(mk.Microseconds())/1000, "koshactl-ms")
-	b.ReportMetric(float64(ma.Microseconds())/1000, "aws-ms")
-	b.ReportMetric(float64(ma)/float64(mk), "aws/koshactl")
 }
 
-func median(ds []time.Duration) time.Duration {
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[len(s)/2]
+// BenchmarkWholeProcessVersusAWSCLI runs, side by side in one loop, the whole
+// koshactl process forcing a breaker open (context resolution, read, two
+// conditional writes: the override and its audit record) and the AWS CLI
+// putting the same item, both against one dynalite server. It reports each
+// one's median wall time per process and the ratio aws/koshactl.
+func BenchmarkWholeProcessVersusAWSCLI(b *testing.B) {
+	awsBin, err := exec.LookPath("aws")
+	if err != nil {
+		b.Fatal("the AWS CLI is the peer of this benchmark: install it (make bench does: apt-get install awscli)")
+	}
+	fb := newForceOpenBench(b)
+	item := `{"pk":{"S":"breaker#openai"},"state":{"S":"forced_open"},"reason":{"S":"bench"},"actor":{"S":"bench@host"},` +
+		`"created_at":{"N":"1795978800000"},"expires_at":{"N":"1795980600000"},"ttl":{"N":"1795980600"},"version":{"N":"1"}}`
+	procbench.Compare(b, fb.kosha, procbench.Proc{Name: "aws", Path: awsBin, Env: fb.env,
+		Args: []string{"dynamodb", "put-item", "--endpoint-url", fb.endpoint, "--table-name", "kosha-control", "--item", item}})
+}
+
+// BenchmarkWholeProcessVersusBareSDK runs, in turn in one loop, the same
+// koshactl force-open and testdata/sdkforceopen, a Go program making the same
+// DynamoDB calls with the same SDK (the consistent read, the conditional
+// override put, the conditional audit put) and nothing else, both built as
+// the release builds them. The ratio koshactl/sdkforceopen is what
+// koshactl's start-up, config and rules cost on top of the calls;
+// docs/benchmarks/startup.md.
+func BenchmarkWholeProcessVersusBareSDK(b *testing.B) {
+	fb := newForceOpenBench(b)
+	peer := procbench.Build(b, "./testdata/sdkforceopen")
+	procbench.Compare(b,
+		procbench.Proc{Name: "sdkforceopen", Path: peer, Env: fb.env, Args: []string{fb.endpoint, "kosha-control", "openai"}},
+		fb.kosha)
 }

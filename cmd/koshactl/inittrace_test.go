@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/testutil/procbench"
+)
+
+// Package initialisation runs in every koshactl process, whatever the
+// command: what a package builds at init (expressions, templates, tables, a
+// corpus) koshactl version paid for. The allocations GODEBUG=inittrace=1
+// counts are deterministic, so this bounds them, never a time:
+//
+//   - each of koshactl's own packages allocates at most ownMaxBytes and
+//     ownMaxAllocs (before: drill 175 KB, sandbox 134 KB, gameday 120 KB,
+//     config 59 KB, breaker 44 KB); build such things on first use
+//     (internal/lazyre, sync.OnceValue);
+//   - all packages together, dependencies included, allocate at most
+//     totalMaxBytes (2.6 MB today; 3.1 MB before): all of it is in the heap
+//     before a command's first line runs, and every command whose work takes
+//     the heap past the first collection's trigger (8 MiB with startHeap)
+//     pays for a collection.
+//     Dependencies' own init (AWS SDK schemas and endpoint tables, gojq,
+//     prometheus) is most of it; a new dependency with a heavy init shows here.
+func TestPackageInitStaysLight(t *testing.T) {
+	const (
+		ownMaxBytes   = 8 << 10
+		ownMaxAllocs  = 64
+		totalMaxBytes = 3 << 20
+	)
+	// Built as the release builds it (a -race test binary's allocations differ).
+	bin := procbench.Build(t, "github.com/kosha-platform/koshactl/cmd/koshactl")
+	cmd := exec.CommandContext(t.Context(), bin, "version") //nolint:gosec // G204: the binary this test built
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || !strings.HasPrefix(string(out), "koshactl ") {
+		t.Fatalf("koshactl version: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+	inits := parseInitTrace(t, stderr.String())
+	if len(inits) < 100 {
+		t.Fatalf("inittrace listed %d packages; GODEBUG=inittrace=1 output:\n%s", len(inits), stderr.String())
+	}
+	var total int
+	own := 0
+	for _, in := range inits {
+		total += in.bytes
+		if !strings.HasPrefix(in.pkg, "github.com/kosha-platform/koshactl/") {
+			continue
+		}
+		own++
+		if in.bytes > ownMaxBytes || in.allocs > ownMaxAllocs {
+			t.Errorf("%s allocates %d bytes in %d allocations at init (at most %d bytes, %d allocations): "+
+				"build what it needs on first use", in.pkg, in.bytes, in.allocs, ownMaxBytes, ownMaxAllocs)
+		}
+	}
+	if own == 0 {
+		t.Errorf("no koshactl package in the trace:\n%s", stderr.String())
+	}
+	t.Logf("%d packages, %d of them koshactl's, allocate %d bytes at init", len(inits), own, total)
+	if total > totalMaxBytes {
+		t.Errorf("package initialisation allocates %d bytes in all (at most %d); the largest:\n%s", total, totalMaxBytes, largest(inits, 10))
+	}
+}
+
+// packageInit is one line of GODEBUG=inittrace=1.
+type packageInit struct {
+	pkg           string
+	bytes, allocs int
+}
+
+func parseInitTrace(t *testing.T, trace string) []packageInit {
+	t.Helper()
+	// Compiled here: at package level it would count against package main.
+	initLine := regexp.MustCompile(`^init (\S+) @\S+ ms, \S+ ms clock, (\d+) bytes, (\d+) allocs$`)
+	var inits []packageInit
+	for line := range strings.Lines(trace) {
+		m := initLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		b, err1 := strconv.Atoi(m[2])
+		a, err2 := strconv.Atoi(m[3])
+		if err1 != nil || err2 != nil {
+			t.Fatalf("inittrace line %q", line)
+		}
+		inits = append(inits, packageInit{pkg: m[1], bytes: b, allocs: a})
+	}
+	return inits
+}
+
+func largest(inits []packageInit, n int) string {
+	s := slices.SortedFunc(slices.Values(inits), func(a, b packageInit) int { return b.bytes - a.bytes })
+	var b strings.Builder
+	for _, in := range s[:min(n, len(s))] {
+		fmt.Fprintf(&b, "  %s: %d bytes, %d allocs\n", in.pkg, in.bytes, in.allocs)
+	}
+	return b.String()
+}

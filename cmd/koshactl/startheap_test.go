@@ -1,0 +1,50 @@
+package main
+
+import (
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
+)
+
+// gogc reads the runtime's current GOGC without changing it.
+func gogc() uint64 {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// startHeap raises GOGC until the first collection, then GOGC is 100 again;
+// a GOGC from the environment is left alone. Not parallel: GOGC is the
+// process's.
+func TestStartHeap(t *testing.T) {
+	t.Run("without GOGC", func(t *testing.T) {
+		if _, set := os.LookupEnv("GOGC"); set {
+			t.Setenv("GOGC", "")    // restored after the test
+			_ = os.Unsetenv("GOGC") // startHeap asks whether it is set at all
+		}
+		startHeap()
+		if got := gogc(); got != startHeapPercent {
+			t.Fatalf("GOGC = %d after startHeap, want %d", got, startHeapPercent)
+		}
+		// The cleanup runs on its own goroutine after a cycle found the
+		// sentinel dead: collect until it has (each cycle is the wait).
+		for start := time.Now(); gogc() != 100; runtime.GC() {
+			if time.Since(start) > wait.Ceiling {
+				t.Fatalf("GOGC = %d %s after the first collection, want 100", gogc(), wait.Ceiling)
+			}
+			runtime.Gosched()
+		}
+	})
+	t.Run("with GOGC", func(t *testing.T) {
+		t.Setenv("GOGC", "50")
+		before := gogc()
+		startHeap()
+		if got := gogc(); got != before {
+			t.Errorf("GOGC = %d after startHeap with GOGC=50 set, want it left at %d", got, before)
+		}
+	})
+}
