@@ -21,6 +21,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
 
 // LocalContextName is the built-in context used when no config file exists.
@@ -131,8 +132,8 @@ func (s NotifySink) SinkName(i int) string {
 }
 
 var (
-	snsTopicARN = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
-	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	snsTopicARN = lazyre.New(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
+	envNameRE   = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
 // ValidateWebhookURL checks a webhook URL without ever quoting it (it holds
@@ -165,7 +166,7 @@ func (c *Context) validateNotify(name string) error {
 	seen := map[string]bool{}
 	for i, s := range c.Notify {
 		where := fmt.Sprintf("context %q: notify[%d]", name, i)
-		if s.Name != "" && !nameRE.MatchString(s.Name) {
+		if s.Name != "" && !validName(s.Name) {
 			return fmt.Errorf("%w: %s: name %q: use 1-63 letters, digits, '.', '_' or '-'", ErrInvalid, where, s.Name)
 		}
 		n := s.SinkName(i)

@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"regexp"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -11,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -32,7 +32,7 @@ type RepairResult struct {
 	Record audit.Record `json:"record"`
 }
 
-var writeIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
+var writeIDRE = lazyre.New(`^[0-9a-f]{32}$`)
 
 // NewCmdRepair builds `audit repair`.
 func NewCmdRepair(f *cmdutil.Factory) *cobra.Command {
