@@ -143,6 +143,12 @@ var Commands = map[string][]Need{
 	// conditions, audit every change.
 	"drill run": needs(breakerRead, batchRead, breakerWrite, Need{DeleteItem, BreakerItems},
 		bucketRead, bucketWrite, secretRead, gauges, alarms, auditWrite),
+	// drill recover finishes a dead run's rollbacks from the audit trail:
+	// the run's records on each lever (the audit index by subject, filtered
+	// by run_id), then the override or bucket as the rollback finds it, the
+	// override's clear, and the recovery's audit records. (Putting a bucket
+	// back writes rl# as drill run's rollback does.)
+	"drill recover": needs(indexRead, breakerRead, bucketRead, Need{DeleteItem, BreakerItems}, auditWrite),
 	// The reference data plane (koshactl sandbox): it reads overrides and
 	// chaos keys, takes tokens with a conditional write, and audits chaos
 	// headers it applied or refused.
@@ -188,7 +194,7 @@ var RolePaths = map[Role][]string{
 	Reader: readerPaths,
 	Operator: append(slices.Clone(readerPaths), "breaker force-open", "breaker clear", "breaker clear --all",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate"),
-	DrillRunner: {"drill run"},
+	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},
 	Admin:       {"store init", "store migrate"},
 }
