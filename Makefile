@@ -195,13 +195,15 @@ vuln: $(VULNCHECK) $(VULNDB)/.built ## govulncheck against an offline database b
 	$(VULNCHECK) -db file://$(abspath $(VULNDB)) $(PKGS)
 
 .PHONY: docs
-docs: ## Regenerate the CLI reference in docs/cli
+docs: ## Regenerate the CLI reference in docs/cli and the policies in docs/iam.md
 	rm -rf docs/cli && $(GO) run ./tools/gendocs docs/cli
+	$(GO) run ./tools/gendocs -iam docs/iam.md
 
 .PHONY: docs-check
-docs-check: ## Fail when docs/cli is not what the commands say
+docs-check: ## Fail when docs/cli is not what the commands say, or docs/iam.md not what internal/iam generates
 	@tmp=$$(mktemp -d) && $(GO) run ./tools/gendocs $$tmp && \
 	  if ! diff -r $$tmp docs/cli >/dev/null; then diff -ru docs/cli $$tmp | head -40; echo "docs/cli is stale: run make docs"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
+	@$(GO) run ./tools/gendocs -iam docs/iam.md -check
 
 # goreleaser reads the remote's URL even for a snapshot; a checkout without
 # a remote (a local clone's worktree) gets the project's, for that read only.

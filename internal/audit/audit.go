@@ -246,7 +246,8 @@ func (r Record) item() store.Item {
 		"outcome":     r.Outcome,
 		store.TTLAttr: r.Time.Add(Retention).Unix(),
 	}
-	for k, v := range indexAttrs(r.Time, r.Subject, r.Actor) {
+	attrs, _ := indexAttrs(r.Time, r.Subject, r.Actor) // what an index cannot take stays out of it
+	for k, v := range attrs {
 		it[k] = v
 	}
 	if r.Reason != "" {

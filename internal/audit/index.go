@@ -16,24 +16,23 @@ import (
 // DayLayout is how a record's UTC day is written in the day index's key.
 const DayLayout = "2006-01-02"
 
-// maxIndexKeyBytes bounds an index key value. DynamoDB allows 2048 bytes for
-// a global secondary index's partition key; subjects are pks (at most 2048)
-// and actors are ARNs or user names, so no real value is longer. A longer one
-// is left out of that index (the record stays in the day index).
-const maxIndexKeyBytes = 2048
-
 // indexAttrs are the attributes that place a record in the audit indexes
-// (docs/contracts/audit-record.md). DynamoDB refuses an empty string as an
-// index key, so empty values are left out.
-func indexAttrs(t time.Time, subject, actor string) map[string]string {
-	attrs := map[string]string{store.IndexAuditDay.Attr: t.UTC().Format(DayLayout)}
-	if subject != "" && len(subject) <= maxIndexKeyBytes {
-		attrs[store.IndexAuditSubject.Attr] = subject
+// (docs/contracts/audit-record.md). A subject or actor an index cannot take
+// as its key (empty, or longer than store.MaxIndexKeyBytes: no real one is)
+// is left out of that index; left says why, one reason per index.
+func indexAttrs(t time.Time, subject, actor string) (attrs map[string]string, left []string) {
+	attrs = map[string]string{store.IndexAuditDay.Attr: t.UTC().Format(DayLayout)}
+	for _, k := range []struct {
+		ix store.Index
+		v  string
+	}{{store.IndexAuditSubject, subject}, {store.IndexAuditActor, actor}} {
+		if err := store.IndexKeyError(k.ix, k.v); err != nil {
+			left = append(left, err.Error())
+			continue
+		}
+		attrs[k.ix.Attr] = k.v
 	}
-	if actor != "" && len(actor) <= maxIndexKeyBytes {
-		attrs[store.IndexAuditActor.Attr] = actor
-	}
-	return attrs
+	return attrs, left
 }
 
 // rangeKey is the lowest pk of a record at t: records at or after t sort at
@@ -232,10 +231,16 @@ func (l *Log) days(ctx context.Context, qr store.Querier, q Query, since, until 
 // BackfillReport says what [Log.Backfill] found and did.
 type BackfillReport struct {
 	// Examined counts the audit records read.
-	Examined int
+	Examined int `json:"examined"`
 	// Updated counts the records that lacked index attributes and were (or,
 	// in a dry run, would be) rewritten with them.
-	Updated int
+	Updated int `json:"updated"`
+	// Unindexed lists the records left out of an index, and why: a pk
+	// longer than an index's sort key may be (store.MaxIndexedPKBytes; out
+	// of every index), or a subject or actor an index cannot take as its key
+	// (empty or too long; out of that index). Indexed reads miss them there,
+	// `audit list --scan` finds them.
+	Unindexed []store.Unindexed `json:"unindexed,omitempty"`
 }
 
 // backfillWorkers bounds Backfill's concurrent writes.
@@ -279,12 +284,21 @@ func (l *Log) Backfill(ctx context.Context, dryRun bool, rate *store.ScanRate, s
 		if !ok {
 			continue // unreadable: audit list reports it, nothing to index it by
 		}
-		want := indexAttrs(time.UnixMilli(ms), it.Str("subject"), it.Str("actor"))
+		want, left := indexAttrs(time.UnixMilli(ms), it.Str("subject"), it.Str("actor"))
 		changed := false
 		for k, v := range want {
 			if it.Str(k) != v {
 				changed = true
 			}
+		}
+		if changed {
+			if err := store.IndexedPKError(store.IndexAuditDay, it.PK()); err != nil {
+				rep.Unindexed = append(rep.Unindexed, store.Unindexed{PK: it.PK(), Why: err.Error()})
+				continue
+			}
+		}
+		for _, why := range left {
+			rep.Unindexed = append(rep.Unindexed, store.Unindexed{PK: it.PK(), Why: why})
 		}
 		if !changed {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +137,26 @@ func TestBackfillIndexesOldRecords(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// A record whose pk is longer than an index's sort key may be
+			// (another writer's): skipped and reported, not an abort.
+			ms := t0.UnixMilli()
+			long := store.Item{store.PK: fmt.Sprintf("audit#%013d#", ms) + strings.Repeat("f", store.MaxIndexedPKBytes), "time": ms, "actor": "a",
+				"action": "ratelimit.reset", "subject": "rl#other", "context": "ctx", "outcome": "ok", "reason": "long"}
+			if err := s.Put(t.Context(), long, store.IfAbsent()); err != nil {
+				t.Fatal(err)
+			}
+			// Records whose subject is empty and whose actor is longer than an
+			// index's partition key may be (another writer's): indexed by day,
+			// left out of the subject and actor indexes, and reported.
+			noSubject := store.Item{store.PK: fmt.Sprintf("audit#%013d#%016x", ms, 100), "time": ms, "actor": "a",
+				"action": "ratelimit.reset", "subject": "", "context": "ctx", "outcome": "ok", "reason": "no subject"}
+			longActor := store.Item{store.PK: fmt.Sprintf("audit#%013d#%016x", ms, 101), "time": ms, "actor": strings.Repeat("a", store.MaxIndexKeyBytes+1),
+				"action": "ratelimit.reset", "subject": "rl#c", "context": "ctx", "outcome": "ok", "reason": "long actor"}
+			for _, it := range []store.Item{noSubject, longActor} {
+				if err := s.Put(t.Context(), it, store.IfAbsent()); err != nil {
+					t.Fatal(err)
+				}
+			}
 			log := audit.NewLog(s, clock.NewFake(t0), "ctx")
 			byIndex := func() string {
 				var stats store.ReadStats
@@ -149,23 +170,41 @@ func TestBackfillIndexesOldRecords(t *testing.T) {
 			if got := byIndex(); got != "" {
 				t.Fatalf("old records found by the subject index before the backfill: %s", got)
 			}
+			// unindexed renders a report's left-out records in pk order.
+			unindexed := func(rep audit.BackfillReport) string {
+				var out []string
+				for _, u := range rep.Unindexed {
+					out = append(out, u.PK[len(u.PK)-3:]+": "+u.Why)
+				}
+				slices.Sort(out)
+				return strings.Join(out, "\n")
+			}
+			wantLeft := strings.Join([]string{
+				"064: ix_audit_subject (the key of index audit-by-subject) is empty",
+				"065: ix_audit_actor (the key of index audit-by-actor) is 2049 bytes, more than 2048",
+				"fff: pk is 1044 bytes, more than the 1024 an item in index audit-by-day may have (its sort key)",
+			}, "\n")
 			dry, err := log.Backfill(t.Context(), true, nil, nil)
-			if err != nil || dry.Examined != 7 || dry.Updated != 7 {
-				t.Fatalf("dry run: %+v, %v; want 7 examined, 7 to update", dry, err)
+			if err != nil || dry.Examined != 10 || dry.Updated != 9 || unindexed(dry) != wantLeft {
+				t.Fatalf("dry run: %+v, %v; want 10 examined, 9 to update, left out:\n%s", dry, err, wantLeft)
 			}
 			if got := byIndex(); got != "" {
 				t.Fatalf("the dry run wrote: %s", got)
 			}
 			rep, err := log.Backfill(t.Context(), false, nil, nil)
-			if err != nil || rep.Updated != 7 {
-				t.Fatalf("backfill: %+v, %v", rep, err)
+			if err != nil || rep.Updated != 9 || unindexed(rep) != wantLeft {
+				t.Fatalf("backfill: %+v, %v; want 9 indexed, left out:\n%s", rep, err, wantLeft)
 			}
-			if got := byIndex(); got != "0,1,2,3,4,5,6" {
+			if got := byIndex(); got != "long actor,0,1,2,3,4,5,6" {
 				t.Errorf("after the backfill the subject index finds %q", got)
 			}
+			listing, err := log.List(t.Context(), audit.Query{Actor: "a"})
+			if err != nil || !strings.Contains(reasons(listing.Records), "no subject") {
+				t.Errorf("the actor index after the backfill: %q, %v; want the record without a subject", reasons(listing.Records), err)
+			}
 			again, err := log.Backfill(t.Context(), false, nil, nil)
-			if err != nil || again.Updated != 0 {
-				t.Errorf("second backfill: %+v, %v; want nothing to do", again, err)
+			if err != nil || again.Updated != 0 || unindexed(again) != wantLeft {
+				t.Errorf("second backfill: %+v, %v; want nothing to do, the same left out", again, err)
 			}
 		})
 	}

@@ -80,13 +80,16 @@ func (s *Overrides) ListFor(ctx context.Context, known []string) ([]Override, er
 // BackfillReport says what [Overrides.Backfill] found and did.
 type BackfillReport struct {
 	// Examined counts the override items read.
-	Examined int
+	Examined int `json:"examined"`
 	// Updated counts the items that lacked the index attribute and were (or,
 	// in a dry run, would be) rewritten with it.
-	Updated int
+	Updated int `json:"updated"`
 	// Skipped counts items without a version to make the rewrite
 	// conditional on; `breaker list` reports them, clear or replace them.
-	Skipped int
+	Skipped int `json:"skipped"`
+	// Unindexed lists the items left out of the index, and why: a pk longer
+	// than an index's sort key may be (store.MaxIndexedPKBytes).
+	Unindexed []store.Unindexed `json:"unindexed,omitempty"`
 }
 
 // Backfill adds the index attribute to override items written before the
@@ -107,6 +110,10 @@ func (s *Overrides) Backfill(ctx context.Context, dryRun bool) (BackfillReport, 
 		}
 		if _, ok := it[attrVersion]; !ok {
 			rep.Skipped++
+			continue
+		}
+		if err := store.IndexedPKError(store.IndexOverrides, it.PK()); err != nil {
+			rep.Unindexed = append(rep.Unindexed, store.Unindexed{PK: it.PK(), Why: err.Error()})
 			continue
 		}
 		rep.Updated++

@@ -117,6 +117,11 @@ func TestOverrideBackfill(t *testing.T) {
 	if err := s.Put(t.Context(), old, store.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
+	long := old.Clone()
+	long[store.PK] = "breaker#" + strings.Repeat("x", store.MaxIndexedPKBytes)
+	if err := s.Put(t.Context(), long, store.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
 	ov := breaker.NewOverrides(s, clock.NewFake(t0))
 	if list, _ := ov.ListFor(t.Context(), nil); len(list) != 0 {
 		t.Fatalf("an item without the index attribute was listed by index: %s", deps(list))
@@ -124,7 +129,7 @@ func TestOverrideBackfill(t *testing.T) {
 	if rep, err := ov.Backfill(t.Context(), true); err != nil || rep.Updated != 1 {
 		t.Fatalf("dry run: %+v, %v", rep, err)
 	}
-	if rep, err := ov.Backfill(t.Context(), false); err != nil || rep.Updated != 1 || rep.Examined != 1 {
+	if rep, err := ov.Backfill(t.Context(), false); err != nil || rep.Updated != 1 || rep.Examined != 2 || len(rep.Unindexed) != 1 || rep.Unindexed[0].PK != long.PK() || !strings.Contains(rep.Unindexed[0].Why, "sort key") {
 		t.Fatalf("backfill: %+v, %v", rep, err)
 	}
 	if list, _ := ov.ListFor(t.Context(), nil); deps(list) != "other-tool" || list[0].Version != 3 {

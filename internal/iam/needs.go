@@ -38,6 +38,9 @@ const (
 	UpdateTable        = "dynamodb:UpdateTable"
 	DescribeTimeToLive = "dynamodb:DescribeTimeToLive"
 	UpdateTimeToLive   = "dynamodb:UpdateTimeToLive"
+	// ListTagsOfResource reads the table's tags: store migrate refuses to
+	// add indexes to a table a CloudFormation stack manages.
+	ListTagsOfResource = "dynamodb:ListTagsOfResource"
 )
 
 // Item key prefixes (docs/contracts): one kind of item each.
@@ -154,11 +157,12 @@ var Commands = map[string][]Need{
 	// headers it applied or refused.
 	"sandbox": needs(breakerRead, bucketRead, bucketWrite, secretRead, auditWrite),
 	// Table administration: create the table (and TTL) where it is missing;
-	// add the indexes an older table lacks, then index the existing audit
+	// add the indexes an older table lacks (unless its tags say a
+	// CloudFormation stack manages it), then index the existing audit
 	// records and overrides with conditional writes.
 	"store init": needs(Need{Action: DescribeTable}, Need{Action: CreateTable}, Need{Action: DescribeTimeToLive},
 		Need{Action: UpdateTimeToLive}),
-	"store migrate": needs(Need{Action: DescribeTable}, Need{Action: UpdateTable},
+	"store migrate": needs(Need{Action: DescribeTable}, Need{Action: ListTagsOfResource}, Need{Action: UpdateTable},
 		Need{Scan, AuditItems}, Need{Scan, BreakerItems}, auditWrite, breakerWrite),
 }
 

@@ -96,6 +96,16 @@ func (throttledError) Is(target error) bool { return target == ErrUnavailable }
 const (
 	// MaxPKBytes is the longest partition key, in UTF-8 bytes.
 	MaxPKBytes = 2048
+	// MaxIndexedPKBytes is the longest pk of an item in an index: every
+	// index sorts by pk, and DynamoDB caps a sort key at 1,024 bytes (a
+	// longer one makes the write fail). Items with a longer pk stay out of
+	// the indexes.
+	MaxIndexedPKBytes = 1024
+	// MaxIndexKeyBytes is the longest value of an index's attribute (the
+	// index's partition key, capped at 2,048 bytes like a table's). DynamoDB
+	// also refuses an empty string there, and any type but the index's
+	// (string): the write fails.
+	MaxIndexKeyBytes = 2048
 	// MaxItemBytes is the largest item, counted as DynamoDB counts it:
 	// attribute names plus values (strings in UTF-8 bytes, numbers at their
 	// largest encoding of 21 bytes).
@@ -349,8 +359,10 @@ func (it Item) Keys() []string {
 // most [MaxPKBytes], values of the store's types only (see [Item]), floats
 // finite and within DynamoDB's range ([MinNumber] to [MaxNumber] in
 // magnitude, or zero), sets non-empty and without repeats, lists and maps
-// nested at most 32 deep, a total size within [MaxItemBytes], and valid
-// UTF-8 in every string and name. Empty strings are fine outside the pk.
+// nested at most 32 deep, a total size within [MaxItemBytes], valid UTF-8
+// in every string and name, and index attributes DynamoDB takes
+// ([IndexKeyError], [IndexedPKError]). Empty strings are fine outside the
+// pk and the index attributes.
 // int is accepted and normalised to int64 by [Normalize].
 func (it Item) Validate() error {
 	pk := it.PK()
@@ -362,6 +374,18 @@ func (it Item) Validate() error {
 	}
 	if len(pk) > MaxPKBytes {
 		return fmt.Errorf("%w: pk is %d bytes, more than %d", ErrInvalidItem, len(pk), MaxPKBytes)
+	}
+	for _, ix := range Indexes {
+		v, ok := it[ix.Attr]
+		if !ok {
+			continue
+		}
+		if err := IndexKeyError(ix, v); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidItem, err)
+		}
+		if err := IndexedPKError(ix, pk); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidItem, err)
+		}
 	}
 	size := 0
 	for k, v := range it {
@@ -381,6 +405,42 @@ func (it Item) Validate() error {
 		return fmt.Errorf("%w: item %q is %d bytes, more than %d", ErrInvalidItem, pk, size, MaxItemBytes)
 	}
 	return nil
+}
+
+// IndexKeyError says why DynamoDB would refuse v as the value of ix's
+// attribute, the index's partition key: not a string, empty, or longer than
+// [MaxIndexKeyBytes]. It is nil for a value the index takes. Writers leave
+// such a value out (the item stays out of that index); [Item.Validate]
+// refuses an item carrying one.
+func IndexKeyError(ix Index, v any) error {
+	s, ok := v.(string)
+	switch {
+	case !ok:
+		return fmt.Errorf("%s (the key of index %s) is a %T, not a string", ix.Attr, ix.Name, v)
+	case s == "":
+		return fmt.Errorf("%s (the key of index %s) is empty", ix.Attr, ix.Name)
+	case len(s) > MaxIndexKeyBytes:
+		return fmt.Errorf("%s (the key of index %s) is %d bytes, more than %d", ix.Attr, ix.Name, len(s), MaxIndexKeyBytes)
+	}
+	return nil
+}
+
+// IndexedPKError says why an item with this pk cannot be in index ix: the
+// index sorts by pk, and pk is longer than a sort key may be
+// ([MaxIndexedPKBytes]). It is nil for a pk the index takes.
+func IndexedPKError(ix Index, pk string) error {
+	if len(pk) > MaxIndexedPKBytes {
+		return fmt.Errorf("pk is %d bytes, more than the %d an item in index %s may have (its sort key)", len(pk), MaxIndexedPKBytes, ix.Name)
+	}
+	return nil
+}
+
+// Unindexed is an item a backfill left out of an index, and why (an
+// [IndexKeyError] or [IndexedPKError]): indexed reads miss it there, scans
+// find it.
+type Unindexed struct {
+	PK  string `json:"pk"`
+	Why string `json:"why"`
 }
 
 // validateFloat checks that x is a number DynamoDB can store.

@@ -1,6 +1,10 @@
 // Command gendocs writes koshactl's CLI reference (one Markdown page per
 // command) into the directory given as its only argument. `make docs`
 // refreshes docs/cli; `make docs-check` fails when it is stale.
+//
+// `gendocs -iam FILE` rewrites the role policy blocks of FILE (docs/iam.md)
+// from internal/iam; with -check it changes nothing and fails when they are
+// stale.
 package main
 
 import (
@@ -12,12 +16,16 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
+	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
 
 func main() {
+	if len(os.Args) >= 3 && os.Args[1] == "-iam" {
+		os.Exit(iamDoc(os.Args[2], len(os.Args) == 4 && os.Args[3] == "-check"))
+	}
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gendocs DIR")
+		fmt.Fprintln(os.Stderr, "usage: gendocs DIR | gendocs -iam FILE [-check]")
 		os.Exit(2)
 	}
 	ios, _, _, _ := iostreams.Test()
@@ -34,4 +42,31 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// iamDoc fills the policy blocks of file; with check it only reports
+// whether they are current. It returns the exit code.
+func iamDoc(file string, check bool) int {
+	b, err := os.ReadFile(file) //nolint:gosec // G304: the document the developer names
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	filled, err := iam.FillDoc(string(b))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", file, err)
+		return 1
+	}
+	if filled == string(b) {
+		return 0
+	}
+	if check {
+		fmt.Fprintf(os.Stderr, "%s: its policy blocks are stale: run make docs\n", file)
+		return 1
+	}
+	if err := os.WriteFile(file, []byte(filled), 0o600); err != nil { //nolint:gosec // G703: the document the developer names
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }

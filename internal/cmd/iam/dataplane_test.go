@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -34,45 +35,55 @@ func runReal(ctx context.Context, stderr *syncbuf.Buffer, args ...string) (strin
 	return out.String(), code
 }
 
-// The example drills (docs/drills, as make test runs them) on a DynamoDB
-// context against the reference data plane (koshactl sandbox) on another
-// context of the same table: the sandbox calls exactly what iam.Commands
-// declares for "sandbox" (the data-plane role), and the drills, with one
-// more that reads its gauges from CloudWatch, exactly what it declares for
-// "drill run" (the drill-runner role).
-func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
+// drillWorld is a DynamoDB context dev for the CLI (drill runs) and
+// another, dp, on the same table for the reference data plane (koshactl
+// sandbox, running): each through its own enforcing DynamoDB proxy and its
+// own Secrets Manager endpoint (one fake, the same secret), enf holding the
+// drill-runner's policy and dpEnf the data plane's, as two IAM principals.
+type drillWorld struct {
+	e             *clitest.Env
+	enf, dpEnf    *iamtest.Enforcer
+	cw            *cwfake.Server
+	cliRec, dpRec *recorder
+	dir           string
+	sbErr         *syncbuf.Buffer
+	// quick shortens the example drills' waits (30 s to 5 s, rollbacks to
+	// 2 s) for runs that are meant to fail: a denied lever then fails in
+	// seconds rather than after the drill's full patience.
+	quick bool
+}
+
+func newDrillWorld(t *testing.T) *drillWorld {
+	t.Helper()
 	endpoint := dynalite.Start(t)
 	e := clitest.New(t)
-	// The CLI's enforcer holds the drill-runner policy; the data plane's
-	// DynamoDB proxy the data-plane policy. The two share the Secrets
-	// Manager and CloudWatch fakes, which enforce the drill-runner's (the
-	// data plane's one Secrets Manager grant, GetSecretValue on the secret,
-	// is the drill-runner's too).
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-drill-runner/ci")
 	dpEnf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/kosha-gateway/task")
 	sm := newFakeSM(t, e.Clock, enf)
 	cw := newFakeCW(t, enf)
-	dpProxy, dpRec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, dpEnf)
+	dpProxy, dpRec := dynamoProxy(t, endpoint, sm.Principal(dpEnf.Check), cw.URL, testTarget, dpEnf)
 	cliProxy, cliRec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, enf)
 	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, cliProxy, cw.URL) +
 		strings.SplitN(fmt.Sprintf(contextYAML, "dp", "dp", dynalite.Region, dpProxy, cw.URL), "\n", 3)[2])
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "chaos", "key", "rotate")
 	cliRec.take()
-	enf.SetPolicy(policyOf(t, iam.DrillRunner, testTarget))
-	dpEnf.SetPolicy(policyOf(t, iam.DataPlane, testTarget))
+	w := &drillWorld{e: e, enf: enf, dpEnf: dpEnf, cw: cw, cliRec: cliRec, dpRec: dpRec, dir: t.TempDir(), sbErr: &syncbuf.Buffer{}}
 
-	// The data plane: the sandbox on context dp, chaos on.
-	addrFile := filepath.Join(t.TempDir(), "url")
+	// The data plane: the sandbox on context dp, chaos on, until the test
+	// ends.
+	addrFile := filepath.Join(w.dir, "url")
 	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	sbErr := &syncbuf.Buffer{}
 	done := make(chan int, 1)
 	go func() {
-		_, code := runReal(ctx, sbErr, "--debug", "--context", "dp", "sandbox", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
+		_, code := runReal(ctx, w.sbErr, "--debug", "--context", "dp", "sandbox", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
 			"--time-scale", "20", "--profile", "instant", "--chaos")
 		done <- code
 	}()
+	t.Cleanup(func() {
+		stop()
+		<-done
+	})
 	var url string
 	deadline := time.Now().Add(wait.Ceiling)
 	for url == "" {
@@ -81,54 +92,79 @@ func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
 		}
 		select {
 		case code := <-done:
-			t.Fatalf("sandbox exited %d:\n%s", code, sbErr.String())
+			t.Fatalf("sandbox exited %d:\n%s", code, w.sbErr.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the sandbox did not start:\n%s", sbErr.String())
+			t.Fatalf("the sandbox did not start:\n%s", w.sbErr.String())
 		}
 		time.Sleep(10 * time.Millisecond) // poll the address file for the serving state
 	}
 	t.Setenv("SANDBOX_URL", url)
+	return w
+}
 
-	// The example drills, pinned to context local, run here on dev.
-	var drillNeeds []iam.Need
-	dir := t.TempDir()
-	for _, name := range []string{"openai-outage", "screening-sim-errors", "flooding-client"} {
-		file := copyDrill(t, dir, name)
-		stderr := &syncbuf.Buffer{}
-		out, code := runReal(context.Background(), stderr, "--debug", "drill", "run", file, "--junit", filepath.Join(dir, name+".xml"))
-		if code != 0 {
-			t.Fatalf("drill %s on a DynamoDB context: exit %d\n%s\n%s", name, code, out, stderr.String())
-		}
-		drillNeeds = union(drillNeeds, append(cliRec.take(), debugNeeds(stderr.String())...))
-	}
-	// A drill whose gauges come from the context's CloudWatch.
-	cw.Put("openai", "gw-1", time.Now().Add(-30*time.Second), 0)
-	file := filepath.Join(dir, "cloudwatch.yaml")
+// drillRun is one drill the drill-runner runs against the data plane.
+type drillRun struct {
+	name string
+	run  func(w *drillWorld, t *testing.T) (code int, stderr string)
+}
+
+// drills are the example drills (docs/drills, as make test runs them,
+// pinned to context local and run here on dev), one more that reads its
+// gauges from CloudWatch, and the alarm drill, whose alarm flips mid-run.
+// Each returns its exit code; want is the code of a drill that did what it
+// should.
+var drills = []struct {
+	drillRun
+	want int
+}{
+	{drillRun{"openai-outage", func(w *drillWorld, t *testing.T) (int, string) { return w.runExample(t, "openai-outage") }}, 0},
+	{drillRun{"screening-sim-errors", func(w *drillWorld, t *testing.T) (int, string) { return w.runExample(t, "screening-sim-errors") }}, 0},
+	{drillRun{"flooding-client", func(w *drillWorld, t *testing.T) (int, string) { return w.runExample(t, "flooding-client") }}, 0},
+	{drillRun{"cloudwatch-gauges", (*drillWorld).runCloudWatchDrill}, 0},
+	// Stopped by the alarm: exit 1.
+	{drillRun{"alarm-stop", (*drillWorld).runAlarmDrill}, 1},
+}
+
+func (w *drillWorld) runExample(t *testing.T, name string) (int, string) {
+	t.Helper()
+	file := w.copyDrill(t, name)
+	stderr := &syncbuf.Buffer{}
+	_, code := runReal(context.Background(), stderr, "--debug", "drill", "run", file, "--junit", filepath.Join(w.dir, name+".xml"))
+	return code, stderr.String()
+}
+
+func (w *drillWorld) runCloudWatchDrill(t *testing.T) (int, string) {
+	t.Helper()
+	w.cw.Put("openai", "gw-1", time.Now().Add(-30*time.Second), 0)
+	file := filepath.Join(w.dir, "cloudwatch.yaml")
 	drillYAML := "version: 1\nname: cloudwatch-gauges\ncontext: dev\ntimeout: 1m\nsteps:\n" +
 		"  - id: closed\n    name: openai is closed per CloudWatch\n    assert:\n      breaker:\n        dependency: openai\n        state: closed\n"
 	if err := os.WriteFile(file, []byte(drillYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	stderr := &syncbuf.Buffer{}
-	if out, code := runReal(context.Background(), stderr, "--debug", "drill", "run", file); code != 0 {
-		t.Fatalf("cloudwatch drill: exit %d\n%s\n%s", code, out, stderr.String())
-	}
-	drillNeeds = union(drillNeeds, append(cliRec.take(), debugNeeds(stderr.String())...))
+	_, code := runReal(context.Background(), stderr, "--debug", "drill", "run", file)
+	return code, stderr.String()
+}
 
-	// The alarm drill: an alarm flips mid-run and the drill rolls back.
+// runAlarmDrill runs alarm-stop and flips its alarm once the levers are
+// pulled and the drill soaks: it stops and rolls back (exit 1). A drill
+// that exits before it soaks returns its code at once.
+func (w *drillWorld) runAlarmDrill(t *testing.T) (int, string) {
+	t.Helper()
 	since := time.Now().UTC().Truncate(time.Second)
-	cw.SetAlarm(cwfake.Alarm{Name: "kosha-api-5xx", State: "OK", Reason: "fine", Updated: since})
-	stderr = &syncbuf.Buffer{}
-	file = copyDrill(t, dir, "alarm-stop")
-	jpath := filepath.Join(dir, "alarm.json")
+	w.cw.SetAlarm(cwfake.Alarm{Name: "kosha-api-5xx", State: "OK", Reason: "fine", Updated: since})
+	stderr := &syncbuf.Buffer{}
+	file := w.copyDrill(t, "alarm-stop")
+	jpath := filepath.Join(w.dir, "alarm.json")
+	_ = os.Remove(jpath)
 	alarmDone := make(chan int, 1)
 	go func() {
 		_, code := runReal(context.Background(), stderr, "--debug", "drill", "run", file, "--journal", jpath)
 		alarmDone <- code
 	}()
-	// Flip the alarm once the levers are pulled and the drill soaks.
 	for soaking := false; !soaking; {
 		var j drill.Journal
 		if b, err := os.ReadFile(jpath); err == nil && json.Unmarshal(b, &j) == nil {
@@ -136,37 +172,143 @@ func TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations(t *testing.T) {
 		}
 		select {
 		case code := <-alarmDone:
-			t.Fatalf("the alarm drill exited %d before it soaked:\n%s", code, stderr.String())
+			if code == 1 {
+				code = -1 // it failed before its levers were pulled: not the alarm's stop
+			}
+			return code, stderr.String()
 		case <-time.After(10 * time.Millisecond): // poll the journal for the soaking state
 		}
 	}
-	cw.SetAlarm(cwfake.Alarm{Name: "kosha-api-5xx", State: "ALARM", Reason: "Threshold Crossed", Updated: since.Add(time.Second)})
+	w.cw.SetAlarm(cwfake.Alarm{Name: "kosha-api-5xx", State: "ALARM", Reason: "Threshold Crossed", Updated: since.Add(time.Second)})
 	select {
 	case code := <-alarmDone:
-		if code != 1 || !strings.Contains(stderr.String(), "kosha-api-5xx") {
-			t.Fatalf("alarm drill: exit %d, want 1 (stopped by the alarm)\n%s", code, stderr.String())
+		if code == 1 && !strings.Contains(stderr.String(), "held: ") {
+			code = -1 // it failed, but no stop condition held
 		}
+		return code, stderr.String()
 	case <-time.After(wait.Ceiling):
 		t.Fatal("the alarm drill did not stop")
 	}
-	drillNeeds = union(drillNeeds, append(cliRec.take(), debugNeeds(stderr.String())...))
+	return -1, ""
+}
+
+// reset undoes what a failed drill may have left (an override it could
+// not clear, a drained bucket), unenforced.
+func (w *drillWorld) reset(t *testing.T) {
+	t.Helper()
+	w.enf.SetPolicy(nil)
+	w.dpEnf.SetPolicy(nil)
+	w.e.Run("breaker", "clear", "--all", "--reason", "iam test reset")
+	w.e.Run("ratelimit", "reset", "agent-1", "--reason", "iam test reset")
+	// A new chaos key, which the data plane has not cached: its next
+	// header makes it read the secret again.
+	w.e.Clock.Advance(time.Hour)
+	w.e.MustRun(0, "chaos", "key", "rotate")
+	w.enf.TakeDenials()
+	w.dpEnf.TakeDenials()
+}
+
+// The example drills (docs/drills, as make test runs them) on a DynamoDB
+// context against the reference data plane (koshactl sandbox) on another
+// context of the same table: the sandbox calls exactly what iam.Commands
+// declares for "sandbox" (the data-plane role), and the drills, with one
+// more that reads its gauges from CloudWatch, exactly what it declares for
+// "drill run" (the drill-runner role).
+//
+// Then each action of the two policies is shown needed: with any one
+// removed (the other principal keeping its full policy), the first drill
+// that called it is run again, and the action is what is denied. A drill
+// then fails; the data plane, which serves on through a denied read or
+// write as it must, says so in its log (and the drill checking its
+// behavior fails where it can tell).
+func TestDrillAndDataPlaneRolesCallExactlyAndNeedEachAction(t *testing.T) {
+	w := newDrillWorld(t)
+	w.enf.SetPolicy(policyOf(t, iam.DrillRunner, testTarget))
+	w.dpEnf.SetPolicy(policyOf(t, iam.DataPlane, testTarget))
+	var drillNeeds, dpNeeds []iam.Need
+	// calledBy is, per role and action, the first drill that called it.
+	calledBy := map[iam.Role]map[string]int{iam.DrillRunner: {}, iam.DataPlane: {}}
+	for i, d := range drills {
+		logFrom := len(w.sbErr.String())
+		began := time.Now()
+		code, stderr := d.run(w, t)
+		t.Logf("drill %s: %v", d.name, time.Since(began))
+		if code != d.want {
+			t.Fatalf("drill %s on a DynamoDB context: exit %d, want %d\n%s", d.name, code, d.want, stderr)
+		}
+		cli := append(w.cliRec.take(), debugNeeds(stderr)...)
+		dp := append(w.dpRec.take(), debugNeeds(w.sbErr.String()[logFrom:])...)
+		for role, ns := range map[iam.Role][]iam.Need{iam.DrillRunner: cli, iam.DataPlane: dp} {
+			for _, n := range ns {
+				if _, ok := calledBy[role][n.Action+" "+n.AsGranted().Prefix]; !ok {
+					calledBy[role][n.Action+" "+n.AsGranted().Prefix] = i
+				}
+			}
+		}
+		drillNeeds, dpNeeds = union(drillNeeds, cli), union(dpNeeds, dp)
+	}
 	if d := sameNeeds(drillNeeds, iam.Commands["drill run"]); d != "" {
 		t.Errorf("drill run: %s", d)
 	}
-	if d := enf.TakeDenials(); len(d) > 0 {
+	if d := w.enf.TakeDenials(); len(d) > 0 {
 		t.Errorf("drill run as drill-runner: denied %v", d)
 	}
-
-	stop()
-	if code := <-done; code != 0 {
-		t.Fatalf("sandbox exit %d:\n%s", code, sbErr.String())
-	}
-	if d := sameNeeds(union(dpRec.take(), debugNeeds(sbErr.String())), iam.Commands["sandbox"]); d != "" {
+	if d := sameNeeds(dpNeeds, iam.Commands["sandbox"]); d != "" {
 		t.Errorf("sandbox (the data plane): %s", d)
 	}
-	if d := dpEnf.TakeDenials(); len(d) > 0 {
+	if d := w.dpEnf.TakeDenials(); len(d) > 0 {
 		t.Errorf("sandbox as data-plane: denied %v", d)
 	}
+	if t.Failed() {
+		return
+	}
+
+	w.quick = true
+	for _, role := range []iam.Role{iam.DrillRunner, iam.DataPlane} {
+		full := policyOf(t, role, testTarget)
+		for i, st := range full.Statement {
+			prefix := ""
+			if c, ok := st.Condition[iam.LeadingKeysCondition]; ok {
+				prefix = strings.TrimSuffix(c["dynamodb:LeadingKeys"][0], "*")
+			}
+			for _, action := range st.Action {
+				di, ok := calledBy[role][action+" "+prefix]
+				if !ok {
+					t.Errorf("%s: no drill called %s %s (statement %s): the action is superfluous", role, action, prefix, st.Sid)
+					continue
+				}
+				d := drills[di]
+				w.reset(t)
+				enf := w.enf
+				if role == iam.DataPlane {
+					enf = w.dpEnf
+					w.enf.SetPolicy(policyOf(t, iam.DrillRunner, testTarget))
+				} else {
+					w.dpEnf.SetPolicy(policyOf(t, iam.DataPlane, testTarget))
+				}
+				enf.SetPolicy(withoutAction(*full, i, action))
+				logFrom := len(w.sbErr.String())
+				began := time.Now()
+				code, stderr := d.run(w, t)
+				t.Logf("%s without %s: drill %s exit %d in %v", role, action, d.name, code, time.Since(began))
+				denied := enf.TakeDenials()
+				said := stderr
+				if role == iam.DataPlane {
+					said = w.sbErr.String()[logFrom:]
+				}
+				switch {
+				case len(denied) == 0 || denied[0].Action != action:
+					t.Errorf("%s without %s (statement %s): drill %s was denied %v, want %s first", role, action, st.Sid, d.name, denied, action)
+				case !mentionsDenial(said):
+					t.Errorf("%s without %s (statement %s): drill %s (exit %d) and its log do not say access was denied:\n%s",
+						role, action, st.Sid, d.name, code, said)
+				case role == iam.DrillRunner && code == d.want:
+					t.Errorf("%s without %s (statement %s): drill %s still passes\n%s", role, action, st.Sid, d.name, stderr)
+				}
+			}
+		}
+	}
+	w.reset(t)
 }
 
 func union(a, b []iam.Need) []iam.Need {
@@ -179,17 +321,25 @@ func union(a, b []iam.Need) []iam.Need {
 }
 
 // copyDrill writes the example drill name, pinned to context local, into
-// dir pinned to dev, and returns its path.
-func copyDrill(t *testing.T, dir, name string) string {
+// the world's directory pinned to dev (its waits shortened when w.quick),
+// and returns its path.
+func (w *drillWorld) copyDrill(t *testing.T, name string) string {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "drills", name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, name+".yaml")
+	text := strings.Replace(string(src), "\ncontext: local\n", "\ncontext: dev\n", 1)
+	if w.quick {
+		text = quickWaits.ReplaceAllString(text, "$1: 5s")
+		text = strings.Replace(text, "\ntimeout: ", "\nrollback_timeout: 2s\ntimeout: ", 1)
+	}
+	file := filepath.Join(w.dir, name+".yaml")
 	//nolint:gosec // G703: file is under t.TempDir(), named from a fixed list
-	if err := os.WriteFile(file, []byte(strings.Replace(string(src), "\ncontext: local\n", "\ncontext: dev\n", 1)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return file
 }
+
+var quickWaits = regexp.MustCompile(`\b(within|timeout): 30s\b`)

@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iam"
@@ -157,7 +161,7 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 		seen[s.path] = true
 	}
 	for _, path := range []string{"drill run", "sandbox"} {
-		seen[path] = true // TestDrillAndDataPlaneCallExactlyTheirDeclaredOperations
+		seen[path] = true // TestDrillAndDataPlaneRolesCallExactlyAndNeedEachAction
 	}
 	for _, path := range []string{"store init", "store migrate"} {
 		seen[path] = true // TestAdminRunsStoreCommands
@@ -308,8 +312,9 @@ func TestPolicyRefusesWhatItCannotRender(t *testing.T) {
 // The admin role runs the store commands: init (on a missing table) calls
 // exactly what iam.Commands declares for it, and migrate passes under the
 // policy calling nothing undeclared. (UpdateTable, which migrate calls on a
-// table lacking indexes, cannot be seen here: dynalite cannot add an index
-// to an existing table; internal/store/dynamo's tests cover that call.)
+// table lacking indexes, cannot succeed here: dynalite cannot add an index
+// to an existing table; internal/store/dynamo's tests cover that call, and
+// TestEveryActionOfTheAdminRoleIsNeeded shows the policy must grant it.)
 func TestAdminRunsStoreCommands(t *testing.T) {
 	endpoint := dynalite.Start(t)
 	e := clitest.New(t)
@@ -332,22 +337,112 @@ func TestAdminRunsStoreCommands(t *testing.T) {
 	if d := enf.TakeDenials(); len(d) > 0 {
 		t.Errorf("store commands as admin: denied %v", d)
 	}
-	// Without CreateTable, init on a missing table fails as on AWS.
-	tg2 := testTarget
-	tg2.Table = "kosha-control-2"
-	other := policyOf(t, iam.Admin, tg2)
-	for i, st := range other.Statement {
-		if st.Sid == iam.SidTableAdmin {
-			enf.SetPolicy(withoutAction(*other, i, iam.CreateTable))
+}
+
+// Each action of the admin's policy is needed: with any one removed, some
+// store command on a table made for it fails with AccessDenied on exactly
+// that action. The tables: a missing one for init; a legacy one (no
+// indexes) for migrate's ListTagsOfResource and UpdateTable; an indexed one
+// holding an audit record and an override without their index attributes
+// (as a koshactl older than the indexes wrote them) for the backfill's Scan
+// and PutItems.
+func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	e := clitest.New(t)
+	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-admin/pipeline")
+	sm := newFakeSM(t, e.Clock, enf)
+	proxy, _ := dynamoProxy(t, endpoint, sm.URL, "", testTarget, enf)
+	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	tables := 0
+	// useTable points the context at a fresh table name and returns it.
+	useTable := func() string {
+		tables++
+		name := fmt.Sprintf("kosha-admin-%d", tables)
+		e.WriteConfig(strings.Replace(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, "http://127.0.0.1:1"),
+			"table: kosha-control", "table: "+name, 1))
+		return name
+	}
+	type scenario struct {
+		name  string
+		setup func(table string) // unenforced
+		args  []string
+	}
+	scenarios := []scenario{
+		{"store init on a missing table", func(string) {}, []string{"store", "init"}},
+		{"store migrate on a table without indexes", func(table string) {
+			if _, err := client.CreateTable(t.Context(), &dynamodb.CreateTableInput{
+				TableName:            aws.String(table),
+				AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+				KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+				BillingMode:          types.BillingModePayPerRequest,
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"store", "migrate", "--yes"}},
+		{"store migrate on records older than the indexes", func(table string) {
+			e.MustRun(0, "store", "init")
+			e.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")
+			// Strip the index attributes, as an older koshactl wrote them.
+			out, err := client.Scan(t.Context(), &dynamodb.ScanInput{TableName: aws.String(table)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stripped := 0
+			for _, it := range out.Items {
+				pk := it["pk"].(*types.AttributeValueMemberS).Value
+				if !strings.HasPrefix(pk, "audit#") && !strings.HasPrefix(pk, "breaker#") {
+					continue
+				}
+				if _, err := client.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{TableName: aws.String(table),
+					Key:              map[string]types.AttributeValue{"pk": it["pk"]},
+					UpdateExpression: aws.String("REMOVE ix_audit_day, ix_audit_subject, ix_audit_actor, ix_override")}); err != nil {
+					t.Fatal(err)
+				}
+				stripped++
+			}
+			if stripped < 2 {
+				t.Fatalf("force-open wrote %d audit records and overrides, want both", stripped)
+			}
+		}, []string{"store", "migrate", "--yes"}},
+	}
+	// With the whole policy each scenario passes, bar UpdateTable on
+	// dynalite (it cannot add an index to an existing table): the
+	// scenarios reach every call.
+	for _, sc := range scenarios {
+		table := useTable()
+		tg := testTarget
+		tg.Table = table
+		enf.SetPolicy(nil)
+		sc.setup(table)
+		enf.SetPolicy(policyOf(t, iam.Admin, tg))
+		r := e.Run(sc.args...)
+		if d := enf.TakeDenials(); len(d) > 0 {
+			t.Errorf("%s as admin: denied %v\n%s", sc.name, d, r.Stderr)
 		}
 	}
-	e.WriteConfig(strings.Replace(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, "http://127.0.0.1:1"),
-		"table: kosha-control", "table: kosha-control-2", 1))
-	if r := e.Run("store", "init"); r.Code == 0 || !mentionsDenial(r.Stderr) {
-		t.Errorf("store init without CreateTable: exit %d\n%s", r.Code, r.Stderr)
-	}
-	if d := enf.TakeDenials(); len(d) != 1 || d[0].Action != iam.CreateTable {
-		t.Errorf("store init without CreateTable: denied %v, want CreateTable alone", d)
+	full := policyOf(t, iam.Admin, testTarget)
+	for i, st := range full.Statement {
+		for _, action := range st.Action {
+			failed := ""
+			for _, sc := range scenarios {
+				table := useTable()
+				tg := testTarget
+				tg.Table = table
+				enf.SetPolicy(nil)
+				sc.setup(table)
+				doc := policyOf(t, iam.Admin, tg)
+				enf.SetPolicy(withoutAction(*doc, i, action))
+				r := e.Run(sc.args...)
+				denied := enf.TakeDenials()
+				if r.Code != 0 && len(denied) > 0 && denied[0].Action == action && mentionsDenial(r.Stderr) {
+					failed = sc.name
+					break
+				}
+			}
+			if failed == "" {
+				t.Errorf("admin without %s (statement %s): every store command still passes; the action is superfluous", action, st.Sid)
+			}
+		}
 	}
 }
 

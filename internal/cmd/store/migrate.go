@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // MigrateOptions are the flags of store migrate.
@@ -38,6 +42,9 @@ func NewCmdMigrate(f *cmdutil.Factory, runF func(context.Context, *MigrateOption
 			"global secondary index with UpdateTable, one at a time, waiting until it is ACTIVE; then write the\n" +
 			"index attributes onto audit records and overrides written before the indexes existed, so indexed\n" +
 			"reads find them. The backfill scans only the audit# and breaker# items, paced to --max-read-units.\n" +
+			"An index still being built is waited for. A table a CloudFormation stack manages (its\n" +
+			"aws:cloudformation:stack-name tag) is left to the stack: migrate refuses to add its indexes\n" +
+			"(exit 4) and says how to stage them through the stack (deploy/README.md).\n" +
 			"On the embedded store the indexes are created when it is opened; migrate only backfills.\n" +
 			"Running it again changes nothing.",
 		Args: cobra.NoArgs,
@@ -71,6 +78,7 @@ type MigrateResult struct {
 	Context   string                 `json:"context"`
 	DryRun    bool                   `json:"dry_run"`
 	Added     []string               `json:"indexes_added"`
+	Building  []string               `json:"indexes_building,omitempty"`
 	Present   []string               `json:"indexes_present"`
 	Audit     audit.BackfillReport   `json:"audit_backfill"`
 	Overrides breaker.BackfillReport `json:"override_backfill"`
@@ -91,8 +99,11 @@ func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) e
 	var lines []string
 	if m, ok := env.Store.(migrator); ok {
 		rep, err := m.Migrate(ctx, opts.DryRun)
-		out.Added, out.Present = rep.Added, rep.Present
+		out.Added, out.Present, out.Building = rep.Added, rep.Present, rep.Building
 		lines = append(lines, rep.Lines()...)
+		if errors.Is(err, dynamo.ErrStackManaged) {
+			err = cmdutil.WithCode(cmdutil.ExitConflict, err)
+		}
 		if err != nil {
 			printLines(f, lines)
 			return err
@@ -123,6 +134,15 @@ func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) e
 		lines = append(lines,
 			fmt.Sprintf("audit records: %d examined, %s %d", out.Audit.Examined, verb, out.Audit.Updated),
 			fmt.Sprintf("overrides: %d examined, %s %d", out.Overrides.Examined, verb, out.Overrides.Updated))
+		for _, k := range []struct {
+			what string
+			left []store.Unindexed
+		}{{"audit records", out.Audit.Unindexed}, {"overrides", out.Overrides.Unindexed}} {
+			if len(k.left) > 0 {
+				lines = append(lines, fmt.Sprintf("%s: %d left out of an index DynamoDB would refuse them in "+
+					"(indexed reads miss them there; --scan reads find them): %s", k.what, len(k.left), shortKeys(k.left)))
+			}
+		}
 		if out.Overrides.Skipped > 0 {
 			lines = append(lines, fmt.Sprintf("overrides: %d without a version left as they are (see koshactl breaker list)", out.Overrides.Skipped))
 		}
@@ -142,4 +162,22 @@ func printLines(f *cmdutil.Factory, lines []string) {
 	for _, l := range lines {
 		fmt.Fprintln(f.IOStreams.Out, l)
 	}
+}
+
+// shortKeys names up to three items left out of an index, each pk cut to
+// 40 bytes and shown safely, with why.
+func shortKeys(left []store.Unindexed) string {
+	var out []string
+	for i, u := range left {
+		if i == 3 {
+			out = append(out, fmt.Sprintf("and %d more", len(left)-3))
+			break
+		}
+		pk := u.PK
+		if len(pk) > 40 {
+			pk = strings.ToValidUTF8(pk[:40], "") + "…"
+		}
+		out = append(out, strconv.Quote(textsafe.Line(pk))+" ("+textsafe.Line(u.Why)+")")
+	}
+	return strings.Join(out, ", ")
 }

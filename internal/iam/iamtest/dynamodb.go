@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -104,9 +106,13 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 		}
 		return out, nil
 	case "ListTagsOfResource":
+		// The table named by the ARN, in t's account: the endpoint behind
+		// the proxy (dynalite) answers DescribeTable with ARNs of its own
+		// account.
 		var tags struct{ ResourceArn string }
 		_ = json.Unmarshal(body, &tags)
-		return []Request{{Action: action, Resource: tags.ResourceArn}}, nil
+		_, table, _ := strings.Cut(tags.ResourceArn, ":table/")
+		return []Request{{Action: action, Resource: arn(table)}}, nil
 	}
 	// Table operations (DescribeTable, CreateTable, UpdateTable, the TTL
 	// pair): the table.
@@ -187,10 +193,13 @@ func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *
 	return p
 }
 
-// WriteDynamoDBAccessDenied answers as DynamoDB does (JSON 1.0, HTTP 400):
-// the SDK surfaces an APIError with code AccessDeniedException.
+// WriteDynamoDBAccessDenied answers as DynamoDB does (JSON 1.0, HTTP 400,
+// the body's CRC32 in X-Amz-Crc32, which the SDK checks): the SDK surfaces
+// an APIError with code AccessDeniedException.
 func WriteDynamoDBAccessDenied(w http.ResponseWriter, msg string) {
+	body, _ := json.Marshal(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException", "message": msg})
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE(body)), 10))
 	w.WriteHeader(http.StatusBadRequest)
-	_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException", "message": msg})
+	_, _ = w.Write(body)
 }

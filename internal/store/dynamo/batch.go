@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -43,6 +44,32 @@ func backoff(n int) time.Duration {
 // pass a function that returns at once.
 func (s *Store) SetSleep(sleep func(ctx context.Context, d time.Duration) error) {
 	s.sleep = sleep
+}
+
+// SetClock makes the store's waits (between polls of a building index)
+// and their deadlines follow clk: a test's fake clock moves as the store
+// waits. nil restores the wall clock and the timer.
+func (s *Store) SetClock(clk clock.Clock) {
+	if clk == nil {
+		s.now, s.sleep = nil, nil
+		return
+	}
+	s.now = clk.Now
+	s.sleep = func(ctx context.Context, d time.Duration) error {
+		select {
+		case <-clock.After(clk, d):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Store) clockNow() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 func (s *Store) wait(ctx context.Context, d time.Duration) error {

@@ -3,10 +3,14 @@ package dynamo_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -14,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
@@ -27,7 +32,8 @@ type tableDef struct {
 	Key                []string          // "pk HASH", then "sk RANGE"
 	Billing            string
 	Indexes            map[string]indexDef
-	TTL                string // the TTL attribute, "" when off
+	IndexOrder         []string // the indexes' names in the order declared
+	TTL                string   // the TTL attribute, "" when off
 	PITR               bool
 	DeletionProtection bool
 }
@@ -93,6 +99,7 @@ func storeInitDef(t *testing.T) tableDef {
 			ix.NonKey = g.Projection.NonKeyAttributes
 		}
 		d.Indexes[aws.ToString(g.IndexName)] = ix
+		d.IndexOrder = append(d.IndexOrder, aws.ToString(g.IndexName))
 	}
 	if d.TTL == "" {
 		t.Fatal("store init did not ask for time to live")
@@ -109,8 +116,155 @@ func readDeploy(t *testing.T, parts ...string) []byte {
 	return b
 }
 
-// cloudFormationDef reads the table resource of the CloudFormation template.
-func cloudFormationDef(t *testing.T) tableDef {
+// cloudFormationTemplate reads the CloudFormation template as YAML values.
+func cloudFormationTemplate(t *testing.T) map[string]any {
+	t.Helper()
+	var tpl map[string]any
+	if err := yaml.Unmarshal(readDeploy(t, "cloudformation", "kosha-control.yaml"), &tpl); err != nil {
+		t.Fatalf("CloudFormation template: %v", err)
+	}
+	return tpl
+}
+
+// cfnEval resolves the template as CloudFormation would for the given
+// parameter values (the template's defaults for the others): Conditions
+// (Fn::Equals, Fn::Not, Fn::And, Fn::Or, Condition), Fn::If, Ref to a
+// parameter, and Ref AWS::NoValue removing the property or list element.
+// Other intrinsics are left as they are; a malformed one fails the test.
+func cfnEval(t *testing.T, tpl map[string]any, params map[string]string) map[string]any {
+	t.Helper()
+	values := map[string]string{}
+	ps, _ := tpl["Parameters"].(map[string]any)
+	for name, p := range ps {
+		def, _ := p.(map[string]any)["Default"].(string)
+		values[name] = def
+		if v, ok := params[name]; ok {
+			values[name] = v
+		}
+	}
+	for name := range params {
+		if _, ok := ps[name]; !ok {
+			t.Fatalf("CloudFormation template has no parameter %s", name)
+		}
+	}
+	condDefs, _ := tpl["Conditions"].(map[string]any)
+	conds := map[string]bool{}
+	var cond func(any) bool
+	cond = func(n any) bool {
+		m, ok := n.(map[string]any)
+		if !ok || len(m) != 1 {
+			t.Fatalf("CloudFormation condition %v: not one function", n)
+		}
+		for fn, arg := range m {
+			args, _ := arg.([]any)
+			switch fn {
+			case "Condition":
+				name, _ := arg.(string)
+				if _, ok := condDefs[name]; !ok {
+					t.Fatalf("CloudFormation: unknown condition %q", name)
+				}
+				return cond(condDefs[name])
+			case "Fn::Equals":
+				if len(args) != 2 {
+					t.Fatalf("Fn::Equals %v: want two values", arg)
+				}
+				var vs [2]string
+				for i, a := range args {
+					if r, ok := a.(map[string]any); ok {
+						name, _ := r["Ref"].(string)
+						v, known := values[name]
+						if !known {
+							t.Fatalf("Fn::Equals: Ref to %q, not a parameter", name)
+						}
+						vs[i] = v
+					} else {
+						vs[i], _ = a.(string)
+					}
+				}
+				return vs[0] == vs[1]
+			case "Fn::Not":
+				if len(args) != 1 {
+					t.Fatalf("Fn::Not %v: want one condition", arg)
+				}
+				return !cond(args[0])
+			case "Fn::And", "Fn::Or":
+				if len(args) < 2 || len(args) > 10 {
+					t.Fatalf("%s %v: want 2 to 10 conditions", fn, arg)
+				}
+				and := fn == "Fn::And"
+				for _, a := range args {
+					if cond(a) != and {
+						return !and
+					}
+				}
+				return and
+			}
+			t.Fatalf("CloudFormation condition: unsupported %s", fn)
+		}
+		return false
+	}
+	for name, c := range condDefs {
+		conds[name] = cond(c)
+	}
+	// eval returns the resolved node, or false for AWS::NoValue.
+	var eval func(n any) (any, bool)
+	eval = func(n any) (any, bool) {
+		switch v := n.(type) {
+		case map[string]any:
+			if len(v) == 1 {
+				if ref, ok := v["Ref"].(string); ok {
+					if ref == "AWS::NoValue" {
+						return nil, false
+					}
+					if p, ok := values[ref]; ok {
+						return p, true
+					}
+					return v, true // a resource or pseudo parameter
+				}
+				if args, ok := v["Fn::If"].([]any); ok {
+					name, _ := args[0].(string)
+					on, known := conds[name]
+					if len(args) != 3 || !known {
+						t.Fatalf("Fn::If %v: want a known condition and two values", args)
+					}
+					if on {
+						return eval(args[1])
+					}
+					return eval(args[2])
+				}
+			}
+			out := map[string]any{}
+			for k, e := range v {
+				if r, ok := eval(e); ok {
+					out[k] = r
+				}
+			}
+			return out, true
+		case []any:
+			out := []any{}
+			for _, e := range v {
+				if r, ok := eval(e); ok {
+					out = append(out, r)
+				}
+			}
+			return out, true
+		}
+		return n, true
+	}
+	out := map[string]any{}
+	for k, v := range tpl {
+		if k == "Conditions" {
+			continue
+		}
+		r, _ := eval(v)
+		out[k] = r
+	}
+	return out
+}
+
+// cloudFormationDef reads the table resource of the CloudFormation
+// template, resolved for the given parameters.
+func cloudFormationDef(t *testing.T, params map[string]string) tableDef {
 	t.Helper()
 	type key struct{ AttributeName, KeyType string }
 	type projection struct {
@@ -142,11 +296,7 @@ func cloudFormationDef(t *testing.T) tableDef {
 	}
 	// Through JSON: CloudFormation's names are capitalized, which
 	// encoding/json matches and yaml does not.
-	var generic any
-	if err := yaml.Unmarshal(readDeploy(t, "cloudformation", "kosha-control.yaml"), &generic); err != nil {
-		t.Fatalf("CloudFormation template: %v", err)
-	}
-	b, err := json.Marshal(generic)
+	b, err := json.Marshal(cfnEval(t, cloudFormationTemplate(t), params))
 	if err != nil {
 		t.Fatalf("CloudFormation template: %v", err)
 	}
@@ -179,6 +329,7 @@ func cloudFormationDef(t *testing.T) tableDef {
 				ix.Key = append(ix.Key, k.AttributeName+" "+k.KeyType)
 			}
 			d.Indexes[g.IndexName] = ix
+			d.IndexOrder = append(d.IndexOrder, g.IndexName)
 		}
 		if p.TimeToLiveSpecification.Enabled {
 			d.TTL = p.TimeToLiveSpecification.AttributeName
@@ -207,23 +358,116 @@ func str(m map[string]any, k string) string {
 	return s
 }
 
-// terraformDef reads the aws_dynamodb_table of the Terraform module.
-func terraformDef(t *testing.T) tableDef {
+// terraformModule is the Terraform module's parts the tests read.
+type terraformModule struct {
+	Variable map[string]struct {
+		Type    string `json:"type"`
+		Default any    `json:"default"`
+	} `json:"variable"`
+	Locals   map[string]json.RawMessage `json:"locals"`
+	Resource struct {
+		Table map[string]map[string]json.RawMessage `json:"aws_dynamodb_table"`
+	} `json:"resource"`
+}
+
+func readTerraform(t *testing.T) terraformModule {
 	t.Helper()
-	var mod struct {
-		Resource struct {
-			Table map[string]map[string]json.RawMessage `json:"aws_dynamodb_table"`
-		} `json:"resource"`
-	}
+	var mod terraformModule
 	if err := json.Unmarshal(readDeploy(t, "terraform", "main.tf.json"), &mod); err != nil {
 		t.Fatalf("Terraform module: %v", err)
 	}
+	return mod
+}
+
+// The expressions the module's dynamic blocks may use: a for_each over the
+// first var.<count> elements of a local list, and content attributes that
+// are literals or the iterated element's fields. terraformDef evaluates
+// these and fails on any other, so the module cannot grow an expression the
+// test does not understand.
+var (
+	sliceExpr = regexp.MustCompile(`^\$\{slice\(local\.(\w+), 0, var\.(\w+)\)\}$`)
+	fieldExpr = regexp.MustCompile(`^\$\{(\w+)\.value\.(\w+)\}$`)
+)
+
+// dynamicBlocks expands the module's dynamic blocks named name (Terraform's
+// dynamic "name" { for_each ... content ... }) for the given variables.
+func dynamicBlocks(t *testing.T, mod terraformModule, r map[string]json.RawMessage, name string, vars map[string]float64) []map[string]any {
+	t.Helper()
+	var dyn map[string]struct {
+		ForEach string         `json:"for_each"`
+		Content map[string]any `json:"content"`
+	}
+	if raw, ok := r["dynamic"]; ok {
+		if err := json.Unmarshal(raw, &dyn); err != nil {
+			t.Fatalf("Terraform dynamic blocks: %v", err)
+		}
+	}
+	d, ok := dyn[name]
+	if !ok {
+		return nil
+	}
+	m := sliceExpr.FindStringSubmatch(d.ForEach)
+	if m == nil {
+		t.Fatalf("Terraform dynamic %q: for_each %q is not ${slice(local.LIST, 0, var.COUNT)}", name, d.ForEach)
+	}
+	var list []map[string]any
+	if err := json.Unmarshal(mod.Locals[m[1]], &list); err != nil || list == nil {
+		t.Fatalf("Terraform dynamic %q: local.%s is not a list of objects (%v)", name, m[1], err)
+	}
+	n, ok := vars[m[2]]
+	if !ok {
+		t.Fatalf("Terraform dynamic %q: var.%s is not a variable", name, m[2])
+	}
+	if n < 0 || int(n) > len(list) || n != float64(int(n)) {
+		t.Fatalf("Terraform dynamic %q: slice(local.%s, 0, %v) is out of range (Terraform fails the plan)", name, m[1], n)
+	}
+	var out []map[string]any
+	for _, el := range list[:int(n)] {
+		b := map[string]any{}
+		for k, v := range d.Content {
+			s, isStr := v.(string)
+			if !isStr || !strings.Contains(s, "${") {
+				b[k] = v
+				continue
+			}
+			f := fieldExpr.FindStringSubmatch(s)
+			if f == nil || f[1] != name {
+				t.Fatalf("Terraform dynamic %q: content %s = %q is not ${%s.value.FIELD}", name, k, s, name)
+			}
+			fv, ok := el[f[2]]
+			if !ok {
+				t.Fatalf("Terraform dynamic %q: local.%s element %v has no %s", name, m[1], el, f[2])
+			}
+			b[k] = fv
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// terraformDef reads the aws_dynamodb_table of the Terraform module, with
+// the variables' defaults overridden by vars.
+func terraformDef(t *testing.T, override map[string]float64) tableDef {
+	t.Helper()
+	mod := readTerraform(t)
 	if len(mod.Resource.Table) != 1 {
 		t.Fatalf("Terraform module declares %d aws_dynamodb_table resources, want 1", len(mod.Resource.Table))
 	}
 	var r map[string]json.RawMessage
 	for _, v := range mod.Resource.Table {
 		r = v
+	}
+	vars := map[string]float64{}
+	for name, v := range mod.Variable {
+		if n, ok := v.Default.(float64); ok && v.Type == "number" {
+			vars[name] = n
+		}
+	}
+	for name, v := range override {
+		if _, ok := vars[name]; !ok {
+			t.Fatalf("Terraform module has no number variable %s", name)
+		}
+		vars[name] = v
 	}
 	scalars := func(k string) any {
 		var v any
@@ -233,7 +477,7 @@ func terraformDef(t *testing.T) tableDef {
 	d := tableDef{Attributes: map[string]string{}, Indexes: map[string]indexDef{}}
 	d.Billing, _ = scalars("billing_mode").(string)
 	d.DeletionProtection, _ = scalars("deletion_protection_enabled").(bool)
-	for _, a := range blocks(r["attribute"]) {
+	for _, a := range append(blocks(r["attribute"]), dynamicBlocks(t, mod, r, "attribute", vars)...) {
 		d.Attributes[str(a, "name")] = str(a, "type")
 	}
 	keyOf := func(m map[string]any) []string {
@@ -246,7 +490,7 @@ func terraformDef(t *testing.T) tableDef {
 	top := map[string]any{}
 	top["hash_key"], top["range_key"] = scalars("hash_key"), scalars("range_key")
 	d.Key = keyOf(top)
-	for _, g := range blocks(r["global_secondary_index"]) {
+	for _, g := range append(blocks(r["global_secondary_index"]), dynamicBlocks(t, mod, r, "global_secondary_index", vars)...) {
 		ix := indexDef{Key: keyOf(g), Projection: str(g, "projection_type")}
 		if nk, ok := g["non_key_attributes"].([]any); ok {
 			for _, a := range nk {
@@ -255,6 +499,7 @@ func terraformDef(t *testing.T) tableDef {
 			}
 		}
 		d.Indexes[str(g, "name")] = ix
+		d.IndexOrder = append(d.IndexOrder, str(g, "name"))
 	}
 	for _, ttl := range blocks(r["ttl"]) {
 		if on, _ := ttl["enabled"].(bool); on {
@@ -276,20 +521,114 @@ func terraformDef(t *testing.T) tableDef {
 }
 
 // The CloudFormation template and the Terraform module declare the table
-// store init creates (key, attributes, indexes, billing, TTL attribute),
-// with point-in-time recovery and deletion protection on.
+// store init creates (key, attributes, indexes in store init's order,
+// billing, TTL attribute), with point-in-time recovery and deletion
+// protection on, at their default IndexCount / index_count. At each lower
+// stage N they declare exactly the first N of those indexes and their key
+// attributes, so each stack update from N-1 to N adds one index.
 func TestTemplatesMatchStoreInit(t *testing.T) {
-	want := storeInitDef(t)
-	want.PITR, want.DeletionProtection = true, true // what AWS adds to the development table
-	for name, got := range map[string]tableDef{"CloudFormation": cloudFormationDef(t), "Terraform": terraformDef(t)} {
+	full := storeInitDef(t)
+	full.PITR, full.DeletionProtection = true, true // what AWS adds to the development table
+	if len(full.IndexOrder) != len(store.Indexes) {
+		t.Fatalf("store init created %d indexes, store.Indexes lists %d", len(full.IndexOrder), len(store.Indexes))
+	}
+	// stage is the table with the first n of store init's indexes.
+	stage := func(n int) tableDef {
+		d := full
+		d.Attributes = map[string]string{store.PK: full.Attributes[store.PK]}
+		d.Indexes = map[string]indexDef{}
+		d.IndexOrder = slices.Clone(full.IndexOrder[:n])
+		for _, name := range d.IndexOrder {
+			ix := full.Indexes[name]
+			d.Indexes[name] = ix
+			for _, k := range ix.Key {
+				attr := strings.Fields(k)[0]
+				d.Attributes[attr] = full.Attributes[attr]
+			}
+		}
+		return d
+	}
+	check := func(name string, got, want tableDef) {
+		t.Helper()
 		for _, ix := range []map[string]indexDef{got.Indexes, want.Indexes} {
 			for k, v := range ix {
-				slices.Sort(v.NonKey)
+				v.NonKey = slices.Sorted(slices.Values(v.NonKey))
 				ix[k] = v
 			}
 		}
+		if len(got.IndexOrder) == 0 {
+			got.IndexOrder = nil
+		}
+		if len(want.IndexOrder) == 0 {
+			want.IndexOrder = nil
+		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s template differs from store init:\n got %+v\nwant %+v", name, got, want)
+			t.Errorf("%s differs from store init:\n got %+v\nwant %+v", name, got, want)
 		}
 	}
+	check("CloudFormation template (default IndexCount)", cloudFormationDef(t, nil), full)
+	check("Terraform module (default index_count)", terraformDef(t, nil), full)
+	for n := 0; n <= len(store.Indexes); n++ {
+		want := stage(n)
+		check(fmt.Sprintf("CloudFormation template, %s=%d", dynamo.StackIndexParameter, n),
+			cloudFormationDef(t, map[string]string{dynamo.StackIndexParameter: strconv.Itoa(n)}), want)
+		check(fmt.Sprintf("Terraform module, %s=%d", dynamo.TerraformIndexVariable, n),
+			terraformDef(t, map[string]float64{dynamo.TerraformIndexVariable: float64(n)}), want)
+	}
+}
+
+// The upgrade path store migrate's refusal names exists as it says: the
+// README section, the template parameter (0 to len(store.Indexes), default
+// all), the Terraform variable, and the steps.
+func TestStackUpgradePathDocumented(t *testing.T) {
+	readme := string(readDeploy(t, "README.md"))
+	heading := "\n## " + dynamo.StackUpgradeSection + "\n"
+	i := strings.Index(readme, heading)
+	if i < 0 || !strings.HasPrefix(dynamo.StackUpgradeDoc, "deploy/") || filepath.Base(dynamo.StackUpgradeDoc) != "README.md" {
+		t.Fatalf("%s has no section %q", dynamo.StackUpgradeDoc, heading)
+	}
+	section := readme[i+len(heading):]
+	if j := strings.Index(section, "\n## "); j >= 0 {
+		section = section[:j]
+	}
+	for _, want := range []string{dynamo.StackUpgradeSteps(0), "`" + dynamo.StackIndexParameter + "`", "`" + dynamo.TerraformIndexVariable + "`", dynamo.StackNameTag} {
+		if !strings.Contains(section, want) {
+			t.Errorf("section %q does not say %q", dynamo.StackUpgradeSection, want)
+		}
+	}
+	for _, ix := range store.Indexes {
+		if !strings.Contains(section, ix.Name) {
+			t.Errorf("section %q does not name index %s", dynamo.StackUpgradeSection, ix.Name)
+		}
+	}
+
+	var stages []string
+	for n := 0; n <= len(store.Indexes); n++ {
+		stages = append(stages, strconv.Itoa(n))
+	}
+	params, _ := cloudFormationTemplate(t)["Parameters"].(map[string]any)
+	p, _ := params[dynamo.StackIndexParameter].(map[string]any)
+	var allowed []string
+	for _, v := range asList(p["AllowedValues"]) {
+		s, _ := v.(string)
+		allowed = append(allowed, s)
+	}
+	if p == nil || p["Type"] != "String" || p["Default"] != strconv.Itoa(len(store.Indexes)) || !slices.Equal(allowed, stages) {
+		t.Errorf("CloudFormation parameter %s = %v; want a String, AllowedValues %v, Default %d", dynamo.StackIndexParameter, p, stages, len(store.Indexes))
+	}
+	v, ok := readTerraform(t).Variable[dynamo.TerraformIndexVariable]
+	if !ok || v.Type != "number" || v.Default != float64(len(store.Indexes)) {
+		t.Errorf("Terraform variable %s = %+v; want a number, default %d", dynamo.TerraformIndexVariable, v, len(store.Indexes))
+	}
+
+	for have, want := range []string{"IndexCount=1, then 2, 3, 4", "IndexCount=2, then 3, 4", "IndexCount=3, then 4", "IndexCount=4"} {
+		if got := dynamo.StackUpgradeSteps(have); got != want {
+			t.Errorf("StackUpgradeSteps(%d) = %q, want %q", have, got, want)
+		}
+	}
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }

@@ -38,6 +38,7 @@ type API interface {
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
 	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
+	ListTagsOfResource(ctx context.Context, in *dynamodb.ListTagsOfResourceInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ListTagsOfResourceOutput, error)
 }
 
 var (
@@ -55,6 +56,8 @@ type Store struct {
 	where string
 	// sleep, when set, replaces the timer between retries and polls.
 	sleep func(ctx context.Context, d time.Duration) error
+	// now, when set, replaces the wall clock of the waits' deadlines.
+	now func() time.Time
 }
 
 // New returns a store on table (DefaultTable when empty) through client.

@@ -213,6 +213,11 @@ func testInvalidItems(t *testing.T, s store.Store) {
 		"bad utf8 in a map": {store.PK: "bad-map", "v": store.Map{"k": "\xff"}},
 		"bool in a list":    {store.PK: "bad-list", "v": store.List{true}},
 		"nested 33 levels":  {store.PK: "bad-deep", "v": nested(33)},
+		// DynamoDB refuses a write whose index key it cannot take.
+		"empty index key":            {store.PK: "bad-ix-empty", store.IndexAuditSubject.Attr: ""},
+		"index key over 2048 bytes":  {store.PK: "bad-ix-long", store.IndexAuditActor.Attr: strings.Repeat("a", store.MaxIndexKeyBytes+1)},
+		"number as an index key":     {store.PK: "bad-ix-number", store.IndexAuditDay.Attr: int64(20261201)},
+		"indexed pk over 1024 bytes": {store.PK: "bad-ix-pk" + strings.Repeat("p", store.MaxIndexedPKBytes), store.IndexOverrides.Attr: "breaker"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			err := s.Put(ctx(t), it, store.Always())
@@ -224,6 +229,12 @@ func testInvalidItems(t *testing.T, s store.Store) {
 			}
 		})
 	}
+	t.Run("index keys at their limits", func(t *testing.T) {
+		it := store.Item{store.PK: "ix-limits" + strings.Repeat("p", store.MaxIndexedPKBytes-len("ix-limits")),
+			store.IndexAuditActor.Attr: strings.Repeat("a", store.MaxIndexKeyBytes), store.IndexAuditSubject.Attr: "s", "empty": ""}
+		mustPut(t, s, it)
+		sameItem(t, "item with index keys at their limits", mustGet(t, s, it.PK()), it)
+	})
 	t.Run("bad condition", func(t *testing.T) {
 		err := s.Put(ctx(t), store.Item{store.PK: "bad-cond"}, store.IfEquals("v", true))
 		if !errors.Is(err, store.ErrInvalidItem) {

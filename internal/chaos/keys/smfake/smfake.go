@@ -97,10 +97,23 @@ func New(t testing.TB, clk clock.Clock) *Server {
 	}
 	s := &Server{t: t, clock: clk, secrets: map[string][]*Version{}, before: map[string][]func(){}, kmsKeys: map[string]string{},
 		Region: "eu-west-1", Account: "123456789012"}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, nil) }))
 	t.Cleanup(s.srv.Close)
 	s.URL = s.srv.URL
 	return s
+}
+
+// Principal starts another endpoint onto the same secrets for a second
+// caller (the data plane beside the CLI): its requests are asked of
+// authorize instead of [Server.Authorize], as IAM evaluates each caller's
+// own policy. It is stopped when the test ends.
+func (s *Server) Principal(authorize func(action, resource string, context map[string][]string) (denied string)) (url string) {
+	if authorize == nil { // this caller is allowed everything, whatever Authorize says
+		authorize = func(string, string, map[string][]string) string { return "" }
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, authorize) }))
+	s.t.Cleanup(srv.Close)
+	return srv.URL
 }
 
 // Close stops the server: later requests fail to connect.
@@ -233,7 +246,9 @@ func errf(code, format string, args ...any) *apiError {
 	return &apiError{status: http.StatusBadRequest, code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+// serve answers one request; authorize, when set, replaces s.Authorize (a
+// [Server.Principal] endpoint).
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, authorize func(action, resource string, context map[string][]string) string) {
 	op := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "secretsmanager.")
 	if r.Method != http.MethodPost || r.URL.Path != "/" {
 		s.t.Errorf("smfake: unexpected %s %s", r.Method, r.URL.Path)
@@ -271,7 +286,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if aerr := s.authorize(op, body); aerr != nil {
+	if authorize == nil {
+		authorize = s.Authorize
+	}
+	if aerr := s.authorize(authorize, op, body); aerr != nil {
 		writeErr(w, aerr)
 		return
 	}
@@ -331,15 +349,15 @@ func (s *Server) arn(name string) string {
 	return "arn:aws:secretsmanager:" + s.Region + ":" + s.Account + ":secret:" + name + "-AbCdEf"
 }
 
-// authorize asks Authorize what IAM would about op on the secret the body
+// authorize asks authorize what IAM would about op on the secret the body
 // names: nil when allowed.
-func (s *Server) authorize(op string, body map[string]any) *apiError {
-	if s.Authorize == nil {
+func (s *Server) authorize(authorize func(action, resource string, context map[string][]string) string, op string, body map[string]any) *apiError {
+	if authorize == nil {
 		return nil
 	}
 	name := str(body, "SecretId")
 	secretARN := s.arn(name)
-	if msg := s.Authorize("secretsmanager:"+op, secretARN, nil); msg != "" {
+	if msg := authorize("secretsmanager:"+op, secretARN, nil); msg != "" {
 		return errf("AccessDeniedException", "%s", msg)
 	}
 	key, ok := s.kmsKeys[name]
@@ -357,7 +375,7 @@ func (s *Server) authorize(op string, body map[string]any) *apiError {
 	}
 	ctx := map[string][]string{"kms:ViaService": {"secretsmanager." + s.Region + ".amazonaws.com"},
 		"kms:EncryptionContext:SecretARN": {secretARN}}
-	if msg := s.Authorize(kmsAction, key, ctx); msg != "" {
+	if msg := authorize(kmsAction, key, ctx); msg != "" {
 		// What Secrets Manager answers when KMS refuses it the key.
 		return errf("AccessDeniedException", "Access to KMS is not allowed")
 	}

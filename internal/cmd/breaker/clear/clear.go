@@ -78,7 +78,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			if opts.All == (len(args)+len(opts.Keys) > 0) {
 				return cmdutil.Usagef("name the dependencies to clear (or --key PK), or pass --all (not both)")
 			}
-			if err := opts.WaitOptions.Check(c, opts.DryRun); err != nil {
+			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
 			}
 			if runF != nil {

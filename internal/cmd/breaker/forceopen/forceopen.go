@@ -73,7 +73,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
 			opts.ForSet = c.Flags().Changed("for")
-			if err := opts.WaitOptions.Check(c, opts.DryRun); err != nil {
+			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
 			}
 			if runF != nil {
