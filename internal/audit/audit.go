@@ -79,9 +79,14 @@ type Record struct {
 	// Before and After are JSON documents describing the subject's state.
 	Before json.RawMessage `json:"before,omitempty"`
 	After  json.RawMessage `json:"after,omitempty"`
+	// RepairedBy names who wrote the record later, with `koshactl audit
+	// repair`, because the change's own append did not land; empty on a
+	// record written by the change itself.
+	RepairedBy string `json:"repaired_by,omitempty"`
 }
 
 type recordStore interface {
+	Get(ctx context.Context, pk string) (store.Item, error)
 	Put(ctx context.Context, item store.Item, cond store.Condition) error
 	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
 }
@@ -144,6 +149,22 @@ type Entry struct {
 	Outcome string
 	Before  any
 	After   any
+	// Once, when set, is the write token of the item the change consumed
+	// (a deleted override's write_id): at most one record of that change
+	// is ever written, whoever writes it. Append first claims the token
+	// (an item keyed by it, written with attribute_not_exists(pk)); if
+	// someone else's claim is there, nothing is recorded and Append returns
+	// a *ClaimedError naming their record. See docs/contracts/store.md.
+	Once string
+	// At and ID, when set, are the record's time and id instead of the
+	// clock's and a random one: a record whose pk follows from the change
+	// (an override's created_at and write_id), so the change's own append
+	// and a later `audit repair` of it write the same pk and at most one
+	// of them lands. ID is 16 lowercase hex digits.
+	At time.Time
+	ID string
+	// RepairedBy names the actor of `audit repair` (see [Record.RepairedBy]).
+	RepairedBy string
 }
 
 // WithRunID returns an Appender that stamps every entry it appends through a
@@ -175,13 +196,47 @@ func (r runIDAppender) Append(ctx context.Context, e Entry) (Record, error) {
 // callers can tell "the change happened but was not audited" from other
 // failures.
 func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
-	now := l.clock.Now().UTC().Truncate(time.Millisecond)
-	id, err := l.ids()
+	r, err := l.record(ctx, e)
 	if err != nil {
-		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
+		return Record{}, err
+	}
+	if e.Once != "" {
+		if err := l.claim(ctx, e.Once, r); err != nil {
+			return Record{}, err
+		}
+	}
+	return r, l.put(ctx, r.item())
+}
+
+// put writes a record's item, never over another.
+func (l *Log) put(ctx context.Context, it store.Item) error {
+	if err := l.store.Put(ctx, it, store.IfAbsent()); err != nil {
+		if errors.Is(err, store.ErrConditionFailed) {
+			return fmt.Errorf("%w: an audit record %s already exists and is left as it is (records are never overwritten): %w",
+				ErrAuditWrite, it.PK(), err)
+		}
+		return fmt.Errorf("%w: %w", ErrAuditWrite, err)
+	}
+	return nil
+}
+
+// record builds the record e describes.
+func (l *Log) record(ctx context.Context, e Entry) (Record, error) {
+	now := l.clock.Now().UTC().Truncate(time.Millisecond)
+	if !e.At.IsZero() {
+		now = e.At.UTC().Truncate(time.Millisecond)
+	}
+	id := e.ID
+	if id == "" {
+		var err error
+		if id, err = l.ids(); err != nil {
+			return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
+		}
+	} else if !validID(id) {
+		return Record{}, fmt.Errorf("%w: record id %q is not 16 lowercase hex digits", ErrAuditWrite, id)
 	}
 	r := Record{ID: id, Time: now, Actor: e.Actor, Action: e.Action, Subject: e.Subject, Reason: e.Reason,
-		Context: l.context, Outcome: e.Outcome, RunID: e.RunID}
+		Context: l.context, Outcome: e.Outcome, RunID: e.RunID, RepairedBy: e.RepairedBy}
 	if r.Outcome == "" {
 		r.Outcome = "ok"
 	}
@@ -189,18 +244,11 @@ func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
 	if r.ActorSource == "" && l.attest != nil {
 		r.ActorSource = l.attest(ctx, e.Actor)
 	}
+	var err error
 	if r.Before, err = marshalState(e.Before); err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
 	}
 	if r.After, err = marshalState(e.After); err != nil {
-		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
-	}
-	it := r.item()
-	if err := l.store.Put(ctx, it, store.IfAbsent()); err != nil {
-		if errors.Is(err, store.ErrConditionFailed) {
-			return Record{}, fmt.Errorf("%w: an audit record %s already exists and is left as it is (records are never overwritten): %w",
-				ErrAuditWrite, it.PK(), err)
-		}
 		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
 	}
 	return r, nil
@@ -265,8 +313,14 @@ func (r Record) item() store.Item {
 	if len(r.After) > 0 {
 		it["after"] = string(r.After)
 	}
+	if r.RepairedBy != "" {
+		it[attrRepairedBy] = r.RepairedBy
+	}
 	return it
 }
+
+// attrRepairedBy names who wrote a record with `audit repair`.
+const attrRepairedBy = "repaired_by"
 
 // Bounds of a record's time: whole epoch milliseconds from 1970 to the end of
 // year 9999 (what RFC 3339 can write).
@@ -311,6 +365,7 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 	r.Reason, r.Context, r.Outcome = str("reason", false), str("context", true), str("outcome", true)
 	r.ActorSource = ActorSource(str("actor_source", false))
 	r.RunID = str(attrRunID, false)
+	r.RepairedBy = str(attrRepairedBy, false)
 	doc := func(attr string) json.RawMessage {
 		v := str(attr, false)
 		if v == "" {

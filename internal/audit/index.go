@@ -85,6 +85,9 @@ func (l *Log) candidates(ctx context.Context, q Query, now time.Time) iter.Seq2[
 				yield(nil, err)
 				return
 			}
+			if isClaim(it.PK()) {
+				continue // a claim, not a record
+			}
 			items = append(items, it)
 		}
 		slices.SortFunc(items, func(a, b store.Item) int { return strings.Compare(b.PK(), a.PK()) })
@@ -278,6 +281,9 @@ func (l *Log) Backfill(ctx context.Context, dryRun bool, rate *store.ScanRate, s
 		if err != nil {
 			scanErr = fmt.Errorf("backfill audit records: %w", err)
 			break
+		}
+		if isClaim(it.PK()) {
+			continue // a claim is in no index
 		}
 		rep.Examined++
 		ms, ok := it.Int(attrTime)

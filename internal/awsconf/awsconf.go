@@ -54,14 +54,14 @@ type Options struct {
 	// "default".
 	Profile string
 	// EndpointURL points every client (DynamoDB, STS, Secrets Manager,
-	// CloudWatch) at one server instead of AWS: a DynamoDB-compatible or
+	// CloudWatch, SNS) at one server instead of AWS: a DynamoDB-compatible or
 	// LocalStack-style endpoint (http://127.0.0.1:8000 for DynamoDB Local, for
 	// example). Empty leaves it to the SDK's standard endpoint configuration
 	// (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>, the shared config's
 	// services sections), else AWS.
 	EndpointURL string
 	// Endpoints names an endpoint per service, keyed by the names in
-	// [Services] ("dynamodb", "sts", "secretsmanager", "cloudwatch"); each
+	// [Services] ("dynamodb", "sts", "secretsmanager", "cloudwatch", "sns"); each
 	// wins over EndpointURL and over the SDK's standard configuration for
 	// its service. Empty values are ignored.
 	Endpoints map[string]string
@@ -194,7 +194,7 @@ func (o Options) validate() error {
 				"they are for DynamoDB-compatible local servers, never for AWS itself")
 		}
 		for _, ep := range append([]string{o.EndpointURL}, o.Endpoints["dynamodb"], o.Endpoints["sts"],
-			o.Endpoints["secretsmanager"], o.Endpoints["cloudwatch"]) {
+			o.Endpoints["secretsmanager"], o.Endpoints["cloudwatch"], o.Endpoints["sns"]) {
 			if ep != "" && IsAWSEndpoint(ep) {
 				return fmt.Errorf("load aws config: static credentials refused for %s: it is an AWS endpoint", ep)
 			}

@@ -18,6 +18,7 @@ var Services = map[string]string{
 	"sts":            "STS",
 	"secretsmanager": "Secrets Manager",
 	"cloudwatch":     "CloudWatch",
+	"sns":            "SNS",
 }
 
 // ServiceNames returns the keys of [Services], sorted.

@@ -140,14 +140,10 @@ func (o Override) MalformedSummary(now time.Time) string {
 // quoted for a POSIX shell).
 func (o Override) Repair() string {
 	if ValidateDependency(o.Dependency) != nil {
-		return "remove it with koshactl breaker clear --key " + shellQuote(OverrideKey(o.Dependency))
+		return "remove it with koshactl breaker clear --key " + textsafe.ShellQuote(OverrideKey(o.Dependency))
 	}
 	return "repair it with koshactl breaker clear " + o.Dependency + ", or force-open --overwrite"
 }
-
-// shellQuote quotes s for a POSIX shell: in single quotes, each quote in s
-// closed, escaped and reopened.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // ActiveAt applies the data plane's rule: an override is active iff its item
 // exists, its state is forced_open and expires_at is absent or after now.
@@ -632,6 +628,13 @@ type ClearResult struct {
 	// failure) came after an attempt that may have applied it, and the
 	// re-read found the item gone. See docs/contracts/breaker-override.md.
 	Confirmed bool
+	// Theirs, when set, is another clear's audit record of this exact item
+	// (its claim on the deleted write_id came first): nothing was recorded
+	// for this clear. With Before nil, that clear deleted the item (this
+	// one's answer was lost, so it cannot say it did); with Before set, this
+	// clear's delete was answered, and the other, whose answer was lost,
+	// recorded it first.
+	Theirs *audit.Record
 }
 
 // Clear deletes dependency's override. Clearing an absent override succeeds

@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
@@ -66,5 +67,54 @@ func TestClearRefusedOnFirstAttemptWithItemGoneIsAlreadyClear(t *testing.T) {
 		}})
 	if err != nil || len(outs) != 1 || outs[0].Written || outs[0].Result.Before != nil || outs[0].Result.Confirmed {
 		t.Fatalf("clear after someone else's: %+v, %v; want already clear, nothing written", outs, err)
+	}
+}
+
+// Two clears of one item: alice's delete lands and she records it; bob read
+// the same item, and his delete's answer is lost (its refusal never came
+// back), so his re-read finds the item gone, which his own delete may have
+// done. The claim on the deleted item's write_id decides: alice's is there,
+// so bob reports her clear and records nothing. Exactly one record.
+func TestTwoClearsOfOneItemRecordItOnceAndTheLoserReportsTheOther(t *testing.T) {
+	endpoint := dynalite.Start(t)
+	p := faultproxy.Start(t, endpoint)
+	direct := dynamotest.NewStore(t, endpoint)
+	// bob's requests go through the proxy (one attempt each: a lost
+	// answer is a failed send)
+	bobStore := dynamo.NewFromConfig(dynalite.Config(t, p.URL()), direct.Table())
+	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	alice, bob := breaker.NewOverrides(direct, clk), breaker.NewOverrides(bobStore, clk)
+	aliceLog, bobLog := audit.NewLog(direct, clk, "test"), audit.NewLog(bobStore, clk, "test")
+	ctx := context.Background()
+	if _, _, err := alice.ForceAudited(ctx, aliceLog, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "alice", For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	var aliceRec audit.Record
+	outs, err := bob.ClearAll(ctx, bobLog, breaker.ClearAll{Dependencies: []string{"openai"}, Reason: "bob's clear",
+		Actor: func(context.Context) (string, error) { return "bob", nil },
+		Confirm: func([]breaker.ClearResult) error {
+			// Between bob's read and his delete, alice clears the same item.
+			res, rec, err := alice.ClearAudited(ctx, aliceLog, "openai", "alice", "alice's clear")
+			if err != nil || res.Before == nil || res.Theirs != nil {
+				t.Fatalf("alice's clear: %+v, %v", res, err)
+			}
+			aliceRec = rec
+			p.LoseNext("DeleteItem", 1, faultproxy.Reset)
+			return nil
+		}})
+	if err != nil || len(outs) != 1 {
+		t.Fatalf("bob's clear: %+v, %v", outs, err)
+	}
+	got := outs[0]
+	if got.Written || got.Result.Before != nil || got.Result.Theirs == nil || got.Result.Theirs.Actor != "alice" ||
+		got.Result.Theirs.ID != aliceRec.ID || got.Record.ID != "" {
+		t.Fatalf("bob's outcome %+v (theirs %+v); want nothing written by bob, alice's record %s named", got, got.Result.Theirs, aliceRec.ID)
+	}
+	if p.Lost("DeleteItem") != 1 {
+		t.Fatalf("the proxy lost %d DeleteItem answers, want 1", p.Lost("DeleteItem"))
+	}
+	l, err := aliceLog.List(ctx, audit.Query{Subject: breaker.OverrideKey("openai"), Action: breaker.ActionClear, Scan: true})
+	if err != nil || len(l.Records) != 1 || l.Records[0].Actor != "alice" || len(l.Unreadable) != 0 {
+		t.Fatalf("clear records %+v (unreadable %v), %v; want alice's alone", l.Records, l.Unreadable, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -61,6 +62,29 @@ type Env struct {
 	AWSConfig func(ctx context.Context) (aws.Config, error)
 	// StateDir is where local state (embedded store, local chaos key) lives.
 	StateDir string
+	// Notifier announces the context's changes to its notification sinks
+	// (config notify:). Nil announces nothing (tests that build an Env).
+	Notifier *notify.Dispatcher
+}
+
+// CheckNoNotify refuses --no-notify on a context that does not allow it;
+// commands call it before they change anything.
+func CheckNoNotify(env *Env, noNotify bool) error {
+	if noNotify && !env.Context.AllowNoNotify {
+		return Usagef("--no-notify: context %q does not allow skipping its notification; drop the flag (or set allow-no-notify: true in the context)", env.Name)
+	}
+	return nil
+}
+
+// Notify announces one change (after its audit records are written) to the
+// context's sinks, unless noNotify (checked by CheckNoNotify). It never
+// fails the change: failures are reported on stderr and in the audit log
+// by the notifier.
+func Notify(ctx context.Context, env *Env, noNotify bool, ev notify.Event) notify.Report {
+	if noNotify || env.Notifier == nil {
+		return notify.Report{}
+	}
+	return env.Notifier.Notify(ctx, ev)
 }
 
 // AuditLog returns the context's audit log. Records whose actor is the

@@ -364,3 +364,8 @@ func TimeOrNil(t time.Time) *string {
 func Notice(w io.Writer) func(msg string) {
 	return func(msg string) { fmt.Fprintln(w, msg) }
 }
+
+// AddNoNotifyFlag registers --no-notify on a mutating command.
+func AddNoNotifyFlag(cmd *cobra.Command, v *bool) {
+	cmd.Flags().BoolVar(v, "no-notify", false, "do not announce the change to the context's notification sinks (only on contexts with allow-no-notify)")
+}

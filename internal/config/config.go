@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -64,6 +66,140 @@ type Context struct {
 	Chaos        ChaosConfig     `yaml:"chaos,omitempty" json:"chaos,omitzero"`
 	Metrics      MetricsConfig   `yaml:"metrics,omitempty" json:"metrics,omitzero"`
 	RateLimit    RateLimitConfig `yaml:"ratelimit,omitempty" json:"ratelimit,omitzero"`
+	// Notify lists where the context's changes are announced (see
+	// docs/notifications.md). Empty: nowhere.
+	Notify []NotifySink `yaml:"notify,omitempty" json:"notify,omitempty"`
+	// NotifyTimeout bounds the delivery of one notification to all sinks;
+	// zero means notify's default (5s).
+	NotifyTimeout Duration `yaml:"notify-timeout,omitempty" json:"notify-timeout,omitempty"`
+	// AllowNoNotify lets a mutating command skip its notification with
+	// --no-notify. Off by default: the channel hears of every change.
+	AllowNoNotify bool `yaml:"allow-no-notify,omitempty" json:"allow-no-notify,omitempty"`
+}
+
+// MaxNotifyTimeout is the longest notify-timeout a context may set: a
+// change must never wait long on its announcement.
+const MaxNotifyTimeout = 30 * time.Second
+
+// MaxNotifySinks bounds a context's sinks.
+const MaxNotifySinks = 10
+
+// NotifySink is one place a context's changes are announced: exactly one of
+// Webhook or SNS.
+type NotifySink struct {
+	// Name identifies the sink in warnings and audit records; default
+	// "webhook-N" or "sns-N" (N its 1-based position).
+	Name    string       `yaml:"name,omitempty" json:"name,omitempty"`
+	Webhook *WebhookSink `yaml:"webhook,omitempty" json:"webhook,omitempty"`
+	SNS     *SNSSink     `yaml:"sns,omitempty" json:"sns,omitempty"`
+}
+
+// Webhook formats.
+const (
+	WebhookJSON  = "json"
+	WebhookSlack = "slack"
+)
+
+// WebhookSink posts each notification to a URL. The URL is a secret (a
+// Slack incoming webhook's path is its token): keep it in the environment
+// with URLEnv, or in this file (mode 0600); koshactl never prints it.
+type WebhookSink struct {
+	// URL is the https:// endpoint (http:// only to a loopback address).
+	URL string `yaml:"url,omitempty" json:"url,omitempty"`
+	// URLEnv names an environment variable holding the URL instead.
+	URLEnv string `yaml:"url-env,omitempty" json:"url-env,omitempty"`
+	// Format is json (default: docs/contracts/notification.md) or slack (an
+	// incoming-webhook message).
+	Format string `yaml:"format,omitempty" json:"format,omitempty"`
+}
+
+// SNSSink publishes each notification to an SNS topic (AWS Chatbot, email,
+// PagerDuty and Opsgenie subscriptions read it). The client is built from
+// the context's AWS settings (profile, endpoints) in the topic's region.
+type SNSSink struct {
+	TopicARN string `yaml:"topic-arn" json:"topic-arn"`
+}
+
+// SinkName returns the sink's name: its own, else kind-N.
+func (s NotifySink) SinkName(i int) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	if s.SNS != nil {
+		return fmt.Sprintf("sns-%d", i+1)
+	}
+	return fmt.Sprintf("webhook-%d", i+1)
+}
+
+var (
+	snsTopicARN = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
+	envNameRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// ValidateWebhookURL checks a webhook URL without ever quoting it (it holds
+// a token): https with a host, or http to a loopback address.
+func ValidateWebhookURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil {
+		return errors.New("is not an absolute http(s) URL with a host (and no user:password)")
+	}
+	switch u.Scheme {
+	case "https":
+		return nil
+	case "http":
+		if ip := net.ParseIP(u.Hostname()); (ip != nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
+			return nil
+		}
+		return errors.New("uses http:// to a host that is not loopback: use https:// (the URL carries its token in clear)")
+	}
+	return errors.New("is not an http(s) URL")
+}
+
+// validateNotify checks the context's notification settings.
+func (c *Context) validateNotify(name string) error {
+	if len(c.Notify) > MaxNotifySinks {
+		return fmt.Errorf("%w: context %q: %d notify sinks, at most %d", ErrInvalid, name, len(c.Notify), MaxNotifySinks)
+	}
+	if c.NotifyTimeout < 0 || time.Duration(c.NotifyTimeout) > MaxNotifyTimeout {
+		return fmt.Errorf("%w: context %q: notify-timeout %s is out of range: give up to %s", ErrInvalid, name, time.Duration(c.NotifyTimeout), MaxNotifyTimeout)
+	}
+	seen := map[string]bool{}
+	for i, s := range c.Notify {
+		where := fmt.Sprintf("context %q: notify[%d]", name, i)
+		if s.Name != "" && !nameRE.MatchString(s.Name) {
+			return fmt.Errorf("%w: %s: name %q: use 1-63 letters, digits, '.', '_' or '-'", ErrInvalid, where, s.Name)
+		}
+		n := s.SinkName(i)
+		if seen[n] {
+			return fmt.Errorf("%w: %s: sink name %q is used twice", ErrInvalid, where, n)
+		}
+		seen[n] = true
+		switch {
+		case (s.Webhook == nil) == (s.SNS == nil):
+			return fmt.Errorf("%w: %s: give exactly one of webhook or sns", ErrInvalid, where)
+		case s.Webhook != nil:
+			w := s.Webhook
+			if (w.URL == "") == (w.URLEnv == "") {
+				return fmt.Errorf("%w: %s: webhook needs exactly one of url or url-env", ErrInvalid, where)
+			}
+			if w.URL != "" {
+				if err := ValidateWebhookURL(w.URL); err != nil {
+					return fmt.Errorf("%w: %s: webhook url %v", ErrInvalid, where, err)
+				}
+			}
+			if w.URLEnv != "" && !envNameRE.MatchString(w.URLEnv) {
+				return fmt.Errorf("%w: %s: url-env %q is not an environment variable name", ErrInvalid, where, w.URLEnv)
+			}
+			if w.Format != "" && w.Format != WebhookJSON && w.Format != WebhookSlack {
+				return fmt.Errorf("%w: %s: webhook format %q: use json or slack", ErrInvalid, where, w.Format)
+			}
+		default:
+			if !snsTopicARN.MatchString(s.SNS.TopicARN) {
+				return fmt.Errorf("%w: %s: sns topic-arn %q is not an SNS topic ARN like arn:aws:sns:us-east-1:123456789012:incidents", ErrInvalid, where, s.SNS.TopicARN)
+			}
+		}
+	}
+	return nil
 }
 
 // StoreConfig selects the context's store: exactly one of Local or DynamoDB.
@@ -84,7 +220,7 @@ type DynamoDBStore struct {
 	Region  string `yaml:"region,omitempty" json:"region,omitempty"`
 	Profile string `yaml:"profile,omitempty" json:"profile,omitempty"`
 	// EndpointURL is one endpoint for every AWS service koshactl calls
-	// (DynamoDB, STS, Secrets Manager, CloudWatch): a DynamoDB-compatible or
+	// (DynamoDB, STS, Secrets Manager, CloudWatch, SNS): a DynamoDB-compatible or
 	// LocalStack-style server. Empty: the SDK's standard endpoint
 	// configuration (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>, the shared
 	// config's services sections), else AWS.
@@ -101,7 +237,7 @@ type DynamoDBStore struct {
 }
 
 // EndpointServices are the services a context can name an endpoint for.
-var EndpointServices = []string{"cloudwatch", "dynamodb", "secretsmanager", "sts"}
+var EndpointServices = []string{"cloudwatch", "dynamodb", "secretsmanager", "sns", "sts"}
 
 // StoreEndpoint returns the endpoint the context names for its DynamoDB
 // table: endpoints.dynamodb, else endpoint-url; empty when it names none.
@@ -176,6 +312,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	return v, nil
 }
 
+// Std returns the duration as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
 // MarshalText writes the duration as text (for JSON).
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
@@ -242,7 +381,7 @@ func (c *Context) Validate(name string) error {
 			}
 		}
 	}
-	return nil
+	return c.validateNotify(name)
 }
 
 // DefaultPath returns where the config file is read from.

@@ -32,6 +32,10 @@ const (
 	// value, GenerateDataKey to write one.
 	KMSDecrypt         = "kms:Decrypt"
 	KMSGenerateDataKey = "kms:GenerateDataKey"
+	// SNSPublish announces a change on a context's SNS notification topics
+	// (docs/notifications.md): every mutating command path, after its audit
+	// record. Denied, the change still stands; the command warns.
+	SNSPublish = "sns:Publish"
 	// Table administration (store init, store migrate).
 	DescribeTable      = "dynamodb:DescribeTable"
 	CreateTable        = "dynamodb:CreateTable"
@@ -99,7 +103,11 @@ func needs(ns ...Need) []Need { return ns }
 
 // The needs shared by several command paths.
 var (
-	auditWrite   = Need{PutItem, AuditItems}
+	auditWrite = Need{PutItem, AuditItems}
+	// claimRead reads a clear's claim on the deleted item's write_id (audit
+	// repair). A clear whose claim is refused needs no read on DynamoDB:
+	// the refusal returns the stored claim (ReturnValuesOnConditionCheckFailure).
+	claimRead    = Need{GetItem, AuditItems}
 	breakerRead  = Need{GetItem, BreakerItems}
 	breakerWrite = Need{PutItem, BreakerItems}
 	breakerScan  = Need{Scan, BreakerItems}
@@ -115,6 +123,9 @@ var (
 	secretRead  = Need{Action: GetSecretValue}
 	gauges      = Need{Action: GetMetricData}
 	alarms      = Need{Action: DescribeAlarms}
+	// notifyPublish is the notification of a change, on the context's SNS
+	// topics.
+	notifyPublish = Need{Action: SNSPublish}
 )
 
 // Commands is what each command path that talks to AWS calls, as the
@@ -126,26 +137,29 @@ var Commands = map[string][]Need{
 	"breaker list --scan": needs(breakerScan),
 	"breaker get":         needs(breakerRead),
 	"breaker status":      needs(indexRead, batchRead, gauges),
-	"breaker force-open":  needs(batchRead, breakerWrite, auditWrite),
-	"breaker clear":       needs(batchRead, Need{DeleteItem, BreakerItems}, auditWrite),
-	"breaker clear --all": needs(breakerScan, batchRead, Need{DeleteItem, BreakerItems}, auditWrite),
+	"breaker force-open":  needs(batchRead, breakerWrite, auditWrite, notifyPublish),
+	"breaker clear":       needs(batchRead, Need{DeleteItem, BreakerItems}, auditWrite, notifyPublish),
+	"breaker clear --all": needs(breakerScan, batchRead, Need{DeleteItem, BreakerItems}, auditWrite, notifyPublish),
 	"ratelimit get":       needs(bucketRead),
 	"ratelimit list":      needs(Need{Scan, BucketItems}),
-	"ratelimit reset":     needs(bucketBatchRead, bucketWrite, auditWrite),
-	"ratelimit drain":     needs(bucketBatchRead, bucketWrite, auditWrite),
-	"ratelimit set":       needs(bucketBatchRead, bucketWrite, auditWrite),
+	"ratelimit reset":     needs(bucketBatchRead, bucketWrite, auditWrite, notifyPublish),
+	"ratelimit drain":     needs(bucketBatchRead, bucketWrite, auditWrite, notifyPublish),
+	"ratelimit set":       needs(bucketBatchRead, bucketWrite, auditWrite, notifyPublish),
 	"audit list":          needs(indexRead),
 	"audit list --scan":   needs(Need{Scan, AuditItems}),
-	"chaos sign":          needs(secretRead, auditWrite),
-	"chaos verify":        needs(secretRead),
-	"chaos key id":        needs(secretRead),
-	"chaos key rotate":    needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, auditWrite),
+	// The repair reads the clear's claim or the override, and writes the
+	// record (re-reading it when the put's answer is lost).
+	"audit repair":     needs(claimRead, breakerRead, auditWrite),
+	"chaos sign":       needs(secretRead, auditWrite),
+	"chaos verify":     needs(secretRead),
+	"chaos key id":     needs(secretRead),
+	"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, auditWrite, notifyPublish),
 	// A drill's levers (the example drills and one reading CloudWatch
 	// gauges): force and clear overrides, drain and restore buckets, mint
 	// chaos headers, wait on the gauges and watch the alarms of its stop
-	// conditions, audit every change.
+	// conditions, audit every change, announce the run.
 	"drill run": needs(breakerRead, batchRead, breakerWrite, Need{DeleteItem, BreakerItems},
-		bucketRead, bucketWrite, secretRead, gauges, alarms, auditWrite),
+		bucketRead, bucketWrite, secretRead, gauges, alarms, auditWrite, notifyPublish),
 	// drill recover finishes a dead run's rollbacks from the audit trail:
 	// the run's records on each lever (the audit index by subject, filtered
 	// by run_id), then the override or bucket as the rollback finds it, the
@@ -197,7 +211,8 @@ var readerPaths = []string{"breaker list", "breaker list --scan", "breaker get",
 var RolePaths = map[Role][]string{
 	Reader: readerPaths,
 	Operator: append(slices.Clone(readerPaths), "breaker force-open", "breaker clear", "breaker clear --all",
-		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate"),
+		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
+		"audit repair"),
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},
 	Admin:       {"store init", "store migrate"},

@@ -25,6 +25,9 @@ type Target struct {
 	// the account's AWS managed key (aws/secretsmanager), which needs no
 	// statement.
 	KMSKey string
+	// Topics are the context's SNS notification topics (ARNs). Empty: the
+	// context announces nothing on SNS, and no SNS statement is written.
+	Topics []string
 }
 
 // Partition is the ARN partition of the region: aws, aws-cn or aws-us-gov.
@@ -113,13 +116,15 @@ const (
 	SidChaosKeyKMS = "ChaosKeyKMS"
 	SidGauges      = "BreakerGauges"
 	SidAlarms      = "StopConditionAlarms"
+	SidNotify      = "NotifyTopics"
 )
 
 // Policy renders the least-privilege policy of role on t: one statement per
 // DynamoDB item prefix (its actions limited with dynamodb:LeadingKeys), one
 // for scans of the table, one for queries of its indexes, one for table
 // administration, one for the chaos secret (and one for its
-// customer-managed KMS key), one for the CloudWatch gauges, one for alarms.
+// customer-managed KMS key), one for the CloudWatch gauges, one for alarms,
+// one for the context's SNS notification topics.
 func Policy(role Role, t Target) (Document, error) {
 	if _, ok := RolePaths[role]; !ok {
 		return Document{}, fmt.Errorf("unknown role %q", role)
@@ -129,7 +134,7 @@ func Policy(role Role, t Target) (Document, error) {
 	}
 	doc := Document{Version: "2012-10-17"}
 	byPrefix := map[string][]string{}
-	var scans, queries, admin, secret, kms, gaugeReads, alarmReads []string
+	var scans, queries, admin, secret, kms, gaugeReads, alarmReads, publish []string
 	for _, n := range role.Needs() {
 		switch {
 		case n.keyed():
@@ -150,6 +155,8 @@ func Policy(role Role, t Target) (Document, error) {
 			}
 		case n.Action == DescribeAlarms:
 			alarmReads = appendNew(alarmReads, n.Action)
+		case n.Service() == "sns":
+			publish = appendNew(publish, n.Action)
 		case n.Service() == "cloudwatch":
 			gaugeReads = appendNew(gaugeReads, n.Action)
 		}
@@ -198,6 +205,11 @@ func Policy(role Role, t Target) (Document, error) {
 	}
 	if len(alarmReads) > 0 {
 		doc.Statement = append(doc.Statement, Statement{Sid: SidAlarms, Effect: "Allow", Action: alarmReads, Resource: []string{"*"}})
+	}
+	if len(publish) > 0 && len(t.Topics) > 0 {
+		topics := slices.Clone(t.Topics)
+		slices.Sort(topics)
+		doc.Statement = append(doc.Statement, Statement{Sid: SidNotify, Effect: "Allow", Action: publish, Resource: slices.Compact(topics)})
 	}
 	return doc, nil
 }

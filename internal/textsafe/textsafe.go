@@ -211,3 +211,9 @@ func Quote(s string) string {
 	}
 	return `"` + Line(Truncate(s, MaxQuoted)) + `…" (` + strconv.Itoa(n) + " characters)"
 }
+
+// ShellQuote quotes s as one word for a POSIX shell: in single quotes, each
+// quote in s closed, escaped and reopened. A command koshactl prints for
+// the operator to run (a repair) quotes every value taken from the store
+// or the config with it.
+func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -28,6 +28,9 @@ type fakeOverrides struct {
 	items map[string]breaker.Override
 	// errors to return
 	listErr, forceErr, clearErr error
+	// lostAnswer makes every write's result the domain's answer to a write
+	// whose first response was lost and which a re-read resolved.
+	lostAnswer bool
 	// calls
 	lists   int
 	forced  []ForceRequest
@@ -73,7 +76,7 @@ func (f *fakeOverrides) Force(_ context.Context, req ForceRequest) (breaker.Forc
 	after := breaker.Override{Dependency: req.Dependency, State: breaker.OverrideStateForcedOpen, Reason: req.Reason,
 		Actor: "tester@test", CreatedAt: now, ExpiresAt: now.Add(req.For), Version: cur.Version + 1}
 	f.items[req.Dependency] = after
-	res := breaker.ForceResult{After: after, Replaced: active}
+	res := breaker.ForceResult{After: after, Replaced: active, Confirmed: f.lostAnswer}
 	if ok {
 		res.Before = &cur
 	}
@@ -92,7 +95,7 @@ func (f *fakeOverrides) Clear(_ context.Context, dep, _ string) (breaker.ClearRe
 		return breaker.ClearResult{}, nil
 	}
 	delete(f.items, dep)
-	return breaker.ClearResult{Before: &cur, WasActive: cur.ActiveAt(f.clock.Now())}, nil
+	return breaker.ClearResult{Before: &cur, WasActive: cur.ActiveAt(f.clock.Now()), Confirmed: f.lostAnswer}, nil
 }
 
 func (f *fakeOverrides) get(dep string) (breaker.Override, bool) {

@@ -6,6 +6,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/notify"
 )
 
 // StoreOverrides implements [Overrides] on breaker.Overrides, through the
@@ -21,6 +22,9 @@ type StoreOverrides struct {
 	// Actor names who acts, for the item and the audit record.
 	Actor func(ctx context.Context) (string, error)
 	Clock clock.Clock
+	// Notifier announces each force and clear (after its audit record),
+	// as the commands do; nil announces nothing.
+	Notifier notify.Notifier
 }
 
 var _ Overrides = StoreOverrides{}
@@ -43,7 +47,16 @@ func (s StoreOverrides) Force(ctx context.Context, req ForceRequest) (breaker.Fo
 	if len(outs) == 0 {
 		return breaker.ForceResult{}, err
 	}
+	s.notify(ctx, breaker.ActionForceOpen, req.Reason, notify.ForceLevers(outs))
 	return outs[0].Result, err
+}
+
+func (s StoreOverrides) notify(ctx context.Context, action, reason string, levers []notify.Lever) {
+	if s.Notifier == nil || len(levers) == 0 {
+		return
+	}
+	actor, _ := s.Actor(ctx)
+	s.Notifier.Notify(ctx, notify.Event{Action: action, Source: notify.SourceDashboard, Actor: actor, Reason: reason, Levers: levers})
 }
 
 // Clear implements [Overrides].
@@ -52,5 +65,6 @@ func (s StoreOverrides) Clear(ctx context.Context, dependency, reason string) (b
 	if len(outs) == 0 {
 		return breaker.ClearResult{}, err
 	}
+	s.notify(ctx, breaker.ActionClear, reason, notify.ClearLevers(outs))
 	return outs[0].Result, err
 }

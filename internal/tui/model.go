@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/tui/keys"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
 )
@@ -552,7 +553,7 @@ func forceResult(msg forcedMsg, now time.Time) (string, bool) {
 		if after.Expires() {
 			lasts = "for " + human.Age(after.ExpiresAt.Sub(after.CreatedAt))
 		}
-		return fmt.Sprintf("%s %s %s — reason: %s", dep, verb, lasts, msg.req.Reason), false
+		return fmt.Sprintf("%s %s %s — reason: %s%s", dep, verb, lasts, msg.req.Reason, rereadNote(msg.res.Confirmed, store.ConfirmedNote)), false
 	case errors.Is(msg.err, audit.ErrAuditWrite):
 		return fmt.Sprintf("%s WAS forced open, but %v", dep, msg.err), true
 	case errors.As(msg.err, &ce):
@@ -567,15 +568,26 @@ func clearResult(msg clearedMsg) (string, bool) {
 	case msg.err == nil && msg.res.Before == nil:
 		return fmt.Sprintf("%s was already clear", msg.dependency), false
 	case msg.err == nil && !msg.res.WasActive:
-		return fmt.Sprintf("%s: removed an expired override", msg.dependency), false
+		return fmt.Sprintf("%s: removed an expired override%s", msg.dependency, rereadNote(msg.res.Confirmed, store.ConfirmedDeleteNote)), false
 	case msg.err == nil:
-		return fmt.Sprintf("%s cleared: instances follow their own breakers again within 5 s", msg.dependency), false
+		return fmt.Sprintf("%s cleared: instances follow their own breakers again within 5 s%s", msg.dependency,
+			rereadNote(msg.res.Confirmed, store.ConfirmedDeleteNote)), false
 	case errors.Is(msg.err, audit.ErrAuditWrite):
 		return fmt.Sprintf("%s WAS cleared, but %v", msg.dependency, msg.err), true
 	case errors.As(msg.err, &ce):
 		return fmt.Sprintf("not cleared: %v", ce), true
 	}
 	return fmt.Sprintf("clear %s failed, nothing was changed: %v", msg.dependency, msg.err), true
+}
+
+// rereadNote is the sentence the CLI prints after a write whose answer was
+// lost and which a re-read resolved (note), for the end of a status line;
+// "" when the answer came.
+func rereadNote(confirmed bool, note string) string {
+	if !confirmed {
+		return ""
+	}
+	return " (" + note + ")"
 }
 
 // fleetResult is the status line after a wait for the fleet; ok is false

@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
 )
 
@@ -372,6 +373,28 @@ func TestActionFailuresAreReportedHonestly(t *testing.T) {
 	h.ov.clearErr = errBoom
 	h.press("down", "c", "enter")
 	h.wantStatus("clear openai failed, nothing was changed: connection refused", true)
+}
+
+// A write whose first response was lost and which the domain's re-read
+// resolved says so in the status line, with the sentence the CLI prints.
+func TestLostAnswersResolvedByARereadSaySoInTheStatusLine(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.ov.lostAnswer = true
+	h.press("f")
+	h.typeText("drill")
+	h.press("enter", "enter")
+	h.wantStatus("core-api forced open for 1h — reason: drill ("+store.ConfirmedNote+")", false)
+
+	h.press("c", "enter")
+	h.wantStatus("core-api cleared: instances follow their own breakers again within 5 s ("+store.ConfirmedDeleteNote+")", false)
+
+	h.ov.lostAnswer = false
+	h.press("f")
+	h.typeText("drill")
+	h.press("enter", "enter")
+	if text, _ := h.m.Status(); strings.Contains(text, store.ConfirmedNote) {
+		t.Errorf("a write whose answer came says it was confirmed by a re-read: %q", text)
+	}
 }
 
 func TestFilterByNameOrState(t *testing.T) {

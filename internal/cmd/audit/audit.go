@@ -1,5 +1,6 @@
-// Package audit implements `koshactl audit list`: the audit records of the
-// context's store, newest first.
+// Package audit implements `koshactl audit list`, the audit records of the
+// context's store, newest first, and `koshactl audit repair`, which writes
+// the record of a change whose own append did not land.
 package audit
 
 import (
@@ -24,6 +25,7 @@ const DefaultFollowInterval = 2 * time.Second
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Read the audit log of control-plane changes"}
 	cmd.AddCommand(NewCmdList(f, nil))
+	cmd.AddCommand(NewCmdRepair(f, nil))
 	return cmd
 }
 

@@ -3,12 +3,15 @@ package breaker_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
@@ -141,4 +144,120 @@ func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
 		t.Fatalf("stderr does not say the override was written:\n%s", r.Stderr)
 	}
 	e.MustRun(0, "breaker", "get", "openai")
+}
+
+// repairArgs finds the repair command exit 8 printed and returns its
+// arguments as a shell would split them (every value is single-quoted and
+// holds no quote or space).
+func repairArgs(t *testing.T, stderr string) []string {
+	t.Helper()
+	const lead = "write the missing audit record with: koshactl "
+	for line := range strings.Lines(stderr) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), lead); ok {
+			args := strings.Fields(rest)
+			for i, a := range args {
+				args[i] = strings.Trim(a, "'")
+			}
+			return args
+		}
+	}
+	t.Fatalf("exit 8 printed no repair command:\n%s", stderr)
+	return nil
+}
+
+// interruptAuditAppend runs args, cancels it while the nth PutItem from now
+// (an audit write) is withheld, and returns what it printed: exit 8.
+func interruptAuditAppend(t *testing.T, e *clitest.Env, p *faultproxy.Proxy, nth int, args ...string) clitest.Result {
+	t.Helper()
+	lostBefore := p.Lost("PutItem")
+	p.LoseNext("PutItem", nth, faultproxy.Withhold)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan clitest.Result, 1)
+	go func() { done <- e.RunContext(ctx, args...) }()
+	p.WaitLost(t, "PutItem", lostBefore+1)
+	cancel()
+	r := <-done
+	if r.Code != cmdutil.ExitAudit {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, cmdutil.ExitAudit, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+// dropRecords deletes subject's audit records of action, as if the
+// interrupted append had never reached the store, and returns how many.
+func dropRecords(t *testing.T, e *clitest.Env, p *faultproxy.Proxy, subject, action string) int {
+	t.Helper()
+	var doc struct {
+		Items []audit.Record `json:"items"`
+	}
+	out := e.MustRun(0, "audit", "list", "--subject", subject, "--action", action, "-o", "json").Stdout
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	s := dynamo.NewFromConfig(dynalite.Config(t, p.URL()), "kosha-control")
+	for _, r := range doc.Items {
+		pk := fmt.Sprintf("%s%013d#%s", audit.Prefix, r.Time.UnixMilli(), r.ID)
+		if err := s.Delete(context.Background(), pk, store.IfPresent()); err != nil {
+			t.Fatalf("delete %s: %v", pk, err)
+		}
+	}
+	return len(doc.Items)
+}
+
+// Exit 8 prints a repair command that exists and works, for a force and a
+// clear alike: run as printed it writes the missing record (exactly one);
+// run again it writes none; run while the interrupted append had landed
+// after all, it writes none.
+func TestExitAuditPrintsARepairThatWritesTheMissingRecordOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name, action string
+		setup        []string
+		nth          int // the PutItem of the record itself
+		args         []string
+		want         string
+	}{
+		{"force-open", "breaker.force-open", nil, 2,
+			[]string{"breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m"}, "openai was forced open, but audit record not written"},
+		{"clear", "breaker.clear", []string{"breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m"}, 2,
+			[]string{"breaker", "clear", "openai", "--reason", "provider recovered"}, "openai was cleared, but audit record not written"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, p := lostAnswerEnv(t)
+			if tc.setup != nil {
+				e.MustRun(0, tc.setup...)
+			}
+			r := interruptAuditAppend(t, e, p, tc.nth, tc.args...)
+			if !strings.Contains(r.Stderr, tc.want) {
+				t.Fatalf("stderr does not say the change was made:\n%s", r.Stderr)
+			}
+			args := repairArgs(t, r.Stderr)
+			if a := strings.Join(args, " "); !strings.HasPrefix(a, "--context dev audit repair breaker#openai --write-id ") {
+				t.Fatalf("repair command %q", a)
+			}
+			// The withheld append reached the store: nothing to write.
+			if out := e.MustRun(0, args...).Stdout; !strings.Contains(out, "Already recorded, nothing written: "+tc.action+" of breaker#openai") {
+				t.Fatalf("repair after a landed append:\n%s", out)
+			}
+			if n := dropRecords(t, e, p, "breaker#openai", tc.action); n != 1 {
+				t.Fatalf("%d %s records before the drop, want 1", n, tc.action)
+			}
+			if out := e.MustRun(0, args...).Stdout; !strings.Contains(out, "Wrote the missing audit record: "+tc.action+" of breaker#openai") {
+				t.Fatalf("repair of a missing record:\n%s", out)
+			}
+			if out := e.MustRun(0, args...).Stdout; !strings.Contains(out, "Already recorded, nothing written") {
+				t.Fatalf("second repair:\n%s", out)
+			}
+			var doc struct {
+				Items []audit.Record `json:"items"`
+			}
+			out := e.MustRun(0, "audit", "list", "--subject", "breaker#openai", "--action", tc.action, "-o", "json").Stdout
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if len(doc.Items) != 1 || doc.Items[0].RepairedBy == "" || doc.Items[0].Reason == "" {
+				t.Fatalf("records after two repairs: %+v, want exactly one, repaired, with the change's reason", doc.Items)
+			}
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/notify"
 )
 
 // NewCmd returns the config command group.
@@ -52,7 +54,8 @@ func newView(f *cmdutil.Factory) *cobra.Command {
 				Contexts       map[string]*config.Context `json:"contexts"`
 			}{file.Path(), file.Exists(), file.Current(), map[string]*config.Context{}}
 			for _, n := range file.Names() {
-				view.Contexts[n], _ = file.Context(n)
+				c, _ := file.Context(n)
+				view.Contexts[n] = redacted(c)
 			}
 			if output == cmdutil.FormatTable {
 				output = cmdutil.FormatYAML
@@ -62,6 +65,25 @@ func newView(f *cmdutil.Factory) *cobra.Command {
 	}
 	cmdutil.AddOutputFlag(cmd, &output)
 	return cmd
+}
+
+// redacted returns c for showing: a copy whose webhook URLs (each holds
+// its webhook's token) read as notify.RedactURL shows them.
+func redacted(c *config.Context) *config.Context {
+	if c == nil || len(c.Notify) == 0 {
+		return c
+	}
+	cp := *c
+	cp.Notify = make([]config.NotifySink, len(c.Notify))
+	for i, s := range c.Notify {
+		if s.Webhook != nil && s.Webhook.URL != "" {
+			w := *s.Webhook
+			w.URL = notify.RedactURL(w.URL)
+			s.Webhook = &w
+		}
+		cp.Notify[i] = s
+	}
+	return &cp
 }
 
 func newGetContexts(f *cmdutil.Factory) *cobra.Command {
@@ -269,6 +291,13 @@ type SetContextOptions struct {
 	PrometheusURL     string
 	RLCapacity        float64
 	RLRefill          float64
+	NotifyWebhooks    []string
+	NotifyWebhookEnvs []string
+	NotifyFormat      string
+	NotifySNS         []string
+	NotifyClear       bool
+	NotifyTimeout     time.Duration
+	AllowNoNotify     bool
 	Use               bool
 
 	changed func(string) bool
@@ -332,6 +361,13 @@ func NewCmdSetContext(f *cmdutil.Factory, runF func(context.Context, *SetContext
 	fl.StringVar(&opts.PrometheusURL, "prometheus-url", "", "read breaker_state by scraping this /metrics URL")
 	fl.Float64Var(&opts.RLCapacity, "ratelimit-capacity", 0, "token bucket capacity (default 20)")
 	fl.Float64Var(&opts.RLRefill, "ratelimit-refill", 0, "token bucket refill per second (default 1)")
+	fl.StringArrayVar(&opts.NotifyWebhooks, "notify-webhook", nil, "announce changes by POSTing to this URL (repeatable; kept in the file, never printed)")
+	fl.StringArrayVar(&opts.NotifyWebhookEnvs, "notify-webhook-env", nil, "announce changes by POSTing to the URL in this environment variable (repeatable)")
+	fl.StringVar(&opts.NotifyFormat, "notify-format", config.WebhookJSON, "format of the webhooks this command adds: json (docs/contracts/notification.md) or slack")
+	fl.StringArrayVar(&opts.NotifySNS, "notify-sns", nil, "announce changes on this SNS topic ARN (repeatable; AWS Chatbot reads it)")
+	fl.BoolVar(&opts.NotifyClear, "notify-clear", false, "remove the context's notification sinks (before adding any given)")
+	fl.DurationVar(&opts.NotifyTimeout, "notify-timeout", 0, "bound on one notification's delivery to all sinks (default 5s, at most 30s)")
+	fl.BoolVar(&opts.AllowNoNotify, "allow-no-notify", false, "let mutating commands skip their notification with --no-notify")
 	fl.BoolVar(&opts.Use, "use", false, "also make it the current context")
 	cmd.MarkFlagsMutuallyExclusive("local", "table")
 	cmd.MarkFlagsMutuallyExclusive("local", "endpoint-url")
@@ -443,6 +479,9 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		}
 		ctx.RateLimit.RefillPerSecond = o.RLRefill
 	}
+	if err := setNotify(ctx, o); err != nil {
+		return err
+	}
 	if err := ctx.Validate(o.Name); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
@@ -461,6 +500,51 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 	if ctx.Store.DynamoDB != nil && ctx.Store.DynamoDB.StoreEndpoint() == "" && !ctx.Protected {
 		fmt.Fprintf(f.IOStreams.ErrOut, "note: %q points at real AWS and is not protected; consider --protected\n", o.Name)
 	}
+	return nil
+}
+
+// setNotify applies the --notify-* flags: --notify-clear first, then each
+// sink given is added unless the context already has it. A webhook URL is
+// checked without being quoted: it holds the webhook's token.
+func setNotify(ctx *config.Context, o *SetContextOptions) error {
+	ch := o.changed
+	if o.NotifyClear {
+		ctx.Notify = nil
+	}
+	if ch("notify-format") && o.NotifyFormat != config.WebhookJSON && o.NotifyFormat != config.WebhookSlack {
+		return cmdutil.Usagef("--notify-format %q: use json or slack", o.NotifyFormat)
+	}
+	add := func(s config.NotifySink) {
+		for _, have := range ctx.Notify {
+			if reflect.DeepEqual(have.Webhook, s.Webhook) && reflect.DeepEqual(have.SNS, s.SNS) {
+				return
+			}
+		}
+		ctx.Notify = append(ctx.Notify, s)
+	}
+	format := ""
+	if o.NotifyFormat == config.WebhookSlack {
+		format = config.WebhookSlack
+	}
+	for i, u := range o.NotifyWebhooks {
+		if err := config.ValidateWebhookURL(u); err != nil {
+			return cmdutil.Usagef("--notify-webhook #%d %v", i+1, err)
+		}
+		add(config.NotifySink{Webhook: &config.WebhookSink{URL: u, Format: format}})
+	}
+	for _, v := range o.NotifyWebhookEnvs {
+		add(config.NotifySink{Webhook: &config.WebhookSink{URLEnv: v, Format: format}})
+	}
+	for _, arn := range o.NotifySNS {
+		add(config.NotifySink{SNS: &config.SNSSink{TopicARN: arn}})
+	}
+	if ch("notify-timeout") {
+		if o.NotifyTimeout <= 0 || o.NotifyTimeout > config.MaxNotifyTimeout {
+			return cmdutil.Usagef("--notify-timeout %s is out of range: give a duration from 1s to %s", o.NotifyTimeout, config.MaxNotifyTimeout)
+		}
+		ctx.NotifyTimeout = config.Duration(o.NotifyTimeout)
+	}
+	set(ch, "allow-no-notify", &ctx.AllowNoNotify, o.AllowNoNotify)
 	return nil
 }
 

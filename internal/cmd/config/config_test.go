@@ -96,7 +96,7 @@ func TestSetContextBadInput(t *testing.T) {
 		{[]string{"x", "--local", "--dependencies", "Open AI"}, "invalid dependency name"},
 		{[]string{"x", "--local", "--ratelimit-capacity", "0"}, "at least one token"},
 		{[]string{"x", "y"}, "takes one NAME"},
-		{[]string{"x", "--table", "t", "--region", "r", "--service-endpoint", "s3=http://x:1"}, "SERVICE one of cloudwatch, dynamodb, secretsmanager, sts"},
+		{[]string{"x", "--table", "t", "--region", "r", "--service-endpoint", "s3=http://x:1"}, "SERVICE one of cloudwatch, dynamodb, secretsmanager, sns, sts"},
 		{[]string{"x", "--table", "t", "--region", "r", "--service-endpoint", "sts=localhost:4566"}, "needs http:// or https://"},
 		{[]string{"x", "--local", "--service-endpoint", "sts=http://x:1"}, "none of the others"},
 		{[]string{"x", "--local", "--chaos-propagation-delay", "2h"}, "out of range"},

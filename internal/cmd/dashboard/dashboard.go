@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -16,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui"
 )
@@ -25,6 +27,7 @@ type Options struct {
 	Interval   time.Duration
 	MetricsURL string
 	Wait       bool
+	NoNotify   bool
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -75,6 +78,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.DurationVar(&opts.Interval, "interval", tui.DefaultInterval, "how often both sources are read again (CloudWatch bills each read)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "scrape this Prometheus endpoint instead of the context's metrics source")
 	fl.BoolVar(&opts.Wait, "wait", true, "after a force or clear, wait for the gauges to confirm it and report the verdict")
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	return cmd
 }
 
@@ -89,6 +93,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
+		return err
+	}
+	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	src, err := metrics.NewSource(ctx, metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig,
@@ -108,9 +115,30 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	hint := src.Hint()
 	log := env.AuditLog(f.Clock)
+	// A failed notification's line waits until the full-screen view ends
+	// (written now, it would tear the screen); it is in the audit log at once.
+	var (
+		warnMu sync.Mutex
+		warns  []string
+	)
+	defer func() {
+		warnMu.Lock()
+		defer warnMu.Unlock()
+		for _, w := range warns {
+			fmt.Fprintln(ios.ErrOut, w)
+		}
+	}()
+	var notifier notify.Notifier
+	if !opts.NoNotify && env.Notifier != nil {
+		notifier = env.Notifier.For(notify.SourceDashboard, func(line string) {
+			warnMu.Lock()
+			defer warnMu.Unlock()
+			warns = append(warns, line)
+		})
+	}
 	deps := tui.Deps{
 		Overrides: tui.StoreOverrides{Overrides: breaker.NewOverrides(env.Store, f.Clock), Log: log,
-			Known: env.Context.KnownDependencies(), Actor: env.Actor, Clock: f.Clock},
+			Known: env.Context.KnownDependencies(), Actor: env.Actor, Clock: f.Clock, Notifier: notifier},
 		Gauges: src,
 		Audit:  log,
 	}

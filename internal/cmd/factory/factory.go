@@ -107,6 +107,7 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 		// environment and the shared config files.
 		loadAWS := sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx, debugOptions(f, awsconf.Options{})) })
 		env.AWSConfig = func(context.Context) (aws.Config, error) { return loadAWS() }
+		env.Notifier = notifier(f, env)
 		return env, nil
 	}
 	d := c.Store.DynamoDB
@@ -129,6 +130,7 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 	}
 	resolved := sync.OnceValues(func() (audit.Identity, error) { return res.Resolve(ctx) })
 	setIdentity(env, func(context.Context) (audit.Identity, error) { return resolved() })
+	env.Notifier = notifier(f, env)
 	return env, nil
 }
 

@@ -50,9 +50,11 @@ func NewCmdPolicy(f *cmdutil.Factory, runF func(context.Context, *PolicyOptions)
 		Long: heredoc.Doc(`
 			Print an IAM policy document granting one role exactly the AWS actions its
 			commands call, on the context's resources: the table (and its indexes), the
-			chaos key's secret and the breaker_state gauges. DynamoDB item actions are
-			limited with dynamodb:LeadingKeys to the item prefixes the role touches
-			(breaker#, rl#, audit#). See docs/iam.md for what each role is for.
+			chaos key's secret, the breaker_state gauges and the SNS topics the context
+			announces its changes on (sns:Publish, for the roles that change things).
+			DynamoDB item actions are limited with dynamodb:LeadingKeys to the item
+			prefixes the role touches (breaker#, rl#, audit#). See docs/iam.md for what
+			each role is for.
 
 			The account is --account, else the caller's (sts GetCallerIdentity).
 			When the chaos secret is encrypted with a customer-managed KMS key, give its
@@ -126,6 +128,11 @@ func RunPolicy(ctx context.Context, f *cmdutil.Factory, opts *PolicyOptions) err
 	if cw := c.Metrics.CloudWatch; cw != nil && cw.Namespace != "" {
 		t.Namespace = cw.Namespace
 	}
+	for _, s := range c.Notify {
+		if s.SNS != nil {
+			t.Topics = append(t.Topics, s.SNS.TopicARN)
+		}
+	}
 	if t.Region == "" {
 		t.Region = os.Getenv("AWS_REGION")
 	}
@@ -151,8 +158,11 @@ func RunPolicy(ctx context.Context, f *cmdutil.Factory, opts *PolicyOptions) err
 	if err != nil {
 		return err
 	}
-	if t.Secret == "" && needsSecret(opts.Role) {
+	if t.Secret == "" && needsService(opts.Role, "secretsmanager") {
 		fmt.Fprintf(f.IOStreams.ErrOut, "context %q names no chaos secret (chaos.secret-id): the policy has no Secrets Manager statement\n", name)
+	}
+	if len(t.Topics) == 0 && needsService(opts.Role, "sns") {
+		fmt.Fprintf(f.IOStreams.ErrOut, "context %q names no SNS notification sink (notify: - sns: ...): the policy has no SNS statement\n", name)
 	}
 	format := opts.Output
 	if format == cmdutil.FormatTable {
@@ -161,9 +171,9 @@ func RunPolicy(ctx context.Context, f *cmdutil.Factory, opts *PolicyOptions) err
 	return cmdutil.PrintStructured(f.IOStreams.Out, format, doc)
 }
 
-func needsSecret(r iam.Role) bool {
+func needsService(r iam.Role, service string) bool {
 	for _, n := range r.Needs() {
-		if n.Service() == "secretsmanager" {
+		if n.Service() == service {
 			return true
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
+	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )
@@ -29,6 +30,7 @@ type awsWorld struct {
 	rec *recorder
 	cw  *cwfake.Server
 	sm  *smfake.Server
+	sns *snsfake.Server
 	enf *iamtest.Enforcer
 }
 
@@ -40,6 +42,8 @@ contexts:
         table: kosha-control
         region: %s
         endpoint-url: %s
+        endpoints:
+          sns: %s
         static-credentials: true
     dependencies: [openai, screening-sim, core-api]
     chaos:
@@ -47,7 +51,12 @@ contexts:
     metrics:
       cloudwatch:
         endpoint-url: %s
+    notify:
+      - sns: {topic-arn: ` + notifyTopic + `}
 `
+
+// notifyTopic is the contexts' SNS notification topic.
+const notifyTopic = "arn:aws:sns:us-east-1:123456789012:koshactl-incidents"
 
 func newAWSWorld(t *testing.T) *awsWorld {
 	t.Helper()
@@ -56,9 +65,10 @@ func newAWSWorld(t *testing.T) *awsWorld {
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl/test")
 	sm := newFakeSM(t, e.Clock, enf)
 	cw := newFakeCW(t, enf)
+	sns := newFakeSNS(t, enf)
 	proxy, rec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, enf)
-	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, cw.URL))
-	w := &awsWorld{Env: e, rec: rec, cw: cw, sm: sm, enf: enf}
+	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, sns.URL(), cw.URL))
+	w := &awsWorld{Env: e, rec: rec, cw: cw, sm: sm, sns: sns, enf: enf}
 	w.asRole(t, iam.Admin)
 	w.MustRun(0, "store", "init")
 	w.enf.SetPolicy(nil)
@@ -91,7 +101,7 @@ type cliStep struct {
 // (drill run, sandbox and the store commands have tests of their own).
 func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 	fixed := func(args ...string) func() []string { return func() []string { return args } }
-	var header string
+	var header, writeID string
 	return []cliStep{
 		{"breaker force-open", func() { w.Run("breaker", "clear", "--all", "--reason", "iam test") }, fixed("breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")},
 		{"breaker get", nil, fixed("breaker", "get", "openai")},
@@ -109,6 +119,13 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 		{"ratelimit set", nil, fixed("ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "iam test")},
 		{"audit list", nil, fixed("audit", "list")},
 		{"audit list --scan", nil, fixed("audit", "list", "--scan")},
+		// The repair of a force whose record is there: it reads the
+		// claim (none) and the override, and its append is refused.
+		{"audit repair", func() {
+			w.Clock.Advance(time.Second) // its record is the newest
+			w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m", "--overwrite")
+			writeID = lastWriteID(t, w.Env, "breaker#openai")
+		}, func() []string { return []string{"audit", "repair", "breaker#openai", "--write-id", writeID} }},
 		{"chaos key id", nil, fixed("chaos", "key", "id")},
 		{"chaos sign", nil, fixed("chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value")},
 		{"chaos verify", func() {
@@ -197,6 +214,15 @@ func TestEveryActionOfTheCLIRolesIsNeeded(t *testing.T) {
 					w.enf.SetPolicy(broken)
 					r := w.Run(s.args()...)
 					denied := w.enf.TakeDenials()
+					if action == iam.SNSPublish {
+						// A notification never fails the change: denied
+						// Publish is a warning line, the command exits 0.
+						if r.Code == 0 && len(denied) > 0 && denied[0].Action == action && deniedNotification(r.Stderr) {
+							failed = s.path
+							break
+						}
+						continue
+					}
 					if r.Code != 0 && len(denied) > 0 && denied[0].Action == action && mentionsDenial(r.Stderr) {
 						failed = s.path
 						break
@@ -210,6 +236,18 @@ func TestEveryActionOfTheCLIRolesIsNeeded(t *testing.T) {
 	}
 }
 
+// deniedNotification reports one warning line saying a notification was
+// refused by SNS's authorization.
+func deniedNotification(stderr string) bool {
+	n := 0
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "warning: notification ") && strings.Contains(l, "AuthorizationError") && strings.Contains(l, "the change stands") {
+			n++
+		}
+	}
+	return n == 1
+}
+
 // mentionsDenial reports an error line that says access was denied.
 func mentionsDenial(stderr string) bool {
 	l := strings.ToLower(stderr)
@@ -221,8 +259,9 @@ func mentionsDenial(stderr string) bool {
 // limited to their prefixes.
 func TestPolicyGrantsExactlyEachRolesOperations(t *testing.T) {
 	e := clitest.New(t)
-	e.WriteConfig(fmt.Sprintf(contextYAML, "prod", "prod", "eu-west-1", "http://127.0.0.1:1", "http://127.0.0.1:1"))
-	target := iam.Target{Region: "eu-west-1", Account: "123456789012", Table: "kosha-control", Secret: "kosha/chaos/dev"} //nolint:gosec // G101: a secret's name, not its value
+	e.WriteConfig(fmt.Sprintf(contextYAML, "prod", "prod", "eu-west-1", "http://127.0.0.1:1", "http://127.0.0.1:1", "http://127.0.0.1:1"))
+	target := iam.Target{Region: "eu-west-1", Account: "123456789012", Table: "kosha-control", Secret: "kosha/chaos/dev", //nolint:gosec // G101: a secret's name, not its value
+		Topics: []string{notifyTopic}}
 	table := "arn:aws:dynamodb:eu-west-1:123456789012:table/kosha-control"
 	for _, role := range iam.Roles {
 		r := e.MustRun(0, "iam", "policy", "--role", string(role), "--account", "123456789012")
@@ -250,6 +289,10 @@ func TestPolicyGrantsExactlyEachRolesOperations(t *testing.T) {
 				case "arn:aws:secretsmanager:eu-west-1:123456789012:secret:kosha/chaos/dev-??????":
 					if !strings.HasPrefix(s.Action[0], "secretsmanager:") {
 						t.Errorf("%s: %v on the secret", role, s.Action)
+					}
+				case notifyTopic:
+					if len(s.Action) != 1 || s.Action[0] != iam.SNSPublish {
+						t.Errorf("%s: %v on the notification topic", role, s.Action)
 					}
 				case "*":
 					if len(s.Action) != 1 || s.Action[0] != iam.GetMetricData && s.Action[0] != iam.DescribeAlarms {
@@ -291,7 +334,7 @@ func TestPolicyRefusesWhatItCannotRender(t *testing.T) {
 	if !strings.Contains(r.Stderr, "embedded store") || r.Stdout != "" {
 		t.Errorf("local context: %q %q", r.Stdout, r.Stderr)
 	}
-	e.WriteConfig(fmt.Sprintf(contextYAML, "prod", "prod", "eu-west-1", "http://127.0.0.1:1", "http://127.0.0.1:1"))
+	e.WriteConfig(fmt.Sprintf(contextYAML, "prod", "prod", "eu-west-1", "http://127.0.0.1:1", "http://127.0.0.1:1", "http://127.0.0.1:1"))
 	for _, args := range [][]string{
 		{"iam", "policy", "--role", "root", "--account", "123456789012"},
 		{"iam", "policy", "--role", "operator", "--account", "123456789012", "--kms-key-arn", "alias/kosha-chaos"},
@@ -321,7 +364,7 @@ func TestAdminRunsStoreCommands(t *testing.T) {
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-admin/pipeline")
 	sm := newFakeSM(t, e.Clock, enf)
 	proxy, rec := dynamoProxy(t, endpoint, sm.URL, "", testTarget, enf)
-	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, "http://127.0.0.1:1"))
+	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, "http://127.0.0.1:1", "http://127.0.0.1:1"))
 	full := policyOf(t, iam.Admin, testTarget)
 	enf.SetPolicy(full)
 	r := e.MustRun(0, "--debug", "store", "init")
@@ -358,7 +401,7 @@ func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 	useTable := func() string {
 		tables++
 		name := fmt.Sprintf("kosha-admin-%d", tables)
-		e.WriteConfig(strings.Replace(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, "http://127.0.0.1:1"),
+		e.WriteConfig(strings.Replace(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, "http://127.0.0.1:1", "http://127.0.0.1:1"),
 			"table: kosha-control", "table: "+name, 1))
 		return name
 	}
@@ -474,4 +517,22 @@ func TestChaosKeyUnderCustomerManagedKMSKey(t *testing.T) {
 	if r.Stdout != "kms:Decrypt,kms:GenerateDataKey,secretsmanager."+dynalite.Region+".amazonaws.com\n" {
 		t.Errorf("KMS statement: %q", r.Stdout)
 	}
+}
+
+// lastWriteID is the write_id of the newest change of subject, as its audit
+// record's after-image holds it.
+func lastWriteID(t *testing.T, e *clitest.Env, subject string) string {
+	t.Helper()
+	out := e.MustRun(0, "audit", "list", "--subject", subject, "--limit", "1", "-o", "json").Stdout
+	var doc struct {
+		Items []struct {
+			After struct {
+				WriteID string `json:"write_id"`
+			} `json:"after"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Items) != 1 || doc.Items[0].After.WriteID == "" {
+		t.Fatalf("no write_id in the newest record of %s (%v):\n%s", subject, err, out)
+	}
+	return doc.Items[0].After.WriteID
 }

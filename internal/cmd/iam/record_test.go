@@ -13,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
+	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )
 
@@ -45,7 +46,7 @@ func (r *recorder) take() []iam.Need {
 // testTarget is where the tests' policies point: dynalite's region, the
 // fakes' account, the contexts' table and chaos secret.
 var testTarget = iam.Target{Region: dynalite.Region, Account: "123456789012", Table: "kosha-control", //nolint:gosec // G101: a secret's name, not its value
-	Secret: "kosha/chaos/dev", Namespace: "Kosha/Resilience"}
+	Secret: "kosha/chaos/dev", Namespace: "Kosha/Resilience", Topics: []string{notifyTopic}}
 
 // dynamoProxy starts an iamtest proxy in front of dynalite at target that
 // records each DynamoDB operation with the prefix of every pk it names
@@ -105,7 +106,7 @@ func keyPrefixes(body []byte) []string {
 // "debug: aws SERVICE OPERATION: ...". STS GetCallerIdentity needs no
 // permission and is left out.
 func debugNeeds(stderr string) []iam.Need {
-	services := map[string]string{"secrets manager": "secretsmanager", "cloudwatch": "cloudwatch"}
+	services := map[string]string{"secrets manager": "secretsmanager", "cloudwatch": "cloudwatch", "sns": "sns"}
 	var out []iam.Need
 	for _, l := range strings.Split(stderr, "\n") {
 		rest, ok := strings.CutPrefix(l, "debug: aws ")
@@ -156,6 +157,15 @@ func newFakeSM(t *testing.T, clk clock.Clock, enf *iamtest.Enforcer) *smfake.Ser
 	sm.Authorize = enf.Check
 	sm.Create("kosha/chaos/dev")
 	return sm
+}
+
+// newFakeSNS starts the SNS fake (Publish's documented limits) holding the
+// contexts' notification topic, enforcing enf.
+func newFakeSNS(t *testing.T, enf *iamtest.Enforcer) *snsfake.Server {
+	t.Helper()
+	s := snsfake.Start(t, notifyTopic)
+	s.Authorize = enf.Check
+	return s
 }
 
 // newFakeCW starts the CloudWatch fake enforcing enf.

@@ -11,6 +11,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
 	breakercmd "github.com/kosha-platform/koshactl/internal/cmd/breaker"
 	chaoscmd "github.com/kosha-platform/koshactl/internal/cmd/chaos"
@@ -166,6 +167,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 		var hinted *cmdutil.HintError
 		if errors.As(err, &hinted) && hinted.Hint != "" {
 			fmt.Fprintln(f.IOStreams.ErrOut, textsafe.Line(oneLine(errors.New(hinted.Hint))))
+		}
+		// A change made whose audit record did not land (exit 8, however
+		// it failed: an error or an interrupt): the command that writes it.
+		var unwritten *audit.UnwrittenError
+		if errors.As(err, &unwritten) && opened != nil {
+			fmt.Fprintln(f.IOStreams.ErrOut, "write the missing audit record with: "+textsafe.Line(unwritten.RepairCommand(opened.Name)))
 		}
 	}
 	code := cmdutil.ExitCode(err)

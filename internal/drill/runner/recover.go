@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -66,6 +67,9 @@ type Recovery struct {
 	RollbackTimeout time.Duration
 	// Log receives one line per rollback (may be nil).
 	Log func(string)
+	// Notifier announces the recovery (drill.recovered) after its audit
+	// record; nil announces nothing.
+	Notifier notify.Notifier
 }
 
 // DisagreementError reports a journal whose claims the audit trail
@@ -150,6 +154,7 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 		return nil, err
 	}
 	// Every audit record the recovery writes is named in the journal.
+	auditStart := len(j.Audit)
 	own := *rv.Deps
 	if own.Audit != nil {
 		own.Audit = &journalingAudit{inner: own.Audit, add: func(a drill.AuditRef) { j.Audit = append(j.Audit, a) }}
@@ -200,22 +205,39 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 	}
 	n := len(rec.Rollbacks)
 	rec.Detail = fmt.Sprintf("%d rollback(s) run, %d ok", n, n-countFailed(j, rec.Rollbacks))
+	outcome := "ok"
+	if !rec.OK {
+		outcome = "failed"
+	}
+	var auditIDs []string
 	if svc.Audit != nil {
-		outcome := "ok"
-		if !rec.OK {
-			outcome = "failed"
-		}
-		_, err := svc.Audit.Append(ctx, audit.Entry{Actor: svc.Actor, Action: ActionRecover, Subject: "drill#" + j.Drill.Name,
+		arec, err := svc.Audit.Append(ctx, audit.Entry{Actor: svc.Actor, Action: ActionRecover, Subject: "drill#" + j.Drill.Name,
 			Reason: rc.Reason(rec.Detail + " (" + strings.Join(rec.Rollbacks, ", ") + ")"), Outcome: outcome,
 			RunID: j.RunID, After: map[string]any{"run_id": j.RunID, "rollbacks": rec.Rollbacks, "ok": rec.OK}})
 		if err != nil {
 			rec.OK = false
 			rec.Detail += "; the recovery's audit record could not be written: " + err.Error()
+		} else {
+			auditIDs = append(auditIDs, arec.ID)
 		}
 	}
 	j.Recoveries = append(j.Recoveries, *rec)
 	// The journal is now written by this koshactl, with what it records.
 	j.Version = max(j.Version, drill.JournalVersion)
+	if rv.Notifier != nil {
+		var recovered []drill.RollbackRecord
+		for _, i := range pending {
+			recovered = append(recovered, j.Rollbacks[i])
+		}
+		// The records the recovery's rollbacks wrote, then its own.
+		var ids []string
+		for _, a := range j.Audit[min(auditStart, len(j.Audit)):] {
+			ids = append(ids, a.ID)
+		}
+		rv.Notifier.Notify(ctx, notify.Event{Action: notify.ActionDrillRecovered, Source: notify.SourceDrill, Context: svc.ContextName,
+			Actor: svc.Actor, Reason: rc.Reason(""), Outcome: outcome, Detail: rc.Redact(rec.Detail),
+			Drill: &notify.Drill{Name: j.Drill.Name, RunID: j.RunID}, Levers: drillLevers(recovered), AuditIDs: append(ids, auditIDs...)})
+	}
 	return rec, nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/notify"
 )
 
 // Rollback retries: a rollback that fails (the store throttled, a write
@@ -106,6 +107,11 @@ type Runner struct {
 	// Process, when set, identifies the process running the drill in the
 	// journal (pid, host, lock file), for drill recover.
 	Process *drill.RunnerRecord
+	// Notifier announces the run to the context's channel: started (when
+	// the steps begin), stopped (when a stop condition holds, before the
+	// rollbacks) and finished (after them, with each lever's state and
+	// every audit record the run wrote). Nil announces nothing.
+	Notifier notify.Notifier
 
 	mu      sync.Mutex
 	journal *drill.Journal
@@ -167,14 +173,61 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	}
 	beforeFailed := u.hypothesisBefore(runCtx)
 	failed := beforeFailed
+	announced := false
 	if !failed && runCtx.Err() == nil {
+		announced = true
+		u.announce(ctx, notify.ActionDrillStarted, "", fmt.Sprintf("%d step(s), timeout %s", len(d.Steps), d.Timeout))
 		failed = u.steps(runCtx)
 	}
 	u.verdict(runCtx, failed)
 	cancelTimeout()
+	if se := (*StopError)(nil); announced && errors.As(context.Cause(runCtx), &se) {
+		u.announce(u.rbParent, notify.ActionDrillStopped, drill.OutcomeStopped, se.Error()+"; rolling back")
+	}
 	u.rollbackAll()
 	u.hypothesisAfter(ctx, beforeFailed)
-	return r.finish(u.rc, u.j)
+	j := r.finish(u.rc, u.j)
+	if announced {
+		detail := fmt.Sprintf("exit %d; %s", j.ExitCode, rollbackSummary(j))
+		if j.Reason != "" {
+			detail = j.Reason + "; " + detail
+		}
+		u.announce(u.rbParent, notify.ActionDrillFinished, j.Outcome, detail)
+	}
+	return j
+}
+
+// announce sends one notification about the run (a nil Notifier sends
+// none): the levers as the journal has them, every audit record the run
+// wrote so far.
+func (u *run) announce(ctx context.Context, action, outcome, detail string) {
+	r, rc := u.r, u.rc
+	if r.Notifier == nil {
+		return
+	}
+	r.mu.Lock()
+	levers := drillLevers(u.j.Rollbacks)
+	ids := make([]string, 0, len(u.j.Audit))
+	for _, a := range u.j.Audit {
+		ids = append(ids, a.ID)
+	}
+	r.mu.Unlock()
+	r.Notifier.Notify(ctx, notify.Event{Action: action, Source: notify.SourceDrill, Context: rc.Deps.ContextName, Actor: rc.Deps.Actor,
+		Reason: rc.Reason(""), Outcome: outcome, Detail: rc.Redact(detail), Drill: &notify.Drill{Name: rc.Drill.Name, RunID: rc.RunID},
+		Levers: levers, AuditIDs: ids})
+}
+
+func rollbackSummary(j *drill.Journal) string {
+	ok := 0
+	for _, rb := range j.Rollbacks {
+		if rb.Status == drill.StatusOK {
+			ok++
+		}
+	}
+	if len(j.Rollbacks) == 0 {
+		return "no rollbacks"
+	}
+	return fmt.Sprintf("%d of %d rollback(s) ok", ok, len(j.Rollbacks))
 }
 
 // start builds the journal and the run context, and announces the run.

@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -31,6 +32,7 @@ type Options struct {
 	DryRun       bool
 	Yes          bool
 	AllowUnknown bool
+	NoNotify     bool
 	Output       string
 	shared.WaitOptions
 }
@@ -95,6 +97,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
 	shared.AddWaitFlags(cmd, &opts.WaitOptions)
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -120,6 +123,11 @@ type ItemResult struct {
 	// ConfirmedByReread is true when the store's answer to the delete was
 	// lost and a re-read found the override gone (recorded as this clear).
 	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
+	// ClearedBy names the actor of another clear of this exact item whose
+	// audit record (TheirAuditID) records it: this clear recorded nothing
+	// (docs/contracts/store.md).
+	ClearedBy    string `json:"cleared_by,omitempty"`
+	TheirAuditID string `json:"their_audit_id,omitempty"`
 }
 
 // Run clears the overrides.
@@ -139,6 +147,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
+		return err
+	}
+	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	var waiter *metrics.Waiter
@@ -203,6 +214,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		item := ItemResult{Dependency: o.Dependency, Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
 			ConfirmedByReread: res.Confirmed}
+		if res.Theirs != nil {
+			item.ClearedBy, item.TheirAuditID = res.Theirs.Actor, res.Theirs.ID
+		}
 		switch {
 		case res.Before == nil:
 			item.Action = "already-clear"
@@ -212,10 +226,19 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Results = append(out.Results, item)
 	}
 	failure := cmdutil.WriteFailure(writeErr, auditErr)
+	// The deletes and their audit records are done: announce them
+	// (bounded) once the result is shown, before any wait on the fleet.
+	announce := func() {
+		if levers := notify.ClearLevers(outcomes); !opts.DryRun && len(levers) > 0 {
+			actor, _ := env.Actor(ctx)
+			cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: breaker.ActionClear, Actor: actor, Reason: opts.Reason, Levers: levers})
+		}
+	}
 	if waiter == nil || len(out.Results) == 0 {
 		if err := printResult(f, opts, env, out, now); err != nil {
 			return err
 		}
+		announce()
 		return failure
 	}
 	// The deletes and their audit records are done; now the fleet. A
@@ -231,6 +254,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	}
+	announce()
 	view, waitErr := shared.Wait(ctx, f, waiter, changes)
 	out.Convergence = view
 	if table {
@@ -258,8 +282,11 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 		if breaker.ValidateDependency(name) != nil {
 			name = textsafe.Quote(breaker.OverrideKey(name)) // named by --key
 		}
-		switch r.Action {
-		case "already-clear":
+		switch {
+		case r.Action == "already-clear" && r.ClearedBy != "":
+			fmt.Fprintf(ios.Out, "%s was already cleared by %s (audit record %s): nothing recorded for this clear\n",
+				name, textsafe.Line(r.ClearedBy), r.TheirAuditID)
+		case r.Action == "already-clear":
 			fmt.Fprintf(ios.Out, "%s was not forced open: nothing to clear\n", name)
 		default:
 			verb := map[string]string{"cleared": "Cleared", "would-clear": "Would clear"}[r.Action]
@@ -273,6 +300,10 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 			fmt.Fprintf(ios.Out, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
 			if r.ConfirmedByReread {
 				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedDeleteNote)
+			}
+			if r.ClearedBy != "" {
+				fmt.Fprintf(ios.Out, "  recorded by %s's audit record %s: that clear's answer was lost and it claimed the record first\n",
+					textsafe.Line(r.ClearedBy), r.TheirAuditID)
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -32,6 +33,7 @@ type Options struct {
 	AllowUnknown bool
 	DryRun       bool
 	Yes          bool
+	NoNotify     bool
 	Output       string
 	shared.WaitOptions
 }
@@ -93,6 +95,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts, --no-expiry)")
 	cmd.MarkFlagsMutuallyExclusive("for", "until", "no-expiry")
 	shared.AddWaitFlags(cmd, &opts.WaitOptions)
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -182,6 +185,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := shared.CheckDependencies(opts.Dependencies, env.Context.KnownDependencies(), opts.AllowUnknown); err != nil {
 		return err
 	}
+	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+		return err
+	}
 	now := f.Clock.Now()
 	expires, forDur, err := opts.expiry(now, env.Context.OverridePolicy())
 	if err != nil {
@@ -222,6 +228,14 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Results = append(out.Results, ItemResult{Dependency: res.After.Dependency, Action: action(res, opts.DryRun),
 			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: res.Confirmed, res: res})
 	}
+	// The overrides and their audit records are written: announce them
+	// (bounded) once the result is shown, before any wait on the fleet.
+	announce := func() {
+		if levers := notify.ForceLevers(outcomes); !opts.DryRun && len(levers) > 0 {
+			actor, _ := env.Actor(ctx)
+			cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: breaker.ActionForceOpen, Actor: actor, Reason: opts.Reason, Levers: levers})
+		}
+	}
 	failure := cmdutil.WriteFailure(writeErr, auditErr)
 	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(opts.Dependencies) {
 		failure = fmt.Errorf("%w (the overrides listed above were written; the rest were not)", failure)
@@ -230,6 +244,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if err := printResult(f, opts, env, out, now); err != nil {
 			return err
 		}
+		announce()
 		return failure
 	}
 	// The overrides and their audit records are written; now the fleet.
@@ -247,6 +262,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			return err
 		}
 	}
+	announce()
 	view, waitErr := shared.Wait(ctx, f, waiter, changes)
 	out.Convergence = view
 	if table {

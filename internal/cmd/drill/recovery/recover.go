@@ -13,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -22,6 +23,7 @@ type Options struct {
 	JUnit          string
 	AllowProtected bool
 	Yes            bool
+	NoNotify       bool
 	Output         string
 }
 
@@ -85,6 +87,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.StringVar(&opts.JUnit, "junit", "", "write the journal, with the recovery, as JUnit XML to this file")
 	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow recovering on a protected context")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "restore an override that never expires (one the drill replaced had no expiry)")
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	_ = cmd.MarkFlagFilename("junit")
 	return cmd
@@ -153,6 +156,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if env.Context.Protected && !opts.AllowProtected {
 		return cmdutil.WithCode(cmdutil.ExitRefused, fmt.Errorf("context %q is protected: pass --allow-protected to recover on it; nothing was done", env.Name))
 	}
+	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+		return err
+	}
 	deps, err := run.NewDeps(ctx, f, env, "")
 	if err != nil {
 		return err
@@ -160,6 +166,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	fmt.Fprintf(ios.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
 	rv := &runner.Recovery{Deps: deps, Trail: env.AuditLog(f.Clock), AllowNoExpiry: opts.Yes,
 		Log: func(line string) { fmt.Fprintln(ios.ErrOut, "  "+textsafe.Line(line)) }}
+	if !opts.NoNotify && env.Notifier != nil {
+		rv.Notifier = env.Notifier.For(notify.SourceDrill, nil)
+	}
 	rec, err := rv.Run(ctx, j)
 	var dis *runner.DisagreementError
 	if errors.As(err, &dis) {

@@ -26,6 +26,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -43,6 +44,7 @@ type Options struct {
 	// for a .md name, HTML otherwise).
 	Report         string
 	AllowProtected bool
+	NoNotify       bool
 	// Vars override the drill's vars: NAME=VALUE.
 	Vars       []string
 	MetricsURL string
@@ -130,6 +132,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.StringArrayVar(&opts.Vars, "var", nil, "set one of the drill's vars, NAME=VALUE (repeatable)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "read breaker gauges from this Prometheus endpoint (overrides the drill's metrics_url and the context's source)")
 	chaosshared.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	_ = cmd.MarkFlagFilename("junit")
 	_ = cmd.MarkFlagFilename("journal")
@@ -168,6 +171,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
+		return err
+	}
+	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	if env.Context.Protected && (!d.AllowProtected || !opts.AllowProtected) {
@@ -220,6 +226,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		reporters = append(reporters, ju)
 	}
 	runner := &runner.Runner{Deps: deps, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
+	if !opts.NoNotify && env.Notifier != nil {
+		runner.Notifier = env.Notifier.For(notify.SourceDrill, nil)
+	}
 	stopSignals := watchSignals(opts.Signals, runner, interrupt, abandon)
 	j := runner.Run(runCtx, d)
 	stopSignals()

@@ -54,9 +54,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.For, "for", 0, "keep the client refused this long (up to 1h), not just until its next token")
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
-	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
-	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	shared.AddChangeFlags(cmd, &opts.ChangeOptions)
 	return cmd
 }
 

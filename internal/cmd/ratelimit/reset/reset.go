@@ -61,9 +61,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 func addChangeFlags(cmd *cobra.Command, o *shared.ChangeOptions) {
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Reason, "reason", "r", "", "why (recorded in the audit log)")
-	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change; write nothing")
-	fl.BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
-	cmdutil.AddOutputFlag(cmd, &o.Output)
+	shared.AddChangeFlags(cmd, o)
 }
 
 // Run resets the buckets.

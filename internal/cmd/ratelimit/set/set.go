@@ -49,9 +49,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl := cmd.Flags()
 	fl.Float64Var(&opts.Tokens, "tokens", 0, "token count to write (0 to capacity)")
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
-	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
-	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	shared.AddChangeFlags(cmd, &opts.ChangeOptions)
 	return cmd
 }
 

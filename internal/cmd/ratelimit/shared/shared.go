@@ -6,9 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -145,10 +148,21 @@ func WaitFromNow(d time.Duration) string {
 
 // ChangeOptions are the flags every mutating verb shares.
 type ChangeOptions struct {
-	Reason string
-	DryRun bool
-	Yes    bool
-	Output string
+	Reason   string
+	DryRun   bool
+	Yes      bool
+	NoNotify bool
+	Output   string
+}
+
+// AddChangeFlags registers the flags every mutating verb shares, but
+// --reason (each verb words its own help).
+func AddChangeFlags(cmd *cobra.Command, o *ChangeOptions) {
+	fl := cmd.Flags()
+	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change; write nothing")
+	fl.BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	cmdutil.AddNoNotifyFlag(cmd, &o.NoNotify)
+	cmdutil.AddOutputFlag(cmd, &o.Output)
 }
 
 // Result is the JSON output of reset, drain and set.
@@ -219,6 +233,9 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 			return cmdutil.WithCode(cmdutil.ExitUsage, err)
 		}
 	}
+	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+		return err
+	}
 	op := ratelimit.OpReset
 	if len(changes) > 0 {
 		op = changes[0].Op
@@ -250,6 +267,10 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	failure := cmdutil.WriteFailure(writeErr, auditErr)
 	if err := printChanges(f, env, opts, out); err != nil {
 		return err
+	}
+	if levers := notify.BucketLevers(outcomes); !opts.DryRun && len(levers) > 0 {
+		actor, _ := env.Actor(ctx)
+		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers})
 	}
 	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(changes) {
 		failure = fmt.Errorf("%w (the buckets listed above were changed; the rest were not)", failure)

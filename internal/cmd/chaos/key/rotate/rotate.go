@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/notify"
 )
 
 // AuditAction is the audit record action of a rotation.
@@ -21,10 +22,11 @@ const AuditAction = "chaos.key-rotate"
 
 // Options are the parsed flags.
 type Options struct {
-	DryRun bool
-	Yes    bool
-	Force  bool
-	Output string
+	DryRun   bool
+	Yes      bool
+	Force    bool
+	NoNotify bool
+	Output   string
 }
 
 // NewCmd builds the command. runF, when non-nil, replaces the run function
@@ -76,6 +78,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	fl.BoolVar(&opts.Force, "force", false, "rotate even though the current key is younger than the header lifetime plus propagation delay")
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -115,6 +118,9 @@ type Result struct {
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
+		return err
+	}
+	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	src, err := shared.ResolveKeySource(ctx, env, f.Clock, "")
@@ -172,6 +178,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := printRotation(f, opts, env, res); err != nil {
 		return err
 	}
+	cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: AuditAction, Actor: actor,
+		Levers: []notify.Lever{notify.KeyRotationLever(src.Subject, res.After.CurrentKID, res.After.PreviousKID, res.RetiredKID, res.SignsFrom, rec.ID)}})
 	if auditErr != nil {
 		return fmt.Errorf("the chaos key was rotated (kid %s is current) but %w", r.Current.KID(), auditErr)
 	}

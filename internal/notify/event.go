@@ -1,0 +1,215 @@
+package notify
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+)
+
+// Kind and Version identify the JSON payload (docs/contracts/notification.md).
+const (
+	Kind    = "KoshaNotification"
+	Version = 1
+)
+
+// Sources of a notification: where the change was made.
+const (
+	SourceCLI       = "cli"
+	SourceDashboard = "dashboard"
+	SourceDrill     = "drill"
+)
+
+// Actions of drill notifications. A change's notification carries the
+// action of its audit records (breaker.force-open, ratelimit.drain, ...).
+const (
+	ActionDrillStarted   = "drill.started"
+	ActionDrillStopped   = "drill.stopped"
+	ActionDrillFinished  = "drill.finished"
+	ActionDrillRecovered = "drill.recovered"
+)
+
+// Lever is one thing a change moved.
+type Lever struct {
+	// Subject is the item moved: breaker#openai, rl#client-7, chaos-key#...
+	Subject string `json:"subject"`
+	// Change says what happened to it, in a few words ("forced open").
+	Change string `json:"change"`
+	// ExpiresAt is when the lever lapses on its own; nil when it does not
+	// (a cleared override, a reset bucket, a rotated key).
+	ExpiresAt *time.Time `json:"expires_at"`
+	// AuditID is the audit record of the change ("" when none was written).
+	AuditID string `json:"audit_id,omitempty"`
+}
+
+// Drill names the drill run a notification is about.
+type Drill struct {
+	Name  string `json:"name"`
+	RunID string `json:"run_id"`
+}
+
+// Event is one notification: the JSON payload of
+// docs/contracts/notification.md. Callers fill Action, Actor, Reason,
+// Levers (and Outcome, Detail, Drill for drills); the [Dispatcher] fills
+// the rest.
+type Event struct {
+	Kind    string    `json:"kind"`
+	Version int       `json:"version"`
+	ID      string    `json:"id"`
+	Time    time.Time `json:"time"`
+	Action  string    `json:"action"`
+	Source  string    `json:"source"`
+	Context string    `json:"context"`
+	Actor   string    `json:"actor"`
+	Reason  string    `json:"reason,omitempty"`
+	// Outcome is a drill's outcome (passed, failed, stopped, ...); empty
+	// for a command's change.
+	Outcome string `json:"outcome,omitempty"`
+	// Detail is one line more: the stop condition that held, the
+	// rollbacks' result.
+	Detail string  `json:"detail,omitempty"`
+	Drill  *Drill  `json:"drill,omitempty"`
+	Levers []Lever `json:"levers"`
+	// AuditIDs are every audit record the notification is about: the
+	// levers' and any other (a drill recovery's own record).
+	AuditIDs []string `json:"audit_ids"`
+}
+
+// complete fills what the dispatcher knows and normalizes the lists.
+func (ev Event) complete(id string, now time.Time, contextName, source string) Event {
+	ev.Kind, ev.Version = Kind, Version
+	if ev.ID == "" {
+		ev.ID = id
+	}
+	if ev.Time.IsZero() {
+		ev.Time = now.UTC().Truncate(time.Millisecond)
+	}
+	if ev.Context == "" {
+		ev.Context = contextName
+	}
+	if ev.Source == "" {
+		ev.Source = source
+	}
+	if ev.Source == "" {
+		ev.Source = SourceCLI
+	}
+	if ev.Levers == nil {
+		ev.Levers = []Lever{}
+	}
+	ids := slices.Clone(ev.AuditIDs)
+	for _, l := range ev.Levers {
+		if l.AuditID != "" {
+			ids = append(ids, l.AuditID)
+		}
+	}
+	ev.AuditIDs = []string{}
+	for _, id := range ids {
+		if id != "" && !slices.Contains(ev.AuditIDs, id) {
+			ev.AuditIDs = append(ev.AuditIDs, id)
+		}
+	}
+	return ev
+}
+
+func newID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return strings.Repeat("0", 16)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// ForceLevers are the levers of a force-open: one per override written.
+func ForceLevers(outs []breaker.ForceOutcome) []Lever {
+	var ls []Lever
+	for _, o := range outs {
+		if !o.Written {
+			continue
+		}
+		r := o.Result
+		change := "forced open"
+		if r.Replaced && r.Before != nil {
+			change = "forced open (replaced an override set by " + r.Before.Actor + ")"
+		}
+		if !r.After.Expires() {
+			change += ", never expires"
+		}
+		ls = append(ls, Lever{Subject: breaker.OverrideKey(r.After.Dependency), Change: change,
+			ExpiresAt: timePtr(r.After.ExpiresAt), AuditID: o.Record.ID})
+	}
+	return ls
+}
+
+// ClearLevers are the levers of a clear: one per override deleted.
+func ClearLevers(outs []breaker.ClearOutcome) []Lever {
+	var ls []Lever
+	for _, o := range outs {
+		if !o.Written {
+			continue
+		}
+		change := "cleared"
+		if b := o.Result.Before; b != nil {
+			change = "cleared (was forced open by " + b.Actor + ")"
+		}
+		ls = append(ls, Lever{Subject: breaker.OverrideKey(o.Dependency), Change: change, AuditID: o.Record.ID})
+	}
+	return ls
+}
+
+// BucketLevers are the levers of a rate-limit change: one per bucket
+// written. A bucket drained below zero lapses when it admits again.
+func BucketLevers(outs []ratelimit.ApplyOutcome) []Lever {
+	var ls []Lever
+	for _, o := range outs {
+		r := o.Result
+		if !o.Written || !r.Changed {
+			continue
+		}
+		tokens := human.Number(r.After.Tokens)
+		l := Lever{Subject: ratelimit.Key(r.Change.Client), AuditID: o.Record.ID}
+		switch r.Change.Op {
+		case ratelimit.OpReset:
+			l.Change = "reset to " + tokens + " tokens"
+		case ratelimit.OpDrain:
+			l.Change = "drained to " + tokens + " tokens"
+		default:
+			l.Change = "set to " + tokens + " tokens"
+		}
+		if !r.After.Admit && r.After.RetryAfter > 0 {
+			l.Change += fmt.Sprintf(" (requests refused for %s)", human.Age(r.After.RetryAfter))
+			l.ExpiresAt = timePtr(r.After.At.Add(r.After.RetryAfter))
+		}
+		ls = append(ls, l)
+	}
+	return ls
+}
+
+// KeyRotationLever is the lever of a chaos key rotation: kids only, never
+// a key. signsFrom, when set, is when the new key starts signing.
+func KeyRotationLever(subject, currentKID, previousKID, retiredKID string, signsFrom *time.Time, auditID string) Lever {
+	change := "rotated: kid " + currentKID + " is current"
+	if previousKID != "" {
+		change += ", kid " + previousKID + " previous"
+	}
+	if retiredKID != "" {
+		change += ", kid " + retiredKID + " retired"
+	}
+	if signsFrom != nil {
+		change += ", new key signs from " + signsFrom.UTC().Format(time.RFC3339)
+	}
+	return Lever{Subject: subject, Change: change, AuditID: auditID}
+}
