@@ -163,9 +163,9 @@ var Commands = map[string][]Need{
 	// drill recover finishes a dead run's rollbacks from the audit trail:
 	// the run's records on each lever (the audit index by subject, filtered
 	// by run_id), then the override or bucket as the rollback finds it, the
-	// override's clear, and the recovery's audit records. (Putting a bucket
-	// back writes rl# as drill run's rollback does.)
-	"drill recover": needs(indexRead, breakerRead, bucketRead, Need{DeleteItem, BreakerItems}, auditWrite),
+	// override's clear, the recovery's audit records, and its notification.
+	// (Putting a bucket back writes rl# as drill run's rollback does.)
+	"drill recover": needs(indexRead, breakerRead, bucketRead, Need{DeleteItem, BreakerItems}, auditWrite, notifyPublish),
 	// The reference data plane (koshactl sandbox): it reads overrides and
 	// chaos keys, takes tokens with a conditional write, and audits chaos
 	// headers it applied or refused.
