@@ -82,6 +82,7 @@ type Record struct {
 }
 
 type recordStore interface {
+	Get(ctx context.Context, pk string) (store.Item, error)
 	Put(ctx context.Context, item store.Item, cond store.Condition) error
 	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
 }
@@ -197,6 +198,9 @@ func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
 	}
 	it := r.item()
 	if err := l.store.Put(ctx, it, store.IfAbsent()); err != nil {
+		if l.landed(ctx, it, err) {
+			return r, nil
+		}
 		if errors.Is(err, store.ErrConditionFailed) {
 			return Record{}, fmt.Errorf("%w: an audit record %s already exists and is left as it is (records are never overwritten): %w",
 				ErrAuditWrite, it.PK(), err)
@@ -204,6 +208,28 @@ func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
 		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
 	}
 	return r, nil
+}
+
+// landed resolves an append that failed with err but may have been applied
+// (its answer lost, and the client's retry met the append's own condition,
+// or the send failed after the store applied it): a re-read of the record's
+// pk that finds exactly this record means the append landed. The pk carries
+// 64 random bits, so an identical record under it is this one; anything else
+// under it is a collision, and a failed re-read leaves err standing.
+func (l *Log) landed(ctx context.Context, it store.Item, err error) bool {
+	if !store.MayHaveApplied(ctx, err) {
+		return false
+	}
+	got, gerr := l.store.Get(ctx, it.PK())
+	if gerr != nil || len(got) != len(it) {
+		return false
+	}
+	for k, v := range it {
+		if w, ok := got[k]; !ok || !store.Equal(v, w) {
+			return false
+		}
+	}
+	return true
 }
 
 func marshalState(v any) (json.RawMessage, error) {

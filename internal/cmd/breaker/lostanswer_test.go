@@ -142,3 +142,23 @@ func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
 	}
 	e.MustRun(0, "breaker", "get", "openai")
 }
+
+// Issue 21 (probe): the audit append's own answer lost. The SDK's retry meets
+// the append's attribute_not_exists(pk) condition on the record the first
+// attempt wrote: that is this append landing, not a collision. The command
+// exits 0 and the trail holds exactly one record (an exit 8 here would send
+// the operator to write a second one).
+func TestForceOpenWhoseAuditAnswerIsLostIsAuditedOnce(t *testing.T) {
+	e, p := lostAnswerEnv(t)
+	p.LoseNext("PutItem", 2, faultproxy.Reset) // the audit append after the override's write
+	r := e.Run("breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0 (the override and its record were both written)\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if p.Lost("PutItem") != 1 {
+		t.Fatalf("the proxy lost %d PutItem answers, want 1", p.Lost("PutItem"))
+	}
+	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
+		t.Fatalf("audit records on breaker#openai: %v, want one breaker.force-open", got)
+	}
+}
