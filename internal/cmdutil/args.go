@@ -39,6 +39,42 @@ const suggestionDistance = 2
 // Call it once the tree is complete.
 func GuardArgs(root *cobra.Command) {
 	guardArgs(root)
+	root.InitDefaultHelpCmd()
+	for _, sub := range root.Commands() {
+		if sub.Name() == "help" && sub.Run != nil {
+			guardHelp(sub)
+		}
+	}
+}
+
+// guardHelp makes `help TOPIC...` refuse a topic that names no command the
+// way a group refuses an unknown subcommand (exit 2, a "did you mean" line);
+// cobra's help prints the nearest known command's help and exits 0.
+func guardHelp(help *cobra.Command) {
+	show := help.Run
+	help.Run = nil
+	help.RunE = func(c *cobra.Command, args []string) error {
+		at := c.Root()
+		for _, name := range args {
+			next := subcommand(at, name)
+			if next == nil {
+				return unknownCommand(at, name)
+			}
+			at = next
+		}
+		show(c, args)
+		return nil
+	}
+}
+
+// subcommand is c's subcommand called name (or aliased so), nil if none.
+func subcommand(c *cobra.Command, name string) *cobra.Command {
+	for _, sub := range c.Commands() {
+		if sub.Name() == name || sub.HasAlias(name) {
+			return sub
+		}
+	}
+	return nil
 }
 
 func guardArgs(c *cobra.Command) {

@@ -101,3 +101,27 @@ func TestArgumentErrorsSayWhatIsExpected(t *testing.T) {
 		}
 	}
 }
+
+// Issue 21 (probe): `koshactl help lst` printed the root's help and exited 0,
+// as `breaker lst` did before it was fixed: a help topic names commands, and
+// an unknown one is refused like an unknown subcommand (exit 2, the
+// suggestion on its own line). Known topics still print their help.
+func TestHelpOfAnUnknownTopicExits2(t *testing.T) {
+	e := clitest.New(t)
+	for _, args := range [][]string{{"help", "brekaer"}, {"help", "breaker", "lst"}, {"help", "brekaer", "list"}} {
+		r := e.MustRun(cmdutil.ExitUsage, args...)
+		lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+		if len(lines) != 2 || !strings.Contains(lines[0], "unknown command") || !strings.HasPrefix(lines[1], "did you mean ") || r.Stdout != "" {
+			t.Errorf("koshactl %s: stdout %q, stderr %q; want exit 2, the error and a did-you-mean line, no help", strings.Join(args, " "), r.Stdout, r.Stderr)
+		}
+	}
+	if r := e.MustRun(cmdutil.ExitUsage, "help", "lst"); strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+		t.Errorf("help lst: stderr %q, want one line (no root command is near lst)", r.Stderr)
+	}
+	if r := e.MustRun(0, "help", "breaker", "list"); !strings.Contains(r.Stdout, "koshactl breaker list") {
+		t.Errorf("help breaker list: %q", r.Stdout)
+	}
+	if r := e.MustRun(0, "help"); !strings.Contains(r.Stdout, "Available Commands") {
+		t.Errorf("help: %q", r.Stdout)
+	}
+}
