@@ -313,3 +313,37 @@ func TestRunReportToAStalledPipeEndsOnASignal(t *testing.T) {
 		})
 	}
 }
+
+// Issue 21 (probe): recover read a journal through a symbolic link, ran its
+// rollbacks, and only then refused to write the journal through the link
+// (exit 1): the levers were put back but the journal still said pending. A
+// journal recover could not write back is refused before anything is done.
+func TestRecoverRefusesALinkAsJournalBeforeActing(t *testing.T) {
+	e := clitest.New(t)
+	jpath, j := realRun(t, e, oneLever)
+	killed(t, &j)
+	writeJournal(t, jpath, j)
+	was := readFile(t, jpath)
+	link := filepath.Join(t.TempDir(), "journal.json")
+	if err := os.Symlink(jpath, link); err != nil {
+		t.Fatal(err)
+	}
+	st := localStore(t)
+	records := auditCount(t, st)
+	r := e.Run("drill", "recover", link)
+	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, "symbolic link") || !strings.Contains(r.Stderr, "nothing was done") {
+		t.Fatalf("recover through a link: exit %d, want %d refusing the link before acting\n%s%s", r.Code, cmdutil.ExitUsage, r.Stdout, r.Stderr)
+	}
+	if strings.Contains(r.Stderr, "recovering drill") {
+		t.Errorf("recover acted before refusing the link:\n%s", r.Stderr)
+	}
+	if n := auditCount(t, st); n != records {
+		t.Errorf("audit records %d, want %d: recover wrote something", n, records)
+	}
+	if readFile(t, jpath) != was {
+		t.Error("the journal behind the link was rewritten")
+	}
+	if k := kindOf(t, link); k&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", k)
+	}
+}
