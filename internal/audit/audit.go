@@ -32,6 +32,17 @@ const Retention = 90 * 24 * time.Hour
 // ErrAuditWrite marks a mutation whose audit record could not be written.
 var ErrAuditWrite = errors.New("audit record not written")
 
+// ErrAuditUnknown marks a mutation whose audit append was sent but whose
+// outcome is unknown (interrupted in flight, or the store went away before
+// the answer and the re-read): the record may be there or not. It matches
+// ErrAuditWrite (exit 8).
+var ErrAuditUnknown error = auditUnknown{}
+
+type auditUnknown struct{}
+
+func (auditUnknown) Error() string        { return "audit record may not have been written" }
+func (auditUnknown) Is(target error) bool { return target == ErrAuditWrite }
+
 // ActorSource says how koshactl established a record's actor. It is stored
 // as the record's actor_source attribute (see docs/contracts/audit-record.md).
 type ActorSource string
@@ -200,6 +211,10 @@ func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
 	if err := l.store.Put(ctx, it, store.IfAbsent()); err != nil {
 		if l.landed(ctx, it, err) {
 			return r, nil
+		}
+		if ctx.Err() != nil || (store.MayHaveApplied(ctx, err) && !errors.Is(err, store.ErrConditionFailed)) {
+			return Record{}, fmt.Errorf("%w (the outcome of the write of %s is unknown): look for it with koshactl audit list --subject %s: %w",
+				ErrAuditUnknown, it.PK(), r.Subject, err)
 		}
 		if errors.Is(err, store.ErrConditionFailed) {
 			return Record{}, fmt.Errorf("%w: an audit record %s already exists and is left as it is (records are never overwritten): %w",

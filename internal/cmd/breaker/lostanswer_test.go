@@ -137,7 +137,7 @@ func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
 	if r.Code != cmdutil.ExitAudit {
 		t.Fatalf("exit %d, want %d (the override was written, its record was not)\nstdout:\n%s\nstderr:\n%s", r.Code, cmdutil.ExitAudit, r.Stdout, r.Stderr)
 	}
-	if !strings.Contains(r.Stderr, "openai was forced open, but audit record not written") {
+	if !strings.Contains(r.Stderr, "openai was forced open, but audit record may not have been written") {
 		t.Fatalf("stderr does not say the override was written:\n%s", r.Stderr)
 	}
 	e.MustRun(0, "breaker", "get", "openai")
@@ -160,5 +160,34 @@ func TestForceOpenWhoseAuditAnswerIsLostIsAuditedOnce(t *testing.T) {
 	}
 	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want one breaker.force-open", got)
+	}
+}
+
+// Issue 21 (probe): an interrupt while the audit append is in flight (the
+// store applied it; the answer is held) printed "audit record not written",
+// which is false here, and named nothing to check. The exit stays 8, and
+// the error says the record may or may not be there and how to look.
+func TestInterruptDuringTheAuditAppendSaysItsOutcomeIsUnknown(t *testing.T) {
+	e, p := lostAnswerEnv(t)
+	p.LoseNext("PutItem", 2, faultproxy.Withhold)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan clitest.Result, 1)
+	go func() {
+		done <- e.RunContext(ctx, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
+	}()
+	p.WaitLost(t, "PutItem", 1)
+	cancel()
+	r := <-done
+	if r.Code != cmdutil.ExitAudit {
+		t.Fatalf("exit %d, want %d\n%s", r.Code, cmdutil.ExitAudit, r.Stderr)
+	}
+	if strings.Contains(r.Stderr, "audit record not written") || !strings.Contains(r.Stderr, "may not have been written") ||
+		!strings.Contains(r.Stderr, "koshactl audit list --subject breaker#openai") {
+		t.Errorf("stderr does not say the record's outcome is unknown and how to check it:\n%s", r.Stderr)
+	}
+	// The record did land (the proxy applied it): exactly one.
+	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
+		t.Errorf("audit records on breaker#openai: %v, want one breaker.force-open", got)
 	}
 }
