@@ -43,7 +43,8 @@ func procStat(pid int) (token string, started time.Time, ended, ok bool, err err
 		return "", time.Time{}, false, false, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	fields := strings.Fields(string(b[i+1:]))
-	const stateField, startField = 3 - 3, 22 - 3
+	// Fields are numbered from 1 in proc(5); fields[0] is field 3.
+	const stateField, startField = 0, 22 - 3
 	if len(fields) <= startField {
 		return "", time.Time{}, false, false, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}

@@ -19,7 +19,7 @@ import (
 // lock. recover took it for a live run and refused (exit 4, "a run is still
 // going") for as long as the zombie stayed. A zombie is gone.
 func TestCheckProcessTakesAZombieForGone(t *testing.T) {
-	c := exec.Command("cat") // waits on its stdin until killed
+	c := exec.CommandContext(t.Context(), "cat") // waits on its stdin until killed
 	in, err := c.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
