@@ -33,6 +33,8 @@ type Factory struct {
 	// Debug is the global --debug flag: AWS clients log each operation to
 	// stderr.
 	Debug bool
+	// Environ is the environment commands read; nil is the process's.
+	Environ Environ
 
 	// Config loads the config file (cached after the first call).
 	Config func() (*config.File, error)
@@ -61,6 +63,9 @@ type Env struct {
 	AWSConfig func(ctx context.Context) (aws.Config, error)
 	// StateDir is where local state (embedded store, local chaos key) lives.
 	StateDir string
+	// Environ is the environment the context was resolved in (the
+	// Factory's); nil is the process's.
+	Environ Environ
 }
 
 // AuditLog returns the context's audit log. Records whose actor is the

@@ -79,7 +79,7 @@ func ResolveKeySource(ctx context.Context, env *cmdutil.Env, clk clock.Clock, ke
 	case cc.KeyFile != "":
 		return &KeySource{Source: keys.NewFile(cc.KeyFile), Origin: OriginKeyFile, Subject: "chaos-key#file:" + cc.KeyFile}, nil
 	case cc.KeyEnv != "":
-		return &KeySource{Source: keys.NewEnv(cc.KeyEnv), Origin: OriginKeyEnv, Subject: "chaos-key#env:" + cc.KeyEnv}, nil
+		return &KeySource{Source: keys.NewEnvLookup(cc.KeyEnv, env.Environ.Lookup), Origin: OriginKeyEnv, Subject: "chaos-key#env:" + cc.KeyEnv}, nil
 	case cc.SecretID != "":
 		api, err := secretsClient(ctx, env, cc.SecretID)
 		if err != nil {

@@ -340,7 +340,7 @@ func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile 
 		Overrides: breaker.NewOverrides(env.Store, f.Clock), KnownDependencies: env.Context.KnownDependencies(),
 		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.AuditLog(f.Clock),
 		Minter: &lazyMinter{env: env, keyFile: keyFile, f: f}, HTTP: drill.NewHTTPClient(),
-		LookupEnv: os.LookupEnv, Environ: os.Environ(),
+		LookupEnv: f.Environ.Lookup, Environ: f.Environ.List(),
 	}
 	mc := metrics.SourceConfig{Context: env.Context, AWSConfig: env.AWSConfig, Clock: f.Clock}
 	deps.Gauges = &drill.MetricsGauges{Name: describeSource(env), New: func(ctx context.Context) (metrics.GaugeSource, error) {
