@@ -34,7 +34,7 @@ func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
 		t.Fatalf("local key file: %v, %v", st, err)
 	}
 	kid := c.must(0, "chaos", "key", "id", "-o", "json").Stdout
-	keyID := decode[struct {
+	keyID := clitest.Decode[struct {
 		KeyOrigin string `json:"key_origin"`
 		Keys      []struct {
 			Stage string `json:"stage"`
@@ -69,7 +69,7 @@ func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
 	if v.Stderr != "" {
 		t.Errorf("a passing verify wrote to stderr: %q", v.Stderr)
 	}
-	rep := decode[verifyReport](t, c.must(0, "chaos", "verify", value, "-o", "json").Stdout)
+	rep := clitest.Decode[verifyReport](t, c.must(0, "chaos", "verify", value, "-o", "json").Stdout)
 	if !rep.OK || rep.Kind != "ChaosVerifyReport" || rep.Header == nil || rep.Header.KID != k || rep.Header.Exp != exp || len(rep.Checks) != 6 {
 		t.Errorf("verify -o json = %+v", rep)
 	}
@@ -111,7 +111,7 @@ func TestSignOutputFormats(t *testing.T) {
 	if !strings.HasPrefix(curl, "-H 'X-Kosha-Chaos: v=1;") || !strings.HasSuffix(curl, "'") {
 		t.Errorf("-o curl = %q", curl)
 	}
-	js := decode[signed](t, c.must(0, "chaos", "sign", "--target", "postgres", "--fault", "timeout", "--ttl", "90s", "--p", "0.25", "-o", "json").Stdout)
+	js := clitest.Decode[signed](t, c.must(0, "chaos", "sign", "--target", "postgres", "--fault", "timeout", "--ttl", "90s", "--p", "0.25", "-o", "json").Stdout)
 	if js.Kind != "ChaosHeader" || js.Header != "X-Kosha-Chaos" || js.Fields.Target != "postgres" || js.Fields.Fault != "timeout" ||
 		js.Fields.P != 0.25 || js.TTL != "1m30s" || js.Fields.Exp != clitest.Epoch.Unix()+90 || js.ExpiresAt != "2026-11-29T19:01:30Z" ||
 		js.AuditID == "" || js.Context != "local" || !strings.HasPrefix(js.KeySource, "local key file ") {
@@ -147,7 +147,7 @@ func TestTTLCapIsHard(t *testing.T) {
 		t.Errorf("a refused mint touched the key: %v", err)
 	}
 	// Exactly 15 minutes is allowed, and passes the cap with no skew allowance.
-	js := decode[signed](t, c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "--ttl", "15m", "-o", "json").Stdout)
+	js := clitest.Decode[signed](t, c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "--ttl", "15m", "-o", "json").Stdout)
 	if js.Fields.Exp-clitest.Epoch.Unix() != 900 {
 		t.Errorf("ttl 15m gave exp %d s ahead", js.Fields.Exp-clitest.Epoch.Unix())
 	}
@@ -182,7 +182,7 @@ func TestSignRefusesBadFlags(t *testing.T) {
 		oneErrorLine(t, r, tc.want)
 	}
 	// A configured target is allowed, and --p is canonicalised.
-	js := decode[signed](t, c.must(0, "chaos", "sign", "--target", "payments", "--fault", "error", "--p", "0.50", "-o", "json").Stdout)
+	js := clitest.Decode[signed](t, c.must(0, "chaos", "sign", "--target", "payments", "--fault", "error", "--p", "0.50", "-o", "json").Stdout)
 	if js.Fields.Target != "payments" || !strings.Contains(js.Value, ";p=0.5;") {
 		t.Errorf("sign with a configured target = %+v", js)
 	}
@@ -285,7 +285,7 @@ func TestVerifyNamesTheFailedCheckAndField(t *testing.T) {
 			if tc.check == "syntax" && tc.field != "" && !strings.Contains(r.Stdout, "FAIL     field "+tc.field+": ") {
 				t.Errorf("table does not name field %s:\n%s", tc.field, r.Stdout)
 			}
-			rep := decode[verifyReport](t, c.must(cmdutil.ExitError, "chaos", "verify", tc.value, "-o", "json").Stdout)
+			rep := clitest.Decode[verifyReport](t, c.must(cmdutil.ExitError, "chaos", "verify", tc.value, "-o", "json").Stdout)
 			if rep.OK || rep.outcome(tc.check) != "fail" {
 				t.Errorf("json report: %+v", rep)
 			}
@@ -306,7 +306,7 @@ func TestVerifyExpiryAndCapWithSkew(t *testing.T) {
 	c.Clock.Advance(time.Second) // now == exp: dead
 	r := c.must(cmdutil.ExitError, "chaos", "verify", value)
 	oneErrorLine(t, r, "rejected by the expiry check", "expired at 2026-11-29T19:01:00Z")
-	rep := decode[verifyReport](t, c.must(cmdutil.ExitError, "chaos", "verify", value, "-o", "json").Stdout)
+	rep := clitest.Decode[verifyReport](t, c.must(cmdutil.ExitError, "chaos", "verify", value, "-o", "json").Stdout)
 	if rep.outcome("signature") != "pass" || rep.outcome("expiry") != "fail" {
 		t.Errorf("an expired genuine header: %+v", rep.Checks)
 	}
@@ -381,13 +381,13 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 	c.must(0, "chaos", "verify", h1)
 	h2 := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
 
-	dry := decode[struct {
+	dry := clitest.Decode[struct {
 		DryRun     bool      `json:"dry_run"`
 		Before     kidState  `json:"before"`
 		After      *kidState `json:"after"`
 		RetiredKID string    `json:"retired_kid"`
 	}](t, c.must(0, "chaos", "key", "rotate", "--dry-run", "-o", "json").Stdout)
-	ids := decode[struct {
+	ids := clitest.Decode[struct {
 		Keys []struct {
 			Stage string `json:"stage"`
 			KID   string `json:"kid"`
@@ -399,7 +399,7 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 	if c.localKey(t) != k2 {
 		t.Fatal("a dry run rotated")
 	}
-	res := decode[struct {
+	res := clitest.Decode[struct {
 		Before     kidState `json:"before"`
 		After      kidState `json:"after"`
 		RetiredKID string   `json:"retired_kid"`
@@ -421,10 +421,10 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 	if err := json.Unmarshal(recs[0].After, &after); err != nil || after["current_kid"] != res.After.CurrentKID || after["previous_kid"] != ids.Keys[0].KID || len(after) != 2 {
 		t.Errorf("rotation audit after = %s (%v)", recs[0].After, err)
 	}
-	if got, want := decode[map[string]string](t, string(recs[0].Before)), (map[string]string{"current_kid": ids.Keys[0].KID, "previous_kid": ids.Keys[1].KID}); !maps.Equal(got, want) {
+	if got, want := clitest.Decode[map[string]string](t, string(recs[0].Before)), (map[string]string{"current_kid": ids.Keys[0].KID, "previous_kid": ids.Keys[1].KID}); !maps.Equal(got, want) {
 		t.Errorf("second rotation audit before = %v, want %v", got, want)
 	}
-	if got, want := decode[map[string]string](t, string(recs[1].Before)), (map[string]string{"current_kid": ids.Keys[1].KID}); !maps.Equal(got, want) {
+	if got, want := clitest.Decode[map[string]string](t, string(recs[1].Before)), (map[string]string{"current_kid": ids.Keys[1].KID}); !maps.Equal(got, want) {
 		t.Errorf("first rotation audit before = %v, want %v", got, want)
 	}
 	for _, k := range []string{k1, k2, c.localKey(t)} {

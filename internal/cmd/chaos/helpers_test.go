@@ -70,15 +70,6 @@ func oneErrorLine(t *testing.T, r clitest.Result, want ...string) {
 	}
 }
 
-func decode[T any](t *testing.T, s string) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, s)
-	}
-	return v
-}
-
 type auditRecord struct {
 	Actor   string          `json:"actor"`
 	Action  string          `json:"action"`
@@ -95,7 +86,7 @@ func auditRecords(t *testing.T, c *cli, action string) []auditRecord {
 	if action != "" {
 		args = append(args, "--action", action)
 	}
-	return decode[struct {
+	return clitest.Decode[struct {
 		Items []auditRecord `json:"items"`
 	}](t, c.must(0, args...).Stdout).Items
 }

@@ -82,8 +82,8 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	}
 
 	// The first key signs at once: there is no other.
-	first := decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
-	ids := decode[keyIDs](t, c.must(0, "chaos", "key", "id", "-o", "json").Stdout)
+	first := clitest.Decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
+	ids := clitest.Decode[keyIDs](t, c.must(0, "chaos", "key", "id", "-o", "json").Stdout)
 	if len(ids.Keys) != 1 || ids.Keys[0].Stage != "AWSCURRENT" || ids.Keys[0].VersionID != first.After.VersionID ||
 		ids.KeyOrigin != "chaos.secret-id" || ids.KeySource != `Secrets Manager secret "kosha/chaos/dev"` {
 		t.Fatalf("key id after the first rotation = %+v (rotation %+v)", ids, first)
@@ -115,7 +115,7 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	if !strings.Contains(table, "AWSPREVIOUS  "+kid1+"  "+first.After.VersionID) || !strings.Contains(table, "AWSCURRENT ") {
 		t.Fatalf("key id after the second rotation:\n%s", table)
 	}
-	rep := decode[verifyReport](t, c.must(0, "chaos", "verify", h1, "-o", "json").Stdout)
+	rep := clitest.Decode[verifyReport](t, c.must(0, "chaos", "verify", h1, "-o", "json").Stdout)
 	if !rep.OK || rep.outcome("kid") != "pass" || rep.outcome("signature") != "pass" {
 		t.Fatalf("a header signed with AWSPREVIOUS: %+v", rep)
 	}
@@ -133,7 +133,7 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	// h1 fails the kid check; a header signed just before still passes.
 	c.Clock.Advance(16 * time.Minute)
 	h3 := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
-	rot := decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
+	rot := clitest.Decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
 	if rot.RetiredKID != kid1 || rot.After.VersionID == "" || rot.Before.PreviousKID != kid1 {
 		t.Errorf("third rotation = %+v", rot)
 	}
@@ -145,7 +145,7 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	if len(recs) != 3 || recs[0].Subject != "chaos-key#kosha/chaos/dev" || len(recs[2].Before) != 0 {
 		t.Fatalf("rotation audit = %+v", recs)
 	}
-	after := decode[kidState](t, string(recs[0].After))
+	after := clitest.Decode[kidState](t, string(recs[0].After))
 	if after.PreviousKID == "" || after.CurrentKID == "" || after.VersionID == "" {
 		t.Errorf("rotation audit after = %s", recs[0].After)
 	}
@@ -181,7 +181,7 @@ func TestSecretsManagerConcurrentRotationIsAConflict(t *testing.T) {
 	c.Clock.Advance(time.Hour)
 	var winner rotation
 	fake.BeforeNext("PutSecretValue", func() {
-		winner = decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
+		winner = clitest.Decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
 	})
 	r := c.must(cmdutil.ExitConflict, "chaos", "key", "rotate")
 	oneErrorLine(t, r, "another rotation won", winner.After.VersionID)
@@ -210,14 +210,14 @@ func TestRotationAuditNamesTheKeysItReplaced(t *testing.T) {
 	fake.BeforeNext("GetSecretValue", func() {
 		fake.BeforeNext("GetSecretValue", func() {
 			fake.BeforeNext("GetSecretValue", func() {
-				other = decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
+				other = clitest.Decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
 				// Audit records of one millisecond list in no set order:
 				// this one's record is written later, and lists first.
 				c.Clock.Advance(time.Second)
 			})
 		})
 	})
-	mine := decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
+	mine := clitest.Decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
 	if mine.Before.CurrentKID != other.After.CurrentKID || mine.After.PreviousKID != other.After.CurrentKID {
 		t.Fatalf("rotation reports replacing %+v, want the other rotation's key %s", mine.Before, other.After.CurrentKID)
 	}
@@ -229,8 +229,8 @@ func TestRotationAuditNamesTheKeysItReplaced(t *testing.T) {
 	// this rotation's by the key it made current.
 	var before kidState
 	for _, r := range recs {
-		if decode[kidState](t, string(r.After)).CurrentKID == mine.After.CurrentKID {
-			before = decode[kidState](t, string(r.Before))
+		if clitest.Decode[kidState](t, string(r.After)).CurrentKID == mine.After.CurrentKID {
+			before = clitest.Decode[kidState](t, string(r.Before))
 		}
 	}
 	if before.CurrentKID != other.After.CurrentKID || before.VersionID != other.After.VersionID {

@@ -18,8 +18,7 @@ import (
 func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 	p := faultproxy.Start(t, dynalite.Start(t))
 	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", p.URL(), "--static-credentials", "--use")
+	e.UseDynamoDB(p.URL(), "kosha-control")
 	e.MustRun(0, "store", "init")
 	steps := []struct {
 		args   []string

@@ -23,15 +23,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
-func decode[T any](t *testing.T, s string) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, s)
-	}
-	return v
-}
-
 type bucket struct {
 	Kind              string   `json:"kind"`
 	Client            string   `json:"client"`
@@ -77,7 +68,7 @@ type auditList struct {
 
 func get(t *testing.T, e *clitest.Env, client string) bucket {
 	t.Helper()
-	return decode[bucket](t, e.MustRun(0, "ratelimit", "get", client, "-o", "json").Stdout)
+	return clitest.Decode[bucket](t, e.MustRun(0, "ratelimit", "get", client, "-o", "json").Stdout)
 }
 
 // localItems returns every rl# item of the local context's store, read
@@ -101,7 +92,7 @@ func localItems(t *testing.T, e *clitest.Env) map[string]store.Item {
 
 func audits(t *testing.T, e *clitest.Env) auditList {
 	t.Helper()
-	return decode[auditList](t, e.MustRun(0, "audit", "list", "-o", "json").Stdout)
+	return clitest.Decode[auditList](t, e.MustRun(0, "audit", "list", "-o", "json").Stdout)
 }
 
 func TestGetMissingBucketIsFull(t *testing.T) {
@@ -144,7 +135,7 @@ func TestDrainGetResetCycle(t *testing.T) {
 		}
 	}
 
-	res := decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "alice", "--reason", "drill over", "-o", "json").Stdout)
+	res := clitest.Decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "alice", "--reason", "drill over", "-o", "json").Stdout)
 	if res.Kind != "RateLimitResetResult" || len(res.Results) != 1 || res.Results[0].Action != "reset" || res.Results[0].AuditID == "" ||
 		res.Results[0].Before.Tokens != 0.25 || res.Results[0].After.Tokens != 20 || !res.Results[0].After.Admit {
 		t.Errorf("reset = %+v", res)
@@ -167,12 +158,12 @@ func TestDrainGetResetCycle(t *testing.T) {
 		Tokens   float64 `json:"tokens"`
 		Refilled float64 `json:"refilled_tokens"`
 	}
-	drnBefore, drnAfter := decode[state](t, string(drn.Before)), decode[state](t, string(drn.After))
+	drnBefore, drnAfter := clitest.Decode[state](t, string(drn.Before)), clitest.Decode[state](t, string(drn.After))
 	if drn.Action != "ratelimit.drain" || drn.Subject != "rl#alice" || drn.Reason != "429 drill" || drn.Actor != "tester@test" ||
 		drnBefore.Exists || drnBefore.Refilled != 20 || !drnAfter.Exists || drnAfter.Tokens != 0 {
 		t.Errorf("drain record: %+v\nbefore %s\nafter %s", drn, drn.Before, drn.After)
 	}
-	rstBefore, rstAfter := decode[state](t, string(rst.Before)), decode[state](t, string(rst.After))
+	rstBefore, rstAfter := clitest.Decode[state](t, string(rst.Before)), clitest.Decode[state](t, string(rst.After))
 	if rst.Action != "ratelimit.reset" || rst.Reason != "drill over" || rstBefore.Refilled != 0.25 || rstAfter.Tokens != 20 {
 		t.Errorf("reset record: %+v\nbefore %s\nafter %s", rst, rst.Before, rst.After)
 	}
@@ -264,7 +255,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 			t.Errorf("%v: stdout %q", args, r.Stdout)
 		}
 	}
-	res := decode[changeResult](t, e.MustRun(0, "ratelimit", "drain", "alice", "--dry-run", "-o", "json").Stdout)
+	res := clitest.Decode[changeResult](t, e.MustRun(0, "ratelimit", "drain", "alice", "--dry-run", "-o", "json").Stdout)
 	if !res.DryRun || res.Results[0].Action != "would-drain" || res.Results[0].AuditID != "" || res.Results[0].After.Tokens != 0 {
 		t.Errorf("dry-run JSON: %+v", res)
 	}
@@ -319,7 +310,7 @@ func TestList(t *testing.T) {
 		{[]string{"--sort", "updated"}, "carol,bob,alice"},
 		{[]string{"--sort", "tokens", "--limit", "1"}, "carol"},
 	} {
-		l := decode[listOut](t, e.MustRun(0, append([]string{"ratelimit", "list", "-o", "json"}, tc.args...)...).Stdout)
+		l := clitest.Decode[listOut](t, e.MustRun(0, append([]string{"ratelimit", "list", "-o", "json"}, tc.args...)...).Stdout)
 		if got := clients(l); got != tc.want || l.Kind != "RateLimitBucketList" {
 			t.Errorf("list %v = %s, want %s", tc.args, got, tc.want)
 		}
@@ -347,7 +338,7 @@ func TestList(t *testing.T) {
 	// item named (pk, attribute, problem), exit 10.
 	r = e.MustRun(cmdutil.ExitPartial, "ratelimit", "list", "-o", "json")
 	want := []store.Problem{{PK: "rl#broken", Attribute: "tokens", Problem: `found S "many", want N`}}
-	if l := decode[listOut](t, r.Stdout); len(l.Items) != 3 || len(l.Malformed) != 1 || !reflect.DeepEqual(l.Unreadable, want) ||
+	if l := clitest.Decode[listOut](t, r.Stdout); len(l.Items) != 3 || len(l.Malformed) != 1 || !reflect.DeepEqual(l.Unreadable, want) ||
 		!strings.Contains(r.Stderr, `partial listing: 1 bucket item does not follow the contract (listed under "unreadable")`) {
 		t.Errorf("malformed item: %+v, stderr %q", l, r.Stderr)
 	}
@@ -374,7 +365,7 @@ func TestResetAllThrottled(t *testing.T) {
 	e.MustRun(0, "ratelimit", "drain", "a")
 	e.MustRun(0, "ratelimit", "drain", "b", "--for", "10m")
 	e.MustRun(0, "ratelimit", "set", "c", "--tokens", "5")
-	res := decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "--all-throttled", "-o", "json").Stdout)
+	res := clitest.Decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "--all-throttled", "-o", "json").Stdout)
 	if len(res.Results) != 2 || res.Results[0].Client != "a" || res.Results[1].Client != "b" || res.Results[1].Action != "reset" {
 		t.Errorf("reset --all-throttled = %+v", res)
 	}

@@ -22,8 +22,7 @@ import (
 func TestSandboxOnDynamoDBContext(t *testing.T) {
 	endpoint := dynalite.Start(t)
 	cli := clitest.New(t)
-	cli.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	cli.UseDynamoDB(endpoint, "kosha-control")
 	cli.MustRun(0, "store", "init")
 	cli.Clock.Set(time.Now())
 
