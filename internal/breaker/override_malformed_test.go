@@ -253,6 +253,7 @@ func rawDoc(t *testing.T, attrs map[string]rawAttr) map[string]any {
 // before-images of the clear and the replace that remove it. A valid
 // override next to it is listed too.
 func TestUnknownAttributesOfEveryTypeAreKeptAndIgnored(t *testing.T) {
+	t.Parallel()
 	t.Run("embedded", func(t *testing.T) {
 		testUnknownAttributes(t, func(t *testing.T) (store.Store, rawWriter) {
 			s := openStore(t)
@@ -373,6 +374,7 @@ func sameDoc(a, b any) bool {
 // The reference data plane (a ForceWatcher reading *Overrides) applies the
 // contract's rule to a malformed item and logs why it holds.
 func TestWatcherHoldsAMalformedExpiryAndLogsIt(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	clk := clock.NewFake(t0.Add(time.Minute))
 	var logged strings.Builder

@@ -35,12 +35,14 @@ var wantUnreadable = []store.Problem{
 }
 
 func TestAuditListAroundBadRecordsLocalContext(t *testing.T) {
+	t.Parallel()
 	testAuditListAroundBadRecords(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
 		return e.PutRaw
 	})
 }
 
 func TestAuditListAroundBadRecordsDynamoDBContext(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
 	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
 	testAuditListAroundBadRecords(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
@@ -51,7 +53,7 @@ func TestAuditListAroundBadRecordsDynamoDBContext(t *testing.T) {
 }
 
 func testAuditListAroundBadRecords(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(map[string]attr)) {
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	write := setup(t, e)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	for _, r := range badRecords {

@@ -16,8 +16,9 @@ import (
 // The operator session against a real DynamoDB-API server, including the
 // parallel scan of list and a reset racing data-plane takes.
 func TestRateLimitOnDynamoDBContext(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
 	r := e.MustRun(cmdutil.ExitUnavailable, "ratelimit", "list")
 	if !strings.Contains(r.Stderr, "store init") {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/reset"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
@@ -96,7 +95,8 @@ func audits(t *testing.T, e *clitest.Env) auditList {
 }
 
 func TestGetMissingBucketIsFull(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	b := get(t, e, "tenant-7:alice@example.com")
 	if b.Kind != "RateLimitBucket" || b.Exists || b.Tokens != 20 || !b.Admit || b.StoredTokens != nil || b.UpdatedAt != nil ||
 		b.Capacity != 20 || b.RefillPerSecond != 1 || b.FullInSeconds != 0 || b.Key != "rl#tenant-7:alice@example.com" {
@@ -111,7 +111,8 @@ func TestGetMissingBucketIsFull(t *testing.T) {
 }
 
 func TestDrainGetResetCycle(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(0, "ratelimit", "drain", "alice", "--reason", "429 drill")
 	if !strings.Contains(r.Stdout, "Drained alice: 20 → 0 tokens: requests refused for 1s (until 2026-11-29T19:00:01Z)") {
 		t.Errorf("drain output:\n%s", r.Stdout)
@@ -172,7 +173,8 @@ func TestDrainGetResetCycle(t *testing.T) {
 // The item the commands write follows docs/contracts/rate-limit-bucket.md,
 // so the data plane reads it.
 func TestWrittenItemFollowsContract(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "ratelimit", "drain", "drill", "--for", "30s")
 	it := localItems(t, e)["rl#drill"]
 	tokens, _ := it.Float("tokens")
@@ -207,7 +209,8 @@ func TestWrittenItemFollowsContract(t *testing.T) {
 }
 
 func TestSet(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(0, "ratelimit", "set", "alice", "--tokens", "7.5")
 	if !strings.Contains(r.Stdout, "Set alice: 20 → 7.5 tokens (next request admitted)") {
 		t.Errorf("set output: %s", r.Stdout)
@@ -240,7 +243,8 @@ func TestSet(t *testing.T) {
 }
 
 func TestDryRunWritesNothing(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "ratelimit", "set", "alice", "--tokens", "3")
 	before := localItems(t, e)
 	for _, args := range [][]string{
@@ -268,7 +272,8 @@ func TestDryRunWritesNothing(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "ratelimit", "list")
 	e.MustRun(0, "ratelimit", "drain", "alice")
 	e.Clock.Advance(100 * time.Millisecond)
@@ -361,7 +366,8 @@ func TestList(t *testing.T) {
 }
 
 func TestResetAllThrottled(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "ratelimit", "drain", "a")
 	e.MustRun(0, "ratelimit", "drain", "b", "--for", "10m")
 	e.MustRun(0, "ratelimit", "set", "c", "--tokens", "5")
@@ -383,7 +389,8 @@ func TestResetAllThrottled(t *testing.T) {
 // Bad client ids exit 2 with an error naming the problem and the fix, and
 // nothing is read or written.
 func TestBadClientIDs(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	cases := []struct {
 		id, mention string
 	}{
@@ -414,7 +421,8 @@ func TestBadClientIDs(t *testing.T) {
 }
 
 func TestProtectedContextNeedsConfirmation(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "config", "set-context", "prod", "--local", e.Dir+"/prod.db", "--protected", "--use")
 	for _, args := range [][]string{{"drain", "alice"}, {"set", "alice", "--tokens", "1"}} {
 		r := e.MustRun(cmdutil.ExitRefused, append([]string{"ratelimit"}, args...)...)
@@ -446,7 +454,8 @@ func TestProtectedContextNeedsConfirmation(t *testing.T) {
 }
 
 func TestContextLimits(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "config", "set-context", "small", "--local", e.Dir+"/small.db", "--ratelimit-capacity", "5", "--ratelimit-refill", "0.5", "--use")
 	b := get(t, e, "alice")
 	if b.Capacity != 5 || b.RefillPerSecond != 0.5 || b.Tokens != 5 {
@@ -467,6 +476,7 @@ func TestContextLimits(t *testing.T) {
 }
 
 func TestFlagsParseIntoOptions(t *testing.T) {
+	t.Parallel()
 	f := &cmdutil.Factory{}
 	var got *reset.Options
 	cmd := reset.NewCmd(f, func(_ context.Context, o *reset.Options) error { got = o; return nil })
@@ -483,14 +493,15 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 // A long scan shows progress on stderr when it is a terminal, and clears it
 // before the table; off a terminal it prints only the scan's summary.
 func TestListProgressOnlyOnTerminal(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	for _, c := range []string{"a", "b", "c"} {
 		e.MustRun(0, "ratelimit", "drain", c)
 	}
 	for _, tty := range []bool{true, false} {
 		ios, _, out, errOut := iostreams.Test()
 		ios.SetStderrTTY(tty)
-		f := factory.NewWith(ios, clock.NewFake(clitest.Epoch))
+		f := e.Factory(ios)
 		err := list.Run(context.Background(), f, &list.Options{Sort: "client", Output: cmdutil.FormatTable, ProgressAfterItems: 1,
 			MaxReadUnits: list.DefaultMaxReadUnits})
 		if err != nil {

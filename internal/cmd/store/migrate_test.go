@@ -14,9 +14,10 @@ import (
 // and breaker list on a table created the way `store init` created it
 // before the indexes, holding records written before them.
 func TestMigrateTableOfTodaysInit(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
 	legacy := dynamotest.NewLegacyStore(t, endpoint)
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, legacy.Table())
 	old := []store.Item{
 		{store.PK: "audit#1764600000000#00000000000000a1", "time": int64(1764600000000), "actor": "a", "action": "breaker.clear",
@@ -68,8 +69,9 @@ func TestMigrateTableOfTodaysInit(t *testing.T) {
 // TestInitCreatesEveryIndex: a table made by store init answers the indexed
 // reads without a notice, and migrate finds nothing to do.
 func TestInitCreatesEveryIndex(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "incident", "--for", "30m")
