@@ -15,6 +15,7 @@ import (
 )
 
 func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.must(0, "chaos", "sign", "--target", "core-api", "--fault", "latency", "--ms", "250", "--p", "0.5", "--reason", "drill INC-7")
 	line := strings.TrimSuffix(r.Stdout, "\n")
@@ -102,6 +103,7 @@ func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
 }
 
 func TestSignOutputFormats(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	value := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
 	if !strings.HasPrefix(value, "v=1;kid=") || !strings.Contains(value, ";target=openai;fault=error;p=1;") {
@@ -131,6 +133,7 @@ func TestSignOutputFormats(t *testing.T) {
 }
 
 func TestTTLCapIsHard(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.must(cmdutil.ExitUsage, "chaos", "sign", "--target", "openai", "--fault", "error", "--ttl", "16m")
 	oneErrorLine(t, r, "--ttl 16m0s", "15m0s cap")
@@ -155,6 +158,7 @@ func TestTTLCapIsHard(t *testing.T) {
 }
 
 func TestSignRefusesBadFlags(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig("contexts:\n  local:\n    store:\n      local: {}\n    chaos:\n      targets: [core-api, payments]\n")
 	for _, tc := range []struct {
@@ -192,6 +196,7 @@ func TestSignRefusesBadFlags(t *testing.T) {
 }
 
 func TestKeyFileFlag(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	open, content := writeKey(t, t.TempDir(), 0o644)
 	r := c.must(cmdutil.ExitUsage, "chaos", "sign", "--target", "openai", "--fault", "error", "--key-file", open)
@@ -259,6 +264,7 @@ func TestKeyFromEnvironmentVariable(t *testing.T) {
 }
 
 func TestVerifyNamesTheFailedCheckAndField(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	value := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "latency", "--ms", "250", "--p", "0.5", "-o", "value").Stdout)
 	sig := sigOf(t, value)
@@ -299,6 +305,7 @@ func TestVerifyNamesTheFailedCheckAndField(t *testing.T) {
 }
 
 func TestVerifyExpiryAndCapWithSkew(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	value := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "core-api", "--fault", "error", "--ttl", "1m", "-o", "value").Stdout)
 	c.Clock.Advance(59 * time.Second)
@@ -329,6 +336,7 @@ func TestVerifyExpiryAndCapWithSkew(t *testing.T) {
 }
 
 func TestVerifyReadsStdin(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	header := c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error").Stdout
 	c.Stdin = header // "X-Kosha-Chaos: ...\n", as piped from sign
@@ -345,6 +353,7 @@ func TestVerifyReadsStdin(t *testing.T) {
 }
 
 func TestKeyRotateOnTheLocalContext(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig("contexts:\n  prod-like:\n    store:\n      local: {}\n    protected: true\ncurrent-context: prod-like\n")
 	// No key yet: a dry run says the first key would be created, and creates nothing.
@@ -433,6 +442,7 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 }
 
 func TestNoKeySourceConfigured(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	// A DynamoDB context (never contacted: the command fails first) with no chaos settings.
 	c.WriteConfig(`current-context: remote

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -27,7 +26,7 @@ type cli struct {
 	printed []string
 }
 
-func newCLI(t *testing.T) *cli { return &cli{Env: clitest.New(t)} }
+func newCLI(t *testing.T) *cli { return &cli{Env: clitest.New(t, clitest.Parallel())} }
 
 func (c *cli) run(args ...string) clitest.Result {
 	c.T.Helper()
@@ -36,7 +35,7 @@ func (c *cli) run(args ...string) clitest.Result {
 	ios.SetStdinTTY(c.TTY)
 	ios.SetStdoutTTY(c.TTY)
 	ios.SetStderrTTY(c.TTY)
-	f := factory.NewWith(ios, c.Clock)
+	f := c.Factory(ios)
 	if c.hook != nil {
 		c.hook(f)
 	}

@@ -68,6 +68,7 @@ type keyIDs struct {
 }
 
 func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
 	fake := newFakeSM(c, "kosha/chaos/dev")
@@ -173,6 +174,7 @@ type rotation struct {
 // Another operator rotates between this rotation's read and its write: the
 // command exits 4, says so, audits nothing and leaves the winner in place.
 func TestSecretsManagerConcurrentRotationIsAConflict(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
 	fake := newFakeSM(c, "kosha/chaos/dev")
@@ -198,6 +200,7 @@ func TestSecretsManagerConcurrentRotationIsAConflict(t *testing.T) {
 // but before its own compare-and-set read: the audit record names the keys
 // the compare-and-set replaced, not the ones first displayed.
 func TestRotationAuditNamesTheKeysItReplaced(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
 	fake := newFakeSM(c, "kosha/chaos/dev")
@@ -239,6 +242,7 @@ func TestRotationAuditNamesTheKeysItReplaced(t *testing.T) {
 }
 
 func TestSecretsManagerAccessDenied(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
 	fake := newFakeSM(c, "kosha/chaos/dev")
@@ -274,6 +278,7 @@ func TestSecretsManagerAccessDenied(t *testing.T) {
 }
 
 func TestSecretsManagerMissingSecret(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
 	useSecretsManager(c, newFakeSM(c)) // no secret at all
