@@ -279,6 +279,7 @@ func terraformDef(t *testing.T) tableDef {
 // store init creates (key, attributes, indexes, billing, TTL attribute),
 // with point-in-time recovery and deletion protection on.
 func TestTemplatesMatchStoreInit(t *testing.T) {
+	t.Parallel()
 	want := storeInitDef(t)
 	want.PITR, want.DeletionProtection = true, true // what AWS adds to the development table
 	for name, got := range map[string]tableDef{"CloudFormation": cloudFormationDef(t), "Terraform": terraformDef(t)} {
