@@ -14,8 +14,17 @@ import (
 // step's detail; not confirmed is the step's failure (the lever is already
 // recorded, so the rollback runs).
 func waitFleet(ctx context.Context, rc *drill.RunContext, c metrics.Change) (string, error) {
-	gs, ok := rc.Deps.Gauges.(drill.GaugeSourcer)
-	if !ok || rc.Deps.Gauges == nil {
+	gauges := rc.Deps.Gauges
+	for {
+		// The runner wraps the reader to journal what the conditions read.
+		w, ok := gauges.(interface{ Unwrap() drill.GaugeReader })
+		if !ok {
+			break
+		}
+		gauges = w.Unwrap()
+	}
+	gs, ok := gauges.(drill.GaugeSourcer)
+	if !ok || gauges == nil {
 		return "", drill.NeedService(false, "metrics source to wait on (set metrics_url, or run with the context's metrics)")
 	}
 	src, err := gs.Source(ctx)

@@ -28,6 +28,10 @@ var _ drill.GaugeReader = (*journalingGauges)(nil)
 
 func (g *journalingGauges) Describe() string { return g.inner.Describe() }
 
+// Unwrap returns the reader it records for, so a step can reach the metrics
+// source behind it ([drill.GaugeSourcer]).
+func (g *journalingGauges) Unwrap() drill.GaugeReader { return g.inner }
+
 func (g *journalingGauges) Read(ctx context.Context, dependency string) (drill.GaugeReading, error) {
 	reading, err := g.inner.Read(ctx, dependency)
 	if err != nil && ctx.Err() != nil {
