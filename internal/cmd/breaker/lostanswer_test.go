@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -122,7 +122,7 @@ func TestClearWhoseAnswerIsLostIsReportedClearedAndAuditedOnce(t *testing.T) {
 	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.clear,breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want force-open then clear", got)
 	}
-	e.MustRun(cmdutil.ExitNotFound, "breaker", "get", "openai")
+	e.MustRun(exitcode.NotFound, "breaker", "get", "openai")
 }
 
 func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
@@ -137,8 +137,8 @@ func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
 	p.WaitLost(t, "PutItem", 1)
 	cancel() // SIGINT, as cmd/koshactl delivers it: the command's context ends
 	r := <-done
-	if r.Code != cmdutil.ExitAudit {
-		t.Fatalf("exit %d, want %d (the override was written, its record was not)\nstdout:\n%s\nstderr:\n%s", r.Code, cmdutil.ExitAudit, r.Stdout, r.Stderr)
+	if r.Code != exitcode.Audit {
+		t.Fatalf("exit %d, want %d (the override was written, its record was not)\nstdout:\n%s\nstderr:\n%s", r.Code, exitcode.Audit, r.Stdout, r.Stderr)
 	}
 	if !strings.Contains(r.Stderr, "openai was forced open, but audit record not written") {
 		t.Fatalf("stderr does not say the override was written:\n%s", r.Stderr)
@@ -178,8 +178,8 @@ func interruptAuditAppend(t *testing.T, e *clitest.Env, p *faultproxy.Proxy, nth
 	p.WaitLost(t, "PutItem", lostBefore+1)
 	cancel()
 	r := <-done
-	if r.Code != cmdutil.ExitAudit {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, cmdutil.ExitAudit, r.Stdout, r.Stderr)
+	if r.Code != exitcode.Audit {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, exitcode.Audit, r.Stdout, r.Stderr)
 	}
 	return r
 }

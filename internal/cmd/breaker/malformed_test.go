@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -94,7 +94,7 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 			warning := "warning: breaker#openai: " + tc.attr + ": " + tc.found + ", want "
 
 			// list: shown as the data plane reads it, flagged, exit 10.
-			r := e.MustRun(cmdutil.ExitPartial, "breaker", "list")
+			r := e.MustRun(exitcode.Partial, "breaker", "list")
 			if !strings.Contains(r.Stdout, "forced_open (malformed)") || !strings.Contains(r.Stdout, tc.expiry) {
 				t.Errorf("list does not show the item in force, flagged, expiring %q:\n%s", tc.expiry, r.Stdout)
 			}
@@ -112,7 +112,7 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 					Malformed []store.Problem `json:"malformed"`
 				} `json:"items"`
 				Unreadable []store.Problem `json:"unreadable"`
-			}](t, e.MustRun(cmdutil.ExitPartial, "breaker", "list", "-o", "json").Stdout)
+			}](t, e.MustRun(exitcode.Partial, "breaker", "list", "-o", "json").Stdout)
 			if len(list.Items) != 1 || !list.Items[0].Active || len(list.Items[0].Malformed) != 1 ||
 				list.Items[0].Malformed[0].Attribute != tc.attr || !reflect.DeepEqual(list.Unreadable, list.Items[0].Malformed) {
 				t.Errorf("list -o json = %+v", list)
@@ -129,7 +129,7 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 			}
 
 			// Without --overwrite it is held by someone: the conflict says the item is malformed.
-			r = e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "openai", "--reason", "fix", "--for", "10m")
+			r = e.MustRun(exitcode.Conflict, "breaker", "force-open", "openai", "--reason", "fix", "--for", "10m")
 			if !strings.Contains(r.Stderr, "the item is malformed ("+tc.attr+": "+tc.found) || strings.Contains(r.Stderr, "changed while") {
 				t.Errorf("conflict: %s", r.Stderr)
 			}
@@ -153,7 +153,7 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 			if !strings.Contains(r.Stdout, "Cleared override on openai set by alice@laptop (a malformed item, removed as it was stored)") {
 				t.Errorf("clear: %s", r.Stdout)
 			}
-			e.MustRun(cmdutil.ExitNotFound, "breaker", "get", "openai")
+			e.MustRun(exitcode.NotFound, "breaker", "get", "openai")
 
 			// Both audit records keep the item as it was stored.
 			recs := decode[struct {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
@@ -71,7 +71,7 @@ func TestRunJUnitToACharacterDeviceWritesInPlace(t *testing.T) {
 	e := clitest.New(t)
 	file := writeFile(t, "tiny.yaml", tinyDrill)
 	dev := mknodNull(t, t.TempDir())
-	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--junit", dev)
+	e.MustRun(exitcode.OK, "drill", "run", file, "--junit", dev)
 	// The old code renamed a new file over it: a device became a regular file.
 	if k := kindOf(t, dev); k&os.ModeCharDevice == 0 {
 		t.Errorf("the device was replaced: %v", k)
@@ -106,7 +106,7 @@ func TestRunJUnitToAPipeWritesInPlace(t *testing.T) {
 		}
 		got <- b.String()
 	}()
-	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--junit", fifo)
+	e.MustRun(exitcode.OK, "drill", "run", file, "--junit", fifo)
 	select {
 	case s := <-got:
 		if !strings.Contains(s, "<testsuites") {
@@ -125,7 +125,7 @@ func TestRunJUnitToAPipeWithoutReaderSaysSo(t *testing.T) {
 	file := writeFile(t, "tiny.yaml", tinyDrill)
 	fifo := mkfifo(t, t.TempDir())
 	r := e.Run("drill", "run", file, "--junit", fifo)
-	if r.Code == cmdutil.ExitOK || !strings.Contains(r.Stderr, "no process is reading") {
+	if r.Code == exitcode.OK || !strings.Contains(r.Stderr, "no process is reading") {
 		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	if k := kindOf(t, fifo); k&os.ModeNamedPipe == 0 {
@@ -140,7 +140,7 @@ func TestRunRefusesALinkAsReportBeforeRunning(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "ran")
 			file := writeFile(t, "r.yaml", "name: r\ntimeout: 1m\nsteps:\n  - shell: touch "+out+"\n")
 			link, victim := linkTo(t, t.TempDir())
-			r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, flag, link)
+			r := e.MustRun(exitcode.Usage, "drill", "run", file, flag, link)
 			if !strings.Contains(r.Stderr, link+" is a symbolic link") || !strings.Contains(r.Stderr, "nothing was run") {
 				t.Errorf("stderr = %s", r.Stderr)
 			}
@@ -160,7 +160,7 @@ func TestRunRefusesAPipeOrDeviceAsJournal(t *testing.T) {
 		e := clitest.New(t)
 		file := writeFile(t, "tiny.yaml", tinyDrill)
 		before := kindOf(t, p)
-		r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--journal", p)
+		r := e.MustRun(exitcode.Usage, "drill", "run", file, "--journal", p)
 		if !strings.Contains(r.Stderr, "it must be a regular file") || !strings.Contains(r.Stderr, "nothing was run") {
 			t.Errorf("stderr = %s", r.Stderr)
 		}
@@ -175,7 +175,7 @@ func TestRunJournalLockIsPrivateAndNotFollowed(t *testing.T) {
 	file := writeFile(t, "tiny.yaml", tinyDrill)
 	dir := t.TempDir()
 	journal := filepath.Join(dir, "j.json")
-	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--journal", journal)
+	e.MustRun(exitcode.OK, "drill", "run", file, "--journal", journal)
 	fi, err := os.Lstat(journal + ".lock")
 	if err != nil || fi.Mode() != 0o600 {
 		t.Fatalf("lock file: %v %v, want a regular file of mode 0600", fi.Mode(), err)
@@ -186,7 +186,7 @@ func TestRunJournalLockIsPrivateAndNotFollowed(t *testing.T) {
 	if err := os.Symlink(victim, journal2+".lock"); err != nil {
 		t.Fatal(err)
 	}
-	r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--journal", journal2)
+	r := e.MustRun(exitcode.Usage, "drill", "run", file, "--journal", journal2)
 	if !strings.Contains(r.Stderr, "is a symbolic link") {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
@@ -206,7 +206,7 @@ func TestRecoverRefusesAPipeOrDeviceAsJournalAtOnce(t *testing.T) {
 		go func() { done <- e.RunContext(ctx, "drill", "recover", p) }()
 		select {
 		case r := <-done:
-			if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, "not a regular file") {
+			if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "not a regular file") {
 				t.Errorf("%s: exit %d, stderr %q", p, r.Code, r.Stderr)
 			}
 		case <-time.After(wait.Ceiling + time.Minute):
@@ -223,7 +223,7 @@ func TestRecoverRefusesALinkAsJUnit(t *testing.T) {
 	if err := os.WriteFile(journal, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := e.MustRun(cmdutil.ExitUsage, "drill", "recover", journal, "--junit", link)
+	r := e.MustRun(exitcode.Usage, "drill", "recover", journal, "--junit", link)
 	if !strings.Contains(r.Stderr, link+" is a symbolic link") || readFile(t, victim) != "keep me\n" {
 		t.Errorf("stderr = %s", r.Stderr)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -134,12 +135,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	for _, d := range opts.Dependencies {
 		if err := breaker.ValidateDependency(d); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+			return cmdutil.WithCode(exitcode.Usage, err)
 		}
 	}
 	for _, k := range opts.Keys {
 		if _, err := breaker.DependencyOfKey(k); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+			return cmdutil.WithCode(exitcode.Usage, err)
 		}
 	}
 	env, err := f.Env(ctx)

@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -42,7 +43,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 // Run prints the override.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := breaker.ValidateDependency(opts.Dependency); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		return cmdutil.WithCode(exitcode.Usage, err)
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -50,7 +51,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	o, err := env.Overrides().Get(ctx, opts.Dependency)
 	if errors.Is(err, store.ErrNotFound) {
-		return cmdutil.WithCode(cmdutil.ExitNotFound,
+		return cmdutil.WithCode(exitcode.NotFound,
 			fmt.Errorf("no override for %s in context %q: its breakers follow their own state", opts.Dependency, env.Name))
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -60,7 +61,7 @@ func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env) (*metrics.Waiter, error) {
 	src, err := env.GaugeSource(ctx, o.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
-		return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--wait: %w", err))
+		return nil, cmdutil.WithCode(exitcode.Usage, fmt.Errorf("--wait: %w", err))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--wait: %w", err)
@@ -136,15 +137,15 @@ func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []
 	v.Error = &msg
 	switch {
 	case !read && errors.Is(res.FetchErr, metrics.ErrDenied):
-		return v, cmdutil.WithCode(cmdutil.ExitAuth, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
+		return v, cmdutil.WithCode(exitcode.Auth, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
 	case !read:
-		return v, cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
+		return v, cmdutil.WithCode(exitcode.Unavailable, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
 	}
 	var parts []string
 	for _, cv := range metrics.Pending(res.Convergences) {
 		parts = append(parts, cv.Dependency+" "+cv.Summary())
 	}
-	return v, cmdutil.WithCode(cmdutil.ExitUnconfirmed, fmt.Errorf("the change was written, but the fleet did not confirm it within %s: %s (see koshactl breaker status)",
+	return v, cmdutil.WithCode(exitcode.Unconfirmed, fmt.Errorf("the change was written, but the fleet did not confirm it within %s: %s (see koshactl breaker status)",
 		human.Duration(res.Timeout), strings.Join(parts, "; ")))
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -117,7 +118,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	src, err := env.GaugeSource(ctx, opts.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		return cmdutil.WithCode(exitcode.Usage, err)
 	}
 	if err != nil {
 		return err
@@ -211,7 +212,7 @@ func errText(err error) *string {
 func (r result) exitError(check bool) error {
 	switch {
 	case errors.Is(r.storeErr, store.ErrCredentials), errors.Is(r.gaugeErr, metrics.ErrDenied):
-		return cmdutil.WithCode(cmdutil.ExitAuth, errors.Join(r.storeErr, r.gaugeErr))
+		return cmdutil.WithCode(exitcode.Auth, errors.Join(r.storeErr, r.gaugeErr))
 	case r.storeErr != nil || r.gaugeErr != nil:
 		var parts []string
 		if r.storeErr != nil {
@@ -223,7 +224,7 @@ func (r result) exitError(check bool) error {
 				parts[len(parts)-1] += " (" + r.hint + ")"
 			}
 		}
-		return cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("status is incomplete: %s", strings.Join(parts, "; ")))
+		return cmdutil.WithCode(exitcode.Unavailable, fmt.Errorf("status is incomplete: %s", strings.Join(parts, "; ")))
 	}
 	if check {
 		var bad []string
@@ -233,7 +234,7 @@ func (r result) exitError(check bool) error {
 			}
 		}
 		if len(bad) > 0 {
-			return cmdutil.WithCode(cmdutil.ExitError, fmt.Errorf("check failed: %s", strings.Join(bad, ", ")))
+			return cmdutil.WithCode(exitcode.Error, fmt.Errorf("check failed: %s", strings.Join(bad, ", ")))
 		}
 	}
 	return nil

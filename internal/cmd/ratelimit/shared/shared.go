@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -38,7 +39,7 @@ func CheckClients(ids []string) error {
 	seen := map[string]bool{}
 	for _, id := range ids {
 		if err := ratelimit.ValidateClientID(id); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+			return cmdutil.WithCode(exitcode.Usage, err)
 		}
 		if seen[id] {
 			return cmdutil.Usagef("client %q is named twice", id)
@@ -202,7 +203,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	}
 	for _, c := range changes {
 		if err := c.Validate(b.Limits()); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+			return cmdutil.WithCode(exitcode.Usage, err)
 		}
 	}
 	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
