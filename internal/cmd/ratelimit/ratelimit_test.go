@@ -11,9 +11,9 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/reset"
-	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -484,7 +484,7 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := reset.Options{Clients: []string{"a", "b"}, ChangeOptions: shared.ChangeOptions{Reason: "why", DryRun: true, Yes: true, Output: "json"}}
+	want := reset.Options{Clients: []string{"a", "b"}, ChangeOptions: changeloop.ChangeOptions{Reason: "why", DryRun: true, Yes: true, Output: "json"}}
 	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("options = %+v, want %+v", *got, want)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -112,7 +113,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	known := env.Context.KnownDependencies()
 	if len(opts.Dependencies) > 0 {
-		if err := shared.CheckDependencies(opts.Dependencies, known, opts.AllowUnknown); err != nil {
+		if err := depargs.CheckDependencies(opts.Dependencies, known, opts.AllowUnknown); err != nil {
 			return err
 		}
 	}
@@ -302,7 +303,7 @@ func printTable(ios *iostreams.IOStreams, r result, watch bool, now time.Time) e
 		if o := s.Override; o != nil {
 			switch {
 			case s.OverrideActive:
-				ov = fmt.Sprintf("%s, expires %s: %s", o.Actor, shared.Expiry(*o, now, tty), o.Reason)
+				ov = fmt.Sprintf("%s, expires %s: %s", o.Actor, overrideview.Expiry(*o, now, tty), o.Reason)
 			case o.State != breaker.OverrideStateForcedOpen:
 				ov = "inactive"
 			default:

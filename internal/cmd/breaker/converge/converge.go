@@ -1,4 +1,7 @@
-package shared
+// Package converge is the breaker commands' --wait: its flags, waiting
+// until the fleet's gauges confirm a change (the rule is metrics.Judge), the
+// convergence view and the progress line.
+package converge
 
 import (
 	"context"
