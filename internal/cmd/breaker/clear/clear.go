@@ -247,18 +247,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	for _, r := range out.Results {
 		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalReleased, Since: now})
 	}
-	table := opts.Output == cmdutil.FormatTable
-	if table {
-		if err := printResult(f, opts, env, out, now); err != nil {
-			return err
-		}
-	}
-	announce()
-	view, waitErr := converge.Wait(ctx, f, waiter, changes)
-	out.Convergence = view
-	if table {
-		converge.PrintWait(f.IOStreams.Out, view)
-	} else if err := printResult(f, opts, env, out, now); err != nil {
+	waitErr, err := converge.Report(ctx, f, waiter, changes, opts.Output == cmdutil.FormatTable, announce, func(view *converge.ConvergenceView) error {
+		out.Convergence = view
+		return printResult(f, opts, env, out, now)
+	})
+	if err != nil {
 		return err
 	}
 	if failure != nil {

@@ -152,6 +152,27 @@ func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []
 		human.Duration(res.Timeout), strings.Join(parts, "; ")))
 }
 
+// Report prints a written change's result around the wait on its gauges.
+// A table is printed before the wait (show gets a nil view), then
+// announce runs, then the wait's lines follow it; structured output is
+// printed once, after the wait, with its view. It returns the wait's error
+// (the exit code of an unconfirmed change) and, apart, a print's error.
+func Report(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []metrics.Change, table bool,
+	announce func(), show func(*ConvergenceView) error) (waitErr, err error) {
+	if table {
+		if err := show(nil); err != nil {
+			return nil, err
+		}
+	}
+	announce()
+	view, waitErr := Wait(ctx, f, w, changes)
+	if table {
+		PrintWait(f.IOStreams.Out, view)
+		return waitErr, nil
+	}
+	return waitErr, show(view)
+}
+
 // PrintWait writes the outcome of a wait for the table form.
 func PrintWait(w io.Writer, v *ConvergenceView) {
 	for _, d := range v.Dependencies {
