@@ -13,6 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/fsnodes"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -43,10 +44,7 @@ func runBounded(t *testing.T, e *clitest.Env, ctx context.Context, unblock func(
 // write end, which releases a reader blocked on it.
 func mkfifo(t *testing.T) (string, func()) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "chaos.key")
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := fsnodes.FIFO(t, t.TempDir(), "chaos.key")
 	unblock := func() {
 		if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 			_ = w.Close()

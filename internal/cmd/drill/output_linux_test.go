@@ -14,6 +14,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/fsnodes"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -29,29 +30,6 @@ func kindOf(t *testing.T, p string) os.FileMode {
 		t.Fatal(err)
 	}
 	return fi.Mode().Type()
-}
-
-// mknodNull makes a character device with the null device's numbers.
-func mknodNull(t *testing.T, dir string) string {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(os.DevNull, &st); err != nil { // looked at, never opened
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "null")
-	if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, int(st.Rdev)); err != nil { //nolint:gosec // G115: a Linux device number fits an int
-		t.Fatalf("mknod (the test needs root): %v", err)
-	}
-	return p
-}
-
-func mkfifo(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "pipe")
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func linkTo(t *testing.T, dir string) (link, victim string) {
@@ -70,7 +48,7 @@ func linkTo(t *testing.T, dir string) (link, victim string) {
 func TestRunJUnitToACharacterDeviceWritesInPlace(t *testing.T) {
 	e := clitest.New(t)
 	file := writeFile(t, "tiny.yaml", tinyDrill)
-	dev := mknodNull(t, t.TempDir())
+	dev := fsnodes.Null(t, t.TempDir())
 	e.MustRun(exitcode.OK, "drill", "run", file, "--junit", dev)
 	// The old code renamed a new file over it: a device became a regular file.
 	if k := kindOf(t, dev); k&os.ModeCharDevice == 0 {
@@ -81,7 +59,7 @@ func TestRunJUnitToACharacterDeviceWritesInPlace(t *testing.T) {
 func TestRunJUnitToAPipeWritesInPlace(t *testing.T) {
 	e := clitest.New(t)
 	file := writeFile(t, "tiny.yaml", tinyDrill)
-	fifo := mkfifo(t, t.TempDir())
+	fifo := fsnodes.FIFO(t, t.TempDir(), "pipe")
 	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +101,7 @@ func TestRunJUnitToAPipeWritesInPlace(t *testing.T) {
 func TestRunJUnitToAPipeWithoutReaderSaysSo(t *testing.T) {
 	e := clitest.New(t)
 	file := writeFile(t, "tiny.yaml", tinyDrill)
-	fifo := mkfifo(t, t.TempDir())
+	fifo := fsnodes.FIFO(t, t.TempDir(), "pipe")
 	r := e.Run("drill", "run", file, "--junit", fifo)
 	if r.Code == exitcode.OK || !strings.Contains(r.Stderr, "no process is reading") {
 		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
@@ -156,7 +134,7 @@ func TestRunRefusesALinkAsReportBeforeRunning(t *testing.T) {
 
 func TestRunRefusesAPipeOrDeviceAsJournal(t *testing.T) {
 	dir := t.TempDir()
-	for _, p := range []string{mkfifo(t, dir), mknodNull(t, dir)} {
+	for _, p := range []string{fsnodes.FIFO(t, dir, "pipe"), fsnodes.Null(t, dir)} {
 		e := clitest.New(t)
 		file := writeFile(t, "tiny.yaml", tinyDrill)
 		before := kindOf(t, p)
@@ -197,7 +175,7 @@ func TestRunJournalLockIsPrivateAndNotFollowed(t *testing.T) {
 
 func TestRecoverRefusesAPipeOrDeviceAsJournalAtOnce(t *testing.T) {
 	dir := t.TempDir()
-	for _, p := range []string{mkfifo(t, dir), mknodNull(t, dir)} {
+	for _, p := range []string{fsnodes.FIFO(t, dir, "pipe"), fsnodes.Null(t, dir)} {
 		e := clitest.New(t)
 		ctx, cancel := context.WithTimeout(context.Background(), wait.Ceiling)
 		done := make(chan clitest.Result, 1)

@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/fsnodes"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -110,10 +110,7 @@ func TestAddrFileDirectoryIsRefused(t *testing.T) {
 
 func TestEMFPipeWithoutReaderIsRefusedAtOnce(t *testing.T) {
 	cli := clitest.New(t)
-	fifo := filepath.Join(t.TempDir(), "emf")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := fsnodes.FIFO(t, t.TempDir(), "emf")
 	// The old open waited in the kernel for a reader, deaf to its context.
 	r := runBounded(t, cli, "--emf", fifo)
 	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "no process is reading") || !strings.Contains(r.Stderr, "start the process that reads it first") {
