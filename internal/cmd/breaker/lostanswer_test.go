@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
@@ -15,44 +14,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+	"github.com/kosha-platform/koshactl/internal/testutil/lostanswer"
 )
-
-// lostAnswerEnv is a CLI on a DynamoDB context whose endpoint is a fault
-// proxy in front of dynalite, with the table created.
-func lostAnswerEnv(t *testing.T) (*clitest.Env, *faultproxy.Proxy) {
-	t.Helper()
-	p := faultproxy.Start(t, dynalite.Start(t))
-	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", p.URL(), "--static-credentials", "--use")
-	e.MustRun(0, "store", "init")
-	return e, p
-}
-
-// auditActions lists the actions of the audit records on subject, sorted
-// (the fake clock stamps every record in the same millisecond).
-func auditActions(t *testing.T, e *clitest.Env, subject string) []string {
-	t.Helper()
-	var doc struct {
-		Items []struct {
-			Action  string `json:"action"`
-			Subject string `json:"subject"`
-		} `json:"items"`
-	}
-	out := e.MustRun(0, "audit", "list", "-o", "json").Stdout
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("audit list -o json: %v\n%s", err, out)
-	}
-	recs := doc.Items
-	var acts []string
-	for _, r := range recs {
-		if r.Subject == subject {
-			acts = append(acts, r.Action)
-		}
-	}
-	sort.Strings(acts)
-	return acts
-}
 
 type forceOut struct {
 	Results []struct {
@@ -63,7 +26,7 @@ type forceOut struct {
 }
 
 func TestForceOpenWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
-	e, p := lostAnswerEnv(t)
+	e, p := lostanswer.Env(t)
 	p.LoseNext("PutItem", 1, faultproxy.Reset) // the override's write; the audit append is the next
 	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	if !strings.Contains(r.Stdout, "Forced open openai") || !strings.Contains(r.Stdout, store.ConfirmedNote) {
@@ -72,14 +35,14 @@ func TestForceOpenWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 	if p.Lost("PutItem") != 1 {
 		t.Fatalf("the proxy lost %d PutItem answers, want 1", p.Lost("PutItem"))
 	}
-	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
+	if got := lostanswer.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want one breaker.force-open", got)
 	}
 	e.MustRun(0, "breaker", "get", "openai")
 }
 
 func TestForceOpenOverwriteWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
-	e, p := lostAnswerEnv(t)
+	e, p := lostanswer.Env(t)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "first", "--for", "30m")
 	p.LoseNext("PutItem", 1, faultproxy.Reset)
 	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "second", "--for", "30m", "--overwrite", "-o", "json")
@@ -90,7 +53,7 @@ func TestForceOpenOverwriteWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing
 	if len(out.Results) != 1 || out.Results[0].Action != "replaced" || !out.Results[0].ConfirmedByReread || out.Results[0].AuditID == "" {
 		t.Fatalf("results %+v, want one replaced, confirmed by re-read, with an audit id", out.Results)
 	}
-	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open,breaker.force-open" {
+	if got := lostanswer.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open,breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want two breaker.force-open", got)
 	}
 	if g := e.MustRun(0, "breaker", "get", "openai"); !strings.Contains(g.Stdout, "second") {
@@ -99,7 +62,7 @@ func TestForceOpenOverwriteWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing
 }
 
 func TestClearWhoseAnswerIsLostIsReportedClearedAndAuditedOnce(t *testing.T) {
-	e, p := lostAnswerEnv(t)
+	e, p := lostanswer.Env(t)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	p.LoseNext("DeleteItem", 1, faultproxy.Reset)
 	r := e.MustRun(0, "breaker", "clear", "openai", "-o", "json")
@@ -119,14 +82,14 @@ func TestClearWhoseAnswerIsLostIsReportedClearedAndAuditedOnce(t *testing.T) {
 	if p.Lost("DeleteItem") != 1 {
 		t.Fatalf("the proxy lost %d DeleteItem answers, want 1", p.Lost("DeleteItem"))
 	}
-	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.clear,breaker.force-open" {
+	if got := lostanswer.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.clear,breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want force-open then clear", got)
 	}
 	e.MustRun(exitcode.NotFound, "breaker", "get", "openai")
 }
 
 func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
-	e, p := lostAnswerEnv(t)
+	e, p := lostanswer.Env(t)
 	p.LoseNext("PutItem", 2, faultproxy.Withhold) // the audit append after the override's write
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -223,7 +186,7 @@ func TestExitAuditPrintsARepairThatWritesTheMissingRecordOnce(t *testing.T) {
 			[]string{"breaker", "clear", "openai", "--reason", "provider recovered"}, "openai was cleared, but audit record not written"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, p := lostAnswerEnv(t)
+			e, p := lostanswer.Env(t)
 			if tc.setup != nil {
 				e.MustRun(0, tc.setup...)
 			}

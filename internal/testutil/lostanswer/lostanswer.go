@@ -1,0 +1,47 @@
+package lostanswer
+
+import (
+	"encoding/json"
+	"sort"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+)
+
+// Env is a CLI on a DynamoDB context whose endpoint is a fault proxy in
+// front of dynalite, with the table created.
+func Env(t *testing.T) (*clitest.Env, *faultproxy.Proxy) {
+	t.Helper()
+	p := faultproxy.Start(t, dynalite.Start(t))
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
+		"--endpoint-url", p.URL(), "--static-credentials", "--use")
+	e.MustRun(0, "store", "init")
+	return e, p
+}
+
+// AuditActions lists the actions of the audit records on subject, sorted
+// (the fake clock stamps every record in the same millisecond).
+func AuditActions(t *testing.T, e *clitest.Env, subject string) []string {
+	t.Helper()
+	var doc struct {
+		Items []struct {
+			Action  string `json:"action"`
+			Subject string `json:"subject"`
+		} `json:"items"`
+	}
+	out := e.MustRun(0, "audit", "list", "-o", "json").Stdout
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("audit list -o json: %v\n%s", err, out)
+	}
+	var acts []string
+	for _, r := range doc.Items {
+		if r.Subject == subject {
+			acts = append(acts, r.Action)
+		}
+	}
+	sort.Strings(acts)
+	return acts
+}
