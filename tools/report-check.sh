@@ -4,7 +4,8 @@
 # stay silent (no script error, no Content-Security-Policy violation: the
 # report runs no script and its one style element is allowed by hash).
 # Reports: the gameday fixtures (an alarm-stopped run, a killed and
-# recovered run, a journal of hostile strings) and a real run of
+# recovered run, a run the preflight refused, a run whose guard was lost
+# and rolled back, a journal of hostile strings) and a real run of
 # docs/drills/openai-outage.yaml against a sandbox. Usage:
 #   tools/report-check.sh BIN OUTDIR
 set -euo pipefail
@@ -23,7 +24,7 @@ SANDBOX_URL=$(cat "$tmp/url") "$bin" drill run docs/drills/openai-outage.yaml --
   --report "$out/openai-outage.html" >"$out/openai-outage.log" 2>&1 || { echo "report-check: the example drill failed"; cat "$out/openai-outage.log"; exit 1; }
 kill -TERM "$pid"; wait "$pid" 2>/dev/null || true; pid=
 
-for name in stopped killed hostile; do
+for name in stopped killed refused guard-lost hostile; do
   "$bin" drill report "internal/gameday/testdata/$name.journal.json" --no-fetch --out "$out/$name.html" 2>/dev/null
 done
 
@@ -46,6 +47,10 @@ for page in "$out"/*.html; do
   # The DOM as the browser built it: the timeline is there, no script came in.
   grep -q '<svg' "$out/$name.dom.txt" && grep -q 'id="glance"' "$out/$name.dom.txt" ||
     { echo "report-check: $name: the rendered DOM lacks the timeline or the summary"; bad=1; }
+  # A refused run and a lost guard show the guard's record at the top.
+  case $name in refused|guard-lost)
+    grep -q 'id="guard"' "$out/$name.dom.txt" || { echo "report-check: $name: the rendered DOM lacks the guard's record"; bad=1; } ;;
+  esac
   if grep -qiE '<(script|img|iframe)[ >]' "$out/$name.dom.txt"; then
     echo "report-check: $name: the rendered DOM holds a script, image or frame element"; bad=1
   fi

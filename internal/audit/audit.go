@@ -32,6 +32,17 @@ const Retention = 90 * 24 * time.Hour
 // ErrAuditWrite marks a mutation whose audit record could not be written.
 var ErrAuditWrite = errors.New("audit record not written")
 
+// ErrAuditUnknown marks a mutation whose audit append was sent but whose
+// outcome is unknown (interrupted in flight, or the store went away before
+// the answer and the re-read): the record may be there or not. It matches
+// ErrAuditWrite (exit 8).
+var ErrAuditUnknown error = auditUnknown{}
+
+type auditUnknown struct{}
+
+func (auditUnknown) Error() string        { return "audit record may not have been written" }
+func (auditUnknown) Is(target error) bool { return target == ErrAuditWrite }
+
 // ActorSource says how koshactl established a record's actor. It is stored
 // as the record's actor_source attribute (see docs/contracts/audit-record.md).
 type ActorSource string
@@ -208,9 +219,19 @@ func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
 	return r, l.put(ctx, r.item())
 }
 
-// put writes a record's item, never over another.
+// put writes a record's item, never over another. An append whose answer
+// was lost is resolved by a re-read ([Log.landed]); one whose outcome stays
+// unknown (interrupted in flight) is [ErrAuditUnknown], never "not written".
 func (l *Log) put(ctx context.Context, it store.Item) error {
 	if err := l.store.Put(ctx, it, store.IfAbsent()); err != nil {
+		if l.landed(ctx, it, err) {
+			return nil
+		}
+		if ctx.Err() != nil || (store.MayHaveApplied(ctx, err) && !errors.Is(err, store.ErrConditionFailed)) {
+			subject, _ := it["subject"].(string)
+			return fmt.Errorf("%w (the outcome of the write of %s is unknown): look for it with koshactl audit list --subject %s: %w",
+				ErrAuditUnknown, it.PK(), subject, err)
+		}
 		if errors.Is(err, store.ErrConditionFailed) {
 			return fmt.Errorf("%w: an audit record %s already exists and is left as it is (records are never overwritten): %w",
 				ErrAuditWrite, it.PK(), err)
@@ -252,6 +273,28 @@ func (l *Log) record(ctx context.Context, e Entry) (Record, error) {
 		return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
 	}
 	return r, nil
+}
+
+// landed resolves an append that failed with err but may have been applied
+// (its answer lost, and the client's retry met the append's own condition,
+// or the send failed after the store applied it): a re-read of the record's
+// pk that finds exactly this record means the append landed. The pk carries
+// 64 random bits, so an identical record under it is this one; anything else
+// under it is a collision, and a failed re-read leaves err standing.
+func (l *Log) landed(ctx context.Context, it store.Item, err error) bool {
+	if !store.MayHaveApplied(ctx, err) {
+		return false
+	}
+	got, gerr := l.store.Get(ctx, it.PK())
+	if gerr != nil || len(got) != len(it) {
+		return false
+	}
+	for k, v := range it {
+		if w, ok := got[k]; !ok || !store.Equal(v, w) {
+			return false
+		}
+	}
+	return true
 }
 
 func marshalState(v any) (json.RawMessage, error) {

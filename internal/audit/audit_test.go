@@ -112,6 +112,11 @@ func (failing) Put(context.Context, store.Item, store.Condition) error {
 	return store.ErrUnavailable
 }
 
+// Get fails too: an unreachable store cannot be re-read to resolve the put.
+func (failing) Get(context.Context, string) (store.Item, error) {
+	return nil, store.ErrUnavailable
+}
+
 func TestActorSourceIsStampedAndReadBack(t *testing.T) {
 	ctx := context.Background()
 	log, _, s := openLog(t)

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
 )
 
 // Issue 21: a second append under the same pk (same time, same id) is an
@@ -42,5 +43,29 @@ func testAppendCollision(t *testing.T, s store.Store) {
 	}
 	if r := l.Records[0]; r.ID != first.ID || r.Actor != "alice" || r.Reason != "first" || r.Action != "breaker.clear" {
 		t.Errorf("the first record was changed: %+v", r)
+	}
+}
+
+// Issue 21 (probe): an append whose answer is lost after the store applied
+// it (one attempt: the send fails) is resolved by re-reading the record's
+// pk: the record found is this one, so the append succeeded, exactly once.
+// A record under the same pk with other content stays a collision (above).
+func TestAppendWhoseAnswerIsLostIsConfirmedByARead(t *testing.T) {
+	p := faultproxy.Start(t, dynalite.Start(t))
+	s := dynamotest.NewStore(t, p.URL()) // one attempt per request
+	ctx := context.Background()
+	log := audit.NewLog(s, clock.NewFake(t0), "ctx")
+	p.LoseNext("PutItem", 1, faultproxy.Reset)
+	rec, err := log.Append(ctx, audit.Entry{Actor: "alice", Action: "breaker.clear", Subject: "breaker#openai", Reason: "lost",
+		Before: map[string]any{"state": "forced_open"}})
+	if err != nil || rec.ID == "" {
+		t.Fatalf("append with its answer lost: %+v, %v; want the record, no error", rec, err)
+	}
+	if p.Lost("PutItem") != 1 {
+		t.Fatalf("the proxy lost %d PutItem answers, want 1", p.Lost("PutItem"))
+	}
+	l, err := log.List(ctx, audit.Query{Scan: true})
+	if err != nil || len(l.Records) != 1 || l.Records[0].ID != rec.ID {
+		t.Fatalf("List = %+v, %v; want the one record %s", l.Records, err, rec.ID)
 	}
 }

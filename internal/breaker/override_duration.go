@@ -185,7 +185,9 @@ func (p DurationPolicy) ExpiresAt(now time.Time, l Lifetime) (time.Time, time.Du
 			return time.Time{}, 0, err
 		}
 		return l.until, 0, nil
+	case lastFor:
 	}
+	// lastFor (the zero Lifetime's kind): a duration from now.
 	if err := p.CheckFor(l.d); err != nil {
 		return time.Time{}, 0, err
 	}

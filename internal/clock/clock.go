@@ -44,6 +44,8 @@ type Fake struct {
 	mu      sync.Mutex
 	now     time.Time
 	waiters []fakeWaiter
+	// changed is closed (and dropped) when the pending waits change.
+	changed chan struct{}
 }
 
 type fakeWaiter struct {
@@ -88,7 +90,28 @@ func (f *Fake) After(d time.Duration) <-chan time.Time {
 		return w.ch
 	}
 	f.waiters = append(f.waiters, w)
+	f.notifyLocked()
 	return w.ch
+}
+
+// WaitersChanged returns a channel closed the next time the pending waits
+// change (a wait begins, or the clock fires one). A test takes it, checks
+// Waiters, and blocks on it when the code under test is not waiting yet,
+// instead of polling.
+func (f *Fake) WaitersChanged() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed == nil {
+		f.changed = make(chan struct{})
+	}
+	return f.changed
+}
+
+func (f *Fake) notifyLocked() {
+	if f.changed != nil {
+		close(f.changed)
+		f.changed = nil
+	}
 }
 
 // Waiters returns how many waits are pending, so a test can advance the
@@ -108,5 +131,9 @@ func (f *Fake) fireLocked() {
 		}
 		w.ch <- f.now
 	}
+	fired := len(kept) != len(f.waiters)
 	f.waiters = kept
+	if fired {
+		f.notifyLocked()
+	}
 }

@@ -32,13 +32,91 @@ const suggestionDistance = 2
 //     "did you mean" hint on the next line; cobra would print the group's
 //     help and exit 0 (a script carries on). A group with no command of
 //     its own prints its help when given nothing, as before;
+//
 //   - a positional-argument error (cobra's "accepts 1 arg(s), received 0")
 //     is a usage error that names what the command takes
 //     ("usage: koshactl breaker get DEPENDENCY").
 //
+//   - `help TOPIC` of a topic that names no command exits 2 like an
+//     unknown subcommand, with the hint; cobra would print the root's
+//     usage and exit 0.
+//
 // Call it once the tree is complete.
 func GuardArgs(root *cobra.Command) {
 	guardArgs(root)
+	if !root.HasParent() && root.HasSubCommands() {
+		root.SetHelpCommand(helpCommand(root))
+	}
+}
+
+// helpCommand is `help [command]`: the help of the command its arguments
+// name, or a usage error naming the first word that names none.
+func helpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help provides help for any command in the application.\nSimply type " + root.Name() + " help [path to command] for full details.",
+		ValidArgsFunction: func(c *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cur := helpTarget(root, args)
+			if cur == nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range cur.Commands() {
+				if sub.IsAvailableCommand() {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cur := root
+			for _, a := range args {
+				if !cur.HasSubCommands() {
+					break // the rest are a leaf command's own arguments, as cobra reads them
+				}
+				next := subcommand(cur, a)
+				if next == nil {
+					return unknownTopic(cur, a)
+				}
+				cur = next
+			}
+			cur.InitDefaultHelpFlag()
+			return cur.Help()
+		},
+	}
+}
+
+// helpTarget is the command args name under root, or nil.
+func helpTarget(root *cobra.Command, args []string) *cobra.Command {
+	cur := root
+	for _, a := range args {
+		if cur = subcommand(cur, a); cur == nil {
+			return nil
+		}
+	}
+	return cur
+}
+
+// subcommand is c's subcommand named (or aliased) name, or nil.
+func subcommand(c *cobra.Command, name string) *cobra.Command {
+	for _, sub := range c.Commands() {
+		if sub.Name() == name || sub.HasAlias(name) {
+			return sub
+		}
+	}
+	return nil
+}
+
+// unknownTopic is the error of `help ... name` where group c has no
+// command name.
+func unknownTopic(c *cobra.Command, name string) error {
+	err := Usagef("unknown help topic %q: %q has no command %q (see %s --help)", name, c.CommandPath(), name, c.CommandPath())
+	s := closestCommand(c, name)
+	if s == "" {
+		return err
+	}
+	return &HintError{Err: err, Hint: fmt.Sprintf("did you mean %s?", s)}
 }
 
 func guardArgs(c *cobra.Command) {

@@ -179,6 +179,9 @@ type StepRecord struct {
 	Outputs map[string]string `json:"outputs,omitempty"`
 	// Rollbacks are the ids of the rollbacks this step registered.
 	Rollbacks []string `json:"rollbacks,omitempty"`
+	// Fleet is what the fleet's gauges confirmed of a breaker step with
+	// wait: true, confirmed or not (version 2).
+	Fleet *FleetRecord `json:"fleet,omitempty"`
 	// Log holds progress notices (a wait-for's changing observations).
 	Log []string `json:"log,omitempty"`
 }

@@ -19,6 +19,9 @@ type Outputs struct {
 	// Detail is one line about what the step saw, for the live log and
 	// the journal ("200 in 35ms").
 	Detail string
+	// Fleet is what the fleet's gauges confirmed (a breaker step with
+	// wait: true).
+	Fleet *FleetRecord
 
 	names    []string
 	values   map[string]string

@@ -252,6 +252,7 @@ func checkRows(b *builder, title string, checks []drill.CheckRecord) {
 func timelineChart(j *drill.Journal, a axis) *chart {
 	b := newBuilder(a)
 	end := a.t1
+	checkRows(b, "Preflight", j.Preflight)
 	checkRows(b, "Hypothesis before", j.Hypothesis.Before)
 	if len(j.Steps) > 0 {
 		b.heading("Steps")
@@ -302,6 +303,7 @@ func timelineChart(j *drill.Journal, a axis) *chart {
 		b.span(r, rb.RegisteredAt, until, "lapsed", fmt.Sprintf("%s %s: %s %s", rb.ID, rb.Subject, rb.Status, firstOf(rb.Error, text)), text)
 	}
 	stopRows(b, j)
+	guardRows(b, j)
 	if len(j.Recoveries) > 0 {
 		b.heading("Recovery")
 		r := b.row("drill recover")
@@ -335,9 +337,31 @@ func runLines(b *builder, j *drill.Journal) {
 	if j.Stop != nil {
 		b.line(j.Stop.At, "l-stop", "stopped: "+textsafe.Truncate(one(j.Stop.Condition), 24))
 	}
+	if g := j.Guard; g != nil {
+		label := "refused: "
+		if g.Phase != drill.GuardPreflight {
+			label = "guard lost: "
+		}
+		b.line(g.At, "l-stop", label+textsafe.Truncate(one(g.Condition), 24))
+	}
 	for _, rv := range j.Recoveries {
 		b.line(rv.At, "l-end", "recovered")
 	}
+}
+
+// guardRows draws a lost guard: from the first failed evaluation in a row
+// to the moment its grace ran out.
+func guardRows(b *builder, j *drill.Journal) {
+	g := j.Guard
+	if g == nil || g.Since == nil {
+		return
+	}
+	b.heading("Guard lost")
+	r := b.row(g.Role + " " + g.Condition)
+	text := fmt.Sprintf("unevaluable, %d polls", g.Polls)
+	b.span(r, *g.Since, g.At, "st-warn", fmt.Sprintf("%s %s could not be evaluated from %s to %s (%d polls): %s; fix: %s", g.Role, g.Condition,
+		clock(*g.Since), clock(g.At), g.Polls, g.Cause, g.Fix), text)
+	b.mark(r, g.At, firedRadius, "fired", fmt.Sprintf("%s lost at %s: %s", g.Condition, clock(g.At), g.Cause))
 }
 
 // stopRows draws one row per stop condition: a dot per evaluation (grey

@@ -127,6 +127,88 @@ func killedJournal() *drill.Journal {
 	return j
 }
 
+func fleetStep(s drill.StepRecord, f *drill.FleetRecord) drill.StepRecord { s.Fleet = f; return s }
+
+// refusedJournal is a run the preflight refused: its stop condition's
+// alarm source answered AccessDenied, so nothing was done.
+func refusedJournal() *drill.Journal {
+	pre := func(name, kind string, start, end float64, ok bool, detail, errText string) drill.CheckRecord {
+		return drill.CheckRecord{Phase: runner.PhasePreflight, Name: name, Kind: kind, Description: kind + " " + name, OK: ok, Detail: detail,
+			Error: errText, Checks: 1, StartedAt: at(start), EndedAt: atp(end), DurationSeconds: end - start}
+	}
+	cause := "describe alarms: AccessDeniedException: not authorized to perform cloudwatch:DescribeAlarms"
+	fix := "grant the caller read access (koshactl iam policy --role drill-runner shows what a drill needs), or refresh the credentials"
+	j := &drill.Journal{Kind: "DrillRun", Version: drill.JournalVersion, RunID: "5e5e5e5e5e5e", Context: "staging", Store: "dynamodb kosha-control",
+		Gauges: "cloudwatch Kosha/Gateway", Actor: "arn:aws:sts::123456789012:assumed-role/drill-runner/ci",
+		Drill:     drill.DrillInfo{Name: "alarm-stop", File: "docs/drills/alarm-stop.yaml", Description: "openai forced open; stop when the API's 5xx alarm fires"},
+		StartedAt: t0, Deadline: at(300), EndedAt: atp(0.6), DurationSeconds: 0.6, TimeoutSeconds: 300, Outcome: drill.OutcomeRefused,
+		Reason:      `refused before any lever was pulled: stop condition "api-5xx" could not be evaluated: ` + cause + ": " + fix + "; nothing was done",
+		RollbacksOK: true, ExitCode: 6,
+		Preflight: []drill.CheckRecord{
+			pre("api-5xx", "alarm", 0.1, 0.3, false, "", `stop condition could not be evaluated: `+cause+` (fix: `+fix+`)`),
+			pre("openai-closed", "breaker", 0.3, 0.5, true, "can be evaluated: openai: 2 instance(s): 2 closed", ""),
+		},
+		Guard:      &drill.GuardRecord{Phase: drill.GuardPreflight, Role: drill.RoleStopCondition, Condition: "api-5xx", Cause: cause, Fix: fix, At: at(0.3)},
+		Hypothesis: drill.Hypothesis{Before: []drill.CheckRecord{}, After: []drill.CheckRecord{}, AfterSkipped: "refused at preflight: nothing was done"},
+		Steps: []drill.StepRecord{
+			step("force-openai", "breaker.force_open", drill.StatusSkipped, -1, -1, ""),
+			step("soak", "sleep", drill.StatusSkipped, -1, -1, ""),
+		},
+		Rollbacks: []drill.RollbackRecord{},
+	}
+	return j
+}
+
+// guardLostJournal is a run whose stop condition's metrics source went
+// away mid-soak: after its grace the guard was lost, the steps stopped and
+// both levers were put back. Its force-open waited for the fleet.
+func guardLostJournal() *drill.Journal {
+	cause := "read breaker_state: dial tcp 127.0.0.1:9000: connect: connection refused"
+	fix := "check that the metrics source is reachable from here (metrics_url, the network), then run the drill again"
+	j := &drill.Journal{Kind: "DrillRun", Version: drill.JournalVersion, RunID: "6f6f6f6f6f6f", Context: "local", Store: "sqlite state/local.db",
+		Gauges: "prometheus http://127.0.0.1:9000/metrics", Actor: "ci@example.com",
+		Drill:     drill.DrillInfo{Name: "openai-outage", File: "docs/drills/openai-outage.yaml", Description: "openai forced open fleet-wide"},
+		StartedAt: t0, Deadline: at(300), EndedAt: atp(24.2), DurationSeconds: 24.2, TimeoutSeconds: 300, Outcome: drill.OutcomeGuardLost,
+		Reason:      `stop condition "core-api-closed" could not be evaluated for 4 polls since 09:30:10Z: ` + cause + ": " + fix,
+		RollbacksOK: true, ExitCode: 5,
+		Preflight: []drill.CheckRecord{{Phase: runner.PhasePreflight, Name: "core-api-closed", Kind: "breaker", Description: "core-api closed", OK: true,
+			Detail: "can be evaluated: core-api: 2 instance(s): 2 closed", Checks: 1, StartedAt: at(0.05), EndedAt: atp(0.08), DurationSeconds: 0.03}},
+		Hypothesis: drill.Hypothesis{
+			Before: []drill.CheckRecord{check(runner.PhaseBefore, "openai-closed", 0.1, 0.4, true, "openai: 2 instance(s): 2 closed")},
+			After:  []drill.CheckRecord{},
+		},
+		Steps: []drill.StepRecord{
+			fleetStep(step("force-openai", "breaker.force_open", drill.StatusPassed, 0.5, 3.9,
+				"forced open until 2026-03-14T09:35:00Z; fleet confirmed: forced on 2 of 2 instances after 3.2s", "rb-1"),
+				&drill.FleetRecord{Dependency: "openai", Goal: "forced", Confirmed: true, Summary: "forced on 2 of 2 instances", ElapsedSeconds: 3.2, TimeoutSeconds: 45}),
+			step("soak", "sleep", drill.StatusGuardLost, 3.9, 18.1, ""),
+			step("verify", "assert", drill.StatusSkipped, -1, -1, ""),
+		},
+		Guard: &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: drill.RoleStopCondition, Condition: "core-api-closed", Cause: cause, Fix: fix,
+			Polls: 4, Since: atp(10), GracePolls: 3, GraceSeconds: 5, At: at(18)},
+		Rollbacks: []drill.RollbackRecord{rollback("rb-1", "force-openai", "breaker#openai", 0.5, 18.3, 18.6, 300)},
+		Audit: []drill.AuditRef{
+			{ID: "01JQ0000000000000000000011", At: at(0.8), Action: "breaker.force_open", Subject: "breaker#openai"},
+			{ID: "01JQ0000000000000000000012", At: at(18.5), Action: "breaker.clear", Subject: "breaker#openai"},
+		},
+		Notices: []string{`stop condition "core-api-closed" could not be evaluated: ` + cause},
+	}
+	j.Hypothesis.AfterSkipped = ""
+	for s := 1.0; s < 10; s += 2 {
+		j.StopEvaluations = append(j.StopEvaluations, drill.StopEvaluation{At: at(s), Condition: "core-api-closed", Detail: "core-api: 2 closed"})
+	}
+	for s := 10.0; s <= 18; s += 2.5 {
+		j.StopEvaluations = append(j.StopEvaluations, drill.StopEvaluation{At: at(s), Condition: "core-api-closed", Error: cause})
+	}
+	j.GaugeSamples = gauges("openai", 0.1, 9.1, 1, func(s float64) string {
+		if s < 1 {
+			return "closed"
+		}
+		return "forced_open"
+	})
+	return j
+}
+
 // Hostile strings: markup, an attribute break-out, Markdown links and
 // images, autolinks, a terminal escape and a bidi override.
 const (
@@ -174,5 +256,13 @@ func hostileJournal() *drill.Journal {
 	j.Notices = []string{hScript, hImg, hLink, hAuto, hTerm}
 	j.Audit[0].ID, j.Audit[0].Action, j.Audit[0].Subject = hScript, hImg, hLink
 	j.Recoveries = []drill.RecoveryRecord{{At: at(25), Actor: hImg, Rollbacks: []string{hScript}, Detail: hLink}}
+	// A guard that refused (the fields a refused or lost guard shows) and
+	// the preflight's records; a fleet confirmation in a step's detail.
+	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: hStyle, Condition: hScript, Cause: hImg + hScript + hTerm, Fix: hLink + hAuto,
+		Polls: 3, Since: atp(5), GracePolls: 2, GraceSeconds: 4, At: at(9)}
+	j.Preflight = []drill.CheckRecord{{Phase: hStyle, Name: hScript, Kind: hImg, Description: hLink, Detail: hAuto, Error: hTerm + hScript,
+		Checks: 1, StartedAt: at(0), EndedAt: atp(0.1)}}
+	j.Steps[0].Fleet = &drill.FleetRecord{Dependency: hScript, Goal: hImg, Confirmed: true, Summary: hLink + hTerm, ElapsedSeconds: 2, TimeoutSeconds: 45}
+	j.Steps[1].Fleet = &drill.FleetRecord{Dependency: hStyle, Goal: hAuto, Summary: hScript + hImg, ElapsedSeconds: 45, TimeoutSeconds: 45}
 	return j
 }

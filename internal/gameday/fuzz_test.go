@@ -63,6 +63,15 @@ func withStrings(s string, stepSecs, rbSecs uint16) *drill.Journal {
 		j.Audit[i] = drill.AuditRef{ID: s, At: j.Audit[i].At, Action: s, Subject: s}
 	}
 	j.Recoveries = []drill.RecoveryRecord{{At: at(25), Actor: s, Rollbacks: []string{s}, Detail: s}}
+	g := j.Guard
+	g.Phase, g.Role, g.Condition, g.Cause, g.Fix = s, s, s, s, s
+	for i := range j.Preflight {
+		c := &j.Preflight[i]
+		c.Phase, c.Name, c.Kind, c.Description, c.Detail, c.Error = s, s, s, s, s, s
+	}
+	// What the fleet confirmed of a breaker step with wait: true, and not.
+	j.Steps[0].Fleet = &drill.FleetRecord{Dependency: s, Goal: s, Confirmed: true, Summary: s, ElapsedSeconds: 2, TimeoutSeconds: 45}
+	j.Steps[1].Fleet = &drill.FleetRecord{Dependency: s, Goal: s, Summary: s, ElapsedSeconds: 45, TimeoutSeconds: 45}
 	return j
 }
 
@@ -94,7 +103,8 @@ func tags(t *testing.T, page string) []string {
 // inert (one CSP, no script, no URL).
 func FuzzHTML(f *testing.F) {
 	for _, s := range []string{"x", hScript, hImg, hLink, hAuto, hStyle, hTerm, "", " ", "\n", "<", "&lt;", "]]>", "<!--", "-->", "<![CDATA[",
-		"</title><script>", "</svg><script>", "javascript:alert(1)", "\x00", "\u2028", "passed", "ok", "stopped", "closed", "forced_open"} {
+		"</title><script>", "</svg><script>", "javascript:alert(1)", "\x00", "\u2028", "passed", "ok", "stopped", "closed", "forced_open",
+		"preflight", "run", "refused", "guard_lost", "fleet confirmed: <b>", "; ", ": "} {
 		f.Add(s, uint16(0), uint16(0))
 	}
 	f.Fuzz(func(t *testing.T, s string, stepSecs, rbSecs uint16) {

@@ -86,9 +86,29 @@ func Markdown(w io.Writer, in Input) error {
 	}
 	var rows [][]string
 	for _, s := range r.Steps {
-		rows = append(rows, []string{s.ID, s.Kind, s.Status, s.Duration, joinNonEmpty(": ", s.Description, firstOf(s.Error, s.Detail))})
+		did := joinNonEmpty(": ", s.Description, firstOf(s.Error, s.Detail))
+		rows = append(rows, []string{s.ID, s.Kind, s.Status, s.Duration, did})
 	}
 	table("Steps", []string{"step", "kind", "status", "took", "what it did"}, rows)
+	if g := r.Guard; g != nil {
+		fmt.Fprintf(&b, "### %s\n\n", g.Heading)
+		rows = [][]string{{"guard", g.Role + " " + g.Condition}, {"at", g.At}}
+		for _, kv := range [][2]string{{"since", g.Since}, {"polls", g.Polls}, {"grace", g.Grace}, {"cause", g.Cause}, {"fix", g.Fix}} {
+			if kv[1] != "" {
+				rows = append(rows, []string{kv[0], kv[1]})
+			}
+		}
+		b.WriteString("| | |\n|---|---|\n")
+		for _, row := range rows {
+			fmt.Fprintf(&b, "| **%s** | %s |\n", md(row[0]), md(row[1]))
+		}
+		b.WriteString("\n")
+	}
+	rows = nil
+	for _, c := range r.Preflight {
+		rows = append(rows, []string{c.Name, c.Kind, c.Status, firstOf(c.Error, c.Detail)})
+	}
+	table("Preflight", []string{"check", "kind", "result", "observed"}, rows)
 	rows = nil
 	for _, l := range r.Levers {
 		rows = append(rows, []string{l.ID, l.Subject, l.Status, l.Pulled, joinNonEmpty(" by ", l.Back, l.By), l.Held, firstOf(l.Error, l.Detail)})

@@ -48,6 +48,10 @@ type report struct {
 	Levers     []leverRow
 	Checks     []checkRow
 	Stop       *stopRow
+	// Guard is the guard that refused the run at preflight, or was lost
+	// during it; Preflight the preflight's evaluations.
+	Guard      *guardRow
+	Preflight  []checkRow
 	Recoveries []recoveryRow
 	Audit      []auditRow
 	Notices    []string
@@ -71,6 +75,9 @@ type stepRow struct {
 	Description                                                     string
 	Outputs                                                         []fact
 	Rollbacks                                                       string
+	// Fleet is what the fleet's gauges confirmed of a breaker step with
+	// wait: true (or did not: FleetClass bad).
+	Fleet, FleetClass string
 }
 
 type leverRow struct {
@@ -91,6 +98,17 @@ type checkRow struct {
 type stopRow struct {
 	Condition, Detail, At string
 	Alarms                []alarmRow
+}
+
+// guardRow is a guard that could not be evaluated: the one that refused
+// the run at preflight, or the one lost past its grace.
+type guardRow struct {
+	// Heading is "Refused at preflight" or "Guard lost".
+	Heading                                string
+	Lost                                   bool
+	Phase, Role, Condition, Cause, Fix, At string
+	// Since, Polls and Grace say how long it was unevaluable (a lost guard).
+	Since, Polls, Grace string
 }
 
 type alarmRow struct{ Name, State, Reason, Since string }
@@ -168,6 +186,14 @@ func build(in Input) *report {
 			row.Started = clock(*s.StartedAt)
 			row.Duration = dur(secs(s.DurationSeconds))
 		}
+		// The detail (or error) says what the fleet confirmed in words; a
+		// badge says whether it did, and after how long.
+		if f := s.Fleet; f != nil {
+			row.Fleet, row.FleetClass = one("fleet confirmed "+f.Goal+" after "+dur(secs(f.ElapsedSeconds))), "good"
+			if !f.Confirmed {
+				row.Fleet, row.FleetClass = one("fleet did NOT confirm "+f.Goal+" within "+dur(secs(f.TimeoutSeconds))), "bad"
+			}
+		}
 		keys := make([]string, 0, len(s.Outputs))
 		for k := range s.Outputs {
 			keys = append(keys, k)
@@ -200,6 +226,16 @@ func build(in Input) *report {
 			sr.Alarms = append(sr.Alarms, ar)
 		}
 		r.Stop = sr
+	}
+	r.Guard = guardRowOf(j)
+	for _, c := range j.Preflight {
+		status, class := "can be evaluated", "good"
+		if !c.OK {
+			status, class = "cannot be evaluated", "bad"
+		}
+		r.Preflight = append(r.Preflight, checkRow{Phase: one(c.Phase), Name: one(c.Name), Kind: one(c.Kind), Description: one(c.Description),
+			Status: status, Class: class, Started: clock(c.StartedAt), Duration: dur(secs(c.DurationSeconds)), Detail: one(c.Detail),
+			Error: one(c.Error), Checks: c.Checks})
 	}
 	for _, rv := range j.Recoveries {
 		row := recoveryRow{At: clock(rv.At), Actor: one(rv.Actor), Rollbacks: one(strings.Join(rv.Rollbacks, ", ")), Detail: one(rv.Detail),
@@ -259,8 +295,11 @@ func lastRecord(j *drill.Journal, recoveries bool) time.Time {
 		}
 	}
 	laterPtr(j.EndedAt)
-	for _, c := range slices.Concat(j.Hypothesis.Before, j.Hypothesis.After) {
+	for _, c := range slices.Concat(j.Preflight, j.Hypothesis.Before, j.Hypothesis.After) {
 		laterPtr(c.EndedAt)
+	}
+	if j.Guard != nil {
+		later(j.Guard.At)
 	}
 	for _, s := range j.Steps {
 		laterPtr(s.StartedAt)
@@ -368,13 +407,22 @@ func atAGlance(j *drill.Journal, end time.Time) []glance {
 		}
 		pulled = append(pulled, what)
 	}
-	if len(pulled) == 0 {
+	switch {
+	case len(pulled) == 0 && j.Outcome == drill.OutcomeRefused:
+		g = append(g, glance{"Pulled", "no lever: the run was refused before any was pulled; nothing was done", "muted"})
+	case len(pulled) == 0:
 		g = append(g, glance{"Pulled", "no lever", "muted"})
-	} else {
+	default:
 		g = append(g, glance{"Pulled", one(strings.Join(pulled, "; ")), "warn"})
 	}
 
+	if f := fleetGlance(j); f != nil {
+		g = append(g, *f)
+	}
+
 	switch {
+	case j.Guard != nil && (j.Outcome == drill.OutcomeRefused || j.Outcome == drill.OutcomeGuardLost):
+		g = append(g, guardGlance(j)...)
 	case j.Stop != nil:
 		text := fmt.Sprintf("stop condition %s at %s (+%s): %s", j.Stop.Condition, clock(j.Stop.At), dur(j.Stop.At.Sub(j.StartedAt)), j.Stop.Detail)
 		for _, a := range j.Stop.Alarms {
@@ -412,6 +460,108 @@ func atAGlance(j *drill.Journal, end time.Time) []glance {
 			strings.Join(by, " and "))), "good"})
 	default:
 		g = append(g, glance{"NOT put back", one(fmt.Sprintf("%d of %d levers: each stays moved until its expiry (see Levers)", notBack, len(j.Rollbacks))), "bad"})
+	}
+	return g
+}
+
+// fleetText is one line for what the fleet's gauges confirmed of a
+// breaker step with wait: true.
+func fleetText(f *drill.FleetRecord) string {
+	if f.Confirmed {
+		return fmt.Sprintf("fleet confirmed %s %s after %s: %s", f.Dependency, f.Goal, dur(secs(f.ElapsedSeconds)), f.Summary)
+	}
+	return fmt.Sprintf("fleet did NOT confirm %s %s within %s: %s", f.Dependency, f.Goal, dur(secs(f.TimeoutSeconds)), f.Summary)
+}
+
+// fleetGlance is one line for the steps that waited for the fleet: what
+// its gauges confirmed, step by step; nil when no step waited.
+func fleetGlance(j *drill.Journal) *glance {
+	var parts []string
+	class := "good"
+	for _, s := range j.Steps {
+		if s.Fleet == nil {
+			continue
+		}
+		if !s.Fleet.Confirmed {
+			class = "bad"
+		}
+		parts = append(parts, s.ID+": "+fleetText(s.Fleet))
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	return &glance{"Fleet", one(strings.Join(parts, "; ")), class}
+}
+
+// guardRowOf is the journal's guard record as the report shows it.
+func guardRowOf(j *drill.Journal) *guardRow {
+	gr := j.Guard
+	if gr == nil {
+		return nil
+	}
+	row := &guardRow{Heading: "Refused at preflight", Phase: one(gr.Phase), Role: one(gr.Role), Condition: one(gr.Condition),
+		Cause: one(gr.Cause), Fix: one(gr.Fix), At: clock(gr.At)}
+	if gr.Phase != drill.GuardPreflight {
+		row.Heading, row.Lost = "Guard lost", true
+	}
+	if gr.Since != nil {
+		row.Since = clock(*gr.Since) + " (" + dur(gr.At.Sub(*gr.Since)) + " before it was lost)"
+	}
+	if gr.Polls > 0 {
+		row.Polls = fmt.Sprintf("%d failed evaluations in a row", gr.Polls)
+	}
+	if gr.GracePolls > 0 || gr.GraceSeconds > 0 {
+		row.Grace = one(graceText(gr))
+	}
+	return row
+}
+
+func graceText(gr *drill.GuardRecord) string {
+	var parts []string
+	if gr.GracePolls > 0 {
+		parts = append(parts, fmt.Sprintf("%d polls", gr.GracePolls))
+	}
+	if gr.GraceSeconds > 0 {
+		parts = append(parts, dur(secs(gr.GraceSeconds)))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// guardGlance is what a reviewer reads first of a refused run or a lost
+// guard: which guard, why, since when, how many polls, and the fix.
+func guardGlance(j *drill.Journal) []glance {
+	gr := j.Guard
+	if gr.Phase == drill.GuardPreflight {
+		bad := 0
+		for _, c := range j.Preflight {
+			if !c.OK {
+				bad++
+			}
+		}
+		text := fmt.Sprintf("preflight at %s: %s %q could not be evaluated: %s", clock(gr.At), gr.Role, gr.Condition, gr.Cause)
+		if len(j.Preflight) > 0 {
+			text += fmt.Sprintf(" (%d of %d guards could not be evaluated)", bad, len(j.Preflight))
+		}
+		g := []glance{{"Refused", one(text), "bad"}}
+		if gr.Fix != "" {
+			g = append(g, glance{"Fix", one(gr.Fix), "warn"})
+		}
+		return g
+	}
+	text := fmt.Sprintf("%s %q could not be evaluated", gr.Role, gr.Condition)
+	if gr.Since != nil {
+		text += fmt.Sprintf(" since %s (+%s)", clock(*gr.Since), dur(gr.Since.Sub(j.StartedAt)))
+	}
+	if gr.Polls > 0 {
+		text += fmt.Sprintf(", %d polls in a row", gr.Polls)
+	}
+	if grace := graceText(gr); grace != "" {
+		text += " (grace " + grace + ")"
+	}
+	text += fmt.Sprintf("; lost at %s (+%s), the steps stopped and the levers were rolled back: %s", clock(gr.At), dur(gr.At.Sub(j.StartedAt)), gr.Cause)
+	g := []glance{{"Guard lost", one(text), "bad"}}
+	if gr.Fix != "" {
+		g = append(g, glance{"Fix", one(gr.Fix), "warn"})
 	}
 	return g
 }

@@ -19,9 +19,11 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var fixtures = map[string]func() *drill.Journal{
-	"stopped": stoppedJournal,
-	"killed":  killedJournal,
-	"hostile": hostileJournal,
+	"stopped":    stoppedJournal,
+	"killed":     killedJournal,
+	"hostile":    hostileJournal,
+	"refused":    refusedJournal,
+	"guard-lost": guardLostJournal,
 }
 
 func renderHTML(t testing.TB, in Input) string {
@@ -319,6 +321,13 @@ func TestHostileTextRendersAsText(t *testing.T) {
 			t.Errorf("the page's text lacks %q", want)
 		}
 	}
+	// The guard's cause and fix, as the guard section shows them.
+	guard := text(byID(parse(t, page), "guard"))
+	for _, want := range []string{hImg + hScript + `red\x1b[31m text \u202eevil\u202c`, "[click me](javascript:alert(3))"} {
+		if !strings.Contains(guard, want) {
+			t.Errorf("the guard section's text lacks %q: %s", want, guard)
+		}
+	}
 
 	m := renderMarkdown(t, Input{Journal: j})
 	for _, bad := range []string{"<script", "<img", "](", "![", "https://", "www.evil", "<https", "\x1b", "\u202e", "\n\n\nline two", "| cell |"} {
@@ -385,5 +394,133 @@ func TestFormatFor(t *testing.T) {
 	}
 	if err := Render(&bytes.Buffer{}, "pdf", Input{Journal: stoppedJournal()}); err == nil {
 		t.Error("Render accepted format pdf")
+	}
+}
+
+// A refused run and a lost guard: the guard's record (which guard, its
+// cause and fix; since when and how many polls for a lost one) is at the
+// top, the preflight's evaluations in their own table, and the timeline
+// marks the moment; a lost guard's rollbacks follow. A breaker step that
+// waited for the fleet says what the gauges confirmed.
+func TestHTMLGuardOutcomes(t *testing.T) {
+	for _, name := range []string{"refused", "guard-lost"} {
+		t.Run(name, func(t *testing.T) {
+			j := fixtures[name]()
+			page := renderHTML(t, Input{Journal: j})
+			checkInert(t, page)
+			doc := parse(t, page)
+			g := byID(doc, "guard")
+			if g == nil {
+				t.Fatal("no #guard section")
+			}
+			if phase, _ := attr(g, "data-phase"); phase != j.Guard.Phase {
+				t.Errorf("guard section's phase %q, want %q", phase, j.Guard.Phase)
+			}
+			guard, glance := text(g), text(byID(doc, "glance"))
+			for _, want := range []string{j.Guard.Role, j.Guard.Condition, j.Guard.Cause, j.Guard.Fix, clock(j.Guard.At)} {
+				if !strings.Contains(guard, want) {
+					t.Errorf("the guard section lacks %q: %s", want, guard)
+				}
+			}
+			for _, want := range []string{j.Guard.Condition, j.Guard.Cause, "Fix" + j.Guard.Fix} {
+				if !strings.Contains(glance, want) {
+					t.Errorf("at a glance lacks %q: %s", want, glance)
+				}
+			}
+			var svg *html.Node
+			walk(doc, func(n *html.Node) {
+				if svg == nil && n.Type == html.ElementNode && n.Data == "svg" {
+					svg = n
+				}
+			})
+			timeline := text(svg)
+			pre := byID(doc, "preflight")
+			if pre == nil {
+				t.Fatal("no #preflight table")
+			}
+			var preRows int
+			walk(pre, func(n *html.Node) {
+				if n.Type == html.ElementNode && n.Data == "tr" && n.Parent.Data == "tbody" {
+					preRows++
+				}
+			})
+			if preRows != len(j.Preflight) {
+				t.Errorf("%d preflight rows, want %d", preRows, len(j.Preflight))
+			}
+			for _, c := range j.Preflight {
+				if !strings.Contains(text(pre), c.Name) || !strings.Contains(timeline, c.Name) {
+					t.Errorf("preflight check %s missing from the table or the timeline", c.Name)
+				}
+			}
+			switch name {
+			case "refused":
+				for _, want := range []string{"Refused", "preflight at 09:30:00.300Z", "1 of 2 guards could not be evaluated", "no lever: the run was refused"} {
+					if !strings.Contains(glance, want) {
+						t.Errorf("at a glance lacks %q: %s", want, glance)
+					}
+				}
+				if !strings.Contains(text(pre), "cannot be evaluated") || !strings.Contains(guard, "Nothing was done") {
+					t.Errorf("the preflight or the guard section does not say nothing was done: %s / %s", text(pre), guard)
+				}
+				if !strings.Contains(timeline, "refused: api-5xx") {
+					t.Error("the timeline does not mark the refusal")
+				}
+				if strings.Contains(glance, "Put back") {
+					t.Errorf("a refused run pulled nothing, yet: %s", glance)
+				}
+			case "guard-lost":
+				for _, want := range []string{"Guard lost", "since 09:30:10.000Z (+10s), 4 polls in a row (grace 3 polls and 5s)", "lost at 09:30:18.000Z",
+					"Put back", "all 1 by 09:30:18.600Z", "force-openai: fleet confirmed openai forced after 3.2s: forced on 2 of 2 instances"} {
+					if !strings.Contains(glance, want) {
+						t.Errorf("at a glance lacks %q: %s", want, glance)
+					}
+				}
+				for _, want := range []string{"4 failed evaluations in a row", "09:30:10.000Z (8s before it was lost)", "3 polls and 5s"} {
+					if !strings.Contains(guard, want) {
+						t.Errorf("the guard section lacks %q: %s", want, guard)
+					}
+				}
+				if !strings.Contains(timeline, "guard lost: core-api-closed") || !strings.Contains(timeline, "unevaluable, 4 polls") {
+					t.Errorf("the timeline does not draw the lost guard: %s", timeline)
+				}
+				// The rollbacks come after the guard was lost.
+				if rb := j.Rollbacks[0]; !rb.StartedAt.After(j.Guard.At) || !strings.Contains(text(byID(doc, "levers")), "the run's rollback") {
+					t.Error("the lever's rollback is not shown after the lost guard")
+				}
+				var fleet *html.Node
+				walk(byID(doc, "steps"), func(n *html.Node) {
+					if v, ok := attr(n, "data-fleet"); ok && fleet == nil {
+						fleet = n
+						if v != "good" {
+							t.Errorf("fleet badge %q, want good", v)
+						}
+					}
+				})
+				if fleet == nil || text(fleet) != "fleet confirmed forced after 3.2s" {
+					t.Errorf("the force-open step has no fleet badge")
+				}
+			}
+		})
+	}
+}
+
+// A wait that the fleet did not confirm is the glance's bad news.
+func TestFleetNotConfirmed(t *testing.T) {
+	j := guardLostJournal()
+	f := j.Steps[0].Fleet
+	f.Confirmed, f.Summary, f.ElapsedSeconds = false, "forced on 1 of 2 instances (gw-2)", 45
+	j.Steps[0].Status, j.Steps[0].Error = drill.StatusFailed, "the fleet did not confirm openai forced within 45s: forced on 1 of 2 instances (gw-2)"
+	r := build(Input{Journal: j})
+	var fleet *glance
+	for i := range r.Glance {
+		if r.Glance[i].Label == "Fleet" {
+			fleet = &r.Glance[i]
+		}
+	}
+	if fleet == nil || fleet.Class != "bad" || !strings.Contains(fleet.Text, "fleet did NOT confirm openai forced within 45s: forced on 1 of 2 instances (gw-2)") {
+		t.Errorf("fleet glance %+v", fleet)
+	}
+	if r.Steps[0].FleetClass != "bad" || !strings.Contains(r.Steps[0].Fleet, "did NOT confirm") {
+		t.Errorf("step fleet badge %q (%s)", r.Steps[0].Fleet, r.Steps[0].FleetClass)
 	}
 }

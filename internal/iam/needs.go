@@ -160,6 +160,12 @@ var Commands = map[string][]Need{
 	// conditions, audit every change, announce the run.
 	"drill run": needs(breakerRead, batchRead, breakerWrite, Need{DeleteItem, BreakerItems},
 		bucketRead, bucketWrite, secretRead, gauges, alarms, auditWrite, notifyPublish),
+	// drill recover finishes a dead run's rollbacks from the audit trail:
+	// the run's records on each lever (the audit index by subject, filtered
+	// by run_id), then the override or bucket as the rollback finds it, the
+	// override's clear, the recovery's audit records, and its notification.
+	// (Putting a bucket back writes rl# as drill run's rollback does.)
+	"drill recover": needs(indexRead, breakerRead, bucketRead, Need{DeleteItem, BreakerItems}, auditWrite, notifyPublish),
 	// The reference data plane (koshactl sandbox): it reads overrides and
 	// chaos keys, takes tokens with a conditional write, and audits chaos
 	// headers it applied or refused.
@@ -207,7 +213,7 @@ var RolePaths = map[Role][]string{
 	Operator: append(slices.Clone(readerPaths), "breaker force-open", "breaker clear", "breaker clear --all",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
 		"audit repair"),
-	DrillRunner: {"drill run"},
+	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},
 	Admin:       {"store init", "store migrate"},
 }

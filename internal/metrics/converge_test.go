@@ -241,18 +241,24 @@ func TestWaiterReturnsWhenConfirmedOrTimesOut(t *testing.T) {
 	// it, calling at(elapsed) before each step, until the wait ends.
 	drive := func(done chan outcome, at func(time.Duration)) outcome {
 		begin := clk.Now()
-		deadline := time.Now().Add(wait.Ceiling)
+		ceiling := time.NewTimer(wait.Ceiling)
+		defer ceiling.Stop()
 		for {
+			// Taken before the check, so a wait that begins after it wakes us.
+			changed := clk.WaitersChanged()
 			select {
 			case o := <-done:
 				return o
 			default:
 			}
 			if clk.Waiters() == 0 {
-				if time.Now().After(deadline) {
+				select {
+				case o := <-done:
+					return o
+				case <-changed:
+				case <-ceiling.C:
 					t.Fatal("the waiter never waited on the clock")
 				}
-				time.Sleep(time.Millisecond) // polling for the waiter's state, not waiting a time
 				continue
 			}
 			at(clk.Now().Sub(begin))

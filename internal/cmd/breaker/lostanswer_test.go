@@ -103,7 +103,7 @@ func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
 	if r.Code != exitcode.Audit {
 		t.Fatalf("exit %d, want %d (the override was written, its record was not)\nstdout:\n%s\nstderr:\n%s", r.Code, exitcode.Audit, r.Stdout, r.Stderr)
 	}
-	if !strings.Contains(r.Stderr, "openai was forced open, but audit record not written") {
+	if !strings.Contains(r.Stderr, "openai was forced open, but audit record may not have been written") {
 		t.Fatalf("stderr does not say the override was written:\n%s", r.Stderr)
 	}
 	e.MustRun(0, "breaker", "get", "openai")
@@ -181,9 +181,9 @@ func TestExitAuditPrintsARepairThatWritesTheMissingRecordOnce(t *testing.T) {
 		want         string
 	}{
 		{"force-open", "breaker.force-open", nil, 2,
-			[]string{"breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m"}, "openai was forced open, but audit record not written"},
+			[]string{"breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m"}, "openai was forced open, but audit record may not have been written"},
 		{"clear", "breaker.clear", []string{"breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m"}, 2,
-			[]string{"breaker", "clear", "openai", "--reason", "provider recovered"}, "openai was cleared, but audit record not written"},
+			[]string{"breaker", "clear", "openai", "--reason", "provider recovered"}, "openai was cleared, but audit record may not have been written"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, p := lostanswer.Env(t)
@@ -222,5 +222,54 @@ func TestExitAuditPrintsARepairThatWritesTheMissingRecordOnce(t *testing.T) {
 				t.Fatalf("records after two repairs: %+v, want exactly one, repaired, with the change's reason", doc.Items)
 			}
 		})
+	}
+}
+
+// Issue 21 (probe): the audit append's own answer lost. The SDK's retry meets
+// the append's attribute_not_exists(pk) condition on the record the first
+// attempt wrote: that is this append landing, not a collision. The command
+// exits 0 and the trail holds exactly one record (an exit 8 here would send
+// the operator to write a second one).
+func TestForceOpenWhoseAuditAnswerIsLostIsAuditedOnce(t *testing.T) {
+	e, p := lostanswer.Env(t)
+	p.LoseNext("PutItem", 2, faultproxy.Reset) // the audit append after the override's write
+	r := e.Run("breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
+	if r.Code != 0 {
+		t.Fatalf("exit %d, want 0 (the override and its record were both written)\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if p.Lost("PutItem") != 1 {
+		t.Fatalf("the proxy lost %d PutItem answers, want 1", p.Lost("PutItem"))
+	}
+	if got := lostanswer.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
+		t.Fatalf("audit records on breaker#openai: %v, want one breaker.force-open", got)
+	}
+}
+
+// Issue 21 (probe): an interrupt while the audit append is in flight (the
+// store applied it; the answer is held) printed "audit record not written",
+// which is false here, and named nothing to check. The exit stays 8, and
+// the error says the record may or may not be there and how to look.
+func TestInterruptDuringTheAuditAppendSaysItsOutcomeIsUnknown(t *testing.T) {
+	e, p := lostanswer.Env(t)
+	p.LoseNext("PutItem", 2, faultproxy.Withhold)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan clitest.Result, 1)
+	go func() {
+		done <- e.RunContext(ctx, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
+	}()
+	p.WaitLost(t, "PutItem", 1)
+	cancel()
+	r := <-done
+	if r.Code != exitcode.Audit {
+		t.Fatalf("exit %d, want %d\n%s", r.Code, exitcode.Audit, r.Stderr)
+	}
+	if strings.Contains(r.Stderr, "audit record not written") || !strings.Contains(r.Stderr, "may not have been written") ||
+		!strings.Contains(r.Stderr, "koshactl audit list --subject breaker#openai") {
+		t.Errorf("stderr does not say the record's outcome is unknown and how to check it:\n%s", r.Stderr)
+	}
+	// The record did land (the proxy applied it): exactly one.
+	if got := lostanswer.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
+		t.Errorf("audit records on breaker#openai: %v, want one breaker.force-open", got)
 	}
 }

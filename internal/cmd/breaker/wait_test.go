@@ -3,6 +3,7 @@ package breaker_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -257,4 +258,26 @@ func TestWaitFlagsAreCheckedBeforeAnyWrite(t *testing.T) {
 	if r := e.Run("breaker", "get", "openai"); r.Code != exitcode.NotFound {
 		t.Errorf("an override was written by a refused command: %s", r.Stdout)
 	}
+}
+
+// Issue 21 (probe): SIGINT during --wait printed only "error: context
+// canceled": the operator was not told that the override was written and
+// audited before the wait (nor what to look at). The interrupt says so.
+func TestForceOpenWaitInterruptedSaysTheChangeWasWritten(t *testing.T) {
+	e := clitest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gauges := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		cancel() // SIGINT, as cmd/koshactl delivers it, while the command waits
+		http.Error(w, "not yet", http.StatusServiceUnavailable)
+	}))
+	defer gauges.Close()
+	r := e.RunContext(ctx, "breaker", "force-open", "openai", "--reason", "provider incident", "--wait", "--metrics-url", gauges.URL+"/metrics")
+	if r.Code != exitcode.Interrupted {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, exitcode.Interrupted, r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stderr, "interrupted while waiting for the fleet") || !strings.Contains(r.Stderr, "was written and audited") {
+		t.Errorf("stderr does not say the change was written before the interrupt:\n%s", r.Stderr)
+	}
+	e.MustRun(0, "breaker", "get", "openai")
 }

@@ -144,22 +144,28 @@ func (g *guardRun) soaking(t *testing.T) {
 func (g *guardRun) advanceUntilDone(t *testing.T, interval time.Duration) (clitest.Result, int) {
 	t.Helper()
 	n := 0
-	deadline := time.Now().Add(wait.Ceiling)
+	ceiling := time.NewTimer(wait.Ceiling)
+	defer ceiling.Stop()
 	for {
+		// Taken before the check, so a wait that begins after it wakes us.
+		changed := g.e.Clock.WaitersChanged()
 		select {
 		case r := <-g.done:
 			return r, n
 		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the drill did not end after %d poll intervals of the fake clock", n)
 		}
 		if g.e.Clock.Waiters() > 0 {
 			g.e.Clock.Advance(interval)
 			n++
 			continue
 		}
-		time.Sleep(time.Millisecond) // yields to the run between polls (as waitFor does); the run's time is the fake clock
+		select {
+		case r := <-g.done:
+			return r, n
+		case <-changed:
+		case <-ceiling.C:
+			t.Fatalf("the drill did not end after %d poll intervals of the fake clock", n)
+		}
 	}
 }
 

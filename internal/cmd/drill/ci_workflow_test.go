@@ -195,6 +195,87 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 	}
 }
 
+// The "Run drills in CI" snippet of docs/drills/README.md runs what the
+// workflow runs: the sandbox drills with drill run against a sandbox
+// started as the workflow starts it, and the harnessed drills by their
+// tests.
+func TestReadmeCISnippetRunsWhatTheWorkflowRuns(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "ci", "drill.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wf workflow
+	if err := yaml.Unmarshal(b, &wf); err != nil {
+		t.Fatal(err)
+	}
+	var byRun, tests []string
+	script := ""
+	for _, m := range wf.Jobs["drill"].Strategy.Matrix.Include {
+		if m.Test == "" {
+			byRun = append(byRun, m.Drill)
+		} else {
+			tests = append(tests, m.Test)
+		}
+	}
+	for _, s := range wf.Jobs["drill"].Steps {
+		script += s.Run + "\n"
+	}
+	readme, err := os.ReadFile(filepath.Join(drillsDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## Run drills in CI\n")
+	_, snippet, ok2 := strings.Cut(section, "```yaml\n")
+	snippet, _, ok3 := strings.Cut(snippet, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/drills/README.md has no yaml snippet under \"## Run drills in CI\"")
+	}
+	var steps []struct {
+		Run string `yaml:"run"`
+	}
+	if err := yaml.Unmarshal([]byte(snippet), &steps); err != nil {
+		t.Fatalf("the README's CI snippet is not YAML: %v", err)
+	}
+	snip := ""
+	for _, s := range steps {
+		snip += s.Run + "\n"
+	}
+	// The drill loop names exactly the drills the workflow runs with drill run.
+	var loop []string
+	for _, line := range strings.Split(snip, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "for d in "); ok {
+			rest, _, _ = strings.Cut(rest, ";")
+			loop = strings.Fields(rest)
+		}
+	}
+	if !slices.Equal(loop, byRun) || !slices.Equal(loop, exampleDrills) {
+		t.Errorf("the README's snippet runs %v with drill run; the workflow %v, make test %v", loop, byRun, exampleDrills)
+	}
+	// The harnessed drills run by the workflow's tests, as go test runs them there.
+	pattern := "'^(" + strings.Join(tests, "|") + ")$'"
+	if len(tests) != 2 || !strings.Contains(snip, "go test -race -count=1 -run "+pattern+" ./internal/cmd/drill/") {
+		t.Errorf("the README's snippet does not run the harnessed drills' tests %s:\n%s", pattern, snip)
+	}
+	// Its sandbox is the workflow's.
+	f := &cmdutil.Factory{IOStreams: func() *iostreams.IOStreams { ios, _, _, _ := iostreams.Test(); return ios }()}
+	parse := func(args []string) *sandboxcmd.Options {
+		var sb *sandboxcmd.Options
+		cmd := sandboxcmd.NewCmd(f, func(_ context.Context, o *sandboxcmd.Options) error { sb = o; return nil })
+		cmd.SetArgs(args)
+		cmd.SilenceUsage = true
+		if err := cmd.Execute(); err != nil || sb == nil {
+			t.Fatalf("sandbox %v does not parse: %v", args, err)
+		}
+		sb.AddrFile = ""
+		return sb
+	}
+	inWorkflow := parse(commandLine(t, script, "sandbox"))
+	inReadme := parse(commandLine(t, strings.ReplaceAll("\n"+snip, "\nkoshactl ", "\n./bin/koshactl "), "sandbox"))
+	if inReadme.TimeScale != inWorkflow.TimeScale || inReadme.Profile != inWorkflow.Profile || inReadme.Chaos != inWorkflow.Chaos {
+		t.Errorf("the README's sandbox %+v differs from the workflow's %+v", inReadme, inWorkflow)
+	}
+}
+
 // testSourceOf returns the source of this package's test function name
 // (from its line to the next top-level func), failing when there is none.
 func testSourceOf(t *testing.T, name string) string {

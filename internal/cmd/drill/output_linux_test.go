@@ -5,6 +5,7 @@ package drill_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
+	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/fsnodes"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
@@ -204,5 +209,119 @@ func TestRecoverRefusesALinkAsJUnit(t *testing.T) {
 	r := e.MustRun(exitcode.Usage, "drill", "recover", journal, "--junit", link)
 	if !strings.Contains(r.Stderr, link+" is a symbolic link") || readFile(t, victim) != "keep me\n" {
 		t.Errorf("stderr = %s", r.Stderr)
+	}
+}
+
+// stalledPipe makes a pipe in dir whose reader opens it and never reads,
+// with the smallest buffer the kernel allows, so a report larger than a
+// page fills it and the writer waits. The reader is closed when the test
+// ends (which also ends a write the command failed to give up).
+func stalledPipe(t *testing.T, dir string) string {
+	t.Helper()
+	fifo := fsnodes.FIFO(t, dir, "pipe")
+	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	const fSetPipeSz = 1031 // F_SETPIPE_SZ
+	if _, _, errno := syscall.Syscall(syscall.SYS_FCNTL, r.Fd(), fSetPipeSz, 4096); errno != 0 {
+		t.Fatalf("F_SETPIPE_SZ: %v", errno)
+	}
+	return fifo
+}
+
+// Issue 21 (probe): a report written to a pipe whose reader stalls, after the
+// run ended, waited for the reader whatever the signals: the JUnit write held
+// the runner's lock, so the signal watcher's notice blocked behind it and the
+// third signal was never read; the --report write came after the watcher had
+// stopped. A signal once the run has ended now gives up the write at once.
+func TestRunReportToAStalledPipeEndsOnASignal(t *testing.T) {
+	var steps strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&steps, "  - id: step-%02d-with-a-long-name-so-the-report-outgrows-a-page\n    sleep: 1ms\n", i)
+	}
+	file := writeFile(t, "big.yaml", "name: big\ntimeout: 1m\nsteps:\n"+steps.String())
+	for _, flag := range []string{"--junit", "--report"} {
+		t.Run(flag, func(t *testing.T) {
+			clitest.New(t)
+			ios, _, _, errOut := iostreams.Test()
+			f := factory.NewWith(ios, nil)
+			f.Clock = clockReal{}
+			fifo := stalledPipe(t, t.TempDir())
+			jpath := filepath.Join(t.TempDir(), "j.json")
+			opts := &run.Options{File: file, Signals: nil, Journal: jpath, Output: "table"}
+			sigs := make(chan os.Signal, 3)
+			opts.Signals = sigs
+			if flag == "--junit" {
+				opts.JUnit = fifo
+			} else {
+				opts.Report = fifo
+			}
+			done := make(chan error, 1)
+			go func() { done <- run.Run(context.Background(), f, opts) }()
+			waitFor(t, func() bool {
+				j, err := tryJournal(jpath)
+				return err == nil && j.Outcome == drill.OutcomePassed
+			})
+			// The run is over and its report is being written into the stalled
+			// pipe: an operator's SIGTERM (sent again while it goes unheard)
+			// must end the command.
+			deadline := time.Now().Add(wait.Ceiling)
+			for {
+				select {
+				case sigs <- syscall.SIGTERM:
+				default:
+				}
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error()+errOut.String(), fifo) {
+						t.Errorf("run ended with %v, want the report's write error naming %s\n%s", err, fifo, errOut)
+					}
+					if k := kindOf(t, fifo); k&os.ModeNamedPipe == 0 {
+						t.Errorf("the pipe was replaced: %v", k)
+					}
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("drill run %s into a stalled pipe did not end on SIGTERM within %s\n%s", flag, wait.Ceiling, errOut)
+				}
+			}
+		})
+	}
+}
+
+// Issue 21 (probe): recover read a journal through a symbolic link, ran its
+// rollbacks, and only then refused to write the journal through the link
+// (exit 1): the levers were put back but the journal still said pending. A
+// journal recover could not write back is refused before anything is done.
+func TestRecoverRefusesALinkAsJournalBeforeActing(t *testing.T) {
+	e := clitest.New(t)
+	jpath, j := realRun(t, e, oneLever)
+	killed(t, &j)
+	writeJournal(t, jpath, j)
+	was := readFile(t, jpath)
+	link := filepath.Join(t.TempDir(), "journal.json")
+	if err := os.Symlink(jpath, link); err != nil {
+		t.Fatal(err)
+	}
+	st := localStore(t)
+	records := auditCount(t, st)
+	r := e.Run("drill", "recover", link)
+	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "symbolic link") || !strings.Contains(r.Stderr, "nothing was done") {
+		t.Fatalf("recover through a link: exit %d, want %d refusing the link before acting\n%s%s", r.Code, exitcode.Usage, r.Stdout, r.Stderr)
+	}
+	if strings.Contains(r.Stderr, "recovering drill") {
+		t.Errorf("recover acted before refusing the link:\n%s", r.Stderr)
+	}
+	if n := auditCount(t, st); n != records {
+		t.Errorf("audit records %d, want %d: recover wrote something", n, records)
+	}
+	if readFile(t, jpath) != was {
+		t.Error("the journal behind the link was rewritten")
+	}
+	if k := kindOf(t, link); k&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", k)
 	}
 }

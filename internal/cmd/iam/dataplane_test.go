@@ -274,6 +274,11 @@ func TestDrillAndDataPlaneRolesCallExactlyAndNeedEachAction(t *testing.T) {
 			}
 			for _, action := range st.Action {
 				di, ok := calledBy[role][action+" "+prefix]
+				if !ok && role == iam.DrillRunner && slices.ContainsFunc(iam.Commands["drill recover"], func(n iam.Need) bool {
+					return n.Action == action && n.AsGranted().Prefix == prefix
+				}) {
+					continue // drill recover's: TestDrillRecoverCallsExactlyItsDeclaredOperations removes it
+				}
 				if !ok {
 					t.Errorf("%s: no drill called %s %s (statement %s): the action is superfluous", role, action, prefix, st.Sid)
 					continue

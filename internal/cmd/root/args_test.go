@@ -70,6 +70,27 @@ func TestUnknownSubcommandOfEveryGroupExits2(t *testing.T) {
 	if want := "did you mean list?\n"; !strings.HasSuffix(r.Stderr, want) {
 		t.Errorf("breaker lst: stderr %q, want it to end %q", r.Stderr, want)
 	}
+	// An unknown help topic too: cobra printed the root's usage and exited 0.
+	for _, tc := range []struct{ args, hint string }{
+		{"help lst", ""}, {"help brekaer", "did you mean breaker?"}, {"help breaker lst", "did you mean list?"},
+		{"help drill recovr", "did you mean recover?"},
+	} {
+		r := e.MustRun(exitcode.Usage, strings.Fields(tc.args)...)
+		lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+		word := strings.Fields(tc.args)[len(strings.Fields(tc.args))-1]
+		if r.Stdout != "" || !strings.Contains(lines[0], `unknown help topic "`+word+`"`) || (tc.hint == "") != (len(lines) == 1) ||
+			(tc.hint != "" && lines[len(lines)-1] != tc.hint) {
+			t.Errorf("koshactl %s: stdout %q stderr %q, want the error (and %q)", tc.args, r.Stdout, r.Stderr, tc.hint)
+		}
+	}
+	for _, args := range []string{"help", "help breaker", "help breaker list", "help breaker get openai"} {
+		if r := e.MustRun(0, strings.Fields(args)...); !strings.Contains(r.Stdout, "Usage:") {
+			t.Errorf("koshactl %s: %q", args, r.Stdout)
+		}
+	}
+	if r := e.MustRun(0, "help", "breaker", "list"); !strings.Contains(r.Stdout, "koshactl breaker list") {
+		t.Errorf("help breaker list is not list's help: %q", r.Stdout)
+	}
 	if r := e.MustRun(0, "breaker"); !strings.Contains(r.Stdout, "Available Commands") {
 		t.Errorf("a group given nothing still prints its help: %q", r.Stdout)
 	}

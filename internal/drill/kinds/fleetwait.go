@@ -11,16 +11,17 @@ import (
 
 // waitFleet waits until the gauges confirm c, within the source's bound plus
 // a margin, bounded by the drill's deadline. It returns the words for the
-// step's detail; not confirmed is the step's failure (the lever is already
+// step's detail and the journal's record of it; not confirmed is the step's
+// failure, a *drill.FleetError carrying the record (the lever is already
 // recorded, so the rollback runs).
-func waitFleet(ctx context.Context, rc *drill.RunContext, c metrics.Change) (string, error) {
+func waitFleet(ctx context.Context, rc *drill.RunContext, c metrics.Change) (string, *drill.FleetRecord, error) {
 	gs, ok := drill.SourcerOf(rc.Deps.Gauges)
 	if !ok {
-		return "", drill.NeedService(false, "metrics source to wait on (set metrics_url, or run with the context's metrics)")
+		return "", nil, drill.NeedService(false, "metrics source to wait on (set metrics_url, or run with the context's metrics)")
 	}
 	src, err := gs.Source(ctx)
 	if err != nil {
-		return "", fmt.Errorf("wait for the fleet: %w", err)
+		return "", nil, fmt.Errorf("wait for the fleet: %w", err)
 	}
 	timeout := metrics.DefaultWaitTimeout(metrics.LagOf(src))
 	if left := rc.Remaining(); left < timeout {
@@ -29,8 +30,11 @@ func waitFleet(ctx context.Context, rc *drill.RunContext, c metrics.Change) (str
 	w := &metrics.Waiter{Gauges: src, Clock: rc.Clock(), Timeout: timeout}
 	res, err := w.Wait(ctx, []metrics.Change{c})
 	cv := res.Convergences[0]
+	rec := &drill.FleetRecord{Dependency: c.Dependency, Goal: c.Goal.String(), Confirmed: err == nil, Summary: rc.Redact(cv.Summary()),
+		ElapsedSeconds: drill.Seconds(cv.Elapsed), TimeoutSeconds: drill.Seconds(timeout)}
 	if err != nil {
-		return "", fmt.Errorf("the fleet did not confirm %s %s within %s: %s", c.Dependency, c.Goal, human.Duration(timeout), cv.Summary())
+		return "", nil, &drill.FleetError{Fleet: rec,
+			Err: fmt.Errorf("the fleet did not confirm %s %s within %s: %s", c.Dependency, c.Goal, human.Duration(timeout), cv.Summary())}
 	}
-	return fmt.Sprintf("fleet confirmed: %s after %s", cv.Summary(), human.Duration(cv.Elapsed)), nil
+	return fmt.Sprintf("fleet confirmed: %s after %s", cv.Summary(), human.Duration(cv.Elapsed)), rec, nil
 }

@@ -128,11 +128,11 @@ func (a *clearOverride) Run(ctx context.Context, rc *drill.RunContext) (*drill.O
 	}
 	out := drill.NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(res.Before != nil))
 	if a.wait {
-		fleet, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()})
+		fleet, rec, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()})
 		if err != nil {
 			return nil, err
 		}
-		out.Detail = fleet
+		out.Detail, out.Fleet = fleet, rec
 	}
 	return out, nil
 }

@@ -175,11 +175,12 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 		out.Detail += " (the drill's deadline)"
 	}
 	if a.wait {
-		fleet, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt})
+		fleet, rec, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt})
 		if err != nil {
 			return nil, err
 		}
 		out.Detail += "; " + fleet
+		out.Fleet = rec
 	}
 	return out, nil
 }

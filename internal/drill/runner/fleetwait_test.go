@@ -31,6 +31,13 @@ steps:
 	if got := j.Steps[1].Detail; !strings.Contains(got, "fleet confirmed: released on 2 of 2 instances") {
 		t.Errorf("clear detail %q", got)
 	}
+	// The journal records what the fleet confirmed, for the report.
+	for i, goal := range []string{"forced", "released"} {
+		f := j.Steps[i].Fleet
+		if f == nil || !f.Confirmed || f.Dependency != "openai" || f.Goal != goal || f.Summary != goal+" on 2 of 2 instances" || f.TimeoutSeconds <= 0 {
+			t.Errorf("step %d fleet record %+v", i, f)
+		}
+	}
 	if e.store.has(breaker.OverrideKey("openai")) {
 		t.Error("override left behind")
 	}

@@ -333,6 +333,7 @@ func TestGuardFieldProblems(t *testing.T) {
 		"guard_grace: {polls: 2, when: 1}\n": `t.yaml:3:25: guard_grace: unknown field "when"`,
 		"guard_grace: {}\n":                  "t.yaml:3:14: guard_grace: give polls",
 		"guard_grace: 30s\n":                 "t.yaml:3:14: guard_grace must be a mapping",
+
 		"stop_conditions:\n  - shell: \"true\"\n    on_error: ignore\n": `t.yaml:5:15: stop_conditions[0]: on_error: "ignore": use stop`,
 	} {
 		_, probs := drill.Parse(kinds.Builtin(), "t.yaml", []byte("name: p\ntimeout: 1m\n"+src+"steps:\n  - shell: \"true\"\n"))

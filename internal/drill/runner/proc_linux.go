@@ -20,34 +20,45 @@ const userHZ = 100
 // procStart returns pid's start as /proc says it ("BOOT_ID/TICKS") and as a
 // wall time; ok is false when pid does not exist.
 func procStart(pid int) (token string, started time.Time, ok bool, err error) {
+	token, started, _, ok, err = procStat(pid)
+	return token, started, ok, err
+}
+
+// procStat is procStart plus whether the process has ended: a zombie (state
+// Z: killed or exited, not yet reaped by its parent, which a container's
+// init may never do) or one being torn down (X) keeps its pid and start time
+// in /proc but runs nothing and holds no lock.
+func procStat(pid int) (token string, started time.Time, ended, ok bool, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", time.Time{}, false, nil
+		return "", time.Time{}, false, false, nil
 	}
 	if err != nil {
-		return "", time.Time{}, false, err
+		return "", time.Time{}, false, false, err
 	}
 	// The command name (field 2) is in parentheses and may hold anything:
 	// the fields after its last ")" start with field 3.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return "", time.Time{}, false, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return "", time.Time{}, false, false, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
 	fields := strings.Fields(string(b[i+1:]))
-	const startField = 22 - 3
+	// Fields are numbered from 1 in proc(5); fields[0] is field 3.
+	const stateField, startField = 0, 22 - 3
 	if len(fields) <= startField {
-		return "", time.Time{}, false, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+		return "", time.Time{}, false, false, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
 	}
+	ended = fields[stateField] == "Z" || fields[stateField] == "X" || fields[stateField] == "x"
 	ticks, err := strconv.ParseInt(fields[startField], 10, 64)
 	if err != nil {
-		return "", time.Time{}, false, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+		return "", time.Time{}, false, false, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
 	}
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	token = strings.TrimSpace(string(boot)) + "/" + strconv.FormatInt(ticks, 10)
 	if btime, ok := bootTime(); ok {
 		started = btime.Add(time.Duration(ticks) * time.Second / userHZ)
 	}
-	return token, started, true, nil
+	return token, started, ended, true, nil
 }
 
 // bootTime reads the btime line of /proc/stat.
@@ -73,14 +84,14 @@ func thisProcess(p *procInfo) {
 }
 
 // processState says whether the process p names is alive: gone when no
-// process has its pid, or (when p records its start) the one that has it
+// process has its pid or it has ended (a zombie), or (when p records its start) the one that has it
 // started at another time (the pid was reused).
 func processState(pid int, token string) (Liveness, error) {
-	tok, _, ok, err := procStart(pid)
+	tok, _, ended, ok, err := procStat(pid)
 	switch {
 	case err != nil:
 		return LivenessUnknown, err
-	case !ok:
+	case !ok || ended:
 		return LivenessGone, nil
 	case token != "" && tok != token:
 		return LivenessReused, nil

@@ -715,6 +715,10 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 	rec.Outputs = outs.Public()
 	if outs != nil {
 		rec.Detail = rc.Redact(outs.Detail)
+		rec.Fleet = outs.Fleet
+	}
+	if fe := (*drill.FleetError)(nil); errors.As(err, &fe) {
+		rec.Fleet = fe.Fleet
 	}
 	switch {
 	case err == nil:

@@ -134,7 +134,10 @@ func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []
 		return v, nil
 	}
 	if ctx.Err() != nil {
-		return v, err
+		// Interrupted (SIGINT): the wait is the only part not done. The
+		// callers wait only after the change and its audit record are written
+		// (a failed append is their error, and wins over this one).
+		return v, fmt.Errorf("interrupted while waiting for the fleet to confirm: the change was written and audited; see koshactl breaker status: %w", err)
 	}
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	v.Error = &msg

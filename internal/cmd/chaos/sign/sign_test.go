@@ -69,6 +69,11 @@ func (brokenStore) Put(context.Context, store.Item, store.Condition) error {
 	return fmt.Errorf("put item: %w", store.ErrUnavailable)
 }
 
+// Get fails too: the append's re-read after a failed put finds no store.
+func (brokenStore) Get(context.Context, string) (store.Item, error) {
+	return nil, fmt.Errorf("get item: %w", store.ErrUnavailable)
+}
+
 func (brokenStore) Describe() string { return "broken test store" }
 
 func TestHeaderIsNotPrintedWhenTheMintCannotBeAudited(t *testing.T) {

@@ -118,6 +118,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w; nothing was done", err))
 	}
+	// The recovery is written back to the journal: one that cannot be (a
+	// link, which is read through but never written through) is refused
+	// before any lever is touched, not after.
+	if err := fsutil.CheckOutput(opts.Journal, false); err != nil {
+		return cmdutil.Usagef("journal %s: %v; nothing was done", opts.Journal, err)
+	}
 	if j.Runner == nil {
 		return cmdutil.Usagef("journal %s does not say which process ran the drill (written by an older koshactl): it cannot be shown dead; restore its levers by hand (each lapses at its expires_at)", opts.Journal)
 	}

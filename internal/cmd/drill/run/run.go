@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/MakeNowJust/heredoc"
@@ -210,7 +211,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if color { // the log renders its values itself; its colors must reach the terminal
 		logW = textsafe.Raw(logW)
 	}
-	reporters := []runner.Reporter{&runner.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}}
+	// First of the reporters: the run's end is known before any report is
+	// written, so a signal from then on gives up a stalled write at once.
+	var finished atomic.Bool
+	reporters := []runner.Reporter{runEnded{&finished}, &runner.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}}
 	var jf *runner.JournalFile
 	var ju *runner.JUnitFile
 	if opts.Journal != "" {
@@ -226,9 +230,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if !opts.NoNotify && env.Notifier != nil {
 		runner.Notifier = env.Notifier.For(notify.SourceDrill, nil)
 	}
-	stopSignals := watchSignals(opts.Signals, runner, interrupt, abandon)
+	stopSignals := watchSignals(opts.Signals, runner, &finished, interrupt, abandon)
+	defer stopSignals() // after the reports: a signal must end their writes too
 	j := runner.Run(runCtx, d)
-	stopSignals()
+	finished.Store(true)
 
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, j); err != nil {
@@ -404,11 +409,24 @@ func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Mi
 	return l.m.Mint(ctx, req)
 }
 
+// runEnded is the reporter that marks the run's end (EventRunFinished:
+// every rollback has run) before the reporters after it write their files.
+type runEnded struct{ finished *atomic.Bool }
+
+func (e runEnded) Report(ev runner.Event) {
+	if ev.Kind == runner.EventRunFinished {
+		e.finished.Store(true)
+	}
+}
+
 // watchSignals handles repeated signals during a run. The first interrupts
 // the steps (main's signal context is canceled too); the second is
-// acknowledged; the third abandons the remaining rollbacks. It returns a
+// acknowledged; the third abandons the remaining rollbacks. Once the run has
+// ended (finished), any signal abandons at once: what is left is writing the
+// reports, and a pipe whose reader stalls must not hold the command (nor is a
+// notice sent: the runner's reporters may be the ones waiting). It returns a
 // function that stops watching.
-func watchSignals(sigs <-chan os.Signal, r *runner.Runner, interrupt, abandon context.CancelFunc) func() {
+func watchSignals(sigs <-chan os.Signal, r *runner.Runner, finished *atomic.Bool, interrupt, abandon context.CancelFunc) func() {
 	if sigs == nil {
 		return func() {}
 	}
@@ -423,6 +441,11 @@ func watchSignals(sigs <-chan os.Signal, r *runner.Runner, interrupt, abandon co
 			case <-done:
 				return
 			case s := <-sigs:
+				if finished.Load() {
+					interrupt()
+					abandon()
+					continue
+				}
 				n++
 				switch n {
 				case 1:
