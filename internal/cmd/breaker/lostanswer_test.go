@@ -14,7 +14,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
-	"github.com/kosha-platform/koshactl/internal/testutil/lostanswer"
 )
 
 type forceOut struct {
@@ -26,7 +25,7 @@ type forceOut struct {
 }
 
 func TestForceOpenWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
-	e, p := lostanswer.Env(t)
+	e, p := clitest.LostAnswerEnv(t)
 	p.LoseNext("PutItem", 1, faultproxy.Reset) // the override's write; the audit append is the next
 	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	if !strings.Contains(r.Stdout, "Forced open openai") || !strings.Contains(r.Stdout, store.ConfirmedNote) {
@@ -35,14 +34,14 @@ func TestForceOpenWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 	if p.Lost("PutItem") != 1 {
 		t.Fatalf("the proxy lost %d PutItem answers, want 1", p.Lost("PutItem"))
 	}
-	if got := lostanswer.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
+	if got := clitest.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want one breaker.force-open", got)
 	}
 	e.MustRun(0, "breaker", "get", "openai")
 }
 
 func TestForceOpenOverwriteWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
-	e, p := lostanswer.Env(t)
+	e, p := clitest.LostAnswerEnv(t)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "first", "--for", "30m")
 	p.LoseNext("PutItem", 1, faultproxy.Reset)
 	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "second", "--for", "30m", "--overwrite", "-o", "json")
@@ -53,7 +52,7 @@ func TestForceOpenOverwriteWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing
 	if len(out.Results) != 1 || out.Results[0].Action != "replaced" || !out.Results[0].ConfirmedByReread || out.Results[0].AuditID == "" {
 		t.Fatalf("results %+v, want one replaced, confirmed by re-read, with an audit id", out.Results)
 	}
-	if got := lostanswer.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open,breaker.force-open" {
+	if got := clitest.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open,breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want two breaker.force-open", got)
 	}
 	if g := e.MustRun(0, "breaker", "get", "openai"); !strings.Contains(g.Stdout, "second") {
@@ -62,7 +61,7 @@ func TestForceOpenOverwriteWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing
 }
 
 func TestClearWhoseAnswerIsLostIsReportedClearedAndAuditedOnce(t *testing.T) {
-	e, p := lostanswer.Env(t)
+	e, p := clitest.LostAnswerEnv(t)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	p.LoseNext("DeleteItem", 1, faultproxy.Reset)
 	r := e.MustRun(0, "breaker", "clear", "openai", "-o", "json")
@@ -82,14 +81,14 @@ func TestClearWhoseAnswerIsLostIsReportedClearedAndAuditedOnce(t *testing.T) {
 	if p.Lost("DeleteItem") != 1 {
 		t.Fatalf("the proxy lost %d DeleteItem answers, want 1", p.Lost("DeleteItem"))
 	}
-	if got := lostanswer.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.clear,breaker.force-open" {
+	if got := clitest.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.clear,breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want force-open then clear", got)
 	}
 	e.MustRun(exitcode.NotFound, "breaker", "get", "openai")
 }
 
 func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
-	e, p := lostanswer.Env(t)
+	e, p := clitest.LostAnswerEnv(t)
 	p.LoseNext("PutItem", 2, faultproxy.Withhold) // the audit append after the override's write
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -186,7 +185,7 @@ func TestExitAuditPrintsARepairThatWritesTheMissingRecordOnce(t *testing.T) {
 			[]string{"breaker", "clear", "openai", "--reason", "provider recovered"}, "openai was cleared, but audit record may not have been written"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, p := lostanswer.Env(t)
+			e, p := clitest.LostAnswerEnv(t)
 			if tc.setup != nil {
 				e.MustRun(0, tc.setup...)
 			}
@@ -231,7 +230,7 @@ func TestExitAuditPrintsARepairThatWritesTheMissingRecordOnce(t *testing.T) {
 // exits 0 and the trail holds exactly one record (an exit 8 here would send
 // the operator to write a second one).
 func TestForceOpenWhoseAuditAnswerIsLostIsAuditedOnce(t *testing.T) {
-	e, p := lostanswer.Env(t)
+	e, p := clitest.LostAnswerEnv(t)
 	p.LoseNext("PutItem", 2, faultproxy.Reset) // the audit append after the override's write
 	r := e.Run("breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	if r.Code != 0 {
@@ -240,7 +239,7 @@ func TestForceOpenWhoseAuditAnswerIsLostIsAuditedOnce(t *testing.T) {
 	if p.Lost("PutItem") != 1 {
 		t.Fatalf("the proxy lost %d PutItem answers, want 1", p.Lost("PutItem"))
 	}
-	if got := lostanswer.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
+	if got := clitest.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want one breaker.force-open", got)
 	}
 }
@@ -250,7 +249,7 @@ func TestForceOpenWhoseAuditAnswerIsLostIsAuditedOnce(t *testing.T) {
 // which is false here, and named nothing to check. The exit stays 8, and
 // the error says the record may or may not be there and how to look.
 func TestInterruptDuringTheAuditAppendSaysItsOutcomeIsUnknown(t *testing.T) {
-	e, p := lostanswer.Env(t)
+	e, p := clitest.LostAnswerEnv(t)
 	p.LoseNext("PutItem", 2, faultproxy.Withhold)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -269,7 +268,7 @@ func TestInterruptDuringTheAuditAppendSaysItsOutcomeIsUnknown(t *testing.T) {
 		t.Errorf("stderr does not say the record's outcome is unknown and how to check it:\n%s", r.Stderr)
 	}
 	// The record did land (the proxy applied it): exactly one.
-	if got := lostanswer.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
+	if got := clitest.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
 		t.Errorf("audit records on breaker#openai: %v, want one breaker.force-open", got)
 	}
 }

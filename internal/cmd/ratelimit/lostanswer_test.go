@@ -7,15 +7,15 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
-	"github.com/kosha-platform/koshactl/internal/testutil/lostanswer"
 )
 
 // Each bucket verb, its write's answer lost after dynalite applied it: the
 // SDK's retry meets the write's own condition, and the command must say the
 // write landed (confirmed by a re-read), exit 0, and audit it once.
 func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
-	e, p := lostanswer.Env(t)
+	e, p := clitest.LostAnswerEnv(t)
 	steps := []struct {
 		args   []string
 		action string
@@ -48,7 +48,7 @@ func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 		}
 		want = append(want, st.audit)
 		sort.Strings(want)
-		if got := lostanswer.AuditActions(t, e, "rl#alice"); strings.Join(got, ",") != strings.Join(want, ",") {
+		if got := clitest.AuditActions(t, e, "rl#alice"); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("after %s: audit records on rl#alice %v, want %v (each change once)", st.args[0], got, want)
 		}
 	}

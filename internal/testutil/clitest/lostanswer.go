@@ -1,21 +1,25 @@
-package lostanswer
+package clitest
+
+// The tests of a write whose answer is lost (breaker's and ratelimit's): a
+// CLI on a DynamoDB context whose endpoint is a fault proxy in front of
+// dynalite, and the audit actions recorded on a subject, so a test can tell
+// a write confirmed by re-read and audited once.
 
 import (
 	"encoding/json"
 	"sort"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
 )
 
-// Env is a CLI on a DynamoDB context whose endpoint is a fault proxy in
+// LostAnswerEnv is a CLI on a DynamoDB context whose endpoint is a fault proxy in
 // front of dynalite, with the table created.
-func Env(t *testing.T) (*clitest.Env, *faultproxy.Proxy) {
+func LostAnswerEnv(t *testing.T) (*Env, *faultproxy.Proxy) {
 	t.Helper()
 	p := faultproxy.Start(t, dynalite.Start(t))
-	e := clitest.New(t)
+	e := New(t)
 	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
 		"--endpoint-url", p.URL(), "--static-credentials", "--use")
 	e.MustRun(0, "store", "init")
@@ -24,7 +28,7 @@ func Env(t *testing.T) (*clitest.Env, *faultproxy.Proxy) {
 
 // AuditActions lists the actions of the audit records on subject, sorted
 // (the fake clock stamps every record in the same millisecond).
-func AuditActions(t *testing.T, e *clitest.Env, subject string) []string {
+func AuditActions(t *testing.T, e *Env, subject string) []string {
 	t.Helper()
 	var doc struct {
 		Items []struct {
