@@ -110,7 +110,8 @@ func TestTargets(t *testing.T) {
 func TestEnvBuildsEachServiceOnce(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	env := &cmdutil.Env{Name: "local", Context: config.BuiltinLocal(), Store: sqlitetest.NewStore(t), Clock: clk}
-	if env.Overrides() != env.Overrides() || env.Audit() != env.Audit() {
+	ov, log := env.Overrides(), env.Audit()
+	if env.Overrides() != ov || env.Audit() != log {
 		t.Fatal("overrides or audit log built twice")
 	}
 	b, err := env.Buckets()
