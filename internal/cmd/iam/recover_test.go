@@ -8,8 +8,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
 )
 
@@ -38,8 +38,8 @@ func (w *awsWorld) failedRun(t *testing.T, dir string) string {
 	if err := os.Remove(jpath); err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	if r := w.Run("drill", "run", file, "--journal", jpath); r.Code != cmdutil.ExitRollback {
-		t.Fatalf("drill run without DeleteItem: exit %d, want %d (its rollback denied)\n%s", r.Code, cmdutil.ExitRollback, r.Stderr)
+	if r := w.Run("drill", "run", file, "--journal", jpath); r.Code != exitcode.Rollback {
+		t.Fatalf("drill run without DeleteItem: exit %d, want %d (its rollback denied)\n%s", r.Code, exitcode.Rollback, r.Stderr)
 	}
 	w.enf.TakeDenials()
 	b, err := os.ReadFile(jpath)
