@@ -382,8 +382,10 @@ func ValidateName(name string) error {
 }
 
 // Validate checks one context for contradictions and values out of range
-// (a max-override outside [breaker.CheckMaxOverride]'s range). Load and Save
-// call it for every context, so no file koshactl reads or writes holds one.
+// (a max-override outside [breaker.CheckMaxOverride]'s range). Load calls
+// it for every context and refuses the one it fails for where it is used
+// ([File.Context]), not the whole file; Save calls it for every context and
+// writes no new or changed one that fails it.
 func (c *Context) Validate(name string) error {
 	if err := ValidateName(name); err != nil {
 		return err
@@ -468,6 +470,10 @@ const MaxFileSize = 4 << 20
 // yaml.v3's own line (see docs/project-layout.md, "Reading YAML"). The path must be a regular file (a
 // symbolic link to one is followed): a named pipe or device is refused
 // before it is read, since reading it could block forever.
+//
+// A file that does not decode (a syntax error, an unknown key, a value of
+// the wrong type) is refused whole. A context that decodes but fails
+// [Context.Validate] is kept, and refused only when used ([File.Invalid]).
 func Load(path string) (*File, error) {
 	f := &File{path: path}
 	data, st, err := fsutil.ReadRegular(path, MaxFileSize)
