@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -300,5 +301,28 @@ func TestSNSFakeEnforcesTheDocumentedLimits(t *testing.T) {
 	_, err := c.Publish(t.Context(), &sns.PublishInput{TopicArn: aws.String("arn:aws:sns:us-east-1:123456789012:nope"), Message: aws.String("x")})
 	if !errors.As(err, &nf) || nf.ErrorCode() != "NotFound" {
 		t.Fatalf("unknown topic: %v", err)
+	}
+}
+
+// A refusing receiver that echoes the request path (Express's default
+// 404 page does) past the bound on what is read of its answer: the cut
+// must not leave a prefix of the token that no longer matches the path.
+func TestAnEchoedPathCutByTheAnswerBoundLeaksNoPartOfTheToken(t *testing.T) {
+	const token = "/services/T0AAAAAAA/B0BBBBBBB/TOKENtokenTOKENtokenTOKEN"
+	for pad := 100; pad <= 260; pad++ {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusNotFound)
+			// Twice: the second copy shifts left once the first is cut out.
+			fmt.Fprintf(w, "%s Cannot %s %s %s", strings.Repeat("x", pad), r.Method, r.URL.Path, r.URL.Path)
+		}))
+		w := &notify.Webhook{SinkName: "hook", URL: srv.URL + token}
+		err := w.Send(t.Context(), event())
+		srv.Close()
+		if err == nil {
+			t.Fatalf("pad %d: send succeeded", pad)
+		}
+		if strings.Contains(err.Error(), "/services/T0A") || strings.Contains(err.Error(), "TOKEN") {
+			t.Fatalf("pad %d: part of the token leaks: %q", pad, err)
+		}
 	}
 }

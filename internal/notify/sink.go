@@ -107,16 +107,61 @@ func (w *Webhook) Send(ctx context.Context, ev Event) error {
 		return w.scrub(err)
 	}
 	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	// Read past the bound by the longest secret, so a copy of the URL that
+	// starts within the bound is read whole and cut out before the bound
+	// applies (cutting first would leave a prefix of the token that no
+	// longer matches).
+	secrets := w.secrets()
+	window := int64(maxAnswer)
+	for _, sec := range secrets {
+		window = max(window, int64(maxAnswer+len(sec)))
+	}
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, window))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := fmt.Sprintf("answered %s", resp.Status)
-		if a := strings.TrimSpace(string(answer)); a != "" {
-			msg += ": " + w.scrubText(a)
+		a := string(answer)
+		if int64(len(answer)) == window {
+			a = dropPartialSecret(a, secrets)
+		}
+		if a = strings.TrimSpace(truncateBytes(w.scrubRaw(a), maxAnswer)); a != "" {
+			msg += ": " + textsafe.Line(a)
 		}
 		return errors.New(msg)
 	}
 	return nil
+}
+
+// dropPartialSecret cuts from the end of s, an answer read up to a bound,
+// the longest tail that begins one of secrets (the rest was not read).
+func dropPartialSecret(s string, secrets []string) string {
+	cut := len(s)
+	for _, sec := range secrets {
+		for n := min(len(sec)-1, len(s)); n > 0; n-- {
+			if strings.HasSuffix(s, sec[:n]) {
+				cut = min(cut, len(s)-n)
+				break
+			}
+		}
+	}
+	return s[:cut]
+}
+
+// secrets are the parts of the URL no message may hold: the URL itself,
+// and its path, query and fragment (a Slack webhook's token is its path).
+func (w *Webhook) secrets() []string {
+	out := []string{w.URL}
+	if w.URL == "" {
+		return nil
+	}
+	if u, err := url.Parse(w.URL); err == nil {
+		for _, secret := range []string{u.RawQuery, u.EscapedPath(), u.Path, u.Fragment} {
+			if len(secret) > 1 {
+				out = append(out, secret)
+			}
+		}
+	}
+	return out
 }
 
 // scrub turns a transport error into one that cannot carry the URL: a
@@ -134,15 +179,17 @@ func (w *Webhook) scrub(err error) error {
 	return errors.New(w.scrubText(err.Error()))
 }
 
-func (w *Webhook) scrubText(s string) string {
-	redacted := RedactURL(w.URL)
-	s = strings.ReplaceAll(s, w.URL, redacted)
-	if u, err := url.Parse(w.URL); err == nil {
-		for _, secret := range []string{u.RawQuery, u.EscapedPath(), u.Path, u.Fragment} {
-			if len(secret) > 1 {
-				s = strings.ReplaceAll(s, secret, "/…")
-			}
-		}
+func (w *Webhook) scrubText(s string) string { return textsafe.Line(w.scrubRaw(s)) }
+
+// scrubRaw cuts every copy of the URL, its path, query and fragment out of s.
+func (w *Webhook) scrubRaw(s string) string {
+	secrets := w.secrets()
+	if len(secrets) == 0 {
+		return s
 	}
-	return textsafe.Line(s)
+	s = strings.ReplaceAll(s, secrets[0], RedactURL(w.URL))
+	for _, secret := range secrets[1:] {
+		s = strings.ReplaceAll(s, secret, "/…")
+	}
+	return s
 }
