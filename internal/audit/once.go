@@ -61,7 +61,7 @@ func (l *Log) claim(ctx context.Context, token string, r Record) error {
 		if perr == nil {
 			return nil
 		}
-		if !store.MayHaveApplied(ctx, perr) && sent == 1 {
+		if !store.MayHaveApplied(ctx, perr) && sent == 1 && ctx.Err() == nil {
 			return fmt.Errorf("%w: claim %s: %w: %w", ErrAuditWrite, it.PK(), ErrClaimNotStored, perr)
 		}
 		if !store.MayHaveApplied(ctx, perr) {
