@@ -225,7 +225,7 @@ func (e *emfWriter) finish(ctx context.Context) {
 // reportLoss logs, once, that n EMF lines were given up at shutdown.
 func (e *emfWriter) reportLoss(n int, err error) {
 	e.lossOnce.Do(func() {
-		e.logger.Warn(fmt.Sprintf("emf: %d lines not written at shutdown (is the file's reader still reading?); the audit records are flushed regardless", n),
+		e.logger.Warn(fmt.Sprintf("emf: %d lines not written at shutdown (is the file's reader still reading?); the shutdown goes on without them", n),
 			slog.String("event", "emf_lines_lost"), slog.Int("lines", n), slog.String("error", err.Error()))
 	})
 }
