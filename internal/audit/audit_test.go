@@ -27,6 +27,7 @@ func openLog(t *testing.T) (*audit.Log, *clock.Fake, store.Store) {
 }
 
 func TestListFiltersAndOrders(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	log, clk, _ := openLog(t)
 	add := func(action, subject string) {
@@ -73,6 +74,7 @@ func TestListFiltersAndOrders(t *testing.T) {
 }
 
 func TestRecordsCarryTTLAndAreNeverOverwritten(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	log, _, s := openLog(t)
 	rec, err := log.Append(ctx, audit.Entry{Actor: "a", Action: "x", Subject: "y"})
@@ -99,6 +101,7 @@ func TestRecordsCarryTTLAndAreNeverOverwritten(t *testing.T) {
 // A store that refuses writes makes Append fail with ErrAuditWrite, so
 // commands can say "changed, but not audited".
 func TestAppendFailureIsErrAuditWrite(t *testing.T) {
+	t.Parallel()
 	log := audit.NewLog(failing{}, clock.NewFake(t0), "ctx")
 	_, err := log.Append(context.Background(), audit.Entry{Actor: "a", Action: "x", Subject: "y"})
 	if !errors.Is(err, audit.ErrAuditWrite) || !errors.Is(err, store.ErrUnavailable) {
@@ -118,6 +121,7 @@ func (failing) Get(context.Context, string) (store.Item, error) {
 }
 
 func TestActorSourceIsStampedAndReadBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	log, _, s := openLog(t)
 	attested := log.Attest(func(_ context.Context, actor string) audit.ActorSource {

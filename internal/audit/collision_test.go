@@ -17,6 +17,7 @@ import (
 // Issue 21: a second append under the same pk (same time, same id) is an
 // error, never an overwrite, on both backends; the first record is intact.
 func TestAppendNeverOverwritesARecord(t *testing.T) {
+	t.Parallel()
 	t.Run("embedded", func(t *testing.T) {
 		_, _, s := openLog(t)
 		testAppendCollision(t, s)

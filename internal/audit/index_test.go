@@ -60,6 +60,7 @@ func reasons(recs []audit.Record) string {
 }
 
 func TestListReadsOnlyTheWindow(t *testing.T) {
+	t.Parallel()
 	for name, s := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			// 60 records over 60 hours: three UTC days.
@@ -105,6 +106,7 @@ func TestListReadsOnlyTheWindow(t *testing.T) {
 // indexes: the records are found by a scan and the missing index is
 // reported once, with the fix.
 func TestListFallsBackToScanOnce(t *testing.T) {
+	t.Parallel()
 	s := dynamotest.NewLegacyStore(t, endpoint)
 	log := history(t, s, 5)
 	var notices []string
@@ -127,6 +129,7 @@ func TestListFallsBackToScanOnce(t *testing.T) {
 // TestBackfillIndexesOldRecords writes records as koshactl did before the
 // indexes, backfills them, and finds them through the index.
 func TestBackfillIndexesOldRecords(t *testing.T) {
+	t.Parallel()
 	for name, s := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			for i := range 7 {
@@ -213,6 +216,7 @@ func TestBackfillIndexesOldRecords(t *testing.T) {
 // TestListShowsRecordsFromAClockAhead: another operator's clock runs a
 // minute ahead, across midnight; an open-ended listing still shows them.
 func TestListShowsRecordsFromAClockAhead(t *testing.T) {
+	t.Parallel()
 	for name, s := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			midnight := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)

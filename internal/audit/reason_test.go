@@ -9,6 +9,7 @@ import (
 )
 
 func TestValidateReasonCountsCharactersAndNamesTheBadOne(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, in, want string
 	}{
@@ -37,6 +38,7 @@ func TestValidateReasonCountsCharactersAndNamesTheBadOne(t *testing.T) {
 }
 
 func TestTruncateReasonKeepsWholeCharacters(t *testing.T) {
+	t.Parallel()
 	r := TruncateReason(strings.Repeat("é", 600))
 	if r != strings.Repeat("é", MaxReasonLen) {
 		t.Errorf("truncated to %d bytes", len(r))
@@ -47,6 +49,7 @@ func TestTruncateReasonKeepsWholeCharacters(t *testing.T) {
 }
 
 func TestValidateActor(t *testing.T) {
+	t.Parallel()
 	if err := ValidateActor("arn:aws:sts::123456789012:assumed-role/ops/alice@example.com"); err != nil {
 		t.Error(err)
 	}

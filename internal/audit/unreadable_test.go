@@ -13,6 +13,7 @@ import (
 // One bad record never hides the others: each is reported (pk, attribute,
 // problem) and the rest are listed.
 func TestListReportsUnreadableRecords(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	log, clk, s := openLog(t)
 	good, err := log.Append(ctx, audit.Entry{Actor: "a", Action: "breaker.clear", Subject: "breaker#openai", Before: map[string]int{"v": 1}})

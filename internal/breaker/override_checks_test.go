@@ -10,6 +10,7 @@ import (
 )
 
 func TestCheckForceReasonRequiresOneAndAppliesTheAuditRule(t *testing.T) {
+	t.Parallel()
 	for _, r := range []string{"", "   ", "\t"} {
 		if err := breaker.CheckForceReason(r); !errors.Is(err, breaker.ErrReasonRequired) {
 			t.Errorf("CheckForceReason(%q) = %v, want ErrReasonRequired", r, err)
@@ -27,6 +28,7 @@ func TestCheckForceReasonRequiresOneAndAppliesTheAuditRule(t *testing.T) {
 }
 
 func TestCheckKnownDependency(t *testing.T) {
+	t.Parallel()
 	known := []string{"core-api", "openai"}
 	if err := breaker.CheckKnownDependency("openai", known); err != nil {
 		t.Errorf("a known name: %v", err)

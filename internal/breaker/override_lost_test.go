@@ -20,6 +20,7 @@ import (
 // refusal: the write still landed, and the re-read must say so, for a force
 // and for a clear.
 func TestLostAnswerWithoutRetryIsResolvedByTheReread(t *testing.T) {
+	t.Parallel()
 	p := faultproxy.Start(t, dynalite.Start(t))
 	s := dynamotest.NewStore(t, p.URL()) // one attempt per request
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
@@ -53,6 +54,7 @@ func TestLostAnswerWithoutRetryIsResolvedByTheReread(t *testing.T) {
 // A refusal on the first attempt, the item gone, is someone else's clear:
 // "already clear", nothing recorded as this one's.
 func TestClearRefusedOnFirstAttemptWithItemGoneIsAlreadyClear(t *testing.T) {
+	t.Parallel()
 	s := dynamotest.NewStore(t, dynalite.Start(t))
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	ov := breaker.NewOverrides(s, clk)

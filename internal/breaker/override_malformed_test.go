@@ -100,40 +100,42 @@ func wellFormed(tc malformedCase) map[string]rawAttr {
 type rawWriter func(t *testing.T, attrs map[string]rawAttr)
 
 func TestMalformedOverridesOnEmbeddedStore(t *testing.T) {
-	testMalformedOverrides(t, func(t *testing.T) (store.Store, rawWriter) {
-		s := openStore(t)
-		return s, func(t *testing.T, attrs map[string]rawAttr) { storetest.PutRaw(t, s, attrs) }
-	})
+	t.Parallel()
+	s := openStore(t)
+	testMalformedOverrides(t, s, func(t *testing.T, attrs map[string]rawAttr) { storetest.PutRaw(t, s, attrs) })
 }
 
+// One table for every case, each case on a dependency of its own: creating
+// a table is most of the cost of a case.
 func TestMalformedOverridesOnDynamoDB(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
 	cfg := dynalite.Config(t, endpoint)
 	client := dynamodb.NewFromConfig(cfg)
-	n := 0
-	testMalformedOverrides(t, func(t *testing.T) (store.Store, rawWriter) {
-		n++
-		table := fmt.Sprintf("malformed-%d", n)
-		s := dynamo.NewFromConfig(cfg, table)
-		if _, err := s.Init(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		return s, func(t *testing.T, attrs map[string]rawAttr) { storetest.PutRawDynamoDB(t, client, table, attrs) }
-	})
+	s := dynamo.NewFromConfig(cfg, "malformed")
+	if _, err := s.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testMalformedOverrides(t, s, func(t *testing.T, attrs map[string]rawAttr) { storetest.PutRawDynamoDB(t, client, "malformed", attrs) })
 }
 
-func testMalformedOverrides(t *testing.T, open func(t *testing.T) (store.Store, rawWriter)) {
-	for _, tc := range malformedCases {
+// testMalformedOverrides runs the cases in parallel on one store, each on a
+// dependency of its own (openai-01, openai-02, ...): every check reads that
+// dependency's item and audit records.
+func testMalformedOverrides(t *testing.T, s store.Store, write rawWriter) {
+	for i, tc := range malformedCases {
+		dep := fmt.Sprintf("openai-%02d", i+1)
 		t.Run(tc.name, func(t *testing.T) {
-			s, write := open(t)
+			t.Parallel()
 			clk := clock.NewFake(t0.Add(time.Minute))
 			ov := breaker.NewOverrides(s, clk)
 			log := audit.NewLog(s, clk, "test")
 			attrs := wellFormed(tc)
+			attrs["pk"] = rawAttr{Type: "S", Text: "breaker#" + dep}
 			write(t, attrs)
 
 			// Reported: which attribute, what was found.
-			o, err := ov.Get(t.Context(), "openai")
+			o, err := ov.Get(t.Context(), dep)
 			if err != nil {
 				t.Fatalf("Get: %v (a malformed item must be readable, to be shown and cleared)", err)
 			}
@@ -141,8 +143,8 @@ func testMalformedOverrides(t *testing.T, open func(t *testing.T) (store.Store, 
 				t.Fatalf("Problems = %v, want one about %s", o.Problems, tc.attr)
 			}
 			for _, p := range o.Problems {
-				if p.Attribute == tc.attr && (p.PK != "breaker#openai" || !strings.Contains(p.Problem, tc.found+",")) {
-					t.Errorf("problem = %+v, want pk breaker#openai and %q", p, tc.found)
+				if p.Attribute == tc.attr && (p.PK != "breaker#"+dep || !strings.Contains(p.Problem, tc.found+",")) {
+					t.Errorf("problem = %+v, want pk breaker#%s and %q", p, dep, tc.found)
 				}
 			}
 			if len(o.Problems) != 1 {
@@ -156,38 +158,39 @@ func testMalformedOverrides(t *testing.T, open func(t *testing.T) (store.Store, 
 				t.Errorf("times out of range: created %v, expires %v", o.CreatedAt, o.ExpiresAt)
 			}
 			// The reference data plane applies the same rule.
-			f, err := ov.ForcedOpen(t.Context(), "openai")
+			f, err := ov.ForcedOpen(t.Context(), dep)
 			if err != nil || f.Active != tc.active || f.Malformed == "" {
 				t.Errorf("ForcedOpen = %+v, %v; want active %v and the problem named", f, err, tc.active)
 			}
-			list, err := ov.List(t.Context())
+			all, err := ov.List(t.Context())
+			list := slices.DeleteFunc(all, func(o breaker.Override) bool { return o.Dependency != dep })
 			if err != nil || len(list) != 1 || !list[0].HasProblem(tc.attr) {
 				t.Errorf("List = %v, %v; want the item, flagged", list, err)
 			}
 
 			// force-open --overwrite replaces it in one command.
-			res, _, err := ov.ForceAudited(t.Context(), log, breaker.ForceRequest{Dependency: "openai", Reason: "fix",
+			res, _, err := ov.ForceAudited(t.Context(), log, breaker.ForceRequest{Dependency: dep, Reason: "fix",
 				Actor: "bob", For: time.Hour, Overwrite: true})
 			if err != nil {
 				t.Fatalf("force-open --overwrite of a malformed item: %v", err)
 			}
-			after, err := ov.Get(t.Context(), "openai")
+			after, err := ov.Get(t.Context(), dep)
 			if err != nil || after.Malformed() || after.Reason != "fix" || after.Version != res.After.Version || after.Version < 1 {
 				t.Errorf("after replace: %+v, %v", after, err)
 			}
 
 			// clear removes it in one command.
 			write(t, attrs)
-			clr, _, err := ov.ClearAudited(t.Context(), log, "openai", "bob", "cleanup")
+			clr, _, err := ov.ClearAudited(t.Context(), log, dep, "bob", "cleanup")
 			if err != nil || clr.Before == nil {
 				t.Fatalf("clear of a malformed item: %+v, %v", clr, err)
 			}
-			if _, err := s.Get(t.Context(), "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+			if _, err := s.Get(t.Context(), "breaker#"+dep); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("item still there after clear: %v", err)
 			}
 
 			// Both audit records keep the item exactly as it was stored.
-			l, err := log.List(t.Context(), audit.Query{})
+			l, err := log.List(t.Context(), audit.Query{Subject: "breaker#" + dep})
 			recs := l.Records
 			if err != nil || len(recs) != 2 || len(l.Unreadable) != 0 {
 				t.Fatalf("audit = %v, %v", l, err)
@@ -250,6 +253,7 @@ func rawDoc(t *testing.T, attrs map[string]rawAttr) map[string]any {
 // before-images of the clear and the replace that remove it. A valid
 // override next to it is listed too.
 func TestUnknownAttributesOfEveryTypeAreKeptAndIgnored(t *testing.T) {
+	t.Parallel()
 	t.Run("embedded", func(t *testing.T) {
 		testUnknownAttributes(t, func(t *testing.T) (store.Store, rawWriter) {
 			s := openStore(t)
@@ -370,6 +374,7 @@ func sameDoc(a, b any) bool {
 // The reference data plane (a ForceWatcher reading *Overrides) applies the
 // contract's rule to a malformed item and logs why it holds.
 func TestWatcherHoldsAMalformedExpiryAndLogsIt(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	clk := clock.NewFake(t0.Add(time.Minute))
 	var logged strings.Builder

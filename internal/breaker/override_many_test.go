@@ -46,6 +46,7 @@ func (failingAudit) Append(context.Context, audit.Entry) (audit.Record, error) {
 }
 
 func TestForceAllConflictOnOneOfFourWritesNone(t *testing.T) {
+	t.Parallel()
 	for name, base := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
 		t.Run(name, func(t *testing.T) {
 			clk := clock.NewFake(t0)
@@ -73,6 +74,7 @@ func TestForceAllConflictOnOneOfFourWritesNone(t *testing.T) {
 }
 
 func TestForceAllReadsOnceWhileTheActorResolves(t *testing.T) {
+	t.Parallel()
 	base := &batchSignal{counted: counted{Store: dynamotest.NewStore(t, endpoint)}, started: make(chan struct{})}
 	clk := clock.NewFake(t0)
 	ov := breaker.NewOverrides(base, clk)
@@ -112,6 +114,7 @@ func TestForceAllReadsOnceWhileTheActorResolves(t *testing.T) {
 }
 
 func TestForceAllAuditFailureSaysWritten(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ov := breaker.NewOverrides(s, clock.NewFake(t0))
 	outs, err := ov.ForceAll(t.Context(), failingAudit{}, breaker.ForceAll{Requests: forceReqs("a1", "a2")})
@@ -126,6 +129,7 @@ func TestForceAllAuditFailureSaysWritten(t *testing.T) {
 }
 
 func TestForceSeenVersion(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ov := breaker.NewOverrides(s, clock.NewFake(t0))
 	first, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "bob", For: time.Hour})
@@ -144,6 +148,7 @@ func TestForceSeenVersion(t *testing.T) {
 }
 
 func TestClearAll(t *testing.T) {
+	t.Parallel()
 	s := &counted{Store: dynamotest.NewStore(t, endpoint)}
 	clk := clock.NewFake(t0)
 	ov := breaker.NewOverrides(s, clk)
@@ -178,6 +183,7 @@ func TestClearAll(t *testing.T) {
 // override is refused before anything is written or confirmed; an unknown
 // name whose override is stored is cleared (it names what exists).
 func TestClearAllAppliesTheKnownRule(t *testing.T) {
+	t.Parallel()
 	base := openStore(t)
 	clk := clock.NewFake(t0)
 	ov := breaker.NewOverrides(base, clk)

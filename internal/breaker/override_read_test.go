@@ -49,6 +49,7 @@ func deps(list []breaker.Override) string {
 }
 
 func TestListForReadsByKey(t *testing.T) {
+	t.Parallel()
 	for name, base := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
 		t.Run(name, func(t *testing.T) {
 			s := &counted{Store: base}
@@ -91,6 +92,7 @@ func TestListForReadsByKey(t *testing.T) {
 }
 
 func TestListForFallsBackOnLegacyTable(t *testing.T) {
+	t.Parallel()
 	base := dynamotest.NewLegacyStore(t, endpoint)
 	s := &counted{Store: base}
 	ov := breaker.NewOverrides(s, clock.NewFake(t0))
@@ -111,6 +113,7 @@ func TestListForFallsBackOnLegacyTable(t *testing.T) {
 }
 
 func TestOverrideBackfill(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	old := store.Item{store.PK: "breaker#other-tool", "state": "forced_open", "reason": "r", "actor": "a",
 		"created_at": t0.UnixMilli(), "version": int64(3)}

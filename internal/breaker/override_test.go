@@ -23,6 +23,7 @@ func openStore(t *testing.T) store.Store {
 }
 
 func TestOverrideActiveRule(t *testing.T) {
+	t.Parallel()
 	exp := t0.Add(time.Minute)
 	cases := []struct {
 		name string
@@ -44,6 +45,7 @@ func TestOverrideActiveRule(t *testing.T) {
 }
 
 func TestOverrideItemRoundTripFollowsContract(t *testing.T) {
+	t.Parallel()
 	o := breaker.Override{Dependency: "openai", State: "forced_open", Reason: "r", Actor: "a",
 		CreatedAt: t0, ExpiresAt: t0.Add(30*time.Minute + 500*time.Millisecond), Version: 3}
 	it := o.Item()
@@ -71,6 +73,7 @@ func TestOverrideItemRoundTripFollowsContract(t *testing.T) {
 }
 
 func TestForcedOpenReadsTheRule(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	clk := clock.NewFake(t0)
 	ov := breaker.NewOverrides(s, clk)
@@ -93,6 +96,7 @@ func TestForcedOpenReadsTheRule(t *testing.T) {
 // Two operators force the same dependency at once: exactly one wins, the
 // other gets a conflict naming the winner; nothing is silently overwritten.
 func TestConcurrentForceExactlyOneWins(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ov := breaker.NewOverrides(s, clock.NewFake(t0))
 	const n = 8
@@ -128,6 +132,7 @@ func TestConcurrentForceExactlyOneWins(t *testing.T) {
 
 // A clear that read version 1 must not delete a version 2 written meanwhile.
 func TestClearDoesNotDeleteAReForce(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
 	ov := breaker.NewOverrides(s, clock.NewFake(t0))
@@ -167,6 +172,7 @@ func (i *interleave) Delete(ctx context.Context, pk string, c store.Condition) e
 // A force planned on one read must not overwrite an override written after
 // that read: the conditional write turns it into a conflict.
 func TestForceOnStaleReadIsAConflict(t *testing.T) {
+	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
 	ov := breaker.NewOverrides(s, clock.NewFake(t0))

@@ -222,6 +222,7 @@ func solveOverride(t *testing.T, vec *overrideVector) {
 // from the override rule ([breaker.OverrideFromItem], [breaker.Override.ForceAt])
 // and fails when the checked-in file differs (make vectors rewrites it).
 func TestContractVectors(t *testing.T) {
+	t.Parallel()
 	doc := overrideVectorFile{
 		Description: "Override items (docs/contracts/breaker-override.md) as DynamoDB JSON, as GetItem returns them " +
 			"(item null: no item), read at now_ms (epoch ms). want.active is the one right answer of the data plane's rule; " +

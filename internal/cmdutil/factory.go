@@ -38,6 +38,8 @@ type Factory struct {
 	// Debug is the global --debug flag: AWS clients log each operation to
 	// stderr.
 	Debug bool
+	// Environ is the environment commands read; nil is the process's.
+	Environ Environ
 
 	// Config loads the config file (cached after the first call).
 	Config func() (*config.File, error)
@@ -75,6 +77,10 @@ type Env struct {
 	AWSConfig func(ctx context.Context) (aws.Config, error)
 	// StateDir is where local state (embedded store, local chaos key) lives.
 	StateDir string
+	// Environ is the environment the context was resolved in (the
+	// Factory's); nil is the process's.
+	Environ Environ
+
 	// Clock is the time source of the services the Env hands out
 	// (services.go); the factory's clock.
 	Clock clock.Clock

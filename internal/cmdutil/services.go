@@ -100,7 +100,7 @@ func (e *Env) KeySource(ctx context.Context, keyFile string) (*keys.Chosen, erro
 	cc := e.Context.Chaos
 	ks, err := keys.Choose(ctx, keys.Settings{Context: e.Name, FlagKeyFile: keyFile, KeyFile: cc.KeyFile, KeyEnv: cc.KeyEnv,
 		SecretID: cc.SecretID, PropagationDelay: e.PropagationDelay(), Local: e.Context.IsLocal(), StateDir: e.StateDir,
-		AWSConfig: e.AWSConfig, Clock: e.clk()})
+		AWSConfig: e.AWSConfig, Clock: e.clk(), Lookup: e.Environ.Lookup})
 	if errors.Is(err, keys.ErrNoSource) {
 		return nil, WithCode(ExitUsage, err)
 	}

@@ -400,9 +400,15 @@ func (c *Context) Validate(name string) error {
 	return c.validateNotify(name)
 }
 
-// DefaultPath returns where the config file is read from.
-func DefaultPath() (string, error) {
-	if p := os.Getenv("KOSHACTL_CONFIG"); p != "" {
+// DefaultPath returns where the config file is read from, by the process
+// environment: [DefaultPathFrom] with os.Getenv.
+func DefaultPath() (string, error) { return DefaultPathFrom(os.Getenv) }
+
+// DefaultPathFrom returns where the config file is read from: $KOSHACTL_CONFIG
+// as getenv reads it, else koshactl/config.yaml in the user's config directory
+// (os.UserConfigDir).
+func DefaultPathFrom(getenv func(string) string) (string, error) {
+	if p := getenv("KOSHACTL_CONFIG"); p != "" {
 		return p, nil
 	}
 	dir, err := os.UserConfigDir()
@@ -412,13 +418,18 @@ func DefaultPath() (string, error) {
 	return filepath.Join(dir, "koshactl", "config.yaml"), nil
 }
 
-// StateDir returns where the local context keeps its embedded store and keys:
-// $KOSHACTL_STATE_DIR, else $XDG_STATE_HOME/koshactl, else ~/.local/state/koshactl.
-func StateDir() (string, error) {
-	if p := os.Getenv("KOSHACTL_STATE_DIR"); p != "" {
+// StateDir returns where the local context keeps its embedded store and
+// keys, by the process environment: [StateDirFrom] with os.Getenv.
+func StateDir() (string, error) { return StateDirFrom(os.Getenv) }
+
+// StateDirFrom returns where the local context keeps its embedded store and
+// keys: $KOSHACTL_STATE_DIR, else $XDG_STATE_HOME/koshactl, else
+// ~/.local/state/koshactl (os.UserHomeDir), the variables as getenv reads them.
+func StateDirFrom(getenv func(string) string) (string, error) {
+	if p := getenv("KOSHACTL_STATE_DIR"); p != "" {
 		return p, nil
 	}
-	if p := os.Getenv("XDG_STATE_HOME"); p != "" && filepath.IsAbs(p) {
+	if p := getenv("XDG_STATE_HOME"); p != "" && filepath.IsAbs(p) {
 		return filepath.Join(p, "koshactl"), nil
 	}
 	home, err := os.UserHomeDir()
@@ -428,16 +439,32 @@ func StateDir() (string, error) {
 	return filepath.Join(home, ".local", "state", "koshactl"), nil
 }
 
-// LocalStorePath returns the database file of a local context.
-func (c *Context) LocalStorePath() (string, error) {
+// LocalStorePath returns the database file of a local context, by the
+// process environment: [Context.LocalStorePathFrom] with os.Getenv.
+func (c *Context) LocalStorePath() (string, error) { return c.LocalStorePathFrom(os.Getenv) }
+
+// LocalStorePathFrom returns the database file of a local context: the
+// context's own path if it names one, else local.db in the state directory
+// ([StateDirFrom] with getenv).
+func (c *Context) LocalStorePathFrom(getenv func(string) string) (string, error) {
 	if c.Store.Local != nil && c.Store.Local.Path != "" {
 		return c.Store.Local.Path, nil
 	}
-	dir, err := StateDir()
+	dir, err := StateDirFrom(getenv)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(dir, "local.db"), nil
+	return c.LocalStorePathIn(dir), nil
+}
+
+// LocalStorePathIn returns the database file of a local context whose state
+// directory is stateDir: the context's own path if it names one, else
+// local.db in stateDir.
+func (c *Context) LocalStorePathIn(stateDir string) string {
+	if c.Store.Local != nil && c.Store.Local.Path != "" {
+		return c.Store.Local.Path
+	}
+	return filepath.Join(stateDir, "local.db")
 }
 
 // BuiltinLocal returns the built-in local context.

@@ -42,7 +42,7 @@ func newSession(t *testing.T) *session {
 		t.Fatalf("%s cannot import boto3 (%v: %s): run make test-deps, which installs Debian's python3-boto3", python, err, bytes.TrimSpace(out))
 	}
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	sm := smfake.New(t, e.Clock)
 	sm.Create(secretID)
 	e.MustRun(0, "config", "set-context", "dev", "--table", table, "--region", dynalite.Region,
@@ -92,6 +92,7 @@ func decode(t *testing.T, r clitest.Result) map[string]any {
 // expires; a hand-written malformed item is read as the contract says, by
 // both.
 func TestOverridesFromKoshactlToPython(t *testing.T) {
+	t.Parallel()
 	s := newSession(t)
 	e := s.e
 	if got := s.py("override", "--dependency", "openai", "--now-ms", s.nowMs()); got["active"] != false || got["treatment"] != "inactive" {
@@ -146,6 +147,7 @@ func TestOverridesFromKoshactlToPython(t *testing.T) {
 
 // Python takers and koshactl ratelimit get/drain/reset agree on one bucket.
 func TestBucketSharedByPythonAndKoshactl(t *testing.T) {
+	t.Parallel()
 	s := newSession(t)
 	e := s.e
 	for i := range 5 {
@@ -204,6 +206,7 @@ func TestBucketSharedByPythonAndKoshactl(t *testing.T) {
 // with the previous key for the propagation delay, old headers stay valid
 // until they expire, and a key rotated out twice is rejected (kid).
 func TestChaosHeadersFromKoshactlToPython(t *testing.T) {
+	t.Parallel()
 	s := newSession(t)
 	e := s.e
 	verify := func(value string) map[string]any {

@@ -199,8 +199,7 @@ func sizes(b *testing.B) []int {
 func cli(b *testing.B, endpoint, table string) *clitest.Env {
 	e := clitest.New(b)
 	e.Clock.Set(now)
-	e.MustRun(0, "config", "set-context", "dev", "--table", table, "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e.UseDynamoDB(endpoint, table)
 	return e
 }
 

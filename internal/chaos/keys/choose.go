@@ -64,6 +64,9 @@ type Settings struct {
 	// Manager); nil when it has none.
 	AWSConfig func(ctx context.Context) (aws.Config, error)
 	Clock     clock.Clock
+	// Lookup reads KeyEnv's variable (the command's environment); nil is
+	// os.LookupEnv.
+	Lookup func(name string) (string, bool)
 }
 
 // Chosen is the chaos key source a command uses, and why it was chosen.
@@ -104,7 +107,11 @@ func Choose(ctx context.Context, s Settings) (*Chosen, error) {
 	case s.KeyFile != "":
 		return &Chosen{Source: NewFile(s.KeyFile), Origin: OriginKeyFile, Subject: "chaos-key#file:" + s.KeyFile}, nil
 	case s.KeyEnv != "":
-		return &Chosen{Source: NewEnv(s.KeyEnv), Origin: OriginKeyEnv, Subject: "chaos-key#env:" + s.KeyEnv}, nil
+		src := NewEnv(s.KeyEnv)
+		if s.Lookup != nil {
+			src = NewEnvLookup(s.KeyEnv, s.Lookup)
+		}
+		return &Chosen{Source: src, Origin: OriginKeyEnv, Subject: "chaos-key#env:" + s.KeyEnv}, nil
 	case s.SecretID != "":
 		api, err := secretsClient(ctx, s)
 		if err != nil {

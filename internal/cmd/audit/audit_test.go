@@ -35,24 +35,25 @@ var wantUnreadable = []store.Problem{
 }
 
 func TestAuditListAroundBadRecordsLocalContext(t *testing.T) {
+	t.Parallel()
 	testAuditListAroundBadRecords(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
 		return e.PutRaw
 	})
 }
 
 func TestAuditListAroundBadRecordsDynamoDBContext(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
 	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
 	testAuditListAroundBadRecords(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
-		e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-			"--endpoint-url", endpoint, "--static-credentials", "--use")
+		e.UseDynamoDB(endpoint, "kosha-control")
 		e.MustRun(0, "store", "init")
 		return func(attrs map[string]attr) { storetest.PutRawDynamoDB(t, client, "kosha-control", attrs) }
 	})
 }
 
 func testAuditListAroundBadRecords(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(map[string]attr)) {
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	write := setup(t, e)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	for _, r := range badRecords {
@@ -77,7 +78,7 @@ func testAuditListAroundBadRecords(t *testing.T, setup func(t *testing.T, e *cli
 			}
 			continue
 		}
-		out := decodeJSON[listOut](t, r.Stdout)
+		out := clitest.Decode[listOut](t, r.Stdout)
 		if len(out.Items) != 2 || out.Items[0].ID != "00000000000000bb" || out.Items[0].Before != nil || out.Items[1].Action != "breaker.force-open" {
 			t.Errorf("items = %+v", out.Items)
 		}
@@ -110,13 +111,4 @@ func testAuditListAroundBadRecords(t *testing.T, setup func(t *testing.T, e *cli
 	if r = e.MustRun(0, "audit", "list", "--scan", "--action", "breaker.force-open"); r.Stderr != "" || !strings.Contains(r.Stdout, "provider incident") {
 		t.Errorf("filtered out: stdout %q, stderr %q", r.Stdout, r.Stderr)
 	}
-}
-
-func decodeJSON[T any](t *testing.T, s string) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, s)
-	}
-	return v
 }

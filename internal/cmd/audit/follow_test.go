@@ -9,7 +9,6 @@ import (
 	"time"
 
 	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
-	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
@@ -44,11 +43,12 @@ func subjects(rs []record) string {
 }
 
 func TestListFiltersByActorUntilAndAction(t *testing.T) {
-	e := clitest.New(t)
-	t.Setenv("KOSHACTL_ACTOR", "alice@ops")
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	e.Setenv("KOSHACTL_ACTOR", "alice@ops")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "r", "--for", "1h") // 19:00
 	e.Clock.Advance(time.Hour)
-	t.Setenv("KOSHACTL_ACTOR", "bob@ops")
+	e.Setenv("KOSHACTL_ACTOR", "bob@ops")
 	e.MustRun(0, "breaker", "force-open", "core-api", "--reason", "r", "--for", "1h") // 20:00
 	e.Clock.Advance(time.Hour)
 	e.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "r") // 21:00, bob
@@ -100,7 +100,7 @@ func startFollow(t *testing.T, e *clitest.Env, opts *auditcmd.ListOptions) *foll
 	fw := &follower{out: &syncbuf.Buffer{}, tick: make(chan time.Time), done: make(chan error, 1)}
 	ios, _, _, _ := iostreams.Test()
 	ios.Out = fw.out
-	f := factory.NewWith(ios, e.Clock)
+	f := e.Factory(ios)
 	opts.Follow = true
 	opts.Interval = time.Second
 	opts.After = func(time.Duration) <-chan time.Time { return fw.tick }
@@ -129,7 +129,8 @@ func (fw *follower) waitFor(t *testing.T, want string) {
 }
 
 func TestFollowPrintsNewRecordsAsWrittenAndExitsCleanly(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "before the follow", "--for", "1h")
 	fw := startFollow(t, e, &auditcmd.ListOptions{Output: cmdutil.FormatTable, Limit: 50})
 	fw.waitFor(t, "breaker#openai")
@@ -169,7 +170,8 @@ func TestFollowPrintsNewRecordsAsWrittenAndExitsCleanly(t *testing.T) {
 }
 
 func TestFollowJSONIsOneRecordPerLineAndFilters(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	fw := startFollow(t, e, &auditcmd.ListOptions{Output: cmdutil.FormatJSON, Action: "breaker.force-open"})
 	e.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "filtered out")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "kept", "--for", "1h")
@@ -192,12 +194,13 @@ func TestFollowJSONIsOneRecordPerLineAndFilters(t *testing.T) {
 // once, on stderr, shows the records it can read (one with attributes of
 // every DynamoDB type among them), and ends as a partial listing (exit 10).
 func TestFollowReportsUnreadableRecords(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	errOut := &syncbuf.Buffer{}
 	fw := &follower{out: &syncbuf.Buffer{}, tick: make(chan time.Time), done: make(chan error, 1)}
 	ios, _, _, _ := iostreams.Test()
 	ios.Out, ios.ErrOut = fw.out, errOut
-	f := factory.NewWith(ios, e.Clock)
+	f := e.Factory(ios)
 	ctx, cancel := context.WithCancel(context.Background())
 	fw.stop = cancel
 	t.Cleanup(cancel)

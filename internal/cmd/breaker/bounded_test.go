@@ -12,7 +12,8 @@ import (
 // warning and error quotes it bounded (textsafe.Quote): its start and its
 // length.
 func TestHugeReasonIsQuotedBoundedInWarnings(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	huge := "INC-42 " + strings.Repeat("x", 399_000-7)
 	e.PutRaw(hostileItem(map[string]attr{"reason": {Type: "S", Text: huge}}))
 	const bound = 4096

@@ -23,17 +23,9 @@ type view struct {
 	Version          int64   `json:"version"`
 }
 
-func decode[T any](t *testing.T, s string) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, s)
-	}
-	return v
-}
-
 func TestForceOpenThenListGetClearAudit(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	e.Clock.Advance(time.Second)
 	if !strings.Contains(r.Stdout, "Forced open openai") || !strings.Contains(r.Stdout, "provider incident") {
@@ -43,7 +35,7 @@ func TestForceOpenThenListGetClearAudit(t *testing.T) {
 		t.Errorf("force-open must name the context and store it acted on, stderr:\n%s", r.Stderr)
 	}
 
-	got := decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout)
+	got := clitest.Decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout)
 	if !got.Active || got.State != "forced_open" || got.Actor != "tester@test" || got.Version != 1 {
 		t.Errorf("get after force-open = %+v", got)
 	}
@@ -51,7 +43,7 @@ func TestForceOpenThenListGetClearAudit(t *testing.T) {
 		t.Errorf("expiry = %v (in %v s), want 19:30 in 1799 s", got.ExpiresAt, got.ExpiresInSeconds)
 	}
 
-	list := decode[struct {
+	list := clitest.Decode[struct {
 		Kind    string `json:"kind"`
 		Context string `json:"context"`
 		Items   []view `json:"items"`
@@ -70,7 +62,7 @@ func TestForceOpenThenListGetClearAudit(t *testing.T) {
 	}
 	e.MustRun(cmdutil.ExitNotFound, "breaker", "get", "openai")
 
-	recs := decode[struct {
+	recs := clitest.Decode[struct {
 		Items []struct {
 			Actor   string          `json:"actor"`
 			Action  string          `json:"action"`
@@ -99,9 +91,10 @@ func TestForceOpenThenListGetClearAudit(t *testing.T) {
 }
 
 func TestForceOpenConflictShowsHolderAndOverwriteReplaces(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "first")
-	t.Setenv("KOSHACTL_ACTOR", "bob@test")
+	e.Setenv("KOSHACTL_ACTOR", "bob@test")
 	r := e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "openai", "--reason", "second")
 	for _, want := range []string{"tester@test", `"first"`, "--overwrite"} {
 		if !strings.Contains(r.Stderr, want) {
@@ -111,38 +104,40 @@ func TestForceOpenConflictShowsHolderAndOverwriteReplaces(t *testing.T) {
 	if n := strings.Count(strings.TrimSpace(r.Stderr), "\n"); n != 0 {
 		t.Errorf("error is %d lines, want one: %q", n+1, r.Stderr)
 	}
-	got := decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout)
+	got := clitest.Decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout)
 	if got.Reason != "first" {
 		t.Fatalf("a refused force changed the override: %+v", got)
 	}
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "second", "--overwrite")
-	got = decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout)
+	got = clitest.Decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout)
 	if got.Reason != "second" || got.Actor != "bob@test" || got.Version != 2 {
 		t.Errorf("after --overwrite: %+v", got)
 	}
 }
 
 func TestForceOpenOverExpiredOverrideNeedsNoOverwrite(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "short", "--for", "1m")
 	e.Clock.Advance(61 * time.Second)
 	if out := e.MustRun(0, "breaker", "list").Stdout; !strings.Contains(out, "expired") {
 		t.Errorf("an expired override should list as expired:\n%s", out)
 	}
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "again")
-	got := decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout)
+	got := clitest.Decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout)
 	if !got.Active || got.Version != 2 || got.Reason != "again" {
 		t.Errorf("re-force over an expired override: %+v", got)
 	}
 }
 
 func TestClearIsIdempotent(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(0, "breaker", "clear", "openai")
 	if !strings.Contains(r.Stdout, "not forced open") {
 		t.Errorf("clearing nothing should say so: %s", r.Stdout)
 	}
-	out := decode[struct {
+	out := clitest.Decode[struct {
 		Results []struct{ Action string } `json:"results"`
 	}](t, e.MustRun(0, "breaker", "clear", "openai", "-o", "json").Stdout)
 	if len(out.Results) != 1 || out.Results[0].Action != "already-clear" {
@@ -157,7 +152,8 @@ func TestClearIsIdempotent(t *testing.T) {
 // "nothing to clear" and exited 0; it applies force-open's known-dependency
 // rule now, and an unknown name with a stored override stays clearable.
 func TestClearRefusesATypo(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "incident")
 	for _, args := range [][]string{{"open-ai"}, {"openai", "open-ai"}, {"open-ai", "--dry-run"}} {
 		r := e.MustRun(cmdutil.ExitUsage, append([]string{"breaker", "clear"}, args...)...)
@@ -168,7 +164,7 @@ func TestClearRefusesATypo(t *testing.T) {
 			t.Errorf("clear %v: not a one-line error: stdout %q stderr %q", args, r.Stdout, r.Stderr)
 		}
 	}
-	if got := decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout); !got.Active {
+	if got := clitest.Decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout); !got.Active {
 		t.Fatalf("a refused clear removed openai's override: %+v", got)
 	}
 	if r := e.MustRun(0, "breaker", "clear", "open-ai", "--allow-unknown"); !strings.Contains(r.Stdout, "nothing to clear") {
@@ -181,7 +177,8 @@ func TestClearRefusesATypo(t *testing.T) {
 }
 
 func TestClearAll(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "openai", "postgres", "--reason", "drill")
 	dry := e.MustRun(0, "breaker", "clear", "--all", "--dry-run").Stdout
 	if strings.Count(dry, "Would clear") != 2 {
@@ -199,12 +196,13 @@ func TestClearAll(t *testing.T) {
 }
 
 func TestForceOpenDryRunWritesNothing(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "x", "--dry-run", "-o", "json")
 	if !strings.Contains(r.Stderr, `dry run, nothing written; would act on context "local"`) {
 		t.Errorf("-o json should still name the context on stderr: %q", r.Stderr)
 	}
-	out := decode[struct {
+	out := clitest.Decode[struct {
 		DryRun  bool `json:"dry_run"`
 		Results []struct {
 			Action   string `json:"action"`
@@ -221,6 +219,7 @@ func TestForceOpenDryRunWritesNothing(t *testing.T) {
 }
 
 func TestForceOpenBadInputWritesNothing(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		args []string
@@ -249,7 +248,7 @@ func TestForceOpenBadInputWritesNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := clitest.New(t)
+			e := clitest.New(t, clitest.Parallel())
 			r := e.MustRun(tc.code, append([]string{"breaker", "force-open"}, tc.args...)...)
 			if !strings.Contains(r.Stderr, tc.want) {
 				t.Errorf("stderr %q lacks %q", r.Stderr, tc.want)
@@ -268,7 +267,8 @@ func TestForceOpenBadInputWritesNothing(t *testing.T) {
 }
 
 func TestForceOpenForTheMinimumIsAccepted(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "x", "--for", breaker.MinOverride.String(), "-o", "json")
 	if !strings.Contains(r.Stdout, `"expires_at": "2026-11-29T19:00:05.000Z"`) {
 		t.Errorf("force-open --for %s:\n%s", breaker.MinOverride, r.Stdout)
@@ -276,20 +276,22 @@ func TestForceOpenForTheMinimumIsAccepted(t *testing.T) {
 }
 
 func TestAllowUnknownAndNoExpiry(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "billing", "--reason", "new dep", "--allow-unknown", "--no-expiry", "--yes")
-	got := decode[view](t, e.MustRun(0, "breaker", "get", "billing", "-o", "json").Stdout)
+	got := clitest.Decode[view](t, e.MustRun(0, "breaker", "get", "billing", "-o", "json").Stdout)
 	if !got.Active || got.ExpiresAt != nil {
 		t.Errorf("no-expiry override: %+v", got)
 	}
 	e.Clock.Advance(365 * 24 * time.Hour)
-	if got := decode[view](t, e.MustRun(0, "breaker", "get", "billing", "-o", "json").Stdout); !got.Active {
+	if got := clitest.Decode[view](t, e.MustRun(0, "breaker", "get", "billing", "-o", "json").Stdout); !got.Active {
 		t.Errorf("a no-expiry override lapsed")
 	}
 }
 
 func TestProtectedContextNeedsConfirmation(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "config", "set-context", "prod", "--local", e.Dir+"/prod.db", "--protected", "--use")
 	r := e.MustRun(cmdutil.ExitRefused, "breaker", "force-open", "openai", "--reason", "x")
 	if !strings.Contains(r.Stderr, "protected") || !strings.Contains(r.Stderr, "--yes") {
@@ -314,7 +316,8 @@ func TestProtectedContextNeedsConfirmation(t *testing.T) {
 }
 
 func TestUnknownContextIsNotFound(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(cmdutil.ExitNotFound, "--context", "nope", "breaker", "list")
 	if !strings.Contains(r.Stderr, "known contexts are local") {
 		t.Errorf("stderr: %s", r.Stderr)
@@ -322,7 +325,8 @@ func TestUnknownContextIsNotFound(t *testing.T) {
 }
 
 func TestYAMLOutputMatchesJSONSchema(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "postgres", "--reason", "maintenance")
 	y := e.MustRun(0, "breaker", "get", "postgres", "-o", "yaml").Stdout
 	for _, want := range []string{"dependency: postgres", "state: forced_open", "reason: maintenance", "expires_in_seconds: 3600"} {
@@ -333,7 +337,8 @@ func TestYAMLOutputMatchesJSONSchema(t *testing.T) {
 }
 
 func TestCompletionOffersKnownDependencies(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	out := e.MustRun(0, "__complete", "breaker", "force-open", "openai", "").Stdout
 	if !strings.Contains(out, "core-api") || strings.Contains(out, "openai") {
 		t.Errorf("completion should offer the other known dependencies:\n%s", out)
@@ -344,7 +349,8 @@ func TestCompletionOffersKnownDependencies(t *testing.T) {
 }
 
 func TestTerminalOutputShowsCountdowns(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "incident", "--for", "30m")
 	e.Clock.Advance(5 * time.Minute)
 	e.TTY = true

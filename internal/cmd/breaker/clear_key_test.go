@@ -19,22 +19,23 @@ import (
 // names `breaker clear --key 'breaker#Bad Name'`, which clears it,
 // conditional and audited like any clear, and so does --all.
 func TestClearByKeyLocalContext(t *testing.T) {
+	t.Parallel()
 	testClearByKey(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) { return e.PutRaw })
 }
 
 func TestClearByKeyDynamoDBContext(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
 	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
 	testClearByKey(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
-		e.MustRun(0, "config", "set-context", "dev", "--table", "clear-key", "--region", dynalite.Region,
-			"--endpoint-url", endpoint, "--static-credentials", "--use")
+		e.UseDynamoDB(endpoint, "clear-key")
 		e.MustRun(0, "store", "init")
 		return func(attrs map[string]attr) { storetest.PutRawDynamoDB(t, client, "clear-key", attrs) }
 	})
 }
 
 func testClearByKey(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(map[string]attr)) {
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	write := setup(t, e)
 	bad := hostileItem(map[string]attr{"pk": {Type: "S", Text: "breaker#Bad Name"}, "note": {Type: "BOOL", Text: "true"}})
 	write(bad)
@@ -58,7 +59,7 @@ func testClearByKey(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(
 	if r = e.MustRun(0, "breaker", "list", "--scan"); strings.Contains(r.Stdout, "Bad Name") || !strings.Contains(r.Stdout, "openai") {
 		t.Errorf("after clear --key:\n%s", r.Stdout)
 	}
-	recs := decode[struct {
+	recs := clitest.Decode[struct {
 		Items []struct {
 			Action  string          `json:"action"`
 			Subject string          `json:"subject"`

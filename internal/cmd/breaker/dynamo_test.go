@@ -17,10 +17,10 @@ import (
 // The same operator session as on the local context, against a real
 // DynamoDB-API server through a context with an endpoint.
 func TestBreakerOnDynamoDBContext(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e := clitest.New(t, clitest.Parallel())
+	e.UseDynamoDB(endpoint, "kosha-control")
 
 	// Before store init the table is missing: exit 5 and a hint.
 	r := e.MustRun(cmdutil.ExitUnavailable, "breaker", "list")
@@ -67,7 +67,7 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 		t.Errorf("stored item has attributes %v, the contract names 8 plus ix_override and write_id", it.Keys())
 	}
 
-	out := decode[struct {
+	out := clitest.Decode[struct {
 		Items []view `json:"items"`
 	}](t, e.MustRun(0, "breaker", "list", "-o", "json").Stdout)
 	if len(out.Items) != 1 || !out.Items[0].Active {
@@ -77,7 +77,7 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 	if _, err := s.Get(context.Background(), "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("clear must delete the item, got %v", err)
 	}
-	recs := decode[struct {
+	recs := clitest.Decode[struct {
 		Items []json.RawMessage `json:"items"`
 	}](t, e.MustRun(0, "audit", "list", "-o", "json").Stdout)
 	if len(recs.Items) != 2 {
@@ -86,7 +86,8 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 }
 
 func TestUnreachableEndpointIsUnavailable(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "config", "set-context", "down", "--table", "t", "--region", "us-east-1",
 		"--endpoint-url", "http://127.0.0.1:1", "--static-credentials", "--use")
 	r := e.MustRun(cmdutil.ExitUnavailable, "breaker", "force-open", "openai", "--reason", "x")
@@ -101,10 +102,10 @@ func TestUnreachableEndpointIsUnavailable(t *testing.T) {
 // --debug against dynalite: one line per DynamoDB operation with its status
 // and request id, on stderr, and never the (dummy) secret key or a signature.
 func TestDebugLogsDynamoDBOperations(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e := clitest.New(t, clitest.Parallel())
+	e.UseDynamoDB(endpoint, "kosha-control")
 	r := e.MustRun(0, "store", "init", "--debug")
 	for _, want := range []string{"debug: aws dynamodb DescribeTable: HTTP 400 ResourceNotFoundException", "debug: aws dynamodb CreateTable: HTTP 200"} {
 		if !strings.Contains(r.Stderr, want) {
@@ -140,10 +141,10 @@ func TestDebugLogsDynamoDBOperations(t *testing.T) {
 // TestForceOpenManyOnDynamoDB: a conflict on one of four dependencies
 // writes none; a force of several prints in argument order.
 func TestForceOpenManyOnDynamoDB(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e := clitest.New(t, clitest.Parallel())
+	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "breaker", "force-open", "held", "--reason", "theirs", "--allow-unknown")
 	r := e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "d1", "d2", "held", "d4", "--reason", "drill", "--allow-unknown")

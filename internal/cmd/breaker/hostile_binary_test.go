@@ -28,6 +28,7 @@ import (
 // audit trail readable around a bad record, and one clear removes the
 // corrupt override.
 func TestHostileTableThroughTheRealBinary(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "koshactl")

@@ -17,10 +17,10 @@ import (
 // The hostile table on a real DynamoDB API: items written through the AWS
 // SDK by another tool, then read by the real command tree.
 func TestHostileTableOnDynamoDBIsShownEscaped(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e := clitest.New(t, clitest.Parallel())
+	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")
 
 	ctx := context.Background()

@@ -73,9 +73,10 @@ func assertShown(t *testing.T, what string, r clitest.Result, wantOut, wantErr [
 }
 
 func TestHostileOverrideNeverReachesTheTerminalRaw(t *testing.T) {
+	t.Parallel()
 	for _, tty := range []bool{false, true} {
 		t.Run(fmt.Sprintf("tty=%v", tty), func(t *testing.T) {
-			e := clitest.New(t)
+			e := clitest.New(t, clitest.Parallel())
 			gauges := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				// A gauge source is an HTTP answer: its label values are data too.
 				fmt.Fprint(w, "kosha_breaker_state{dependency=\"openai\",instance=\"gw-1\u202e\"} 3\n"+
@@ -105,7 +106,8 @@ func TestHostileOverrideNeverReachesTheTerminalRaw(t *testing.T) {
 
 // A newline or tab in a stored value cannot add a row or a column.
 func TestStoredNewlineCannotForgeATableRow(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "list")
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, filepath.Join(e.StateDir(), "local.db"))
@@ -129,7 +131,8 @@ func TestStoredNewlineCannotForgeATableRow(t *testing.T) {
 
 // -o json and -o yaml keep every stored character exactly.
 func TestHostileOverrideRoundTripsExactlyInJSONAndYAML(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "list")
 	seedHostileOverride(t, e)
 	for _, format := range []string{"json", "yaml"} {
@@ -157,7 +160,8 @@ func TestHostileOverrideRoundTripsExactlyInJSONAndYAML(t *testing.T) {
 
 // Operator input follows the same rule: refused, exit 2, nothing written.
 func TestReasonAndActorAreRefusedByTheSameRule(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	for _, c := range []struct {
 		reason, want string
 	}{
@@ -175,7 +179,7 @@ func TestReasonAndActorAreRefusedByTheSameRule(t *testing.T) {
 	// 400 accented characters are 400 characters (800 bytes): accepted.
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", strings.Repeat("é", 400), "--for", "30m")
 
-	t.Setenv("KOSHACTL_ACTOR", "eve\x1b]0;title\x07")
+	e.Setenv("KOSHACTL_ACTOR", "eve\x1b]0;title\x07")
 	r := e.MustRun(cmdutil.ExitUsage, "breaker", "force-open", "postgres", "--reason", "x", "--for", "30m")
 	assertShown(t, "bad actor", r, nil, []string{`$KOSHACTL_ACTOR: actor "eve\x1b]0;title\x07" has a control character (\x1b) at character 4`})
 	if out := e.MustRun(0, "breaker", "list").Stdout; strings.Contains(out, "postgres") {

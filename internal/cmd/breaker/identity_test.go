@@ -54,7 +54,7 @@ func TestEnvironmentCredentialsOnDynalite(t *testing.T) {
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 
-	recs := decode[struct {
+	recs := clitest.Decode[struct {
 		Items []auditItem `json:"items"`
 	}](t, e.MustRun(0, "audit", "list", "-o", "json").Stdout)
 	if len(recs.Items) != 1 || recs.Items[0].Actor != "tester@test" || recs.Items[0].ActorSource != audit.ActorUnverified {
@@ -99,7 +99,7 @@ func TestSTSAtTheEndpointVerifiesTheActor(t *testing.T) {
 		"--endpoint-url", endpoint, "--service-endpoint", "sts="+sts.URL, "--use")
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "drill")
-	recs := decode[struct {
+	recs := clitest.Decode[struct {
 		Items []auditItem `json:"items"`
 	}](t, e.MustRun(0, "audit", "list", "-o", "json").Stdout)
 	if len(recs.Items) != 1 || recs.Items[0].Actor != arn || recs.Items[0].ActorSource != audit.ActorSTS {

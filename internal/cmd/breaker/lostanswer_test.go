@@ -22,9 +22,8 @@ import (
 func lostAnswerEnv(t *testing.T) (*clitest.Env, *faultproxy.Proxy) {
 	t.Helper()
 	p := faultproxy.Start(t, dynalite.Start(t))
-	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", p.URL(), "--static-credentials", "--use")
+	e := clitest.New(t, clitest.Parallel())
+	e.UseDynamoDB(p.URL(), "kosha-control")
 	e.MustRun(0, "store", "init")
 	return e, p
 }
@@ -63,6 +62,7 @@ type forceOut struct {
 }
 
 func TestForceOpenWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
+	t.Parallel()
 	e, p := lostAnswerEnv(t)
 	p.LoseNext("PutItem", 1, faultproxy.Reset) // the override's write; the audit append is the next
 	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
@@ -79,6 +79,7 @@ func TestForceOpenWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 }
 
 func TestForceOpenOverwriteWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
+	t.Parallel()
 	e, p := lostAnswerEnv(t)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "first", "--for", "30m")
 	p.LoseNext("PutItem", 1, faultproxy.Reset)
@@ -99,6 +100,7 @@ func TestForceOpenOverwriteWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing
 }
 
 func TestClearWhoseAnswerIsLostIsReportedClearedAndAuditedOnce(t *testing.T) {
+	t.Parallel()
 	e, p := lostAnswerEnv(t)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	p.LoseNext("DeleteItem", 1, faultproxy.Reset)
@@ -126,6 +128,7 @@ func TestClearWhoseAnswerIsLostIsReportedClearedAndAuditedOnce(t *testing.T) {
 }
 
 func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
+	t.Parallel()
 	e, p := lostAnswerEnv(t)
 	p.LoseNext("PutItem", 2, faultproxy.Withhold) // the audit append after the override's write
 	ctx, cancel := context.WithCancel(context.Background())

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,41 +62,54 @@ func hostileItem(change map[string]attr) map[string]attr {
 }
 
 func TestMalformedOverridesLocalContext(t *testing.T) {
+	t.Parallel()
 	testHostileOverrides(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
+		e.MustRun(0, "config", "set-context", "dev", "--local", "--dependencies", hostileDependencies(), "--use")
 		return e.PutRaw
 	})
 }
 
+// One table for every case, each case on a dependency of its own: creating
+// a table is most of the cost of a case.
 func TestMalformedOverridesDynamoDBContext(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
 	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
-	n := 0
+	admin := clitest.New(t, clitest.Parallel())
+	admin.UseDynamoDB(endpoint, "hostile")
+	admin.MustRun(0, "store", "init")
 	testHostileOverrides(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
-		n++
-		table := fmt.Sprintf("hostile-%d", n)
-		e.MustRun(0, "config", "set-context", "dev", "--table", table, "--region", dynalite.Region,
-			"--endpoint-url", endpoint, "--static-credentials", "--use")
-		e.MustRun(0, "store", "init")
-		return func(attrs map[string]attr) { storetest.PutRawDynamoDB(t, client, table, attrs) }
+		e.UseDynamoDB(endpoint, "hostile", "--dependencies", hostileDependencies())
+		return func(attrs map[string]attr) { storetest.PutRawDynamoDB(t, client, "hostile", attrs) }
 	})
 }
 
+// testHostileOverrides runs each case in parallel on a dependency of its
+// own (openai-01, openai-02, ...), so the cases can share one table: every
+// check reads that dependency's item, row and audit records. setup makes
+// them the context's known dependencies: list finds an item written without
+// the index attribute when it belongs to one.
 func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(map[string]attr)) {
 	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, "kosha_breaker_state{dependency=\"openai\",instance=\"gw-1\"} 3\n")
+		for i := range hostileOverrides {
+			fmt.Fprintf(w, "kosha_breaker_state{dependency=\"%s\",instance=\"gw-1\"} 3\n", hostileDependency(i))
+		}
 	}))
 	t.Cleanup(metrics.Close)
-	for _, tc := range hostileOverrides {
+	for i, tc := range hostileOverrides {
+		dep := hostileDependency(i)
 		t.Run(tc.name, func(t *testing.T) {
-			e := clitest.New(t)
+			t.Parallel()
+			e := clitest.New(t, clitest.Parallel())
 			write := setup(t, e)
 			attrs := hostileItem(tc.change)
+			attrs["pk"] = attr{Type: "S", Text: "breaker#" + dep}
 			write(attrs)
-			warning := "warning: breaker#openai: " + tc.attr + ": " + tc.found + ", want "
+			warning := "warning: breaker#" + dep + ": " + tc.attr + ": " + tc.found + ", want "
 
 			// list: shown as the data plane reads it, flagged, exit 10.
 			r := e.MustRun(cmdutil.ExitPartial, "breaker", "list")
-			if !strings.Contains(r.Stdout, "forced_open (malformed)") || !strings.Contains(r.Stdout, tc.expiry) {
+			if row := rowOf(r.Stdout, dep); !strings.Contains(row, "forced_open (malformed)") || !strings.Contains(row, tc.expiry) {
 				t.Errorf("list does not show the item in force, flagged, expiring %q:\n%s", tc.expiry, r.Stdout)
 			}
 			if !strings.Contains(r.Stderr, warning) || !strings.Contains(r.Stderr, "breaker clear") {
@@ -106,30 +120,47 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 					t.Errorf("list shows %q:\n%s", bad, r.Stdout)
 				}
 			}
-			list := decode[struct {
+			list := clitest.Decode[struct {
 				Items []struct {
-					Active    bool            `json:"active"`
-					Malformed []store.Problem `json:"malformed"`
+					Dependency string          `json:"dependency"`
+					Active     bool            `json:"active"`
+					Malformed  []store.Problem `json:"malformed"`
 				} `json:"items"`
 				Unreadable []store.Problem `json:"unreadable"`
 			}](t, e.MustRun(cmdutil.ExitPartial, "breaker", "list", "-o", "json").Stdout)
-			if len(list.Items) != 1 || !list.Items[0].Active || len(list.Items[0].Malformed) != 1 ||
-				list.Items[0].Malformed[0].Attribute != tc.attr || !reflect.DeepEqual(list.Unreadable, list.Items[0].Malformed) {
+			var mine []struct {
+				Dependency string          `json:"dependency"`
+				Active     bool            `json:"active"`
+				Malformed  []store.Problem `json:"malformed"`
+			}
+			for _, it := range list.Items {
+				if it.Dependency == dep {
+					mine = append(mine, it)
+				}
+			}
+			var unreadable []store.Problem
+			for _, p := range list.Unreadable {
+				if p.PK == "breaker#"+dep {
+					unreadable = append(unreadable, p)
+				}
+			}
+			if len(mine) != 1 || !mine[0].Active || len(mine[0].Malformed) != 1 ||
+				mine[0].Malformed[0].Attribute != tc.attr || !reflect.DeepEqual(unreadable, mine[0].Malformed) {
 				t.Errorf("list -o json = %+v", list)
 			}
 
 			// get and status say the same.
-			r = e.MustRun(0, "breaker", "get", "openai")
+			r = e.MustRun(0, "breaker", "get", dep)
 			if !strings.Contains(r.Stdout, "Malformed:") || !strings.Contains(r.Stdout, tc.attr+": "+tc.found) || strings.Contains(r.Stdout, "292275055") {
 				t.Errorf("get:\n%s", r.Stdout)
 			}
 			r = e.MustRun(0, "breaker", "status", "--metrics-url", metrics.URL+"/metrics")
-			if !strings.Contains(r.Stdout, "malformed item, ") || !strings.Contains(r.Stdout, "note: openai: malformed override item ("+tc.attr+": "+tc.found) {
+			if !strings.Contains(r.Stdout, "malformed item, ") || !strings.Contains(r.Stdout, "note: "+dep+": malformed override item ("+tc.attr+": "+tc.found) {
 				t.Errorf("status:\n%s", r.Stdout)
 			}
 
 			// Without --overwrite it is held by someone: the conflict says the item is malformed.
-			r = e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "openai", "--reason", "fix", "--for", "10m")
+			r = e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", dep, "--reason", "fix", "--for", "10m")
 			if !strings.Contains(r.Stderr, "the item is malformed ("+tc.attr+": "+tc.found) || strings.Contains(r.Stderr, "changed while") {
 				t.Errorf("conflict: %s", r.Stderr)
 			}
@@ -139,30 +170,30 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 				t.Errorf("conflict hint: %s", r.Stderr)
 			}
 			// force-open --overwrite replaces it in one command.
-			r = e.MustRun(0, "breaker", "force-open", "openai", "--reason", "fix", "--for", "10m", "--overwrite")
+			r = e.MustRun(0, "breaker", "force-open", dep, "--reason", "fix", "--for", "10m", "--overwrite")
 			if !strings.Contains(r.Stdout, "replaced a malformed item ("+tc.attr+": "+tc.found) {
 				t.Errorf("force-open --overwrite: %s", r.Stdout)
 			}
-			got := decode[view](t, e.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout)
+			got := clitest.Decode[view](t, e.MustRun(0, "breaker", "get", dep, "-o", "json").Stdout)
 			if got.Reason != "fix" || got.Version < 1 {
 				t.Errorf("after --overwrite: %+v", got)
 			}
 			// clear removes it in one command.
 			write(attrs)
-			r = e.MustRun(0, "breaker", "clear", "openai")
-			if !strings.Contains(r.Stdout, "Cleared override on openai set by alice@laptop (a malformed item, removed as it was stored)") {
+			r = e.MustRun(0, "breaker", "clear", dep)
+			if !strings.Contains(r.Stdout, "Cleared override on "+dep+" set by alice@laptop (a malformed item, removed as it was stored)") {
 				t.Errorf("clear: %s", r.Stdout)
 			}
-			e.MustRun(cmdutil.ExitNotFound, "breaker", "get", "openai")
+			e.MustRun(cmdutil.ExitNotFound, "breaker", "get", dep)
 
 			// Both audit records keep the item as it was stored.
-			recs := decode[struct {
+			recs := clitest.Decode[struct {
 				Items []struct {
 					Action string          `json:"action"`
 					Before json.RawMessage `json:"before"`
 				} `json:"items"`
 				Unreadable []store.Problem `json:"unreadable"`
-			}](t, e.MustRun(0, "audit", "list", "-o", "json").Stdout)
+			}](t, e.MustRun(0, "audit", "list", "--subject", "breaker#"+dep, "-o", "json").Stdout)
 			if len(recs.Items) != 2 || len(recs.Unreadable) != 0 {
 				t.Fatalf("audit: %+v", recs)
 			}
@@ -194,4 +225,26 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 			}
 		})
 	}
+}
+
+// hostileDependency is the dependency of hostileOverrides[i].
+func hostileDependency(i int) string { return fmt.Sprintf("openai-%02d", i+1) }
+
+// hostileDependencies is every case's dependency, comma-separated.
+func hostileDependencies() string {
+	deps := make([]string, len(hostileOverrides))
+	for i := range deps {
+		deps[i] = hostileDependency(i)
+	}
+	return strings.Join(deps, ",")
+}
+
+// rowOf returns the line of a table that names dep, empty if none does.
+func rowOf(table, dep string) string {
+	for line := range strings.Lines(table) {
+		if slices.Contains(strings.Fields(line), dep) {
+			return line
+		}
+	}
+	return ""
 }

@@ -11,7 +11,8 @@ import (
 // --jq filters the JSON document of any structured command; strings print
 // unquoted, other values as compact JSON, one result a line.
 func TestJQFiltersStructuredOutput(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	e.MustRun(0, "breaker", "force-open", "screening-sim", "--reason", "sim down", "--for", "1h")
 
@@ -61,7 +62,8 @@ func TestJQFiltersStructuredOutput(t *testing.T) {
 
 // --no-headers drops the header line of tables, leaving the rows.
 func TestNoHeadersDropsTableHeaders(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	with := e.MustRun(0, "breaker", "list").Stdout
 	without := e.MustRun(0, "breaker", "list", "--no-headers").Stdout

@@ -14,10 +14,10 @@ import (
 // with a raw CBOR decode error: dynalite serves no CloudWatch. It says so,
 // names how to point gauges elsewhere, and exits 5.
 func TestStatusOnAnEndpointWithoutCloudWatch(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e := clitest.New(t, clitest.Parallel())
+	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")
 	r := e.MustRun(cmdutil.ExitUnavailable, "breaker", "status")
 	t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)

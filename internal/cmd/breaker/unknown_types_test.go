@@ -21,15 +21,16 @@ import (
 // holding one of every DynamoDB type sit next to valid ones; every command
 // keeps working and shows them all.
 func TestAttributesOfEveryTypeLocalContext(t *testing.T) {
+	t.Parallel()
 	testAttributesOfEveryType(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) { return e.PutRaw })
 }
 
 func TestAttributesOfEveryTypeDynamoDBContext(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
 	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
 	testAttributesOfEveryType(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
-		e.MustRun(0, "config", "set-context", "dev", "--table", "every-type", "--region", dynalite.Region,
-			"--endpoint-url", endpoint, "--static-credentials", "--use")
+		e.UseDynamoDB(endpoint, "every-type")
 		e.MustRun(0, "store", "init")
 		return func(attrs map[string]attr) { storetest.PutRawDynamoDB(t, client, "every-type", attrs) }
 	})
@@ -49,7 +50,7 @@ func testAttributesOfEveryType(t *testing.T, setup func(t *testing.T, e *clitest
 			"kosha_breaker_state{dependency=\"core-api\",instance=\"gw-1\"} 3\n")
 	}))
 	t.Cleanup(metrics.Close)
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	write := setup(t, e)
 	e.MustRun(0, "breaker", "force-open", "core-api", "--reason", "valid one", "--for", "30m")
 	odd := withEveryType(hostileItem(map[string]attr{"note": {Type: "BOOL", Text: "true"}}))
@@ -89,7 +90,7 @@ func testAttributesOfEveryType(t *testing.T, setup func(t *testing.T, e *clitest
 	}
 	write(odd)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "mine now", "--for", "10m", "--overwrite")
-	recs := decode[struct {
+	recs := clitest.Decode[struct {
 		Items []struct {
 			Action  string          `json:"action"`
 			Subject string          `json:"subject"`

@@ -116,7 +116,8 @@ func (fl *fleet) run(t *testing.T, e *clitest.Env, during func(elapsed time.Dura
 }
 
 func TestForceOpenWaitReturnsWhenEveryInstanceReportsForced(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.TTY = true
 	fl := startFleet(t, e)
 	audited := false
@@ -150,7 +151,8 @@ func TestForceOpenWaitReturnsWhenEveryInstanceReportsForced(t *testing.T) {
 }
 
 func TestForceOpenWaitJSONAndNoProgressOffATerminal(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	fl := startFleet(t, e)
 	r := fl.run(t, e, nil, "breaker", "force-open", "openai", "--reason", "provider incident drill", "--wait", "--metrics-url", fl.url, "-o", "json")
 	if r.Code != 0 {
@@ -159,7 +161,7 @@ func TestForceOpenWaitJSONAndNoProgressOffATerminal(t *testing.T) {
 	if strings.Contains(r.Stderr, "waiting") || strings.Contains(r.Stderr, "\r") {
 		t.Errorf("progress written off a terminal:\n%q", r.Stderr)
 	}
-	out := decode[struct {
+	out := clitest.Decode[struct {
 		Results []struct {
 			AuditID string `json:"audit_id"`
 		} `json:"results"`
@@ -194,7 +196,7 @@ func TestForceOpenWaitJSONAndNoProgressOffATerminal(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("clear --wait: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
-	cl := decode[struct {
+	cl := clitest.Decode[struct {
 		Convergence struct {
 			Confirmed    bool `json:"confirmed"`
 			Dependencies []struct {
@@ -212,7 +214,8 @@ func TestForceOpenWaitJSONAndNoProgressOffATerminal(t *testing.T) {
 }
 
 func TestForceOpenWaitNamesTheInstanceThatIgnoresOverrides(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	fl := startFleet(t, e, 3)
 	r := fl.run(t, e, nil, "breaker", "force-open", "openai", "--reason", "provider incident drill", "--wait", "--metrics-url", fl.url)
 	if r.Code != cmdutil.ExitUnconfirmed {
@@ -226,7 +229,7 @@ func TestForceOpenWaitNamesTheInstanceThatIgnoresOverrides(t *testing.T) {
 	}
 	// The override stands: the write was made and audited.
 	g := e.MustRun(0, "breaker", "get", "openai", "-o", "json")
-	if v := decode[view](t, g.Stdout); !v.Active {
+	if v := clitest.Decode[view](t, g.Stdout); !v.Active {
 		t.Errorf("override not active after the wait timed out: %+v", v)
 	}
 	// breaker status says "not obeyed", past the scrape's bound.
@@ -242,7 +245,8 @@ func TestForceOpenWaitNamesTheInstanceThatIgnoresOverrides(t *testing.T) {
 }
 
 func TestWaitFlagsAreCheckedBeforeAnyWrite(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	for _, args := range [][]string{
 		{"breaker", "force-open", "openai", "--reason", "x", "--timeout", "5s"},
 		{"breaker", "force-open", "openai", "--reason", "x", "--wait", "--dry-run"},

@@ -15,6 +15,7 @@ import (
 )
 
 func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.must(0, "chaos", "sign", "--target", "core-api", "--fault", "latency", "--ms", "250", "--p", "0.5", "--reason", "drill INC-7")
 	line := strings.TrimSuffix(r.Stdout, "\n")
@@ -34,7 +35,7 @@ func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
 		t.Fatalf("local key file: %v, %v", st, err)
 	}
 	kid := c.must(0, "chaos", "key", "id", "-o", "json").Stdout
-	keyID := decode[struct {
+	keyID := clitest.Decode[struct {
 		KeyOrigin string `json:"key_origin"`
 		Keys      []struct {
 			Stage string `json:"stage"`
@@ -69,7 +70,7 @@ func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
 	if v.Stderr != "" {
 		t.Errorf("a passing verify wrote to stderr: %q", v.Stderr)
 	}
-	rep := decode[verifyReport](t, c.must(0, "chaos", "verify", value, "-o", "json").Stdout)
+	rep := clitest.Decode[verifyReport](t, c.must(0, "chaos", "verify", value, "-o", "json").Stdout)
 	if !rep.OK || rep.Kind != "ChaosVerifyReport" || rep.Header == nil || rep.Header.KID != k || rep.Header.Exp != exp || len(rep.Checks) != 6 {
 		t.Errorf("verify -o json = %+v", rep)
 	}
@@ -102,6 +103,7 @@ func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
 }
 
 func TestSignOutputFormats(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	value := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
 	if !strings.HasPrefix(value, "v=1;kid=") || !strings.Contains(value, ";target=openai;fault=error;p=1;") {
@@ -111,7 +113,7 @@ func TestSignOutputFormats(t *testing.T) {
 	if !strings.HasPrefix(curl, "-H 'X-Kosha-Chaos: v=1;") || !strings.HasSuffix(curl, "'") {
 		t.Errorf("-o curl = %q", curl)
 	}
-	js := decode[signed](t, c.must(0, "chaos", "sign", "--target", "postgres", "--fault", "timeout", "--ttl", "90s", "--p", "0.25", "-o", "json").Stdout)
+	js := clitest.Decode[signed](t, c.must(0, "chaos", "sign", "--target", "postgres", "--fault", "timeout", "--ttl", "90s", "--p", "0.25", "-o", "json").Stdout)
 	if js.Kind != "ChaosHeader" || js.Header != "X-Kosha-Chaos" || js.Fields.Target != "postgres" || js.Fields.Fault != "timeout" ||
 		js.Fields.P != 0.25 || js.TTL != "1m30s" || js.Fields.Exp != clitest.Epoch.Unix()+90 || js.ExpiresAt != "2026-11-29T19:01:30Z" ||
 		js.AuditID == "" || js.Context != "local" || !strings.HasPrefix(js.KeySource, "local key file ") {
@@ -131,6 +133,7 @@ func TestSignOutputFormats(t *testing.T) {
 }
 
 func TestTTLCapIsHard(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	r := c.must(cmdutil.ExitUsage, "chaos", "sign", "--target", "openai", "--fault", "error", "--ttl", "16m")
 	oneErrorLine(t, r, "--ttl 16m0s", "15m0s cap")
@@ -147,7 +150,7 @@ func TestTTLCapIsHard(t *testing.T) {
 		t.Errorf("a refused mint touched the key: %v", err)
 	}
 	// Exactly 15 minutes is allowed, and passes the cap with no skew allowance.
-	js := decode[signed](t, c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "--ttl", "15m", "-o", "json").Stdout)
+	js := clitest.Decode[signed](t, c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "--ttl", "15m", "-o", "json").Stdout)
 	if js.Fields.Exp-clitest.Epoch.Unix() != 900 {
 		t.Errorf("ttl 15m gave exp %d s ahead", js.Fields.Exp-clitest.Epoch.Unix())
 	}
@@ -155,6 +158,7 @@ func TestTTLCapIsHard(t *testing.T) {
 }
 
 func TestSignRefusesBadFlags(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig("contexts:\n  local:\n    store:\n      local: {}\n    chaos:\n      targets: [core-api, payments]\n")
 	for _, tc := range []struct {
@@ -182,7 +186,7 @@ func TestSignRefusesBadFlags(t *testing.T) {
 		oneErrorLine(t, r, tc.want)
 	}
 	// A configured target is allowed, and --p is canonicalised.
-	js := decode[signed](t, c.must(0, "chaos", "sign", "--target", "payments", "--fault", "error", "--p", "0.50", "-o", "json").Stdout)
+	js := clitest.Decode[signed](t, c.must(0, "chaos", "sign", "--target", "payments", "--fault", "error", "--p", "0.50", "-o", "json").Stdout)
 	if js.Fields.Target != "payments" || !strings.Contains(js.Value, ";p=0.5;") {
 		t.Errorf("sign with a configured target = %+v", js)
 	}
@@ -192,6 +196,7 @@ func TestSignRefusesBadFlags(t *testing.T) {
 }
 
 func TestKeyFileFlag(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	open, content := writeKey(t, t.TempDir(), 0o644)
 	r := c.must(cmdutil.ExitUsage, "chaos", "sign", "--target", "openai", "--fault", "error", "--key-file", open)
@@ -259,6 +264,7 @@ func TestKeyFromEnvironmentVariable(t *testing.T) {
 }
 
 func TestVerifyNamesTheFailedCheckAndField(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	value := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "latency", "--ms", "250", "--p", "0.5", "-o", "value").Stdout)
 	sig := sigOf(t, value)
@@ -285,7 +291,7 @@ func TestVerifyNamesTheFailedCheckAndField(t *testing.T) {
 			if tc.check == "syntax" && tc.field != "" && !strings.Contains(r.Stdout, "FAIL     field "+tc.field+": ") {
 				t.Errorf("table does not name field %s:\n%s", tc.field, r.Stdout)
 			}
-			rep := decode[verifyReport](t, c.must(cmdutil.ExitError, "chaos", "verify", tc.value, "-o", "json").Stdout)
+			rep := clitest.Decode[verifyReport](t, c.must(cmdutil.ExitError, "chaos", "verify", tc.value, "-o", "json").Stdout)
 			if rep.OK || rep.outcome(tc.check) != "fail" {
 				t.Errorf("json report: %+v", rep)
 			}
@@ -299,6 +305,7 @@ func TestVerifyNamesTheFailedCheckAndField(t *testing.T) {
 }
 
 func TestVerifyExpiryAndCapWithSkew(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	value := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "core-api", "--fault", "error", "--ttl", "1m", "-o", "value").Stdout)
 	c.Clock.Advance(59 * time.Second)
@@ -306,7 +313,7 @@ func TestVerifyExpiryAndCapWithSkew(t *testing.T) {
 	c.Clock.Advance(time.Second) // now == exp: dead
 	r := c.must(cmdutil.ExitError, "chaos", "verify", value)
 	oneErrorLine(t, r, "rejected by the expiry check", "expired at 2026-11-29T19:01:00Z")
-	rep := decode[verifyReport](t, c.must(cmdutil.ExitError, "chaos", "verify", value, "-o", "json").Stdout)
+	rep := clitest.Decode[verifyReport](t, c.must(cmdutil.ExitError, "chaos", "verify", value, "-o", "json").Stdout)
 	if rep.outcome("signature") != "pass" || rep.outcome("expiry") != "fail" {
 		t.Errorf("an expired genuine header: %+v", rep.Checks)
 	}
@@ -329,6 +336,7 @@ func TestVerifyExpiryAndCapWithSkew(t *testing.T) {
 }
 
 func TestVerifyReadsStdin(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	header := c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error").Stdout
 	c.Stdin = header // "X-Kosha-Chaos: ...\n", as piped from sign
@@ -345,6 +353,7 @@ func TestVerifyReadsStdin(t *testing.T) {
 }
 
 func TestKeyRotateOnTheLocalContext(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig("contexts:\n  prod-like:\n    store:\n      local: {}\n    protected: true\ncurrent-context: prod-like\n")
 	// No key yet: a dry run says the first key would be created, and creates nothing.
@@ -381,13 +390,13 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 	c.must(0, "chaos", "verify", h1)
 	h2 := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
 
-	dry := decode[struct {
+	dry := clitest.Decode[struct {
 		DryRun     bool      `json:"dry_run"`
 		Before     kidState  `json:"before"`
 		After      *kidState `json:"after"`
 		RetiredKID string    `json:"retired_kid"`
 	}](t, c.must(0, "chaos", "key", "rotate", "--dry-run", "-o", "json").Stdout)
-	ids := decode[struct {
+	ids := clitest.Decode[struct {
 		Keys []struct {
 			Stage string `json:"stage"`
 			KID   string `json:"kid"`
@@ -399,7 +408,7 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 	if c.localKey(t) != k2 {
 		t.Fatal("a dry run rotated")
 	}
-	res := decode[struct {
+	res := clitest.Decode[struct {
 		Before     kidState `json:"before"`
 		After      kidState `json:"after"`
 		RetiredKID string   `json:"retired_kid"`
@@ -421,10 +430,10 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 	if err := json.Unmarshal(recs[0].After, &after); err != nil || after["current_kid"] != res.After.CurrentKID || after["previous_kid"] != ids.Keys[0].KID || len(after) != 2 {
 		t.Errorf("rotation audit after = %s (%v)", recs[0].After, err)
 	}
-	if got, want := decode[map[string]string](t, string(recs[0].Before)), (map[string]string{"current_kid": ids.Keys[0].KID, "previous_kid": ids.Keys[1].KID}); !maps.Equal(got, want) {
+	if got, want := clitest.Decode[map[string]string](t, string(recs[0].Before)), (map[string]string{"current_kid": ids.Keys[0].KID, "previous_kid": ids.Keys[1].KID}); !maps.Equal(got, want) {
 		t.Errorf("second rotation audit before = %v, want %v", got, want)
 	}
-	if got, want := decode[map[string]string](t, string(recs[1].Before)), (map[string]string{"current_kid": ids.Keys[1].KID}); !maps.Equal(got, want) {
+	if got, want := clitest.Decode[map[string]string](t, string(recs[1].Before)), (map[string]string{"current_kid": ids.Keys[1].KID}); !maps.Equal(got, want) {
 		t.Errorf("first rotation audit before = %v, want %v", got, want)
 	}
 	for _, k := range []string{k1, k2, c.localKey(t)} {
@@ -433,6 +442,7 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 }
 
 func TestNoKeySourceConfigured(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	// A DynamoDB context (never contacted: the command fails first) with no chaos settings.
 	c.WriteConfig(`current-context: remote

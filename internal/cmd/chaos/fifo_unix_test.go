@@ -56,7 +56,8 @@ func mkfifo(t *testing.T) (string, func()) {
 }
 
 func TestKeyFileFIFOIsRefusedWithoutBlocking(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	fifo, unblock := mkfifo(t)
 	sign := e.MustRun(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value")
 	header := strings.TrimSpace(sign.Stdout)
@@ -81,7 +82,8 @@ func TestKeyFileFIFOIsRefusedWithoutBlocking(t *testing.T) {
 }
 
 func TestDrillKeyFileFIFOIsRefusedWithoutBlocking(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	fifo, unblock := mkfifo(t)
 	drill := filepath.Join(t.TempDir(), "sign.yaml")
 	if err := os.WriteFile(drill, []byte("version: 1\nname: sign\ncontext: local\ntimeout: 1m\nsteps:\n"+
@@ -111,7 +113,8 @@ func (b *blockingReader) Read(p []byte) (int, error) {
 }
 
 func TestVerifyStdinReadEndsOnCancel(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	fifo, _ := mkfifo(t)
 	// O_RDWR opens a FIFO without waiting for a writer, and since this end
 	// is also a writer, a read waits for data instead of seeing EOF.

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -27,7 +26,7 @@ type cli struct {
 	printed []string
 }
 
-func newCLI(t *testing.T) *cli { return &cli{Env: clitest.New(t)} }
+func newCLI(t *testing.T) *cli { return &cli{Env: clitest.New(t, clitest.Parallel())} }
 
 func (c *cli) run(args ...string) clitest.Result {
 	c.T.Helper()
@@ -36,7 +35,7 @@ func (c *cli) run(args ...string) clitest.Result {
 	ios.SetStdinTTY(c.TTY)
 	ios.SetStdoutTTY(c.TTY)
 	ios.SetStderrTTY(c.TTY)
-	f := factory.NewWith(ios, c.Clock)
+	f := c.Factory(ios)
 	if c.hook != nil {
 		c.hook(f)
 	}
@@ -70,15 +69,6 @@ func oneErrorLine(t *testing.T, r clitest.Result, want ...string) {
 	}
 }
 
-func decode[T any](t *testing.T, s string) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, s)
-	}
-	return v
-}
-
 type auditRecord struct {
 	Actor   string          `json:"actor"`
 	Action  string          `json:"action"`
@@ -95,7 +85,7 @@ func auditRecords(t *testing.T, c *cli, action string) []auditRecord {
 	if action != "" {
 		args = append(args, "--action", action)
 	}
-	return decode[struct {
+	return clitest.Decode[struct {
 		Items []auditRecord `json:"items"`
 	}](t, c.must(0, args...).Stdout).Items
 }

@@ -11,6 +11,7 @@ import (
 // chaos sign applies the one reason rule: a bidi control is refused by name
 // and position, and length counts characters.
 func TestSignReasonFollowsTheOneReasonRule(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig("contexts:\n  local:\n    store:\n      local: {}\n    chaos:\n      targets: [core-api]\n")
 	for _, tc := range []struct{ reason, want string }{

@@ -68,6 +68,7 @@ type keyIDs struct {
 }
 
 func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
 	fake := newFakeSM(c, "kosha/chaos/dev")
@@ -82,8 +83,8 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	}
 
 	// The first key signs at once: there is no other.
-	first := decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
-	ids := decode[keyIDs](t, c.must(0, "chaos", "key", "id", "-o", "json").Stdout)
+	first := clitest.Decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
+	ids := clitest.Decode[keyIDs](t, c.must(0, "chaos", "key", "id", "-o", "json").Stdout)
 	if len(ids.Keys) != 1 || ids.Keys[0].Stage != "AWSCURRENT" || ids.Keys[0].VersionID != first.After.VersionID ||
 		ids.KeyOrigin != "chaos.secret-id" || ids.KeySource != `Secrets Manager secret "kosha/chaos/dev"` {
 		t.Fatalf("key id after the first rotation = %+v (rotation %+v)", ids, first)
@@ -115,7 +116,7 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	if !strings.Contains(table, "AWSPREVIOUS  "+kid1+"  "+first.After.VersionID) || !strings.Contains(table, "AWSCURRENT ") {
 		t.Fatalf("key id after the second rotation:\n%s", table)
 	}
-	rep := decode[verifyReport](t, c.must(0, "chaos", "verify", h1, "-o", "json").Stdout)
+	rep := clitest.Decode[verifyReport](t, c.must(0, "chaos", "verify", h1, "-o", "json").Stdout)
 	if !rep.OK || rep.outcome("kid") != "pass" || rep.outcome("signature") != "pass" {
 		t.Fatalf("a header signed with AWSPREVIOUS: %+v", rep)
 	}
@@ -133,7 +134,7 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	// h1 fails the kid check; a header signed just before still passes.
 	c.Clock.Advance(16 * time.Minute)
 	h3 := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
-	rot := decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
+	rot := clitest.Decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
 	if rot.RetiredKID != kid1 || rot.After.VersionID == "" || rot.Before.PreviousKID != kid1 {
 		t.Errorf("third rotation = %+v", rot)
 	}
@@ -145,7 +146,7 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	if len(recs) != 3 || recs[0].Subject != "chaos-key#kosha/chaos/dev" || len(recs[2].Before) != 0 {
 		t.Fatalf("rotation audit = %+v", recs)
 	}
-	after := decode[kidState](t, string(recs[0].After))
+	after := clitest.Decode[kidState](t, string(recs[0].After))
 	if after.PreviousKID == "" || after.CurrentKID == "" || after.VersionID == "" {
 		t.Errorf("rotation audit after = %s", recs[0].After)
 	}
@@ -173,6 +174,7 @@ type rotation struct {
 // Another operator rotates between this rotation's read and its write: the
 // command exits 4, says so, audits nothing and leaves the winner in place.
 func TestSecretsManagerConcurrentRotationIsAConflict(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
 	fake := newFakeSM(c, "kosha/chaos/dev")
@@ -181,7 +183,7 @@ func TestSecretsManagerConcurrentRotationIsAConflict(t *testing.T) {
 	c.Clock.Advance(time.Hour)
 	var winner rotation
 	fake.BeforeNext("PutSecretValue", func() {
-		winner = decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
+		winner = clitest.Decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
 	})
 	r := c.must(cmdutil.ExitConflict, "chaos", "key", "rotate")
 	oneErrorLine(t, r, "another rotation won", winner.After.VersionID)
@@ -198,6 +200,7 @@ func TestSecretsManagerConcurrentRotationIsAConflict(t *testing.T) {
 // but before its own compare-and-set read: the audit record names the keys
 // the compare-and-set replaced, not the ones first displayed.
 func TestRotationAuditNamesTheKeysItReplaced(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
 	fake := newFakeSM(c, "kosha/chaos/dev")
@@ -210,14 +213,14 @@ func TestRotationAuditNamesTheKeysItReplaced(t *testing.T) {
 	fake.BeforeNext("GetSecretValue", func() {
 		fake.BeforeNext("GetSecretValue", func() {
 			fake.BeforeNext("GetSecretValue", func() {
-				other = decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
+				other = clitest.Decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
 				// Audit records of one millisecond list in no set order:
 				// this one's record is written later, and lists first.
 				c.Clock.Advance(time.Second)
 			})
 		})
 	})
-	mine := decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
+	mine := clitest.Decode[rotation](t, c.must(0, "chaos", "key", "rotate", "--force", "-o", "json").Stdout)
 	if mine.Before.CurrentKID != other.After.CurrentKID || mine.After.PreviousKID != other.After.CurrentKID {
 		t.Fatalf("rotation reports replacing %+v, want the other rotation's key %s", mine.Before, other.After.CurrentKID)
 	}
@@ -229,8 +232,8 @@ func TestRotationAuditNamesTheKeysItReplaced(t *testing.T) {
 	// this rotation's by the key it made current.
 	var before kidState
 	for _, r := range recs {
-		if decode[kidState](t, string(r.After)).CurrentKID == mine.After.CurrentKID {
-			before = decode[kidState](t, string(r.Before))
+		if clitest.Decode[kidState](t, string(r.After)).CurrentKID == mine.After.CurrentKID {
+			before = clitest.Decode[kidState](t, string(r.Before))
 		}
 	}
 	if before.CurrentKID != other.After.CurrentKID || before.VersionID != other.After.VersionID {
@@ -239,6 +242,7 @@ func TestRotationAuditNamesTheKeysItReplaced(t *testing.T) {
 }
 
 func TestSecretsManagerAccessDenied(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
 	fake := newFakeSM(c, "kosha/chaos/dev")
@@ -274,6 +278,7 @@ func TestSecretsManagerAccessDenied(t *testing.T) {
 }
 
 func TestSecretsManagerMissingSecret(t *testing.T) {
+	t.Parallel()
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
 	useSecretsManager(c, newFakeSM(c)) // no secret at all

@@ -112,7 +112,7 @@ func newGetContexts(f *cmdutil.Factory) *cobra.Command {
 			rows := []row{}
 			for _, n := range file.Names() {
 				ctx, _ := file.Context(n)
-				rows = append(rows, row{n, n == selected, describeStore(ctx), ctx.Protected})
+				rows = append(rows, row{n, n == selected, describeStore(f.Environ, ctx), ctx.Protected})
 			}
 			if output != cmdutil.FormatTable {
 				return cmdutil.PrintStructured(f.IOStreams.Out, output, map[string]any{"kind": "ContextList",
@@ -164,7 +164,7 @@ func printSelectedBy(f *cmdutil.Factory, file *config.File, name string, source 
 		name, source.Describe(file), file.Current())
 }
 
-func describeStore(c *config.Context) string {
+func describeStore(environ cmdutil.Environ, c *config.Context) string {
 	if d := c.Store.DynamoDB; d != nil {
 		s := fmt.Sprintf("dynamodb %s (%s)", d.Table, d.Region)
 		if ep := d.StoreEndpoint(); ep != "" {
@@ -172,7 +172,7 @@ func describeStore(c *config.Context) string {
 		}
 		return s
 	}
-	p, err := c.LocalStorePath()
+	p, err := c.LocalStorePathFrom(environ.Get)
 	if err != nil {
 		return "embedded (state dir unknown)"
 	}
@@ -492,7 +492,7 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 	if existed {
 		verb = "Updated"
 	}
-	fmt.Fprintf(f.IOStreams.Out, "%s context %q (%s) in %s\n", verb, o.Name, describeStore(ctx), file.Path())
+	fmt.Fprintf(f.IOStreams.Out, "%s context %q (%s) in %s\n", verb, o.Name, describeStore(f.Environ, ctx), file.Path())
 	if ctx.Store.DynamoDB != nil && ctx.Store.DynamoDB.StoreEndpoint() == "" && !ctx.Protected {
 		fmt.Fprintf(f.IOStreams.ErrOut, "note: %q points at real AWS and is not protected; consider --protected\n", o.Name)
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/dashboard"
-	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -31,7 +30,8 @@ import (
 )
 
 func TestDashboardNeedsATerminal(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(cmdutil.ExitUsage, "dashboard")
 	if !strings.Contains(r.Stderr, "needs a terminal") || !strings.Contains(r.Stderr, "koshactl breaker status") {
 		t.Errorf("stderr = %q", r.Stderr)
@@ -45,6 +45,7 @@ func TestDashboardNeedsATerminal(t *testing.T) {
 }
 
 func TestDashboardFlags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want dashboard.Options
@@ -123,7 +124,8 @@ func (term *terminal) press(keys string) {
 }
 
 func TestDashboardOnTheLocalContext(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	sandbox := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		fmt.Fprint(w, "kosha_breaker_state{dependency=\"openai\",instance=\"gw-1\"} 0\nkosha_breaker_state{dependency=\"openai\",instance=\"gw-2\"} 0\n")
@@ -133,7 +135,7 @@ func TestDashboardOnTheLocalContext(t *testing.T) {
 	e.MustRun(0, "breaker", "force-open", "postgres", "--reason", "db failover", "--for", "30m")
 
 	term, ios, _ := newTerminal(t)
-	f := factory.NewWith(ios, e.Clock)
+	f := e.Factory(ios)
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
 
@@ -169,7 +171,8 @@ func TestDashboardOnTheLocalContext(t *testing.T) {
 }
 
 func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	cw := cwfake.New(t)
 	cw.Put("openai", "gw-1", clitest.Epoch.Add(-30*time.Second), 2)
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
@@ -236,7 +239,8 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // worst is open from the fleet statistics, and its detail view shows a
 // partial breakdown.
 func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	cw := cwfake.New(t)
 	deps := []string{"openai"}
 	for i := range 19 {

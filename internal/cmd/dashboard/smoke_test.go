@@ -51,6 +51,7 @@ const (
 //
 // It needs tmux: `make test` installs it (make test-deps).
 func TestSmokeDashboardInTmux(t *testing.T) {
+	t.Parallel()
 	s := newSmoke(t)
 	s.startSandbox(t)
 

@@ -6,7 +6,6 @@ package factory
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,18 +28,32 @@ func New() *cmdutil.Factory {
 	return NewWith(iostreams.System(), clock.Real{})
 }
 
+// An Option changes how [NewWith] wires the factory.
+type Option func(*cmdutil.Factory)
+
+// WithEnviron makes the factory and its commands read environ instead of the
+// process environment ([cmdutil.Environ] lists what that covers). In-process
+// tests give each CLI its own, so they need no process-wide variable and can
+// run in parallel.
+func WithEnviron(environ cmdutil.Environ) Option {
+	return func(f *cmdutil.Factory) { f.Environ = environ }
+}
+
 // NewWith returns the production wiring (config file, stores, AWS) on the
 // given streams and clock. In-process end-to-end tests use it with buffers and
 // a fake clock, so they exercise the real context resolution.
-func NewWith(ios *iostreams.IOStreams, clk clock.Clock) *cmdutil.Factory {
+func NewWith(ios *iostreams.IOStreams, clk clock.Clock, opts ...Option) *cmdutil.Factory {
 	f := &cmdutil.Factory{
-		IOStreams:   ios,
-		Clock:       clk,
-		Prompter:    &cmdutil.LinePrompter{In: ios.In, Out: ios.ErrOut},
-		ContextName: os.Getenv("KOSHACTL_CONTEXT"),
+		IOStreams: ios,
+		Clock:     clk,
+		Prompter:  &cmdutil.LinePrompter{In: ios.In, Out: ios.ErrOut},
 	}
+	for _, o := range opts {
+		o(f)
+	}
+	f.ContextName = f.Environ.Get("KOSHACTL_CONTEXT")
 	f.Config = sync.OnceValues(func() (*config.File, error) {
-		path, err := config.DefaultPath()
+		path, err := config.DefaultPathFrom(f.Environ.Get)
 		if err != nil {
 			return nil, err
 		}
@@ -86,22 +99,20 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	stateDir, err := config.StateDir()
+	stateDir, err := config.StateDirFrom(f.Environ.Get)
 	if err != nil {
 		return nil, err
 	}
-	env := &cmdutil.Env{Name: name, Context: c, StateDir: stateDir, Clock: f.Clock}
+	env := &cmdutil.Env{Name: name, Context: c, StateDir: stateDir, Clock: f.Clock, Environ: f.Environ}
 	if c.IsLocal() {
-		path, err := c.LocalStorePath()
-		if err != nil {
-			return nil, err
-		}
-		s, err := sqlite.Open(ctx, path)
+		s, err := sqlite.Open(ctx, c.LocalStorePathIn(stateDir))
 		if err != nil {
 			return nil, fmt.Errorf("open embedded store of context %q: %w", name, err)
 		}
 		env.Store = s
-		setIdentity(env, func(context.Context) (audit.Identity, error) { return identity.Resolver{}.Asserted() })
+		setIdentity(env, func(context.Context) (audit.Identity, error) {
+			return identity.Resolver{Getenv: f.Environ.Get}.Asserted()
+		})
 		// A local store can still name AWS resources (a chaos key in Secrets
 		// Manager): region, profile, credentials and endpoints come from the
 		// environment and the shared config files.
@@ -124,6 +135,7 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 	// a context's per-service endpoints are among its configuration sources.
 	env.AWSConfig = func(context.Context) (aws.Config, error) { return cfg, nil }
 	res := identityResolver(name, cfg, aws.ToString(ddb.Options().BaseEndpoint))
+	res.Getenv = f.Environ.Get
 	if d.StaticCredentials {
 		// Dummy credentials have no identity worth asking a local endpoint for.
 		res.STS = nil

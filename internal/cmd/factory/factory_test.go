@@ -2,11 +2,16 @@ package factory
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/awsconf"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
 
 func TestEndpointServicesAgree(t *testing.T) {
@@ -57,4 +62,51 @@ func isolateAWS(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "")
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIAENV")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+}
+
+// With WithEnviron the factory reads no variable of the process: the config
+// file, the state directory, the context and the asserted actor all come
+// from the environment it was given, whatever the process says.
+func TestWithEnvironIsTheOnlyEnvironmentRead(t *testing.T) {
+	proc := t.TempDir()
+	t.Setenv("KOSHACTL_CONFIG", filepath.Join(proc, "config.yaml"))
+	t.Setenv("KOSHACTL_STATE_DIR", filepath.Join(proc, "state"))
+	t.Setenv("KOSHACTL_CONTEXT", "from-process")
+	t.Setenv("KOSHACTL_ACTOR", "process@test")
+
+	dir := t.TempDir()
+	given := []string{"KOSHACTL_CONFIG=" + filepath.Join(dir, "config.yaml"), "KOSHACTL_STATE_DIR=" + filepath.Join(dir, "state"),
+		"KOSHACTL_CONTEXT=", "KOSHACTL_CONTEXT=dev", "KOSHACTL_ACTOR=given@test"}
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("contexts:\n  dev:\n    store:\n      local: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ios, _, _, _ := iostreams.Test()
+	f := NewWith(ios, clock.NewFake(time.Unix(0, 0)), WithEnviron(func() []string { return given }))
+	if f.ContextName != "dev" {
+		t.Errorf("ContextName = %q, want dev (the last KOSHACTL_CONTEXT given)", f.ContextName)
+	}
+	file, err := f.Config()
+	if err != nil || file.Path() != filepath.Join(dir, "config.yaml") {
+		t.Fatalf("config %v, %v; want the given file", file, err)
+	}
+	env, err := f.Env(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Store.Close() }()
+	if env.Name != "dev" || env.StateDir != filepath.Join(dir, "state") {
+		t.Errorf("env %q in %s, want dev in the given state dir", env.Name, env.StateDir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "local.db")); err != nil {
+		t.Errorf("the embedded store is not in the given state dir: %v", err)
+	}
+	if actor, err := env.Actor(t.Context()); err != nil || actor != "given@test" {
+		t.Errorf("actor %q, %v; want given@test", actor, err)
+	}
+	if v, ok := env.Environ.Lookup("KOSHACTL_ACTOR"); !ok || v != "given@test" {
+		t.Errorf("env.Environ KOSHACTL_ACTOR = %q, %v", v, ok)
+	}
+	if _, err := os.Stat(filepath.Join(proc, "state")); !os.IsNotExist(err) {
+		t.Errorf("the process's state dir was touched: %v", err)
+	}
 }

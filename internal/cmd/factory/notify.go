@@ -3,7 +3,6 @@ package factory
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 
@@ -34,7 +33,7 @@ func notifier(f *cmdutil.Factory, env *cmdutil.Env) *notify.Dispatcher {
 		name := s.SinkName(i)
 		switch {
 		case s.Webhook != nil:
-			d.Sinks = append(d.Sinks, webhookSink(name, s.Webhook))
+			d.Sinks = append(d.Sinks, webhookSink(name, s.Webhook, env.Environ.Get))
 		case s.SNS != nil:
 			d.Sinks = append(d.Sinks, snsSink(f, env, name, s.SNS.TopicARN))
 		}
@@ -44,10 +43,10 @@ func notifier(f *cmdutil.Factory, env *cmdutil.Env) *notify.Dispatcher {
 
 // webhookSink resolves the URL (url, else $url-env). A missing or invalid
 // variable is a sink whose every send fails saying so.
-func webhookSink(name string, w *config.WebhookSink) notify.Sink {
+func webhookSink(name string, w *config.WebhookSink, getenv func(string) string) notify.Sink {
 	u := w.URL
 	if w.URLEnv != "" {
-		u = os.Getenv(w.URLEnv)
+		u = getenv(w.URLEnv)
 		if u == "" {
 			return brokenSink{name: name, target: "webhook $" + w.URLEnv, err: fmt.Errorf("$%s is empty or unset: export the webhook URL in it", w.URLEnv)}
 		}

@@ -61,7 +61,7 @@ const notifyTopic = "arn:aws:sns:us-east-1:123456789012:koshactl-incidents"
 func newAWSWorld(t *testing.T) *awsWorld {
 	t.Helper()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl/test")
 	sm := newFakeSM(t, e.Clock, enf)
 	cw := newFakeCW(t, enf)
@@ -155,6 +155,7 @@ func (w *awsWorld) prepare() {
 // exactly the operations the table declares for it: what a role's policy
 // grants is what its commands do, and enough for them.
 func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
+	t.Parallel()
 	w := newAWSWorld(t)
 	w.prepare()
 	seen := map[string]bool{}
@@ -195,6 +196,7 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 // any one removed, some command path of the role is denied it and fails as
 // it would on AWS (AccessDenied, a nonzero exit).
 func TestEveryActionOfTheCLIRolesIsNeeded(t *testing.T) {
+	t.Parallel()
 	w := newAWSWorld(t)
 	w.prepare()
 	for _, role := range []iam.Role{iam.Reader, iam.Operator} {
@@ -258,7 +260,8 @@ func mentionsDenial(stderr string) bool {
 // its command paths' operations on the context's resources, item actions
 // limited to their prefixes.
 func TestPolicyGrantsExactlyEachRolesOperations(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.WriteConfig(fmt.Sprintf(contextYAML, "prod", "prod", "eu-west-1", "http://127.0.0.1:1", "http://127.0.0.1:1", "http://127.0.0.1:1"))
 	target := iam.Target{Region: "eu-west-1", Account: "123456789012", Table: "kosha-control", Secret: "kosha/chaos/dev", //nolint:gosec // G101: a secret's name, not its value
 		Topics: []string{notifyTopic}}
@@ -329,7 +332,8 @@ func TestPolicyGrantsExactlyEachRolesOperations(t *testing.T) {
 }
 
 func TestPolicyRefusesWhatItCannotRender(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(cmdutil.ExitUsage, "iam", "policy", "--role", "reader", "--account", "123456789012")
 	if !strings.Contains(r.Stderr, "embedded store") || r.Stdout != "" {
 		t.Errorf("local context: %q %q", r.Stdout, r.Stderr)
@@ -359,8 +363,9 @@ func TestPolicyRefusesWhatItCannotRender(t *testing.T) {
 // to an existing table; internal/store/dynamo's tests cover that call, and
 // TestEveryActionOfTheAdminRoleIsNeeded shows the policy must grant it.)
 func TestAdminRunsStoreCommands(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-admin/pipeline")
 	sm := newFakeSM(t, e.Clock, enf)
 	proxy, rec := dynamoProxy(t, endpoint, sm.URL, "", testTarget, enf)
@@ -493,6 +498,7 @@ func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 // with --kms-key-arn reads and rotates it; without the KMS statement
 // Secrets Manager answers AccessDenied ("Access to KMS is not allowed").
 func TestChaosKeyUnderCustomerManagedKMSKey(t *testing.T) {
+	t.Parallel()
 	w := newAWSWorld(t)
 	key := "arn:aws:kms:" + dynalite.Region + ":123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 	w.sm.SetKMSKey("kosha/chaos/dev", key)

@@ -288,3 +288,18 @@ func TestDrillRunIsAnnounced(t *testing.T) {
 		t.Fatalf("notifications:\n%s", strings.Join(texts, "\n---\n"))
 	}
 }
+
+// A webhook's url-env is read from the command's environment (the
+// factory's Environ), not the process's: a parallel test's CLI finds the
+// URL it was given, and a variable only the process has is not used.
+func TestWebhookURLEnvIsTheCommandsEnvironment(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	hook := notifytest.Start(t, notifytest.Accept)
+	e.Setenv("KOSHA_PARALLEL_HOOK", hook.URL())
+	e.WriteConfig(localConfig("", jsonSinkEnv("hook", "KOSHA_PARALLEL_HOOK")))
+	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "incident", "--for", "30m")
+	if evs := hook.Events(t); len(evs) != 1 || evs[0].Action != "breaker.force-open" {
+		t.Fatalf("the hook got %+v, want one breaker.force-open\nstderr:\n%s", evs, r.Stderr)
+	}
+}

@@ -16,10 +16,10 @@ import (
 // The operator session against a real DynamoDB-API server, including the
 // parallel scan of list and a reset racing data-plane takes.
 func TestRateLimitOnDynamoDBContext(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e := clitest.New(t, clitest.Parallel())
+	e.UseDynamoDB(endpoint, "kosha-control")
 	r := e.MustRun(cmdutil.ExitUnavailable, "ratelimit", "list")
 	if !strings.Contains(r.Stderr, "store init") {
 		t.Errorf("missing table: %s", r.Stderr)
@@ -52,13 +52,13 @@ func TestRateLimitOnDynamoDBContext(t *testing.T) {
 		Items []bucket `json:"items"`
 	}
 	for _, seg := range []string{"0", "1", "3"} {
-		l := decode[listOut](t, e.MustRun(0, "ratelimit", "list", "--throttled", "--sort", "tokens", "--segments", seg, "-o", "json").Stdout)
+		l := clitest.Decode[listOut](t, e.MustRun(0, "ratelimit", "list", "--throttled", "--sort", "tokens", "--segments", seg, "-o", "json").Stdout)
 		if len(l.Items) != 2 || l.Items[0].Client != "alice" || l.Items[1].Client != "bob" {
 			t.Errorf("--segments %s: %+v", seg, l.Items)
 		}
 	}
 
-	res := decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "--all-throttled", "-o", "json").Stdout)
+	res := clitest.Decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "--all-throttled", "-o", "json").Stdout)
 	if len(res.Results) != 2 || res.Results[0].Client != "alice" || res.Results[1].Client != "bob" {
 		t.Errorf("reset --all-throttled: %+v", res)
 	}
@@ -80,7 +80,7 @@ func TestRateLimitOnDynamoDBContext(t *testing.T) {
 			}
 		})
 	}
-	res = decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "carol", "-o", "json").Stdout)
+	res = clitest.Decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "carol", "-o", "json").Stdout)
 	wg.Wait()
 	if len(res.Results) != 1 || res.Results[0].Action != "reset" {
 		t.Errorf("reset under load: %+v", res)

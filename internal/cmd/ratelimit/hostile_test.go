@@ -15,7 +15,8 @@ import (
 
 // A bucket pk written by a hostile tool is shown escaped, never raw.
 func TestHostileBucketKeyIsShownEscaped(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "ratelimit", "list")
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, filepath.Join(e.StateDir(), "local.db"))
@@ -41,7 +42,8 @@ func TestHostileBucketKeyIsShownEscaped(t *testing.T) {
 // --reason follows the one reason rule: refused by name and position, exit 2,
 // nothing written.
 func TestRateLimitReasonFollowsTheOneReasonRule(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(cmdutil.ExitUsage, "ratelimit", "drain", "alice", "--reason", "incident\u202e")
 	termtest.AssertSafe(t, "stderr", r.Stderr)
 	if !strings.Contains(r.Stderr, `reason has a bidi control (\u202e) at character 9`) || strings.Count(r.Stderr, "\n") != 1 {

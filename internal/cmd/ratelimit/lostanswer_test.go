@@ -16,10 +16,10 @@ import (
 // SDK's retry meets the write's own condition, and the command must say the
 // write landed (confirmed by a re-read), exit 0, and audit it once.
 func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
+	t.Parallel()
 	p := faultproxy.Start(t, dynalite.Start(t))
-	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", p.URL(), "--static-credentials", "--use")
+	e := clitest.New(t, clitest.Parallel())
+	e.UseDynamoDB(p.URL(), "kosha-control")
 	e.MustRun(0, "store", "init")
 	steps := []struct {
 		args   []string

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/reset"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
@@ -22,15 +21,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
-
-func decode[T any](t *testing.T, s string) T {
-	t.Helper()
-	var v T
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("output is not JSON: %v\n%s", err, s)
-	}
-	return v
-}
 
 type bucket struct {
 	Kind              string   `json:"kind"`
@@ -77,7 +67,7 @@ type auditList struct {
 
 func get(t *testing.T, e *clitest.Env, client string) bucket {
 	t.Helper()
-	return decode[bucket](t, e.MustRun(0, "ratelimit", "get", client, "-o", "json").Stdout)
+	return clitest.Decode[bucket](t, e.MustRun(0, "ratelimit", "get", client, "-o", "json").Stdout)
 }
 
 // localItems returns every rl# item of the local context's store, read
@@ -101,11 +91,12 @@ func localItems(t *testing.T, e *clitest.Env) map[string]store.Item {
 
 func audits(t *testing.T, e *clitest.Env) auditList {
 	t.Helper()
-	return decode[auditList](t, e.MustRun(0, "audit", "list", "-o", "json").Stdout)
+	return clitest.Decode[auditList](t, e.MustRun(0, "audit", "list", "-o", "json").Stdout)
 }
 
 func TestGetMissingBucketIsFull(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	b := get(t, e, "tenant-7:alice@example.com")
 	if b.Kind != "RateLimitBucket" || b.Exists || b.Tokens != 20 || !b.Admit || b.StoredTokens != nil || b.UpdatedAt != nil ||
 		b.Capacity != 20 || b.RefillPerSecond != 1 || b.FullInSeconds != 0 || b.Key != "rl#tenant-7:alice@example.com" {
@@ -120,7 +111,8 @@ func TestGetMissingBucketIsFull(t *testing.T) {
 }
 
 func TestDrainGetResetCycle(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(0, "ratelimit", "drain", "alice", "--reason", "429 drill")
 	if !strings.Contains(r.Stdout, "Drained alice: 20 → 0 tokens: requests refused for 1s (until 2026-11-29T19:00:01Z)") {
 		t.Errorf("drain output:\n%s", r.Stdout)
@@ -144,7 +136,7 @@ func TestDrainGetResetCycle(t *testing.T) {
 		}
 	}
 
-	res := decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "alice", "--reason", "drill over", "-o", "json").Stdout)
+	res := clitest.Decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "alice", "--reason", "drill over", "-o", "json").Stdout)
 	if res.Kind != "RateLimitResetResult" || len(res.Results) != 1 || res.Results[0].Action != "reset" || res.Results[0].AuditID == "" ||
 		res.Results[0].Before.Tokens != 0.25 || res.Results[0].After.Tokens != 20 || !res.Results[0].After.Admit {
 		t.Errorf("reset = %+v", res)
@@ -167,12 +159,12 @@ func TestDrainGetResetCycle(t *testing.T) {
 		Tokens   float64 `json:"tokens"`
 		Refilled float64 `json:"refilled_tokens"`
 	}
-	drnBefore, drnAfter := decode[state](t, string(drn.Before)), decode[state](t, string(drn.After))
+	drnBefore, drnAfter := clitest.Decode[state](t, string(drn.Before)), clitest.Decode[state](t, string(drn.After))
 	if drn.Action != "ratelimit.drain" || drn.Subject != "rl#alice" || drn.Reason != "429 drill" || drn.Actor != "tester@test" ||
 		drnBefore.Exists || drnBefore.Refilled != 20 || !drnAfter.Exists || drnAfter.Tokens != 0 {
 		t.Errorf("drain record: %+v\nbefore %s\nafter %s", drn, drn.Before, drn.After)
 	}
-	rstBefore, rstAfter := decode[state](t, string(rst.Before)), decode[state](t, string(rst.After))
+	rstBefore, rstAfter := clitest.Decode[state](t, string(rst.Before)), clitest.Decode[state](t, string(rst.After))
 	if rst.Action != "ratelimit.reset" || rst.Reason != "drill over" || rstBefore.Refilled != 0.25 || rstAfter.Tokens != 20 {
 		t.Errorf("reset record: %+v\nbefore %s\nafter %s", rst, rst.Before, rst.After)
 	}
@@ -181,7 +173,8 @@ func TestDrainGetResetCycle(t *testing.T) {
 // The item the commands write follows docs/contracts/rate-limit-bucket.md,
 // so the data plane reads it.
 func TestWrittenItemFollowsContract(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "ratelimit", "drain", "drill", "--for", "30s")
 	it := localItems(t, e)["rl#drill"]
 	tokens, _ := it.Float("tokens")
@@ -216,7 +209,8 @@ func TestWrittenItemFollowsContract(t *testing.T) {
 }
 
 func TestSet(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	r := e.MustRun(0, "ratelimit", "set", "alice", "--tokens", "7.5")
 	if !strings.Contains(r.Stdout, "Set alice: 20 → 7.5 tokens (next request admitted)") {
 		t.Errorf("set output: %s", r.Stdout)
@@ -249,7 +243,8 @@ func TestSet(t *testing.T) {
 }
 
 func TestDryRunWritesNothing(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "ratelimit", "set", "alice", "--tokens", "3")
 	before := localItems(t, e)
 	for _, args := range [][]string{
@@ -264,7 +259,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 			t.Errorf("%v: stdout %q", args, r.Stdout)
 		}
 	}
-	res := decode[changeResult](t, e.MustRun(0, "ratelimit", "drain", "alice", "--dry-run", "-o", "json").Stdout)
+	res := clitest.Decode[changeResult](t, e.MustRun(0, "ratelimit", "drain", "alice", "--dry-run", "-o", "json").Stdout)
 	if !res.DryRun || res.Results[0].Action != "would-drain" || res.Results[0].AuditID != "" || res.Results[0].After.Tokens != 0 {
 		t.Errorf("dry-run JSON: %+v", res)
 	}
@@ -277,7 +272,8 @@ func TestDryRunWritesNothing(t *testing.T) {
 }
 
 func TestList(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "ratelimit", "list")
 	e.MustRun(0, "ratelimit", "drain", "alice")
 	e.Clock.Advance(100 * time.Millisecond)
@@ -319,7 +315,7 @@ func TestList(t *testing.T) {
 		{[]string{"--sort", "updated"}, "carol,bob,alice"},
 		{[]string{"--sort", "tokens", "--limit", "1"}, "carol"},
 	} {
-		l := decode[listOut](t, e.MustRun(0, append([]string{"ratelimit", "list", "-o", "json"}, tc.args...)...).Stdout)
+		l := clitest.Decode[listOut](t, e.MustRun(0, append([]string{"ratelimit", "list", "-o", "json"}, tc.args...)...).Stdout)
 		if got := clients(l); got != tc.want || l.Kind != "RateLimitBucketList" {
 			t.Errorf("list %v = %s, want %s", tc.args, got, tc.want)
 		}
@@ -347,7 +343,7 @@ func TestList(t *testing.T) {
 	// item named (pk, attribute, problem), exit 10.
 	r = e.MustRun(cmdutil.ExitPartial, "ratelimit", "list", "-o", "json")
 	want := []store.Problem{{PK: "rl#broken", Attribute: "tokens", Problem: `found S "many", want N`}}
-	if l := decode[listOut](t, r.Stdout); len(l.Items) != 3 || len(l.Malformed) != 1 || !reflect.DeepEqual(l.Unreadable, want) ||
+	if l := clitest.Decode[listOut](t, r.Stdout); len(l.Items) != 3 || len(l.Malformed) != 1 || !reflect.DeepEqual(l.Unreadable, want) ||
 		!strings.Contains(r.Stderr, `partial listing: 1 bucket item does not follow the contract (listed under "unreadable")`) {
 		t.Errorf("malformed item: %+v, stderr %q", l, r.Stderr)
 	}
@@ -370,11 +366,12 @@ func TestList(t *testing.T) {
 }
 
 func TestResetAllThrottled(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "ratelimit", "drain", "a")
 	e.MustRun(0, "ratelimit", "drain", "b", "--for", "10m")
 	e.MustRun(0, "ratelimit", "set", "c", "--tokens", "5")
-	res := decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "--all-throttled", "-o", "json").Stdout)
+	res := clitest.Decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "--all-throttled", "-o", "json").Stdout)
 	if len(res.Results) != 2 || res.Results[0].Client != "a" || res.Results[1].Client != "b" || res.Results[1].Action != "reset" {
 		t.Errorf("reset --all-throttled = %+v", res)
 	}
@@ -392,7 +389,8 @@ func TestResetAllThrottled(t *testing.T) {
 // Bad client ids exit 2 with an error naming the problem and the fix, and
 // nothing is read or written.
 func TestBadClientIDs(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	cases := []struct {
 		id, mention string
 	}{
@@ -423,7 +421,8 @@ func TestBadClientIDs(t *testing.T) {
 }
 
 func TestProtectedContextNeedsConfirmation(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "config", "set-context", "prod", "--local", e.Dir+"/prod.db", "--protected", "--use")
 	for _, args := range [][]string{{"drain", "alice"}, {"set", "alice", "--tokens", "1"}} {
 		r := e.MustRun(cmdutil.ExitRefused, append([]string{"ratelimit"}, args...)...)
@@ -455,7 +454,8 @@ func TestProtectedContextNeedsConfirmation(t *testing.T) {
 }
 
 func TestContextLimits(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "config", "set-context", "small", "--local", e.Dir+"/small.db", "--ratelimit-capacity", "5", "--ratelimit-refill", "0.5", "--use")
 	b := get(t, e, "alice")
 	if b.Capacity != 5 || b.RefillPerSecond != 0.5 || b.Tokens != 5 {
@@ -476,6 +476,7 @@ func TestContextLimits(t *testing.T) {
 }
 
 func TestFlagsParseIntoOptions(t *testing.T) {
+	t.Parallel()
 	f := &cmdutil.Factory{}
 	var got *reset.Options
 	cmd := reset.NewCmd(f, func(_ context.Context, o *reset.Options) error { got = o; return nil })
@@ -492,14 +493,15 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 // A long scan shows progress on stderr when it is a terminal, and clears it
 // before the table; off a terminal it prints only the scan's summary.
 func TestListProgressOnlyOnTerminal(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	for _, c := range []string{"a", "b", "c"} {
 		e.MustRun(0, "ratelimit", "drain", c)
 	}
 	for _, tty := range []bool{true, false} {
 		ios, _, out, errOut := iostreams.Test()
 		ios.SetStderrTTY(tty)
-		f := factory.NewWith(ios, clock.NewFake(clitest.Epoch))
+		f := e.Factory(ios)
 		err := list.Run(context.Background(), f, &list.Options{Sort: "client", Output: cmdutil.FormatTable, ProgressAfterItems: 1,
 			MaxReadUnits: list.DefaultMaxReadUnits})
 		if err != nil {

@@ -20,10 +20,10 @@ import (
 // rate-limit buckets live in the table, and the CLI's force-open reaches
 // every instance through it.
 func TestSandboxOnDynamoDBContext(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	cli := clitest.New(t)
-	cli.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	cli := clitest.New(t, clitest.Parallel())
+	cli.UseDynamoDB(endpoint, "kosha-control")
 	cli.MustRun(0, "store", "init")
 	cli.Clock.Set(time.Now())
 

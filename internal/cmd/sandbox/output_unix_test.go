@@ -56,7 +56,8 @@ func unchanged(t *testing.T, victim string) {
 }
 
 func TestAddrFileLinkIsRefusedBeforeStarting(t *testing.T) {
-	cli := clitest.New(t)
+	t.Parallel()
+	cli := clitest.New(t, clitest.Parallel())
 	link, victim := plantLink(t, t.TempDir(), "url")
 	r := runBounded(t, cli, "--addr-file", link)
 	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, link+" is a symbolic link") || !strings.Contains(r.Stderr, "nothing was started") {
@@ -74,7 +75,8 @@ func TestAddrFileLinkIsRefusedBeforeStarting(t *testing.T) {
 // A link planted where the old code put its temporary file (P.tmp) is not
 // followed: the address lands in P, the link's target is untouched.
 func TestAddrFileTemporaryNameLinkIsNotFollowed(t *testing.T) {
-	cli := clitest.New(t)
+	t.Parallel()
+	cli := clitest.New(t, clitest.Parallel())
 	dir := t.TempDir()
 	addr := filepath.Join(dir, "url")
 	_, victim := plantLink(t, dir, "url.tmp")
@@ -100,7 +102,8 @@ func TestAddrFileTemporaryNameLinkIsNotFollowed(t *testing.T) {
 }
 
 func TestAddrFileDirectoryIsRefused(t *testing.T) {
-	cli := clitest.New(t)
+	t.Parallel()
+	cli := clitest.New(t, clitest.Parallel())
 	dir := t.TempDir()
 	r := runBounded(t, cli, "--addr-file", dir)
 	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, dir+" is a directory") {
@@ -109,7 +112,8 @@ func TestAddrFileDirectoryIsRefused(t *testing.T) {
 }
 
 func TestEMFPipeWithoutReaderIsRefusedAtOnce(t *testing.T) {
-	cli := clitest.New(t)
+	t.Parallel()
+	cli := clitest.New(t, clitest.Parallel())
 	fifo := filepath.Join(t.TempDir(), "emf")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -125,7 +129,8 @@ func TestEMFPipeWithoutReaderIsRefusedAtOnce(t *testing.T) {
 }
 
 func TestEMFDoesNotAppendThroughALink(t *testing.T) {
-	cli := clitest.New(t)
+	t.Parallel()
+	cli := clitest.New(t, clitest.Parallel())
 	link, victim := plantLink(t, t.TempDir(), "emf.jsonl")
 	r := runBounded(t, cli, "--emf", link)
 	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, link+" is a symbolic link") {

@@ -40,6 +40,7 @@ func parse(t *testing.T, args ...string) *sandbox.Options {
 }
 
 func TestFlagsOverrideTheConfigFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sandbox.yaml")
 	if err := os.WriteFile(path, []byte("instances: 8\nprofile: degraded\ntraffic: {rps: 2}\ndownstreams: {postgres: {error-rate: 0.25}}\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -67,7 +68,8 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 }
 
 func TestConfigPrintsALoadableFile(t *testing.T) {
-	cli := clitest.New(t)
+	t.Parallel()
+	cli := clitest.New(t, clitest.Parallel())
 	out := cli.MustRun(0, "sandbox", "config", "--profile", "flaky").Stdout
 	cfg := sbx.DefaultConfig()
 	if err := cfg.DecodeFile([]byte(out), ""); err != nil || cfg.Validate() != nil || cfg.Profile != sbx.ProfileFlaky {
@@ -79,7 +81,8 @@ func TestConfigPrintsALoadableFile(t *testing.T) {
 }
 
 func TestStatusOfNoSandboxIsUnavailable(t *testing.T) {
-	cli := clitest.New(t)
+	t.Parallel()
+	cli := clitest.New(t, clitest.Parallel())
 	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +96,8 @@ func TestStatusOfNoSandboxIsUnavailable(t *testing.T) {
 }
 
 func TestListenAddressInUse(t *testing.T) {
-	cli := clitest.New(t)
+	t.Parallel()
+	cli := clitest.New(t, clitest.Parallel())
 	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +113,8 @@ func TestListenAddressInUse(t *testing.T) {
 // the local context with traffic, a flaky profile and chaos, the status
 // view, then a graceful stop.
 func TestDemo(t *testing.T) {
-	cli := clitest.New(t)
+	t.Parallel()
+	cli := clitest.New(t, clitest.Parallel())
 	dir := t.TempDir()
 	addrFile, emf := filepath.Join(dir, "url"), filepath.Join(dir, "state.emf.jsonl")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -231,7 +236,8 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 }
 
 func TestConfigDoesNotPrintConfiguredTokens(t *testing.T) {
-	cli := clitest.New(t)
+	t.Parallel()
+	cli := clitest.New(t, clitest.Parallel())
 	path := filepath.Join(t.TempDir(), "sandbox.yaml")
 	if err := os.WriteFile(path, []byte("principals:\n  - {token: s3cret-t0ken, client: ops-9, role: operator}\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -250,7 +256,8 @@ func TestConfigDoesNotPrintConfiguredTokens(t *testing.T) {
 }
 
 func TestDefaultTokensBeyondLoopbackRefuseToStart(t *testing.T) {
-	cli := clitest.New(t)
+	t.Parallel()
+	cli := clitest.New(t, clitest.Parallel())
 	// Refused before anything listens: the address is never bound.
 	r := cli.Run("sandbox", "--listen", "0.0.0.0:0")
 	if r.Code != cmdutil.ExitUsage || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 ||
@@ -260,6 +267,7 @@ func TestDefaultTokensBeyondLoopbackRefuseToStart(t *testing.T) {
 }
 
 func TestAllowedHostFlagReplacesTheFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sandbox.yaml")
 	if err := os.WriteFile(path, []byte("allowed-hosts: [from-file.lan]\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -16,11 +16,11 @@ import (
 // and breaker list on a table created the way `store init` created it
 // before the indexes, holding records written before them.
 func TestMigrateTableOfTodaysInit(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
 	legacy := dynamotest.NewLegacyStore(t, endpoint)
-	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", legacy.Table(), "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e := clitest.New(t, clitest.Parallel())
+	e.UseDynamoDB(endpoint, legacy.Table())
 	old := []store.Item{
 		{store.PK: "audit#1764600000000#00000000000000a1", "time": int64(1764600000000), "actor": "a", "action": "breaker.clear",
 			"subject": "breaker#openai", "context": "dev", "outcome": "ok"},
@@ -98,10 +98,10 @@ func TestMigrateTableOfTodaysInit(t *testing.T) {
 // TestInitCreatesEveryIndex: a table made by store init answers the indexed
 // reads without a notice, and migrate finds nothing to do.
 func TestInitCreatesEveryIndex(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--static-credentials", "--use")
+	e := clitest.New(t, clitest.Parallel())
+	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "incident", "--for", "30m")
 	for _, args := range [][]string{{"audit", "list", "--since", "1h"}, {"breaker", "list"}, {"audit", "list", "--subject", "breaker#openai"}} {

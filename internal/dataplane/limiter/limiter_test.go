@@ -16,6 +16,7 @@ import (
 
 // Both variants agree on every sequential (uncontended, same-clock) history.
 func TestTakeSequential(t *testing.T) {
+	t.Parallel()
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := ratelimittest.NewMemStore()
@@ -77,6 +78,7 @@ func TestTakeSequential(t *testing.T) {
 }
 
 func TestTakeDeniedWritesNothing(t *testing.T) {
+	t.Parallel()
 	for _, v := range variants {
 		s := ratelimittest.NewMemStore()
 		s.Set(ratelimit.Bucket{Client: "c", Tokens: 0.2, UpdatedAtMs: t0}.Item())
@@ -92,6 +94,7 @@ func TestTakeDeniedWritesNothing(t *testing.T) {
 }
 
 func TestTakeCustomLimits(t *testing.T) {
+	t.Parallel()
 	s := ratelimittest.NewMemStore()
 	clk := clock.NewFake(epoch)
 	l, err := limiter.New(s, limiter.Config{Limits: ratelimit.Limits{Capacity: 2, RefillPerSecond: 4}, Clock: clk})
@@ -119,6 +122,7 @@ func TestTakeCustomLimits(t *testing.T) {
 // Store failures fail open (the degradation matrix), for both variants; the
 // cause is kept for metrics and logs.
 func TestTakeFailsOpenOnStoreErrors(t *testing.T) {
+	t.Parallel()
 	for _, v := range variants {
 		for name, setup := range map[string]func(*ratelimittest.MemStore){
 			"get fails": func(m *ratelimittest.MemStore) { m.FailGet = ratelimittest.ErrOutage },
@@ -143,6 +147,7 @@ func TestTakeFailsOpenOnStoreErrors(t *testing.T) {
 }
 
 func TestTakeErrors(t *testing.T) {
+	t.Parallel()
 	s := ratelimittest.NewMemStore()
 	l := newLimiter(t, s, variantFixed, clock.NewFake(epoch))
 	if _, err := l.Take(context.Background(), "bad id"); !errors.Is(err, ratelimit.ErrInvalidClient) {
@@ -162,6 +167,7 @@ func TestTakeErrors(t *testing.T) {
 }
 
 func TestObserverSeesEveryDecision(t *testing.T) {
+	t.Parallel()
 	s := ratelimittest.NewMemStore()
 	var mu sync.Mutex
 	counts := map[string]int{}
@@ -194,6 +200,7 @@ func TestObserverSeesEveryDecision(t *testing.T) {
 // The fixed variant uses the current item a refusal carries instead of
 // re-reading it, when the backend sends it.
 func TestFixedUsesCurrentFromRefusal(t *testing.T) {
+	t.Parallel()
 	s := ratelimittest.NewMemStore()
 	s.ReturnCurrent = true
 	s.Set(ratelimit.Bucket{Client: "c", Tokens: 10, UpdatedAtMs: t0}.Item())

@@ -110,6 +110,7 @@ func checkAdmission(t *testing.T, v variant, admitted, ideal int) {
 // with one token left. The LLD writes updated_at = now = the value read, so
 // both conditional writes hold: two requests spend one token.
 func TestFlaw1SameMillisecondLostUpdate(t *testing.T) {
+	t.Parallel()
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := ratelimittest.NewMemStore()
@@ -136,6 +137,7 @@ func TestFlaw1SameMillisecondLostUpdate(t *testing.T) {
 // negative elapsed time: the LLD refills backwards (refusing a client that
 // has tokens, with a wrong retry-after) and writes updated_at backwards.
 func TestFlaw2SkewRefillsAndStampsBackwards(t *testing.T) {
+	t.Parallel()
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := ratelimittest.NewMemStore()
@@ -171,6 +173,7 @@ func TestFlaw2SkewRefillsAndStampsBackwards(t *testing.T) {
 // value another taker read, so that taker's stale write passes its condition
 // and erases two takes. True time is the accurate node's clock.
 func TestFlaw2SkewBringsBackAReadValue(t *testing.T) {
+	t.Parallel()
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := ratelimittest.NewMemStore()
@@ -196,6 +199,7 @@ func TestFlaw2SkewBringsBackAReadValue(t *testing.T) {
 // another take by the same client lands first; after 3 retries the LLD
 // allows the victim anyway, unmetered.
 func TestFlaw3FailOpenOnContention(t *testing.T) {
+	t.Parallel()
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := ratelimittest.NewMemStore()
@@ -231,6 +235,7 @@ func TestFlaw3FailOpenOnContention(t *testing.T) {
 // LLD's condition "attribute_not_exists(pk) OR updated_at = :now" holds for
 // the second writer too (the first wrote updated_at = now): both write 19.
 func TestFlaw4ConcurrentFirstCreation(t *testing.T) {
+	t.Parallel()
 	for _, v := range variants {
 		t.Run(v.String(), func(t *testing.T) {
 			s := ratelimittest.NewMemStore()
@@ -353,6 +358,7 @@ func raceOnStore(t *testing.T, open func(t *testing.T) limiter.BucketStore) {
 }
 
 func TestRaceMemStore(t *testing.T) {
+	t.Parallel()
 	raceOnStore(t, func(t *testing.T) limiter.BucketStore { return ratelimittest.NewMemStore() })
 }
 

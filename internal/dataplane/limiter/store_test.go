@@ -36,6 +36,7 @@ var backends = map[string]func(t *testing.T) store.Store{
 // TestConformance runs the take on both real stores: what the limiter
 // writes must read back identically, whichever take wrote it.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	for name, open := range backends {
 		t.Run(name, func(t *testing.T) {
 			t.Run("take-and-refill", func(t *testing.T) { conformTake(t, open(t)) })
@@ -108,9 +109,11 @@ func conformMixedVariants(t *testing.T, s store.Store) {
 }
 
 func TestRaceSQLite(t *testing.T) {
+	t.Parallel()
 	raceOnStore(t, func(t *testing.T) limiter.BucketStore { return backends["sqlite"](t) })
 }
 
 func TestRaceDynamoDB(t *testing.T) {
+	t.Parallel()
 	raceOnStore(t, func(t *testing.T) limiter.BucketStore { return backends["dynamodb"](t) })
 }

@@ -216,6 +216,7 @@ func runTake(t *testing.T, vec *bucketVector, va variant, it store.Item) takeRes
 // from ratelimit's refill math, the race-free take and the LLD pseudocode,
 // and fails when the checked-in file differs (make vectors rewrites it).
 func TestContractVectors(t *testing.T) {
+	t.Parallel()
 	doc := bucketVectorFile{
 		Description: "Rate-limit buckets (docs/contracts/rate-limit-bucket.md): the item as read in DynamoDB JSON " +
 			"(null: no item), the limits and the reader's now_ms. status is what a reader (koshactl ratelimit get) computes " +

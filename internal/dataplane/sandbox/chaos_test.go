@@ -25,6 +25,7 @@ func (h *harness) screen(token, instance, header string) rpcReply {
 }
 
 func TestChaosHeaderHonouredForOperators(t *testing.T) {
+	t.Parallel()
 	h := start(t, testConfig())
 	hdr := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, nil)
 	r := h.screen(operator, "gw-1", hdr)
@@ -55,6 +56,7 @@ func TestChaosHeaderHonouredForOperators(t *testing.T) {
 }
 
 func TestChaosLatencyAndTimeoutFaults(t *testing.T) {
+	t.Parallel()
 	h := start(t, testConfig())
 	// timeout: the attempt hangs until its cap; two timed-out attempts defer.
 	r := h.screen(operator, "gw-1", h.mint(chaos.TargetScreeningSim, chaos.FaultTimeout, 0, nil))
@@ -78,6 +80,7 @@ func TestChaosLatencyAndTimeoutFaults(t *testing.T) {
 }
 
 func TestIgnoredChaosHeadersAreAudited(t *testing.T) {
+	t.Parallel()
 	h := start(t, testConfig())
 	now := time.Now()
 	valid := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, nil)
@@ -143,6 +146,7 @@ func TestIgnoredChaosHeadersAreAudited(t *testing.T) {
 }
 
 func TestChaosDisabledIgnoresEveryHeader(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig()
 	cfg.ChaosEnabled = false
 	h := start(t, cfg)
@@ -160,6 +164,7 @@ func TestChaosDisabledIgnoresEveryHeader(t *testing.T) {
 }
 
 func TestFloodOfIgnoredHeadersWritesFewRecords(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig()
 	cfg.RateLimit.Capacity = 1000
 	cfg.Audit.Interval = time.Second
@@ -227,6 +232,7 @@ func TestFloodOfIgnoredHeadersWritesFewRecords(t *testing.T) {
 // has seen its 5 failures it fails fast, and searches degrade as the matrix
 // says.
 func TestOpenAIHangDegradesOnceItsBreakerOpens(t *testing.T) {
+	t.Parallel()
 	h := start(t, testConfig())
 	hdr := map[string]string{chaos.HeaderName: h.mint(chaos.TargetOpenAI, chaos.FaultTimeout, 0, nil)}
 	var r rpcReply

@@ -12,6 +12,7 @@ import (
 )
 
 func TestDefaultConfigIsTheLLD(t *testing.T) {
+	t.Parallel()
 	cfg := sandbox.DefaultConfig()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("defaults do not validate: %v", err)
@@ -38,6 +39,7 @@ func TestDefaultConfigIsTheLLD(t *testing.T) {
 }
 
 func TestConfigValidateNamesEveryProblem(t *testing.T) {
+	t.Parallel()
 	cfg := sandbox.DefaultConfig()
 	cfg.Instances = 0
 	cfg.TimeScale = 0.5
@@ -63,6 +65,7 @@ func TestConfigValidateNamesEveryProblem(t *testing.T) {
 // The ignore-overrides test knob names instances of this fleet, once each,
 // and reads from the file as it is written.
 func TestIgnoreOverridesKnob(t *testing.T) {
+	t.Parallel()
 	cfg := sandbox.DefaultConfig()
 	cfg.IgnoreOverrides = []int{5, 2, 2, 0}
 	err := cfg.Validate()
@@ -82,6 +85,7 @@ func TestIgnoreOverridesKnob(t *testing.T) {
 }
 
 func TestConfigFileRoundTrip(t *testing.T) {
+	t.Parallel()
 	cfg := sandbox.DefaultConfig()
 	cfg.Downstreams, _ = sandbox.Profile(sandbox.ProfileFlaky)
 	cfg.Profile = sandbox.ProfileFlaky
@@ -101,6 +105,7 @@ func TestConfigFileRoundTrip(t *testing.T) {
 }
 
 func TestConfigFileOverrides(t *testing.T) {
+	t.Parallel()
 	cfg := sandbox.DefaultConfig()
 	err := cfg.DecodeFile([]byte(`
 instances: 8
@@ -144,6 +149,7 @@ tools: {screen_entity: {budget: 3s}}
 }
 
 func TestTimeScaleDividesLLDDurations(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig()
 	cfg.Downstreams, _ = sandbox.Profile(sandbox.ProfileFlaky)
 	cfg.ChaosEnabled = false

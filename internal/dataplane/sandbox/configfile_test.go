@@ -17,6 +17,7 @@ import (
 // Every setting the file has, changed from its default, comes back from
 // MarshalFile through DecodeFile onto the defaults.
 func TestEverySettingRoundTripsThroughTheFile(t *testing.T) {
+	t.Parallel()
 	for name, change := range map[string]func(*sandbox.Config){
 		"instances":     func(c *sandbox.Config) { c.Instances = 9 },
 		"listen":        func(c *sandbox.Config) { c.Listen = "127.0.0.1:9999" },
@@ -104,6 +105,7 @@ func setDS(c *sandbox.Config, f func(*sandbox.DownstreamProfile)) {
 // A bad file is refused with one line naming the line, the key and what to
 // write instead; the defaults it was decoded onto are not validated here.
 func TestDecodeFileRefusesBadFiles(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ file, want string }{
 		{"instancs: 3\n", `line 1: the file: unknown key "instancs"; use instances, listen,`},
 		{"traffic:\n  rsp: 3\n", `line 2: traffic: unknown key "rsp"; use rps, clients, max-in-flight, mix`},
@@ -166,6 +168,7 @@ func TestDecodeFileRefusesBadFiles(t *testing.T) {
 // What a file leaves out, gives as null or as an empty string keeps its
 // value; a mapping refines, a list replaces, a latency is set whole.
 func TestDecodeFileKeepsWhatItDoesNotSet(t *testing.T) {
+	t.Parallel()
 	c := sandbox.DefaultConfig()
 	err := c.DecodeFile([]byte(`
 listen: ""
@@ -196,6 +199,7 @@ resilience: {breakers: {openai: {probes: 1}}}
 }
 
 func TestLoadFileReadsRegularFilesOnly(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := sandbox.DefaultConfig()
 	if err := c.LoadFile(dir, ""); err == nil || !strings.Contains(err.Error(), "not a regular file") {
@@ -213,6 +217,7 @@ func TestLoadFileReadsRegularFilesOnly(t *testing.T) {
 // Aliases and merge keys (<<) read as yaml.v3 reads them: the mapping's own
 // keys win over merged ones, and an earlier merged mapping over a later one.
 func TestDecodeFileFollowsAliasesAndMergeKeys(t *testing.T) {
+	t.Parallel()
 	flaky, _ := sandbox.Profile(sandbox.ProfileFlaky)
 	degraded, _ := sandbox.Profile(sandbox.ProfileDegraded)
 	for _, tc := range []struct {
@@ -274,6 +279,7 @@ func TestDecodeFileFollowsAliasesAndMergeKeys(t *testing.T) {
 // However many problems a file has, the error is one line of a few
 // problems and a count of the rest.
 func TestDecodeFileErrorIsBounded(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	n := 0
 	for b.Len() < 990<<10 {
@@ -295,6 +301,7 @@ func TestDecodeFileErrorIsBounded(t *testing.T) {
 // Aliases that expand without end and nesting past yaml's depth are
 // refused, never a panic or a hang.
 func TestDecodeFileRefusesAliasBombsAndDeepNesting(t *testing.T) {
+	t.Parallel()
 	var bomb strings.Builder
 	bomb.WriteString("x:\n  - &a0 {rps: 1}\n")
 	for i := 1; i < 30; i++ {

@@ -13,6 +13,7 @@ import (
 
 // A named pipe is refused at once instead of blocking the command on open.
 func TestLoadFileRefusesAFIFO(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sandbox.yaml")
 	if err := syscall.Mkfifo(path, 0o600); err != nil {
 		t.Fatal(err)

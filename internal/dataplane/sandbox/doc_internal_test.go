@@ -17,6 +17,7 @@ import (
 // [Type.Method] must resolve in it (links into other packages are left to
 // their own tests).
 func TestDocCommentsNameWhatExists(t *testing.T) {
+	t.Parallel()
 	fset := token.NewFileSet()
 	paths, err := filepath.Glob("*.go")
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 )
 
 func TestSimFaultsAreWhatTheLayersClassify(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		fault    chaos.Fault
 		outcome  circuit.Outcome
@@ -44,6 +45,7 @@ func TestSimFaultsAreWhatTheLayersClassify(t *testing.T) {
 }
 
 func TestSimTimeoutHangsUntilTheAttemptEnds(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sim := sandbox.NewSim(sandbox.ScreeningSim, sandbox.DownstreamProfile{}, nil, time.Now(), nil)
 		ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
@@ -57,6 +59,7 @@ func TestSimTimeoutHangsUntilTheAttemptEnds(t *testing.T) {
 }
 
 func TestSimLatencyWaitsAndRespectsTheContext(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		sim := sandbox.NewSim(sandbox.Postgres, sandbox.DownstreamProfile{Latency: sandbox.Latency{P50: 80 * time.Millisecond}}, nil, time.Now(), nil)
 		start := time.Now()
@@ -76,6 +79,7 @@ func TestSimLatencyWaitsAndRespectsTheContext(t *testing.T) {
 }
 
 func TestSimLatencyDistribution(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		p := sandbox.Latency{P50: 100 * time.Millisecond, P99: 900 * time.Millisecond}
 		sim := sandbox.NewSim(sandbox.OpenAI, sandbox.DownstreamProfile{Latency: p}, nil, time.Now(), nil)
@@ -97,6 +101,7 @@ func TestSimLatencyDistribution(t *testing.T) {
 }
 
 func TestSimOutagesAndRates(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(start)
 	var seen []string
@@ -132,6 +137,7 @@ func TestSimOutagesAndRates(t *testing.T) {
 }
 
 func TestSimKnobExpires(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(start)
 	sim := sandbox.NewSim(sandbox.ScreeningSim, sandbox.DownstreamProfile{}, clk, start, nil)

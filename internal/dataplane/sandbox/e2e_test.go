@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,9 +24,9 @@ import (
 // act on the same fleet an operator's would.
 func onLocalContext(t *testing.T, cfg sandbox.Config) (*clitest.Env, *harness) {
 	t.Helper()
-	cli := clitest.New(t)
+	cli := clitest.New(t, clitest.Parallel())
 	cli.Clock.Set(time.Now()) // the CLI's overrides and buckets are stamped with today
-	dir := os.Getenv("KOSHACTL_STATE_DIR")
+	dir := cli.StateDir()
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "local.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -42,6 +41,7 @@ func onLocalContext(t *testing.T, cfg sandbox.Config) (*clitest.Env, *harness) {
 // Scenario 1: force-open reaches every instance within the override cache
 // period plus one poll; searches degrade; clear brings every breaker back.
 func TestE2EForceOpenReachesEveryInstance(t *testing.T) {
+	t.Parallel()
 	cli, h := onLocalContext(t, testConfig())
 	if !allAre(h.states(sandbox.OpenAI), 4, 0) {
 		t.Fatalf("openai before the override: %v", h.states(sandbox.OpenAI))
@@ -97,6 +97,7 @@ func TestE2EForceOpenReachesEveryInstance(t *testing.T) {
 // after its minimum calls; screen_entity defers; after the open duration the
 // breaker goes half-open, and 3 good probes close it.
 func TestE2EChaosErrorOpensTheBreakerAndProbesCloseIt(t *testing.T) {
+	t.Parallel()
 	cli, h := onLocalContext(t, testConfig())
 	hdr := strings.TrimSpace(cli.MustRun(0, "chaos", "sign", "--target", "screening-sim", "--fault", "error", "-o", "value").Stdout)
 	withHeader := map[string]string{chaos.HeaderName: hdr}
@@ -164,6 +165,7 @@ func auditList(t *testing.T, cli *clitest.Env, args ...string) []audit.Record {
 // or from a non-operator are ignored and audited; `koshactl audit list`
 // shows them.
 func TestE2EIgnoredHeadersAreAudited(t *testing.T) {
+	t.Parallel()
 	cli, h := onLocalContext(t, testConfig())
 	hdr := strings.TrimSpace(cli.MustRun(0, "chaos", "sign", "--target", "screening-sim", "--fault", "error", "-o", "value").Stdout)
 	bad := badSignature(hdr)
@@ -200,6 +202,7 @@ func TestE2EIgnoredHeadersAreAudited(t *testing.T) {
 // Scenario 4: a flooding client is rate-limited with retry_after, and
 // `koshactl ratelimit reset` lets it through at once.
 func TestE2ERateLimitAndReset(t *testing.T) {
+	t.Parallel()
 	cli, h := onLocalContext(t, testConfig())
 	var limited rpcReply
 	for i := range 40 {

@@ -17,6 +17,7 @@ import (
 // 1024 printable ASCII characters): a line names only the sets its values
 // can fill, and a line without a usable dependency is not written.
 func TestEMFNamesOnlyDimensionSetsItsValuesFill(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name                 string

@@ -50,6 +50,7 @@ type emfSeries struct {
 // from the sandbox's EMF writer (the shape the metric contract gives) and
 // fails when the checked-in file differs (make vectors rewrites it).
 func TestContractVectors(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 29, 19, 0, 30, 0, time.UTC).UnixMilli()
 	cases := []emfVector{
 		{Name: "fleet sets, instance as a property", Service: "gateway", Instance: "gw-1", Dependency: "openai", State: "open"},

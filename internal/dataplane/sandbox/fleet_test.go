@@ -25,6 +25,7 @@ import (
 // read the store just before the force applies it on the first sync at or
 // after one refresh period, never before.
 func TestOverridePropagationBound(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	st := memstore.New()
 	cfg := sandbox.DefaultConfig() // LLD time: refresh 5 s
@@ -74,6 +75,7 @@ func TestOverridePropagationBound(t *testing.T) {
 
 // Idle instances move too: the fleet's poll applies a force with no traffic.
 func TestIdleInstancesApplyOverrides(t *testing.T) {
+	t.Parallel()
 	h := start(t, testConfig())
 	ov := breaker.NewOverrides(h.store, nil)
 	if _, err := ov.Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.ScreeningSim, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
@@ -98,6 +100,7 @@ func TestIdleInstancesApplyOverrides(t *testing.T) {
 }
 
 func TestMetricsExposeEveryInstance(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig()
 	cfg.Instances = 3
 	h := start(t, cfg)
@@ -131,6 +134,7 @@ func TestMetricsExposeEveryInstance(t *testing.T) {
 }
 
 func TestRetriesAreCountedPerDependency(t *testing.T) {
+	t.Parallel()
 	h := start(t, testConfig())
 	sim, _ := h.srv.Sim(sandbox.ScreeningSim)
 	for _, bad := range []sandbox.Knob{{P: 1}, {Fault: chaos.FaultError, P: 0}, {Fault: chaos.FaultLatency, P: 1},
@@ -153,6 +157,7 @@ func TestRetriesAreCountedPerDependency(t *testing.T) {
 }
 
 func TestEMFLines(t *testing.T) {
+	t.Parallel()
 	var buf syncbuf.Buffer
 	cfg := testConfig()
 	cfg.Instances = 2
@@ -203,6 +208,7 @@ func TestEMFLines(t *testing.T) {
 }
 
 func TestTrafficGeneratorDrivesTheFleet(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig()
 	cfg.Traffic.RPS = 200
 	h := start(t, cfg)

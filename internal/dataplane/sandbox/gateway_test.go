@@ -21,6 +21,7 @@ const (
 )
 
 func TestEndpointRefusesWhatItCannotServe(t *testing.T) {
+	t.Parallel()
 	h := start(t, testConfig())
 	for _, tc := range []struct {
 		name       string
@@ -67,6 +68,7 @@ func TestEndpointRefusesWhatItCannotServe(t *testing.T) {
 }
 
 func TestToolsListAndInvalidArguments(t *testing.T) {
+	t.Parallel()
 	h := start(t, testConfig())
 	r := h.do(req{token: agent, method: "tools/list"})
 	var names []string
@@ -97,6 +99,7 @@ func TestToolsListAndInvalidArguments(t *testing.T) {
 }
 
 func TestRoutingRoundRobinAndPinned(t *testing.T) {
+	t.Parallel()
 	h := start(t, testConfig())
 	seen := map[string]int{}
 	for range 8 {
@@ -121,6 +124,7 @@ func TestRoutingRoundRobinAndPinned(t *testing.T) {
 }
 
 func TestDegradationMatrix(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig()
 	h := start(t, cfg)
 	knob := func(target string, f chaos.Fault) func() {
@@ -204,6 +208,7 @@ func TestDegradationMatrix(t *testing.T) {
 }
 
 func TestWritesUseTheOutboxAndIdempotencyKeys(t *testing.T) {
+	t.Parallel()
 	h := start(t, testConfig())
 	args := map[string]any{"transaction_id": "txn-1", "reason": "fraud", "amount": 12.5, "idempotency_key": "k-1"}
 	first := h.call(agent, sandbox.ToolRaiseDispute, args, "", nil)
@@ -226,6 +231,7 @@ func TestWritesUseTheOutboxAndIdempotencyKeys(t *testing.T) {
 }
 
 func TestLoadShedding(t *testing.T) {
+	t.Parallel()
 	t.Run("in flight above the limit: 503, Retry-After 1", func(t *testing.T) {
 		cfg := patientScreening(testConfig())
 		cfg.Resilience.MaxInFlight = 1
@@ -269,6 +275,7 @@ func TestLoadShedding(t *testing.T) {
 }
 
 func TestRateLimitPerClient(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig()
 	cfg.RateLimit.Capacity, cfg.RateLimit.RefillPerSecond = 3, 0.01
 	h := start(t, cfg)
@@ -294,6 +301,7 @@ func TestRateLimitPerClient(t *testing.T) {
 }
 
 func TestShutdownDrainsInFlightRequests(t *testing.T) {
+	t.Parallel()
 	h := start(t, patientScreening(testConfig()))
 	sim, _ := h.srv.Sim(sandbox.ScreeningSim)
 	if err := sim.SetKnob(sandbox.Knob{Fault: chaos.FaultLatency, Ms: 300, P: 1}); err != nil {

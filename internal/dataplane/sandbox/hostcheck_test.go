@@ -40,6 +40,7 @@ const toolsList = `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 // makes the browser send its own name as Host: the token-guarded endpoints
 // refuse it, so the default operator token is no use to it.
 func TestForeignHostIsRefusedOnMCPAndAdmin(t *testing.T) {
+	t.Parallel()
 	h := newInProcess(t, testConfig())
 	for _, host := range []string{"evil.example", "evil.example:8787", "127.0.0.1.evil.example:8787", "localhost.evil.example"} {
 		for _, c := range []struct{ method, path, body string }{
@@ -69,6 +70,7 @@ func TestForeignHostIsRefusedOnMCPAndAdmin(t *testing.T) {
 }
 
 func TestLoopbackHostsAndConfiguredHostsAreAccepted(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig()
 	cfg.AllowedHosts = []string{"sandbox.lan", "192.168.1.20"}
 	h := newInProcess(t, cfg)
@@ -84,6 +86,7 @@ func TestLoopbackHostsAndConfiguredHostsAreAccepted(t *testing.T) {
 }
 
 func TestListenHostIsAccepted(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig()
 	cfg.Listen = "192.168.1.20:8787"
 	cfg.Principals = []sandbox.Principal{{Token: "operator-token-not", Client: "ops", Role: sandbox.RoleOperator}}
@@ -99,6 +102,7 @@ func TestListenHostIsAccepted(t *testing.T) {
 }
 
 func TestDefaultTokensBeyondLoopbackAreRefused(t *testing.T) {
+	t.Parallel()
 	for _, listen := range []string{"0.0.0.0:8787", ":8787", "[::]:8787", "192.168.1.20:8787", "sandbox.lan:8787"} {
 		cfg := testConfig()
 		cfg.Listen = listen
@@ -126,6 +130,7 @@ func TestDefaultTokensBeyondLoopbackAreRefused(t *testing.T) {
 }
 
 func TestAllowedHostsAreValidated(t *testing.T) {
+	t.Parallel()
 	for _, h := range []string{"", "http://sandbox.lan", "sandbox.lan:8787", "sandbox.lan/x", "user@host", "a b", "fe80::1%eth0"} {
 		cfg := testConfig()
 		cfg.AllowedHosts = []string{h}

@@ -68,6 +68,7 @@ func handWriteRPC(w http.ResponseWriter, status int, id json.RawMessage, tr Tool
 // The response writeRPC sends for a tool result must decode exactly as the
 // hand-written encoding it replaced, field for field.
 func TestToolResponseWireShape(t *testing.T) {
+	t.Parallel()
 	values := []any{
 		map[string]any{"q": `he said "hi" \ and left`, "html": "<a href='x'>&</a>", "nl": "a\nb\tc\r", "ctl": "\x00\x1f",
 			"uni": "Ünïcödé ✓ \u2028 \u2029 😀", "n": 1.5, "b": true, "nil": nil, "list": []any{"x", 2, map[string]any{}}},
@@ -109,6 +110,7 @@ func TestToolResponseWireShape(t *testing.T) {
 }
 
 func TestReadRequestRefusesOversizedBodiesAndBatches(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		body string
 		code int

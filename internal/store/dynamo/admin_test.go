@@ -44,6 +44,7 @@ func (f *ttlAPI) UpdateTimeToLive(_ context.Context, in *dynamodb.UpdateTimeToLi
 }
 
 func TestInitTTLStates(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		status   types.TimeToLiveStatus
 		attr     string

@@ -65,6 +65,7 @@ func (u *unprocessedAPI) BatchGetItem(ctx context.Context, in *dynamodb.BatchGet
 }
 
 func TestBatchGetRetriesUnprocessedKeys(t *testing.T) {
+	t.Parallel()
 	base := dynamotest.NewStore(t, endpoint)
 	var keys []string
 	for i := range 150 {
@@ -109,6 +110,7 @@ func TestBatchGetRetriesUnprocessedKeys(t *testing.T) {
 }
 
 func TestBatchGetGivesUpOnKeysNeverProcessed(t *testing.T) {
+	t.Parallel()
 	base := dynamotest.NewStore(t, endpoint)
 	api := &unprocessedAPI{API: dynamodb.NewFromConfig(dynalite.Config(t, endpoint)), times: 1 << 30, hold: 1}
 	s := dynamo.New(api, base.Table())
@@ -123,6 +125,7 @@ func TestBatchGetGivesUpOnKeysNeverProcessed(t *testing.T) {
 }
 
 func TestQueryOnLegacyTableReportsMissingIndex(t *testing.T) {
+	t.Parallel()
 	s := dynamotest.NewLegacyStore(t, endpoint)
 	for _, err := range s.Query(t.Context(), store.IndexQuery{Index: store.IndexAuditDay, Key: "2026-12-01"}) {
 		if !errors.Is(err, store.ErrIndexMissing) || !strings.Contains(err.Error(), "store migrate") {
@@ -134,6 +137,7 @@ func TestQueryOnLegacyTableReportsMissingIndex(t *testing.T) {
 }
 
 func TestInitCreatesIndexes(t *testing.T) {
+	t.Parallel()
 	s := dynamotest.NewStore(t, endpoint)
 	missing, present, err := s.MissingIndexes(t.Context())
 	if err != nil {
@@ -145,6 +149,7 @@ func TestInitCreatesIndexes(t *testing.T) {
 }
 
 func TestMigrateLegacyTable(t *testing.T) {
+	t.Parallel()
 	s := dynamotest.NewLegacyStore(t, endpoint)
 	rep, err := s.Init(t.Context())
 	if err != nil {
@@ -233,6 +238,7 @@ func (b *buildingAPI) DescribeTable(ctx context.Context, in *dynamodb.DescribeTa
 }
 
 func TestMigrateWaitsUntilIndexActive(t *testing.T) {
+	t.Parallel()
 	legacy := dynamotest.NewLegacyStore(t, endpoint)
 	api := &buildingAPI{API: dynamodb.NewFromConfig(dynalite.Config(t, endpoint))}
 	s := dynamo.New(api, legacy.Table())
@@ -257,6 +263,7 @@ func TestMigrateWaitsUntilIndexActive(t *testing.T) {
 }
 
 func TestScanConsumedCapacityAndRate(t *testing.T) {
+	t.Parallel()
 	s := dynamotest.NewStore(t, endpoint)
 	items := make([]store.Item, 0, 300)
 	for i := range 300 {

@@ -58,6 +58,7 @@ func fakeStore(t *testing.T, f *fakeDynamo) (*dynamo.Store, string) {
 }
 
 func TestErrorClasses(t *testing.T) {
+	t.Parallel()
 	apiErr := func(code string) string {
 		return `{"__type":"com.amazonaws.dynamodb.v20120810#` + code + `","message":"test says ` + code + `"}`
 	}
@@ -105,6 +106,7 @@ func TestErrorClasses(t *testing.T) {
 }
 
 func TestConditionalPutRequestAndCurrentItem(t *testing.T) {
+	t.Parallel()
 	f := &fakeDynamo{status: 400, body: `{"__type":"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException",
 		"message":"The conditional request failed",
 		"Item":{"pk":{"S":"rl#a"},"tokens":{"N":"3.5"},"updated_at":{"N":"1000"}}}`}
@@ -147,6 +149,7 @@ func TestConditionalPutRequestAndCurrentItem(t *testing.T) {
 }
 
 func TestRequestShapes(t *testing.T) {
+	t.Parallel()
 	f := &fakeDynamo{status: 200, body: `{}`}
 	s, _ := fakeStore(t, f)
 	ctx := context.Background()

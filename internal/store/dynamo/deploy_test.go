@@ -527,6 +527,7 @@ func terraformDef(t *testing.T, override map[string]float64) tableDef {
 // stage N they declare exactly the first N of those indexes and their key
 // attributes, so each stack update from N-1 to N adds one index.
 func TestTemplatesMatchStoreInit(t *testing.T) {
+	t.Parallel()
 	full := storeInitDef(t)
 	full.PITR, full.DeletionProtection = true, true // what AWS adds to the development table
 	if len(full.IndexOrder) != len(store.Indexes) {

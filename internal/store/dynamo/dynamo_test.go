@@ -30,12 +30,14 @@ var endpoint string
 func TestMain(m *testing.M) { dynalite.RunMain(m, &endpoint) }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	opener := func(t *testing.T) store.Store { return dynamotest.NewStore(t, endpoint) }
 	storetest.Run(t, opener)
 	storetest.RunCapabilities(t, opener)
 }
 
 func TestInitIsIdempotent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), dynamotest.TableName(t))
 	first, err := s.Init(ctx)
@@ -71,6 +73,7 @@ func TestInitIsIdempotent(t *testing.T) {
 }
 
 func TestConcurrentInitCreatesOnce(t *testing.T) {
+	t.Parallel()
 	cfg := dynalite.Config(t, endpoint)
 	table := dynamotest.TableName(t)
 	const n = 4
@@ -96,6 +99,7 @@ func TestConcurrentInitCreatesOnce(t *testing.T) {
 }
 
 func TestInitRefusesForeignTable(t *testing.T) {
+	t.Parallel()
 	cfg := dynalite.Config(t, endpoint)
 	table := dynamotest.TableName(t)
 	_, err := dynamodb.NewFromConfig(cfg).CreateTable(context.Background(), &dynamodb.CreateTableInput{
@@ -114,6 +118,7 @@ func TestInitRefusesForeignTable(t *testing.T) {
 }
 
 func TestMissingTable(t *testing.T) {
+	t.Parallel()
 	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "no-such-table")
 	ctx := context.Background()
 	check := func(op string, err error) {
@@ -158,6 +163,7 @@ func closedEndpoint(t *testing.T) string {
 }
 
 func TestUnreachableEndpoint(t *testing.T) {
+	t.Parallel()
 	dead := closedEndpoint(t)
 	for _, attempts := range []int{1, 0} { // 0: the CLI's default retries
 		t.Run("attempts="+strconv.Itoa(attempts), func(t *testing.T) {
@@ -186,6 +192,7 @@ func TestUnreachableEndpoint(t *testing.T) {
 }
 
 func TestMissingCredentials(t *testing.T) {
+	t.Parallel()
 	// A client that signs nothing: dynalite, like DynamoDB, refuses it.
 	unsigned := dynamodb.New(dynamodb.Options{Region: dynalite.Region, BaseEndpoint: aws.String(endpoint)})
 	_, err := dynamo.New(unsigned, "any-table").Get(context.Background(), "x")
@@ -209,6 +216,7 @@ func TestMissingCredentials(t *testing.T) {
 // of DynamoDB's ten types, is read whole by Get, Scan and GetMany, and a Put
 // of it as read writes every attribute back with its type.
 func TestEveryAttributeTypeWrittenByTheSDK(t *testing.T) {
+	t.Parallel()
 	s := dynamotest.NewStore(t, endpoint)
 	raw := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
 	table := s.Table()
@@ -264,6 +272,7 @@ func TestEveryAttributeTypeWrittenByTheSDK(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
+	t.Parallel()
 	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "")
 	want := `dynamodb table "kosha-control" at ` + endpoint
 	if s.Describe() != want {
@@ -276,6 +285,7 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestParallelScanStopsEarlyWithoutLeaks(t *testing.T) {
+	t.Parallel()
 	s := dynamotest.NewStore(t, endpoint)
 	ctx := context.Background()
 	for i := range 60 {

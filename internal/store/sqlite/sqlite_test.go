@@ -52,6 +52,7 @@ func open(t testing.TB, path string) *sqlite.Store {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	opener := func(t *testing.T) store.Store {
 		return open(t, filepath.Join(t.TempDir(), "kosha.db"))
 	}
@@ -62,6 +63,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceTwoHandles runs the whole suite with every call alternating
 // between two Stores on one file, as two processes would share it.
 func TestConformanceTwoHandles(t *testing.T) {
+	t.Parallel()
 	opener := func(t *testing.T) store.Store {
 		path := filepath.Join(t.TempDir(), "kosha.db")
 		return &alternating{handles: [2]store.Store{open(t, path), open(t, path)}}
@@ -138,6 +140,7 @@ func child(path string) int {
 }
 
 func TestSeveralProcesses(t *testing.T) {
+	t.Parallel()
 	const procs, each = 4, 40
 	path := filepath.Join(t.TempDir(), "shared.db")
 	self, err := os.Executable()
@@ -192,6 +195,7 @@ func TestSeveralProcesses(t *testing.T) {
 }
 
 func TestConditionErrorCarriesCurrentItem(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "kosha.db"))
 	ctx := context.Background()
 	cur := store.Item{store.PK: "rl#a", "tokens": 3.5, "updated_at": int64(1000)}
@@ -212,6 +216,7 @@ func TestConditionErrorCarriesCurrentItem(t *testing.T) {
 }
 
 func TestFileModesAndLayout(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "state", "kosha")
 	path := filepath.Join(dir, "local.db")
 	s := open(t, path)
@@ -239,6 +244,7 @@ func TestFileModesAndLayout(t *testing.T) {
 }
 
 func TestReopenKeepsItems(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kosha.db")
 	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
@@ -260,6 +266,7 @@ func TestReopenKeepsItems(t *testing.T) {
 }
 
 func TestOddPaths(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"with space.db", "what?.db", "hash#.db", "pct%20.db", "ünï.db"} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), name)
@@ -275,6 +282,7 @@ func TestOddPaths(t *testing.T) {
 }
 
 func TestOpenFailureIsUnavailable(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "not-a-dir")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -289,6 +297,7 @@ func TestOpenFailureIsUnavailable(t *testing.T) {
 }
 
 func TestNewerSchemaRefused(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kosha.db")
 	s, err := sqlite.Open(context.Background(), path)
 	if err != nil {
@@ -314,6 +323,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 }
 
 func TestSweep(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "kosha.db"))
 	ctx := context.Background()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -361,6 +371,7 @@ func TestSweep(t *testing.T) {
 }
 
 func TestClosedStoreFails(t *testing.T) {
+	t.Parallel()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -407,6 +418,7 @@ func BenchmarkIncrementParallel(b *testing.B) {
 // TestOpenMigratesVersion1 opens a file written by the schema before the
 // secondary indexes (user_version 1) and queries an index over its items.
 func TestOpenMigratesVersion1(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "kosha.db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -468,6 +480,7 @@ func TestOpenMigratesVersion1(t *testing.T) {
 // without its busy timeout (a few rounds in a few hundred on the code
 // before the retry); each opener must still open and write.
 func TestConcurrentOpensOfANewFile(t *testing.T) {
+	t.Parallel()
 	const openers = 16
 	for round := range 100 {
 		path := filepath.Join(t.TempDir(), fmt.Sprintf("new-%d.db", round))

@@ -5,19 +5,23 @@ package clitest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
+	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )
 
 // Epoch is the fixed instant every test's clock starts at.
@@ -34,21 +38,93 @@ type Env struct {
 	// In, when set, is the next Run's stdin instead of Stdin (a reader that
 	// blocks, for cancellation tests).
 	In io.Reader
+
+	parallel bool
+	mu       sync.Mutex
+	vars     map[string]string
+	// base is each variable's process value when vars last set it: a
+	// variable the test changed since with t.Setenv (sequential tests only)
+	// takes the process value.
+	base map[string]procVar
 }
 
+type procVar struct {
+	value string
+	set   bool
+}
+
+// An Option changes what [New] sets up.
+type Option func(*Env)
+
+// Parallel is for a test that runs in parallel (it has called t.Parallel,
+// or its parent has): New then keeps the CLI's environment out of the
+// process, and the variables reach koshactl only through its factory
+// ([factory.WithEnviron]). Without it New calls t.Setenv, which the testing
+// package forbids in a parallel test. Such a test sets a variable for its
+// CLI with [Env.Setenv], never t.Setenv.
+func Parallel() Option { return func(e *Env) { e.parallel = true } }
+
 // New isolates koshactl for the test: KOSHACTL_CONFIG and KOSHACTL_STATE_DIR
-// point into a temporary directory, KOSHACTL_ACTOR is "tester@test", and the
-// clock starts at [Epoch]. Tests that use it cannot run in parallel (they set
-// environment variables).
-func New(t testing.TB) *Env {
+// point into a temporary directory, KOSHACTL_ACTOR is "tester@test",
+// KOSHACTL_CONTEXT is empty, NO_COLOR is set, and the clock starts at
+// [Epoch]. The CLI reads these through its factory's environment, the
+// process environment beneath them.
+//
+// Without [Parallel], New also sets them in the process environment
+// (t.Setenv), for tests that build a factory of their own or set a variable
+// with t.Setenv after New (which then wins over New's value); such tests
+// cannot run in parallel.
+func New(t testing.TB, opts ...Option) *Env {
 	t.Helper()
-	e := &Env{T: t, Dir: t.TempDir(), Clock: clock.NewFake(Epoch)}
-	t.Setenv("KOSHACTL_CONFIG", e.ConfigPath())
-	t.Setenv("KOSHACTL_STATE_DIR", e.StateDir())
-	t.Setenv("KOSHACTL_ACTOR", "tester@test")
-	t.Setenv("KOSHACTL_CONTEXT", "")
-	t.Setenv("NO_COLOR", "1")
+	e := &Env{T: t, Clock: clock.NewFake(Epoch), vars: map[string]string{}, base: map[string]procVar{}}
+	for _, o := range opts {
+		o(e)
+	}
+	e.Dir = t.TempDir()
+	e.Setenv("KOSHACTL_CONFIG", e.ConfigPath())
+	e.Setenv("KOSHACTL_STATE_DIR", e.StateDir())
+	e.Setenv("KOSHACTL_ACTOR", "tester@test")
+	e.Setenv("KOSHACTL_CONTEXT", "")
+	e.Setenv("NO_COLOR", "1")
 	return e
+}
+
+// Setenv sets an environment variable for this installation's commands
+// (and, without [Parallel], for the process, as t.Setenv).
+func (e *Env) Setenv(key, value string) {
+	e.T.Helper()
+	if !e.parallel {
+		e.T.Setenv(key, value)
+	}
+	v, set := os.LookupEnv(key)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.vars[key] = value
+	e.base[key] = procVar{value: v, set: set}
+}
+
+// Environ is the environment this installation's commands read: the
+// process's with the variables New and [Env.Setenv] set.
+func (e *Env) Environ() cmdutil.Environ {
+	return func() []string {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		list := os.Environ()
+		for k, v := range e.vars {
+			cur, set := os.LookupEnv(k)
+			if b := e.base[k]; cur != b.value || set != b.set {
+				continue // the test changed it with t.Setenv since: the process value wins
+			}
+			list = append(list, k+"="+v)
+		}
+		return list
+	}
+}
+
+// Factory returns the production factory on ios with this installation's
+// clock and environment, for tests that drive a command past [Env.Run].
+func (e *Env) Factory(ios *iostreams.IOStreams) *cmdutil.Factory {
+	return factory.NewWith(ios, e.Clock, factory.WithEnviron(e.Environ()))
 }
 
 // ConfigPath returns the config file koshactl reads (KOSHACTL_CONFIG); it
@@ -95,8 +171,7 @@ func (e *Env) RunContext(ctx context.Context, args ...string) Result {
 	ios.SetStdinTTY(e.TTY)
 	ios.SetStdoutTTY(e.TTY)
 	ios.SetStderrTTY(e.TTY)
-	f := factory.NewWith(ios, e.Clock)
-	code := root.Run(ctx, f, args)
+	code := root.Run(ctx, e.Factory(ios), args)
 	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: code}
 }
 
@@ -116,4 +191,26 @@ func (e *Env) WriteConfig(yaml string) {
 	if err := os.WriteFile(e.ConfigPath(), []byte(yaml), 0o600); err != nil {
 		e.T.Fatal(err)
 	}
+}
+
+// UseDynamoDB adds the context "dev" on table at a DynamoDB-API test server
+// (dynalite) with the static test credentials and selects it; flags are
+// added to set-context (--dependencies a,b for example). The table is not
+// created: run "store init" for that.
+func (e *Env) UseDynamoDB(endpoint, table string, flags ...string) {
+	e.T.Helper()
+	args := append([]string{"config", "set-context", "dev", "--table", table, "--region", dynalite.Region,
+		"--endpoint-url", endpoint, "--static-credentials", "--use"}, flags...)
+	e.MustRun(0, args...)
+}
+
+// Decode parses a command's JSON output into a T, failing the test when it
+// is not JSON of that shape.
+func Decode[T any](t testing.TB, s string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, s)
+	}
+	return v
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
-	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -88,7 +87,8 @@ func dep(t *testing.T, r status.Result, name string) status.DependencyView {
 }
 
 func TestStatusMergesOverridesAndGauges(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	sb := newSandbox(t, fleet)
 	localWithSandbox(e, sb, "")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
@@ -135,7 +135,8 @@ func TestStatusMergesOverridesAndGauges(t *testing.T) {
 }
 
 func TestStatusNotesWhereStoreAndGaugesDisagree(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	sb := newSandbox(t, fleet)
 	localWithSandbox(e, sb, "")
 	e.MustRun(0, "breaker", "force-open", "postgres", "--reason", "db failover", "--for", "1h")
@@ -150,7 +151,8 @@ func TestStatusNotesWhereStoreAndGaugesDisagree(t *testing.T) {
 }
 
 func TestStatusWithAFailingSourcePrintsWhatItHasAndExits5(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	sb := newSandbox(t, fleet)
 	localWithSandbox(e, sb, "")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident")
@@ -173,7 +175,8 @@ func TestStatusWithAFailingSourcePrintsWhatItHasAndExits5(t *testing.T) {
 }
 
 func TestStatusCheck(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	sb := newSandbox(t, "kosha_breaker_state{dependency=\"openai\",instance=\"gw-1\"} 0\n")
 	localWithSandbox(e, sb, "    dependencies: [openai]\n")
 	e.MustRun(0, "breaker", "status", "--check")
@@ -185,7 +188,8 @@ func TestStatusCheck(t *testing.T) {
 }
 
 func TestStatusArgumentsAndFlags(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	sb := newSandbox(t, fleet)
 	localWithSandbox(e, sb, "")
 	r := e.MustRun(cmdutil.ExitUsage, "breaker", "status", "open-ai")
@@ -214,11 +218,12 @@ func TestStatusArgumentsAndFlags(t *testing.T) {
 }
 
 func TestStatusWatchPrintsJSONLinesUntilInterrupted(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	sb := newSandbox(t, fleet)
 	localWithSandbox(e, sb, "")
 	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
-	f := factory.NewWith(&iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}, e.Clock)
+	f := e.Factory(&iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	waiting := make(chan time.Duration)
@@ -253,7 +258,8 @@ func TestStatusWatchPrintsJSONLinesUntilInterrupted(t *testing.T) {
 }
 
 func TestStatusOnCloudWatch(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	cw := cwfake.New(t)
 	for i, v := range []float64{2, 2, 0} {
 		cw.Put("openai", fmt.Sprintf("gw-%d", i+1), clitest.Epoch.Add(-30*time.Second), v)
@@ -349,7 +355,8 @@ func putFleet(cw *cwfake.Server, deps []string, instances int, open map[string]s
 // SEARCH returns past 500 metrics, and the open instance is among the series
 // cut. Worst must still say open.
 func TestStatusOnCloudWatchTakesWorstFromTheFleetNotATruncatedInstanceSet(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	cw := cwfake.New(t)
 	deps := []string{"core-api", "openai", "postgres", "redis"}
 	putFleet(cw, deps, 300, map[string]string{"openai": "i-299"})
@@ -373,7 +380,8 @@ func TestStatusOnCloudWatchTakesWorstFromTheFleetNotATruncatedInstanceSet(t *tes
 // the fleet, and --instances reads a breakdown CloudWatch truncates (600
 // series for openai), marked partial in the JSON and the table.
 func TestStatusOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
-	e := clitest.New(t)
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
 	cw := cwfake.New(t)
 	deps := []string{"openai"}
 	for i := range 19 {
