@@ -195,7 +195,7 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 			case errors.As(err, &unwritten) && unwritten.Repairable():
 				msg += "; write it with: " + unwritten.RepairCommand(svc.ContextName)
 			default:
-				msg += "; nothing of it is stored to repair it from: record the change by hand"
+				msg += "; no audit repair can write it (nothing is stored to write it from): record the change by hand"
 			}
 			r.Status, r.Error, rec.OK, mark = drill.StatusUnaudited, rc.Redact(msg), false, "UNAUDITED"
 		case err != nil:
