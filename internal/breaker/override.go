@@ -591,6 +591,15 @@ func decideForce(req ForceRequest, before *Override, now time.Time) (ForceResult
 	return res, nil
 }
 
+// CheckForce is the rule of a force applied to before (the item read, nil
+// when absent) at now, writing nothing: the *ConflictError a force of req
+// would meet, or nil. A drill checks its lever with it before the drill
+// starts and forces it later, once, with [Overrides.ForceAll].
+func CheckForce(req ForceRequest, before *Override, now time.Time) error {
+	_, err := decideForce(req, before, now)
+	return err
+}
+
 // stampForce sets after's created_at to now and its expiry from req: For
 // after created_at, else req.ExpiresAt, else never.
 func stampForce(after *Override, req ForceRequest, now time.Time) {

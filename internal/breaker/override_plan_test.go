@@ -95,3 +95,34 @@ func TestForceAllWritesTheDecidedPlanStampedAtTheWrite(t *testing.T) {
 		t.Fatal("core-api's override lapsed during the confirmation: the write replaced an expired one, not an active one")
 	}
 }
+
+// CheckForce is the force rule without a write: an active override someone
+// else holds is a conflict unless overwritten or seen; a lapsed or absent
+// one is not.
+func TestCheckForceIsTheForceRule(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	held := &breaker.Override{Dependency: "openai", State: breaker.OverrideStateForcedOpen, Actor: "bob", Version: 3,
+		CreatedAt: now.Add(-time.Minute), ExpiresAt: now.Add(time.Hour)}
+	lapsed := *held
+	lapsed.ExpiresAt = now.Add(-time.Second)
+	seen, other := int64(3), int64(2)
+	for _, tc := range []struct {
+		name     string
+		req      breaker.ForceRequest
+		before   *breaker.Override
+		conflict bool
+	}{
+		{"absent", breaker.ForceRequest{Dependency: "openai"}, nil, false},
+		{"held", breaker.ForceRequest{Dependency: "openai"}, held, true},
+		{"held, overwrite", breaker.ForceRequest{Dependency: "openai", Overwrite: true}, held, false},
+		{"held, seen", breaker.ForceRequest{Dependency: "openai", SeenVersion: &seen}, held, false},
+		{"held, seen another version", breaker.ForceRequest{Dependency: "openai", SeenVersion: &other, Overwrite: true}, held, true},
+		{"lapsed", breaker.ForceRequest{Dependency: "openai"}, &lapsed, false},
+	} {
+		err := breaker.CheckForce(tc.req, tc.before, now)
+		var ce *breaker.ConflictError
+		if got := errors.As(err, &ce); got != tc.conflict || (!tc.conflict && err != nil) {
+			t.Errorf("%s: CheckForce = %v, want conflict %v", tc.name, err, tc.conflict)
+		}
+	}
+}

@@ -2,50 +2,12 @@ package cmdutil_test
 
 import (
 	"bytes"
-	"context"
-	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/config"
-	"github.com/kosha-platform/koshactl/internal/store"
 )
-
-func TestExitCodeMapsDomainErrors(t *testing.T) {
-	wrap := func(err error) error { return fmt.Errorf("doing it: %w", err) }
-	cases := []struct {
-		err  error
-		want int
-	}{
-		{nil, cmdutil.ExitOK},
-		{errors.New("boom"), cmdutil.ExitError},
-		{cmdutil.Usagef("bad"), cmdutil.ExitUsage},
-		{wrap(store.ErrNotFound), cmdutil.ExitNotFound},
-		{wrap(config.ErrNoContext), cmdutil.ExitNotFound},
-		{wrap(&breaker.ConflictError{}), cmdutil.ExitConflict},
-		{wrap(&store.ConditionError{PK: "x"}), cmdutil.ExitConflict},
-		{wrap(store.ErrTableMissing), cmdutil.ExitUnavailable},
-		{wrap(store.ErrThrottled), cmdutil.ExitUnavailable},
-		{wrap(store.ErrUnavailable), cmdutil.ExitUnavailable},
-		{wrap(store.ErrCredentials), cmdutil.ExitAuth},
-		{fmt.Errorf("forced, but %w", fmt.Errorf("%w: %w", audit.ErrAuditWrite, store.ErrUnavailable)), cmdutil.ExitAudit},
-		{wrap(context.Canceled), cmdutil.ExitCancelled},
-		{wrap(breaker.ErrInvalidDependency), cmdutil.ExitUsage},
-		{audit.ValidateReason(strings.Repeat("x", audit.MaxReasonLen+1)), cmdutil.ExitUsage},
-		{fmt.Errorf("--%w", audit.ValidateReason("a\rb")), cmdutil.ExitUsage},
-		{cmdutil.WithCode(cmdutil.ExitRefused, errors.New("protected")), cmdutil.ExitRefused},
-	}
-	for _, tc := range cases {
-		if got := cmdutil.ExitCode(tc.err); got != tc.want {
-			t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.want)
-		}
-	}
-}
 
 func TestHumanTimes(t *testing.T) {
 	now := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)

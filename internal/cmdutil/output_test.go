@@ -7,7 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -65,7 +67,7 @@ func TestJQPrintsStringsPlainAndRendersUnsafeOnes(t *testing.T) {
 func TestJQRefusesOtherFormatsAndBadExpressions(t *testing.T) {
 	for _, args := range [][]string{{"-o", "yaml", "--jq", "."}, {"-o", "table", "--jq", "."}, {"--jq", ".["}, {"--jq", ""}} {
 		_, err := jqFormat(t, args...)
-		if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "--jq") {
+		if root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "--jq") {
 			t.Errorf("%v: want a usage error naming --jq, got %v", args, err)
 		}
 	}

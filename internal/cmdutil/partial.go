@@ -3,6 +3,7 @@ package cmdutil
 import (
 	"fmt"
 
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -13,7 +14,7 @@ import (
 // the list shows what it could read; in table mode each problem is one line
 // on stderr, `warning: <pk>: <attribute>: <problem>`; in -o json|yaml the
 // document's `unreadable` list carries the same problems; and the command
-// exits [ExitPartial] with a one-line summary saying how to repair them.
+// exits [exitcode.Partial] with a one-line summary saying how to repair them.
 //
 // Call it after printing the listing. noun names what was listed ("audit
 // record"), fix says how to repair one. It returns nil when problems is
@@ -49,7 +50,7 @@ func PartialListing(problems []store.Problem, noun, where, fix string) error {
 	if len(items) > 1 {
 		what = fmt.Sprintf("%d %ss do", len(items), noun)
 	}
-	return WithCode(ExitPartial, fmt.Errorf("partial listing: %s not follow the contract (%s); %s", what, where, fix))
+	return WithCode(exitcode.Partial, fmt.Errorf("partial listing: %s not follow the contract (%s); %s", what, where, fix))
 }
 
 // Problems returns problems, or an empty list (never nil), for JSON output.

@@ -13,8 +13,10 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
 )
 
@@ -56,7 +58,7 @@ func TestKeySourceOrder(t *testing.T) {
 	}
 	env := &cmdutil.Env{Name: "prod", Context: &config.Context{Store: dynamo}, AWSConfig: awsCfg}
 	_, err := env.KeySource(ctx, "")
-	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "koshactl config set-context prod --chaos-secret-id ID") {
+	if root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "koshactl config set-context prod --chaos-secret-id ID") {
 		t.Errorf("no source: %v", err)
 	}
 }
@@ -99,7 +101,7 @@ func TestTargets(t *testing.T) {
 		t.Errorf("configured: %v %v", ts, err)
 	}
 	env.Context.Chaos.Targets = []string{"Bad_Target"}
-	if _, err := env.ChaosTargets(); cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "--chaos-targets") {
+	if _, err := env.ChaosTargets(); root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "--chaos-targets") {
 		t.Errorf("malformed: %v", err)
 	}
 }
@@ -108,7 +110,8 @@ func TestTargets(t *testing.T) {
 func TestEnvBuildsEachServiceOnce(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	env := &cmdutil.Env{Name: "local", Context: config.BuiltinLocal(), Store: sqlitetest.NewStore(t), Clock: clk}
-	if env.Overrides() != env.Overrides() || env.Audit() != env.Audit() {
+	ov, log := env.Overrides(), env.Audit()
+	if env.Overrides() != ov || env.Audit() != log {
 		t.Fatal("overrides or audit log built twice")
 	}
 	b, err := env.Buckets()
@@ -126,7 +129,7 @@ func TestEnvBuildsEachServiceOnce(t *testing.T) {
 		t.Fatalf("override %+v, %v: want it stamped by the Env's clock %s", o, err, clk.Now())
 	}
 	env.Context = &config.Context{Store: env.Context.Store, RateLimit: config.RateLimitConfig{Capacity: -1}}
-	if _, err := (&cmdutil.Env{Name: "bad", Context: env.Context}).Buckets(); cmdutil.ExitCode(err) != cmdutil.ExitUsage ||
+	if _, err := (&cmdutil.Env{Name: "bad", Context: env.Context}).Buckets(); root.ExitCode(err) != exitcode.Usage ||
 		!strings.Contains(err.Error(), "--ratelimit-capacity") {
 		t.Fatalf("bad limits: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/testutil/fsnodes"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -26,41 +27,6 @@ func mkRegular(t *testing.T, dir string) string {
 	p := filepath.Join(dir, "regular")
 	if err := os.WriteFile(p, []byte("old\n"), 0o600); err != nil {
 		t.Fatal(err)
-	}
-	return p
-}
-
-func mkFIFO(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "pipe")
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// mkNull makes a character device with the null device's numbers (1, 3 on
-// Linux) in dir: written to, it discards, whatever is written.
-func mkNull(t *testing.T, dir string) string {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(os.DevNull, &st); err != nil { // only looked at, never opened
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "null")
-	if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, int(st.Rdev)); err != nil { //nolint:gosec // G115: a Linux device number fits an int
-		t.Fatalf("mknod (the test needs root): %v", err)
-	}
-	return p
-}
-
-// mkBlock makes a block device node (the loop device's numbers); the tests
-// only check it is refused, which happens before any open.
-func mkBlock(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "disk")
-	if err := syscall.Mknod(p, syscall.S_IFBLK|0o600, 7<<8); err != nil {
-		t.Fatalf("mknod (the test needs root): %v", err)
 	}
 	return p
 }
@@ -220,7 +186,7 @@ func TestWriteFileEachKindOfPath(t *testing.T) {
 	})
 	t.Run("fifo with a reader", func(t *testing.T) {
 		dir := t.TempDir()
-		p := mkFIFO(t, dir)
+		p := fsnodes.FIFO(t, dir, "pipe")
 		got := readN(t, p, len(data))
 		if err := fsutil.WriteFile(ctx, p, data, 0o644); err != nil {
 			t.Fatal(err)
@@ -235,7 +201,7 @@ func TestWriteFileEachKindOfPath(t *testing.T) {
 	})
 	t.Run("fifo without a reader", func(t *testing.T) {
 		dir := t.TempDir()
-		p := mkFIFO(t, dir)
+		p := fsnodes.FIFO(t, dir, "pipe")
 		// A plain open would wait for a reader forever; the test binary's
 		// timeout is the bound.
 		err := fsutil.WriteFile(ctx, p, data, 0o644)
@@ -252,7 +218,7 @@ func TestWriteFileEachKindOfPath(t *testing.T) {
 	})
 	t.Run("character device", func(t *testing.T) {
 		dir := t.TempDir()
-		p := mkNull(t, dir)
+		p := fsnodes.Null(t, dir)
 		before := mode(t, p)
 		if err := fsutil.WriteFile(ctx, p, data, 0o644); err != nil {
 			t.Fatal(err)
@@ -264,7 +230,7 @@ func TestWriteFileEachKindOfPath(t *testing.T) {
 	})
 	t.Run("block device", func(t *testing.T) {
 		dir := t.TempDir()
-		p := mkBlock(t, dir)
+		p := fsnodes.Block(t, dir)
 		wantRefused(t, fsutil.WriteFile(ctx, p, data, 0o644), p, "block device")
 		if mode(t, p)&fs.ModeDevice == 0 {
 			t.Error("the device was replaced")
@@ -289,7 +255,7 @@ func TestWriteFileEachKindOfPath(t *testing.T) {
 }
 
 func TestWriteFileToAStalledPipeEndsWithTheContext(t *testing.T) {
-	p := mkFIFO(t, t.TempDir())
+	p := fsnodes.FIFO(t, t.TempDir(), "pipe")
 	r := openReader(t, p)
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cause := errors.New("interrupted")
@@ -319,9 +285,9 @@ func TestReplaceFileRefusesPipesAndDevices(t *testing.T) {
 	for _, c := range []struct {
 		path, what string
 	}{
-		{mkFIFO(t, dir), "named pipe"},
-		{mkNull(t, dir), "character device"},
-		{mkBlock(t, dir), "block device"},
+		{fsnodes.FIFO(t, dir, "pipe"), "named pipe"},
+		{fsnodes.Null(t, dir), "character device"},
+		{fsnodes.Block(t, dir), "block device"},
 		{dir, "directory"},
 	} {
 		before := mode(t, c.path)
@@ -364,7 +330,7 @@ func TestCreateNewNeverReplaces(t *testing.T) {
 	if err := fsutil.CreateNew(ctx, link, []byte("second"), 0o600); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("over a link: %v", err)
 	}
-	fifo := mkFIFO(t, dir)
+	fifo := fsnodes.FIFO(t, dir, "pipe")
 	if err := fsutil.CreateNew(ctx, fifo, []byte("second"), 0o600); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("over a pipe: %v", err)
 	}
@@ -404,7 +370,7 @@ func TestOpenAppendEachKindOfPath(t *testing.T) {
 		t.Error("appended through the link")
 	}
 
-	fifo := mkFIFO(t, dir)
+	fifo := fsnodes.FIFO(t, dir, "pipe")
 	if err := appendLine(t, fifo); !errors.Is(err, fsutil.ErrNoReader) {
 		t.Errorf("pipe without a reader: %v", err)
 	}
@@ -416,17 +382,17 @@ func TestOpenAppendEachKindOfPath(t *testing.T) {
 		t.Errorf("pipe with a reader: read %q", s)
 	}
 
-	null := mkNull(t, dir)
+	null := fsnodes.Null(t, dir)
 	if err := appendLine(t, null); err != nil || mode(t, null)&fs.ModeCharDevice == 0 {
 		t.Errorf("character device: %v", err)
 	}
-	blk := mkBlock(t, dir)
+	blk := fsnodes.Block(t, dir)
 	wantRefused(t, appendLine(t, blk), blk, "block device")
 	wantRefused(t, appendLine(t, dir), dir, "directory")
 }
 
 func TestOpenAppendCloseEndsAStalledWrite(t *testing.T) {
-	p := mkFIFO(t, t.TempDir())
+	p := fsnodes.FIFO(t, t.TempDir(), "pipe")
 	r := openReader(t, p)
 	f, err := fsutil.OpenAppend(context.Background(), p, 0o600)
 	if err != nil {
@@ -478,7 +444,7 @@ func TestOpenOrCreateRegular(t *testing.T) {
 		t.Error("a file was created or changed through a link")
 	}
 	for _, c := range []struct{ path, what string }{
-		{mkFIFO(t, dir), "named pipe"}, {mkNull(t, dir), "character device"}, {mkBlock(t, dir), "block device"}, {dir, "directory"},
+		{fsnodes.FIFO(t, dir, "pipe"), "named pipe"}, {fsnodes.Null(t, dir), "character device"}, {fsnodes.Block(t, dir), "block device"}, {dir, "directory"},
 	} {
 		_, err := fsutil.OpenOrCreateRegular(c.path, 0o600)
 		wantRefused(t, err, c.path, c.what)
@@ -494,11 +460,11 @@ func TestCheckOutput(t *testing.T) {
 	}{
 		{filepath.Join(dir, "absent"), false, true},
 		{mkRegular(t, dir), false, true},
-		{mkFIFO(t, dir), true, true},
+		{fsnodes.FIFO(t, dir, "pipe"), true, true},
 		{filepath.Join(dir, "pipe"), false, false},
-		{mkNull(t, dir), true, true},
+		{fsnodes.Null(t, dir), true, true},
 		{filepath.Join(dir, "null"), false, false},
-		{mkBlock(t, dir), true, false},
+		{fsnodes.Block(t, dir), true, false},
 		{dir, true, false},
 		{filepath.Join(dir, "no-such-dir", "f"), true, false},
 	} {

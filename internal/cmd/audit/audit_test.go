@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -68,7 +68,7 @@ func testAuditListAroundBadRecords(t *testing.T, setup func(t *testing.T, e *cli
 		Unreadable []store.Problem `json:"unreadable"`
 	}
 	for _, format := range []string{"json", "yaml"} {
-		r := e.MustRun(cmdutil.ExitPartial, "audit", "list", "--scan", "-o", format)
+		r := e.MustRun(exitcode.Partial, "audit", "list", "--scan", "-o", format)
 		if !strings.Contains(r.Stderr, `partial listing: 2 audit records do not follow the contract (listed under "unreadable")`) {
 			t.Errorf("-o %s stderr: %q", format, r.Stderr)
 		}
@@ -93,7 +93,7 @@ func testAuditListAroundBadRecords(t *testing.T, setup func(t *testing.T, e *cli
 	}
 	// Every filter of the scan still lists what can be read.
 	for _, args := range [][]string{{}, {"--subject", "breaker#openai"}, {"--action", "breaker.clear"}, {"--since", "1h"}, {"--limit", "1"}} {
-		r := e.MustRun(cmdutil.ExitPartial, append([]string{"audit", "list", "--scan"}, args...)...)
+		r := e.MustRun(exitcode.Partial, append([]string{"audit", "list", "--scan"}, args...)...)
 		if !strings.Contains(r.Stdout, "breaker.clear") {
 			t.Errorf("audit list %v lost the readable record:\n%s", args, r.Stdout)
 		}

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -79,7 +81,7 @@ func TestListFiltersByActorUntilAndAction(t *testing.T) {
 		{"--follow", "--until", "1h"},
 		{"--follow", "--interval", "0s"},
 	} {
-		r := e.MustRun(cmdutil.ExitUsage, append([]string{"audit", "list"}, args...)...)
+		r := e.MustRun(exitcode.Usage, append([]string{"audit", "list"}, args...)...)
 		if r.Stdout != "" || strings.Count(r.Stderr, "\n") != 1 {
 			t.Errorf("audit list %s: %q %q", strings.Join(args, " "), r.Stdout, r.Stderr)
 		}
@@ -243,7 +245,7 @@ func TestFollowReportsUnreadableRecords(t *testing.T) {
 	fw.tick <- time.Time{} // more reads: each problem is reported once
 	fw.stop()
 	err := <-fw.done
-	if cmdutil.ExitCode(err) != cmdutil.ExitPartial || !strings.Contains(err.Error(), "1 audit record does not follow the contract") {
+	if root.ExitCode(err) != exitcode.Partial || !strings.Contains(err.Error(), "1 audit record does not follow the contract") {
 		t.Errorf("follow ended with %v, want the partial listing (exit 10)", err)
 	}
 	if n := strings.Count(errOut.String(), warning); n != 1 {

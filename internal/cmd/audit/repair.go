@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lazyre"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -78,7 +79,7 @@ func NewCmdRepair(f *cmdutil.Factory) *cobra.Command {
 func RunRepair(ctx context.Context, f *cmdutil.Factory, opts *RepairOptions) error {
 	dep, err := breaker.DependencyOfKey(opts.Subject)
 	if err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		return cmdutil.WithCode(exitcode.Usage, err)
 	}
 	env, err := f.Env(ctx)
 	if err != nil {

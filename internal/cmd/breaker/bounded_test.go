@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
@@ -23,7 +23,7 @@ func TestHugeReasonIsQuotedBoundedInWarnings(t *testing.T) {
 		{"breaker", "force-open", "openai", "--reason", "mine", "--for", "10m"},
 	} {
 		r := e.Run(args...)
-		if r.Code != 0 && r.Code != cmdutil.ExitPartial && r.Code != cmdutil.ExitConflict {
+		if r.Code != 0 && r.Code != exitcode.Partial && r.Code != exitcode.Conflict {
 			t.Errorf("%v: exit %d\n%s", args, r.Code, r.Stderr)
 		}
 		if len(r.Stderr) > bound {

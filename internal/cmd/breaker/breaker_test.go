@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
@@ -60,7 +60,7 @@ func TestForceOpenThenListGetClearAudit(t *testing.T) {
 	if !strings.Contains(r.Stdout, "Cleared override on openai") {
 		t.Errorf("clear output:\n%s", r.Stdout)
 	}
-	e.MustRun(cmdutil.ExitNotFound, "breaker", "get", "openai")
+	e.MustRun(exitcode.NotFound, "breaker", "get", "openai")
 
 	recs := clitest.Decode[struct {
 		Items []struct {
@@ -95,7 +95,7 @@ func TestForceOpenConflictShowsHolderAndOverwriteReplaces(t *testing.T) {
 	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "first")
 	e.Setenv("KOSHACTL_ACTOR", "bob@test")
-	r := e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "openai", "--reason", "second")
+	r := e.MustRun(exitcode.Conflict, "breaker", "force-open", "openai", "--reason", "second")
 	for _, want := range []string{"tester@test", `"first"`, "--overwrite"} {
 		if !strings.Contains(r.Stderr, want) {
 			t.Errorf("conflict error lacks %q: %s", want, r.Stderr)
@@ -156,7 +156,7 @@ func TestClearRefusesATypo(t *testing.T) {
 	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "incident")
 	for _, args := range [][]string{{"open-ai"}, {"openai", "open-ai"}, {"open-ai", "--dry-run"}} {
-		r := e.MustRun(cmdutil.ExitUsage, append([]string{"breaker", "clear"}, args...)...)
+		r := e.MustRun(exitcode.Usage, append([]string{"breaker", "clear"}, args...)...)
 		if !strings.Contains(r.Stderr, `did you mean "openai"`) || !strings.Contains(r.Stderr, "--allow-unknown") {
 			t.Errorf("clear %v: stderr %q lacks the suggestion and the way past it", args, r.Stderr)
 		}
@@ -191,8 +191,8 @@ func TestClearAll(t *testing.T) {
 	if out := e.MustRun(0, "breaker", "list").Stdout; !strings.Contains(out, "No breaker overrides") {
 		t.Errorf("after clear --all:\n%s", out)
 	}
-	e.MustRun(cmdutil.ExitUsage, "breaker", "clear", "--all", "openai")
-	e.MustRun(cmdutil.ExitUsage, "breaker", "clear")
+	e.MustRun(exitcode.Usage, "breaker", "clear", "--all", "openai")
+	e.MustRun(exitcode.Usage, "breaker", "clear")
 }
 
 func TestForceOpenDryRunWritesNothing(t *testing.T) {
@@ -212,7 +212,7 @@ func TestForceOpenDryRunWritesNothing(t *testing.T) {
 	if !out.DryRun || len(out.Results) != 1 || out.Results[0].Action != "would-force" || out.Results[0].Override.Reason != "x" {
 		t.Errorf("dry run result: %+v", out)
 	}
-	e.MustRun(cmdutil.ExitNotFound, "breaker", "get", "openai")
+	e.MustRun(exitcode.NotFound, "breaker", "get", "openai")
 	if recs := e.MustRun(0, "audit", "list").Stdout; !strings.Contains(recs, "No audit records") {
 		t.Errorf("a dry run must not be audited:\n%s", recs)
 	}
@@ -226,25 +226,25 @@ func TestForceOpenBadInputWritesNothing(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no reason", []string{"openai"}, cmdutil.ExitUsage, "reason is required"},
-		{"blank reason", []string{"openai", "--reason", "  "}, cmdutil.ExitUsage, "reason is required"},
-		{"multi-line reason", []string{"openai", "--reason", "a\nb"}, cmdutil.ExitUsage, "control character"},
-		{"typo", []string{"open-ai", "--reason", "x"}, cmdutil.ExitUsage, `did you mean "openai"`},
-		{"bad name", []string{"OpenAI!", "--reason", "x"}, cmdutil.ExitUsage, "invalid dependency name"},
-		{"negative for", []string{"openai", "--reason", "x", "--for", "-5m"}, cmdutil.ExitUsage, "not positive"},
-		{"absurd for", []string{"openai", "--reason", "x", "--for", "9000h"}, cmdutil.ExitUsage, "max-override"},
-		{"bad for", []string{"openai", "--reason", "x", "--for", "soon"}, cmdutil.ExitUsage, "invalid argument"},
-		{"for under the cache period", []string{"openai", "--reason", "x", "--for", "1ns"}, cmdutil.ExitUsage, "1ns is under the 5s minimum"},
-		{"for just under", []string{"openai", "--reason", "x", "--for", "4.999s"}, cmdutil.ExitUsage, "use --for 5s or more"},
-		{"until under the cache period", []string{"openai", "--reason", "x", "--until", "2026-11-29T19:00:03Z"}, cmdutil.ExitUsage, "3s is under the 5s minimum"},
-		{"past until", []string{"openai", "--reason", "x", "--until", "2020-01-01T00:00:00Z"}, cmdutil.ExitUsage, "in the past"},
-		{"bad until", []string{"openai", "--reason", "x", "--until", "tomorrow"}, cmdutil.ExitUsage, "RFC3339"},
-		{"for and until", []string{"openai", "--reason", "x", "--for", "1m", "--until", "2026-11-29T20:00:00Z"}, cmdutil.ExitUsage, "none of the others"},
-		{"no-expiry without yes", []string{"openai", "--reason", "x", "--no-expiry"}, cmdutil.ExitUsage, "--yes"},
-		{"one bad among good", []string{"openai", "open-ai", "--reason", "x"}, cmdutil.ExitUsage, "unknown dependency"},
-		{"twice", []string{"openai", "openai", "--reason", "x"}, cmdutil.ExitUsage, "named twice"},
-		{"no dependency", []string{"--reason", "x"}, cmdutil.ExitUsage, "requires at least 1 arg"},
-		{"bad output", []string{"openai", "--reason", "x", "-o", "xml"}, cmdutil.ExitUsage, "unknown output format"},
+		{"no reason", []string{"openai"}, exitcode.Usage, "reason is required"},
+		{"blank reason", []string{"openai", "--reason", "  "}, exitcode.Usage, "reason is required"},
+		{"multi-line reason", []string{"openai", "--reason", "a\nb"}, exitcode.Usage, "control character"},
+		{"typo", []string{"open-ai", "--reason", "x"}, exitcode.Usage, `did you mean "openai"`},
+		{"bad name", []string{"OpenAI!", "--reason", "x"}, exitcode.Usage, "invalid dependency name"},
+		{"negative for", []string{"openai", "--reason", "x", "--for", "-5m"}, exitcode.Usage, "not positive"},
+		{"absurd for", []string{"openai", "--reason", "x", "--for", "9000h"}, exitcode.Usage, "max-override"},
+		{"bad for", []string{"openai", "--reason", "x", "--for", "soon"}, exitcode.Usage, "invalid argument"},
+		{"for under the cache period", []string{"openai", "--reason", "x", "--for", "1ns"}, exitcode.Usage, "1ns is under the 5s minimum"},
+		{"for just under", []string{"openai", "--reason", "x", "--for", "4.999s"}, exitcode.Usage, "use --for 5s or more"},
+		{"until under the cache period", []string{"openai", "--reason", "x", "--until", "2026-11-29T19:00:03Z"}, exitcode.Usage, "3s is under the 5s minimum"},
+		{"past until", []string{"openai", "--reason", "x", "--until", "2020-01-01T00:00:00Z"}, exitcode.Usage, "in the past"},
+		{"bad until", []string{"openai", "--reason", "x", "--until", "tomorrow"}, exitcode.Usage, "RFC3339"},
+		{"for and until", []string{"openai", "--reason", "x", "--for", "1m", "--until", "2026-11-29T20:00:00Z"}, exitcode.Usage, "none of the others"},
+		{"no-expiry without yes", []string{"openai", "--reason", "x", "--no-expiry"}, exitcode.Usage, "--yes"},
+		{"one bad among good", []string{"openai", "open-ai", "--reason", "x"}, exitcode.Usage, "unknown dependency"},
+		{"twice", []string{"openai", "openai", "--reason", "x"}, exitcode.Usage, "named twice"},
+		{"no dependency", []string{"--reason", "x"}, exitcode.Usage, "requires at least 1 arg"},
+		{"bad output", []string{"openai", "--reason", "x", "-o", "xml"}, exitcode.Usage, "unknown output format"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -293,15 +293,15 @@ func TestProtectedContextNeedsConfirmation(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "config", "set-context", "prod", "--local", e.Dir+"/prod.db", "--protected", "--use")
-	r := e.MustRun(cmdutil.ExitRefused, "breaker", "force-open", "openai", "--reason", "x")
+	r := e.MustRun(exitcode.Refused, "breaker", "force-open", "openai", "--reason", "x")
 	if !strings.Contains(r.Stderr, "protected") || !strings.Contains(r.Stderr, "--yes") {
 		t.Errorf("refusal should name --yes: %s", r.Stderr)
 	}
-	e.MustRun(cmdutil.ExitNotFound, "breaker", "get", "openai")
+	e.MustRun(exitcode.NotFound, "breaker", "get", "openai")
 
 	e.TTY, e.Stdin = true, "staging\n"
-	e.MustRun(cmdutil.ExitRefused, "breaker", "force-open", "openai", "--reason", "x")
-	e.MustRun(cmdutil.ExitNotFound, "breaker", "get", "openai")
+	e.MustRun(exitcode.Refused, "breaker", "force-open", "openai", "--reason", "x")
+	e.MustRun(exitcode.NotFound, "breaker", "get", "openai")
 
 	e.Stdin = "prod\n"
 	r = e.MustRun(0, "breaker", "force-open", "openai", "--reason", "x")
@@ -309,7 +309,7 @@ func TestProtectedContextNeedsConfirmation(t *testing.T) {
 		t.Errorf("prompt not shown: %s", r.Stderr)
 	}
 	e.TTY, e.Stdin = false, ""
-	e.MustRun(cmdutil.ExitRefused, "breaker", "clear", "openai")
+	e.MustRun(exitcode.Refused, "breaker", "clear", "openai")
 	e.MustRun(0, "breaker", "clear", "openai", "--yes")
 	// Reads need no confirmation.
 	e.MustRun(0, "breaker", "list")
@@ -318,7 +318,7 @@ func TestProtectedContextNeedsConfirmation(t *testing.T) {
 func TestUnknownContextIsNotFound(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	r := e.MustRun(cmdutil.ExitNotFound, "--context", "nope", "breaker", "list")
+	r := e.MustRun(exitcode.NotFound, "--context", "nope", "breaker", "list")
 	if !strings.Contains(r.Stderr, "known contexts are local") {
 		t.Errorf("stderr: %s", r.Stderr)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
@@ -41,15 +41,15 @@ func testClearByKey(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(
 	write(bad)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "valid", "--for", "30m")
 
-	r := e.MustRun(cmdutil.ExitPartial, "breaker", "list", "--scan")
+	r := e.MustRun(exitcode.Partial, "breaker", "list", "--scan")
 	hint := "koshactl breaker clear --key 'breaker#Bad Name'"
 	if !strings.Contains(r.Stderr, hint) || !strings.Contains(r.Stdout, "openai") {
 		t.Fatalf("list does not name %q:\n%s\n%s", hint, r.Stdout, r.Stderr)
 	}
-	e.MustRun(cmdutil.ExitUsage, "breaker", "clear", "Bad Name")
-	e.MustRun(cmdutil.ExitUsage, "breaker", "clear", "--key", "rl#alice")
-	e.MustRun(cmdutil.ExitUsage, "breaker", "clear", "--key", "breaker#")
-	e.MustRun(cmdutil.ExitUsage, "breaker", "clear", "--key", "breaker#x", "--all")
+	e.MustRun(exitcode.Usage, "breaker", "clear", "Bad Name")
+	e.MustRun(exitcode.Usage, "breaker", "clear", "--key", "rl#alice")
+	e.MustRun(exitcode.Usage, "breaker", "clear", "--key", "breaker#")
+	e.MustRun(exitcode.Usage, "breaker", "clear", "--key", "breaker#x", "--all")
 
 	// The hint, as a shell would pass it.
 	r = e.MustRun(0, "breaker", "clear", "--key", "breaker#Bad Name", "--reason", "hand-written")
@@ -73,7 +73,7 @@ func testClearByKey(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(
 	}
 	// Gone now: a key with nothing stored under it follows clear's
 	// known-dependency rule, as a name does (a typo is refused).
-	e.MustRun(cmdutil.ExitUsage, "breaker", "clear", "--key", "breaker#Bad Name")
+	e.MustRun(exitcode.Usage, "breaker", "clear", "--key", "breaker#Bad Name")
 	if r = e.MustRun(0, "breaker", "clear", "--key", "breaker#Bad Name", "--allow-unknown"); !strings.Contains(r.Stdout, "nothing to clear") {
 		t.Errorf("second clear --key: %s", r.Stdout)
 	}

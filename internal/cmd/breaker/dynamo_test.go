@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -23,7 +23,7 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 	e.UseDynamoDB(endpoint, "kosha-control")
 
 	// Before store init the table is missing: exit 5 and a hint.
-	r := e.MustRun(cmdutil.ExitUnavailable, "breaker", "list")
+	r := e.MustRun(exitcode.Unavailable, "breaker", "list")
 	if !strings.Contains(r.Stderr, "store init") {
 		t.Errorf("missing-table error should point to store init: %s", r.Stderr)
 	}
@@ -32,7 +32,7 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 	if !strings.Contains(r.Stdout, "Would create") {
 		t.Errorf("dry run: %s", r.Stdout)
 	}
-	e.MustRun(cmdutil.ExitUnavailable, "breaker", "list") // still no table
+	e.MustRun(exitcode.Unavailable, "breaker", "list") // still no table
 	r = e.MustRun(0, "store", "init")
 	if !strings.Contains(r.Stdout, "created") || !strings.Contains(r.Stdout, "time to live") {
 		t.Errorf("store init output:\n%s", r.Stdout)
@@ -45,7 +45,7 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 	if !strings.Contains(r.Stderr, `context "dev"`) || !strings.Contains(r.Stderr, "kosha-control") {
 		t.Errorf("acted-on line should name the context and table: %s", r.Stderr)
 	}
-	e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "openai", "--reason", "again")
+	e.MustRun(exitcode.Conflict, "breaker", "force-open", "openai", "--reason", "again")
 
 	// The raw item follows docs/contracts/breaker-override.md.
 	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "kosha-control")
@@ -90,7 +90,7 @@ func TestUnreachableEndpointIsUnavailable(t *testing.T) {
 	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "config", "set-context", "down", "--table", "t", "--region", "us-east-1",
 		"--endpoint-url", "http://127.0.0.1:1", "--static-credentials", "--use")
-	r := e.MustRun(cmdutil.ExitUnavailable, "breaker", "force-open", "openai", "--reason", "x")
+	r := e.MustRun(exitcode.Unavailable, "breaker", "force-open", "openai", "--reason", "x")
 	if !strings.Contains(r.Stderr, "127.0.0.1:1") {
 		t.Errorf("error should name the endpoint: %s", r.Stderr)
 	}
@@ -147,7 +147,7 @@ func TestForceOpenManyOnDynamoDB(t *testing.T) {
 	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "breaker", "force-open", "held", "--reason", "theirs", "--allow-unknown")
-	r := e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "d1", "d2", "held", "d4", "--reason", "drill", "--allow-unknown")
+	r := e.MustRun(exitcode.Conflict, "breaker", "force-open", "d1", "d2", "held", "d4", "--reason", "drill", "--allow-unknown")
 	if !strings.Contains(r.Stderr, "held is already forced open") {
 		t.Errorf("conflict message: %s", r.Stderr)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/termtest"
 )
@@ -90,11 +90,11 @@ func TestHostileTableThroughTheRealBinary(t *testing.T) {
 	put(map[string]types.AttributeValue{"pk": s(fmt.Sprintf("audit#%013d#00000000000000bb", now)), "actor": s(hostileActor),
 		"action": s("breaker.clear"), "subject": s("breaker#openai\u202e"), "outcome": s("ok")})
 
-	out, _ := run(cmdutil.ExitPartial, "breaker", "list")
+	out, _ := run(exitcode.Partial, "breaker", "list")
 	if !strings.Contains(out, "openai") || !strings.Contains(out, "core-api") || !strings.Contains(out, hostileShown[1]) {
 		t.Errorf("breaker list does not show both overrides, escaped:\n%s", out)
 	}
-	_, errOut := run(cmdutil.ExitPartial, "breaker", "list", "--scan")
+	_, errOut := run(exitcode.Partial, "breaker", "list", "--scan")
 	for _, attr := range []string{"version", "expires_at"} {
 		if !strings.Contains(errOut, "breaker#openai: "+attr) {
 			t.Errorf("breaker list --scan does not name the malformed %s:\n%s", attr, errOut)
@@ -105,11 +105,11 @@ func TestHostileTableThroughTheRealBinary(t *testing.T) {
 		t.Errorf("breaker get does not flag the malformed override:\n%s", out)
 	}
 	run(0, "breaker", "get", "core-api")
-	out, _ = run(cmdutil.ExitPartial, "audit", "list", "--scan")
+	out, _ = run(exitcode.Partial, "audit", "list", "--scan")
 	if !strings.Contains(out, `breaker.force-open\x1b[2J`) {
 		t.Errorf("audit list --scan lost the readable record:\n%s", out)
 	}
-	run(cmdutil.ExitPartial, "ratelimit", "list")
+	run(exitcode.Partial, "ratelimit", "list")
 	run(0, "-o", "json", "breaker", "get", "core-api")
 
 	// One clear removes the corrupt override, whatever its version's type.
@@ -117,7 +117,7 @@ func TestHostileTableThroughTheRealBinary(t *testing.T) {
 	if !strings.Contains(out, "openai") {
 		t.Errorf("clear said:\n%s", out)
 	}
-	run(cmdutil.ExitNotFound, "breaker", "get", "openai")
+	run(exitcode.NotFound, "breaker", "get", "openai")
 	out, _ = run(0, "audit", "list", "--subject", "breaker#openai", "-o", "json")
 	if !strings.Contains(out, `"before"`) || !strings.Contains(out, "tomorrow") {
 		t.Errorf("the clear's audit record does not keep the raw before-image:\n%s", out)

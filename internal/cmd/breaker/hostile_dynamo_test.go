@@ -7,7 +7,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -43,7 +43,7 @@ func TestHostileTableOnDynamoDBIsShownEscaped(t *testing.T) {
 	assertShown(t, "breaker get", e.MustRun(0, "breaker", "get", "openai"), hostileShown, nil)
 	assertShown(t, "audit list", e.MustRun(0, "audit", "list"), hostileShown, nil)
 	assertShown(t, "ratelimit list", e.MustRun(0, "ratelimit", "list"), []string{`evil\x1b]0;title\x07  1/20`}, nil)
-	r := e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "openai", "--reason", "mine")
+	r := e.MustRun(exitcode.Conflict, "breaker", "force-open", "openai", "--reason", "mine")
 	assertShown(t, "conflict", r, nil, []string{hostileShown[1]})
 	r = e.MustRun(0, "breaker", "clear", "openai")
 	assertShown(t, "clear", r, []string{"set by " + hostileShown[1]}, nil)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -95,7 +95,7 @@ func TestHostileOverrideNeverReachesTheTerminalRaw(t *testing.T) {
 			assertShown(t, "audit list", e.MustRun(0, "audit", "list"), append([]string{`breaker#openai\x1b[8m`, `ok\u2066`}, hostileShown...), nil)
 
 			// The conflict names the holder on stderr.
-			r = e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", "openai", "--reason", "mine now")
+			r = e.MustRun(exitcode.Conflict, "breaker", "force-open", "openai", "--reason", "mine now")
 			assertShown(t, "force-open conflict", r, nil, []string{hostileShown[1]})
 			r = e.MustRun(0, "breaker", "force-open", "openai", "--reason", "mine now", "--overwrite")
 			assertShown(t, "force-open --overwrite", r, []string{"previously forced by " + hostileShown[1] + ": " + hostileShown[0]}, nil)
@@ -170,7 +170,7 @@ func TestReasonAndActorAreRefusedByTheSameRule(t *testing.T) {
 		{"a\rb", `reason has a control character (\r) at character 2`},
 		{strings.Repeat("é", 501), "reason is 501 characters"},
 	} {
-		r := e.MustRun(cmdutil.ExitUsage, "breaker", "force-open", "openai", "--reason", c.reason)
+		r := e.MustRun(exitcode.Usage, "breaker", "force-open", "openai", "--reason", c.reason)
 		assertShown(t, "force-open --reason", r, nil, []string{c.want})
 		if n := strings.Count(r.Stderr, "\n"); n != 1 {
 			t.Errorf("want a one-line error, got %d lines:\n%s", n, r.Stderr)
@@ -180,7 +180,7 @@ func TestReasonAndActorAreRefusedByTheSameRule(t *testing.T) {
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", strings.Repeat("é", 400), "--for", "30m")
 
 	e.Setenv("KOSHACTL_ACTOR", "eve\x1b]0;title\x07")
-	r := e.MustRun(cmdutil.ExitUsage, "breaker", "force-open", "postgres", "--reason", "x", "--for", "30m")
+	r := e.MustRun(exitcode.Usage, "breaker", "force-open", "postgres", "--reason", "x", "--for", "30m")
 	assertShown(t, "bad actor", r, nil, []string{`$KOSHACTL_ACTOR: actor "eve\x1b]0;title\x07" has a control character (\x1b) at character 4`})
 	if out := e.MustRun(0, "breaker", "list").Stdout; strings.Contains(out, "postgres") {
 		t.Errorf("a refused actor wrote an override:\n%s", out)

@@ -4,54 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
 )
-
-// lostAnswerEnv is a CLI on a DynamoDB context whose endpoint is a fault
-// proxy in front of dynalite, with the table created.
-func lostAnswerEnv(t *testing.T) (*clitest.Env, *faultproxy.Proxy) {
-	t.Helper()
-	p := faultproxy.Start(t, dynalite.Start(t))
-	e := clitest.New(t, clitest.Parallel())
-	e.UseDynamoDB(p.URL(), "kosha-control")
-	e.MustRun(0, "store", "init")
-	return e, p
-}
-
-// auditActions lists the actions of the audit records on subject, sorted
-// (the fake clock stamps every record in the same millisecond).
-func auditActions(t *testing.T, e *clitest.Env, subject string) []string {
-	t.Helper()
-	var doc struct {
-		Items []struct {
-			Action  string `json:"action"`
-			Subject string `json:"subject"`
-		} `json:"items"`
-	}
-	out := e.MustRun(0, "audit", "list", "-o", "json").Stdout
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("audit list -o json: %v\n%s", err, out)
-	}
-	recs := doc.Items
-	var acts []string
-	for _, r := range recs {
-		if r.Subject == subject {
-			acts = append(acts, r.Action)
-		}
-	}
-	sort.Strings(acts)
-	return acts
-}
 
 type forceOut struct {
 	Results []struct {
@@ -63,7 +26,7 @@ type forceOut struct {
 
 func TestForceOpenWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 	t.Parallel()
-	e, p := lostAnswerEnv(t)
+	e, p := clitest.LostAnswerEnv(t)
 	p.LoseNext("PutItem", 1, faultproxy.Reset) // the override's write; the audit append is the next
 	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	if !strings.Contains(r.Stdout, "Forced open openai") || !strings.Contains(r.Stdout, store.ConfirmedNote) {
@@ -72,7 +35,7 @@ func TestForceOpenWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 	if p.Lost("PutItem") != 1 {
 		t.Fatalf("the proxy lost %d PutItem answers, want 1", p.Lost("PutItem"))
 	}
-	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
+	if got := clitest.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want one breaker.force-open", got)
 	}
 	e.MustRun(0, "breaker", "get", "openai")
@@ -80,7 +43,7 @@ func TestForceOpenWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 
 func TestForceOpenOverwriteWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 	t.Parallel()
-	e, p := lostAnswerEnv(t)
+	e, p := clitest.LostAnswerEnv(t)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "first", "--for", "30m")
 	p.LoseNext("PutItem", 1, faultproxy.Reset)
 	r := e.MustRun(0, "breaker", "force-open", "openai", "--reason", "second", "--for", "30m", "--overwrite", "-o", "json")
@@ -91,7 +54,7 @@ func TestForceOpenOverwriteWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing
 	if len(out.Results) != 1 || out.Results[0].Action != "replaced" || !out.Results[0].ConfirmedByReread || out.Results[0].AuditID == "" {
 		t.Fatalf("results %+v, want one replaced, confirmed by re-read, with an audit id", out.Results)
 	}
-	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open,breaker.force-open" {
+	if got := clitest.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open,breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want two breaker.force-open", got)
 	}
 	if g := e.MustRun(0, "breaker", "get", "openai"); !strings.Contains(g.Stdout, "second") {
@@ -101,7 +64,7 @@ func TestForceOpenOverwriteWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing
 
 func TestClearWhoseAnswerIsLostIsReportedClearedAndAuditedOnce(t *testing.T) {
 	t.Parallel()
-	e, p := lostAnswerEnv(t)
+	e, p := clitest.LostAnswerEnv(t)
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	p.LoseNext("DeleteItem", 1, faultproxy.Reset)
 	r := e.MustRun(0, "breaker", "clear", "openai", "-o", "json")
@@ -121,15 +84,15 @@ func TestClearWhoseAnswerIsLostIsReportedClearedAndAuditedOnce(t *testing.T) {
 	if p.Lost("DeleteItem") != 1 {
 		t.Fatalf("the proxy lost %d DeleteItem answers, want 1", p.Lost("DeleteItem"))
 	}
-	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.clear,breaker.force-open" {
+	if got := clitest.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.clear,breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want force-open then clear", got)
 	}
-	e.MustRun(cmdutil.ExitNotFound, "breaker", "get", "openai")
+	e.MustRun(exitcode.NotFound, "breaker", "get", "openai")
 }
 
 func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
 	t.Parallel()
-	e, p := lostAnswerEnv(t)
+	e, p := clitest.LostAnswerEnv(t)
 	p.LoseNext("PutItem", 2, faultproxy.Withhold) // the audit append after the override's write
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -140,8 +103,8 @@ func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
 	p.WaitLost(t, "PutItem", 1)
 	cancel() // SIGINT, as cmd/koshactl delivers it: the command's context ends
 	r := <-done
-	if r.Code != cmdutil.ExitAudit {
-		t.Fatalf("exit %d, want %d (the override was written, its record was not)\nstdout:\n%s\nstderr:\n%s", r.Code, cmdutil.ExitAudit, r.Stdout, r.Stderr)
+	if r.Code != exitcode.Audit {
+		t.Fatalf("exit %d, want %d (the override was written, its record was not)\nstdout:\n%s\nstderr:\n%s", r.Code, exitcode.Audit, r.Stdout, r.Stderr)
 	}
 	if !strings.Contains(r.Stderr, "openai was forced open, but audit record may not have been written") {
 		t.Fatalf("stderr does not say the override was written:\n%s", r.Stderr)
@@ -181,8 +144,8 @@ func interruptAuditAppend(t *testing.T, e *clitest.Env, p *faultproxy.Proxy, nth
 	p.WaitLost(t, "PutItem", lostBefore+1)
 	cancel()
 	r := <-done
-	if r.Code != cmdutil.ExitAudit {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, cmdutil.ExitAudit, r.Stdout, r.Stderr)
+	if r.Code != exitcode.Audit {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, exitcode.Audit, r.Stdout, r.Stderr)
 	}
 	return r
 }
@@ -226,7 +189,7 @@ func TestExitAuditPrintsARepairThatWritesTheMissingRecordOnce(t *testing.T) {
 			[]string{"breaker", "clear", "openai", "--reason", "provider recovered"}, "openai was cleared, but audit record may not have been written"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e, p := lostAnswerEnv(t)
+			e, p := clitest.LostAnswerEnv(t)
 			if tc.setup != nil {
 				e.MustRun(0, tc.setup...)
 			}
@@ -271,7 +234,7 @@ func TestExitAuditPrintsARepairThatWritesTheMissingRecordOnce(t *testing.T) {
 // exits 0 and the trail holds exactly one record (an exit 8 here would send
 // the operator to write a second one).
 func TestForceOpenWhoseAuditAnswerIsLostIsAuditedOnce(t *testing.T) {
-	e, p := lostAnswerEnv(t)
+	e, p := clitest.LostAnswerEnv(t)
 	p.LoseNext("PutItem", 2, faultproxy.Reset) // the audit append after the override's write
 	r := e.Run("breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 	if r.Code != 0 {
@@ -280,7 +243,7 @@ func TestForceOpenWhoseAuditAnswerIsLostIsAuditedOnce(t *testing.T) {
 	if p.Lost("PutItem") != 1 {
 		t.Fatalf("the proxy lost %d PutItem answers, want 1", p.Lost("PutItem"))
 	}
-	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
+	if got := clitest.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
 		t.Fatalf("audit records on breaker#openai: %v, want one breaker.force-open", got)
 	}
 }
@@ -290,7 +253,7 @@ func TestForceOpenWhoseAuditAnswerIsLostIsAuditedOnce(t *testing.T) {
 // which is false here, and named nothing to check. The exit stays 8, and
 // the error says the record may or may not be there and how to look.
 func TestInterruptDuringTheAuditAppendSaysItsOutcomeIsUnknown(t *testing.T) {
-	e, p := lostAnswerEnv(t)
+	e, p := clitest.LostAnswerEnv(t)
 	p.LoseNext("PutItem", 2, faultproxy.Withhold)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -301,15 +264,15 @@ func TestInterruptDuringTheAuditAppendSaysItsOutcomeIsUnknown(t *testing.T) {
 	p.WaitLost(t, "PutItem", 1)
 	cancel()
 	r := <-done
-	if r.Code != cmdutil.ExitAudit {
-		t.Fatalf("exit %d, want %d\n%s", r.Code, cmdutil.ExitAudit, r.Stderr)
+	if r.Code != exitcode.Audit {
+		t.Fatalf("exit %d, want %d\n%s", r.Code, exitcode.Audit, r.Stderr)
 	}
 	if strings.Contains(r.Stderr, "audit record not written") || !strings.Contains(r.Stderr, "may not have been written") ||
 		!strings.Contains(r.Stderr, "koshactl audit list --subject breaker#openai") {
 		t.Errorf("stderr does not say the record's outcome is unknown and how to check it:\n%s", r.Stderr)
 	}
 	// The record did land (the proxy applied it): exactly one.
-	if got := auditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
+	if got := clitest.AuditActions(t, e, "breaker#openai"); strings.Join(got, ",") != "breaker.force-open" {
 		t.Errorf("audit records on breaker#openai: %v, want one breaker.force-open", got)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -108,7 +108,7 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 			warning := "warning: breaker#" + dep + ": " + tc.attr + ": " + tc.found + ", want "
 
 			// list: shown as the data plane reads it, flagged, exit 10.
-			r := e.MustRun(cmdutil.ExitPartial, "breaker", "list")
+			r := e.MustRun(exitcode.Partial, "breaker", "list")
 			if row := rowOf(r.Stdout, dep); !strings.Contains(row, "forced_open (malformed)") || !strings.Contains(row, tc.expiry) {
 				t.Errorf("list does not show the item in force, flagged, expiring %q:\n%s", tc.expiry, r.Stdout)
 			}
@@ -127,7 +127,7 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 					Malformed  []store.Problem `json:"malformed"`
 				} `json:"items"`
 				Unreadable []store.Problem `json:"unreadable"`
-			}](t, e.MustRun(cmdutil.ExitPartial, "breaker", "list", "-o", "json").Stdout)
+			}](t, e.MustRun(exitcode.Partial, "breaker", "list", "-o", "json").Stdout)
 			var mine []struct {
 				Dependency string          `json:"dependency"`
 				Active     bool            `json:"active"`
@@ -160,7 +160,7 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 			}
 
 			// Without --overwrite it is held by someone: the conflict says the item is malformed.
-			r = e.MustRun(cmdutil.ExitConflict, "breaker", "force-open", dep, "--reason", "fix", "--for", "10m")
+			r = e.MustRun(exitcode.Conflict, "breaker", "force-open", dep, "--reason", "fix", "--for", "10m")
 			if !strings.Contains(r.Stderr, "the item is malformed ("+tc.attr+": "+tc.found) || strings.Contains(r.Stderr, "changed while") {
 				t.Errorf("conflict: %s", r.Stderr)
 			}
@@ -184,7 +184,7 @@ func testHostileOverrides(t *testing.T, setup func(t *testing.T, e *clitest.Env)
 			if !strings.Contains(r.Stdout, "Cleared override on "+dep+" set by alice@laptop (a malformed item, removed as it was stored)") {
 				t.Errorf("clear: %s", r.Stdout)
 			}
-			e.MustRun(cmdutil.ExitNotFound, "breaker", "get", dep)
+			e.MustRun(exitcode.NotFound, "breaker", "get", dep)
 
 			// Both audit records keep the item as it was stored.
 			recs := clitest.Decode[struct {

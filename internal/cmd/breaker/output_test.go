@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
@@ -44,7 +44,7 @@ func TestJQFiltersStructuredOutput(t *testing.T) {
 		{"breaker", "list", "--jq", " "},
 		{"breaker", "clear", "openai", "-o", "table", "--jq", ".results"},
 	} {
-		r := e.MustRun(cmdutil.ExitUsage, args...)
+		r := e.MustRun(exitcode.Usage, args...)
 		if r.Stdout != "" || !strings.Contains(r.Stderr, "--jq") || strings.Count(r.Stderr, "\n") != 1 {
 			t.Errorf("koshactl %s: want one usage line naming --jq, got stdout %q stderr %q", strings.Join(args, " "), r.Stdout, r.Stderr)
 		}

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 )
@@ -19,7 +19,7 @@ func TestStatusOnAnEndpointWithoutCloudWatch(t *testing.T) {
 	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")
-	r := e.MustRun(cmdutil.ExitUnavailable, "breaker", "status")
+	r := e.MustRun(exitcode.Unavailable, "breaker", "status")
 	t.Logf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	for _, want := range []string{"serves no CloudWatch", endpoint, "--service-endpoint cloudwatch=", "--prometheus-url", "breaker list"} {
 		if !strings.Contains(r.Stderr, want) {

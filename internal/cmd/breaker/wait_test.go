@@ -13,9 +13,9 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -218,8 +218,8 @@ func TestForceOpenWaitNamesTheInstanceThatIgnoresOverrides(t *testing.T) {
 	e := clitest.New(t, clitest.Parallel())
 	fl := startFleet(t, e, 3)
 	r := fl.run(t, e, nil, "breaker", "force-open", "openai", "--reason", "provider incident drill", "--wait", "--metrics-url", fl.url)
-	if r.Code != cmdutil.ExitUnconfirmed {
-		t.Fatalf("exit %d, want %d (unconfirmed)\nstdout:\n%s\nstderr:\n%s", r.Code, cmdutil.ExitUnconfirmed, r.Stdout, r.Stderr)
+	if r.Code != exitcode.Unconfirmed {
+		t.Fatalf("exit %d, want %d (unconfirmed)\nstdout:\n%s\nstderr:\n%s", r.Code, exitcode.Unconfirmed, r.Stdout, r.Stderr)
 	}
 	if !strings.Contains(r.Stderr, "did not confirm it within 11s") || !strings.Contains(r.Stderr, "openai forced on 3 of 4 instances, not obeyed (gw-3)") {
 		t.Errorf("stderr does not name gw-3 as not obeying:\n%s", r.Stderr)
@@ -239,7 +239,7 @@ func TestForceOpenWaitNamesTheInstanceThatIgnoresOverrides(t *testing.T) {
 	}
 	// An explicit --timeout bounds the wait.
 	r = fl.run(t, e, nil, "breaker", "force-open", "openai", "--reason", "again", "--overwrite", "--wait", "--timeout", "2s", "--metrics-url", fl.url, "-o", "json")
-	if r.Code != cmdutil.ExitUnconfirmed || !strings.Contains(r.Stdout, `"timeout_seconds": 2`) || !strings.Contains(r.Stdout, `"stragglers": [`) {
+	if r.Code != exitcode.Unconfirmed || !strings.Contains(r.Stdout, `"timeout_seconds": 2`) || !strings.Contains(r.Stdout, `"stragglers": [`) {
 		t.Errorf("--timeout 2s: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
@@ -255,11 +255,11 @@ func TestWaitFlagsAreCheckedBeforeAnyWrite(t *testing.T) {
 		{"breaker", "clear", "openai", "--instances"},
 	} {
 		r := e.Run(args...)
-		if r.Code != cmdutil.ExitUsage {
+		if r.Code != exitcode.Usage {
 			t.Errorf("%v: exit %d, want 2\n%s", args, r.Code, r.Stderr)
 		}
 	}
-	if r := e.Run("breaker", "get", "openai"); r.Code != cmdutil.ExitNotFound {
+	if r := e.Run("breaker", "get", "openai"); r.Code != exitcode.NotFound {
 		t.Errorf("an override was written by a refused command: %s", r.Stdout)
 	}
 }
@@ -277,8 +277,8 @@ func TestForceOpenWaitInterruptedSaysTheChangeWasWritten(t *testing.T) {
 	}))
 	defer gauges.Close()
 	r := e.RunContext(ctx, "breaker", "force-open", "openai", "--reason", "provider incident", "--wait", "--metrics-url", gauges.URL+"/metrics")
-	if r.Code != cmdutil.ExitCancelled {
-		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, cmdutil.ExitCancelled, r.Stdout, r.Stderr)
+	if r.Code != exitcode.Interrupted {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, exitcode.Interrupted, r.Stdout, r.Stderr)
 	}
 	if !strings.Contains(r.Stderr, "interrupted while waiting for the fleet") || !strings.Contains(r.Stderr, "was written and audited") {
 		t.Errorf("stderr does not say the change was written before the interrupt:\n%s", r.Stderr)

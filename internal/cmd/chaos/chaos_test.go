@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
@@ -126,7 +126,7 @@ func TestSignOutputFormats(t *testing.T) {
 	for _, in := range []string{value, curl, "X-Kosha-Chaos: " + js.Value, "x-kosha-chaos:" + js.Value} {
 		c.must(0, "chaos", "verify", "--", in)
 	}
-	c.must(cmdutil.ExitUsage, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "table")
+	c.must(exitcode.Usage, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "table")
 	if n := len(auditRecords(t, c, "chaos.sign")); n != 3 {
 		t.Errorf("%d mints audited, want 3", n)
 	}
@@ -135,13 +135,13 @@ func TestSignOutputFormats(t *testing.T) {
 func TestTTLCapIsHard(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
-	r := c.must(cmdutil.ExitUsage, "chaos", "sign", "--target", "openai", "--fault", "error", "--ttl", "16m")
+	r := c.must(exitcode.Usage, "chaos", "sign", "--target", "openai", "--fault", "error", "--ttl", "16m")
 	oneErrorLine(t, r, "--ttl 16m0s", "15m0s cap")
 	if r.Stdout != "" {
 		t.Errorf("a refused sign printed %q", r.Stdout)
 	}
 	for _, ttl := range []string{"15m1s", "1h", "0s", "-5m", "500ms"} {
-		c.must(cmdutil.ExitUsage, "chaos", "sign", "--target", "openai", "--fault", "error", "--ttl", ttl)
+		c.must(exitcode.Usage, "chaos", "sign", "--target", "openai", "--fault", "error", "--ttl", ttl)
 	}
 	if recs := auditRecords(t, c, ""); len(recs) != 0 {
 		t.Fatalf("refused mints were audited: %+v", recs)
@@ -180,7 +180,7 @@ func TestSignRefusesBadFlags(t *testing.T) {
 		{[]string{"--target", "core-api", "--fault", "error", "--reason", "a\nb"}, "control character"},
 	} {
 		r := c.run(append([]string{"chaos", "sign"}, tc.args...)...)
-		if r.Code != cmdutil.ExitUsage {
+		if r.Code != exitcode.Usage {
 			t.Errorf("%v: exit %d, want 2\n%s", tc.args, r.Code, r.Stderr)
 		}
 		oneErrorLine(t, r, tc.want)
@@ -199,12 +199,12 @@ func TestKeyFileFlag(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	open, content := writeKey(t, t.TempDir(), 0o644)
-	r := c.must(cmdutil.ExitUsage, "chaos", "sign", "--target", "openai", "--fault", "error", "--key-file", open)
+	r := c.must(exitcode.Usage, "chaos", "sign", "--target", "openai", "--fault", "error", "--key-file", open)
 	oneErrorLine(t, r, "mode 0644", "chmod 600 "+open)
 	if r.Stdout != "" || len(auditRecords(t, c, "")) != 0 {
 		t.Fatalf("a refused key file still minted: %q", r.Stdout)
 	}
-	c.must(cmdutil.ExitUsage, "chaos", "key", "id", "--key-file", open)
+	c.must(exitcode.Usage, "chaos", "key", "id", "--key-file", open)
 
 	if err := os.Chmod(open, 0o600); err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func TestKeyFileFlag(t *testing.T) {
 	value := strings.TrimSpace(r.Stdout)
 	c.must(0, "chaos", "verify", value, "--key-file", open)
 	// The local context's own key does not hold this kid.
-	v := c.must(cmdutil.ExitError, "chaos", "verify", value)
+	v := c.must(exitcode.Error, "chaos", "verify", value)
 	oneErrorLine(t, v, "kid check")
 	if !strings.Contains(v.Stdout, "kid        FAIL") || !strings.Contains(v.Stdout, "signature  skipped") {
 		t.Errorf("verify with the wrong keys:\n%s", v.Stdout)
@@ -231,8 +231,8 @@ func TestKeyFileFlag(t *testing.T) {
 	if err := os.WriteFile(other, []byte("c2hvcnQ=\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.must(cmdutil.ExitUsage, "chaos", "verify", value, "--key-file", other)
-	c.must(cmdutil.ExitNotFound, "chaos", "sign", "--target", "openai", "--fault", "error", "--key-file", filepath.Join(t.TempDir(), "absent"))
+	c.must(exitcode.Usage, "chaos", "verify", value, "--key-file", other)
+	c.must(exitcode.NotFound, "chaos", "sign", "--target", "openai", "--fault", "error", "--key-file", filepath.Join(t.TempDir(), "absent"))
 	assertNoKey(t, c, content)
 }
 
@@ -241,7 +241,7 @@ func TestKeyFromEnvironmentVariable(t *testing.T) {
 	c.WriteConfig("contexts:\n  ci:\n    store:\n      local: {}\n    chaos:\n      key-env: CI_CHAOS_KEY\ncurrent-context: ci\n")
 	t.Setenv("CI_CHAOS_KEY", "")
 	os.Unsetenv("CI_CHAOS_KEY")
-	r := c.must(cmdutil.ExitNotFound, "chaos", "sign", "--target", "openai", "--fault", "error")
+	r := c.must(exitcode.NotFound, "chaos", "sign", "--target", "openai", "--fault", "error")
 	oneErrorLine(t, r, "environment variable CI_CHAOS_KEY is not set")
 
 	_, content := writeKey(t, t.TempDir(), 0o600)
@@ -255,7 +255,7 @@ func TestKeyFromEnvironmentVariable(t *testing.T) {
 	if !strings.Contains(ids.Stdout, "AWSCURRENT") || !strings.Contains(ids.Stderr, "from chaos.key-env") {
 		t.Errorf("key id:\n%s%s", ids.Stdout, ids.Stderr)
 	}
-	r = c.must(cmdutil.ExitUsage, "chaos", "key", "rotate", "--yes")
+	r = c.must(exitcode.Usage, "chaos", "key", "rotate", "--yes")
 	oneErrorLine(t, r, "cannot rotate", "environment variable CI_CHAOS_KEY")
 	if _, err := os.Stat(c.localKeyPath()); !os.IsNotExist(err) {
 		t.Errorf("an env-var context generated a local key: %v", err)
@@ -284,14 +284,14 @@ func TestVerifyNamesTheFailedCheckAndField(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := c.run("chaos", "verify", tc.value)
-			if r.Code != cmdutil.ExitError {
+			if r.Code != exitcode.Error {
 				t.Fatalf("exit %d, want 1\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
 			oneErrorLine(t, r, "rejected by the "+tc.check+" check")
 			if tc.check == "syntax" && tc.field != "" && !strings.Contains(r.Stdout, "FAIL     field "+tc.field+": ") {
 				t.Errorf("table does not name field %s:\n%s", tc.field, r.Stdout)
 			}
-			rep := clitest.Decode[verifyReport](t, c.must(cmdutil.ExitError, "chaos", "verify", tc.value, "-o", "json").Stdout)
+			rep := clitest.Decode[verifyReport](t, c.must(exitcode.Error, "chaos", "verify", tc.value, "-o", "json").Stdout)
 			if rep.OK || rep.outcome(tc.check) != "fail" {
 				t.Errorf("json report: %+v", rep)
 			}
@@ -311,9 +311,9 @@ func TestVerifyExpiryAndCapWithSkew(t *testing.T) {
 	c.Clock.Advance(59 * time.Second)
 	c.must(0, "chaos", "verify", value)
 	c.Clock.Advance(time.Second) // now == exp: dead
-	r := c.must(cmdutil.ExitError, "chaos", "verify", value)
+	r := c.must(exitcode.Error, "chaos", "verify", value)
 	oneErrorLine(t, r, "rejected by the expiry check", "expired at 2026-11-29T19:01:00Z")
-	rep := clitest.Decode[verifyReport](t, c.must(cmdutil.ExitError, "chaos", "verify", value, "-o", "json").Stdout)
+	rep := clitest.Decode[verifyReport](t, c.must(exitcode.Error, "chaos", "verify", value, "-o", "json").Stdout)
 	if rep.outcome("signature") != "pass" || rep.outcome("expiry") != "fail" {
 		t.Errorf("an expired genuine header: %+v", rep.Checks)
 	}
@@ -327,12 +327,12 @@ func TestVerifyExpiryAndCapWithSkew(t *testing.T) {
 	if !strings.Contains(v.Stdout, "within the 15m cap plus 30s clock-skew allowance") {
 		t.Errorf("cap row:\n%s", v.Stdout)
 	}
-	r = c.must(cmdutil.ExitError, "chaos", "verify", value, "--skew", "0")
+	r = c.must(exitcode.Error, "chaos", "verify", value, "--skew", "0")
 	oneErrorLine(t, r, "rejected by the cap check", "15m20s ahead")
 	c.Clock.Set(clitest.Epoch.Add(-31 * time.Second))
-	c.must(cmdutil.ExitError, "chaos", "verify", value)
+	c.must(exitcode.Error, "chaos", "verify", value)
 	c.must(0, "chaos", "verify", value, "--skew", "1m")
-	c.must(cmdutil.ExitUsage, "chaos", "verify", value, "--skew", "3m")
+	c.must(exitcode.Usage, "chaos", "verify", value, "--skew", "3m")
 }
 
 func TestVerifyReadsStdin(t *testing.T) {
@@ -343,12 +343,12 @@ func TestVerifyReadsStdin(t *testing.T) {
 	c.must(0, "chaos", "verify", "-")
 	c.must(0, "chaos", "verify") // no argument, stdin not a terminal
 	c.Stdin = strings.Replace(header, "fault=error", "fault=reset", 1)
-	r := c.must(cmdutil.ExitError, "chaos", "verify", "-")
+	r := c.must(exitcode.Error, "chaos", "verify", "-")
 	oneErrorLine(t, r, "signature check")
 	c.Stdin = strings.Repeat("x", 70<<10)
-	c.must(cmdutil.ExitUsage, "chaos", "verify", "-")
+	c.must(exitcode.Usage, "chaos", "verify", "-")
 	c.Stdin, c.TTY = "", true
-	r = c.must(cmdutil.ExitUsage, "chaos", "verify")
+	r = c.must(exitcode.Usage, "chaos", "verify")
 	oneErrorLine(t, r, "give the header to verify")
 }
 
@@ -367,14 +367,14 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 	h1 := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
 	k1 := c.localKey(t)
 
-	r = c.must(cmdutil.ExitRefused, "chaos", "key", "rotate")
+	r = c.must(exitcode.Refused, "chaos", "key", "rotate")
 	oneErrorLine(t, r, `context "prod-like" is protected`, "--yes")
 	if c.localKey(t) != k1 || len(auditRecords(t, c, "chaos.key-rotate")) != 0 {
 		t.Fatal("a refused rotation changed the key or was audited")
 	}
 	// Typed confirmation on a terminal.
 	c.TTY, c.Stdin = true, "nope\n"
-	c.must(cmdutil.ExitRefused, "chaos", "key", "rotate")
+	c.must(exitcode.Refused, "chaos", "key", "rotate")
 	c.Stdin = "prod-like\n"
 	r = c.must(0, "chaos", "key", "rotate")
 	c.TTY, c.Stdin = false, ""
@@ -418,7 +418,7 @@ func TestKeyRotateOnTheLocalContext(t *testing.T) {
 		t.Errorf("second rotation = %+v", res)
 	}
 	// h1's key was rotated out twice: gone.
-	r = c.must(cmdutil.ExitError, "chaos", "verify", h1)
+	r = c.must(exitcode.Error, "chaos", "verify", h1)
 	oneErrorLine(t, r, "kid check", ids.Keys[1].KID)
 	c.must(0, "chaos", "verify", h2)
 
@@ -457,7 +457,7 @@ contexts:
 		{"chaos", "key", "id"},
 		{"chaos", "key", "rotate", "--yes"},
 	} {
-		r := c.must(cmdutil.ExitUsage, args...)
+		r := c.must(exitcode.Usage, args...)
 		oneErrorLine(t, r, `context "remote" has no chaos key source`, "koshactl config set-context remote --chaos-secret-id ID", "--key-file")
 	}
 }
@@ -468,7 +468,7 @@ func TestSecretIDOnALocalContextNeedsAWS(t *testing.T) {
 	t.Setenv("AWS_DEFAULT_REGION", "")
 	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
 	c.WriteConfig("contexts:\n  local:\n    store:\n      local: {}\n    chaos:\n      secret-id: kosha/chaos/dev\n")
-	r := c.must(cmdutil.ExitUsage, "chaos", "sign", "--target", "openai", "--fault", "error")
+	r := c.must(exitcode.Usage, "chaos", "sign", "--target", "openai", "--fault", "error")
 	oneErrorLine(t, r, `Secrets Manager secret "kosha/chaos/dev"`, "no region", "--key-file")
 	path, _ := writeKey(t, t.TempDir(), 0o600)
 	c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "--key-file", path)

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/fsnodes"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -43,10 +44,7 @@ func runBounded(t *testing.T, e *clitest.Env, ctx context.Context, unblock func(
 // write end, which releases a reader blocked on it.
 func mkfifo(t *testing.T) (string, func()) {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "chaos.key")
-	if err := syscall.Mkfifo(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := fsnodes.FIFO(t, t.TempDir(), "chaos.key")
 	unblock := func() {
 		if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 			_ = w.Close()
@@ -68,8 +66,8 @@ func TestKeyFileFIFOIsRefusedWithoutBlocking(t *testing.T) {
 		{"sandbox", "--chaos", "--key-file", fifo, "--listen", "127.0.0.1:0"},
 	} {
 		r := runBounded(t, e, context.Background(), unblock, args...)
-		if r.Code != cmdutil.ExitUsage {
-			t.Errorf("koshactl %s: exit %d, want %d\n%s", strings.Join(args, " "), r.Code, cmdutil.ExitUsage, r.Stderr)
+		if r.Code != exitcode.Usage {
+			t.Errorf("koshactl %s: exit %d, want %d\n%s", strings.Join(args, " "), r.Code, exitcode.Usage, r.Stderr)
 		}
 		if lines := strings.Split(strings.TrimSpace(r.Stderr), "\n"); len(lines) != 1 ||
 			!strings.Contains(lines[0], fifo+" is a named pipe, not a regular file") || !strings.Contains(lines[0], "give the path of a regular file") {
@@ -91,7 +89,7 @@ func TestDrillKeyFileFIFOIsRefusedWithoutBlocking(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := runBounded(t, e, context.Background(), unblock, "drill", "run", drill, "--key-file", fifo, "--journal", filepath.Join(t.TempDir(), "j.json"))
-	if r.Code == cmdutil.ExitOK || !strings.Contains(r.Stdout+r.Stderr, "named pipe") {
+	if r.Code == exitcode.OK || !strings.Contains(r.Stdout+r.Stderr, "named pipe") {
 		t.Errorf("drill with a FIFO key file: exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
@@ -133,7 +131,7 @@ func TestVerifyStdinReadEndsOnCancel(t *testing.T) {
 	}()
 	// Closing the descriptor interrupts a read stuck on it (a FIFO is polled).
 	r := runBounded(t, e, ctx, func() { _ = f.Close() }, "chaos", "verify", "-")
-	if r.Code != cmdutil.ExitCancelled {
-		t.Errorf("chaos verify - interrupted while reading stdin: exit %d, want %d\n%s", r.Code, cmdutil.ExitCancelled, r.Stderr)
+	if r.Code != exitcode.Interrupted {
+		t.Errorf("chaos verify - interrupted while reading stdin: exit %d, want %d\n%s", r.Code, exitcode.Interrupted, r.Stderr)
 	}
 }

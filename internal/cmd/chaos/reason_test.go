@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/termtest"
 )
 
@@ -20,7 +20,7 @@ func TestSignReasonFollowsTheOneReasonRule(t *testing.T) {
 		{strings.Repeat("é", 501), "--reason is 501 characters"},
 	} {
 		r := c.run("chaos", "sign", "--target", "core-api", "--fault", "error", "--reason", tc.reason)
-		if r.Code != cmdutil.ExitUsage {
+		if r.Code != exitcode.Usage {
 			t.Errorf("%q: exit %d, want 2\n%s", tc.reason, r.Code, r.Stderr)
 		}
 		termtest.AssertSafe(t, "stderr", r.Stderr)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
@@ -75,7 +76,7 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	useSecretsManager(c, fake)
 
 	// An empty secret: nothing to sign with yet, and the error says how to fix it.
-	r := c.must(cmdutil.ExitNotFound, "chaos", "sign", "--target", "openai", "--fault", "error")
+	r := c.must(exitcode.NotFound, "chaos", "sign", "--target", "openai", "--fault", "error")
 	oneErrorLine(t, r, `"kosha/chaos/dev"`, "koshactl chaos key rotate")
 	r = c.must(0, "chaos", "key", "rotate", "--dry-run")
 	if !strings.Contains(r.Stdout, "Would store the first chaos key in Secrets Manager secret \"kosha/chaos/dev\"") || fake.Calls("PutSecretValue") != 0 {
@@ -98,7 +99,7 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 
 	// Too soon to rotate: refused with the time it becomes allowed.
 	c.Clock.Advance(time.Minute)
-	r = c.must(cmdutil.ExitRefused, "chaos", "key", "rotate")
+	r = c.must(exitcode.Refused, "chaos", "key", "rotate")
 	oneErrorLine(t, r, clitest.Epoch.Add(21*time.Minute).Format(time.RFC3339), "--force")
 	if !strings.Contains(c.must(0, "chaos", "key", "rotate", "--dry-run").Stdout, "it would be refused until "+clitest.Epoch.Add(21*time.Minute).Format(time.RFC3339)) {
 		t.Error("the dry run does not say the rotation would be refused")
@@ -138,7 +139,7 @@ func TestSecretsManagerRotationKeepsHeadersInFlight(t *testing.T) {
 	if rot.RetiredKID != kid1 || rot.After.VersionID == "" || rot.Before.PreviousKID != kid1 {
 		t.Errorf("third rotation = %+v", rot)
 	}
-	r = c.must(cmdutil.ExitError, "chaos", "verify", h1)
+	r = c.must(exitcode.Error, "chaos", "verify", h1)
 	oneErrorLine(t, r, "rejected by the kid check", kid1, "AWSPREVIOUS kid")
 	c.must(0, "chaos", "verify", h3)
 
@@ -185,7 +186,7 @@ func TestSecretsManagerConcurrentRotationIsAConflict(t *testing.T) {
 	fake.BeforeNext("PutSecretValue", func() {
 		winner = clitest.Decode[rotation](t, c.must(0, "chaos", "key", "rotate", "-o", "json").Stdout)
 	})
-	r := c.must(cmdutil.ExitConflict, "chaos", "key", "rotate")
+	r := c.must(exitcode.Conflict, "chaos", "key", "rotate")
 	oneErrorLine(t, r, "another rotation won", winner.After.VersionID)
 	st := fake.Stages("kosha/chaos/dev")
 	if st["AWSCURRENT"] != winner.After.VersionID || st["AWSPENDING"] != "" {
@@ -251,20 +252,20 @@ func TestSecretsManagerAccessDenied(t *testing.T) {
 	h := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
 
 	fake.Fail("GetSecretValue", 400, "AccessDeniedException", -1)
-	r := c.must(cmdutil.ExitAuth, "chaos", "sign", "--target", "openai", "--fault", "error")
+	r := c.must(exitcode.Auth, "chaos", "sign", "--target", "openai", "--fault", "error")
 	oneErrorLine(t, r, "access denied", "secretsmanager:GetSecretValue")
 	// Verify cannot decide: the table says so, and the exit is the key store's.
-	r = c.must(cmdutil.ExitAuth, "chaos", "verify", h)
+	r = c.must(exitcode.Auth, "chaos", "verify", h)
 	if !strings.Contains(r.Stdout, "kid        ERROR") || !strings.Contains(r.Stdout, "UNDECIDED") {
 		t.Errorf("verify with a denied key store:\n%s", r.Stdout)
 	}
 	oneErrorLine(t, r, "access denied")
-	c.must(cmdutil.ExitAuth, "chaos", "key", "id")
+	c.must(exitcode.Auth, "chaos", "key", "id")
 
 	fake = newFakeSM(c, "kosha/chaos/dev") // a fresh secret: no age guard, reads allowed
 	useSecretsManager(c, fake)
 	fake.Fail("PutSecretValue", 400, "AccessDeniedException", -1)
-	r = c.must(cmdutil.ExitAuth, "chaos", "key", "rotate")
+	r = c.must(exitcode.Auth, "chaos", "key", "rotate")
 	oneErrorLine(t, r, "secretsmanager:PutSecretValue")
 	if n := len(auditRecords(t, c, "chaos.key-rotate")); n != 1 {
 		t.Errorf("%d rotations audited, want only the one that happened", n)
@@ -282,7 +283,7 @@ func TestSecretsManagerMissingSecret(t *testing.T) {
 	c := newCLI(t)
 	c.WriteConfig(smConfig)
 	useSecretsManager(c, newFakeSM(c)) // no secret at all
-	r := c.must(cmdutil.ExitNotFound, "chaos", "key", "rotate")
+	r := c.must(exitcode.NotFound, "chaos", "key", "rotate")
 	oneErrorLine(t, r, "aws secretsmanager create-secret --name kosha/chaos/dev")
 	if n := len(auditRecords(t, c, "")); n != 0 {
 		t.Errorf("a failed rotation was audited")

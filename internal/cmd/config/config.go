@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
 )
 
@@ -250,7 +251,7 @@ func newDelete(f *cmdutil.Factory) *cobra.Command {
 				return err
 			}
 			if _, ok := file.Contexts[args[0]]; !ok {
-				return cmdutil.WithCode(cmdutil.ExitNotFound, fmt.Errorf("%w %q in %s", config.ErrNoContext, args[0], file.Path()))
+				return cmdutil.WithCode(exitcode.NotFound, fmt.Errorf("%w %q in %s", config.ErrNoContext, args[0], file.Path()))
 			}
 			delete(file.Contexts, args[0])
 			if file.CurrentContext == args[0] {
@@ -375,7 +376,7 @@ func NewCmdSetContext(f *cmdutil.Factory) *cobra.Command {
 // RunSetContext applies the options and saves the file.
 func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 	if err := config.ValidateName(o.Name); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		return cmdutil.WithCode(exitcode.Usage, err)
 	}
 	file, err := f.Config()
 	if err != nil {
@@ -430,7 +431,7 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		ctx.Dependencies = nil
 		for _, d := range deps {
 			if err := breaker.ValidateDependency(d); err != nil {
-				return cmdutil.WithCode(cmdutil.ExitUsage, err)
+				return cmdutil.WithCode(exitcode.Usage, err)
 			}
 			if !seen[d] {
 				seen[d] = true
@@ -479,7 +480,7 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		return err
 	}
 	if err := ctx.Validate(o.Name); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		return cmdutil.WithCode(exitcode.Usage, err)
 	}
 	file.Contexts[o.Name] = ctx
 	if o.Use {

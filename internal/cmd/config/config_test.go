@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
@@ -103,7 +103,7 @@ func TestSetContextBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		e := clitest.New(t)
-		r := e.MustRun(cmdutil.ExitUsage, append([]string{"config", "set-context"}, tc.args...)...)
+		r := e.MustRun(exitcode.Usage, append([]string{"config", "set-context"}, tc.args...)...)
 		if !strings.Contains(r.Stderr, tc.want) {
 			t.Errorf("set-context %v: stderr %q lacks %q", tc.args, r.Stderr, tc.want)
 		}
@@ -125,13 +125,13 @@ func TestLocalContextAtPath(t *testing.T) {
 		t.Errorf("store not created at the given path: %v", err)
 	}
 	// The local context is untouched.
-	e.MustRun(cmdutil.ExitNotFound, "--context", "local", "breaker", "get", "openai")
+	e.MustRun(exitcode.NotFound, "--context", "local", "breaker", "get", "openai")
 }
 
 func TestMalformedConfigIsAUsageErrorWithTheLine(t *testing.T) {
 	e := clitest.New(t)
 	e.WriteConfig("contexts:\n  prod:\n    store:\n      dynamodb:\n        table: t\n        regoin: eu-west-1\n")
-	r := e.MustRun(cmdutil.ExitUsage, "breaker", "list", "--context", "prod")
+	r := e.MustRun(exitcode.Usage, "breaker", "list", "--context", "prod")
 	if !strings.Contains(r.Stderr, "line 6") || !strings.Contains(r.Stderr, "regoin") {
 		t.Errorf("stderr should name the line and the unknown field: %s", r.Stderr)
 	}
@@ -159,7 +159,7 @@ func TestServiceEndpointsAndPropagationDelay(t *testing.T) {
 	e.WriteConfig("contexts:\n  old:\n    store:\n      dynamodb: {table: t, region: r, endpoint-url: http://127.0.0.1:8000}\n")
 	e.MustRun(0, "config", "view")
 	e.WriteConfig("contexts:\n  bad:\n    store:\n      dynamodb: {table: t, region: r, endpoints: {s3: http://x:1}}\n")
-	r := e.MustRun(cmdutil.ExitUsage, "config", "view")
+	r := e.MustRun(exitcode.Usage, "config", "view")
 	if !strings.Contains(r.Stderr, `unknown service "s3"`) {
 		t.Errorf("bad service in the file: %s", r.Stderr)
 	}

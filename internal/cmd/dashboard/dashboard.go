@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -99,7 +100,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	src, err := env.GaugeSource(ctx, opts.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		return cmdutil.WithCode(exitcode.Usage, err)
 	}
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
@@ -32,16 +33,16 @@ import (
 func TestDashboardNeedsATerminal(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	r := e.MustRun(cmdutil.ExitUsage, "dashboard")
+	r := e.MustRun(exitcode.Usage, "dashboard")
 	if !strings.Contains(r.Stderr, "needs a terminal") || !strings.Contains(r.Stderr, "koshactl breaker status") {
 		t.Errorf("stderr = %q", r.Stderr)
 	}
 	e.TTY = true
-	r = e.MustRun(cmdutil.ExitUsage, "dashboard", "--interval", "500ms")
+	r = e.MustRun(exitcode.Usage, "dashboard", "--interval", "500ms")
 	if !strings.Contains(r.Stderr, "--interval 500ms is too short") {
 		t.Errorf("stderr = %q", r.Stderr)
 	}
-	e.MustRun(cmdutil.ExitUsage, "dashboard", "--metrics-url", "not a url")
+	e.MustRun(exitcode.Usage, "dashboard", "--metrics-url", "not a url")
 }
 
 func TestDashboardFlags(t *testing.T) {

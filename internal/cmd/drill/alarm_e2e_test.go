@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -70,7 +70,7 @@ func TestExampleAlarmDrillRollsBackWhenTheAlarmFlips(t *testing.T) {
 		t.Fatal("the drill did not stop within the wait ceiling of the alarm")
 	}
 	j := readJournal(t, jpath)
-	if r.code != cmdutil.ExitError || j.Outcome != drill.OutcomeStopped || j.Stop == nil {
+	if r.code != exitcode.Error || j.Outcome != drill.OutcomeStopped || j.Stop == nil {
 		t.Fatalf("exit %d, outcome %s: %s\n%s", r.code, j.Outcome, j.Reason, r.out)
 	}
 	if a := j.Stop.Alarms; len(a) != 1 || a[0].Name != "kosha-api-5xx" || a[0].Reason != "Threshold Crossed: 3 datapoints > 1" ||
@@ -195,7 +195,7 @@ func TestAlarmDrillRefusedAtPreflight(t *testing.T) {
 	}{
 		{"alarm matches nothing", func(cw *cwfake.Server) {
 			cw.SetAlarm(cwfake.Alarm{Name: "other-team", State: "OK", Updated: time.Now()})
-		}, cmdutil.ExitNotFound, []string{`stop condition "a service alarm fired" could not be evaluated`, "no CloudWatch alarm matches kosha-* in eu-west-1",
+		}, exitcode.NotFound, []string{`stop condition "a service alarm fired" could not be evaluated`, "no CloudWatch alarm matches kosha-* in eu-west-1",
 			"aws cloudwatch describe-alarms --region eu-west-1"}},
 		{"DescribeAlarms denied", func(cw *cwfake.Server) {
 			cw.SetAlarm(cwfake.Alarm{Name: "kosha-api-5xx", State: "OK", Updated: time.Now()})
@@ -205,7 +205,7 @@ func TestAlarmDrillRefusedAtPreflight(t *testing.T) {
 				}
 				return ""
 			}
-		}, cmdutil.ExitAuth, []string{`stop condition "a service alarm fired" could not be evaluated`, "AccessDenied", "grant cloudwatch:DescribeAlarms"}},
+		}, exitcode.Auth, []string{`stop condition "a service alarm fired" could not be evaluated`, "AccessDenied", "grant cloudwatch:DescribeAlarms"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newGuardRun(t)
@@ -250,7 +250,7 @@ func TestAlarmDrillStopsWithinAPollOfTheAlarm(t *testing.T) {
 	g.cw.SetAlarm(cwfake.Alarm{Name: "kosha-api-5xx", State: "ALARM", Reason: "Threshold Crossed", Updated: since.Add(time.Second)})
 	r, polls := g.advanceUntilDone(t, alarmPoll)
 	j := readJournal(t, g.jpath)
-	if r.Code != cmdutil.ExitError || j.Outcome != drill.OutcomeStopped || j.Stop == nil {
+	if r.Code != exitcode.Error || j.Outcome != drill.OutcomeStopped || j.Stop == nil {
 		t.Fatalf("exit %d outcome %s: %s\n%s", r.Code, j.Outcome, j.Reason, r.Stderr)
 	}
 	if after := j.Stop.At.Sub(flipped); polls > 2 || after > 2*alarmPoll {
@@ -276,7 +276,7 @@ func TestAlarmDrillStopsWhenCloudWatchGoesAway(t *testing.T) {
 	g.cw.Close()
 	r, _ := g.advanceUntilDone(t, alarmPoll)
 	j := readJournal(t, g.jpath)
-	if r.Code != cmdutil.ExitUnavailable || j.Outcome != drill.OutcomeGuardLost || j.Guard == nil || j.Guard.Role != drill.RoleStopCondition {
+	if r.Code != exitcode.Unavailable || j.Outcome != drill.OutcomeGuardLost || j.Guard == nil || j.Guard.Role != drill.RoleStopCondition {
 		t.Fatalf("exit %d outcome %s guard %+v: %s\n%s", r.Code, j.Outcome, j.Guard, j.Reason, r.Stderr)
 	}
 	if lost := j.Guard.At.Sub(gone); lost < drill.DefaultGuardGraceFor || lost > drill.DefaultGuardGraceFor+2*alarmPoll {

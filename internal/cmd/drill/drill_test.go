@@ -13,8 +13,9 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -22,15 +23,15 @@ import (
 
 func TestExitCodesMatchTheDocumentedOnes(t *testing.T) {
 	for name, pair := range map[string][2]int{
-		"passed": {drill.ExitPassed, cmdutil.ExitOK}, "failed": {drill.ExitFailed, cmdutil.ExitError},
-		"invalid": {drill.ExitInvalid, cmdutil.ExitUsage}, "interrupted": {drill.ExitInterrupted, cmdutil.ExitCancelled},
+		"passed": {drill.ExitPassed, exitcode.OK}, "failed": {drill.ExitFailed, exitcode.Error},
+		"invalid": {drill.ExitInvalid, exitcode.Usage}, "interrupted": {drill.ExitInterrupted, exitcode.Interrupted},
 	} {
 		if pair[0] != pair[1] {
 			t.Errorf("%s: drill exits %d, koshactl documents %d", name, pair[0], pair[1])
 		}
 	}
-	for _, c := range []int{cmdutil.ExitOK, cmdutil.ExitError, cmdutil.ExitUsage, cmdutil.ExitNotFound, cmdutil.ExitConflict,
-		cmdutil.ExitUnavailable, cmdutil.ExitAuth, cmdutil.ExitRefused, cmdutil.ExitAudit, cmdutil.ExitCancelled} {
+	for _, c := range []int{exitcode.OK, exitcode.Error, exitcode.Usage, exitcode.NotFound, exitcode.Conflict,
+		exitcode.Unavailable, exitcode.Auth, exitcode.Refused, exitcode.Audit, exitcode.Interrupted} {
 		if c == run.ExitRollbackFailed {
 			t.Errorf("exit code %d for a failed rollback collides with an existing code", c)
 		}
@@ -53,7 +54,7 @@ steps:
 func TestValidatePrintsLineNumberedProblemsAndExits2(t *testing.T) {
 	e := clitest.New(t)
 	bad := writeFile(t, "flood.yaml", malformed)
-	r := e.MustRun(cmdutil.ExitUsage, "drill", "validate", bad)
+	r := e.MustRun(exitcode.Usage, "drill", "validate", bad)
 	want := []string{
 		bad + `:5:50: ratelimit.drain: for: "2 minutes" is not a duration: write it with a unit, like 30s, 1m30s or 500ms`,
 		bad + `:8:36: http: url: ${steps.drain.nope}: step "drain" (ratelimit.drain) has no output "nope"; it has client, tokens_before, tokens_after, admit, retry_after_seconds, changed`,
@@ -68,7 +69,7 @@ func TestValidatePrintsLineNumberedProblemsAndExits2(t *testing.T) {
 	}
 	// A file that does not exist is a problem too, and does not stop the others.
 	good := writeFile(t, "good.yaml", "name: ok\ntimeout: 1m\nsteps:\n  - sleep: 1s\n")
-	r = e.MustRun(cmdutil.ExitUsage, "drill", "validate", good, filepath.Join(t.TempDir(), "missing.yaml"), "-o", "json")
+	r = e.MustRun(exitcode.Usage, "drill", "validate", good, filepath.Join(t.TempDir(), "missing.yaml"), "-o", "json")
 	var out struct {
 		Kind  string `json:"kind"`
 		OK    bool   `json:"ok"`
@@ -86,7 +87,7 @@ func TestValidatePrintsLineNumberedProblemsAndExits2(t *testing.T) {
 		out.Files[1].OK || !strings.Contains(out.Files[1].Problems[0].Message, "no such file") {
 		t.Errorf("json = %+v", out)
 	}
-	r = e.MustRun(cmdutil.ExitOK, "drill", "validate", good)
+	r = e.MustRun(exitcode.OK, "drill", "validate", good)
 	if !strings.Contains(r.Stdout, "good.yaml: ok (drill ok, 1 steps") {
 		t.Errorf("stdout = %q", r.Stdout)
 	}
@@ -95,7 +96,7 @@ func TestValidatePrintsLineNumberedProblemsAndExits2(t *testing.T) {
 func TestRunRefusesAnInvalidFileAndDoesNothing(t *testing.T) {
 	e := clitest.New(t)
 	bad := writeFile(t, "flood.yaml", malformed)
-	r := e.MustRun(cmdutil.ExitUsage, "drill", "run", bad)
+	r := e.MustRun(exitcode.Usage, "drill", "run", bad)
 	if !strings.Contains(r.Stderr, ":5:50: ratelimit.drain: for:") || strings.Contains(r.Stderr, "error:") {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
@@ -133,7 +134,7 @@ func TestRunPassesWritesReportsAndLeavesNothingBehind(t *testing.T) {
 	jpath, xpath := filepath.Join(dir, "journal.json"), filepath.Join(dir, "junit.xml")
 	mdpath := filepath.Join(dir, "summary.md")
 	r := e.Run("drill", "run", file, "--journal", jpath, "--junit", xpath, "--report", mdpath)
-	if r.Code != cmdutil.ExitOK {
+	if r.Code != exitcode.OK {
 		t.Fatalf("exit %d\nstdout:%s\nstderr:%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if _, err := overrides(t, e.Clock).Get(context.Background(), "openai"); !errors.Is(err, store.ErrNotFound) {
@@ -186,7 +187,7 @@ func TestRunFailingDrillExits1AfterRollingBack(t *testing.T) {
 	fl := newFleet(t, e.Clock)
 	file := writeFile(t, "fail.yaml", strings.Replace(outage(fl.srv.URL), "result.degraded: true", "result.degraded: 42", 1))
 	r := e.Run("drill", "run", file, "-o", "json")
-	if r.Code != cmdutil.ExitError {
+	if r.Code != exitcode.Error {
 		t.Fatalf("exit %d\n%s", r.Code, r.Stderr)
 	}
 	var j drill.Journal
@@ -213,30 +214,30 @@ contexts:
     store: {local: {path: ` + filepath.Join(dir, "dev.db") + `}}
 `)
 	prod := writeFile(t, "prod.yaml", "name: p\ncontext: prod\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
-	r := e.MustRun(cmdutil.ExitRefused, "drill", "run", prod)
+	r := e.MustRun(exitcode.Refused, "drill", "run", prod)
 	if !strings.Contains(r.Stderr, `context "prod" is protected: the drill does not say allow_protected: true`) {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
-	r = e.MustRun(cmdutil.ExitRefused, "drill", "run", prod, "--allow-protected")
+	r = e.MustRun(exitcode.Refused, "drill", "run", prod, "--allow-protected")
 	if !strings.Contains(r.Stderr, "--allow-protected was given, but the drill does not say allow_protected: true") {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
 	allowed := writeFile(t, "prod.yaml", "name: p\ncontext: prod\nallow_protected: true\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
-	r = e.MustRun(cmdutil.ExitRefused, "drill", "run", allowed)
+	r = e.MustRun(exitcode.Refused, "drill", "run", allowed)
 	if !strings.Contains(r.Stderr, "pass --allow-protected") {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
-	r = e.MustRun(cmdutil.ExitOK, "drill", "run", allowed, "--allow-protected")
+	r = e.MustRun(exitcode.OK, "drill", "run", allowed, "--allow-protected")
 	if !strings.Contains(r.Stderr, `on context "prod"`) {
 		t.Errorf("the drill did not run on prod: %s", r.Stderr)
 	}
-	r = e.MustRun(cmdutil.ExitUsage, "drill", "run", allowed, "--allow-protected", "--context", "dev")
+	r = e.MustRun(exitcode.Usage, "drill", "run", allowed, "--allow-protected", "--context", "dev")
 	if !strings.Contains(r.Stderr, `drill p is written for context "prod", but --context (or $KOSHACTL_CONTEXT) selects "dev"`) {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
 	// A drill without a context runs on the selected one.
 	anyDrill := writeFile(t, "any.yaml", "name: a\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
-	r = e.MustRun(cmdutil.ExitOK, "drill", "run", anyDrill, "--context", "dev")
+	r = e.MustRun(exitcode.OK, "drill", "run", anyDrill, "--context", "dev")
 	if !strings.Contains(r.Stderr, `on context "dev"`) {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
@@ -246,27 +247,27 @@ func TestRunVarsFromTheCommandLine(t *testing.T) {
 	e := clitest.New(t)
 	out := filepath.Join(t.TempDir(), "out")
 	file := writeFile(t, "vars.yaml", "name: v\ntimeout: 1m\nvars:\n  who: nobody\nsteps:\n  - shell: echo \"$DRILL_VAR_WHO\" > "+out+"\n")
-	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--var", "who=somebody")
+	e.MustRun(exitcode.OK, "drill", "run", file, "--var", "who=somebody")
 	if b := readFile(t, out); strings.TrimSpace(b) != "somebody" {
 		t.Errorf("--var did not override: %q", b)
 	}
-	r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--var", "what=x")
+	r := e.MustRun(exitcode.Usage, "drill", "run", file, "--var", "what=x")
 	if !strings.Contains(r.Stderr, "drill v has no such variable (it has who)") {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
-	e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--var", "novalue")
+	e.MustRun(exitcode.Usage, "drill", "run", file, "--var", "novalue")
 }
 
 func TestRunRefusesAReportItCannotWrite(t *testing.T) {
 	e := clitest.New(t)
 	out := filepath.Join(t.TempDir(), "out")
 	file := writeFile(t, "r.yaml", "name: r\ntimeout: 1m\nsteps:\n  - shell: touch "+out+"\n")
-	r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--journal", filepath.Join(t.TempDir(), "no", "such", "dir", "j.json"))
+	r := e.MustRun(exitcode.Usage, "drill", "run", file, "--journal", filepath.Join(t.TempDir(), "no", "such", "dir", "j.json"))
 	if !strings.Contains(r.Stderr, "cannot write there: no such file or directory; nothing was run") {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
-	e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--junit", t.TempDir())
-	if r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--report", t.TempDir()); !strings.Contains(r.Stderr, "--report ") {
+	e.MustRun(exitcode.Usage, "drill", "run", file, "--junit", t.TempDir())
+	if r := e.MustRun(exitcode.Usage, "drill", "run", file, "--report", t.TempDir()); !strings.Contains(r.Stderr, "--report ") {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
 	if _, err := os.Stat(out); err == nil {
@@ -296,7 +297,7 @@ func TestRunInterruptedBySignalRollsBack(t *testing.T) {
 	})
 	sigs <- syscall.SIGINT
 	err := <-done
-	if code := cmdutil.ExitCode(err); code != cmdutil.ExitCancelled {
+	if code := root.ExitCode(err); code != exitcode.Interrupted {
 		t.Fatalf("exit %d (%v)\n%s", code, err, errOut)
 	}
 	j := readJournal(t, jpath)
@@ -313,7 +314,7 @@ func TestRunInterruptedBySignalRollsBack(t *testing.T) {
 
 func TestKindsListsEveryKind(t *testing.T) {
 	e := clitest.New(t)
-	out := e.MustRun(cmdutil.ExitOK, "drill", "kinds").Stdout
+	out := e.MustRun(exitcode.OK, "drill", "kinds").Stdout
 	for _, want := range []string{"breaker.force-open  auto", "wait-for            -", "CONDITION KIND", "bucket"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kinds lacks %q:\n%s", want, out)
@@ -328,7 +329,7 @@ func TestKindsListsEveryKind(t *testing.T) {
 		} `json:"steps"`
 		Conditions []struct{ Name string } `json:"conditions"`
 	}
-	if err := json.Unmarshal([]byte(e.MustRun(cmdutil.ExitOK, "drill", "kinds", "-o", "json").Stdout), &doc); err != nil {
+	if err := json.Unmarshal([]byte(e.MustRun(exitcode.OK, "drill", "kinds", "-o", "json").Stdout), &doc); err != nil {
 		t.Fatal(err)
 	}
 	mutating := 0
@@ -396,7 +397,7 @@ steps:
 	})
 	sigs <- syscall.SIGTERM
 	err := <-done
-	if code := cmdutil.ExitCode(err); code != run.ExitRollbackFailed {
+	if code := root.ExitCode(err); code != run.ExitRollbackFailed {
 		t.Fatalf("exit %d (%v)\n%s", code, err, errOut)
 	}
 	if !strings.Contains(errOut.String(), "received SIGTERM") {
@@ -412,7 +413,7 @@ func TestRunRefusesTheContextsInvalidLimitsNamingTheFix(t *testing.T) {
 	e.WriteConfig("contexts:\n  small:\n    store:\n      local: {}\n    ratelimit:\n      capacity: 0.5\ncurrent-context: small\n")
 	d := writeFile(t, "d.yaml", "name: a\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
 	for _, verb := range []string{"run", "plan"} {
-		r := e.MustRun(cmdutil.ExitUsage, "drill", verb, d)
+		r := e.MustRun(exitcode.Usage, "drill", verb, d)
 		if !strings.Contains(r.Stderr, `context "small"`) || !strings.Contains(r.Stderr, "--ratelimit-capacity N") {
 			t.Errorf("drill %s with capacity 0.5: stderr %q; want the context and the set-context fix", verb, r.Stderr)
 		}

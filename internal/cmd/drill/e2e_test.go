@@ -22,9 +22,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -121,7 +123,7 @@ func runDrillJournal(file, jpath, junit string, args ...string) (int, string) {
 		}
 	}
 	err := run.Run(context.Background(), f, opts)
-	return cmdutil.ExitCode(err), out.String() + errOut.String()
+	return root.ExitCode(err), out.String() + errOut.String()
 }
 
 func (s *sandboxEnv) gauges(t *testing.T, dep string) map[string]gauge.State {
@@ -171,7 +173,7 @@ func TestExampleDrillsPassAgainstTheSandbox(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := onSandbox(t)
 			j, code, out := runDrill(t, filepath.Join(drillsDir, name+".yaml"))
-			if code != cmdutil.ExitOK || j.Outcome != drill.OutcomePassed {
+			if code != exitcode.OK || j.Outcome != drill.OutcomePassed {
 				t.Fatalf("exit %d, outcome %s: %s\n%s", code, j.Outcome, j.Reason, out)
 			}
 			for _, c := range append(j.Hypothesis.Before, j.Hypothesis.After...) {
@@ -206,7 +208,7 @@ func TestExampleDrillFailsWhenTheDegradationIsWrong(t *testing.T) {
 	}
 	file := writeFile(t, "openai-outage.yaml", wrong)
 	j, code, out := runDrill(t, file)
-	if code != cmdutil.ExitError || j.Outcome != drill.OutcomeFailed {
+	if code != exitcode.Error || j.Outcome != drill.OutcomeFailed {
 		t.Fatalf("exit %d outcome %s\n%s", code, j.Outcome, out)
 	}
 	if s := j.Steps[2]; s.ID != "degraded" || s.Status != drill.StatusFailed ||
@@ -292,11 +294,11 @@ func TestInterruptedDrillRollsEverythingBack(t *testing.T) {
 		t.Fatalf("koshactl did not exit within %s of SIGINT:\n%s", wait.Ceiling, log.String())
 	}
 	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != cmdutil.ExitCancelled {
-		t.Fatalf("exit: %v, want %d\n%s", err, cmdutil.ExitCancelled, log.String())
+	if !errors.As(err, &ee) || ee.ExitCode() != exitcode.Interrupted {
+		t.Fatalf("exit: %v, want %d\n%s", err, exitcode.Interrupted, log.String())
 	}
 	j := readJournal(t, jpath)
-	if j.Outcome != drill.OutcomeInterrupted || j.ExitCode != cmdutil.ExitCancelled {
+	if j.Outcome != drill.OutcomeInterrupted || j.ExitCode != exitcode.Interrupted {
 		t.Errorf("journal outcome %s exit %d", j.Outcome, j.ExitCode)
 	}
 	subjects := map[string]string{}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
@@ -72,7 +72,7 @@ steps:
       run: echo "service said ${steps.probe.body}"; echo "${steps.probe.header.x-thing}"
       dir: `+work+`
 `)
-	r := expectCode(t, e, cmdutil.ExitUsage, "drill", "validate", file)
+	r := expectCode(t, e, exitcode.Usage, "drill", "validate", file)
 	want := []string{
 		file + `:8:31: shell: run: ${steps.probe.body}: a shell command takes no ${...} references (the value would become shell code): use "$DRILL_STEP_PROBE_BODY" from its environment`,
 		file + `:8:59: shell: run: ${steps.probe.header.x-thing}: a shell command takes no ${...} references (the value would become shell code): pass it in the environment, env: {PROBE_HEADER_X_THING: "${steps.probe.header.x-thing}"}, and use "$PROBE_HEADER_X_THING"`,
@@ -81,7 +81,7 @@ steps:
 	if got := strings.TrimSpace(r.Stderr); got != strings.Join(want, "\n") {
 		t.Errorf("validate stderr:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
-	r = expectCode(t, e, cmdutil.ExitUsage, "drill", "run", file)
+	r = expectCode(t, e, exitcode.Usage, "drill", "run", file)
 	if !strings.Contains(r.Stderr, `use "$DRILL_STEP_PROBE_BODY"`) {
 		t.Errorf("run stderr = %s", r.Stderr)
 	}
@@ -106,9 +106,9 @@ steps:
       env: {THING: "${steps.probe.header.x-thing}"}
       dir: `+work+`
 `)
-	e.MustRun(cmdutil.ExitOK, "drill", "validate", file)
+	e.MustRun(exitcode.OK, "drill", "validate", file)
 	jpath := filepath.Join(t.TempDir(), "j.json")
-	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--journal", jpath)
+	e.MustRun(exitcode.OK, "drill", "run", file, "--journal", jpath)
 	j := readJournal(t, jpath)
 	if got, want := j.Steps[1].Outputs["stdout"], "service said ok\"; touch pwned; echo \"\n1$(touch pwned2)"; got != want {
 		t.Errorf("stdout = %q, want %q", got, want)
@@ -137,18 +137,18 @@ steps:
 `
 	}
 	file := writeFile(t, "store.yaml", src(`echo "${steps.chk.detail}"`, work))
-	r := expectCode(t, e, cmdutil.ExitUsage, "drill", "validate", file)
+	r := expectCode(t, e, exitcode.Usage, "drill", "validate", file)
 	if want := file + `:7:25: shell: run: ${steps.chk.detail}: a shell command takes no ${...} references (the value would become shell code): use "$DRILL_STEP_CHK_DETAIL" from its environment`; strings.TrimSpace(r.Stderr) != want+"\n1 problem found" {
 		t.Errorf("validate stderr = %s\nwant %s", r.Stderr, want)
 	}
-	expectCode(t, e, cmdutil.ExitUsage, "drill", "run", file)
+	expectCode(t, e, exitcode.Usage, "drill", "run", file)
 	noFiles(t, work)
 
 	// Through the environment, the actor is printed, not run.
 	work = t.TempDir()
 	file = writeFile(t, "store-env.yaml", src(`echo "$DRILL_STEP_CHK_DETAIL"`, work))
 	jpath := filepath.Join(t.TempDir(), "j.json")
-	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--journal", jpath)
+	e.MustRun(exitcode.OK, "drill", "run", file, "--journal", jpath)
 	if got := readJournal(t, jpath).Steps[1].Outputs["stdout"]; !strings.HasPrefix(got, "openai: forced open by $(touch pwned3) (") {
 		t.Errorf("stdout = %q", got)
 	}
@@ -165,14 +165,14 @@ func TestRunVarFromTheCommandLineIsNotShellCode(t *testing.T) {
 	work := t.TempDir()
 	file := writeFile(t, "var.yaml", "name: v\ntimeout: 1m\nvars:\n  who: nobody\nsteps:\n  - shell: {run: 'echo \"$DRILL_VAR_WHO\"', dir: "+work+"}\n")
 	jpath := filepath.Join(t.TempDir(), "j.json")
-	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--var", "who=$(touch pwned4)", "--journal", jpath)
+	e.MustRun(exitcode.OK, "drill", "run", file, "--var", "who=$(touch pwned4)", "--journal", jpath)
 	if got := readJournal(t, jpath).Steps[0].Outputs["stdout"]; got != "$(touch pwned4)" {
 		t.Errorf("stdout = %q", got)
 	}
 	noFiles(t, work)
 
 	file = writeFile(t, "var-ref.yaml", "name: v\ntimeout: 1m\nvars:\n  who: nobody\nsteps:\n  - shell: {run: 'echo \"${vars.who}\"', dir: "+work+"}\n")
-	r := expectCode(t, e, cmdutil.ExitUsage, "drill", "run", file, "--var", "who=$(touch pwned4)")
+	r := expectCode(t, e, exitcode.Usage, "drill", "run", file, "--var", "who=$(touch pwned4)")
 	if !strings.Contains(r.Stderr, `shell: run: ${vars.who}: a shell command takes no ${...} references (the value would become shell code): use "$DRILL_VAR_WHO" from its environment`) {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
@@ -215,7 +215,7 @@ steps:
     http: {url: "`+srv.URL+`/away", headers: {X-Api-Key: "${vars.key}"}}
 `)
 	jpath := filepath.Join(t.TempDir(), "j.json")
-	expectCode(t, e, cmdutil.ExitError, "drill", "run", file, "--journal", jpath)
+	expectCode(t, e, exitcode.Error, "drill", "run", file, "--journal", jpath)
 	j := readJournal(t, jpath)
 	if s := j.Steps[0]; s.Status != "passed" {
 		t.Errorf("a redirect on the same host should be followed: %+v", s)

@@ -15,10 +15,11 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/fsnodes"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -34,29 +35,6 @@ func kindOf(t *testing.T, p string) os.FileMode {
 		t.Fatal(err)
 	}
 	return fi.Mode().Type()
-}
-
-// mknodNull makes a character device with the null device's numbers.
-func mknodNull(t *testing.T, dir string) string {
-	t.Helper()
-	var st syscall.Stat_t
-	if err := syscall.Stat(os.DevNull, &st); err != nil { // looked at, never opened
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "null")
-	if err := syscall.Mknod(p, syscall.S_IFCHR|0o666, int(st.Rdev)); err != nil { //nolint:gosec // G115: a Linux device number fits an int
-		t.Fatalf("mknod (the test needs root): %v", err)
-	}
-	return p
-}
-
-func mkfifo(t *testing.T, dir string) string {
-	t.Helper()
-	p := filepath.Join(dir, "pipe")
-	if err := syscall.Mkfifo(p, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 func linkTo(t *testing.T, dir string) (link, victim string) {
@@ -75,8 +53,8 @@ func linkTo(t *testing.T, dir string) (link, victim string) {
 func TestRunJUnitToACharacterDeviceWritesInPlace(t *testing.T) {
 	e := clitest.New(t)
 	file := writeFile(t, "tiny.yaml", tinyDrill)
-	dev := mknodNull(t, t.TempDir())
-	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--junit", dev)
+	dev := fsnodes.Null(t, t.TempDir())
+	e.MustRun(exitcode.OK, "drill", "run", file, "--junit", dev)
 	// The old code renamed a new file over it: a device became a regular file.
 	if k := kindOf(t, dev); k&os.ModeCharDevice == 0 {
 		t.Errorf("the device was replaced: %v", k)
@@ -86,7 +64,7 @@ func TestRunJUnitToACharacterDeviceWritesInPlace(t *testing.T) {
 func TestRunJUnitToAPipeWritesInPlace(t *testing.T) {
 	e := clitest.New(t)
 	file := writeFile(t, "tiny.yaml", tinyDrill)
-	fifo := mkfifo(t, t.TempDir())
+	fifo := fsnodes.FIFO(t, t.TempDir(), "pipe")
 	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +89,7 @@ func TestRunJUnitToAPipeWritesInPlace(t *testing.T) {
 		}
 		got <- b.String()
 	}()
-	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--junit", fifo)
+	e.MustRun(exitcode.OK, "drill", "run", file, "--junit", fifo)
 	select {
 	case s := <-got:
 		if !strings.Contains(s, "<testsuites") {
@@ -128,9 +106,9 @@ func TestRunJUnitToAPipeWritesInPlace(t *testing.T) {
 func TestRunJUnitToAPipeWithoutReaderSaysSo(t *testing.T) {
 	e := clitest.New(t)
 	file := writeFile(t, "tiny.yaml", tinyDrill)
-	fifo := mkfifo(t, t.TempDir())
+	fifo := fsnodes.FIFO(t, t.TempDir(), "pipe")
 	r := e.Run("drill", "run", file, "--junit", fifo)
-	if r.Code == cmdutil.ExitOK || !strings.Contains(r.Stderr, "no process is reading") {
+	if r.Code == exitcode.OK || !strings.Contains(r.Stderr, "no process is reading") {
 		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	if k := kindOf(t, fifo); k&os.ModeNamedPipe == 0 {
@@ -145,7 +123,7 @@ func TestRunRefusesALinkAsReportBeforeRunning(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "ran")
 			file := writeFile(t, "r.yaml", "name: r\ntimeout: 1m\nsteps:\n  - shell: touch "+out+"\n")
 			link, victim := linkTo(t, t.TempDir())
-			r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, flag, link)
+			r := e.MustRun(exitcode.Usage, "drill", "run", file, flag, link)
 			if !strings.Contains(r.Stderr, link+" is a symbolic link") || !strings.Contains(r.Stderr, "nothing was run") {
 				t.Errorf("stderr = %s", r.Stderr)
 			}
@@ -161,11 +139,11 @@ func TestRunRefusesALinkAsReportBeforeRunning(t *testing.T) {
 
 func TestRunRefusesAPipeOrDeviceAsJournal(t *testing.T) {
 	dir := t.TempDir()
-	for _, p := range []string{mkfifo(t, dir), mknodNull(t, dir)} {
+	for _, p := range []string{fsnodes.FIFO(t, dir, "pipe"), fsnodes.Null(t, dir)} {
 		e := clitest.New(t)
 		file := writeFile(t, "tiny.yaml", tinyDrill)
 		before := kindOf(t, p)
-		r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--journal", p)
+		r := e.MustRun(exitcode.Usage, "drill", "run", file, "--journal", p)
 		if !strings.Contains(r.Stderr, "it must be a regular file") || !strings.Contains(r.Stderr, "nothing was run") {
 			t.Errorf("stderr = %s", r.Stderr)
 		}
@@ -180,7 +158,7 @@ func TestRunJournalLockIsPrivateAndNotFollowed(t *testing.T) {
 	file := writeFile(t, "tiny.yaml", tinyDrill)
 	dir := t.TempDir()
 	journal := filepath.Join(dir, "j.json")
-	e.MustRun(cmdutil.ExitOK, "drill", "run", file, "--journal", journal)
+	e.MustRun(exitcode.OK, "drill", "run", file, "--journal", journal)
 	fi, err := os.Lstat(journal + ".lock")
 	if err != nil || fi.Mode() != 0o600 {
 		t.Fatalf("lock file: %v %v, want a regular file of mode 0600", fi.Mode(), err)
@@ -191,7 +169,7 @@ func TestRunJournalLockIsPrivateAndNotFollowed(t *testing.T) {
 	if err := os.Symlink(victim, journal2+".lock"); err != nil {
 		t.Fatal(err)
 	}
-	r := e.MustRun(cmdutil.ExitUsage, "drill", "run", file, "--journal", journal2)
+	r := e.MustRun(exitcode.Usage, "drill", "run", file, "--journal", journal2)
 	if !strings.Contains(r.Stderr, "is a symbolic link") {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
@@ -202,7 +180,7 @@ func TestRunJournalLockIsPrivateAndNotFollowed(t *testing.T) {
 
 func TestRecoverRefusesAPipeOrDeviceAsJournalAtOnce(t *testing.T) {
 	dir := t.TempDir()
-	for _, p := range []string{mkfifo(t, dir), mknodNull(t, dir)} {
+	for _, p := range []string{fsnodes.FIFO(t, dir, "pipe"), fsnodes.Null(t, dir)} {
 		e := clitest.New(t)
 		ctx, cancel := context.WithTimeout(context.Background(), wait.Ceiling)
 		done := make(chan clitest.Result, 1)
@@ -211,7 +189,7 @@ func TestRecoverRefusesAPipeOrDeviceAsJournalAtOnce(t *testing.T) {
 		go func() { done <- e.RunContext(ctx, "drill", "recover", p) }()
 		select {
 		case r := <-done:
-			if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, "not a regular file") {
+			if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "not a regular file") {
 				t.Errorf("%s: exit %d, stderr %q", p, r.Code, r.Stderr)
 			}
 		case <-time.After(wait.Ceiling + time.Minute):
@@ -228,7 +206,7 @@ func TestRecoverRefusesALinkAsJUnit(t *testing.T) {
 	if err := os.WriteFile(journal, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := e.MustRun(cmdutil.ExitUsage, "drill", "recover", journal, "--junit", link)
+	r := e.MustRun(exitcode.Usage, "drill", "recover", journal, "--junit", link)
 	if !strings.Contains(r.Stderr, link+" is a symbolic link") || readFile(t, victim) != "keep me\n" {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
@@ -240,7 +218,7 @@ func TestRecoverRefusesALinkAsJUnit(t *testing.T) {
 // ends (which also ends a write the command failed to give up).
 func stalledPipe(t *testing.T, dir string) string {
 	t.Helper()
-	fifo := mkfifo(t, dir)
+	fifo := fsnodes.FIFO(t, dir, "pipe")
 	r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -331,8 +309,8 @@ func TestRecoverRefusesALinkAsJournalBeforeActing(t *testing.T) {
 	st := localStore(t)
 	records := auditCount(t, st)
 	r := e.Run("drill", "recover", link)
-	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, "symbolic link") || !strings.Contains(r.Stderr, "nothing was done") {
-		t.Fatalf("recover through a link: exit %d, want %d refusing the link before acting\n%s%s", r.Code, cmdutil.ExitUsage, r.Stdout, r.Stderr)
+	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "symbolic link") || !strings.Contains(r.Stderr, "nothing was done") {
+		t.Fatalf("recover through a link: exit %d, want %d refusing the link before acting\n%s%s", r.Code, exitcode.Usage, r.Stdout, r.Stderr)
 	}
 	if strings.Contains(r.Stderr, "recovering drill") {
 		t.Errorf("recover acted before refusing the link:\n%s", r.Stderr)

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
@@ -47,12 +47,12 @@ func TestPlanEveryExampleWritesNothing(t *testing.T) {
 	}
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			r := e.MustRun(cmdutil.ExitOK, "drill", "plan", file)
+			r := e.MustRun(exitcode.OK, "drill", "plan", file)
 			if !strings.Contains(r.Stdout, `would act on context "local" (sqlite `) || !strings.Contains(r.Stdout, "nothing was run or written") {
 				t.Errorf("plan:\n%s", r.Stdout)
 			}
 			var p runner.Plan
-			if err := json.Unmarshal([]byte(e.MustRun(cmdutil.ExitOK, "drill", "plan", file, "-o", "json").Stdout), &p); err != nil {
+			if err := json.Unmarshal([]byte(e.MustRun(exitcode.OK, "drill", "plan", file, "-o", "json").Stdout), &p); err != nil {
 				t.Fatal(err)
 			}
 			levers := 0
@@ -96,7 +96,7 @@ func TestPlanEveryExampleWritesNothing(t *testing.T) {
 func TestPlanShowsTheAlarmRequest(t *testing.T) {
 	e := clitest.New(t)
 	withCloudWatchFake(t)
-	r := e.MustRun(cmdutil.ExitOK, "drill", "plan", filepath.Join(drillsDir, "alarm-stop.yaml"), "--var", "prefix=team-a-")
+	r := e.MustRun(exitcode.OK, "drill", "plan", filepath.Join(drillsDir, "alarm-stop.yaml"), "--var", "prefix=team-a-")
 	for _, want := range []string{`alarms: one DescribeAlarms request per poll in eu-west-1, AlarmNamePrefix "team-a-"`,
 		"a service alarm fired [alarm]: alarm team-a-* in ALARM", "moves rl#agent-1"} {
 		if !strings.Contains(r.Stdout, want) {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
@@ -26,7 +26,7 @@ func TestDrillRunWithNothingServingItsMetricsExits5(t *testing.T) {
 	t.Setenv("SANDBOX_URL", gone)
 	jpath := filepath.Join(t.TempDir(), "journal.json")
 	r := e.Run("drill", "run", filepath.Join(drillsDir, "openai-outage.yaml"), "--journal", jpath)
-	if r.Code != cmdutil.ExitUnavailable {
+	if r.Code != exitcode.Unavailable {
 		t.Fatalf("exit %d, want 5\nstdout:%s\nstderr:%s", r.Code, r.Stdout, r.Stderr)
 	}
 	var errLine string

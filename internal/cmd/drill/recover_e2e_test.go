@@ -16,9 +16,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/recovery"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -40,7 +42,7 @@ func runRecover(t *testing.T, journal string, args ...string) (int, string, stri
 	if err != nil && !errors.Is(err, cmdutil.ErrSilent) {
 		errOut.WriteString("error: " + err.Error() + "\n")
 	}
-	return cmdutil.ExitCode(err), out.String(), errOut.String()
+	return root.ExitCode(err), out.String(), errOut.String()
 }
 
 // The recover test: a real drill process is SIGKILLed once every
@@ -74,7 +76,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	// Alive: recover refuses and changes nothing.
 	host, _ := os.Hostname()
 	live := fmt.Sprintf("a run is still going: pid %d started at ", cmd.Process.Pid)
-	if code, _, errOut := runRecover(t, jpath); code != cmdutil.ExitConflict || !strings.Contains(errOut, live) || !strings.Contains(errOut, " on host "+host) {
+	if code, _, errOut := runRecover(t, jpath); code != exitcode.Conflict || !strings.Contains(errOut, live) || !strings.Contains(errOut, " on host "+host) {
 		t.Fatalf("recover while the run lives: exit %d, %s", code, errOut)
 	}
 	if _, err := ov.Get(ctx, "openai"); err != nil {
@@ -97,7 +99,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 
 	junit := filepath.Join(dir, "recover.xml")
 	code, out, errOut := runRecover(t, jpath, "--junit", junit)
-	if code != cmdutil.ExitOK {
+	if code != exitcode.OK {
 		t.Fatalf("recover: exit %d\n%s%s", code, out, errOut)
 	}
 	if stale := fmt.Sprintf("the lock is stale: pid %d is gone", cmd.Process.Pid); !strings.Contains(errOut, stale) {
@@ -148,7 +150,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	// Idempotent: a second recover does nothing and says so.
 	was := readFile(t, jpath)
 	code, out, _ = runRecover(t, jpath)
-	if code != cmdutil.ExitOK || !strings.Contains(out, "nothing to recover") {
+	if code != exitcode.OK || !strings.Contains(out, "nothing to recover") {
 		t.Errorf("second recover: exit %d: %s", code, out)
 	}
 	if readFile(t, jpath) != was {
@@ -168,7 +170,7 @@ func TestRunRefusesAJournalInUse(t *testing.T) {
 	defer lock.Release()
 	file := writeFile(t, "d.yaml", "name: d\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai}\n")
 	r := e.Run("drill", "run", file, "--journal", jpath)
-	if r.Code != cmdutil.ExitConflict || !strings.Contains(r.Stderr, "is in use by a live drill run or recover") {
+	if r.Code != exitcode.Conflict || !strings.Contains(r.Stderr, "is in use by a live drill run or recover") {
 		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
 	}
 	if _, err := overrides(t, e.Clock).Get(context.Background(), "openai"); !errors.Is(err, store.ErrNotFound) {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -105,7 +105,7 @@ func TestRecoverRefusesAForgedRestore(t *testing.T) {
 	records := auditCount(t, st)
 
 	r := e.Run("drill", "recover", jpath)
-	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, "disagrees with the audit trail of run "+j.RunID) {
+	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "disagrees with the audit trail of run "+j.RunID) {
 		t.Fatalf("forged restore: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
 	want := "disagreement: rollback rb-9 (breaker#core-api): the journal says the drill replaced or cleared an override held by \"arn:aws:iam::123:user/alice\", but the audit trail records no write of run " + j.RunID
@@ -161,10 +161,10 @@ func TestRecoverDoesNotClearAnotherOperatorsOverride(t *testing.T) {
 
 			r := e.Run("drill", "recover", jpath)
 			if tc.forgeName {
-				if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, `the journal names the run's actor "`+alice+`", but the audit trail records run `+j.RunID+`'s first write on it by "tester@test"`) {
+				if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, `the journal names the run's actor "`+alice+`", but the audit trail records run `+j.RunID+`'s first write on it by "tester@test"`) {
 					t.Fatalf("forged actor: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 				}
-			} else if r.Code != cmdutil.ExitOK || !strings.Contains(r.Stderr, "left alone: "+alice+" now holds it") {
+			} else if r.Code != exitcode.OK || !strings.Contains(r.Stderr, "left alone: "+alice+" now holds it") {
 				t.Fatalf("missing written_version: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
 			if o, err := ov.Get(context.Background(), "openai"); err != nil || o.Actor != alice {
@@ -190,7 +190,7 @@ func TestRecoverRefusesAJournalOfAnotherRun(t *testing.T) {
 	j.RunID = other.RunID
 	writeJournal(t, jpath, j)
 	r := e.Run("drill", "recover", jpath)
-	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, "disagreement: rollback rb-1 (breaker#openai): the journal says the drill wrote version") ||
+	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "disagreement: rollback rb-1 (breaker#openai): the journal says the drill wrote version") ||
 		!strings.Contains(r.Stderr, "no write of run "+other.RunID) {
 		t.Fatalf("journal of another run: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}
@@ -211,7 +211,7 @@ func TestRecoverRefusesWhileTheRunsProcessLives(t *testing.T) {
 	writeJournal(t, jpath, j)
 	r := e.Run("drill", "recover", jpath)
 	want := fmt.Sprintf("a run is still going: pid %d started at %s on host %s, although its lock", me.PID, me.StartedAt.UTC().Format(time.RFC3339), me.Host)
-	if r.Code != cmdutil.ExitConflict || !strings.Contains(r.Stderr, want) {
+	if r.Code != exitcode.Conflict || !strings.Contains(r.Stderr, want) {
 		t.Fatalf("live process: exit %d (want %q)\n%s%s", r.Code, want, r.Stdout, r.Stderr)
 	}
 }

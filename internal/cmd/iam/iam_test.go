@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
@@ -334,7 +334,7 @@ func TestPolicyGrantsExactlyEachRolesOperations(t *testing.T) {
 func TestPolicyRefusesWhatItCannotRender(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	r := e.MustRun(cmdutil.ExitUsage, "iam", "policy", "--role", "reader", "--account", "123456789012")
+	r := e.MustRun(exitcode.Usage, "iam", "policy", "--role", "reader", "--account", "123456789012")
 	if !strings.Contains(r.Stderr, "embedded store") || r.Stdout != "" {
 		t.Errorf("local context: %q %q", r.Stdout, r.Stderr)
 	}
@@ -345,7 +345,7 @@ func TestPolicyRefusesWhatItCannotRender(t *testing.T) {
 		{"iam", "policy", "--account", "123456789012"},
 		{"iam", "policy", "--role", "reader", "--account", "12345"},
 	} {
-		if r := e.MustRun(cmdutil.ExitUsage, args...); r.Stdout != "" || strings.Count(r.Stderr, "\n") != 1 {
+		if r := e.MustRun(exitcode.Usage, args...); r.Stdout != "" || strings.Count(r.Stderr, "\n") != 1 {
 			t.Errorf("koshactl %s: %q %q", strings.Join(args, " "), r.Stdout, r.Stderr)
 		}
 	}

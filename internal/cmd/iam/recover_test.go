@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
 )
 
@@ -39,8 +39,8 @@ func (w *awsWorld) failedRun(t *testing.T, dir string) string {
 	if err := os.Remove(jpath); err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	if r := w.Run("drill", "run", file, "--journal", jpath); r.Code != cmdutil.ExitRollback {
-		t.Fatalf("drill run without DeleteItem: exit %d, want %d (its rollback denied)\n%s", r.Code, cmdutil.ExitRollback, r.Stderr)
+	if r := w.Run("drill", "run", file, "--journal", jpath); r.Code != exitcode.Rollback {
+		t.Fatalf("drill run without DeleteItem: exit %d, want %d (its rollback denied)\n%s", r.Code, exitcode.Rollback, r.Stderr)
 	}
 	w.enf.TakeDenials()
 	b, err := os.ReadFile(jpath)
@@ -146,8 +146,8 @@ func TestDrillRecoverWithAuditPutDeniedSaysTheClearIsUnrecorded(t *testing.T) {
 	r := w.Run("drill", "recover", jpath)
 	w.enf.TakeDenials()
 	out := r.Stdout + r.Stderr
-	if r.Code != cmdutil.ExitAudit {
-		t.Errorf("exit %d, want %d (the clear was made, its audit record was not)\n%s", r.Code, cmdutil.ExitAudit, out)
+	if r.Code != exitcode.Audit {
+		t.Errorf("exit %d, want %d (the clear was made, its audit record was not)\n%s", r.Code, exitcode.Audit, out)
 	}
 	if strings.Contains(out, "already clear") || !strings.Contains(out, "UNAUDITED") || !strings.Contains(out, "RESTORED, NOT AUDITED: breaker#openai") {
 		t.Errorf("the clear of openai reads as done and recorded, or not at all:\n%s", out)
@@ -167,8 +167,8 @@ func TestDrillRecoverWithAuditPutDeniedSaysTheClearIsUnrecorded(t *testing.T) {
 		t.Errorf("recovery record %+v: want not ok, naming the unaudited rollback", rec)
 	}
 	w.enf.SetPolicy(nil)
-	if r := w.Run("breaker", "get", "openai"); r.Code != cmdutil.ExitNotFound {
-		t.Errorf("breaker get openai after recover: exit %d, want %d (cleared)\n%s%s", r.Code, cmdutil.ExitNotFound, r.Stdout, r.Stderr)
+	if r := w.Run("breaker", "get", "openai"); r.Code != exitcode.NotFound {
+		t.Errorf("breaker get openai after recover: exit %d, want %d (cleared)\n%s%s", r.Code, exitcode.NotFound, r.Stdout, r.Stderr)
 	}
 	// Nothing is pending: a second recover does nothing, and so cannot
 	// report the clear "already" done.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/notify/notifytest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -200,7 +200,7 @@ func TestNoNotifyOnlyWhereTheContextAllowsIt(t *testing.T) {
 	e := clitest.New(t)
 	rcv := notifytest.Start(t, notifytest.Accept)
 	e.WriteConfig(localConfig("", slackSink("chat", rcv.URL())))
-	r := e.MustRun(cmdutil.ExitUsage, "breaker", "force-open", "openai", "--reason", "r", "--no-notify")
+	r := e.MustRun(exitcode.Usage, "breaker", "force-open", "openai", "--reason", "r", "--no-notify")
 	if !strings.Contains(r.Stderr, "does not allow skipping") {
 		t.Fatalf("stderr: %s", r.Stderr)
 	}
@@ -256,12 +256,12 @@ func TestSetContextNotifyFlagsValidateAndNeverEchoTheURL(t *testing.T) {
 		{"--notify-format", "teams"},
 		{"--notify-timeout", "1m"},
 	} {
-		r := e.MustRun(cmdutil.ExitUsage, append([]string{"config", "set-context", "ops"}, bad...)...)
+		r := e.MustRun(exitcode.Usage, append([]string{"config", "set-context", "ops"}, bad...)...)
 		noSecret(t, strings.Join(bad, " "), r)
 	}
 	// The file is checked when it is loaded, too.
 	e.WriteConfig(localConfig("", "      - webhook:\n          url: http://evil.example"+notifytest.Token+"\n"))
-	r = e.MustRun(cmdutil.ExitUsage, "breaker", "list")
+	r = e.MustRun(exitcode.Usage, "breaker", "list")
 	noSecret(t, "load", r)
 	if !strings.Contains(r.Stderr, "notify[0]") || !strings.Contains(r.Stderr, "https://") {
 		t.Fatalf("stderr: %s", r.Stderr)

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
@@ -20,7 +20,7 @@ func TestRateLimitOnDynamoDBContext(t *testing.T) {
 	endpoint := dynalite.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
-	r := e.MustRun(cmdutil.ExitUnavailable, "ratelimit", "list")
+	r := e.MustRun(exitcode.Unavailable, "ratelimit", "list")
 	if !strings.Contains(r.Stderr, "store init") {
 		t.Errorf("missing table: %s", r.Stderr)
 	}

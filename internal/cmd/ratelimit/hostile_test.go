@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -44,7 +44,7 @@ func TestHostileBucketKeyIsShownEscaped(t *testing.T) {
 func TestRateLimitReasonFollowsTheOneReasonRule(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	r := e.MustRun(cmdutil.ExitUsage, "ratelimit", "drain", "alice", "--reason", "incident\u202e")
+	r := e.MustRun(exitcode.Usage, "ratelimit", "drain", "alice", "--reason", "incident\u202e")
 	termtest.AssertSafe(t, "stderr", r.Stderr)
 	if !strings.Contains(r.Stderr, `reason has a bidi control (\u202e) at character 9`) || strings.Count(r.Stderr, "\n") != 1 {
 		t.Errorf("stderr:\n%s", r.Stderr)

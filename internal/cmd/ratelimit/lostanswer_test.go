@@ -8,7 +8,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
 )
 
@@ -17,10 +16,7 @@ import (
 // write landed (confirmed by a re-read), exit 0, and audit it once.
 func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 	t.Parallel()
-	p := faultproxy.Start(t, dynalite.Start(t))
-	e := clitest.New(t, clitest.Parallel())
-	e.UseDynamoDB(p.URL(), "kosha-control")
-	e.MustRun(0, "store", "init")
+	e, p := clitest.LostAnswerEnv(t)
 	steps := []struct {
 		args   []string
 		action string
@@ -53,7 +49,7 @@ func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 		}
 		want = append(want, st.audit)
 		sort.Strings(want)
-		if got := bucketAudit(t, e); strings.Join(got, ",") != strings.Join(want, ",") {
+		if got := clitest.AuditActions(t, e, "rl#alice"); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("after %s: audit records on rl#alice %v, want %v (each change once)", st.args[0], got, want)
 		}
 	}
@@ -63,26 +59,4 @@ func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 	if r := e.MustRun(0, "ratelimit", "reset", "alice"); !strings.Contains(r.Stdout, store.ConfirmedNote) {
 		t.Fatalf("reset's table output does not say the write was confirmed:\n%s", r.Stdout)
 	}
-}
-
-func bucketAudit(t *testing.T, e *clitest.Env) []string {
-	t.Helper()
-	var doc struct {
-		Items []struct {
-			Action  string `json:"action"`
-			Subject string `json:"subject"`
-		} `json:"items"`
-	}
-	out := e.MustRun(0, "audit", "list", "-o", "json").Stdout
-	if err := json.Unmarshal([]byte(out), &doc); err != nil {
-		t.Fatalf("audit list -o json: %v\n%s", err, out)
-	}
-	var acts []string
-	for _, r := range doc.Items {
-		if r.Subject == "rl#alice" {
-			acts = append(acts, r.Action)
-		}
-	}
-	sort.Strings(acts)
-	return acts
 }

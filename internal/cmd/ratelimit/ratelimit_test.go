@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/reset"
-	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -205,7 +206,7 @@ func TestWrittenItemFollowsContract(t *testing.T) {
 	if !strings.Contains(r.Stdout, "requests refused for 31s") {
 		t.Errorf("timed drain output: %s", r.Stdout)
 	}
-	e.MustRun(cmdutil.ExitUsage, "ratelimit", "drain", "other", "--for", "2h")
+	e.MustRun(exitcode.Usage, "ratelimit", "drain", "other", "--for", "2h")
 }
 
 func TestSet(t *testing.T) {
@@ -229,7 +230,7 @@ func TestSet(t *testing.T) {
 		{"set", "alice", "--tokens", "many"},
 		{"set", "alice", "bob", "--tokens", "1"},
 	} {
-		r := e.MustRun(cmdutil.ExitUsage, append([]string{"ratelimit"}, args...)...)
+		r := e.MustRun(exitcode.Usage, append([]string{"ratelimit"}, args...)...)
 		if strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || !strings.HasPrefix(r.Stderr, "error: ") {
 			t.Errorf("%v: want one error line, got %q", args, r.Stderr)
 		}
@@ -325,7 +326,7 @@ func TestList(t *testing.T) {
 		t.Errorf("a cut list should say so on stderr: %q", r.Stderr)
 	}
 	for _, bad := range [][]string{{"--sort", "size"}, {"--limit", "-1"}, {"--segments", "1000"}, {"extra"}} {
-		e.MustRun(cmdutil.ExitUsage, append([]string{"ratelimit", "list"}, bad...)...)
+		e.MustRun(exitcode.Usage, append([]string{"ratelimit", "list"}, bad...)...)
 	}
 
 	// A malformed item is reported, not fatal.
@@ -341,18 +342,18 @@ func TestList(t *testing.T) {
 	}
 	// Like every list (breaker list, audit list): the rest is listed, the
 	// item named (pk, attribute, problem), exit 10.
-	r = e.MustRun(cmdutil.ExitPartial, "ratelimit", "list", "-o", "json")
+	r = e.MustRun(exitcode.Partial, "ratelimit", "list", "-o", "json")
 	want := []store.Problem{{PK: "rl#broken", Attribute: "tokens", Problem: `found S "many", want N`}}
 	if l := clitest.Decode[listOut](t, r.Stdout); len(l.Items) != 3 || len(l.Malformed) != 1 || !reflect.DeepEqual(l.Unreadable, want) ||
 		!strings.Contains(r.Stderr, `partial listing: 1 bucket item does not follow the contract (listed under "unreadable")`) {
 		t.Errorf("malformed item: %+v, stderr %q", l, r.Stderr)
 	}
-	r = e.MustRun(cmdutil.ExitPartial, "ratelimit", "list")
+	r = e.MustRun(exitcode.Partial, "ratelimit", "list")
 	if !strings.Contains(r.Stderr, `warning: rl#broken: tokens: found S "many", want N`+"\n") || !strings.Contains(r.Stderr, "ratelimit reset") ||
 		strings.Count(r.Stdout, "\n") != 4 {
 		t.Errorf("table: stdout %q, stderr %q", r.Stdout, r.Stderr)
 	}
-	r = e.MustRun(cmdutil.ExitError, "ratelimit", "get", "broken")
+	r = e.MustRun(exitcode.Error, "ratelimit", "get", "broken")
 	if !strings.Contains(r.Stderr, "malformed") || !strings.Contains(r.Stderr, "koshactl ratelimit reset broken") {
 		t.Errorf("get of a malformed item should say how to repair it: %q", r.Stderr)
 	}
@@ -382,8 +383,8 @@ func TestResetAllThrottled(t *testing.T) {
 	if !strings.Contains(r.Stdout, "No client is being limited") {
 		t.Errorf("second run: %q", r.Stdout)
 	}
-	e.MustRun(cmdutil.ExitUsage, "ratelimit", "reset")
-	e.MustRun(cmdutil.ExitUsage, "ratelimit", "reset", "a", "--all-throttled")
+	e.MustRun(exitcode.Usage, "ratelimit", "reset")
+	e.MustRun(exitcode.Usage, "ratelimit", "reset", "a", "--all-throttled")
 }
 
 // Bad client ids exit 2 with an error naming the problem and the fix, and
@@ -404,14 +405,14 @@ func TestBadClientIDs(t *testing.T) {
 		for _, args := range [][]string{
 			{"get", tc.id}, {"reset", tc.id}, {"reset", "ok", tc.id}, {"drain", tc.id}, {"set", tc.id, "--tokens", "1"},
 		} {
-			r := e.MustRun(cmdutil.ExitUsage, append([]string{"ratelimit"}, args...)...)
+			r := e.MustRun(exitcode.Usage, append([]string{"ratelimit"}, args...)...)
 			saysCharset := strings.Contains(r.Stderr, "letters, digits and . _ : @ -") || strings.HasPrefix(tc.id, "rl#")
 			if !strings.Contains(r.Stderr, tc.mention) || !saysCharset {
 				t.Errorf("%v: stderr %q should mention %q and the allowed characters", args, r.Stderr, tc.mention)
 			}
 		}
 	}
-	e.MustRun(cmdutil.ExitUsage, "ratelimit", "reset", "alice", "alice")
+	e.MustRun(exitcode.Usage, "ratelimit", "reset", "alice", "alice")
 	if items := localItems(t, e); len(items) != 0 {
 		t.Errorf("bad ids wrote items: %v", items)
 	}
@@ -425,7 +426,7 @@ func TestProtectedContextNeedsConfirmation(t *testing.T) {
 	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "config", "set-context", "prod", "--local", e.Dir+"/prod.db", "--protected", "--use")
 	for _, args := range [][]string{{"drain", "alice"}, {"set", "alice", "--tokens", "1"}} {
-		r := e.MustRun(cmdutil.ExitRefused, append([]string{"ratelimit"}, args...)...)
+		r := e.MustRun(exitcode.Refused, append([]string{"ratelimit"}, args...)...)
 		if !strings.Contains(r.Stderr, "protected") || !strings.Contains(r.Stderr, "--yes") {
 			t.Errorf("%v: refusal should name --yes: %s", args, r.Stderr)
 		}
@@ -439,14 +440,14 @@ func TestProtectedContextNeedsConfirmation(t *testing.T) {
 	e.MustRun(0, "ratelimit", "list")
 
 	e.TTY, e.Stdin = true, "staging\n"
-	e.MustRun(cmdutil.ExitRefused, "ratelimit", "drain", "alice")
+	e.MustRun(exitcode.Refused, "ratelimit", "drain", "alice")
 	e.Stdin = "prod\n"
 	r := e.MustRun(0, "ratelimit", "drain", "alice")
 	if !strings.Contains(r.Stderr, "PROTECTED") || !strings.Contains(r.Stderr, "drain 1 rate-limit bucket(s)") {
 		t.Errorf("prompt: %s", r.Stderr)
 	}
 	e.TTY, e.Stdin = false, ""
-	e.MustRun(cmdutil.ExitRefused, "ratelimit", "reset", "alice")
+	e.MustRun(exitcode.Refused, "ratelimit", "reset", "alice")
 	e.MustRun(0, "ratelimit", "reset", "alice", "--yes")
 	if b := get(t, e, "alice"); b.Tokens != 20 {
 		t.Errorf("after confirmed reset: %+v", b)
@@ -468,7 +469,7 @@ func TestContextLimits(t *testing.T) {
 	if b := get(t, e, "alice"); b.RetryAfterSeconds != 2 || b.FullInSeconds != 10 {
 		t.Errorf("at 0.5/s: %+v", b)
 	}
-	e.MustRun(cmdutil.ExitUsage, "ratelimit", "set", "alice", "--tokens", "6")
+	e.MustRun(exitcode.Usage, "ratelimit", "set", "alice", "--tokens", "6")
 	e.MustRun(0, "ratelimit", "reset", "alice")
 	if b := get(t, e, "alice"); *b.StoredTokens != 5 {
 		t.Errorf("reset must fill to the context's capacity: %+v", b)
@@ -484,7 +485,7 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := reset.Options{Clients: []string{"a", "b"}, ChangeOptions: shared.ChangeOptions{Reason: "why", DryRun: true, Yes: true, Output: "json"}}
+	want := reset.Options{Clients: []string{"a", "b"}, ChangeOptions: changeloop.ChangeOptions{Reason: "why", DryRun: true, Yes: true, Output: "json"}}
 	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("options = %+v, want %+v", *got, want)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
@@ -48,7 +48,7 @@ func TestUnknownSubcommandOfEveryGroupExits2(t *testing.T) {
 	e := clitest.New(t)
 	for path, sub := range groups(t) {
 		args := strings.Fields(path)
-		r := e.MustRun(cmdutil.ExitUsage, append(args, typo(sub))...)
+		r := e.MustRun(exitcode.Usage, append(args, typo(sub))...)
 		lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
 		if len(lines) != 2 || !strings.Contains(lines[0], `unknown command "`+typo(sub)+`"`) || !strings.HasPrefix(lines[1], "did you mean ") {
 			t.Errorf("koshactl %s %s: stderr %q, want the error and a did-you-mean line", path, typo(sub), r.Stderr)
@@ -56,17 +56,17 @@ func TestUnknownSubcommandOfEveryGroupExits2(t *testing.T) {
 		if r.Stdout != "" {
 			t.Errorf("koshactl %s %s printed to stdout (help?): %q", path, typo(sub), r.Stdout)
 		}
-		r = e.MustRun(cmdutil.ExitUsage, append(args, "zzqqx")...)
+		r = e.MustRun(exitcode.Usage, append(args, "zzqqx")...)
 		if strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || !strings.Contains(r.Stderr, "--help") {
 			t.Errorf("koshactl %s zzqqx: stderr %q, want one line pointing at --help", path, r.Stderr)
 		}
 	}
 	// cobra's own completion group too.
-	if r := e.MustRun(cmdutil.ExitUsage, "completion", "bsh"); !strings.HasSuffix(r.Stderr, "did you mean bash?\n") {
+	if r := e.MustRun(exitcode.Usage, "completion", "bsh"); !strings.HasSuffix(r.Stderr, "did you mean bash?\n") {
 		t.Errorf("completion bsh: stderr %q", r.Stderr)
 	}
 	e.MustRun(0, "completion", "bash")
-	r := e.MustRun(cmdutil.ExitUsage, "breaker", "lst")
+	r := e.MustRun(exitcode.Usage, "breaker", "lst")
 	if want := "did you mean list?\n"; !strings.HasSuffix(r.Stderr, want) {
 		t.Errorf("breaker lst: stderr %q, want it to end %q", r.Stderr, want)
 	}
@@ -75,7 +75,7 @@ func TestUnknownSubcommandOfEveryGroupExits2(t *testing.T) {
 		{"help lst", ""}, {"help brekaer", "did you mean breaker?"}, {"help breaker lst", "did you mean list?"},
 		{"help drill recovr", "did you mean recover?"},
 	} {
-		r := e.MustRun(cmdutil.ExitUsage, strings.Fields(tc.args)...)
+		r := e.MustRun(exitcode.Usage, strings.Fields(tc.args)...)
 		lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
 		word := strings.Fields(tc.args)[len(strings.Fields(tc.args))-1]
 		if r.Stdout != "" || !strings.Contains(lines[0], `unknown help topic "`+word+`"`) || (tc.hint == "") != (len(lines) == 1) ||
@@ -116,7 +116,7 @@ func TestArgumentErrorsSayWhatIsExpected(t *testing.T) {
 		{[]string{"version", "extra"}, "usage: koshactl version"},
 	}
 	for _, tc := range cases {
-		r := e.MustRun(cmdutil.ExitUsage, tc.args...)
+		r := e.MustRun(exitcode.Usage, tc.args...)
 		if !strings.Contains(r.Stderr, tc.want) || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
 			t.Errorf("koshactl %s: stderr %q, want one line with %q", strings.Join(tc.args, " "), r.Stderr, tc.want)
 		}

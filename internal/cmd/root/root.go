@@ -25,6 +25,7 @@ import (
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
 	versioncmd "github.com/kosha-platform/koshactl/internal/cmd/version"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -212,7 +213,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
-		return cmdutil.ExitOK
+		return exitcode.OK
 	}
 	if !errors.Is(err, cmdutil.ErrSilent) {
 		fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", textsafe.Line(oneLine(err)))
@@ -227,16 +228,16 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 			fmt.Fprintln(f.IOStreams.ErrOut, "write the missing audit record with: "+textsafe.Line(unwritten.RepairCommand(opened.Name)))
 		}
 	}
-	code := cmdutil.ExitCode(err)
-	if !started && code == cmdutil.ExitError {
-		code = cmdutil.ExitUsage
+	code := ExitCode(err)
+	if !started && code == exitcode.Error {
+		code = exitcode.Usage
 	}
 	// An interrupted command exits 130 unless it chose its own code (a drill
 	// whose rollback failed after the interrupt exits 9), or made a change
 	// whose audit record the interrupt stopped (exit 8: the change was made).
 	var explicit *cmdutil.ExitErr
-	if ctx.Err() != nil && code != cmdutil.ExitOK && code != cmdutil.ExitAudit && !errors.As(err, &explicit) {
-		code = cmdutil.ExitCancelled
+	if ctx.Err() != nil && code != exitcode.OK && code != exitcode.Audit && !errors.As(err, &explicit) {
+		code = exitcode.Interrupted
 	}
 	return code
 }

@@ -7,12 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/fsnodes"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -60,7 +60,7 @@ func TestAddrFileLinkIsRefusedBeforeStarting(t *testing.T) {
 	cli := clitest.New(t, clitest.Parallel())
 	link, victim := plantLink(t, t.TempDir(), "url")
 	r := runBounded(t, cli, "--addr-file", link)
-	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, link+" is a symbolic link") || !strings.Contains(r.Stderr, "nothing was started") {
+	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, link+" is a symbolic link") || !strings.Contains(r.Stderr, "nothing was started") {
 		t.Errorf("exit %d, stderr %q: want 2 naming the link", r.Code, r.Stderr)
 	}
 	if strings.Contains(r.Stdout, "serving on") {
@@ -106,7 +106,7 @@ func TestAddrFileDirectoryIsRefused(t *testing.T) {
 	cli := clitest.New(t, clitest.Parallel())
 	dir := t.TempDir()
 	r := runBounded(t, cli, "--addr-file", dir)
-	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, dir+" is a directory") {
+	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, dir+" is a directory") {
 		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 }
@@ -114,13 +114,10 @@ func TestAddrFileDirectoryIsRefused(t *testing.T) {
 func TestEMFPipeWithoutReaderIsRefusedAtOnce(t *testing.T) {
 	t.Parallel()
 	cli := clitest.New(t, clitest.Parallel())
-	fifo := filepath.Join(t.TempDir(), "emf")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fifo := fsnodes.FIFO(t, t.TempDir(), "emf")
 	// The old open waited in the kernel for a reader, deaf to its context.
 	r := runBounded(t, cli, "--emf", fifo)
-	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, "no process is reading") || !strings.Contains(r.Stderr, "start the process that reads it first") {
+	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "no process is reading") || !strings.Contains(r.Stderr, "start the process that reads it first") {
 		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
@@ -133,7 +130,7 @@ func TestEMFDoesNotAppendThroughALink(t *testing.T) {
 	cli := clitest.New(t, clitest.Parallel())
 	link, victim := plantLink(t, t.TempDir(), "emf.jsonl")
 	r := runBounded(t, cli, "--emf", link)
-	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, link+" is a symbolic link") {
+	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, link+" is a symbolic link") {
 		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	unchanged(t, victim)

@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
@@ -62,8 +64,8 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("instance: 8\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := parse(t, "--config", path).Resolve(); cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "instance") {
-		t.Errorf("unknown key: %v (exit %d), want a usage error naming it", err, cmdutil.ExitCode(err))
+	if _, err := parse(t, "--config", path).Resolve(); root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "instance") {
+		t.Errorf("unknown key: %v (exit %d), want a usage error naming it", err, root.ExitCode(err))
 	}
 }
 
@@ -75,7 +77,7 @@ func TestConfigPrintsALoadableFile(t *testing.T) {
 	if err := cfg.DecodeFile([]byte(out), ""); err != nil || cfg.Validate() != nil || cfg.Profile != sbx.ProfileFlaky {
 		t.Errorf("sandbox config output does not load: %v, validate: %v, profile %s\n%s", err, cfg.Validate(), cfg.Profile, out)
 	}
-	if r := cli.Run("sandbox", "config", "--profile", "chaotic"); r.Code != cmdutil.ExitUsage {
+	if r := cli.Run("sandbox", "config", "--profile", "chaotic"); r.Code != exitcode.Usage {
 		t.Errorf("unknown profile: exit %d, %s", r.Code, r.Stderr)
 	}
 }
@@ -90,7 +92,7 @@ func TestStatusOfNoSandboxIsUnavailable(t *testing.T) {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	r := cli.Run("sandbox", "status", "--url", "http://"+addr)
-	if r.Code != cmdutil.ExitUnavailable || !strings.Contains(r.Stderr, "is koshactl sandbox running") {
+	if r.Code != exitcode.Unavailable || !strings.Contains(r.Stderr, "is koshactl sandbox running") {
 		t.Errorf("exit %d, stderr %q, want 5 and a hint", r.Code, r.Stderr)
 	}
 }
@@ -104,7 +106,7 @@ func TestListenAddressInUse(t *testing.T) {
 	}
 	defer ln.Close()
 	r := cli.Run("sandbox", "--listen", ln.Addr().String())
-	if r.Code != cmdutil.ExitUsage || !strings.Contains(r.Stderr, "another sandbox") {
+	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "another sandbox") {
 		t.Errorf("exit %d, stderr %q, want 2 and a hint", r.Code, r.Stderr)
 	}
 }
@@ -260,7 +262,7 @@ func TestDefaultTokensBeyondLoopbackRefuseToStart(t *testing.T) {
 	cli := clitest.New(t, clitest.Parallel())
 	// Refused before anything listens: the address is never bound.
 	r := cli.Run("sandbox", "--listen", "0.0.0.0:0")
-	if r.Code != cmdutil.ExitUsage || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 ||
+	if r.Code != exitcode.Usage || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 ||
 		!strings.Contains(r.Stderr, "default tokens") || !strings.Contains(r.Stderr, "principals: in a --config FILE") {
 		t.Errorf("exit %d, stderr %q: want 2 and one line naming --config", r.Code, r.Stderr)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -98,7 +99,7 @@ func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) e
 		out.Added, out.Present, out.Building = rep.Added, rep.Present, rep.Building
 		lines = append(lines, rep.Lines()...)
 		if errors.Is(err, dynamo.ErrStackManaged) {
-			err = cmdutil.WithCode(cmdutil.ExitConflict, err)
+			err = cmdutil.WithCode(exitcode.Conflict, err)
 		}
 		if err != nil {
 			printLines(f, lines)

@@ -75,20 +75,11 @@ func (a *clearOverride) Describe(rc *drill.RunContext) string {
 }
 
 func (a *clearOverride) Prepare(ctx context.Context, rc *drill.RunContext) (drill.Rollback, error) {
+	dep, moved, err := overrideLeverDependency(rc, a.dependency, a.allowUnknown)
+	if err != nil || moved {
+		return nil, err
+	}
 	svc := rc.Deps
-	if err := drill.NeedService(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
-		return nil, err
-	}
-	dep, err := rc.Expand(a.dependency)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDependency(rc, dep, a.allowUnknown); err != nil {
-		return nil, err
-	}
-	if _, moved := rc.Lever(breaker.OverrideKey(dep)); moved {
-		return nil, nil
-	}
 	cur, err := svc.Overrides.Get(ctx, dep)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil

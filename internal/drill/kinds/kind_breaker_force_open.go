@@ -97,31 +97,30 @@ func (a *forceOpen) Describe(rc *drill.RunContext) string {
 }
 
 func (a *forceOpen) Prepare(ctx context.Context, rc *drill.RunContext) (drill.Rollback, error) {
+	dep, moved, err := overrideLeverDependency(rc, a.dependency, a.allowUnknown)
+	if err != nil || moved {
+		return nil, err
+	}
 	svc := rc.Deps
-	if err := drill.NeedService(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
+	// The lever's own rule on the override read: a conflict surfaces
+	// before the drill starts. The force itself is decided and written
+	// once, by Run.
+	var before *breaker.Override
+	switch cur, err := svc.Overrides.Get(ctx, dep); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
 		return nil, err
+	default:
+		before = &cur
 	}
-	dep, err := rc.Expand(a.dependency)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDependency(rc, dep, a.allowUnknown); err != nil {
-		return nil, err
-	}
-	if _, moved := rc.Lever(breaker.OverrideKey(dep)); moved {
-		return nil, nil
-	}
-	// The lever's own rules, as a dry run: a conflict surfaces before the
-	// drill starts.
-	plan, err := svc.Overrides.ForceAll(ctx, rc.Audit(), breaker.ForceAll{DryRun: true, Requests: []breaker.ForceRequest{
-		{Dependency: dep, Reason: "prepare", Actor: svc.Actor, For: time.Minute, Overwrite: a.overwrite}}})
+	err = breaker.CheckForce(breaker.ForceRequest{Dependency: dep, Overwrite: a.overwrite}, before, rc.Now())
 	if errors.Is(err, breaker.ErrConflict) {
 		return nil, fmt.Errorf("%w: set overwrite: true to replace it for the drill (rollback restores it)", err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	l := rc.NewLever(breaker.OverrideKey(dep), plan[0].Result.Before)
+	l := rc.NewLever(breaker.OverrideKey(dep), before)
 	return &overrideRollback{dependency: dep, lever: l}, nil
 }
 

@@ -64,21 +64,7 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *drill.RunContext) (stri
 	}
 	now := rc.Now()
 	if b := r.before(); b != nil && b.ActiveAt(now) {
-		req := breaker.ForceRequest{Dependency: r.dependency, Reason: b.Reason, Actor: b.Actor, ExpiresAt: b.ExpiresAt, Overwrite: true,
-			Read: &breaker.ReadState{}}
-		if !absent {
-			req.Read.Current = &cur
-		}
-		res, err := svc.Overrides.Force(ctx, req)
-		if err != nil {
-			return "", fmt.Errorf("restore override of %s: %w", r.dependency, err)
-		}
-		_, aerr := rc.Audit().Append(ctx, audit.Entry{Actor: svc.Actor, Action: breaker.ActionForceOpen, Subject: r.Subject(),
-			Reason: rc.Reason("rollback restores the override set by " + b.Actor), Before: breaker.AuditState(res.Before), After: breaker.AuditState(&res.After)})
-		if aerr != nil {
-			return "", fmt.Errorf("restored the override of %s, but %w", r.dependency, aerr)
-		}
-		return fmt.Sprintf("restored the override held by %s (%s)", b.Actor, expiryText(b.ExpiresAt)), nil
+		return restoreOverride(ctx, rc, r.dependency, r.Subject(), *b, cur, absent)
 	}
 	if absent {
 		return "already clear", nil
@@ -144,4 +130,45 @@ func decodeDependency(m *drill.Map) (drill.Template, bool) {
 		}
 	}
 	return t, true
+}
+
+// restoreOverride puts back b, the override someone held before the drill
+// (a rollback, or drill recover), conditional on cur (the item just read,
+// unless absent), and audits it. The one restore both paths use.
+func restoreOverride(ctx context.Context, rc *drill.RunContext, dependency, subject string, b, cur breaker.Override, absent bool) (string, error) {
+	svc := rc.Deps
+	req := breaker.ForceRequest{Dependency: dependency, Reason: b.Reason, Actor: b.Actor, ExpiresAt: b.ExpiresAt, Overwrite: true,
+		Read: &breaker.ReadState{}}
+	if !absent {
+		req.Read.Current = &cur
+	}
+	res, err := svc.Overrides.Force(ctx, req)
+	if err != nil {
+		return "", fmt.Errorf("restore override of %s: %w", dependency, err)
+	}
+	_, aerr := rc.Audit().Append(ctx, audit.Entry{Actor: svc.Actor, Action: breaker.ActionForceOpen, Subject: subject,
+		Reason: rc.Reason("rollback restores the override set by " + b.Actor), Before: breaker.AuditState(res.Before), After: breaker.AuditState(&res.After)})
+	if aerr != nil {
+		return "", fmt.Errorf("restored the override of %s, but %w", dependency, aerr)
+	}
+	return fmt.Sprintf("restored the override held by %s (%s)", b.Actor, expiryText(b.ExpiresAt)), nil
+}
+
+// overrideLeverDependency is the start of both override steps' Prepare:
+// the store is needed, the dependency expanded and checked (known to the
+// context unless allowUnknown); moved says an earlier step already moved
+// this lever, so its rollback is that step's.
+func overrideLeverDependency(rc *drill.RunContext, dependency drill.Template, allowUnknown bool) (dep string, moved bool, err error) {
+	svc := rc.Deps
+	if err := drill.NeedService(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
+		return "", false, err
+	}
+	if dep, err = rc.Expand(dependency); err != nil {
+		return "", false, err
+	}
+	if err := checkDependency(rc, dep, allowUnknown); err != nil {
+		return "", false, err
+	}
+	_, moved = rc.Lever(breaker.OverrideKey(dep))
+	return dep, moved, nil
 }

@@ -267,21 +267,7 @@ func (r *recoveredOverride) Undo(ctx context.Context, rc *drill.RunContext) (str
 			}
 			return "", fmt.Errorf("not restoring the override of %s held by %s before the drill: %w; %s", r.dependency, b.Actor, err, fix)
 		}
-		req := breaker.ForceRequest{Dependency: r.dependency, Reason: b.Reason, Actor: b.Actor, ExpiresAt: b.ExpiresAt, Overwrite: true,
-			Read: &breaker.ReadState{}}
-		if !absent {
-			req.Read.Current = &cur
-		}
-		res, err := svc.Overrides.Force(ctx, req)
-		if err != nil {
-			return "", fmt.Errorf("restore override of %s: %w", r.dependency, err)
-		}
-		_, aerr := rc.Audit().Append(ctx, audit.Entry{Actor: svc.Actor, Action: breaker.ActionForceOpen, Subject: r.Subject(),
-			Reason: rc.Reason("rollback restores the override set by " + b.Actor), Before: breaker.AuditState(res.Before), After: breaker.AuditState(&res.After)})
-		if aerr != nil {
-			return "", fmt.Errorf("restored the override of %s, but %w", r.dependency, aerr)
-		}
-		return fmt.Sprintf("restored the override held by %s (%s)", b.Actor, expiryText(b.ExpiresAt)), nil
+		return restoreOverride(ctx, rc, r.dependency, r.Subject(), *b, cur, absent)
 	}
 	if absent {
 		return "already clear", nil

@@ -13,8 +13,10 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -34,7 +36,7 @@ type Options struct {
 	AllowUnknown bool
 	NoNotify     bool
 	Output       string
-	shared.WaitOptions
+	converge.WaitOptions
 }
 
 // NewCmd builds the command.
@@ -93,7 +95,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
-	shared.AddWaitFlags(cmd, &opts.WaitOptions)
+	converge.AddWaitFlags(cmd, &opts.WaitOptions)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
@@ -107,16 +109,16 @@ type Result struct {
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
-	Convergence *shared.ConvergenceView `json:"convergence,omitempty"`
+	Convergence *converge.ConvergenceView `json:"convergence,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
 type ItemResult struct {
 	Dependency string `json:"dependency"`
 	// Action is cleared, already-clear, would-clear.
-	Action  string               `json:"action"`
-	Before  *shared.OverrideView `json:"before"`
-	AuditID string               `json:"audit_id,omitempty"`
+	Action  string                     `json:"action"`
+	Before  *overrideview.OverrideView `json:"before"`
+	AuditID string                     `json:"audit_id,omitempty"`
 	// ConfirmedByReread is true when the store's answer to the delete was
 	// lost and a re-read found the override gone (recorded as this clear).
 	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
@@ -134,12 +136,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	for _, d := range opts.Dependencies {
 		if err := breaker.ValidateDependency(d); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+			return cmdutil.WithCode(exitcode.Usage, err)
 		}
 	}
 	for _, k := range opts.Keys {
 		if _, err := breaker.DependencyOfKey(k); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+			return cmdutil.WithCode(exitcode.Usage, err)
 		}
 	}
 	env, err := f.Env(ctx)
@@ -209,7 +211,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if auditErr == nil {
 			auditErr = o.Err
 		}
-		item := ItemResult{Dependency: o.Dependency, Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
+		item := ItemResult{Dependency: o.Dependency, Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
 			ConfirmedByReread: res.Confirmed}
 		if res.Theirs != nil {
 			item.ClearedBy, item.TheirAuditID = res.Theirs.Actor, res.Theirs.ID
@@ -245,18 +247,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	for _, r := range out.Results {
 		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalReleased, Since: now})
 	}
-	table := opts.Output == cmdutil.FormatTable
-	if table {
-		if err := printResult(f, opts, env, out, now); err != nil {
-			return err
-		}
-	}
-	announce()
-	view, waitErr := shared.Wait(ctx, f, waiter, changes)
-	out.Convergence = view
-	if table {
-		shared.PrintWait(f.IOStreams.Out, view)
-	} else if err := printResult(f, opts, env, out, now); err != nil {
+	waitErr, err := converge.Report(ctx, f, waiter, changes, opts.Output == cmdutil.FormatTable, announce, func(view *converge.ConvergenceView) error {
+		out.Convergence = view
+		return printResult(f, opts, env, out, now)
+	})
+	if err != nil {
 		return err
 	}
 	if failure != nil {

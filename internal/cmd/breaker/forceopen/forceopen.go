@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -35,7 +37,7 @@ type Options struct {
 	Yes          bool
 	NoNotify     bool
 	Output       string
-	shared.WaitOptions
+	converge.WaitOptions
 }
 
 // NewCmd builds the command.
@@ -90,7 +92,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts, --no-expiry)")
 	cmd.MarkFlagsMutuallyExclusive("for", "until", "no-expiry")
-	shared.AddWaitFlags(cmd, &opts.WaitOptions)
+	converge.AddWaitFlags(cmd, &opts.WaitOptions)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
@@ -104,17 +106,17 @@ type Result struct {
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
-	Convergence *shared.ConvergenceView `json:"convergence,omitempty"`
+	Convergence *converge.ConvergenceView `json:"convergence,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
 type ItemResult struct {
 	Dependency string `json:"dependency"`
 	// Action is forced, replaced, would-force or would-replace.
-	Action   string               `json:"action"`
-	Override shared.OverrideView  `json:"override"`
-	Before   *shared.OverrideView `json:"before"`
-	AuditID  string               `json:"audit_id,omitempty"`
+	Action   string                     `json:"action"`
+	Override overrideview.OverrideView  `json:"override"`
+	Before   *overrideview.OverrideView `json:"before"`
+	AuditID  string                     `json:"audit_id,omitempty"`
 	// ConfirmedByReread is true when the store's answer was lost and a
 	// re-read found the override this command wrote.
 	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
@@ -196,13 +198,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	for _, dep := range opts.Dependencies {
 		reqs = append(reqs, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite})
 	}
-	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun, Known: shared.Known(env, opts.AllowUnknown),
+	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun, Known: depargs.Known(env, opts.AllowUnknown),
 		Confirm: func(plans []breaker.ForceResult) error {
 			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans)))
 		}}
 	outcomes, err := env.Overrides().ForceAll(ctx, env.Audit(), op)
 	if outcomes == nil {
-		return conflictHint(shared.DependencyHint(err))
+		return conflictHint(depargs.DependencyHint(err))
 	}
 	out := Result{Kind: "BreakerForceResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun}
 	var writeErr, auditErr error
@@ -218,7 +220,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		res := o.Result
 		out.Results = append(out.Results, ItemResult{Dependency: res.After.Dependency, Action: action(res, opts.DryRun),
-			Override: shared.View(res.After, now), Before: shared.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: res.Confirmed, res: res})
+			Override: overrideview.View(res.After, now), Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: res.Confirmed, res: res})
 	}
 	// The overrides and their audit records are written: announce them
 	// (bounded) once the result is shown, before any wait on the fleet.
@@ -248,18 +250,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalForced, Since: since})
 	}
-	table := opts.Output == cmdutil.FormatTable
-	if table {
-		if err := printResult(f, opts, env, out, now); err != nil {
-			return err
-		}
-	}
-	announce()
-	view, waitErr := shared.Wait(ctx, f, waiter, changes)
-	out.Convergence = view
-	if table {
-		shared.PrintWait(f.IOStreams.Out, view)
-	} else if err := printResult(f, opts, env, out, now); err != nil {
+	waitErr, err := converge.Report(ctx, f, waiter, changes, opts.Output == cmdutil.FormatTable, announce, func(view *converge.ConvergenceView) error {
+		out.Convergence = view
+		return printResult(f, opts, env, out, now)
+	})
+	if err != nil {
 		return err
 	}
 	if failure != nil {

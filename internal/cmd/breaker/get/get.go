@@ -10,8 +10,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -42,7 +43,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 // Run prints the override.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := breaker.ValidateDependency(opts.Dependency); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		return cmdutil.WithCode(exitcode.Usage, err)
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -50,7 +51,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	o, err := env.Overrides().Get(ctx, opts.Dependency)
 	if errors.Is(err, store.ErrNotFound) {
-		return cmdutil.WithCode(cmdutil.ExitNotFound,
+		return cmdutil.WithCode(exitcode.NotFound,
 			fmt.Errorf("no override for %s in context %q: its breakers follow their own state", opts.Dependency, env.Name))
 	}
 	if err != nil {
@@ -59,7 +60,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	now := f.Clock.Now()
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(ios.Out, opts.Output, shared.View(o, now))
+		return cmdutil.PrintStructured(ios.Out, opts.Output, overrideview.View(o, now))
 	}
 	tty := ios.IsStdoutTTY()
 	version := strconv.FormatInt(o.Version, 10)
@@ -68,11 +69,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	fields := []cmdutil.Field{
 		{Label: "Dependency", Value: o.Dependency},
-		{Label: "State", Value: shared.StateLabel(o, now)},
+		{Label: "State", Value: overrideview.StateLabel(o, now)},
 		{Label: "Reason", Value: o.Reason},
 		{Label: "Actor", Value: o.Actor},
 		{Label: "Created", Value: cmdutil.FormatTime(o.CreatedAt, now, tty)},
-		{Label: "Expires", Value: shared.Expiry(o, now, tty)},
+		{Label: "Expires", Value: overrideview.Expiry(o, now, tty)},
 		{Label: "Version", Value: version},
 	}
 	for _, p := range o.Problems {

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -53,10 +53,10 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 
 // Result is the JSON output of list.
 type Result struct {
-	Kind    string                `json:"kind"`
-	Context string                `json:"context"`
-	Store   string                `json:"store"`
-	Items   []shared.OverrideView `json:"items"`
+	Kind    string                      `json:"kind"`
+	Context string                      `json:"context"`
+	Store   string                      `json:"store"`
+	Items   []overrideview.OverrideView `json:"items"`
 	// Unreadable lists every malformed attribute of the overrides listed
 	// (docs/contracts/cli-output.md); each item also carries its own.
 	Unreadable []store.Problem `json:"unreadable"`
@@ -80,7 +80,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	now := f.Clock.Now()
-	out := Result{Kind: "BreakerOverrideList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.OverrideView{},
+	out := Result{Kind: "BreakerOverrideList", Context: env.Name, Store: env.Store.Describe(), Items: []overrideview.OverrideView{},
 		Unreadable: []store.Problem{}}
 	var shown []breaker.Override
 	for _, o := range all {
@@ -88,7 +88,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			continue
 		}
 		shown = append(shown, o)
-		out.Items = append(out.Items, shared.View(o, now))
+		out.Items = append(out.Items, overrideview.View(o, now))
 		out.Unreadable = append(out.Unreadable, o.Problems...)
 	}
 	ios := f.IOStreams
@@ -117,7 +117,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	tw := cmdutil.NewTable(ios.Out)
 	tw.Header(ios, "DEPENDENCY", "STATE", "EXPIRES", "ACTOR", "CREATED", "REASON")
 	for _, o := range shown {
-		tw.Row(o.Dependency, shared.StateLabel(o, now), shared.Expiry(o, now, tty), o.Actor,
+		tw.Row(o.Dependency, overrideview.StateLabel(o, now), overrideview.Expiry(o, now, tty), o.Actor,
 			cmdutil.FormatTime(o.CreatedAt, now, tty), o.Reason)
 	}
 	if err := tw.Flush(); err != nil {

@@ -14,8 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -111,13 +113,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	known := env.Context.KnownDependencies()
 	if len(opts.Dependencies) > 0 {
-		if err := shared.CheckDependencies(opts.Dependencies, known, opts.AllowUnknown); err != nil {
+		if err := depargs.CheckDependencies(opts.Dependencies, known, opts.AllowUnknown); err != nil {
 			return err
 		}
 	}
 	src, err := env.GaugeSource(ctx, opts.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		return cmdutil.WithCode(exitcode.Usage, err)
 	}
 	if err != nil {
 		return err
@@ -211,7 +213,7 @@ func errText(err error) *string {
 func (r result) exitError(check bool) error {
 	switch {
 	case errors.Is(r.storeErr, store.ErrCredentials), errors.Is(r.gaugeErr, metrics.ErrDenied):
-		return cmdutil.WithCode(cmdutil.ExitAuth, errors.Join(r.storeErr, r.gaugeErr))
+		return cmdutil.WithCode(exitcode.Auth, errors.Join(r.storeErr, r.gaugeErr))
 	case r.storeErr != nil || r.gaugeErr != nil:
 		var parts []string
 		if r.storeErr != nil {
@@ -223,7 +225,7 @@ func (r result) exitError(check bool) error {
 				parts[len(parts)-1] += " (" + r.hint + ")"
 			}
 		}
-		return cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("status is incomplete: %s", strings.Join(parts, "; ")))
+		return cmdutil.WithCode(exitcode.Unavailable, fmt.Errorf("status is incomplete: %s", strings.Join(parts, "; ")))
 	}
 	if check {
 		var bad []string
@@ -233,7 +235,7 @@ func (r result) exitError(check bool) error {
 			}
 		}
 		if len(bad) > 0 {
-			return cmdutil.WithCode(cmdutil.ExitError, fmt.Errorf("check failed: %s", strings.Join(bad, ", ")))
+			return cmdutil.WithCode(exitcode.Error, fmt.Errorf("check failed: %s", strings.Join(bad, ", ")))
 		}
 	}
 	return nil
@@ -301,7 +303,7 @@ func printTable(ios *iostreams.IOStreams, r result, watch bool, now time.Time) e
 		if o := s.Override; o != nil {
 			switch {
 			case s.OverrideActive:
-				ov = fmt.Sprintf("%s, expires %s: %s", o.Actor, shared.Expiry(*o, now, tty), o.Reason)
+				ov = fmt.Sprintf("%s, expires %s: %s", o.Actor, overrideview.Expiry(*o, now, tty), o.Reason)
 			case o.State != breaker.OverrideStateForcedOpen:
 				ov = "inactive"
 			default:

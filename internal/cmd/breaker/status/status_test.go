@@ -18,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
@@ -157,7 +158,7 @@ func TestStatusWithAFailingSourcePrintsWhatItHasAndExits5(t *testing.T) {
 	localWithSandbox(e, sb, "")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident")
 	sb.srv.Close()
-	r := e.MustRun(cmdutil.ExitUnavailable, "breaker", "status", "-o", "json")
+	r := e.MustRun(exitcode.Unavailable, "breaker", "status", "-o", "json")
 	res := decode(t, r.Stdout)
 	if res.Gauges.OK || res.Gauges.Error == nil || !strings.Contains(*res.Gauges.Error, "metrics source unavailable") || !res.Store.OK {
 		t.Errorf("sources = %+v / %+v", res.Store, res.Gauges)
@@ -168,7 +169,7 @@ func TestStatusWithAFailingSourcePrintsWhatItHasAndExits5(t *testing.T) {
 	if !strings.Contains(r.Stderr, "status is incomplete: gauges:") {
 		t.Errorf("stderr = %q", r.Stderr)
 	}
-	r = e.MustRun(cmdutil.ExitUnavailable, "breaker", "status")
+	r = e.MustRun(exitcode.Unavailable, "breaker", "status")
 	if !strings.Contains(r.Stdout, "! gauges unavailable, fleet state unknown") {
 		t.Errorf("table does not say the gauges are missing:\n%s", r.Stdout)
 	}
@@ -181,7 +182,7 @@ func TestStatusCheck(t *testing.T) {
 	localWithSandbox(e, sb, "    dependencies: [openai]\n")
 	e.MustRun(0, "breaker", "status", "--check")
 	sb.set("kosha_breaker_state{dependency=\"openai\",instance=\"gw-1\"} 1\n")
-	r := e.MustRun(cmdutil.ExitError, "breaker", "status", "--check")
+	r := e.MustRun(exitcode.Error, "breaker", "status", "--check")
 	if !strings.Contains(r.Stderr, "check failed: openai is half-open") {
 		t.Errorf("stderr = %q", r.Stderr)
 	}
@@ -192,13 +193,13 @@ func TestStatusArgumentsAndFlags(t *testing.T) {
 	e := clitest.New(t, clitest.Parallel())
 	sb := newSandbox(t, fleet)
 	localWithSandbox(e, sb, "")
-	r := e.MustRun(cmdutil.ExitUsage, "breaker", "status", "open-ai")
+	r := e.MustRun(exitcode.Usage, "breaker", "status", "open-ai")
 	if !strings.Contains(r.Stderr, `did you mean "openai"?`) {
 		t.Errorf("stderr = %q", r.Stderr)
 	}
-	e.MustRun(cmdutil.ExitUsage, "breaker", "status", "--metrics-url", "127.0.0.1:8787/metrics")
-	e.MustRun(cmdutil.ExitUsage, "breaker", "status", "--watch", "--interval", "100ms")
-	e.MustRun(cmdutil.ExitUsage, "breaker", "status", "-o", "xml")
+	e.MustRun(exitcode.Usage, "breaker", "status", "--metrics-url", "127.0.0.1:8787/metrics")
+	e.MustRun(exitcode.Usage, "breaker", "status", "--watch", "--interval", "100ms")
+	e.MustRun(exitcode.Usage, "breaker", "status", "-o", "xml")
 
 	other := newSandbox(t, "kosha_breaker_state{dependency=\"openai\",instance=\"other-1\"} 2\n")
 	res := decode(t, e.MustRun(0, "breaker", "status", "openai", "--metrics-url", other.url(), "-o", "json").Stdout)

@@ -3,7 +3,7 @@ package status
 import (
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
@@ -43,13 +43,13 @@ type GaugesView struct {
 
 // DependencyView is one dependency's merged state.
 type DependencyView struct {
-	Dependency string               `json:"dependency"`
-	State      metrics.State        `json:"state"`
-	GaugeState metrics.State        `json:"gauge_state"`
-	Override   *shared.OverrideView `json:"override"`
-	Gauges     GaugeSummary         `json:"gauges"`
-	Instances  []InstanceView       `json:"instances"`
-	Timeline   []PointView          `json:"timeline,omitempty"`
+	Dependency string                     `json:"dependency"`
+	State      metrics.State              `json:"state"`
+	GaugeState metrics.State              `json:"gauge_state"`
+	Override   *overrideview.OverrideView `json:"override"`
+	Gauges     GaugeSummary               `json:"gauges"`
+	Instances  []InstanceView             `json:"instances"`
+	Timeline   []PointView                `json:"timeline,omitempty"`
 	// Fleet judges the override against the gauges (metrics.JudgeStatus);
 	// null without an override item.
 	Fleet *FleetView `json:"fleet"`
@@ -107,7 +107,7 @@ type PointView struct {
 
 func view(s metrics.DependencyStatus, now time.Time, timeline bool) DependencyView {
 	v := DependencyView{Dependency: s.Dependency, State: s.State, GaugeState: s.GaugeState,
-		Override: shared.ViewPtr(s.Override, now), Instances: []InstanceView{}, Notes: append([]string{}, s.Notes...)}
+		Override: overrideview.ViewPtr(s.Override, now), Instances: []InstanceView{}, Notes: append([]string{}, s.Notes...)}
 	if f := s.Fleet; f != nil {
 		v.Fleet = &FleetView{Goal: f.Goal, Verdict: f.Verdict, Since: cmdutil.TimeOrNil(f.Since), BoundSeconds: f.Bound.Seconds(),
 			Instances: f.Instances, InstancesConfirmed: f.Confirmed, PerInstance: f.PerInstance, Stragglers: append([]string{}, f.Stragglers...)}

@@ -15,8 +15,10 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/sign"
+	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -55,7 +57,7 @@ func TestFlagDefaults(t *testing.T) {
 	cmd.SetArgs([]string{"--target", "core-api", "--fault", "error", "--ttl", "20m"})
 	cmd.SetErr(io.Discard)
 	err = cmd.Execute()
-	if called || cmdutil.ExitCode(err) != cmdutil.ExitUsage || !errors.Is(err, chaos.ErrTTL) {
+	if called || root.ExitCode(err) != exitcode.Usage || !errors.Is(err, chaos.ErrTTL) {
 		t.Errorf("ttl 20m: called=%v err=%v", called, err)
 	}
 }
@@ -87,8 +89,8 @@ func TestHeaderIsNotPrintedWhenTheMintCannotBeAudited(t *testing.T) {
 		},
 	}
 	err := sign.Run(context.Background(), f, &sign.Options{Target: "openai", Fault: "error", P: chaos.ProbOne, TTL: time.Minute, Output: sign.FormatHeader})
-	if cmdutil.ExitCode(err) != cmdutil.ExitAudit || !errors.Is(err, audit.ErrAuditWrite) {
-		t.Fatalf("exit %d, err %v; want 8 wrapping ErrAuditWrite", cmdutil.ExitCode(err), err)
+	if root.ExitCode(err) != exitcode.Audit || !errors.Is(err, audit.ErrAuditWrite) {
+		t.Fatalf("exit %d, err %v; want 8 wrapping ErrAuditWrite", root.ExitCode(err), err)
 	}
 	for _, want := range []string{"was signed but is not printed", "must not be used unaudited", "broken test store", "jti "} {
 		if !strings.Contains(err.Error(), want) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
 
@@ -132,7 +133,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	v, err := chaos.NewVerifier(src, chaos.Options{Clock: f.Clock, Targets: targets, Skew: skew})
 	if err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		return cmdutil.WithCode(exitcode.Usage, err)
 	}
 	r := v.Explain(ctx, value)
 	res := Result{Kind: "ChaosVerifyReport", Context: env.Name, KeySource: src.Describe(),
@@ -149,7 +150,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ce):
-		return cmdutil.WithCode(cmdutil.ExitError, err)
+		return cmdutil.WithCode(exitcode.Error, err)
 	default:
 		return err
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -30,7 +31,7 @@ import (
 
 // ExitRollbackFailed is the exit code of a run where a rollback failed or
 // was abandoned (docs/exit-codes.md, code 9).
-const ExitRollbackFailed = cmdutil.ExitRollback
+const ExitRollbackFailed = exitcode.Rollback
 
 // Options are the parsed flags and argument.
 type Options struct {
@@ -144,7 +145,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		for _, p := range probs {
 			fmt.Fprintln(ios.ErrOut, p.String())
 		}
-		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: %s is not a valid drill (%d problems); nothing was run", cmdutil.ErrSilent, opts.File, len(probs)))
+		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w: %s is not a valid drill (%d problems); nothing was run", cmdutil.ErrSilent, opts.File, len(probs)))
 	}
 	if err := ApplyVars(d, opts.Vars); err != nil {
 		return err
@@ -180,7 +181,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		} else if opts.AllowProtected {
 			why = "--allow-protected was given, but the drill does not say allow_protected: true"
 		}
-		return cmdutil.WithCode(cmdutil.ExitRefused, fmt.Errorf("context %q is protected: %s; both are needed to drill on it", env.Name, why))
+		return cmdutil.WithCode(exitcode.Refused, fmt.Errorf("context %q is protected: %s; both are needed to drill on it", env.Name, why))
 	}
 	deps, err := NewDeps(ctx, f, env, opts.KeyFile)
 	if err != nil {
@@ -192,7 +193,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		process = runner.ThisProcess("drill run", runner.LockPath(opts.Journal))
 		lock, err := runner.LockJournal(opts.Journal, process)
 		if errors.Is(err, runner.ErrJournalLocked) {
-			return cmdutil.WithCode(cmdutil.ExitConflict, fmt.Errorf("--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
+			return cmdutil.WithCode(exitcode.Conflict, fmt.Errorf("--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
 				opts.Journal, runner.LockPath(opts.Journal)))
 		}
 		if err != nil {

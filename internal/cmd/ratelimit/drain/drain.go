@@ -7,7 +7,8 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -16,7 +17,7 @@ import (
 type Options struct {
 	Client string
 	For    time.Duration
-	shared.ChangeOptions
+	changeloop.ChangeOptions
 }
 
 // NewCmd builds the command.
@@ -51,13 +52,13 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.For, "for", 0, "keep the client refused this long (up to 1h), not just until its next token")
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
-	shared.AddChangeFlags(cmd, &opts.ChangeOptions)
+	changeloop.AddChangeFlags(cmd, &opts.ChangeOptions)
 	return cmd
 }
 
 // Run drains the bucket.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	if err := shared.CheckClients([]string{opts.Client}); err != nil {
+	if err := clientargs.CheckClients([]string{opts.Client}); err != nil {
 		return err
 	}
 	if ratelimit.CheckDrainHold(opts.For) != nil {
@@ -67,5 +68,5 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	return shared.RunChanges(ctx, f, env, []ratelimit.Change{{Op: ratelimit.OpDrain, Client: opts.Client, HoldFor: opts.For}}, opts.ChangeOptions)
+	return changeloop.RunChanges(ctx, f, env, []ratelimit.Change{{Op: ratelimit.OpDrain, Client: opts.Client, HoldFor: opts.For}}, opts.ChangeOptions)
 }

@@ -8,7 +8,8 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -50,7 +51,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 
 // Run prints the bucket.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	if err := shared.CheckClients([]string{opts.Client}); err != nil {
+	if err := clientargs.CheckClients([]string{opts.Client}); err != nil {
 		return err
 	}
 	env, err := f.Env(ctx)
@@ -72,8 +73,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if opts.Output != cmdutil.FormatTable {
 		return cmdutil.PrintStructured(ios.Out, opts.Output, struct {
 			Kind string `json:"kind"`
-			shared.BucketView
-		}{"RateLimitBucket", shared.View(s)})
+			bucketview.BucketView
+		}{"RateLimitBucket", bucketview.View(s)})
 	}
 	now := s.At
 	tty := ios.IsStdoutTTY()
@@ -90,17 +91,17 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if s.Admit {
 		fmt.Fprintf(w, "Next request:  admitted\n")
 	} else {
-		fmt.Fprintf(w, "Next request:  refused (429), retry after %s\n", shared.WaitText(s.RetryAfter))
+		fmt.Fprintf(w, "Next request:  refused (429), retry after %s\n", bucketview.WaitText(s.RetryAfter))
 	}
 	if s.Full() {
 		fmt.Fprintf(w, "Next token:    - (full)\n")
 		fmt.Fprintf(w, "Full:          now\n")
 	} else {
-		fmt.Fprintf(w, "Next token:    %s\n", shared.WaitFromNow(s.NextToken))
-		fmt.Fprintf(w, "Full:          %s\n", shared.WaitFromNow(s.UntilFull))
+		fmt.Fprintf(w, "Next token:    %s\n", bucketview.WaitFromNow(s.NextToken))
+		fmt.Fprintf(w, "Full:          %s\n", bucketview.WaitFromNow(s.UntilFull))
 	}
 	if s.AheadOfClock > 0 {
-		fmt.Fprintf(w, "Note:          updated_at is %s ahead of this clock; refill resumes when the clock gets there\n", shared.WaitText(s.AheadOfClock))
+		fmt.Fprintf(w, "Note:          updated_at is %s ahead of this clock; refill resumes when the clock gets there\n", bucketview.WaitText(s.AheadOfClock))
 	}
 	if exp := s.TTLExpiry(); !exp.IsZero() {
 		fmt.Fprintf(w, "TTL expiry:    %s (then DynamoDB may delete the item; it reads as full by then)\n", cmdutil.FormatTime(exp, now, tty))

@@ -11,7 +11,8 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -39,7 +40,7 @@ type Options struct {
 	Throttled bool
 	Limit     int
 	Sort      string
-	// Segments is the parallel scan width; 0 picks shared.DynamoSegments on
+	// Segments is the parallel scan width; 0 picks clientargs.DynamoSegments on
 	// DynamoDB and 1 on the local store.
 	Segments int
 	// MaxReadUnits caps the scan's read capacity units per second.
@@ -93,7 +94,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	fl.BoolVar(&opts.Throttled, "throttled", false, "only clients whose next request would be refused")
 	fl.IntVar(&opts.Limit, "limit", 0, "show at most N buckets after sorting (0: all)")
 	fl.StringVar(&opts.Sort, "sort", string(ratelimit.SortClient), "order: "+strings.Join(orders, "|")+" (tokens: emptiest first; updated: most recent first)")
-	fl.IntVar(&opts.Segments, "segments", 0, fmt.Sprintf("parallel scan segments (default %d on DynamoDB, 1 on the local store)", shared.DynamoSegments))
+	fl.IntVar(&opts.Segments, "segments", 0, fmt.Sprintf("parallel scan segments (default %d on DynamoDB, 1 on the local store)", clientargs.DynamoSegments))
 	fl.Float64Var(&opts.MaxReadUnits, "max-read-units", DefaultMaxReadUnits, "cap the scan at this many read capacity units per second (DynamoDB)")
 	_ = cmd.RegisterFlagCompletionFunc("sort", cobra.FixedCompletions(orders, cobra.ShellCompDirectiveNoFileComp))
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
@@ -102,10 +103,10 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 
 // Result is the JSON output of list.
 type Result struct {
-	Kind    string              `json:"kind"`
-	Context string              `json:"context"`
-	Store   string              `json:"store"`
-	Items   []shared.BucketView `json:"items"`
+	Kind    string                  `json:"kind"`
+	Context string                  `json:"context"`
+	Store   string                  `json:"store"`
+	Items   []bucketview.BucketView `json:"items"`
 	// Matched counts the buckets that matched before --limit.
 	Matched int `json:"matched"`
 	// Malformed lists items under rl# that are not valid buckets, as one
@@ -147,7 +148,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	segments := shared.ScanSegments(env, opts.Segments)
+	segments := clientargs.ScanSegments(env, opts.Segments)
 	prog := newProgress(f, opts.ProgressAfterItems)
 	var stats store.ReadStats
 	res, err := b.List(ctx, ratelimit.ListQuery{Throttled: opts.Throttled, Sort: ratelimit.SortBy(opts.Sort), Limit: opts.Limit,
@@ -158,10 +159,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	ios := f.IOStreams
 	fmt.Fprintln(ios.ErrOut, ScanSummary(&stats, opts.MaxReadUnits))
-	out := Result{Kind: "RateLimitBucketList", Context: env.Name, Store: env.Store.Describe(), Items: []shared.BucketView{},
+	out := Result{Kind: "RateLimitBucketList", Context: env.Name, Store: env.Store.Describe(), Items: []bucketview.BucketView{},
 		Matched: res.Matched, Malformed: []string{}, Unreadable: []store.Problem{}}
 	for _, s := range res.Buckets {
-		out.Items = append(out.Items, shared.View(s))
+		out.Items = append(out.Items, bucketview.View(s))
 	}
 	for _, m := range res.Malformed {
 		out.Malformed = append(out.Malformed, m.Error())
@@ -196,11 +197,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	for _, s := range res.Buckets {
 		next := "admitted"
 		if !s.Admit {
-			next = "refused, retry in " + shared.WaitText(s.RetryAfter)
+			next = "refused, retry in " + bucketview.WaitText(s.RetryAfter)
 		}
 		full := "-"
 		if !s.Full() {
-			full = shared.WaitText(s.UntilFull)
+			full = bucketview.WaitText(s.UntilFull)
 		}
 		tw.Row(s.Client, human.Number(s.Tokens)+"/"+human.Number(s.Limits.Capacity), next, full,
 			cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty))

@@ -8,7 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -18,7 +19,7 @@ import (
 type Options struct {
 	Clients      []string
 	AllThrottled bool
-	shared.ChangeOptions
+	changeloop.ChangeOptions
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -58,15 +59,15 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	return cmd
 }
 
-func addChangeFlags(cmd *cobra.Command, o *shared.ChangeOptions) {
+func addChangeFlags(cmd *cobra.Command, o *changeloop.ChangeOptions) {
 	fl := cmd.Flags()
 	fl.StringVarP(&o.Reason, "reason", "r", "", "why (recorded in the audit log)")
-	shared.AddChangeFlags(cmd, o)
+	changeloop.AddChangeFlags(cmd, o)
 }
 
 // Run resets the buckets.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	if err := shared.CheckClients(opts.Clients); err != nil {
+	if err := clientargs.CheckClients(opts.Clients); err != nil {
 		return err
 	}
 	if err := audit.ValidateReason(opts.Reason); err != nil {
@@ -82,7 +83,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		res, err := b.List(ctx, ratelimit.ListQuery{Throttled: true, Segments: shared.ScanSegments(env, 0)})
+		res, err := b.List(ctx, ratelimit.ListQuery{Throttled: true, Segments: clientargs.ScanSegments(env, 0)})
 		if err != nil {
 			return err
 		}
@@ -101,5 +102,5 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	for i, c := range clients {
 		changes[i] = ratelimit.Change{Op: ratelimit.OpReset, Client: c}
 	}
-	return shared.RunChanges(ctx, f, env, changes, opts.ChangeOptions)
+	return changeloop.RunChanges(ctx, f, env, changes, opts.ChangeOptions)
 }

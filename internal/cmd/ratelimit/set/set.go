@@ -7,7 +7,8 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/shared"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -16,7 +17,7 @@ import (
 type Options struct {
 	Client string
 	Tokens float64
-	shared.ChangeOptions
+	changeloop.ChangeOptions
 }
 
 // NewCmd builds the command.
@@ -46,13 +47,13 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	fl := cmd.Flags()
 	fl.Float64Var(&opts.Tokens, "tokens", 0, "token count to write (0 to capacity)")
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
-	shared.AddChangeFlags(cmd, &opts.ChangeOptions)
+	changeloop.AddChangeFlags(cmd, &opts.ChangeOptions)
 	return cmd
 }
 
 // Run sets the bucket.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	if err := shared.CheckClients([]string{opts.Client}); err != nil {
+	if err := clientargs.CheckClients([]string{opts.Client}); err != nil {
 		return err
 	}
 	if math.IsNaN(opts.Tokens) || math.IsInf(opts.Tokens, 0) {
@@ -62,5 +63,5 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	return shared.RunChanges(ctx, f, env, []ratelimit.Change{{Op: ratelimit.OpSet, Client: opts.Client, Tokens: opts.Tokens}}, opts.ChangeOptions)
+	return changeloop.RunChanges(ctx, f, env, []ratelimit.Change{{Op: ratelimit.OpSet, Client: opts.Client, Tokens: opts.Tokens}}, opts.ChangeOptions)
 }

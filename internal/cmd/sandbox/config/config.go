@@ -14,6 +14,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // RedactedToken stands for a token of the --config file in the output; it
@@ -58,10 +59,10 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 	cfg := sbx.DefaultConfig()
 	if err := cfg.LoadFile(opts.ConfigFile, opts.Profile); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		return cmdutil.WithCode(exitcode.Usage, err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, err)
+		return cmdutil.WithCode(exitcode.Usage, err)
 	}
 	redacted := 0
 	for i, p := range cfg.Principals {

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/config"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
 
@@ -54,7 +56,7 @@ func TestBadFileIsAUsageError(t *testing.T) {
 	}
 	io, _, out, _ := iostreams.Test()
 	err := config.Run(context.Background(), &cmdutil.Factory{IOStreams: io}, &config.Options{ConfigFile: path})
-	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !errors.Is(err, sbx.ErrInvalidConfig) || out.Len() != 0 {
-		t.Errorf("exit %d, %v, printed %q: want a usage error and nothing printed", cmdutil.ExitCode(err), err, out)
+	if root.ExitCode(err) != exitcode.Usage || !errors.Is(err, sbx.ErrInvalidConfig) || out.Len() != 0 {
+		t.Errorf("exit %d, %v, printed %q: want a usage error and nothing printed", root.ExitCode(err), err, out)
 	}
 }

@@ -1,4 +1,8 @@
-package shared
+// Package changeloop is the run loop of the mutating ratelimit verbs
+// (reset, drain, set): their shared flags, checking every change and reading
+// every bucket before the first write, confirmation, the audited writes and
+// the result they print.
+package changeloop
 
 import (
 	"context"
@@ -9,114 +13,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
-
-// DynamoSegments is the parallel scan width on DynamoDB contexts.
-const DynamoSegments = 4
-
-// ScanSegments returns the scan width for the context: n when set, else
-// DynamoSegments on DynamoDB and 1 on the local store (SQLite scans serially).
-func ScanSegments(env *cmdutil.Env, n int) int {
-	switch {
-	case n > 0:
-		return n
-	case env.Context.IsLocal():
-		return 1
-	}
-	return DynamoSegments
-}
-
-// CheckClients validates every client id and refuses duplicates; the error
-// exits 2 and nothing has been read or written.
-func CheckClients(ids []string) error {
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if err := ratelimit.ValidateClientID(id); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, err)
-		}
-		if seen[id] {
-			return cmdutil.Usagef("client %q is named twice", id)
-		}
-		seen[id] = true
-	}
-	return nil
-}
-
-// BucketView is the stable JSON shape of a bucket.
-type BucketView struct {
-	Client string `json:"client"`
-	Key    string `json:"key"`
-	// Exists is false when there is no item: a full bucket.
-	Exists bool `json:"exists"`
-	// StoredTokens and UpdatedAt are the item's attributes (null when absent).
-	StoredTokens *float64 `json:"stored_tokens"`
-	UpdatedAt    *string  `json:"updated_at"`
-	UpdatedAtMs  *int64   `json:"updated_at_ms"`
-	// Tokens is the contract's refilled level at AsOf.
-	Tokens          float64 `json:"tokens"`
-	Capacity        float64 `json:"capacity"`
-	RefillPerSecond float64 `json:"refill_per_second"`
-	// Admit says whether a request at AsOf would be admitted.
-	Admit             bool    `json:"admit"`
-	RetryAfterSeconds float64 `json:"retry_after_seconds"`
-	NextTokenSeconds  float64 `json:"next_token_seconds"`
-	FullInSeconds     float64 `json:"full_in_seconds"`
-	TTLExpiresAt      *string `json:"ttl_expires_at"`
-	AsOf              string  `json:"as_of"`
-}
-
-// View converts a status for output.
-func View(s ratelimit.Status) BucketView {
-	v := BucketView{
-		Client: s.Client, Key: ratelimit.Key(s.Client), Exists: s.Exists, Tokens: s.Tokens,
-		Capacity: s.Limits.Capacity, RefillPerSecond: s.Limits.RefillPerSecond, Admit: s.Admit,
-		RetryAfterSeconds: s.RetryAfter.Seconds(), NextTokenSeconds: s.NextToken.Seconds(), FullInSeconds: s.UntilFull.Seconds(),
-		TTLExpiresAt: cmdutil.TimeOrNil(s.TTLExpiry()), AsOf: *cmdutil.TimeOrNil(s.At),
-	}
-	if s.Exists {
-		tokens, ms := s.Stored.Tokens, s.Stored.UpdatedAtMs
-		v.StoredTokens, v.UpdatedAtMs = &tokens, &ms
-		v.UpdatedAt = cmdutil.TimeOrNil(s.Stored.UpdatedAt())
-	}
-	return v
-}
-
-// WaitText renders a rate-limit wait (a retry-after, a refill time) with
-// [human.Duration], rounded up so it never reads early: to the millisecond
-// under a second, to a tenth of a second under ten seconds, to the second
-// above; "now" when there is nothing to wait.
-func WaitText(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "now"
-	case d < time.Second:
-		return human.Duration(d.Truncate(time.Millisecond))
-	case d < 10*time.Second:
-		return human.Duration(ceil(d, 100*time.Millisecond))
-	}
-	return human.Age(d)
-}
-
-func ceil(d, unit time.Duration) time.Duration {
-	if r := d % unit; r != 0 {
-		return d - r + unit
-	}
-	return d
-}
-
-// WaitFromNow renders a wait as "in 500ms", or "now".
-func WaitFromNow(d time.Duration) string {
-	if d <= 0 {
-		return "now"
-	}
-	return "in " + WaitText(d)
-}
 
 // ChangeOptions are the flags every mutating verb shares.
 type ChangeOptions struct {
@@ -152,10 +57,10 @@ type ItemResult struct {
 	// Action is reset|drained|set when written, would-reset|would-drain|
 	// would-set on a dry run, already-full|already-empty|unchanged when the
 	// bucket already was what was asked (nothing written).
-	Action  string     `json:"action"`
-	Before  BucketView `json:"before"`
-	After   BucketView `json:"after"`
-	AuditID string     `json:"audit_id,omitempty"`
+	Action  string                `json:"action"`
+	Before  bucketview.BucketView `json:"before"`
+	After   bucketview.BucketView `json:"after"`
+	AuditID string                `json:"audit_id,omitempty"`
 	// Malformed describes the invalid item the change replaced, if any.
 	Malformed string `json:"malformed,omitempty"`
 	// ConfirmedByReread is true when the store's answer was lost and a
@@ -202,7 +107,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	}
 	for _, c := range changes {
 		if err := c.Validate(b.Limits()); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, err)
+			return cmdutil.WithCode(exitcode.Usage, err)
 		}
 	}
 	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
@@ -251,7 +156,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 }
 
 func item(r ratelimit.ChangeResult, dry bool, auditID string) ItemResult {
-	it := ItemResult{Client: r.Change.Client, Action: action(r, dry), Before: View(r.Before), After: View(r.After), AuditID: auditID, ConfirmedByReread: r.Confirmed, res: r}
+	it := ItemResult{Client: r.Change.Client, Action: action(r, dry), Before: bucketview.View(r.Before), After: bucketview.View(r.After), AuditID: auditID, ConfirmedByReread: r.Confirmed, res: r}
 	if r.Malformed != nil {
 		it.Malformed = r.Malformed.Error()
 	}
@@ -301,7 +206,7 @@ func describe(r ItemResult, now time.Time, tty bool) string {
 	if res.After.Admit {
 		return line + " (next request admitted)"
 	}
-	line = fmt.Sprintf("%s: requests refused for %s", line, WaitText(res.After.RetryAfter))
+	line = fmt.Sprintf("%s: requests refused for %s", line, bucketview.WaitText(res.After.RetryAfter))
 	if !tty {
 		line += " (until " + cmdutil.FormatTime(now.Add(res.After.RetryAfter), now, false) + ")"
 	}

@@ -1,4 +1,7 @@
-package shared
+// Package converge is the breaker commands' --wait: its flags, waiting
+// until the fleet's gauges confirm a change (the rule is metrics.Judge), the
+// convergence view and the progress line.
+package converge
 
 import (
 	"context"
@@ -12,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -60,7 +64,7 @@ func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env) (*metrics.Waiter, error) {
 	src, err := env.GaugeSource(ctx, o.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
-		return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--wait: %w", err))
+		return nil, cmdutil.WithCode(exitcode.Usage, fmt.Errorf("--wait: %w", err))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--wait: %w", err)
@@ -139,16 +143,37 @@ func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []
 	v.Error = &msg
 	switch {
 	case !read && errors.Is(res.FetchErr, metrics.ErrDenied):
-		return v, cmdutil.WithCode(cmdutil.ExitAuth, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
+		return v, cmdutil.WithCode(exitcode.Auth, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
 	case !read:
-		return v, cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
+		return v, cmdutil.WithCode(exitcode.Unavailable, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
 	}
 	var parts []string
 	for _, cv := range metrics.Pending(res.Convergences) {
 		parts = append(parts, cv.Dependency+" "+cv.Summary())
 	}
-	return v, cmdutil.WithCode(cmdutil.ExitUnconfirmed, fmt.Errorf("the change was written, but the fleet did not confirm it within %s: %s (see koshactl breaker status)",
+	return v, cmdutil.WithCode(exitcode.Unconfirmed, fmt.Errorf("the change was written, but the fleet did not confirm it within %s: %s (see koshactl breaker status)",
 		human.Duration(res.Timeout), strings.Join(parts, "; ")))
+}
+
+// Report prints a written change's result around the wait on its gauges.
+// A table is printed before the wait (show gets a nil view), then
+// announce runs, then the wait's lines follow it; structured output is
+// printed once, after the wait, with its view. It returns the wait's error
+// (the exit code of an unconfirmed change) and, apart, a print's error.
+func Report(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []metrics.Change, table bool,
+	announce func(), show func(*ConvergenceView) error) (waitErr, err error) {
+	if table {
+		if err := show(nil); err != nil {
+			return nil, err
+		}
+	}
+	announce()
+	view, waitErr := Wait(ctx, f, w, changes)
+	if table {
+		PrintWait(f.IOStreams.Out, view)
+		return waitErr, nil
+	}
+	return waitErr, show(view)
 }
 
 // PrintWait writes the outcome of a wait for the table form.
