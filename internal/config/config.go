@@ -55,6 +55,18 @@ type File struct {
 	digest [32]byte
 	exists bool
 	mode   os.FileMode
+	// invalid holds the contexts Load found out of range, by name: each is
+	// refused when selected or used, and Save carries it unchanged (see
+	// [File.Invalid]).
+	invalid map[string]invalidContext
+}
+
+// invalidContext is a context Load refused: why (with the file's line), and
+// the context as it was read, so Save can tell one carried unchanged from
+// one a command changed.
+type invalidContext struct {
+	err  error
+	read []byte
 }
 
 // Context is one named environment koshactl can act on.
@@ -370,15 +382,18 @@ func ValidateName(name string) error {
 }
 
 // Validate checks one context for contradictions and values out of range
-// (a max-override outside [breaker.CheckMaxOverride]'s range). Load and Save
-// call it for every context, so no file koshactl reads or writes holds one.
+// (a max-override outside [breaker.CheckMaxOverride]'s range). Load calls
+// it for every context and refuses the one it fails for where it is used
+// ([File.Context]), not the whole file; Save calls it for every context and
+// writes no new or changed one that fails it.
 func (c *Context) Validate(name string) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
 	if c.MaxOverride != 0 {
 		if err := breaker.CheckMaxOverride(time.Duration(c.MaxOverride)); err != nil {
-			return &keyError{key: "max-override", err: fmt.Errorf("%w: context %q: %w", ErrInvalid, name, err)}
+			return &keyError{key: "max-override", err: fmt.Errorf("%w: context %q: %w", ErrInvalid, name, err),
+				fix: fmt.Sprintf("koshactl config set-context %s --max-override %s", name, shortHours(DefaultMaxOverride))}
 		}
 	}
 	if c.Store.Local != nil && c.Store.DynamoDB != nil {
@@ -482,6 +497,10 @@ const MaxFileSize = 4 << 20
 // yaml.v3's own line (see docs/project-layout.md, "Reading YAML"). The path must be a regular file (a
 // symbolic link to one is followed): a named pipe or device is refused
 // before it is read, since reading it could block forever.
+//
+// A file that does not decode (a syntax error, an unknown key, a value of
+// the wrong type) is refused whole. A context that decodes but fails
+// [Context.Validate] is kept, and refused only when used ([File.Invalid]).
 func Load(path string) (*File, error) {
 	f := &File{path: path}
 	data, st, err := fsutil.ReadRegular(path, MaxFileSize)
@@ -504,22 +523,86 @@ func Load(path string) (*File, error) {
 			return nil, fmt.Errorf("%w: %s: context %q is empty", ErrInvalid, path, name)
 		}
 		if err := c.Validate(name); err != nil {
-			var ke *keyError
-			if errors.As(err, &ke) {
-				if line := keyLine(data, name, ke.key); line > 0 {
-					return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
-				}
+			// One context out of range is refused where it is used, not the
+			// whole file: the operator keeps the other contexts (prod in an
+			// incident) and the commands that repair this one.
+			if f.invalid == nil {
+				f.invalid = map[string]invalidContext{}
 			}
-			return nil, fmt.Errorf("%s: %w", path, err)
+			f.invalid[name] = invalidContext{err: locate(path, data, name, err), read: encodeContext(c)}
 		}
 	}
 	return f, nil
+}
+
+// locate returns err, a problem of context name, prefixed with the file
+// and, for a key error, the key's line, and followed by the repair.
+func locate(path string, data []byte, name string, err error) error {
+	fix := fmt.Sprintf("koshactl config delete-context %s", name)
+	var ke *keyError
+	if errors.As(err, &ke) {
+		if ke.fix != "" {
+			fix = ke.fix
+		}
+		if line := keyLine(data, name, ke.key); line > 0 {
+			return fmt.Errorf("%s: line %d: %w (fix it with %s, or edit the file)", path, line, err, fix)
+		}
+	}
+	if strings.Contains(err.Error(), "koshactl config") {
+		// The message names its own repair already.
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return fmt.Errorf("%s: %w (fix it in the file, or remove the context with %s)", path, err, fix)
+}
+
+// shortHours writes 24h0m0s as 24h.
+func shortHours(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return d.String()
+}
+
+// encodeContext is the context as Save would write it, to compare two.
+func encodeContext(c *Context) []byte {
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// Invalid returns why the named context was refused when the file was
+// loaded (a value out of range, with the file's line and the fix), or nil.
+// [File.Context] returns the same error for it; the config commands that
+// show and repair contexts read it through [File.Lookup].
+func (f *File) Invalid(name string) error {
+	if bad, ok := f.invalid[name]; ok {
+		return bad.err
+	}
+	return nil
+}
+
+// Lookup returns the named context as the file holds it, valid or not
+// (the built-in local one when the file does not define local), and
+// whether it exists. It is for showing and repairing a context; a command
+// that acts on one uses [File.Context], which refuses an invalid one.
+func (f *File) Lookup(name string) (*Context, bool) {
+	if c, ok := f.Contexts[name]; ok {
+		return c, true
+	}
+	if name == LocalContextName {
+		return BuiltinLocal(), true
+	}
+	return nil, false
 }
 
 // keyError is a problem with one key of a context, so Load can say on
 // which line of the file it is.
 type keyError struct {
 	key string
+	// fix is the command that repairs the key, if one does.
+	fix string
 	err error
 }
 
@@ -604,9 +687,14 @@ func (f *File) Current() string {
 }
 
 // Context returns the named context. "local" resolves to the built-in one
-// unless the file defines its own.
+// unless the file defines its own. A context Load found invalid is refused
+// with [File.Invalid]'s error (matching ErrInvalid): safety fails closed
+// for that context, and only for it.
 func (f *File) Context(name string) (*Context, error) {
 	if c, ok := f.Contexts[name]; ok {
+		if err := f.Invalid(name); err != nil {
+			return nil, err
+		}
 		return c, nil
 	}
 	if name == LocalContextName {
@@ -625,12 +713,19 @@ func (f *File) Context(name string) (*Context, error) {
 // directory of the link's final target and is renamed over the target, so
 // the link stays a link and a reader sees the old file or the new one,
 // never half of one. A dangling link's target is created.
+//
+// Every context must pass [Context.Validate], except one that Load found
+// invalid and that is written back unchanged: a command on another context
+// (use-context, set-context) must not be refused for it, nor drop it.
 func (f *File) Save() error {
 	for name, c := range f.Contexts {
 		if c == nil {
 			return fmt.Errorf("%w: context %q is empty", ErrInvalid, name)
 		}
 		if err := c.Validate(name); err != nil {
+			if bad, ok := f.invalid[name]; ok && bytes.Equal(encodeContext(c), bad.read) {
+				continue
+			}
 			return err
 		}
 	}
@@ -670,6 +765,11 @@ func (f *File) Save() error {
 	f.exists = true
 	f.mode = 0o600
 	f.digest = sha256.Sum256(buf.Bytes())
+	for name := range f.invalid {
+		if c, ok := f.Contexts[name]; !ok || c.Validate(name) == nil {
+			delete(f.invalid, name)
+		}
+	}
 	return nil
 }
 

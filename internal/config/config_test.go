@@ -63,7 +63,11 @@ func TestLoadRejectsContradictions(t *testing.T) {
 	if err := os.WriteFile(path, []byte("contexts:\n  x:\n    store:\n      local: {}\n      dynamodb: {table: t, region: r}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := config.Load(path); !errors.Is(err, config.ErrInvalid) {
+	f, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Context("x"); !errors.Is(err, config.ErrInvalid) {
 		t.Errorf("both stores accepted: %v", err)
 	}
 	if err := os.WriteFile(path, []byte("contexts:\n  x:\n    max-override: forever\n    store: {local: {}}\n"), 0o600); err != nil {
@@ -74,36 +78,98 @@ func TestLoadRejectsContradictions(t *testing.T) {
 	}
 }
 
-// A max-override out of breaker's range is refused where a context is read
-// (naming the file's line and the key) and where it is written: 2s is under
-// the 5s minimum override, so no force-open could succeed on that context.
+// A max-override out of breaker's range is refused where a context is used
+// (naming the file's line, the key and the fix) and where it is written: 2s
+// is under the 5s minimum override, so no force-open could succeed on that
+// context. The other contexts of the file stay usable.
 func TestMaxOverrideRangeAtLoadAndSave(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	for _, tc := range []struct {
 		value string
 		ok    bool
 	}{{"2s", false}, {"59s", false}, {"721h", false}, {"1m", true}, {"720h", true}} {
-		data := "current-context: dev\ncontexts:\n  dev:\n    store: {local: {}}\n    max-override: " + tc.value + "\n"
+		data := "current-context: dev\ncontexts:\n  dev:\n    store: {local: {}}\n    max-override: " + tc.value + "\n  prod:\n    store: {local: {}}\n"
 		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		f, err := config.Load(path)
+		if err != nil {
+			t.Fatalf("max-override %s in one context refused the whole file: %v", tc.value, err)
+		}
+		if _, err := f.Context("prod"); err != nil {
+			t.Errorf("max-override %s of dev refused prod: %v", tc.value, err)
+		}
+		_, err = f.Context("dev")
 		if tc.ok {
-			if err != nil {
+			if err != nil || f.Invalid("dev") != nil {
 				t.Errorf("max-override %s refused: %v", tc.value, err)
 			}
 			continue
 		}
 		if !errors.Is(err, config.ErrInvalid) || !errors.Is(err, breaker.ErrMaxOverrideRange) ||
 			!strings.Contains(err.Error(), path+": line 5: ") || !strings.Contains(err.Error(), "max-override "+tc.value) ||
-			!strings.Contains(err.Error(), "between 1m and 720h") {
-			t.Errorf("max-override %s at load: %v", tc.value, err)
+			!strings.Contains(err.Error(), "between 1m and 720h") ||
+			!strings.Contains(err.Error(), "fix it with koshactl config set-context dev --max-override 24h") {
+			t.Errorf("max-override %s at use: %v", tc.value, err)
 		}
-		if f != nil {
-			t.Errorf("max-override %s: a file was returned", tc.value)
+		if f.Invalid("dev") == nil || f.Invalid("dev").Error() != err.Error() {
+			t.Errorf("Invalid(dev) = %v, Context's error %v", f.Invalid("dev"), err)
+		}
+		if c, ok := f.Lookup("dev"); !ok || c.MaxOverride.Std().String() == "0s" {
+			t.Errorf("Lookup(dev) = %+v, %v: the invalid context must still be shown", c, ok)
 		}
 	}
+}
 
+// Save carries a context Load found invalid when it is unchanged (a change
+// to another context is not refused for it, nor drops it), refuses it once
+// changed but still invalid, and accepts it repaired.
+func TestSaveCarriesAnInvalidContextUnchanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	data := "contexts:\n  dev:\n    store: {local: {}}\n    max-override: 2s\n  prod:\n    store: {local: {}}\n"
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.CurrentContext = "prod"
+	f.Contexts["prod"].Protected = true
+	if err := f.Save(); err != nil {
+		t.Fatalf("a change to prod refused for dev: %v", err)
+	}
+	f, err = config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := f.Lookup("dev"); !ok || c.MaxOverride.Std() != 2*time.Second || f.Invalid("dev") == nil {
+		t.Fatalf("dev after saving prod: %+v, %v, %v", c, ok, f.Invalid("dev"))
+	}
+	if c, err := f.Context("prod"); err != nil || !c.Protected {
+		t.Fatalf("prod after save: %+v, %v", c, err)
+	}
+	f.Contexts["dev"].MaxOverride = config.Duration(3 * time.Second)
+	if err := f.Save(); !errors.Is(err, breaker.ErrMaxOverrideRange) {
+		t.Errorf("save of dev changed to another invalid max-override: %v", err)
+	}
+	f.Contexts["dev"].MaxOverride = config.Duration(4 * time.Hour)
+	if err := f.Save(); err != nil {
+		t.Fatalf("save of the repaired dev: %v", err)
+	}
+	if _, err := f.Context("dev"); err != nil || f.Invalid("dev") != nil {
+		t.Errorf("dev still refused after its repair was saved: %v", err)
+	}
+	f, err = config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := f.Context("dev"); err != nil || c.MaxOverride.Std() != 4*time.Hour {
+		t.Errorf("repaired dev reloads as %+v, %v", c, err)
+	}
+}
+
+func TestSaveRefusesANewInvalidContext(t *testing.T) {
 	f, err := config.Load(filepath.Join(t.TempDir(), "new.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -135,6 +135,7 @@ func DescribeAlarms(ctx context.Context, api describeAlarmsAPI, q AlarmQuery) (A
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			if nc := notCloudWatch(err); nc != nil {
+				nc.Alarms = true
 				err = nc
 			} else {
 				err = classifyAWS(err)

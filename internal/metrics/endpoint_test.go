@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,8 +103,16 @@ func TestAnEndpointThatIsNotCloudWatchIsNamed(t *testing.T) {
 		!errors.Is(err, metrics.ErrUnavailable) {
 		t.Errorf("GetMetricData from a server that is not CloudWatch: %v (%+v)", err, nc)
 	}
+	if msg := err.Error(); !strings.Contains(msg, "--service-endpoint cloudwatch=URL") || !strings.Contains(msg, "--prometheus-url") {
+		t.Errorf("the gauges' hint names neither fix: %v", err)
+	}
 	_, err = metrics.NewAlarmSource(sc).Describe(t.Context(), "", metrics.AlarmQuery{Prefixes: []string{"kosha-"}})
-	if !errors.As(err, &nc) || nc.Operation != "DescribeAlarms" {
+	if !errors.As(err, &nc) || nc.Operation != "DescribeAlarms" || !nc.Alarms {
 		t.Errorf("DescribeAlarms from a server that is not CloudWatch: %v", err)
+	}
+	// Prometheus cannot answer alarms: their hint names the CloudWatch
+	// endpoint alone.
+	if msg := err.Error(); !strings.Contains(msg, "--service-endpoint cloudwatch=URL") || strings.Contains(msg, "rometheus") || strings.Contains(msg, "metrics-url") {
+		t.Errorf("the alarms' hint: %v", err)
 	}
 }

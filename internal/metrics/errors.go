@@ -39,6 +39,10 @@ type NotCloudWatchError struct {
 	Operation string
 	// Status is the HTTP status of the answer (0 if unknown).
 	Status int
+	// Alarms marks a read of alarms (a drill's alarm stop condition, the
+	// dashboard's alarms), which only CloudWatch answers: the hint names
+	// the CloudWatch endpoint alone, never a Prometheus /metrics.
+	Alarms bool
 }
 
 func (e *NotCloudWatchError) Error() string {
@@ -49,6 +53,11 @@ func (e *NotCloudWatchError) Error() string {
 	status := ""
 	if e.Status != 0 {
 		status = fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	if e.Alarms {
+		return fmt.Sprintf("%s serves no CloudWatch: its answer to %s%s is not CloudWatch's; alarms are read from CloudWatch only: "+
+			"point them at a CloudWatch endpoint (koshactl config set-context CONTEXT --service-endpoint cloudwatch=URL)",
+			where, e.Operation, status)
 	}
 	return fmt.Sprintf("%s serves no CloudWatch: its answer to %s%s is not CloudWatch's; point the gauges at a CloudWatch endpoint "+
 		"(koshactl config set-context CONTEXT --service-endpoint cloudwatch=URL), or at a Prometheus /metrics "+
@@ -63,7 +72,7 @@ func (e *NotCloudWatchError) Is(target error) bool {
 
 // notCloudWatch returns a *NotCloudWatchError when err is the SDK failing
 // to decode the answer to a CloudWatch call, else nil.
-func notCloudWatch(err error) error {
+func notCloudWatch(err error) *NotCloudWatchError {
 	var de *smithy.DeserializationError
 	if !errors.As(err, &de) {
 		return nil

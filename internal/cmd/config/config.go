@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // NewCmd returns the config command group.
@@ -54,9 +55,12 @@ func newView(f *cmdutil.Factory) *cobra.Command {
 				Contexts       map[string]*config.Context `json:"contexts"`
 			}{file.Path(), file.Exists(), file.Current(), map[string]*config.Context{}}
 			for _, n := range file.Names() {
-				c, _ := file.Context(n)
+				// An invalid context is shown as the file holds it (to be
+				// repaired), and said to be invalid on stderr.
+				c, _ := file.Lookup(n)
 				view.Contexts[n] = redacted(c)
 			}
+			defer printInvalid(f, file)
 			if output == cmdutil.FormatTable {
 				output = cmdutil.FormatYAML
 			}
@@ -95,7 +99,10 @@ func newGetContexts(f *cmdutil.Factory) *cobra.Command {
 			List the contexts. CURRENT marks the context commands act on: --context, else
 			$KOSHACTL_CONTEXT, else the config file's current-context. When the flag or
 			the variable selects it, a line on stderr says so and names the file's own
-			current-context.
+			current-context. A context with a value out of range (a hand-edited
+			max-override, say) is listed with its STORE marked INVALID, and a line on
+			stderr says why and how to repair it: commands refuse that context until
+			set-context repairs it, and keep working on the others.
 		`),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -109,11 +116,18 @@ func newGetContexts(f *cmdutil.Factory) *cobra.Command {
 				Current   bool   `json:"current"`
 				Store     string `json:"store"`
 				Protected bool   `json:"protected"`
+				// Invalid is why the context is refused (a value out of
+				// range), empty when it is usable.
+				Invalid string `json:"invalid,omitempty"`
 			}
 			rows := []row{}
 			for _, n := range file.Names() {
-				ctx, _ := file.Context(n)
-				rows = append(rows, row{n, n == selected, describeStore(f.Environ, ctx), ctx.Protected})
+				ctx, _ := file.Lookup(n)
+				r := row{Name: n, Current: n == selected, Store: describeStore(f.Environ, ctx), Protected: ctx.Protected}
+				if err := file.Invalid(n); err != nil {
+					r.Invalid = err.Error()
+				}
+				rows = append(rows, r)
 			}
 			if output != cmdutil.FormatTable {
 				return cmdutil.PrintStructured(f.IOStreams.Out, output, map[string]any{"kind": "ContextList",
@@ -126,12 +140,17 @@ func newGetContexts(f *cmdutil.Factory) *cobra.Command {
 				if r.Current {
 					mark = "*"
 				}
-				tw.Row(mark, r.Name, r.Store, strconv.FormatBool(r.Protected))
+				store := r.Store
+				if r.Invalid != "" {
+					store = "INVALID: " + store
+				}
+				tw.Row(mark, r.Name, store, strconv.FormatBool(r.Protected))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			printSelectedBy(f, file, selected, source)
+			printInvalid(f, file)
 			return nil
 		},
 	}
@@ -165,6 +184,16 @@ func printSelectedBy(f *cmdutil.Factory, file *config.File, name string, source 
 		name, source.Describe(file), file.Current())
 }
 
+// printInvalid says on stderr, for each context the file holds invalid,
+// why it is refused and how to repair it.
+func printInvalid(f *cmdutil.Factory, file *config.File) {
+	for _, n := range file.Names() {
+		if err := file.Invalid(n); err != nil {
+			fmt.Fprintf(f.IOStreams.ErrOut, "warning: context %q is refused until repaired: %s\n", n, textsafe.Line(err.Error()))
+		}
+	}
+}
+
 func describeStore(environ cmdutil.Environ, c *config.Context) string {
 	if d := c.Store.DynamoDB; d != nil {
 		s := fmt.Sprintf("dynamodb %s (%s)", d.Table, d.Region)
@@ -190,7 +219,8 @@ func newCurrent(f *cmdutil.Factory) *cobra.Command {
 			$KOSHACTL_CONTEXT, else the config file's current-context, else the built-in
 			local context. The name alone goes to stdout (for scripts); a line on stderr
 			says where it came from. -o json gives both, and the file's own
-			current-context.
+			current-context. A name that is no context is refused (exit 3), and a
+			context with a value out of range is refused as every command refuses it.
 		`),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -199,6 +229,12 @@ func newCurrent(f *cmdutil.Factory) *cobra.Command {
 				return err
 			}
 			name, source := f.SelectContext(file)
+			// The name must be a context commands can act on: an unknown
+			// one is refused (exit 3) as every other command refuses it,
+			// an invalid one as it is refused when used.
+			if _, err := file.Context(name); err != nil {
+				return err
+			}
 			if output != cmdutil.FormatTable {
 				v := currentView(file, name, source)
 				v.Kind = "CurrentContext"

@@ -155,13 +155,17 @@ func TestServiceEndpointsAndPropagationDelay(t *testing.T) {
 		t.Errorf("after removing sts:\n%s", out)
 	}
 	// An old file without endpoints or a delay still loads, and a bad
-	// service name in the file is refused with its context.
+	// service name in the file refuses its context where it is used (view
+	// shows it, and says why it is refused).
 	e.WriteConfig("contexts:\n  old:\n    store:\n      dynamodb: {table: t, region: r, endpoint-url: http://127.0.0.1:8000}\n")
 	e.MustRun(0, "config", "view")
 	e.WriteConfig("contexts:\n  bad:\n    store:\n      dynamodb: {table: t, region: r, endpoints: {s3: http://x:1}}\n")
-	r := e.MustRun(exitcode.Usage, "config", "view")
-	if !strings.Contains(r.Stderr, `unknown service "s3"`) {
+	r := e.MustRun(exitcode.Usage, "--context", "bad", "breaker", "list")
+	if !strings.Contains(r.Stderr, `unknown service "s3"`) || !strings.Contains(r.Stderr, "koshactl config delete-context bad") {
 		t.Errorf("bad service in the file: %s", r.Stderr)
+	}
+	if r := e.MustRun(0, "config", "view"); !strings.Contains(r.Stderr, `unknown service "s3"`) {
+		t.Errorf("view of a bad service in the file: %s", r.Stderr)
 	}
 }
 
@@ -248,4 +252,102 @@ func TestCurrentContextIsTheEffectiveOne(t *testing.T) {
 	check("prod", "flag", "--context", "prod")
 	t.Setenv("KOSHACTL_CONTEXT", "local")
 	check("prod", "flag", "--context", "prod")
+}
+
+// A hand-edited max-override out of range in one context refuses that
+// context where it is used (exit 2, with the line, the key and the fix),
+// not the whole file: the other contexts keep working, and the config
+// commands show the invalid one and repair it.
+func TestOneInvalidContextDoesNotLockOutTheOthers(t *testing.T) {
+	e := clitest.New(t)
+	e.WriteConfig("current-context: dev\ncontexts:\n  dev:\n    store: {local: {path: " + e.Dir + "/dev.db}}\n    max-override: 2s\n" +
+		"  prod:\n    store: {local: {path: " + e.Dir + "/prod.db}}\n")
+	fix := "fix it with koshactl config set-context dev --max-override 24h"
+	for _, args := range [][]string{{"breaker", "list"}, {"config", "current-context"}, {"--context", "dev", "breaker", "list"}, {"config", "use-context", "dev"}} {
+		r := e.MustRun(exitcode.Usage, args...)
+		if !strings.Contains(r.Stderr, e.ConfigPath()+": line 5: ") || !strings.Contains(r.Stderr, "max-override 2s is out of range") ||
+			!strings.Contains(r.Stderr, fix) {
+			t.Errorf("%v: stderr %q", args, r.Stderr)
+		}
+	}
+	e.MustRun(0, "--context", "prod", "breaker", "force-open", "openai", "--reason", "incident")
+	e.MustRun(0, "--context", "prod", "breaker", "clear", "openai", "--yes")
+	t.Setenv("KOSHACTL_CONTEXT", "prod")
+	if out := e.MustRun(0, "config", "current-context").Stdout; out != "prod\n" {
+		t.Errorf("current-context with KOSHACTL_CONTEXT=prod: %q", out)
+	}
+	t.Setenv("KOSHACTL_CONTEXT", "")
+
+	r := e.MustRun(0, "config", "get-contexts")
+	if !strings.Contains(r.Stdout, "INVALID: embedded "+e.Dir+"/dev.db") || strings.Contains(r.Stdout, "INVALID: embedded "+e.Dir+"/prod.db") ||
+		!strings.Contains(r.Stderr, `context "dev" is refused until repaired`) || !strings.Contains(r.Stderr, fix) {
+		t.Errorf("get-contexts:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	}
+	var list struct {
+		Items []struct{ Name, Invalid string } `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(e.MustRun(0, "config", "get-contexts", "-o", "json").Stdout), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range list.Items {
+		if (it.Invalid != "") != (it.Name == "dev") {
+			t.Errorf("get-contexts -o json: %s invalid %q", it.Name, it.Invalid)
+		}
+	}
+	if out := e.MustRun(0, "config", "view").Stdout; !strings.Contains(out, "max-override: 2s") {
+		t.Errorf("view does not show the invalid context as the file holds it:\n%s", out)
+	}
+	// A change to another context is saved, and keeps dev as it is.
+	e.MustRun(0, "config", "set-context", "prod", "--protected")
+	e.MustRun(exitcode.Usage, "breaker", "list")
+
+	e.MustRun(0, "config", "set-context", "dev", "--max-override", "4h")
+	e.MustRun(0, "breaker", "list")
+	if out := e.MustRun(0, "config", "current-context").Stdout; out != "dev\n" {
+		t.Errorf("current-context after the repair: %q", out)
+	}
+	if r := e.MustRun(0, "config", "get-contexts"); strings.Contains(r.Stdout, "INVALID") || r.Stderr != "" {
+		t.Errorf("get-contexts after the repair:\n%s\n%s", r.Stdout, r.Stderr)
+	}
+}
+
+// An invalid context can be deleted; a syntax error or an unknown key still
+// refuses the whole file, which cannot be read.
+func TestDeleteAnInvalidContextAndUnreadableFiles(t *testing.T) {
+	e := clitest.New(t)
+	e.WriteConfig("current-context: dev\ncontexts:\n  dev:\n    store: {local: {}}\n    max-override: 2s\n")
+	e.MustRun(0, "config", "delete-context", "dev")
+	if out := e.MustRun(0, "config", "current-context").Stdout; out != "local\n" {
+		t.Errorf("current-context after deleting dev: %q", out)
+	}
+	for _, bad := range []string{
+		"contexts:\n  dev:\n    store: {local: {}}\n    max-overide: 4h\n  prod:\n    store: {local: {}}\n",
+		"contexts:\n  dev: [\n  prod:\n    store: {local: {}}\n",
+	} {
+		e.WriteConfig(bad)
+		for _, args := range [][]string{{"--context", "prod", "breaker", "list"}, {"config", "get-contexts"}} {
+			if r := e.MustRun(exitcode.Usage, args...); !strings.Contains(r.Stderr, e.ConfigPath()) {
+				t.Errorf("%q, %v: stderr %q", bad, args, r.Stderr)
+			}
+		}
+	}
+}
+
+// current-context names only a context that exists: an unknown one from
+// $KOSHACTL_CONTEXT or --context is refused with exit 3, as every other
+// command refuses it.
+func TestCurrentContextRefusesAnUnknownContext(t *testing.T) {
+	e := clitest.New(t)
+	t.Setenv("KOSHACTL_CONTEXT", "nope")
+	want := e.MustRun(exitcode.NotFound, "breaker", "list").Stderr
+	for _, args := range [][]string{{"config", "current-context"}, {"config", "current-context", "-o", "json"}} {
+		r := e.MustRun(exitcode.NotFound, args...)
+		if r.Stdout != "" || r.Stderr != want || !strings.Contains(r.Stderr, `no such context "nope"`) {
+			t.Errorf("%v: stdout %q stderr %q, want stderr %q", args, r.Stdout, r.Stderr, want)
+		}
+	}
+	t.Setenv("KOSHACTL_CONTEXT", "")
+	if r := e.MustRun(exitcode.NotFound, "--context", "nope", "config", "current-context"); r.Stdout != "" {
+		t.Errorf("--context nope: stdout %q", r.Stdout)
+	}
 }

@@ -3,6 +3,8 @@ package drill_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -294,4 +296,33 @@ func TestAlarmDrillStopsWhenCloudWatchGoesAway(t *testing.T) {
 	if x := readFile(t, g.junit); !strings.Contains(x, `name="outcome" value="guard_lost"`) || !strings.Contains(x, `type="guard_lost"`) {
 		t.Errorf("JUnit does not say guard lost:\n%s", x)
 	}
+}
+
+// An alarm stop condition read from an endpoint that serves no CloudWatch
+// (dynalite behind one endpoint for every service) is refused at
+// preflight with the fix for alarms: a CloudWatch endpoint, never a
+// Prometheus /metrics, which cannot answer alarms.
+func TestAlarmDrillOnAnEndpointThatIsNotCloudWatch(t *testing.T) {
+	g := newGuardRun(t)
+	notCW := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"__type":"com.amazon.coral.service#UnknownOperationException"}`))
+	}))
+	t.Cleanup(notCW.Close)
+	t.Setenv("AWS_ENDPOINT_URL_CLOUDWATCH", notCW.URL)
+	g.start()
+	r := <-g.done
+	var errLine string
+	for _, l := range strings.Split(r.Stderr, "\n") {
+		if strings.HasPrefix(l, "error: ") {
+			errLine = l
+		}
+	}
+	if r.Code == 0 || !strings.Contains(errLine, notCW.URL+" serves no CloudWatch") ||
+		!strings.Contains(errLine, "--service-endpoint cloudwatch=URL") || strings.Contains(errLine, "rometheus") ||
+		!strings.Contains(errLine, "refused before any lever was pulled") {
+		t.Errorf("exit %d, error line: %s\nstderr:\n%s", r.Code, errLine, r.Stderr)
+	}
+	g.assertNothingWritten(t)
 }
