@@ -39,6 +39,12 @@ func (e *ClaimedError) Error() string {
 	return fmt.Sprintf("%s of %s is already recorded by %s (audit record %s)", e.Record.Action, e.Record.Subject, e.Record.Actor, e.Record.ID)
 }
 
+// ErrClaimNotStored marks an append whose claim the store refused outright
+// (denied, invalid) on its one send: nothing of the record is stored, so
+// `audit repair`, which writes a clear's record from its claim, has nothing
+// to write it from.
+var ErrClaimNotStored = errors.New("its claim was not stored")
+
 // claim writes the claim on token for r, attribute_not_exists(pk): the one
 // arbiter between two writers recording the same change, whatever their
 // timing. The claim carries a token of its own, so a lost answer is
@@ -54,6 +60,9 @@ func (l *Log) claim(ctx context.Context, token string, r Record) error {
 	for sent := 1; ; sent++ {
 		if perr == nil {
 			return nil
+		}
+		if !store.MayHaveApplied(ctx, perr) && sent == 1 && ctx.Err() == nil {
+			return fmt.Errorf("%w: claim %s: %w: %w", ErrAuditWrite, it.PK(), ErrClaimNotStored, perr)
 		}
 		if !store.MayHaveApplied(ctx, perr) {
 			return fmt.Errorf("%w: claim %s: %w", ErrAuditWrite, it.PK(), perr)
@@ -225,6 +234,11 @@ type UnwrittenError struct {
 
 func (e *UnwrittenError) Error() string { return e.Err.Error() }
 func (e *UnwrittenError) Unwrap() error { return e.Err }
+
+// Repairable reports whether [UnwrittenError.RepairCommand] can write the
+// missing record: not when the store refused even the claim it would write
+// it from.
+func (e *UnwrittenError) Repairable() bool { return !errors.Is(e.Err, ErrClaimNotStored) }
 
 // RepairCommand is the command that writes the missing record, acting on
 // context contextName (every value quoted for a POSIX shell).

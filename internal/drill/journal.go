@@ -51,6 +51,11 @@ const (
 	StatusGuardLost = "guard_lost"
 	// StatusOK: a rollback restored its subject.
 	StatusOK = "ok"
+	// StatusUnaudited: a rollback restored its subject, but the audit record
+	// of its change was not written (exit 8, as for any change whose record
+	// did not land; Error names the repair). It is not pending: running it
+	// again would find the subject restored and call that "already" done.
+	StatusUnaudited = "unaudited"
 	// StatusAbandoned: a rollback was not attempted because the operator
 	// abandoned the rollback phase.
 	StatusAbandoned = "abandoned"

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
@@ -124,4 +125,67 @@ func TestDrillRecoverCallsExactlyItsDeclaredOperations(t *testing.T) {
 			t.Errorf("drill recover without %s: exit %d, denied %v\n%s%s", action, r.Code, denied, r.Stdout, r.Stderr)
 		}
 	}
+}
+
+// drill recover denied the audit log's PutItem: its clear of the drill's
+// override is made (DeleteItem is granted) and its record is not. The
+// rollback says so (unaudited, once: not retried into "already clear"),
+// the override is gone, and recover exits 8 naming the missing record,
+// not 0 and not 9 (no lever is left pulled). Even the clear's claim was
+// denied, so no `audit repair` is offered: it would have nothing to write
+// the record from.
+func TestDrillRecoverWithAuditPutDeniedSaysTheClearIsUnrecorded(t *testing.T) {
+	w := newAWSWorld(t)
+	w.prepare()
+	jpath := w.failedRun(t, t.TempDir())
+	before := map[string]int{}
+	for _, rb := range readJournal(t, jpath).Rollbacks {
+		before[rb.ID] = rb.Attempts
+	}
+	w.enf.SetPolicy(without(t, policyOf(t, iam.DrillRunner, testTarget), iam.PutItem))
+	r := w.Run("drill", "recover", jpath)
+	w.enf.TakeDenials()
+	out := r.Stdout + r.Stderr
+	if r.Code != exitcode.Audit {
+		t.Errorf("exit %d, want %d (the clear was made, its audit record was not)\n%s", r.Code, exitcode.Audit, out)
+	}
+	if strings.Contains(out, "already clear") || !strings.Contains(out, "UNAUDITED") || !strings.Contains(out, "RESTORED, NOT AUDITED: breaker#openai") {
+		t.Errorf("the clear of openai reads as done and recorded, or not at all:\n%s", out)
+	}
+	j := readJournal(t, jpath)
+	for _, rb := range j.Rollbacks {
+		if rb.Subject != "breaker#openai" {
+			continue
+		}
+		if rb.Status != drill.StatusUnaudited || rb.Attempts-before[rb.ID] != 1 || rb.Detail != "cleared, but its audit record was not written" ||
+			!strings.Contains(rb.Error, "audit record not written") || strings.Contains(rb.Error, "--write-id") || !strings.Contains(rb.Error, "no audit repair can write it") {
+			t.Errorf("openai rollback: status %q, %d attempt(s), detail %q, error %q; want unaudited, one attempt, the clear and its missing record (no repair: even the claim was denied)",
+				rb.Status, rb.Attempts-before[rb.ID], rb.Detail, rb.Error)
+		}
+	}
+	if rec := j.Recoveries[len(j.Recoveries)-1]; rec.OK || !strings.Contains(rec.Detail, "restored but not audited") {
+		t.Errorf("recovery record %+v: want not ok, naming the unaudited rollback", rec)
+	}
+	w.enf.SetPolicy(nil)
+	if r := w.Run("breaker", "get", "openai"); r.Code != exitcode.NotFound {
+		t.Errorf("breaker get openai after recover: exit %d, want %d (cleared)\n%s%s", r.Code, exitcode.NotFound, r.Stdout, r.Stderr)
+	}
+	// Nothing is pending: a second recover does nothing, and so cannot
+	// report the clear "already" done.
+	if r := w.Run("drill", "recover", jpath); r.Code != 0 || strings.Contains(r.Stdout+r.Stderr, "already clear") {
+		t.Errorf("second recover: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+func readJournal(t *testing.T, path string) drill.Journal {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j drill.Journal
+	if err := json.Unmarshal(b, &j); err != nil {
+		t.Fatal(err)
+	}
+	return j
 }

@@ -224,7 +224,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 		// A change made whose audit record did not land (exit 8, however
 		// it failed: an error or an interrupt): the command that writes it.
 		var unwritten *audit.UnwrittenError
-		if errors.As(err, &unwritten) && opened != nil {
+		if errors.As(err, &unwritten) && unwritten.Repairable() && opened != nil {
 			fmt.Fprintln(f.IOStreams.ErrOut, "write the missing audit record with: "+textsafe.Line(unwritten.RepairCommand(opened.Name)))
 		}
 	}

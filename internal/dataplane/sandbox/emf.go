@@ -3,8 +3,11 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +20,12 @@ import (
 
 // emfQueue is how many gauge points may wait for the EMF file.
 const emfQueue = 4096
+
+// emfDrain is how long, once the shutdown begins, the EMF lines still
+// queued may take to reach the file. A pipe whose reader stopped reading
+// holds a write forever: past this the rest are given up (and counted), so
+// the audit flush after it keeps its share of the shutdown's time.
+const emfDrain = time.Second
 
 // emfDimensions are the dimension sets of a line whose values are all
 // usable (the metric contract, docs/contracts/breaker-state-metric.md): the
@@ -77,6 +86,10 @@ type emfWriter struct {
 	dropped atomic.Uint64
 	mu      sync.Mutex
 	closed  bool
+
+	drain    time.Duration // see emfDrain
+	done     chan struct{} // closed when run's goroutine returns
+	lossOnce sync.Once     // the shutdown's loss is reported in one line
 }
 
 func newEMFWriter(w io.Writer, s EMFSettings, clk clock.Clock, logger *slog.Logger) *emfWriter {
@@ -85,7 +98,7 @@ func newEMFWriter(w io.Writer, s EMFSettings, clk clock.Clock, logger *slog.Logg
 		ns = gauge.DefaultNamespace
 	}
 	return &emfWriter{w: w, namespace: ns, service: s.Service, instances: s.InstanceDimension, interval: s.Interval, clock: clk, logger: logger,
-		ch: make(chan emfPoint, emfQueue)}
+		ch: make(chan emfPoint, emfQueue), drain: emfDrain, done: make(chan struct{})}
 }
 
 // emfLine is one EMF document.
@@ -135,8 +148,12 @@ func (e *emfWriter) transition(instance string, t circuit.Transition) {
 }
 
 // run writes queued points, and every interval the whole fleet, until ctx
-// ends; then it writes what is queued and returns.
-func (e *emfWriter) run(ctx context.Context, f *Fleet, wg *sync.WaitGroup) {
+// ends; then it writes what is queued within the drain time and returns.
+// When ctx ends, a writer with write deadlines (a pipe, a regular file) gets
+// one drain time ahead, so a write a stalled reader holds up (the one in
+// flight, or the next) fails then instead of never; the first failed write
+// of the drain gives up the rest, reported in one line.
+func (e *emfWriter) run(ctx context.Context, f *Fleet) {
 	snapshot := func() {
 		now := e.clock.Now()
 		for _, in := range f.instances {
@@ -147,7 +164,14 @@ func (e *emfWriter) run(ctx context.Context, f *Fleet, wg *sync.WaitGroup) {
 			}
 		}
 	}
-	wg.Go(func() {
+	if dl, ok := e.w.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		// A file whose kind has no deadlines answers os.ErrNoDeadline: its
+		// blocked write is left to finish (see finish).
+		context.AfterFunc(ctx, func() { _ = dl.SetWriteDeadline(time.Now().Add(e.drain)) })
+	}
+	go func() {
+		defer close(e.done)
+		lost := 0 // lines a write failed on after ctx ended
 		t := time.NewTicker(e.interval)
 		defer t.Stop()
 		snapshot()
@@ -160,25 +184,61 @@ func (e *emfWriter) run(ctx context.Context, f *Fleet, wg *sync.WaitGroup) {
 				close(e.ch)
 				e.mu.Unlock()
 				for p := range e.ch {
-					e.write(p)
+					if err := e.write(p); err != nil {
+						e.reportLoss(lost+1+len(e.ch), err)
+						return
+					}
+				}
+				if lost > 0 {
+					e.reportLoss(lost, os.ErrDeadlineExceeded)
 				}
 				return
 			case <-t.C:
 				snapshot()
 			case p := <-e.ch:
-				e.write(p)
+				if err := e.write(p); err != nil && ctx.Err() != nil {
+					lost++ // the drain's deadline ended a write in flight
+				} else if err != nil {
+					e.logger.Warn("emf line not written", slog.String("event", "emf_write_failed"), slog.String("error", err.Error()))
+				}
 			}
 		}
+	}()
+}
+
+// finish waits, within ctx and a little over the drain time, for run's
+// goroutine to write what was queued when the shutdown began. A write that
+// no deadline ends (a pipe or device without them, whose reader stopped)
+// is abandoned: the loss is reported and the shutdown goes on.
+func (e *emfWriter) finish(ctx context.Context) {
+	t := time.NewTimer(2 * e.drain)
+	defer t.Stop()
+	select {
+	case <-e.done:
+		return
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	e.reportLoss(len(e.ch)+1, errors.New("a write is still blocked: the reader stopped reading"))
+}
+
+// reportLoss logs, once, that n EMF lines were given up at shutdown.
+func (e *emfWriter) reportLoss(n int, err error) {
+	e.lossOnce.Do(func() {
+		e.logger.Warn(fmt.Sprintf("emf: %d lines not written at shutdown (is the file's reader still reading?); the shutdown goes on without them", n),
+			slog.String("event", "emf_lines_lost"), slog.Int("lines", n), slog.String("error", err.Error()))
 	})
 }
 
-func (e *emfWriter) write(p emfPoint) {
+// write writes p's line. A line that cannot be published is skipped with a
+// warning, not an error.
+func (e *emfWriter) write(p emfPoint) error {
 	if !dimensionValue(p.dependency) {
 		// Every set carries the dependency: without a usable one the line
 		// would publish nothing, or a series no reader asks for.
 		e.logger.Warn("emf line not written: unusable dependency dimension", slog.String("event", "emf_bad_dimension"),
 			slog.String("dependency", p.dependency), slog.String("instance", p.instance))
-		return
+		return nil
 	}
 	line := emfLine{
 		AWS: emfMeta{Timestamp: p.at.UnixMilli(), CloudWatchMetrics: []emfDirective{{Namespace: e.namespace,
@@ -186,10 +246,9 @@ func (e *emfWriter) write(p emfPoint) {
 		Dependency: p.dependency, Service: e.service, Instance: p.instance, BreakerState: int(p.state), State: p.state.String(),
 	}
 	b, err := json.Marshal(line)
-	if err == nil {
-		_, err = e.w.Write(append(b, '\n'))
-	}
 	if err != nil {
-		e.logger.Warn("emf line not written", slog.String("event", "emf_write_failed"), slog.String("error", err.Error()))
+		return err
 	}
+	_, err = e.w.Write(append(b, '\n'))
+	return err
 }

@@ -249,7 +249,7 @@ func (s *Server) Start(ctx context.Context, ln net.Listener) error {
 	s.gw.outbox.run(bg, max(outboxRelayInterval/time.Duration(max(s.cfg.TimeScale, 1)), time.Millisecond), &s.bg)
 	s.audit.start(bg)
 	if s.emf != nil {
-		s.emf.run(bg, s.fleet, &s.bg)
+		s.emf.run(bg, s.fleet)
 	}
 	s.traffic.run(load, s.URL()+PathMCP, &s.load)
 	return nil
@@ -300,6 +300,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	if err := s.audit.close(ctx); err != nil {
 		errs = append(errs, err)
+	}
+	if s.emf != nil {
+		// Drained since stopBG, alongside the audit flush; a stalled reader
+		// costs one drain time and a line in the log, not the shutdown.
+		s.emf.finish(ctx)
 	}
 	s.srv = nil
 	return errors.Join(errs...)

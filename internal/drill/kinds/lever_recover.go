@@ -276,6 +276,11 @@ func (r *recoveredOverride) Undo(ctx context.Context, rc *drill.RunContext) (str
 	// deleted unseen.
 	outs, err := svc.Overrides.ClearAll(ctx, rc.Audit(), breaker.ClearAll{Dependencies: []string{r.dependency}, Reason: rc.Reason("rollback"),
 		Actor: func(context.Context) (string, error) { return svc.Actor, nil }, Read: map[string]*breaker.Override{r.dependency: &cur}})
+	if err != nil && len(outs) == 1 && outs[0].Written {
+		// Deleted, its record not written (audit.ErrAuditWrite): the
+		// rollback is done and says so; it is not "already clear" later.
+		return "cleared, but its audit record was not written", err
+	}
 	if err != nil {
 		return "", err
 	}

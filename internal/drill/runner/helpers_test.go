@@ -42,6 +42,9 @@ type memStore struct {
 	lostPut string
 	// failGet makes Get of keys with this prefix fail.
 	failGet string
+	// denyPut refuses, as IAM would (nothing written), a Put of keys with
+	// this prefix, except those with the prefix allowPut.
+	denyPut, allowPut string
 }
 
 var _ store.Store = (*memStore)(nil)
@@ -72,6 +75,9 @@ func (m *memStore) Put(ctx context.Context, item store.Item, cond store.Conditio
 	defer m.mu.Unlock()
 	item = store.Normalize(item)
 	pk := item.PK()
+	if m.denyPut != "" && strings.HasPrefix(pk, m.denyPut) && (m.allowPut == "" || !strings.HasPrefix(pk, m.allowPut)) {
+		return fmt.Errorf("put %s: %w", pk, store.ErrCredentials)
+	}
 	cur, ok := m.items[pk]
 	if !ok {
 		cur = nil

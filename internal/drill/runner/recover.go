@@ -36,7 +36,7 @@ func LockPath(journal string) string { return journal + ".lock" }
 func Pending(j *drill.Journal) []int {
 	var out []int
 	for i := len(j.Rollbacks) - 1; i >= 0; i-- {
-		if j.Rollbacks[i].Status != drill.StatusOK {
+		if st := j.Rollbacks[i].Status; st != drill.StatusOK && st != drill.StatusUnaudited {
 			out = append(out, i)
 		}
 	}
@@ -184,17 +184,33 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 		end := rc.Now()
 		r.Attempts += attempts
 		r.EndedAt, r.DurationSeconds, r.Detail = drill.TimePtr(end), drill.Seconds(end.Sub(start)), rc.Redact(detail)
-		if err != nil {
-			r.Status, r.Error, rec.OK = drill.StatusFailed, rc.Redact(err.Error()), false
-		} else {
+		mark := "ok"
+		switch {
+		case err != nil && errors.Is(err, audit.ErrAuditWrite):
+			// The change was made (and is not retried): the subject is
+			// restored, its record is what is missing.
+			msg := err.Error()
+			var unwritten *audit.UnwrittenError
+			switch {
+			case errors.As(err, &unwritten) && unwritten.Repairable():
+				msg += "; write it with: " + unwritten.RepairCommand(svc.ContextName)
+			default:
+				msg += "; no audit repair can write it (nothing is stored to write it from): record the change by hand"
+			}
+			r.Status, r.Error, rec.OK, mark = drill.StatusUnaudited, rc.Redact(msg), false, "UNAUDITED"
+		case err != nil:
+			r.Status, r.Error, rec.OK, mark = drill.StatusFailed, rc.Redact(err.Error()), false, "FAILED"
+		default:
 			r.Status = drill.StatusOK
 		}
 		if rv.Log != nil {
-			line := fmt.Sprintf("%-6s %s %s: %s", map[bool]string{true: "ok", false: "FAILED"}[err == nil], r.ID, r.Subject, firstNonEmpty(r.Error, r.Detail))
-			rv.Log(line)
+			rv.Log(fmt.Sprintf("%-6s %s %s: %s", mark, r.ID, r.Subject, firstNonEmpty(r.Error, r.Detail)))
 		}
 	}
-	j.RollbacksOK = !slices.ContainsFunc(j.Rollbacks, func(r drill.RollbackRecord) bool { return r.Status != drill.StatusOK })
+	// Every lever restored; a rollback whose record did not land restored it.
+	j.RollbacksOK = !slices.ContainsFunc(j.Rollbacks, func(r drill.RollbackRecord) bool {
+		return r.Status != drill.StatusOK && r.Status != drill.StatusUnaudited
+	})
 	if j.Outcome == drill.OutcomeRunning {
 		j.Outcome = OutcomeKilled
 		j.Reason = "the run's process died before it finished; drill recover ran its rollbacks"
@@ -204,7 +220,11 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 		j.ExitCode = drill.ExitFailed
 	}
 	n := len(rec.Rollbacks)
-	rec.Detail = fmt.Sprintf("%d rollback(s) run, %d ok", n, n-countFailed(j, rec.Rollbacks))
+	okN, unaudited := countStatus(j, rec.Rollbacks, drill.StatusOK), countStatus(j, rec.Rollbacks, drill.StatusUnaudited)
+	rec.Detail = fmt.Sprintf("%d rollback(s) run, %d ok", n, okN)
+	if unaudited > 0 {
+		rec.Detail += fmt.Sprintf(", %d restored but not audited (exit 8: its audit record was not written)", unaudited)
+	}
 	outcome := "ok"
 	if !rec.OK {
 		outcome = "failed"
@@ -241,10 +261,11 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 	return rec, nil
 }
 
-func countFailed(j *drill.Journal, ids []string) int {
+// countStatus counts the rollbacks of ids whose status is status.
+func countStatus(j *drill.Journal, ids []string, status string) int {
 	n := 0
 	for _, r := range j.Rollbacks {
-		if slices.Contains(ids, r.ID) && r.Status != drill.StatusOK {
+		if slices.Contains(ids, r.ID) && r.Status == status {
 			n++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 )
@@ -116,6 +117,47 @@ func TestRecoveryClearsTheDrillsOwnOverride(t *testing.T) {
 	}
 	if e.store.has(breaker.OverrideKey("openai")) || e.store.has(breaker.OverrideKey("core-api")) {
 		t.Errorf("overrides left: %+v", j.Rollbacks)
+	}
+}
+
+// Rollbacks whose audit records are refused (a clear's claim is stored)
+// are made once, not retried into "already clear": each is unaudited, a
+// clear names the audit repair that writes its record from the claim, and
+// none is pending again; the recovery is not ok and says why.
+func TestRecoveryClearWithoutItsRecordIsUnauditedWithItsRepair(t *testing.T) {
+	e := newEnv(t)
+	j := abandonedRun(t, e, twoLevers)
+	e.store.mu.Lock()
+	e.store.denyPut, e.store.allowPut = audit.Prefix, audit.ClaimPrefix
+	e.store.mu.Unlock()
+	var lines []string
+	rec, err := (&Recovery{Deps: e.svc, Trail: e.log, Log: func(s string) { lines = append(lines, s) }}).Run(context.Background(), j)
+	if err != nil || rec == nil || rec.OK || !strings.Contains(rec.Detail, "0 ok, 3 restored but not audited") {
+		t.Fatalf("recovery %+v, %v: want not ok, three restored but not audited", rec, err)
+	}
+	for _, rb := range j.Rollbacks {
+		if !strings.HasPrefix(rb.Subject, breaker.OverridePrefix) {
+			// A bucket's change has no audit repair.
+			if rb.Status != drill.StatusUnaudited || rb.Attempts != 1 || !strings.Contains(rb.Error, "no audit repair can write it") {
+				t.Errorf("rollback %s: status %q, %d attempts, error %q; want unaudited once, by hand", rb.ID, rb.Status, rb.Attempts, rb.Error)
+			}
+			continue
+		}
+		if rb.Status != drill.StatusUnaudited || rb.Attempts != 1 || rb.Detail != "cleared, but its audit record was not written" ||
+			!strings.Contains(rb.Error, "audit repair '"+rb.Subject+"' --write-id ") {
+			t.Errorf("rollback %s: status %q, %d attempts, detail %q, error %q; want unaudited once, with its repair", rb.ID, rb.Status, rb.Attempts, rb.Detail, rb.Error)
+		}
+		if e.store.has(rb.Subject) {
+			t.Errorf("%s still stored", rb.Subject)
+		}
+	}
+	if !j.RollbacksOK || len(Pending(j)) != 0 {
+		t.Errorf("rollbacks ok %v, pending %v: want every lever restored and nothing pending", j.RollbacksOK, Pending(j))
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "UNAUDITED ") || strings.Contains(l, "already clear") {
+			t.Errorf("log line %q, want UNAUDITED", l)
+		}
 	}
 }
 

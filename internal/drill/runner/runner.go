@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -939,12 +940,16 @@ func (r *Runner) rollback(parent context.Context, rc *drill.RunContext, d *drill
 }
 
 // undoWithRetry runs rb.Undo, retrying a failure up to rollbackAttempts
-// times within ctx (the rollback's timeout).
+// times within ctx (the rollback's timeout); a failure to record a change
+// that was made (audit.ErrAuditWrite) ends it.
 func undoWithRetry(ctx context.Context, rc *drill.RunContext, rb drill.Rollback) (detail string, attempts int, err error) {
 	for attempts < rollbackAttempts {
 		attempts++
 		detail, err = rb.Undo(ctx, rc)
-		if err == nil || ctx.Err() != nil {
+		// A change made whose audit record did not land is not retried:
+		// the retry would find the subject restored, report it "already"
+		// done, and the change would stand with no record and no failure.
+		if err == nil || ctx.Err() != nil || errors.Is(err, audit.ErrAuditWrite) {
 			return detail, attempts, err
 		}
 		if attempts < rollbackAttempts {

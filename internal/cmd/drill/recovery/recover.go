@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -69,7 +70,8 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			Exit codes: 0 every pending rollback succeeded (or none was pending); 2 the
 			journal cannot be used, or disagrees with the audit trail (nothing written);
 			4 the run (or another recover) is still alive; 5 the store or its audit trail
-			cannot be read; 9 a rollback failed.
+			cannot be read; 8 every rollback restored its lever, but an audit record (a
+			rollback's, or the recovery's own) was not written; 9 a rollback failed.
 		`),
 		Example: heredoc.Doc(`
 			koshactl drill recover out/drill.json
@@ -199,7 +201,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	} else {
 		fmt.Fprintf(ios.Out, "recovered drill %s run %s: %s\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), textsafe.Line(rec.Detail))
 		for _, rb := range j.Rollbacks {
-			if rb.Status != drill.StatusOK {
+			if rb.Status == drill.StatusUnaudited && slices.Contains(rec.Rollbacks, rb.ID) {
+				fmt.Fprintf(ios.Out, "  RESTORED, NOT AUDITED: %s (%s): %s\n", textsafe.Line(rb.Subject), textsafe.Line(rb.ID), textsafe.Line(rb.Error))
+				continue
+			}
+			if rb.Status != drill.StatusOK && rb.Status != drill.StatusUnaudited {
 				lapse := "it does not lapse on its own: restore it by hand"
 				if rb.ExpiresAt != nil {
 					lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY())
@@ -208,9 +214,17 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			}
 		}
 	}
+	failed := slices.ContainsFunc(j.Rollbacks, func(rb drill.RollbackRecord) bool {
+		return slices.Contains(rec.Rollbacks, rb.ID) && rb.Status != drill.StatusOK && rb.Status != drill.StatusUnaudited
+	})
 	switch {
-	case !rec.OK:
+	case !rec.OK && failed:
 		return cmdutil.WithCode(exitcode.Rollback, fmt.Errorf("%w: drill %s run %s: a rollback failed", cmdutil.ErrSilent, j.Drill.Name, j.RunID))
+	case !rec.OK:
+		// Every lever restored; an audit record (a rollback's, or the
+		// recovery's own) was not written.
+		return cmdutil.WithCode(exitcode.Audit, fmt.Errorf("drill %s run %s: every rollback restored its lever, but an audit record was not written: %s",
+			j.Drill.Name, j.RunID, rec.Detail))
 	case werr != nil:
 		return werr
 	}
