@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -20,6 +21,9 @@ const ClaimPrefix = Prefix + "claim#"
 
 // ClaimKey is the pk of the claim on token.
 func ClaimKey(token string) string { return ClaimPrefix + token }
+
+// claimTimeout bounds the claim's write and its resolution.
+const claimTimeout = 10 * time.Second
 
 // attrRecord names, in a claim, the pk of the record it stands for.
 const attrRecord = "record"
@@ -44,7 +48,15 @@ func (e *ClaimedError) Error() string {
 // arbiter between two writers recording the same change, whatever their
 // timing. The claim carries a token of its own, so a lost answer is
 // resolved by a re-read like any other write.
+//
+// The claim is written on a context of its own (bounded by claimTimeout),
+// not the caller's: it is what lets `koshactl audit repair` write the record
+// of a change already made, so an interrupt after the change (or during
+// the claim's send) must not leave the change without it. The record's
+// append that follows honours the caller's context.
 func (l *Log) claim(ctx context.Context, token string, r Record) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
 	mine, err := store.NewWriteID()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAuditWrite, err)
