@@ -1,11 +1,13 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -19,6 +21,9 @@ const ClaimPrefix = Prefix + "claim#"
 
 // ClaimKey is the pk of the claim on token.
 func ClaimKey(token string) string { return ClaimPrefix + token }
+
+// claimTimeout bounds the claim's write and its resolution.
+const claimTimeout = 10 * time.Second
 
 // attrRecord names, in a claim, the pk of the record it stands for.
 const attrRecord = "record"
@@ -49,7 +54,15 @@ var ErrClaimNotStored = errors.New("its claim was not stored")
 // arbiter between two writers recording the same change, whatever their
 // timing. The claim carries a token of its own, so a lost answer is
 // resolved by a re-read like any other write.
+//
+// The claim is written on a context of its own (bounded by claimTimeout),
+// not the caller's: it is what lets `koshactl audit repair` write the record
+// of a change already made, so an interrupt after the change (or during
+// the claim's send) must not leave the change without it. The record's
+// append that follows honours the caller's context.
 func (l *Log) claim(ctx context.Context, token string, r Record) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
+	defer cancel()
 	mine, err := store.NewWriteID()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrAuditWrite, err)
@@ -68,7 +81,7 @@ func (l *Log) claim(ctx context.Context, token string, r Record) error {
 			return fmt.Errorf("%w: claim %s: %w", ErrAuditWrite, it.PK(), perr)
 		}
 		if errors.Is(perr, store.ErrConditionFailed) {
-			return l.resolveClaim(ctx, it.PK(), mine, perr)
+			return l.resolveClaim(ctx, it.PK(), mine, r, perr)
 		}
 		// The send failed: put the same claim again; its answer (written,
 		// or refused by the claim now stored) resolves the first.
@@ -81,10 +94,15 @@ func (l *Log) claim(ctx context.Context, token string, r Record) error {
 
 // resolveClaim says whose claim refused ours (refusal): ours when it carries
 // mine (an earlier attempt landed, its answer lost), else someone else's, a
-// *ClaimedError. The refusal carries the stored claim where the backend
+// *ClaimedError, when it records the same change as r (the same action on
+// the same subject, of the same before-image). A claim recording another
+// change is no claim on this one: the token was reused (an item copied by
+// hand, token and all, onto another dependency or with other content), so
+// it cannot arbitrate, and r is recorded unclaimed (nil) rather than left
+// unrecorded behind another change's record. The refusal carries the stored claim where the backend
 // returns it (DynamoDB's ALL_OLD, the embedded store), so no read is needed;
 // otherwise the claim is read.
-func (l *Log) resolveClaim(ctx context.Context, pk, mine string, refusal error) error {
+func (l *Log) resolveClaim(ctx context.Context, pk, mine string, r Record, refusal error) error {
 	var ce *store.ConditionError
 	cur := store.Item(nil)
 	if errors.As(refusal, &ce) && ce.Current != nil {
@@ -104,6 +122,9 @@ func (l *Log) resolveClaim(ctx context.Context, pk, mine string, refusal error) 
 	theirs, ok := recordOfClaim(cur)
 	if !ok {
 		return fmt.Errorf("%w: claim %s is held by an item that is not a readable claim; it is left as it is", ErrAuditWrite, pk)
+	}
+	if theirs.Action != r.Action || theirs.Subject != r.Subject || !bytes.Equal(theirs.Before, r.Before) {
+		return nil
 	}
 	return &ClaimedError{Record: theirs}
 }

@@ -120,3 +120,67 @@ func TestTwoClearsOfOneItemRecordItOnceAndTheLoserReportsTheOther(t *testing.T) 
 		t.Fatalf("clear records %+v (unreadable %v), %v; want alice's alone", l.Records, l.Unreadable, err)
 	}
 }
+
+// An interrupt while the write is in flight (the store applied it, its
+// answer never came and the caller's context was cancelled) leaves an
+// outcome the cancellation alone cannot tell: the re-read, on a context of
+// its own, resolves it. A force that landed is reported as written, and its
+// missing record as the exit-8 repair (an UnwrittenError naming its token),
+// never as a plain cancelled write that left an unaudited override.
+func TestInterruptWhileTheForceIsInFlightIsResolvedByTheReread(t *testing.T) {
+	t.Parallel()
+	p := faultproxy.Start(t, dynalite.Start(t))
+	s := dynamotest.NewStore(t, p.URL())
+	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	ov := breaker.NewOverrides(s, clk)
+	log := audit.NewLog(s, clk, "test")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.LoseNext("PutItem", 1, faultproxy.Withhold)
+	go func() {
+		p.WaitLost(t, "PutItem", 1)
+		cancel()
+	}()
+	res, _, err := ov.ForceAudited(ctx, log, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
+	var unwritten *audit.UnwrittenError
+	if !res.Confirmed || !errors.As(err, &unwritten) || unwritten.WriteID != res.After.WriteID || !errors.Is(err, audit.ErrAuditWrite) {
+		t.Fatalf("force interrupted in flight: confirmed %v, err %v; want confirmed, its record the repair of write %s", res.Confirmed, err, res.After.WriteID)
+	}
+	got, err := ov.Get(context.Background(), "openai")
+	if err != nil || got.WriteID != res.After.WriteID {
+		t.Fatalf("stored override %+v, %v; want the interrupted write's", got, err)
+	}
+}
+
+// The same for a clear: the delete landed while the caller was interrupted.
+// The clear is reported as made, its record as the exit-8 repair, and that
+// repair works: the claim on the deleted item's token is written although
+// the interrupt stopped the append, so `audit repair` finds the record.
+func TestInterruptWhileTheClearIsInFlightLeavesARepairableRecord(t *testing.T) {
+	t.Parallel()
+	p := faultproxy.Start(t, dynalite.Start(t))
+	s := dynamotest.NewStore(t, p.URL())
+	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	ov := breaker.NewOverrides(s, clk)
+	log := audit.NewLog(s, clk, "test")
+	forced, _, err := ov.ForceAudited(context.Background(), log, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.LoseNext("DeleteItem", 1, faultproxy.Withhold)
+	go func() {
+		p.WaitLost(t, "DeleteItem", 1)
+		cancel()
+	}()
+	res, _, err := ov.ClearAudited(ctx, log, "openai", "me", "over")
+	var unwritten *audit.UnwrittenError
+	if res.Before == nil || !res.Confirmed || !errors.As(err, &unwritten) || unwritten.WriteID != forced.After.WriteID {
+		t.Fatalf("clear interrupted in flight: %+v, err %v; want cleared, confirmed, its record the repair of write %s", res, err, forced.After.WriteID)
+	}
+	rec, written, err := ov.RepairAudit(context.Background(), log, "openai", unwritten.WriteID, "me")
+	if err != nil || !written || rec.Action != breaker.ActionClear || rec.Actor != "me" {
+		t.Fatalf("repair of the interrupted clear: %+v, written %v, %v; want the clear's record written", rec, written, err)
+	}
+}
