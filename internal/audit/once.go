@@ -59,7 +59,7 @@ var ErrClaimNotStored = errors.New("its claim was not stored")
 // not the caller's: it is what lets `koshactl audit repair` write the record
 // of a change already made, so an interrupt after the change (or during
 // the claim's send) must not leave the change without it. The record's
-// append that follows honours the caller's context.
+// append that follows honors the caller's context.
 func (l *Log) claim(ctx context.Context, token string, r Record) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimTimeout)
 	defer cancel()

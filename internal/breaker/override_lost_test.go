@@ -122,11 +122,11 @@ func TestTwoClearsOfOneItemRecordItOnceAndTheLoserReportsTheOther(t *testing.T) 
 }
 
 // An interrupt while the write is in flight (the store applied it, its
-// answer never came and the caller's context was cancelled) leaves an
+// answer never came and the caller's context was canceled) leaves an
 // outcome the cancellation alone cannot tell: the re-read, on a context of
 // its own, resolves it. A force that landed is reported as written, and its
 // missing record as the exit-8 repair (an UnwrittenError naming its token),
-// never as a plain cancelled write that left an unaudited override.
+// never as a plain canceled write that left an unaudited override.
 func TestInterruptWhileTheForceIsInFlightIsResolvedByTheReread(t *testing.T) {
 	t.Parallel()
 	p := faultproxy.Start(t, dynalite.Start(t))

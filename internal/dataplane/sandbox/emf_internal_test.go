@@ -40,7 +40,9 @@ func TestEMFNamesOnlyDimensionSetsItsValuesFill(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			e := newEMFWriter(&buf, tc.settings, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			e.write(emfPoint{at: at, dependency: tc.dependency, instance: tc.instance, state: circuit.Open})
+			if err := e.write(emfPoint{at: at, dependency: tc.dependency, instance: tc.instance, state: circuit.Open}); err != nil {
+				t.Fatal(err)
+			}
 			if tc.want == nil {
 				if buf.Len() != 0 {
 					t.Fatalf("wrote %q, want nothing", buf.String())

@@ -77,7 +77,9 @@ func TestContractVectors(t *testing.T) {
 		var buf bytes.Buffer
 		e := newEMFWriter(&buf, EMFSettings{Namespace: c.Namespace, Service: c.Service, InstanceDimension: c.InstanceDimension}, nil,
 			slog.New(slog.NewTextHandler(io.Discard, nil)))
-		e.write(emfPoint{at: time.UnixMilli(at), dependency: c.Dependency, instance: c.Instance, state: st})
+		if err := e.write(emfPoint{at: time.UnixMilli(at), dependency: c.Dependency, instance: c.Instance, state: st}); err != nil {
+			t.Fatal(err)
+		}
 		c.Metrics = []emfSeries{}
 		if buf.Len() == 0 {
 			continue
