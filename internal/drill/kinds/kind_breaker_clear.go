@@ -100,11 +100,9 @@ func (a *clearOverride) Run(ctx context.Context, rc *drill.RunContext) (*drill.O
 	if err != nil {
 		return nil, err
 	}
-	reason := "step " + rc.CurrentStep()
-	if !a.reason.IsZero() {
-		if reason, err = rc.Expand(a.reason); err != nil {
-			return nil, err
-		}
+	reason, err := stepReason(rc, a.reason)
+	if err != nil {
+		return nil, err
 	}
 	// An override someone else forced while the drill ran is theirs: the
 	// drill clears only its own, or the one it found (and will restore).
@@ -149,4 +147,13 @@ func sameOverride(before any, cur breaker.Override) bool {
 		return maps.Equal(b.Raw, cur.Raw)
 	}
 	return b.Version == cur.Version && b.CreatedAt.Equal(cur.CreatedAt) && b.Actor == cur.Actor
+}
+
+// stepReason is the reason a step's change is recorded with: the step's
+// reason: when it names one, else "step ID".
+func stepReason(rc *drill.RunContext, t drill.Template) (string, error) {
+	if t.IsZero() {
+		return "step " + rc.CurrentStep(), nil
+	}
+	return rc.Expand(t)
 }

@@ -130,11 +130,9 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 	if err != nil {
 		return nil, err
 	}
-	reason := "step " + rc.CurrentStep()
-	if !a.reason.IsZero() {
-		if reason, err = rc.Expand(a.reason); err != nil {
-			return nil, err
-		}
+	reason, err := stepReason(rc, a.reason)
+	if err != nil {
+		return nil, err
 	}
 	dur, byDeadline, err := overridePolicy(rc).Bounded(rc.Now(), rc.Deadline(), a.forDur)
 	if err != nil {

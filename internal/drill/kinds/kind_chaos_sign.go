@@ -167,11 +167,9 @@ func (a *chaosSign) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 	if err != nil {
 		return nil, err
 	}
-	reason := "step " + rc.CurrentStep()
-	if !a.reason.IsZero() {
-		if reason, err = rc.Expand(a.reason); err != nil {
-			return nil, err
-		}
+	reason, err := stepReason(rc, a.reason)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := rc.Audit().Append(ctx, audit.Entry{Actor: svc.Actor, Action: ChaosAuditAction, Subject: "chaos#" + m.Header.JTI,
 		Reason: rc.Reason(reason), After: m.Record()}); err != nil {

@@ -157,11 +157,9 @@ func (a *bucketStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outp
 	if err != nil {
 		return nil, err
 	}
-	reason := "step " + rc.CurrentStep()
-	if !a.reason.IsZero() {
-		if reason, err = rc.Expand(a.reason); err != nil {
-			return nil, err
-		}
+	reason, err := stepReason(rc, a.reason)
+	if err != nil {
+		return nil, err
 	}
 	c := ratelimit.Change{Op: a.op, Client: client, Tokens: a.tokens}
 	if a.op == ratelimit.OpDrain && a.hold > 0 {
