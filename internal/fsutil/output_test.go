@@ -31,21 +31,6 @@ func mkRegular(t *testing.T, dir string) string {
 	return p
 }
 
-// mkLink makes a link to a regular file, as one planted in a shared
-// directory would be, and returns the link and its target.
-func mkLink(t *testing.T, dir string) (link, victim string) {
-	t.Helper()
-	victim = filepath.Join(dir, "victim")
-	if err := os.WriteFile(victim, []byte("victim\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	link = filepath.Join(dir, "link")
-	if err := os.Symlink(victim, link); err != nil {
-		t.Fatal(err)
-	}
-	return link, victim
-}
-
 func mode(t *testing.T, p string) fs.FileMode {
 	t.Helper()
 	fi, err := os.Lstat(p)
@@ -166,9 +151,9 @@ func TestWriteFileEachKindOfPath(t *testing.T) {
 	})
 	t.Run("link", func(t *testing.T) {
 		dir := t.TempDir()
-		link, victim := mkLink(t, dir)
+		link, victim := fsnodes.Link(t, dir, "link")
 		wantRefused(t, fsutil.WriteFile(ctx, link, data, 0o644), link, "symbolic link")
-		if content(t, victim) != "victim\n" || mode(t, link)&fs.ModeSymlink == 0 {
+		if content(t, victim) != fsnodes.Victim || mode(t, link)&fs.ModeSymlink == 0 {
 			t.Error("the link or its target changed")
 		}
 		noTemp(t, dir)
@@ -297,9 +282,9 @@ func TestReplaceFileRefusesPipesAndDevices(t *testing.T) {
 			t.Errorf("%s was replaced", c.path)
 		}
 	}
-	link, victim := mkLink(t, dir)
+	link, victim := fsnodes.Link(t, dir, "link")
 	wantRefused(t, fsutil.ReplaceFile(ctx, link, []byte("x"), 0o644), link, "symbolic link")
-	if content(t, victim) != "victim\n" {
+	if content(t, victim) != fsnodes.Victim {
 		t.Error("the link's target changed")
 	}
 	p := mkRegular(t, dir)
@@ -326,7 +311,7 @@ func TestCreateNewNeverReplaces(t *testing.T) {
 	if err := fsutil.CreateNew(ctx, p, []byte("second"), 0o600); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("over a regular file: %v", err)
 	}
-	link, victim := mkLink(t, dir)
+	link, victim := fsnodes.Link(t, dir, "link")
 	if err := fsutil.CreateNew(ctx, link, []byte("second"), 0o600); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("over a link: %v", err)
 	}
@@ -334,7 +319,7 @@ func TestCreateNewNeverReplaces(t *testing.T) {
 	if err := fsutil.CreateNew(ctx, fifo, []byte("second"), 0o600); !errors.Is(err, fs.ErrExist) {
 		t.Errorf("over a pipe: %v", err)
 	}
-	if content(t, p) != "first" || content(t, victim) != "victim\n" || mode(t, fifo)&fs.ModeNamedPipe == 0 {
+	if content(t, p) != "first" || content(t, victim) != fsnodes.Victim || mode(t, fifo)&fs.ModeNamedPipe == 0 {
 		t.Error("an existing entry changed")
 	}
 	noTemp(t, dir)
@@ -364,9 +349,9 @@ func TestOpenAppendEachKindOfPath(t *testing.T) {
 		t.Errorf("absent then regular: %q %v", content(t, abs), mode(t, abs))
 	}
 
-	link, victim := mkLink(t, dir)
+	link, victim := fsnodes.Link(t, dir, "link")
 	wantRefused(t, appendLine(t, link), link, "symbolic link")
-	if content(t, victim) != "victim\n" {
+	if content(t, victim) != fsnodes.Victim {
 		t.Error("appended through the link")
 	}
 
@@ -431,7 +416,7 @@ func TestOpenOrCreateRegular(t *testing.T) {
 		t.Fatalf("existing: %v", err)
 	}
 	_ = f.Close()
-	link, victim := mkLink(t, dir)
+	link, victim := fsnodes.Link(t, dir, "link")
 	_, err = fsutil.OpenOrCreateRegular(link, 0o600)
 	wantRefused(t, err, link, "symbolic link")
 	dangling := filepath.Join(dir, "dangling")
@@ -440,7 +425,7 @@ func TestOpenOrCreateRegular(t *testing.T) {
 	}
 	_, err = fsutil.OpenOrCreateRegular(dangling, 0o600)
 	wantRefused(t, err, dangling, "symbolic link")
-	if _, err := os.Lstat(filepath.Join(dir, "through")); !errors.Is(err, fs.ErrNotExist) || content(t, victim) != "victim\n" {
+	if _, err := os.Lstat(filepath.Join(dir, "through")); !errors.Is(err, fs.ErrNotExist) || content(t, victim) != fsnodes.Victim {
 		t.Error("a file was created or changed through a link")
 	}
 	for _, c := range []struct{ path, what string }{
@@ -473,7 +458,7 @@ func TestCheckOutput(t *testing.T) {
 			t.Errorf("CheckOutput(%s, %v) = %v, want ok %v", c.path, c.special, err, c.ok)
 		}
 	}
-	link, _ := mkLink(t, dir)
+	link, _ := fsnodes.Link(t, dir, "link")
 	wantRefused(t, fsutil.CheckOutput(link, true), link, "symbolic link")
 	noTemp(t, dir)
 }

@@ -37,19 +37,6 @@ func kindOf(t *testing.T, p string) os.FileMode {
 	return fi.Mode().Type()
 }
 
-func linkTo(t *testing.T, dir string) (link, victim string) {
-	t.Helper()
-	victim = filepath.Join(dir, "victim")
-	if err := os.WriteFile(victim, []byte("keep me\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	link = filepath.Join(dir, "link")
-	if err := os.Symlink(victim, link); err != nil {
-		t.Fatal(err)
-	}
-	return link, victim
-}
-
 func TestRunJUnitToACharacterDeviceWritesInPlace(t *testing.T) {
 	e := clitest.New(t)
 	file := writeFile(t, "tiny.yaml", tinyDrill)
@@ -122,7 +109,7 @@ func TestRunRefusesALinkAsReportBeforeRunning(t *testing.T) {
 			e := clitest.New(t)
 			out := filepath.Join(t.TempDir(), "ran")
 			file := writeFile(t, "r.yaml", "name: r\ntimeout: 1m\nsteps:\n  - shell: touch "+out+"\n")
-			link, victim := linkTo(t, t.TempDir())
+			link, victim := fsnodes.Link(t, t.TempDir(), "link")
 			r := e.MustRun(exitcode.Usage, "drill", "run", file, flag, link)
 			if !strings.Contains(r.Stderr, link+" is a symbolic link") || !strings.Contains(r.Stderr, "nothing was run") {
 				t.Errorf("stderr = %s", r.Stderr)
@@ -130,7 +117,7 @@ func TestRunRefusesALinkAsReportBeforeRunning(t *testing.T) {
 			if _, err := os.Stat(out); err == nil {
 				t.Error("the drill ran")
 			}
-			if readFile(t, victim) != "keep me\n" || kindOf(t, link)&os.ModeSymlink == 0 {
+			if readFile(t, victim) != fsnodes.Victim || kindOf(t, link)&os.ModeSymlink == 0 {
 				t.Error("the link or its target changed")
 			}
 		})
@@ -201,13 +188,13 @@ func TestRecoverRefusesAPipeOrDeviceAsJournalAtOnce(t *testing.T) {
 
 func TestRecoverRefusesALinkAsJUnit(t *testing.T) {
 	e := clitest.New(t)
-	link, victim := linkTo(t, t.TempDir())
+	link, victim := fsnodes.Link(t, t.TempDir(), "link")
 	journal := filepath.Join(t.TempDir(), "j.json")
 	if err := os.WriteFile(journal, []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := e.MustRun(exitcode.Usage, "drill", "recover", journal, "--junit", link)
-	if !strings.Contains(r.Stderr, link+" is a symbolic link") || readFile(t, victim) != "keep me\n" {
+	if !strings.Contains(r.Stderr, link+" is a symbolic link") || readFile(t, victim) != fsnodes.Victim {
 		t.Errorf("stderr = %s", r.Stderr)
 	}
 }

@@ -35,22 +35,9 @@ func runBounded(t *testing.T, cli *clitest.Env, args ...string) clitest.Result {
 	}
 }
 
-func plantLink(t *testing.T, dir, name string) (link, victim string) {
-	t.Helper()
-	victim = filepath.Join(dir, "victim")
-	if err := os.WriteFile(victim, []byte("keep me\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	link = filepath.Join(dir, name)
-	if err := os.Symlink(victim, link); err != nil {
-		t.Fatal(err)
-	}
-	return link, victim
-}
-
 func unchanged(t *testing.T, victim string) {
 	t.Helper()
-	if b, err := os.ReadFile(victim); err != nil || string(b) != "keep me\n" {
+	if b, err := os.ReadFile(victim); err != nil || string(b) != fsnodes.Victim {
 		t.Errorf("the link's target was written: %.80q (%d bytes), %v", b, len(b), err)
 	}
 }
@@ -58,7 +45,7 @@ func unchanged(t *testing.T, victim string) {
 func TestAddrFileLinkIsRefusedBeforeStarting(t *testing.T) {
 	t.Parallel()
 	cli := clitest.New(t, clitest.Parallel())
-	link, victim := plantLink(t, t.TempDir(), "url")
+	link, victim := fsnodes.Link(t, t.TempDir(), "url")
 	r := runBounded(t, cli, "--addr-file", link)
 	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, link+" is a symbolic link") || !strings.Contains(r.Stderr, "nothing was started") {
 		t.Errorf("exit %d, stderr %q: want 2 naming the link", r.Code, r.Stderr)
@@ -79,7 +66,7 @@ func TestAddrFileTemporaryNameLinkIsNotFollowed(t *testing.T) {
 	cli := clitest.New(t, clitest.Parallel())
 	dir := t.TempDir()
 	addr := filepath.Join(dir, "url")
-	_, victim := plantLink(t, dir, "url.tmp")
+	_, victim := fsnodes.Link(t, dir, "url.tmp")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan clitest.Result, 1)
@@ -128,7 +115,7 @@ func TestEMFPipeWithoutReaderIsRefusedAtOnce(t *testing.T) {
 func TestEMFDoesNotAppendThroughALink(t *testing.T) {
 	t.Parallel()
 	cli := clitest.New(t, clitest.Parallel())
-	link, victim := plantLink(t, t.TempDir(), "emf.jsonl")
+	link, victim := fsnodes.Link(t, t.TempDir(), "emf.jsonl")
 	r := runBounded(t, cli, "--emf", link)
 	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, link+" is a symbolic link") {
 		t.Errorf("exit %d, stderr %q", r.Code, r.Stderr)
