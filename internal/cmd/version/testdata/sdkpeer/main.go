@@ -1,7 +1,7 @@
 // Command sdkpeer is the peer of the version start-up benchmark: a Go program
 // that links the AWS SDK clients koshactl links (DynamoDB, STS, Secrets
-// Manager, CloudWatch and the shared config with its SSO credential
-// providers) and only prints its version. What koshactl version costs beyond
+// Manager, CloudWatch, SNS for notifications, and the shared config with its
+// SSO credential providers) and only prints its version. What koshactl version costs beyond
 // it is koshactl's own start-up.
 package main
 
@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
@@ -22,6 +23,7 @@ import (
 var linked = []any{
 	config.LoadDefaultConfig, credentials.NewStaticCredentialsProvider,
 	dynamodb.NewFromConfig, sts.NewFromConfig, secretsmanager.NewFromConfig, cloudwatch.NewFromConfig,
+	sns.NewFromConfig,
 }
 
 func main() {

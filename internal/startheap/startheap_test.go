@@ -1,4 +1,4 @@
-package main
+package startheap
 
 import (
 	"os"
@@ -17,18 +17,18 @@ func gogc() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// startHeap raises GOGC until the first collection, then GOGC is 100 again;
+// start raises GOGC until the first collection, then GOGC is 100 again;
 // a GOGC from the environment is left alone. Not parallel: GOGC is the
 // process's.
 func TestStartHeap(t *testing.T) {
 	t.Run("without GOGC", func(t *testing.T) {
 		if _, set := os.LookupEnv("GOGC"); set {
 			t.Setenv("GOGC", "")    // restored after the test
-			_ = os.Unsetenv("GOGC") // startHeap asks whether it is set at all
+			_ = os.Unsetenv("GOGC") // start asks whether it is set at all
 		}
-		startHeap()
-		if got := gogc(); got != startHeapPercent {
-			t.Fatalf("GOGC = %d after startHeap, want %d", got, startHeapPercent)
+		start()
+		if got := gogc(); got != Percent {
+			t.Fatalf("GOGC = %d after startHeap, want %d", got, Percent)
 		}
 		// The cleanup runs on its own goroutine after a cycle found the
 		// sentinel dead: collect until it has (each cycle is the wait).
@@ -42,7 +42,7 @@ func TestStartHeap(t *testing.T) {
 	t.Run("with GOGC", func(t *testing.T) {
 		t.Setenv("GOGC", "50")
 		before := gogc()
-		startHeap()
+		start()
 		if got := gogc(); got != before {
 			t.Errorf("GOGC = %d after startHeap with GOGC=50 set, want it left at %d", got, before)
 		}
