@@ -481,39 +481,63 @@ func TestOpenMigratesVersion1(t *testing.T) {
 // before the retry); each opener must still open and write.
 func TestConcurrentOpensOfANewFile(t *testing.T) {
 	t.Parallel()
-	const openers = 16
-	for round := range 100 {
+	// Each round is a new file and 16 processes' worth of openers racing to
+	// create it. The rounds are independent, so ten run at once: the losers'
+	// back-off (migrate waits 5 ms, doubling to 200 ms) overlaps instead of
+	// adding up (one round after another, the 100 took 36–45 s of make test).
+	const openers, rounds, together = 16, 100, 10
+	sem := make(chan struct{}, together)
+	var all sync.WaitGroup
+	for round := range rounds {
 		path := filepath.Join(t.TempDir(), fmt.Sprintf("new-%d.db", round))
-		errs := make(chan error, openers)
-		var wg sync.WaitGroup
-		for i := range openers {
-			wg.Go(func() {
-				s, err := sqlite.Open(t.Context(), path)
-				if err != nil {
-					errs <- err
-					return
-				}
-				defer func() { _ = s.Close() }()
-				errs <- s.Put(t.Context(), store.Item{"pk": fmt.Sprintf("opener#%d", i)}, store.IfAbsent())
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatalf("round %d: %v", round, err)
+		sem <- struct{}{}
+		all.Go(func() {
+			defer func() { <-sem }()
+			if err := openConcurrently(t.Context(), path, openers); err != nil {
+				t.Errorf("round %d: %v", round, err)
 			}
-		}
-		s := open(t, path)
-		n := 0
-		for _, err := range s.Scan(t.Context(), store.ScanQuery{Prefix: "opener#"}) {
+		})
+	}
+	all.Wait()
+}
+
+// openConcurrently has n openers open the store at path at once, each putting
+// an item of its own, then checks that all n items are there.
+func openConcurrently(ctx context.Context, path string, n int) error {
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			s, err := sqlite.Open(ctx, path)
 			if err != nil {
-				t.Fatal(err)
+				errs <- err
+				return
 			}
-			n++
-		}
-		if n != openers {
-			t.Fatalf("round %d: %d items written, want %d", round, n, openers)
+			defer func() { _ = s.Close() }()
+			errs <- s.Put(ctx, store.Item{"pk": fmt.Sprintf("opener#%d", i)}, store.IfAbsent())
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
 		}
 	}
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+	written := 0
+	for _, err := range s.Scan(ctx, store.ScanQuery{Prefix: "opener#"}) {
+		if err != nil {
+			return err
+		}
+		written++
+	}
+	if written != n {
+		return fmt.Errorf("%d items written, want %d", written, n)
+	}
+	return nil
 }
