@@ -75,9 +75,17 @@ test-deps: $(DYNALITE) ## Install what the tests need (dynalite from the pinned 
 	    $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	  fi
 
+# The koshactl binary the end-to-end tests run (internal/testutil/koshabin),
+# built once with -race so it reuses the packages the tests compile.
+TEST_BIN := bin/koshactl-race
+
+.PHONY: test-bin
+test-bin:
+	$(GO) build -race -o $(TEST_BIN) ./cmd/koshactl
+
 .PHONY: test
-test: test-deps ## Install test dependencies and run every test with -race
-	$(GO) test -race -count=1 $(PKGS)
+test: test-deps test-bin ## Install test dependencies and run every test with -race
+	KOSHACTL_TEST_BINARY=$(abspath $(TEST_BIN)) $(GO) test -race -count=1 $(PKGS)
 	PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests
 
 # The packages whose TestContractVectors write docs/contracts/vectors: each
@@ -99,11 +107,11 @@ STRESS_PKGS  ?= ./internal/cmd/drill ./internal/cmd/dashboard ./internal/datapla
 STRESS_COUNT ?= 3
 
 .PHONY: test-stress
-test-stress: test-deps ## Run the end-to-end packages STRESS_COUNT times (default 3) with -race while a CPU burner keeps every core busy
+test-stress: test-deps test-bin ## Run the end-to-end packages STRESS_COUNT times (default 3) with -race while a CPU burner keeps every core busy
 	@burners=; trap 'for p in $$burners; do kill $$p 2>/dev/null; done' EXIT; \
 	for i in $$(seq $$(getconf _NPROCESSORS_ONLN)); do (while :; do :; done) & burners="$$burners $$!"; done; \
 	echo "test-stress: $$(getconf _NPROCESSORS_ONLN) CPU burner(s) running; $(STRESS_COUNT) runs of: $(STRESS_PKGS)"; \
-	$(GO) test -race -count=$(STRESS_COUNT) $(STRESS_PKGS)
+	KOSHACTL_TEST_BINARY=$(abspath $(TEST_BIN)) $(GO) test -race -count=$(STRESS_COUNT) $(STRESS_PKGS)
 
 .PHONY: bench
 bench: test-deps build ## Run the benchmarks (results in docs/benchmarks/)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/koshabin"
 	"github.com/kosha-platform/koshactl/internal/testutil/termtest"
 )
 
@@ -31,10 +32,7 @@ func TestHostileTableThroughTheRealBinary(t *testing.T) {
 	t.Parallel()
 	endpoint := dynalite.Start(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "koshactl")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/kosha-platform/koshactl/cmd/koshactl").CombinedOutput(); err != nil { //nolint:gosec // G204: builds this module's binary into the test's temp dir
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := koshabin.Path(t)
 	env := append(os.Environ(), "KOSHACTL_CONFIG="+filepath.Join(dir, "config.yaml"), "KOSHACTL_STATE_DIR="+filepath.Join(dir, "state"),
 		"KOSHACTL_CONTEXT=", "KOSHACTL_ACTOR=ci@hostile-test", "NO_COLOR=1")
 	run := func(wantCode int, args ...string) (stdout, stderr string) {

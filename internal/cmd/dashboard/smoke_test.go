@@ -18,12 +18,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/testutil/koshabin"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -230,24 +230,14 @@ func newSmoke(t *testing.T) *smoke {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	s := &smoke{tmux: tmux, tmuxConf: conf, dir: dir, bin: filepath.Join(dir, "koshactl"),
+	s := &smoke{tmux: tmux, tmuxConf: conf, dir: dir,
 		// A private server whose socket goes with the temporary directory
 		// (tmux leaves it behind when the server exits).
 		socket: filepath.Join(dir, "tmux.sock")}
 
-	// The go that runs this test (GOTOOLCHAIN comes from the Makefile). Under
-	// -race the binary is built with it too: it reuses the packages go test
-	// just compiled, and a data race in the real binary fails the test (exit 66).
-	start := time.Now()
-	args := []string{"build", "-o", s.bin}
-	if raceEnabled() {
-		args = append(args, "-race")
-	}
-	build := exec.CommandContext(t.Context(), "go", append(args, "github.com/kosha-platform/koshactl/cmd/koshactl")...) //nolint:gosec // G204: builds this module's binary into the test's temp dir
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	t.Logf("built koshactl (race detector: %v) in %s", raceEnabled(), time.Since(start).Round(time.Millisecond))
+	// make test's race-instrumented binary (a data race in the real binary
+	// fails the test, exit 66), or one built for this test.
+	s.bin = koshabin.Path(t)
 
 	home := filepath.Join(dir, "home")
 	if err := os.Mkdir(home, 0o700); err != nil {
@@ -692,16 +682,4 @@ func contains(texts ...string) func(string) bool {
 func matches(re string) func(string) bool {
 	r := regexp.MustCompile(re)
 	return func(screen string) bool { return r.MatchString(screen) }
-}
-
-// raceEnabled reports whether this test binary was built with -race.
-func raceEnabled() bool {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, kv := range bi.Settings {
-			if kv.Key == "-race" {
-				return kv.Value == "true"
-			}
-		}
-	}
-	return false
 }

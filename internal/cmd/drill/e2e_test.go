@@ -34,6 +34,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/koshabin"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
@@ -228,24 +229,23 @@ func TestExampleDrillFailsWhenTheDegradationIsWrong(t *testing.T) {
 
 var (
 	buildOnce sync.Once
+	builtDir  string // the directory this process built the binary in
 	binPath   string
 	buildErr  error
 )
 
-// koshactlBinary builds the binary once per test process.
+// koshactlBinary is make test's binary, or one built once per test process.
 func koshactlBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "koshactl-drill-e2e-")
-		if err != nil {
-			buildErr = err
+		var set bool
+		if binPath, set, buildErr = koshabin.FromEnv(); set {
 			return
 		}
-		binPath = filepath.Join(dir, "koshactl")
-		out, err := exec.CommandContext(t.Context(), "go", "build", "-o", binPath, "github.com/kosha-platform/koshactl/cmd/koshactl").CombinedOutput() //nolint:gosec // G204: building this module's binary into a temp dir
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		if builtDir, buildErr = os.MkdirTemp("", "koshactl-drill-e2e-"); buildErr != nil {
+			return
 		}
+		binPath, buildErr = koshabin.Build(t.Context(), builtDir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -255,8 +255,8 @@ func koshactlBinary(t *testing.T) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binPath != "" {
-		_ = os.RemoveAll(filepath.Dir(binPath))
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
 	}
 	os.Exit(code)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/koshabin"
 	"github.com/kosha-platform/koshactl/internal/testutil/termtest"
 )
 
@@ -57,10 +58,7 @@ func TestSNSSinkThroughTheContextsAWSSettings(t *testing.T) {
 // exit 0.
 func TestNotificationsFromTheBuiltBinary(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "koshactl")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/kosha-platform/koshactl/cmd/koshactl").CombinedOutput(); err != nil { //nolint:gosec // G204: builds this module's binary into the test's temp dir
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := koshabin.Path(t)
 	chat := notifytest.Start(t, notifytest.Accept)
 	bad := notifytest.Start(t, notifytest.Refuse)
 	cfg := filepath.Join(dir, "config.yaml")
