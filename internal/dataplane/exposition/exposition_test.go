@@ -1,6 +1,7 @@
 package exposition_test
 
 import (
+	"bytes"
 	"compress/gzip"
 	"io"
 	"maps"
@@ -21,8 +22,15 @@ import (
 
 const protoAccept = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
 
-// scrape serves reg to a request with headers and returns the response.
-func scrape(t *testing.T, reg *exposition.Registry, headers map[string]string) *http.Response {
+// reply is a response of the handler.
+type reply struct {
+	StatusCode int
+	Header     http.Header
+	Body       []byte
+}
+
+// scrape serves reg to a request with headers.
+func scrape(t *testing.T, reg *exposition.Registry, headers map[string]string) reply {
 	t.Helper()
 	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/metrics", nil)
 	for k, v := range headers {
@@ -30,13 +38,13 @@ func scrape(t *testing.T, reg *exposition.Registry, headers map[string]string) *
 	}
 	rec := httptest.NewRecorder()
 	reg.Handler().ServeHTTP(rec, req)
-	return rec.Result()
+	return reply{StatusCode: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 }
 
 // decode parses a response's body in the format its Content-Type names.
-func decode(t *testing.T, resp *http.Response) []*dto.MetricFamily {
+func decode(t *testing.T, resp reply) []*dto.MetricFamily {
 	t.Helper()
-	body := resp.Body
+	var body io.Reader = bytes.NewReader(resp.Body)
 	if resp.Header.Get("Content-Encoding") == "gzip" {
 		gz, err := gzip.NewReader(body)
 		if err != nil {
@@ -59,12 +67,7 @@ func decode(t *testing.T, resp *http.Response) []*dto.MetricFamily {
 
 func text(t *testing.T, reg *exposition.Registry) string {
 	t.Helper()
-	resp := scrape(t, reg, nil)
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(scrape(t, reg, nil).Body)
 }
 
 func TestGatherSortsLikeClientGolang(t *testing.T) {
@@ -193,7 +196,7 @@ func TestInvalidNamesPanic(t *testing.T) {
 			build()
 		})
 	}
-	// The valid neighbours of the cases above build.
+	// The valid neighbors of the cases above build.
 	exposition.NewCounterVec("kosha:calls_total", "H.", "_a", "B9")
 	exposition.NewHistogramVec("d_seconds", "H.", []float64{1}, "lee").WithLabelValues("x")
 }

@@ -68,8 +68,9 @@ func (r *Registry) Gather() ([]*dto.MetricFamily, error) {
 }
 
 // Handler serves the registry in the format the request's Accept header
-// negotiates (expfmt.Negotiate: the text format unless the protobuf one is
-// asked for), gzip-compressed when the client accepts gzip.
+// negotiates among expfmt's default formats (the text format unless the
+// protobuf one is asked for, as client_golang's handler does),
+// gzip-compressed when the client accepts gzip.
 func (r *Registry) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		mfs, err := r.Gather()
@@ -77,7 +78,7 @@ func (r *Registry) Handler() http.Handler {
 			http.Error(w, "gather metrics: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
-		format := expfmt.Negotiate(req.Header)
+		format := expfmt.NegotiateAccept(req.Header, expfmt.DefaultAcceptedFormats()...)
 		h := w.Header()
 		h.Add("Vary", "Accept")
 		h.Add("Vary", "Accept-Encoding")
