@@ -23,12 +23,13 @@ import (
 //     config 59 KB, breaker 44 KB); build such things on first use
 //     (internal/lazyre, sync.OnceValue);
 //   - all packages together, dependencies included, allocate at most
-//     totalMaxBytes (2.6 MB today; 3.1 MB before): all of it is in the heap
+//     totalMaxBytes (2.68 MB today; 2.87 MB while client_golang was linked,
+//     3.1 MB before the start-up work): all of it is in the heap
 //     before a command's first line runs, and every command whose work takes
 //     the heap past the first collection's trigger (8 MiB with startHeap)
 //     pays for a collection.
-//     Dependencies' own init (AWS SDK schemas and endpoint tables, gojq,
-//     prometheus) is most of it; a new dependency with a heavy init shows here;
+//     Dependencies' own init (AWS SDK schemas and endpoint tables,
+//     gojq) is most of it; a new dependency with a heavy init shows here;
 //   - no garbage collection starts while koshactl version runs: what is
 //     allocated before internal/startheap sets the first collection at 8 MiB
 //     must stay under the runtime's own first trigger (about 3 MiB).
@@ -36,7 +37,7 @@ func TestPackageInitStaysLight(t *testing.T) {
 	const (
 		ownMaxBytes   = 8 << 10
 		ownMaxAllocs  = 64
-		totalMaxBytes = 3 << 20
+		totalMaxBytes = 27 << 20 / 10 // 2.7 MiB: client_golang's return would cross it
 	)
 	// Built as the release builds it (a -race test binary's allocations differ).
 	bin := procbench.Build(t, "github.com/kosha-platform/koshactl/cmd/koshactl")

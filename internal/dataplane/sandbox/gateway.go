@@ -10,12 +10,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/kosha-platform/koshactl/internal/build"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
+	"github.com/kosha-platform/koshactl/internal/dataplane/exposition"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
 )
@@ -43,7 +42,7 @@ type gateway struct {
 	clock      clock.Clock
 	logger     *slog.Logger
 
-	shedInFlight, shedMinBudget, shedDepOpen prometheus.Counter
+	shedInFlight, shedMinBudget, shedDepOpen *exposition.Counter
 }
 
 // ServeHTTP handles POST /mcp: one JSON-RPC request per POST.

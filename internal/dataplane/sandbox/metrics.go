@@ -9,11 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/dataplane/exposition"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
 	"github.com/kosha-platform/koshactl/internal/gauge"
@@ -95,89 +92,78 @@ func callOutcome(err error) string {
 
 // depCounters are one dependency's pre-resolved call counters.
 type depCounters struct {
-	outcomes map[string]prometheus.Counter
-	retries  prometheus.Counter
+	outcomes map[string]*exposition.Counter
+	retries  *exposition.Counter
 }
 
-// metrics are the sandbox's Prometheus metrics, on a private registry.
+// metrics are the sandbox's Prometheus metrics.
 type metrics struct {
-	reg          *prometheus.Registry
-	calls        *prometheus.CounterVec
-	retries      *prometheus.CounterVec
+	reg          *exposition.Registry
+	calls        *exposition.CounterVec
+	retries      *exposition.CounterVec
 	deps         map[string]*depCounters
-	shed         *prometheus.CounterVec
-	rateLimited  prometheus.Counter
-	rateDecision *prometheus.CounterVec
-	chaosFaults  *prometheus.CounterVec
-	simFaults    *prometheus.CounterVec
-	ignored      *prometheus.CounterVec
-	honored      *prometheus.CounterVec
-	toolCalls    *prometheus.CounterVec
-	toolDuration *prometheus.HistogramVec
-	requests     *prometheus.CounterVec
-	auditDropped prometheus.Counter
-	auditFailed  prometheus.Counter
-	auditSummed  prometheus.Counter
-	trafficSent  prometheus.Counter
-	trafficDrop  prometheus.Counter
+	shed         *exposition.CounterVec
+	rateLimited  *exposition.PlainCounter
+	rateDecision *exposition.CounterVec
+	chaosFaults  *exposition.CounterVec
+	simFaults    *exposition.CounterVec
+	ignored      *exposition.CounterVec
+	honored      *exposition.CounterVec
+	toolCalls    *exposition.CounterVec
+	toolDuration *exposition.HistogramVec
+	requests     *exposition.CounterVec
+	auditDropped *exposition.PlainCounter
+	auditFailed  *exposition.PlainCounter
+	auditSummed  *exposition.PlainCounter
+	trafficSent  *exposition.PlainCounter
+	trafficDrop  *exposition.PlainCounter
 	tools        map[string]*toolCounters
-	reqs         sync.Map // requestKey → prometheus.Counter
+	reqs         sync.Map // requestKey → *exposition.Counter
 }
 
-func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
+func newMetrics(reg *exposition.Registry) (*metrics, error) {
 	m := &metrics{
 		reg: reg,
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_downstream_calls_total",
-			Help: "Logical downstream calls (retries included in one call) by dependency and outcome."}, []string{"dependency", "outcome"}),
-		retries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_retries_total",
-			Help: "Attempts after the first, by dependency."}, []string{"dependency"}),
-		shed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_shed_total",
-			Help: "Requests and tool calls shed by the load shedder, by reason (in_flight, min_budget, dependency_open)."}, []string{"reason"}),
-		rateLimited: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_rate_limited_total",
-			Help: "Requests refused by the per-client rate limit."}),
-		rateDecision: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_rate_limit_decisions_total",
-			Help: "Rate-limit takes by outcome (admitted, denied, denied_contention, fail_open_error)."}, []string{"outcome"}),
-		chaosFaults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_chaos_faults_total",
-			Help: "Chaos faults injected into downstream attempts, by target, fault and source (header or admin knob)."}, []string{"target", "fault", "source"}),
-		simFaults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_simulated_faults_total",
-			Help: "Faults the downstream profiles injected (random rates and periodic outages)."}, []string{"dependency", "fault", "source"}),
-		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_chaos_ignored_total",
-			Help: "Chaos headers ignored, by reason (disabled, role, or the first failed check)."}, []string{"reason"}),
-		honored: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_chaos_honored_total",
-			Help: "Requests whose chaos header was honored, by target and fault."}, []string{"target", "fault"}),
-		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_tool_calls_total",
-			Help: "Tool calls by tool and outcome (ok, degraded, deferred, or the error code)."}, []string{"tool", "outcome"}),
-		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kosha_tool_call_duration_seconds",
-			Help:    "Tool call latency inside the gateway.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"tool"}),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kosha_requests_total",
-			Help: "HTTP requests to the tool endpoint by instance and status code."}, []string{"instance", "code"}),
-		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_audit_dropped_total",
-			Help: "Audit records dropped because the audit queue was full."}),
-		auditFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_audit_write_errors_total",
-			Help: "Audit records the store refused."}),
-		auditSummed: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_audit_suppressed_total",
-			Help: "Ignored chaos headers counted into a summary record instead of a record of their own."}),
-		trafficSent: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_traffic_requests_total",
-			Help: "Requests the synthetic traffic generator sent."}),
-		trafficDrop: prometheus.NewCounter(prometheus.CounterOpts{Name: "kosha_traffic_dropped_total",
-			Help: "Arrivals the traffic generator dropped because too many of its requests were in flight."}),
+		calls: exposition.NewCounterVec("kosha_downstream_calls_total",
+			"Logical downstream calls (retries included in one call) by dependency and outcome.", "dependency", "outcome"),
+		retries: exposition.NewCounterVec("kosha_retries_total", "Attempts after the first, by dependency.", "dependency"),
+		shed: exposition.NewCounterVec("kosha_shed_total",
+			"Requests and tool calls shed by the load shedder, by reason (in_flight, min_budget, dependency_open).", "reason"),
+		rateLimited: exposition.NewCounter("kosha_rate_limited_total", "Requests refused by the per-client rate limit."),
+		rateDecision: exposition.NewCounterVec("kosha_rate_limit_decisions_total",
+			"Rate-limit takes by outcome (admitted, denied, denied_contention, fail_open_error).", "outcome"),
+		chaosFaults: exposition.NewCounterVec("kosha_chaos_faults_total",
+			"Chaos faults injected into downstream attempts, by target, fault and source (header or admin knob).", "target", "fault", "source"),
+		simFaults: exposition.NewCounterVec("kosha_simulated_faults_total",
+			"Faults the downstream profiles injected (random rates and periodic outages).", "dependency", "fault", "source"),
+		ignored: exposition.NewCounterVec("kosha_chaos_ignored_total",
+			"Chaos headers ignored, by reason (disabled, role, or the first failed check).", "reason"),
+		honored: exposition.NewCounterVec("kosha_chaos_honored_total",
+			"Requests whose chaos header was honored, by target and fault.", "target", "fault"),
+		toolCalls: exposition.NewCounterVec("kosha_tool_calls_total",
+			"Tool calls by tool and outcome (ok, degraded, deferred, or the error code).", "tool", "outcome"),
+		toolDuration: exposition.NewHistogramVec("kosha_tool_call_duration_seconds", "Tool call latency inside the gateway.",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "tool"),
+		requests: exposition.NewCounterVec("kosha_requests_total",
+			"HTTP requests to the tool endpoint by instance and status code.", "instance", "code"),
+		auditDropped: exposition.NewCounter("kosha_audit_dropped_total",
+			"Audit records dropped because the audit queue was full."),
+		auditFailed: exposition.NewCounter("kosha_audit_write_errors_total", "Audit records the store refused."),
+		auditSummed: exposition.NewCounter("kosha_audit_suppressed_total",
+			"Ignored chaos headers counted into a summary record instead of a record of their own."),
+		trafficSent: exposition.NewCounter("kosha_traffic_requests_total", "Requests the synthetic traffic generator sent."),
+		trafficDrop: exposition.NewCounter("kosha_traffic_dropped_total",
+			"Arrivals the traffic generator dropped because too many of its requests were in flight."),
 	}
-	cs := []prometheus.Collector{m.calls, m.retries, m.shed, m.rateLimited, m.rateDecision, m.chaosFaults, m.simFaults,
+	if err := reg.Register(m.calls, m.retries, m.shed, m.rateLimited, m.rateDecision, m.chaosFaults, m.simFaults,
 		m.ignored, m.honored, m.toolCalls, m.toolDuration, m.requests, m.auditDropped, m.auditFailed, m.auditSummed,
-		m.trafficSent, m.trafficDrop}
-	if own {
-		cs = append(cs, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	}
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+		m.trafficSent, m.trafficDrop); err != nil {
+		return nil, err
 	}
 	// Series that exist from the start read 0 rather than "no data".
 	m.deps = map[string]*depCounters{}
 	for _, dep := range Downstreams() {
-		dc := &depCounters{outcomes: map[string]prometheus.Counter{}, retries: m.retries.WithLabelValues(dep)}
+		dc := &depCounters{outcomes: map[string]*exposition.Counter{}, retries: m.retries.WithLabelValues(dep)}
 		for _, o := range callOutcomes {
 			dc.outcomes[o] = m.calls.WithLabelValues(dep, o)
 		}
@@ -202,8 +188,8 @@ func newMetrics(reg *prometheus.Registry, own bool) (*metrics, error) {
 
 // toolCounters are one tool's pre-resolved series.
 type toolCounters struct {
-	duration prometheus.Observer
-	ok       prometheus.Counter
+	duration *exposition.Histogram
+	ok       *exposition.Counter
 }
 
 type requestKey struct {
@@ -230,11 +216,11 @@ func (m *metrics) observeTool(tool, outcome string, d time.Duration) {
 func (m *metrics) observeRequest(instance string, code int) {
 	k := requestKey{instance, code}
 	if c, ok := m.reqs.Load(k); ok {
-		c.(prometheus.Counter).Inc()
+		c.(*exposition.Counter).Inc()
 		return
 	}
 	c, _ := m.reqs.LoadOrStore(k, m.requests.WithLabelValues(instance, strconv.Itoa(code)))
-	c.(prometheus.Counter).Inc()
+	c.(*exposition.Counter).Inc()
 }
 
 // observeCall counts one logical downstream call.
@@ -261,10 +247,9 @@ func (m *metrics) ObserveTake(_ string, d limiter.Decision) {
 
 var _ limiter.Observer = (*metrics)(nil)
 
-// handler serves the registry in the Prometheus text format.
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
-}
+// handler serves the registry in the Prometheus text format (or the one a
+// scraper negotiates).
+func (m *metrics) handler() http.Handler { return m.reg.Handler() }
 
 // fleetCollector reports per-instance state at scrape time: the
 // breaker_state gauge (reading each breaker, so an open breaker whose open
@@ -272,9 +257,9 @@ func (m *metrics) handler() http.Handler {
 // override reads.
 type fleetCollector struct {
 	fleet    *Fleet
-	state    *prometheus.Desc
-	inFlight *prometheus.Desc
-	readErrs *prometheus.Desc
+	state    *exposition.Desc
+	inFlight *exposition.Desc
+	readErrs *exposition.Desc
 	deps     []string
 }
 
@@ -289,31 +274,29 @@ func newFleetCollector(f *Fleet) *fleetCollector {
 	return &fleetCollector{
 		fleet: f,
 		deps:  deps,
-		state: prometheus.NewDesc(gauge.PrometheusMetricName,
+		state: exposition.NewGaugeDesc(gauge.PrometheusMetricName,
 			"Circuit breaker state per dependency and instance: 0 closed, 1 half-open, 2 open, 3 forced open.",
-			[]string{gauge.DimDependency, gauge.DimInstance}, nil),
-		inFlight: prometheus.NewDesc("kosha_in_flight_requests",
-			"Requests in flight per instance (shed above max in flight).", []string{gauge.DimInstance}, nil),
-		readErrs: prometheus.NewDesc("kosha_breaker_override_read_errors_total",
+			gauge.DimDependency, gauge.DimInstance),
+		inFlight: exposition.NewGaugeDesc("kosha_in_flight_requests",
+			"Requests in flight per instance (shed above max in flight).", gauge.DimInstance),
+		readErrs: exposition.NewCounterDesc("kosha_breaker_override_read_errors_total",
 			"Failed reads of the breaker override (while it grows, overrides are not applied).",
-			[]string{gauge.DimDependency, gauge.DimInstance}, nil),
+			gauge.DimDependency, gauge.DimInstance),
 	}
 }
 
-// Describe implements prometheus.Collector.
-func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- c.state
-	ch <- c.inFlight
-	ch <- c.readErrs
+// collector is the registry's view of c.
+func (c *fleetCollector) collector() *exposition.Func {
+	return exposition.NewFunc(c.collect, c.state, c.inFlight, c.readErrs)
 }
 
-// Collect implements prometheus.Collector.
-func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
+// collect reports every instance's series.
+func (c *fleetCollector) collect(emit exposition.Emit) {
 	for _, in := range c.fleet.instances {
 		for _, dep := range c.deps {
-			ch <- prometheus.MustNewConstMetric(c.state, prometheus.GaugeValue, float64(in.BreakerState(dep)), dep, in.name)
-			ch <- prometheus.MustNewConstMetric(c.readErrs, prometheus.CounterValue, float64(in.overrideReadErrors(dep)), dep, in.name)
+			emit(c.state, float64(in.BreakerState(dep)), dep, in.name)
+			emit(c.readErrs, float64(in.overrideReadErrors(dep)), dep, in.name)
 		}
-		ch <- prometheus.MustNewConstMetric(c.inFlight, prometheus.GaugeValue, float64(in.Shedder().InFlight()), in.name)
+		emit(c.inFlight, float64(in.Shedder().InFlight()), in.name)
 	}
 }

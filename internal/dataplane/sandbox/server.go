@@ -13,13 +13,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
+	"github.com/kosha-platform/koshactl/internal/dataplane/exposition"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -66,9 +65,8 @@ type Deps struct {
 	// Logger receives breaker transitions and warnings. Nil means
 	// slog.Default().
 	Logger *slog.Logger
-	// Registry receives the metrics. Nil means a private registry with the
-	// Go and process collectors added.
-	Registry *prometheus.Registry
+	// Registry receives the metrics. Nil means a private registry.
+	Registry *exposition.Registry
 	// EMF, when set, receives the breaker_state gauge as CloudWatch EMF
 	// lines.
 	EMF io.Writer
@@ -121,12 +119,11 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	if deps.Audit == nil {
 		deps.Audit = audit.NewLog(deps.Store, deps.Clock, deps.ContextName)
 	}
-	own := deps.Registry == nil
-	if own {
-		deps.Registry = prometheus.NewRegistry()
+	if deps.Registry == nil {
+		deps.Registry = exposition.NewRegistry()
 	}
 	cfg = cfg.scaled()
-	m, err := newMetrics(deps.Registry, own)
+	m, err := newMetrics(deps.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("new sandbox: register metrics: %w", err)
 	}
@@ -143,7 +140,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		return nil, err
 	}
 	s.collector = newFleetCollector(s.fleet)
-	if err := deps.Registry.Register(s.collector); err != nil {
+	if err := deps.Registry.Register(s.collector.collector()); err != nil {
 		return nil, fmt.Errorf("new sandbox: register metrics: %w", err)
 	}
 	s.sims = &sims{byName: map[string]*Sim{}}
