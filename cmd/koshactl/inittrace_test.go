@@ -53,7 +53,7 @@ func TestPackageInitStaysLight(t *testing.T) {
 	for line := range strings.Lines(stderr.String()) {
 		if strings.HasPrefix(line, "pacer:") {
 			t.Errorf("a garbage collection started during koshactl version (%s): the heap reached the runtime's "+
-				"first trigger before internal/startheap raised it; the packages initialised before it:\n%s",
+				"first trigger before internal/startheap raised it; the packages whose init ran before it:\n%s",
 				strings.TrimSpace(line), largest(initialisedBefore(parseInitTrace(t, stderr.String()), startHeapPkg), 10))
 		}
 	}
@@ -85,7 +85,7 @@ func TestPackageInitStaysLight(t *testing.T) {
 
 const startHeapPkg = "github.com/kosha-platform/koshactl/internal/startheap"
 
-// initialisedBefore is the packages of the trace initialised before pkg.
+// initialisedBefore is the packages of the trace set up before pkg.
 func initialisedBefore(inits []packageInit, pkg string) []packageInit {
 	for i, in := range inits {
 		if in.pkg == pkg {

@@ -13,7 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	// The first garbage collection at 8 MiB, set before the packages that
-	// allocate most are initialised (see its doc).
+	// allocate most run their init (see its doc).
 	_ "github.com/kosha-platform/koshactl/internal/startheap"
 )
 

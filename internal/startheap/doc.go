@@ -10,8 +10,8 @@
 // `koshactl version`, started a collection before main ran and spent a fifth
 // of its life marking a heap that was all live (docs/benchmarks/startup.md).
 //
-// Go initialises packages in import-path order among those whose imports are
-// initialised, so this package, which imports only os, runtime and
+// Go runs package init in import-path order among the packages whose imports
+// have run theirs, so this package, which imports only os, runtime and
 // runtime/debug, runs after the AWS SDK's schemas (about 1.7 MiB) but before
 // the rest, well under the runtime's first trigger (about 3 MiB allocated).
 // cmd/koshactl imports it for its side effect; its TestPackageInitStaysLight
