@@ -28,10 +28,10 @@ import (
 
 // runReal runs koshactl in process on the wall clock (drills and the
 // sandbox wait for real time) and returns what it printed.
-func runReal(ctx context.Context, stderr *syncbuf.Buffer, args ...string) (string, int) {
+func runReal(ctx context.Context, e *clitest.Env, stderr *syncbuf.Buffer, args ...string) (string, int) {
 	ios, _, out, _ := iostreams.Test()
 	ios.ErrOut = stderr
-	code := root.Run(ctx, factory.NewWith(ios, clock.Real{}), args)
+	code := root.Run(ctx, factory.NewWith(ios, clock.Real{}, factory.WithEnviron(e.Environ())), args)
 	return out.String(), code
 }
 
@@ -56,7 +56,7 @@ type drillWorld struct {
 func newDrillWorld(t *testing.T) *drillWorld {
 	t.Helper()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-drill-runner/ci")
 	dpEnf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/kosha-gateway/task")
 	sm := newFakeSM(t, e.Clock, enf)
@@ -77,7 +77,7 @@ func newDrillWorld(t *testing.T) *drillWorld {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		_, code := runReal(ctx, w.sbErr, "--debug", "--context", "dp", "sandbox", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
+		_, code := runReal(ctx, w.e, w.sbErr, "--debug", "--context", "dp", "sandbox", "--listen", "127.0.0.1:0", "--addr-file", addrFile,
 			"--time-scale", "20", "--profile", "instant", "--chaos")
 		done <- code
 	}()
@@ -101,7 +101,7 @@ func newDrillWorld(t *testing.T) *drillWorld {
 		}
 		time.Sleep(10 * time.Millisecond) // poll the address file for the serving state
 	}
-	t.Setenv("SANDBOX_URL", url)
+	e.Setenv("SANDBOX_URL", url) // the drills' ${env.SANDBOX_URL}
 	return w
 }
 
@@ -132,7 +132,7 @@ func (w *drillWorld) runExample(t *testing.T, name string) (int, string) {
 	t.Helper()
 	file := w.copyDrill(t, name)
 	stderr := &syncbuf.Buffer{}
-	_, code := runReal(context.Background(), stderr, "--debug", "drill", "run", file, "--junit", filepath.Join(w.dir, name+".xml"))
+	_, code := runReal(context.Background(), w.e, stderr, "--debug", "drill", "run", file, "--junit", filepath.Join(w.dir, name+".xml"))
 	return code, stderr.String()
 }
 
@@ -146,7 +146,7 @@ func (w *drillWorld) runCloudWatchDrill(t *testing.T) (int, string) {
 		t.Fatal(err)
 	}
 	stderr := &syncbuf.Buffer{}
-	_, code := runReal(context.Background(), stderr, "--debug", "drill", "run", file)
+	_, code := runReal(context.Background(), w.e, stderr, "--debug", "drill", "run", file)
 	return code, stderr.String()
 }
 
@@ -163,7 +163,7 @@ func (w *drillWorld) runAlarmDrill(t *testing.T) (int, string) {
 	_ = os.Remove(jpath)
 	alarmDone := make(chan int, 1)
 	go func() {
-		_, code := runReal(context.Background(), stderr, "--debug", "drill", "run", file, "--journal", jpath)
+		_, code := runReal(context.Background(), w.e, stderr, "--debug", "drill", "run", file, "--journal", jpath)
 		alarmDone <- code
 	}()
 	for soaking := false; !soaking; {
@@ -223,6 +223,7 @@ func (w *drillWorld) reset(t *testing.T) {
 // write as it must, says so in its log (and the drill checking its
 // behavior fails where it can tell).
 func TestDrillAndDataPlaneRolesCallExactlyAndNeedEachAction(t *testing.T) {
+	t.Parallel()
 	w := newDrillWorld(t)
 	w.enf.SetPolicy(policyOf(t, iam.DrillRunner, testTarget))
 	w.dpEnf.SetPolicy(policyOf(t, iam.DataPlane, testTarget))

@@ -395,8 +395,9 @@ func TestAdminRunsStoreCommands(t *testing.T) {
 // (as a koshactl older than the indexes wrote them) for the backfill's Scan
 // and PutItems.
 func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
+	t.Parallel()
 	endpoint := dynalite.Start(t)
-	e := clitest.New(t)
+	e := clitest.New(t, clitest.Parallel())
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-admin/pipeline")
 	sm := newFakeSM(t, e.Clock, enf)
 	proxy, _ := dynamoProxy(t, endpoint, sm.URL, "", testTarget, enf)

@@ -90,6 +90,7 @@ func without(t *testing.T, doc *iam.Document, action string) *iam.Document {
 // and says so (without sns:Publish it warns that the notification was
 // denied, and the recovery stands).
 func TestDrillRecoverCallsExactlyItsDeclaredOperations(t *testing.T) {
+	t.Parallel()
 	w := newAWSWorld(t)
 	w.prepare()
 	dir := t.TempDir()
@@ -135,6 +136,7 @@ func TestDrillRecoverCallsExactlyItsDeclaredOperations(t *testing.T) {
 // denied, so no `audit repair` is offered: it would have nothing to write
 // the record from.
 func TestDrillRecoverWithAuditPutDeniedSaysTheClearIsUnrecorded(t *testing.T) {
+	t.Parallel()
 	w := newAWSWorld(t)
 	w.prepare()
 	jpath := w.failedRun(t, t.TempDir())
