@@ -83,9 +83,15 @@ TEST_BIN := bin/koshactl-race
 test-bin:
 	$(GO) build -race -o $(TEST_BIN) ./cmd/koshactl
 
+# Four test binaries at once on any machine: most packages spend their time
+# waiting on servers (dynalite, the sandbox fleet, a drill's polls), not
+# computing, so with go test's default (one per core) two cores sat half idle;
+# docs/benchmarks/test-suite.md.
+TEST_P ?= 4
+
 .PHONY: test
 test: test-deps test-bin ## Install test dependencies and run every test with -race
-	KOSHACTL_TEST_BINARY=$(abspath $(TEST_BIN)) $(GO) test -race -count=1 $(PKGS)
+	KOSHACTL_TEST_BINARY=$(abspath $(TEST_BIN)) $(GO) test -race -count=1 -p $(TEST_P) $(PKGS)
 	PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests
 
 # The packages whose TestContractVectors write docs/contracts/vectors: each
