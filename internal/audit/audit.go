@@ -224,15 +224,23 @@ func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
 // unknown (interrupted in flight) is [ErrAuditUnknown], never "not written".
 func (l *Log) put(ctx context.Context, it store.Item) error {
 	if err := l.store.Put(ctx, it, store.IfAbsent()); err != nil {
-		if l.landed(ctx, it, err) {
+		landed, rerr := l.landed(ctx, it, err)
+		if landed {
 			return nil
 		}
+		subject, _ := it["subject"].(string)
 		if ctx.Err() != nil || (store.MayHaveApplied(ctx, err) && !errors.Is(err, store.ErrConditionFailed)) {
-			subject, _ := it["subject"].(string)
 			return fmt.Errorf("%w (the outcome of the write of %s is unknown): look for it with koshactl audit list --subject %s: %w",
 				ErrAuditUnknown, it.PK(), subject, err)
 		}
 		if errors.Is(err, store.ErrConditionFailed) {
+			if rerr != nil {
+				// A retry of a put whose first answer was lost finds its own
+				// record: only the re-read tells it from another one.
+				return fmt.Errorf("%w (the write of %s found a record there, and the re-read that tells this append's own "+
+					"first attempt from another record failed): look for it with koshactl audit list --subject %s: %w",
+					ErrAuditUnknown, it.PK(), subject, errors.Join(err, rerr))
+			}
 			return fmt.Errorf("%w: an audit record %s already exists and is left as it is (records are never overwritten): %w",
 				ErrAuditWrite, it.PK(), err)
 		}
@@ -280,21 +288,25 @@ func (l *Log) record(ctx context.Context, e Entry) (Record, error) {
 // or the send failed after the store applied it): a re-read of the record's
 // pk that finds exactly this record means the append landed. The pk carries
 // 64 random bits, so an identical record under it is this one; anything else
-// under it is a collision, and a failed re-read leaves err standing.
-func (l *Log) landed(ctx context.Context, it store.Item, err error) bool {
+// under it is a collision. The re-read's own failure is returned: the
+// outcome is then unknown.
+func (l *Log) landed(ctx context.Context, it store.Item, err error) (bool, error) {
 	if !store.MayHaveApplied(ctx, err) {
-		return false
+		return false, nil
 	}
 	got, gerr := l.store.Get(ctx, it.PK())
-	if gerr != nil || len(got) != len(it) {
-		return false
+	if gerr != nil {
+		return false, fmt.Errorf("re-read %s: %w", it.PK(), gerr)
+	}
+	if len(got) != len(it) {
+		return false, nil
 	}
 	for k, v := range it {
 		if w, ok := got[k]; !ok || !store.Equal(v, w) {
-			return false
+			return false, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 func marshalState(v any) (json.RawMessage, error) {

@@ -64,3 +64,35 @@ func (d denyRecords) Put(ctx context.Context, it store.Item, c store.Condition) 
 	}
 	return d.Store.Put(ctx, it, c)
 }
+
+// retriedIntoItself is a put whose first answer was lost: the store applies
+// it and answers the client's retry ConditionalCheckFailed, and the store then
+// goes away, so the re-read fails too.
+type retriedIntoItself struct{ store.Store }
+
+func (r retriedIntoItself) Put(ctx context.Context, it store.Item, c store.Condition) error {
+	if err := r.Store.Put(ctx, it, c); err != nil {
+		return err
+	}
+	return store.ErrConditionFailed
+}
+
+func (retriedIntoItself) Get(context.Context, string) (store.Item, error) {
+	return nil, store.ErrUnavailable
+}
+
+// An append refused as "already there" whose re-read failed is not reported
+// as a collision with another record: its own lost first attempt is as
+// likely, so the outcome is unknown (ErrAuditUnknown, exit 8 "may not have
+// been written", and where to look).
+func TestAppendRefusedAndUnreadableIsUnknownNotACollision(t *testing.T) {
+	_, _, s := openLog(t)
+	_, err := audit.NewLog(retriedIntoItself{s}, clock.NewFake(t0), "ctx").Append(context.Background(),
+		audit.Entry{Actor: "a", Action: "breaker.clear", Subject: "breaker#openai", Reason: "r"})
+	if !errors.Is(err, audit.ErrAuditUnknown) || !errors.Is(err, audit.ErrAuditWrite) {
+		t.Fatalf("err = %v, want ErrAuditUnknown", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "already exists") || !strings.Contains(msg, "koshactl audit list --subject breaker#openai") {
+		t.Errorf("err = %q: want no collision claimed, and where to look", msg)
+	}
+}
