@@ -3,20 +3,17 @@ package gameday
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kosha-platform/koshactl/internal/testutil/golden"
+
 	"golang.org/x/net/html"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 var fixtures = map[string]func() *drill.Journal{
 	"stopped":    stoppedJournal,
@@ -44,24 +41,6 @@ func renderMarkdown(t testing.TB, in Input) string {
 	return b.String()
 }
 
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test -update rewrites it):\n--- got\n%s", name, got)
-	}
-}
-
 // The Markdown summaries of the fixtures are golden files; so are the
 // fixtures as JSON journals (make report-check renders one in Chromium,
 // and drill report's tests read them).
@@ -69,12 +48,12 @@ func TestMarkdownGolden(t *testing.T) {
 	for name, fx := range fixtures {
 		t.Run(name, func(t *testing.T) {
 			j := fx()
-			golden(t, name+".md", renderMarkdown(t, Input{Journal: j}))
+			golden.Check(t, name+".md", renderMarkdown(t, Input{Journal: j}))
 			b, err := json.MarshalIndent(j, "", "  ")
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name+".journal.json", string(b)+"\n")
+			golden.Check(t, name+".journal.json", string(b)+"\n")
 		})
 	}
 }

@@ -140,17 +140,66 @@ func (c *Counter) metric(labels []*dto.LabelPair) *dto.Metric {
 	return &dto.Metric{Label: labels, Counter: &dto.Counter{Value: &v, CreatedTimestamp: c.created}}
 }
 
-// CounterVec is a family of counters with fixed label names.
-type CounterVec struct {
-	d        *desc
-	mu       sync.RWMutex
-	children map[string]*vecCounter
+// series is one series of a family: a [Counter] or a [Histogram].
+type series interface {
+	metric(labels []*dto.LabelPair) *dto.Metric
 }
 
-type vecCounter struct {
-	Counter
+// vec is a family of series with fixed label names, each created on first
+// use by newSeries.
+type vec[S series] struct {
+	d         *desc
+	newSeries func() S
+	mu        sync.RWMutex
+	children  map[string]child[S]
+}
+
+// child is one series of a vec, with its label values.
+type child[S series] struct {
+	s      S
 	values []string
 }
+
+func newVec[S series](d *desc, newSeries func() S) vec[S] {
+	return vec[S]{d: d, newSeries: newSeries, children: map[string]child[S]{}}
+}
+
+// with returns the series of values (in the order of the label names),
+// creating it. It panics when the number of values is not the number of
+// label names.
+func (v *vec[S]) with(values []string) S {
+	values = v.d.checkValues(values)
+	k := key(values)
+	v.mu.RLock()
+	c, ok := v.children[k]
+	v.mu.RUnlock()
+	if ok {
+		return c.s
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if c, ok = v.children[k]; !ok {
+		c = child[S]{s: v.newSeries(), values: slices.Clone(values)}
+		v.children[k] = c
+	}
+	return c.s
+}
+
+func (v *vec[S]) families() []string { return []string{v.d.name} }
+
+func (v *vec[S]) collect(out []*dto.MetricFamily) ([]*dto.MetricFamily, error) {
+	mf := v.d.family()
+	v.mu.RLock()
+	for _, c := range v.children {
+		mf.Metric = append(mf.Metric, c.s.metric(v.d.pairs(c.values)))
+	}
+	v.mu.RUnlock()
+	sortMetrics(mf.Metric)
+	return append(out, mf), nil
+}
+
+// CounterVec is a family of counters with fixed label names.
+type CounterVec struct{ vec[*Counter] }
 
 // PlainCounter is a counter family of one series without labels; it
 // exists (at 0) from the start.
@@ -175,42 +224,14 @@ func (c *PlainCounter) collect(out []*dto.MetricFamily) ([]*dto.MetricFamily, er
 // NewCounterVec returns a counter family with the label names labels. It
 // panics on an invalid name or label name.
 func NewCounterVec(name, help string, labels ...string) *CounterVec {
-	return &CounterVec{d: newDesc(name, help, dto.MetricType_COUNTER, labels), children: map[string]*vecCounter{}}
+	d := newDesc(name, help, dto.MetricType_COUNTER, labels)
+	return &CounterVec{newVec(d, func() *Counter { return &Counter{created: timestamppb.New(time.Now())} })}
 }
 
 // WithLabelValues returns the series of values (given in the order of the
 // label names), creating it at 0. It panics when the number of values is
 // not the number of label names.
-func (v *CounterVec) WithLabelValues(values ...string) *Counter {
-	values = v.d.checkValues(values)
-	k := key(values)
-	v.mu.RLock()
-	c := v.children[k]
-	v.mu.RUnlock()
-	if c != nil {
-		return &c.Counter
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if c = v.children[k]; c == nil {
-		c = &vecCounter{Counter: Counter{created: timestamppb.New(time.Now())}, values: slices.Clone(values)}
-		v.children[k] = c
-	}
-	return &c.Counter
-}
-
-func (v *CounterVec) families() []string { return []string{v.d.name} }
-
-func (v *CounterVec) collect(out []*dto.MetricFamily) ([]*dto.MetricFamily, error) {
-	mf := v.d.family()
-	v.mu.RLock()
-	for _, c := range v.children {
-		mf.Metric = append(mf.Metric, c.metric(v.d.pairs(c.values)))
-	}
-	v.mu.RUnlock()
-	sortMetrics(mf.Metric)
-	return append(out, mf), nil
-}
+func (v *CounterVec) WithLabelValues(values ...string) *Counter { return v.with(values) }
 
 // Histogram counts observations into fixed buckets, safe for concurrent
 // use. A scrape during an observation may see its bucket count and not yet
@@ -249,17 +270,7 @@ func (h *Histogram) metric(labels []*dto.LabelPair) *dto.Metric {
 
 // HistogramVec is a family of histograms with fixed label names and
 // buckets.
-type HistogramVec struct {
-	d        *desc
-	bounds   []float64
-	mu       sync.RWMutex
-	children map[string]*vecHistogram
-}
-
-type vecHistogram struct {
-	Histogram
-	values []string
-}
+type HistogramVec struct{ vec[*Histogram] }
 
 // NewHistogramVec returns a histogram family with the upper bounds buckets
 // (increasing; a last +Inf is implied and may be given) and the label names
@@ -278,40 +289,12 @@ func NewHistogramVec(name, help string, buckets []float64, labels ...string) *Hi
 			panic(fmt.Sprintf("exposition: histogram %s: buckets must be finite and increasing, got %v", name, buckets))
 		}
 	}
-	return &HistogramVec{d: d, bounds: bounds, children: map[string]*vecHistogram{}}
+	return &HistogramVec{newVec(d, func() *Histogram {
+		return &Histogram{bounds: bounds, counts: make([]atomic.Uint64, len(bounds)+1), created: timestamppb.New(time.Now())}
+	})}
 }
 
 // WithLabelValues returns the histogram of values (in the order of the
 // label names), creating it empty. It panics when the number of values is
 // not the number of label names.
-func (v *HistogramVec) WithLabelValues(values ...string) *Histogram {
-	values = v.d.checkValues(values)
-	k := key(values)
-	v.mu.RLock()
-	h := v.children[k]
-	v.mu.RUnlock()
-	if h != nil {
-		return &h.Histogram
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if h = v.children[k]; h == nil {
-		h = &vecHistogram{Histogram: Histogram{bounds: v.bounds, counts: make([]atomic.Uint64, len(v.bounds)+1),
-			created: timestamppb.New(time.Now())}, values: slices.Clone(values)}
-		v.children[k] = h
-	}
-	return &h.Histogram
-}
-
-func (v *HistogramVec) families() []string { return []string{v.d.name} }
-
-func (v *HistogramVec) collect(out []*dto.MetricFamily) ([]*dto.MetricFamily, error) {
-	mf := v.d.family()
-	v.mu.RLock()
-	for _, h := range v.children {
-		mf.Metric = append(mf.Metric, h.metric(v.d.pairs(h.values)))
-	}
-	v.mu.RUnlock()
-	sortMetrics(mf.Metric)
-	return append(out, mf), nil
-}
+func (v *HistogramVec) WithLabelValues(values ...string) *Histogram { return v.with(values) }

@@ -1,18 +1,15 @@
 package sandbox_test
 
 import (
-	"flag"
 	"io"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/kosha-platform/koshactl/internal/testutil/golden"
+
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // The /metrics text of a sandbox is an interface: dashboards, alerts and
 // koshactl's own readers (internal/metrics) match its names, HELP, TYPE,
@@ -28,7 +25,7 @@ func TestMetricsTextIsUnchanged(t *testing.T) {
 	if want := "text/plain; version=0.0.4; charset=utf-8; escaping=underscores"; ctype != want {
 		t.Errorf("Content-Type %q, want %q", ctype, want)
 	}
-	golden(t, "metrics-fresh.txt", koshaFamilies(body))
+	golden.Check(t, "metrics-fresh.txt", koshaFamilies(body))
 
 	// One successful call, one refused: the series that appear on first use.
 	h.call(agent, sandbox.ToolSearchKnowledgeBase, map[string]any{"query": "refund"}, "gw-1", nil)
@@ -36,7 +33,7 @@ func TestMetricsTextIsUnchanged(t *testing.T) {
 		t.Fatalf("a call with an unknown token was answered: %+v", r)
 	}
 	body, _ = h.metricsText()
-	golden(t, "metrics-after-calls.txt", maskLatency(koshaFamilies(body)))
+	golden.Check(t, "metrics-after-calls.txt", maskLatency(koshaFamilies(body)))
 }
 
 // metricsText GETs /metrics as a scraper that sends no Accept header does.
@@ -76,22 +73,4 @@ var latencySample = regexp.MustCompile(`(?m)^(kosha_tool_call_duration_seconds_(
 // maskLatency replaces the called tool's time-dependent latency values.
 func maskLatency(text string) string {
 	return latencySample.ReplaceAllString(text, "$1 <latency>")
-}
-
-// golden compares got with testdata/name (-update rewrites it).
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run %s -update to record it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("%s changed:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
 }
