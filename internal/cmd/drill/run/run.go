@@ -99,8 +99,11 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			hypothesis or a step failed, a stop condition held or the drill timed out
 			(every rollback succeeded); 2 invalid drill file; 3, 5 or 6 refused at
 			preflight or a guard lost, by its cause (3 its alarm matches nothing, 5
-			unreachable or throttled, 6 denied); 7 protected context refused; 9 a
-			rollback failed or was abandoned; 130 interrupted, every rollback succeeded.
+			unreachable or throttled, 6 denied); 7 protected context refused; 8 every
+			lever was restored, but a rollback's audit record was not written (it is
+			printed RESTORED, NOT AUDITED, with the audit repair command that writes the
+			record, or it says to record the change by hand); 9 a rollback failed or was
+			abandoned; 130 interrupted, every rollback succeeded.
 		`),
 		Example: heredoc.Doc(`
 			koshactl drill run docs/drills/openai-outage.yaml
