@@ -75,6 +75,13 @@ const (
 	// ExitRollbackFailed: at least one rollback failed or was abandoned;
 	// the levers it names stay moved until they expire.
 	ExitRollbackFailed = exitcode.Rollback
+	// ExitUnaudited: every rollback restored its lever, but at least one
+	// (StatusUnaudited) made its change without its audit record: the
+	// rollback's error names the `audit repair` that writes it, or says to
+	// record the change by hand. It wins over the run's own outcome (1, 130,
+	// a guard's code): what is left to do is write the record. An invalid
+	// drill (2) or a rollback that failed (9) wins over it.
+	ExitUnaudited = exitcode.Audit
 	// ExitInterrupted: interrupted, and every rollback succeeded.
 	ExitInterrupted = exitcode.Interrupted
 )
@@ -102,8 +109,8 @@ type Journal struct {
 	// Outcome is one of the Outcome constants; Reason says why in a line.
 	Outcome string `json:"outcome"`
 	Reason  string `json:"reason,omitempty"`
-	// RollbacksOK is true when every rollback succeeded (or there was
-	// none).
+	// RollbacksOK is true when every rollback restored its lever (ok, or
+	// unaudited: restored without its audit record), or there was none.
 	RollbacksOK bool `json:"rollbacks_ok"`
 	ExitCode    int  `json:"exit_code"`
 

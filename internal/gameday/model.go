@@ -34,7 +34,8 @@ type report struct {
 	Description string
 	Outcome     string
 	Verdict     string
-	// Good is true when the run passed and every lever was put back.
+	// Good is true when the run passed and every lever was put back, each
+	// with the audit record of its change.
 	Good     bool
 	Reason   string
 	ExitCode int
@@ -159,7 +160,7 @@ func statusClass(status string) string {
 		return "good"
 	case drill.StatusSkipped, drill.StatusPending:
 		return "muted"
-	case drill.StatusStopped, drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusRunning:
+	case drill.StatusStopped, drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusRunning, drill.StatusUnaudited:
 		return "warn"
 	}
 	return "bad"
@@ -170,7 +171,7 @@ func build(in Input) *report {
 	j := in.Journal
 	r := &report{
 		Title: one(j.Drill.Name), Description: one(j.Drill.Description), Outcome: one(j.Outcome),
-		Verdict: one(strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " "))), Good: j.Outcome == drill.OutcomePassed && j.RollbacksOK,
+		Verdict: one(strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " "))), Good: j.Outcome == drill.OutcomePassed && j.RollbacksOK && !slices.ContainsFunc(j.Rollbacks, unaudited),
 		ExitCode: j.ExitCode,
 	}
 	if j.Reason != j.Outcome {
@@ -351,10 +352,15 @@ func facts(j *drill.Journal, end time.Time) []fact {
 	return f
 }
 
+// unaudited says whether rb restored its lever without the audit record
+// of its change.
+func unaudited(rb drill.RollbackRecord) bool { return rb.Status == drill.StatusUnaudited }
+
 // leverBack is when a lever was put back, and by what; ok is false when it
-// was not (yet).
+// was not (yet). An unaudited rollback put it back (its record is what is
+// missing).
 func leverBack(j *drill.Journal, rb drill.RollbackRecord) (at time.Time, by string, ok bool) {
-	if rb.Status != drill.StatusOK || rb.EndedAt == nil {
+	if (rb.Status != drill.StatusOK && !unaudited(rb)) || rb.EndedAt == nil {
 		return time.Time{}, "", false
 	}
 	by = "the run's rollback"
@@ -461,6 +467,9 @@ func atAGlance(j *drill.Journal, end time.Time) []glance {
 	default:
 		g = append(g, glance{"NOT put back", one(fmt.Sprintf("%d of %d levers: each stays moved until its expiry (see Levers)", notBack, len(j.Rollbacks))), "bad"})
 	}
+	if n := countFunc(j.Rollbacks, unaudited); n > 0 {
+		g = append(g, glance{"Not audited", one(fmt.Sprintf("%d of %d levers put back without the audit record of the change: write it (see Levers)", n, len(j.Rollbacks))), "warn"})
+	}
 	return g
 }
 
@@ -564,4 +573,15 @@ func guardGlance(j *drill.Journal) []glance {
 		g = append(g, glance{"Fix", one(gr.Fix), "warn"})
 	}
 	return g
+}
+
+// countFunc counts the elements of s for which f holds.
+func countFunc[T any](s []T, f func(T) bool) int {
+	n := 0
+	for _, v := range s {
+		if f(v) {
+			n++
+		}
+	}
+	return n
 }

@@ -503,3 +503,38 @@ func TestFleetNotConfirmed(t *testing.T) {
 		t.Errorf("step fleet badge %q (%s)", r.Steps[0].Fleet, r.Steps[0].FleetClass)
 	}
 }
+
+// A lever whose rollback restored it without the audit record of its
+// change (unaudited) was put back: the report says so, when and by what,
+// names the missing record and its repair, and never calls it not put
+// back or held until its expiry; the run is not shown good (exit 8).
+func TestUnauditedRollbackIsPutBackNotAudited(t *testing.T) {
+	j := stoppedJournal()
+	j.Outcome, j.Reason, j.Stop, j.ExitCode = drill.OutcomePassed, "", nil, drill.ExitUnaudited
+	rb := &j.Rollbacks[0]
+	rb.Status, rb.Detail = drill.StatusUnaudited, "cleared, but its audit record was not written"
+	rb.Error = "openai was cleared, but audit record not written: denied; write it with: koshactl --context 'local' audit repair 'breaker#openai' --write-id 'w1'"
+	r := build(Input{Journal: j})
+	if r.Good {
+		t.Error("report shown good: a record is missing")
+	}
+	row := r.Levers[0]
+	if row.Back != clock(at(18.6)) || row.By != "the run's rollback" || row.Held != "18.1s" || row.Class != "warn" || !strings.Contains(row.Error, "audit repair") {
+		t.Errorf("lever row %+v: want put back at 18.6s by the run's rollback after 18.1s, warn, with its repair", row)
+	}
+	var labels []string
+	for _, g := range r.Glance {
+		labels = append(labels, g.Label)
+		if g.Label == "Not audited" && (g.Class != "warn" || !strings.Contains(g.Text, "1 of 2 levers put back without the audit record")) {
+			t.Errorf("glance %+v", g)
+		}
+	}
+	if !slices.Contains(labels, "Put back") || !slices.Contains(labels, "Not audited") || slices.Contains(labels, "NOT put back") {
+		t.Errorf("glance labels %v: want Put back and Not audited", labels)
+	}
+	for name, page := range map[string]string{"markdown": renderMarkdown(t, Input{Journal: j}), "html": renderHTML(t, Input{Journal: j})} {
+		if strings.Contains(page, "NOT put back") || strings.Contains(page, "until its expiry (") || !strings.Contains(page, "write it with") {
+			t.Errorf("%s report calls the restored lever not put back, or hides its repair:\n%s", name, page)
+		}
+	}
+}

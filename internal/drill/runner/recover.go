@@ -185,32 +185,21 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 		r.Attempts += attempts
 		r.EndedAt, r.DurationSeconds, r.Detail = drill.TimePtr(end), drill.Seconds(end.Sub(start)), rc.Redact(detail)
 		mark := "ok"
-		switch {
-		case err != nil && errors.Is(err, audit.ErrAuditWrite):
-			// The change was made (and is not retried): the subject is
-			// restored, its record is what is missing.
-			msg := err.Error()
-			var unwritten *audit.UnwrittenError
-			switch {
-			case errors.As(err, &unwritten) && unwritten.Repairable():
-				msg += "; write it with: " + unwritten.RepairCommand(svc.ContextName)
-			default:
-				msg += "; no audit repair can write it (nothing is stored to write it from): record the change by hand"
-			}
-			r.Status, r.Error, rec.OK, mark = drill.StatusUnaudited, rc.Redact(msg), false, "UNAUDITED"
-		case err != nil:
-			r.Status, r.Error, rec.OK, mark = drill.StatusFailed, rc.Redact(err.Error()), false, "FAILED"
-		default:
-			r.Status = drill.StatusOK
+		status, msg := rollbackStatus(err, svc.ContextName)
+		r.Status = status
+		switch status {
+		case drill.StatusUnaudited:
+			r.Error, rec.OK, mark = rc.Redact(msg), false, "UNAUDITED"
+		case drill.StatusFailed:
+			r.Error, rec.OK, mark = rc.Redact(msg), false, "FAILED"
 		}
 		if rv.Log != nil {
 			rv.Log(fmt.Sprintf("%-6s %s %s: %s", mark, r.ID, r.Subject, firstNonEmpty(r.Error, r.Detail)))
 		}
 	}
 	// Every lever restored; a rollback whose record did not land restored it.
-	j.RollbacksOK = !slices.ContainsFunc(j.Rollbacks, func(r drill.RollbackRecord) bool {
-		return r.Status != drill.StatusOK && r.Status != drill.StatusUnaudited
-	})
+	restored, unauditedAll := rollbacksLeft(j)
+	j.RollbacksOK = restored
 	if j.Outcome == drill.OutcomeRunning {
 		j.Outcome = OutcomeKilled
 		j.Reason = "the run's process died before it finished; drill recover ran its rollbacks"
@@ -218,6 +207,9 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 	}
 	if j.RollbacksOK && j.ExitCode == drill.ExitRollbackFailed && j.Outcome == OutcomeKilled {
 		j.ExitCode = drill.ExitFailed
+		if unauditedAll > 0 {
+			j.ExitCode = drill.ExitUnaudited
+		}
 	}
 	n := len(rec.Rollbacks)
 	okN, unaudited := countStatus(j, rec.Rollbacks, drill.StatusOK), countStatus(j, rec.Rollbacks, drill.StatusUnaudited)

@@ -123,10 +123,13 @@ func TestRecoveryClearsTheDrillsOwnOverride(t *testing.T) {
 // Rollbacks whose audit records are refused (a clear's claim is stored)
 // are made once, not retried into "already clear": each is unaudited, a
 // clear names the audit repair that writes its record from the claim, and
-// none is pending again; the recovery is not ok and says why.
+// none is pending again; the recovery is not ok and says why. The run's
+// journal, as a SIGKILL left it (running), then says killed, exit 8:
+// every lever restored, a record missing.
 func TestRecoveryClearWithoutItsRecordIsUnauditedWithItsRepair(t *testing.T) {
 	e := newEnv(t)
 	j := abandonedRun(t, e, twoLevers)
+	j.Outcome = drill.OutcomeRunning
 	e.store.mu.Lock()
 	e.store.denyPut, e.store.allowPut = audit.Prefix, audit.ClaimPrefix
 	e.store.mu.Unlock()
@@ -153,6 +156,9 @@ func TestRecoveryClearWithoutItsRecordIsUnauditedWithItsRepair(t *testing.T) {
 	}
 	if !j.RollbacksOK || len(Pending(j)) != 0 {
 		t.Errorf("rollbacks ok %v, pending %v: want every lever restored and nothing pending", j.RollbacksOK, Pending(j))
+	}
+	if j.Outcome != OutcomeKilled || j.ExitCode != drill.ExitUnaudited {
+		t.Errorf("journal outcome %s, exit %d; want killed, exit %d", j.Outcome, j.ExitCode, drill.ExitUnaudited)
 	}
 	for _, l := range lines {
 		if !strings.HasPrefix(l, "UNAUDITED ") || strings.Contains(l, "already clear") {

@@ -228,7 +228,11 @@ func rollbackSummary(j *drill.Journal) string {
 	if len(j.Rollbacks) == 0 {
 		return "no rollbacks"
 	}
-	return fmt.Sprintf("%d of %d rollback(s) ok", ok, len(j.Rollbacks))
+	s := fmt.Sprintf("%d of %d rollback(s) ok", ok, len(j.Rollbacks))
+	if _, unaudited := rollbacksLeft(j); unaudited > 0 {
+		s += fmt.Sprintf(", %d restored but not audited (its audit record was not written)", unaudited)
+	}
+	return s
 }
 
 // start builds the journal and the run context, and announces the run.
@@ -586,16 +590,18 @@ func (r *Runner) finish(rc *drill.RunContext, j *drill.Journal) *drill.Journal {
 	r.mu.Lock()
 	j.EndedAt = drill.TimePtr(end)
 	j.DurationSeconds = drill.Seconds(end.Sub(rc.Started()))
-	for _, rb := range j.Rollbacks {
-		if rb.Status != drill.StatusOK {
-			j.RollbacksOK = false
-		}
+	restored, unaudited := rollbacksLeft(j)
+	if !restored {
+		j.RollbacksOK = false
 	}
 	switch {
 	case j.Outcome == drill.OutcomeInvalid:
 		j.ExitCode = drill.ExitInvalid
 	case !j.RollbacksOK:
 		j.ExitCode = drill.ExitRollbackFailed
+	case unaudited > 0:
+		// Every lever is back; what is left to do is write the record.
+		j.ExitCode = drill.ExitUnaudited
 	case j.Outcome == drill.OutcomeInterrupted:
 		j.ExitCode = drill.ExitInterrupted
 	case (j.Outcome == drill.OutcomeRefused || j.Outcome == drill.OutcomeGuardLost) && r.guardCode != 0:
@@ -923,15 +929,18 @@ func (r *Runner) rollback(parent context.Context, rc *drill.RunContext, d *drill
 	r.mu.Lock()
 	rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, drill.TimePtr(end), drill.Seconds(end.Sub(start))
 	rec.Detail = rc.Redact(detail)
-	switch {
-	case err == nil:
-		rec.Status = drill.StatusOK
+	// A change that landed without its record restored the lever however
+	// the rollback's context ended: it is unaudited, not abandoned or
+	// timed out.
+	switch status, msg := rollbackStatus(err, rc.Deps.ContextName); {
+	case status != drill.StatusFailed:
+		rec.Status, rec.Error = status, rc.Redact(msg)
 	case parent.Err() != nil:
 		rec.Status, rec.Error = drill.StatusAbandoned, "abandoned: the operator stopped the rollback"
 	case ctx.Err() != nil:
-		rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, rc.Redact(err.Error()))
+		rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, rc.Redact(msg))
 	default:
-		rec.Status, rec.Error = drill.StatusFailed, rc.Redact(err.Error())
+		rec.Status, rec.Error = drill.StatusFailed, rc.Redact(msg)
 	}
 	r.addExpiry(rec, e.rb)
 	snap = *rec

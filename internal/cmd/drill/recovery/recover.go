@@ -201,17 +201,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	} else {
 		fmt.Fprintf(ios.Out, "recovered drill %s run %s: %s\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), textsafe.Line(rec.Detail))
 		for _, rb := range j.Rollbacks {
-			if rb.Status == drill.StatusUnaudited && slices.Contains(rec.Rollbacks, rb.ID) {
-				fmt.Fprintf(ios.Out, "  RESTORED, NOT AUDITED: %s (%s): %s\n", textsafe.Line(rb.Subject), textsafe.Line(rb.ID), textsafe.Line(rb.Error))
+			// An unaudited rollback of an earlier recovery was reported
+			// by it; a lever left moved is reported every time.
+			if rb.Status == drill.StatusUnaudited && !slices.Contains(rec.Rollbacks, rb.ID) {
 				continue
 			}
-			if rb.Status != drill.StatusOK && rb.Status != drill.StatusUnaudited {
-				lapse := "it does not lapse on its own: restore it by hand"
-				if rb.ExpiresAt != nil {
-					lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY())
-				}
-				fmt.Fprintf(ios.Out, "  NOT RESTORED: %s (%s): %s; %s\n", textsafe.Line(rb.Subject), textsafe.Line(rb.ID), textsafe.Line(rb.Error), lapse)
-			}
+			run.PrintRollbackLeft(f, ios.Out, rb, rb.ID)
 		}
 	}
 	failed := slices.ContainsFunc(j.Rollbacks, func(rb drill.RollbackRecord) bool {
