@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"testing"
-	"time"
 
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
@@ -32,12 +31,13 @@ func TestStartHeap(t *testing.T) {
 		}
 		// The cleanup runs on its own goroutine after a cycle found the
 		// sentinel dead: collect until it has (each cycle is the wait).
-		for start := time.Now(); gogc() != 100; runtime.GC() {
-			if time.Since(start) > wait.Ceiling {
-				t.Fatalf("GOGC = %d %s after the first collection, want 100", gogc(), wait.Ceiling)
+		wait.Until(t, "GOGC back at 100 after the first collections", func() bool {
+			if gogc() == 100 {
+				return true
 			}
-			runtime.Gosched()
-		}
+			runtime.GC()
+			return gogc() == 100
+		})
 	})
 	t.Run("with GOGC", func(t *testing.T) {
 		t.Setenv("GOGC", "50")

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -54,7 +55,7 @@ func (p *program) resize(w, h int) {
 func waitFor(t *testing.T, p *program, texts ...string) {
 	t.Helper()
 	var screen string
-	for deadline := time.Now().Add(wait.Ceiling); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	if err := wait.For(t.Context(), fmt.Sprintf("the screen to show %q", texts), func() bool {
 		out, err := io.ReadAll(p.Output())
 		if err != nil {
 			t.Fatal(err)
@@ -65,11 +66,10 @@ func waitFor(t *testing.T, p *program, texts ...string) {
 		for _, text := range texts {
 			found = found && strings.Contains(screen, text)
 		}
-		if found {
-			return
-		}
+		return found
+	}); err != nil {
+		t.Fatalf("%v; the last screen:\n%s", err, screen)
 	}
-	t.Fatalf("the screen never showed %q:\n%s", texts, screen)
 }
 
 func finalModel(t *testing.T, tm *program) Model {

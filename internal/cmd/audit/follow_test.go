@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,20 +114,23 @@ func startFollow(t *testing.T, e *clitest.Env, opts *auditcmd.ListOptions) *foll
 	return fw
 }
 
-// waitFor polls the output (no sleeping) until it holds want.
+// waitFor polls the output until it holds want, moving the follower on
+// each time it waits for its next read.
 func (fw *follower) waitFor(t *testing.T, want string) {
 	t.Helper()
-	deadline := time.Now().Add(wait.Ceiling)
-	for !strings.Contains(fw.out.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("--follow never printed %q:\n%s", want, fw.out.String())
+	if err := wait.For(t.Context(), fmt.Sprintf("--follow to print %q", want), func() bool {
+		if strings.Contains(fw.out.String(), want) {
+			return true
 		}
 		select {
 		case err := <-fw.done:
 			t.Fatalf("--follow ended early (%v):\n%s", err, fw.out.String())
 		case fw.tick <- time.Time{}: // the follower waited: read again
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
+		return false
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, fw.out.String())
 	}
 }
 
@@ -231,15 +235,17 @@ func TestFollowReportsUnreadableRecords(t *testing.T) {
 	e.PutRaw(odd)
 	fw.waitFor(t, "breaker#odd")
 	warning := "warning: audit#" + ms + "#00000000000000bb: before: found an S that is not a JSON document"
-	deadline := time.Now().Add(wait.Ceiling)
-	for !strings.Contains(errOut.String(), warning) {
-		if time.Now().After(deadline) {
-			t.Fatalf("--follow never warned %q:\nstderr %s\nstdout %s", warning, errOut.String(), fw.out.String())
+	if err := wait.For(t.Context(), fmt.Sprintf("--follow to warn %q", warning), func() bool {
+		if strings.Contains(errOut.String(), warning) {
+			return true
 		}
 		select {
 		case fw.tick <- time.Time{}:
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
+		return false
+	}); err != nil {
+		t.Fatalf("%v:\nstderr %s\nstdout %s", err, errOut.String(), fw.out.String())
 	}
 	fw.tick <- time.Time{}
 	fw.tick <- time.Time{} // more reads: each problem is reported once

@@ -88,21 +88,22 @@ func (fl *fleet) run(t *testing.T, e *clitest.Env, during func(elapsed time.Dura
 	go func() { done <- e.Run(args...) }()
 	const step = 250 * time.Millisecond
 	begin := fl.clk.Now()
-	deadline := time.Now().Add(wait.Ceiling)
 	for {
-		select {
-		case r := <-done:
-			return r
-		default:
-		}
-		if fl.clk.Waiters() == 0 {
-			// The command is writing, or fetching: poll for it to wait on
-			// the clock again (a state, not a time).
-			if time.Now().After(deadline) {
-				t.Fatalf("koshactl %s never waited on the clock", strings.Join(args, " "))
+		// The command is writing, or fetching: wait for it to wait on the
+		// clock again, or to end.
+		var r clitest.Result
+		ended := false
+		wait.Until(t, "koshactl "+strings.Join(args, " ")+" to wait on the clock or end", func() bool {
+			select {
+			case r = <-done:
+				ended = true
+				return true
+			default:
+				return fl.clk.Waiters() > 0
 			}
-			time.Sleep(time.Millisecond)
-			continue
+		})
+		if ended {
+			return r
 		}
 		el := fl.clk.Now().Sub(begin)
 		if el%time.Second == step {

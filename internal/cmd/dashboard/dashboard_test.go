@@ -103,7 +103,7 @@ func (term *terminal) Write(p []byte) (int, error) {
 func (term *terminal) waitFor(t *testing.T, texts ...string) {
 	t.Helper()
 	var screen string
-	for deadline := time.Now().Add(wait.Ceiling); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	if err := wait.For(t.Context(), fmt.Sprintf("the screen to show %q", texts), func() bool {
 		term.mu.Lock()
 		_, _ = term.emu.Write(term.out.Bytes())
 		term.out.Reset()
@@ -113,11 +113,10 @@ func (term *terminal) waitFor(t *testing.T, texts ...string) {
 		for _, text := range texts {
 			ok = ok && strings.Contains(screen, text)
 		}
-		if ok {
-			return
-		}
+		return ok
+	}); err != nil {
+		t.Fatalf("%v; the last screen:\n%s", err, screen)
 	}
-	t.Fatalf("the screen never showed %q:\n%s", texts, screen)
 }
 
 func (term *terminal) press(keys string) {
@@ -200,7 +199,7 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 		t.Errorf("GetMetricData calls = %d before the interval passed, want 1", calls)
 	}
 	nextRefresh(t, e.Clock, 10*time.Second)
-	waitUntil(t, "the second refresh's request", func() bool { return cw.Calls() >= 2 })
+	wait.Until(t, "the second refresh's request", func() bool { return cw.Calls() >= 2 })
 	term.press("q")
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -217,21 +216,8 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 // it (its refresh timer and its one-second countdown timer).
 func nextRefresh(t *testing.T, clk *clock.Fake, interval time.Duration) {
 	t.Helper()
-	waitUntil(t, "the dashboard's timers", func() bool { return clk.Waiters() >= 2 })
+	wait.Until(t, "the dashboard to wait on its timers", func() bool { return clk.Waiters() >= 2 })
 	clk.Advance(interval)
-}
-
-// waitUntil polls cond until it holds, failing the test after wait.Ceiling
-// (a bound on a hang, not a time the test expects to take).
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait.Ceiling)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: still waiting for %s", wait.Ceiling, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // At 20 dependencies x 300 instances with one openai instance open and

@@ -60,7 +60,7 @@ func TestExampleAlarmDrillRollsBackWhenTheAlarmFlips(t *testing.T) {
 		done <- result{code, out}
 	}()
 	// Flip the alarm once the levers are pulled and the drill soaks.
-	waitFor(t, func() bool {
+	wait.Until(t, "the drill to soak (step 3 of 4 running)", func() bool {
 		j, err := tryJournal(jpath)
 		return err == nil && len(j.Steps) == 4 && j.Steps[2].Status == drill.StatusRunning
 	})
@@ -134,7 +134,7 @@ func (g *guardRun) start() {
 // conditions' monitor waiting on the fake clock.
 func (g *guardRun) soaking(t *testing.T) {
 	t.Helper()
-	waitFor(t, func() bool {
+	wait.Until(t, "the drill to soak (step 3 of 4 running) with its monitor waiting on the clock", func() bool {
 		j, err := tryJournal(g.jpath)
 		return err == nil && len(j.Steps) == 4 && j.Steps[2].Status == drill.StatusRunning && g.e.Clock.Waiters() > 0
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 func TestExitCodesMatchTheDocumentedOnes(t *testing.T) {
@@ -289,7 +290,7 @@ func TestRunInterruptedBySignalRollsBack(t *testing.T) {
 	go func() {
 		done <- run.Run(context.Background(), f, &run.Options{File: file, Signals: sigs, Journal: jpath, Output: "table"})
 	}()
-	waitFor(t, func() bool {
+	wait.Until(t, "the sleep step to run, the first one passed", func() bool {
 		j, err := tryJournal(jpath)
 		// Signal once the sleep step is under way: a signal between the two
 		// steps would (rightly) leave the second one skipped, not interrupted.
@@ -391,7 +392,7 @@ steps:
 	go func() {
 		done <- run.Run(context.Background(), f, &run.Options{File: file, Signals: sigs, Journal: jpath, Output: "table"})
 	}()
-	waitFor(t, func() bool {
+	wait.Until(t, "the drill's one step to run", func() bool {
 		j, err := tryJournal(jpath)
 		return err == nil && len(j.Steps) == 1 && j.Steps[0].Status == drill.StatusRunning
 	})

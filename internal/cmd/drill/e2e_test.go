@@ -217,7 +217,7 @@ func TestExampleDrillFailsWhenTheDegradationIsWrong(t *testing.T) {
 		t.Errorf("degraded step = %+v", s)
 	}
 	assertRolledBack(t, s, j)
-	waitFor(t, func() bool {
+	wait.Until(t, "openai's breaker closed on every instance reporting", func() bool {
 		for _, st := range s.gauges(t, "openai") {
 			if st != gauge.Closed {
 				return false
@@ -325,7 +325,7 @@ func TestInterruptedDrillRollsEverythingBack(t *testing.T) {
 		t.Errorf("the live log does not acknowledge the signal:\n%s", log.String())
 	}
 	// The fleet follows: every instance closes openai's breaker again.
-	waitFor(t, func() bool {
+	wait.Until(t, "openai's breaker closed on every instance", func() bool {
 		g := s.gauges(t, "openai")
 		for _, st := range g {
 			if st != gauge.Closed {

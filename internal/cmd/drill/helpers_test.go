@@ -9,11 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -118,39 +116,25 @@ func tryJournal(path string) (drill.Journal, error) {
 // the test if the process exits first, and kills it after wait.Ceiling.
 func waitForRunningStep(t *testing.T, cmd *exec.Cmd, exited <-chan error, path, id string, log fmt.Stringer) {
 	t.Helper()
-	deadline := time.Now().Add(wait.Ceiling)
-	for {
-		if j, err := tryJournal(path); err == nil {
-			for _, st := range j.Steps {
-				if st.ID == id && st.Status == drill.StatusRunning {
-					return
-				}
-			}
-		}
+	if err := wait.For(t.Context(), "the drill to run step "+id, func() bool {
 		select {
 		case err := <-exited:
 			t.Fatalf("the drill ended before step %s ran: %v\n%s", id, err, log)
 		default:
 		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("the drill did not reach step %s in %s:\n%s", id, wait.Ceiling, log)
+		j, err := tryJournal(path)
+		if err != nil {
+			return false
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// waitFor polls cond (each poll yields the processor) until it holds, for
-// at most wait.Ceiling of wall time.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(wait.Ceiling)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not reached within %s", wait.Ceiling)
+		for _, st := range j.Steps {
+			if st.ID == id && st.Status == drill.StatusRunning {
+				return true
+			}
 		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
+		return false
+	}); err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatalf("%v:\n%s", err, log)
 	}
 }
 

@@ -247,33 +247,33 @@ func TestRunReportToAStalledPipeEndsOnASignal(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- run.Run(context.Background(), f, opts) }()
-			waitFor(t, func() bool {
+			wait.Until(t, "the journal to say passed", func() bool {
 				j, err := tryJournal(jpath)
 				return err == nil && j.Outcome == drill.OutcomePassed
 			})
 			// The run is over and its report is being written into the stalled
 			// pipe: an operator's SIGTERM (sent again while it goes unheard)
 			// must end the command.
-			deadline := time.Now().Add(wait.Ceiling)
-			for {
+			var err error
+			if werr := wait.For(t.Context(), "drill run "+flag+" into a stalled pipe to end on SIGTERM", func() bool {
 				select {
 				case sigs <- syscall.SIGTERM:
 				default:
 				}
 				select {
-				case err := <-done:
-					if err == nil || !strings.Contains(err.Error()+errOut.String(), fifo) {
-						t.Errorf("run ended with %v, want the report's write error naming %s\n%s", err, fifo, errOut)
-					}
-					if k := kindOf(t, fifo); k&os.ModeNamedPipe == 0 {
-						t.Errorf("the pipe was replaced: %v", k)
-					}
-					return
-				case <-time.After(50 * time.Millisecond):
+				case err = <-done:
+					return true
+				default:
+					return false
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("drill run %s into a stalled pipe did not end on SIGTERM within %s\n%s", flag, wait.Ceiling, errOut)
-				}
+			}); werr != nil {
+				t.Fatalf("%v\n%s", werr, errOut)
+			}
+			if err == nil || !strings.Contains(err.Error()+errOut.String(), fifo) {
+				t.Errorf("run ended with %v, want the report's write error naming %s\n%s", err, fifo, errOut)
+			}
+			if k := kindOf(t, fifo); k&os.ModeNamedPipe == 0 {
+				t.Errorf("the pipe was replaced: %v", k)
 			}
 		})
 	}

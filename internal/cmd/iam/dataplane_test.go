@@ -86,20 +86,22 @@ func newDrillWorld(t *testing.T) *drillWorld {
 		<-done
 	})
 	var url string
-	deadline := time.Now().Add(wait.Ceiling)
-	for url == "" {
+	if err := wait.For(t.Context(), "the sandbox to serve its address file", func() bool {
 		if b, err := os.ReadFile(addrFile); err == nil {
 			url = strings.TrimSpace(string(b))
 		}
+		if url != "" {
+			return true
+		}
 		select {
 		case code := <-done:
+			done <- code // for the cleanup's receive
 			t.Fatalf("sandbox exited %d:\n%s", code, w.sbErr.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the sandbox did not start:\n%s", w.sbErr.String())
-		}
-		time.Sleep(10 * time.Millisecond) // poll the address file for the serving state
+		return false
+	}); err != nil {
+		t.Fatalf("%v:\n%s", err, w.sbErr.String())
 	}
 	e.Setenv("SANDBOX_URL", url) // the drills' ${env.SANDBOX_URL}
 	return w
@@ -166,19 +168,23 @@ func (w *drillWorld) runAlarmDrill(t *testing.T) (int, string) {
 		_, code := runReal(context.Background(), w.e, stderr, "--debug", "drill", "run", file, "--journal", jpath)
 		alarmDone <- code
 	}()
-	for soaking := false; !soaking; {
-		var j drill.Journal
-		if b, err := os.ReadFile(jpath); err == nil && json.Unmarshal(b, &j) == nil {
-			soaking = len(j.Steps) == 4 && j.Steps[2].Status == drill.StatusRunning
-		}
+	ended, code := false, 0
+	wait.Until(t, "the alarm drill to soak (step 3 of 4 running) or end", func() bool {
 		select {
-		case code := <-alarmDone:
-			if code == 1 {
-				code = -1 // it failed before its levers were pulled: not the alarm's stop
-			}
-			return code, stderr.String()
-		case <-time.After(10 * time.Millisecond): // poll the journal for the soaking state
+		case code = <-alarmDone:
+			ended = true
+			return true
+		default:
 		}
+		var j drill.Journal
+		b, err := os.ReadFile(jpath)
+		return err == nil && json.Unmarshal(b, &j) == nil && len(j.Steps) == 4 && j.Steps[2].Status == drill.StatusRunning
+	})
+	if ended {
+		if code == 1 {
+			code = -1 // it failed before its levers were pulled: not the alarm's stop
+		}
+		return code, stderr.String()
 	}
 	w.cw.SetAlarm(cwfake.Alarm{Name: "kosha-api-5xx", State: "ALARM", Reason: "Threshold Crossed", Updated: since.Add(time.Second)})
 	select {

@@ -173,12 +173,7 @@ func TestAHangingReceiverDelaysTheCommandNoLongerThanTheBound(t *testing.T) {
 	done := make(chan clitest.Result, 1)
 	go func() { done <- e.Run("breaker", "force-open", "openai", "--reason", "r") }()
 	hang.WaitRequest(t)
-	for deadline := time.Now().Add(wait.Ceiling); e.Clock.Waiters() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the command never waited on its clock")
-		}
-		time.Sleep(time.Millisecond) // poll for the command's wait; nothing is timed
-	}
+	wait.Until(t, "the command to wait on its clock", func() bool { return e.Clock.Waiters() > 0 })
 	select {
 	case r := <-done:
 		t.Fatalf("the command returned before the bound: %+v", r)

@@ -35,7 +35,7 @@ func TestSandboxOnDynamoDBContext(t *testing.T) {
 		done <- cli.RunContext(ctx, "sandbox", "--listen", "127.0.0.1:0", "--addr-file", addrFile, "--time-scale", "20")
 	}()
 	var url string
-	poll(t, wait.Ceiling, "the sandbox serving", func() bool {
+	wait.Until(t, "the sandbox serving", func() bool {
 		select {
 		case r := <-done:
 			t.Fatalf("sandbox exited early: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -59,7 +59,7 @@ func TestSandboxOnDynamoDBContext(t *testing.T) {
 	}
 
 	cli.MustRun(0, "breaker", "force-open", "screening-sim", "--reason", "dynamo drill", "--for", "10m")
-	poll(t, wait.Ceiling, "screening-sim forced on every instance", func() bool {
+	wait.Until(t, "screening-sim forced on every instance", func() bool {
 		st, err := fetchStatus(client, url)
 		if err != nil {
 			t.Fatal(err)

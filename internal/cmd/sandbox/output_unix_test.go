@@ -71,7 +71,7 @@ func TestAddrFileTemporaryNameLinkIsNotFollowed(t *testing.T) {
 	defer cancel()
 	done := make(chan clitest.Result, 1)
 	go func() { done <- cli.RunContext(ctx, "sandbox", "--listen", "127.0.0.1:0", "--addr-file", addr) }()
-	poll(t, wait.Ceiling, "the address in --addr-file", func() bool {
+	wait.Until(t, "the address in --addr-file", func() bool {
 		select {
 		case r := <-done:
 			t.Fatalf("sandbox exited early: %d\n%s%s", r.Code, r.Stdout, r.Stderr)

@@ -127,7 +127,7 @@ func TestDemo(t *testing.T) {
 			"--profile", "flaky", "--time-scale", "40", "--chaos", "--emf", emf)
 	}()
 	var url string
-	poll(t, wait.Ceiling, "the sandbox's address in --addr-file", func() bool {
+	wait.Until(t, "the sandbox's address in --addr-file", func() bool {
 		select {
 		case r := <-done:
 			t.Fatalf("sandbox exited early: %d\n%s%s", r.Code, r.Stdout, r.Stderr)
@@ -138,7 +138,7 @@ func TestDemo(t *testing.T) {
 		return err == nil && url != ""
 	})
 	client := &http.Client{Timeout: wait.Ceiling}
-	poll(t, wait.Ceiling, "synthetic traffic served on every instance", func() bool {
+	wait.Until(t, "synthetic traffic served on every instance", func() bool {
 		st, err := fetchStatus(client, url)
 		if err != nil {
 			t.Fatal(err)
@@ -165,7 +165,7 @@ func TestDemo(t *testing.T) {
 	// An operator's force from another terminal reaches the fleet.
 	cli.Clock.Set(time.Now())
 	cli.MustRun(0, "breaker", "force-open", "core-api", "--reason", "demo", "--for", "5m")
-	poll(t, wait.Ceiling, "core-api forced on every instance", func() bool {
+	wait.Until(t, "core-api forced on every instance", func() bool {
 		st, err := fetchStatus(client, url)
 		if err != nil {
 			t.Fatal(err)
@@ -223,18 +223,6 @@ func get(t *testing.T, client *http.Client, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
-}
-
-// poll checks cond every 20 ms until it holds or timeout passes.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: still not %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func TestConfigDoesNotPrintConfiguredTokens(t *testing.T) {

@@ -43,7 +43,7 @@ func TestChaosHeaderHonouredForOperators(t *testing.T) {
 	}
 	h.screen(operator, "gw-2", hdr)
 	var applied []audit.Record
-	eventually(t, wait.Ceiling, "a chaos.applied record", func() bool {
+	wait.Until(t, "a chaos.applied record", func() bool {
 		applied = h.records(sandbox.ActionChaosApplied)
 		return len(applied) > 0
 	})
@@ -114,7 +114,7 @@ func TestIgnoredChaosHeadersAreAudited(t *testing.T) {
 		t.Errorf("%v faults injected by ignored headers", v)
 	}
 	var recs []audit.Record
-	eventually(t, wait.Ceiling, "5 chaos.ignored records", func() bool {
+	wait.Until(t, "5 chaos.ignored records", func() bool {
 		recs = h.records(sandbox.ActionChaosIgnored)
 		return len(recs) == 5
 	})
@@ -157,7 +157,7 @@ func TestChaosDisabledIgnoresEveryHeader(t *testing.T) {
 	if v := h.metric("kosha_chaos_ignored_total", map[string]string{"reason": sandbox.IgnoredDisabled}); v != 1 {
 		t.Errorf("kosha_chaos_ignored_total{reason=disabled} = %v", v)
 	}
-	eventually(t, wait.Ceiling, "a disabled record", func() bool {
+	wait.Until(t, "a disabled record", func() bool {
 		recs := h.records(sandbox.ActionChaosIgnored)
 		return len(recs) == 1 && strings.Contains(string(recs[0].After), `"check":"disabled"`)
 	})
@@ -194,7 +194,7 @@ func TestFloodOfIgnoredHeadersWritesFewRecords(t *testing.T) {
 	// Within the interval: agent-1's first record and the 2 more the cap lets
 	// through, no summary.
 	var recs []audit.Record
-	eventually(t, wait.Ceiling, "the first records", func() bool {
+	wait.Until(t, "the first records", func() bool {
 		recs = h.records(sandbox.ActionChaosIgnored)
 		return len(recs) >= 3
 	})
@@ -202,7 +202,7 @@ func TestFloodOfIgnoredHeadersWritesFewRecords(t *testing.T) {
 		t.Fatalf("%d records within the interval, want 3 (one per client up to the cap of 3)", len(recs))
 	}
 	clk.Advance(cfg.Audit.Interval)
-	eventually(t, wait.Ceiling, "the summaries", func() bool {
+	wait.Until(t, "the summaries", func() bool {
 		recs = h.records(sandbox.ActionChaosIgnored)
 		return len(recs) == 5
 	})

@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -61,7 +62,7 @@ func TestE2EForceOpenReachesEveryInstance(t *testing.T) {
 	}
 	cli.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident drill", "--for", "10m")
 	written := reads()
-	eventually(t, wait.Ceiling, "two override reads on every instance after the write", func() bool {
+	wait.Until(t, "two override reads on every instance after the write", func() bool {
 		for i, n := range reads() {
 			if n < written[i]+2 {
 				return false
@@ -86,7 +87,7 @@ func TestE2EForceOpenReachesEveryInstance(t *testing.T) {
 	}
 
 	cli.MustRun(0, "breaker", "clear", "openai", "--reason", "drill over")
-	eventually(t, wait.Ceiling, "openai closed (0) on every instance", func() bool { return allAre(h.states(sandbox.OpenAI), 4, 0) })
+	wait.Until(t, "openai closed (0) on every instance", func() bool { return allAre(h.states(sandbox.OpenAI), 4, 0) })
 	r := h.call(agent, sandbox.ToolSearchKnowledgeBase, map[string]any{"query": "refund"}, "", nil)
 	if r.Structured["degraded"] != false || str(r.Structured, "ranking") != "hybrid" {
 		t.Errorf("search after clear: %s", describe(r))
@@ -121,9 +122,10 @@ func TestE2EChaosErrorOpensTheBreakerAndProbesCloseIt(t *testing.T) {
 	if str(r.Structured, "status") != "deferred" || sim.Calls() != calls {
 		t.Errorf("while open: %s after %d downstream calls, want deferred without calling", describe(r), sim.Calls()-calls)
 	}
+	// The open duration (1.5 s at the test scale) is far below wait.Ceiling.
 	cfg := h.srv.Config()
 	open := cfg.Resilience.Dependency(sandbox.ScreeningSim).Breaker.OpenDuration
-	eventually(t, open+wait.Ceiling, "half-open (1) after the open duration", func() bool { return h.states(sandbox.ScreeningSim)["gw-1"] == 1 })
+	wait.Until(t, fmt.Sprintf("gw-1 half-open (1) after the open duration (%s)", open), func() bool { return h.states(sandbox.ScreeningSim)["gw-1"] == 1 })
 	for i := 1; i <= 3; i++ {
 		r := h.call(operator, sandbox.ToolScreenEntity, map[string]any{"name": "Ada Lovelace"}, "gw-1", nil)
 		if str(r.Structured, "status") != "clear" {
@@ -139,7 +141,7 @@ func TestE2EChaosErrorOpensTheBreakerAndProbesCloseIt(t *testing.T) {
 	}
 	// The CLI's chaos.sign record and the data plane's chaos.applied share the jti.
 	jti := hdr[strings.Index(hdr, "jti=")+4 : strings.Index(hdr, ";sig=")]
-	eventually(t, wait.Ceiling, "chaos.sign and chaos.applied under chaos#"+jti, func() bool {
+	wait.Until(t, "chaos.sign and chaos.applied under chaos#"+jti, func() bool {
 		actions := map[string]bool{}
 		for _, rec := range auditList(t, cli, "--subject", "chaos#"+jti) {
 			actions[rec.Action] = true
@@ -180,7 +182,7 @@ func TestE2EIgnoredHeadersAreAudited(t *testing.T) {
 			t.Errorf("ignored header injected a fault: %s", describe(r))
 		}
 	}
-	eventually(t, wait.Ceiling, "four chaos.ignored records in koshactl audit list", func() bool {
+	wait.Until(t, "four chaos.ignored records in koshactl audit list", func() bool {
 		recs := auditList(t, cli, "--action", sandbox.ActionChaosIgnored)
 		checks := map[string]bool{}
 		for _, rec := range recs {

@@ -83,7 +83,9 @@ func TestIdleInstancesApplyOverrides(t *testing.T) {
 	}
 	cfg := h.srv.Config()
 	bound := cfg.OverrideRefresh + cfg.OverridePoll
-	took := eventually(t, wait.Ceiling, "every instance forced", func() bool { return allAre(h.states(sandbox.ScreeningSim), 4, 3) })
+	start := time.Now()
+	wait.Until(t, "every instance forced", func() bool { return allAre(h.states(sandbox.ScreeningSim), 4, 3) })
+	took := time.Since(start)
 	t.Logf("propagation %s (cache %s + poll %s = %s)", took, cfg.OverrideRefresh, cfg.OverridePoll, bound)
 	r := h.call(agent, sandbox.ToolGetServiceHealth, nil, "gw-2", nil)
 	deps, _ := r.Structured["dependencies"].([]any)
@@ -173,7 +175,7 @@ func TestEMFLines(t *testing.T) {
 	if _, err := ov.Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.CoreAPI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait.Ceiling, "a forced EMF line per instance", func() bool {
+	wait.Until(t, "a forced EMF line per instance", func() bool {
 		n := 0
 		for line := range strings.Lines(buf.String()) {
 			if strings.Contains(line, `"breaker_state":3`) && strings.Contains(line, `"dependency":"core-api"`) {
@@ -222,7 +224,7 @@ func TestTrafficGeneratorDrivesTheFleet(t *testing.T) {
 	if st := h.srv.Status(); st.Traffic.Clients != 267 {
 		t.Errorf("auto clients for 200 rps at 1 token/s: %d, want 267 (each under 75%% of its refill)", st.Traffic.Clients)
 	}
-	eventually(t, wait.Ceiling, "traffic on every instance", func() bool {
+	wait.Until(t, "traffic on every instance", func() bool {
 		for _, in := range h.srv.Fleet().Instances() {
 			if in.Served() < 5 {
 				return false

@@ -224,7 +224,7 @@ func TestWritesUseTheOutboxAndIdempotencyKeys(t *testing.T) {
 	if str(flag.Structured, "status") != "flagged" || !strings.HasPrefix(str(flag.Structured, "id"), "flg_") {
 		t.Errorf("flag: %s", describe(flag))
 	}
-	eventually(t, wait.Ceiling, "both events published by the relay", func() bool {
+	wait.Until(t, "both events published by the relay", func() bool {
 		s := h.srv.Outbox().Stats()
 		return s.Pending == 0 && s.Published == 2
 	})
@@ -245,7 +245,7 @@ func TestLoadShedding(t *testing.T) {
 			_, _ = h.try(req{token: agent, tool: sandbox.ToolScreenEntity, args: map[string]any{"name": "Ada"}, instance: "gw-1"})
 		})
 		in, _ := h.srv.Fleet().Instance("gw-1")
-		eventually(t, wait.Ceiling, "gw-1 busy", func() bool { return in.Shedder().InFlight() == 1 })
+		wait.Until(t, "gw-1 busy", func() bool { return in.Shedder().InFlight() == 1 })
 		r := h.do(req{token: agent, tool: sandbox.ToolGetServiceHealth, instance: "gw-1"})
 		wg.Wait()
 		if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") != "1" || r.Error == nil ||
@@ -317,7 +317,7 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 		done <- result{r, err}
 	}()
 	in, _ := h.srv.Fleet().Instance("gw-1")
-	eventually(t, wait.Ceiling, "request in flight", func() bool { return in.Shedder().InFlight() == 1 })
+	wait.Until(t, "request in flight", func() bool { return in.Shedder().InFlight() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), wait.Ceiling)
 	defer cancel()
 	if err := h.srv.Shutdown(ctx); err != nil {

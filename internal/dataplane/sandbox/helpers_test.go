@@ -324,23 +324,6 @@ func allAre(states map[string]float64, n int, v float64) bool {
 	return true
 }
 
-// eventually polls cond every 10 ms until it holds or timeout passes; it
-// never sleeps a fixed time to wait for something.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	for {
-		if cond() {
-			return time.Since(start)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: still not %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // records lists audit records of action.
 func (h *harness) records(action string) []audit.Record {
 	h.t.Helper()

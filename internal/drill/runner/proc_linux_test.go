@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
@@ -42,13 +41,7 @@ func TestCheckProcessTakesAZombieForGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = c.Wait() }() // reaped when the test ends, not before
-	deadline := time.Now().Add(wait.Ceiling)
-	for !isZombie(t, pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d never became a zombie", pid)
-		}
-		time.Sleep(5 * time.Millisecond) // polling /proc for the state, not waiting out a time
-	}
+	wait.Until(t, fmt.Sprintf("pid %d to become a zombie", pid), func() bool { return isZombie(t, pid) })
 	if live, err := CheckProcess(*rec); live != LivenessGone {
 		t.Errorf("a killed, unreaped run: %v %v, want gone", live, err)
 	}

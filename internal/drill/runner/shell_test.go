@@ -4,13 +4,13 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
@@ -72,17 +72,17 @@ steps:
 	defer cancel()
 	var pid int
 	go func() {
-		for {
-			if b, err := os.ReadFile(pidFile); err == nil {
-				pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-				cancel()
-				return
+		// Off the test's goroutine: a run that ends first ends the wait,
+		// and the test then finds pid unset.
+		_ = wait.For(ctx, "the shell step's child to write its pid", func() bool {
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				return false
 			}
-			if ctx.Err() != nil {
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
+			pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			cancel()
+			return true
+		})
 	}()
 	j, log := e.run(ctx, d)
 	if j.Outcome != drill.OutcomeInterrupted || j.Steps[0].Status != drill.StatusInterrupted {
@@ -92,11 +92,7 @@ steps:
 		t.Fatal("the command never started its child")
 	}
 	// The child (sleep 300) must be gone: poll until the kernel reaped it.
-	deadline := time.Now().Add(wait.Ceiling)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d started by the shell step outlived the interrupt", pid)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.Until(t, fmt.Sprintf("process %d, started by the shell step, to end after the interrupt", pid), func() bool {
+		return syscall.Kill(pid, 0) != nil
+	})
 }
