@@ -661,26 +661,16 @@ func (s *Overrides) applyForce(ctx context.Context, p forcePlan) (ForceResult, e
 	return res, nil
 }
 
-// rereadTimeout bounds the re-read that resolves a write the caller's
-// cancellation interrupted.
-const rereadTimeout = 5 * time.Second
-
 // reread reads dependency's override after a write of it failed with
 // writeErr, to resolve what the write did: found is false when the item is
 // absent. Nothing is read when writeErr is a failure that says the write was
 // never applied (throttling, credentials, a missing table, a refused item);
-// after the caller's cancellation it is read on a context of its own.
+// after the caller's cancellation it is read on a context of its own
+// ([store.RereadContext]).
 func (s *Overrides) reread(ctx context.Context, dependency string, writeErr error) (Override, bool, error) {
-	if ctx.Err() != nil && (errors.Is(writeErr, context.Canceled) || errors.Is(writeErr, context.DeadlineExceeded)) {
-		// Interrupted while the write may have been in flight: the store
-		// may have applied it, so the cancellation says nothing of the
-		// outcome. The re-read runs on a context of its own, bounded, so
-		// a landed write is reported (and its missing record repaired),
-		// never left unaudited behind "context canceled".
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rereadTimeout)
-		defer cancel()
-		ctx = rctx
-	} else if !store.MayHaveApplied(ctx, writeErr) {
+	ctx, cancel, ok := store.RereadContext(ctx, writeErr)
+	defer cancel()
+	if !ok {
 		return Override{}, false, writeErr
 	}
 	cur, err := s.Get(ctx, dependency)

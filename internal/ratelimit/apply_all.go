@@ -33,6 +33,10 @@ type ApplyOutcome struct {
 	// Written is true when the bucket was written (even if its audit record
 	// was not).
 	Written bool
+	// Unknown is true when the write was interrupted in flight and a
+	// re-read could not tell whether it landed (Err wraps
+	// [ErrOutcomeUnknown]); Result.Confirmed says a re-read found it landed.
+	Unknown bool
 	Err     error
 }
 
@@ -102,8 +106,9 @@ func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll)
 		}
 		wg.Go(func() {
 			res, rec, err := b.applyAudited(ctx, log, actor, op.Reason, c, reads[i])
-			outcomes[i] = ApplyOutcome{Result: res, Record: rec, Err: err,
-				Written: res.Changed && (err == nil || errors.Is(err, audit.ErrAuditWrite))}
+			unknown := errors.Is(err, ErrOutcomeUnknown)
+			outcomes[i] = ApplyOutcome{Result: res, Record: rec, Err: err, Unknown: unknown,
+				Written: res.Changed && !unknown && (err == nil || errors.Is(err, audit.ErrAuditWrite))}
 		})
 	}
 	wg.Wait()

@@ -332,6 +332,8 @@ type ChangeResult struct {
 	// write's own condition, or failed) and a re-read found the bucket
 	// carrying this write's token: the write landed.
 	Confirmed bool
+	// WriteID is the token of the last write sent (empty when none was).
+	WriteID string
 	// Malformed is set when the item read was not a valid bucket (the data
 	// plane fails open on it); the change replaces it. Before then has
 	// Exists set and no stored values.
@@ -416,22 +418,37 @@ func (b *Buckets) apply(ctx context.Context, c Change, first *readItem) (ChangeR
 		}
 		next.WriteID = id
 		res.Attempts++
+		res.WriteID = id
 		err = b.store.Put(ctx, next.Item(), cond)
 		if err == nil {
 			return res, nil
 		}
-		if store.MayHaveApplied(ctx, err) {
-			// The refusal may be this write meeting its own condition on the
-			// SDK's retry, or the answer never came: the token says whether
-			// it landed (takes since carry it forward). A refusal needs this
-			// read anyway, for the next attempt.
-			cur, rerr := b.store.Get(ctx, Key(c.Client))
+		// The refusal may be this write meeting its own condition on the
+		// SDK's retry, the answer never came, or the caller's interrupt
+		// stopped the write in flight: the token says whether it landed
+		// (takes since carry it forward). A refusal needs this read anyway,
+		// for the next attempt. After an interrupt it runs on a context of
+		// its own (store.RereadContext).
+		if rctx, cancel, ok := store.RereadContext(ctx, err); ok {
+			cur, rerr := b.store.Get(rctx, Key(c.Client))
+			cancel()
+			if errors.Is(rerr, store.ErrNotFound) {
+				cur, rerr = nil, nil
+			}
 			switch {
-			case rerr == nil && cur.WriteID() == id:
+			case rerr == nil && cur != nil && cur.WriteID() == id:
 				res.Confirmed = true
 				return res, nil
-			case errors.Is(rerr, store.ErrNotFound) && errors.Is(err, store.ErrConditionFailed):
-				first = &readItem{}
+			case store.Interrupted(ctx, err) && rerr == nil && notLanded(raw, cur):
+				return res, fmt.Errorf("%s %s was interrupted, and a re-read shows its write did not land: nothing was changed: %w",
+					c.Op, c.Client, err)
+			case store.Interrupted(ctx, err):
+				why := "the bucket changed since it was read, and not by this write"
+				if rerr != nil {
+					why = fmt.Sprintf("re-reading the bucket failed: %v", rerr)
+				}
+				return res, fmt.Errorf("%s %s was interrupted while its write was in flight, and %s: %w: check it with koshactl ratelimit get %s",
+					c.Op, c.Client, why, ErrOutcomeUnknown, c.Client)
 			case rerr == nil && errors.Is(err, store.ErrConditionFailed):
 				first = &readItem{item: cur}
 			}
@@ -443,6 +460,42 @@ func (b *Buckets) apply(ctx context.Context, c Change, first *readItem) (ChangeR
 			return res, fmt.Errorf("%s %s: %w; re-run the command", c.Op, c.Client, ErrBusy)
 		}
 	}
+}
+
+// ErrOutcomeUnknown marks a bucket write the caller's interrupt stopped in
+// flight whose outcome a re-read could not settle: the bucket may have been
+// changed, and nothing recorded it. It matches audit.ErrAuditWrite (exit 8:
+// a change may have been made without its record), never
+// context.Canceled.
+var ErrOutcomeUnknown error = outcomeUnknown{}
+
+type outcomeUnknown struct{}
+
+func (outcomeUnknown) Error() string {
+	return "the bucket may or may not have been changed, and no audit record was written"
+}
+func (outcomeUnknown) Is(target error) bool { return target == audit.ErrAuditWrite }
+
+// notLanded reports whether the bucket re-read as cur (nil: absent) proves
+// that a write conditional on raw (the item read, nil: absent) did not land:
+// it is still the item read, or it carries the same non-empty write_id (only
+// takes wrote since, and a take copies the token of the write it follows, so
+// a landed write would show its own).
+func notLanded(raw, cur store.Item) bool {
+	switch {
+	case raw == nil || cur == nil:
+		return raw == nil && cur == nil
+	case raw.WriteID() != "" && cur.WriteID() == raw.WriteID():
+		return true
+	case len(raw) != len(cur):
+		return false
+	}
+	for k, v := range raw {
+		if w, ok := cur[k]; !ok || !store.Equal(v, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // unchanged is the best condition on a malformed item: that one of its
@@ -492,7 +545,16 @@ func auditView(s Status, malformed error) AuditView {
 // ApplyAudited makes the change (c.DryRun is ignored: it always writes) and
 // records it, with subject rl#<client>. Nothing is recorded when nothing
 // changed. When the bucket was written but the record was not, the result is
-// returned with an error wrapping audit.ErrAuditWrite.
+// returned with an error wrapping audit.ErrAuditWrite: an
+// *audit.UnwrittenError when `koshactl audit repair` can write it.
+//
+// A bucket item holds no actor, reason or before-image, so a missing record
+// cannot be rebuilt from the bucket. When the caller's context is already
+// done at the append (the write was interrupted in flight and a re-read
+// confirmed it, or the interrupt came right after the write), the record is
+// appended with [audit.Entry.Once] on the write's token: the claim, written
+// on a context of its own, holds the record, and [Buckets.RepairAudit]
+// writes it from there.
 func (b *Buckets) ApplyAudited(ctx context.Context, log audit.Appender, actor, reason string, c Change) (ChangeResult, audit.Record, error) {
 	return b.applyAudited(ctx, log, actor, reason, c, nil)
 }
@@ -503,10 +565,66 @@ func (b *Buckets) applyAudited(ctx context.Context, log audit.Appender, actor, r
 	if err != nil || !res.Changed {
 		return res, audit.Record{}, err
 	}
-	rec, err := log.Append(ctx, audit.Entry{Actor: actor, Action: c.Op.Action(), Subject: Key(c.Client), Reason: reason,
-		Before: auditView(res.Before, res.Malformed), After: auditView(res.After, nil)})
-	if err != nil {
-		return res, rec, fmt.Errorf("bucket %s was changed (%s), but %w", c.Client, c.Op, err)
+	e := audit.Entry{Actor: actor, Action: c.Op.Action(), Subject: Key(c.Client), Reason: reason,
+		Before: auditView(res.Before, res.Malformed), After: auditView(res.After, nil)}
+	interrupted := ctx.Err() != nil
+	if interrupted {
+		e.Once = res.WriteID
 	}
-	return res, rec, nil
+	rec, err := log.Append(ctx, e)
+	if err == nil {
+		return res, rec, nil
+	}
+	err = fmt.Errorf("bucket %s was changed (%s), but %w", c.Client, c.Op, err)
+	if !interrupted {
+		return res, rec, err
+	}
+	// Only a claim that is stored makes the repair work: never name one
+	// that cannot.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RereadTimeout)
+	defer cancel()
+	_, cerr := b.store.Get(cctx, audit.ClaimKey(res.WriteID))
+	if cerr != nil {
+		return res, rec, fmt.Errorf("%w (its claim %s, which audit repair writes the record from, is not stored: %v): "+
+			"the record (actor, reason, before and after) is kept nowhere else; look for it with koshactl audit list --subject %s",
+			err, audit.ClaimKey(res.WriteID), cerr, Key(c.Client))
+	}
+	return res, rec, &audit.UnwrittenError{Subject: Key(c.Client), WriteID: res.WriteID, Err: err}
+}
+
+// AuditRepairer is what [Buckets.RepairAudit] needs of the audit log;
+// *audit.Log implements it.
+type AuditRepairer interface {
+	RepairClaimed(ctx context.Context, token, repairer string) (audit.Record, bool, error)
+}
+
+// ErrNothingToRepair reports a write id that names no claimed change of the
+// bucket; it wraps store.ErrNotFound.
+var ErrNothingToRepair = fmt.Errorf("nothing to repair: %w", store.ErrNotFound)
+
+// RepairAudit writes the audit record of client's bucket change that writeID
+// names, when the change's own append did not land (the command printed
+// this repair on exit 8), with repairer as the record's repaired_by. The
+// record is written from the claim on writeID ([Buckets.ApplyAudited]),
+// never from the caller: the bucket item holds no actor, reason or
+// before-image. The record's pk follows from the claim, so running the
+// repair twice writes one record (written false the second time). A write
+// id with no claim, or whose claim records another subject, returns an
+// error wrapping [ErrNothingToRepair].
+func (b *Buckets) RepairAudit(ctx context.Context, log AuditRepairer, client, writeID, repairer string) (audit.Record, bool, error) {
+	if err := ValidateClientID(client); err != nil {
+		return audit.Record{}, false, err
+	}
+	subject := Key(client)
+	rec, written, err := log.RepairClaimed(ctx, writeID, repairer)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return audit.Record{}, false, fmt.Errorf("no change of %s with write id %s is claimed (a bucket's record can only be repaired from "+
+			"the claim an interrupted change wrote): %w", subject, writeID, ErrNothingToRepair)
+	case err != nil:
+		return audit.Record{}, false, err
+	case rec.Subject != subject:
+		return audit.Record{}, false, fmt.Errorf("write id %s names a change of %s, not %s: %w", writeID, rec.Subject, subject, ErrNothingToRepair)
+	}
+	return rec, written, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // WriteIDAttr is the attribute every control-plane write stamps with a token
@@ -51,6 +52,34 @@ func MayHaveApplied(ctx context.Context, err error) bool {
 		return false
 	}
 	return errors.Is(err, ErrConditionFailed) || (errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrThrottled))
+}
+
+// RereadTimeout bounds the re-read that resolves a write the caller's
+// cancellation interrupted ([RereadContext]).
+const RereadTimeout = 5 * time.Second
+
+// RereadContext says whether a write that failed with writeErr on ctx must be
+// resolved by a re-read, and returns the context to re-read on (call cancel
+// when done). It is [MayHaveApplied]'s rule, plus the interrupt: a write the
+// caller's cancellation (or deadline) stopped while it may have been in
+// flight may still have been applied, so the cancellation says nothing of
+// the outcome; that re-read runs on a context of its own (the caller's
+// values, not its cancellation), bounded by RereadTimeout, so a landed write
+// is reported and audited, never left behind "context canceled". ok is
+// false when writeErr says the write was never applied (throttling,
+// credentials, a missing table, a refused item): nothing is to be read.
+func RereadContext(ctx context.Context, writeErr error) (rctx context.Context, cancel context.CancelFunc, ok bool) {
+	if Interrupted(ctx, writeErr) {
+		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), RereadTimeout)
+		return rctx, cancel, true
+	}
+	return ctx, func() {}, MayHaveApplied(ctx, writeErr)
+}
+
+// Interrupted reports whether writeErr is the caller's own cancellation (or
+// deadline) of ctx, which may have stopped the write in flight.
+func Interrupted(ctx context.Context, writeErr error) bool {
+	return ctx.Err() != nil && (errors.Is(writeErr, context.Canceled) || errors.Is(writeErr, context.DeadlineExceeded))
 }
 
 // Notes every surface prints after a write whose answer was lost and which

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lazyre"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -55,7 +57,12 @@ func NewCmdRepair(f *cmdutil.Factory) *cobra.Command {
 			says the record is already there. A write id that names no change the store can
 			still prove (the override was replaced or cleared since) exits 3.
 
-			SUBJECT is an override's pk, breaker#<dependency>.
+			For a rate-limit bucket change (reset, drain, set) interrupted after its write
+			landed, the claim the change wrote on its own write_id holds the record (actor,
+			reason, time, before and after); a bucket item holds none of these, so a bucket
+			change without that claim cannot be repaired (exit 3).
+
+			SUBJECT is an override's pk, breaker#<dependency>, or a bucket's, rl#<client>.
 		`),
 		Example: "  koshactl audit repair 'breaker#openai' --write-id 5f0c3a9e2b7d41c8a6e0f1d2c3b4a596",
 		Args:    cobra.ExactArgs(1),
@@ -64,8 +71,8 @@ func NewCmdRepair(f *cmdutil.Factory) *cobra.Command {
 			if !writeIDRE.MatchString(opts.WriteID) {
 				return cmdutil.Usagef("--write-id %s: give the 32 lowercase hex digits the failed command printed", textsafe.Quote(opts.WriteID))
 			}
-			if _, err := breaker.DependencyOfKey(opts.Subject); err != nil {
-				return cmdutil.Usagef("%v: audit repair writes the records of breaker overrides' changes, SUBJECT like breaker#openai", err)
+			if _, err := repairTarget(opts.Subject); err != nil {
+				return cmdutil.Usagef("%v: audit repair writes the records of breaker overrides' and rate-limit buckets' changes, SUBJECT like breaker#openai or rl#alice", err)
 			}
 			return RunRepair(c.Context(), f, opts)
 		},
@@ -75,9 +82,18 @@ func NewCmdRepair(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
+// repairTarget says whose change subject names: a bucket's client (rl#) or
+// an override's dependency (breaker#).
+func repairTarget(subject string) (name string, err error) {
+	if client, ok := strings.CutPrefix(subject, ratelimit.KeyPrefix); ok {
+		return client, ratelimit.ValidateClientID(client)
+	}
+	return breaker.DependencyOfKey(subject)
+}
+
 // RunRepair writes the missing record.
 func RunRepair(ctx context.Context, f *cmdutil.Factory, opts *RepairOptions) error {
-	dep, err := breaker.DependencyOfKey(opts.Subject)
+	name, err := repairTarget(opts.Subject)
 	if err != nil {
 		return cmdutil.WithCode(exitcode.Usage, err)
 	}
@@ -89,7 +105,19 @@ func RunRepair(ctx context.Context, f *cmdutil.Factory, opts *RepairOptions) err
 	if err != nil {
 		return err
 	}
-	rec, written, err := env.Overrides().RepairAudit(ctx, env.Audit(), dep, opts.WriteID, actor)
+	var (
+		rec     audit.Record
+		written bool
+	)
+	if strings.HasPrefix(opts.Subject, ratelimit.KeyPrefix) {
+		b, berr := env.Buckets()
+		if berr != nil {
+			return berr
+		}
+		rec, written, err = b.RepairAudit(ctx, env.Audit(), name, opts.WriteID, actor)
+	} else {
+		rec, written, err = env.Overrides().RepairAudit(ctx, env.Audit(), name, opts.WriteID, actor)
+	}
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,11 @@ const (
 	// sends nothing until the client hangs up (its own timeout, or its
 	// context canceled). The connection is then closed.
 	Withhold
+	// Stall holds the request itself: it is never forwarded, so the server
+	// never applies it, and nothing is sent until the client hangs up. A
+	// test cancels a write while it is "in flight" this way and knows it did
+	// not land ([Proxy.WaitStalled]).
+	Stall
 )
 
 func (f Fault) String() string {
@@ -35,6 +40,8 @@ func (f Fault) String() string {
 		return "reset"
 	case Withhold:
 		return "withhold"
+	case Stall:
+		return "stall"
 	}
 	return fmt.Sprintf("Fault(%d)", uint8(f))
 }
@@ -59,6 +66,8 @@ type Proxy struct {
 	seen map[string]int
 	// lost counts, per operation, the answers lost (applied, never delivered).
 	lost map[string]int
+	// stalled counts, per operation, the requests held and never forwarded.
+	stalled map[string]int
 	// changed is closed and replaced whenever seen or lost change.
 	changed chan struct{}
 }
@@ -77,6 +86,7 @@ func Start(tb testing.TB, target string) *Proxy {
 		client:  &http.Client{Transport: &http.Transport{DisableCompression: true}},
 		seen:    map[string]int{},
 		lost:    map[string]int{},
+		stalled: map[string]int{},
 		changed: make(chan struct{}),
 	}
 	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: wait.Ceiling}
@@ -132,11 +142,31 @@ func (p *Proxy) Lost(op string) int {
 // (for Withhold: applied and held), or the test's wait ceiling passes.
 func (p *Proxy) WaitLost(tb testing.TB, op string, n int) {
 	tb.Helper()
+	p.waitCount(tb, p.lost, "answer(s) lost", op, n)
+}
+
+// Stalled returns how many requests of op were held and never forwarded.
+func (p *Proxy) Stalled(op string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stalled[op]
+}
+
+// WaitStalled blocks until n requests of op are (or were) held by [Stall],
+// or the test's wait ceiling passes.
+func (p *Proxy) WaitStalled(tb testing.TB, op string, n int) {
+	tb.Helper()
+	p.waitCount(tb, p.stalled, "request(s) stalled", op, n)
+}
+
+// waitCount blocks until counts[op] >= n (counts guarded by p.mu).
+func (p *Proxy) waitCount(tb testing.TB, counts map[string]int, what, op string, n int) {
+	tb.Helper()
 	timer := time.NewTimer(wait.Ceiling)
 	defer timer.Stop()
 	for {
 		p.mu.Lock()
-		got, ch := p.lost[op], p.changed
+		got, ch := counts[op], p.changed
 		p.mu.Unlock()
 		if got >= n {
 			return
@@ -144,7 +174,7 @@ func (p *Proxy) WaitLost(tb testing.TB, op string, n int) {
 		select {
 		case <-ch:
 		case <-timer.C:
-			tb.Fatalf("faultproxy: %d %s answer(s) lost after %s, want %d", got, op, wait.Ceiling, n)
+			tb.Fatalf("faultproxy: %d %s %s after %s, want %d", got, op, what, wait.Ceiling, n)
 		}
 	}
 }
@@ -182,6 +212,10 @@ func (p *Proxy) hit(op string) Fault {
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	op := operation(r)
 	fault := p.hit(op)
+	if fault == Stall {
+		p.stall(w, op)
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, "faultproxy: read request: "+err.Error(), http.StatusBadGateway)
@@ -218,6 +252,21 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(answer)
+}
+
+// stall holds a request, never forwarded, until the client hangs up.
+func (p *Proxy) stall(w http.ResponseWriter, op string) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(fmt.Sprintf("faultproxy: hijack: %v", err))
+	}
+	p.mu.Lock()
+	p.stalled[op]++
+	p.bump()
+	p.mu.Unlock()
+	_ = conn.SetReadDeadline(time.Now().Add(wait.Ceiling))
+	_, _ = io.Copy(io.Discard, conn)
+	_ = conn.Close()
 }
 
 // lose drops the answer the server gave to r.

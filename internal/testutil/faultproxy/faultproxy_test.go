@@ -59,3 +59,27 @@ func TestLostAnswerIsAppliedAndTheRetryIsMarked(t *testing.T) {
 		t.Fatalf("lost %d GetItem answers, want 1", p.Lost("GetItem"))
 	}
 }
+
+// A stalled request is never forwarded: the client gives up (its context
+// canceled) and the server never applied it.
+func TestStalledRequestIsNeverApplied(t *testing.T) {
+	t.Parallel()
+	p := faultproxy.Start(t, dynalite.Start(t))
+	s := dynamotest.NewStore(t, p.URL())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p.LoseNext("PutItem", 1, faultproxy.Stall)
+	go func() {
+		p.WaitStalled(t, "PutItem", 1)
+		cancel()
+	}()
+	if err := s.Put(ctx, store.Item{store.PK: "k", "v": int64(1)}, store.IfAbsent()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stalled put: %v, want canceled", err)
+	}
+	if _, err := s.Get(context.Background(), "k"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("item after the stalled put: %v, want not found", err)
+	}
+	if p.Stalled("PutItem") != 1 || p.Lost("PutItem") != 0 {
+		t.Fatalf("stalled %d, lost %d PutItem; want 1, 0", p.Stalled("PutItem"), p.Lost("PutItem"))
+	}
+}

@@ -6,6 +6,7 @@ package changeloop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -129,7 +130,14 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	}
 	out := Result{Kind: kinds[op], Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
 	var writeErr, auditErr error
+	var unknown, confirmed []string
 	for i, o := range outcomes {
+		if o.Unknown {
+			unknown = append(unknown, changes[i].Client)
+		}
+		if o.Written && o.Result.Confirmed {
+			confirmed = append(confirmed, changes[i].Client)
+		}
 		if !opts.DryRun && o.Result.Changed && !o.Written {
 			if writeErr == nil {
 				writeErr = fmt.Errorf("%s %s: %w", op, changes[i].Client, o.Err)
@@ -148,6 +156,20 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	if levers := notify.BucketLevers(outcomes); !opts.DryRun && len(levers) > 0 {
 		actor, _ := env.Actor(ctx)
 		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers})
+	}
+	if len(unknown) > 0 {
+		// The first failure may be another client's; the summary names
+		// every client whose outcome a re-read settled and every one it
+		// could not, and the exit is 8 (a change may lack its record).
+		note := fmt.Sprintf("the outcome for %s is unknown (interrupted in flight, and the re-read could not settle it): check each with koshactl ratelimit get CLIENT",
+			strings.Join(unknown, ", "))
+		if len(confirmed) > 0 {
+			note += fmt.Sprintf("; a re-read confirmed the change of %s", strings.Join(confirmed, ", "))
+		}
+		if !errors.Is(failure, ratelimit.ErrOutcomeUnknown) {
+			return fmt.Errorf("%w; %s: %w", failure, note, ratelimit.ErrOutcomeUnknown)
+		}
+		return fmt.Errorf("%w; %s", failure, note)
 	}
 	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(changes) {
 		failure = fmt.Errorf("%w (the buckets listed above were changed; the rest were not)", failure)
