@@ -83,11 +83,11 @@ TEST_BIN := bin/koshactl-race
 test-bin:
 	$(GO) build -race -o $(TEST_BIN) ./cmd/koshactl
 
-# Four test binaries at once on any machine: most packages spend their time
+# Six test binaries at once on any machine: most packages spend their time
 # waiting on servers (dynalite, the sandbox fleet, a drill's polls), not
 # computing, so with go test's default (one per core) two cores sat half idle;
 # docs/benchmarks/test-suite.md.
-TEST_P ?= 4
+TEST_P ?= 6
 
 .PHONY: test
 test: test-deps test-bin ## Install test dependencies and run every test with -race
