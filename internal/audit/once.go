@@ -155,14 +155,19 @@ func recordOfClaim(claim store.Item) (Record, bool) {
 	return r, ok && len(problems) == 0
 }
 
+// ErrClaimOfAnotherSubject reports a claim whose change is of another
+// subject than the repair names: nothing is written.
+var ErrClaimOfAnotherSubject = errors.New("the claim records a change of another subject")
+
 // RepairClaimed writes the record the claim on token stands for, if it is
 // not written yet, naming repairer as who wrote it: the repair of a change
 // recorded with [Entry.Once] whose append did not land (an interrupt, a
 // store that went away). written is false when the record already exists
 // (the change's own append landed, or an earlier repair): nothing is
 // written twice. An absent claim returns an error wrapping
-// store.ErrNotFound.
-func (l *Log) RepairClaimed(ctx context.Context, token, repairer string) (rec Record, written bool, err error) {
+// store.ErrNotFound; a claim of a change of another subject than subject,
+// one wrapping [ErrClaimOfAnotherSubject], before anything is written.
+func (l *Log) RepairClaimed(ctx context.Context, token, subject, repairer string) (rec Record, written bool, err error) {
 	claim, err := l.store.Get(ctx, ClaimKey(token))
 	if err != nil {
 		return Record{}, false, fmt.Errorf("read claim %s: %w", ClaimKey(token), err)
@@ -170,6 +175,9 @@ func (l *Log) RepairClaimed(ctx context.Context, token, repairer string) (rec Re
 	r, ok := recordOfClaim(claim)
 	if !ok {
 		return Record{}, false, fmt.Errorf("claim %s is not a readable claim; it is left as it is", ClaimKey(token))
+	}
+	if r.Subject != subject {
+		return Record{}, false, fmt.Errorf("write id %s names a change of %s, not %s: %w", token, r.Subject, subject, ErrClaimOfAnotherSubject)
 	}
 	r.RepairedBy = repairer
 	return l.repair(ctx, r)

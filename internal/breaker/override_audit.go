@@ -173,7 +173,7 @@ func SameWrite(a, b Override) bool {
 // AuditRepairer is what [Overrides.RepairAudit] needs of the audit log;
 // *audit.Log implements it.
 type AuditRepairer interface {
-	RepairClaimed(ctx context.Context, token, repairer string) (audit.Record, bool, error)
+	RepairClaimed(ctx context.Context, token, subject, repairer string) (audit.Record, bool, error)
 	Repair(ctx context.Context, e audit.Entry) (audit.Record, bool, error)
 }
 
@@ -199,10 +199,10 @@ var ErrNothingToRepair = fmt.Errorf("nothing to repair: %w", store.ErrNotFound)
 // names no such change returns an error wrapping [ErrNothingToRepair].
 func (s *Overrides) RepairAudit(ctx context.Context, log AuditRepairer, dependency, writeID, repairer string) (audit.Record, bool, error) {
 	subject := OverrideKey(dependency)
-	rec, written, err := log.RepairClaimed(ctx, writeID, repairer)
+	rec, written, err := log.RepairClaimed(ctx, writeID, subject, repairer)
 	switch {
-	case err == nil && rec.Subject != subject:
-		return audit.Record{}, false, fmt.Errorf("write id %s names a change of %s, not %s: %w", writeID, rec.Subject, subject, ErrNothingToRepair)
+	case errors.Is(err, audit.ErrClaimOfAnotherSubject):
+		return audit.Record{}, false, fmt.Errorf("%w: %w", ErrNothingToRepair, err)
 	case err == nil:
 		return rec, written, nil
 	case !errors.Is(err, store.ErrNotFound):

@@ -595,7 +595,7 @@ func (b *Buckets) applyAudited(ctx context.Context, log audit.Appender, actor, r
 // AuditRepairer is what [Buckets.RepairAudit] needs of the audit log;
 // *audit.Log implements it.
 type AuditRepairer interface {
-	RepairClaimed(ctx context.Context, token, repairer string) (audit.Record, bool, error)
+	RepairClaimed(ctx context.Context, token, subject, repairer string) (audit.Record, bool, error)
 }
 
 // ErrNothingToRepair reports a write id that names no claimed change of the
@@ -616,15 +616,15 @@ func (b *Buckets) RepairAudit(ctx context.Context, log AuditRepairer, client, wr
 		return audit.Record{}, false, err
 	}
 	subject := Key(client)
-	rec, written, err := log.RepairClaimed(ctx, writeID, repairer)
+	rec, written, err := log.RepairClaimed(ctx, writeID, subject, repairer)
 	switch {
+	case errors.Is(err, audit.ErrClaimOfAnotherSubject):
+		return audit.Record{}, false, fmt.Errorf("%w: %w", ErrNothingToRepair, err)
 	case errors.Is(err, store.ErrNotFound):
 		return audit.Record{}, false, fmt.Errorf("no change of %s with write id %s is claimed (a bucket's record can only be repaired from "+
 			"the claim an interrupted change wrote): %w", subject, writeID, ErrNothingToRepair)
 	case err != nil:
 		return audit.Record{}, false, err
-	case rec.Subject != subject:
-		return audit.Record{}, false, fmt.Errorf("write id %s names a change of %s, not %s: %w", writeID, rec.Subject, subject, ErrNothingToRepair)
 	}
 	return rec, written, nil
 }

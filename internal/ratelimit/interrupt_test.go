@@ -94,6 +94,25 @@ func TestResetInterruptedInFlightIsConfirmedAndRepairableOnce(t *testing.T) {
 	}
 }
 
+// A repair named with another client's subject is refused before anything
+// is written: the claimed change of alice stays unrecorded until its own
+// repair writes it.
+func TestRepairUnderAnotherClientWritesNothing(t *testing.T) {
+	t.Parallel()
+	p, _, b, log := interruptFixture(t)
+	_, err := resetInterrupted(t, p, b, log, faultproxy.Withhold)
+	var unwritten *audit.UnwrittenError
+	if !errors.As(err, &unwritten) || !unwritten.Repairable() {
+		t.Fatalf("reset interrupted in flight: %v, want a repairable unwritten record", err)
+	}
+	if _, _, err := b.RepairAudit(context.Background(), log, "bob", unwritten.WriteID, "fixer"); !errors.Is(err, ratelimit.ErrNothingToRepair) {
+		t.Fatalf("repair under another client: %v, want nothing to repair", err)
+	}
+	if got := append(records(t, log, "rl#alice"), records(t, log, "rl#bob")...); len(got) != 0 {
+		t.Fatalf("records after a repair under the wrong client: %+v, want none", got)
+	}
+}
+
 // An interrupt while the request has not reached the store: the re-read
 // shows the bucket as read, so nothing was changed, and the error is the
 // cancellation (exit 130), never a change without its record.
