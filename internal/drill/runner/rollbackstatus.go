@@ -5,6 +5,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
 // rollbackStatus is the one rule, for drill run and drill recover alike, of
@@ -14,11 +15,16 @@ import (
 // its message naming the `audit repair` that writes the record on context
 // contextName, or, when the store holds nothing to write it from, saying to
 // record the change by hand; any other error is failed (the run's caller
-// tells an abandoned or timed-out one apart). msg is not yet redacted.
+// tells an abandoned or timed-out one apart), and so is a bucket write
+// whose outcome is unknown (ratelimit.ErrOutcomeUnknown matches
+// ErrAuditWrite for its exit code, but the lever may not be back). msg is
+// not yet redacted.
 func rollbackStatus(err error, contextName string) (status, msg string) {
 	switch {
 	case err == nil:
 		return drill.StatusOK, ""
+	case errors.Is(err, ratelimit.ErrOutcomeUnknown):
+		return drill.StatusFailed, err.Error()
 	case errors.Is(err, audit.ErrAuditWrite):
 		msg = err.Error()
 		var unwritten *audit.UnwrittenError
