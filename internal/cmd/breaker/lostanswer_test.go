@@ -112,25 +112,6 @@ func TestInterruptDuringTheAuditAppendExitsAudit(t *testing.T) {
 	e.MustRun(0, "breaker", "get", "openai")
 }
 
-// repairArgs finds the repair command exit 8 printed and returns its
-// arguments as a shell would split them (every value is single-quoted and
-// holds no quote or space).
-func repairArgs(t *testing.T, stderr string) []string {
-	t.Helper()
-	const lead = "write the missing audit record with: koshactl "
-	for line := range strings.Lines(stderr) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), lead); ok {
-			args := strings.Fields(rest)
-			for i, a := range args {
-				args[i] = strings.Trim(a, "'")
-			}
-			return args
-		}
-	}
-	t.Fatalf("exit 8 printed no repair command:\n%s", stderr)
-	return nil
-}
-
 // interruptAuditAppend runs args, cancels it while the nth PutItem from now
 // (an audit write) is withheld, and returns what it printed: exit 8.
 func interruptAuditAppend(t *testing.T, e *clitest.Env, p *faultproxy.Proxy, nth int, args ...string) clitest.Result {
@@ -197,7 +178,7 @@ func TestExitAuditPrintsARepairThatWritesTheMissingRecordOnce(t *testing.T) {
 			if !strings.Contains(r.Stderr, tc.want) {
 				t.Fatalf("stderr does not say the change was made:\n%s", r.Stderr)
 			}
-			args := repairArgs(t, r.Stderr)
+			args := clitest.RepairArgs(t, r.Stderr)
 			if a := strings.Join(args, " "); !strings.HasPrefix(a, "--context dev audit repair breaker#openai --write-id ") {
 				t.Fatalf("repair command %q", a)
 			}

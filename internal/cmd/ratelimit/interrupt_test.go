@@ -30,24 +30,6 @@ func runInterrupted(t *testing.T, e *clitest.Env, p *faultproxy.Proxy, fault fau
 	return <-done
 }
 
-// repairArgs finds the repair command exit 8 printed, split as a shell would
-// (every value is single-quoted and holds no quote or space).
-func repairArgs(t *testing.T, stderr string) []string {
-	t.Helper()
-	const lead = "write the missing audit record with: koshactl "
-	for line := range strings.Lines(stderr) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), lead); ok {
-			args := strings.Fields(rest)
-			for i, a := range args {
-				args[i] = strings.Trim(a, "'")
-			}
-			return args
-		}
-	}
-	t.Fatalf("exit 8 printed no repair command:\n%s", stderr)
-	return nil
-}
-
 // Each bucket verb interrupted while its write is in flight (dynalite applied
 // it, the answer is held): the command says the change was made, confirmed
 // by a re-read, exits 8 (its record was stopped by the interrupt) and prints
@@ -73,7 +55,7 @@ func TestBucketChangeInterruptedInFlightIsConfirmedAndItsRepairRecordsOnce(t *te
 				!strings.Contains(r.Stderr, "bucket alice was changed") {
 				t.Fatalf("output does not say the change was made and confirmed:\nstdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 			}
-			args := repairArgs(t, r.Stderr)
+			args := clitest.RepairArgs(t, r.Stderr)
 			if a := strings.Join(args, " "); !strings.HasPrefix(a, "--context dev audit repair rl#alice --write-id ") {
 				t.Fatalf("repair command %q", a)
 			}

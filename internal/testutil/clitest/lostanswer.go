@@ -8,6 +8,7 @@ package clitest
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
@@ -48,4 +49,24 @@ func AuditActions(t *testing.T, e *Env, subject string) []string {
 	}
 	sort.Strings(acts)
 	return acts
+}
+
+// RepairArgs finds the repair command an exit 8 printed on stderr ("write
+// the missing audit record with: koshactl …") and returns its arguments as a
+// shell would split them (every value is single-quoted and holds no quote or
+// space), to be run with [Env.Run].
+func RepairArgs(t testing.TB, stderr string) []string {
+	t.Helper()
+	const lead = "write the missing audit record with: koshactl "
+	for line := range strings.Lines(stderr) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), lead); ok {
+			args := strings.Fields(rest)
+			for i, a := range args {
+				args[i] = strings.Trim(a, "'")
+			}
+			return args
+		}
+	}
+	t.Fatalf("exit 8 printed no repair command:\n%s", stderr)
+	return nil
 }
