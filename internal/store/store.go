@@ -32,6 +32,9 @@ type Store interface {
 	// Delete removes the item under pk if cond holds. Deleting an absent item
 	// with an Always condition succeeds.
 	Delete(ctx context.Context, pk string, cond Condition) error
+	// Transact writes a change all or nothing ([Change]); call it through
+	// [Apply], which settles a lost answer.
+	Transact(ctx context.Context, c Change) error
 	// Scan yields every item whose pk starts with q.Prefix, in no particular
 	// order. Iteration stops at the first error, which is yielded.
 	Scan(ctx context.Context, q ScanQuery) iter.Seq2[Item, error]

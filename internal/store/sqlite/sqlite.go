@@ -471,3 +471,77 @@ func ttlOf(it store.Item) any {
 	}
 	return nil
 }
+
+// Transact applies c in one write transaction: every op's condition is
+// checked against the items as stored, and either every op is written or,
+// when any condition fails, none is and the error is a
+// *store.TxConflictError naming each refused op.
+func (s *Store) Transact(ctx context.Context, c store.Change) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	type row struct {
+		pk, attrs string
+		ttl       any
+		del       bool
+	}
+	rows := make([]row, len(c.Ops))
+	for i, op := range c.Ops {
+		if op.Put == nil {
+			rows[i] = row{pk: op.Delete, del: true}
+			continue
+		}
+		it := store.Normalize(op.Put)
+		attrs, err := encode(it)
+		if err != nil {
+			return fmt.Errorf("change %s: %w", c.Token, err)
+		}
+		rows[i] = row{pk: it.PK(), attrs: attrs, ttl: ttlOf(it)}
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("change %s: %w: %w", c.Token, store.ErrNotSent, ctx.Err())
+	}
+	var conflict *store.TxConflictError
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		for i, op := range c.Ops {
+			if op.Cond.IsAlways() {
+				continue
+			}
+			cur, err := getTx(ctx, tx, rows[i].pk)
+			if err != nil {
+				return err
+			}
+			if !op.Cond.Holds(cur) {
+				if conflict == nil {
+					conflict = &store.TxConflictError{}
+				}
+				conflict.Conflicts = append(conflict.Conflicts, store.ConditionError{PK: rows[i].pk, Current: cur})
+			}
+		}
+		if conflict != nil {
+			return conflict
+		}
+		for _, r := range rows {
+			var err error
+			if r.del {
+				_, err = tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ?`, r.pk)
+			} else {
+				_, err = tx.ExecContext(ctx,
+					`INSERT INTO items (pk, attrs, ttl) VALUES (?, ?, ?)
+					 ON CONFLICT (pk) DO UPDATE SET attrs = excluded.attrs, ttl = excluded.ttl`,
+					r.pk, r.attrs, r.ttl)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if conflict != nil {
+		return conflict
+	}
+	if err != nil {
+		return s.wrap(ctx, "change "+c.Token, err)
+	}
+	return nil
+}

@@ -92,6 +92,10 @@ func (a *alternating) Delete(ctx context.Context, pk string, c store.Condition) 
 	return a.next().Delete(ctx, pk, c)
 }
 
+func (a *alternating) Transact(ctx context.Context, c store.Change) error {
+	return a.next().Transact(ctx, c)
+}
+
 func (a *alternating) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error] {
 	return a.next().Scan(ctx, q)
 }

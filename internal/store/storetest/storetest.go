@@ -45,6 +45,11 @@ func Run(t *testing.T, open Opener) {
 		{"RaceIfAbsent", testRaceIfAbsent},
 		{"RaceCompareAndSet", testRaceCompareAndSet},
 		{"Describe", testDescribe},
+		{"ChangeAllOrNothing", testChangeAllOrNothing},
+		{"ChangeConflictNamesEveryRefusal", testChangeConflicts},
+		{"ChangeRetrySettledByProof", testChangeRetry},
+		{"ChangeRaceOneWinner", testChangeRace},
+		{"ChangeLimits", testChangeLimits},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

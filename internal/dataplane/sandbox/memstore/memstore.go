@@ -169,3 +169,41 @@ func (s *Store) Describe() string { return "memory" }
 
 // Close does nothing; the contents stay readable.
 func (s *Store) Close() error { return nil }
+
+// Transact applies c whole if every op's condition holds, else writes
+// nothing and returns a *store.TxConflictError naming each refused op.
+func (s *Store) Transact(ctx context.Context, c store.Change) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("change %s: %w: %w", c.Token, store.ErrNotSent, err)
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var conflict *store.TxConflictError
+	for _, op := range c.Ops {
+		cur := s.items[op.PK()]
+		if !op.Cond.Holds(cur) {
+			if conflict == nil {
+				conflict = &store.TxConflictError{}
+			}
+			ce := store.ConditionError{PK: op.PK()}
+			if cur != nil {
+				ce.Current = cur.Clone()
+			}
+			conflict.Conflicts = append(conflict.Conflicts, ce)
+		}
+	}
+	if conflict != nil {
+		return conflict
+	}
+	for _, op := range c.Ops {
+		if op.Put == nil {
+			delete(s.items, op.Delete)
+			continue
+		}
+		s.items[op.PK()] = canonical(op.Put)
+	}
+	return nil
+}
