@@ -9,8 +9,6 @@ package audit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,24 +88,27 @@ type Record struct {
 	// Before and After are JSON documents describing the subject's state.
 	Before json.RawMessage `json:"before,omitempty"`
 	After  json.RawMessage `json:"after,omitempty"`
-	// RepairedBy names who wrote the record later, with `koshactl audit
-	// repair`, because the change's own append did not land; empty on a
-	// record written by the change itself.
-	RepairedBy string `json:"repaired_by,omitempty"`
+	// Change is the token of the change the record was written with (its
+	// write_id attribute): the records of one change (a force of several
+	// dependencies) share it, and so do the lever items it wrote.
+	Change string `json:"change,omitempty"`
 }
 
 type recordStore interface {
 	Get(ctx context.Context, pk string) (store.Item, error)
 	Put(ctx context.Context, item store.Item, cond store.Condition) error
+	Transact(ctx context.Context, c store.Change) error
 	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
 }
 
-// Appender is what a domain operation needs to record what it did: the one
-// method every audited write calls. *[Log] implements it; tests pass a
-// recorder or a failing one. Declared here, once, like io.Writer, because
-// breaker, ratelimit, drill and the dashboard all ask for exactly this.
+// Appender is what a domain operation needs to record what it did: Stage
+// for a change that writes a lever (its record goes into the lever's own
+// transaction), Append for a record on its own. *[Log] implements it; tests
+// pass a recorder. Declared here, once, like io.Writer, because breaker,
+// ratelimit, drill and the dashboard all ask for exactly this.
 type Appender interface {
 	Append(ctx context.Context, e Entry) (Record, error)
+	Stage(ctx context.Context, e Entry, token string, n int) (Record, store.Op, error)
 }
 
 var _ Appender = (*Log)(nil)
@@ -123,8 +124,6 @@ type Log struct {
 	// notices, when set, hears once that an index is missing (SetNotice);
 	// a pointer, so copies made by Attest share it.
 	notices *notices
-	// ids makes a record's random id (newID; tests replace it).
-	ids func() (string, error)
 }
 
 // NewLog returns a Log writing into s, stamping records with contextName.
@@ -132,7 +131,7 @@ func NewLog(s recordStore, clk clock.Clock, contextName string) *Log {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Log{store: s, clock: clk, context: contextName, ids: newID}
+	return &Log{store: s, clock: clk, context: contextName}
 }
 
 // Attest returns a copy of l that stamps each record with source(ctx, actor):
@@ -160,22 +159,6 @@ type Entry struct {
 	Outcome string
 	Before  any
 	After   any
-	// Once, when set, is the write token of the item the change consumed
-	// (a deleted override's write_id): at most one record of that change
-	// is ever written, whoever writes it. Append first claims the token
-	// (an item keyed by it, written with attribute_not_exists(pk)); if
-	// someone else's claim is there, nothing is recorded and Append returns
-	// a *ClaimedError naming their record. See docs/contracts/store.md.
-	Once string
-	// At and ID, when set, are the record's time and id instead of the
-	// clock's and a random one: a record whose pk follows from the change
-	// (an override's created_at and write_id), so the change's own append
-	// and a later `audit repair` of it write the same pk and at most one
-	// of them lands. ID is 16 lowercase hex digits.
-	At time.Time
-	ID string
-	// RepairedBy names the actor of `audit repair` (see [Record.RepairedBy]).
-	RepairedBy string
 }
 
 // WithRunID returns an Appender that stamps every entry it appends through a
@@ -201,71 +184,18 @@ func (r runIDAppender) Append(ctx context.Context, e Entry) (Record, error) {
 	return r.a.Append(ctx, e)
 }
 
-// Append writes one record, conditional on no item existing under its pk
-// (attribute_not_exists(pk)): a record is never overwritten, by koshactl or
-// by anyone; a collision is an error. Its error wraps ErrAuditWrite, so
-// callers can tell "the change happened but was not audited" from other
-// failures.
-func (l *Log) Append(ctx context.Context, e Entry) (Record, error) {
-	r, err := l.record(ctx, e)
-	if err != nil {
-		return Record{}, err
+func (r runIDAppender) Stage(ctx context.Context, e Entry, token string, n int) (Record, store.Op, error) {
+	if e.RunID == "" {
+		e.RunID = r.runID
 	}
-	if e.Once != "" {
-		if err := l.claim(ctx, e.Once, r); err != nil {
-			return Record{}, err
-		}
-	}
-	return r, l.put(ctx, r.item())
+	return r.a.Stage(ctx, e, token, n)
 }
 
-// put writes a record's item, never over another. An append whose answer
-// was lost is resolved by a re-read ([Log.landed]); one whose outcome stays
-// unknown (interrupted in flight) is [ErrAuditUnknown], never "not written".
-func (l *Log) put(ctx context.Context, it store.Item) error {
-	if err := l.store.Put(ctx, it, store.IfAbsent()); err != nil {
-		landed, rerr := l.landed(ctx, it, err)
-		if landed {
-			return nil
-		}
-		subject, _ := it["subject"].(string)
-		if ctx.Err() != nil || (store.MayHaveApplied(ctx, err) && !errors.Is(err, store.ErrConditionFailed)) {
-			return fmt.Errorf("%w (the outcome of the write of %s is unknown): look for it with koshactl audit list --subject %s: %w",
-				ErrAuditUnknown, it.PK(), subject, err)
-		}
-		if errors.Is(err, store.ErrConditionFailed) {
-			if rerr != nil {
-				// A retry of a put whose first answer was lost finds its own
-				// record: only the re-read tells it from another one.
-				return fmt.Errorf("%w (the write of %s found a record there, and the re-read that tells this append's own "+
-					"first attempt from another record failed): look for it with koshactl audit list --subject %s: %w",
-					ErrAuditUnknown, it.PK(), subject, errors.Join(err, rerr))
-			}
-			return fmt.Errorf("%w: an audit record %s already exists and is left as it is (records are never overwritten): %w",
-				ErrAuditWrite, it.PK(), err)
-		}
-		return fmt.Errorf("%w: %w", ErrAuditWrite, err)
-	}
-	return nil
-}
-
-// record builds the record e describes.
-func (l *Log) record(ctx context.Context, e Entry) (Record, error) {
+// record builds the record e describes, with id.
+func (l *Log) record(ctx context.Context, e Entry, id string) (Record, error) {
 	now := l.clock.Now().UTC().Truncate(time.Millisecond)
-	if !e.At.IsZero() {
-		now = e.At.UTC().Truncate(time.Millisecond)
-	}
-	id := e.ID
-	if id == "" {
-		var err error
-		if id, err = l.ids(); err != nil {
-			return Record{}, fmt.Errorf("%w: %w", ErrAuditWrite, err)
-		}
-	} else if !validID(id) {
-		return Record{}, fmt.Errorf("%w: record id %q is not 16 lowercase hex digits", ErrAuditWrite, id)
-	}
 	r := Record{ID: id, Time: now, Actor: e.Actor, Action: e.Action, Subject: e.Subject, Reason: e.Reason,
-		Context: l.context, Outcome: e.Outcome, RunID: e.RunID, RepairedBy: e.RepairedBy}
+		Context: l.context, Outcome: e.Outcome, RunID: e.RunID}
 	if r.Outcome == "" {
 		r.Outcome = "ok"
 	}
@@ -283,32 +213,6 @@ func (l *Log) record(ctx context.Context, e Entry) (Record, error) {
 	return r, nil
 }
 
-// landed resolves an append that failed with err but may have been applied
-// (its answer lost, and the client's retry met the append's own condition,
-// or the send failed after the store applied it): a re-read of the record's
-// pk that finds exactly this record means the append landed. The pk carries
-// 64 random bits, so an identical record under it is this one; anything else
-// under it is a collision. The re-read's own failure is returned: the
-// outcome is then unknown.
-func (l *Log) landed(ctx context.Context, it store.Item, err error) (bool, error) {
-	if !store.MayHaveApplied(ctx, err) {
-		return false, nil
-	}
-	got, gerr := l.store.Get(ctx, it.PK())
-	if gerr != nil {
-		return false, fmt.Errorf("re-read %s: %w", it.PK(), gerr)
-	}
-	if len(got) != len(it) {
-		return false, nil
-	}
-	for k, v := range it {
-		if w, ok := got[k]; !ok || !store.Equal(v, w) {
-			return false, nil
-		}
-	}
-	return true, nil
-}
-
 func marshalState(v any) (json.RawMessage, error) {
 	if v == nil {
 		return nil, nil
@@ -324,14 +228,6 @@ func marshalState(v any) (json.RawMessage, error) {
 		return nil, nil
 	}
 	return b, nil
-}
-
-func newID() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("generate audit id: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
 }
 
 func key(t time.Time, id string) string {
@@ -368,14 +264,11 @@ func (r Record) item() store.Item {
 	if len(r.After) > 0 {
 		it["after"] = string(r.After)
 	}
-	if r.RepairedBy != "" {
-		it[attrRepairedBy] = r.RepairedBy
+	if r.Change != "" {
+		it[store.WriteIDAttr] = r.Change
 	}
 	return it
 }
-
-// attrRepairedBy names who wrote a record with `audit repair`.
-const attrRepairedBy = "repaired_by"
 
 // Bounds of a record's time: whole epoch milliseconds from 1970 to the end of
 // year 9999 (what RFC 3339 can write).
@@ -420,7 +313,7 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 	r.Reason, r.Context, r.Outcome = str("reason", false), str("context", true), str("outcome", true)
 	r.ActorSource = ActorSource(str("actor_source", false))
 	r.RunID = str(attrRunID, false)
-	r.RepairedBy = str(attrRepairedBy, false)
+	r.Change = str(store.WriteIDAttr, false)
 	doc := func(attr string) json.RawMessage {
 		v := str(attr, false)
 		if v == "" {

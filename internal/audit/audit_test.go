@@ -104,14 +104,14 @@ func TestAppendFailureIsErrAuditWrite(t *testing.T) {
 	t.Parallel()
 	log := audit.NewLog(failing{}, clock.NewFake(t0), "ctx")
 	_, err := log.Append(context.Background(), audit.Entry{Actor: "a", Action: "x", Subject: "y"})
-	if !errors.Is(err, audit.ErrAuditWrite) || !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("err = %v", err)
+	if !errors.Is(err, audit.ErrAuditWrite) || !errors.Is(err, audit.ErrAuditUnknown) || !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("err = %v, want an unwritten record whose outcome is unknown", err)
 	}
 }
 
 type failing struct{ store.Store }
 
-func (failing) Put(context.Context, store.Item, store.Condition) error {
+func (failing) Transact(context.Context, store.Change) error {
 	return store.ErrUnavailable
 }
 

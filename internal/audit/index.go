@@ -85,7 +85,7 @@ func (l *Log) candidates(ctx context.Context, q Query, now time.Time) iter.Seq2[
 				yield(nil, err)
 				return
 			}
-			if isClaim(it.PK()) {
+			if isLegacyClaim(it.PK()) {
 				continue // a claim, not a record
 			}
 			items = append(items, it)
@@ -282,7 +282,7 @@ func (l *Log) Backfill(ctx context.Context, dryRun bool, rate *store.ScanRate, s
 			scanErr = fmt.Errorf("backfill audit records: %w", err)
 			break
 		}
-		if isClaim(it.PK()) {
+		if isLegacyClaim(it.PK()) {
 			continue // a claim is in no index
 		}
 		rep.Examined++
