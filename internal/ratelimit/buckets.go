@@ -567,29 +567,11 @@ func (b *Buckets) applyAudited(ctx context.Context, log audit.Appender, actor, r
 	}
 	e := audit.Entry{Actor: actor, Action: c.Op.Action(), Subject: Key(c.Client), Reason: reason,
 		Before: auditView(res.Before, res.Malformed), After: auditView(res.After, nil)}
-	interrupted := ctx.Err() != nil
-	if interrupted {
-		e.Once = res.WriteID
-	}
 	rec, err := log.Append(ctx, e)
 	if err == nil {
 		return res, rec, nil
 	}
-	err = fmt.Errorf("bucket %s was changed (%s), but %w", c.Client, c.Op, err)
-	if !interrupted {
-		return res, rec, err
-	}
-	// Only a claim that is stored makes the repair work: never name one
-	// that cannot.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), store.RereadTimeout)
-	defer cancel()
-	_, cerr := b.store.Get(cctx, audit.ClaimKey(res.WriteID))
-	if cerr != nil {
-		return res, rec, fmt.Errorf("%w (its claim %s, which audit repair writes the record from, is not stored: %v): "+
-			"the record (actor, reason, before and after) is kept nowhere else; look for it with koshactl audit list --subject %s",
-			err, audit.ClaimKey(res.WriteID), cerr, Key(c.Client))
-	}
-	return res, rec, &audit.UnwrittenError{Subject: Key(c.Client), WriteID: res.WriteID, Err: err}
+	return res, rec, fmt.Errorf("bucket %s was changed (%s), but %w", c.Client, c.Op, err)
 }
 
 // AuditRepairer is what [Buckets.RepairAudit] needs of the audit log;
@@ -616,15 +598,6 @@ func (b *Buckets) RepairAudit(ctx context.Context, log AuditRepairer, client, wr
 		return audit.Record{}, false, err
 	}
 	subject := Key(client)
-	rec, written, err := log.RepairClaimed(ctx, writeID, subject, repairer)
-	switch {
-	case errors.Is(err, audit.ErrClaimOfAnotherSubject):
-		return audit.Record{}, false, fmt.Errorf("%w: %w", ErrNothingToRepair, err)
-	case errors.Is(err, store.ErrNotFound):
-		return audit.Record{}, false, fmt.Errorf("no change of %s with write id %s is claimed (a bucket's record can only be repaired from "+
-			"the claim an interrupted change wrote): %w", subject, writeID, ErrNothingToRepair)
-	case err != nil:
-		return audit.Record{}, false, err
-	}
-	return rec, written, nil
+	_ = subject
+	return audit.Record{}, false, ErrNothingToRepair
 }
