@@ -10,8 +10,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // Issue 21: a second append under the same pk (same time, same id) is an
@@ -23,7 +23,7 @@ func TestAppendNeverOverwritesARecord(t *testing.T) {
 		testAppendCollision(t, s)
 	})
 	t.Run("dynamodb", func(t *testing.T) {
-		testAppendCollision(t, dynamotest.NewStore(t, dynalite.Start(t)))
+		testAppendCollision(t, dynamotest.NewStore(t, moto.Start(t)))
 	})
 }
 
@@ -52,7 +52,7 @@ func testAppendCollision(t *testing.T, s store.Store) {
 // pk: the record found is this one, so the append succeeded, exactly once.
 // A record under the same pk with other content stays a collision (above).
 func TestAppendWhoseAnswerIsLostIsConfirmedByARead(t *testing.T) {
-	p := faultproxy.Start(t, dynalite.Start(t))
+	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL()) // one attempt per request
 	ctx := context.Background()
 	log := audit.NewLog(s, clock.NewFake(t0), "ctx")

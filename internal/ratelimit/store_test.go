@@ -15,7 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // One dynalite serves the package, started on first use so the pure tests
@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 func dynaliteURL(tb testing.TB) string {
 	tb.Helper()
 	dynaliteOnce.Do(func() {
-		dynaliteEndpoint, dynaliteStop, dynaliteErr = dynalite.StartMain()
+		dynaliteEndpoint, dynaliteStop, dynaliteErr = moto.StartMain()
 	})
 	if dynaliteErr != nil {
 		tb.Fatal(dynaliteErr)
