@@ -105,6 +105,36 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 			out = append(out, Request{action, arn(table), leading(pks...)})
 		}
 		return out, nil
+	case "TransactWriteItems":
+		// AWS authorizes each action of a transaction as the single-item
+		// operation it is (PutItem, UpdateItem, DeleteItem; a
+		// ConditionCheck as dynamodb:ConditionCheckItem), each with its own
+		// key: one denied action denies the whole call.
+		var tx struct {
+			TransactItems []map[string]struct {
+				TableName string
+				Key, Item map[string]attr
+			}
+		}
+		if err := json.Unmarshal(body, &tx); err != nil {
+			return nil, fmt.Errorf("dynamodb %s: TransactItems: %w", op, err)
+		}
+		var out []Request
+		for _, ti := range tx.TransactItems {
+			for kind, w := range ti {
+				pk := w.Key[store.PK].S
+				if kind == "Put" {
+					pk = w.Item[store.PK].S
+				}
+				a, ok := map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
+					"ConditionCheck": "ConditionCheckItem"}[kind]
+				if !ok {
+					return nil, fmt.Errorf("dynamodb %s: unknown action %q", op, kind)
+				}
+				out = append(out, Request{"dynamodb:" + a, arn(w.TableName), leading(pk)})
+			}
+		}
+		return out, nil
 	case "ListTagsOfResource":
 		// The table named by the ARN, in t's account: the endpoint behind
 		// the proxy (moto) answers DescribeTable with ARNs of its own
