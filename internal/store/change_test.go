@@ -59,8 +59,10 @@ func change(t *testing.T) store.Change {
 }
 
 var (
+	// conflict names both writes without the items (a backend that does
+	// not return them): only a read of the proof settles it.
 	conflict = func(store.Change) error {
-		return &store.TxConflictError{Conflicts: []store.ConditionError{{PK: "breaker#openai"}}}
+		return &store.TxConflictError{Conflicts: []store.ConditionError{{PK: "breaker#openai"}, {PK: "audit#1"}}}
 	}
 	unreachable = func(store.Change) error { return fmt.Errorf("send: %w", store.ErrUnavailable) }
 )
