@@ -360,14 +360,17 @@ func (o Override) nextVersion() int64 {
 // OverrideStore is what [Overrides] needs of a store.
 type OverrideStore interface {
 	Get(ctx context.Context, pk string) (store.Item, error)
+	Transact(ctx context.Context, c store.Change) error
+	// Put is for [Overrides.Backfill] alone, which adds an index attribute
+	// and changes no lever.
 	Put(ctx context.Context, item store.Item, cond store.Condition) error
-	Delete(ctx context.Context, pk string, cond store.Condition) error
 	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
 }
 
-// Overrides reads and changes breaker overrides on a store. Every change is a
-// conditional write on the item's version, so two operators acting at once
-// never overwrite each other silently.
+// Overrides reads and changes breaker overrides on a store. Every change is
+// one transaction holding the override's write, conditional on the item as
+// read (two operators acting at once never overwrite each other silently),
+// and its audit record.
 type Overrides struct {
 	store   OverrideStore
 	clock   clock.Clock
@@ -464,8 +467,6 @@ type ForceRequest struct {
 	// replaced without Overwrite, and a different active override (someone
 	// changed it since) is a conflict with Raced set.
 	SeenVersion *int64
-	// DryRun computes the result without writing.
-	DryRun bool
 	// Read, when set, is the state a previous Force (a dry run) read; Force
 	// writes conditionally on it instead of reading again. If the item changed
 	// since, the write fails as a conflict, exactly as if it had been re-read.
@@ -486,9 +487,8 @@ type ForceResult struct {
 	// Replaced is true when an active override was overwritten.
 	Replaced bool
 	// Confirmed is true when the store's answer to the write was lost (a
-	// connection reset or a timeout after sending; the retry then met the
-	// write's own condition, or failed) and a re-read found the item
-	// carrying this write's token: the write landed.
+	// connection reset, a timeout, an interrupt) and [store.Apply] settled
+	// it as landed.
 	Confirmed bool
 }
 
@@ -523,33 +523,6 @@ func (e *ConflictError) Error() string {
 
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
-
-// Force writes a forced_open override. It fails with *ConflictError when an
-// active override exists and Overwrite is false, or when the item changed
-// between the read and the conditional write.
-func (s *Overrides) Force(ctx context.Context, req ForceRequest) (ForceResult, error) {
-	if err := ValidateDependency(req.Dependency); err != nil {
-		return ForceResult{}, err
-	}
-	var before *Override
-	if req.Read != nil {
-		before = req.Read.Current
-	} else {
-		cur, err := s.Get(ctx, req.Dependency)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return ForceResult{}, err
-		default:
-			before = &cur
-		}
-	}
-	p, err := s.planForce(req, before)
-	if err != nil || req.DryRun {
-		return p.result, err
-	}
-	return s.applyForce(ctx, p)
-}
 
 // forcePlan is a decided force: the request (its dependency already
 // validated), the item it replaces and the result as of the decision. Force
@@ -613,142 +586,13 @@ func stampForce(after *Override, req ForceRequest, now time.Time) {
 	}
 }
 
-// applyForce writes a plan's override, conditional on the item the plan
-// read (absent, or its version). The item is stamped at the write, so a
-// confirmation between the plan and the write does not shorten a --for; a
-// plan's replacement of an override that lapsed meanwhile is reported as a
-// plain force.
-func (s *Overrides) applyForce(ctx context.Context, p forcePlan) (ForceResult, error) {
-	req, res := p.req, p.result
-	before := res.Before
-	now := s.clock.Now()
-	// Activity only lapses with time: a plan's replacement may have become
-	// a plain force, never the reverse, so the plan's decision stands.
-	res.Replaced = res.Replaced && before.ActiveAt(now)
-	after := res.After
-	stampForce(&after, req, now)
-	cond := store.IfAbsent()
-	if before != nil {
-		cond = before.condition()
-	}
-	id, err := store.NewWriteID()
-	if err != nil {
-		return res, fmt.Errorf("write override %s: %w", req.Dependency, err)
-	}
-	after.WriteID = id
-	res.After = after
-	if err := s.store.Put(ctx, after.Item(), cond); err != nil {
-		// An answer that never came, or a refusal that may be the write
-		// meeting its own condition on the SDK's retry: re-read, and let
-		// the token say whose item is stored.
-		cur, found, rerr := s.reread(ctx, req.Dependency, err)
-		if found && cur.WriteID == id {
-			res.Confirmed = true
-			return res, nil
-		}
-		if errors.Is(err, store.ErrConditionFailed) {
-			if rerr != nil {
-				return res, fmt.Errorf("override %s changed while koshactl was acting, and re-reading it failed: %w", req.Dependency, rerr)
-			}
-			if !found {
-				return res, fmt.Errorf("override %s changed while koshactl was acting (it is gone now): review it, then re-run: %w",
-					req.Dependency, ErrConflict)
-			}
-			return res, &ConflictError{Current: cur, Raced: true}
-		}
-		return res, fmt.Errorf("write override %s: %w", req.Dependency, err)
-	}
-	return res, nil
-}
-
-// reread reads dependency's override after a write of it failed with
-// writeErr, to resolve what the write did: found is false when the item is
-// absent. Nothing is read when writeErr is a failure that says the write was
-// never applied (throttling, credentials, a missing table, a refused item);
-// after the caller's cancellation it is read on a context of its own
-// ([store.RereadContext]).
-func (s *Overrides) reread(ctx context.Context, dependency string, writeErr error) (Override, bool, error) {
-	ctx, cancel, ok := store.RereadContext(ctx, writeErr)
-	defer cancel()
-	if !ok {
-		return Override{}, false, writeErr
-	}
-	cur, err := s.Get(ctx, dependency)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return Override{}, false, nil
-	case err != nil:
-		return Override{}, false, err
-	}
-	return cur, true, nil
-}
-
 // ClearResult says what a clear did.
 type ClearResult struct {
 	// Before is the item that was deleted; nil when there was nothing to clear.
 	Before *Override
 	// WasActive is true when the deleted override was still in force.
 	WasActive bool
-	// Confirmed is true when the store's answer to the delete was lost and
-	// the delete was resolved as this one's: the retry's refusal (or the
-	// failure) came after an attempt that may have applied it, and the
-	// re-read found the item gone. See docs/contracts/breaker-override.md.
+	// Confirmed is true when the store's answer to the clear was lost and
+	// [store.Apply] settled it as landed.
 	Confirmed bool
-	// Theirs, when set, is another clear's audit record of this exact item
-	// (its claim on the deleted write_id came first): nothing was recorded
-	// for this clear. With Before nil, that clear deleted the item (this
-	// one's answer was lost, so it cannot say it did); with Before set, this
-	// clear's delete was answered, and the other, whose answer was lost,
-	// recorded it first.
-	Theirs *audit.Record
-}
-
-// Clear deletes dependency's override. Clearing an absent override succeeds
-// with a nil Before (idempotent). The delete is conditional on the version
-// read, so an override re-forced meanwhile by someone else is not removed
-// unseen: that returns *ConflictError.
-func (s *Overrides) Clear(ctx context.Context, dependency string, dryRun bool) (ClearResult, error) {
-	cur, err := s.Get(ctx, dependency)
-	if errors.Is(err, store.ErrNotFound) {
-		return ClearResult{}, nil
-	}
-	if err != nil {
-		return ClearResult{}, err
-	}
-	return s.clearFrom(ctx, dependency, cur, dryRun)
-}
-
-// clearFrom is Clear after the read: it deletes cur, conditional on its
-// version.
-func (s *Overrides) clearFrom(ctx context.Context, dependency string, cur Override, dryRun bool) (ClearResult, error) {
-	res := ClearResult{Before: &cur, WasActive: cur.ActiveAt(s.clock.Now())}
-	if dryRun {
-		return res, nil
-	}
-	if err := s.store.Delete(ctx, OverrideKey(dependency), cur.condition()); err != nil {
-		now, found, rerr := s.reread(ctx, dependency, err)
-		switch {
-		case rerr != nil && errors.Is(err, store.ErrConditionFailed):
-			return res, fmt.Errorf("override %s changed while koshactl was acting, and re-reading it failed: %w", dependency, rerr)
-		case rerr != nil || found && !errors.Is(err, store.ErrConditionFailed):
-			// The item is still there (or unknown): the delete did not land.
-			return res, fmt.Errorf("delete override %s: %w", dependency, err)
-		case found:
-			return res, &ConflictError{Current: now, Raced: true}
-		case store.Retried(err) || !errors.Is(err, store.ErrConditionFailed):
-			// Gone, after an attempt of ours that may have applied the
-			// delete: a refusal on the first attempt is someone else's
-			// delete, but here the first answer was lost. The delete was
-			// conditional on this item's token, so whoever deleted it
-			// deleted exactly the item we meant to; koshactl records it as
-			// its own rather than leave a delete it may have made
-			// unaudited.
-			res.Confirmed = true
-			return res, nil
-		}
-		// Refused on the first attempt and gone: someone else cleared it,
-		// which is the outcome we wanted.
-		return ClearResult{}, nil
-	}
-	return res, nil
 }

@@ -7,28 +7,28 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
-// The lever operations: one per lever (force, clear), used alike by the
-// force-open and clear commands, the dashboard and drills. Each works in a
-// fixed number of round trips whatever the number of dependencies: one
+// The lever operations: one per lever (force, clear, restore), used alike
+// by the force-open and clear commands, the dashboard and drills. Each works
+// in a fixed number of round trips whatever the number of dependencies: one
 // consistent batch read of every current override (while the actor is
-// resolved), then the conditional writes concurrently, each followed by its
-// audit record.
+// resolved), then one transaction holding every override's conditional
+// write and its audit record ([Overrides.commit]).
 
 // ForceOutcome is what happened to one request of [Overrides.ForceAll].
 type ForceOutcome struct {
 	Result ForceResult
 	// Record is the audit record written (zero on a dry run).
 	Record audit.Record
-	// Written is true when the override was written (even if its audit
-	// record was not).
+	// Written is true when the override and its record were written.
 	Written bool
-	// Err is why the request failed, or wraps audit.ErrAuditWrite when the
-	// override was written and the record was not.
+	// Err is why the request failed: nothing of it was written, or
+	// (store.ErrOutcomeUnknown) nobody can tell.
 	Err error
 }
 
@@ -54,12 +54,13 @@ type ForceAll struct {
 
 // ForceAll checks every request's dependency ([CheckDependencies], against
 // op.Known), reads every dependency's override in one strongly consistent
-// batch read and decides each request once (the rules of [Overrides.Force]).
-// A conflict on any of them returns its *ConflictError and writes nothing.
-// Then, unless DryRun, it writes each decided override concurrently,
-// conditional on the version read and followed by its audit record, and
-// returns one outcome per request, in request order. The error is the first
-// failed request's (in request order); outcomes say which were written.
+// batch read and decides each request once ([CheckForce]'s rules). A
+// conflict on any of them returns its *ConflictError and writes nothing.
+// Then, unless DryRun, it writes every decided override, conditional on the
+// item read, with its audit record, in one transaction ([Overrides.commit]:
+// all or nothing, by chunks past DynamoDB's limit), and returns one outcome
+// per request, in request order. The error is the first failed request's
+// (in request order); outcomes say which were written.
 func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAll) ([]ForceOutcome, error) {
 	deps := make([]string, len(op.Requests))
 	for i, r := range op.Requests {
@@ -96,18 +97,33 @@ func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAl
 			return nil, err
 		}
 	}
-	var wg sync.WaitGroup
+	writes := make([]leverWrite, len(plans))
 	for i, p := range plans {
-		wg.Go(func() {
-			res, err := s.applyForce(ctx, p)
-			var rec audit.Record
-			if err == nil {
-				rec, err = auditForce(ctx, log, p.req, res)
+		writes[i] = func(token string, now time.Time) (store.Op, audit.Entry) {
+			res := &outcomes[i].Result
+			*res = p.result
+			// Activity only lapses with time: a plan's replacement may have
+			// become a plain force, never the reverse.
+			res.Replaced = res.Replaced && res.Before.ActiveAt(now)
+			stampForce(&res.After, p.req, now)
+			res.After.WriteID = token
+			cond := store.IfAbsent()
+			if res.Before != nil {
+				cond = res.Before.condition()
 			}
-			outcomes[i] = ForceOutcome{Result: res, Record: rec, Err: err, Written: err == nil || errors.Is(err, audit.ErrAuditWrite)}
-		})
+			return store.PutOp(res.After.Item(), cond), audit.Entry{Actor: res.After.Actor, Action: ActionForceOpen,
+				Subject: OverrideKey(res.After.Dependency), Reason: res.After.Reason,
+				Before: AuditState(res.Before), After: AuditState(&res.After)}
+		}
 	}
-	wg.Wait()
+	for i, c := range s.commit(ctx, log, writes) {
+		o := &outcomes[i]
+		o.Record, o.Err, o.Written = c.record, c.err, c.err == nil
+		o.Result.Confirmed = c.confirmed
+		if c.err != nil {
+			o.Err = fmt.Errorf("force-open %s: %w", plans[i].req.Dependency, c.err)
+		}
+	}
 	return outcomes, firstError(outcomes, func(o ForceOutcome) error { return o.Err })
 }
 
@@ -144,8 +160,8 @@ type ClearOutcome struct {
 	Dependency string
 	Result     ClearResult
 	Record     audit.Record
-	// Written is true when the override was deleted (even if its audit
-	// record was not); false for one that was already clear.
+	// Written is true when the override was deleted with its record; false
+	// for one that was already clear.
 	Written bool
 	Err     error
 }
@@ -184,9 +200,10 @@ type ClearAll struct {
 }
 
 // ClearAll reads every dependency's override in one consistent batch read,
-// then (unless DryRun) deletes the present ones concurrently, each
-// conditional on the version read ([Overrides.Clear]'s rules) and followed
-// by its audit record. Outcomes come in the order of op.Dependencies.
+// then (unless DryRun) deletes the present ones, each conditional on the
+// item read (an override re-forced meanwhile is a *ConflictError with Raced
+// set, never deleted unseen), with its audit record, in one transaction
+// ([Overrides.commit]). Outcomes come in the order of op.Dependencies.
 func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAll) ([]ClearOutcome, error) {
 	for _, dep := range op.Dependencies {
 		if err := ValidateDependency(dep); err != nil {
@@ -247,18 +264,27 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 			return nil, err
 		}
 	}
-	var wg sync.WaitGroup
+	var writes []leverWrite
+	var at []int
 	for i, dep := range op.Dependencies {
-		if plans[i].Before == nil {
+		before := plans[i].Before
+		if before == nil {
 			continue // nothing to clear, nothing to record
 		}
-		wg.Go(func() {
-			res, rec, err := s.clearAudited(ctx, log, dep, plans[i].Before, actor, op.Reason)
-			outcomes[i] = ClearOutcome{Dependency: dep, Result: res, Record: rec, Err: err,
-				Written: res.Before != nil && (err == nil || errors.Is(err, audit.ErrAuditWrite))}
+		at = append(at, i)
+		writes = append(writes, func(string, time.Time) (store.Op, audit.Entry) {
+			return store.DeleteOp(OverrideKey(dep), before.condition()), audit.Entry{Actor: actor, Action: ActionClear,
+				Subject: OverrideKey(dep), Reason: op.Reason, Before: AuditState(before)}
 		})
 	}
-	wg.Wait()
+	for j, c := range s.commit(ctx, log, writes) {
+		o := &outcomes[at[j]]
+		o.Record, o.Written = c.record, c.err == nil
+		o.Result.Confirmed = c.confirmed
+		if c.err != nil {
+			o.Err = fmt.Errorf("clear %s: %w", o.Dependency, c.err)
+		}
+	}
 	return outcomes, firstError(outcomes, func(o ClearOutcome) error { return o.Err })
 }
 

@@ -81,7 +81,7 @@ const (
 	// record the change by hand. It wins over the run's own outcome (1, 130,
 	// a guard's code): what is left to do is write the record. An invalid
 	// drill (2) or a rollback that failed (9) wins over it.
-	ExitUnaudited = exitcode.Audit
+	ExitUnaudited = exitcode.Unknown
 	// ExitInterrupted: interrupted, and every rollback succeeded.
 	ExitInterrupted = exitcode.Interrupted
 )

@@ -59,7 +59,9 @@ func change(t *testing.T) store.Change {
 }
 
 var (
-	conflict    = func(store.Change) error { return &store.TxConflictError{Conflicts: []store.ConditionError{{PK: "breaker#openai"}}} }
+	conflict = func(store.Change) error {
+		return &store.TxConflictError{Conflicts: []store.ConditionError{{PK: "breaker#openai"}}}
+	}
 	unreachable = func(store.Change) error { return fmt.Errorf("send: %w", store.ErrUnavailable) }
 )
 
@@ -80,19 +82,19 @@ func TestApplySettlesALostAnswer(t *testing.T) {
 				return []func(store.Change) error{func(c store.Change) error { s.land(c); return conflict(c) }}
 			}, wantConfirmed: true, wantSends: 1},
 		{name: "a genuine conflict",
-			answers:   func(s *scripted) []func(store.Change) error { return []func(store.Change) error{conflict} },
-			wantErr:   store.ErrConditionFailed, wantSends: 1},
+			answers: func(s *scripted) []func(store.Change) error { return []func(store.Change) error{conflict} },
+			wantErr: store.ErrConditionFailed, wantSends: 1},
 		{name: "landed, then the store went away before the answer",
 			answers: func(s *scripted) []func(store.Change) error {
 				return []func(store.Change) error{func(c store.Change) error { s.land(c); return unreachable(c) }}
 			}, wantConfirmed: true, wantSends: 1},
 		{name: "not landed, store unreachable, proof read says so",
-			answers:   func(s *scripted) []func(store.Change) error { return []func(store.Change) error{unreachable} },
-			wantErr:   store.ErrUnavailable, wantSends: 1},
+			answers: func(s *scripted) []func(store.Change) error { return []func(store.Change) error{unreachable} },
+			wantErr: store.ErrUnavailable, wantSends: 1},
 		{name: "unreachable, and the proof cannot be read either",
-			answers:   func(s *scripted) []func(store.Change) error { return []func(store.Change) error{unreachable} },
-			getErr:    fmt.Errorf("get: %w", store.ErrUnavailable),
-			wantErr:   store.ErrOutcomeUnknown, wantSends: 1},
+			answers: func(s *scripted) []func(store.Change) error { return []func(store.Change) error{unreachable} },
+			getErr:  fmt.Errorf("get: %w", store.ErrUnavailable),
+			wantErr: store.ErrOutcomeUnknown, wantSends: 1},
 		{name: "interrupted in flight: re-issued on a context of its own, lands",
 			interrupt: true,
 			answers: func(s *scripted) []func(store.Change) error {

@@ -86,8 +86,7 @@ func Interrupted(ctx context.Context, writeErr error) bool {
 // a re-read resolved (one sentence, so the commands, the dashboard and
 // drills say it alike).
 const (
-	// ConfirmedNote follows a put the re-read found carrying its token.
-	ConfirmedNote = "the first response was lost and the write was confirmed by a re-read"
-	// ConfirmedDeleteNote follows a delete the re-read found done.
-	ConfirmedDeleteNote = "the first response was lost and a re-read found the item gone"
+	// ConfirmedNote follows a change whose answer was lost and which
+	// [Apply] settled as landed.
+	ConfirmedNote = "the first response was lost; the change was confirmed (it is recorded once)"
 )

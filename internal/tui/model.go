@@ -13,7 +13,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -217,7 +216,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.now = m.opts.Clock.Now()
 		m.setResult(forceResult(msg, m.now))
 		cmds := []tea.Cmd{m.refresh()}
-		if written := msg.err == nil || errors.Is(msg.err, audit.ErrAuditWrite); written && msg.res.After.Dependency == msg.req.Dependency {
+		if msg.err == nil && msg.res.After.Dependency == msg.req.Dependency {
 			m.showOverride(msg.req.Dependency, &msg.res.After)
 			if m.opts.WaitFleet {
 				since := msg.res.After.CreatedAt
@@ -233,7 +232,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.now = m.opts.Clock.Now()
 		m.setResult(clearResult(msg))
 		cmds := []tea.Cmd{m.refresh()}
-		if msg.err == nil || errors.Is(msg.err, audit.ErrAuditWrite) {
+		if msg.err == nil {
 			m.showOverride(msg.dependency, nil)
 			if m.opts.WaitFleet {
 				cmds = append(cmds, m.waitFleet(metrics.Change{Dependency: msg.dependency, Goal: metrics.GoalReleased, Since: m.now}))
@@ -554,8 +553,8 @@ func forceResult(msg forcedMsg, now time.Time) (string, bool) {
 			lasts = "for " + human.Age(after.ExpiresAt.Sub(after.CreatedAt))
 		}
 		return fmt.Sprintf("%s %s %s — reason: %s%s", dep, verb, lasts, msg.req.Reason, rereadNote(msg.res.Confirmed, store.ConfirmedNote)), false
-	case errors.Is(msg.err, audit.ErrAuditWrite):
-		return fmt.Sprintf("%s WAS forced open, but %v", dep, msg.err), true
+	case errors.Is(msg.err, store.ErrOutcomeUnknown):
+		return fmt.Sprintf("force-open %s: the outcome is unknown, look at the row once the store answers: %v", dep, msg.err), true
 	case errors.As(msg.err, &ce):
 		return fmt.Sprintf("not forced: %v (look again, then decide)", ce), true
 	}
@@ -568,12 +567,12 @@ func clearResult(msg clearedMsg) (string, bool) {
 	case msg.err == nil && msg.res.Before == nil:
 		return fmt.Sprintf("%s was already clear", msg.dependency), false
 	case msg.err == nil && !msg.res.WasActive:
-		return fmt.Sprintf("%s: removed an expired override%s", msg.dependency, rereadNote(msg.res.Confirmed, store.ConfirmedDeleteNote)), false
+		return fmt.Sprintf("%s: removed an expired override%s", msg.dependency, rereadNote(msg.res.Confirmed, store.ConfirmedNote)), false
 	case msg.err == nil:
 		return fmt.Sprintf("%s cleared: instances follow their own breakers again within 5 s%s", msg.dependency,
-			rereadNote(msg.res.Confirmed, store.ConfirmedDeleteNote)), false
-	case errors.Is(msg.err, audit.ErrAuditWrite):
-		return fmt.Sprintf("%s WAS cleared, but %v", msg.dependency, msg.err), true
+			rereadNote(msg.res.Confirmed, store.ConfirmedNote)), false
+	case errors.Is(msg.err, store.ErrOutcomeUnknown):
+		return fmt.Sprintf("clear %s: the outcome is unknown, look at the row once the store answers: %v", msg.dependency, msg.err), true
 	case errors.As(msg.err, &ce):
 		return fmt.Sprintf("not cleared: %v", ce), true
 	}

@@ -1,6 +1,5 @@
 // Package audit implements `koshactl audit list`, the audit records of the
-// context's store, newest first, and `koshactl audit repair`, which writes
-// the record of a change whose own append did not land.
+// context's store, newest first.
 package audit
 
 import (
@@ -25,7 +24,6 @@ const DefaultFollowInterval = 2 * time.Second
 func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Read the audit log of control-plane changes"}
 	cmd.AddCommand(NewCmdList(f))
-	cmd.AddCommand(NewCmdRepair(f))
 	return cmd
 }
 

@@ -27,10 +27,10 @@ func ExitCode(err error) int {
 		return exitcode.OK
 	case errors.As(err, &ee):
 		return ee.Code
-	case errors.Is(err, audit.ErrAuditWrite):
-		// Before cancellation: an interrupt that stopped the audit append
-		// after the change was made leaves a change without its record.
-		return exitcode.Audit
+	case errors.Is(err, store.ErrOutcomeUnknown), errors.Is(err, audit.ErrAuditUnknown):
+		// Before cancellation and unavailability: an interrupted change
+		// whose settling could not reach the store.
+		return exitcode.Unknown
 	case errors.Is(err, context.Canceled):
 		return exitcode.Interrupted
 	case errors.Is(err, breaker.ErrConflict), errors.Is(err, store.ErrConditionFailed), errors.Is(err, config.ErrChanged),

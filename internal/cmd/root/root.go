@@ -12,7 +12,6 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
 	breakercmd "github.com/kosha-platform/koshactl/internal/cmd/breaker"
 	chaoscmd "github.com/kosha-platform/koshactl/internal/cmd/chaos"
@@ -221,12 +220,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 		if errors.As(err, &hinted) && hinted.Hint != "" {
 			fmt.Fprintln(f.IOStreams.ErrOut, textsafe.Line(oneLine(errors.New(hinted.Hint))))
 		}
-		// A change made whose audit record did not land (exit 8, however
-		// it failed: an error or an interrupt): the command that writes it.
-		var unwritten *audit.UnwrittenError
-		if errors.As(err, &unwritten) && unwritten.Repairable() && opened != nil {
-			fmt.Fprintln(f.IOStreams.ErrOut, "write the missing audit record with: "+textsafe.Line(unwritten.RepairCommand(opened.Name)))
-		}
 	}
 	code := ExitCode(err)
 	if !started && code == exitcode.Error {
@@ -236,7 +229,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 	// whose rollback failed after the interrupt exits 9), or made a change
 	// whose audit record the interrupt stopped (exit 8: the change was made).
 	var explicit *cmdutil.ExitErr
-	if ctx.Err() != nil && code != exitcode.OK && code != exitcode.Audit && !errors.As(err, &explicit) {
+	if ctx.Err() != nil && code != exitcode.OK && code != exitcode.Unknown && !errors.As(err, &explicit) {
 		code = exitcode.Interrupted
 	}
 	return code

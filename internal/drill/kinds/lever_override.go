@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -70,10 +69,6 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *drill.RunContext) (stri
 		return "already clear", nil
 	}
 	res, err := clearLever(ctx, rc, r.dependency, rc.Reason("rollback"))
-	if err != nil && res.Before != nil && errors.Is(err, audit.ErrAuditWrite) {
-		// Deleted, its record not written: done (and not retried), said so.
-		return "cleared, but its audit record was not written", err
-	}
 	if err != nil {
 		return "", err
 	}
@@ -137,19 +132,17 @@ func decodeDependency(m *drill.Map) (drill.Template, bool) {
 // unless absent), and audits it. The one restore both paths use.
 func restoreOverride(ctx context.Context, rc *drill.RunContext, dependency, subject string, b, cur breaker.Override, absent bool) (string, error) {
 	svc := rc.Deps
-	req := breaker.ForceRequest{Dependency: dependency, Reason: b.Reason, Actor: b.Actor, ExpiresAt: b.ExpiresAt, Overwrite: true,
-		Read: &breaker.ReadState{}}
+	mine := ""
 	if !absent {
-		req.Read.Current = &cur
+		mine = cur.WriteID
 	}
-	res, err := svc.Overrides.Force(ctx, req)
+	res, err := svc.Overrides.Restore(ctx, rc.Audit(), breaker.RestoreRequest{Dependency: dependency, Mine: mine, Before: &b,
+		Actor: svc.Actor, Reason: rc.Reason("rollback restores the override set by " + b.Actor)})
 	if err != nil {
-		return "", fmt.Errorf("restore override of %s: %w", dependency, err)
+		return "", err
 	}
-	_, aerr := rc.Audit().Append(ctx, audit.Entry{Actor: svc.Actor, Action: breaker.ActionForceOpen, Subject: subject,
-		Reason: rc.Reason("rollback restores the override set by " + b.Actor), Before: breaker.AuditState(res.Before), After: breaker.AuditState(&res.After)})
-	if aerr != nil {
-		return "", fmt.Errorf("restored the override of %s, but %w", dependency, aerr)
+	if l := res.LeftAlone; l != nil {
+		return fmt.Sprintf("left alone: %s now holds it (%q)", l.Actor, l.Reason), nil
 	}
 	return fmt.Sprintf("restored the override held by %s (%s)", b.Actor, expiryText(b.ExpiresAt)), nil
 }

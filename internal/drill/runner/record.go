@@ -6,6 +6,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Caps on what a run records for its report, so a long soak with a short
@@ -75,6 +76,10 @@ func (a *journalingAudit) Append(ctx context.Context, e audit.Entry) (audit.Reco
 		a.add(drill.AuditRef{ID: rec.ID, At: rec.Time.UTC(), Action: rec.Action, Subject: rec.Subject})
 	}
 	return rec, err
+}
+
+func (a *journalingAudit) Stage(ctx context.Context, e audit.Entry, token string, n int) (audit.Record, store.Op, error) {
+	return a.inner.Stage(ctx, e, token, n)
 }
 
 // recordStop records one evaluation of a stop condition.

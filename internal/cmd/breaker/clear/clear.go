@@ -119,14 +119,9 @@ type ItemResult struct {
 	Action  string                     `json:"action"`
 	Before  *overrideview.OverrideView `json:"before"`
 	AuditID string                     `json:"audit_id,omitempty"`
-	// ConfirmedByReread is true when the store's answer to the delete was
-	// lost and a re-read found the override gone (recorded as this clear).
+	// ConfirmedByReread is true when the store's answer to the clear was
+	// lost and koshactl settled it as landed (docs/contracts/store.md).
 	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
-	// ClearedBy names the actor of another clear of this exact item whose
-	// audit record (TheirAuditID) records it: this clear recorded nothing
-	// (docs/contracts/store.md).
-	ClearedBy    string `json:"cleared_by,omitempty"`
-	TheirAuditID string `json:"their_audit_id,omitempty"`
 }
 
 // Run clears the overrides.
@@ -213,9 +208,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		item := ItemResult{Dependency: o.Dependency, Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
 			ConfirmedByReread: res.Confirmed}
-		if res.Theirs != nil {
-			item.ClearedBy, item.TheirAuditID = res.Theirs.Actor, res.Theirs.ID
-		}
 		switch {
 		case res.Before == nil:
 			item.Action = "already-clear"
@@ -275,9 +267,6 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 			name = textsafe.Quote(breaker.OverrideKey(name)) // named by --key
 		}
 		switch {
-		case r.Action == "already-clear" && r.ClearedBy != "":
-			fmt.Fprintf(ios.Out, "%s was already cleared by %s (audit record %s): nothing recorded for this clear\n",
-				name, textsafe.Line(r.ClearedBy), r.TheirAuditID)
 		case r.Action == "already-clear":
 			fmt.Fprintf(ios.Out, "%s was not forced open: nothing to clear\n", name)
 		default:
@@ -291,11 +280,7 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 			}
 			fmt.Fprintf(ios.Out, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
 			if r.ConfirmedByReread {
-				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedDeleteNote)
-			}
-			if r.ClearedBy != "" {
-				fmt.Fprintf(ios.Out, "  recorded by %s's audit record %s: that clear's answer was lost and it claimed the record first\n",
-					textsafe.Line(r.ClearedBy), r.TheirAuditID)
+				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
 			}
 		}
 	}

@@ -218,7 +218,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	case !rec.OK:
 		// Every lever restored; an audit record (a rollback's, or the
 		// recovery's own) was not written.
-		return cmdutil.WithCode(exitcode.Audit, fmt.Errorf("drill %s run %s: every rollback restored its lever, but an audit record was not written: %s",
+		return cmdutil.WithCode(exitcode.Unknown, fmt.Errorf("drill %s run %s: every rollback restored its lever, but an audit record was not written: %s",
 			j.Drill.Name, j.RunID, rec.Detail))
 	case werr != nil:
 		return werr

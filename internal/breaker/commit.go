@@ -1,0 +1,187 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// leverWrite builds one override's write and the audit entry recording
+// it, for the change whose token is token, stamped at now (the moment the
+// change is built, so a confirmation prompt does not shorten a --for).
+type leverWrite func(token string, now time.Time) (store.Op, audit.Entry)
+
+// committed is what became of one leverWrite.
+type committed struct {
+	record    audit.Record
+	confirmed bool
+	err       error
+}
+
+const (
+	// changeLevers is how many overrides one transaction changes: each
+	// takes two of DynamoDB's 100 actions, its item and its record.
+	changeLevers = store.MaxChangeOps / 2
+	// changeWorkers bounds the transactions one operation has in flight
+	// (clear --all of thousands of overrides).
+	changeWorkers = 4
+)
+
+// ErrNotWritten marks a lever write that was part of a change the store
+// refused for another write's sake: nothing of the change was written.
+var ErrNotWritten = errors.New("not written")
+
+// commit writes every override write with its audit record as one
+// transaction ([store.Apply]): all of them or none. Past one transaction's
+// limit ([changeLevers] overrides) the writes go in chunks, each a
+// transaction with its own outcome, at most [changeWorkers] at once; a
+// chunk not started when ctx ends is not sent. One outcome per write, in
+// order.
+func (s *Overrides) commit(ctx context.Context, log audit.Appender, writes []leverWrite) []committed {
+	out := make([]committed, len(writes))
+	sem := make(chan struct{}, changeWorkers)
+	var wg sync.WaitGroup
+	for start := 0; start < len(writes); start += changeLevers {
+		end := min(start+changeLevers, len(writes))
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if err := ctx.Err(); err != nil {
+			for i := start; i < len(writes); i++ {
+				out[i].err = fmt.Errorf("%w: interrupted before it was sent: %w: %w", ErrNotWritten, store.ErrNotSent, err)
+			}
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			s.commitChunk(ctx, log, writes[start:end], out[start:end])
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// commitChunk writes one transaction: every write of writes and its record.
+func (s *Overrides) commitChunk(ctx context.Context, log audit.Appender, writes []leverWrite, out []committed) {
+	fail := func(err error) {
+		for i := range out {
+			out[i].err = err
+		}
+	}
+	token, err := store.NewWriteID()
+	if err != nil {
+		fail(err)
+		return
+	}
+	now := s.clock.Now()
+	ops := make([]store.Op, 0, 2*len(writes))
+	records := make([]audit.Record, len(writes))
+	proof := ""
+	for i, w := range writes {
+		op, e := w(token, now)
+		rec, rop, err := log.Stage(ctx, e, token, i)
+		if err != nil {
+			fail(err)
+			return
+		}
+		records[i] = rec
+		ops = append(ops, op, rop)
+		if proof == "" && op.Put != nil {
+			proof = op.PK()
+		}
+	}
+	if proof == "" {
+		proof = ops[1].PK() // only deletes: the first record proves the change
+	}
+	applied, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: ops, Proof: proof})
+	for i := range out {
+		if err != nil {
+			out[i].err = s.explain(ctx, err, ops[2*i], ops)
+			continue
+		}
+		out[i] = committed{record: records[i], confirmed: applied.Confirmed}
+	}
+}
+
+// explain words why the change holding op (one of ops) was not written,
+// for op's dependency: its own conflict, another write's, or the store's
+// failure.
+func (s *Overrides) explain(ctx context.Context, err error, op store.Op, ops []store.Op) error {
+	pk := op.PK()
+	dep, _ := DependencyOfKey(pk)
+	var tce *store.TxConflictError
+	switch {
+	case errors.Is(err, store.ErrOutcomeUnknown):
+		return fmt.Errorf("%w: check with koshactl breaker get %s", err, textsafe.ShellQuote(dep))
+	case !errors.As(err, &tce):
+		return err
+	}
+	if ce, ok := tce.On(pk); ok {
+		return s.conflictOn(ctx, dep, ce)
+	}
+	other := tce.Conflicts[0].PK
+	if odep, ok := DependencyOfKey(other); ok == nil && odep != "" && other != pk {
+		for _, o := range ops {
+			if o.PK() == other {
+				return fmt.Errorf("%w: %s changed while koshactl was acting, and the change holding both was refused whole: review it, then re-run: %w",
+					ErrNotWritten, textsafe.Quote(odep), ErrConflict)
+			}
+		}
+	}
+	return fmt.Errorf("%w: the audit record's key %s is taken by an item koshactl did not write, so nothing of the change was written: %w",
+		ErrNotWritten, textsafe.Quote(other), err)
+}
+
+// conflictOn is the *ConflictError of a write of dependency's override
+// refused by its condition: the override as stored then (read again when
+// the store did not say), or gone.
+func (s *Overrides) conflictOn(ctx context.Context, dependency string, ce store.ConditionError) error {
+	cur := ce.Current
+	if cur == nil {
+		it, err := s.store.Get(ctx, OverrideKey(dependency))
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("override %s changed while koshactl was acting, and re-reading it failed: %w", dependency, err)
+		default:
+			cur = it
+		}
+	}
+	if cur == nil {
+		return fmt.Errorf("override %s changed while koshactl was acting (it is gone now): review it, then re-run: %w", dependency, ErrConflict)
+	}
+	o, err := OverrideFromItem(cur)
+	if err != nil {
+		return err
+	}
+	return &ConflictError{Current: o, Raced: true}
+}
+
+// Force forces one override with its audit record ([Overrides.ForceAll]
+// of one request, no known-dependency rule).
+func (s *Overrides) Force(ctx context.Context, log audit.Appender, req ForceRequest) (ForceResult, audit.Record, error) {
+	outs, err := s.ForceAll(ctx, log, ForceAll{Requests: []ForceRequest{req}})
+	if len(outs) == 0 {
+		return ForceResult{}, audit.Record{}, err
+	}
+	return outs[0].Result, outs[0].Record, err
+}
+
+// Clear clears one override with its audit record ([Overrides.ClearAll]
+// of one dependency). Clearing an absent override succeeds with a nil
+// Before and records nothing.
+func (s *Overrides) Clear(ctx context.Context, log audit.Appender, dependency, actor, reason string) (ClearResult, audit.Record, error) {
+	outs, err := s.ClearAll(ctx, log, ClearAll{Dependencies: []string{dependency}, Reason: reason,
+		Actor: func(context.Context) (string, error) { return actor, nil }})
+	if len(outs) == 0 {
+		return ClearResult{}, audit.Record{}, err
+	}
+	return outs[0].Result, outs[0].Record, err
+}
