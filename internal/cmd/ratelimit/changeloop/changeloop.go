@@ -6,7 +6,6 @@ package changeloop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
