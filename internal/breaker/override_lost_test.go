@@ -12,8 +12,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // With no retry at all (one attempt), a lost answer is a send failure, not a
@@ -21,7 +21,7 @@ import (
 // and for a clear.
 func TestLostAnswerWithoutRetryIsResolvedByTheReread(t *testing.T) {
 	t.Parallel()
-	p := faultproxy.Start(t, dynalite.Start(t))
+	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL()) // one attempt per request
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	ov := breaker.NewOverrides(s, clk)
@@ -55,7 +55,7 @@ func TestLostAnswerWithoutRetryIsResolvedByTheReread(t *testing.T) {
 // "already clear", nothing recorded as this one's.
 func TestClearRefusedOnFirstAttemptWithItemGoneIsAlreadyClear(t *testing.T) {
 	t.Parallel()
-	s := dynamotest.NewStore(t, dynalite.Start(t))
+	s := dynamotest.NewStore(t, moto.Start(t))
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	ov := breaker.NewOverrides(s, clk)
 	ctx := context.Background()
@@ -78,12 +78,12 @@ func TestClearRefusedOnFirstAttemptWithItemGoneIsAlreadyClear(t *testing.T) {
 // done. The claim on the deleted item's write_id decides: alice's is there,
 // so bob reports her clear and records nothing. Exactly one record.
 func TestTwoClearsOfOneItemRecordItOnceAndTheLoserReportsTheOther(t *testing.T) {
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	p := faultproxy.Start(t, endpoint)
 	direct := dynamotest.NewStore(t, endpoint)
 	// bob's requests go through the proxy (one attempt each: a lost
 	// answer is a failed send)
-	bobStore := dynamo.NewFromConfig(dynalite.Config(t, p.URL()), direct.Table())
+	bobStore := dynamo.NewFromConfig(moto.Config(t, p.URL()), direct.Table())
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	alice, bob := breaker.NewOverrides(direct, clk), breaker.NewOverrides(bobStore, clk)
 	aliceLog, bobLog := audit.NewLog(direct, clk, "test"), audit.NewLog(bobStore, clk, "test")
@@ -129,7 +129,7 @@ func TestTwoClearsOfOneItemRecordItOnceAndTheLoserReportsTheOther(t *testing.T) 
 // never as a plain canceled write that left an unaudited override.
 func TestInterruptWhileTheForceIsInFlightIsResolvedByTheReread(t *testing.T) {
 	t.Parallel()
-	p := faultproxy.Start(t, dynalite.Start(t))
+	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL())
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	ov := breaker.NewOverrides(s, clk)
@@ -158,7 +158,7 @@ func TestInterruptWhileTheForceIsInFlightIsResolvedByTheReread(t *testing.T) {
 // the interrupt stopped the append, so `audit repair` finds the record.
 func TestInterruptWhileTheClearIsInFlightLeavesARepairableRecord(t *testing.T) {
 	t.Parallel()
-	p := faultproxy.Start(t, dynalite.Start(t))
+	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL())
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	ov := breaker.NewOverrides(s, clk)

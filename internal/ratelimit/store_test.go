@@ -16,7 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // One dynalite serves the package, started on first use so the pure tests
@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 func dynamoURL(tb testing.TB) string {
 	tb.Helper()
 	dynaliteOnce.Do(func() {
-		dynaliteEndpoint, dynaliteStop, dynaliteErr = dynalite.StartMain()
+		dynaliteEndpoint, dynaliteStop, dynaliteErr = moto.StartMain()
 	})
 	if dynaliteErr != nil {
 		tb.Fatal(dynaliteErr)

@@ -28,7 +28,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // Env100k opts in to the 100k-bucket table (loading it takes about a
@@ -113,7 +113,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	ep, stop, err := dynalite.StartMain()
+	ep, stop, err := moto.StartMain()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -141,7 +141,7 @@ func loaded(b *testing.B, buckets int) *table {
 		return t
 	}
 	name := fmt.Sprintf("scale-%d", buckets)
-	s := dynamo.NewFromConfig(dynalite.Config(b, server), name)
+	s := dynamo.NewFromConfig(moto.Config(b, server), name)
 	if _, err := s.Init(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func BenchmarkReads(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("dashboard-refresh/buckets=%d", size), func(b *testing.B) {
-			s := dynamo.NewFromConfig(dynalite.Config(b, t.counter.url), t.name)
+			s := dynamo.NewFromConfig(moto.Config(b, t.counter.url), t.name)
 			ov := breaker.NewOverrides(s, clock.NewFake(now))
 			log := audit.NewLog(s, clock.NewFake(now), "dev")
 			known := []string{"core-api", "openai", "postgres", "screening-sim"}

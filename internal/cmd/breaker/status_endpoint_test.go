@@ -6,7 +6,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // TestStatusOnAnEndpointWithoutCloudWatch: issue 22. On the README's dynalite
@@ -15,7 +15,7 @@ import (
 // names how to point gauges elsewhere, and exits 5.
 func TestStatusOnAnEndpointWithoutCloudWatch(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")

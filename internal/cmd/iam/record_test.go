@@ -14,7 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // recorder is what one koshactl process asked of AWS: DynamoDB operations
@@ -45,7 +45,7 @@ func (r *recorder) take() []iam.Need {
 
 // testTarget is where the tests' policies point: dynalite's region, the
 // fakes' account, the contexts' table and chaos secret.
-var testTarget = iam.Target{Region: dynalite.Region, Account: "123456789012", Table: "kosha-control", //nolint:gosec // G101: a secret's name, not its value
+var testTarget = iam.Target{Region: moto.Region, Account: "123456789012", Table: "kosha-control", //nolint:gosec // G101: a secret's name, not its value
 	Secret: "kosha/chaos/dev", Namespace: "Kosha/Resilience", Topics: []string{notifyTopic}}
 
 // dynamoProxy starts an iamtest proxy in front of dynalite at target that

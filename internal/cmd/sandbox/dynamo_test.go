@@ -12,7 +12,7 @@ import (
 
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -21,7 +21,7 @@ import (
 // every instance through it.
 func TestSandboxOnDynamoDBContext(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	cli := clitest.New(t, clitest.Parallel())
 	cli.UseDynamoDB(endpoint, "kosha-control")
 	cli.MustRun(0, "store", "init")

@@ -13,13 +13,13 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // endpoint is the dynalite serving the package.
 var endpoint string
 
-func TestMain(m *testing.M) { dynalite.RunMain(m, &endpoint) }
+func TestMain(m *testing.M) { moto.RunMain(m, &endpoint) }
 
 func dynaliteURL(testing.TB) string { return endpoint }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // Epoch is the fixed instant every test's clock starts at.
@@ -199,7 +199,7 @@ func (e *Env) WriteConfig(yaml string) {
 // created: run "store init" for that.
 func (e *Env) UseDynamoDB(endpoint, table string, flags ...string) {
 	e.T.Helper()
-	args := append([]string{"config", "set-context", "dev", "--table", table, "--region", dynalite.Region,
+	args := append([]string{"config", "set-context", "dev", "--table", table, "--region", moto.Region,
 		"--endpoint-url", endpoint, "--static-credentials", "--use"}, flags...)
 	e.MustRun(0, args...)
 }

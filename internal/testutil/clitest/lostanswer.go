@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // LostAnswerEnv is a CLI on a DynamoDB context whose endpoint is a fault proxy in
@@ -20,7 +20,7 @@ import (
 // so its tests may run in parallel.
 func LostAnswerEnv(t *testing.T) (*Env, *faultproxy.Proxy) {
 	t.Helper()
-	p := faultproxy.Start(t, dynalite.Start(t))
+	p := faultproxy.Start(t, moto.Start(t))
 	e := New(t, Parallel())
 	e.UseDynamoDB(p.URL(), "kosha-control")
 	e.MustRun(0, "store", "init")

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 	"github.com/kosha-platform/koshactl/internal/testutil/procbench"
 )
 
@@ -25,8 +25,8 @@ func newForceOpenBench(b *testing.B) forceOpenBench {
 	b.Helper()
 	dir := b.TempDir()
 	bin := procbench.Build(b, "github.com/kosha-platform/koshactl/cmd/koshactl")
-	endpoint := dynalite.Start(b)
-	if _, err := dynamo.NewFromConfig(dynalite.Config(b, endpoint), "kosha-control").Init(context.Background()); err != nil {
+	endpoint := moto.Start(b)
+	if _, err := dynamo.NewFromConfig(moto.Config(b, endpoint), "kosha-control").Init(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "config.yaml")

@@ -1,0 +1,10 @@
+//go:build unix && !linux
+
+package moto
+
+import "syscall"
+
+// sysProcAttr puts the server in its own process group.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
