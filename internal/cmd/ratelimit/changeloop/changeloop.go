@@ -160,12 +160,13 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 		// (exit 8) and says how to find out.
 		check := "check it with koshactl ratelimit get " + unknown[0]
 		if len(unknown) > 1 {
-			check = fmt.Sprintf("check %s with koshactl ratelimit get CLIENT", strings.Join(unknown, ", "))
+			check = "check each with koshactl ratelimit get CLIENT"
 		}
+		head := fmt.Sprintf("the outcome of %s %s is unknown: %s", op, strings.Join(unknown, ", "), check)
 		if failure != nil {
-			return fmt.Errorf("%w; %s; also %v", unknownErr, check, failure)
+			return fmt.Errorf("%s (%w); also %v", head, unknownErr, failure)
 		}
-		return fmt.Errorf("%w; %s", unknownErr, check)
+		return fmt.Errorf("%s (%w)", head, unknownErr)
 	}
 	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(changes) {
 		failure = fmt.Errorf("%w (the buckets listed above were changed; the rest were not)", failure)
