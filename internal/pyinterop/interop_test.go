@@ -28,7 +28,7 @@ const (
 )
 
 // session is one koshactl installation and one Python peer sharing a
-// dynalite table and a Secrets Manager fake.
+// moto table and a Secrets Manager fake.
 type session struct {
 	t    *testing.T
 	e    *clitest.Env

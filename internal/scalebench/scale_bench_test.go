@@ -35,7 +35,7 @@ import (
 // minute on a shared 2-core machine; see docs/benchmarks/scale.md).
 const Env100k = "KOSHACTL_BENCH_100K"
 
-// counter is a reverse proxy in front of dynalite that counts, from
+// counter is a reverse proxy in front of moto that counts, from
 // DynamoDB's own answers, the requests made and the items each examined:
 // ScannedCount for Scan and Query, the items returned for BatchGetItem, one
 // for a GetItem that found its item.
@@ -94,7 +94,7 @@ func newCounter(tb testing.TB, upstream string) *counter {
 
 func (c *counter) reset() { c.requests.Store(0); c.examined.Store(0) }
 
-// table is one loaded dynalite table behind a counter.
+// table is one loaded moto table behind a counter.
 type table struct {
 	endpoint string
 	counter  *counter
@@ -106,7 +106,7 @@ type table struct {
 var (
 	tablesMu sync.Mutex
 	tables   = map[int]*table{}
-	// server is the dynalite every benchmark of the binary shares.
+	// server is the moto server every benchmark of the binary shares.
 	server string
 	// closers stop the counters when the binary ends.
 	closers []func() error
@@ -179,7 +179,7 @@ func loaded(b *testing.B, buckets int) *table {
 	}
 	t := &table{endpoint: server, name: name, loadTime: time.Since(start), items: len(items), counter: newCounter(b, server)}
 	ov := breaker.NewOverrides(s, clock.NewFake(now))
-	if _, err := ov.Force(context.Background(), breaker.ForceRequest{Dependency: "openai", Reason: "bench", Actor: "bench", For: 12 * time.Hour}); err != nil {
+	if _, _, err := ov.Force(context.Background(), audit.NewLog(s, clock.NewFake(now), "bench"), breaker.ForceRequest{Dependency: "openai", Reason: "bench", Actor: "bench", For: 12 * time.Hour}); err != nil {
 		b.Fatal(err)
 	}
 	tables[buckets] = t
@@ -289,7 +289,7 @@ func BenchmarkScanRate(b *testing.B) {
 	}
 }
 
-// latencyLink starts toxiproxy in process between koshactl and dynalite
+// latencyLink starts toxiproxy in process between koshactl and moto
 // with rtt/2 of latency each way, and returns its address.
 func latencyLink(b *testing.B, upstream string, rtt time.Duration) string {
 	b.Helper()
@@ -298,7 +298,7 @@ func latencyLink(b *testing.B, upstream string, rtt time.Duration) string {
 		b.Fatal(err)
 	}
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	p := toxiproxy.NewProxy(srv, "dynalite", "127.0.0.1:0", u.Host)
+	p := toxiproxy.NewProxy(srv, "moto", "127.0.0.1:0", u.Host)
 	if err := p.Start(); err != nil {
 		b.Fatal(err)
 	}

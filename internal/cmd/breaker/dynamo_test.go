@@ -99,7 +99,7 @@ func TestUnreachableEndpointIsUnavailable(t *testing.T) {
 	}
 }
 
-// --debug against dynalite: one line per DynamoDB operation with its status
+// --debug against moto: one line per DynamoDB operation with its status
 // and request id, on stderr, and never the (dummy) secret key or a signature.
 func TestDebugLogsDynamoDBOperations(t *testing.T) {
 	t.Parallel()

@@ -22,7 +22,7 @@ import (
 )
 
 // The issue's end-to-end "hostile table": items written raw through the AWS
-// SDK against dynalite, as `aws dynamodb put-item` would (raw attribute
+// SDK against moto, as `aws dynamodb put-item` would (raw attribute
 // values, wrong types, control characters in every string, no index
 // attributes), then the real binary's output checked byte by byte: no raw
 // control byte on either stream, every malformed override flagged, the

@@ -22,7 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// awsWorld is one DynamoDB context on dynalite (through a recording,
+// awsWorld is one DynamoDB context on moto (through a recording,
 // enforcing proxy), its chaos secret in a fake Secrets Manager and its
 // gauges and alarms in a fake CloudWatch, all three enforcing enf's policy.
 type awsWorld struct {
@@ -150,7 +150,7 @@ func (w *awsWorld) prepare() {
 	w.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "setup")
 }
 
-// Every command path in iam.Commands, run against dynalite and the fakes
+// Every command path in iam.Commands, run against moto and the fakes
 // under the policy of the smallest role that has it, passes and calls
 // exactly the operations the table declares for it: what a role's policy
 // grants is what its commands do, and enough for them.
@@ -358,10 +358,10 @@ func TestPolicyRefusesWhatItCannotRender(t *testing.T) {
 
 // The admin role runs the store commands: init (on a missing table) calls
 // exactly what iam.Commands declares for it, and migrate passes under the
-// policy calling nothing undeclared. (UpdateTable, which migrate calls on a
-// table lacking indexes, cannot succeed here: dynalite cannot add an index
-// to an existing table; internal/store/dynamo's tests cover that call, and
-// TestEveryActionOfTheAdminRoleIsNeeded shows the policy must grant it.)
+// policy calling nothing undeclared. (UpdateTable, which migrate calls only
+// on a table lacking indexes, is not called here: init made every index;
+// TestEveryActionOfTheAdminRoleIsNeeded runs migrate on a table without
+// them and shows the policy must grant it.)
 func TestAdminRunsStoreCommands(t *testing.T) {
 	t.Parallel()
 	endpoint := moto.Start(t)
@@ -454,9 +454,8 @@ func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 			}
 		}, []string{"store", "migrate", "--yes"}},
 	}
-	// With the whole policy each scenario passes, bar UpdateTable on
-	// dynalite (it cannot add an index to an existing table): the
-	// scenarios reach every call.
+	// With the whole policy each scenario passes: the scenarios reach
+	// every call.
 	for _, sc := range scenarios {
 		table := useTable()
 		tg := testTarget

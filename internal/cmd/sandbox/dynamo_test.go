@@ -16,7 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
-// The sandbox on a DynamoDB context (a dynalite endpoint): overrides and
+// The sandbox on a DynamoDB context (a moto endpoint): overrides and
 // rate-limit buckets live in the table, and the CLI's force-open reaches
 // every instance through it.
 func TestSandboxOnDynamoDBContext(t *testing.T) {

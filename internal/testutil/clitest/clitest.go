@@ -194,7 +194,7 @@ func (e *Env) WriteConfig(yaml string) {
 }
 
 // UseDynamoDB adds the context "dev" on table at a DynamoDB-API test server
-// (dynalite) with the static test credentials and selects it; flags are
+// (moto) with the static test credentials and selects it; flags are
 // added to set-context (--dependencies a,b for example). The table is not
 // created: run "store init" for that.
 func (e *Env) UseDynamoDB(endpoint, table string, flags ...string) {

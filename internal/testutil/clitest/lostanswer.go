@@ -2,7 +2,7 @@ package clitest
 
 // The tests of a write whose answer is lost (breaker's and ratelimit's): a
 // CLI on a DynamoDB context whose endpoint is a fault proxy in front of
-// dynalite, and the audit actions recorded on a subject, so a test can tell
+// moto, and the audit actions recorded on a subject, so a test can tell
 // a write confirmed by re-read and audited once.
 
 import (
@@ -16,7 +16,7 @@ import (
 )
 
 // LostAnswerEnv is a CLI on a DynamoDB context whose endpoint is a fault proxy in
-// front of dynalite, with the table created; it sets nothing in the process,
+// front of moto, with the table created; it sets nothing in the process,
 // so its tests may run in parallel.
 func LostAnswerEnv(t *testing.T) (*Env, *faultproxy.Proxy) {
 	t.Helper()

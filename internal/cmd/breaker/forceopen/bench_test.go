@@ -13,7 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/procbench"
 )
 
-// forceOpenBench is one dynalite with the control table, a context file
+// forceOpenBench is one moto server with the control table, a context file
 // pointing koshactl at it, and the environment both processes run in.
 type forceOpenBench struct {
 	endpoint string
@@ -49,7 +49,7 @@ func newForceOpenBench(b *testing.B) forceOpenBench {
 // BenchmarkWholeProcessVersusAWSCLI runs, side by side in one loop, the whole
 // koshactl process forcing a breaker open (context resolution, read, two
 // conditional writes: the override and its audit record) and the AWS CLI
-// putting the same item, both against one dynalite server. It reports each
+// putting the same item, both against one moto server. It reports each
 // one's median wall time per process and the ratio aws/koshactl.
 func BenchmarkWholeProcessVersusAWSCLI(b *testing.B) {
 	awsBin, err := exec.LookPath("aws")

@@ -1,5 +1,5 @@
 // Package dynamotest provides DynamoDB stores for tests: each on a fresh,
-// initialized table of a dynalite server, so tests of packages built on the
+// initialized table of a moto server, so tests of packages built on the
 // store (rate limiting, breaker overrides, chaos) can run against the real
 // DynamoDB API without sharing state.
 package dynamotest
@@ -34,7 +34,7 @@ func TableName(tb testing.TB) string {
 	return fmt.Sprintf("t%d-%s", tables.Add(1), name)
 }
 
-// NewStore returns a store on a fresh table of the dynalite at endpoint
+// NewStore returns a store on a fresh table of the moto server at endpoint
 // (start one with moto.Start or moto.StartMain), created with
 // [dynamo.Store.Init].
 func NewStore(tb testing.TB, endpoint string) *dynamo.Store {
