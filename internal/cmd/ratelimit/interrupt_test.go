@@ -89,7 +89,6 @@ func TestBucketChangeWithTheStoreUnreachableSaysTheOutcomeIsUnknown(t *testing.T
 		}
 	}
 	r := runInterrupted(t, e, p, faultproxy.Withhold, unreachable, "ratelimit", "reset", "alice", "--reason", "incident")
-	t.Logf("stderr:\n%s", r.Stderr)
 	if r.Code != exitcode.Unknown {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, exitcode.Unknown, r.Stdout, r.Stderr)
 	}
