@@ -3,6 +3,7 @@ package moto
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"net"
@@ -192,11 +193,47 @@ func launch(ctx context.Context, bin string) (*Server, error) {
 	return launchOn(ctx, bin, port)
 }
 
-// launchOn starts moto_server on port and waits until it serves there.
+// serialPy runs moto's server with its requests served one at a time; see
+// the file's comment.
+//
+//go:embed serial.py
+var serialPy string
+
+// command is how to run the server bin on port: through the Python that
+// runs bin (its #! line), with serialPy, so requests are served one at a
+// time; bin itself when it is no Python script (then concurrent
+// transactions may fail with HTTP 500, as moto's own server does).
+func command(bin string, port int) *exec.Cmd {
+	if interp := pythonOf(bin); interp != nil {
+		args := append(interp[1:], "-c", serialPy, "127.0.0.1", strconv.Itoa(port))
+		return exec.Command(interp[0], args...) //nolint:gosec,noctx // G204: the interpreter of the test server found by FindServer; noctx: ctx bounds the start only
+	}
+	return exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port)) //nolint:gosec,noctx // G204: the test server found by FindServer; noctx: ctx bounds the start only
+}
+
+// pythonOf returns the interpreter command of a Python script's #! line
+// ("/usr/bin/env python3" gives two words), or nil.
+func pythonOf(bin string) []string {
+	f, err := os.Open(bin) //nolint:gosec // G304: the test server found by FindServer
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = f.Close() }()
+	head := make([]byte, 256)
+	n, _ := f.Read(head)
+	line, _, _ := bytes.Cut(head[:n], []byte("\n"))
+	rest, ok := bytes.CutPrefix(line, []byte("#!"))
+	if !ok || !bytes.Contains(rest, []byte("python")) {
+		return nil
+	}
+	return strings.Fields(string(rest))
+}
+
+// launchOn starts moto's server on port and waits until it serves there.
 func launchOn(ctx context.Context, bin string, port int) (*Server, error) {
 	// Not CommandContext: ctx bounds the start, while the server outlives it
 	// until Stop.
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port)) //nolint:gosec,noctx // G204: the test server found by FindServer; noctx: see above
+	cmd := command(bin, port)
 	// MOTO_PORT is the port moto believes it serves on (it builds some URLs
 	// from it); one inherited from the caller's environment would be wrong.
 	// PYTHONUNBUFFERED: the readiness line must not wait in a pipe buffer.

@@ -180,6 +180,44 @@ func TestServesTransactWriteItems(t *testing.T) {
 	}
 }
 
+// TestConcurrentTransactionsAreIsolated: transactions sent at once on one
+// item are applied one at a time, as DynamoDB applies them: exactly one of
+// several conditional transactions on the same version wins, and none is
+// answered with a server error (moto's own server fails them with HTTP
+// 500 under concurrency; the harness serves its requests in turn).
+func TestConcurrentTransactionsAreIsolated(t *testing.T) {
+	client := dynamodb.NewFromConfig(Config(t, Start(t)))
+	createTable(t, client, "race")
+	const writers = 16
+	errs := make(chan error, writers)
+	for i := range writers {
+		go func() {
+			_, err := client.TransactWriteItems(t.Context(), &dynamodb.TransactWriteItemsInput{
+				TransactItems: []types.TransactWriteItem{
+					{Put: &types.Put{TableName: aws.String("race"), ConditionExpression: aws.String("attribute_not_exists(pk)"),
+						Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "lever"}}}},
+					{Put: &types.Put{TableName: aws.String("race"),
+						Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("record#%d", i)}}}},
+				}})
+			errs <- err
+		}()
+	}
+	won := 0
+	for range writers {
+		err := <-errs
+		var canceled *types.TransactionCanceledException
+		switch {
+		case err == nil:
+			won++
+		case !errors.As(err, &canceled):
+			t.Errorf("a concurrent transaction failed with %v, want applied or cancelled", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d of %d transactions on one absent item won, want exactly 1", won, writers)
+	}
+}
+
 // TestSurvivesAbortedRequests: a client that gives up mid-request (a
 // canceled context, a scan stopped early) must not kill the server the rest
 // of the package's tests share.
