@@ -188,6 +188,25 @@ func TestServesTransactWriteItems(t *testing.T) {
 func TestConcurrentTransactionsAreIsolated(t *testing.T) {
 	client := dynamodb.NewFromConfig(Config(t, Start(t)))
 	createTable(t, client, "race")
+	// A table of a few thousand items, so that moto's copy of it takes
+	// long enough for requests to overlap.
+	for b := range 80 {
+		var puts []types.WriteRequest
+		for i := range 25 {
+			puts = append(puts, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+				"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("filler#%d#%d", b, i)}}}})
+		}
+		if _, err := client.BatchWriteItem(t.Context(), &dynamodb.BatchWriteItemInput{
+			RequestItems: map[string][]types.WriteRequest{"race": puts}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 5 {
+		raceOnce(t, client, round)
+	}
+}
+
+func raceOnce(t *testing.T, client *dynamodb.Client, round int) {
 	const writers = 16
 	errs := make(chan error, writers)
 	for i := range writers {
@@ -195,9 +214,9 @@ func TestConcurrentTransactionsAreIsolated(t *testing.T) {
 			_, err := client.TransactWriteItems(t.Context(), &dynamodb.TransactWriteItemsInput{
 				TransactItems: []types.TransactWriteItem{
 					{Put: &types.Put{TableName: aws.String("race"), ConditionExpression: aws.String("attribute_not_exists(pk)"),
-						Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "lever"}}}},
+						Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("lever#%d", round)}}}},
 					{Put: &types.Put{TableName: aws.String("race"),
-						Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("record#%d", i)}}}},
+						Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("record#%d#%d", round, i)}}}},
 				}})
 			errs <- err
 		}()
@@ -214,7 +233,7 @@ func TestConcurrentTransactionsAreIsolated(t *testing.T) {
 		}
 	}
 	if won != 1 {
-		t.Errorf("%d of %d transactions on one absent item won, want exactly 1", won, writers)
+		t.Errorf("round %d: %d of %d transactions on one absent item won, want exactly 1", round, won, writers)
 	}
 }
 
