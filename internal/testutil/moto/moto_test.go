@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,8 +281,8 @@ func TestOutputKeepsTheBannerNotTheAccessLog(t *testing.T) {
 		}
 	}
 	out := s.Output()
-	if !strings.Contains(out, runningPrefix+s.Endpoint) {
-		t.Errorf("output lacks the banner %q:\n%s", runningPrefix+s.Endpoint, out)
+	if !strings.Contains(out, runningPrefix+s.motoURL) {
+		t.Errorf("output lacks the banner %q:\n%s", runningPrefix+s.motoURL, out)
 	}
 	if strings.Contains(out, "HTTP/1.1\"") {
 		t.Errorf("output keeps the access log:\n%s", out)
@@ -342,9 +344,49 @@ func TestLaunchOnATakenPortIsNotFooledByItsOwner(t *testing.T) {
 	s, err := launchOn(t.Context(), bin, ln.Addr().(*net.TCPAddr).Port)
 	if err == nil {
 		_ = s.Stop()
-		t.Fatalf("launch on a port another server holds succeeded: its endpoint %s is that server's", s.Endpoint)
+		t.Fatalf("launch on a port another server holds succeeded: its address %s is that server's", s.motoURL)
 	}
 	if !errors.Is(err, errPortTaken) {
 		t.Fatalf("launch on a taken port: %v, want errPortTaken", err)
+	}
+}
+
+// TestConditionalWritesOfOneItemAreAtomic: of many concurrent writes of one
+// item, each conditional on the version it read, exactly one per version
+// succeeds, as on DynamoDB (the front serializes moto's DynamoDB requests).
+func TestConditionalWritesOfOneItemAreAtomic(t *testing.T) {
+	client := dynamodb.NewFromConfig(Config(t, Start(t)))
+	createTable(t, client, "cas")
+	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "x"}}
+	put := func(version int) error {
+		_, err := client.PutItem(t.Context(), &dynamodb.PutItemInput{
+			TableName: aws.String("cas"),
+			Item: map[string]types.AttributeValue{"pk": key["pk"],
+				"v": &types.AttributeValueMemberN{Value: fmt.Sprint(version + 1)}},
+			ConditionExpression:       aws.String("attribute_not_exists(pk) OR v = :v"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: fmt.Sprint(version)}},
+		})
+		return err
+	}
+	const writers = 16
+	for version := range 5 {
+		var wins atomic.Int64
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Go(func() {
+				err := put(version)
+				var failed *types.ConditionalCheckFailedException
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case !errors.As(err, &failed):
+					t.Errorf("PutItem: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := wins.Load(); n != 1 {
+			t.Fatalf("%d of %d concurrent writes conditional on version %d succeeded, want 1", n, writers, version)
+		}
 	}
 }
