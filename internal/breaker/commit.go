@@ -119,7 +119,10 @@ func (s *Overrides) explain(ctx context.Context, err error, op store.Op, ops []s
 	var tce *store.TxConflictError
 	switch {
 	case errors.Is(err, store.ErrOutcomeUnknown):
-		return fmt.Errorf("%w: check with koshactl breaker get %s", err, textsafe.ShellQuote(dep))
+		if ValidateDependency(dep) != nil {
+			return fmt.Errorf("%w: check with koshactl breaker list --scan", err)
+		}
+		return fmt.Errorf("%w: check with koshactl breaker get %s", err, dep)
 	case !errors.As(err, &tce):
 		return err
 	}

@@ -3,6 +3,9 @@ package breaker_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,177 +13,259 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
-	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// With no retry at all (one attempt), a lost answer is a send failure, not a
-// refusal: the write still landed, and the re-read must say so, for a force
-// and for a clear.
-func TestLostAnswerWithoutRetryIsResolvedByTheReread(t *testing.T) {
-	t.Parallel()
-	p := faultproxy.Start(t, dynalite.Start(t))
-	s := dynamotest.NewStore(t, p.URL()) // one attempt per request
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	ov := breaker.NewOverrides(s, clk)
-	log := audit.NewLog(s, clk, "test")
-	ctx := context.Background()
-
-	p.LoseNext("PutItem", 1, faultproxy.Reset)
-	res, rec, err := ov.ForceAudited(ctx, log, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
-	if err != nil || !res.Confirmed || rec.ID == "" {
-		t.Fatalf("force with its answer lost: confirmed %v, record %q, err %v; want confirmed and recorded", res.Confirmed, rec.ID, err)
-	}
-	got, err := ov.Get(ctx, "openai")
-	if err != nil || got.WriteID != res.After.WriteID || got.WriteID == "" {
-		t.Fatalf("stored override %+v, %v; want the write's token %q", got, err, res.After.WriteID)
-	}
-
-	p.LoseNext("DeleteItem", 1, faultproxy.Reset)
-	cr, crec, err := ov.ClearAudited(ctx, log, "openai", "me", "over")
-	if err != nil || cr.Before == nil || !cr.Confirmed || crec.ID == "" {
-		t.Fatalf("clear with its answer lost: %+v, record %q, err %v; want cleared, confirmed and recorded", cr, crec.ID, err)
-	}
-	if _, err := ov.Get(ctx, "openai"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("override after the clear: %v, want not found", err)
-	}
-	if p.Lost("PutItem") != 1 || p.Lost("DeleteItem") != 1 {
-		t.Fatalf("lost %d PutItem, %d DeleteItem answers; want 1 each", p.Lost("PutItem"), p.Lost("DeleteItem"))
-	}
-}
-
-// A refusal on the first attempt, the item gone, is someone else's clear:
-// "already clear", nothing recorded as this one's.
-func TestClearRefusedOnFirstAttemptWithItemGoneIsAlreadyClear(t *testing.T) {
-	t.Parallel()
-	s := dynamotest.NewStore(t, dynalite.Start(t))
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	ov := breaker.NewOverrides(s, clk)
-	ctx := context.Background()
-	if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	outs, err := ov.ClearAll(ctx, audit.NewLog(s, clk, "test"), breaker.ClearAll{Dependencies: []string{"openai"}, Reason: "x",
-		Confirm: func([]breaker.ClearResult) error {
-			// Someone else clears it between our read and our delete.
-			return s.Delete(ctx, breaker.OverrideKey("openai"), store.IfPresent())
-		}})
-	if err != nil || len(outs) != 1 || outs[0].Written || outs[0].Result.Before != nil || outs[0].Result.Confirmed {
-		t.Fatalf("clear after someone else's: %+v, %v; want already clear, nothing written", outs, err)
-	}
-}
-
-// Two clears of one item: alice's delete lands and she records it; bob read
-// the same item, and his delete's answer is lost (its refusal never came
-// back), so his re-read finds the item gone, which his own delete may have
-// done. The claim on the deleted item's write_id decides: alice's is there,
-// so bob reports her clear and records nothing. Exactly one record.
-func TestTwoClearsOfOneItemRecordItOnceAndTheLoserReportsTheOther(t *testing.T) {
-	endpoint := dynalite.Start(t)
-	p := faultproxy.Start(t, endpoint)
-	direct := dynamotest.NewStore(t, endpoint)
-	// bob's requests go through the proxy (one attempt each: a lost
-	// answer is a failed send)
-	bobStore := dynamo.NewFromConfig(dynalite.Config(t, p.URL()), direct.Table())
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	alice, bob := breaker.NewOverrides(direct, clk), breaker.NewOverrides(bobStore, clk)
-	aliceLog, bobLog := audit.NewLog(direct, clk, "test"), audit.NewLog(bobStore, clk, "test")
-	ctx := context.Background()
-	if _, _, err := alice.ForceAudited(ctx, aliceLog, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "alice", For: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
-	var aliceRec audit.Record
-	outs, err := bob.ClearAll(ctx, bobLog, breaker.ClearAll{Dependencies: []string{"openai"}, Reason: "bob's clear",
-		Actor: func(context.Context) (string, error) { return "bob", nil },
-		Confirm: func([]breaker.ClearResult) error {
-			// Between bob's read and his delete, alice clears the same item.
-			res, rec, err := alice.ClearAudited(ctx, aliceLog, "openai", "alice", "alice's clear")
-			if err != nil || res.Before == nil || res.Theirs != nil {
-				t.Fatalf("alice's clear: %+v, %v", res, err)
-			}
-			aliceRec = rec
-			p.LoseNext("DeleteItem", 1, faultproxy.Reset)
-			return nil
-		}})
-	if err != nil || len(outs) != 1 {
-		t.Fatalf("bob's clear: %+v, %v", outs, err)
-	}
-	got := outs[0]
-	if got.Written || got.Result.Before != nil || got.Result.Theirs == nil || got.Result.Theirs.Actor != "alice" ||
-		got.Result.Theirs.ID != aliceRec.ID || got.Record.ID != "" {
-		t.Fatalf("bob's outcome %+v (theirs %+v); want nothing written by bob, alice's record %s named", got, got.Result.Theirs, aliceRec.ID)
-	}
-	if p.Lost("DeleteItem") != 1 {
-		t.Fatalf("the proxy lost %d DeleteItem answers, want 1", p.Lost("DeleteItem"))
-	}
-	l, err := aliceLog.List(ctx, audit.Query{Subject: breaker.OverrideKey("openai"), Action: breaker.ActionClear, Scan: true})
-	if err != nil || len(l.Records) != 1 || l.Records[0].Actor != "alice" || len(l.Unreadable) != 0 {
-		t.Fatalf("clear records %+v (unreadable %v), %v; want alice's alone", l.Records, l.Unreadable, err)
-	}
-}
-
-// An interrupt while the write is in flight (the store applied it, its
-// answer never came and the caller's context was canceled) leaves an
-// outcome the cancellation alone cannot tell: the re-read, on a context of
-// its own, resolves it. A force that landed is reported as written, and its
-// missing record as the exit-8 repair (an UnwrittenError naming its token),
-// never as a plain canceled write that left an unaudited override.
-func TestInterruptWhileTheForceIsInFlightIsResolvedByTheReread(t *testing.T) {
-	t.Parallel()
-	p := faultproxy.Start(t, dynalite.Start(t))
-	s := dynamotest.NewStore(t, p.URL())
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	ov := breaker.NewOverrides(s, clk)
-	log := audit.NewLog(s, clk, "test")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	p.LoseNext("PutItem", 1, faultproxy.Withhold)
-	go func() {
-		p.WaitLost(t, "PutItem", 1)
-		cancel()
-	}()
-	res, _, err := ov.ForceAudited(ctx, log, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
-	var unwritten *audit.UnwrittenError
-	if !res.Confirmed || !errors.As(err, &unwritten) || unwritten.WriteID != res.After.WriteID || !errors.Is(err, audit.ErrAuditWrite) {
-		t.Fatalf("force interrupted in flight: confirmed %v, err %v; want confirmed, its record the repair of write %s", res.Confirmed, err, res.After.WriteID)
-	}
-	got, err := ov.Get(context.Background(), "openai")
-	if err != nil || got.WriteID != res.After.WriteID {
-		t.Fatalf("stored override %+v, %v; want the interrupted write's", got, err)
-	}
-}
-
-// The same for a clear: the delete landed while the caller was interrupted.
-// The clear is reported as made, its record as the exit-8 repair, and that
-// repair works: the claim on the deleted item's token is written although
-// the interrupt stopped the append, so `audit repair` finds the record.
-func TestInterruptWhileTheClearIsInFlightLeavesARepairableRecord(t *testing.T) {
-	t.Parallel()
-	p := faultproxy.Start(t, dynalite.Start(t))
-	s := dynamotest.NewStore(t, p.URL())
-	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	ov := breaker.NewOverrides(s, clk)
-	log := audit.NewLog(s, clk, "test")
-	forced, _, err := ov.ForceAudited(context.Background(), log, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
+// records lists every audit record of subject.
+func records(t *testing.T, log *audit.Log, subject string) []audit.Record {
+	t.Helper()
+	l, err := log.List(context.Background(), audit.Query{Scan: true, Subject: subject})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l.Records
+}
+
+// Every way an answer can go missing, for a force and for a clear: the
+// connection reset after the transaction applied, the answer withheld
+// until the client gives up, and the request stalled and the caller
+// interrupted. Each change is confirmed, with exactly one record, never
+// "unaudited": the record was written in the same transaction.
+func TestLostAnswersAreConfirmedWithExactlyOneRecord(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		fault     faultproxy.Fault
+		interrupt bool
+	}{
+		{"reset after apply", faultproxy.Reset, false},
+		{"answer withheld, caller interrupted", faultproxy.Withhold, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := faultproxy.Start(t, moto.Start(t))
+			s := dynamotest.NewStore(t, p.URL()) // one attempt per request
+			clk := clock.NewFake(t0)
+			ov := breaker.NewOverrides(s, clk)
+			log := audit.NewLog(s, clk, "test")
+			lose := func() context.Context {
+				p.LoseNext("TransactWriteItems", 1, tc.fault)
+				if !tc.interrupt {
+					return context.Background()
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				t.Cleanup(cancel)
+				seen := p.Lost("TransactWriteItems")
+				go func() {
+					p.WaitLost(t, "TransactWriteItems", seen+1)
+					cancel()
+				}()
+				return ctx
+			}
+			res, rec, err := ov.Force(lose(), log, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
+			if err != nil || !res.Confirmed || rec.ID == "" {
+				t.Fatalf("force with its answer lost: confirmed %v, record %q, err %v; want confirmed and recorded", res.Confirmed, rec.ID, err)
+			}
+			if got, err := ov.Get(context.Background(), "openai"); err != nil || got.WriteID != res.After.WriteID || got.WriteID != rec.Change {
+				t.Fatalf("stored override %+v, %v; want the change's token %q, the record's too", got, err, rec.Change)
+			}
+			cr, crec, err := ov.Clear(lose(), log, "openai", "me", "over")
+			if err != nil || cr.Before == nil || !cr.Confirmed || crec.ID == "" {
+				t.Fatalf("clear with its answer lost: %+v, record %q, err %v; want cleared, confirmed and recorded", cr, crec.ID, err)
+			}
+			if _, err := ov.Get(context.Background(), "openai"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("override after the clear: %v, want not found", err)
+			}
+			if recs := records(t, log, "breaker#openai"); len(recs) != 2 {
+				t.Fatalf("%d records of openai, want exactly 2 (the force and the clear): %+v", len(recs), recs)
+			}
+			if p.Lost("TransactWriteItems") != 2 {
+				t.Fatalf("lost %d answers, want 2", p.Lost("TransactWriteItems"))
+			}
+		})
+	}
+}
+
+// A request stalled before it reached the store, and the caller
+// interrupted: the change is re-issued on a context of its own, so it is
+// settled (here: applied once, recorded once), never left behind a
+// "context canceled".
+func TestAStalledChangeInterruptedIsSettled(t *testing.T) {
+	t.Parallel()
+	p := faultproxy.Start(t, moto.Start(t))
+	s := dynamotest.NewStore(t, p.URL())
+	clk := clock.NewFake(t0)
+	ov := breaker.NewOverrides(s, clk)
+	log := audit.NewLog(s, clk, "test")
+	p.LoseNext("TransactWriteItems", 1, faultproxy.Stall)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p.LoseNext("DeleteItem", 1, faultproxy.Withhold)
 	go func() {
-		p.WaitLost(t, "DeleteItem", 1)
+		p.WaitStalled(t, "TransactWriteItems", 1)
 		cancel()
 	}()
-	res, _, err := ov.ClearAudited(ctx, log, "openai", "me", "over")
-	var unwritten *audit.UnwrittenError
-	if res.Before == nil || !res.Confirmed || !errors.As(err, &unwritten) || unwritten.WriteID != forced.After.WriteID {
-		t.Fatalf("clear interrupted in flight: %+v, err %v; want cleared, confirmed, its record the repair of write %s", res, err, forced.After.WriteID)
+	res, rec, err := ov.Force(ctx, log, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
+	if err != nil || rec.ID == "" {
+		t.Fatalf("force stalled and interrupted: %+v, %v", res, err)
 	}
-	rec, written, err := ov.RepairAudit(context.Background(), log, "openai", unwritten.WriteID, "me")
-	if err != nil || !written || rec.Action != breaker.ActionClear || rec.Actor != "me" {
-		t.Fatalf("repair of the interrupted clear: %+v, written %v, %v; want the clear's record written", rec, written, err)
+	if recs := records(t, log, "breaker#openai"); len(recs) != 1 {
+		t.Fatalf("%d records, want exactly 1", len(recs))
+	}
+}
+
+// A store that cannot be reached at all, neither for the change nor for
+// settling it: the one unknown outcome, with the command that tells.
+func TestAnUnreachableStoreIsAnUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	p := faultproxy.Start(t, moto.Start(t))
+	s := dynamotest.NewStore(t, p.URL())
+	clk := clock.NewFake(t0)
+	ov := breaker.NewOverrides(s, clk)
+	p.LoseNext("TransactWriteItems", 1, faultproxy.Reset)
+	p.LoseNext("GetItem", 1, faultproxy.Reset)
+	_, _, err := ov.Force(context.Background(), audit.NewLog(s, clk, "test"),
+		breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
+	if !errors.Is(err, store.ErrOutcomeUnknown) || errors.Is(err, audit.ErrAuditWrite) {
+		t.Fatalf("force on an unreachable store: %v; want the unknown outcome, never an audit failure", err)
+	}
+	if want := "koshactl breaker get openai"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say how to check (%s)", err, want)
+	}
+}
+
+// Two operators race on one dependency for 20 rounds, each forcing it
+// (overwriting) and clearing: every round has one winner per lever pull
+// and exactly one record for each change that landed.
+func TestTwoOperatorsRacingRecordEachChangeOnce(t *testing.T) {
+	t.Parallel()
+	for name, s := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			ov := breaker.NewOverrides(s, clk)
+			log := audit.NewLog(s, clk, "race")
+			landed := 0
+			for round := range 20 {
+				var wg sync.WaitGroup
+				errs := make([]error, 2)
+				for i := range 2 {
+					wg.Go(func() {
+						_, _, errs[i] = ov.Force(t.Context(), log, breaker.ForceRequest{Dependency: "openai",
+							Reason: fmt.Sprintf("round %d", round), Actor: fmt.Sprintf("op%d", i), For: time.Hour})
+					})
+				}
+				wg.Wait()
+				wins := 0
+				for _, err := range errs {
+					switch {
+					case err == nil:
+						wins++
+					case !errors.Is(err, breaker.ErrConflict):
+						t.Fatalf("round %d: %v, want a win or a conflict", round, err)
+					}
+				}
+				if wins != 1 {
+					t.Fatalf("round %d: %d forces won, want 1", round, wins)
+				}
+				landed++
+				for i := range 2 {
+					wg.Go(func() { _, _, errs[i] = ov.Clear(t.Context(), log, "openai", fmt.Sprintf("op%d", i), "done") })
+				}
+				wg.Wait()
+				cleared := 0
+				for _, err := range errs {
+					if err == nil {
+						cleared++
+					} else if !errors.Is(err, breaker.ErrConflict) {
+						t.Fatalf("round %d clear: %v", round, err)
+					}
+				}
+				if cleared == 0 {
+					t.Fatalf("round %d: no clear succeeded", round)
+				}
+			}
+			forces, clears := 0, 0
+			for _, r := range records(t, log, "breaker#openai") {
+				switch r.Action {
+				case breaker.ActionForceOpen:
+					forces++
+				case breaker.ActionClear:
+					clears++
+				}
+			}
+			if forces != landed || clears != landed {
+				t.Errorf("%d force and %d clear records for %d rounds, want one of each per round", forces, clears, landed)
+			}
+		})
+	}
+}
+
+// A claim an older koshactl (or anyone with PutItem on audit#) planted
+// beside an override changes nothing: the clear writes its own record, in
+// its own transaction.
+func TestAPlantedClaimHidesNoClear(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	clk := clock.NewFake(t0)
+	ov := breaker.NewOverrides(s, clk)
+	log := audit.NewLog(s, clk, "test")
+	res, _, err := ov.Force(t.Context(), log, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "alice", For: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := store.Item{store.PK: "audit#claim#" + res.After.WriteID, "record": "audit#0000000000000#feedfacefeedface",
+		"actor": "bob", "action": breaker.ActionClear, "subject": "breaker#openai"}
+	if err := s.Put(t.Context(), planted, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	cr, rec, err := ov.Clear(t.Context(), log, "openai", "carol", "recovered")
+	if err != nil || cr.Before == nil || rec.Actor != "carol" {
+		t.Fatalf("clear beside a planted claim: %+v, record %+v, %v; want carol's clear recorded", cr, rec, err)
+	}
+	recs := records(t, log, "breaker#openai")
+	byActor := map[string]string{}
+	for _, r := range recs {
+		byActor[r.Actor] = r.Action
+	}
+	if len(recs) != 2 || byActor["carol"] != breaker.ActionClear || byActor["alice"] != breaker.ActionForceOpen {
+		t.Fatalf("records %+v: want alice's force and carol's clear, the claim never listed", recs)
+	}
+}
+
+// force-open a b c with b re-forced by someone else between the read and
+// the write: one transaction, so none of them is written, and the error
+// says which one conflicted.
+func TestARaceOnOneDependencyChangesNone(t *testing.T) {
+	t.Parallel()
+	s := openStore(t)
+	clk := clock.NewFake(t0)
+	ov := breaker.NewOverrides(s, clk)
+	log := audit.NewLog(s, clk, "test")
+	outs, err := ov.ForceAll(t.Context(), log, breaker.ForceAll{Requests: forceReqs("a", "b", "c"),
+		Actor: func(context.Context) (string, error) { return "alice", nil },
+		Confirm: func([]breaker.ForceResult) error {
+			_, _, err := ov.Force(t.Context(), log, breaker.ForceRequest{Dependency: "b", Reason: "mine", Actor: "bob", For: time.Hour})
+			return err
+		}})
+	if err == nil || len(outs) != 3 {
+		t.Fatalf("ForceAll racing bob on b: %+v, %v; want it refused", outs, err)
+	}
+	var ce *breaker.ConflictError
+	if !errors.As(outs[1].Err, &ce) || ce.Current.Actor != "bob" {
+		t.Errorf("b's outcome: %v, want a conflict naming bob", outs[1].Err)
+	}
+	for _, i := range []int{0, 2} {
+		if outs[i].Written || !errors.Is(outs[i].Err, breaker.ErrNotWritten) || !strings.Contains(outs[i].Err.Error(), `"b"`) {
+			t.Errorf("outcome %d: written %v, %v; want not written, naming b", i, outs[i].Written, outs[i].Err)
+		}
+	}
+	for _, d := range []string{"a", "c"} {
+		if _, err := ov.Get(t.Context(), d); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s was written although the change was refused: %v", d, err)
+		}
+	}
+	if recs := records(t, log, "breaker#*"); len(recs) != 1 || recs[0].Actor != "bob" {
+		t.Errorf("records %+v: want bob's alone", recs)
 	}
 }

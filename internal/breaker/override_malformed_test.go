@@ -21,7 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // rawAttr is an attribute as another tool writes it: DynamoDB's type letter
@@ -109,8 +109,8 @@ func TestMalformedOverridesOnEmbeddedStore(t *testing.T) {
 // a table is most of the cost of a case.
 func TestMalformedOverridesOnDynamoDB(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
-	cfg := dynalite.Config(t, endpoint)
+	endpoint := moto.Start(t)
+	cfg := moto.Config(t, endpoint)
 	client := dynamodb.NewFromConfig(cfg)
 	s := dynamo.NewFromConfig(cfg, "malformed")
 	if _, err := s.Init(context.Background()); err != nil {
@@ -169,7 +169,7 @@ func testMalformedOverrides(t *testing.T, s store.Store, write rawWriter) {
 			}
 
 			// force-open --overwrite replaces it in one command.
-			res, _, err := ov.ForceAudited(t.Context(), log, breaker.ForceRequest{Dependency: dep, Reason: "fix",
+			res, _, err := ov.Force(t.Context(), log, breaker.ForceRequest{Dependency: dep, Reason: "fix",
 				Actor: "bob", For: time.Hour, Overwrite: true})
 			if err != nil {
 				t.Fatalf("force-open --overwrite of a malformed item: %v", err)
@@ -181,7 +181,7 @@ func testMalformedOverrides(t *testing.T, s store.Store, write rawWriter) {
 
 			// clear removes it in one command.
 			write(t, attrs)
-			clr, _, err := ov.ClearAudited(t.Context(), log, dep, "bob", "cleanup")
+			clr, _, err := ov.Clear(t.Context(), log, dep, "bob", "cleanup")
 			if err != nil || clr.Before == nil {
 				t.Fatalf("clear of a malformed item: %+v, %v", clr, err)
 			}
@@ -261,8 +261,8 @@ func TestUnknownAttributesOfEveryTypeAreKeptAndIgnored(t *testing.T) {
 		})
 	})
 	t.Run("dynamodb", func(t *testing.T) {
-		endpoint := dynalite.Start(t)
-		cfg := dynalite.Config(t, endpoint)
+		endpoint := moto.Start(t)
+		cfg := moto.Config(t, endpoint)
 		client := dynamodb.NewFromConfig(cfg)
 		testUnknownAttributes(t, func(t *testing.T) (store.Store, rawWriter) {
 			s := dynamo.NewFromConfig(cfg, "unknown-attrs")
@@ -304,12 +304,12 @@ func testUnknownAttributes(t *testing.T, open func(t *testing.T) (store.Store, r
 			t.Errorf("%s = %+v, %v; want both overrides, well-formed", name, got, err)
 		}
 	}
-	if _, _, err := ov.ForceAudited(t.Context(), log, breaker.ForceRequest{Dependency: "openai", Reason: "fix",
+	if _, _, err := ov.Force(t.Context(), log, breaker.ForceRequest{Dependency: "openai", Reason: "fix",
 		Actor: "bob", For: time.Hour, Overwrite: true}); err != nil {
 		t.Fatalf("force-open --overwrite: %v", err)
 	}
 	write(t, attrs)
-	if clr, _, err := ov.ClearAudited(t.Context(), log, "openai", "bob", "cleanup"); err != nil || clr.Before == nil {
+	if clr, _, err := ov.Clear(t.Context(), log, "openai", "bob", "cleanup"); err != nil || clr.Before == nil {
 		t.Fatalf("clear: %+v, %v", clr, err)
 	}
 	l, err := log.List(t.Context(), audit.Query{})

@@ -69,9 +69,22 @@ func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAl
 	if err := CheckDependencies(deps, op.Known); err != nil {
 		return nil, err
 	}
-	current, actor, err := s.readWithActor(ctx, deps, op.Actor)
+	// A request that carries what the caller read is decided on that
+	// (and written conditional on it): it is not read again.
+	toRead := make([]string, 0, len(deps))
+	for _, r := range op.Requests {
+		if r.Read == nil {
+			toRead = append(toRead, r.Dependency)
+		}
+	}
+	current, actor, err := s.readWithActor(ctx, toRead, op.Actor)
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range op.Requests {
+		if r.Read != nil {
+			current[r.Dependency] = r.Read.Current
+		}
 	}
 	plans := make([]forcePlan, len(op.Requests))
 	results := make([]ForceResult, len(op.Requests))

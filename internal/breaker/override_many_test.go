@@ -45,12 +45,16 @@ func (failingAudit) Append(context.Context, audit.Entry) (audit.Record, error) {
 	return audit.Record{}, fmt.Errorf("%w: audit table throttled", audit.ErrAuditWrite)
 }
 
+func (failingAudit) Stage(context.Context, audit.Entry, string, int) (audit.Record, store.Op, error) {
+	return audit.Record{}, store.Op{}, fmt.Errorf("%w: the record cannot be built", audit.ErrAuditWrite)
+}
+
 func TestForceAllConflictOnOneOfFourWritesNone(t *testing.T) {
 	t.Parallel()
 	for name, base := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
 		t.Run(name, func(t *testing.T) {
 			clk := clock.NewFake(t0)
-			ov := breaker.NewOverrides(base, clk)
+			ov := newLevers(base, clk)
 			log := audit.NewLog(base, clk, "ctx")
 			if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "core-api", Reason: "held", Actor: "bob", For: time.Hour}); err != nil {
 				t.Fatal(err)
@@ -66,7 +70,7 @@ func TestForceAllConflictOnOneOfFourWritesNone(t *testing.T) {
 					t.Errorf("%s was written despite the conflict: %v", d, err)
 				}
 			}
-			if l, _ := log.List(t.Context(), audit.Query{}); len(l.Records) != 0 {
+			if l, _ := log.List(t.Context(), audit.Query{Actor: "alice"}); len(l.Records) != 0 {
 				t.Errorf("%d audit records written despite the conflict", len(l.Records))
 			}
 		})
@@ -77,7 +81,7 @@ func TestForceAllReadsOnceWhileTheActorResolves(t *testing.T) {
 	t.Parallel()
 	base := &batchSignal{counted: counted{Store: dynamotest.NewStore(t, endpoint)}, started: make(chan struct{})}
 	clk := clock.NewFake(t0)
-	ov := breaker.NewOverrides(base, clk)
+	ov := newLevers(base, clk)
 	log := audit.NewLog(base, clk, "ctx")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -113,25 +117,30 @@ func TestForceAllReadsOnceWhileTheActorResolves(t *testing.T) {
 	}
 }
 
-func TestForceAllAuditFailureSaysWritten(t *testing.T) {
+// A change whose record cannot be built is not written at all: there is
+// no override without its record.
+func TestForceAllWithoutItsRecordWritesNothing(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
-	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	ov := newLevers(s, clock.NewFake(t0))
 	outs, err := ov.ForceAll(t.Context(), failingAudit{}, breaker.ForceAll{Requests: forceReqs("a1", "a2")})
 	if !errors.Is(err, audit.ErrAuditWrite) {
 		t.Fatalf("ForceAll with a failing audit: %v; want audit.ErrAuditWrite", err)
 	}
 	for _, o := range outs {
-		if !o.Written || !errors.Is(o.Err, audit.ErrAuditWrite) {
-			t.Errorf("outcome %+v: want written, with the audit error", o)
+		if o.Written || !errors.Is(o.Err, audit.ErrAuditWrite) {
+			t.Errorf("outcome %+v: want not written, with the audit error", o)
 		}
+	}
+	if list, _ := ov.List(t.Context()); len(list) != 0 {
+		t.Errorf("overrides written without their records: %s", deps(list))
 	}
 }
 
 func TestForceSeenVersion(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
-	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	ov := newLevers(s, clock.NewFake(t0))
 	first, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "bob", For: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +160,7 @@ func TestClearAll(t *testing.T) {
 	t.Parallel()
 	s := &counted{Store: dynamotest.NewStore(t, endpoint)}
 	clk := clock.NewFake(t0)
-	ov := breaker.NewOverrides(s, clk)
+	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "ctx")
 	if _, err := ov.ForceAll(t.Context(), log, breaker.ForceAll{Requests: forceReqs("a1", "a3"),
 		Actor: func(context.Context) (string, error) { return "al", nil }}); err != nil {
@@ -186,7 +195,7 @@ func TestClearAllAppliesTheKnownRule(t *testing.T) {
 	t.Parallel()
 	base := openStore(t)
 	clk := clock.NewFake(t0)
-	ov := breaker.NewOverrides(base, clk)
+	ov := newLevers(base, clk)
 	log := audit.NewLog(base, clk, "ctx")
 	actor := func(context.Context) (string, error) { return "al", nil }
 	if _, err := ov.ForceAll(t.Context(), log, breaker.ForceAll{Requests: forceReqs("openai", "legacy-svc"), Actor: actor}); err != nil {

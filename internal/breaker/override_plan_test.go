@@ -56,7 +56,7 @@ func TestForceAllChecksNamesBeforeReading(t *testing.T) {
 func TestForceAllWritesTheDecidedPlanStampedAtTheWrite(t *testing.T) {
 	st := openStore(t)
 	clk := clock.NewFake(t0)
-	ov := breaker.NewOverrides(st, clk)
+	ov := newLevers(st, clk)
 	log := audit.NewLog(st, clk, "ctx")
 	if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "core-api", Reason: "held", Actor: "bob", For: time.Minute}); err != nil {
 		t.Fatal(err)

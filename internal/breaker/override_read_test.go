@@ -13,12 +13,12 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 var endpoint string
 
-func TestMain(m *testing.M) { dynalite.RunMain(m, &endpoint) }
+func TestMain(m *testing.M) { moto.RunMain(m, &endpoint) }
 
 // counted records how a store was read.
 type counted struct {
@@ -53,7 +53,7 @@ func TestListForReadsByKey(t *testing.T) {
 	for name, base := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
 		t.Run(name, func(t *testing.T) {
 			s := &counted{Store: base}
-			ov := breaker.NewOverrides(s, clock.NewFake(t0))
+			ov := newLevers(s, clock.NewFake(t0))
 			// A table mostly of buckets, with overrides of a known and an
 			// unknown dependency.
 			for i := range 300 {
@@ -66,6 +66,7 @@ func TestListForReadsByKey(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			s.batchKeys.Store(0) // the forces' own reads
 			list, err := ov.ListFor(t.Context(), []string{"openai", "core-api"})
 			if err != nil {
 				t.Fatal(err)
@@ -81,7 +82,7 @@ func TestListForReadsByKey(t *testing.T) {
 				t.Errorf("ListFor batch-read %d keys, want 4", k)
 			}
 			// A clear shows at once: the index's stale key reads as absent.
-			if _, err := ov.Clear(t.Context(), "legacy-tool", false); err != nil {
+			if _, err := ov.Clear(t.Context(), "legacy-tool"); err != nil {
 				t.Fatal(err)
 			}
 			if list, err := ov.ListFor(t.Context(), []string{"openai"}); err != nil || deps(list) != "openai" {
@@ -95,7 +96,7 @@ func TestListForFallsBackOnLegacyTable(t *testing.T) {
 	t.Parallel()
 	base := dynamotest.NewLegacyStore(t, endpoint)
 	s := &counted{Store: base}
-	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	ov := newLevers(s, clock.NewFake(t0))
 	var notices []string
 	ov.SetNotice(func(m string) { notices = append(notices, m) })
 	if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "a", For: time.Hour}); err != nil {
@@ -125,7 +126,7 @@ func TestOverrideBackfill(t *testing.T) {
 	if err := s.Put(t.Context(), long, store.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
-	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	ov := newLevers(s, clock.NewFake(t0))
 	if list, _ := ov.ListFor(t.Context(), nil); len(list) != 0 {
 		t.Fatalf("an item without the index attribute was listed by index: %s", deps(list))
 	}

@@ -76,7 +76,7 @@ func TestForcedOpenReadsTheRule(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	clk := clock.NewFake(t0)
-	ov := breaker.NewOverrides(s, clk)
+	ov := newLevers(s, clk)
 	ctx := context.Background()
 	if f, err := ov.ForcedOpen(ctx, "openai"); f.Active || err != nil {
 		t.Fatalf("absent item: %v %v", f, err)
@@ -98,7 +98,7 @@ func TestForcedOpenReadsTheRule(t *testing.T) {
 func TestConcurrentForceExactlyOneWins(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
-	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	ov := newLevers(s, clock.NewFake(t0))
 	const n = 8
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -135,7 +135,7 @@ func TestClearDoesNotDeleteAReForce(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
-	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	ov := newLevers(s, clock.NewFake(t0))
 	if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "v1", Actor: "a", ExpiresAt: t0.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestClearDoesNotDeleteAReForce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}}
-	_, err := breaker.NewOverrides(racy, clock.NewFake(t0)).Clear(ctx, "openai", false)
+	_, err := newLevers(racy, clock.NewFake(t0)).Clear(ctx, "openai")
 	var ce *breaker.ConflictError
 	if !errors.As(err, &ce) || !ce.Raced || ce.Current.Reason != "v2" {
 		t.Fatalf("clear racing a re-force: err = %v", err)
@@ -155,18 +155,18 @@ func TestClearDoesNotDeleteAReForce(t *testing.T) {
 	}
 }
 
-// interleave runs a hook between a command's read and its delete.
+// interleave runs a hook between a command's read and its write.
 type interleave struct {
 	store.Store
 	beforeDelete func()
 }
 
-func (i *interleave) Delete(ctx context.Context, pk string, c store.Condition) error {
+func (i *interleave) Transact(ctx context.Context, c store.Change) error {
 	if i.beforeDelete != nil {
 		i.beforeDelete()
 		i.beforeDelete = nil
 	}
-	return i.Store.Delete(ctx, pk, c)
+	return i.Store.Transact(ctx, c)
 }
 
 // A force planned on one read must not overwrite an override written after
@@ -175,12 +175,13 @@ func TestForceOnStaleReadIsAConflict(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	ctx := context.Background()
-	ov := breaker.NewOverrides(s, clock.NewFake(t0))
+	ov := newLevers(s, clock.NewFake(t0))
 	req := breaker.ForceRequest{Dependency: "openai", Reason: "mine", Actor: "a", For: time.Hour}
-	plan, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "mine", Actor: "a", For: time.Hour, DryRun: true})
-	if err != nil || plan.Before != nil {
-		t.Fatalf("plan: %+v %v", plan, err)
+	plans, err := ov.ForceAll(ctx, ov.log, breaker.ForceAll{Requests: []breaker.ForceRequest{req}, DryRun: true})
+	if err != nil || plans[0].Result.Before != nil {
+		t.Fatalf("plan: %+v %v", plans, err)
 	}
+	plan := plans[0].Result
 	if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "theirs", Actor: "b", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}

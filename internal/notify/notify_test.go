@@ -23,6 +23,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/notify/notifytest"
 	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
@@ -65,6 +66,11 @@ func (r *recorder) Append(_ context.Context, e audit.Entry) (audit.Record, error
 	defer r.mu.Unlock()
 	r.entries = append(r.entries, e)
 	return audit.Record{ID: fmt.Sprintf("rec%d", len(r.entries))}, nil
+}
+
+// Stage is never called: notifications record lone entries.
+func (r *recorder) Stage(context.Context, audit.Entry, string, int) (audit.Record, store.Op, error) {
+	return audit.Record{}, store.Op{}, errors.New("a notification stages no change")
 }
 
 func TestSlackMessageEscapesHostileTextAndAsksForNoParsing(t *testing.T) {

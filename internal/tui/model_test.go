@@ -13,7 +13,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -358,11 +357,11 @@ func TestTheRowFollowsTheActionBeforeTheReread(t *testing.T) {
 
 func TestActionFailuresAreReportedHonestly(t *testing.T) {
 	h := newHarness(t, Options{})
-	h.ov.forceErr = fmt.Errorf("core-api was forced open, but %w: throttled", audit.ErrAuditWrite)
+	h.ov.forceErr = fmt.Errorf("force-open core-api: %w: check with koshactl breaker get core-api", store.ErrOutcomeUnknown)
 	h.press("f")
 	h.typeText("drill")
 	h.press("enter", "enter")
-	h.wantStatus("core-api WAS forced open, but core-api was forced open, but audit record not written", true)
+	h.wantStatus("force-open core-api: the outcome is unknown, look at the row once the store answers", true)
 
 	h.ov.forceErr = errBoom
 	h.press("f")
@@ -386,7 +385,7 @@ func TestLostAnswersResolvedByARereadSaySoInTheStatusLine(t *testing.T) {
 	h.wantStatus("core-api forced open for 1h — reason: drill ("+store.ConfirmedNote+")", false)
 
 	h.press("c", "enter")
-	h.wantStatus("core-api cleared: instances follow their own breakers again within 5 s ("+store.ConfirmedDeleteNote+")", false)
+	h.wantStatus("core-api cleared: instances follow their own breakers again within 5 s ("+store.ConfirmedNote+")", false)
 
 	h.ov.lostAnswer = false
 	h.press("f")

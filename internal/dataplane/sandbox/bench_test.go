@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
@@ -169,7 +170,7 @@ func BenchmarkOverridePropagation(b *testing.B) {
 			cfg.OverrideRefresh, cfg.OverridePoll = 200*time.Millisecond, 50*time.Millisecond
 			st := benchStore(b, tc.store)
 			srv := benchServer(b, cfg, st)
-			ov := breaker.NewOverrides(st, nil)
+			ov, lg := breaker.NewOverrides(st, nil), audit.NewLog(st, nil, "test")
 			all := func(want circuit.State) bool {
 				for _, in := range srv.Fleet().Instances() {
 					if in.BreakerState(sandbox.OpenAI) != want {
@@ -195,11 +196,11 @@ func BenchmarkOverridePropagation(b *testing.B) {
 				// A random pause puts the force at a random phase of the
 				// instances' read cycles, as an operator's would be.
 				time.Sleep(time.Duration(rand.Int64N(int64(bound))))
-				if _, err := ov.Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.OpenAI, Reason: "bench", Actor: "bench", For: time.Hour}); err != nil {
+				if _, _, err := ov.Force(context.Background(), lg, breaker.ForceRequest{Dependency: sandbox.OpenAI, Reason: "bench", Actor: "bench", For: time.Hour}); err != nil {
 					b.Fatal(err)
 				}
 				took = append(took, wait(circuit.ForcedOpen))
-				if _, err := ov.Clear(context.Background(), sandbox.OpenAI, false); err != nil {
+				if _, _, err := ov.Clear(context.Background(), lg, sandbox.OpenAI, "t", "drill"); err != nil {
 					b.Fatal(err)
 				}
 				wait(circuit.Closed)

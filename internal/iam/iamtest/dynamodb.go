@@ -105,9 +105,39 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 			out = append(out, Request{action, arn(table), leading(pks...)})
 		}
 		return out, nil
+	case "TransactWriteItems":
+		// AWS authorizes each action of a transaction as the single-item
+		// operation it is (PutItem, UpdateItem, DeleteItem; a
+		// ConditionCheck as dynamodb:ConditionCheckItem), each with its own
+		// key: one denied action denies the whole call.
+		var tx struct {
+			TransactItems []map[string]struct {
+				TableName string
+				Key, Item map[string]attr
+			}
+		}
+		if err := json.Unmarshal(body, &tx); err != nil {
+			return nil, fmt.Errorf("dynamodb %s: TransactItems: %w", op, err)
+		}
+		var out []Request
+		for _, ti := range tx.TransactItems {
+			for kind, w := range ti {
+				pk := w.Key[store.PK].S
+				if kind == "Put" {
+					pk = w.Item[store.PK].S
+				}
+				a, ok := map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
+					"ConditionCheck": "ConditionCheckItem"}[kind]
+				if !ok {
+					return nil, fmt.Errorf("dynamodb %s: unknown action %q", op, kind)
+				}
+				out = append(out, Request{"dynamodb:" + a, arn(w.TableName), leading(pk)})
+			}
+		}
+		return out, nil
 	case "ListTagsOfResource":
 		// The table named by the ARN, in t's account: the endpoint behind
-		// the proxy (dynalite) answers DescribeTable with ARNs of its own
+		// the proxy (moto) answers DescribeTable with ARNs of its own
 		// account.
 		var tags struct{ ResourceArn string }
 		_ = json.Unmarshal(body, &tags)
@@ -119,7 +149,7 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 	return []Request{{Action: action, Resource: arn(in.TableName)}}, nil
 }
 
-// Proxy is a DynamoDB endpoint in front of dynalite that enforces a policy
+// Proxy is a DynamoDB endpoint in front of moto that enforces a policy
 // and lets a test see every operation. A context's endpoint-url is the
 // endpoint of every service, so Secrets Manager requests go on to SM and
 // CloudWatch requests to CW unexamined: those fakes enforce their own.
@@ -134,7 +164,7 @@ type Proxy struct {
 	OnRequest func(op string, body []byte)
 }
 
-// NewProxy starts a proxy to dynalite at target, forwarding Secrets Manager
+// NewProxy starts a proxy to moto at target, forwarding Secrets Manager
 // requests to sm and CloudWatch's to cw ("" for none), closed when the test
 // ends.
 func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *Proxy {
@@ -169,7 +199,7 @@ func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *
 				return
 			}
 		}
-		//nolint:gosec // G704: forwards to the test's own dynalite or fake on loopback
+		//nolint:gosec // G704: forwards to the test's own moto or fake on loopback
 		req, err := http.NewRequestWithContext(r.Context(), r.Method, to+r.URL.Path, bytes.NewReader(body))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)

@@ -65,8 +65,8 @@ func TestFlagDefaults(t *testing.T) {
 // brokenStore fails every write, as a store that went away would.
 type brokenStore struct{ store.Store }
 
-func (brokenStore) Put(context.Context, store.Item, store.Condition) error {
-	return fmt.Errorf("put item: %w", store.ErrUnavailable)
+func (brokenStore) Transact(context.Context, store.Change) error {
+	return fmt.Errorf("transact: %w", store.ErrUnavailable)
 }
 
 // Get fails too: the append's re-read after a failed put finds no store.
@@ -89,8 +89,8 @@ func TestHeaderIsNotPrintedWhenTheMintCannotBeAudited(t *testing.T) {
 		},
 	}
 	err := sign.Run(context.Background(), f, &sign.Options{Target: "openai", Fault: "error", P: chaos.ProbOne, TTL: time.Minute, Output: sign.FormatHeader})
-	if root.ExitCode(err) != exitcode.Audit || !errors.Is(err, audit.ErrAuditWrite) {
-		t.Fatalf("exit %d, err %v; want 8 wrapping ErrAuditWrite", root.ExitCode(err), err)
+	if root.ExitCode(err) != exitcode.Unknown || !errors.Is(err, audit.ErrAuditWrite) {
+		t.Fatalf("exit %d, err %v; want 8 (unknown: the store could not be reached) wrapping ErrAuditWrite", root.ExitCode(err), err)
 	}
 	for _, want := range []string{"was signed but is not printed", "must not be used unaudited", "broken test store", "jti "} {
 		if !strings.Contains(err.Error(), want) {
