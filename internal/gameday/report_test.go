@@ -514,13 +514,13 @@ func TestRollbackWhoseOutcomeIsUnknownIsNotPutBack(t *testing.T) {
 	j.Outcome, j.Reason, j.Stop, j.ExitCode, j.RollbacksOK = drill.OutcomePassed, "", nil, drill.ExitRollbackFailed, false
 	rb := &j.Rollbacks[0]
 	rb.Status, rb.Detail = drill.StatusFailed, ""
-	rb.Error = "restore override of openai: the outcome of the change is unknown: it was sent and store unavailable, and reading it to settle it failed: check with koshactl breaker get 'openai'"
+	rb.Error = "restore override of openai: the outcome of the change is unknown: the store did not answer it, nor the read that settles it (get audit#0946684800000#43cf25949c438e6c: store unavailable): check with koshactl breaker get openai"
 	r := build(Input{Journal: j})
 	if r.Good {
 		t.Error("report shown good: a lever may still be moved")
 	}
 	row := r.Levers[0]
-	if row.Back != "not put back" || row.Class != "bad" || !strings.Contains(row.Error, "check with koshactl breaker get 'openai'") {
+	if row.Back != "not put back" || row.Class != "bad" || !strings.Contains(row.Error, "check with koshactl breaker get openai") {
 		t.Errorf("lever row %+v: want not put back, bad, with how to check", row)
 	}
 	var labels []string

@@ -139,9 +139,7 @@ func (a *clearOverride) Run(ctx context.Context, rc *drill.RunContext) (*drill.O
 	out := drill.NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(cleared))
 	if o.Written {
 		rc.Recorded(o.Record)
-		if o.Result.Confirmed {
-			out.Detail = store.ConfirmedNote
-		}
+		out.Detail = strings.TrimPrefix(confirmed(o.Result.Confirmed), " ")
 	}
 	if a.wait {
 		fleet, rec, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()})

@@ -178,9 +178,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 	if byDeadline {
 		out.Detail += " (the drill's deadline)"
 	}
-	if res.Confirmed {
-		out.Detail += " (" + store.ConfirmedNote + ")"
-	}
+	out.Detail += confirmed(res.Confirmed)
 	if a.wait {
 		fleet, rec, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt})
 		if err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // overrideRollback undoes the drill's changes of a dependency's override:
@@ -104,10 +103,7 @@ func restore(ctx context.Context, rc *drill.RunContext, req breaker.RestoreReque
 		return "already clear", nil
 	}
 	rc.Recorded(res.Record)
-	if res.Confirmed {
-		detail += " (" + store.ConfirmedNote + ")"
-	}
-	return detail, nil
+	return detail + confirmed(res.Confirmed), nil
 }
 
 func expiryText(t time.Time) string {

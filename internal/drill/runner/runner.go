@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -944,14 +943,13 @@ func (r *Runner) rollback(parent context.Context, rc *drill.RunContext, d *drill
 // undoWithRetry runs rb.Undo, retrying a failure up to rollbackAttempts
 // times within ctx (the rollback's timeout); a change whose outcome is
 // unknown (store.ErrOutcomeUnknown: the store could not be reached to
-// settle it) ends it, as does a bucket change made without its record
-// (audit.ErrAuditWrite): a retry would find the lever restored and say
-// "already".
+// settle it) ends it: a retry could find the lever restored and say
+// "already", hiding that nobody knows what the first one did.
 func undoWithRetry(ctx context.Context, rc *drill.RunContext, rb drill.Rollback) (detail string, attempts int, err error) {
 	for attempts < rollbackAttempts {
 		attempts++
 		detail, err = rb.Undo(ctx, rc)
-		if err == nil || ctx.Err() != nil || errors.Is(err, store.ErrOutcomeUnknown) || errors.Is(err, audit.ErrAuditWrite) {
+		if err == nil || ctx.Err() != nil || errors.Is(err, store.ErrOutcomeUnknown) {
 			return detail, attempts, err
 		}
 		if attempts < rollbackAttempts {

@@ -514,7 +514,7 @@ steps:
 func TestBucketsAreRestoredToTheirLevelBeforeTheDrill(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, err := e.bk.Apply(ctx, ratelimit.Change{Op: ratelimit.OpSet, Client: "busy", Tokens: 5}); err != nil {
+	if _, _, err := e.bk.ApplyAudited(ctx, e.log, "oncall@ops", "set by hand", ratelimit.Change{Op: ratelimit.OpSet, Client: "busy", Tokens: 5}); err != nil {
 		t.Fatal(err)
 	}
 	d := parse(t, `
