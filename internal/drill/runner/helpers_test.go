@@ -301,10 +301,12 @@ func (f *fakeFleet) requestHeaders() []http.Header {
 	return append([]http.Header(nil), f.requests...)
 }
 
-// env is a drill test environment: an in-memory store, the fake fleet
-// behind an in-process HTTP client, a chaos key, and services on them.
+// env is a drill test environment: an in-memory store (or another, see
+// newEnvOn), the fake fleet behind an in-process HTTP client, a chaos key,
+// and services on them.
 type env struct {
-	t     testing.TB
+	t testing.TB
+	// store is the in-memory store (nil on another store).
 	store *memStore
 	clock clock.Clock
 	fleet *fakeFleet
@@ -317,13 +319,22 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	e := &env{t: t, store: newMemStore(), clock: clock.Real{}}
-	e.ov = breaker.NewOverrides(e.store, e.clock)
+	m := newMemStore()
+	e := newEnvOn(t, m)
+	e.store = m
+	return e
+}
+
+// newEnvOn is newEnv on the store s.
+func newEnvOn(t testing.TB, s store.Store) *env {
+	t.Helper()
+	e := &env{t: t, clock: clock.Real{}}
+	e.ov = breaker.NewOverrides(s, e.clock)
 	var err error
-	if e.bk, err = ratelimit.NewBuckets(e.store, e.clock, ratelimit.Limits{}); err != nil {
+	if e.bk, err = ratelimit.NewBuckets(s, e.clock, ratelimit.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	e.log = audit.NewLog(e.store, e.clock, "test")
+	e.log = audit.NewLog(s, e.clock, "test")
 	key, err := chaos.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)
