@@ -172,8 +172,8 @@ func (rc *RunContext) Notify(format string, args ...any) {
 }
 
 // Reason returns the text override items and audit records carry for this
-// run: "drill NAME run ID: detail". The run id marks the drill's own
-// overrides, so rollback never removes one it did not write. detail can hold
+// run: "drill NAME run ID: detail" (for people: which override is the
+// drill's is told by its write_id, never by its reason). detail can hold
 // step outputs (an HTTP body, a stored value): anything unsafe in it is kept
 // as a visible escape and the whole is cut to [audit.MaxReasonLen]
 // characters, so the result always passes [audit.ValidateReason].
@@ -201,9 +201,6 @@ func (rc *RunContext) Actor() string {
 // run_id attribute), which is what `drill recover` trusts rather than the
 // journal. Nil when the Deps have no audit log.
 func (rc *RunContext) Audit() audit.Appender { return audit.WithRunID(rc.Deps.Audit, rc.RunID) }
-
-// RunTag is the part of Reason that identifies this run.
-func (rc *RunContext) RunTag() string { return "run " + rc.RunID }
 
 // Recorder hears of the audit records of a change once the change has
 // committed (a lever's records are staged into its transaction, so only

@@ -34,7 +34,8 @@ type RecoverInput struct {
 	// still running when the run died: it may have died before its write.
 	StepRunning bool
 	// Trail is every audit record on the rollback's subject since the run
-	// started (the run's and anyone else's), in any order.
+	// started (the run's and anyone else's), in any order. The data
+	// plane's records ([audit.Record.DataPlane]) are ignored.
 	Trail []audit.Record
 	// AllowNoExpiry lets a restore put back an override that never expires
 	// (the operator confirmed it, recover's --yes).
@@ -62,6 +63,9 @@ func RecoverRollback(in RecoverInput) (drill.Rollback, []string, error) {
 		rb, err := RollbackFromRecord(rec)
 		return rb, nil, err
 	}
+	// The data plane's records (its chaos outcomes) are no lever's: no
+	// decision trusts them, nor lets them stand in the way.
+	in.Trail = slices.DeleteFunc(slices.Clone(in.Trail), func(r audit.Record) bool { return r.DataPlane })
 	l := rec.Lever
 	switch l.Kind {
 	case drill.LeverOverride:

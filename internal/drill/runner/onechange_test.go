@@ -247,6 +247,17 @@ func TestRecoverRestoresOnlyFromTheRecordOfTheItemsChange(t *testing.T) {
 			j.Rollbacks[0].Lever.WriteID = "0123456789abcdef0123456789abcdef"
 			j.Rollbacks[0].Lever.BeforeOverride = &drill.OverrideState{State: breaker.OverrideStateForcedOpen, Actor: "mallory@evil", Reason: "planted"}
 		}, true},
+		{"data plane's record of the drill's change", func(e *env, runID, token string, _ *drill.Journal) {
+			// The data plane may write under audit#dp# only: its record
+			// is ignored, even one naming the drill's own change.
+			it := audit.Record{ID: "feedfacefeedface", Time: e.clock.Now().UTC().Truncate(time.Millisecond), Actor: "tester@test",
+				Action: breaker.ActionForceOpen, Subject: "breaker#openai", RunID: runID, Context: "test", Outcome: "ok",
+				Change: token, Before: mustJSON(e.t, mallory)}.Item()
+			it[store.PK] = strings.Replace(it.PK(), audit.Prefix, audit.DataPlanePrefix, 1)
+			if err := e.store.Put(context.Background(), it, store.IfAbsent()); err != nil {
+				e.t.Fatal(err)
+			}
+		}, true},
 		{"planted record of the drill's change", func(e *env, runID, token string, _ *drill.Journal) {
 			e.plant(audit.Record{Actor: "tester@test", Action: breaker.ActionForceOpen, Subject: "breaker#openai", RunID: runID,
 				Change: token, Before: mustJSON(e.t, mallory)})

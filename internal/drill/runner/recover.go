@@ -138,10 +138,11 @@ func (rv *Recovery) plan(ctx context.Context, j *drill.Journal, pending []int) (
 
 // Run runs every pending rollback of j in reverse order of registration.
 // The journal says which levers to look at; what to do comes from the
-// audit trail: each override or bucket rollback acts only on what the
-// audit log records the run (its run_id and actor) writing there, with the
-// version that record names, and a restore takes its values from the
-// record's before-image, through the rules of any new override. A journal
+// levers' items and the audit trail: an override is acted on only while
+// its item carries the write_id of one of the run's changes, and a restore
+// takes its values from the run's own record of that change
+// ([kinds.RecoverRollback]), through the rules of any new override; a
+// bucket from the run's records of it. A journal
 // whose claims the trail contradicts is refused (*DisagreementError) before
 // anything is written. Otherwise each outcome, and the recovery, is
 // recorded in j and in the audit log, and the recovery record returned.
