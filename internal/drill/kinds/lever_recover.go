@@ -257,9 +257,6 @@ func (r *recoveredOverride) Undo(ctx context.Context, rc *drill.RunContext) (str
 	if absent {
 		// The run's last change deleted it, or someone did since: an
 		// absent item proves nothing, so nothing is written from a record.
-		if r.last.Action != breaker.ActionClear {
-			return "already clear", nil
-		}
 		img, err := r.imageBefore(r.last)
 		if err != nil {
 			return "", err
@@ -267,7 +264,7 @@ func (r *recoveredOverride) Undo(ctx context.Context, rc *drill.RunContext) (str
 		if img == nil || !img.ActiveAt(rc.Now()) {
 			return "already clear", nil
 		}
-		return "", byHand(img, fmt.Sprintf("run %s cleared it (audit record %s), and an absent override carries no write_id that proves nobody changed it since", r.runID, r.last.ID))
+		return "", byHand(img, fmt.Sprintf("the override is absent now (run %s's last change of it: audit record %s), and an absent override carries no write_id that proves nobody changed it since", r.runID, r.last.ID))
 	}
 	anchor, own, err := r.change(cur.WriteID)
 	if err != nil {

@@ -327,3 +327,26 @@ func mustJSON(t testing.TB, v any) json.RawMessage {
 	}
 	return b
 }
+
+// A run that cleared someone else's override and died: the override is
+// absent, and an absent item carries no write_id proving nobody changed
+// it since, so recover writes nothing from a record: the rollback fails
+// and says how to restore it by hand.
+func TestRecoverDoesNotRecreateAClearedOverrideFromARecord(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", For: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	j := abandonedRun(t, e, "name: clear\ntimeout: 10m\nsteps:\n  - breaker.clear: {dependency: openai}\n")
+	rec, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(ctx, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.OK || !strings.Contains(j.Rollbacks[0].Error, "restore it by hand with koshactl breaker force-open openai") {
+		t.Errorf("recovery %+v, rollback %+v: want it failed, naming the restore by hand", rec, j.Rollbacks[0])
+	}
+	if e.store.has(breaker.OverrideKey("openai")) {
+		t.Error("recover re-created the cleared override from an audit record")
+	}
+}
