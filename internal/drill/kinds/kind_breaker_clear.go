@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -105,32 +106,47 @@ func (a *clearOverride) Run(ctx context.Context, rc *drill.RunContext) (*drill.O
 		return nil, err
 	}
 	// An override someone else forced while the drill ran is theirs: the
-	// drill clears only its own, or the one it found (and will restore).
-	if l, ok := rc.Lever(breaker.OverrideKey(dep)); ok {
-		cur, err := svc.Overrides.Get(ctx, dep)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return nil, err
-		case cur.ActiveAt(rc.Now()) && !ours(rc, cur) && !sameOverride(l.Before, cur):
+	// drill clears only its own, or the one it found (and will restore),
+	// and deletes it only as read here.
+	l, _ := rc.Lever(breaker.OverrideKey(dep))
+	var read *breaker.Override
+	switch cur, err := svc.Overrides.Get(ctx, dep); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		if l != nil && cur.ActiveAt(rc.Now()) && !mine(l, cur) && !sameOverride(l.Before, cur) {
 			return nil, fmt.Errorf("%w: it was forced during the drill; the drill clears only its own override",
 				&breaker.ConflictError{Current: cur})
 		}
+		read = &cur
 	}
-	res, err := clearLever(ctx, rc, dep, rc.Reason(reason))
+	outs, err := svc.Overrides.ClearAll(ctx, rc.Audit(), breaker.ClearAll{Dependencies: []string{dep}, Reason: rc.Reason(reason),
+		Actor: func(context.Context) (string, error) { return svc.Actor, nil }, Read: map[string]*breaker.Override{dep: read}})
+	if len(outs) == 0 {
+		return nil, err
+	}
+	o := outs[0]
+	if l != nil && (o.Written || errors.Is(o.Err, store.ErrOutcomeUnknown)) {
+		// Deleted (or perhaps): the rollback puts back what was there
+		// before the drill only while the override is still absent.
+		l.SetWritten(overrideWrite{change: o.Record.Change}, rc.Now())
+	}
 	if err != nil {
 		return nil, err
 	}
-	if l, ok := rc.Lever(breaker.OverrideKey(dep)); ok && res.Before != nil {
-		l.SetWritten(nil, rc.Now())
+	cleared := o.Result.Before != nil
+	out := drill.NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(cleared))
+	if o.Written {
+		rc.Recorded(o.Record)
+		out.Detail = strings.TrimPrefix(confirmed(o.Result.Confirmed), " ")
 	}
-	out := drill.NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(res.Before != nil))
 	if a.wait {
 		fleet, rec, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()})
 		if err != nil {
 			return nil, err
 		}
-		out.Detail, out.Fleet = fleet, rec
+		out.Detail, out.Fleet = strings.TrimPrefix(out.Detail+"; "+fleet, "; "), rec
 	}
 	return out, nil
 }
@@ -146,7 +162,7 @@ func sameOverride(before any, cur breaker.Override) bool {
 		// Both as stored: a malformed item has no trustworthy version.
 		return maps.Equal(b.Raw, cur.Raw)
 	}
-	return b.Version == cur.Version && b.CreatedAt.Equal(cur.CreatedAt) && b.Actor == cur.Actor
+	return breaker.SameWrite(*b, cur)
 }
 
 // stepReason is the reason a step's change is recorded with: the step's

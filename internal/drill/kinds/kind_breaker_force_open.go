@@ -141,12 +141,12 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 	l, _ := rc.Lever(breaker.OverrideKey(dep))
 	req := breaker.ForceRequest{Dependency: dep, Reason: rc.Reason(reason), Actor: svc.Actor, For: dur, Overwrite: a.overwrite}
 	// The drill's own override (an earlier step's) is replaced, but only
-	// that version of it.
+	// that write of it.
 	switch cur, err := svc.Overrides.Get(ctx, dep); {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return nil, err
-	case ours(rc, cur):
+	case l != nil && mine(l, cur):
 		req.SeenVersion = &cur.Version
 	}
 	if byDeadline {
@@ -156,22 +156,29 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 		req.For, req.ExpiresAt = 0, rc.Deadline()
 	}
 	outs, err := svc.Overrides.ForceAll(ctx, rc.Audit(), breaker.ForceAll{Requests: []breaker.ForceRequest{req}})
-	if len(outs) == 0 || !outs[0].Written {
+	if len(outs) == 0 {
 		return nil, err
 	}
-	res := outs[0].Result
-	if l != nil {
-		l.SetWritten(res.After, res.After.ExpiresAt)
+	o := outs[0]
+	res := o.Result
+	if l != nil && (o.Written || errors.Is(o.Err, store.ErrOutcomeUnknown)) {
+		// Written, or perhaps (the store could not be reached to tell):
+		// the rollback restores only while the item carries this change's
+		// write_id, so it is right either way.
+		after := res.After
+		l.SetWritten(overrideWrite{change: after.WriteID, after: &after}, after.ExpiresAt)
 	}
 	if err != nil {
 		return nil, err
 	}
+	rc.Recorded(o.Record)
 	out := drill.NewOutputs().Set("dependency", dep).Set("expires_at", res.After.ExpiresAt.UTC().Format(time.RFC3339Nano)).
 		Set("version", strconv.FormatInt(res.After.Version, 10))
 	out.Detail = fmt.Sprintf("forced open until %s", res.After.ExpiresAt.UTC().Format(time.RFC3339))
 	if byDeadline {
 		out.Detail += " (the drill's deadline)"
 	}
+	out.Detail += confirmed(res.Confirmed)
 	if a.wait {
 		fleet, rec, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt})
 		if err != nil {

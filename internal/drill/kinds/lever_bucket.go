@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // bucketRollback restores a client's bucket to what it would hold now had
@@ -61,14 +63,15 @@ func (r *bucketRollback) Undo(ctx context.Context, rc *drill.RunContext) (string
 	}
 	before, _ := r.lever.Before.(ratelimit.Status)
 	c, level := restoreChange(r.client, before, svc.Buckets.Limits(), rc.Now())
-	res, _, err := svc.Buckets.ApplyAudited(ctx, rc.Audit(), svc.Actor, rc.Reason("rollback"), c)
+	res, rec, err := svc.Buckets.ApplyAudited(ctx, rc.Audit(), svc.Actor, rc.Reason("rollback"), c)
 	if err != nil {
 		return "", err
 	}
 	if !res.Changed {
 		return fmt.Sprintf("already at %s tokens", human.Number(level)), nil
 	}
-	return fmt.Sprintf("restored to %s tokens (%s)", human.Number(level), c.Op), nil
+	rc.Recorded(rec)
+	return fmt.Sprintf("restored to %s tokens (%s)", human.Number(level), c.Op) + confirmed(res.Confirmed), nil
 }
 
 // bucketStep is what ratelimit.drain, reset and set share: the client, the
@@ -168,12 +171,15 @@ func (a *bucketStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outp
 		oneToken := time.Duration(float64(time.Second) / svc.Buckets.Limits().RefillPerSecond)
 		c.HoldFor = max(min(a.hold, rc.Remaining()-oneToken), 0).Truncate(time.Millisecond)
 	}
-	res, _, err := svc.Buckets.ApplyAudited(ctx, rc.Audit(), svc.Actor, rc.Reason(reason), c)
-	if l, ok := rc.Lever(ratelimit.Key(client)); ok && res.Changed {
+	res, rec, err := svc.Buckets.ApplyAudited(ctx, rc.Audit(), svc.Actor, rc.Reason(reason), c)
+	if l, ok := rc.Lever(ratelimit.Key(client)); ok && res.Changed && (err == nil || errors.Is(err, store.ErrOutcomeUnknown)) {
 		l.SetWritten(res.After, rc.Now().Add(res.After.RetryAfter))
 	}
 	if err != nil {
 		return nil, err
+	}
+	if res.Changed {
+		rc.Recorded(rec)
 	}
 	out := drill.NewOutputs().Set("client", client).
 		Set("tokens_before", human.Number(res.Before.Tokens)).
@@ -189,7 +195,16 @@ func (a *bucketStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outp
 	default:
 		out.Detail = fmt.Sprintf("%s → %s tokens, refused for %s", human.Number(res.Before.Tokens), human.Number(res.After.Tokens), human.Duration(drill.DisplayPrecision(res.After.RetryAfter)))
 	}
+	out.Detail += confirmed(res.Confirmed)
 	return out, nil
+}
+
+// confirmed is the note a change whose first answer was lost carries.
+func confirmed(c bool) string {
+	if !c {
+		return ""
+	}
+	return " (" + store.ConfirmedNote + ")"
 }
 
 var bucketOutputs = []string{"client", "tokens_before", "tokens_after", "admit", "retry_after_seconds", "changed"}

@@ -9,14 +9,14 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/store"
 )
 
-// overrideRollback restores a dependency's override to what it was before
-// the drill: it clears the drill's own override, or puts back an override
-// someone else held (that the drill replaced or cleared). An override that
-// is neither the drill's nor absent (someone forced it meanwhile) is left
-// alone.
+// overrideRollback undoes the drill's changes of a dependency's override:
+// it puts back the override read before the drill's first change (or
+// clears), through [breaker.Overrides.Restore], and only while the item is
+// still the drill's own last write (its write_id), or still absent when
+// the drill's last change deleted it. An override anyone else wrote since
+// is left alone, whatever its actor or reason say.
 type overrideRollback struct {
 	dependency string
 	lever      *drill.Lever
@@ -25,6 +25,14 @@ type overrideRollback struct {
 var (
 	_ drill.Rollback = (*overrideRollback)(nil)
 )
+
+// overrideWrite is what an override lever's last change left: the token of
+// the change (the item's and its record's write_id), and the override it
+// wrote (nil when it deleted it).
+type overrideWrite struct {
+	change string
+	after  *breaker.Override
+}
 
 func (r *overrideRollback) Subject() string { return breaker.OverrideKey(r.dependency) }
 
@@ -42,10 +50,17 @@ func (r *overrideRollback) Describe() string {
 
 func (r *overrideRollback) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
 
-// ours reports whether o was written by this run (its reason carries the
-// run id), whatever happened to the write's response.
-func ours(rc *drill.RunContext, o breaker.Override) bool {
-	return o.Actor == rc.Actor() && strings.Contains(o.Reason, rc.RunTag())
+// lastWrite returns the drill's last change of the lever l, and whether it
+// made (or may have made) one.
+func lastWrite(l *drill.Lever) (overrideWrite, bool) {
+	w, _ := l.Written().(overrideWrite)
+	return w, l.Moved()
+}
+
+// mine reports whether cur is the drill's own last write of l.
+func mine(l *drill.Lever, cur breaker.Override) bool {
+	w, moved := lastWrite(l)
+	return moved && w.after != nil && w.change != "" && cur.WriteID == w.change
 }
 
 func (r *overrideRollback) Undo(ctx context.Context, rc *drill.RunContext) (string, error) {
@@ -53,41 +68,42 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *drill.RunContext) (stri
 	if err := drill.NeedService(svc.Overrides != nil && svc.Audit != nil, "store"); err != nil {
 		return "", err
 	}
-	cur, err := svc.Overrides.Get(ctx, r.dependency)
-	absent := errors.Is(err, store.ErrNotFound)
-	if err != nil && !absent {
-		return "", err
+	w, moved := lastWrite(r.lever)
+	if !moved {
+		return "nothing to undo: the drill did not change it", nil
 	}
-	if !absent && !ours(rc, cur) {
-		return fmt.Sprintf("left alone: %s now holds it (%q)", cur.Actor, cur.Reason), nil
+	req := breaker.RestoreRequest{Dependency: r.dependency, Before: r.before(), Actor: svc.Actor, Reason: rc.Reason("rollback")}
+	if w.after != nil {
+		req.Mine = w.change
 	}
-	now := rc.Now()
-	if b := r.before(); b != nil && b.ActiveAt(now) {
-		return restoreOverride(ctx, rc, r.dependency, r.Subject(), *b, cur, absent)
+	return restore(ctx, rc, req)
+}
+
+// restore is the one restore of an override both a rollback and drill
+// recover make: [breaker.Overrides.Restore], its record staged into its
+// transaction, the record named in the journal once the change committed.
+func restore(ctx context.Context, rc *drill.RunContext, req breaker.RestoreRequest) (string, error) {
+	if b := req.Before; b != nil && b.ActiveAt(rc.Now()) {
+		req.Reason = rc.Reason("rollback restores the override set by " + b.Actor)
 	}
-	if absent {
-		return "already clear", nil
-	}
-	res, err := clearLever(ctx, rc, r.dependency, rc.Reason("rollback"))
+	res, err := rc.Deps.Overrides.Restore(ctx, rc.Audit(), req)
 	if err != nil {
 		return "", err
 	}
-	if res.Before == nil {
+	var detail string
+	switch {
+	case res.LeftAlone != nil:
+		l := res.LeftAlone
+		return fmt.Sprintf("left alone: %s now holds it (%q), not the drill's own write", l.Actor, l.Reason), nil
+	case res.Restored != nil:
+		detail = fmt.Sprintf("restored the override held by %s (%s)", res.Restored.Actor, expiryText(res.Restored.ExpiresAt))
+	case res.Cleared:
+		detail = "cleared"
+	default:
 		return "already clear", nil
 	}
-	return "cleared", nil
-}
-
-// clearLever pulls the clear lever (breaker.Overrides.ClearAll) for one
-// dependency, as the drill's actor.
-func clearLever(ctx context.Context, rc *drill.RunContext, dep, reason string) (breaker.ClearResult, error) {
-	svc := rc.Deps
-	outs, err := svc.Overrides.ClearAll(ctx, rc.Audit(), breaker.ClearAll{Dependencies: []string{dep}, Reason: reason,
-		Actor: func(context.Context) (string, error) { return svc.Actor, nil }})
-	if len(outs) == 0 {
-		return breaker.ClearResult{}, err
-	}
-	return outs[0].Result, err
+	rc.Recorded(res.Record)
+	return detail + confirmed(res.Confirmed), nil
 }
 
 func expiryText(t time.Time) string {
@@ -125,26 +141,6 @@ func decodeDependency(m *drill.Map) (drill.Template, bool) {
 		}
 	}
 	return t, true
-}
-
-// restoreOverride puts back b, the override someone held before the drill
-// (a rollback, or drill recover), conditional on cur (the item just read,
-// unless absent), and audits it. The one restore both paths use.
-func restoreOverride(ctx context.Context, rc *drill.RunContext, dependency, subject string, b, cur breaker.Override, absent bool) (string, error) {
-	svc := rc.Deps
-	mine := ""
-	if !absent {
-		mine = cur.WriteID
-	}
-	res, err := svc.Overrides.Restore(ctx, rc.Audit(), breaker.RestoreRequest{Dependency: dependency, Mine: mine, Before: &b,
-		Actor: svc.Actor, Reason: rc.Reason("rollback restores the override set by " + b.Actor)})
-	if err != nil {
-		return "", err
-	}
-	if l := res.LeftAlone; l != nil {
-		return fmt.Sprintf("left alone: %s now holds it (%q)", l.Actor, l.Reason), nil
-	}
-	return fmt.Sprintf("restored the override held by %s (%s)", b.Actor, expiryText(b.ExpiresAt)), nil
 }
 
 // overrideLeverDependency is the start of both override steps' Prepare:

@@ -19,8 +19,8 @@ func (r *overrideRollback) LeverRecord() *drill.LeverRecord {
 			rec.Inverse = "restore-override"
 		}
 	}
-	if w, ok := r.lever.Written().(breaker.Override); ok {
-		rec.WrittenVersion = w.Version
+	if w, _ := lastWrite(r.lever); w.change != "" {
+		rec.WriteID = w.change
 	}
 	return rec
 }

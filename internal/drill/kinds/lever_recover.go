@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -16,11 +15,14 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
-// Recovering a rollback: the journal says which lever to look at, and the
-// audit trail (the records the run wrote, each carrying its run_id) says
-// what the run did to it and so what to put back. A journal is a file that
-// passes through other hands; the audit trail is what koshactl wrote as it
-// acted.
+// Recovering a rollback: the journal says which lever to look at; the
+// lever's item and the audit trail say what to do. A journal is a file
+// that passes through other hands, and an audit record can be planted by
+// whoever may write one: an override is restored only while its item
+// carries the write_id of one of the run's changes, and the before-image
+// comes from the run's audit record of that very change (the record whose
+// change token is the item's write_id), never from the journal nor from a
+// record no item points at.
 
 // RecoverInput is what [RecoverRollback] rebuilds one rollback from.
 type RecoverInput struct {
@@ -31,8 +33,9 @@ type RecoverInput struct {
 	// StepRunning is true when the step that registered the rollback was
 	// still running when the run died: it may have died before its write.
 	StepRunning bool
-	// Trail is every audit record of the run (its run_id) on the rollback's
-	// subject, in any order.
+	// Trail is every audit record on the rollback's subject since the run
+	// started (the run's and anyone else's), in any order. The data
+	// plane's records ([audit.Record.DataPlane]) are ignored.
 	Trail []audit.Record
 	// AllowNoExpiry lets a restore put back an override that never expires
 	// (the operator confirmed it, recover's --yes).
@@ -60,6 +63,9 @@ func RecoverRollback(in RecoverInput) (drill.Rollback, []string, error) {
 		rb, err := RollbackFromRecord(rec)
 		return rb, nil, err
 	}
+	// The data plane's records (its chaos outcomes) are no lever's: no
+	// decision trusts them, nor lets them stand in the way.
+	in.Trail = slices.DeleteFunc(slices.Clone(in.Trail), func(r audit.Record) bool { return r.DataPlane })
 	l := rec.Lever
 	switch l.Kind {
 	case drill.LeverOverride:
@@ -80,22 +86,29 @@ func disagree(rec drill.RollbackRecord, subject, format string, args ...any) str
 	return fmt.Sprintf("rollback %s (%s): %s", rec.ID, subject, fmt.Sprintf(format, args...))
 }
 
+// runRecords keeps the records of trail that the run wrote on subject
+// with one of actions, in the order they were made.
+func runRecords(trail []audit.Record, runID, subject string, actions ...string) []audit.Record {
+	var out []audit.Record
+	for _, r := range trail {
+		if r.RunID == runID && r.Subject == subject && slices.Contains(actions, r.Action) {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b audit.Record) int { return a.Time.Compare(b.Time) })
+	return out
+}
+
 func recoverOverride(in RecoverInput) (drill.Rollback, []string, error) {
 	rec, l := in.Record, in.Record.Lever
 	dep := l.Dependency
 	subject := breaker.OverrideKey(dep)
-	var trail []audit.Record
-	for _, r := range in.Trail {
-		if r.Subject == subject && (r.Action == breaker.ActionForceOpen || r.Action == breaker.ActionClear) {
-			trail = append(trail, r)
-		}
-	}
-	trail = orderTrail(trail, overrideLink(dep))
-	if len(trail) == 0 {
+	mine := runRecords(in.Trail, in.RunID, subject, breaker.ActionForceOpen, breaker.ActionClear)
+	if len(mine) == 0 {
 		claim := ""
 		switch {
-		case l.WrittenVersion != 0:
-			claim = fmt.Sprintf("the drill wrote version %d", l.WrittenVersion)
+		case l.WriteID != "":
+			claim = fmt.Sprintf("the drill's last change on it was %s", l.WriteID)
 		case l.BeforeOverride != nil:
 			claim = fmt.Sprintf("the drill replaced or cleared an override held by %q", l.BeforeOverride.Actor)
 		}
@@ -105,90 +118,26 @@ func recoverOverride(in RecoverInput) (drill.Rollback, []string, error) {
 		return &unrecorded{subject: subject, runID: in.RunID}, nil, nil
 	}
 	var lines []string
-	if first := trail[0]; first.Actor != in.Actor {
+	if first := mine[0]; first.Actor != in.Actor {
 		lines = append(lines, disagree(rec, subject, "the journal names the run's actor %q, but the audit trail records run %s's first write on it by %q", in.Actor, in.RunID, first.Actor))
 	}
-	image, err := breaker.OverrideFromAuditState(dep, trail[0].Before)
-	if err != nil {
-		return nil, append(lines, disagree(rec, subject, "the audit record %s of run %s cannot be read: %v", trail[0].ID, in.RunID, err)), nil
-	}
-	last, err := breaker.OverrideFromAuditState(dep, trail[len(trail)-1].After)
-	if err != nil {
-		return nil, append(lines, disagree(rec, subject, "the audit record %s of run %s cannot be read: %v", trail[len(trail)-1].ID, in.RunID, err)), nil
-	}
-	switch b := l.BeforeOverride; {
-	case b != nil && image == nil:
-		lines = append(lines, disagree(rec, subject, "the journal says an override held by %q was there before the drill, but the audit trail records none before run %s's first write", b.Actor, in.RunID))
-	case b == nil && image != nil:
-		lines = append(lines, disagree(rec, subject, "the journal records no override before the drill, but the audit trail records one held by %q (version %d)", image.Actor, image.Version))
-	case b != nil:
-		if diff := overrideDiff(*b, *image); diff != "" {
-			lines = append(lines, disagree(rec, subject, "the journal's override before the drill differs from the audit trail's: %s", diff))
-		}
-	}
-	if w := l.WrittenVersion; w != 0 {
-		var written []string
-		found := false
-		for _, r := range trail {
-			o, err := breaker.OverrideFromAuditState(dep, r.After)
-			if err != nil || o == nil || r.Action != breaker.ActionForceOpen {
-				continue
-			}
-			written = append(written, fmt.Sprint(o.Version))
-			found = found || (o.Version == w && r.Actor == in.Actor)
-		}
-		if !found {
-			lines = append(lines, disagree(rec, subject, "the journal says the drill wrote version %d, but the audit trail records run %s writing %s", w, in.RunID, versions(written)))
-		}
+	if w := l.WriteID; w != "" && !slices.ContainsFunc(mine, func(r audit.Record) bool { return r.Change == w }) && !in.StepRunning {
+		lines = append(lines, disagree(rec, subject, "the journal says the drill's last change on it was %s, but the audit trail records no change %s of run %s", w, w, in.RunID))
 	}
 	if len(lines) > 0 {
 		return nil, lines, nil
 	}
-	return &recoveredOverride{dependency: dep, image: image, last: last, runID: in.RunID, allowNoExpiry: in.AllowNoExpiry}, nil, nil
-}
-
-func versions(v []string) string {
-	if len(v) == 0 {
-		return "no version"
+	var said *string
+	if b := l.BeforeOverride; b != nil {
+		said = &b.Actor
 	}
-	return "version " + strings.Join(v, ", ")
-}
-
-// overrideDiff names the fields in which the journal's record of an
-// override differs from the audit trail's ("" when none does).
-func overrideDiff(j drill.OverrideState, a breaker.Override) string {
-	var d []string
-	if j.State != a.State {
-		d = append(d, fmt.Sprintf("state %q, the trail %q", j.State, a.State))
-	}
-	if j.Actor != a.Actor {
-		d = append(d, fmt.Sprintf("actor %q, the trail %q", j.Actor, a.Actor))
-	}
-	if j.Reason != a.Reason {
-		d = append(d, fmt.Sprintf("reason %q, the trail %q", j.Reason, a.Reason))
-	}
-	if j.Version != a.Version {
-		d = append(d, fmt.Sprintf("version %d, the trail %d", j.Version, a.Version))
-	}
-	if !j.CreatedAt.Equal(a.CreatedAt) {
-		d = append(d, fmt.Sprintf("created_at %s, the trail %s", stamp(j.CreatedAt), stamp(a.CreatedAt)))
-	}
-	if !j.ExpiresAt.Equal(a.ExpiresAt) {
-		d = append(d, fmt.Sprintf("expires_at %s, the trail %s", stamp(j.ExpiresAt), stamp(a.ExpiresAt)))
-	}
-	return strings.Join(d, "; ")
-}
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return "none"
-	}
-	return t.UTC().Format(time.RFC3339Nano)
+	return &recoveredOverride{dependency: dep, trail: in.Trail, runID: in.RunID, last: mine[len(mine)-1],
+		journalBefore: said, allowNoExpiry: in.AllowNoExpiry}, nil, nil
 }
 
 // unrecorded is the rollback of a lever the audit trail records no change
-// of: the run died before its step wrote (or before it recorded the write).
-// Nothing the trail does not back is written.
+// of: the run died before its step wrote. Nothing the trail does not back
+// is written.
 type unrecorded struct {
 	subject, runID string
 }
@@ -198,16 +147,22 @@ func (u *unrecorded) Describe() string                { return "nothing the audi
 func (u *unrecorded) ExpiresAt() time.Time            { return time.Time{} }
 func (u *unrecorded) LeverRecord() *drill.LeverRecord { return nil }
 func (u *unrecorded) Undo(context.Context, *drill.RunContext) (string, error) {
-	return fmt.Sprintf("nothing to undo: the audit trail records no change of run %s to %s (the run died before its step wrote; a change it made without recording it lapses by the drill's deadline)", u.runID, u.subject), nil
+	return fmt.Sprintf("nothing to undo: the audit trail records no change of run %s to %s (the run died before its step wrote)", u.runID, u.subject), nil
 }
 
-// recoveredOverride is an override rollback rebuilt from the audit trail:
-// image is the override before the run's first write (nil: none), last what
-// the run's last recorded change left (nil: it cleared it).
+// recoveredOverride is an override rollback rebuilt for drill recover: what
+// it does is decided at Undo from the override's item as stored and the
+// audit trail of its subject.
 type recoveredOverride struct {
-	dependency    string
-	image, last   *breaker.Override
-	runID         string
+	dependency string
+	trail      []audit.Record
+	runID      string
+	// last is the run's last recorded change of the override.
+	last audit.Record
+	// journalBefore names the actor of the override the journal says was
+	// there before the drill (nil: none): it only makes recover say that it
+	// cannot restore it; nothing is written from it.
+	journalBefore *string
 	allowNoExpiry bool
 }
 
@@ -216,21 +171,69 @@ var _ drill.Rollback = (*recoveredOverride)(nil)
 func (r *recoveredOverride) Subject() string { return breaker.OverrideKey(r.dependency) }
 
 func (r *recoveredOverride) Describe() string {
-	if r.image != nil {
-		return fmt.Sprintf("restore the override of %s held by %s before the drill", r.dependency, r.image.Actor)
-	}
-	return fmt.Sprintf("clear the drill's override of %s", r.dependency)
+	return fmt.Sprintf("undo run %s's override of %s, as the audit trail records it", r.runID, r.dependency)
 }
 
 func (r *recoveredOverride) ExpiresAt() time.Time {
-	if r.last != nil {
-		return r.last.ExpiresAt
+	if o, err := breaker.OverrideFromAuditState(r.dependency, r.last.After); err == nil && o != nil {
+		return o.ExpiresAt
 	}
 	return time.Time{}
 }
 
 // LeverRecord is nil: the journal's record stays as it is.
 func (r *recoveredOverride) LeverRecord() *drill.LeverRecord { return nil }
+
+// change returns the audit record of the change whose token is token on the
+// override, and whether that change is the run's: some record on the
+// subject carries the token, and every one that does is the run's, and
+// says the same. Two records of one change that differ mean one was
+// planted: an error, nothing is written.
+func (r *recoveredOverride) change(token string) (audit.Record, bool, error) {
+	if token == "" {
+		return audit.Record{}, false, nil
+	}
+	var found []audit.Record
+	for _, rec := range r.trail {
+		if rec.Subject == r.Subject() && rec.Change == token {
+			found = append(found, rec)
+		}
+	}
+	if len(found) == 0 {
+		return audit.Record{}, false, nil
+	}
+	for _, rec := range found[1:] {
+		if rec.RunID != found[0].RunID || rec.Action != found[0].Action || string(rec.Before) != string(found[0].Before) || string(rec.After) != string(found[0].After) {
+			return audit.Record{}, false, fmt.Errorf("the audit trail holds %d differing records of change %s on %s: one was not written by koshactl; restore %s by hand", len(found), token, r.Subject(), r.dependency)
+		}
+	}
+	return found[0], found[0].RunID == r.runID, nil
+}
+
+// imageBefore follows the run's changes back from rec, the run's record
+// of a change: each before-image carrying the write_id of another change
+// of the run is that change's own before-image. It returns the override
+// before the run's first change of the chain (nil: none).
+func (r *recoveredOverride) imageBefore(rec audit.Record) (*breaker.Override, error) {
+	for range len(r.trail) + 1 {
+		img, err := breaker.OverrideFromAuditState(r.dependency, rec.Before)
+		if err != nil {
+			return nil, fmt.Errorf("the audit record %s of run %s cannot be read: %w", rec.ID, r.runID, err)
+		}
+		if img == nil {
+			return nil, nil
+		}
+		prev, own, err := r.change(img.WriteID)
+		if err != nil {
+			return nil, err
+		}
+		if !own || prev.Action != breaker.ActionForceOpen {
+			return img, nil
+		}
+		rec = prev
+	}
+	return nil, fmt.Errorf("the audit trail of %s loops: restore it by hand", r.Subject())
+}
 
 // sameContent reports whether a holds what b held: a restore of b.
 func sameContent(a, b breaker.Override) bool {
@@ -247,47 +250,49 @@ func (r *recoveredOverride) Undo(ctx context.Context, rc *drill.RunContext) (str
 	if err != nil && !absent {
 		return "", err
 	}
-	if !absent {
-		// Only the write the audit trail names as the run's last is the
-		// run's: anything else is someone else's, whatever its actor or
-		// reason say.
-		if r.last == nil || !breaker.SameWrite(cur, *r.last) {
-			return fmt.Sprintf("left alone: %s now holds it (%q, version %d), not the write the audit trail names as run %s's last", cur.Actor, cur.Reason, cur.Version, r.runID), nil
-		}
-		if r.image != nil && sameContent(cur, *r.image) {
-			return fmt.Sprintf("already restored: it holds the override of %s from before the drill", r.image.Actor), nil
-		}
-	}
-	now := rc.Now()
-	if b := r.image; b != nil && b.ActiveAt(now) {
-		if err := breaker.CheckRestore(*b, now, breaker.DurationPolicy{Max: svc.MaxOverride}, r.allowNoExpiry); err != nil {
-			fix := "restore it by hand with koshactl breaker force-open"
-			if errors.Is(err, breaker.ErrNoExpiryUnconfirmed) {
-				fix = "re-run drill recover with --yes to restore it as it was, or restore it by hand"
-			}
-			return "", fmt.Errorf("not restoring the override of %s held by %s before the drill: %w; %s", r.dependency, b.Actor, err, fix)
-		}
-		return restoreOverride(ctx, rc, r.dependency, r.Subject(), *b, cur, absent)
+	byHand := func(img *breaker.Override, why string) error {
+		return fmt.Errorf("not restoring the override of %s held by %s before the drill: %s; restore it by hand with koshactl breaker force-open %s if it should be",
+			r.dependency, img.Actor, why, r.dependency)
 	}
 	if absent {
-		return "already clear", nil
+		// The run's last change deleted it, or someone did since: an
+		// absent item proves nothing, so nothing is written from a record.
+		img, err := r.imageBefore(r.last)
+		if err != nil {
+			return "", err
+		}
+		if img == nil || !img.ActiveAt(rc.Now()) {
+			return "already clear", nil
+		}
+		return "", byHand(img, fmt.Sprintf("the override is absent now (run %s's last change of it: audit record %s), and an absent override carries no write_id that proves nobody changed it since", r.runID, r.last.ID))
 	}
-	// Conditional on the item just checked: one written since is not
-	// deleted unseen.
-	outs, err := svc.Overrides.ClearAll(ctx, rc.Audit(), breaker.ClearAll{Dependencies: []string{r.dependency}, Reason: rc.Reason("rollback"),
-		Actor: func(context.Context) (string, error) { return svc.Actor, nil }, Read: map[string]*breaker.Override{r.dependency: &cur}})
-	if err != nil && len(outs) == 1 && outs[0].Written {
-		// Deleted, its record not written (audit.ErrAuditWrite): the
-		// rollback is done and says so; it is not "already clear" later.
-		return "cleared, but its audit record was not written", err
-	}
+	anchor, own, err := r.change(cur.WriteID)
 	if err != nil {
 		return "", err
 	}
-	if len(outs) == 0 || outs[0].Result.Before == nil {
-		return "already clear", nil
+	if !own || anchor.Action != breaker.ActionForceOpen {
+		return fmt.Sprintf("left alone: %s now holds it (%q, version %d), not a write the audit trail records as run %s's", cur.Actor, cur.Reason, cur.Version, r.runID), nil
 	}
-	return "cleared", nil
+	img, err := r.imageBefore(anchor)
+	if err != nil {
+		return "", err
+	}
+	if img == nil && r.journalBefore != nil {
+		return "", fmt.Errorf("the journal says an override held by %q was there before the drill, but no audit record of run %s's changes to %s names it: the drill's override is left as it is; restore by hand", *r.journalBefore, r.runID, r.dependency)
+	}
+	now := rc.Now()
+	if img != nil && img.ActiveAt(now) {
+		if sameContent(cur, *img) {
+			return fmt.Sprintf("already restored: it holds the override of %s from before the drill", img.Actor), nil
+		}
+		if err := breaker.CheckRestore(*img, now, breaker.DurationPolicy{Max: svc.MaxOverride}, r.allowNoExpiry); err != nil {
+			if errors.Is(err, breaker.ErrNoExpiryUnconfirmed) {
+				return "", fmt.Errorf("not restoring the override of %s held by %s before the drill: %w; re-run drill recover with --yes to restore it as it was, or restore it by hand", r.dependency, img.Actor, err)
+			}
+			return "", byHand(img, err.Error())
+		}
+	}
+	return restore(ctx, rc, breaker.RestoreRequest{Dependency: r.dependency, Mine: cur.WriteID, Before: img, Actor: svc.Actor, Reason: rc.Reason("rollback")})
 }
 
 func recoverBucket(in RecoverInput) (drill.Rollback, []string, error) {
@@ -295,7 +300,7 @@ func recoverBucket(in RecoverInput) (drill.Rollback, []string, error) {
 	subject := ratelimit.Key(l.Client)
 	var trail []audit.Record
 	for _, r := range in.Trail {
-		if r.Subject == subject && slices.Contains([]string{ratelimit.ActionReset, ratelimit.ActionDrain, ratelimit.ActionSet}, r.Action) {
+		if r.RunID == in.RunID && r.Subject == subject && slices.Contains([]string{ratelimit.ActionReset, ratelimit.ActionDrain, ratelimit.ActionSet}, r.Action) {
 			trail = append(trail, r)
 		}
 	}
@@ -373,19 +378,6 @@ func orderTrail(trail []audit.Record, keys func(audit.Record) link) []audit.Reco
 		start = end
 	}
 	return out
-}
-
-// overrideLink keys an override record by the write_id of the items it
-// replaced and wrote.
-func overrideLink(dep string) func(audit.Record) link {
-	key := func(doc json.RawMessage) string {
-		o, err := breaker.OverrideFromAuditState(dep, doc)
-		if err != nil || o == nil {
-			return ""
-		}
-		return fmt.Sprintf("%s/%d", o.WriteID, o.Version)
-	}
-	return func(r audit.Record) link { return link{before: key(r.Before), after: key(r.After)} }
 }
 
 // bucketLink keys a bucket record by the stored level before and after.

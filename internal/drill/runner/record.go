@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
@@ -61,25 +62,53 @@ func (g *journalingGauges) Read(ctx context.Context, dependency string) (drill.G
 	return reading, err
 }
 
-// journalingAudit records the id of every audit record the run writes in
-// the journal (audit), so a report names each change's record.
+// journalingAudit names in the journal (audit) every audit record the run
+// wrote, so a report names each change's record: a record appended on its
+// own when its append returns, and a lever's records, staged into the
+// lever's transaction, when the step reports its change committed
+// ([drill.RunContext.Recorded]). A staged record whose change failed is
+// never named. Each record is named once.
 type journalingAudit struct {
 	inner audit.Appender
 	add   func(drill.AuditRef)
+
+	mu    sync.Mutex
+	named map[string]bool
 }
 
-var _ audit.Appender = (*journalingAudit)(nil)
+var (
+	_ audit.Appender = (*journalingAudit)(nil)
+	_ drill.Recorder = (*journalingAudit)(nil)
+)
+
+func newJournalingAudit(inner audit.Appender, add func(drill.AuditRef)) *journalingAudit {
+	return &journalingAudit{inner: inner, add: add, named: map[string]bool{}}
+}
 
 func (a *journalingAudit) Append(ctx context.Context, e audit.Entry) (audit.Record, error) {
 	rec, err := a.inner.Append(ctx, e)
-	if err == nil && rec.ID != "" {
-		a.add(drill.AuditRef{ID: rec.ID, At: rec.Time.UTC(), Action: rec.Action, Subject: rec.Subject})
+	if err == nil {
+		a.Recorded(rec)
 	}
 	return rec, err
 }
 
+// Stage names nothing: the record exists only if its change commits.
 func (a *journalingAudit) Stage(ctx context.Context, e audit.Entry, token string, n int) (audit.Record, store.Op, error) {
 	return a.inner.Stage(ctx, e, token, n)
+}
+
+// Recorded names recs, records of a change that committed.
+func (a *journalingAudit) Recorded(recs ...audit.Record) {
+	for _, rec := range recs {
+		a.mu.Lock()
+		seen := rec.ID == "" || a.named[rec.ID]
+		a.named[rec.ID] = true
+		a.mu.Unlock()
+		if !seen {
+			a.add(drill.AuditRef{ID: rec.ID, At: rec.Time.UTC(), Action: rec.Action, Subject: rec.Subject})
+		}
+	}
 }
 
 // recordStop records one evaluation of a stop condition.
@@ -108,9 +137,9 @@ func (r *Runner) recording(rc *drill.RunContext) *drill.Deps {
 		own.Gauges = &journalingGauges{inner: own.Gauges, r: r, rc: rc}
 	}
 	if own.Audit != nil {
-		own.Audit = &journalingAudit{inner: own.Audit, add: func(a drill.AuditRef) {
+		own.Audit = newJournalingAudit(own.Audit, func(a drill.AuditRef) {
 			r.update(func() { r.journal.Audit = append(r.journal.Audit, a) })
-		}}
+		})
 	}
 	return &own
 }

@@ -4,31 +4,15 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 )
 
-// rollbackStatus is the one rule, for drill run and drill recover alike, of
-// what a rollback's Undo result says about its lever: nil is ok, and any
-// error is failed (the run's caller tells an abandoned or timed-out one
-// apart). A lever change and its record are one transaction, so there is
-// no lever restored without its record. msg is not yet redacted.
-func rollbackStatus(err error, _ string) (status, msg string) {
-	if err == nil {
-		return drill.StatusOK, ""
-	}
-	return drill.StatusFailed, err.Error()
-}
-
-// rollbacksLeft says how a journal's rollbacks left its levers: restored
-// is true when every rollback restored its lever (ok or unaudited, or there
-// was none), unaudited counts those whose change has no audit record.
-func rollbacksLeft(j *drill.Journal) (restored bool, unaudited int) {
-	restored = true
+// rollbacksOK reports whether every rollback of j restored its lever (or
+// there was none). A lever change and its audit record are one write, so
+// a rollback is ok, or it failed, or was abandoned: there is no lever
+// restored without its record.
+func rollbacksOK(j *drill.Journal) bool {
 	for _, rb := range j.Rollbacks {
-		switch rb.Status {
-		case drill.StatusOK:
-		case drill.StatusUnaudited:
-			unaudited++
-		default:
-			restored = false
+		if rb.Status != drill.StatusOK {
+			return false
 		}
 	}
-	return restored, unaudited
+	return true
 }

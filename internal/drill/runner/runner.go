@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Rollback retries: a rollback that fails (the store throttled, a write
@@ -228,11 +228,7 @@ func rollbackSummary(j *drill.Journal) string {
 	if len(j.Rollbacks) == 0 {
 		return "no rollbacks"
 	}
-	s := fmt.Sprintf("%d of %d rollback(s) ok", ok, len(j.Rollbacks))
-	if _, unaudited := rollbacksLeft(j); unaudited > 0 {
-		s += fmt.Sprintf(", %d restored but not audited (its audit record was not written)", unaudited)
-	}
-	return s
+	return fmt.Sprintf("%d of %d rollback(s) ok", ok, len(j.Rollbacks))
 }
 
 // start builds the journal and the run context, and announces the run.
@@ -590,8 +586,7 @@ func (r *Runner) finish(rc *drill.RunContext, j *drill.Journal) *drill.Journal {
 	r.mu.Lock()
 	j.EndedAt = drill.TimePtr(end)
 	j.DurationSeconds = drill.Seconds(end.Sub(rc.Started()))
-	restored, unaudited := rollbacksLeft(j)
-	if !restored {
+	if !rollbacksOK(j) {
 		j.RollbacksOK = false
 	}
 	switch {
@@ -599,9 +594,6 @@ func (r *Runner) finish(rc *drill.RunContext, j *drill.Journal) *drill.Journal {
 		j.ExitCode = drill.ExitInvalid
 	case !j.RollbacksOK:
 		j.ExitCode = drill.ExitRollbackFailed
-	case unaudited > 0:
-		// Every lever is back; what is left to do is write the record.
-		j.ExitCode = drill.ExitUnaudited
 	case j.Outcome == drill.OutcomeInterrupted:
 		j.ExitCode = drill.ExitInterrupted
 	case (j.Outcome == drill.OutcomeRefused || j.Outcome == drill.OutcomeGuardLost) && r.guardCode != 0:
@@ -929,18 +921,18 @@ func (r *Runner) rollback(parent context.Context, rc *drill.RunContext, d *drill
 	r.mu.Lock()
 	rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, drill.TimePtr(end), drill.Seconds(end.Sub(start))
 	rec.Detail = rc.Redact(detail)
-	// A change that landed without its record restored the lever however
-	// the rollback's context ended: it is unaudited, not abandoned or
-	// timed out.
-	switch status, msg := rollbackStatus(err, rc.Deps.ContextName); {
-	case status != drill.StatusFailed:
-		rec.Status, rec.Error = status, rc.Redact(msg)
+	// A lever change and its record are one write: a rollback restored
+	// its lever (ok), or did not, or nobody can tell (failed, its error
+	// says what to read).
+	switch {
+	case err == nil:
+		rec.Status, rec.Error = drill.StatusOK, ""
 	case parent.Err() != nil:
 		rec.Status, rec.Error = drill.StatusAbandoned, "abandoned: the operator stopped the rollback"
 	case ctx.Err() != nil:
-		rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, rc.Redact(msg))
+		rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, rc.Redact(err.Error()))
 	default:
-		rec.Status, rec.Error = drill.StatusFailed, rc.Redact(msg)
+		rec.Status, rec.Error = drill.StatusFailed, rc.Redact(err.Error())
 	}
 	r.addExpiry(rec, e.rb)
 	snap = *rec
@@ -949,16 +941,15 @@ func (r *Runner) rollback(parent context.Context, rc *drill.RunContext, d *drill
 }
 
 // undoWithRetry runs rb.Undo, retrying a failure up to rollbackAttempts
-// times within ctx (the rollback's timeout); a failure to record a change
-// that was made (audit.ErrAuditWrite) ends it.
+// times within ctx (the rollback's timeout); a change whose outcome is
+// unknown (store.ErrOutcomeUnknown: the store could not be reached to
+// settle it) ends it: a retry could find the lever restored and say
+// "already", hiding that nobody knows what the first one did.
 func undoWithRetry(ctx context.Context, rc *drill.RunContext, rb drill.Rollback) (detail string, attempts int, err error) {
 	for attempts < rollbackAttempts {
 		attempts++
 		detail, err = rb.Undo(ctx, rc)
-		// A change made whose audit record did not land is not retried:
-		// the retry would find the subject restored, report it "already"
-		// done, and the change would stand with no record and no failure.
-		if err == nil || ctx.Err() != nil || errors.Is(err, audit.ErrAuditWrite) {
+		if err == nil || ctx.Err() != nil || errors.Is(err, store.ErrOutcomeUnknown) {
 			return detail, attempts, err
 		}
 		if attempts < rollbackAttempts {

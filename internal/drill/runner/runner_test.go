@@ -514,7 +514,7 @@ steps:
 func TestBucketsAreRestoredToTheirLevelBeforeTheDrill(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, err := e.bk.Apply(ctx, ratelimit.Change{Op: ratelimit.OpSet, Client: "busy", Tokens: 5}); err != nil {
+	if _, _, err := e.bk.ApplyAudited(ctx, e.log, "oncall@ops", "set by hand", ratelimit.Change{Op: ratelimit.OpSet, Client: "busy", Tokens: 5}); err != nil {
 		t.Fatal(err)
 	}
 	d := parse(t, `
@@ -552,7 +552,7 @@ steps:
 func TestSomeoneElsesOverrideIsRestored(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, err := e.ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
+	if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	d := parse(t, `
@@ -600,7 +600,7 @@ func TestAnOverrideSomeoneForcedMeanwhileIsLeftAlone(t *testing.T) {
 		if ev.Kind == EventStepDone && ev.Step.ID == "force" {
 			once.Do(func() {
 				cur, _ := e.ov.Get(ctx, "openai")
-				if _, err := e.ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "someone else", Actor: "oncall@ops",
+				if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "someone else", Actor: "oncall@ops",
 					For: time.Hour, Overwrite: true, Read: &breaker.ReadState{Current: &cur}}); err != nil {
 					t.Error(err)
 				}
@@ -701,7 +701,7 @@ func TestClearLeavesAnOverrideForcedDuringTheDrill(t *testing.T) {
 	rec := &recorder{on: func(ev Event) {
 		if ev.Kind == EventStepDone && ev.Step.ID == "force" {
 			cur, _ := e.ov.Get(ctx, "openai")
-			if _, err := e.ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops",
+			if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops",
 				For: time.Hour, Overwrite: true, Read: &breaker.ReadState{Current: &cur}}); err != nil {
 				t.Error(err)
 			}
