@@ -88,7 +88,8 @@ func (s *Overrides) commitChunk(ctx context.Context, log audit.Appender, writes 
 		op, e := w(token, now)
 		rec, rop, err := log.Stage(ctx, e, token, i)
 		if err != nil {
-			fail(err)
+			// Nothing was sent: not an audit failure of a change made.
+			fail(fmt.Errorf("%w: its audit record could not be built: %v", ErrNotWritten, err))
 			return
 		}
 		records[i] = rec
