@@ -48,7 +48,7 @@ type drillWorld struct {
 	// cliProxy and dpProxy are the two principals' DynamoDB endpoints.
 	cliProxy, dpProxy *iamtest.Proxy
 	dir               string
-	sbErr         *syncbuf.Buffer
+	sbErr             *syncbuf.Buffer
 	// quick shortens the example drills' waits (30 s to 5 s, rollbacks to
 	// 2 s) for runs that are meant to fail: a denied lever then fails in
 	// seconds rather than after the drill's full patience.

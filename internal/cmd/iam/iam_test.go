@@ -30,10 +30,10 @@ type awsWorld struct {
 	*clitest.Env
 	proxy *iamtest.Proxy
 	rec   *recorder
-	cw  *cwfake.Server
-	sm  *smfake.Server
-	sns *snsfake.Server
-	enf *iamtest.Enforcer
+	cw    *cwfake.Server
+	sm    *smfake.Server
+	sns   *snsfake.Server
+	enf   *iamtest.Enforcer
 }
 
 const contextYAML = `current-context: %s
