@@ -276,3 +276,38 @@ func proven(ctx context.Context, tx Transactor, c Change) (bool, error) {
 	}
 	return it.WriteID() == c.Token, nil
 }
+
+// ApplyTo applies c to items, an in-memory table, all or nothing, as the
+// in-memory stores (the sandbox's, the tests') do inside their own lock:
+// every write's condition is checked against items first; when any fails
+// the error is a *TxConflictError naming each refused write (with a copy
+// of the item as stored) and items is left as it was. store applies to
+// each put before it is kept (a normalising copy).
+func (c Change) ApplyTo(items map[string]Item, keep func(Item) Item) error {
+	var conflict *TxConflictError
+	for _, op := range c.Ops {
+		cur := items[op.PK()]
+		if op.Cond.Holds(cur) {
+			continue
+		}
+		if conflict == nil {
+			conflict = &TxConflictError{}
+		}
+		ce := ConditionError{PK: op.PK()}
+		if cur != nil {
+			ce.Current = cur.Clone()
+		}
+		conflict.Conflicts = append(conflict.Conflicts, ce)
+	}
+	if conflict != nil {
+		return conflict
+	}
+	for _, op := range c.Ops {
+		if op.Put == nil {
+			delete(items, op.Delete)
+			continue
+		}
+		items[op.PK()] = keep(op.Put)
+	}
+	return nil
+}

@@ -122,7 +122,6 @@ func (m *memStore) Transact(ctx context.Context, c store.Change) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var conflict *store.TxConflictError
 	lost := false
 	for _, op := range c.Ops {
 		pk := op.PK()
@@ -132,29 +131,10 @@ func (m *memStore) Transact(ctx context.Context, c store.Change) error {
 		if op.Put == nil && m.failDelete != "" && strings.HasPrefix(pk, m.failDelete) {
 			return fmt.Errorf("change %s: delete %s: %w", c.Token, pk, store.ErrUnavailable)
 		}
-		if op.Put != nil && m.lostPut != "" && strings.HasPrefix(pk, m.lostPut) {
-			lost = true
-		}
-		if cur := m.items[pk]; !op.Cond.Holds(cur) {
-			if conflict == nil {
-				conflict = &store.TxConflictError{}
-			}
-			ce := store.ConditionError{PK: pk}
-			if cur != nil {
-				ce.Current = cur.Clone()
-			}
-			conflict.Conflicts = append(conflict.Conflicts, ce)
-		}
+		lost = lost || op.Put != nil && m.lostPut != "" && strings.HasPrefix(pk, m.lostPut)
 	}
-	if conflict != nil {
-		return conflict
-	}
-	for _, op := range c.Ops {
-		if op.Put == nil {
-			delete(m.items, op.Delete)
-			continue
-		}
-		m.items[op.PK()] = store.Normalize(op.Put).Clone()
+	if err := c.ApplyTo(m.items, func(it store.Item) store.Item { return store.Normalize(it).Clone() }); err != nil {
+		return err
 	}
 	if lost {
 		m.lostPut = ""

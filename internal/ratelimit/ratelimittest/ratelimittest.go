@@ -95,30 +95,7 @@ func (m *MemStore) Transact(ctx context.Context, c store.Change) error {
 	if m.FailPut != nil {
 		return m.FailPut
 	}
-	var conflict *store.TxConflictError
-	for _, op := range c.Ops {
-		if cur := m.items[op.PK()]; !op.Cond.Holds(cur) {
-			if conflict == nil {
-				conflict = &store.TxConflictError{}
-			}
-			ce := store.ConditionError{PK: op.PK()}
-			if cur != nil {
-				ce.Current = cur.Clone()
-			}
-			conflict.Conflicts = append(conflict.Conflicts, ce)
-		}
-	}
-	if conflict != nil {
-		return conflict
-	}
-	for _, op := range c.Ops {
-		if op.Put == nil {
-			delete(m.items, op.Delete)
-			continue
-		}
-		m.items[op.PK()] = store.Normalize(op.Put)
-	}
-	return nil
+	return c.ApplyTo(m.items, store.Normalize)
 }
 
 // Scan yields copies of the items under q.Prefix.
