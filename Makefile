@@ -24,8 +24,10 @@ CYCLONEDX          := $(TOOLS)/cyclonedx-gomod-$(CYCLONEDX_VERSION)/cyclonedx-go
 FUZZTIME ?= 20s
 BIN     := bin/koshactl
 PKGS    := ./...
-DYNALITE_DIR := tools/dynalite
-DYNALITE := $(DYNALITE_DIR)/node_modules/dynalite/cli.js
+# moto's server, the tests' DynamoDB (and SNS, SQS, STS, Secrets Manager)
+# endpoint: internal/testutil/moto runs $KOSHACTL_MOTO_SERVER, else
+# moto_server on PATH.
+MOTO_VERSION := 5.2.1
 ARGS    ?=
 # Debian's interpreter: it sees Debian's python3-pytest and python3-boto3,
 # which a python3 earlier on PATH (pyenv, a venv) may not.
@@ -59,13 +61,15 @@ install: ## go install koshactl, stamped like build
 run: build ## Run koshactl with ARGS on the current context (default: the embedded local store), e.g. make run ARGS="breaker list"
 	./$(BIN) $(ARGS)
 
-$(DYNALITE): $(DYNALITE_DIR)/package.json $(DYNALITE_DIR)/package-lock.json
-	@command -v node >/dev/null || { echo "node (20+) is needed for the DynamoDB test server: install nodejs and npm"; exit 1; }
-	npm ci --prefix $(DYNALITE_DIR) --no-audit --no-fund --loglevel=error
-	@touch $@
-
 .PHONY: test-deps
-test-deps: $(DYNALITE) ## Install what the tests need (dynalite from the pinned package-lock; tmux for the dashboard smoke test; Debian's python3 with pytest and boto3 for the contract vectors and the interop tests)
+test-deps: ## Install what the tests need (moto's server, pinned, with pip when missing; tmux for the dashboard smoke test; Debian's python3 with pytest and boto3 for the contract vectors and the interop tests)
+	@if [ -n "$${KOSHACTL_MOTO_SERVER:-}" ]; then \
+	  command -v "$$KOSHACTL_MOTO_SERVER" >/dev/null || { echo "KOSHACTL_MOTO_SERVER=$$KOSHACTL_MOTO_SERVER is not an executable: point it at moto_server, or unset it to use moto_server on PATH"; exit 1; }; \
+	elif ! command -v moto_server >/dev/null; then \
+	  echo "installing moto's server $(MOTO_VERSION) (moto_server, the tests' DynamoDB) with pip"; \
+	  python3 -m pip install --quiet 'moto[server]==$(MOTO_VERSION)' && command -v moto_server >/dev/null || \
+	    { echo "moto_server is needed for the DynamoDB tests: install it with \`pip install 'moto[server]==$(MOTO_VERSION)'\` so moto_server is on PATH, or set KOSHACTL_MOTO_SERVER to it"; exit 1; }; \
+	fi
 	@missing=; command -v tmux >/dev/null || missing="$$missing tmux"; \
 	  $(PYTHON) -c 'import pytest' 2>/dev/null || missing="$$missing python3-pytest"; \
 	  $(PYTHON) -c 'import boto3' 2>/dev/null || missing="$$missing python3-boto3"; \
@@ -84,7 +88,7 @@ test-bin:
 	$(GO) build -race -o $(TEST_BIN) ./cmd/koshactl
 
 # Six test binaries at once on any machine: most packages spend their time
-# waiting on servers (dynalite, the sandbox fleet, a drill's polls), not
+# waiting on servers (moto, the sandbox fleet, a drill's polls), not
 # computing, so with go test's default (one per core) two cores sat half idle;
 # docs/benchmarks/test-suite.md.
 TEST_P ?= 6
@@ -106,7 +110,7 @@ vectors: ## Regenerate the contract test vectors (docs/contracts/vectors) from t
 
 # The end-to-end packages: real processes, servers, terminals and stores,
 # where timing could leak into an outcome (the built binary in tmux, the
-# sandbox fleet in process and as a command, dynalite, the dashboard on an
+# sandbox fleet in process and as a command, moto, the dashboard on an
 # emulated terminal, drills running shells, audit --follow).
 STRESS_PKGS  ?= ./internal/cmd/drill ./internal/cmd/dashboard ./internal/dataplane/sandbox ./internal/cmd/sandbox ./internal/cmd/breaker \
 	./internal/cmd/iam ./internal/cmd/audit ./internal/tui ./internal/drill/... ./internal/store/... ./internal/testutil/...

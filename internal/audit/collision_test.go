@@ -9,8 +9,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // A record is never written over another item: an item planted under the
@@ -23,7 +23,7 @@ func TestARecordNeverOverwritesAnItem(t *testing.T) {
 		testRecordCollision(t, s)
 	})
 	t.Run("dynamodb", func(t *testing.T) {
-		testRecordCollision(t, dynamotest.NewStore(t, dynalite.Start(t)))
+		testRecordCollision(t, dynamotest.NewStore(t, moto.Start(t)))
 	})
 }
 
@@ -61,7 +61,7 @@ func testRecordCollision(t *testing.T, s store.Store) {
 // the connection is reset after the transaction) is settled by reading its
 // record, which carries the append's token: one record, no error.
 func TestAppendWhoseAnswerIsLostIsConfirmedByARead(t *testing.T) {
-	p := faultproxy.Start(t, dynalite.Start(t))
+	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL()) // one attempt per request
 	ctx := context.Background()
 	log := audit.NewLog(s, clock.NewFake(t0), "ctx")

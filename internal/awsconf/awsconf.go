@@ -72,7 +72,7 @@ type Options struct {
 	// StaticCredentials signs requests with fixed dummy credentials instead of
 	// resolving real ones. It requires EndpointURL and is refused for
 	// amazonaws.com endpoints. Meant for tests and local development against
-	// dynalite, DynamoDB Local or LocalStack. Default false.
+	// DynamoDB Local, LocalStack or moto. Default false.
 	StaticCredentials bool
 	// HTTPTimeout bounds one HTTP request. Zero means [DefaultHTTPTimeout].
 	HTTPTimeout time.Duration

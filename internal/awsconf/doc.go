@@ -12,7 +12,7 @@
 //     failure.
 //   - Retries and per-request timeouts are bounded (3 attempts, 10 s per
 //     request by default) so a broken endpoint fails in seconds, not minutes.
-//   - A DynamoDB-compatible endpoint (DynamoDB Local, LocalStack, dynalite)
+//   - A DynamoDB-compatible endpoint (DynamoDB Local, LocalStack, moto)
 //     can be paired with explicit dummy credentials; they are never invented
 //     for real AWS.
 package awsconf

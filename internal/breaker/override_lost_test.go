@@ -14,8 +14,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // records lists every audit record of subject.
@@ -45,7 +45,7 @@ func TestLostAnswersAreConfirmedWithExactlyOneRecord(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := faultproxy.Start(t, dynalite.Start(t))
+			p := faultproxy.Start(t, moto.Start(t))
 			s := dynamotest.NewStore(t, p.URL()) // one attempt per request
 			clk := clock.NewFake(t0)
 			ov := breaker.NewOverrides(s, clk)
@@ -94,7 +94,7 @@ func TestLostAnswersAreConfirmedWithExactlyOneRecord(t *testing.T) {
 // "context canceled".
 func TestAStalledChangeInterruptedIsSettled(t *testing.T) {
 	t.Parallel()
-	p := faultproxy.Start(t, dynalite.Start(t))
+	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL())
 	clk := clock.NewFake(t0)
 	ov := breaker.NewOverrides(s, clk)
@@ -119,7 +119,7 @@ func TestAStalledChangeInterruptedIsSettled(t *testing.T) {
 // settling it: the one unknown outcome, with the command that tells.
 func TestAnUnreachableStoreIsAnUnknownOutcome(t *testing.T) {
 	t.Parallel()
-	p := faultproxy.Start(t, dynalite.Start(t))
+	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL())
 	clk := clock.NewFake(t0)
 	ov := breaker.NewOverrides(s, clk)

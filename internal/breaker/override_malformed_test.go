@@ -21,7 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // rawAttr is an attribute as another tool writes it: DynamoDB's type letter
@@ -109,8 +109,8 @@ func TestMalformedOverridesOnEmbeddedStore(t *testing.T) {
 // a table is most of the cost of a case.
 func TestMalformedOverridesOnDynamoDB(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
-	cfg := dynalite.Config(t, endpoint)
+	endpoint := moto.Start(t)
+	cfg := moto.Config(t, endpoint)
 	client := dynamodb.NewFromConfig(cfg)
 	s := dynamo.NewFromConfig(cfg, "malformed")
 	if _, err := s.Init(context.Background()); err != nil {
@@ -261,8 +261,8 @@ func TestUnknownAttributesOfEveryTypeAreKeptAndIgnored(t *testing.T) {
 		})
 	})
 	t.Run("dynamodb", func(t *testing.T) {
-		endpoint := dynalite.Start(t)
-		cfg := dynalite.Config(t, endpoint)
+		endpoint := moto.Start(t)
+		cfg := moto.Config(t, endpoint)
 		client := dynamodb.NewFromConfig(cfg)
 		testUnknownAttributes(t, func(t *testing.T) (store.Store, rawWriter) {
 			s := dynamo.NewFromConfig(cfg, "unknown-attrs")

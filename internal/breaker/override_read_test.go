@@ -13,12 +13,12 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 var endpoint string
 
-func TestMain(m *testing.M) { dynalite.RunMain(m, &endpoint) }
+func TestMain(m *testing.M) { moto.RunMain(m, &endpoint) }
 
 // counted records how a store was read.
 type counted struct {

@@ -244,7 +244,7 @@ type DynamoDBStore struct {
 	// default: on a laptop that probe hangs for seconds before failing.
 	IMDS bool `yaml:"imds,omitempty" json:"imds,omitempty"`
 	// StaticCredentials uses fixed dummy credentials, for local
-	// DynamoDB-compatible endpoints (dynalite, DynamoDB Local) only.
+	// DynamoDB-compatible endpoints (DynamoDB Local, LocalStack, moto) only.
 	StaticCredentials bool `yaml:"static-credentials,omitempty" json:"static-credentials,omitempty"`
 }
 

@@ -10,6 +10,6 @@
 // it touches. The policy of a role is the union of its command paths'
 // needs; DynamoDB item actions are limited with dynamodb:LeadingKeys to
 // their prefixes. The tests of internal/cmd/iam run every command path
-// against dynalite and fakes, record the operations the SDK sent, and
+// against moto and fakes, record the operations the SDK sent, and
 // compare them with this table, so it cannot drift from the code.
 package iam

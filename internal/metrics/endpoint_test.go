@@ -82,7 +82,8 @@ func TestCloudWatchClientsHonourThePinnedEndpoint(t *testing.T) {
 }
 
 // TestAnEndpointThatIsNotCloudWatchIsNamed: a server that answers in
-// something other than CloudWatch's protocol (dynalite's JSON 404) is
+// something other than CloudWatch's protocol (a DynamoDB-only server's JSON
+// 404) is
 // reported as serving no CloudWatch, for gauges and alarms alike.
 func TestAnEndpointThatIsNotCloudWatchIsNamed(t *testing.T) {
 	notCW := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -29,7 +29,7 @@ var ErrNotCloudWatch = errors.New("endpoint serves no CloudWatch")
 
 // NotCloudWatchError reports an endpoint that answered a CloudWatch call with
 // something CloudWatch never sends (the SDK could not decode it): a
-// DynamoDB-compatible server such as dynalite behind a context's one
+// DynamoDB-compatible server such as DynamoDB Local behind a context's one
 // --endpoint-url for every service. Retrying there cannot help; the gauges
 // must be pointed elsewhere.
 type NotCloudWatchError struct {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // python is Debian's interpreter, which sees Debian's python3-boto3 (make
@@ -28,7 +28,7 @@ const (
 )
 
 // session is one koshactl installation and one Python peer sharing a
-// dynalite table and a Secrets Manager fake.
+// moto table and a Secrets Manager fake.
 type session struct {
 	t    *testing.T
 	e    *clitest.Env
@@ -41,11 +41,11 @@ func newSession(t *testing.T) *session {
 	if out, err := exec.CommandContext(context.Background(), python, "-c", "import boto3").CombinedOutput(); err != nil {
 		t.Fatalf("%s cannot import boto3 (%v: %s): run make test-deps, which installs Debian's python3-boto3", python, err, bytes.TrimSpace(out))
 	}
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	sm := smfake.New(t, e.Clock)
 	sm.Create(secretID)
-	e.MustRun(0, "config", "set-context", "dev", "--table", table, "--region", dynalite.Region,
+	e.MustRun(0, "config", "set-context", "dev", "--table", table, "--region", moto.Region,
 		"--service-endpoint", "dynamodb="+endpoint, "--service-endpoint", "secretsmanager="+sm.URL,
 		"--static-credentials", "--chaos-secret-id", secretID, "--use")
 	e.MustRun(0, "store", "init")
@@ -55,7 +55,7 @@ func newSession(t *testing.T) *session {
 	}
 	return &session{t: t, e: e, peer: filepath.Join(root, "sdk", "python", "tests", "interop", "peer.py"),
 		env: append(os.Environ(), "KOSHA_DYNAMODB_ENDPOINT="+endpoint, "KOSHA_SECRETSMANAGER_ENDPOINT="+sm.URL, "KOSHA_TABLE="+table,
-			"AWS_DEFAULT_REGION="+dynalite.Region, "AWS_ACCESS_KEY_ID=AKIDPYINTEROP", "AWS_SECRET_ACCESS_KEY=not-a-real-secret-key",
+			"AWS_DEFAULT_REGION="+moto.Region, "AWS_ACCESS_KEY_ID=AKIDPYINTEROP", "AWS_SECRET_ACCESS_KEY=not-a-real-secret-key",
 			"AWS_CONFIG_FILE="+os.DevNull, "PYTHONDONTWRITEBYTECODE=1", "AWS_SHARED_CREDENTIALS_FILE="+os.DevNull, "AWS_EC2_METADATA_DISABLED=true")}
 }
 

@@ -18,7 +18,7 @@ import (
 // buckets and an audit log on it, and alice's bucket drained.
 func interruptFixture(t *testing.T) (*faultproxy.Proxy, store.Store, *ratelimit.Buckets, *audit.Log) {
 	t.Helper()
-	p := faultproxy.Start(t, dynaliteURL(t))
+	p := faultproxy.Start(t, motoURL(t))
 	s := dynamotest.NewStore(t, p.URL())
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	b, err := ratelimit.NewBuckets(s, clk, ratelimit.Limits{})

@@ -15,33 +15,33 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// One dynalite serves the package, started on first use so the pure tests
+// One moto server serves the package, started on first use so the pure tests
 // do not need it.
 var (
-	dynaliteOnce     sync.Once
-	dynaliteEndpoint string
-	dynaliteStop     = func() {}
-	dynaliteErr      error
+	motoOnce     sync.Once
+	motoEndpoint string
+	motoStop     = func() {}
+	motoErr      error
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	dynaliteStop()
+	motoStop()
 	os.Exit(code)
 }
 
-func dynaliteURL(tb testing.TB) string {
+func motoURL(tb testing.TB) string {
 	tb.Helper()
-	dynaliteOnce.Do(func() {
-		dynaliteEndpoint, dynaliteStop, dynaliteErr = dynalite.StartMain()
+	motoOnce.Do(func() {
+		motoEndpoint, motoStop, motoErr = moto.StartMain()
 	})
-	if dynaliteErr != nil {
-		tb.Fatal(dynaliteErr)
+	if motoErr != nil {
+		tb.Fatal(motoErr)
 	}
-	return dynaliteEndpoint
+	return motoEndpoint
 }
 
 // backends opens a fresh, empty store of each kind for one test.
@@ -50,7 +50,7 @@ var backends = map[string]func(t *testing.T) store.Store{
 		return sqlitetest.NewStore(t)
 	},
 	"dynamodb": func(t *testing.T) store.Store {
-		return dynamotest.NewStore(t, dynaliteURL(t))
+		return dynamotest.NewStore(t, motoURL(t))
 	},
 }
 

@@ -1,6 +1,6 @@
 // Package scalebench holds the production-size benchmarks of koshactl's
 // operator reads and lever round trips (docs/benchmarks/scale.md): tables
-// of 0, 10k and 100k buckets with proportional audit records on dynalite,
+// of 0, 10k and 100k buckets with proportional audit records on moto,
 // items examined counted by a proxy that reads DynamoDB's answers, and
 // mutations through a toxiproxy link of 50 ms round trip. It has no code
 // outside its tests.

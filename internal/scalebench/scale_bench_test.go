@@ -28,14 +28,14 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // Env100k opts in to the 100k-bucket table (loading it takes about a
 // minute on a shared 2-core machine; see docs/benchmarks/scale.md).
 const Env100k = "KOSHACTL_BENCH_100K"
 
-// counter is a reverse proxy in front of dynalite that counts, from
+// counter is a reverse proxy in front of moto that counts, from
 // DynamoDB's own answers, the requests made and the items each examined:
 // ScannedCount for Scan and Query, the items returned for BatchGetItem, one
 // for a GetItem that found its item.
@@ -94,7 +94,7 @@ func newCounter(tb testing.TB, upstream string) *counter {
 
 func (c *counter) reset() { c.requests.Store(0); c.examined.Store(0) }
 
-// table is one loaded dynalite table behind a counter.
+// table is one loaded moto table behind a counter.
 type table struct {
 	endpoint string
 	counter  *counter
@@ -106,14 +106,14 @@ type table struct {
 var (
 	tablesMu sync.Mutex
 	tables   = map[int]*table{}
-	// server is the dynalite every benchmark of the binary shares.
+	// server is the moto server every benchmark of the binary shares.
 	server string
 	// closers stop the counters when the binary ends.
 	closers []func() error
 )
 
 func TestMain(m *testing.M) {
-	ep, stop, err := dynalite.StartMain()
+	ep, stop, err := moto.StartMain()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -141,7 +141,7 @@ func loaded(b *testing.B, buckets int) *table {
 		return t
 	}
 	name := fmt.Sprintf("scale-%d", buckets)
-	s := dynamo.NewFromConfig(dynalite.Config(b, server), name)
+	s := dynamo.NewFromConfig(moto.Config(b, server), name)
 	if _, err := s.Init(context.Background()); err != nil {
 		b.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func BenchmarkReads(b *testing.B) {
 			})
 		}
 		b.Run(fmt.Sprintf("dashboard-refresh/buckets=%d", size), func(b *testing.B) {
-			s := dynamo.NewFromConfig(dynalite.Config(b, t.counter.url), t.name)
+			s := dynamo.NewFromConfig(moto.Config(b, t.counter.url), t.name)
 			ov := breaker.NewOverrides(s, clock.NewFake(now))
 			log := audit.NewLog(s, clock.NewFake(now), "dev")
 			known := []string{"core-api", "openai", "postgres", "screening-sim"}
@@ -289,7 +289,7 @@ func BenchmarkScanRate(b *testing.B) {
 	}
 }
 
-// latencyLink starts toxiproxy in process between koshactl and dynalite
+// latencyLink starts toxiproxy in process between koshactl and moto
 // with rtt/2 of latency each way, and returns its address.
 func latencyLink(b *testing.B, upstream string, rtt time.Duration) string {
 	b.Helper()
@@ -298,7 +298,7 @@ func latencyLink(b *testing.B, upstream string, rtt time.Duration) string {
 		b.Fatal(err)
 	}
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	p := toxiproxy.NewProxy(srv, "dynalite", "127.0.0.1:0", u.Host)
+	p := toxiproxy.NewProxy(srv, "moto", "127.0.0.1:0", u.Host)
 	if err := p.Start(); err != nil {
 		b.Fatal(err)
 	}

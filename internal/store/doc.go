@@ -17,7 +17,7 @@
 //     fractional part reads back as the same float64 (see [Item]).
 //   - Nothing expires by itself. The "ttl" attribute is garbage collection for
 //     DynamoDB and is never relied on; readers check expiry themselves.
-//   - Transactions across items do not exist (dynalite lacks them, and the data
+//   - Transactions across items are not part of the interface (the data
 //     plane never uses them).
 //
 // # Errors

@@ -12,7 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // attr is a raw DynamoDB attribute: type letter and text.
@@ -43,8 +43,8 @@ func TestAuditListAroundBadRecordsLocalContext(t *testing.T) {
 
 func TestAuditListAroundBadRecordsDynamoDBContext(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
-	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	endpoint := moto.Start(t)
+	client := dynamodb.NewFromConfig(moto.Config(t, endpoint))
 	testAuditListAroundBadRecords(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
 		e.UseDynamoDB(endpoint, "kosha-control")
 		e.MustRun(0, "store", "init")

@@ -10,7 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // Issue 21: an override item whose pk is not a valid dependency name
@@ -25,8 +25,8 @@ func TestClearByKeyLocalContext(t *testing.T) {
 
 func TestClearByKeyDynamoDBContext(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
-	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	endpoint := moto.Start(t)
+	client := dynamodb.NewFromConfig(moto.Config(t, endpoint))
 	testClearByKey(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
 		e.UseDynamoDB(endpoint, "clear-key")
 		e.MustRun(0, "store", "init")

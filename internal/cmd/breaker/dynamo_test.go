@@ -11,14 +11,14 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // The same operator session as on the local context, against a real
 // DynamoDB-API server through a context with an endpoint.
 func TestBreakerOnDynamoDBContext(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
 
@@ -48,7 +48,7 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 	e.MustRun(exitcode.Conflict, "breaker", "force-open", "openai", "--reason", "again")
 
 	// The raw item follows docs/contracts/breaker-override.md.
-	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "kosha-control")
+	s := dynamo.NewFromConfig(moto.Config(t, endpoint), "kosha-control")
 	it, err := s.Get(context.Background(), "breaker#openai")
 	if err != nil {
 		t.Fatal(err)
@@ -99,11 +99,11 @@ func TestUnreachableEndpointIsUnavailable(t *testing.T) {
 	}
 }
 
-// --debug against dynalite: one line per DynamoDB operation with its status
+// --debug against moto: one line per DynamoDB operation with its status
 // and request id, on stderr, and never the (dummy) secret key or a signature.
 func TestDebugLogsDynamoDBOperations(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
 	r := e.MustRun(0, "store", "init", "--debug")
@@ -142,7 +142,7 @@ func TestDebugLogsDynamoDBOperations(t *testing.T) {
 // writes none; a force of several prints in argument order.
 func TestForceOpenManyOnDynamoDB(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")
@@ -151,7 +151,7 @@ func TestForceOpenManyOnDynamoDB(t *testing.T) {
 	if !strings.Contains(r.Stderr, "held is already forced open") {
 		t.Errorf("conflict message: %s", r.Stderr)
 	}
-	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "kosha-control")
+	s := dynamo.NewFromConfig(moto.Config(t, endpoint), "kosha-control")
 	for _, d := range []string{"d1", "d2", "d4"} {
 		if _, err := s.Get(context.Background(), "breaker#"+d); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s written despite the conflict: %v", d, err)

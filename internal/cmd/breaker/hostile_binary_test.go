@@ -16,13 +16,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/koshabin"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 	"github.com/kosha-platform/koshactl/internal/testutil/termtest"
 )
 
 // The issue's end-to-end "hostile table": items written raw through the AWS
-// SDK against dynalite, as `aws dynamodb put-item` would (raw attribute
+// SDK against moto, as `aws dynamodb put-item` would (raw attribute
 // values, wrong types, control characters in every string, no index
 // attributes), then the real binary's output checked byte by byte: no raw
 // control byte on either stream, every malformed override flagged, the
@@ -30,7 +30,7 @@ import (
 // corrupt override.
 func TestHostileTableThroughTheRealBinary(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	dir := t.TempDir()
 	bin := koshabin.Path(t)
 	env := append(os.Environ(), "KOSHACTL_CONFIG="+filepath.Join(dir, "config.yaml"), "KOSHACTL_STATE_DIR="+filepath.Join(dir, "state"),
@@ -57,11 +57,11 @@ func TestHostileTableThroughTheRealBinary(t *testing.T) {
 		}
 		return o.String(), e.String()
 	}
-	run(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
+	run(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", moto.Region,
 		"--endpoint-url", endpoint, "--static-credentials", "--dependencies", "openai,core-api", "--use")
 	run(0, "store", "init")
 
-	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	client := dynamodb.NewFromConfig(moto.Config(t, endpoint))
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 	now := time.Now().UnixMilli()

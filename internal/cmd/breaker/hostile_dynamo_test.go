@@ -11,20 +11,20 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // The hostile table on a real DynamoDB API: items written through the AWS
 // SDK by another tool, then read by the real command tree.
 func TestHostileTableOnDynamoDBIsShownEscaped(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")
 
 	ctx := context.Background()
-	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "kosha-control")
+	s := dynamo.NewFromConfig(moto.Config(t, endpoint), "kosha-control")
 	o := breaker.Override{Dependency: "openai", State: breaker.OverrideStateForcedOpen, Reason: hostileReason, Actor: hostileActor,
 		CreatedAt: clitest.Epoch, ExpiresAt: clitest.Epoch.Add(time.Hour), Version: 1}
 	if err := s.Put(ctx, o.Item(), store.IfAbsent()); err != nil {

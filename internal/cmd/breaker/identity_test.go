@@ -15,7 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // environmentCredentials gives the test what a new user has: ordinary
@@ -42,15 +42,24 @@ type auditItem struct {
 	Action      string            `json:"action"`
 }
 
-// The issue's done-when check: a new user on dynalite with environment
-// credentials can init the store and force a breaker at once, and the audit
-// record says the actor is unverified (dynalite does not serve STS).
-func TestEnvironmentCredentialsOnDynalite(t *testing.T) {
-	endpoint := dynalite.Start(t)
+// The issue's done-when check: a new user on an endpoint that serves no STS
+// (DynamoDB Local, dynalite: they answer GetCallerIdentity with a 404
+// UnknownOperationException) with environment credentials can init the store
+// and force a breaker at once, and the audit record says the actor is
+// unverified.
+func TestEnvironmentCredentialsOnAnEndpointWithoutSTS(t *testing.T) {
+	endpoint := moto.Start(t)
 	environmentCredentials(t)
+	var calls atomic.Int64
+	noSTS := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte("<UnknownOperationException/>"))
+	}))
+	t.Cleanup(noSTS.Close)
 	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region,
-		"--endpoint-url", endpoint, "--use")
+	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", moto.Region,
+		"--endpoint-url", endpoint, "--service-endpoint", "sts="+noSTS.URL, "--use")
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
 
@@ -60,30 +69,59 @@ func TestEnvironmentCredentialsOnDynalite(t *testing.T) {
 	if len(recs.Items) != 1 || recs.Items[0].Actor != "tester@test" || recs.Items[0].ActorSource != audit.ActorUnverified {
 		t.Fatalf("audit records %+v, want one by tester@test marked unverified", recs.Items)
 	}
+	if calls.Load() == 0 {
+		t.Error("the context's sts endpoint was never asked")
+	}
 	if r := e.MustRun(0, "audit", "list"); !strings.Contains(r.Stdout, "tester@test (unverified)") {
 		t.Errorf("audit list table should mark the actor unverified:\n%s", r.Stdout)
 	}
 	// The stored item carries the contract's attribute.
-	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "kosha-control")
-	var found int
+	if got := storedActorSources(t, endpoint); got != "unverified" {
+		t.Errorf("stored audit items' actor_source = %q, want one unverified", got)
+	}
+}
+
+// The same new user on moto, which serves STS at the same endpoint as
+// DynamoDB (as LocalStack does): the record names the caller STS returns,
+// verified.
+func TestEnvironmentCredentialsOnMoto(t *testing.T) {
+	endpoint := moto.Start(t)
+	environmentCredentials(t)
+	e := clitest.New(t)
+	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", moto.Region,
+		"--endpoint-url", endpoint, "--use")
+	e.MustRun(0, "store", "init")
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
+	recs := clitest.Decode[struct {
+		Items []auditItem `json:"items"`
+	}](t, e.MustRun(0, "audit", "list", "-o", "json").Stdout)
+	if len(recs.Items) != 1 || !strings.HasPrefix(recs.Items[0].Actor, "arn:aws:") || recs.Items[0].ActorSource != audit.ActorSTS {
+		t.Fatalf("audit records %+v, want one by the caller's ARN verified by STS", recs.Items)
+	}
+	if got := storedActorSources(t, endpoint); got != "sts" {
+		t.Errorf("stored audit items' actor_source = %q, want one sts", got)
+	}
+}
+
+// storedActorSources returns the actor_source of every audit item stored in
+// the kosha-control table at endpoint, comma-separated.
+func storedActorSources(t *testing.T, endpoint string) string {
+	t.Helper()
+	s := dynamo.NewFromConfig(moto.Config(t, endpoint), "kosha-control")
+	var sources []string
 	for it, err := range s.Scan(context.Background(), store.ScanQuery{Prefix: audit.Prefix}) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if it.Str("actor_source") != "unverified" {
-			t.Errorf("stored audit item %v lacks actor_source unverified", it)
-		}
-		found++
+		sources = append(sources, it.Str("actor_source"))
 	}
-	if found != 1 {
-		t.Errorf("found %d stored audit items, want 1", found)
-	}
+	return strings.Join(sources, ",")
 }
 
 // An endpoint context whose STS answers (LocalStack-style) records the
 // caller ARN, verified.
 func TestSTSAtTheEndpointVerifiesTheActor(t *testing.T) {
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	environmentCredentials(t)
 	const arn = "arn:aws:iam::000000000000:root"
 	var calls atomic.Int64
@@ -95,7 +133,7 @@ func TestSTSAtTheEndpointVerifiesTheActor(t *testing.T) {
 	}))
 	t.Cleanup(sts.Close)
 	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "ls", "--table", "kosha-control", "--region", dynalite.Region,
+	e.MustRun(0, "config", "set-context", "ls", "--table", "kosha-control", "--region", moto.Region,
 		"--endpoint-url", endpoint, "--service-endpoint", "sts="+sts.URL, "--use")
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "drill")

@@ -12,8 +12,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 type forceOut struct {
@@ -142,7 +142,7 @@ func dropRecords(t *testing.T, e *clitest.Env, p *faultproxy.Proxy, subject, act
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	s := dynamo.NewFromConfig(dynalite.Config(t, p.URL()), "kosha-control")
+	s := dynamo.NewFromConfig(moto.Config(t, p.URL()), "kosha-control")
 	for _, r := range doc.Items {
 		pk := fmt.Sprintf("%s%013d#%s", audit.Prefix, r.Time.UnixMilli(), r.ID)
 		if err := s.Delete(context.Background(), pk, store.IfPresent()); err != nil {

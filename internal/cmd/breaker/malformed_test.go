@@ -16,7 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // attr is a raw DynamoDB attribute: type letter and text.
@@ -73,8 +73,8 @@ func TestMalformedOverridesLocalContext(t *testing.T) {
 // a table is most of the cost of a case.
 func TestMalformedOverridesDynamoDBContext(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
-	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	endpoint := moto.Start(t)
+	client := dynamodb.NewFromConfig(moto.Config(t, endpoint))
 	admin := clitest.New(t, clitest.Parallel())
 	admin.UseDynamoDB(endpoint, "hostile")
 	admin.MustRun(0, "store", "init")

@@ -6,16 +6,17 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// TestStatusOnAnEndpointWithoutCloudWatch: issue 22. On the README's dynalite
-// dev context (one --endpoint-url for every service) breaker status failed
-// with a raw CBOR decode error: dynalite serves no CloudWatch. It says so,
+// TestStatusOnAnEndpointWithoutCloudWatch: issue 22. On the README's dev
+// context (one --endpoint-url for every service; dynalite then, moto now)
+// breaker status failed with a raw CBOR decode error: neither serves the Go
+// SDK's CloudWatch protocol. It says so,
 // names how to point gauges elsewhere, and exits 5.
 func TestStatusOnAnEndpointWithoutCloudWatch(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")

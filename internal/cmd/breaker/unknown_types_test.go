@@ -13,7 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // Issue 21: one attribute of a type beyond S and N (a note of type BOOL, an
@@ -27,8 +27,8 @@ func TestAttributesOfEveryTypeLocalContext(t *testing.T) {
 
 func TestAttributesOfEveryTypeDynamoDBContext(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
-	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	endpoint := moto.Start(t)
+	client := dynamodb.NewFromConfig(moto.Config(t, endpoint))
 	testAttributesOfEveryType(t, func(t *testing.T, e *clitest.Env) func(map[string]attr) {
 		e.UseDynamoDB(endpoint, "every-type")
 		e.MustRun(0, "store", "init")

@@ -373,7 +373,7 @@ func NewCmdSetContext(f *cmdutil.Factory) *cobra.Command {
 	fl.StringVar(&opts.Table, "table", "", "DynamoDB table (default "+config.DefaultTable+" for a new DynamoDB context)")
 	fl.StringVar(&opts.Region, "region", "", "AWS region")
 	fl.StringVar(&opts.Profile, "profile", "", "AWS shared-config profile")
-	fl.StringVar(&opts.EndpointURL, "endpoint-url", "", "one endpoint for every AWS service (DynamoDB Local, LocalStack, dynalite)")
+	fl.StringVar(&opts.EndpointURL, "endpoint-url", "", "one endpoint for every AWS service (DynamoDB Local, LocalStack, moto)")
 	fl.StringArrayVar(&opts.ServiceEndpoints, "service-endpoint", nil,
 		"SERVICE=URL: endpoint for one service ("+strings.Join(config.EndpointServices, ", ")+"); wins over --endpoint-url; SERVICE= removes it")
 	fl.BoolVar(&opts.IMDS, "imds", false, "let credentials come from EC2 instance metadata (off: the probe hangs off EC2)")

@@ -299,7 +299,7 @@ func TestAlarmDrillStopsWhenCloudWatchGoesAway(t *testing.T) {
 }
 
 // An alarm stop condition read from an endpoint that serves no CloudWatch
-// (dynalite behind one endpoint for every service) is refused at
+// (a DynamoDB-only server behind one endpoint for every service) is refused at
 // preflight with the fix for alarms: a CloudWatch endpoint, never a
 // Prometheus /metrics, which cannot answer alarms.
 func TestAlarmDrillOnAnEndpointThatIsNotCloudWatch(t *testing.T) {

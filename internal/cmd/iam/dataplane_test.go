@@ -21,7 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
@@ -55,7 +55,7 @@ type drillWorld struct {
 
 func newDrillWorld(t *testing.T) *drillWorld {
 	t.Helper()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-drill-runner/ci")
 	dpEnf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/kosha-gateway/task")
@@ -64,8 +64,8 @@ func newDrillWorld(t *testing.T) *drillWorld {
 	sns := newFakeSNS(t, enf)
 	dpProxy, dpRec := dynamoProxy(t, endpoint, sm.Principal(dpEnf.Check), cw.URL, testTarget, dpEnf)
 	cliProxy, cliRec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, enf)
-	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, cliProxy, sns.URL(), cw.URL) +
-		strings.SplitN(fmt.Sprintf(contextYAML, "dp", "dp", dynalite.Region, dpProxy, sns.URL(), cw.URL), "\n", 3)[2])
+	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, cliProxy, sns.URL(), cw.URL) +
+		strings.SplitN(fmt.Sprintf(contextYAML, "dp", "dp", moto.Region, dpProxy, sns.URL(), cw.URL), "\n", 3)[2])
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "chaos", "key", "rotate")
 	cliRec.take()

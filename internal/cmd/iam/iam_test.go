@@ -19,10 +19,10 @@ import (
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// awsWorld is one DynamoDB context on dynalite (through a recording,
+// awsWorld is one DynamoDB context on moto (through a recording,
 // enforcing proxy), its chaos secret in a fake Secrets Manager and its
 // gauges and alarms in a fake CloudWatch, all three enforcing enf's policy.
 type awsWorld struct {
@@ -60,14 +60,14 @@ const notifyTopic = "arn:aws:sns:us-east-1:123456789012:koshactl-incidents"
 
 func newAWSWorld(t *testing.T) *awsWorld {
 	t.Helper()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl/test")
 	sm := newFakeSM(t, e.Clock, enf)
 	cw := newFakeCW(t, enf)
 	sns := newFakeSNS(t, enf)
 	proxy, rec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, enf)
-	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, sns.URL(), cw.URL))
+	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy, sns.URL(), cw.URL))
 	w := &awsWorld{Env: e, rec: rec, cw: cw, sm: sm, sns: sns, enf: enf}
 	w.asRole(t, iam.Admin)
 	w.MustRun(0, "store", "init")
@@ -150,7 +150,7 @@ func (w *awsWorld) prepare() {
 	w.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "setup")
 }
 
-// Every command path in iam.Commands, run against dynalite and the fakes
+// Every command path in iam.Commands, run against moto and the fakes
 // under the policy of the smallest role that has it, passes and calls
 // exactly the operations the table declares for it: what a role's policy
 // grants is what its commands do, and enough for them.
@@ -358,18 +358,18 @@ func TestPolicyRefusesWhatItCannotRender(t *testing.T) {
 
 // The admin role runs the store commands: init (on a missing table) calls
 // exactly what iam.Commands declares for it, and migrate passes under the
-// policy calling nothing undeclared. (UpdateTable, which migrate calls on a
-// table lacking indexes, cannot succeed here: dynalite cannot add an index
-// to an existing table; internal/store/dynamo's tests cover that call, and
-// TestEveryActionOfTheAdminRoleIsNeeded shows the policy must grant it.)
+// policy calling nothing undeclared. (UpdateTable, which migrate calls only
+// on a table lacking indexes, is not called here: init made every index;
+// TestEveryActionOfTheAdminRoleIsNeeded runs migrate on a table without
+// them and shows the policy must grant it.)
 func TestAdminRunsStoreCommands(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-admin/pipeline")
 	sm := newFakeSM(t, e.Clock, enf)
 	proxy, rec := dynamoProxy(t, endpoint, sm.URL, "", testTarget, enf)
-	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, "http://127.0.0.1:1", "http://127.0.0.1:1"))
+	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy, "http://127.0.0.1:1", "http://127.0.0.1:1"))
 	full := policyOf(t, iam.Admin, testTarget)
 	enf.SetPolicy(full)
 	r := e.MustRun(0, "--debug", "store", "init")
@@ -396,18 +396,18 @@ func TestAdminRunsStoreCommands(t *testing.T) {
 // and PutItems.
 func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-admin/pipeline")
 	sm := newFakeSM(t, e.Clock, enf)
 	proxy, _ := dynamoProxy(t, endpoint, sm.URL, "", testTarget, enf)
-	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	client := dynamodb.NewFromConfig(moto.Config(t, endpoint))
 	tables := 0
 	// useTable points the context at a fresh table name and returns it.
 	useTable := func() string {
 		tables++
 		name := fmt.Sprintf("kosha-admin-%d", tables)
-		e.WriteConfig(strings.Replace(fmt.Sprintf(contextYAML, "dev", "dev", dynalite.Region, proxy, "http://127.0.0.1:1", "http://127.0.0.1:1"),
+		e.WriteConfig(strings.Replace(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy, "http://127.0.0.1:1", "http://127.0.0.1:1"),
 			"table: kosha-control", "table: "+name, 1))
 		return name
 	}
@@ -454,9 +454,8 @@ func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 			}
 		}, []string{"store", "migrate", "--yes"}},
 	}
-	// With the whole policy each scenario passes, bar UpdateTable on
-	// dynalite (it cannot add an index to an existing table): the
-	// scenarios reach every call.
+	// With the whole policy each scenario passes: the scenarios reach
+	// every call.
 	for _, sc := range scenarios {
 		table := useTable()
 		tg := testTarget
@@ -501,7 +500,7 @@ func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 func TestChaosKeyUnderCustomerManagedKMSKey(t *testing.T) {
 	t.Parallel()
 	w := newAWSWorld(t)
-	key := "arn:aws:kms:" + dynalite.Region + ":123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+	key := "arn:aws:kms:" + moto.Region + ":123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 	w.sm.SetKMSKey("kosha/chaos/dev", key)
 	tg := testTarget
 	tg.KMSKey = key
@@ -521,7 +520,7 @@ func TestChaosKeyUnderCustomerManagedKMSKey(t *testing.T) {
 	}
 	r := w.MustRun(0, "iam", "policy", "--role", "operator", "--account", "123456789012", "--kms-key-arn", key,
 		"--jq", `.Statement[] | select(.Sid == "ChaosKeyKMS") | [.Action[], .Condition.StringEquals["kms:ViaService"][0]] | join(",")`)
-	if r.Stdout != "kms:Decrypt,kms:GenerateDataKey,secretsmanager."+dynalite.Region+".amazonaws.com\n" {
+	if r.Stdout != "kms:Decrypt,kms:GenerateDataKey,secretsmanager."+moto.Region+".amazonaws.com\n" {
 		t.Errorf("KMS statement: %q", r.Stdout)
 	}
 }

@@ -14,12 +14,12 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // recorder is what one koshactl process asked of AWS: DynamoDB operations
 // with the key prefix of the item they touched (seen on the wire by a proxy
-// in front of dynalite), and the other services' operations (seen by the
+// in front of moto), and the other services' operations (seen by the
 // SDK's own middleware, from the --debug log).
 type recorder struct {
 	mu    sync.Mutex
@@ -43,12 +43,12 @@ func (r *recorder) take() []iam.Need {
 	return out
 }
 
-// testTarget is where the tests' policies point: dynalite's region, the
+// testTarget is where the tests' policies point: moto's region, the
 // fakes' account, the contexts' table and chaos secret.
-var testTarget = iam.Target{Region: dynalite.Region, Account: "123456789012", Table: "kosha-control", //nolint:gosec // G101: a secret's name, not its value
+var testTarget = iam.Target{Region: moto.Region, Account: "123456789012", Table: "kosha-control", //nolint:gosec // G101: a secret's name, not its value
 	Secret: "kosha/chaos/dev", Namespace: "Kosha/Resilience", Topics: []string{notifyTopic}}
 
-// dynamoProxy starts an iamtest proxy in front of dynalite at target that
+// dynamoProxy starts an iamtest proxy in front of moto at target that
 // records each DynamoDB operation with the prefix of every pk it names
 // (Key, Item, each key of a batch, or a scan's :prefix filter value) and
 // enforces enf's policy on the tables of tg. Secrets Manager requests (a

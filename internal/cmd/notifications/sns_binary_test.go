@@ -14,8 +14,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/notify/notifytest"
 	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/koshabin"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 	"github.com/kosha-platform/koshactl/internal/testutil/termtest"
 )
 
@@ -26,9 +26,9 @@ import (
 func TestSNSSinkThroughTheContextsAWSSettings(t *testing.T) {
 	topic := "arn:aws:sns:eu-west-1:123456789012:incidents"
 	fake := snsfake.Start(t, topic)
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t)
-	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", dynalite.Region, "--endpoint-url", endpoint,
+	e.MustRun(0, "config", "set-context", "dev", "--table", "kosha-control", "--region", moto.Region, "--endpoint-url", endpoint,
 		"--static-credentials", "--service-endpoint", "sns="+fake.URL(), "--notify-sns", topic, "--use")
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", hostile, "--for", "10m")

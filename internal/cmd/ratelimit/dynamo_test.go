@@ -10,14 +10,14 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // The operator session against a real DynamoDB-API server, including the
 // parallel scan of list and a reset racing data-plane takes.
 func TestRateLimitOnDynamoDBContext(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
 	r := e.MustRun(exitcode.Unavailable, "ratelimit", "list")
@@ -36,7 +36,7 @@ func TestRateLimitOnDynamoDBContext(t *testing.T) {
 	e.MustRun(0, "ratelimit", "set", "bob", "--tokens", "0.5")
 	e.MustRun(0, "ratelimit", "set", "carol", "--tokens", "15")
 
-	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "kosha-control")
+	s := dynamo.NewFromConfig(moto.Config(t, endpoint), "kosha-control")
 	it, err := s.Get(context.Background(), "rl#alice")
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ func runInterrupted(t *testing.T, e *clitest.Env, p *faultproxy.Proxy, fault fau
 	return <-done
 }
 
-// Each bucket verb interrupted while its write is in flight (dynalite applied
+// Each bucket verb interrupted while its write is in flight (moto applied
 // it, the answer is held): the command says the change was made, confirmed
 // by a re-read, exits 8 (its record was stopped by the interrupt) and prints
 // a repair that writes exactly one record; run again, none.

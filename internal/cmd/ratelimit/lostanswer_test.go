@@ -11,7 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
 )
 
-// Each bucket verb, its write's answer lost after dynalite applied it: the
+// Each bucket verb, its write's answer lost after moto applied it: the
 // SDK's retry meets the write's own condition, and the command must say the
 // write landed (confirmed by a re-read), exit 0, and audit it once.
 func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {

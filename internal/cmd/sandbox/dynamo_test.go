@@ -12,16 +12,16 @@ import (
 
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
-// The sandbox on a DynamoDB context (a dynalite endpoint): overrides and
+// The sandbox on a DynamoDB context (a moto endpoint): overrides and
 // rate-limit buckets live in the table, and the CLI's force-open reaches
 // every instance through it.
 func TestSandboxOnDynamoDBContext(t *testing.T) {
 	t.Parallel()
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	cli := clitest.New(t, clitest.Parallel())
 	cli.UseDynamoDB(endpoint, "kosha-control")
 	cli.MustRun(0, "store", "init")

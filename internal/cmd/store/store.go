@@ -41,7 +41,7 @@ func NewCmdInit(f *cmdutil.Factory) *cobra.Command {
 		Short: "Create the context's DynamoDB table (pk string, on demand, its indexes) and enable TTL where supported",
 		Long: "Create the control table on the context's DynamoDB endpoint with its global secondary indexes\n" +
 			"(docs/contracts/store.md), wait until it is ACTIVE, and turn on time to live on the \"ttl\" attribute\n" +
-			"where the endpoint supports it (dynalite does not: koshactl checks expiry on read either way).\n" +
+			"where the endpoint supports it (some local ones do not: koshactl checks expiry on read either way).\n" +
 			"Running it again on an existing table changes nothing; it names any index the table lacks, which\n" +
 			"`koshactl store migrate` adds.",
 		Args: cobra.NoArgs,

@@ -115,13 +115,13 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
-// BenchmarkTake measures both variants against dynalite: K concurrent takers
+// BenchmarkTake measures both variants against moto: K concurrent takers
 // on one client for a fixed duration (-ratelimit.benchfor, default 3s),
 // admitted requests against the ideal capacity + rate x elapsed. The
 // "skew" cases spread the takers' clocks over ±250 ms. Results and how to
 // read them: docs/benchmarks/ratelimit.md.
 func BenchmarkTake(b *testing.B) {
-	endpoint := dynaliteURL(b)
+	endpoint := motoURL(b)
 	limits := ratelimit.DefaultLimits()
 	type benchCase struct {
 		k    int

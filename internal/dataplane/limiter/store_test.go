@@ -13,15 +13,15 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// endpoint is the dynalite serving the package.
+// endpoint is the moto server serving the package.
 var endpoint string
 
-func TestMain(m *testing.M) { dynalite.RunMain(m, &endpoint) }
+func TestMain(m *testing.M) { moto.RunMain(m, &endpoint) }
 
-func dynaliteURL(testing.TB) string { return endpoint }
+func motoURL(testing.TB) string { return endpoint }
 
 // backends opens a fresh, empty store of each kind for one test.
 var backends = map[string]func(t *testing.T) store.Store{
@@ -29,7 +29,7 @@ var backends = map[string]func(t *testing.T) store.Store{
 		return sqlitetest.NewStore(t)
 	},
 	"dynamodb": func(t *testing.T) store.Store {
-		return dynamotest.NewStore(t, dynaliteURL(t))
+		return dynamotest.NewStore(t, motoURL(t))
 	},
 }
 

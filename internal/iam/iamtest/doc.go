@@ -1,6 +1,6 @@
 // Package iamtest evaluates IAM policy documents the way AWS does, for
 // tests: the fakes (internal/metrics/cwfake, internal/chaos/keys/smfake)
-// and a DynamoDB proxy in front of dynalite ask an [Enforcer] before they
+// and a DynamoDB proxy in front of moto ask an [Enforcer] before they
 // serve a request, and answer AccessDenied in the service's own error shape
 // when the policy does not allow it.
 //

@@ -107,7 +107,7 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 		return out, nil
 	case "ListTagsOfResource":
 		// The table named by the ARN, in t's account: the endpoint behind
-		// the proxy (dynalite) answers DescribeTable with ARNs of its own
+		// the proxy (moto) answers DescribeTable with ARNs of its own
 		// account.
 		var tags struct{ ResourceArn string }
 		_ = json.Unmarshal(body, &tags)
@@ -119,7 +119,7 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 	return []Request{{Action: action, Resource: arn(in.TableName)}}, nil
 }
 
-// Proxy is a DynamoDB endpoint in front of dynalite that enforces a policy
+// Proxy is a DynamoDB endpoint in front of moto that enforces a policy
 // and lets a test see every operation. A context's endpoint-url is the
 // endpoint of every service, so Secrets Manager requests go on to SM and
 // CloudWatch requests to CW unexamined: those fakes enforce their own.
@@ -134,7 +134,7 @@ type Proxy struct {
 	OnRequest func(op string, body []byte)
 }
 
-// NewProxy starts a proxy to dynalite at target, forwarding Secrets Manager
+// NewProxy starts a proxy to moto at target, forwarding Secrets Manager
 // requests to sm and CloudWatch's to cw ("" for none), closed when the test
 // ends.
 func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *Proxy {
@@ -169,7 +169,7 @@ func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *
 				return
 			}
 		}
-		//nolint:gosec // G704: forwards to the test's own dynalite or fake on loopback
+		//nolint:gosec // G704: forwards to the test's own moto or fake on loopback
 		req, err := http.NewRequestWithContext(r.Context(), r.Method, to+r.URL.Path, bytes.NewReader(body))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)

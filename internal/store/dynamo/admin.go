@@ -35,7 +35,7 @@ const (
 	TTLAlreadyEnabled TTLState = "already enabled"
 	// TTLOtherAttribute: TTL is on another attribute; Init left it alone.
 	TTLOtherAttribute TTLState = "on another attribute"
-	// TTLUnsupported: the endpoint does not implement TTL (dynalite).
+	// TTLUnsupported: the endpoint does not implement TTL (some local ones).
 	TTLUnsupported TTLState = "unsupported"
 	// TTLDisabling: TTL is being turned off; DynamoDB accepts no change
 	// until that finishes (up to an hour).
@@ -240,7 +240,7 @@ func (s *Store) enableTTL(ctx context.Context) (TTLState, string, error) {
 }
 
 // unsupported reports an endpoint that does not implement the operation
-// (dynalite answers UnknownOperationException for UpdateTimeToLive).
+// (dynalite answered UnknownOperationException for UpdateTimeToLive).
 func unsupported(err error) bool {
 	var apiErr smithy.APIError
 	if !errors.As(err, &apiErr) {

@@ -8,12 +8,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 )
 
 // ttlAPI is an existing, ACTIVE koshactl table whose TTL is in a given
-// state: what real DynamoDB answers and dynalite cannot.
+// state: what real DynamoDB answers and a fresh table on moto cannot show
+// (enabling, disabling, another attribute).
 type ttlAPI struct {
 	dynamo.API // unused methods panic
 	status     types.TimeToLiveStatus
@@ -83,5 +85,29 @@ func TestInitTTLStates(t *testing.T) {
 				t.Errorf("report does not say %q:\n%s", tc.sayInfix, lines)
 			}
 		})
+	}
+}
+
+// noTTLAPI is ttlAPI on an endpoint that does not implement TTL at all, as
+// some local DynamoDB look-alikes do not (dynalite answered
+// UnknownOperationException): Init reports it instead of failing.
+type noTTLAPI struct{ ttlAPI }
+
+func (*noTTLAPI) DescribeTimeToLive(context.Context, *dynamodb.DescribeTimeToLiveInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error) {
+	return nil, &smithy.GenericAPIError{Code: "UnknownOperationException", Message: "An unknown operation was requested."}
+}
+
+func TestInitOnAnEndpointWithoutTTL(t *testing.T) {
+	t.Parallel()
+	f := &noTTLAPI{}
+	r, err := dynamo.New(f, "").Init(context.Background())
+	if err != nil {
+		t.Fatalf("Init on an endpoint without TTL: %v", err)
+	}
+	if r.TTL != dynamo.TTLUnsupported || len(f.updates) != 0 {
+		t.Errorf("TTL = %q after %d UpdateTimeToLive calls, want %q and none", r.TTL, len(f.updates), dynamo.TTLUnsupported)
+	}
+	if lines := strings.Join(r.Lines(), "\n"); !strings.Contains(lines, "time to live not supported by this endpoint") {
+		t.Errorf("report does not say TTL is not supported:\n%s", lines)
 	}
 }

@@ -291,12 +291,17 @@ func (s *Store) Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.I
 	}
 }
 
-// queryError classifies a query's error; DynamoDB (and dynalite) answer a
-// query on an index the table lacks with a ValidationException naming it.
+// queryError classifies a query's error. DynamoDB answers a query on an
+// index the table lacks with a ValidationException naming it ("The table does
+// not have the specified index: NAME"); moto with a ResourceNotFoundException
+// "Invalid index: NAME for table: ...", which DynamoDB never says (its
+// missing table is "Requested resource not found"), so either is
+// ErrIndexMissing.
 func (s *Store) queryError(ctx context.Context, op string, ix store.Index, err error) error {
 	var apiErr smithy.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "ValidationException" &&
-		strings.Contains(strings.ToLower(apiErr.ErrorMessage()), "index") {
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode() == "ValidationException" &&
+		strings.Contains(strings.ToLower(apiErr.ErrorMessage()), "index") ||
+		apiErr.ErrorCode() == "ResourceNotFoundException" && strings.HasPrefix(apiErr.ErrorMessage(), "Invalid index")) {
 		return fmt.Errorf("%s: %s has no index %q (add it with `koshactl store migrate`): %w",
 			op, s.Describe(), ix.Name, store.ErrIndexMissing)
 	}

@@ -10,16 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// unprocessedAPI forwards to dynalite, but answers the first `times`
+// unprocessedAPI forwards to moto, but answers the first `times`
 // BatchGetItem requests with their last `hold` keys left unprocessed, as
 // DynamoDB does when a request hits a throttled partition or 16 MB.
 type unprocessedAPI struct {
@@ -75,7 +77,7 @@ func TestBatchGetRetriesUnprocessedKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	api := &unprocessedAPI{API: dynamodb.NewFromConfig(dynalite.Config(t, endpoint)), times: 3, hold: 7}
+	api := &unprocessedAPI{API: dynamodb.NewFromConfig(moto.Config(t, endpoint)), times: 3, hold: 7}
 	s := dynamo.New(api, base.Table())
 	var (
 		waitMu sync.Mutex
@@ -112,7 +114,7 @@ func TestBatchGetRetriesUnprocessedKeys(t *testing.T) {
 func TestBatchGetGivesUpOnKeysNeverProcessed(t *testing.T) {
 	t.Parallel()
 	base := dynamotest.NewStore(t, endpoint)
-	api := &unprocessedAPI{API: dynamodb.NewFromConfig(dynalite.Config(t, endpoint)), times: 1 << 30, hold: 1}
+	api := &unprocessedAPI{API: dynamodb.NewFromConfig(moto.Config(t, endpoint)), times: 1 << 30, hold: 1}
 	s := dynamo.New(api, base.Table())
 	s.SetSleep(func(context.Context, time.Duration) error { return nil })
 	_, err := s.BatchGet(t.Context(), []string{"a", "b"})
@@ -130,6 +132,26 @@ func TestQueryOnLegacyTableReportsMissingIndex(t *testing.T) {
 	for _, err := range s.Query(t.Context(), store.IndexQuery{Index: store.IndexAuditDay, Key: "2026-12-01"}) {
 		if !errors.Is(err, store.ErrIndexMissing) || !strings.Contains(err.Error(), "store migrate") {
 			t.Fatalf("Query on a table without the index: %v; want store.ErrIndexMissing naming `store migrate`", err)
+		}
+		return
+	}
+	t.Fatal("Query on a table without the index yielded nothing")
+}
+
+// TestQueryOnDynamoDBTableWithoutTheIndex: DynamoDB answers a query on an
+// index the table lacks with a ValidationException naming the index, where
+// moto answers ResourceNotFoundException "Invalid index": DynamoDB's answer
+// comes from a stand-in.
+func TestQueryOnDynamoDBTableWithoutTheIndex(t *testing.T) {
+	t.Parallel()
+	f := &fakeDynamo{status: 400, body: `{"__type":"com.amazon.coral.validate#ValidationException","message":"The table does not have the specified index: audit-by-day"}`}
+	s, _ := fakeStore(t, f)
+	for _, err := range s.Query(t.Context(), store.IndexQuery{Index: store.IndexAuditDay, Key: "2026-12-01"}) {
+		if !errors.Is(err, store.ErrIndexMissing) || !strings.Contains(err.Error(), "store migrate") {
+			t.Fatalf("Query on a table without the index: %v; want store.ErrIndexMissing naming `store migrate`", err)
+		}
+		if got := f.last()["IndexName"]; got != store.IndexAuditDay.Name {
+			t.Errorf("the query asked index %v, want %s", got, store.IndexAuditDay.Name)
 		}
 		return
 	}
@@ -172,19 +194,59 @@ func TestMigrateLegacyTable(t *testing.T) {
 	if missing, _, _ := s.MissingIndexes(t.Context()); len(missing) != len(store.Indexes) {
 		t.Errorf("dry run changed the table: %d indexes missing after it", len(missing))
 	}
-	// dynalite cannot add an index to an existing on-demand table (it wants
-	// the ProvisionedThroughput DynamoDB refuses for on-demand tables, and
-	// builds nothing): Migrate must say so, with what to do, not wait.
-	_, err = s.Migrate(t.Context(), false)
-	if !errors.Is(err, dynamo.ErrIndexUnsupported) || !strings.Contains(err.Error(), "store init") {
-		t.Fatalf("Migrate on dynalite: %v; want dynamo.ErrIndexUnsupported naming the fix", err)
+	// Items written before the migrate are in the indexes after it: DynamoDB
+	// builds a new index from the existing items.
+	before := store.Item{store.PK: "ov#a", store.IndexOverrides.Attr: "open"}
+	if err := s.Put(t.Context(), before, store.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	added, err := s.Migrate(t.Context(), false)
+	if err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	if !slices.Equal(added.Added, names) {
+		t.Errorf("Migrate added %v, want %v", added.Added, names)
+	}
+	if missing, present, err := s.MissingIndexes(t.Context()); err != nil || len(missing) != 0 || len(present) != len(store.Indexes) {
+		t.Errorf("after Migrate: missing %v, present %v, %v; want all %d present", missing, present, err, len(store.Indexes))
+	}
+	var found []string
+	for it, err := range s.Query(t.Context(), store.IndexQuery{Index: store.IndexOverrides, Key: "open"}) {
+		if err != nil {
+			t.Fatalf("Query the new index: %v", err)
+		}
+		found = append(found, it[store.PK].(string))
+	}
+	if !slices.Equal(found, []string{"ov#a"}) {
+		t.Errorf("the new index %s finds %v, want the item written before it [ov#a]", store.IndexOverrides.Name, found)
 	}
 }
 
-// buildingAPI forwards to dynalite, and plays DynamoDB's part dynalite
-// lacks: it checks an UpdateTable that creates an index as DynamoDB does for
-// an on-demand table, and afterwards DescribeTable shows the index CREATING
-// for one call, then ACTIVE.
+// throughputAPI is an endpoint that wants ProvisionedThroughput on an index
+// added to an on-demand table, which DynamoDB refuses there (dynalite 4
+// did): Migrate must say the endpoint cannot add indexes, with what to do,
+// not wait.
+type throughputAPI struct{ dynamo.API }
+
+func (throughputAPI) UpdateTable(context.Context, *dynamodb.UpdateTableInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateTableOutput, error) {
+	return nil, &smithy.GenericAPIError{Code: "ValidationException",
+		Message: "1 validation error detected: Value null at 'globalSecondaryIndexUpdates.1.member.create.provisionedThroughput' failed to satisfy constraint: Member must not be null"}
+}
+
+func TestMigrateOnAnEndpointThatCannotAddIndexes(t *testing.T) {
+	t.Parallel()
+	legacy := dynamotest.NewLegacyStore(t, endpoint)
+	s := dynamo.New(throughputAPI{dynamodb.NewFromConfig(moto.Config(t, endpoint))}, legacy.Table())
+	_, err := s.Migrate(t.Context(), false)
+	if !errors.Is(err, dynamo.ErrIndexUnsupported) || !strings.Contains(err.Error(), "store init") {
+		t.Fatalf("Migrate on an endpoint that wants ProvisionedThroughput: %v; want dynamo.ErrIndexUnsupported naming the fix", err)
+	}
+}
+
+// buildingAPI forwards to moto, and plays DynamoDB's part moto lacks: it
+// checks an UpdateTable that creates an index as DynamoDB does for an
+// on-demand table, and afterwards DescribeTable shows the index CREATING for
+// one call, then ACTIVE (moto's indexes are ACTIVE at once).
 type buildingAPI struct {
 	dynamo.API
 	mu       sync.Mutex
@@ -240,7 +302,7 @@ func (b *buildingAPI) DescribeTable(ctx context.Context, in *dynamodb.DescribeTa
 func TestMigrateWaitsUntilIndexActive(t *testing.T) {
 	t.Parallel()
 	legacy := dynamotest.NewLegacyStore(t, endpoint)
-	api := &buildingAPI{API: dynamodb.NewFromConfig(dynalite.Config(t, endpoint))}
+	api := &buildingAPI{API: dynamodb.NewFromConfig(moto.Config(t, endpoint))}
 	s := dynamo.New(api, legacy.Table())
 	polls := 0
 	s.SetSleep(func(context.Context, time.Duration) error { polls++; return nil })
@@ -262,9 +324,51 @@ func TestMigrateWaitsUntilIndexActive(t *testing.T) {
 	}
 }
 
+// capacityAPI forwards to moto, and reports the capacity DynamoDB charges a
+// strongly consistent scan: the size of the items it read, rounded up to 4
+// KB, one unit per 4 KB. (moto reports 1 unit per request whatever it read.)
+type capacityAPI struct{ dynamo.API }
+
+func (c capacityAPI) Scan(ctx context.Context, in *dynamodb.ScanInput, o ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	out, err := c.API.Scan(ctx, in, o...)
+	if err != nil || in.ReturnConsumedCapacity == types.ReturnConsumedCapacityNone || in.ReturnConsumedCapacity == "" {
+		return out, err
+	}
+	size := 0
+	for _, it := range out.Items {
+		size += itemSize(it)
+	}
+	units := float64((size + 4095) / 4096)
+	if !aws.ToBool(in.ConsistentRead) {
+		units /= 2
+	}
+	out.ConsumedCapacity = &types.ConsumedCapacity{TableName: in.TableName, CapacityUnits: aws.Float64(units)}
+	return out, nil
+}
+
+// itemSize is an item's size as DynamoDB counts it for the string and
+// number attributes the scan test writes: each name's length plus each
+// value's (a number: about one byte per two digits, plus one).
+func itemSize(it map[string]types.AttributeValue) int {
+	n := 0
+	for name, v := range it {
+		n += len(name)
+		switch x := v.(type) {
+		case *types.AttributeValueMemberS:
+			n += len(x.Value)
+		case *types.AttributeValueMemberN:
+			n += (len(x.Value)+1)/2 + 1
+		default:
+			n += 8
+		}
+	}
+	return n
+}
+
 func TestScanConsumedCapacityAndRate(t *testing.T) {
 	t.Parallel()
-	s := dynamotest.NewStore(t, endpoint)
+	base := dynamotest.NewStore(t, endpoint)
+	s := dynamo.New(capacityAPI{dynamodb.NewFromConfig(moto.Config(t, endpoint))}, base.Table())
 	items := make([]store.Item, 0, 300)
 	for i := range 300 {
 		items = append(items, store.Item{store.PK: fmt.Sprintf("rl#%03d", i), "pad": strings.Repeat("x", 900)})
@@ -292,11 +396,11 @@ func TestScanConsumedCapacityAndRate(t *testing.T) {
 	if n != 300 || stats.Examined() != 300 {
 		t.Fatalf("scan yielded %d, examined %d; want 300", n, stats.Examined())
 	}
-	// 300 items of ~1 KB cost ~68 units read consistently (4 KB a unit);
-	// dynalite charges scans as eventually consistent, half that.
+	// 300 items of ~0.9 KB read consistently cost 67 units (4 KB a unit),
+	// 72 as six pages of 50 each rounded up; eventually consistent, half.
 	units := stats.Capacity()
-	if units < 30 || units > 150 {
-		t.Errorf("consumed %.1f read units, want 34 to 68", units)
+	if units < 67 || units > 72 {
+		t.Errorf("consumed %.1f read units, want 67 to 72 (every page counted, read consistently)", units)
 	}
 	// The pacer kept the average at the cap: units consumed / elapsed.
 	elapsed := slept.Seconds()

@@ -14,11 +14,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/awsconf"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // fakeDynamo answers every request with one canned response and records the
-// request bodies, to test what real DynamoDB says that dynalite cannot
+// request bodies, to test what real DynamoDB says that moto cannot
 // (throttling, expired tokens, ALL_OLD on a failed condition).
 type fakeDynamo struct {
 	status int
@@ -50,7 +50,7 @@ func fakeStore(t *testing.T, f *fakeDynamo) (*dynamo.Store, string) {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	cfg, err := awsconf.Load(context.Background(), dynalite.Options(srv.URL))
+	cfg, err := awsconf.Load(context.Background(), moto.Options(srv.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,8 @@ func TestConditionalPutRequestAndCurrentItem(t *testing.T) {
 	if req["ReturnValuesOnConditionCheckFailure"] != "ALL_OLD" {
 		t.Errorf("ReturnValuesOnConditionCheckFailure = %v, want ALL_OLD", req["ReturnValuesOnConditionCheckFailure"])
 	}
-	if req["ConditionExpression"] != "#a = :v" {
+	// A number is compared with its type too (see equals).
+	if req["ConditionExpression"] != "attribute_type(#a, :v) AND #a = :v1" {
 		t.Errorf("ConditionExpression = %v", req["ConditionExpression"])
 	}
 	names, _ := req["ExpressionAttributeNames"].(map[string]any)
@@ -139,7 +140,10 @@ func TestConditionalPutRequestAndCurrentItem(t *testing.T) {
 		t.Errorf("ExpressionAttributeNames = %v", names)
 	}
 	values, _ := req["ExpressionAttributeValues"].(map[string]any)
-	if v, _ := values[":v"].(map[string]any); v["N"] != "999" {
+	if ty, _ := values[":v"].(map[string]any); ty["S"] != "N" {
+		t.Errorf("ExpressionAttributeValues = %v, want :v the type name N", values)
+	}
+	if v, _ := values[":v1"].(map[string]any); v["N"] != "999" {
 		t.Errorf("ExpressionAttributeValues = %v", values)
 	}
 	item, _ := req["Item"].(map[string]any)

@@ -21,7 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // tableDef is a table's definition in one shape for the three sources: the
@@ -44,7 +44,7 @@ type indexDef struct {
 	NonKey     []string
 }
 
-// recordingAPI passes store init's requests to dynalite and keeps the
+// recordingAPI passes store init's requests to moto and keeps the
 // table definition they carry.
 type recordingAPI struct {
 	dynamo.API
@@ -66,14 +66,14 @@ func (r *recordingAPI) UpdateTimeToLive(ctx context.Context, in *dynamodb.Update
 		r.ttl = aws.ToString(in.TimeToLiveSpecification.AttributeName)
 	}
 	r.mu.Unlock()
-	return r.API.UpdateTimeToLive(ctx, in, o...) // dynalite: unsupported, which Init tolerates
+	return r.API.UpdateTimeToLive(ctx, in, o...)
 }
 
-// storeInitDef runs store init's code against dynalite and returns the
+// storeInitDef runs store init's code against moto and returns the
 // definition it created the table with.
 func storeInitDef(t *testing.T) tableDef {
 	t.Helper()
-	rec := &recordingAPI{API: dynamodb.NewFromConfig(dynalite.Config(t, endpoint))}
+	rec := &recordingAPI{API: dynamodb.NewFromConfig(moto.Config(t, endpoint))}
 	if _, err := dynamo.New(rec, dynamotest.TableName(t)).Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 // Package dynamo provides the DynamoDB backend of the item store, for AWS
 // and for DynamoDB-compatible endpoints (DynamoDB Local, LocalStack,
-// dynalite).
+// moto).
 //
 // All items live in one table (default [DefaultTable]) keyed by the string
 // partition key "pk", with no sort key and on-demand capacity. Reads are

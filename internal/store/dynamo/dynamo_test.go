@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -20,14 +24,14 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// endpoint is the dynalite every test of the package shares; each test
+// endpoint is the moto server every test of the package shares; each test
 // works on its own table.
 var endpoint string
 
-func TestMain(m *testing.M) { dynalite.RunMain(m, &endpoint) }
+func TestMain(m *testing.M) { moto.RunMain(m, &endpoint) }
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
@@ -39,7 +43,7 @@ func TestConformance(t *testing.T) {
 func TestInitIsIdempotent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), dynamotest.TableName(t))
+	s := dynamo.NewFromConfig(moto.Config(t, endpoint), dynamotest.TableName(t))
 	first, err := s.Init(ctx)
 	if err != nil {
 		t.Fatalf("first Init: %v", err)
@@ -47,12 +51,12 @@ func TestInitIsIdempotent(t *testing.T) {
 	if !first.Created || first.Status != "ACTIVE" {
 		t.Errorf("first Init: created %v, status %q; want a new ACTIVE table", first.Created, first.Status)
 	}
-	// dynalite has no UpdateTimeToLive: Init says so instead of failing.
-	if first.TTL != dynamo.TTLUnsupported {
-		t.Errorf("TTL on dynalite = %q, want %q", first.TTL, dynamo.TTLUnsupported)
+	// Init turns TTL on for the "ttl" attribute of the table it created.
+	if first.TTL != dynamo.TTLEnabled {
+		t.Errorf("first Init: TTL %q, want %q", first.TTL, dynamo.TTLEnabled)
 	}
 	lines := strings.Join(first.Lines(), "\n")
-	for _, want := range []string{"created", s.Table(), "not supported", endpoint} {
+	for _, want := range []string{"created", s.Table(), `time to live enabled on attribute "ttl"`, endpoint} {
 		if !strings.Contains(lines, want) {
 			t.Errorf("first report does not mention %q:\n%s", want, lines)
 		}
@@ -64,6 +68,9 @@ func TestInitIsIdempotent(t *testing.T) {
 	if second.Created {
 		t.Error("second Init claims to have created the table")
 	}
+	if second.TTL != dynamo.TTLAlreadyEnabled {
+		t.Errorf("second Init: TTL %q, want %q", second.TTL, dynamo.TTLAlreadyEnabled)
+	}
 	if lines := strings.Join(second.Lines(), "\n"); !strings.Contains(lines, "already exists") {
 		t.Errorf("second report does not say the table already exists:\n%s", lines)
 	}
@@ -74,7 +81,7 @@ func TestInitIsIdempotent(t *testing.T) {
 
 func TestConcurrentInitCreatesOnce(t *testing.T) {
 	t.Parallel()
-	cfg := dynalite.Config(t, endpoint)
+	cfg := moto.Config(t, endpoint)
 	table := dynamotest.TableName(t)
 	const n = 4
 	reports := make([]dynamo.InitReport, n)
@@ -100,7 +107,7 @@ func TestConcurrentInitCreatesOnce(t *testing.T) {
 
 func TestInitRefusesForeignTable(t *testing.T) {
 	t.Parallel()
-	cfg := dynalite.Config(t, endpoint)
+	cfg := moto.Config(t, endpoint)
 	table := dynamotest.TableName(t)
 	_, err := dynamodb.NewFromConfig(cfg).CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName:            &table,
@@ -119,7 +126,7 @@ func TestInitRefusesForeignTable(t *testing.T) {
 
 func TestMissingTable(t *testing.T) {
 	t.Parallel()
-	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "no-such-table")
+	s := dynamo.NewFromConfig(moto.Config(t, endpoint), "no-such-table")
 	ctx := context.Background()
 	check := func(op string, err error) {
 		t.Helper()
@@ -167,7 +174,7 @@ func TestUnreachableEndpoint(t *testing.T) {
 	dead := closedEndpoint(t)
 	for _, attempts := range []int{1, 0} { // 0: the CLI's default retries
 		t.Run("attempts="+strconv.Itoa(attempts), func(t *testing.T) {
-			o := dynalite.Options(dead)
+			o := moto.Options(dead)
 			o.MaxAttempts = attempts
 			cfg, err := awsconf.Load(context.Background(), o)
 			if err != nil {
@@ -193,15 +200,28 @@ func TestUnreachableEndpoint(t *testing.T) {
 
 func TestMissingCredentials(t *testing.T) {
 	t.Parallel()
-	// A client that signs nothing: dynalite, like DynamoDB, refuses it.
-	unsigned := dynamodb.New(dynamodb.Options{Region: dynalite.Region, BaseEndpoint: aws.String(endpoint)})
+	// A client that signs nothing, answered as DynamoDB answers it. (moto
+	// cannot tell an unsigned request is DynamoDB's and answers it as S3's
+	// ListBuckets, so the answer comes from a stand-in.)
+	var signed atomic.Bool
+	dynamoDB := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		signed.Store(r.Header.Get("Authorization") != "")
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"__type":"com.amazon.coral.service#MissingAuthenticationTokenException","message":"Request is missing Authentication Token"}`)
+	}))
+	t.Cleanup(dynamoDB.Close)
+	unsigned := dynamodb.New(dynamodb.Options{Region: moto.Region, BaseEndpoint: aws.String(dynamoDB.URL)})
 	_, err := dynamo.New(unsigned, "any-table").Get(context.Background(), "x")
 	if !errors.Is(err, store.ErrCredentials) {
 		t.Errorf("unsigned request: %v, want ErrCredentials", err)
 	}
+	if signed.Load() {
+		t.Error("the client without credentials signed its request")
+	}
 	// A credential provider that fails.
 	failing := dynamodb.New(dynamodb.Options{
-		Region: dynalite.Region, BaseEndpoint: aws.String(endpoint),
+		Region: moto.Region, BaseEndpoint: aws.String(endpoint),
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{}, errors.New("no credentials anywhere")
 		}),
@@ -218,7 +238,7 @@ func TestMissingCredentials(t *testing.T) {
 func TestEveryAttributeTypeWrittenByTheSDK(t *testing.T) {
 	t.Parallel()
 	s := dynamotest.NewStore(t, endpoint)
-	raw := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	raw := dynamodb.NewFromConfig(moto.Config(t, endpoint))
 	table := s.Table()
 	attrs := map[string]storetest.Attr{store.PK: {Type: "S", Text: "foreign"}}
 	for k, v := range storetest.EveryType {
@@ -273,7 +293,7 @@ func TestEveryAttributeTypeWrittenByTheSDK(t *testing.T) {
 
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	s := dynamo.NewFromConfig(dynalite.Config(t, endpoint), "")
+	s := dynamo.NewFromConfig(moto.Config(t, endpoint), "")
 	want := `dynamodb table "kosha-control" at ` + endpoint
 	if s.Describe() != want {
 		t.Errorf("Describe = %q, want %q", s.Describe(), want)

@@ -16,7 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // fakeTime makes s wait on a fake clock that moves by each wait at once,
@@ -41,9 +41,9 @@ func fakeTime(s *dynamo.Store) func() int {
 }
 
 // creatingAPI is a table made by store init (every index ACTIVE on
-// dynalite) whose index named creating shows CREATING in the first
+// moto) whose index named creating shows CREATING in the first
 // `reads` DescribeTable answers: a migrate interrupted while DynamoDB
-// builds it, which dynalite cannot produce.
+// builds it, which moto cannot produce (its indexes are ACTIVE at once).
 type creatingAPI struct {
 	dynamo.API
 	creating string
@@ -83,7 +83,7 @@ func (c *creatingAPI) UpdateTable(context.Context, *dynamodb.UpdateTableInput, .
 // run says it is building.
 func TestMigrateWaitsForAnIndexStillBuilding(t *testing.T) {
 	full := dynamotest.NewStore(t, endpoint)
-	api := &creatingAPI{API: dynamodb.NewFromConfig(dynalite.Config(t, endpoint)), creating: store.IndexOverrides.Name, reads: 4}
+	api := &creatingAPI{API: dynamodb.NewFromConfig(moto.Config(t, endpoint)), creating: store.IndexOverrides.Name, reads: 4}
 	s := dynamo.New(api, full.Table())
 	waits := fakeTime(s)
 	dry, err := s.Migrate(t.Context(), true)
@@ -135,7 +135,7 @@ func (l *laggingAPI) DescribeTable(ctx context.Context, in *dynamodb.DescribeTab
 	l.reads++
 	if l.left > 0 {
 		l.left--
-		out, err := l.API.DescribeTable(ctx, in, o...) // dynalite's: without the indexes added
+		out, err := l.API.DescribeTable(ctx, in, o...) // moto's: without the indexes added
 		if err == nil {
 			l.mu.Lock()
 			out.Table.GlobalSecondaryIndexes = append(out.Table.GlobalSecondaryIndexes, l.added[:len(l.added)-1]...)
@@ -153,7 +153,7 @@ func (l *laggingAPI) DescribeTable(ctx context.Context, in *dynamodb.DescribeTab
 // so; one the UpdateTable answer listed is waited for longer.
 func TestMigrateReadsAgainBeforeCallingAnIndexUnsupported(t *testing.T) {
 	legacy := dynamotest.NewLegacyStore(t, endpoint)
-	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	client := dynamodb.NewFromConfig(moto.Config(t, endpoint))
 
 	late := &laggingAPI{buildingAPI: buildingAPI{API: client}, lag: 2}
 	s := dynamo.New(late, legacy.Table())
@@ -192,7 +192,7 @@ func TestMigrateReadsAgainBeforeCallingAnIndexUnsupported(t *testing.T) {
 // the stack, in a dry run too. The backfill's part is not refused.
 func TestMigrateRefusesAStackManagedTable(t *testing.T) {
 	legacy := dynamotest.NewLegacyStore(t, endpoint)
-	client := dynamodb.NewFromConfig(dynalite.Config(t, endpoint))
+	client := dynamodb.NewFromConfig(moto.Config(t, endpoint))
 	desc, err := client.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(legacy.Table())})
 	if err != nil {
 		t.Fatal(err)

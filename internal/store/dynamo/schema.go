@@ -54,13 +54,14 @@ func gsiOf(ix store.Index) types.GlobalSecondaryIndex {
 }
 
 // ErrIndexUnsupported reports an endpoint that cannot add an index to an
-// existing table. dynalite is one: it refuses an on-demand index creation
+// existing table. dynalite 4 was one: it refused an on-demand index creation
 // for want of ProvisionedThroughput (which DynamoDB refuses on on-demand
-// tables), and given one, accepts the request and builds nothing.
+// tables), and given one, accepted the request and built nothing. DynamoDB
+// and moto add the index.
 var ErrIndexUnsupported = errors.New("this endpoint cannot add an index to an existing table")
 
 // unsupportedIndexHint is the fix for ErrIndexUnsupported.
-const unsupportedIndexHint = "on a development endpoint such as dynalite, recreate the table with `koshactl store init` " +
+const unsupportedIndexHint = "on a development endpoint, recreate the table with `koshactl store init` " +
 	"(it creates every index); or leave it as it is: readers fall back to scans"
 
 // ErrStackManaged reports a table a CloudFormation stack manages: an index

@@ -21,7 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // Epoch is the fixed instant every test's clock starts at.
@@ -194,12 +194,12 @@ func (e *Env) WriteConfig(yaml string) {
 }
 
 // UseDynamoDB adds the context "dev" on table at a DynamoDB-API test server
-// (dynalite) with the static test credentials and selects it; flags are
+// (moto) with the static test credentials and selects it; flags are
 // added to set-context (--dependencies a,b for example). The table is not
 // created: run "store init" for that.
 func (e *Env) UseDynamoDB(endpoint, table string, flags ...string) {
 	e.T.Helper()
-	args := append([]string{"config", "set-context", "dev", "--table", table, "--region", dynalite.Region,
+	args := append([]string{"config", "set-context", "dev", "--table", table, "--region", moto.Region,
 		"--endpoint-url", endpoint, "--static-credentials", "--use"}, flags...)
 	e.MustRun(0, args...)
 }

@@ -2,7 +2,7 @@ package clitest
 
 // The tests of a write whose answer is lost (breaker's and ratelimit's): a
 // CLI on a DynamoDB context whose endpoint is a fault proxy in front of
-// dynalite, and the audit actions recorded on a subject, so a test can tell
+// moto, and the audit actions recorded on a subject, so a test can tell
 // a write confirmed by re-read and audited once.
 
 import (
@@ -11,16 +11,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // LostAnswerEnv is a CLI on a DynamoDB context whose endpoint is a fault proxy in
-// front of dynalite, with the table created; it sets nothing in the process,
+// front of moto, with the table created; it sets nothing in the process,
 // so its tests may run in parallel.
 func LostAnswerEnv(t *testing.T) (*Env, *faultproxy.Proxy) {
 	t.Helper()
-	p := faultproxy.Start(t, dynalite.Start(t))
+	p := faultproxy.Start(t, moto.Start(t))
 	e := New(t, Parallel())
 	e.UseDynamoDB(p.URL(), "kosha-control")
 	e.MustRun(0, "store", "init")

@@ -1,5 +1,5 @@
 // Package faultproxy puts an HTTP proxy in front of a DynamoDB-API server
-// (dynalite in tests) that loses answers on purpose: it forwards a request,
+// (moto in tests) that loses answers on purpose: it forwards a request,
 // lets the server apply it, and then resets the client's connection instead
 // of answering, or withholds the answer until the client gives up; or it
 // stalls a request, never forwarded, until the client gives up. Which

@@ -9,18 +9,18 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // The proxy applies the request and loses its answer: the SDK retries, the
 // retry meets the write's own condition, and the backend marks the refusal
 // Retried. Without a fault, the same write answers normally.
 func TestLostAnswerIsAppliedAndTheRetryIsMarked(t *testing.T) {
-	endpoint := dynalite.Start(t)
+	endpoint := moto.Start(t)
 	p := faultproxy.Start(t, endpoint)
 	ctx := context.Background()
-	opts := dynalite.Options(p.URL())
+	opts := moto.Options(p.URL())
 	opts.MaxAttempts = 3 // the SDK's retry is what meets the write's own condition
 	cfg, err := awsconf.Load(ctx, opts)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestLostAnswerIsAppliedAndTheRetryIsMarked(t *testing.T) {
 // canceled) and the server never applied it.
 func TestStalledRequestIsNeverApplied(t *testing.T) {
 	t.Parallel()
-	p := faultproxy.Start(t, dynalite.Start(t))
+	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -9,11 +9,11 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 	"github.com/kosha-platform/koshactl/internal/testutil/procbench"
 )
 
-// forceOpenBench is one dynalite with the control table, a context file
+// forceOpenBench is one moto server with the control table, a context file
 // pointing koshactl at it, and the environment both processes run in.
 type forceOpenBench struct {
 	endpoint string
@@ -25,8 +25,8 @@ func newForceOpenBench(b *testing.B) forceOpenBench {
 	b.Helper()
 	dir := b.TempDir()
 	bin := procbench.Build(b, "github.com/kosha-platform/koshactl/cmd/koshactl")
-	endpoint := dynalite.Start(b)
-	if _, err := dynamo.NewFromConfig(dynalite.Config(b, endpoint), "kosha-control").Init(context.Background()); err != nil {
+	endpoint := moto.Start(b)
+	if _, err := dynamo.NewFromConfig(moto.Config(b, endpoint), "kosha-control").Init(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "config.yaml")
@@ -49,7 +49,7 @@ func newForceOpenBench(b *testing.B) forceOpenBench {
 // BenchmarkWholeProcessVersusAWSCLI runs, side by side in one loop, the whole
 // koshactl process forcing a breaker open (context resolution, read, two
 // conditional writes: the override and its audit record) and the AWS CLI
-// putting the same item, both against one dynalite server. It reports each
+// putting the same item, both against one moto server. It reports each
 // one's median wall time per process and the ratio aws/koshactl.
 func BenchmarkWholeProcessVersusAWSCLI(b *testing.B) {
 	awsBin, err := exec.LookPath("aws")

@@ -1,5 +1,5 @@
 // Package dynamotest provides DynamoDB stores for tests: each on a fresh,
-// initialized table of a dynalite server, so tests of packages built on the
+// initialized table of a moto server, so tests of packages built on the
 // store (rate limiting, breaker overrides, chaos) can run against the real
 // DynamoDB API without sharing state.
 package dynamotest
@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
-	"github.com/kosha-platform/koshactl/internal/testutil/dynalite"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 var (
@@ -34,12 +34,12 @@ func TableName(tb testing.TB) string {
 	return fmt.Sprintf("t%d-%s", tables.Add(1), name)
 }
 
-// NewStore returns a store on a fresh table of the dynalite at endpoint
-// (start one with dynalite.Start or dynalite.StartMain), created with
+// NewStore returns a store on a fresh table of the moto server at endpoint
+// (start one with moto.Start or moto.StartMain), created with
 // [dynamo.Store.Init].
 func NewStore(tb testing.TB, endpoint string) *dynamo.Store {
 	tb.Helper()
-	s := dynamo.NewFromConfig(dynalite.Config(tb, endpoint), TableName(tb))
+	s := dynamo.NewFromConfig(moto.Config(tb, endpoint), TableName(tb))
 	if _, err := s.Init(context.Background()); err != nil {
 		tb.Fatalf("init table for %s: %v", tb.Name(), err)
 	}
@@ -52,7 +52,7 @@ func NewStore(tb testing.TB, endpoint string) *dynamo.Store {
 // are tested on.
 func NewLegacyStore(tb testing.TB, endpoint string) *dynamo.Store {
 	tb.Helper()
-	cfg := dynalite.Config(tb, endpoint)
+	cfg := moto.Config(tb, endpoint)
 	name := TableName(tb)
 	_, err := dynamodb.NewFromConfig(cfg).CreateTable(context.Background(), &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),

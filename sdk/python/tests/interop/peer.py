@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """A data-plane peer built on kosha_contract and boto3, for the interop test
-(internal/pyinterop drives it with koshactl against dynalite and a Secrets
+(internal/pyinterop drives it with koshactl against moto and a Secrets
 Manager fake). Each command prints one JSON object.
 
     peer.py override  --dependency D --now-ms N

@@ -1,4 +1,4 @@
-package dynalite
+package moto
 
 import (
 	"context"
@@ -9,11 +9,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/awsconf"
 )
 
-// Region is the region tests sign dynalite requests for. dynalite ignores
-// it, but the SDK needs one.
+// Region is the region tests sign moto requests for. moto keeps separate
+// state per region, as AWS does: clients of one server must agree on it.
 const Region = "us-east-1"
 
-// Options returns the AWS settings of a context pointed at a dynalite
+// Options returns the AWS settings of a context pointed at a moto
 // endpoint: its URL, dummy static credentials and a single attempt per request
 // so failures show at once.
 func Options(endpoint string) awsconf.Options {
@@ -31,7 +31,7 @@ func Config(tb testing.TB, endpoint string) aws.Config {
 	tb.Helper()
 	cfg, err := awsconf.Load(context.Background(), Options(endpoint))
 	if err != nil {
-		tb.Fatalf("aws config for dynalite at %s: %v", endpoint, err)
+		tb.Fatalf("aws config for moto at %s: %v", endpoint, err)
 	}
 	return cfg
 }

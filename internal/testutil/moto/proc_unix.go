@@ -1,6 +1,6 @@
 //go:build unix
 
-package dynalite
+package moto
 
 import (
 	"errors"
@@ -8,8 +8,8 @@ import (
 	"syscall"
 )
 
-// killGroup kills the whole process group led by p, so anything node started
-// goes too.
+// killGroup kills the whole process group led by p, so anything the server
+// started (a wrapper's or a shim's children) goes too.
 func killGroup(p *os.Process) error {
 	err := syscall.Kill(-p.Pid, syscall.SIGKILL)
 	if errors.Is(err, syscall.ESRCH) {

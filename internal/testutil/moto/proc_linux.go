@@ -1,6 +1,6 @@
 //go:build linux
 
-package dynalite
+package moto
 
 import "syscall"
 

@@ -1,6 +1,6 @@
 //go:build windows
 
-package dynalite
+package moto
 
 import (
 	"os"
@@ -9,6 +9,6 @@ import (
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
-// killGroup kills the server process (Windows has no process groups to
-// signal; node does not start children for dynalite).
+// killGroup kills the server process: Windows has no process groups to
+// signal.
 func killGroup(p *os.Process) error { return p.Kill() }

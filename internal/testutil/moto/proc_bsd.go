@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package dynalite
+package moto
 
 import "syscall"
 
