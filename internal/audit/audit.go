@@ -24,6 +24,13 @@ import (
 // Prefix starts the pk of every audit record.
 const Prefix = "audit#"
 
+// DataPlanePrefix starts the pk of the records the data plane writes (the
+// chaos headers it applied or ignored): "audit#dp#<epoch ms>#<id>". The
+// data plane's role may write only these, so a record under it proves
+// nothing about a lever: no lever decision (drill recover) trusts one, and
+// they are listed marked as the data plane's.
+const DataPlanePrefix = Prefix + "dp#"
+
 // Retention is how long records are kept before the store's TTL may collect them.
 const Retention = 90 * 24 * time.Hour
 
@@ -88,6 +95,9 @@ type Record struct {
 	// Before and After are JSON documents describing the subject's state.
 	Before json.RawMessage `json:"before,omitempty"`
 	After  json.RawMessage `json:"after,omitempty"`
+	// DataPlane is true for a record the data plane wrote (keyed under
+	// [DataPlanePrefix]): no lever decision trusts it.
+	DataPlane bool `json:"data_plane,omitempty"`
 	// Change is the token of the change the record was written with (its
 	// write_id attribute): the records of one change (a force of several
 	// dependencies) share it, and so do the lever items it wrote.
@@ -121,6 +131,9 @@ type Log struct {
 	context string
 	// attest says how an entry's actor was established ("" when unknown).
 	attest func(ctx context.Context, actor string) ActorSource
+	// prefix starts the pk of the records l writes: [Prefix], or
+	// [DataPlanePrefix] for the data plane's log.
+	prefix string
 	// notices, when set, hears once that an index is missing (SetNotice);
 	// a pointer, so copies made by Attest share it.
 	notices *notices
@@ -131,7 +144,15 @@ func NewLog(s recordStore, clk clock.Clock, contextName string) *Log {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Log{store: s, clock: clk, context: contextName}
+	return &Log{store: s, clock: clk, context: contextName, prefix: Prefix}
+}
+
+// NewDataPlaneLog is [NewLog] for the data plane: its records are keyed
+// under [DataPlanePrefix], the only audit keys its role may write.
+func NewDataPlaneLog(s recordStore, clk clock.Clock, contextName string) *Log {
+	l := NewLog(s, clk, contextName)
+	l.prefix = DataPlanePrefix
+	return l
 }
 
 // Attest returns a copy of l that stamps each record with source(ctx, actor):
@@ -230,13 +251,21 @@ func marshalState(v any) (json.RawMessage, error) {
 	return b, nil
 }
 
-func key(t time.Time, id string) string {
-	return fmt.Sprintf("%s%013d#%s", Prefix, t.UnixMilli(), id)
+func key(prefix string, t time.Time, id string) string {
+	return fmt.Sprintf("%s%013d#%s", prefix, t.UnixMilli(), id)
+}
+
+// prefix is the pk prefix r is stored under.
+func (r Record) prefix() string {
+	if r.DataPlane {
+		return DataPlanePrefix
+	}
+	return Prefix
 }
 
 func (r Record) item() store.Item {
 	it := store.Item{
-		store.PK:      key(r.Time, r.ID),
+		store.PK:      key(r.prefix(), r.Time, r.ID),
 		attrTime:      r.Time.UnixMilli(),
 		"actor":       r.Actor,
 		"action":      r.Action,
@@ -285,6 +314,9 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 	}
 	ok = true
 	rest, _ := strings.CutPrefix(pk, Prefix)
+	if dp, ok := strings.CutPrefix(pk, DataPlanePrefix); ok {
+		rest, r.DataPlane = dp, true
+	}
 	if _, id, found := strings.Cut(rest, "#"); found && id != "" {
 		r.ID = id
 	} else {

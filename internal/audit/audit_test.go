@@ -203,3 +203,42 @@ func TestRunIDIsStoredAndFiltered(t *testing.T) {
 		}
 	}
 }
+
+// The data plane's records live under their own prefix, the only audit
+// keys its role may write, and are listed marked as the data plane's: no
+// lever decision can mistake one for an operator's record.
+func TestDataPlaneRecordsAreKeptApart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log, clk, s := openLog(t)
+	dp := audit.NewDataPlaneLog(s, clk, "ctx")
+	rec, err := dp.Append(ctx, audit.Entry{Actor: "gateway", Action: "chaos.ignored", Subject: "chaos#j1", Outcome: "ignored"})
+	if err != nil || !rec.DataPlane {
+		t.Fatalf("data-plane append: %+v, %v", rec, err)
+	}
+	if _, err := log.Append(ctx, audit.Entry{Actor: "alice", Action: "chaos.sign", Subject: "chaos#j1"}); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for it, err := range s.Scan(ctx, store.ScanQuery{Prefix: audit.DataPlanePrefix}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		if it.Str("actor") != "gateway" {
+			t.Errorf("an operator's record is keyed under the data plane's prefix: %v", it)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d items under %s, want the data plane's one", n, audit.DataPlanePrefix)
+	}
+	l, err := log.List(ctx, audit.Query{Subject: "chaos#j1"})
+	if err != nil || len(l.Records) != 2 {
+		t.Fatalf("List = %+v, %v; want both records", l.Records, err)
+	}
+	for _, r := range l.Records {
+		if r.DataPlane != (r.Actor == "gateway") {
+			t.Errorf("record %+v: DataPlane = %v", r, r.DataPlane)
+		}
+	}
+}

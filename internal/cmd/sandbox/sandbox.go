@@ -181,7 +181,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	// The fleet runs on the wall clock whatever the factory's clock: its
 	// breakers, deadlines and timers are real time.
 	deps := sbx.Deps{Store: env.Store, Clock: clock.Real{}, Logger: logger, ContextName: env.Name,
-		Audit: audit.NewLog(env.Store, clock.Real{}, env.Name)}
+		Audit: audit.NewDataPlaneLog(env.Store, clock.Real{}, env.Name)}
 	keyDesc := ""
 	if cfg.ChaosEnabled {
 		src, err := env.KeySource(ctx, opts.KeyFile)

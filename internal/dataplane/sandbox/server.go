@@ -117,7 +117,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		deps.Logger = slog.Default()
 	}
 	if deps.Audit == nil {
-		deps.Audit = audit.NewLog(deps.Store, deps.Clock, deps.ContextName)
+		deps.Audit = audit.NewDataPlaneLog(deps.Store, deps.Clock, deps.ContextName)
 	}
 	if deps.Registry == nil {
 		deps.Registry = exposition.NewRegistry()
