@@ -195,17 +195,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		return err
 	}
-	var writeErr, auditErr error
+	var unwritten []levertail.Unwritten
+	targets, cleared := 0, 0
 	for _, o := range outcomes {
 		res := o.Result
-		if !opts.DryRun && res.Before != nil && !o.Written {
-			if writeErr == nil {
-				writeErr = fmt.Errorf("clear %s: %w", o.Dependency, o.Err)
+		if !opts.DryRun && res.Before != nil {
+			targets++
+			if !o.Written {
+				// o.Err names the verb and the dependency.
+				unwritten = append(unwritten, levertail.Unwritten{Name: displayName(o.Dependency), Err: o.Err})
+				continue
 			}
-			continue
-		}
-		if auditErr == nil {
-			auditErr = o.Err
+			cleared++
 		}
 		item := ItemResult{Dependency: o.Dependency, Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
 			ConfirmedByReread: res.Confirmed}
@@ -217,7 +218,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		out.Results = append(out.Results, item)
 	}
-	failure := cmdutil.WriteFailure(writeErr, auditErr)
+	failure := levertail.Failure(targets, cleared, unwritten)
 	// A dependency that was not forced is waited on too: no instance
 	// should report forced.
 	changes := make([]metrics.Change, 0, len(out.Results))
@@ -229,20 +230,19 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		Waiter: waiter, Changes: changes, Failure: failure,
 		Print: func(view *converge.ConvergenceView) error {
 			out.Convergence = view
-			return printResult(f, opts, env, out, now)
+			return printResult(f, opts, env, out, now, len(outcomes) == 0)
 		}})
 }
 
-func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
+// printResult prints out; none is true when there was no override to
+// clear (--all on an empty table).
+func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time, none bool) error {
 	return levertail.Print(f, env, opts.Output, opts.DryRun, out, func(w io.Writer) {
-		if len(out.Results) == 0 && opts.All {
+		if none && opts.All {
 			fmt.Fprintln(w, "No overrides to clear.")
 		}
 		for _, r := range out.Results {
-			name := r.Dependency
-			if breaker.ValidateDependency(name) != nil {
-				name = textsafe.Quote(breaker.OverrideKey(name)) // named by --key
-			}
+			name := displayName(r.Dependency)
 			if r.Action == "already-clear" {
 				fmt.Fprintf(w, "%s was not forced open: nothing to clear\n", name)
 				continue
@@ -259,4 +259,13 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 			levertail.Confirmed(w, r.ConfirmedByReread)
 		}
 	})
+}
+
+// displayName is how the output names a cleared item: its dependency, or
+// its quoted key when that is no valid dependency name (named by --key).
+func displayName(dep string) string {
+	if breaker.ValidateDependency(dep) != nil {
+		return textsafe.Quote(breaker.OverrideKey(dep))
+	}
+	return dep
 }

@@ -208,25 +208,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return conflictHint(depargs.DependencyHint(err))
 	}
 	out := Result{Kind: "BreakerForceResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun}
-	var writeErr, auditErr error
-	for i, o := range outcomes {
+	var unwritten []levertail.Unwritten
+	for _, o := range outcomes {
 		if !opts.DryRun && !o.Written {
-			if writeErr == nil {
-				writeErr = fmt.Errorf("force-open %s: %w", opts.Dependencies[i], conflictHint(o.Err))
-			}
+			// o.Err names the verb and the dependency.
+			unwritten = append(unwritten, levertail.Unwritten{Name: o.Result.After.Dependency, Err: conflictHint(o.Err)})
 			continue
-		}
-		if auditErr == nil {
-			auditErr = o.Err // the audit record of a written override
 		}
 		res := o.Result
 		out.Results = append(out.Results, ItemResult{Dependency: res.After.Dependency, Action: action(res, opts.DryRun),
 			Override: overrideview.View(res.After, now), Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: res.Confirmed, res: res})
 	}
-	failure := cmdutil.WriteFailure(writeErr, auditErr)
-	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(opts.Dependencies) {
-		failure = fmt.Errorf("%w (the overrides listed above were written; the rest were not)", failure)
-	}
+	failure := levertail.Failure(len(outcomes), len(out.Results), unwritten)
 	changes := make([]metrics.Change, 0, len(out.Results))
 	for _, r := range out.Results {
 		since := r.res.After.CreatedAt

@@ -7,8 +7,10 @@ package levertail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -86,4 +88,64 @@ func Confirmed(w io.Writer, confirmed bool) {
 	if confirmed {
 		fmt.Fprintf(w, "  %s\n", store.ConfirmedNote)
 	}
+}
+
+// Unwritten is a target whose change was not written: refused, failed, or
+// (store.ErrOutcomeUnknown) nobody can tell.
+type Unwritten struct {
+	// Name is the target as the output names it.
+	Name string
+	// Err is why, as breaker words it (it names the verb and the target).
+	Err error
+}
+
+// maxNamed bounds the targets a failure names in each of its groups (a
+// clear --all may fail thousands).
+const maxNamed = 20
+
+// Failure is the one error of a lever command of targets targets, of which
+// written were written and unwritten were not (nil when none). It is the
+// first target's error, and when the command had several targets, what
+// became of each: written (listed above), outcome unknown (with the command
+// that tells), or not written. Any unknown outcome makes it an unknown
+// outcome (exit 8), whatever the first error was: someone has to check.
+func Failure(targets, written int, unwritten []Unwritten) error {
+	if len(unwritten) == 0 {
+		return nil
+	}
+	first := unwritten[0].Err
+	if targets == 1 {
+		return first
+	}
+	var unknown, refused []string
+	for _, u := range unwritten {
+		if errors.Is(u.Err, store.ErrOutcomeUnknown) {
+			unknown = append(unknown, u.Name)
+		} else {
+			refused = append(refused, u.Name)
+		}
+	}
+	var groups []string
+	if written > 0 {
+		groups = append(groups, fmt.Sprintf("%d written (listed above)", written))
+	}
+	if len(unknown) > 0 {
+		groups = append(groups, fmt.Sprintf("%d with an unknown outcome: %s (check each with koshactl breaker get DEPENDENCY)", len(unknown), names(unknown)))
+	}
+	if len(refused) > 0 {
+		groups = append(groups, fmt.Sprintf("%d not written: %s", len(refused), names(refused)))
+	}
+	summary := fmt.Sprintf("of %d overrides, %s", targets, strings.Join(groups, "; "))
+	if len(unknown) > 0 && !errors.Is(first, store.ErrOutcomeUnknown) {
+		return fmt.Errorf("%w; %s: %w", first, summary, store.ErrOutcomeUnknown)
+	}
+	return fmt.Errorf("%w; %s", first, summary)
+}
+
+// names lists up to maxNamed names, then how many more.
+func names(list []string) string {
+	if len(list) <= maxNamed {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(list[:maxNamed], ", "), len(list)-maxNamed)
 }
