@@ -226,7 +226,10 @@ func Apply(ctx context.Context, tx Transactor, c Change) (Applied, error) {
 			return Applied{Confirmed: true}, nil
 		}
 	}
-	unanswered := errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrThrottled)
+	// A re-issue that ended on its own context (nothing else can end it)
+	// was not answered, like a store that could not be reached.
+	unanswered := errors.Is(err, ErrUnavailable) && !errors.Is(err, ErrThrottled) ||
+		lost && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
 	if !unanswered && !errors.Is(err, ErrConditionFailed) {
 		return Applied{}, err
 	}

@@ -113,6 +113,22 @@ func TestApplySettlesALostAnswer(t *testing.T) {
 					conflict,
 				}
 			}, wantConfirmed: true, wantSends: 2},
+		{name: "interrupted in flight, the re-issue unanswered until its own deadline, the proof unreadable",
+			interrupt: true,
+			answers: func(s *scripted) []func(store.Change) error {
+				return []func(store.Change) error{
+					func(store.Change) error { return context.Canceled },
+					func(store.Change) error { return fmt.Errorf("send: %w", context.DeadlineExceeded) },
+				}
+			}, getErr: context.DeadlineExceeded, wantErr: store.ErrOutcomeUnknown, wantSends: 2},
+		{name: "interrupted in flight, the re-issue unanswered, the proof says it landed",
+			interrupt: true,
+			answers: func(s *scripted) []func(store.Change) error {
+				return []func(store.Change) error{
+					func(store.Change) error { return context.Canceled },
+					func(c store.Change) error { s.land(c); return fmt.Errorf("send: %w", context.DeadlineExceeded) },
+				}
+			}, wantConfirmed: true, wantSends: 2},
 		{name: "interrupted before anything was sent: not re-issued",
 			interrupt: true,
 			answers: func(s *scripted) []func(store.Change) error {

@@ -101,6 +101,7 @@ func TestUnreachableEndpointIsUnavailable(t *testing.T) {
 
 // --debug against moto: one line per DynamoDB operation with its status
 // and request id, on stderr, and never the (dummy) secret key or a signature.
+// A force-open is two operations: its read and its transaction.
 func TestDebugLogsDynamoDBOperations(t *testing.T) {
 	t.Parallel()
 	endpoint := moto.Start(t)
@@ -122,8 +123,10 @@ func TestDebugLogsDynamoDBOperations(t *testing.T) {
 			}
 		}
 	}
-	if lines < 2 || !strings.Contains(r.Stderr, "debug: aws dynamodb PutItem: HTTP 200") {
-		t.Errorf("force-open --debug should log its reads and writes:\n%s", r.Stderr)
+	// One read, then one transaction holding the override and its record.
+	if lines != 2 || !strings.Contains(r.Stderr, "debug: aws dynamodb BatchGetItem: HTTP 200") ||
+		!strings.Contains(r.Stderr, "debug: aws dynamodb TransactWriteItems: HTTP 200") {
+		t.Errorf("force-open --debug should log its read and its one transaction:\n%s", r.Stderr)
 	}
 	if strings.Contains(r.Stdout, "debug:") {
 		t.Errorf("debug output on stdout:\n%s", r.Stdout)

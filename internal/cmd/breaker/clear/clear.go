@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -14,12 +15,12 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -194,17 +195,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		return err
 	}
-	var writeErr, auditErr error
+	var unwritten []levertail.Unwritten
+	targets, cleared := 0, 0
 	for _, o := range outcomes {
 		res := o.Result
-		if !opts.DryRun && res.Before != nil && !o.Written {
-			if writeErr == nil {
-				writeErr = fmt.Errorf("clear %s: %w", o.Dependency, o.Err)
+		if !opts.DryRun && res.Before != nil {
+			targets++
+			if !o.Written {
+				// o.Err names the verb and the dependency.
+				unwritten = append(unwritten, levertail.Unwritten{Name: displayName(o.Dependency), Err: o.Err})
+				continue
 			}
-			continue
-		}
-		if auditErr == nil {
-			auditErr = o.Err
+			cleared++
 		}
 		item := ItemResult{Dependency: o.Dependency, Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
 			ConfirmedByReread: res.Confirmed}
@@ -216,60 +218,35 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		out.Results = append(out.Results, item)
 	}
-	failure := cmdutil.WriteFailure(writeErr, auditErr)
-	// The deletes and their audit records are done: announce them
-	// (bounded) once the result is shown, before any wait on the fleet.
-	announce := func() {
-		if levers := notify.ClearLevers(outcomes); !opts.DryRun && len(levers) > 0 {
-			actor, _ := env.Actor(ctx)
-			cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: breaker.ActionClear, Actor: actor, Reason: opts.Reason, Levers: levers})
-		}
-	}
-	if waiter == nil || len(out.Results) == 0 {
-		if err := printResult(f, opts, env, out, now); err != nil {
-			return err
-		}
-		announce()
-		return failure
-	}
-	// The deletes and their audit records are done; now the fleet. A
-	// dependency that was not forced is waited on too: no instance should
-	// report forced.
+	failure := levertail.Failure(targets, cleared, unwritten)
+	// A dependency that was not forced is waited on too: no instance
+	// should report forced.
 	changes := make([]metrics.Change, 0, len(out.Results))
 	for _, r := range out.Results {
 		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalReleased, Since: now})
 	}
-	waitErr, err := converge.Report(ctx, f, waiter, changes, opts.Output == cmdutil.FormatTable, announce, func(view *converge.ConvergenceView) error {
-		out.Convergence = view
-		return printResult(f, opts, env, out, now)
-	})
-	if err != nil {
-		return err
-	}
-	if failure != nil {
-		return failure
-	}
-	return waitErr
+	return levertail.Finish(ctx, f, levertail.Tail{Env: env, DryRun: opts.DryRun, NoNotify: opts.NoNotify, Table: opts.Output == cmdutil.FormatTable,
+		Event:  notify.Event{Action: breaker.ActionClear, Reason: opts.Reason, Levers: notify.ClearLevers(outcomes)},
+		Waiter: waiter, Changes: changes, Failure: failure,
+		Print: func(view *converge.ConvergenceView) error {
+			out.Convergence = view
+			return printResult(f, opts, env, out, now, len(outcomes) == 0)
+		}})
 }
 
-func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
-	ios := f.IOStreams
-	defer cmdutil.PrintActedOn(ios.ErrOut, env, opts.DryRun)
-	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(ios.Out, opts.Output, out)
-	}
-	if len(out.Results) == 0 && opts.All {
-		fmt.Fprintln(ios.Out, "No overrides to clear.")
-	}
-	for _, r := range out.Results {
-		name := r.Dependency
-		if breaker.ValidateDependency(name) != nil {
-			name = textsafe.Quote(breaker.OverrideKey(name)) // named by --key
+// printResult prints out; none is true when there was no override to
+// clear (--all on an empty table).
+func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time, none bool) error {
+	return levertail.Print(f, env, opts.Output, opts.DryRun, out, func(w io.Writer) {
+		if none && opts.All {
+			fmt.Fprintln(w, "No overrides to clear.")
 		}
-		switch {
-		case r.Action == "already-clear":
-			fmt.Fprintf(ios.Out, "%s was not forced open: nothing to clear\n", name)
-		default:
+		for _, r := range out.Results {
+			name := displayName(r.Dependency)
+			if r.Action == "already-clear" {
+				fmt.Fprintf(w, "%s was not forced open: nothing to clear\n", name)
+				continue
+			}
 			verb := map[string]string{"cleared": "Cleared", "would-clear": "Would clear"}[r.Action]
 			note := ""
 			if !r.Before.Active {
@@ -278,11 +255,17 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 			if len(r.Before.Malformed) > 0 {
 				note += " (a malformed item, removed as it was stored)"
 			}
-			fmt.Fprintf(ios.Out, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
-			if r.ConfirmedByReread {
-				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
-			}
+			fmt.Fprintf(w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
+			levertail.Confirmed(w, r.ConfirmedByReread)
 		}
+	})
+}
+
+// displayName is how the output names a cleared item: its dependency, or
+// its quoted key when that is no valid dependency name (named by --key).
+func displayName(dep string) string {
+	if breaker.ValidateDependency(dep) != nil {
+		return textsafe.Quote(breaker.OverrideKey(dep))
 	}
-	return nil
+	return dep
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -14,12 +15,12 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -207,41 +208,18 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return conflictHint(depargs.DependencyHint(err))
 	}
 	out := Result{Kind: "BreakerForceResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun}
-	var writeErr, auditErr error
-	for i, o := range outcomes {
+	var unwritten []levertail.Unwritten
+	for _, o := range outcomes {
 		if !opts.DryRun && !o.Written {
-			if writeErr == nil {
-				writeErr = fmt.Errorf("force-open %s: %w", opts.Dependencies[i], conflictHint(o.Err))
-			}
+			// o.Err names the verb and the dependency.
+			unwritten = append(unwritten, levertail.Unwritten{Name: o.Result.After.Dependency, Err: conflictHint(o.Err)})
 			continue
-		}
-		if auditErr == nil {
-			auditErr = o.Err // the audit record of a written override
 		}
 		res := o.Result
 		out.Results = append(out.Results, ItemResult{Dependency: res.After.Dependency, Action: action(res, opts.DryRun),
 			Override: overrideview.View(res.After, now), Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: res.Confirmed, res: res})
 	}
-	// The overrides and their audit records are written: announce them
-	// (bounded) once the result is shown, before any wait on the fleet.
-	announce := func() {
-		if levers := notify.ForceLevers(outcomes); !opts.DryRun && len(levers) > 0 {
-			actor, _ := env.Actor(ctx)
-			cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: breaker.ActionForceOpen, Actor: actor, Reason: opts.Reason, Levers: levers})
-		}
-	}
-	failure := cmdutil.WriteFailure(writeErr, auditErr)
-	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(opts.Dependencies) {
-		failure = fmt.Errorf("%w (the overrides listed above were written; the rest were not)", failure)
-	}
-	if waiter == nil || len(out.Results) == 0 {
-		if err := printResult(f, opts, env, out, now); err != nil {
-			return err
-		}
-		announce()
-		return failure
-	}
-	// The overrides and their audit records are written; now the fleet.
+	failure := levertail.Failure(len(outcomes), len(out.Results), unwritten)
 	changes := make([]metrics.Change, 0, len(out.Results))
 	for _, r := range out.Results {
 		since := r.res.After.CreatedAt
@@ -250,17 +228,13 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalForced, Since: since})
 	}
-	waitErr, err := converge.Report(ctx, f, waiter, changes, opts.Output == cmdutil.FormatTable, announce, func(view *converge.ConvergenceView) error {
-		out.Convergence = view
-		return printResult(f, opts, env, out, now)
-	})
-	if err != nil {
-		return err
-	}
-	if failure != nil {
-		return failure
-	}
-	return waitErr
+	return levertail.Finish(ctx, f, levertail.Tail{Env: env, DryRun: opts.DryRun, NoNotify: opts.NoNotify, Table: opts.Output == cmdutil.FormatTable,
+		Event:  notify.Event{Action: breaker.ActionForceOpen, Reason: opts.Reason, Levers: notify.ForceLevers(outcomes)},
+		Waiter: waiter, Changes: changes, Failure: failure,
+		Print: func(view *converge.ConvergenceView) error {
+			out.Convergence = view
+			return printResult(f, opts, env, out, now)
+		}})
 }
 
 func conflictHint(err error) error {
@@ -287,29 +261,23 @@ func action(r breaker.ForceResult, dry bool) string {
 }
 
 func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time) error {
-	ios := f.IOStreams
-	defer cmdutil.PrintActedOn(ios.ErrOut, env, opts.DryRun)
-	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(ios.Out, opts.Output, out)
-	}
-	tty := ios.IsStdoutTTY()
-	for _, r := range out.Results {
-		verb := map[string]string{"forced": "Forced open", "replaced": "Replaced override, forced open",
-			"would-force": "Would force open", "would-replace": "Would replace override, force open"}[r.Action]
-		exp := "never expires"
-		if r.res.After.Expires() {
-			exp = "expires " + cmdutil.FormatTime(r.res.After.ExpiresAt, now, tty)
+	tty := f.IOStreams.IsStdoutTTY()
+	return levertail.Print(f, env, opts.Output, opts.DryRun, out, func(w io.Writer) {
+		for _, r := range out.Results {
+			verb := map[string]string{"forced": "Forced open", "replaced": "Replaced override, forced open",
+				"would-force": "Would force open", "would-replace": "Would replace override, force open"}[r.Action]
+			exp := "never expires"
+			if r.res.After.Expires() {
+				exp = "expires " + cmdutil.FormatTime(r.res.After.ExpiresAt, now, tty)
+			}
+			fmt.Fprintf(w, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, textsafe.Line(r.Override.Reason))
+			levertail.Confirmed(w, r.ConfirmedByReread)
+			if r.Before != nil && r.Before.Active {
+				fmt.Fprintf(w, "  previously forced by %s: %s\n", textsafe.Line(r.Before.Actor), textsafe.Line(r.Before.Reason))
+			}
+			if r.Before != nil && len(r.Before.Malformed) > 0 {
+				fmt.Fprintf(w, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
+			}
 		}
-		fmt.Fprintf(ios.Out, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, textsafe.Line(r.Override.Reason))
-		if r.ConfirmedByReread {
-			fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
-		}
-		if r.Before != nil && r.Before.Active {
-			fmt.Fprintf(ios.Out, "  previously forced by %s: %s\n", textsafe.Line(r.Before.Actor), textsafe.Line(r.Before.Reason))
-		}
-		if r.Before != nil && len(r.Before.Malformed) > 0 {
-			fmt.Fprintf(ios.Out, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
-		}
-	}
-	return nil
+	})
 }
