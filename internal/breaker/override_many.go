@@ -50,6 +50,9 @@ type ForceAll struct {
 	// before anything is read. Nil applies no such rule (--allow-unknown,
 	// the dashboard's rows, which name stored overrides).
 	Known []string
+	// Attach, when set, is how the table's policy let the change through
+	// and the writes that go in its transaction ([Attach]).
+	Attach *Attach
 }
 
 // ForceAll checks every request's dependency ([CheckDependencies], against
@@ -129,7 +132,7 @@ func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAl
 				Before: AuditState(res.Before), After: AuditState(&res.After)}
 		}
 	}
-	for i, c := range s.commit(ctx, log, writes) {
+	for i, c := range s.commit(ctx, log, writes, op.Attach) {
 		o := &outcomes[i]
 		o.Record, o.Err, o.Written = c.record, c.err, c.err == nil
 		o.Result.Confirmed = c.confirmed
@@ -210,6 +213,9 @@ type ClearAll struct {
 	// exists (breaker list shows it), so it is no typo. Nil applies no
 	// such rule (--allow-unknown, --all, a drill's own levers).
 	Known []string
+	// Attach, when set, is how the table's policy let the change through
+	// and the writes that go in its transaction ([Attach]).
+	Attach *Attach
 }
 
 // ClearAll reads every dependency's override in one consistent batch read,
@@ -290,7 +296,7 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 				Subject: OverrideKey(dep), Reason: op.Reason, Before: AuditState(before)}
 		})
 	}
-	for j, c := range s.commit(ctx, log, writes) {
+	for j, c := range s.commit(ctx, log, writes, op.Attach) {
 		o := &outcomes[at[j]]
 		o.Record, o.Written = c.record, c.err == nil
 		o.Result.Confirmed = c.confirmed

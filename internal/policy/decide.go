@@ -208,3 +208,34 @@ func (s *Set) eval(r Request) (bool, []string, []string) {
 	slices.SortFunc(ids, func(a, b string) int { return s.line[cedar.PolicyID(a)] - s.line[cedar.PolicyID(b)] })
 	return dec == cedar.Allow, ids, errs
 }
+
+// DecideAll decides r for each of targets (r.Target ignored) and returns
+// the strictest answer: a Deny if any target is denied (its reason names
+// the target), else NeedsApproval with the most approvals any target needs,
+// else Allow. The policies are those of every target's decision, in order,
+// without repeats. No targets is Allow.
+func DecideAll(s *Set, r Request, targets []string) Decision {
+	out := Decision{Outcome: Allow}
+	if s == nil {
+		return NoPolicy
+	}
+	for _, t := range targets {
+		r.Target = t
+		d := Decide(s, r)
+		for _, id := range d.Policies {
+			if !slices.Contains(out.Policies, id) {
+				out.Policies = append(out.Policies, id)
+			}
+		}
+		switch {
+		case d.Outcome == Deny:
+			d.Policies = out.Policies
+			return d
+		case d.Outcome == NeedsApproval && d.Approvals > out.Approvals:
+			out.Outcome, out.Approvals, out.Reason = NeedsApproval, d.Approvals, d.Reason
+		case out.Outcome == Allow && out.Reason == "":
+			out.Reason = d.Reason
+		}
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
@@ -13,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/identity"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -34,6 +36,16 @@ func ExitCode(err error) int {
 		return exitcode.Unknown
 	case errors.Is(err, context.Canceled):
 		return exitcode.Interrupted
+	case errors.Is(err, approval.ErrExpired), errors.Is(err, approval.ErrClosed):
+		return exitcode.Closed
+	case errors.Is(err, approval.ErrHashMismatch):
+		return exitcode.Mismatch
+	case errors.Is(err, approval.ErrUnverified):
+		return exitcode.Auth
+	case errors.Is(err, approval.ErrSelf), errors.Is(err, approval.ErrPolicyDenied), errors.Is(err, policy.ErrStoredInvalid):
+		return exitcode.Refused
+	case errors.Is(err, policy.ErrInvalid):
+		return exitcode.Usage
 	case errors.Is(err, breaker.ErrConflict), errors.Is(err, store.ErrConditionFailed), errors.Is(err, config.ErrChanged),
 		errors.Is(err, keys.ErrConflict):
 		return exitcode.Conflict
