@@ -7,20 +7,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
+	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -38,6 +42,7 @@ type Options struct {
 	NoNotify     bool
 	Output       string
 	converge.WaitOptions
+	Policy levergate.Flags
 }
 
 // NewCmd builds the command.
@@ -70,6 +75,12 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			newest complete minute, within the source's bound (6s on a scrape, 4m05s on
 			CloudWatch). The clear and its audit record come first. Not confirmed within
 			--timeout exits 11, naming the instances still forced where the source can.
+
+			When the table has a policy (koshactl policy get) that needs approvals for
+			this clear, nothing is cleared: the clear becomes a change request, printed
+			with the command another person approves it with, and the command exits 12.
+			--break-glass (with --reason) acts at once where the policy allows it, and
+			leaves a review.
 		`),
 		Example: heredoc.Doc(`
 			koshactl breaker clear openai --reason "provider recovered"
@@ -96,6 +107,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
+	levergate.AddFlags(cmd, &opts.Policy)
 	converge.AddWaitFlags(cmd, &opts.WaitOptions)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
@@ -111,6 +123,8 @@ type Result struct {
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
 	Convergence *converge.ConvergenceView `json:"convergence,omitempty"`
+	// Review is the review a --break-glass clear opened.
+	Review string `json:"review,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -139,6 +153,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if _, err := breaker.DependencyOfKey(k); err != nil {
 			return cmdutil.WithCode(exitcode.Usage, err)
 		}
+	}
+	if err := opts.Policy.Check(); err != nil {
+		return err
+	}
+	if opts.Policy.BreakGlass && (opts.DryRun || opts.Reason == "") {
+		return cmdutil.Usagef("--break-glass needs --reason \"what is happening\" and is not a dry run")
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -177,6 +197,36 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if !opts.All && !opts.AllowUnknown {
 		known = env.Context.KnownDependencies()
 	}
+	var gate *levergate.Gate
+	if !opts.DryRun {
+		targets := slices.Clone(deps)
+		for _, k := range keys {
+			dep, _ := breaker.DependencyOfKey(k) // checked above
+			targets = append(targets, dep)
+		}
+		if gate, err = levergate.Check(ctx, env, levergate.Question{Action: breaker.ActionClear, Targets: targets, Flags: opts.Policy}); err != nil {
+			return err
+		}
+		gate.SetReason(opts.Reason)
+	}
+	if gate != nil && gate.Decision.Outcome == policy.NeedsApproval {
+		// Read and checked as a clear would be, then asked for, not made.
+		plans, err := ov.ClearAll(ctx, env.Audit(), breaker.ClearAll{Dependencies: deps, Keys: keys, DryRun: true, Known: known})
+		if err != nil {
+			if errors.Is(err, breaker.ErrUnknownDependency) {
+				return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
+			}
+			return err
+		}
+		change, err := approval.ClearChange(opts.Reason, plans)
+		if err != nil {
+			return err
+		}
+		if len(change.Targets) > 0 {
+			return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
+		}
+		gate = nil // nothing to clear: nothing to ask for; say so as always
+	}
 	now := f.Clock.Now()
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
 	// One batch read of every override (while the identity resolves), then
@@ -188,7 +238,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 				return nil
 			}
 			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
-		}})
+		}, Attach: gateAttach(gate)})
 	if outcomes == nil && err != nil {
 		if errors.Is(err, breaker.ErrUnknownDependency) {
 			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
@@ -225,18 +275,35 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	for _, r := range out.Results {
 		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalReleased, Since: now})
 	}
+	ev := notify.Event{Action: breaker.ActionClear, Reason: opts.Reason, Levers: notify.ClearLevers(outcomes)}
+	if cleared == 0 {
+		gate = nil // nothing was cleared: no break-glass happened
+	}
+	gate.Announce(&ev)
+	if gate != nil && gate.Review != nil {
+		out.Review = gate.Review.ID
+	}
 	return levertail.Finish(ctx, f, levertail.Tail{Env: env, DryRun: opts.DryRun, NoNotify: opts.NoNotify, Table: opts.Output == cmdutil.FormatTable,
-		Event:  notify.Event{Action: breaker.ActionClear, Reason: opts.Reason, Levers: notify.ClearLevers(outcomes)},
+		Event:  ev,
 		Waiter: waiter, Changes: changes, Failure: failure,
 		Print: func(view *converge.ConvergenceView) error {
 			out.Convergence = view
-			return printResult(f, opts, env, out, now, len(outcomes) == 0)
+			return printResult(f, opts, env, out, now, len(outcomes) == 0, gate)
 		}})
+}
+
+// gateAttach is what the clear carries under the table's policy (nil
+// without one).
+func gateAttach(g *levergate.Gate) *breaker.Attach {
+	if g == nil {
+		return nil
+	}
+	return g.Attach
 }
 
 // printResult prints out; none is true when there was no override to
 // clear (--all on an empty table).
-func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time, none bool) error {
+func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time, none bool, gate *levergate.Gate) error {
 	return levertail.Print(f, env, opts.Output, opts.DryRun, out, func(w io.Writer) {
 		if none && opts.All {
 			fmt.Fprintln(w, "No overrides to clear.")
@@ -258,6 +325,7 @@ func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result
 			fmt.Fprintf(w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
 			levertail.Confirmed(w, r.ConfirmedByReread)
 		}
+		gate.PrintBreakGlass(w)
 	})
 }
 
