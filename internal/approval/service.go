@@ -344,7 +344,11 @@ func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, atta
 	c := r.Change
 	befores := make(map[string]*breaker.Override, len(c.Targets))
 	for _, dep := range c.Targets {
-		o, err := breaker.OverrideFromAuditState(dep, c.Before[dep])
+		doc := c.Before[dep]
+		if string(doc) == "null" {
+			doc = nil // absent when requested
+		}
+		o, err := breaker.OverrideFromAuditState(dep, doc)
 		if err != nil {
 			return res, fmt.Errorf("%w: request %s: %v", ErrMalformed, r.ID, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -139,6 +140,9 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 		recs = []audit.Record{}
 	}
 	ios := f.IOStreams
+	if err := flagUnapproved(ctx, env, recs); err != nil {
+		return err
+	}
 	partial := func() error {
 		return cmdutil.Unreadable(ios, opts.Output, l.Unreadable, "audit record", followFix)
 	}
@@ -171,8 +175,31 @@ func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record,
 		if r.ActorSource == audit.ActorUnverified {
 			actor += " (unverified)"
 		}
-		tw.Row(cmdutil.FormatTime(r.Time, now, tty), actor, r.Action, r.Subject, r.Outcome, r.Reason)
+		outcome := r.Outcome
+		switch {
+		case r.Unapproved:
+			outcome += " UNAPPROVED"
+		case r.Approval.BreakGlass():
+			outcome += " BREAK-GLASS"
+		case r.Approval != nil && r.Approval.Decision == audit.DecisionApproved:
+			outcome += " (approved)"
+		}
+		tw.Row(cmdutil.FormatTime(r.Time, now, tty), actor, r.Action, r.Subject, outcome, r.Reason)
 	}
+}
+
+// flagUnapproved marks the lever changes recorded since the table's policy
+// was set that carry no approval ([policy.Unapproved]): one read of the
+// policy item. A table without a policy flags nothing.
+func flagUnapproved(ctx context.Context, env *cmdutil.Env, recs []audit.Record) error {
+	p, err := env.Policies().Load(ctx)
+	if err != nil || p == nil {
+		return err
+	}
+	for i := range recs {
+		recs[i].Unapproved = policy.Unapproved(recs[i], p.Since)
+	}
+	return nil
 }
 
 // parseUntil reads --until: an RFC3339 time, or a duration before now.
