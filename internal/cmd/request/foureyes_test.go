@@ -307,7 +307,7 @@ func TestRacingApproversApplyOnce(t *testing.T) {
 			t.Fatalf("round %d: approvals exited %v, want 0 and 0 (one applies, the other finds it applied)", round, codes)
 		}
 		n := 0
-		for _, rec := range w.audit("--action", args[1]) {
+		for _, rec := range w.audit("--action", "breaker."+args[1]) {
 			if rec.Approval != nil && rec.Approval.Request == req.RequestID {
 				n++
 			}
