@@ -494,9 +494,9 @@ func (s *Service) Ack(ctx context.Context, log audit.Appender, id string, by aud
 	return next, rec, nil
 }
 
-// ForceChange builds the change of a force-open, reading nothing: the
-// before-images come from the lever service's dry run.
-func ForceChange(reason string, forDur time.Duration, until time.Time, noExpiry, overwrite bool, plans []breaker.ForceOutcome) (Change, error) {
+// ForceChange builds the change of a force-open of deps from the overrides
+// as read (nil when absent), reading nothing.
+func ForceChange(reason string, forDur time.Duration, until time.Time, noExpiry, overwrite bool, deps []string, befores map[string]*breaker.Override) (Change, error) {
 	c := Change{Action: policy.ActionForceOpen, Reason: reason, NoExpiry: noExpiry, Overwrite: overwrite, Before: map[string]json.RawMessage{}}
 	switch {
 	case noExpiry:
@@ -505,32 +505,32 @@ func ForceChange(reason string, forDur time.Duration, until time.Time, noExpiry,
 	case !until.IsZero():
 		c.Until = until.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
 	}
-	for _, p := range plans {
-		dep := p.Result.After.Dependency
-		c.Targets = append(c.Targets, dep)
-		doc, err := json.Marshal(breaker.AuditState(p.Result.Before))
+	for _, dep := range deps {
+		doc, err := json.Marshal(breaker.AuditState(befores[dep]))
 		if err != nil {
 			return Change{}, err
 		}
+		c.Targets = append(c.Targets, dep)
 		c.Before[dep] = doc
 	}
 	return c, nil
 }
 
-// ClearChange builds the change of a clear from the lever service's dry
-// run: the dependencies with an override to clear.
-func ClearChange(reason string, plans []breaker.ClearOutcome) (Change, error) {
+// ClearChange builds the change of a clear of deps from the overrides as
+// read: the dependencies with an override to clear.
+func ClearChange(reason string, deps []string, befores map[string]*breaker.Override) (Change, error) {
 	c := Change{Action: policy.ActionClear, Reason: reason, Before: map[string]json.RawMessage{}}
-	for _, p := range plans {
-		if p.Result.Before == nil {
+	for _, dep := range deps {
+		b := befores[dep]
+		if b == nil {
 			continue
 		}
-		doc, err := json.Marshal(breaker.AuditState(p.Result.Before))
+		doc, err := json.Marshal(breaker.AuditState(b))
 		if err != nil {
 			return Change{}, err
 		}
-		c.Targets = append(c.Targets, p.Dependency)
-		c.Before[p.Dependency] = doc
+		c.Targets = append(c.Targets, dep)
+		c.Before[dep] = doc
 	}
 	return c, nil
 }

@@ -8,8 +8,11 @@ package levergate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,6 +24,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Flags are the lever commands' policy flags.
@@ -51,65 +55,83 @@ type Question struct {
 	Targets  []string
 	Duration time.Duration
 	NoExpiry bool
+	Reason   string
 	Flags
 }
 
-// Gate is the policy's answer to a command.
+// ErrNeedsApproval stops a lever change the policy needs approvals for:
+// nothing is written; the command submits a request instead ([Submit]).
+var ErrNeedsApproval = errors.New("the change needs approvals")
+
+// Gate is the policy's answer to a command, decided from the policy item
+// read in the same batch read as the levers (no round trip of its own).
 type Gate struct {
+	ctx context.Context
+	env *cmdutil.Env
+	q   Question
 	// Policy is nil when the table has none: the command acts as always.
 	Policy   *policy.Stored
 	Identity audit.Identity
 	Decision policy.Decision
-	// Attach is what the change carries when the policy allows it (nil
-	// without a policy).
-	Attach *breaker.Attach
+	// Befores are the levers as read, when the change needs approvals.
+	Befores map[string]*breaker.Override
 	// Review is the review a break-glass change opens.
 	Review *approval.Review
 }
 
-// Check reads the table's policy (one read) and decides q. A denial is an
-// error (exit 7) naming the policy's reason; a break-glass the policy does
-// not allow too. On Allow, Gate.Attach records how.
-func Check(ctx context.Context, env *cmdutil.Env, q Question) (*Gate, error) {
-	stored, err := env.Policies().Load(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if stored == nil {
-		if q.BreakGlass {
+// New is the gate of one lever command.
+func New(ctx context.Context, env *cmdutil.Env, q Question) *Gate {
+	return &Gate{ctx: ctx, env: env, q: q, Decision: policy.NoPolicy}
+}
+
+// Q is the question the gate answers.
+func (g *Gate) Q() Question { return g.q }
+
+// Breaker is the gate as the breaker lever operations take it: the policy
+// item is read with the overrides; a denial is an error (exit 7), a change
+// that needs approvals [ErrNeedsApproval], an allowed one carries how.
+func (g *Gate) Breaker() *breaker.Gate {
+	return &breaker.Gate{Keys: []string{policy.Key}, Decide: func(items map[string]store.Item, befores map[string]*breaker.Override) (*breaker.Attach, error) {
+		return g.decide(items, befores)
+	}}
+}
+
+func (g *Gate) decide(items map[string]store.Item, befores map[string]*breaker.Override) (*breaker.Attach, error) {
+	it, ok := items[policy.Key]
+	if !ok {
+		if g.q.BreakGlass {
 			return nil, cmdutil.Usagef("--break-glass: the table has no policy, so nothing needs breaking: drop the flag")
 		}
-		return &Gate{Decision: policy.NoPolicy}, nil
+		return nil, nil
 	}
-	id, err := env.CallerIdentity(ctx)
+	stored, err := policy.FromItem(it)
 	if err != nil {
 		return nil, err
 	}
-	g := &Gate{Policy: stored, Identity: id}
-	req := policy.Request{Actor: policy.Actor{ARN: id.Actor, Verified: id.Verified()}, Action: q.Action, Duration: q.Duration,
-		NoExpiry: q.NoExpiry, BreakGlass: q.BreakGlass}
-	g.Decision = policy.DecideAll(stored.Set, req, q.Targets)
+	id, err := g.env.CallerIdentity(g.ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.Policy, g.Identity = stored, id
+	req := policy.Request{Actor: policy.Actor{ARN: id.Actor, Verified: id.Verified()}, Action: g.q.Action, Duration: g.q.Duration,
+		NoExpiry: g.q.NoExpiry, BreakGlass: g.q.BreakGlass}
+	g.Decision = policy.DecideAll(stored.Set, req, g.q.Targets)
 	switch g.Decision.Outcome {
 	case policy.Deny:
 		return nil, fmt.Errorf("%w: %s", approval.ErrPolicyDenied, g.Decision.Reason)
-	case policy.Allow:
-		if q.BreakGlass {
-			g.Attach, g.Review, err = env.Approvals().BreakGlass(q.Action, q.Targets, "", id, g.Decision.Policies)
-			if err != nil {
-				return nil, err
-			}
-			return g, nil
+	case policy.NeedsApproval:
+		if g.q.Action == breaker.ActionClear && !slices.ContainsFunc(slices.Collect(maps.Values(befores)), func(o *breaker.Override) bool { return o != nil }) {
+			return nil, nil // nothing to clear: nothing to ask for, and nothing is written
 		}
-		g.Attach = &breaker.Attach{Approval: &audit.Approval{Decision: audit.DecisionAllowed, Policies: g.Decision.Policies}}
+		g.Befores = befores
+		return nil, ErrNeedsApproval
 	}
-	return g, nil
-}
-
-// SetReason puts the change's reason on a break-glass review.
-func (g *Gate) SetReason(reason string) {
-	if g.Review != nil {
-		g.Review.Reason = reason
+	if g.q.BreakGlass {
+		at, rv, err := g.env.Approvals().BreakGlass(g.q.Action, g.q.Targets, g.q.Reason, id, g.Decision.Policies)
+		g.Review = rv
+		return at, err
 	}
+	return &breaker.Attach{Approval: &audit.Approval{Decision: audit.DecisionAllowed, Policies: g.Decision.Policies}}, nil
 }
 
 // Announce adds a break-glass's loud words to the change's notification.

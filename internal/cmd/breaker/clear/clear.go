@@ -24,7 +24,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -204,28 +203,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			dep, _ := breaker.DependencyOfKey(k) // checked above
 			targets = append(targets, dep)
 		}
-		if gate, err = levergate.Check(ctx, env, levergate.Question{Action: breaker.ActionClear, Targets: targets, Flags: opts.Policy}); err != nil {
-			return err
-		}
-		gate.SetReason(opts.Reason)
-	}
-	if gate != nil && gate.Decision.Outcome == policy.NeedsApproval {
-		// Read and checked as a clear would be, then asked for, not made.
-		plans, err := ov.ClearAll(ctx, env.Audit(), breaker.ClearAll{Dependencies: deps, Keys: keys, DryRun: true, Known: known})
-		if err != nil {
-			if errors.Is(err, breaker.ErrUnknownDependency) {
-				return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
-			}
-			return err
-		}
-		change, err := approval.ClearChange(opts.Reason, plans)
-		if err != nil {
-			return err
-		}
-		if len(change.Targets) > 0 {
-			return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
-		}
-		gate = nil // nothing to clear: nothing to ask for; say so as always
+		gate = levergate.New(ctx, env, levergate.Question{Action: breaker.ActionClear, Targets: targets, Reason: opts.Reason, Flags: opts.Policy})
 	}
 	now := f.Clock.Now()
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
@@ -238,7 +216,15 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 				return nil
 			}
 			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
-		}, Attach: gateAttach(gate)})
+		}, Gate: breakerGate(gate)})
+	if errors.Is(err, levergate.ErrNeedsApproval) {
+		// Read and checked as a clear would be; asked for, not made.
+		change, err := approval.ClearChange(opts.Reason, gate.Q().Targets, gate.Befores)
+		if err != nil {
+			return err
+		}
+		return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
+	}
 	if outcomes == nil && err != nil {
 		if errors.Is(err, breaker.ErrUnknownDependency) {
 			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
@@ -292,13 +278,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}})
 }
 
-// gateAttach is what the clear carries under the table's policy (nil
-// without one).
-func gateAttach(g *levergate.Gate) *breaker.Attach {
+// breakerGate is the policy gate of the clear (nil on a dry run).
+func breakerGate(g *levergate.Gate) *breaker.Gate {
 	if g == nil {
 		return nil
 	}
-	return g.Attach
+	return g.Breaker()
 }
 
 // printResult prints out; none is true when there was no override to

@@ -23,7 +23,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -215,36 +214,29 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	var gate *levergate.Gate
 	if !opts.DryRun {
-		if gate, err = levergate.Check(ctx, env, levergate.Question{Action: breaker.ActionForceOpen, Targets: opts.Dependencies,
-			Duration: policyDuration(now, forDur, expires), NoExpiry: opts.NoExpiry, Flags: opts.Policy}); err != nil {
-			return err
-		}
-		gate.SetReason(opts.Reason)
+		gate = levergate.New(ctx, env, levergate.Question{Action: breaker.ActionForceOpen, Targets: opts.Dependencies,
+			Duration: policyDuration(now, forDur, expires), NoExpiry: opts.NoExpiry, Reason: opts.Reason, Flags: opts.Policy})
 	}
 	reqs := make([]breaker.ForceRequest, 0, len(opts.Dependencies))
 	for _, dep := range opts.Dependencies {
 		reqs = append(reqs, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite})
-	}
-	if gate != nil && gate.Decision.Outcome == policy.NeedsApproval {
-		// Checked and read as a force would be, then asked for, not made.
-		plans, err := env.Overrides().ForceAll(ctx, env.Audit(), breaker.ForceAll{Requests: reqs, DryRun: true, Known: depargs.Known(env, opts.AllowUnknown)})
-		if err != nil {
-			return conflictHint(depargs.DependencyHint(err))
-		}
-		change, err := approval.ForceChange(opts.Reason, forDur, expires, opts.NoExpiry, opts.Overwrite, plans)
-		if err != nil {
-			return err
-		}
-		return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
 	}
 	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun, Known: depargs.Known(env, opts.AllowUnknown),
 		Confirm: func(plans []breaker.ForceResult) error {
 			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans)))
 		}}
 	if gate != nil {
-		op.Attach = gate.Attach
+		op.Gate = gate.Breaker()
 	}
 	outcomes, err := env.Overrides().ForceAll(ctx, env.Audit(), op)
+	if errors.Is(err, levergate.ErrNeedsApproval) {
+		// Read and checked as a force would be; asked for, not made.
+		change, err := approval.ForceChange(opts.Reason, forDur, expires, opts.NoExpiry, opts.Overwrite, opts.Dependencies, gate.Befores)
+		if err != nil {
+			return err
+		}
+		return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
+	}
 	if outcomes == nil {
 		return conflictHint(depargs.DependencyHint(err))
 	}
