@@ -61,15 +61,6 @@ const (
 	EventRunFinished
 )
 
-// Phases of a run.
-const (
-	PhasePreflight = "preflight"
-	PhaseBefore    = "hypothesis before"
-	PhaseSteps     = "steps"
-	PhaseRollback  = "rollback"
-	PhaseAfter     = "hypothesis after"
-)
-
 // Event is one thing that happened during a run. The pointers are valid
 // only during the Report call.
 type Event struct {
@@ -334,7 +325,7 @@ func (u *run) preflight(ctx context.Context) bool {
 	if len(d.StopConditions)+len(d.Hypothesis) == 0 {
 		return true
 	}
-	r.emit(Event{Kind: EventPhase, Phase: PhasePreflight})
+	r.emit(Event{Kind: EventPhase, Phase: drill.PhasePreflight})
 	round := drill.WithAlarmRound(ctx)
 	var refusal *drill.GuardRecord
 	var refusalErr error
@@ -346,7 +337,7 @@ func (u *run) preflight(ctx context.Context) bool {
 			return
 		}
 		end := rc.Now()
-		rec := drill.CheckRecord{Phase: PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)),
+		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)),
 			OK: err == nil, Checks: 1, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end), DurationSeconds: drill.Seconds(end.Sub(start))}
 		if err == nil {
 			rec.Detail = "can be evaluated: " + rc.Redact(obs.Detail)
@@ -360,7 +351,7 @@ func (u *run) preflight(ctx context.Context) bool {
 			}
 		}
 		r.update(func() { j.Preflight = append(j.Preflight, rec) })
-		r.emit(Event{Kind: EventCheckDone, Phase: PhasePreflight, Check: &rec})
+		r.emit(Event{Kind: EventCheckDone, Phase: drill.PhasePreflight, Check: &rec})
 	}
 	for _, c := range d.StopConditions {
 		eval(drill.RoleStopCondition, c)
@@ -416,9 +407,9 @@ func (u *run) push(rb drill.Rollback, step string, explicit bool) string {
 func (u *run) hypothesisBefore(runCtx context.Context) bool {
 	r, j := u.r, u.j
 	failed := false
-	r.emit(Event{Kind: EventPhase, Phase: PhaseBefore})
+	r.emit(Event{Kind: EventPhase, Phase: drill.PhaseBefore})
 	for _, c := range u.d.Hypothesis {
-		rec, lost := u.check(runCtx, c, PhaseBefore)
+		rec, lost := u.check(runCtx, c, drill.PhaseBefore)
 		if lost != nil {
 			u.cancel(lost)
 		}
@@ -442,7 +433,7 @@ func (u *run) hypothesisBefore(runCtx context.Context) bool {
 func (u *run) steps(runCtx context.Context) bool {
 	r, d, j := u.r, u.d, u.j
 	failed := false
-	r.emit(Event{Kind: EventPhase, Phase: PhaseSteps})
+	r.emit(Event{Kind: EventPhase, Phase: drill.PhaseSteps})
 	stopMonitor := u.monitor(runCtx)
 	defer stopMonitor()
 	for i, s := range d.Steps {
@@ -516,7 +507,7 @@ func (u *run) lostGuard(gl *drill.GuardLostError) {
 
 // rollbackAll runs every registered rollback, last registered first.
 func (u *run) rollbackAll() {
-	u.r.emit(Event{Kind: EventPhase, Phase: PhaseRollback})
+	u.r.emit(Event{Kind: EventPhase, Phase: drill.PhaseRollback})
 	for i := len(u.stack) - 1; i >= 0; i-- {
 		u.r.rollback(u.rbParent, u.rc, u.d, u.stack[i])
 	}
@@ -548,12 +539,12 @@ func (u *run) hypothesisAfter(ctx context.Context, beforeFailed bool) {
 	defer cancelAfter()
 	stopAfter := context.AfterFunc(ctx, cancelAfter)
 	defer stopAfter()
-	r.emit(Event{Kind: EventPhase, Phase: PhaseAfter})
+	r.emit(Event{Kind: EventPhase, Phase: drill.PhaseAfter})
 	for _, c := range d.Hypothesis {
 		if actx.Err() != nil {
 			break
 		}
-		rec, lost := u.check(actx, c, PhaseAfter)
+		rec, lost := u.check(actx, c, drill.PhaseAfter)
 		r.update(func() {
 			switch {
 			case ctx.Err() != nil:
@@ -783,7 +774,7 @@ func (u *run) check(ctx context.Context, c *drill.Check, phase string) (drill.Ch
 		rec.Error = fmt.Sprintf("did not hold within %s (%d checks)", c.Within, res.Polls)
 	}
 	r.mu.Lock()
-	if phase == PhaseBefore {
+	if phase == drill.PhaseBefore {
 		r.journal.Hypothesis.Before = append(r.journal.Hypothesis.Before, rec)
 	} else {
 		r.journal.Hypothesis.After = append(r.journal.Hypothesis.After, rec)
