@@ -30,10 +30,13 @@ import (
 // rollback that puts it back.
 type BreakerClearKind struct{}
 
-var _ drill.StepKind = BreakerClearKind{}
+var _ drill.MutatingKind = BreakerClearKind{}
 
 // Name implements StepKind.
 func (BreakerClearKind) Name() string { return "breaker.clear" }
+
+// Lever implements MutatingKind: a step moves a breaker override.
+func (BreakerClearKind) Lever() string { return drill.LeverOverride }
 
 // Summary implements StepKind.
 func (BreakerClearKind) Summary() string {

@@ -31,10 +31,13 @@ import (
 // max-override). Rollback clears it (or restores an override it replaced).
 type BreakerForceOpenKind struct{}
 
-var _ drill.StepKind = BreakerForceOpenKind{}
+var _ drill.MutatingKind = BreakerForceOpenKind{}
 
 // Name implements StepKind.
 func (BreakerForceOpenKind) Name() string { return "breaker.force-open" }
+
+// Lever implements MutatingKind: a step moves a breaker override.
+func (BreakerForceOpenKind) Lever() string { return drill.LeverOverride }
 
 // Summary implements StepKind.
 func (BreakerForceOpenKind) Summary() string {

@@ -36,10 +36,13 @@ const ChaosAuditAction = "chaos.sign"
 // audited like koshactl chaos sign.
 type ChaosSignKind struct{}
 
-var _ drill.StepKind = ChaosSignKind{}
+var _ drill.MutatingKind = ChaosSignKind{}
 
 // Name implements StepKind.
 func (ChaosSignKind) Name() string { return "chaos.sign" }
+
+// Lever implements MutatingKind: a step mints a chaos header.
+func (ChaosSignKind) Lever() string { return drill.LeverChaos }
 
 // Summary implements StepKind.
 func (ChaosSignKind) Summary() string {

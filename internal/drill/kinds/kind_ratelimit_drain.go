@@ -21,10 +21,13 @@ import (
 // level the bucket had before the drill.
 type RateLimitDrainKind struct{}
 
-var _ drill.StepKind = RateLimitDrainKind{}
+var _ drill.MutatingKind = RateLimitDrainKind{}
 
 // Name implements StepKind.
 func (RateLimitDrainKind) Name() string { return "ratelimit.drain" }
+
+// Lever implements MutatingKind: a step moves a rate-limit bucket.
+func (RateLimitDrainKind) Lever() string { return drill.LeverBucket }
 
 // Summary implements StepKind.
 func (RateLimitDrainKind) Summary() string {

@@ -18,10 +18,13 @@ import (
 // drain's rollback restores the level from before the drill.
 type RateLimitResetKind struct{}
 
-var _ drill.StepKind = RateLimitResetKind{}
+var _ drill.MutatingKind = RateLimitResetKind{}
 
 // Name implements StepKind.
 func (RateLimitResetKind) Name() string { return "ratelimit.reset" }
+
+// Lever implements MutatingKind: a step moves a rate-limit bucket.
+func (RateLimitResetKind) Lever() string { return drill.LeverBucket }
 
 // Summary implements StepKind.
 func (RateLimitResetKind) Summary() string {

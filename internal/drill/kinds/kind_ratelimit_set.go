@@ -14,10 +14,13 @@ import (
 //	  tokens: 3              # required, 0 to the bucket's capacity
 type RateLimitSetKind struct{}
 
-var _ drill.StepKind = RateLimitSetKind{}
+var _ drill.MutatingKind = RateLimitSetKind{}
 
 // Name implements StepKind.
 func (RateLimitSetKind) Name() string { return "ratelimit.set" }
+
+// Lever implements MutatingKind: a step moves a rate-limit bucket.
+func (RateLimitSetKind) Lever() string { return drill.LeverBucket }
 
 // Summary implements StepKind.
 func (RateLimitSetKind) Summary() string {
