@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
@@ -142,4 +143,43 @@ func (r *Runner) recording(rc *drill.RunContext) *drill.Deps {
 		})
 	}
 	return &own
+}
+
+// update runs f under the journal lock: reporters may be reading the
+// journal from another goroutine's event.
+func (r *Runner) update(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f()
+}
+
+// Notice records a warning (a repeated signal) in the journal and the
+// live log. It is safe to call from any goroutine during Run.
+func (r *Runner) Notice(msg string) {
+	r.mu.Lock()
+	j := r.journal
+	if j != nil {
+		j.Notices = append(j.Notices, msg)
+	}
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventNotice, Message: msg})
+}
+
+// emit delivers ev to every reporter, one event at a time.
+func (r *Runner) emit(ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev.Journal = r.journal
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+		if r.Deps != nil && r.Deps.Clock != nil {
+			ev.Time = r.Deps.Clock.Now()
+		}
+	}
+	if ev.StepIndex > 0 && ev.Step == nil && ev.Journal != nil && ev.StepIndex <= len(ev.Journal.Steps) {
+		ev.Step = &ev.Journal.Steps[ev.StepIndex-1]
+	}
+	for _, rep := range r.Reporters {
+		rep.Report(ev)
+	}
 }
