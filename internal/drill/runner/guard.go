@@ -48,7 +48,7 @@ func evaluate(ctx context.Context, rc *drill.RunContext, c *drill.Check) (drill.
 // nothing is written but the journal and the reports saying so. It
 // reports whether the run may go on.
 func (u *run) preflight(ctx context.Context) bool {
-	r, d, rc, j := u.r, u.d, u.rc, u.j
+	r, d, rc, j := u.jr, u.d, u.rc, u.j
 	if len(d.StopConditions)+len(d.Hypothesis) == 0 {
 		return true
 	}
@@ -117,7 +117,7 @@ func (u *run) lostGuard(gl *drill.GuardLostError) {
 	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: gl.Role, Condition: gl.Name, Cause: rc.Redact(gl.Err.Error()),
 		Fix: rc.Redact(drill.GuardFix(gl.Err)), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
 		GraceSeconds: drill.Seconds(gl.Grace.For), At: rc.Now().UTC()}
-	u.r.guardCode = drill.GuardExitCode(gl.Err)
+	u.jr.guardCode = drill.GuardExitCode(gl.Err)
 }
 
 // firstStop evaluates the stop conditions once and returns the first that
@@ -126,7 +126,7 @@ func (u *run) lostGuard(gl *drill.GuardLostError) {
 // evaluation error within the grace, or of a condition that says
 // on_error: continue, is a notice.
 func (u *run) firstStop(ctx context.Context) error {
-	r, d, rc := u.r, u.d, u.rc
+	r, d, rc := u.jr, u.d, u.rc
 	// One poll round: the alarm conditions share one DescribeAlarms call.
 	round := drill.WithAlarmRound(ctx)
 	for _, c := range d.StopConditions {
@@ -180,7 +180,7 @@ func (u *run) firstStop(ctx context.Context) error {
 }
 
 // noticeStop notes msg about a stop condition, once while it repeats.
-func (r *Runner) noticeStop(name, msg string) {
+func (r *runJournal) noticeStop(name, msg string) {
 	r.mu.Lock()
 	if r.stopNoticed == nil {
 		r.stopNoticed = map[string]string{}
@@ -189,7 +189,7 @@ func (r *Runner) noticeStop(name, msg string) {
 	r.stopNoticed[name] = msg
 	r.mu.Unlock()
 	if !repeated {
-		r.Notice(msg)
+		r.notice(msg)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // hypothesisBefore checks the steady state before the steps; it reports
 // whether it failed. A check whose guard is lost ends the run.
 func (u *run) hypothesisBefore(runCtx context.Context) bool {
-	r, j := u.r, u.j
+	r, j := u.jr, u.j
 	failed := false
 	r.emit(Event{Kind: EventPhase, Phase: drill.PhaseBefore})
 	for _, c := range u.d.Hypothesis {
@@ -42,7 +42,7 @@ func (u *run) hypothesisBefore(runCtx context.Context) bool {
 // must happen) or abandoned the rollback. An interrupt during these checks
 // ends them.
 func (u *run) hypothesisAfter(ctx context.Context, beforeFailed bool) {
-	r, d, j := u.r, u.d, u.j
+	r, d, j := u.jr, u.d, u.j
 	skip := ""
 	switch {
 	case j.Outcome == drill.OutcomeInterrupted || ctx.Err() != nil:
@@ -99,7 +99,7 @@ func firstNonEmpty(s ...string) string {
 // (within) is a guard: when it stays unevaluable past the drill's grace it
 // ends with the lost guard, unless it says on_error: continue.
 func (u *run) check(ctx context.Context, c *drill.Check, phase string) (drill.CheckRecord, *drill.GuardLostError) {
-	r, d, rc := u.r, u.d, u.rc
+	r, d, rc := u.jr, u.d, u.rc
 	start := rc.Now()
 	interval := c.Interval
 	if interval == 0 {

@@ -41,7 +41,7 @@ func rollbackSummary(j *drill.Journal) string {
 
 // push registers a rollback (before the step that needs it acts).
 func (u *run) push(rb drill.Rollback, step string, explicit bool) string {
-	r, j, rc := u.r, u.j, u.rc
+	r, j, rc := u.jr, u.j, u.rc
 	r.mu.Lock()
 	id := fmt.Sprintf("rb-%d", len(j.Rollbacks)+1)
 	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rc.Redact(rb.Describe()),
@@ -60,16 +60,16 @@ func (u *run) push(rb drill.Rollback, step string, explicit bool) string {
 
 // rollbackAll runs every registered rollback, last registered first.
 func (u *run) rollbackAll() {
-	u.r.emit(Event{Kind: EventPhase, Phase: drill.PhaseRollback})
+	u.jr.emit(Event{Kind: EventPhase, Phase: drill.PhaseRollback})
 	for i := len(u.stack) - 1; i >= 0; i-- {
-		u.r.rollback(u.rbParent, u.rc, u.d, u.stack[i])
+		u.rollback(u.stack[i])
 	}
 }
 
 // rollback runs one rollback on a fresh context with its own timeout,
 // retrying a failure while time is left.
-func (r *Runner) rollback(parent context.Context, rc *drill.RunContext, d *drill.Drill, e stackEntry) {
-	j := r.journal
+func (u *run) rollback(e stackEntry) {
+	r, parent, rc, d, j := u.jr, u.rbParent, u.rc, u.d, u.j
 	r.mu.Lock()
 	rec := &j.Rollbacks[e.idx]
 	if parent.Err() != nil {
@@ -144,7 +144,7 @@ func undoWithRetry(ctx context.Context, rc *drill.RunContext, rb drill.Rollback)
 
 // addExpiry records when the lever lapses on its own (for rollbacks that
 // did not succeed, the worst case).
-func (r *Runner) addExpiry(rec *drill.RollbackRecord, rb drill.Rollback) {
+func (r *runJournal) addExpiry(rec *drill.RollbackRecord, rb drill.Rollback) {
 	if t := rb.ExpiresAt(); !t.IsZero() {
 		rec.ExpiresAt = drill.TimePtr(t)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
@@ -78,20 +79,16 @@ type Runner struct {
 	// every audit record the run wrote). Nil announces nothing.
 	Notifier notify.Notifier
 
-	mu      sync.Mutex
-	journal *drill.Journal
-	// rbs[i] is the rollback of journal.Rollbacks[i].
-	rbs []drill.Rollback
-	// stopNoticed holds the last evaluation error noticed per stop
-	// condition, so a condition failing every poll is noted once.
-	stopNoticed map[string]string
-	// guardCode is the exit code of a refused run or a lost guard.
-	guardCode int
+	// live is the journal of the run in progress, for [Runner.Notice];
+	// everything else a run holds lives in the run.
+	live atomic.Pointer[runJournal]
 }
 
-// run is one run of a drill: what its phases share.
+// run is one run of a drill: what its phases share. Its journal is
+// written through jr, which holds the lock.
 type run struct {
-	r        *Runner
+	cfg      *Runner
+	jr       *runJournal
 	d        *drill.Drill
 	rc       *drill.RunContext
 	j        *drill.Journal
@@ -100,8 +97,6 @@ type run struct {
 	cancel context.CancelCauseFunc
 	// stack is the rollbacks in registration order (the main goroutine's).
 	stack []stackEntry
-	// stepIdx is the step running now (1-based), for notices; guarded by r.mu.
-	stepIdx int
 
 	// guards follows each stop condition's failed evaluations in a row
 	// (the monitor and the steps' loop both evaluate them).
@@ -118,7 +113,7 @@ type run struct {
 func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	u := r.start(d)
 	if !u.resolve(ctx) {
-		return r.finish(u.rc, u.j)
+		return u.finish()
 	}
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
@@ -126,7 +121,7 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	defer cancelTimeout()
 	u.cancel = cancelRun
 	if !u.preflight(runCtx) {
-		return r.finish(u.rc, u.j)
+		return u.finish()
 	}
 	for _, s := range d.Rollbacks {
 		u.push(&explicitRollback{step: s, timeout: d.RollbackTimeout}, "drill", true)
@@ -146,7 +141,7 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	}
 	u.rollbackAll()
 	u.hypothesisAfter(ctx, beforeFailed)
-	j := r.finish(u.rc, u.j)
+	j := u.finish()
 	if announced {
 		detail := fmt.Sprintf("exit %d; %s", j.ExitCode, rollbackSummary(j))
 		if j.Reason != "" {
@@ -161,8 +156,8 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 // none): the levers as the journal has them, every audit record the run
 // wrote so far.
 func (u *run) announce(ctx context.Context, action, outcome, detail string) {
-	r, rc := u.r, u.rc
-	if r.Notifier == nil {
+	r, rc := u.jr, u.rc
+	if u.cfg.Notifier == nil {
 		return
 	}
 	r.mu.Lock()
@@ -172,7 +167,7 @@ func (u *run) announce(ctx context.Context, action, outcome, detail string) {
 		ids = append(ids, a.ID)
 	}
 	r.mu.Unlock()
-	r.Notifier.Notify(ctx, notify.Event{Action: action, Source: notify.SourceDrill, Context: rc.Deps.ContextName, Actor: rc.Deps.Actor,
+	u.cfg.Notifier.Notify(ctx, notify.Event{Action: action, Source: notify.SourceDrill, Context: rc.Deps.ContextName, Actor: rc.Deps.Actor,
 		Reason: rc.Reason(""), Outcome: outcome, Detail: rc.Redact(detail), Drill: &notify.Drill{Name: rc.Drill.Name, RunID: rc.RunID},
 		Levers: levers, AuditIDs: ids})
 }
@@ -187,7 +182,7 @@ func (r *Runner) start(d *drill.Drill) *run {
 	if runID == "" {
 		runID = NewRunID()
 	}
-	u := &run{r: r, d: d, rbParent: r.RollbackContext, guards: map[*drill.Check]*drill.GuardState{}}
+	u := &run{cfg: r, d: d, rbParent: r.RollbackContext, guards: map[*drill.Check]*drill.GuardState{}}
 	if u.rbParent == nil {
 		u.rbParent = context.Background()
 	}
@@ -204,29 +199,17 @@ func (r *Runner) start(d *drill.Drill) *run {
 		j.Steps[i] = drill.StepRecord{ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Status: drill.StatusPending}
 	}
 	u.rc, u.j = rc, j
-	r.mu.Lock()
-	r.journal, r.guardCode = j, 0
-	r.mu.Unlock()
-	rc.SetNotify(func(msg string) {
-		r.mu.Lock()
-		idx := u.stepIdx
-		if idx > 0 {
-			s := &j.Steps[idx-1]
-			if len(s.Log) < 200 {
-				s.Log = append(s.Log, rc.Now().UTC().Format("15:04:05.000Z")+" "+msg)
-			}
-		}
-		r.mu.Unlock()
-		r.emit(Event{Kind: EventNotice, Message: msg, StepIndex: idx})
-	})
-	r.emit(Event{Kind: EventRunStarted})
+	u.jr = &runJournal{journal: j, rc: rc, reporters: r.Reporters, clock: svc.Clock}
+	r.live.Store(u.jr)
+	rc.SetNotify(u.jr.stepNotice)
+	u.jr.emit(Event{Kind: EventRunStarted})
 	return u
 }
 
 // resolve resolves the variables, the alarm requests and metrics_url; it
 // reports false (the run is invalid) when one cannot be.
 func (u *run) resolve(ctx context.Context) bool {
-	r, d, rc, j := u.r, u.d, u.rc, u.j
+	r, d, rc, j := u.jr, u.d, u.rc, u.j
 	invalid := func(reason string) bool {
 		r.update(func() { j.Outcome, j.Reason = drill.OutcomeInvalid, reason })
 		return false
@@ -260,7 +243,8 @@ func (u *run) resolve(ctx context.Context) bool {
 }
 
 // finish stamps the end, computes the exit code and emits the last event.
-func (r *Runner) finish(rc *drill.RunContext, j *drill.Journal) *drill.Journal {
+func (u *run) finish() *drill.Journal {
+	r, rc, j := u.jr, u.rc, u.j
 	end := rc.Now()
 	r.mu.Lock()
 	j.EndedAt = drill.TimePtr(end)

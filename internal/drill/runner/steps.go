@@ -15,7 +15,7 @@ import (
 // steps runs the steps while the stop conditions are watched; it reports
 // whether one failed.
 func (u *run) steps(runCtx context.Context) bool {
-	r, d, j := u.r, u.d, u.j
+	r, d, j := u.jr, u.d, u.j
 	failed := false
 	r.emit(Event{Kind: EventPhase, Phase: drill.PhaseSteps})
 	stopMonitor := u.monitor(runCtx)
@@ -28,10 +28,10 @@ func (u *run) steps(runCtx context.Context) bool {
 			u.cancel(stop)
 			break
 		}
-		r.update(func() { u.stepIdx = i + 1 })
+		r.update(func() { r.stepIdx = i + 1 })
 		ok := u.step(runCtx, s, i)
 		r.update(func() {
-			u.stepIdx = 0
+			r.stepIdx = 0
 			if !ok && j.Reason == "" && runCtx.Err() == nil {
 				// With continue_on_failure the drill still fails, but
 				// later steps run.
@@ -47,7 +47,7 @@ func (u *run) steps(runCtx context.Context) bool {
 
 // verdict records why the steps ended.
 func (u *run) verdict(runCtx context.Context, failed bool) {
-	r, d, rc, j := u.r, u.d, u.rc, u.j
+	r, d, rc, j := u.jr, u.d, u.rc, u.j
 	cause := context.Cause(runCtx)
 	r.update(func() {
 		for i := range j.Steps {
@@ -95,7 +95,7 @@ func stepTimeout(d *drill.Drill, s *drill.Step) time.Duration {
 // step runs one step and reports whether it passed. A step whose guard
 // was lost (a wait-for) ends the run.
 func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
-	r, d, rc, j := u.r, u.d, u.rc, u.j
+	r, d, rc, j := u.jr, u.d, u.rc, u.j
 	rec := &j.Steps[i]
 	rc.SetCurrentStep(s.ID)
 	timeout := stepTimeout(d, s)
