@@ -35,6 +35,18 @@ const (
 	// guard_grace; the steps stopped and everything was rolled back
 	// (Journal.Guard says which).
 	OutcomeGuardLost = "guard_lost"
+	// OutcomeKilled: the run's process died before it finished (SIGKILL, a
+	// lost machine); `drill recover` found it so.
+	OutcomeKilled = "killed"
+)
+
+// Phases of a run (Event.Phase, CheckRecord.Phase).
+const (
+	PhasePreflight = "preflight"
+	PhaseBefore    = "hypothesis before"
+	PhaseSteps     = "steps"
+	PhaseRollback  = "rollback"
+	PhaseAfter     = "hypothesis after"
 )
 
 // Step and rollback statuses.

@@ -19,10 +19,6 @@ import (
 // ActionRecover is the audit action of `drill recover`.
 const ActionRecover = "drill.recover"
 
-// OutcomeKilled: the run's process died before it finished (SIGKILL, a
-// lost machine); `drill recover` found it so.
-const OutcomeKilled = "killed"
-
 // ErrJournalLocked reports a journal whose run (or recovery) is alive.
 var ErrJournalLocked = errors.New("journal is locked by a live process")
 
@@ -198,11 +194,11 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 	}
 	j.RollbacksOK = rollbacksOK(j)
 	if j.Outcome == drill.OutcomeRunning {
-		j.Outcome = OutcomeKilled
+		j.Outcome = drill.OutcomeKilled
 		j.Reason = "the run's process died before it finished; drill recover ran its rollbacks"
 		j.ExitCode = drill.ExitRollbackFailed
 	}
-	if j.RollbacksOK && j.ExitCode == drill.ExitRollbackFailed && j.Outcome == OutcomeKilled {
+	if j.RollbacksOK && j.ExitCode == drill.ExitRollbackFailed && j.Outcome == drill.OutcomeKilled {
 		j.ExitCode = drill.ExitFailed
 	}
 	rec.Detail = fmt.Sprintf("%d rollback(s) run, %d ok", len(rec.Rollbacks), countStatus(j, rec.Rollbacks, drill.StatusOK))

@@ -4,8 +4,10 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -22,7 +24,7 @@ const (
 // make in the journal (gauge_samples), for the game-day report.
 type journalingGauges struct {
 	inner drill.GaugeReader
-	r     *Runner
+	r     *runJournal
 	rc    *drill.RunContext
 }
 
@@ -112,7 +114,7 @@ func (a *journalingAudit) Recorded(recs ...audit.Record) {
 }
 
 // recordStop records one evaluation of a stop condition.
-func (r *Runner) recordStop(e drill.StopEvaluation) {
+func (r *runJournal) recordStop(e drill.StopEvaluation) {
 	r.update(func() {
 		j := r.journal
 		if len(j.StopEvaluations) >= maxStopEvaluations {
@@ -131,7 +133,7 @@ func (r *Runner) recordStop(e drill.StopEvaluation) {
 
 // recording returns the run's services with the gauge reader and the
 // audit log recording into the journal.
-func (r *Runner) recording(rc *drill.RunContext) *drill.Deps {
+func (r *runJournal) recording(rc *drill.RunContext) *drill.Deps {
 	own := *rc.Deps
 	if own.Gauges != nil {
 		own.Gauges = &journalingGauges{inner: own.Gauges, r: r, rc: rc}
@@ -142,4 +144,90 @@ func (r *Runner) recording(rc *drill.RunContext) *drill.Deps {
 		})
 	}
 	return &own
+}
+
+// runJournal is a run's journal as the run writes it. It owns the lock
+// every change of the journal takes (reporters may be reading it from
+// another goroutine's event), the caps on what a long run records, and the
+// events the reporters receive, one at a time.
+type runJournal struct {
+	mu        sync.Mutex
+	journal   *drill.Journal
+	rc        *drill.RunContext
+	reporters []Reporter
+	// clock stamps events; nil means the wall clock.
+	clock clock.Clock
+	// rbs[i] is the rollback of journal.Rollbacks[i].
+	rbs []drill.Rollback
+	// stepIdx is the step running now (1-based), for notices.
+	stepIdx int
+	// stopNoticed holds the last evaluation error noticed per stop
+	// condition, so a condition failing every poll is noted once.
+	stopNoticed map[string]string
+	// guardCode is the exit code of a refused run or a lost guard.
+	guardCode int
+}
+
+// update runs f under the journal lock.
+func (r *runJournal) update(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f()
+}
+
+// Notice records a warning (a repeated signal) in the journal of the run
+// in progress (or the last one) and the live log. It is safe to call from
+// any goroutine during Run.
+func (r *Runner) Notice(msg string) {
+	jr := r.live.Load()
+	if jr == nil {
+		jr = &runJournal{reporters: r.Reporters}
+		if r.Deps != nil {
+			jr.clock = r.Deps.Clock
+		}
+	}
+	jr.notice(msg)
+}
+
+func (r *runJournal) notice(msg string) {
+	r.mu.Lock()
+	if j := r.journal; j != nil {
+		j.Notices = append(j.Notices, msg)
+	}
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventNotice, Message: msg})
+}
+
+// stepNotice is the run context's notice (a wait-for seeing a new state):
+// logged under the step running, if any, and emitted.
+func (r *runJournal) stepNotice(msg string) {
+	r.mu.Lock()
+	idx := r.stepIdx
+	if idx > 0 {
+		s := &r.journal.Steps[idx-1]
+		if len(s.Log) < 200 {
+			s.Log = append(s.Log, r.rc.Now().UTC().Format("15:04:05.000Z")+" "+msg)
+		}
+	}
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventNotice, Message: msg, StepIndex: idx})
+}
+
+// emit delivers ev to every reporter, one event at a time.
+func (r *runJournal) emit(ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev.Journal = r.journal
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+		if r.clock != nil {
+			ev.Time = r.clock.Now()
+		}
+	}
+	if ev.StepIndex > 0 && ev.Step == nil && ev.Journal != nil && ev.StepIndex <= len(ev.Journal.Steps) {
+		ev.Step = &ev.Journal.Steps[ev.StepIndex-1]
+	}
+	for _, rep := range r.reporters {
+		rep.Report(ev)
+	}
 }
