@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -240,5 +241,25 @@ func TestDataPlaneRecordsAreKeptApart(t *testing.T) {
 		if r.DataPlane != (r.Actor == "gateway") {
 			t.Errorf("record %+v: DataPlane = %v", r, r.DataPlane)
 		}
+	}
+}
+
+// A before-image too large for a record is kept as its size and SHA-256,
+// so the change can still be recorded; a small one is kept whole.
+func TestStageSummarisesADocumentTooLargeForARecord(t *testing.T) {
+	t.Parallel()
+	log, _, _ := openLog(t)
+	token, _ := store.NewWriteID()
+	huge := map[string]any{"padding": strings.Repeat("x", 405*1024)}
+	rec, op, err := log.Stage(context.Background(), audit.Entry{Actor: "a", Action: "breaker.clear", Subject: "breaker#x", Before: huge}, token, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(rec.Before), `"sha256"`) || op.Put.Validate() != nil {
+		t.Errorf("record of a 405 KB before-image: %.120s (valid item: %v); want its summary", rec.Before, op.Put.Validate())
+	}
+	rec, _, err = log.Stage(context.Background(), audit.Entry{Actor: "a", Action: "breaker.clear", Subject: "breaker#x", Before: map[string]any{"a": 1}}, token, 1)
+	if err != nil || string(rec.Before) != `{"a":1}` {
+		t.Errorf("a small before-image: %s, %v; want it whole", rec.Before, err)
 	}
 }

@@ -88,7 +88,8 @@ func (s *Overrides) commitChunk(ctx context.Context, log audit.Appender, writes 
 		op, e := w(token, now)
 		rec, rop, err := log.Stage(ctx, e, token, i)
 		if err != nil {
-			fail(err)
+			// Nothing was sent: not an audit failure of a change made.
+			fail(fmt.Errorf("%w: its audit record could not be built: %v", ErrNotWritten, err))
 			return
 		}
 		records[i] = rec
@@ -119,7 +120,10 @@ func (s *Overrides) explain(ctx context.Context, err error, op store.Op, ops []s
 	var tce *store.TxConflictError
 	switch {
 	case errors.Is(err, store.ErrOutcomeUnknown):
-		return fmt.Errorf("%w: check with koshactl breaker get %s", err, textsafe.ShellQuote(dep))
+		if ValidateDependency(dep) != nil {
+			return fmt.Errorf("%w: check with koshactl breaker list --scan", err)
+		}
+		return fmt.Errorf("%w: check with koshactl breaker get %s", err, dep)
 	case !errors.As(err, &tce):
 		return err
 	}

@@ -269,3 +269,43 @@ func TestARaceOnOneDependencyChangesNone(t *testing.T) {
 		t.Errorf("records %+v: want bob's alone", recs)
 	}
 }
+
+// An override planted with a 2,100-byte write_id, and one of ~400 KB, are
+// cleared with their records like any other: nothing about the item can
+// make its clear unrecordable (the record keeps a summary of a before-image
+// too large for it).
+func TestHostileItemsAreClearedWithTheirRecords(t *testing.T) {
+	t.Parallel()
+	for name, s := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			ov := breaker.NewOverrides(s, clk)
+			log := audit.NewLog(s, clk, "test")
+			base := func(dep string) store.Item {
+				return store.Item{store.PK: breaker.OverrideKey(dep), "state": "forced_open", "reason": "r", "actor": "mallory",
+					"created_at": t0.UnixMilli(), "version": int64(1)}
+			}
+			long := base("long-id")
+			long[store.WriteIDAttr] = strings.Repeat("w", 2100)
+			huge := base("huge")
+			huge["padding"] = strings.Repeat("x", 390*1024)
+			for _, it := range []store.Item{long, huge} {
+				if err := s.Put(t.Context(), it, store.Always()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, dep := range []string{"long-id", "huge"} {
+				res, rec, err := ov.Clear(t.Context(), log, dep, "carol", "cleanup")
+				if err != nil || res.Before == nil || rec.ID == "" {
+					t.Fatalf("clear of %s: %+v, record %q, %v; want cleared and recorded", dep, res, rec.ID, err)
+				}
+				if _, err := ov.Get(t.Context(), dep); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("%s is still stored: %v", dep, err)
+				}
+				if recs := records(t, log, breaker.OverrideKey(dep)); len(recs) != 1 || recs[0].Actor != "carol" {
+					t.Errorf("records of %s: %+v, want carol's clear", dep, recs)
+				}
+			}
+		})
+	}
+}

@@ -35,6 +35,18 @@ const (
 	// guard_grace; the steps stopped and everything was rolled back
 	// (Journal.Guard says which).
 	OutcomeGuardLost = "guard_lost"
+	// OutcomeKilled: the run's process died before it finished (SIGKILL, a
+	// lost machine); `drill recover` found it so.
+	OutcomeKilled = "killed"
+)
+
+// Phases of a run (Event.Phase, CheckRecord.Phase).
+const (
+	PhasePreflight = "preflight"
+	PhaseBefore    = "hypothesis before"
+	PhaseSteps     = "steps"
+	PhaseRollback  = "rollback"
+	PhaseAfter     = "hypothesis after"
 )
 
 // Step and rollback statuses.
@@ -49,13 +61,9 @@ const (
 	StatusStopped     = "stopped"
 	// StatusGuardLost: the step was ended by a lost guard.
 	StatusGuardLost = "guard_lost"
-	// StatusOK: a rollback restored its subject.
+	// StatusOK: a rollback restored its subject (its change and the change's
+	// audit record are one write), or found nothing of the drill's to undo.
 	StatusOK = "ok"
-	// StatusUnaudited: a rollback restored its subject, but the audit record
-	// of its change was not written (exit 8, as for any change whose record
-	// did not land; Error names the repair). It is not pending: running it
-	// again would find the subject restored and call that "already" done.
-	StatusUnaudited = "unaudited"
 	// StatusAbandoned: a rollback was not attempted because the operator
 	// abandoned the rollback phase.
 	StatusAbandoned = "abandoned"
@@ -72,16 +80,11 @@ const (
 	ExitFailed = exitcode.Error
 	// ExitInvalid: the drill file (or a variable) is invalid; nothing was done.
 	ExitInvalid = exitcode.Usage
-	// ExitRollbackFailed: at least one rollback failed or was abandoned;
-	// the levers it names stay moved until they expire.
+	// ExitRollbackFailed: at least one rollback failed or was abandoned,
+	// or its outcome is unknown (the store could not be reached to settle
+	// it: its error says what to read); the levers it names stay moved
+	// until they expire.
 	ExitRollbackFailed = exitcode.Rollback
-	// ExitUnaudited: every rollback restored its lever, but at least one
-	// (StatusUnaudited) made its change without its audit record: the
-	// rollback's error names the `audit repair` that writes it, or says to
-	// record the change by hand. It wins over the run's own outcome (1, 130,
-	// a guard's code): what is left to do is write the record. An invalid
-	// drill (2) or a rollback that failed (9) wins over it.
-	ExitUnaudited = exitcode.Unknown
 	// ExitInterrupted: interrupted, and every rollback succeeded.
 	ExitInterrupted = exitcode.Interrupted
 )
@@ -109,8 +112,8 @@ type Journal struct {
 	// Outcome is one of the Outcome constants; Reason says why in a line.
 	Outcome string `json:"outcome"`
 	Reason  string `json:"reason,omitempty"`
-	// RollbacksOK is true when every rollback restored its lever (ok, or
-	// unaudited: restored without its audit record), or there was none.
+	// RollbacksOK is true when every rollback restored its lever, or there
+	// was none.
 	RollbacksOK bool `json:"rollbacks_ok"`
 	ExitCode    int  `json:"exit_code"`
 
@@ -329,10 +332,11 @@ type LeverRecord struct {
 	BeforeOverride *OverrideState `json:"before_override,omitempty"`
 	// BeforeBucket is the bucket before the drill's first change.
 	BeforeBucket *BucketState `json:"before_bucket,omitempty"`
-	// WrittenVersion is the override version the drill last wrote; zero
-	// when unknown (killed before the write's answer arrived). Recovery
-	// leaves an override of another version alone.
-	WrittenVersion int64 `json:"written_version,omitempty"`
+	// WriteID is the token of the drill's last change to the override
+	// (the write_id its item and audit record carry); empty when the drill
+	// has not changed it yet. It is a hint: recover acts only on the
+	// override's own write_id and the run's audit record of that change.
+	WriteID string `json:"write_id,omitempty"`
 	// JTI names a chaos header.
 	JTI string `json:"jti,omitempty"`
 }

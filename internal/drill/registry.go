@@ -40,6 +40,23 @@ type Action interface {
 	Run(ctx context.Context, rc *RunContext) (*Outputs, error)
 }
 
+// MutatingKind is a step kind whose steps change the system: its actions
+// implement [Mutating]. Whether a kind mutates is its type's to say; no
+// table lists it again.
+type MutatingKind interface {
+	StepKind
+	// Lever is the kind of lever its steps move, as the journal records
+	// it ([LeverOverride], [LeverBucket], [LeverChaos]).
+	Lever() string
+}
+
+// Mutates reports whether steps of kind k change the system and register
+// their own rollback.
+func Mutates(k StepKind) bool {
+	_, ok := k.(MutatingKind)
+	return ok
+}
+
 // Mutating is implemented by actions that change the system. The runner
 // calls Prepare before Run and registers the rollback it returns before
 // Run acts; a nil Rollback means there is nothing new to restore (the
@@ -123,16 +140,12 @@ type Observation struct {
 type Registry struct {
 	// Steps are the step kinds.
 	Steps []StepKind
-	// Mutating names the step kinds whose steps change the system and
-	// register their own rollback (their actions implement [Mutating]).
-	Mutating []string
 	// Conditions are the condition kinds.
 	Conditions []ConditionKind
 }
 
 // Check reports what makes the table unusable: a kind name that is empty,
-// listed twice or a common field (a step's id, a check's within), and a
-// name in Mutating that is no step kind.
+// listed twice or a common field (a step's id, a check's within).
 func (r *Registry) Check() error {
 	var errs []error
 	seen := map[string]bool{}
@@ -142,11 +155,6 @@ func (r *Registry) Check() error {
 			errs = append(errs, fmt.Errorf("step kind %q: empty, reserved or listed twice", n))
 		}
 		seen[n] = true
-	}
-	for _, n := range r.Mutating {
-		if !seen[n] {
-			errs = append(errs, fmt.Errorf("mutating kind %q is not a step kind", n))
-		}
 	}
 	seen = map[string]bool{}
 	for _, k := range r.Conditions {
@@ -178,9 +186,6 @@ func (r *Registry) Condition(name string) (ConditionKind, bool) {
 	}
 	return nil, false
 }
-
-// Mutates reports whether steps of kind k register their own rollback.
-func (r *Registry) Mutates(k StepKind) bool { return slices.Contains(r.Mutating, k.Name()) }
 
 // StepKinds returns the step kinds sorted by name.
 func (r *Registry) StepKinds() []StepKind {

@@ -172,8 +172,8 @@ func (rc *RunContext) Notify(format string, args ...any) {
 }
 
 // Reason returns the text override items and audit records carry for this
-// run: "drill NAME run ID: detail". The run id marks the drill's own
-// overrides, so rollback never removes one it did not write. detail can hold
+// run: "drill NAME run ID: detail" (for people: which override is the
+// drill's is told by its write_id, never by its reason). detail can hold
 // step outputs (an HTTP body, a stored value): anything unsafe in it is kept
 // as a visible escape and the whole is cut to [audit.MaxReasonLen]
 // characters, so the result always passes [audit.ValidateReason].
@@ -202,8 +202,21 @@ func (rc *RunContext) Actor() string {
 // journal. Nil when the Deps have no audit log.
 func (rc *RunContext) Audit() audit.Appender { return audit.WithRunID(rc.Deps.Audit, rc.RunID) }
 
-// RunTag is the part of Reason that identifies this run.
-func (rc *RunContext) RunTag() string { return "run " + rc.RunID }
+// Recorder hears of the audit records of a change once the change has
+// committed (a lever's records are staged into its transaction, so only
+// its outcome says they exist). A run's audit log implements it to name
+// them in its journal.
+type Recorder interface {
+	Recorded(recs ...audit.Record)
+}
+
+// Recorded says that recs were written, with the change that committed:
+// the run's journal names them. Call it only for a change that landed.
+func (rc *RunContext) Recorded(recs ...audit.Record) {
+	if r, ok := rc.Deps.Audit.(Recorder); ok {
+		r.Recorded(recs...)
+	}
+}
 
 // Lookup implements [Resolver] for templates.
 func (rc *RunContext) Lookup(ref Ref) (string, bool, error) {
@@ -352,18 +365,24 @@ type Lever struct {
 	Before any
 
 	mu sync.Mutex
-	// written is the last state the drill wrote (kind-specific).
+	// written is the last state the drill wrote (kind-specific); moved
+	// says the drill wrote it at all (or may have: an outcome unknown).
 	written   any
+	moved     bool
 	expiresAt time.Time
 }
 
 // Written returns the last state the drill wrote.
 func (l *Lever) Written() any { l.mu.Lock(); defer l.mu.Unlock(); return l.written }
 
-// SetWritten records what the drill wrote and when it lapses on its own.
+// Moved reports whether the drill changed the lever (or may have).
+func (l *Lever) Moved() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.moved }
+
+// SetWritten records what the drill wrote (or may have written) and when
+// it lapses on its own.
 func (l *Lever) SetWritten(v any, expiresAt time.Time) {
 	l.mu.Lock()
-	l.written, l.expiresAt = v, expiresAt
+	l.written, l.moved, l.expiresAt = v, true, expiresAt
 	l.mu.Unlock()
 }
 

@@ -10,7 +10,7 @@ const (
 	Unavailable = 5   // the store or an AWS service could not be reached, throttled, or the table is missing
 	Auth        = 6   // credentials missing, expired or denied
 	Refused     = 7   // a protected context needs confirmation (--yes) or it was declined; a safety check needs --force
-	Unknown     = 8   // a change was sent and the store could not be reached to settle it: its outcome is unknown (check with the get command named)
+	Unknown     = 8   // a change was sent and the store could not be reached to settle it: its outcome is unknown (check with the get command named); or an action outside the table (chaos sign, key rotate) could not be recorded
 	Rollback    = 9   // a drill's rollback failed or was abandoned: a lever may still be pulled
 	Partial     = 10  // a list showed what it could read; some stored items could not be read in full (each one reported)
 	Unconfirmed = 11  // the change was made, but the fleet's gauges did not confirm it within --timeout (stragglers named)

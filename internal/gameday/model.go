@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -160,7 +159,7 @@ func statusClass(status string) string {
 		return "good"
 	case drill.StatusSkipped, drill.StatusPending:
 		return "muted"
-	case drill.StatusStopped, drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusRunning, drill.StatusUnaudited:
+	case drill.StatusStopped, drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusRunning:
 		return "warn"
 	}
 	return "bad"
@@ -171,7 +170,7 @@ func build(in Input) *report {
 	j := in.Journal
 	r := &report{
 		Title: one(j.Drill.Name), Description: one(j.Drill.Description), Outcome: one(j.Outcome),
-		Verdict: one(strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " "))), Good: j.Outcome == drill.OutcomePassed && j.RollbacksOK && !slices.ContainsFunc(j.Rollbacks, unaudited),
+		Verdict: one(strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " "))), Good: j.Outcome == drill.OutcomePassed && j.RollbacksOK,
 		ExitCode: j.ExitCode,
 	}
 	if j.Reason != j.Outcome {
@@ -352,15 +351,10 @@ func facts(j *drill.Journal, end time.Time) []fact {
 	return f
 }
 
-// unaudited says whether rb restored its lever without the audit record
-// of its change.
-func unaudited(rb drill.RollbackRecord) bool { return rb.Status == drill.StatusUnaudited }
-
 // leverBack is when a lever was put back, and by what; ok is false when it
-// was not (yet). An unaudited rollback put it back (its record is what is
-// missing).
+// was not (yet).
 func leverBack(j *drill.Journal, rb drill.RollbackRecord) (at time.Time, by string, ok bool) {
-	if (rb.Status != drill.StatusOK && !unaudited(rb)) || rb.EndedAt == nil {
+	if rb.Status != drill.StatusOK || rb.EndedAt == nil {
 		return time.Time{}, "", false
 	}
 	by = "the run's rollback"
@@ -435,7 +429,7 @@ func atAGlance(j *drill.Journal, end time.Time) []glance {
 			text += fmt.Sprintf("; alarm %s %s: %s", a.Name, a.State, a.Reason)
 		}
 		g = append(g, glance{"Stopped by", one(text), "bad"})
-	case j.Outcome == runner.OutcomeKilled || j.Outcome == drill.OutcomeRunning:
+	case j.Outcome == drill.OutcomeKilled || j.Outcome == drill.OutcomeRunning:
 		g = append(g, glance{"Stopped by", one("the run's process died (its last record at " + clock(lastRecord(j, false)) + ")"), "bad"})
 	case j.Outcome == drill.OutcomePassed:
 		g = append(g, glance{"Ended", "every step ran; the hypothesis held", "good"})
@@ -466,9 +460,6 @@ func atAGlance(j *drill.Journal, end time.Time) []glance {
 			strings.Join(by, " and "))), "good"})
 	default:
 		g = append(g, glance{"NOT put back", one(fmt.Sprintf("%d of %d levers: each stays moved until its expiry (see Levers)", notBack, len(j.Rollbacks))), "bad"})
-	}
-	if n := countFunc(j.Rollbacks, unaudited); n > 0 {
-		g = append(g, glance{"Not audited", one(fmt.Sprintf("%d of %d levers put back without the audit record of the change: write it (see Levers)", n, len(j.Rollbacks))), "warn"})
 	}
 	return g
 }

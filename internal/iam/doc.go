@@ -9,7 +9,10 @@
 // has: an IAM action and, for DynamoDB item actions, the item key prefix
 // it touches. The policy of a role is the union of its command paths'
 // needs; DynamoDB item actions are limited with dynamodb:LeadingKeys to
-// their prefixes. The tests of internal/cmd/iam run every command path
+// their prefixes, and the writes of a change (a lever and its record, one
+// TransactWriteItems, which AWS authorizes item by item) are granted only
+// inside a transaction with dynamodb:EnclosingOperation. The tests of
+// internal/cmd/iam run every command path
 // against moto and fakes, record the operations the SDK sent, and
 // compare them with this table, so it cannot drift from the code.
 package iam

@@ -11,7 +11,10 @@ const (
 	GetItem    = "dynamodb:GetItem"
 	PutItem    = "dynamodb:PutItem"
 	DeleteItem = "dynamodb:DeleteItem"
-	Scan       = "dynamodb:Scan"
+	// ConditionCheckItem is what AWS authorizes a ConditionCheck of a
+	// transaction as. No koshactl change holds one, so no role is granted it.
+	ConditionCheckItem = "dynamodb:ConditionCheckItem"
+	Scan               = "dynamodb:Scan"
 	// BatchGetItem reads many items by key (overrides and buckets before a
 	// lever moves them, the known dependencies' overrides of a listing).
 	BatchGetItem = "dynamodb:BatchGetItem"
@@ -51,23 +54,59 @@ const (
 const (
 	BreakerItems = "breaker#"
 	BucketItems  = "rl#"
-	AuditItems   = "audit#"
+	// AuditItems are the operator audit records, written with the lever
+	// they record. Its pattern (audit#*) also covers DataPlaneItems.
+	AuditItems = "audit#"
+	// DataPlaneItems are the data plane's records (audit.DataPlanePrefix):
+	// the only audit keys its role writes, trusted by no lever decision.
+	DataPlaneItems = "audit#dp#"
 )
+
+// Prefixes lists the item prefixes, the most specific first:
+// [PrefixOf] takes the first that starts a key.
+var Prefixes = []string{DataPlaneItems, AuditItems, BreakerItems, BucketItems}
+
+// PrefixOf is the item prefix of pk: the first of [Prefixes] it starts
+// with, else pk up to its first '#' (pk itself when it has none).
+func PrefixOf(pk string) string {
+	for _, p := range Prefixes {
+		if strings.HasPrefix(pk, p) {
+			return p
+		}
+	}
+	if i := strings.IndexByte(pk, '#'); i >= 0 {
+		return pk[:i+1]
+	}
+	return pk
+}
+
+// TransactWriteItems is the operation a transaction's item writes are
+// enclosed in: dynamodb:EnclosingOperation holds it for each of them, and
+// is absent for a PutItem or DeleteItem sent on its own.
+const TransactWriteItems = "TransactWriteItems"
 
 // Need is one permission a command path uses: an IAM action and, for a
 // DynamoDB action, the item key prefix it reads or writes ("" for actions
-// on no item).
+// on no item). Transaction is true for an item write sent as an action of a
+// TransactWriteItems call (every lever change and audit record: store.Apply):
+// the policy then grants the action only there.
 type Need struct {
-	Action string `json:"action"`
-	Prefix string `json:"prefix,omitempty"`
+	Action      string `json:"action"`
+	Prefix      string `json:"prefix,omitempty"`
+	Transaction bool   `json:"transaction,omitempty"`
 }
 
-// String renders the need as "dynamodb:GetItem breaker#".
+// String renders the need as "dynamodb:GetItem breaker#", and a write in a
+// transaction as "dynamodb:PutItem audit# (in TransactWriteItems)".
 func (n Need) String() string {
-	if n.Prefix == "" {
-		return n.Action
+	s := n.Action
+	if n.Prefix != "" {
+		s += " " + n.Prefix
 	}
-	return n.Action + " " + n.Prefix
+	if n.Transaction {
+		s += " (in " + TransactWriteItems + ")"
+	}
+	return s
 }
 
 // Service is the action's service prefix ("dynamodb").
@@ -84,7 +123,7 @@ func (n Need) Service() string {
 // item's pk.
 func (n Need) keyed() bool {
 	switch n.Action {
-	case GetItem, PutItem, DeleteItem, BatchGetItem:
+	case GetItem, PutItem, DeleteItem, BatchGetItem, ConditionCheckItem:
 		return true
 	}
 	return false
@@ -103,26 +142,35 @@ func needs(ns ...Need) []Need { return ns }
 
 // The needs shared by several command paths.
 var (
-	auditWrite = Need{PutItem, AuditItems}
-	// claimRead reads a clear's claim on the deleted item's write_id (audit
-	// repair). A clear whose claim is refused needs no read on DynamoDB:
-	// the refusal returns the stored claim (ReturnValuesOnConditionCheckFailure).
-	claimRead    = Need{GetItem, AuditItems}
-	breakerRead  = Need{GetItem, BreakerItems}
-	breakerWrite = Need{PutItem, BreakerItems}
-	breakerScan  = Need{Scan, BreakerItems}
+	// record writes an operator audit record, in the transaction of the
+	// change it records (or alone, as a transaction of one write:
+	// audit.Log.Append).
+	record = Need{PutItem, AuditItems, true}
+	// recordProof reads a change's first record when the store did not
+	// answer the change at all: a change of deletes only (a clear) is
+	// settled by it (store.Apply). A refusal needs no read: it returns the
+	// refused items as stored (ALL_OLD).
+	recordProof = Need{GetItem, AuditItems, false}
+	// breakerRead reads an override, and is also the proof read of a
+	// change that puts one (a force) when its answer was lost.
+	breakerRead   = Need{GetItem, BreakerItems, false}
+	breakerPut    = Need{PutItem, BreakerItems, true}
+	breakerDelete = Need{DeleteItem, BreakerItems, true}
+	breakerScan   = Need{Scan, BreakerItems, false}
 	// batchRead reads many overrides (or buckets) by key, limited to their
 	// prefix like GetItem.
-	batchRead       = Need{BatchGetItem, BreakerItems}
-	bucketBatchRead = Need{BatchGetItem, BucketItems}
+	batchRead       = Need{BatchGetItem, BreakerItems, false}
+	bucketBatchRead = Need{BatchGetItem, BucketItems, false}
 	// indexRead names no item prefix: the policy grants it on the table's
 	// indexes without dynamodb:LeadingKeys.
-	indexRead   = Need{Action: Query}
-	bucketRead  = Need{GetItem, BucketItems}
-	bucketWrite = Need{PutItem, BucketItems}
-	secretRead  = Need{Action: GetSecretValue}
-	gauges      = Need{Action: GetMetricData}
-	alarms      = Need{Action: DescribeAlarms}
+	indexRead = Need{Action: Query}
+	// bucketRead reads a bucket, and is also the proof read of a bucket
+	// change whose answer was lost.
+	bucketRead = Need{GetItem, BucketItems, false}
+	bucketPut  = Need{PutItem, BucketItems, true}
+	secretRead = Need{Action: GetSecretValue}
+	gauges     = Need{Action: GetMetricData}
+	alarms     = Need{Action: DescribeAlarms}
 	// notifyPublish is the notification of a change, on the context's SNS
 	// topics.
 	notifyPublish = Need{Action: SNSPublish}
@@ -137,47 +185,53 @@ var Commands = map[string][]Need{
 	"breaker list --scan": needs(breakerScan),
 	"breaker get":         needs(breakerRead),
 	"breaker status":      needs(indexRead, batchRead, gauges),
-	"breaker force-open":  needs(batchRead, breakerWrite, auditWrite, notifyPublish),
-	"breaker clear":       needs(batchRead, Need{DeleteItem, BreakerItems}, auditWrite, notifyPublish),
-	"breaker clear --all": needs(breakerScan, batchRead, Need{DeleteItem, BreakerItems}, auditWrite, notifyPublish),
+	// A lever change is one transaction: the override's write and its
+	// record. A lost answer is settled by one read of the change's proof:
+	// the override it puts (a force), or its first record (a clear).
+	"breaker force-open":  needs(batchRead, breakerPut, record, breakerRead, notifyPublish),
+	"breaker clear":       needs(batchRead, breakerDelete, record, recordProof, notifyPublish),
+	"breaker clear --all": needs(breakerScan, batchRead, breakerDelete, record, recordProof, notifyPublish),
 	"ratelimit get":       needs(bucketRead),
-	"ratelimit list":      needs(Need{Scan, BucketItems}),
-	"ratelimit reset":     needs(bucketBatchRead, bucketWrite, auditWrite, notifyPublish),
-	"ratelimit drain":     needs(bucketBatchRead, bucketWrite, auditWrite, notifyPublish),
-	"ratelimit set":       needs(bucketBatchRead, bucketWrite, auditWrite, notifyPublish),
+	"ratelimit list":      needs(Need{Action: Scan, Prefix: BucketItems}),
+	"ratelimit reset":     needs(bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
+	"ratelimit drain":     needs(bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
+	"ratelimit set":       needs(bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
 	"audit list":          needs(indexRead),
-	"audit list --scan":   needs(Need{Scan, AuditItems}),
-	// The repair reads the clear's claim or the override, and writes the
-	// record (re-reading it when the put's answer is lost).
-	"audit repair":     needs(claimRead, breakerRead, auditWrite),
-	"chaos sign":       needs(secretRead, auditWrite),
-	"chaos verify":     needs(secretRead),
-	"chaos key id":     needs(secretRead),
-	"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, auditWrite, notifyPublish),
+	"audit list --scan":   needs(Need{Action: Scan, Prefix: AuditItems}),
+	// A record of its own (a minted header, a rotated key) is a
+	// transaction of one write, its lost answer settled by reading it.
+	"chaos sign":   needs(secretRead, record, recordProof),
+	"chaos verify": needs(secretRead),
+	"chaos key id": needs(secretRead),
+	"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, record, recordProof,
+		notifyPublish),
 	// A drill's levers (the example drills and one reading CloudWatch
 	// gauges): force and clear overrides, drain and restore buckets, mint
 	// chaos headers, wait on the gauges and watch the alarms of its stop
-	// conditions, audit every change, announce the run.
-	"drill run": needs(breakerRead, batchRead, breakerWrite, Need{DeleteItem, BreakerItems},
-		bucketRead, bucketWrite, secretRead, gauges, alarms, auditWrite, notifyPublish),
+	// conditions, record every change with it, announce the run.
+	"drill run": needs(breakerRead, batchRead, breakerPut, breakerDelete,
+		bucketRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
 	// drill recover finishes a dead run's rollbacks from the audit trail:
 	// the run's records on each lever (the audit index by subject, filtered
 	// by run_id), then the override or bucket as the rollback finds it, the
-	// override's clear, the recovery's audit records, and its notification.
+	// override's clear with its record, and its notification.
 	// (Putting a bucket back writes rl# as drill run's rollback does.)
-	"drill recover": needs(indexRead, breakerRead, bucketRead, Need{DeleteItem, BreakerItems}, auditWrite, notifyPublish),
+	"drill recover": needs(indexRead, breakerRead, bucketRead, breakerDelete, record, recordProof, notifyPublish),
 	// The reference data plane (koshactl sandbox): it reads overrides and
-	// chaos keys, takes tokens with a conditional write, and audits chaos
-	// headers it applied or refused.
-	"sandbox": needs(breakerRead, bucketRead, bucketWrite, secretRead, auditWrite),
+	// chaos keys, takes tokens with a conditional PutItem of its own, and
+	// records chaos headers it applied or refused under audit#dp# (a
+	// transaction of one write each, read back when its answer is lost).
+	"sandbox": needs(breakerRead, bucketRead, Need{PutItem, BucketItems, false}, secretRead,
+		Need{PutItem, DataPlaneItems, true}, Need{GetItem, DataPlaneItems, false}),
 	// Table administration: create the table (and TTL) where it is missing;
 	// add the indexes an older table lacks (unless its tags say a
 	// CloudFormation stack manages it), then index the existing audit
-	// records and overrides with conditional writes.
+	// records and overrides with conditional PutItems of their own.
 	"store init": needs(Need{Action: DescribeTable}, Need{Action: CreateTable}, Need{Action: DescribeTimeToLive},
 		Need{Action: UpdateTimeToLive}),
 	"store migrate": needs(Need{Action: DescribeTable}, Need{Action: ListTagsOfResource}, Need{Action: UpdateTable},
-		Need{Scan, AuditItems}, Need{Scan, BreakerItems}, auditWrite, breakerWrite),
+		Need{Action: Scan, Prefix: AuditItems}, Need{Action: Scan, Prefix: BreakerItems},
+		Need{PutItem, AuditItems, false}, Need{PutItem, BreakerItems, false}),
 }
 
 // Role names a set of command paths given one policy.
@@ -211,8 +265,7 @@ var readerPaths = []string{"breaker list", "breaker list --scan", "breaker get",
 var RolePaths = map[Role][]string{
 	Reader: readerPaths,
 	Operator: append(slices.Clone(readerPaths), "breaker force-open", "breaker clear", "breaker clear --all",
-		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
-		"audit repair"),
+		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate"),
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},
 	Admin:       {"store init", "store migrate"},
@@ -233,7 +286,8 @@ func ParseRole(s string) (Role, error) {
 }
 
 // Needs returns the union of the needs of the role's command paths, sorted
-// and without repeats.
+// and without repeats. A write needed both alone and in a transaction is
+// needed alone: that grant covers both.
 func (r Role) Needs() []Need {
 	var out []Need
 	for _, p := range RolePaths[r] {
@@ -243,6 +297,12 @@ func (r Role) Needs() []Need {
 			}
 		}
 	}
+	all := slices.Clone(out)
+	out = slices.DeleteFunc(out, func(n Need) bool {
+		alone := n
+		alone.Transaction = false
+		return n.Transaction && slices.Contains(all, alone)
+	})
 	slices.SortFunc(out, func(a, b Need) int { return strings.Compare(a.String(), b.String()) })
 	return out
 }

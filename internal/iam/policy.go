@@ -107,6 +107,13 @@ type Statement struct {
 // which is why only actions on items by their key get it.
 const LeadingKeysCondition = "ForAllValues:StringLike"
 
+// EnclosingOperationCondition is the condition operator limiting item
+// writes to the actions of a transaction: dynamodb:EnclosingOperation is
+// "TransactWriteItems" for each of them and absent for a PutItem or
+// DeleteItem sent alone, which ForAnyValue then refuses (AWS's "Using IAM
+// with DynamoDB transactions").
+const EnclosingOperationCondition = "ForAnyValue:StringEquals"
+
 // Statement ids: each says what its statement grants.
 const (
 	SidScan        = "ScanTable"
@@ -133,12 +140,17 @@ func Policy(role Role, t Target) (Document, error) {
 		return Document{}, err
 	}
 	doc := Document{Version: "2012-10-17"}
-	byPrefix := map[string][]string{}
+	type items struct {
+		prefix string
+		tx     bool
+	}
+	byPrefix := map[items][]string{}
 	var scans, queries, admin, secret, kms, gaugeReads, alarmReads, publish []string
 	for _, n := range role.Needs() {
 		switch {
 		case n.keyed():
-			byPrefix[n.Prefix] = appendNew(byPrefix[n.Prefix], n.Action)
+			k := items{n.Prefix, n.Transaction}
+			byPrefix[k] = appendNew(byPrefix[k], n.Action)
 		case n.Action == Scan:
 			scans = appendNew(scans, n.Action)
 		case n.Action == Query:
@@ -161,17 +173,33 @@ func Policy(role Role, t Target) (Document, error) {
 			gaugeReads = appendNew(gaugeReads, n.Action)
 		}
 	}
-	prefixes := make([]string, 0, len(byPrefix))
-	for p := range byPrefix {
-		prefixes = append(prefixes, p)
+	keys := make([]items, 0, len(byPrefix))
+	for k := range byPrefix {
+		keys = append(keys, k)
 	}
-	slices.Sort(prefixes)
-	for _, p := range prefixes {
-		slices.Sort(byPrefix[p])
-		doc.Statement = append(doc.Statement, Statement{
-			Sid: "Items" + prefixName(p), Effect: "Allow", Action: byPrefix[p], Resource: []string{t.TableARN()},
-			Condition: map[string]map[string][]string{LeadingKeysCondition: {"dynamodb:LeadingKeys": {p + "*"}}},
-		})
+	slices.SortFunc(keys, func(a, b items) int {
+		if c := strings.Compare(prefixName(a.prefix), prefixName(b.prefix)); c != 0 {
+			return c
+		}
+		if a.tx == b.tx {
+			return 0
+		}
+		if b.tx {
+			return -1
+		}
+		return 1
+	})
+	for _, k := range keys {
+		slices.Sort(byPrefix[k])
+		st := Statement{
+			Sid: "Items" + prefixName(k.prefix), Effect: "Allow", Action: byPrefix[k], Resource: []string{t.TableARN()},
+			Condition: map[string]map[string][]string{LeadingKeysCondition: {"dynamodb:LeadingKeys": {k.prefix + "*"}}},
+		}
+		if k.tx {
+			st.Sid += "InTransactions"
+			st.Condition[EnclosingOperationCondition] = map[string][]string{"dynamodb:EnclosingOperation": {TransactWriteItems}}
+		}
+		doc.Statement = append(doc.Statement, st)
 	}
 	if len(scans) > 0 {
 		doc.Statement = append(doc.Statement, Statement{Sid: SidScan, Effect: "Allow", Action: scans, Resource: []string{t.TableARN()}})
@@ -223,6 +251,8 @@ func prefixName(p string) string {
 		return "RateLimitBuckets"
 	case AuditItems:
 		return "AuditRecords"
+	case DataPlaneItems:
+		return "DataPlaneRecords"
 	}
 	return sidWord(p)
 }
@@ -258,9 +288,10 @@ func appendNew(s []string, v string) []string {
 }
 
 // Grants reads doc back as the needs it allows on t: each item action once
-// per LeadingKeys prefix, scans, queries, table, secret, KMS and metric
-// actions without one. It is how tests check a policy grants exactly what a
-// role needs.
+// per LeadingKeys prefix (a need in a transaction when the statement also
+// requires dynamodb:EnclosingOperation TransactWriteItems), scans, queries,
+// table, secret, KMS and metric actions without one. It is how tests check
+// a policy grants exactly what a role needs.
 func Grants(doc Document, t Target) ([]Need, error) {
 	var out []Need
 	for _, s := range doc.Statement {
@@ -278,12 +309,19 @@ func Grants(doc Document, t Target) ([]Need, error) {
 				prefixes = append(prefixes, prefix)
 			}
 		}
+		tx := false
+		if c, ok := s.Condition[EnclosingOperationCondition]; ok {
+			if ops := c["dynamodb:EnclosingOperation"]; len(c) != 1 || len(ops) != 1 || ops[0] != TransactWriteItems {
+				return nil, fmt.Errorf("statement %s: enclosing operation condition %v is not %s", s.Sid, c, TransactWriteItems)
+			}
+			tx = true
+		}
 		for _, a := range s.Action {
 			if strings.ContainsAny(a, "*?") {
 				return nil, fmt.Errorf("statement %s: wildcard action %q", s.Sid, a)
 			}
 			for _, p := range prefixes {
-				out = appendNewNeed(out, Need{a, p})
+				out = appendNewNeed(out, Need{a, p, tx})
 			}
 		}
 	}

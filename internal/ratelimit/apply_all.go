@@ -4,11 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
+
+// ChangeBuckets is the most buckets one store change writes: each bucket's
+// write and its audit record are two of the change's [store.MaxChangeOps].
+const ChangeBuckets = store.MaxChangeOps / 2
+
+// ChangeConcurrency bounds how many store changes [Buckets.ApplyAll] sends
+// at once when its buckets do not fit in one.
+const ChangeConcurrency = 4
 
 // ApplyAll asks for several operator changes at once (reset, drain or set of
 // several clients): the lever `ratelimit reset/drain/set` pulls.
@@ -29,24 +39,28 @@ type ApplyAll struct {
 // ApplyOutcome is what happened to one change of [Buckets.ApplyAll].
 type ApplyOutcome struct {
 	Result ChangeResult
+	// Record is the change's audit record, written with the bucket.
 	Record audit.Record
-	// Written is true when the bucket was written (even if its audit record
-	// was not).
+	// Written is true when the bucket and its record were written.
 	Written bool
-	// Unknown is true when the write was interrupted in flight and a
-	// re-read could not tell whether it landed (Err wraps
-	// [ErrOutcomeUnknown]); Result.Confirmed says a re-read found it landed.
+	// Unknown is true when the store could not be reached to settle the
+	// change's lost answer (Err wraps [store.ErrOutcomeUnknown]): it may or
+	// may not have landed, bucket and record together.
 	Unknown bool
 	Err     error
 }
 
 // ApplyAll validates every change (distinct clients), reads every bucket in
 // one strongly consistent batch read while the actor resolves, and decides
-// each ([Buckets.Apply]'s rules); buckets already in the requested state are
-// reported and not written. Then, unless DryRun, it writes the others
-// concurrently, each from the state it read (re-reading only to retry a
-// refused write) and followed by its audit record. Outcomes come in the
-// order of the changes; the error is the first failed change's.
+// each; buckets already in the requested state are reported and neither
+// written nor recorded. Then, unless DryRun, it writes the others with
+// their audit records as one store change ([store.Apply]) when they fit
+// ([ChangeBuckets]), else as one change per chunk of that size, at most
+// [ChangeConcurrency] at once, each chunk with its own outcome. A chunk
+// refused because a take landed since the read is rebuilt from a re-read
+// of the refused buckets, as a new change ([Buckets.ApplyAudited]).
+// Outcomes come in the order of the changes; the error is the first failed
+// change's.
 func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll) ([]ApplyOutcome, error) {
 	seen := map[string]bool{}
 	keys := make([]string, 0, len(op.Changes))
@@ -73,42 +87,43 @@ func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll)
 	if err != nil {
 		return nil, fmt.Errorf("read buckets: %w", err)
 	}
+	now := b.clock.Now()
 	outcomes := make([]ApplyOutcome, len(op.Changes))
 	plans := make([]ChangeResult, len(op.Changes))
-	reads := make([]*readItem, len(op.Changes))
-	writes := 0
+	var todo []int // the changes that write
 	for i, c := range op.Changes {
-		reads[i] = &readItem{item: items[Key(c.Client)]}
-		c.DryRun = true
-		p, err := b.apply(ctx, c, &readItem{item: items[Key(c.Client)]})
-		if err != nil {
-			return nil, err
-		}
-		plans[i], outcomes[i] = p, ApplyOutcome{Result: p}
-		if p.Changed {
-			writes++
+		plans[i], _, _ = b.decide(c, items[Key(c.Client)], now)
+		outcomes[i] = ApplyOutcome{Result: plans[i]}
+		if plans[i].Changed {
+			todo = append(todo, i)
 		}
 	}
-	if op.DryRun || writes == 0 {
+	if op.DryRun || len(todo) == 0 {
 		return outcomes, nil
 	}
 	if actorErr != nil {
 		return nil, actorErr // only a write needs to know who acts
 	}
 	if op.Confirm != nil {
-		if err := op.Confirm(plans, writes); err != nil {
+		if err := op.Confirm(plans, len(todo)); err != nil {
 			return nil, err
 		}
 	}
-	for i, c := range op.Changes {
-		if !plans[i].Changed {
-			continue
+	by := recordBy{actor: actor, reason: op.Reason}
+	sem := make(chan struct{}, ChangeConcurrency)
+	for start := 0; start < len(todo); start += ChangeBuckets {
+		chunk := todo[start:min(start+ChangeBuckets, len(todo))]
+		changes := make([]Change, len(chunk))
+		raw := make([]store.Item, len(chunk))
+		for j, i := range chunk {
+			changes[j], raw[j] = op.Changes[i], items[keys[i]]
 		}
+		sem <- struct{}{}
 		wg.Go(func() {
-			res, rec, err := b.applyAudited(ctx, log, actor, op.Reason, c, reads[i])
-			unknown := errors.Is(err, ErrOutcomeUnknown)
-			outcomes[i] = ApplyOutcome{Result: res, Record: rec, Err: err, Unknown: unknown,
-				Written: res.Changed && !unknown && (err == nil || errors.Is(err, audit.ErrAuditWrite))}
+			defer func() { <-sem }()
+			for j, o := range b.commit(ctx, log, by, changes, raw) {
+				outcomes[chunk[j]] = o
+			}
 		})
 	}
 	wg.Wait()
@@ -118,4 +133,118 @@ func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll)
 		}
 	}
 	return outcomes, nil
+}
+
+// recordBy is who acts and why, for the records of a change.
+type recordBy struct{ actor, reason string }
+
+// commit writes changes (distinct clients, at most [ChangeBuckets]) from
+// the items read (raw[i] for changes[i], nil when absent) as one store
+// change: each bucket's conditional write and its audit record, the
+// buckets carrying the change's token as their write_id, the first of them
+// its proof. A change refused by a bucket's condition (a take landed since
+// the read) is rebuilt from a re-read of the refused buckets under a new
+// token, with new records, up to [MutationAttempts] times: a change's
+// content never changes under its token. A bucket the re-read finds already
+// in the requested state drops out, unrecorded. Every change of the call
+// shares the one outcome of its last store change.
+func (b *Buckets) commit(ctx context.Context, log audit.Appender, by recordBy, changes []Change, raw []store.Item) []ApplyOutcome {
+	outs := make([]ApplyOutcome, len(changes))
+	for attempt := 1; ; attempt++ {
+		now := b.clock.Now()
+		var in []int // the changes this store change writes
+		next := make([]Bucket, len(changes))
+		conds := make([]store.Condition, len(changes))
+		for i, c := range changes {
+			res, bk, cond := b.decide(c, raw[i], now)
+			res.Attempts, res.WriteID = outs[i].Result.Attempts, outs[i].Result.WriteID
+			outs[i] = ApplyOutcome{Result: res}
+			if res.Changed {
+				next[i], conds[i], in = bk, cond, append(in, i)
+			}
+		}
+		if len(in) == 0 {
+			return outs
+		}
+		token, err := store.NewWriteID()
+		if err != nil {
+			return failed(outs, in, err)
+		}
+		ops := make([]store.Op, 0, 2*len(in))
+		for n, i := range in {
+			c, res := changes[i], outs[i].Result
+			next[i].WriteID = token
+			rec, recOp, err := log.Stage(ctx, audit.Entry{Actor: by.actor, Action: c.Op.Action(), Subject: Key(c.Client), Reason: by.reason,
+				Before: auditView(res.Before, res.Malformed), After: auditView(res.After, nil)}, token, n)
+			if err != nil {
+				// Nothing is sent: not a change made without its record.
+				return failed(outs, in, fmt.Errorf("its audit record could not be made, so nothing was written: %v", err))
+			}
+			outs[i].Record = rec
+			ops = append(ops, store.PutOp(next[i].Item(), conds[i]), recOp)
+		}
+		for _, i := range in {
+			outs[i].Result.Attempts++
+			outs[i].Result.WriteID = token
+		}
+		applied, err := store.Apply(ctx, b.store, store.Change{Token: token, Ops: ops, Proof: Key(changes[in[0]].Client)})
+		if err == nil {
+			for _, i := range in {
+				outs[i].Written, outs[i].Result.Confirmed = true, applied.Confirmed
+			}
+			return outs
+		}
+		var conflict *store.TxConflictError
+		if !errors.As(err, &conflict) {
+			return failed(outs, in, err)
+		}
+		refused := refusedBuckets(conflict)
+		switch {
+		case ctx.Err() != nil:
+			return failed(outs, in, fmt.Errorf("interrupted before the refused change could be rebuilt: %w", ctx.Err()))
+		case attempt == MutationAttempts:
+			return failed(outs, in, fmt.Errorf("%s: %w; re-run the command", strings.Join(refused, ", "), ErrBusy))
+		case len(refused) == 0:
+			continue // a record's key was taken: the new token names new ones
+		}
+		read, err := store.GetMany(ctx, b.store, refused)
+		if err != nil {
+			return failed(outs, in, fmt.Errorf("the change was refused (%w), and re-reading the buckets failed: %w", conflict, err))
+		}
+		for i, c := range changes {
+			if pk := Key(c.Client); slices.Contains(refused, pk) {
+				raw[i] = read[pk]
+			}
+		}
+	}
+}
+
+// refusedBuckets lists the bucket keys a conflict names.
+func refusedBuckets(conflict *store.TxConflictError) []string {
+	var pks []string
+	for _, c := range conflict.Conflicts {
+		if strings.HasPrefix(c.PK, KeyPrefix) {
+			pks = append(pks, c.PK)
+		}
+	}
+	return pks
+}
+
+// failed gives err to the changes of in, none of which was written (or,
+// when err wraps [store.ErrOutcomeUnknown], whose outcome is unknown).
+func failed(outs []ApplyOutcome, in []int, err error) []ApplyOutcome {
+	unknown := errors.Is(err, store.ErrOutcomeUnknown)
+	for _, i := range in {
+		c := outs[i].Result.Change
+		outs[i].Record, outs[i].Unknown = audit.Record{}, unknown
+		switch {
+		case unknown:
+			outs[i].Err = fmt.Errorf("%s %s: %w", c.Op, c.Client, err)
+		case len(in) > 1:
+			outs[i].Err = fmt.Errorf("%s %s: not written (one change held %d buckets, written all or none): %w", c.Op, c.Client, len(in), err)
+		default:
+			outs[i].Err = fmt.Errorf("%s %s: not written: %w", c.Op, c.Client, err)
+		}
+	}
+	return outs
 }

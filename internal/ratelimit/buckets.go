@@ -68,15 +68,17 @@ var ErrInvalidTokens = errors.New("invalid token count")
 // ListStore is what [Buckets] needs of a store.
 type ListStore interface {
 	Get(ctx context.Context, pk string) (store.Item, error)
-	Put(ctx context.Context, item store.Item, cond store.Condition) error
+	Transact(ctx context.Context, c store.Change) error
 	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
 }
 
 var _ ListStore = store.Store(nil)
 
-// Buckets inspects and changes buckets for operators. Every change is a
-// conditional write on the updated_at it read, stamped strictly later, so it
-// composes with concurrent data-plane takes and with any contract-following reader.
+// Buckets inspects and changes buckets for operators. Every change is one
+// store change ([store.Apply]) of the bucket's write, conditional on the
+// updated_at it read and stamped strictly later (so it composes with
+// concurrent data-plane takes and with any contract-following reader), and
+// its audit record.
 type Buckets struct {
 	store  ListStore
 	clock  clock.Clock
@@ -267,8 +269,6 @@ type Change struct {
 	// is written with tokens = -HoldFor*rate, so it climbs back to 0 after
 	// HoldFor and admits again one token later. Zero writes tokens 0.
 	HoldFor time.Duration
-	// DryRun computes the result without writing.
-	DryRun bool
 }
 
 // Validate checks the change against limits l before anything is read.
@@ -318,21 +318,23 @@ type ChangeResult struct {
 	Change Change
 	// Before is the bucket as read (the last read, after retries).
 	Before Status
-	// After is the bucket as written (or as it would be, on a dry run); equal
-	// to Before when nothing changed.
+	// After is the bucket as written (or as it would be, from [Buckets.Plan]);
+	// equal to Before when nothing changed.
 	After Status
 	// Changed is false when the bucket was already in the requested state
 	// (reset of a full or missing bucket, drain of an empty one, set to the
-	// current level); nothing was written.
+	// current level); nothing was written and nothing recorded.
 	Changed bool
-	// Attempts counts conditional writes tried (0 on a dry run or no-op).
+	// Attempts counts the store changes sent (0 on a plan or a no-op): a
+	// change refused because a take landed since the read is rebuilt from
+	// a re-read and sent again, as a new change.
 	Attempts int
-	// Confirmed is true when the store's answer to the write was lost (a
-	// connection reset or a timeout after sending; the retry then met the
-	// write's own condition, or failed) and a re-read found the bucket
-	// carrying this write's token: the write landed.
+	// Confirmed is true when the store's answer to the change was lost (a
+	// connection reset, a timeout, an interrupt) and [store.Apply] settled
+	// it as landed.
 	Confirmed bool
-	// WriteID is the token of the last write sent (empty when none was).
+	// WriteID is the token of the last change sent, which the bucket item
+	// carries as its write_id (empty when none was sent).
 	WriteID string
 	// Malformed is set when the item read was not a valid bucket (the data
 	// plane fails open on it); the change replaces it. Before then has
@@ -340,162 +342,74 @@ type ChangeResult struct {
 	Malformed error
 }
 
-// Apply makes one change. It reads the bucket, computes the new item and
-// writes it on condition that updated_at is still the value read (or that the
-// item is still absent), stamping updated_at = max(now, read+1) so the write
-// is ordered after every take it follows. A refused write is retried with a
-// fresh read up to MutationAttempts times; then it fails with ErrBusy. A
-// malformed item is replaced (ChangeResult.Malformed says so), conditional
-// on it being unchanged.
-func (b *Buckets) Apply(ctx context.Context, c Change) (ChangeResult, error) {
-	return b.apply(ctx, c, nil)
-}
-
-// readItem is a bucket item read earlier (item nil: absent).
-type readItem struct{ item store.Item }
-
-// apply is Apply, starting from first when set instead of reading (retries
-// read again).
-func (b *Buckets) apply(ctx context.Context, c Change, first *readItem) (ChangeResult, error) {
+// Plan reads client's bucket and returns what c would do to it now,
+// writing nothing (a dry run).
+func (b *Buckets) Plan(ctx context.Context, c Change) (ChangeResult, error) {
 	if err := c.Validate(b.limits); err != nil {
 		return ChangeResult{}, err
 	}
+	raw, err := b.readRaw(ctx, c.Client)
+	if err != nil {
+		return ChangeResult{Change: c}, err
+	}
+	res, _, _ := b.decide(c, raw, b.clock.Now())
+	return res, nil
+}
+
+// readRaw reads client's bucket item as stored (nil when absent).
+func (b *Buckets) readRaw(ctx context.Context, client string) (store.Item, error) {
+	it, err := b.store.Get(ctx, Key(client))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read bucket %s: %w", client, err)
+	}
+	return it, nil
+}
+
+// decide computes what c does at now to the bucket read as raw (nil:
+// absent): the result and, when the bucket changes, the bucket to write
+// (without its write_id) and the condition it is written on: that
+// updated_at is still the value read (or that the item is still absent),
+// with updated_at stamped max(now, read+1) so the write is ordered after
+// every take it follows. A malformed item is replaced, conditional on it
+// being unchanged.
+func (b *Buckets) decide(c Change, raw store.Item, now time.Time) (ChangeResult, Bucket, store.Condition) {
 	res := ChangeResult{Change: c}
 	want := c.target(b.limits)
-	for {
-		var raw store.Item
-		if first != nil {
-			raw, first = first.item, nil
-		} else {
-			var err error
-			raw, err = b.store.Get(ctx, Key(c.Client))
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				raw = nil
-			case err != nil:
-				return res, fmt.Errorf("read bucket %s: %w", c.Client, err)
-			}
-		}
-		var cur *Bucket
-		res.Malformed = nil
-		if raw != nil {
-			bk, derr := BucketFromItem(raw)
-			if derr != nil {
-				// The data plane fails open on this item: replacing it is the repair.
-				res.Malformed = derr
-			} else {
-				cur = &bk
-			}
-		}
-		now := b.clock.Now()
-		res.Before = StatusOf(c.Client, cur, b.limits, now)
-		if res.Malformed == nil && noop(c.Op, res.Before, want) {
-			res.After, res.Changed = res.Before, false
-			return res, nil
-		}
-		next := Bucket{Client: c.Client, Tokens: want, UpdatedAtMs: now.UnixMilli()}
-		cond := store.IfAbsent()
-		switch {
-		case cur != nil:
-			next.UpdatedAtMs = max(next.UpdatedAtMs, cur.UpdatedAtMs+1)
-			cond = store.IfEquals(AttrUpdatedAt, cur.UpdatedAtMs)
-		case raw != nil:
-			res.Before.Exists = true
-			if u, ok := raw.Int(AttrUpdatedAt); ok {
-				next.UpdatedAtMs = max(next.UpdatedAtMs, u+1)
-			}
-			cond = unchanged(raw)
-		}
-		next.TTL = b.limits.TTL(next.UpdatedAtMs, next.Tokens)
-		res.After = StatusOf(c.Client, &next, b.limits, now)
-		res.Changed = true
-		if c.DryRun {
-			return res, nil
-		}
-		id, err := store.NewWriteID()
+	var cur *Bucket
+	if raw != nil {
+		bk, err := BucketFromItem(raw)
 		if err != nil {
-			return res, fmt.Errorf("write bucket %s: %w", c.Client, err)
-		}
-		next.WriteID = id
-		res.Attempts++
-		res.WriteID = id
-		err = b.store.Put(ctx, next.Item(), cond)
-		if err == nil {
-			return res, nil
-		}
-		// The refusal may be this write meeting its own condition on the
-		// SDK's retry, the answer never came, or the caller's interrupt
-		// stopped the write in flight: the token says whether it landed
-		// (takes since carry it forward). A refusal needs this read anyway,
-		// for the next attempt. After an interrupt it runs on a context of
-		// its own (store.RereadContext).
-		if rctx, cancel, ok := store.RereadContext(ctx, err); ok {
-			cur, rerr := b.store.Get(rctx, Key(c.Client))
-			cancel()
-			if errors.Is(rerr, store.ErrNotFound) {
-				cur, rerr = nil, nil
-			}
-			switch {
-			case rerr == nil && cur != nil && cur.WriteID() == id:
-				res.Confirmed = true
-				return res, nil
-			case store.Interrupted(ctx, err) && rerr == nil && notLanded(raw, cur):
-				return res, fmt.Errorf("%s %s was interrupted, and a re-read shows its write did not land: nothing was changed: %w",
-					c.Op, c.Client, err)
-			case store.Interrupted(ctx, err):
-				why := "the bucket changed since it was read, and not by this write"
-				if rerr != nil {
-					why = fmt.Sprintf("re-reading the bucket failed: %v", rerr)
-				}
-				return res, fmt.Errorf("%s %s was interrupted while its write was in flight, and %s: %w: check it with koshactl ratelimit get %s",
-					c.Op, c.Client, why, ErrOutcomeUnknown, c.Client)
-			case rerr == nil && errors.Is(err, store.ErrConditionFailed):
-				first = &readItem{item: cur}
-			}
-		}
-		if !errors.Is(err, store.ErrConditionFailed) {
-			return res, fmt.Errorf("write bucket %s: %w", c.Client, err)
-		}
-		if res.Attempts == MutationAttempts {
-			return res, fmt.Errorf("%s %s: %w; re-run the command", c.Op, c.Client, ErrBusy)
+			// The data plane fails open on this item: replacing it is the repair.
+			res.Malformed = err
+		} else {
+			cur = &bk
 		}
 	}
-}
-
-// ErrOutcomeUnknown marks a bucket write the caller's interrupt stopped in
-// flight whose outcome a re-read could not settle: the bucket may have been
-// changed, and nothing recorded it. It matches audit.ErrAuditWrite (exit 8:
-// a change may have been made without its record), never
-// context.Canceled.
-var ErrOutcomeUnknown error = outcomeUnknown{}
-
-type outcomeUnknown struct{}
-
-func (outcomeUnknown) Error() string {
-	return "the bucket may or may not have been changed, and no audit record was written"
-}
-func (outcomeUnknown) Is(target error) bool { return target == audit.ErrAuditWrite }
-
-// notLanded reports whether the bucket re-read as cur (nil: absent) proves
-// that a write conditional on raw (the item read, nil: absent) did not land:
-// it is still the item read, or it carries the same non-empty write_id (only
-// takes wrote since, and a take copies the token of the write it follows, so
-// a landed write would show its own).
-func notLanded(raw, cur store.Item) bool {
+	res.Before = StatusOf(c.Client, cur, b.limits, now)
+	if res.Malformed == nil && noop(c.Op, res.Before, want) {
+		res.After = res.Before
+		return res, Bucket{}, store.Condition{}
+	}
+	next := Bucket{Client: c.Client, Tokens: want, UpdatedAtMs: now.UnixMilli()}
+	cond := store.IfAbsent()
 	switch {
-	case raw == nil || cur == nil:
-		return raw == nil && cur == nil
-	case raw.WriteID() != "" && cur.WriteID() == raw.WriteID():
-		return true
-	case len(raw) != len(cur):
-		return false
-	}
-	for k, v := range raw {
-		if w, ok := cur[k]; !ok || !store.Equal(v, w) {
-			return false
+	case cur != nil:
+		next.UpdatedAtMs = max(next.UpdatedAtMs, cur.UpdatedAtMs+1)
+		cond = store.IfEquals(AttrUpdatedAt, cur.UpdatedAtMs)
+	case raw != nil:
+		res.Before.Exists = true
+		if u, ok := raw.Int(AttrUpdatedAt); ok {
+			next.UpdatedAtMs = max(next.UpdatedAtMs, u+1)
 		}
+		cond = unchanged(raw)
 	}
-	return true
+	next.TTL = b.limits.TTL(next.UpdatedAtMs, next.Tokens)
+	res.After = StatusOf(c.Client, &next, b.limits, now)
+	res.Changed = true
+	return res, next, cond
 }
 
 // unchanged is the best condition on a malformed item: that one of its
@@ -542,62 +456,22 @@ func auditView(s Status, malformed error) AuditView {
 	return v
 }
 
-// ApplyAudited makes the change (c.DryRun is ignored: it always writes) and
-// records it, with subject rl#<client>. Nothing is recorded when nothing
-// changed. When the bucket was written but the record was not, the result is
-// returned with an error wrapping audit.ErrAuditWrite: an
-// *audit.UnwrittenError when `koshactl audit repair` can write it.
-//
-// A bucket item holds no actor, reason or before-image, so a missing record
-// cannot be rebuilt from the bucket. When the caller's context is already
-// done at the append (the write was interrupted in flight and a re-read
-// confirmed it, or the interrupt came right after the write), the record is
-// appended with [audit.Entry.Once] on the write's token: the claim, written
-// on a context of its own, holds the record, and [Buckets.RepairAudit]
-// writes it from there.
+// ApplyAudited makes the change and records it (subject rl#<client>) in
+// one store change ([store.Apply]): the bucket's write and its record land
+// together or not at all. Nothing is written or recorded when the bucket
+// already is in the requested state. A write refused because a take landed
+// since the read is rebuilt from a re-read, as a new change, up to
+// [MutationAttempts] times; then the error wraps [ErrBusy]. When the store
+// could not be reached to settle a lost answer, the error wraps
+// [store.ErrOutcomeUnknown].
 func (b *Buckets) ApplyAudited(ctx context.Context, log audit.Appender, actor, reason string, c Change) (ChangeResult, audit.Record, error) {
-	return b.applyAudited(ctx, log, actor, reason, c, nil)
-}
-
-func (b *Buckets) applyAudited(ctx context.Context, log audit.Appender, actor, reason string, c Change, first *readItem) (ChangeResult, audit.Record, error) {
-	c.DryRun = false
-	res, err := b.apply(ctx, c, first)
-	if err != nil || !res.Changed {
-		return res, audit.Record{}, err
+	if err := c.Validate(b.limits); err != nil {
+		return ChangeResult{Change: c}, audit.Record{}, err
 	}
-	e := audit.Entry{Actor: actor, Action: c.Op.Action(), Subject: Key(c.Client), Reason: reason,
-		Before: auditView(res.Before, res.Malformed), After: auditView(res.After, nil)}
-	rec, err := log.Append(ctx, e)
-	if err == nil {
-		return res, rec, nil
+	raw, err := b.readRaw(ctx, c.Client)
+	if err != nil {
+		return ChangeResult{Change: c}, audit.Record{}, err
 	}
-	return res, rec, fmt.Errorf("bucket %s was changed (%s), but %w", c.Client, c.Op, err)
-}
-
-// AuditRepairer is what [Buckets.RepairAudit] needs of the audit log;
-// *audit.Log implements it.
-type AuditRepairer interface {
-	RepairClaimed(ctx context.Context, token, subject, repairer string) (audit.Record, bool, error)
-}
-
-// ErrNothingToRepair reports a write id that names no claimed change of the
-// bucket; it wraps store.ErrNotFound.
-var ErrNothingToRepair = fmt.Errorf("nothing to repair: %w", store.ErrNotFound)
-
-// RepairAudit writes the audit record of client's bucket change that writeID
-// names, when the change's own append did not land (the command printed
-// this repair on exit 8), with repairer as the record's repaired_by. The
-// record is written from the claim on writeID ([Buckets.ApplyAudited]),
-// never from the caller: the bucket item holds no actor, reason or
-// before-image. The record's pk follows from the claim, so running the
-// repair twice writes one record (written false the second time). A write
-// id with no claim, or whose claim records another subject, returns an
-// error wrapping [ErrNothingToRepair].
-func (b *Buckets) RepairAudit(ctx context.Context, log AuditRepairer, client, writeID, repairer string) (audit.Record, bool, error) {
-	if err := ValidateClientID(client); err != nil {
-		return audit.Record{}, false, err
-	}
-	subject := Key(client)
-	_ = subject
-	return audit.Record{}, false, ErrNothingToRepair
+	o := b.commit(ctx, log, recordBy{actor: actor, reason: reason}, []Change{c}, []store.Item{raw})[0]
+	return o.Result, o.Record, o.Err
 }

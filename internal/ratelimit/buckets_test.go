@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -46,13 +48,44 @@ func take(t *testing.T, l *limiter.Limiter, client string) limiter.Decision {
 	return d
 }
 
-func apply(t *testing.T, b *ratelimit.Buckets, c ratelimit.Change) ratelimit.ChangeResult {
+// newLog is an audit log on s, the store the buckets are on.
+func newLog(s interface {
+	Get(ctx context.Context, pk string) (store.Item, error)
+	Put(ctx context.Context, item store.Item, cond store.Condition) error
+	Transact(ctx context.Context, c store.Change) error
+	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
+}, clk clock.Clock) *audit.Log {
+	return audit.NewLog(s, clk, "test")
+}
+
+// apply makes c and records it on log.
+func apply(t *testing.T, b *ratelimit.Buckets, log audit.Appender, c ratelimit.Change) ratelimit.ChangeResult {
 	t.Helper()
-	res, err := b.Apply(context.Background(), c)
+	res, _, err := b.ApplyAudited(context.Background(), log, "tester", "", c)
 	if err != nil {
 		t.Fatalf("%s %s: %v", c.Op, c.Client, err)
 	}
 	return res
+}
+
+// plan is c's dry run.
+func plan(t *testing.T, b *ratelimit.Buckets, c ratelimit.Change) ratelimit.ChangeResult {
+	t.Helper()
+	res, err := b.Plan(context.Background(), c)
+	if err != nil {
+		t.Fatalf("plan %s %s: %v", c.Op, c.Client, err)
+	}
+	return res
+}
+
+// records lists log's records on subject, read with a scan.
+func records(t *testing.T, log *audit.Log, subject string) []audit.Record {
+	t.Helper()
+	l, err := log.List(context.Background(), audit.Query{Subject: subject, Scan: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Records
 }
 
 func TestBucketsGet(t *testing.T) {
@@ -133,31 +166,35 @@ func TestBucketsReset(t *testing.T) {
 	s := ratelimittest.NewMemStore()
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
+	log := newLog(s, clk)
 
-	// Missing and full buckets: nothing to do, nothing written.
-	res := apply(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+	// Missing and full buckets: nothing to do, nothing written or recorded.
+	res := apply(t, b, log, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
 	if res.Changed || res.Attempts != 0 {
 		t.Errorf("reset of a missing bucket: %+v", res)
 	}
 	s.Set(ratelimit.Bucket{Client: "c", Tokens: 15, UpdatedAtMs: t0 - 10_000}.Item())
-	if res := apply(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"}); res.Changed {
+	if res := apply(t, b, log, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"}); res.Changed {
 		t.Errorf("reset of a bucket refilled to full: %+v", res)
 	}
-	if _, puts := s.Counts(); puts != 0 {
-		t.Fatalf("no-op resets wrote %d times", puts)
+	if _, writes := s.Counts(); writes != 0 {
+		t.Fatalf("no-op resets wrote %d times", writes)
+	}
+	if got := records(t, log, "rl#c"); len(got) != 0 {
+		t.Fatalf("no-op resets recorded %+v", got)
 	}
 
 	s.Set(ratelimit.Bucket{Client: "c", Tokens: 0.5, UpdatedAtMs: t0 + 3}.Item()) // stamped ahead of our clock
-	res = apply(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c", DryRun: true})
-	if !res.Changed || res.After.Tokens != 20 || res.Before.Tokens != 0.5 {
-		t.Errorf("dry run: %+v", res)
+	res = plan(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+	if !res.Changed || res.After.Tokens != 20 || res.Before.Tokens != 0.5 || res.Attempts != 0 {
+		t.Errorf("plan: %+v", res)
 	}
 	if got := ratelimittest.Stored(t, s, "c"); got.Tokens != 0.5 {
-		t.Fatalf("dry run wrote: %+v", got)
+		t.Fatalf("plan wrote: %+v", got)
 	}
-	res = apply(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+	res = apply(t, b, log, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
 	got := ratelimittest.Stored(t, s, "c")
-	if !res.Changed || got.Tokens != 20 || got.UpdatedAtMs != t0+4 || got.TTL != (t0+4)/1000+1+3600 {
+	if !res.Changed || got.Tokens != 20 || got.UpdatedAtMs != t0+4 || got.TTL != (t0+4)/1000+1+3600 || got.WriteID != res.WriteID {
 		t.Errorf("reset: %+v, stored %+v", res, got)
 	}
 	// The data plane reads it as full and admits.
@@ -170,10 +207,11 @@ func TestBucketsDrainAndSet(t *testing.T) {
 	s := ratelimittest.NewMemStore()
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
+	log := newLog(s, clk)
 	dataPlane := newLimiter(t, s, clk)
 
 	// Drain of a missing (full) bucket creates it empty.
-	res := apply(t, b, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	res := apply(t, b, log, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
 	if !res.Changed || res.Before.Exists || ratelimittest.Stored(t, s, "c").Tokens != 0 {
 		t.Fatalf("drain: %+v", res)
 	}
@@ -184,13 +222,13 @@ func TestBucketsDrainAndSet(t *testing.T) {
 		t.Errorf("drain stored %v, want a plain 0", got.Tokens)
 	}
 	// Draining again at the same instant changes nothing.
-	if res := apply(t, b, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"}); res.Changed {
+	if res := apply(t, b, log, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"}); res.Changed {
 		t.Errorf("second drain: %+v", res)
 	}
 
 	// Drain for 30 s: refused for 31 s (30 s back to zero, 1 s to a token).
 	clk.Advance(2 * time.Second)
-	res = apply(t, b, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c", HoldFor: 30 * time.Second})
+	res = apply(t, b, log, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c", HoldFor: 30 * time.Second})
 	if ratelimittest.Stored(t, s, "c").Tokens != -30 || res.After.RetryAfter != 31*time.Second {
 		t.Fatalf("timed drain: %+v", res)
 	}
@@ -204,23 +242,30 @@ func TestBucketsDrainAndSet(t *testing.T) {
 	}
 
 	// Set.
-	res = apply(t, b, ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 7.5})
+	res = apply(t, b, log, ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 7.5})
 	if !res.Changed || ratelimittest.Stored(t, s, "c").Tokens != 7.5 {
 		t.Errorf("set: %+v", res)
 	}
-	if res := apply(t, b, ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 7.5}); res.Changed {
+	if res := apply(t, b, log, ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 7.5}); res.Changed {
 		t.Errorf("set to the current value wrote: %+v", res)
+	}
+	// Three changes made, three recorded; the no-ops recorded nothing.
+	if got := records(t, log, "rl#c"); len(got) != 3 {
+		t.Errorf("%d records, want 3: %+v", len(got), got)
 	}
 	for _, bad := range []ratelimit.Change{
 		{Op: ratelimit.OpSet, Client: "c", Tokens: 21},
 		{Op: ratelimit.OpSet, Client: "c", Tokens: -1},
 		{Op: ratelimit.OpDrain, Client: "c", HoldFor: 2 * time.Hour},
 	} {
-		if _, err := b.Apply(context.Background(), bad); !errors.Is(err, ratelimit.ErrInvalidTokens) {
+		if _, _, err := b.ApplyAudited(context.Background(), log, "tester", "", bad); !errors.Is(err, ratelimit.ErrInvalidTokens) {
 			t.Errorf("%+v: %v", bad, err)
 		}
+		if _, err := b.Plan(context.Background(), bad); !errors.Is(err, ratelimit.ErrInvalidTokens) {
+			t.Errorf("plan %+v: %v", bad, err)
+		}
 	}
-	if _, err := b.Apply(context.Background(), ratelimit.Change{Op: ratelimit.OpReset, Client: "rl#c"}); !errors.Is(err, ratelimit.ErrInvalidClient) {
+	if _, _, err := b.ApplyAudited(context.Background(), log, "tester", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "rl#c"}); !errors.Is(err, ratelimit.ErrInvalidClient) {
 		t.Errorf("bad client: %v", err)
 	}
 }
@@ -231,6 +276,7 @@ func TestBucketsRepairMalformed(t *testing.T) {
 	s := ratelimittest.NewMemStore()
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
+	log := newLog(s, clk)
 	for _, bad := range []store.Item{
 		{"pk": "rl#c", "tokens": "lots", "updated_at": t0 + 5},
 		{"pk": "rl#c", "tokens": "lots"},
@@ -240,11 +286,11 @@ func TestBucketsRepairMalformed(t *testing.T) {
 		if _, err := b.Get(context.Background(), "c"); !errors.Is(err, ratelimit.ErrMalformedBucket) {
 			t.Fatalf("get %v: %v", bad, err)
 		}
-		dry := apply(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c", DryRun: true})
+		dry := plan(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
 		if !dry.Changed || dry.Malformed == nil || !dry.Before.Exists {
-			t.Errorf("dry reset of %v: %+v", bad, dry)
+			t.Errorf("plan reset of %v: %+v", bad, dry)
 		}
-		res, rec, err := b.ApplyAudited(context.Background(), recorder{}, "op", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+		res, rec, err := b.ApplyAudited(context.Background(), log, "op", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
 		if err != nil || !res.Changed || !errors.Is(res.Malformed, ratelimit.ErrMalformedBucket) {
 			t.Fatalf("reset of %v: %+v, %v", bad, res, err)
 		}
@@ -260,83 +306,104 @@ func TestBucketsRepairMalformed(t *testing.T) {
 			t.Errorf("audit before = %s", rec.Before)
 		}
 	}
-	// Someone else rewrote the broken item meanwhile: the repair is refused.
+	// Someone else rewrote the broken item meanwhile: the change is refused,
+	// and rebuilt from a re-read as a new change, which alone is recorded.
 	s.Set(store.Item{"pk": "rl#c", "tokens": "lots"})
 	race := &ratelimittest.Interfering{MemStore: s, OnGet: func() { s.Set(store.Item{"pk": "rl#c", "tokens": "more"}) }}
-	res, err := newBuckets(t, race, clock.NewFake(epoch)).Apply(context.Background(), ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	res, rec, err := newBuckets(t, race, clk).ApplyAudited(context.Background(), log, "op", "", ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
 	if err != nil || res.Attempts != 2 {
-		t.Fatalf("drain: %+v, %v; want the first write refused", res, err)
+		t.Fatalf("drain: %+v, %v; want the first change refused", res, err)
 	}
-	if got := ratelimittest.Stored(t, s, "c"); got.Tokens != 0 {
+	if got := ratelimittest.Stored(t, s, "c"); got.Tokens != 0 || got.WriteID != res.WriteID {
 		t.Errorf("the retry after the race should have replaced the new item: %+v", got)
 	}
+	if !strings.Contains(string(rec.Before), `more`) {
+		t.Errorf("the record's before is not the item the retry replaced: %s", rec.Before)
+	}
+	if got := records(t, log, "rl#c"); len(got) != 4 {
+		t.Errorf("%d records, want 4 (the three repairs and the drain that landed)", len(got))
+	}
 }
 
-// recorder is an audit.Appender that returns the record it was asked to write.
-type recorder struct{}
-
-func (recorder) Append(_ context.Context, e audit.Entry) (audit.Record, error) {
-	before, _ := json.Marshal(e.Before)
-	return audit.Record{ID: "x", Action: e.Action, Before: before}, nil
-}
-
-// busyStore refuses the first n conditional writes as if a data-plane take
-// had landed between read and write, changing the bucket each time.
+// busyStore refuses the first n changes as if a data-plane take had landed
+// on each of their buckets between read and write.
 type busyStore struct {
 	*ratelimittest.MemStore
 	n int
 }
 
-func (b *busyStore) Put(ctx context.Context, it store.Item, cond store.Condition) error {
+func (b *busyStore) Transact(ctx context.Context, c store.Change) error {
 	if b.n > 0 {
 		b.n--
-		cur, _ := b.Get(ctx, it.PK())
-		bk, _ := ratelimit.BucketFromItem(cur)
-		bk.Tokens--
-		bk.UpdatedAtMs++
-		b.Set(bk.Item())
+		for _, op := range c.Ops {
+			if !strings.HasPrefix(op.PK(), ratelimit.KeyPrefix) {
+				continue
+			}
+			cur, _ := b.Get(ctx, op.PK())
+			bk, _ := ratelimit.BucketFromItem(cur)
+			bk.Tokens--
+			bk.UpdatedAtMs++
+			b.Set(bk.Item())
+		}
 	}
-	return b.MemStore.Put(ctx, it, cond)
+	return b.MemStore.Transact(ctx, c)
 }
 
+// A refused change is rebuilt from a re-read, under a new token with a new
+// record: only the change that lands is recorded, once.
 func TestBucketsRetryAndBusy(t *testing.T) {
 	m := ratelimittest.NewMemStore()
 	m.Set(ratelimit.Bucket{Client: "c", Tokens: 10, UpdatedAtMs: t0}.Item())
 	s := &busyStore{MemStore: m, n: 2}
-	b := newBuckets(t, s, clock.NewFake(epoch))
-	res := apply(t, b, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	clk := clock.NewFake(epoch)
+	b := newBuckets(t, s, clk)
+	log := newLog(m, clk)
+	res := apply(t, b, log, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
 	if res.Attempts != 3 || res.Before.Stored.Tokens != 8 || res.Before.Stored.UpdatedAtMs != t0+2 {
 		t.Errorf("after two races: %+v (before must be the state actually replaced)", res)
 	}
-	if got := ratelimittest.Stored(t, m, "c"); got.Tokens != 0 || got.UpdatedAtMs != t0+3 {
+	got := ratelimittest.Stored(t, m, "c")
+	if got.Tokens != 0 || got.UpdatedAtMs != t0+3 || got.WriteID != res.WriteID {
 		t.Errorf("stored %+v", got)
 	}
+	recs := records(t, log, "rl#c")
+	if len(recs) != 1 || recs[0].Change != res.WriteID || !strings.Contains(string(recs[0].Before), `"tokens":8`) {
+		t.Fatalf("records %+v, want one, of the change that landed (%s), before = 8 tokens", recs, res.WriteID)
+	}
 	s.n = ratelimit.MutationAttempts
-	_, err := b.Apply(context.Background(), ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+	_, _, err := b.ApplyAudited(context.Background(), log, "tester", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
 	if !errors.Is(err, ratelimit.ErrBusy) || !errors.Is(err, store.ErrConditionFailed) {
 		t.Errorf("always raced: %v", err)
 	}
+	if got := records(t, log, "rl#c"); len(got) != 1 {
+		t.Errorf("%d records after a reset that never landed, want 1", len(got))
+	}
 }
 
-type failingAuditor struct{}
+// failingStager is an audit.Appender that cannot make a record.
+type failingStager struct{}
 
-func (failingAuditor) Append(context.Context, audit.Entry) (audit.Record, error) {
+func (failingStager) Append(context.Context, audit.Entry) (audit.Record, error) {
 	return audit.Record{}, fmt.Errorf("%w: disk full", audit.ErrAuditWrite)
+}
+
+func (failingStager) Stage(context.Context, audit.Entry, string, int) (audit.Record, store.Op, error) {
+	return audit.Record{}, store.Op{}, fmt.Errorf("%w: cannot encode", audit.ErrAuditWrite)
 }
 
 func TestBucketsApplyAudited(t *testing.T) {
 	s := ratelimittest.NewMemStore()
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
-	log := audit.NewLog(auditStore{s}, clk, "test")
+	log := newLog(s, clk)
 	ctx := context.Background()
 
-	res, rec, err := b.ApplyAudited(ctx, log, "alice@laptop", "drill", ratelimit.Change{Op: ratelimit.OpDrain, Client: "c", DryRun: true})
-	if err != nil || !res.Changed || rec.ID == "" {
+	res, rec, err := b.ApplyAudited(ctx, log, "alice@laptop", "drill", ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	if err != nil || !res.Changed || rec.ID == "" || res.Attempts != 1 || res.Confirmed {
 		t.Fatalf("drain: %+v %+v %v", res, rec, err)
 	}
-	if ratelimittest.Stored(t, s, "c").Tokens != 0 {
-		t.Error("audited apply honored DryRun; it must always write")
+	if got := ratelimittest.Stored(t, s, "c"); got.Tokens != 0 || got.WriteID != res.WriteID || rec.Change != res.WriteID {
+		t.Errorf("stored %+v, record of change %q; want both of change %s", got, rec.Change, res.WriteID)
 	}
 	if rec.Action != "ratelimit.drain" || rec.Subject != "rl#c" || rec.Actor != "alice@laptop" || rec.Reason != "drill" {
 		t.Errorf("record: %+v", rec)
@@ -348,6 +415,9 @@ func TestBucketsApplyAudited(t *testing.T) {
 	if before["exists"] != false || before["refilled_tokens"] != 20.0 || after["tokens"] != 0.0 || after["updated_at"] != float64(t0) {
 		t.Errorf("before %v after %v", before, after)
 	}
+	if recs := records(t, log, "rl#c"); len(recs) != 1 || recs[0].ID != rec.ID {
+		t.Errorf("records %+v, want exactly the drain's", recs)
+	}
 
 	// A reset of a full bucket records nothing.
 	clk.Advance(time.Minute)
@@ -355,20 +425,151 @@ func TestBucketsApplyAudited(t *testing.T) {
 	if err != nil || rec.ID != "" {
 		t.Errorf("no-op reset recorded: %+v %v", rec, err)
 	}
-	recs, err := log.List(ctx, audit.Query{})
-	if err != nil || len(recs.Records) != 1 {
-		t.Errorf("audit records: %v %v", recs, err)
+
+	// A record that cannot be made: nothing is written, and the error is
+	// not a change without its record.
+	_, _, err = b.ApplyAudited(ctx, failingStager{}, "a", "", ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 3})
+	if err == nil || errors.Is(err, audit.ErrAuditWrite) || ratelimittest.Stored(t, s, "c").Tokens != 0 {
+		t.Errorf("record failure: %v, stored %+v; want nothing written", err, ratelimittest.Stored(t, s, "c"))
 	}
 
-	// Written but not audited: the caller is told both.
-	_, _, err = b.ApplyAudited(ctx, failingAuditor{}, "a", "", ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 3})
-	if !errors.Is(err, audit.ErrAuditWrite) || !strings.Contains(err.Error(), "was changed") || ratelimittest.Stored(t, s, "c").Tokens != 3 {
-		t.Errorf("audit failure: %v", err)
+	// A store that refuses the write: nothing changed, nothing recorded.
+	s.FailPut = ratelimittest.ErrOutage
+	res, rec, err = b.ApplyAudited(ctx, log, "a", "", ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 3})
+	s.FailPut = nil
+	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrOutcomeUnknown) || rec.ID != "" || res.Confirmed {
+		t.Errorf("store outage: %+v, %+v, %v", res, rec, err)
+	}
+	if got := ratelimittest.Stored(t, s, "c"); got.Tokens != 0 {
+		t.Errorf("stored %+v after a refused write", got)
+	}
+	if recs := records(t, log, "rl#c"); len(recs) != 1 {
+		t.Errorf("%d records after a failed write, want 1", len(recs))
 	}
 }
 
-// auditStore gives the ratelimittest.MemStore the Put and Scan the audit log needs.
-type auditStore struct{ *ratelimittest.MemStore }
+// lostAnswer applies the first lose changes and then loses their answers
+// (the store wrote them; the caller hears an outage); with failReads, reads
+// fail from then on.
+type lostAnswer struct {
+	*ratelimittest.MemStore
+	lose      int
+	failReads bool
+	lost      bool
+	cancel    context.CancelFunc // when set, the loss is the caller's interrupt
+}
+
+func (l *lostAnswer) Transact(ctx context.Context, c store.Change) error {
+	err := l.MemStore.Transact(ctx, c)
+	if err != nil || l.lose == 0 {
+		return err
+	}
+	l.lose--
+	l.lost = true
+	if l.cancel != nil {
+		l.cancel()
+		return fmt.Errorf("change %s: %w", c.Token, ctx.Err())
+	}
+	return ratelimittest.ErrOutage
+}
+
+func (l *lostAnswer) Get(ctx context.Context, pk string) (store.Item, error) {
+	if l.lost && l.failReads {
+		return nil, ratelimittest.ErrOutage
+	}
+	return l.MemStore.Get(ctx, pk)
+}
+
+// A change whose answer is lost is settled by store.Apply: confirmed when
+// it landed, its record written with it, once; unknown when the store
+// cannot be read to tell.
+func TestBucketsLostAnswer(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	drain := ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"}
+	for _, tc := range []struct {
+		name      string
+		interrupt bool
+	}{{"outage", false}, {"interrupt", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := ratelimittest.NewMemStore()
+			s := &lostAnswer{MemStore: m, lose: 1}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.interrupt {
+				s.cancel = cancel
+			}
+			log := newLog(m, clk)
+			res, rec, err := newBuckets(t, s, clk).ApplyAudited(ctx, log, "me", "incident", drain)
+			if err != nil || !res.Confirmed || rec.ID == "" {
+				t.Fatalf("lost answer: %+v, %v; want confirmed", res, err)
+			}
+			if got := records(t, log, "rl#c"); len(got) != 1 || got[0].Change != res.WriteID || ratelimittest.Stored(t, m, "c").WriteID != res.WriteID {
+				t.Fatalf("records %+v; want exactly one, of change %s", got, res.WriteID)
+			}
+		})
+	}
+	t.Run("unreadable", func(t *testing.T) {
+		m := ratelimittest.NewMemStore()
+		s := &lostAnswer{MemStore: m, lose: 1, failReads: true}
+		res, rec, err := newBuckets(t, s, clk).ApplyAudited(context.Background(), newLog(m, clk), "me", "", drain)
+		if !errors.Is(err, store.ErrOutcomeUnknown) || errors.Is(err, audit.ErrAuditWrite) || res.Confirmed || rec.ID != "" {
+			t.Fatalf("lost answer, store unreadable: %+v, %v; want the outcome unknown", res, err)
+		}
+	})
+}
+
+// Interrupted before the change was sent: nothing written, nothing
+// recorded, and the error is the cancellation.
+func TestBucketsInterruptedBeforeSending(t *testing.T) {
+	m := ratelimittest.NewMemStore()
+	clk := clock.NewFake(epoch)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &ratelimittest.Interfering{MemStore: m, OnGet: cancel}
+	log := newLog(m, clk)
+	_, _, err := newBuckets(t, s, clk).ApplyAudited(ctx, log, "me", "", ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, store.ErrNotSent) {
+		t.Fatalf("interrupted before sending: %v", err)
+	}
+	if it := m.Item("rl#c"); len(it) != 0 {
+		t.Errorf("bucket written: %v", it)
+	}
+	if got := records(t, log, "rl#c"); len(got) != 0 {
+		t.Errorf("records: %+v", got)
+	}
+}
+
+// Claims an older koshactl wrote (audit#claim#<token>), planted or forged,
+// change nothing: a change writes its one record, claims are neither read
+// nor listed, and they are left as they were.
+func TestPlantedClaimsChangeNothing(t *testing.T) {
+	m := ratelimittest.NewMemStore()
+	clk := clock.NewFake(epoch)
+	log := newLog(m, clk)
+	token := strings.Repeat("ab", 16)
+	claims := []store.Item{
+		{"pk": "audit#claim#" + token, "subject": "rl#c", "actor": "mallory", "action": ratelimit.ActionReset, "reason": "forged", store.WriteIDAttr: token},
+		{"pk": "audit#claim#" + strings.Repeat("0", 32), "subject": "rl#c"},
+	}
+	for _, c := range claims {
+		m.Set(c)
+	}
+	// A bucket forged to carry the first claim's token.
+	m.Set(store.Item{"pk": "rl#c", "tokens": 0.0, "updated_at": t0, "ttl": t0/1000 + 3600, store.WriteIDAttr: token})
+	res := apply(t, newBuckets(t, m, clk), log, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+	if !res.Changed || res.Confirmed || res.WriteID == token {
+		t.Fatalf("reset: %+v", res)
+	}
+	recs := records(t, log, "rl#c")
+	if len(recs) != 1 || recs[0].Actor != "tester" || recs[0].Change != res.WriteID {
+		t.Fatalf("records %+v, want exactly the reset's", recs)
+	}
+	for _, c := range claims {
+		if got := m.Item(c.PK()); !reflect.DeepEqual(got, store.Normalize(c)) {
+			t.Errorf("claim %s became %v", c.PK(), got)
+		}
+	}
+}
 
 func TestOpNames(t *testing.T) {
 	for op, want := range map[ratelimit.Op][2]string{

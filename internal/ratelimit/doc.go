@@ -22,5 +22,6 @@
 // The take is documented where it lives (internal/dataplane/limiter): the
 // LLD's take with its four known flaws fixed. Operator changes here are
 // conditional on the same updated_at the take compares, stamped strictly
-// later, so an operator and a busy client never lose each other's write.
+// later, so an operator and a busy client never lose each other's write; each
+// is written with its audit record in one store change ([store.Apply]).
 package ratelimit

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -68,18 +69,19 @@ func TestConformance(t *testing.T) {
 func conformChanges(t *testing.T, s store.Store) {
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
+	log := newLog(s, clk)
 	l := newLimiter(t, s, clk)
-	apply(t, b, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	apply(t, b, log, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
 	if d := take(t, l, "c"); d.Allowed {
 		t.Fatalf("admitted after drain: %+v", d)
 	}
 	clk.Advance(5 * time.Second)
-	apply(t, b, ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 2.25})
+	apply(t, b, log, ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 2.25})
 	if st, _ := b.Get(context.Background(), "c"); st.Tokens != 2.25 || st.Stored.UpdatedAtMs != t0+5000 {
 		t.Errorf("after set: %+v", st)
 	}
 	take(t, l, "c")
-	res := apply(t, b, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+	res := apply(t, b, log, ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
 	if !res.Changed || res.Before.Stored.Tokens != 1.25 {
 		t.Errorf("reset: %+v", res)
 	}
@@ -96,41 +98,61 @@ func conformChanges(t *testing.T, s store.Store) {
 	// requested state.
 	busy := &storeBusy{Store: s, n: 2}
 	b2 := newBuckets(t, busy, clk)
-	if res := apply(t, b2, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"}); res.Attempts != 3 {
+	res = apply(t, b2, log, ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	if res.Attempts != 3 {
 		t.Errorf("attempts = %d", res.Attempts)
 	}
-	if got := ratelimittest.Stored(t, s, "c"); got.Tokens != 0 {
+	if got := ratelimittest.Stored(t, s, "c"); got.Tokens != 0 || got.WriteID != res.WriteID {
 		t.Errorf("stored %+v", got)
+	}
+	// Each change recorded once, the drain by the change that landed.
+	recs := records(t, log, "rl#c")
+	if len(recs) != 4 {
+		t.Fatalf("%d records, want 4 (drain, set, reset, drain)", len(recs))
+	}
+	var drains int
+	for _, r := range recs {
+		if r.Action == ratelimit.ActionDrain && r.Change == res.WriteID {
+			drains++
+		}
+	}
+	if drains != 1 {
+		t.Errorf("records %+v: want one of the last drain's change %s", recs, res.WriteID)
 	}
 }
 
-// storeBusy lands a data-plane take between each of the first n operator
-// reads and writes.
+// storeBusy lands a data-plane take on every bucket of each of the first n
+// operator changes, between its read and its write.
 type storeBusy struct {
 	store.Store
 	n int
 }
 
-func (b *storeBusy) Put(ctx context.Context, it store.Item, cond store.Condition) error {
+func (b *storeBusy) Transact(ctx context.Context, c store.Change) error {
 	if b.n > 0 {
 		b.n--
 		l, _ := limiter.New(b.Store, limiter.Config{Clock: clock.NewFake(epoch.Add(time.Minute))})
-		if _, err := l.Take(ctx, it.PK()[len(ratelimit.KeyPrefix):]); err != nil {
-			return err
+		for _, op := range c.Ops {
+			if client, ok := strings.CutPrefix(op.PK(), ratelimit.KeyPrefix); ok {
+				if _, err := l.Take(ctx, client); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	return b.Store.Put(ctx, it, cond)
+	return b.Store.Transact(ctx, c)
 }
 
 func conformList(t *testing.T, s store.Store) {
 	clk := clock.NewFake(epoch)
 	b := newBuckets(t, s, clk)
+	log := newLog(s, clk)
 	for i := range 30 {
 		c := ratelimit.Change{Op: ratelimit.OpSet, Client: fmt.Sprintf("client-%02d", i), Tokens: float64(i % 10)}
 		if c.Tokens == 0 {
 			c.Op = ratelimit.OpDrain
 		}
-		apply(t, b, c)
+		apply(t, b, log, c)
 	}
 	if err := s.Put(context.Background(), store.Item{"pk": "breaker#openai", "state": "forced_open"}, store.IfAbsent()); err != nil {
 		t.Fatal(err)

@@ -233,17 +233,39 @@ func Apply(ctx context.Context, tx Transactor, c Change) (Applied, error) {
 	if !unanswered && !errors.Is(err, ErrConditionFailed) {
 		return Applied{}, err
 	}
-	landed, rerr := proven(ctx, tx, c)
+	landed, rerr := settle(ctx, tx, c, err)
 	switch {
 	case rerr != nil && (unanswered || lost):
-		return Applied{}, fmt.Errorf("%w: it was sent and %v, and reading %s to settle it failed: %w",
-			ErrOutcomeUnknown, err, c.Proof, rerr)
+		return Applied{}, fmt.Errorf("%w: the store did not answer it, nor the read that settles it (%w)",
+			ErrOutcomeUnknown, rerr)
 	case rerr != nil:
 		return Applied{}, fmt.Errorf("%w; reading %s to tell it from this change's own retry failed: %w", err, c.Proof, rerr)
 	case landed:
 		return Applied{Confirmed: true}, nil
 	}
 	return Applied{}, err
+}
+
+// settle says whether c landed, after it failed with err. A refusal names
+// the writes whose conditions failed, with the items as stored (DynamoDB's
+// ALL_OLD): when c landed, the proof's own condition fails, since the proof
+// is a put of c's token that no condition written before c admits twice. So
+// a refusal that leaves the proof's condition holding is a conflict, and
+// one that shows the proof's stored item settles it without a read.
+// Otherwise (no answer, or a backend that did not say), one read of the
+// proof.
+func settle(ctx context.Context, tx Transactor, c Change, err error) (bool, error) {
+	var tce *TxConflictError
+	if errors.As(err, &tce) {
+		ce, refused := tce.On(c.Proof)
+		if !refused {
+			return false, nil
+		}
+		if ce.Current != nil {
+			return ce.Current.WriteID() == c.Token, nil
+		}
+	}
+	return proven(ctx, tx, c)
 }
 
 // proven reads c's proof: true when it carries c's token.
@@ -256,4 +278,39 @@ func proven(ctx context.Context, tx Transactor, c Change) (bool, error) {
 		return false, err
 	}
 	return it.WriteID() == c.Token, nil
+}
+
+// ApplyTo applies c to items, an in-memory table, all or nothing, as the
+// in-memory stores (the sandbox's, the tests') do inside their own lock:
+// every write's condition is checked against items first; when any fails
+// the error is a *TxConflictError naming each refused write (with a copy
+// of the item as stored) and items is left as it was. store applies to
+// each put before it is kept (a normalising copy).
+func (c Change) ApplyTo(items map[string]Item, keep func(Item) Item) error {
+	var conflict *TxConflictError
+	for _, op := range c.Ops {
+		cur := items[op.PK()]
+		if op.Cond.Holds(cur) {
+			continue
+		}
+		if conflict == nil {
+			conflict = &TxConflictError{}
+		}
+		ce := ConditionError{PK: op.PK()}
+		if cur != nil {
+			ce.Current = cur.Clone()
+		}
+		conflict.Conflicts = append(conflict.Conflicts, ce)
+	}
+	if conflict != nil {
+		return conflict
+	}
+	for _, op := range c.Ops {
+		if op.Put == nil {
+			delete(items, op.Delete)
+			continue
+		}
+		items[op.PK()] = keep(op.Put)
+	}
+	return nil
 }

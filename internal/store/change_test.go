@@ -59,8 +59,10 @@ func change(t *testing.T) store.Change {
 }
 
 var (
+	// conflict names both writes without the items (a backend that does
+	// not return them): only a read of the proof settles it.
 	conflict = func(store.Change) error {
-		return &store.TxConflictError{Conflicts: []store.ConditionError{{PK: "breaker#openai"}}}
+		return &store.TxConflictError{Conflicts: []store.ConditionError{{PK: "breaker#openai"}, {PK: "audit#1"}}}
 	}
 	unreachable = func(store.Change) error { return fmt.Errorf("send: %w", store.ErrUnavailable) }
 )
@@ -166,5 +168,31 @@ func TestApplyRefusesAChangeWithoutProof(t *testing.T) {
 	s := &scripted{items: map[string]store.Item{}}
 	if _, err := store.Apply(t.Context(), s, c); !errors.Is(err, store.ErrInvalidItem) || s.sends != 0 {
 		t.Errorf("Apply: %v after %d sends, want ErrInvalidItem before any send", err, s.sends)
+	}
+}
+
+// A refusal that names the stored items settles the change without a read:
+// the proof's own item carrying the token is a change that landed; a
+// refusal that leaves the proof's condition holding is a conflict.
+func TestApplySettlesARefusalFromTheItemsItNames(t *testing.T) {
+	t.Parallel()
+	c := change(t)
+	for _, tc := range []struct {
+		name      string
+		conflicts []store.ConditionError
+		confirmed bool
+	}{
+		{"the proof's item is this change's", []store.ConditionError{{PK: "breaker#openai"}, {PK: "audit#1", Current: store.Item{store.PK: "audit#1", store.WriteIDAttr: c.Token}}}, true},
+		{"the proof's item is another's", []store.ConditionError{{PK: "audit#1", Current: store.Item{store.PK: "audit#1", store.WriteIDAttr: "planted"}}}, false},
+		{"the proof's condition held", []store.ConditionError{{PK: "breaker#openai", Current: store.Item{store.PK: "breaker#openai"}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &scripted{items: map[string]store.Item{}}
+			s.answers = []func(store.Change) error{func(store.Change) error { return &store.TxConflictError{Conflicts: tc.conflicts} }}
+			res, err := store.Apply(t.Context(), s, c)
+			if res.Confirmed != tc.confirmed || (err == nil) != tc.confirmed || s.gets != 0 {
+				t.Errorf("Apply: %+v, %v after %d reads; want confirmed %v, no read", res, err, s.gets, tc.confirmed)
+			}
+		})
 	}
 }

@@ -132,13 +132,6 @@ const (
 type ConditionError struct {
 	PK      string
 	Current Item
-	// Retried is true when the refused attempt was the client's retry of an
-	// attempt whose answer it never got (a connection reset, a timeout after
-	// sending): that earlier attempt may have applied the write, and the
-	// refusal may be the write meeting its own condition. The caller
-	// resolves it by re-reading (see [WriteIDAttr]); it is never a
-	// conflict by itself.
-	Retried bool
 }
 
 func (e *ConditionError) Error() string {

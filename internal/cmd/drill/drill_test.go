@@ -32,7 +32,7 @@ func TestExitCodesMatchTheDocumentedOnes(t *testing.T) {
 		}
 	}
 	for _, c := range []int{exitcode.OK, exitcode.Error, exitcode.Usage, exitcode.NotFound, exitcode.Conflict,
-		exitcode.Unavailable, exitcode.Auth, exitcode.Refused, exitcode.Audit, exitcode.Interrupted} {
+		exitcode.Unavailable, exitcode.Auth, exitcode.Refused, exitcode.Unknown, exitcode.Interrupted} {
 		if c == run.ExitRollbackFailed {
 			t.Errorf("exit code %d for a failed rollback collides with an existing code", c)
 		}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
@@ -79,6 +80,22 @@ func overrides(t *testing.T, clk clock.Clock) *breaker.Overrides {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	return breaker.NewOverrides(st, clk)
+}
+
+// force forces an override on the local store as another writer would:
+// through the lever, with its audit record, in one transaction.
+func force(t *testing.T, clk clock.Clock, req breaker.ForceRequest) breaker.ForceResult {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(os.Getenv("KOSHACTL_STATE_DIR"), "local.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	res, _, err := breaker.NewOverrides(st, clk).Force(context.Background(), audit.NewLog(st, clk, "local"), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 func writeFile(t *testing.T, name, content string) string {

@@ -120,11 +120,7 @@ func TestValidateRefusesAStoreValueEchoedIntoAShellCommand(t *testing.T) {
 	e := clitest.New(t)
 	work := t.TempDir()
 	// A hostile writer's override: the actor is shell code.
-	if _, err := overrides(t, e.Clock).Force(context.Background(), breaker.ForceRequest{
-		Dependency: "openai", Actor: "$(touch pwned3)", Reason: "someone else's", For: time.Hour,
-	}); err != nil {
-		t.Fatal(err)
-	}
+	force(t, e.Clock, breaker.ForceRequest{Dependency: "openai", Actor: "$(touch pwned3)", Reason: "someone else's", For: time.Hour})
 	src := func(run, dir string) string {
 		return `
 name: hostile-store

@@ -125,16 +125,16 @@ func TestRecoverRefusesAForgedRestore(t *testing.T) {
 
 // Someone forces openai after the run, with the run's tag in the reason:
 // alice, with the journal edited to name her as the run's actor; or the
-// run's own actor (a shared CI role), with written_version dropped from the
-// journal. Recover clears neither: the actor and the version come from the
-// audit trail, and the override is not the write it names.
+// run's own actor (a shared CI role), with write_id dropped from the
+// journal. Recover clears neither: the actor comes from the audit trail,
+// and the override's write_id is no change the run recorded.
 func TestRecoverDoesNotClearAnotherOperatorsOverride(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		forgeName bool
 	}{
 		{"forged actor", true},
-		{"missing written_version", false},
+		{"missing write_id", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := clitest.New(t)
@@ -145,13 +145,11 @@ func TestRecoverDoesNotClearAnotherOperatorsOverride(t *testing.T) {
 			if !tc.forgeName {
 				alice = j.Actor
 			}
-			if _, err := ov.Force(context.Background(), breaker.ForceRequest{Dependency: "openai", Actor: alice,
-				Reason: "drill levers run " + j.RunID + ": real incident", For: time.Hour}); err != nil {
-				t.Fatal(err)
-			}
+			force(t, e.Clock, breaker.ForceRequest{Dependency: "openai", Actor: alice,
+				Reason: "drill levers run " + j.RunID + ": real incident", For: time.Hour})
 			for i := range j.Rollbacks {
 				if l := j.Rollbacks[i].Lever; l != nil {
-					l.WrittenVersion = 0
+					l.WriteID = ""
 				}
 			}
 			if tc.forgeName {
@@ -165,7 +163,7 @@ func TestRecoverDoesNotClearAnotherOperatorsOverride(t *testing.T) {
 					t.Fatalf("forged actor: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 				}
 			} else if r.Code != exitcode.OK || !strings.Contains(r.Stderr, "left alone: "+alice+" now holds it") {
-				t.Fatalf("missing written_version: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+				t.Fatalf("missing write_id: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 			}
 			if o, err := ov.Get(context.Background(), "openai"); err != nil || o.Actor != alice {
 				t.Errorf("alice's override was touched: %+v %v", o, err)
@@ -184,13 +182,11 @@ func TestRecoverRefusesAJournalOfAnotherRun(t *testing.T) {
 	killed(t, &j)
 	ov := overrides(t, e.Clock)
 	// The state a kill leaves: the drill's override in place.
-	if _, err := ov.Force(context.Background(), breaker.ForceRequest{Dependency: "openai", Actor: "tester@test", Reason: "drill levers run " + other.RunID, For: time.Hour}); err != nil {
-		t.Fatal(err)
-	}
+	force(t, e.Clock, breaker.ForceRequest{Dependency: "openai", Actor: "tester@test", Reason: "drill levers run " + other.RunID, For: time.Hour})
 	j.RunID = other.RunID
 	writeJournal(t, jpath, j)
 	r := e.Run("drill", "recover", jpath)
-	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "disagreement: rollback rb-1 (breaker#openai): the journal says the drill wrote version") ||
+	if r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "disagreement: rollback rb-1 (breaker#openai): the journal says the drill's last change on it was ") ||
 		!strings.Contains(r.Stderr, "no write of run "+other.RunID) {
 		t.Fatalf("journal of another run: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
 	}

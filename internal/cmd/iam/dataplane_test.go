@@ -45,8 +45,10 @@ type drillWorld struct {
 	enf, dpEnf    *iamtest.Enforcer
 	cw            *cwfake.Server
 	cliRec, dpRec *recorder
-	dir           string
-	sbErr         *syncbuf.Buffer
+	// cliProxy and dpProxy are the two principals' DynamoDB endpoints.
+	cliProxy, dpProxy *iamtest.Proxy
+	dir               string
+	sbErr             *syncbuf.Buffer
 	// quick shortens the example drills' waits (30 s to 5 s, rollbacks to
 	// 2 s) for runs that are meant to fail: a denied lever then fails in
 	// seconds rather than after the drill's full patience.
@@ -64,12 +66,13 @@ func newDrillWorld(t *testing.T) *drillWorld {
 	sns := newFakeSNS(t, enf)
 	dpProxy, dpRec := dynamoProxy(t, endpoint, sm.Principal(dpEnf.Check), cw.URL, testTarget, dpEnf)
 	cliProxy, cliRec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, enf)
-	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, cliProxy, sns.URL(), cw.URL) +
-		strings.SplitN(fmt.Sprintf(contextYAML, "dp", "dp", moto.Region, dpProxy, sns.URL(), cw.URL), "\n", 3)[2])
+	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, cliProxy.URL, sns.URL(), cw.URL) +
+		strings.SplitN(fmt.Sprintf(contextYAML, "dp", "dp", moto.Region, dpProxy.URL, sns.URL(), cw.URL), "\n", 3)[2])
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "chaos", "key", "rotate")
 	cliRec.take()
-	w := &drillWorld{e: e, enf: enf, dpEnf: dpEnf, cw: cw, cliRec: cliRec, dpRec: dpRec, dir: t.TempDir(), sbErr: &syncbuf.Buffer{}}
+	w := &drillWorld{e: e, enf: enf, dpEnf: dpEnf, cw: cw, cliRec: cliRec, dpRec: dpRec, cliProxy: cliProxy, dpProxy: dpProxy,
+		dir: t.TempDir(), sbErr: &syncbuf.Buffer{}}
 
 	// The data plane: the sandbox on context dp, chaos on, until the test
 	// ends.
@@ -115,9 +118,11 @@ type drillRun struct {
 
 // drills are the example drills (docs/drills, as make test runs them,
 // pinned to context local and run here on dev), one more that reads its
-// gauges from CloudWatch, and the alarm drill, whose alarm flips mid-run.
-// Each returns its exit code; want is the code of a drill that did what it
-// should.
+// gauges from CloudWatch, and the alarm drill, whose alarm flips mid-run;
+// then two whose store loses an answer: openai-outage's clear (settled by
+// reading its record) and screening-sim-errors' first data-plane record
+// (settled by reading it). Each returns its exit code; want is the code of
+// a drill that did what it should.
 var drills = []struct {
 	drillRun
 	want int
@@ -128,6 +133,27 @@ var drills = []struct {
 	{drillRun{"cloudwatch-gauges", (*drillWorld).runCloudWatchDrill}, 0},
 	// Stopped by the alarm: exit 1.
 	{drillRun{"alarm-stop", (*drillWorld).runAlarmDrill}, 1},
+	{drillRun{"openai-outage, its clear's answer lost", func(w *drillWorld, t *testing.T) (int, string) {
+		loseChange(w.cliProxy, isClear)
+		defer w.cliProxy.LoseAnswers(nil)
+		lost := w.cliProxy.Lost()
+		code, stderr := w.runExample(t, "openai-outage")
+		if w.cliProxy.Lost() == lost {
+			t.Errorf("openai-outage: no clear's answer was lost")
+		}
+		return code, stderr
+	}}, 0},
+	{drillRun{"screening-sim-errors, a data-plane record's answer lost", func(w *drillWorld, t *testing.T) (int, string) {
+		loseChange(w.dpProxy, nil)
+		defer w.dpProxy.LoseAnswers(nil)
+		code, stderr := w.runExample(t, "screening-sim-errors")
+		// The data plane writes its records off the request path: wait
+		// for it to read the lost one back.
+		wait.Until(t, "the data plane to read back a record whose answer was lost", func() bool {
+			return w.dpRec.has(iam.Need{Action: iam.GetItem, Prefix: iam.DataPlaneItems})
+		})
+		return code, stderr
+	}}, 0},
 }
 
 func (w *drillWorld) runExample(t *testing.T, name string) (int, string) {

@@ -53,8 +53,10 @@ func NewCmdPolicy(f *cmdutil.Factory) *cobra.Command {
 			chaos key's secret, the breaker_state gauges and the SNS topics the context
 			announces its changes on (sns:Publish, for the roles that change things).
 			DynamoDB item actions are limited with dynamodb:LeadingKeys to the item
-			prefixes the role touches (breaker#, rl#, audit#). See docs/iam.md for what
-			each role is for.
+			prefixes the role touches (breaker#, rl#, audit#, the data plane's audit#dp#);
+			the writes of a change (a lever and its audit record, one TransactWriteItems)
+			are granted only inside a transaction (dynamodb:EnclosingOperation). See
+			docs/iam.md for what each role is for.
 
 			The account is --account, else the caller's (sts GetCallerIdentity).
 			When the chaos secret is encrypted with a customer-managed KMS key, give its

@@ -1,6 +1,7 @@
 package iam_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -27,11 +28,12 @@ import (
 // gauges and alarms in a fake CloudWatch, all three enforcing enf's policy.
 type awsWorld struct {
 	*clitest.Env
-	rec *recorder
-	cw  *cwfake.Server
-	sm  *smfake.Server
-	sns *snsfake.Server
-	enf *iamtest.Enforcer
+	proxy *iamtest.Proxy
+	rec   *recorder
+	cw    *cwfake.Server
+	sm    *smfake.Server
+	sns   *snsfake.Server
+	enf   *iamtest.Enforcer
 }
 
 const contextYAML = `current-context: %s
@@ -67,8 +69,8 @@ func newAWSWorld(t *testing.T) *awsWorld {
 	cw := newFakeCW(t, enf)
 	sns := newFakeSNS(t, enf)
 	proxy, rec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, enf)
-	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy, sns.URL(), cw.URL))
-	w := &awsWorld{Env: e, rec: rec, cw: cw, sm: sm, sns: sns, enf: enf}
+	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy.URL, sns.URL(), cw.URL))
+	w := &awsWorld{Env: e, proxy: proxy, rec: rec, cw: cw, sm: sm, sns: sns, enf: enf}
 	w.asRole(t, iam.Admin)
 	w.MustRun(0, "store", "init")
 	w.enf.SetPolicy(nil)
@@ -90,55 +92,111 @@ func (w *awsWorld) run(t *testing.T, args ...string) []iam.Need {
 }
 
 // cliStep is one command path of iam.Commands run from the CLI: setup
-// (unenforced) makes the state it acts on, args are its arguments.
+// (unenforced) makes the state it acts on, args are its arguments. With
+// lose, the store never answers the path's first change (every attempt of
+// it is applied and its answer lost), so the path settles it by reading
+// the change's proof.
 type cliStep struct {
 	path  string
 	setup func()
 	args  func() []string
+	lose  bool
+}
+
+// loseChange makes p lose every answer to the first change
+// (TransactWriteItems) from now for which match is true (nil: any): every
+// attempt of it, since they share its ClientRequestToken, and nothing
+// else. moto applies the first attempt and refuses the rest on their own
+// conditions; the client hears none of it, and store.Apply reads the
+// change's proof.
+func loseChange(p *iamtest.Proxy, match func(body []byte) bool) {
+	token := ""
+	p.LoseAnswers(func(op string, body []byte) bool {
+		if op != iam.TransactWriteItems {
+			return false
+		}
+		var in struct{ ClientRequestToken string }
+		if json.Unmarshal(body, &in) != nil || in.ClientRequestToken == "" {
+			return false
+		}
+		if token == "" && (match == nil || match(body)) {
+			token = in.ClientRequestToken
+		}
+		return in.ClientRequestToken == token
+	})
+}
+
+// isClear reports whether a TransactWriteItems body deletes an item: a
+// clear, settled (its answer lost) by reading its first record.
+func isClear(body []byte) bool { return bytes.Contains(body, []byte(`"Delete":`)) }
+
+// setupStep makes the state s acts on, unenforced, and arms its lost
+// answer.
+func (w *awsWorld) setupStep(s cliStep) {
+	w.enf.SetPolicy(nil)
+	w.proxy.LoseAnswers(nil)
+	if s.setup != nil {
+		s.setup()
+	}
+	if s.lose {
+		loseChange(w.proxy, nil)
+	}
 }
 
 // cliSteps are the command paths of iam.Commands the CLI runs in one world
 // (drill run, sandbox and the store commands have tests of their own).
 func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 	fixed := func(args ...string) func() []string { return func() []string { return args } }
-	var header, writeID string
-	return []cliStep{
-		{"breaker force-open", func() { w.Run("breaker", "clear", "--all", "--reason", "iam test") }, fixed("breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")},
-		{"breaker get", nil, fixed("breaker", "get", "openai")},
-		{"breaker list", nil, fixed("breaker", "list")},
-		{"breaker list --scan", nil, fixed("breaker", "list", "--scan")},
-		{"breaker status", nil, fixed("breaker", "status")},
+	var header string
+	steps := []cliStep{
+		{"breaker force-open", func() { w.Run("breaker", "clear", "--all", "--reason", "iam test") }, fixed("breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"), false},
+		{"breaker get", nil, fixed("breaker", "get", "openai"), false},
+		{"breaker list", nil, fixed("breaker", "list"), false},
+		{"breaker list --scan", nil, fixed("breaker", "list", "--scan"), false},
+		{"breaker status", nil, fixed("breaker", "status"), false},
 		{"breaker clear", func() {
 			w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m", "--overwrite")
 		},
-			fixed("breaker", "clear", "openai", "--reason", "iam test")},
-		{"ratelimit get", nil, fixed("ratelimit", "get", "agent-1")},
-		{"ratelimit list", nil, fixed("ratelimit", "list")},
-		{"ratelimit reset", nil, fixed("ratelimit", "reset", "agent-1", "--reason", "iam test")},
-		{"ratelimit drain", nil, fixed("ratelimit", "drain", "agent-1", "--reason", "iam test")},
-		{"ratelimit set", nil, fixed("ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "iam test")},
-		{"audit list", nil, fixed("audit", "list")},
-		{"audit list --scan", nil, fixed("audit", "list", "--scan")},
-		// The repair of a force whose record is there: it reads the
-		// claim (none) and the override, and its append is refused.
-		{"audit repair", func() {
-			w.Clock.Advance(time.Second) // its record is the newest
-			w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m", "--overwrite")
-			writeID = lastWriteID(t, w.Env, "breaker#openai")
-		}, func() []string { return []string{"audit", "repair", "breaker#openai", "--write-id", writeID} }},
-		{"chaos key id", nil, fixed("chaos", "key", "id")},
-		{"chaos sign", nil, fixed("chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value")},
+			fixed("breaker", "clear", "openai", "--reason", "iam test"), false},
+		{"ratelimit get", nil, fixed("ratelimit", "get", "agent-1"), false},
+		{"ratelimit list", nil, fixed("ratelimit", "list"), false},
+		{"ratelimit reset", nil, fixed("ratelimit", "reset", "agent-1", "--reason", "iam test"), false},
+		{"ratelimit drain", nil, fixed("ratelimit", "drain", "agent-1", "--reason", "iam test"), false},
+		{"ratelimit set", nil, fixed("ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "iam test"), false},
+		{"audit list", nil, fixed("audit", "list"), false},
+		{"audit list --scan", nil, fixed("audit", "list", "--scan"), false},
+		{"chaos key id", nil, fixed("chaos", "key", "id"), false},
+		{"chaos sign", nil, fixed("chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value"), false},
 		{"chaos verify", func() {
 			header = strings.TrimSpace(w.MustRun(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
-		}, func() []string { return []string{"chaos", "verify", header} }},
+		}, func() []string { return []string{"chaos", "verify", header} }, false},
 		// The clock is moved past the minimum key age.
-		{"chaos key rotate", func() { w.Clock.Advance(time.Hour) }, fixed("chaos", "key", "rotate")},
+		{"chaos key rotate", func() { w.Clock.Advance(time.Hour) }, fixed("chaos", "key", "rotate"), false},
 		// clear --all scans for every override, then clears each.
 		{"breaker clear --all", func() {
 			w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m", "--overwrite")
 			w.MustRun(0, "breaker", "force-open", "core-api", "--reason", "iam test", "--for", "10m", "--overwrite")
-		}, fixed("breaker", "clear", "--all", "--reason", "iam test")},
+		}, fixed("breaker", "clear", "--all", "--reason", "iam test"), false},
 	}
+	// Every path that changes something, its change's answer lost: a
+	// force's is settled by reading the override it put, a bucket change's
+	// by the bucket, a clear's and a lone record's by the change's first
+	// record.
+	lost := []cliStep{}
+	for _, s := range steps {
+		switch s.path {
+		case "breaker force-open", "breaker clear", "breaker clear --all", "ratelimit reset", "ratelimit drain", "ratelimit set",
+			"chaos sign", "chaos key rotate":
+			s.lose = true
+			if s.path == "ratelimit reset" {
+				// The bucket has refilled since (the clock moved an hour):
+				// drained, its reset changes it.
+				s.setup = func() { w.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "setup") }
+			}
+			lost = append(lost, s)
+		}
+	}
+	return append(steps, lost...)
 }
 
 // prepare makes the state every step expects: gauges, a first chaos key, a
@@ -159,24 +217,35 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 	w := newAWSWorld(t)
 	w.prepare()
 	seen := map[string]bool{}
+	called := map[string][]iam.Need{}
 	for _, s := range w.cliSteps(t) {
-		w.enf.SetPolicy(nil)
-		if s.setup != nil {
-			s.setup()
-		}
+		w.setupStep(s)
 		role := smallestRole(s.path)
 		if role == "" {
 			t.Fatalf("%s is in no role", s.path)
 		}
 		w.asRole(t, role)
+		lost := w.proxy.Lost()
 		got := w.run(t, s.args()...)
-		if d := sameNeeds(got, iam.Commands[s.path]); d != "" {
-			t.Errorf("koshactl %s: %s", s.path, d)
+		w.proxy.LoseAnswers(nil)
+		if s.lose && w.proxy.Lost() == lost {
+			t.Errorf("koshactl %s: no answer was lost", s.path)
 		}
+		for _, n := range got {
+			if !slices.Contains(iam.Commands[s.path], n) {
+				t.Errorf("koshactl %s (answer lost: %v) called %s, not in iam.Commands", s.path, s.lose, n)
+			}
+		}
+		called[s.path] = union(called[s.path], got)
 		if d := w.enf.TakeDenials(); len(d) > 0 {
 			t.Errorf("koshactl %s as %s: denied %v", s.path, role, d)
 		}
 		seen[s.path] = true
+	}
+	for path, got := range called {
+		if d := sameNeeds(got, iam.Commands[path]); d != "" {
+			t.Errorf("koshactl %s, with and without a lost answer: %s", path, d)
+		}
 	}
 	for _, path := range []string{"drill run", "sandbox"} {
 		seen[path] = true // TestDrillAndDataPlaneRolesCallExactlyAndNeedEachAction
@@ -209,12 +278,10 @@ func TestEveryActionOfTheCLIRolesIsNeeded(t *testing.T) {
 					if !slices.Contains(iam.RolePaths[role], s.path) {
 						continue
 					}
-					w.enf.SetPolicy(nil)
-					if s.setup != nil {
-						s.setup()
-					}
+					w.setupStep(s)
 					w.enf.SetPolicy(broken)
 					r := w.Run(s.args()...)
+					w.proxy.LoseAnswers(nil)
 					denied := w.enf.TakeDenials()
 					if action == iam.SNSPublish {
 						// A notification never fails the change: denied
@@ -369,7 +436,7 @@ func TestAdminRunsStoreCommands(t *testing.T) {
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-admin/pipeline")
 	sm := newFakeSM(t, e.Clock, enf)
 	proxy, rec := dynamoProxy(t, endpoint, sm.URL, "", testTarget, enf)
-	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy, "http://127.0.0.1:1", "http://127.0.0.1:1"))
+	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy.URL, "http://127.0.0.1:1", "http://127.0.0.1:1"))
 	full := policyOf(t, iam.Admin, testTarget)
 	enf.SetPolicy(full)
 	r := e.MustRun(0, "--debug", "store", "init")
@@ -407,7 +474,7 @@ func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 	useTable := func() string {
 		tables++
 		name := fmt.Sprintf("kosha-admin-%d", tables)
-		e.WriteConfig(strings.Replace(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy, "http://127.0.0.1:1", "http://127.0.0.1:1"),
+		e.WriteConfig(strings.Replace(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy.URL, "http://127.0.0.1:1", "http://127.0.0.1:1"),
 			"table: kosha-control", "table: "+name, 1))
 		return name
 	}

@@ -34,6 +34,13 @@ func (r *recorder) add(n iam.Need) {
 	}
 }
 
+// has reports whether n was recorded since the last take.
+func (r *recorder) has(n iam.Need) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.needs, n)
+}
+
 // take returns what was recorded since the last take and forgets it.
 func (r *recorder) take() []iam.Need {
 	r.mu.Lock()
@@ -50,25 +57,39 @@ var testTarget = iam.Target{Region: moto.Region, Account: "123456789012", Table:
 
 // dynamoProxy starts an iamtest proxy in front of moto at target that
 // records each DynamoDB operation with the prefix of every pk it names
-// (Key, Item, each key of a batch, or a scan's :prefix filter value) and
-// enforces enf's policy on the tables of tg. Secrets Manager requests (a
-// context's endpoint-url is the endpoint of every service) go to sm, and
+// (Key, Item, each key of a batch, or a scan's :prefix filter value; each
+// action of a transaction as the single-item write AWS authorizes it as)
+// and enforces enf's policy on the tables of tg. Secrets Manager requests
+// (a context's endpoint-url is the endpoint of every service) go to sm, and
 // CloudWatch's to cw, unrecorded: the --debug log records them, and those
 // fakes enforce enf themselves.
-func dynamoProxy(t *testing.T, target, sm, cw string, tg iam.Target, enf *iamtest.Enforcer) (string, *recorder) {
+func dynamoProxy(t *testing.T, target, sm, cw string, tg iam.Target, enf *iamtest.Enforcer) (*iamtest.Proxy, *recorder) {
 	t.Helper()
 	rec := &recorder{}
 	p := iamtest.NewProxy(t, target, sm, cw, tg, enf)
 	p.OnRequest = func(op string, body []byte) {
+		if op == iam.TransactWriteItems {
+			reqs, err := iamtest.DynamoDBRequests(tg, op, body)
+			if err != nil {
+				rec.add(iam.Need{Action: "dynamodb:" + op, Prefix: "?"})
+				return
+			}
+			for _, r := range reqs {
+				for _, pk := range r.Context["dynamodb:LeadingKeys"] {
+					rec.add(iam.Need{Action: r.Action, Prefix: iam.PrefixOf(pk), Transaction: true})
+				}
+			}
+			return
+		}
 		for _, prefix := range keyPrefixes(body) {
 			rec.add(iam.Need{Action: "dynamodb:" + op, Prefix: prefix})
 		}
 	}
-	return p.URL, rec
+	return p, rec
 }
 
-// keyPrefixes are the item kinds ("breaker#") a DynamoDB request body
-// names, or one "" for a request naming none.
+// keyPrefixes are the item kinds ("breaker#", "audit#dp#") a DynamoDB
+// request body names, or one "" for a request naming none.
 func keyPrefixes(body []byte) []string {
 	type attr struct {
 		S string `json:"S"`
@@ -92,8 +113,8 @@ func keyPrefixes(body []byte) []string {
 	}
 	var out []string
 	for _, pk := range pks {
-		if i := strings.IndexByte(pk, '#'); i >= 0 {
-			pk = pk[:i+1]
+		if pk != "" {
+			pk = iam.PrefixOf(pk)
 		}
 		if !slices.Contains(out, pk) {
 			out = append(out, pk)

@@ -11,9 +11,10 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
 )
 
-// Each bucket verb, its write's answer lost after moto applied it: the
-// SDK's retry meets the write's own condition, and the command must say the
-// write landed (confirmed by a re-read), exit 0, and audit it once.
+// Each bucket verb, its change's answer lost after the server applied it:
+// the SDK's retry of the same change meets the change's own conditions (or
+// is answered as done), and the command must say the change landed
+// (confirmed), exit 0, and have written its record once, with it.
 func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 	t.Parallel()
 	e, p := clitest.LostAnswerEnv(t)
@@ -28,10 +29,10 @@ func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 	}
 	var want []string
 	for _, st := range steps {
-		p.LoseNext("PutItem", 1, faultproxy.Reset)
-		lost := p.Lost("PutItem")
+		p.LoseNext(transact, 1, faultproxy.Reset)
+		lost := p.Lost(transact)
 		r := e.MustRun(0, append(append([]string{"ratelimit"}, st.args...), "-o", "json")...)
-		if p.Lost("PutItem") != lost+1 {
+		if p.Lost(transact) != lost+1 {
 			t.Fatalf("%s: the proxy lost no answer", st.args[0])
 		}
 		var out struct {
@@ -45,7 +46,7 @@ func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", st.args[0], err, r.Stdout)
 		}
 		if len(out.Results) != 1 || out.Results[0].Action != st.action || !out.Results[0].ConfirmedByReread || out.Results[0].AuditID == "" {
-			t.Fatalf("%s: results %s, want one %s, confirmed by re-read, with an audit id", st.args[0], r.Stdout, st.action)
+			t.Fatalf("%s: results %s, want one %s, confirmed, with an audit id", st.args[0], r.Stdout, st.action)
 		}
 		want = append(want, st.audit)
 		sort.Strings(want)
@@ -55,8 +56,8 @@ func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 	}
 	// The table output says it too.
 	e.MustRun(0, "ratelimit", "drain", "alice")
-	p.LoseNext("PutItem", 1, faultproxy.Reset)
+	p.LoseNext(transact, 1, faultproxy.Reset)
 	if r := e.MustRun(0, "ratelimit", "reset", "alice"); !strings.Contains(r.Stdout, store.ConfirmedNote) {
-		t.Fatalf("reset's table output does not say the write was confirmed:\n%s", r.Stdout)
+		t.Fatalf("reset's table output does not say the change was confirmed:\n%s", r.Stdout)
 	}
 }

@@ -25,8 +25,11 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			must match the data plane's). A client with no item has a full bucket.
 			See docs/contracts/rate-limit-bucket.md.
 
-			reset fills buckets; drain empties them. Every change is conditional, audited,
-			supports --dry-run and asks for confirmation on protected contexts.
+			reset fills buckets; drain empties them. Every change is conditional, written
+			with its audit record in one transaction, supports --dry-run and asks for
+			confirmation on protected contexts. When the store cannot be reached to
+			settle a change, the command exits 8 (outcome unknown): check the bucket
+			with "koshactl ratelimit get CLIENT".
 		`),
 	}
 	cmd.AddCommand(get.NewCmd(f), list.NewCmd(f), reset.NewCmd(f, nil), drain.NewCmd(f), set.NewCmd(f))

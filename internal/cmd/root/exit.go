@@ -27,9 +27,10 @@ func ExitCode(err error) int {
 		return exitcode.OK
 	case errors.As(err, &ee):
 		return ee.Code
-	case errors.Is(err, store.ErrOutcomeUnknown), errors.Is(err, audit.ErrAuditUnknown):
+	case errors.Is(err, store.ErrOutcomeUnknown), errors.Is(err, audit.ErrAuditWrite):
 		// Before cancellation and unavailability: an interrupted change
-		// whose settling could not reach the store.
+		// whose settling could not reach the store; an action outside the
+		// table (a signed header, a rotated key) whose record failed.
 		return exitcode.Unknown
 	case errors.Is(err, context.Canceled):
 		return exitcode.Interrupted

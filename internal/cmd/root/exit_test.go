@@ -34,7 +34,7 @@ func TestExitCodeMapsDomainErrors(t *testing.T) {
 		{wrap(store.ErrThrottled), exitcode.Unavailable},
 		{wrap(store.ErrUnavailable), exitcode.Unavailable},
 		{wrap(store.ErrCredentials), exitcode.Auth},
-		{fmt.Errorf("record: %w", fmt.Errorf("%w: %w", audit.ErrAuditWrite, store.ErrUnavailable)), exitcode.Unavailable},
+		{fmt.Errorf("rotated, but %w", fmt.Errorf("%w: %w", audit.ErrAuditWrite, store.ErrUnavailable)), exitcode.Unknown},
 		{fmt.Errorf("force-open openai: %w: check with koshactl breaker get openai", store.ErrOutcomeUnknown), exitcode.Unknown},
 		{fmt.Errorf("record: %w", audit.ErrAuditUnknown), exitcode.Unknown},
 		{wrap(context.Canceled), exitcode.Interrupted},

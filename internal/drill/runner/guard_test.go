@@ -289,7 +289,7 @@ hypothesis:
 steps:
   - id: force
     breaker.force-open: {dependency: openai}
-`, func(ev Event) bool { return ev.Kind == EventPhase && ev.Phase == PhaseBefore }, drill.OutcomeGuardLost, drill.RoleHypothesis},
+`, func(ev Event) bool { return ev.Kind == EventPhase && ev.Phase == drill.PhaseBefore }, drill.OutcomeGuardLost, drill.RoleHypothesis},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -113,6 +113,36 @@ func (m *memStore) Delete(ctx context.Context, pk string, cond store.Condition) 
 	return nil
 }
 
+// Transact applies a change all or nothing, with the same injected
+// failures as Put and Delete: a denied put or a failing delete writes
+// nothing; a put with the lostPut prefix lands and reports a lost answer.
+func (m *memStore) Transact(ctx context.Context, c store.Change) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("change %s: %w: %w", c.Token, store.ErrNotSent, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	lost := false
+	for _, op := range c.Ops {
+		pk := op.PK()
+		if op.Put != nil && m.denyPut != "" && strings.HasPrefix(pk, m.denyPut) && (m.allowPut == "" || !strings.HasPrefix(pk, m.allowPut)) {
+			return fmt.Errorf("change %s: put %s: %w", c.Token, pk, store.ErrCredentials)
+		}
+		if op.Put == nil && m.failDelete != "" && strings.HasPrefix(pk, m.failDelete) {
+			return fmt.Errorf("change %s: delete %s: %w", c.Token, pk, store.ErrUnavailable)
+		}
+		lost = lost || op.Put != nil && m.lostPut != "" && strings.HasPrefix(pk, m.lostPut)
+	}
+	if err := c.ApplyTo(m.items, func(it store.Item) store.Item { return store.Normalize(it).Clone() }); err != nil {
+		return err
+	}
+	if lost {
+		m.lostPut = ""
+		return fmt.Errorf("change %s: response lost: %w", c.Token, store.ErrUnavailable)
+	}
+	return nil
+}
+
 func (m *memStore) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error] {
 	return func(yield func(store.Item, error) bool) {
 		m.mu.Lock()
@@ -251,10 +281,12 @@ func (f *fakeFleet) requestHeaders() []http.Header {
 	return append([]http.Header(nil), f.requests...)
 }
 
-// env is a drill test environment: an in-memory store, the fake fleet
-// behind an in-process HTTP client, a chaos key, and services on them.
+// env is a drill test environment: an in-memory store (or another, see
+// newEnvOn), the fake fleet behind an in-process HTTP client, a chaos key,
+// and services on them.
 type env struct {
-	t     testing.TB
+	t testing.TB
+	// store is the in-memory store (nil on another store).
 	store *memStore
 	clock clock.Clock
 	fleet *fakeFleet
@@ -267,13 +299,22 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	e := &env{t: t, store: newMemStore(), clock: clock.Real{}}
-	e.ov = breaker.NewOverrides(e.store, e.clock)
+	m := newMemStore()
+	e := newEnvOn(t, m)
+	e.store = m
+	return e
+}
+
+// newEnvOn is newEnv on the store s.
+func newEnvOn(t testing.TB, s store.Store) *env {
+	t.Helper()
+	e := &env{t: t, clock: clock.Real{}}
+	e.ov = breaker.NewOverrides(s, e.clock)
 	var err error
-	if e.bk, err = ratelimit.NewBuckets(e.store, e.clock, ratelimit.Limits{}); err != nil {
+	if e.bk, err = ratelimit.NewBuckets(s, e.clock, ratelimit.Limits{}); err != nil {
 		t.Fatal(err)
 	}
-	e.log = audit.NewLog(e.store, e.clock, "test")
+	e.log = audit.NewLog(s, e.clock, "test")
 	key, err := chaos.GenerateKey(nil)
 	if err != nil {
 		t.Fatal(err)

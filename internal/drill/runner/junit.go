@@ -177,9 +177,6 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		case drill.StatusOK:
 		case drill.StatusAbandoned:
 			tc.Error = &junitProblem{Message: oneLine(r.Error), Type: "rollback-abandoned", Text: r.Error}
-		case drill.StatusUnaudited:
-			// The lever is restored; its change's audit record is missing.
-			tc.Error = &junitProblem{Message: "restored, not audited: " + oneLine(r.Error), Type: "rollback-unaudited", Text: r.Error}
 		default:
 			tc.Failure = &junitProblem{Message: oneLine(firstNonEmpty(r.Error, r.Status)), Type: "rollback", Text: r.Error}
 		}

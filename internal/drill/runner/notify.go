@@ -19,8 +19,6 @@ func drillLevers(rbs []drill.RollbackRecord) []notify.Lever {
 		switch r.Status {
 		case drill.StatusOK:
 			l.Change, l.ExpiresAt = "moved by the drill, rolled back", nil
-		case drill.StatusUnaudited:
-			l.Change, l.ExpiresAt = "moved by the drill, rolled back, but its audit record was not written: "+r.Error, nil
 		case drill.StatusPending, drill.StatusRunning:
 			l.Change = "moved by the drill: " + r.Description
 		default:

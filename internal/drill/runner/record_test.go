@@ -92,7 +92,7 @@ steps:
 // without bound.
 func TestGaugeSamplesAreCapped(t *testing.T) {
 	e := newEnv(t)
-	r := &Runner{journal: &drill.Journal{}}
+	r := &runJournal{journal: &drill.Journal{}}
 	rc := drill.NewRunContext(&drill.Drill{Timeout: time.Minute}, "run", e.svc, nil)
 	g := &journalingGauges{inner: e.svc.Gauges, r: r, rc: rc}
 	e.fleet.set("openai", gauge.Closed)

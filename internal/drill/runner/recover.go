@@ -19,10 +19,6 @@ import (
 // ActionRecover is the audit action of `drill recover`.
 const ActionRecover = "drill.recover"
 
-// OutcomeKilled: the run's process died before it finished (SIGKILL, a
-// lost machine); `drill recover` found it so.
-const OutcomeKilled = "killed"
-
 // ErrJournalLocked reports a journal whose run (or recovery) is alive.
 var ErrJournalLocked = errors.New("journal is locked by a live process")
 
@@ -36,7 +32,7 @@ func LockPath(journal string) string { return journal + ".lock" }
 func Pending(j *drill.Journal) []int {
 	var out []int
 	for i := len(j.Rollbacks) - 1; i >= 0; i-- {
-		if st := j.Rollbacks[i].Status; st != drill.StatusOK && st != drill.StatusUnaudited {
+		if j.Rollbacks[i].Status != drill.StatusOK {
 			out = append(out, i)
 		}
 	}
@@ -115,7 +111,9 @@ func (rv *Recovery) plan(ctx context.Context, j *drill.Journal, pending []int) (
 			}
 			t, ok := trails[subject]
 			if !ok {
-				l, err := rv.Trail.List(ctx, audit.Query{Subject: subject, RunID: j.RunID, Since: j.StartedAt.Add(-trailSkew)})
+				// Every writer's records: a change is the run's only when
+				// every record of it is (kinds.RecoverRollback).
+				l, err := rv.Trail.List(ctx, audit.Query{Subject: subject, Since: j.StartedAt.Add(-trailSkew)})
 				if err != nil {
 					return nil, nil, fmt.Errorf("read the audit trail of run %s on %s: %w", j.RunID, subject, err)
 				}
@@ -136,10 +134,11 @@ func (rv *Recovery) plan(ctx context.Context, j *drill.Journal, pending []int) (
 
 // Run runs every pending rollback of j in reverse order of registration.
 // The journal says which levers to look at; what to do comes from the
-// audit trail: each override or bucket rollback acts only on what the
-// audit log records the run (its run_id and actor) writing there, with the
-// version that record names, and a restore takes its values from the
-// record's before-image, through the rules of any new override. A journal
+// levers' items and the audit trail: an override is acted on only while
+// its item carries the write_id of one of the run's changes, and a restore
+// takes its values from the run's own record of that change
+// ([kinds.RecoverRollback]), through the rules of any new override; a
+// bucket from the run's records of it. A journal
 // whose claims the trail contradicts is refused (*DisagreementError) before
 // anything is written. Otherwise each outcome, and the recovery, is
 // recorded in j and in the audit log, and the recovery record returned.
@@ -157,7 +156,7 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 	auditStart := len(j.Audit)
 	own := *rv.Deps
 	if own.Audit != nil {
-		own.Audit = &journalingAudit{inner: own.Audit, add: func(a drill.AuditRef) { j.Audit = append(j.Audit, a) }}
+		own.Audit = newJournalingAudit(own.Audit, func(a drill.AuditRef) { j.Audit = append(j.Audit, a) })
 	}
 	svc := &own
 	timeout := rv.RollbackTimeout
@@ -185,38 +184,24 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 		r.Attempts += attempts
 		r.EndedAt, r.DurationSeconds, r.Detail = drill.TimePtr(end), drill.Seconds(end.Sub(start)), rc.Redact(detail)
 		mark := "ok"
-		status, msg := rollbackStatus(err, svc.ContextName)
-		r.Status = status
-		switch status {
-		case drill.StatusUnaudited:
-			r.Error, rec.OK, mark = rc.Redact(msg), false, "UNAUDITED"
-		case drill.StatusFailed:
-			r.Error, rec.OK, mark = rc.Redact(msg), false, "FAILED"
+		r.Status = drill.StatusOK
+		if err != nil {
+			r.Status, r.Error, rec.OK, mark = drill.StatusFailed, rc.Redact(err.Error()), false, "FAILED"
 		}
 		if rv.Log != nil {
 			rv.Log(fmt.Sprintf("%-6s %s %s: %s", mark, r.ID, r.Subject, firstNonEmpty(r.Error, r.Detail)))
 		}
 	}
-	// Every lever restored; a rollback whose record did not land restored it.
-	restored, unauditedAll := rollbacksLeft(j)
-	j.RollbacksOK = restored
+	j.RollbacksOK = rollbacksOK(j)
 	if j.Outcome == drill.OutcomeRunning {
-		j.Outcome = OutcomeKilled
+		j.Outcome = drill.OutcomeKilled
 		j.Reason = "the run's process died before it finished; drill recover ran its rollbacks"
 		j.ExitCode = drill.ExitRollbackFailed
 	}
-	if j.RollbacksOK && j.ExitCode == drill.ExitRollbackFailed && j.Outcome == OutcomeKilled {
+	if j.RollbacksOK && j.ExitCode == drill.ExitRollbackFailed && j.Outcome == drill.OutcomeKilled {
 		j.ExitCode = drill.ExitFailed
-		if unauditedAll > 0 {
-			j.ExitCode = drill.ExitUnaudited
-		}
 	}
-	n := len(rec.Rollbacks)
-	okN, unaudited := countStatus(j, rec.Rollbacks, drill.StatusOK), countStatus(j, rec.Rollbacks, drill.StatusUnaudited)
-	rec.Detail = fmt.Sprintf("%d rollback(s) run, %d ok", n, okN)
-	if unaudited > 0 {
-		rec.Detail += fmt.Sprintf(", %d restored but not audited (exit 8: its audit record was not written)", unaudited)
-	}
+	rec.Detail = fmt.Sprintf("%d rollback(s) run, %d ok", len(rec.Rollbacks), countStatus(j, rec.Rollbacks, drill.StatusOK))
 	outcome := "ok"
 	if !rec.OK {
 		outcome = "failed"

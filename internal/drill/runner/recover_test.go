@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -47,21 +48,21 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 		t.Fatalf("pending %v: %+v", Pending(j), j.Rollbacks)
 	}
 	for _, rb := range j.Rollbacks {
-		if rb.Lever == nil || (rb.Lever.Kind == drill.LeverOverride && rb.Lever.WrittenVersion == 0) {
+		if rb.Lever == nil || (rb.Lever.Kind == drill.LeverOverride && rb.Lever.WriteID == "") {
 			t.Fatalf("journal lacks what recover needs: %+v", rb)
 		}
 	}
 	ctx := context.Background()
 	// Meanwhile someone else takes openai over, and core-api's override
 	// is re-written (same actor and run tag, a later version).
-	if _, err := e.ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true}); err != nil {
+	if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
 	cur, err := e.ov.Get(ctx, "core-api")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.ov.Force(ctx, breaker.ForceRequest{Dependency: "core-api", Reason: cur.Reason, Actor: cur.Actor, For: time.Hour, Overwrite: true}); err != nil {
+	if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "core-api", Reason: cur.Reason, Actor: cur.Actor, For: time.Hour, Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
 	e.svc.Actor = "recoverer@ops"
@@ -80,7 +81,7 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 	if d := byID["rb-1"].Detail; !strings.Contains(d, "left alone: oncall@ops now holds it") {
 		t.Errorf("openai: %q", d)
 	}
-	if d := byID["rb-2"].Detail; !strings.Contains(d, "not the write the audit trail names as run") {
+	if d := byID["rb-2"].Detail; !strings.Contains(d, "not a write the audit trail records as run "+j.RunID) {
 		t.Errorf("core-api: %q", d)
 	}
 	if o, err := e.ov.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" {
@@ -120,51 +121,71 @@ func TestRecoveryClearsTheDrillsOwnOverride(t *testing.T) {
 	}
 }
 
-// Rollbacks whose audit records are refused (a clear's claim is stored)
-// are made once, not retried into "already clear": each is unaudited, a
-// clear names the audit repair that writes its record from the claim, and
-// none is pending again; the recovery is not ok and says why. The run's
-// journal, as a SIGKILL left it (running), then says killed, exit 8:
-// every lever restored, a record missing.
-func TestRecoveryClearWithoutItsRecordIsUnauditedWithItsRepair(t *testing.T) {
-	e := newEnv(t)
-	j := abandonedRun(t, e, twoLevers)
-	j.Outcome = drill.OutcomeRunning
-	e.store.mu.Lock()
-	e.store.denyPut, e.store.allowPut = audit.Prefix, audit.ClaimPrefix
-	e.store.mu.Unlock()
-	var lines []string
-	rec, err := (&Recovery{Deps: e.svc, Trail: e.log, Log: func(s string) { lines = append(lines, s) }}).Run(context.Background(), j)
-	if err != nil || rec == nil || rec.OK || !strings.Contains(rec.Detail, "0 ok, 3 restored but not audited") {
-		t.Fatalf("recovery %+v, %v: want not ok, three restored but not audited", rec, err)
-	}
-	for _, rb := range j.Rollbacks {
-		if !strings.HasPrefix(rb.Subject, breaker.OverridePrefix) {
-			// A bucket's change has no audit repair.
-			if rb.Status != drill.StatusUnaudited || rb.Attempts != 1 || !strings.Contains(rb.Error, "no audit repair can write it") {
-				t.Errorf("rollback %s: status %q, %d attempts, error %q; want unaudited once, by hand", rb.ID, rb.Status, rb.Attempts, rb.Error)
+// A rollback whose audit record the store refuses changes nothing: a
+// lever's change and its record are one transaction. The recovery's
+// override rollbacks fail (each drill override stays as it was, its
+// rollback pending again), the journal of the killed run says exit 9; a
+// later recovery, the records allowed again, restores them, each with
+// exactly one record.
+func TestRecoveryWhoseRecordsAreRefusedChangesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := newEnv(t)
+		j := abandonedRun(t, e, twoLevers)
+		j.Outcome = drill.OutcomeRunning
+		e.store.mu.Lock()
+		e.store.denyPut = audit.Prefix
+		e.store.mu.Unlock()
+		rec, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(context.Background(), j)
+		if err != nil || rec == nil || rec.OK {
+			t.Fatalf("recovery %+v, %v: want not ok", rec, err)
+		}
+		for _, rb := range j.Rollbacks {
+			if !strings.HasPrefix(rb.Subject, breaker.OverridePrefix) {
+				continue // a bucket's change is ratelimit's (branch rl)
 			}
-			continue
+			if rb.Status != drill.StatusFailed || strings.Contains(rb.Error, "repair") || strings.Contains(strings.ToLower(rb.Error), "audited") {
+				t.Errorf("rollback %s: status %q, error %q; want failed, nothing said of a repair", rb.ID, rb.Status, rb.Error)
+			}
+			if !e.store.has(rb.Subject) {
+				t.Errorf("%s was cleared without its record", rb.Subject)
+			}
 		}
-		if rb.Status != drill.StatusUnaudited || rb.Attempts != 1 || rb.Detail != "cleared, but its audit record was not written" ||
-			!strings.Contains(rb.Error, "audit repair '"+rb.Subject+"' --write-id ") {
-			t.Errorf("rollback %s: status %q, %d attempts, detail %q, error %q; want unaudited once, with its repair", rb.ID, rb.Status, rb.Attempts, rb.Detail, rb.Error)
+		if j.RollbacksOK || j.Outcome != drill.OutcomeKilled || j.ExitCode != drill.ExitRollbackFailed {
+			t.Errorf("journal rollbacks ok %v, outcome %s, exit %d; want false, killed, 9", j.RollbacksOK, j.Outcome, j.ExitCode)
 		}
-		if e.store.has(rb.Subject) {
-			t.Errorf("%s still stored", rb.Subject)
+		if n := countAction(e, breaker.ActionClear); n != 0 {
+			t.Errorf("%d clear records written by a refused recovery", n)
+		}
+
+		e.store.mu.Lock()
+		e.store.denyPut = ""
+		e.store.mu.Unlock()
+		if len(Pending(j)) == 0 {
+			t.Fatal("the failed rollbacks are not pending again")
+		}
+		if rec, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(context.Background(), j); err != nil || rec == nil || !rec.OK {
+			t.Fatalf("second recovery %+v, %v: %+v", rec, err, j.Rollbacks)
+		}
+		for _, dep := range []string{"openai", "core-api"} {
+			if e.store.has(breaker.OverrideKey(dep)) {
+				t.Errorf("%s still forced after the second recovery", dep)
+			}
+		}
+		if n := countAction(e, breaker.ActionClear); n != 2 {
+			t.Errorf("%d clear records, want one per override", n)
+		}
+	})
+}
+
+// countAction counts the audit records of action.
+func countAction(e *env, action string) int {
+	n := 0
+	for _, r := range e.auditRecords() {
+		if r.Action == action {
+			n++
 		}
 	}
-	if !j.RollbacksOK || len(Pending(j)) != 0 {
-		t.Errorf("rollbacks ok %v, pending %v: want every lever restored and nothing pending", j.RollbacksOK, Pending(j))
-	}
-	if j.Outcome != OutcomeKilled || j.ExitCode != drill.ExitUnaudited {
-		t.Errorf("journal outcome %s, exit %d; want killed, exit %d", j.Outcome, j.ExitCode, drill.ExitUnaudited)
-	}
-	for _, l := range lines {
-		if !strings.HasPrefix(l, "UNAUDITED ") || strings.Contains(l, "already clear") {
-			t.Errorf("log line %q, want UNAUDITED", l)
-		}
-	}
+	return n
 }
 
 const replaceAlice = `
@@ -198,7 +219,7 @@ func TestRecoveredRestoreFollowsTheOverrideRules(t *testing.T) {
 			if tc.expires > 0 {
 				req.For = tc.expires
 			}
-			if _, err := e.ov.Force(ctx, req); err != nil {
+			if _, _, err := e.ov.Force(ctx, e.log, req); err != nil {
 				t.Fatal(err)
 			}
 			j := abandonedRun(t, e, replaceAlice)

@@ -70,12 +70,6 @@ func (l *LiveLog) mark(status string) string {
 			return l.paint(ansiRed, "!")
 		}
 		return "ABND"
-	case drill.StatusUnaudited:
-		// Restored, its audit record missing: drill recover's mark too.
-		if l.TTY {
-			return l.paint(ansiYellow, "✓")
-		}
-		return "UNAUDITED"
 	case drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusStopped, drill.StatusGuardLost:
 		if l.TTY {
 			return l.paint(ansiYellow, "■")
@@ -163,9 +157,6 @@ func (l *LiveLog) Report(ev Event) {
 		switch rb.Status {
 		case drill.StatusOK:
 			msg += oneLine(rb.Detail)
-		case drill.StatusUnaudited:
-			// The lever is back: no lapse to wait for, a record to write.
-			msg += "restored, not audited: " + oneLine(rb.Error)
 		default:
 			msg += safe(rb.Status) + ": " + oneLine(rb.Error)
 			if rb.ExpiresAt != nil {
@@ -198,23 +189,15 @@ func Summary(j *drill.Journal, color bool) string {
 			okRB++
 		}
 	}
-	_, unaudited := rollbacksLeft(j)
 	verdict := safe(strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " ")))
 	code := ansiRed
-	switch {
-	case j.Outcome == drill.OutcomePassed && j.RollbacksOK && unaudited > 0:
-		code = ansiYellow
-	case j.Outcome == drill.OutcomePassed && j.RollbacksOK:
+	if j.Outcome == drill.OutcomePassed && j.RollbacksOK {
 		code = ansiGreen
 	}
 	if color {
 		verdict = code + ansiBold + verdict + ansiReset
 	}
 	s := fmt.Sprintf("%s in %s: %d/%d steps passed; %d/%d rollbacks ok", verdict, fmtSeconds(j.DurationSeconds), passed, total, okRB, len(j.Rollbacks))
-	if unaudited > 0 {
-		// Restored: a lever to write a record for, not one left pulled.
-		s += fmt.Sprintf(", %d restored but not audited (its audit record was not written; its rollback says how to write it)", unaudited)
-	}
 	if !j.RollbacksOK {
 		s += " — SOME LEVERS WERE NOT RESTORED (see the rollbacks above; each lapses at its expiry)"
 	}

@@ -18,5 +18,9 @@
 // table/index/NAME) ARN, and dynamodb:LeadingKeys holding the partition key
 // of every item named (GetItem, PutItem, DeleteItem, UpdateItem, every key
 // of a BatchGetItem or BatchWriteItem) or the partition key value of a
-// Query's key condition.
+// Query's key condition. A TransactWriteItems is one request per action,
+// each the single-item operation it is (a ConditionCheck is
+// dynamodb:ConditionCheckItem) with its own key and
+// dynamodb:EnclosingOperation = TransactWriteItems; the call is denied
+// when any of them is.
 package iamtest

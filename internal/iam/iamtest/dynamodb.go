@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/iam"
@@ -105,6 +107,40 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 			out = append(out, Request{action, arn(table), leading(pks...)})
 		}
 		return out, nil
+	case "TransactWriteItems":
+		// AWS authorizes each action of a transaction as the single-item
+		// operation it is (PutItem, UpdateItem, DeleteItem; a
+		// ConditionCheck as dynamodb:ConditionCheckItem), each with its own
+		// key and with dynamodb:EnclosingOperation = TransactWriteItems (a
+		// PutItem sent alone has no such key): one denied action denies the
+		// whole call.
+		var tx struct {
+			TransactItems []map[string]struct {
+				TableName string
+				Key, Item map[string]attr
+			}
+		}
+		if err := json.Unmarshal(body, &tx); err != nil {
+			return nil, fmt.Errorf("dynamodb %s: TransactItems: %w", op, err)
+		}
+		var out []Request
+		for _, ti := range tx.TransactItems {
+			for kind, w := range ti {
+				pk := w.Key[store.PK].S
+				if kind == "Put" {
+					pk = w.Item[store.PK].S
+				}
+				a, ok := map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
+					"ConditionCheck": "ConditionCheckItem"}[kind]
+				if !ok {
+					return nil, fmt.Errorf("dynamodb %s: unknown action %q", op, kind)
+				}
+				ctx := leading(pk)
+				ctx["dynamodb:EnclosingOperation"] = []string{op}
+				out = append(out, Request{"dynamodb:" + a, arn(w.TableName), ctx})
+			}
+		}
+		return out, nil
 	case "ListTagsOfResource":
 		// The table named by the ARN, in t's account: the endpoint behind
 		// the proxy (moto) answers DescribeTable with ARNs of its own
@@ -132,6 +168,39 @@ type Proxy struct {
 	// OnRequest, when set, sees each DynamoDB operation and its body
 	// before it is authorized.
 	OnRequest func(op string, body []byte)
+
+	mu   sync.Mutex
+	lose func(op string, body []byte) bool
+	lost int
+}
+
+// LoseAnswers makes the proxy lose the answer of every DynamoDB request
+// for which lose returns true (nil: none): the request is authorized and
+// forwarded, the server applies it, and the client's connection is then
+// reset without a byte of the answer, as a network that drops it would.
+func (p *Proxy) LoseAnswers(lose func(op string, body []byte) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lose = lose
+}
+
+// Lost is how many answers the proxy lost.
+func (p *Proxy) Lost() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lost
+}
+
+// losing reports whether the answer to op with body is to be lost, and
+// counts it.
+func (p *Proxy) losing(op string, body []byte) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lose == nil || !p.lose(op, body) {
+		return false
+	}
+	p.lost++
+	return true
 }
 
 // NewProxy starts a proxy to moto at target, forwarding Secrets Manager
@@ -148,7 +217,7 @@ func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *
 			return
 		}
 		service, op, _ := strings.Cut(r.Header.Get("X-Amz-Target"), ".")
-		to := target
+		to, lose := target, false
 		switch {
 		case service == "secretsmanager":
 			to = sm
@@ -168,6 +237,7 @@ func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *
 				WriteDynamoDBAccessDenied(w, msg)
 				return
 			}
+			lose = p.losing(op, body)
 		}
 		//nolint:gosec // G704: forwards to the test's own moto or fake on loopback
 		req, err := http.NewRequestWithContext(r.Context(), r.Method, to+r.URL.Path, bytes.NewReader(body))
@@ -182,6 +252,11 @@ func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *
 			return
 		}
 		defer func() { _ = resp.Body.Close() }()
+		if lose {
+			_, _ = io.Copy(io.Discard, resp.Body) // applied: the answer is lost
+			resetConn(t, w)
+			return
+		}
 		for k, vs := range resp.Header {
 			w.Header()[k] = vs
 		}
@@ -191,6 +266,20 @@ func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *
 	t.Cleanup(srv.Close)
 	p.URL = srv.URL
 	return p
+}
+
+// resetConn closes the client's connection with a TCP reset, sending
+// nothing.
+func resetConn(t testing.TB, w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		t.Errorf("iamtest proxy: losing an answer: %v", err)
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
 }
 
 // WriteDynamoDBAccessDenied answers as DynamoDB does (JSON 1.0, HTTP 400,

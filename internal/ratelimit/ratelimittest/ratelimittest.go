@@ -3,6 +3,7 @@ package ratelimittest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
 	"sync"
@@ -29,10 +30,11 @@ type MemStore struct {
 	items map[string]store.Item
 	gets  int
 	puts  int
-	// FailGet / FailPut, when set, are returned by every Get / Put.
+	// FailGet / FailPut, when set, are returned by every Get / Put and
+	// Transact.
 	FailGet, FailPut error
 	// ReturnCurrent makes refused Puts carry the current item, as a backend
-	// that can tell does.
+	// that can tell does (a refused Transact always does).
 	ReturnCurrent bool
 }
 
@@ -77,6 +79,25 @@ func (m *MemStore) Put(_ context.Context, it store.Item, cond store.Condition) e
 	return nil
 }
 
+// Transact applies c whole if every op's condition holds, else writes
+// nothing and returns a *store.TxConflictError naming each refused op with
+// the item as stored. It counts as one write.
+func (m *MemStore) Transact(ctx context.Context, c store.Change) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("change %s: %w: %w", c.Token, store.ErrNotSent, err)
+	}
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.puts++
+	if m.FailPut != nil {
+		return m.FailPut
+	}
+	return c.ApplyTo(m.items, store.Normalize)
+}
+
 // Scan yields copies of the items under q.Prefix.
 func (m *MemStore) Scan(_ context.Context, q store.ScanQuery) iter.Seq2[store.Item, error] {
 	return func(yield func(store.Item, error) bool) {
@@ -113,7 +134,7 @@ func (m *MemStore) Set(it store.Item) {
 	m.items[it.PK()] = store.Normalize(it)
 }
 
-// Counts returns how many Gets and Puts were made.
+// Counts returns how many Gets and writes (Puts and Transacts) were made.
 func (m *MemStore) Counts() (gets, puts int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

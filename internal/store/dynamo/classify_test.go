@@ -192,3 +192,53 @@ func TestRequestShapes(t *testing.T) {
 		})
 	}
 }
+
+// The answers a transaction can get that only DynamoDB (or an endpoint
+// without transactions) gives: each in the class koshactl acts on.
+func TestTransactionAnswers(t *testing.T) {
+	t.Parallel()
+	change := func() store.Change {
+		tok, _ := store.NewWriteID()
+		return store.Change{Token: tok, Proof: "breaker#a", Ops: []store.Op{
+			store.PutOp(store.Item{store.PK: "breaker#a", store.WriteIDAttr: tok}, store.IfAbsent()),
+			store.PutOp(store.Item{store.PK: "audit#1", store.WriteIDAttr: tok}, store.IfAbsent()),
+		}}
+	}
+	canceled := func(reasons string) string {
+		return `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":` + reasons + `}`
+	}
+	for _, tc := range []struct {
+		name, body string
+		want       error
+		text       string
+	}{
+		{"no transactions at this endpoint", `{"__type":"com.amazon.coral.service#UnknownOperationException"}`, nil,
+			"does not serve TransactWriteItems, which koshactl writes every change with: point the context at DynamoDB, DynamoDB Local, LocalStack or moto"},
+		{"a concurrent transaction on an item", canceled(`[{"Code":"None"},{"Code":"TransactionConflict","Message":"conflict"}]`), store.ErrThrottled, "nothing was written"},
+		{"a refused condition names the stored item", canceled(`[{"Code":"ConditionalCheckFailed","Item":{"pk":{"S":"breaker#a"},"write_id":{"S":"theirs"}}},{"Code":"None"}]`),
+			store.ErrConditionFailed, ""},
+		{"a validation error", canceled(`[{"Code":"ValidationError","Message":"bad"},{"Code":"None"}]`), store.ErrInvalidItem, "bad"},
+		{"a token reused with other content", `{"__type":"com.amazonaws.dynamodb.v20120810#IdempotentParameterMismatchException","message":"mismatch"}`, store.ErrInvalidItem, "another change under its token"},
+		{"the same token still in flight", `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionInProgressException","message":"in progress"}`, store.ErrUnavailable, "still applying"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fd := &fakeDynamo{status: 400, body: tc.body}
+			s, _ := fakeStore(t, fd)
+			c := change()
+			err := s.Transact(context.Background(), c)
+			if got := fd.last()["ClientRequestToken"]; got != c.Token {
+				t.Errorf("ClientRequestToken = %v, want the change's token %s", got, c.Token)
+			}
+			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) || !strings.Contains(err.Error(), tc.text) {
+				t.Fatalf("Transact: %v; want %v mentioning %q", err, tc.want, tc.text)
+			}
+			var tce *store.TxConflictError
+			if errors.As(err, &tce) {
+				ce, ok := tce.On("breaker#a")
+				if !ok || ce.Current.WriteID() != "theirs" || len(tce.Conflicts) != 1 {
+					t.Errorf("conflicts %+v: want breaker#a alone, with the stored item", tce.Conflicts)
+				}
+			}
+		})
+	}
+}

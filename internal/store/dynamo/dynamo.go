@@ -157,9 +157,8 @@ func (s *Store) Put(ctx context.Context, item store.Item, cond store.Condition) 
 		in.ExpressionAttributeValues = ex.values
 		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	}
-	var tries attempts
-	if _, err := s.client.PutItem(ctx, in, tries.option); err != nil {
-		return tries.mark(s.classify(ctx, op, pk, err))
+	if _, err := s.client.PutItem(ctx, in); err != nil {
+		return s.classify(ctx, op, pk, err)
 	}
 	return nil
 }
@@ -178,9 +177,8 @@ func (s *Store) Delete(ctx context.Context, pk string, cond store.Condition) err
 		in.ExpressionAttributeValues = ex.values
 		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	}
-	var tries attempts
-	if _, err := s.client.DeleteItem(ctx, in, tries.option); err != nil {
-		return tries.mark(s.classify(ctx, op, pk, err))
+	if _, err := s.client.DeleteItem(ctx, in); err != nil {
+		return s.classify(ctx, op, pk, err)
 	}
 	return nil
 }

@@ -13,15 +13,17 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// The proxy applies the request and loses its answer: the SDK retries, the
-// retry meets the write's own condition, and the backend marks the refusal
-// Retried. Without a fault, the same write answers normally.
-func TestLostAnswerIsAppliedAndTheRetryIsMarked(t *testing.T) {
+// The proxy applies the request and loses its answer: the SDK retries the
+// transaction with its token; moto, which does not honour tokens, refuses
+// the retry by the change's own conditions, and store.Apply settles that
+// as landed from the refused items. Without a fault, the same change
+// answers normally.
+func TestLostAnswerIsAppliedAndTheRetryIsSettled(t *testing.T) {
 	endpoint := moto.Start(t)
 	p := faultproxy.Start(t, endpoint)
 	ctx := context.Background()
 	opts := moto.Options(p.URL())
-	opts.MaxAttempts = 3 // the SDK's retry is what meets the write's own condition
+	opts.MaxAttempts = 3 // the SDK's retry is what meets the change's own conditions
 	cfg, err := awsconf.Load(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -30,25 +32,28 @@ func TestLostAnswerIsAppliedAndTheRetryIsMarked(t *testing.T) {
 	if _, err := s.Init(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Put(ctx, store.Item{store.PK: "k", "v": int64(1)}, store.IfAbsent()); err != nil {
+	change := func(v int64, cond store.Condition) store.Change {
+		tok, _ := store.NewWriteID()
+		return store.Change{Token: tok, Proof: "k", Ops: []store.Op{store.PutOp(store.Item{store.PK: "k", "v": v, store.WriteIDAttr: tok}, cond)}}
+	}
+	if _, err := store.Apply(ctx, s, change(1, store.IfAbsent())); err != nil {
 		t.Fatal(err)
 	}
-	p.LoseNext("PutItem", 1, faultproxy.Reset)
-	err = s.Put(ctx, store.Item{store.PK: "k", "v": int64(2)}, store.IfEquals("v", int64(1)))
-	if !errors.Is(err, store.ErrConditionFailed) || !store.Retried(err) {
-		t.Fatalf("put whose answer was lost: %v, want a condition failure marked Retried", err)
+	p.LoseNext("TransactWriteItems", 1, faultproxy.Reset)
+	res, err := store.Apply(ctx, s, change(2, store.IfEquals("v", int64(1))))
+	if err != nil || !res.Confirmed {
+		t.Fatalf("change whose answer was lost: %+v, %v; want it confirmed", res, err)
 	}
-	if p.Lost("PutItem") != 1 || p.Seen("PutItem") != 3 {
-		t.Fatalf("lost %d, seen %d PutItem, want 1 lost of 3", p.Lost("PutItem"), p.Seen("PutItem"))
+	if p.Lost("TransactWriteItems") != 1 || p.Seen("TransactWriteItems") != 3 {
+		t.Fatalf("lost %d, seen %d TransactWriteItems, want 1 lost of 3", p.Lost("TransactWriteItems"), p.Seen("TransactWriteItems"))
 	}
 	it, err := s.Get(ctx, "k")
 	if v, _ := it.Int("v"); err != nil || v != 2 {
 		t.Fatalf("item after the lost answer: %v, %v; want v 2 (the server applied it)", it, err)
 	}
-	// A refusal on the first attempt is not marked.
-	err = s.Put(ctx, store.Item{store.PK: "k", "v": int64(3)}, store.IfEquals("v", int64(1)))
-	if !errors.Is(err, store.ErrConditionFailed) || store.Retried(err) {
-		t.Fatalf("first-attempt refusal: %v (retried %v), want an unmarked condition failure", err, store.Retried(err))
+	// A refusal on the first attempt is a conflict.
+	if _, err = store.Apply(ctx, s, change(3, store.IfEquals("v", int64(1)))); !errors.Is(err, store.ErrConditionFailed) {
+		t.Fatalf("first-attempt refusal: %v, want a conflict", err)
 	}
 	// Per operation: a lost GetItem answer does not touch PutItem.
 	p.LoseNext("GetItem", 1, faultproxy.Reset)

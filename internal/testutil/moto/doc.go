@@ -9,6 +9,11 @@
 // in-memory: nothing survives its stop. Its per-request access log is
 // dropped; its banner and any errors are kept and shown when it dies.
 //
+// The endpoint is a front on another loopback port that passes moto one
+// DynamoDB request at a time: moto checks a write's condition and stores the
+// item without a lock, so concurrent conditional writes of one item could
+// both succeed, where DynamoDB applies them one after the other.
+//
 // One server per test:
 //
 //	endpoint := moto.Start(t)

@@ -5,8 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,11 +98,15 @@ func RunMain(m *testing.M, endpoint *string) {
 	os.Exit(code)
 }
 
-// Server is a running moto_server process.
+// Server is a running moto_server process behind its front.
 type Server struct {
-	// Endpoint is the server's base URL, http://127.0.0.1:PORT.
+	// Endpoint is the server's base URL, http://127.0.0.1:PORT: the front
+	// that serializes DynamoDB requests (see [Server.serveFront]).
 	Endpoint string
 
+	motoURL  string       // moto_server's own URL
+	front    *http.Server // nil until serveFront
+	dynamoMu sync.Mutex   // held while moto handles a DynamoDB request
 	cmd      *exec.Cmd
 	out      *logBuffer
 	done     chan struct{} // closed once the process has exited
@@ -210,10 +218,10 @@ func launchOn(ctx context.Context, bin string, port int) (*Server, error) {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	s := &Server{
-		Endpoint: "http://127.0.0.1:" + strconv.Itoa(port),
-		cmd:      cmd,
-		out:      out,
-		done:     make(chan struct{}),
+		motoURL: "http://127.0.0.1:" + strconv.Itoa(port),
+		cmd:     cmd,
+		out:     out,
+		done:    make(chan struct{}),
 	}
 	go func() {
 		s.waitErr = cmd.Wait()
@@ -223,7 +231,54 @@ func launchOn(ctx context.Context, bin string, port int) (*Server, error) {
 		_ = s.Stop()
 		return nil, err
 	}
+	if err := s.serveFront(ctx); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
 	return s, nil
+}
+
+// dynamoTarget starts the X-Amz-Target of every DynamoDB request.
+const dynamoTarget = "DynamoDB_20120810."
+
+// serveFront puts a reverse proxy on another free loopback port in front of
+// moto and makes it the Endpoint. It passes one DynamoDB request to moto at
+// a time: moto's server handles requests on threads, and its conditional
+// write reads the item, checks the condition and stores the item without a
+// lock, so two concurrent conditional writes of one item could both
+// succeed, where DynamoDB applies them one after the other. Other services'
+// requests (an SQS long poll among them) pass concurrently.
+func (s *Server) serveFront(ctx context.Context) error {
+	target, err := url.Parse(s.motoURL)
+	if err != nil {
+		return fmt.Errorf("moto front: %w", err)
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host // what the client signed
+		},
+		// A client that gives up mid-request is no error of the server's.
+		ErrorLog: log.New(io.Discard, "", 0),
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("moto front: %w", err)
+	}
+	s.front = &http.Server{
+		ReadHeaderTimeout: time.Minute,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.Header.Get("X-Amz-Target"), dynamoTarget) {
+				s.dynamoMu.Lock()
+				defer s.dynamoMu.Unlock()
+			}
+			proxy.ServeHTTP(w, r)
+		}),
+	}
+	s.Endpoint = "http://" + ln.Addr().String()
+	go func() { _ = s.front.Serve(ln) }()
+	return nil
 }
 
 // runningPrefix starts the line moto_server's web server (werkzeug) prints
@@ -239,7 +294,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 	client := &http.Client{Timeout: probeTimeout}
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
-	running := runningPrefix + s.Endpoint + "\n"
+	running := runningPrefix + s.motoURL + "\n"
 	for {
 		if strings.Contains(s.out.String(), running) && s.healthy(ctx, client) {
 			return nil
@@ -248,11 +303,11 @@ func (s *Server) waitReady(ctx context.Context) error {
 		case <-s.done:
 			output := s.out.String()
 			if strings.Contains(output, "Address already in use") {
-				return fmt.Errorf("start moto at %s: %w", s.Endpoint, errPortTaken)
+				return fmt.Errorf("start moto at %s: %w", s.motoURL, errPortTaken)
 			}
 			return fmt.Errorf("moto_server exited before answering (%v); its output:\n%s", s.waitErr, output)
 		case <-ctx.Done():
-			return fmt.Errorf("wait for moto_server at %s: %w; its output so far:\n%s", s.Endpoint, ctx.Err(), s.out.String())
+			return fmt.Errorf("wait for moto_server at %s: %w; its output so far:\n%s", s.motoURL, ctx.Err(), s.out.String())
 		case <-tick.C:
 		}
 	}
@@ -260,7 +315,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 
 // healthy reports whether moto's own API (/moto-api/) answers.
 func (s *Server) healthy(ctx context.Context, client *http.Client) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.Endpoint+"/moto-api/", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.motoURL+"/moto-api/", nil)
 	if err != nil {
 		return false
 	}
@@ -272,10 +327,14 @@ func (s *Server) healthy(ctx context.Context, client *http.Client) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// Stop kills the server's process group and waits for the process to exit.
-// It is safe to call more than once and from several goroutines.
+// Stop closes the front, kills the server's process group and waits for the
+// process to exit. It is safe to call more than once and from several
+// goroutines.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		if s.front != nil {
+			_ = s.front.Close()
+		}
 		select {
 		case <-s.done:
 			// Exited on its own: report it unless it was clean.

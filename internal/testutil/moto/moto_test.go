@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -180,6 +182,63 @@ func TestServesTransactWriteItems(t *testing.T) {
 	}
 }
 
+// TestConcurrentTransactionsAreIsolated: transactions sent at once on one
+// item are applied one at a time, as DynamoDB applies them: exactly one of
+// several conditional transactions on the same version wins, and none is
+// answered with a server error (moto's own server fails them with HTTP
+// 500 under concurrency; the harness serves its requests in turn).
+func TestConcurrentTransactionsAreIsolated(t *testing.T) {
+	client := dynamodb.NewFromConfig(Config(t, Start(t)))
+	createTable(t, client, "race")
+	// A table of a few thousand items, so that moto's copy of it takes
+	// long enough for requests to overlap.
+	for b := range 80 {
+		var puts []types.WriteRequest
+		for i := range 25 {
+			puts = append(puts, types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+				"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("filler#%d#%d", b, i)}}}})
+		}
+		if _, err := client.BatchWriteItem(t.Context(), &dynamodb.BatchWriteItemInput{
+			RequestItems: map[string][]types.WriteRequest{"race": puts}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range 5 {
+		raceOnce(t, client, round)
+	}
+}
+
+func raceOnce(t *testing.T, client *dynamodb.Client, round int) {
+	const writers = 16
+	errs := make(chan error, writers)
+	for i := range writers {
+		go func() {
+			_, err := client.TransactWriteItems(t.Context(), &dynamodb.TransactWriteItemsInput{
+				TransactItems: []types.TransactWriteItem{
+					{Put: &types.Put{TableName: aws.String("race"), ConditionExpression: aws.String("attribute_not_exists(pk)"),
+						Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("lever#%d", round)}}}},
+					{Put: &types.Put{TableName: aws.String("race"),
+						Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: fmt.Sprintf("record#%d#%d", round, i)}}}},
+				}})
+			errs <- err
+		}()
+	}
+	won := 0
+	for range writers {
+		err := <-errs
+		var canceled *types.TransactionCanceledException
+		switch {
+		case err == nil:
+			won++
+		case !errors.As(err, &canceled):
+			t.Errorf("a concurrent transaction failed with %v, want applied or cancelled", err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("round %d: %d of %d transactions on one absent item won, want exactly 1", round, won, writers)
+	}
+}
+
 // TestSurvivesAbortedRequests: a client that gives up mid-request (a
 // canceled context, a scan stopped early) must not kill the server the rest
 // of the package's tests share.
@@ -222,8 +281,8 @@ func TestOutputKeepsTheBannerNotTheAccessLog(t *testing.T) {
 		}
 	}
 	out := s.Output()
-	if !strings.Contains(out, runningPrefix+s.Endpoint) {
-		t.Errorf("output lacks the banner %q:\n%s", runningPrefix+s.Endpoint, out)
+	if !strings.Contains(out, runningPrefix+s.motoURL) {
+		t.Errorf("output lacks the banner %q:\n%s", runningPrefix+s.motoURL, out)
 	}
 	if strings.Contains(out, "HTTP/1.1\"") {
 		t.Errorf("output keeps the access log:\n%s", out)
@@ -285,9 +344,49 @@ func TestLaunchOnATakenPortIsNotFooledByItsOwner(t *testing.T) {
 	s, err := launchOn(t.Context(), bin, ln.Addr().(*net.TCPAddr).Port)
 	if err == nil {
 		_ = s.Stop()
-		t.Fatalf("launch on a port another server holds succeeded: its endpoint %s is that server's", s.Endpoint)
+		t.Fatalf("launch on a port another server holds succeeded: its address %s is that server's", s.motoURL)
 	}
 	if !errors.Is(err, errPortTaken) {
 		t.Fatalf("launch on a taken port: %v, want errPortTaken", err)
+	}
+}
+
+// TestConditionalWritesOfOneItemAreAtomic: of many concurrent writes of one
+// item, each conditional on the version it read, exactly one per version
+// succeeds, as on DynamoDB (the front serializes moto's DynamoDB requests).
+func TestConditionalWritesOfOneItemAreAtomic(t *testing.T) {
+	client := dynamodb.NewFromConfig(Config(t, Start(t)))
+	createTable(t, client, "cas")
+	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "x"}}
+	put := func(version int) error {
+		_, err := client.PutItem(t.Context(), &dynamodb.PutItemInput{
+			TableName: aws.String("cas"),
+			Item: map[string]types.AttributeValue{"pk": key["pk"],
+				"v": &types.AttributeValueMemberN{Value: fmt.Sprint(version + 1)}},
+			ConditionExpression:       aws.String("attribute_not_exists(pk) OR v = :v"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: fmt.Sprint(version)}},
+		})
+		return err
+	}
+	const writers = 16
+	for version := range 5 {
+		var wins atomic.Int64
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Go(func() {
+				err := put(version)
+				var failed *types.ConditionalCheckFailedException
+				switch {
+				case err == nil:
+					wins.Add(1)
+				case !errors.As(err, &failed):
+					t.Errorf("PutItem: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := wins.Load(); n != 1 {
+			t.Fatalf("%d of %d concurrent writes conditional on version %d succeeded, want 1", n, writers, version)
+		}
 	}
 }

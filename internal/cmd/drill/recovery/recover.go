@@ -38,19 +38,22 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		Long: heredoc.Doc(`
 			Read the journal a drill run left (drill run --journal) and run every rollback
 			it did not finish (pending, running, failed or abandoned), in reverse order of
-			registration. The journal only says where to look; the audit trail decides what
-			to do: a lever is acted on only as far as the audit log records the run (its
-			run_id attribute and its actor) changing it. An override is cleared only while
-			it is the write the audit trail names as the run's last, and one someone else
-			wrote since is left alone and reported; an override the drill replaced is put
-			back from the audit record's before-image, under the rules of any new override
-			(a reason, at most the context's max-override left, no expiry only with --yes);
+			registration. The journal only says where to look; the lever's item and the
+			audit trail decide what to do. An override is acted on only while its item
+			carries the write_id of one of the run's changes (the change token its audit
+			record carries, with the run's run_id), and one someone else wrote since is left
+			alone and reported; the override the drill replaced is put back from the
+			before-image of the run's own record of that change (never from the journal, nor
+			from a record no item points at), in one transaction with its audit record, under
+			the rules of any new override (a reason, at most the context's max-override
+			left, no expiry only with --yes); an override the drill cleared is not put back
+			by recover (an absent item proves nothing): it says how to restore it by hand;
 			a bucket is set back to its level before the drill (the audit record's),
 			refilled since; a chaos header lived only in the dead process. Rollback steps of
 			the drill file (shell, http) are not run: they are reported for you to do by
-			hand. A journal that disagrees with the audit trail (another run id, actor,
-			before-image or version) is refused, one line per disagreement, and nothing is
-			written.
+			hand. A journal that disagrees with the audit trail (another run id, actor, or a
+			change the run did not record) is refused, one line per disagreement, and
+			nothing is written.
 
 			It refuses while the run is alive: drill run holds the journal's lock file
 			(JOURNAL.lock, with flock) for its whole life and writes its pid, host and start
@@ -70,8 +73,10 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			Exit codes: 0 every pending rollback succeeded (or none was pending); 2 the
 			journal cannot be used, or disagrees with the audit trail (nothing written);
 			4 the run (or another recover) is still alive; 5 the store or its audit trail
-			cannot be read; 8 every rollback restored its lever, but an audit record (a
-			rollback's, or the recovery's own) was not written; 9 a rollback failed.
+			cannot be read; 1 every rollback restored its lever, but the recovery's own
+			record (drill.recover) could not be written; 9 a rollback failed, or its
+			outcome is unknown (the store could not be reached to settle it: its line
+			says what to check).
 		`),
 		Example: heredoc.Doc(`
 			koshactl drill recover out/drill.json
@@ -201,24 +206,19 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	} else {
 		fmt.Fprintf(ios.Out, "recovered drill %s run %s: %s\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), textsafe.Line(rec.Detail))
 		for _, rb := range j.Rollbacks {
-			// An unaudited rollback of an earlier recovery was reported
-			// by it; a lever left moved is reported every time.
-			if rb.Status == drill.StatusUnaudited && !slices.Contains(rec.Rollbacks, rb.ID) {
-				continue
-			}
 			run.PrintRollbackLeft(f, ios.Out, rb, rb.ID)
 		}
 	}
 	failed := slices.ContainsFunc(j.Rollbacks, func(rb drill.RollbackRecord) bool {
-		return slices.Contains(rec.Rollbacks, rb.ID) && rb.Status != drill.StatusOK && rb.Status != drill.StatusUnaudited
+		return slices.Contains(rec.Rollbacks, rb.ID) && rb.Status != drill.StatusOK
 	})
 	switch {
 	case !rec.OK && failed:
 		return cmdutil.WithCode(exitcode.Rollback, fmt.Errorf("%w: drill %s run %s: a rollback failed", cmdutil.ErrSilent, j.Drill.Name, j.RunID))
 	case !rec.OK:
-		// Every lever restored; an audit record (a rollback's, or the
-		// recovery's own) was not written.
-		return cmdutil.WithCode(exitcode.Unknown, fmt.Errorf("drill %s run %s: every rollback restored its lever, but an audit record was not written: %s",
+		// Every lever restored, each with its record; the recovery's own
+		// record (drill.recover, which changes no lever) was not written.
+		return cmdutil.WithCode(exitcode.Error, fmt.Errorf("drill %s run %s: every rollback restored its lever: %s",
 			j.Drill.Name, j.RunID, rec.Detail))
 	case werr != nil:
 		return werr

@@ -99,11 +99,11 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			hypothesis or a step failed, a stop condition held or the drill timed out
 			(every rollback succeeded); 2 invalid drill file; 3, 5 or 6 refused at
 			preflight or a guard lost, by its cause (3 its alarm matches nothing, 5
-			unreachable or throttled, 6 denied); 7 protected context refused; 8 every
-			lever was restored, but a rollback's audit record was not written (it is
-			printed RESTORED, NOT AUDITED, with the audit repair command that writes the
-			record, or it says to record the change by hand); 9 a rollback failed or was
-			abandoned; 130 interrupted, every rollback succeeded.
+			unreachable or throttled, 6 denied); 7 protected context refused; 9 a
+			rollback failed or was abandoned, or its outcome is unknown (the store could
+			not be reached to settle it: its line names the get command that tells); 130
+			interrupted, every rollback succeeded. Each lever change and its audit record
+			are one write: a rollback restored its lever with its record, or it did not.
 		`),
 		Example: heredoc.Doc(`
 			koshactl drill run docs/drills/openai-outage.yaml
@@ -492,16 +492,13 @@ func printSummary(f *cmdutil.Factory, j *drill.Journal) {
 }
 
 // PrintRollbackLeft prints, for drill run and drill recover, the line of a
-// rollback that did not simply succeed (one that did prints nothing):
-// RESTORED, NOT AUDITED when its lever is back but the audit record of its
-// change is not (its error names the audit repair that writes it, or says
-// to record the change by hand), NOT RESTORED with when its lever lapses
-// otherwise. which names the rollback in the parentheses after its subject.
+// rollback that did not succeed (one that did prints nothing): NOT
+// RESTORED, with its error (for an outcome unknown, the get command that
+// tells) and when its lever lapses. which names the rollback in the
+// parentheses after its subject.
 func PrintRollbackLeft(f *cmdutil.Factory, w io.Writer, rb drill.RollbackRecord, which string) {
 	switch rb.Status {
 	case drill.StatusOK:
-	case drill.StatusUnaudited:
-		fmt.Fprintf(w, "  RESTORED, NOT AUDITED: %s (%s): %s\n", textsafe.Line(rb.Subject), textsafe.Line(which), textsafe.Line(rb.Error))
 	default:
 		lapse := "it does not lapse on its own: restore it by hand"
 		if rb.ExpiresAt != nil {

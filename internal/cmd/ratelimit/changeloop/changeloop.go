@@ -1,12 +1,11 @@
 // Package changeloop is the run loop of the mutating ratelimit verbs
 // (reset, drain, set): their shared flags, checking every change and reading
-// every bucket before the first write, confirmation, the audited writes and
-// the result they print.
+// every bucket before the first write, confirmation, the writes (each with
+// its audit record, in one store change) and the result they print.
 package changeloop
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -64,8 +63,9 @@ type ItemResult struct {
 	AuditID string                `json:"audit_id,omitempty"`
 	// Malformed describes the invalid item the change replaced, if any.
 	Malformed string `json:"malformed,omitempty"`
-	// ConfirmedByReread is true when the store's answer was lost and a
-	// re-read found the bucket this command wrote.
+	// ConfirmedByReread is true when the store's answer was lost and the
+	// change was settled as landed (re-issued under its token, or found by
+	// a re-read of the bucket carrying it).
 	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
 
 	res ratelimit.ChangeResult
@@ -95,9 +95,10 @@ func action(r ratelimit.ChangeResult, dry bool) string {
 
 // RunChanges applies changes (one op, distinct clients) on the context: it
 // checks every change, reads every bucket (a dry run of each) before the
-// first write, asks for confirmation on a protected context, then writes and
-// audits each. Buckets already in the requested state are reported and not
-// written. The output lists what was done even when a later change fails.
+// first write, asks for confirmation on a protected context, then writes
+// each with its audit record. Buckets already in the requested state are
+// reported and not written. The output lists what was done even when a
+// later change fails.
 func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, changes []ratelimit.Change, opts ChangeOptions) error {
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
@@ -119,7 +120,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 		op = changes[0].Op
 	}
 	// One batch read of every bucket (while the identity resolves), then the
-	// writes and their audit records concurrently.
+	// writes, each bucket's in one store change with its audit record.
 	outcomes, err := b.ApplyAll(ctx, env.Audit(), ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
 		Actor: env.Actor, DryRun: opts.DryRun,
 		Confirm: func(_ []ratelimit.ChangeResult, writes int) error {
@@ -129,27 +130,23 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 		return err
 	}
 	out := Result{Kind: kinds[op], Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
-	var writeErr, auditErr error
-	var unknown, confirmed []string
+	var failure, unknownErr error
+	var unknown []string
 	for i, o := range outcomes {
-		if o.Unknown {
+		switch {
+		case o.Unknown:
 			unknown = append(unknown, changes[i].Client)
-		}
-		if o.Written && o.Result.Confirmed {
-			confirmed = append(confirmed, changes[i].Client)
-		}
-		if !opts.DryRun && o.Result.Changed && !o.Written {
-			if writeErr == nil {
-				writeErr = fmt.Errorf("%s %s: %w", op, changes[i].Client, o.Err)
+			if unknownErr == nil {
+				unknownErr = o.Err
 			}
-			continue
+		case o.Err != nil:
+			if failure == nil {
+				failure = o.Err
+			}
+		default:
+			out.Results = append(out.Results, item(o.Result, opts.DryRun, o.Record.ID))
 		}
-		if auditErr == nil {
-			auditErr = o.Err
-		}
-		out.Results = append(out.Results, item(o.Result, opts.DryRun, o.Record.ID))
 	}
-	failure := cmdutil.WriteFailure(writeErr, auditErr)
 	if err := printChanges(f, env, opts, out); err != nil {
 		return err
 	}
@@ -157,19 +154,19 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 		actor, _ := env.Actor(ctx)
 		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers})
 	}
-	if len(unknown) > 0 {
-		// The first failure may be another client's; the summary names
-		// every client whose outcome a re-read settled and every one it
-		// could not, and the exit is 8 (a change may lack its record).
-		note := fmt.Sprintf("the outcome for %s is unknown (interrupted in flight, and the re-read could not settle it): check each with koshactl ratelimit get CLIENT",
-			strings.Join(unknown, ", "))
-		if len(confirmed) > 0 {
-			note += fmt.Sprintf("; a re-read confirmed the change of %s", strings.Join(confirmed, ", "))
+	if unknownErr != nil {
+		// The one state koshactl cannot tell: each bucket changed with its
+		// record, or neither did. The error wraps store.ErrOutcomeUnknown
+		// (exit 8) and says how to find out.
+		check := "check it with koshactl ratelimit get " + unknown[0]
+		if len(unknown) > 1 {
+			check = "check each with koshactl ratelimit get CLIENT"
 		}
-		if !errors.Is(failure, ratelimit.ErrOutcomeUnknown) {
-			return fmt.Errorf("%w; %s: %w", failure, note, ratelimit.ErrOutcomeUnknown)
+		head := fmt.Sprintf("the outcome of %s %s is unknown: %s", op, strings.Join(unknown, ", "), check)
+		if failure != nil {
+			return fmt.Errorf("%s (%w); also %v", head, unknownErr, failure)
 		}
-		return fmt.Errorf("%w; %s", failure, note)
+		return fmt.Errorf("%s (%w)", head, unknownErr)
 	}
 	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(changes) {
 		failure = fmt.Errorf("%w (the buckets listed above were changed; the rest were not)", failure)

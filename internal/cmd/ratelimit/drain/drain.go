@@ -36,8 +36,9 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			to zero after D, so requests pass again one refill interval later. No
 			process has to stay running. D is at most 1h.
 
-			The write is conditional on the updated_at read, audited (ratelimit.drain),
-			and a bucket already drained is left alone.
+			The write is conditional on the updated_at read and made with its audit
+			record (ratelimit.drain) in one transaction; a bucket already drained is
+			left alone.
 		`),
 		Example: heredoc.Doc(`
 			koshactl ratelimit drain drill-client --reason "429 drill"

@@ -35,8 +35,8 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 			Each write is conditional on the updated_at read, so a data-plane request
 			landing in between is never overwritten unseen: the bucket is re-read and the
 			reset retried. A bucket that is already full (or has no item) is left alone
-			and reported, so reset is safe to repeat. Every reset is audited
-			(ratelimit.reset, subject rl#<client>).
+			and reported, so reset is safe to repeat. Every reset is written with its
+			audit record (ratelimit.reset, subject rl#<client>) in one transaction.
 		`),
 		Example: heredoc.Doc(`
 			koshactl ratelimit reset tenant-7:alice --reason "false positive, INC-311"

@@ -29,8 +29,9 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 		Long: heredoc.Doc(`
 			Write an exact token count into one client's bucket, from 0 to the context's
 			capacity (fractions allowed). The bucket then refills from N at the usual
-			rate. The write is conditional on the updated_at read and audited
-			(ratelimit.set); setting the count the bucket already holds changes nothing.
+			rate. The write is conditional on the updated_at read and made with its
+			audit record (ratelimit.set) in one transaction; setting the count the
+			bucket already holds changes nothing.
 		`),
 		Example: heredoc.Doc(`
 			koshactl ratelimit set tenant-7:alice --tokens 5 --reason "slow the import job down"

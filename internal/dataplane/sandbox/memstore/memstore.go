@@ -181,29 +181,5 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var conflict *store.TxConflictError
-	for _, op := range c.Ops {
-		cur := s.items[op.PK()]
-		if !op.Cond.Holds(cur) {
-			if conflict == nil {
-				conflict = &store.TxConflictError{}
-			}
-			ce := store.ConditionError{PK: op.PK()}
-			if cur != nil {
-				ce.Current = cur.Clone()
-			}
-			conflict.Conflicts = append(conflict.Conflicts, ce)
-		}
-	}
-	if conflict != nil {
-		return conflict
-	}
-	for _, op := range c.Ops {
-		if op.Put == nil {
-			delete(s.items, op.Delete)
-			continue
-		}
-		s.items[op.PK()] = canonical(op.Put)
-	}
-	return nil
+	return c.ApplyTo(s.items, canonical)
 }

@@ -14,6 +14,12 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 )
 
+// The chaos lever: a signed X-Kosha-Chaos header (chaos#STEP, then
+// chaos#JTI), minted by chaos.sign. This file holds all of it: the kind,
+// its plan, the rollback that withdraws the header from the run, its
+// journal record, and the rollback drill recover rebuilds (the header
+// lived only in the dead run's process).
+
 // ChaosAuditAction is the audit action of a header minted by a drill (the
 // same as koshactl chaos sign's).
 const ChaosAuditAction = "chaos.sign"
@@ -36,10 +42,13 @@ const ChaosAuditAction = "chaos.sign"
 // audited like koshactl chaos sign.
 type ChaosSignKind struct{}
 
-var _ drill.StepKind = ChaosSignKind{}
+var _ drill.MutatingKind = ChaosSignKind{}
 
 // Name implements StepKind.
 func (ChaosSignKind) Name() string { return "chaos.sign" }
+
+// Lever implements MutatingKind: a step mints a chaos header.
+func (ChaosSignKind) Lever() string { return drill.LeverChaos }
 
 // Summary implements StepKind.
 func (ChaosSignKind) Summary() string {
@@ -143,6 +152,17 @@ func (a *chaosSign) Describe(*drill.RunContext) string {
 	return fmt.Sprintf("mint a chaos header: %s on %s, p=%s", desc, a.req.Target, a.req.P)
 }
 
+// Plan implements Mutating.
+func (a *chaosSign) Plan(rc *drill.RunContext) *drill.PlanLever {
+	ttl := a.req.TTL
+	if ttl == 0 {
+		ttl = chaos.DefaultTTL
+	}
+	bound := min(ttl, rc.Drill.Timeout, chaos.MaxTTL).Truncate(time.Second)
+	return &drill.PlanLever{Subject: "chaos#" + rc.CurrentStep(), Inverse: "withdraw the header from the run (it cannot be revoked)",
+		ExpiresWithinSeconds: drill.Seconds(bound), Expiry: fmt.Sprintf("the header expires after min(ttl %s, time left, %s)", ttl, chaos.MaxTTL)}
+}
+
 // Prepare registers the header's rollback: a minted header cannot be
 // revoked, so the rollback withdraws it from the run (no later request
 // sends it) and the journal records when it expires.
@@ -221,4 +241,34 @@ func (r *chaosRollback) Undo(_ context.Context, rc *drill.RunContext) (string, e
 		return "expired at " + exp.UTC().Format(time.RFC3339), nil
 	}
 	return fmt.Sprintf("withdrawn: no later request sends it; it expires at %s", exp.UTC().Format(time.RFC3339)), nil
+}
+
+// LeverRecord implements Rollback.
+func (r *chaosRollback) LeverRecord() *drill.LeverRecord {
+	rec := &drill.LeverRecord{Kind: drill.LeverChaos, Inverse: "withdraw"}
+	rec.JTI, _ = r.lever.Written().(string)
+	return rec
+}
+
+// recoveredChaos is a chaos header's rollback after its run died: the
+// header lived only in that process, so it is withdrawn already.
+type recoveredChaos struct {
+	subject string
+	expires time.Time
+}
+
+func (r *recoveredChaos) Subject() string  { return r.subject }
+func (r *recoveredChaos) Describe() string { return "withdraw the chaos header" }
+
+// ExpiresAt is zero: the journal's record already says when the header
+// expires.
+func (r *recoveredChaos) ExpiresAt() time.Time { return time.Time{} }
+
+// LeverRecord is nil: the journal's record stays as it is.
+func (r *recoveredChaos) LeverRecord() *drill.LeverRecord { return nil }
+func (r *recoveredChaos) Undo(context.Context, *drill.RunContext) (string, error) {
+	if r.expires.IsZero() {
+		return "withdrawn: it lived only in the run's process", nil
+	}
+	return "withdrawn: it lived only in the run's process; it expires " + r.expires.UTC().Format(time.RFC3339), nil
 }

@@ -1,0 +1,55 @@
+package iam_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/iam"
+)
+
+// A change is one transaction, authorized item by item: a role allowed
+// some of its items and not all is denied the whole change, and nothing of
+// it is written. The reader may read overrides, not force one (the
+// override's PutItem is denied, so neither it nor its record lands); the
+// data plane may write its own records (audit#dp#), not an operator's
+// (chaos sign's record, audit#<ms>#…, is denied, so no header is printed
+// and no record is kept).
+func TestARoleIsDeniedAWholeChangeOutsideItsPolicy(t *testing.T) {
+	t.Parallel()
+	w := newAWSWorld(t)
+	w.prepare()
+	records := func() int {
+		w.enf.SetPolicy(nil)
+		return strings.Count(w.MustRun(0, "audit", "list", "-o", "json").Stdout, `"action":`)
+	}
+	for _, c := range []struct {
+		role   iam.Role
+		args   []string
+		prefix string // the key denied
+	}{
+		{iam.Reader, []string{"breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"}, iam.BreakerItems},
+		{iam.DataPlane, []string{"chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value"}, iam.AuditItems},
+	} {
+		before := records()
+		w.asRole(t, c.role)
+		r := w.Run(c.args...)
+		denied := w.enf.TakeDenials()
+		name := string(c.role) + ": koshactl " + strings.Join(c.args, " ")
+		if r.Code == 0 || !mentionsDenial(r.Stderr) || r.Stdout != "" {
+			t.Errorf("%s: exit %d, want a failure saying access was denied and nothing printed\n%s%s", name, r.Code, r.Stdout, r.Stderr)
+		}
+		if len(denied) != 1 || denied[0].Action != iam.PutItem ||
+			denied[0].Context["dynamodb:EnclosingOperation"][0] != iam.TransactWriteItems ||
+			iam.PrefixOf(denied[0].Context["dynamodb:LeadingKeys"][0]) != c.prefix {
+			t.Errorf("%s: denied %v, want the PutItem of one %s item of its transaction", name, denied, c.prefix)
+		}
+		if after := records(); after != before {
+			t.Errorf("%s: %d audit records, %d before: a denied change wrote its record", name, after, before)
+		}
+	}
+	w.enf.SetPolicy(nil)
+	if r := w.Run("breaker", "get", "openai"); r.Code != exitcode.NotFound {
+		t.Errorf("breaker get openai after the reader's denied force: exit %d, want %d\n%s%s", r.Code, exitcode.NotFound, r.Stdout, r.Stderr)
+	}
+}

@@ -1,0 +1,233 @@
+package runner
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// Caps on what a run records for its report, so a long soak with a short
+// poll interval cannot grow the journal without bound: past them a sample
+// or an evaluation is recorded only when it differs from the one before.
+const (
+	maxGaugeSamples    = 2000
+	maxStopEvaluations = 2000
+)
+
+// journalingGauges records every breaker_state read the run's conditions
+// make in the journal (gauge_samples), for the game-day report.
+type journalingGauges struct {
+	inner drill.GaugeReader
+	r     *runJournal
+	rc    *drill.RunContext
+}
+
+var _ drill.GaugeReader = (*journalingGauges)(nil)
+
+func (g *journalingGauges) Describe() string { return g.inner.Describe() }
+
+// Unwrap returns the reader it records, for [drill.SourcerOf].
+func (g *journalingGauges) Unwrap() drill.GaugeReader { return g.inner }
+
+func (g *journalingGauges) Read(ctx context.Context, dependency string) (drill.GaugeReading, error) {
+	reading, err := g.inner.Read(ctx, dependency)
+	if err != nil && ctx.Err() != nil {
+		return reading, err // the poll was ended, not answered
+	}
+	s := drill.GaugeSample{At: g.rc.Now().UTC(), Dependency: dependency, Instances: []drill.InstanceSample{}}
+	if err != nil {
+		s.Error = g.rc.Redact(err.Error())
+	}
+	for _, in := range reading.Instances {
+		s.Instances = append(s.Instances, drill.InstanceSample{Instance: in.Instance, State: in.State.String()})
+	}
+	g.r.update(func() {
+		j := g.r.journal
+		if len(j.GaugeSamples) >= maxGaugeSamples {
+			for i := len(j.GaugeSamples) - 1; i >= 0; i-- {
+				if p := j.GaugeSamples[i]; p.Dependency == dependency {
+					if p.Error == s.Error && slices.Equal(p.Instances, s.Instances) {
+						return
+					}
+					break
+				}
+			}
+		}
+		j.GaugeSamples = append(j.GaugeSamples, s)
+	})
+	return reading, err
+}
+
+// journalingAudit names in the journal (audit) every audit record the run
+// wrote, so a report names each change's record: a record appended on its
+// own when its append returns, and a lever's records, staged into the
+// lever's transaction, when the step reports its change committed
+// ([drill.RunContext.Recorded]). A staged record whose change failed is
+// never named. Each record is named once.
+type journalingAudit struct {
+	inner audit.Appender
+	add   func(drill.AuditRef)
+
+	mu    sync.Mutex
+	named map[string]bool
+}
+
+var (
+	_ audit.Appender = (*journalingAudit)(nil)
+	_ drill.Recorder = (*journalingAudit)(nil)
+)
+
+func newJournalingAudit(inner audit.Appender, add func(drill.AuditRef)) *journalingAudit {
+	return &journalingAudit{inner: inner, add: add, named: map[string]bool{}}
+}
+
+func (a *journalingAudit) Append(ctx context.Context, e audit.Entry) (audit.Record, error) {
+	rec, err := a.inner.Append(ctx, e)
+	if err == nil {
+		a.Recorded(rec)
+	}
+	return rec, err
+}
+
+// Stage names nothing: the record exists only if its change commits.
+func (a *journalingAudit) Stage(ctx context.Context, e audit.Entry, token string, n int) (audit.Record, store.Op, error) {
+	return a.inner.Stage(ctx, e, token, n)
+}
+
+// Recorded names recs, records of a change that committed.
+func (a *journalingAudit) Recorded(recs ...audit.Record) {
+	for _, rec := range recs {
+		a.mu.Lock()
+		seen := rec.ID == "" || a.named[rec.ID]
+		a.named[rec.ID] = true
+		a.mu.Unlock()
+		if !seen {
+			a.add(drill.AuditRef{ID: rec.ID, At: rec.Time.UTC(), Action: rec.Action, Subject: rec.Subject})
+		}
+	}
+}
+
+// recordStop records one evaluation of a stop condition.
+func (r *runJournal) recordStop(e drill.StopEvaluation) {
+	r.update(func() {
+		j := r.journal
+		if len(j.StopEvaluations) >= maxStopEvaluations {
+			for i := len(j.StopEvaluations) - 1; i >= 0; i-- {
+				if p := j.StopEvaluations[i]; p.Condition == e.Condition {
+					if p.Holds == e.Holds && p.Error == e.Error && p.Detail == e.Detail {
+						return
+					}
+					break
+				}
+			}
+		}
+		j.StopEvaluations = append(j.StopEvaluations, e)
+	})
+}
+
+// recording returns the run's services with the gauge reader and the
+// audit log recording into the journal.
+func (r *runJournal) recording(rc *drill.RunContext) *drill.Deps {
+	own := *rc.Deps
+	if own.Gauges != nil {
+		own.Gauges = &journalingGauges{inner: own.Gauges, r: r, rc: rc}
+	}
+	if own.Audit != nil {
+		own.Audit = newJournalingAudit(own.Audit, func(a drill.AuditRef) {
+			r.update(func() { r.journal.Audit = append(r.journal.Audit, a) })
+		})
+	}
+	return &own
+}
+
+// runJournal is a run's journal as the run writes it. It owns the lock
+// every change of the journal takes (reporters may be reading it from
+// another goroutine's event), the caps on what a long run records, and the
+// events the reporters receive, one at a time.
+type runJournal struct {
+	mu        sync.Mutex
+	journal   *drill.Journal
+	rc        *drill.RunContext
+	reporters []Reporter
+	// clock stamps events; nil means the wall clock.
+	clock clock.Clock
+	// rbs[i] is the rollback of journal.Rollbacks[i].
+	rbs []drill.Rollback
+	// stepIdx is the step running now (1-based), for notices.
+	stepIdx int
+	// stopNoticed holds the last evaluation error noticed per stop
+	// condition, so a condition failing every poll is noted once.
+	stopNoticed map[string]string
+	// guardCode is the exit code of a refused run or a lost guard.
+	guardCode int
+}
+
+// update runs f under the journal lock.
+func (r *runJournal) update(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f()
+}
+
+// Notice records a warning (a repeated signal) in the journal of the run
+// in progress (or the last one) and the live log. It is safe to call from
+// any goroutine during Run.
+func (r *Runner) Notice(msg string) {
+	jr := r.live.Load()
+	if jr == nil {
+		jr = &runJournal{reporters: r.Reporters}
+		if r.Deps != nil {
+			jr.clock = r.Deps.Clock
+		}
+	}
+	jr.notice(msg)
+}
+
+func (r *runJournal) notice(msg string) {
+	r.mu.Lock()
+	if j := r.journal; j != nil {
+		j.Notices = append(j.Notices, msg)
+	}
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventNotice, Message: msg})
+}
+
+// stepNotice is the run context's notice (a wait-for seeing a new state):
+// logged under the step running, if any, and emitted.
+func (r *runJournal) stepNotice(msg string) {
+	r.mu.Lock()
+	idx := r.stepIdx
+	if idx > 0 {
+		s := &r.journal.Steps[idx-1]
+		if len(s.Log) < 200 {
+			s.Log = append(s.Log, r.rc.Now().UTC().Format("15:04:05.000Z")+" "+msg)
+		}
+	}
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventNotice, Message: msg, StepIndex: idx})
+}
+
+// emit delivers ev to every reporter, one event at a time.
+func (r *runJournal) emit(ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev.Journal = r.journal
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+		if r.clock != nil {
+			ev.Time = r.clock.Now()
+		}
+	}
+	if ev.StepIndex > 0 && ev.Step == nil && ev.Journal != nil && ev.StepIndex <= len(ev.Journal.Steps) {
+		ev.Step = &ev.Journal.Steps[ev.StepIndex-1]
+	}
+	for _, rep := range r.reporters {
+		rep.Report(ev)
+	}
+}
