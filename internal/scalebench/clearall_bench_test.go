@@ -49,7 +49,7 @@ const clearAllOnMoto = 500
 // operation: its scans, its batch reads (none: each clear is conditional
 // on what the scan found) and its transactions (50 overrides and their
 // records each), with any refusal (tx-refused/op, retried by the SDK)
-// apart; moto's requests pass one at a time ([newSerialCounter]). Every
+// apart; moto's requests pass one at a time (its front). Every
 // clear must be recorded exactly once.
 func BenchmarkClearAll(b *testing.B) {
 	bin := procbench.Build(b, "github.com/kosha-platform/koshactl/cmd/koshactl")
@@ -69,7 +69,7 @@ func BenchmarkClearAll(b *testing.B) {
 		}, nil)
 	})
 	b.Run(fmt.Sprintf("store=moto/overrides=%d", clearAllOnMoto), func(b *testing.B) {
-		c := newSerialCounter(b, server)
+		c := newCounter(b, server)
 		dir := b.TempDir()
 		round := 0
 		var requests, scans, batchGets, tx, txRefused int64

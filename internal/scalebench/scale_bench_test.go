@@ -50,21 +50,9 @@ type counter struct {
 	ops map[string]int64
 }
 
+// newCounter counts the requests to upstream. moto's own requests pass one
+// at a time already (internal/testutil/moto's front).
 func newCounter(tb testing.TB, upstream string) *counter {
-	tb.Helper()
-	return startCounter(tb, upstream, false)
-}
-
-// newSerialCounter is a counter that passes one request at a time: moto
-// 5.2.1 answers HTTP 500 to a TransactWriteItems that runs while another
-// does (its rollback copy of the table races the other's writes), which
-// DynamoDB never does.
-func newSerialCounter(tb testing.TB, upstream string) *counter {
-	tb.Helper()
-	return startCounter(tb, upstream, true)
-}
-
-func startCounter(tb testing.TB, upstream string, serial bool) *counter {
 	tb.Helper()
 	target, err := url.Parse(upstream)
 	if err != nil {
@@ -111,16 +99,7 @@ func startCounter(tb testing.TB, upstream string, serial bool) *counter {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var h http.Handler = rp
-	if serial {
-		var one sync.Mutex
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			one.Lock()
-			defer one.Unlock()
-			rp.ServeHTTP(w, r)
-		})
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	// The counter serves its table for the whole binary (tables are loaded
 	// once and shared by the benchmarks); TestMain closes it.
