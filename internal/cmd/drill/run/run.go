@@ -22,6 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/gameday"
@@ -355,7 +356,7 @@ func ApplyVars(d *drill.Drill, vars []string) error {
 
 // NewDeps builds what drill steps and rollbacks act on from the resolved
 // context (drill run and drill recover share it).
-func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile string) (*drill.Deps, error) {
+func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile string) (*runtime.Deps, error) {
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return nil, err
@@ -364,16 +365,16 @@ func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile 
 	if err != nil {
 		return nil, err
 	}
-	deps := &drill.Deps{
+	deps := &runtime.Deps{
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: env.Overrides(), KnownDependencies: env.Context.KnownDependencies(),
 		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.Audit(),
-		Minter: &lazyMinter{env: env, keyFile: keyFile, f: f}, HTTP: drill.NewHTTPClient(),
+		Minter: &lazyMinter{env: env, keyFile: keyFile, f: f}, HTTP: runtime.NewHTTPClient(),
 		LookupEnv: f.Environ.Lookup, Environ: f.Environ.List(),
 	}
 	// A context naming two sources gets no name here; each read reports it.
 	choice, _ := env.GaugeChoice("")
-	deps.Gauges = &drill.MetricsGauges{Name: choice.Description, Hint: choice.Hint(),
+	deps.Gauges = &runtime.MetricsGauges{Name: choice.Description, Hint: choice.Hint(),
 		New: func(ctx context.Context) (metrics.GaugeSource, error) {
 			return env.GaugeSource(ctx, "")
 		}}
