@@ -49,7 +49,7 @@ var (
 // max-override). Rollback clears it (or restores an override it replaced).
 type BreakerForceOpenKind struct{}
 
-var _ drill.MutatingKind = BreakerForceOpenKind{}
+var _, _ drill.MutatingKind = BreakerForceOpenKind{}, BreakerClearKind{}
 
 // Name implements StepKind.
 func (BreakerForceOpenKind) Name() string { return "breaker.force-open" }
@@ -237,8 +237,6 @@ func overridePolicy(rc *runtime.RunContext) breaker.DurationPolicy {
 // rollback finds it gone). Clearing someone else's override registers a
 // rollback that puts it back.
 type BreakerClearKind struct{}
-
-var _ drill.MutatingKind = BreakerClearKind{}
 
 // Name implements StepKind.
 func (BreakerClearKind) Name() string { return "breaker.clear" }
