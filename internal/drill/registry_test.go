@@ -22,7 +22,7 @@ func (k namedCondition) Name() string { return k.name }
 // Registry.Check refuses each way a kind table can be unusable, and
 // accepts one that is not.
 func TestRegistryCheck(t *testing.T) {
-	ok := &Registry{Steps: []StepKind{namedStep{name: "a"}, namedStep{name: "b"}}, Mutating: []string{"b"},
+	ok := &Registry{Steps: []StepKind{namedStep{name: "a"}, namedStep{name: "b"}},
 		Conditions: []ConditionKind{namedCondition{name: "a"}}}
 	if err := ok.Check(); err != nil {
 		t.Fatalf("a usable table: %v", err)
@@ -34,7 +34,6 @@ func TestRegistryCheck(t *testing.T) {
 		{&Registry{Steps: []StepKind{namedStep{name: ""}}}, `step kind ""`},
 		{&Registry{Steps: []StepKind{namedStep{name: "a"}, namedStep{name: "a"}}}, `step kind "a"`},
 		{&Registry{Steps: []StepKind{namedStep{name: "rollback"}}}, `step kind "rollback"`},
-		{&Registry{Steps: []StepKind{namedStep{name: "a"}}, Mutating: []string{"z"}}, `mutating kind "z"`},
 		{&Registry{Conditions: []ConditionKind{namedCondition{name: "within"}}}, `condition kind "within"`},
 		{&Registry{Conditions: []ConditionKind{namedCondition{name: "c"}, namedCondition{name: "c"}}}, `condition kind "c"`},
 	} {

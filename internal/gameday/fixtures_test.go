@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/drill/runner"
-	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
 var t0 = time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
@@ -55,8 +53,8 @@ func stoppedJournal() *drill.Journal {
 		StartedAt: t0, Deadline: at(300), EndedAt: atp(21.4), DurationSeconds: 21.4, TimeoutSeconds: 300,
 		Outcome: drill.OutcomeStopped, Reason: `stop condition "api-5xx" held: alarm kosha-api-5xx is ALARM`, RollbacksOK: true, ExitCode: 1,
 		Hypothesis: drill.Hypothesis{
-			Before: []drill.CheckRecord{check(runner.PhaseBefore, "openai-closed", 0.1, 0.4, true, "openai: 2 instance(s): 2 closed")},
-			After:  []drill.CheckRecord{check(runner.PhaseAfter, "openai-closed", 19.2, 21.3, true, "openai: 2 instance(s): 2 closed")},
+			Before: []drill.CheckRecord{check(drill.PhaseBefore, "openai-closed", 0.1, 0.4, true, "openai: 2 instance(s): 2 closed")},
+			After:  []drill.CheckRecord{check(drill.PhaseAfter, "openai-closed", 19.2, 21.3, true, "openai: 2 instance(s): 2 closed")},
 		},
 		Steps: []drill.StepRecord{
 			step("force-openai", "breaker.force_open", drill.StatusPassed, 0.5, 0.9, "forced open until 2026-03-14T09:35:00Z", "rb-1"),
@@ -65,7 +63,7 @@ func stoppedJournal() *drill.Journal {
 			step("verify", "assert", drill.StatusSkipped, -1, -1, ""),
 		},
 		Stop: &drill.StopRecord{Condition: "api-5xx", Detail: "alarm kosha-api-5xx is ALARM", At: at(17.5),
-			Alarms: []metrics.Alarm{{Name: "kosha-api-5xx", State: "ALARM", Reason: "Threshold Crossed: 3 datapoints > 1", Since: at(17.1)}}},
+			Alarms: []drill.Alarm{{Name: "kosha-api-5xx", State: "ALARM", Reason: "Threshold Crossed: 3 datapoints > 1", Since: at(17.1)}}},
 		Rollbacks: []drill.RollbackRecord{
 			rollback("rb-1", "force-openai", "breaker#openai", 0.5, 18.4, 18.6, 300),
 			{ID: "rb-2", Step: "drain-agent", Subject: "rl#agent-1", Description: "restore agent-1's tokens", RegisteredAt: at(0.9),
@@ -101,7 +99,7 @@ func stoppedJournal() *drill.Journal {
 func killedJournal() *drill.Journal {
 	j := &drill.Journal{Kind: "DrillRun", Version: drill.JournalVersion, RunID: "0f0e0d0c0b0a", Context: "local", Store: "sqlite state/local.db",
 		Actor: "ci@example.com", Drill: drill.DrillInfo{Name: "interrupted", File: "docs/drills/interrupted.yaml"},
-		StartedAt: t0, Deadline: at(600), TimeoutSeconds: 600, Outcome: runner.OutcomeKilled,
+		StartedAt: t0, Deadline: at(600), TimeoutSeconds: 600, Outcome: drill.OutcomeKilled,
 		Reason: "the run's process died before it finished; drill recover ran its rollbacks", RollbacksOK: true, ExitCode: 1,
 		Runner:     &drill.RunnerRecord{PID: 4242, Host: "ci-runner"},
 		Hypothesis: drill.Hypothesis{Before: []drill.CheckRecord{}, After: []drill.CheckRecord{}},
@@ -133,7 +131,7 @@ func fleetStep(s drill.StepRecord, f *drill.FleetRecord) drill.StepRecord { s.Fl
 // alarm source answered AccessDenied, so nothing was done.
 func refusedJournal() *drill.Journal {
 	pre := func(name, kind string, start, end float64, ok bool, detail, errText string) drill.CheckRecord {
-		return drill.CheckRecord{Phase: runner.PhasePreflight, Name: name, Kind: kind, Description: kind + " " + name, OK: ok, Detail: detail,
+		return drill.CheckRecord{Phase: drill.PhasePreflight, Name: name, Kind: kind, Description: kind + " " + name, OK: ok, Detail: detail,
 			Error: errText, Checks: 1, StartedAt: at(start), EndedAt: atp(end), DurationSeconds: end - start}
 	}
 	cause := "describe alarms: AccessDeniedException: not authorized to perform cloudwatch:DescribeAlarms"
@@ -171,10 +169,10 @@ func guardLostJournal() *drill.Journal {
 		StartedAt: t0, Deadline: at(300), EndedAt: atp(24.2), DurationSeconds: 24.2, TimeoutSeconds: 300, Outcome: drill.OutcomeGuardLost,
 		Reason:      `stop condition "core-api-closed" could not be evaluated for 4 polls since 09:30:10Z: ` + cause + ": " + fix,
 		RollbacksOK: true, ExitCode: 5,
-		Preflight: []drill.CheckRecord{{Phase: runner.PhasePreflight, Name: "core-api-closed", Kind: "breaker", Description: "core-api closed", OK: true,
+		Preflight: []drill.CheckRecord{{Phase: drill.PhasePreflight, Name: "core-api-closed", Kind: "breaker", Description: "core-api closed", OK: true,
 			Detail: "can be evaluated: core-api: 2 instance(s): 2 closed", Checks: 1, StartedAt: at(0.05), EndedAt: atp(0.08), DurationSeconds: 0.03}},
 		Hypothesis: drill.Hypothesis{
-			Before: []drill.CheckRecord{check(runner.PhaseBefore, "openai-closed", 0.1, 0.4, true, "openai: 2 instance(s): 2 closed")},
+			Before: []drill.CheckRecord{check(drill.PhaseBefore, "openai-closed", 0.1, 0.4, true, "openai: 2 instance(s): 2 closed")},
 			After:  []drill.CheckRecord{},
 		},
 		Steps: []drill.StepRecord{

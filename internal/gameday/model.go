@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -430,7 +429,7 @@ func atAGlance(j *drill.Journal, end time.Time) []glance {
 			text += fmt.Sprintf("; alarm %s %s: %s", a.Name, a.State, a.Reason)
 		}
 		g = append(g, glance{"Stopped by", one(text), "bad"})
-	case j.Outcome == runner.OutcomeKilled || j.Outcome == drill.OutcomeRunning:
+	case j.Outcome == drill.OutcomeKilled || j.Outcome == drill.OutcomeRunning:
 		g = append(g, glance{"Stopped by", one("the run's process died (its last record at " + clock(lastRecord(j, false)) + ")"), "bad"})
 	case j.Outcome == drill.OutcomePassed:
 		g = append(g, glance{"Ended", "every step ran; the hypothesis held", "good"})

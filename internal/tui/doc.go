@@ -5,7 +5,8 @@
 // # Structure
 //
 // [Model] is the root model. It owns three sub-views, the dependency table,
-// the detail of one dependency and the force/clear prompt, and takes its key
+// the detail of one dependency (a child model that scrolls its lines in its
+// own viewport, as glow's pager) and the force/clear prompt, and takes its key
 // bindings from package keys and every style from package styles. All I/O
 // (store reads and writes, gauge fetches, audit reads) runs in tea.Cmd
 // functions that return typed messages; Update and View never block. Time

@@ -70,7 +70,7 @@ type Model struct {
 	nextChange time.Time
 
 	table  tableState
-	detail detailState
+	detail detailPane
 	prompt *prompt
 
 	status      string
@@ -159,8 +159,28 @@ func (m *Model) refresh() tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// Update handles one message.
+// Update handles one message, then hands the detail pane, when it is
+// shown, its size and content as the message left them.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	next, cmd := m.update(msg)
+	nm := next.(Model)
+	nm.syncDetail()
+	return nm, cmd
+}
+
+// syncDetail gives the detail pane the body's size and the lines of its
+// dependency at the model's current state (rows, clock, width, audit
+// records): whatever the message changed, the pane shows it, and its
+// viewport keeps the offset within the new lines.
+func (m *Model) syncDetail() {
+	if m.mode != modeDetail {
+		return
+	}
+	m.detail.setSize(m.width, m.bodyHeight())
+	m.detail.setContent(m.detailContent())
+}
+
+func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -323,7 +343,7 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.Details):
 		if r := m.selected(); r != nil {
 			m.mode = modeDetail
-			m.detail = detailState{dependency: r.Dependency, loading: m.deps.Audit != nil}
+			m.detail = newDetailPane(r.Dependency, m.deps.Audit != nil, m.keys)
 			cmds := []tea.Cmd{m.loadAudit(r.Dependency)}
 			if r.Gauges.Breakdown == metrics.BreakdownNotFetched && !m.gauges.loading {
 				// The source read no instance series for it: ask now, not at
@@ -362,11 +382,6 @@ func (m Model) detailKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case key.Matches(msg, k.Back):
 		m.mode = modeTable
-	case key.Matches(msg, k.Up):
-		m.detail.scroll = max(m.detail.scroll-1, 0)
-	case key.Matches(msg, k.Down):
-		// Never scroll past the end: count the lines the detail has.
-		m.detail.scroll = min(m.detail.scroll+1, max(len(m.detailLines(1<<20))-m.bodyHeight(), 0))
 	case key.Matches(msg, k.Force):
 		return m.openForce()
 	case key.Matches(msg, k.Clear):
@@ -376,6 +391,11 @@ func (m Model) detailKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, m.refresh()
 	case key.Matches(msg, k.Help):
 		m.mode = modeHelp
+	default:
+		// Scrolling is the pane's.
+		var cmd tea.Cmd
+		m.detail, cmd = m.detail.update(msg)
+		return m, cmd
 	}
 	return m, nil
 }

@@ -43,7 +43,7 @@ func (m Model) Render() string {
 	case m.mode == modeHelp:
 		body = m.helpLines()
 	case m.mode == modeDetail:
-		body = m.detailLines(bodyHeight)
+		body = m.detail.view(m.styles)
 	default:
 		body = m.tableLines(bodyHeight)
 	}

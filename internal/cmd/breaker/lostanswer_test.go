@@ -148,7 +148,7 @@ func TestUnreachableStoreIsAnUnknownOutcomeInOneLine(t *testing.T) {
 		}
 		errLines := errorLines(r.Stderr)
 		if len(errLines) != 1 || !strings.Contains(errLines[0], "outcome") || !strings.Contains(errLines[0], "unknown") ||
-			!strings.Contains(errLines[0], "koshactl breaker get 'openai'") {
+			!strings.Contains(errLines[0], "koshactl breaker get openai") {
 			t.Fatalf("%s: stderr does not say, in one line, that the outcome is unknown and how to check:\n%s", st.args[1], r.Stderr)
 		}
 		for _, banned := range []string{"repair", "audit record", "not audited"} {

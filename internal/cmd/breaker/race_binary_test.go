@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestTwoProcessesRacingOneDependency(t *testing.T) {
 		"KOSHACTL_CONTEXT=", "NO_COLOR=1")
 	run := func(actor string, args ...string) (int, string) {
 		cmd := exec.CommandContext(t.Context(), bin, args...) //nolint:gosec // G204: the binary this test built
-		cmd.Env = append(base, "KOSHACTL_ACTOR="+actor)
+		cmd.Env = append(slices.Clone(base), "KOSHACTL_ACTOR="+actor)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()

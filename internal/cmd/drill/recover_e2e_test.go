@@ -107,7 +107,7 @@ func TestKilledDrillIsRecovered(t *testing.T) {
 	}
 	now := time.Now()
 	j := readJournal(t, jpath)
-	if j.Outcome != runner.OutcomeKilled || !j.RollbacksOK || len(j.Recoveries) != 1 || !j.Recoveries[0].OK || len(j.Recoveries[0].Rollbacks) != 3 {
+	if j.Outcome != drill.OutcomeKilled || !j.RollbacksOK || len(j.Recoveries) != 1 || !j.Recoveries[0].OK || len(j.Recoveries[0].Rollbacks) != 3 {
 		t.Fatalf("journal after recover: outcome %s ok %v recoveries %+v rollbacks %+v", j.Outcome, j.RollbacksOK, j.Recoveries, j.Rollbacks)
 	}
 	for _, rb := range j.Rollbacks {

@@ -22,7 +22,6 @@ func Builtin() *drill.Registry {
 			SleepKind{},
 			ShellStepKind{},
 		},
-		Mutating: []string{"breaker.force-open", "breaker.clear", "ratelimit.drain", "ratelimit.reset", "ratelimit.set", "chaos.sign"},
 		Conditions: []drill.ConditionKind{
 			HTTPConditionKind{},
 			BreakerConditionKind{},

@@ -2,6 +2,8 @@ package kinds
 
 import (
 	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
 )
 
 // TestBuiltinTable checks the built-in table as RegisterStep and
@@ -11,7 +13,11 @@ func TestBuiltinTable(t *testing.T) {
 	if err := reg.Check(); err != nil {
 		t.Error(err)
 	}
-	if !reg.Mutates(BreakerForceOpenKind{}) || reg.Mutates(SleepKind{}) {
-		t.Error("Mutates: breaker.force-open mutates and sleep does not")
+	for _, k := range reg.Steps {
+		want := map[string]bool{"breaker.force-open": true, "breaker.clear": true, "ratelimit.drain": true, "ratelimit.reset": true,
+			"ratelimit.set": true, "chaos.sign": true}[k.Name()]
+		if drill.Mutates(k) != want {
+			t.Errorf("Mutates(%s) = %v, want %v", k.Name(), !want, want)
+		}
 	}
 }

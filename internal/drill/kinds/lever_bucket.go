@@ -2,19 +2,157 @@ package kinds
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
+
+// The bucket lever: a client's rate-limit bucket (rl#CLIENT), moved by
+// ratelimit.drain, reset and set. This file holds all of it: the three
+// kinds, their plan, the rollback (a run's and drill recover's: the same
+// restore of the level before the drill), its journal record, and its
+// rebuilding from the audit trail.
+
+// RateLimitDrainKind is the ratelimit.drain step: empty a client's bucket
+// so its next requests get 429s.
+//
+//	ratelimit.drain:
+//	  client: drill-client   # required
+//	  for: 30s               # keep it refused this long (at most 1h), bounded by the deadline
+//	  reason: flood drill
+//
+// With for, the bucket is written with negative tokens that the data
+// plane's refill brings back to zero after that long, so the client
+// recovers on its own even if koshactl is killed. Rollback restores the
+// level the bucket had before the drill.
+type RateLimitDrainKind struct{}
+
+var _ drill.MutatingKind = RateLimitDrainKind{}
+
+// Name implements StepKind.
+func (RateLimitDrainKind) Name() string { return "ratelimit.drain" }
+
+// Lever implements MutatingKind: a step moves a rate-limit bucket.
+func (RateLimitDrainKind) Lever() string { return drill.LeverBucket }
+
+// Summary implements StepKind.
+func (RateLimitDrainKind) Summary() string {
+	return "empty a client's bucket (optionally held for a while); rollback restores its level"
+}
+
+// Outputs implements StepKind.
+func (RateLimitDrainKind) Outputs() []string { return bucketOutputs }
+
+// Decode implements StepKind.
+func (RateLimitDrainKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+	a, m := decodeBucketStep(d, n, ratelimit.OpDrain, "for")
+	if m == nil {
+		return nil
+	}
+	if hold, ok := m.Duration("for", false); ok {
+		if ratelimit.CheckDrainHold(hold) != nil {
+			m.Errorf("for", "%s is longer than the %s a drain may hold", hold, ratelimit.MaxDrainHold)
+			return nil
+		}
+		if a != nil {
+			a.hold = hold
+		}
+	}
+	if a == nil {
+		return nil
+	}
+	return a
+}
+
+// RateLimitResetKind is the ratelimit.reset step: refill a client's bucket
+// to capacity, so its next requests are admitted.
+//
+//	ratelimit.reset:
+//	  client: drill-client   # required
+//	  reason: end of flood
+//
+// After a drain in the same drill it registers no new rollback: the
+// drain's rollback restores the level from before the drill.
+type RateLimitResetKind struct{}
+
+var _ drill.MutatingKind = RateLimitResetKind{}
+
+// Name implements StepKind.
+func (RateLimitResetKind) Name() string { return "ratelimit.reset" }
+
+// Lever implements MutatingKind: a step moves a rate-limit bucket.
+func (RateLimitResetKind) Lever() string { return drill.LeverBucket }
+
+// Summary implements StepKind.
+func (RateLimitResetKind) Summary() string {
+	return "refill a client's bucket to capacity; rollback restores its level"
+}
+
+// Outputs implements StepKind.
+func (RateLimitResetKind) Outputs() []string { return bucketOutputs }
+
+// Decode implements StepKind.
+func (RateLimitResetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+	a, _ := decodeBucketStep(d, n, ratelimit.OpReset)
+	if a == nil {
+		return nil
+	}
+	return a
+}
+
+// RateLimitSetKind is the ratelimit.set step: write an exact token count.
+//
+//	ratelimit.set:
+//	  client: drill-client   # required
+//	  tokens: 3              # required, 0 to the bucket's capacity
+type RateLimitSetKind struct{}
+
+var _ drill.MutatingKind = RateLimitSetKind{}
+
+// Name implements StepKind.
+func (RateLimitSetKind) Name() string { return "ratelimit.set" }
+
+// Lever implements MutatingKind: a step moves a rate-limit bucket.
+func (RateLimitSetKind) Lever() string { return drill.LeverBucket }
+
+// Summary implements StepKind.
+func (RateLimitSetKind) Summary() string {
+	return "set a client's bucket to N tokens; rollback restores its level"
+}
+
+// Outputs implements StepKind.
+func (RateLimitSetKind) Outputs() []string { return bucketOutputs }
+
+// Decode implements StepKind.
+func (RateLimitSetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+	a, m := decodeBucketStep(d, n, ratelimit.OpSet, "tokens")
+	if m == nil {
+		return nil
+	}
+	tokens, ok := m.Float("tokens", true)
+	if ok && tokens < 0 {
+		m.Errorf("tokens", "%g is negative: give 0 to the capacity (to hold a client refused, use ratelimit.drain with for)", tokens)
+		ok = false
+	}
+	if a == nil || !ok {
+		return nil
+	}
+	a.tokens = tokens
+	return a
+}
 
 // bucketRollback restores a client's bucket to what it would hold now had
 // the drill never touched it: the level read before the drill's first
@@ -23,11 +161,11 @@ import (
 // again for what is left of it.
 type bucketRollback struct {
 	client string
-	lever  *drill.Lever
+	lever  *runtime.Lever
 }
 
 var (
-	_ drill.Rollback = (*bucketRollback)(nil)
+	_ runtime.Rollback = (*bucketRollback)(nil)
 )
 
 func (r *bucketRollback) Subject() string { return ratelimit.Key(r.client) }
@@ -56,9 +194,9 @@ func restoreChange(client string, before ratelimit.Status, l ratelimit.Limits, n
 	return ratelimit.Change{Op: ratelimit.OpDrain, Client: client, HoldFor: ratelimit.ClampDrainHold(hold)}, level
 }
 
-func (r *bucketRollback) Undo(ctx context.Context, rc *drill.RunContext) (string, error) {
+func (r *bucketRollback) Undo(ctx context.Context, rc *runtime.RunContext) (string, error) {
 	svc := rc.Deps
-	if err := drill.NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
+	if err := runtime.NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
 		return "", err
 	}
 	before, _ := r.lever.Before.(ratelimit.Status)
@@ -74,6 +212,15 @@ func (r *bucketRollback) Undo(ctx context.Context, rc *drill.RunContext) (string
 	return fmt.Sprintf("restored to %s tokens (%s)", human.Number(level), c.Op) + confirmed(res.Confirmed), nil
 }
 
+// LeverRecord implements Rollback.
+func (r *bucketRollback) LeverRecord() *drill.LeverRecord {
+	rec := &drill.LeverRecord{Kind: drill.LeverBucket, Client: r.client, Inverse: "restore-level"}
+	if b, ok := r.lever.Before.(ratelimit.Status); ok {
+		rec.BeforeBucket = &drill.BucketState{Exists: b.Exists, Tokens: b.Stored.Tokens, UpdatedAtMs: b.Stored.UpdatedAtMs}
+	}
+	return rec
+}
+
 // bucketStep is what ratelimit.drain, reset and set share: the client, the
 // lever and its rollback, the audited change, and the outputs.
 type bucketStep struct {
@@ -84,7 +231,7 @@ type bucketStep struct {
 	hold   time.Duration
 }
 
-var _ drill.Mutating = (*bucketStep)(nil)
+var _ runtime.Mutating = (*bucketStep)(nil)
 
 func decodeBucketStep(d *drill.Decoder, n *yaml.Node, op ratelimit.Op, fields ...string) (*bucketStep, *drill.Map) {
 	what := "ratelimit." + op.String()
@@ -111,7 +258,28 @@ func decodeBucketStep(d *drill.Decoder, n *yaml.Node, op ratelimit.Op, fields ..
 	return a, m
 }
 
-func (a *bucketStep) Describe(rc *drill.RunContext) string {
+// Plan implements Mutating.
+func (a *bucketStep) Plan(rc *runtime.RunContext) *runtime.PlanLever {
+	l := &runtime.PlanLever{Subject: ratelimit.Key(rc.Describe(a.client)), Inverse: "set the bucket back to its level before the drill, refilled since"}
+	oneToken := time.Second
+	if b := rc.Deps.Buckets; b != nil && b.Limits().RefillPerSecond > 0 {
+		oneToken = time.Duration(float64(time.Second) / b.Limits().RefillPerSecond)
+	}
+	switch {
+	case a.op == ratelimit.OpDrain && a.hold > 0:
+		hold := max(min(a.hold, rc.Drill.Timeout-oneToken), 0)
+		l.ExpiresWithinSeconds = drill.Seconds(hold + oneToken)
+		l.Expiry = fmt.Sprintf("refused for min(for %s, the deadline less one refill interval %s); the next token one refill interval later", a.hold, oneToken)
+	case a.op == ratelimit.OpDrain:
+		l.ExpiresWithinSeconds = drill.Seconds(oneToken)
+		l.Expiry = fmt.Sprintf("tokens 0: the next token arrives after one refill interval (%s)", oneToken)
+	default:
+		l.Expiry = "the bucket refills on its own at its rate"
+	}
+	return l
+}
+
+func (a *bucketStep) Describe(rc *runtime.RunContext) string {
 	client := rc.Describe(a.client)
 	switch a.op {
 	case ratelimit.OpDrain:
@@ -126,7 +294,7 @@ func (a *bucketStep) Describe(rc *drill.RunContext) string {
 	}
 }
 
-func (a *bucketStep) clientID(rc *drill.RunContext) (string, error) {
+func (a *bucketStep) clientID(rc *runtime.RunContext) (string, error) {
 	c, err := rc.Expand(a.client)
 	if err != nil {
 		return "", err
@@ -134,9 +302,9 @@ func (a *bucketStep) clientID(rc *drill.RunContext) (string, error) {
 	return c, ratelimit.ValidateClientID(c)
 }
 
-func (a *bucketStep) Prepare(ctx context.Context, rc *drill.RunContext) (drill.Rollback, error) {
+func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
 	svc := rc.Deps
-	if err := drill.NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
+	if err := runtime.NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
 	client, err := a.clientID(rc)
@@ -154,7 +322,7 @@ func (a *bucketStep) Prepare(ctx context.Context, rc *drill.RunContext) (drill.R
 	return &bucketRollback{client: client, lever: l}, nil
 }
 
-func (a *bucketStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
 	svc := rc.Deps
 	client, err := a.clientID(rc)
 	if err != nil {
@@ -181,7 +349,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outp
 	if res.Changed {
 		rc.Recorded(rec)
 	}
-	out := drill.NewOutputs().Set("client", client).
+	out := runtime.NewOutputs().Set("client", client).
 		Set("tokens_before", human.Number(res.Before.Tokens)).
 		Set("tokens_after", human.Number(res.After.Tokens)).
 		Set("admit", strconv.FormatBool(res.After.Admit)).
@@ -199,12 +367,56 @@ func (a *bucketStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outp
 	return out, nil
 }
 
-// confirmed is the note a change whose first answer was lost carries.
-func confirmed(c bool) string {
-	if !c {
-		return ""
+var bucketOutputs = []string{"client", "tokens_before", "tokens_after", "admit", "retry_after_seconds", "changed"}
+
+func recoverBucket(in RecoverInput) (runtime.Rollback, []string, error) {
+	rec, l := in.Record, in.Record.Lever
+	subject := ratelimit.Key(l.Client)
+	var trail []audit.Record
+	for _, r := range in.Trail {
+		if r.RunID == in.RunID && r.Subject == subject && slices.Contains([]string{ratelimit.ActionReset, ratelimit.ActionDrain, ratelimit.ActionSet}, r.Action) {
+			trail = append(trail, r)
+		}
 	}
-	return " (" + store.ConfirmedNote + ")"
+	trail = orderTrail(trail, bucketLink)
+	if len(trail) == 0 {
+		// A bucket change that changed nothing is not recorded (a reset
+		// of a full bucket): nothing to undo, whatever the journal says.
+		return &unrecorded{subject: subject, runID: in.RunID}, nil, nil
+	}
+	var lines []string
+	if first := trail[0]; first.Actor != in.Actor {
+		lines = append(lines, disagree(rec, subject, "the journal names the run's actor %q, but the audit trail records run %s's first change to it by %q", in.Actor, in.RunID, first.Actor))
+	}
+	var v ratelimit.AuditView
+	if err := json.Unmarshal(trail[0].Before, &v); err != nil {
+		return nil, append(lines, disagree(rec, subject, "the audit record %s of run %s cannot be read: %v", trail[0].ID, in.RunID, err)), nil
+	}
+	if b := l.BeforeBucket; b != nil && (b.Exists != v.Exists || b.Tokens != v.Tokens || b.UpdatedAtMs != v.UpdatedAtMs) {
+		lines = append(lines, disagree(rec, subject, "the journal's bucket before the drill (exists %v, %v tokens at %d ms) differs from the audit trail's (exists %v, %v tokens at %d ms)",
+			b.Exists, b.Tokens, b.UpdatedAtMs, v.Exists, v.Tokens, v.UpdatedAtMs))
+	}
+	if len(lines) > 0 {
+		return nil, lines, nil
+	}
+	if v.Malformed != "" {
+		return nil, nil, fmt.Errorf("rollback %s: the bucket of %s was malformed before the drill (%s): set it by hand", rec.ID, l.Client, v.Malformed)
+	}
+	var before ratelimit.Status
+	if v.Exists {
+		before = ratelimit.Status{Client: l.Client, Exists: true, Stored: ratelimit.Bucket{Client: l.Client, Tokens: v.Tokens, UpdatedAtMs: v.UpdatedAtMs}}
+	}
+	return &bucketRollback{client: l.Client, lever: &runtime.Lever{Subject: subject, Before: before}}, nil, nil
 }
 
-var bucketOutputs = []string{"client", "tokens_before", "tokens_after", "admit", "retry_after_seconds", "changed"}
+// bucketLink keys a bucket record by the stored level before and after.
+func bucketLink(r audit.Record) link {
+	key := func(doc json.RawMessage) string {
+		var v ratelimit.AuditView
+		if json.Unmarshal(doc, &v) != nil || !v.Exists {
+			return ""
+		}
+		return fmt.Sprintf("%v@%d", v.Tokens, v.UpdatedAtMs)
+	}
+	return link{before: key(r.Before), after: key(r.After)}
+}

@@ -186,7 +186,7 @@ func TestStopConditionOnErrorContinueGoesOnBlind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		d := parse(t, lostSrc("guard_grace: {polls: 2, for: 1s}", "    on_error: continue"))
-		d.Steps[1].Action = parse(t, "name: x\ntimeout: 1m\nsteps:\n  - sleep: 5s\n").Steps[0].Action
+		d.Steps[1].Spec = parse(t, "name: x\ntimeout: 1m\nsteps:\n  - sleep: 5s\n").Steps[0].Spec
 		rec := &recorder{on: func(ev Event) {
 			if ev.Kind == EventStepStarted && ev.Step.ID == "hold" {
 				e.fleet.setMetricsDown(true)
@@ -214,7 +214,7 @@ func TestStopConditionRecoveringWithinTheGraceStopsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		d := parse(t, lostSrc("guard_grace: {polls: 3, for: 1s}", ""))
-		d.Steps[1].Action = parse(t, "name: x\ntimeout: 1m\nsteps:\n  - sleep: 5s\n").Steps[0].Action
+		d.Steps[1].Spec = parse(t, "name: x\ntimeout: 1m\nsteps:\n  - sleep: 5s\n").Steps[0].Spec
 		rec := &recorder{on: func(ev Event) {
 			if ev.Kind == EventStepStarted && ev.Step.ID == "hold" {
 				e.fleet.setMetricsDown(true)
@@ -289,7 +289,7 @@ hypothesis:
 steps:
   - id: force
     breaker.force-open: {dependency: openai}
-`, func(ev Event) bool { return ev.Kind == EventPhase && ev.Phase == PhaseBefore }, drill.OutcomeGuardLost, drill.RoleHypothesis},
+`, func(ev Event) bool { return ev.Kind == EventPhase && ev.Phase == drill.PhaseBefore }, drill.OutcomeGuardLost, drill.RoleHypothesis},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -290,7 +291,7 @@ type env struct {
 	store *memStore
 	clock clock.Clock
 	fleet *fakeFleet
-	svc   *drill.Deps
+	svc   *runtime.Deps
 	ov    *breaker.Overrides
 	bk    *ratelimit.Buckets
 	log   *audit.Log
@@ -332,11 +333,11 @@ func newEnvOn(t testing.TB, s store.Store) *env {
 	}
 	e.fleet = &fakeFleet{t: t, ov: e.ov, verifier: verifier, states: map[string]gauge.State{}}
 	doer := handlerDoer{e.fleet}
-	e.svc = &drill.Deps{
+	e.svc = &runtime.Deps{
 		Clock: e.clock, ContextName: "test", StoreDescription: "memory store", Actor: "tester@test",
 		Overrides: e.ov, KnownDependencies: []string{"core-api", "openai", "postgres", "screening-sim"},
 		Buckets: e.bk, Audit: e.log, Minter: minter, HTTP: doer,
-		Gauges: &drill.MetricsGauges{Name: "prometheus http://fleet/metrics", New: func(context.Context) (metrics.GaugeSource, error) {
+		Gauges: &runtime.MetricsGauges{Name: "prometheus http://fleet/metrics", New: func(context.Context) (metrics.GaugeSource, error) {
 			return metrics.NewPrometheus([]string{"http://fleet/metrics"}, metrics.PrometheusOptions{Client: &http.Client{Transport: doer}, Clock: e.clock})
 		}},
 		LookupEnv: func(name string) (string, bool) {

@@ -66,7 +66,7 @@ func TestDrillLeverAndRollbackWithLostAnswersAreRecordedOnce(t *testing.T) {
 				switch {
 				case ev.Kind == EventStepStarted && ev.Step.ID == "force":
 					lose(cancel)
-				case ev.Kind == EventPhase && ev.Phase == PhaseRollback:
+				case ev.Kind == EventPhase && ev.Phase == drill.PhaseRollback:
 					lose(abandon)
 				}
 			}}

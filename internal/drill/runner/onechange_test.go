@@ -52,7 +52,7 @@ func (e *env) records(action, subject string) []audit.Record {
 func TestLeverAndRollbackWhoseAnswersAreLostAreConfirmedOnce(t *testing.T) {
 	e := newEnv(t)
 	e.store.lostPut = breaker.OverridePrefix
-	lose := atPhase(PhaseRollback, func() {
+	lose := atPhase(drill.PhaseRollback, func() {
 		e.store.mu.Lock()
 		e.store.lostPut = audit.Prefix // the clear puts only its record
 		e.store.mu.Unlock()
@@ -107,7 +107,7 @@ func TestRefusedChangeIsNeitherWrittenNorJournaled(t *testing.T) {
 func TestRollbackWhoseOutcomeIsUnknownFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		down := atPhase(PhaseRollback, func() {
+		down := atPhase(drill.PhaseRollback, func() {
 			e.store.mu.Lock()
 			e.store.failDelete, e.store.failGet = breaker.OverridePrefix, audit.Prefix
 			e.store.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
@@ -92,8 +93,8 @@ steps:
 // without bound.
 func TestGaugeSamplesAreCapped(t *testing.T) {
 	e := newEnv(t)
-	r := &Runner{journal: &drill.Journal{}}
-	rc := drill.NewRunContext(&drill.Drill{Timeout: time.Minute}, "run", e.svc, nil)
+	r := &runJournal{journal: &drill.Journal{}}
+	rc := runtime.NewRunContext(&drill.Drill{Timeout: time.Minute}, "run", e.svc, nil)
 	g := &journalingGauges{inner: e.svc.Gauges, r: r, rc: rc}
 	e.fleet.set("openai", gauge.Closed)
 	for range maxGaugeSamples + 50 {

@@ -150,7 +150,7 @@ func TestRecoveryWhoseRecordsAreRefusedChangesNothing(t *testing.T) {
 				t.Errorf("%s was cleared without its record", rb.Subject)
 			}
 		}
-		if j.RollbacksOK || j.Outcome != OutcomeKilled || j.ExitCode != drill.ExitRollbackFailed {
+		if j.RollbacksOK || j.Outcome != drill.OutcomeKilled || j.ExitCode != drill.ExitRollbackFailed {
 			t.Errorf("journal rollbacks ok %v, outcome %s, exit %d; want false, killed, 9", j.RollbacksOK, j.Outcome, j.ExitCode)
 		}
 		if n := countAction(e, breaker.ActionClear); n != 0 {

@@ -20,7 +20,7 @@ func sampleJournal() *drill.Journal {
 	return &drill.Journal{Kind: "DrillRun", Drill: drill.DrillInfo{Name: "demo", File: "demo.yaml"}, RunID: "abc123", Context: "local",
 		StartedAt: t0, Deadline: t0.Add(time.Minute), EndedAt: at(12), DurationSeconds: 12, TimeoutSeconds: 60,
 		Outcome: drill.OutcomeFailed, Reason: "step check failed: want 429", ExitCode: drill.ExitRollbackFailed,
-		Hypothesis: drill.Hypothesis{Before: []drill.CheckRecord{{Phase: PhaseBefore, Name: "steady", Kind: "http", OK: true, Detail: "200 in 3ms", DurationSeconds: 0.003}},
+		Hypothesis: drill.Hypothesis{Before: []drill.CheckRecord{{Phase: drill.PhaseBefore, Name: "steady", Kind: "http", OK: true, Detail: "200 in 3ms", DurationSeconds: 0.003}},
 			AfterSkipped: "interrupted"},
 		Steps: []drill.StepRecord{
 			{ID: "force", Kind: "breaker.force-open", Status: drill.StatusPassed, DurationSeconds: 0.01, Detail: "ok"},

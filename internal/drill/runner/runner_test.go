@@ -142,75 +142,6 @@ steps:
 // an error) is resolved by the domain's re-read: the step passes (its
 // token is on the stored item), and it is rolled back, the rollback having
 // been registered before the step acted.
-func TestRollbackRegisteredBeforeTheStepActs(t *testing.T) {
-	e := newEnv(t)
-	e.store.lostPut = breaker.OverrideKey("openai")
-	d := parse(t, `
-name: lost-write
-timeout: 1m
-steps:
-  - breaker.force-open: {dependency: openai}
-`)
-	j, log := e.run(context.Background(), d)
-	if j.Steps[0].Status != drill.StatusPassed {
-		t.Fatalf("step = %+v\n%s", j.Steps[0], log)
-	}
-	if !j.RollbacksOK || j.Rollbacks[0].Detail != "cleared" {
-		t.Fatalf("rollbacks = %+v", j.Rollbacks)
-	}
-	if e.store.has(breaker.OverrideKey("openai")) {
-		t.Error("the override whose write response was lost is still there")
-	}
-}
-
-func TestRollbacksRunInReverseOrder(t *testing.T) {
-	e := newEnv(t)
-	out := filepath.Join(t.TempDir(), "order")
-	e.svc.Environ = []string{"OUT=" + out}
-	d := parse(t, `
-name: order
-timeout: 1m
-rollback:
-  - shell: echo drill-level >> "$OUT"
-steps:
-  - id: a
-    shell: "true"
-    rollback:
-      shell: echo a >> "$OUT"
-  - id: b
-    breaker.force-open: {dependency: openai}
-    rollback:
-      - shell: echo b1 >> "$OUT"
-      - shell: echo b2 >> "$OUT"
-  - id: c
-    shell: "true"
-    rollback:
-      shell: echo c >> "$OUT"
-`)
-	j, log := e.run(context.Background(), d)
-	if j.ExitCode != drill.ExitPassed {
-		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := strings.Fields(string(b)), []string{"c", "b2", "b1", "a", "drill-level"}; strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("rollback order = %v, want %v", got, want)
-	}
-	var ids []string
-	for _, r := range j.Rollbacks {
-		ids = append(ids, r.ID+":"+r.Step+":"+r.Subject)
-	}
-	want := "rb-1:drill:shell rb-2:a:shell rb-3:b:shell rb-4:b:shell rb-5:b:breaker#openai rb-6:c:shell"
-	if strings.Join(ids, " ") != want {
-		t.Errorf("registered rollbacks = %v, want %s", ids, want)
-	}
-	if e.store.has(breaker.OverrideKey("openai")) {
-		t.Error("override not cleared")
-	}
-}
-
 // SIGINT cancels the run context; rollbacks run on a fresh one.
 func TestInterruptRollsBackOnAFreshContext(t *testing.T) {
 	e := newEnv(t)
@@ -260,38 +191,6 @@ steps:
 	if len(j.Rollbacks) != 2 || j.Rollbacks[0].Status != drill.StatusOK || j.Rollbacks[1].Status != drill.StatusOK {
 		t.Errorf("rollbacks = %+v", j.Rollbacks)
 	}
-}
-
-func TestFailedRollbackIsReportedWithTheLeversExpiry(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		e.store.failDelete = breaker.OverrideKey("openai")
-		d := parse(t, `
-name: stuck
-timeout: 1m
-rollback_timeout: 5s
-steps:
-  - breaker.force-open: {dependency: openai, for: 30s}
-`)
-		start := time.Now()
-		j, log := e.run(context.Background(), d)
-		if j.ExitCode != drill.ExitRollbackFailed || j.RollbacksOK {
-			t.Fatalf("exit %d, rollbacks ok %v\n%s", j.ExitCode, j.RollbacksOK, log)
-		}
-		rb := j.Rollbacks[0]
-		if rb.Status != drill.StatusFailed || rb.Attempts != rollbackAttempts || !strings.Contains(rb.Error, "store unavailable") {
-			t.Errorf("rollback = %+v", rb)
-		}
-		if rb.ExpiresAt == nil || !rb.ExpiresAt.Equal(start.Add(30*time.Second).UTC().Truncate(time.Millisecond)) {
-			t.Errorf("rollback expiry = %v, want the override's expiry 30s after the start", rb.ExpiresAt)
-		}
-		if !strings.Contains(log, "SOME LEVERS WERE NOT RESTORED") || !strings.Contains(log, "lapses on its own at") {
-			t.Errorf("live log does not warn about the lever left:\n%s", log)
-		}
-		if elapsed := time.Since(start); elapsed != rollbackBackoff+2*rollbackBackoff {
-			t.Errorf("retries took %s, want the backoff 250ms + 500ms", elapsed)
-		}
-	})
 }
 
 func TestDrillTimeoutEndsTheStepsAndRollsBack(t *testing.T) {
@@ -384,71 +283,6 @@ steps:
 		}
 		if !strings.Contains(j.Stop.Detail, "2 open") {
 			t.Errorf("stop detail = %q", j.Stop.Detail)
-		}
-	})
-}
-
-func TestHypothesisFailingBeforeRunsNoStep(t *testing.T) {
-	e := newEnv(t)
-	e.fleet.set("openai", gauge.Open)
-	out := filepath.Join(t.TempDir(), "cleanup")
-	e.svc.Environ = []string{"OUT=" + out}
-	d := parse(t, `
-name: not-steady
-timeout: 1m
-metrics_url: ${env.FLEET}/metrics
-hypothesis:
-  - breaker: {dependency: openai, state: closed}
-steps:
-  - breaker.force-open: {dependency: core-api}
-rollback:
-  - shell: echo cleaned > "$OUT"
-`)
-	j, log := e.run(context.Background(), d)
-	if j.Outcome != drill.OutcomeFailed || j.ExitCode != drill.ExitFailed {
-		t.Fatalf("outcome %s\n%s", j.Outcome, log)
-	}
-	if j.Steps[0].Status != drill.StatusSkipped || e.store.has(breaker.OverrideKey("core-api")) {
-		t.Errorf("a step ran although the steady state did not hold: %+v", j.Steps[0])
-	}
-	if !strings.Contains(j.Reason, "openai: 2 instance(s): 2 open") {
-		t.Errorf("reason = %q", j.Reason)
-	}
-	if _, err := os.Stat(out); err != nil {
-		t.Errorf("the drill-level rollback did not run: %v", err)
-	}
-	if j.Hypothesis.AfterSkipped == "" || len(j.Hypothesis.After) != 0 {
-		t.Errorf("hypothesis after = %+v", j.Hypothesis)
-	}
-}
-
-func TestHypothesisAfterPollsWithin(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		d := parse(t, `
-name: recovers
-timeout: 1m
-metrics_url: ${env.FLEET}/metrics
-hypothesis:
-  - name: openai closed
-    breaker: {dependency: openai, state: closed}
-    within: 10s
-    interval: 1s
-steps:
-  - http: {url: "${env.FLEET}/trip?dep=openai", method: POST, expect: {status: 204}}
-`)
-		go func() {
-			// The fleet's breaker recovers 3.5s into the re-check.
-			time.Sleep(3500 * time.Millisecond)
-			e.fleet.set("openai", gauge.Closed)
-		}()
-		j, log := e.run(context.Background(), d)
-		if j.Outcome != drill.OutcomePassed {
-			t.Fatalf("outcome %s: %s\n%s", j.Outcome, j.Reason, log)
-		}
-		after := j.Hypothesis.After[0]
-		if !after.OK || after.Checks != 5 {
-			t.Errorf("after check = %+v, want it to hold at the 5th check", after)
 		}
 	})
 }
@@ -660,38 +494,6 @@ steps:
 	}
 	if e.store.has(breaker.OverrideKey("openai")) || j.Steps[0].Status != drill.StatusPending {
 		t.Error("an invalid drill acted")
-	}
-}
-
-func TestAbandonedRollbacksAreReported(t *testing.T) {
-	e := newEnv(t)
-	rbCtx, abandon := context.WithCancel(context.Background())
-	ctx, cancel := context.WithCancel(context.Background())
-	rec := &recorder{on: func(ev Event) {
-		switch {
-		case ev.Kind == EventStepStarted && ev.Step.ID == "wait":
-			cancel()
-		case ev.Kind == EventRollbackDone && ev.Rollback.Subject == "rl#c":
-			abandon() // third signal during the first rollback
-		}
-	}}
-	d := parse(t, `
-name: abandon
-timeout: 1m
-steps:
-  - breaker.force-open: {dependency: openai, for: 20s}
-  - ratelimit.drain: {client: c}
-  - id: wait
-    sleep: 30s
-`)
-	var log strings.Builder
-	r := &Runner{Deps: e.svc, Reporters: []Reporter{&LiveLog{W: &log}, rec}, RollbackContext: rbCtx}
-	j := r.Run(ctx, d)
-	if j.ExitCode != drill.ExitRollbackFailed {
-		t.Fatalf("exit %d\n%s", j.ExitCode, log.String())
-	}
-	if j.Rollbacks[1].Status != drill.StatusOK || j.Rollbacks[0].Status != drill.StatusAbandoned || j.Rollbacks[0].ExpiresAt == nil {
-		t.Errorf("rollbacks = %+v", j.Rollbacks)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // hostileHTTP serves /probe with a hostile body (set by the test) and
@@ -186,11 +187,11 @@ type recordingGauges struct {
 	deps []string
 }
 
-func (g *recordingGauges) Read(_ context.Context, dep string) (drill.GaugeReading, error) {
+func (g *recordingGauges) Read(_ context.Context, dep string) (runtime.GaugeReading, error) {
 	g.mu.Lock()
 	g.deps = append(g.deps, dep)
 	g.mu.Unlock()
-	return drill.GaugeReading{}, nil
+	return runtime.GaugeReading{}, nil
 }
 
 func (g *recordingGauges) Describe() string { return "recording" }

@@ -175,16 +175,23 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	ov := env.Overrides()
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	deps, keys := opts.Dependencies, opts.Keys
+	var read map[string]*breaker.Override
 	if opts.All {
 		// --all must find every override, including one written by hand
 		// without the index attribute: a scan, not the index; and one whose
-		// pk is not a valid dependency name, by its key.
+		// pk is not a valid dependency name, by its key. The scan is a
+		// consistent read: each override is cleared conditional on the item
+		// it found, never read again (10,000 overrides are one scan, not a
+		// scan and 100 batch reads).
 		all, err := ov.List(ctx)
 		if err != nil {
 			return err
 		}
 		deps = deps[:0]
-		for _, o := range all {
+		read = make(map[string]*breaker.Override, len(all))
+		for i := range all {
+			o := &all[i]
+			read[o.Dependency] = o
 			if breaker.ValidateDependency(o.Dependency) == nil {
 				deps = append(deps, o.Dependency)
 			} else {
@@ -207,10 +214,11 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	now := f.Clock.Now()
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
-	// One batch read of every override (while the identity resolves), then
-	// the deletes and their audit records concurrently.
+	// One batch read of every override (while the identity resolves; --all
+	// has read them already), then the deletes with their audit records, one
+	// transaction for up to 50 of them.
 	outcomes, err := ov.ClearAll(ctx, env.Audit(), breaker.ClearAll{Dependencies: deps, Keys: keys,
-		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun, Known: known,
+		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun, Known: known, Read: read,
 		Confirm: func([]breaker.ClearResult) error {
 			if len(deps)+len(keys) == 0 {
 				return nil

@@ -47,8 +47,8 @@ func newForceOpenBench(b *testing.B) forceOpenBench {
 }
 
 // BenchmarkWholeProcessVersusAWSCLI runs, side by side in one loop, the whole
-// koshactl process forcing a breaker open (context resolution, read, two
-// conditional writes: the override and its audit record) and the AWS CLI
+// koshactl process forcing a breaker open (context resolution, read, one
+// transaction: the override and its audit record) and the AWS CLI
 // putting the same item, both against one moto server. It reports each
 // one's median wall time per process and the ratio aws/koshactl.
 func BenchmarkWholeProcessVersusAWSCLI(b *testing.B) {
@@ -65,8 +65,9 @@ func BenchmarkWholeProcessVersusAWSCLI(b *testing.B) {
 
 // BenchmarkWholeProcessVersusBareSDK runs, in turn in one loop, the same
 // koshactl force-open and testdata/sdkforceopen, a Go program making the same
-// DynamoDB calls with the same SDK (the consistent read, the conditional
-// override put, the conditional audit put) and nothing else, both built as
+// DynamoDB calls with the same SDK (the consistent read, then one
+// transaction of the conditional override put and the conditional audit
+// put) and nothing else, both built as
 // the release builds them. The ratio koshactl/sdkforceopen is what
 // koshactl's start-up, config and rules cost on top of the calls;
 // docs/benchmarks/startup.md.

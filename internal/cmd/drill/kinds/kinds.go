@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/drill"
 	drillkinds "github.com/kosha-platform/koshactl/internal/drill/kinds"
 )
 
@@ -51,7 +52,7 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 	reg := drillkinds.Builtin()
 	out := Result{Kind: "DrillKinds"}
 	for _, k := range reg.StepKinds() {
-		out.Steps = append(out.Steps, Kind{Name: k.Name(), Summary: k.Summary(), Outputs: k.Outputs(), Mutating: reg.Mutates(k)})
+		out.Steps = append(out.Steps, Kind{Name: k.Name(), Summary: k.Summary(), Outputs: k.Outputs(), Mutating: drill.Mutates(k)})
 	}
 	for _, k := range reg.ConditionKinds() {
 		out.Conditions = append(out.Conditions, Kind{Name: k.Name(), Summary: k.Summary()})

@@ -1,9 +1,10 @@
 // Command sdkforceopen is the bare-SDK peer of the force-open whole-process
 // benchmark: a Go program making the DynamoDB calls `koshactl breaker
 // force-open DEP --overwrite` makes, with nothing else: one consistent
-// BatchGetItem of the override, the conditional PutItem of the new override
-// and the conditional PutItem of its audit record. What koshactl costs
-// beyond it is its own start-up, config and rules.
+// BatchGetItem of the override, then one TransactWriteItems holding the
+// conditional put of the new override and the conditional put of its audit
+// record. What koshactl costs beyond it is its own start-up, config and
+// rules.
 //
 // Usage: sdkforceopen ENDPOINT TABLE DEPENDENCY
 package main
@@ -64,7 +65,7 @@ func run(ctx context.Context, endpoint, table, dep string) error {
 	}
 	s := func(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 	expires := now.Add(30 * time.Minute)
-	override := &dynamodb.PutItemInput{TableName: &table, ConditionExpression: &cond,
+	override := &types.Put{TableName: &table, ConditionExpression: &cond,
 		Item: map[string]types.AttributeValue{
 			"pk": s(pk), "state": s("forced_open"), "reason": s("bench"), "actor": s("bench@host"),
 			"created_at": n(now.UnixMilli()), "expires_at": n(expires.UnixMilli()), "ttl": n(expires.Unix()),
@@ -75,17 +76,17 @@ func run(ctx context.Context, endpoint, table, dep string) error {
 	if len(values) > 0 {
 		override.ExpressionAttributeValues = values
 	}
-	if _, err := db.PutItem(ctx, override); err != nil {
-		return err
-	}
 	auditCond := "attribute_not_exists(pk)"
 	auditPK := "audit#" + now.UTC().Format("2006-01-02") + "#" + strconv.FormatInt(now.UnixNano(), 10)
-	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, ConditionExpression: &auditCond,
+	record := &types.Put{TableName: &table, ConditionExpression: &auditCond,
 		Item: map[string]types.AttributeValue{
 			"pk": s(auditPK), "action": s("breaker.force_open"), "target": s(pk), "actor": s("bench@host"),
 			"reason": s("bench"), "at": n(now.UnixMilli()), "version": n(int64(version + 1)),
 		},
-	}); err != nil {
+	}
+	token := strconv.FormatInt(now.UnixNano(), 16)
+	if _, err := db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{ClientRequestToken: &token,
+		TransactItems: []types.TransactWriteItem{{Put: override}, {Put: record}}}); err != nil {
 		return err
 	}
 	fmt.Printf("forced open %s\n", dep)

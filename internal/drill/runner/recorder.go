@@ -4,9 +4,12 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -21,19 +24,19 @@ const (
 // journalingGauges records every breaker_state read the run's conditions
 // make in the journal (gauge_samples), for the game-day report.
 type journalingGauges struct {
-	inner drill.GaugeReader
-	r     *Runner
-	rc    *drill.RunContext
+	inner runtime.GaugeReader
+	r     *runJournal
+	rc    *runtime.RunContext
 }
 
-var _ drill.GaugeReader = (*journalingGauges)(nil)
+var _ runtime.GaugeReader = (*journalingGauges)(nil)
 
 func (g *journalingGauges) Describe() string { return g.inner.Describe() }
 
-// Unwrap returns the reader it records, for [drill.SourcerOf].
-func (g *journalingGauges) Unwrap() drill.GaugeReader { return g.inner }
+// Unwrap returns the reader it records, for [runtime.SourcerOf].
+func (g *journalingGauges) Unwrap() runtime.GaugeReader { return g.inner }
 
-func (g *journalingGauges) Read(ctx context.Context, dependency string) (drill.GaugeReading, error) {
+func (g *journalingGauges) Read(ctx context.Context, dependency string) (runtime.GaugeReading, error) {
 	reading, err := g.inner.Read(ctx, dependency)
 	if err != nil && ctx.Err() != nil {
 		return reading, err // the poll was ended, not answered
@@ -66,7 +69,7 @@ func (g *journalingGauges) Read(ctx context.Context, dependency string) (drill.G
 // wrote, so a report names each change's record: a record appended on its
 // own when its append returns, and a lever's records, staged into the
 // lever's transaction, when the step reports its change committed
-// ([drill.RunContext.Recorded]). A staged record whose change failed is
+// ([runtime.RunContext.Recorded]). A staged record whose change failed is
 // never named. Each record is named once.
 type journalingAudit struct {
 	inner audit.Appender
@@ -77,8 +80,8 @@ type journalingAudit struct {
 }
 
 var (
-	_ audit.Appender = (*journalingAudit)(nil)
-	_ drill.Recorder = (*journalingAudit)(nil)
+	_ audit.Appender   = (*journalingAudit)(nil)
+	_ runtime.Recorder = (*journalingAudit)(nil)
 )
 
 func newJournalingAudit(inner audit.Appender, add func(drill.AuditRef)) *journalingAudit {
@@ -112,7 +115,7 @@ func (a *journalingAudit) Recorded(recs ...audit.Record) {
 }
 
 // recordStop records one evaluation of a stop condition.
-func (r *Runner) recordStop(e drill.StopEvaluation) {
+func (r *runJournal) recordStop(e drill.StopEvaluation) {
 	r.update(func() {
 		j := r.journal
 		if len(j.StopEvaluations) >= maxStopEvaluations {
@@ -131,7 +134,7 @@ func (r *Runner) recordStop(e drill.StopEvaluation) {
 
 // recording returns the run's services with the gauge reader and the
 // audit log recording into the journal.
-func (r *Runner) recording(rc *drill.RunContext) *drill.Deps {
+func (r *runJournal) recording(rc *runtime.RunContext) *runtime.Deps {
 	own := *rc.Deps
 	if own.Gauges != nil {
 		own.Gauges = &journalingGauges{inner: own.Gauges, r: r, rc: rc}
@@ -142,4 +145,90 @@ func (r *Runner) recording(rc *drill.RunContext) *drill.Deps {
 		})
 	}
 	return &own
+}
+
+// runJournal is a run's journal as the run writes it. It owns the lock
+// every change of the journal takes (reporters may be reading it from
+// another goroutine's event), the caps on what a long run records, and the
+// events the reporters receive, one at a time.
+type runJournal struct {
+	mu        sync.Mutex
+	journal   *drill.Journal
+	rc        *runtime.RunContext
+	reporters []Reporter
+	// clock stamps events; nil means the wall clock.
+	clock clock.Clock
+	// rbs[i] is the rollback of journal.Rollbacks[i].
+	rbs []runtime.Rollback
+	// stepIdx is the step running now (1-based), for notices.
+	stepIdx int
+	// stopNoticed holds the last evaluation error noticed per stop
+	// condition, so a condition failing every poll is noted once.
+	stopNoticed map[string]string
+	// guardCode is the exit code of a refused run or a lost guard.
+	guardCode int
+}
+
+// update runs f under the journal lock.
+func (r *runJournal) update(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f()
+}
+
+// Notice records a warning (a repeated signal) in the journal of the run
+// in progress (or the last one) and the live log. It is safe to call from
+// any goroutine during Run.
+func (r *Runner) Notice(msg string) {
+	jr := r.live.Load()
+	if jr == nil {
+		jr = &runJournal{reporters: r.Reporters}
+		if r.Deps != nil {
+			jr.clock = r.Deps.Clock
+		}
+	}
+	jr.notice(msg)
+}
+
+func (r *runJournal) notice(msg string) {
+	r.mu.Lock()
+	if j := r.journal; j != nil {
+		j.Notices = append(j.Notices, msg)
+	}
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventNotice, Message: msg})
+}
+
+// stepNotice is the run context's notice (a wait-for seeing a new state):
+// logged under the step running, if any, and emitted.
+func (r *runJournal) stepNotice(msg string) {
+	r.mu.Lock()
+	idx := r.stepIdx
+	if idx > 0 {
+		s := &r.journal.Steps[idx-1]
+		if len(s.Log) < 200 {
+			s.Log = append(s.Log, r.rc.Now().UTC().Format("15:04:05.000Z")+" "+msg)
+		}
+	}
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventNotice, Message: msg, StepIndex: idx})
+}
+
+// emit delivers ev to every reporter, one event at a time.
+func (r *runJournal) emit(ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev.Journal = r.journal
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+		if r.clock != nil {
+			ev.Time = r.clock.Now()
+		}
+	}
+	if ev.StepIndex > 0 && ev.Step == nil && ev.Journal != nil && ev.StepIndex <= len(ev.Journal.Steps) {
+		ev.Step = &ev.Journal.Steps[ev.StepIndex-1]
+	}
+	for _, rep := range r.reporters {
+		rep.Report(ev)
+	}
 }

@@ -1,0 +1,221 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+)
+
+// The guards of a run: the preflight of every stop condition and
+// hypothesis check, the first stop condition that holds (or whose guard is
+// lost), and the monitor that watches them while the steps run.
+
+// ErrDrillTimeout is the cause of a run context ended by the drill's timeout.
+var ErrDrillTimeout = errors.New("drill timeout reached")
+
+// StopError is the cause of a run context ended by a stop condition.
+type StopError struct {
+	// Condition is the stop condition's name; Detail what it observed.
+	Condition string
+	Detail    string
+	// Alarms are the alarms that fired (alarm conditions).
+	Alarms []drill.Alarm
+}
+
+// Error names the condition and what it observed.
+func (e *StopError) Error() string {
+	return fmt.Sprintf("stop condition %q held: %s", e.Condition, e.Detail)
+}
+
+// evaluate evaluates c once, bounded by its timeout.
+func evaluate(ctx context.Context, rc *runtime.RunContext, c *drill.Check) (runtime.Observation, error) {
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = drill.DefaultCheckTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return runtime.ConditionOf(c).Check(cctx, rc)
+}
+
+// preflight evaluates every stop condition and hypothesis check once,
+// before anything is done (one poll round: the alarm conditions share one
+// DescribeAlarms call). A guard that cannot be evaluated refuses the run:
+// nothing is written but the journal and the reports saying so. It
+// reports whether the run may go on.
+func (u *run) preflight(ctx context.Context) bool {
+	r, d, rc, j := u.jr, u.d, u.rc, u.j
+	if len(d.StopConditions)+len(d.Hypothesis) == 0 {
+		return true
+	}
+	r.emit(Event{Kind: EventPhase, Phase: drill.PhasePreflight})
+	round := runtime.WithAlarmRound(ctx)
+	var refusal *drill.GuardRecord
+	var refusalErr error
+	failures := 0
+	eval := func(role string, c *drill.Check) {
+		start := rc.Now()
+		obs, err := evaluate(round, rc, c)
+		if ctx.Err() != nil {
+			return
+		}
+		end := rc.Now()
+		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(runtime.ConditionOf(c).Describe(rc)),
+			OK: err == nil, Checks: 1, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end), DurationSeconds: drill.Seconds(end.Sub(start))}
+		if err == nil {
+			rec.Detail = "can be evaluated: " + rc.Redact(obs.Detail)
+		} else {
+			failures++
+			cause, fix := rc.Redact(err.Error()), rc.Redact(runtime.GuardFix(err))
+			rec.Error = fmt.Sprintf("%s could not be evaluated: %s (fix: %s)", role, cause, fix)
+			if refusal == nil {
+				refusal = &drill.GuardRecord{Phase: drill.GuardPreflight, Role: role, Condition: c.Name, Cause: cause, Fix: fix, At: end.UTC()}
+				refusalErr = err
+			}
+		}
+		r.update(func() { j.Preflight = append(j.Preflight, rec) })
+		r.emit(Event{Kind: EventCheckDone, Phase: drill.PhasePreflight, Check: &rec})
+	}
+	for _, c := range d.StopConditions {
+		eval(drill.RoleStopCondition, c)
+	}
+	for _, c := range d.Hypothesis {
+		eval(drill.RoleHypothesis, c)
+	}
+	switch {
+	case ctx.Err() != nil:
+		u.verdict(ctx, false)
+		r.update(func() { j.Hypothesis.AfterSkipped = "interrupted at preflight: nothing was done" })
+		return false
+	case refusal == nil:
+		return true
+	}
+	reason := fmt.Sprintf("refused before any lever was pulled: %s %q could not be evaluated: %s: %s",
+		refusal.Role, refusal.Condition, refusal.Cause, refusal.Fix)
+	if failures > 1 {
+		reason += fmt.Sprintf(" (and %d more guards; see the journal's preflight)", failures-1)
+	}
+	r.update(func() {
+		j.Outcome, j.Reason, j.Guard = drill.OutcomeRefused, reason+"; nothing was done", refusal
+		r.guardCode = runtime.GuardExitCode(refusalErr)
+		for i := range j.Steps {
+			j.Steps[i].Status = drill.StatusSkipped
+		}
+		j.Hypothesis.AfterSkipped = "refused at preflight: nothing was done"
+	})
+	return false
+}
+
+// lostGuard records gl as the run's lost guard; the caller holds r.mu.
+func (u *run) lostGuard(gl *runtime.GuardLostError) {
+	rc, j := u.rc, u.j
+	j.Reason = rc.Redact(gl.Error()) + ": " + rc.Redact(runtime.GuardFix(gl.Err))
+	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: gl.Role, Condition: gl.Name, Cause: rc.Redact(gl.Err.Error()),
+		Fix: rc.Redact(runtime.GuardFix(gl.Err)), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
+		GraceSeconds: drill.Seconds(gl.Grace.For), At: rc.Now().UTC()}
+	u.jr.guardCode = runtime.GuardExitCode(gl.Err)
+}
+
+// firstStop evaluates the stop conditions once and returns the first that
+// holds (a *StopError), or the first whose guard is lost: one that stayed
+// unevaluable past the drill's guard_grace (a *runtime.GuardLostError). An
+// evaluation error within the grace, or of a condition that says
+// on_error: continue, is a notice.
+func (u *run) firstStop(ctx context.Context) error {
+	r, d, rc := u.jr, u.d, u.rc
+	// One poll round: the alarm conditions share one DescribeAlarms call.
+	round := runtime.WithAlarmRound(ctx)
+	for _, c := range d.StopConditions {
+		obs, err := evaluate(round, rc, c)
+		if ctx.Err() != nil {
+			return nil
+		}
+		ev := drill.StopEvaluation{At: rc.Now().UTC(), Condition: c.Name, Holds: err == nil && obs.Holds, Detail: rc.Redact(obs.Detail)}
+		if err != nil {
+			ev.Error = rc.Redact(err.Error())
+		}
+		r.recordStop(ev)
+		u.guardMu.Lock()
+		g := u.guards[c]
+		if g == nil {
+			g = &runtime.GuardState{Grace: d.GuardGrace}
+			u.guards[c] = g
+		}
+		var lost *runtime.GuardLostError
+		recovered := false
+		if err != nil {
+			if g.Fail(rc.Now(), err) && c.OnError != drill.OnErrorContinue {
+				lost = g.Lost(drill.RoleStopCondition, c.Name, rc.Now())
+			}
+		} else {
+			recovered = g.OK()
+		}
+		u.guardMu.Unlock()
+		switch {
+		case lost != nil:
+			return lost
+		case err != nil:
+			then := fmt.Sprintf("the run stops and rolls back if it stays so for %s", d.GuardGrace)
+			if c.OnError == drill.OnErrorContinue {
+				then = "on_error: continue: the run goes on without this guard"
+			}
+			r.noticeStop(c.Name, fmt.Sprintf("stop condition %q could not be evaluated: %s; %s", c.Name, rc.Redact(err.Error()), then))
+			continue
+		case recovered:
+			r.noticeStop(c.Name, fmt.Sprintf("stop condition %q can be evaluated again", c.Name))
+		}
+		if obs.Holds {
+			alarms := slices.Clone(obs.Alarms)
+			for i := range alarms {
+				alarms[i].Reason = rc.Redact(alarms[i].Reason)
+			}
+			return &StopError{Condition: c.Name, Detail: rc.Redact(obs.Detail), Alarms: alarms}
+		}
+	}
+	return nil
+}
+
+// noticeStop notes msg about a stop condition, once while it repeats.
+func (r *runJournal) noticeStop(name, msg string) {
+	r.mu.Lock()
+	if r.stopNoticed == nil {
+		r.stopNoticed = map[string]string{}
+	}
+	repeated := r.stopNoticed[name] == msg
+	r.stopNoticed[name] = msg
+	r.mu.Unlock()
+	if !repeated {
+		r.notice(msg)
+	}
+}
+
+// monitor evaluates the stop conditions every poll interval while the
+// steps run, and cancels the run when one holds or its guard is lost. It
+// returns a function that stops it and waits for it.
+func (u *run) monitor(ctx context.Context) func() {
+	d, rc := u.d, u.rc
+	if len(d.StopConditions) == 0 {
+		return func() {}
+	}
+	mctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-mctx.Done():
+				return
+			case <-rc.After(d.PollInterval):
+			}
+			if err := u.firstStop(mctx); err != nil {
+				u.cancel(err)
+				return
+			}
+		}
+	}()
+	return func() { stop(); <-done }
+}

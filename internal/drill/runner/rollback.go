@@ -1,0 +1,205 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// The rollback of a run: the stack of registered rollbacks, each undone
+// with retries on a fresh context, the explicit rollback steps, and what
+// the journal says of their status.
+
+// Rollback retries: a rollback that fails (the store throttled, a write
+// raced) is tried again within its own timeout.
+const (
+	rollbackAttempts = 3
+	rollbackBackoff  = 250 * time.Millisecond
+)
+
+type stackEntry struct {
+	rb  runtime.Rollback
+	idx int // into journal.Rollbacks
+}
+
+func rollbackSummary(j *drill.Journal) string {
+	ok := 0
+	for _, rb := range j.Rollbacks {
+		if rb.Status == drill.StatusOK {
+			ok++
+		}
+	}
+	if len(j.Rollbacks) == 0 {
+		return "no rollbacks"
+	}
+	return fmt.Sprintf("%d of %d rollback(s) ok", ok, len(j.Rollbacks))
+}
+
+// push registers a rollback (before the step that needs it acts).
+func (u *run) push(rb runtime.Rollback, step string, explicit bool) string {
+	r, j, rc := u.jr, u.j, u.rc
+	r.mu.Lock()
+	id := fmt.Sprintf("rb-%d", len(j.Rollbacks)+1)
+	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rc.Redact(rb.Describe()),
+		Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: drill.StatusPending})
+	idx := len(j.Rollbacks) - 1
+	if l := rb.LeverRecord(); l != nil {
+		j.Rollbacks[idx].Lever = l
+	}
+	r.rbs = append(r.rbs, rb)
+	u.stack = append(u.stack, stackEntry{rb: rb, idx: idx})
+	rec := j.Rollbacks[idx]
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventRollbackRegistered, Rollback: &rec})
+	return id
+}
+
+// rollbackAll runs every registered rollback, last registered first.
+func (u *run) rollbackAll() {
+	u.jr.emit(Event{Kind: EventPhase, Phase: drill.PhaseRollback})
+	for i := len(u.stack) - 1; i >= 0; i-- {
+		u.rollback(u.stack[i])
+	}
+}
+
+// rollback runs one rollback on a fresh context with its own timeout,
+// retrying a failure while time is left.
+func (u *run) rollback(e stackEntry) {
+	r, parent, rc, d, j := u.jr, u.rbParent, u.rc, u.d, u.j
+	r.mu.Lock()
+	rec := &j.Rollbacks[e.idx]
+	if parent.Err() != nil {
+		rec.Status, rec.Error = drill.StatusAbandoned, "abandoned: the operator stopped the rollback"
+		r.addExpiry(rec, e.rb)
+		snap := *rec
+		r.mu.Unlock()
+		r.emit(Event{Kind: EventRollbackDone, Rollback: &snap})
+		return
+	}
+	start := rc.Now()
+	rec.Status, rec.StartedAt = drill.StatusRunning, drill.TimePtr(start)
+	snap := *rec
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventRollbackStarted, Rollback: &snap})
+
+	ctx, cancel := context.WithTimeout(parent, d.RollbackTimeout)
+	defer cancel()
+	rc.SetCurrentStep(rec.Step)
+	detail, attempts, err := undoWithRetry(ctx, rc, e.rb)
+	end := rc.Now()
+	r.mu.Lock()
+	rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, drill.TimePtr(end), drill.Seconds(end.Sub(start))
+	rec.Detail = rc.Redact(detail)
+	// A lever change and its record are one write: a rollback restored
+	// its lever (ok), or did not, or nobody can tell (failed, its error
+	// says what to read).
+	switch {
+	case err == nil:
+		rec.Status, rec.Error = drill.StatusOK, ""
+	case parent.Err() != nil:
+		rec.Status, rec.Error = drill.StatusAbandoned, "abandoned: the operator stopped the rollback"
+	case ctx.Err() != nil:
+		rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, rc.Redact(err.Error()))
+	default:
+		rec.Status, rec.Error = drill.StatusFailed, rc.Redact(err.Error())
+	}
+	r.addExpiry(rec, e.rb)
+	snap = *rec
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventRollbackDone, Rollback: &snap})
+}
+
+// undoWithRetry runs rb.Undo, retrying a failure up to rollbackAttempts
+// times within ctx (the rollback's timeout); a change whose outcome is
+// unknown (store.ErrOutcomeUnknown: the store could not be reached to
+// settle it) ends it: a retry could find the lever restored and say
+// "already", hiding that nobody knows what the first one did.
+func undoWithRetry(ctx context.Context, rc *runtime.RunContext, rb runtime.Rollback) (detail string, attempts int, err error) {
+	for attempts < rollbackAttempts {
+		attempts++
+		detail, err = rb.Undo(ctx, rc)
+		if err == nil || ctx.Err() != nil || errors.Is(err, store.ErrOutcomeUnknown) {
+			return detail, attempts, err
+		}
+		if attempts < rollbackAttempts {
+			// Wall time, like the rollback timeout (a context deadline)
+			// that bounds the retries: the run's clock may be a frozen one.
+			wait := time.NewTimer(rollbackBackoff << (attempts - 1))
+			select {
+			case <-ctx.Done():
+			case <-wait.C:
+			}
+			wait.Stop()
+			if ctx.Err() != nil {
+				return detail, attempts, err
+			}
+		}
+	}
+	return detail, attempts, err
+}
+
+// addExpiry records when the lever lapses on its own (for rollbacks that
+// did not succeed, the worst case).
+func (r *runJournal) addExpiry(rec *drill.RollbackRecord, rb runtime.Rollback) {
+	if t := rb.ExpiresAt(); !t.IsZero() {
+		rec.ExpiresAt = drill.TimePtr(t)
+	}
+	rec.Subject = rb.Subject()
+	if l := rb.LeverRecord(); l != nil {
+		rec.Lever = l
+	}
+}
+
+// explicitRollback runs a step from a rollback list.
+type explicitRollback struct {
+	step    *drill.Step
+	timeout time.Duration
+}
+
+func (e *explicitRollback) Subject() string { return e.step.Kind.Name() }
+
+// ExpiresAt is zero: a rollback step's effect does not lapse on its own.
+func (e *explicitRollback) ExpiresAt() time.Time { return time.Time{} }
+
+func (e *explicitRollback) Describe() string {
+	if e.step.Name != "" && e.step.Name != e.step.ID {
+		return e.step.Name
+	}
+	return "run the " + e.step.Kind.Name() + " rollback"
+}
+
+func (e *explicitRollback) Undo(ctx context.Context, rc *runtime.RunContext) (string, error) {
+	if e.step.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, e.step.Timeout)
+		defer cancel()
+	}
+	out, err := runtime.ActionOf(e.step).Run(ctx, rc)
+	detail := runtime.ActionOf(e.step).Describe(rc)
+	if out != nil && out.Detail != "" {
+		detail += ": " + out.Detail
+	}
+	return detail, err
+}
+
+func (e *explicitRollback) LeverRecord() *drill.LeverRecord {
+	return &drill.LeverRecord{Kind: drill.LeverExplicit, Inverse: "run-step"}
+}
+
+// rollbacksOK reports whether every rollback of j restored its lever (or
+// there was none). A lever change and its audit record are one write, so
+// a rollback is ok, or it failed, or was abandoned: there is no lever
+// restored without its record.
+func rollbacksOK(j *drill.Journal) bool {
+	for _, rb := range j.Rollbacks {
+		if rb.Status != drill.StatusOK {
+			return false
+		}
+	}
+	return true
+}
