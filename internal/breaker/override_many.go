@@ -382,7 +382,23 @@ func (s *Overrides) readMany(ctx context.Context, deps, extra []string) (map[str
 		keys = append(keys, OverrideKey(d))
 	}
 	keys = append(keys, extra...)
-	items, err := store.GetMany(ctx, s.store, keys)
+	var items map[string]store.Item
+	var err error
+	if len(deps) == 0 && len(extra) == 1 {
+		// One key (the policy alone, the overrides read already): a
+		// GetItem, the cheapest read of one item.
+		items = map[string]store.Item{}
+		it, gerr := s.store.Get(ctx, keys[0])
+		switch {
+		case errors.Is(gerr, store.ErrNotFound):
+		case gerr != nil:
+			err = gerr
+		default:
+			items[keys[0]] = it
+		}
+	} else {
+		items, err = store.GetMany(ctx, s.store, keys)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("read overrides: %w", err)
 	}

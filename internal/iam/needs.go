@@ -181,6 +181,9 @@ var (
 	// to flag unapproved changes in audit list); it is also the proof read
 	// of a policy change whose answer was lost.
 	policyRead = Need{GetItem, PolicyItems, false}
+	// policyBatchRead reads the policy in the levers' own batch read
+	// (force-open, clear: one round trip for both).
+	policyBatchRead = Need{BatchGetItem, PolicyItems, false}
 	// policyPut writes the table's change policy: the admin role's alone.
 	policyPut = Need{PutItem, PolicyItems, true}
 )
@@ -197,10 +200,11 @@ var Commands = map[string][]Need{
 	// A lever change is one transaction: the override's write and its
 	// record. A lost answer is settled by one read of the change's proof:
 	// the override it puts (a force), or its first record (a clear).
-	// Each asks the table's change policy first (one read).
-	"breaker force-open":  needs(policyRead, batchRead, breakerPut, record, breakerRead, notifyPublish),
-	"breaker clear":       needs(policyRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
-	"breaker clear --all": needs(policyRead, breakerScan, batchRead, breakerDelete, record, recordProof, notifyPublish),
+	// Each asks the table's change policy, read in the same batch as the
+	// overrides (clear --all, whose scan read the overrides: one GetItem).
+	"breaker force-open":  needs(policyBatchRead, batchRead, breakerPut, record, breakerRead, notifyPublish),
+	"breaker clear":       needs(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
+	"breaker clear --all": needs(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
 	"ratelimit get":       needs(bucketRead),
 	"ratelimit list":      needs(Need{Action: Scan, Prefix: BucketItems}),
 	"ratelimit reset":     needs(bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
