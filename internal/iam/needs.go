@@ -223,7 +223,7 @@ var Commands = map[string][]Need{
 	// gauges): force and clear overrides, drain and restore buckets, mint
 	// chaos headers, wait on the gauges and watch the alarms of its stop
 	// conditions, record every change with it, announce the run.
-	"drill run": needs(breakerRead, batchRead, breakerPut, breakerDelete,
+	"drill run": needs(breakerRead, breakerPut, breakerDelete,
 		bucketRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
 	// drill recover finishes a dead run's rollbacks from the audit trail:
 	// the run's records on each lever (the audit index by subject, filtered
