@@ -64,7 +64,7 @@ func (u *run) preflight(ctx context.Context) bool {
 			return
 		}
 		end := rc.Now()
-		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(runtime.ConditionOf(c).Describe(rc)),
+		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c),
 			OK: err == nil, Checks: 1, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end), DurationSeconds: drill.Seconds(end.Sub(start))}
 		if err == nil {
 			rec.Detail = "can be evaluated: " + rc.Redact(obs.Detail)

@@ -112,7 +112,7 @@ func (u *run) check(ctx context.Context, c *drill.Check, phase string) (drill.Ch
 	}
 	res, err := runtime.PollWith(ctx, rc, runtime.ConditionOf(c), spec)
 	end := rc.Now()
-	rec := drill.CheckRecord{Phase: phase, Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(runtime.ConditionOf(c).Describe(rc)),
+	rec := drill.CheckRecord{Phase: phase, Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c),
 		OK: err == nil, Detail: rc.Redact(res.Obs.Detail), Checks: res.Polls, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end),
 		DurationSeconds: drill.Seconds(end.Sub(start))}
 	var lost *runtime.GuardLostError

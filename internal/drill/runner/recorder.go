@@ -232,3 +232,18 @@ func (r *runJournal) emit(ev Event) {
 		rep.Report(ev)
 	}
 }
+
+// describeCheck, describeStep and describeRollback say what a check, a
+// step and a rollback do, for the journal, the plan and the live log: with
+// the run's secrets redacted.
+func describeCheck(rc *runtime.RunContext, c *drill.Check) string {
+	return rc.Redact(runtime.ConditionOf(c).Describe(rc))
+}
+
+func describeStep(rc *runtime.RunContext, s *drill.Step) string {
+	return rc.Redact(runtime.ActionOf(s).Describe(rc))
+}
+
+func describeRollback(rc *runtime.RunContext, rb runtime.Rollback) string {
+	return rc.Redact(rb.Describe())
+}

@@ -45,7 +45,7 @@ func (u *run) push(rb runtime.Rollback, step string, explicit bool) string {
 	r, j, rc := u.jr, u.j, u.rc
 	r.mu.Lock()
 	id := fmt.Sprintf("rb-%d", len(j.Rollbacks)+1)
-	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rc.Redact(rb.Describe()),
+	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: describeRollback(rc, rb),
 		Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: drill.StatusPending})
 	idx := len(j.Rollbacks) - 1
 	if l := rb.LeverRecord(); l != nil {

@@ -55,8 +55,8 @@ func hostileEnv(t *testing.T, body, header string) (*env, *hostileHTTP) {
 	h := &hostileHTTP{body: body, header: header}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	e.svc.HTTP = srv.Client()
-	e.svc.LookupEnv = func(n string) (string, bool) { return srv.URL, n == "SRV" }
+	e.Deps.HTTP = srv.Client()
+	e.Deps.LookupEnv = func(n string) (string, bool) { return srv.URL, n == "SRV" }
 	return e, h
 }
 
@@ -201,7 +201,7 @@ func (g *recordingGauges) Describe() string { return "recording" }
 func TestTemplatedDependencyIsValidatedBeforeAnyQuery(t *testing.T) {
 	e, _ := hostileEnv(t, "openai', 'Maximum', 60) OR SEARCH('{x}", "")
 	g := &recordingGauges{}
-	e.svc.Gauges = g
+	e.Deps.Gauges = g
 	d := parse(t, `
 name: q
 timeout: 1m

@@ -103,7 +103,7 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 	start := rc.Now()
 	r.mu.Lock()
 	rec.Status, rec.StartedAt, rec.TimeoutSeconds = drill.StatusRunning, drill.TimePtr(start), drill.Seconds(timeout)
-	rec.Description = rc.Redact(runtime.ActionOf(s).Describe(rc))
+	rec.Description = describeStep(rc, s)
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventStepStarted, StepIndex: i + 1})
 
