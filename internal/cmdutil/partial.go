@@ -50,7 +50,7 @@ func PartialListing(problems []store.Problem, noun, where, fix string) error {
 	if len(items) > 1 {
 		what = fmt.Sprintf("%d %ss do", len(items), noun)
 	}
-	return WithCode(exitcode.Partial, fmt.Errorf("partial listing: %s not follow the contract (%s); %s", what, where, fix))
+	return exitcode.Errorf(exitcode.Partial, "partial listing: %s not follow the contract (%s); %s", what, where, fix)
 }
 
 // Problems returns problems, or an empty list (never nil), for JSON output.

@@ -51,17 +51,17 @@ func ConfirmProtected(ctx context.Context, f *Factory, env *Env, yes bool, what 
 		return nil
 	}
 	if !f.IOStreams.CanPrompt() {
-		return WithCode(exitcode.Refused, fmt.Errorf("context %q is protected: pass --yes to %s without a prompt", env.Name, what))
+		return exitcode.Errorf(exitcode.Refused, "context %q is protected: pass --yes to %s without a prompt", env.Name, what)
 	}
 	answer, err := f.Prompter.Input(ctx, fmt.Sprintf("Context %q is PROTECTED. To %s, type the context name: ", env.Name, what))
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("confirmation not given: %w", err) // interrupted: exit 130, nothing changed
 		}
-		return WithCode(exitcode.Refused, fmt.Errorf("confirmation not given: %w", err))
+		return exitcode.Errorf(exitcode.Refused, "confirmation not given: %w", err)
 	}
 	if strings.TrimSpace(answer) != env.Name {
-		return WithCode(exitcode.Refused, fmt.Errorf("confirmation did not match %q: nothing was changed", env.Name))
+		return exitcode.Errorf(exitcode.Refused, "confirmation did not match %q: nothing was changed", env.Name)
 	}
 	return nil
 }

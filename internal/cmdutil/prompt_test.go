@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -56,7 +55,7 @@ func TestConfirmProtectedEndsWhenInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-term.reading; cancel() }()
 	err := cmdutil.ConfirmProtected(ctx, f, env, false, "clear 1 breaker override(s)")
-	if got := root.ExitCode(err); got != exitcode.Interrupted {
+	if got := exitcode.Of(err); got != exitcode.Interrupted {
 		t.Fatalf("interrupted prompt: %v (exit %d), want exit %d", err, got, exitcode.Interrupted)
 	}
 }

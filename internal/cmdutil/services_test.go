@@ -13,7 +13,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -58,7 +57,7 @@ func TestKeySourceOrder(t *testing.T) {
 	}
 	env := &cmdutil.Env{Name: "prod", Context: &config.Context{Store: dynamo}, AWSConfig: awsCfg}
 	_, err := env.KeySource(ctx, "")
-	if root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "koshactl config set-context prod --chaos-secret-id ID") {
+	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "koshactl config set-context prod --chaos-secret-id ID") {
 		t.Errorf("no source: %v", err)
 	}
 }
@@ -101,7 +100,7 @@ func TestTargets(t *testing.T) {
 		t.Errorf("configured: %v %v", ts, err)
 	}
 	env.Context.Chaos.Targets = []string{"Bad_Target"}
-	if _, err := env.ChaosTargets(); root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "--chaos-targets") {
+	if _, err := env.ChaosTargets(); exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "--chaos-targets") {
 		t.Errorf("malformed: %v", err)
 	}
 }
@@ -129,7 +128,7 @@ func TestEnvBuildsEachServiceOnce(t *testing.T) {
 		t.Fatalf("override %+v, %v: want it stamped by the Env's clock %s", o, err, clk.Now())
 	}
 	env.Context = &config.Context{Store: env.Context.Store, RateLimit: config.RateLimitConfig{Capacity: -1}}
-	if _, err := (&cmdutil.Env{Name: "bad", Context: env.Context}).Buckets(); root.ExitCode(err) != exitcode.Usage ||
+	if _, err := (&cmdutil.Env{Name: "bad", Context: env.Context}).Buckets(); exitcode.Of(err) != exitcode.Usage ||
 		!strings.Contains(err.Error(), "--ratelimit-capacity") {
 		t.Fatalf("bad limits: %v", err)
 	}

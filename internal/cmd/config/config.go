@@ -17,7 +17,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -287,7 +286,7 @@ func newDelete(f *cmdutil.Factory) *cobra.Command {
 				return err
 			}
 			if _, ok := file.Contexts[args[0]]; !ok {
-				return cmdutil.WithCode(exitcode.NotFound, fmt.Errorf("%w %q in %s", config.ErrNoContext, args[0], file.Path()))
+				return fmt.Errorf("%w %q in %s", config.ErrNoContext, args[0], file.Path())
 			}
 			delete(file.Contexts, args[0])
 			if file.CurrentContext == args[0] {
@@ -412,7 +411,7 @@ func NewCmdSetContext(f *cmdutil.Factory) *cobra.Command {
 // RunSetContext applies the options and saves the file.
 func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 	if err := config.ValidateName(o.Name); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return err
 	}
 	file, err := f.Config()
 	if err != nil {
@@ -467,7 +466,7 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		ctx.Dependencies = nil
 		for _, d := range deps {
 			if err := breaker.ValidateDependency(d); err != nil {
-				return cmdutil.WithCode(exitcode.Usage, err)
+				return err
 			}
 			if !seen[d] {
 				seen[d] = true
@@ -516,7 +515,7 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		return err
 	}
 	if err := ctx.Validate(o.Name); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	file.Contexts[o.Name] = ctx
 	if o.Use {

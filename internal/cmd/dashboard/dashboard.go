@@ -6,7 +6,6 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -15,8 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui"
@@ -99,9 +96,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	src, err := env.GaugeSource(ctx, opts.MetricsURL)
-	if errors.Is(err, metrics.ErrInvalidSource) {
-		return cmdutil.WithCode(exitcode.Usage, err)
-	}
 	if err != nil {
 		return err
 	}

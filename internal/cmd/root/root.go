@@ -221,15 +221,14 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 			fmt.Fprintln(f.IOStreams.ErrOut, textsafe.Line(oneLine(errors.New(hinted.Hint))))
 		}
 	}
-	code := ExitCode(err)
+	code := exitcode.Of(err)
 	if !started && code == exitcode.Error {
 		code = exitcode.Usage
 	}
 	// An interrupted command exits 130 unless it chose its own code (a drill
 	// whose rollback failed after the interrupt exits 9), or made a change
 	// whose audit record the interrupt stopped (exit 8: the change was made).
-	var explicit *cmdutil.ExitErr
-	if ctx.Err() != nil && code != exitcode.OK && code != exitcode.Unknown && !errors.As(err, &explicit) {
+	if ctx.Err() != nil && code != exitcode.OK && code != exitcode.Unknown && !exitcode.Decided(err) {
 		code = exitcode.Interrupted
 	}
 	return code

@@ -29,7 +29,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 )
@@ -134,7 +133,7 @@ func (o *Options) Resolve() (sbx.Config, error) {
 		profile = o.Profile
 	}
 	if err := cfg.LoadFile(o.ConfigFile, profile); err != nil {
-		return cfg, cmdutil.WithCode(exitcode.Usage, err)
+		return cfg, cmdutil.UsageError(err)
 	}
 	set := func(name string, apply func()) {
 		if o.Changed[name] {
@@ -176,7 +175,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	// The fleet runs on the wall clock whatever the factory's clock: its
 	// breakers, deadlines and timers are real time.
@@ -213,7 +212,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	srv, err := sbx.New(cfg, deps)
 	if err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
@@ -221,7 +220,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			hint = " (is another sandbox running? stop it, or use --listen 127.0.0.1:0 for a free port)"
 		}
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("listen on %s: %w%s", cfg.Listen, err, hint))
+		return cmdutil.UsageError(fmt.Errorf("listen on %s: %w%s", cfg.Listen, err, hint))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

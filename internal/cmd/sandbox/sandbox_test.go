@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
@@ -64,8 +63,8 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("instance: 8\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := parse(t, "--config", path).Resolve(); root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "instance") {
-		t.Errorf("unknown key: %v (exit %d), want a usage error naming it", err, root.ExitCode(err))
+	if _, err := parse(t, "--config", path).Resolve(); exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "instance") {
+		t.Errorf("unknown key: %v (exit %d), want a usage error naming it", err, exitcode.Of(err))
 	}
 }
 

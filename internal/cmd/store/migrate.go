@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -98,9 +96,6 @@ func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) e
 		rep, err := m.Migrate(ctx, opts.DryRun)
 		out.Added, out.Present, out.Building = rep.Added, rep.Present, rep.Building
 		lines = append(lines, rep.Lines()...)
-		if errors.Is(err, dynamo.ErrStackManaged) {
-			err = cmdutil.WithCode(exitcode.Conflict, err)
-		}
 		if err != nil {
 			printLines(f, lines)
 			return err

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -101,7 +102,7 @@ func (u *run) preflight(ctx context.Context) bool {
 	}
 	r.update(func() {
 		j.Outcome, j.Reason, j.Guard = drill.OutcomeRefused, reason+"; nothing was done", refusal
-		r.guardCode = drill.GuardExitCode(refusalErr)
+		r.guardCode = exitcode.Of(drill.GuardFailure(refusalErr))
 		for i := range j.Steps {
 			j.Steps[i].Status = drill.StatusSkipped
 		}
@@ -117,7 +118,7 @@ func (u *run) lostGuard(gl *drill.GuardLostError) {
 	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: gl.Role, Condition: gl.Name, Cause: rc.Redact(gl.Err.Error()),
 		Fix: rc.Redact(drill.GuardFix(gl.Err)), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
 		GraceSeconds: drill.Seconds(gl.Grace.For), At: rc.Now().UTC()}
-	u.jr.guardCode = drill.GuardExitCode(gl.Err)
+	u.jr.guardCode = exitcode.Of(drill.GuardFailure(gl.Err))
 }
 
 // firstStop evaluates the stop conditions once and returns the first that

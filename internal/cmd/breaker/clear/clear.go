@@ -18,7 +18,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -132,12 +131,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	for _, d := range opts.Dependencies {
 		if err := breaker.ValidateDependency(d); err != nil {
-			return cmdutil.WithCode(exitcode.Usage, err)
+			return err
 		}
 	}
 	for _, k := range opts.Keys {
 		if _, err := breaker.DependencyOfKey(k); err != nil {
-			return cmdutil.WithCode(exitcode.Usage, err)
+			return cmdutil.UsageError(err)
 		}
 	}
 	env, err := f.Env(ctx)

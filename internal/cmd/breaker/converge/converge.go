@@ -64,7 +64,7 @@ func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env) (*metrics.Waiter, error) {
 	src, err := env.GaugeSource(ctx, o.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
-		return nil, cmdutil.WithCode(exitcode.Usage, fmt.Errorf("--wait: %w", err))
+		return nil, fmt.Errorf("--wait: %w", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--wait: %w", err)
@@ -141,18 +141,16 @@ func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []
 	}
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	v.Error = &msg
-	switch {
-	case !read && errors.Is(res.FetchErr, metrics.ErrDenied):
-		return v, cmdutil.WithCode(exitcode.Auth, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
-	case !read:
-		return v, cmdutil.WithCode(exitcode.Unavailable, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
+	if !read {
+		// Unavailable, unless the source says it was denied (auth).
+		return v, exitcode.Default(exitcode.Unavailable, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
 	}
 	var parts []string
 	for _, cv := range metrics.Pending(res.Convergences) {
 		parts = append(parts, cv.Dependency+" "+cv.Summary())
 	}
-	return v, cmdutil.WithCode(exitcode.Unconfirmed, fmt.Errorf("the change was written, but the fleet did not confirm it within %s: %s (see koshactl breaker status)",
-		human.Duration(res.Timeout), strings.Join(parts, "; ")))
+	return v, exitcode.Errorf(exitcode.Unconfirmed, "the change was written, but the fleet did not confirm it within %s: %s (see koshactl breaker status)",
+		human.Duration(res.Timeout), strings.Join(parts, "; "))
 }
 
 // Report prints a written change's result around the wait on its gauges.

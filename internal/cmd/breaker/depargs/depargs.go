@@ -9,7 +9,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // CheckDependencies checks names by breaker.CheckDependencies (against the
@@ -39,7 +38,7 @@ func DependencyHint(err error) error {
 	case errors.As(err, &unknown):
 		return cmdutil.Usagef("%v; add it with koshactl config set-context --add-dependency, or pass --allow-unknown", err)
 	case errors.Is(err, breaker.ErrInvalidDependency), errors.Is(err, breaker.ErrNamedTwice):
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	return err
 }

@@ -43,7 +43,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 // Run prints the override.
 func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := breaker.ValidateDependency(opts.Dependency); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return err
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -51,8 +51,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	o, err := env.Overrides().Get(ctx, opts.Dependency)
 	if errors.Is(err, store.ErrNotFound) {
-		return cmdutil.WithCode(exitcode.NotFound,
-			fmt.Errorf("no override for %s in context %q: its breakers follow their own state", opts.Dependency, env.Name))
+		return exitcode.Errorf(exitcode.NotFound, "no override for %s in context %q: its breakers follow their own state", opts.Dependency, env.Name)
 	}
 	if err != nil {
 		return err

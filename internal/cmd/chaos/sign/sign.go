@@ -15,7 +15,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Output formats of sign, besides json and yaml.
@@ -172,10 +171,10 @@ func (o *Options) Request() (chaos.MintRequest, error) {
 	}
 	switch {
 	case o.TTL > chaos.MaxTTL:
-		return req, cmdutil.WithCode(exitcode.Usage, fmt.Errorf("--ttl %s: %w: it exceeds the %s cap, which is hard (the data plane refuses headers that live longer); mint a new header when this one expires",
-			o.TTL, chaos.ErrTTL, chaos.MaxTTL))
+		return req, fmt.Errorf("--ttl %s: %w: it exceeds the %s cap, which is hard (the data plane refuses headers that live longer); mint a new header when this one expires",
+			o.TTL, chaos.ErrTTL, chaos.MaxTTL)
 	case o.TTL < chaos.MinTTL:
-		return req, cmdutil.WithCode(exitcode.Usage, fmt.Errorf("--ttl %s: %w: the minimum is %s", o.TTL, chaos.ErrTTL, chaos.MinTTL))
+		return req, fmt.Errorf("--ttl %s: %w: the minimum is %s", o.TTL, chaos.ErrTTL, chaos.MinTTL)
 	}
 	if err := audit.ValidateReason(o.Reason); err != nil {
 		return req, fmt.Errorf("--%w", err) // the flag's name: "--reason is 612 characters: …"
@@ -242,7 +241,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	m, err := minter.Mint(ctx, req)
 	if err != nil {
 		if errors.Is(err, chaos.ErrTargetNotAllowed) || errors.Is(err, chaos.ErrSyntax) {
-			return cmdutil.WithCode(exitcode.Usage, err)
+			return cmdutil.UsageError(err)
 		}
 		return err
 	}

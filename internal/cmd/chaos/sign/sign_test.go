@@ -15,7 +15,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/sign"
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -57,7 +56,7 @@ func TestFlagDefaults(t *testing.T) {
 	cmd.SetArgs([]string{"--target", "core-api", "--fault", "error", "--ttl", "20m"})
 	cmd.SetErr(io.Discard)
 	err = cmd.Execute()
-	if called || root.ExitCode(err) != exitcode.Usage || !errors.Is(err, chaos.ErrTTL) {
+	if called || exitcode.Of(err) != exitcode.Usage || !errors.Is(err, chaos.ErrTTL) {
 		t.Errorf("ttl 20m: called=%v err=%v", called, err)
 	}
 }
@@ -89,8 +88,8 @@ func TestHeaderIsNotPrintedWhenTheMintCannotBeAudited(t *testing.T) {
 		},
 	}
 	err := sign.Run(context.Background(), f, &sign.Options{Target: "openai", Fault: "error", P: chaos.ProbOne, TTL: time.Minute, Output: sign.FormatHeader})
-	if root.ExitCode(err) != exitcode.Unknown || !errors.Is(err, audit.ErrAuditWrite) {
-		t.Fatalf("exit %d, err %v; want 8 (unknown: the store could not be reached) wrapping ErrAuditWrite", root.ExitCode(err), err)
+	if exitcode.Of(err) != exitcode.Unknown || !errors.Is(err, audit.ErrAuditWrite) {
+		t.Fatalf("exit %d, err %v; want 8 (unknown: the store could not be reached) wrapping ErrAuditWrite", exitcode.Of(err), err)
 	}
 	for _, want := range []string{"was signed but is not printed", "must not be used unaudited", "broken test store", "jti "} {
 		if !strings.Contains(err.Error(), want) {

@@ -133,7 +133,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	v, err := chaos.NewVerifier(src, chaos.Options{Clock: f.Clock, Targets: targets, Skew: skew})
 	if err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	r := v.Explain(ctx, value)
 	res := Result{Kind: "ChaosVerifyReport", Context: env.Name, KeySource: src.Describe(),
@@ -150,7 +150,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ce):
-		return cmdutil.WithCode(exitcode.Error, err)
+		return exitcode.Wrap(exitcode.Error, err) // a check that did not pass, whatever it met
 	default:
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Options are the parsed flags and argument.
@@ -68,7 +67,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		for _, p := range probs {
 			fmt.Fprintln(ios.ErrOut, p.String())
 		}
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w: %s is not a valid drill (%d problems)", cmdutil.ErrSilent, opts.File, len(probs)))
+		return cmdutil.Usagef("%w: %s is not a valid drill (%d problems)", cmdutil.ErrSilent, opts.File, len(probs))
 	}
 	if err := run.ApplyVars(d, opts.Vars); err != nil {
 		return err
@@ -96,7 +95,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		runner.WritePlan(ios.Out, p)
 	}
 	if len(p.Problems) > 0 {
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w: drill %s would not run: %s", cmdutil.ErrSilent, d.Name, p.Problems[0]))
+		return cmdutil.Usagef("%w: drill %s would not run: %s", cmdutil.ErrSilent, d.Name, p.Problems[0])
 	}
 	return nil
 }

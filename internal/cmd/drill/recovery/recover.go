@@ -115,7 +115,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 				holder = j.Runner
 			}
 		}
-		return cmdutil.WithCode(exitcode.Conflict, fmt.Errorf("%s: it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done", stillGoing(holder, locked.Lock)))
+		return exitcode.Errorf(exitcode.Conflict, "%s: it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done", stillGoing(holder, locked.Lock))
 	}
 	if err != nil {
 		return cmdutil.Usagef("journal %s: cannot take its lock: %v; nothing was done", opts.Journal, err)
@@ -123,7 +123,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	defer lock.Release()
 	j, err := drill.ReadJournal(opts.Journal)
 	if err != nil {
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w; nothing was done", err))
+		return cmdutil.UsageError(fmt.Errorf("%w; nothing was done", err))
 	}
 	// The recovery is written back to the journal: one that cannot be (a
 	// link, which is read through but never written through) is refused
@@ -144,8 +144,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	// not honor flock never lets recover act under a live run.
 	switch live, why := runner.CheckProcess(*j.Runner); live {
 	case runner.LivenessAlive:
-		return cmdutil.WithCode(exitcode.Conflict, fmt.Errorf("%s, although its lock %s was free (a file system that does not honor flock?): it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done",
-			stillGoing(j.Runner, ""), runner.LockPath(opts.Journal)))
+		return exitcode.Errorf(exitcode.Conflict, "%s, although its lock %s was free (a file system that does not honor flock?): it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done",
+			stillGoing(j.Runner, ""), runner.LockPath(opts.Journal))
 	case runner.LivenessGone:
 		fmt.Fprintf(ios.ErrOut, "the lock is stale: pid %d is gone (%s)\n", j.Runner.PID, textsafe.Line(runner.DescribeProcess(*j.Runner)))
 	case runner.LivenessReused:
@@ -165,7 +165,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return cmdutil.Usagef("journal %s was written against %s, but context %q now uses %s: recover only on the store the drill acted on; nothing was done", opts.Journal, j.Store, env.Name, got)
 	}
 	if env.Context.Protected && !opts.AllowProtected {
-		return cmdutil.WithCode(exitcode.Refused, fmt.Errorf("context %q is protected: pass --allow-protected to recover on it; nothing was done", env.Name))
+		return exitcode.Errorf(exitcode.Refused, "context %q is protected: pass --allow-protected to recover on it; nothing was done", env.Name)
 	}
 	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
@@ -214,12 +214,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	})
 	switch {
 	case !rec.OK && failed:
-		return cmdutil.WithCode(exitcode.Rollback, fmt.Errorf("%w: drill %s run %s: a rollback failed", cmdutil.ErrSilent, j.Drill.Name, j.RunID))
+		return exitcode.Errorf(exitcode.Rollback, "%w: drill %s run %s: a rollback failed", cmdutil.ErrSilent, j.Drill.Name, j.RunID)
 	case !rec.OK:
 		// Every lever restored, each with its record; the recovery's own
 		// record (drill.recover, which changes no lever) was not written.
-		return cmdutil.WithCode(exitcode.Error, fmt.Errorf("drill %s run %s: every rollback restored its lever: %s",
-			j.Drill.Name, j.RunID, rec.Detail))
+		return exitcode.Errorf(exitcode.Error, "drill %s run %s: every rollback restored its lever: %s",
+			j.Drill.Name, j.RunID, rec.Detail)
 	case werr != nil:
 		return werr
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -101,7 +100,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	ios := f.IOStreams
 	j, err := drill.ReadJournal(opts.Journal)
 	if err != nil {
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w; nothing was written", err))
+		return cmdutil.UsageError(fmt.Errorf("%w; nothing was written", err))
 	}
 	// A report may go to a pipe or device; a refused path fails before
 	// any fetch.

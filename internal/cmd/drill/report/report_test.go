@@ -14,7 +14,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/report"
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/drill"
@@ -97,8 +96,8 @@ func TestRefusesWhatIsNotAJournal(t *testing.T) {
 			f, out, _ := factory(t, nil, time.Now())
 			outFile := filepath.Join(dir, name+".html")
 			err := report.Run(context.Background(), f, &report.Options{Journal: in, Output: report.FormatHTML, Out: outFile})
-			if root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("exit %d: %v; want %q", root.ExitCode(err), err, tc.want)
+			if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("exit %d: %v; want %q", exitcode.Of(err), err, tc.want)
 			}
 			if _, serr := os.Stat(outFile); !os.IsNotExist(serr) || out.String() != "" {
 				t.Errorf("something was written: %v, %q", serr, out)
@@ -118,7 +117,7 @@ func TestOutputFormatFlag(t *testing.T) {
 	cmd = report.NewCmd(f, func(context.Context, *report.Options) error { t.Fatal("ran"); return nil })
 	cmd.SetArgs([]string{"j.json", "-o", "pdf"})
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	if err := cmd.Execute(); root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "use html or markdown") {
+	if err := cmd.Execute(); exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "use html or markdown") {
 		t.Errorf("-o pdf: %v", err)
 	}
 }

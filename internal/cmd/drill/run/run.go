@@ -149,7 +149,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		for _, p := range probs {
 			fmt.Fprintln(ios.ErrOut, p.String())
 		}
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w: %s is not a valid drill (%d problems); nothing was run", cmdutil.ErrSilent, opts.File, len(probs)))
+		return cmdutil.Usagef("%w: %s is not a valid drill (%d problems); nothing was run", cmdutil.ErrSilent, opts.File, len(probs))
 	}
 	if err := ApplyVars(d, opts.Vars); err != nil {
 		return err
@@ -185,7 +185,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		} else if opts.AllowProtected {
 			why = "--allow-protected was given, but the drill does not say allow_protected: true"
 		}
-		return cmdutil.WithCode(exitcode.Refused, fmt.Errorf("context %q is protected: %s; both are needed to drill on it", env.Name, why))
+		return exitcode.Errorf(exitcode.Refused, "context %q is protected: %s; both are needed to drill on it", env.Name, why)
 	}
 	deps, err := NewDeps(ctx, f, env, opts.KeyFile)
 	if err != nil {
@@ -197,8 +197,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		process = runner.ThisProcess("drill run", runner.LockPath(opts.Journal))
 		lock, err := runner.LockJournal(opts.Journal, process)
 		if errors.Is(err, runner.ErrJournalLocked) {
-			return cmdutil.WithCode(exitcode.Conflict, fmt.Errorf("--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
-				opts.Journal, runner.LockPath(opts.Journal)))
+			return exitcode.Errorf(exitcode.Conflict, "--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
+				opts.Journal, runner.LockPath(opts.Journal))
 		}
 		if err != nil {
 			return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
@@ -272,12 +272,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if reportErr != nil {
 			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
 		}
-		return cmdutil.WithCode(j.ExitCode, fmt.Errorf("drill %s %s", d.Name, oneLine(j.Reason)))
+		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "drill %s %s", d.Name, oneLine(j.Reason))
 	case j.ExitCode != drill.ExitPassed:
 		if reportErr != nil {
 			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
 		}
-		return cmdutil.WithCode(j.ExitCode, fmt.Errorf("%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome))
+		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome)
 	case reportErr != nil:
 		return reportErr
 	}

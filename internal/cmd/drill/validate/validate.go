@@ -10,7 +10,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Options are the parsed flags and arguments.
@@ -102,7 +101,7 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 			noun = "problem"
 		}
 		fmt.Fprintf(ios.ErrOut, "%d %s found\n", total, noun)
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w: invalid drill file", cmdutil.ErrSilent))
+		return cmdutil.Usagef("%w: invalid drill file", cmdutil.ErrSilent)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ package clientargs
 
 import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -30,7 +29,7 @@ func CheckClients(ids []string) error {
 	seen := map[string]bool{}
 	for _, id := range ids {
 		if err := ratelimit.ValidateClientID(id); err != nil {
-			return cmdutil.WithCode(exitcode.Usage, err)
+			return cmdutil.UsageError(err)
 		}
 		if seen[id] {
 			return cmdutil.Usagef("client %q is named twice", id)

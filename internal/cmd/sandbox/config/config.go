@@ -14,7 +14,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // RedactedToken stands for a token of the --config file in the output; it
@@ -59,10 +58,10 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 	cfg := sbx.DefaultConfig()
 	if err := cfg.LoadFile(opts.ConfigFile, opts.Profile); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	redacted := 0
 	for i, p := range cfg.Principals {

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/config"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
@@ -56,7 +55,7 @@ func TestBadFileIsAUsageError(t *testing.T) {
 	}
 	io, _, out, _ := iostreams.Test()
 	err := config.Run(context.Background(), &cmdutil.Factory{IOStreams: io}, &config.Options{ConfigFile: path})
-	if root.ExitCode(err) != exitcode.Usage || !errors.Is(err, sbx.ErrInvalidConfig) || out.Len() != 0 {
-		t.Errorf("exit %d, %v, printed %q: want a usage error and nothing printed", root.ExitCode(err), err, out)
+	if exitcode.Of(err) != exitcode.Usage || !errors.Is(err, sbx.ErrInvalidConfig) || out.Len() != 0 {
+		t.Errorf("exit %d, %v, printed %q: want a usage error and nothing printed", exitcode.Of(err), err, out)
 	}
 }
