@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -21,7 +22,7 @@ import (
 const DefaultFollowInterval = 2 * time.Second
 
 // NewCmd returns the audit command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Read the audit log of control-plane changes"}
 	cmd.AddCommand(NewCmdList(f))
 	return cmd
@@ -47,7 +48,7 @@ type ListOptions struct {
 }
 
 // NewCmdList builds `audit list`.
-func NewCmdList(f *cmdutil.Factory) *cobra.Command {
+func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 	opts := &ListOptions{}
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -109,7 +110,7 @@ type ListResult struct {
 }
 
 // RunList lists the records.
-func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
+func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
@@ -140,11 +141,11 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 	}
 	ios := f.IOStreams
 	partial := func() error {
-		return cmdutil.Unreadable(ios, opts.Output, l.Unreadable, "audit record", followFix)
+		return cmdenv.Unreadable(ios, opts.Output, l.Unreadable, "audit record", followFix)
 	}
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, ListResult{Kind: "AuditRecordList", Context: env.Name,
-			Store: env.Store.Describe(), Items: recs, Unreadable: cmdutil.Problems(l.Unreadable)}); err != nil {
+			Store: env.Store.Describe(), Items: recs, Unreadable: cmdenv.Problems(l.Unreadable)}); err != nil {
 			return err
 		}
 		return partial()
@@ -195,7 +196,7 @@ const followFix = "the records shown are complete; the others are named by pk (k
 
 // follow prints the follower's records as they come, until ctx ends (exit
 // 0). A store that is unreachable for a while is retried, said on stderr.
-func follow(ctx context.Context, f *cmdutil.Factory, opts *ListOptions, fl *audit.Follower) error {
+func follow(ctx context.Context, f *cmdenv.Factory, opts *ListOptions, fl *audit.Follower) error {
 	ios := f.IOStreams
 	after := opts.After
 	if after == nil {
@@ -207,7 +208,7 @@ func follow(ctx context.Context, f *cmdutil.Factory, opts *ListOptions, fl *audi
 	// as a listing that met them does: exit 10, with the count.
 	var unreadable []store.Problem
 	done := func() error {
-		return cmdutil.PartialListing(unreadable, "audit record", "warned about on stderr", followFix)
+		return cmdenv.PartialListing(unreadable, "audit record", "warned about on stderr", followFix)
 	}
 	for {
 		l, err := fl.Poll(ctx)

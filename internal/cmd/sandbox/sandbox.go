@@ -25,6 +25,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox/config"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -61,7 +62,7 @@ type Options struct {
 }
 
 // NewCmd builds the command group; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "sandbox",
@@ -117,7 +118,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level on stderr: debug|info|warn|error")
 	fl.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text|json")
 	fl.IntSliceVar(&opts.IgnoreOverrides, "ignore-overrides-instance", nil, "test knob: instance N (gw-N) never reads breaker overrides, so --wait and breaker status show \"not obeyed\" (repeatable)")
-	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdenv.AddKeyFileFlag(cmd, &opts.KeyFile)
 	_ = cmd.RegisterFlagCompletionFunc("profile", cobra.FixedCompletions(sbx.ProfileNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
 	cmd.AddCommand(status.NewCmd(f), configcmd.NewCmd(f))
@@ -152,7 +153,7 @@ func (o *Options) Resolve() (sbx.Config, error) {
 }
 
 // Run runs the sandbox until ctx ends or SIGINT/SIGTERM arrives.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	logger, logOut, err := newLogger(f.IOStreams.ErrOut, opts)
 	if err != nil {
 		return err

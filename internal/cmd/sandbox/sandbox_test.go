@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -27,7 +27,7 @@ func parse(t *testing.T, args ...string) *sandbox.Options {
 	t.Helper()
 	ios, _, _, _ := iostreams.Test()
 	var got *sandbox.Options
-	cmd := sandbox.NewCmd(&cmdutil.Factory{IOStreams: ios}, func(_ context.Context, o *sandbox.Options) error {
+	cmd := sandbox.NewCmd(&cmdenv.Factory{IOStreams: ios}, func(_ context.Context, o *sandbox.Options) error {
 		got = o
 		return nil
 	})

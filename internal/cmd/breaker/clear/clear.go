@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -40,7 +41,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "clear [DEPENDENCY...] [--key PK...] [--all]",
@@ -76,7 +77,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			koshactl breaker clear --key 'breaker#Bad Name' --reason "hand-written item"
 			koshactl breaker clear openai --reason "provider recovered" --wait
 		`),
-		ValidArgsFunction: cmdutil.CompleteDependencies(f),
+		ValidArgsFunction: cmdenv.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
 			if opts.All == (len(args)+len(opts.Keys) > 0) {
@@ -125,7 +126,7 @@ type ItemResult struct {
 }
 
 // Run clears the overrides.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	var waiter *metrics.Waiter
@@ -194,7 +195,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			if len(deps)+len(keys) == 0 {
 				return nil
 			}
-			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
+			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
 		}})
 	if outcomes == nil && err != nil {
 		if errors.Is(err, breaker.ErrUnknownDependency) {
@@ -243,7 +244,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 
 // printResult prints out; none is true when there was no override to
 // clear (--all on an empty table).
-func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time, none bool) error {
+func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, now time.Time, none bool) error {
 	return levertail.Print(f, env, opts.Output, opts.DryRun, out, func(w io.Writer) {
 		if none && opts.All {
 			fmt.Fprintln(w, "No overrides to clear.")

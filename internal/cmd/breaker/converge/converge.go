@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
@@ -61,7 +62,7 @@ func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 
 // NewWaiter builds the context's gauge source and a waiter on it, before the
 // write, so a source that cannot work is refused with nothing written.
-func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env) (*metrics.Waiter, error) {
+func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env) (*metrics.Waiter, error) {
 	src, err := env.GaugeSource(ctx, o.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
 		return nil, fmt.Errorf("--wait: %w", err)
@@ -107,7 +108,7 @@ type DependencyConvergence struct {
 // when it is a terminal (nothing otherwise), and returns the result's view
 // and the error to exit with: nil when confirmed; exit 11 (unconfirmed)
 // naming the stragglers; 5 or 6 when the gauges could never be read.
-func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []metrics.Change) (*ConvergenceView, error) {
+func Wait(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []metrics.Change) (*ConvergenceView, error) {
 	p := &progressLine{w: f.IOStreams.ErrOut, on: f.IOStreams.IsStderrTTY()}
 	read := false // some fetch succeeded
 	w.Progress = func(wp metrics.WaitProgress) {
@@ -158,7 +159,7 @@ func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []
 // announce runs, then the wait's lines follow it; structured output is
 // printed once, after the wait, with its view. It returns the wait's error
 // (the exit code of an unconfirmed change) and, apart, a print's error.
-func Report(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []metrics.Change, table bool,
+func Report(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []metrics.Change, table bool,
 	announce func(), show func(*ConvergenceView) error) (waitErr, err error) {
 	if table {
 		if err := show(nil); err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
 
@@ -22,7 +23,7 @@ func CheckDependencies(names, known []string, allowUnknown bool) error {
 
 // Known is the list a command's named dependencies are checked against: the
 // context's, or nil (no rule) under --allow-unknown.
-func Known(env *cmdutil.Env, allowUnknown bool) []string {
+func Known(env *cmdenv.Env, allowUnknown bool) []string {
 	if allowUnknown {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -48,7 +49,7 @@ type Options struct {
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "status [DEPENDENCY...]",
@@ -102,7 +103,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 }
 
 // Run prints the status once, or every interval with --watch.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if opts.Watch && opts.Interval < time.Second {
 		return cmdutil.Usagef("--interval %s is too short: use 1s or more (10s is the default)", opts.Interval)
 	}
@@ -239,7 +240,7 @@ func (r result) exitError(check bool) error {
 	return nil
 }
 
-func printResult(f *cmdutil.Factory, opts *Options, r result, watch bool) error {
+func printResult(f *cmdenv.Factory, opts *Options, r result, watch bool) error {
 	out := f.IOStreams.Out
 	switch {
 	case cmdutil.IsJSON(opts.Output):

@@ -15,7 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/sign"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -24,7 +24,7 @@ import (
 
 func TestFlagDefaults(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
-	f := &cmdutil.Factory{IOStreams: ios}
+	f := &cmdenv.Factory{IOStreams: ios}
 	var got *sign.Options
 	cmd := sign.NewCmd(f, func(_ context.Context, o *sign.Options) error { got = o; return nil })
 	cmd.SetArgs([]string{"--target", "openai", "--fault", "error"})
@@ -79,11 +79,11 @@ func TestHeaderIsNotPrintedWhenTheMintCannotBeAudited(t *testing.T) {
 	ios, _, out, errOut := iostreams.Test()
 	dir := t.TempDir()
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	f := &cmdutil.Factory{
+	f := &cmdenv.Factory{
 		IOStreams: ios,
 		Clock:     clk,
-		Env: func(context.Context) (*cmdutil.Env, error) {
-			return &cmdutil.Env{Name: "local", Context: config.BuiltinLocal(), Store: brokenStore{}, StateDir: dir, Clock: clk,
+		Env: func(context.Context) (*cmdenv.Env, error) {
+			return &cmdenv.Env{Name: "local", Context: config.BuiltinLocal(), Store: brokenStore{}, StateDir: dir, Clock: clk,
 				Actor: func(context.Context) (string, error) { return "tester@test", nil }}, nil
 		},
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
@@ -30,7 +31,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "recover JOURNAL",
@@ -99,7 +100,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 }
 
 // Run recovers the journal's run.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	ios := f.IOStreams
 	if opts.JUnit != "" {
 		if err := fsutil.CheckOutput(opts.JUnit, true); err != nil {
@@ -167,7 +168,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if env.Context.Protected && !opts.AllowProtected {
 		return exitcode.Errorf(exitcode.Refused, "context %q is protected: pass --allow-protected to recover on it; nothing was done", env.Name)
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	deps, err := run.NewDeps(ctx, f, env, "")

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
@@ -57,7 +58,7 @@ type Options struct {
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -133,7 +134,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow a protected context (the drill must say allow_protected: true too)")
 	fl.StringArrayVar(&opts.Vars, "var", nil, "set one of the drill's vars, NAME=VALUE (repeatable)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "read breaker gauges from this Prometheus endpoint (overrides the drill's metrics_url and the context's source)")
-	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdenv.AddKeyFileFlag(cmd, &opts.KeyFile)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	_ = cmd.MarkFlagFilename("junit")
@@ -142,7 +143,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 }
 
 // Run runs the drill and returns an error carrying the run's exit code.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	ios := f.IOStreams
 	d, probs := drill.ParseFile(kinds.Builtin(), opts.File)
 	if len(probs) > 0 {
@@ -175,7 +176,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	if env.Context.Protected && (!d.AllowProtected || !opts.AllowProtected) {
@@ -313,7 +314,7 @@ func unwrapPath(err error) error {
 // SelectContext selects the drill's context: its context: field when it
 // names one (another selected with --context or $KOSHACTL_CONTEXT is
 // refused), otherwise the selected one.
-func SelectContext(f *cmdutil.Factory, d *drill.Drill) error {
+func SelectContext(f *cmdenv.Factory, d *drill.Drill) error {
 	if d.Context == "" {
 		return nil
 	}
@@ -355,7 +356,7 @@ func ApplyVars(d *drill.Drill, vars []string) error {
 
 // NewDeps builds what drill steps and rollbacks act on from the resolved
 // context (drill run and drill recover share it).
-func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile string) (*drill.Deps, error) {
+func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile string) (*drill.Deps, error) {
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return nil, err
@@ -384,9 +385,9 @@ func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile 
 // lazyMinter resolves the context's chaos key on first use, so drills
 // without chaos.sign run on contexts that have no key configured.
 type lazyMinter struct {
-	env     *cmdutil.Env
+	env     *cmdenv.Env
 	keyFile string
-	f       *cmdutil.Factory
+	f       *cmdenv.Factory
 
 	once sync.Once
 	m    *chaos.Minter
@@ -479,7 +480,7 @@ func sigName(s os.Signal) string {
 
 // printSummary prints the verdict on stdout, and every rollback that did
 // not simply succeed.
-func printSummary(f *cmdutil.Factory, j *drill.Journal) {
+func printSummary(f *cmdenv.Factory, j *drill.Journal) {
 	out := f.IOStreams.Out
 	if f.IOStreams.ColorEnabled() { // Summary renders its values itself
 		fmt.Fprintln(textsafe.Raw(out), runner.Summary(j, true))
@@ -496,7 +497,7 @@ func printSummary(f *cmdutil.Factory, j *drill.Journal) {
 // RESTORED, with its error (for an outcome unknown, the get command that
 // tells) and when its lever lapses. which names the rollback in the
 // parentheses after its subject.
-func PrintRollbackLeft(f *cmdutil.Factory, w io.Writer, rb drill.RollbackRecord, which string) {
+func PrintRollbackLeft(f *cmdenv.Factory, w io.Writer, rb drill.RollbackRecord, which string) {
 	switch rb.Status {
 	case drill.StatusOK:
 	default:

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
@@ -98,7 +99,7 @@ func action(r ratelimit.ChangeResult, dry bool) string {
 // each with its audit record. Buckets already in the requested state are
 // reported and not written. The output lists what was done even when a
 // later change fails.
-func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, changes []ratelimit.Change, opts ChangeOptions) error {
+func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes []ratelimit.Change, opts ChangeOptions) error {
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 			return cmdutil.UsageError(err)
 		}
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	op := ratelimit.OpReset
@@ -123,7 +124,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	outcomes, err := b.ApplyAll(ctx, env.Audit(), ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
 		Actor: env.Actor, DryRun: opts.DryRun,
 		Confirm: func(_ []ratelimit.ChangeResult, writes int) error {
-			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes))
+			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes))
 		}})
 	if outcomes == nil {
 		return err
@@ -151,7 +152,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	}
 	if levers := notify.BucketLevers(outcomes); !opts.DryRun && len(levers) > 0 {
 		actor, _ := env.Actor(ctx)
-		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers})
+		cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers})
 	}
 	if unknownErr != nil {
 		// The one state koshactl cannot tell: each bucket changed with its
@@ -181,7 +182,7 @@ func item(r ratelimit.ChangeResult, dry bool, auditID string) ItemResult {
 	return it
 }
 
-func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out Result) error {
+func printChanges(f *cmdenv.Factory, env *cmdenv.Env, opts ChangeOptions, out Result) error {
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
@@ -195,7 +196,7 @@ func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out 
 			}
 		}
 	}
-	cmdutil.PrintActedOn(ios.ErrOut, env, opts.DryRun)
+	cmdenv.PrintActedOn(ios.ErrOut, env, opts.DryRun)
 	return nil
 }
 

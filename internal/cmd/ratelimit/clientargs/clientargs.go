@@ -4,6 +4,7 @@
 package clientargs
 
 import (
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -13,7 +14,7 @@ const DynamoSegments = 4
 
 // ScanSegments returns the scan width for the context: n when set, else
 // DynamoSegments on DynamoDB and 1 on the local store (SQLite scans serially).
-func ScanSegments(env *cmdutil.Env, n int) int {
+func ScanSegments(env *cmdenv.Env, n int) int {
 	switch {
 	case n > 0:
 		return n

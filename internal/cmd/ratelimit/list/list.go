@@ -11,6 +11,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -52,7 +53,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	orders := make([]string, len(ratelimit.SortOrders))
 	for i, o := range ratelimit.SortOrders {
@@ -136,7 +137,7 @@ func (o *Options) check() error {
 }
 
 // Run lists the buckets.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := opts.check(); err != nil {
 		return err
 	}
@@ -173,7 +174,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Unreadable = append(out.Unreadable, p)
 	}
 	partial := func() error {
-		return cmdutil.Unreadable(ios, opts.Output, out.Unreadable, "bucket item",
+		return cmdenv.Unreadable(ios, opts.Output, out.Unreadable, "bucket item",
 			"they are skipped, and the data plane fails open on them; replace one with koshactl ratelimit reset CLIENT")
 	}
 	if opts.Output != cmdutil.FormatTable {
@@ -229,14 +230,14 @@ func ScanSummary(s *store.ReadStats, maxUnits float64) string {
 // terminal and the scan turns out long (many items, or more than a second).
 type progress struct {
 	mu      sync.Mutex
-	f       *cmdutil.Factory
+	f       *cmdenv.Factory
 	enabled bool
 	after   int
 	start   time.Time
 	shown   bool
 }
 
-func newProgress(f *cmdutil.Factory, after int) *progress {
+func newProgress(f *cmdenv.Factory, after int) *progress {
 	if after <= 0 {
 		after = ProgressAfterItems
 	}

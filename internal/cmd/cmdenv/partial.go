@@ -1,8 +1,9 @@
-package cmdutil
+package cmdenv
 
 import (
 	"fmt"
 
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -23,13 +24,13 @@ func Unreadable(ios *iostreams.IOStreams, format string, problems []store.Proble
 	if len(problems) == 0 {
 		return nil
 	}
-	if format == FormatTable {
+	if format == cmdutil.FormatTable {
 		for _, p := range problems {
 			fmt.Fprintf(ios.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
 		}
 	}
 	where := "listed on stderr"
-	if format != FormatTable {
+	if format != cmdutil.FormatTable {
 		where = `listed under "unreadable"`
 	}
 	return PartialListing(problems, noun, where, fix)
