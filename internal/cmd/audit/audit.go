@@ -12,6 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/listing"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -140,27 +141,12 @@ func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 		recs = []audit.Record{}
 	}
 	ios := f.IOStreams
-	partial := func() error {
-		return cmdenv.Unreadable(ios, opts.Output, l.Unreadable, "audit record", followFix)
-	}
-	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(ios.Out, opts.Output, ListResult{Kind: "AuditRecordList", Context: env.Name,
-			Store: env.Store.Describe(), Items: recs, Unreadable: cmdenv.Problems(l.Unreadable)}); err != nil {
-			return err
-		}
-		return partial()
-	}
-	if len(recs) == 0 {
-		fmt.Fprintln(ios.Out, "No audit records match.")
-		return partial()
-	}
-	tw := cmdutil.NewTable(ios.Out)
-	tw.Header(ios, tableHeaders...)
-	writeRows(tw, ios, recs, now)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	return partial()
+	return listing.Print(ios, listing.List{Format: opts.Output,
+		Doc: ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
+			Unreadable: listing.Problems(l.Unreadable)},
+		Rows: len(recs), Header: tableHeaders, Write: func(tw *cmdutil.Table) { writeRows(tw, ios, recs, now) },
+		None:     "No audit records match.",
+		Problems: l.Unreadable, Noun: "audit record", Fix: followFix})
 }
 
 var tableHeaders = []string{"TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON"}
@@ -208,7 +194,7 @@ func follow(ctx context.Context, f *cmdenv.Factory, opts *ListOptions, fl *audit
 	// as a listing that met them does: exit 10, with the count.
 	var unreadable []store.Problem
 	done := func() error {
-		return cmdenv.PartialListing(unreadable, "audit record", "warned about on stderr", followFix)
+		return listing.PartialListing(unreadable, "audit record", "warned about on stderr", followFix)
 	}
 	for {
 		l, err := fl.Poll(ctx)

@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -32,10 +33,10 @@ type ChangeOptions struct {
 	Output   string
 }
 
-// AddChangeFlags registers the flags every mutating verb shares, but
-// --reason (each verb words its own help).
+// AddChangeFlags registers the flags every mutating verb shares.
 func AddChangeFlags(cmd *cobra.Command, o *ChangeOptions) {
 	fl := cmd.Flags()
+	fl.StringVarP(&o.Reason, "reason", "r", "", "why (recorded in the audit log)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	cmdutil.AddNoNotifyFlag(cmd, &o.NoNotify)
@@ -91,6 +92,24 @@ func action(r ratelimit.ChangeResult, dry bool) string {
 		return v[1]
 	}
 	return v[0]
+}
+
+// RunOne makes one change of one client's bucket (drain, set): the client
+// id is checked first, then the verb's own flag (check, which returns a
+// usage error), then the context is resolved and the change made by
+// [RunChanges].
+func RunOne(ctx context.Context, f *cmdenv.Factory, c ratelimit.Change, check func() error, opts ChangeOptions) error {
+	if err := clientargs.CheckClients([]string{c.Client}); err != nil {
+		return err
+	}
+	if err := check(); err != nil {
+		return err
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	return RunChanges(ctx, f, env, []ratelimit.Change{c}, opts)
 }
 
 // RunChanges applies changes (one op, distinct clients) on the context: it

@@ -56,14 +56,8 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.AllThrottled, "all-throttled", false, "reset every client whose next request would be refused now")
-	addChangeFlags(cmd, &opts.ChangeOptions)
+	changeloop.AddChangeFlags(cmd, &opts.ChangeOptions)
 	return cmd
-}
-
-func addChangeFlags(cmd *cobra.Command, o *changeloop.ChangeOptions) {
-	fl := cmd.Flags()
-	fl.StringVarP(&o.Reason, "reason", "r", "", "why (recorded in the audit log)")
-	changeloop.AddChangeFlags(cmd, o)
 }
 
 // Run resets the buckets.

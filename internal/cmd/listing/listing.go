@@ -1,4 +1,4 @@
-package cmdenv
+package listing
 
 import (
 	"fmt"
@@ -60,4 +60,54 @@ func Problems(problems []store.Problem) []store.Problem {
 		return []store.Problem{}
 	}
 	return problems
+}
+
+// List is what a list command prints: in -o json|yaml its document, in
+// table mode its rows (or, when there are none, one line saying so); then
+// the items it could not read, by [Unreadable].
+type List struct {
+	// Format is the --output format.
+	Format string
+	// Doc is the -o json|yaml document.
+	Doc any
+	// Rows is how many rows the table has; Write writes them.
+	Rows  int
+	Write func(tw *cmdutil.Table)
+	// Header is the table's header; None the line printed instead of an
+	// empty table.
+	Header []string
+	None   string
+	// Footer, when set, is written to stderr after the table ("showing 50
+	// of 70 buckets").
+	Footer string
+	// Problems are the items it could not read in full; Noun names what
+	// was listed and Fix how to repair one ([Unreadable]).
+	Problems  []store.Problem
+	Noun, Fix string
+}
+
+// Print prints the list on ios and returns the partial-listing error
+// (exit 10) when some items could not be read.
+func Print(ios *iostreams.IOStreams, l List) error {
+	partial := func() error { return Unreadable(ios, l.Format, l.Problems, l.Noun, l.Fix) }
+	if l.Format != cmdutil.FormatTable {
+		if err := cmdutil.PrintStructured(ios.Out, l.Format, l.Doc); err != nil {
+			return err
+		}
+		return partial()
+	}
+	if l.Rows == 0 {
+		fmt.Fprintln(ios.Out, l.None)
+		return partial()
+	}
+	tw := cmdutil.NewTable(ios.Out)
+	tw.Header(ios, l.Header...)
+	l.Write(tw)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if l.Footer != "" {
+		fmt.Fprintln(ios.ErrOut, l.Footer)
+	}
+	return partial()
 }
