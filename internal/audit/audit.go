@@ -103,7 +103,52 @@ type Record struct {
 	// write_id attribute): the records of one change (a force of several
 	// dependencies) share it, and so do the lever items it wrote.
 	Change string `json:"change,omitempty"`
+	// Approval says how the table's policy let the change through (the
+	// approval attribute); nil on records of changes made without asking a
+	// policy (no policy stored, an older koshactl, a hand write).
+	Approval *Approval `json:"approval,omitempty"`
+	// Unapproved is set by listings of a table with a policy: a lever change
+	// recorded since the policy was set that carries no approval
+	// (docs/contracts/policy.md, "What koshactl cannot prevent"). It is not
+	// stored.
+	Unapproved bool `json:"unapproved,omitempty"`
 }
+
+// How a change went through the table's policy ([Approval].Decision).
+const (
+	// DecisionAllowed: the policy allowed it at once.
+	DecisionAllowed = "allowed"
+	// DecisionApproved: it applies a change request other people approved.
+	DecisionApproved = "approved"
+	// DecisionBreakGlass: the actor acted at once under the policy's
+	// break-glass permission; a review stays open until someone else
+	// acknowledges it.
+	DecisionBreakGlass = "break-glass"
+)
+
+// Approval is how the table's policy let a change through: stored as the
+// record's approval attribute, a JSON document.
+type Approval struct {
+	// Decision is [DecisionAllowed], [DecisionApproved] or
+	// [DecisionBreakGlass].
+	Decision string `json:"decision"`
+	// Policies are the ids of the policies that permitted it.
+	Policies []string `json:"policies,omitempty"`
+	// Request is the change request applied (approved changes).
+	Request string `json:"request,omitempty"`
+	// Requester and RequesterSource are who asked for the change and how
+	// koshactl knew (approved changes).
+	Requester       string      `json:"requester,omitempty"`
+	RequesterSource ActorSource `json:"requester_source,omitempty"`
+	// Approvers are the verified identities that approved it, in order; the
+	// last one applied it (the record's actor).
+	Approvers []string `json:"approvers,omitempty"`
+	// Review is the review a break-glass change opened.
+	Review string `json:"review,omitempty"`
+}
+
+// BreakGlass reports whether the change was a break-glass.
+func (a *Approval) BreakGlass() bool { return a != nil && a.Decision == DecisionBreakGlass }
 
 type recordStore interface {
 	Get(ctx context.Context, pk string) (store.Item, error)
@@ -181,6 +226,8 @@ type Entry struct {
 	Outcome string
 	Before  any
 	After   any
+	// Approval, when set, is how the table's policy let the change through.
+	Approval *Approval
 }
 
 // WithRunID returns an Appender that stamps every entry it appends through a
@@ -217,7 +264,7 @@ func (r runIDAppender) Stage(ctx context.Context, e Entry, token string, n int) 
 func (l *Log) record(ctx context.Context, e Entry, id string) (Record, error) {
 	now := l.clock.Now().UTC().Truncate(time.Millisecond)
 	r := Record{ID: id, Time: now, Actor: e.Actor, Action: e.Action, Subject: e.Subject, Reason: e.Reason,
-		Context: l.context, Outcome: e.Outcome, RunID: e.RunID}
+		Context: l.context, Outcome: e.Outcome, RunID: e.RunID, Approval: e.Approval}
 	if r.Outcome == "" {
 		r.Outcome = "ok"
 	}
@@ -297,6 +344,10 @@ func (r Record) item() store.Item {
 	if r.Change != "" {
 		it[store.WriteIDAttr] = r.Change
 	}
+	if r.Approval != nil {
+		b, _ := json.Marshal(r.Approval)
+		it[attrApproval] = string(b)
+	}
 	return it
 }
 
@@ -359,11 +410,23 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 		return json.RawMessage(v)
 	}
 	r.Before, r.After = doc("before"), doc("after")
+	if raw := doc(attrApproval); raw != nil {
+		var a Approval
+		if err := json.Unmarshal(raw, &a); err != nil || a.Decision == "" {
+			bad(attrApproval, "found a JSON document that is not an approval, want {\"decision\": ...} (left out)")
+		} else {
+			r.Approval = &a
+		}
+	}
 	return r, ok, problems
 }
 
 // attrTime is the record's time attribute (epoch ms).
 const attrTime = "time"
+
+// attrApproval is the record's approval attribute: how the table's policy
+// let the change through (a JSON document).
+const attrApproval = "approval"
 
 // attrRunID is the record's run_id attribute: the drill run that acted.
 const attrRunID = "run_id"

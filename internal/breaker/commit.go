@@ -33,6 +33,35 @@ const (
 	changeWorkers = 4
 )
 
+// Attach is what a change applied under the table's policy carries besides
+// its levers (internal/approval): how the policy let it through, stamped on
+// every record of the change, and the writes that go in the same
+// transaction (a change request's new status, a break-glass review). A
+// change with writes attached is one transaction whatever its size: at most
+// [MaxAttachedLevers] levers.
+type Attach struct {
+	Approval *audit.Approval
+	// Actor, when set, is who applies the change (an approver), recorded as
+	// every record's actor with ActorSource; the levers keep their own
+	// actor (the requester's).
+	Actor       string
+	ActorSource audit.ActorSource
+	// Ops builds the attached writes for the change's token and time; the
+	// first is the change's proof (it carries the token). Nil: none.
+	Ops func(token string, now time.Time) []store.Op
+	// Refused words the refusal of an attached write (the item as stored,
+	// nil Current when the store did not say).
+	Refused func(ce store.ConditionError) error
+}
+
+// MaxAttachedLevers is the most levers one change with attached writes
+// holds: one transaction, with room for the attached writes.
+const MaxAttachedLevers = changeLevers - 1
+
+// ErrTooManyLevers reports a change with attached writes over
+// [MaxAttachedLevers] levers.
+var ErrTooManyLevers = fmt.Errorf("a change under the table's policy moves at most %d levers", MaxAttachedLevers)
+
 // ErrNotWritten marks a lever write that was part of a change the store
 // refused for another write's sake: nothing of the change was written.
 var ErrNotWritten = errors.New("not written")
@@ -43,8 +72,14 @@ var ErrNotWritten = errors.New("not written")
 // transaction with its own outcome, at most [changeWorkers] at once; a
 // chunk not started when ctx ends is not sent. One outcome per write, in
 // order.
-func (s *Overrides) commit(ctx context.Context, log audit.Appender, writes []leverWrite) []committed {
+func (s *Overrides) commit(ctx context.Context, log audit.Appender, writes []leverWrite, at *Attach) []committed {
 	out := make([]committed, len(writes))
+	if at != nil && at.Ops != nil && len(writes) > MaxAttachedLevers {
+		for i := range out {
+			out[i].err = fmt.Errorf("%w: %w", ErrNotWritten, ErrTooManyLevers)
+		}
+		return out
+	}
 	sem := make(chan struct{}, changeWorkers)
 	var wg sync.WaitGroup
 	for start := 0; start < len(writes); start += changeLevers {
@@ -61,7 +96,7 @@ func (s *Overrides) commit(ctx context.Context, log audit.Appender, writes []lev
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			s.commitChunk(ctx, log, writes[start:end], out[start:end])
+			s.commitChunk(ctx, log, writes[start:end], out[start:end], at)
 		})
 	}
 	wg.Wait()
@@ -69,7 +104,7 @@ func (s *Overrides) commit(ctx context.Context, log audit.Appender, writes []lev
 }
 
 // commitChunk writes one transaction: every write of writes and its record.
-func (s *Overrides) commitChunk(ctx context.Context, log audit.Appender, writes []leverWrite, out []committed) {
+func (s *Overrides) commitChunk(ctx context.Context, log audit.Appender, writes []leverWrite, out []committed, at *Attach) {
 	fail := func(err error) {
 		for i := range out {
 			out[i].err = err
@@ -86,6 +121,12 @@ func (s *Overrides) commitChunk(ctx context.Context, log audit.Appender, writes 
 	proof := ""
 	for i, w := range writes {
 		op, e := w(token, now)
+		if at != nil {
+			e.Approval = at.Approval
+			if at.Actor != "" {
+				e.Actor, e.ActorSource = at.Actor, at.ActorSource
+			}
+		}
 		rec, rop, err := log.Stage(ctx, e, token, i)
 		if err != nil {
 			// Nothing was sent: not an audit failure of a change made.
@@ -101,14 +142,40 @@ func (s *Overrides) commitChunk(ctx context.Context, log audit.Appender, writes 
 	if proof == "" {
 		proof = ops[1].PK() // only deletes: the first record proves the change
 	}
+	var attached []store.Op
+	if at != nil && at.Ops != nil {
+		attached = at.Ops(token, now)
+		if len(attached) > 0 {
+			proof = attached[0].PK()
+		}
+		ops = append(ops, attached...)
+	}
 	applied, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: ops, Proof: proof})
 	for i := range out {
 		if err != nil {
 			out[i].err = s.explain(ctx, err, ops[2*i], ops)
+			if rerr := refusedAttached(err, attached, at); rerr != nil {
+				out[i].err = fmt.Errorf("%w: %w", ErrNotWritten, rerr)
+			}
 			continue
 		}
 		out[i] = committed{record: records[i], confirmed: applied.Confirmed}
 	}
+}
+
+// refusedAttached is the refusal of an attached write by err, worded by
+// at.Refused; nil when err refused none of them.
+func refusedAttached(err error, attached []store.Op, at *Attach) error {
+	var tce *store.TxConflictError
+	if len(attached) == 0 || !errors.As(err, &tce) {
+		return nil
+	}
+	for _, op := range attached {
+		if ce, ok := tce.On(op.PK()); ok && at.Refused != nil {
+			return at.Refused(ce)
+		}
+	}
+	return nil
 }
 
 // explain words why the change holding op (one of ops) was not written,

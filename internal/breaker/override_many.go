@@ -50,6 +50,12 @@ type ForceAll struct {
 	// before anything is read. Nil applies no such rule (--allow-unknown,
 	// the dashboard's rows, which name stored overrides).
 	Known []string
+	// Attach, when set, is how the table's policy let the change through
+	// and the writes that go in its transaction ([Attach]).
+	Attach *Attach
+	// Gate, when set, decides the change from items read in the same batch
+	// read as the overrides (the table's policy): see [Gate].
+	Gate *Gate
 }
 
 // ForceAll checks every request's dependency ([CheckDependencies], against
@@ -77,7 +83,7 @@ func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAl
 			toRead = append(toRead, r.Dependency)
 		}
 	}
-	current, actor, err := s.readWithActor(ctx, toRead, op.Actor)
+	current, extras, actor, err := s.readWithActor(ctx, toRead, op.Actor, op.Gate.keys())
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +103,15 @@ func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAl
 			return nil, err
 		}
 		plans[i], results[i] = p, p.result
+	}
+	if op.Gate != nil {
+		befores := make(map[string]*Override, len(plans))
+		for _, p := range plans {
+			befores[p.req.Dependency] = p.result.Before
+		}
+		if op.Attach, err = op.Gate.Decide(extras, befores); err != nil {
+			return nil, err
+		}
 	}
 	outcomes := make([]ForceOutcome, len(plans))
 	if op.DryRun {
@@ -129,7 +144,7 @@ func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAl
 				Before: AuditState(res.Before), After: AuditState(&res.After)}
 		}
 	}
-	for i, c := range s.commit(ctx, log, writes) {
+	for i, c := range s.commit(ctx, log, writes, op.Attach) {
 		o := &outcomes[i]
 		o.Record, o.Err, o.Written = c.record, c.err, c.err == nil
 		o.Result.Confirmed = c.confirmed
@@ -138,6 +153,27 @@ func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAl
 		}
 	}
 	return outcomes, firstError(outcomes, func(o ForceOutcome) error { return o.Err })
+}
+
+// Gate lets a caller decide a lever change from items read with its
+// overrides, in the same batch read (the table's policy: one round trip, not
+// two), after every override is read and checked and before anything is
+// written or confirmed.
+type Gate struct {
+	// Keys are read with the overrides.
+	Keys []string
+	// Decide gets those of Keys that exist and each dependency's override
+	// as read (nil when absent); the Attach it returns goes with the
+	// change (replacing the operation's), its error stops it, nothing
+	// written.
+	Decide func(items map[string]store.Item, befores map[string]*Override) (*Attach, error)
+}
+
+func (g *Gate) keys() []string {
+	if g == nil {
+		return nil
+	}
+	return g.Keys
 }
 
 // ErrNamedTwice reports a dependency named twice in one operation.
@@ -210,6 +246,12 @@ type ClearAll struct {
 	// exists (breaker list shows it), so it is no typo. Nil applies no
 	// such rule (--allow-unknown, --all, a drill's own levers).
 	Known []string
+	// Attach, when set, is how the table's policy let the change through
+	// and the writes that go in its transaction ([Attach]).
+	Attach *Attach
+	// Gate, when set, decides the change from items read in the same batch
+	// read as the overrides (the table's policy): see [Gate].
+	Gate *Gate
 }
 
 // ClearAll reads every dependency's override in one consistent batch read,
@@ -244,7 +286,7 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 			toRead = append(toRead, dep)
 		}
 	}
-	current, actor, err := s.readWithActor(ctx, toRead, actorFn)
+	current, extras, actor, err := s.readWithActor(ctx, toRead, actorFn, op.Gate.keys())
 	if err != nil {
 		return nil, err
 	}
@@ -269,6 +311,15 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 		}
 		outcomes[i] = ClearOutcome{Dependency: dep, Result: plans[i]}
 	}
+	if op.Gate != nil {
+		befores := make(map[string]*Override, len(plans))
+		for i, dep := range op.Dependencies {
+			befores[dep] = plans[i].Before
+		}
+		if op.Attach, err = op.Gate.Decide(extras, befores); err != nil {
+			return nil, err
+		}
+	}
 	if op.DryRun {
 		return outcomes, nil
 	}
@@ -290,7 +341,7 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 				Subject: OverrideKey(dep), Reason: op.Reason, Before: AuditState(before)}
 		})
 	}
-	for j, c := range s.commit(ctx, log, writes) {
+	for j, c := range s.commit(ctx, log, writes, op.Attach) {
 		o := &outcomes[at[j]]
 		o.Record, o.Written = c.record, c.err == nil
 		o.Result.Confirmed = c.confirmed
@@ -303,7 +354,7 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 
 // readWithActor reads deps' overrides in one batch while actor (when set)
 // resolves, and returns both.
-func (s *Overrides) readWithActor(ctx context.Context, deps []string, actor func(context.Context) (string, error)) (map[string]*Override, string, error) {
+func (s *Overrides) readWithActor(ctx context.Context, deps []string, actor func(context.Context) (string, error), extra []string) (map[string]*Override, map[string]store.Item, string, error) {
 	var (
 		name     string
 		actorErr error
@@ -312,27 +363,50 @@ func (s *Overrides) readWithActor(ctx context.Context, deps []string, actor func
 	if actor != nil {
 		wg.Go(func() { name, actorErr = actor(ctx) })
 	}
-	current, err := s.readMany(ctx, deps)
+	current, extras, err := s.readMany(ctx, deps, extra)
 	wg.Wait()
 	if actorErr != nil {
-		return nil, "", actorErr
+		return nil, nil, "", actorErr
 	}
-	return current, name, err
+	return current, extras, name, err
 }
 
 // readMany reads deps' current overrides (nil for absent ones) in one
 // consistent batch read.
-func (s *Overrides) readMany(ctx context.Context, deps []string) (map[string]*Override, error) {
-	if len(deps) == 0 {
-		return map[string]*Override{}, nil
+func (s *Overrides) readMany(ctx context.Context, deps, extra []string) (map[string]*Override, map[string]store.Item, error) {
+	if len(deps)+len(extra) == 0 {
+		return map[string]*Override{}, map[string]store.Item{}, nil
 	}
-	keys := make([]string, len(deps))
-	for i, d := range deps {
-		keys[i] = OverrideKey(d)
+	keys := make([]string, 0, len(deps)+len(extra))
+	for _, d := range deps {
+		keys = append(keys, OverrideKey(d))
 	}
-	items, err := store.GetMany(ctx, s.store, keys)
+	keys = append(keys, extra...)
+	var items map[string]store.Item
+	var err error
+	if len(deps) == 0 && len(extra) == 1 {
+		// One key (the policy alone, the overrides read already): a
+		// GetItem, the cheapest read of one item.
+		items = map[string]store.Item{}
+		it, gerr := s.store.Get(ctx, keys[0])
+		switch {
+		case errors.Is(gerr, store.ErrNotFound):
+		case gerr != nil:
+			err = gerr
+		default:
+			items[keys[0]] = it
+		}
+	} else {
+		items, err = store.GetMany(ctx, s.store, keys)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read overrides: %w", err)
+		return nil, nil, fmt.Errorf("read overrides: %w", err)
+	}
+	extras := make(map[string]store.Item, len(extra))
+	for _, k := range extra {
+		if it, ok := items[k]; ok {
+			extras[k] = it
+		}
 	}
 	out := make(map[string]*Override, len(deps))
 	for _, d := range deps {
@@ -343,11 +417,11 @@ func (s *Overrides) readMany(ctx context.Context, deps []string) (map[string]*Ov
 		}
 		o, err := OverrideFromItem(it)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		out[d] = &o
 	}
-	return out, nil
+	return out, extras, nil
 }
 
 // ErrInvalidKey reports a --key that does not name an override item.

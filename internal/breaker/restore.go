@@ -86,7 +86,7 @@ func (s *Overrides) Restore(ctx context.Context, log audit.Appender, req Restore
 				Reason: req.Reason, Before: AuditState(&cur)}
 		}
 	}
-	c := s.commit(ctx, log, []leverWrite{write})[0]
+	c := s.commit(ctx, log, []leverWrite{write}, nil)[0]
 	if c.err != nil {
 		var ce *ConflictError
 		if errors.As(c.err, &ce) {

@@ -41,7 +41,7 @@ type Decoder struct {
 	// depth is the nesting of the value being converted (yamlValue).
 	depth int
 	// alarms collects the drill's alarm conditions.
-	alarms []AlarmCondition
+	alarms []Spec
 }
 
 // scope says what templates decoded now may reference.

@@ -1,11 +1,14 @@
 // Package drill is the file model of koshactl's incident drills: the
-// validating parser, templates and their sinks, the interfaces every kind
-// implements, the run context kinds and the runner share, and the journal
-// records. Two packages build on it: [kinds] holds the step, condition and
-// lever kinds and their table (kinds.Builtin), [runner] runs a drill with
-// its rollback stack and writes the reports (live log, JSON journal, JUnit
-// XML), the plan and recovery. The import order is drill <- kinds <- runner.
+// validating parser, templates and their sinks, the table of kinds a
+// parser accepts, and the journal records. It imports no domain package.
+// Three packages build on it: [runtime] holds the interfaces a kind's
+// decoded spec implements and the run context kinds and the runner share,
+// [kinds] holds the step, condition and lever kinds and their table
+// (kinds.Builtin), [runner] runs a drill with its rollback stack and writes
+// the reports (live log, JSON journal, JUnit XML), the plan and recovery.
+// The import order is drill <- runtime <- kinds <- runner.
 //
+// [runtime]: github.com/kosha-platform/koshactl/internal/drill/runtime
 // [kinds]: github.com/kosha-platform/koshactl/internal/drill/kinds
 // [runner]: github.com/kosha-platform/koshactl/internal/drill/runner
 //
@@ -27,9 +30,10 @@
 // [StepKind] or [ConditionKind]. kinds.Builtin lists them in a [Registry],
 // a plain table of a closed set ([Registry.Check] says what makes one
 // unusable); no kind registers itself in init. Kinds decode their fields
-// with the [Decoder] and [Map] API and act through the [RunContext]. A step whose action
-// implements [Mutating] changes the system: the runner registers the
-// [Rollback] its Prepare returns before the step acts, and the plan shows
+// with the [Decoder] and [Map] API into a [Spec] the file holds, and act
+// through runtime.RunContext. A step whose spec implements
+// runtime.Mutating changes the system: the runner registers the
+// rollback its Prepare returns before the step acts, and the plan shows
 // the lever its Plan names.
 //
 // # Values

@@ -83,8 +83,9 @@ type Drill struct {
 	// starts, so they run after every step's rollback.
 	Rollbacks []*Step
 
-	// alarms are every alarm condition of the drill, read together.
-	alarms []AlarmCondition
+	// alarms are every alarm condition of the drill (runtime's
+	// AlarmCondition), read together.
+	alarms []Spec
 }
 
 // Var is one entry of the drill's vars.
@@ -100,8 +101,8 @@ type Step struct {
 	ID   string
 	Name string
 	Kind StepKind
-	// Action is the decoded kind value.
-	Action Action
+	// Spec is the decoded kind value (a runtime.Action).
+	Spec Spec
 	// Timeout is the step's own timeout; zero means the default.
 	Timeout time.Duration
 	// ContinueOnFailure lets the drill go on after this step fails (the
@@ -115,9 +116,10 @@ type Step struct {
 
 // Check is one hypothesis check or stop condition.
 type Check struct {
-	Name      string
-	Kind      ConditionKind
-	Condition Condition
+	Name string
+	Kind ConditionKind
+	// Spec is the decoded condition (a runtime.Condition).
+	Spec Spec
 	// Within, when set, polls the condition until it holds or Within has
 	// passed; zero checks once.
 	Within time.Duration
@@ -129,13 +131,6 @@ type Check struct {
 	// OnErrorStop (the default) or OnErrorContinue.
 	OnError   string
 	Line, Col int
-}
-
-// DefaultTimeouter is implemented by actions that need more than the
-// default step timeout (sleep, wait-for): the runner uses it when the step
-// sets no timeout of its own.
-type DefaultTimeouter interface {
-	DefaultTimeout() time.Duration
 }
 
 // Top-level, step and check fields.
@@ -336,6 +331,16 @@ func (d *Decoder) drill(doc *yaml.Node) *Drill {
 	return dr
 }
 
+// AddAlarm records an alarm condition of the drill being decoded: the run
+// reads every alarm of the drill together, once per region and poll round.
+func (d *Decoder) AddAlarm(c Spec) { d.alarms = append(d.alarms, c) }
+
+// Alarms returns the drill's alarm conditions, as their kind decoded them.
+func (d *Drill) Alarms() []Spec { return d.alarms }
+
+// HasAlarms reports whether the drill has alarm conditions.
+func (d *Drill) HasAlarms() bool { return len(d.alarms) > 0 }
+
 func (d *Decoder) vars(n *yaml.Node) []Var {
 	m := d.Map(n, "vars")
 	if m == nil {
@@ -458,8 +463,8 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 	if c.Name == "" {
 		c.Name = kindKey
 	}
-	c.Condition = kind.Decode(d, m.Get(kindKey))
-	if c.Condition == nil {
+	c.Spec = kind.Decode(d, m.Get(kindKey))
+	if c.Spec == nil {
 		return nil
 	}
 	return c
@@ -511,7 +516,7 @@ func (d *Decoder) OnError(m *Map) string {
 // its key names a condition kind, every other key must be one of fields.
 // It returns nil, with a problem, unless exactly one condition is there
 // and it decodes.
-func (d *Decoder) NestedCondition(m *Map, what string, fields ...string) Condition {
+func (d *Decoder) NestedCondition(m *Map, what string, fields ...string) Spec {
 	key := d.oneKind(m, what, fields, d.reg.conditionNames(), "condition")
 	if key == "" {
 		return nil
@@ -629,7 +634,7 @@ func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *
 			d.scope.current = s.ID
 		}
 		d.stepTimeout = s.Timeout
-		s.Action = s.Kind.Decode(d, m.Get(kindKey))
+		s.Spec = s.Kind.Decode(d, m.Get(kindKey))
 		d.stepTimeout = 0
 		d.scope.current = prev
 	}
@@ -640,7 +645,7 @@ func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *
 		s.Rollback = d.rollbacks(m.Get("rollback"), fmt.Sprintf("step %q: rollback", s.ID))
 		d.scope = saved
 	}
-	if s.Action == nil {
+	if s.Spec == nil {
 		return nil
 	}
 	return s

@@ -7,7 +7,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
-	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
 // Outcomes of a run (Journal.Outcome).
@@ -208,7 +207,18 @@ type StopRecord struct {
 	At        time.Time `json:"at"`
 	// Alarms are the CloudWatch alarms that fired, when an alarm condition
 	// stopped the run: name, state, state reason and since when.
-	Alarms []metrics.Alarm `json:"alarms,omitempty"`
+	Alarms []Alarm `json:"alarms,omitempty"`
+}
+
+// Alarm is a CloudWatch alarm as a journal records it (the fields of
+// metrics.Alarm, which converts to it).
+type Alarm struct {
+	Name   string `json:"name"`
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// Since is when the alarm went into State.
+	Since     time.Time `json:"since"`
+	Composite bool      `json:"composite,omitempty"`
 }
 
 // Phases of a [GuardRecord].

@@ -57,3 +57,16 @@ func (j *Journal) CheckVersion() error {
 	}
 	return nil
 }
+
+// FleetRecord is what the fleet's gauges confirmed of a breaker step with
+// wait: true (the journal's StepRecord.Fleet): the change awaited, whether
+// it was confirmed, after how long, within which bound, and the last
+// summary (the instances and stragglers).
+type FleetRecord struct {
+	Dependency     string  `json:"dependency"`
+	Goal           string  `json:"goal"`
+	Confirmed      bool    `json:"confirmed"`
+	Summary        string  `json:"summary"`
+	ElapsedSeconds float64 `json:"elapsed_seconds"`
+	TimeoutSeconds float64 `json:"timeout_seconds"`
+}

@@ -1,21 +1,17 @@
 package drill
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
 // StepKind is one kind of drill step, selected in a drill file by the key
 // Name() (for example breaker.force-open). Implementations are stateless
-// descriptors; Decode turns a step's YAML into an [Action].
+// descriptors; Decode turns a step's YAML into its [Spec].
 type StepKind interface {
 	// Name is the key that selects the kind.
 	Name() string
@@ -26,22 +22,19 @@ type StepKind interface {
 	// (json.* covers json.result.degraded).
 	Outputs() []string
 	// Decode checks the kind's value (the node under the kind key),
-	// recording every problem on d, and returns the action, or nil when
-	// the value is unusable.
-	Decode(d *Decoder, n *yaml.Node) Action
+	// recording every problem on d, and returns the step's spec, or nil
+	// when the value is unusable.
+	Decode(d *Decoder, n *yaml.Node) Spec
 }
 
-// Action is a decoded step, ready to run.
-type Action interface {
-	// Describe says what the step does, in a few words, with references
-	// resolved where they can be ("force openai open for 2m").
-	Describe(rc *RunContext) string
-	// Run performs the step within ctx, which carries the step's timeout.
-	Run(ctx context.Context, rc *RunContext) (*Outputs, error)
-}
+// Spec is a step's or a condition's decoded kind value, as its kind's
+// Decode returned it. The file model holds it without knowing what it
+// does; package runtime gives it behaviour (runtime.Action,
+// runtime.Condition), which every spec of a kind in kinds.Builtin has.
+type Spec = any
 
-// MutatingKind is a step kind whose steps change the system: its actions
-// implement [Mutating]. Whether a kind mutates is its type's to say; no
+// MutatingKind is a step kind whose steps change the system: its specs
+// implement runtime.Mutating. Whether a kind mutates is its type's to say; no
 // table lists it again.
 type MutatingKind interface {
 	StepKind
@@ -57,51 +50,6 @@ func Mutates(k StepKind) bool {
 	return ok
 }
 
-// Mutating is implemented by actions that change the system. The runner
-// calls Prepare before Run and registers the rollback it returns before
-// Run acts; a nil Rollback means there is nothing new to restore (the
-// lever already has its rollback from an earlier step). If Prepare fails
-// the step fails and Run is not called.
-type Mutating interface {
-	Prepare(ctx context.Context, rc *RunContext) (Rollback, error)
-	// Plan says which lever the step moves, its inverse and its expiry,
-	// without acting (koshactl drill plan).
-	Plan(rc *RunContext) *PlanLever
-}
-
-// PlanLever is a lever a step moves.
-type PlanLever struct {
-	// Subject is the item: breaker#openai, rl#agent-1, chaos#STEP.
-	Subject string `json:"subject"`
-	// Inverse is what the rollback does.
-	Inverse string `json:"inverse"`
-	// ExpiresWithinSeconds bounds how long the lever stays moved if no
-	// rollback runs (zero: it does not lapse, see Expiry).
-	ExpiresWithinSeconds float64 `json:"expires_within_seconds,omitempty"`
-	// Expiry says how the bound is computed.
-	Expiry string `json:"expiry"`
-}
-
-// Rollback restores what a step changed. Undo must be idempotent: it may
-// run after the step failed half-way, or after the step never acted.
-type Rollback interface {
-	// Subject names what is restored, e.g. breaker#openai or rl#client.
-	Subject() string
-	// Describe says what Undo will do, e.g. "clear the drill's override".
-	Describe() string
-	// Undo restores the subject and says what it did ("cleared",
-	// "already clear").
-	Undo(ctx context.Context, rc *RunContext) (string, error)
-	// ExpiresAt returns when the lever also lapses on its own (zero: not
-	// known yet, or never); the journal lists it, so an operator knows the
-	// worst case after a kill.
-	ExpiresAt() time.Time
-	// LeverRecord describes the lever for the journal, so `drill recover`
-	// can finish the rollback without this process; nil leaves the
-	// journal's record as it is.
-	LeverRecord() *LeverRecord
-}
-
 // ConditionKind is one kind of condition: hypothesis checks, stop
 // conditions, wait-for and assert use them. It is selected by the key
 // Name() (http, breaker, bucket, shell, alarm).
@@ -110,29 +58,8 @@ type ConditionKind interface {
 	Name() string
 	// Summary describes the kind in one line.
 	Summary() string
-	// Decode checks the condition's YAML and returns it, or nil.
-	Decode(d *Decoder, n *yaml.Node) Condition
-}
-
-// Condition is a decoded check.
-type Condition interface {
-	// Describe says what is checked ("breaker openai is open in the gauges").
-	Describe(rc *RunContext) string
-	// Check evaluates the condition once. Observation.Holds says whether
-	// it holds; an error means it could not be evaluated at all (the
-	// endpoint did not answer), which never counts as holding.
-	Check(ctx context.Context, rc *RunContext) (Observation, error)
-}
-
-// Observation is what one evaluation of a condition saw.
-type Observation struct {
-	// Holds reports whether the condition holds.
-	Holds bool
-	// Detail says what was observed, for logs ("2 of 2 instances open").
-	Detail string
-	// Alarms are the CloudWatch alarms that made an alarm condition hold
-	// (name, state, reason, since), for the journal's stop record.
-	Alarms []metrics.Alarm
+	// Decode checks the condition's YAML and returns its spec, or nil.
+	Decode(d *Decoder, n *yaml.Node) Spec
 }
 
 // Registry is the closed set of kinds a parser accepts: a plain table,

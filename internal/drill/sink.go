@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"go.yaml.in/yaml/v3"
@@ -30,9 +29,9 @@ import (
 //   - URL ([Decoder.URL]): a reference that starts the URL supplies its
 //     base (scheme, host, a path prefix); one in the host part must be a
 //     host or port; one in the path, query or fragment is percent-encoded
-//     as a path segment or query value ([RunContext.ExpandURL]). Step
+//     as a path segment or query value ([Template.ExpandURL]). Step
 //     outputs may not choose the base or the host.
-//   - HTTP header value ([Map.HeaderMap], [RunContext.ExpandHeader]): a
+//   - HTTP header value ([Map.HeaderMap], [Template.ExpandHeader]): a
 //     value holding CR, LF, NUL or another control character is refused.
 //   - JSON body (json:): each templated string becomes one JSON string
 //     (encoding/json), never spliced text.
@@ -74,11 +73,11 @@ func (d *Decoder) shellRefusal(r Ref) string {
 			v := suggestEnvName(r.Name, r.Output)
 			return why + fmt.Sprintf(`pass it in the environment, env: {%s: "%s"}, and use "$%s"`, v, r.Text, v)
 		}
-		return why + fmt.Sprintf(`use "$%s" from its environment`, envName("DRILL_STEP", r.Name, r.Output))
+		return why + fmt.Sprintf(`use "$%s" from its environment`, EnvName("DRILL_STEP", r.Name, r.Output))
 	case NSVars:
-		return why + fmt.Sprintf(`use "$%s" from its environment`, envName("DRILL_VAR", r.Name))
+		return why + fmt.Sprintf(`use "$%s" from its environment`, EnvName("DRILL_VAR", r.Name))
 	case NSDrill:
-		return why + fmt.Sprintf(`use "$%s" from its environment`, envName("DRILL", r.Name))
+		return why + fmt.Sprintf(`use "$%s" from its environment`, EnvName("DRILL", r.Name))
 	case NSEnv:
 		if r.HasDefault {
 			return why + fmt.Sprintf(`use "$${%s:-%s}" (the command inherits koshactl's environment)`, r.Name, r.Default)
@@ -93,7 +92,7 @@ func (d *Decoder) shellRefusal(r Ref) string {
 // never starting with a digit.
 func suggestEnvName(id, output string) string {
 	var b strings.Builder
-	for _, c := range envName(id, output) {
+	for _, c := range EnvName(id, output) {
 		if c == '_' && (b.Len() == 0 || strings.HasSuffix(b.String(), "_")) {
 			continue
 		}
@@ -120,7 +119,7 @@ func (d *Decoder) Body(n *yaml.Node, what string) (Template, bool) {
 // URL decodes n as a URL template. A static URL must be http:// or
 // https:// with a host; a reference may not be part of the scheme; step
 // outputs may not choose the base or the host. What values may be is
-// checked by [RunContext.ExpandURL].
+// checked by [Template.ExpandURL].
 func (d *Decoder) URL(n *yaml.Node, what string) (Template, bool) {
 	t, ok := d.templateFor(n, what, func(t Template, i int, r Ref) string {
 		p := urlPositions(t)[i]
@@ -154,7 +153,7 @@ func (m *Map) URL(key string, required bool) (Template, bool) {
 
 // HeaderMap decodes key as HTTP headers: names are header tokens, and the
 // literal text of a value holds no control character (values are checked
-// again when expanded, by [RunContext.ExpandHeader]).
+// again when expanded, by [Template.ExpandHeader]).
 func (m *Map) HeaderMap(key string) []NamedTemplate {
 	hs := m.TemplateMap(key)
 	sub := m.d.Resolve(m.vals[key])
@@ -282,6 +281,13 @@ func urlPositions(t Template) []urlPos {
 	return out
 }
 
+// Redactor is a [Resolver] that also hides the run's secret values in a
+// message (runtime.RunContext is one).
+type Redactor interface {
+	Resolver
+	Redact(s string) string
+}
+
 // validHost reports whether s can only be (part of) a host or a port:
 // letters, digits, '.', '-', '_', ':' and the brackets of an IPv6 address.
 func validHost(s string) bool {
@@ -303,7 +309,7 @@ func validHost(s string) bool {
 // follows it), one in the host part a host or port, and values in the
 // path, query and fragment are percent-encoded as one path segment or
 // query value. The result must be an http:// or https:// URL.
-func (rc *RunContext) ExpandURL(t Template) (string, error) {
+func (t Template) ExpandURL(rc Redactor) (string, error) {
 	pos := urlPositions(t)
 	whole := len(t.parts) == 1
 	s, err := t.expandWith(rc, func(i int, _ Ref, v string) (string, error) {
@@ -342,7 +348,7 @@ func (rc *RunContext) ExpandURL(t Template) (string, error) {
 // ExpandHeader expands the value of header name, refusing a value that
 // holds a control character (CR, LF, NUL, ...): it could end the header
 // and start another, or the request.
-func (rc *RunContext) ExpandHeader(name string, t Template) (string, error) {
+func (t Template) ExpandHeader(rc Resolver, name string) (string, error) {
 	s, err := t.expandWith(rc, func(_ int, _ Ref, v string) (string, error) {
 		if i := headerControl(v); i >= 0 {
 			return "", fmt.Errorf("the value holds a control character (%q at byte %d): header %s cannot carry one", v[i], i, name)
@@ -369,56 +375,8 @@ func ValidEnvName(name string) bool { return envNameRE.MatchString(name) }
 // ValidStepID reports whether id is a step id a drill may write.
 func ValidStepID(id string) bool { return stepIDRE.MatchString(id) }
 
-// Environ is the environment a command of the run gets: the base
-// environment (Deps.Environ), the drill's identity (DRILL_NAME,
-// DRILL_RUN_ID, DRILL_CONTEXT, DRILL_DEADLINE), every variable
-// (DRILL_VAR_NAME) and every output of earlier steps
-// (DRILL_STEP_ID_OUTPUT). A variable or output holding NUL, which the
-// environment cannot carry, is left out with a notice.
-func (rc *RunContext) Environ() []string {
-	env := append([]string(nil), rc.Deps.Environ...)
-	env = append(env, "DRILL_NAME="+rc.Drill.Name, "DRILL_RUN_ID="+rc.RunID, "DRILL_CONTEXT="+rc.Deps.ContextName,
-		"DRILL_DEADLINE="+rc.Deadline().UTC().Format(time.RFC3339))
-	add := func(name, value string) {
-		if EnvCarries(value) {
-			env = append(env, name+"="+value)
-		} else {
-			rc.Notify("%s is not set for the command: its value holds a NUL byte, which an environment variable cannot carry", name)
-		}
-	}
-	rc.mu.Lock()
-	names := make([]string, 0, len(rc.vars))
-	for name := range rc.vars {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	vars := make([][2]string, 0, len(names))
-	for _, name := range names {
-		vars = append(vars, [2]string{envName("DRILL_VAR", name), rc.vars[name]})
-	}
-	rc.mu.Unlock()
-	for _, v := range vars {
-		add(v[0], v[1])
-	}
-	outs := rc.StepOutputs()
-	ids := make([]string, 0, len(outs))
-	for id := range outs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		o := outs[id]
-		for _, name := range o.names {
-			if v, ok := o.values[name]; ok {
-				add(envName("DRILL_STEP", id, name), v)
-			}
-		}
-	}
-	return env
-}
-
-// envName turns a step id and output name into DRILL_STEP_<ID>_<OUTPUT>.
-func envName(parts ...string) string {
+// EnvName turns a step id and output name into DRILL_STEP_<ID>_<OUTPUT>.
+func EnvName(parts ...string) string {
 	var b strings.Builder
 	for i, p := range parts {
 		if i > 0 {
@@ -437,14 +395,15 @@ func envName(parts ...string) string {
 
 // ExpandValue expands every template inside v (as [Decoder.Value] returns it) into a plain JSON-like
 // value (strings, float64, bool, nil, []any, map[string]any).
-func (rc *RunContext) ExpandValue(v any) (any, error) {
+func ExpandValue(rc Resolver, v any) (any, error) {
 	switch x := v.(type) {
 	case Template:
-		return rc.Expand(x)
+		s, _, err := x.Expand(rc)
+		return s, err
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := rc.ExpandValue(e)
+			r, err := ExpandValue(rc, e)
 			if err != nil {
 				return nil, err
 			}
@@ -454,7 +413,7 @@ func (rc *RunContext) ExpandValue(v any) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := rc.ExpandValue(e)
+			r, err := ExpandValue(rc, e)
 			if err != nil {
 				return nil, err
 			}

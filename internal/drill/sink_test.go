@@ -1,38 +1,45 @@
-package drill
+package drill_test
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/textproto"
 	"net/url"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
 )
 
-// sinkRun returns a run context whose variable v holds value.
-func sinkRun(t testing.TB, value string) *RunContext {
-	t.Helper()
-	rc := NewRunContext(&Drill{Name: "s", Timeout: time.Minute}, "run1", &Deps{}, nil)
-	rc.SetVar("v", value, false)
-	rc.SetVar("base", "http://h:1/p", false)
-	return rc
+// sinkVars resolves ${vars.NAME} from its map, as a run does.
+type sinkVars map[string]string
+
+func (v sinkVars) Lookup(r drill.Ref) (string, bool, error) {
+	if s, ok := v[r.Name]; ok && r.Namespace == drill.NSVars {
+		return s, false, nil
+	}
+	return "", false, fmt.Errorf("no %s", r.Text)
 }
 
-func mustTemplate(t testing.TB, raw string) Template {
+func (v sinkVars) Redact(s string) string { return s }
+
+// sinkRun returns a resolver whose variable v holds value.
+func sinkRun(value string) sinkVars { return sinkVars{"v": value, "base": "http://h:1/p"} }
+
+func mustTemplate(t testing.TB, raw string) drill.Template {
 	t.Helper()
-	tm, errs := parseTemplate(raw)
-	if len(errs) > 0 {
-		t.Fatal(errs)
+	tm, err := drill.ParseTemplate(raw)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return tm
 }
@@ -42,10 +49,10 @@ func mustTemplate(t testing.TB, raw string) Template {
 // is: the value is data in exactly the place its reference stands, or it
 // is refused.
 func checkSinks(t *testing.T, v string) {
-	rc := sinkRun(t, v)
+	rc := sinkRun(v)
 
 	// URL: path segment, query value and fragment are percent-encoded.
-	s, err := rc.ExpandURL(mustTemplate(t, "${vars.base}/a/${vars.v}/b?q=${vars.v}&k=1#${vars.v}"))
+	s, err := mustTemplate(t, "${vars.base}/a/${vars.v}/b?q=${vars.v}&k=1#${vars.v}").ExpandURL(rc)
 	if err != nil {
 		t.Fatalf("url with %q in path, query and fragment: %v", v, err)
 	}
@@ -68,14 +75,14 @@ func checkSinks(t *testing.T, v string) {
 	}
 
 	// URL: a host part takes a host or port, nothing else.
-	if s, err := rc.ExpandURL(mustTemplate(t, "http://${vars.v}:1/x?k=1")); err == nil {
+	if s, err := mustTemplate(t, "http://${vars.v}:1/x?k=1").ExpandURL(rc); err == nil {
 		u, err := url.Parse(s)
-		if err != nil || u.User != nil || u.Path != "/x" || u.RawQuery != "k=1" || u.Fragment != "" || !validHost(u.Host) {
+		if err != nil || u.User != nil || u.Path != "/x" || u.RawQuery != "k=1" || u.Fragment != "" || !drill.ValidHost(u.Host) {
 			t.Fatalf("%q as a host made %q", v, s)
 		}
 	}
 	// URL: a base followed by a path cannot bring a query or fragment.
-	if s, err := rc.ExpandURL(mustTemplate(t, "${vars.v}/x?k=1")); err == nil {
+	if s, err := mustTemplate(t, "${vars.v}/x?k=1").ExpandURL(rc); err == nil {
 		u, err := url.Parse(s)
 		if err != nil || u.User != nil || !strings.HasSuffix(u.Path, "/x") || u.RawQuery != "k=1" || u.Fragment != "" {
 			t.Fatalf("%q as a base made %q", v, s)
@@ -83,7 +90,7 @@ func checkSinks(t *testing.T, v string) {
 	}
 
 	// Header: the value is one header's value, or refused.
-	if hv, err := rc.ExpandHeader("X-T", mustTemplate(t, "a ${vars.v}")); err == nil {
+	if hv, err := mustTemplate(t, "a ${vars.v}").ExpandHeader(rc, "X-T"); err == nil {
 		h := http.Header{}
 		h.Set("X-T", hv)
 		var buf bytes.Buffer
@@ -95,16 +102,16 @@ func checkSinks(t *testing.T, v string) {
 		if err != nil || len(got) != 1 || len(got["X-T"]) != 1 || got.Get("X-T") != strings.Trim("a "+v, " \t") {
 			t.Fatalf("%q in a header made %q (%v)", v, got, err)
 		}
-	} else if headerControl(v) < 0 {
+	} else if drill.HeaderControl(v) < 0 {
 		t.Fatalf("%q holds no control character but was refused: %v", v, err)
 	}
 
-	if _, err := rc.ExpandHeader("X-T", Literal("a\r\nX-Injected: 1")); err == nil {
+	if _, err := drill.Literal("a\r\nX-Injected: 1").ExpandHeader(rc, "X-T"); err == nil {
 		t.Fatal("a literal header value with CR/LF was accepted")
 	}
 
 	// JSON body: one JSON string, whatever the value.
-	body, err := rc.ExpandValue(map[string]any{"a": mustTemplate(t, "${vars.v}"), "n": 1.0, "l": []any{mustTemplate(t, "x${vars.v}")}})
+	body, err := drill.ExpandValue(rc, map[string]any{"a": mustTemplate(t, "${vars.v}"), "n": 1.0, "l": []any{mustTemplate(t, "x${vars.v}")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +130,13 @@ func checkSinks(t *testing.T, v string) {
 
 	// The journal, as JSON and as YAML (-o yaml prints it), written back.
 	// (The JUnit report is the runner's: FuzzJUnit.)
-	j := &Journal{Kind: "DrillRun", Drill: DrillInfo{Name: "s"}, Outcome: OutcomeFailed, Reason: v,
-		Steps: []StepRecord{{ID: "a", Kind: "http", Status: StatusFailed, Detail: v, Error: v, Outputs: map[string]string{"body": v}}}}
+	j := &drill.Journal{Kind: "DrillRun", Drill: drill.DrillInfo{Name: "s"}, Outcome: drill.OutcomeFailed, Reason: v,
+		Steps: []drill.StepRecord{{ID: "a", Kind: "http", Status: drill.StatusFailed, Detail: v, Error: v, Outputs: map[string]string{"body": v}}}}
 	b, err = json.Marshal(j)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var jb Journal
+	var jb drill.Journal
 	if err := json.Unmarshal(b, &jb); err != nil || len(jb.Steps) != 1 || jb.Steps[0].Outputs["body"] != utf8Valid(v) || jb.Reason != utf8Valid(v) {
 		t.Fatalf("%q changed the journal: %s (%v)", v, b, err)
 	}

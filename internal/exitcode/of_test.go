@@ -7,14 +7,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/config"
-	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/identity"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 )
@@ -61,6 +63,14 @@ func TestOfMapsDomainErrors(t *testing.T) {
 		{wrap(store.ErrOutcomeUnknown), exitcode.Unknown},
 		{wrap(context.DeadlineExceeded), exitcode.Unavailable},
 		{fmt.Errorf("%w: %w", store.ErrOutcomeUnknown, context.Canceled), exitcode.Unknown},
+		{wrap(approval.ErrExpired), exitcode.Closed},
+		{wrap(approval.ErrClosed), exitcode.Closed},
+		{wrap(approval.ErrHashMismatch), exitcode.Mismatch},
+		{wrap(approval.ErrUnverified), exitcode.Auth},
+		{wrap(approval.ErrSelf), exitcode.Refused},
+		{wrap(approval.ErrPolicyDenied), exitcode.Refused},
+		{wrap(policy.ErrStoredInvalid), exitcode.Refused},
+		{wrap(policy.ErrInvalid), exitcode.Usage},
 		// A failure the command decided wins over what it wraps.
 		{exitcode.Errorf(exitcode.Refused, "confirmation not given: %w", context.Canceled), exitcode.Refused},
 		{exitcode.Wrap(exitcode.Error, wrap(store.ErrNotFound)), exitcode.Error},
@@ -68,12 +78,12 @@ func TestOfMapsDomainErrors(t *testing.T) {
 		{exitcode.Default(exitcode.Unavailable, errors.New("eof")), exitcode.Unavailable},
 		{exitcode.Default(exitcode.Unavailable, wrap(metrics.ErrDenied)), exitcode.Auth},
 		// A guard reuses its cause's kind only where the contract names it.
-		{drill.GuardFailure(wrap(drill.ErrNoMatch)), exitcode.NotFound},
-		{drill.GuardFailure(wrap(metrics.ErrDenied)), exitcode.Auth},
-		{drill.GuardFailure(wrap(store.ErrCredentials)), exitcode.Auth},
-		{drill.GuardFailure(wrap(drill.ErrNoService)), exitcode.Usage},
-		{drill.GuardFailure(errors.New("unreadable")), exitcode.Unavailable},
-		{drill.GuardFailure(wrap(store.ErrConditionFailed)), exitcode.Unavailable},
+		{runtime.GuardFailure(wrap(runtime.ErrNoMatch)), exitcode.NotFound},
+		{runtime.GuardFailure(wrap(metrics.ErrDenied)), exitcode.Auth},
+		{runtime.GuardFailure(wrap(store.ErrCredentials)), exitcode.Auth},
+		{runtime.GuardFailure(wrap(runtime.ErrNoService)), exitcode.Usage},
+		{runtime.GuardFailure(errors.New("unreadable")), exitcode.Unavailable},
+		{runtime.GuardFailure(wrap(store.ErrConditionFailed)), exitcode.Unavailable},
 	}
 	for _, tc := range cases {
 		if got := exitcode.Of(tc.err); got != tc.want {

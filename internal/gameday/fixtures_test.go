@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
 var t0 = time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC)
@@ -64,7 +63,7 @@ func stoppedJournal() *drill.Journal {
 			step("verify", "assert", drill.StatusSkipped, -1, -1, ""),
 		},
 		Stop: &drill.StopRecord{Condition: "api-5xx", Detail: "alarm kosha-api-5xx is ALARM", At: at(17.5),
-			Alarms: []metrics.Alarm{{Name: "kosha-api-5xx", State: "ALARM", Reason: "Threshold Crossed: 3 datapoints > 1", Since: at(17.1)}}},
+			Alarms: []drill.Alarm{{Name: "kosha-api-5xx", State: "ALARM", Reason: "Threshold Crossed: 3 datapoints > 1", Since: at(17.1)}}},
 		Rollbacks: []drill.RollbackRecord{
 			rollback("rb-1", "force-openai", "breaker#openai", 0.5, 18.4, 18.6, 300),
 			{ID: "rb-2", Step: "drain-agent", Subject: "rl#agent-1", Description: "restore agent-1's tokens", RegisteredAt: at(0.9),

@@ -60,11 +60,14 @@ const (
 	// DataPlaneItems are the data plane's records (audit.DataPlanePrefix):
 	// the only audit keys its role writes, trusted by no lever decision.
 	DataPlaneItems = "audit#dp#"
+	// PolicyItems is the table's change policy (policy#table): every lever
+	// command and audit list read it; only the admin role writes it.
+	PolicyItems = "policy#"
 )
 
 // Prefixes lists the item prefixes, the most specific first:
 // [PrefixOf] takes the first that starts a key.
-var Prefixes = []string{DataPlaneItems, AuditItems, BreakerItems, BucketItems}
+var Prefixes = []string{DataPlaneItems, AuditItems, BreakerItems, BucketItems, PolicyItems}
 
 // PrefixOf is the item prefix of pk: the first of [Prefixes] it starts
 // with, else pk up to its first '#' (pk itself when it has none).
@@ -174,6 +177,15 @@ var (
 	// notifyPublish is the notification of a change, on the context's SNS
 	// topics.
 	notifyPublish = Need{Action: SNSPublish}
+	// policyRead reads the table's change policy before a lever moves (and
+	// to flag unapproved changes in audit list); it is also the proof read
+	// of a policy change whose answer was lost.
+	policyRead = Need{GetItem, PolicyItems, false}
+	// policyBatchRead reads the policy in the levers' own batch read
+	// (force-open, clear: one round trip for both).
+	policyBatchRead = Need{BatchGetItem, PolicyItems, false}
+	// policyPut writes the table's change policy: the admin role's alone.
+	policyPut = Need{PutItem, PolicyItems, true}
 )
 
 // Commands is what each command path that talks to AWS calls, as the
@@ -188,16 +200,18 @@ var Commands = map[string][]Need{
 	// A lever change is one transaction: the override's write and its
 	// record. A lost answer is settled by one read of the change's proof:
 	// the override it puts (a force), or its first record (a clear).
-	"breaker force-open":  needs(batchRead, breakerPut, record, breakerRead, notifyPublish),
-	"breaker clear":       needs(batchRead, breakerDelete, record, recordProof, notifyPublish),
-	"breaker clear --all": needs(breakerScan, batchRead, breakerDelete, record, recordProof, notifyPublish),
+	// Each asks the table's change policy, read in the same batch as the
+	// overrides (clear --all, whose scan read the overrides: one GetItem).
+	"breaker force-open":  needs(policyBatchRead, batchRead, breakerPut, record, breakerRead, notifyPublish),
+	"breaker clear":       needs(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
+	"breaker clear --all": needs(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
 	"ratelimit get":       needs(bucketRead),
 	"ratelimit list":      needs(Need{Action: Scan, Prefix: BucketItems}),
 	"ratelimit reset":     needs(bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
 	"ratelimit drain":     needs(bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
 	"ratelimit set":       needs(bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
-	"audit list":          needs(indexRead),
-	"audit list --scan":   needs(Need{Action: Scan, Prefix: AuditItems}),
+	"audit list":          needs(indexRead, policyRead),
+	"audit list --scan":   needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
 	// A record of its own (a minted header, a rotated key) is a
 	// transaction of one write, its lost answer settled by reading it.
 	"chaos sign":   needs(secretRead, record, recordProof),
@@ -209,7 +223,7 @@ var Commands = map[string][]Need{
 	// gauges): force and clear overrides, drain and restore buckets, mint
 	// chaos headers, wait on the gauges and watch the alarms of its stop
 	// conditions, record every change with it, announce the run.
-	"drill run": needs(breakerRead, batchRead, breakerPut, breakerDelete,
+	"drill run": needs(breakerRead, breakerPut, breakerDelete,
 		bucketRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
 	// drill recover finishes a dead run's rollbacks from the audit trail:
 	// the run's records on each lever (the audit index by subject, filtered
@@ -227,6 +241,10 @@ var Commands = map[string][]Need{
 	// add the indexes an older table lacks (unless its tags say a
 	// CloudFormation stack manages it), then index the existing audit
 	// records and overrides with conditional PutItems of their own.
+	// The table's change policy: read by anyone who reads the table; set,
+	// with its record, by the admin alone.
+	"policy get": needs(policyRead),
+	"policy set": needs(policyRead, policyPut, record, notifyPublish),
 	"store init": needs(Need{Action: DescribeTable}, Need{Action: CreateTable}, Need{Action: DescribeTimeToLive},
 		Need{Action: UpdateTimeToLive}),
 	"store migrate": needs(Need{Action: DescribeTable}, Need{Action: ListTagsOfResource}, Need{Action: UpdateTable},
@@ -250,8 +268,9 @@ const (
 	DrillRunner Role = "drill-runner"
 	// DataPlane is the gateway and core-api at run time.
 	DataPlane Role = "data-plane"
-	// Admin creates and migrates the table (store init, store migrate): the
-	// infrastructure pipeline's or a platform engineer's, never on-call's.
+	// Admin creates and migrates the table (store init, store migrate) and
+	// sets its change policy (policy set): the infrastructure pipeline's or
+	// a platform engineer's, never on-call's.
 	Admin Role = "admin"
 )
 
@@ -259,7 +278,7 @@ const (
 var Roles = []Role{Reader, Operator, DrillRunner, DataPlane, Admin}
 
 var readerPaths = []string{"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-	"audit list", "audit list --scan"}
+	"audit list", "audit list --scan", "policy get"}
 
 // RolePaths is the command paths each role is for.
 var RolePaths = map[Role][]string{
@@ -268,7 +287,7 @@ var RolePaths = map[Role][]string{
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate"),
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},
-	Admin:       {"store init", "store migrate"},
+	Admin:       {"store init", "store migrate", "policy set", "policy get"},
 }
 
 // ParseRole returns the role named s.

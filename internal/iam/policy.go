@@ -116,7 +116,10 @@ const EnclosingOperationCondition = "ForAnyValue:StringEquals"
 
 // Statement ids: each says what its statement grants.
 const (
-	SidScan        = "ScanTable"
+	SidScan = "ScanTable"
+	// SidBatchRead grants BatchGetItem on every prefix the role batch-reads,
+	// in one statement (a batch may name keys of several).
+	SidBatchRead   = "ItemsBatchRead"
 	SidQuery       = "QueryIndexes"
 	SidTableAdmin  = "TableAdmin"
 	SidChaosKey    = "ChaosKey"
@@ -146,8 +149,15 @@ func Policy(role Role, t Target) (Document, error) {
 	}
 	byPrefix := map[items][]string{}
 	var scans, queries, admin, secret, kms, gaugeReads, alarmReads, publish []string
+	var batchPrefixes []string
 	for _, n := range role.Needs() {
 		switch {
+		case n.Action == BatchGetItem:
+			// One statement for every prefix batch-read: a batch naming
+			// keys of two prefixes (the overrides and the table's policy)
+			// is allowed only by a statement whose LeadingKeys match them
+			// all (ForAllValues).
+			batchPrefixes = appendNew(batchPrefixes, n.Prefix+"*")
 		case n.keyed():
 			k := items{n.Prefix, n.Transaction}
 			byPrefix[k] = appendNew(byPrefix[k], n.Action)
@@ -200,6 +210,11 @@ func Policy(role Role, t Target) (Document, error) {
 			st.Condition[EnclosingOperationCondition] = map[string][]string{"dynamodb:EnclosingOperation": {TransactWriteItems}}
 		}
 		doc.Statement = append(doc.Statement, st)
+	}
+	if len(batchPrefixes) > 0 {
+		slices.Sort(batchPrefixes)
+		doc.Statement = append(doc.Statement, Statement{Sid: SidBatchRead, Effect: "Allow", Action: []string{BatchGetItem}, Resource: []string{t.TableARN()},
+			Condition: map[string]map[string][]string{LeadingKeysCondition: {"dynamodb:LeadingKeys": batchPrefixes}}})
 	}
 	if len(scans) > 0 {
 		doc.Statement = append(doc.Statement, Statement{Sid: SidScan, Effect: "Allow", Action: scans, Resource: []string{t.TableARN()}})

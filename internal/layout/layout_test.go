@@ -138,22 +138,27 @@ func TestDataPlaneImportsOnlyContracts(t *testing.T) {
 }
 
 // drillLayers are the drill's packages in import order: each may import
-// the ones before it, never one after (the file model, the kinds, the
-// runner). drillReaders read a drill's journal and never run one.
+// the ones before it, never one after (the file model, the runtime, the
+// kinds, the runner). drillReaders read a drill's journal and never run
+// one. drillFileModelNever are the domain packages the file model never
+// depends on: acting on them is the runtime's and the kinds' business.
 var (
 	drillLayers = []string{
 		module + "internal/drill",
+		module + "internal/drill/runtime",
 		module + "internal/drill/kinds",
 		module + "internal/drill/runner",
 	}
 	drillReaders = []string{
 		module + "internal/gameday",
 	}
+	drillFileModelNever = []string{"audit", "breaker", "chaos", "metrics", "ratelimit", "store", "notify", "identity", "awsconf", "gauge"}
 )
 
-// TestDrillLayers checks the drill's import order (drill <- kinds <-
-// runner, docs/project-layout.md) and that what only reads a journal (the
-// game-day report) does not depend on the runner.
+// TestDrillLayers checks the drill's import order (drill <- runtime <-
+// kinds <- runner, docs/project-layout.md), that the file model depends on
+// no domain package, and that what only reads a journal (the game-day
+// report) does not depend on the runner.
 func TestDrillLayers(t *testing.T) {
 	for _, system := range goos {
 		imports, deps := list(t, system)
@@ -164,6 +169,13 @@ func TestDrillLayers(t *testing.T) {
 			for _, later := range drillLayers[i+1:] {
 				if slices.Contains(deps[pkg], later) {
 					t.Errorf("GOOS=%s: %s depends on %s, a later drill layer", system, strings.TrimPrefix(pkg, module), strings.TrimPrefix(later, module))
+				}
+			}
+		}
+		for _, dep := range deps[drillLayers[0]] {
+			for _, domain := range drillFileModelNever {
+				if d := module + "internal/" + domain; dep == d || strings.HasPrefix(dep, d+"/") {
+					t.Errorf("GOOS=%s: the drill file model depends on %s: what acts on it belongs to drill/runtime or drill/kinds", system, strings.TrimPrefix(dep, module))
 				}
 			}
 		}

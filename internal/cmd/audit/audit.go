@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/listing"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -141,6 +142,9 @@ func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 		recs = []audit.Record{}
 	}
 	ios := f.IOStreams
+	if err := flagUnapproved(ctx, env, recs); err != nil {
+		return err
+	}
 	return listing.Print(ios, listing.List{Format: opts.Output,
 		Doc: ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
 			Unreadable: listing.Problems(l.Unreadable)},
@@ -158,8 +162,31 @@ func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record,
 		if r.ActorSource == audit.ActorUnverified {
 			actor += " (unverified)"
 		}
-		tw.Row(cmdutil.FormatTime(r.Time, now, tty), actor, r.Action, r.Subject, r.Outcome, r.Reason)
+		outcome := r.Outcome
+		switch {
+		case r.Unapproved:
+			outcome += " UNAPPROVED"
+		case r.Approval.BreakGlass():
+			outcome += " BREAK-GLASS"
+		case r.Approval != nil && r.Approval.Decision == audit.DecisionApproved:
+			outcome += " (approved)"
+		}
+		tw.Row(cmdutil.FormatTime(r.Time, now, tty), actor, r.Action, r.Subject, outcome, r.Reason)
 	}
+}
+
+// flagUnapproved marks the lever changes recorded since the table's policy
+// was set that carry no approval ([policy.Unapproved]): one read of the
+// policy item. A table without a policy flags nothing.
+func flagUnapproved(ctx context.Context, env *cmdenv.Env, recs []audit.Record) error {
+	p, err := env.Policies().Load(ctx)
+	if err != nil || p == nil {
+		return err
+	}
+	for i := range recs {
+		recs[i].Unapproved = policy.Unapproved(recs[i], p.Since)
+	}
+	return nil
 }
 
 // parseUntil reads --until: an RFC3339 time, or a duration before now.

@@ -19,8 +19,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// clear --all of 120 overrides: its scan is the only read (each override
-// is cleared conditional on what the scan found, never batch-read again),
+// clear --all of 120 overrides: its scan is the only read of overrides
+// (each override is cleared conditional on what the scan found, never
+// batch-read again) besides one GetItem of the table's policy,
 // the clears go in three transactions of at most 50 with their records,
 // and every clear is recorded exactly once. (moto's requests pass one at a
 // time: it answers HTTP 500 to concurrent transactions, DynamoDB does not.)
@@ -37,13 +38,16 @@ func TestClearAllReadsOnceAndRecordsEveryClear(t *testing.T) {
 	}
 	e.MustRun(0, append([]string{"breaker", "force-open", "--reason", "drill", "--for", "30m", "--allow-unknown"}, deps...)...)
 
-	batch, tx, scans := p.Seen("BatchGetItem"), p.Seen(clitest.Transact), p.Seen("Scan")
+	batch, tx, scans, gets := p.Seen("BatchGetItem"), p.Seen(clitest.Transact), p.Seen("Scan"), p.Seen("GetItem")
 	r := e.MustRun(0, "breaker", "clear", "--all", "--reason", "drill over")
 	if got := strings.Count(r.Stdout, "Cleared override on dep-"); got != len(deps) {
 		t.Fatalf("%d Cleared lines, want %d:\n%s", got, len(deps), r.Stdout)
 	}
 	if n := p.Seen("BatchGetItem") - batch; n != 0 {
 		t.Errorf("clear --all batch-read the overrides it had listed: %d BatchGetItem", n)
+	}
+	if n := p.Seen("GetItem") - gets; n != 1 {
+		t.Errorf("clear --all made %d GetItem, want 1 (the table's policy)", n)
 	}
 	if n := p.Seen("Scan") - scans; n < 1 {
 		t.Errorf("clear --all made no scan")

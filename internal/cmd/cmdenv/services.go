@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
@@ -15,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -40,6 +42,25 @@ func (e *Env) Overrides() *breaker.Overrides {
 		e.overrides = breaker.NewOverrides(e.Store, e.clk())
 	}
 	return e.overrides
+}
+
+// Policies returns the table's shared change policy.
+func (e *Env) Policies() *policy.Policies { return policy.NewPolicies(e.Store, e.clk()) }
+
+// Approvals returns the table's change requests and reviews, applied
+// through the context's [Env.Overrides].
+func (e *Env) Approvals() *approval.Service {
+	return approval.NewService(e.Store, e.clk(), e.Overrides(), e.Name)
+}
+
+// CallerIdentity is who acts and how koshactl knows: [Env.Identity], or,
+// where only Actor is wired (tests), Actor's answer with no source.
+func (e *Env) CallerIdentity(ctx context.Context) (audit.Identity, error) {
+	if e.Identity != nil {
+		return e.Identity(ctx)
+	}
+	a, err := e.Actor(ctx)
+	return audit.Identity{Actor: a}, err
 }
 
 // Audit returns the context's audit log ([Env.AuditLog] on the Env's clock).

@@ -25,6 +25,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -128,7 +129,7 @@ func runDrillJournal(file, jpath, junit string, args ...string) (int, string) {
 
 func (s *sandboxEnv) gauges(t *testing.T, dep string) map[string]gauge.State {
 	t.Helper()
-	g := &drill.MetricsGauges{New: func(context.Context) (metrics.GaugeSource, error) {
+	g := &runtime.MetricsGauges{New: func(context.Context) (metrics.GaugeSource, error) {
 		return metrics.NewPrometheus([]string{s.url + sandbox.PathMetrics}, metrics.PrometheusOptions{})
 	}}
 	r, err := g.Read(context.Background(), dep)

@@ -10,11 +10,11 @@ import (
 
 // A change is one transaction, authorized item by item: a role allowed
 // some of its items and not all is denied the whole change, and nothing of
-// it is written. The reader may read overrides, not force one (the
-// override's PutItem is denied, so neither it nor its record lands); the
-// data plane may write its own records (audit#dp#), not an operator's
-// (chaos sign's record, audit#<ms>#…, is denied, so no header is printed
-// and no record is kept).
+// it is written. The data plane may write its own records (audit#dp#), not
+// an operator's (chaos sign's record, audit#<ms>#…, is denied, so no header
+// is printed and no record is kept). The reader may read overrides, not
+// force one: it is denied the force's first read, which asks for the
+// table's policy with the overrides, so nothing is sent.
 func TestARoleIsDeniedAWholeChangeOutsideItsPolicy(t *testing.T) {
 	t.Parallel()
 	w := newAWSWorld(t)
@@ -28,7 +28,7 @@ func TestARoleIsDeniedAWholeChangeOutsideItsPolicy(t *testing.T) {
 		args   []string
 		prefix string // the key denied
 	}{
-		{iam.Reader, []string{"breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"}, iam.BreakerItems},
+		{iam.Reader, []string{"breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"}, iam.PolicyItems},
 		{iam.DataPlane, []string{"chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value"}, iam.AuditItems},
 	} {
 		before := records()
@@ -39,7 +39,11 @@ func TestARoleIsDeniedAWholeChangeOutsideItsPolicy(t *testing.T) {
 		if r.Code == 0 || !mentionsDenial(r.Stderr) || r.Stdout != "" {
 			t.Errorf("%s: exit %d, want a failure saying access was denied and nothing printed\n%s%s", name, r.Code, r.Stdout, r.Stderr)
 		}
-		if len(denied) != 1 || denied[0].Action != iam.PutItem ||
+		if c.role == iam.Reader {
+			if len(denied) != 1 || denied[0].Action != iam.BatchGetItem || !strings.Contains(denied[0].String(), "policy#table") {
+				t.Errorf("%s: denied %v, want the batch read of the overrides and the table's policy", name, denied)
+			}
+		} else if len(denied) != 1 || denied[0].Action != iam.PutItem ||
 			denied[0].Context["dynamodb:EnclosingOperation"][0] != iam.TransactWriteItems ||
 			iam.PrefixOf(denied[0].Context["dynamodb:LeadingKeys"][0]) != c.prefix {
 			t.Errorf("%s: denied %v, want the PutItem of one %s item of its transaction", name, denied, c.prefix)

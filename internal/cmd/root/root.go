@@ -20,7 +20,9 @@ import (
 	dashboardcmd "github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	drillcmd "github.com/kosha-platform/koshactl/internal/cmd/drill"
 	iamcmd "github.com/kosha-platform/koshactl/internal/cmd/iam"
+	policycmd "github.com/kosha-platform/koshactl/internal/cmd/policy"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
+	requestcmd "github.com/kosha-platform/koshactl/internal/cmd/request"
 	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
 	versioncmd "github.com/kosha-platform/koshactl/internal/cmd/version"
@@ -45,6 +47,8 @@ var groups = []group{
 	{[]string{"sandbox"}, func(f *cmdenv.Factory) *cobra.Command { return sandboxcmd.NewCmd(f, nil) }},
 	{[]string{"chaos"}, chaoscmd.NewCmd},
 	{[]string{"drill"}, drillcmd.NewCmd},
+	{[]string{"request"}, requestcmd.NewCmd},
+	{[]string{"policy"}, policycmd.NewCmd},
 	{[]string{"audit"}, auditcmd.NewCmd},
 	{[]string{"config"}, configcmd.NewCmd},
 	{[]string{"store"}, storecmd.NewCmd},

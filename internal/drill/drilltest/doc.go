@@ -1,6 +1,9 @@
-// Package drilltest holds what the tests of the drill packages share: the
-// hostile values every sink, the journal, the reports and a shell command
-// must carry as data.
+// Package drilltest holds what the tests of the drill packages share: an
+// in-memory store with injected failures ([Store]), a fake fleet with its
+// gauges ([Fleet]), an environment of services on them ([Env]) that builds
+// run contexts and runs a drill's steps as the runner does, and the hostile
+// values every sink, the journal, the reports and a shell command must
+// carry as data.
 package drilltest
 
 // HostileValues are values a hostile HTTP server, table writer or

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/lazyre"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
@@ -42,7 +43,7 @@ func (AlarmConditionKind) Summary() string {
 }
 
 // Decode implements ConditionKind.
-func (AlarmConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Condition {
+func (AlarmConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m := d.Map(n, "alarm")
 	if m == nil {
 		return nil
@@ -114,8 +115,8 @@ type alarmCondition struct {
 }
 
 // AlarmTarget implements AlarmCondition.
-func (c *alarmCondition) AlarmTarget(rc *drill.RunContext) (drill.AlarmTarget, error) {
-	var t drill.AlarmTarget
+func (c *alarmCondition) AlarmTarget(rc *runtime.RunContext) (runtime.AlarmTarget, error) {
+	var t runtime.AlarmTarget
 	var err error
 	if !c.region.IsZero() {
 		if t.Region, err = rc.Expand(c.region); err != nil {
@@ -142,7 +143,7 @@ func (c *alarmCondition) AlarmTarget(rc *drill.RunContext) (drill.AlarmTarget, e
 	return t, nil
 }
 
-func (c *alarmCondition) Describe(rc *drill.RunContext) string {
+func (c *alarmCondition) Describe(rc *runtime.RunContext) string {
 	var parts []string
 	for _, n := range c.names {
 		parts = append(parts, rc.Describe(n))
@@ -172,21 +173,21 @@ func (c *alarmCondition) firing(a metrics.Alarm) bool {
 // region per poll for every alarm of the drill). A name or prefix that
 // matches no alarm is an evaluation error, never "not firing": a typo must
 // not silently disarm a stop condition.
-func (c *alarmCondition) Check(ctx context.Context, rc *drill.RunContext) (drill.Observation, error) {
-	if err := drill.NeedService(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
-		return drill.Observation{}, err
+func (c *alarmCondition) Check(ctx context.Context, rc *runtime.RunContext) (runtime.Observation, error) {
+	if err := runtime.NeedService(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
+		return runtime.Observation{}, err
 	}
 	t, err := c.AlarmTarget(rc)
 	if err != nil {
-		return drill.Observation{}, err
+		return runtime.Observation{}, err
 	}
 	read, err := rc.ReadAlarms(ctx, t.Region)
 	if errors.Is(err, metrics.ErrDenied) {
-		return drill.Observation{}, drill.WithFix(err, nil,
+		return runtime.Observation{}, runtime.WithFix(err, nil,
 			`grant cloudwatch:DescribeAlarms on Resource "*" to the role running the drill (koshactl iam policy --role drill-runner)`)
 	}
 	if err != nil {
-		return drill.Observation{}, err
+		return runtime.Observation{}, err
 	}
 	var mine, fired []metrics.Alarm
 	for _, a := range read.Alarms {
@@ -206,15 +207,16 @@ func (c *alarmCondition) Check(ctx context.Context, rc *drill.RunContext) (drill
 		}
 	}
 	if len(missing) > 0 {
-		return drill.Observation{}, drill.WithFix(fmt.Errorf("no CloudWatch alarm matches %s in %s", strings.Join(missing, ", "), read.Region),
-			drill.ErrNoMatch, fmt.Sprintf("check the alarm's name or prefix and region (aws cloudwatch describe-alarms --region %s lists them), or create the alarm", read.Region))
+		return runtime.Observation{}, runtime.WithFix(fmt.Errorf("no CloudWatch alarm matches %s in %s", strings.Join(missing, ", "), read.Region),
+			runtime.ErrNoMatch, fmt.Sprintf("check the alarm's name or prefix and region (aws cloudwatch describe-alarms --region %s lists them), or create the alarm", read.Region))
 	}
+	var obs runtime.Observation
 	for _, a := range mine {
 		if c.firing(a) {
 			fired = append(fired, a)
+			obs.Alarms = append(obs.Alarms, drill.Alarm(a))
 		}
 	}
-	obs := drill.Observation{Alarms: fired}
 	if len(fired) == 0 {
 		obs.Detail = fmt.Sprintf("%d alarm(s) in %s, none firing", len(mine), read.Region)
 		obs.Holds = c.state == metrics.AlarmStateOK

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -58,7 +59,7 @@ func (BreakerConditionKind) Summary() string {
 }
 
 // Decode implements ConditionKind.
-func (BreakerConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Condition {
+func (BreakerConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m := d.Map(n, "breaker")
 	if m == nil {
 		return nil
@@ -150,7 +151,7 @@ type breakerCondition struct {
 	minInstances int
 }
 
-func (c *breakerCondition) Describe(rc *drill.RunContext) string {
+func (c *breakerCondition) Describe(rc *runtime.RunContext) string {
 	who := "every reporting instance of"
 	if !c.all {
 		who = "some instance of"
@@ -164,39 +165,39 @@ func (c *breakerCondition) Describe(rc *drill.RunContext) string {
 	return fmt.Sprintf("%s %s is %s (gauges)", who, rc.Describe(c.dependency), strings.Join(c.states, " or "))
 }
 
-func (c *breakerCondition) Check(ctx context.Context, rc *drill.RunContext) (drill.Observation, error) {
+func (c *breakerCondition) Check(ctx context.Context, rc *runtime.RunContext) (runtime.Observation, error) {
 	dep, err := rc.Expand(c.dependency)
 	if err != nil {
-		return drill.Observation{}, err
+		return runtime.Observation{}, err
 	}
 	// A templated name is checked like a literal one: it becomes part of
 	// a store key and of a metrics query (a CloudWatch SEARCH).
 	if err := breaker.ValidateDependency(dep); err != nil {
-		return drill.Observation{}, err
+		return runtime.Observation{}, err
 	}
 	if c.source == SourceStore {
 		return c.checkStore(ctx, rc, dep)
 	}
-	if err := drill.NeedService(rc.Deps.Gauges != nil, "gauge source (set metrics_url, or configure the context's metrics)"); err != nil {
-		return drill.Observation{}, err
+	if err := runtime.NeedService(rc.Deps.Gauges != nil, "gauge source (set metrics_url, or configure the context's metrics)"); err != nil {
+		return runtime.Observation{}, err
 	}
 	r, err := rc.Deps.Gauges.Read(ctx, dep)
 	if err != nil {
-		return drill.Observation{}, err
+		return runtime.Observation{}, err
 	}
 	if !c.instance.IsZero() {
 		name, err := rc.Expand(c.instance)
 		if err != nil {
-			return drill.Observation{}, err
+			return runtime.Observation{}, err
 		}
-		var only []drill.InstanceGauge
+		var only []runtime.InstanceGauge
 		for _, in := range r.Instances {
 			if in.Instance == name {
 				only = append(only, in)
 			}
 		}
 		if len(only) == 0 {
-			return drill.Observation{Detail: fmt.Sprintf("%s: instance %s reports no breaker_state", dep, name)}, nil
+			return runtime.Observation{Detail: fmt.Sprintf("%s: instance %s reports no breaker_state", dep, name)}, nil
 		}
 		r.Instances = only
 	}
@@ -224,19 +225,19 @@ func (c *breakerCondition) Check(ctx context.Context, rc *drill.RunContext) (dri
 	if n < c.minInstances && n > 0 {
 		detail += fmt.Sprintf(" (want at least %d reporting)", c.minInstances)
 	}
-	return drill.Observation{Holds: holds, Detail: detail}, nil
+	return runtime.Observation{Holds: holds, Detail: detail}, nil
 }
 
-func (c *breakerCondition) checkStore(ctx context.Context, rc *drill.RunContext, dep string) (drill.Observation, error) {
-	if err := drill.NeedService(rc.Deps.Overrides != nil, "store"); err != nil {
-		return drill.Observation{}, err
+func (c *breakerCondition) checkStore(ctx context.Context, rc *runtime.RunContext, dep string) (runtime.Observation, error) {
+	if err := runtime.NeedService(rc.Deps.Overrides != nil, "store"); err != nil {
+		return runtime.Observation{}, err
 	}
 	o, err := rc.Deps.Overrides.Get(ctx, dep)
 	state, detail := StateNotForced, dep+": no override"
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		return drill.Observation{}, err
+		return runtime.Observation{}, err
 	case o.ActiveAt(rc.Now()):
 		state = breaker.OverrideStateForcedOpen
 		detail = fmt.Sprintf("%s: forced open by %s (%s)", dep, o.Actor, expiryText(o.ExpiresAt))
@@ -248,5 +249,5 @@ func (c *breakerCondition) checkStore(ctx context.Context, rc *drill.RunContext,
 	if err == nil && o.Malformed() {
 		detail += "; " + o.MalformedSummary(rc.Now())
 	}
-	return drill.Observation{Holds: slices.Contains(c.states, state), Detail: detail}, nil
+	return runtime.Observation{Holds: slices.Contains(c.states, state), Detail: detail}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -33,7 +34,7 @@ func (BucketConditionKind) Summary() string {
 }
 
 // Decode implements ConditionKind.
-func (BucketConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Condition {
+func (BucketConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m := d.Map(n, "bucket")
 	if m == nil {
 		return nil
@@ -75,7 +76,7 @@ type bucketCondition struct {
 	minTokens, maxTokens *float64
 }
 
-func (c *bucketCondition) Describe(rc *drill.RunContext) string {
+func (c *bucketCondition) Describe(rc *runtime.RunContext) string {
 	what := ""
 	switch {
 	case c.admit != nil && *c.admit:
@@ -94,17 +95,17 @@ func (c *bucketCondition) Describe(rc *drill.RunContext) string {
 	return fmt.Sprintf("the bucket of %s %s", rc.Describe(c.client), what)
 }
 
-func (c *bucketCondition) Check(ctx context.Context, rc *drill.RunContext) (drill.Observation, error) {
-	if err := drill.NeedService(rc.Deps.Buckets != nil, "store"); err != nil {
-		return drill.Observation{}, err
+func (c *bucketCondition) Check(ctx context.Context, rc *runtime.RunContext) (runtime.Observation, error) {
+	if err := runtime.NeedService(rc.Deps.Buckets != nil, "store"); err != nil {
+		return runtime.Observation{}, err
 	}
 	client, err := rc.Expand(c.client)
 	if err != nil {
-		return drill.Observation{}, err
+		return runtime.Observation{}, err
 	}
 	st, err := rc.Deps.Buckets.Get(ctx, client)
 	if err != nil {
-		return drill.Observation{}, err
+		return runtime.Observation{}, err
 	}
 	detail := fmt.Sprintf("%s: %s tokens", client, human.Number(st.Tokens))
 	if st.Admit {
@@ -115,5 +116,5 @@ func (c *bucketCondition) Check(ctx context.Context, rc *drill.RunContext) (dril
 	holds := (c.admit == nil || *c.admit == st.Admit) &&
 		(c.minTokens == nil || st.Tokens >= *c.minTokens) &&
 		(c.maxTokens == nil || st.Tokens <= *c.maxTokens)
-	return drill.Observation{Holds: holds, Detail: detail}, nil
+	return runtime.Observation{Holds: holds, Detail: detail}, nil
 }

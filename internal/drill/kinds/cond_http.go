@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // HTTPConditionKind is the http condition: it holds when a request's
@@ -25,7 +26,7 @@ func (HTTPConditionKind) Summary() string {
 }
 
 // Decode implements ConditionKind.
-func (HTTPConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Condition {
+func (HTTPConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	r, _ := decodeRequest(d, n, "http")
 	if r == nil {
 		return nil
@@ -35,25 +36,25 @@ func (HTTPConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Condition 
 
 type httpCondition struct{ req *requestSpec }
 
-func (c *httpCondition) Describe(rc *drill.RunContext) string { return c.req.describe(rc) }
+func (c *httpCondition) Describe(rc *runtime.RunContext) string { return c.req.describe(rc) }
 
 // Check sends the request. A transport failure (refused, reset, timeout)
 // is an observation that the condition does not hold, not an evaluation
 // error: the endpoint being down is what many drills look for.
-func (c *httpCondition) Check(ctx context.Context, rc *drill.RunContext) (drill.Observation, error) {
+func (c *httpCondition) Check(ctx context.Context, rc *runtime.RunContext) (runtime.Observation, error) {
 	resp, err := c.req.do(ctx, rc)
 	if err != nil {
 		if ctx.Err() != nil {
-			return drill.Observation{}, ctx.Err()
+			return runtime.Observation{}, ctx.Err()
 		}
-		return drill.Observation{Detail: err.Error()}, nil
+		return runtime.Observation{Detail: err.Error()}, nil
 	}
 	fails, err := c.req.expect.check(rc, resp)
 	if err != nil {
-		return drill.Observation{}, err
+		return runtime.Observation{}, err
 	}
 	if len(fails) > 0 {
-		return drill.Observation{Detail: resp.summary() + ": " + strings.Join(fails, "; ")}, nil
+		return runtime.Observation{Detail: resp.summary() + ": " + strings.Join(fails, "; ")}, nil
 	}
-	return drill.Observation{Holds: true, Detail: resp.summary()}, nil
+	return runtime.Observation{Holds: true, Detail: resp.summary()}, nil
 }

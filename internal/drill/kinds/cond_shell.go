@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // ShellConditionKind is the shell condition: it holds when a command exits
@@ -24,7 +25,7 @@ func (ShellConditionKind) Summary() string {
 }
 
 // Decode implements ConditionKind.
-func (ShellConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Condition {
+func (ShellConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	s := decodeShell(d, n, "shell")
 	if s == nil {
 		return nil
@@ -34,15 +35,15 @@ func (ShellConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Condition
 
 type shellCondition struct{ spec *shellSpec }
 
-func (c *shellCondition) Describe(rc *drill.RunContext) string { return c.spec.describe(rc) }
+func (c *shellCondition) Describe(rc *runtime.RunContext) string { return c.spec.describe(rc) }
 
-func (c *shellCondition) Check(ctx context.Context, rc *drill.RunContext) (drill.Observation, error) {
+func (c *shellCondition) Check(ctx context.Context, rc *runtime.RunContext) (runtime.Observation, error) {
 	r, err := c.spec.exec(ctx, rc)
 	if err != nil {
-		return drill.Observation{}, err
+		return runtime.Observation{}, err
 	}
 	if r.exitCode != c.spec.exitCode {
-		return drill.Observation{Detail: r.failure(c.spec.exitCode)}, nil
+		return runtime.Observation{Detail: r.failure(c.spec.exitCode)}, nil
 	}
-	return drill.Observation{Holds: true, Detail: fmt.Sprintf("exit code %d", r.exitCode)}, nil
+	return runtime.Observation{Holds: true, Detail: fmt.Sprintf("exit code %d", r.exitCode)}, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // A dependency named by a step (the override lever) or a condition
@@ -15,7 +16,7 @@ import (
 
 // checkDependency validates a dependency name at run time (after
 // templating): its shape, and that the context knows it.
-func checkDependency(rc *drill.RunContext, dep string, allowUnknown bool) error {
+func checkDependency(rc *runtime.RunContext, dep string, allowUnknown bool) error {
 	known := rc.Deps.KnownDependencies
 	if allowUnknown || len(known) == 0 {
 		return breaker.ValidateDependency(dep)

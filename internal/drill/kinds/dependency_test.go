@@ -5,14 +5,14 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // A drill step's unknown dependency gets the same suggestion as the command
 // line (breaker.ClosestDependency: separators ignored, within two edits), not a
 // looser rule of its own.
 func TestCheckDependencySuggestsByTheCommandsRule(t *testing.T) {
-	rc := &drill.RunContext{Deps: &drill.Deps{ContextName: "dev", KnownDependencies: []string{"core-api", "openai"}}}
+	rc := &runtime.RunContext{Deps: &runtime.Deps{ContextName: "dev", KnownDependencies: []string{"core-api", "openai"}}}
 	for _, c := range []struct{ dep, want string }{
 		{"o-p-e-n-a-i", `(did you mean "openai"?)`}, // five hyphens: zero edits once separators are ignored
 		{"open-ai", `(did you mean "openai"?)`},

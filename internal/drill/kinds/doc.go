@@ -5,7 +5,7 @@
 // it, their plan, the rollback a run registers, its journal record and the
 // rollback `drill recover` rebuilds from the journal and the run's audit
 // trail ([RecoverRollback], recover.go). Kinds decode their fields through
-// the file model's [drill.Decoder] and act through its [drill.RunContext];
+// the file model's [drill.Decoder] and act through its [runtime.RunContext];
 // the HTTP request and expectation (httpreq.go, expect.go), JSON paths and
 // the shell runner are shared by the kinds that use them.
 package kinds

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
@@ -186,10 +187,10 @@ func coerce(got, want any, loose bool) any {
 
 // match checks got (exists says whether it is present) and returns "" or
 // what failed.
-func (m matcher) match(rc *drill.RunContext, got any, exists, loose bool) (string, error) {
+func (m matcher) match(rc *runtime.RunContext, got any, exists, loose bool) (string, error) {
 	got = normalize(got)
 	for _, op := range m.ops {
-		want, err := rc.ExpandValue(op.want)
+		want, err := drill.ExpandValue(rc, op.want)
 		if err != nil {
 			return "", err
 		}
@@ -224,7 +225,7 @@ func (m matcher) match(rc *drill.RunContext, got any, exists, loose bool) (strin
 		case "in":
 			found := false
 			for _, w := range op.list {
-				rw, err := rc.ExpandValue(w)
+				rw, err := drill.ExpandValue(rc, w)
 				if err != nil {
 					return "", err
 				}
@@ -250,8 +251,8 @@ func (m matcher) match(rc *drill.RunContext, got any, exists, loose bool) (strin
 	return "", nil
 }
 
-func mustResolveList(rc *drill.RunContext, l []any) []any {
-	v, err := rc.ExpandValue(l)
+func mustResolveList(rc *runtime.RunContext, l []any) []any {
+	v, err := drill.ExpandValue(rc, l)
 	if err != nil {
 		return l
 	}
@@ -451,7 +452,7 @@ type response struct {
 }
 
 // check returns every failed expectation.
-func (e expectation) check(rc *drill.RunContext, r *response) ([]string, error) {
+func (e expectation) check(rc *runtime.RunContext, r *response) ([]string, error) {
 	var fails []string
 	if !e.status.accepts(r.status) {
 		fails = append(fails, fmt.Sprintf("status: want %s, got %d", e.status, r.status))

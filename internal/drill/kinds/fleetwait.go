@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
@@ -12,12 +13,12 @@ import (
 // waitFleet waits until the gauges confirm c, within the source's bound plus
 // a margin, bounded by the drill's deadline. It returns the words for the
 // step's detail and the journal's record of it; not confirmed is the step's
-// failure, a *drill.FleetError carrying the record (the lever is already
+// failure, a *runtime.FleetError carrying the record (the lever is already
 // recorded, so the rollback runs).
-func waitFleet(ctx context.Context, rc *drill.RunContext, c metrics.Change) (string, *drill.FleetRecord, error) {
-	gs, ok := drill.SourcerOf(rc.Deps.Gauges)
+func waitFleet(ctx context.Context, rc *runtime.RunContext, c metrics.Change) (string, *drill.FleetRecord, error) {
+	gs, ok := runtime.SourcerOf(rc.Deps.Gauges)
 	if !ok {
-		return "", nil, drill.NeedService(false, "metrics source to wait on (set metrics_url, or run with the context's metrics)")
+		return "", nil, runtime.NeedService(false, "metrics source to wait on (set metrics_url, or run with the context's metrics)")
 	}
 	src, err := gs.Source(ctx)
 	if err != nil {
@@ -33,7 +34,7 @@ func waitFleet(ctx context.Context, rc *drill.RunContext, c metrics.Change) (str
 	rec := &drill.FleetRecord{Dependency: c.Dependency, Goal: c.Goal.String(), Confirmed: err == nil, Summary: rc.Redact(cv.Summary()),
 		ElapsedSeconds: drill.Seconds(cv.Elapsed), TimeoutSeconds: drill.Seconds(timeout)}
 	if err != nil {
-		return "", nil, &drill.FleetError{Fleet: rec,
+		return "", nil, &runtime.FleetError{Fleet: rec,
 			Err: fmt.Errorf("the fleet did not confirm %s %s within %s: %s", c.Dependency, c.Goal, human.Duration(timeout), cv.Summary())}
 	}
 	return fmt.Sprintf("fleet confirmed: %s after %s", cv.Summary(), human.Duration(cv.Elapsed)), rec, nil

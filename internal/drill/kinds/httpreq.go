@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
 )
 
@@ -87,8 +88,8 @@ func decodeRequest(d *drill.Decoder, n *yaml.Node, what string, extra ...string)
 
 // describe returns "POST http://host/path": the URL as it is sent, or the
 // template when it cannot be expanded yet.
-func (r *requestSpec) describe(rc *drill.RunContext) string {
-	u, err := rc.ExpandURL(r.url)
+func (r *requestSpec) describe(rc *runtime.RunContext) string {
+	u, err := r.url.ExpandURL(rc)
 	if err != nil {
 		return r.method + " " + r.url.Raw()
 	}
@@ -96,11 +97,11 @@ func (r *requestSpec) describe(rc *drill.RunContext) string {
 }
 
 // do sends the request and reads the response.
-func (r *requestSpec) do(ctx context.Context, rc *drill.RunContext) (*response, error) {
-	if err := drill.NeedService(rc.Deps.HTTP != nil, "HTTP client"); err != nil {
+func (r *requestSpec) do(ctx context.Context, rc *runtime.RunContext) (*response, error) {
+	if err := runtime.NeedService(rc.Deps.HTTP != nil, "HTTP client"); err != nil {
 		return nil, err
 	}
-	u, err := rc.ExpandURL(r.url)
+	u, err := r.url.ExpandURL(rc)
 	if err != nil {
 		return nil, fmt.Errorf("url: %w", err)
 	}
@@ -108,7 +109,7 @@ func (r *requestSpec) do(ctx context.Context, rc *drill.RunContext) (*response, 
 	var contentType string
 	switch {
 	case r.hasJSON:
-		v, err := rc.ExpandValue(r.json)
+		v, err := drill.ExpandValue(rc, r.json)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +134,7 @@ func (r *requestSpec) do(ctx context.Context, rc *drill.RunContext) (*response, 
 	}
 	req.Header.Set("User-Agent", "koshactl-drill")
 	for _, h := range r.headers {
-		v, err := rc.ExpandHeader(h.Name, h.Value)
+		v, err := h.Value.ExpandHeader(rc, h.Name)
 		if err != nil {
 			return nil, err
 		}
@@ -173,8 +174,8 @@ func unwrapURLError(err error) error {
 
 // outputs turns a response into step outputs: status, latency_ms, body,
 // header.NAME and json.PATH.
-func (resp *response) outputs(rc *drill.RunContext) *drill.Outputs {
-	o := drill.NewOutputs().Set("status", strconv.Itoa(resp.status)).
+func (resp *response) outputs(rc *runtime.RunContext) *runtime.Outputs {
+	o := runtime.NewOutputs().Set("status", strconv.Itoa(resp.status)).
 		Set("latency_ms", strconv.FormatInt(resp.latency.Milliseconds(), 10)).
 		Set("body", excerpt(rc.Redact(string(resp.body)), maxReportedBody))
 	hdr := resp.header

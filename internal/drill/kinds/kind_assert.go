@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // AssertKind is the assert step: check a condition once; the step fails
@@ -32,7 +33,7 @@ func (AssertKind) Summary() string {
 func (AssertKind) Outputs() []string { return []string{"detail"} }
 
 // Decode implements StepKind.
-func (AssertKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+func (AssertKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m := d.Map(n, "assert")
 	if m == nil {
 		return nil
@@ -41,23 +42,23 @@ func (AssertKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
 	if c == nil {
 		return nil
 	}
-	return &assertStep{cond: c}
+	return &assertStep{cond: c.(runtime.Condition)}
 }
 
-type assertStep struct{ cond drill.Condition }
+type assertStep struct{ cond runtime.Condition }
 
-func (a *assertStep) Describe(rc *drill.RunContext) string {
+func (a *assertStep) Describe(rc *runtime.RunContext) string {
 	return fmt.Sprintf("assert %s", a.cond.Describe(rc))
 }
 
-func (a *assertStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+func (a *assertStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
 	obs, err := a.cond.Check(ctx, rc)
 	if err != nil {
 		return nil, err
 	}
-	out := drill.NewOutputs().Set("detail", rc.Redact(obs.Detail))
+	out := runtime.NewOutputs().Set("detail", rc.Redact(obs.Detail))
 	if !obs.Holds {
-		return out, fmt.Errorf("%w: %s", drill.ErrNotMet, rc.Redact(obs.Detail))
+		return out, fmt.Errorf("%w: %s", runtime.ErrNotMet, rc.Redact(obs.Detail))
 	}
 	out.Detail = rc.Redact(obs.Detail)
 	return out, nil

@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // HTTPStepKind is the http step: send a request and assert on the response.
@@ -44,7 +45,7 @@ func (HTTPStepKind) Outputs() []string {
 }
 
 // Decode implements StepKind.
-func (HTTPStepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+func (HTTPStepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	r, m := decodeRequest(d, n, "http", "repeat")
 	if m == nil {
 		return nil
@@ -71,7 +72,7 @@ type httpStep struct {
 	repeat int
 }
 
-func (a *httpStep) Describe(rc *drill.RunContext) string {
+func (a *httpStep) Describe(rc *runtime.RunContext) string {
 	if a.repeat > 1 {
 		return fmt.Sprintf("%s, %d times", a.req.describe(rc), a.repeat)
 	}
@@ -80,8 +81,8 @@ func (a *httpStep) Describe(rc *drill.RunContext) string {
 
 // Run sends the request repeat times, one after the other; every response
 // must meet the expectations. The outputs are the last response's.
-func (a *httpStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
-	var out *drill.Outputs
+func (a *httpStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
+	var out *runtime.Outputs
 	for i := 1; i <= a.repeat; i++ {
 		resp, err := a.req.do(ctx, rc)
 		if err != nil {

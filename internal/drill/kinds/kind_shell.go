@@ -7,6 +7,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // ShellStepKind is the shell step: run a command for anything the other
@@ -44,7 +45,7 @@ func (ShellStepKind) Summary() string {
 func (ShellStepKind) Outputs() []string { return []string{"stdout", "stderr", "exit_code"} }
 
 // Decode implements StepKind.
-func (ShellStepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+func (ShellStepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	s := decodeShell(d, n, "shell")
 	if s == nil {
 		return nil
@@ -54,9 +55,9 @@ func (ShellStepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
 
 type shellStep struct{ spec *shellSpec }
 
-func (a *shellStep) Describe(rc *drill.RunContext) string { return a.spec.describe(rc) }
+func (a *shellStep) Describe(rc *runtime.RunContext) string { return a.spec.describe(rc) }
 
-func (a *shellStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+func (a *shellStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
 	r, err := a.spec.exec(ctx, rc)
 	if err != nil {
 		if r != nil {

@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // SleepKind is the sleep step: wait a fixed time (interruptible: a signal,
@@ -31,7 +32,7 @@ func (SleepKind) Summary() string {
 func (SleepKind) Outputs() []string { return nil }
 
 // Decode implements StepKind.
-func (SleepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+func (SleepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	n = d.Resolve(n)
 	if n == nil {
 		return nil
@@ -64,19 +65,19 @@ func (SleepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
 
 type sleepStep struct{ dur time.Duration }
 
-var _ drill.DefaultTimeouter = (*sleepStep)(nil)
+var _ runtime.DefaultTimeouter = (*sleepStep)(nil)
 
 func (a *sleepStep) DefaultTimeout() time.Duration { return a.dur + waitGrace }
 
-func (a *sleepStep) Describe(*drill.RunContext) string { return fmt.Sprintf("sleep %s", a.dur) }
+func (a *sleepStep) Describe(*runtime.RunContext) string { return fmt.Sprintf("sleep %s", a.dur) }
 
-func (a *sleepStep) Run(ctx context.Context, _ *drill.RunContext) (*drill.Outputs, error) {
+func (a *sleepStep) Run(ctx context.Context, _ *runtime.RunContext) (*runtime.Outputs, error) {
 	t := time.NewTimer(a.dur)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-t.C:
-		return drill.NewOutputs(), nil
+		return runtime.NewOutputs(), nil
 	}
 }

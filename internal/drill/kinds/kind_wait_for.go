@@ -9,6 +9,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
 )
 
@@ -46,7 +47,7 @@ func (WaitForKind) Outputs() []string { return []string{"elapsed_ms", "polls", "
 const waitGrace = 5 * time.Second
 
 // Decode implements StepKind.
-func (WaitForKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+func (WaitForKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m := d.Map(n, "wait-for")
 	if m == nil {
 		return nil
@@ -78,25 +79,26 @@ func (WaitForKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
 		}
 	}
 	a.onError = d.OnError(m)
-	a.cond = d.NestedCondition(m, "wait-for", "timeout", "interval", "on_error")
-	if a.cond == nil || !ok {
+	c := d.NestedCondition(m, "wait-for", "timeout", "interval", "on_error")
+	if c == nil || !ok {
 		return nil
 	}
+	a.cond = c.(runtime.Condition)
 	return a
 }
 
 type waitFor struct {
-	cond     drill.Condition
+	cond     runtime.Condition
 	timeout  time.Duration
 	interval time.Duration
 	onError  string
 }
 
-var _ drill.DefaultTimeouter = (*waitFor)(nil)
+var _ runtime.DefaultTimeouter = (*waitFor)(nil)
 
 func (a *waitFor) DefaultTimeout() time.Duration { return a.timeout + waitGrace }
 
-func (a *waitFor) Describe(rc *drill.RunContext) string {
+func (a *waitFor) Describe(rc *runtime.RunContext) string {
 	s := fmt.Sprintf("wait up to %s until %s", a.timeout, a.cond.Describe(rc))
 	if a.onError == drill.OnErrorContinue {
 		s += " (on_error: continue: polls on through evaluation errors)"
@@ -104,15 +106,15 @@ func (a *waitFor) Describe(rc *drill.RunContext) string {
 	return s
 }
 
-func (a *waitFor) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
-	spec := drill.PollSpec{Within: a.timeout, Interval: a.interval, OnChange: func(detail string) {
+func (a *waitFor) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
+	spec := runtime.PollSpec{Within: a.timeout, Interval: a.interval, OnChange: func(detail string) {
 		rc.Notify("waiting: %s", detail)
 	}}
 	if a.onError != drill.OnErrorContinue {
-		spec.Guard = &drill.PollGuard{Role: drill.RoleWaitFor, Name: rc.CurrentStep(), Grace: rc.Drill.GuardGrace}
+		spec.Guard = &runtime.PollGuard{Role: drill.RoleWaitFor, Name: rc.CurrentStep(), Grace: rc.Drill.GuardGrace}
 	}
-	res, err := drill.PollWith(ctx, rc, a.cond, spec)
-	out := drill.NewOutputs().Set("elapsed_ms", strconv.FormatInt(res.Elapsed.Milliseconds(), 10)).
+	res, err := runtime.PollWith(ctx, rc, a.cond, spec)
+	out := runtime.NewOutputs().Set("elapsed_ms", strconv.FormatInt(res.Elapsed.Milliseconds(), 10)).
 		Set("polls", strconv.Itoa(res.Polls)).Set("detail", rc.Redact(res.Obs.Detail))
 	if err != nil {
 		return out, err

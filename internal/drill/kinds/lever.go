@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -13,7 +14,7 @@ import (
 
 // stepReason is the reason a step's change is recorded with: the step's
 // reason: when it names one, else "step ID".
-func stepReason(rc *drill.RunContext, t drill.Template) (string, error) {
+func stepReason(rc *runtime.RunContext, t drill.Template) (string, error) {
 	if t.IsZero() {
 		return "step " + rc.CurrentStep(), nil
 	}

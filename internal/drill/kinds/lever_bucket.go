@@ -14,6 +14,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -56,7 +57,7 @@ func (RateLimitDrainKind) Summary() string {
 func (RateLimitDrainKind) Outputs() []string { return bucketOutputs }
 
 // Decode implements StepKind.
-func (RateLimitDrainKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+func (RateLimitDrainKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	a, m := decodeBucketStep(d, n, ratelimit.OpDrain, "for")
 	if m == nil {
 		return nil
@@ -104,7 +105,7 @@ func (RateLimitResetKind) Summary() string {
 func (RateLimitResetKind) Outputs() []string { return bucketOutputs }
 
 // Decode implements StepKind.
-func (RateLimitResetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+func (RateLimitResetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	a, _ := decodeBucketStep(d, n, ratelimit.OpReset)
 	if a == nil {
 		return nil
@@ -136,7 +137,7 @@ func (RateLimitSetKind) Summary() string {
 func (RateLimitSetKind) Outputs() []string { return bucketOutputs }
 
 // Decode implements StepKind.
-func (RateLimitSetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+func (RateLimitSetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	a, m := decodeBucketStep(d, n, ratelimit.OpSet, "tokens")
 	if m == nil {
 		return nil
@@ -160,11 +161,11 @@ func (RateLimitSetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
 // again for what is left of it.
 type bucketRollback struct {
 	client string
-	lever  *drill.Lever
+	lever  *runtime.Lever
 }
 
 var (
-	_ drill.Rollback = (*bucketRollback)(nil)
+	_ runtime.Rollback = (*bucketRollback)(nil)
 )
 
 func (r *bucketRollback) Subject() string { return ratelimit.Key(r.client) }
@@ -193,9 +194,9 @@ func restoreChange(client string, before ratelimit.Status, l ratelimit.Limits, n
 	return ratelimit.Change{Op: ratelimit.OpDrain, Client: client, HoldFor: ratelimit.ClampDrainHold(hold)}, level
 }
 
-func (r *bucketRollback) Undo(ctx context.Context, rc *drill.RunContext) (string, error) {
+func (r *bucketRollback) Undo(ctx context.Context, rc *runtime.RunContext) (string, error) {
 	svc := rc.Deps
-	if err := drill.NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
+	if err := runtime.NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
 		return "", err
 	}
 	before, _ := r.lever.Before.(ratelimit.Status)
@@ -230,7 +231,7 @@ type bucketStep struct {
 	hold   time.Duration
 }
 
-var _ drill.Mutating = (*bucketStep)(nil)
+var _ runtime.Mutating = (*bucketStep)(nil)
 
 func decodeBucketStep(d *drill.Decoder, n *yaml.Node, op ratelimit.Op, fields ...string) (*bucketStep, *drill.Map) {
 	what := "ratelimit." + op.String()
@@ -258,8 +259,8 @@ func decodeBucketStep(d *drill.Decoder, n *yaml.Node, op ratelimit.Op, fields ..
 }
 
 // Plan implements Mutating.
-func (a *bucketStep) Plan(rc *drill.RunContext) *drill.PlanLever {
-	l := &drill.PlanLever{Subject: ratelimit.Key(rc.Describe(a.client)), Inverse: "set the bucket back to its level before the drill, refilled since"}
+func (a *bucketStep) Plan(rc *runtime.RunContext) *runtime.PlanLever {
+	l := &runtime.PlanLever{Subject: ratelimit.Key(rc.Describe(a.client)), Inverse: "set the bucket back to its level before the drill, refilled since"}
 	oneToken := time.Second
 	if b := rc.Deps.Buckets; b != nil && b.Limits().RefillPerSecond > 0 {
 		oneToken = time.Duration(float64(time.Second) / b.Limits().RefillPerSecond)
@@ -278,7 +279,7 @@ func (a *bucketStep) Plan(rc *drill.RunContext) *drill.PlanLever {
 	return l
 }
 
-func (a *bucketStep) Describe(rc *drill.RunContext) string {
+func (a *bucketStep) Describe(rc *runtime.RunContext) string {
 	client := rc.Describe(a.client)
 	switch a.op {
 	case ratelimit.OpDrain:
@@ -293,7 +294,7 @@ func (a *bucketStep) Describe(rc *drill.RunContext) string {
 	}
 }
 
-func (a *bucketStep) clientID(rc *drill.RunContext) (string, error) {
+func (a *bucketStep) clientID(rc *runtime.RunContext) (string, error) {
 	c, err := rc.Expand(a.client)
 	if err != nil {
 		return "", err
@@ -301,9 +302,9 @@ func (a *bucketStep) clientID(rc *drill.RunContext) (string, error) {
 	return c, ratelimit.ValidateClientID(c)
 }
 
-func (a *bucketStep) Prepare(ctx context.Context, rc *drill.RunContext) (drill.Rollback, error) {
+func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
 	svc := rc.Deps
-	if err := drill.NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
+	if err := runtime.NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
 	client, err := a.clientID(rc)
@@ -321,7 +322,7 @@ func (a *bucketStep) Prepare(ctx context.Context, rc *drill.RunContext) (drill.R
 	return &bucketRollback{client: client, lever: l}, nil
 }
 
-func (a *bucketStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
 	svc := rc.Deps
 	client, err := a.clientID(rc)
 	if err != nil {
@@ -348,7 +349,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outp
 	if res.Changed {
 		rc.Recorded(rec)
 	}
-	out := drill.NewOutputs().Set("client", client).
+	out := runtime.NewOutputs().Set("client", client).
 		Set("tokens_before", human.Number(res.Before.Tokens)).
 		Set("tokens_after", human.Number(res.After.Tokens)).
 		Set("admit", strconv.FormatBool(res.After.Admit)).
@@ -368,7 +369,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outp
 
 var bucketOutputs = []string{"client", "tokens_before", "tokens_after", "admit", "retry_after_seconds", "changed"}
 
-func recoverBucket(in RecoverInput) (drill.Rollback, []string, error) {
+func recoverBucket(in RecoverInput) (runtime.Rollback, []string, error) {
 	rec, l := in.Record, in.Record.Lever
 	subject := ratelimit.Key(l.Client)
 	var trail []audit.Record
@@ -405,7 +406,7 @@ func recoverBucket(in RecoverInput) (drill.Rollback, []string, error) {
 	if v.Exists {
 		before = ratelimit.Status{Client: l.Client, Exists: true, Stored: ratelimit.Bucket{Client: l.Client, Tokens: v.Tokens, UpdatedAtMs: v.UpdatedAtMs}}
 	}
-	return &bucketRollback{client: l.Client, lever: &drill.Lever{Subject: subject, Before: before}}, nil, nil
+	return &bucketRollback{client: l.Client, lever: &runtime.Lever{Subject: subject, Before: before}}, nil, nil
 }
 
 // bucketLink keys a bucket record by the stored level before and after.

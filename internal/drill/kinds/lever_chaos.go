@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // The chaos lever: a signed X-Kosha-Chaos header (chaos#STEP, then
@@ -61,7 +62,7 @@ func (ChaosSignKind) Outputs() []string {
 }
 
 // Decode implements StepKind.
-func (ChaosSignKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+func (ChaosSignKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m := d.Map(n, "chaos.sign")
 	if m == nil {
 		return nil
@@ -142,9 +143,9 @@ type chaosSign struct {
 	reason drill.Template
 }
 
-var _ drill.Mutating = (*chaosSign)(nil)
+var _ runtime.Mutating = (*chaosSign)(nil)
 
-func (a *chaosSign) Describe(*drill.RunContext) string {
+func (a *chaosSign) Describe(*runtime.RunContext) string {
 	desc := a.req.Fault.String()
 	if a.req.Fault == chaos.FaultLatency {
 		desc += fmt.Sprintf(" %dms", a.req.Ms)
@@ -153,21 +154,21 @@ func (a *chaosSign) Describe(*drill.RunContext) string {
 }
 
 // Plan implements Mutating.
-func (a *chaosSign) Plan(rc *drill.RunContext) *drill.PlanLever {
+func (a *chaosSign) Plan(rc *runtime.RunContext) *runtime.PlanLever {
 	ttl := a.req.TTL
 	if ttl == 0 {
 		ttl = chaos.DefaultTTL
 	}
 	bound := min(ttl, rc.Drill.Timeout, chaos.MaxTTL).Truncate(time.Second)
-	return &drill.PlanLever{Subject: "chaos#" + rc.CurrentStep(), Inverse: "withdraw the header from the run (it cannot be revoked)",
+	return &runtime.PlanLever{Subject: "chaos#" + rc.CurrentStep(), Inverse: "withdraw the header from the run (it cannot be revoked)",
 		ExpiresWithinSeconds: drill.Seconds(bound), Expiry: fmt.Sprintf("the header expires after min(ttl %s, time left, %s)", ttl, chaos.MaxTTL)}
 }
 
 // Prepare registers the header's rollback: a minted header cannot be
 // revoked, so the rollback withdraws it from the run (no later request
 // sends it) and the journal records when it expires.
-func (a *chaosSign) Prepare(_ context.Context, rc *drill.RunContext) (drill.Rollback, error) {
-	if err := drill.NeedService(rc.Deps.Minter != nil && rc.Deps.Audit != nil, "chaos key"); err != nil {
+func (a *chaosSign) Prepare(_ context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
+	if err := runtime.NeedService(rc.Deps.Minter != nil && rc.Deps.Audit != nil, "chaos key"); err != nil {
 		return nil, err
 	}
 	id := rc.CurrentStep()
@@ -175,7 +176,7 @@ func (a *chaosSign) Prepare(_ context.Context, rc *drill.RunContext) (drill.Roll
 	return &chaosRollback{step: id, lever: l}, nil
 }
 
-func (a *chaosSign) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+func (a *chaosSign) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
 	svc := rc.Deps
 	req := a.req
 	ttl := min(req.TTL, rc.Remaining(), chaos.MaxTTL).Truncate(time.Second)
@@ -200,7 +201,7 @@ func (a *chaosSign) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 	}
 	rc.AddSecret(m.Value())
 	rc.AddSecret(m.Header.SigString())
-	out := drill.NewOutputs().SetSecret("header", m.Value()).Set("header_name", chaos.HeaderName).
+	out := runtime.NewOutputs().SetSecret("header", m.Value()).Set("header_name", chaos.HeaderName).
 		Set("jti", m.Header.JTI).Set("kid", m.Header.KID).Set("exp", strconv.FormatInt(m.Header.Exp, 10)).
 		Set("expires_at", m.Header.ExpTime().UTC().Format(time.RFC3339)).
 		Set("target", string(m.Header.Target)).Set("fault", m.Header.Fault.String())
@@ -211,11 +212,11 @@ func (a *chaosSign) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 // chaosRollback withdraws a minted header from the run.
 type chaosRollback struct {
 	step  string
-	lever *drill.Lever
+	lever *runtime.Lever
 }
 
 var (
-	_ drill.Rollback = (*chaosRollback)(nil)
+	_ runtime.Rollback = (*chaosRollback)(nil)
 )
 
 func (r *chaosRollback) Subject() string {
@@ -231,7 +232,7 @@ func (r *chaosRollback) Describe() string {
 
 func (r *chaosRollback) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
 
-func (r *chaosRollback) Undo(_ context.Context, rc *drill.RunContext) (string, error) {
+func (r *chaosRollback) Undo(_ context.Context, rc *runtime.RunContext) (string, error) {
 	exp := r.lever.ExpiresAt()
 	if exp.IsZero() {
 		return "no header was minted", nil
@@ -266,7 +267,7 @@ func (r *recoveredChaos) ExpiresAt() time.Time { return time.Time{} }
 
 // LeverRecord is nil: the journal's record stays as it is.
 func (r *recoveredChaos) LeverRecord() *drill.LeverRecord { return nil }
-func (r *recoveredChaos) Undo(context.Context, *drill.RunContext) (string, error) {
+func (r *recoveredChaos) Undo(context.Context, *runtime.RunContext) (string, error) {
 	if r.expires.IsZero() {
 		return "withdrawn: it lived only in the run's process", nil
 	}

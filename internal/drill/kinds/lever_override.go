@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -27,10 +28,10 @@ import (
 // rollbacks undo through [undoOverride].
 
 var (
-	_ drill.Mutating = (*forceOpen)(nil)
-	_ drill.Mutating = (*clearOverride)(nil)
-	_ drill.Rollback = (*overrideRollback)(nil)
-	_ drill.Rollback = (*recoveredOverride)(nil)
+	_ runtime.Mutating = (*forceOpen)(nil)
+	_ runtime.Mutating = (*clearOverride)(nil)
+	_ runtime.Rollback = (*overrideRollback)(nil)
+	_ runtime.Rollback = (*recoveredOverride)(nil)
 )
 
 // BreakerForceOpenKind is the breaker.force-open step: force a dependency's
@@ -48,7 +49,7 @@ var (
 // max-override). Rollback clears it (or restores an override it replaced).
 type BreakerForceOpenKind struct{}
 
-var _ drill.MutatingKind = BreakerForceOpenKind{}
+var _, _ drill.MutatingKind = BreakerForceOpenKind{}, BreakerClearKind{}
 
 // Name implements StepKind.
 func (BreakerForceOpenKind) Name() string { return "breaker.force-open" }
@@ -67,7 +68,7 @@ func (BreakerForceOpenKind) Outputs() []string {
 }
 
 // Decode implements StepKind.
-func (BreakerForceOpenKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+func (BreakerForceOpenKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	f, m, ok := decodeOverrideStep(d, n, "breaker.force-open", "dependency", "for", "reason", "overwrite", "allow_unknown", "wait")
 	if m == nil {
 		return nil
@@ -115,7 +116,7 @@ type forceOpen struct {
 	overwrite bool
 }
 
-func (a *forceOpen) Describe(rc *drill.RunContext) string {
+func (a *forceOpen) Describe(rc *runtime.RunContext) string {
 	how := "until the drill's deadline"
 	if a.forDur > 0 {
 		how = "for " + human.Duration(a.forDur)
@@ -124,19 +125,19 @@ func (a *forceOpen) Describe(rc *drill.RunContext) string {
 }
 
 // Plan implements Mutating.
-func (a *forceOpen) Plan(rc *drill.RunContext) *drill.PlanLever {
+func (a *forceOpen) Plan(rc *runtime.RunContext) *runtime.PlanLever {
 	bound, parts := rc.Drill.Timeout, []string{"the drill's deadline (" + rc.Drill.Timeout.String() + " after the start)"}
 	if a.forDur > 0 {
 		bound, parts = min(bound, a.forDur), append(parts, "for "+a.forDur.String())
 	}
 	m := overridePolicy(rc).MaxFor()
 	bound, parts = min(bound, m), append(parts, "the context's max-override "+m.String())
-	return &drill.PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
+	return &runtime.PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
 		Inverse:              "clear the drill's override (or restore an override someone else held before)",
 		ExpiresWithinSeconds: drill.Seconds(bound), Expiry: "the override expires at the earliest of " + strings.Join(parts, ", ")}
 }
 
-func (a *forceOpen) Prepare(ctx context.Context, rc *drill.RunContext) (drill.Rollback, error) {
+func (a *forceOpen) Prepare(ctx context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
 	// The lever's own rule on the override read: a conflict surfaces
 	// before the drill starts. The force itself is decided and written
 	// once, by Run.
@@ -154,7 +155,7 @@ func (a *forceOpen) Prepare(ctx context.Context, rc *drill.RunContext) (drill.Ro
 	return newOverrideRollback(rc, dep, before), nil
 }
 
-func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
 	svc := rc.Deps
 	dep, reason, l, err := a.start(rc)
 	if err != nil {
@@ -200,7 +201,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 		return nil, err
 	}
 	rc.Recorded(o.Record)
-	out := drill.NewOutputs().Set("dependency", dep).Set("expires_at", res.After.ExpiresAt.UTC().Format(time.RFC3339Nano)).
+	out := runtime.NewOutputs().Set("dependency", dep).Set("expires_at", res.After.ExpiresAt.UTC().Format(time.RFC3339Nano)).
 		Set("version", strconv.FormatInt(res.After.Version, 10))
 	out.Detail = fmt.Sprintf("forced open until %s", res.After.ExpiresAt.UTC().Format(time.RFC3339))
 	if byDeadline {
@@ -219,7 +220,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outpu
 }
 
 // overridePolicy is breaker's duration rule with the context's max-override.
-func overridePolicy(rc *drill.RunContext) breaker.DurationPolicy {
+func overridePolicy(rc *runtime.RunContext) breaker.DurationPolicy {
 	return breaker.DurationPolicy{Max: rc.Deps.MaxOverride}
 }
 
@@ -237,8 +238,6 @@ func overridePolicy(rc *drill.RunContext) breaker.DurationPolicy {
 // rollback that puts it back.
 type BreakerClearKind struct{}
 
-var _ drill.MutatingKind = BreakerClearKind{}
-
 // Name implements StepKind.
 func (BreakerClearKind) Name() string { return "breaker.clear" }
 
@@ -254,7 +253,7 @@ func (BreakerClearKind) Summary() string {
 func (BreakerClearKind) Outputs() []string { return []string{"dependency", "cleared"} }
 
 // Decode implements StepKind.
-func (BreakerClearKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
+func (BreakerClearKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	f, _, ok := decodeOverrideStep(d, n, "breaker.clear", "dependency", "reason", "allow_unknown", "wait")
 	if !ok {
 		return nil
@@ -264,18 +263,18 @@ func (BreakerClearKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Action {
 
 type clearOverride struct{ overrideStep }
 
-func (a *clearOverride) Describe(rc *drill.RunContext) string {
+func (a *clearOverride) Describe(rc *runtime.RunContext) string {
 	return fmt.Sprintf("clear the override of %s", rc.Describe(a.dependency))
 }
 
 // Plan implements Mutating.
-func (a *clearOverride) Plan(rc *drill.RunContext) *drill.PlanLever {
-	return &drill.PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
+func (a *clearOverride) Plan(rc *runtime.RunContext) *runtime.PlanLever {
+	return &runtime.PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
 		Inverse: "restore the override the drill cleared, if someone else held it (same reason, actor and expiry)",
 		Expiry:  "a clear does not lapse: the rollback restores what was there"}
 }
 
-func (a *clearOverride) Prepare(ctx context.Context, rc *drill.RunContext) (drill.Rollback, error) {
+func (a *clearOverride) Prepare(ctx context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
 	dep, cur, moved, err := a.lever(ctx, rc)
 	if err != nil || moved || cur == nil || !cur.ActiveAt(rc.Now()) {
 		return nil, err
@@ -283,7 +282,7 @@ func (a *clearOverride) Prepare(ctx context.Context, rc *drill.RunContext) (dril
 	return newOverrideRollback(rc, dep, cur), nil
 }
 
-func (a *clearOverride) Run(ctx context.Context, rc *drill.RunContext) (*drill.Outputs, error) {
+func (a *clearOverride) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
 	svc := rc.Deps
 	dep, reason, l, err := a.start(rc)
 	if err != nil {
@@ -315,7 +314,7 @@ func (a *clearOverride) Run(ctx context.Context, rc *drill.RunContext) (*drill.O
 		return nil, err
 	}
 	cleared := o.Result.Before != nil
-	out := drill.NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(cleared))
+	out := runtime.NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(cleared))
 	if o.Written {
 		rc.Recorded(o.Record)
 		out.Detail = strings.TrimPrefix(confirmed(o.Result.Confirmed), " ")
@@ -349,7 +348,7 @@ func sameOverride(before any, cur breaker.Override) bool {
 // to the context unless allowUnknown), and, unless an earlier step moved
 // this lever already (moved: its rollback is that step's), its override
 // read (nil: none).
-func (s *overrideStep) lever(ctx context.Context, rc *drill.RunContext) (dep string, cur *breaker.Override, moved bool, err error) {
+func (s *overrideStep) lever(ctx context.Context, rc *runtime.RunContext) (dep string, cur *breaker.Override, moved bool, err error) {
 	if err := needOverrides(rc); err != nil {
 		return "", nil, false, err
 	}
@@ -369,7 +368,7 @@ func (s *overrideStep) lever(ctx context.Context, rc *drill.RunContext) (dep str
 // start is the start of both override steps' Run: the dependency Prepare
 // checked, the reason the change is recorded with, and the lever (nil when
 // Prepare did not run).
-func (s *overrideStep) start(rc *drill.RunContext) (dep, why string, l *drill.Lever, err error) {
+func (s *overrideStep) start(rc *runtime.RunContext) (dep, why string, l *runtime.Lever, err error) {
 	if dep, err = rc.Expand(s.dependency); err != nil {
 		return "", "", nil, err
 	}
@@ -380,12 +379,12 @@ func (s *overrideStep) start(rc *drill.RunContext) (dep, why string, l *drill.Le
 	return dep, why, l, nil
 }
 
-func needOverrides(rc *drill.RunContext) error {
-	return drill.NeedService(rc.Deps.Overrides != nil && rc.Deps.Audit != nil, "store")
+func needOverrides(rc *runtime.RunContext) error {
+	return runtime.NeedService(rc.Deps.Overrides != nil && rc.Deps.Audit != nil, "store")
 }
 
 // readOverride reads dep's override as stored; nil when there is none.
-func readOverride(ctx context.Context, rc *drill.RunContext, dep string) (*breaker.Override, error) {
+func readOverride(ctx context.Context, rc *runtime.RunContext, dep string) (*breaker.Override, error) {
 	cur, err := rc.Deps.Overrides.Get(ctx, dep)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -404,13 +403,13 @@ func readOverride(ctx context.Context, rc *drill.RunContext, dep string) (*break
 // is left alone, whatever its actor or reason say.
 type overrideRollback struct {
 	dependency string
-	lever      *drill.Lever
+	lever      *runtime.Lever
 }
 
 // newOverrideRollback records the lever of dep, about to be moved for the
 // first time, and returns its rollback; before is the override read (nil:
 // none).
-func newOverrideRollback(rc *drill.RunContext, dep string, before *breaker.Override) *overrideRollback {
+func newOverrideRollback(rc *runtime.RunContext, dep string, before *breaker.Override) *overrideRollback {
 	return &overrideRollback{dependency: dep, lever: rc.NewLever(breaker.OverrideKey(dep), before)}
 }
 
@@ -440,18 +439,18 @@ func (r *overrideRollback) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
 
 // lastWrite returns the drill's last change of the lever l, and whether it
 // made (or may have made) one.
-func lastWrite(l *drill.Lever) (overrideWrite, bool) {
+func lastWrite(l *runtime.Lever) (overrideWrite, bool) {
 	w, _ := l.Written().(overrideWrite)
 	return w, l.Moved()
 }
 
 // mine reports whether cur is the drill's own last write of l.
-func mine(l *drill.Lever, cur breaker.Override) bool {
+func mine(l *runtime.Lever, cur breaker.Override) bool {
 	w, moved := lastWrite(l)
 	return moved && w.after != nil && w.change != "" && cur.WriteID == w.change
 }
 
-func (r *overrideRollback) Undo(ctx context.Context, rc *drill.RunContext) (string, error) {
+func (r *overrideRollback) Undo(ctx context.Context, rc *runtime.RunContext) (string, error) {
 	return undoOverride(ctx, rc, func() (*breaker.RestoreRequest, string, error) {
 		w, moved := lastWrite(r.lever)
 		if !moved {
@@ -487,7 +486,7 @@ func (r *overrideRollback) LeverRecord() *drill.LeverRecord {
 // what the caller knows (nil: nothing to write, done says why); the
 // restore is [breaker.Overrides.Restore] with its record staged into its
 // transaction, the record named in the journal once the change committed.
-func undoOverride(ctx context.Context, rc *drill.RunContext, decide func() (*breaker.RestoreRequest, string, error)) (string, error) {
+func undoOverride(ctx context.Context, rc *runtime.RunContext, decide func() (*breaker.RestoreRequest, string, error)) (string, error) {
 	if err := needOverrides(rc); err != nil {
 		return "", err
 	}
@@ -519,7 +518,7 @@ func undoOverride(ctx context.Context, rc *drill.RunContext, decide func() (*bre
 	return detail + confirmed(res.Confirmed), nil
 }
 
-func recoverOverride(in RecoverInput) (drill.Rollback, []string, error) {
+func recoverOverride(in RecoverInput) (runtime.Rollback, []string, error) {
 	rec, l := in.Record, in.Record.Lever
 	dep := l.Dependency
 	subject := breaker.OverrideKey(dep)
@@ -643,13 +642,13 @@ func sameContent(a, b breaker.Override) bool {
 	return a.State == b.State && a.Actor == b.Actor && a.Reason == b.Reason && a.ExpiresAt.Equal(b.ExpiresAt)
 }
 
-func (r *recoveredOverride) Undo(ctx context.Context, rc *drill.RunContext) (string, error) {
+func (r *recoveredOverride) Undo(ctx context.Context, rc *runtime.RunContext) (string, error) {
 	return undoOverride(ctx, rc, func() (*breaker.RestoreRequest, string, error) { return r.decide(ctx, rc) })
 }
 
 // decide is what recover writes: from the override's item as stored and
 // the audit trail of its subject, never from the journal.
-func (r *recoveredOverride) decide(ctx context.Context, rc *drill.RunContext) (*breaker.RestoreRequest, string, error) {
+func (r *recoveredOverride) decide(ctx context.Context, rc *runtime.RunContext) (*breaker.RestoreRequest, string, error) {
 	cur, err := readOverride(ctx, rc, r.dependency)
 	if err != nil {
 		return nil, "", err

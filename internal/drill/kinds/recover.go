@@ -9,6 +9,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -54,7 +55,7 @@ func NeedsTrail(rec drill.RollbackRecord) bool {
 // must write nothing. A rollback that cannot be rebuilt (an explicit
 // step, a journal from an older koshactl) is an error: that rollback fails,
 // and the others run.
-func RecoverRollback(in RecoverInput) (drill.Rollback, []string, error) {
+func RecoverRollback(in RecoverInput) (runtime.Rollback, []string, error) {
 	rec := in.Record
 	if !NeedsTrail(rec) {
 		rb, err := RollbackFromRecord(rec)
@@ -107,7 +108,7 @@ func (u *unrecorded) Subject() string                 { return u.subject }
 func (u *unrecorded) Describe() string                { return "nothing the audit trail records to undo" }
 func (u *unrecorded) ExpiresAt() time.Time            { return time.Time{} }
 func (u *unrecorded) LeverRecord() *drill.LeverRecord { return nil }
-func (u *unrecorded) Undo(context.Context, *drill.RunContext) (string, error) {
+func (u *unrecorded) Undo(context.Context, *runtime.RunContext) (string, error) {
 	return fmt.Sprintf("nothing to undo: the audit trail records no change of run %s to %s (the run died before its step wrote)", u.runID, u.subject), nil
 }
 
@@ -160,7 +161,7 @@ func orderTrail(trail []audit.Record, keys func(audit.Record) link) []audit.Reco
 // the levers that need nothing but the journal (a chaos header) or that
 // recover does not run (an explicit step). Store levers are rebuilt by
 // [RecoverRollback] from the audit trail.
-func RollbackFromRecord(rec drill.RollbackRecord) (drill.Rollback, error) {
+func RollbackFromRecord(rec drill.RollbackRecord) (runtime.Rollback, error) {
 	l := rec.Lever
 	if l == nil {
 		return nil, fmt.Errorf("the journal does not say which lever %s moves (written by an older koshactl): restore %s by hand", rec.ID, rec.Subject)

@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // Shell limits.
@@ -87,7 +88,7 @@ func decodeShell(d *drill.Decoder, n *yaml.Node, what string) *shellSpec {
 // then the spec's own env. This is the only way values reach a command
 // (its text takes no references). An env: value holding NUL, which the
 // environment cannot carry, is an error.
-func (s *shellSpec) environ(rc *drill.RunContext) ([]string, error) {
+func (s *shellSpec) environ(rc *runtime.RunContext) ([]string, error) {
 	env := rc.Environ()
 	for _, e := range s.env {
 		v, err := rc.Expand(e.Value)
@@ -138,7 +139,7 @@ type shellResult struct {
 
 // exec runs the command within ctx; on cancellation the whole process
 // group is killed.
-func (s *shellSpec) exec(ctx context.Context, rc *drill.RunContext) (*shellResult, error) {
+func (s *shellSpec) exec(ctx context.Context, rc *runtime.RunContext) (*shellResult, error) {
 	// The parser refuses references in a command; a command built in code
 	// is held to the same rule here, at the sink.
 	script, static := s.run.Static()
@@ -199,10 +200,10 @@ func firstLine(s string) string {
 	return line
 }
 
-func (s *shellSpec) describe(rc *drill.RunContext) string {
+func (s *shellSpec) describe(rc *runtime.RunContext) string {
 	return "run: " + firstLine(rc.Describe(s.run))
 }
 
-func shellOutputs(r *shellResult) *drill.Outputs {
-	return drill.NewOutputs().Set("stdout", r.stdout).Set("stderr", r.stderr).Set("exit_code", strconv.Itoa(r.exitCode))
+func shellOutputs(r *shellResult) *runtime.Outputs {
+	return runtime.NewOutputs().Set("stdout", r.stdout).Set("stderr", r.stderr).Set("exit_code", strconv.Itoa(r.exitCode))
 }

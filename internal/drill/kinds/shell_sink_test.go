@@ -8,6 +8,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // Any reference in a shell command is a problem, whatever it names; the
@@ -45,7 +46,7 @@ func TestShellCommandsTakeNoReferences(t *testing.T) {
 	}
 	// $${ is still a literal ${ for the shell's own expansion.
 	d := shellParse(t, "name: s\ntimeout: 1m\nsteps:\n  - shell: 'echo \"$${DRILL_NAME}\"'\n")
-	if got := d.Steps[0].Action.(*shellStep).spec.run.Raw(); got != `echo "$${DRILL_NAME}"` {
+	if got := d.Steps[0].Spec.(*shellStep).spec.run.Raw(); got != `echo "$${DRILL_NAME}"` {
 		t.Errorf("run = %q", got)
 	}
 }
@@ -53,13 +54,13 @@ func TestShellCommandsTakeNoReferences(t *testing.T) {
 // Every hostile value reaches a shell command through its environment as
 // the same bytes, and runs nothing.
 func TestShellReceivesHostileValuesAsData(t *testing.T) {
-	svc := &drill.Deps{Environ: []string{"PATH=/usr/bin:/bin"}}
+	svc := &runtime.Deps{Environ: []string{"PATH=/usr/bin:/bin"}}
 	dir := t.TempDir()
 	for _, v := range drilltest.HostileValues {
 		d := shellParse(t, "name: s\ntimeout: 1m\nvars: {v: x}\nsteps:\n  - shell:\n      run: printf '%s|' \"$DRILL_VAR_V\" \"$V\"\n      env: {V: \"${vars.v}\"}\n      dir: "+dir+"\n")
-		rc := drill.NewRunContext(d, "run1", svc, nil)
+		rc := runtime.NewRunContext(d, "run1", svc, nil)
 		rc.SetVar("v", v, false)
-		r, err := d.Steps[0].Action.(*shellStep).spec.exec(context.Background(), rc)
+		r, err := d.Steps[0].Spec.(*shellStep).spec.exec(context.Background(), rc)
 		if strings.IndexByte(v, 0) >= 0 {
 			if err == nil || !strings.Contains(err.Error(), "env V: the value holds a NUL byte") {
 				t.Errorf("%q: err = %v", v, err)
@@ -81,10 +82,10 @@ func TestShellReceivesHostileValuesAsData(t *testing.T) {
 func TestShellEnvironmentLeavesOutANULValue(t *testing.T) {
 	d := shellParse(t, "name: s\ntimeout: 1m\nvars: {v: x, w: y}\nsteps:\n  - shell: 'printf \"%s|%s\" \"$${DRILL_VAR_V-unset}\" \"$DRILL_VAR_W\"'\n")
 	var notes []string
-	rc := drill.NewRunContext(d, "run1", &drill.Deps{}, func(s string) { notes = append(notes, s) })
+	rc := runtime.NewRunContext(d, "run1", &runtime.Deps{}, func(s string) { notes = append(notes, s) })
 	rc.SetVar("v", "a\x00b", false)
 	rc.SetVar("w", "fine", false)
-	r, err := d.Steps[0].Action.(*shellStep).spec.exec(context.Background(), rc)
+	r, err := d.Steps[0].Spec.(*shellStep).spec.exec(context.Background(), rc)
 	if err != nil || r.stdout != "unset|fine" {
 		t.Fatalf("%v %+v", err, r)
 	}
@@ -115,9 +116,9 @@ func shellParse(t testing.TB, src string) *drill.Drill {
 }
 
 // shellRun returns a run context whose variable v holds value.
-func shellRun(t testing.TB, value string) *drill.RunContext {
+func shellRun(t testing.TB, value string) *runtime.RunContext {
 	t.Helper()
-	rc := drill.NewRunContext(shellParse(t, "name: s\ntimeout: 1m\nvars: {v: x}\nsteps: [{sleep: 1s}]\n"), "run1", &drill.Deps{}, nil)
+	rc := runtime.NewRunContext(shellParse(t, "name: s\ntimeout: 1m\nvars: {v: x}\nsteps: [{sleep: 1s}]\n"), "run1", &runtime.Deps{}, nil)
 	rc.SetVar("v", value, false)
 	return rc
 }

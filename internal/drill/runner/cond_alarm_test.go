@@ -12,7 +12,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 )
@@ -24,7 +23,7 @@ var alarmSince = time.Date(2026, 11, 29, 19, 0, 3, 0, time.UTC)
 func (e *env) withAlarms(t *testing.T) *cwfake.Server {
 	t.Helper()
 	cw := cwfake.New(t)
-	e.svc.Alarms = metrics.NewAlarmSource(metrics.SourceConfig{
+	e.Deps.Alarms = metrics.NewAlarmSource(metrics.SourceConfig{
 		Context: &config.Context{Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 		AWSConfig: func(context.Context) (aws.Config, error) {
 			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
@@ -82,7 +81,7 @@ steps:
 	if s := stepByID(t, j, "hold"); s.Status != drill.StatusStopped {
 		t.Errorf("hold = %+v", s)
 	}
-	if !j.RollbacksOK || e.store.has(breaker.OverrideKey("openai")) {
+	if !j.RollbacksOK || e.Store.Has(breaker.OverrideKey("openai")) {
 		t.Errorf("rollback after the alarm: %+v", j.Rollbacks)
 	}
 	// The hypothesis after the rollback sees the alarm still firing.
@@ -165,7 +164,7 @@ steps:
 		!strings.Contains(j.Preflight[0].Error, "no CloudWatch alarm matches api-5xxx in eu-west-1") || !strings.Contains(j.Reason, "describe-alarms --region eu-west-1") {
 		t.Errorf("outcome %s exit %d: %s; preflight %+v", j.Outcome, j.ExitCode, j.Reason, j.Preflight)
 	}
-	if e.store.has(breaker.OverrideKey("openai")) || len(j.Rollbacks) != 0 {
+	if e.Store.Has(breaker.OverrideKey("openai")) || len(j.Rollbacks) != 0 {
 		t.Error("a refused drill pulled a lever")
 	}
 }
@@ -188,22 +187,7 @@ steps:
 	if j.Outcome != drill.OutcomeInvalid || j.ExitCode != drill.ExitInvalid || !strings.Contains(j.Reason, "share no common name prefix") {
 		t.Errorf("outcome %s exit %d: %s", j.Outcome, j.ExitCode, j.Reason)
 	}
-	if len(cw.AlarmRequests()) != 0 || e.store.has(breaker.OverrideKey("openai")) {
+	if len(cw.AlarmRequests()) != 0 || e.Store.Has(breaker.OverrideKey("openai")) {
 		t.Error("an invalid drill acted")
-	}
-}
-
-func TestAlarmConditionParseProblems(t *testing.T) {
-	for src, want := range map[string]string{
-		"alarm: {}":                        "give name",
-		"alarm: {name: a, state: red}":     `"red": use ALARM`,
-		"alarm: {name: a, region: Europe}": "is not an AWS region",
-		"alarm: {name: a, dimension: x}":   `unknown field "dimension"`,
-		"alarm: {name: ['']}":              "1-255 characters",
-	} {
-		_, probs := drill.Parse(kinds.Builtin(), "t.yaml", []byte("name: p\ntimeout: 1m\nstop_conditions:\n  - "+src+"\nsteps:\n  - shell: \"true\"\n"))
-		if len(probs) == 0 || !strings.Contains(probs[0].Message, want) {
-			t.Errorf("%s: problems %v, want %q", src, probs, want)
-		}
 	}
 }

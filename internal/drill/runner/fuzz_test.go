@@ -51,7 +51,7 @@ func FuzzParse(f *testing.F) {
 			}
 			seen := map[string]bool{}
 			for _, s := range d.Steps {
-				if s.Action == nil || s.Kind == nil || seen[s.ID] || !drill.ValidStepID(s.ID) {
+				if s.Spec == nil || s.Kind == nil || seen[s.ID] || !drill.ValidStepID(s.ID) {
 					t.Fatalf("step %+v", s)
 				}
 				seen[s.ID] = true

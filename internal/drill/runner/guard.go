@@ -7,8 +7,8 @@ import (
 	"slices"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
 // The guards of a run: the preflight of every stop condition and
@@ -24,7 +24,7 @@ type StopError struct {
 	Condition string
 	Detail    string
 	// Alarms are the alarms that fired (alarm conditions).
-	Alarms []metrics.Alarm
+	Alarms []drill.Alarm
 }
 
 // Error names the condition and what it observed.
@@ -33,14 +33,14 @@ func (e *StopError) Error() string {
 }
 
 // evaluate evaluates c once, bounded by its timeout.
-func evaluate(ctx context.Context, rc *drill.RunContext, c *drill.Check) (drill.Observation, error) {
+func evaluate(ctx context.Context, rc *runtime.RunContext, c *drill.Check) (runtime.Observation, error) {
 	timeout := c.Timeout
 	if timeout == 0 {
 		timeout = drill.DefaultCheckTimeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return c.Condition.Check(cctx, rc)
+	return runtime.ConditionOf(c).Check(cctx, rc)
 }
 
 // preflight evaluates every stop condition and hypothesis check once,
@@ -54,7 +54,7 @@ func (u *run) preflight(ctx context.Context) bool {
 		return true
 	}
 	r.emit(Event{Kind: EventPhase, Phase: drill.PhasePreflight})
-	round := drill.WithAlarmRound(ctx)
+	round := runtime.WithAlarmRound(ctx)
 	var refusal *drill.GuardRecord
 	var refusalErr error
 	failures := 0
@@ -65,13 +65,13 @@ func (u *run) preflight(ctx context.Context) bool {
 			return
 		}
 		end := rc.Now()
-		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)),
+		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c),
 			OK: err == nil, Checks: 1, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end), DurationSeconds: drill.Seconds(end.Sub(start))}
 		if err == nil {
 			rec.Detail = "can be evaluated: " + rc.Redact(obs.Detail)
 		} else {
 			failures++
-			cause, fix := rc.Redact(err.Error()), rc.Redact(drill.GuardFix(err))
+			cause, fix := rc.Redact(err.Error()), rc.Redact(runtime.GuardFix(err))
 			rec.Error = fmt.Sprintf("%s could not be evaluated: %s (fix: %s)", role, cause, fix)
 			if refusal == nil {
 				refusal = &drill.GuardRecord{Phase: drill.GuardPreflight, Role: role, Condition: c.Name, Cause: cause, Fix: fix, At: end.UTC()}
@@ -102,7 +102,7 @@ func (u *run) preflight(ctx context.Context) bool {
 	}
 	r.update(func() {
 		j.Outcome, j.Reason, j.Guard = drill.OutcomeRefused, reason+"; nothing was done", refusal
-		r.guardCode = exitcode.Of(drill.GuardFailure(refusalErr))
+		r.guardCode = exitcode.Of(runtime.GuardFailure(refusalErr))
 		for i := range j.Steps {
 			j.Steps[i].Status = drill.StatusSkipped
 		}
@@ -112,24 +112,24 @@ func (u *run) preflight(ctx context.Context) bool {
 }
 
 // lostGuard records gl as the run's lost guard; the caller holds r.mu.
-func (u *run) lostGuard(gl *drill.GuardLostError) {
+func (u *run) lostGuard(gl *runtime.GuardLostError) {
 	rc, j := u.rc, u.j
-	j.Reason = rc.Redact(gl.Error()) + ": " + rc.Redact(drill.GuardFix(gl.Err))
+	j.Reason = rc.Redact(gl.Error()) + ": " + rc.Redact(runtime.GuardFix(gl.Err))
 	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: gl.Role, Condition: gl.Name, Cause: rc.Redact(gl.Err.Error()),
-		Fix: rc.Redact(drill.GuardFix(gl.Err)), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
+		Fix: rc.Redact(runtime.GuardFix(gl.Err)), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
 		GraceSeconds: drill.Seconds(gl.Grace.For), At: rc.Now().UTC()}
-	u.jr.guardCode = exitcode.Of(drill.GuardFailure(gl.Err))
+	u.jr.guardCode = exitcode.Of(runtime.GuardFailure(gl.Err))
 }
 
 // firstStop evaluates the stop conditions once and returns the first that
 // holds (a *StopError), or the first whose guard is lost: one that stayed
-// unevaluable past the drill's guard_grace (a *drill.GuardLostError). An
+// unevaluable past the drill's guard_grace (a *runtime.GuardLostError). An
 // evaluation error within the grace, or of a condition that says
 // on_error: continue, is a notice.
 func (u *run) firstStop(ctx context.Context) error {
 	r, d, rc := u.jr, u.d, u.rc
 	// One poll round: the alarm conditions share one DescribeAlarms call.
-	round := drill.WithAlarmRound(ctx)
+	round := runtime.WithAlarmRound(ctx)
 	for _, c := range d.StopConditions {
 		obs, err := evaluate(round, rc, c)
 		if ctx.Err() != nil {
@@ -143,10 +143,10 @@ func (u *run) firstStop(ctx context.Context) error {
 		u.guardMu.Lock()
 		g := u.guards[c]
 		if g == nil {
-			g = &drill.GuardState{Grace: d.GuardGrace}
+			g = &runtime.GuardState{Grace: d.GuardGrace}
 			u.guards[c] = g
 		}
-		var lost *drill.GuardLostError
+		var lost *runtime.GuardLostError
 		recovered := false
 		if err != nil {
 			if g.Fail(rc.Now(), err) && c.OnError != drill.OnErrorContinue {

@@ -46,7 +46,7 @@ steps:
 	if g := j.Guard; g == nil || g.Phase != drill.GuardPreflight || g.Role != drill.RoleStopCondition || g.Condition != "core-api open" || g.Fix == "" {
 		t.Errorf("guard = %+v", j.Guard)
 	}
-	if e.store.has(breaker.OverrideKey("openai")) || len(j.Rollbacks) != 0 || len(e.auditRecords()) != 0 {
+	if e.Store.Has(breaker.OverrideKey("openai")) || len(j.Rollbacks) != 0 || len(e.auditRecords()) != 0 {
 		t.Errorf("a refused run acted: rollbacks %+v, audit %+v", j.Rollbacks, e.auditRecords())
 	}
 	if j.Steps[0].Status != drill.StatusSkipped || len(j.Preflight) != 1 || j.Preflight[0].OK {
@@ -67,7 +67,7 @@ steps:
 func TestPreflightRefusesAnUnreachableHypothesisSource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.fleet.setMetricsDown(true)
+		e.Fleet.SetMetricsDown(true)
 		d := parse(t, `
 name: no-sandbox
 timeout: 3m
@@ -89,7 +89,7 @@ steps:
 				t.Errorf("reason lacks %q: %s", want, j.Reason)
 			}
 		}
-		if len(j.Hypothesis.Before) != 0 || e.store.has(breaker.OverrideKey("openai")) {
+		if len(j.Hypothesis.Before) != 0 || e.Store.Has(breaker.OverrideKey("openai")) {
 			t.Errorf("a refused run went on: %+v", j.Hypothesis.Before)
 		}
 	})
@@ -138,7 +138,7 @@ func TestStopConditionLostMidRunRollsBack(t *testing.T) {
 				rec := &recorder{on: func(ev Event) {
 					if ev.Kind == EventStepStarted && ev.Step.ID == "hold" {
 						down = time.Now()
-						e.fleet.setMetricsDown(true)
+						e.Fleet.SetMetricsDown(true)
 					}
 				}}
 				j, log := e.run(context.Background(), d, rec)
@@ -160,7 +160,7 @@ func TestStopConditionLostMidRunRollsBack(t *testing.T) {
 				if s := stepByID(t, j, "never"); s.Status != drill.StatusSkipped {
 					t.Errorf("never = %+v", s)
 				}
-				if e.store.has(breaker.OverrideKey("openai")) {
+				if e.Store.Has(breaker.OverrideKey("openai")) {
 					t.Error("the override is still there after a lost guard")
 				}
 				if !strings.Contains(log, "GUARD LOST") {
@@ -186,10 +186,10 @@ func TestStopConditionOnErrorContinueGoesOnBlind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		d := parse(t, lostSrc("guard_grace: {polls: 2, for: 1s}", "    on_error: continue"))
-		d.Steps[1].Action = parse(t, "name: x\ntimeout: 1m\nsteps:\n  - sleep: 5s\n").Steps[0].Action
+		d.Steps[1].Spec = parse(t, "name: x\ntimeout: 1m\nsteps:\n  - sleep: 5s\n").Steps[0].Spec
 		rec := &recorder{on: func(ev Event) {
 			if ev.Kind == EventStepStarted && ev.Step.ID == "hold" {
-				e.fleet.setMetricsDown(true)
+				e.Fleet.SetMetricsDown(true)
 			}
 		}}
 		j, log := e.run(context.Background(), d, rec)
@@ -201,7 +201,7 @@ func TestStopConditionOnErrorContinueGoesOnBlind(t *testing.T) {
 			t.Errorf("notices = %q", j.Notices)
 		}
 		var b strings.Builder
-		WritePlan(&b, NewPlan(context.Background(), d, e.svc))
+		WritePlan(&b, NewPlan(context.Background(), d, e.Deps))
 		if !strings.Contains(b.String(), "on_error: continue") {
 			t.Errorf("the plan does not show on_error: continue:\n%s", b.String())
 		}
@@ -214,13 +214,13 @@ func TestStopConditionRecoveringWithinTheGraceStopsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		d := parse(t, lostSrc("guard_grace: {polls: 3, for: 1s}", ""))
-		d.Steps[1].Action = parse(t, "name: x\ntimeout: 1m\nsteps:\n  - sleep: 5s\n").Steps[0].Action
+		d.Steps[1].Spec = parse(t, "name: x\ntimeout: 1m\nsteps:\n  - sleep: 5s\n").Steps[0].Spec
 		rec := &recorder{on: func(ev Event) {
 			if ev.Kind == EventStepStarted && ev.Step.ID == "hold" {
-				e.fleet.setMetricsDown(true)
+				e.Fleet.SetMetricsDown(true)
 				go func() {
 					time.Sleep(500 * time.Millisecond) // bubble time: 5 polls, less than the 1 s grace
-					e.fleet.setMetricsDown(false)
+					e.Fleet.SetMetricsDown(false)
 				}()
 			}
 		}}
@@ -299,12 +299,12 @@ steps:
 				rec := &recorder{on: func(ev Event) {
 					if tc.downAt(ev) {
 						down = time.Now()
-						e.fleet.setMetricsDown(true)
+						e.Fleet.SetMetricsDown(true)
 					}
 				}}
 				j, log := e.run(context.Background(), d, rec)
 				took := time.Since(down)
-				if j.Outcome != tc.want || !j.RollbacksOK || e.store.has(breaker.OverrideKey("openai")) {
+				if j.Outcome != tc.want || !j.RollbacksOK || e.Store.Has(breaker.OverrideKey("openai")) {
 					t.Fatalf("outcome %s: %s\n%s", j.Outcome, j.Reason, log)
 				}
 				if tc.role == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // The hypothesis phases: the steady state checked before the steps and
@@ -98,23 +99,23 @@ func firstNonEmpty(s ...string) string {
 // check evaluates one hypothesis check and records it. A check that polls
 // (within) is a guard: when it stays unevaluable past the drill's grace it
 // ends with the lost guard, unless it says on_error: continue.
-func (u *run) check(ctx context.Context, c *drill.Check, phase string) (drill.CheckRecord, *drill.GuardLostError) {
+func (u *run) check(ctx context.Context, c *drill.Check, phase string) (drill.CheckRecord, *runtime.GuardLostError) {
 	r, d, rc := u.jr, u.d, u.rc
 	start := rc.Now()
 	interval := c.Interval
 	if interval == 0 {
 		interval = d.PollInterval
 	}
-	spec := drill.PollSpec{Within: c.Within, Interval: interval, Attempt: c.Timeout}
+	spec := runtime.PollSpec{Within: c.Within, Interval: interval, Attempt: c.Timeout}
 	if c.Within > 0 && c.OnError != drill.OnErrorContinue {
-		spec.Guard = &drill.PollGuard{Role: drill.RoleHypothesis, Name: c.Name, Grace: d.GuardGrace}
+		spec.Guard = &runtime.PollGuard{Role: drill.RoleHypothesis, Name: c.Name, Grace: d.GuardGrace}
 	}
-	res, err := drill.PollWith(ctx, rc, c.Condition, spec)
+	res, err := runtime.PollWith(ctx, rc, runtime.ConditionOf(c), spec)
 	end := rc.Now()
-	rec := drill.CheckRecord{Phase: phase, Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)),
+	rec := drill.CheckRecord{Phase: phase, Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c),
 		OK: err == nil, Detail: rc.Redact(res.Obs.Detail), Checks: res.Polls, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end),
 		DurationSeconds: drill.Seconds(end.Sub(start))}
-	var lost *drill.GuardLostError
+	var lost *runtime.GuardLostError
 	switch {
 	case err == nil:
 	case errors.As(err, &lost):

@@ -16,9 +16,9 @@ import (
 
 func TestHypothesisFailingBeforeRunsNoStep(t *testing.T) {
 	e := newEnv(t)
-	e.fleet.set("openai", gauge.Open)
+	e.Fleet.Set("openai", gauge.Open)
 	out := filepath.Join(t.TempDir(), "cleanup")
-	e.svc.Environ = []string{"OUT=" + out}
+	e.Deps.Environ = []string{"OUT=" + out}
 	d := parse(t, `
 name: not-steady
 timeout: 1m
@@ -34,7 +34,7 @@ rollback:
 	if j.Outcome != drill.OutcomeFailed || j.ExitCode != drill.ExitFailed {
 		t.Fatalf("outcome %s\n%s", j.Outcome, log)
 	}
-	if j.Steps[0].Status != drill.StatusSkipped || e.store.has(breaker.OverrideKey("core-api")) {
+	if j.Steps[0].Status != drill.StatusSkipped || e.Store.Has(breaker.OverrideKey("core-api")) {
 		t.Errorf("a step ran although the steady state did not hold: %+v", j.Steps[0])
 	}
 	if !strings.Contains(j.Reason, "openai: 2 instance(s): 2 open") {
@@ -66,7 +66,7 @@ steps:
 		go func() {
 			// The fleet's breaker recovers 3.5s into the re-check.
 			time.Sleep(3500 * time.Millisecond)
-			e.fleet.set("openai", gauge.Closed)
+			e.Fleet.Set("openai", gauge.Closed)
 		}()
 		j, log := e.run(context.Background(), d)
 		if j.Outcome != drill.OutcomePassed {

@@ -71,7 +71,7 @@ func TestDrillLeverAndRollbackWithLostAnswersAreRecordedOnce(t *testing.T) {
 				}
 			}}
 			var log strings.Builder
-			r := &Runner{Deps: e.svc, Reporters: []Reporter{&LiveLog{W: &log}, faults}, RollbackContext: rbCtx}
+			r := &Runner{Deps: e.Deps, Reporters: []Reporter{&LiveLog{W: &log}, faults}, RollbackContext: rbCtx}
 			j := r.Run(ctx, parse(t, forceOnly))
 
 			hit := p.Lost("TransactWriteItems")
@@ -94,7 +94,7 @@ func TestDrillLeverAndRollbackWithLostAnswersAreRecordedOnce(t *testing.T) {
 			if out := log.String(); strings.Contains(out, "NOT AUDITED") || strings.Contains(out, "repair") || strings.Contains(out, "NOT RESTORED") {
 				t.Errorf("live log:\n%s", out)
 			}
-			l, err := e.log.List(context.Background(), audit.Query{Scan: true, Subject: "breaker#openai"})
+			l, err := e.Audit.List(context.Background(), audit.Query{Scan: true, Subject: "breaker#openai"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +110,7 @@ func TestDrillLeverAndRollbackWithLostAnswersAreRecordedOnce(t *testing.T) {
 			if len(forces) != 1 || len(clears) != 1 {
 				t.Fatalf("%d force and %d clear records, want exactly one each: %+v", len(forces), len(clears), l.Records)
 			}
-			if _, err := e.ov.Get(context.Background(), "openai"); err == nil {
+			if _, err := e.Overrides.Get(context.Background(), "openai"); err == nil {
 				t.Error("the drill's override is still stored")
 			}
 			if len(j.Audit) != 2 || j.Audit[0].ID != forces[0].ID || j.Audit[1].ID != clears[0].ID {

@@ -16,7 +16,7 @@ import (
 func TestDrillFlagsAndClearsAMalformedOverride(t *testing.T) {
 	e := newEnv(t)
 	now := time.Now().UnixMilli()
-	if err := e.store.Put(context.Background(), store.Item{store.PK: "breaker#openai", "state": "forced_open",
+	if err := e.Store.Put(context.Background(), store.Item{store.PK: "breaker#openai", "state": "forced_open",
 		"reason": "by hand", "actor": "ops@cli", "created_at": now, "expires_at": "tomorrow", "version": 1.5}, store.Always()); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ steps:
 	// The step "gone" passed: the clear removed it in one step. The rollback
 	// then puts back what was there before the drill, as the data plane read
 	// it: forced open by ops@cli, no expiry (its expiry was unreadable).
-	o, err := e.ov.Get(context.Background(), "openai")
+	o, err := e.Overrides.Get(context.Background(), "openai")
 	if err != nil || o.Malformed() || o.Actor != "ops@cli" || o.Expires() || len(j.Rollbacks) != 1 ||
 		!strings.Contains(j.Rollbacks[0].Detail, "restored the override held by ops@cli") {
 		t.Errorf("after rollback: %+v, %v; rollbacks %+v", o, err, j.Rollbacks)
@@ -55,7 +55,7 @@ steps:
 // worded for the drill file (overwrite: true), never with the CLI's flag.
 func TestDrillConflictOnAMalformedOverrideNamesTheDrillKey(t *testing.T) {
 	e := newEnv(t)
-	if err := e.store.Put(context.Background(), store.Item{store.PK: "breaker#openai", "state": "forced_open",
+	if err := e.Store.Put(context.Background(), store.Item{store.PK: "breaker#openai", "state": "forced_open",
 		"reason": "by hand", "actor": "ops@cli", "created_at": time.Now().UnixMilli(), "expires_at": "tomorrow", "version": 1.5}, store.Always()); err != nil {
 		t.Fatal(err)
 	}

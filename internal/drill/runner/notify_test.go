@@ -24,7 +24,7 @@ import (
 func TestRunAnnouncesItsStartAndItsEnd(t *testing.T) {
 	e := newEnv(t)
 	rcv := notifytest.Start(t, notifytest.Accept)
-	r := &Runner{Deps: e.svc, Notifier: &notify.Dispatcher{Context: "test", Clock: e.clock,
+	r := &Runner{Deps: e.Deps, Notifier: &notify.Dispatcher{Context: "test", Clock: e.Clock,
 		Sinks: []notify.Sink{&notify.Webhook{SinkName: "hook", URL: rcv.URL()}}}}
 	j := r.Run(context.Background(), parse(t, outageDrill))
 	if j.Outcome != drill.OutcomePassed {
@@ -86,7 +86,7 @@ func TestAStopIsAnnouncedEscaped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		rec := &slackRecorder{}
-		r := &Runner{Deps: e.svc, Notifier: &notify.Dispatcher{Context: "test", Clock: e.clock,
+		r := &Runner{Deps: e.Deps, Notifier: &notify.Dispatcher{Context: "test", Clock: e.Clock,
 			Sinks: []notify.Sink{&notify.Webhook{SinkName: "chat", URL: "https://hooks.example.com/x", Format: notify.FormatSlack,
 				Client: &http.Client{Transport: rec}}}}}
 		d := parse(t, `
@@ -104,7 +104,7 @@ steps:
 `)
 		go func() {
 			time.Sleep(1100 * time.Millisecond)
-			e.fleet.set("core-api", gauge.Open)
+			e.Fleet.Set("core-api", gauge.Open)
 		}()
 		j := r.Run(context.Background(), d)
 		if j.Outcome != drill.OutcomeStopped {
@@ -132,7 +132,7 @@ func TestRecoveryIsAnnounced(t *testing.T) {
 	e := newEnv(t)
 	j := abandonedRun(t, e, twoLevers)
 	rcv := notifytest.Start(t, notifytest.Accept)
-	rv := &Recovery{Deps: e.svc, Trail: e.log, Notifier: &notify.Dispatcher{Context: "test", Clock: e.clock,
+	rv := &Recovery{Deps: e.Deps, Trail: e.Audit, Notifier: &notify.Dispatcher{Context: "test", Clock: e.Clock,
 		Sinks: []notify.Sink{&notify.Webhook{SinkName: "hook", URL: rcv.URL()}}}}
 	if rec, err := rv.Run(context.Background(), j); err != nil || rec == nil || !rec.OK {
 		t.Fatalf("recovery = %+v, %v", rec, err)

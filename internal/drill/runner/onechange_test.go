@@ -36,7 +36,7 @@ func atPhase(phase string, f func()) *recorder {
 }
 
 func (e *env) records(action, subject string) []audit.Record {
-	e.t.Helper()
+	e.T.Helper()
 	var out []audit.Record
 	for _, r := range e.auditRecords() {
 		if r.Action == action && r.Subject == subject {
@@ -51,11 +51,11 @@ func (e *env) records(action, subject string) []audit.Record {
 // one record, and the journal names exactly those two records.
 func TestLeverAndRollbackWhoseAnswersAreLostAreConfirmedOnce(t *testing.T) {
 	e := newEnv(t)
-	e.store.lostPut = breaker.OverridePrefix
+	e.Store.LostPut = breaker.OverridePrefix
 	lose := atPhase(drill.PhaseRollback, func() {
-		e.store.mu.Lock()
-		e.store.lostPut = audit.Prefix // the clear puts only its record
-		e.store.mu.Unlock()
+		e.Store.Inject(func() {
+			e.Store.LostPut = audit.Prefix // the clear puts only its record
+		})
 	})
 	j, log := e.run(context.Background(), parse(t, forceOnly), lose)
 	if j.ExitCode != drill.ExitPassed || !j.RollbacksOK {
@@ -71,7 +71,7 @@ func TestLeverAndRollbackWhoseAnswersAreLostAreConfirmedOnce(t *testing.T) {
 	if len(forces) != 1 || len(clears) != 1 {
 		t.Fatalf("%d force and %d clear records, want one each", len(forces), len(clears))
 	}
-	if e.store.has(breaker.OverrideKey("openai")) {
+	if e.Store.Has(breaker.OverrideKey("openai")) {
 		t.Error("the drill's override is still stored")
 	}
 	if len(j.Audit) != 2 || j.Audit[0].ID != forces[0].ID || j.Audit[1].ID != clears[0].ID {
@@ -84,12 +84,12 @@ func TestLeverAndRollbackWhoseAnswersAreLostAreConfirmedOnce(t *testing.T) {
 // anything to undo, and the run's exit is the step's failure, not 8 or 9.
 func TestRefusedChangeIsNeitherWrittenNorJournaled(t *testing.T) {
 	e := newEnv(t)
-	e.store.denyPut = audit.Prefix
+	e.Store.DenyPut = audit.Prefix
 	j, log := e.run(context.Background(), parse(t, forceOnly))
 	if j.ExitCode != drill.ExitFailed || !j.RollbacksOK || stepByID(t, j, "force").Status != drill.StatusFailed {
 		t.Fatalf("exit %d, rollbacks ok %v\n%s", j.ExitCode, j.RollbacksOK, log)
 	}
-	if e.store.has(breaker.OverrideKey("openai")) {
+	if e.Store.Has(breaker.OverrideKey("openai")) {
 		t.Error("the override was written without its record")
 	}
 	if len(j.Audit) != 0 {
@@ -108,9 +108,9 @@ func TestRollbackWhoseOutcomeIsUnknownFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
 		down := atPhase(drill.PhaseRollback, func() {
-			e.store.mu.Lock()
-			e.store.failDelete, e.store.failGet = breaker.OverridePrefix, audit.Prefix
-			e.store.mu.Unlock()
+			e.Store.Inject(func() {
+				e.Store.FailDelete, e.Store.FailGet = breaker.OverridePrefix, audit.Prefix
+			})
 		})
 		j, log := e.run(context.Background(), parse(t, forceOnly), down)
 		rb := j.Rollbacks[0]
@@ -135,13 +135,13 @@ func TestRollbackTellsTheDrillsWriteByItsWriteID(t *testing.T) {
 	var runID string
 	meddle := &recorder{on: func(ev Event) {
 		if ev.Kind == EventStepDone && ev.Step.ID == "force" {
-			cur, err := e.ov.Get(ctx, "openai")
+			cur, err := e.Overrides.Get(ctx, "openai")
 			if err != nil {
 				t.Error(err)
 				return
 			}
 			runID = strings.Fields(strings.SplitN(cur.Reason, "run ", 2)[1])[0]
-			if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: cur.Reason + " (again)", Actor: cur.Actor,
+			if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: cur.Reason + " (again)", Actor: cur.Actor,
 				For: time.Hour, Overwrite: true, Read: &breaker.ReadState{Current: &cur}}); err != nil {
 				t.Error(err)
 			}
@@ -151,7 +151,7 @@ func TestRollbackTellsTheDrillsWriteByItsWriteID(t *testing.T) {
 	if !j.RollbacksOK || !strings.Contains(j.Rollbacks[0].Detail, "left alone") {
 		t.Fatalf("rollback %+v\n%s", j.Rollbacks, log)
 	}
-	o, err := e.ov.Get(ctx, "openai")
+	o, err := e.Overrides.Get(ctx, "openai")
 	if err != nil || !strings.HasSuffix(o.Reason, "(again)") || !strings.Contains(o.Reason, "run "+runID) {
 		t.Errorf("the other write was touched: %+v %v", o, err)
 	}
@@ -165,7 +165,7 @@ func TestRollbackTellsTheDrillsWriteByItsWriteID(t *testing.T) {
 func TestClearStepIsUndoneOnlyWhileStillAbsent(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
+	if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	d := parse(t, `
@@ -179,7 +179,7 @@ steps:
 	if j.ExitCode != drill.ExitPassed || !strings.Contains(j.Rollbacks[0].Detail, "restored the override held by oncall@ops") {
 		t.Fatalf("exit %d, rollbacks %+v\n%s", j.ExitCode, j.Rollbacks, log)
 	}
-	if o, err := e.ov.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" || o.Reason != "real incident" {
+	if o, err := e.Overrides.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" || o.Reason != "real incident" {
 		t.Errorf("restored %+v %v", o, err)
 	}
 	if n := len(e.records(breaker.ActionForceOpen, "breaker#openai")); n != 2 { // oncall's, the restore's
@@ -189,7 +189,7 @@ steps:
 	// Again, and someone forces it while the drill runs: left alone.
 	meddle := &recorder{on: func(ev Event) {
 		if ev.Kind == EventStepDone && ev.Step.ID == "clear" {
-			if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "second incident", Actor: "bob@ops", For: time.Hour}); err != nil {
+			if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "second incident", Actor: "bob@ops", For: time.Hour}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -198,7 +198,7 @@ steps:
 	if !j.RollbacksOK || !strings.Contains(j.Rollbacks[0].Detail, "left alone: bob@ops") {
 		t.Fatalf("rollbacks %+v\n%s", j.Rollbacks, log)
 	}
-	if o, err := e.ov.Get(ctx, "openai"); err != nil || o.Actor != "bob@ops" {
+	if o, err := e.Overrides.Get(ctx, "openai"); err != nil || o.Actor != "bob@ops" {
 		t.Errorf("bob's override was touched: %+v %v", o, err)
 	}
 }
@@ -206,16 +206,16 @@ steps:
 // plant writes an audit record as whoever may write one could: any
 // run_id, change token and before-image it likes.
 func (e *env) plant(r audit.Record) {
-	e.t.Helper()
+	e.T.Helper()
 	if r.ID == "" {
 		r.ID = "feedfacefeedface"
 	}
 	if r.Time.IsZero() {
-		r.Time = e.clock.Now().UTC().Truncate(time.Millisecond)
+		r.Time = e.Clock.Now().UTC().Truncate(time.Millisecond)
 	}
 	r.Context, r.Outcome = "test", "ok"
-	if err := e.store.Put(context.Background(), r.Item(), store.IfAbsent()); err != nil {
-		e.t.Fatal(err)
+	if err := e.Store.Put(context.Background(), r.Item(), store.IfAbsent()); err != nil {
+		e.T.Fatal(err)
 	}
 }
 
@@ -239,47 +239,47 @@ func TestRecoverRestoresOnlyFromTheRecordOfTheItemsChange(t *testing.T) {
 	}{
 		{"planted record of its own change", func(e *env, runID, _ string, _ *drill.Journal) {
 			e.plant(audit.Record{Actor: "tester@test", Action: breaker.ActionForceOpen, Subject: "breaker#openai", RunID: runID,
-				Change: "0123456789abcdef0123456789abcdef", Before: mustJSON(e.t, mallory)})
+				Change: "0123456789abcdef0123456789abcdef", Before: mustJSON(e.T, mallory)})
 		}, true},
 		{"journal pointing at a planted record", func(e *env, runID, _ string, j *drill.Journal) {
 			e.plant(audit.Record{Actor: "tester@test", Action: breaker.ActionForceOpen, Subject: "breaker#openai", RunID: runID,
-				Change: "0123456789abcdef0123456789abcdef", Before: mustJSON(e.t, mallory)})
+				Change: "0123456789abcdef0123456789abcdef", Before: mustJSON(e.T, mallory)})
 			j.Rollbacks[0].Lever.WriteID = "0123456789abcdef0123456789abcdef"
 			j.Rollbacks[0].Lever.BeforeOverride = &drill.OverrideState{State: breaker.OverrideStateForcedOpen, Actor: "mallory@evil", Reason: "planted"}
 		}, true},
 		{"data plane's record of the drill's change", func(e *env, runID, token string, _ *drill.Journal) {
 			// The data plane may write under audit#dp# only: its record
 			// is ignored, even one naming the drill's own change.
-			it := audit.Record{ID: "feedfacefeedface", Time: e.clock.Now().UTC().Truncate(time.Millisecond), Actor: "tester@test",
+			it := audit.Record{ID: "feedfacefeedface", Time: e.Clock.Now().UTC().Truncate(time.Millisecond), Actor: "tester@test",
 				Action: breaker.ActionForceOpen, Subject: "breaker#openai", RunID: runID, Context: "test", Outcome: "ok",
-				Change: token, Before: mustJSON(e.t, mallory)}.Item()
+				Change: token, Before: mustJSON(e.T, mallory)}.Item()
 			it[store.PK] = strings.Replace(it.PK(), audit.Prefix, audit.DataPlanePrefix, 1)
-			if err := e.store.Put(context.Background(), it, store.IfAbsent()); err != nil {
-				e.t.Fatal(err)
+			if err := e.Store.Put(context.Background(), it, store.IfAbsent()); err != nil {
+				e.T.Fatal(err)
 			}
 		}, true},
 		{"planted record of the drill's change", func(e *env, runID, token string, _ *drill.Journal) {
 			e.plant(audit.Record{Actor: "tester@test", Action: breaker.ActionForceOpen, Subject: "breaker#openai", RunID: runID,
-				Change: token, Before: mustJSON(e.t, mallory)})
+				Change: token, Before: mustJSON(e.T, mallory)})
 		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			ctx := context.Background()
-			if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", For: time.Hour}); err != nil {
+			if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", For: time.Hour}); err != nil {
 				t.Fatal(err)
 			}
 			j := abandonedRun(t, e, replaceAlice)
-			drillWrite, err := e.ov.Get(ctx, "openai")
+			drillWrite, err := e.Overrides.Get(ctx, "openai")
 			if err != nil || drillWrite.Actor != "tester@test" {
 				t.Fatalf("the drill's override: %+v %v", drillWrite, err)
 			}
 			tc.plant(e, j.RunID, drillWrite.WriteID, j)
-			rec, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(ctx, j)
+			rec, err := (&Recovery{Deps: e.Deps, Trail: e.Audit}).Run(ctx, j)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cur, err := e.ov.Get(ctx, "openai")
+			cur, err := e.Overrides.Get(ctx, "openai")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -305,16 +305,16 @@ func TestRecoverLeavesAnotherWriteAloneWhateverIsPlanted(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	j := abandonedRun(t, e, forceOnly)
-	theirs, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true})
+	theirs, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.plant(audit.Record{Actor: "tester@test", Action: breaker.ActionForceOpen, Subject: "breaker#openai", RunID: j.RunID,
 		Change: theirs.After.WriteID, Before: mustJSON(t, mallory)})
-	if _, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(ctx, j); err != nil {
+	if _, err := (&Recovery{Deps: e.Deps, Trail: e.Audit}).Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if cur, err := e.ov.Get(ctx, "openai"); err != nil || cur.WriteID != theirs.After.WriteID {
+	if cur, err := e.Overrides.Get(ctx, "openai"); err != nil || cur.WriteID != theirs.After.WriteID {
 		t.Errorf("oncall's override was touched: %+v %v (rollbacks %+v)", cur, err, j.Rollbacks)
 	}
 }
@@ -335,18 +335,18 @@ func mustJSON(t testing.TB, v any) json.RawMessage {
 func TestRecoverDoesNotRecreateAClearedOverrideFromARecord(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", For: time.Hour}); err != nil {
+	if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	j := abandonedRun(t, e, "name: clear\ntimeout: 10m\nsteps:\n  - breaker.clear: {dependency: openai}\n")
-	rec, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(ctx, j)
+	rec, err := (&Recovery{Deps: e.Deps, Trail: e.Audit}).Run(ctx, j)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.OK || !strings.Contains(j.Rollbacks[0].Error, "restore it by hand with koshactl breaker force-open openai") {
 		t.Errorf("recovery %+v, rollback %+v: want it failed, naming the restore by hand", rec, j.Rollbacks[0])
 	}
-	if e.store.has(breaker.OverrideKey("openai")) {
+	if e.Store.Has(breaker.OverrideKey("openai")) {
 		t.Error("recover re-created the cleared override from an audit record")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -82,7 +83,7 @@ type PlanStep struct {
 	Description    string  `json:"description"`
 	TimeoutSeconds float64 `json:"timeout_seconds"`
 	// Lever is what a mutating step moves, with its inverse and expiry.
-	Lever *drill.PlanLever `json:"lever,omitempty"`
+	Lever *runtime.PlanLever `json:"lever,omitempty"`
 	// Rollbacks are the step's own rollback steps.
 	Rollbacks []string `json:"rollbacks,omitempty"`
 }
@@ -91,8 +92,8 @@ type PlanStep struct {
 // every step, lever and condition. It reads nothing from the store and
 // writes nothing anywhere; alarm regions are resolved through svc.Alarms
 // (the AWS configuration, no CloudWatch request).
-func NewPlan(ctx context.Context, d *drill.Drill, svc *drill.Deps) *Plan {
-	rc := drill.NewRunContext(d, "PLAN", svc, nil)
+func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
+	rc := runtime.NewRunContext(d, "PLAN", svc, nil)
 	p := &Plan{Kind: "DrillPlan", Version: drill.Version, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
 		Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor, TimeoutSeconds: drill.Seconds(d.Timeout),
 		PollSeconds: drill.Seconds(d.PollInterval), RollbackSeconds: drill.Seconds(d.RollbackTimeout),
@@ -115,7 +116,7 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *drill.Deps) *Plan {
 		p.Vars = append(p.Vars, pv)
 	}
 	if !d.MetricsURL.IsZero() {
-		u, err := rc.ExpandURL(d.MetricsURL)
+		u, err := d.MetricsURL.ExpandURL(rc)
 		if err != nil {
 			p.Problems = append(p.Problems, fmt.Sprintf("metrics_url: %v", err))
 			u = d.MetricsURL.Raw()
@@ -125,7 +126,7 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *drill.Deps) *Plan {
 	checks := func(cs []*drill.Check) []PlanCheck {
 		out := []PlanCheck{}
 		for _, c := range cs {
-			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(c.Condition.Describe(rc)), WithinSeconds: drill.Seconds(c.Within),
+			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c), WithinSeconds: drill.Seconds(c.Within),
 				OnError: c.OnError})
 		}
 		return out
@@ -134,10 +135,10 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *drill.Deps) *Plan {
 	p.planAlarms(ctx, rc)
 	movedBy := map[string]string{} // lever subject → the step that registered its rollback
 	for i, s := range d.Steps {
-		ps := PlanStep{Index: i + 1, ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Description: rc.Redact(s.Action.Describe(rc)),
+		ps := PlanStep{Index: i + 1, ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Description: describeStep(rc, s),
 			TimeoutSeconds: drill.Seconds(stepTimeout(d, s))}
 		rc.SetCurrentStep(s.ID)
-		if m, ok := s.Action.(drill.Mutating); ok {
+		if m, ok := s.Spec.(runtime.Mutating); ok {
 			ps.Lever = m.Plan(rc)
 			if first, moved := movedBy[ps.Lever.Subject]; moved {
 				// As at run time: one rollback per lever, restoring its state
@@ -148,17 +149,17 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *drill.Deps) *Plan {
 			}
 		}
 		for _, rb := range s.Rollback {
-			ps.Rollbacks = append(ps.Rollbacks, rc.Redact((&explicitRollback{step: rb}).Describe()))
+			ps.Rollbacks = append(ps.Rollbacks, describeRollback(rc, &explicitRollback{step: rb}))
 		}
 		p.Steps = append(p.Steps, ps)
 	}
 	for _, rb := range d.Rollbacks {
-		p.Rollbacks = append(p.Rollbacks, rc.Redact((&explicitRollback{step: rb}).Describe()))
+		p.Rollbacks = append(p.Rollbacks, describeRollback(rc, &explicitRollback{step: rb}))
 	}
 	return p
 }
 
-func (p *Plan) planAlarms(ctx context.Context, rc *drill.RunContext) {
+func (p *Plan) planAlarms(ctx context.Context, rc *runtime.RunContext) {
 	if !rc.Drill.HasAlarms() {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
@@ -36,10 +37,10 @@ steps:
   - id: wait
     sleep: 5m
 `)
-		e.fleet.set("core-api", gauge.Closed)
+		e.Fleet.Set("core-api", gauge.Closed)
 		go func() {
 			time.Sleep(1100 * time.Millisecond)
-			e.fleet.set("core-api", gauge.Open)
+			e.Fleet.Set("core-api", gauge.Open)
 		}()
 		j, log := e.run(context.Background(), d)
 		if j.Outcome != drill.OutcomeStopped || j.Version != drill.JournalVersion {
@@ -67,7 +68,7 @@ steps:
 			!ev[len(ev)-1].Holds || !ev[len(ev)-1].At.Equal(j.Stop.At) || ev[0].Condition != "core-api opened" {
 			t.Errorf("stop evaluations %+v, stop at %v", ev, j.Stop.At)
 		}
-		recs, err := e.log.List(context.Background(), audit.Query{})
+		recs, err := e.Audit.List(context.Background(), audit.Query{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,9 +94,9 @@ steps:
 func TestGaugeSamplesAreCapped(t *testing.T) {
 	e := newEnv(t)
 	r := &runJournal{journal: &drill.Journal{}}
-	rc := drill.NewRunContext(&drill.Drill{Timeout: time.Minute}, "run", e.svc, nil)
-	g := &journalingGauges{inner: e.svc.Gauges, r: r, rc: rc}
-	e.fleet.set("openai", gauge.Closed)
+	rc := runtime.NewRunContext(&drill.Drill{Timeout: time.Minute}, "run", e.Deps, nil)
+	g := &journalingGauges{inner: e.Deps.Gauges, r: r, rc: rc}
+	e.Fleet.Set("openai", gauge.Closed)
 	for range maxGaugeSamples + 50 {
 		if _, err := g.Read(context.Background(), "openai"); err != nil {
 			t.Fatal(err)
@@ -104,7 +105,7 @@ func TestGaugeSamplesAreCapped(t *testing.T) {
 	if n := len(r.journal.GaugeSamples); n != maxGaugeSamples {
 		t.Fatalf("%d samples, want the cap %d", n, maxGaugeSamples)
 	}
-	e.fleet.set("openai", gauge.Open)
+	e.Fleet.Set("openai", gauge.Open)
 	_, _ = g.Read(context.Background(), "openai")
 	_, _ = g.Read(context.Background(), "openai")
 	if n := len(r.journal.GaugeSamples); n != maxGaugeSamples+1 || r.journal.GaugeSamples[n-1].Instances[0].State != "open" {

@@ -9,6 +9,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -23,19 +24,19 @@ const (
 // journalingGauges records every breaker_state read the run's conditions
 // make in the journal (gauge_samples), for the game-day report.
 type journalingGauges struct {
-	inner drill.GaugeReader
+	inner runtime.GaugeReader
 	r     *runJournal
-	rc    *drill.RunContext
+	rc    *runtime.RunContext
 }
 
-var _ drill.GaugeReader = (*journalingGauges)(nil)
+var _ runtime.GaugeReader = (*journalingGauges)(nil)
 
 func (g *journalingGauges) Describe() string { return g.inner.Describe() }
 
-// Unwrap returns the reader it records, for [drill.SourcerOf].
-func (g *journalingGauges) Unwrap() drill.GaugeReader { return g.inner }
+// Unwrap returns the reader it records, for [runtime.SourcerOf].
+func (g *journalingGauges) Unwrap() runtime.GaugeReader { return g.inner }
 
-func (g *journalingGauges) Read(ctx context.Context, dependency string) (drill.GaugeReading, error) {
+func (g *journalingGauges) Read(ctx context.Context, dependency string) (runtime.GaugeReading, error) {
 	reading, err := g.inner.Read(ctx, dependency)
 	if err != nil && ctx.Err() != nil {
 		return reading, err // the poll was ended, not answered
@@ -68,7 +69,7 @@ func (g *journalingGauges) Read(ctx context.Context, dependency string) (drill.G
 // wrote, so a report names each change's record: a record appended on its
 // own when its append returns, and a lever's records, staged into the
 // lever's transaction, when the step reports its change committed
-// ([drill.RunContext.Recorded]). A staged record whose change failed is
+// ([runtime.RunContext.Recorded]). A staged record whose change failed is
 // never named. Each record is named once.
 type journalingAudit struct {
 	inner audit.Appender
@@ -79,8 +80,8 @@ type journalingAudit struct {
 }
 
 var (
-	_ audit.Appender = (*journalingAudit)(nil)
-	_ drill.Recorder = (*journalingAudit)(nil)
+	_ audit.Appender   = (*journalingAudit)(nil)
+	_ runtime.Recorder = (*journalingAudit)(nil)
 )
 
 func newJournalingAudit(inner audit.Appender, add func(drill.AuditRef)) *journalingAudit {
@@ -133,7 +134,7 @@ func (r *runJournal) recordStop(e drill.StopEvaluation) {
 
 // recording returns the run's services with the gauge reader and the
 // audit log recording into the journal.
-func (r *runJournal) recording(rc *drill.RunContext) *drill.Deps {
+func (r *runJournal) recording(rc *runtime.RunContext) *runtime.Deps {
 	own := *rc.Deps
 	if own.Gauges != nil {
 		own.Gauges = &journalingGauges{inner: own.Gauges, r: r, rc: rc}
@@ -153,12 +154,12 @@ func (r *runJournal) recording(rc *drill.RunContext) *drill.Deps {
 type runJournal struct {
 	mu        sync.Mutex
 	journal   *drill.Journal
-	rc        *drill.RunContext
+	rc        *runtime.RunContext
 	reporters []Reporter
 	// clock stamps events; nil means the wall clock.
 	clock clock.Clock
 	// rbs[i] is the rollback of journal.Rollbacks[i].
-	rbs []drill.Rollback
+	rbs []runtime.Rollback
 	// stepIdx is the step running now (1-based), for notices.
 	stepIdx int
 	// stopNoticed holds the last evaluation error noticed per stop
@@ -230,4 +231,19 @@ func (r *runJournal) emit(ev Event) {
 	for _, rep := range r.reporters {
 		rep.Report(ev)
 	}
+}
+
+// describeCheck, describeStep and describeRollback say what a check, a
+// step and a rollback do, for the journal, the plan and the live log: with
+// the run's secrets redacted.
+func describeCheck(rc *runtime.RunContext, c *drill.Check) string {
+	return rc.Redact(runtime.ConditionOf(c).Describe(rc))
+}
+
+func describeStep(rc *runtime.RunContext, s *drill.Step) string {
+	return rc.Redact(runtime.ActionOf(s).Describe(rc))
+}
+
+func describeRollback(rc *runtime.RunContext, rb runtime.Rollback) string {
+	return rc.Redact(rb.Describe())
 }

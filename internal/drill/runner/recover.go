@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -51,7 +52,7 @@ var _ AuditTrail = (*audit.Log)(nil)
 type Recovery struct {
 	// Deps are the journal's context's (its store, audit log); Actor
 	// is who recovers.
-	Deps *drill.Deps
+	Deps *runtime.Deps
 	// Trail reads the audit log of the journal's store: what the run
 	// recorded doing, which recovery acts on (the journal only says where
 	// to look).
@@ -87,7 +88,7 @@ const trailSkew = 5 * time.Minute
 // plan rebuilds every pending rollback from the audit trail. It returns
 // the rollbacks (nil where one cannot be rebuilt, with its error), or a
 // *DisagreementError when the journal's claims disagree with the trail.
-func (rv *Recovery) plan(ctx context.Context, j *drill.Journal, pending []int) ([]drill.Rollback, []error, error) {
+func (rv *Recovery) plan(ctx context.Context, j *drill.Journal, pending []int) ([]runtime.Rollback, []error, error) {
 	if rv.Trail == nil {
 		return nil, nil, errors.New("recovery needs the audit log of the journal's store")
 	}
@@ -95,7 +96,7 @@ func (rv *Recovery) plan(ctx context.Context, j *drill.Journal, pending []int) (
 	for _, s := range j.Steps {
 		running[s.ID] = s.Status == drill.StatusRunning
 	}
-	rbs := make([]drill.Rollback, len(pending))
+	rbs := make([]runtime.Rollback, len(pending))
 	errs := make([]error, len(pending))
 	trails := map[string][]audit.Record{}
 	var lines []string
@@ -164,7 +165,7 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 		timeout = drill.DefaultRollbackTimeout
 	}
 	d := &drill.Drill{Name: j.Drill.Name, File: j.Drill.File, Timeout: time.Duration(j.TimeoutSeconds * float64(time.Second)), RollbackTimeout: timeout}
-	rc := drill.NewRecoveryContext(d, j, svc)
+	rc := runtime.NewRecoveryContext(d, j, svc)
 	rec := &drill.RecoveryRecord{At: rc.Now().UTC(), Actor: svc.Actor, Rollbacks: []string{}, OK: true}
 	for k, i := range pending {
 		r := &j.Rollbacks[i]

@@ -19,7 +19,7 @@ func abandonedRun(t *testing.T, e *env, src string) *drill.Journal {
 	t.Helper()
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
-	r := &Runner{Deps: e.svc, RollbackContext: gone}
+	r := &Runner{Deps: e.Deps, RollbackContext: gone}
 	j := r.Run(context.Background(), parse(t, src))
 	b, err := json.Marshal(j)
 	if err != nil {
@@ -55,19 +55,19 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 	ctx := context.Background()
 	// Meanwhile someone else takes openai over, and core-api's override
 	// is re-written (same actor and run tag, a later version).
-	if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true}); err != nil {
+	if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
-	cur, err := e.ov.Get(ctx, "core-api")
+	cur, err := e.Overrides.Get(ctx, "core-api")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "core-api", Reason: cur.Reason, Actor: cur.Actor, For: time.Hour, Overwrite: true}); err != nil {
+	if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "core-api", Reason: cur.Reason, Actor: cur.Actor, For: time.Hour, Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
-	e.svc.Actor = "recoverer@ops"
+	e.Deps.Actor = "recoverer@ops"
 	var lines []string
-	rec, err := (&Recovery{Deps: e.svc, Trail: e.log, Log: func(s string) { lines = append(lines, s) }}).Run(ctx, j)
+	rec, err := (&Recovery{Deps: e.Deps, Trail: e.Audit, Log: func(s string) { lines = append(lines, s) }}).Run(ctx, j)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,13 +84,13 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 	if d := byID["rb-2"].Detail; !strings.Contains(d, "not a write the audit trail records as run "+j.RunID) {
 		t.Errorf("core-api: %q", d)
 	}
-	if o, err := e.ov.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" {
+	if o, err := e.Overrides.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" {
 		t.Errorf("someone else's override was touched: %+v %v", o, err)
 	}
-	if !e.store.has(breaker.OverrideKey("core-api")) {
+	if !e.Store.Has(breaker.OverrideKey("core-api")) {
 		t.Error("an override moved since the drill wrote it was cleared")
 	}
-	if st, err := e.bk.Get(ctx, "agent-1"); err != nil || !st.Full() {
+	if st, err := e.Buckets.Get(ctx, "agent-1"); err != nil || !st.Full() {
 		t.Errorf("bucket after recovery: %+v %v", st, err)
 	}
 	var audited bool
@@ -101,7 +101,7 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 		t.Errorf("recovery not recorded: audited %v, recoveries %+v", audited, j.Recoveries)
 	}
 	// Idempotent: nothing is pending any more.
-	if again, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(ctx, j); again != nil || err != nil || len(j.Recoveries) != 1 {
+	if again, err := (&Recovery{Deps: e.Deps, Trail: e.Audit}).Run(ctx, j); again != nil || err != nil || len(j.Recoveries) != 1 {
 		t.Errorf("second recovery: %+v", again)
 	}
 }
@@ -111,12 +111,12 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 func TestRecoveryClearsTheDrillsOwnOverride(t *testing.T) {
 	e := newEnv(t)
 	j := abandonedRun(t, e, twoLevers)
-	e.svc.Actor = "someone-else@ops"
-	rec, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(context.Background(), j)
+	e.Deps.Actor = "someone-else@ops"
+	rec, err := (&Recovery{Deps: e.Deps, Trail: e.Audit}).Run(context.Background(), j)
 	if err != nil || rec == nil || !rec.OK {
 		t.Fatalf("recovery %+v: %+v", rec, j.Rollbacks)
 	}
-	if e.store.has(breaker.OverrideKey("openai")) || e.store.has(breaker.OverrideKey("core-api")) {
+	if e.Store.Has(breaker.OverrideKey("openai")) || e.Store.Has(breaker.OverrideKey("core-api")) {
 		t.Errorf("overrides left: %+v", j.Rollbacks)
 	}
 }
@@ -132,10 +132,10 @@ func TestRecoveryWhoseRecordsAreRefusedChangesNothing(t *testing.T) {
 		e := newEnv(t)
 		j := abandonedRun(t, e, twoLevers)
 		j.Outcome = drill.OutcomeRunning
-		e.store.mu.Lock()
-		e.store.denyPut = audit.Prefix
-		e.store.mu.Unlock()
-		rec, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(context.Background(), j)
+		e.Store.Inject(func() {
+			e.Store.DenyPut = audit.Prefix
+		})
+		rec, err := (&Recovery{Deps: e.Deps, Trail: e.Audit}).Run(context.Background(), j)
 		if err != nil || rec == nil || rec.OK {
 			t.Fatalf("recovery %+v, %v: want not ok", rec, err)
 		}
@@ -146,7 +146,7 @@ func TestRecoveryWhoseRecordsAreRefusedChangesNothing(t *testing.T) {
 			if rb.Status != drill.StatusFailed || strings.Contains(rb.Error, "repair") || strings.Contains(strings.ToLower(rb.Error), "audited") {
 				t.Errorf("rollback %s: status %q, error %q; want failed, nothing said of a repair", rb.ID, rb.Status, rb.Error)
 			}
-			if !e.store.has(rb.Subject) {
+			if !e.Store.Has(rb.Subject) {
 				t.Errorf("%s was cleared without its record", rb.Subject)
 			}
 		}
@@ -157,17 +157,17 @@ func TestRecoveryWhoseRecordsAreRefusedChangesNothing(t *testing.T) {
 			t.Errorf("%d clear records written by a refused recovery", n)
 		}
 
-		e.store.mu.Lock()
-		e.store.denyPut = ""
-		e.store.mu.Unlock()
+		e.Store.Inject(func() {
+			e.Store.DenyPut = ""
+		})
 		if len(Pending(j)) == 0 {
 			t.Fatal("the failed rollbacks are not pending again")
 		}
-		if rec, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(context.Background(), j); err != nil || rec == nil || !rec.OK {
+		if rec, err := (&Recovery{Deps: e.Deps, Trail: e.Audit}).Run(context.Background(), j); err != nil || rec == nil || !rec.OK {
 			t.Fatalf("second recovery %+v, %v: %+v", rec, err, j.Rollbacks)
 		}
 		for _, dep := range []string{"openai", "core-api"} {
-			if e.store.has(breaker.OverrideKey(dep)) {
+			if e.Store.Has(breaker.OverrideKey(dep)) {
 				t.Errorf("%s still forced after the second recovery", dep)
 			}
 		}
@@ -219,16 +219,16 @@ func TestRecoveredRestoreFollowsTheOverrideRules(t *testing.T) {
 			if tc.expires > 0 {
 				req.For = tc.expires
 			}
-			if _, _, err := e.ov.Force(ctx, e.log, req); err != nil {
+			if _, _, err := e.Overrides.Force(ctx, e.Audit, req); err != nil {
 				t.Fatal(err)
 			}
 			j := abandonedRun(t, e, replaceAlice)
-			e.svc.MaxOverride = tc.max
-			rec, err := (&Recovery{Deps: e.svc, Trail: e.log, AllowNoExpiry: tc.yes}).Run(ctx, j)
+			e.Deps.MaxOverride = tc.max
+			rec, err := (&Recovery{Deps: e.Deps, Trail: e.Audit, AllowNoExpiry: tc.yes}).Run(ctx, j)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cur, gerr := e.ov.Get(ctx, "openai")
+			cur, gerr := e.Overrides.Get(ctx, "openai")
 			if gerr != nil {
 				t.Fatal(gerr)
 			}
@@ -252,7 +252,7 @@ func TestRecoveredRestoreFollowsTheOverrideRules(t *testing.T) {
 func TestRunAndRecoveryRecordsCarryTheRunID(t *testing.T) {
 	e := newEnv(t)
 	j := abandonedRun(t, e, twoLevers)
-	if _, err := (&Recovery{Deps: e.svc, Trail: e.log}).Run(context.Background(), j); err != nil {
+	if _, err := (&Recovery{Deps: e.Deps, Trail: e.Audit}).Run(context.Background(), j); err != nil {
 		t.Fatal(err)
 	}
 	recs := e.auditRecords()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -22,7 +23,7 @@ const (
 )
 
 type stackEntry struct {
-	rb  drill.Rollback
+	rb  runtime.Rollback
 	idx int // into journal.Rollbacks
 }
 
@@ -40,11 +41,11 @@ func rollbackSummary(j *drill.Journal) string {
 }
 
 // push registers a rollback (before the step that needs it acts).
-func (u *run) push(rb drill.Rollback, step string, explicit bool) string {
+func (u *run) push(rb runtime.Rollback, step string, explicit bool) string {
 	r, j, rc := u.jr, u.j, u.rc
 	r.mu.Lock()
 	id := fmt.Sprintf("rb-%d", len(j.Rollbacks)+1)
-	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rc.Redact(rb.Describe()),
+	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: describeRollback(rc, rb),
 		Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: drill.StatusPending})
 	idx := len(j.Rollbacks) - 1
 	if l := rb.LeverRecord(); l != nil {
@@ -118,7 +119,7 @@ func (u *run) rollback(e stackEntry) {
 // unknown (store.ErrOutcomeUnknown: the store could not be reached to
 // settle it) ends it: a retry could find the lever restored and say
 // "already", hiding that nobody knows what the first one did.
-func undoWithRetry(ctx context.Context, rc *drill.RunContext, rb drill.Rollback) (detail string, attempts int, err error) {
+func undoWithRetry(ctx context.Context, rc *runtime.RunContext, rb runtime.Rollback) (detail string, attempts int, err error) {
 	for attempts < rollbackAttempts {
 		attempts++
 		detail, err = rb.Undo(ctx, rc)
@@ -144,7 +145,7 @@ func undoWithRetry(ctx context.Context, rc *drill.RunContext, rb drill.Rollback)
 
 // addExpiry records when the lever lapses on its own (for rollbacks that
 // did not succeed, the worst case).
-func (r *runJournal) addExpiry(rec *drill.RollbackRecord, rb drill.Rollback) {
+func (r *runJournal) addExpiry(rec *drill.RollbackRecord, rb runtime.Rollback) {
 	if t := rb.ExpiresAt(); !t.IsZero() {
 		rec.ExpiresAt = drill.TimePtr(t)
 	}
@@ -172,14 +173,14 @@ func (e *explicitRollback) Describe() string {
 	return "run the " + e.step.Kind.Name() + " rollback"
 }
 
-func (e *explicitRollback) Undo(ctx context.Context, rc *drill.RunContext) (string, error) {
+func (e *explicitRollback) Undo(ctx context.Context, rc *runtime.RunContext) (string, error) {
 	if e.step.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, e.step.Timeout)
 		defer cancel()
 	}
-	out, err := e.step.Action.Run(ctx, rc)
-	detail := e.step.Action.Describe(rc)
+	out, err := runtime.ActionOf(e.step).Run(ctx, rc)
+	detail := runtime.ActionOf(e.step).Describe(rc)
 	if out != nil && out.Detail != "" {
 		detail += ": " + out.Detail
 	}

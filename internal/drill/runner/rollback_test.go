@@ -15,7 +15,7 @@ import (
 
 func TestRollbackRegisteredBeforeTheStepActs(t *testing.T) {
 	e := newEnv(t)
-	e.store.lostPut = breaker.OverrideKey("openai")
+	e.Store.LostPut = breaker.OverrideKey("openai")
 	d := parse(t, `
 name: lost-write
 timeout: 1m
@@ -29,7 +29,7 @@ steps:
 	if !j.RollbacksOK || j.Rollbacks[0].Detail != "cleared" {
 		t.Fatalf("rollbacks = %+v", j.Rollbacks)
 	}
-	if e.store.has(breaker.OverrideKey("openai")) {
+	if e.Store.Has(breaker.OverrideKey("openai")) {
 		t.Error("the override whose write response was lost is still there")
 	}
 }
@@ -37,7 +37,7 @@ steps:
 func TestRollbacksRunInReverseOrder(t *testing.T) {
 	e := newEnv(t)
 	out := filepath.Join(t.TempDir(), "order")
-	e.svc.Environ = []string{"OUT=" + out}
+	e.Deps.Environ = []string{"OUT=" + out}
 	d := parse(t, `
 name: order
 timeout: 1m
@@ -77,7 +77,7 @@ steps:
 	if strings.Join(ids, " ") != want {
 		t.Errorf("registered rollbacks = %v, want %s", ids, want)
 	}
-	if e.store.has(breaker.OverrideKey("openai")) {
+	if e.Store.Has(breaker.OverrideKey("openai")) {
 		t.Error("override not cleared")
 	}
 }
@@ -85,7 +85,7 @@ steps:
 func TestFailedRollbackIsReportedWithTheLeversExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := newEnv(t)
-		e.store.failDelete = breaker.OverrideKey("openai")
+		e.Store.FailDelete = breaker.OverrideKey("openai")
 		d := parse(t, `
 name: stuck
 timeout: 1m
@@ -136,7 +136,7 @@ steps:
     sleep: 30s
 `)
 	var log strings.Builder
-	r := &Runner{Deps: e.svc, Reporters: []Reporter{&LiveLog{W: &log}, rec}, RollbackContext: rbCtx}
+	r := &Runner{Deps: e.Deps, Reporters: []Reporter{&LiveLog{W: &log}, rec}, RollbackContext: rbCtx}
 	j := r.Run(ctx, d)
 	if j.ExitCode != drill.ExitRollbackFailed {
 		t.Fatalf("exit %d\n%s", j.ExitCode, log.String())

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/notify"
 )
 
@@ -59,7 +60,7 @@ type Reporter interface {
 // Runner runs drills.
 type Runner struct {
 	// Deps are what steps act on.
-	Deps *drill.Deps
+	Deps *runtime.Deps
 	// Reporters receive every event (live log, journal file, JUnit).
 	Reporters []Reporter
 	// RollbackContext is the parent of every rollback's context and of the
@@ -90,7 +91,7 @@ type run struct {
 	cfg      *Runner
 	jr       *runJournal
 	d        *drill.Drill
-	rc       *drill.RunContext
+	rc       *runtime.RunContext
 	j        *drill.Journal
 	rbParent context.Context
 	// cancel ends the steps with a cause (a stop, a lost guard).
@@ -101,7 +102,7 @@ type run struct {
 	// guards follows each stop condition's failed evaluations in a row
 	// (the monitor and the steps' loop both evaluate them).
 	guardMu sync.Mutex
-	guards  map[*drill.Check]*drill.GuardState
+	guards  map[*drill.Check]*runtime.GuardState
 }
 
 // Run runs d: variables, the preflight of every guard, the hypothesis, the
@@ -176,17 +177,17 @@ func (u *run) announce(ctx context.Context, action, outcome, detail string) {
 func (r *Runner) start(d *drill.Drill) *run {
 	svc := r.Deps
 	if svc == nil {
-		svc = &drill.Deps{}
+		svc = &runtime.Deps{}
 	}
 	runID := r.RunID
 	if runID == "" {
 		runID = NewRunID()
 	}
-	u := &run{cfg: r, d: d, rbParent: r.RollbackContext, guards: map[*drill.Check]*drill.GuardState{}}
+	u := &run{cfg: r, d: d, rbParent: r.RollbackContext, guards: map[*drill.Check]*runtime.GuardState{}}
 	if u.rbParent == nil {
 		u.rbParent = context.Background()
 	}
-	rc := drill.NewRunContext(d, runID, svc, nil)
+	rc := runtime.NewRunContext(d, runID, svc, nil)
 	j := &drill.Journal{Kind: "DrillRun", Version: drill.JournalVersion, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
 		RunID: runID, Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor,
 		StartedAt: rc.Started().UTC(), Deadline: rc.Deadline().UTC(), TimeoutSeconds: drill.Seconds(d.Timeout), Outcome: drill.OutcomeRunning,
@@ -225,15 +226,15 @@ func (u *run) resolve(ctx context.Context) bool {
 		return invalid(rc.Redact(err.Error()))
 	}
 	if !d.MetricsURL.IsZero() {
-		murl, err := rc.ExpandURL(d.MetricsURL)
+		murl, err := d.MetricsURL.ExpandURL(rc)
 		if err != nil {
 			return invalid(fmt.Sprintf("metrics_url: %v", err))
 		}
 		own := *rc.Deps
 		if own.HTTP == nil {
-			own.HTTP = drill.NewHTTPClient()
+			own.HTTP = runtime.NewHTTPClient()
 		}
-		own.Gauges = drill.PrometheusGauges(murl, own.HTTP, rc.Clock())
+		own.Gauges = runtime.PrometheusGauges(murl, own.HTTP, rc.Clock())
 		rc.Deps = &own
 		r.update(func() { j.Gauges = own.Gauges.Describe() })
 	}

@@ -60,7 +60,7 @@ func TestRunPassesAndRollsBackTheOverride(t *testing.T) {
 	if j.Outcome != drill.OutcomePassed || j.ExitCode != drill.ExitPassed || !j.RollbacksOK {
 		t.Fatalf("outcome %s (exit %d): %s\n%s", j.Outcome, j.ExitCode, j.Reason, log)
 	}
-	if e.store.has(breaker.OverrideKey("openai")) {
+	if e.Store.Has(breaker.OverrideKey("openai")) {
 		t.Error("the override is still in the store after the run")
 	}
 	if len(j.Rollbacks) != 1 || j.Rollbacks[0].Subject != "breaker#openai" || j.Rollbacks[0].Status != drill.StatusOK || j.Rollbacks[0].Step != "force" {
@@ -127,7 +127,7 @@ steps:
 	if s := stepByID(t, j, "never"); s.Status != drill.StatusSkipped {
 		t.Errorf("a step after the failure ran: %+v", s)
 	}
-	if e.store.has(breaker.OverrideKey("openai")) {
+	if e.Store.Has(breaker.OverrideKey("openai")) {
 		t.Error("the override survived a failed drill")
 	}
 	if j.Rollbacks[0].Detail != "cleared" {
@@ -175,10 +175,10 @@ steps:
 	if s := stepByID(t, j, "never"); s.Status != drill.StatusSkipped {
 		t.Errorf("a step ran after the interrupt: %+v", s)
 	}
-	if e.store.has(breaker.OverrideKey("openai")) {
+	if e.Store.Has(breaker.OverrideKey("openai")) {
 		t.Error("override not rolled back after the interrupt")
 	}
-	st, err := e.bk.Get(context.Background(), "drill-client")
+	st, err := e.Buckets.Get(context.Background(), "drill-client")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ steps:
 		if time.Since(start) != 12*time.Second {
 			t.Errorf("the run took %s, want exactly the 12s timeout", time.Since(start))
 		}
-		if e.store.has(breaker.OverrideKey("openai")) {
+		if e.Store.Has(breaker.OverrideKey("openai")) {
 			t.Error("override not cleared after the timeout")
 		}
 	})
@@ -236,7 +236,7 @@ steps:
 		if j.Outcome != drill.OutcomeFailed || !strings.Contains(log, "under the 5s minimum override") {
 			t.Fatalf("outcome %s\n%s", j.Outcome, log)
 		}
-		if e.store.has(breaker.OverrideKey("openai")) {
+		if e.Store.Has(breaker.OverrideKey("openai")) {
 			t.Error("an override too short for the fleet to see was written")
 		}
 	})
@@ -263,7 +263,7 @@ steps:
 		start := time.Now()
 		go func() {
 			time.Sleep(1100 * time.Millisecond) // core-api opens during the sleep, between two polls
-			e.fleet.set("core-api", gauge.Open)
+			e.Fleet.Set("core-api", gauge.Open)
 		}()
 		j, log := e.run(context.Background(), d)
 		if j.Outcome != drill.OutcomeStopped || j.ExitCode != drill.ExitFailed || j.Stop == nil || j.Stop.Condition != "core-api opened" {
@@ -278,7 +278,7 @@ steps:
 		if took := time.Since(start); took != 1200*time.Millisecond {
 			t.Errorf("the stop condition ended the 5m sleep after %s; the monitor polls every 200ms, so 1.2s", took)
 		}
-		if !j.RollbacksOK || e.store.has(breaker.OverrideKey("openai")) {
+		if !j.RollbacksOK || e.Store.Has(breaker.OverrideKey("openai")) {
 			t.Errorf("rollback after stop: %+v", j.Rollbacks)
 		}
 		if !strings.Contains(j.Stop.Detail, "2 open") {
@@ -310,7 +310,7 @@ steps:
 	if j.ExitCode != drill.ExitPassed {
 		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
 	}
-	hdrs := e.fleet.requestHeaders()
+	hdrs := e.Fleet.RequestHeaders()
 	value := hdrs[len(hdrs)-1].Get(chaos.HeaderName)
 	h, err := chaos.Parse(value)
 	if err != nil {
@@ -348,7 +348,7 @@ steps:
 func TestBucketsAreRestoredToTheirLevelBeforeTheDrill(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.bk.ApplyAudited(ctx, e.log, "oncall@ops", "set by hand", ratelimit.Change{Op: ratelimit.OpSet, Client: "busy", Tokens: 5}); err != nil {
+	if _, _, err := e.Buckets.ApplyAudited(ctx, e.Audit, "oncall@ops", "set by hand", ratelimit.Change{Op: ratelimit.OpSet, Client: "busy", Tokens: 5}); err != nil {
 		t.Fatal(err)
 	}
 	d := parse(t, `
@@ -368,11 +368,11 @@ steps:
 	if len(j.Rollbacks) != 2 {
 		t.Fatalf("want one rollback per bucket, got %+v", j.Rollbacks)
 	}
-	busy, _ := e.bk.Get(ctx, "busy")
+	busy, _ := e.Buckets.Get(ctx, "busy")
 	if busy.Tokens < 5 || busy.Tokens > 5.5 {
 		t.Errorf("busy holds %g tokens after rollback, want its 5 (plus the refill of the run's few ms)", busy.Tokens)
 	}
-	fresh, _ := e.bk.Get(ctx, "fresh")
+	fresh, _ := e.Buckets.Get(ctx, "fresh")
 	if !fresh.Full() {
 		t.Errorf("fresh had no bucket before; after rollback it holds %g, want full", fresh.Tokens)
 	}
@@ -386,7 +386,7 @@ steps:
 func TestSomeoneElsesOverrideIsRestored(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
+	if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	d := parse(t, `
@@ -414,7 +414,7 @@ steps:
 	if j.ExitCode != drill.ExitPassed {
 		t.Fatalf("exit %d\n%s", j.ExitCode, log)
 	}
-	o, err := e.ov.Get(ctx, "openai")
+	o, err := e.Overrides.Get(ctx, "openai")
 	if err != nil {
 		t.Fatalf("the override held before the drill was not restored: %v", err)
 	}
@@ -433,8 +433,8 @@ func TestAnOverrideSomeoneForcedMeanwhileIsLeftAlone(t *testing.T) {
 	rec := &recorder{on: func(ev Event) {
 		if ev.Kind == EventStepDone && ev.Step.ID == "force" {
 			once.Do(func() {
-				cur, _ := e.ov.Get(ctx, "openai")
-				if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "someone else", Actor: "oncall@ops",
+				cur, _ := e.Overrides.Get(ctx, "openai")
+				if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "someone else", Actor: "oncall@ops",
 					For: time.Hour, Overwrite: true, Read: &breaker.ReadState{Current: &cur}}); err != nil {
 					t.Error(err)
 				}
@@ -452,7 +452,7 @@ steps:
 	if !j.RollbacksOK || !strings.Contains(j.Rollbacks[0].Detail, "left alone: oncall@ops now holds it") {
 		t.Fatalf("rollback = %+v", j.Rollbacks)
 	}
-	if o, err := e.ov.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" {
+	if o, err := e.Overrides.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" {
 		t.Errorf("someone else's override was removed: %+v %v", o, err)
 	}
 }
@@ -492,7 +492,7 @@ steps:
 	if j.Outcome != drill.OutcomeInvalid || j.ExitCode != drill.ExitInvalid || !strings.Contains(j.Reason, "NOT_SET is not set") {
 		t.Fatalf("outcome %s exit %d reason %q", j.Outcome, j.ExitCode, j.Reason)
 	}
-	if e.store.has(breaker.OverrideKey("openai")) || j.Steps[0].Status != drill.StatusPending {
+	if e.Store.Has(breaker.OverrideKey("openai")) || j.Steps[0].Status != drill.StatusPending {
 		t.Error("an invalid drill acted")
 	}
 }
@@ -502,8 +502,8 @@ func TestClearLeavesAnOverrideForcedDuringTheDrill(t *testing.T) {
 	ctx := context.Background()
 	rec := &recorder{on: func(ev Event) {
 		if ev.Kind == EventStepDone && ev.Step.ID == "force" {
-			cur, _ := e.ov.Get(ctx, "openai")
-			if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops",
+			cur, _ := e.Overrides.Get(ctx, "openai")
+			if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops",
 				For: time.Hour, Overwrite: true, Read: &breaker.ReadState{Current: &cur}}); err != nil {
 				t.Error(err)
 			}
@@ -522,7 +522,7 @@ steps:
 	if s := stepByID(t, j, "clear"); s.Status != drill.StatusFailed || !strings.Contains(s.Error, "oncall@ops") || !strings.Contains(s.Error, "forced during the drill") {
 		t.Errorf("clear step = %+v", s)
 	}
-	if o, err := e.ov.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" {
+	if o, err := e.Overrides.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" {
 		t.Errorf("the on-call override was removed: %+v %v", o, err)
 	}
 	if !j.RollbacksOK || !strings.Contains(j.Rollbacks[0].Detail, "left alone") {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // hostileHTTP serves /probe with a hostile body (set by the test) and
@@ -54,8 +55,8 @@ func hostileEnv(t *testing.T, body, header string) (*env, *hostileHTTP) {
 	h := &hostileHTTP{body: body, header: header}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	e.svc.HTTP = srv.Client()
-	e.svc.LookupEnv = func(n string) (string, bool) { return srv.URL, n == "SRV" }
+	e.Deps.HTTP = srv.Client()
+	e.Deps.LookupEnv = func(n string) (string, bool) { return srv.URL, n == "SRV" }
 	return e, h
 }
 
@@ -186,11 +187,11 @@ type recordingGauges struct {
 	deps []string
 }
 
-func (g *recordingGauges) Read(_ context.Context, dep string) (drill.GaugeReading, error) {
+func (g *recordingGauges) Read(_ context.Context, dep string) (runtime.GaugeReading, error) {
 	g.mu.Lock()
 	g.deps = append(g.deps, dep)
 	g.mu.Unlock()
-	return drill.GaugeReading{}, nil
+	return runtime.GaugeReading{}, nil
 }
 
 func (g *recordingGauges) Describe() string { return "recording" }
@@ -200,7 +201,7 @@ func (g *recordingGauges) Describe() string { return "recording" }
 func TestTemplatedDependencyIsValidatedBeforeAnyQuery(t *testing.T) {
 	e, _ := hostileEnv(t, "openai', 'Maximum', 60) OR SEARCH('{x}", "")
 	g := &recordingGauges{}
-	e.svc.Gauges = g
+	e.Deps.Gauges = g
 	d := parse(t, `
 name: q
 timeout: 1m

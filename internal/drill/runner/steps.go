@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
 // The steps phase: each step with its rollbacks registered before it
@@ -59,7 +60,7 @@ func (u *run) verdict(runCtx context.Context, failed bool) {
 			}
 		}
 		var se *StopError
-		var gl *drill.GuardLostError
+		var gl *runtime.GuardLostError
 		switch {
 		case runCtx.Err() == nil && failed:
 			j.Outcome = drill.OutcomeFailed
@@ -86,7 +87,7 @@ func stepTimeout(d *drill.Drill, s *drill.Step) time.Duration {
 		return s.Timeout
 	}
 	t := d.StepTimeout
-	if dt, ok := s.Action.(drill.DefaultTimeouter); ok {
+	if dt, ok := s.Spec.(runtime.DefaultTimeouter); ok {
 		t = max(t, dt.DefaultTimeout())
 	}
 	return t
@@ -102,7 +103,7 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 	start := rc.Now()
 	r.mu.Lock()
 	rec.Status, rec.StartedAt, rec.TimeoutSeconds = drill.StatusRunning, drill.TimePtr(start), drill.Seconds(timeout)
-	rec.Description = rc.Redact(s.Action.Describe(rc))
+	rec.Description = describeStep(rc, s)
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventStepStarted, StepIndex: i + 1})
 
@@ -112,19 +113,19 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 		id := u.push(&explicitRollback{step: rb, timeout: d.RollbackTimeout}, s.ID, true)
 		r.update(func() { rec.Rollbacks = append(rec.Rollbacks, id) })
 	}
-	var outs *drill.Outputs
+	var outs *runtime.Outputs
 	var err error
-	if m, ok := s.Action.(drill.Mutating); ok {
-		var rb drill.Rollback
+	if m, ok := s.Spec.(runtime.Mutating); ok {
+		var rb runtime.Rollback
 		if rb, err = m.Prepare(sctx, rc); err == nil && rb != nil {
 			id := u.push(rb, s.ID, false)
 			r.update(func() { rec.Rollbacks = append(rec.Rollbacks, id) })
 		}
 	}
 	if err == nil {
-		outs, err = s.Action.Run(sctx, rc)
+		outs, err = runtime.ActionOf(s).Run(sctx, rc)
 	}
-	if gl := (*drill.GuardLostError)(nil); errors.As(err, &gl) && runCtx.Err() == nil {
+	if gl := (*runtime.GuardLostError)(nil); errors.As(err, &gl) && runCtx.Err() == nil {
 		if gl.Name == "" {
 			gl.Name = s.ID
 		}
@@ -148,7 +149,7 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 		rec.Detail = rc.Redact(outs.Detail)
 		rec.Fleet = outs.Fleet
 	}
-	if fe := (*drill.FleetError)(nil); errors.As(err, &fe) {
+	if fe := (*runtime.FleetError)(nil); errors.As(err, &fe) {
 		rec.Fleet = fe.Fleet
 	}
 	switch {
@@ -170,7 +171,7 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 // runStatus maps the run context's cause to a step status and message.
 func runStatus(cause error) (string, string) {
 	var se *StopError
-	var gl *drill.GuardLostError
+	var gl *runtime.GuardLostError
 	switch {
 	case errors.Is(cause, ErrDrillTimeout):
 		return drill.StatusTimedOut, "the drill's timeout passed"

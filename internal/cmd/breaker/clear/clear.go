@@ -7,17 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -38,6 +41,7 @@ type Options struct {
 	NoNotify     bool
 	Output       string
 	converge.WaitOptions
+	Policy levergate.Flags
 }
 
 // NewCmd builds the command.
@@ -70,6 +74,12 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			newest complete minute, within the source's bound (6s on a scrape, 4m05s on
 			CloudWatch). The clear and its audit record come first. Not confirmed within
 			--timeout exits 11, naming the instances still forced where the source can.
+
+			When the table has a policy (koshactl policy get) that needs approvals for
+			this clear, nothing is cleared: the clear becomes a change request, printed
+			with the command another person approves it with, and the command exits 12.
+			--break-glass (with --reason) acts at once where the policy allows it, and
+			leaves a review.
 		`),
 		Example: heredoc.Doc(`
 			koshactl breaker clear openai --reason "provider recovered"
@@ -96,6 +106,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
+	levergate.AddFlags(cmd, &opts.Policy)
 	converge.AddWaitFlags(cmd, &opts.WaitOptions)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
@@ -111,6 +122,8 @@ type Result struct {
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
 	Convergence *converge.ConvergenceView `json:"convergence,omitempty"`
+	// Review is the review a --break-glass clear opened.
+	Review string `json:"review,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -139,6 +152,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		if _, err := breaker.DependencyOfKey(k); err != nil {
 			return cmdutil.UsageError(err)
 		}
+	}
+	if err := opts.Policy.Check(); err != nil {
+		return err
+	}
+	if opts.Policy.BreakGlass && (opts.DryRun || opts.Reason == "") {
+		return cmdutil.Usagef("--break-glass needs --reason \"what is happening\" and is not a dry run")
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -184,6 +203,15 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if !opts.All && !opts.AllowUnknown {
 		known = env.Context.KnownDependencies()
 	}
+	var gate *levergate.Gate
+	if !opts.DryRun {
+		targets := slices.Clone(deps)
+		for _, k := range keys {
+			dep, _ := breaker.DependencyOfKey(k) // checked above
+			targets = append(targets, dep)
+		}
+		gate = levergate.New(ctx, env, levergate.Question{Action: breaker.ActionClear, Targets: targets, Reason: opts.Reason, Flags: opts.Policy})
+	}
 	now := f.Clock.Now()
 	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
 	// One batch read of every override (while the identity resolves; --all
@@ -196,7 +224,15 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 				return nil
 			}
 			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
-		}})
+		}, Gate: breakerGate(gate)})
+	if errors.Is(err, levergate.ErrNeedsApproval) {
+		// Read and checked as a clear would be; asked for, not made.
+		change, err := approval.ClearChange(opts.Reason, gate.Q().Targets, gate.Befores)
+		if err != nil {
+			return err
+		}
+		return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
+	}
 	if outcomes == nil && err != nil {
 		if errors.Is(err, breaker.ErrUnknownDependency) {
 			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
@@ -233,18 +269,34 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	for _, r := range out.Results {
 		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalReleased, Since: now})
 	}
+	ev := notify.Event{Action: breaker.ActionClear, Reason: opts.Reason, Levers: notify.ClearLevers(outcomes)}
+	if cleared == 0 {
+		gate = nil // nothing was cleared: no break-glass happened
+	}
+	gate.Announce(&ev)
+	if gate != nil && gate.Review != nil {
+		out.Review = gate.Review.ID
+	}
 	return levertail.Finish(ctx, f, levertail.Tail{Env: env, DryRun: opts.DryRun, NoNotify: opts.NoNotify, Table: opts.Output == cmdutil.FormatTable,
-		Event:  notify.Event{Action: breaker.ActionClear, Reason: opts.Reason, Levers: notify.ClearLevers(outcomes)},
+		Event:  ev,
 		Waiter: waiter, Changes: changes, Failure: failure,
 		Print: func(view *converge.ConvergenceView) error {
 			out.Convergence = view
-			return printResult(f, opts, env, out, now, len(outcomes) == 0)
+			return printResult(f, opts, env, out, now, len(outcomes) == 0, gate)
 		}})
+}
+
+// breakerGate is the policy gate of the clear (nil on a dry run).
+func breakerGate(g *levergate.Gate) *breaker.Gate {
+	if g == nil {
+		return nil
+	}
+	return g.Breaker()
 }
 
 // printResult prints out; none is true when there was no override to
 // clear (--all on an empty table).
-func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, now time.Time, none bool) error {
+func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, now time.Time, none bool, gate *levergate.Gate) error {
 	return levertail.Print(f, env, opts.Output, opts.DryRun, out, func(w io.Writer) {
 		if none && opts.All {
 			fmt.Fprintln(w, "No overrides to clear.")
@@ -266,6 +318,7 @@ func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, 
 			fmt.Fprintf(w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
 			levertail.Confirmed(w, r.ConfirmedByReread)
 		}
+		gate.PrintBreakGlass(w)
 	})
 }
 

@@ -12,12 +12,14 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -40,6 +42,7 @@ type Options struct {
 	NoNotify     bool
 	Output       string
 	converge.WaitOptions
+	Policy levergate.Flags
 }
 
 // NewCmd builds the command.
@@ -58,6 +61,11 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			lapses before the fleet reads it) and capped by the context's max-override;
 			--no-expiry needs --yes.
 			An override already set by someone else is a conflict unless --overwrite.
+
+			When the table has a policy (koshactl policy get) that needs approvals for
+			this change, nothing is forced: the change becomes a change request, printed
+			with the command another person approves it with, and the command exits 12.
+			--break-glass acts at once where the policy allows it, and leaves a review.
 
 			--wait then waits until the fleet's breaker_state gauges confirm it: forced (3) on
 			every reporting instance of a Prometheus source, or CloudWatch's fleet Minimum
@@ -94,6 +102,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts, --no-expiry)")
 	cmd.MarkFlagsMutuallyExclusive("for", "until", "no-expiry")
+	levergate.AddFlags(cmd, &opts.Policy)
 	converge.AddWaitFlags(cmd, &opts.WaitOptions)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
@@ -109,6 +118,8 @@ type Result struct {
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
 	Convergence *converge.ConvergenceView `json:"convergence,omitempty"`
+	// Review is the review a --break-glass change opened.
+	Review string `json:"review,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -196,6 +207,17 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return err
 		}
 	}
+	if err := opts.Policy.Check(); err != nil {
+		return err
+	}
+	if opts.Policy.BreakGlass && opts.DryRun {
+		return cmdutil.Usagef("--break-glass with --dry-run: a dry run changes nothing, so it needs no break-glass; drop one")
+	}
+	var gate *levergate.Gate
+	if !opts.DryRun {
+		gate = levergate.New(ctx, env, levergate.Question{Action: breaker.ActionForceOpen, Targets: opts.Dependencies,
+			Duration: policyDuration(now, forDur, expires), NoExpiry: opts.NoExpiry, Reason: opts.Reason, Flags: opts.Policy})
+	}
 	reqs := make([]breaker.ForceRequest, 0, len(opts.Dependencies))
 	for _, dep := range opts.Dependencies {
 		reqs = append(reqs, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite})
@@ -204,7 +226,18 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		Confirm: func(plans []breaker.ForceResult) error {
 			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans)))
 		}}
+	if gate != nil {
+		op.Gate = gate.Breaker()
+	}
 	outcomes, err := env.Overrides().ForceAll(ctx, env.Audit(), op)
+	if errors.Is(err, levergate.ErrNeedsApproval) {
+		// Read and checked as a force would be; asked for, not made.
+		change, err := approval.ForceChange(opts.Reason, forDur, expires, opts.NoExpiry, opts.Overwrite, opts.Dependencies, gate.Befores)
+		if err != nil {
+			return err
+		}
+		return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
+	}
 	if outcomes == nil {
 		return conflictHint(depargs.DependencyHint(err))
 	}
@@ -229,13 +262,30 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		}
 		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalForced, Since: since})
 	}
+	ev := notify.Event{Action: breaker.ActionForceOpen, Reason: opts.Reason, Levers: notify.ForceLevers(outcomes)}
+	gate.Announce(&ev)
+	if gate != nil && gate.Review != nil && len(out.Results) > 0 {
+		out.Review = gate.Review.ID
+	}
 	return levertail.Finish(ctx, f, levertail.Tail{Env: env, DryRun: opts.DryRun, NoNotify: opts.NoNotify, Table: opts.Output == cmdutil.FormatTable,
-		Event:  notify.Event{Action: breaker.ActionForceOpen, Reason: opts.Reason, Levers: notify.ForceLevers(outcomes)},
+		Event:  ev,
 		Waiter: waiter, Changes: changes, Failure: failure,
 		Print: func(view *converge.ConvergenceView) error {
 			out.Convergence = view
-			return printResult(f, opts, env, out, now)
+			return printResult(f, opts, env, out, now, gate)
 		}})
+}
+
+// policyDuration is how long the override lasts as the policy judges it:
+// --for, or the time left until --until (0 without expiry).
+func policyDuration(now time.Time, forDur time.Duration, expires time.Time) time.Duration {
+	if forDur > 0 {
+		return forDur
+	}
+	if !expires.IsZero() {
+		return expires.Sub(now)
+	}
+	return 0
 }
 
 func conflictHint(err error) error {
@@ -261,7 +311,7 @@ func action(r breaker.ForceResult, dry bool) string {
 	return a
 }
 
-func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, now time.Time) error {
+func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, now time.Time, gate *levergate.Gate) error {
 	tty := f.IOStreams.IsStdoutTTY()
 	return levertail.Print(f, env, opts.Output, opts.DryRun, out, func(w io.Writer) {
 		for _, r := range out.Results {
@@ -279,6 +329,9 @@ func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, 
 			if r.Before != nil && len(r.Before.Malformed) > 0 {
 				fmt.Fprintf(w, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
 			}
+		}
+		if len(out.Results) > 0 {
+			gate.PrintBreakGlass(w)
 		}
 	})
 }

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -10,8 +9,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 )
 
@@ -63,23 +60,11 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 // Run prints the plan.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	ios := f.IOStreams
-	d, probs := drill.ParseFile(kinds.Builtin(), opts.File)
-	if len(probs) > 0 {
-		for _, p := range probs {
-			fmt.Fprintln(ios.ErrOut, p.String())
-		}
-		return cmdutil.Usagef("%w: %s is not a valid drill (%d problems)", cmdutil.ErrSilent, opts.File, len(probs))
-	}
-	if err := run.ApplyVars(d, opts.Vars); err != nil {
+	d, err := run.Parse(f, opts.File, opts.Vars, "")
+	if err != nil {
 		return err
 	}
-	if opts.MetricsURL != "" {
-		d.MetricsURL = drill.Literal(opts.MetricsURL)
-	}
-	if err := run.SelectContext(f, d); err != nil {
-		return err
-	}
-	env, err := f.Env(ctx)
+	env, err := run.Resolve(ctx, f, d, opts.MetricsURL)
 	if err != nil {
 		return err
 	}

@@ -107,63 +107,30 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return cmdutil.Usagef("--junit %s: %v; nothing was done", opts.JUnit, err)
 		}
 	}
-	lock, err := runner.LockJournal(opts.Journal, runner.ThisProcess("drill recover", runner.LockPath(opts.Journal)))
-	var locked *runner.LockedError
-	if errors.As(err, &locked) {
-		holder := locked.Holder
-		if holder == nil {
-			if j, rerr := drill.ReadJournal(opts.Journal); rerr == nil && j.Runner != nil {
-				holder = j.Runner
-			}
-		}
-		return exitcode.Errorf(exitcode.Conflict, "%s: it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done", stillGoing(holder, locked.Lock))
+	s := &runner.RecoverSession{Journal: opts.Journal, JUnit: opts.JUnit}
+	defer s.Close()
+	j, note, err := s.Open()
+	if going := (*runner.StillGoingError)(nil); errors.As(err, &going) {
+		return exitcode.Wrap(exitcode.Conflict, err)
 	}
 	if err != nil {
-		return cmdutil.Usagef("journal %s: cannot take its lock: %v; nothing was done", opts.Journal, err)
-	}
-	defer lock.Release()
-	j, err := drill.ReadJournal(opts.Journal)
-	if err != nil {
-		return cmdutil.UsageError(fmt.Errorf("%w; nothing was done", err))
-	}
-	// The recovery is written back to the journal: one that cannot be (a
-	// link, which is read through but never written through) is refused
-	// before any lever is touched, not after.
-	if err := fsutil.CheckOutput(opts.Journal, false); err != nil {
-		return cmdutil.Usagef("journal %s: %v; nothing was done", opts.Journal, err)
-	}
-	if j.Runner == nil {
-		return cmdutil.Usagef("journal %s does not say which process ran the drill (written by an older koshactl): it cannot be shown dead; restore its levers by hand (each lapses at its expires_at)", opts.Journal)
+		return cmdutil.UsageError(err)
 	}
 	pending := runner.Pending(j)
 	if len(pending) == 0 {
 		fmt.Fprintf(ios.Out, "nothing to recover: every rollback of drill %s run %s has run (%d ok)\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), len(j.Rollbacks))
 		return nil
 	}
-	// The lock was free, so its holder ended; the run's own process is
-	// checked too, by pid and start time, so that a file system that does
-	// not honor flock never lets recover act under a live run.
-	switch live, why := runner.CheckProcess(*j.Runner); live {
-	case runner.LivenessAlive:
-		return exitcode.Errorf(exitcode.Conflict, "%s, although its lock %s was free (a file system that does not honor flock?): it rolls back itself; interrupt it (SIGINT) rather than recover it; nothing was done",
-			stillGoing(j.Runner, ""), runner.LockPath(opts.Journal))
-	case runner.LivenessGone:
-		fmt.Fprintf(ios.ErrOut, "the lock is stale: pid %d is gone (%s)\n", j.Runner.PID, textsafe.Line(runner.DescribeProcess(*j.Runner)))
-	case runner.LivenessReused:
-		fmt.Fprintf(ios.ErrOut, "the lock is stale: pid %d is gone (%s; the pid now belongs to a process started at another time)\n", j.Runner.PID, textsafe.Line(runner.DescribeProcess(*j.Runner)))
-	default:
-		fmt.Fprintf(ios.ErrOut, "note: whether the run (%s) is alive cannot be told from here: %s; its lock here is free\n", textsafe.Line(runner.DescribeProcess(*j.Runner)), textsafe.Line(fmt.Sprint(why)))
+	fmt.Fprintln(ios.ErrOut, textsafe.Line(note))
+	if f.ContextName, err = s.Target(j, f.ContextName); err != nil {
+		return cmdutil.UsageError(err)
 	}
-	if f.ContextName != "" && f.ContextName != j.Context {
-		return cmdutil.Usagef("journal %s is of context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: recover acts on the journal's context; nothing was done", opts.Journal, j.Context, f.ContextName)
-	}
-	f.ContextName = j.Context
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
 	}
-	if got := env.Store.Describe(); got != j.Store {
-		return cmdutil.Usagef("journal %s was written against %s, but context %q now uses %s: recover only on the store the drill acted on; nothing was done", opts.Journal, j.Store, env.Name, got)
+	if err := s.CheckStore(j, env.Name, env.Store.Describe()); err != nil {
+		return cmdutil.UsageError(err)
 	}
 	if env.Context.Protected && !opts.AllowProtected {
 		return exitcode.Errorf(exitcode.Refused, "context %q is protected: pass --allow-protected to recover on it; nothing was done", env.Name)
@@ -192,14 +159,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return fmt.Errorf("%w; nothing was done", err)
 	}
-	werr := runner.WriteJournal(opts.Journal, j)
-	if opts.JUnit != "" {
-		if b, err := runner.JUnit(j); err != nil {
-			werr = errors.Join(werr, err)
-		} else if err := fsutil.WriteFile(ctx, opts.JUnit, b, 0o644); err != nil {
-			werr = errors.Join(werr, fmt.Errorf("write JUnit report %s: %w", opts.JUnit, err))
-		}
-	}
+	werr := s.Finish(ctx, j)
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, j); err != nil {
 			return err
@@ -225,19 +185,4 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return werr
 	}
 	return nil
-}
-
-// stillGoing says which live process holds a journal: "a run is still
-// going: pid N started at T on host H".
-func stillGoing(p *drill.RunnerRecord, lock string) string {
-	if p == nil {
-		return fmt.Sprintf("a run is still going: a live process holds %s", lock)
-	}
-	what := "a run"
-	if p.Command == "drill recover" {
-		what = "a drill recover"
-	}
-	q := *p
-	q.Command = ""
-	return what + " is still going: " + runner.DescribeProcess(q)
 }

@@ -1,7 +1,6 @@
 package run
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/MakeNowJust/heredoc"
@@ -23,9 +21,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
+	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
-	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -145,14 +143,8 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 // Run runs the drill and returns an error carrying the run's exit code.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	ios := f.IOStreams
-	d, probs := drill.ParseFile(kinds.Builtin(), opts.File)
-	if len(probs) > 0 {
-		for _, p := range probs {
-			fmt.Fprintln(ios.ErrOut, p.String())
-		}
-		return cmdutil.Usagef("%w: %s is not a valid drill (%d problems); nothing was run", cmdutil.ErrSilent, opts.File, len(probs))
-	}
-	if err := ApplyVars(d, opts.Vars); err != nil {
+	d, err := Parse(f, opts.File, opts.Vars, "; nothing was run")
+	if err != nil {
 		return err
 	}
 	// The journal is read back by drill recover: a regular file only. The
@@ -166,13 +158,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := checkReportPath(opts.Report, true); err != nil {
 		return cmdutil.Usagef("--report %s: %v; nothing was run", opts.Report, err)
 	}
-	if opts.MetricsURL != "" {
-		d.MetricsURL = drill.Literal(opts.MetricsURL)
-	}
-	if err := SelectContext(f, d); err != nil {
-		return err
-	}
-	env, err := f.Env(ctx)
+	env, err := Resolve(ctx, f, d, opts.MetricsURL)
 	if err != nil {
 		return err
 	}
@@ -192,54 +178,24 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	var process *drill.RunnerRecord
-	if opts.Journal != "" {
-		// Held for the life of the run: drill recover refuses while it is.
-		process = runner.ThisProcess("drill run", runner.LockPath(opts.Journal))
-		lock, err := runner.LockJournal(opts.Journal, process)
-		if errors.Is(err, runner.ErrJournalLocked) {
-			return exitcode.Errorf(exitcode.Conflict, "--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
-				opts.Journal, runner.LockPath(opts.Journal))
-		}
-		if err != nil {
-			return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
-		}
-		defer lock.Release()
-	}
-
-	runCtx, interrupt := context.WithCancel(ctx)
-	defer interrupt()
-	abandonCtx, abandon := context.WithCancel(context.Background())
-	defer abandon()
 	color := ios.IsStderrTTY() && ios.ColorEnabled()
 	logW := ios.ErrOut
 	if color { // the log renders its values itself; its colors must reach the terminal
 		logW = textsafe.Raw(logW)
 	}
-	// First of the reporters: the run's end is known before any report is
-	// written, so a signal from then on gives up a stalled write at once.
-	var finished atomic.Bool
-	reporters := []runner.Reporter{runEnded{&finished}, &runner.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}}
-	var jf *runner.JournalFile
-	var ju *runner.JUnitFile
-	if opts.Journal != "" {
-		jf = &runner.JournalFile{Path: opts.Journal}
-		reporters = append(reporters, jf)
-	}
-	if opts.JUnit != "" {
-		// A pipe's stalled reader holds the write until the operator insists.
-		ju = &runner.JUnitFile{Path: opts.JUnit, Ctx: abandonCtx}
-		reporters = append(reporters, ju)
-	}
-	runner := &runner.Runner{Deps: deps, Reporters: reporters, RollbackContext: abandonCtx, Process: process}
+	r := &runner.Runner{Deps: deps, Reporters: []runner.Reporter{&runner.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}}}
 	if !opts.NoNotify && env.Notifier != nil {
-		runner.Notifier = env.Notifier.For(notify.SourceDrill, nil)
+		r.Notifier = env.Notifier.For(notify.SourceDrill, nil)
 	}
-	stopSignals := watchSignals(opts.Signals, runner, &finished, interrupt, abandon)
-	defer stopSignals() // after the reports: a signal must end their writes too
-	j := runner.Run(runCtx, d)
-	finished.Store(true)
-
+	s := &runner.Session{Runner: r, Journal: opts.Journal, JUnit: opts.JUnit, Report: opts.Report, Signals: opts.Signals}
+	if err := s.Lock(); errors.Is(err, runner.ErrJournalLocked) {
+		return exitcode.Errorf(exitcode.Conflict, "--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
+			opts.Journal, runner.LockPath(opts.Journal))
+	} else if err != nil {
+		return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
+	}
+	defer s.Close()
+	j := s.Run(ctx, d)
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, j); err != nil {
 			return err
@@ -247,25 +203,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	} else {
 		printSummary(f, j)
 	}
-	var reportErr error
-	if jf != nil && jf.Err() != nil {
-		reportErr = jf.Err()
-	}
-	if ju != nil && ju.Err() != nil {
-		reportErr = errors.Join(reportErr, ju.Err())
-	}
-	if opts.Report != "" {
-		// Written however the run ended: an interrupted or failed run's
-		// report matters most.
-		var buf bytes.Buffer
-		err := gameday.Render(&buf, gameday.FormatFor(opts.Report), gameday.Input{Journal: j})
-		if err == nil {
-			err = fsutil.WriteFile(abandonCtx, opts.Report, buf.Bytes(), 0o644)
-		}
-		if err != nil {
-			reportErr = errors.Join(reportErr, fmt.Errorf("write report %s: %w", opts.Report, err))
-		}
-	}
+	reportErr := s.Finish(j)
 	switch {
 	case j.Outcome == drill.OutcomeRefused:
 		// Nothing was done: the refusal is the command's error, one line
@@ -311,19 +249,35 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// SelectContext selects the drill's context: its context: field when it
-// names one (another selected with --context or $KOSHACTL_CONTEXT is
-// refused), otherwise the selected one.
-func SelectContext(f *cmdenv.Factory, d *drill.Drill) error {
-	if d.Context == "" {
-		return nil
+// Parse parses the drill in file, printing its problems (exit 2, the
+// message ending in after), and applies --var: the first thing drill plan
+// and drill run do.
+func Parse(f *cmdenv.Factory, file string, vars []string, after string) (*drill.Drill, error) {
+	d, probs := drill.ParseFile(kinds.Builtin(), file)
+	if len(probs) > 0 {
+		for _, p := range probs {
+			fmt.Fprintln(f.IOStreams.ErrOut, p.String())
+		}
+		return nil, cmdutil.Usagef("%w: %s is not a valid drill (%d problems)%s", cmdutil.ErrSilent, file, len(probs), after)
 	}
-	if f.ContextName != "" && f.ContextName != d.Context {
-		return cmdutil.Usagef("drill %s is written for context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: run it on %q, or change the drill's context: field",
+	return d, ApplyVars(d, vars)
+}
+
+// Resolve applies --metrics-url and resolves the drill's context: its
+// context: field when it names one (another selected with --context or
+// $KOSHACTL_CONTEXT is refused), otherwise the selected one.
+func Resolve(ctx context.Context, f *cmdenv.Factory, d *drill.Drill, metricsURL string) (*cmdenv.Env, error) {
+	if metricsURL != "" {
+		d.MetricsURL = drill.Literal(metricsURL)
+	}
+	if d.Context != "" && f.ContextName != "" && f.ContextName != d.Context {
+		return nil, cmdutil.Usagef("drill %s is written for context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: run it on %q, or change the drill's context: field",
 			d.Name, d.Context, f.ContextName, d.Context)
 	}
-	f.ContextName = d.Context
-	return nil
+	if d.Context != "" {
+		f.ContextName = d.Context
+	}
+	return f.Env(ctx)
 }
 
 // ApplyVars overrides drill variables from --var NAME=VALUE.
@@ -356,7 +310,7 @@ func ApplyVars(d *drill.Drill, vars []string) error {
 
 // NewDeps builds what drill steps and rollbacks act on from the resolved
 // context (drill run and drill recover share it).
-func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile string) (*drill.Deps, error) {
+func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile string) (*runtime.Deps, error) {
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return nil, err
@@ -365,16 +319,16 @@ func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile st
 	if err != nil {
 		return nil, err
 	}
-	deps := &drill.Deps{
+	deps := &runtime.Deps{
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: env.Overrides(), KnownDependencies: env.Context.KnownDependencies(),
 		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.Audit(),
-		Minter: &lazyMinter{env: env, keyFile: keyFile, f: f}, HTTP: drill.NewHTTPClient(),
+		Minter: &lazyMinter{env: env, keyFile: keyFile, f: f}, HTTP: runtime.NewHTTPClient(),
 		LookupEnv: f.Environ.Lookup, Environ: f.Environ.List(),
 	}
 	// A context naming two sources gets no name here; each read reports it.
 	choice, _ := env.GaugeChoice("")
-	deps.Gauges = &drill.MetricsGauges{Name: choice.Description, Hint: choice.Hint(),
+	deps.Gauges = &runtime.MetricsGauges{Name: choice.Description, Hint: choice.Hint(),
 		New: func(ctx context.Context) (metrics.GaugeSource, error) {
 			return env.GaugeSource(ctx, "")
 		}}
@@ -412,70 +366,6 @@ func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Mi
 		return nil, l.err
 	}
 	return l.m.Mint(ctx, req)
-}
-
-// runEnded is the reporter that marks the run's end (EventRunFinished:
-// every rollback has run) before the reporters after it write their files.
-type runEnded struct{ finished *atomic.Bool }
-
-func (e runEnded) Report(ev runner.Event) {
-	if ev.Kind == runner.EventRunFinished {
-		e.finished.Store(true)
-	}
-}
-
-// watchSignals handles repeated signals during a run. The first interrupts
-// the steps (main's signal context is canceled too); the second is
-// acknowledged; the third abandons the remaining rollbacks. Once the run has
-// ended (finished), any signal abandons at once: what is left is writing the
-// reports, and a pipe whose reader stalls must not hold the command (nor is a
-// notice sent: the runner's reporters may be the ones waiting). It returns a
-// function that stops watching.
-func watchSignals(sigs <-chan os.Signal, r *runner.Runner, finished *atomic.Bool, interrupt, abandon context.CancelFunc) func() {
-	if sigs == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		n := 0
-		for {
-			select {
-			case <-done:
-				return
-			case s := <-sigs:
-				if finished.Load() {
-					interrupt()
-					abandon()
-					continue
-				}
-				n++
-				switch n {
-				case 1:
-					r.Notice(fmt.Sprintf("received %s: stopping the steps and rolling back (send it twice more to abandon the rollback)", sigName(s)))
-					interrupt()
-				case 2:
-					r.Notice(fmt.Sprintf("received %s again: the rollback goes on; send it once more to abandon the remaining rollbacks (their levers then lapse at their expiry)", sigName(s)))
-				default:
-					r.Notice(fmt.Sprintf("received %s a third time: abandoning the remaining rollbacks", sigName(s)))
-					abandon()
-				}
-			}
-		}
-	}()
-	return func() { close(done); wg.Wait() }
-}
-
-func sigName(s os.Signal) string {
-	switch s {
-	case os.Interrupt:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	}
-	return s.String()
 }
 
 // printSummary prints the verdict on stdout, and every rollback that did

@@ -1,4 +1,4 @@
-package drill
+package runtime
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 // AlarmCondition is an alarm condition of a drill. The run reads every
 // alarm of the drill together, once per region and poll round, so the
-// parser collects them (Decoder.AddAlarm) and the run context batches
+// parser collects them (drill.Decoder.AddAlarm) and the run context batches
 // their reads.
 type AlarmCondition interface {
 	Condition
@@ -23,9 +23,6 @@ type AlarmTarget struct {
 	Region string // "" is the default region
 	Query  metrics.AlarmQuery
 }
-
-// AddAlarm records an alarm condition of the drill being decoded.
-func (d *Decoder) AddAlarm(c AlarmCondition) { d.alarms = append(d.alarms, c) }
 
 // RegionAlarms is one region's answer in one poll round.
 type RegionAlarms struct {
@@ -63,7 +60,11 @@ func (rc *RunContext) alarmWatcher() *alarmWatcher {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.alarms == nil {
-		rc.alarms = &alarmWatcher{conds: rc.Drill.alarms}
+		w := &alarmWatcher{}
+		for _, c := range rc.Drill.Alarms() {
+			w.conds = append(w.conds, c.(AlarmCondition))
+		}
+		rc.alarms = w
 	}
 	return rc.alarms
 }
@@ -140,9 +141,6 @@ func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) 
 	round.reads[region] = r
 	return r, nil
 }
-
-// HasAlarms reports whether the drill has alarm conditions.
-func (d *Drill) HasAlarms() bool { return len(d.alarms) > 0 }
 
 // AlarmQueries groups the drill's alarm conditions by region, as the run
 // asks for them (see [RunContext.ReadAlarms]).

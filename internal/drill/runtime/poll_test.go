@@ -1,8 +1,9 @@
-package drill
+package runtime
 
 import (
 	"context"
 	"errors"
+	"github.com/kosha-platform/koshactl/internal/drill"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func (c *neverHolds) Check(context.Context, *RunContext) (Observation, error) {
 // checks follows from the fake clock alone.
 func TestPollRunsOnTheInjectedClockOnly(t *testing.T) {
 	fake := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	rc := NewRunContext(&Drill{Name: "d", Timeout: 2 * time.Hour}, "r1", &Deps{Clock: fake}, nil)
+	rc := NewRunContext(&drill.Drill{Name: "d", Timeout: 2 * time.Hour}, "r1", &Deps{Clock: fake}, nil)
 	cond := &neverHolds{}
 	done := make(chan error, 1)
 	var res PollResult

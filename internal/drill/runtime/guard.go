@@ -1,8 +1,9 @@
-package drill
+package runtime
 
 import (
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/drill"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -19,52 +20,6 @@ import (
 // (preflight), and during the run a guard that stays unevaluable past its
 // grace stops the steps and rolls back ("guard lost"), unless the drill
 // says on_error: continue for it (docs/contracts/drill-file.md).
-
-// Defaults and bounds of guard_grace.
-const (
-	// DefaultGuardGracePolls and DefaultGuardGraceFor: a guard is lost at
-	// the first failed evaluation that is at least the 3rd in a row and at
-	// least 30 s after the first of them.
-	DefaultGuardGracePolls = 3
-	DefaultGuardGraceFor   = 30 * time.Second
-	// MaxGuardGracePolls bounds guard_grace.polls.
-	MaxGuardGracePolls = 1000
-)
-
-// GuardGrace is how long a guard may stay unevaluable during a run: it is
-// lost at the first failed evaluation that is at least Polls in a row AND
-// at least For after the first of them (both must pass, so neither a burst
-// of fast polls nor one slow poll ends a drill).
-type GuardGrace struct {
-	Polls int
-	For   time.Duration
-}
-
-// DefaultGuardGrace is the grace of a drill that sets no guard_grace.
-func DefaultGuardGrace() GuardGrace {
-	return GuardGrace{Polls: DefaultGuardGracePolls, For: DefaultGuardGraceFor}
-}
-
-// String reads "3 polls and 30s".
-func (g GuardGrace) String() string {
-	return fmt.Sprintf("%d polls and %s", g.Polls, human.Duration(g.For))
-}
-
-// What a guard's evaluation error does during the run (on_error).
-const (
-	// OnErrorStop (the default): an error past the grace loses the guard.
-	OnErrorStop = "stop"
-	// OnErrorContinue: errors are noticed and the run goes on (the guard
-	// is blind meanwhile). The preflight still evaluates it.
-	OnErrorContinue = "continue"
-)
-
-// Roles of a guard, for messages and the journal.
-const (
-	RoleStopCondition = "stop condition"
-	RoleHypothesis    = "hypothesis check"
-	RoleWaitFor       = "wait-for step"
-)
 
 // ErrNoMatch reports a condition whose names match nothing (an alarm name
 // or prefix no alarm has): a typo must never disarm a guard.
@@ -139,14 +94,14 @@ type GuardLostError struct {
 	Polls int
 	Since time.Time
 	For   time.Duration
-	Grace GuardGrace
+	Grace drill.GuardGrace
 	// Err is the last evaluation error.
 	Err error
 }
 
 func (e *GuardLostError) Error() string {
 	return fmt.Sprintf("guard lost: %s %q could not be evaluated for %d polls over %s (grace %s): %v",
-		e.Role, e.Name, e.Polls, human.Duration(DisplayPrecision(e.For)), e.Grace, e.Err)
+		e.Role, e.Name, e.Polls, human.Duration(drill.DisplayPrecision(e.For)), e.Grace, e.Err)
 }
 
 func (e *GuardLostError) Unwrap() error { return e.Err }
@@ -154,7 +109,7 @@ func (e *GuardLostError) Unwrap() error { return e.Err }
 // GuardState follows one guard's failed evaluations in a row during a run.
 // It is not safe for concurrent use.
 type GuardState struct {
-	Grace GuardGrace
+	Grace drill.GuardGrace
 	polls int
 	since time.Time
 	last  error

@@ -1,7 +1,8 @@
-package drill
+package runtime
 
 import (
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/drill"
 	"slices"
 	"strings"
 	"sync"
@@ -21,7 +22,7 @@ type Outputs struct {
 	Detail string
 	// Fleet is what the fleet's gauges confirmed (a breaker step with
 	// wait: true).
-	Fleet *FleetRecord
+	Fleet *drill.FleetRecord
 
 	names    []string
 	values   map[string]string
@@ -94,7 +95,7 @@ func (o *Outputs) Public() map[string]string {
 // are evaluated alongside steps).
 type RunContext struct {
 	// Drill is the drill being run.
-	Drill *Drill
+	Drill *drill.Drill
 	// RunID identifies this run in override reasons and audit records.
 	RunID string
 	// Deps are what steps act on.
@@ -121,7 +122,7 @@ type RunContext struct {
 // NewRunContext starts the context of a run of d: its clock is svc.Clock
 // (the real clock when nil), it starts now and ends d.Timeout later.
 // notify, when set, receives the run's notices (see [RunContext.Notify]).
-func NewRunContext(d *Drill, runID string, svc *Deps, notify func(string)) *RunContext {
+func NewRunContext(d *drill.Drill, runID string, svc *Deps, notify func(string)) *RunContext {
 	clk := svc.Clock
 	if clk == nil {
 		clk = clock.Real{}
@@ -135,7 +136,7 @@ func NewRunContext(d *Drill, runID string, svc *Deps, notify func(string)) *RunC
 // NewRecoveryContext is the context in which `drill recover` undoes what
 // the run j journals: it started and ends when j says, its writes carry
 // j's actor, and its reasons say who recovers it (svc.Actor).
-func NewRecoveryContext(d *Drill, j *Journal, svc *Deps) *RunContext {
+func NewRecoveryContext(d *drill.Drill, j *drill.Journal, svc *Deps) *RunContext {
 	rc := NewRunContext(d, j.RunID, svc, nil)
 	rc.started, rc.deadline = j.StartedAt, j.Deadline
 	rc.actor, rc.recoveredBy = j.Actor, svc.Actor
@@ -219,9 +220,9 @@ func (rc *RunContext) Recorded(recs ...audit.Record) {
 }
 
 // Lookup implements [Resolver] for templates.
-func (rc *RunContext) Lookup(ref Ref) (string, bool, error) {
+func (rc *RunContext) Lookup(ref drill.Ref) (string, bool, error) {
 	switch ref.Namespace {
-	case NSVars:
+	case drill.NSVars:
 		rc.mu.Lock()
 		v, ok := rc.vars[ref.Name]
 		sec := rc.varSecret[ref.Name]
@@ -230,7 +231,7 @@ func (rc *RunContext) Lookup(ref Ref) (string, bool, error) {
 			return "", false, fmt.Errorf("variable %q is not set", ref.Name)
 		}
 		return v, sec, nil
-	case NSEnv:
+	case drill.NSEnv:
 		if rc.Deps.LookupEnv != nil {
 			if v, ok := rc.Deps.LookupEnv(ref.Name); ok {
 				return v, false, nil
@@ -240,7 +241,7 @@ func (rc *RunContext) Lookup(ref Ref) (string, bool, error) {
 			return ref.Default, false, nil
 		}
 		return "", false, fmt.Errorf("environment variable %s is not set (give a default with ${env.%s:-value})", ref.Name, ref.Name)
-	case NSDrill:
+	case drill.NSDrill:
 		switch ref.Name {
 		case "name":
 			return rc.Drill.Name, false, nil
@@ -251,7 +252,7 @@ func (rc *RunContext) Lookup(ref Ref) (string, bool, error) {
 		case "deadline":
 			return rc.deadline.UTC().Format(time.RFC3339), false, nil
 		}
-	case NSSteps:
+	case drill.NSSteps:
 		rc.mu.Lock()
 		o, ok := rc.outputs[ref.Name]
 		rc.mu.Unlock()
@@ -269,7 +270,7 @@ func (rc *RunContext) Lookup(ref Ref) (string, bool, error) {
 
 // Expand resolves a template. A secret value in the result is remembered,
 // so [RunContext.Redact] hides it wherever it is reported.
-func (rc *RunContext) Expand(t Template) (string, error) {
+func (rc *RunContext) Expand(t drill.Template) (string, error) {
 	s, secret, err := t.Expand(rc)
 	if err != nil {
 		return "", err
@@ -280,7 +281,7 @@ func (rc *RunContext) Expand(t Template) (string, error) {
 
 // Describe expands t for a description, falling back to the template text
 // when a reference cannot be resolved yet.
-func (rc *RunContext) Describe(t Template) string {
+func (rc *RunContext) Describe(t drill.Template) string {
 	s, err := rc.Expand(t)
 	if err != nil {
 		return t.Raw()

@@ -1,9 +1,10 @@
-package drill
+package runtime
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/drill"
 	"time"
 )
 
@@ -42,7 +43,7 @@ type PollSpec struct {
 // PollGuard names a polled guard and its grace.
 type PollGuard struct {
 	Role, Name string
-	Grace      GuardGrace
+	Grace      drill.GuardGrace
 }
 
 // PollWith is [Poll] with a guard: see [PollSpec.Guard].
@@ -53,10 +54,10 @@ func PollWith(ctx context.Context, rc *RunContext, cond Condition, spec PollSpec
 		guard = &GuardState{Grace: spec.Guard.Grace}
 	}
 	if interval <= 0 {
-		interval = DefaultPollInterval
+		interval = drill.DefaultPollInterval
 	}
 	if attempt <= 0 {
-		attempt = DefaultCheckTimeout
+		attempt = drill.DefaultCheckTimeout
 	}
 	// Everything is measured on the run's clock: how long within has run,
 	// and the wait between polls.

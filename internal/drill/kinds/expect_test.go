@@ -1,23 +1,24 @@
-package runner
+package kinds
 
 import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
 )
 
 // TestHTTPExpectations runs http steps against a handler and checks each
 // kind of expectation, passing and failing.
 func TestHTTPExpectations(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEnv(t)
-		e.svc.HTTP = handlerDoer{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e := drilltest.NewEnv(t)
+		e.Deps.HTTP = drilltest.HandlerDoer{H: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if d, err := time.ParseDuration(r.URL.Query().Get("delay")); err == nil {
 				time.Sleep(d)
 			}
@@ -31,7 +32,7 @@ func TestHTTPExpectations(t *testing.T) {
 			fmt.Fprint(w, `{"error":{"code":-32029,"data":{"error":"rate_limited","retry_after_s":3,"tags":["a","b"],"msg":"slow down, client-7"}},"n":null}`)
 		})}
 		step := func(expect string) string {
-			d := parse(t, `
+			d := drilltest.Parse(t, Builtin(), `
 name: x
 timeout: 1m
 vars:
@@ -43,8 +44,10 @@ steps:
       headers: {Authorization: "Bearer ${vars.tok}"}
       expect:
 `+expect)
-			j, _ := e.run(context.Background(), d)
-			return j.Steps[0].Error
+			if steps, _ := e.Steps(context.Background(), e.RunContext(d)); steps[0].Err != nil {
+				return steps[0].Err.Error()
+			}
+			return ""
 		}
 		pass := `
         status: [429, 5xx]
@@ -98,9 +101,9 @@ steps:
 }
 
 func TestHTTPStepRepeatAndOutputs(t *testing.T) {
-	e := newEnv(t)
+	e := drilltest.NewEnv(t)
 	calls := 0
-	e.svc.HTTP = handlerDoer{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	e.Deps.HTTP = drilltest.HandlerDoer{H: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls++
 		w.Header().Set("X-Call", fmt.Sprint(calls))
 		if calls == 4 {
@@ -109,8 +112,8 @@ func TestHTTPStepRepeatAndOutputs(t *testing.T) {
 		fmt.Fprintf(w, `{"result":{"n":%d,"items":[{"id":"a%d"}]}}`, calls, calls)
 	})}
 	out := t.TempDir() + "/out"
-	e.svc.LookupEnv = func(n string) (string, bool) { return out, n == "OUT" }
-	d := parse(t, `
+	e.Deps.LookupEnv = func(n string) (string, bool) { return out, n == "OUT" }
+	d := drilltest.Parse(t, Builtin(), `
 name: x
 timeout: 1m
 steps:
@@ -123,14 +126,14 @@ steps:
   - id: two
     http: {url: "http://h/", repeat: 2}
 `)
-	j, log := e.run(context.Background(), d)
-	if s := stepByID(t, j, "three"); s.Status != drill.StatusPassed || s.Outputs["status"] != "200" || !strings.Contains(s.Detail, "3 responses") {
-		t.Errorf("three = %+v\n%s", s, log)
+	steps, _ := e.Steps(context.Background(), e.RunContext(d))
+	if s := steps[0]; s.Err != nil || s.Outputs.Public()["status"] != "200" || !strings.Contains(s.Outputs.Detail, "3 responses") {
+		t.Errorf("three = %v %+v", s.Err, s.Outputs)
 	}
-	if b := readFile(t, out); b != "a3 3 200\n200\n" {
-		t.Errorf("outputs in the next step: %q", b)
+	if b, err := os.ReadFile(out); err != nil || string(b) != "a3 3 200\n200\n" {
+		t.Errorf("outputs in the next step: %q %v", b, err)
 	}
-	if s := stepByID(t, j, "two"); s.Status != drill.StatusFailed || !strings.Contains(s.Error, "response 1 of 2: 503") {
-		t.Errorf("two = %+v", s)
+	if err := steps[2].Err; err == nil || !strings.Contains(err.Error(), "response 1 of 2: 503") {
+		t.Errorf("two: %v", err)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package runner
+package kinds
 
 import (
 	"context"
@@ -12,15 +12,14 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 func TestShellStepEnvironmentAndOutputs(t *testing.T) {
-	e := newEnv(t)
-	e.svc.Environ = []string{"PATH=" + os.Getenv("PATH"), "BASE=from-koshactl"}
-	d := parse(t, `
+	e := drilltest.NewEnv(t)
+	e.Deps.Environ = []string{"PATH=" + os.Getenv("PATH"), "BASE=from-koshactl"}
+	d := drilltest.Parse(t, Builtin(), `
 name: shells
 timeout: 1m
 vars:
@@ -38,18 +37,18 @@ steps:
   - id: big
     shell: head -c 100000 /dev/zero | tr '\0' x
 `)
-	j, log := e.run(context.Background(), d)
-	if j.ExitCode != drill.ExitPassed {
-		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
+	steps, _ := e.Steps(context.Background(), e.RunContext(d))
+	if len(steps) != 4 || steps[3].Err != nil {
+		t.Fatalf("steps %+v", steps)
 	}
-	if got := stepByID(t, j, "first").Outputs; got["stdout"] != "one\ntwo" || got["stderr"] != "warn" || got["exit_code"] != "0" {
+	if got := steps[0].Outputs.Public(); got["stdout"] != "one\ntwo" || got["stderr"] != "warn" || got["exit_code"] != "0" {
 		t.Errorf("first outputs = %q", got)
 	}
-	if got := stepByID(t, j, "second").Outputs["stdout"]; got != "one\ntwo|warn|hello|hello-0|from-koshactl|shells|test|/" {
+	if got := steps[1].Outputs.Public()["stdout"]; got != "one\ntwo|warn|hello|hello-0|from-koshactl|shells|test|/" {
 		t.Errorf("second stdout = %q", got)
 	}
-	big := stepByID(t, j, "big").Outputs["stdout"]
-	if !strings.HasPrefix(big, strings.Repeat("x", kinds.MaxShellOutput)) || !strings.HasSuffix(big, "... ("+strconv.Itoa(100000-kinds.MaxShellOutput)+" more bytes not kept)") {
+	big := steps[3].Outputs.Public()["stdout"]
+	if !strings.HasPrefix(big, strings.Repeat("x", MaxShellOutput)) || !strings.HasSuffix(big, "... ("+strconv.Itoa(100000-MaxShellOutput)+" more bytes not kept)") {
 		t.Errorf("big output kept %d bytes: ...%q", len(big), big[max(0, len(big)-60):])
 	}
 }
@@ -57,11 +56,11 @@ steps:
 // An interrupted shell step kills the command's whole process group, so
 // nothing it started outlives the step.
 func TestShellStepKillsItsProcessGroupOnInterrupt(t *testing.T) {
-	e := newEnv(t)
+	e := drilltest.NewEnv(t)
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "pid")
-	e.svc.Environ = []string{"PATH=" + os.Getenv("PATH"), "PIDFILE=" + pidFile}
-	d := parse(t, `
+	e.Deps.Environ = []string{"PATH=" + os.Getenv("PATH"), "PIDFILE=" + pidFile}
+	d := drilltest.Parse(t, Builtin(), `
 name: kill
 timeout: 1m
 steps:
@@ -72,7 +71,7 @@ steps:
 	defer cancel()
 	var pid int
 	go func() {
-		// Off the test's goroutine: a run that ends first ends the wait,
+		// Off the test's goroutine: a step that ends first ends the wait,
 		// and the test then finds pid unset.
 		_ = wait.For(ctx, "the shell step's child to write its pid", func() bool {
 			b, err := os.ReadFile(pidFile)
@@ -84,9 +83,9 @@ steps:
 			return true
 		})
 	}()
-	j, log := e.run(ctx, d)
-	if j.Outcome != drill.OutcomeInterrupted || j.Steps[0].Status != drill.StatusInterrupted {
-		t.Fatalf("outcome %s, step %+v\n%s", j.Outcome, j.Steps[0], log)
+	steps, _ := e.Steps(ctx, e.RunContext(d))
+	if steps[0].Err == nil || ctx.Err() == nil {
+		t.Fatalf("the step ended without the interrupt: %v", steps[0].Err)
 	}
 	if pid == 0 {
 		t.Fatal("the command never started its child")

@@ -1,7 +1,8 @@
-package drill
+package runtime
 
 import (
 	"context"
+	"github.com/kosha-platform/koshactl/internal/drill"
 
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
@@ -16,23 +17,10 @@ type GaugeSourcer interface {
 
 var _ GaugeSourcer = (*MetricsGauges)(nil)
 
-// FleetRecord is what the fleet's gauges confirmed of a breaker step with
-// wait: true (the journal's StepRecord.Fleet): the change awaited, whether
-// it was confirmed, after how long, within which bound, and the last
-// summary (the instances and stragglers).
-type FleetRecord struct {
-	Dependency     string  `json:"dependency"`
-	Goal           string  `json:"goal"`
-	Confirmed      bool    `json:"confirmed"`
-	Summary        string  `json:"summary"`
-	ElapsedSeconds float64 `json:"elapsed_seconds"`
-	TimeoutSeconds float64 `json:"timeout_seconds"`
-}
-
 // FleetError is the failure of a breaker step whose wait for the fleet
 // ended unconfirmed; the runner records its Fleet on the step.
 type FleetError struct {
-	Fleet *FleetRecord
+	Fleet *drill.FleetRecord
 	Err   error
 }
 

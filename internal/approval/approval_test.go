@@ -1,0 +1,65 @@
+package approval_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// An edit of a request item after it was made (Flagsmith #4465: an edited
+// approved request shipped unapproved changes) is never applied: the stored
+// change no longer hashes to the stored hash.
+func TestEditedRequestIsNeverApplied(t *testing.T) {
+	c, svc, log, _ := fourEyes(t)
+	ctx := context.Background()
+	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: forceChange(), Requester: alice,
+		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, err := c.Get(ctx, approval.RequestPrefix+r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it["change"] = `{"action":"breaker.force-open","targets":["openai","core-api"],"reason":"provider incident","for_seconds":1800,"before":{"core-api":null,"openai":null}}`
+	if err := c.s.Put(ctx, it, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob}); !errors.Is(err, approval.ErrHashMismatch) {
+		t.Fatalf("approve of an edited request: %v, want ErrHashMismatch", err)
+	}
+	if _, err := c.Get(ctx, "breaker#core-api"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("core-api forced by an edited request: %v", err)
+	}
+}
+
+// A lever changed by someone else after the request was made is a
+// conflict: the approval applies the change from the state reviewed, or not
+// at all, and the request stays pending.
+func TestApprovalIsConditionalOnTheStateRequested(t *testing.T) {
+	c, svc, log, clk := fourEyes(t)
+	ctx := context.Background()
+	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: forceChange(), Requester: alice,
+		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	if err := c.s.Put(ctx, store.Item{store.PK: "breaker#openai", "state": "forced_open", "reason": "someone else", "actor": "carol",
+		"created_at": clk.Now().UnixMilli(), "version": int64(1)}, store.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob}); !errors.Is(err, breaker.ErrConflict) {
+		t.Fatalf("approve after someone forced openai: %v, want a conflict", err)
+	}
+	got, err := svc.Get(ctx, r.ID)
+	if err != nil || got.Status != approval.StatusPending {
+		t.Errorf("request after a refused approval: %+v %v, want pending", got, err)
+	}
+}

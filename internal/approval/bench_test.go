@@ -1,0 +1,129 @@
+package approval_test
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+)
+
+// counting counts the requests a store is asked: reads (Get, BatchGet,
+// Scan) and transactions.
+type counting struct {
+	s          *sqlite.Store
+	reads, txs atomic.Int64
+	off        atomic.Bool
+}
+
+func (c *counting) count(n *atomic.Int64) {
+	if !c.off.Load() {
+		n.Add(1)
+	}
+}
+
+func (c *counting) Get(ctx context.Context, pk string) (store.Item, error) {
+	c.count(&c.reads)
+	return c.s.Get(ctx, pk)
+}
+
+func (c *counting) BatchGet(ctx context.Context, pks []string) (map[string]store.Item, error) {
+	c.count(&c.reads)
+	return c.s.BatchGet(ctx, pks)
+}
+
+func (c *counting) Put(ctx context.Context, it store.Item, cond store.Condition) error {
+	c.count(&c.txs)
+	return c.s.Put(ctx, it, cond)
+}
+
+func (c *counting) Transact(ctx context.Context, ch store.Change) error {
+	c.count(&c.txs)
+	return c.s.Transact(ctx, ch)
+}
+
+func (c *counting) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error] {
+	c.count(&c.reads)
+	return c.s.Scan(ctx, q)
+}
+
+var (
+	alice = audit.Identity{Actor: "arn:aws:iam::123456789012:user/alice", Source: audit.ActorSTS}
+	bob   = audit.Identity{Actor: "arn:aws:iam::123456789012:user/bob", Source: audit.ActorSTS}
+)
+
+// fourEyes is a table (embedded store) under docs/policies/four-eyes.cedar.
+func fourEyes(tb testing.TB) (*counting, *approval.Service, *audit.Log, *clock.Fake) {
+	tb.Helper()
+	s, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "t.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	c := &counting{s: s}
+	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	text, err := os.ReadFile("../../docs/policies/four-eyes.cedar")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	set, err := policy.Parse("four-eyes.cedar", text)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	log := audit.NewLog(c, clk, "test")
+	if _, err := policy.NewPolicies(c, clk).Set(context.Background(), log, set, "admin", "four eyes"); err != nil {
+		tb.Fatal(err)
+	}
+	return c, approval.NewService(c, clk, breaker.NewOverrides(c, clk), "test"), log, clk
+}
+
+// forceChange is alice's force of openai (absent when asked) for 30m.
+func forceChange() approval.Change {
+	return approval.Change{Action: policy.ActionForceOpen, Targets: []string{"openai"}, Reason: "provider incident", ForSeconds: 1800,
+		Before: map[string]json.RawMessage{"openai": json.RawMessage("null")}}
+}
+
+// BenchmarkApprove measures what approving a request costs the table:
+// one read (the request and the policy in one batch read) and one
+// transaction (the lever, its record and the request's status), whatever
+// else happens; reported as reads/op and transactions/op.
+func BenchmarkApprove(b *testing.B) {
+	c, svc, log, _ := fourEyes(b)
+	ctx := context.Background()
+	var reads, txs int64
+	for b.Loop() {
+		c.off.Store(true)
+		r, _, err := svc.Submit(ctx, log, approval.Submission{Change: forceChange(), Requester: alice,
+			Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.reads.Store(0)
+		c.txs.Store(0)
+		c.off.Store(false)
+		res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob})
+		if err != nil || !res.Applied {
+			b.Fatalf("approve: %+v %v", res, err)
+		}
+		reads += c.reads.Load()
+		txs += c.txs.Load()
+		// Clear for the next round, uncounted.
+		c.off.Store(true)
+		if _, _, err := breaker.NewOverrides(c, nil).Clear(ctx, log, "openai", "admin", "next round"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(reads)/float64(b.N), "reads/op")
+	b.ReportMetric(float64(txs)/float64(b.N), "transactions/op")
+}

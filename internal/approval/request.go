@@ -1,0 +1,339 @@
+package approval
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// Key prefixes of the items this package keeps.
+const (
+	RequestPrefix = "request#"
+	ReviewPrefix  = "review#"
+)
+
+// Request lifetimes: how long a pending request may wait for approvals
+// (--request-ttl). Requests that never expire pile up, and an approval hours
+// later approves a situation that is gone.
+const (
+	DefaultTTL = time.Hour
+	MinTTL     = time.Minute
+	MaxTTL     = 24 * time.Hour
+)
+
+// Retention is how long decided requests and reviews stay in the table
+// (their ttl attribute), as audit records do.
+const Retention = audit.Retention
+
+// Statuses of a request. Expired is never stored as pending's successor by
+// a lever change: a pending request past its expiry reads as expired, and
+// is marked so when an approval finds it.
+const (
+	StatusPending   = "pending"
+	StatusApplied   = "applied"
+	StatusDenied    = "denied"
+	StatusCancelled = "cancelled"
+	StatusExpired   = "expired"
+)
+
+// Audit actions of requests and reviews.
+const (
+	ActionRequestCreate  = "request.create"
+	ActionRequestApprove = "request.approve"
+	ActionRequestDeny    = "request.deny"
+	ActionRequestCancel  = "request.cancel"
+	ActionRequestExpire  = "request.expire"
+	ActionReviewAck      = "review.ack"
+)
+
+// Change is exactly what a request asks for, in the canonical form its hash
+// is taken of: the JSON encoding of this struct (fields in this order, map
+// keys sorted, no spaces). Before holds each target's lever as it was read
+// when the change was requested (null when absent): the approval writes
+// conditional on it, so what is approved is the change from that state.
+type Change struct {
+	Action  string   `json:"action"`
+	Targets []string `json:"targets"`
+	Reason  string   `json:"reason"`
+	// ForSeconds: a force lasting this long from when it is applied.
+	ForSeconds int64 `json:"for_seconds,omitempty"`
+	// Until: a force lapsing at this instant (RFC 3339, UTC, ms).
+	Until     string                     `json:"until,omitempty"`
+	NoExpiry  bool                       `json:"no_expiry,omitempty"`
+	Overwrite bool                       `json:"overwrite,omitempty"`
+	Before    map[string]json.RawMessage `json:"before"`
+}
+
+// Canonical is the change's canonical encoding.
+func (c Change) Canonical() ([]byte, error) {
+	cc := c
+	cc.Before = make(map[string]json.RawMessage, len(c.Before))
+	for k, v := range c.Before {
+		if len(v) == 0 {
+			v = json.RawMessage("null")
+		}
+		var b bytes.Buffer
+		if err := json.Compact(&b, v); err != nil {
+			return nil, fmt.Errorf("the change's before-image of %s is not JSON: %w", k, err)
+		}
+		cc.Before[k] = b.Bytes()
+	}
+	return json.Marshal(cc)
+}
+
+// Hash is the hex SHA-256 of the change's canonical encoding.
+func (c Change) Hash() (string, error) {
+	b, err := c.Canonical()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// Duration is how long the change's force lasts, as the policy judges it
+// (0 for a clear, or without expiry), at now.
+func (c Change) Duration(now time.Time) time.Duration {
+	switch {
+	case c.ForSeconds > 0:
+		return time.Duration(c.ForSeconds) * time.Second
+	case c.Until != "":
+		t, err := time.Parse(time.RFC3339Nano, c.Until)
+		if err == nil && t.After(now) {
+			return t.Sub(now)
+		}
+	}
+	return 0
+}
+
+// Summary says the change in a few words: "force open openai, core-api for
+// 30m0s", "clear openai".
+func (c Change) Summary() string {
+	verb := map[string]string{policy.ActionForceOpen: "force open", policy.ActionClear: "clear"}[c.Action]
+	if verb == "" {
+		verb = c.Action
+	}
+	s := verb + " " + strings.Join(c.Targets, ", ")
+	switch {
+	case c.NoExpiry:
+		s += " (never expires)"
+	case c.ForSeconds > 0:
+		s += " for " + (time.Duration(c.ForSeconds) * time.Second).String()
+	case c.Until != "":
+		s += " until " + c.Until
+	}
+	if c.Overwrite {
+		s += ", replacing an active override"
+	}
+	return s
+}
+
+// Request is one change request as stored.
+type Request struct {
+	ID     string `json:"id"`
+	Change Change `json:"change"`
+	// SHA256 is the stored hash of Change; [Request.Check] compares it with
+	// the change's own.
+	SHA256          string            `json:"sha256"`
+	Requester       string            `json:"requester"`
+	RequesterSource audit.ActorSource `json:"requester_source,omitempty"`
+	// Status is as stored: pending, applied, denied, cancelled or expired
+	// ([Request.StatusAt] reads a pending request past its expiry as
+	// expired).
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// Needed is how many approvals the policy asked for.
+	Needed    int      `json:"approvals_needed"`
+	Approvers []string `json:"approvers"`
+	// Policies are the ids of the policies that asked for approval.
+	Policies []string `json:"policies,omitempty"`
+	// Context is the koshactl context it was requested from.
+	Context   string    `json:"context,omitempty"`
+	DecidedBy string    `json:"decided_by,omitempty"`
+	DecidedAt time.Time `json:"decided_at,omitzero"`
+	// Note is the reason given to deny or cancel it.
+	Note string `json:"note,omitempty"`
+	// AppliedChange is the token of the change that applied it (its audit
+	// records' change).
+	AppliedChange string `json:"applied_change,omitempty"`
+
+	raw store.Item
+}
+
+// StatusAt is the request's status at now: a pending request past its
+// expiry is expired.
+func (r Request) StatusAt(now time.Time) string {
+	if r.Status == StatusPending && !now.Before(r.ExpiresAt) {
+		return StatusExpired
+	}
+	return r.Status
+}
+
+// Errors of requests; each has its own exit code (docs/exit-codes.md).
+var (
+	// ErrHashMismatch: the request's change does not hash to the hash it
+	// carries, or to the hash the approver gave (--sha256): the item was
+	// edited since, and it is never applied.
+	ErrHashMismatch = exitcode.New(exitcode.Mismatch, "the request's change does not match its hash")
+	// ErrExpired: the request waited past its expiry; it is never applied.
+	ErrExpired = exitcode.New(exitcode.Closed, "the request has expired")
+	// ErrClosed: the request was denied or cancelled; it is never applied.
+	ErrClosed = exitcode.New(exitcode.Closed, "the request is closed")
+	// ErrUnverified: the approver's identity is not verified by STS.
+	ErrUnverified = exitcode.New(exitcode.Auth, "approving needs a verified identity")
+	// ErrSelf: the requester (or a break-glass actor) cannot approve
+	// (acknowledge) their own change.
+	ErrSelf = exitcode.New(exitcode.Refused, "four eyes: someone else must do it")
+	// ErrPolicyDenied: the table's policy does not permit it.
+	ErrPolicyDenied = exitcode.New(exitcode.Refused, "denied by the table's policy")
+	// ErrMalformed: a request or review item does not follow its contract.
+	ErrMalformed = errors.New("malformed item")
+)
+
+// Check compares the stored hash with the change's own hash and, when want
+// is not empty, with want (the hash the approver reviewed).
+func (r Request) Check(want string) error {
+	got, err := r.Change.Hash()
+	if err != nil {
+		return fmt.Errorf("%w: request %s: %v: it cannot be applied; ask for a new one", ErrHashMismatch, r.ID, err)
+	}
+	if got != r.SHA256 {
+		return fmt.Errorf("%w: request %s holds a change hashing to %s, not the stored %s: it was edited after it was made and can never be applied; ask for a new one",
+			ErrHashMismatch, r.ID, got[:12], short(r.SHA256))
+	}
+	if want != "" && (len(want) < 12 || !strings.HasPrefix(r.SHA256, strings.ToLower(want))) {
+		return fmt.Errorf("%w: request %s hashes to %s, not the %s you reviewed: review it again with koshactl request show %s",
+			ErrHashMismatch, r.ID, short(r.SHA256), want, r.ID)
+	}
+	return nil
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// Attributes of a request item (docs/contracts/policy.md).
+const (
+	attrChange          = "change"
+	attrSHA256          = "sha256"
+	attrRequester       = "requester"
+	attrRequesterSource = "requester_source"
+	attrStatus          = "status"
+	attrCreatedAt       = "created_at"
+	attrExpiresAt       = "expires_at"
+	attrNeeded          = "approvals_needed"
+	attrApprovers       = "approvers"
+	attrPolicies        = "policies"
+	attrContext         = "context"
+	attrDecidedBy       = "decided_by"
+	attrDecidedAt       = "decided_at"
+	attrNote            = "note"
+	attrAppliedChange   = "applied_change"
+)
+
+// item encodes the request, carrying token as its write_id.
+func (r Request) item(token string) (store.Item, error) {
+	change, err := r.Change.Canonical()
+	if err != nil {
+		return nil, err
+	}
+	approvers, _ := json.Marshal(nonNil(r.Approvers))
+	policies, _ := json.Marshal(nonNil(r.Policies))
+	it := store.Item{
+		store.PK:            RequestPrefix + r.ID,
+		attrChange:          string(change),
+		attrSHA256:          r.SHA256,
+		attrRequester:       r.Requester,
+		attrStatus:          r.Status,
+		attrCreatedAt:       r.CreatedAt.UnixMilli(),
+		attrExpiresAt:       r.ExpiresAt.UnixMilli(),
+		attrNeeded:          int64(r.Needed),
+		attrApprovers:       string(approvers),
+		attrPolicies:        string(policies),
+		store.TTLAttr:       r.ExpiresAt.Add(Retention).Unix(),
+		store.WriteIDAttr:   token,
+		attrRequesterSource: string(r.RequesterSource),
+	}
+	if r.RequesterSource == "" {
+		delete(it, attrRequesterSource)
+	}
+	for k, v := range map[string]string{attrContext: r.Context, attrDecidedBy: r.DecidedBy, attrNote: r.Note, attrAppliedChange: r.AppliedChange} {
+		if v != "" {
+			it[k] = v
+		}
+	}
+	if !r.DecidedAt.IsZero() {
+		it[attrDecidedAt] = r.DecidedAt.UnixMilli()
+	}
+	return it, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// RequestFromItem decodes a stored request. A request whose change or
+// times cannot be read is an error wrapping [ErrMalformed]: it is never
+// applied.
+func RequestFromItem(it store.Item) (Request, error) {
+	id, ok := strings.CutPrefix(it.PK(), RequestPrefix)
+	if !ok || id == "" {
+		return Request{}, fmt.Errorf("%w: %q is not a request key (request#<id>)", ErrMalformed, it.PK())
+	}
+	r := Request{ID: id, SHA256: it.Str(attrSHA256), Requester: it.Str(attrRequester), RequesterSource: audit.ActorSource(it.Str(attrRequesterSource)),
+		Status: it.Str(attrStatus), Context: it.Str(attrContext), DecidedBy: it.Str(attrDecidedBy), Note: it.Str(attrNote),
+		AppliedChange: it.Str(attrAppliedChange), raw: it}
+	bad := func(attr string) (Request, error) {
+		return Request{}, fmt.Errorf("%w: request %s: its %s attribute cannot be read: it can never be applied", ErrMalformed, id, attr)
+	}
+	dec := json.NewDecoder(strings.NewReader(it.Str(attrChange)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r.Change); err != nil || r.Change.Action == "" || len(r.Change.Targets) == 0 {
+		return bad(attrChange)
+	}
+	if !slices.Contains([]string{StatusPending, StatusApplied, StatusDenied, StatusCancelled, StatusExpired}, r.Status) {
+		return bad(attrStatus)
+	}
+	for attr, dst := range map[string]*time.Time{attrCreatedAt: &r.CreatedAt, attrExpiresAt: &r.ExpiresAt} {
+		ms, ok := it.Int(attr)
+		if !ok {
+			return bad(attr)
+		}
+		*dst = time.UnixMilli(ms).UTC()
+	}
+	if ms, ok := it.Int(attrDecidedAt); ok {
+		r.DecidedAt = time.UnixMilli(ms).UTC()
+	}
+	n, ok := it.Int(attrNeeded)
+	if !ok || n < 1 || n > policy.MaxApprovals {
+		return bad(attrNeeded)
+	}
+	r.Needed = int(n)
+	if err := json.Unmarshal([]byte(it.Str(attrApprovers)), &r.Approvers); err != nil {
+		return bad(attrApprovers)
+	}
+	if s := it.Str(attrPolicies); s != "" {
+		if err := json.Unmarshal([]byte(s), &r.Policies); err != nil {
+			return bad(attrPolicies)
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,536 @@
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// Store is what the service needs of the table.
+type Store interface {
+	store.Transactor
+	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
+}
+
+// Service keeps the requests and reviews of one table and applies approved
+// changes through the lever services.
+type Service struct {
+	store     Store
+	clock     clock.Clock
+	overrides *breaker.Overrides
+	context   string
+}
+
+// NewService returns the requests of the table s, applying breaker changes
+// through overrides; contextName is recorded on new requests. A nil clk is
+// the wall clock.
+func NewService(s Store, clk clock.Clock, overrides *breaker.Overrides, contextName string) *Service {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &Service{store: s, clock: clk, overrides: overrides, context: contextName}
+}
+
+// newID is a request's or review's id: 12 hex digits of a fresh token.
+func newID() (string, error) {
+	t, err := store.NewWriteID()
+	if err != nil {
+		return "", err
+	}
+	return t[:12], nil
+}
+
+// Submission is a change the policy asked approvals for.
+type Submission struct {
+	Change    Change
+	Requester audit.Identity
+	Decision  policy.Decision
+	// TTL is how long it may wait: [DefaultTTL] when zero, within
+	// [MinTTL]..[MaxTTL].
+	TTL time.Duration
+}
+
+// CheckTTL applies the bounds of a request's lifetime.
+func CheckTTL(ttl time.Duration) error {
+	if ttl < MinTTL || ttl > MaxTTL {
+		return fmt.Errorf("a request waits %s to %s for its approvals, not %s", MinTTL, MaxTTL, ttl)
+	}
+	return nil
+}
+
+// Submit stores a pending request for sub in one transaction with its
+// audit record.
+func (s *Service) Submit(ctx context.Context, log audit.Appender, sub Submission) (Request, audit.Record, error) {
+	ttl := sub.TTL
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+	if err := CheckTTL(ttl); err != nil {
+		return Request{}, audit.Record{}, err
+	}
+	hash, err := sub.Change.Hash()
+	if err != nil {
+		return Request{}, audit.Record{}, err
+	}
+	id, err := newID()
+	if err != nil {
+		return Request{}, audit.Record{}, err
+	}
+	now := s.clock.Now().UTC().Truncate(time.Millisecond)
+	r := Request{ID: id, Change: sub.Change, SHA256: hash, Requester: sub.Requester.Actor, RequesterSource: sub.Requester.Source,
+		Status: StatusPending, CreatedAt: now, ExpiresAt: now.Add(ttl), Needed: sub.Decision.Approvals, Approvers: []string{},
+		Policies: sub.Decision.Policies, Context: s.context}
+	rec, err := s.write(ctx, log, r, store.IfAbsent(), audit.Entry{Actor: r.Requester, ActorSource: r.RequesterSource,
+		Action: ActionRequestCreate, Subject: RequestPrefix + id, Reason: sub.Change.Reason, After: r.view()})
+	return r, rec, err
+}
+
+// view is the request as its audit records show it.
+func (r Request) view() map[string]any {
+	return map[string]any{"change": r.Change.Summary(), "sha256": r.SHA256, "status": r.Status, "approvers": nonNil(r.Approvers),
+		"approvals_needed": r.Needed, "expires_at": r.ExpiresAt.Format(time.RFC3339)}
+}
+
+// write stores r (conditional on cond) with one audit record, in one
+// transaction; the request item is the change's proof.
+func (s *Service) write(ctx context.Context, log audit.Appender, r Request, cond store.Condition, e audit.Entry) (audit.Record, error) {
+	token, err := store.NewWriteID()
+	if err != nil {
+		return audit.Record{}, err
+	}
+	it, err := r.item(token)
+	if err != nil {
+		return audit.Record{}, err
+	}
+	rec, rop, err := log.Stage(ctx, e, token, 0)
+	if err != nil {
+		return audit.Record{}, err
+	}
+	if _, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: []store.Op{store.PutOp(it, cond), rop}, Proof: it.PK()}); err != nil {
+		var tce *store.TxConflictError
+		if errors.As(err, &tce) {
+			if ce, ok := tce.On(it.PK()); ok {
+				return audit.Record{}, s.changedMeanwhile(r.ID, ce.Current)
+			}
+		}
+		if errors.Is(err, store.ErrOutcomeUnknown) {
+			return audit.Record{}, fmt.Errorf("%w: check with koshactl request show %s", err, r.ID)
+		}
+		return audit.Record{}, fmt.Errorf("write request %s: %w", r.ID, err)
+	}
+	return rec, nil
+}
+
+// ErrChangedMeanwhile wraps a request decided by someone else between
+// koshactl's read and its write.
+var ErrChangedMeanwhile = errors.New("the request changed meanwhile")
+
+func (s *Service) changedMeanwhile(id string, cur store.Item) error {
+	if cur != nil {
+		if r, err := RequestFromItem(cur); err == nil && r.Status != StatusPending {
+			return fmt.Errorf("%w: request %s was %s by %s meanwhile: nothing more to do (koshactl request show %s)",
+				ErrChangedMeanwhile, id, r.Status, textsafe.Line(r.DecidedBy), id)
+		}
+	}
+	return fmt.Errorf("%w: request %s changed while koshactl was acting: review it with koshactl request show %s, then re-run: %w",
+		ErrChangedMeanwhile, id, id, store.ErrConditionFailed)
+}
+
+// Get reads one request.
+func (s *Service) Get(ctx context.Context, id string) (Request, error) {
+	it, err := s.store.Get(ctx, RequestPrefix+id)
+	if errors.Is(err, store.ErrNotFound) {
+		return Request{}, notFound(id)
+	}
+	if err != nil {
+		return Request{}, fmt.Errorf("read request %s: %w", id, err)
+	}
+	return RequestFromItem(it)
+}
+
+func notFound(id string) error {
+	return fmt.Errorf("request %s: %w: list the requests with koshactl request list", textsafe.Quote(id), store.ErrNotFound)
+}
+
+// Listing is what [Service.List] read.
+type Listing struct {
+	Requests []Request
+	Reviews  []Review
+	// Unreadable names the items that could not be decoded.
+	Unreadable []store.Problem
+}
+
+// List reads every request and review (a scan of their prefixes: they are
+// few), newest first.
+func (s *Service) List(ctx context.Context) (Listing, error) {
+	var out Listing
+	for _, prefix := range []string{RequestPrefix, ReviewPrefix} {
+		for it, err := range s.store.Scan(ctx, store.ScanQuery{Prefix: prefix}) {
+			if err != nil {
+				return Listing{}, fmt.Errorf("list %sitems: %w", prefix, err)
+			}
+			if prefix == RequestPrefix {
+				r, err := RequestFromItem(it)
+				if err != nil {
+					out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
+					continue
+				}
+				out.Requests = append(out.Requests, r)
+				continue
+			}
+			r, err := ReviewFromItem(it)
+			if err != nil {
+				out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
+				continue
+			}
+			out.Reviews = append(out.Reviews, r)
+		}
+	}
+	sort.Slice(out.Requests, func(i, j int) bool { return out.Requests[i].CreatedAt.After(out.Requests[j].CreatedAt) })
+	sort.Slice(out.Reviews, func(i, j int) bool { return out.Reviews[i].CreatedAt.After(out.Reviews[j].CreatedAt) })
+	return out, nil
+}
+
+// Approval is one approval of a request.
+type Approval struct {
+	ID       string
+	Approver audit.Identity
+	// SHA256, when set, is the hash (at least its first 12 hex digits)
+	// the approver reviewed: a request that does not hash to it is refused.
+	SHA256 string
+}
+
+// Approved is what an approval did.
+type Approved struct {
+	Request Request
+	// Applied is true when this approval applied the change.
+	Applied bool
+	// AlreadyApplied is true when the request had been applied before:
+	// nothing was written.
+	AlreadyApplied bool
+	// Remaining is how many more approvals the request needs (when this
+	// approval was recorded without applying it).
+	Remaining int
+	Force     []breaker.ForceOutcome
+	Clear     []breaker.ClearOutcome
+	Records   []audit.Record
+	// Expired is true when this approval found the request expired and
+	// marked it so (the error is ErrExpired).
+	Expired bool
+}
+
+// Approve records a's approval of its request and, when that completes the
+// approvals the policy asks for, applies the change. It reads once (the
+// request and the table's policy in one batch read) and writes once: one
+// transaction holding every lever write (conditional on the lever as it
+// was when the change was requested), its audit records naming the
+// requester and the approvers, and the request's new status (conditional on
+// the request as read: pending, with the hash checked). Refused: an
+// unverified approver ([ErrUnverified]), the requester ([ErrSelf]), a
+// request that is not there (store.ErrNotFound), whose change does not
+// match its hash ([ErrHashMismatch]), expired ([ErrExpired], and marked so),
+// denied or cancelled ([ErrClosed]), or that the policy no longer permits
+// ([ErrPolicyDenied]). An applied request changes nothing
+// (AlreadyApplied).
+func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (Approved, error) {
+	key := RequestPrefix + a.ID
+	items, err := store.GetMany(ctx, s.store, []string{key, policy.Key})
+	if err != nil {
+		return Approved{}, fmt.Errorf("read request %s: %w", a.ID, err)
+	}
+	it, ok := items[key]
+	if !ok {
+		return Approved{}, notFound(a.ID)
+	}
+	r, err := RequestFromItem(it)
+	if err != nil {
+		return Approved{}, err
+	}
+	res := Approved{Request: r}
+	if err := r.Check(a.SHA256); err != nil {
+		return res, err
+	}
+	now := s.clock.Now()
+	switch st := r.StatusAt(now); st {
+	case StatusApplied:
+		res.AlreadyApplied = true
+		return res, nil
+	case StatusDenied, StatusCancelled:
+		return res, fmt.Errorf("%w: request %s was %s by %s (%s): it can never be applied; ask for a new one",
+			ErrClosed, r.ID, st, textsafe.Line(r.DecidedBy), textsafe.Line(r.Note))
+	case StatusExpired:
+		res.Expired = r.Status == StatusPending && s.expire(ctx, log, r, a.Approver) == nil
+		return res, fmt.Errorf("%w: request %s expired at %s without its approvals: it can never be applied; ask for a new one",
+			ErrExpired, r.ID, r.ExpiresAt.Format(time.RFC3339))
+	}
+	if !a.Approver.Verified() {
+		return res, fmt.Errorf("%w: %s is not verified by STS (a local context, static credentials, or an endpoint without STS); approve from a context whose credentials STS verifies",
+			ErrUnverified, textsafe.Line(a.Approver.Actor))
+	}
+	if a.Approver.Actor == r.Requester {
+		return res, fmt.Errorf("%w: %s asked for request %s and cannot approve it", ErrSelf, textsafe.Line(a.Approver.Actor), r.ID)
+	}
+	if slices.Contains(r.Approvers, a.Approver.Actor) {
+		return res, fmt.Errorf("%w: %s approved request %s already; it needs %d more approval(s) from other people",
+			ErrSelf, textsafe.Line(a.Approver.Actor), r.ID, r.Needed-len(r.Approvers))
+	}
+	var set *policy.Set
+	if pit, ok := items[policy.Key]; ok {
+		stored, err := policy.FromItem(pit)
+		if err != nil {
+			return res, err
+		}
+		set = stored.Set
+	}
+	approvals := len(r.Approvers) + 1
+	for _, target := range r.Change.Targets {
+		base := policy.Request{Actor: policy.Actor{ARN: r.Requester, Verified: r.RequesterSource == audit.ActorSTS}, Action: r.Change.Action,
+			Target: target, Duration: r.Change.Duration(now), NoExpiry: r.Change.NoExpiry, Approvals: approvals}
+		d := policy.Decide(set, base)
+		if d.Outcome == policy.Deny {
+			return res, fmt.Errorf("%w: the policy no longer permits request %s: %s", ErrPolicyDenied, r.ID, d.Reason)
+		}
+		if d.Outcome == policy.NeedsApproval {
+			res.Remaining = max(res.Remaining, d.Approvals-approvals)
+		}
+		as := base
+		as.Actor = policy.Actor{ARN: a.Approver.Actor, Verified: true}
+		if d := policy.Decide(set, as); d.Outcome == policy.Deny {
+			return res, fmt.Errorf("%w: %s may not approve %s on %s: %s", ErrPolicyDenied, textsafe.Line(a.Approver.Actor), r.Change.Action, target, d.Reason)
+		}
+	}
+	next := r
+	next.Approvers = append(slices.Clone(r.Approvers), a.Approver.Actor)
+	cond := store.IfEquals(store.WriteIDAttr, it.WriteID())
+	if res.Remaining > 0 {
+		rec, err := s.write(ctx, log, next, cond, audit.Entry{Actor: a.Approver.Actor, ActorSource: a.Approver.Source,
+			Action: ActionRequestApprove, Subject: key, Reason: r.Change.Reason, Before: r.view(), After: next.view()})
+		if err != nil {
+			return res, err
+		}
+		res.Request, res.Records = next, []audit.Record{rec}
+		return res, nil
+	}
+	next.Status, next.DecidedBy, next.DecidedAt = StatusApplied, a.Approver.Actor, now.UTC().Truncate(time.Millisecond)
+	attach := &breaker.Attach{
+		Approval: &audit.Approval{Decision: audit.DecisionApproved, Policies: r.Policies, Request: r.ID, Requester: r.Requester,
+			RequesterSource: r.RequesterSource, Approvers: next.Approvers},
+		Actor: a.Approver.Actor, ActorSource: a.Approver.Source,
+		Ops: func(token string, _ time.Time) []store.Op {
+			next.AppliedChange = token
+			nit, _ := next.item(token) // r.item succeeded above: the change encodes
+			return []store.Op{store.PutOp(nit, cond)}
+		},
+		Refused: func(ce store.ConditionError) error { return s.changedMeanwhile(r.ID, ce.Current) },
+	}
+	res.Request = next
+	return s.apply(ctx, log, r, attach, res)
+}
+
+// apply writes r's change with attach through the lever service.
+func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, attach *breaker.Attach, res Approved) (Approved, error) {
+	c := r.Change
+	befores := make(map[string]*breaker.Override, len(c.Targets))
+	for _, dep := range c.Targets {
+		doc := c.Before[dep]
+		if string(doc) == "null" {
+			doc = nil // absent when requested
+		}
+		o, err := breaker.OverrideFromAuditState(dep, doc)
+		if err != nil {
+			return res, fmt.Errorf("%w: request %s: %v", ErrMalformed, r.ID, err)
+		}
+		befores[dep] = o
+	}
+	var err error
+	switch c.Action {
+	case policy.ActionForceOpen:
+		reqs := make([]breaker.ForceRequest, len(c.Targets))
+		for i, dep := range c.Targets {
+			fr := breaker.ForceRequest{Dependency: dep, Reason: c.Reason, Actor: r.Requester, Overwrite: c.Overwrite,
+				For: time.Duration(c.ForSeconds) * time.Second, Read: &breaker.ReadState{Current: befores[dep]}}
+			if c.Until != "" {
+				if fr.ExpiresAt, err = time.Parse(time.RFC3339Nano, c.Until); err != nil {
+					return res, fmt.Errorf("%w: request %s: until %q: %v", ErrMalformed, r.ID, c.Until, err)
+				}
+			}
+			reqs[i] = fr
+		}
+		res.Force, err = s.overrides.ForceAll(ctx, log, breaker.ForceAll{Requests: reqs, Attach: attach})
+		for _, o := range res.Force {
+			if o.Written {
+				res.Records = append(res.Records, o.Record)
+			}
+		}
+	case policy.ActionClear:
+		requester := r.Requester
+		res.Clear, err = s.overrides.ClearAll(ctx, log, breaker.ClearAll{Dependencies: c.Targets, Reason: c.Reason, Read: befores,
+			Actor: func(context.Context) (string, error) { return requester, nil }, Attach: attach})
+		for _, o := range res.Clear {
+			if o.Written {
+				res.Records = append(res.Records, o.Record)
+			}
+		}
+	default:
+		return res, fmt.Errorf("%w: request %s asks for %s, which this koshactl cannot apply: upgrade koshactl", ErrMalformed, r.ID, textsafe.Quote(c.Action))
+	}
+	if err != nil {
+		if errors.Is(err, ErrChangedMeanwhile) && !errors.Is(err, store.ErrConditionFailed) {
+			// Another approver applied (or someone decided) it first.
+			res.AlreadyApplied = true
+			return res, err
+		}
+		return res, err
+	}
+	res.Applied = true
+	return res, nil
+}
+
+// expire marks a pending request found past its expiry as expired, with
+// its audit record (once: conditional on the request as read), so the
+// expiry is recorded and announced once.
+func (s *Service) expire(ctx context.Context, log audit.Appender, r Request, by audit.Identity) error {
+	next := r
+	next.Status, next.DecidedBy, next.DecidedAt = StatusExpired, by.Actor, s.clock.Now().UTC().Truncate(time.Millisecond)
+	_, err := s.write(ctx, log, next, store.IfEquals(store.WriteIDAttr, r.raw.WriteID()), audit.Entry{Actor: by.Actor, ActorSource: by.Source,
+		Action: ActionRequestExpire, Subject: RequestPrefix + r.ID, Reason: "expired unapproved", Before: r.view(), After: next.view()})
+	return err
+}
+
+// Decide closes a pending request without applying it: deny (anyone but
+// the requester) or cancel (the requester alone), with a note.
+func (s *Service) Decide(ctx context.Context, log audit.Appender, id string, by audit.Identity, cancel bool, note string) (Request, audit.Record, error) {
+	r, err := s.Get(ctx, id)
+	if err != nil {
+		return Request{}, audit.Record{}, err
+	}
+	verb, status, action := "deny", StatusDenied, ActionRequestDeny
+	if cancel {
+		verb, status, action = "cancel", StatusCancelled, ActionRequestCancel
+	}
+	switch {
+	case r.Status != StatusPending:
+		return r, audit.Record{}, fmt.Errorf("%w: request %s is %s already: nothing to %s", ErrClosed, id, r.Status, verb)
+	case cancel && by.Actor != r.Requester:
+		return r, audit.Record{}, fmt.Errorf("%w: only the requester (%s) cancels request %s; deny it instead with koshactl request deny %s",
+			ErrSelf, textsafe.Line(r.Requester), id, id)
+	case !cancel && by.Actor == r.Requester:
+		return r, audit.Record{}, fmt.Errorf("%w: you asked for request %s: cancel it with koshactl request cancel %s", ErrSelf, id, id)
+	}
+	next := r
+	next.Status, next.DecidedBy, next.DecidedAt, next.Note = status, by.Actor, s.clock.Now().UTC().Truncate(time.Millisecond), note
+	rec, err := s.write(ctx, log, next, store.IfEquals(store.WriteIDAttr, r.raw.WriteID()), audit.Entry{Actor: by.Actor, ActorSource: by.Source,
+		Action: action, Subject: RequestPrefix + id, Reason: note, Before: r.view(), After: next.view()})
+	return next, rec, err
+}
+
+// BreakGlass returns what a break-glass change attaches: its records marked
+// break-glass and a review opened in the same transaction, and the review.
+func (s *Service) BreakGlass(action string, targets []string, reason string, actor audit.Identity, policies []string) (*breaker.Attach, *Review, error) {
+	id, err := newID()
+	if err != nil {
+		return nil, nil, err
+	}
+	rv := &Review{ID: id, Action: action, Targets: targets, Reason: reason, Actor: actor.Actor, ActorSource: actor.Source, Status: ReviewOpen}
+	return &breaker.Attach{
+		Approval: &audit.Approval{Decision: audit.DecisionBreakGlass, Policies: policies, Review: id},
+		Ops: func(token string, now time.Time) []store.Op {
+			rv.CreatedAt, rv.Change = now.UTC().Truncate(time.Millisecond), token
+			return []store.Op{store.PutOp(rv.item(token), store.IfAbsent())}
+		},
+	}, rv, nil
+}
+
+// Ack acknowledges an open break-glass review: someone other than its actor
+// says they looked at it. One transaction with its audit record.
+func (s *Service) Ack(ctx context.Context, log audit.Appender, id string, by audit.Identity, note string) (Review, audit.Record, error) {
+	it, err := s.store.Get(ctx, ReviewPrefix+id)
+	if errors.Is(err, store.ErrNotFound) {
+		return Review{}, audit.Record{}, fmt.Errorf("review %s: %w: list the open reviews with koshactl request list --reviews", textsafe.Quote(id), store.ErrNotFound)
+	}
+	if err != nil {
+		return Review{}, audit.Record{}, fmt.Errorf("read review %s: %w", id, err)
+	}
+	rv, err := ReviewFromItem(it)
+	if err != nil {
+		return Review{}, audit.Record{}, err
+	}
+	switch {
+	case rv.Status == ReviewAcknowledged:
+		return rv, audit.Record{}, nil
+	case rv.Actor == by.Actor:
+		return rv, audit.Record{}, fmt.Errorf("%w: %s made the break-glass change of review %s; someone else acknowledges it", ErrSelf, textsafe.Line(by.Actor), id)
+	}
+	next := rv
+	next.Status, next.AckedBy, next.AckedAt, next.Note = ReviewAcknowledged, by.Actor, s.clock.Now().UTC().Truncate(time.Millisecond), note
+	token, err := store.NewWriteID()
+	if err != nil {
+		return rv, audit.Record{}, err
+	}
+	nit := next.item(token)
+	rec, rop, err := log.Stage(ctx, audit.Entry{Actor: by.Actor, ActorSource: by.Source, Action: ActionReviewAck, Subject: nit.PK(), Reason: note,
+		Before: map[string]any{"status": rv.Status, "actor": rv.Actor}, After: map[string]any{"status": next.Status, "acknowledged_by": by.Actor}}, token, 0)
+	if err != nil {
+		return rv, audit.Record{}, err
+	}
+	if _, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: []store.Op{store.PutOp(nit, store.IfEquals(store.WriteIDAttr, it.WriteID())), rop}, Proof: nit.PK()}); err != nil {
+		if errors.Is(err, store.ErrConditionFailed) {
+			return rv, audit.Record{}, fmt.Errorf("review %s changed while koshactl was acting: look again with koshactl request list --reviews: %w", id, err)
+		}
+		return rv, audit.Record{}, fmt.Errorf("acknowledge review %s: %w", id, err)
+	}
+	return next, rec, nil
+}
+
+// ForceChange builds the change of a force-open of deps from the overrides
+// as read (nil when absent), reading nothing.
+func ForceChange(reason string, forDur time.Duration, until time.Time, noExpiry, overwrite bool, deps []string, befores map[string]*breaker.Override) (Change, error) {
+	c := Change{Action: policy.ActionForceOpen, Reason: reason, NoExpiry: noExpiry, Overwrite: overwrite, Before: map[string]json.RawMessage{}}
+	switch {
+	case noExpiry:
+	case forDur > 0:
+		c.ForSeconds = int64(forDur / time.Second)
+	case !until.IsZero():
+		c.Until = until.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+	}
+	for _, dep := range deps {
+		doc, err := json.Marshal(breaker.AuditState(befores[dep]))
+		if err != nil {
+			return Change{}, err
+		}
+		c.Targets = append(c.Targets, dep)
+		c.Before[dep] = doc
+	}
+	return c, nil
+}
+
+// ClearChange builds the change of a clear of deps from the overrides as
+// read: the dependencies with an override to clear.
+func ClearChange(reason string, deps []string, befores map[string]*breaker.Override) (Change, error) {
+	c := Change{Action: policy.ActionClear, Reason: reason, Before: map[string]json.RawMessage{}}
+	for _, dep := range deps {
+		b := befores[dep]
+		if b == nil {
+			continue
+		}
+		doc, err := json.Marshal(breaker.AuditState(b))
+		if err != nil {
+			return Change{}, err
+		}
+		c.Targets = append(c.Targets, dep)
+		c.Before[dep] = doc
+	}
+	return c, nil
+}

@@ -1,0 +1,204 @@
+// Package levergate is how a lever command asks the table's policy
+// (internal/policy) before it changes anything, and what it does when the
+// policy asks for approvals: the change becomes a change request
+// (internal/approval), printed with the command that approves it, and the
+// command exits 12 (pending approval). With no policy stored, nothing is
+// asked and nothing changes.
+package levergate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// Flags are the lever commands' policy flags.
+type Flags struct {
+	BreakGlass bool
+	RequestTTL time.Duration
+}
+
+// AddFlags registers --break-glass and --request-ttl.
+func AddFlags(cmd *cobra.Command, fl *Flags) {
+	cmd.Flags().BoolVar(&fl.BreakGlass, "break-glass", false,
+		"act at once where the table's policy allows a break-glass (needs --reason; recorded, announced and left for review)")
+	cmd.Flags().DurationVar(&fl.RequestTTL, "request-ttl", approval.DefaultTTL,
+		fmt.Sprintf("when the policy needs approvals: how long the change request waits for them (%s to %s)", approval.MinTTL, approval.MaxTTL))
+}
+
+// Check refuses flag values outside their bounds, before anything is read.
+func (fl Flags) Check() error {
+	if err := approval.CheckTTL(fl.RequestTTL); err != nil {
+		return cmdutil.Usagef("--request-ttl: %v", err)
+	}
+	return nil
+}
+
+// Question is what a lever command asks of the policy.
+type Question struct {
+	Action   string
+	Targets  []string
+	Duration time.Duration
+	NoExpiry bool
+	Reason   string
+	Flags
+}
+
+// ErrNeedsApproval stops a lever change the policy needs approvals for:
+// nothing is written; the command submits a request instead ([Submit]).
+var ErrNeedsApproval = errors.New("the change needs approvals")
+
+// Gate is the policy's answer to a command, decided from the policy item
+// read in the same batch read as the levers (no round trip of its own).
+type Gate struct {
+	ctx context.Context
+	env *cmdenv.Env
+	q   Question
+	// Policy is nil when the table has none: the command acts as always.
+	Policy   *policy.Stored
+	Identity audit.Identity
+	Decision policy.Decision
+	// Befores are the levers as read, when the change needs approvals.
+	Befores map[string]*breaker.Override
+	// Review is the review a break-glass change opens.
+	Review *approval.Review
+}
+
+// New is the gate of one lever command.
+func New(ctx context.Context, env *cmdenv.Env, q Question) *Gate {
+	return &Gate{ctx: ctx, env: env, q: q, Decision: policy.NoPolicy}
+}
+
+// Q is the question the gate answers.
+func (g *Gate) Q() Question { return g.q }
+
+// Breaker is the gate as the breaker lever operations take it: the policy
+// item is read with the overrides; a denial is an error (exit 7), a change
+// that needs approvals [ErrNeedsApproval], an allowed one carries how.
+func (g *Gate) Breaker() *breaker.Gate {
+	return &breaker.Gate{Keys: []string{policy.Key}, Decide: func(items map[string]store.Item, befores map[string]*breaker.Override) (*breaker.Attach, error) {
+		return g.decide(items, befores)
+	}}
+}
+
+func (g *Gate) decide(items map[string]store.Item, befores map[string]*breaker.Override) (*breaker.Attach, error) {
+	it, ok := items[policy.Key]
+	if !ok {
+		if g.q.BreakGlass {
+			return nil, cmdutil.Usagef("--break-glass: the table has no policy, so nothing needs breaking: drop the flag")
+		}
+		return nil, nil
+	}
+	stored, err := policy.FromItem(it)
+	if err != nil {
+		return nil, err
+	}
+	id, err := g.env.CallerIdentity(g.ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.Policy, g.Identity = stored, id
+	req := policy.Request{Actor: policy.Actor{ARN: id.Actor, Verified: id.Verified()}, Action: g.q.Action, Duration: g.q.Duration,
+		NoExpiry: g.q.NoExpiry, BreakGlass: g.q.BreakGlass}
+	g.Decision = policy.DecideAll(stored.Set, req, g.q.Targets)
+	switch g.Decision.Outcome {
+	case policy.Deny:
+		return nil, fmt.Errorf("%w: %s", approval.ErrPolicyDenied, g.Decision.Reason)
+	case policy.NeedsApproval:
+		if g.q.Action == breaker.ActionClear && !slices.ContainsFunc(slices.Collect(maps.Values(befores)), func(o *breaker.Override) bool { return o != nil }) {
+			return nil, nil // nothing to clear: nothing to ask for, and nothing is written
+		}
+		g.Befores = befores
+		return nil, ErrNeedsApproval
+	}
+	if g.q.BreakGlass {
+		at, rv, err := g.env.Approvals().BreakGlass(g.q.Action, g.q.Targets, g.q.Reason, id, g.Decision.Policies)
+		g.Review = rv
+		return at, err
+	}
+	return &breaker.Attach{Approval: &audit.Approval{Decision: audit.DecisionAllowed, Policies: g.Decision.Policies}}, nil
+}
+
+// Announce adds a break-glass's loud words to the change's notification.
+func (g *Gate) Announce(ev *notify.Event) {
+	if g == nil || g.Review == nil {
+		return
+	}
+	ev.Outcome = "break-glass"
+	ev.Detail = fmt.Sprintf("BREAK-GLASS: applied without approval under the table's policy (%v); review %s stays open until someone else runs koshactl request ack %s",
+		g.Decision.Policies, g.Review.ID, g.Review.ID)
+}
+
+// PrintBreakGlass writes the review line under a break-glass change's
+// result (table output).
+func (g *Gate) PrintBreakGlass(w io.Writer) {
+	if g == nil || g.Review == nil {
+		return
+	}
+	fmt.Fprintf(w, "BREAK-GLASS: recorded and announced; review %s stays open until someone else runs: koshactl request ack %s\n", g.Review.ID, g.Review.ID)
+}
+
+// Result is the JSON output of a lever command that became a change
+// request.
+type Result struct {
+	Kind            string    `json:"kind"`
+	Context         string    `json:"context"`
+	Store           string    `json:"store"`
+	RequestID       string    `json:"request_id"`
+	Status          string    `json:"status"`
+	Change          string    `json:"change"`
+	SHA256          string    `json:"sha256"`
+	Requester       string    `json:"requester"`
+	ApprovalsNeeded int       `json:"approvals_needed"`
+	Policies        []string  `json:"policies"`
+	ExpiresAt       time.Time `json:"expires_at"`
+	ApproveCommand  string    `json:"approve_command"`
+	AuditID         string    `json:"audit_id"`
+}
+
+// Submit stores the change as a request, prints it, announces it, and
+// returns the pending-approval error (exit 12): nothing was changed yet.
+func Submit(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, g *Gate, c approval.Change, fl Flags, output string, noNotify bool) error {
+	r, rec, err := env.Approvals().Submit(ctx, env.Audit(), approval.Submission{Change: c, Requester: g.Identity, Decision: g.Decision, TTL: fl.RequestTTL})
+	if err != nil {
+		return err
+	}
+	approve := "koshactl request approve " + r.ID
+	out := Result{Kind: "ChangeRequestResult", Context: env.Name, Store: env.Store.Describe(), RequestID: r.ID, Status: r.Status,
+		Change: c.Summary(), SHA256: r.SHA256, Requester: r.Requester, ApprovalsNeeded: r.Needed, Policies: r.Policies,
+		ExpiresAt: r.ExpiresAt, ApproveCommand: approve, AuditID: rec.ID}
+	ios := f.IOStreams
+	if output != cmdutil.FormatTable {
+		if err := cmdutil.PrintStructured(ios.Out, output, out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(ios.Out, "Not applied: the table's policy needs %d approval(s) from someone other than you (%v).\n", r.Needed, r.Policies)
+		fmt.Fprintf(ios.Out, "Change request %s: %s\n", r.ID, c.Summary())
+		fmt.Fprintf(ios.Out, "  sha256 %s\n", r.SHA256)
+		fmt.Fprintf(ios.Out, "  expires %s\n", cmdutil.FormatTime(r.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY()))
+		fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", approve)
+	}
+	cmdenv.PrintActedOn(ios.ErrOut, env, false)
+	cmdenv.Notify(ctx, env, noNotify, notify.Event{Action: approval.ActionRequestCreate, Actor: r.Requester, Reason: c.Reason,
+		Outcome: "pending", Detail: fmt.Sprintf("%s needs %d approval(s): %s", c.Summary(), r.Needed, approve),
+		Levers: []notify.Lever{{Subject: approval.RequestPrefix + r.ID, Change: "requested: " + c.Summary(), AuditID: rec.ID}}})
+	return exitcode.Errorf(exitcode.Pending, "pending approval: nothing changed yet; request %s waits for %d approval(s) until %s (%s)",
+		r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), approve)
+}

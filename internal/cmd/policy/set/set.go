@@ -1,0 +1,137 @@
+// Package set implements `koshactl policy set`: store the table's change
+// policy, audited and announced.
+package set
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// Options are the parsed flags and argument.
+type Options struct {
+	File     string
+	Reason   string
+	Yes      bool
+	NoNotify bool
+	Output   string
+}
+
+// NewCmd builds the command.
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "set FILE",
+		Short: "Store a Cedar policy as the table's change policy (admin role)",
+		Long: heredoc.Doc(`
+			Parse FILE as a Cedar policy set, validate it against koshactl's schema
+			(docs/contracts/policy.md), and store it as the table's policy, in one
+			transaction with its audit record; then announce it. A policy that does not
+			parse or validate is refused with its line and the problem (exit 2), and
+			nothing is stored. Setting the same text again changes nothing.
+
+			From then on every lever command asks it first: a change it allows goes
+			ahead, one that needs approvals becomes a change request (exit 12), one
+			it denies is refused (exit 7). Only the admin IAM role may write the policy
+			item (koshactl iam policy --role admin).
+		`),
+		Example: heredoc.Doc(`
+			koshactl policy set docs/policies/four-eyes.cedar --reason "four eyes on production"
+		`),
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.File = args[0]
+			return Run(c.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log; required)")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	_ = cmd.MarkFlagFilename("FILE", "cedar")
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Result is the JSON output.
+type Result struct {
+	Kind      string   `json:"kind"`
+	Context   string   `json:"context"`
+	Store     string   `json:"store"`
+	Action    string   `json:"action"`
+	SHA256    string   `json:"sha256"`
+	Version   int64    `json:"version"`
+	Policies  []string `json:"policies"`
+	AuditID   string   `json:"audit_id,omitempty"`
+	Confirmed bool     `json:"confirmed_by_reread,omitempty"`
+}
+
+// Run validates and stores the policy.
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+	if opts.Reason == "" {
+		return cmdutil.Usagef("a reason is required: pass --reason \"why the policy changes\" (it is recorded with the change)")
+	}
+	if err := audit.ValidateReason(opts.Reason); err != nil {
+		return err
+	}
+	text, _, err := fsutil.ReadRegular(opts.File, policy.MaxBytes+1)
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("read policy: %w", err))
+	}
+	set, err := policy.Parse(opts.File, text)
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("policy refused, nothing stored: %w", err))
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
+		return err
+	}
+	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "set the table's change policy"); err != nil {
+		return err
+	}
+	actor, err := env.Actor(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := env.Policies().Set(ctx, env.Audit(), set, actor, opts.Reason)
+	if err != nil {
+		return err // a race lost to another set is a conflict (store.ErrConditionFailed)
+	}
+	out := Result{Kind: "PolicySetResult", Context: env.Name, Store: env.Store.Describe(), Action: "set", SHA256: res.After.SHA256,
+		Version: res.After.Version, Policies: set.Policies(), AuditID: res.Record.ID, Confirmed: res.Confirmed}
+	if res.Unchanged {
+		out.Action = "unchanged"
+	}
+	ios := f.IOStreams
+	defer cmdenv.PrintActedOn(ios.ErrOut, env, false)
+	if opts.Output != cmdutil.FormatTable {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
+			return err
+		}
+	} else if res.Unchanged {
+		fmt.Fprintf(ios.Out, "The table's policy is already this one (sha256 %s, version %d): nothing changed\n", out.SHA256[:12], out.Version)
+	} else {
+		fmt.Fprintf(ios.Out, "Set the table's policy to %s: version %d, sha256 %s, %d policies\n", opts.File, out.Version, out.SHA256[:12], len(out.Policies))
+		if res.Confirmed {
+			fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
+		}
+	}
+	if !res.Unchanged {
+		cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: policy.ActionSet, Actor: actor, Reason: opts.Reason,
+			Detail: fmt.Sprintf("the table's change policy is now version %d (sha256 %s)", out.Version, out.SHA256[:12]),
+			Levers: []notify.Lever{{Subject: policy.Key, Change: fmt.Sprintf("set to version %d", out.Version), AuditID: res.Record.ID}}})
+	}
+	return nil
+}

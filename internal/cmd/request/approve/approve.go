@@ -1,0 +1,183 @@
+// Package approve implements `koshactl request approve`: approve a change
+// request, applying exactly the change requested once it has its approvals.
+package approve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// Options are the parsed flags and argument.
+type Options struct {
+	ID       string
+	SHA256   string
+	Yes      bool
+	NoNotify bool
+	Output   string
+}
+
+// NewCmd builds the command.
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "approve ID",
+		Short: "Approve a change request; the last approval applies exactly the change requested",
+		Long: heredoc.Doc(`
+			Approve change request ID with your verified identity (STS: an unverified
+			actor, such as a local or static-credentials context, cannot approve; exit 6).
+			The requester cannot approve their own request (exit 7), and the table's policy
+			must still permit the change, and permit you.
+
+			The approval that completes the approvals the policy asks for applies the change
+			in one transaction: every lever write (conditional on the lever as it was when
+			the change was requested), its audit record naming the requester and the
+			approvers, and the request's status, applied. Two approvers at once apply it
+			once; approving an applied request changes nothing (exit 0).
+
+			A request that does not exist exits 3; one expired, denied or cancelled exits
+			13 (it can never be applied); one whose change does not match its hash, or not
+			the --sha256 you reviewed, exits 14.
+		`),
+		Example: heredoc.Doc(`
+			koshactl request show 3f2a9c1b0d4e
+			koshactl request approve 3f2a9c1b0d4e --sha256 9b1c44e0d2aa
+		`),
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			return Run(c.Context(), f, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.SHA256, "sha256", "", "the request's hash as you reviewed it (at least 12 hex digits): refuse a request that does not match")
+	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Result is the JSON output.
+type Result struct {
+	Kind    string           `json:"kind"`
+	Context string           `json:"context"`
+	Store   string           `json:"store"`
+	Action  string           `json:"action"`
+	Request requestview.View `json:"request"`
+	// AuditIDs are the records this approval wrote.
+	AuditIDs []string `json:"audit_ids"`
+	// Remaining is how many more approvals the request needs.
+	Remaining int `json:"remaining,omitempty"`
+}
+
+// Run approves.
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
+		return err
+	}
+	id, err := env.CallerIdentity(ctx)
+	if err != nil {
+		return err
+	}
+	if !id.Verified() {
+		return fmt.Errorf("%w: %s is not verified by STS (context %q: local, static credentials, or no STS at its endpoint); approve from a context whose credentials STS verifies",
+			approval.ErrUnverified, textsafe.Line(id.Actor), env.Name)
+	}
+	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "approve request "+opts.ID); err != nil {
+		return err
+	}
+	res, err := env.Approvals().Approve(ctx, env.Audit(), approval.Approval{ID: opts.ID, Approver: id, SHA256: opts.SHA256})
+	if res.Expired {
+		cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: approval.ActionRequestExpire, Actor: id.Actor, Reason: res.Request.Change.Reason,
+			Outcome: "expired", Detail: "request " + res.Request.ID + " expired without its approvals: " + res.Request.Change.Summary(),
+			Levers: []notify.Lever{{Subject: approval.RequestPrefix + res.Request.ID, Change: "expired"}}})
+	}
+	if err != nil && !res.AlreadyApplied {
+		return err
+	}
+	now := f.Clock.Now()
+	out := Result{Kind: "ChangeRequestApproval", Context: env.Name, Store: env.Store.Describe(), Request: requestview.Of(res.Request, now), AuditIDs: []string{},
+		Remaining: res.Remaining}
+	for _, r := range res.Records {
+		out.AuditIDs = append(out.AuditIDs, r.ID)
+	}
+	switch {
+	case res.AlreadyApplied:
+		out.Action = "already-applied"
+	case res.Applied:
+		out.Action = "applied"
+	default:
+		out.Action = "approved"
+	}
+	ios := f.IOStreams
+	defer cmdenv.PrintActedOn(ios.ErrOut, env, false)
+	if opts.Output != cmdutil.FormatTable {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
+			return err
+		}
+	} else {
+		r := res.Request
+		switch out.Action {
+		case "already-applied":
+			by := r.DecidedBy
+			if errors.Is(err, approval.ErrChangedMeanwhile) {
+				by = "another approver, just now"
+			}
+			fmt.Fprintf(ios.Out, "Request %s was already applied (by %s): nothing changed\n", r.ID, textsafe.Line(by))
+		case "applied":
+			fmt.Fprintf(ios.Out, "Approved and applied request %s: %s\n", r.ID, r.Change.Summary())
+			fmt.Fprintf(ios.Out, "  requested by %s, approved by %s\n", textsafe.Line(r.Requester), textsafe.Line(fmt.Sprint(r.Approvers)))
+		default:
+			fmt.Fprintf(ios.Out, "Approved request %s: it needs %d more approval(s) from other people\n", r.ID, res.Remaining)
+		}
+	}
+	if out.Action == "already-applied" {
+		return nil
+	}
+	ev := notify.Event{Action: approval.ActionRequestApprove, Actor: id.Actor, Reason: res.Request.Change.Reason, Outcome: out.Action,
+		Detail: fmt.Sprintf("request %s (%s) requested by %s, approved by %v", res.Request.ID, res.Request.Change.Summary(), res.Request.Requester, res.Request.Approvers)}
+	if res.Applied {
+		ev.Action = res.Request.Change.Action
+		switch res.Request.Change.Action {
+		case policy.ActionForceOpen:
+			ev.Levers = notify.ForceLevers(res.Force)
+		case policy.ActionClear:
+			ev.Levers = notify.ClearLevers(res.Clear)
+		}
+	} else {
+		ev.Levers = []notify.Lever{{Subject: approval.RequestPrefix + res.Request.ID, Change: "approved", AuditID: firstID(res.Records)}}
+	}
+	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
+	if res.Applied {
+		for _, o := range res.Force {
+			if o.Result.Confirmed {
+				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
+				break
+			}
+		}
+	}
+	return nil
+}
+
+func firstID(rs []audit.Record) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	return rs[0].ID
+}

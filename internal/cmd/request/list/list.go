@@ -1,0 +1,114 @@
+// Package list implements `koshactl request list`.
+package list
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// Options are the parsed flags.
+type Options struct {
+	All     bool
+	Reviews bool
+	Output  string
+}
+
+// NewCmd builds the command.
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List pending change requests (--all: every one; --reviews: open break-glass reviews)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return Run(c.Context(), f, opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.All, "all", false, "list decided and expired requests too (and acknowledged reviews with --reviews)")
+	cmd.Flags().BoolVar(&opts.Reviews, "reviews", false, "list break-glass reviews instead of requests")
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Result is the JSON output.
+type Result struct {
+	Kind       string             `json:"kind"`
+	Requests   []requestview.View `json:"requests,omitempty"`
+	Reviews    []approval.Review  `json:"reviews,omitempty"`
+	Unreadable []store.Problem    `json:"unreadable,omitempty"`
+}
+
+// Run lists.
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	l, err := env.Approvals().List(ctx)
+	if err != nil {
+		return err
+	}
+	now := f.Clock.Now()
+	out := Result{Kind: "ChangeRequestList", Unreadable: l.Unreadable}
+	if opts.Reviews {
+		out.Kind, out.Reviews = "ReviewList", []approval.Review{}
+		for _, r := range l.Reviews {
+			if opts.All || r.Status == approval.ReviewOpen {
+				out.Reviews = append(out.Reviews, r)
+			}
+		}
+	} else {
+		out.Requests = []requestview.View{}
+		for _, r := range l.Requests {
+			if opts.All || r.StatusAt(now) == approval.StatusPending {
+				out.Requests = append(out.Requests, requestview.Of(r, now))
+			}
+		}
+	}
+	ios := f.IOStreams
+	if opts.Output != cmdutil.FormatTable {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
+			return err
+		}
+	} else {
+		tty := ios.IsStdoutTTY()
+		t := cmdutil.NewTable(ios.Out)
+		switch {
+		case opts.Reviews && len(out.Reviews) == 0:
+			fmt.Fprintln(ios.ErrOut, "No open break-glass reviews.")
+		case opts.Reviews:
+			t.Header(ios, "REVIEW", "STATUS", "ACTION", "TARGETS", "ACTOR", "WHEN", "REASON")
+			for _, r := range out.Reviews {
+				t.Row(r.ID, r.Status, r.Action, strings.Join(r.Targets, ","), r.Actor, cmdutil.FormatTime(r.CreatedAt, now, tty), r.Reason)
+			}
+		case len(out.Requests) == 0:
+			fmt.Fprintln(ios.ErrOut, "No pending change requests.")
+		default:
+			t.Header(ios, "REQUEST", "STATUS", "CHANGE", "REQUESTER", "APPROVALS", "EXPIRES")
+			for _, r := range out.Requests {
+				t.Row(r.ID, r.Status, r.Summary, r.Requester, fmt.Sprintf("%d/%d", len(r.Approvers), r.Needed), cmdutil.FormatTime(r.ExpiresAt, now, tty))
+			}
+		}
+		if err := t.Flush(); err != nil {
+			return err
+		}
+		for _, p := range out.Unreadable {
+			fmt.Fprintf(ios.ErrOut, "unreadable: %s: %s\n", textsafe.Quote(p.PK), textsafe.Line(p.Problem))
+		}
+	}
+	if len(out.Unreadable) > 0 {
+		return exitcode.Wrap(exitcode.Partial, cmdutil.ErrSilent)
+	}
+	return nil
+}
