@@ -13,6 +13,7 @@ import (
 	"github.com/cedar-policy/cedar-go/x/exp/schema"
 	"github.com/cedar-policy/cedar-go/x/exp/schema/validate"
 
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
 
@@ -41,7 +42,7 @@ const MaxBytes = 64 * 1024
 
 // ErrInvalid marks a policy text that does not parse or does not validate
 // against [Schema]; nothing was stored.
-var ErrInvalid = errors.New("invalid policy")
+var ErrInvalid = exitcode.New(exitcode.Usage, "invalid policy")
 
 // Error says where a policy text is wrong: the line (1-based; 0 when the
 // problem is the whole text) and the problem. It matches [ErrInvalid].
@@ -60,7 +61,7 @@ func (e *Error) Error() string {
 }
 
 // Is makes errors.Is(err, ErrInvalid) true.
-func (e *Error) Is(target error) bool { return target == ErrInvalid }
+func (e *Error) Is(target error) bool { return errors.Is(ErrInvalid, target) }
 
 // Set is a parsed, validated policy set.
 type Set struct {

@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -67,7 +68,7 @@ var ErrNeedsApproval = errors.New("the change needs approvals")
 // read in the same batch read as the levers (no round trip of its own).
 type Gate struct {
 	ctx context.Context
-	env *cmdutil.Env
+	env *cmdenv.Env
 	q   Question
 	// Policy is nil when the table has none: the command acts as always.
 	Policy   *policy.Stored
@@ -80,7 +81,7 @@ type Gate struct {
 }
 
 // New is the gate of one lever command.
-func New(ctx context.Context, env *cmdutil.Env, q Question) *Gate {
+func New(ctx context.Context, env *cmdenv.Env, q Question) *Gate {
 	return &Gate{ctx: ctx, env: env, q: q, Decision: policy.NoPolicy}
 }
 
@@ -173,7 +174,7 @@ type Result struct {
 
 // Submit stores the change as a request, prints it, announces it, and
 // returns the pending-approval error (exit 12): nothing was changed yet.
-func Submit(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, g *Gate, c approval.Change, fl Flags, output string, noNotify bool) error {
+func Submit(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, g *Gate, c approval.Change, fl Flags, output string, noNotify bool) error {
 	r, rec, err := env.Approvals().Submit(ctx, env.Audit(), approval.Submission{Change: c, Requester: g.Identity, Decision: g.Decision, TTL: fl.RequestTTL})
 	if err != nil {
 		return err
@@ -194,10 +195,10 @@ func Submit(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, g *Gate, 
 		fmt.Fprintf(ios.Out, "  expires %s\n", cmdutil.FormatTime(r.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY()))
 		fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", approve)
 	}
-	cmdutil.PrintActedOn(ios.ErrOut, env, false)
-	cmdutil.Notify(ctx, env, noNotify, notify.Event{Action: approval.ActionRequestCreate, Actor: r.Requester, Reason: c.Reason,
+	cmdenv.PrintActedOn(ios.ErrOut, env, false)
+	cmdenv.Notify(ctx, env, noNotify, notify.Event{Action: approval.ActionRequestCreate, Actor: r.Requester, Reason: c.Reason,
 		Outcome: "pending", Detail: fmt.Sprintf("%s needs %d approval(s): %s", c.Summary(), r.Needed, approve),
 		Levers: []notify.Lever{{Subject: approval.RequestPrefix + r.ID, Change: "requested: " + c.Summary(), AuditID: rec.ID}}})
-	return cmdutil.WithCode(exitcode.Pending, fmt.Errorf("pending approval: nothing changed yet; request %s waits for %d approval(s) until %s (%s)",
-		r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), approve))
+	return exitcode.Errorf(exitcode.Pending, "pending approval: nothing changed yet; request %s waits for %d approval(s) until %s (%s)",
+		r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), approve)
 }
