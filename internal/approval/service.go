@@ -376,7 +376,18 @@ func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, atta
 		}
 	case policy.ActionClear:
 		requester := r.Requester
-		res.Clear, err = s.overrides.ClearAll(ctx, log, breaker.ClearAll{Dependencies: c.Targets, Reason: c.Reason, Read: befores,
+		// A target that is no valid dependency name was named by its key
+		// (breaker clear --key 'breaker#Bad Name', an item written by
+		// hand): it is cleared by its key, as the requester's clear would.
+		var deps, keys []string
+		for _, t := range c.Targets {
+			if breaker.ValidateDependency(t) == nil {
+				deps = append(deps, t)
+			} else {
+				keys = append(keys, breaker.OverrideKey(t))
+			}
+		}
+		res.Clear, err = s.overrides.ClearAll(ctx, log, breaker.ClearAll{Dependencies: deps, Keys: keys, Reason: c.Reason, Read: befores,
 			Actor: func(context.Context) (string, error) { return requester, nil }, Attach: attach})
 		for _, o := range res.Clear {
 			if o.Written {
