@@ -37,7 +37,8 @@ const Retention = audit.Retention
 
 // Statuses of a request. Expired is never stored as pending's successor by
 // a lever change: a pending request past its expiry reads as expired, and
-// is marked so when an approval finds it.
+// is marked so (once, audited, announced) by the first command that sees
+// it: request list, request show or an approval ([Service.ExpireDue]).
 const (
 	StatusPending   = "pending"
 	StatusApplied   = "applied"

@@ -271,7 +271,10 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		return res, fmt.Errorf("%w: request %s was %s by %s (%s): it can never be applied; ask for a new one",
 			ErrClosed, r.ID, st, textsafe.Line(r.DecidedBy), textsafe.Line(r.Note))
 	case StatusExpired:
-		res.Expired = r.Status == StatusPending && s.expire(ctx, log, r, a.Approver) == nil
+		if r.Status == StatusPending {
+			_, xerr := s.expire(ctx, log, r, a.Approver)
+			res.Expired = xerr == nil
+		}
 		return res, fmt.Errorf("%w: request %s expired at %s without its approvals: it can never be applied; ask for a new one",
 			ErrExpired, r.ID, r.ExpiresAt.Format(time.RFC3339))
 	}
@@ -412,12 +415,47 @@ func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, atta
 // expire marks a pending request found past its expiry as expired, with
 // its audit record (once: conditional on the request as read), so the
 // expiry is recorded and announced once.
-func (s *Service) expire(ctx context.Context, log audit.Appender, r Request, by audit.Identity) error {
+func (s *Service) expire(ctx context.Context, log audit.Appender, r Request, by audit.Identity) (Request, error) {
 	next := r
 	next.Status, next.DecidedBy, next.DecidedAt = StatusExpired, by.Actor, s.clock.Now().UTC().Truncate(time.Millisecond)
 	_, err := s.write(ctx, log, next, store.IfEquals(store.WriteIDAttr, r.raw.WriteID()), audit.Entry{Actor: by.Actor, ActorSource: by.Source,
 		Action: ActionRequestExpire, Subject: RequestPrefix + r.ID, Reason: "expired unapproved", Before: r.view(), After: next.view()})
-	return err
+	return next, err
+}
+
+// ExpireDue marks every request of rs that is still stored pending past
+// its expiry as expired, each in one transaction with its audit record
+// (request.expire, by who sees it), conditional on the request as read: an
+// expiry is recorded once, by whoever sees it first, and announced by that
+// one alone. It returns the requests it marked (as marked). A request that
+// changed since it was read (another reader marked it, an approver decided
+// it) is skipped: nothing to announce. Who is asked only when a request is
+// due. Any other failure stops and is returned with the ones marked so far.
+func (s *Service) ExpireDue(ctx context.Context, log audit.Appender, who func(context.Context) (audit.Identity, error), rs []Request) ([]Request, error) {
+	now := s.clock.Now()
+	var by *audit.Identity
+	var marked []Request
+	for _, r := range rs {
+		if r.Status != StatusPending || r.StatusAt(now) != StatusExpired {
+			continue
+		}
+		if by == nil {
+			id, err := who(ctx)
+			if err != nil {
+				return marked, err
+			}
+			by = &id
+		}
+		next, err := s.expire(ctx, log, r, *by)
+		if errors.Is(err, ErrChangedMeanwhile) {
+			continue
+		}
+		if err != nil {
+			return marked, err
+		}
+		marked = append(marked, next)
+	}
+	return marked, nil
 }
 
 // Decide closes a pending request without applying it: deny (anyone but

@@ -103,9 +103,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	res, err := env.Approvals().Approve(ctx, env.Audit(), approval.Approval{ID: opts.ID, Approver: id, SHA256: opts.SHA256})
 	if res.Expired {
-		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: approval.ActionRequestExpire, Actor: id.Actor, Reason: res.Request.Change.Reason,
-			Outcome: "expired", Detail: "request " + res.Request.ID + " expired without its approvals: " + res.Request.Change.Summary(),
-			Levers: []notify.Lever{{Subject: approval.RequestPrefix + res.Request.ID, Change: "expired"}}})
+		requestview.Announce(ctx, env, opts.NoNotify, id.Actor, res.Request)
 	}
 	if err != nil && !res.AlreadyApplied {
 		return err
