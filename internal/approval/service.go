@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -30,7 +31,15 @@ type Service struct {
 	store     Store
 	clock     clock.Clock
 	overrides *breaker.Overrides
+	buckets   *ratelimit.Buckets
 	context   string
+}
+
+// WithBuckets applies approved bucket changes through b (the context's
+// buckets, under its limits); without it they are refused.
+func (s *Service) WithBuckets(b *ratelimit.Buckets) *Service {
+	s.buckets = b
+	return s
 }
 
 // NewService returns the requests of the table s, applying breaker changes
@@ -225,6 +234,7 @@ type Approved struct {
 	Remaining int
 	Force     []breaker.ForceOutcome
 	Clear     []breaker.ClearOutcome
+	Buckets   []ratelimit.ApplyOutcome
 	Records   []audit.Record
 	// Expired is true when this approval found the request expired and
 	// marked it so (the error is ErrExpired).
@@ -345,6 +355,17 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 // apply writes r's change with attach through the lever service.
 func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, attach *breaker.Attach, res Approved) (Approved, error) {
 	c := r.Change
+	if IsBucketAction(c.Action) {
+		var err error
+		if res, err = s.applyBuckets(ctx, log, r, attach, res); err != nil {
+			if errors.Is(err, ErrChangedMeanwhile) && !errors.Is(err, store.ErrConditionFailed) {
+				res.AlreadyApplied = true // another approver applied it first
+			}
+			return res, err
+		}
+		res.Applied = true
+		return res, nil
+	}
 	befores := make(map[string]*breaker.Override, len(c.Targets))
 	for _, dep := range c.Targets {
 		doc := c.Before[dep]

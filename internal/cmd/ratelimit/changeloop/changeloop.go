@@ -6,13 +6,16 @@ package changeloop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -30,6 +33,7 @@ type ChangeOptions struct {
 	Yes      bool
 	NoNotify bool
 	Output   string
+	Policy   levergate.Flags
 }
 
 // AddChangeFlags registers the flags every mutating verb shares, but
@@ -38,6 +42,7 @@ func AddChangeFlags(cmd *cobra.Command, o *ChangeOptions) {
 	fl := cmd.Flags()
 	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	levergate.AddFlags(cmd, &o.Policy)
 	cmdutil.AddNoNotifyFlag(cmd, &o.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &o.Output)
 }
@@ -49,6 +54,8 @@ type Result struct {
 	Store   string       `json:"store"`
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
+	// Review is the review a --break-glass change opened.
+	Review string `json:"review,omitempty"`
 }
 
 // ItemResult is what happened to one bucket.
@@ -103,6 +110,12 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
+	if err := opts.Policy.Check(); err != nil {
+		return err
+	}
+	if opts.Policy.BreakGlass && (opts.DryRun || strings.TrimSpace(opts.Reason) == "") {
+		return cmdutil.Usagef("--break-glass needs --reason \"what is happening\" and is not a dry run")
+	}
 	b, err := env.Buckets()
 	if err != nil {
 		return err
@@ -119,17 +132,52 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	if len(changes) > 0 {
 		op = changes[0].Op
 	}
-	// One batch read of every bucket (while the identity resolves), then the
-	// writes, each bucket's in one store change with its audit record.
+	// The table's policy is asked with the buckets' read (not on a dry run).
+	var gate *levergate.Gate
+	var bgate *ratelimit.Gate
+	if !opts.DryRun {
+		clients := make([]string, len(changes))
+		for i, c := range changes {
+			clients[i] = c.Client
+		}
+		var hold time.Duration
+		if len(changes) > 0 {
+			hold = changes[0].HoldFor
+		}
+		gate = levergate.New(ctx, env, levergate.Question{Action: op.Action(), Targets: clients, Duration: hold,
+			Reason: strings.TrimSpace(opts.Reason), Flags: opts.Policy})
+		bgate = gate.Buckets()
+	}
+	// One batch read of every bucket and the policy (while the identity
+	// resolves), then the writes, each bucket's in one store change with its
+	// audit record.
 	outcomes, err := b.ApplyAll(ctx, env.Audit(), ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
-		Actor: env.Actor, DryRun: opts.DryRun,
+		Actor: env.Actor, DryRun: opts.DryRun, Gate: bgate,
 		Confirm: func(_ []ratelimit.ChangeResult, writes int) error {
 			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes))
 		}})
+	if errors.Is(err, levergate.ErrNeedsApproval) {
+		// Read and decided as the change would be; asked for, not made.
+		change, err := approval.BucketChange(strings.TrimSpace(opts.Reason), b.Limits(), gate.Plans)
+		if err != nil {
+			return err
+		}
+		return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
+	}
 	if outcomes == nil {
 		return err
 	}
 	out := Result{Kind: kinds[op], Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
+	written := false
+	for _, o := range outcomes {
+		written = written || o.Written
+	}
+	if !written {
+		gate = nil // nothing was written: no break-glass happened
+	}
+	if gate != nil && gate.Review != nil {
+		out.Review = gate.Review.ID
+	}
 	var failure, unknownErr error
 	var unknown []string
 	for i, o := range outcomes {
@@ -147,12 +195,14 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 			out.Results = append(out.Results, item(o.Result, opts.DryRun, o.Record.ID))
 		}
 	}
-	if err := printChanges(f, env, opts, out); err != nil {
+	if err := printChanges(f, env, opts, out, gate); err != nil {
 		return err
 	}
 	if levers := notify.BucketLevers(outcomes); !opts.DryRun && len(levers) > 0 {
 		actor, _ := env.Actor(ctx)
-		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers})
+		ev := notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers}
+		gate.Announce(&ev)
+		cmdutil.Notify(ctx, env, opts.NoNotify, ev)
 	}
 	if unknownErr != nil {
 		// The one state koshactl cannot tell: each bucket changed with its
@@ -182,7 +232,7 @@ func item(r ratelimit.ChangeResult, dry bool, auditID string) ItemResult {
 	return it
 }
 
-func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out Result) error {
+func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out Result, gate *levergate.Gate) error {
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
@@ -195,6 +245,7 @@ func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out 
 				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
 			}
 		}
+		gate.PrintBreakGlass(ios.Out)
 	}
 	cmdutil.PrintActedOn(ios.ErrOut, env, opts.DryRun)
 	return nil

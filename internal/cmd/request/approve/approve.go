@@ -156,6 +156,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			ev.Levers = notify.ForceLevers(res.Force)
 		case policy.ActionClear:
 			ev.Levers = notify.ClearLevers(res.Clear)
+		default:
+			ev.Levers = notify.BucketLevers(res.Buckets)
 		}
 	} else {
 		ev.Levers = []notify.Lever{{Subject: approval.RequestPrefix + res.Request.ID, Change: "approved", AuditID: firstID(res.Records)}}
