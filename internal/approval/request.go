@@ -38,7 +38,8 @@ const Retention = audit.Retention
 
 // Statuses of a request. Expired is never stored as pending's successor by
 // a lever change: a pending request past its expiry reads as expired, and
-// is marked so when an approval finds it.
+// is marked so (once, audited, announced) by the first command that sees
+// it: request list, request show or an approval ([Service.ExpireDue]).
 const (
 	StatusPending   = "pending"
 	StatusApplied   = "applied"
@@ -69,10 +70,17 @@ type Change struct {
 	// ForSeconds: a force lasting this long from when it is applied.
 	ForSeconds int64 `json:"for_seconds,omitempty"`
 	// Until: a force lapsing at this instant (RFC 3339, UTC, ms).
-	Until     string                     `json:"until,omitempty"`
-	NoExpiry  bool                       `json:"no_expiry,omitempty"`
-	Overwrite bool                       `json:"overwrite,omitempty"`
-	Before    map[string]json.RawMessage `json:"before"`
+	Until     string `json:"until,omitempty"`
+	NoExpiry  bool   `json:"no_expiry,omitempty"`
+	Overwrite bool   `json:"overwrite,omitempty"`
+	// Bucket levers (ratelimit.*): the count a set writes, how long a
+	// drain holds the client refused (a Go duration), and the limits the
+	// change was requested under (see BucketChange).
+	Tokens          *float64                   `json:"tokens,omitempty"`
+	HoldFor         string                     `json:"hold_for,omitempty"`
+	Capacity        float64                    `json:"capacity,omitempty"`
+	RefillPerSecond float64                    `json:"refill_per_second,omitempty"`
+	Before          map[string]json.RawMessage `json:"before"`
 }
 
 // Canonical is the change's canonical encoding.
@@ -102,10 +110,13 @@ func (c Change) Hash() (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// Duration is how long the change's force lasts, as the policy judges it
-// (0 for a clear, or without expiry), at now.
+// Duration is how long the change's force (or a drain's hold) lasts, as
+// the policy judges it (0 for a clear, or without expiry), at now.
 func (c Change) Duration(now time.Time) time.Duration {
 	switch {
+	case c.HoldFor != "":
+		d, _ := time.ParseDuration(c.HoldFor)
+		return d
 	case c.ForSeconds > 0:
 		return time.Duration(c.ForSeconds) * time.Second
 	case c.Until != "":
@@ -120,6 +131,9 @@ func (c Change) Duration(now time.Time) time.Duration {
 // Summary says the change in a few words: "force open openai, core-api for
 // 30m0s", "clear openai".
 func (c Change) Summary() string {
+	if IsBucketAction(c.Action) {
+		return bucketSummary(c)
+	}
 	verb := map[string]string{policy.ActionForceOpen: "force open", policy.ActionClear: "clear"}[c.Action]
 	if verb == "" {
 		verb = c.Action

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -30,7 +31,15 @@ type Service struct {
 	store     Store
 	clock     clock.Clock
 	overrides *breaker.Overrides
+	buckets   *ratelimit.Buckets
 	context   string
+}
+
+// WithBuckets applies approved bucket changes through b (the context's
+// buckets, under its limits); without it they are refused.
+func (s *Service) WithBuckets(b *ratelimit.Buckets) *Service {
+	s.buckets = b
+	return s
 }
 
 // NewService returns the requests of the table s, applying breaker changes
@@ -225,6 +234,7 @@ type Approved struct {
 	Remaining int
 	Force     []breaker.ForceOutcome
 	Clear     []breaker.ClearOutcome
+	Buckets   []ratelimit.ApplyOutcome
 	Records   []audit.Record
 	// Expired is true when this approval found the request expired and
 	// marked it so (the error is ErrExpired).
@@ -271,7 +281,10 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		return res, fmt.Errorf("%w: request %s was %s by %s (%s): it can never be applied; ask for a new one",
 			ErrClosed, r.ID, st, textsafe.Line(r.DecidedBy), textsafe.Line(r.Note))
 	case StatusExpired:
-		res.Expired = r.Status == StatusPending && s.expire(ctx, log, r, a.Approver) == nil
+		if r.Status == StatusPending {
+			_, xerr := s.expire(ctx, log, r, a.Approver)
+			res.Expired = xerr == nil
+		}
 		return res, fmt.Errorf("%w: request %s expired at %s without its approvals: it can never be applied; ask for a new one",
 			ErrExpired, r.ID, r.ExpiresAt.Format(time.RFC3339))
 	}
@@ -342,6 +355,17 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 // apply writes r's change with attach through the lever service.
 func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, attach *breaker.Attach, res Approved) (Approved, error) {
 	c := r.Change
+	if IsBucketAction(c.Action) {
+		var err error
+		if res, err = s.applyBuckets(ctx, log, r, attach, res); err != nil {
+			if errors.Is(err, ErrChangedMeanwhile) && !errors.Is(err, store.ErrConditionFailed) {
+				res.AlreadyApplied = true // another approver applied it first
+			}
+			return res, err
+		}
+		res.Applied = true
+		return res, nil
+	}
 	befores := make(map[string]*breaker.Override, len(c.Targets))
 	for _, dep := range c.Targets {
 		doc := c.Before[dep]
@@ -376,7 +400,18 @@ func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, atta
 		}
 	case policy.ActionClear:
 		requester := r.Requester
-		res.Clear, err = s.overrides.ClearAll(ctx, log, breaker.ClearAll{Dependencies: c.Targets, Reason: c.Reason, Read: befores,
+		// A target that is no valid dependency name was named by its key
+		// (breaker clear --key 'breaker#Bad Name', an item written by
+		// hand): it is cleared by its key, as the requester's clear would.
+		var deps, keys []string
+		for _, t := range c.Targets {
+			if breaker.ValidateDependency(t) == nil {
+				deps = append(deps, t)
+			} else {
+				keys = append(keys, breaker.OverrideKey(t))
+			}
+		}
+		res.Clear, err = s.overrides.ClearAll(ctx, log, breaker.ClearAll{Dependencies: deps, Keys: keys, Reason: c.Reason, Read: befores,
 			Actor: func(context.Context) (string, error) { return requester, nil }, Attach: attach})
 		for _, o := range res.Clear {
 			if o.Written {
@@ -401,12 +436,47 @@ func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, atta
 // expire marks a pending request found past its expiry as expired, with
 // its audit record (once: conditional on the request as read), so the
 // expiry is recorded and announced once.
-func (s *Service) expire(ctx context.Context, log audit.Appender, r Request, by audit.Identity) error {
+func (s *Service) expire(ctx context.Context, log audit.Appender, r Request, by audit.Identity) (Request, error) {
 	next := r
 	next.Status, next.DecidedBy, next.DecidedAt = StatusExpired, by.Actor, s.clock.Now().UTC().Truncate(time.Millisecond)
 	_, err := s.write(ctx, log, next, store.IfEquals(store.WriteIDAttr, r.raw.WriteID()), audit.Entry{Actor: by.Actor, ActorSource: by.Source,
 		Action: ActionRequestExpire, Subject: RequestPrefix + r.ID, Reason: "expired unapproved", Before: r.view(), After: next.view()})
-	return err
+	return next, err
+}
+
+// ExpireDue marks every request of rs that is still stored pending past
+// its expiry as expired, each in one transaction with its audit record
+// (request.expire, by who sees it), conditional on the request as read: an
+// expiry is recorded once, by whoever sees it first, and announced by that
+// one alone. It returns the requests it marked (as marked). A request that
+// changed since it was read (another reader marked it, an approver decided
+// it) is skipped: nothing to announce. Who is asked only when a request is
+// due. Any other failure stops and is returned with the ones marked so far.
+func (s *Service) ExpireDue(ctx context.Context, log audit.Appender, who func(context.Context) (audit.Identity, error), rs []Request) ([]Request, error) {
+	now := s.clock.Now()
+	var by *audit.Identity
+	var marked []Request
+	for _, r := range rs {
+		if r.Status != StatusPending || r.StatusAt(now) != StatusExpired {
+			continue
+		}
+		if by == nil {
+			id, err := who(ctx)
+			if err != nil {
+				return marked, err
+			}
+			by = &id
+		}
+		next, err := s.expire(ctx, log, r, *by)
+		if errors.Is(err, ErrChangedMeanwhile) {
+			continue
+		}
+		if err != nil {
+			return marked, err
+		}
+		marked = append(marked, next)
+	}
+	return marked, nil
 }
 
 // Decide closes a pending request without applying it: deny (anyone but

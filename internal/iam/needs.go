@@ -207,11 +207,13 @@ var Commands = map[string][]Need{
 	"breaker clear --all": needs(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
 	"ratelimit get":       needs(bucketRead),
 	"ratelimit list":      needs(Need{Action: Scan, Prefix: BucketItems}),
-	"ratelimit reset":     needs(bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
-	"ratelimit drain":     needs(bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
-	"ratelimit set":       needs(bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
-	"audit list":          needs(indexRead, policyRead),
-	"audit list --scan":   needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
+	// The bucket levers ask the table's policy too, read in the same batch
+	// as the buckets.
+	"ratelimit reset":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
+	"ratelimit drain":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
+	"ratelimit set":     needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
+	"audit list":        needs(indexRead, policyRead),
+	"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
 	// A record of its own (a minted header, a rotated key) is a
 	// transaction of one write, its lost answer settled by reading it.
 	"chaos sign":   needs(secretRead, record, recordProof),

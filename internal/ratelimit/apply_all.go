@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -34,6 +35,59 @@ type ApplyAll struct {
 	// buckets will be written, after every read and before the first write,
 	// and only when there is something to write; its error aborts.
 	Confirm func(plans []ChangeResult, writes int) error
+	// Gate, when set, decides the change from items read in the same batch
+	// read as the buckets (the table's policy): see [Gate].
+	Gate *Gate
+	// Attach, when set, is how the table's policy let the change through
+	// and the writes that go in its transaction ([Attach]).
+	Attach *Attach
+}
+
+// Gate lets a caller decide a bucket change from items read with its
+// buckets, in the same batch read (the table's policy: one round trip, not
+// two), after every bucket is read and decided and before anything is
+// confirmed or written.
+type Gate struct {
+	// Keys are read with the buckets.
+	Keys []string
+	// Decide gets those of Keys that exist and each change's plan; the
+	// Attach it returns goes with the change (replacing the operation's),
+	// its error stops it, nothing written.
+	Decide func(items map[string]store.Item, plans []ChangeResult) (*Attach, error)
+}
+
+// Attach is what a bucket change applied under the table's policy carries
+// besides its buckets (internal/approval): how the policy let it through,
+// stamped on every record, and the writes that go in the same transaction
+// (a change request's new status, a break-glass review). A change with
+// writes attached is one transaction: at most [MaxAttachedBuckets]
+// buckets, and every bucket is written even when it already is in the
+// requested state, so the change and its records always land with the
+// attached writes.
+type Attach struct {
+	Approval *audit.Approval
+	// Actor, when set, is who applies the change (an approver), recorded as
+	// every record's actor with ActorSource.
+	Actor       string
+	ActorSource audit.ActorSource
+	// Ops builds the attached writes for the change's token and time;
+	// called again for each attempt (a take landed since the read). Nil:
+	// none.
+	Ops func(token string, now time.Time) []store.Op
+	// Refused words the refusal of an attached write (the item as stored,
+	// nil Current when the store did not say); such a refusal is final.
+	Refused func(ce store.ConditionError) error
+}
+
+// MaxAttachedBuckets is the most buckets one change with attached writes
+// holds: one transaction, with room for the attached writes.
+const MaxAttachedBuckets = ChangeBuckets - 1
+
+func (g *Gate) keys() []string {
+	if g == nil {
+		return nil
+	}
+	return g.Keys
 }
 
 // ApplyOutcome is what happened to one change of [Buckets.ApplyAll].
@@ -82,7 +136,7 @@ func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll)
 	if op.Actor != nil && !op.DryRun {
 		wg.Go(func() { actor, actorErr = op.Actor(ctx) })
 	}
-	items, err := store.GetMany(ctx, b.store, keys)
+	items, err := store.GetMany(ctx, b.store, append(slices.Clone(keys), op.Gate.keys()...))
 	wg.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("read buckets: %w", err)
@@ -90,13 +144,31 @@ func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll)
 	now := b.clock.Now()
 	outcomes := make([]ApplyOutcome, len(op.Changes))
 	plans := make([]ChangeResult, len(op.Changes))
-	var todo []int // the changes that write
-	for i, c := range op.Changes {
-		plans[i], _, _ = b.decide(c, items[Key(c.Client)], now)
-		outcomes[i] = ApplyOutcome{Result: plans[i]}
-		if plans[i].Changed {
-			todo = append(todo, i)
+	decideAll := func() (todo []int) {
+		for i, c := range op.Changes {
+			if op.Attach != nil && op.Attach.Ops != nil {
+				c.always = true
+			}
+			plans[i], _, _ = b.decide(c, items[Key(c.Client)], now)
+			outcomes[i] = ApplyOutcome{Result: plans[i]}
+			if plans[i].Changed {
+				todo = append(todo, i)
+			}
 		}
+		return todo
+	}
+	todo := decideAll()
+	if op.Gate != nil {
+		extras := map[string]store.Item{}
+		for _, k := range op.Gate.Keys {
+			if it, ok := items[k]; ok {
+				extras[k] = it
+			}
+		}
+		if op.Attach, err = op.Gate.Decide(extras, plans); err != nil {
+			return nil, err
+		}
+		todo = decideAll() // attached writes write every bucket
 	}
 	if op.DryRun || len(todo) == 0 {
 		return outcomes, nil
@@ -104,12 +176,15 @@ func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll)
 	if actorErr != nil {
 		return nil, actorErr // only a write needs to know who acts
 	}
+	if op.Attach != nil && op.Attach.Ops != nil && len(todo) > MaxAttachedBuckets {
+		return nil, fmt.Errorf("a change under the table's policy moves at most %d buckets, not %d: name fewer clients", MaxAttachedBuckets, len(todo))
+	}
 	if op.Confirm != nil {
 		if err := op.Confirm(plans, len(todo)); err != nil {
 			return nil, err
 		}
 	}
-	by := recordBy{actor: actor, reason: op.Reason}
+	by := recordBy{actor: actor, reason: op.Reason, attach: op.Attach}
 	sem := make(chan struct{}, ChangeConcurrency)
 	for start := 0; start < len(todo); start += ChangeBuckets {
 		chunk := todo[start:min(start+ChangeBuckets, len(todo))]
@@ -117,6 +192,7 @@ func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll)
 		raw := make([]store.Item, len(chunk))
 		for j, i := range chunk {
 			changes[j], raw[j] = op.Changes[i], items[keys[i]]
+			changes[j].always = op.Attach != nil && op.Attach.Ops != nil
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -135,8 +211,12 @@ func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll)
 	return outcomes, nil
 }
 
-// recordBy is who acts and why, for the records of a change.
-type recordBy struct{ actor, reason string }
+// recordBy is who acts and why, for the records of a change, and what
+// the table's policy attached to it.
+type recordBy struct {
+	actor, reason string
+	attach        *Attach
+}
 
 // commit writes changes (distinct clients, at most [ChangeBuckets]) from
 // the items read (raw[i] for changes[i], nil when absent) as one store
@@ -174,8 +254,15 @@ func (b *Buckets) commit(ctx context.Context, log audit.Appender, by recordBy, c
 		for n, i := range in {
 			c, res := changes[i], outs[i].Result
 			next[i].WriteID = token
-			rec, recOp, err := log.Stage(ctx, audit.Entry{Actor: by.actor, Action: c.Op.Action(), Subject: Key(c.Client), Reason: by.reason,
-				Before: auditView(res.Before, res.Malformed), After: auditView(res.After, nil)}, token, n)
+			e := audit.Entry{Actor: by.actor, Action: c.Op.Action(), Subject: Key(c.Client), Reason: by.reason,
+				Before: auditView(res.Before, res.Malformed), After: auditView(res.After, nil)}
+			if at := by.attach; at != nil {
+				e.Approval = at.Approval
+				if at.Actor != "" {
+					e.Actor, e.ActorSource = at.Actor, at.ActorSource
+				}
+			}
+			rec, recOp, err := log.Stage(ctx, e, token, n)
 			if err != nil {
 				// Nothing is sent: not a change made without its record.
 				return failed(outs, in, fmt.Errorf("its audit record could not be made, so nothing was written: %v", err))
@@ -187,7 +274,16 @@ func (b *Buckets) commit(ctx context.Context, log audit.Appender, by recordBy, c
 			outs[i].Result.Attempts++
 			outs[i].Result.WriteID = token
 		}
-		applied, err := store.Apply(ctx, b.store, store.Change{Token: token, Ops: ops, Proof: Key(changes[in[0]].Client)})
+		proof := Key(changes[in[0]].Client)
+		var attached []store.Op
+		if at := by.attach; at != nil && at.Ops != nil {
+			attached = at.Ops(token, now)
+			if len(attached) > 0 {
+				proof = attached[0].PK()
+			}
+			ops = append(ops, attached...)
+		}
+		applied, err := store.Apply(ctx, b.store, store.Change{Token: token, Ops: ops, Proof: proof})
 		if err == nil {
 			for _, i := range in {
 				outs[i].Written, outs[i].Result.Confirmed = true, applied.Confirmed
@@ -197,6 +293,13 @@ func (b *Buckets) commit(ctx context.Context, log audit.Appender, by recordBy, c
 		var conflict *store.TxConflictError
 		if !errors.As(err, &conflict) {
 			return failed(outs, in, err)
+		}
+		for _, aop := range attached {
+			if ce, ok := conflict.On(aop.PK()); ok && by.attach.Refused != nil {
+				// The attached write's condition is final (a request
+				// decided meanwhile): no retry changes it.
+				return failed(outs, in, by.attach.Refused(ce))
+			}
 		}
 		refused := refusedBuckets(conflict)
 		switch {

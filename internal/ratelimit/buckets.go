@@ -269,6 +269,9 @@ type Change struct {
 	// is written with tokens = -HoldFor*rate, so it climbs back to 0 after
 	// HoldFor and admits again one token later. Zero writes tokens 0.
 	HoldFor time.Duration
+	// always writes the bucket even when it already is in the requested
+	// state: a change with writes attached ([Attach]) always lands.
+	always bool
 }
 
 // Validate checks the change against limits l before anything is read.
@@ -389,7 +392,7 @@ func (b *Buckets) decide(c Change, raw store.Item, now time.Time) (ChangeResult,
 		}
 	}
 	res.Before = StatusOf(c.Client, cur, b.limits, now)
-	if res.Malformed == nil && noop(c.Op, res.Before, want) {
+	if res.Malformed == nil && !c.always && noop(c.Op, res.Before, want) {
 		res.After = res.Before
 		return res, Bucket{}, store.Condition{}
 	}
@@ -447,6 +450,9 @@ type AuditView struct {
 	// Malformed describes an invalid item that was replaced.
 	Malformed string `json:"malformed,omitempty"`
 }
+
+// AuditBefore is the bucket as read, as the change's audit record shows it.
+func (r ChangeResult) AuditBefore() AuditView { return auditView(r.Before, r.Malformed) }
 
 func auditView(s Status, malformed error) AuditView {
 	v := AuditView{Exists: s.Exists, Tokens: s.Stored.Tokens, UpdatedAtMs: s.Stored.UpdatedAtMs, Refilled: s.Tokens}

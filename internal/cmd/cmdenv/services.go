@@ -48,9 +48,14 @@ func (e *Env) Overrides() *breaker.Overrides {
 func (e *Env) Policies() *policy.Policies { return policy.NewPolicies(e.Store, e.clk()) }
 
 // Approvals returns the table's change requests and reviews, applied
-// through the context's [Env.Overrides].
+// through the context's [Env.Overrides] and [Env.Buckets] (when its limits
+// are usable; else a bucket request is refused when approved).
 func (e *Env) Approvals() *approval.Service {
-	return approval.NewService(e.Store, e.clk(), e.Overrides(), e.Name)
+	s := approval.NewService(e.Store, e.clk(), e.Overrides(), e.Name)
+	if b, err := e.Buckets(); err == nil {
+		s.WithBuckets(b)
+	}
+	return s
 }
 
 // CallerIdentity is who acts and how koshactl knows: [Env.Identity], or,

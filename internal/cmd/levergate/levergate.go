@@ -25,6 +25,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -76,6 +77,8 @@ type Gate struct {
 	Decision policy.Decision
 	// Befores are the levers as read, when the change needs approvals.
 	Befores map[string]*breaker.Override
+	// Plans are the buckets as read, when a bucket change needs approvals.
+	Plans []ratelimit.ChangeResult
 	// Review is the review a break-glass change opens.
 	Review *approval.Review
 }
@@ -93,11 +96,31 @@ func (g *Gate) Q() Question { return g.q }
 // that needs approvals [ErrNeedsApproval], an allowed one carries how.
 func (g *Gate) Breaker() *breaker.Gate {
 	return &breaker.Gate{Keys: []string{policy.Key}, Decide: func(items map[string]store.Item, befores map[string]*breaker.Override) (*breaker.Attach, error) {
-		return g.decide(items, befores)
+		nothing := g.q.Action == breaker.ActionClear && !slices.ContainsFunc(slices.Collect(maps.Values(befores)), func(o *breaker.Override) bool { return o != nil })
+		at, err := g.decide(items, nothing)
+		if errors.Is(err, ErrNeedsApproval) {
+			g.Befores = befores
+		}
+		return at, err
 	}}
 }
 
-func (g *Gate) decide(items map[string]store.Item, befores map[string]*breaker.Override) (*breaker.Attach, error) {
+// Buckets is the gate as the bucket levers take it (ratelimit reset, drain,
+// set): the policy item is read with the buckets; a denial is an error, a
+// change that needs approvals [ErrNeedsApproval] (Plans holds the buckets
+// as read), an allowed one carries how.
+func (g *Gate) Buckets() *ratelimit.Gate {
+	return &ratelimit.Gate{Keys: []string{policy.Key}, Decide: func(items map[string]store.Item, plans []ratelimit.ChangeResult) (*ratelimit.Attach, error) {
+		changed := slices.ContainsFunc(plans, func(p ratelimit.ChangeResult) bool { return p.Changed })
+		at, err := g.decide(items, !changed)
+		if errors.Is(err, ErrNeedsApproval) {
+			g.Plans = plans
+		}
+		return approval.BucketAttach(at), err
+	}}
+}
+
+func (g *Gate) decide(items map[string]store.Item, nothingToDo bool) (*breaker.Attach, error) {
 	it, ok := items[policy.Key]
 	if !ok {
 		if g.q.BreakGlass {
@@ -121,10 +144,9 @@ func (g *Gate) decide(items map[string]store.Item, befores map[string]*breaker.O
 	case policy.Deny:
 		return nil, fmt.Errorf("%w: %s", approval.ErrPolicyDenied, g.Decision.Reason)
 	case policy.NeedsApproval:
-		if g.q.Action == breaker.ActionClear && !slices.ContainsFunc(slices.Collect(maps.Values(befores)), func(o *breaker.Override) bool { return o != nil }) {
-			return nil, nil // nothing to clear: nothing to ask for, and nothing is written
+		if nothingToDo {
+			return nil, nil // nothing to change: nothing to ask for, and nothing is written
 		}
-		g.Befores = befores
 		return nil, ErrNeedsApproval
 	}
 	if g.q.BreakGlass {

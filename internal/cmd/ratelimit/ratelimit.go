@@ -27,7 +27,11 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 			reset fills buckets; drain empties them. Every change is conditional, written
 			with its audit record in one transaction, supports --dry-run and asks for
-			confirmation on protected contexts. When the store cannot be reached to
+			confirmation on protected contexts. When the table has a policy (koshactl
+			policy get) that needs approvals for the change, nothing is written: it
+			becomes a change request another person approves (exit 12); --break-glass
+			(with --reason) acts at once where the policy allows it, and leaves a
+			review. When the store cannot be reached to
 			settle a change, the command exits 8 (outcome unknown): check the bucket
 			with "koshactl ratelimit get CLIENT".
 		`),

@@ -213,11 +213,38 @@ func TestFourEyesOnMoto(t *testing.T) {
 	r = w.as("alice", exitcode.Pending, "breaker", "clear", "openai", "--reason", "provider recovered", "--request-ttl", "5m", "-o", "json")
 	expiring := clitest.Decode[requestResult](t, r.Stdout)
 	w.Clock.Advance(6 * time.Minute)
+	// The first listing that sees it expired marks it so and announces it;
+	// the listings and the approval after it announce nothing more.
+	if r := w.as("alice", 0, "request", "list"); strings.Contains(r.Stdout, expiring.RequestID) {
+		t.Errorf("an expired request listed as pending:\n%s", r.Stdout)
+	}
+	if r := w.as("bob", 0, "request", "show", expiring.RequestID, "-o", "json"); !strings.Contains(r.Stdout, `"status": "expired"`) {
+		t.Errorf("request show of the expired request: %s", r.Stdout)
+	}
+	expiries := func() (events, recs int) {
+		for _, ev := range w.rcv.Events(t) {
+			if ev.Action == approval.ActionRequestExpire {
+				events++
+			}
+		}
+		for _, rec := range w.audit("--action", approval.ActionRequestExpire) {
+			if rec.Subject == approval.RequestPrefix+expiring.RequestID && rec.Actor == aliceARN {
+				recs++
+			}
+		}
+		return events, recs
+	}
+	if ev, recs := expiries(); ev != 1 || recs != 1 {
+		t.Errorf("after listing the expired request: %d expiry notifications and %d records by alice, want 1 and 1", ev, recs)
+	}
 	if r := w.as("bob", exitcode.Closed, "request", "approve", expiring.RequestID); !strings.Contains(r.Stderr, "expired") {
 		t.Errorf("expired approval: %s", r.Stderr)
 	}
 	w.as("admin", 0, "breaker", "get", "openai")
 	w.as("bob", exitcode.Closed, "request", "approve", expiring.RequestID)
+	if ev, recs := expiries(); ev != 1 || recs != 1 {
+		t.Errorf("after approving the expired request: %d expiry notifications and %d records by alice, want still 1 and 1", ev, recs)
+	}
 
 	// A denied request can never be applied.
 	r = w.as("alice", exitcode.Pending, "breaker", "clear", "openai", "--reason", "provider recovered", "-o", "json")

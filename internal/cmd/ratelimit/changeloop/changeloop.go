@@ -6,14 +6,17 @@ package changeloop
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -31,6 +34,7 @@ type ChangeOptions struct {
 	Yes      bool
 	NoNotify bool
 	Output   string
+	Policy   levergate.Flags
 }
 
 // AddChangeFlags registers the flags every mutating verb shares.
@@ -39,6 +43,7 @@ func AddChangeFlags(cmd *cobra.Command, o *ChangeOptions) {
 	fl.StringVarP(&o.Reason, "reason", "r", "", "why (recorded in the audit log)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
+	levergate.AddFlags(cmd, &o.Policy)
 	cmdutil.AddNoNotifyFlag(cmd, &o.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &o.Output)
 }
@@ -50,6 +55,8 @@ type Result struct {
 	Store   string       `json:"store"`
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
+	// Review is the review a --break-glass change opened.
+	Review string `json:"review,omitempty"`
 }
 
 // ItemResult is what happened to one bucket.
@@ -122,6 +129,12 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
+	if err := opts.Policy.Check(); err != nil {
+		return err
+	}
+	if opts.Policy.BreakGlass && (opts.DryRun || strings.TrimSpace(opts.Reason) == "") {
+		return cmdutil.Usagef("--break-glass needs --reason \"what is happening\" and is not a dry run")
+	}
 	b, err := env.Buckets()
 	if err != nil {
 		return err
@@ -138,17 +151,52 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	if len(changes) > 0 {
 		op = changes[0].Op
 	}
-	// One batch read of every bucket (while the identity resolves), then the
-	// writes, each bucket's in one store change with its audit record.
+	// The table's policy is asked with the buckets' read (not on a dry run).
+	var gate *levergate.Gate
+	var bgate *ratelimit.Gate
+	if !opts.DryRun {
+		clients := make([]string, len(changes))
+		for i, c := range changes {
+			clients[i] = c.Client
+		}
+		var hold time.Duration
+		if len(changes) > 0 {
+			hold = changes[0].HoldFor
+		}
+		gate = levergate.New(ctx, env, levergate.Question{Action: op.Action(), Targets: clients, Duration: hold,
+			Reason: strings.TrimSpace(opts.Reason), Flags: opts.Policy})
+		bgate = gate.Buckets()
+	}
+	// One batch read of every bucket and the policy (while the identity
+	// resolves), then the writes, each bucket's in one store change with its
+	// audit record.
 	outcomes, err := b.ApplyAll(ctx, env.Audit(), ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
-		Actor: env.Actor, DryRun: opts.DryRun,
+		Actor: env.Actor, DryRun: opts.DryRun, Gate: bgate,
 		Confirm: func(_ []ratelimit.ChangeResult, writes int) error {
 			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes))
 		}})
+	if errors.Is(err, levergate.ErrNeedsApproval) {
+		// Read and decided as the change would be; asked for, not made.
+		change, err := approval.BucketChange(strings.TrimSpace(opts.Reason), b.Limits(), gate.Plans)
+		if err != nil {
+			return err
+		}
+		return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
+	}
 	if outcomes == nil {
 		return err
 	}
 	out := Result{Kind: kinds[op], Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
+	written := false
+	for _, o := range outcomes {
+		written = written || o.Written
+	}
+	if !written {
+		gate = nil // nothing was written: no break-glass happened
+	}
+	if gate != nil && gate.Review != nil {
+		out.Review = gate.Review.ID
+	}
 	var failure, unknownErr error
 	var unknown []string
 	for i, o := range outcomes {
@@ -166,12 +214,14 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 			out.Results = append(out.Results, item(o.Result, opts.DryRun, o.Record.ID))
 		}
 	}
-	if err := printChanges(f, env, opts, out); err != nil {
+	if err := printChanges(f, env, opts, out, gate); err != nil {
 		return err
 	}
 	if levers := notify.BucketLevers(outcomes); !opts.DryRun && len(levers) > 0 {
 		actor, _ := env.Actor(ctx)
-		cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers})
+		ev := notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers}
+		gate.Announce(&ev)
+		cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	}
 	if unknownErr != nil {
 		// The one state koshactl cannot tell: each bucket changed with its
@@ -201,7 +251,7 @@ func item(r ratelimit.ChangeResult, dry bool, auditID string) ItemResult {
 	return it
 }
 
-func printChanges(f *cmdenv.Factory, env *cmdenv.Env, opts ChangeOptions, out Result) error {
+func printChanges(f *cmdenv.Factory, env *cmdenv.Env, opts ChangeOptions, out Result, gate *levergate.Gate) error {
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
@@ -214,6 +264,7 @@ func printChanges(f *cmdenv.Factory, env *cmdenv.Env, opts ChangeOptions, out Re
 				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
 			}
 		}
+		gate.PrintBreakGlass(ios.Out)
 	}
 	cmdenv.PrintActedOn(ios.ErrOut, env, opts.DryRun)
 	return nil

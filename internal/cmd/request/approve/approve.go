@@ -104,9 +104,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	res, err := env.Approvals().Approve(ctx, env.Audit(), approval.Approval{ID: opts.ID, Approver: id, SHA256: opts.SHA256})
 	if res.Expired {
-		cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: approval.ActionRequestExpire, Actor: id.Actor, Reason: res.Request.Change.Reason,
-			Outcome: "expired", Detail: "request " + res.Request.ID + " expired without its approvals: " + res.Request.Change.Summary(),
-			Levers: []notify.Lever{{Subject: approval.RequestPrefix + res.Request.ID, Change: "expired"}}})
+		requestview.Announce(ctx, env, opts.NoNotify, id.Actor, res.Request)
 	}
 	if err != nil && !res.AlreadyApplied {
 		return err
@@ -159,6 +157,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			ev.Levers = notify.ForceLevers(res.Force)
 		case policy.ActionClear:
 			ev.Levers = notify.ClearLevers(res.Clear)
+		default:
+			ev.Levers = notify.BucketLevers(res.Buckets)
 		}
 	} else {
 		ev.Levers = []notify.Lever{{Subject: approval.RequestPrefix + res.Request.ID, Change: "approved", AuditID: firstID(res.Records)}}

@@ -59,6 +59,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	l.Requests = requestview.Expire(ctx, env, f.IOStreams.ErrOut, l.Requests)
 	now := f.Clock.Now()
 	out := Result{Kind: "ChangeRequestList", Unreadable: l.Unreadable}
 	if opts.Reviews {

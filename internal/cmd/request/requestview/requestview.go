@@ -3,13 +3,18 @@
 package requestview
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // View is a request as -o json shows it: the stored request with its status
@@ -64,4 +69,36 @@ func approvers(as []string) string {
 		return ""
 	}
 	return ": " + strings.Join(as, ", ")
+}
+
+// Expire marks the requests of rs stored pending past their expiry as
+// expired ([approval.Service.ExpireDue]: once, by whoever sees it first,
+// audited), announces each one this command marked (notification
+// request.expire, outcome expired), and returns rs with those replaced as
+// marked. A failure to mark is a warning on errOut, not the command's
+// failure: the listing stands (a role that may only read requests sees
+// them expired all the same), and the next command allowed to write
+// requests records the expiry.
+func Expire(ctx context.Context, env *cmdenv.Env, errOut io.Writer, rs []approval.Request) []approval.Request {
+	marked, err := env.Approvals().ExpireDue(ctx, env.Audit(), env.CallerIdentity, rs)
+	for _, m := range marked {
+		Announce(ctx, env, false, m.DecidedBy, m)
+		for i := range rs {
+			if rs[i].ID == m.ID {
+				rs[i] = m
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(errOut, "warning: an expired request could not be marked expired (%s); it reads as expired all the same, and is recorded by the next command allowed to write requests\n",
+			textsafe.Line(err.Error()))
+	}
+	return rs
+}
+
+// Announce sends the notification of r's expiry, seen by by.
+func Announce(ctx context.Context, env *cmdenv.Env, noNotify bool, by string, r approval.Request) {
+	cmdenv.Notify(ctx, env, noNotify, notify.Event{Action: approval.ActionRequestExpire, Actor: by, Reason: r.Change.Reason,
+		Outcome: "expired", Detail: "request " + r.ID + " expired without its approvals: " + r.Change.Summary(),
+		Levers: []notify.Lever{{Subject: approval.RequestPrefix + r.ID, Change: "expired"}}})
 }

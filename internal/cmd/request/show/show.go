@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -44,6 +45,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	now, ios := f.Clock.Now(), f.IOStreams
+	r = requestview.Expire(ctx, env, ios.ErrOut, []approval.Request{r})[0]
 	if opts.Output != cmdutil.FormatTable {
 		return cmdutil.PrintStructured(ios.Out, opts.Output, requestview.Of(r, now))
 	}
