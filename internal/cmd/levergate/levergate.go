@@ -11,19 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -61,77 +57,39 @@ type Question struct {
 
 // ErrNeedsApproval stops a lever change the policy needs approvals for:
 // nothing is written; the command submits a request instead ([Submit]).
-var ErrNeedsApproval = errors.New("the change needs approvals")
+var ErrNeedsApproval = approval.ErrNeedsApproval
 
-// Gate is the policy's answer to a command, decided from the policy item
-// read in the same batch read as the levers (no round trip of its own).
+// Gate is the policy's answer to a command: the domain's gate
+// (approval.Gate, the rule the dashboard follows too), decided from the
+// policy item read in the same batch read as the levers.
 type Gate struct {
-	ctx context.Context
-	env *cmdutil.Env
-	q   Question
-	// Policy is nil when the table has none: the command acts as always.
-	Policy   *policy.Stored
-	Identity audit.Identity
-	Decision policy.Decision
-	// Befores are the levers as read, when the change needs approvals.
-	Befores map[string]*breaker.Override
-	// Review is the review a break-glass change opens.
-	Review *approval.Review
+	*approval.Gate
+	q Question
 }
 
 // New is the gate of one lever command.
 func New(ctx context.Context, env *cmdutil.Env, q Question) *Gate {
-	return &Gate{ctx: ctx, env: env, q: q, Decision: policy.NoPolicy}
+	return &Gate{Gate: env.Approvals().NewGate(ctx, env.CallerIdentity, approval.Question{Action: q.Action, Targets: q.Targets,
+		Duration: q.Duration, NoExpiry: q.NoExpiry, Reason: q.Reason, BreakGlass: q.BreakGlass}), q: q}
 }
 
 // Q is the question the gate answers.
 func (g *Gate) Q() Question { return g.q }
 
-// Breaker is the gate as the breaker lever operations take it: the policy
-// item is read with the overrides; a denial is an error (exit 7), a change
-// that needs approvals [ErrNeedsApproval], an allowed one carries how.
+// Breaker is the gate as the breaker lever operations take it: a denial
+// is an error (exit 7), a change that needs approvals [ErrNeedsApproval],
+// a break-glass on a table without a policy a usage error.
 func (g *Gate) Breaker() *breaker.Gate {
-	return &breaker.Gate{Keys: []string{policy.Key}, Decide: func(items map[string]store.Item, befores map[string]*breaker.Override) (*breaker.Attach, error) {
-		return g.decide(items, befores)
-	}}
-}
-
-func (g *Gate) decide(items map[string]store.Item, befores map[string]*breaker.Override) (*breaker.Attach, error) {
-	it, ok := items[policy.Key]
-	if !ok {
-		if g.q.BreakGlass {
-			return nil, cmdutil.Usagef("--break-glass: the table has no policy, so nothing needs breaking: drop the flag")
+	bg := g.Gate.Breaker()
+	decide := bg.Decide
+	bg.Decide = func(items map[string]store.Item, befores map[string]*breaker.Override) (*breaker.Attach, error) {
+		at, err := decide(items, befores)
+		if errors.Is(err, approval.ErrNothingToBreak) {
+			return nil, cmdutil.Usagef("%v", err)
 		}
-		return nil, nil
-	}
-	stored, err := policy.FromItem(it)
-	if err != nil {
-		return nil, err
-	}
-	id, err := g.env.CallerIdentity(g.ctx)
-	if err != nil {
-		return nil, err
-	}
-	g.Policy, g.Identity = stored, id
-	req := policy.Request{Actor: policy.Actor{ARN: id.Actor, Verified: id.Verified()}, Action: g.q.Action, Duration: g.q.Duration,
-		NoExpiry: g.q.NoExpiry, BreakGlass: g.q.BreakGlass}
-	g.Decision = policy.DecideAll(stored.Set, req, g.q.Targets)
-	switch g.Decision.Outcome {
-	case policy.Deny:
-		return nil, fmt.Errorf("%w: %s", approval.ErrPolicyDenied, g.Decision.Reason)
-	case policy.NeedsApproval:
-		if g.q.Action == breaker.ActionClear && !slices.ContainsFunc(slices.Collect(maps.Values(befores)), func(o *breaker.Override) bool { return o != nil }) {
-			return nil, nil // nothing to clear: nothing to ask for, and nothing is written
-		}
-		g.Befores = befores
-		return nil, ErrNeedsApproval
-	}
-	if g.q.BreakGlass {
-		at, rv, err := g.env.Approvals().BreakGlass(g.q.Action, g.q.Targets, g.q.Reason, id, g.Decision.Policies)
-		g.Review = rv
 		return at, err
 	}
-	return &breaker.Attach{Approval: &audit.Approval{Decision: audit.DecisionAllowed, Policies: g.Decision.Policies}}, nil
+	return bg
 }
 
 // Announce adds a break-glass's loud words to the change's notification.
@@ -174,7 +132,7 @@ type Result struct {
 // Submit stores the change as a request, prints it, announces it, and
 // returns the pending-approval error (exit 12): nothing was changed yet.
 func Submit(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, g *Gate, c approval.Change, fl Flags, output string, noNotify bool) error {
-	r, rec, err := env.Approvals().Submit(ctx, env.Audit(), approval.Submission{Change: c, Requester: g.Identity, Decision: g.Decision, TTL: fl.RequestTTL})
+	r, rec, err := g.Submit(ctx, env.Audit(), c, fl.RequestTTL)
 	if err != nil {
 		return err
 	}
