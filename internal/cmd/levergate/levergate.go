@@ -136,7 +136,7 @@ func Submit(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, g *Gate, 
 	if err != nil {
 		return err
 	}
-	approve := "koshactl request approve " + r.ID
+	approve := approval.ApproveCommand(r.ID)
 	out := Result{Kind: "ChangeRequestResult", Context: env.Name, Store: env.Store.Describe(), RequestID: r.ID, Status: r.Status,
 		Change: c.Summary(), SHA256: r.SHA256, Requester: r.Requester, ApprovalsNeeded: r.Needed, Policies: r.Policies,
 		ExpiresAt: r.ExpiresAt, ApproveCommand: approve, AuditID: rec.ID}
@@ -153,9 +153,7 @@ func Submit(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, g *Gate, 
 		fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", approve)
 	}
 	cmdutil.PrintActedOn(ios.ErrOut, env, false)
-	cmdutil.Notify(ctx, env, noNotify, notify.Event{Action: approval.ActionRequestCreate, Actor: r.Requester, Reason: c.Reason,
-		Outcome: "pending", Detail: fmt.Sprintf("%s needs %d approval(s): %s", c.Summary(), r.Needed, approve),
-		Levers: []notify.Lever{{Subject: approval.RequestPrefix + r.ID, Change: "requested: " + c.Summary(), AuditID: rec.ID}}})
+	cmdutil.Notify(ctx, env, noNotify, approval.RequestedEvent(r, rec))
 	return cmdutil.WithCode(exitcode.Pending, fmt.Errorf("pending approval: nothing changed yet; request %s waits for %d approval(s) until %s (%s)",
 		r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), approve))
 }

@@ -11,11 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -103,9 +100,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	res, err := env.Approvals().Approve(ctx, env.Audit(), approval.Approval{ID: opts.ID, Approver: id, SHA256: opts.SHA256})
 	if res.Expired {
-		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: approval.ActionRequestExpire, Actor: id.Actor, Reason: res.Request.Change.Reason,
-			Outcome: "expired", Detail: "request " + res.Request.ID + " expired without its approvals: " + res.Request.Change.Summary(),
-			Levers: []notify.Lever{{Subject: approval.RequestPrefix + res.Request.ID, Change: "expired"}}})
+		cmdutil.Notify(ctx, env, opts.NoNotify, approval.ExpiredEvent(res.Request, id.Actor))
 	}
 	if err != nil && !res.AlreadyApplied {
 		return err
@@ -149,20 +144,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if out.Action == "already-applied" {
 		return nil
 	}
-	ev := notify.Event{Action: approval.ActionRequestApprove, Actor: id.Actor, Reason: res.Request.Change.Reason, Outcome: out.Action,
-		Detail: fmt.Sprintf("request %s (%s) requested by %s, approved by %v", res.Request.ID, res.Request.Change.Summary(), res.Request.Requester, res.Request.Approvers)}
-	if res.Applied {
-		ev.Action = res.Request.Change.Action
-		switch res.Request.Change.Action {
-		case policy.ActionForceOpen:
-			ev.Levers = notify.ForceLevers(res.Force)
-		case policy.ActionClear:
-			ev.Levers = notify.ClearLevers(res.Clear)
-		}
-	} else {
-		ev.Levers = []notify.Lever{{Subject: approval.RequestPrefix + res.Request.ID, Change: "approved", AuditID: firstID(res.Records)}}
+	if ev, ok := approval.ApprovedEvent(res, id.Actor); ok {
+		cmdutil.Notify(ctx, env, opts.NoNotify, ev)
 	}
-	cmdutil.Notify(ctx, env, opts.NoNotify, ev)
 	if res.Applied {
 		for _, o := range res.Force {
 			if o.Result.Confirmed {
@@ -172,11 +156,4 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 	}
 	return nil
-}
-
-func firstID(rs []audit.Record) string {
-	if len(rs) == 0 {
-		return ""
-	}
-	return rs[0].ID
 }
