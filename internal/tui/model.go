@@ -67,7 +67,7 @@ type Model struct {
 	// policySince is when the table first had a change policy (zero:
 	// none), for the UNAPPROVED mark.
 	policySince time.Time
-	snap          *metrics.Snapshot
+	snap        *metrics.Snapshot
 	// rows are the merged statuses, sorted; nextChange is when an override
 	// becomes inactive, so the merge is redone then.
 	rows       []row

@@ -117,7 +117,7 @@ func newRequestPrompt(kind promptKind, r approval.Request, now time.Time, opts O
 	}
 	p.header = requestHeader(verb, r, now, opts.ContextName)
 	if kind == promptApprove {
-		p.header = append(p.header, "Approving with your verified identity applies exactly this change once it has its approvals.")
+		p.header = append(p.header, "Your verified identity approves exactly this change (this hash).")
 	}
 	p.input = p.newInput()
 	return p

@@ -302,8 +302,8 @@ func requestHeader(verb string, r approval.Request, now time.Time, contextName s
 		fmt.Sprintf("%s change request %s · context %s", verb, r.ID, contextName),
 		"Change:    " + r.Change.Summary(),
 		"Reason:    " + r.Change.Reason,
-		fmt.Sprintf("Requester: %s · approvals %d of %d%s · expires in %s", r.Requester, len(r.Approvers), r.Needed, approvers,
-			human.Age(max(r.ExpiresAt.Sub(now), 0))),
-		"SHA-256:   " + r.SHA256,
+		"Requester: " + r.Requester,
+		fmt.Sprintf("Approvals: %d of %d%s · expires in %s", len(r.Approvers), r.Needed, approvers, human.Age(max(r.ExpiresAt.Sub(now), 0))),
+		"SHA-256: " + r.SHA256,
 	}
 }
