@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -185,18 +186,18 @@ var (
 	// ErrHashMismatch: the request's change does not hash to the hash it
 	// carries, or to the hash the approver gave (--sha256): the item was
 	// edited since, and it is never applied.
-	ErrHashMismatch = errors.New("the request's change does not match its hash")
+	ErrHashMismatch = exitcode.New(exitcode.Mismatch, "the request's change does not match its hash")
 	// ErrExpired: the request waited past its expiry; it is never applied.
-	ErrExpired = errors.New("the request has expired")
+	ErrExpired = exitcode.New(exitcode.Closed, "the request has expired")
 	// ErrClosed: the request was denied or cancelled; it is never applied.
-	ErrClosed = errors.New("the request is closed")
+	ErrClosed = exitcode.New(exitcode.Closed, "the request is closed")
 	// ErrUnverified: the approver's identity is not verified by STS.
-	ErrUnverified = errors.New("approving needs a verified identity")
+	ErrUnverified = exitcode.New(exitcode.Auth, "approving needs a verified identity")
 	// ErrSelf: the requester (or a break-glass actor) cannot approve
 	// (acknowledge) their own change.
-	ErrSelf = errors.New("four eyes: someone else must do it")
+	ErrSelf = exitcode.New(exitcode.Refused, "four eyes: someone else must do it")
 	// ErrPolicyDenied: the table's policy does not permit it.
-	ErrPolicyDenied = errors.New("denied by the table's policy")
+	ErrPolicyDenied = exitcode.New(exitcode.Refused, "denied by the table's policy")
 	// ErrMalformed: a request or review item does not follow its contract.
 	ErrMalformed = errors.New("malformed item")
 )

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -35,7 +36,7 @@ const DataPlanePrefix = Prefix + "dp#"
 const Retention = 90 * 24 * time.Hour
 
 // ErrAuditWrite marks a mutation whose audit record could not be written.
-var ErrAuditWrite = errors.New("audit record not written")
+var ErrAuditWrite = exitcode.New(exitcode.Unknown, "audit record not written")
 
 // ErrAuditUnknown marks a mutation whose audit append was sent but whose
 // outcome is unknown (interrupted in flight, or the store went away before
@@ -46,7 +47,7 @@ var ErrAuditUnknown error = auditUnknown{}
 type auditUnknown struct{}
 
 func (auditUnknown) Error() string        { return "audit record may not have been written" }
-func (auditUnknown) Is(target error) bool { return target == ErrAuditWrite }
+func (auditUnknown) Is(target error) bool { return errors.Is(ErrAuditWrite, target) }
 
 // ActorSource says how koshactl established a record's actor. It is stored
 // as the record's actor_source attribute (see docs/contracts/audit-record.md).

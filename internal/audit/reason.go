@@ -1,10 +1,10 @@
 package audit
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -17,7 +17,7 @@ const MaxReasonLen = 500
 
 // ErrInvalidReason matches every error [ValidateReason] returns
 // (errors.Is): commands report it as bad input (exit 2).
-var ErrInvalidReason = errors.New("invalid reason")
+var ErrInvalidReason = exitcode.New(exitcode.Usage, "invalid reason")
 
 // reasonError is a ValidateReason error: its text is the problem and the fix,
 // and it matches ErrInvalidReason.

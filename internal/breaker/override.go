@@ -13,6 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -46,7 +47,7 @@ const (
 )
 
 // ErrInvalidDependency reports a dependency name that cannot name a breaker.
-var ErrInvalidDependency = errors.New("invalid dependency name")
+var ErrInvalidDependency = exitcode.New(exitcode.Usage, "invalid dependency name")
 
 // ErrInvalidOverride reports a stored item that is not a well-formed override.
 var ErrInvalidOverride = errors.New("malformed override item")
@@ -519,7 +520,7 @@ type ConflictError struct {
 }
 
 // ErrConflict matches a *ConflictError with errors.Is.
-var ErrConflict = errors.New("override conflict")
+var ErrConflict = exitcode.New(exitcode.Conflict, "override conflict")
 
 func (e *ConflictError) Error() string {
 	c := e.Current
@@ -537,8 +538,8 @@ func (e *ConflictError) Error() string {
 	return what
 }
 
-// Is makes errors.Is(err, ErrConflict) true.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+// Is makes errors.Is(err, ErrConflict) true, and its kind ErrConflict's.
+func (e *ConflictError) Is(target error) bool { return errors.Is(ErrConflict, target) }
 
 // forcePlan is a decided force: the request (its dependency already
 // validated), the item it replaces and the result as of the decision. Force

@@ -12,6 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Key sizes.
@@ -30,7 +32,7 @@ const kidPrefix = "kosha-chaos-kid:"
 
 // ErrInvalidKey matches errors about key material that cannot be a chaos
 // key (bad encoding, too short, degenerate).
-var ErrInvalidKey = errors.New("invalid chaos key")
+var ErrInvalidKey = exitcode.New(exitcode.Usage, "invalid chaos key")
 
 // Key is HMAC-SHA256 key material for chaos headers. It refuses to reveal
 // itself: fmt (every verb), encoding/json, encoding.TextMarshaler users and

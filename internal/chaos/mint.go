@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // ErrTTL matches a mint request whose ttl is outside [MinTTL, MaxTTL]. The
 // cap is hard: a longer ttl is refused, never clamped.
-var ErrTTL = errors.New("chaos header ttl out of range")
+var ErrTTL = exitcode.New(exitcode.Usage, "chaos header ttl out of range")
 
 // JTIBytes is the number of random bytes in a minted jti (22 base64url
 // characters).

@@ -1,4 +1,5 @@
-// Package cmdutil holds what every koshactl command shares: the [Factory] of
-// lazily built dependencies, the documented exit codes and the mapping from
-// domain errors to them, output formats, and the protected-context guard.
+// Package cmdutil holds what every koshactl command shares and no domain
+// knows about: argument guards, prompts, output formats and tables, the
+// environment commands read, and usage errors. It imports no domain
+// package; the Factory and the resolved context live in internal/cmd/cmdenv.
 package cmdutil

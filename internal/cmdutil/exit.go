@@ -7,26 +7,17 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
-// ExitErr carries an exit code with an error.
-type ExitErr struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitErr) Error() string { return e.Err.Error() }
-func (e *ExitErr) Unwrap() error { return e.Err }
-
-// WithCode attaches an exit code to err.
-func WithCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &ExitErr{Code: code, Err: err}
-}
-
-// Usagef returns a usage error (exit 2) with a formatted message.
+// Usagef returns a usage error (exit 2) with a formatted message: a mistake
+// in the command's flags, arguments or input.
 func Usagef(format string, args ...any) error {
-	return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf(format, args...)}
+	return exitcode.Errorf(exitcode.Usage, format, args...)
+}
+
+// UsageError returns err as a usage error (exit 2): the command's input
+// (a flag, an argument, a file it names) is what err says is wrong. nil
+// stays nil.
+func UsageError(err error) error {
+	return exitcode.Wrap(exitcode.Usage, err)
 }
 
 // ErrSilent is returned by commands that already printed their failure and

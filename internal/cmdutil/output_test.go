@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -67,7 +66,7 @@ func TestJQPrintsStringsPlainAndRendersUnsafeOnes(t *testing.T) {
 func TestJQRefusesOtherFormatsAndBadExpressions(t *testing.T) {
 	for _, args := range [][]string{{"-o", "yaml", "--jq", "."}, {"-o", "table", "--jq", "."}, {"--jq", ".["}, {"--jq", ""}} {
 		_, err := jqFormat(t, args...)
-		if root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "--jq") {
+		if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "--jq") {
 			t.Errorf("%v: want a usage error naming --jq, got %v", args, err)
 		}
 	}

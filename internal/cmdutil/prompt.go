@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -40,28 +39,4 @@ func (p *LinePrompter) Input(ctx context.Context, prompt string) (string, error)
 		return "", fmt.Errorf("read answer: %w", err)
 	}
 	return strings.TrimRight(line, "\r\n"), nil
-}
-
-// ConfirmProtected guards a mutation on a protected context: it passes when
-// the context is not protected or yes is set; otherwise it asks the operator
-// to type the context's name, and without a terminal it refuses and names
-// --yes. what describes the change in the prompt.
-func ConfirmProtected(ctx context.Context, f *Factory, env *Env, yes bool, what string) error {
-	if !env.Context.Protected || yes {
-		return nil
-	}
-	if !f.IOStreams.CanPrompt() {
-		return WithCode(exitcode.Refused, fmt.Errorf("context %q is protected: pass --yes to %s without a prompt", env.Name, what))
-	}
-	answer, err := f.Prompter.Input(ctx, fmt.Sprintf("Context %q is PROTECTED. To %s, type the context name: ", env.Name, what))
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("confirmation not given: %w", err) // interrupted: exit 130, nothing changed
-		}
-		return WithCode(exitcode.Refused, fmt.Errorf("confirmation not given: %w", err))
-	}
-	if strings.TrimSpace(answer) != env.Name {
-		return WithCode(exitcode.Refused, fmt.Errorf("confirmation did not match %q: nothing was changed", env.Name))
-	}
-	return nil
 }

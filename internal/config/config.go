@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
@@ -38,13 +39,13 @@ var DefaultDependencies = []string{"core-api", "openai", "postgres", "screening-
 const DefaultMaxOverride = breaker.DefaultMaxOverride
 
 // ErrNoContext reports a context name that the config does not define.
-var ErrNoContext = errors.New("no such context")
+var ErrNoContext = exitcode.New(exitcode.NotFound, "no such context")
 
 // ErrInvalid reports a config file or value that cannot be used.
-var ErrInvalid = errors.New("invalid configuration")
+var ErrInvalid = exitcode.New(exitcode.Usage, "invalid configuration")
 
 // ErrChanged reports that the file changed on disk between read and write.
-var ErrChanged = errors.New("config file changed by another process")
+var ErrChanged = exitcode.New(exitcode.Conflict, "config file changed by another process")
 
 // File is the whole configuration.
 type File struct {

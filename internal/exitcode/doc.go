@@ -1,7 +1,7 @@
 // Package exitcode holds koshactl's documented exit codes
-// (docs/exit-codes.md): their one declaration. It imports nothing, so the
-// command layer (internal/cmd/root maps an error to its code; commands that
-// choose a code name it here) and domain packages that report an exit code
-// of their own (internal/drill's journal) use the same values without the
-// domain importing the command layer.
+// (docs/exit-codes.md) and the one rule that maps an error to its code
+// ([Of]). Domain errors say what kind of failure they are ([Kind], [New]);
+// the command layer (internal/cmd/root, where the process ends) and the
+// drill journal ask [Of] for the code. It imports only the standard
+// library, so any package can declare its errors' kinds.
 package exitcode

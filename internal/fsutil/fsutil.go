@@ -6,14 +6,16 @@ import (
 	"io"
 	"io/fs"
 	"os"
+
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // ErrNotRegular matches the error of opening a path that is not a regular
 // file (a named pipe, a device, a socket, a directory).
-var ErrNotRegular = errors.New("not a regular file")
+var ErrNotRegular = exitcode.New(exitcode.Usage, "not a regular file")
 
 // ErrTooLarge matches the error of a file larger than the caller's cap.
-var ErrTooLarge = errors.New("file too large")
+var ErrTooLarge = exitcode.New(exitcode.Usage, "file too large")
 
 // NotRegularError is a path that is not a regular file. It matches
 // [ErrNotRegular].
@@ -29,7 +31,7 @@ func (e *NotRegularError) Error() string {
 }
 
 // Is makes NotRegularError match ErrNotRegular.
-func (e *NotRegularError) Is(target error) bool { return target == ErrNotRegular }
+func (e *NotRegularError) Is(target error) bool { return errors.Is(ErrNotRegular, target) }
 
 func kind(m fs.FileMode) string {
 	switch t := m.Type(); {

@@ -18,6 +18,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -102,7 +103,7 @@ func (r Resolver) Resolve(ctx context.Context) (audit.Identity, error) {
 // ErrBadActor is returned by [Resolver.Asserted] when the name the
 // environment asserts is not plain text ([audit.ValidateActor]); it is a
 // usage error: nothing is written.
-var ErrBadActor = errors.New("the asserted actor cannot be recorded")
+var ErrBadActor = exitcode.New(exitcode.Usage, "the asserted actor cannot be recorded")
 
 // Asserted is the identity the environment claims: $KOSHACTL_ACTOR when set
 // (CI jobs name themselves), else user@host; always unverified. A name that

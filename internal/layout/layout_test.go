@@ -40,6 +40,7 @@ var dataPlaneMayImport = []string{
 	"internal/store",     // contract: the item store
 	"internal/build",     // utility: the version stamp
 	"internal/clock",     // utility: the time source
+	"internal/exitcode",  // utility: the kinds its errors are of
 	"internal/config",    // utility: the duration rule of files
 	"internal/fsutil",    // utility: regular files only
 	"internal/lazyre",    // utility: expressions compiled on first use

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
@@ -118,7 +118,7 @@ type breakdown struct {
 }
 
 // ErrInvalidSource reports a metrics source configuration that cannot work.
-var ErrInvalidSource = errors.New("invalid metrics source")
+var ErrInvalidSource = exitcode.New(exitcode.Usage, "invalid metrics source")
 
 // NewCloudWatch returns a source reading through api.
 func NewCloudWatch(api getMetricDataAPI, opts CloudWatchOptions) (*CloudWatch, error) {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -17,10 +18,10 @@ import (
 var (
 	// ErrUnavailable: the source could not be reached, failed, throttled or
 	// answered something unreadable. Retrying later may work.
-	ErrUnavailable = errors.New("metrics source unavailable")
+	ErrUnavailable = exitcode.New(exitcode.Unavailable, "metrics source unavailable")
 	// ErrDenied: credentials are missing or expired, or the caller may not
 	// read the metrics (cloudwatch:GetMetricData).
-	ErrDenied = errors.New("metrics source denied access")
+	ErrDenied = exitcode.New(exitcode.Auth, "metrics source denied access")
 )
 
 // ErrNotCloudWatch matches a [*NotCloudWatchError]; it also matches
@@ -67,7 +68,7 @@ func (e *NotCloudWatchError) Error() string {
 
 // Is makes errors.Is match ErrNotCloudWatch and ErrUnavailable.
 func (e *NotCloudWatchError) Is(target error) bool {
-	return target == ErrNotCloudWatch || target == ErrUnavailable
+	return target == ErrNotCloudWatch || errors.Is(ErrUnavailable, target)
 }
 
 // notCloudWatch returns a *NotCloudWatchError when err is the SDK failing

@@ -133,6 +133,12 @@ func Decide(s *Set, r Request) Decision {
 		return NoPolicy
 	}
 	ok, ids, errs := s.eval(r)
+	if len(errs) > 0 {
+		// Cedar skips a policy it cannot evaluate, so an erroring forbid
+		// would let a permit through: koshactl fails closed instead.
+		return Decision{Outcome: Deny, Reason: fmt.Sprintf("the policy could not be evaluated for %s on %s (%s): nothing is allowed until it is fixed with koshactl policy set",
+			r.Action, r.Target, errs[0])}
+	}
 	if ok {
 		d := Decision{Outcome: Allow, Policies: ids, Reason: "permitted by " + strings.Join(ids, ", ")}
 		if r.Approvals > 0 {

@@ -109,3 +109,21 @@ func TestParseRefusesWithTheLine(t *testing.T) {
 		})
 	}
 }
+
+// A policy that cannot be evaluated for a request (here a forbid whose
+// arithmetic overflows) must not be skipped, as Cedar skips an erroring
+// policy: the decision fails closed, whatever else permits.
+func TestAPolicyThatCannotBeEvaluatedDenies(t *testing.T) {
+	t.Parallel()
+	text := `permit (principal, action, resource);
+forbid (principal, action, resource) when { context.duration_seconds * 9223372036854775807 > 0 };
+`
+	s, err := policy.Parse("overflow.cedar", []byte(text))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	d := policy.Decide(s, policy.Request{Actor: policy.Actor{ARN: alice, Verified: true}, Action: policy.ActionForceOpen, Target: "openai", Duration: time.Hour})
+	if d.Outcome != policy.Deny || !strings.Contains(d.Reason, "could not be evaluated") {
+		t.Errorf("Decide = %+v; want a denial saying the policy could not be evaluated", d)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -54,7 +55,7 @@ func Sum(text string) string {
 // by hand, or by a newer koshactl with a wider schema): koshactl refuses
 // every lever change on that table until an admin sets a valid policy,
 // since a guard that cannot be evaluated is a reason to stop.
-var ErrStoredInvalid = errors.New("the table's policy cannot be read")
+var ErrStoredInvalid = exitcode.New(exitcode.Refused, "the table's policy cannot be read")
 
 // FromItem decodes the stored policy item.
 func FromItem(it store.Item) (*Stored, error) {

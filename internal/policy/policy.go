@@ -4,14 +4,17 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	cedar "github.com/cedar-policy/cedar-go"
 	xast "github.com/cedar-policy/cedar-go/x/exp/ast"
 	"github.com/cedar-policy/cedar-go/x/exp/schema"
 	"github.com/cedar-policy/cedar-go/x/exp/schema/validate"
+
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
 
 // Schema is the Cedar schema (human-readable form) every stored policy is
@@ -39,7 +42,7 @@ const MaxBytes = 64 * 1024
 
 // ErrInvalid marks a policy text that does not parse or does not validate
 // against [Schema]; nothing was stored.
-var ErrInvalid = errors.New("invalid policy")
+var ErrInvalid = exitcode.New(exitcode.Usage, "invalid policy")
 
 // Error says where a policy text is wrong: the line (1-based; 0 when the
 // problem is the whole text) and the problem. It matches [ErrInvalid].
@@ -58,7 +61,7 @@ func (e *Error) Error() string {
 }
 
 // Is makes errors.Is(err, ErrInvalid) true.
-func (e *Error) Is(target error) bool { return target == ErrInvalid }
+func (e *Error) Is(target error) bool { return errors.Is(ErrInvalid, target) }
 
 // Set is a parsed, validated policy set.
 type Set struct {
@@ -69,8 +72,9 @@ type Set struct {
 	line map[cedar.PolicyID]int
 }
 
-// validator is built once: the schema is part of the binary.
-var validator = func() *validate.Validator {
+// validator is built once, on first use (not at start-up: every command
+// would pay for it): the schema is part of the binary.
+var validator = sync.OnceValue(func() *validate.Validator {
 	var s schema.Schema
 	s.SetFilename("schema.cedarschema")
 	if err := s.UnmarshalCedar([]byte(Schema)); err != nil {
@@ -81,14 +85,14 @@ var validator = func() *validate.Validator {
 		panic("policy: the built-in schema does not resolve: " + err.Error())
 	}
 	return validate.New(r)
-}()
+})
 
 // parsePos finds "<input>:LINE:COL" in cedar-go's parse errors.
-var parsePos = regexp.MustCompile(`<input>:(\d+):(\d+):? ?`)
+var parsePos = lazyre.New(`<input>:(\d+):(\d+):? ?`)
 
 // exactGot is cedar-go's "exact got X want Y" (a token not the one the
 // grammar wants), reworded.
-var exactGot = regexp.MustCompile(`"[^"]*": exact got (\S+) want (\S+)`)
+var exactGot = lazyre.New(`"[^"]*": exact got (\S+) want (\S+)`)
 
 // Parse parses and validates text (named file in errors). A problem is an
 // *[Error] naming the line; policies are named by their @id annotation, or
@@ -125,7 +129,7 @@ func Parse(file string, text []byte) (*Set, error) {
 		if !s.ps.Add(id, p) {
 			return nil, &Error{File: file, Line: line, Problem: fmt.Sprintf("@id(%q) is used by the policy at line %d too: give each policy its own id", id, s.line[id])}
 		}
-		if err := validator.Policy(string(id), (*xast.Policy)(p.AST())); err != nil {
+		if err := validator().Policy(string(id), (*xast.Policy)(p.AST())); err != nil {
 			return nil, &Error{File: file, Line: line, Problem: firstLine(err.Error()) + " (see docs/contracts/policy.md for the schema)"}
 		}
 		if err := checkApprovals(p); err != nil {

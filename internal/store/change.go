@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // MaxChangeOps is the most item writes one [Change] may hold: DynamoDB's
@@ -151,8 +153,9 @@ func (e *TxConflictError) Error() string {
 	return fmt.Sprintf("change refused, nothing written: the condition on %s did not hold: %v", strings.Join(pks, ", "), ErrConditionFailed)
 }
 
-// Is makes errors.Is(err, ErrConditionFailed) true.
-func (e *TxConflictError) Is(target error) bool { return target == ErrConditionFailed }
+// Is makes errors.Is(err, ErrConditionFailed) true, and its kind
+// ErrConditionFailed's.
+func (e *TxConflictError) Is(target error) bool { return errors.Is(ErrConditionFailed, target) }
 
 // On returns the refusal of the write of pk, if that write was refused.
 func (e *TxConflictError) On(pk string) (ConditionError, bool) {
@@ -168,13 +171,15 @@ func (e *TxConflictError) On(pk string) (ConditionError, bool) {
 // have been sent, and the store could not be reached to settle it (neither
 // by re-issuing it nor by reading its proof). It is the one state in which
 // koshactl cannot say what it did; the message says what to read to find
-// out. It matches ErrUnavailable.
+// out. It matches ErrUnavailable, and is of kind [exitcode.Unknown].
 var ErrOutcomeUnknown error = outcomeUnknown{}
 
 type outcomeUnknown struct{}
 
-func (outcomeUnknown) Error() string        { return "the outcome of the change is unknown" }
-func (outcomeUnknown) Is(target error) bool { return target == ErrUnavailable }
+func (outcomeUnknown) Error() string { return "the outcome of the change is unknown" }
+func (outcomeUnknown) Is(target error) bool {
+	return target == ErrUnavailable || target == exitcode.Kind(exitcode.Unknown)
+}
 
 // ErrNotSent marks a change the caller's cancellation stopped before any
 // of it was sent: nothing was written. Backends wrap it with the

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // PK is the name of the partition key attribute every item carries.
@@ -68,19 +70,19 @@ type ScanQuery struct {
 // Sentinel errors, matched with errors.Is.
 var (
 	// ErrNotFound: no item under that key.
-	ErrNotFound = errors.New("item not found")
+	ErrNotFound = exitcode.New(exitcode.NotFound, "item not found")
 	// ErrConditionFailed: the write's condition did not hold; nothing was written.
-	ErrConditionFailed = errors.New("condition failed")
+	ErrConditionFailed = exitcode.New(exitcode.Conflict, "condition failed")
 	// ErrUnavailable: the store could not be reached or answered with a server error.
-	ErrUnavailable = errors.New("store unavailable")
+	ErrUnavailable = exitcode.New(exitcode.Unavailable, "store unavailable")
 	// ErrThrottled: the store refused for capacity; retry later. It also
 	// matches ErrUnavailable: errors.Is(ErrThrottled, ErrUnavailable) is true,
 	// so callers that only care whether the store answered need one check.
 	ErrThrottled error = throttledError{}
 	// ErrTableMissing: the table (or database) does not exist.
-	ErrTableMissing = errors.New("table does not exist")
+	ErrTableMissing = exitcode.New(exitcode.Unavailable, "table does not exist")
 	// ErrCredentials: credentials are missing, expired or not allowed.
-	ErrCredentials = errors.New("credentials missing, expired or denied")
+	ErrCredentials = exitcode.New(exitcode.Auth, "credentials missing, expired or denied")
 	// ErrInvalidItem: the item cannot be stored (no pk, unsupported value type).
 	ErrInvalidItem = errors.New("invalid item")
 )
@@ -91,8 +93,9 @@ type throttledError struct{}
 
 func (throttledError) Error() string { return "store throttled the request" }
 
-// Is makes errors.Is(ErrThrottled, ErrUnavailable) true.
-func (throttledError) Is(target error) bool { return target == ErrUnavailable }
+// Is makes errors.Is(ErrThrottled, ErrUnavailable) true, and its kind
+// ErrUnavailable's.
+func (throttledError) Is(target error) bool { return errors.Is(ErrUnavailable, target) }
 
 // Limits every backend enforces, so an item accepted by one is accepted by
 // the other. They are DynamoDB's.
@@ -138,8 +141,9 @@ func (e *ConditionError) Error() string {
 	return fmt.Sprintf("write to %q refused: %v", e.PK, ErrConditionFailed)
 }
 
-// Is makes errors.Is(err, ErrConditionFailed) true.
-func (e *ConditionError) Is(target error) bool { return target == ErrConditionFailed }
+// Is makes errors.Is(err, ErrConditionFailed) true, and its kind
+// ErrConditionFailed's.
+func (e *ConditionError) Is(target error) bool { return errors.Is(ErrConditionFailed, target) }
 
 // Item is one stored record. Values are string, int64, float64 or [Number]
 // (DynamoDB's S and N: use plain literals of those types), or one of the

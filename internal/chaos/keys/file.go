@@ -71,7 +71,7 @@ func (e *InsecureFileError) Error() string {
 }
 
 // Is makes InsecureFileError match ErrInsecureFile.
-func (e *InsecureFileError) Is(target error) bool { return target == ErrInsecureFile }
+func (e *InsecureFileError) Is(target error) bool { return errors.Is(ErrInsecureFile, target) }
 
 // readKeyFile opens path without blocking, checks (on the open descriptor,
 // so the check and the read concern the same file) that it is a regular

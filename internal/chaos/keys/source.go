@@ -2,11 +2,11 @@ package keys
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Source is a chaos key source as `koshactl chaos` commands use it.
@@ -83,26 +83,26 @@ type Rotation struct {
 var (
 	// ErrNoKey: the source holds no key (unset variable, missing secret
 	// value or file).
-	ErrNoKey = errors.New("no chaos key")
+	ErrNoKey = exitcode.New(exitcode.NotFound, "no chaos key")
 	// ErrAccessDenied: the caller may not read or write the key.
-	ErrAccessDenied = errors.New("access to chaos key denied")
+	ErrAccessDenied = exitcode.New(exitcode.Auth, "access to chaos key denied")
 	// ErrThrottled: the key store throttled the request past the retries.
-	ErrThrottled = errors.New("chaos key store throttled")
+	ErrThrottled = exitcode.New(exitcode.Unavailable, "chaos key store throttled")
 	// ErrUnavailable: the key store could not be reached, or answered with a
 	// server error.
-	ErrUnavailable = errors.New("chaos key store unavailable")
+	ErrUnavailable = exitcode.New(exitcode.Unavailable, "chaos key store unavailable")
 	// ErrCredentials: the key store rejected the caller's credentials.
-	ErrCredentials = errors.New("chaos key store rejected credentials")
+	ErrCredentials = exitcode.New(exitcode.Auth, "chaos key store rejected credentials")
 	// ErrInsecureFile: a key file is readable by group or others.
-	ErrInsecureFile = errors.New("chaos key file permissions too open")
+	ErrInsecureFile = exitcode.New(exitcode.Usage, "chaos key file permissions too open")
 	// ErrNotRotatable: the source cannot rotate (key files, variables).
-	ErrNotRotatable = errors.New("chaos key source cannot rotate")
+	ErrNotRotatable = exitcode.New(exitcode.Usage, "chaos key source cannot rotate")
 	// ErrConflict: another rotation changed the key while this one ran;
 	// this one changed nothing.
-	ErrConflict = errors.New("chaos key rotated by someone else meanwhile")
+	ErrConflict = exitcode.New(exitcode.Conflict, "chaos key rotated by someone else meanwhile")
 	// ErrTooSoon: the current key is too young to replace without
 	// breaking headers it or its predecessor signed.
-	ErrTooSoon = errors.New("chaos key rotated too recently")
+	ErrTooSoon = exitcode.New(exitcode.Refused, "chaos key rotated too recently")
 )
 
 // Rotate rotates src if it is a [Rotator], and otherwise returns an error

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/listing"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/policy"
@@ -22,7 +24,7 @@ import (
 const DefaultFollowInterval = 2 * time.Second
 
 // NewCmd returns the audit command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Read the audit log of control-plane changes"}
 	cmd.AddCommand(NewCmdList(f))
 	return cmd
@@ -48,7 +50,7 @@ type ListOptions struct {
 }
 
 // NewCmdList builds `audit list`.
-func NewCmdList(f *cmdutil.Factory) *cobra.Command {
+func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 	opts := &ListOptions{}
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -110,7 +112,7 @@ type ListResult struct {
 }
 
 // RunList lists the records.
-func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
+func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
@@ -143,27 +145,12 @@ func RunList(ctx context.Context, f *cmdutil.Factory, opts *ListOptions) error {
 	if err := flagUnapproved(ctx, env, recs); err != nil {
 		return err
 	}
-	partial := func() error {
-		return cmdutil.Unreadable(ios, opts.Output, l.Unreadable, "audit record", followFix)
-	}
-	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(ios.Out, opts.Output, ListResult{Kind: "AuditRecordList", Context: env.Name,
-			Store: env.Store.Describe(), Items: recs, Unreadable: cmdutil.Problems(l.Unreadable)}); err != nil {
-			return err
-		}
-		return partial()
-	}
-	if len(recs) == 0 {
-		fmt.Fprintln(ios.Out, "No audit records match.")
-		return partial()
-	}
-	tw := cmdutil.NewTable(ios.Out)
-	tw.Header(ios, tableHeaders...)
-	writeRows(tw, ios, recs, now)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	return partial()
+	return listing.Print(ios, listing.List{Format: opts.Output,
+		Doc: ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
+			Unreadable: listing.Problems(l.Unreadable)},
+		Rows: len(recs), Header: tableHeaders, Write: func(tw *cmdutil.Table) { writeRows(tw, ios, recs, now) },
+		None:     "No audit records match.",
+		Problems: l.Unreadable, Noun: "audit record", Fix: followFix})
 }
 
 var tableHeaders = []string{"TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON"}
@@ -191,7 +178,7 @@ func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record,
 // flagUnapproved marks the lever changes recorded since the table's policy
 // was set that carry no approval ([policy.Unapproved]): one read of the
 // policy item. A table without a policy flags nothing.
-func flagUnapproved(ctx context.Context, env *cmdutil.Env, recs []audit.Record) error {
+func flagUnapproved(ctx context.Context, env *cmdenv.Env, recs []audit.Record) error {
 	p, err := env.Policies().Load(ctx)
 	if err != nil || p == nil {
 		return err
@@ -222,7 +209,7 @@ const followFix = "the records shown are complete; the others are named by pk (k
 
 // follow prints the follower's records as they come, until ctx ends (exit
 // 0). A store that is unreachable for a while is retried, said on stderr.
-func follow(ctx context.Context, f *cmdutil.Factory, opts *ListOptions, fl *audit.Follower) error {
+func follow(ctx context.Context, f *cmdenv.Factory, opts *ListOptions, fl *audit.Follower) error {
 	ios := f.IOStreams
 	after := opts.After
 	if after == nil {
@@ -234,7 +221,7 @@ func follow(ctx context.Context, f *cmdutil.Factory, opts *ListOptions, fl *audi
 	// as a listing that met them does: exit 10, with the count.
 	var unreadable []store.Problem
 	done := func() error {
-		return cmdutil.PartialListing(unreadable, "audit record", "warned about on stderr", followFix)
+		return listing.PartialListing(unreadable, "audit record", "warned about on stderr", followFix)
 	}
 	for {
 		l, err := fl.Poll(ctx)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -251,7 +250,7 @@ func TestFollowReportsUnreadableRecords(t *testing.T) {
 	fw.tick <- time.Time{} // more reads: each problem is reported once
 	fw.stop()
 	err := <-fw.done
-	if root.ExitCode(err) != exitcode.Partial || !strings.Contains(err.Error(), "1 audit record does not follow the contract") {
+	if exitcode.Of(err) != exitcode.Partial || !strings.Contains(err.Error(), "1 audit record does not follow the contract") {
 		t.Errorf("follow ended with %v, want the partial listing (exit 10)", err)
 	}
 	if n := strings.Count(errOut.String(), warning); n != 1 {

@@ -9,11 +9,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/get"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 )
 
 // NewCmd returns the breaker command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "breaker",
 		Short: "Force and clear fleet-wide circuit-breaker overrides",

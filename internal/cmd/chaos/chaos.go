@@ -7,11 +7,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/key"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/sign"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/verify"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 )
 
 // NewCmd returns the chaos command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "chaos",
 		Short: "Mint and check signed chaos fault-injection headers; manage their key",

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
@@ -22,7 +22,7 @@ import (
 // check that no key ever appeared.
 type cli struct {
 	*clitest.Env
-	hook    func(*cmdutil.Factory)
+	hook    func(*cmdenv.Factory)
 	printed []string
 }
 

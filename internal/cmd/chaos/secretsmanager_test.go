@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
@@ -36,9 +36,9 @@ func useSecretsManager(c *cli, srv *smfake.Server) {
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDCHAOSCLITEST", "not-a-real-secret-key", ""),
 		Retryer:      func() aws.Retryer { return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxAttempts = 1 }) },
 	}
-	c.hook = func(f *cmdutil.Factory) {
+	c.hook = func(f *cmdenv.Factory) {
 		resolve := f.Env
-		f.Env = func(ctx context.Context) (*cmdutil.Env, error) {
+		f.Env = func(ctx context.Context) (*cmdenv.Env, error) {
 			env, err := resolve(ctx)
 			if err != nil {
 				return nil, err

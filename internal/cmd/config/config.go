@@ -15,15 +15,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // NewCmd returns the config command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Manage contexts: which store, dependencies, keys and metrics koshactl uses",
@@ -37,7 +37,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-func newView(f *cmdutil.Factory) *cobra.Command {
+func newView(f *cmdenv.Factory) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "view",
@@ -90,7 +90,7 @@ func redacted(c *config.Context) *config.Context {
 	return &cp
 }
 
-func newGetContexts(f *cmdutil.Factory) *cobra.Command {
+func newGetContexts(f *cmdenv.Factory) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "get-contexts",
@@ -162,22 +162,22 @@ func newGetContexts(f *cmdutil.Factory) *cobra.Command {
 type current struct {
 	Kind string `json:"kind,omitempty"`
 	Name string `json:"name"`
-	// Source is flag, env, file or default (cmdutil.ContextSource).
-	Source cmdutil.ContextSource `json:"source"`
+	// Source is flag, env, file or default (cmdenv.ContextSource).
+	Source cmdenv.ContextSource `json:"source"`
 	// FileCurrent is the config file's own current-context (local when it
 	// sets none), which the flag or the variable overrides.
 	FileCurrent string `json:"file_current_context"`
 }
 
-func currentView(file *config.File, name string, source cmdutil.ContextSource) current {
+func currentView(file *config.File, name string, source cmdenv.ContextSource) current {
 	return current{Name: name, Source: source, FileCurrent: file.Current()}
 }
 
 // printSelectedBy says on stderr, when --context or $KOSHACTL_CONTEXT chose
 // the context, that it did and what the file's current-context is: an
 // operator who reads "local" in the file must not act on prod unawares.
-func printSelectedBy(f *cmdutil.Factory, file *config.File, name string, source cmdutil.ContextSource) {
-	if source != cmdutil.ContextFromFlag && source != cmdutil.ContextFromEnv {
+func printSelectedBy(f *cmdenv.Factory, file *config.File, name string, source cmdenv.ContextSource) {
+	if source != cmdenv.ContextFromFlag && source != cmdenv.ContextFromEnv {
 		return
 	}
 	fmt.Fprintf(f.IOStreams.ErrOut, "context %q is selected by %s (the config file's current-context is %q)\n",
@@ -186,7 +186,7 @@ func printSelectedBy(f *cmdutil.Factory, file *config.File, name string, source 
 
 // printInvalid says on stderr, for each context the file holds invalid,
 // why it is refused and how to repair it.
-func printInvalid(f *cmdutil.Factory, file *config.File) {
+func printInvalid(f *cmdenv.Factory, file *config.File) {
 	for _, n := range file.Names() {
 		if err := file.Invalid(n); err != nil {
 			fmt.Fprintf(f.IOStreams.ErrOut, "warning: context %q is refused until repaired: %s\n", n, textsafe.Line(err.Error()))
@@ -209,7 +209,7 @@ func describeStore(environ cmdutil.Environ, c *config.Context) string {
 	return "embedded " + p
 }
 
-func newCurrent(f *cmdutil.Factory) *cobra.Command {
+func newCurrent(f *cmdenv.Factory) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "current-context",
@@ -241,7 +241,7 @@ func newCurrent(f *cmdutil.Factory) *cobra.Command {
 				return cmdutil.PrintStructured(f.IOStreams.Out, output, v)
 			}
 			fmt.Fprintln(f.IOStreams.Out, name)
-			if source == cmdutil.ContextFromFlag || source == cmdutil.ContextFromEnv {
+			if source == cmdenv.ContextFromFlag || source == cmdenv.ContextFromEnv {
 				printSelectedBy(f, file, name, source)
 			} else {
 				fmt.Fprintf(f.IOStreams.ErrOut, "(from %s)\n", source.Describe(file))
@@ -253,7 +253,7 @@ func newCurrent(f *cmdutil.Factory) *cobra.Command {
 	return cmd
 }
 
-func newUse(f *cmdutil.Factory) *cobra.Command {
+func newUse(f *cmdenv.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "use-context NAME",
 		Short: "Make NAME the current context",
@@ -276,7 +276,7 @@ func newUse(f *cmdutil.Factory) *cobra.Command {
 	}
 }
 
-func newDelete(f *cmdutil.Factory) *cobra.Command {
+func newDelete(f *cmdenv.Factory) *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete-context NAME",
 		Short: "Remove a context from the config file",
@@ -287,7 +287,7 @@ func newDelete(f *cmdutil.Factory) *cobra.Command {
 				return err
 			}
 			if _, ok := file.Contexts[args[0]]; !ok {
-				return cmdutil.WithCode(exitcode.NotFound, fmt.Errorf("%w %q in %s", config.ErrNoContext, args[0], file.Path()))
+				return fmt.Errorf("%w %q in %s", config.ErrNoContext, args[0], file.Path())
 			}
 			delete(file.Contexts, args[0])
 			if file.CurrentContext == args[0] {
@@ -343,7 +343,7 @@ type SetContextOptions struct {
 const localDefault = "<default>"
 
 // NewCmdSetContext builds `config set-context`.
-func NewCmdSetContext(f *cmdutil.Factory) *cobra.Command {
+func NewCmdSetContext(f *cmdenv.Factory) *cobra.Command {
 	opts := &SetContextOptions{}
 	cmd := &cobra.Command{
 		Use:   "set-context NAME",
@@ -410,9 +410,9 @@ func NewCmdSetContext(f *cmdutil.Factory) *cobra.Command {
 }
 
 // RunSetContext applies the options and saves the file.
-func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
+func RunSetContext(f *cmdenv.Factory, o *SetContextOptions) error {
 	if err := config.ValidateName(o.Name); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return err
 	}
 	file, err := f.Config()
 	if err != nil {
@@ -467,7 +467,7 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		ctx.Dependencies = nil
 		for _, d := range deps {
 			if err := breaker.ValidateDependency(d); err != nil {
-				return cmdutil.WithCode(exitcode.Usage, err)
+				return err
 			}
 			if !seen[d] {
 				seen[d] = true
@@ -516,7 +516,7 @@ func RunSetContext(f *cmdutil.Factory, o *SetContextOptions) error {
 		return err
 	}
 	if err := ctx.Validate(o.Name); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	file.Contexts[o.Name] = ctx
 	if o.Use {

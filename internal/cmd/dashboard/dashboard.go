@@ -6,7 +6,6 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,9 +13,8 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui"
@@ -31,7 +29,7 @@ type Options struct {
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "dashboard",
@@ -92,7 +90,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 }
 
 // Run starts the dashboard and returns when the operator quits.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	ios := f.IOStreams
 	if !ios.IsStdoutTTY() || !ios.IsStdinTTY() {
 		return cmdutil.Usagef("the dashboard needs a terminal on stdin and stdout; for scripts and CI use `koshactl breaker status` (add --watch to follow, -o json for machines)")
@@ -104,13 +102,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	src, err := env.GaugeSource(ctx, opts.MetricsURL)
-	if errors.Is(err, metrics.ErrInvalidSource) {
-		return cmdutil.WithCode(exitcode.Usage, err)
-	}
 	if err != nil {
 		return err
 	}

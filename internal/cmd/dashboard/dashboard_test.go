@@ -19,8 +19,8 @@ import (
 	"github.com/charmbracelet/x/vt"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/dashboard"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -56,7 +56,7 @@ func TestDashboardFlags(t *testing.T) {
 			dashboard.Options{Interval: time.Minute, MetricsURL: "http://127.0.0.1:9100/metrics"}},
 	} {
 		var got dashboard.Options
-		cmd := dashboard.NewCmd(&cmdutil.Factory{}, func(_ context.Context, o *dashboard.Options) error { got = *o; return nil })
+		cmd := dashboard.NewCmd(&cmdenv.Factory{}, func(_ context.Context, o *dashboard.Options) error { got = *o; return nil })
 		cmd.SetArgs(tc.args)
 		if err := cmd.Execute(); err != nil {
 			t.Fatal(err)
@@ -181,7 +181,7 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	term, ios, errOut := newTerminal(t)
-	env := &cmdutil.Env{Name: "prod", Store: st, Clock: e.Clock,
+	env := &cmdenv.Env{Name: "prod", Store: st, Clock: e.Clock,
 		Context: &config.Context{Protected: true, Dependencies: []string{"openai"},
 			Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 		Actor: func(context.Context) (string, error) { return "tester@test", nil },
@@ -189,7 +189,7 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
 				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
 		}}
-	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
+	f := &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: 10 * time.Second}) }()
 	term.waitFor(t, "PROTECTED CONTEXT prod", "openai", "open", "~1", "cost: GetMetricData is billed")
@@ -251,14 +251,14 @@ func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	term, ios, _ := newTerminal(t)
-	env := &cmdutil.Env{Name: "prod", Store: st, Clock: e.Clock,
+	env := &cmdenv.Env{Name: "prod", Store: st, Clock: e.Clock,
 		Context: &config.Context{Dependencies: deps, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 		Actor:   func(context.Context) (string, error) { return "tester@test", nil },
 		AWSConfig: func(context.Context) (aws.Config, error) {
 			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
 				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
 		}}
-	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
+	f := &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
 	term.waitFor(t, "openai     mixed     open   closed ~300", "tool-00")

@@ -10,10 +10,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/report"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
@@ -139,7 +139,7 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 			}
 		}
 	}
-	f := &cmdutil.Factory{IOStreams: func() *iostreams.IOStreams { ios, _, _, _ := iostreams.Test(); return ios }()}
+	f := &cmdenv.Factory{IOStreams: func() *iostreams.IOStreams { ios, _, _, _ := iostreams.Test(); return ios }()}
 
 	// The sandbox: the settings of onSandbox (make test's in-process fleet).
 	var sb *sandboxcmd.Options
@@ -257,7 +257,7 @@ func TestReadmeCISnippetRunsWhatTheWorkflowRuns(t *testing.T) {
 		t.Errorf("the README's snippet does not run the harnessed drills' tests %s:\n%s", pattern, snip)
 	}
 	// Its sandbox is the workflow's.
-	f := &cmdutil.Factory{IOStreams: func() *iostreams.IOStreams { ios, _, _, _ := iostreams.Test(); return ios }()}
+	f := &cmdenv.Factory{IOStreams: func() *iostreams.IOStreams { ios, _, _, _ := iostreams.Test(); return ios }()}
 	parse := func(args []string) *sandboxcmd.Options {
 		var sb *sandboxcmd.Options
 		cmd := sandboxcmd.NewCmd(f, func(_ context.Context, o *sandboxcmd.Options) error { sb = o; return nil })

@@ -4,17 +4,17 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/plan"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/recovery"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/report"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/validate"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
 
 // NewCmd returns the drill command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "drill",
 		Short: "Run incident drills from YAML files: game days as code, with rollback you can trust",

@@ -13,7 +13,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -298,7 +297,7 @@ func TestRunInterruptedBySignalRollsBack(t *testing.T) {
 	})
 	sigs <- syscall.SIGINT
 	err := <-done
-	if code := root.ExitCode(err); code != exitcode.Interrupted {
+	if code := exitcode.Of(err); code != exitcode.Interrupted {
 		t.Fatalf("exit %d (%v)\n%s", code, err, errOut)
 	}
 	j := readJournal(t, jpath)
@@ -398,7 +397,7 @@ steps:
 	})
 	sigs <- syscall.SIGTERM
 	err := <-done
-	if code := root.ExitCode(err); code != run.ExitRollbackFailed {
+	if code := exitcode.Of(err); code != run.ExitRollbackFailed {
 		t.Fatalf("exit %d (%v)\n%s", code, err, errOut)
 	}
 	if !strings.Contains(errOut.String(), "received SIGTERM") {

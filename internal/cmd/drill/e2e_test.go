@@ -22,7 +22,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/drill"
@@ -125,7 +124,7 @@ func runDrillJournal(file, jpath, junit string, args ...string) (int, string) {
 		}
 	}
 	err := run.Run(context.Background(), f, opts)
-	return root.ExitCode(err), out.String() + errOut.String()
+	return exitcode.Of(err), out.String() + errOut.String()
 }
 
 func (s *sandboxEnv) gauges(t *testing.T, dep string) map[string]gauge.State {

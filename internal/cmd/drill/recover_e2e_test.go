@@ -16,7 +16,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/recovery"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
@@ -42,7 +41,7 @@ func runRecover(t *testing.T, journal string, args ...string) (int, string, stri
 	if err != nil && !errors.Is(err, cmdutil.ErrSilent) {
 		errOut.WriteString("error: " + err.Error() + "\n")
 	}
-	return root.ExitCode(err), out.String(), errOut.String()
+	return exitcode.Of(err), out.String(), errOut.String()
 }
 
 // The recover test: a real drill process is SIGKILLed once every

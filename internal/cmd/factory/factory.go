@@ -1,4 +1,4 @@
-// Package factory builds the production [cmdutil.Factory]: the real config
+// Package factory builds the production [cmdenv.Factory]: the real config
 // file, the embedded or DynamoDB store of the selected context, the AWS
 // configuration and caller identity. Everything is built on first use.
 package factory
@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/awsconf"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/identity"
@@ -24,26 +25,26 @@ import (
 )
 
 // New returns the production factory on the process's streams.
-func New() *cmdutil.Factory {
+func New() *cmdenv.Factory {
 	return NewWith(iostreams.System(), clock.Real{})
 }
 
 // An Option changes how [NewWith] wires the factory.
-type Option func(*cmdutil.Factory)
+type Option func(*cmdenv.Factory)
 
 // WithEnviron makes the factory and its commands read environ instead of the
 // process environment ([cmdutil.Environ] lists what that covers). In-process
 // tests give each CLI its own, so they need no process-wide variable and can
 // run in parallel.
 func WithEnviron(environ cmdutil.Environ) Option {
-	return func(f *cmdutil.Factory) { f.Environ = environ }
+	return func(f *cmdenv.Factory) { f.Environ = environ }
 }
 
 // NewWith returns the production wiring (config file, stores, AWS) on the
 // given streams and clock. In-process end-to-end tests use it with buffers and
 // a fake clock, so they exercise the real context resolution.
-func NewWith(ios *iostreams.IOStreams, clk clock.Clock, opts ...Option) *cmdutil.Factory {
-	f := &cmdutil.Factory{
+func NewWith(ios *iostreams.IOStreams, clk clock.Clock, opts ...Option) *cmdenv.Factory {
+	f := &cmdenv.Factory{
 		IOStreams: ios,
 		Clock:     clk,
 		Prompter:  &cmdutil.LinePrompter{In: ios.In, Out: ios.ErrOut},
@@ -68,9 +69,9 @@ func NewWith(ios *iostreams.IOStreams, clk clock.Clock, opts ...Option) *cmdutil
 	})
 	var (
 		mu  sync.Mutex
-		env *cmdutil.Env
+		env *cmdenv.Env
 	)
-	f.Env = func(ctx context.Context) (*cmdutil.Env, error) {
+	f.Env = func(ctx context.Context) (*cmdenv.Env, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if env != nil {
@@ -89,7 +90,7 @@ func NewWith(ios *iostreams.IOStreams, clk clock.Clock, opts ...Option) *cmdutil
 // Resolve opens the selected context's store and wires its AWS config and
 // actor. It is exported for tools (the sandbox) that resolve a context
 // outside a command.
-func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
+func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
 	file, err := f.Config()
 	if err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func Resolve(ctx context.Context, f *cmdutil.Factory) (*cmdutil.Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &cmdutil.Env{Name: name, Context: c, StateDir: stateDir, Clock: f.Clock, Environ: f.Environ}
+	env := &cmdenv.Env{Name: name, Context: c, StateDir: stateDir, Clock: f.Clock, Environ: f.Environ}
 	if c.IsLocal() {
 		s, err := sqlite.Open(ctx, c.LocalStorePathIn(stateDir))
 		if err != nil {
@@ -162,7 +163,7 @@ func identityResolver(name string, cfg aws.Config, storeEndpoint string) identit
 }
 
 // debugOptions turns on awsconf's operation log on stderr under --debug.
-func debugOptions(f *cmdutil.Factory, o awsconf.Options) awsconf.Options {
+func debugOptions(f *cmdenv.Factory, o awsconf.Options) awsconf.Options {
 	if f.Debug {
 		o.Debug, o.Clock = f.IOStreams.ErrOut, f.Clock
 	}
@@ -182,7 +183,7 @@ func pinEndpoint[O any](cfg aws.Config, sdkID string, field func(*O) **string) f
 }
 
 // setIdentity wires env's Identity and Actor to resolve.
-func setIdentity(env *cmdutil.Env, resolve func(context.Context) (audit.Identity, error)) {
+func setIdentity(env *cmdenv.Env, resolve func(context.Context) (audit.Identity, error)) {
 	env.Identity = resolve
 	env.Actor = func(ctx context.Context) (string, error) {
 		id, err := resolve(ctx)

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/kosha-platform/koshactl/internal/awsconf"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/notify"
 )
@@ -19,7 +19,7 @@ import (
 // built on first use (an SNS client, a webhook URL read from the
 // environment), so a context without sinks costs nothing and a sink that
 // cannot be built is a failed delivery, never a failed change.
-func notifier(f *cmdutil.Factory, env *cmdutil.Env) *notify.Dispatcher {
+func notifier(f *cmdenv.Factory, env *cmdenv.Env) *notify.Dispatcher {
 	c := env.Context
 	if len(c.Notify) == 0 {
 		return nil
@@ -64,7 +64,7 @@ func webhookSink(name string, w *config.WebhookSink, getenv func(string) string)
 // snsSink publishes with a client built from the context's AWS settings
 // (profile, credentials, endpoints.sns or endpoint-url) in the topic's
 // region.
-func snsSink(f *cmdutil.Factory, env *cmdutil.Env, name, topic string) notify.Sink {
+func snsSink(f *cmdenv.Factory, env *cmdenv.Env, name, topic string) notify.Sink {
 	region := strings.Split(topic, ":")[3]
 	var (
 		mu     sync.Mutex

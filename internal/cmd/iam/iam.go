@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/iam"
@@ -21,7 +22,7 @@ import (
 )
 
 // NewCmd returns the iam command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "iam", Short: "Least-privilege IAM policies for koshactl's roles"}
 	cmd.AddCommand(NewCmdPolicy(f))
 	return cmd
@@ -37,7 +38,7 @@ type PolicyOptions struct {
 }
 
 // NewCmdPolicy builds `iam policy`.
-func NewCmdPolicy(f *cmdutil.Factory) *cobra.Command {
+func NewCmdPolicy(f *cmdenv.Factory) *cobra.Command {
 	opts := &PolicyOptions{}
 	var role string
 	names := make([]string, len(iam.Roles))
@@ -107,7 +108,7 @@ var _ stsAPI = (*sts.Client)(nil)
 
 // RunPolicy prints the policy. It needs no credentials when --account is
 // given and the context names its region.
-func RunPolicy(ctx context.Context, f *cmdutil.Factory, opts *PolicyOptions) error {
+func RunPolicy(ctx context.Context, f *cmdenv.Factory, opts *PolicyOptions) error {
 	file, err := f.Config()
 	if err != nil {
 		return err

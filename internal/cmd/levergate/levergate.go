@@ -17,6 +17,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -68,7 +69,7 @@ type Gate struct {
 }
 
 // New is the gate of one lever command.
-func New(ctx context.Context, env *cmdutil.Env, q Question) *Gate {
+func New(ctx context.Context, env *cmdenv.Env, q Question) *Gate {
 	return &Gate{Gate: env.Approvals().NewGate(ctx, env.CallerIdentity, approval.Question{Action: q.Action, Targets: q.Targets,
 		Duration: q.Duration, NoExpiry: q.NoExpiry, Reason: q.Reason, BreakGlass: q.BreakGlass}), q: q}
 }
@@ -131,7 +132,7 @@ type Result struct {
 
 // Submit stores the change as a request, prints it, announces it, and
 // returns the pending-approval error (exit 12): nothing was changed yet.
-func Submit(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, g *Gate, c approval.Change, fl Flags, output string, noNotify bool) error {
+func Submit(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, g *Gate, c approval.Change, fl Flags, output string, noNotify bool) error {
 	r, rec, err := g.Submit(ctx, env.Audit(), c, fl.RequestTTL)
 	if err != nil {
 		return err
@@ -152,8 +153,8 @@ func Submit(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, g *Gate, 
 		fmt.Fprintf(ios.Out, "  expires %s\n", cmdutil.FormatTime(r.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY()))
 		fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", approve)
 	}
-	cmdutil.PrintActedOn(ios.ErrOut, env, false)
-	cmdutil.Notify(ctx, env, noNotify, approval.RequestedEvent(r, rec))
-	return cmdutil.WithCode(exitcode.Pending, fmt.Errorf("pending approval: nothing changed yet; request %s waits for %d approval(s) until %s (%s)",
-		r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), approve))
+	cmdenv.PrintActedOn(ios.ErrOut, env, false)
+	cmdenv.Notify(ctx, env, noNotify, approval.RequestedEvent(r, rec))
+	return exitcode.Errorf(exitcode.Pending, "pending approval: nothing changed yet; request %s waits for %d approval(s) until %s (%s)",
+		r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), approve)
 }

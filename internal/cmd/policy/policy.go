@@ -5,13 +5,13 @@ package policy
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/policy/get"
 	"github.com/kosha-platform/koshactl/internal/cmd/policy/set"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
 
 // NewCmd returns the policy command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Show and set the table's shared change policy (who may pull which lever, and with how many approvals)",

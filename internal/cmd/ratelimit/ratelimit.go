@@ -4,16 +4,16 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/drain"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/get"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/reset"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/set"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
 
 // NewCmd returns the ratelimit command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "ratelimit",
 		Aliases: []string{"rl"},

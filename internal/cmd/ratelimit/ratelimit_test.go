@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/reset"
@@ -478,7 +479,7 @@ func TestContextLimits(t *testing.T) {
 
 func TestFlagsParseIntoOptions(t *testing.T) {
 	t.Parallel()
-	f := &cmdutil.Factory{}
+	f := &cmdenv.Factory{}
 	var got *reset.Options
 	cmd := reset.NewCmd(f, func(_ context.Context, o *reset.Options) error { got = o; return nil })
 	cmd.SetArgs([]string{"a", "b", "--reason", "why", "--dry-run", "-y", "-o", "json"})

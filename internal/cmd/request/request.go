@@ -6,17 +6,17 @@ package request
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/ack"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/approve"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/cancel"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/deny"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/show"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
 
 // NewCmd returns the request command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "request",
 		Short: "List, approve, deny and cancel change requests; acknowledge break-glass reviews",

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
 
@@ -15,7 +15,7 @@ import (
 func TestGroupsNameTheirCommands(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
 	var started bool
-	cmds := NewCmd(&cmdutil.Factory{IOStreams: ios}, &started).Commands()
+	cmds := NewCmd(&cmdenv.Factory{IOStreams: ios}, &started).Commands()
 	if len(cmds) != len(groups) {
 		t.Fatalf("the tree has %d top-level commands, the groups table %d", len(cmds), len(groups))
 	}

@@ -15,6 +15,7 @@ import (
 	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
 	breakercmd "github.com/kosha-platform/koshactl/internal/cmd/breaker"
 	chaoscmd "github.com/kosha-platform/koshactl/internal/cmd/chaos"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
 	dashboardcmd "github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	drillcmd "github.com/kosha-platform/koshactl/internal/cmd/drill"
@@ -35,15 +36,15 @@ import (
 // build it.
 type group struct {
 	names []string
-	build func(*cmdutil.Factory) *cobra.Command
+	build func(*cmdenv.Factory) *cobra.Command
 }
 
 // groups are the top-level commands, in the tree's order.
 var groups = []group{
 	{[]string{"breaker"}, breakercmd.NewCmd},
-	{[]string{"dashboard"}, func(f *cmdutil.Factory) *cobra.Command { return dashboardcmd.NewCmd(f, nil) }},
+	{[]string{"dashboard"}, func(f *cmdenv.Factory) *cobra.Command { return dashboardcmd.NewCmd(f, nil) }},
 	{[]string{"ratelimit", "rl"}, ratelimitcmd.NewCmd},
-	{[]string{"sandbox"}, func(f *cmdutil.Factory) *cobra.Command { return sandboxcmd.NewCmd(f, nil) }},
+	{[]string{"sandbox"}, func(f *cmdenv.Factory) *cobra.Command { return sandboxcmd.NewCmd(f, nil) }},
 	{[]string{"chaos"}, chaoscmd.NewCmd},
 	{[]string{"drill"}, drillcmd.NewCmd},
 	{[]string{"request"}, requestcmd.NewCmd},
@@ -58,7 +59,7 @@ var groups = []group{
 // NewCmd builds the whole command tree on f. started is set once argument
 // parsing succeeded and a command's own code runs, so errors before that are
 // reported as usage errors.
-func NewCmd(f *cmdutil.Factory, started *bool) *cobra.Command {
+func NewCmd(f *cmdenv.Factory, started *bool) *cobra.Command {
 	return newCmd(f, started, "")
 }
 
@@ -82,7 +83,7 @@ func groupOf(args []string) string {
 // that group alone: a command runs the same in either (its help, errors and
 // hints never mention a sibling group), and a process that runs one command
 // does not build the other sixty.
-func newCmd(f *cmdutil.Factory, started *bool, only string) *cobra.Command {
+func newCmd(f *cmdenv.Factory, started *bool, only string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "koshactl",
 		Short: "Operate the Kosha resilience layer: breaker overrides, rate limits, chaos, drills",
@@ -99,7 +100,7 @@ func newCmd(f *cmdutil.Factory, started *bool, only string) *cobra.Command {
 		SilenceErrors: true,
 	}
 	cmd.PersistentFlags().Var(&contextFlag{f}, "context", "context to act on (default: $KOSHACTL_CONTEXT, else the config file's current context)")
-	_ = cmd.RegisterFlagCompletionFunc("context", cmdutil.CompleteContexts(f))
+	_ = cmd.RegisterFlagCompletionFunc("context", cmdenv.CompleteContexts(f))
 	var noColor, noHeaders bool
 	pf := cmd.PersistentFlags()
 	pf.BoolVar(&f.Debug, "debug", f.Debug, "print each AWS request on stderr: operation, status, latency, attempts, request id (never credentials or secrets)")
@@ -139,9 +140,9 @@ func newCmd(f *cmdutil.Factory, started *bool, only string) *cobra.Command {
 }
 
 // contextFlag is --context: it sets the factory's context name and records
-// that the flag chose it (cmdutil.Factory.SelectContext tells the sources
+// that the flag chose it (cmdenv.Factory.SelectContext tells the sources
 // apart for config current-context and get-contexts).
-type contextFlag struct{ f *cmdutil.Factory }
+type contextFlag struct{ f *cmdenv.Factory }
 
 func (c *contextFlag) String() string { return c.f.ContextName }
 func (c *contextFlag) Type() string   { return "string" }
@@ -187,7 +188,7 @@ func markStarted(cmd *cobra.Command, start func(*cobra.Command)) {
 // character or bidi control reaches the terminal. Tables and fields render
 // their values with textsafe.Line themselves (so a newline cannot forge a
 // row); the writer is the backstop for any value they do not.
-func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
+func Run(ctx context.Context, f *cmdenv.Factory, args []string) int {
 	out, errOut := textsafe.NewWriter(f.IOStreams.Out), textsafe.NewWriter(f.IOStreams.ErrOut)
 	f.IOStreams.Out, f.IOStreams.ErrOut = out, errOut
 	defer func() {
@@ -196,9 +197,9 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 		_ = errOut.Flush()
 	}()
 	started := false
-	var opened *cmdutil.Env
+	var opened *cmdenv.Env
 	if resolve := f.Env; resolve != nil {
-		f.Env = func(ctx context.Context) (*cmdutil.Env, error) {
+		f.Env = func(ctx context.Context) (*cmdenv.Env, error) {
 			e, err := resolve(ctx)
 			if err == nil {
 				opened = e
@@ -225,15 +226,14 @@ func Run(ctx context.Context, f *cmdutil.Factory, args []string) int {
 			fmt.Fprintln(f.IOStreams.ErrOut, textsafe.Line(oneLine(errors.New(hinted.Hint))))
 		}
 	}
-	code := ExitCode(err)
+	code := exitcode.Of(err)
 	if !started && code == exitcode.Error {
 		code = exitcode.Usage
 	}
 	// An interrupted command exits 130 unless it chose its own code (a drill
 	// whose rollback failed after the interrupt exits 9), or made a change
 	// whose audit record the interrupt stopped (exit 8: the change was made).
-	var explicit *cmdutil.ExitErr
-	if ctx.Err() != nil && code != exitcode.OK && code != exitcode.Unknown && !errors.As(err, &explicit) {
+	if ctx.Err() != nil && code != exitcode.OK && code != exitcode.Unknown && !exitcode.Decided(err) {
 		code = exitcode.Interrupted
 	}
 	return code

@@ -25,11 +25,11 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox/config"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/status"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 )
@@ -62,7 +62,7 @@ type Options struct {
 }
 
 // NewCmd builds the command group; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "sandbox",
@@ -118,7 +118,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.StringVar(&opts.LogLevel, "log-level", "info", "log level on stderr: debug|info|warn|error")
 	fl.StringVar(&opts.LogFormat, "log-format", "text", "log format on stderr: text|json")
 	fl.IntSliceVar(&opts.IgnoreOverrides, "ignore-overrides-instance", nil, "test knob: instance N (gw-N) never reads breaker overrides, so --wait and breaker status show \"not obeyed\" (repeatable)")
-	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdenv.AddKeyFileFlag(cmd, &opts.KeyFile)
 	_ = cmd.RegisterFlagCompletionFunc("profile", cobra.FixedCompletions(sbx.ProfileNames(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("config", "yaml", "yml")
 	cmd.AddCommand(status.NewCmd(f), configcmd.NewCmd(f))
@@ -134,7 +134,7 @@ func (o *Options) Resolve() (sbx.Config, error) {
 		profile = o.Profile
 	}
 	if err := cfg.LoadFile(o.ConfigFile, profile); err != nil {
-		return cfg, cmdutil.WithCode(exitcode.Usage, err)
+		return cfg, cmdutil.UsageError(err)
 	}
 	set := func(name string, apply func()) {
 		if o.Changed[name] {
@@ -153,7 +153,7 @@ func (o *Options) Resolve() (sbx.Config, error) {
 }
 
 // Run runs the sandbox until ctx ends or SIGINT/SIGTERM arrives.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	logger, logOut, err := newLogger(f.IOStreams.ErrOut, opts)
 	if err != nil {
 		return err
@@ -176,7 +176,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	// The fleet runs on the wall clock whatever the factory's clock: its
 	// breakers, deadlines and timers are real time.
@@ -213,7 +213,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	srv, err := sbx.New(cfg, deps)
 	if err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", cfg.Listen)
 	if err != nil {
@@ -221,7 +221,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if errors.Is(err, syscall.EADDRINUSE) {
 			hint = " (is another sandbox running? stop it, or use --listen 127.0.0.1:0 for a free port)"
 		}
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("listen on %s: %w%s", cfg.Listen, err, hint))
+		return cmdutil.UsageError(fmt.Errorf("listen on %s: %w%s", cfg.Listen, err, hint))
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -28,7 +27,7 @@ func parse(t *testing.T, args ...string) *sandbox.Options {
 	t.Helper()
 	ios, _, _, _ := iostreams.Test()
 	var got *sandbox.Options
-	cmd := sandbox.NewCmd(&cmdutil.Factory{IOStreams: ios}, func(_ context.Context, o *sandbox.Options) error {
+	cmd := sandbox.NewCmd(&cmdenv.Factory{IOStreams: ios}, func(_ context.Context, o *sandbox.Options) error {
 		got = o
 		return nil
 	})
@@ -64,8 +63,8 @@ func TestFlagsOverrideTheConfigFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("instance: 8\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := parse(t, "--config", path).Resolve(); root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "instance") {
-		t.Errorf("unknown key: %v (exit %d), want a usage error naming it", err, root.ExitCode(err))
+	if _, err := parse(t, "--config", path).Resolve(); exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "instance") {
+		t.Errorf("unknown key: %v (exit %d), want a usage error naming it", err, exitcode.Of(err))
 	}
 }
 

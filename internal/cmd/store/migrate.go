@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,8 +10,8 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -33,7 +32,7 @@ type migrator interface {
 }
 
 // NewCmdMigrate builds `store migrate`.
-func NewCmdMigrate(f *cmdutil.Factory) *cobra.Command {
+func NewCmdMigrate(f *cmdenv.Factory) *cobra.Command {
 	opts := &MigrateOptions{}
 	cmd := &cobra.Command{
 		Use:   "migrate",
@@ -82,13 +81,13 @@ type MigrateResult struct {
 }
 
 // RunMigrate adds the missing indexes and backfills.
-func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) error {
+func RunMigrate(ctx context.Context, f *cmdenv.Factory, opts *MigrateOptions) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
 	}
 	if !opts.DryRun {
-		if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, "migrate the table"); err != nil {
+		if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "migrate the table"); err != nil {
 			return err
 		}
 	}
@@ -98,9 +97,6 @@ func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) e
 		rep, err := m.Migrate(ctx, opts.DryRun)
 		out.Added, out.Present, out.Building = rep.Added, rep.Present, rep.Building
 		lines = append(lines, rep.Lines()...)
-		if errors.Is(err, dynamo.ErrStackManaged) {
-			err = cmdutil.WithCode(exitcode.Conflict, err)
-		}
 		if err != nil {
 			printLines(f, lines)
 			return err
@@ -151,11 +147,11 @@ func RunMigrate(ctx context.Context, f *cmdutil.Factory, opts *MigrateOptions) e
 	} else {
 		printLines(f, lines)
 	}
-	cmdutil.PrintActedOn(f.IOStreams.ErrOut, env, opts.DryRun)
+	cmdenv.PrintActedOn(f.IOStreams.ErrOut, env, opts.DryRun)
 	return nil
 }
 
-func printLines(f *cmdutil.Factory, lines []string) {
+func printLines(f *cmdenv.Factory, lines []string) {
 	for _, l := range lines {
 		fmt.Fprintln(f.IOStreams.Out, l)
 	}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 )
 
 // NewCmd returns the store command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "store", Short: "Administer the context's store"}
 	cmd.AddCommand(NewCmdInit(f), NewCmdMigrate(f))
 	return cmd
@@ -34,7 +35,7 @@ type initializer interface {
 }
 
 // NewCmdInit builds `store init`.
-func NewCmdInit(f *cmdutil.Factory) *cobra.Command {
+func NewCmdInit(f *cmdenv.Factory) *cobra.Command {
 	opts := &InitOptions{}
 	cmd := &cobra.Command{
 		Use:   "init",
@@ -56,7 +57,7 @@ func NewCmdInit(f *cmdutil.Factory) *cobra.Command {
 }
 
 // RunInit creates the table.
-func RunInit(ctx context.Context, f *cmdutil.Factory, opts *InitOptions) error {
+func RunInit(ctx context.Context, f *cmdenv.Factory, opts *InitOptions) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
@@ -70,10 +71,10 @@ func RunInit(ctx context.Context, f *cmdutil.Factory, opts *InitOptions) error {
 	if opts.DryRun {
 		fmt.Fprintf(f.IOStreams.Out, "Would create, unless it exists, %s (key pk: string, on-demand capacity, indexes %s) and enable time to live on %q\n",
 			env.Store.Describe(), indexNames(), "ttl")
-		cmdutil.PrintActedOn(f.IOStreams.ErrOut, env, true)
+		cmdenv.PrintActedOn(f.IOStreams.ErrOut, env, true)
 		return nil
 	}
-	if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, "create the table"); err != nil {
+	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "create the table"); err != nil {
 		return err
 	}
 	rep, err := in.Init(ctx)
@@ -89,7 +90,7 @@ func RunInit(ctx context.Context, f *cmdutil.Factory, opts *InitOptions) error {
 	for _, l := range rep.Lines() {
 		fmt.Fprintln(f.IOStreams.Out, l)
 	}
-	cmdutil.PrintActedOn(f.IOStreams.ErrOut, env, false)
+	cmdenv.PrintActedOn(f.IOStreams.ErrOut, env, false)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // The guards of a run: the preflight of every stop condition and
@@ -101,7 +102,7 @@ func (u *run) preflight(ctx context.Context) bool {
 	}
 	r.update(func() {
 		j.Outcome, j.Reason, j.Guard = drill.OutcomeRefused, reason+"; nothing was done", refusal
-		r.guardCode = runtime.GuardExitCode(refusalErr)
+		r.guardCode = exitcode.Of(runtime.GuardFailure(refusalErr))
 		for i := range j.Steps {
 			j.Steps[i].Status = drill.StatusSkipped
 		}
@@ -117,7 +118,7 @@ func (u *run) lostGuard(gl *runtime.GuardLostError) {
 	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: gl.Role, Condition: gl.Name, Cause: rc.Redact(gl.Err.Error()),
 		Fix: rc.Redact(runtime.GuardFix(gl.Err)), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
 		GraceSeconds: drill.Seconds(gl.Grace.For), At: rc.Now().UTC()}
-	u.jr.guardCode = runtime.GuardExitCode(gl.Err)
+	u.jr.guardCode = exitcode.Of(runtime.GuardFailure(gl.Err))
 }
 
 // firstStop evaluates the stop conditions once and returns the first that

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -182,7 +183,7 @@ func (g *MetricsGauges) Read(ctx context.Context, dependency string) (GaugeReadi
 }
 
 // ErrNoService reports a step that needs a service the run does not have.
-var ErrNoService = errors.New("service not available")
+var ErrNoService = exitcode.New(exitcode.Usage, "service not available")
 
 // NeedService returns nil when ok, or an [ErrNoService] error naming what
 // the run lacks.

@@ -23,7 +23,7 @@ import (
 
 // ErrNoMatch reports a condition whose names match nothing (an alarm name
 // or prefix no alarm has): a typo must never disarm a guard.
-var ErrNoMatch = errors.New("the condition matches nothing")
+var ErrNoMatch = exitcode.New(exitcode.NotFound, "the condition matches nothing")
 
 // fixed is an evaluation error that knows its class and its fix.
 type fixed struct {
@@ -70,20 +70,19 @@ func GuardFix(err error) string {
 	return "fix what the condition reads, or run the drill again once it can be read"
 }
 
-// GuardExitCode is the exit code of a run refused at preflight, or ended
-// by a lost guard, with err the guard's last evaluation error
-// (docs/exit-codes.md): 3 it matches nothing, 6 denied, 2 the run lacks the
-// source, 5 otherwise (unreachable, throttled, timed out, unreadable).
-func GuardExitCode(err error) int {
-	switch {
-	case errors.Is(err, ErrNoMatch):
-		return exitcode.NotFound
-	case errors.Is(err, metrics.ErrDenied), errors.Is(err, store.ErrCredentials):
-		return exitcode.Auth
-	case errors.Is(err, ErrNoService):
-		return exitcode.Usage
+// GuardFailure is the failure of a guard that could not be evaluated (a
+// run refused at preflight, or ended by a lost guard), with err the guard's
+// last evaluation error; [exitcode.Of] gives the run's exit code from it
+// (docs/exit-codes.md): a guard reuses the kind of its cause when that is
+// one the contract names (it matches nothing, [ErrNoMatch]: not found;
+// denied: auth; the run lacks the source, [ErrNoService]: usage), and is
+// unavailable otherwise (unreachable, throttled, timed out, unreadable).
+func GuardFailure(err error) error {
+	switch exitcode.KindOf(err) {
+	case exitcode.NotFound, exitcode.Auth, exitcode.Usage:
+		return err
 	}
-	return exitcode.Unavailable
+	return exitcode.Wrap(exitcode.Unavailable, err)
 }
 
 // GuardLostError ends a run whose guard stayed unevaluable past its grace.

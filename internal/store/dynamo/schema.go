@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -67,7 +68,7 @@ const unsupportedIndexHint = "on a development endpoint, recreate the table with
 // ErrStackManaged reports a table a CloudFormation stack manages: an index
 // added out of band makes the stack's next update that adds it fail, so
 // [Store.Migrate] leaves the table to the stack.
-var ErrStackManaged = errors.New("the table is managed by a CloudFormation stack")
+var ErrStackManaged = exitcode.New(exitcode.Conflict, "the table is managed by a CloudFormation stack")
 
 // StackNameTag is the tag CloudFormation puts on every resource of a stack.
 const StackNameTag = "aws:cloudformation:stack-name"

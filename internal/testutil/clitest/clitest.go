@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -123,7 +124,7 @@ func (e *Env) Environ() cmdutil.Environ {
 
 // Factory returns the production factory on ios with this installation's
 // clock and environment, for tests that drive a command past [Env.Run].
-func (e *Env) Factory(ios *iostreams.IOStreams) *cmdutil.Factory {
+func (e *Env) Factory(ios *iostreams.IOStreams) *cmdenv.Factory {
 	return factory.NewWith(ios, e.Clock, factory.WithEnviron(e.Environ()))
 }
 

@@ -19,9 +19,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -45,7 +45,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "clear [DEPENDENCY...] [--key PK...] [--all]",
@@ -87,7 +87,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			koshactl breaker clear --key 'breaker#Bad Name' --reason "hand-written item"
 			koshactl breaker clear openai --reason "provider recovered" --wait
 		`),
-		ValidArgsFunction: cmdutil.CompleteDependencies(f),
+		ValidArgsFunction: cmdenv.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
 			if opts.All == (len(args)+len(opts.Keys) > 0) {
@@ -139,18 +139,18 @@ type ItemResult struct {
 }
 
 // Run clears the overrides.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
 	for _, d := range opts.Dependencies {
 		if err := breaker.ValidateDependency(d); err != nil {
-			return cmdutil.WithCode(exitcode.Usage, err)
+			return err
 		}
 	}
 	for _, k := range opts.Keys {
 		if _, err := breaker.DependencyOfKey(k); err != nil {
-			return cmdutil.WithCode(exitcode.Usage, err)
+			return cmdutil.UsageError(err)
 		}
 	}
 	if err := opts.Policy.Check(); err != nil {
@@ -163,7 +163,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	var waiter *metrics.Waiter
@@ -223,7 +223,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			if len(deps)+len(keys) == 0 {
 				return nil
 			}
-			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
+			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
 		}, Gate: breakerGate(gate)})
 	if errors.Is(err, levergate.ErrNeedsApproval) {
 		// Read and checked as a clear would be; asked for, not made.
@@ -296,7 +296,7 @@ func breakerGate(g *levergate.Gate) *breaker.Gate {
 
 // printResult prints out; none is true when there was no override to
 // clear (--all on an empty table).
-func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time, none bool, gate *levergate.Gate) error {
+func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, now time.Time, none bool, gate *levergate.Gate) error {
 	return levertail.Print(f, env, opts.Output, opts.DryRun, out, func(w io.Writer) {
 		if none && opts.All {
 			fmt.Fprintln(w, "No overrides to clear.")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
@@ -61,10 +62,10 @@ func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 
 // NewWaiter builds the context's gauge source and a waiter on it, before the
 // write, so a source that cannot work is refused with nothing written.
-func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env) (*metrics.Waiter, error) {
+func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env) (*metrics.Waiter, error) {
 	src, err := env.GaugeSource(ctx, o.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
-		return nil, cmdutil.WithCode(exitcode.Usage, fmt.Errorf("--wait: %w", err))
+		return nil, fmt.Errorf("--wait: %w", err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--wait: %w", err)
@@ -107,7 +108,7 @@ type DependencyConvergence struct {
 // when it is a terminal (nothing otherwise), and returns the result's view
 // and the error to exit with: nil when confirmed; exit 11 (unconfirmed)
 // naming the stragglers; 5 or 6 when the gauges could never be read.
-func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []metrics.Change) (*ConvergenceView, error) {
+func Wait(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []metrics.Change) (*ConvergenceView, error) {
 	p := &progressLine{w: f.IOStreams.ErrOut, on: f.IOStreams.IsStderrTTY()}
 	read := false // some fetch succeeded
 	w.Progress = func(wp metrics.WaitProgress) {
@@ -141,18 +142,16 @@ func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []
 	}
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	v.Error = &msg
-	switch {
-	case !read && errors.Is(res.FetchErr, metrics.ErrDenied):
-		return v, cmdutil.WithCode(exitcode.Auth, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
-	case !read:
-		return v, cmdutil.WithCode(exitcode.Unavailable, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
+	if !read {
+		// Unavailable, unless the source says it was denied (auth).
+		return v, exitcode.Default(exitcode.Unavailable, fmt.Errorf("the change was written, but the gauges could not be read to confirm it: %w", res.FetchErr))
 	}
 	var parts []string
 	for _, cv := range metrics.Pending(res.Convergences) {
 		parts = append(parts, cv.Dependency+" "+cv.Summary())
 	}
-	return v, cmdutil.WithCode(exitcode.Unconfirmed, fmt.Errorf("the change was written, but the fleet did not confirm it within %s: %s (see koshactl breaker status)",
-		human.Duration(res.Timeout), strings.Join(parts, "; ")))
+	return v, exitcode.Errorf(exitcode.Unconfirmed, "the change was written, but the fleet did not confirm it within %s: %s (see koshactl breaker status)",
+		human.Duration(res.Timeout), strings.Join(parts, "; "))
 }
 
 // Report prints a written change's result around the wait on its gauges.
@@ -160,7 +159,7 @@ func Wait(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []
 // announce runs, then the wait's lines follow it; structured output is
 // printed once, after the wait, with its view. It returns the wait's error
 // (the exit code of an unconfirmed change) and, apart, a print's error.
-func Report(ctx context.Context, f *cmdutil.Factory, w *metrics.Waiter, changes []metrics.Change, table bool,
+func Report(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []metrics.Change, table bool,
 	announce func(), show func(*ConvergenceView) error) (waitErr, err error) {
 	if table {
 		if err := show(nil); err != nil {

@@ -8,8 +8,8 @@ import (
 	"errors"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // CheckDependencies checks names by breaker.CheckDependencies (against the
@@ -23,7 +23,7 @@ func CheckDependencies(names, known []string, allowUnknown bool) error {
 
 // Known is the list a command's named dependencies are checked against: the
 // context's, or nil (no rule) under --allow-unknown.
-func Known(env *cmdutil.Env, allowUnknown bool) []string {
+func Known(env *cmdenv.Env, allowUnknown bool) []string {
 	if allowUnknown {
 		return nil
 	}
@@ -39,7 +39,7 @@ func DependencyHint(err error) error {
 	case errors.As(err, &unknown):
 		return cmdutil.Usagef("%v; add it with koshactl config set-context --add-dependency, or pass --allow-unknown", err)
 	case errors.Is(err, breaker.ErrInvalidDependency), errors.Is(err, breaker.ErrNamedTwice):
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	return err
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
@@ -45,7 +46,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "force-open DEPENDENCY...",
@@ -81,7 +82,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			koshactl breaker force-open openai --reason "provider incident INC-142" --wait
 		`),
 		Args:              cobra.MinimumNArgs(1),
-		ValidArgsFunction: cmdutil.CompleteDependencies(f),
+		ValidArgsFunction: cmdenv.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
 			opts.ForSet = c.Flags().Changed("for")
@@ -181,7 +182,7 @@ func (o *Options) expiry(now time.Time, policy breaker.DurationPolicy) (time.Tim
 // caller's identity resolves), before the first write, so bad input or a
 // conflict changes nothing; the writes and their audit records then go
 // concurrently. Results print in argument order.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := breaker.CheckForceReason(opts.Reason); err != nil {
 		if errors.Is(err, breaker.ErrReasonRequired) {
 			return cmdutil.Usagef("a reason is required: pass --reason \"what is happening\" (it is shown to everyone who looks at this override)")
@@ -192,7 +193,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	now := f.Clock.Now()
@@ -223,7 +224,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun, Known: depargs.Known(env, opts.AllowUnknown),
 		Confirm: func(plans []breaker.ForceResult) error {
-			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans)))
+			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans)))
 		}}
 	if gate != nil {
 		op.Gate = gate.Breaker()
@@ -310,7 +311,7 @@ func action(r breaker.ForceResult, dry bool) string {
 	return a
 }
 
-func printResult(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, out Result, now time.Time, gate *levergate.Gate) error {
+func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, now time.Time, gate *levergate.Gate) error {
 	tty := f.IOStreams.IsStdoutTTY()
 	return levertail.Print(f, env, opts.Output, opts.DryRun, out, func(w io.Writer) {
 		for _, r := range out.Results {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -24,13 +25,13 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:               "get DEPENDENCY",
 		Short:             "Show one dependency's override (exit 3 when there is none)",
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: cmdutil.CompleteDependencies(f),
+		ValidArgsFunction: cmdenv.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependency = args[0]
 			return Run(c.Context(), f, opts)
@@ -41,9 +42,9 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 }
 
 // Run prints the override.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := breaker.ValidateDependency(opts.Dependency); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return err
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -51,8 +52,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	o, err := env.Overrides().Get(ctx, opts.Dependency)
 	if errors.Is(err, store.ErrNotFound) {
-		return cmdutil.WithCode(exitcode.NotFound,
-			fmt.Errorf("no override for %s in context %q: its breakers follow their own state", opts.Dependency, env.Name))
+		return exitcode.Errorf(exitcode.NotFound, "no override for %s in context %q: its breakers follow their own state", opts.Dependency, env.Name)
 	}
 	if err != nil {
 		return err

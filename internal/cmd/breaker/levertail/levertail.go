@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -21,7 +22,7 @@ import (
 
 // Tail is what a lever command hands its end.
 type Tail struct {
-	Env      *cmdutil.Env
+	Env      *cmdenv.Env
 	DryRun   bool
 	NoNotify bool
 	// Table is true for the human output (-o table).
@@ -43,13 +44,13 @@ type Tail struct {
 // Finish prints the result, announces what was written (bounded), then,
 // with --wait, waits for the fleet to confirm the results shown. It
 // returns the failure of the change first, then the wait's.
-func Finish(ctx context.Context, f *cmdutil.Factory, t Tail) error {
+func Finish(ctx context.Context, f *cmdenv.Factory, t Tail) error {
 	announce := func() {
 		if t.DryRun || len(t.Event.Levers) == 0 {
 			return
 		}
 		t.Event.Actor, _ = t.Env.Actor(ctx)
-		cmdutil.Notify(ctx, t.Env, t.NoNotify, t.Event)
+		cmdenv.Notify(ctx, t.Env, t.NoNotify, t.Event)
 	}
 	if t.Waiter == nil || len(t.Changes) == 0 {
 		if err := t.Print(nil); err != nil {
@@ -72,9 +73,9 @@ func Finish(ctx context.Context, f *cmdutil.Factory, t Tail) error {
 // Print writes a lever command's result: doc in the structured format
 // output names, or the table's lines (table); then the line naming the
 // context acted on, on stderr.
-func Print(f *cmdutil.Factory, env *cmdutil.Env, output string, dryRun bool, doc any, table func(w io.Writer)) error {
+func Print(f *cmdenv.Factory, env *cmdenv.Env, output string, dryRun bool, doc any, table func(w io.Writer)) error {
 	ios := f.IOStreams
-	defer cmdutil.PrintActedOn(ios.ErrOut, env, dryRun)
+	defer cmdenv.PrintActedOn(ios.ErrOut, env, dryRun)
 	if output != cmdutil.FormatTable {
 		return cmdutil.PrintStructured(ios.Out, output, doc)
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/listing"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -24,7 +26,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -63,7 +65,7 @@ type Result struct {
 }
 
 // Run lists the overrides.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
@@ -100,28 +102,15 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 			fix += "; " + o.Repair()
 		}
 	}
-	partial := func() error {
-		return cmdutil.Unreadable(ios, opts.Output, out.Unreadable, "override item", fix)
-	}
-	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
-			return err
-		}
-		return partial()
-	}
-	if len(shown) == 0 {
-		fmt.Fprintf(ios.Out, "No breaker overrides in context %q: every breaker follows its own state.\n", env.Name)
-		return nil
-	}
 	tty := ios.IsStdoutTTY()
-	tw := cmdutil.NewTable(ios.Out)
-	tw.Header(ios, "DEPENDENCY", "STATE", "EXPIRES", "ACTOR", "CREATED", "REASON")
-	for _, o := range shown {
-		tw.Row(o.Dependency, overrideview.StateLabel(o, now), overrideview.Expiry(o, now, tty), o.Actor,
-			cmdutil.FormatTime(o.CreatedAt, now, tty), o.Reason)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	return partial()
+	return listing.Print(ios, listing.List{Format: opts.Output, Doc: out,
+		Rows: len(shown), Header: []string{"DEPENDENCY", "STATE", "EXPIRES", "ACTOR", "CREATED", "REASON"},
+		Write: func(tw *cmdutil.Table) {
+			for _, o := range shown {
+				tw.Row(o.Dependency, overrideview.StateLabel(o, now), overrideview.Expiry(o, now, tty), o.Actor,
+					cmdutil.FormatTime(o.CreatedAt, now, tty), o.Reason)
+			}
+		},
+		None:     fmt.Sprintf("No breaker overrides in context %q: every breaker follows its own state.", env.Name),
+		Problems: out.Unreadable, Noun: "override item", Fix: fix})
 }

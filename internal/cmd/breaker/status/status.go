@@ -16,11 +16,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics"
-	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -49,7 +49,7 @@ type Options struct {
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "status [DEPENDENCY...]",
@@ -103,7 +103,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 }
 
 // Run prints the status once, or every interval with --watch.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if opts.Watch && opts.Interval < time.Second {
 		return cmdutil.Usagef("--interval %s is too short: use 1s or more (10s is the default)", opts.Interval)
 	}
@@ -118,9 +118,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 	}
 	src, err := env.GaugeSource(ctx, opts.MetricsURL)
-	if errors.Is(err, metrics.ErrInvalidSource) {
-		return cmdutil.WithCode(exitcode.Usage, err)
-	}
 	if err != nil {
 		return err
 	}
@@ -211,10 +208,11 @@ func errText(err error) *string {
 
 // exitError maps the collection to the documented exit codes.
 func (r result) exitError(check bool) error {
+	errs := errors.Join(r.storeErr, r.gaugeErr)
 	switch {
-	case errors.Is(r.storeErr, store.ErrCredentials), errors.Is(r.gaugeErr, metrics.ErrDenied):
-		return cmdutil.WithCode(exitcode.Auth, errors.Join(r.storeErr, r.gaugeErr))
-	case r.storeErr != nil || r.gaugeErr != nil:
+	case exitcode.KindOf(errs) == exitcode.Auth:
+		return errs // denied: the errors say which credentials
+	case errs != nil:
 		var parts []string
 		if r.storeErr != nil {
 			parts = append(parts, "store: "+*errText(r.storeErr))
@@ -225,7 +223,8 @@ func (r result) exitError(check bool) error {
 				parts[len(parts)-1] += " (" + r.hint + ")"
 			}
 		}
-		return cmdutil.WithCode(exitcode.Unavailable, fmt.Errorf("status is incomplete: %s", strings.Join(parts, "; ")))
+		// Unavailable, unless what could not be read says otherwise.
+		return exitcode.Default(exitcode.Unavailable, &incompleteError{msg: "status is incomplete: " + strings.Join(parts, "; "), err: errs})
 	}
 	if check {
 		var bad []string
@@ -235,13 +234,13 @@ func (r result) exitError(check bool) error {
 			}
 		}
 		if len(bad) > 0 {
-			return cmdutil.WithCode(exitcode.Error, fmt.Errorf("check failed: %s", strings.Join(bad, ", ")))
+			return exitcode.Errorf(exitcode.Error, "check failed: %s", strings.Join(bad, ", "))
 		}
 	}
 	return nil
 }
 
-func printResult(f *cmdutil.Factory, opts *Options, r result, watch bool) error {
+func printResult(f *cmdenv.Factory, opts *Options, r result, watch bool) error {
 	out := f.IOStreams.Out
 	switch {
 	case cmdutil.IsJSON(opts.Output):
@@ -330,3 +329,13 @@ func printTable(ios *iostreams.IOStreams, r result, watch bool, now time.Time) e
 	}
 	return nil
 }
+
+// incompleteError is a status some of whose reads failed: its message names
+// each, and it wraps their errors so their kinds decide the exit code.
+type incompleteError struct {
+	msg string
+	err error
+}
+
+func (e *incompleteError) Error() string { return e.msg }
+func (e *incompleteError) Unwrap() error { return e.err }

@@ -16,7 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -208,7 +208,7 @@ func TestStatusArgumentsAndFlags(t *testing.T) {
 	}
 
 	var got *status.Options
-	cmd := status.NewCmd(&cmdutil.Factory{}, func(_ context.Context, o *status.Options) error { got = o; return nil })
+	cmd := status.NewCmd(&cmdenv.Factory{}, func(_ context.Context, o *status.Options) error { got = o; return nil })
 	cmd.SetArgs([]string{"openai", "-w", "--interval", "30s", "-o", "json", "--timeline", "--check"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -272,14 +272,14 @@ func TestStatusOnCloudWatch(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	ios := &iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
-	env := &cmdutil.Env{Name: "prod", Store: st, Clock: e.Clock,
+	env := &cmdenv.Env{Name: "prod", Store: st, Clock: e.Clock,
 		Context: &config.Context{Dependencies: []string{"openai"}, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 		Actor:   func(context.Context) (string, error) { return "tester@test", nil },
 		AWSConfig: func(context.Context) (aws.Config, error) {
 			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
 				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
 		}}
-	f := &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}
+	f := &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}
 
 	if err := status.Run(context.Background(), f, &status.Options{Output: "json"}); err != nil {
 		t.Fatal(err)
@@ -317,7 +317,7 @@ func TestStatusOnCloudWatch(t *testing.T) {
 }
 
 // cloudWatchEnv runs status against cw as a production context knowing deps.
-func cloudWatchEnv(t *testing.T, e *clitest.Env, cw *cwfake.Server, deps []string) (*cmdutil.Factory, *syncbuf.Buffer, *syncbuf.Buffer) {
+func cloudWatchEnv(t *testing.T, e *clitest.Env, cw *cwfake.Server, deps []string) (*cmdenv.Factory, *syncbuf.Buffer, *syncbuf.Buffer) {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
 	if err != nil {
@@ -326,14 +326,14 @@ func cloudWatchEnv(t *testing.T, e *clitest.Env, cw *cwfake.Server, deps []strin
 	t.Cleanup(func() { _ = st.Close() })
 	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	ios := &iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
-	env := &cmdutil.Env{Name: "prod", Store: st, Clock: e.Clock,
+	env := &cmdenv.Env{Name: "prod", Store: st, Clock: e.Clock,
 		Context: &config.Context{Dependencies: deps, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 		Actor:   func(context.Context) (string, error) { return "tester@test", nil },
 		AWSConfig: func(context.Context) (aws.Config, error) {
 			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
 				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
 		}}
-	return &cmdutil.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdutil.Env, error) { return env, nil }}, out, errOut
+	return &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}, out, errOut
 }
 
 // putFleet publishes, 30 s before the test's clock, one value per instance

@@ -6,11 +6,11 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/key/id"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/key/rotate"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 )
 
 // NewCmd returns the chaos key command group.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "key",
 		Short: "Show the chaos key ids, or rotate the signing key",

@@ -14,8 +14,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Output formats of sign, besides json and yaml.
@@ -54,7 +54,7 @@ type Options struct {
 
 // NewCmd builds the command. runF, when non-nil, replaces the run function
 // (tests use it to capture parsed options).
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{P: chaos.ProbOne}
 	cmd := &cobra.Command{
 		Use:   "sign --target T --fault F [--ms N] [--p P] [--ttl DUR]",
@@ -110,7 +110,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.DurationVar(&opts.TTL, "ttl", chaos.DefaultTTL, fmt.Sprintf("how long the header lives, at most %s", chaos.MaxTTL))
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why, recorded in the audit log (optional)")
 	fl.StringVarP(&opts.Output, "output", "o", FormatHeader, "output format: "+strings.Join(Formats(), "|"))
-	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdenv.AddKeyFileFlag(cmd, &opts.KeyFile)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(Formats(), cobra.ShellCompDirectiveNoFileComp))
 	faults := make([]string, 0, 4)
 	for _, ft := range chaos.Faults() {
@@ -125,7 +125,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 
 // completeTargets offers the selected context's targets, read from the
 // config file only (no store, no credentials).
-func completeTargets(f *cmdutil.Factory) []string {
+func completeTargets(f *cmdenv.Factory) []string {
 	if f.Config == nil {
 		return chaos.TargetNames(nil)
 	}
@@ -172,10 +172,10 @@ func (o *Options) Request() (chaos.MintRequest, error) {
 	}
 	switch {
 	case o.TTL > chaos.MaxTTL:
-		return req, cmdutil.WithCode(exitcode.Usage, fmt.Errorf("--ttl %s: %w: it exceeds the %s cap, which is hard (the data plane refuses headers that live longer); mint a new header when this one expires",
-			o.TTL, chaos.ErrTTL, chaos.MaxTTL))
+		return req, fmt.Errorf("--ttl %s: %w: it exceeds the %s cap, which is hard (the data plane refuses headers that live longer); mint a new header when this one expires",
+			o.TTL, chaos.ErrTTL, chaos.MaxTTL)
 	case o.TTL < chaos.MinTTL:
-		return req, cmdutil.WithCode(exitcode.Usage, fmt.Errorf("--ttl %s: %w: the minimum is %s", o.TTL, chaos.ErrTTL, chaos.MinTTL))
+		return req, fmt.Errorf("--ttl %s: %w: the minimum is %s", o.TTL, chaos.ErrTTL, chaos.MinTTL)
 	}
 	if err := audit.ValidateReason(o.Reason); err != nil {
 		return req, fmt.Errorf("--%w", err) // the flag's name: "--reason is 612 characters: …"
@@ -210,7 +210,7 @@ type Result struct {
 }
 
 // Run mints the header, audits the mint, and only then prints it.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	req, err := opts.Request()
 	if err != nil {
 		return err
@@ -242,7 +242,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	m, err := minter.Mint(ctx, req)
 	if err != nil {
 		if errors.Is(err, chaos.ErrTargetNotAllowed) || errors.Is(err, chaos.ErrSyntax) {
-			return cmdutil.WithCode(exitcode.Usage, err)
+			return cmdutil.UsageError(err)
 		}
 		return err
 	}
@@ -262,7 +262,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	return printMinted(f, opts, env, src, m, rec)
 }
 
-func printMinted(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, src *keys.Chosen, m *chaos.Minted, rec audit.Record) error {
+func printMinted(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, src *keys.Chosen, m *chaos.Minted, rec audit.Record) error {
 	ios := f.IOStreams
 	kid := m.Header.KID
 	if src.GeneratedLocal() {

@@ -15,8 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/chaos/sign"
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -25,7 +24,7 @@ import (
 
 func TestFlagDefaults(t *testing.T) {
 	ios, _, _, _ := iostreams.Test()
-	f := &cmdutil.Factory{IOStreams: ios}
+	f := &cmdenv.Factory{IOStreams: ios}
 	var got *sign.Options
 	cmd := sign.NewCmd(f, func(_ context.Context, o *sign.Options) error { got = o; return nil })
 	cmd.SetArgs([]string{"--target", "openai", "--fault", "error"})
@@ -57,7 +56,7 @@ func TestFlagDefaults(t *testing.T) {
 	cmd.SetArgs([]string{"--target", "core-api", "--fault", "error", "--ttl", "20m"})
 	cmd.SetErr(io.Discard)
 	err = cmd.Execute()
-	if called || root.ExitCode(err) != exitcode.Usage || !errors.Is(err, chaos.ErrTTL) {
+	if called || exitcode.Of(err) != exitcode.Usage || !errors.Is(err, chaos.ErrTTL) {
 		t.Errorf("ttl 20m: called=%v err=%v", called, err)
 	}
 }
@@ -80,17 +79,17 @@ func TestHeaderIsNotPrintedWhenTheMintCannotBeAudited(t *testing.T) {
 	ios, _, out, errOut := iostreams.Test()
 	dir := t.TempDir()
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	f := &cmdutil.Factory{
+	f := &cmdenv.Factory{
 		IOStreams: ios,
 		Clock:     clk,
-		Env: func(context.Context) (*cmdutil.Env, error) {
-			return &cmdutil.Env{Name: "local", Context: config.BuiltinLocal(), Store: brokenStore{}, StateDir: dir, Clock: clk,
+		Env: func(context.Context) (*cmdenv.Env, error) {
+			return &cmdenv.Env{Name: "local", Context: config.BuiltinLocal(), Store: brokenStore{}, StateDir: dir, Clock: clk,
 				Actor: func(context.Context) (string, error) { return "tester@test", nil }}, nil
 		},
 	}
 	err := sign.Run(context.Background(), f, &sign.Options{Target: "openai", Fault: "error", P: chaos.ProbOne, TTL: time.Minute, Output: sign.FormatHeader})
-	if root.ExitCode(err) != exitcode.Unknown || !errors.Is(err, audit.ErrAuditWrite) {
-		t.Fatalf("exit %d, err %v; want 8 (unknown: the store could not be reached) wrapping ErrAuditWrite", root.ExitCode(err), err)
+	if exitcode.Of(err) != exitcode.Unknown || !errors.Is(err, audit.ErrAuditWrite) {
+		t.Fatalf("exit %d, err %v; want 8 (unknown: the store could not be reached) wrapping ErrAuditWrite", exitcode.Of(err), err)
 	}
 	for _, want := range []string{"was signed but is not printed", "must not be used unaudited", "broken test store", "jti "} {
 		if !strings.Contains(err.Error(), want) {

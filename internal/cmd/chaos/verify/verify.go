@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -34,7 +35,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "verify [HEADER | -]",
@@ -80,7 +81,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.Skew, "skew", chaos.DefaultSkew, fmt.Sprintf("clock-skew allowance on the 15-minute cap, 0..%s (the data plane's setting)", chaos.MaxSkew))
-	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdenv.AddKeyFileFlag(cmd, &opts.KeyFile)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -99,7 +100,7 @@ type Result struct {
 
 // Run verifies the header and prints the report. A header that fails a
 // check is exit 1; a key source that cannot be read keeps its own exit code.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	input := opts.Header
 	if opts.Stdin {
 		// Interruptible: a pipe whose writer never finishes (or a terminal)
@@ -133,7 +134,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	v, err := chaos.NewVerifier(src, chaos.Options{Clock: f.Clock, Targets: targets, Skew: skew})
 	if err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	r := v.Explain(ctx, value)
 	res := Result{Kind: "ChaosVerifyReport", Context: env.Name, KeySource: src.Describe(),
@@ -150,7 +151,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ce):
-		return cmdutil.WithCode(exitcode.Error, err)
+		return exitcode.Wrap(exitcode.Error, err) // a check that did not pass, whatever it met
 	default:
 		return err
 	}
@@ -163,7 +164,7 @@ var outcomeText = map[chaos.Outcome]string{
 	chaos.OutcomeError: "ERROR",
 }
 
-func printTable(f *cmdutil.Factory, res Result) error {
+func printTable(f *cmdenv.Factory, res Result) error {
 	ios := f.IOStreams
 	tw := cmdutil.NewTable(ios.Out)
 	tw.Header(ios, "CHECK", "RESULT", "DETAIL")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	drillkinds "github.com/kosha-platform/koshactl/internal/drill/kinds"
@@ -17,7 +18,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "kinds",
@@ -48,7 +49,7 @@ type Result struct {
 }
 
 // Run lists the kinds.
-func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(_ context.Context, f *cmdenv.Factory, opts *Options) error {
 	reg := drillkinds.Builtin()
 	out := Result{Kind: "DrillKinds"}
 	for _, k := range reg.StepKinds() {

@@ -2,15 +2,14 @@ package plan
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Options are the parsed flags and argument.
@@ -22,7 +21,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "plan FILE",
@@ -59,7 +58,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 }
 
 // Run prints the plan.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	ios := f.IOStreams
 	d, err := run.Parse(f, opts.File, opts.Vars, "")
 	if err != nil {
@@ -82,7 +81,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		runner.WritePlan(ios.Out, p)
 	}
 	if len(p.Problems) > 0 {
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w: drill %s would not run: %s", cmdutil.ErrSilent, d.Name, p.Problems[0]))
+		return cmdutil.Usagef("%w: drill %s would not run: %s", cmdutil.ErrSilent, d.Name, p.Problems[0])
 	}
 	return nil
 }

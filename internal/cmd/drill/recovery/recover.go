@@ -9,6 +9,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
@@ -30,7 +31,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "recover JOURNAL",
@@ -99,7 +100,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 }
 
 // Run recovers the journal's run.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	ios := f.IOStreams
 	if opts.JUnit != "" {
 		if err := fsutil.CheckOutput(opts.JUnit, true); err != nil {
@@ -110,10 +111,10 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	defer s.Close()
 	j, note, err := s.Open()
 	if going := (*runner.StillGoingError)(nil); errors.As(err, &going) {
-		return cmdutil.WithCode(exitcode.Conflict, err)
+		return exitcode.Wrap(exitcode.Conflict, err)
 	}
 	if err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	pending := runner.Pending(j)
 	if len(pending) == 0 {
@@ -122,19 +123,19 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	fmt.Fprintln(ios.ErrOut, textsafe.Line(note))
 	if f.ContextName, err = s.Target(j, f.ContextName); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
 	}
 	if err := s.CheckStore(j, env.Name, env.Store.Describe()); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	if env.Context.Protected && !opts.AllowProtected {
-		return cmdutil.WithCode(exitcode.Refused, fmt.Errorf("context %q is protected: pass --allow-protected to recover on it; nothing was done", env.Name))
+		return exitcode.Errorf(exitcode.Refused, "context %q is protected: pass --allow-protected to recover on it; nothing was done", env.Name)
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	deps, err := run.NewDeps(ctx, f, env, "")
@@ -174,12 +175,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	})
 	switch {
 	case !rec.OK && failed:
-		return cmdutil.WithCode(exitcode.Rollback, fmt.Errorf("%w: drill %s run %s: a rollback failed", cmdutil.ErrSilent, j.Drill.Name, j.RunID))
+		return exitcode.Errorf(exitcode.Rollback, "%w: drill %s run %s: a rollback failed", cmdutil.ErrSilent, j.Drill.Name, j.RunID)
 	case !rec.OK:
 		// Every lever restored, each with its record; the recovery's own
 		// record (drill.recover, which changes no lever) was not written.
-		return cmdutil.WithCode(exitcode.Error, fmt.Errorf("drill %s run %s: every rollback restored its lever: %s",
-			j.Drill.Name, j.RunID, rec.Detail))
+		return exitcode.Errorf(exitcode.Error, "drill %s run %s: every rollback restored its lever: %s",
+			j.Drill.Name, j.RunID, rec.Detail)
 	case werr != nil:
 		return werr
 	}

@@ -12,9 +12,9 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -40,7 +40,7 @@ type Options struct {
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "report JOURNAL",
@@ -97,11 +97,11 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 }
 
 // Run reads the journal and writes its report.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	ios := f.IOStreams
 	j, err := drill.ReadJournal(opts.Journal)
 	if err != nil {
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w; nothing was written", err))
+		return cmdutil.UsageError(fmt.Errorf("%w; nothing was written", err))
 	}
 	// A report may go to a pipe or device; a refused path fails before
 	// any fetch.
@@ -136,7 +136,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 
 // fetch reads the run's window from the metrics source of the journal's
 // context (or the one --context selects).
-func fetch(ctx context.Context, f *cmdutil.Factory, j *drill.Journal) ([]drill.GaugeSample, string, error) {
+func fetch(ctx context.Context, f *cmdenv.Factory, j *drill.Journal) ([]drill.GaugeSample, string, error) {
 	if f.ContextName == "" {
 		f.ContextName = j.Context
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/report"
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/drill"
@@ -28,23 +28,23 @@ import (
 // The gameday package's fixtures, as journal files.
 var testdata = filepath.Join("..", "..", "..", "gameday", "testdata")
 
-func factory(t *testing.T, env func(context.Context) (*cmdutil.Env, error), now time.Time) (*cmdutil.Factory, *syncbuf.Buffer, *syncbuf.Buffer) {
+func factory(t *testing.T, env func(context.Context) (*cmdenv.Env, error), now time.Time) (*cmdenv.Factory, *syncbuf.Buffer, *syncbuf.Buffer) {
 	t.Helper()
 	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	ios := &iostreams.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut}
 	if env == nil {
-		env = func(context.Context) (*cmdutil.Env, error) { t.Fatal("the report needed no context"); return nil, nil }
+		env = func(context.Context) (*cmdenv.Env, error) { t.Fatal("the report needed no context"); return nil, nil }
 	}
 	clk := clock.NewFake(now)
 	resolve := env
-	env = func(ctx context.Context) (*cmdutil.Env, error) {
+	env = func(ctx context.Context) (*cmdenv.Env, error) {
 		e, err := resolve(ctx)
 		if e != nil {
 			e.Clock = clk // the services' clock is the factory's, as factory.Resolve sets it
 		}
 		return e, err
 	}
-	return &cmdutil.Factory{IOStreams: ios, Clock: clk, Env: env}, out, errOut
+	return &cmdenv.Factory{IOStreams: ios, Clock: clk, Env: env}, out, errOut
 }
 
 func TestMarkdownOnStdoutIsTheGoldenSummary(t *testing.T) {
@@ -97,8 +97,8 @@ func TestRefusesWhatIsNotAJournal(t *testing.T) {
 			f, out, _ := factory(t, nil, time.Now())
 			outFile := filepath.Join(dir, name+".html")
 			err := report.Run(context.Background(), f, &report.Options{Journal: in, Output: report.FormatHTML, Out: outFile})
-			if root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("exit %d: %v; want %q", root.ExitCode(err), err, tc.want)
+			if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("exit %d: %v; want %q", exitcode.Of(err), err, tc.want)
 			}
 			if _, serr := os.Stat(outFile); !os.IsNotExist(serr) || out.String() != "" {
 				t.Errorf("something was written: %v, %q", serr, out)
@@ -118,7 +118,7 @@ func TestOutputFormatFlag(t *testing.T) {
 	cmd = report.NewCmd(f, func(context.Context, *report.Options) error { t.Fatal("ran"); return nil })
 	cmd.SetArgs([]string{"j.json", "-o", "pdf"})
 	cmd.SilenceErrors, cmd.SilenceUsage = true, true
-	if err := cmd.Execute(); root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "use html or markdown") {
+	if err := cmd.Execute(); exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "use html or markdown") {
 		t.Errorf("-o pdf: %v", err)
 	}
 }
@@ -146,15 +146,15 @@ func TestFetchesTheWindowWhenTheJournalHasNoSamples(t *testing.T) {
 	cw.Put("openai", "gw-2", j.StartedAt, 2)
 	cw.Put("openai", "gw-1", j.StartedAt.Add(3*time.Minute), 0) // after the run: not shown
 	var asked string
-	env := func(context.Context) (*cmdutil.Env, error) {
-		return &cmdutil.Env{Name: "prod",
+	env := func(context.Context) (*cmdenv.Env, error) {
+		return &cmdenv.Env{Name: "prod",
 			Context: &config.Context{Dependencies: []string{"openai"}, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 			AWSConfig: func(context.Context) (aws.Config, error) {
 				return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
 					Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
 			}}, nil
 	}
-	f, out, errOut := factory(t, func(ctx context.Context) (*cmdutil.Env, error) { return env(ctx) }, j.StartedAt.Add(5*time.Minute))
+	f, out, errOut := factory(t, func(ctx context.Context) (*cmdenv.Env, error) { return env(ctx) }, j.StartedAt.Add(5*time.Minute))
 	if err := report.Run(context.Background(), f, &report.Options{Journal: path, Output: report.FormatHTML}); err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestFetchesTheWindowWhenTheJournalHasNoSamples(t *testing.T) {
 		!strings.Contains(out.String(), "no breaker_state samples: the run polled no gauges, and none were fetched") {
 		t.Errorf("--no-fetch: %v", err)
 	}
-	f, _, errOut = factory(t, func(context.Context) (*cmdutil.Env, error) {
+	f, _, errOut = factory(t, func(context.Context) (*cmdenv.Env, error) {
 		return nil, cmdutil.Usagef(`context "local" not found`)
 	}, j.StartedAt.Add(5*time.Minute))
 	if err := report.Run(context.Background(), f, &report.Options{Journal: path, Output: report.FormatMarkdown}); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
@@ -55,7 +56,7 @@ type Options struct {
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -131,7 +132,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow a protected context (the drill must say allow_protected: true too)")
 	fl.StringArrayVar(&opts.Vars, "var", nil, "set one of the drill's vars, NAME=VALUE (repeatable)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "read breaker gauges from this Prometheus endpoint (overrides the drill's metrics_url and the context's source)")
-	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdenv.AddKeyFileFlag(cmd, &opts.KeyFile)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	_ = cmd.MarkFlagFilename("junit")
@@ -140,7 +141,7 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 }
 
 // Run runs the drill and returns an error carrying the run's exit code.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	ios := f.IOStreams
 	d, err := Parse(f, opts.File, opts.Vars, "; nothing was run")
 	if err != nil {
@@ -161,7 +162,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	if env.Context.Protected && (!d.AllowProtected || !opts.AllowProtected) {
@@ -171,7 +172,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		} else if opts.AllowProtected {
 			why = "--allow-protected was given, but the drill does not say allow_protected: true"
 		}
-		return cmdutil.WithCode(exitcode.Refused, fmt.Errorf("context %q is protected: %s; both are needed to drill on it", env.Name, why))
+		return exitcode.Errorf(exitcode.Refused, "context %q is protected: %s; both are needed to drill on it", env.Name, why)
 	}
 	deps, err := NewDeps(ctx, f, env, opts.KeyFile)
 	if err != nil {
@@ -188,8 +189,8 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	s := &runner.Session{Runner: r, Journal: opts.Journal, JUnit: opts.JUnit, Report: opts.Report, Signals: opts.Signals}
 	if err := s.Lock(); errors.Is(err, runner.ErrJournalLocked) {
-		return cmdutil.WithCode(exitcode.Conflict, fmt.Errorf("--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
-			opts.Journal, runner.LockPath(opts.Journal)))
+		return exitcode.Errorf(exitcode.Conflict, "--journal %s is in use by a live drill run or recover (its lock %s is held): use another journal file; nothing was run",
+			opts.Journal, runner.LockPath(opts.Journal))
 	} else if err != nil {
 		return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
 	}
@@ -210,12 +211,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		if reportErr != nil {
 			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
 		}
-		return cmdutil.WithCode(j.ExitCode, fmt.Errorf("drill %s %s", d.Name, oneLine(j.Reason)))
+		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "drill %s %s", d.Name, oneLine(j.Reason))
 	case j.ExitCode != drill.ExitPassed:
 		if reportErr != nil {
 			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
 		}
-		return cmdutil.WithCode(j.ExitCode, fmt.Errorf("%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome))
+		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome)
 	case reportErr != nil:
 		return reportErr
 	}
@@ -251,13 +252,13 @@ func unwrapPath(err error) error {
 // Parse parses the drill in file, printing its problems (exit 2, the
 // message ending in after), and applies --var: the first thing drill plan
 // and drill run do.
-func Parse(f *cmdutil.Factory, file string, vars []string, after string) (*drill.Drill, error) {
+func Parse(f *cmdenv.Factory, file string, vars []string, after string) (*drill.Drill, error) {
 	d, probs := drill.ParseFile(kinds.Builtin(), file)
 	if len(probs) > 0 {
 		for _, p := range probs {
 			fmt.Fprintln(f.IOStreams.ErrOut, p.String())
 		}
-		return nil, cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w: %s is not a valid drill (%d problems)%s", cmdutil.ErrSilent, file, len(probs), after))
+		return nil, cmdutil.Usagef("%w: %s is not a valid drill (%d problems)%s", cmdutil.ErrSilent, file, len(probs), after)
 	}
 	return d, ApplyVars(d, vars)
 }
@@ -265,7 +266,7 @@ func Parse(f *cmdutil.Factory, file string, vars []string, after string) (*drill
 // Resolve applies --metrics-url and resolves the drill's context: its
 // context: field when it names one (another selected with --context or
 // $KOSHACTL_CONTEXT is refused), otherwise the selected one.
-func Resolve(ctx context.Context, f *cmdutil.Factory, d *drill.Drill, metricsURL string) (*cmdutil.Env, error) {
+func Resolve(ctx context.Context, f *cmdenv.Factory, d *drill.Drill, metricsURL string) (*cmdenv.Env, error) {
 	if metricsURL != "" {
 		d.MetricsURL = drill.Literal(metricsURL)
 	}
@@ -309,7 +310,7 @@ func ApplyVars(d *drill.Drill, vars []string) error {
 
 // NewDeps builds what drill steps and rollbacks act on from the resolved
 // context (drill run and drill recover share it).
-func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile string) (*runtime.Deps, error) {
+func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile string) (*runtime.Deps, error) {
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return nil, err
@@ -338,9 +339,9 @@ func NewDeps(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, keyFile 
 // lazyMinter resolves the context's chaos key on first use, so drills
 // without chaos.sign run on contexts that have no key configured.
 type lazyMinter struct {
-	env     *cmdutil.Env
+	env     *cmdenv.Env
 	keyFile string
-	f       *cmdutil.Factory
+	f       *cmdenv.Factory
 
 	once sync.Once
 	m    *chaos.Minter
@@ -369,7 +370,7 @@ func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Mi
 
 // printSummary prints the verdict on stdout, and every rollback that did
 // not simply succeed.
-func printSummary(f *cmdutil.Factory, j *drill.Journal) {
+func printSummary(f *cmdenv.Factory, j *drill.Journal) {
 	out := f.IOStreams.Out
 	if f.IOStreams.ColorEnabled() { // Summary renders its values itself
 		fmt.Fprintln(textsafe.Raw(out), runner.Summary(j, true))
@@ -386,7 +387,7 @@ func printSummary(f *cmdutil.Factory, j *drill.Journal) {
 // RESTORED, with its error (for an outcome unknown, the get command that
 // tells) and when its lever lapses. which names the rollback in the
 // parentheses after its subject.
-func PrintRollbackLeft(f *cmdutil.Factory, w io.Writer, rb drill.RollbackRecord, which string) {
+func PrintRollbackLeft(f *cmdenv.Factory, w io.Writer, rb drill.RollbackRecord, which string) {
 	switch rb.Status {
 	case drill.StatusOK:
 	default:

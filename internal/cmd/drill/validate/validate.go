@@ -7,10 +7,10 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Options are the parsed flags and arguments.
@@ -20,7 +20,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
@@ -66,7 +66,7 @@ type FileResult struct {
 }
 
 // Run validates the files. It never touches a context or a store.
-func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(_ context.Context, f *cmdenv.Factory, opts *Options) error {
 	reg := kinds.Builtin()
 	ios := f.IOStreams
 	out := Result{Kind: "DrillValidation", OK: true, Files: []FileResult{}}
@@ -102,7 +102,7 @@ func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
 			noun = "problem"
 		}
 		fmt.Fprintf(ios.ErrOut, "%d %s found\n", total, noun)
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("%w: invalid drill file", cmdutil.ErrSilent))
+		return cmdutil.Usagef("%w: invalid drill file", cmdutil.ErrSilent)
 	}
 	return nil
 }

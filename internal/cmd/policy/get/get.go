@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -20,7 +21,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "get",
@@ -47,7 +48,7 @@ type Result struct {
 }
 
 // Run prints the policy: its text as stored (table output), or a document.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
@@ -57,7 +58,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	if p == nil {
-		return cmdutil.WithCode(exitcode.NotFound, fmt.Errorf("the table of context %q has no change policy: every lever works as without one; an admin sets one with koshactl policy set FILE", env.Name))
+		return exitcode.Errorf(exitcode.NotFound, "the table of context %q has no change policy: every lever works as without one; an admin sets one with koshactl policy set FILE", env.Name)
 	}
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {

@@ -4,15 +4,14 @@ package set
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/policy"
@@ -29,7 +28,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "set FILE",
@@ -77,7 +76,7 @@ type Result struct {
 }
 
 // Run validates and stores the policy.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if opts.Reason == "" {
 		return cmdutil.Usagef("a reason is required: pass --reason \"why the policy changes\" (it is recorded with the change)")
 	}
@@ -86,20 +85,20 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	text, _, err := fsutil.ReadRegular(opts.File, policy.MaxBytes+1)
 	if err != nil {
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("read policy: %w", err))
+		return cmdutil.UsageError(fmt.Errorf("read policy: %w", err))
 	}
 	set, err := policy.Parse(opts.File, text)
 	if err != nil {
-		return cmdutil.WithCode(exitcode.Usage, fmt.Errorf("policy refused, nothing stored: %w", err))
+		return cmdutil.UsageError(fmt.Errorf("policy refused, nothing stored: %w", err))
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
-	if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, "set the table's change policy"); err != nil {
+	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "set the table's change policy"); err != nil {
 		return err
 	}
 	actor, err := env.Actor(ctx)
@@ -108,10 +107,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	}
 	res, err := env.Policies().Set(ctx, env.Audit(), set, actor, opts.Reason)
 	if err != nil {
-		if errors.Is(err, store.ErrConditionFailed) {
-			return cmdutil.WithCode(exitcode.Conflict, err)
-		}
-		return err
+		return err // a race lost to another set is a conflict (store.ErrConditionFailed)
 	}
 	out := Result{Kind: "PolicySetResult", Context: env.Name, Store: env.Store.Describe(), Action: "set", SHA256: res.After.SHA256,
 		Version: res.After.Version, Policies: set.Policies(), AuditID: res.Record.ID, Confirmed: res.Confirmed}
@@ -119,7 +115,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Action = "unchanged"
 	}
 	ios := f.IOStreams
-	defer cmdutil.PrintActedOn(ios.ErrOut, env, false)
+	defer cmdenv.PrintActedOn(ios.ErrOut, env, false)
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
 			return err
@@ -133,7 +129,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 	}
 	if !res.Unchanged {
-		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: policy.ActionSet, Actor: actor, Reason: opts.Reason,
+		cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: policy.ActionSet, Actor: actor, Reason: opts.Reason,
 			Detail: fmt.Sprintf("the table's change policy is now version %d (sha256 %s)", out.Version, out.SHA256[:12]),
 			Levers: []notify.Lever{{Subject: policy.Key, Change: fmt.Sprintf("set to version %d", out.Version), AuditID: res.Record.ID}}})
 	}

@@ -13,9 +13,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
+	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -32,10 +33,10 @@ type ChangeOptions struct {
 	Output   string
 }
 
-// AddChangeFlags registers the flags every mutating verb shares, but
-// --reason (each verb words its own help).
+// AddChangeFlags registers the flags every mutating verb shares.
 func AddChangeFlags(cmd *cobra.Command, o *ChangeOptions) {
 	fl := cmd.Flags()
+	fl.StringVarP(&o.Reason, "reason", "r", "", "why (recorded in the audit log)")
 	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	cmdutil.AddNoNotifyFlag(cmd, &o.NoNotify)
@@ -93,13 +94,31 @@ func action(r ratelimit.ChangeResult, dry bool) string {
 	return v[0]
 }
 
+// RunOne makes one change of one client's bucket (drain, set): the client
+// id is checked first, then the verb's own flag (check, which returns a
+// usage error), then the context is resolved and the change made by
+// [RunChanges].
+func RunOne(ctx context.Context, f *cmdenv.Factory, c ratelimit.Change, check func() error, opts ChangeOptions) error {
+	if err := clientargs.CheckClients([]string{c.Client}); err != nil {
+		return err
+	}
+	if err := check(); err != nil {
+		return err
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	return RunChanges(ctx, f, env, []ratelimit.Change{c}, opts)
+}
+
 // RunChanges applies changes (one op, distinct clients) on the context: it
 // checks every change, reads every bucket (a dry run of each) before the
 // first write, asks for confirmation on a protected context, then writes
 // each with its audit record. Buckets already in the requested state are
 // reported and not written. The output lists what was done even when a
 // later change fails.
-func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, changes []ratelimit.Change, opts ChangeOptions) error {
+func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes []ratelimit.Change, opts ChangeOptions) error {
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
@@ -109,10 +128,10 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	}
 	for _, c := range changes {
 		if err := c.Validate(b.Limits()); err != nil {
-			return cmdutil.WithCode(exitcode.Usage, err)
+			return cmdutil.UsageError(err)
 		}
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	op := ratelimit.OpReset
@@ -124,7 +143,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	outcomes, err := b.ApplyAll(ctx, env.Audit(), ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
 		Actor: env.Actor, DryRun: opts.DryRun,
 		Confirm: func(_ []ratelimit.ChangeResult, writes int) error {
-			return cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes))
+			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes))
 		}})
 	if outcomes == nil {
 		return err
@@ -152,7 +171,7 @@ func RunChanges(ctx context.Context, f *cmdutil.Factory, env *cmdutil.Env, chang
 	}
 	if levers := notify.BucketLevers(outcomes); !opts.DryRun && len(levers) > 0 {
 		actor, _ := env.Actor(ctx)
-		cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers})
+		cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers})
 	}
 	if unknownErr != nil {
 		// The one state koshactl cannot tell: each bucket changed with its
@@ -182,7 +201,7 @@ func item(r ratelimit.ChangeResult, dry bool, auditID string) ItemResult {
 	return it
 }
 
-func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out Result) error {
+func printChanges(f *cmdenv.Factory, env *cmdenv.Env, opts ChangeOptions, out Result) error {
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
@@ -196,7 +215,7 @@ func printChanges(f *cmdutil.Factory, env *cmdutil.Env, opts ChangeOptions, out 
 			}
 		}
 	}
-	cmdutil.PrintActedOn(ios.ErrOut, env, opts.DryRun)
+	cmdenv.PrintActedOn(ios.ErrOut, env, opts.DryRun)
 	return nil
 }
 

@@ -4,8 +4,8 @@
 package clientargs
 
 import (
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -14,7 +14,7 @@ const DynamoSegments = 4
 
 // ScanSegments returns the scan width for the context: n when set, else
 // DynamoSegments on DynamoDB and 1 on the local store (SQLite scans serially).
-func ScanSegments(env *cmdutil.Env, n int) int {
+func ScanSegments(env *cmdenv.Env, n int) int {
 	switch {
 	case n > 0:
 		return n
@@ -30,7 +30,7 @@ func CheckClients(ids []string) error {
 	seen := map[string]bool{}
 	for _, id := range ids {
 		if err := ratelimit.ValidateClientID(id); err != nil {
-			return cmdutil.WithCode(exitcode.Usage, err)
+			return cmdutil.UsageError(err)
 		}
 		if seen[id] {
 			return cmdutil.Usagef("client %q is named twice", id)

@@ -7,8 +7,8 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
-	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -21,7 +21,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "drain CLIENT",
@@ -52,22 +52,16 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.For, "for", 0, "keep the client refused this long (up to 1h), not just until its next token")
-	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
 	changeloop.AddChangeFlags(cmd, &opts.ChangeOptions)
 	return cmd
 }
 
 // Run drains the bucket.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	if err := clientargs.CheckClients([]string{opts.Client}); err != nil {
-		return err
-	}
-	if ratelimit.CheckDrainHold(opts.For) != nil {
-		return cmdutil.Usagef("--for %s: give a duration from 0 (just empty it) to %s", opts.For, ratelimit.MaxDrainHold)
-	}
-	env, err := f.Env(ctx)
-	if err != nil {
-		return err
-	}
-	return changeloop.RunChanges(ctx, f, env, []ratelimit.Change{{Op: ratelimit.OpDrain, Client: opts.Client, HoldFor: opts.For}}, opts.ChangeOptions)
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+	return changeloop.RunOne(ctx, f, ratelimit.Change{Op: ratelimit.OpDrain, Client: opts.Client, HoldFor: opts.For}, func() error {
+		if ratelimit.CheckDrainHold(opts.For) != nil {
+			return cmdutil.Usagef("--for %s: give a duration from 0 (just empty it) to %s", opts.For, ratelimit.MaxDrainHold)
+		}
+		return nil
+	}, opts.ChangeOptions)
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/listing"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -52,7 +54,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	orders := make([]string, len(ratelimit.SortOrders))
 	for i, o := range ratelimit.SortOrders {
@@ -136,7 +138,7 @@ func (o *Options) check() error {
 }
 
 // Run lists the buckets.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := opts.check(); err != nil {
 		return err
 	}
@@ -172,47 +174,34 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 		out.Unreadable = append(out.Unreadable, p)
 	}
-	partial := func() error {
-		return cmdutil.Unreadable(ios, opts.Output, out.Unreadable, "bucket item",
-			"they are skipped, and the data plane fails open on them; replace one with koshactl ratelimit reset CLIENT")
+	none := fmt.Sprintf("No rate-limit buckets in context %q: every client has a full bucket.", env.Name)
+	if opts.Throttled {
+		none = fmt.Sprintf("No client is being limited in context %q.", env.Name)
 	}
-	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
-			return err
-		}
-		return partial()
-	}
-	if len(res.Buckets) == 0 {
-		if opts.Throttled {
-			fmt.Fprintf(ios.Out, "No client is being limited in context %q.\n", env.Name)
-		} else {
-			fmt.Fprintf(ios.Out, "No rate-limit buckets in context %q: every client has a full bucket.\n", env.Name)
-		}
-		return partial()
+	footer := ""
+	if len(res.Buckets) < res.Matched {
+		footer = fmt.Sprintf("showing %d of %d buckets (--limit %d)", len(res.Buckets), res.Matched, opts.Limit)
 	}
 	now := f.Clock.Now()
 	tty := ios.IsStdoutTTY()
-	tw := cmdutil.NewTable(ios.Out)
-	tw.Header(ios, "CLIENT", "TOKENS", "NEXT REQUEST", "FULL IN", "UPDATED")
-	for _, s := range res.Buckets {
-		next := "admitted"
-		if !s.Admit {
-			next = "refused, retry in " + bucketview.WaitText(s.RetryAfter)
-		}
-		full := "-"
-		if !s.Full() {
-			full = bucketview.WaitText(s.UntilFull)
-		}
-		tw.Row(s.Client, human.Number(s.Tokens)+"/"+human.Number(s.Limits.Capacity), next, full,
-			cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if len(res.Buckets) < res.Matched {
-		fmt.Fprintf(ios.ErrOut, "showing %d of %d buckets (--limit %d)\n", len(res.Buckets), res.Matched, opts.Limit)
-	}
-	return partial()
+	return listing.Print(ios, listing.List{Format: opts.Output, Doc: out,
+		Rows: len(res.Buckets), Header: []string{"CLIENT", "TOKENS", "NEXT REQUEST", "FULL IN", "UPDATED"},
+		Write: func(tw *cmdutil.Table) {
+			for _, s := range res.Buckets {
+				next := "admitted"
+				if !s.Admit {
+					next = "refused, retry in " + bucketview.WaitText(s.RetryAfter)
+				}
+				full := "-"
+				if !s.Full() {
+					full = bucketview.WaitText(s.UntilFull)
+				}
+				tw.Row(s.Client, human.Number(s.Tokens)+"/"+human.Number(s.Limits.Capacity), next, full,
+					cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty))
+			}
+		},
+		None: none, Footer: footer, Problems: out.Unreadable, Noun: "bucket item",
+		Fix: "they are skipped, and the data plane fails open on them; replace one with koshactl ratelimit reset CLIENT"})
 }
 
 // ScanSummary is the line an explicit scan ends with on stderr: what it
@@ -229,14 +218,14 @@ func ScanSummary(s *store.ReadStats, maxUnits float64) string {
 // terminal and the scan turns out long (many items, or more than a second).
 type progress struct {
 	mu      sync.Mutex
-	f       *cmdutil.Factory
+	f       *cmdenv.Factory
 	enabled bool
 	after   int
 	start   time.Time
 	shown   bool
 }
 
-func newProgress(f *cmdutil.Factory, after int) *progress {
+func newProgress(f *cmdenv.Factory, after int) *progress {
 	if after <= 0 {
 		after = ProgressAfterItems
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -23,7 +24,7 @@ type Options struct {
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
-func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "reset CLIENT... | --all-throttled",
@@ -55,18 +56,12 @@ func NewCmd(f *cmdutil.Factory, runF func(context.Context, *Options) error) *cob
 	}
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.AllThrottled, "all-throttled", false, "reset every client whose next request would be refused now")
-	addChangeFlags(cmd, &opts.ChangeOptions)
+	changeloop.AddChangeFlags(cmd, &opts.ChangeOptions)
 	return cmd
 }
 
-func addChangeFlags(cmd *cobra.Command, o *changeloop.ChangeOptions) {
-	fl := cmd.Flags()
-	fl.StringVarP(&o.Reason, "reason", "r", "", "why (recorded in the audit log)")
-	changeloop.AddChangeFlags(cmd, o)
-}
-
 // Run resets the buckets.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := clientargs.CheckClients(opts.Clients); err != nil {
 		return err
 	}

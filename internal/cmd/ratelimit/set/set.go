@@ -7,8 +7,8 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
-	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -21,7 +21,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "set CLIENT --tokens N",
@@ -47,22 +47,16 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.Float64Var(&opts.Tokens, "tokens", 0, "token count to write (0 to capacity)")
-	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
 	changeloop.AddChangeFlags(cmd, &opts.ChangeOptions)
 	return cmd
 }
 
 // Run sets the bucket.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
-	if err := clientargs.CheckClients([]string{opts.Client}); err != nil {
-		return err
-	}
-	if math.IsNaN(opts.Tokens) || math.IsInf(opts.Tokens, 0) {
-		return cmdutil.Usagef("--tokens %v is not a number of tokens", opts.Tokens)
-	}
-	env, err := f.Env(ctx)
-	if err != nil {
-		return err
-	}
-	return changeloop.RunChanges(ctx, f, env, []ratelimit.Change{{Op: ratelimit.OpSet, Client: opts.Client, Tokens: opts.Tokens}}, opts.ChangeOptions)
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+	return changeloop.RunOne(ctx, f, ratelimit.Change{Op: ratelimit.OpSet, Client: opts.Client, Tokens: opts.Tokens}, func() error {
+		if math.IsNaN(opts.Tokens) || math.IsInf(opts.Tokens, 0) {
+			return cmdutil.Usagef("--tokens %v is not a number of tokens", opts.Tokens)
+		}
+		return nil
+	}, opts.ChangeOptions)
 }

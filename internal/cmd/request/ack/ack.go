@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -21,7 +22,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "ack REVIEW",
@@ -38,7 +39,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 }
 
 // Run acknowledges the review.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
@@ -55,7 +56,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	ios := f.IOStreams
-	defer cmdutil.PrintActedOn(ios.ErrOut, env, false)
+	defer cmdenv.PrintActedOn(ios.ErrOut, env, false)
 	if opts.Output != cmdutil.FormatTable {
 		return cmdutil.PrintStructured(ios.Out, opts.Output, rv)
 	}

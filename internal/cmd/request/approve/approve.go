@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -27,7 +28,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "approve ID",
@@ -79,12 +80,12 @@ type Result struct {
 }
 
 // Run approves.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	id, err := env.CallerIdentity(ctx)
@@ -95,12 +96,12 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return fmt.Errorf("%w: %s is not verified by STS (context %q: local, static credentials, or no STS at its endpoint); approve from a context whose credentials STS verifies",
 			approval.ErrUnverified, textsafe.Line(id.Actor), env.Name)
 	}
-	if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, "approve request "+opts.ID); err != nil {
+	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "approve request "+opts.ID); err != nil {
 		return err
 	}
 	res, err := env.Approvals().Approve(ctx, env.Audit(), approval.Approval{ID: opts.ID, Approver: id, SHA256: opts.SHA256})
 	if res.Expired {
-		cmdutil.Notify(ctx, env, opts.NoNotify, approval.ExpiredEvent(res.Request, id.Actor))
+		cmdenv.Notify(ctx, env, opts.NoNotify, approval.ExpiredEvent(res.Request, id.Actor))
 	}
 	if err != nil && !res.AlreadyApplied {
 		return err
@@ -120,7 +121,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		out.Action = "approved"
 	}
 	ios := f.IOStreams
-	defer cmdutil.PrintActedOn(ios.ErrOut, env, false)
+	defer cmdenv.PrintActedOn(ios.ErrOut, env, false)
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
 			return err
@@ -145,7 +146,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return nil
 	}
 	if ev, ok := approval.ApprovedEvent(res, id.Actor); ok {
-		cmdutil.Notify(ctx, env, opts.NoNotify, ev)
+		cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	}
 	if res.Applied {
 		for _, o := range res.Force {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -24,7 +25,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "cancel ID",
@@ -42,7 +43,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 }
 
 // Run closes the request.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	id, err := env.CallerIdentity(ctx)
@@ -62,7 +63,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	ios := f.IOStreams
-	defer cmdutil.PrintActedOn(ios.ErrOut, env, false)
+	defer cmdenv.PrintActedOn(ios.ErrOut, env, false)
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, requestview.Of(r, f.Clock.Now())); err != nil {
 			return err
@@ -70,7 +71,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	} else {
 		fmt.Fprintf(ios.Out, "Cancel request %s: %s; it can never be applied\n", r.ID, r.Change.Summary())
 	}
-	cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: approval.ActionRequestCancel, Actor: id.Actor, Reason: opts.Reason, Outcome: "cancelled",
+	cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: approval.ActionRequestCancel, Actor: id.Actor, Reason: opts.Reason, Outcome: "cancelled",
 		Detail: "request " + r.ID + " (cancelled): " + r.Change.Summary(),
 		Levers: []notify.Lever{{Subject: approval.RequestPrefix + r.ID, Change: "cancelled", AuditID: rec.ID}}})
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
@@ -23,7 +24,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "deny ID",
@@ -41,7 +42,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 }
 
 // Run closes the request.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
@@ -49,7 +50,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	id, err := env.CallerIdentity(ctx)
@@ -61,7 +62,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		return err
 	}
 	ios := f.IOStreams
-	defer cmdutil.PrintActedOn(ios.ErrOut, env, false)
+	defer cmdenv.PrintActedOn(ios.ErrOut, env, false)
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, requestview.Of(r, f.Clock.Now())); err != nil {
 			return err
@@ -69,6 +70,6 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	} else {
 		fmt.Fprintf(ios.Out, "Deny request %s: %s; it can never be applied\n", r.ID, r.Change.Summary())
 	}
-	cmdutil.Notify(ctx, env, opts.NoNotify, approval.DeniedEvent(r, rec, id.Actor, opts.Reason))
+	cmdenv.Notify(ctx, env, opts.NoNotify, approval.DeniedEvent(r, rec, id.Actor, opts.Reason))
 	return nil
 }

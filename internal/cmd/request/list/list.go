@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -24,7 +25,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -49,7 +50,7 @@ type Result struct {
 }
 
 // Run lists.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
@@ -107,7 +108,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		}
 	}
 	if len(out.Unreadable) > 0 {
-		return cmdutil.WithCode(exitcode.Partial, cmdutil.ErrSilent)
+		return exitcode.Wrap(exitcode.Partial, cmdutil.ErrSilent)
 	}
 	return nil
 }

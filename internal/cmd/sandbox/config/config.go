@@ -12,9 +12,9 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // RedactedToken stands for a token of the --config file in the output; it
@@ -28,7 +28,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "config",
@@ -56,13 +56,13 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 }
 
 // Run prints the configuration.
-func Run(_ context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(_ context.Context, f *cmdenv.Factory, opts *Options) error {
 	cfg := sbx.DefaultConfig()
 	if err := cfg.LoadFile(opts.ConfigFile, opts.Profile); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	if err := cfg.Validate(); err != nil {
-		return cmdutil.WithCode(exitcode.Usage, err)
+		return cmdutil.UsageError(err)
 	}
 	redacted := 0
 	for i, p := range cfg.Principals {

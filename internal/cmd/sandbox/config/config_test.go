@@ -8,9 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/sandbox/config"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -30,7 +29,7 @@ func TestPrintsTheGoldenConfiguration(t *testing.T) {
 		{"every-key.golden", config.Options{ConfigFile: filepath.Join("testdata", "every-key.yaml")}},
 	} {
 		io, _, out, _ := iostreams.Test()
-		if err := config.Run(context.Background(), &cmdutil.Factory{IOStreams: io}, &tc.opts); err != nil {
+		if err := config.Run(context.Background(), &cmdenv.Factory{IOStreams: io}, &tc.opts); err != nil {
 			t.Fatalf("%s: %v", tc.golden, err)
 		}
 		path := filepath.Join("testdata", tc.golden)
@@ -55,8 +54,8 @@ func TestBadFileIsAUsageError(t *testing.T) {
 		t.Fatal(err)
 	}
 	io, _, out, _ := iostreams.Test()
-	err := config.Run(context.Background(), &cmdutil.Factory{IOStreams: io}, &config.Options{ConfigFile: path})
-	if root.ExitCode(err) != exitcode.Usage || !errors.Is(err, sbx.ErrInvalidConfig) || out.Len() != 0 {
-		t.Errorf("exit %d, %v, printed %q: want a usage error and nothing printed", root.ExitCode(err), err, out)
+	err := config.Run(context.Background(), &cmdenv.Factory{IOStreams: io}, &config.Options{ConfigFile: path})
+	if exitcode.Of(err) != exitcode.Usage || !errors.Is(err, sbx.ErrInvalidConfig) || out.Len() != 0 {
+		t.Errorf("exit %d, %v, printed %q: want a usage error and nothing printed", exitcode.Of(err), err, out)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/gauge"
@@ -42,7 +43,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -76,7 +77,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 }
 
 // Run prints the status once, or every interval with --watch.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if opts.Interval < 100*time.Millisecond {
 		return cmdutil.Usagef("--interval %s is too short: use 100ms or more", opts.Interval)
 	}

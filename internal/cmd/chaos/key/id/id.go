@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 )
 
@@ -16,7 +17,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "id",
@@ -30,7 +31,7 @@ func NewCmd(f *cmdutil.Factory) *cobra.Command {
 			return Run(c.Context(), f, opts)
 		},
 	}
-	cmdutil.AddKeyFileFlag(cmd, &opts.KeyFile)
+	cmdenv.AddKeyFileFlag(cmd, &opts.KeyFile)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -54,7 +55,7 @@ type KeyRef struct {
 }
 
 // Run reads the keys and prints their ids.
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err

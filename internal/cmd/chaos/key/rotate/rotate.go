@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/notify"
 )
@@ -29,7 +30,7 @@ type Options struct {
 }
 
 // NewCmd builds the command.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "rotate",
@@ -110,12 +111,12 @@ type Result struct {
 }
 
 // Run rotates the key (or, with --dry-run, says what rotating would do).
-func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
 	}
-	if err := cmdutil.CheckNoNotify(env, opts.NoNotify); err != nil {
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	src, err := env.KeySource(ctx, "")
@@ -139,7 +140,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 		res.RefusedUntil = refusedUntil(ctx, src, f.Clock.Now(), opts.Force)
 		return printRotation(f, opts, env, res)
 	}
-	if err := cmdutil.ConfirmProtected(ctx, f, env, opts.Yes, "rotate the chaos signing key of "+src.Describe()); err != nil {
+	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "rotate the chaos signing key of "+src.Describe()); err != nil {
 		return err
 	}
 	actor, err := env.Actor(ctx)
@@ -173,7 +174,7 @@ func Run(ctx context.Context, f *cmdutil.Factory, opts *Options) error {
 	if err := printRotation(f, opts, env, res); err != nil {
 		return err
 	}
-	cmdutil.Notify(ctx, env, opts.NoNotify, notify.Event{Action: AuditAction, Actor: actor,
+	cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: AuditAction, Actor: actor,
 		Levers: []notify.Lever{notify.KeyRotationLever(src.Subject, res.After.CurrentKID, res.After.PreviousKID, res.RetiredKID, res.SignsFrom, rec.ID)}})
 	if auditErr != nil {
 		return fmt.Errorf("the chaos key was rotated (kid %s is current) but %w", r.Current.KID(), auditErr)
@@ -229,7 +230,7 @@ func state(ctx context.Context, src *keys.Chosen, dryRun bool) (*KeyState, error
 	return st, nil
 }
 
-func printRotation(f *cmdutil.Factory, opts *Options, env *cmdutil.Env, res Result) error {
+func printRotation(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, res Result) error {
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
 		return cmdutil.PrintStructured(ios.Out, opts.Output, res)

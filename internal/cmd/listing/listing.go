@@ -1,8 +1,9 @@
-package cmdutil
+package listing
 
 import (
 	"fmt"
 
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -23,13 +24,13 @@ func Unreadable(ios *iostreams.IOStreams, format string, problems []store.Proble
 	if len(problems) == 0 {
 		return nil
 	}
-	if format == FormatTable {
+	if format == cmdutil.FormatTable {
 		for _, p := range problems {
 			fmt.Fprintf(ios.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
 		}
 	}
 	where := "listed on stderr"
-	if format != FormatTable {
+	if format != cmdutil.FormatTable {
 		where = `listed under "unreadable"`
 	}
 	return PartialListing(problems, noun, where, fix)
@@ -50,7 +51,7 @@ func PartialListing(problems []store.Problem, noun, where, fix string) error {
 	if len(items) > 1 {
 		what = fmt.Sprintf("%d %ss do", len(items), noun)
 	}
-	return WithCode(exitcode.Partial, fmt.Errorf("partial listing: %s not follow the contract (%s); %s", what, where, fix))
+	return exitcode.Errorf(exitcode.Partial, "partial listing: %s not follow the contract (%s); %s", what, where, fix)
 }
 
 // Problems returns problems, or an empty list (never nil), for JSON output.
@@ -59,4 +60,54 @@ func Problems(problems []store.Problem) []store.Problem {
 		return []store.Problem{}
 	}
 	return problems
+}
+
+// List is what a list command prints: in -o json|yaml its document, in
+// table mode its rows (or, when there are none, one line saying so); then
+// the items it could not read, by [Unreadable].
+type List struct {
+	// Format is the --output format.
+	Format string
+	// Doc is the -o json|yaml document.
+	Doc any
+	// Rows is how many rows the table has; Write writes them.
+	Rows  int
+	Write func(tw *cmdutil.Table)
+	// Header is the table's header; None the line printed instead of an
+	// empty table.
+	Header []string
+	None   string
+	// Footer, when set, is written to stderr after the table ("showing 50
+	// of 70 buckets").
+	Footer string
+	// Problems are the items it could not read in full; Noun names what
+	// was listed and Fix how to repair one ([Unreadable]).
+	Problems  []store.Problem
+	Noun, Fix string
+}
+
+// Print prints the list on ios and returns the partial-listing error
+// (exit 10) when some items could not be read.
+func Print(ios *iostreams.IOStreams, l List) error {
+	partial := func() error { return Unreadable(ios, l.Format, l.Problems, l.Noun, l.Fix) }
+	if l.Format != cmdutil.FormatTable {
+		if err := cmdutil.PrintStructured(ios.Out, l.Format, l.Doc); err != nil {
+			return err
+		}
+		return partial()
+	}
+	if l.Rows == 0 {
+		fmt.Fprintln(ios.Out, l.None)
+		return partial()
+	}
+	tw := cmdutil.NewTable(ios.Out)
+	tw.Header(ios, l.Header...)
+	l.Write(tw)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if l.Footer != "" {
+		fmt.Fprintln(ios.ErrOut, l.Footer)
+	}
+	return partial()
 }

@@ -1,4 +1,4 @@
-package cmdutil
+package cmdenv
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -26,7 +27,7 @@ import (
 type Factory struct {
 	IOStreams *iostreams.IOStreams
 	Clock     clock.Clock
-	Prompter  Prompter
+	Prompter  cmdutil.Prompter
 
 	// ContextName is the global --context flag (or $KOSHACTL_CONTEXT); empty
 	// means the config's current context. Read it through
@@ -39,7 +40,7 @@ type Factory struct {
 	// stderr.
 	Debug bool
 	// Environ is the environment commands read; nil is the process's.
-	Environ Environ
+	Environ cmdutil.Environ
 
 	// Config loads the config file (cached after the first call).
 	Config func() (*config.File, error)
@@ -79,7 +80,7 @@ type Env struct {
 	StateDir string
 	// Environ is the environment the context was resolved in (the
 	// Factory's); nil is the process's.
-	Environ Environ
+	Environ cmdutil.Environ
 
 	// Clock is the time source of the services the Env hands out
 	// (services.go); the factory's clock.
@@ -100,7 +101,7 @@ type Env struct {
 // commands call it before they change anything.
 func CheckNoNotify(env *Env, noNotify bool) error {
 	if noNotify && !env.Context.AllowNoNotify {
-		return Usagef("--no-notify: context %q does not allow skipping its notification; drop the flag (or set allow-no-notify: true in the context)", env.Name)
+		return cmdutil.Usagef("--no-notify: context %q does not allow skipping its notification; drop the flag (or set allow-no-notify: true in the context)", env.Name)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package cmdutil_test
+package cmdenv_test
 
 import (
 	"context"
@@ -13,8 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/cmd/root"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
@@ -46,7 +45,7 @@ func TestKeySourceOrder(t *testing.T) {
 		{"local context", config.ChaosConfig{}, config.StoreConfig{Local: &config.LocalStore{}}, "", "local key file " + filepath.Join(dir, "chaos.key"), keys.OriginLocal, "chaos-key#local"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := &cmdutil.Env{Name: "ctx", Context: &config.Context{Store: tc.store, Chaos: tc.chaos}, StateDir: dir, AWSConfig: awsCfg}
+			env := &cmdenv.Env{Name: "ctx", Context: &config.Context{Store: tc.store, Chaos: tc.chaos}, StateDir: dir, AWSConfig: awsCfg}
 			src, err := env.KeySource(ctx, tc.flag)
 			if err != nil {
 				t.Fatal(err)
@@ -56,16 +55,16 @@ func TestKeySourceOrder(t *testing.T) {
 			}
 		})
 	}
-	env := &cmdutil.Env{Name: "prod", Context: &config.Context{Store: dynamo}, AWSConfig: awsCfg}
+	env := &cmdenv.Env{Name: "prod", Context: &config.Context{Store: dynamo}, AWSConfig: awsCfg}
 	_, err := env.KeySource(ctx, "")
-	if root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "koshactl config set-context prod --chaos-secret-id ID") {
+	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "koshactl config set-context prod --chaos-secret-id ID") {
 		t.Errorf("no source: %v", err)
 	}
 }
 
 func TestLocalKeyIsGeneratedOnFirstUseOnly(t *testing.T) {
 	ctx := context.Background()
-	env := &cmdutil.Env{Name: "local", Context: config.BuiltinLocal(), StateDir: t.TempDir()}
+	env := &cmdenv.Env{Name: "local", Context: config.BuiltinLocal(), StateDir: t.TempDir()}
 	src, err := env.KeySource(ctx, "")
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +80,7 @@ func TestLocalKeyIsGeneratedOnFirstUseOnly(t *testing.T) {
 		t.Error("one Env chose its key source twice")
 	}
 	// The next command run resolves its own Env.
-	next := &cmdutil.Env{Name: "local", Context: config.BuiltinLocal(), StateDir: env.StateDir}
+	next := &cmdenv.Env{Name: "local", Context: config.BuiltinLocal(), StateDir: env.StateDir}
 	again, _ := next.KeySource(ctx, "")
 	if k2, _ := again.Current(ctx); !k2.Equal(k) || again.GeneratedLocal() {
 		t.Error("second use generated another key")
@@ -92,7 +91,7 @@ func TestLocalKeyIsGeneratedOnFirstUseOnly(t *testing.T) {
 }
 
 func TestTargets(t *testing.T) {
-	env := &cmdutil.Env{Name: "c", Context: &config.Context{}}
+	env := &cmdenv.Env{Name: "c", Context: &config.Context{}}
 	if ts, err := env.ChaosTargets(); ts != nil || err != nil || chaos.JoinTargets(ts) != "core-api, screening-sim, openai, postgres" {
 		t.Errorf("defaults: %v %v", ts, err)
 	}
@@ -101,7 +100,7 @@ func TestTargets(t *testing.T) {
 		t.Errorf("configured: %v %v", ts, err)
 	}
 	env.Context.Chaos.Targets = []string{"Bad_Target"}
-	if _, err := env.ChaosTargets(); root.ExitCode(err) != exitcode.Usage || !strings.Contains(err.Error(), "--chaos-targets") {
+	if _, err := env.ChaosTargets(); exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "--chaos-targets") {
 		t.Errorf("malformed: %v", err)
 	}
 }
@@ -109,7 +108,7 @@ func TestTargets(t *testing.T) {
 // An Env builds each domain service once, on its clock.
 func TestEnvBuildsEachServiceOnce(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	env := &cmdutil.Env{Name: "local", Context: config.BuiltinLocal(), Store: sqlitetest.NewStore(t), Clock: clk}
+	env := &cmdenv.Env{Name: "local", Context: config.BuiltinLocal(), Store: sqlitetest.NewStore(t), Clock: clk}
 	ov, log := env.Overrides(), env.Audit()
 	if env.Overrides() != ov || env.Audit() != log {
 		t.Fatal("overrides or audit log built twice")
@@ -129,7 +128,7 @@ func TestEnvBuildsEachServiceOnce(t *testing.T) {
 		t.Fatalf("override %+v, %v: want it stamped by the Env's clock %s", o, err, clk.Now())
 	}
 	env.Context = &config.Context{Store: env.Context.Store, RateLimit: config.RateLimitConfig{Capacity: -1}}
-	if _, err := (&cmdutil.Env{Name: "bad", Context: env.Context}).Buckets(); root.ExitCode(err) != exitcode.Usage ||
+	if _, err := (&cmdenv.Env{Name: "bad", Context: env.Context}).Buckets(); exitcode.Of(err) != exitcode.Usage ||
 		!strings.Contains(err.Error(), "--ratelimit-capacity") {
 		t.Fatalf("bad limits: %v", err)
 	}

@@ -1,4 +1,4 @@
-package cmdutil
+package cmdenv
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -78,7 +78,7 @@ func (e *Env) Audit() *audit.Log {
 func (e *Env) Limits() (ratelimit.Limits, error) {
 	l, err := ratelimit.NewLimits(e.Context.RateLimit.Capacity, e.Context.RateLimit.RefillPerSecond)
 	if err != nil {
-		return l, WithCode(exitcode.Usage, fmt.Errorf("context %q: %w; fix it with koshactl config set-context %s --ratelimit-capacity N --ratelimit-refill R",
+		return l, cmdutil.UsageError(fmt.Errorf("context %q: %w; fix it with koshactl config set-context %s --ratelimit-capacity N --ratelimit-refill R",
 			e.Name, err, e.Name))
 	}
 	return l, nil
@@ -104,7 +104,7 @@ func (e *Env) Buckets() (*ratelimit.Buckets, error) {
 	if e.buckets == nil {
 		b, err := ratelimit.NewBuckets(e.Store, e.clk(), l)
 		if err != nil {
-			return nil, WithCode(exitcode.Usage, fmt.Errorf("context %q: %w", e.Name, err))
+			return nil, cmdutil.UsageError(fmt.Errorf("context %q: %w", e.Name, err))
 		}
 		e.buckets = b
 	}
@@ -124,7 +124,7 @@ func (e *Env) KeySource(ctx context.Context, keyFile string) (*keys.Chosen, erro
 		SecretID: cc.SecretID, PropagationDelay: e.PropagationDelay(), Local: e.Context.IsLocal(), StateDir: e.StateDir,
 		AWSConfig: e.AWSConfig, Clock: e.clk(), Lookup: e.Environ.Lookup})
 	if errors.Is(err, keys.ErrNoSource) {
-		return nil, WithCode(exitcode.Usage, err)
+		return nil, cmdutil.UsageError(err)
 	}
 	if err != nil {
 		return nil, err
@@ -156,7 +156,7 @@ func (e *Env) ChaosTargets() ([]chaos.Target, error) {
 	for _, s := range cfg {
 		t, err := chaos.ParseTarget(s)
 		if err != nil {
-			return nil, WithCode(exitcode.Usage, fmt.Errorf("context %q: chaos targets: %w; fix them with koshactl config set-context %s --chaos-targets a,b",
+			return nil, cmdutil.UsageError(fmt.Errorf("context %q: chaos targets: %w; fix them with koshactl config set-context %s --chaos-targets a,b",
 				e.Name, err, e.Name))
 		}
 		out = append(out, t)
