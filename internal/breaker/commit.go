@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -123,6 +124,7 @@ func (s *Overrides) commitChunk(ctx context.Context, log audit.Appender, writes 
 		op, e := w(token, now)
 		if at != nil {
 			e.Approval = at.Approval
+			op = stampApproval(op, at.Approval)
 			if at.Actor != "" {
 				e.Actor, e.ActorSource = at.Actor, at.ActorSource
 			}
@@ -161,6 +163,21 @@ func (s *Overrides) commitChunk(ctx context.Context, log audit.Appender, writes 
 		}
 		out[i] = committed{record: records[i], confirmed: applied.Confirmed}
 	}
+}
+
+// stampApproval puts approval on the override op writes (a delete has no
+// item to carry it), so the item itself says the policy let it through.
+func stampApproval(op store.Op, approval *audit.Approval) store.Op {
+	if op.Put == nil || approval == nil {
+		return op
+	}
+	doc, err := json.Marshal(approval)
+	if err != nil {
+		return op
+	}
+	op.Put = op.Put.Clone()
+	op.Put[attrApproval] = string(doc)
+	return op
 }
 
 // refusedAttached is the refusal of an attached write by err, worded by

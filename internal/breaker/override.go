@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -32,6 +33,10 @@ const (
 	attrExpiresAt = "expires_at"
 	attrVersion   = "version"
 	attrWriteID   = store.WriteIDAttr
+	// attrApproval is how the table's change policy let the write through
+	// (the audit record's approval document); absent when the table had no
+	// policy or the writer did not ask it.
+	attrApproval = "approval"
 )
 
 // Attribute names other packages ask [Override.HasProblem] about.
@@ -102,6 +107,11 @@ type Override struct {
 	// keep Raw as the before-image, so nothing is judged by a parsed,
 	// truncated copy.
 	Raw store.Item
+	// Approval is how the table's change policy let the write that stored
+	// the item through (its approval attribute, the same document as its
+	// audit record's); nil when the item has none or it cannot be read: a
+	// write made without asking the policy (policy.UnapprovedAt).
+	Approval *audit.Approval
 	// Problems lists the attributes of Raw that do not follow
 	// docs/contracts/breaker-override.md, one entry each; empty for a
 	// well-formed item. Only [OverrideFromItem] decides what is malformed.
@@ -246,6 +256,12 @@ func OverrideFromItem(it store.Item) (Override, error) {
 	}
 	o.Actor = d.str(attrActor)
 	o.WriteID = it.WriteID()
+	if doc, ok := it[attrApproval].(string); ok {
+		var a audit.Approval
+		if json.Unmarshal([]byte(doc), &a) == nil && a.Decision != "" {
+			o.Approval = &a
+		}
+	}
 	if ms, ok := d.epochMs(attrCreatedAt, true); ok {
 		o.CreatedAt = time.UnixMilli(ms).UTC()
 	}

@@ -50,31 +50,63 @@ func (s *Overrides) SetNotice(notice func(msg string)) { s.notices.fn = notice }
 // A store without indexes, or a table created before the index, is scanned
 // instead (and the missing index reported once, see [Overrides.SetNotice]).
 func (s *Overrides) ListFor(ctx context.Context, known []string) ([]Override, error) {
-	keys := make([]string, 0, len(known))
+	list, _, err := s.ListForWith(ctx, known, nil)
+	return list, err
+}
+
+// ListForWith is [Overrides.ListFor] reading the items under extra in the
+// same batch read (the table's policy, for the dashboard): they are
+// returned by key, absent ones left out, and never taken for overrides.
+func (s *Overrides) ListForWith(ctx context.Context, known, extra []string) ([]Override, map[string]store.Item, error) {
+	keys := make([]string, 0, len(known)+len(extra))
 	for _, dep := range known {
 		if ValidateDependency(dep) == nil {
 			keys = append(keys, OverrideKey(dep))
 		}
 	}
+	scan := func() ([]Override, map[string]store.Item, error) {
+		list, err := s.scanList(ctx)
+		if err != nil || len(extra) == 0 {
+			return list, nil, err
+		}
+		items, err := store.GetMany(ctx, s.store, extra)
+		if err != nil {
+			return nil, nil, fmt.Errorf("list overrides: %w", err)
+		}
+		return list, items, nil
+	}
 	qr, ok := s.store.(store.Querier)
 	if !ok {
-		return s.scanList(ctx)
+		return scan()
 	}
 	for it, err := range qr.Query(ctx, store.IndexQuery{Index: store.IndexOverrides, Key: OverrideIndexKey}) {
 		if errors.Is(err, store.ErrIndexMissing) {
 			s.notices.say(err)
-			return s.scanList(ctx)
+			return scan()
 		}
 		if err != nil {
-			return nil, fmt.Errorf("list overrides: %w", err)
+			return nil, nil, fmt.Errorf("list overrides: %w", err)
 		}
 		keys = append(keys, it.PK())
 	}
+	extras := map[string]store.Item{}
+	for _, k := range extra {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
 	items, err := store.GetMany(ctx, s.store, keys)
 	if err != nil {
-		return nil, fmt.Errorf("list overrides: %w", err)
+		return nil, nil, fmt.Errorf("list overrides: %w", err)
 	}
-	return overridesFrom(slices.Collect(maps.Values(items)))
+	for _, k := range extra {
+		if it, ok := items[k]; ok {
+			extras[k] = it
+			delete(items, k)
+		}
+	}
+	list, err := overridesFrom(slices.Collect(maps.Values(items)))
+	return list, extras, err
 }
 
 // BackfillReport says what [Overrides.Backfill] found and did.

@@ -78,6 +78,16 @@ func FromItem(it store.Item) (*Stored, error) {
 	return s, nil
 }
 
+// SinceOf is the since of a policy item as stored (zero when it has none),
+// read without parsing the policy: what bypassed even a policy koshactl
+// cannot read is still flagged.
+func SinceOf(it store.Item) time.Time {
+	if ms, ok := it.Int(attrSince); ok {
+		return time.UnixMilli(ms).UTC()
+	}
+	return time.Time{}
+}
+
 // Policies reads and sets the table's policy.
 type Policies struct {
 	store store.Transactor
@@ -188,13 +198,21 @@ func (p *Policies) Set(ctx context.Context, log audit.Appender, set *Set, actor,
 	return res, nil
 }
 
+// UnapprovedAt is the rule of [Unapproved] for any lever write: written at
+// or after since (the policy's; zero when the table has none) without an
+// approval. The dashboard flags an override item by it (the item carries
+// its write's approval).
+func UnapprovedAt(written time.Time, approval *audit.Approval, since time.Time) bool {
+	return !since.IsZero() && approval == nil && !written.Before(since)
+}
+
 // Unapproved reports whether r is a lever change the policy stored since
 // since should have seen and did not: a lever action (one of [Actions])
 // recorded at or after since, by an operator (not the data plane), with no
 // approval. Such a change was made by a writer that bypassed the policy (an
 // older koshactl, another tool, a role allowed to write lever items).
 func Unapproved(r audit.Record, since time.Time) bool {
-	if since.IsZero() || r.DataPlane || r.Approval != nil || r.Time.Before(since) {
+	if r.DataPlane || !UnapprovedAt(r.Time, r.Approval, since) {
 		return false
 	}
 	for _, a := range Actions {

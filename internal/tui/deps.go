@@ -13,10 +13,20 @@ import (
 // Overrides reads and changes the store's breaker overrides. Force and Clear
 // are audited. [StoreOverrides] implements it on a real store.
 type Overrides interface {
-	// List returns every override item, active or expired, in one store read.
-	List(ctx context.Context) ([]breaker.Override, error)
+	// List returns every override item, active or expired, and the table's
+	// policy's since, in one store read.
+	List(ctx context.Context) (OverrideList, error)
 	Force(ctx context.Context, req ForceRequest) (breaker.ForceResult, error)
 	Clear(ctx context.Context, dependency, reason string) (breaker.ClearResult, error)
+}
+
+// OverrideList is one read of the overrides.
+type OverrideList struct {
+	Overrides []breaker.Override
+	// PolicySince is when the table first had a change policy (zero when
+	// it has none, or it cannot be read): an override written since then
+	// without an approval is marked UNAPPROVED (policy.UnapprovedAt).
+	PolicySince time.Time
 }
 
 // ForceRequest is a force-open typed into the dashboard.
@@ -39,6 +49,9 @@ type Deps struct {
 	Overrides Overrides
 	Gauges    metrics.GaugeSource
 	Audit     AuditLister
+	// Requests lists and decides the table's change requests (the p
+	// pane); nil hides it.
+	Requests Requests
 }
 
 // Defaults of [Options].

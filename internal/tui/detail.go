@@ -3,12 +3,14 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/tui/keys"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
 )
@@ -84,8 +86,10 @@ func (p detailPane) view(st styles.Styles) []string {
 }
 
 // auditLines are the pane's last section: the dependency's recent audit
-// records, or why there are none.
-func (p detailPane) auditLines(st styles.Styles) []string {
+// records, or why there are none; a lever change recorded since the table's
+// policy (since) without an approval is marked UNAPPROVED, as audit list
+// marks it.
+func (p detailPane) auditLines(st styles.Styles, since time.Time) []string {
 	lines := []string{"", st.Title.Render("Recent audit")}
 	switch {
 	case p.loading:
@@ -101,8 +105,12 @@ func (p detailPane) auditLines(st styles.Styles) []string {
 	}
 	for _, rec := range p.records {
 		action := safe(strings.TrimPrefix(rec.Action, "breaker."))
-		lines = append(lines, fmt.Sprintf("  %s  %s  %s  %s", rec.Time.UTC().Format("01-02 15:04Z"), pad(action, 10),
-			pad(ansi.Truncate(safe(rec.Actor), actorW, "…"), actorW), safe(rec.Reason)))
+		line := fmt.Sprintf("  %s  %s  %s  %s", rec.Time.UTC().Format("01-02 15:04Z"), pad(action, 10),
+			pad(ansi.Truncate(safe(rec.Actor), actorW, "…"), actorW), safe(rec.Reason))
+		if policy.Unapproved(rec, since) {
+			line += " " + st.Warning.Render("UNAPPROVED")
+		}
+		lines = append(lines, line)
 	}
 	return lines
 }

@@ -29,7 +29,7 @@ func (m Model) detailContent() []string {
 		m.detailNotes(r),
 		m.detailTimeline(r),
 		m.detailInstances(r),
-		m.detail.auditLines(m.styles),
+		m.detail.auditLines(m.styles, m.policySince),
 	}
 	var lines []string
 	for _, s := range sections {
@@ -75,6 +75,16 @@ func (m Model) detailOverride(r *row) []string {
 	lines := []string{
 		m.label("Override") + state + safe(o.Actor) + " " + setAgo(*o, m.now) + " · " + when,
 		m.label("") + "reason: " + safe(o.Reason),
+	}
+	switch a := o.Approval; {
+	case m.unapproved(o):
+		lines = append(lines, m.label("")+m.styles.Warning.Render("UNAPPROVED: written without asking the table's policy (an older koshactl, another tool, or a role that may write lever items)"))
+	case a != nil && a.Request != "":
+		lines = append(lines, m.label("")+"approval: "+safe(a.Decision)+" request "+safe(a.Request)+" of "+shortActor(a.Requester)+" by "+safe(strings.Join(a.Approvers, ", ")))
+	case a != nil && a.Review != "":
+		lines = append(lines, m.label("")+m.styles.Warning.Render("approval: BREAK-GLASS, review "+safe(a.Review)))
+	case a != nil:
+		lines = append(lines, m.label("")+"approval: "+safe(a.Decision)+" by the table's policy")
 	}
 	for _, p := range o.Problems {
 		lines = append(lines, m.label("")+m.styles.Warning.Render("malformed "+p.Attribute+": "+safe(p.Problem)))

@@ -26,6 +26,8 @@ type fakeOverrides struct {
 	mu    sync.Mutex
 	clock clock.Clock
 	items map[string]breaker.Override
+	// policySince is the table's policy's since (zero: no policy).
+	policySince time.Time
 	// errors to return
 	listErr, forceErr, clearErr error
 	// lostAnswer makes every write's result the domain's answer to a write
@@ -45,19 +47,19 @@ func newFakeOverrides(clk clock.Clock, items ...breaker.Override) *fakeOverrides
 	return f
 }
 
-func (f *fakeOverrides) List(context.Context) ([]breaker.Override, error) {
+func (f *fakeOverrides) List(context.Context) (OverrideList, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.lists++
 	if f.listErr != nil {
-		return nil, f.listErr
+		return OverrideList{}, f.listErr
 	}
 	var out []breaker.Override
 	for _, o := range f.items {
 		out = append(out, o)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Dependency < out[j].Dependency })
-	return out, nil
+	return OverrideList{Overrides: out, PolicySince: f.policySince}, nil
 }
 
 func (f *fakeOverrides) Force(_ context.Context, req ForceRequest) (breaker.ForceResult, error) {

@@ -2,10 +2,14 @@ package tui
 
 import (
 	"context"
+	"errors"
+	"time"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/policy"
 )
 
 // StoreOverrides implements [Overrides] on breaker.Overrides, through the
@@ -23,13 +27,31 @@ type StoreOverrides struct {
 	// Notifier announces each force and clear (after its audit record),
 	// as the commands do; nil announces nothing.
 	Notifier notify.Notifier
+	// Approvals, when set, asks the table's policy before each force and
+	// clear, through the lever commands' own gate (approval.Gate): a change
+	// the policy needs approvals for becomes a change request, returned as
+	// an *approval.PendingError, and nothing is changed. Identity is who
+	// asks (verified by STS or not).
+	Approvals *approval.Service
+	Identity  func(ctx context.Context) (audit.Identity, error)
 }
 
 var _ Overrides = StoreOverrides{}
 
 // List implements [Overrides].
-func (s StoreOverrides) List(ctx context.Context) ([]breaker.Override, error) {
-	return s.Overrides.ListFor(ctx, s.Known)
+// The table's policy item is read in the same batch read, for its since.
+func (s StoreOverrides) List(ctx context.Context) (OverrideList, error) {
+	list, extras, err := s.Overrides.ListForWith(ctx, s.Known, []string{policy.Key})
+	if err != nil {
+		return OverrideList{}, err
+	}
+	out := OverrideList{Overrides: list}
+	if it, ok := extras[policy.Key]; ok {
+		// A policy koshactl cannot read refuses every lever change (the
+		// levers say so); its since still flags what bypassed it.
+		out.PolicySince = policy.SinceOf(it)
+	}
+	return out, nil
 }
 
 // Force implements [Overrides]. An active override replaces only the one the
@@ -41,12 +63,60 @@ func (s StoreOverrides) Force(ctx context.Context, req ForceRequest) (breaker.Fo
 		v := req.Replace.Version
 		r.SeenVersion = &v
 	}
-	outs, err := s.Overrides.ForceAll(ctx, s.Log, breaker.ForceAll{Requests: []breaker.ForceRequest{r}, Actor: s.Actor})
+	gate := s.gate(ctx, approval.Question{Action: breaker.ActionForceOpen, Targets: []string{req.Dependency}, Duration: req.For, Reason: req.Reason})
+	outs, err := s.Overrides.ForceAll(ctx, s.Log, breaker.ForceAll{Requests: []breaker.ForceRequest{r}, Actor: s.Actor, Gate: gate.breaker()})
+	if errors.Is(err, approval.ErrNeedsApproval) {
+		change, cerr := approval.ForceChange(req.Reason, req.For, time.Time{}, false, req.Replace != nil, []string{req.Dependency}, gate.Befores)
+		if cerr != nil {
+			return breaker.ForceResult{}, cerr
+		}
+		return breaker.ForceResult{}, s.submit(ctx, gate, change)
+	}
 	if len(outs) == 0 {
 		return breaker.ForceResult{}, err
 	}
 	s.notify(ctx, breaker.ActionForceOpen, req.Reason, notify.ForceLevers(outs))
 	return outs[0].Result, err
+}
+
+// leverGate is the policy's gate of one dashboard lever (nil without
+// Approvals: the change is made as before policies existed).
+type leverGate struct{ *approval.Gate }
+
+func (s StoreOverrides) gate(ctx context.Context, q approval.Question) leverGate {
+	if s.Approvals == nil {
+		return leverGate{}
+	}
+	identity := s.Identity
+	if identity == nil {
+		identity = func(ctx context.Context) (audit.Identity, error) {
+			a, err := s.Actor(ctx)
+			return audit.Identity{Actor: a}, err
+		}
+	}
+	return leverGate{s.Approvals.NewGate(ctx, identity, q)}
+}
+
+func (g leverGate) breaker() *breaker.Gate {
+	if g.Gate == nil {
+		return nil
+	}
+	return g.Breaker()
+}
+
+// submit stores the change the gate stopped as a change request, announces
+// it as the lever commands do, and returns it as an *approval.PendingError.
+func (s StoreOverrides) submit(ctx context.Context, g leverGate, c approval.Change) error {
+	r, rec, err := g.Submit(ctx, s.Log, c, 0)
+	if err != nil {
+		return err
+	}
+	if s.Notifier != nil {
+		ev := approval.RequestedEvent(r, rec)
+		ev.Source = notify.SourceDashboard
+		s.Notifier.Notify(ctx, ev)
+	}
+	return &approval.PendingError{Request: r}
 }
 
 func (s StoreOverrides) notify(ctx context.Context, action, reason string, levers []notify.Lever) {
@@ -59,7 +129,15 @@ func (s StoreOverrides) notify(ctx context.Context, action, reason string, lever
 
 // Clear implements [Overrides].
 func (s StoreOverrides) Clear(ctx context.Context, dependency, reason string) (breaker.ClearResult, error) {
-	outs, err := s.Overrides.ClearAll(ctx, s.Log, breaker.ClearAll{Dependencies: []string{dependency}, Reason: reason, Actor: s.Actor})
+	gate := s.gate(ctx, approval.Question{Action: breaker.ActionClear, Targets: []string{dependency}, Reason: reason})
+	outs, err := s.Overrides.ClearAll(ctx, s.Log, breaker.ClearAll{Dependencies: []string{dependency}, Reason: reason, Actor: s.Actor, Gate: gate.breaker()})
+	if errors.Is(err, approval.ErrNeedsApproval) {
+		change, cerr := approval.ClearChange(reason, []string{dependency}, gate.Befores)
+		if cerr != nil {
+			return breaker.ClearResult{}, cerr
+		}
+		return breaker.ClearResult{}, s.submit(ctx, gate, change)
+	}
 	if len(outs) == 0 {
 		return breaker.ClearResult{}, err
 	}

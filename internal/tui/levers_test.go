@@ -34,7 +34,7 @@ func TestStoreOverridesWriteAuditedChanges(t *testing.T) {
 		t.Errorf("force result = %+v", res)
 	}
 	list, err := ov.List(ctx)
-	if err != nil || len(list) != 1 || !list[0].ActiveAt(epoch) {
+	if err != nil || len(list.Overrides) != 1 || !list.Overrides[0].ActiveAt(epoch) {
 		t.Fatalf("list = %+v, %v", list, err)
 	}
 
@@ -45,14 +45,14 @@ func TestStoreOverridesWriteAuditedChanges(t *testing.T) {
 		t.Errorf("force over an unseen override: %v", err)
 	}
 	// ...as is replacing a version that is no longer current...
-	stale := list[0]
+	stale := list.Overrides[0]
 	stale.Version = 0
 	if _, err = ov.Force(ctx, ForceRequest{Dependency: "openai", Reason: "again", For: time.Hour, Replace: &stale}); !errors.As(err, &ce) || !ce.Raced {
 		t.Errorf("force over a changed override: %v", err)
 	}
 	// ...and replacing the one shown works.
 	clk.Advance(time.Minute)
-	res, err = ov.Force(ctx, ForceRequest{Dependency: "openai", Reason: "extend", For: time.Hour, Replace: &list[0]})
+	res, err = ov.Force(ctx, ForceRequest{Dependency: "openai", Reason: "extend", For: time.Hour, Replace: &list.Overrides[0]})
 	if err != nil || !res.Replaced || res.After.Version != 2 {
 		t.Fatalf("replace = %+v, %v", res, err)
 	}
@@ -85,7 +85,7 @@ func TestStoreOverridesWriteAuditedChanges(t *testing.T) {
 	if _, err := ov.Force(ctx, ForceRequest{Dependency: "openai", Reason: "x", For: time.Hour}); !errors.Is(err, actorErr) {
 		t.Errorf("force without an actor: %v", err)
 	}
-	if l, _ := ov.List(ctx); len(l) != 0 {
+	if l, _ := ov.List(ctx); len(l.Overrides) != 0 {
 		t.Errorf("something was written without an actor: %+v", l)
 	}
 }

@@ -20,7 +20,7 @@ type (
 	// clockTickMsg redraws countdowns and ages once a second.
 	clockTickMsg struct{}
 	overridesMsg struct {
-		list []breaker.Override
+		list OverrideList
 		err  error
 	}
 	gaugesMsg struct {

@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -28,6 +29,7 @@ const (
 	modeTable mode = iota
 	modeDetail
 	modeHelp
+	modeRequests
 )
 
 // source is the state of one data source.
@@ -62,16 +64,20 @@ type Model struct {
 
 	store, gauges source
 	overrides     []breaker.Override
-	snap          *metrics.Snapshot
+	// policySince is when the table first had a change policy (zero:
+	// none), for the UNAPPROVED mark.
+	policySince time.Time
+	snap        *metrics.Snapshot
 	// rows are the merged statuses, sorted; nextChange is when an override
 	// becomes inactive, so the merge is redone then.
 	rows       []row
 	mergedAt   time.Time
 	nextChange time.Time
 
-	table  tableState
-	detail detailPane
-	prompt *prompt
+	table    tableState
+	detail   detailPane
+	requests requestsPane
+	prompt   *prompt
 
 	status      string
 	statusIsErr bool
@@ -156,6 +162,10 @@ func (m *Model) refresh() tea.Cmd {
 	if m.mode == modeDetail {
 		cmds = append(cmds, m.loadAudit(m.detail.dependency))
 	}
+	if m.mode == modeRequests && !m.requests.loading {
+		m.requests.loading = true
+		cmds = append(cmds, m.loadRequests())
+	}
 	return tea.Batch(cmds...)
 }
 
@@ -208,7 +218,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.store = source{loaded: true, at: m.now}
-		m.overrides = msg.list
+		m.overrides, m.policySince = msg.list.Overrides, msg.list.PolicySince
 		m.rebuild()
 		m.refreshed()
 		return m, nil
@@ -235,6 +245,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case forcedMsg:
 		m.now = m.opts.Clock.Now()
 		m.setResult(forceResult(msg, m.now))
+		m.notePending(msg.err)
 		cmds := []tea.Cmd{m.refresh()}
 		if msg.err == nil && msg.res.After.Dependency == msg.req.Dependency {
 			m.showOverride(msg.req.Dependency, &msg.res.After)
@@ -251,6 +262,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case clearedMsg:
 		m.now = m.opts.Clock.Now()
 		m.setResult(clearResult(msg))
+		m.notePending(msg.err)
 		cmds := []tea.Cmd{m.refresh()}
 		if msg.err == nil {
 			m.showOverride(msg.dependency, nil)
@@ -260,6 +272,26 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 		}
 		return m, tea.Batch(cmds...)
+	case requestsMsg:
+		m.now = m.opts.Clock.Now()
+		m.requests.loading = false
+		m.requests.err = msg.err
+		if msg.err == nil {
+			m.requests.list, m.requests.loaded = msg.list, true
+			m.requests.move(0)
+		}
+		m.refreshed()
+		return m, nil
+	case approvedMsg:
+		m.now = m.opts.Clock.Now()
+		m.setResult(approvedResult(msg))
+		m.requests.loading = false // the refresh below reads them again
+		return m, m.refresh()
+	case deniedMsg:
+		m.now = m.opts.Clock.Now()
+		m.setResult(deniedResult(msg))
+		m.requests.loading = false
+		return m, m.refresh()
 	case fleetMsg:
 		m.now = m.opts.Clock.Now()
 		if text, isErr, ok := fleetResult(msg); ok {
@@ -275,6 +307,17 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, cmd
 	}
 	return m, nil
+}
+
+// notePending adds the request a lever became (err an
+// *approval.PendingError) to the pending requests already read, so the
+// pane lists it before its next read.
+func (m *Model) notePending(err error) {
+	var pe *approval.PendingError
+	if !errors.As(err, &pe) || !m.requests.loaded {
+		return
+	}
+	m.requests.list = append([]approval.Request{pe.Request}, m.requests.list...)
 }
 
 // refreshed clears the "refreshing…" status once both reads are back.
@@ -315,6 +358,8 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case modeDetail:
 		return m.detailKey(msg)
+	case modeRequests:
+		return m.requestsKey(msg)
 	case modeTable:
 		// The table's keys, below.
 	}
@@ -357,6 +402,8 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.openForce()
 	case key.Matches(msg, k.Clear):
 		return m.openClear()
+	case key.Matches(msg, k.Requests):
+		return m.openRequests()
 	case key.Matches(msg, k.Filter):
 		m.table.filtering = true
 		return m, m.table.filter.Focus()
@@ -382,6 +429,8 @@ func (m Model) detailKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case key.Matches(msg, k.Back):
 		m.mode = modeTable
+	case key.Matches(msg, k.Requests):
+		return m.openRequests()
 	case key.Matches(msg, k.Force):
 		return m.openForce()
 	case key.Matches(msg, k.Clear):
@@ -541,6 +590,12 @@ func (m Model) promptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		m.prompt = nil
 		switch p.kind {
+		case promptApprove:
+			m.setResult(fmt.Sprintf("approving request %s…", p.request.ID), false)
+			return m, m.approve(*p.request)
+		case promptDeny:
+			m.setResult(fmt.Sprintf("denying request %s…", p.request.ID), false)
+			return m, m.deny(*p.request, p.reason)
 		case promptForce:
 			req := ForceRequest{Dependency: p.dependency, Reason: p.reason, For: p.duration, Replace: p.current}
 			m.setResult(fmt.Sprintf("forcing %s open…", p.dependency), false)
@@ -559,7 +614,10 @@ func (m Model) promptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 func forceResult(msg forcedMsg, now time.Time) (string, bool) {
 	dep := msg.req.Dependency
 	var ce *breaker.ConflictError
+	var pe *approval.PendingError
 	switch {
+	case errors.As(msg.err, &pe):
+		return pendingResult(pe), false
 	case msg.err == nil:
 		verb := "forced open"
 		if msg.res.Replaced {
@@ -583,7 +641,10 @@ func forceResult(msg forcedMsg, now time.Time) (string, bool) {
 
 func clearResult(msg clearedMsg) (string, bool) {
 	var ce *breaker.ConflictError
+	var pe *approval.PendingError
 	switch {
+	case errors.As(msg.err, &pe):
+		return pendingResult(pe), false
 	case msg.err == nil && msg.res.Before == nil:
 		return fmt.Sprintf("%s was already clear", msg.dependency), false
 	case msg.err == nil && !msg.res.WasActive:

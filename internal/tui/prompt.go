@@ -8,6 +8,7 @@ import (
 
 	"charm.land/bubbles/v2/textinput"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/human"
@@ -19,6 +20,8 @@ type promptKind int
 const (
 	promptForce promptKind = iota
 	promptClear
+	promptApprove
+	promptDeny
 )
 
 type promptStep int
@@ -27,6 +30,8 @@ const (
 	stepReason promptStep = iota
 	stepDuration
 	stepConfirm
+	// stepReview shows what is decided; enter confirms (no input).
+	stepReview
 )
 
 // prompt is the force/clear sub-model: a few fields asked one after the
@@ -37,6 +42,8 @@ type prompt struct {
 	// current is the active override a force would replace, or the item a
 	// clear would delete.
 	current *breaker.Override
+	// request is the change request an approve or deny prompt decides.
+	request *approval.Request
 	steps   []promptStep
 	step    int
 	input   textinput.Model
@@ -92,6 +99,30 @@ func newClearPrompt(dep string, current *breaker.Override, now time.Time, opts O
 	return p
 }
 
+// newRequestPrompt asks to approve (kind promptApprove) or deny
+// (promptDeny, with an optional note) request r; on a protected context
+// the context's name is typed, as for force and clear.
+func newRequestPrompt(kind promptKind, r approval.Request, now time.Time, opts Options, st styles.Styles) *prompt {
+	p := &prompt{kind: kind, request: &r, contextName: opts.ContextName, styles: st}
+	verb := "Approve"
+	if kind == promptDeny {
+		verb = "Deny"
+		p.steps = []promptStep{stepReason}
+	}
+	if opts.Protected {
+		p.steps = append(p.steps, stepConfirm)
+	}
+	if len(p.steps) == 0 {
+		p.steps = []promptStep{stepReview}
+	}
+	p.header = requestHeader(verb, r, now, opts.ContextName)
+	if kind == promptApprove {
+		p.header = append(p.header, "Your verified identity approves exactly this change (this hash).")
+	}
+	p.input = p.newInput()
+	return p
+}
+
 // setAgo says how long ago an override was set ("at an unknown time" when
 // its created_at is malformed).
 func setAgo(o breaker.Override, now time.Time) string {
@@ -118,9 +149,12 @@ func (p *prompt) newInput() textinput.Model {
 	var in textinput.Model
 	switch p.steps[p.step] {
 	case stepReason:
-		if p.kind == promptForce {
+		switch p.kind {
+		case promptForce:
 			in = newInput("Reason:   ", "what is happening, e.g. provider incident INC-142", audit.MaxReasonLen, p.styles)
-		} else {
+		case promptDeny:
+			in = newInput("Reason (optional): ", "why it should not be applied", audit.MaxReasonLen, p.styles)
+		default:
 			in = newInput("Reason (optional): ", "why it is safe to clear", audit.MaxReasonLen, p.styles)
 		}
 	case stepDuration:
@@ -129,6 +163,8 @@ func (p *prompt) newInput() textinput.Model {
 		in.CursorEnd()
 	case stepConfirm:
 		in = newInput(fmt.Sprintf("PROTECTED context: type %q to confirm: ", p.contextName), "", 64, p.styles)
+	case stepReview:
+		in = newInput("", "", 0, p.styles)
 	}
 	in.SetWidth(60)
 	return in
@@ -202,11 +238,13 @@ func (p *prompt) view(width int) string {
 			lines = append(lines, st.Label.Render("Reason:   ")+safe(p.reason))
 		case stepDuration:
 			lines = append(lines, st.Label.Render("Duration: ")+human.Duration(p.duration))
-		case stepConfirm:
+		case stepConfirm, stepReview:
 			// Always the last step, so never among the answered ones.
 		}
 	}
-	lines = append(lines, inputView(p.input))
+	if p.steps[p.step] != stepReview {
+		lines = append(lines, inputView(p.input))
+	}
 	if p.steps[p.step] == stepDuration {
 		lines = append(lines, st.Dim.Render(fmt.Sprintf("at most %s; the override lapses by itself then", human.Duration(p.policy.MaxFor()))))
 	}
@@ -215,7 +253,7 @@ func (p *prompt) view(width int) string {
 	}
 	last := "enter: next"
 	if p.step == len(p.steps)-1 {
-		last = map[promptKind]string{promptForce: "enter: FORCE OPEN", promptClear: "enter: CLEAR"}[p.kind]
+		last = map[promptKind]string{promptForce: "enter: FORCE OPEN", promptClear: "enter: CLEAR", promptApprove: "enter: APPROVE", promptDeny: "enter: DENY"}[p.kind]
 	}
 	lines = append(lines, "", st.Dim.Render(last+" · esc: cancel (nothing is changed)"))
 	box := st.Box.Width(min(max(width-2, 20), 100))

@@ -13,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
 )
@@ -44,6 +45,8 @@ func (m Model) Render() string {
 		body = m.helpLines()
 	case m.mode == modeDetail:
 		body = m.detail.view(m.styles)
+	case m.mode == modeRequests:
+		body = m.requestLines(bodyHeight)
 	default:
 		body = m.tableLines(bodyHeight)
 	}
@@ -78,7 +81,7 @@ func (m Model) headerLines() []string {
 	title = ansi.Truncate(title, m.width-len(clock)-1, "…")
 	lines := []string{st.Title.Render(title) + strings.Repeat(" ", max(m.width-ansi.StringWidth(title)-len(clock), 1)) + clock}
 	if m.opts.Protected {
-		text := fmt.Sprintf(" PROTECTED CONTEXT %s · force-open and clear ask you to type its name ", m.opts.ContextName)
+		text := fmt.Sprintf(" PROTECTED CONTEXT %s · f, c, a and d ask you to type its name ", m.opts.ContextName)
 		lines = append(lines, st.Protected.Render(pad(ansi.Truncate(text, m.width, "…"), m.width)))
 	}
 	fresh := fmt.Sprintf("store %s %s · gauges %s %s · every %s", safe(m.opts.StoreName), m.freshness(m.store),
@@ -294,6 +297,10 @@ func (m Model) overrideCell(r *row) string {
 	if o.Malformed() {
 		mark = "malformed! "
 	}
+	if m.unapproved(o) {
+		// Written without asking the table's policy (docs/contracts/policy.md).
+		mark += "UNAPPROVED! "
+	}
 	if r.Fleet != nil && r.Fleet.Verdict == metrics.NotObeyed {
 		// The incident inside the incident: some instance ignores it.
 		mark += "NOT OBEYED! "
@@ -307,6 +314,12 @@ func (m Model) overrideCell(r *row) string {
 		return mark + "inactive " + shortActor(o.Actor)
 	}
 	return mark + "expired " + shortActor(o.Actor)
+}
+
+// unapproved reports whether o was written since the table had a policy
+// without its approval (policy.UnapprovedAt, the rule of audit list).
+func (m Model) unapproved(o *breaker.Override) bool {
+	return o != nil && policy.UnapprovedAt(o.CreatedAt, o.Approval, m.policySince)
 }
 
 // shortActor shortens an actor for a table cell: the session name of an
@@ -348,6 +361,8 @@ func (m Model) footer() string {
 		return m.help.ShortHelpView([]key.Binding{m.keys.Submit, m.keys.Cancel})
 	case m.mode == modeDetail:
 		return m.help.ShortHelpView(m.keys.DetailHelp())
+	case m.mode == modeRequests:
+		return m.help.ShortHelpView(m.keys.RequestsHelp())
 	case m.mode == modeHelp:
 		return m.help.ShortHelpView([]key.Binding{m.keys.Back, m.keys.Quit})
 	}

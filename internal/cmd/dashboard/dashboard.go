@@ -47,8 +47,17 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			verdict (converging, confirmed, not obeyed). --wait=false turns the wait off.
 
 			Keys: f force-open (asks for a reason and a duration), c clear, enter details
-			(timeline, per-instance breakdown, recent audit), / filter, r refresh, ? help,
-			q quit. On a protected context, f and c ask you to type the context's name.
+			(timeline, per-instance breakdown, recent audit), p pending change requests (a
+			approve, d deny there), / filter, r refresh, ? help, q quit. On a protected
+			context, f, c, a and d ask you to type the context's name.
+
+			On a table whose policy needs approvals for a force or a clear
+			(docs/contracts/policy.md), f and c ask the policy as breaker force-open and
+			clear do: the change becomes a change request, shown in the status line with its
+			id and the command that approves it, and nothing is changed. An approver
+			approves or denies it from the p pane (with their verified identity, as koshactl
+			request approve). An override whose change carries no approval although the
+			table had a policy is marked UNAPPROVED.
 
 			Overrides come from the context's store, gauges from its metrics source
 			(CloudWatch, or Prometheus; the local context scrapes the sandbox at
@@ -130,11 +139,14 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			warns = append(warns, line)
 		})
 	}
+	approvals := env.Approvals()
 	deps := tui.Deps{
 		Overrides: tui.StoreOverrides{Overrides: env.Overrides(), Log: log,
-			Known: env.Context.KnownDependencies(), Actor: env.Actor, Notifier: notifier},
-		Gauges: src,
-		Audit:  log,
+			Known: env.Context.KnownDependencies(), Actor: env.Actor, Notifier: notifier,
+			Approvals: approvals, Identity: env.CallerIdentity},
+		Gauges:   src,
+		Audit:    log,
+		Requests: tui.StoreRequests{Approvals: approvals, Log: log, Identity: env.CallerIdentity, Clock: f.Clock, Notifier: notifier},
 	}
 	return tui.Run(ctx, deps, tui.Options{
 		ContextName:  env.Name,

@@ -11,20 +11,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -63,98 +59,54 @@ type Question struct {
 
 // ErrNeedsApproval stops a lever change the policy needs approvals for:
 // nothing is written; the command submits a request instead ([Submit]).
-var ErrNeedsApproval = errors.New("the change needs approvals")
+var ErrNeedsApproval = approval.ErrNeedsApproval
 
-// Gate is the policy's answer to a command, decided from the policy item
-// read in the same batch read as the levers (no round trip of its own).
+// Gate is the policy's answer to a command: the domain's gate
+// (approval.Gate, the rule the dashboard follows too), decided from the
+// policy item read in the same batch read as the levers.
 type Gate struct {
-	ctx context.Context
-	env *cmdenv.Env
-	q   Question
-	// Policy is nil when the table has none: the command acts as always.
-	Policy   *policy.Stored
-	Identity audit.Identity
-	Decision policy.Decision
-	// Befores are the levers as read, when the change needs approvals.
-	Befores map[string]*breaker.Override
-	// Plans are the buckets as read, when a bucket change needs approvals.
-	Plans []ratelimit.ChangeResult
-	// Review is the review a break-glass change opens.
-	Review *approval.Review
+	*approval.Gate
+	q Question
 }
 
 // New is the gate of one lever command.
 func New(ctx context.Context, env *cmdenv.Env, q Question) *Gate {
-	return &Gate{ctx: ctx, env: env, q: q, Decision: policy.NoPolicy}
+	return &Gate{Gate: env.Approvals().NewGate(ctx, env.CallerIdentity, approval.Question{Action: q.Action, Targets: q.Targets,
+		Duration: q.Duration, NoExpiry: q.NoExpiry, Reason: q.Reason, BreakGlass: q.BreakGlass}), q: q}
 }
 
 // Q is the question the gate answers.
 func (g *Gate) Q() Question { return g.q }
 
-// Breaker is the gate as the breaker lever operations take it: the policy
-// item is read with the overrides; a denial is an error (exit 7), a change
-// that needs approvals [ErrNeedsApproval], an allowed one carries how.
+// Breaker is the gate as the breaker lever operations take it: a denial
+// is an error (exit 7), a change that needs approvals [ErrNeedsApproval],
+// a break-glass on a table without a policy a usage error.
 func (g *Gate) Breaker() *breaker.Gate {
-	return &breaker.Gate{Keys: []string{policy.Key}, Decide: func(items map[string]store.Item, befores map[string]*breaker.Override) (*breaker.Attach, error) {
-		nothing := g.q.Action == breaker.ActionClear && !slices.ContainsFunc(slices.Collect(maps.Values(befores)), func(o *breaker.Override) bool { return o != nil })
-		at, err := g.decide(items, nothing)
-		if errors.Is(err, ErrNeedsApproval) {
-			g.Befores = befores
+	bg := g.Gate.Breaker()
+	decide := bg.Decide
+	bg.Decide = func(items map[string]store.Item, befores map[string]*breaker.Override) (*breaker.Attach, error) {
+		at, err := decide(items, befores)
+		if errors.Is(err, approval.ErrNothingToBreak) {
+			return nil, cmdutil.Usagef("%v", err)
 		}
 		return at, err
-	}}
+	}
+	return bg
 }
 
-// Buckets is the gate as the bucket levers take it (ratelimit reset, drain,
-// set): the policy item is read with the buckets; a denial is an error, a
-// change that needs approvals [ErrNeedsApproval] (Plans holds the buckets
-// as read), an allowed one carries how.
+// Buckets is the gate as the bucket levers take it, with the same usage
+// error as [Gate.Breaker] for a break-glass on a table without a policy.
 func (g *Gate) Buckets() *ratelimit.Gate {
-	return &ratelimit.Gate{Keys: []string{policy.Key}, Decide: func(items map[string]store.Item, plans []ratelimit.ChangeResult) (*ratelimit.Attach, error) {
-		changed := slices.ContainsFunc(plans, func(p ratelimit.ChangeResult) bool { return p.Changed })
-		at, err := g.decide(items, !changed)
-		if errors.Is(err, ErrNeedsApproval) {
-			g.Plans = plans
+	bg := g.Gate.Buckets()
+	decide := bg.Decide
+	bg.Decide = func(items map[string]store.Item, plans []ratelimit.ChangeResult) (*ratelimit.Attach, error) {
+		at, err := decide(items, plans)
+		if errors.Is(err, approval.ErrNothingToBreak) {
+			return nil, cmdutil.Usagef("%v", err)
 		}
-		return approval.BucketAttach(at), err
-	}}
-}
-
-func (g *Gate) decide(items map[string]store.Item, nothingToDo bool) (*breaker.Attach, error) {
-	it, ok := items[policy.Key]
-	if !ok {
-		if g.q.BreakGlass {
-			return nil, cmdutil.Usagef("--break-glass: the table has no policy, so nothing needs breaking: drop the flag")
-		}
-		return nil, nil
-	}
-	stored, err := policy.FromItem(it)
-	if err != nil {
-		return nil, err
-	}
-	id, err := g.env.CallerIdentity(g.ctx)
-	if err != nil {
-		return nil, err
-	}
-	g.Policy, g.Identity = stored, id
-	req := policy.Request{Actor: policy.Actor{ARN: id.Actor, Verified: id.Verified()}, Action: g.q.Action, Duration: g.q.Duration,
-		NoExpiry: g.q.NoExpiry, BreakGlass: g.q.BreakGlass}
-	g.Decision = policy.DecideAll(stored.Set, req, g.q.Targets)
-	switch g.Decision.Outcome {
-	case policy.Deny:
-		return nil, fmt.Errorf("%w: %s", approval.ErrPolicyDenied, g.Decision.Reason)
-	case policy.NeedsApproval:
-		if nothingToDo {
-			return nil, nil // nothing to change: nothing to ask for, and nothing is written
-		}
-		return nil, ErrNeedsApproval
-	}
-	if g.q.BreakGlass {
-		at, rv, err := g.env.Approvals().BreakGlass(g.q.Action, g.q.Targets, g.q.Reason, id, g.Decision.Policies)
-		g.Review = rv
 		return at, err
 	}
-	return &breaker.Attach{Approval: &audit.Approval{Decision: audit.DecisionAllowed, Policies: g.Decision.Policies}}, nil
+	return bg
 }
 
 // Announce adds a break-glass's loud words to the change's notification.
@@ -197,11 +149,11 @@ type Result struct {
 // Submit stores the change as a request, prints it, announces it, and
 // returns the pending-approval error (exit 12): nothing was changed yet.
 func Submit(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, g *Gate, c approval.Change, fl Flags, output string, noNotify bool) error {
-	r, rec, err := env.Approvals().Submit(ctx, env.Audit(), approval.Submission{Change: c, Requester: g.Identity, Decision: g.Decision, TTL: fl.RequestTTL})
+	r, rec, err := g.Submit(ctx, env.Audit(), c, fl.RequestTTL)
 	if err != nil {
 		return err
 	}
-	approve := "koshactl request approve " + r.ID
+	approve := approval.ApproveCommand(r.ID)
 	out := Result{Kind: "ChangeRequestResult", Context: env.Name, Store: env.Store.Describe(), RequestID: r.ID, Status: r.Status,
 		Change: c.Summary(), SHA256: r.SHA256, Requester: r.Requester, ApprovalsNeeded: r.Needed, Policies: r.Policies,
 		ExpiresAt: r.ExpiresAt, ApproveCommand: approve, AuditID: rec.ID}
@@ -218,9 +170,7 @@ func Submit(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, g *Gate, c 
 		fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", approve)
 	}
 	cmdenv.PrintActedOn(ios.ErrOut, env, false)
-	cmdenv.Notify(ctx, env, noNotify, notify.Event{Action: approval.ActionRequestCreate, Actor: r.Requester, Reason: c.Reason,
-		Outcome: "pending", Detail: fmt.Sprintf("%s needs %d approval(s): %s", c.Summary(), r.Needed, approve),
-		Levers: []notify.Lever{{Subject: approval.RequestPrefix + r.ID, Change: "requested: " + c.Summary(), AuditID: rec.ID}}})
+	cmdenv.Notify(ctx, env, noNotify, approval.RequestedEvent(r, rec))
 	return exitcode.Errorf(exitcode.Pending, "pending approval: nothing changed yet; request %s waits for %d approval(s) until %s (%s)",
 		r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), approve)
 }

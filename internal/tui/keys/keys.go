@@ -11,6 +11,10 @@ type KeyMap struct {
 
 	Force, Clear, Details, Back, Filter, Refresh, Help, Quit key.Binding
 
+	// Requests shows the pending change requests; Approve and Deny act on
+	// the one under the cursor there.
+	Requests, Approve, Deny key.Binding
+
 	// Submit and Cancel act in prompts and the filter.
 	Submit, Cancel key.Binding
 	// Interrupt quits from anywhere, prompts included.
@@ -34,6 +38,9 @@ func Default() KeyMap {
 		Refresh:   key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "refresh")),
 		Help:      key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:      key.NewBinding(key.WithKeys("q"), key.WithHelp("q", "quit")),
+		Requests:  key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pending requests")),
+		Approve:   key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "approve")),
+		Deny:      key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "deny")),
 		Submit:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "next/confirm")),
 		Cancel:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 		Interrupt: key.NewBinding(key.WithKeys("ctrl+c"), key.WithHelp("ctrl+c", "quit")),
@@ -50,6 +57,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.Force, k.Clear, k.Details, k.Back},
+		{k.Requests, k.Approve, k.Deny},
 		{k.Filter, k.Refresh, k.Help, k.Quit, k.Interrupt},
 	}
 }
@@ -57,6 +65,11 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 // DetailHelp is the footer of the detail view.
 func (k KeyMap) DetailHelp() []key.Binding {
 	return []key.Binding{k.Back, k.Force, k.Clear, k.Up, k.Down, k.Refresh, k.Quit}
+}
+
+// RequestsHelp is the footer of the pending requests.
+func (k KeyMap) RequestsHelp() []key.Binding {
+	return []key.Binding{k.Approve, k.Deny, k.Up, k.Down, k.Back, k.Refresh, k.Quit}
 }
 
 // PromptHelp is the footer while a prompt is open.

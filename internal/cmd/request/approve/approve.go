@@ -11,12 +11,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -104,7 +101,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	res, err := env.Approvals().Approve(ctx, env.Audit(), approval.Approval{ID: opts.ID, Approver: id, SHA256: opts.SHA256})
 	if res.Expired {
-		requestview.Announce(ctx, env, opts.NoNotify, id.Actor, res.Request)
+		cmdenv.Notify(ctx, env, opts.NoNotify, approval.ExpiredEvent(res.Request, id.Actor))
 	}
 	if err != nil && !res.AlreadyApplied {
 		return err
@@ -148,22 +145,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if out.Action == "already-applied" {
 		return nil
 	}
-	ev := notify.Event{Action: approval.ActionRequestApprove, Actor: id.Actor, Reason: res.Request.Change.Reason, Outcome: out.Action,
-		Detail: fmt.Sprintf("request %s (%s) requested by %s, approved by %v", res.Request.ID, res.Request.Change.Summary(), res.Request.Requester, res.Request.Approvers)}
-	if res.Applied {
-		ev.Action = res.Request.Change.Action
-		switch res.Request.Change.Action {
-		case policy.ActionForceOpen:
-			ev.Levers = notify.ForceLevers(res.Force)
-		case policy.ActionClear:
-			ev.Levers = notify.ClearLevers(res.Clear)
-		default:
-			ev.Levers = notify.BucketLevers(res.Buckets)
-		}
-	} else {
-		ev.Levers = []notify.Lever{{Subject: approval.RequestPrefix + res.Request.ID, Change: "approved", AuditID: firstID(res.Records)}}
+	if ev, ok := approval.ApprovedEvent(res, id.Actor); ok {
+		cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	}
-	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	if res.Applied {
 		for _, o := range res.Force {
 			if o.Result.Confirmed {
@@ -173,11 +157,4 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		}
 	}
 	return nil
-}
-
-func firstID(rs []audit.Record) string {
-	if len(rs) == 0 {
-		return ""
-	}
-	return rs[0].ID
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/notify"
 )
 
 // Options are the parsed flags and argument.
@@ -71,8 +70,6 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	} else {
 		fmt.Fprintf(ios.Out, "Deny request %s: %s; it can never be applied\n", r.ID, r.Change.Summary())
 	}
-	cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: approval.ActionRequestDeny, Actor: id.Actor, Reason: opts.Reason, Outcome: "denied",
-		Detail: "request " + r.ID + " (denied): " + r.Change.Summary(),
-		Levers: []notify.Lever{{Subject: approval.RequestPrefix + r.ID, Change: "denied", AuditID: rec.ID}}})
+	cmdenv.Notify(ctx, env, opts.NoNotify, approval.DeniedEvent(r, rec, id.Actor, opts.Reason))
 	return nil
 }

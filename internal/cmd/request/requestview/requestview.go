@@ -13,7 +13,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -98,7 +97,5 @@ func Expire(ctx context.Context, env *cmdenv.Env, errOut io.Writer, rs []approva
 
 // Announce sends the notification of r's expiry, seen by by.
 func Announce(ctx context.Context, env *cmdenv.Env, noNotify bool, by string, r approval.Request) {
-	cmdenv.Notify(ctx, env, noNotify, notify.Event{Action: approval.ActionRequestExpire, Actor: by, Reason: r.Change.Reason,
-		Outcome: "expired", Detail: "request " + r.ID + " expired without its approvals: " + r.Change.Summary(),
-		Levers: []notify.Lever{{Subject: approval.RequestPrefix + r.ID, Change: "expired"}}})
+	cmdenv.Notify(ctx, env, noNotify, approval.ExpiredEvent(r, by))
 }

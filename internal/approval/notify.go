@@ -1,0 +1,71 @@
+package approval
+
+import (
+	"fmt"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/policy"
+)
+
+// The notifications of requests: one builder per event, so every surface
+// that makes or decides a request (the request and lever commands, the
+// dashboard, drills) announces it in the same words.
+
+// ApproveCommand is the command that approves request id.
+func ApproveCommand(id string) string { return "koshactl request approve " + id }
+
+// RequestedEvent announces a new request r (its record rec).
+func RequestedEvent(r Request, rec audit.Record) notify.Event {
+	return notify.Event{Action: ActionRequestCreate, Actor: r.Requester, Reason: r.Change.Reason,
+		Outcome: "pending", Detail: fmt.Sprintf("%s needs %d approval(s): %s", r.Change.Summary(), r.Needed, ApproveCommand(r.ID)),
+		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: "requested: " + r.Change.Summary(), AuditID: rec.ID}}}
+}
+
+// ApprovedEvent announces what approval res by actor did (nothing to say
+// of an approval that found it applied already: ok is false).
+func ApprovedEvent(res Approved, actor string) (ev notify.Event, ok bool) {
+	if res.AlreadyApplied {
+		return notify.Event{}, false
+	}
+	r := res.Request
+	outcome := "approved"
+	if res.Applied {
+		outcome = "applied"
+	}
+	ev = notify.Event{Action: ActionRequestApprove, Actor: actor, Reason: r.Change.Reason, Outcome: outcome,
+		Detail: fmt.Sprintf("request %s (%s) requested by %s, approved by %v", r.ID, r.Change.Summary(), r.Requester, r.Approvers)}
+	switch {
+	case res.Applied && r.Change.Action == policy.ActionForceOpen:
+		ev.Action, ev.Levers = r.Change.Action, notify.ForceLevers(res.Force)
+	case res.Applied && r.Change.Action == policy.ActionClear:
+		ev.Action, ev.Levers = r.Change.Action, notify.ClearLevers(res.Clear)
+	case res.Applied:
+		ev.Action, ev.Levers = r.Change.Action, notify.BucketLevers(res.Buckets)
+	default:
+		ev.Levers = []notify.Lever{{Subject: RequestPrefix + r.ID, Change: outcome, AuditID: firstID(res.Records)}}
+	}
+	return ev, true
+}
+
+// ExpiredEvent announces a request an approval found expired (and marked
+// so).
+func ExpiredEvent(r Request, actor string) notify.Event {
+	return notify.Event{Action: ActionRequestExpire, Actor: actor, Reason: r.Change.Reason,
+		Outcome: "expired", Detail: "request " + r.ID + " expired without its approvals: " + r.Change.Summary(),
+		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: "expired"}}}
+}
+
+// DeniedEvent announces a denied request (its record rec).
+func DeniedEvent(r Request, rec audit.Record, actor, note string) notify.Event {
+	return notify.Event{Action: ActionRequestDeny, Actor: actor, Reason: note, Outcome: "denied",
+		Detail: "request " + r.ID + " (denied): " + r.Change.Summary(),
+		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: "denied", AuditID: rec.ID}}}
+}
+
+func firstID(rs []audit.Record) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	return rs[0].ID
+}
