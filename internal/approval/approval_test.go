@@ -63,3 +63,26 @@ func TestApprovalIsConditionalOnTheStateRequested(t *testing.T) {
 		t.Errorf("request after a refused approval: %+v %v, want pending", got, err)
 	}
 }
+
+// The approval's result names the change that applied the request, as the
+// stored request does (request approve -o json shows it).
+func TestApprovalReportsTheChangeThatAppliedIt(t *testing.T) {
+	c, svc, log, _ := fourEyes(t)
+	ctx := context.Background()
+	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: forceChange(), Requester: alice,
+		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob})
+	if err != nil || !res.Applied {
+		t.Fatalf("approve: %+v, %v", res, err)
+	}
+	stored, err := c.Get(ctx, approval.RequestPrefix+r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Request.AppliedChange == "" || res.Request.AppliedChange != stored.Str("applied_change") {
+		t.Errorf("result's applied_change %q, stored %q: want the same token", res.Request.AppliedChange, stored.Str("applied_change"))
+	}
+}

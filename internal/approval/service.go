@@ -349,7 +349,10 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		Refused: func(ce store.ConditionError) error { return s.changedMeanwhile(r.ID, ce.Current) },
 	}
 	res.Request = next
-	return s.apply(ctx, log, r, attach, res)
+	res, err = s.apply(ctx, log, r, attach, res)
+	// The token is known once the change is built (attach.Ops ran).
+	res.Request.AppliedChange = next.AppliedChange
+	return res, err
 }
 
 // apply writes r's change with attach through the lever service.
