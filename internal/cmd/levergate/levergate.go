@@ -23,6 +23,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Flags are the lever commands' policy flags.
@@ -164,7 +165,7 @@ func Submit(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, g *Gate, c 
 		}
 	} else {
 		fmt.Fprintf(ios.Out, "Not applied: the table's policy needs %d approval(s) from someone other than you (%v).\n", r.Needed, r.Policies)
-		fmt.Fprintf(ios.Out, "Change request %s: %s\n", r.ID, c.Summary())
+		fmt.Fprintf(ios.Out, "Change request %s: %s\n", r.ID, textsafe.Line(c.Summary()))
 		fmt.Fprintf(ios.Out, "  sha256 %s\n", r.SHA256)
 		fmt.Fprintf(ios.Out, "  expires %s\n", cmdutil.FormatTime(r.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY()))
 		fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", approve)

@@ -9,8 +9,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/ack"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/approve"
-	"github.com/kosha-platform/koshactl/internal/cmd/request/cancel"
-	"github.com/kosha-platform/koshactl/internal/cmd/request/deny"
+	"github.com/kosha-platform/koshactl/internal/cmd/request/closing"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/show"
 )
@@ -23,6 +22,6 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		Long: "A lever change the table's policy needs approvals for becomes a change request (item request#<id>).\n" +
 			"Another person approves it with koshactl request approve ID, which applies exactly the change requested.",
 	}
-	cmd.AddCommand(list.NewCmd(f), show.NewCmd(f), approve.NewCmd(f), deny.NewCmd(f), cancel.NewCmd(f), ack.NewCmd(f))
+	cmd.AddCommand(list.NewCmd(f), show.NewCmd(f), approve.NewCmd(f), closing.NewCmd(f, closing.Deny), closing.NewCmd(f, closing.Cancel), ack.NewCmd(f))
 	return cmd
 }

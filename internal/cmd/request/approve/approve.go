@@ -136,7 +136,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			}
 			fmt.Fprintf(ios.Out, "Request %s was already applied (by %s): nothing changed\n", r.ID, textsafe.Line(by))
 		case "applied":
-			fmt.Fprintf(ios.Out, "Approved and applied request %s: %s\n", r.ID, r.Change.Summary())
+			fmt.Fprintf(ios.Out, "Approved and applied request %s: %s\n", r.ID, textsafe.Line(r.Change.Summary()))
 			fmt.Fprintf(ios.Out, "  requested by %s, approved by %s\n", textsafe.Line(r.Requester), textsafe.Line(fmt.Sprint(r.Approvers)))
 		default:
 			fmt.Fprintf(ios.Out, "Approved request %s: it needs %d more approval(s) from other people\n", r.ID, res.Remaining)
