@@ -129,6 +129,7 @@ func (g *Gate) decideOn(items map[string]store.Item, nothingToDo bool) (*breaker
 			return nil, nil // nothing to change: nothing to ask for, and nothing is written
 		}
 		return nil, ErrNeedsApproval
+	case policy.Allow:
 	}
 	if g.q.BreakGlass {
 		at, rv, err := g.svc.BreakGlass(g.q.Action, g.q.Targets, g.q.Reason, id, g.Decision.Policies)

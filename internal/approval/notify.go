@@ -63,12 +63,12 @@ func DeniedEvent(r Request, rec audit.Record, actor, note string) notify.Event {
 		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: "denied", AuditID: rec.ID}}}
 }
 
-// CancelledEvent announces a request its requester cancelled (its record
+// CanceledEvent announces a request its requester canceled (its record
 // rec).
-func CancelledEvent(r Request, rec audit.Record, actor, note string) notify.Event {
-	return notify.Event{Action: ActionRequestCancel, Actor: actor, Reason: note, Outcome: "cancelled",
-		Detail: "request " + r.ID + " (cancelled): " + r.Change.Summary(),
-		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: "cancelled", AuditID: rec.ID}}}
+func CanceledEvent(r Request, rec audit.Record, actor, note string) notify.Event {
+	return notify.Event{Action: ActionRequestCancel, Actor: actor, Reason: note, Outcome: "canceled",
+		Detail: "request " + r.ID + " (canceled): " + r.Change.Summary(),
+		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: "canceled", AuditID: rec.ID}}}
 }
 
 func firstID(rs []audit.Record) string {

@@ -41,11 +41,11 @@ const Retention = audit.Retention
 // is marked so (once, audited, announced) by the first command that sees
 // it: request list, request show or an approval ([Service.ExpireDue]).
 const (
-	StatusPending   = "pending"
-	StatusApplied   = "applied"
-	StatusDenied    = "denied"
-	StatusCancelled = "cancelled"
-	StatusExpired   = "expired"
+	StatusPending  = "pending"
+	StatusApplied  = "applied"
+	StatusDenied   = "denied"
+	StatusCanceled = "canceled"
+	StatusExpired  = "expired"
 )
 
 // Audit actions of requests and reviews.
@@ -162,7 +162,7 @@ type Request struct {
 	SHA256          string            `json:"sha256"`
 	Requester       string            `json:"requester"`
 	RequesterSource audit.ActorSource `json:"requester_source,omitempty"`
-	// Status is as stored: pending, applied, denied, cancelled or expired
+	// Status is as stored: pending, applied, denied, canceled or expired
 	// ([Request.StatusAt] reads a pending request past its expiry as
 	// expired).
 	Status    string    `json:"status"`
@@ -203,7 +203,7 @@ var (
 	ErrHashMismatch = exitcode.New(exitcode.Mismatch, "the request's change does not match its hash")
 	// ErrExpired: the request waited past its expiry; it is never applied.
 	ErrExpired = exitcode.New(exitcode.Closed, "the request has expired")
-	// ErrClosed: the request was denied or cancelled; it is never applied.
+	// ErrClosed: the request was denied or canceled; it is never applied.
 	ErrClosed = exitcode.New(exitcode.Closed, "the request is closed")
 	// ErrUnverified: the approver's identity is not verified by STS.
 	ErrUnverified = exitcode.New(exitcode.Auth, "approving needs a verified identity")
@@ -323,7 +323,7 @@ func RequestFromItem(it store.Item) (Request, error) {
 	if err := dec.Decode(&r.Change); err != nil || r.Change.Action == "" || len(r.Change.Targets) == 0 {
 		return bad(attrChange)
 	}
-	if !slices.Contains([]string{StatusPending, StatusApplied, StatusDenied, StatusCancelled, StatusExpired}, r.Status) {
+	if !slices.Contains([]string{StatusPending, StatusApplied, StatusDenied, StatusCanceled, StatusExpired}, r.Status) {
 		return bad(attrStatus)
 	}
 	for attr, dst := range map[string]*time.Time{attrCreatedAt: &r.CreatedAt, attrExpiresAt: &r.ExpiresAt} {

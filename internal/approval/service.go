@@ -251,7 +251,7 @@ type Approved struct {
 // unverified approver ([ErrUnverified]), the requester ([ErrSelf]), a
 // request that is not there (store.ErrNotFound), whose change does not
 // match its hash ([ErrHashMismatch]), expired ([ErrExpired], and marked so),
-// denied or cancelled ([ErrClosed]), or that the policy no longer permits
+// denied or canceled ([ErrClosed]), or that the policy no longer permits
 // ([ErrPolicyDenied]). An applied request changes nothing
 // (AlreadyApplied).
 func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (Approved, error) {
@@ -277,7 +277,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	case StatusApplied:
 		res.AlreadyApplied = true
 		return res, nil
-	case StatusDenied, StatusCancelled:
+	case StatusDenied, StatusCanceled:
 		return res, fmt.Errorf("%w: request %s was %s by %s (%s): it can never be applied; ask for a new one",
 			ErrClosed, r.ID, st, textsafe.Line(r.DecidedBy), textsafe.Line(r.Note))
 	case StatusExpired:
@@ -491,7 +491,7 @@ func (s *Service) Decide(ctx context.Context, log audit.Appender, id string, by 
 	}
 	verb, status, action := "deny", StatusDenied, ActionRequestDeny
 	if cancel {
-		verb, status, action = "cancel", StatusCancelled, ActionRequestCancel
+		verb, status, action = "cancel", StatusCanceled, ActionRequestCancel
 	}
 	switch {
 	case r.Status != StatusPending:

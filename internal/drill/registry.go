@@ -29,7 +29,7 @@ type StepKind interface {
 
 // Spec is a step's or a condition's decoded kind value, as its kind's
 // Decode returned it. The file model holds it without knowing what it
-// does; package runtime gives it behaviour (runtime.Action,
+// does; package runtime gives it behavior (runtime.Action,
 // runtime.Condition), which every spec of a kind in kinds.Builtin has.
 type Spec = any
 

@@ -15,7 +15,7 @@ const (
 	Partial     = 10  // a list showed what it could read; some stored items could not be read in full (each one reported)
 	Unconfirmed = 11  // the change was made, but the fleet's gauges did not confirm it within --timeout (stragglers named)
 	Pending     = 12  // the table's policy needs approvals: a change request was made and nothing was changed yet
-	Closed      = 13  // the change request expired, or was denied or cancelled: it can never be applied
+	Closed      = 13  // the change request expired, or was denied or canceled: it can never be applied
 	Mismatch    = 14  // the change request does not match its hash (edited after it was made, or not the one reviewed): never applied
 	Interrupted = 130 // interrupted (SIGINT)
 )

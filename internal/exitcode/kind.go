@@ -33,7 +33,7 @@ func (k Kind) String() string {
 var names = map[int]string{
 	OK: "ok", Error: "error", Usage: "usage", NotFound: "not found", Conflict: "conflict", Unavailable: "unavailable",
 	Auth: "auth", Refused: "refused", Unknown: "unknown", Rollback: "rollback failed", Partial: "partial",
-	Unconfirmed: "unconfirmed", Pending: "pending", Closed: "closed", Mismatch: "mismatch", Interrupted: "cancelled",
+	Unconfirmed: "unconfirmed", Pending: "pending", Closed: "closed", Mismatch: "mismatch", Interrupted: "canceled",
 }
 
 // New returns a sentinel error with text that is of kind k: errors.Is of it

@@ -166,7 +166,7 @@ func TestRetriesAreBounded(t *testing.T) {
 	}
 }
 
-func TestCancelledIsNotAnSTSFailure(t *testing.T) {
+func TestCanceledIsNotAnSTSFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := identity.Resolver{STS: client("http://127.0.0.1:1"), AllowUnverified: true}.Resolve(ctx)

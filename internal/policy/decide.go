@@ -203,7 +203,7 @@ func (s *Set) eval(r Request) (bool, []string, []string) {
 			"approvals":        types.Long(int64(r.Approvals)),
 		}),
 	}
-	dec, diag := s.ps.IsAuthorized(entities, req)
+	dec, diag := cedar.Authorize(s.ps, entities, req)
 	var ids, errs []string
 	for _, reason := range diag.Reasons {
 		ids = append(ids, string(reason.PolicyID))

@@ -92,7 +92,7 @@ func TestDecide(t *testing.T) {
 
 func TestParseRefusesWithTheLine(t *testing.T) {
 	for _, tc := range []struct{ name, text, want string }{
-		{"syntax", "permit(principal, action, resource)\n  whn { true };", `p.cedar:2: column 7: found "whn" where ";" was expected`},
+		{"syntax", "permit(principal, action, resource)\n  whn { true };", `p.cedar:2: column 7: found "whn" where ";" was expected`}, //nolint:misspell // the misspelling is the test
 		{"unknown context attribute", "permit(principal, action, resource)\nwhen { context.nope };", "p.cedar:1: for policy `policy0`, attribute `nope`"},
 		{"wrong type", "\n@id(\"x\")\npermit(principal, action, resource) when { context.approvals == \"one\" };", "p.cedar:2: "},
 		{"action on the wrong resource", "permit(principal, action == Kosha::Action::\"breaker.clear\", resource is Kosha::Client);", "p.cedar:1: "},

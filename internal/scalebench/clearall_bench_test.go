@@ -119,7 +119,7 @@ func benchClearAll(b *testing.B, bin string, n int, table func() (controlStore, 
 		iters++
 		s, env, done := table()
 		loadOverrides(b, s, n)
-		cmd := exec.CommandContext(b.Context(), bin, "breaker", "clear", "--all", "--reason", "bench") //nolint:gosec // G204: the binary this benchmark built
+		cmd := exec.CommandContext(b.Context(), bin, "breaker", "clear", "--all", "--reason", "bench")
 		cmd.Env = env
 		var out, errOut strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &errOut

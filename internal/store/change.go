@@ -60,7 +60,7 @@ type Change struct {
 	// Proof is the pk of an item the change puts carrying write_id = Token
 	// (the lever item written, or the change's audit record). When the
 	// change meets its own conditions (a retry on a server that does not
-	// honour the token), one read of Proof settles whether it landed: the
+	// honor the token), one read of Proof settles whether it landed: the
 	// item carries the token only if this change wrote it, and every op was
 	// written with it.
 	Proof string
@@ -203,7 +203,7 @@ type Applied struct {
 //     have been sent re-issues the same change, on a short context of its
 //     own, so an interrupted change is settled, never left unknown;
 //   - a refusal by the change's own conditions (the retry of a change that
-//     landed, on a server that does not honour tokens) is settled by one
+//     landed, on a server that does not honor tokens) is settled by one
 //     read of c.Proof: it carries the token only if the change landed;
 //   - a store that answered nothing is read once the same way;
 //   - only when that read fails too is the outcome unknown

@@ -198,6 +198,8 @@ func (p *prompt) next() (done bool, errMsg string) {
 		if v != p.contextName {
 			return false, fmt.Sprintf("that is not %q: type the context name exactly, or esc to cancel", p.contextName)
 		}
+	case stepReview:
+		// Nothing typed: the review is confirmed by enter.
 	}
 	if p.step == len(p.steps)-1 {
 		return true, ""

@@ -56,7 +56,8 @@ func query(t *testing.T, endpoint, service string, creds aws.Credentials, form u
 	return string(b)
 }
 
-var admin = aws.Credentials{AccessKeyID: "AKIAIOSFODNN7EXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}
+// admin is moto's root: AWS's documented example key pair, no secret.
+var admin = aws.Credentials{AccessKeyID: "AKIAIOSFODNN7EXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"} //nolint:gosec // G101: AWS's documented example keys, for moto
 
 func tag(t *testing.T, body, name string) string {
 	t.Helper()

@@ -91,8 +91,8 @@ type DefaultTimeouter interface {
 	DefaultTimeout() time.Duration
 }
 
-// ActionOf is step s's behaviour: its spec as an [Action].
+// ActionOf is step s's behavior: its spec as an [Action].
 func ActionOf(s *drill.Step) Action { return s.Spec.(Action) }
 
-// ConditionOf is check c's behaviour: its spec as a [Condition].
+// ConditionOf is check c's behavior: its spec as a [Condition].
 func ConditionOf(c *drill.Check) Condition { return c.Spec.(Condition) }

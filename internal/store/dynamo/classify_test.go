@@ -205,7 +205,7 @@ func TestTransactionAnswers(t *testing.T) {
 		}}
 	}
 	canceled := func(reasons string) string {
-		return `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction cancelled","CancellationReasons":` + reasons + `}`
+		return `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"Transaction canceled","CancellationReasons":` + reasons + `}`
 	}
 	for _, tc := range []struct {
 		name, body string

@@ -64,7 +64,7 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 }
 
 // classifyTx turns a TransactWriteItems failure into the store's classes:
-// refused conditions are a *store.TxConflictError; a transaction cancelled
+// refused conditions are a *store.TxConflictError; a transaction canceled
 // for capacity or a concurrent transaction on one of its items wrote
 // nothing and may be retried (ErrThrottled); a token still in flight is
 // unanswered (ErrUnavailable), settled like a lost answer.
@@ -101,7 +101,7 @@ func (s *Store) classifyTx(ctx context.Context, op string, c store.Change, err e
 		case len(conflict.Conflicts) > 0:
 			return &conflict
 		case busy != "":
-			return fmt.Errorf("%s: %s cancelled it (%s); nothing was written, try again: %w: %w", op, s.Describe(), busy, store.ErrThrottled, err)
+			return fmt.Errorf("%s: %s canceled it (%s); nothing was written, try again: %w: %w", op, s.Describe(), busy, store.ErrThrottled, err)
 		}
 	}
 	var apiErr smithy.APIError

@@ -90,7 +90,7 @@ func testChangeConflicts(t *testing.T, s store.Store) {
 
 func testChangeRetry(t *testing.T, s store.Store) {
 	// A change that landed, sent again (a retry on a server that does not
-	// honour the token) meets its own conditions: the proof settles it as
+	// honor the token) meets its own conditions: the proof settles it as
 	// landed, not as a conflict.
 	c := leverChange(t, "lever#e", store.IfAbsent(), "audit#e")
 	if _, err := store.Apply(ctx(t), s, c); err != nil {

@@ -14,7 +14,7 @@ import (
 )
 
 // The proxy applies the request and loses its answer: the SDK retries the
-// transaction with its token; moto, which does not honour tokens, refuses
+// transaction with its token; moto, which does not honor tokens, refuses
 // the retry by the change's own conditions, and store.Apply settles that
 // as landed from the refused items. Without a fault, the same change
 // answers normally.

@@ -29,6 +29,6 @@
 //
 // moto is not DynamoDB: it accepts any credentials, never throttles, never
 // expires items by TTL, and ignores ClientRequestToken, so a retried
-// TransactWriteItems runs again instead of being recognised as the same
+// TransactWriteItems runs again instead of being recognized as the same
 // request. See docs/contracts/store.md.
 package moto

@@ -231,7 +231,7 @@ func raceOnce(t *testing.T, client *dynamodb.Client, round int) {
 		case err == nil:
 			won++
 		case !errors.As(err, &canceled):
-			t.Errorf("a concurrent transaction failed with %v, want applied or cancelled", err)
+			t.Errorf("a concurrent transaction failed with %v, want applied or canceled", err)
 		}
 	}
 	if won != 1 {

@@ -199,10 +199,10 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	}
 	var failure, unknownErr error
 	var unknown []string
-	for i, o := range outcomes {
+	for _, o := range outcomes {
 		switch {
 		case o.Unknown:
-			unknown = append(unknown, changes[i].Client)
+			unknown = append(unknown, o.Result.Change.Client)
 			if unknownErr == nil {
 				unknownErr = o.Err
 			}

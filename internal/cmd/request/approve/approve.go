@@ -45,7 +45,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			approvers, and the request's status, applied. Two approvers at once apply it
 			once; approving an applied request changes nothing (exit 0).
 
-			A request that does not exist exits 3; one expired, denied or cancelled exits
+			A request that does not exist exits 3; one expired, denied or canceled exits
 			13 (it can never be applied); one whose change does not match its hash, or not
 			the --sha256 you reviewed, exits 14.
 		`),

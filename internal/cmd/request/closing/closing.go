@@ -28,7 +28,7 @@ type Verb struct {
 // The two verbs.
 var (
 	Deny   = Verb{name: "deny", past: "Denied", short: "Deny a pending change request (anyone but the requester); it can never be applied after"}
-	Cancel = Verb{name: "cancel", past: "Cancelled", byRequester: true,
+	Cancel = Verb{name: "cancel", past: "Canceled", byRequester: true,
 		short: "Cancel a pending change request (the requester alone); it can never be applied after"}
 )
 
@@ -89,7 +89,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, v Verb, opts *Options) error {
 	}
 	ev := approval.DeniedEvent(r, rec, id.Actor, opts.Reason)
 	if v.byRequester {
-		ev = approval.CancelledEvent(r, rec, id.Actor, opts.Reason)
+		ev = approval.CanceledEvent(r, rec, id.Actor, opts.Reason)
 	}
 	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	return nil
