@@ -178,24 +178,27 @@ type DrillAuthorization struct {
 
 // AuthorizeDrill is the rule a drill run follows before it pulls any
 // lever: on a table whose policy needs approvals for any of d's levers
-// when runner pulls them, the run needs requestID, an approved, unexpired
+// when runner pulls them (asked only then), the run needs requestID, an approved, unexpired
 // drill.run request for this file's hash, this context and these levers.
 // It reads the policy and the request in one batch read and writes
 // nothing. Refused: no request ([ErrDrillNoApproval], exit 12), one still
 // pending (exit 12), closed or expired ([ErrClosed], [ErrExpired], exit
 // 13), one for another file, context or levers ([ErrHashMismatch], exit
 // 14), a lever the policy denies ([ErrPolicyDenied]).
-func (s *Service) AuthorizeDrill(ctx context.Context, d DrillRun, runner audit.Identity, requestID string) (DrillAuthorization, error) {
+func (s *Service) AuthorizeDrill(ctx context.Context, d DrillRun, runner func(context.Context) (audit.Identity, error), requestID string) (DrillAuthorization, error) {
 	stored, it, err := s.readDrill(ctx, requestID)
 	if err != nil {
 		return DrillAuthorization{}, err
 	}
-	var set *policy.Set
-	if stored != nil {
-		set = stored.Set
-	}
 	levers := d.Judged()
-	dec := DecideDrill(set, policy.Actor{ARN: runner.Actor, Verified: runner.Verified()}, levers)
+	if stored == nil || len(levers) == 0 {
+		return DrillAuthorization{Decision: policy.NoPolicy}, nil
+	}
+	id, err := runner(ctx)
+	if err != nil {
+		return DrillAuthorization{}, err
+	}
+	dec := DecideDrill(stored.Set, policy.Actor{ARN: id.Actor, Verified: id.Verified()}, levers)
 	res := DrillAuthorization{Decision: dec}
 	switch dec.Outcome {
 	case policy.Deny:
