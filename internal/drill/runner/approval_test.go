@@ -123,6 +123,10 @@ func TestFourEyesDrillWithoutRequestIsRefused(t *testing.T) {
 	before := len(e.auditRecords())
 	j, log := e.run(parse(t, fourEyesDrill), "")
 	e.refused(j, log, exitcode.Pending, before, "koshactl drill request")
+	x, err := JUnit(j)
+	if err != nil || !strings.Contains(string(x), `type="approval"`) || !strings.Contains(string(x), `errors="1"`) {
+		t.Errorf("JUnit of a run the policy refused: %v, want one approval error:\n%s", err, x)
+	}
 }
 
 func TestFourEyesDrillWithApprovedRequestRuns(t *testing.T) {
