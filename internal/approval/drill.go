@@ -164,6 +164,7 @@ func (s *Service) SubmitDrill(ctx context.Context, log audit.Appender, d DrillRu
 		return Request{}, audit.Record{}, fmt.Errorf("%w: drill %s: %s", ErrPolicyDenied, textsafe.Line(d.Name), dec.Reason)
 	case policy.Allow:
 		return Request{}, audit.Record{}, fmt.Errorf("drill %s needs no approval (%s): run it with koshactl drill run %s", textsafe.Line(d.Name), dec.Reason, textsafe.Line(d.File))
+	case policy.NeedsApproval:
 	}
 	return s.Submit(ctx, log, Submission{Change: DrillChange(d, reason), Requester: requester, Decision: dec, TTL: ttl})
 }
@@ -205,6 +206,7 @@ func (s *Service) AuthorizeDrill(ctx context.Context, d DrillRun, runner func(co
 		return res, fmt.Errorf("%w: drill %s: %s", ErrPolicyDenied, textsafe.Line(d.Name), dec.Reason)
 	case policy.Allow:
 		return res, nil
+	case policy.NeedsApproval:
 	}
 	if requestID == "" {
 		return res, fmt.Errorf("%w: %s; ask for it with koshactl drill request %s, then run with --request ID once approved",
