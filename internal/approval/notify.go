@@ -2,6 +2,7 @@ package approval
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -35,6 +36,9 @@ func ApprovedEvent(res Approved, actor string) (ev notify.Event, ok bool) {
 	}
 	ev = notify.Event{Action: ActionRequestApprove, Actor: actor, Reason: r.Change.Reason, Outcome: outcome,
 		Detail: fmt.Sprintf("request %s (%s) requested by %s, approved by %v", r.ID, r.Change.Summary(), r.Requester, r.Approvers)}
+	if res.Authorized {
+		ev.Detail += fmt.Sprintf("; the drill may run with --request %s until %s (nothing was applied)", r.ID, r.ExpiresAt.Format(time.RFC3339))
+	}
 	switch {
 	case res.Applied && r.Change.Action == policy.ActionForceOpen:
 		ev.Action, ev.Levers = r.Change.Action, notify.ForceLevers(res.Force)

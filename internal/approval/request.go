@@ -36,7 +36,8 @@ const (
 // (their ttl attribute), as audit records do.
 const Retention = audit.Retention
 
-// Statuses of a request. Expired is never stored as pending's successor by
+// Statuses of a request (and [StatusApproved], a drill.run request's).
+// Expired is never stored as pending's successor by
 // a lever change: a pending request past its expiry reads as expired, and
 // is marked so (once, audited, announced) by the first command that sees
 // it: request list, request show or an approval ([Service.ExpireDue]).
@@ -76,11 +77,14 @@ type Change struct {
 	// Bucket levers (ratelimit.*): the count a set writes, how long a
 	// drain holds the client refused (a Go duration), and the limits the
 	// change was requested under (see BucketChange).
-	Tokens          *float64                   `json:"tokens,omitempty"`
-	HoldFor         string                     `json:"hold_for,omitempty"`
-	Capacity        float64                    `json:"capacity,omitempty"`
-	RefillPerSecond float64                    `json:"refill_per_second,omitempty"`
-	Before          map[string]json.RawMessage `json:"before"`
+	Tokens          *float64 `json:"tokens,omitempty"`
+	HoldFor         string   `json:"hold_for,omitempty"`
+	Capacity        float64  `json:"capacity,omitempty"`
+	RefillPerSecond float64  `json:"refill_per_second,omitempty"`
+	// Drill is the drill run a drill.run request approves (its Targets
+	// are its levers, "ACTION TARGET"); it has no Before.
+	Drill  *DrillRun                  `json:"drill,omitempty"`
+	Before map[string]json.RawMessage `json:"before"`
 }
 
 // Canonical is the change's canonical encoding.
@@ -131,6 +135,9 @@ func (c Change) Duration(now time.Time) time.Duration {
 // Summary says the change in a few words: "force open openai, core-api for
 // 30m0s", "clear openai".
 func (c Change) Summary() string {
+	if c.Action == ActionDrillRun {
+		return drillSummary(c)
+	}
 	if IsBucketAction(c.Action) {
 		return bucketSummary(c)
 	}
@@ -187,9 +194,10 @@ type Request struct {
 }
 
 // StatusAt is the request's status at now: a pending request past its
-// expiry is expired.
+// expiry is expired, and so is an approved drill.run request (the drill
+// may no longer run with it).
 func (r Request) StatusAt(now time.Time) string {
-	if r.Status == StatusPending && !now.Before(r.ExpiresAt) {
+	if (r.Status == StatusPending || r.Status == StatusApproved) && !now.Before(r.ExpiresAt) {
 		return StatusExpired
 	}
 	return r.Status
@@ -320,10 +328,11 @@ func RequestFromItem(it store.Item) (Request, error) {
 	}
 	dec := json.NewDecoder(strings.NewReader(it.Str(attrChange)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r.Change); err != nil || r.Change.Action == "" || len(r.Change.Targets) == 0 {
+	if err := dec.Decode(&r.Change); err != nil || r.Change.Action == "" || len(r.Change.Targets) == 0 || (r.Change.Action == ActionDrillRun) != (r.Change.Drill != nil) {
 		return bad(attrChange)
 	}
-	if !slices.Contains([]string{StatusPending, StatusApplied, StatusDenied, StatusCanceled, StatusExpired}, r.Status) {
+	if !slices.Contains([]string{StatusPending, StatusApplied, StatusApproved, StatusDenied, StatusCanceled, StatusExpired}, r.Status) ||
+		(r.Status == StatusApproved && r.Change.Action != ActionDrillRun) {
 		return bad(attrStatus)
 	}
 	for attr, dst := range map[string]*time.Time{attrCreatedAt: &r.CreatedAt, attrExpiresAt: &r.ExpiresAt} {

@@ -239,6 +239,27 @@ type Approved struct {
 	// Expired is true when this approval found the request expired and
 	// marked it so (the error is ErrExpired).
 	Expired bool
+	// Authorized is true when this approval completed a drill.run
+	// request's approvals: it is approved, and nothing was applied.
+	Authorized bool
+}
+
+// questions are the policy questions of the change, one per target (a
+// drill.run's: one per lever), without actor or approvals.
+func (c Change) questions(now time.Time) []policy.Request {
+	var out []policy.Request
+	if c.Action == ActionDrillRun {
+		if c.Drill != nil {
+			for _, l := range c.Drill.Levers {
+				out = append(out, policy.Request{Action: l.Action, Target: l.Target, Duration: time.Duration(l.DurationSeconds) * time.Second})
+			}
+		}
+		return out
+	}
+	for _, t := range c.Targets {
+		out = append(out, policy.Request{Action: c.Action, Target: t, Duration: c.Duration(now), NoExpiry: c.NoExpiry})
+	}
+	return out
 }
 
 // Approve records a's approval of its request and, when that completes the
@@ -274,7 +295,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	}
 	now := s.clock.Now()
 	switch st := r.StatusAt(now); st {
-	case StatusApplied:
+	case StatusApplied, StatusApproved:
 		res.AlreadyApplied = true
 		return res, nil
 	case StatusDenied, StatusCanceled:
@@ -308,9 +329,12 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		set = stored.Set
 	}
 	approvals := len(r.Approvers) + 1
-	for _, target := range r.Change.Targets {
-		base := policy.Request{Actor: policy.Actor{ARN: r.Requester, Verified: r.RequesterSource == audit.ActorSTS}, Action: r.Change.Action,
-			Target: target, Duration: r.Change.Duration(now), NoExpiry: r.Change.NoExpiry, Approvals: approvals}
+	for _, base := range r.Change.questions(now) {
+		base.Actor, base.Approvals = policy.Actor{ARN: r.Requester, Verified: r.RequesterSource == audit.ActorSTS}, approvals
+		if r.Change.Action == ActionDrillRun && base.Target == "" {
+			return res, fmt.Errorf("%w: request %s: a lever's target is unknown before the run, which the policy cannot judge: ask for a new one",
+				ErrPolicyDenied, r.ID)
+		}
 		d := policy.Decide(set, base)
 		if d.Outcome == policy.Deny {
 			return res, fmt.Errorf("%w: the policy no longer permits request %s: %s", ErrPolicyDenied, r.ID, d.Reason)
@@ -321,12 +345,16 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		as := base
 		as.Actor = policy.Actor{ARN: a.Approver.Actor, Verified: true}
 		if d := policy.Decide(set, as); d.Outcome == policy.Deny {
-			return res, fmt.Errorf("%w: %s may not approve %s on %s: %s", ErrPolicyDenied, textsafe.Line(a.Approver.Actor), r.Change.Action, target, d.Reason)
+			return res, fmt.Errorf("%w: %s may not approve %s on %s: %s", ErrPolicyDenied, textsafe.Line(a.Approver.Actor), base.Action, textsafe.Line(base.Target), d.Reason)
 		}
 	}
 	next := r
 	next.Approvers = append(slices.Clone(r.Approvers), a.Approver.Actor)
 	cond := store.IfEquals(store.WriteIDAttr, it.WriteID())
+	if res.Remaining == 0 && r.Change.Action == ActionDrillRun {
+		next.DecidedBy, next.DecidedAt = a.Approver.Actor, now.UTC().Truncate(time.Millisecond)
+		return s.approveDrill(ctx, log, r, next, cond, a, res)
+	}
 	if res.Remaining > 0 {
 		rec, err := s.write(ctx, log, next, cond, audit.Entry{Actor: a.Approver.Actor, ActorSource: a.Approver.Source,
 			Action: ActionRequestApprove, Subject: key, Reason: r.Change.Reason, Before: r.view(), After: next.view()})

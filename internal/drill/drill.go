@@ -2,6 +2,8 @@ package drill
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -47,7 +49,10 @@ var drillNameRE = lazyre.New(`^[a-z0-9][a-z0-9._-]{0,62}$`)
 // Drill is a parsed, valid drill file.
 type Drill struct {
 	// File is the name the drill was parsed under.
-	File        string
+	File string
+	// SHA256 is the hex SHA-256 of the file's bytes as parsed: what a
+	// drill.run change request approves (internal/approval).
+	SHA256      string
 	Name        string
 	Description string
 	// Context is the koshactl context the drill is written for; empty
@@ -196,6 +201,8 @@ func Parse(reg *Registry, file string, src []byte) (*Drill, []Problem) {
 	if len(d.problems) > 0 {
 		return nil, d.problems
 	}
+	sum := sha256.Sum256(src)
+	dr.SHA256 = hex.EncodeToString(sum[:])
 	return dr, nil
 }
 

@@ -101,6 +101,9 @@ type Journal struct {
 	Store   string    `json:"store,omitempty"`
 	Gauges  string    `json:"gauges,omitempty"`
 	Actor   string    `json:"actor,omitempty"`
+	// Request is the approved drill.run change request the run went on
+	// with, when the table's policy needed approvals for its levers.
+	Request string `json:"request,omitempty"`
 
 	StartedAt       time.Time  `json:"started_at"`
 	Deadline        time.Time  `json:"deadline"`

@@ -224,8 +224,10 @@ var Commands = map[string][]Need{
 	// A drill's levers (the example drills and one reading CloudWatch
 	// gauges): force and clear overrides, drain and restore buckets, mint
 	// chaos headers, wait on the gauges and watch the alarms of its stop
-	// conditions, record every change with it, announce the run.
-	"drill run": needs(breakerRead, breakerPut, breakerDelete,
+	// conditions, record every change with it, announce the run. Before
+	// any lever it reads the table's policy and, with --request, its
+	// approved drill request, in one batch read.
+	"drill run": needs(policyBatchRead, Need{BatchGetItem, "request#", false}, breakerRead, breakerPut, breakerDelete,
 		bucketRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
 	// drill recover finishes a dead run's rollbacks from the audit trail:
 	// the run's records on each lever (the audit index by subject, filtered

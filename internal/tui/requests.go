@@ -228,6 +228,8 @@ func approvedResult(msg approvedMsg) (string, bool) {
 	switch {
 	case msg.err == nil && res.AlreadyApplied:
 		return fmt.Sprintf("request %s was already applied: nothing changed", id), false
+	case msg.err == nil && res.Authorized:
+		return fmt.Sprintf("request %s approved: %s may run with --request %s; nothing was applied", id, res.Request.Change.Summary(), id), false
 	case msg.err == nil && res.Applied:
 		return fmt.Sprintf("request %s approved and applied: %s (requested by %s)", id, res.Request.Change.Summary(), res.Request.Requester), false
 	case msg.err == nil:

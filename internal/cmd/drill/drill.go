@@ -9,6 +9,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/plan"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/recovery"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/report"
+	"github.com/kosha-platform/koshactl/internal/cmd/drill/request"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/validate"
 )
@@ -37,6 +38,6 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		`),
 	}
 	cmd.AddCommand(run.NewCmd(f, nil), validate.NewCmd(f), kinds.NewCmd(f), recovery.NewCmd(f), plan.NewCmd(f),
-		report.NewCmd(f, nil))
+		report.NewCmd(f, nil), request.NewCmd(f))
 	return cmd
 }

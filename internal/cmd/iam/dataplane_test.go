@@ -118,7 +118,7 @@ type drillRun struct {
 
 // drills are the example drills (docs/drills, as make test runs them,
 // pinned to context local and run here on dev), one more that reads its
-// gauges from CloudWatch, and the alarm drill, whose alarm flips mid-run;
+// gauges from CloudWatch (and again with --request), and the alarm drill, whose alarm flips mid-run;
 // then two whose store loses an answer: openai-outage's clear (settled by
 // reading its record) and screening-sim-errors' first data-plane record
 // (settled by reading it). Each returns its exit code; want is the code of
@@ -130,7 +130,12 @@ var drills = []struct {
 	{drillRun{"openai-outage", func(w *drillWorld, t *testing.T) (int, string) { return w.runExample(t, "openai-outage") }}, 0},
 	{drillRun{"screening-sim-errors", func(w *drillWorld, t *testing.T) (int, string) { return w.runExample(t, "screening-sim-errors") }}, 0},
 	{drillRun{"flooding-client", func(w *drillWorld, t *testing.T) (int, string) { return w.runExample(t, "flooding-client") }}, 0},
-	{drillRun{"cloudwatch-gauges", (*drillWorld).runCloudWatchDrill}, 0},
+	{drillRun{"cloudwatch-gauges", func(w *drillWorld, t *testing.T) (int, string) { return w.runCloudWatchDrill(t) }}, 0},
+	// With --request, the run reads the table's policy and the request in
+	// one batch read (the table has no policy here: it goes on).
+	{drillRun{"cloudwatch-gauges --request", func(w *drillWorld, t *testing.T) (int, string) {
+		return w.runCloudWatchDrill(t, "--request", "0123456789ab")
+	}}, 0},
 	// Stopped by the alarm: exit 1.
 	{drillRun{"alarm-stop", (*drillWorld).runAlarmDrill}, 1},
 	{drillRun{"openai-outage, its clear's answer lost", func(w *drillWorld, t *testing.T) (int, string) {
@@ -164,7 +169,7 @@ func (w *drillWorld) runExample(t *testing.T, name string) (int, string) {
 	return code, stderr.String()
 }
 
-func (w *drillWorld) runCloudWatchDrill(t *testing.T) (int, string) {
+func (w *drillWorld) runCloudWatchDrill(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	w.cw.Put("openai", "gw-1", time.Now().Add(-30*time.Second), 0)
 	file := filepath.Join(w.dir, "cloudwatch.yaml")
@@ -174,7 +179,7 @@ func (w *drillWorld) runCloudWatchDrill(t *testing.T) (int, string) {
 		t.Fatal(err)
 	}
 	stderr := &syncbuf.Buffer{}
-	_, code := runReal(context.Background(), w.e, stderr, "--debug", "drill", "run", file)
+	_, code := runReal(context.Background(), w.e, stderr, append([]string{"--debug", "drill", "run", file}, args...)...)
 	return code, stderr.String()
 }
 

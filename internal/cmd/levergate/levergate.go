@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -154,6 +155,14 @@ func Submit(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, g *Gate, c 
 	if err != nil {
 		return err
 	}
+	return Pending(ctx, f, env, r, rec, output, noNotify)
+}
+
+// Pending prints a new request r (its record rec), announces it, and
+// returns the pending-approval error (exit 12): what every command that
+// makes a request ends with.
+func Pending(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, r approval.Request, rec audit.Record, output string, noNotify bool) error {
+	c := r.Change
 	approve := approval.ApproveCommand(r.ID)
 	out := Result{Kind: "ChangeRequestResult", Context: env.Name, Store: env.Store.Describe(), RequestID: r.ID, Status: r.Status,
 		Change: c.Summary(), SHA256: r.SHA256, Requester: r.Requester, ApprovalsNeeded: r.Needed, Policies: r.Policies,

@@ -260,7 +260,8 @@ func decodeBucketStep(d *drill.Decoder, n *yaml.Node, op ratelimit.Op, fields ..
 
 // Plan implements Mutating.
 func (a *bucketStep) Plan(rc *runtime.RunContext) *runtime.PlanLever {
-	l := &runtime.PlanLever{Subject: ratelimit.Key(rc.Describe(a.client)), Inverse: "set the bucket back to its level before the drill, refilled since"}
+	l := &runtime.PlanLever{Subject: ratelimit.Key(rc.Describe(a.client)), Inverse: "set the bucket back to its level before the drill, refilled since",
+		Action: a.op.Action(), Target: policyTarget(rc, a.client)}
 	oneToken := time.Second
 	if b := rc.Deps.Buckets; b != nil && b.Limits().RefillPerSecond > 0 {
 		oneToken = time.Duration(float64(time.Second) / b.Limits().RefillPerSecond)

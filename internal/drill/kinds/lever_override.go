@@ -134,7 +134,8 @@ func (a *forceOpen) Plan(rc *runtime.RunContext) *runtime.PlanLever {
 	bound, parts = min(bound, m), append(parts, "the context's max-override "+m.String())
 	return &runtime.PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
 		Inverse:              "clear the drill's override (or restore an override someone else held before)",
-		ExpiresWithinSeconds: drill.Seconds(bound), Expiry: "the override expires at the earliest of " + strings.Join(parts, ", ")}
+		ExpiresWithinSeconds: drill.Seconds(bound), Expiry: "the override expires at the earliest of " + strings.Join(parts, ", "),
+		Action: breaker.ActionForceOpen, Target: policyTarget(rc, a.dependency)}
 }
 
 func (a *forceOpen) Prepare(ctx context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
@@ -271,7 +272,8 @@ func (a *clearOverride) Describe(rc *runtime.RunContext) string {
 func (a *clearOverride) Plan(rc *runtime.RunContext) *runtime.PlanLever {
 	return &runtime.PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
 		Inverse: "restore the override the drill cleared, if someone else held it (same reason, actor and expiry)",
-		Expiry:  "a clear does not lapse: the rollback restores what was there"}
+		Expiry:  "a clear does not lapse: the rollback restores what was there",
+		Action:  breaker.ActionClear, Target: policyTarget(rc, a.dependency)}
 }
 
 func (a *clearOverride) Prepare(ctx context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
@@ -695,4 +697,15 @@ func (r *recoveredOverride) decide(ctx context.Context, rc *runtime.RunContext) 
 		}
 	}
 	return &breaker.RestoreRequest{Dependency: r.dependency, Mine: cur.WriteID, Before: img}, "", nil
+}
+
+// policyTarget is a lever's target as the table's policy judges it: t
+// resolved, or "" while it names a step's output (known only during the
+// run).
+func policyTarget(rc *runtime.RunContext, t drill.Template) string {
+	s, err := rc.Expand(t)
+	if err != nil {
+		return ""
+	}
+	return s
 }

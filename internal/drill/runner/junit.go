@@ -133,7 +133,12 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		}
 	}
 	// The preflight shows only when it refused the run: one error per
-	// guard that could not be evaluated.
+	// guard that could not be evaluated, or the table's policy's refusal
+	// (no guard refused it: there is no approved drill request).
+	if j.Outcome == drill.OutcomeRefused && j.Guard == nil {
+		add(junitCase{Name: "approval", Classname: prefix + ".preflight", SystemOut: "the table's policy, asked before any lever",
+			Error: &junitProblem{Message: oneLine(j.Reason), Type: "approval", Text: j.Reason}})
+	}
 	if j.Outcome == drill.OutcomeRefused {
 		for _, c := range j.Preflight {
 			if c.OK {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -79,6 +80,17 @@ type Runner struct {
 	// rollbacks) and finished (after them, with each lever's state and
 	// every audit record the run wrote). Nil announces nothing.
 	Notifier notify.Notifier
+	// Approvals, when set, is asked before any lever
+	// (approval.Service.AuthorizeDrill): on a table whose policy needs
+	// approvals for the drill's levers, the run needs Request, an approved
+	// drill.run request for this file and context; without it the run is
+	// refused, nothing done. Nil asks nothing.
+	Approvals Authorizer
+	// Identity is who runs, as the policy judges it (asked only when the
+	// table has a policy); nil is Deps.Actor, unverified.
+	Identity func(context.Context) (audit.Identity, error)
+	// Request is the id of the approved drill.run request (--request).
+	Request string
 
 	// live is the journal of the run in progress, for [Runner.Notice];
 	// everything else a run holds lives in the run.
@@ -121,7 +133,7 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, d.Timeout, ErrDrillTimeout)
 	defer cancelTimeout()
 	u.cancel = cancelRun
-	if !u.preflight(runCtx) {
+	if !u.authorize(runCtx) || !u.preflight(runCtx) {
 		return u.finish()
 	}
 	for _, s := range d.Rollbacks {

@@ -40,6 +40,13 @@ type PlanLever struct {
 	ExpiresWithinSeconds float64 `json:"expires_within_seconds,omitempty"`
 	// Expiry says how the bound is computed.
 	Expiry string `json:"expiry"`
+	// Action and Target are the lever as the table's policy judges it
+	// (internal/policy: breaker.force-open and a dependency, ratelimit.drain
+	// and a client); Action is empty for a lever no policy names (a chaos
+	// header), Target when it comes from a step's output, unknown until the
+	// run.
+	Action string `json:"action,omitempty"`
+	Target string `json:"target,omitempty"`
 }
 
 // Rollback restores what a step changed. Undo must be idempotent: it may

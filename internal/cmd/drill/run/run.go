@@ -48,6 +48,9 @@ type Options struct {
 	MetricsURL string
 	KeyFile    string
 	Output     string
+	// Request is the approved drill.run change request (--request) a
+	// table whose policy needs approvals for the drill's levers asks for.
+	Request string
 	// Signals, when set, delivers SIGINT/SIGTERM to the run: the first
 	// interrupts the steps (as canceling ctx does), the second is
 	// acknowledged, the third abandons the remaining rollbacks. NewCmd
@@ -94,6 +97,14 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			drill's guard_grace (default 3 polls and 30s) stops the steps and rolls back:
 			the outcome is guard_lost (a condition may say on_error: continue instead).
 
+			On a table whose policy (koshactl policy set) needs approvals for any lever
+			the drill pulls (its variables resolved), the run needs an approved drill
+			request for this file (its SHA-256) and context: koshactl drill request FILE
+			makes one; another person approves it with koshactl request approve ID; then
+			pass --request ID. Without one the run is refused before any lever (exit 12);
+			a request expired, denied or canceled exits 13; a file edited since the
+			request, another context or other levers (another --var) exit 14.
+
 			Exit codes: 0 the hypothesis held and every rollback succeeded; 1 the
 			hypothesis or a step failed, a stop condition held or the drill timed out
 			(every rollback succeeded); 2 invalid drill file; 3, 5 or 6 refused at
@@ -103,6 +114,7 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			not be reached to settle it: its line names the get command that tells); 130
 			interrupted, every rollback succeeded. Each lever change and its audit record
 			are one write: a rollback restored its lever with its record, or it did not.
+			12, 13 or 14 refused by the table's policy (see above).
 		`),
 		Example: heredoc.Doc(`
 			koshactl drill run docs/drills/openai-outage.yaml
@@ -131,6 +143,7 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 	fl.StringVar(&opts.Report, "report", "", "write the game-day report to this file when the run ends (HTML; Markdown for a .md name)")
 	fl.BoolVar(&opts.AllowProtected, "allow-protected", false, "allow a protected context (the drill must say allow_protected: true too)")
 	fl.StringArrayVar(&opts.Vars, "var", nil, "set one of the drill's vars, NAME=VALUE (repeatable)")
+	fl.StringVar(&opts.Request, "request", "", "the approved drill request (koshactl drill request FILE) a table whose policy needs approvals for the drill's levers asks for")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "read breaker gauges from this Prometheus endpoint (overrides the drill's metrics_url and the context's source)")
 	cmdenv.AddKeyFileFlag(cmd, &opts.KeyFile)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
@@ -183,7 +196,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if color { // the log renders its values itself; its colors must reach the terminal
 		logW = textsafe.Raw(logW)
 	}
-	r := &runner.Runner{Deps: deps, Reporters: []runner.Reporter{&runner.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}}}
+	r := &runner.Runner{Deps: deps, Reporters: []runner.Reporter{&runner.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}},
+		Approvals: env.Approvals(), Identity: env.CallerIdentity, Request: opts.Request}
 	if !opts.NoNotify && env.Notifier != nil {
 		r.Notifier = env.Notifier.For(notify.SourceDrill, nil)
 	}

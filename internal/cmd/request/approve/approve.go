@@ -39,6 +39,10 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			The requester cannot approve their own request (exit 7), and the table's policy
 			must still permit the change, and permit you.
 
+			A drill.run request (koshactl drill request) applies nothing: the approval that
+			completes its approvals marks it approved, and the drill may then run with
+			--request ID until the request expires.
+
 			The approval that completes the approvals the policy asks for applies the change
 			in one transaction: every lever write (conditional on the lever as it was when
 			the change was requested), its audit record naming the requester and the
@@ -117,6 +121,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		out.Action = "already-applied"
 	case res.Applied:
 		out.Action = "applied"
+	case res.Authorized:
+		out.Action = "authorized"
 	default:
 		out.Action = "approved"
 	}
@@ -134,10 +140,18 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			if errors.Is(err, approval.ErrChangedMeanwhile) {
 				by = "another approver, just now"
 			}
-			fmt.Fprintf(ios.Out, "Request %s was already applied (by %s): nothing changed\n", r.ID, textsafe.Line(by))
+			what := "applied"
+			if r.Status == approval.StatusApproved {
+				what = "approved"
+			}
+			fmt.Fprintf(ios.Out, "Request %s was already %s (by %s): nothing changed\n", r.ID, what, textsafe.Line(by))
 		case "applied":
 			fmt.Fprintf(ios.Out, "Approved and applied request %s: %s\n", r.ID, textsafe.Line(r.Change.Summary()))
 			fmt.Fprintf(ios.Out, "  requested by %s, approved by %s\n", textsafe.Line(r.Requester), textsafe.Line(fmt.Sprint(r.Approvers)))
+		case "authorized":
+			fmt.Fprintf(ios.Out, "Approved request %s: %s\n", r.ID, textsafe.Line(r.Change.Summary()))
+			fmt.Fprintf(ios.Out, "  nothing was applied: the drill may run with --request %s until %s\n", r.ID,
+				cmdutil.FormatTime(r.ExpiresAt, now, ios.IsStdoutTTY()))
 		default:
 			fmt.Fprintf(ios.Out, "Approved request %s: it needs %d more approval(s) from other people\n", r.ID, res.Remaining)
 		}
