@@ -2,6 +2,7 @@ package gameday
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -135,7 +136,7 @@ func (b *builder) heading(label string) {
 func (b *builder) row(label string) *chartRow {
 	full := one(label)
 	b.c.Rows = append(b.c.Rows, chartRow{Y: b.y, TextY: b.y + 14, BarY: b.y + (rowH-barH)/2, MidY: b.y + rowH/2,
-		Label: textsafe.Truncate(full, labelChars), Title: full})
+		Label: textsafe.Shorten(full, labelChars), Title: full})
 	b.y += rowH
 	return &b.c.Rows[len(b.c.Rows)-1]
 }
@@ -335,14 +336,14 @@ func runLines(b *builder, j *drill.Journal) {
 		b.line(lastRecord(j, false), "l-stop", "died (last record)")
 	}
 	if j.Stop != nil {
-		b.line(j.Stop.At, "l-stop", "stopped: "+textsafe.Truncate(one(j.Stop.Condition), 24))
+		b.line(j.Stop.At, "l-stop", "stopped: "+textsafe.Shorten(one(j.Stop.Condition), 24))
 	}
 	if g := j.Guard; g != nil {
 		label := "refused: "
 		if g.Phase != drill.GuardPreflight {
 			label = "guard lost: "
 		}
-		b.line(g.At, "l-stop", label+textsafe.Truncate(one(g.Condition), 24))
+		b.line(g.At, "l-stop", label+textsafe.Shorten(one(g.Condition), 24))
 	}
 	for _, rv := range j.Recoveries {
 		b.line(rv.At, "l-end", "recovered")
@@ -382,18 +383,23 @@ func stopRows(b *builder, j *drill.Journal) {
 	b.heading("Stop conditions")
 	for _, name := range names {
 		r := b.row(name)
-		for _, e := range j.StopEvaluations {
-			if e.Condition != name {
-				continue
+		// One mark per kind of result per column of the plot: a run of a
+		// quarter of a million evaluations draws as a few hundred marks.
+		for _, class := range []string{"eval", "eval-err", "fail"} {
+			var evs []drill.StopEvaluation
+			var ats []time.Time
+			for _, e := range j.StopEvaluations {
+				if e.Condition == name && evalClass(e) == class {
+					evs, ats = append(evs, e), append(ats, e.At)
+				}
 			}
-			class, what := "eval", "did not hold"
-			switch {
-			case e.Error != "":
-				class, what = "eval-err", "could not be evaluated: "+e.Error
-			case e.Holds:
-				class, what = "fail", "held"
-			}
-			b.mark(r, e.At, markRadius, class, fmt.Sprintf("%s at %s: %s %s", name, clock(e.At), what, e.Detail))
+			b.marks(r, ats, markRadius, class, func(first, last, n int) string {
+				e := evs[first]
+				if n == 1 {
+					return fmt.Sprintf("%s at %s: %s %s", name, clock(e.At), evalText(e), e.Detail)
+				}
+				return fmt.Sprintf("%s: %d evaluations from %s to %s: %s; the first: %s", name, n, clock(e.At), clock(evs[last].At), evalText(e), e.Detail)
+			})
 		}
 		if j.Stop != nil && j.Stop.Condition == name {
 			title := fmt.Sprintf("%s fired at %s: %s", name, clock(j.Stop.At), j.Stop.Detail)
@@ -403,6 +409,28 @@ func stopRows(b *builder, j *drill.Journal) {
 			b.mark(r, j.Stop.At, firedRadius, "fired", title)
 		}
 	}
+}
+
+// evalClass is how a stop condition's evaluation is drawn: grey when it
+// did not hold, amber when it could not be evaluated, red when it held.
+func evalClass(e drill.StopEvaluation) string {
+	switch {
+	case e.Error != "":
+		return "eval-err"
+	case e.Holds:
+		return "fail"
+	}
+	return "eval"
+}
+
+func evalText(e drill.StopEvaluation) string {
+	switch {
+	case e.Error != "":
+		return "could not be evaluated: " + e.Error
+	case e.Holds:
+		return "held"
+	}
+	return "did not hold"
 }
 
 func firstOf(s ...string) string {
@@ -451,46 +479,20 @@ func gaugeChart(j *drill.Journal, samples []drill.GaugeSample, a axis) *chart {
 		gap := typicalGap(ss)
 		for _, inst := range instances {
 			r := b.row(inst)
-			// Runs of one state, each from its first read to the next
-			// read of another state (or one typical gap past the last).
-			type run struct {
-				state    string
-				from, to time.Time
-			}
-			var runs []run
-			for i, s := range ss {
-				next := s.At.Add(gap)
-				if i+1 < len(ss) {
-					next = ss[i+1].At
-				}
-				state, seen := "", false
-				for _, in := range s.Instances {
-					if in.Instance == inst {
-						state, seen = in.State, true
-					}
-				}
-				if !seen {
-					continue
-				}
-				if n := len(runs); n > 0 && runs[n-1].state == state && !runs[n-1].to.Before(s.At) {
-					runs[n-1].to = next
-					continue
-				}
-				runs = append(runs, run{state: state, from: s.At, to: next})
-			}
-			for _, rn := range runs {
-				class, ok := gaugeStates[rn.state]
-				if !ok {
-					class = "g-unknown"
-				}
-				b.span(r, rn.from, rn.to, class, fmt.Sprintf("%s %s: %s from %s to %s", dep, inst, rn.state, clock(rn.from), clock(rn.to)), "")
-				r.Bars[len(r.Bars)-1].Text = ""
-			}
+			strip(b, r, dep, inst, stateRuns(ss, inst, gap))
+			var failed []time.Time
+			var why []string
 			for _, s := range ss {
 				if s.Error != "" {
-					b.mark(r, s.At, markRadius, "eval-err", dep+": read failed at "+clock(s.At)+": "+s.Error)
+					failed, why = append(failed, s.At), append(why, s.Error)
 				}
 			}
+			b.marks(r, failed, markRadius, "eval-err", func(first, last, n int) string {
+				if n == 1 {
+					return dep + ": read failed at " + clock(failed[first]) + ": " + why[first]
+				}
+				return fmt.Sprintf("%s: %d reads failed from %s to %s; the first: %s", dep, n, clock(failed[first]), clock(failed[last]), why[first])
+			})
 		}
 	}
 	if !any {
@@ -514,4 +516,192 @@ func typicalGap(ss []drill.GaugeSample) time.Duration {
 	}
 	slices.Sort(gaps)
 	return gaps[len(gaps)/2]
+}
+
+// columns is how many columns the plot has: a strip or a row of marks is
+// drawn at this resolution, whatever the number of reads, so a report's
+// size does not grow with the length of the run.
+const columns = int(plotW)
+
+// column is the plot's column an instant falls in.
+func (a axis) column(t time.Time) int {
+	return min(int((a.x(t)-plotX)/plotW*float64(columns)), columns-1)
+}
+
+// columnStart is the instant a column starts at.
+func (a axis) columnStart(c int) time.Time {
+	return a.t0.Add(time.Duration(float64(a.t1.Sub(a.t0)) * float64(c) / float64(columns)))
+}
+
+// marks draws instants as marks, one per column of the plot: title says
+// what the instants first..last (indexes into ats, n of them) were.
+func (b *builder) marks(r *chartRow, ats []time.Time, radius float64, class string, title func(first, last, n int) string) {
+	type group struct{ first, last, n int }
+	groups := map[int]*group{}
+	var order []int
+	for i, t := range ats {
+		c := b.a.column(t)
+		g, ok := groups[c]
+		if !ok {
+			g = &group{first: i, last: i}
+			groups[c] = g
+			order = append(order, c)
+		}
+		g.n++
+		if t.Before(ats[g.first]) {
+			g.first = i
+		}
+		if !t.Before(ats[g.last]) {
+			g.last = i
+		}
+	}
+	slices.Sort(order)
+	for _, c := range order {
+		g := groups[c]
+		b.mark(r, ats[g.first], radius, class, title(g.first, g.last, g.n))
+	}
+}
+
+// stateRun is one instance in one state, from its first read in it to
+// the next read of another state.
+type stateRun struct {
+	state    string
+	from, to time.Time
+}
+
+// stateRuns are inst's runs of one state, each from its first read to the
+// next read (or one typical gap past the last).
+func stateRuns(ss []drill.GaugeSample, inst string, gap time.Duration) []stateRun {
+	var runs []stateRun
+	for i, s := range ss {
+		next := s.At.Add(gap)
+		if i+1 < len(ss) {
+			next = ss[i+1].At
+		}
+		state, seen := "", false
+		for _, in := range s.Instances {
+			if in.Instance == inst {
+				state, seen = in.State, true
+			}
+		}
+		if !seen {
+			continue
+		}
+		if n := len(runs); n > 0 && runs[n-1].state == state && !runs[n-1].to.Before(s.At) {
+			runs[n-1].to = next
+			continue
+		}
+		runs = append(runs, stateRun{state: state, from: s.At, to: next})
+	}
+	return runs
+}
+
+// severity orders the states a column shows when two were held as long.
+var severity = []string{"open", "half_open", "forced_open", "closed"}
+
+// strip draws an instance's runs at the plot's resolution: each column
+// shows the state held longest in it (ties go to the more severe), and a
+// bar's title names the other states held within it and for how long.
+func strip(b *builder, r *chartRow, dep, inst string, runs []stateRun) {
+	type col struct {
+		held     map[string]time.Duration
+		from, to time.Time
+	}
+	cols := make([]col, columns)
+	for _, rn := range runs {
+		from, to := maxTime(rn.from, b.a.t0), minTime(rn.to, b.a.t1)
+		if !to.After(from) {
+			continue
+		}
+		for c := b.a.column(from); c < columns; c++ {
+			cs, ce := b.a.columnStart(c), b.a.columnStart(c+1)
+			if c == columns-1 {
+				ce = b.a.t1
+			}
+			lo, hi := maxTime(from, cs), minTime(to, ce)
+			if hi.After(lo) {
+				k := &cols[c]
+				if k.held == nil {
+					k.held, k.from, k.to = map[string]time.Duration{}, lo, hi
+				}
+				k.held[rn.state] += hi.Sub(lo)
+				k.from, k.to = minTime(k.from, lo), maxTime(k.to, hi)
+			}
+			if !ce.Before(to) {
+				break
+			}
+		}
+	}
+	type seg struct {
+		state    string
+		from, to time.Time
+		others   map[string]time.Duration
+	}
+	var segs []seg
+	for c := range cols {
+		k := cols[c]
+		if k.held == nil {
+			continue
+		}
+		state := dominant(k.held)
+		n := len(segs)
+		if n == 0 || segs[n-1].state != state || segs[n-1].to.Before(k.from) {
+			segs = append(segs, seg{state: state, from: k.from, others: map[string]time.Duration{}})
+			n++
+		}
+		s := &segs[n-1]
+		s.to = k.to
+		for st, d := range k.held {
+			if st != state {
+				s.others[st] += d
+			}
+		}
+	}
+	for _, s := range segs {
+		class, ok := gaugeStates[s.state]
+		if !ok {
+			class = "g-unknown"
+		}
+		title := fmt.Sprintf("%s %s: %s from %s to %s", dep, inst, s.state, clock(s.from), clock(s.to))
+		if len(s.others) > 0 {
+			var also []string
+			for _, st := range slices.Sorted(maps.Keys(s.others)) {
+				also = append(also, st+" for "+dur(s.others[st]))
+			}
+			title += "; within it also " + strings.Join(also, ", ")
+		}
+		b.span(r, s.from, s.to, class, title, "")
+	}
+}
+
+// dominant is the state held longest; ties go to the more severe.
+func dominant(held map[string]time.Duration) string {
+	best, bestD := "", time.Duration(-1)
+	rank := func(s string) int {
+		if i := slices.Index(severity, s); i >= 0 {
+			return i
+		}
+		return len(severity)
+	}
+	for _, st := range slices.Sorted(maps.Keys(held)) {
+		d := held[st]
+		if d > bestD || (d == bestD && rank(st) < rank(best)) {
+			best, bestD = st, d
+		}
+	}
+	return best
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

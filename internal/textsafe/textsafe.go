@@ -184,6 +184,18 @@ func Truncate(s string, n int) string {
 	return s
 }
 
+// Shorten returns s cut to at most n characters for display: when it is
+// cut, its last character is "…", so a reader sees that there is more.
+func Shorten(s string, n int) string {
+	if Len(s) <= n {
+		return s
+	}
+	if n <= 1 {
+		return Truncate("…", n)
+	}
+	return Truncate(s, n-1) + "…"
+}
+
 // UnsafeRune reports whether the character r is one [Line] escapes even in
 // multi-line text (everything but tab and newline of the unsafe set). It is
 // for encoders that have their own escape syntax (JSON's \u202e).

@@ -217,3 +217,22 @@ func TestQuoteIsBounded(t *testing.T) {
 		}
 	}
 }
+
+func TestShortenSaysItCut(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"openai-closed", 20, "openai-closed"},
+		{"openai-closed", 13, "openai-closed"},
+		{"openai-closed", 8, "openai-…"},
+		{"éééé", 3, "éé…"},
+		{"abc", 1, "…"},
+		{"abc", 0, ""},
+	} {
+		if got := Shorten(c.in, c.n); got != c.want || Len(got) > max(c.n, 0) {
+			t.Errorf("Shorten(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
