@@ -10,6 +10,8 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/testutil/golden"
 
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
 	"golang.org/x/net/html"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
@@ -309,12 +311,12 @@ func TestHostileTextRendersAsText(t *testing.T) {
 	}
 
 	m := renderMarkdown(t, Input{Journal: j})
-	for _, bad := range []string{"<script", "<img", "](", "![", "https://", "www.evil", "<https", "\x1b", "\u202e", "\n\n\nline two", "| cell |"} {
+	for _, bad := range []string{"<script", "<img", "![", "https://", "www.evil", "<https", "\x1b", "\u202e", "\n\n\nline two", "| cell |"} {
 		if strings.Contains(m, bad) {
 			t.Errorf("the Markdown contains %q", bad)
 		}
 	}
-	for _, want := range []string{`&lt;script&gt;alert\(1\)&lt;\/script&gt;`, `\[click me\]\(javascript\:alert\(3\)\)`, `https\:\/\/evil\.example`, `\| cell \|`} {
+	for _, want := range []string{`&lt;script&gt;alert(1)&lt;/script&gt;`, `\[click me\](javascript:alert(3))`, `https\://evil.example`, `\| cell \|`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("the Markdown lacks %q", want)
 		}
@@ -327,18 +329,53 @@ func TestHostileTextRendersAsText(t *testing.T) {
 	}
 }
 
-func TestMarkdownEscapesEveryPunctuation(t *testing.T) {
+// md escapes what Markdown would interpret and nothing else: the raw
+// summary of an ordinary run reads as plain text.
+func TestMarkdownEscapesOnlyWhatMarkdownInterprets(t *testing.T) {
 	for in, want := range map[string]string{
-		"a*b_c":               `a\*b\_c`,
-		"[x](y)":              `\[x\]\(y\)`,
-		"<b>&amp;":            `&lt;b&gt;&amp;amp\;`,
-		"# h\n- li":           `\# h \- li`,
-		"1. x ~~y~~ `z` |a|":  "1\\. x \\~\\~y\\~\\~ \\`z\\` \\|a\\|",
-		"https://x.io www.y ": `https\:\/\/x\.io www\.y`,
-		"ok":                  "ok",
+		"a*b_c":                           `a\*b\_c`,
+		"[x](y)":                          `\[x\](y)`,
+		"<b>&amp;":                        `&lt;b&gt;&amp;amp;`,
+		"# h\n- li":                       `\# h - li`,
+		"- li":                            `\- li`,
+		"12. x ~~y~~ `z` |a| $m$":         "12\\. x \\~\\~y\\~\\~ \\`z\\` \\|a\\| \\$m\\$",
+		"https://x.io www.y WWW.z ci@x.io": `https\://x.io www\.y WWW\.z ci\@x.io`,
+		"openai's probe (gw-1): 3.5 s":    "openai's probe (gw-1): 3.5 s",
+		"http://127.0.0.1:9000/metrics":   `http\://127.0.0.1:9000/metrics`,
+		"ok":                              "ok",
 	} {
 		if got := md(in); got != want {
 			t.Errorf("md(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Whatever a value holds, GitHub-flavored Markdown (tables, autolinks,
+// strikethrough) renders it as the one line of text it is, in a table
+// cell, a list item and a quote: no link, emphasis, code, tag or block.
+func TestMarkdownValuesRenderAsTheirText(t *testing.T) {
+	gfm := goldmark.New(goldmark.WithExtensions(extension.GFM))
+	for _, v := range []string{
+		hScript, hImg, "[click me](javascript:alert(3))", "![x](https://evil.example/p.png)", "<https://evil.example>",
+		"www.evil.example and https://evil.example/x?y=1", "ci@example.com", "*em* _em_ **b** ~~s~~ `c` $x$",
+		"# heading", "> quote", "- item", "+ item", "1. item", "3) item", "=== ", "--- ", "a | b | c", `back\slash \*`,
+		"&amp; &#x41; &copy;", "trailing \\", "openai's 5xx: 3.5 (gw-1)",
+	} {
+		want := one(v)
+		for _, doc := range []string{"| h |\n|---|\n| " + md(v) + " |\n", "- " + md(v) + "\n", "> " + md(v) + "\n"} {
+			var out bytes.Buffer
+			if err := gfm.Convert([]byte(doc), &out); err != nil {
+				t.Fatal(err)
+			}
+			n := parse(t, out.String())
+			walk(n, func(e *html.Node) {
+				if e.Type == html.ElementNode && !slices.Contains([]string{"html", "head", "body", "p", "table", "thead", "tbody", "tr", "th", "td", "ul", "li", "blockquote"}, e.Data) {
+					t.Errorf("%q in %q renders a <%s>: %s", v, doc, e.Data, out.String())
+				}
+			})
+			if got := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text(n)), "h")); got != want {
+				t.Errorf("%q in %q renders as the text %q, want %q", v, doc, got, want)
+			}
 		}
 	}
 }
