@@ -190,8 +190,13 @@ type StepRecord struct {
 	EndedAt         *time.Time `json:"ended_at"`
 	DurationSeconds float64    `json:"duration_seconds"`
 	TimeoutSeconds  float64    `json:"timeout_seconds"`
-	Detail          string     `json:"detail,omitempty"`
-	Error           string     `json:"error,omitempty"`
+	// Reason is why the step pulled its lever: its reason field as the
+	// change's audit record has it (after "drill NAME run ID: "), or
+	// "step ID" when the file gives none; empty for a step that moves no
+	// lever.
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	Error  string `json:"error,omitempty"`
 	// Outputs are the step's outputs; secrets read "[secret]".
 	Outputs map[string]string `json:"outputs,omitempty"`
 	// Rollbacks are the ids of the rollbacks this step registered.

@@ -29,6 +29,8 @@ func step(id, kind, status string, start, end float64, detail string, rbs ...str
 	return s
 }
 
+func withReason(s drill.StepRecord, why string) drill.StepRecord { s.Reason = why; return s }
+
 func rollback(id, stepID, subject string, reg, start, end float64, expires float64) drill.RollbackRecord {
 	return drill.RollbackRecord{ID: id, Step: stepID, Subject: subject, Description: "clear the drill's override of " + subject,
 		RegisteredAt: at(reg), Status: drill.StatusOK, Attempts: 1, StartedAt: atp(start), EndedAt: atp(end), DurationSeconds: end - start,
@@ -57,8 +59,9 @@ func stoppedJournal() *drill.Journal {
 			After:  []drill.CheckRecord{check(drill.PhaseAfter, "openai-closed", 19.2, 21.3, true, "openai: 2 instance(s): 2 closed")},
 		},
 		Steps: []drill.StepRecord{
-			step("force-openai", "breaker.force_open", drill.StatusPassed, 0.5, 0.9, "forced open until 2026-03-14T09:35:00Z", "rb-1"),
-			step("drain-agent", "ratelimit.drain", drill.StatusPassed, 0.9, 1.2, "drained", "rb-2"),
+			withReason(step("force-openai", "breaker.force_open", drill.StatusPassed, 0.5, 0.9, "forced open until 2026-03-14T09:35:00Z", "rb-1"),
+				"alarm-guarded game day (CHG-1042)"),
+			withReason(step("drain-agent", "ratelimit.drain", drill.StatusPassed, 0.9, 1.2, "drained", "rb-2"), "step drain-agent"),
 			step("soak", "sleep", drill.StatusStopped, 1.2, 17.6, ""),
 			step("verify", "assert", drill.StatusSkipped, -1, -1, ""),
 		},
@@ -226,7 +229,7 @@ func hostileJournal() *drill.Journal {
 	j.Reason = hScript + hImg + hLink
 	for i := range j.Steps {
 		s := &j.Steps[i]
-		s.ID, s.Name, s.Description, s.Detail, s.Error = hScript+s.ID, hImg, hLink, hAuto, hTerm
+		s.ID, s.Name, s.Description, s.Detail, s.Error, s.Reason = hScript+s.ID, hImg, hLink, hAuto, hTerm, hScript+hLink
 		s.Outputs = map[string]string{hScript: hImg, "link": hLink}
 		s.Kind = hStyle
 	}

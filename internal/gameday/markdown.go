@@ -115,9 +115,9 @@ func Markdown(w io.Writer, in Input) error {
 	var rows [][]string
 	for _, s := range r.Steps {
 		did := joinNonEmpty(": ", s.Description, firstOf(s.Error, s.Detail))
-		rows = append(rows, []string{s.ID, s.Kind, s.Status, s.Duration, did})
+		rows = append(rows, []string{s.ID, s.Kind, s.Status, s.Duration, s.Reason, did})
 	}
-	table("Steps", []string{"step", "kind", "status", "took", "what it did"}, rows)
+	table("Steps", []string{"step", "kind", "status", "took", "why", "what it did"}, rows)
 	if g := r.Guard; g != nil {
 		fmt.Fprintf(&b, "### %s\n\n", g.Heading)
 		rows = [][]string{{"guard", g.Role + " " + g.Condition}, {"at", g.At}}
@@ -139,9 +139,9 @@ func Markdown(w io.Writer, in Input) error {
 	table("Preflight", []string{"check", "kind", "result", "observed"}, rows)
 	rows = nil
 	for _, l := range r.Levers {
-		rows = append(rows, []string{l.ID, l.Subject, l.Status, l.Pulled, joinNonEmpty(" by ", l.Back, l.By), l.Held, firstOf(l.Error, l.Detail)})
+		rows = append(rows, []string{l.ID, l.Subject, l.Why, l.Status, l.Pulled, joinNonEmpty(" by ", l.Back, l.By), l.Held, firstOf(l.Error, l.Detail)})
 	}
-	table("Levers", []string{"rollback", "subject", "status", "pulled", "put back", "held", "detail"}, rows)
+	table("Levers", []string{"rollback", "subject", "why", "status", "pulled", "put back", "held", "detail"}, rows)
 	if st := r.Stop; st != nil {
 		fmt.Fprintf(&b, "### Stop condition\n\n**%s** fired at %s: %s\n\n", md(st.Condition), md(st.At), md(st.Detail))
 		rows = nil

@@ -75,6 +75,8 @@ type stepRow struct {
 	Description                                                     string
 	Outputs                                                         []fact
 	Rollbacks                                                       string
+	// Reason is why the step pulled its lever, as its record has it.
+	Reason string
 	// Fleet is what the fleet's gauges confirmed of a breaker step with
 	// wait: true (or did not: FleetClass bad).
 	Fleet, FleetClass string
@@ -85,9 +87,11 @@ type leverRow struct {
 	// Pulled is when it was registered (just before its step acted), Back
 	// when it was put back, Held for how long it stayed moved.
 	Pulled, Back, Held string
-	By                 string
-	Expires            string
-	Detail, Error      string
+	// Why is the reason of the step that pulled the lever.
+	Why           string
+	By            string
+	Expires       string
+	Detail, Error string
 }
 
 type checkRow struct {
@@ -181,7 +185,8 @@ func build(in Input) *report {
 	r.Glance = atAGlance(j, end)
 	for _, s := range j.Steps {
 		row := stepRow{ID: one(s.ID), Name: one(s.Name), Kind: one(s.Kind), Status: one(s.Status), Class: statusClass(s.Status),
-			Description: one(s.Description), Detail: one(s.Detail), Error: one(s.Error), Rollbacks: one(strings.Join(s.Rollbacks, ", "))}
+			Description: one(s.Description), Detail: one(s.Detail), Error: one(s.Error), Rollbacks: one(strings.Join(s.Rollbacks, ", ")),
+			Reason: one(s.Reason)}
 		if s.StartedAt != nil {
 			row.Started = clock(*s.StartedAt)
 			row.Duration = dur(secs(s.DurationSeconds))
@@ -372,6 +377,11 @@ func leverBack(j *drill.Journal, rb drill.RollbackRecord) (at time.Time, by stri
 func leverRowOf(j *drill.Journal, rb drill.RollbackRecord, end time.Time) leverRow {
 	row := leverRow{ID: one(rb.ID), Step: one(rb.Step), Subject: one(rb.Subject), Description: one(rb.Description),
 		Status: one(rb.Status), Class: statusClass(rb.Status), Pulled: clock(rb.RegisteredAt), Detail: one(rb.Detail), Error: one(rb.Error)}
+	for _, s := range j.Steps {
+		if s.ID == rb.Step {
+			row.Why = one(s.Reason)
+		}
+	}
 	if rb.ExpiresAt != nil {
 		row.Expires = clock(*rb.ExpiresAt)
 	}

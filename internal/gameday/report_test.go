@@ -323,7 +323,7 @@ func TestHostileTextRendersAsText(t *testing.T) {
 	}
 	// Each table row stays one row: a value's | and newline do not split it.
 	for _, line := range strings.Split(m, "\n") {
-		if strings.HasPrefix(line, "| ") && strings.Count(strings.ReplaceAll(line, `\|`, ""), "|") > 8 {
+		if strings.HasPrefix(line, "| ") && strings.Count(strings.ReplaceAll(line, `\|`, ""), "|") > 9 {
 			t.Errorf("a table row split: %s", line)
 		}
 	}
@@ -333,16 +333,16 @@ func TestHostileTextRendersAsText(t *testing.T) {
 // summary of an ordinary run reads as plain text.
 func TestMarkdownEscapesOnlyWhatMarkdownInterprets(t *testing.T) {
 	for in, want := range map[string]string{
-		"a*b_c":                           `a\*b\_c`,
-		"[x](y)":                          `\[x\](y)`,
-		"<b>&amp;":                        `&lt;b&gt;&amp;amp;`,
-		"# h\n- li":                       `\# h - li`,
-		"- li":                            `\- li`,
-		"12. x ~~y~~ `z` |a| $m$":         "12\\. x \\~\\~y\\~\\~ \\`z\\` \\|a\\| \\$m\\$",
+		"a*b_c":                            `a\*b\_c`,
+		"[x](y)":                           `\[x\](y)`,
+		"<b>&amp;":                         `&lt;b&gt;&amp;amp;`,
+		"# h\n- li":                        `\# h - li`,
+		"- li":                             `\- li`,
+		"12. x ~~y~~ `z` |a| $m$":          "12\\. x \\~\\~y\\~\\~ \\`z\\` \\|a\\| \\$m\\$",
 		"https://x.io www.y WWW.z ci@x.io": `https\://x.io www\.y WWW\.z ci\@x.io`,
-		"openai's probe (gw-1): 3.5 s":    "openai's probe (gw-1): 3.5 s",
-		"http://127.0.0.1:9000/metrics":   `http\://127.0.0.1:9000/metrics`,
-		"ok":                              "ok",
+		"openai's probe (gw-1): 3.5 s":     "openai's probe (gw-1): 3.5 s",
+		"http://127.0.0.1:9000/metrics":    `http\://127.0.0.1:9000/metrics`,
+		"ok":                               "ok",
 	} {
 		if got := md(in); got != want {
 			t.Errorf("md(%q) = %q, want %q", in, got, want)
@@ -571,5 +571,31 @@ func TestRollbackWhoseOutcomeIsUnknownIsNotPutBack(t *testing.T) {
 		if !strings.Contains(page, "NOT put back") || !strings.Contains(page, "breaker get") || strings.Contains(page, "repair") || strings.Contains(page, "audited") {
 			t.Errorf("%s report does not say the lever may be moved and how to check, or speaks of a repair:\n%s", name, page)
 		}
+	}
+}
+
+// Issue 26 asked for the reasons, escaped: why each lever was pulled
+// stands beside its step and its lever, in both forms.
+func TestReportSaysWhyEachLeverWasPulled(t *testing.T) {
+	j := stoppedJournal()
+	doc := parse(t, renderHTML(t, Input{Journal: j}))
+	for _, id := range []string{"steps", "levers"} {
+		if got := text(byID(doc, id)); !strings.Contains(got, "why: alarm-guarded game day (CHG-1042)") {
+			t.Errorf("the %s table does not say why openai was forced open: %s", id, got)
+		}
+	}
+	m := renderMarkdown(t, Input{Journal: j})
+	for _, want := range []string{"| force-openai | breaker.force\\_open | passed | 400ms | alarm-guarded game day (CHG-1042) |",
+		"| rb-1 | breaker#openai | alarm-guarded game day (CHG-1042) |"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("the Markdown lacks %q:\n%s", want, m)
+		}
+	}
+	// A hostile reason is text in both.
+	h := hostileJournal()
+	page := renderHTML(t, Input{Journal: h})
+	checkInert(t, page)
+	if !strings.Contains(text(byID(parse(t, page), "steps")), "why: "+hScript+hLink) {
+		t.Error("the hostile reason is not shown as text")
 	}
 }

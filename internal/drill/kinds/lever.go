@@ -15,10 +15,15 @@ import (
 // stepReason is the reason a step's change is recorded with: the step's
 // reason: when it names one, else "step ID".
 func stepReason(rc *runtime.RunContext, t drill.Template) (string, error) {
-	if t.IsZero() {
-		return "step " + rc.CurrentStep(), nil
+	why := "step " + rc.CurrentStep()
+	if !t.IsZero() {
+		var err error
+		if why, err = rc.Expand(t); err != nil {
+			return "", err
+		}
 	}
-	return rc.Expand(t)
+	rc.SetStepReason(why)
+	return why, nil
 }
 
 // confirmed is the note a change whose first answer was lost carries.

@@ -69,6 +69,13 @@ func TestRunPassesAndRollsBackTheOverride(t *testing.T) {
 	if got := j.Rollbacks[0].Detail; got != "already clear" {
 		t.Errorf("the drill cleared its own override; rollback should find it gone, said %q", got)
 	}
+	// Each lever step records why it pulled (the game-day report shows
+	// it); a step with no reason field records its id; a probe, nothing.
+	for id, want := range map[string]string{"force": "provider outage", "recover": "step recover", "degraded": ""} {
+		if got := stepByID(t, j, id).Reason; got != want {
+			t.Errorf("step %s records the reason %q, want %q", id, got, want)
+		}
+	}
 	// The override was clamped to the drill's deadline, not the step's 10m.
 	exp, err := time.Parse(time.RFC3339Nano, stepByID(t, j, "force").Outputs["expires_at"])
 	if err != nil {

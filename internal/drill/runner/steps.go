@@ -145,6 +145,7 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 	}
 	rec.EndedAt, rec.DurationSeconds = drill.TimePtr(end), drill.Seconds(end.Sub(start))
 	rec.Outputs = outs.Public()
+	rec.Reason = rc.Redact(rc.StepReason(s.ID))
 	if outs != nil {
 		rec.Detail = rc.Redact(outs.Detail)
 		rec.Fleet = outs.Fleet

@@ -113,7 +113,9 @@ type RunContext struct {
 	levers    map[string]*Lever
 	secrets   []string
 	stepID    string
-	alarms    *alarmWatcher
+	// reasons are why each step pulled its lever (its reason field).
+	reasons map[string]string
+	alarms  *alarmWatcher
 	// actor, when set, is the actor of the run being recovered (its
 	// overrides carry it); recoveredBy is who recovers it.
 	actor, recoveredBy string
@@ -130,7 +132,7 @@ func NewRunContext(d *drill.Drill, runID string, svc *Deps, notify func(string))
 	now := clk.Now()
 	return &RunContext{Drill: d, RunID: runID, Deps: svc, clock: clk, started: now, deadline: now.Add(d.Timeout),
 		notify: notify, outputs: map[string]*Outputs{}, vars: map[string]string{}, varSecret: map[string]bool{},
-		levers: map[string]*Lever{}}
+		levers: map[string]*Lever{}, reasons: map[string]string{}}
 }
 
 // NewRecoveryContext is the context in which `drill recover` undoes what
@@ -420,6 +422,22 @@ func (rc *RunContext) CurrentStep() string {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return rc.stepID
+}
+
+// SetStepReason records why the step running now pulls its lever: the
+// reason its change is recorded with, which the journal and the game-day
+// report show beside the step.
+func (rc *RunContext) SetStepReason(why string) {
+	rc.mu.Lock()
+	rc.reasons[rc.stepID] = why
+	rc.mu.Unlock()
+}
+
+// StepReason is the reason step id recorded; empty when it pulled no lever.
+func (rc *RunContext) StepReason(id string) string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.reasons[id]
 }
 
 // Withdraw removes an output, so nothing later (a rollback step) can use it.
