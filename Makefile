@@ -256,28 +256,56 @@ tidy: ## go mod tidy
 DEMO_LISTEN ?= 127.0.0.1:8787
 DEMO_ARGS   ?=
 
+.PHONY: first-build-note
+first-build-note:
+	@cache=$$(GOTOOLCHAIN=local $(GO) env GOMODCACHE 2>/dev/null || true); \
+	  if ! ls -d "$$cache"/golang.org/toolchain@*-$(GOTOOLCHAIN).* >/dev/null 2>&1 || ! GOPROXY=off GOFLAGS=-mod=mod $(GO) mod download >/dev/null 2>&1; then \
+	    echo "First build on this machine: the go command downloads the $(GOTOOLCHAIN) toolchain and koshactl's modules (about 300 MB, a few minutes), once."; \
+	  fi
+
 .PHONY: demo
-demo: build ## Start a sandbox fleet (flaky downstreams, traffic, chaos) on the local context and watch its breakers; quitting stops it
-	@log=bin/sandbox-demo.log; urlf=bin/sandbox-demo.url; rm -f "$$urlf"; \
+demo: first-build-note build ## Start a sandbox fleet (flaky downstreams, traffic, chaos) on the local context and watch its breakers; quitting stops it
+	@log=bin/sandbox-demo.log; urlf=bin/sandbox-demo.url; cmds=bin/demo-commands.txt; rm -f "$$urlf"; \
 	./$(BIN) sandbox --listen $(DEMO_LISTEN) --profile flaky --rps 8 --chaos --addr-file "$$urlf" $(DEMO_ARGS) >"$$log" 2>&1 & pid=$$!; \
-	trap 'kill -TERM $$pid 2>/dev/null; wait $$pid 2>/dev/null || true; echo "sandbox stopped (log: '"$$log"')"' EXIT; \
+	trap 'kill -TERM $$pid 2>/dev/null; wait $$pid 2>/dev/null || true; echo "sandbox stopped (log: '"$$log"'; what to try: '"$$cmds"')"' EXIT; \
 	trap 'exit 0' INT TERM; \
 	for i in $$(seq 150); do test -s "$$urlf" && break; kill -0 $$pid 2>/dev/null || { cat "$$log"; exit 1; }; sleep 0.1; done; \
 	test -s "$$urlf" || { echo "the sandbox did not start within 15s:"; cat "$$log"; exit 1; }; \
 	url=$$(cat "$$urlf"); head -n 1 "$$log"; \
-	echo "  In a second terminal (same context, so the fleet sees it):"; \
-	echo "    ./$(BIN) breaker force-open openai --reason demo --for 10m   # every instance forced within ~6s"; \
-	echo "    ./$(BIN) breaker clear openai --reason 'demo over'"; \
-	echo "    ./$(BIN) sandbox status --watch --url $$url"; \
-	echo "    curl -s $$url/mcp -H 'Authorization: Bearer operator-token' \\"; \
-	echo "      -H \"\$$(./$(BIN) chaos sign --target screening-sim --fault error)\" \\"; \
-	echo "      -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"screen_entity\",\"arguments\":{\"name\":\"Ada\"}}}'"; \
-	echo "  Sandbox log: $$log. Starting the viewer..."; sleep 3; \
+	{ echo "In the dashboard: f forces the selected dependency open, c clears it, ? lists every key, q quits (and stops the fleet)."; \
+	  echo "In a second terminal (same context, so the fleet sees it; make install puts koshactl on your PATH):"; \
+	  echo "  ./$(BIN) breaker force-open openai --reason demo --for 10m   # every instance forced within ~6s"; \
+	  echo "  ./$(BIN) breaker clear openai --reason 'demo over'"; \
+	  echo "  ./$(BIN) sandbox status --watch --url $$url"; \
+	  echo "  curl -s $$url/mcp -H 'Authorization: Bearer operator-token' \\"; \
+	  echo "    -H \"\$$(./$(BIN) chaos sign --target screening-sim --fault error)\" \\"; \
+	  echo "    -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"screen_entity\",\"arguments\":{\"name\":\"Ada\"}}}'"; \
+	  echo "Drills need a steady fleet (this one's breakers open on their own): make drill-demo runs the examples on one."; \
+	} >"$$cmds"; \
+	sed 's/^/  /' "$$cmds"; \
+	echo "  (kept in $$cmds; the sandbox's log is $$log.) Starting the viewer..."; sleep 3; \
 	if ./$(BIN) dashboard --help >/dev/null 2>&1 && [ -t 0 ] && [ -t 1 ]; then \
 	  ./$(BIN) dashboard --metrics-url "$$url/metrics" --interval 2s; \
 	else \
 	  ./$(BIN) sandbox status --watch --url "$$url"; \
 	fi
+
+# The example drills are written for a steady fleet: make demo's flaky one
+# opens breakers on its own, so a drill's hypothesis would not hold there.
+DRILL_DEMO ?= openai-outage screening-sim-errors
+.PHONY: drill-demo
+drill-demo: first-build-note build ## Run the example drills (DRILL_DEMO) against a fresh healthy sandbox at 10x time, on a throwaway state directory; reports in bin/drill-demo/
+	@tmp=$$(mktemp -d); pid=; out=bin/drill-demo; mkdir -p "$$out"; \
+	trap 'test -z "$$pid" || { kill -TERM $$pid 2>/dev/null; wait $$pid 2>/dev/null; }; rm -rf "$$tmp"' EXIT; \
+	export KOSHACTL_STATE_DIR="$$tmp/state" KOSHACTL_CONFIG="$$tmp/config.yaml" KOSHACTL_CONTEXT=; \
+	./$(BIN) sandbox --listen 127.0.0.1:0 --addr-file "$$tmp/url" --profile healthy --chaos --time-scale 10 >"$$out/sandbox.log" 2>&1 & pid=$$!; \
+	for i in $$(seq 150); do test -s "$$tmp/url" && break; kill -0 $$pid 2>/dev/null || { cat "$$out/sandbox.log"; exit 1; }; sleep 0.1; done; \
+	test -s "$$tmp/url" || { echo "drill-demo: the sandbox did not start within 15s:"; cat "$$out/sandbox.log"; exit 1; }; \
+	export SANDBOX_URL=$$(cat "$$tmp/url"); echo "drill-demo: a healthy sandbox at $$SANDBOX_URL (10x time)"; rc=0; \
+	for d in $(DRILL_DEMO); do \
+	  ./$(BIN) drill run docs/drills/$$d.yaml --report "$$out/$$d.html" --junit "$$out/$$d.xml" || rc=$$?; \
+	done; \
+	echo "drill-demo: reports in $$out/"; exit $$rc
 
 .PHONY: demo-check
 demo-check: build ## Check without a terminal that the demo's pieces start, serve, obey an override and stop cleanly
