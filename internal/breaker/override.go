@@ -37,6 +37,10 @@ const (
 	// (the audit record's approval document); absent when the table had no
 	// policy or the writer did not ask it.
 	attrApproval = "approval"
+	// attrManagedBy names the levers file and window an override was
+	// written for (koshactl apply); absent on every other override. The
+	// data plane ignores it.
+	attrManagedBy = "managed_by"
 )
 
 // Attribute names other packages ask [Override.HasProblem] about.
@@ -112,6 +116,12 @@ type Override struct {
 	// audit record's); nil when the item has none or it cannot be read: a
 	// write made without asking the policy (policy.UnapprovedAt).
 	Approval *audit.Approval
+	// ManagedBy is the marker of the levers file and window the override
+	// was written for by `koshactl apply` (the managed_by attribute); empty
+	// on every other override, which apply never clears. It says which
+	// overrides a file manages; it grants nothing (any writer of breaker#
+	// items could set it).
+	ManagedBy string
 	// Problems lists the attributes of Raw that do not follow
 	// docs/contracts/breaker-override.md, one entry each; empty for a
 	// well-formed item. Only [OverrideFromItem] decides what is malformed.
@@ -214,6 +224,9 @@ func (o Override) Item() store.Item {
 	if o.WriteID != "" {
 		it[attrWriteID] = o.WriteID
 	}
+	if o.ManagedBy != "" {
+		it[attrManagedBy] = o.ManagedBy
+	}
 	if o.Expires() {
 		ms := o.ExpiresAt.UnixMilli()
 		it[attrExpiresAt] = ms
@@ -255,6 +268,7 @@ func OverrideFromItem(it store.Item) (Override, error) {
 		d.problem(attrReason, fmt.Sprintf("%d characters, want at most %d", n, audit.MaxReasonLen))
 	}
 	o.Actor = d.str(attrActor)
+	o.ManagedBy, _ = it[attrManagedBy].(string)
 	o.WriteID = it.WriteID()
 	if doc, ok := it[attrApproval].(string); ok {
 		var a audit.Approval
@@ -484,6 +498,9 @@ type ForceRequest struct {
 	// replaced without Overwrite, and a different active override (someone
 	// changed it since) is a conflict with Raced set.
 	SeenVersion *int64
+	// ManagedBy, when set, marks the override as a levers file's window's
+	// ([Override.ManagedBy]).
+	ManagedBy string
 	// Read, when set, is the state a previous Force (a dry run) read; Force
 	// writes conditionally on it instead of reading again. If the item changed
 	// since, the write fails as a conflict, exactly as if it had been re-read.
@@ -573,7 +590,8 @@ func decideForce(req ForceRequest, before *Override, now time.Time) (ForceResult
 		}
 		res.Replaced = true
 	}
-	res.After = Override{Dependency: req.Dependency, State: OverrideStateForcedOpen, Reason: req.Reason, Actor: req.Actor, Version: 1}
+	res.After = Override{Dependency: req.Dependency, State: OverrideStateForcedOpen, Reason: req.Reason, Actor: req.Actor, Version: 1,
+		ManagedBy: req.ManagedBy}
 	if before != nil {
 		res.After.Version = before.nextVersion()
 	}

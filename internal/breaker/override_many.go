@@ -127,22 +127,7 @@ func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAl
 	}
 	writes := make([]leverWrite, len(plans))
 	for i, p := range plans {
-		writes[i] = func(token string, now time.Time) (store.Op, audit.Entry) {
-			res := &outcomes[i].Result
-			*res = p.result
-			// Activity only lapses with time: a plan's replacement may have
-			// become a plain force, never the reverse.
-			res.Replaced = res.Replaced && res.Before.ActiveAt(now)
-			stampForce(&res.After, p.req, now)
-			res.After.WriteID = token
-			cond := store.IfAbsent()
-			if res.Before != nil {
-				cond = res.Before.condition()
-			}
-			return store.PutOp(res.After.Item(), cond), audit.Entry{Actor: res.After.Actor, Action: ActionForceOpen,
-				Subject: OverrideKey(res.After.Dependency), Reason: res.After.Reason,
-				Before: AuditState(res.Before), After: AuditState(&res.After)}
-		}
+		writes[i] = p.write(&outcomes[i].Result)
 	}
 	for i, c := range s.commit(ctx, log, writes, op.Attach) {
 		o := &outcomes[i]
@@ -336,10 +321,7 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 			continue // nothing to clear, nothing to record
 		}
 		at = append(at, i)
-		writes = append(writes, func(string, time.Time) (store.Op, audit.Entry) {
-			return store.DeleteOp(OverrideKey(dep), before.condition()), audit.Entry{Actor: actor, Action: ActionClear,
-				Subject: OverrideKey(dep), Reason: op.Reason, Before: AuditState(before)}
-		})
+		writes = append(writes, clearWrite(dep, before, actor, op.Reason))
 	}
 	for j, c := range s.commit(ctx, log, writes, op.Attach) {
 		o := &outcomes[at[j]]
@@ -350,6 +332,35 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 		}
 	}
 	return outcomes, firstError(outcomes, func(o ClearOutcome) error { return o.Err })
+}
+
+// write is the plan's conditional put and audit entry, stamped when the
+// change is built; res receives the result as written.
+func (p forcePlan) write(res *ForceResult) leverWrite {
+	return func(token string, now time.Time) (store.Op, audit.Entry) {
+		*res = p.result
+		// Activity only lapses with time: a plan's replacement may have
+		// become a plain force, never the reverse.
+		res.Replaced = res.Replaced && res.Before.ActiveAt(now)
+		stampForce(&res.After, p.req, now)
+		res.After.WriteID = token
+		cond := store.IfAbsent()
+		if res.Before != nil {
+			cond = res.Before.condition()
+		}
+		return store.PutOp(res.After.Item(), cond), audit.Entry{Actor: res.After.Actor, Action: ActionForceOpen,
+			Subject: OverrideKey(res.After.Dependency), Reason: res.After.Reason,
+			Before: AuditState(res.Before), After: AuditState(&res.After)}
+	}
+}
+
+// clearWrite deletes dep's override, conditional on before (the item read),
+// with its audit record.
+func clearWrite(dep string, before *Override, actor, reason string) leverWrite {
+	return func(string, time.Time) (store.Op, audit.Entry) {
+		return store.DeleteOp(OverrideKey(dep), before.condition()), audit.Entry{Actor: actor, Action: ActionClear,
+			Subject: OverrideKey(dep), Reason: reason, Before: AuditState(before)}
+	}
 }
 
 // readWithActor reads deps' overrides in one batch while actor (when set)

@@ -1,0 +1,207 @@
+package levers
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+)
+
+// Marker is what an override written for a window carries in its
+// managed_by attribute: the file, the window and the hash of the window's
+// content it was written for.
+type Marker struct {
+	File   string `json:"file"`
+	Window string `json:"window"`
+	SHA256 string `json:"sha256"`
+}
+
+// MarkerOf reads o's marker; ok is false for an override no levers file
+// manages (or whose marker cannot be read: then it is not managed).
+func MarkerOf(o breaker.Override) (Marker, bool) {
+	if o.ManagedBy == "" {
+		return Marker{}, false
+	}
+	var m Marker
+	if json.Unmarshal([]byte(o.ManagedBy), &m) != nil || m.File == "" || m.Window == "" {
+		return Marker{}, false
+	}
+	return m, true
+}
+
+// markerFor is the managed_by attribute of an override written for w.
+func (f *File) markerFor(w Window) string {
+	b, _ := json.Marshal(Marker{File: f.Name, Window: w.ID, SHA256: w.Hash()})
+	return string(b)
+}
+
+// The kinds of difference [Compare] reports.
+const (
+	// KindNotApplied: a window is in force and its dependency has no
+	// override (apply forces it).
+	KindNotApplied = "window_not_applied"
+	// KindChanged: the dependency's override was written for another
+	// window of the file, or for this one before it was edited (apply
+	// replaces it).
+	KindChanged = "window_changed"
+	// KindEnded: an override the file manages whose window ended or was
+	// removed from the file (apply clears it).
+	KindEnded = "window_ended"
+	// KindBlocked: a window is in force, and its dependency holds an
+	// override the file does not manage (an incident lever): apply leaves
+	// both alone.
+	KindBlocked = "window_blocked"
+	// KindUnplanned: an active override nobody planned (an incident lever,
+	// another file's window): shown, never touched.
+	KindUnplanned = "unplanned_override"
+	// KindNotObeyed: an active override the fleet does not obey.
+	KindNotObeyed = "not_obeyed"
+	// KindLapsedForced: an override that lapsed or was cleared, still
+	// reported forced by the fleet.
+	KindLapsedForced = "lapsed_still_forced"
+)
+
+// The actions apply takes for a difference.
+const (
+	ActionForce = "force"
+	ActionClear = "clear"
+	ActionNone  = "none"
+)
+
+// Difference is one way the file, the table and the fleet disagree.
+type Difference struct {
+	Kind       string
+	Dependency string
+	// Window is the window concerned (nil for an unplanned override or a
+	// fleet-only difference); Start and End its occurrence in force.
+	Window     *Window
+	Start, End time.Time
+	// Override is the stored override concerned, nil when there is none.
+	Override *breaker.Override
+	// Action is what apply does about it: force, clear or none.
+	Action string
+	// Detail says it in one line.
+	Detail string
+}
+
+// State is what the file is compared with at one instant.
+type State struct {
+	Now time.Time
+	// Overrides are the table's override items, active or not.
+	Overrides []breaker.Override
+	// Statuses are the fleet's merged statuses; nil when the gauges could
+	// not be read (the fleet's side is then not compared).
+	Statuses []metrics.DependencyStatus
+}
+
+// Compare lists every difference between f (what should be in force at
+// st.Now), the table's overrides and the fleet's gauges, sorted by
+// dependency; none means in sync.
+func Compare(f *File, st State) []Difference {
+	var out []Difference
+	byDep := map[string]*breaker.Override{}
+	for i := range st.Overrides {
+		byDep[st.Overrides[i].Dependency] = &st.Overrides[i]
+	}
+	inForce := map[string]bool{}
+	for i := range f.Windows {
+		w := &f.Windows[i]
+		start, end, ok := w.At(st.Now)
+		if !ok {
+			continue
+		}
+		inForce[w.Dependency] = true
+		d := Difference{Dependency: w.Dependency, Window: w, Start: start, End: end}
+		o := byDep[w.Dependency]
+		active := o != nil && o.ActiveAt(st.Now)
+		m, managed := Marker{}, false
+		if o != nil {
+			m, managed = MarkerOf(*o)
+			managed = managed && m.File == f.Name
+		}
+		switch {
+		case !active:
+			d.Kind, d.Action, d.Override = KindNotApplied, ActionForce, o
+			d.Detail = fmt.Sprintf("window %s is in force until %s and %s has no override", w.ID, end.Format(time.RFC3339), w.Dependency)
+		case !managed:
+			d.Kind, d.Action, d.Override = KindBlocked, ActionNone, o
+			d.Detail = fmt.Sprintf("window %s is in force, and %s holds an override the file does not manage (%s: %s): left alone", w.ID,
+				w.Dependency, o.Actor, o.Reason)
+		case m.Window != w.ID || m.SHA256 != w.Hash() || !o.ExpiresAt.Equal(end):
+			d.Kind, d.Action, d.Override = KindChanged, ActionForce, o
+			d.Detail = fmt.Sprintf("%s's override was written for window %s as it was then; window %s is in force until %s",
+				w.Dependency, m.Window, w.ID, end.Format(time.RFC3339))
+		default:
+			continue
+		}
+		out = append(out, d)
+	}
+	for _, o := range st.Overrides {
+		if inForce[o.Dependency] || !o.ActiveAt(st.Now) {
+			continue
+		}
+		o := o
+		if m, ok := MarkerOf(o); ok && m.File == f.Name {
+			why := "ended"
+			if f.window(m.Window) == nil {
+				why = "was removed from the file"
+			}
+			out = append(out, Difference{Kind: KindEnded, Dependency: o.Dependency, Override: &o, Action: ActionClear,
+				Detail: fmt.Sprintf("%s's override is managed by the file, and its window %s %s", o.Dependency, m.Window, why)})
+			continue
+		}
+		out = append(out, Difference{Kind: KindUnplanned, Dependency: o.Dependency, Override: &o, Action: ActionNone,
+			Detail: fmt.Sprintf("%s is forced by %s (%s), which no window plans: an incident lever, left alone", o.Dependency, o.Actor, o.Reason)})
+	}
+	for _, s := range st.Statuses {
+		switch {
+		case s.OverrideActive && s.Fleet != nil && s.Fleet.Verdict == metrics.NotObeyed:
+			out = append(out, Difference{Kind: KindNotObeyed, Dependency: s.Dependency, Override: s.Override, Action: ActionNone,
+				Detail: fmt.Sprintf("%s's override is in force and the fleet does not obey it: %s", s.Dependency, s.Fleet.Note)})
+		case !s.OverrideActive && (s.Fleet != nil && s.Fleet.Verdict == metrics.NotObeyed || s.Fleet == nil && s.GaugeState == metrics.Forced):
+			out = append(out, Difference{Kind: KindLapsedForced, Dependency: s.Dependency, Override: s.Override, Action: ActionNone,
+				Detail: fmt.Sprintf("%s has no override in force, and the fleet still reports it forced", s.Dependency)})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Dependency < out[j].Dependency })
+	return out
+}
+
+func (f *File) window(id string) *Window {
+	for i := range f.Windows {
+		if f.Windows[i].ID == id {
+			return &f.Windows[i]
+		}
+	}
+	return nil
+}
+
+// Plan is what makes the table match f for the overrides f manages, from
+// the differences [Compare] found: a force (expiring at its window's end)
+// for each window in force without its override, a clear for each managed
+// override whose window is over. Nothing else is touched.
+func (f *File) Plan(diffs []Difference, actor string) breaker.Reconcile {
+	r := breaker.Reconcile{Actor: actor}
+	for _, d := range diffs {
+		switch d.Action {
+		case ActionForce:
+			req := breaker.ForceRequest{Dependency: d.Dependency, Actor: actor, ExpiresAt: d.End, ManagedBy: f.markerFor(*d.Window),
+				Reason: audit.TruncateReason(fmt.Sprintf("%s (levers %s, window %s)", d.Window.Reason, f.Name, d.Window.ID)),
+				Read:   &breaker.ReadState{Current: d.Override}}
+			if d.Override != nil {
+				v := d.Override.Version
+				req.SeenVersion = &v
+			}
+			r.Forces = append(r.Forces, req)
+		case ActionClear:
+			r.Clears = append(r.Clears, breaker.ReconcileClear{Read: d.Override,
+				Reason: audit.TruncateReason(fmt.Sprintf("levers %s: %s", f.Name, d.Detail))})
+		}
+	}
+	return r
+}
+

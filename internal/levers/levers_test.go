@@ -1,0 +1,274 @@
+package levers_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/levers"
+	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
+)
+
+var (
+	t0    = time.Date(2026, 12, 5, 1, 59, 50, 0, time.UTC)
+	rules = levers.Rules{Context: "prod", Known: []string{"postgres", "openai", "core-api"}, MaxOverride: 4 * time.Hour}
+)
+
+const smallest = `version: 1
+context: prod
+windows:
+  - dependency: postgres
+    reason: RDS minor upgrade (CHG-1042)
+    start: 2026-12-05T02:00:00Z
+    end: 2026-12-05T02:30:00Z
+`
+
+func parse(t *testing.T, src string) *levers.File {
+	t.Helper()
+	f, err := levers.Parse("levers/prod.yaml", []byte(src), rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestTheSmallestFile(t *testing.T) {
+	f := parse(t, smallest)
+	if f.Name != "prod" || len(f.Windows) != 1 {
+		t.Fatalf("file %+v", f)
+	}
+	w := f.Windows[0]
+	if w.ID != "postgres@2026-12-05T02:00:00Z" || w.Duration() != 30*time.Minute || w.Line != 4 {
+		t.Errorf("window %+v", w)
+	}
+	for at, want := range map[time.Time]bool{t0: false, t0.Add(10 * time.Second): true, t0.Add(10*time.Second + 30*time.Minute): false} {
+		if _, _, ok := w.At(at); ok != want {
+			t.Errorf("in force at %s = %v, want %v", at, ok, want)
+		}
+	}
+}
+
+// Bad input: each problem with its line and fix; nothing of the file is
+// kept.
+func TestEveryProblemIsReportedWithItsLine(t *testing.T) {
+	src := `version: 1
+context: prod
+windows:
+  - dependency: postgres
+    reason: upgrade
+    start: 2026-12-05T02:00:00Z
+    end: 2026-12-05T03:00:00Z
+  - dependency: postgres
+    reason: overlapping
+    start: 2026-12-05T02:30:00Z
+    duration: 1h
+  - dependency: openai
+    reason: too long
+    start: 2026-12-05T02:00:00Z
+    duration: 5h
+  - dependency: core-api
+    reason: backwards
+    start: 2026-12-05T02:00:00Z
+    end: 2026-12-05T01:00:00Z
+  - dependency: postgress
+    reason: typo
+    start: 2026-12-06T02:00:00Z
+    duration: 10m
+  - dependency: openai
+    reason: no zone
+    start: 2026-12-07T02:00:00
+    duration: 10m
+  - dependency: postgres
+    reason: weekly, overlapping the second window on its second week
+    start: 2026-11-28T03:15:00Z
+    duration: 30m
+    repeat: weekly
+`
+	_, err := levers.Parse("prod.yaml", []byte(src), rules)
+	var pe *levers.ProblemsError
+	if !errors.As(err, &pe) || exitcode.Of(err) != exitcode.Usage {
+		t.Fatalf("err %v (exit %d), want problems (exit 2)", err, exitcode.Of(err))
+	}
+	want := []string{
+		"prod.yaml:8: this window of postgres overlaps the one at line 4",
+		"prod.yaml:15: the window lasts 5h0m0s, longer than the context's max-override 4h0m0s",
+		"prod.yaml:19: the window ends (2026-12-05T01:00:00Z) before it starts",
+		`prod.yaml:20: unknown dependency "postgress"`,
+		`prod.yaml:26: start "2026-12-07T02:00:00" has no time zone: write 2026-12-07T02:00:00Z`,
+		"prod.yaml:28: this window of postgres overlaps the one at line 8",
+	}
+	msg := err.Error()
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("the problems lack %q:\n%s", w, msg)
+		}
+	}
+	if n := len(pe.Problems); n != len(want) {
+		t.Errorf("%d problems, want %d:\n%s", n, len(want), msg)
+	}
+}
+
+func TestWeeklyWindowRecurs(t *testing.T) {
+	f := parse(t, `version: 1
+context: prod
+windows:
+  - id: sunday-vacuum
+    dependency: postgres
+    reason: weekly vacuum
+    start: 2026-11-29T03:00:00Z
+    duration: 20m
+    repeat: weekly
+`)
+	w := f.Windows[0]
+	for at, want := range map[string]bool{"2026-11-29T03:10:00Z": true, "2026-12-06T03:19:59Z": true, "2026-12-06T03:20:00Z": false,
+		"2026-12-13T03:00:00Z": true, "2026-11-22T03:10:00Z": false} {
+		ts, _ := time.Parse(time.RFC3339, at)
+		if _, _, ok := w.At(ts); ok != want {
+			t.Errorf("weekly window in force at %s = %v, want %v", at, ok, want)
+		}
+	}
+}
+
+// env is a table on the embedded store, a fake clock and an audit log.
+type env struct {
+	clk *clock.Fake
+	ov  *breaker.Overrides
+	log *audit.Log
+}
+
+func newEnv(t *testing.T) env {
+	s := sqlitetest.NewStore(t)
+	clk := clock.NewFake(t0)
+	return env{clk: clk, ov: breaker.NewOverrides(s, clk), log: audit.NewLog(s, clk, "prod")}
+}
+
+// apply is one round of the reconciler: compare, plan, write.
+func (e env) apply(t *testing.T, f *levers.File, statuses []metrics.DependencyStatus) []levers.Difference {
+	t.Helper()
+	ctx := context.Background()
+	list, err := e.ov.ListFor(ctx, rules.Known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs := levers.Compare(f, levers.State{Now: e.clk.Now(), Overrides: list, Statuses: statuses})
+	if _, err := e.ov.Reconcile(ctx, e.log, f.Plan(diffs, "ci@example.com")); err != nil {
+		t.Fatal(err)
+	}
+	return diffs
+}
+
+func (e env) override(t *testing.T, dep string) *breaker.Override {
+	t.Helper()
+	o, err := e.ov.Get(context.Background(), dep)
+	if err != nil {
+		return nil
+	}
+	return &o
+}
+
+func kinds(ds []levers.Difference) string {
+	var k []string
+	for _, d := range ds {
+		k = append(k, d.Dependency+":"+d.Kind)
+	}
+	return strings.Join(k, " ")
+}
+
+// The issue's scenario on a fake clock: a window 10 s ahead opens at its
+// start, expires at its end on its own, and closes; an incident override on
+// another dependency is reported and left alone.
+func TestWindowOpensAndClosesAndIncidentLeversAreLeftAlone(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "INC-7 provider outage", Actor: "oncall",
+		For: 2 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	f := parse(t, smallest)
+	if ds := e.apply(t, f, nil); kinds(ds) != "openai:unplanned_override" {
+		t.Errorf("before the window: %s", kinds(ds))
+	}
+	if e.override(t, "postgres") != nil {
+		t.Fatal("postgres forced before its window")
+	}
+	e.clk.Advance(10 * time.Second)
+	if ds := e.apply(t, f, nil); kinds(ds) != "openai:unplanned_override postgres:window_not_applied" {
+		t.Errorf("at the window's start: %s", kinds(ds))
+	}
+	o := e.override(t, "postgres")
+	end := time.Date(2026, 12, 5, 2, 30, 0, 0, time.UTC)
+	if o == nil || !o.ActiveAt(e.clk.Now()) || !o.ExpiresAt.Equal(end) || !strings.Contains(o.Reason, "RDS minor upgrade (CHG-1042)") {
+		t.Fatalf("postgres override %+v, want forced until %s", o, end)
+	}
+	if m, ok := levers.MarkerOf(*o); !ok || m.File != "prod" || m.Window != f.Windows[0].ID {
+		t.Errorf("marker %q", o.ManagedBy)
+	}
+	// In sync now: apply again changes nothing (idempotent).
+	v := o.Version
+	if ds := e.apply(t, f, nil); kinds(ds) != "openai:unplanned_override" {
+		t.Errorf("after apply: %s", kinds(ds))
+	}
+	if e.override(t, "postgres").Version != v {
+		t.Error("a second apply rewrote the override")
+	}
+	if e.override(t, "openai") == nil {
+		t.Fatal("apply touched the incident override")
+	}
+	// The reconciler dies: at the window's end the override lapses alone.
+	e.clk.Set(end)
+	if o := e.override(t, "postgres"); o.ActiveAt(e.clk.Now()) {
+		t.Error("the window's override is still in force at the window's end")
+	}
+}
+
+// A window removed from the file, or edited, is noticed by its marker.
+func TestRemovedAndEditedWindows(t *testing.T) {
+	e := newEnv(t)
+	e.clk.Advance(20 * time.Second)
+	f := parse(t, smallest)
+	e.apply(t, f, nil)
+	// Edited: a new reason is a new hash; apply replaces the override.
+	edited := parse(t, strings.Replace(smallest, "(CHG-1042)", "(CHG-1043)", 1))
+	if ds := e.apply(t, edited, nil); kinds(ds) != "postgres:window_changed" {
+		t.Errorf("edited: %s", kinds(ds))
+	}
+	if o := e.override(t, "postgres"); !strings.Contains(o.Reason, "CHG-1043") {
+		t.Errorf("reason after the edit: %q", o.Reason)
+	}
+	// Removed: the managed override is cleared, and recorded.
+	empty := parse(t, "version: 1\ncontext: prod\nname: prod\nwindows: []\n")
+	if ds := e.apply(t, empty, nil); kinds(ds) != "postgres:window_ended" || !strings.Contains(ds[0].Detail, "was removed from the file") {
+		t.Errorf("removed: %s %+v", kinds(ds), ds)
+	}
+	if e.override(t, "postgres") != nil {
+		t.Error("the override of a removed window is still stored")
+	}
+	// Another file's override is not this file's to clear.
+	other := parse(t, strings.Replace(smallest, "context: prod\n", "context: prod\nname: other\n", 1))
+	e.apply(t, other, nil)
+	if ds := e.apply(t, empty, nil); kinds(ds) != "postgres:unplanned_override" || e.override(t, "postgres") == nil {
+		t.Errorf("another file's override: %s", kinds(ds))
+	}
+}
+
+// The fleet's side: an override the fleet does not obey, and one that
+// lapsed that it still reports forced.
+func TestFleetDifferences(t *testing.T) {
+	f := parse(t, "version: 1\ncontext: prod\nwindows: []\n")
+	active := breaker.Override{Dependency: "openai", State: breaker.OverrideStateForcedOpen, Actor: "oncall", Reason: "incident"}
+	ds := levers.Compare(f, levers.State{Now: t0, Statuses: []metrics.DependencyStatus{
+		{Dependency: "openai", Override: &active, OverrideActive: true, Fleet: &metrics.Convergence{Verdict: metrics.NotObeyed, Note: "gw-2 closed"}},
+		{Dependency: "postgres", GaugeState: metrics.Forced},
+		{Dependency: "core-api", GaugeState: metrics.Closed},
+	}})
+	if kinds(ds) != "openai:not_obeyed postgres:lapsed_still_forced" {
+		t.Errorf("fleet differences: %s", kinds(ds))
+	}
+}
