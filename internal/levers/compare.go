@@ -204,4 +204,3 @@ func (f *File) Plan(diffs []Difference, actor string) breaker.Reconcile {
 	}
 	return r
 }
-
