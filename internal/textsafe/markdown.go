@@ -61,4 +61,3 @@ func blockMarker(s string) int {
 	}
 	return 0
 }
-
