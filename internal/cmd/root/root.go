@@ -20,6 +20,8 @@ import (
 	dashboardcmd "github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	drillcmd "github.com/kosha-platform/koshactl/internal/cmd/drill"
 	iamcmd "github.com/kosha-platform/koshactl/internal/cmd/iam"
+	applycmd "github.com/kosha-platform/koshactl/internal/cmd/levers/apply"
+	diffcmd "github.com/kosha-platform/koshactl/internal/cmd/levers/diff"
 	policycmd "github.com/kosha-platform/koshactl/internal/cmd/policy"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
 	requestcmd "github.com/kosha-platform/koshactl/internal/cmd/request"
@@ -48,6 +50,8 @@ var groups = []group{
 	{[]string{"chaos"}, chaoscmd.NewCmd},
 	{[]string{"drill"}, drillcmd.NewCmd},
 	{[]string{"request"}, requestcmd.NewCmd},
+	{[]string{"diff"}, func(f *cmdenv.Factory) *cobra.Command { return diffcmd.NewCmd(f, nil) }},
+	{[]string{"apply"}, func(f *cmdenv.Factory) *cobra.Command { return applycmd.NewCmd(f, nil) }},
 	{[]string{"policy"}, policycmd.NewCmd},
 	{[]string{"audit"}, auditcmd.NewCmd},
 	{[]string{"config"}, configcmd.NewCmd},

@@ -22,6 +22,9 @@ type OverrideView struct {
 	ExpiresAt        *string `json:"expires_at"`
 	ExpiresInSeconds *int64  `json:"expires_in_seconds"`
 	Version          int64   `json:"version"`
+	// ManagedBy is the marker of the levers file and window the override
+	// was applied for (koshactl apply); absent on every other override.
+	ManagedBy string `json:"managed_by,omitempty"`
 	// Malformed lists the stored item's attributes that do not follow the
 	// contract (absent for a well-formed item). The fields above then hold
 	// what could be read: a malformed time is null, a malformed version 0.
@@ -33,7 +36,7 @@ func View(o breaker.Override, now time.Time) OverrideView {
 	v := OverrideView{
 		Dependency: o.Dependency, State: o.State, Active: o.ActiveAt(now), Reason: o.Reason, Actor: o.Actor,
 		CreatedAt: cmdutil.TimeOrNil(o.CreatedAt), ExpiresAt: cmdutil.TimeOrNil(o.ExpiresAt), Version: o.Version,
-		Malformed: o.Problems,
+		ManagedBy: o.ManagedBy, Malformed: o.Problems,
 	}
 	if o.Expires() {
 		s := int64(o.ExpiresAt.Sub(now).Seconds())

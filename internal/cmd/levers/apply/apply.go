@@ -1,0 +1,300 @@
+// Package apply implements `koshactl apply -f FILE`: make the table match a
+// levers file for the overrides the file manages, in one transaction, once
+// or (--watch) every interval, as a reconciler.
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/levers"
+	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// DefaultInterval is how often --watch reconciles.
+const DefaultInterval = time.Minute
+
+// writeTimeout bounds one round's write: a stop signal during it waits for
+// the write's outcome rather than cutting it.
+const writeTimeout = 30 * time.Second
+
+// Options are the parsed flags.
+type Options struct {
+	File     string
+	DryRun   bool
+	Watch    bool
+	Interval time.Duration
+	Output   string
+	NoNotify bool
+	Yes      bool
+}
+
+// Result is one round's document (docs/contracts/cli-output.md).
+type Result struct {
+	Kind        string                  `json:"kind"`
+	Context     string                  `json:"context"`
+	Store       string                  `json:"store"`
+	File        string                  `json:"file"`
+	Name        string                  `json:"name"`
+	At          string                  `json:"at"`
+	DryRun      bool                    `json:"dry_run"`
+	Round       int                     `json:"round"`
+	Differences []leversview.Difference `json:"differences"`
+	Results     []ItemResult            `json:"results"`
+}
+
+// ItemResult is one lever apply moved (or, on a dry run, would move).
+type ItemResult struct {
+	Dependency string                     `json:"dependency"`
+	Action     string                     `json:"action"`
+	Window     string                     `json:"window,omitempty"`
+	Override   *overrideview.OverrideView `json:"override,omitempty"`
+	Before     *overrideview.OverrideView `json:"before"`
+	AuditID    string                     `json:"audit_id,omitempty"`
+}
+
+// ErrPolicy refuses apply on a table whose change policy is set: its
+// windows need approvals, which apply does not ask for yet.
+var ErrPolicy = exitcode.New(exitcode.Refused, "the table has a change policy")
+
+// NewCmd builds the command; runF replaces the run function in tests.
+func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "apply -f FILE",
+		Short: "Make the table match a levers file for the overrides it manages",
+		Long: heredoc.Doc(`
+			Force each window in force that has no override (until the window's end: an
+			override written for a window lapses with it even if nothing clears it), replace
+			one written for a window since edited, and clear each override the file manages
+			whose window ended or was removed. All of it is one transaction (conditional on
+			the overrides as read: an operator acting meanwhile makes the round a conflict,
+			nothing written), each change with its audit record, and announced like any
+			lever change. An override the file does not manage (an incident lever, another
+			file's window) is never touched: koshactl diff shows it.
+
+			apply is idempotent: run it from a scheduled CI job, or with --watch as a small
+			always-on reconciler (a window opens within one --interval of its start and
+			closes within one of its end). Ctrl-C or SIGTERM stops --watch between rounds,
+			never in the middle of a write.
+
+			On a table with a change policy (koshactl policy get) apply refuses (exit 7):
+			windows there need approved requests, which apply does not create yet.
+
+			Exit codes: 0 applied (or nothing to do); 2 the file has problems; 4 someone
+			changed an override meanwhile (nothing written; run again); 5 the store could
+			not be reached; 7 refused (a protected context without --yes, a table with a
+			policy); 8 the outcome of the write is unknown.
+		`),
+		Example: heredoc.Doc(`
+			koshactl apply -f levers/prod.yaml --dry-run
+			koshactl apply -f levers/prod.yaml --yes
+			koshactl apply -f levers/prod.yaml --watch --interval 1m --yes -o json
+		`),
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(c.Context(), opts)
+			}
+			return Run(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&opts.File, "file", "f", "", "the levers file")
+	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change, change nothing")
+	fl.BoolVarP(&opts.Watch, "watch", "w", false, "reconcile every --interval until stopped")
+	fl.DurationVar(&opts.Interval, "interval", DefaultInterval, "how often --watch reconciles (1s or more)")
+	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts)")
+	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
+	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// Run applies once, or every interval with --watch.
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+	if opts.Watch && opts.Interval < time.Second {
+		return cmdutil.Usagef("--interval %s is too short: use 1s or more (1m is the default)", opts.Interval)
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
+		return err
+	}
+	file, err := leversview.Load(env, opts.File)
+	if err != nil {
+		return err
+	}
+	if opts.Watch && env.Context.Protected && !opts.Yes && !opts.DryRun {
+		return exitcode.Errorf(exitcode.Refused, "context %q is protected: --watch asks no question each round; pass --yes", env.Name)
+	}
+	for round := 1; ; round++ {
+		err := runRound(ctx, f, env, file, opts, round)
+		if !opts.Watch {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil // stopped between rounds: watching ended normally
+		}
+		if err != nil {
+			// A round that failed leaves the table as it was: say so, try again.
+			fmt.Fprintf(f.IOStreams.ErrOut, "warning: round %d: %s\n", round, textsafe.Line(err.Error()))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-clock.After(f.Clock, opts.Interval):
+		}
+	}
+}
+
+// runRound reads the overrides, compares them with the file, and writes
+// what makes the table match it in one transaction.
+func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *levers.File, opts *Options, round int) error {
+	list, err := leversview.Overrides(ctx, env)
+	if err != nil {
+		return err
+	}
+	now := f.Clock.Now()
+	ds := levers.Compare(file, levers.State{Now: now, Overrides: list})
+	res := Result{Kind: "LeversApply", Context: env.Name, Store: env.Store.Describe(), File: opts.File, Name: file.Name,
+		At: *cmdutil.TimeOrNil(now), DryRun: opts.DryRun, Round: round, Differences: leversview.Differences(ds, now), Results: []ItemResult{}}
+	plan := file.Plan(ds, "")
+	if len(plan.Forces)+len(plan.Clears) == 0 {
+		return printResult(f, opts, res)
+	}
+	if opts.DryRun {
+		for _, d := range ds {
+			if d.Action != levers.ActionNone {
+				res.Results = append(res.Results, ItemResult{Dependency: d.Dependency, Action: "would-" + verb(d), Window: windowID(d),
+					Before: overrideview.ViewPtr(d.Override, now)})
+			}
+		}
+		return printResult(f, opts, res)
+	}
+	if p, err := env.Policies().Load(ctx); err != nil {
+		return err
+	} else if p != nil {
+		return fmt.Errorf("%w: windows there need approvals, which apply does not ask for yet; apply the change with koshactl breaker force-open, which asks the policy", ErrPolicy)
+	}
+	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("apply %d change(s) from %s", len(plan.Forces)+len(plan.Clears), opts.File)); err != nil {
+		return err
+	}
+	actor, err := env.Actor(ctx)
+	if err != nil {
+		return err
+	}
+	plan = file.Plan(ds, actor)
+	// A stop signal waits for the write's outcome: never half a round.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	out, werr := env.Overrides().Reconcile(wctx, env.Audit(), plan)
+	ev := notify.Event{Action: "levers.apply", Reason: "levers " + file.Name, Actor: actor,
+		Levers: append(notify.ForceLevers(out.Forces), notify.ClearLevers(out.Clears)...)}
+	var windows []string // the window of each force, in plan order
+	for _, d := range ds {
+		if d.Action == levers.ActionForce {
+			windows = append(windows, windowID(d))
+		}
+	}
+	for i, o := range out.Forces {
+		if o.Written {
+			r := o.Result
+			res.Results = append(res.Results, ItemResult{Dependency: r.After.Dependency, Action: forced(r), Window: windows[i],
+				Override: overrideview.ViewPtr(&r.After, now), Before: overrideview.ViewPtr(r.Before, now), AuditID: o.Record.ID})
+		}
+	}
+	for _, o := range out.Clears {
+		if o.Written {
+			res.Results = append(res.Results, ItemResult{Dependency: o.Dependency, Action: "cleared",
+				Before: overrideview.ViewPtr(o.Result.Before, now), AuditID: o.Record.ID})
+		}
+	}
+	if werr != nil {
+		return conflictHint(werr)
+	}
+	if err := printResult(f, opts, res); err != nil {
+		return err
+	}
+	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
+	return nil
+}
+
+func verb(d levers.Difference) string {
+	switch {
+	case d.Action == levers.ActionClear:
+		return "clear"
+	case d.Override != nil && d.Override.ActiveAt(d.Start):
+		return "replace"
+	}
+	return "force"
+}
+
+func forced(r breaker.ForceResult) string {
+	if r.Replaced {
+		return "replaced"
+	}
+	return "forced"
+}
+
+func windowID(d levers.Difference) string {
+	if d.Window == nil {
+		return ""
+	}
+	return d.Window.ID
+}
+
+func conflictHint(err error) error {
+	if errors.Is(err, breaker.ErrConflict) {
+		return fmt.Errorf("%w: an override changed since it was read; nothing of this round was written: run apply again", err)
+	}
+	return err
+}
+
+func printResult(f *cmdenv.Factory, opts *Options, res Result) error {
+	out := f.IOStreams.Out
+	switch {
+	case opts.Watch && opts.Output == cmdutil.FormatJSON:
+		return cmdutil.PrintJSONLine(out, res)
+	case opts.Output != cmdutil.FormatTable:
+		return cmdutil.PrintStructured(out, opts.Output, res)
+	}
+	prefix := ""
+	if opts.Watch {
+		prefix = res.At + " "
+	}
+	if len(res.Results) == 0 {
+		fmt.Fprintf(out, "%sNothing to apply: the overrides %s manages are as it plans.\n", prefix, textsafe.Line(res.Name))
+	}
+	for _, r := range res.Results {
+		line := fmt.Sprintf("%s%s %s", prefix, r.Action, r.Dependency)
+		if r.Override != nil && r.Override.ExpiresAt != nil {
+			line += " until " + *r.Override.ExpiresAt
+		}
+		if r.AuditID != "" {
+			line += " (audit " + r.AuditID + ")"
+		}
+		fmt.Fprintln(out, textsafe.Line(line))
+	}
+	for _, d := range res.Differences {
+		if d.Action == levers.ActionNone {
+			fmt.Fprintf(out, "%sleft alone: %s\n", prefix, textsafe.Line(d.Detail))
+		}
+	}
+	fmt.Fprintf(f.IOStreams.ErrOut, "context %s · store %s\n", textsafe.Line(res.Context), textsafe.Line(res.Store))
+	return nil
+}
