@@ -20,6 +20,7 @@ import (
 	dashboardcmd "github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	drillcmd "github.com/kosha-platform/koshactl/internal/cmd/drill"
 	iamcmd "github.com/kosha-platform/koshactl/internal/cmd/iam"
+	mcpcmd "github.com/kosha-platform/koshactl/internal/cmd/mcp"
 	policycmd "github.com/kosha-platform/koshactl/internal/cmd/policy"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
 	requestcmd "github.com/kosha-platform/koshactl/internal/cmd/request"
@@ -50,6 +51,7 @@ var groups = []group{
 	{[]string{"request"}, requestcmd.NewCmd},
 	{[]string{"policy"}, policycmd.NewCmd},
 	{[]string{"audit"}, auditcmd.NewCmd},
+	{[]string{"mcp"}, mcpcmd.NewCmd},
 	{[]string{"config"}, configcmd.NewCmd},
 	{[]string{"store"}, storecmd.NewCmd},
 	{[]string{"iam"}, iamcmd.NewCmd},
