@@ -66,7 +66,7 @@ type (
 	}
 	planArgs struct {
 		File string   `json:"file" jsonschema:"a drill file, a relative path under the server's working directory"`
-		Vars []string `json:"vars,omitempty" jsonschema:"NAME=VALUE settings of the drill's vars"`
+		Vars []string `json:"vars,omitempty" jsonschema:"settings of the drill's vars, each written as NAME=VALUE"`
 	}
 	journalArgs struct {
 		Journal string `json:"journal" jsonschema:"a drill run's JSON journal, a relative path under the server's working directory"`
