@@ -221,15 +221,17 @@ vuln: $(VULNCHECK) $(VULNDB)/.built ## govulncheck against an offline database b
 	$(VULNCHECK) -db file://$(abspath $(VULNDB)) $(PKGS)
 
 .PHONY: docs
-docs: ## Regenerate the CLI reference in docs/cli and the policies in docs/iam.md
+docs: ## Regenerate the CLI reference in docs/cli, the policies in docs/iam.md and the MCP tool list in docs/mcp.md
 	rm -rf docs/cli && $(GO) run ./tools/gendocs docs/cli
 	$(GO) run ./tools/gendocs -iam docs/iam.md
+	$(GO) run ./tools/gendocs -mcp docs/mcp.md
 
 .PHONY: docs-check
-docs-check: ## Fail when docs/cli is not what the commands say, or docs/iam.md not what internal/iam generates
+docs-check: ## Fail when docs/cli is not what the commands say, docs/iam.md not what internal/iam generates, or docs/mcp.md's tool list not the server's
 	@tmp=$$(mktemp -d) && $(GO) run ./tools/gendocs $$tmp && \
 	  if ! diff -r $$tmp docs/cli >/dev/null; then diff -ru docs/cli $$tmp | head -40; echo "docs/cli is stale: run make docs"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
 	@$(GO) run ./tools/gendocs -iam docs/iam.md -check
+	@$(GO) run ./tools/gendocs -mcp docs/mcp.md -check
 
 # goreleaser reads the remote's URL even for a snapshot; a checkout without
 # a remote (a local clone's worktree) gets the project's, for that read only.
