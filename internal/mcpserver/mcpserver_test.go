@@ -31,7 +31,7 @@ func TestAuthorize(t *testing.T) {
 	h := mcpserver.Authorize(token, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("served")) }))
 	for header, want := range map[string]int{"": 401, "Bearer " + token: 200, "Bearer " + token + "x": 401, token: 401,
 		"bearer " + token: 401, "Bearer " + token[:39]: 401, "Basic " + token: 401} {
-		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp", nil)
 		if header != "" {
 			req.Header.Set("Authorization", header)
 		}
@@ -85,9 +85,9 @@ func TestSanitizeEscapesAndBoundsEveryString(t *testing.T) {
 func TestErrorResultNamesTheExitCode(t *testing.T) {
 	t.Parallel()
 	for err, want := range map[error]string{
-		cmdutil.Usagef("bad\nflag"):                          "usage",
-		store.ErrNotFound:                                    "not found",
-		errors.New("boom"):                                   "error",
+		cmdutil.Usagef("bad\nflag"): "usage",
+		store.ErrNotFound:           "not found",
+		errors.New("boom"):          "error",
 		exitcode.Errorf(exitcode.Conflict, "held by someone"): "conflict",
 	} {
 		res := mcpserver.ErrorResult(err, mcpserver.Output{})

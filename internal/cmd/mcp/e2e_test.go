@@ -182,7 +182,7 @@ func TestNodeClientOverHTTPWithAndWithoutTheToken(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
 	var url string
 	wait.Until(t, "koshactl mcp --listen to write its URL", func() bool {
-		b, err := os.ReadFile(addrFile) //nolint:gosec // G304: the test's own file
+		b, err := os.ReadFile(addrFile)
 		url = strings.TrimSpace(string(b))
 		return err == nil && strings.HasSuffix(url, "/mcp")
 	})

@@ -24,7 +24,7 @@ import (
 
 // DefaultTokenEnv is the variable the HTTP transport's bearer token is read
 // from when --token-file is not given.
-const DefaultTokenEnv = "KOSHACTL_MCP_TOKEN"
+const DefaultTokenEnv = "KOSHACTL_MCP_TOKEN" //nolint:gosec // G101: the name of the variable, not a credential
 
 // Options are the parsed flags.
 type Options struct {
@@ -237,4 +237,3 @@ func readToken(f *cmdenv.Factory, opts *Options) (string, error) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
-
