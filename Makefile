@@ -62,7 +62,7 @@ run: build ## Run koshactl with ARGS on the current context (default: the embedd
 	./$(BIN) $(ARGS)
 
 .PHONY: test-deps
-test-deps: ## Install what the tests need (moto's server, pinned, with pip when missing; tmux for the dashboard smoke test; Debian's python3 with pytest and boto3 for the contract vectors and the interop tests)
+test-deps: ## Install what the tests need (moto's server, pinned, with pip when missing; tmux for the dashboard smoke test; Debian's python3 with pytest and boto3 for the contract vectors and the interop tests; the npm MCP client of the mcp test)
 	@if [ -n "$${KOSHACTL_MOTO_SERVER:-}" ]; then \
 	  command -v "$$KOSHACTL_MOTO_SERVER" >/dev/null || { echo "KOSHACTL_MOTO_SERVER=$$KOSHACTL_MOTO_SERVER is not an executable: point it at moto_server, or unset it to use moto_server on PATH"; exit 1; }; \
 	elif ! command -v moto_server >/dev/null; then \
@@ -78,6 +78,14 @@ test-deps: ## Install what the tests need (moto's server, pinned, with pip when 
 	    sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; echo "installing$$missing (Debian) for the tests"; \
 	    $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	  fi
+	@command -v npm >/dev/null || { echo "npm (Node 20) is needed for the MCP client test: install nodejs and npm"; exit 1; }
+	@test -f $(MCP_CLIENT)/node_modules/.package-lock.json && cmp -s $(MCP_CLIENT)/package-lock.json $(MCP_CLIENT)/node_modules/.lock-ci 2>/dev/null || \
+	  { echo "installing the MCP test client's packages (npm ci in $(MCP_CLIENT))"; \
+	    (cd $(MCP_CLIENT) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error) && cp $(MCP_CLIENT)/package-lock.json $(MCP_CLIENT)/node_modules/.lock-ci; }
+
+# The independent MCP client of koshactl mcp's end-to-end test: the npm
+# @modelcontextprotocol/sdk, pinned by its package-lock.json.
+MCP_CLIENT := internal/cmd/mcp/testdata/client
 
 # The koshactl binary the end-to-end tests run (internal/testutil/koshabin),
 # built once with -race so it reuses the packages the tests compile.
@@ -216,15 +224,17 @@ vuln: $(VULNCHECK) $(VULNDB)/.built ## govulncheck against an offline database b
 	$(VULNCHECK) -db file://$(abspath $(VULNDB)) $(PKGS)
 
 .PHONY: docs
-docs: ## Regenerate the CLI reference in docs/cli and the policies in docs/iam.md
+docs: ## Regenerate the CLI reference in docs/cli, the policies in docs/iam.md and the MCP tool list in docs/mcp.md
 	rm -rf docs/cli && $(GO) run ./tools/gendocs docs/cli
 	$(GO) run ./tools/gendocs -iam docs/iam.md
+	$(GO) run ./tools/gendocs -mcp docs/mcp.md
 
 .PHONY: docs-check
-docs-check: ## Fail when docs/cli is not what the commands say, or docs/iam.md not what internal/iam generates
+docs-check: ## Fail when docs/cli is not what the commands say, docs/iam.md not what internal/iam generates, or docs/mcp.md's tool list not the server's
 	@tmp=$$(mktemp -d) && $(GO) run ./tools/gendocs $$tmp && \
 	  if ! diff -r $$tmp docs/cli >/dev/null; then diff -ru docs/cli $$tmp | head -40; echo "docs/cli is stale: run make docs"; rm -rf $$tmp; exit 1; fi; rm -rf $$tmp
 	@$(GO) run ./tools/gendocs -iam docs/iam.md -check
+	@$(GO) run ./tools/gendocs -mcp docs/mcp.md -check
 
 # goreleaser reads the remote's URL even for a snapshot; a checkout without
 # a remote (a local clone's worktree) gets the project's, for that read only.

@@ -69,6 +69,9 @@ type Submission struct {
 	// TTL is how long it may wait: [DefaultTTL] when zero, within
 	// [MinTTL]..[MaxTTL].
 	TTL time.Duration
+	// Source names the surface asking on the request's audit record, when
+	// it is not the command line (audit.SourceMCP).
+	Source string
 }
 
 // CheckTTL applies the bounds of a request's lifetime.
@@ -102,7 +105,7 @@ func (s *Service) Submit(ctx context.Context, log audit.Appender, sub Submission
 		Status: StatusPending, CreatedAt: now, ExpiresAt: now.Add(ttl), Needed: sub.Decision.Approvals, Approvers: []string{},
 		Policies: sub.Decision.Policies, Context: s.context}
 	rec, err := s.write(ctx, log, r, store.IfAbsent(), audit.Entry{Actor: r.Requester, ActorSource: r.RequesterSource,
-		Action: ActionRequestCreate, Subject: RequestPrefix + id, Reason: sub.Change.Reason, After: r.view()})
+		Action: ActionRequestCreate, Subject: RequestPrefix + id, Reason: sub.Change.Reason, Source: sub.Source, After: r.view()})
 	return r, rec, err
 }
 

@@ -90,6 +90,11 @@ type Record struct {
 	// attribute); empty for changes made outside a drill. `drill recover`
 	// acts only on what the records of the run it recovers name.
 	RunID string `json:"run_id,omitempty"`
+	// Source names the surface that made the record when it was not the
+	// command line (the source attribute): [SourceMCP] for a change
+	// proposed through `koshactl mcp`. Empty on the CLI's records and on
+	// records written before koshactl recorded it.
+	Source string `json:"source,omitempty"`
 	// Outcome is "ok" for a mutation that took effect, or a short word for
 	// attempts that did not (the data plane's "ignored" chaos headers).
 	Outcome string `json:"outcome"`
@@ -222,7 +227,10 @@ type Entry struct {
 	Subject     string
 	Reason      string
 	// RunID names the drill run acting, when one is ([WithRunID] sets it).
-	RunID   string
+	RunID string
+	// Source names the surface acting when it is not the command line
+	// ([SourceMCP]); empty for the CLI.
+	Source  string
 	Outcome string
 	Before  any
 	After   any
@@ -264,7 +272,7 @@ func (r runIDAppender) Stage(ctx context.Context, e Entry, token string, n int) 
 func (l *Log) record(ctx context.Context, e Entry, id string) (Record, error) {
 	now := l.clock.Now().UTC().Truncate(time.Millisecond)
 	r := Record{ID: id, Time: now, Actor: e.Actor, Action: e.Action, Subject: e.Subject, Reason: e.Reason,
-		Context: l.context, Outcome: e.Outcome, RunID: e.RunID, Approval: e.Approval}
+		Context: l.context, Outcome: e.Outcome, RunID: e.RunID, Source: e.Source, Approval: e.Approval}
 	if r.Outcome == "" {
 		r.Outcome = "ok"
 	}
@@ -335,6 +343,9 @@ func (r Record) item() store.Item {
 	if r.RunID != "" {
 		it[attrRunID] = r.RunID
 	}
+	if r.Source != "" {
+		it[attrSource] = r.Source
+	}
 	if len(r.Before) > 0 {
 		it["before"] = string(r.Before)
 	}
@@ -397,6 +408,7 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 	r.Reason, r.Context, r.Outcome = str("reason", false), str("context", true), str("outcome", true)
 	r.ActorSource = ActorSource(str("actor_source", false))
 	r.RunID = str(attrRunID, false)
+	r.Source = str(attrSource, false)
 	r.Change = str(store.WriteIDAttr, false)
 	doc := func(attr string) json.RawMessage {
 		v := str(attr, false)
@@ -430,6 +442,14 @@ const attrApproval = "approval"
 
 // attrRunID is the record's run_id attribute: the drill run that acted.
 const attrRunID = "run_id"
+
+// attrSource is the record's source attribute: the surface that acted,
+// when it was not the command line.
+const attrSource = "source"
+
+// SourceMCP is the source of the records of changes proposed through the
+// MCP server (`koshactl mcp`): an agent asked, a person approves.
+const SourceMCP = "mcp"
 
 // Query filters [Log.List].
 type Query struct {

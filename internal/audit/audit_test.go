@@ -263,3 +263,37 @@ func TestStageSummarisesADocumentTooLargeForARecord(t *testing.T) {
 		t.Errorf("a small before-image: %s, %v; want it whole", rec.Before, err)
 	}
 }
+
+// A record's source (the surface that acted, when not the command line) is
+// stored as its own attribute and read back; the CLI's records carry none,
+// so records written before it read exactly as they did.
+func TestSourceIsStoredAndReadBack(t *testing.T) {
+	ctx := context.Background()
+	log, _, s := openLog(t)
+	if _, err := log.Append(ctx, audit.Entry{Actor: "agent", Action: "request.create", Subject: "request#1", Source: audit.SourceMCP}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.Append(ctx, audit.Entry{Actor: "op", Action: "breaker.clear", Subject: "breaker#openai"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := log.List(ctx, audit.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range l.Records {
+		got[r.Action] = r.Source
+	}
+	if got["request.create"] != "mcp" || got["breaker.clear"] != "" {
+		t.Fatalf("sources read back: %v", got)
+	}
+	for it, err := range s.Scan(ctx, store.ScanQuery{Prefix: audit.Prefix}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, present := it["source"]
+		if want := it.Str("action") == "request.create"; present != want || (want && v != "mcp") {
+			t.Errorf("%s: source attribute %v (present %v)", it.Str("action"), v, present)
+		}
+	}
+}

@@ -88,6 +88,16 @@ type Context struct {
 	// AllowNoNotify lets a mutating command skip its notification with
 	// --no-notify. Off by default: the channel hears of every change.
 	AllowNoNotify bool `yaml:"allow-no-notify,omitempty" json:"allow-no-notify,omitempty"`
+	// MCP is how `koshactl mcp` serves this context (docs/mcp.md).
+	MCP MCPConfig `yaml:"mcp,omitempty" json:"mcp,omitzero"`
+}
+
+// MCPConfig is how `koshactl mcp` serves a context to agents.
+type MCPConfig struct {
+	// ReadOnly offers agents the read tools only: no tool proposes a
+	// change. Off by default: the proposal tools make change requests
+	// that a person approves, never a change.
+	ReadOnly bool `yaml:"read-only,omitempty" json:"read-only,omitempty"`
 }
 
 // MaxNotifyTimeout is the longest notify-timeout a context may set: a

@@ -182,3 +182,37 @@ func TestSaveRefusesANewInvalidContext(t *testing.T) {
 		t.Errorf("a refused save wrote the file: %v", err)
 	}
 }
+
+// mcp.read-only is read strictly: true marks the context, a misspelled key
+// or a value that is not a boolean is an error naming it, never a context
+// that silently offers agents the proposal tools.
+func TestMCPReadOnlyIsReadStrictly(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct {
+		yaml string
+		ok   bool
+	}{
+		"set":        {"contexts:\n  x:\n    store: {local: {}}\n    mcp: {read-only: true}\n", true},
+		"misspelled": {"contexts:\n  x:\n    store: {local: {}}\n    mcp: {readonly: true}\n", false},
+		"not a bool": {"contexts:\n  x:\n    store: {local: {}}\n    mcp: {read-only: maybe}\n", false},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+		if err := os.WriteFile(path, []byte(tc.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := config.Load(path)
+		if !tc.ok {
+			if err == nil {
+				t.Errorf("%s: loaded", name)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		c, err := f.Context("x")
+		if err != nil || !c.MCP.ReadOnly {
+			t.Errorf("%s: %+v %v, want read-only", name, c, err)
+		}
+	}
+}

@@ -4,7 +4,8 @@
 //
 // `gendocs -iam FILE` rewrites the role policy blocks of FILE (docs/iam.md)
 // from internal/iam; with -check it changes nothing and fails when they are
-// stale.
+// stale. `gendocs -mcp FILE` does the same for the tool list of docs/mcp.md,
+// from internal/cmd/mcp's tool table.
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	mcpcmd "github.com/kosha-platform/koshactl/internal/cmd/mcp"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -22,10 +24,13 @@ import (
 
 func main() {
 	if len(os.Args) >= 3 && os.Args[1] == "-iam" {
-		os.Exit(iamDoc(os.Args[2], len(os.Args) == 4 && os.Args[3] == "-check"))
+		os.Exit(fillDoc(os.Args[2], len(os.Args) == 4 && os.Args[3] == "-check", iam.FillDoc, "policy blocks"))
+	}
+	if len(os.Args) >= 3 && os.Args[1] == "-mcp" {
+		os.Exit(fillDoc(os.Args[2], len(os.Args) == 4 && os.Args[3] == "-check", mcpcmd.FillDoc, "MCP tool list"))
 	}
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gendocs DIR | gendocs -iam FILE [-check]")
+		fmt.Fprintln(os.Stderr, "usage: gendocs DIR | gendocs -iam FILE [-check] | gendocs -mcp FILE [-check]")
 		os.Exit(2)
 	}
 	ios, _, _, _ := iostreams.Test()
@@ -44,15 +49,15 @@ func main() {
 	}
 }
 
-// iamDoc fills the policy blocks of file; with check it only reports
-// whether they are current. It returns the exit code.
-func iamDoc(file string, check bool) int {
+// fillDoc fills the generated blocks (what) of file with fill; with check
+// it only reports whether they are current. It returns the exit code.
+func fillDoc(file string, check bool, fill func(string) (string, error), what string) int {
 	b, err := os.ReadFile(file) //nolint:gosec // G304: the document the developer names
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	filled, err := iam.FillDoc(string(b))
+	filled, err := fill(string(b))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", file, err)
 		return 1
@@ -61,7 +66,7 @@ func iamDoc(file string, check bool) int {
 		return 0
 	}
 	if check {
-		fmt.Fprintf(os.Stderr, "%s: its policy blocks are stale: run make docs\n", file)
+		fmt.Fprintf(os.Stderr, "%s: its %s are stale: run make docs\n", file, what)
 		return 1
 	}
 	if err := os.WriteFile(file, []byte(filled), 0o600); err != nil { //nolint:gosec // G703: the document the developer names

@@ -111,46 +111,78 @@ type ListResult struct {
 	Unreadable []store.Problem `json:"unreadable"`
 }
 
-// RunList lists the records.
-func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
+// ReadList lists the records once, as -o json prints them, with the
+// problems of the records that could not be read in full (the MCP
+// server's audit_list). opts.Follow is not its business.
+func ReadList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) (ListResult, []store.Problem, error) {
 	env, err := f.Env(ctx)
 	if err != nil {
-		return err
+		return ListResult{}, nil, err
 	}
 	now := f.Clock.Now()
-	q := audit.Query{Subject: opts.Subject, Action: opts.Action, Actor: opts.Actor, Limit: opts.Limit, Scan: opts.Scan}
-	if opts.Since > 0 {
-		q.Since = now.Add(-opts.Since)
-	}
-	if q.Until, err = parseUntil(opts.Until, now); err != nil {
-		return err
-	}
-	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
-		return cmdutil.Usagef("--until %s is before --since %s: nothing can match", opts.Until, opts.Since)
+	q, err := query(opts, now)
+	if err != nil {
+		return ListResult{}, nil, err
 	}
 	log := audit.NewLog(env.Store, f.Clock, env.Name)
 	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
-	if opts.Follow {
-		return follow(ctx, f, opts, log.Follow(q))
-	}
 	l, err := log.List(ctx, q)
 	if err != nil {
-		return err
+		return ListResult{}, nil, err
 	}
 	recs := l.Records
 	if recs == nil {
 		recs = []audit.Record{}
 	}
-	ios := f.IOStreams
 	if err := flagUnapproved(ctx, env, recs); err != nil {
+		return ListResult{}, nil, err
+	}
+	return ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
+		Unreadable: listing.Problems(l.Unreadable)}, l.Unreadable, nil
+}
+
+// query is the listing's question from its flags, at now.
+func query(opts *ListOptions, now time.Time) (audit.Query, error) {
+	q := audit.Query{Subject: opts.Subject, Action: opts.Action, Actor: opts.Actor, Limit: opts.Limit, Scan: opts.Scan}
+	if opts.Since > 0 {
+		q.Since = now.Add(-opts.Since)
+	}
+	var err error
+	if q.Until, err = parseUntil(opts.Until, now); err != nil {
+		return q, err
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
+		return q, cmdutil.Usagef("--until %s is before --since %s: nothing can match", opts.Until, opts.Since)
+	}
+	return q, nil
+}
+
+// RunList lists the records.
+func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
+	if opts.Follow {
+		env, err := f.Env(ctx)
+		if err != nil {
+			return err
+		}
+		q, err := query(opts, f.Clock.Now())
+		if err != nil {
+			return err
+		}
+		log := audit.NewLog(env.Store, f.Clock, env.Name)
+		log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+		return follow(ctx, f, opts, log.Follow(q))
+	}
+	doc, unreadable, err := ReadList(ctx, f, opts)
+	if err != nil {
 		return err
 	}
-	return listing.Print(ios, listing.List{Format: opts.Output,
-		Doc: ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
-			Unreadable: listing.Problems(l.Unreadable)},
+	now := f.Clock.Now()
+	recs := doc.Items
+	ios := f.IOStreams
+	return listing.Print(ios, listing.List{Format: opts.Output, Doc: doc,
 		Rows: len(recs), Header: tableHeaders, Write: func(tw *cmdutil.Table) { writeRows(tw, ios, recs, now) },
 		None:     "No audit records match.",
-		Problems: l.Unreadable, Noun: "audit record", Fix: followFix})
+		Problems: unreadable, Noun: "audit record", Fix: followFix})
 }
 
 var tableHeaders = []string{"TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON"}

@@ -334,6 +334,7 @@ type SetContextOptions struct {
 	NotifyClear       bool
 	NotifyTimeout     time.Duration
 	AllowNoNotify     bool
+	MCPReadOnly       bool
 	Use               bool
 
 	changed func(string) bool
@@ -401,6 +402,7 @@ func NewCmdSetContext(f *cmdenv.Factory) *cobra.Command {
 	fl.BoolVar(&opts.NotifyClear, "notify-clear", false, "remove the context's notification sinks (before adding any given)")
 	fl.DurationVar(&opts.NotifyTimeout, "notify-timeout", 0, "bound on one notification's delivery to all sinks (default 5s, at most 30s)")
 	fl.BoolVar(&opts.AllowNoNotify, "allow-no-notify", false, "let mutating commands skip their notification with --no-notify")
+	fl.BoolVar(&opts.MCPReadOnly, "mcp-read-only", false, "koshactl mcp offers agents the read tools only, no proposal tool (docs/mcp.md)")
 	fl.BoolVar(&opts.Use, "use", false, "also make it the current context")
 	cmd.MarkFlagsMutuallyExclusive("local", "table")
 	cmd.MarkFlagsMutuallyExclusive("local", "endpoint-url")
@@ -578,6 +580,7 @@ func setNotify(ctx *config.Context, o *SetContextOptions) error {
 		ctx.NotifyTimeout = config.Duration(o.NotifyTimeout)
 	}
 	set(ch, "allow-no-notify", &ctx.AllowNoNotify, o.AllowNoNotify)
+	set(ch, "mcp-read-only", &ctx.MCP.ReadOnly, o.MCPReadOnly)
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 	iamcmd "github.com/kosha-platform/koshactl/internal/cmd/iam"
 	applycmd "github.com/kosha-platform/koshactl/internal/cmd/levers/apply"
 	diffcmd "github.com/kosha-platform/koshactl/internal/cmd/levers/diff"
+	mcpcmd "github.com/kosha-platform/koshactl/internal/cmd/mcp"
 	policycmd "github.com/kosha-platform/koshactl/internal/cmd/policy"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
 	requestcmd "github.com/kosha-platform/koshactl/internal/cmd/request"
@@ -54,6 +55,7 @@ var groups = []group{
 	{[]string{"apply"}, func(f *cmdenv.Factory) *cobra.Command { return applycmd.NewCmd(f, nil) }},
 	{[]string{"policy"}, policycmd.NewCmd},
 	{[]string{"audit"}, auditcmd.NewCmd},
+	{[]string{"mcp"}, mcpcmd.NewCmd},
 	{[]string{"config"}, configcmd.NewCmd},
 	{[]string{"store"}, storecmd.NewCmd},
 	{[]string{"iam"}, iamcmd.NewCmd},

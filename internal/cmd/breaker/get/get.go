@@ -41,19 +41,35 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	return cmd
 }
 
-// Run prints the override.
-func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
-	if err := breaker.ValidateDependency(opts.Dependency); err != nil {
-		return err
+// read reads the override (exit 3 when there is none).
+func read(ctx context.Context, f *cmdenv.Factory, dependency string) (breaker.Override, error) {
+	if err := breaker.ValidateDependency(dependency); err != nil {
+		return breaker.Override{}, err
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
-		return err
+		return breaker.Override{}, err
 	}
-	o, err := env.Overrides().Get(ctx, opts.Dependency)
+	o, err := env.Overrides().Get(ctx, dependency)
 	if errors.Is(err, store.ErrNotFound) {
-		return exitcode.Errorf(exitcode.NotFound, "no override for %s in context %q: its breakers follow their own state", opts.Dependency, env.Name)
+		return o, exitcode.Errorf(exitcode.NotFound, "no override for %s in context %q: its breakers follow their own state", dependency, env.Name)
 	}
+	return o, err
+}
+
+// Read is the override as -o json prints it: the MCP server's
+// breaker_get.
+func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (overrideview.OverrideView, error) {
+	o, err := read(ctx, f, opts.Dependency)
+	if err != nil {
+		return overrideview.OverrideView{}, err
+	}
+	return overrideview.View(o, f.Clock.Now()), nil
+}
+
+// Run prints the override.
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+	o, err := read(ctx, f, opts.Dependency)
 	if err != nil {
 		return err
 	}

@@ -107,29 +107,10 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if opts.Watch && opts.Interval < time.Second {
 		return cmdutil.Usagef("--interval %s is too short: use 1s or more (10s is the default)", opts.Interval)
 	}
-	env, err := f.Env(ctx)
+	c, err := prepare(ctx, f, opts)
 	if err != nil {
 		return err
 	}
-	known := env.Context.KnownDependencies()
-	if len(opts.Dependencies) > 0 {
-		if err := depargs.CheckDependencies(opts.Dependencies, known, opts.AllowUnknown); err != nil {
-			return err
-		}
-	}
-	src, err := env.GaugeSource(ctx, opts.MetricsURL)
-	if err != nil {
-		return err
-	}
-	ov := env.Overrides()
-	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
-	mc := &metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known,
-		Only: opts.Dependencies, AllInstances: opts.Instances}
-	if w := src.CostWarning(len(known), mc.Breakdowns(), opts.Interval); w != "" && opts.Watch {
-		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", w)
-	}
-	opts.hint = src.Hint()
-	c := &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts, c: mc}
 	if !opts.Watch {
 		res := c.collect(ctx)
 		if err := printResult(f, opts, res, false); err != nil {
@@ -158,6 +139,48 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		case <-after(opts.Interval):
 		}
 	}
+}
+
+// prepare checks the dependencies named and opens the gauge source: what
+// every collection of one run reads from.
+func prepare(ctx context.Context, f *cmdenv.Factory, opts *Options) (*collector, error) {
+	env, err := f.Env(ctx)
+	if err != nil {
+		return nil, err
+	}
+	known := env.Context.KnownDependencies()
+	if len(opts.Dependencies) > 0 {
+		if err := depargs.CheckDependencies(opts.Dependencies, known, opts.AllowUnknown); err != nil {
+			return nil, err
+		}
+	}
+	src, err := env.GaugeSource(ctx, opts.MetricsURL)
+	if err != nil {
+		return nil, err
+	}
+	ov := env.Overrides()
+	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	mc := &metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known,
+		Only: opts.Dependencies, AllInstances: opts.Instances}
+	if w := src.CostWarning(len(known), mc.Breakdowns(), opts.Interval); w != "" && opts.Watch {
+		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", w)
+	}
+	opts.hint = src.Hint()
+	return &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts, c: mc}, nil
+}
+
+// Read collects the status once, as -o json prints it (docs/contracts/
+// breaker-state-metric.md), with the error its exit code is of (nil, or
+// the incomplete reads: what could be read is in the result). It costs the
+// store and the gauge source the same requests as one `breaker status`:
+// the MCP server's breaker_status is this.
+func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error) {
+	c, err := prepare(ctx, f, opts)
+	if err != nil {
+		return Result{}, err
+	}
+	res := c.collect(ctx)
+	return res.Result, res.exitError(opts.Check)
 }
 
 // collector turns each collection into the printed result.

@@ -65,6 +65,33 @@ type FileResult struct {
 	Problems []drill.Problem `json:"problems"`
 }
 
+// check parses file with the kinds of reg: its verdict, the drill (nil
+// when it could not be read) and its problems.
+func check(reg *drill.Registry, file string) (FileResult, *drill.Drill, []drill.Problem) {
+	d, probs := drill.ParseFile(reg, file)
+	fr := FileResult{File: file, OK: len(probs) == 0, Problems: probs}
+	if fr.Problems == nil {
+		fr.Problems = []drill.Problem{}
+	}
+	if d != nil {
+		fr.Name, fr.Steps = d.Name, len(d.Steps)
+	}
+	return fr, d, probs
+}
+
+// Read validates the files as -o json prints it, printing nothing (the MCP
+// server's drill_validate).
+func Read(files []string) Result {
+	reg := kinds.Builtin()
+	out := Result{Kind: "DrillValidation", OK: true, Files: []FileResult{}}
+	for _, file := range files {
+		fr, _, _ := check(reg, file)
+		out.OK = out.OK && fr.OK
+		out.Files = append(out.Files, fr)
+	}
+	return out
+}
+
 // Run validates the files. It never touches a context or a store.
 func Run(_ context.Context, f *cmdenv.Factory, opts *Options) error {
 	reg := kinds.Builtin()
@@ -72,14 +99,7 @@ func Run(_ context.Context, f *cmdenv.Factory, opts *Options) error {
 	out := Result{Kind: "DrillValidation", OK: true, Files: []FileResult{}}
 	total := 0
 	for _, file := range opts.Files {
-		d, probs := drill.ParseFile(reg, file)
-		fr := FileResult{File: file, OK: len(probs) == 0, Problems: probs}
-		if fr.Problems == nil {
-			fr.Problems = []drill.Problem{}
-		}
-		if d != nil {
-			fr.Name, fr.Steps = d.Name, len(d.Steps)
-		}
+		fr, d, probs := check(reg, file)
 		out.OK = out.OK && fr.OK
 		out.Files = append(out.Files, fr)
 		total += len(probs)

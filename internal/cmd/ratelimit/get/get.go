@@ -52,30 +52,13 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 // Run prints the bucket.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
-	if err := clientargs.CheckClients([]string{opts.Client}); err != nil {
-		return err
-	}
-	env, err := f.Env(ctx)
-	if err != nil {
-		return err
-	}
-	b, err := env.Buckets()
-	if err != nil {
-		return err
-	}
-	s, err := b.Get(ctx, opts.Client)
-	if errors.Is(err, ratelimit.ErrMalformedBucket) {
-		return fmt.Errorf("%w (the data plane fails open on it: this client is not limited); replace it with koshactl ratelimit reset %s", err, opts.Client)
-	}
+	s, env, err := read(ctx, f, opts.Client)
 	if err != nil {
 		return err
 	}
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(ios.Out, opts.Output, struct {
-			Kind string `json:"kind"`
-			bucketview.BucketView
-		}{"RateLimitBucket", bucketview.View(s)})
+		return cmdutil.PrintStructured(ios.Out, opts.Output, result(s))
 	}
 	now := s.At
 	tty := ios.IsStdoutTTY()
@@ -110,4 +93,41 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		fmt.Fprintf(w, "TTL expiry:    none (no ttl attribute: the item is never collected)\n")
 	}
 	return nil
+}
+
+// Result is the JSON output: kind RateLimitBucket and the bucket's view.
+type Result struct {
+	Kind string `json:"kind"`
+	bucketview.BucketView
+}
+
+func result(s ratelimit.Status) Result { return Result{"RateLimitBucket", bucketview.View(s)} }
+
+// read reads client's bucket in the context.
+func read(ctx context.Context, f *cmdenv.Factory, client string) (ratelimit.Status, *cmdenv.Env, error) {
+	if err := clientargs.CheckClients([]string{client}); err != nil {
+		return ratelimit.Status{}, nil, err
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return ratelimit.Status{}, nil, err
+	}
+	b, err := env.Buckets()
+	if err != nil {
+		return ratelimit.Status{}, nil, err
+	}
+	s, err := b.Get(ctx, client)
+	if errors.Is(err, ratelimit.ErrMalformedBucket) {
+		return s, nil, fmt.Errorf("%w (the data plane fails open on it: this client is not limited); replace it with koshactl ratelimit reset %s", err, client)
+	}
+	return s, env, err
+}
+
+// Read is the bucket as -o json prints it: the MCP server's ratelimit_get.
+func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error) {
+	s, _, err := read(ctx, f, opts.Client)
+	if err != nil {
+		return Result{}, err
+	}
+	return result(s), nil
 }

@@ -137,18 +137,19 @@ func (o *Options) check() error {
 	return cmdutil.Usagef("--sort %q: use client, tokens or updated", o.Sort)
 }
 
-// Run lists the buckets.
-func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+// Read lists the buckets once, as -o json prints them (the MCP server's
+// ratelimit_list), with the listing read and the context listed.
+func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, ratelimit.ListResult, *cmdenv.Env, error) {
 	if err := opts.check(); err != nil {
-		return err
+		return Result{}, ratelimit.ListResult{}, nil, err
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
-		return err
+		return Result{}, ratelimit.ListResult{}, nil, err
 	}
 	b, err := env.Buckets()
 	if err != nil {
-		return err
+		return Result{}, ratelimit.ListResult{}, nil, err
 	}
 	segments := clientargs.ScanSegments(env, opts.Segments)
 	prog := newProgress(f, opts.ProgressAfterItems)
@@ -157,10 +158,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		Segments: segments, Progress: prog.report, Rate: &store.ScanRate{UnitsPerSecond: opts.MaxReadUnits}, Stats: &stats})
 	prog.done()
 	if err != nil {
-		return err
+		return Result{}, ratelimit.ListResult{}, nil, err
 	}
-	ios := f.IOStreams
-	fmt.Fprintln(ios.ErrOut, ScanSummary(&stats, opts.MaxReadUnits))
+	fmt.Fprintln(f.IOStreams.ErrOut, ScanSummary(&stats, opts.MaxReadUnits))
 	out := Result{Kind: "RateLimitBucketList", Context: env.Name, Store: env.Store.Describe(), Items: []bucketview.BucketView{},
 		Matched: res.Matched, Malformed: []string{}, Unreadable: []store.Problem{}}
 	for _, s := range res.Buckets {
@@ -174,6 +174,16 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		}
 		out.Unreadable = append(out.Unreadable, p)
 	}
+	return out, res, env, nil
+}
+
+// Run lists the buckets.
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+	out, res, env, err := Read(ctx, f, opts)
+	if err != nil {
+		return err
+	}
+	ios := f.IOStreams
 	none := fmt.Sprintf("No rate-limit buckets in context %q: every client has a full bucket.", env.Name)
 	if opts.Throttled {
 		none = fmt.Sprintf("No client is being limited in context %q.", env.Name)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -49,6 +50,43 @@ type Result struct {
 	Unreadable []store.Problem    `json:"unreadable,omitempty"`
 }
 
+// result is the listing l as -o json prints it at now.
+func result(l approval.Listing, opts *Options, now time.Time) Result {
+	out := Result{Kind: "ChangeRequestList", Unreadable: l.Unreadable}
+	if opts.Reviews {
+		out.Kind, out.Reviews = "ReviewList", []approval.Review{}
+		for _, r := range l.Reviews {
+			if opts.All || r.Status == approval.ReviewOpen {
+				out.Reviews = append(out.Reviews, r)
+			}
+		}
+		return out
+	}
+	out.Requests = []requestview.View{}
+	for _, r := range l.Requests {
+		if opts.All || r.StatusAt(now) == approval.StatusPending {
+			out.Requests = append(out.Requests, requestview.Of(r, now))
+		}
+	}
+	return out
+}
+
+// Read lists as -o json prints it, writing nothing: a pending request
+// past its expiry reads as expired (and is left out unless opts.All) but
+// is not marked so, as `request list` does. The MCP server's
+// pending_requests is this.
+func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error) {
+	env, err := f.Env(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	l, err := env.Approvals().List(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	return result(l, opts, f.Clock.Now()), nil
+}
+
 // Run lists.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
@@ -61,22 +99,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	l.Requests = requestview.Expire(ctx, env, f.IOStreams.ErrOut, l.Requests)
 	now := f.Clock.Now()
-	out := Result{Kind: "ChangeRequestList", Unreadable: l.Unreadable}
-	if opts.Reviews {
-		out.Kind, out.Reviews = "ReviewList", []approval.Review{}
-		for _, r := range l.Reviews {
-			if opts.All || r.Status == approval.ReviewOpen {
-				out.Reviews = append(out.Reviews, r)
-			}
-		}
-	} else {
-		out.Requests = []requestview.View{}
-		for _, r := range l.Requests {
-			if opts.All || r.StatusAt(now) == approval.StatusPending {
-				out.Requests = append(out.Requests, requestview.Of(r, now))
-			}
-		}
-	}
+	out := result(l, opts, now)
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {

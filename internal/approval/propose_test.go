@@ -1,0 +1,65 @@
+package approval_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+)
+
+// A proposal becomes a pending request whatever the policy says: under
+// four eyes it waits for the policy's approval; where the policy (or its
+// absence) would let the change through at once it still waits for one
+// person. Nothing is forced, and the request's record names its source.
+func TestProposalIsAlwaysARequest(t *testing.T) {
+	ctx := context.Background()
+	c, svc, log, _ := fourEyes(t)
+	r, rec, err := svc.Propose(ctx, log, approval.Proposal{Change: forceChange(), Requester: alice, Source: audit.SourceMCP})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != approval.StatusPending || r.Needed != 1 || len(r.Policies) == 0 {
+		t.Errorf("request under four eyes: %+v", r)
+	}
+	if rec.Source != audit.SourceMCP || rec.Action != approval.ActionRequestCreate {
+		t.Errorf("record: %+v", rec)
+	}
+	if _, err := c.Get(ctx, "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("openai after a proposal: %v, want no override", err)
+	}
+
+	// A bucket reset, which four-eyes.cedar allows at once, and a table
+	// without a policy: one approval all the same.
+	reset := approval.Change{Action: policy.ActionRateLimitReset, Targets: []string{"client-1"}, Reason: "r", Before: nil}
+	if r, _, err := svc.Propose(ctx, log, approval.Proposal{Change: reset, Requester: alice}); err != nil || r.Needed != 1 || len(r.Policies) != 0 {
+		t.Errorf("reset under a policy that allows it: %+v %v, want one approval", r, err)
+	}
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "n.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	bare := approval.NewService(s, clk, breaker.NewOverrides(s, clk), "test")
+	r, _, err = bare.Propose(ctx, audit.NewLog(s, clk, "test"), approval.Proposal{Change: forceChange(), Requester: alice})
+	if err != nil || r.Needed != 1 || r.Status != approval.StatusPending {
+		t.Fatalf("proposal without a policy: %+v %v", r, err)
+	}
+	if _, err := s.Get(ctx, "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("openai after a proposal without a policy: %v, want no override", err)
+	}
+
+	// Nothing to change: no request.
+	if _, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: policy.ActionClear}, Requester: alice}); !errors.Is(err, approval.ErrNothingToPropose) {
+		t.Errorf("empty clear: %v, want ErrNothingToPropose", err)
+	}
+}

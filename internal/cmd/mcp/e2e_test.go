@@ -1,0 +1,222 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+	"github.com/kosha-platform/koshactl/internal/testutil/koshabin"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
+)
+
+// clientDir is the Node client's directory; make test-deps runs npm ci there.
+const clientDir = "testdata/client"
+
+// nodeClient is the command that runs the independent client, or a
+// failure saying how to install it.
+func nodeClient(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is needed for the MCP client test (Node 20): install it: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(clientDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		t.Fatalf("the MCP client's packages are not installed: run make test-deps (npm ci in internal/cmd/mcp/%s): %v", clientDir, err)
+	}
+	return exec.CommandContext(t.Context(), node, append([]string{filepath.Join(clientDir, "client.mjs")}, args...)...) //nolint:gosec // G204: the test's own client script
+}
+
+// e2e is a koshactl installation on an embedded store that a sandbox
+// fleet (in this process) shares, with an override in force.
+type e2e struct {
+	bin   string
+	env   []string
+	store *sqlite.Store
+}
+
+func newE2E(t *testing.T) *e2e {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlite.Open(ctx, filepath.Join(state, "local.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	cfg := sandbox.DefaultConfig()
+	cfg.Downstreams, _ = sandbox.Profile(sandbox.ProfileInstant)
+	fleet, err := sandbox.New(cfg, sandbox.Deps{Store: s, Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler), ContextName: "e2e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(fleet.Handler())
+	t.Cleanup(ts.Close)
+	conf := "current-context: e2e\ncontexts:\n  e2e:\n    store: {local: {}}\n    metrics: {prometheus: {url: " + ts.URL + sandbox.PathMetrics + "}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.Real{}
+	if _, _, err := breaker.NewOverrides(s, clk).Force(ctx, audit.NewLog(s, clk, "e2e"), breaker.ForceRequest{Dependency: "openai",
+		Reason: "provider incident", Actor: "operator@test", For: time.Hour, ExpiresAt: clk.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range fleet.Fleet().Instances() {
+		in.SyncOverrides(ctx)
+	}
+	return &e2e{bin: koshabin.Path(t), store: s, env: append(os.Environ(), "KOSHACTL_CONFIG="+filepath.Join(dir, "config.yaml"),
+		"KOSHACTL_STATE_DIR="+state, "KOSHACTL_ACTOR=agent@test", "KOSHACTL_CONTEXT=", "NO_COLOR=1")}
+}
+
+// clientResult is what client.mjs prints.
+type clientResult struct {
+	Tools []struct {
+		Name     string `json:"name"`
+		ReadOnly bool   `json:"readOnly"`
+	} `json:"tools"`
+	Status, Propose, Unknown struct {
+		IsError    bool           `json:"isError"`
+		Structured map[string]any `json:"structured"`
+		Text       string         `json:"text"`
+	}
+}
+
+// check judges the client's session: tools listed, the override in the
+// status, a request made and nothing forced, the unknown dependency a tool
+// error.
+func (e *e2e) check(t *testing.T, out []byte) {
+	t.Helper()
+	var r clientResult
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("client output: %v\n%s", err, out)
+	}
+	names := map[string]bool{}
+	for _, tool := range r.Tools {
+		names[tool.Name] = tool.ReadOnly
+	}
+	if ro, ok := names["breaker_status"]; !ok || !ro || names["propose_force_open"] || len(names) != 14 {
+		t.Errorf("tools: %+v", r.Tools)
+	}
+	if r.Status.IsError || !strings.Contains(string(mustJSON(r.Status.Structured)), `"state":"forced_open"`) {
+		t.Errorf("status: %+v", r.Status)
+	}
+	id, _ := r.Propose.Structured["request_id"].(string)
+	if r.Propose.IsError || id == "" || r.Propose.Structured["approve_command"] != "koshactl request approve "+id {
+		t.Fatalf("proposal: %+v", r.Propose)
+	}
+	ctx := context.Background()
+	if _, err := e.store.Get(ctx, "breaker#core-api"); err == nil {
+		t.Error("core-api forced through MCP")
+	}
+	if it, err := e.store.Get(ctx, "breaker#openai"); err != nil || it.Str("reason") != "provider incident" || it.Str("actor") != "operator@test" {
+		t.Errorf("openai's override after the session: %v %v", it, err)
+	}
+	req, err := approval.RequestFromItem(mustGet(t, e.store, approval.RequestPrefix+id))
+	if err != nil || req.Status != approval.StatusPending || req.Requester != "agent@test" {
+		t.Errorf("request %s: %+v %v", id, req, err)
+	}
+	if !r.Unknown.IsError || r.Unknown.Structured["exit_name"] != "usage" || !strings.Contains(r.Unknown.Text, "unknown dependency") {
+		t.Errorf("unknown dependency: %+v", r.Unknown)
+	}
+}
+
+func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
+
+func mustGet(t *testing.T, s store.Store, pk string) store.Item {
+	t.Helper()
+	it, err := s.Get(context.Background(), pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return it
+}
+
+func TestNodeClientOverStdio(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t)
+	c := nodeClient(t, "stdio", e.bin, "mcp")
+	c.Env = e.env
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("client: %v\n%s", err, stderr.String())
+	}
+	e.check(t, out)
+	if !strings.Contains(stderr.String(), "tool=propose_force_open args={dependencies:array,for:string,reason:string} outcome=ok") {
+		t.Errorf("server log:\n%s", stderr.String())
+	}
+}
+
+func TestNodeClientOverHTTPWithAndWithoutTheToken(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t)
+	token := strings.Repeat("0123456789abcdef", 4)
+	addrFile := filepath.Join(t.TempDir(), "url")
+	srv := exec.CommandContext(t.Context(), e.bin, "mcp", "--listen", "127.0.0.1:0", "--addr-file", addrFile) //nolint:gosec // G204: the binary under test
+	srv.Env = append(e.env, "KOSHACTL_MCP_TOKEN="+token)
+	var log strings.Builder
+	srv.Stderr = &log
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	var url string
+	wait.Until(t, "koshactl mcp --listen to write its URL", func() bool {
+		b, err := os.ReadFile(addrFile)
+		url = strings.TrimSpace(string(b))
+		return err == nil && strings.HasSuffix(url, "/mcp")
+	})
+
+	for name, auth := range map[string]string{"no token": "", "wrong token": "Bearer " + strings.Repeat("x", 64), "bare token": token} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url,
+			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body strings.Builder
+		_, _ = io.Copy(&body, resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || strings.Contains(body.String(), "jsonrpc") || strings.Contains(body.String(), token) {
+			t.Errorf("%s: %d %q, want 401 and nothing served", name, resp.StatusCode, body.String())
+		}
+	}
+
+	c := nodeClient(t, "http", url)
+	c.Env = append(e.env, "MCP_TOKEN="+token)
+	var stderr strings.Builder
+	c.Stderr = &stderr
+	out, err := c.Output()
+	if err != nil {
+		t.Fatalf("client: %v\n%s\nserver:\n%s", err, stderr.String(), log.String())
+	}
+	e.check(t, out)
+	if strings.Contains(log.String(), token) {
+		t.Error("the server printed its token")
+	}
+}

@@ -1,0 +1,69 @@
+package mcp
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/config"
+)
+
+// The markers of the generated tool list in docs/mcp.md.
+const (
+	docBegin = "<!-- BEGIN generated: koshactl mcp tools (make docs) -->"
+	docEnd   = "<!-- END generated: koshactl mcp tools -->"
+)
+
+// ToolsDoc is the tool list of docs/mcp.md, generated from [Tools] so it
+// cannot drift: each tool's name, kind, description and arguments.
+func ToolsDoc() string {
+	env := &cmdenv.Env{Name: "doc", Context: config.BuiltinLocal()}
+	var b strings.Builder
+	for _, t := range Tools(&cmdenv.Factory{}, env) {
+		kind := "read (readOnlyHint)"
+		if !t.ReadOnly {
+			kind = "proposal: makes a change request, changes nothing"
+		}
+		fmt.Fprintf(&b, "### `%s`: %s\n\n%s\n\n*%s*\n\n", t.Name, t.Title, t.Description, kind)
+		names := make([]string, 0, len(t.Input.Properties))
+		for name := range t.Input.Properties {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		if len(names) == 0 {
+			b.WriteString("No arguments.\n\n")
+			continue
+		}
+		b.WriteString("| argument | type | required | meaning |\n|---|---|---|---|\n")
+		for _, name := range names {
+			p := t.Input.Properties[name]
+			typ := p.Type
+			for _, t := range p.Types { // a slice is ["null", "array"]: a missing argument is the default
+				if typ == "" && t != "null" {
+					typ = t
+				}
+			}
+			if typ == "array" && p.Items != nil {
+				typ = p.Items.Type + "[]"
+			}
+			req := "no"
+			if slices.Contains(t.Input.Required, name) {
+				req = "yes"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", name, typ, req, p.Description)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// FillDoc returns md with its generated tool list replaced by [ToolsDoc].
+func FillDoc(md string) (string, error) {
+	i := strings.Index(md, docBegin)
+	j := strings.Index(md, docEnd)
+	if i < 0 || j < i {
+		return "", fmt.Errorf("no %q ... %q block", docBegin, docEnd)
+	}
+	return md[:i+len(docBegin)] + "\n\n" + ToolsDoc() + md[j:], nil
+}

@@ -1,0 +1,239 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/MakeNowJust/heredoc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/build"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/mcpserver"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// DefaultTokenEnv is the variable the HTTP transport's bearer token is read
+// from when --token-file is not given.
+const DefaultTokenEnv = "KOSHACTL_MCP_TOKEN" //nolint:gosec // G101: the name of the variable, not a credential
+
+// Options are the parsed flags.
+type Options struct {
+	// Listen serves streamable HTTP on this loopback address instead of
+	// stdio.
+	Listen string
+	// TokenEnv names the variable holding the bearer token; TokenFile a
+	// file holding it instead.
+	TokenEnv  string
+	TokenFile string
+	// AddrFile, when set, receives the URL served (for scripts and tests
+	// on port 0).
+	AddrFile string
+}
+
+// NewCmd builds the command.
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
+	opts := &Options{}
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve the context to MCP clients: agents read the fleet and propose levers, people approve",
+		Long: heredoc.Docf(`
+			Serve the Model Context Protocol on stdin and stdout (the form MCP clients start
+			themselves), or with --listen on a loopback address over streamable HTTP, where
+			every request must carry Authorization: Bearer TOKEN (the token from $%s, or
+			--token-file; at least %d characters; never printed).
+
+			The server acts on one context, like every command. Its read tools return what
+			the commands print with -o json: breaker status (with the fleet's obedience),
+			one override, the audit log, rate-limit buckets, pending change requests, drill
+			validate and plan, a journal's game-day summary. Its proposal tools
+			(propose_force_open, propose_clear, propose_ratelimit_reset, _drain, _set) make
+			a change request whatever the table's policy says, announced like any request
+			and audited with source mcp: a person applies it with koshactl request approve
+			ID. No tool writes a lever, rotates a key or signs a chaos header. A context
+			with mcp: {read-only: true} offers no proposal tool.
+
+			Every string a tool returns is escaped and cut to %d characters; each call is
+			logged on stderr (the tool, its arguments' keys and types, the outcome). Client
+			configuration and the tool list: docs/mcp.md.
+		`, DefaultTokenEnv, mcpserver.MinTokenLength, mcpserver.MaxString),
+		Example: heredoc.Doc(`
+			koshactl mcp --context prod
+			KOSHACTL_MCP_TOKEN=$(openssl rand -hex 32) koshactl mcp --listen 127.0.0.1:8788
+		`),
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return Run(c.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Listen, "listen", "", "serve streamable HTTP on this loopback HOST:PORT instead of stdio")
+	fl.StringVar(&opts.TokenEnv, "token-env", DefaultTokenEnv, "with --listen: the environment variable holding the bearer token")
+	fl.StringVar(&opts.TokenFile, "token-file", "", "with --listen: read the bearer token from this file instead")
+	fl.StringVar(&opts.AddrFile, "addr-file", "", "with --listen: write the URL served to this file once listening")
+	return cmd
+}
+
+// Tools is the server's tool table for env: the read tools, then the
+// proposal tools unless the context is read-only for MCP.
+func Tools(f *cmdenv.Factory, env *cmdenv.Env) []mcpserver.Tool {
+	r, p := reader{f: f, env: env}, proposer{f: f, env: env}
+	tools := []mcpserver.Tool{
+		mcpserver.New("breaker_status", "Breaker status",
+			"Every dependency's breaker: the override in force (from the control table) merged with the fleet's breaker_state gauges, whether the fleet obeys the override (fleet.verdict: confirmed, converging, not_obeyed, unconfirmed), per-instance counts. The JSON of `koshactl breaker status -o json`.",
+			true, r.status),
+		mcpserver.New("breaker_get", "One breaker override",
+			"One dependency's override item: state, reason, actor, created and expiry. The JSON of `koshactl breaker get DEPENDENCY -o json`; a tool error (not found) when there is none.",
+			true, r.get),
+		mcpserver.New("audit_list", "Audit log",
+			"The audit records of control-plane changes, newest first, filtered by time, subject, action or actor. The JSON of `koshactl audit list -o json`.",
+			true, r.audit),
+		mcpserver.New("ratelimit_get", "One rate-limit bucket",
+			"One client's rate-limit bucket: tokens now, whether its next request is admitted, when it refills. The JSON of `koshactl ratelimit get CLIENT -o json`.",
+			true, r.bucket),
+		mcpserver.New("ratelimit_list", "Rate-limit buckets",
+			"The rate-limit buckets stored (a scan), optionally only the clients being limited. The JSON of `koshactl ratelimit list -o json`.",
+			true, r.buckets),
+		mcpserver.New("pending_requests", "Change requests",
+			"The change requests waiting for a person's approval (all: decided ones too; reviews: break-glass reviews). The JSON of `koshactl request list -o json`, reading only: an expired request shows as expired without being marked.",
+			true, r.requests),
+		mcpserver.New("drill_validate", "Validate drill files",
+			"Check drill files without running them: every problem with its line and column. The JSON of `koshactl drill validate FILE... -o json`.",
+			true, r.validate),
+		mcpserver.New("drill_plan", "Plan a drill",
+			"What a drill would do on this context, without doing it: every step, lever, rollback and expiry bound. The JSON of `koshactl drill plan FILE -o json`; the server's environment is not visible to the drill.",
+			true, r.plan),
+		mcpserver.New("game_day_summary", "Game-day summary",
+			"The Markdown game-day summary of a drill run's journal (`koshactl drill report JOURNAL -o markdown --no-fetch`), every value escaped.",
+			true, r.gameday),
+	}
+	if env.Context.MCP.ReadOnly {
+		return tools
+	}
+	return append(tools,
+		mcpserver.New("propose_force_open", "Propose a force-open",
+			"Propose forcing dependencies' breakers open fleet-wide. Nothing is forced: a change request is made (whatever the table's policy says) and announced; a person applies it with the approve command in the result.",
+			false, p.forceOpen),
+		mcpserver.New("propose_clear", "Propose a clear",
+			"Propose clearing dependencies' overrides. Nothing is cleared: a change request is made and announced; a person applies it with the approve command in the result.",
+			false, p.clear),
+		mcpserver.New("propose_ratelimit_reset", "Propose a bucket reset",
+			"Propose refilling clients' rate-limit buckets. Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
+			false, p.reset),
+		mcpserver.New("propose_ratelimit_drain", "Propose a bucket drain",
+			"Propose draining clients' rate-limit buckets (optionally holding them refused). Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
+			false, p.drain),
+		mcpserver.New("propose_ratelimit_set", "Propose a bucket level",
+			"Propose setting clients' rate-limit buckets to a token count. Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
+			false, p.set),
+	)
+}
+
+// NewServer is the MCP server of env, logging on log.
+func NewServer(f *cmdenv.Factory, env *cmdenv.Env, log io.Writer) *mcpserver.Server {
+	return mcpserver.NewServer("koshactl", build.Get().Version, Tools(f, env), log, f.Clock.Now)
+}
+
+// Run serves until the client closes stdin, or until interrupted.
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+	var token string
+	if opts.Listen != "" {
+		if err := mcpserver.CheckLoopback(opts.Listen); err != nil {
+			return cmdutil.Usagef("--listen: %v", err)
+		}
+		var err error
+		if token, err = readToken(f, opts); err != nil {
+			return err
+		}
+	} else if opts.AddrFile != "" || opts.TokenFile != "" {
+		return cmdutil.Usagef("--addr-file and --token-file go with --listen: drop them to serve stdio")
+	}
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
+	}
+	errOut := f.IOStreams.ErrOut
+	srv := NewServer(f, env, errOut)
+	if opts.Listen == "" {
+		fmt.Fprintf(errOut, "koshactl mcp: serving %s on stdio\n", textsafe.Line(env.Describe()))
+		// The protocol's own bytes: JSON escapes every control, and
+		// results are escaped already; the terminal backstop must not
+		// rewrite a message.
+		t := &sdk.IOTransport{Reader: io.NopCloser(f.IOStreams.In), Writer: nopWriteCloser{textsafe.Raw(f.IOStreams.Out)}}
+		if err := srv.Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("mcp over stdio: %w", err)
+		}
+		return nil
+	}
+	return serveHTTP(ctx, f, opts, srv, env, token)
+}
+
+func serveHTTP(ctx context.Context, f *cmdenv.Factory, opts *Options, srv *mcpserver.Server, env *cmdenv.Env, token string) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", opts.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", opts.Listen, err)
+	}
+	url := "http://" + ln.Addr().String() + "/mcp"
+	hs := &http.Server{Handler: route(mcpserver.Handler(srv, token)), ReadHeaderTimeout: 10 * time.Second}
+	if opts.AddrFile != "" {
+		if err := fsutil.WriteFile(ctx, opts.AddrFile, []byte(url+"\n"), 0o600); err != nil {
+			_ = ln.Close()
+			return cmdutil.Usagef("--addr-file %s: %v", opts.AddrFile, err)
+		}
+	}
+	fmt.Fprintf(f.IOStreams.ErrOut, "koshactl mcp: serving %s at %s (bearer token required)\n", textsafe.Line(env.Describe()), url)
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("mcp over http: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	return nil
+}
+
+// route serves the MCP endpoint at /mcp and nothing else.
+func route(h http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	return mux
+}
+
+// readToken reads the bearer token from --token-file or the variable
+// --token-env names; it never appears in a message.
+func readToken(f *cmdenv.Factory, opts *Options) (string, error) {
+	var token string
+	if opts.TokenFile != "" {
+		b, _, err := fsutil.ReadRegular(opts.TokenFile, 4096)
+		if err != nil {
+			return "", cmdutil.Usagef("--token-file %s: %v", opts.TokenFile, err)
+		}
+		token = strings.TrimRight(string(b), "\r\n")
+	} else {
+		token = f.Environ.Get(opts.TokenEnv)
+		if token == "" {
+			return "", cmdutil.Usagef("--listen needs a bearer token: set $%s (e.g. to $(openssl rand -hex 32)) or give --token-file", opts.TokenEnv)
+		}
+	}
+	if err := mcpserver.CheckToken(token); err != nil {
+		return "", cmdutil.Usagef("%v", err)
+	}
+	return token, nil
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

@@ -1,0 +1,99 @@
+package mcpserver_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/mcpserver"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+func TestCheckLoopback(t *testing.T) {
+	t.Parallel()
+	for addr, ok := range map[string]bool{"127.0.0.1:0": true, "[::1]:8788": true, "localhost:1": true, "127.9.9.9:80": true,
+		"0.0.0.0:8788": false, ":8788": false, "10.0.0.1:80": false, "example.com:80": false, "127.0.0.1": false} {
+		if err := mcpserver.CheckLoopback(addr); (err == nil) != ok {
+			t.Errorf("%s: %v, want ok %t", addr, err, ok)
+		}
+	}
+}
+
+// Only the exact bearer token reaches the handler; anything else is 401
+// with nothing of the handler served.
+func TestAuthorize(t *testing.T) {
+	t.Parallel()
+	token := strings.Repeat("k", 40)
+	h := mcpserver.Authorize(token, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("served")) }))
+	for header, want := range map[string]int{"": 401, "Bearer " + token: 200, "Bearer " + token + "x": 401, token: 401,
+		"bearer " + token: 401, "Bearer " + token[:39]: 401, "Basic " + token: 401} {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "/mcp", nil)
+		if header != "" {
+			req.Header.Set("Authorization", header)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want || (want == 401 && strings.Contains(rec.Body.String(), "served")) {
+			t.Errorf("%q: %d %q, want %d", header, rec.Code, rec.Body.String(), want)
+		}
+	}
+	if err := mcpserver.CheckToken("short"); err == nil {
+		t.Error("a 5-character token accepted")
+	}
+	if err := mcpserver.CheckToken(strings.Repeat("a", 31) + " b"); err == nil {
+		t.Error("a token with a space accepted")
+	}
+}
+
+func TestSanitizeEscapesAndBoundsEveryString(t *testing.T) {
+	t.Parallel()
+	doc := map[string]any{"reason": "a\x1b[31m\u202eb\n", "n": 1.5, "items": []any{strings.Repeat("é", 3000)},
+		"k\x07": "v", "md": "line 1\nline 2"}
+	got, err := mcpserver.Sanitize(doc, "md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := got.(map[string]any)
+	if m["reason"] != `a\x1b[31m\u202eb\n` {
+		t.Errorf("reason %q", m["reason"])
+	}
+	if _, ok := m[`k\x07`]; !ok {
+		t.Errorf("key not escaped: %v", m)
+	}
+	if m["md"] != "line 1\nline 2" {
+		t.Errorf("a long field keeps its newlines: %q", m["md"])
+	}
+	cut := m["items"].([]any)[0].(string)
+	if want := strings.Repeat("é", mcpserver.MaxString) + mcpserver.TruncatedMarker + "3000 characters]"; cut != want {
+		t.Errorf("cut string ends %q", cut[len(cut)-40:])
+	}
+	if m["n"].(interface{ String() string }).String() != "1.5" {
+		t.Errorf("number %v", m["n"])
+	}
+	// An escape is never split by the cut.
+	s, _ := mcpserver.Sanitize(map[string]any{"s": strings.Repeat("\x1b", 1000)})
+	v := s.(map[string]any)["s"].(string)
+	if !strings.HasPrefix(v, strings.Repeat(`\x1b`, mcpserver.MaxString/4)+mcpserver.TruncatedMarker) {
+		t.Errorf("cut inside an escape: %q", v[1000:1040])
+	}
+}
+
+func TestErrorResultNamesTheExitCode(t *testing.T) {
+	t.Parallel()
+	for err, want := range map[error]string{
+		cmdutil.Usagef("bad\nflag"): "usage",
+		store.ErrNotFound:           "not found",
+		errors.New("boom"):          "error",
+		exitcode.Errorf(exitcode.Conflict, "held by someone"): "conflict",
+	} {
+		res := mcpserver.ErrorResult(err, mcpserver.Output{})
+		doc := res.StructuredContent.(map[string]any)
+		if !res.IsError || doc["exit_name"] != want || strings.Contains(doc["error"].(string), "\n") {
+			t.Errorf("%v: %v", err, doc)
+		}
+	}
+}

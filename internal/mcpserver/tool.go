@@ -1,0 +1,184 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// Tool is one tool of the server. Name, Title, Description and the input
+// type's schema are the code's constants.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	// ReadOnly marks a tool that changes nothing (readOnlyHint). A tool
+	// that is not read-only only proposes (it makes a change request).
+	ReadOnly bool
+	// Input is the JSON schema of the arguments, inferred from the Go type.
+	Input *jsonschema.Schema
+	// call decodes the arguments strictly and runs the tool.
+	call func(ctx context.Context, args json.RawMessage) (Output, error)
+}
+
+// Output is what a tool returns: its document (the CLI's -o json) and a
+// short summary for the text content. Long names top-level fields of Doc
+// bounded to [MaxLong] characters instead of [MaxString], rendered keeping
+// newlines (a Markdown summary koshactl rendered itself).
+type Output struct {
+	Doc     any
+	Summary string
+	Long    []string
+}
+
+// New is a tool whose arguments decode into In (unknown fields refused).
+func New[In any](name, title, description string, readOnly bool, run func(ctx context.Context, in In) (Output, error)) Tool {
+	schema, err := jsonschema.For[In](&jsonschema.ForOptions{})
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: input schema: %v", name, err)) // a programming error, caught by every test
+	}
+	schema.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+	return Tool{Name: name, Title: title, Description: description, ReadOnly: readOnly, Input: schema,
+		call: func(ctx context.Context, args json.RawMessage) (Output, error) {
+			var in In
+			if len(bytes.TrimSpace(args)) > 0 && string(bytes.TrimSpace(args)) != "null" {
+				dec := json.NewDecoder(bytes.NewReader(args))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&in); err != nil {
+					return Output{}, cmdutil.Usagef("arguments of %s: %v (see the tool's input schema)", name, err)
+				}
+			}
+			return run(ctx, in)
+		}}
+}
+
+// Annotations are the tool's MCP annotations: read-only, or a proposal
+// (not destructive, not idempotent: each call makes a new request; closed
+// world: it acts on the context's table only).
+func (t Tool) Annotations() *mcp.ToolAnnotations {
+	closed := false
+	a := &mcp.ToolAnnotations{Title: t.Title, ReadOnlyHint: t.ReadOnly, OpenWorldHint: &closed}
+	if !t.ReadOnly {
+		a.DestructiveHint = &closed
+	}
+	return a
+}
+
+// Server is an MCP server offering tools, logging each call on log.
+type Server struct {
+	*mcp.Server
+	logMu sync.Mutex
+	log   io.Writer
+	now   func() time.Time
+}
+
+// NewServer builds the server; name and version are the implementation's.
+func NewServer(name, version string, tools []Tool, log io.Writer, now func() time.Time) *Server {
+	s := &Server{Server: mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, nil), log: log, now: now}
+	for _, t := range tools {
+		s.AddTool(&mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.Input, Annotations: t.Annotations()},
+			s.handler(t))
+	}
+	return s
+}
+
+func (s *Server) handler(t Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		start := s.now()
+		args := req.Params.Arguments
+		out, err := t.call(ctx, args)
+		var res *mcp.CallToolResult
+		if err == nil {
+			res, err = Result(out)
+		}
+		outcome := "ok"
+		if err != nil {
+			res = ErrorResult(err, out)
+			code := ExitCode(err)
+			outcome = fmt.Sprintf("error (exit %d, %s)", code, ExitName(code))
+		}
+		s.logf("mcp: tool=%s args=%s outcome=%s in %s", t.Name, Shape(args), outcome, s.now().Sub(start).Round(time.Millisecond))
+		return res, nil
+	}
+}
+
+func (s *Server) logf(format string, args ...any) {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintf(s.log, format+"\n", args...)
+}
+
+// Result is out as a tool result: the sanitized document as structured
+// content, and the summary (sanitized too) as text.
+func Result(out Output) (*mcp.CallToolResult, error) {
+	doc, err := Sanitize(out.Doc, out.Long...)
+	if err != nil {
+		return nil, err
+	}
+	summary := bound(out.Summary, MaxString, false)
+	return &mcp.CallToolResult{StructuredContent: doc, Content: []mcp.Content{&mcp.TextContent{Text: summary}}}, nil
+}
+
+// MaxShapeKeys bounds how many argument keys a log line names.
+const MaxShapeKeys = 16
+
+// Shape is the shape of a call's arguments for the log: each key (rendered
+// and cut to 40 characters) with its JSON type, sorted, never a value.
+func Shape(args json.RawMessage) string {
+	if len(bytes.TrimSpace(args)) == 0 {
+		return "{}"
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(args, &m); err != nil {
+		return "(not an object)"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for i, k := range keys {
+		if i == MaxShapeKeys {
+			parts = append(parts, fmt.Sprintf("…(%d more)", len(keys)-i))
+			break
+		}
+		parts = append(parts, textsafe.Line(textsafe.Truncate(k, 40))+":"+jsonType(m[k]))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+func jsonType(v json.RawMessage) string {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "none"
+	}
+	switch c := v[0]; {
+	case c == '"':
+		return "string"
+	case c == '{':
+		return "object"
+	case c == '[':
+		return "array"
+	case c == 't', c == 'f':
+		return "boolean"
+	case c == 'n':
+		return "null"
+	case slices.Contains([]byte("-0123456789"), c):
+		return "number"
+	}
+	return "invalid"
+}
