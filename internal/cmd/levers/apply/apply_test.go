@@ -1,0 +1,223 @@
+package apply_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
+	"github.com/kosha-platform/koshactl/internal/cmd/levers/apply"
+	"github.com/kosha-platform/koshactl/internal/cmd/levers/diff"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+)
+
+// fleet serves kosha_breaker_state for the diff's fleet side.
+type fleet struct {
+	mu   sync.Mutex
+	text string
+}
+
+func (f *fleet) set(text string) { f.mu.Lock(); f.text = text; f.mu.Unlock() }
+
+func newEnv(t *testing.T) (*clitest.Env, *fleet, string) {
+	e := clitest.New(t, clitest.Parallel())
+	fl := &fleet{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fl.mu.Lock()
+		defer fl.mu.Unlock()
+		fmt.Fprint(w, fl.text)
+	}))
+	t.Cleanup(srv.Close)
+	e.WriteConfig(fmt.Sprintf("contexts:\n  local:\n    store:\n      local: {}\n    metrics:\n      prometheus:\n        url: %s/metrics\n", srv.URL))
+	return e, fl, filepath.Join(e.Dir, "levers.yaml")
+}
+
+func gauges(states map[string]int) string {
+	var b strings.Builder
+	for dep, st := range states {
+		for _, gw := range []string{"gw-1", "gw-2"} {
+			fmt.Fprintf(&b, "kosha_breaker_state{dependency=%q,instance=%q} %d\n", dep, gw, st)
+		}
+	}
+	return b.String()
+}
+
+// window writes a file with one postgres window from start for d.
+func window(t *testing.T, path, reason string, start time.Time, d time.Duration) {
+	src := fmt.Sprintf("version: 1\ncontext: local\nname: maintenance\nwindows:\n  - dependency: postgres\n    reason: %s\n    start: %s\n    duration: %s\n",
+		reason, start.UTC().Format(time.RFC3339), d)
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func get(t *testing.T, e *clitest.Env, dep string) (overrideview.OverrideView, bool) {
+	r := e.Run("breaker", "get", dep, "-o", "json")
+	if r.Code == 3 {
+		return overrideview.OverrideView{}, false
+	}
+	return clitest.Decode[overrideview.OverrideView](t, r.Stdout), true
+}
+
+// The issue's scenario on the fake clock: a window 10 s ahead opens at
+// its start and expires at its end; the fleet's side is judged; an
+// incident override on another dependency is reported by diff and left
+// alone by apply; an edit is noticed and applied.
+func TestWindowLifecycleThroughDiffAndApply(t *testing.T) {
+	t.Parallel()
+	e, fl, path := newEnv(t)
+	start := clitest.Epoch.Add(10 * time.Second)
+	window(t, path, "RDS minor upgrade (CHG-1042)", start, 30*time.Minute)
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "INC-7 provider outage", "--for", "2h")
+	fl.set(gauges(map[string]int{"openai": 3, "postgres": 0, "core-api": 0, "screening-sim": 0}))
+
+	r := e.MustRun(1, "diff", "-f", path, "-o", "json")
+	res := clitest.Decode[diff.Result](t, r.Stdout)
+	if res.InSync || len(res.Differences) != 1 || res.Differences[0].Kind != "unplanned_override" || res.Differences[0].Action != "none" {
+		t.Fatalf("before the window: %+v", res.Differences)
+	}
+	e.MustRun(0, "apply", "-f", path)
+	if _, ok := get(t, e, "postgres"); ok {
+		t.Fatal("apply forced postgres before its window")
+	}
+
+	e.Clock.Advance(10 * time.Second)
+	r = e.MustRun(0, "apply", "-f", path, "-o", "json")
+	ar := clitest.Decode[apply.Result](t, r.Stdout)
+	if len(ar.Results) != 1 || ar.Results[0].Action != "forced" || ar.Results[0].Dependency != "postgres" || ar.Results[0].AuditID == "" {
+		t.Fatalf("at the window's start: %+v", ar.Results)
+	}
+	pg, ok := get(t, e, "postgres")
+	if !ok || !pg.Active || *pg.ExpiresAt != "2026-11-29T19:30:10.000Z" || !strings.Contains(pg.ManagedBy, `"window":"postgres@2026-11-29T19:00:10Z"`) {
+		t.Fatalf("postgres override %+v", pg)
+	}
+	if o, _ := get(t, e, "openai"); o.Reason != "INC-7 provider outage" || o.Version != 1 {
+		t.Errorf("apply touched the incident override: %+v", o)
+	}
+
+	// The fleet obeys postgres on one instance only: not obeyed once past
+	// the bound; then it obeys and only the incident lever remains.
+	e.Clock.Advance(2 * time.Minute)
+	fl.set("kosha_breaker_state{dependency=\"postgres\",instance=\"gw-1\"} 3\nkosha_breaker_state{dependency=\"postgres\",instance=\"gw-2\"} 0\n" +
+		gauges(map[string]int{"openai": 3}))
+	r = e.MustRun(1, "diff", "-f", path)
+	if !strings.Contains(r.Stdout, "not_obeyed") || !strings.Contains(r.Stdout, "unplanned_override") {
+		t.Errorf("diff with postgres not obeyed:\n%s", r.Stdout)
+	}
+	fl.set(gauges(map[string]int{"openai": 3, "postgres": 3}))
+	r = e.MustRun(1, "diff", "-f", path, "-o", "markdown")
+	if !strings.Contains(r.Stdout, "| openai | unplanned\\_override | none |") || strings.Contains(r.Stdout, "postgres | not") {
+		t.Errorf("Markdown diff:\n%s", r.Stdout)
+	}
+
+	// Edited after it was applied: a new override for the new content.
+	window(t, path, "RDS minor upgrade (CHG-1043)", start, 30*time.Minute)
+	r = e.MustRun(1, "diff", "-f", path, "--no-gauges")
+	if !strings.Contains(r.Stdout, "window_changed") {
+		t.Errorf("diff after an edit:\n%s", r.Stdout)
+	}
+	e.MustRun(0, "apply", "-f", path)
+	if pg, _ := get(t, e, "postgres"); !strings.Contains(pg.Reason, "CHG-1043") || pg.Version != 2 {
+		t.Errorf("after the edit: %+v", pg)
+	}
+
+	// At the window's end the override lapses on its own; the fleet still
+	// reporting it forced is a difference of its own.
+	e.Clock.Set(start.Add(30 * time.Minute))
+	if pg, _ := get(t, e, "postgres"); pg.Active {
+		t.Error("the window's override is still in force at its end")
+	}
+	// Within the fleet's lag bound that is convergence; past it, a
+	// difference.
+	if r = e.MustRun(1, "diff", "-f", path); strings.Contains(r.Stdout, "lapsed_still_forced") {
+		t.Errorf("diff at the end, within the bound:\n%s", r.Stdout)
+	}
+	e.Clock.Advance(2 * time.Minute)
+	r = e.MustRun(1, "diff", "-f", path)
+	if !strings.Contains(r.Stdout, "lapsed_still_forced") {
+		t.Errorf("diff at the end:\n%s", r.Stdout)
+	}
+}
+
+// Bad input: every problem with its line, exit 2, nothing written.
+func TestBadFileIsRefusedWhole(t *testing.T) {
+	t.Parallel()
+	e, _, path := newEnv(t)
+	src := "version: 1\ncontext: local\nwindows:\n  - dependency: postgres\n    reason: ok\n    start: 2026-11-29T19:00:00Z\n    duration: 1h\n" +
+		"  - dependency: postgress\n    reason: typo\n    start: 2026-11-29T19:00:00\n    duration: 1h\n"
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := e.MustRun(2, "apply", "-f", path)
+	for _, want := range []string{`levers.yaml:8: unknown dependency "postgress"`, `levers.yaml:10: start "2026-11-29T19:00:00" has no time zone`} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
+		}
+	}
+	if _, ok := get(t, e, "postgres"); ok {
+		t.Error("a file with problems applied its valid window")
+	}
+	e.MustRun(2, "diff")
+}
+
+// --watch reconciles every interval on the clock and stops between
+// rounds: the window opens within one interval of its start.
+func TestWatchOpensTheWindowWithinOneInterval(t *testing.T) {
+	t.Parallel()
+	e, _, path := newEnv(t)
+	window(t, path, "maintenance", clitest.Epoch.Add(10*time.Second), 5*time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	ios, _, out, _ := iostreams.Test()
+	f := e.Factory(ios)
+	done := make(chan error, 1)
+	go func() {
+		done <- apply.Run(ctx, f, &apply.Options{File: path, Watch: true, Interval: 5 * time.Second, Output: "table"})
+	}()
+	for round := range 3 {
+		waitWaiting(t, e.Clock, round+1)
+		if round < 2 {
+			if _, ok := get(t, e, "postgres"); ok {
+				t.Fatalf("forced before its window (round %d)", round+1)
+			}
+			e.Clock.Advance(5 * time.Second)
+		}
+	}
+	if pg, ok := get(t, e, "postgres"); !ok || !pg.Active {
+		t.Fatal("the window did not open within one interval of its start")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("--watch stopped with %v, want a clean stop", err)
+	}
+	if !strings.Contains(out.String(), "forced postgres until 2026-11-29T19:05:10.000Z") {
+		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+// waitWaiting waits until the reconciler waits on the clock between
+// rounds (its round is done), woken by the clock, never by a sleep.
+func waitWaiting(t *testing.T, clk *clock.Fake, round int) {
+	t.Helper()
+	ceiling := time.NewTimer(20 * time.Second)
+	defer ceiling.Stop()
+	for {
+		changed := clk.WaitersChanged() // before the check: a wait that starts after it wakes us
+		if clk.Waiters() > 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ceiling.C:
+			t.Fatalf("round %d never finished", round)
+		}
+	}
+}
