@@ -205,8 +205,14 @@ var Commands = map[string][]Need{
 	"breaker force-open":  needs(policyBatchRead, batchRead, breakerPut, record, breakerRead, notifyPublish),
 	"breaker clear":       needs(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
 	"breaker clear --all": needs(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
-	"ratelimit get":       needs(bucketRead),
-	"ratelimit list":      needs(Need{Action: Scan, Prefix: BucketItems}),
+	// Levers as code: diff reads the overrides as breaker status does;
+	// apply reads them, asks whether the table has a change policy (it
+	// refuses under one), and writes the windows' forces and clears as one
+	// transaction, settled like force-open's and clear's.
+	"diff":           needs(indexRead, batchRead, gauges),
+	"apply":          needs(indexRead, batchRead, policyRead, breakerPut, breakerDelete, record, breakerRead, recordProof, notifyPublish),
+	"ratelimit get":  needs(bucketRead),
+	"ratelimit list": needs(Need{Action: Scan, Prefix: BucketItems}),
 	// The bucket levers ask the table's policy too, read in the same batch
 	// as the buckets.
 	"ratelimit reset":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
@@ -282,12 +288,12 @@ const (
 var Roles = []Role{Reader, Operator, DrillRunner, DataPlane, Admin}
 
 var readerPaths = []string{"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-	"audit list", "audit list --scan", "policy get"}
+	"audit list", "audit list --scan", "policy get", "diff"}
 
 // RolePaths is the command paths each role is for.
 var RolePaths = map[Role][]string{
 	Reader: readerPaths,
-	Operator: append(slices.Clone(readerPaths), "breaker force-open", "breaker clear", "breaker clear --all",
+	Operator: append(slices.Clone(readerPaths), "breaker force-open", "breaker clear", "breaker clear --all", "apply",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate"),
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},

@@ -154,8 +154,33 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 	if err := os.WriteFile(allowAll, []byte("permit (principal, action, resource);\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A levers file with a window of screening-sim in force now (written before
+	// each step: the clock moves between rounds), and the same file with
+	// the window removed (its override is then cleared).
+	leversFile := filepath.Join(t.TempDir(), "levers.yaml")
+	writeLevers := func(windows string) func() {
+		return func() {
+			src := "version: 1\ncontext: dev\nname: iam\nwindows:" + windows + "\n"
+			src = strings.ReplaceAll(src, "START", w.Clock.Now().Add(-time.Minute).UTC().Format(time.RFC3339))
+			if err := os.WriteFile(leversFile, []byte(src), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	window := writeLevers("\n  - {dependency: screening-sim, reason: iam test, start: START, duration: 30m}")
+	noWindow := writeLevers(" []")
+	applyArgs := fixed("apply", "-f", leversFile)
 	steps := []cliStep{
-		// First: with a policy stored, every lever command reads it (a
+		// Levers as code, before the table has a policy (apply refuses to
+		// run under one): apply forces a window's override and clears it
+		// once the window is gone, with and without a lost answer; diff
+		// reads what apply wrote and the gauges.
+		{"apply", window, applyArgs, false},
+		{"diff", nil, fixed("diff", "-f", leversFile), false},
+		{"apply", noWindow, applyArgs, false},
+		{"apply", window, applyArgs, true},
+		{"apply", noWindow, applyArgs, true},
+		// Then: with a policy stored, every lever command reads it (a
 		// policy that allows everything, so they go on as before).
 		{"policy set", nil, fixed("policy", "set", allowAll, "--reason", "iam test"), false},
 		{"policy get", nil, fixed("policy", "get"), false},
