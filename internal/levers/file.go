@@ -364,11 +364,16 @@ func validName(s string) bool {
 		return false
 	}
 	for _, c := range s {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+		if !nameRune(c) {
 			return false
 		}
 	}
 	return true
+}
+
+// nameRune reports whether c may be in a file's or a window's name.
+func nameRune(c rune) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_'
 }
 
 // baseName is a path's base name without its extension, lowercased, made
@@ -380,7 +385,7 @@ func baseName(path string) string {
 	}
 	var b strings.Builder
 	for _, c := range strings.ToLower(base) {
-		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' {
+		if nameRune(c) {
 			b.WriteRune(c)
 		}
 	}

@@ -3,6 +3,7 @@ package levers_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +271,25 @@ func TestFleetDifferences(t *testing.T) {
 	}})
 	if kinds(ds) != "openai:not_obeyed postgres:lapsed_still_forced" {
 		t.Errorf("fleet differences: %s", kinds(ds))
+	}
+}
+
+// The shipped example parses (for its own context) and plans what its
+// comments say.
+func TestTheExampleFileParses(t *testing.T) {
+	data, err := os.ReadFile("../../docs/levers/prod.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := levers.Parse("prod.yaml", data, levers.Rules{Context: "prod", Known: rules.Known})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Name != "prod-maintenance" || len(f.Windows) != 3 || f.Windows[2].Repeat != levers.RepeatWeekly {
+		t.Errorf("example file: %+v", f)
+	}
+	at := time.Date(2026, 12, 9, 5, 10, 0, 0, time.UTC) // 06:10 at +01:00
+	if _, _, ok := f.Windows[1].At(at); !ok {
+		t.Error("the openai window is not in force at 05:10Z (06:10+01:00)")
 	}
 }
