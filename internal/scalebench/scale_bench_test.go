@@ -236,15 +236,27 @@ func cli(b *testing.B, endpoint, table string) *clitest.Env {
 // BenchmarkReads runs each operator read on tables of growing size and
 // reports the items DynamoDB examined and the requests made per read.
 func BenchmarkReads(b *testing.B) {
+	// diff compares a levers file with the table (no gauges here): it
+	// reads the overrides through the index, whatever the table's size,
+	// and exits 1 (the table's openai override is an unplanned one).
+	levers := b.TempDir() + "/levers.yaml"
+	if err := os.WriteFile(levers, []byte("version: 1\ncontext: dev\nwindows:\n  - {dependency: postgres, reason: bench, start: 2026-01-01T00:00:00Z, duration: 1h, repeat: weekly}\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
 	reads := []struct {
 		name string
 		args []string
+		code int
+		// maxExamined, when set, is what a read may examine per run at
+		// any table size: it uses an index, never a scan.
+		maxExamined float64
 	}{
-		{"breaker-list", []string{"breaker", "list"}},
-		{"breaker-get", []string{"breaker", "get", "openai"}},
-		{"audit-since-1h", []string{"audit", "list", "--since", "1h"}},
-		{"audit-subject", []string{"audit", "list", "--subject", "breaker#openai", "--limit", "6"}},
-		{"audit-list", []string{"audit", "list"}},
+		{"levers-diff", []string{"diff", "-f", levers, "--no-gauges"}, 1, 10},
+		{"breaker-list", []string{"breaker", "list"}, 0, 0},
+		{"breaker-get", []string{"breaker", "get", "openai"}, 0, 0},
+		{"audit-since-1h", []string{"audit", "list", "--since", "1h"}, 0, 0},
+		{"audit-subject", []string{"audit", "list", "--subject", "breaker#openai", "--limit", "6"}, 0, 0},
+		{"audit-list", []string{"audit", "list"}, 0, 0},
 	}
 	for _, size := range sizes(b) {
 		t := loaded(b, size)
@@ -260,10 +272,13 @@ func BenchmarkReads(b *testing.B) {
 				t.counter.reset()
 				n := 0
 				for b.Loop() {
-					if res := e.Run(r.args...); res.Code != 0 {
+					if res := e.Run(r.args...); res.Code != r.code {
 						b.Fatalf("%v: exit %d: %s", r.args, res.Code, res.Stderr)
 					}
 					n++
+				}
+				if ex := float64(t.counter.examined.Load()) / float64(n); r.maxExamined > 0 && ex > r.maxExamined {
+					b.Errorf("%s examined %.0f items per run on %d buckets, want at most %.0f (an index, no scan)", r.name, ex, size, r.maxExamined)
 				}
 				b.ReportMetric(float64(t.counter.examined.Load())/float64(n), "examined/op")
 				b.ReportMetric(float64(t.counter.requests.Load())/float64(n), "requests/op")
