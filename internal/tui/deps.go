@@ -87,6 +87,10 @@ type Options struct {
 	// GaugesHint is added to the gauges' error banner, e.g. how to start the
 	// local sandbox the default source scrapes.
 	GaugesHint string
+	// Windows, when set, says which planned windows of a levers file are in
+	// force or next at an instant (one line each, soonest first; the
+	// levers domain's rule): shown under the sources' line.
+	Windows func(now time.Time) []string
 	// WaitFleet makes a force or clear wait for the gauges to confirm it
 	// (metrics.Waiter, the same rule as --wait) and report the verdict in
 	// the status line.

@@ -671,3 +671,18 @@ func TestShortActor(t *testing.T) {
 		}
 	}
 }
+
+// The header shows a levers file's current and next windows (the lines
+// the levers domain words), escaped, at most three lines.
+func TestTheHeaderShowsPlannedWindows(t *testing.T) {
+	var asked time.Time
+	lines := []string{"postgres in force until 19:30Z: RDS upgrade \x1b[31m (pg-1)", "openai 2026-12-09T05:00Z to 05:45Z: maintenance (oa)",
+		"core-api a", "core-api b"}
+	h := newHarness(t, Options{Windows: func(now time.Time) []string { asked = now; return lines }})
+	h.send(tea.WindowSizeMsg{Width: 200, Height: 24})
+	h.wantScreen("window postgres in force until 19:30Z: RDS upgrade \\x1b[31m (pg-1)", "window openai 2026-12-09T05:00Z to 05:45Z: maintenance (oa)",
+		"window (+2 more windows: koshactl diff)")
+	if strings.Contains(h.screen(), "core-api a") || !asked.Equal(h.m.now) {
+		t.Errorf("windows asked at %s (now %s); screen:\n%s", asked, h.m.now, h.screen())
+	}
+}

@@ -72,6 +72,9 @@ func (m Model) Render() string {
 	return b.String()
 }
 
+// maxWindowLines is how many planned windows the header shows.
+const maxWindowLines = 3
+
 // headerLines are the title, the protected banner, the sources' freshness
 // and any error banners.
 func (m Model) headerLines() []string {
@@ -90,6 +93,18 @@ func (m Model) headerLines() []string {
 		fresh = fmt.Sprintf("store %s · gauges %s · every %s", m.freshness(m.store), m.freshness(m.gauges), human.Age(m.opts.Interval))
 	}
 	lines = append(lines, st.Dim.Render(ansi.Truncate(fresh, m.width, "…")))
+	if m.opts.Windows != nil {
+		ws := m.opts.Windows(m.now)
+		for i, w := range ws {
+			if i == maxWindowLines-1 && len(ws) > maxWindowLines {
+				w = fmt.Sprintf("(+%d more windows: koshactl diff)", len(ws)-i)
+			}
+			lines = append(lines, st.Dim.Render(ansi.Truncate(safe("window "+w), m.width, "…")))
+			if i == maxWindowLines-1 {
+				break
+			}
+		}
+	}
 	for _, s := range []struct {
 		name, desc, hint string
 		src              source

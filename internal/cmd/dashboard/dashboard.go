@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -26,6 +27,8 @@ type Options struct {
 	MetricsURL string
 	Wait       bool
 	NoNotify   bool
+	// Levers, when set, is a levers file whose windows the header shows.
+	Levers string
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -84,6 +87,7 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.Interval, "interval", tui.DefaultInterval, "how often both sources are read again (CloudWatch bills each read)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "scrape this Prometheus endpoint instead of the context's metrics source")
+	fl.StringVar(&opts.Levers, "levers", "", "show the current and next windows of this levers file (docs/contracts/levers-file.md)")
 	fl.BoolVar(&opts.Wait, "wait", true, "after a force or clear, wait for the gauges to confirm it and report the verdict")
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	return cmd
@@ -148,7 +152,16 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		Audit:    log,
 		Requests: tui.StoreRequests{Approvals: approvals, Log: log, Identity: env.CallerIdentity, Clock: f.Clock, Notifier: notifier},
 	}
+	var windows func(time.Time) []string
+	if opts.Levers != "" {
+		file, err := leversview.Load(env, opts.Levers)
+		if err != nil {
+			return err
+		}
+		windows = func(now time.Time) []string { return leversview.WindowLines(file, now) }
+	}
 	return tui.Run(ctx, deps, tui.Options{
+		Windows:      windows,
 		ContextName:  env.Name,
 		Protected:    env.Context.Protected,
 		StoreName:    env.Store.Describe(),
