@@ -67,11 +67,25 @@ func TestJudgeScrapeCountsEveryReportingInstance(t *testing.T) {
 	if cv := judge(clear); cv.Verdict != metrics.Confirmed || cv.Confirmed != 4 {
 		t.Errorf("none forced after the clear (open and half-open are its own states): %+v, want confirmed", cv)
 	}
-	// Nothing reporting: nothing to judge by; past the bound, unconfirmed.
+	// Nothing reporting any more: the four known instances stopped, so
+	// nothing confirms; past the bound, unconfirmed (each one unknown).
 	e.set("# TYPE kosha_breaker_state gauge\n")
 	clk.Advance(time.Minute)
-	if cv := judge(clear); cv.Verdict != metrics.Unconfirmed || cv.Instances != 0 {
-		t.Errorf("no instance reporting past the bound: %+v, want unconfirmed", cv)
+	if cv := judge(clear); cv.Verdict != metrics.Unconfirmed || cv.Instances != 4 || cv.Confirmed != 0 || len(cv.Unknown) != 4 {
+		t.Errorf("no instance reporting past the bound: %+v, want unconfirmed with 4 unknown", cv)
+	}
+	// A source that never saw an instance has nothing to judge by.
+	_, empty := serveMetrics(t, "# TYPE kosha_breaker_state gauge\n")
+	fresh, err := metrics.NewPrometheus([]string{empty}, metrics.PrometheusOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := fresh.Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cv := metrics.Judge(metrics.Change{Dependency: "openai", Goal: metrics.GoalReleased, Since: now}, &snap); cv.Verdict != metrics.Unconfirmed || cv.Instances != 0 {
+		t.Errorf("nothing ever reported, past the bound: %+v, want unconfirmed with no instance", cv)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,8 +169,16 @@ kosha_breaker_state{dependency="openai",instance="gw-3"} 1
 	if len(snap.Warnings) != 1 || !strings.Contains(snap.Warnings[0], "4 kosha_breaker_state samples ignored") {
 		t.Errorf("warnings = %q", snap.Warnings)
 	}
-	if in := snap.Series["openai"].Instances; len(in) != 1 || in[0].Instance != "gw-3" {
-		t.Errorf("instances = %+v, want only gw-3", in)
+	// gw-1 (7) and gw-2 (NaN) report no state: no points, nothing shown,
+	// but they are there, with their reading, so they cannot confirm.
+	in := snap.Series["openai"].Instances
+	if len(in) != 3 || in[2].Instance != "gw-3" || len(in[2].Points) != 1 || len(in[0].Points) != 0 || len(in[1].Points) != 0 ||
+		in[0].Newest == nil || in[0].Newest.Value != 7 || in[1].Newest == nil || !math.IsNaN(in[1].Newest.Value) {
+		t.Errorf("instances = %+v, want gw-1 and gw-2 without points and gw-3 with one", in)
+	}
+	st := metrics.Merge(nil, nil, &snap, now)
+	if len(st) != 1 || st[0].Gauges.Reporting != 1 || len(st[0].Instances) != 1 {
+		t.Errorf("merged = %+v, want only gw-3 shown", st)
 	}
 }
 
