@@ -18,6 +18,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/gauge"
+	"github.com/kosha-platform/koshactl/internal/nofollow"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // DefaultPrometheusURL is where the local sandbox exposes its gauges.
@@ -38,7 +40,9 @@ const acceptHeader = `text/plain;version=0.0.4;q=0.9,application/openmetrics-tex
 // PrometheusOptions configure a [Prometheus] source. Zero values take the
 // documented defaults.
 type PrometheusOptions struct {
-	// Client does the scrapes; default a client with a 5 s timeout.
+	// Client does the scrapes; default a client with a 5 s timeout. A
+	// scrape never follows a redirect, whatever the client's own policy
+	// (the source uses a copy of it, [nofollow.Client]).
 	Client *http.Client
 	// Period of each timeline point; default [DefaultPeriod].
 	Period time.Duration
@@ -83,6 +87,7 @@ func NewPrometheus(urls []string, opts PrometheusOptions) (*Prometheus, error) {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 5 * time.Second}
 	}
+	opts.Client = nofollow.Client(opts.Client)
 	if opts.Period <= 0 {
 		opts.Period = DefaultPeriod
 	}
@@ -281,6 +286,10 @@ func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, 
 		return nil, 0, fmt.Errorf("scrape %s: %w: %w", target, ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
+	if loc, ok := nofollow.Redirected(resp); ok {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return nil, 0, redirectError(target, resp.Status, loc)
+	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return nil, 0, fmt.Errorf("scrape %s: %w: HTTP %s", target, ErrUnavailable, resp.Status)
@@ -350,6 +359,17 @@ func toSample(m *dto.Metric, host string) (sample, bool) {
 		return s, false
 	}
 	return s, true
+}
+
+// redirectError is a scrape answered with a redirect: not followed (the
+// answer could stand in another server's gauges), named with its fix.
+func redirectError(target, status, location string) error {
+	where := "elsewhere"
+	if location != "" {
+		where = "to " + textsafe.Line(location)
+	}
+	return fmt.Errorf("scrape %s: %w: it redirects (HTTP %s) %s, and koshactl follows no redirect of a metrics endpoint: "+
+		"give the URL that serves the metrics itself (--metrics-url, or the context's metrics.prometheus.url)", target, ErrUnavailable, status, where)
 }
 
 func hostOf(target string) string {

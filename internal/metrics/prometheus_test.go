@@ -240,3 +240,33 @@ func TestNewPrometheusValidatesURLs(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Issue 35: a 302 to another loopback port was followed (17 times, as far
+// as the chain went), and its gauges judged. A scrape follows no redirect,
+// whatever its client would do, and says what to fix.
+func TestPrometheusRefusesRedirects(t *testing.T) {
+	t.Parallel()
+	other, otherURL := serveMetrics(t, sandboxText)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, otherURL, http.StatusFound)
+	}))
+	t.Cleanup(redirecting.Close)
+	target := redirecting.URL + "/metrics"
+	for name, client := range map[string]*http.Client{"default client": nil, "a client that follows redirects": {}} {
+		p, err := metrics.NewPrometheus([]string{target}, metrics.PrometheusOptions{Client: client, Clock: clock.NewFake(now)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai"}})
+		want := "scrape " + target + ": metrics source unavailable: it redirects (HTTP 302 Found) to " + otherURL +
+			", and koshactl follows no redirect of a metrics endpoint: give the URL that serves the metrics itself"
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v\nwant %s…", name, err, want)
+		}
+	}
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	if other.hits != 0 {
+		t.Errorf("the redirect's target was scraped %d times", other.hits)
+	}
+}

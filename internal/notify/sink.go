@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/kosha-platform/koshactl/internal/nofollow"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -66,9 +67,10 @@ type Webhook struct {
 }
 
 // NewHTTPClient returns the client webhooks post with: it follows no
-// redirect (an answer never sends the notification somewhere else).
+// redirect (an answer never sends the notification somewhere else; the
+// rule is [nofollow.Client]).
 func NewHTTPClient() *http.Client {
-	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return nofollow.Client(nil)
 }
 
 // Name implements [Sink].
@@ -98,9 +100,9 @@ func (w *Webhook) Send(ctx context.Context, ev Event) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "koshactl-notify")
 	req.Header.Set("X-Kosha-Notification-Id", ev.ID)
-	c := w.Client
-	if c == nil {
-		c = NewHTTPClient()
+	c := NewHTTPClient()
+	if w.Client != nil {
+		c = nofollow.Client(w.Client)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
