@@ -143,3 +143,24 @@ func TestJudgeScrapeNeverConfirmsAHostileExposition(t *testing.T) {
 		})
 	}
 }
+
+// Issue 35: "released on 1 of 4 instances (gw-1, gw-2, gw-4)" read as the
+// instances that had released. The summary says which is which.
+func TestSummaryNamesWhichInstancesAreWhich(t *testing.T) {
+	cv := func(goal metrics.Goal, v metrics.Verdict, confirmed int, stragglers []string, unknown ...metrics.Doubt) metrics.Convergence {
+		return metrics.Convergence{Change: metrics.Change{Goal: goal}, Verdict: v, PerInstance: true, Instances: 4, Confirmed: confirmed,
+			Stragglers: stragglers, Unknown: unknown}
+	}
+	for want, c := range map[string]metrics.Convergence{
+		"forced on 2 of 4 instances (not yet: gw-1, gw-2)":                    cv(metrics.GoalForced, metrics.Converging, 2, []string{"gw-1", "gw-2"}),
+		"released on 1 of 4 instances (not yet: gw-1, gw-2, gw-4)":            cv(metrics.GoalReleased, metrics.Converging, 1, []string{"gw-1", "gw-2", "gw-4"}),
+		"forced on 3 of 4 instances, not obeyed (not forced: gw-3)":           cv(metrics.GoalForced, metrics.NotObeyed, 3, []string{"gw-3"}),
+		"released on 3 of 4 instances, not obeyed (still forced: gw-2)":       cv(metrics.GoalReleased, metrics.NotObeyed, 3, []string{"gw-2"}),
+		"forced on 4 of 4 instances":                                          cv(metrics.GoalForced, metrics.Confirmed, 4, nil),
+		"forced on 3 of 4 instances, unconfirmed (unknown: gw-4 reports NaN)": cv(metrics.GoalForced, metrics.Unconfirmed, 3, nil, metrics.Doubt{Instance: "gw-4", Why: "reports NaN"}),
+	} {
+		if got := c.Summary(); got != want {
+			t.Errorf("Summary = %q, want %q", got, want)
+		}
+	}
+}
