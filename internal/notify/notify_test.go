@@ -245,7 +245,8 @@ func TestSNSMessageIsAChatbotNotificationWithinTheServiceLimits(t *testing.T) {
 			t.Fatalf("not a Chatbot custom notification: %s", m.Message[:200])
 		}
 		slackSafe(t, cb.Content.Title+"\n"+cb.Content.Description)
-		if !strings.HasPrefix(m.Subject, "[prod] breaker.force-open by Zo??Ops <!here>") || len(m.Subject) >= 100 {
+		slackSafe(t, m.Subject)
+		if !strings.HasPrefix(m.Subject, "[prod] breaker.force-open by Zo??Ops &lt;!here&gt;") || len(m.Subject) >= 100 {
 			t.Fatalf("subject %q", m.Subject)
 		}
 		if m.Attributes[notify.AttrContext].StringValue != "prod" || m.Attributes[notify.AttrAction].StringValue != "breaker.force-open" {
@@ -384,5 +385,22 @@ func TestAnEchoingReceiverLeaksNoSegmentOrValue(t *testing.T) {
 	err := (&notify.Webhook{SinkName: "hook", URL: srv.URL + "/api/v1/" + tok}).Send(t.Context(), event())
 	if err == nil || !strings.Contains(err.Error(), "api v1 is retired") {
 		t.Errorf("short words were cut: %v", err)
+	}
+}
+
+// Issue 35: the SNS Subject carried an actor's "<!channel>" raw, while the
+// message escaped it. The subject is escaped by the same rule (EscapeSlack).
+func TestSNSSubjectMentionsNobody(t *testing.T) {
+	t.Parallel()
+	ev := event()
+	ev.Actor = "<!channel> <@U123>"
+	ev.Reason = "<!here>"
+	in, err := notify.SNSPublishInput("arn:aws:sns:eu-west-1:123456789012:kosha", ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := aws.ToString(in.Subject)
+	if strings.ContainsAny(subject, "<>") || !strings.Contains(subject, "&lt;!channel&gt;") {
+		t.Errorf("subject %q holds a raw mention", subject)
 	}
 }
