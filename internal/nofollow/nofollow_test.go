@@ -18,11 +18,15 @@ func TestClientReturnsTheRedirectItself(t *testing.T) {
 	}))
 	defer srv.Close()
 	shared := &http.Client{}
-	resp, err := nofollow.Client(shared).Get(srv.URL + "/metrics")
+	get, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/metrics", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	resp, err := nofollow.Client(shared).Do(get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
 	loc, ok := nofollow.Redirected(resp)
 	if !ok || loc != elsewhere.URL+"/metrics" || hits != 0 {
 		t.Errorf("Redirected = %q, %v; the other server had %d requests", loc, ok, hits)
@@ -36,7 +40,7 @@ func TestClientReturnsTheRedirectItself(t *testing.T) {
 		}
 	}
 	// A relative Location is resolved against the request.
-	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:8787/metrics", nil)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://127.0.0.1:8787/metrics", nil)
 	resp = &http.Response{StatusCode: 302, Header: http.Header{"Location": {"/elsewhere"}}, Request: req}
 	if loc, _ := nofollow.Redirected(resp); loc != "http://127.0.0.1:8787/elsewhere" {
 		t.Errorf("relative Location = %q", loc)
