@@ -3,7 +3,9 @@ package chaos
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +14,29 @@ import (
 
 // HeaderName is the HTTP header that carries a chaos header value.
 const HeaderName = "X-Kosha-Chaos"
+
+// HeaderValue returns the one chaos header value a request carries: "" when
+// it has none. A request with more than one X-Kosha-Chaos field fails the
+// syntax check, and none of its values is honored: which of several a proxy,
+// a framework or a verifier would keep differs (Go's Header.Get keeps the
+// first, others the last or a comma-joined list), so the contract keeps
+// none (docs/contracts/chaos-header.md). The first value is returned with
+// the error, for the record of the rejection.
+func HeaderValue(h http.Header) (string, error) {
+	vs := h.Values(HeaderName)
+	switch len(vs) {
+	case 0:
+		return "", nil
+	case 1:
+		return vs[0], nil
+	}
+	return vs[0], &CheckError{Check: CheckSyntax, Reason: fmt.Sprintf("the request carries %d %s fields; exactly one is honored, so none of these is: send one", len(vs), HeaderName),
+		err: ErrRepeatedHeader}
+}
+
+// ErrRepeatedHeader is wrapped by [HeaderValue]'s error for a request with
+// more than one chaos header field.
+var ErrRepeatedHeader = errors.New("more than one chaos header")
 
 // Version is the wire format version this package speaks (the v field).
 const Version = 1

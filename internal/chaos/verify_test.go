@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -344,5 +345,20 @@ func TestValueFromInput(t *testing.T) {
 		if got := chaos.ValueFromInput(in); got != want {
 			t.Errorf("ValueFromInput(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestHeaderValueRefusesMoreThanOneField(t *testing.T) {
+	t.Parallel()
+	if v, err := chaos.HeaderValue(http.Header{}); v != "" || err != nil {
+		t.Errorf("no header: %q, %v", v, err)
+	}
+	if v, err := chaos.HeaderValue(http.Header{chaos.HeaderName: {"v=1;a"}}); v != "v=1;a" || err != nil {
+		t.Errorf("one header: %q, %v", v, err)
+	}
+	v, err := chaos.HeaderValue(http.Header{chaos.HeaderName: {"first", "second"}})
+	var ce *chaos.CheckError
+	if !errors.As(err, &ce) || ce.Check != chaos.CheckSyntax || !errors.Is(err, chaos.ErrRepeatedHeader) || v != "first" {
+		t.Errorf("two headers: %q, %v; want the syntax check", v, err)
 	}
 }

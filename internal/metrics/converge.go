@@ -105,10 +105,10 @@ func (g *Goal) UnmarshalText(text []byte) error {
 	return fmt.Errorf("parse goal %q: want forced or released", text)
 }
 
-// meets reports whether a gauge value shows the goal: forced is 3, released
-// anything else that is a state.
+// meets reports whether a gauge value shows the goal: forced is exactly 3,
+// released exactly another state (0, 1 or 2).
 func (g Goal) meets(v float64) bool {
-	b, ok := GaugeState(v)
+	b, ok := exactState(v)
 	if !ok {
 		return false
 	}
@@ -207,6 +207,9 @@ type Convergence struct {
 	// Stragglers name the instances that contradict the goal, where the
 	// source names instances (a scrape; CloudWatch with the breakdown).
 	Stragglers []string
+	// Unknown names the instances of a scrape whose reading cannot be
+	// judged ([Goal.Stand]): counted in Instances, never confirmed.
+	Unknown []Doubt
 	// Period is the start of the CloudWatch period judged (zero for a
 	// scrape, or when no period is complete and settled yet); Worst and Best
 	// are its statistics.
@@ -218,10 +221,12 @@ type Convergence struct {
 
 // Judge applies the rule of "did the fleet obey" to one snapshot:
 //
-//   - On a scrape ([Snapshot.Live]) every reporting instance is judged by
-//     its current value: forced (3) on each after a force; none forced
-//     after a clear. Confirmed when every one of at least one reporting
-//     instance shows the goal.
+//   - On a scrape ([Snapshot.Live]) every instance the source knows is
+//     judged by [Goal.Stand]: forced (3) on each after a force; none forced
+//     after a clear. Confirmed when every one of at least one instance
+//     shows the goal: an instance that reports no state, a stale sample or
+//     a duplicated series, or that stopped reporting, is unknown and keeps
+//     the change unconfirmed.
 //   - On CloudWatch the fleet's statistics of the newest complete period
 //     are judged: a period that starts at least [OverrideCacheTTL] after the
 //     change (every obeying instance applied it before the period began) and
@@ -232,14 +237,15 @@ type Convergence struct {
 //
 // Not confirmed within the source's bound ([Snapshot.Lag]) is
 // [Converging]; past it, [NotObeyed] when the gauges contradict the goal,
-// [Unconfirmed] when there is nothing to judge by.
+// [Unconfirmed] when there is nothing to judge by (or, on a scrape, only
+// instances whose standing is unknown keep it from confirmation).
 func Judge(c Change, snap *Snapshot) Convergence {
 	cv := Convergence{Change: c, At: snap.FetchedAt, Bound: snap.lag()}
 	cv.Elapsed = max(snap.FetchedAt.Sub(c.Since), 0)
 	s := snap.Series[c.Dependency]
 	var judged, met bool
 	if snap.Live {
-		judged, met = judgeLive(&cv, s, snap)
+		judged, met = judgeLive(&cv, s)
 	} else {
 		judged, met = judgePeriods(&cv, s, snap)
 	}
@@ -256,27 +262,33 @@ func Judge(c Change, snap *Snapshot) Convergence {
 	return cv
 }
 
-// judgeLive judges a scrape's reporting instances by their current values.
-func judgeLive(cv *Convergence, s Series, snap *Snapshot) (judged, met bool) {
+// judgeLive judges a scrape's instances, each by [Goal.Stand]. It has
+// judged when every instance showed the goal or one contradicts it; an
+// unknown one alone is nothing to judge by.
+func judgeLive(cv *Convergence, s Series) (judged, met bool) {
 	cv.PerInstance = true
 	for _, in := range s.Instances {
-		v, ok := in.Current()
-		if !ok || snap.FetchedAt.Sub(in.LastSeen) > snap.StaleAfter {
+		st, why := cv.Goal.Stand(in, cv.Since)
+		switch st {
+		case Shows:
+			cv.Confirmed++
+		case Contradicts:
+			cv.Stragglers = append(cv.Stragglers, in.Instance)
+		case Unknown:
+			cv.Unknown = append(cv.Unknown, Doubt{Instance: in.Instance, Why: why})
+		case Departed:
 			continue
 		}
 		cv.Instances++
-		if cv.Goal.meets(v) {
-			cv.Confirmed++
-		} else {
-			cv.Stragglers = append(cv.Stragglers, in.Instance)
-		}
 	}
 	sort.Strings(cv.Stragglers)
+	sort.Slice(cv.Unknown, func(i, j int) bool { return cv.Unknown[i].Instance < cv.Unknown[j].Instance })
 	if cv.Instances == 0 {
 		cv.Note = "no instance reports the gauge"
 		return false, false
 	}
-	return true, cv.Confirmed == cv.Instances
+	met = cv.Confirmed == cv.Instances
+	return met || len(cv.Stragglers) > 0, met
 }
 
 // judgePeriods judges CloudWatch's newest complete, settled period, and
@@ -369,14 +381,19 @@ func JudgeStatus(st DependencyStatus, snap *Snapshot) *Convergence {
 	return &cv
 }
 
-// Summary says in words where the change stands, e.g. "forced on 3 of 4
-// instances, not obeyed (gw-3)" or, on CloudWatch without the breakdown,
-// "minute 19:01 worst forced best closed, ~4 samples". Instance names come
-// from the gauge source: render the text with textsafe.
+// Summary says in words where the change stands, naming which instances
+// are which: "forced on 2 of 4 instances (not yet: gw-1, gw-2)" while the
+// fleet converges; "forced on 3 of 4 instances, not obeyed (not forced:
+// gw-3)" past the bound; "released on 3 of 4 instances, unconfirmed
+// (unknown: gw-2 reports NaN, not a state)" when an instance cannot be
+// judged; on CloudWatch without the breakdown, "minute 19:01 worst forced
+// best closed, ~4 samples". The CLI's --wait, the dashboard and drills all
+// print it. Instance names come from the gauge source: render the text with
+// textsafe.
 func (cv Convergence) Summary() string {
 	var s string
 	switch {
-	case cv.PerInstance || len(cv.Stragglers) > 0:
+	case cv.PerInstance || len(cv.Stragglers) > 0 || len(cv.Unknown) > 0:
 		s = fmt.Sprintf("%s on %d of %d instances", cv.Goal, cv.Confirmed, cv.Instances)
 	case !cv.Period.IsZero():
 		s = fmt.Sprintf("minute %s worst %s best %s, ~%d samples", cv.Period.Format("15:04"), GaugeLabel(cv.Worst), GaugeLabel(cv.Best), cv.Instances)
@@ -388,10 +405,34 @@ func (cv Convergence) Summary() string {
 	if cv.Verdict != Converging && cv.Verdict != Confirmed {
 		s += ", " + cv.Verdict.Label()
 	}
+	var groups []string
 	if len(cv.Stragglers) > 0 {
-		s += " (" + strings.Join(cv.Stragglers, ", ") + ")"
+		label := "not yet"
+		if cv.Verdict != Converging {
+			label = cv.Goal.lacking()
+		}
+		groups = append(groups, label+": "+strings.Join(cv.Stragglers, ", "))
+	}
+	if len(cv.Unknown) > 0 {
+		doubts := make([]string, len(cv.Unknown))
+		for i, d := range cv.Unknown {
+			doubts[i] = d.Instance + " " + d.Why
+		}
+		groups = append(groups, "unknown: "+strings.Join(doubts, "; "))
+	}
+	if len(groups) > 0 {
+		s += " (" + strings.Join(groups, "; ") + ")"
 	}
 	return s
+}
+
+// lacking names the instances that contradict the goal: "not forced" after
+// a force, "still forced" after a clear.
+func (g Goal) lacking() string {
+	if g == GoalReleased {
+		return "still forced"
+	}
+	return "not " + g.String()
 }
 
 // Pending returns the changes of cs not yet confirmed, in order.

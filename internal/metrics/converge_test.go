@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,11 +70,25 @@ func TestJudgeScrapeCountsEveryReportingInstance(t *testing.T) {
 	if cv := judge(clear); cv.Verdict != metrics.Confirmed || cv.Confirmed != 4 {
 		t.Errorf("none forced after the clear (open and half-open are its own states): %+v, want confirmed", cv)
 	}
-	// Nothing reporting: nothing to judge by; past the bound, unconfirmed.
+	// Nothing reporting any more: the four known instances stopped, so
+	// nothing confirms; past the bound, unconfirmed (each one unknown).
 	e.set("# TYPE kosha_breaker_state gauge\n")
 	clk.Advance(time.Minute)
-	if cv := judge(clear); cv.Verdict != metrics.Unconfirmed || cv.Instances != 0 {
-		t.Errorf("no instance reporting past the bound: %+v, want unconfirmed", cv)
+	if cv := judge(clear); cv.Verdict != metrics.Unconfirmed || cv.Instances != 4 || cv.Confirmed != 0 || len(cv.Unknown) != 4 {
+		t.Errorf("no instance reporting past the bound: %+v, want unconfirmed with 4 unknown", cv)
+	}
+	// A source that never saw an instance has nothing to judge by.
+	_, empty := serveMetrics(t, "# TYPE kosha_breaker_state gauge\n")
+	fresh, err := metrics.NewPrometheus([]string{empty}, metrics.PrometheusOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := fresh.Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cv := metrics.Judge(metrics.Change{Dependency: "openai", Goal: metrics.GoalReleased, Since: now}, &snap); cv.Verdict != metrics.Unconfirmed || cv.Instances != 0 {
+		t.Errorf("nothing ever reported, past the bound: %+v, want unconfirmed with no instance", cv)
 	}
 }
 
@@ -313,5 +330,97 @@ func TestDependencyStatusSaysNotObeyedPastTheBound(t *testing.T) {
 	st := status()
 	if st.Fleet == nil || st.Fleet.Verdict != metrics.NotObeyed || !strings.Contains(strings.Join(st.Notes, ";"), "not obeyed by gw-3") {
 		t.Errorf("8s after the force: fleet %+v notes %q, want not obeyed by gw-3", st.Fleet, st.Notes)
+	}
+}
+
+// deadlineRecorder records the deadline of each scrape request's context,
+// as time left when the request was sent.
+type deadlineRecorder struct {
+	mu   sync.Mutex
+	left []time.Duration
+	none int // requests without a deadline
+}
+
+func (d *deadlineRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	dl, ok := req.Context().Deadline()
+	d.mu.Lock()
+	if ok {
+		d.left = append(d.left, time.Until(dl))
+	} else {
+		d.none++
+	}
+	d.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// Issue 35: a hanging metrics endpoint carried `--timeout 8s` 2.7 s past
+// its end (the scrape ran on the client's own 5 s). Each scrape's context
+// ends by the wait's deadline: the one sent 10 ms before it has at most
+// 10 ms, and the hanging endpoint sees its request canceled.
+func TestWaiterBoundsEachScrapeByItsDeadline(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(now)
+	const lastPoll = 7990 * time.Millisecond
+	canceled := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if clk.Now().Sub(now) < lastPoll {
+			fmt.Fprint(w, scrapeText(0, 0, 0, 0))
+			return
+		}
+		<-r.Context().Done() // hangs until the scrape gives up
+		close(canceled)
+	}))
+	t.Cleanup(srv.Close)
+	rec := &deadlineRecorder{}
+	src, err := metrics.NewPrometheus([]string{srv.URL + "/metrics"},
+		metrics.PrometheusOptions{Clock: clk, Client: &http.Client{Timeout: 5 * time.Second, Transport: rec}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &metrics.Waiter{Gauges: src, Clock: clk, Timeout: 8 * time.Second, Poll: lastPoll}
+	type outcome struct {
+		res metrics.WaitResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := w.Wait(context.Background(), []metrics.Change{{Dependency: "openai", Goal: metrics.GoalForced, Since: now}})
+		done <- outcome{res, err}
+	}()
+	var o outcome
+	for ended := false; !ended; {
+		changed := clk.WaitersChanged()
+		select {
+		case o = <-done:
+			ended = true
+			continue
+		default:
+		}
+		if clk.Waiters() == 0 {
+			select {
+			case o = <-done:
+				ended = true
+			case <-changed:
+			case <-time.After(wait.Ceiling):
+				t.Fatal("the waiter never waited on the clock")
+			}
+			continue
+		}
+		// To the next poll: the last one 10 ms before the deadline, then
+		// the deadline.
+		clk.Advance(min(lastPoll, now.Add(8*time.Second).Sub(clk.Now())))
+	}
+	select {
+	case <-canceled:
+	default:
+		t.Error("the hanging endpoint never saw its request canceled")
+	}
+	if !errors.Is(o.err, metrics.ErrNotConfirmed) || !errors.Is(o.err, context.DeadlineExceeded) || o.res.Elapsed != 8*time.Second || o.res.Polls != 2 {
+		t.Errorf("wait = %+v, %v; want not confirmed after 8s and 2 polls, the last one cut at the deadline", o.res, o.err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.none != 0 || len(rec.left) != 2 || rec.left[0] > 8*time.Second || rec.left[1] > 10*time.Millisecond {
+		t.Errorf("time left to each scrape = %v (%d without a deadline), want at most 8s, then at most the 10ms left to the wait", rec.left, rec.none)
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/gauge"
+	"github.com/kosha-platform/koshactl/internal/nofollow"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // DefaultPrometheusURL is where the local sandbox exposes its gauges.
@@ -38,7 +40,9 @@ const acceptHeader = `text/plain;version=0.0.4;q=0.9,application/openmetrics-tex
 // PrometheusOptions configure a [Prometheus] source. Zero values take the
 // documented defaults.
 type PrometheusOptions struct {
-	// Client does the scrapes; default a client with a 5 s timeout.
+	// Client does the scrapes; default a client with a 5 s timeout. A
+	// scrape never follows a redirect, whatever the client's own policy
+	// (the source uses a copy of it, [nofollow.Client]).
 	Client *http.Client
 	// Period of each timeline point; default [DefaultPeriod].
 	Period time.Duration
@@ -61,6 +65,12 @@ type Prometheus struct {
 	// last[dependency][instance] the value it reported.
 	seen map[string]map[string]time.Time
 	last map[string]map[string]float64
+	// read[dependency][instance] is the instance's reading in the newest
+	// scrape (absent: not in it), and present[dependency][instance] the
+	// last scrape that held the instance, whatever its value: the instances
+	// known, against which a fleet that shrank is told.
+	read    map[string]map[string]*Reading
+	present map[string]map[string]time.Time
 }
 
 // NewPrometheus returns a source scraping each of urls (http or https).
@@ -77,6 +87,7 @@ func NewPrometheus(urls []string, opts PrometheusOptions) (*Prometheus, error) {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 5 * time.Second}
 	}
+	opts.Client = nofollow.Client(opts.Client)
 	if opts.Period <= 0 {
 		opts.Period = DefaultPeriod
 	}
@@ -84,16 +95,19 @@ func NewPrometheus(urls []string, opts PrometheusOptions) (*Prometheus, error) {
 		opts.Clock = clock.Real{}
 	}
 	return &Prometheus{urls: append([]string(nil), urls...), opts: opts, history: map[string]map[string][]Point{},
-		seen: map[string]map[string]time.Time{}, last: map[string]map[string]float64{}}, nil
+		seen: map[string]map[string]time.Time{}, last: map[string]map[string]float64{},
+		read: map[string]map[string]*Reading{}, present: map[string]map[string]time.Time{}}, nil
 }
 
 // Describe implements [GaugeSource].
 func (p *Prometheus) Describe() string { return "prometheus " + strings.Join(p.urls, ",") }
 
-// sample is one gauge value of one scrape.
+// sample is one gauge value of one scrape, as the exposition gave it.
 type sample struct {
 	dependency, instance string
 	value                float64
+	// at is the sample's own timestamp, zero when it has none.
+	at time.Time
 }
 
 // Fetch implements [GaugeSource]. It scrapes every target concurrently; a
@@ -130,7 +144,7 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 			continue
 		}
 		if r.skipped > 0 {
-			snap.Warnings = append(snap.Warnings, fmt.Sprintf("%s: %d %s samples ignored (no dependency label, or a value that is not 0..3)",
+			snap.Warnings = append(snap.Warnings, fmt.Sprintf("%s: %d %s samples ignored (no dependency label, or a value that is not 0..3: such an instance cannot confirm a change)",
 				p.urls[i], r.skipped, gauge.PrometheusMetricName))
 		}
 		all = append(all, r.samples...)
@@ -149,16 +163,20 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 	for _, d := range uniqueValid(deps) {
 		snap.Series[d] = Series{Dependency: d}
 	}
-	for dep, byInstance := range p.history {
+	for dep, known := range p.present {
+		byInstance := p.history[dep]
 		s := Series{Dependency: dep}
-		for _, name := range sortedKeys(byInstance) {
-			pts := byInstance[name]
-			if len(pts) == 0 {
-				continue
+		for _, name := range sortedKeys(known) {
+			in := InstanceSeries{Instance: name, LastRead: known[name]}
+			if pts := byInstance[name]; len(pts) > 0 {
+				last := p.last[dep][name]
+				in.Points, in.LastSeen, in.Last = append([]Point(nil), pts...), p.seen[dep][name], &last
 			}
-			last := p.last[dep][name]
-			s.Instances = append(s.Instances, InstanceSeries{Instance: name, Points: append([]Point(nil), pts...),
-				LastSeen: p.seen[dep][name], Last: &last})
+			if r := p.read[dep][name]; r != nil {
+				cp := *r
+				in.Newest = &cp
+			}
+			s.Instances = append(s.Instances, in)
 		}
 		s.Timeline = fleetTimeline(s.Instances)
 		s.TimelineFromInstances = true
@@ -170,11 +188,31 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 	return snap, nil
 }
 
-// record adds one scrape's samples to the history. Every sample is stamped
-// with now, the scrape's time: an instance present in the scrape is current.
+// record adds one scrape's samples to the history. Every sample that is a
+// state is stamped with now, the scrape's time: an instance present in the
+// scrape is current. Every sample, state or not, is the instance's reading
+// in the newest read ([Goal.Stand] judges it).
 func (p *Prometheus) record(samples []sample, now time.Time) {
 	bucket := now.UTC().Truncate(p.opts.Period)
+	clear(p.read)
 	for _, s := range samples {
+		if p.read[s.dependency] == nil {
+			p.read[s.dependency] = map[string]*Reading{}
+		}
+		if p.present[s.dependency] == nil {
+			p.present[s.dependency] = map[string]time.Time{}
+		}
+		p.present[s.dependency][s.instance] = now
+		r := p.read[s.dependency][s.instance]
+		if r == nil {
+			r = &Reading{ReadAt: now}
+			p.read[s.dependency][s.instance] = r
+		}
+		r.Series++
+		r.Value, r.SampledAt = s.value, s.at
+		if _, ok := GaugeState(s.value); !ok {
+			continue
+		}
 		byInstance, ok := p.history[s.dependency]
 		if !ok {
 			byInstance = map[string][]Point{}
@@ -198,8 +236,19 @@ func (p *Prometheus) record(samples []sample, now time.Time) {
 	}
 }
 
-// prune drops points older than start and instances left without points.
+// prune drops points older than start and instances left without points,
+// and forgets instances not read since start.
 func (p *Prometheus) prune(start time.Time) {
+	for dep, known := range p.present {
+		for name, at := range known {
+			if at.Before(start) {
+				delete(known, name)
+			}
+		}
+		if len(known) == 0 {
+			delete(p.present, dep)
+		}
+	}
 	for dep, byInstance := range p.history {
 		for name, pts := range byInstance {
 			i := 0
@@ -237,6 +286,10 @@ func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, 
 		return nil, 0, fmt.Errorf("scrape %s: %w: %w", target, ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
+	if loc, ok := nofollow.Redirected(resp); ok {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return nil, 0, redirectError(target, resp.Status, loc)
+	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return nil, 0, fmt.Errorf("scrape %s: %w: HTTP %s", target, ErrUnavailable, resp.Status)
@@ -248,7 +301,7 @@ func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, 
 	dec := expfmt.NewDecoder(io.LimitReader(resp.Body, maxScrapeBytes), format)
 	host := hostOf(target)
 	var out []sample
-	skipped := 0
+	skipped := 0 // samples that are not a state of a named dependency
 	for {
 		var mf dto.MetricFamily
 		err := dec.Decode(&mf)
@@ -267,16 +320,23 @@ func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, 
 				skipped++
 				continue
 			}
+			if _, state := GaugeState(s.value); !state {
+				skipped++
+			}
 			out = append(out, s)
 		}
 	}
 	return out, skipped, nil
 }
 
-// toSample reads one gauge (or untyped) sample; the instance defaults to the
-// target's host:port, as Prometheus itself labels a target.
+// toSample reads one gauge (or untyped) sample of a named dependency,
+// whatever its value; the instance defaults to the target's host:port, as
+// Prometheus itself labels a target.
 func toSample(m *dto.Metric, host string) (sample, bool) {
 	s := sample{instance: host}
+	if m.TimestampMs != nil {
+		s.at = time.UnixMilli(m.GetTimestampMs())
+	}
 	for _, l := range m.GetLabel() {
 		switch l.GetName() {
 		case gauge.DimDependency:
@@ -298,10 +358,18 @@ func toSample(m *dto.Metric, host string) (sample, bool) {
 	if breaker.ValidateDependency(s.dependency) != nil {
 		return s, false
 	}
-	if _, ok := GaugeState(s.value); !ok {
-		return s, false
-	}
 	return s, true
+}
+
+// redirectError is a scrape answered with a redirect: not followed (the
+// answer could stand in another server's gauges), named with its fix.
+func redirectError(target, status, location string) error {
+	where := "elsewhere"
+	if location != "" {
+		where = "to " + textsafe.Line(location)
+	}
+	return fmt.Errorf("scrape %s: %w: it redirects (HTTP %s) %s, and koshactl follows no redirect of a metrics endpoint: "+
+		"give the URL that serves the metrics itself (--metrics-url, or the context's metrics.prometheus.url)", target, ErrUnavailable, status, where)
 }
 
 func hostOf(target string) string {

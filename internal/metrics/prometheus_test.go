@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,8 +169,16 @@ kosha_breaker_state{dependency="openai",instance="gw-3"} 1
 	if len(snap.Warnings) != 1 || !strings.Contains(snap.Warnings[0], "4 kosha_breaker_state samples ignored") {
 		t.Errorf("warnings = %q", snap.Warnings)
 	}
-	if in := snap.Series["openai"].Instances; len(in) != 1 || in[0].Instance != "gw-3" {
-		t.Errorf("instances = %+v, want only gw-3", in)
+	// gw-1 (7) and gw-2 (NaN) report no state: no points, nothing shown,
+	// but they are there, with their reading, so they cannot confirm.
+	in := snap.Series["openai"].Instances
+	if len(in) != 3 || in[2].Instance != "gw-3" || len(in[2].Points) != 1 || len(in[0].Points) != 0 || len(in[1].Points) != 0 ||
+		in[0].Newest == nil || in[0].Newest.Value != 7 || in[1].Newest == nil || !math.IsNaN(in[1].Newest.Value) {
+		t.Errorf("instances = %+v, want gw-1 and gw-2 without points and gw-3 with one", in)
+	}
+	st := metrics.Merge(nil, nil, &snap, now)
+	if len(st) != 1 || st[0].Gauges.Reporting != 1 || len(st[0].Instances) != 1 {
+		t.Errorf("merged = %+v, want only gw-3 shown", st)
 	}
 }
 
@@ -231,3 +240,33 @@ func TestNewPrometheusValidatesURLs(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Issue 35: a 302 to another loopback port was followed (17 times, as far
+// as the chain went), and its gauges judged. A scrape follows no redirect,
+// whatever its client would do, and says what to fix.
+func TestPrometheusRefusesRedirects(t *testing.T) {
+	t.Parallel()
+	other, otherURL := serveMetrics(t, sandboxText)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, otherURL, http.StatusFound)
+	}))
+	t.Cleanup(redirecting.Close)
+	target := redirecting.URL + "/metrics"
+	for name, client := range map[string]*http.Client{"default client": nil, "a client that follows redirects": {}} {
+		p, err := metrics.NewPrometheus([]string{target}, metrics.PrometheusOptions{Client: client, Clock: clock.NewFake(now)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai"}})
+		want := "scrape " + target + ": metrics source unavailable: it redirects (HTTP 302 Found) to " + otherURL +
+			", and koshactl follows no redirect of a metrics endpoint: give the URL that serves the metrics itself"
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v\nwant %s…", name, err, want)
+		}
+	}
+	other.mu.Lock()
+	defer other.mu.Unlock()
+	if other.hits != 0 {
+		t.Errorf("the redirect's target was scraped %d times", other.hits)
+	}
+}

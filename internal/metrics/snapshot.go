@@ -117,8 +117,15 @@ type InstanceSeries struct {
 	LastSeen time.Time
 	// Last is the instance's most recent value when the source knows it (a
 	// scrape); nil means the newest point's Max (CloudWatch reports only
-	// per-period statistics).
+	// per-period statistics). Points, LastSeen and Last hold states only.
 	Last *float64
+	// Newest is the instance's reading in the newest read of a live source
+	// (a scrape), whatever its value: nil when the instance was absent from
+	// it, and always nil on CloudWatch. [Goal.Stand] judges by it.
+	Newest *Reading
+	// LastRead is when a live source last found the instance in a read,
+	// whatever its value (zero on CloudWatch).
+	LastRead time.Time
 }
 
 // Current returns the instance's current value: Last, else the newest

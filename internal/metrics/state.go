@@ -141,3 +141,15 @@ func GaugeLabel(v float64) string {
 	}
 	return shortLabel(b)
 }
+
+// exactState converts a gauge value to a state only when it is exactly one
+// of 0, 1, 2 and 3. Confirmation ([Goal.Stand], [Judge]) reads values this
+// way: a value a publisher rounded wrong (3.4), not finite or out of range
+// is not a state it could confirm by, where the display ([GaugeState])
+// shows the nearest state.
+func exactState(v float64) (gauge.State, bool) {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v) || v < 0 || v > 3 {
+		return 0, false
+	}
+	return gauge.State(v), true
+}

@@ -64,7 +64,9 @@ type WaitResult struct {
 }
 
 // Wait polls until every change is confirmed, the timeout passes or ctx
-// ends. Running out of time returns the result and an error wrapping
+// ends. Each fetch's context ends at the wait's deadline (measured on
+// Clock), so the wait never outlasts its timeout; a poll due at the
+// deadline is not made. Running out of time returns the result and an error wrapping
 // [ErrNotConfirmed] (and the last fetch's error, if it failed); ctx's end
 // returns ctx's error. Changes of dependencies that are not valid names are
 // judged as the source reports them (never).
@@ -79,12 +81,26 @@ func (w *Waiter) Wait(ctx context.Context, changes []Change) (WaitResult, error)
 		timeout = DefaultWaitTimeout(lag)
 	}
 	start := clk.Now()
+	deadline := start.Add(timeout)
 	res := WaitResult{Timeout: timeout, Convergences: make([]Convergence, len(changes))}
 	for i, c := range changes {
 		res.Convergences[i] = Convergence{Change: c, Bound: lag}
 	}
+	timedOut := func() (WaitResult, error) {
+		res.Elapsed = clk.Now().Sub(start)
+		if res.FetchErr != nil {
+			return res, errors.Join(ErrNotConfirmed, res.FetchErr)
+		}
+		return res, ErrNotConfirmed
+	}
 	done := make([]bool, len(changes))
 	for {
+		// Every fetch ends by the wait's deadline: a source that hangs
+		// cannot carry the wait past its timeout.
+		left := deadline.Sub(clk.Now())
+		if left <= 0 {
+			return timedOut()
+		}
 		var ask []string
 		for i, c := range changes {
 			if !done[i] {
@@ -95,7 +111,9 @@ func (w *Waiter) Wait(ctx context.Context, changes []Change) (WaitResult, error)
 		if w.Instances {
 			req.Instances = ask
 		}
-		snap, err := w.Gauges.Fetch(ctx, req)
+		fctx, cancel := context.WithTimeout(ctx, left)
+		snap, err := w.Gauges.Fetch(fctx, req)
+		cancel()
 		res.Polls++
 		if ctx.Err() != nil {
 			return res, ctx.Err()
@@ -122,12 +140,9 @@ func (w *Waiter) Wait(ctx context.Context, changes []Change) (WaitResult, error)
 			res.Confirmed = true
 			return res, nil
 		}
-		left := timeout - res.Elapsed
+		left = deadline.Sub(now)
 		if left <= 0 {
-			if res.FetchErr != nil {
-				return res, errors.Join(ErrNotConfirmed, res.FetchErr)
-			}
-			return res, ErrNotConfirmed
+			return timedOut()
 		}
 		poll := w.Poll
 		if poll <= 0 {

@@ -245,7 +245,8 @@ func TestSNSMessageIsAChatbotNotificationWithinTheServiceLimits(t *testing.T) {
 			t.Fatalf("not a Chatbot custom notification: %s", m.Message[:200])
 		}
 		slackSafe(t, cb.Content.Title+"\n"+cb.Content.Description)
-		if !strings.HasPrefix(m.Subject, "[prod] breaker.force-open by Zo??Ops <!here>") || len(m.Subject) >= 100 {
+		slackSafe(t, m.Subject)
+		if !strings.HasPrefix(m.Subject, "[prod] breaker.force-open by Zo??Ops &lt;!here&gt;") || len(m.Subject) >= 100 {
 			t.Fatalf("subject %q", m.Subject)
 		}
 		if m.Attributes[notify.AttrContext].StringValue != "prod" || m.Attributes[notify.AttrAction].StringValue != "breaker.force-open" {
@@ -327,5 +328,79 @@ func TestAnEchoedPathCutByTheAnswerBoundLeaksNoPartOfTheToken(t *testing.T) {
 		if strings.Contains(err.Error(), "/services/T0A") || strings.Contains(err.Error(), "TOKEN") {
 			t.Fatalf("pad %d: part of the token leaks: %q", pad, err)
 		}
+	}
+}
+
+// Issue 35: a refusing receiver that echoes one segment of the URL's path,
+// or a query value URL-decoded, put the token in the warning and in the
+// notify.failed record (both carry Send's error): only the exact full path
+// and raw query were cut. Every segment and value is, escaped or decoded;
+// short words that are not tokens stay readable.
+func TestAnEchoingReceiverLeaksNoSegmentOrValue(t *testing.T) {
+	t.Parallel()
+	const (
+		segment = "B0BBBBBBB"
+		tok     = "TOKENtokenTOKEN"
+		raw     = "s3cr%2Ft+v4lue%21x"
+		decoded = "s3cr/t v4lue!x"
+	)
+	echoes := map[string]func(r *http.Request) string{
+		"a path segment":        func(*http.Request) string { return "no such team " + segment },
+		"the last segment":      func(*http.Request) string { return "invalid_token: " + tok },
+		"a decoded query value": func(r *http.Request) string { return "bad key " + r.URL.Query().Get("key") },
+		"a raw query value":     func(*http.Request) string { return "bad key " + raw },
+		"the value path-decoded": func(*http.Request) string {
+			return "bad key s3cr/t+v4lue!x"
+		},
+	}
+	for name, echo := range echoes {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusForbidden)
+				fmt.Fprint(w, echo(r))
+			}))
+			defer srv.Close()
+			w := &notify.Webhook{SinkName: "hook", URL: srv.URL + "/api/T0AAAAAAA/" + segment + "/" + tok + "?v=1&key=" + raw}
+			err := w.Send(t.Context(), event())
+			if err == nil {
+				t.Fatal("send succeeded")
+			}
+			for _, secret := range []string{segment, tok, raw, decoded, "s3cr/t+v4lue!x", "s3cr"} {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("%q leaks in %q", secret, err)
+				}
+			}
+			if !strings.Contains(err.Error(), "answered 403 Forbidden: ") || !strings.Contains(err.Error(), "…") {
+				t.Errorf("error %q does not say what was answered, with the secret cut", err)
+			}
+		})
+	}
+	// Short segments and values are words, not tokens: left as they are.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, "api v1 is retired")
+	}))
+	defer srv.Close()
+	err := (&notify.Webhook{SinkName: "hook", URL: srv.URL + "/api/v1/" + tok}).Send(t.Context(), event())
+	if err == nil || !strings.Contains(err.Error(), "api v1 is retired") {
+		t.Errorf("short words were cut: %v", err)
+	}
+}
+
+// Issue 35: the SNS Subject carried an actor's "<!channel>" raw, while the
+// message escaped it. The subject is escaped by the same rule (EscapeSlack).
+func TestSNSSubjectMentionsNobody(t *testing.T) {
+	t.Parallel()
+	ev := event()
+	ev.Actor = "<!channel> <@U123>"
+	ev.Reason = "<!here>"
+	in, err := notify.SNSPublishInput("arn:aws:sns:eu-west-1:123456789012:kosha", ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := aws.ToString(in.Subject)
+	if strings.ContainsAny(subject, "<>") || !strings.Contains(subject, "&lt;!channel&gt;") {
+		t.Errorf("subject %q holds a raw mention", subject)
 	}
 }

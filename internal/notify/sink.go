@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
+	"github.com/kosha-platform/koshactl/internal/nofollow"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -66,9 +68,10 @@ type Webhook struct {
 }
 
 // NewHTTPClient returns the client webhooks post with: it follows no
-// redirect (an answer never sends the notification somewhere else).
+// redirect (an answer never sends the notification somewhere else; the
+// rule is [nofollow.Client]).
 func NewHTTPClient() *http.Client {
-	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return nofollow.Client(nil)
 }
 
 // Name implements [Sink].
@@ -98,9 +101,9 @@ func (w *Webhook) Send(ctx context.Context, ev Event) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "koshactl-notify")
 	req.Header.Set("X-Kosha-Notification-Id", ev.ID)
-	c := w.Client
-	if c == nil {
-		c = NewHTTPClient()
+	c := NewHTTPClient()
+	if w.Client != nil {
+		c = nofollow.Client(w.Client)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -120,11 +123,14 @@ func (w *Webhook) Send(ctx context.Context, ev Event) error {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		msg := fmt.Sprintf("answered %s", resp.Status)
-		a := string(answer)
+		// Whole copies are cut first: a token that repeats itself
+		// ("TOKENtokenTOKEN") ends with a prefix of itself, so a complete
+		// copy at the end must not be taken for a cut one.
+		a := w.scrubRaw(string(answer))
 		if int64(len(answer)) == window {
 			a = dropPartialSecret(a, secrets)
 		}
-		if a = strings.TrimSpace(truncateBytes(w.scrubRaw(a), maxAnswer)); a != "" {
+		if a = strings.TrimSpace(truncateBytes(a, maxAnswer)); a != "" {
 			msg += ": " + textsafe.Line(a)
 		}
 		return errors.New(msg)
@@ -147,21 +153,53 @@ func dropPartialSecret(s string, secrets []string) string {
 	return s[:cut]
 }
 
-// secrets are the parts of the URL no message may hold: the URL itself,
-// and its path, query and fragment (a Slack webhook's token is its path).
+// minSecretPart is the shortest path segment or query value cut out of a
+// message on its own: long enough to hold a token, and longer than the
+// words ("api", "hooks", "v1") that also appear in ordinary text.
+const minSecretPart = 8
+
+// secrets are the parts of the URL no message may hold, longest first:
+// the URL itself; its path, query and fragment (a Slack webhook's token is
+// its path); and every path segment and query value of at least
+// [minSecretPart] bytes, both as written in the URL and decoded, since a
+// receiver may echo any one of them, escaped or not.
 func (w *Webhook) secrets() []string {
-	out := []string{w.URL}
 	if w.URL == "" {
 		return nil
 	}
-	if u, err := url.Parse(w.URL); err == nil {
-		for _, secret := range []string{u.RawQuery, u.EscapedPath(), u.Path, u.Fragment} {
-			if len(secret) > 1 {
-				out = append(out, secret)
+	out := []string{w.URL}
+	u, err := url.Parse(w.URL)
+	if err != nil {
+		return out
+	}
+	var parts []string
+	add := func(min int, ss ...string) {
+		for _, s := range ss {
+			if len(s) >= min && !slices.Contains(parts, s) && s != w.URL {
+				parts = append(parts, s)
 			}
 		}
 	}
-	return out
+	add(2, u.RawQuery, u.EscapedPath(), u.Path, u.Fragment, u.EscapedFragment())
+	for _, seg := range strings.Split(u.EscapedPath(), "/") {
+		add(minSecretPart, seg)
+		if dec, err := url.PathUnescape(seg); err == nil {
+			add(minSecretPart, dec)
+		}
+	}
+	for _, pair := range strings.Split(u.RawQuery, "&") {
+		_, v, _ := strings.Cut(pair, "=")
+		add(minSecretPart, v)
+		if dec, err := url.QueryUnescape(v); err == nil {
+			add(minSecretPart, dec)
+		}
+		if dec, err := url.PathUnescape(v); err == nil {
+			add(minSecretPart, dec)
+		}
+	}
+	// Longest first: a part inside a longer one is cut with it.
+	slices.SortStableFunc(parts, func(a, b string) int { return len(b) - len(a) })
+	return append(out, parts...)
 }
 
 // scrub turns a transport error into one that cannot carry the URL: a
@@ -181,7 +219,8 @@ func (w *Webhook) scrub(err error) error {
 
 func (w *Webhook) scrubText(s string) string { return textsafe.Line(w.scrubRaw(s)) }
 
-// scrubRaw cuts every copy of the URL, its path, query and fragment out of s.
+// scrubRaw cuts every copy of the URL, its path, query and fragment, and
+// of each of its path segments and query values (see secrets), out of s.
 func (w *Webhook) scrubRaw(s string) string {
 	secrets := w.secrets()
 	if len(secrets) == 0 {
@@ -189,7 +228,11 @@ func (w *Webhook) scrubRaw(s string) string {
 	}
 	s = strings.ReplaceAll(s, secrets[0], RedactURL(w.URL))
 	for _, secret := range secrets[1:] {
-		s = strings.ReplaceAll(s, secret, "/…")
+		cut := "…"
+		if strings.HasPrefix(secret, "/") {
+			cut = "/…"
+		}
+		s = strings.ReplaceAll(s, secret, cut)
 	}
 	return s
 }

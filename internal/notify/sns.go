@@ -101,7 +101,9 @@ type chatbotMeta struct {
 
 // SNSPublishInput is the Publish request for ev: a Chatbot custom
 // notification (values escaped as Slack documents, since Chatbot renders
-// client-markdown in Slack), an ASCII subject under 100 characters, and the
+// client-markdown in Slack), an ASCII subject under 100 characters (escaped
+// the same way: a subscriber may post it to a chat, so an actor's
+// "<!channel>" is shown, never a mention), and the
 // three routing attributes; the whole within SNSMaxMessageBytes (lever lines
 // that do not fit are counted, not sent).
 func SNSPublishInput(topic string, ev Event) (*sns.PublishInput, error) {
@@ -148,7 +150,7 @@ func SNSPublishInput(topic string, ev Event) (*sns.PublishInput, error) {
 		return nil, fmt.Errorf("encode sns message: does not fit in %d bytes", SNSMaxMessageBytes)
 	}
 	return &sns.PublishInput{TopicArn: aws.String(topic), Message: aws.String(string(body)),
-		Subject: aws.String(SNSSubject(title)), MessageAttributes: attrs}, nil
+		Subject: aws.String(SNSSubject(EscapeSlack(title))), MessageAttributes: attrs}, nil
 }
 
 // SNSSubject makes a valid SNS subject of s: printable ASCII only (others

@@ -151,6 +151,14 @@ func (g *fakeGauges) Fetch(_ context.Context, req metrics.FetchRequest) (metrics
 	snap := fleetSnapshot(g.clock.Now(), req.Window, g.fleet)
 	if g.live {
 		snap.Live, snap.Lag, snap.StaleAfter = true, metrics.ScrapeLag, time.Minute
+		// A scrape reads each instance's value now.
+		for dep, s := range snap.Series {
+			for i := range s.Instances {
+				v := g.fleet[dep][i]
+				s.Instances[i].Newest = &metrics.Reading{Value: v, Series: 1, ReadAt: snap.FetchedAt}
+				s.Instances[i].LastRead = snap.FetchedAt
+			}
+		}
 	}
 	if g.perInstanceCost {
 		for dep, s := range snap.Series {

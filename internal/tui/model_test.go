@@ -201,7 +201,7 @@ func TestLeverWaitsForTheFleet(t *testing.T) {
 	text, isErr, ok := fleetResult(fleetMsg{err: metrics.ErrNotConfirmed, res: metrics.WaitResult{Timeout: 11 * time.Second,
 		Convergences: []metrics.Convergence{{Change: metrics.Change{Dependency: "openai", Goal: metrics.GoalForced}, Verdict: metrics.NotObeyed,
 			PerInstance: true, Instances: 4, Confirmed: 3, Stragglers: []string{"gw-3"}}}}})
-	if !ok || !isErr || text != "openai: the fleet did NOT confirm it within 11s: forced on 3 of 4 instances, not obeyed (gw-3)" {
+	if !ok || !isErr || text != "openai: the fleet did NOT confirm it within 11s: forced on 3 of 4 instances, not obeyed (not forced: gw-3)" {
 		t.Errorf("timed-out wait reads %q (error %v)", text, isErr)
 	}
 }
@@ -476,7 +476,7 @@ func TestDetailShowsTheFleetAndTheAuditTrail(t *testing.T) {
 	h.wantScreen("openai · forced (override) · gauges: mixed",
 		"forced by alice@laptop 3m ago · expires in 27m (19:27:30Z)", "reason: provider incident INC-142",
 		"worst forced · best open · 4/4 instances reporting", "3 forced", "1 open",
-		"Fleet      converging: forced on 3 of 4 instances (gw-4)",
+		"Fleet      converging: forced on 3 of 4 instances (not yet: gw-4)",
 		"Instances (4)", "gw-4", "Recent audit", "force-open  alice@laptop  provider incident INC-142",
 		"clear       bob@laptop    recovered")
 	if q := h.audit.queries; len(q) != 1 || q[0].Subject != "breaker#openai" || q[0].Limit != AuditRecords {

@@ -222,7 +222,7 @@ func TestForceOpenWaitNamesTheInstanceThatIgnoresOverrides(t *testing.T) {
 	if r.Code != exitcode.Unconfirmed {
 		t.Fatalf("exit %d, want %d (unconfirmed)\nstdout:\n%s\nstderr:\n%s", r.Code, exitcode.Unconfirmed, r.Stdout, r.Stderr)
 	}
-	if !strings.Contains(r.Stderr, "did not confirm it within 11s") || !strings.Contains(r.Stderr, "openai forced on 3 of 4 instances, not obeyed (gw-3)") {
+	if !strings.Contains(r.Stderr, "did not confirm it within 11s") || !strings.Contains(r.Stderr, "openai forced on 3 of 4 instances, not obeyed (not forced: gw-3)") {
 		t.Errorf("stderr does not name gw-3 as not obeying:\n%s", r.Stderr)
 	}
 	if !strings.Contains(r.Stdout, "Forced open openai") || !strings.Contains(r.Stdout, "Not confirmed openai") {

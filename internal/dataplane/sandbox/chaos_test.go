@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +253,81 @@ func TestOpenAIHangDegradesOnceItsBreakerOpens(t *testing.T) {
 	}
 	if got := h.states(sandbox.OpenAI)["gw-1"]; got != 2 {
 		t.Errorf("openai on gw-1 is %v, want open (2)", got)
+	}
+}
+
+// Issue 35: with two X-Kosha-Chaos headers the first was honored. Which
+// of several a proxy or framework keeps differs, so the contract honors
+// none: the request is served without a fault, and the header is ignored
+// by the syntax check, counted and audited.
+func TestTwoChaosHeadersAreNeitherHonored(t *testing.T) {
+	t.Parallel()
+	h := start(t, testConfig())
+	first := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, nil)
+	second := h.mint(chaos.TargetScreeningSim, chaos.FaultReset, 0, nil)
+	r := h.do(req{token: operator, tool: sandbox.ToolScreenEntity, args: map[string]any{"name": "Ada Lovelace"}, instance: "gw-1",
+		fields: http.Header{chaos.HeaderName: {first, second}}})
+	if r.Status != http.StatusOK || str(r.Structured, "status") != "clear" {
+		t.Errorf("two chaos headers: %s, want the call served without a fault", describe(r))
+	}
+	if v := h.metric("kosha_chaos_faults_total", nil); v != 0 {
+		t.Errorf("%v faults injected", v)
+	}
+	if v := h.metric("kosha_chaos_ignored_total", map[string]string{"reason": "syntax"}); v != 1 {
+		t.Errorf("kosha_chaos_ignored_total{reason=syntax} = %v, want 1", v)
+	}
+	var recs []audit.Record
+	wait.Until(t, "a chaos.ignored record", func() bool {
+		recs = h.records(sandbox.ActionChaosIgnored)
+		return len(recs) == 1
+	})
+	var rej chaos.Rejection
+	if err := json.Unmarshal(recs[0].After, &rej); err != nil || rej.Check != chaos.CheckSyntax || !strings.Contains(rej.Reason, "2 X-Kosha-Chaos fields") {
+		t.Errorf("record %+v (%v), want the syntax check naming the 2 fields", rej, err)
+	}
+	// One header alone is honored, as before.
+	if r := h.screen(operator, "gw-2", first); str(r.Structured, "status") != "deferred" {
+		t.Errorf("one header: %s, want deferred", describe(r))
+	}
+}
+
+// Issue 35: the knob took "for":"1000000h". A knob lasts at most the
+// chaos header's cap (chaos.MaxTTL, 15 minutes).
+func TestChaosKnobDurationIsCapped(t *testing.T) {
+	t.Parallel()
+	h := start(t, testConfig())
+	put := func(body string) (int, string) {
+		t.Helper()
+		r, err := http.NewRequestWithContext(t.Context(), http.MethodPut, h.url+sandbox.PathAdminChaos, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Authorization", "Bearer "+operator)
+		resp, err := h.client.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Error string `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out.Error
+	}
+	sim, _ := h.srv.Sim(sandbox.ScreeningSim)
+	for _, long := range []string{"1000000h", "15m1s", "16m"} {
+		code, msg := put(`{"fault":"error","for":"` + long + `"}`)
+		if code != http.StatusBadRequest || !strings.Contains(msg, "a chaos fault lasts at most 15m") {
+			t.Errorf("for %s: HTTP %d %q, want 400 naming the 15m cap", long, code, msg)
+		}
+		if _, ok := sim.Knob(); ok {
+			t.Fatalf("for %s: the knob was set", long)
+		}
+	}
+	if code, msg := put(`{"fault":"error","for":"15m"}`); code != http.StatusOK {
+		t.Errorf("for 15m: HTTP %d %q", code, msg)
+	}
+	if k, ok := sim.Knob(); !ok || k.Until.Sub(k.SetAt) != chaos.MaxTTL {
+		t.Errorf("knob after for 15m: %+v, %v", k, ok)
 	}
 }

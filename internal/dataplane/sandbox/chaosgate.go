@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -112,9 +113,10 @@ func newChaosGate(enabled bool, keys chaos.Keyring, targets []chaos.Target, clk 
 	return g, nil
 }
 
-// plan returns the fault plan of a request's header value, or nil when
-// there is none or it is ignored.
-func (g *chaosGate) plan(ctx context.Context, value string, p Principal, instance string) *FaultPlan {
+// plan returns the fault plan of a request's chaos header, or nil when
+// there is none or it is ignored (more than one header is: chaos.HeaderValue).
+func (g *chaosGate) plan(ctx context.Context, header http.Header, p Principal, instance string) *FaultPlan {
+	value, repeated := chaos.HeaderValue(header)
 	if value == "" {
 		return nil
 	}
@@ -125,6 +127,11 @@ func (g *chaosGate) plan(ctx context.Context, value string, p Principal, instanc
 			rej = withFields(rej, &h)
 		}
 		g.ignore(p, IgnoredDisabled, rej)
+		return nil
+	}
+	if repeated != nil {
+		h, _ := chaos.Parse(value)
+		g.ignore(p, string(chaos.CheckSyntax), chaos.NewRejection(h, repeated))
 		return nil
 	}
 	h, err := g.verifier.Verify(ctx, value)

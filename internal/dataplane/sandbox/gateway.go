@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/build"
-	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/exposition"
@@ -137,7 +136,7 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, in *Instance) in
 	if err != nil {
 		return reply(http.StatusBadRequest, req.ID, nil, &RPCError{Code: CodeInvalidRequest, Message: err.Error()})
 	}
-	plan := g.chaos.plan(ctx, r.Header.Get(chaos.HeaderName), p, in.name)
+	plan := g.chaos.plan(ctx, r.Header, p, in.name)
 	start := time.Now()
 	res, outcome := g.callTool(ctx, in, params.Name, params.Arguments, plan)
 	g.m.observeTool(params.Name, outcome, time.Since(start))

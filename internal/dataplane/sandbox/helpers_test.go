@@ -133,7 +133,9 @@ type req struct {
 	args     any
 	instance string
 	headers  map[string]string
-	method   string // default tools/call
+	// fields are header fields added as they are, repeated names included.
+	fields http.Header
+	method string // default tools/call
 }
 
 func (h *harness) do(r req) rpcReply {
@@ -182,6 +184,11 @@ func (h *harness) tryPost(r req, body []byte) (rpcReply, error) {
 	}
 	for k, v := range r.headers {
 		hr.Header.Set(k, v)
+	}
+	for k, vs := range r.fields {
+		for _, v := range vs {
+			hr.Header.Add(k, v)
+		}
 	}
 	resp, err := h.client.Do(hr)
 	if err != nil {

@@ -435,6 +435,13 @@ func (s *Server) adminChaos(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("for %q: want a positive duration like 30s", req.For)})
 			return
 		}
+		if d > chaos.MaxTTL {
+			// The chaos header's cap bounds a knob too: a forgotten fault
+			// ends on its own within it.
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("for %q: a chaos fault lasts at most %dm (the chaos header's cap): give %dm or less, and set it again to go on",
+				req.For, int(chaos.MaxTTL.Minutes()), int(chaos.MaxTTL.Minutes()))})
+			return
+		}
 		k.Until = now.Add(d).UTC()
 	}
 	before, had := sim.Knob()

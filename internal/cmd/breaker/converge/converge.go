@@ -98,6 +98,10 @@ type DependencyConvergence struct {
 	InstancesConfirmed int      `json:"instances_confirmed"`
 	PerInstance        bool     `json:"per_instance"`
 	Stragglers         []string `json:"stragglers"`
+	// Unknown names the instances whose reading cannot be judged (a value
+	// that is not a state, a stale sample, a duplicated series, stopped
+	// reporting), and why: they keep the change unconfirmed.
+	Unknown []metrics.Doubt `json:"unknown"`
 	// TimeToConvergeSeconds is from the write to the poll that confirmed
 	// it; null when not confirmed.
 	TimeToConvergeSeconds *float64 `json:"time_to_converge_seconds"`
@@ -125,6 +129,7 @@ func Wait(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []m
 		if d.Stragglers == nil {
 			d.Stragglers = []string{}
 		}
+		d.Unknown = append([]metrics.Doubt{}, cv.Unknown...)
 		if d.Confirmed {
 			s := cv.Elapsed.Seconds()
 			d.TimeToConvergeSeconds = &s
@@ -192,7 +197,7 @@ func PrintWait(w io.Writer, v *ConvergenceView) {
 
 func describeView(d DependencyConvergence) string {
 	cv := metrics.Convergence{Change: metrics.Change{Dependency: d.Dependency, Goal: d.Goal}, Verdict: d.Verdict, PerInstance: d.PerInstance,
-		Instances: d.Instances, Confirmed: d.InstancesConfirmed, Stragglers: d.Stragglers, Note: d.Note}
+		Instances: d.Instances, Confirmed: d.InstancesConfirmed, Stragglers: d.Stragglers, Unknown: d.Unknown, Note: d.Note}
 	return cv.Summary()
 }
 

@@ -68,6 +68,7 @@ type FleetView struct {
 	InstancesConfirmed int             `json:"instances_confirmed"`
 	PerInstance        bool            `json:"per_instance"`
 	Stragglers         []string        `json:"stragglers"`
+	Unknown            []metrics.Doubt `json:"unknown"`
 }
 
 // GaugeSummary is the fleet's newest values.
@@ -110,7 +111,8 @@ func view(s metrics.DependencyStatus, now time.Time, timeline bool) DependencyVi
 		Override: overrideview.ViewPtr(s.Override, now), Instances: []InstanceView{}, Notes: append([]string{}, s.Notes...)}
 	if f := s.Fleet; f != nil {
 		v.Fleet = &FleetView{Goal: f.Goal, Verdict: f.Verdict, Since: cmdutil.TimeOrNil(f.Since), BoundSeconds: f.Bound.Seconds(),
-			Instances: f.Instances, InstancesConfirmed: f.Confirmed, PerInstance: f.PerInstance, Stragglers: append([]string{}, f.Stragglers...)}
+			Instances: f.Instances, InstancesConfirmed: f.Confirmed, PerInstance: f.PerInstance, Stragglers: append([]string{}, f.Stragglers...),
+			Unknown: append([]metrics.Doubt{}, f.Unknown...)}
 	}
 	g := s.Gauges
 	v.Gauges = GaugeSummary{HasData: g.HasData, Samples: g.Samples, InstancesReporting: g.Reporting, InstancesSeen: g.Known,
