@@ -83,9 +83,17 @@ type Change struct {
 	RefillPerSecond float64  `json:"refill_per_second,omitempty"`
 	// Drill is the drill run a drill.run request approves (its Targets
 	// are its levers, "ACTION TARGET"); it has no Before.
-	Drill  *DrillRun                  `json:"drill,omitempty"`
+	Drill *DrillRun `json:"drill,omitempty"`
+	// Window is the levers file window a levers.window request approves
+	// (its one Target is the window's dependency); it has no Before.
+	Window *Window                     `json:"window,omitempty"`
 	Before map[string]json.RawMessage `json:"before"`
 }
+
+// approveOnly reports whether approving the change applies nothing: the
+// request becomes approved, and the drill run or the levers apply that
+// presents it may then act (until it expires).
+func (c Change) approveOnly() bool { return c.Action == ActionDrillRun || c.Action == ActionLeversWindow }
 
 // Canonical is the change's canonical encoding.
 func (c Change) Canonical() ([]byte, error) {
@@ -137,6 +145,9 @@ func (c Change) Duration(now time.Time) time.Duration {
 func (c Change) Summary() string {
 	if c.Action == ActionDrillRun {
 		return drillSummary(c)
+	}
+	if c.Action == ActionLeversWindow {
+		return windowSummary(c)
 	}
 	if IsBucketAction(c.Action) {
 		return bucketSummary(c)
@@ -328,11 +339,12 @@ func RequestFromItem(it store.Item) (Request, error) {
 	}
 	dec := json.NewDecoder(strings.NewReader(it.Str(attrChange)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r.Change); err != nil || r.Change.Action == "" || len(r.Change.Targets) == 0 || (r.Change.Action == ActionDrillRun) != (r.Change.Drill != nil) {
+	if err := dec.Decode(&r.Change); err != nil || r.Change.Action == "" || len(r.Change.Targets) == 0 || (r.Change.Action == ActionDrillRun) != (r.Change.Drill != nil) ||
+		(r.Change.Action == ActionLeversWindow) != (r.Change.Window != nil) {
 		return bad(attrChange)
 	}
 	if !slices.Contains([]string{StatusPending, StatusApplied, StatusApproved, StatusDenied, StatusCanceled, StatusExpired}, r.Status) ||
-		(r.Status == StatusApproved && r.Change.Action != ActionDrillRun) {
+		(r.Status == StatusApproved && !r.Change.approveOnly()) {
 		return bad(attrStatus)
 	}
 	for attr, dst := range map[string]*time.Time{attrCreatedAt: &r.CreatedAt, attrExpiresAt: &r.ExpiresAt} {

@@ -72,6 +72,11 @@ type Submission struct {
 	// Source names the surface asking on the request's audit record, when
 	// it is not the command line (audit.SourceMCP).
 	Source string
+	// ID and ExpiresAt, when set, are the request's own (a levers window's
+	// request: named by its content, waiting until the window ends);
+	// otherwise a fresh id, and TTL.
+	ID        string
+	ExpiresAt time.Time
 }
 
 // CheckTTL applies the bounds of a request's lifetime.
@@ -89,20 +94,26 @@ func (s *Service) Submit(ctx context.Context, log audit.Appender, sub Submission
 	if ttl == 0 {
 		ttl = DefaultTTL
 	}
-	if err := CheckTTL(ttl); err != nil {
+	if err := CheckTTL(ttl); err != nil && sub.ExpiresAt.IsZero() {
 		return Request{}, audit.Record{}, err
 	}
 	hash, err := sub.Change.Hash()
 	if err != nil {
 		return Request{}, audit.Record{}, err
 	}
-	id, err := newID()
-	if err != nil {
-		return Request{}, audit.Record{}, err
+	id := sub.ID
+	if id == "" {
+		if id, err = newID(); err != nil {
+			return Request{}, audit.Record{}, err
+		}
 	}
 	now := s.clock.Now().UTC().Truncate(time.Millisecond)
+	expires := now.Add(ttl)
+	if !sub.ExpiresAt.IsZero() {
+		expires = sub.ExpiresAt.UTC().Truncate(time.Millisecond)
+	}
 	r := Request{ID: id, Change: sub.Change, SHA256: hash, Requester: sub.Requester.Actor, RequesterSource: sub.Requester.Source,
-		Status: StatusPending, CreatedAt: now, ExpiresAt: now.Add(ttl), Needed: sub.Decision.Approvals, Approvers: []string{},
+		Status: StatusPending, CreatedAt: now, ExpiresAt: expires, Needed: sub.Decision.Approvals, Approvers: []string{},
 		Policies: sub.Decision.Policies, Context: s.context}
 	rec, err := s.write(ctx, log, r, store.IfAbsent(), audit.Entry{Actor: r.Requester, ActorSource: r.RequesterSource,
 		Action: ActionRequestCreate, Subject: RequestPrefix + id, Reason: sub.Change.Reason, Source: sub.Source, After: r.view()})
@@ -259,6 +270,9 @@ func (c Change) questions(now time.Time) []policy.Request {
 		}
 		return out
 	}
+	if w := c.Window; c.Action == ActionLeversWindow && w != nil {
+		return []policy.Request{{Action: policy.ActionForceOpen, Target: w.Dependency, Duration: w.Duration()}}
+	}
 	for _, t := range c.Targets {
 		out = append(out, policy.Request{Action: c.Action, Target: t, Duration: c.Duration(now), NoExpiry: c.NoExpiry})
 	}
@@ -354,7 +368,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	next := r
 	next.Approvers = append(slices.Clone(r.Approvers), a.Approver.Actor)
 	cond := store.IfEquals(store.WriteIDAttr, it.WriteID())
-	if res.Remaining == 0 && r.Change.Action == ActionDrillRun {
+	if res.Remaining == 0 && r.Change.approveOnly() {
 		next.DecidedBy, next.DecidedAt = a.Approver.Actor, now.UTC().Truncate(time.Millisecond)
 		return s.approveDrill(ctx, log, r, next, cond, a, res)
 	}

@@ -3,8 +3,10 @@ package breaker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Reconcile is a set of forces and clears decided together, from overrides
@@ -16,6 +18,10 @@ type Reconcile struct {
 	// set: the caller decided them on it. An active override is replaced
 	// only with SeenVersion (the one read) or Overwrite.
 	Forces []ForceRequest
+	// ForceApprovals, when set, holds one approval per force (nil: none):
+	// how the table's policy let that force through, on its item and its
+	// record.
+	ForceApprovals []*audit.Approval
 	// Clears are the overrides read that are to be deleted, each with the
 	// reason its record carries.
 	Clears []ReconcileClear
@@ -30,6 +36,8 @@ type Reconcile struct {
 type ReconcileClear struct {
 	Read   *Override
 	Reason string
+	// Approval is how the table's policy let the clear through (nil: none).
+	Approval *audit.Approval
 }
 
 // ReconcileOutcome says what a [Reconcile] wrote.
@@ -57,12 +65,16 @@ func (s *Overrides) Reconcile(ctx context.Context, log audit.Appender, r Reconci
 	}
 	writes := make([]leverWrite, 0, len(plans)+len(r.Clears))
 	for i, p := range plans {
-		writes = append(writes, p.write(&out.Forces[i].Result))
+		var a *audit.Approval
+		if i < len(r.ForceApprovals) {
+			a = r.ForceApprovals[i]
+		}
+		writes = append(writes, withApproval(p.write(&out.Forces[i].Result), a))
 	}
 	for i, c := range r.Clears {
 		before := c.Read
 		out.Clears[i] = ClearOutcome{Dependency: before.Dependency, Result: ClearResult{Before: before, WasActive: before.ActiveAt(s.clock.Now())}}
-		writes = append(writes, clearWrite(before.Dependency, before, r.Actor, c.Reason))
+		writes = append(writes, withApproval(clearWrite(before.Dependency, before, r.Actor, c.Reason), c.Approval))
 	}
 	var first error
 	for j, c := range s.commit(ctx, log, writes, r.Attach) {
@@ -83,6 +95,18 @@ func (s *Overrides) Reconcile(ctx context.Context, log audit.Appender, r Reconci
 		first = firstNonNil(first, o.Err)
 	}
 	return out, first
+}
+
+// withApproval stamps a (when set) on w's item and record.
+func withApproval(w leverWrite, a *audit.Approval) leverWrite {
+	if a == nil {
+		return w
+	}
+	return func(token string, now time.Time) (store.Op, audit.Entry) {
+		op, e := w(token, now)
+		e.Approval = a
+		return stampApproval(op, a), e
+	}
 }
 
 func firstNonNil(a, b error) error {

@@ -206,11 +206,12 @@ var Commands = map[string][]Need{
 	"breaker clear":       needs(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
 	"breaker clear --all": needs(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
 	// Levers as code: diff reads the overrides as breaker status does;
-	// apply reads them, asks whether the table has a change policy (it
-	// refuses under one), and writes the windows' forces and clears as one
+	// apply reads them, then the table's policy and the windows' requests
+	// in one batch read, and writes the windows' forces and clears as one
 	// transaction, settled like force-open's and clear's.
-	"diff":           needs(indexRead, batchRead, gauges),
-	"apply":          needs(indexRead, batchRead, policyRead, breakerPut, breakerDelete, record, breakerRead, recordProof, notifyPublish),
+	"diff": needs(indexRead, batchRead, gauges),
+	"apply": needs(indexRead, batchRead, policyBatchRead, Need{BatchGetItem, "request#", false}, breakerPut, breakerDelete, record,
+		breakerRead, recordProof, notifyPublish),
 	"ratelimit get":  needs(bucketRead),
 	"ratelimit list": needs(Need{Action: Scan, Prefix: BucketItems}),
 	// The bucket levers ask the table's policy too, read in the same batch

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -178,6 +179,14 @@ func (f *File) window(id string) *Window {
 		}
 	}
 	return nil
+}
+
+// ApprovalWindow is w as a levers.window change request binds it: its
+// content and the occurrence starting at occurrence, on contextName.
+func (f *File) ApprovalWindow(w Window, occurrence time.Time, contextName string) approval.Window {
+	return approval.Window{File: f.Name, Context: contextName, ID: w.ID, Dependency: w.Dependency,
+		Start: w.Start.UTC().Format(time.RFC3339), End: w.End.UTC().Format(time.RFC3339), Repeat: w.Repeat,
+		Occurrence: occurrence.UTC().Format(time.RFC3339), SHA256: w.Hash()}
 }
 
 // Plan is what makes the table match f for the overrides f manages, from

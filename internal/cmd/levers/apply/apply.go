@@ -40,6 +40,9 @@ type Options struct {
 	Output   string
 	NoNotify bool
 	Yes      bool
+	// Request asks for the approval of each window in force or to come,
+	// on a table whose policy needs it, instead of applying.
+	Request bool
 }
 
 // Result is one round's document (docs/contracts/cli-output.md).
@@ -66,10 +69,6 @@ type ItemResult struct {
 	AuditID    string                     `json:"audit_id,omitempty"`
 }
 
-// ErrPolicy refuses apply on a table whose change policy is set: its
-// windows need approvals, which apply does not ask for yet.
-var ErrPolicy = exitcode.New(exitcode.Refused, "the table has a change policy")
-
 // NewCmd builds the command; runF replaces the run function in tests.
 func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobra.Command {
 	opts := &Options{}
@@ -91,18 +90,28 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			closes within one of its end). Ctrl-C or SIGTERM stops --watch between rounds,
 			never in the middle of a write.
 
-			On a table with a change policy (koshactl policy get) apply refuses (exit 7):
-			windows there need approved requests, which apply does not create yet.
+			On a table with a change policy (koshactl policy get), a window the policy needs
+			approvals for is applied only with its approved request: apply --request asks for
+			one per window in force or to come (open it with the pull request), named by the
+			window's exact content and occurrence, waiting until the window ends; another
+			person approves it (koshactl request approve ID); apply then forces the window,
+			its records naming the requester, the approvers and who applied it. A window
+			edited since is another request: the old approval does not apply it. A managed
+			override the policy does not let apply clear is left to lapse at its window's end.
 
 			Exit codes: 0 applied (or nothing to do); 2 the file has problems; 4 someone
 			changed an override meanwhile (nothing written; run again); 5 the store could
-			not be reached; 7 refused (a protected context without --yes, a table with a
-			policy); 8 the outcome of the write is unknown.
+			not be reached; 7 refused (a protected context without --yes, a window the
+			policy denies); 8 the outcome of the write is unknown; 12 a window waits for
+			its approvals (--request: a request waits); 13 its request expired or was
+			closed; 14 its request is for other content. Windows that may go are applied
+			whatever the others' answer.
 		`),
 		Example: heredoc.Doc(`
 			koshactl apply -f levers/prod.yaml --dry-run
 			koshactl apply -f levers/prod.yaml --yes
 			koshactl apply -f levers/prod.yaml --watch --interval 1m --yes -o json
+			koshactl apply -f levers/prod.yaml --request   # on a table whose policy needs approvals
 		`),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -118,6 +127,7 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 	fl.BoolVarP(&opts.Watch, "watch", "w", false, "reconcile every --interval until stopped")
 	fl.DurationVar(&opts.Interval, "interval", DefaultInterval, "how often --watch reconciles (1s or more)")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts)")
+	fl.BoolVar(&opts.Request, "request", false, "ask for the approval of each window in force or to come (a table whose policy needs it); apply nothing")
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
@@ -138,6 +148,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	file, err := leversview.Load(env, opts.File)
 	if err != nil {
 		return err
+	}
+	if opts.Request {
+		if opts.Watch || opts.DryRun {
+			return cmdutil.Usagef("--request asks for approvals once: drop --watch and --dry-run")
+		}
+		return requestWindows(ctx, f, env, file, opts)
 	}
 	if opts.Watch && env.Context.Protected && !opts.Yes && !opts.DryRun {
 		return exitcode.Errorf(exitcode.Refused, "context %q is protected: --watch asks no question each round; pass --yes", env.Name)
@@ -186,10 +202,16 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		}
 		return printResult(f, opts, res)
 	}
-	if p, err := env.Policies().Load(ctx); err != nil {
+	ds, approvals, refused, err := authorize(ctx, env, file, ds)
+	if err != nil {
 		return err
-	} else if p != nil {
-		return fmt.Errorf("%w: windows there need approvals, which apply does not ask for yet; apply the change with koshactl breaker force-open, which asks the policy", ErrPolicy)
+	}
+	plan = file.Plan(ds, "")
+	if len(plan.Forces)+len(plan.Clears) == 0 {
+		if err := printResult(f, opts, res); err != nil {
+			return err
+		}
+		return refused
 	}
 	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("apply %d change(s) from %s", len(plan.Forces)+len(plan.Clears), opts.File)); err != nil {
 		return err
@@ -199,6 +221,10 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		return err
 	}
 	plan = file.Plan(ds, actor)
+	plan.ForceApprovals = approvals.forces
+	for i := range plan.Clears {
+		plan.Clears[i].Approval = approvals.clears[plan.Clears[i].Read.Dependency]
+	}
 	// A stop signal waits for the write's outcome: never half a round.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
@@ -231,7 +257,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		return err
 	}
 	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
-	return nil
+	return refused
 }
 
 func verb(d levers.Difference) string {
