@@ -122,14 +122,21 @@ func DecideDrill(set *policy.Set, actor policy.Actor, levers []DrillLever) polic
 	return out
 }
 
-// readPolicy reads the table's policy (nil: none) and, when id is set,
+// readDrill reads the table's policy (nil: none) and, when id is set,
 // request id, in one batch read.
 func (s *Service) readDrill(ctx context.Context, id string) (*policy.Stored, store.Item, error) {
-	keys := []string{policy.Key}
+	var keys []string
 	if id != "" {
 		keys = append(keys, RequestPrefix+id)
 	}
-	items, err := store.GetMany(ctx, s.store, keys)
+	stored, items, err := s.readPolicyWith(ctx, keys)
+	return stored, items[RequestPrefix+id], err
+}
+
+// readPolicyWith reads the table's policy (nil: none) and the items of
+// keys, in one batch read; absent items are left out.
+func (s *Service) readPolicyWith(ctx context.Context, keys []string) (*policy.Stored, map[string]store.Item, error) {
+	items, err := store.GetMany(ctx, s.store, append([]string{policy.Key}, keys...))
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the table's policy: %w", err)
 	}
@@ -139,7 +146,7 @@ func (s *Service) readDrill(ctx context.Context, id string) (*policy.Stored, sto
 			return nil, nil, err
 		}
 	}
-	return stored, items[RequestPrefix+id], nil
+	return stored, items, nil
 }
 
 // ErrDrillNoApproval: a drill pulls levers the table's policy needs

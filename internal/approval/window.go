@@ -167,21 +167,11 @@ func (a WindowAuthorization) Approval() *audit.Approval {
 // ReadWindows reads the table's policy (nil: none) and the request of
 // each of ws, in one batch read: what [Service.AuthorizeWindow] decides on.
 func (s *Service) ReadWindows(ctx context.Context, ws []Window) (*policy.Stored, map[string]store.Item, error) {
-	keys := []string{policy.Key}
+	keys := make([]string, 0, len(ws))
 	for _, w := range ws {
 		keys = append(keys, RequestPrefix+WindowRequestID(w))
 	}
-	items, err := store.GetMany(ctx, s.store, keys)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the table's policy: %w", err)
-	}
-	var stored *policy.Stored
-	if it, ok := items[policy.Key]; ok {
-		if stored, err = policy.FromItem(it); err != nil {
-			return nil, nil, err
-		}
-	}
-	return stored, items, nil
+	return s.readPolicyWith(ctx, keys)
 }
 
 // AuthorizeWindow is the rule apply follows before it forces a window's

@@ -24,6 +24,7 @@ var hosts = []string{
 	module + "internal/cmd/root",
 	module + "internal/cmd/sandbox",
 	module + "internal/testutil/clitest",
+	module + "internal/testutil/sandboxtest",
 	module + "tools/gendocs",
 }
 

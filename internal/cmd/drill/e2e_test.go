@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
@@ -32,9 +28,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
-	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/koshabin"
+	"github.com/kosha-platform/koshactl/internal/testutil/sandboxtest"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
@@ -66,38 +62,9 @@ type sandboxEnv struct {
 func onSandbox(t *testing.T) *sandboxEnv {
 	t.Helper()
 	clitest.New(t)
-	dir := os.Getenv("KOSHACTL_STATE_DIR")
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "local.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	cfg := sandbox.DefaultConfig()
-	cfg.TimeScale = sandboxScale
-	cfg.ChaosEnabled = true
-	cfg.Downstreams, _ = sandbox.Profile(sandbox.ProfileInstant)
-	cfg.Profile = sandbox.ProfileInstant
-	srv, err := sandbox.New(cfg, sandbox.Deps{Store: st, Keys: keys.NewLocal(dir), Audit: audit.NewLog(st, clock.Real{}, "local"),
-		Logger: slog.New(slog.DiscardHandler), ContextName: "local"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(t.Context(), ln); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait.Ceiling)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("sandbox shutdown: %v", err)
-		}
-	})
-	t.Setenv("SANDBOX_URL", srv.URL())
-	return &sandboxEnv{srv: srv, store: st, url: srv.URL()}
+	fl := sandboxtest.Start(t, os.Getenv("KOSHACTL_STATE_DIR"), sandboxScale, true)
+	t.Setenv("SANDBOX_URL", fl.URL())
+	return &sandboxEnv{srv: fl.Server, store: fl.Store, url: fl.URL()}
 }
 
 // runDrill runs a drill file in process with the production factory and

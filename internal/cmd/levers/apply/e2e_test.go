@@ -3,24 +3,20 @@ package apply_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/metrics"
-	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/koshabin"
+	"github.com/kosha-platform/koshactl/internal/testutil/sandboxtest"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
@@ -32,34 +28,10 @@ import (
 func TestReconcilerOnTheSandboxAndKilledMidWindow(t *testing.T) {
 	bin := koshabin.Path(t)
 	clitest.New(t)
-	dir := os.Getenv("KOSHACTL_STATE_DIR")
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "local.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	cfg := sandbox.DefaultConfig()
-	cfg.TimeScale = 20 // the override cache is 250 ms
-	cfg.Downstreams, _ = sandbox.Profile(sandbox.ProfileInstant)
-	cfg.Profile = sandbox.ProfileInstant
-	srv, err := sandbox.New(cfg, sandbox.Deps{Store: st, Keys: keys.NewLocal(dir), Audit: audit.NewLog(st, clock.Real{}, "local"),
-		Logger: slog.New(slog.DiscardHandler), ContextName: "local"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(t.Context(), ln); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), wait.Ceiling)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	fleet, err := metrics.NewPrometheus([]string{srv.URL() + sandbox.PathMetrics}, metrics.PrometheusOptions{})
+	sb := sandboxtest.Start(t, os.Getenv("KOSHACTL_STATE_DIR"), 20, false) // the override cache is 250 ms
+	st := sb.Store
+	instances := sandbox.DefaultConfig().Instances
+	fleet, err := metrics.NewPrometheus([]string{sb.URL() + sandbox.PathMetrics}, metrics.PrometheusOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +49,7 @@ func TestReconcilerOnTheSandboxAndKilledMidWindow(t *testing.T) {
 				}
 				n++
 			}
-			return n == cfg.Instances
+			return n == instances
 		}
 	}
 	wait.Until(t, "the fleet reporting openai closed", every(gauge.Closed))
