@@ -41,3 +41,14 @@ func expiryText(t time.Time) string {
 	}
 	return "expires " + t.UTC().Format(time.RFC3339)
 }
+
+// policyTarget is a lever's target as the table's policy judges it: t
+// resolved, or "" while it names a step's output (known only during the
+// run).
+func policyTarget(rc *runtime.RunContext, t drill.Template) string {
+	s, err := rc.Expand(t)
+	if err != nil {
+		return ""
+	}
+	return s
+}

@@ -698,14 +698,3 @@ func (r *recoveredOverride) decide(ctx context.Context, rc *runtime.RunContext) 
 	}
 	return &breaker.RestoreRequest{Dependency: r.dependency, Mine: cur.WriteID, Before: img}, "", nil
 }
-
-// policyTarget is a lever's target as the table's policy judges it: t
-// resolved, or "" while it names a step's output (known only during the
-// run).
-func policyTarget(rc *runtime.RunContext, t drill.Template) string {
-	s, err := rc.Expand(t)
-	if err != nil {
-		return ""
-	}
-	return s
-}
