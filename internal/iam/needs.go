@@ -212,6 +212,13 @@ var Commands = map[string][]Need{
 	"diff": needs(indexRead, batchRead, gauges),
 	"apply": needs(indexRead, batchRead, policyBatchRead, Need{BatchGetItem, "request#", false}, breakerPut, breakerDelete, record,
 		breakerRead, recordProof, notifyPublish),
+	// koshactl mcp: the read tools read as their commands do; a proposal
+	// reads the levers and the policy in one batch, then writes the change
+	// request with its record (one transaction; a lost answer settled by
+	// reading the request). No lever is written.
+	"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, Need{Action: Scan, Prefix: BucketItems},
+		Need{Action: Scan, Prefix: "request#"}, Need{Action: Scan, Prefix: "review#"}, bucketBatchRead, Need{PutItem, "request#", true},
+		Need{GetItem, "request#", false}, record, notifyPublish),
 	"ratelimit get":  needs(bucketRead),
 	"ratelimit list": needs(Need{Action: Scan, Prefix: BucketItems}),
 	// The bucket levers ask the table's policy too, read in the same batch
@@ -279,6 +286,10 @@ const (
 	DrillRunner Role = "drill-runner"
 	// DataPlane is the gateway and core-api at run time.
 	DataPlane Role = "data-plane"
+	// Requester reads what a reader reads and asks for changes: it writes
+	// change requests and their records, never a lever (koshactl mcp, an
+	// incident agent's server, runs with it).
+	Requester Role = "requester"
 	// Admin creates and migrates the table (store init, store migrate) and
 	// sets its change policy (policy set): the infrastructure pipeline's or
 	// a platform engineer's, never on-call's.
@@ -286,7 +297,7 @@ const (
 )
 
 // Roles lists every role, in the order documented.
-var Roles = []Role{Reader, Operator, DrillRunner, DataPlane, Admin}
+var Roles = []Role{Reader, Requester, Operator, DrillRunner, DataPlane, Admin}
 
 var readerPaths = []string{"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
 	"audit list", "audit list --scan", "policy get", "diff"}
@@ -296,6 +307,7 @@ var RolePaths = map[Role][]string{
 	Reader: readerPaths,
 	Operator: append(slices.Clone(readerPaths), "breaker force-open", "breaker clear", "breaker clear --all", "apply",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate"),
+	Requester:   append(slices.Clone(readerPaths), "mcp"),
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},
 	Admin:       {"store init", "store migrate", "policy set", "policy get"},

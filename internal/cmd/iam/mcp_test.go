@@ -1,0 +1,136 @@
+package iam_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmd/root"
+	"github.com/kosha-platform/koshactl/internal/iam"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
+)
+
+// mcpCall is one tools/call of an MCP session.
+type mcpCall struct {
+	tool string
+	args map[string]any
+}
+
+// mcpSession runs `koshactl --debug mcp` over stdio in process, makes each
+// call, waits for every answer, then closes stdin; it returns the answers
+// by call and the server's stderr.
+func (w *awsWorld) mcpSession(t *testing.T, calls ...mcpCall) ([]map[string]any, string) {
+	t.Helper()
+	in, feed := io.Pipe()
+	out, errOut := &syncbuf.Buffer{}, &syncbuf.Buffer{}
+	ios, _, _, _ := iostreams.Test()
+	ios.In, ios.Out, ios.ErrOut = in, out, errOut
+	done := make(chan int, 1)
+	go func() {
+		done <- root.Run(context.Background(), factory.NewWith(ios, w.Clock, factory.WithEnviron(w.Environ())), []string{"--debug", "mcp"})
+	}()
+	send := func(msg map[string]any) {
+		b, _ := json.Marshal(msg)
+		if _, err := feed.Write(append(b, '\n')); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-06-18",
+		"capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "iam-test", "version": "1"}}})
+	answers := func() map[float64]map[string]any {
+		got := map[float64]map[string]any{}
+		for _, line := range strings.Split(out.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) == nil {
+				if id, ok := m["id"].(float64); ok {
+					got[id] = m
+				}
+			}
+		}
+		return got
+	}
+	wait.Until(t, "the MCP server's initialize answer", func() bool { return answers()[0] != nil })
+	send(map[string]any{"jsonrpc": "2.0", "method": "notifications/initialized"})
+	for i, c := range calls {
+		send(map[string]any{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": map[string]any{"name": c.tool, "arguments": c.args}})
+		wait.Until(t, "the answer to "+c.tool, func() bool { return answers()[float64(i+1)] != nil })
+	}
+	_ = feed.Close()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Fatalf("koshactl mcp exited %d\n%s", code, errOut.String())
+		}
+	case <-time.After(wait.Ceiling):
+		t.Fatal("koshactl mcp did not end when its stdin closed")
+	}
+	got := answers()
+	res := make([]map[string]any, len(calls))
+	for i := range calls {
+		res[i] = got[float64(i+1)]
+	}
+	return res, errOut.String()
+}
+
+// The MCP server under the requester's policy: every read tool and every
+// proposal succeeds, and calls exactly the operations iam.Commands
+// declares for "mcp": reads, and change requests with their records,
+// never a lever write.
+func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
+	t.Parallel()
+	w := newAWSWorld(t)
+	w.prepare()
+	w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")
+	w.MustRun(0, "ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "setup") // a reset, a drain and a set each change it
+	w.asRole(t, iam.Requester)
+	w.rec.take()
+	calls := []mcpCall{
+		{"breaker_status", map[string]any{}},
+		{"breaker_get", map[string]any{"dependency": "openai"}},
+		{"audit_list", map[string]any{}},
+		{"ratelimit_get", map[string]any{"client": "agent-1"}},
+		{"ratelimit_list", map[string]any{}},
+		{"pending_requests", map[string]any{}},
+		{"propose_force_open", map[string]any{"dependencies": []string{"core-api"}, "reason": "iam test", "for": "10m"}},
+		{"propose_clear", map[string]any{"dependencies": []string{"openai"}, "reason": "iam test"}},
+		{"propose_ratelimit_reset", map[string]any{"clients": []string{"agent-1"}, "reason": "iam test"}},
+		{"propose_ratelimit_drain", map[string]any{"clients": []string{"agent-1"}, "reason": "iam test"}},
+		{"propose_ratelimit_set", map[string]any{"clients": []string{"agent-1"}, "reason": "iam test", "tokens": 7}},
+	}
+	answers, stderr := w.mcpSession(t, calls...)
+	for i, a := range answers {
+		r, _ := a["result"].(map[string]any)
+		if r == nil || r["isError"] == true {
+			t.Errorf("%s: %v", calls[i].tool, a)
+		}
+	}
+	if d := w.enf.TakeDenials(); len(d) > 0 {
+		t.Errorf("denied %v", d)
+	}
+	got := append(w.rec.take(), debugNeeds(stderr)...)
+	// A proposal whose answer is lost is settled by reading its request.
+	lost := w.proxy.Lost()
+	w.enf.SetPolicy(nil)
+	loseChange(w.proxy, nil)
+	w.asRole(t, iam.Requester)
+	answers, stderr = w.mcpSession(t, mcpCall{"propose_force_open", map[string]any{"dependencies": []string{"screening-sim"}, "reason": "iam test"}})
+	w.proxy.LoseAnswers(nil)
+	if r, _ := answers[0]["result"].(map[string]any); r == nil || r["isError"] == true || w.proxy.Lost() == lost {
+		t.Errorf("a proposal whose answer was lost (lost %d): %v", w.proxy.Lost()-lost, answers[0])
+	}
+	got = append(got, append(w.rec.take(), debugNeeds(stderr)...)...)
+	if d := sameNeeds(got, iam.Commands["mcp"]); d != "" {
+		t.Errorf("koshactl mcp: %s", d)
+	}
+	// Proposals wrote requests only: the levers are as they were.
+	if out := w.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout; !strings.Contains(out, `"reason": "iam test"`) {
+		t.Errorf("openai after the proposals: %s", out)
+	}
+	w.MustRun(3, "breaker", "get", "core-api")
+}
