@@ -3,7 +3,10 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -231,12 +234,41 @@ func (r reader) gameday(_ context.Context, a journalArgs) (mcpserver.Output, err
 
 // localPath refuses a path that is not relative and under the working
 // directory: the server reads the files it is told to, and only where its
-// operator started it.
+// operator started it. A symbolic link is judged by where it leads: one in
+// the directory pointing out of it (at ~/.aws/credentials, say, in a
+// checked-out repository) is refused before anything is read, since a
+// parse error quotes what it read. A missing file is left to the reader,
+// which says so.
 func localPath(arg, p string) error {
 	if !filepath.IsLocal(p) {
 		return cmdutil.Usagef("%s %q: give a relative path under the server's working directory", arg, p)
 	}
+	wd, err := os.Getwd()
+	if err == nil {
+		wd, err = filepath.EvalSymlinks(wd)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %q: the server's working directory: %w", arg, p, err)
+	}
+	target, err := filepath.EvalSymlinks(filepath.Join(wd, p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return cmdutil.Usagef("%s %q: %v", arg, p, unwrapPath(err))
+	}
+	if rel, err := filepath.Rel(wd, target); err != nil || !filepath.IsLocal(rel) {
+		return cmdutil.Usagef("%s %q is a symbolic link leading out of the server's working directory: give a file under it", arg, p)
+	}
 	return nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func listLimit(n int) (int, error) {
