@@ -286,3 +286,28 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// drill_plan of an invalid drill is a tool error carrying its problems
+// (the first in the message, all in the result), as drill_validate gives
+// them; the file's content never reaches the server's log, which names
+// calls only.
+func TestDrillPlanOfAnInvalidDrillGivesItsProblems(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t)
+	work := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(work, "d.yaml"), []byte("name: d\ntimeout: 1m\nsteps:\n  - id: w\n    wiat-for-me: 1s\n"), 0o600))
+	cs, log := e.stdio(t, work)
+	res, doc := call(t, cs, "drill_plan", map[string]any{"file": "d.yaml"})
+	msg, _ := doc["error"].(string)
+	if !res.IsError || doc["exit_name"] != "usage" || !strings.Contains(msg, `d.yaml:5:5: step "w": unknown step kind or field "wiat-for-me"`) ||
+		strings.Contains(msg, "silent") {
+		t.Errorf("plan of an invalid drill: %v", doc)
+	}
+	if b := string(mustJSON(doc["result"])); !strings.Contains(b, `"line":5`) {
+		t.Errorf("the problems are not in the result: %s", b)
+	}
+	_ = cs.Close()
+	if strings.Contains(log.String(), "wiat-for-me") {
+		t.Errorf("the drill file's content is in the server's log:\n%s", log.String())
+	}
+}

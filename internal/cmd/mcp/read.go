@@ -21,6 +21,7 @@ import (
 	reqlist "github.com/kosha-platform/koshactl/internal/cmd/request/list"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/mcpserver"
@@ -184,8 +185,16 @@ func (r reader) plan(ctx context.Context, a planArgs) (mcpserver.Output, error) 
 	if err := localPath("file", a.File); err != nil {
 		return mcpserver.Output{}, err
 	}
-	d, err := run.Parse(r.f, a.File, a.Vars, "")
-	if err != nil {
+	// Parsed here, not by run.Parse: that prints the problems on stderr
+	// (the server's log, which names calls, never a file's content) and
+	// returns a silent failure the agent could not act on. The problems
+	// are the tool error's result, as drill_validate gives them.
+	d, probs := drill.ParseFile(kinds.Builtin(), a.File)
+	if len(probs) > 0 {
+		doc := validate.Result{Kind: "DrillValidation", Files: []validate.FileResult{{File: a.File, Problems: probs}}}
+		return mcpserver.Output{Doc: doc}, cmdutil.Usagef("%s is not a valid drill (%d problems), the first: %s", a.File, len(probs), probs[0])
+	}
+	if err := run.ApplyVars(d, a.Vars); err != nil {
 		return mcpserver.Output{}, err
 	}
 	if d.Context != "" && d.Context != r.env.Name {
