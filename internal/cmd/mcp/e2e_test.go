@@ -177,8 +177,8 @@ func TestNodeClientOverHTTPWithAndWithoutTheToken(t *testing.T) {
 	addrFile := filepath.Join(t.TempDir(), "url")
 	srv := exec.CommandContext(t.Context(), e.bin, "mcp", "--listen", "127.0.0.1:0", "--addr-file", addrFile) //nolint:gosec // G204: the binary under test
 	srv.Env = append(e.env, "KOSHACTL_MCP_TOKEN="+token)
-	var log strings.Builder
-	srv.Stderr = &log
+	log := &syncbuf.Buffer{} // the server writes it while the test reads it
+	srv.Stderr = log
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
