@@ -12,6 +12,8 @@
 //     with a truncation marker ([Sanitize]): untrusted data stays data.
 //   - A failure is a tool error (IsError) carrying the one-line message and
 //     the exit code, and its name, the CLI would exit with ([ErrorResult]).
+//     A panic in a tool is its call's tool error (exit 1), never the end of
+//     the server; the log has its stack, not its value.
 //   - Every call is logged on the server's log: the tool, the shape of its
 //     arguments (keys and JSON types, never values) and the outcome.
 //   - Over HTTP the server listens on loopback only ([CheckLoopback]) and

@@ -1,16 +1,21 @@
 package mcpserver_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/mcpserver"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 )
 
 func TestCheckLoopback(t *testing.T) {
@@ -95,5 +100,62 @@ func TestErrorResultNamesTheExitCode(t *testing.T) {
 		if !res.IsError || doc["exit_name"] != want || strings.Contains(doc["error"].(string), "\n") {
 			t.Errorf("%v: %v", err, doc)
 		}
+	}
+}
+
+// A panic in a tool is that call's tool error: the server lives on for the
+// next call, the agent gets no stack, and the log has the stack but never a
+// value the panic carried (it could be an argument).
+func TestPanicInAToolIsItsToolError(t *testing.T) {
+	t.Parallel()
+	type in struct {
+		Secret string `json:"secret"`
+	}
+	var log syncbuf.Buffer
+	tools := []mcpserver.Tool{
+		mcpserver.New("boom", "Boom", "panics", true, func(_ context.Context, a in) (mcpserver.Output, error) {
+			panic("holding " + a.Secret)
+		}),
+		mcpserver.New("index", "Index", "panics in the runtime", true, func(_ context.Context, a in) (mcpserver.Output, error) {
+			return mcpserver.Output{Summary: strings.Fields(a.Secret)[3]}, nil
+		}),
+		mcpserver.New("fine", "Fine", "answers", true, func(context.Context, in) (mcpserver.Output, error) {
+			return mcpserver.Output{Doc: map[string]any{"ok": true}, Summary: "fine"}, nil
+		}),
+	}
+	srv := mcpserver.NewServer("test", "1", tools, &log, time.Now)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for _, name := range []string{"boom", "index", "fine"} {
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{"secret": "s3cret"}})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		if name == "fine" {
+			if res.IsError || text != "fine" {
+				t.Errorf("the call after the panics: %+v", res)
+			}
+			continue
+		}
+		doc := res.StructuredContent.(map[string]any)
+		if !res.IsError || doc["exit_name"] != "error" || !strings.Contains(text, "internal error") ||
+			strings.Contains(text, "s3cret") || strings.Contains(text, "goroutine") {
+			t.Errorf("%s: %+v", name, res)
+		}
+	}
+	l := log.String()
+	if strings.Contains(l, "s3cret") || !strings.Contains(l, "tool=boom args={secret:string} outcome=error (exit 1, error): a panic\n") ||
+		!strings.Contains(l, "a panic (runtime error: index out of range") || !strings.Contains(l, "goroutine") {
+		t.Errorf("log:\n%s", l)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -96,11 +99,27 @@ func NewServer(name, version string, tools []Tool, log io.Writer, now func() tim
 }
 
 func (s *Server) handler(t Tool) mcp.ToolHandler {
-	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
 		start := s.now()
 		args := req.Params.Arguments
+		// The SDK recovers no panic: one in a tool (a bug, or an item
+		// shaped to find one) would end the server for every client and
+		// print a stack. It is this call's tool error instead, and the
+		// log's line; a panic's value is logged only when the runtime made
+		// it (it could hold an argument otherwise).
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			what := "a panic"
+			if rerr, ok := v.(runtime.Error); ok {
+				what = "a panic (" + textsafe.Line(rerr.Error()) + ")"
+			}
+			res = ErrorResult(fmt.Errorf("tool %s failed: an internal error in koshactl (a bug; the server's log has its stack)", t.Name), Output{})
+			s.logf("mcp: tool=%s args=%s outcome=error (exit %d, %s): %s\n%s", t.Name, Shape(args), exitcode.Error, ExitName(exitcode.Error), what, debug.Stack())
+		}()
 		out, err := t.call(ctx, args)
-		var res *mcp.CallToolResult
 		if err == nil {
 			res, err = Result(out)
 		}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
@@ -22,6 +24,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/koshabin"
+	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -174,8 +177,8 @@ func TestNodeClientOverHTTPWithAndWithoutTheToken(t *testing.T) {
 	addrFile := filepath.Join(t.TempDir(), "url")
 	srv := exec.CommandContext(t.Context(), e.bin, "mcp", "--listen", "127.0.0.1:0", "--addr-file", addrFile) //nolint:gosec // G204: the binary under test
 	srv.Env = append(e.env, "KOSHACTL_MCP_TOKEN="+token)
-	var log strings.Builder
-	srv.Stderr = &log
+	log := &syncbuf.Buffer{} // the server writes it while the test reads it
+	srv.Stderr = log
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -218,5 +221,93 @@ func TestNodeClientOverHTTPWithAndWithoutTheToken(t *testing.T) {
 	e.check(t, out)
 	if strings.Contains(log.String(), token) {
 		t.Error("the server printed its token")
+	}
+}
+
+// stdio starts koshactl mcp in dir (its working directory) with the Go
+// SDK's client; extra is added to its environment. The server's stderr log
+// is in the returned buffer once the session is closed.
+func (e *e2e) stdio(t *testing.T, dir string, extra ...string) (*sdk.ClientSession, *syncbuf.Buffer) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), e.bin, "mcp") //nolint:gosec // G204: the binary under test
+	cmd.Dir = dir
+	cmd.Env = append(append([]string(nil), e.env...), extra...)
+	log := &syncbuf.Buffer{}
+	cmd.Stderr = log
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &sdk.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, log
+}
+
+// A file argument that is a symbolic link out of the server's working
+// directory (a checked-out repository holding drills/x.yaml ->
+// ~/.aws/credentials) is refused before it is read: a parse error would
+// quote it. A link that stays inside the directory is still followed.
+func TestFileArgumentsNeverLeadOutOfTheWorkingDirectory(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t)
+	work, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "credentials")
+	must(t, os.WriteFile(secret, []byte("[default]\naws_secret_access_key = not-for-the-agent\n"), 0o600))
+	must(t, os.Mkdir(filepath.Join(work, "drills"), 0o700))
+	must(t, os.Symlink(secret, filepath.Join(work, "drills", "out.yaml")))
+	must(t, os.Symlink(outside, filepath.Join(work, "up")))
+	must(t, os.WriteFile(filepath.Join(work, "drills", "in.yaml"), []byte("name: in\n"), 0o600))
+	must(t, os.Symlink("in.yaml", filepath.Join(work, "drills", "link.yaml")))
+	cs, _ := e.stdio(t, work)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"drill_validate", map[string]any{"files": []string{"drills/out.yaml"}}},
+		{"drill_validate", map[string]any{"files": []string{"up/credentials"}}},
+		{"drill_plan", map[string]any{"file": "drills/out.yaml"}},
+		{"game_day_summary", map[string]any{"journal": "up/credentials"}},
+	} {
+		res, doc := call(t, cs, c.tool, c.args)
+		msg, _ := doc["error"].(string)
+		if !res.IsError || doc["exit_name"] != "usage" || !strings.Contains(msg, "symbolic link leading out of the server's working directory") {
+			t.Errorf("%s %v: %v", c.tool, c.args, doc)
+		}
+	}
+	// Read and parsed: the (incomplete) drill's own problems.
+	res, doc := call(t, cs, "drill_validate", map[string]any{"files": []string{"drills/link.yaml"}})
+	if b := string(mustJSON(doc)); res.IsError || !strings.Contains(b, "timeout is required") {
+		t.Errorf("a link inside the directory: %s", b)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// drill_plan of an invalid drill is a tool error carrying its problems
+// (the first in the message, all in the result), as drill_validate gives
+// them; the file's content never reaches the server's log, which names
+// calls only.
+func TestDrillPlanOfAnInvalidDrillGivesItsProblems(t *testing.T) {
+	t.Parallel()
+	e := newE2E(t)
+	work := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(work, "d.yaml"), []byte("name: d\ntimeout: 1m\nsteps:\n  - id: w\n    wiat-for-me: 1s\n"), 0o600))
+	cs, log := e.stdio(t, work)
+	res, doc := call(t, cs, "drill_plan", map[string]any{"file": "d.yaml"})
+	msg, _ := doc["error"].(string)
+	if !res.IsError || doc["exit_name"] != "usage" || !strings.Contains(msg, `d.yaml:5:5: step "w": unknown step kind or field "wiat-for-me"`) ||
+		strings.Contains(msg, "silent") {
+		t.Errorf("plan of an invalid drill: %v", doc)
+	}
+	if b := string(mustJSON(doc["result"])); !strings.Contains(b, `"line":5`) {
+		t.Errorf("the problems are not in the result: %s", b)
+	}
+	_ = cs.Close()
+	if strings.Contains(log.String(), "wiat-for-me") {
+		t.Errorf("the drill file's content is in the server's log:\n%s", log.String())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"time"
 
@@ -50,7 +51,8 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			Serve the Model Context Protocol on stdin and stdout (the form MCP clients start
 			themselves), or with --listen on a loopback address over streamable HTTP, where
 			every request must carry Authorization: Bearer TOKEN (the token from $%s, or
-			--token-file; at least %d characters; never printed).
+			--token-file, a file only its owner may read; at least %d characters; never
+			printed).
 
 			The server acts on one context, like every command. Its read tools return what
 			the commands print with -o json: breaker status (with the fleet's obedience),
@@ -217,9 +219,16 @@ func route(h http.Handler) http.Handler {
 func readToken(f *cmdenv.Factory, opts *Options) (string, error) {
 	var token string
 	if opts.TokenFile != "" {
-		b, _, err := fsutil.ReadRegular(opts.TokenFile, 4096)
+		b, st, err := fsutil.ReadRegular(opts.TokenFile, 4096)
 		if err != nil {
 			return "", cmdutil.Usagef("--token-file %s: %v", opts.TokenFile, err)
+		}
+		// Whoever reads the token proposes levers as this server's
+		// identity: like ssh with a private key, a token file other users
+		// may read is refused (Windows has no such mode bits).
+		if perm := st.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+			clear(b)
+			return "", cmdutil.Usagef("--token-file %s can be read by other users (mode %04o): chmod 600 it", opts.TokenFile, perm)
 		}
 		token = strings.TrimRight(string(b), "\r\n")
 	} else {

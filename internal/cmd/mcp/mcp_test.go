@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -337,4 +338,29 @@ func TestStatusCostsWhatTheCommandCosts(t *testing.T) {
 		t.Errorf("MCP status: %d store requests and %d scrapes; breaker status: %d and %d", got, scr, cliStore, cliScrapes)
 	}
 	t.Logf("breaker status and breaker_status: %d store request(s), %d metrics request(s) each", cliStore, cliScrapes)
+}
+
+// A token file other users may read is refused before anything listens,
+// naming the fix and never the token; one only its owner reads is taken.
+func TestTokenFileOthersCanReadIsRefused(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, false)
+	token := strings.Repeat("s3cr3t", 8)
+	for mode, refused := range map[os.FileMode]bool{0o644: true, 0o640: true, 0o600: false} {
+		file := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(file, mode); err != nil {
+			t.Fatal(err)
+		}
+		// A canceled context: a server whose token is taken stops at once.
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := mcpcmd.Run(ctx, r.f, &mcpcmd.Options{Listen: "127.0.0.1:0", TokenFile: file})
+		gotRefused := err != nil && strings.Contains(err.Error(), "can be read by other users") && strings.Contains(err.Error(), "chmod 600")
+		if gotRefused != refused || (err != nil && strings.Contains(err.Error(), token)) {
+			t.Errorf("mode %04o: %v, want refused %t", mode, err, refused)
+		}
+	}
 }

@@ -3,7 +3,10 @@ package mcp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	reqlist "github.com/kosha-platform/koshactl/internal/cmd/request/list"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/mcpserver"
@@ -181,8 +185,16 @@ func (r reader) plan(ctx context.Context, a planArgs) (mcpserver.Output, error) 
 	if err := localPath("file", a.File); err != nil {
 		return mcpserver.Output{}, err
 	}
-	d, err := run.Parse(r.f, a.File, a.Vars, "")
-	if err != nil {
+	// Parsed here, not by run.Parse: that prints the problems on stderr
+	// (the server's log, which names calls, never a file's content) and
+	// returns a silent failure the agent could not act on. The problems
+	// are the tool error's result, as drill_validate gives them.
+	d, probs := drill.ParseFile(kinds.Builtin(), a.File)
+	if len(probs) > 0 {
+		doc := validate.Result{Kind: "DrillValidation", Files: []validate.FileResult{{File: a.File, Problems: probs}}}
+		return mcpserver.Output{Doc: doc}, cmdutil.Usagef("%s is not a valid drill (%d problems), the first: %s", a.File, len(probs), probs[0])
+	}
+	if err := run.ApplyVars(d, a.Vars); err != nil {
 		return mcpserver.Output{}, err
 	}
 	if d.Context != "" && d.Context != r.env.Name {
@@ -231,12 +243,41 @@ func (r reader) gameday(_ context.Context, a journalArgs) (mcpserver.Output, err
 
 // localPath refuses a path that is not relative and under the working
 // directory: the server reads the files it is told to, and only where its
-// operator started it.
+// operator started it. A symbolic link is judged by where it leads: one in
+// the directory pointing out of it (at ~/.aws/credentials, say, in a
+// checked-out repository) is refused before anything is read, since a
+// parse error quotes what it read. A missing file is left to the reader,
+// which says so.
 func localPath(arg, p string) error {
 	if !filepath.IsLocal(p) {
 		return cmdutil.Usagef("%s %q: give a relative path under the server's working directory", arg, p)
 	}
+	wd, err := os.Getwd()
+	if err == nil {
+		wd, err = filepath.EvalSymlinks(wd)
+	}
+	if err != nil {
+		return fmt.Errorf("%s %q: the server's working directory: %w", arg, p, err)
+	}
+	target, err := filepath.EvalSymlinks(filepath.Join(wd, p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return cmdutil.Usagef("%s %q: %v", arg, p, unwrapPath(err))
+	}
+	if rel, err := filepath.Rel(wd, target); err != nil || !filepath.IsLocal(rel) {
+		return cmdutil.Usagef("%s %q is a symbolic link leading out of the server's working directory: give a file under it", arg, p)
+	}
 	return nil
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 func listLimit(n int) (int, error) {
