@@ -86,14 +86,16 @@ type Change struct {
 	Drill *DrillRun `json:"drill,omitempty"`
 	// Window is the levers file window a levers.window request approves
 	// (its one Target is the window's dependency); it has no Before.
-	Window *Window                     `json:"window,omitempty"`
+	Window *Window                    `json:"window,omitempty"`
 	Before map[string]json.RawMessage `json:"before"`
 }
 
 // approveOnly reports whether approving the change applies nothing: the
 // request becomes approved, and the drill run or the levers apply that
 // presents it may then act (until it expires).
-func (c Change) approveOnly() bool { return c.Action == ActionDrillRun || c.Action == ActionLeversWindow }
+func (c Change) approveOnly() bool {
+	return c.Action == ActionDrillRun || c.Action == ActionLeversWindow
+}
 
 // Canonical is the change's canonical encoding.
 func (c Change) Canonical() ([]byte, error) {

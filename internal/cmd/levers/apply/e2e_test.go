@@ -63,7 +63,7 @@ func TestReconcilerOnTheSandboxAndKilledMidWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out syncbuf.Buffer
-	cmd := exec.Command(bin, "apply", "-f", file, "--watch", "--interval", "1s") //nolint:gosec // G204: the test's own binary
+	cmd := exec.CommandContext(t.Context(), bin, "apply", "-f", file, "--watch", "--interval", "1s") //nolint:gosec // G204: the test's own binary
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
