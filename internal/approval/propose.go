@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -41,6 +43,10 @@ var ErrNothingToPropose = errors.New("nothing to propose")
 func (s *Service) Propose(ctx context.Context, log audit.Appender, p Proposal) (Request, audit.Record, error) {
 	if len(p.Change.Targets) == 0 {
 		return Request{}, audit.Record{}, fmt.Errorf("%w: %s changes nothing now", ErrNothingToPropose, p.Change.Action)
+	}
+	if n := len(p.Change.Targets); n > breaker.MaxAttachedLevers {
+		return Request{}, audit.Record{}, exitcode.Errorf(exitcode.Usage, "a proposal names at most %d targets (one approval applies them in one transaction), not %d: split it",
+			breaker.MaxAttachedLevers, n)
 	}
 	var set *policy.Set
 	switch it, err := s.store.Get(ctx, policy.Key); {

@@ -3,7 +3,9 @@ package approval_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
@@ -61,5 +64,24 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 	// Nothing to change: no request.
 	if _, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: policy.ActionClear}, Requester: alice}); !errors.Is(err, approval.ErrNothingToPropose) {
 		t.Errorf("empty clear: %v, want ErrNothingToPropose", err)
+	}
+}
+
+// A proposal no approval could apply in one transaction is refused at once,
+// before it is stored (an agent naming 20,000 clients).
+func TestProposalOfTooManyTargetsIsRefused(t *testing.T) {
+	ctx := context.Background()
+	_, svc, log, _ := fourEyes(t)
+	many := make([]string, breaker.MaxAttachedLevers+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("client-%d", i)
+	}
+	_, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: policy.ActionRateLimitReset, Targets: many, Reason: "r"},
+		Requester: alice})
+	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "split it") {
+		t.Errorf("proposal of %d targets: %v (exit %d), want a usage error", len(many), err, exitcode.Of(err))
+	}
+	if l, err := svc.List(ctx); err != nil || len(l.Requests) != 0 {
+		t.Errorf("requests after the refusal: %+v %v", l, err)
 	}
 }

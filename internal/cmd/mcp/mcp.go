@@ -185,6 +185,10 @@ func serveHTTP(ctx context.Context, f *cmdenv.Factory, opts *Options, srv *mcpse
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", opts.Listen, err)
 	}
+	if err := boundLoopback(opts.Listen, ln.Addr()); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	url := "http://" + ln.Addr().String() + "/mcp"
 	hs := &http.Server{Handler: route(mcpserver.Handler(srv, token)), ReadHeaderTimeout: 10 * time.Second}
 	if opts.AddrFile != "" {
@@ -246,3 +250,12 @@ func readToken(f *cmdenv.Factory, opts *Options) (string, error) {
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// boundLoopback checks the address a listener bound, not the name it was
+// given: a localhost a hosts file maps elsewhere is refused once bound.
+func boundLoopback(listen string, addr net.Addr) error {
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+		return nil
+	}
+	return cmdutil.Usagef("--listen %s bound %s, which is not a loopback address: use 127.0.0.1:PORT", textsafe.Quote(listen), addr)
+}
