@@ -23,8 +23,10 @@ import (
 //     config 59 KB, breaker 44 KB); build such things on first use
 //     (internal/lazyre, sync.OnceValue);
 //   - all packages together, dependencies included, allocate at most
-//     totalMaxBytes (2.68 MB today; 2.87 MB while client_golang was linked,
-//     3.1 MB before the start-up work): all of it is in the heap
+//     totalMaxBytes (2.92 MB today, of which the MCP SDK's encoding/gob
+//     and jsonschema are 215 KB, the price of koshactl mcp in one binary;
+//     2.68 MB before it; 2.87 MB while client_golang was linked, 3.1 MB
+//     before the start-up work): all of it is in the heap
 //     before a command's first line runs, and every command whose work takes
 //     the heap past the first collection's trigger (8 MiB with startHeap)
 //     pays for a collection.
@@ -37,7 +39,7 @@ func TestPackageInitStaysLight(t *testing.T) {
 	const (
 		ownMaxBytes   = 8 << 10
 		ownMaxAllocs  = 64
-		totalMaxBytes = 27 << 20 / 10 // 2.7 MiB: client_golang's return would cross it
+		totalMaxBytes = 28 << 20 / 10 // 2.8 MiB: another heavy dependency (client_golang's return) crosses it
 	)
 	// Built as the release builds it (a -race test binary's allocations differ).
 	bin := procbench.Build(t, "github.com/kosha-platform/koshactl/cmd/koshactl")
