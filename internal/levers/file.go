@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -164,6 +165,14 @@ func (p *parser) parse(data []byte) *File {
 		p.add(max(doc.Line, 1), "want a mapping with version, context and windows")
 		return nil
 	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		p.add(max(next.Line, 1), "a second YAML document (after ---): a levers file is one document; remove it, or make it a file of its own")
+		return nil
+	}
+	if !p.plain(doc.Content[0]) {
+		return nil
+	}
 	root := doc.Content[0]
 	f := &File{Name: baseName(p.path)}
 	seen := map[string]bool{}
@@ -297,6 +306,37 @@ func (p *parser) window(n *yaml.Node) (Window, bool) {
 		w.ID = w.Dependency + "@" + w.Start.UTC().Format(time.RFC3339)
 	}
 	return w, len(p.problems) == before
+}
+
+// plain refuses the YAML that reads two ways: a key given twice (the
+// parser would keep the last, a reviewer may read the first), an anchor or
+// an alias (an alias node's value is its anchor's name, not the anchored
+// value, and a reviewer must follow it). What is left is one reading.
+func (p *parser) plain(n *yaml.Node) bool {
+	ok := true
+	switch {
+	case n.Kind == yaml.AliasNode:
+		p.add(n.Line, "the YAML alias *%s: write the value out in full (a levers file has no anchors or aliases)", textsafe.Line(n.Value))
+		return false
+	case n.Anchor != "":
+		p.add(n.Line, "the YAML anchor &%s: remove it (a levers file has no anchors or aliases)", textsafe.Line(n.Anchor))
+		return false
+	}
+	var keys map[string]int
+	if n.Kind == yaml.MappingNode {
+		keys = map[string]int{}
+	}
+	for i, c := range n.Content {
+		if keys != nil && i%2 == 0 {
+			if line, dup := keys[c.Value]; dup {
+				p.add(c.Line, "%s is given twice (first at line %d): keep one", textsafe.Quote(c.Value), line)
+				ok = false
+			}
+			keys[c.Value] = c.Line
+		}
+		ok = p.plain(c) && ok
+	}
+	return ok
 }
 
 func (p *parser) hasKey(n *yaml.Node, key string) bool {

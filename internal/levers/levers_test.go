@@ -293,3 +293,53 @@ func TestTheExampleFileParses(t *testing.T) {
 		t.Error("the openai window is not in force at 05:10Z (06:10+01:00)")
 	}
 }
+
+// YAML that reads two ways is refused: a key given twice (the parser kept
+// the last; a reviewer reads the first), an alias (its node's value is the
+// anchor's name: *postgres forced postgres where YAML says openai), and a
+// second document (ignored: windows a reviewer saw were never applied).
+func TestYAMLThatReadsTwoWaysIsRefused(t *testing.T) {
+	for name, tc := range map[string]struct{ src, want string }{
+		"duplicate key": {`version: 1
+context: prod
+windows:
+  - dependency: postgres
+    dependency: openai
+    reason: upgrade
+    start: 2026-12-05T02:00:00Z
+    end: 2026-12-05T02:30:00Z
+`, `p.yaml:5: "dependency" is given twice (first at line 4)`},
+		"duplicate top-level key": {"version: 1\ncontext: prod\nwindows: []\nwindows: []\n", `p.yaml:4: "windows" is given twice`},
+		"alias": {`version: 1
+context: prod
+windows:
+  - dependency: &postgres openai
+    reason: upgrade
+    start: 2026-12-05T02:00:00Z
+    end: 2026-12-05T02:30:00Z
+  - dependency: *postgres
+    reason: upgrade
+    start: 2026-12-06T02:00:00Z
+    end: 2026-12-06T02:30:00Z
+`, "p.yaml:4: the YAML anchor &postgres"},
+		"second document": {`version: 1
+context: prod
+windows: []
+---
+version: 1
+context: prod
+windows:
+  - dependency: postgres
+    reason: upgrade
+    start: 2026-12-05T02:00:00Z
+    end: 2026-12-05T02:30:00Z
+`, "a second YAML document"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := levers.Parse("p.yaml", []byte(tc.src), rules)
+			if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v (exit %d), want %q (exit 2)", err, exitcode.Of(err), tc.want)
+			}
+		})
+	}
+}
