@@ -28,6 +28,15 @@ const RepeatWeekly = "weekly"
 // MaxFileSize bounds a levers file (it is read whole).
 const MaxFileSize = 1 << 20
 
+// MaxWindows bounds the windows of one file: every pair of one dependency
+// is compared.
+const MaxWindows = 1000
+
+// maxProblems is how many problems a refused file lists; the rest are
+// counted. A 1 MiB file of one window repeated would otherwise list one
+// overlap per pair: hundreds of millions of lines, and the memory for them.
+const maxProblems = 100
+
 // week is how often a weekly window recurs.
 const week = 7 * 24 * time.Hour
 
@@ -133,8 +142,12 @@ var ErrInvalidFile = exitcode.New(exitcode.Usage, "invalid levers file")
 func Parse(path string, data []byte, r Rules) (*File, error) {
 	p := &parser{path: path, rules: r}
 	f := p.parse(data)
-	if len(p.problems) > 0 {
+	if p.found > 0 {
 		slices.SortStableFunc(p.problems, func(a, b Problem) int { return a.Line - b.Line })
+		if more := p.found - len(p.problems); more > 0 {
+			p.problems = append(p.problems, Problem{Line: p.problems[len(p.problems)-1].Line,
+				Msg: fmt.Sprintf("and %d more problem(s): fix these first", more)})
+		}
 		return nil, &ProblemsError{File: path, Problems: p.problems}
 	}
 	return f, nil
@@ -144,10 +157,15 @@ type parser struct {
 	path     string
 	rules    Rules
 	problems []Problem
+	// found counts every problem, listed or not (past maxProblems).
+	found int
 }
 
 func (p *parser) add(line int, format string, args ...any) {
-	p.problems = append(p.problems, Problem{Line: line, Msg: fmt.Sprintf(format, args...)})
+	p.found++
+	if len(p.problems) < maxProblems {
+		p.problems = append(p.problems, Problem{Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
 }
 
 func (p *parser) parse(data []byte) *File {
@@ -208,9 +226,12 @@ func (p *parser) parse(data []byte) *File {
 		}
 	}
 	if windows != nil {
-		if windows.Kind != yaml.SequenceNode {
+		switch {
+		case windows.Kind != yaml.SequenceNode:
 			p.add(windows.Line, "windows: want a list of windows")
-		} else {
+		case len(windows.Content) > MaxWindows:
+			p.add(windows.Line, "%d windows, more than a levers file may hold (%d): split the file (give each its own name:)", len(windows.Content), MaxWindows)
+		default:
 			for _, n := range windows.Content {
 				if w, ok := p.window(n); ok {
 					f.Windows = append(f.Windows, w)
@@ -229,7 +250,7 @@ func (p *parser) window(n *yaml.Node) (Window, bool) {
 		p.add(n.Line, "a window is a mapping with dependency, reason, start and end (or duration)")
 		return w, false
 	}
-	before := len(p.problems)
+	before := p.found
 	var dur time.Duration
 	var endLine, durLine int
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -305,7 +326,7 @@ func (p *parser) window(n *yaml.Node) (Window, bool) {
 	if w.ID == "" && w.Dependency != "" && !w.Start.IsZero() {
 		w.ID = w.Dependency + "@" + w.Start.UTC().Format(time.RFC3339)
 	}
-	return w, len(p.problems) == before
+	return w, p.found == before
 }
 
 // plain refuses the YAML that reads two ways: a key given twice (the

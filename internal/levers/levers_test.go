@@ -343,3 +343,22 @@ windows:
 		})
 	}
 }
+
+// A file of one window repeated lists a bounded number of problems (it
+// listed one overlap per pair: 1 MiB of windows took the memory of the
+// machine), and a file of more than MaxWindows windows is refused at once.
+func TestProblemsOfAHostileFileAreBounded(t *testing.T) {
+	one := "  - {dependency: postgres, reason: x, start: 2026-12-05T02:00:00Z, duration: 1m}\n"
+	_, err := levers.Parse("p.yaml", []byte("version: 1\ncontext: prod\nwindows:\n"+strings.Repeat(one, 900)), rules)
+	var pe *levers.ProblemsError
+	if !errors.As(err, &pe) || len(pe.Problems) > 101 {
+		t.Fatalf("900 copies of one window: %d problems listed, want at most 101", len(pe.Problems))
+	}
+	if last := pe.Problems[len(pe.Problems)-1].Msg; !strings.Contains(last, "more problem(s)") {
+		t.Errorf("the last line %q does not count the problems left out", last)
+	}
+	_, err = levers.Parse("p.yaml", []byte("version: 1\ncontext: prod\nwindows:\n"+strings.Repeat(one, levers.MaxWindows+1)), rules)
+	if !errors.As(err, &pe) || len(pe.Problems) != 1 || !strings.Contains(pe.Problems[0].Msg, "split the file") {
+		t.Fatalf("%d windows: %v, want one problem: split the file", levers.MaxWindows+1, err)
+	}
+}
