@@ -279,8 +279,11 @@ func (p *parser) window(n *yaml.Node) (Window, bool) {
 			w.End, endLine = p.instant(v, "end"), v.Line
 		case "duration":
 			d, err := time.ParseDuration(v.Value)
-			if err != nil || d <= 0 {
+			switch {
+			case err != nil || d <= 0:
 				p.add(v.Line, "duration %s: want a positive duration such as 30m or 2h", textsafe.Quote(v.Value))
+			case d%time.Second != 0:
+				p.add(v.Line, "duration %s has a fraction of a second: a window lasts whole seconds", textsafe.Quote(v.Value))
 			}
 			dur, durLine = d, v.Line
 		case "repeat":
@@ -372,6 +375,13 @@ func (p *parser) hasKey(n *yaml.Node, key string) bool {
 // instant reads an RFC 3339 time with its zone.
 func (p *parser) instant(v *yaml.Node, field string) time.Time {
 	t, err := time.Parse(time.RFC3339, v.Value)
+	if err == nil && t.Nanosecond() != 0 {
+		// An override's expiry is stored in milliseconds and a request
+		// names its window in seconds: a finer end never matched its
+		// override, and every round rewrote it.
+		p.add(v.Line, "%s %s has a fraction of a second: a window starts and ends on whole seconds", field, textsafe.Quote(v.Value))
+		return time.Time{}
+	}
 	if err == nil {
 		return t.UTC()
 	}

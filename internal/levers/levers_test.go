@@ -362,3 +362,22 @@ func TestProblemsOfAHostileFileAreBounded(t *testing.T) {
 		t.Fatalf("%d windows: %v, want one problem: split the file", levers.MaxWindows+1, err)
 	}
 }
+
+// A window is in whole seconds: an end finer than the override's stored
+// milliseconds never matched its override, so every round replaced it (a
+// write, a record and a notification a minute), and a request named the
+// window in seconds.
+func TestAWindowIsInWholeSeconds(t *testing.T) {
+	for name, tc := range map[string]struct{ from, to, want string }{
+		"end":      {"end: 2026-12-05T02:30:00Z", "end: 2026-12-05T02:30:00.0000001Z", "p.yaml:7: end \"2026-12-05T02:30:00.0000001Z\" has a fraction of a second"},
+		"start":    {"start: 2026-12-05T02:00:00Z", "start: 2026-12-05T02:00:00.5Z", "p.yaml:6: start \"2026-12-05T02:00:00.5Z\" has a fraction of a second"},
+		"duration": {"end: 2026-12-05T02:30:00Z", "duration: 1500ms", "p.yaml:7: duration \"1500ms\" has a fraction of a second"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := levers.Parse("p.yaml", []byte(strings.Replace(smallest, tc.from, tc.to, 1)), rules)
+			if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
