@@ -269,8 +269,11 @@ func (p *parser) window(n *yaml.Node) (Window, bool) {
 				p.add(v.Line, "%v", err)
 			}
 		case "reason":
-			w.Reason = v.Value
-			if err := audit.ValidateReason(v.Value); err != nil {
+			// Checked as stored: a block scalar's final newline, or a
+			// reason of blanks, passed a check of the trimmed text and
+			// was written into the override as it was.
+			w.Reason = strings.TrimSpace(v.Value)
+			if err := audit.ValidateReason(w.Reason); err != nil {
 				p.add(v.Line, "reason: %v", err)
 			}
 		case "start":

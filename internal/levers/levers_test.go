@@ -381,3 +381,16 @@ func TestAWindowIsInWholeSeconds(t *testing.T) {
 		})
 	}
 }
+
+// A reason is what its override carries: a block scalar's final newline
+// is not written into the override, and a reason of blanks is none.
+func TestAReasonIsOneLineOfText(t *testing.T) {
+	f := parse(t, strings.Replace(smallest, "reason: RDS minor upgrade (CHG-1042)", "reason: |\n      RDS minor upgrade (CHG-1042)", 1))
+	if r := f.Windows[0].Reason; r != "RDS minor upgrade (CHG-1042)" {
+		t.Errorf("reason %q, want it without its newline", r)
+	}
+	_, err := levers.Parse("p.yaml", []byte(strings.Replace(smallest, "reason: RDS minor upgrade (CHG-1042)", `reason: "   "`, 1)), rules)
+	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "the window has no reason") {
+		t.Errorf("a reason of blanks: %v, want refused", err)
+	}
+}
