@@ -40,6 +40,9 @@ const maxProblems = 100
 // week is how often a weekly window recurs.
 const week = 7 * 24 * time.Hour
 
+// weekSeconds is a week in seconds, a window's unit.
+const weekSeconds = int64(week / time.Second)
+
 // File is a parsed, checked levers file.
 type File struct {
 	// Name identifies the file in the markers of the overrides it manages:
@@ -79,7 +82,10 @@ func (w Window) Hash() string {
 func (w Window) At(t time.Time) (start, end time.Time, ok bool) {
 	start = w.Start
 	if w.Repeat == RepeatWeekly && t.After(w.Start) {
-		start = w.Start.Add(t.Sub(w.Start) / week * week)
+		// In seconds: t.Sub saturates at 292 years, and a weekly window
+		// started earlier (every week since 1700) landed on a wrong week.
+		weeks := (t.Unix() - w.Start.Unix()) / weekSeconds
+		start = time.Unix(w.Start.Unix()+weeks*weekSeconds, 0).UTC()
 	}
 	end = start.Add(w.Duration())
 	return start, end, !t.Before(start) && t.Before(end)
@@ -428,7 +434,7 @@ func intersect(a, b Window) bool {
 		return ok && s.Before(b.End) && b.Start.Before(e)
 	}
 	// Both weekly: compare their offsets in the week, on a circle.
-	off := func(w Window) time.Duration { return ((w.Start.Sub(time.Unix(0, 0)) % week) + week) % week }
+	off := func(w Window) time.Duration { return time.Duration((w.Start.Unix()%weekSeconds+weekSeconds)%weekSeconds) * time.Second }
 	d := (off(b) - off(a) + week) % week // b's start after a's, in the week
 	return d < a.Duration() || week-d < b.Duration()
 }

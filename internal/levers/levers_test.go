@@ -394,3 +394,37 @@ func TestAReasonIsOneLineOfText(t *testing.T) {
 		t.Errorf("a reason of blanks: %v, want refused", err)
 	}
 }
+
+// Weekly windows far from now: the week of the occurrence in force, and
+// the overlap of two weekly windows, are computed in seconds (durations
+// saturate at 292 years: a window weekly since 1700 was never in force,
+// and two weekly windows of 2300 hours apart were taken to overlap).
+func TestWeeklyWindowsFarFromNow(t *testing.T) {
+	f := parse(t, `version: 1
+context: prod
+windows:
+  - dependency: postgres
+    reason: weekly since 1700
+    start: 1700-01-05T02:00:00Z
+    duration: 1h
+    repeat: weekly
+  - id: a
+    dependency: openai
+    reason: from 2300
+    start: 2300-01-01T00:00:00Z
+    duration: 1h
+    repeat: weekly
+  - id: b
+    dependency: openai
+    reason: from 2300, half a day later
+    start: 2300-01-01T12:00:00Z
+    duration: 1h
+    repeat: weekly
+`)
+	first := f.Windows[0].Start
+	weeks := (time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC).Unix() - first.Unix()) / (7 * 24 * 3600)
+	occ := time.Unix(first.Unix()+weeks*7*24*3600, 0).UTC()
+	if s, e, ok := f.Windows[0].At(occ.Add(30 * time.Minute)); !ok || !s.Equal(occ) || !e.Equal(occ.Add(time.Hour)) {
+		t.Errorf("at %s: %s..%s in force %v, want the occurrence %s", occ.Add(30*time.Minute), s, e, ok, occ)
+	}
+}
