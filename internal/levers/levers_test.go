@@ -14,6 +14,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
 )
 
@@ -142,12 +144,13 @@ type env struct {
 	clk *clock.Fake
 	ov  *breaker.Overrides
 	log *audit.Log
+	st  *sqlite.Store
 }
 
 func newEnv(t *testing.T) env {
 	s := sqlitetest.NewStore(t)
 	clk := clock.NewFake(t0)
-	return env{clk: clk, ov: breaker.NewOverrides(s, clk), log: audit.NewLog(s, clk, "prod")}
+	return env{clk: clk, ov: breaker.NewOverrides(s, clk), log: audit.NewLog(s, clk, "prod"), st: s}
 }
 
 // apply is one round of the reconciler: compare, plan, write.
@@ -426,5 +429,34 @@ windows:
 	occ := time.Unix(first.Unix()+weeks*7*24*3600, 0).UTC()
 	if s, e, ok := f.Windows[0].At(occ.Add(30 * time.Minute)); !ok || !s.Equal(occ) || !e.Equal(occ.Add(time.Hour)) {
 		t.Errorf("at %s: %s..%s in force %v, want the occurrence %s", occ.Add(30*time.Minute), s, e, ok, occ)
+	}
+}
+
+// A marker is a claim: apply clears only an override it could have
+// written. An item under a dependency name apply never writes, or one
+// that never expires (apply always sets the window's end), is someone
+// else's lever whatever its managed_by says: shown, never cleared.
+func TestAForgedMarkerClearsNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	marker := `{"file":"prod","window":"postgres@2026-12-05T02:00:00Z","sha256":"x"}`
+	for _, it := range []store.Item{
+		{store.PK: breaker.OverrideKey("Core API"), "state": "forced_open", "reason": "incident", "actor": "oncall",
+			"created_at": t0.UnixMilli(), "version": int64(1), "managed_by": marker, store.IndexOverrides.Attr: breaker.OverrideIndexKey},
+		{store.PK: breaker.OverrideKey("core-api"), "state": "forced_open", "reason": "incident", "actor": "oncall",
+			"created_at": t0.UnixMilli(), "version": int64(1), "managed_by": marker, store.IndexOverrides.Attr: breaker.OverrideIndexKey},
+	} {
+		if err := e.st.Put(ctx, it, store.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := parse(t, "version: 1\ncontext: prod\nwindows: []\n")
+	if ds := e.apply(t, empty, nil); kinds(ds) != "Core API:unplanned_override core-api:unplanned_override" {
+		t.Errorf("forged markers: %s, want both unplanned (left alone)", kinds(ds))
+	}
+	for _, dep := range []string{"Core API", "core-api"} {
+		if _, err := e.st.Get(ctx, breaker.OverrideKey(dep)); err != nil {
+			t.Errorf("apply cleared %s, which it could not have written: %v", dep, err)
+		}
 	}
 }
