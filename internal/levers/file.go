@@ -434,7 +434,9 @@ func intersect(a, b Window) bool {
 		return ok && s.Before(b.End) && b.Start.Before(e)
 	}
 	// Both weekly: compare their offsets in the week, on a circle.
-	off := func(w Window) time.Duration { return time.Duration((w.Start.Unix()%weekSeconds+weekSeconds)%weekSeconds) * time.Second }
+	off := func(w Window) time.Duration {
+		return time.Duration((w.Start.Unix()%weekSeconds+weekSeconds)%weekSeconds) * time.Second
+	}
 	d := (off(b) - off(a) + week) % week // b's start after a's, in the week
 	return d < a.Duration() || week-d < b.Duration()
 }
