@@ -22,9 +22,12 @@ type Marker struct {
 }
 
 // MarkerOf reads o's marker; ok is false for an override no levers file
-// manages (or whose marker cannot be read: then it is not managed).
+// manages, or whose marker cannot be read, or that apply could not have
+// written (a dependency name that is not valid, no readable expiry): the
+// marker is a claim any writer of the table can make, and apply clears
+// only what the item itself confirms is its own kind of write.
 func MarkerOf(o breaker.Override) (Marker, bool) {
-	if o.ManagedBy == "" {
+	if o.ManagedBy == "" || breaker.ValidateDependency(o.Dependency) != nil || !o.Expires() {
 		return Marker{}, false
 	}
 	var m Marker

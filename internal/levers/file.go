@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -27,8 +28,20 @@ const RepeatWeekly = "weekly"
 // MaxFileSize bounds a levers file (it is read whole).
 const MaxFileSize = 1 << 20
 
+// MaxWindows bounds the windows of one file: every pair of one dependency
+// is compared.
+const MaxWindows = 1000
+
+// maxProblems is how many problems a refused file lists; the rest are
+// counted. A 1 MiB file of one window repeated would otherwise list one
+// overlap per pair: hundreds of millions of lines, and the memory for them.
+const maxProblems = 100
+
 // week is how often a weekly window recurs.
 const week = 7 * 24 * time.Hour
+
+// weekSeconds is a week in seconds, a window's unit.
+const weekSeconds = int64(week / time.Second)
 
 // File is a parsed, checked levers file.
 type File struct {
@@ -69,7 +82,10 @@ func (w Window) Hash() string {
 func (w Window) At(t time.Time) (start, end time.Time, ok bool) {
 	start = w.Start
 	if w.Repeat == RepeatWeekly && t.After(w.Start) {
-		start = w.Start.Add(t.Sub(w.Start) / week * week)
+		// In seconds: t.Sub saturates at 292 years, and a weekly window
+		// started earlier (every week since 1700) landed on a wrong week.
+		weeks := (t.Unix() - w.Start.Unix()) / weekSeconds
+		start = time.Unix(w.Start.Unix()+weeks*weekSeconds, 0).UTC()
 	}
 	end = start.Add(w.Duration())
 	return start, end, !t.Before(start) && t.Before(end)
@@ -132,8 +148,12 @@ var ErrInvalidFile = exitcode.New(exitcode.Usage, "invalid levers file")
 func Parse(path string, data []byte, r Rules) (*File, error) {
 	p := &parser{path: path, rules: r}
 	f := p.parse(data)
-	if len(p.problems) > 0 {
+	if p.found > 0 {
 		slices.SortStableFunc(p.problems, func(a, b Problem) int { return a.Line - b.Line })
+		if more := p.found - len(p.problems); more > 0 {
+			p.problems = append(p.problems, Problem{Line: p.problems[len(p.problems)-1].Line,
+				Msg: fmt.Sprintf("and %d more problem(s): fix these first", more)})
+		}
 		return nil, &ProblemsError{File: path, Problems: p.problems}
 	}
 	return f, nil
@@ -143,10 +163,15 @@ type parser struct {
 	path     string
 	rules    Rules
 	problems []Problem
+	// found counts every problem, listed or not (past maxProblems).
+	found int
 }
 
 func (p *parser) add(line int, format string, args ...any) {
-	p.problems = append(p.problems, Problem{Line: line, Msg: fmt.Sprintf(format, args...)})
+	p.found++
+	if len(p.problems) < maxProblems {
+		p.problems = append(p.problems, Problem{Line: line, Msg: fmt.Sprintf(format, args...)})
+	}
 }
 
 func (p *parser) parse(data []byte) *File {
@@ -162,6 +187,14 @@ func (p *parser) parse(data []byte) *File {
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		p.add(max(doc.Line, 1), "want a mapping with version, context and windows")
+		return nil
+	}
+	var next yaml.Node
+	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
+		p.add(max(next.Line, 1), "a second YAML document (after ---): a levers file is one document; remove it, or make it a file of its own")
+		return nil
+	}
+	if !p.plain(doc.Content[0]) {
 		return nil
 	}
 	root := doc.Content[0]
@@ -199,9 +232,12 @@ func (p *parser) parse(data []byte) *File {
 		}
 	}
 	if windows != nil {
-		if windows.Kind != yaml.SequenceNode {
+		switch {
+		case windows.Kind != yaml.SequenceNode:
 			p.add(windows.Line, "windows: want a list of windows")
-		} else {
+		case len(windows.Content) > MaxWindows:
+			p.add(windows.Line, "%d windows, more than a levers file may hold (%d): split the file (give each its own name:)", len(windows.Content), MaxWindows)
+		default:
 			for _, n := range windows.Content {
 				if w, ok := p.window(n); ok {
 					f.Windows = append(f.Windows, w)
@@ -220,7 +256,7 @@ func (p *parser) window(n *yaml.Node) (Window, bool) {
 		p.add(n.Line, "a window is a mapping with dependency, reason, start and end (or duration)")
 		return w, false
 	}
-	before := len(p.problems)
+	before := p.found
 	var dur time.Duration
 	var endLine, durLine int
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -239,8 +275,11 @@ func (p *parser) window(n *yaml.Node) (Window, bool) {
 				p.add(v.Line, "%v", err)
 			}
 		case "reason":
-			w.Reason = v.Value
-			if err := audit.ValidateReason(v.Value); err != nil {
+			// Checked as stored: a block scalar's final newline, or a
+			// reason of blanks, passed a check of the trimmed text and
+			// was written into the override as it was.
+			w.Reason = strings.TrimSpace(v.Value)
+			if err := audit.ValidateReason(w.Reason); err != nil {
 				p.add(v.Line, "reason: %v", err)
 			}
 		case "start":
@@ -249,8 +288,11 @@ func (p *parser) window(n *yaml.Node) (Window, bool) {
 			w.End, endLine = p.instant(v, "end"), v.Line
 		case "duration":
 			d, err := time.ParseDuration(v.Value)
-			if err != nil || d <= 0 {
+			switch {
+			case err != nil || d <= 0:
 				p.add(v.Line, "duration %s: want a positive duration such as 30m or 2h", textsafe.Quote(v.Value))
+			case d%time.Second != 0:
+				p.add(v.Line, "duration %s has a fraction of a second: a window lasts whole seconds", textsafe.Quote(v.Value))
 			}
 			dur, durLine = d, v.Line
 		case "repeat":
@@ -296,7 +338,38 @@ func (p *parser) window(n *yaml.Node) (Window, bool) {
 	if w.ID == "" && w.Dependency != "" && !w.Start.IsZero() {
 		w.ID = w.Dependency + "@" + w.Start.UTC().Format(time.RFC3339)
 	}
-	return w, len(p.problems) == before
+	return w, p.found == before
+}
+
+// plain refuses the YAML that reads two ways: a key given twice (the
+// parser would keep the last, a reviewer may read the first), an anchor or
+// an alias (an alias node's value is its anchor's name, not the anchored
+// value, and a reviewer must follow it). What is left is one reading.
+func (p *parser) plain(n *yaml.Node) bool {
+	ok := true
+	switch {
+	case n.Kind == yaml.AliasNode:
+		p.add(n.Line, "the YAML alias *%s: write the value out in full (a levers file has no anchors or aliases)", textsafe.Line(n.Value))
+		return false
+	case n.Anchor != "":
+		p.add(n.Line, "the YAML anchor &%s: remove it (a levers file has no anchors or aliases)", textsafe.Line(n.Anchor))
+		return false
+	}
+	var keys map[string]int
+	if n.Kind == yaml.MappingNode {
+		keys = map[string]int{}
+	}
+	for i, c := range n.Content {
+		if keys != nil && i%2 == 0 {
+			if line, dup := keys[c.Value]; dup {
+				p.add(c.Line, "%s is given twice (first at line %d): keep one", textsafe.Quote(c.Value), line)
+				ok = false
+			}
+			keys[c.Value] = c.Line
+		}
+		ok = p.plain(c) && ok
+	}
+	return ok
 }
 
 func (p *parser) hasKey(n *yaml.Node, key string) bool {
@@ -311,6 +384,13 @@ func (p *parser) hasKey(n *yaml.Node, key string) bool {
 // instant reads an RFC 3339 time with its zone.
 func (p *parser) instant(v *yaml.Node, field string) time.Time {
 	t, err := time.Parse(time.RFC3339, v.Value)
+	if err == nil && t.Nanosecond() != 0 {
+		// An override's expiry is stored in milliseconds and a request
+		// names its window in seconds: a finer end never matched its
+		// override, and every round rewrote it.
+		p.add(v.Line, "%s %s has a fraction of a second: a window starts and ends on whole seconds", field, textsafe.Quote(v.Value))
+		return time.Time{}
+	}
 	if err == nil {
 		return t.UTC()
 	}
@@ -354,7 +434,9 @@ func intersect(a, b Window) bool {
 		return ok && s.Before(b.End) && b.Start.Before(e)
 	}
 	// Both weekly: compare their offsets in the week, on a circle.
-	off := func(w Window) time.Duration { return ((w.Start.Sub(time.Unix(0, 0)) % week) + week) % week }
+	off := func(w Window) time.Duration {
+		return time.Duration((w.Start.Unix()%weekSeconds+weekSeconds)%weekSeconds) * time.Second
+	}
 	d := (off(b) - off(a) + week) % week // b's start after a's, in the week
 	return d < a.Duration() || week-d < b.Duration()
 }

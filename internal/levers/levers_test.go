@@ -14,6 +14,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
 )
 
@@ -142,12 +144,13 @@ type env struct {
 	clk *clock.Fake
 	ov  *breaker.Overrides
 	log *audit.Log
+	st  *sqlite.Store
 }
 
 func newEnv(t *testing.T) env {
 	s := sqlitetest.NewStore(t)
 	clk := clock.NewFake(t0)
-	return env{clk: clk, ov: breaker.NewOverrides(s, clk), log: audit.NewLog(s, clk, "prod")}
+	return env{clk: clk, ov: breaker.NewOverrides(s, clk), log: audit.NewLog(s, clk, "prod"), st: s}
 }
 
 // apply is one round of the reconciler: compare, plan, write.
@@ -291,5 +294,169 @@ func TestTheExampleFileParses(t *testing.T) {
 	at := time.Date(2026, 12, 9, 5, 10, 0, 0, time.UTC) // 06:10 at +01:00
 	if _, _, ok := f.Windows[1].At(at); !ok {
 		t.Error("the openai window is not in force at 05:10Z (06:10+01:00)")
+	}
+}
+
+// YAML that reads two ways is refused: a key given twice (the parser kept
+// the last; a reviewer reads the first), an alias (its node's value is the
+// anchor's name: *postgres forced postgres where YAML says openai), and a
+// second document (ignored: windows a reviewer saw were never applied).
+func TestYAMLThatReadsTwoWaysIsRefused(t *testing.T) {
+	for name, tc := range map[string]struct{ src, want string }{
+		"duplicate key": {`version: 1
+context: prod
+windows:
+  - dependency: postgres
+    dependency: openai
+    reason: upgrade
+    start: 2026-12-05T02:00:00Z
+    end: 2026-12-05T02:30:00Z
+`, `p.yaml:5: "dependency" is given twice (first at line 4)`},
+		"duplicate top-level key": {"version: 1\ncontext: prod\nwindows: []\nwindows: []\n", `p.yaml:4: "windows" is given twice`},
+		"alias": {`version: 1
+context: prod
+windows:
+  - dependency: &postgres openai
+    reason: upgrade
+    start: 2026-12-05T02:00:00Z
+    end: 2026-12-05T02:30:00Z
+  - dependency: *postgres
+    reason: upgrade
+    start: 2026-12-06T02:00:00Z
+    end: 2026-12-06T02:30:00Z
+`, "p.yaml:4: the YAML anchor &postgres"},
+		"second document": {`version: 1
+context: prod
+windows: []
+---
+version: 1
+context: prod
+windows:
+  - dependency: postgres
+    reason: upgrade
+    start: 2026-12-05T02:00:00Z
+    end: 2026-12-05T02:30:00Z
+`, "a second YAML document"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := levers.Parse("p.yaml", []byte(tc.src), rules)
+			if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v (exit %d), want %q (exit 2)", err, exitcode.Of(err), tc.want)
+			}
+		})
+	}
+}
+
+// A file of one window repeated lists a bounded number of problems (it
+// listed one overlap per pair: 1 MiB of windows took the memory of the
+// machine), and a file of more than MaxWindows windows is refused at once.
+func TestProblemsOfAHostileFileAreBounded(t *testing.T) {
+	one := "  - {dependency: postgres, reason: x, start: 2026-12-05T02:00:00Z, duration: 1m}\n"
+	_, err := levers.Parse("p.yaml", []byte("version: 1\ncontext: prod\nwindows:\n"+strings.Repeat(one, 900)), rules)
+	var pe *levers.ProblemsError
+	if !errors.As(err, &pe) || len(pe.Problems) > 101 {
+		t.Fatalf("900 copies of one window: %d problems listed, want at most 101", len(pe.Problems))
+	}
+	if last := pe.Problems[len(pe.Problems)-1].Msg; !strings.Contains(last, "more problem(s)") {
+		t.Errorf("the last line %q does not count the problems left out", last)
+	}
+	_, err = levers.Parse("p.yaml", []byte("version: 1\ncontext: prod\nwindows:\n"+strings.Repeat(one, levers.MaxWindows+1)), rules)
+	if !errors.As(err, &pe) || len(pe.Problems) != 1 || !strings.Contains(pe.Problems[0].Msg, "split the file") {
+		t.Fatalf("%d windows: %v, want one problem: split the file", levers.MaxWindows+1, err)
+	}
+}
+
+// A window is in whole seconds: an end finer than the override's stored
+// milliseconds never matched its override, so every round replaced it (a
+// write, a record and a notification a minute), and a request named the
+// window in seconds.
+func TestAWindowIsInWholeSeconds(t *testing.T) {
+	for name, tc := range map[string]struct{ from, to, want string }{
+		"end":      {"end: 2026-12-05T02:30:00Z", "end: 2026-12-05T02:30:00.0000001Z", "p.yaml:7: end \"2026-12-05T02:30:00.0000001Z\" has a fraction of a second"},
+		"start":    {"start: 2026-12-05T02:00:00Z", "start: 2026-12-05T02:00:00.5Z", "p.yaml:6: start \"2026-12-05T02:00:00.5Z\" has a fraction of a second"},
+		"duration": {"end: 2026-12-05T02:30:00Z", "duration: 1500ms", "p.yaml:7: duration \"1500ms\" has a fraction of a second"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := levers.Parse("p.yaml", []byte(strings.Replace(smallest, tc.from, tc.to, 1)), rules)
+			if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A reason is what its override carries: a block scalar's final newline
+// is not written into the override, and a reason of blanks is none.
+func TestAReasonIsOneLineOfText(t *testing.T) {
+	f := parse(t, strings.Replace(smallest, "reason: RDS minor upgrade (CHG-1042)", "reason: |\n      RDS minor upgrade (CHG-1042)", 1))
+	if r := f.Windows[0].Reason; r != "RDS minor upgrade (CHG-1042)" {
+		t.Errorf("reason %q, want it without its newline", r)
+	}
+	_, err := levers.Parse("p.yaml", []byte(strings.Replace(smallest, "reason: RDS minor upgrade (CHG-1042)", `reason: "   "`, 1)), rules)
+	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "the window has no reason") {
+		t.Errorf("a reason of blanks: %v, want refused", err)
+	}
+}
+
+// Weekly windows far from now: the week of the occurrence in force, and
+// the overlap of two weekly windows, are computed in seconds (durations
+// saturate at 292 years: a window weekly since 1700 was never in force,
+// and two weekly windows of 2300 hours apart were taken to overlap).
+func TestWeeklyWindowsFarFromNow(t *testing.T) {
+	f := parse(t, `version: 1
+context: prod
+windows:
+  - dependency: postgres
+    reason: weekly since 1700
+    start: 1700-01-05T02:00:00Z
+    duration: 1h
+    repeat: weekly
+  - id: a
+    dependency: openai
+    reason: from 2300
+    start: 2300-01-01T00:00:00Z
+    duration: 1h
+    repeat: weekly
+  - id: b
+    dependency: openai
+    reason: from 2300, half a day later
+    start: 2300-01-01T12:00:00Z
+    duration: 1h
+    repeat: weekly
+`)
+	first := f.Windows[0].Start
+	weeks := (time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC).Unix() - first.Unix()) / (7 * 24 * 3600)
+	occ := time.Unix(first.Unix()+weeks*7*24*3600, 0).UTC()
+	if s, e, ok := f.Windows[0].At(occ.Add(30 * time.Minute)); !ok || !s.Equal(occ) || !e.Equal(occ.Add(time.Hour)) {
+		t.Errorf("at %s: %s..%s in force %v, want the occurrence %s", occ.Add(30*time.Minute), s, e, ok, occ)
+	}
+}
+
+// A marker is a claim: apply clears only an override it could have
+// written. An item under a dependency name apply never writes, or one
+// that never expires (apply always sets the window's end), is someone
+// else's lever whatever its managed_by says: shown, never cleared.
+func TestAForgedMarkerClearsNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	marker := `{"file":"prod","window":"postgres@2026-12-05T02:00:00Z","sha256":"x"}`
+	for _, it := range []store.Item{
+		{store.PK: breaker.OverrideKey("Core API"), "state": "forced_open", "reason": "incident", "actor": "oncall",
+			"created_at": t0.UnixMilli(), "version": int64(1), "managed_by": marker, store.IndexOverrides.Attr: breaker.OverrideIndexKey},
+		{store.PK: breaker.OverrideKey("core-api"), "state": "forced_open", "reason": "incident", "actor": "oncall",
+			"created_at": t0.UnixMilli(), "version": int64(1), "managed_by": marker, store.IndexOverrides.Attr: breaker.OverrideIndexKey},
+	} {
+		if err := e.st.Put(ctx, it, store.IfAbsent()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	empty := parse(t, "version: 1\ncontext: prod\nwindows: []\n")
+	if ds := e.apply(t, empty, nil); kinds(ds) != "Core API:unplanned_override core-api:unplanned_override" {
+		t.Errorf("forged markers: %s, want both unplanned (left alone)", kinds(ds))
+	}
+	for _, dep := range []string{"Core API", "core-api"} {
+		if _, err := e.st.Get(ctx, breaker.OverrideKey(dep)); err != nil {
+			t.Errorf("apply cleared %s, which it could not have written: %v", dep, err)
+		}
 	}
 }
