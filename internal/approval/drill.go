@@ -256,6 +256,9 @@ func (s *Service) AuthorizeDrill(ctx context.Context, d DrillRun, runner func(co
 		return res, fmt.Errorf("%w: request %s approves the levers %s, but this run would pull %s (another --var?): %s",
 			ErrHashMismatch, r.ID, textsafe.Line(leverList(got.Levers)), textsafe.Line(leverList(levers)), ask)
 	}
+	if err := s.proveApproved(ctx, r); err != nil {
+		return res, err
+	}
 	res.Request = &r
 	return res, nil
 }

@@ -23,6 +23,7 @@ import (
 type Store interface {
 	store.Transactor
 	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
+	Put(ctx context.Context, item store.Item, cond store.Condition) error
 }
 
 // Service keeps the requests and reviews of one table and applies approved
@@ -33,6 +34,9 @@ type Service struct {
 	overrides *breaker.Overrides
 	buckets   *ratelimit.Buckets
 	context   string
+	// asking records requests made and canceled (audit.RequestPrefix);
+	// trail reads the approvers' records an approved request is proven by.
+	asking, trail *audit.Log
 }
 
 // WithBuckets applies approved bucket changes through b (the context's
@@ -49,7 +53,8 @@ func NewService(s Store, clk clock.Clock, overrides *breaker.Overrides, contextN
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Service{store: s, clock: clk, overrides: overrides, context: contextName}
+	return &Service{store: s, clock: clk, overrides: overrides, context: contextName,
+		asking: audit.NewRequestLog(s, clk, contextName), trail: audit.NewLog(s, clk, contextName)}
 }
 
 // newID is a request's or review's id: 12 hex digits of a fresh token.
@@ -136,6 +141,11 @@ func (s *Service) write(ctx context.Context, log audit.Appender, r Request, cond
 	it, err := r.item(token)
 	if err != nil {
 		return audit.Record{}, err
+	}
+	if e.Action == ActionRequestCreate || e.Action == ActionRequestCancel {
+		// Asking is recorded where a requester-only role may write:
+		// never where an approver's record is.
+		log = s.asking
 	}
 	rec, rop, err := log.Stage(ctx, e, token, 0)
 	if err != nil {

@@ -180,9 +180,10 @@ func (s *Service) ReadWindows(ctx context.Context, ws []Window) (*policy.Stored,
 // occurrence and context, approved and not expired. items are what
 // [Service.ReadWindows] read; it writes nothing. Refused: a request
 // missing or still pending ([ErrWindowNoApproval], exit 12), expired or
-// closed (exit 13), for other content ([ErrHashMismatch], exit 14), or a
-// force the policy denies.
-func (s *Service) AuthorizeWindow(set *policy.Set, items map[string]store.Item, w Window, applier audit.Identity) (WindowAuthorization, error) {
+// closed (exit 13), for other content ([ErrHashMismatch], exit 14), one
+// whose approval no approver's record proves ([ErrApprovalUnproven], exit
+// 14), or a force the policy denies.
+func (s *Service) AuthorizeWindow(ctx context.Context, set *policy.Set, items map[string]store.Item, w Window, applier audit.Identity) (WindowAuthorization, error) {
 	dec := decideWindow(set, policy.Actor{ARN: applier.Actor, Verified: applier.Verified()}, w)
 	res := WindowAuthorization{Decision: dec}
 	switch dec.Outcome {
@@ -218,6 +219,9 @@ func (s *Service) AuthorizeWindow(set *policy.Set, items map[string]store.Item, 
 		return res, fmt.Errorf("%w: request %s for window %s expired at %s: %s", ErrExpired, r.ID, textsafe.Line(w.ID), r.ExpiresAt.Format(time.RFC3339), ask)
 	default:
 		return res, fmt.Errorf("%w: request %s for window %s was %s by %s: %s", ErrClosed, r.ID, textsafe.Line(w.ID), st, textsafe.Line(r.DecidedBy), ask)
+	}
+	if err := s.proveApproved(ctx, r); err != nil {
+		return res, err
 	}
 	res.Request = &r
 	return res, nil

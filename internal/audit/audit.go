@@ -32,6 +32,13 @@ const Prefix = "audit#"
 // they are listed marked as the data plane's.
 const DataPlanePrefix = Prefix + "dp#"
 
+// RequestPrefix starts the pk of the records of asking: a change request
+// made or canceled ("audit#rq#<epoch ms>#<id>"). A role that may only ask
+// (requester) may write these and no other audit key, so a record under it
+// proves no approval: what an approved request lets happen is decided on
+// the approver's record, under [Prefix] alone.
+const RequestPrefix = Prefix + "rq#"
+
 // Retention is how long records are kept before the store's TTL may collect them.
 const Retention = 90 * 24 * time.Hour
 
@@ -104,6 +111,9 @@ type Record struct {
 	// DataPlane is true for a record the data plane wrote (keyed under
 	// [DataPlanePrefix]): no lever decision trusts it.
 	DataPlane bool `json:"data_plane,omitempty"`
+	// Asked is true for a record of asking (keyed under [RequestPrefix]):
+	// a request made or canceled, which a requester-only role may write.
+	Asked bool `json:"asked,omitempty"`
 	// Change is the token of the change the record was written with (its
 	// write_id attribute): the records of one change (a force of several
 	// dependencies) share it, and so do the lever items it wrote.
@@ -196,6 +206,14 @@ func NewLog(s recordStore, clk clock.Clock, contextName string) *Log {
 		clk = clock.Real{}
 	}
 	return &Log{store: s, clock: clk, context: contextName, prefix: Prefix}
+}
+
+// NewRequestLog is [NewLog] for the records of asking: keyed under
+// [RequestPrefix], the only audit keys a requester-only role may write.
+func NewRequestLog(s recordStore, clk clock.Clock, contextName string) *Log {
+	l := NewLog(s, clk, contextName)
+	l.prefix = RequestPrefix
+	return l
 }
 
 // NewDataPlaneLog is [NewLog] for the data plane: its records are keyed
@@ -313,8 +331,11 @@ func key(prefix string, t time.Time, id string) string {
 
 // prefix is the pk prefix r is stored under.
 func (r Record) prefix() string {
-	if r.DataPlane {
+	switch {
+	case r.DataPlane:
 		return DataPlanePrefix
+	case r.Asked:
+		return RequestPrefix
 	}
 	return Prefix
 }
@@ -379,6 +400,9 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 	rest, _ := strings.CutPrefix(pk, Prefix)
 	if dp, ok := strings.CutPrefix(pk, DataPlanePrefix); ok {
 		rest, r.DataPlane = dp, true
+	}
+	if rq, ok := strings.CutPrefix(pk, RequestPrefix); ok {
+		rest, r.Asked = rq, true
 	}
 	if _, id, found := strings.Cut(rest, "#"); found && id != "" {
 		r.ID = id

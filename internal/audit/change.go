@@ -41,7 +41,7 @@ func (l *Log) Stage(ctx context.Context, e Entry, token string, n int) (Record, 
 	if err != nil {
 		return Record{}, store.Op{}, err
 	}
-	r.Change, r.DataPlane = token, l.prefix == DataPlanePrefix
+	r.Change, r.DataPlane, r.Asked = token, l.prefix == DataPlanePrefix, l.prefix == RequestPrefix
 	it := r.item()
 	if it.Size() > store.MaxItemBytes || it.Validate() != nil {
 		r.Before, r.After = omitted(r.Before), omitted(r.After)

@@ -60,6 +60,11 @@ const (
 	// DataPlaneItems are the data plane's records (audit.DataPlanePrefix):
 	// the only audit keys its role writes, trusted by no lever decision.
 	DataPlaneItems = "audit#dp#"
+	// AskingItems are the records of asking (audit.RequestPrefix): a
+	// request made or canceled. The requester role writes these and no
+	// other audit key, so it cannot write an approver's record, which is
+	// what proves an approved request.
+	AskingItems = "audit#rq#"
 	// PolicyItems is the table's change policy (policy#table): every lever
 	// command and audit list read it; only the admin role writes it.
 	PolicyItems = "policy#"
@@ -67,7 +72,7 @@ const (
 
 // Prefixes lists the item prefixes, the most specific first:
 // [PrefixOf] takes the first that starts a key.
-var Prefixes = []string{DataPlaneItems, AuditItems, BreakerItems, BucketItems, PolicyItems}
+var Prefixes = []string{DataPlaneItems, AskingItems, AuditItems, BreakerItems, BucketItems, PolicyItems}
 
 // PrefixOf is the item prefix of pk: the first of [Prefixes] it starts
 // with, else pk up to its first '#' (pk itself when it has none).
@@ -213,12 +218,12 @@ var Commands = map[string][]Need{
 	"apply": needs(indexRead, batchRead, policyBatchRead, Need{BatchGetItem, "request#", false}, breakerPut, breakerDelete, record,
 		breakerRead, recordProof, notifyPublish),
 	// koshactl mcp: the read tools read as their commands do; a proposal
-	// reads the levers and the policy in one batch, then writes the change
-	// request with its record (one transaction; a lost answer settled by
-	// reading the request). No lever is written.
+	// reads the levers and the policy, then writes the change request with
+	// its record of asking (one transaction; a lost answer settled by
+	// reading the request). No lever and no approver's record is written.
 	"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, Need{Action: Scan, Prefix: BucketItems},
 		Need{Action: Scan, Prefix: "request#"}, Need{Action: Scan, Prefix: "review#"}, bucketBatchRead, Need{PutItem, "request#", true},
-		Need{GetItem, "request#", false}, record, notifyPublish),
+		Need{GetItem, "request#", false}, Need{PutItem, AskingItems, true}, notifyPublish),
 	"ratelimit get":  needs(bucketRead),
 	"ratelimit list": needs(Need{Action: Scan, Prefix: BucketItems}),
 	// The bucket levers ask the table's policy too, read in the same batch

@@ -1,6 +1,7 @@
 package request_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,7 +9,10 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
 // Levers as code under four eyes: a window is applied only with its
@@ -74,5 +78,37 @@ func TestLeversWindowNeedsItsApprovalOnMoto(t *testing.T) {
 	}
 	if got := w.as("admin", 0, "breaker", "get", "openai", "-o", "json").Stdout; strings.Contains(got, "extended") {
 		t.Errorf("the edited window was applied on the old approval: %s", got)
+	}
+
+	// A request item another role wrote approved (a requester-only role may
+	// write request# items): alice asks for the edited window, then writes
+	// its item approved by bob herself. apply refuses it (no approver's
+	// record proves it, exit 14) and forces nothing.
+	r = w.as("alice", exitcode.Pending, "apply", "-f", file, "--request")
+	forged := regexp.MustCompile(`requested as (w[0-9a-f]{11}), pending`).FindStringSubmatch(r.Stdout)
+	if forged == nil {
+		t.Fatalf("apply --request of the edited window: %s", r.Stdout)
+	}
+	st := dynamo.NewFromConfig(moto.Config(t, w.endpoint), "kosha-control")
+	it, err := st.Get(context.Background(), "request#"+forged[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	it["status"], it["approvers"], it["decided_by"] = "approved", `["`+bobARN+`"]`, bobARN
+	if err := st.Put(context.Background(), it, store.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.as("alice", exitcode.Mismatch, "apply", "-f", file); !strings.Contains(r.Stderr, "no approver's record") {
+		t.Errorf("apply with a forged approval: %s", r.Stderr)
+	}
+	if got := w.as("admin", 0, "breaker", "get", "openai", "-o", "json").Stdout; strings.Contains(got, "extended") {
+		t.Errorf("a forged approval applied the window: %s", got)
+	}
+	// Asking is recorded where a requester-only role may write: under
+	// audit#rq#, never where an approver's record is.
+	for _, rec := range w.audit() {
+		if rec.Action == "request.create" && !rec.Asked {
+			t.Errorf("request.create record %s is not a record of asking", rec.ID)
+		}
 	}
 }

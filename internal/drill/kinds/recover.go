@@ -33,7 +33,7 @@ type RecoverInput struct {
 	StepRunning bool
 	// Trail is every audit record on the rollback's subject since the run
 	// started (the run's and anyone else's), in any order. The data
-	// plane's records ([audit.Record.DataPlane]) are ignored.
+	// plane's records ([audit.Record.DataPlane]) and the records of asking ([audit.Record.Asked]) are ignored.
 	Trail []audit.Record
 	// AllowNoExpiry lets a restore put back an override that never expires
 	// (the operator confirmed it, recover's --yes).
@@ -63,7 +63,7 @@ func RecoverRollback(in RecoverInput) (runtime.Rollback, []string, error) {
 	}
 	// The data plane's records (its chaos outcomes) are no lever's: no
 	// decision trusts them, nor lets them stand in the way.
-	in.Trail = slices.DeleteFunc(slices.Clone(in.Trail), func(r audit.Record) bool { return r.DataPlane })
+	in.Trail = slices.DeleteFunc(slices.Clone(in.Trail), func(r audit.Record) bool { return r.DataPlane || r.Asked })
 	l := rec.Lever
 	switch l.Kind {
 	case drill.LeverOverride:
