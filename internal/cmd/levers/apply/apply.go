@@ -47,12 +47,7 @@ type Options struct {
 
 // Result is one round's document (docs/contracts/cli-output.md).
 type Result struct {
-	Kind        string                  `json:"kind"`
-	Context     string                  `json:"context"`
-	Store       string                  `json:"store"`
-	File        string                  `json:"file"`
-	Name        string                  `json:"name"`
-	At          string                  `json:"at"`
+	leversview.Header
 	DryRun      bool                    `json:"dry_run"`
 	Round       int                     `json:"round"`
 	Differences []leversview.Difference `json:"differences"`
@@ -187,10 +182,9 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	now := f.Clock.Now()
 	ds := levers.Compare(file, levers.State{Now: now, Overrides: list})
-	res := Result{Kind: "LeversApply", Context: env.Name, Store: env.Store.Describe(), File: opts.File, Name: file.Name,
-		At: *cmdutil.TimeOrNil(now), DryRun: opts.DryRun, Round: round, Differences: leversview.Differences(ds, now), Results: []ItemResult{}}
-	plan := file.Plan(ds, "")
-	if len(plan.Forces)+len(plan.Clears) == 0 {
+	res := Result{Header: leversview.NewHeader("LeversApply", env, opts.File, file, now), DryRun: opts.DryRun, Round: round,
+		Differences: leversview.Differences(ds, now), Results: []ItemResult{}}
+	if changes(ds) == 0 {
 		return printResult(f, opts, res)
 	}
 	if opts.DryRun {
@@ -206,21 +200,21 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	if err != nil {
 		return err
 	}
-	plan = file.Plan(ds, "")
-	if len(plan.Forces)+len(plan.Clears) == 0 {
+	n := changes(ds)
+	if n == 0 {
 		if err := printResult(f, opts, res); err != nil {
 			return err
 		}
 		return refused
 	}
-	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("apply %d change(s) from %s", len(plan.Forces)+len(plan.Clears), opts.File)); err != nil {
+	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("apply %d change(s) from %s", n, opts.File)); err != nil {
 		return err
 	}
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return err
 	}
-	plan = file.Plan(ds, actor)
+	plan := file.Plan(ds, actor)
 	plan.ForceApprovals = approvals.forces
 	for i := range plan.Clears {
 		plan.Clears[i].Approval = approvals.clears[plan.Clears[i].Read.Dependency]
@@ -250,22 +244,38 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 				Before: overrideview.ViewPtr(o.Result.Before, now), AuditID: o.Record.ID})
 		}
 	}
-	if werr != nil {
+	if werr != nil && len(res.Results) == 0 {
 		return conflictHint(werr)
 	}
+	// Past one transaction's size a round is several: what landed is
+	// printed and announced, whatever became of the rest.
 	if err := printResult(f, opts, res); err != nil {
 		return err
 	}
 	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
+	if werr != nil {
+		return fmt.Errorf("%d of %d change(s) of this round were written (listed above), the others not: %w; run apply again", len(res.Results), n, werr)
+	}
 	return refused
+}
+
+// changes is how many writes ds asks of apply.
+func changes(ds []levers.Difference) int {
+	n := 0
+	for _, d := range ds {
+		if d.Action != levers.ActionNone {
+			n++
+		}
+	}
+	return n
 }
 
 func verb(d levers.Difference) string {
 	switch {
 	case d.Action == levers.ActionClear:
 		return "clear"
-	case d.Override != nil && d.Override.ActiveAt(d.Start):
-		return "replace"
+	case d.Kind == levers.KindChanged:
+		return "replace" // the window's own override, written for other content
 	}
 	return "force"
 }

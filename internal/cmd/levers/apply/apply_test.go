@@ -3,6 +3,7 @@ package apply_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/apply"
@@ -219,5 +221,81 @@ func waitWaiting(t *testing.T, clk *clock.Fake, round int) {
 		case <-ceiling.C:
 			t.Fatalf("round %d never finished", round)
 		}
+	}
+}
+
+// sideEffect is a terminal's stdin that does something the moment the
+// prompt reads it (an operator acting meanwhile), then types line.
+type sideEffect struct {
+	do   func()
+	line string
+	done bool
+}
+
+func (s *sideEffect) Read(p []byte) (int, error) {
+	if s.done {
+		return 0, io.EOF
+	}
+	s.do()
+	s.done = true
+	return copy(p, s.line), nil
+}
+
+// A round past one transaction's size is several transactions: when one of
+// them is refused (an operator forced a dependency between apply's read and
+// its write), what the others wrote is listed, and the error says how much
+// of the round landed, never that nothing did.
+func TestAPartlyWrittenRoundSaysWhatLanded(t *testing.T) {
+	t.Parallel()
+	e, _, path := newEnv(t)
+	var deps, windows []string
+	for i := range 60 {
+		dep := fmt.Sprintf("d%02d", i)
+		deps = append(deps, dep)
+		windows = append(windows, fmt.Sprintf("  - {dependency: %s, reason: maintenance, start: %s, duration: 30m}", dep, clitest.Epoch.Format(time.RFC3339)))
+	}
+	e.WriteConfig("contexts:\n  local:\n    store:\n      local: {}\n    protected: true\n    dependencies: [" + strings.Join(deps, ", ") + "]\n")
+	if err := os.WriteFile(path, []byte("version: 1\ncontext: local\nwindows:\n"+strings.Join(windows, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.TTY = true
+	e.In = &sideEffect{line: "local\n", do: func() {
+		ios, _, _, _ := iostreams.Test()
+		f := e.Factory(ios)
+		env, err := f.Env(context.Background())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if _, _, err := env.Overrides().Force(context.Background(), env.Audit(), breaker.ForceRequest{Dependency: "d55", Reason: "INC-9",
+			Actor: "oncall", For: time.Hour}); err != nil {
+			t.Error(err)
+		}
+	}}
+	r := e.Run("apply", "-f", path)
+	if r.Code != 4 || !strings.Contains(r.Stderr, "50 of 60 change(s) of this round were written (listed above)") ||
+		strings.Contains(r.Stderr, "nothing of this round was written") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if n := strings.Count(r.Stdout, "forced d"); n != 50 || !strings.Contains(r.Stdout, "forced d49 ") || strings.Contains(r.Stdout, "forced d50 ") {
+		t.Errorf("%d forces listed, want d00..d49:\n%s", n, r.Stdout)
+	}
+	if o, ok := get(t, e, "d55"); !ok || o.Reason != "INC-9" {
+		t.Errorf("the operator's override of d55: %+v", o)
+	}
+}
+
+// A dry run says what apply would do: an override that lapsed since the
+// window opened is no override to replace, the window is forced.
+func TestDryRunNamesAForceOverALapsedOverride(t *testing.T) {
+	t.Parallel()
+	e, _, path := newEnv(t)
+	e.MustRun(0, "breaker", "force-open", "postgres", "--reason", "INC-3", "--for", "1m")
+	window(t, path, "maintenance", clitest.Epoch, 30*time.Minute)
+	e.Clock.Advance(5 * time.Minute)
+	r := e.MustRun(0, "apply", "-f", path, "--dry-run", "-o", "json")
+	res := clitest.Decode[apply.Result](t, r.Stdout)
+	if len(res.Results) != 1 || res.Results[0].Action != "would-force" {
+		t.Errorf("dry run over a lapsed override: %+v", res.Results)
 	}
 }

@@ -34,12 +34,7 @@ type Options struct {
 
 // Result is diff's document (docs/contracts/cli-output.md).
 type Result struct {
-	Kind        string                  `json:"kind"`
-	Context     string                  `json:"context"`
-	Store       string                  `json:"store"`
-	File        string                  `json:"file"`
-	Name        string                  `json:"name"`
-	At          string                  `json:"at"`
+	leversview.Header
 	InSync      bool                    `json:"in_sync"`
 	Gauges      Gauges                  `json:"gauges"`
 	Differences []leversview.Difference `json:"differences"`
@@ -115,8 +110,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	now := f.Clock.Now()
 	st := levers.State{Now: now}
-	res := Result{Kind: "LeversDiff", Context: env.Name, Store: env.Store.Describe(), File: opts.File, Name: file.Name,
-		At: *cmdutil.TimeOrNil(now), Gauges: Gauges{Source: "none (--no-gauges)", OK: true}}
+	res := Result{Header: leversview.NewHeader("LeversDiff", env, opts.File, file, now), Gauges: Gauges{Source: "none (--no-gauges)", OK: true}}
 	var gaugeErr error
 	if opts.NoGauges {
 		if st.Overrides, err = leversview.Overrides(ctx, env); err != nil {
