@@ -62,7 +62,10 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 			"A record that does not follow the audit contract (written by another tool) never hides the\n" +
 			"others: each problem is named on stderr (or under \"unreadable\" in -o json|yaml) and the\n" +
 			"rest is listed.\n\n" +
-			"Exit codes: 0 listed; 10 listed, but some records could not be read in full.",
+			"A subject is KIND#NAME (breaker#openai, rl#agent-1). A --subject without a kind is read as a\n" +
+			"dependency's override (breaker#NAME), said on stderr; one that cannot be a dependency name,\n" +
+			"or is a near miss of one the context knows, is refused with the suggestion (exit 2).\n\n" +
+			"Exit codes: 0 listed; 2 a flag is wrong; 10 listed, but some records could not be read in full.",
 		Example: "  koshactl audit list --since 2h --subject breaker#openai\n  koshactl audit list --subject 'rl#*' -o json\n" +
 			"  koshactl audit list --actor 'arn:aws:sts::123456789012:assumed-role/ops/*' --until 2026-11-30T12:00:00Z\n" +
 			"  koshactl audit list --follow --action breaker.force-open",
@@ -88,7 +91,7 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.Since, "since", 0, "only records newer than this (e.g. 24h); default all retained")
-	fl.StringVar(&opts.Subject, "subject", "", "only records about this subject (breaker#openai; a trailing * matches a prefix)")
+	fl.StringVar(&opts.Subject, "subject", "", "only records about this subject (breaker#openai, rl#agent-1; a bare dependency name means its breaker#; a trailing * matches a prefix)")
 	fl.StringVar(&opts.Until, "until", "", "only records before this time: RFC3339 (2026-11-30T12:00:00Z) or a duration ago (1h)")
 	fl.StringVar(&opts.Action, "action", "", "only records of this action (e.g. breaker.force-open)")
 	fl.StringVar(&opts.Actor, "actor", "", "only records by this actor (an ARN or user@host; a trailing * matches a prefix)")
@@ -118,7 +121,11 @@ func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 		return err
 	}
 	now := f.Clock.Now()
-	q := audit.Query{Subject: opts.Subject, Action: opts.Action, Actor: opts.Actor, Limit: opts.Limit, Scan: opts.Scan}
+	subject, err := resolveSubject(opts.Subject, env.Context.KnownDependencies(), cmdutil.Notice(f.IOStreams.ErrOut))
+	if err != nil {
+		return err
+	}
+	q := audit.Query{Subject: subject, Action: opts.Action, Actor: opts.Actor, Limit: opts.Limit, Scan: opts.Scan}
 	if opts.Since > 0 {
 		q.Since = now.Add(-opts.Since)
 	}
@@ -133,18 +140,31 @@ func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 	if opts.Follow {
 		return follow(ctx, f, opts, log.Follow(q))
 	}
+	// The table's policy is read while the records are: one round trip
+	// for both, not one after the other.
+	type loaded struct {
+		p   *policy.Stored
+		err error
+	}
+	pol := make(chan loaded, 1)
+	go func() {
+		p, err := env.Policies().Load(ctx)
+		pol <- loaded{p, err}
+	}()
 	l, err := log.List(ctx, q)
+	lp := <-pol
 	if err != nil {
 		return err
+	}
+	if lp.err != nil {
+		return lp.err
 	}
 	recs := l.Records
 	if recs == nil {
 		recs = []audit.Record{}
 	}
 	ios := f.IOStreams
-	if err := flagUnapproved(ctx, env, recs); err != nil {
-		return err
-	}
+	flagUnapproved(lp.p, recs)
 	return listing.Print(ios, listing.List{Format: opts.Output,
 		Doc: ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
 			Unreadable: listing.Problems(l.Unreadable)},
@@ -176,17 +196,15 @@ func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record,
 }
 
 // flagUnapproved marks the lever changes recorded since the table's policy
-// was set that carry no approval ([policy.Unapproved]): one read of the
-// policy item. A table without a policy flags nothing.
-func flagUnapproved(ctx context.Context, env *cmdenv.Env, recs []audit.Record) error {
-	p, err := env.Policies().Load(ctx)
-	if err != nil || p == nil {
-		return err
+// p was set that carry no approval ([policy.Unapproved]). A table without a
+// policy (p nil) flags nothing.
+func flagUnapproved(p *policy.Stored, recs []audit.Record) {
+	if p == nil {
+		return
 	}
 	for i := range recs {
 		recs[i].Unapproved = policy.Unapproved(recs[i], p.Since)
 	}
-	return nil
 }
 
 // parseUntil reads --until: an RFC3339 time, or a duration before now.
