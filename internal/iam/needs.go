@@ -170,6 +170,7 @@ var (
 	// bucketRead reads a bucket, and is also the proof read of a bucket
 	// change whose answer was lost.
 	bucketRead = Need{GetItem, BucketItems, false}
+	bucketScan = Need{Action: Scan, Prefix: BucketItems}
 	bucketPut  = Need{PutItem, BucketItems, true}
 	secretRead = Need{Action: GetSecretValue}
 	gauges     = Need{Action: GetMetricData}
@@ -206,12 +207,14 @@ var Commands = map[string][]Need{
 	"breaker clear":       needs(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
 	"breaker clear --all": needs(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
 	"ratelimit get":       needs(bucketRead),
-	"ratelimit list":      needs(Need{Action: Scan, Prefix: BucketItems}),
+	"ratelimit list":      needs(bucketScan),
 	// The bucket levers ask the table's policy too, read in the same batch
 	// as the buckets.
 	"ratelimit reset":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
-	"ratelimit drain":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
-	"ratelimit set":     needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
+	// A drain or set of a client without a bucket (and without --create)
+	// is refused, with the near client a scan of the buckets finds.
+	"ratelimit drain": needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
+	"ratelimit set":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 	"audit list":        needs(indexRead, policyRead),
 	"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
 	// A record of its own (a minted header, a rotated key) is a
