@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -43,7 +45,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 // Run prints the override.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
-	if err := breaker.ValidateDependency(opts.Dependency); err != nil {
+	if err := depargs.CheckName(f, opts.Dependency); err != nil {
 		return err
 	}
 	env, err := f.Env(ctx)
@@ -52,6 +54,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	o, err := env.Overrides().Get(ctx, opts.Dependency)
 	if errors.Is(err, store.ErrNotFound) {
+		known := env.Context.KnownDependencies()
+		if len(known) > 0 && !slices.Contains(known, opts.Dependency) {
+			// A name the context does not know has no override because it
+			// is likely a typo, not because its breakers are on their own.
+			unknown := breaker.CheckKnownDependency(opts.Dependency, known)
+			return exitcode.Errorf(exitcode.NotFound, "no override for %s in context %q: %v", opts.Dependency, env.Name, unknown)
+		}
 		return exitcode.Errorf(exitcode.NotFound, "no override for %s in context %q: its breakers follow their own state", opts.Dependency, env.Name)
 	}
 	if err != nil {

@@ -150,7 +150,11 @@ func (o *Options) Request() (chaos.MintRequest, error) {
 	}
 	t, err := chaos.ParseTarget(o.Target)
 	if err != nil {
-		return req, cmdutil.Usagef("--target %q is not a target name: %s", o.Target, problem(err))
+		mean := ""
+		if s := chaos.ClosestTarget(o.Target, nil); s != "" {
+			mean = fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		return req, cmdutil.Usagef("--target %q is not a target name: %s%s", o.Target, problem(err), mean)
 	}
 	if o.Fault == "" {
 		return req, cmdutil.Usagef("--fault is required: one of latency, error, timeout, reset")
@@ -224,8 +228,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	if !slices.Contains(chaos.TargetNames(targets), string(req.Target)) {
-		return cmdutil.Usagef("--target %s is not one of context %q's chaos targets (%s): pick one of those, or allow it with koshactl config set-context %s --chaos-targets",
-			req.Target, env.Name, chaos.JoinTargets(targets), env.Name)
+		mean := ""
+		if s := chaos.ClosestTarget(string(req.Target), targets); s != "" {
+			mean = fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		return cmdutil.Usagef("--target %s is not one of context %q's chaos targets (%s)%s: pick one of those, or allow it with koshactl config set-context %s --chaos-targets",
+			req.Target, env.Name, chaos.JoinTargets(targets), mean, env.Name)
 	}
 	src, err := env.KeySource(ctx, opts.KeyFile)
 	if err != nil {
