@@ -741,12 +741,21 @@ func (f *File) Save() error {
 // did not create).
 const LockSuffix = ".lock"
 
-// lockWait bounds how long a write waits for another koshactl's, and
-// lockPoll is how often it tries meanwhile.
-const (
-	lockWait = 10 * time.Second
-	lockPoll = 5 * time.Millisecond
-)
+// lockWait bounds how long a write waits for another koshactl's.
+const lockWait = 10 * time.Second
+
+// lockPath takes the config's lock at path ([fsutil.Lock]); held past
+// lockWait, the error matches ErrChanged and says to re-run.
+func lockPath(path string) (release func(), err error) {
+	release, err = fsutil.Lock(path, lockWait)
+	if errors.Is(err, fsutil.ErrLocked) {
+		return nil, fmt.Errorf("%w: %w; re-run the command once the other koshactl is done", ErrChanged, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock config: %w", err)
+	}
+	return release, nil
+}
 
 // Update changes the config file at path as one step among concurrent
 // koshactl commands: under the lock beside it ([LockSuffix]) it loads the
