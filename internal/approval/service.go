@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -75,7 +76,7 @@ type Submission struct {
 // CheckTTL applies the bounds of a request's lifetime.
 func CheckTTL(ttl time.Duration) error {
 	if ttl < MinTTL || ttl > MaxTTL {
-		return fmt.Errorf("a request waits %s to %s for its approvals, not %s", MinTTL, MaxTTL, ttl)
+		return fmt.Errorf("a request waits %s to %s for its approvals, not %s", human.Duration(MinTTL), human.Duration(MaxTTL), human.Duration(ttl))
 	}
 	return nil
 }

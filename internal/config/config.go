@@ -22,6 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
 
@@ -174,7 +175,7 @@ func (c *Context) validateNotify(name string) error {
 		return fmt.Errorf("%w: context %q: %d notify sinks, at most %d", ErrInvalid, name, len(c.Notify), MaxNotifySinks)
 	}
 	if c.NotifyTimeout < 0 || time.Duration(c.NotifyTimeout) > MaxNotifyTimeout {
-		return fmt.Errorf("%w: context %q: notify-timeout %s is out of range: give up to %s", ErrInvalid, name, time.Duration(c.NotifyTimeout), MaxNotifyTimeout)
+		return fmt.Errorf("%w: context %q: notify-timeout %s is out of range: give up to %s", ErrInvalid, name, human.Duration(time.Duration(c.NotifyTimeout)), human.Duration(MaxNotifyTimeout))
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Notify {

@@ -210,11 +210,11 @@ var Commands = map[string][]Need{
 	"ratelimit list":      needs(bucketScan),
 	// The bucket levers ask the table's policy too, read in the same batch
 	// as the buckets.
-	"ratelimit reset":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
+	"ratelimit reset": needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
 	// A drain or set of a client without a bucket (and without --create)
 	// is refused, with the near client a scan of the buckets finds.
-	"ratelimit drain": needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
-	"ratelimit set":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
+	"ratelimit drain":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
+	"ratelimit set":     needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 	"audit list":        needs(indexRead, policyRead),
 	"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
 	// A record of its own (a minted header, a rotated key) is a

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/listing"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -72,7 +73,7 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if opts.Since < 0 {
-				return cmdutil.Usagef("--since %s is negative: give how far back to look, like 2h", opts.Since)
+				return cmdutil.Usagef("--since %s is negative: give how far back to look, like 2h", human.Duration(opts.Since))
 			}
 			if opts.Limit < 0 {
 				return cmdutil.Usagef("--limit %d is negative: give a count, or 0 for all", opts.Limit)
@@ -81,7 +82,7 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 				return cmdutil.Usagef("--until and --follow: a follow has no end; drop one")
 			}
 			if opts.Interval <= 0 {
-				return cmdutil.Usagef("--interval %s: give a positive duration, like 2s", opts.Interval)
+				return cmdutil.Usagef("--interval %s: give a positive duration, like 2s", human.Duration(opts.Interval))
 			}
 			if _, err := parseUntil(opts.Until, time.Time{}); err != nil {
 				return err
@@ -90,9 +91,9 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.DurationVar(&opts.Since, "since", 0, "only records newer than this (e.g. 24h); default all retained")
+	fl.Var(human.DurationFlag{D: &opts.Since}, "since", "only records newer than this (e.g. 2h, 24h, 7d); default all retained")
 	fl.StringVar(&opts.Subject, "subject", "", "only records about this subject (breaker#openai, rl#agent-1; a bare dependency name means its breaker#; a trailing * matches a prefix)")
-	fl.StringVar(&opts.Until, "until", "", "only records before this time: RFC3339 (2026-11-30T12:00:00Z) or a duration ago (1h)")
+	fl.StringVar(&opts.Until, "until", "", "only records before this time: RFC3339 (2026-11-30T12:00:00Z) or a duration ago (1h, 2d)")
 	fl.StringVar(&opts.Action, "action", "", "only records of this action (e.g. breaker.force-open)")
 	fl.StringVar(&opts.Actor, "actor", "", "only records by this actor (an ARN or user@host; a trailing * matches a prefix)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new records as they are written, until Ctrl-C")
@@ -133,7 +134,7 @@ func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 		return err
 	}
 	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
-		return cmdutil.Usagef("--until %s is before --since %s: nothing can match", opts.Until, opts.Since)
+		return cmdutil.Usagef("--until %s is before --since %s: nothing can match", opts.Until, human.Duration(opts.Since))
 	}
 	log := audit.NewLog(env.Store, f.Clock, env.Name)
 	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
@@ -212,12 +213,12 @@ func parseUntil(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+	if d, err := human.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, cmdutil.Usagef("--until %q is neither an RFC3339 time (2026-11-30T12:00:00Z) nor a duration ago (1h)", s)
+		return time.Time{}, cmdutil.Usagef("--until %q is neither an RFC3339 time (2026-11-30T12:00:00Z) nor a duration ago (1h, 2d)", s)
 	}
 	return t, nil
 }
@@ -247,7 +248,7 @@ func follow(ctx context.Context, f *cmdenv.Factory, opts *ListOptions, fl *audit
 		case ctx.Err() != nil:
 			return done()
 		case errors.Is(err, store.ErrUnavailable):
-			fmt.Fprintf(ios.ErrOut, "audit list --follow: %v (retrying every %s)\n", err, opts.Interval)
+			fmt.Fprintf(ios.ErrOut, "audit list --follow: %v (retrying every %s)\n", err, human.Duration(opts.Interval))
 		case err != nil:
 			return err
 		default:

@@ -18,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -584,7 +585,7 @@ func setNotify(ctx *config.Context, o *SetContextOptions) error {
 	}
 	if ch("notify-timeout") {
 		if o.NotifyTimeout <= 0 || o.NotifyTimeout > config.MaxNotifyTimeout {
-			return cmdutil.Usagef("--notify-timeout %s is out of range: give a duration from 1s to %s", o.NotifyTimeout, config.MaxNotifyTimeout)
+			return cmdutil.Usagef("--notify-timeout %s is out of range: give a duration from 1s to %s", human.Duration(o.NotifyTimeout), human.Duration(config.MaxNotifyTimeout))
 		}
 		ctx.NotifyTimeout = config.Duration(o.NotifyTimeout)
 	}

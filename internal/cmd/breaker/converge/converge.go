@@ -55,7 +55,7 @@ func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 		return cmdutil.Usagef("--wait has nothing to wait for with --dry-run: drop one of them")
 	}
 	if cmd.Flags().Changed("timeout") && o.Timeout <= 0 {
-		return cmdutil.Usagef("--timeout %s is not positive: give a duration like 30s, or leave it out for the source's bound plus a margin", o.Timeout)
+		return cmdutil.Usagef("--timeout %s is not positive: give a duration like 30s, or leave it out for the source's bound plus a margin", human.Duration(o.Timeout))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // Output formats of sign, besides json and yaml.
@@ -177,9 +178,9 @@ func (o *Options) Request() (chaos.MintRequest, error) {
 	switch {
 	case o.TTL > chaos.MaxTTL:
 		return req, fmt.Errorf("--ttl %s: %w: it exceeds the %s cap, which is hard (the data plane refuses headers that live longer); mint a new header when this one expires",
-			o.TTL, chaos.ErrTTL, chaos.MaxTTL)
+			human.Duration(o.TTL), chaos.ErrTTL, human.Duration(chaos.MaxTTL))
 	case o.TTL < chaos.MinTTL:
-		return req, fmt.Errorf("--ttl %s: %w: the minimum is %s", o.TTL, chaos.ErrTTL, chaos.MinTTL)
+		return req, fmt.Errorf("--ttl %s: %w: the minimum is %s", human.Duration(o.TTL), chaos.ErrTTL, human.Duration(chaos.MinTTL))
 	}
 	if err := audit.ValidateReason(o.Reason); err != nil {
 		return req, fmt.Errorf("--%w", err) // the flag's name: "--reason is 612 characters: …"

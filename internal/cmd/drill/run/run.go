@@ -268,6 +268,10 @@ func unwrapPath(err error) error {
 // and drill run do.
 func Parse(f *cmdenv.Factory, file string, vars []string, after string) (*drill.Drill, error) {
 	d, probs := drill.ParseFile(kinds.Builtin(), file)
+	if len(probs) == 1 && probs[0].Unreadable() {
+		// One line, as every error: the file and why it cannot be read.
+		return nil, cmdutil.Usagef("%s%s", probs[0], after)
+	}
 	if len(probs) > 0 {
 		for _, p := range probs {
 			fmt.Fprintln(f.IOStreams.ErrOut, p.String())

@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -67,7 +68,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	return changeloop.RunOne(ctx, f, ratelimit.Change{Op: ratelimit.OpDrain, Client: opts.Client, HoldFor: opts.For}, func() error {
 		if ratelimit.CheckDrainHold(opts.For) != nil {
-			return cmdutil.Usagef("--for %s: give a duration from 0 (just empty it) to %s", opts.For, ratelimit.MaxDrainHold)
+			return cmdutil.Usagef("--for %s: give a duration from 0 (just empty it) to %s", human.Duration(opts.For), human.Duration(ratelimit.MaxDrainHold))
 		}
 		return nil
 	}, opts.ChangeOptions)
