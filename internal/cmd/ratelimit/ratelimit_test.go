@@ -446,7 +446,7 @@ func TestProtectedContextNeedsConfirmation(t *testing.T) {
 	e.MustRun(exitcode.Refused, "ratelimit", "drain", "--create", "alice")
 	e.Stdin = "prod\n"
 	r := e.MustRun(0, "ratelimit", "drain", "--create", "alice")
-	if !strings.Contains(r.Stderr, "PROTECTED") || !strings.Contains(r.Stderr, "drain 1 rate-limit bucket(s)") {
+	if !strings.Contains(r.Stderr, "PROTECTED") || !strings.Contains(r.Stderr, "drain 1 rate-limit bucket,") {
 		t.Errorf("prompt: %s", r.Stderr)
 	}
 	e.TTY, e.Stdin = false, ""
@@ -512,7 +512,7 @@ func TestListProgressOnlyOnTerminal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		summary := "scan: 3 items examined in 1 requests, no read capacity metered (embedded store)\n"
+		summary := "scan: 3 items examined in 1 request, no read capacity metered (embedded store)\n"
 		shown := strings.Contains(errOut.String(), "\rscanning: ")
 		if shown != tty || tty && !strings.HasSuffix(errOut.String(), "\r\033[K"+summary) ||
 			!tty && errOut.String() != summary {

@@ -24,6 +24,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -237,7 +238,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			if len(deps)+len(keys) == 0 {
 				return nil
 			}
-			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
+			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "clear "+human.Count(int64(len(deps)+len(keys)), "breaker override"))
 		}, Gate: breakerGate(gate)})
 	if errors.Is(err, levergate.ErrNeedsApproval) {
 		// Read and checked as a clear would be; asked for, not made.

@@ -224,7 +224,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun, Known: depargs.Known(env, opts.AllowUnknown),
 		Confirm: func(plans []breaker.ForceResult) error {
-			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans)))
+			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "force open "+human.Count(int64(len(plans)), "breaker override"))
 		}}
 	if gate != nil {
 		op.Gate = gate.Breaker()

@@ -24,6 +24,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -276,7 +277,7 @@ func Parse(f *cmdenv.Factory, file string, vars []string, after string) (*drill.
 		for _, p := range probs {
 			fmt.Fprintln(f.IOStreams.ErrOut, p.String())
 		}
-		return nil, cmdutil.Usagef("%w: %s is not a valid drill (%d problems)%s", cmdutil.ErrSilent, file, len(probs), after)
+		return nil, cmdutil.Usagef("%w: %s is not a valid drill (%s)%s", cmdutil.ErrSilent, file, human.Count(int64(len(probs)), "problem"), after)
 	}
 	return d, ApplyVars(d, vars)
 }

@@ -182,7 +182,7 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	outcomes, err := b.ApplyAll(ctx, env.Audit(), ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
 		Actor: env.Actor, DryRun: opts.DryRun, Gate: bgate, Existing: !opts.Create, Segments: clientargs.ScanSegments(env, 0),
 		Confirm: func(_ []ratelimit.ChangeResult, writes int) error {
-			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes))
+			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %s", op, human.Count(int64(writes), "rate-limit bucket")))
 		}})
 	if errors.Is(err, levergate.ErrNeedsApproval) {
 		// Read and decided as the change would be; asked for, not made.
