@@ -13,6 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -163,7 +164,7 @@ func (c Change) Summary() string {
 	case c.NoExpiry:
 		s += " (never expires)"
 	case c.ForSeconds > 0:
-		s += " for " + (time.Duration(c.ForSeconds) * time.Second).String()
+		s += " for " + human.Duration(time.Duration(c.ForSeconds)*time.Second)
 	case c.Until != "":
 		s += " until " + c.Until
 	}

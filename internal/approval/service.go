@@ -8,11 +8,13 @@ import (
 	"iter"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -87,7 +89,7 @@ type Submission struct {
 // CheckTTL applies the bounds of a request's lifetime.
 func CheckTTL(ttl time.Duration) error {
 	if ttl < MinTTL || ttl > MaxTTL {
-		return fmt.Errorf("a request waits %s to %s for its approvals, not %s", MinTTL, MaxTTL, ttl)
+		return fmt.Errorf("a request waits %s to %s for its approvals, not %s", human.Duration(MinTTL), human.Duration(MaxTTL), human.Duration(ttl))
 	}
 	return nil
 }
@@ -205,34 +207,53 @@ type Listing struct {
 	Unreadable []store.Problem
 }
 
+// listSegments is how many parallel segments each of List's scans reads:
+// a read of a table of 10,000 buckets in one round trip of the store.
+const listSegments = 4
+
 // List reads every request and review (a scan of their prefixes: they are
-// few), newest first.
+// few, but the scan examines the table), newest first. The two prefixes
+// are scanned at once, each in [listSegments] parallel segments.
 func (s *Service) List(ctx context.Context) (Listing, error) {
-	var out Listing
-	for _, prefix := range []string{RequestPrefix, ReviewPrefix} {
-		for it, err := range s.store.Scan(ctx, store.ScanQuery{Prefix: prefix}) {
-			if err != nil {
-				return Listing{}, fmt.Errorf("list %sitems: %w", prefix, err)
-			}
-			if prefix == RequestPrefix {
-				r, err := RequestFromItem(it)
+	prefixes := []string{RequestPrefix, ReviewPrefix}
+	items := make([][]store.Item, len(prefixes))
+	errs := make([]error, len(prefixes))
+	var wg sync.WaitGroup
+	for i, prefix := range prefixes {
+		wg.Go(func() {
+			for it, err := range s.store.Scan(ctx, store.ScanQuery{Prefix: prefix, Segments: listSegments}) {
 				if err != nil {
-					out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
-					continue
+					errs[i] = fmt.Errorf("list %sitems: %w", prefix, err)
+					return
 				}
-				out.Requests = append(out.Requests, r)
-				continue
+				items[i] = append(items[i], it)
 			}
-			r, err := ReviewFromItem(it)
-			if err != nil {
-				out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
-				continue
-			}
-			out.Reviews = append(out.Reviews, r)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Listing{}, err
+	}
+	var out Listing
+	for _, it := range items[0] {
+		r, err := RequestFromItem(it)
+		if err != nil {
+			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
+			continue
 		}
+		out.Requests = append(out.Requests, r)
+	}
+	for _, it := range items[1] {
+		r, err := ReviewFromItem(it)
+		if err != nil {
+			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
+			continue
+		}
+		out.Reviews = append(out.Reviews, r)
 	}
 	sort.Slice(out.Requests, func(i, j int) bool { return out.Requests[i].CreatedAt.After(out.Requests[j].CreatedAt) })
 	sort.Slice(out.Reviews, func(i, j int) bool { return out.Reviews[i].CreatedAt.After(out.Reviews[j].CreatedAt) })
+	sort.SliceStable(out.Unreadable, func(i, j int) bool { return out.Unreadable[i].PK < out.Unreadable[j].PK })
 	return out, nil
 }
 

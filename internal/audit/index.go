@@ -157,7 +157,7 @@ func (l *Log) query(ctx context.Context, qr store.Querier, q Query, now time.Tim
 	case exactActor:
 		err = run(store.IndexAuditActor, q.Actor, q.Action == "" && q.Subject == "" && q.RunID == "", &yielded)
 	default:
-		err = l.days(ctx, qr, q, since, until, from, to, yield)
+		err = l.days(ctx, qr, q, now, since, until, from, to, yield)
 	}
 	if errors.Is(err, errStop) {
 		return nil
@@ -165,28 +165,42 @@ func (l *Log) query(ctx context.Context, qr store.Querier, q Query, now time.Tim
 	return err
 }
 
-// maxDayWidth bounds how many day partitions a listing reads at once.
-const maxDayWidth = 16
+// dayRounds is how many day partitions each round of a listing by day
+// reads, concurrently: the newest day first (with the day of now when the
+// clock-skew hour puts the window's end on the next day), then the rest of
+// the newest fortnight, then every remaining day of the window. A listing
+// therefore takes at most three round trips of the store (more only where
+// a day partition holds over a megabyte of records and DynamoDB pages it),
+// whatever the log's shape; a log whose newest records are old costs one
+// request per day of the window (at most 92 for the 90 days of retention),
+// most of them sent together.
+var dayRounds = []int{1, 15}
 
-// days reads the day index from until's day back to since's, newest first.
-// Day partitions are read one at a time while they hold records; after a
-// round of empty days the next round reads twice as many concurrently (up
-// to [maxDayWidth]), so a listing of a sparse or empty log takes a few
-// round trips rather than one per day of retention. Each query asks for no
-// more than the records still wanted, so a round that finds records may
-// examine up to its width times that (only on a log whose newest records
-// lie behind empty days).
-func (l *Log) days(ctx context.Context, qr store.Querier, q Query, since, until time.Time, from, to string, yield func(store.Item, error) bool) error {
+// days reads the day index from until's day back to since's, newest first,
+// in the rounds of [dayRounds]. A round's partitions are read concurrently
+// and yielded newest first; the listing stops after the round in which it
+// has its Limit records. Each query asks for no more than the records still
+// wanted, so a round may examine up to its width times that (only on a log
+// whose newest records lie behind empty days, or that fall short of Limit
+// in the newest day).
+func (l *Log) days(ctx context.Context, qr store.Querier, q Query, now, since, until time.Time, from, to string, yield func(store.Item, error) bool) error {
 	pushdown := q.Action == "" && q.Subject == "" && q.Actor == "" && q.RunID == ""
 	var days []string
 	last := until.Add(-time.Millisecond).UTC().Truncate(24 * time.Hour)
 	for day := last; !day.Before(since.UTC().Truncate(24 * time.Hour)); day = day.Add(-24 * time.Hour) {
 		days = append(days, day.Format(DayLayout))
 	}
-	yielded, width := 0, 1
-	for i := 0; i < len(days); {
-		batch := days[i:min(i+width, len(days))]
-		i += len(batch)
+	yielded := 0
+	for round := 0; len(days) > 0; round++ {
+		width := len(days)
+		if round < len(dayRounds) {
+			width = min(dayRounds[round], width)
+		}
+		if round == 0 && len(days) > 1 && days[0] > now.UTC().Format(DayLayout) {
+			width = 2 // the skew's next day, and today
+		}
+		batch := days[:width]
+		days = days[width:]
 		found := make([][]store.Item, len(batch))
 		errs := make([]error, len(batch))
 		var wg sync.WaitGroup
@@ -206,13 +220,11 @@ func (l *Log) days(ctx context.Context, qr store.Querier, q Query, since, until 
 			})
 		}
 		wg.Wait()
-		empty := true
 		for j := range batch {
 			if errs[j] != nil {
 				return errs[j]
 			}
 			for _, it := range found[j] {
-				empty = false
 				yielded++
 				if !yield(it, nil) {
 					return nil
@@ -221,11 +233,6 @@ func (l *Log) days(ctx context.Context, qr store.Querier, q Query, since, until 
 					return nil
 				}
 			}
-		}
-		if empty {
-			width = min(width*2, maxDayWidth)
-		} else {
-			width = 1
 		}
 	}
 	return nil

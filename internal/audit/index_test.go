@@ -64,21 +64,28 @@ func TestListReadsOnlyTheWindow(t *testing.T) {
 	t.Parallel()
 	for name, s := range backends(t) {
 		t.Run(name, func(t *testing.T) {
-			// 60 records over 60 hours: three UTC days.
+			// 60 records over 60 hours: three UTC days (20 on the 29th up
+			// to t0, 24 on the 28th, 16 on the 27th).
 			log := history(t, s, 60)
 			for _, tc := range []struct {
 				name     string
 				q        audit.Query
 				want     string
+				shown    int
 				examined int64
 			}{
-				{"since 3h", audit.Query{Since: t0.Add(-150 * time.Minute)}, "59,58,57", 3},
-				{"since and until", audit.Query{Since: t0.Add(-10 * time.Hour), Until: t0.Add(-7 * time.Hour)}, "51,50,49", 3},
-				{"until across midnight", audit.Query{Until: t0.Add(-18 * time.Hour), Limit: 4}, "40,39,38,37", 4},
-				{"limit over days", audit.Query{Limit: 25}, "", 25},
-				{"subject", audit.Query{Subject: "breaker#dep-1", Limit: 3}, "59,57,55", 3},
-				{"actor", audit.Query{Actor: "actor-0", Limit: 2}, "58,56", 2},
-				{"subject since", audit.Query{Subject: "breaker#dep-0", Since: t0.Add(-5 * time.Hour)}, "58,56,54", 3},
+				{"since 3h", audit.Query{Since: t0.Add(-150 * time.Minute)}, "59,58,57", 3, 3},
+				{"since and until", audit.Query{Since: t0.Add(-10 * time.Hour), Until: t0.Add(-7 * time.Hour)}, "51,50,49", 3, 3},
+				// The newest day holds one record before until: the next
+				// round reads the other days at once, each asked for the
+				// three still wanted (1 + 3 + 3 examined).
+				{"until across midnight", audit.Query{Until: t0.Add(-18 * time.Hour), Limit: 4}, "40,39,38,37", 4, 7},
+				// 20 from the newest day, then 5 asked of each other day.
+				{"limit over days", audit.Query{Limit: 25}, "", 25, 30},
+				{"limit within the newest day", audit.Query{Limit: 12}, "", 12, 12},
+				{"subject", audit.Query{Subject: "breaker#dep-1", Limit: 3}, "59,57,55", 3, 3},
+				{"actor", audit.Query{Actor: "actor-0", Limit: 2}, "58,56", 2, 2},
+				{"subject since", audit.Query{Subject: "breaker#dep-0", Since: t0.Add(-5 * time.Hour)}, "58,56,54", 3, 3},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					var stats store.ReadStats
@@ -91,11 +98,11 @@ func TestListReadsOnlyTheWindow(t *testing.T) {
 					if tc.want != "" && reasons(recs) != tc.want {
 						t.Errorf("List(%s) = %s, want %s", tc.name, reasons(recs), tc.want)
 					}
-					if len(recs) != int(tc.examined) {
-						t.Errorf("List(%s) returned %d records, want %d", tc.name, len(recs), tc.examined)
+					if len(recs) != tc.shown {
+						t.Errorf("List(%s) returned %d records, want %d", tc.name, len(recs), tc.shown)
 					}
 					if stats.Examined() != tc.examined {
-						t.Errorf("List(%s) examined %d items, want %d (only what it shows)", tc.name, stats.Examined(), tc.examined)
+						t.Errorf("List(%s) examined %d items, want %d", tc.name, stats.Examined(), tc.examined)
 					}
 				})
 			}

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,10 +172,17 @@ func (o Override) MalformedSummary(now time.Time) string {
 // Repair says how to remove or replace the item in one command: `breaker
 // clear DEPENDENCY` (or force-open --overwrite), or, for a pk that is not a
 // valid dependency name, `breaker clear --key 'breaker#Bad Name'` (the pk
-// quoted for a POSIX shell).
+// quoted for a POSIX shell). A pk holding what a terminal would not show as
+// typed (a control character such as ESC or NUL, a bidi mark, bytes that
+// are not UTF-8) cannot be pasted back: it is named by --key-hex, the pk's
+// bytes in hexadecimal.
 func (o Override) Repair() string {
 	if ValidateDependency(o.Dependency) != nil {
-		return "remove it with koshactl breaker clear --key " + textsafe.ShellQuote(OverrideKey(o.Dependency))
+		pk := OverrideKey(o.Dependency)
+		if textsafe.Line(pk) != pk {
+			return "remove it with koshactl breaker clear --key-hex " + hex.EncodeToString([]byte(pk))
+		}
+		return "remove it with koshactl breaker clear --key " + textsafe.ShellQuote(pk)
 	}
 	return "repair it with koshactl breaker clear " + o.Dependency + ", or force-open --overwrite"
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // MinOverride is the shortest override koshactl writes: the data plane's
@@ -94,11 +95,11 @@ type DurationError struct {
 func (e *DurationError) Error() string {
 	switch e.Problem {
 	case ErrDurationNotPositive:
-		return fmt.Sprintf("%s is not positive", e.Duration)
+		return fmt.Sprintf("%s is not positive", human.Duration(e.Duration))
 	case ErrDurationTooShort:
-		return fmt.Sprintf("%s is under the %s minimum: a shorter override lapses before the fleet reads it (the data plane's override cache period)", e.Duration, e.Limit)
+		return fmt.Sprintf("%s is under the %s minimum: a shorter override lapses before the fleet reads it (the data plane's override cache period)", human.Duration(e.Duration), human.Duration(e.Limit))
 	case ErrDurationTooLong:
-		return fmt.Sprintf("%s is over this context's max-override of %s", e.Duration, e.Limit)
+		return fmt.Sprintf("%s is over this context's max-override of %s", human.Duration(e.Duration), human.Duration(e.Limit))
 	case ErrExpiryPast:
 		return "the expiry is in the past"
 	}

@@ -32,7 +32,7 @@ func TestDurationPolicyCheckFor(t *testing.T) {
 		t.Errorf("default max = %s", got)
 	}
 	if err := (breaker.DurationPolicy{}).CheckFor(25 * time.Hour); !errors.Is(err, breaker.ErrDurationTooLong) ||
-		err.Error() != "25h0m0s is over this context's max-override of 24h0m0s" {
+		err.Error() != "25h is over this context's max-override of 24h" {
 		t.Errorf("25h on the default policy: %v", err)
 	}
 	err := p.CheckFor(2 * time.Second)

@@ -55,9 +55,24 @@ func CheckKnownDependency(name string, known []string) error {
 // dependencySeparators are ignored when comparing names for a suggestion.
 var dependencySeparators = strings.NewReplacer("-", "", "_", "")
 
-// ClosestDependency returns the known name nearest to name, ignoring hyphens
-// and underscores, if it is within two edits (the one typo rule for
-// dependency names, in commands and drills alike); else "".
+// ClosestDependency returns the known name nearest to name, ignoring case,
+// hyphens and underscores, if it is within two edits (the one typo rule for
+// dependency names, in commands and drills alike; OpenAI is near openai);
+// else "". It suggests, never decides: no caller acts on the name it returns.
 func ClosestDependency(name string, known []string) string {
-	return suggest.Closest(name, known, 3, dependencySeparators.Replace)
+	return suggest.Closest(name, known, 3, func(s string) string { return dependencySeparators.Replace(strings.ToLower(s)) })
+}
+
+// CheckDependencyName is [ValidateDependency] with the known name nearest
+// to an invalid one appended as `(did you mean "openai"?)`: what a command
+// says of a name it was given.
+func CheckDependencyName(name string, known []string) error {
+	err := ValidateDependency(name)
+	if err == nil {
+		return nil
+	}
+	if s := ClosestDependency(name, known); s != "" {
+		return fmt.Errorf("%w (did you mean %q?)", err, s)
+	}
+	return err
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/suggest"
 )
 
 // Limits of the wire format. They are part of the contract
@@ -460,6 +462,16 @@ func TargetNames(ts []Target) []string {
 		names[i] = string(t)
 	}
 	return names
+}
+
+// ClosestTarget returns the target of ts (nil: the defaults) nearest to
+// name, ignoring case, hyphens and underscores, within two edits
+// (screnning-sim is near screening-sim); "" if none is near. A suggestion
+// for a message, never a target to use.
+func ClosestTarget(name string, ts []Target) string {
+	return suggest.Closest(name, TargetNames(ts), 3, func(s string) string {
+		return strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(s))
+	})
 }
 
 // JoinTargets renders [TargetNames] for messages: "core-api, openai".

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // ErrTTL matches a mint request whose ttl is outside [MinTTL, MaxTTL]. The
@@ -101,10 +102,10 @@ func (m *Minter) Mint(ctx context.Context, req MintRequest) (*Minted, error) {
 		req.TTL = DefaultTTL
 	}
 	if req.TTL > MaxTTL {
-		return nil, fmt.Errorf("mint chaos header: %w: ttl %s exceeds the %s cap; the data plane refuses headers that live longer", ErrTTL, req.TTL, MaxTTL)
+		return nil, fmt.Errorf("mint chaos header: %w: ttl %s exceeds the %s cap; the data plane refuses headers that live longer", ErrTTL, human.Duration(req.TTL), human.Duration(MaxTTL))
 	}
 	if req.TTL < MinTTL {
-		return nil, fmt.Errorf("mint chaos header: %w: ttl %s is below the %s minimum", ErrTTL, req.TTL, MinTTL)
+		return nil, fmt.Errorf("mint chaos header: %w: ttl %s is below the %s minimum", ErrTTL, human.Duration(req.TTL), human.Duration(MinTTL))
 	}
 	if _, err := ParseTarget(string(req.Target)); err != nil {
 		return nil, fmt.Errorf("mint chaos header: %w", err)

@@ -22,6 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
 
@@ -184,7 +185,7 @@ func (c *Context) validateNotify(name string) error {
 		return fmt.Errorf("%w: context %q: %d notify sinks, at most %d", ErrInvalid, name, len(c.Notify), MaxNotifySinks)
 	}
 	if c.NotifyTimeout < 0 || time.Duration(c.NotifyTimeout) > MaxNotifyTimeout {
-		return fmt.Errorf("%w: context %q: notify-timeout %s is out of range: give up to %s", ErrInvalid, name, time.Duration(c.NotifyTimeout), MaxNotifyTimeout)
+		return fmt.Errorf("%w: context %q: notify-timeout %s is out of range: give up to %s", ErrInvalid, name, human.Duration(time.Duration(c.NotifyTimeout)), human.Duration(MaxNotifyTimeout))
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Notify {
@@ -729,6 +730,75 @@ func (f *File) Context(name string) (*Context, error) {
 // invalid and that is written back unchanged: a command on another context
 // (use-context, set-context) must not be refused for it, nor drop it.
 func (f *File) Save() error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	target, err := f.target()
+	if err != nil {
+		return err
+	}
+	release, err := lockPath(target + LockSuffix)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return f.save(target)
+}
+
+// LockSuffix names the lock file beside the config file (its final target,
+// links resolved): koshactl creates it and takes an flock on it while it
+// reads and writes the config, so concurrent commands take turns. The
+// config file itself is never locked (it may be a link to a file koshactl
+// did not create).
+const LockSuffix = ".lock"
+
+// lockWait bounds how long a write waits for another koshactl's.
+const lockWait = 10 * time.Second
+
+// lockPath takes the config's lock at path ([fsutil.Lock]); held past
+// lockWait, the error matches ErrChanged and says to re-run.
+func lockPath(path string) (release func(), err error) {
+	release, err = fsutil.Lock(path, lockWait)
+	if errors.Is(err, fsutil.ErrLocked) {
+		return nil, fmt.Errorf("%w: %w; re-run the command once the other koshactl is done", ErrChanged, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock config: %w", err)
+	}
+	return release, nil
+}
+
+// Update changes the config file at path as one step among concurrent
+// koshactl commands: under the lock beside it ([LockSuffix]) it loads the
+// file afresh, applies change, and saves it (atomically, by rename), so
+// two commands changing different contexts at once both land. change's
+// error aborts, nothing written. It returns the file as saved.
+func Update(path string, change func(*File) error) (*File, error) {
+	probe := &File{path: path}
+	target, err := probe.target()
+	if err != nil {
+		return nil, err
+	}
+	release, err := lockPath(target + LockSuffix)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	f, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := change(f); err != nil {
+		return nil, err
+	}
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return f, f.save(target)
+}
+
+// check validates every context before a save (see [File.Save]).
+func (f *File) check() error {
 	for name, c := range f.Contexts {
 		if c == nil {
 			return fmt.Errorf("%w: context %q is empty", ErrInvalid, name)
@@ -740,13 +810,25 @@ func (f *File) Save() error {
 			return err
 		}
 	}
+	return nil
+}
+
+// target creates the config's directory and returns the file its path
+// ends at, links resolved.
+func (f *File) target() (string, error) {
 	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
-		return fmt.Errorf("create config dir: %w", err)
+		return "", fmt.Errorf("create config dir: %w", err)
 	}
 	target, err := resolveLinks(f.path)
 	if err != nil {
-		return fmt.Errorf("write config: %w", err)
+		return "", fmt.Errorf("write config: %w", err)
 	}
+	return target, nil
+}
+
+// save writes f to target (the lock held) if the file there is still the
+// one loaded.
+func (f *File) save(target string) error {
 	cur, _, err := fsutil.ReadRegular(target, MaxFileSize)
 	switch {
 	case errors.Is(err, os.ErrNotExist):

@@ -152,14 +152,21 @@ func ParseFile(reg *Registry, path string) (*Drill, []Problem) {
 	// the command forever.
 	f, _, err := fsutil.OpenRegular(path)
 	if err != nil {
-		return nil, []Problem{{File: path, Line: 1, Col: 1, Message: fmt.Sprintf("read drill: %v", unwrapPath(err))}}
+		return nil, []Problem{unreadable(path, err)}
 	}
 	defer f.Close()
 	src, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
-		return nil, []Problem{{File: path, Line: 1, Col: 1, Message: fmt.Sprintf("read drill: %v", unwrapPath(err))}}
+		return nil, []Problem{unreadable(path, err)}
 	}
 	return Parse(reg, path, src)
+}
+
+// unreadable is the problem of a drill file that could not be read: it
+// has no position (Line 0), and says the file's cause alone ("no such file
+// or directory"), the path being the problem's File.
+func unreadable(path string, err error) Problem {
+	return Problem{File: path, Message: fmt.Sprintf("cannot read the drill file: %v", unwrapPath(err))}
 }
 
 func unwrapPath(err error) error {

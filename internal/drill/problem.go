@@ -21,10 +21,18 @@ type Problem struct {
 }
 
 // String formats the problem as FILE:LINE:COL: message, the form editors
-// and CI log parsers recognize.
+// and CI log parsers recognize; a problem of the whole file (Line 0: it
+// could not be read) as FILE: message.
 func (p Problem) String() string {
+	if p.Line == 0 {
+		return fmt.Sprintf("%s: %s", p.File, p.Message)
+	}
 	return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, p.Col, p.Message)
 }
+
+// Unreadable reports whether the problem is that the file could not be
+// read at all (it has no position).
+func (p Problem) Unreadable() bool { return p.Line == 0 }
 
 // ProblemsError is the error form of a non-empty problem list.
 type ProblemsError struct {

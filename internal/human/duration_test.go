@@ -2,6 +2,7 @@ package human_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,6 +94,30 @@ func TestAgeReadsWholeHoursPlainly(t *testing.T) {
 	} {
 		if got := human.Age(d); got != want {
 			t.Errorf("Age(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// Days are read where durations are given (--since 1d): what Duration
+// writes from two days up (2d4h) reads back, and a bad one says what to
+// write.
+func TestParseDurationReadsDays(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"1d": 24 * time.Hour, "7d": 7 * 24 * time.Hour, "2d4h": 52 * time.Hour, "90m": 90 * time.Minute,
+		"1h30m": 90 * time.Minute, "0": 0, "-5h": -5 * time.Hour, "1d30m": 24*time.Hour + 30*time.Minute,
+	} {
+		if got, err := human.ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "d", "1x", "xd", "1d-5h", "1.5d", "1dd", "99999999999999d"} {
+		if _, err := human.ParseDuration(bad); err == nil || !strings.Contains(err.Error(), "7d") && !strings.Contains(err.Error(), "too long") {
+			t.Errorf("ParseDuration(%q) = %v, want an error naming the form (7d)", bad, err)
+		}
+	}
+	for _, d := range []time.Duration{49 * time.Hour, 72 * time.Hour, 90 * 24 * time.Hour, 30 * time.Minute} {
+		if back, err := human.ParseDuration(human.Duration(d)); err != nil || back != d {
+			t.Errorf("ParseDuration(Duration(%v)) = %v, %v", d, back, err)
 		}
 	}
 }

@@ -175,6 +175,7 @@ var (
 	// bucketRead reads a bucket, and is also the proof read of a bucket
 	// change whose answer was lost.
 	bucketRead = Need{GetItem, BucketItems, false}
+	bucketScan = Need{Action: Scan, Prefix: BucketItems}
 	bucketPut  = Need{PutItem, BucketItems, true}
 	secretRead = Need{Action: GetSecretValue}
 	gauges     = Need{Action: GetMetricData}
@@ -221,16 +222,18 @@ var Commands = map[string][]Need{
 	// reads the levers and the policy, then writes the change request with
 	// its record of asking (one transaction; a lost answer settled by
 	// reading the request). No lever and no approver's record is written.
-	"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, Need{Action: Scan, Prefix: BucketItems},
+	"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, bucketScan,
 		Need{Action: Scan, Prefix: "request#"}, Need{Action: Scan, Prefix: "review#"}, bucketBatchRead, Need{PutItem, "request#", true},
 		Need{GetItem, "request#", false}, Need{PutItem, AskingItems, true}, notifyPublish),
 	"ratelimit get":  needs(bucketRead),
-	"ratelimit list": needs(Need{Action: Scan, Prefix: BucketItems}),
+	"ratelimit list": needs(bucketScan),
 	// The bucket levers ask the table's policy too, read in the same batch
 	// as the buckets.
-	"ratelimit reset":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
-	"ratelimit drain":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
-	"ratelimit set":     needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
+	"ratelimit reset": needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
+	// A drain or set of a client without a bucket (and without --create)
+	// is refused, with the near client a scan of the buckets finds.
+	"ratelimit drain":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
+	"ratelimit set":     needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 	"audit list":        needs(indexRead, policyRead),
 	"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
 	// A record of its own (a minted header, a rotated key) is a

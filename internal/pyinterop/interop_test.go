@@ -168,7 +168,7 @@ func TestBucketSharedByPythonAndKoshactl(t *testing.T) {
 		t.Errorf("tokens %v, want 16.496", k["tokens"])
 	}
 
-	e.MustRun(0, "ratelimit", "drain", "alice", "--reason", "interop")
+	e.MustRun(0, "ratelimit", "drain", "--create", "alice", "--reason", "interop")
 	got := s.py("take", "--client", "alice", "--now-ms", s.nowMs())
 	k = decode(t, e.MustRun(0, "ratelimit", "get", "alice", "-o", "json"))
 	if got["outcome"] != "denied" || got["allowed"] != false || k["admit"] != false {

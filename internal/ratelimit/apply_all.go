@@ -41,6 +41,15 @@ type ApplyAll struct {
 	// Attach, when set, is how the table's policy let the change through
 	// and the writes that go in its transaction ([Attach]).
 	Attach *Attach
+	// Existing refuses a drain or set of a client that has no bucket item
+	// (a *[NoBucketError], nothing written): what an operator's command
+	// asks, where such a client is more likely a typo than a client yet to
+	// send its first request. Zero (false) drains and sets any client, as
+	// drills do. A reset of a client without a bucket is a no-op either way.
+	Existing bool
+	// Segments is the scan width of the suggestion a *[NoBucketError]
+	// carries ([Buckets.Closest]).
+	Segments int
 }
 
 // Gate lets a caller decide a bucket change from items read with its
@@ -158,6 +167,18 @@ func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll)
 		return todo
 	}
 	todo := decideAll()
+	if op.Existing {
+		for _, p := range plans {
+			if p.Before.Exists || p.Change.Op == OpReset {
+				continue
+			}
+			near, err := b.Closest(ctx, p.Change.Client, op.Segments)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: no bucket, and looking for a near client failed: %w", p.Change.Op, p.Change.Client, err)
+			}
+			return nil, &NoBucketError{Op: p.Change.Op, Client: p.Change.Client, Suggestion: near}
+		}
+	}
 	if op.Gate != nil {
 		extras := map[string]store.Item{}
 		for _, k := range op.Gate.Keys {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -33,7 +34,7 @@ var ErrDrainHold = errors.New("drain hold out of range")
 // [ErrInvalidTokens].
 func CheckDrainHold(d time.Duration) error {
 	if d < 0 || d > MaxDrainHold {
-		return fmt.Errorf("%w: drain for %s: give a duration from 0 to %s", drainHoldError{}, d, MaxDrainHold)
+		return fmt.Errorf("%w: drain for %s: give a duration from 0 to %s", drainHoldError{}, human.Duration(d), human.Duration(MaxDrainHold))
 	}
 	return nil
 }

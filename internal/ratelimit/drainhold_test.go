@@ -25,7 +25,7 @@ func TestDrainHoldBound(t *testing.T) {
 			t.Errorf("ClampDrainHold(%s) = %s", d, c)
 		}
 	}
-	if err := ratelimit.CheckDrainHold(2 * time.Hour); err.Error() != "invalid token count: drain for 2h0m0s: give a duration from 0 to 1h0m0s" {
+	if err := ratelimit.CheckDrainHold(2 * time.Hour); err.Error() != "invalid token count: drain for 2h: give a duration from 0 to 1h" {
 		t.Errorf("message: %v", err)
 	}
 }

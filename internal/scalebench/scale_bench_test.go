@@ -163,7 +163,7 @@ var now = clitest.Epoch
 // loaded returns a table with buckets rl# items and buckets/4 audit
 // records spread over the 90 days before two hours ago (one in ten about
 // breaker#openai), plus an override of openai, loading it on first use.
-func loaded(b *testing.B, buckets int) *table {
+func loaded(b testing.TB, buckets int) *table {
 	b.Helper()
 	tablesMu.Lock()
 	defer tablesMu.Unlock()
@@ -226,7 +226,7 @@ func sizes(b *testing.B) []int {
 	return out
 }
 
-func cli(b *testing.B, endpoint, table string) *clitest.Env {
+func cli(b testing.TB, endpoint, table string) *clitest.Env {
 	e := clitest.New(b)
 	e.Clock.Set(now)
 	e.UseDynamoDB(endpoint, table)
@@ -336,7 +336,7 @@ func BenchmarkScanRate(b *testing.B) {
 
 // latencyLink starts toxiproxy in process between koshactl and moto
 // with rtt/2 of latency each way, and returns its address.
-func latencyLink(b *testing.B, upstream string, rtt time.Duration) string {
+func latencyLink(b testing.TB, upstream string, rtt time.Duration) string {
 	b.Helper()
 	u, err := url.Parse(upstream)
 	if err != nil {

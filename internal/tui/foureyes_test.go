@@ -246,7 +246,7 @@ func TestApproveAndDenyFromThePendingRequests(t *testing.T) {
 	rq := &fakeRequests{list: []approval.Request{pendingRequest("3f2a9c1b0d4e"), pendingRequest("77aa00bb11cc")}}
 	h.m.deps.Requests = rq
 	h.press("p")
-	h.wantScreen("Pending change requests", "3f2a9c1b0d4e", "force open openai for 30m0s", "alice", "0 of 1", "in 59m")
+	h.wantScreen("Pending change requests", "3f2a9c1b0d4e", "force open openai for 30m", "alice", "0 of 1", "in 59m")
 	// Approving asks for the context's name on a protected context.
 	h.press("a")
 	h.wantScreen("Approve change request 3f2a9c1b0d4e · context prod-eu", "SHA-256: abab", "PROTECTED context: type \"prod-eu\"")

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
@@ -108,20 +109,48 @@ func (l *Local) Keys(ctx context.Context) ([]Staged, error) {
 	return staged, nil
 }
 
+// LocalLockFile is the lock file beside the local key files: Rotate holds
+// an flock on it while it compares and replaces them.
+const LocalLockFile = "chaos.key.lock"
+
+// localLockWait bounds how long a rotation waits for another one.
+const localLockWait = 10 * time.Second
+
 // Rotate generates a new current key and keeps the old one as the previous
 // key (replacing any older previous key). Each file is replaced atomically
 // by rename, previous first, so a concurrent reader always finds a current
-// key. Concurrent rotations are not coordinated: the last one wins. The
-// local key has no fleet caching it, so opts (the age guard) do not apply.
+// key. It is a compare-and-set, as on Secrets Manager: under an flock on
+// [LocalLockFile] the current key is read again, and if another rotation
+// replaced it since this one read it, this one changes nothing and fails
+// with an error matching ErrConflict (exit 4). So of rotations that read
+// the same key, one wins, and the key it replaced stays the previous key,
+// which verifies. The local key has no fleet caching it, so opts (the age
+// guard) do not apply.
 func (l *Local) Rotate(ctx context.Context, _ RotateOptions) (Rotation, error) {
 	old, err := readKeyFile(l.current())
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
 	}
-	retired, _ := readKeyFile(l.previous()) // reported only; a missing or bad one is simply replaced
 	if err := l.mkdir(); err != nil {
 		return Rotation{}, err
 	}
+	release, err := fsutil.Lock(filepath.Join(l.dir, LocalLockFile), localLockWait)
+	if errors.Is(err, fsutil.ErrLocked) {
+		return Rotation{}, fmt.Errorf("rotate local chaos key: %w (%w)", ErrConflict, err)
+	}
+	if err != nil {
+		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
+	}
+	defer release()
+	now, err := readKeyFile(l.current())
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Rotation{}, fmt.Errorf("rotate local chaos key: %w", err)
+	}
+	if now.KID() != old.KID() || now.IsZero() != old.IsZero() {
+		return Rotation{}, fmt.Errorf("rotate %s: %w: the current key is kid %s, not kid %s as read; nothing changed (run koshactl chaos key id)",
+			l.Describe(), ErrConflict, now.KID(), old.KID())
+	}
+	retired, _ := readKeyFile(l.previous()) // reported only; a missing or bad one is simply replaced
 	// Each file is replaced only if it is a regular file (or absent): a
 	// link or a special file planted in the directory is refused.
 	if !old.IsZero() {

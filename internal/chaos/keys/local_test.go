@@ -265,8 +265,8 @@ func TestLocalRotate(t *testing.T) {
 	if !errors.Is(err, chaos.ErrUnknownKID) || !strings.Contains(err.Error(), "AWSPREVIOUS kid "+r.Current.KID()) {
 		t.Errorf("key two rotations old: %v", err)
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
-		t.Errorf("directory holds %d entries, want current and previous", len(entries))
+	if entries, _ := os.ReadDir(dir); len(entries) != 3 {
+		t.Errorf("directory holds %d entries, want current, previous and the rotation lock (%s)", len(entries), keys.LocalLockFile)
 	}
 
 	// Rotating before first use just creates the key.

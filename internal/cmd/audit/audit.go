@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/listing"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -62,14 +63,17 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 			"A record that does not follow the audit contract (written by another tool) never hides the\n" +
 			"others: each problem is named on stderr (or under \"unreadable\" in -o json|yaml) and the\n" +
 			"rest is listed.\n\n" +
-			"Exit codes: 0 listed; 10 listed, but some records could not be read in full.",
+			"A subject is KIND#NAME (breaker#openai, rl#agent-1). A --subject without a kind is read as a\n" +
+			"dependency's override (breaker#NAME), said on stderr; one that cannot be a dependency name,\n" +
+			"or is a near miss of one the context knows, is refused with the suggestion (exit 2).\n\n" +
+			"Exit codes: 0 listed; 2 a flag is wrong; 10 listed, but some records could not be read in full.",
 		Example: "  koshactl audit list --since 2h --subject breaker#openai\n  koshactl audit list --subject 'rl#*' -o json\n" +
 			"  koshactl audit list --actor 'arn:aws:sts::123456789012:assumed-role/ops/*' --until 2026-11-30T12:00:00Z\n" +
 			"  koshactl audit list --follow --action breaker.force-open",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if opts.Since < 0 {
-				return cmdutil.Usagef("--since %s is negative: give how far back to look, like 2h", opts.Since)
+				return cmdutil.Usagef("--since %s is negative: give how far back to look, like 2h", human.Duration(opts.Since))
 			}
 			if opts.Limit < 0 {
 				return cmdutil.Usagef("--limit %d is negative: give a count, or 0 for all", opts.Limit)
@@ -78,7 +82,7 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 				return cmdutil.Usagef("--until and --follow: a follow has no end; drop one")
 			}
 			if opts.Interval <= 0 {
-				return cmdutil.Usagef("--interval %s: give a positive duration, like 2s", opts.Interval)
+				return cmdutil.Usagef("--interval %s: give a positive duration, like 2s", human.Duration(opts.Interval))
 			}
 			if _, err := parseUntil(opts.Until, time.Time{}); err != nil {
 				return err
@@ -87,9 +91,9 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.DurationVar(&opts.Since, "since", 0, "only records newer than this (e.g. 24h); default all retained")
-	fl.StringVar(&opts.Subject, "subject", "", "only records about this subject (breaker#openai; a trailing * matches a prefix)")
-	fl.StringVar(&opts.Until, "until", "", "only records before this time: RFC3339 (2026-11-30T12:00:00Z) or a duration ago (1h)")
+	fl.Var(human.DurationFlag{D: &opts.Since}, "since", "only records newer than this (e.g. 2h, 24h, 7d); default all retained")
+	fl.StringVar(&opts.Subject, "subject", "", "only records about this subject (breaker#openai, rl#agent-1; a bare dependency name means its breaker#; a trailing * matches a prefix)")
+	fl.StringVar(&opts.Until, "until", "", "only records before this time: RFC3339 (2026-11-30T12:00:00Z) or a duration ago (1h, 2d)")
 	fl.StringVar(&opts.Action, "action", "", "only records of this action (e.g. breaker.force-open)")
 	fl.StringVar(&opts.Actor, "actor", "", "only records by this actor (an ARN or user@host; a trailing * matches a prefix)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new records as they are written, until Ctrl-C")
@@ -119,40 +123,56 @@ func ReadList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) (ListRe
 	if err != nil {
 		return ListResult{}, nil, err
 	}
-	now := f.Clock.Now()
-	q, err := query(opts, now)
+	q, err := query(f, env, opts, f.Clock.Now())
 	if err != nil {
 		return ListResult{}, nil, err
 	}
 	log := audit.NewLog(env.Store, f.Clock, env.Name)
 	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	// The table's policy is read while the records are: one round trip
+	// for both, not one after the other.
+	type loaded struct {
+		p   *policy.Stored
+		err error
+	}
+	pol := make(chan loaded, 1)
+	go func() {
+		p, err := env.Policies().Load(ctx)
+		pol <- loaded{p, err}
+	}()
 	l, err := log.List(ctx, q)
+	lp := <-pol
 	if err != nil {
 		return ListResult{}, nil, err
+	}
+	if lp.err != nil {
+		return ListResult{}, nil, lp.err
 	}
 	recs := l.Records
 	if recs == nil {
 		recs = []audit.Record{}
 	}
-	if err := flagUnapproved(ctx, env, recs); err != nil {
-		return ListResult{}, nil, err
-	}
+	flagUnapproved(lp.p, recs)
 	return ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
 		Unreadable: listing.Problems(l.Unreadable)}, l.Unreadable, nil
 }
 
-// query is the listing's question from its flags, at now.
-func query(opts *ListOptions, now time.Time) (audit.Query, error) {
-	q := audit.Query{Subject: opts.Subject, Action: opts.Action, Actor: opts.Actor, Limit: opts.Limit, Scan: opts.Scan}
+// query is the listing's question from its flags, at now: a bare
+// dependency as --subject means its override (said on stderr).
+func query(f *cmdenv.Factory, env *cmdenv.Env, opts *ListOptions, now time.Time) (audit.Query, error) {
+	subject, err := resolveSubject(opts.Subject, env.Context.KnownDependencies(), cmdutil.Notice(f.IOStreams.ErrOut))
+	if err != nil {
+		return audit.Query{}, err
+	}
+	q := audit.Query{Subject: subject, Action: opts.Action, Actor: opts.Actor, Limit: opts.Limit, Scan: opts.Scan}
 	if opts.Since > 0 {
 		q.Since = now.Add(-opts.Since)
 	}
-	var err error
 	if q.Until, err = parseUntil(opts.Until, now); err != nil {
 		return q, err
 	}
 	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Until.After(q.Since) {
-		return q, cmdutil.Usagef("--until %s is before --since %s: nothing can match", opts.Until, opts.Since)
+		return q, cmdutil.Usagef("--until %s is before --since %s: nothing can match", opts.Until, human.Duration(opts.Since))
 	}
 	return q, nil
 }
@@ -164,7 +184,7 @@ func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 		if err != nil {
 			return err
 		}
-		q, err := query(opts, f.Clock.Now())
+		q, err := query(f, env, opts, f.Clock.Now())
 		if err != nil {
 			return err
 		}
@@ -208,17 +228,15 @@ func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record,
 }
 
 // flagUnapproved marks the lever changes recorded since the table's policy
-// was set that carry no approval ([policy.Unapproved]): one read of the
-// policy item. A table without a policy flags nothing.
-func flagUnapproved(ctx context.Context, env *cmdenv.Env, recs []audit.Record) error {
-	p, err := env.Policies().Load(ctx)
-	if err != nil || p == nil {
-		return err
+// p was set that carry no approval ([policy.Unapproved]). A table without a
+// policy (p nil) flags nothing.
+func flagUnapproved(p *policy.Stored, recs []audit.Record) {
+	if p == nil {
+		return
 	}
 	for i := range recs {
 		recs[i].Unapproved = policy.Unapproved(recs[i], p.Since)
 	}
-	return nil
 }
 
 // parseUntil reads --until: an RFC3339 time, or a duration before now.
@@ -226,12 +244,12 @@ func parseUntil(s string, now time.Time) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+	if d, err := human.ParseDuration(s); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, cmdutil.Usagef("--until %q is neither an RFC3339 time (2026-11-30T12:00:00Z) nor a duration ago (1h)", s)
+		return time.Time{}, cmdutil.Usagef("--until %q is neither an RFC3339 time (2026-11-30T12:00:00Z) nor a duration ago (1h, 2d)", s)
 	}
 	return t, nil
 }
@@ -261,7 +279,7 @@ func follow(ctx context.Context, f *cmdenv.Factory, opts *ListOptions, fl *audit
 		case ctx.Err() != nil:
 			return done()
 		case errors.Is(err, store.ErrUnavailable):
-			fmt.Fprintf(ios.ErrOut, "audit list --follow: %v (retrying every %s)\n", err, opts.Interval)
+			fmt.Fprintf(ios.ErrOut, "audit list --follow: %v (retrying every %s)\n", err, human.Duration(opts.Interval))
 		case err != nil:
 			return err
 		default:

@@ -53,7 +53,7 @@ func TestListFiltersByActorUntilAndAction(t *testing.T) {
 	e.Setenv("KOSHACTL_ACTOR", "bob@ops")
 	e.MustRun(0, "breaker", "force-open", "core-api", "--reason", "r", "--for", "1h") // 20:00
 	e.Clock.Advance(time.Hour)
-	e.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "r") // 21:00, bob
+	e.MustRun(0, "ratelimit", "drain", "--create", "agent-1", "--reason", "r") // 21:00, bob
 
 	cases := []struct {
 		args []string
@@ -150,7 +150,7 @@ func TestFollowPrintsNewRecordsAsWrittenAndExitsCleanly(t *testing.T) {
 	// A record stamped before the last one shown (a writer whose clock is
 	// 20s behind) still appears: each read looks back a minute.
 	e.Clock.Advance(-20 * time.Second)
-	e.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "late writer")
+	e.MustRun(0, "ratelimit", "drain", "--create", "agent-1", "--reason", "late writer")
 	fw.waitFor(t, "rl#agent-1")
 	e.Clock.Advance(20 * time.Second)
 	fw.tick <- time.Time{}
@@ -178,7 +178,7 @@ func TestFollowJSONIsOneRecordPerLineAndFilters(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
 	fw := startFollow(t, e, &auditcmd.ListOptions{Output: cmdutil.FormatJSON, Action: "breaker.force-open"})
-	e.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "filtered out")
+	e.MustRun(0, "ratelimit", "drain", "--create", "agent-1", "--reason", "filtered out")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "kept", "--for", "1h")
 	fw.waitFor(t, "breaker#openai")
 	fw.stop()

@@ -1,6 +1,7 @@
 package breaker_test
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -85,5 +86,29 @@ func testClearByKey(t *testing.T, setup func(t *testing.T, e *clitest.Env) func(
 	}
 	if r = e.MustRun(0, "breaker", "list", "--scan"); strings.Contains(r.Stdout, "Bad Name") || strings.Contains(r.Stdout, "openai") {
 		t.Errorf("after clear --all:\n%s", r.Stdout)
+	}
+}
+
+// Issue 35: the hint for a pk holding ESC or NUL quoted it for a shell,
+// but no terminal shows those bytes as typed, so the hint could not be
+// pasted back. It names --key-hex with the pk's bytes, which clears it.
+func TestClearByKeyHexOfAControlPK(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	pk := "breaker#\x1b[2Jx\x00y"
+	e.PutRaw(hostileItem(map[string]attr{"pk": {Type: "S", Text: pk}}))
+
+	r := e.MustRun(exitcode.Partial, "breaker", "list", "--scan")
+	hint := "koshactl breaker clear --key-hex " + hex.EncodeToString([]byte(pk))
+	if !strings.Contains(r.Stderr, hint) || strings.Contains(r.Stderr, "--key '") {
+		t.Fatalf("list --scan does not name %q:\n%s", hint, r.Stderr)
+	}
+	e.MustRun(exitcode.Usage, "breaker", "clear", "--key-hex", "zz", "--reason", "bad hex")
+	r = e.MustRun(0, append(strings.Fields(strings.TrimPrefix(hint, "koshactl ")), "--reason", "control pk")...)
+	if !strings.Contains(r.Stdout, "Cleared override") {
+		t.Errorf("clear --key-hex: %s", r.Stdout)
+	}
+	if r = e.MustRun(0, "breaker", "list", "--scan"); r.Stderr != "" && strings.Contains(r.Stderr, "--key") {
+		t.Errorf("after clear --key-hex, still named: %s", r.Stderr)
 	}
 }

@@ -73,7 +73,7 @@ func TestNoHeadersDropsTableHeaders(t *testing.T) {
 	if strings.Contains(without, "DEPENDENCY") || strings.Count(without, "\n") != 1 || !strings.HasPrefix(without, "openai ") {
 		t.Fatalf("breaker list --no-headers:\n%s", without)
 	}
-	e.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "test")
+	e.MustRun(0, "ratelimit", "drain", "--create", "agent-1", "--reason", "test")
 	for _, args := range [][]string{{"audit", "list"}, {"config", "get-contexts"}, {"drill", "kinds"}, {"ratelimit", "list"}} {
 		full := fieldLines(e.MustRun(0, args...).Stdout)
 		bare := fieldLines(e.MustRun(0, append(args, "--no-headers")...).Stdout)

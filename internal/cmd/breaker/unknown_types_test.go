@@ -123,7 +123,7 @@ func testAttributesOfEveryType(t *testing.T, setup func(t *testing.T, e *clitest
 	}
 	write(withEveryType(map[string]attr{"pk": {Type: "S", Text: "rl#odd"}, "tokens": {Type: "N", Text: "3"},
 		"updated_at": {Type: "N", Text: fmt.Sprint(clitest.Epoch.UnixMilli())}}))
-	e.MustRun(0, "ratelimit", "set", "plain", "--tokens", "5")
+	e.MustRun(0, "ratelimit", "set", "--create", "plain", "--tokens", "5")
 	if r = e.MustRun(0, "ratelimit", "list"); !strings.Contains(r.Stdout, "odd") || !strings.Contains(r.Stdout, "plain") {
 		t.Errorf("ratelimit list:\n%s\n%s", r.Stdout, r.Stderr)
 	}

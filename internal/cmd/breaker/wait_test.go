@@ -3,11 +3,13 @@ package breaker_test
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -272,8 +274,13 @@ func TestForceOpenWaitInterruptedSaysTheChangeWasWritten(t *testing.T) {
 	e := clitest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var scrapes atomic.Int32
 	gauges := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		cancel() // SIGINT, as cmd/koshactl delivers it, while the command waits
+		// The first scrape is the check before the write that something
+		// serves the gauges; the next is the wait's.
+		if scrapes.Add(1) > 1 {
+			cancel() // SIGINT, as cmd/koshactl delivers it, while the command waits
+		}
 		http.Error(w, "not yet", http.StatusServiceUnavailable)
 	}))
 	defer gauges.Close()
@@ -281,8 +288,37 @@ func TestForceOpenWaitInterruptedSaysTheChangeWasWritten(t *testing.T) {
 	if r.Code != exitcode.Interrupted {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.Code, exitcode.Interrupted, r.Stdout, r.Stderr)
 	}
-	if !strings.Contains(r.Stderr, "interrupted while waiting for the fleet") || !strings.Contains(r.Stderr, "was written and audited") {
+	if !strings.Contains(r.Stderr, "interrupted while waiting for the fleet") || !strings.Contains(r.Stderr, "was written and audited, its convergence not confirmed") {
 		t.Errorf("stderr does not say the change was written before the interrupt:\n%s", r.Stderr)
 	}
+	// Issue 35: the line ended in Go's "context canceled".
+	if strings.Contains(r.Stderr, "context canceled") || strings.Count(r.Stderr, "error:") != 1 {
+		t.Errorf("stderr should be one line of koshactl's own words:\n%s", r.Stderr)
+	}
 	e.MustRun(0, "breaker", "get", "openai")
+}
+
+// Issue 35: force-open --wait with no sandbox waited out its 11 s timeout
+// after the write and exited 5 without saying the sandbox was down. A
+// gauge source on this machine that refuses the connection is refused
+// before the write, with the hint, at once.
+func TestForceOpenWaitWithoutSandboxFailsFastWithTheHint(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	ln, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String() + "/metrics"
+	_ = ln.Close()
+	// Bounded, so a command that waits instead fails the test (the fake
+	// clock never times the wait out).
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	r := e.RunContext(ctx, "breaker", "force-open", "openai", "--reason", "no sandbox", "--wait", "--metrics-url", url)
+	want := "error: --wait: nothing serves the gauges at prometheus " + url + " (is the sandbox running? start it with koshactl sandbox); nothing was written\n"
+	if r.Code != exitcode.Unavailable || r.Stderr != want {
+		t.Errorf("exit %d, stderr %q; want exit 5 and %q", r.Code, r.Stderr, want)
+	}
+	e.MustRun(exitcode.NotFound, "breaker", "get", "openai")
 }

@@ -136,7 +136,7 @@ func TestTTLCapIsHard(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	r := c.must(exitcode.Usage, "chaos", "sign", "--target", "openai", "--fault", "error", "--ttl", "16m")
-	oneErrorLine(t, r, "--ttl 16m0s", "15m0s cap")
+	oneErrorLine(t, r, "--ttl 16m", "15m cap")
 	if r.Stdout != "" {
 		t.Errorf("a refused sign printed %q", r.Stdout)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -259,15 +260,17 @@ func newUse(f *cmdenv.Factory) *cobra.Command {
 		Short: "Make NAME the current context",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			file, err := f.Config()
+			cur, err := f.Config()
 			if err != nil {
 				return err
 			}
-			if _, err := file.Context(args[0]); err != nil {
-				return err
-			}
-			file.CurrentContext = args[0]
-			if err := file.Save(); err != nil {
+			if _, err := config.Update(cur.Path(), func(file *config.File) error {
+				if _, err := file.Context(args[0]); err != nil {
+					return err
+				}
+				file.CurrentContext = args[0]
+				return nil
+			}); err != nil {
 				return err
 			}
 			fmt.Fprintf(f.IOStreams.Out, "Switched to context %q.\n", args[0])
@@ -282,18 +285,20 @@ func newDelete(f *cmdenv.Factory) *cobra.Command {
 		Short: "Remove a context from the config file",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			file, err := f.Config()
+			cur, err := f.Config()
 			if err != nil {
 				return err
 			}
-			if _, ok := file.Contexts[args[0]]; !ok {
-				return fmt.Errorf("%w %q in %s", config.ErrNoContext, args[0], file.Path())
-			}
-			delete(file.Contexts, args[0])
-			if file.CurrentContext == args[0] {
-				file.CurrentContext = ""
-			}
-			if err := file.Save(); err != nil {
+			if _, err := config.Update(cur.Path(), func(file *config.File) error {
+				if _, ok := file.Contexts[args[0]]; !ok {
+					return fmt.Errorf("%w %q in %s", config.ErrNoContext, args[0], file.Path())
+				}
+				delete(file.Contexts, args[0])
+				if file.CurrentContext == args[0] {
+					file.CurrentContext = ""
+				}
+				return nil
+			}); err != nil {
 				return err
 			}
 			fmt.Fprintf(f.IOStreams.Out, "Deleted context %q.\n", args[0])
@@ -416,115 +421,122 @@ func RunSetContext(f *cmdenv.Factory, o *SetContextOptions) error {
 	if err := config.ValidateName(o.Name); err != nil {
 		return err
 	}
-	file, err := f.Config()
+	cur, err := f.Config()
 	if err != nil {
 		return err
 	}
-	if file.Contexts == nil {
-		file.Contexts = map[string]*config.Context{}
-	}
-	ctx, existed := file.Contexts[o.Name]
-	if !existed {
-		ctx = &config.Context{}
-	}
-	ch := o.changed
-	awsFlag := ch("table") || ch("region") || ch("profile") || ch("endpoint-url") || ch("service-endpoint") || ch("imds") || ch("static-credentials")
-	switch {
-	case ch("local"):
-		ctx.Store = config.StoreConfig{Local: &config.LocalStore{}}
-		if o.Local != localDefault {
-			if o.Local == "" {
-				return cmdutil.Usagef("--local takes a file path, or no value for the default location")
+	// Under the config's lock, read afresh: a set-context running at the
+	// same time keeps its context, and this one keeps its own.
+	var ctx *config.Context
+	var existed bool
+	file, err := config.Update(cur.Path(), func(file *config.File) error {
+		if file.Contexts == nil {
+			file.Contexts = map[string]*config.Context{}
+		}
+		ctx, existed = file.Contexts[o.Name]
+		if !existed {
+			ctx = &config.Context{}
+		}
+		ch := o.changed
+		awsFlag := ch("table") || ch("region") || ch("profile") || ch("endpoint-url") || ch("service-endpoint") || ch("imds") || ch("static-credentials")
+		switch {
+		case ch("local"):
+			ctx.Store = config.StoreConfig{Local: &config.LocalStore{}}
+			if o.Local != localDefault {
+				if o.Local == "" {
+					return cmdutil.Usagef("--local takes a file path, or no value for the default location")
+				}
+				ctx.Store.Local.Path = o.Local
 			}
-			ctx.Store.Local.Path = o.Local
-		}
-	case awsFlag:
-		if ctx.Store.DynamoDB == nil {
-			ctx.Store = config.StoreConfig{DynamoDB: &config.DynamoDBStore{Table: config.DefaultTable}}
-		}
-		d := ctx.Store.DynamoDB
-		set(ch, "table", &d.Table, o.Table)
-		set(ch, "region", &d.Region, o.Region)
-		set(ch, "profile", &d.Profile, o.Profile)
-		set(ch, "endpoint-url", &d.EndpointURL, o.EndpointURL)
-		if err := setServiceEndpoints(d, o.ServiceEndpoints); err != nil {
-			return err
-		}
-		set(ch, "imds", &d.IMDS, o.IMDS)
-		set(ch, "static-credentials", &d.StaticCredentials, o.StaticCredentials)
-		if d.StaticCredentials && d.StoreEndpoint() == "" {
-			return cmdutil.Usagef("--static-credentials is only for local DynamoDB-compatible endpoints: also give --endpoint-url")
-		}
-	case !existed:
-		return cmdutil.Usagef("a new context needs a store: --local [PATH], or --table/--region for DynamoDB")
-	}
-	set(ch, "protected", &ctx.Protected, o.Protected)
-	if ch("dependencies") || ch("add-dependency") {
-		deps := ctx.KnownDependencies()
-		if ch("dependencies") {
-			deps = o.Dependencies
-		}
-		deps = append(deps, o.AddDependencies...)
-		seen := map[string]bool{}
-		ctx.Dependencies = nil
-		for _, d := range deps {
-			if err := breaker.ValidateDependency(d); err != nil {
+		case awsFlag:
+			if ctx.Store.DynamoDB == nil {
+				ctx.Store = config.StoreConfig{DynamoDB: &config.DynamoDBStore{Table: config.DefaultTable}}
+			}
+			d := ctx.Store.DynamoDB
+			set(ch, "table", &d.Table, o.Table)
+			set(ch, "region", &d.Region, o.Region)
+			set(ch, "profile", &d.Profile, o.Profile)
+			set(ch, "endpoint-url", &d.EndpointURL, o.EndpointURL)
+			if err := setServiceEndpoints(d, o.ServiceEndpoints); err != nil {
 				return err
 			}
-			if !seen[d] {
-				seen[d] = true
-				ctx.Dependencies = append(ctx.Dependencies, d)
+			set(ch, "imds", &d.IMDS, o.IMDS)
+			set(ch, "static-credentials", &d.StaticCredentials, o.StaticCredentials)
+			if d.StaticCredentials && d.StoreEndpoint() == "" {
+				return cmdutil.Usagef("--static-credentials is only for local DynamoDB-compatible endpoints: also give --endpoint-url")
+			}
+		case !existed:
+			return cmdutil.Usagef("a new context needs a store: --local [PATH], or --table/--region for DynamoDB")
+		}
+		set(ch, "protected", &ctx.Protected, o.Protected)
+		if ch("dependencies") || ch("add-dependency") {
+			deps := ctx.KnownDependencies()
+			if ch("dependencies") {
+				deps = o.Dependencies
+			}
+			deps = append(deps, o.AddDependencies...)
+			seen := map[string]bool{}
+			ctx.Dependencies = nil
+			for _, d := range deps {
+				if err := breaker.ValidateDependency(d); err != nil {
+					return err
+				}
+				if !seen[d] {
+					seen[d] = true
+					ctx.Dependencies = append(ctx.Dependencies, d)
+				}
 			}
 		}
-	}
-	if ch("max-override") {
-		// The range is breaker's, checked again by Validate and Save; here
-		// also 0, which a file reads as "the default".
-		if err := breaker.CheckMaxOverride(o.MaxOverride); err != nil {
-			return cmdutil.Usagef("--%v", err)
+		if ch("max-override") {
+			// The range is breaker's, checked again by Validate and Save; here
+			// also 0, which a file reads as "the default".
+			if err := breaker.CheckMaxOverride(o.MaxOverride); err != nil {
+				return cmdutil.Usagef("--%v", err)
+			}
+			ctx.MaxOverride = config.Duration(o.MaxOverride)
 		}
-		ctx.MaxOverride = config.Duration(o.MaxOverride)
-	}
-	set(ch, "chaos-secret-id", &ctx.Chaos.SecretID, o.ChaosSecretID)
-	set(ch, "chaos-key-file", &ctx.Chaos.KeyFile, o.ChaosKeyFile)
-	set(ch, "chaos-key-env", &ctx.Chaos.KeyEnv, o.ChaosKeyEnv)
-	set(ch, "chaos-targets", &ctx.Chaos.Targets, o.ChaosTargets)
-	if ch("chaos-propagation-delay") {
-		if o.ChaosPropagation < 0 || o.ChaosPropagation > time.Hour {
-			return cmdutil.Usagef("--chaos-propagation-delay %s is out of range: give 0s to 1h (the data plane's key cache TTL, 5m for the Lambda extension)", o.ChaosPropagation)
+		set(ch, "chaos-secret-id", &ctx.Chaos.SecretID, o.ChaosSecretID)
+		set(ch, "chaos-key-file", &ctx.Chaos.KeyFile, o.ChaosKeyFile)
+		set(ch, "chaos-key-env", &ctx.Chaos.KeyEnv, o.ChaosKeyEnv)
+		set(ch, "chaos-targets", &ctx.Chaos.Targets, o.ChaosTargets)
+		if ch("chaos-propagation-delay") {
+			if o.ChaosPropagation < 0 || o.ChaosPropagation > time.Hour {
+				return cmdutil.Usagef("--chaos-propagation-delay %s is out of range: give 0s to 1h (the data plane's key cache TTL, 5m for the Lambda extension)", o.ChaosPropagation)
+			}
+			d := config.Duration(o.ChaosPropagation)
+			ctx.Chaos.PropagationDelay = &d
 		}
-		d := config.Duration(o.ChaosPropagation)
-		ctx.Chaos.PropagationDelay = &d
-	}
-	if ch("cloudwatch-namespace") {
-		ctx.Metrics = config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{Namespace: o.CloudWatchNS}}
-	}
-	if ch("prometheus-url") {
-		ctx.Metrics = config.MetricsConfig{Prometheus: &config.PrometheusMetrics{URL: o.PrometheusURL}}
-	}
-	if ch("ratelimit-capacity") {
-		if o.RLCapacity < 1 {
-			return cmdutil.Usagef("--ratelimit-capacity %g is below 1: a bucket must hold at least one token", o.RLCapacity)
+		if ch("cloudwatch-namespace") {
+			ctx.Metrics = config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{Namespace: o.CloudWatchNS}}
 		}
-		ctx.RateLimit.Capacity = o.RLCapacity
-	}
-	if ch("ratelimit-refill") {
-		if o.RLRefill <= 0 {
-			return cmdutil.Usagef("--ratelimit-refill %g is not positive: give tokens per second, like 1", o.RLRefill)
+		if ch("prometheus-url") {
+			ctx.Metrics = config.MetricsConfig{Prometheus: &config.PrometheusMetrics{URL: o.PrometheusURL}}
 		}
-		ctx.RateLimit.RefillPerSecond = o.RLRefill
-	}
-	if err := setNotify(ctx, o); err != nil {
-		return err
-	}
-	if err := ctx.Validate(o.Name); err != nil {
-		return cmdutil.UsageError(err)
-	}
-	file.Contexts[o.Name] = ctx
-	if o.Use {
-		file.CurrentContext = o.Name
-	}
-	if err := file.Save(); err != nil {
+		if ch("ratelimit-capacity") {
+			if o.RLCapacity < 1 {
+				return cmdutil.Usagef("--ratelimit-capacity %g is below 1: a bucket must hold at least one token", o.RLCapacity)
+			}
+			ctx.RateLimit.Capacity = o.RLCapacity
+		}
+		if ch("ratelimit-refill") {
+			if o.RLRefill <= 0 {
+				return cmdutil.Usagef("--ratelimit-refill %g is not positive: give tokens per second, like 1", o.RLRefill)
+			}
+			ctx.RateLimit.RefillPerSecond = o.RLRefill
+		}
+		if err := setNotify(ctx, o); err != nil {
+			return err
+		}
+		if err := ctx.Validate(o.Name); err != nil {
+			return cmdutil.UsageError(err)
+		}
+		file.Contexts[o.Name] = ctx
+		if o.Use {
+			file.CurrentContext = o.Name
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
 	verb := "Created"
@@ -575,7 +587,7 @@ func setNotify(ctx *config.Context, o *SetContextOptions) error {
 	}
 	if ch("notify-timeout") {
 		if o.NotifyTimeout <= 0 || o.NotifyTimeout > config.MaxNotifyTimeout {
-			return cmdutil.Usagef("--notify-timeout %s is out of range: give a duration from 1s to %s", o.NotifyTimeout, config.MaxNotifyTimeout)
+			return cmdutil.Usagef("--notify-timeout %s is out of range: give a duration from 1s to %s", human.Duration(o.NotifyTimeout), human.Duration(config.MaxNotifyTimeout))
 		}
 		ctx.NotifyTimeout = config.Duration(o.NotifyTimeout)
 	}

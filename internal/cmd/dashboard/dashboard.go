@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui"
@@ -100,7 +101,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return cmdutil.Usagef("the dashboard needs a terminal on stdin and stdout; for scripts and CI use `koshactl breaker status` (add --watch to follow, -o json for machines)")
 	}
 	if opts.Interval < time.Second {
-		return cmdutil.Usagef("--interval %s is too short: use 1s or more (10s is the default)", opts.Interval)
+		return cmdutil.Usagef("--interval %s is too short: use 1s or more (10s is the default)", human.Duration(opts.Interval))
 	}
 	env, err := f.Env(ctx)
 	if err != nil {

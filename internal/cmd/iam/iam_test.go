@@ -88,8 +88,14 @@ func (w *awsWorld) asRole(t *testing.T, role iam.Role) {
 // run runs args with --debug and returns what it asked of AWS.
 func (w *awsWorld) run(t *testing.T, args ...string) []iam.Need {
 	t.Helper()
+	return w.runCode(t, 0, args...)
+}
+
+// runCode is run of a command expected to exit code.
+func (w *awsWorld) runCode(t *testing.T, code int, args ...string) []iam.Need {
+	t.Helper()
 	w.rec.take()
-	r := w.MustRun(0, append([]string{"--debug"}, args...)...)
+	r := w.MustRun(code, append([]string{"--debug"}, args...)...)
 	return append(w.rec.take(), debugNeeds(r.Stderr)...)
 }
 
@@ -103,6 +109,8 @@ type cliStep struct {
 	setup func()
 	args  func() []string
 	lose  bool
+	// code is the exit code the step expects (0 unless set).
+	code int
 }
 
 // loseChange makes p lose every answer to the first change
@@ -171,47 +179,51 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 	noWindow := writeLevers(" []")
 	applyArgs := fixed("apply", "-f", leversFile)
 	steps := []cliStep{
-		// Levers as code, before the table has a policy (apply refuses to
-		// run under one): apply forces a window's override and clears it
-		// once the window is gone, with and without a lost answer; diff
-		// reads what apply wrote and the gauges.
-		{"apply", window, applyArgs, false},
-		{"diff", nil, fixed("diff", "-f", leversFile), false},
-		{"apply", noWindow, applyArgs, false},
-		{"apply", window, applyArgs, true},
-		{"apply", noWindow, applyArgs, true},
+		// Levers as code, before the table has a policy: apply forces a
+		// window's override and clears it once the window is gone, with and
+		// without a lost answer (the policy and the windows' requests read
+		// in one batch either way); diff reads what apply wrote and the
+		// gauges.
+		{"apply", window, applyArgs, false, 0},
+		{"diff", nil, fixed("diff", "-f", leversFile), false, 0},
+		{"apply", noWindow, applyArgs, false, 0},
+		{"apply", window, applyArgs, true, 0},
+		{"apply", noWindow, applyArgs, true, 0},
 		// Then: with a policy stored, every lever command reads it (a
 		// policy that allows everything, so they go on as before).
-		{"policy set", nil, fixed("policy", "set", allowAll, "--reason", "iam test"), false},
-		{"policy get", nil, fixed("policy", "get"), false},
-		{"breaker force-open", func() { w.Run("breaker", "clear", "--all", "--reason", "iam test") }, fixed("breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"), false},
-		{"breaker get", nil, fixed("breaker", "get", "openai"), false},
-		{"breaker list", nil, fixed("breaker", "list"), false},
-		{"breaker list --scan", nil, fixed("breaker", "list", "--scan"), false},
-		{"breaker status", nil, fixed("breaker", "status"), false},
+		{"policy set", nil, fixed("policy", "set", allowAll, "--reason", "iam test"), false, 0},
+		{"policy get", nil, fixed("policy", "get"), false, 0},
+		{"breaker force-open", func() { w.Run("breaker", "clear", "--all", "--reason", "iam test") }, fixed("breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"), false, 0},
+		{"breaker get", nil, fixed("breaker", "get", "openai"), false, 0},
+		{"breaker list", nil, fixed("breaker", "list"), false, 0},
+		{"breaker list --scan", nil, fixed("breaker", "list", "--scan"), false, 0},
+		{"breaker status", nil, fixed("breaker", "status"), false, 0},
 		{"breaker clear", func() {
 			w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m", "--overwrite")
 		},
-			fixed("breaker", "clear", "openai", "--reason", "iam test"), false},
-		{"ratelimit get", nil, fixed("ratelimit", "get", "agent-1"), false},
-		{"ratelimit list", nil, fixed("ratelimit", "list"), false},
-		{"ratelimit reset", nil, fixed("ratelimit", "reset", "agent-1", "--reason", "iam test"), false},
-		{"ratelimit drain", nil, fixed("ratelimit", "drain", "agent-1", "--reason", "iam test"), false},
-		{"ratelimit set", nil, fixed("ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "iam test"), false},
-		{"audit list", nil, fixed("audit", "list"), false},
-		{"audit list --scan", nil, fixed("audit", "list", "--scan"), false},
-		{"chaos key id", nil, fixed("chaos", "key", "id"), false},
-		{"chaos sign", nil, fixed("chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value"), false},
+			fixed("breaker", "clear", "openai", "--reason", "iam test"), false, 0},
+		{"ratelimit get", nil, fixed("ratelimit", "get", "agent-1"), false, 0},
+		{"ratelimit list", nil, fixed("ratelimit", "list"), false, 0},
+		{"ratelimit reset", nil, fixed("ratelimit", "reset", "agent-1", "--reason", "iam test"), false, 0},
+		{"ratelimit drain", nil, fixed("ratelimit", "drain", "--create", "agent-1", "--reason", "iam test"), false, 0},
+		{"ratelimit set", nil, fixed("ratelimit", "set", "--create", "agent-1", "--tokens", "5", "--reason", "iam test"), false, 0},
+		// A typo of agent-1, refused with the suggestion a scan finds.
+		{"ratelimit drain", nil, fixed("ratelimit", "drain", "agnet-1", "--reason", "iam test"), false, 3},
+		{"ratelimit set", nil, fixed("ratelimit", "set", "agnet-1", "--tokens", "5", "--reason", "iam test"), false, 3},
+		{"audit list", nil, fixed("audit", "list"), false, 0},
+		{"audit list --scan", nil, fixed("audit", "list", "--scan"), false, 0},
+		{"chaos key id", nil, fixed("chaos", "key", "id"), false, 0},
+		{"chaos sign", nil, fixed("chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value"), false, 0},
 		{"chaos verify", func() {
 			header = strings.TrimSpace(w.MustRun(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
-		}, func() []string { return []string{"chaos", "verify", header} }, false},
+		}, func() []string { return []string{"chaos", "verify", header} }, false, 0},
 		// The clock is moved past the minimum key age.
-		{"chaos key rotate", func() { w.Clock.Advance(time.Hour) }, fixed("chaos", "key", "rotate"), false},
+		{"chaos key rotate", func() { w.Clock.Advance(time.Hour) }, fixed("chaos", "key", "rotate"), false, 0},
 		// clear --all scans for every override, then clears each.
 		{"breaker clear --all", func() {
 			w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m", "--overwrite")
 			w.MustRun(0, "breaker", "force-open", "core-api", "--reason", "iam test", "--for", "10m", "--overwrite")
-		}, fixed("breaker", "clear", "--all", "--reason", "iam test"), false},
+		}, fixed("breaker", "clear", "--all", "--reason", "iam test"), false, 0},
 	}
 	// Every path that changes something, its change's answer lost: a
 	// force's is settled by reading the override it put, a bucket change's
@@ -222,11 +234,14 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 		switch s.path {
 		case "breaker force-open", "breaker clear", "breaker clear --all", "ratelimit reset", "ratelimit drain", "ratelimit set",
 			"chaos sign", "chaos key rotate":
+			if s.code != 0 {
+				continue // refused: no change to lose
+			}
 			s.lose = true
 			if s.path == "ratelimit reset" {
 				// The bucket has refilled since (the clock moved an hour):
 				// drained, its reset changes it.
-				s.setup = func() { w.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "setup") }
+				s.setup = func() { w.MustRun(0, "ratelimit", "drain", "--create", "agent-1", "--reason", "setup") }
 			}
 			lost = append(lost, s)
 		}
@@ -240,7 +255,7 @@ func (w *awsWorld) prepare() {
 	w.enf.SetPolicy(nil)
 	w.cw.Put("openai", "gw-1", clitest.Epoch.Add(-30*time.Second), 0)
 	w.MustRun(0, "chaos", "key", "rotate") // a first key, so sign and verify have one
-	w.MustRun(0, "ratelimit", "drain", "agent-1", "--reason", "setup")
+	w.MustRun(0, "ratelimit", "drain", "--create", "agent-1", "--create", "--reason", "setup")
 }
 
 // Every command path in iam.Commands, run against moto and the fakes
@@ -261,7 +276,7 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 		}
 		w.asRole(t, role)
 		lost := w.proxy.Lost()
-		got := w.run(t, s.args()...)
+		got := w.runCode(t, s.code, s.args()...)
 		w.proxy.LoseAnswers(nil)
 		if s.lose && w.proxy.Lost() == lost {
 			t.Errorf("koshactl %s: no answer was lost", s.path)

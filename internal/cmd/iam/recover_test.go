@@ -29,7 +29,7 @@ func (w *awsWorld) failedRun(t *testing.T, dir string) string {
 	t.Helper()
 	w.enf.SetPolicy(nil)
 	w.Run("breaker", "clear", "openai", "--reason", "iam test")
-	w.MustRun(0, "ratelimit", "set", "agent-1", "--tokens", "7", "--reason", "setup")
+	w.MustRun(0, "ratelimit", "set", "--create", "agent-1", "--tokens", "7", "--reason", "setup")
 	w.enf.SetPolicy(without(t, policyOf(t, iam.DrillRunner, testTarget), iam.DeleteItem))
 	file := filepath.Join(dir, "levers.yaml")
 	if err := os.WriteFile(file, []byte(leversDrill), 0o600); err != nil {

@@ -91,8 +91,8 @@ func TestEveryMutatingCommandNotifiesOnceEscaped(t *testing.T) {
 	}{
 		{"breaker.force-open", []string{"breaker", "force-open", "openai", "core-api", "--reason", hostile, "--for", "30m"}, true},
 		{"breaker.clear", []string{"breaker", "clear", "openai", "core-api", "--reason", hostile}, false},
-		{"ratelimit.drain", []string{"ratelimit", "drain", "client-7", "--for", "5m", "--reason", hostile}, true},
-		{"ratelimit.set", []string{"ratelimit", "set", "client-7", "--tokens", "3", "--reason", hostile}, false},
+		{"ratelimit.drain", []string{"ratelimit", "drain", "--create", "client-7", "--for", "5m", "--reason", hostile}, true},
+		{"ratelimit.set", []string{"ratelimit", "set", "--create", "client-7", "--tokens", "3", "--reason", hostile}, false},
 		{"ratelimit.reset", []string{"ratelimit", "reset", "client-7", "--reason", hostile}, false},
 		{"chaos.key-rotate", []string{"chaos", "key", "rotate"}, false},
 	}
@@ -204,7 +204,7 @@ func TestNoNotifyOnlyWhereTheContextAllowsIt(t *testing.T) {
 	}
 	e.WriteConfig(localConfig("    allow-no-notify: true\n", slackSink("chat", rcv.URL())))
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "r", "--no-notify")
-	e.MustRun(0, "ratelimit", "drain", "c", "--reason", "r", "--no-notify")
+	e.MustRun(0, "ratelimit", "drain", "--create", "c", "--reason", "r", "--no-notify")
 	if n := len(rcv.Requests()); n != 0 {
 		t.Fatalf("--no-notify still notified %d times", n)
 	}

@@ -32,7 +32,7 @@ func TestSNSSinkThroughTheContextsAWSSettings(t *testing.T) {
 		"--static-credentials", "--service-endpoint", "sns="+fake.URL(), "--notify-sns", topic, "--use")
 	e.MustRun(0, "store", "init")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", hostile, "--for", "10m")
-	e.MustRun(0, "ratelimit", "drain", "client-7", "--reason", hostile)
+	e.MustRun(0, "ratelimit", "drain", "--create", "client-7", "--reason", hostile)
 	msgs := fake.Messages()
 	if len(msgs) != 2 {
 		t.Fatalf("the topic got %d messages, want 2", len(msgs))
@@ -94,7 +94,7 @@ func TestNotificationsFromTheBuiltBinary(t *testing.T) {
 		slackSafe(t, text)
 	}
 	run("config", "set-context", "dev", "--notify-webhook-env", "KOSHA_BAD_HOOK")
-	_, stderr := run("ratelimit", "drain", "client-7", "--reason", hostile)
+	_, stderr := run("ratelimit", "drain", "--create", "client-7", "--reason", hostile)
 	if n := strings.Count(stderr, "warning: notification"); n != 1 || !strings.Contains(stderr, "answered 500") {
 		t.Fatalf("want one warning line for the refusing sink:\n%s", stderr)
 	}

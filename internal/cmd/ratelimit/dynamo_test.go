@@ -29,12 +29,12 @@ func TestRateLimitOnDynamoDBContext(t *testing.T) {
 	if b := get(t, e, "alice"); b.Exists || b.Tokens != 20 {
 		t.Errorf("missing bucket: %+v", b)
 	}
-	r = e.MustRun(0, "ratelimit", "drain", "alice", "--reason", "drill")
+	r = e.MustRun(0, "ratelimit", "drain", "--create", "alice", "--reason", "drill")
 	if !strings.Contains(r.Stderr, `context "dev"`) || !strings.Contains(r.Stderr, "kosha-control") {
 		t.Errorf("acted-on line: %s", r.Stderr)
 	}
-	e.MustRun(0, "ratelimit", "set", "bob", "--tokens", "0.5")
-	e.MustRun(0, "ratelimit", "set", "carol", "--tokens", "15")
+	e.MustRun(0, "ratelimit", "set", "--create", "bob", "--tokens", "0.5")
+	e.MustRun(0, "ratelimit", "set", "--create", "carol", "--tokens", "15")
 
 	s := dynamo.NewFromConfig(moto.Config(t, endpoint), "kosha-control")
 	it, err := s.Get(context.Background(), "rl#alice")

@@ -44,7 +44,7 @@ func TestHostileBucketKeyIsShownEscaped(t *testing.T) {
 func TestRateLimitReasonFollowsTheOneReasonRule(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	r := e.MustRun(exitcode.Usage, "ratelimit", "drain", "alice", "--reason", "incident\u202e")
+	r := e.MustRun(exitcode.Usage, "ratelimit", "drain", "--create", "alice", "--reason", "incident\u202e")
 	termtest.AssertSafe(t, "stderr", r.Stderr)
 	if !strings.Contains(r.Stderr, `reason has a bidi control (\u202e) at character 9`) || strings.Count(r.Stderr, "\n") != 1 {
 		t.Errorf("stderr:\n%s", r.Stderr)
@@ -52,5 +52,5 @@ func TestRateLimitReasonFollowsTheOneReasonRule(t *testing.T) {
 	if items := localItems(t, e); len(items) != 0 {
 		t.Errorf("a refused reason wrote %v", items)
 	}
-	e.MustRun(0, "ratelimit", "drain", "alice", "--reason", strings.Repeat("é", 400))
+	e.MustRun(0, "ratelimit", "drain", "--create", "alice", "--reason", strings.Repeat("é", 400))
 }

@@ -54,7 +54,7 @@ func TestBucketChangeInterruptedInFlightIsConfirmedWithOneRecord(t *testing.T) {
 			t.Run(fault.String()+"/"+tc.args[0], func(t *testing.T) {
 				t.Parallel()
 				e, p := clitest.LostAnswerEnv(t)
-				e.MustRun(0, "ratelimit", "drain", "alice")
+				e.MustRun(0, "ratelimit", "drain", "--create", "alice")
 				r := runInterrupted(t, e, p, fault, nil, append([]string{"ratelimit"}, append(tc.args, "--reason", "incident")...)...)
 				if r.Code != exitcode.OK {
 					t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
@@ -79,7 +79,7 @@ func TestBucketChangeInterruptedInFlightIsConfirmedWithOneRecord(t *testing.T) {
 func TestBucketChangeWithTheStoreUnreachableSaysTheOutcomeIsUnknown(t *testing.T) {
 	t.Parallel()
 	e, p := clitest.LostAnswerEnv(t)
-	e.MustRun(0, "ratelimit", "drain", "alice")
+	e.MustRun(0, "ratelimit", "drain", "--create", "alice")
 	// Once the change is held: its re-issue, the settling read, and the
 	// SDK's retries of each, all lose their answers.
 	unreachable := func() {

@@ -23,7 +23,7 @@ func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 		action string
 		audit  string
 	}{
-		{[]string{"drain", "alice", "--reason", "drill"}, "drained", "ratelimit.drain"},
+		{[]string{"drain", "alice", "--create", "--reason", "drill"}, "drained", "ratelimit.drain"},
 		{[]string{"set", "alice", "--tokens", "5"}, "set", "ratelimit.set"},
 		{[]string{"reset", "alice"}, "reset", "ratelimit.reset"},
 	}
@@ -55,7 +55,7 @@ func TestBucketChangeWhoseAnswerIsLostIsConfirmedAndAuditedOnce(t *testing.T) {
 		}
 	}
 	// The table output says it too.
-	e.MustRun(0, "ratelimit", "drain", "alice")
+	e.MustRun(0, "ratelimit", "drain", "--create", "alice")
 	p.LoseNext(transact, 1, faultproxy.Reset)
 	if r := e.MustRun(0, "ratelimit", "reset", "alice"); !strings.Contains(r.Stdout, store.ConfirmedNote) {
 		t.Fatalf("reset's table output does not say the change was confirmed:\n%s", r.Stdout)

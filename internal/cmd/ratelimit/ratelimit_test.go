@@ -117,7 +117,7 @@ func TestGetMissingBucketIsFull(t *testing.T) {
 func TestDrainGetResetCycle(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	r := e.MustRun(0, "ratelimit", "drain", "alice", "--reason", "429 drill")
+	r := e.MustRun(0, "ratelimit", "drain", "--create", "alice", "--reason", "429 drill")
 	if !strings.Contains(r.Stdout, "Drained alice: 20 → 0 tokens: requests refused for 1s (until 2026-11-29T19:00:01Z)") {
 		t.Errorf("drain output:\n%s", r.Stdout)
 	}
@@ -179,7 +179,7 @@ func TestDrainGetResetCycle(t *testing.T) {
 func TestWrittenItemFollowsContract(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	e.MustRun(0, "ratelimit", "drain", "drill", "--for", "30s")
+	e.MustRun(0, "ratelimit", "drain", "--create", "drill", "--for", "30s")
 	it := localItems(t, e)["rl#drill"]
 	tokens, _ := it.Float("tokens")
 	updated, _ := it.Int("updated_at")
@@ -205,24 +205,24 @@ func TestWrittenItemFollowsContract(t *testing.T) {
 	if d, _ := l.Take(context.Background(), "drill"); !d.Allowed {
 		t.Errorf("31 s after: %+v", d)
 	}
-	r := e.MustRun(0, "ratelimit", "drain", "other", "--for", "30s")
+	r := e.MustRun(0, "ratelimit", "drain", "--create", "other", "--for", "30s")
 	if !strings.Contains(r.Stdout, "requests refused for 31s") {
 		t.Errorf("timed drain output: %s", r.Stdout)
 	}
-	e.MustRun(exitcode.Usage, "ratelimit", "drain", "other", "--for", "2h")
+	e.MustRun(exitcode.Usage, "ratelimit", "drain", "--create", "other", "--for", "2h")
 }
 
 func TestSet(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	r := e.MustRun(0, "ratelimit", "set", "alice", "--tokens", "7.5")
+	r := e.MustRun(0, "ratelimit", "set", "--create", "alice", "--tokens", "7.5")
 	if !strings.Contains(r.Stdout, "Set alice: 20 → 7.5 tokens (next request admitted)") {
 		t.Errorf("set output: %s", r.Stdout)
 	}
 	if b := get(t, e, "alice"); *b.StoredTokens != 7.5 {
 		t.Errorf("after set: %+v", b)
 	}
-	r = e.MustRun(0, "ratelimit", "set", "alice", "--tokens", "7.5")
+	r = e.MustRun(0, "ratelimit", "set", "--create", "alice", "--tokens", "7.5")
 	if !strings.Contains(r.Stdout, "alice already holds 7.5 tokens: nothing to change") {
 		t.Errorf("same set: %s", r.Stdout)
 	}
@@ -249,10 +249,10 @@ func TestSet(t *testing.T) {
 func TestDryRunWritesNothing(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	e.MustRun(0, "ratelimit", "set", "alice", "--tokens", "3")
+	e.MustRun(0, "ratelimit", "set", "--create", "alice", "--tokens", "3")
 	before := localItems(t, e)
 	for _, args := range [][]string{
-		{"reset", "alice"}, {"drain", "alice"}, {"drain", "bob", "--for", "1m"}, {"set", "alice", "--tokens", "9"}, {"reset", "--all-throttled"},
+		{"reset", "alice"}, {"drain", "alice"}, {"drain", "bob", "--for", "1m", "--create"}, {"set", "alice", "--tokens", "9"}, {"reset", "--all-throttled"},
 	} {
 		r := e.MustRun(0, append(append([]string{"ratelimit"}, args...), "--dry-run")...)
 		if !strings.Contains(r.Stderr, "dry run, nothing written") {
@@ -263,7 +263,7 @@ func TestDryRunWritesNothing(t *testing.T) {
 			t.Errorf("%v: stdout %q", args, r.Stdout)
 		}
 	}
-	res := clitest.Decode[changeResult](t, e.MustRun(0, "ratelimit", "drain", "alice", "--dry-run", "-o", "json").Stdout)
+	res := clitest.Decode[changeResult](t, e.MustRun(0, "ratelimit", "drain", "--create", "alice", "--dry-run", "-o", "json").Stdout)
 	if !res.DryRun || res.Results[0].Action != "would-drain" || res.Results[0].AuditID != "" || res.Results[0].After.Tokens != 0 {
 		t.Errorf("dry-run JSON: %+v", res)
 	}
@@ -279,11 +279,11 @@ func TestList(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "ratelimit", "list")
-	e.MustRun(0, "ratelimit", "drain", "alice")
+	e.MustRun(0, "ratelimit", "drain", "--create", "alice")
 	e.Clock.Advance(100 * time.Millisecond)
-	e.MustRun(0, "ratelimit", "set", "bob", "--tokens", "12")
+	e.MustRun(0, "ratelimit", "set", "--create", "bob", "--tokens", "12")
 	e.Clock.Advance(100 * time.Millisecond)
-	e.MustRun(0, "ratelimit", "drain", "carol", "--for", "1m")
+	e.MustRun(0, "ratelimit", "drain", "--create", "carol", "--for", "1m")
 	e.Clock.Advance(100 * time.Millisecond)
 
 	out := e.MustRun(0, "ratelimit", "list").Stdout
@@ -372,9 +372,9 @@ func TestList(t *testing.T) {
 func TestResetAllThrottled(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	e.MustRun(0, "ratelimit", "drain", "a")
-	e.MustRun(0, "ratelimit", "drain", "b", "--for", "10m")
-	e.MustRun(0, "ratelimit", "set", "c", "--tokens", "5")
+	e.MustRun(0, "ratelimit", "drain", "--create", "a")
+	e.MustRun(0, "ratelimit", "drain", "--create", "b", "--for", "10m")
+	e.MustRun(0, "ratelimit", "set", "--create", "c", "--tokens", "5")
 	res := clitest.Decode[changeResult](t, e.MustRun(0, "ratelimit", "reset", "--all-throttled", "-o", "json").Stdout)
 	if len(res.Results) != 2 || res.Results[0].Client != "a" || res.Results[1].Client != "b" || res.Results[1].Action != "reset" {
 		t.Errorf("reset --all-throttled = %+v", res)
@@ -428,7 +428,7 @@ func TestProtectedContextNeedsConfirmation(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "config", "set-context", "prod", "--local", e.Dir+"/prod.db", "--protected", "--use")
-	for _, args := range [][]string{{"drain", "alice"}, {"set", "alice", "--tokens", "1"}} {
+	for _, args := range [][]string{{"drain", "alice", "--create"}, {"set", "alice", "--tokens", "1", "--create"}} {
 		r := e.MustRun(exitcode.Refused, append([]string{"ratelimit"}, args...)...)
 		if !strings.Contains(r.Stderr, "protected") || !strings.Contains(r.Stderr, "--yes") {
 			t.Errorf("%v: refusal should name --yes: %s", args, r.Stderr)
@@ -438,15 +438,15 @@ func TestProtectedContextNeedsConfirmation(t *testing.T) {
 		t.Fatalf("a refused drain wrote: %+v", b)
 	}
 	// Dry runs, reads and no-op resets need no confirmation.
-	e.MustRun(0, "ratelimit", "drain", "alice", "--dry-run")
+	e.MustRun(0, "ratelimit", "drain", "--create", "alice", "--dry-run")
 	e.MustRun(0, "ratelimit", "reset", "alice")
 	e.MustRun(0, "ratelimit", "list")
 
 	e.TTY, e.Stdin = true, "staging\n"
-	e.MustRun(exitcode.Refused, "ratelimit", "drain", "alice")
+	e.MustRun(exitcode.Refused, "ratelimit", "drain", "--create", "alice")
 	e.Stdin = "prod\n"
-	r := e.MustRun(0, "ratelimit", "drain", "alice")
-	if !strings.Contains(r.Stderr, "PROTECTED") || !strings.Contains(r.Stderr, "drain 1 rate-limit bucket(s)") {
+	r := e.MustRun(0, "ratelimit", "drain", "--create", "alice")
+	if !strings.Contains(r.Stderr, "PROTECTED") || !strings.Contains(r.Stderr, "drain 1 rate-limit bucket,") {
 		t.Errorf("prompt: %s", r.Stderr)
 	}
 	e.TTY, e.Stdin = false, ""
@@ -468,11 +468,11 @@ func TestContextLimits(t *testing.T) {
 	if out := e.MustRun(0, "ratelimit", "get", "alice").Stdout; !strings.Contains(out, `capacity 5, 0.5 token/s (context "small")`) {
 		t.Errorf("get should say where the limits come from:\n%s", out)
 	}
-	e.MustRun(0, "ratelimit", "drain", "alice")
+	e.MustRun(0, "ratelimit", "drain", "--create", "alice")
 	if b := get(t, e, "alice"); b.RetryAfterSeconds != 2 || b.FullInSeconds != 10 {
 		t.Errorf("at 0.5/s: %+v", b)
 	}
-	e.MustRun(exitcode.Usage, "ratelimit", "set", "alice", "--tokens", "6")
+	e.MustRun(exitcode.Usage, "ratelimit", "set", "--create", "alice", "--tokens", "6")
 	e.MustRun(0, "ratelimit", "reset", "alice")
 	if b := get(t, e, "alice"); *b.StoredTokens != 5 {
 		t.Errorf("reset must fill to the context's capacity: %+v", b)
@@ -501,7 +501,7 @@ func TestListProgressOnlyOnTerminal(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
 	for _, c := range []string{"a", "b", "c"} {
-		e.MustRun(0, "ratelimit", "drain", c)
+		e.MustRun(0, "ratelimit", "drain", "--create", c)
 	}
 	for _, tty := range []bool{true, false} {
 		ios, _, out, errOut := iostreams.Test()
@@ -512,7 +512,7 @@ func TestListProgressOnlyOnTerminal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		summary := "scan: 3 items examined in 1 requests, no read capacity metered (embedded store)\n"
+		summary := "scan: 3 items examined in 1 request, no read capacity metered (embedded store)\n"
 		shown := strings.Contains(errOut.String(), "\rscanning: ")
 		if shown != tty || tty && !strings.HasSuffix(errOut.String(), "\r\033[K"+summary) ||
 			!tty && errOut.String() != summary {

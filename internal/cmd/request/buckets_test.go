@@ -50,7 +50,7 @@ func TestBucketLeversUnderFourEyesOnMoto(t *testing.T) {
 		return clitest.Decode[bucketDoc](t, w.as("admin", 0, "ratelimit", "get", "agent-1", "-o", "json").Stdout).Tokens
 	}
 
-	r := w.as("alice", exitcode.Pending, "ratelimit", "drain", "agent-1", "--for", "5m", "--reason", "abusive client", "-o", "json")
+	r := w.as("alice", exitcode.Pending, "ratelimit", "drain", "--create", "agent-1", "--for", "5m", "--reason", "abusive client", "-o", "json")
 	req := clitest.Decode[requestResult](t, r.Stdout)
 	if req.RequestID == "" || !strings.Contains(r.Stdout, "drain the rate-limit bucket of agent-1 for 5m0s") {
 		t.Fatalf("drain under four eyes: %s\n%s", r.Stdout, r.Stderr)
@@ -92,8 +92,8 @@ func TestBucketLeversUnderFourEyesOnMoto(t *testing.T) {
 
 	// Break-glass: carol (operator role) sets at once, loudly, with a review;
 	// alice (no role) may not.
-	w.as("alice", exitcode.Refused, "ratelimit", "set", "agent-1", "--tokens", "3", "--reason", "x", "--break-glass")
-	if r := w.as("carol", 0, "ratelimit", "set", "agent-1", "--tokens", "3", "--reason", "scraper", "--break-glass"); !strings.Contains(r.Stdout, "BREAK-GLASS") {
+	w.as("alice", exitcode.Refused, "ratelimit", "set", "--create", "agent-1", "--tokens", "3", "--reason", "x", "--break-glass")
+	if r := w.as("carol", 0, "ratelimit", "set", "--create", "agent-1", "--tokens", "3", "--reason", "scraper", "--break-glass"); !strings.Contains(r.Stdout, "BREAK-GLASS") {
 		t.Errorf("break-glass set: %s", r.Stdout)
 	}
 	if got := tokens(); got != 3 {

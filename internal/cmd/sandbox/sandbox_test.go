@@ -91,8 +91,10 @@ func TestStatusOfNoSandboxIsUnavailable(t *testing.T) {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	r := cli.Run("sandbox", "status", "--url", "http://"+addr)
-	if r.Code != exitcode.Unavailable || !strings.Contains(r.Stderr, "is koshactl sandbox running") {
-		t.Errorf("exit %d, stderr %q, want 5 and a hint", r.Code, r.Stderr)
+	// Issue 35: it said "store unavailable", which no store was.
+	want := "error: no sandbox is running at http://" + addr + ": start one with koshactl sandbox (or make demo), or give --url of the one you run\n"
+	if r.Code != exitcode.Unavailable || r.Stderr != want {
+		t.Errorf("exit %d, stderr %q, want 5 and %q", r.Code, r.Stderr, want)
 	}
 }
 

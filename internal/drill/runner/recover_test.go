@@ -210,7 +210,7 @@ func TestRecoveredRestoreFollowsTheOverrideRules(t *testing.T) {
 	}{
 		{name: "no expiry, unconfirmed", want: "needs confirmation (--yes)"},
 		{name: "no expiry, --yes", yes: true},
-		{name: "past max-override", expires: 3 * time.Hour, max: time.Hour, want: "over this context's max-override of 1h0m0s"},
+		{name: "past max-override", expires: 3 * time.Hour, max: time.Hour, want: "over this context's max-override of 1h"},
 		{name: "within max-override", expires: 30 * time.Minute, max: time.Hour},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 )
 
@@ -144,7 +145,7 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	announced := false
 	if !failed && runCtx.Err() == nil {
 		announced = true
-		u.announce(ctx, notify.ActionDrillStarted, "", fmt.Sprintf("%d step(s), timeout %s", len(d.Steps), d.Timeout))
+		u.announce(ctx, notify.ActionDrillStarted, "", fmt.Sprintf("%s, timeout %s", human.Count(int64(len(d.Steps)), "step"), human.Duration(d.Timeout)))
 		failed = u.steps(runCtx)
 	}
 	u.verdict(runCtx, failed)

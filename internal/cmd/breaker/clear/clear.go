@@ -4,6 +4,7 @@ package clear
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,11 +18,13 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -32,7 +35,10 @@ type Options struct {
 	Dependencies []string
 	// Keys name override items by pk (--key), for a pk that is not a valid
 	// dependency name.
-	Keys         []string
+	Keys []string
+	// KeysHex are --key values given as hexadecimal bytes (--key-hex): a
+	// pk with control characters that no shell line can carry.
+	KeysHex      []string
 	All          bool
 	Reason       string
 	DryRun       bool
@@ -85,11 +91,19 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			koshactl breaker clear openai --reason "provider recovered"
 			koshactl breaker clear --all --dry-run
 			koshactl breaker clear --key 'breaker#Bad Name' --reason "hand-written item"
+			koshactl breaker clear --key-hex 627265616b6572231b5b326a --reason "item with an ESC in its pk"
 			koshactl breaker clear openai --reason "provider recovered" --wait
 		`),
 		ValidArgsFunction: cmdenv.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
+			for _, h := range opts.KeysHex {
+				pk, err := hex.DecodeString(h)
+				if err != nil {
+					return cmdutil.Usagef("--key-hex %s is not hexadecimal: give the pk's bytes as breaker list's warning prints them", textsafe.Quote(h))
+				}
+				opts.Keys = append(opts.Keys, string(pk))
+			}
 			if opts.All == (len(args)+len(opts.Keys) > 0) {
 				return cmdutil.Usagef("name the dependencies to clear (or --key PK), or pass --all (not both)")
 			}
@@ -102,6 +116,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl := cmd.Flags()
 	fl.BoolVar(&opts.All, "all", false, "clear every override in the store")
 	fl.StringArrayVar(&opts.Keys, "key", nil, "clear the override item with this pk (breaker#<name>), even if <name> is not a valid dependency name (repeatable)")
+	fl.StringArrayVar(&opts.KeysHex, "key-hex", nil, "--key with the pk's bytes in hexadecimal, for a pk holding control characters (as breaker list's warning prints it; repeatable)")
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
@@ -144,7 +159,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	for _, d := range opts.Dependencies {
-		if err := breaker.ValidateDependency(d); err != nil {
+		if err := depargs.CheckName(f, d); err != nil {
 			return err
 		}
 	}
@@ -223,7 +238,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			if len(deps)+len(keys) == 0 {
 				return nil
 			}
-			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("clear %d breaker override(s)", len(deps)+len(keys)))
+			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "clear "+human.Count(int64(len(deps)+len(keys)), "breaker override"))
 		}, Gate: breakerGate(gate)})
 	if errors.Is(err, levergate.ErrNeedsApproval) {
 		// Read and checked as a clear would be; asked for, not made.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,7 +56,7 @@ func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 		return cmdutil.Usagef("--wait has nothing to wait for with --dry-run: drop one of them")
 	}
 	if cmd.Flags().Changed("timeout") && o.Timeout <= 0 {
-		return cmdutil.Usagef("--timeout %s is not positive: give a duration like 30s, or leave it out for the source's bound plus a margin", o.Timeout)
+		return cmdutil.Usagef("--timeout %s is not positive: give a duration like 30s, or leave it out for the source's bound plus a margin", human.Duration(o.Timeout))
 	}
 	return nil
 }
@@ -69,6 +70,14 @@ func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdenv.Factory, env *cmd
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--wait: %w", err)
+	}
+	// A source on this machine that refuses the connection is a sandbox
+	// that is not running: said at once, with how to start it, nothing
+	// written, rather than after the whole timeout.
+	if hint := src.Hint(); hint != "" {
+		if _, err := src.Fetch(ctx, metrics.FetchRequest{Window: metrics.WaitWindow}); errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, exitcode.Errorf(exitcode.Unavailable, "--wait: nothing serves the gauges at %s (%s); nothing was written", src.Describe(), hint)
+		}
 	}
 	return &metrics.Waiter{Gauges: src, Clock: f.Clock, Timeout: o.Timeout, Instances: o.Instances}, nil
 }
@@ -143,7 +152,8 @@ func Wait(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []m
 		// Interrupted (SIGINT): the wait is the only part not done. The
 		// callers wait only after the change and its audit record are written
 		// (a failed append is their error, and wins over this one).
-		return v, fmt.Errorf("interrupted while waiting for the fleet to confirm: the change was written and audited; see koshactl breaker status: %w", err)
+		return v, exitcode.Errorf(exitcode.Interrupted,
+			"interrupted while waiting for the fleet to confirm: the change was written and audited, its convergence not confirmed; see koshactl breaker status")
 	}
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	v.Error = &msg

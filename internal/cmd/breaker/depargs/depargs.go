@@ -43,3 +43,29 @@ func DependencyHint(err error) error {
 	}
 	return err
 }
+
+// KnownOf returns the known dependencies of the context f selects, read
+// from the config file alone (no store, no credentials); nil when the
+// config cannot be read. It is for suggestions on a name refused before
+// the context is resolved.
+func KnownOf(f *cmdenv.Factory) []string {
+	file, err := f.Config()
+	if err != nil {
+		return nil
+	}
+	name, _ := f.SelectContext(file)
+	c, err := file.Context(name)
+	if err != nil {
+		return nil
+	}
+	return c.KnownDependencies()
+}
+
+// CheckName checks a dependency name given on the command line: an invalid
+// one exits 2 with the nearest name the context knows, if one is near.
+func CheckName(f *cmdenv.Factory, name string) error {
+	if breaker.ValidateDependency(name) == nil {
+		return nil
+	}
+	return cmdutil.UsageError(breaker.CheckDependencyName(name, KnownOf(f)))
+}

@@ -170,11 +170,11 @@ func (o *Options) expiry(now time.Time, policy breaker.DurationPolicy) (time.Tim
 	}
 	switch de.Problem {
 	case breaker.ErrDurationNotPositive:
-		return time.Time{}, 0, cmdutil.Usagef("--for %s is not positive: give a duration like 30m or 2h", o.For)
+		return time.Time{}, 0, cmdutil.Usagef("--for %s is not positive: give a duration like 30m or 2h", human.Duration(o.For))
 	case breaker.ErrDurationTooShort:
-		return time.Time{}, 0, cmdutil.Usagef("--for %v; use --for %s or more", err, breaker.MinOverride)
+		return time.Time{}, 0, cmdutil.Usagef("--for %v; use --for %s or more", err, human.Duration(breaker.MinOverride))
 	}
-	return time.Time{}, 0, cmdutil.Usagef("--for %s is over this context's max-override of %s: use a shorter duration (or raise max-override with koshactl config set-context)", o.For, de.Limit)
+	return time.Time{}, 0, cmdutil.Usagef("--for %s is over this context's max-override of %s: use a shorter duration (or raise max-override with koshactl config set-context)", human.Duration(o.For), human.Duration(de.Limit))
 }
 
 // Run forces the overrides with breaker.Overrides.ForceAll: every argument
@@ -224,7 +224,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun, Known: depargs.Known(env, opts.AllowUnknown),
 		Confirm: func(plans []breaker.ForceResult) error {
-			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("force open %d breaker override(s)", len(plans)))
+			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "force open "+human.Count(int64(len(plans)), "breaker override"))
 		}}
 	if gate != nil {
 		op.Gate = gate.Breaker()

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -43,7 +45,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 // read reads the override (exit 3 when there is none).
 func read(ctx context.Context, f *cmdenv.Factory, dependency string) (breaker.Override, error) {
-	if err := breaker.ValidateDependency(dependency); err != nil {
+	if err := depargs.CheckName(f, dependency); err != nil {
 		return breaker.Override{}, err
 	}
 	env, err := f.Env(ctx)
@@ -52,6 +54,13 @@ func read(ctx context.Context, f *cmdenv.Factory, dependency string) (breaker.Ov
 	}
 	o, err := env.Overrides().Get(ctx, dependency)
 	if errors.Is(err, store.ErrNotFound) {
+		known := env.Context.KnownDependencies()
+		if len(known) > 0 && !slices.Contains(known, dependency) {
+			// A name the context does not know has no override because it
+			// is likely a typo, not because its breakers are on their own.
+			unknown := breaker.CheckKnownDependency(dependency, known)
+			return o, exitcode.Errorf(exitcode.NotFound, "no override for %s in context %q: %v", dependency, env.Name, unknown)
+		}
 		return o, exitcode.Errorf(exitcode.NotFound, "no override for %s in context %q: its breakers follow their own state", dependency, env.Name)
 	}
 	return o, err

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -105,7 +106,7 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 // Run prints the status once, or every interval with --watch.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if opts.Watch && opts.Interval < time.Second {
-		return cmdutil.Usagef("--interval %s is too short: use 1s or more (10s is the default)", opts.Interval)
+		return cmdutil.Usagef("--interval %s is too short: use 1s or more (10s is the default)", human.Duration(opts.Interval))
 	}
 	c, err := prepare(ctx, f, opts)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // Output formats of sign, besides json and yaml.
@@ -150,7 +151,11 @@ func (o *Options) Request() (chaos.MintRequest, error) {
 	}
 	t, err := chaos.ParseTarget(o.Target)
 	if err != nil {
-		return req, cmdutil.Usagef("--target %q is not a target name: %s", o.Target, problem(err))
+		mean := ""
+		if s := chaos.ClosestTarget(o.Target, nil); s != "" {
+			mean = fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		return req, cmdutil.Usagef("--target %q is not a target name: %s%s", o.Target, problem(err), mean)
 	}
 	if o.Fault == "" {
 		return req, cmdutil.Usagef("--fault is required: one of latency, error, timeout, reset")
@@ -173,9 +178,9 @@ func (o *Options) Request() (chaos.MintRequest, error) {
 	switch {
 	case o.TTL > chaos.MaxTTL:
 		return req, fmt.Errorf("--ttl %s: %w: it exceeds the %s cap, which is hard (the data plane refuses headers that live longer); mint a new header when this one expires",
-			o.TTL, chaos.ErrTTL, chaos.MaxTTL)
+			human.Duration(o.TTL), chaos.ErrTTL, human.Duration(chaos.MaxTTL))
 	case o.TTL < chaos.MinTTL:
-		return req, fmt.Errorf("--ttl %s: %w: the minimum is %s", o.TTL, chaos.ErrTTL, chaos.MinTTL)
+		return req, fmt.Errorf("--ttl %s: %w: the minimum is %s", human.Duration(o.TTL), chaos.ErrTTL, human.Duration(chaos.MinTTL))
 	}
 	if err := audit.ValidateReason(o.Reason); err != nil {
 		return req, fmt.Errorf("--%w", err) // the flag's name: "--reason is 612 characters: …"
@@ -224,8 +229,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	if !slices.Contains(chaos.TargetNames(targets), string(req.Target)) {
-		return cmdutil.Usagef("--target %s is not one of context %q's chaos targets (%s): pick one of those, or allow it with koshactl config set-context %s --chaos-targets",
-			req.Target, env.Name, chaos.JoinTargets(targets), env.Name)
+		mean := ""
+		if s := chaos.ClosestTarget(string(req.Target), targets); s != "" {
+			mean = fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		return cmdutil.Usagef("--target %s is not one of context %q's chaos targets (%s)%s: pick one of those, or allow it with koshactl config set-context %s --chaos-targets",
+			req.Target, env.Name, chaos.JoinTargets(targets), mean, env.Name)
 	}
 	src, err := env.KeySource(ctx, opts.KeyFile)
 	if err != nil {

@@ -1,9 +1,11 @@
 package verify
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -51,7 +53,8 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 			HEADER may be the bare value, the line "X-Kosha-Chaos: <value>", or the curl
 			argument chaos sign -o curl prints (after --, since it starts with -H). With -
-			(or no argument and a pipe) it is read from stdin.
+			(or no argument and a pipe) it is read from stdin; at a terminal, - asks for it
+			on stderr and reads one line (paste, then Enter).
 
 			Exits 0 when every check passes, 1 when one fails (the first failure is the
 			error line on stderr). A key source that cannot be read is an error about the
@@ -102,7 +105,16 @@ type Result struct {
 // check is exit 1; a key source that cannot be read keeps its own exit code.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	input := opts.Header
-	if opts.Stdin {
+	if opts.Stdin && f.IOStreams.IsStdinTTY() {
+		// A person at a terminal: say what is expected, and take the one
+		// line a header is (Enter ends it; no Ctrl-D needed).
+		fmt.Fprintln(f.IOStreams.ErrOut, "Paste the X-Kosha-Chaos header and press Enter (Ctrl-C cancels):")
+		line, err := iostreams.ReadLine(ctx, bufio.NewReaderSize(io.LimitReader(f.IOStreams.In, maxInput+1), 4096))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read header from the terminal: %w", err)
+		}
+		input = line
+	} else if opts.Stdin {
 		// Interruptible: a pipe whose writer never finishes (or a terminal)
 		// must not outlive Ctrl-C.
 		b, err := iostreams.ReadAll(ctx, f.IOStreams.In, maxInput)

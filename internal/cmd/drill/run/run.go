@@ -24,6 +24,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -268,11 +269,15 @@ func unwrapPath(err error) error {
 // and drill run do.
 func Parse(f *cmdenv.Factory, file string, vars []string, after string) (*drill.Drill, error) {
 	d, probs := drill.ParseFile(kinds.Builtin(), file)
+	if len(probs) == 1 && probs[0].Unreadable() {
+		// One line, as every error: the file and why it cannot be read.
+		return nil, cmdutil.Usagef("%s%s", probs[0], after)
+	}
 	if len(probs) > 0 {
 		for _, p := range probs {
 			fmt.Fprintln(f.IOStreams.ErrOut, p.String())
 		}
-		return nil, cmdutil.Usagef("%w: %s is not a valid drill (%d problems)%s", cmdutil.ErrSilent, file, len(probs), after)
+		return nil, cmdutil.Usagef("%w: %s is not a valid drill (%s)%s", cmdutil.ErrSilent, file, human.Count(int64(len(probs)), "problem"), after)
 	}
 	return d, ApplyVars(d, vars)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // Options are the parsed flags and arguments.
@@ -117,11 +118,7 @@ func Run(_ context.Context, f *cmdenv.Factory, opts *Options) error {
 		}
 	}
 	if !out.OK {
-		noun := "problems"
-		if total == 1 {
-			noun = "problem"
-		}
-		fmt.Fprintf(ios.ErrOut, "%d %s found\n", total, noun)
+		fmt.Fprintf(ios.ErrOut, "%s found\n", human.Count(int64(total), "problem"))
 		return cmdutil.Usagef("%w: invalid drill file", cmdutil.ErrSilent)
 	}
 	return nil

@@ -35,6 +35,15 @@ type ChangeOptions struct {
 	NoNotify bool
 	Output   string
 	Policy   levergate.Flags
+	// Create drains or sets a client that has no bucket yet (AddCreateFlag);
+	// without it such a client is refused (exit 3) with the near client.
+	Create bool
+}
+
+// AddCreateFlag registers --create on drain and set.
+func AddCreateFlag(cmd *cobra.Command, o *ChangeOptions) {
+	cmd.Flags().BoolVar(&o.Create, "create", false,
+		"write the bucket of a client that has none yet (no request of it has reached the data plane)")
 }
 
 // AddChangeFlags registers the flags every mutating verb shares.
@@ -171,9 +180,9 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	// resolves), then the writes, each bucket's in one store change with its
 	// audit record.
 	outcomes, err := b.ApplyAll(ctx, env.Audit(), ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
-		Actor: env.Actor, DryRun: opts.DryRun, Gate: bgate,
+		Actor: env.Actor, DryRun: opts.DryRun, Gate: bgate, Existing: !opts.Create, Segments: clientargs.ScanSegments(env, 0),
 		Confirm: func(_ []ratelimit.ChangeResult, writes int) error {
-			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %d rate-limit bucket(s)", op, writes))
+			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %s", op, human.Count(int64(writes), "rate-limit bucket")))
 		}})
 	if errors.Is(err, levergate.ErrNeedsApproval) {
 		// Read and decided as the change would be; asked for, not made.
@@ -182,6 +191,11 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 			return err
 		}
 		return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
+	}
+	var none *ratelimit.NoBucketError
+	if errors.As(err, &none) {
+		return fmt.Errorf("%w: nothing %s; a client gets its bucket with its first request: check the id with koshactl ratelimit list, "+
+			"or pass --create to %s the bucket of a client that has made no request yet", err, verbs[none.Op][0], none.Op)
 	}
 	if outcomes == nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
@@ -39,10 +40,16 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			The write is conditional on the updated_at read and made with its audit
 			record (ratelimit.drain) in one transaction; a bucket already drained is
 			left alone.
+
+			A client gets its bucket with its first request. A client without one is
+			more likely a typo than a client yet to be heard from: it is refused (exit 3)
+			with the nearest existing client, nothing written. --create drains it anyway,
+			so a client's first request is already refused.
 		`),
 		Example: heredoc.Doc(`
-			koshactl ratelimit drain drill-client --reason "429 drill"
-			koshactl ratelimit drain drill-client --for 5m --reason "429 drill, 5 minutes"
+			koshactl ratelimit drain agent-1 --reason "429 drill"
+			koshactl ratelimit drain agent-1 --for 5m --reason "429 drill, 5 minutes"
+			koshactl ratelimit drain drill-client --create --reason "refuse its first request"
 		`),
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -53,6 +60,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl := cmd.Flags()
 	fl.DurationVar(&opts.For, "for", 0, "keep the client refused this long (up to 1h), not just until its next token")
 	changeloop.AddChangeFlags(cmd, &opts.ChangeOptions)
+	changeloop.AddCreateFlag(cmd, &opts.ChangeOptions)
 	return cmd
 }
 
@@ -60,7 +68,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	return changeloop.RunOne(ctx, f, ratelimit.Change{Op: ratelimit.OpDrain, Client: opts.Client, HoldFor: opts.For}, func() error {
 		if ratelimit.CheckDrainHold(opts.For) != nil {
-			return cmdutil.Usagef("--for %s: give a duration from 0 (just empty it) to %s", opts.For, ratelimit.MaxDrainHold)
+			return cmdutil.Usagef("--for %s: give a duration from 0 (just empty it) to %s", human.Duration(opts.For), human.Duration(ratelimit.MaxDrainHold))
 		}
 		return nil
 	}, opts.ChangeOptions)

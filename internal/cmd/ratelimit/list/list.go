@@ -221,7 +221,7 @@ func ScanSummary(s *store.ReadStats, maxUnits float64) string {
 	if c := s.Capacity(); c > 0 {
 		units = fmt.Sprintf("%.1f read capacity units consumed (cap %g/s)", c, maxUnits)
 	}
-	return fmt.Sprintf("scan: %d items examined in %d requests, %s", s.Examined(), s.Requests(), units)
+	return fmt.Sprintf("scan: %s examined in %s, %s", human.Count(s.Examined(), "item"), human.Count(s.Requests(), "request"), units)
 }
 
 // progress prints a running count on stderr, only when stderr is a
@@ -253,7 +253,7 @@ func (p *progress) report(examined int) {
 		return
 	}
 	p.shown = true
-	fmt.Fprintf(textsafe.Raw(p.f.IOStreams.ErrOut), "\rscanning: %d items examined", examined)
+	fmt.Fprintf(textsafe.Raw(p.f.IOStreams.ErrOut), "\rscanning: %s examined", human.Count(int64(examined), "item"))
 }
 
 // done clears the progress line, if one was shown.

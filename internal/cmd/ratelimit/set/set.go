@@ -32,6 +32,10 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			rate. The write is conditional on the updated_at read and made with its
 			audit record (ratelimit.set) in one transaction; setting the count the
 			bucket already holds changes nothing.
+
+			A client without a bucket (no request of it has reached the data plane) is
+			refused (exit 3) with the nearest existing client, nothing written; --create
+			writes its bucket anyway.
 		`),
 		Example: heredoc.Doc(`
 			koshactl ratelimit set tenant-7:alice --tokens 5 --reason "slow the import job down"
@@ -48,6 +52,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl := cmd.Flags()
 	fl.Float64Var(&opts.Tokens, "tokens", 0, "token count to write (0 to capacity)")
 	changeloop.AddChangeFlags(cmd, &opts.ChangeOptions)
+	changeloop.AddCreateFlag(cmd, &opts.ChangeOptions)
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -20,6 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -79,7 +81,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 // Run prints the status once, or every interval with --watch.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if opts.Interval < 100*time.Millisecond {
-		return cmdutil.Usagef("--interval %s is too short: use 100ms or more", opts.Interval)
+		return cmdutil.Usagef("--interval %s is too short: use 100ms or more", human.Duration(opts.Interval))
 	}
 	base := strings.TrimSuffix(opts.URL, "/")
 	client := &http.Client{Timeout: 5 * time.Second}
@@ -101,7 +103,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			if ios.IsStdoutTTY() {
 				fmt.Fprint(textsafe.Raw(ios.Out), "\033[H\033[2J")
 			}
-			fmt.Fprintf(ios.Out, "%s  %v (retrying every %s)\n", time.Now().Format(time.TimeOnly), err, opts.Interval)
+			fmt.Fprintf(ios.Out, "%s  %v (retrying every %s)\n", time.Now().Format(time.TimeOnly), err, human.Duration(opts.Interval))
 		case opts.Output != cmdutil.FormatTable:
 			if err := cmdutil.PrintStructured(ios.Out, opts.Output, st); err != nil {
 				return err
@@ -134,12 +136,18 @@ func Fetch(ctx context.Context, client *http.Client, base string) (sbx.Status, e
 		return st, cmdutil.Usagef("--url %q: %v", base, err)
 	}
 	resp, err := client.Do(req)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		// Nothing listens there: the sandbox is not running (exit 5), which
+		// is no store's unavailability.
+		return st, exitcode.Errorf(exitcode.Unavailable,
+			"no sandbox is running at %s: start one with koshactl sandbox (or make demo), or give --url of the one you run", base)
+	}
 	if err != nil {
-		return st, fmt.Errorf("read sandbox status at %s: %w: %w (is koshactl sandbox running? see --url)", base, store.ErrUnavailable, err)
+		return st, exitcode.Errorf(exitcode.Unavailable, "read sandbox status at %s: %w (is koshactl sandbox running there? see --url)", base, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("read sandbox status at %s: %w: HTTP %s", base, store.ErrUnavailable, resp.Status)
+		return st, exitcode.Errorf(exitcode.Unavailable, "read sandbox status at %s: HTTP %s (is that a koshactl sandbox? see --url)", base, resp.Status)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&st); err != nil {
 		return st, fmt.Errorf("read sandbox status at %s: not a sandbox /status answer: %w", base, err)

@@ -54,8 +54,9 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			A rotation is refused (exit 7) while AWSCURRENT is younger than the 16-minute
 			header lifetime plus that delay: sooner, the key it retires could still sign
 			live headers. --force rotates anyway. The local context keeps chaos.key and
-			chaos.key.previous in its state directory with the same meaning (no age guard:
-			no fleet caches it). Key files and environment variables hold a single key and
+			chaos.key.previous in its state directory with the same meaning and the same
+			compare-and-set: a rotation that lost a race exits 4, nothing changed (no age
+			guard: no fleet caches it). Key files and environment variables hold a single key and
 			cannot be rotated.
 
 			The rotation is audited (action chaos.key-rotate, kids only). On a protected
