@@ -132,7 +132,7 @@ test-stress: test-deps test-bin ## Run the end-to-end packages STRESS_COUNT time
 	n=$$(( $$(getconf _NPROCESSORS_ONLN) * $(STRESS_LOAD) )); \
 	for i in $$(seq $$n); do (while :; do :; done) & burners="$$burners $$!"; done; \
 	echo "test-stress: $$n CPU burner(s) on $$(getconf _NPROCESSORS_ONLN) core(s); $(STRESS_COUNT) runs of: $(STRESS_PKGS)"; \
-	KOSHACTL_TEST_BINARY=$(abspath $(TEST_BIN)) $(GO) test -race -count=$(STRESS_COUNT) $(STRESS_PKGS)
+	KOSHACTL_TEST_BINARY=$(abspath $(TEST_BIN)) $(GO) test -race -timeout 60m -count=$(STRESS_COUNT) $(STRESS_PKGS)
 
 .PHONY: bench
 bench: test-deps build ## Run the benchmarks (results in docs/benchmarks/)

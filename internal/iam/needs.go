@@ -68,6 +68,13 @@ const (
 	// PolicyItems is the table's change policy (policy#table): every lever
 	// command and audit list read it; only the admin role writes it.
 	PolicyItems = "policy#"
+	// RequestItems are the change requests (approval.RequestPrefix): asked
+	// for by a lever command the policy does not allow at once, decided
+	// by an approver.
+	RequestItems = "request#"
+	// ReviewItems are the break-glass reviews (approval.ReviewPrefix),
+	// opened with a break-glass change, acknowledged by someone else.
+	ReviewItems = "review#"
 )
 
 // Prefixes lists the item prefixes, the most specific first:
@@ -192,7 +199,27 @@ var (
 	policyBatchRead = Need{BatchGetItem, PolicyItems, false}
 	// policyPut writes the table's change policy: the admin role's alone.
 	policyPut = Need{PutItem, PolicyItems, true}
+	// Asking: a change the table's policy does not allow at once becomes a
+	// change request, written with its record of asking in one
+	// transaction; a lost answer is settled by reading the request.
+	requestPut       = Need{PutItem, RequestItems, true}
+	askRecord        = Need{PutItem, AskingItems, true}
+	requestRead      = Need{GetItem, RequestItems, false}
+	requestBatchRead = Need{BatchGetItem, RequestItems, false}
+	requestScan      = Need{Action: Scan, Prefix: RequestItems}
+	// A break-glass change opens its review in the change's own
+	// transaction; the review is then the change's proof.
+	reviewPut  = Need{PutItem, ReviewItems, true}
+	reviewRead = Need{GetItem, ReviewItems, false}
+	reviewScan = Need{Action: Scan, Prefix: ReviewItems}
 )
+
+// withAsking is a lever command's needs plus what it writes when the
+// table's policy does not let it act at once: a change request (asking),
+// or with --break-glass the change and its review.
+func withAsking(ns ...Need) []Need {
+	return append(ns, requestPut, askRecord, requestRead, reviewPut, reviewRead)
+}
 
 // Commands is what each command path that talks to AWS calls, as the
 // operations the SDK sends (checked by internal/cmd/iam's tests). Commands
@@ -207,33 +234,59 @@ var Commands = map[string][]Need{
 	// record. A lost answer is settled by one read of the change's proof:
 	// the override it puts (a force), or its first record (a clear).
 	// Each asks the table's change policy, read in the same batch as the
-	// overrides (clear --all, whose scan read the overrides: one GetItem).
-	"breaker force-open":  needs(policyBatchRead, batchRead, breakerPut, record, breakerRead, notifyPublish),
-	"breaker clear":       needs(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
-	"breaker clear --all": needs(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
+	// overrides (clear --all, whose scan read the overrides: one GetItem),
+	// and asks for approval or breaks the glass where the policy says
+	// (withAsking).
+	"breaker force-open":  withAsking(policyBatchRead, batchRead, breakerPut, record, breakerRead, notifyPublish),
+	"breaker clear":       withAsking(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
+	"breaker clear --all": withAsking(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
 	// Levers as code: diff reads the overrides as breaker status does;
 	// apply reads them, then the table's policy and the windows' requests
 	// in one batch read, and writes the windows' forces and clears as one
 	// transaction, settled like force-open's and clear's.
 	"diff": needs(indexRead, batchRead, gauges),
-	"apply": needs(indexRead, batchRead, policyBatchRead, Need{BatchGetItem, "request#", false}, breakerPut, breakerDelete, record,
+	"apply": needs(indexRead, batchRead, policyBatchRead, requestBatchRead, breakerPut, breakerDelete, record,
 		breakerRead, recordProof, notifyPublish),
+	// apply --request asks for the windows the policy does not allow at
+	// once: it reads the policy and the windows' requests, and writes the
+	// missing requests with their records of asking; no lever.
+	"apply --request": needs(policyRead, policyBatchRead, requestBatchRead, requestPut, askRecord, requestRead, notifyPublish),
 	// koshactl mcp: the read tools read as their commands do; a proposal
 	// reads the levers and the policy, then writes the change request with
 	// its record of asking (one transaction; a lost answer settled by
 	// reading the request). No lever and no approver's record is written.
 	"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, bucketScan,
-		Need{Action: Scan, Prefix: "request#"}, Need{Action: Scan, Prefix: "review#"}, bucketBatchRead, Need{PutItem, "request#", true},
-		Need{GetItem, "request#", false}, Need{PutItem, AskingItems, true}, notifyPublish),
+		requestScan, reviewScan, bucketBatchRead, requestPut, requestRead, askRecord, notifyPublish),
+	// Change requests (docs/contracts/policy.md). Listing scans requests
+	// and reviews; showing reads one request. (Both mark a request found
+	// past its expiry expired where the caller may write it; a reader's
+	// warns and leaves that to the next approval, which marks it.)
+	"request list": needs(requestScan, reviewScan),
+	"request show": needs(requestRead),
+	// Approving reads the request and the policy in one batch read (and a
+	// bucket change's buckets), then writes the change, the approver's
+	// record and the request's status in one transaction, settled by
+	// reading the request when its answer is lost.
+	"request approve": needs(requestBatchRead, policyBatchRead, bucketBatchRead, breakerPut, breakerDelete, bucketPut, record,
+		requestPut, requestRead, notifyPublish),
+	// Denying is an approver's record; canceling the requester's record of
+	// asking.
+	"request deny":   needs(requestRead, requestPut, record, notifyPublish),
+	"request cancel": needs(requestRead, requestPut, askRecord, notifyPublish),
+	// Acknowledging a break-glass review: the review and its record.
+	"request ack": needs(reviewRead, reviewPut, record),
+	// drill request asks for a drill file's levers on a table whose policy
+	// does not allow them at once.
+	"drill request": needs(policyBatchRead, requestPut, askRecord, requestRead, notifyPublish),
 	"ratelimit get":  needs(bucketRead),
 	"ratelimit list": needs(bucketScan),
 	// The bucket levers ask the table's policy too, read in the same batch
 	// as the buckets.
-	"ratelimit reset": needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
+	"ratelimit reset": withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
 	// A drain or set of a client without a bucket (and without --create)
 	// is refused, with the near client a scan of the buckets finds.
-	"ratelimit drain":   needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
-	"ratelimit set":     needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
+	"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
+	"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 	"audit list":        needs(indexRead, policyRead),
 	"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
 	// A record of its own (a minted header, a rotated key) is a
@@ -249,7 +302,7 @@ var Commands = map[string][]Need{
 	// conditions, record every change with it, announce the run. Before
 	// any lever it reads the table's policy and, with --request, its
 	// approved drill request, in one batch read.
-	"drill run": needs(policyBatchRead, Need{BatchGetItem, "request#", false}, breakerRead, breakerPut, breakerDelete,
+	"drill run": needs(policyBatchRead, requestBatchRead, breakerRead, breakerPut, breakerDelete,
 		bucketRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
 	// drill recover finishes a dead run's rollbacks from the audit trail:
 	// the run's records on each lever (the audit index by subject, filtered
@@ -295,9 +348,15 @@ const (
 	// DataPlane is the gateway and core-api at run time.
 	DataPlane Role = "data-plane"
 	// Requester reads what a reader reads and asks for changes: it writes
-	// change requests and their records, never a lever (koshactl mcp, an
-	// incident agent's server, runs with it).
+	// change requests and their records of asking, never a lever or an
+	// approver's record (koshactl mcp, an incident agent's server, runs
+	// with it; so do people who may only ask).
 	Requester Role = "requester"
+	// Approver reads what a reader reads and decides change requests:
+	// approving applies the requested change (so the role writes levers,
+	// as every role that applies a change must), denying closes one, and
+	// it acknowledges break-glass reviews.
+	Approver Role = "approver"
 	// Admin creates and migrates the table (store init, store migrate) and
 	// sets its change policy (policy set): the infrastructure pipeline's or
 	// a platform engineer's, never on-call's.
@@ -305,23 +364,45 @@ const (
 )
 
 // Roles lists every role, in the order documented.
-var Roles = []Role{Reader, Requester, Operator, DrillRunner, DataPlane, Admin}
+var Roles = []Role{Reader, Requester, Operator, Approver, DrillRunner, DataPlane, Admin}
 
 // RolePaths is the command paths each role is for. They are written out
 // (no append at package initialisation: every koshactl process pays for
-// what it builds there); a reader's paths begin the requester's and the
-// operator's (TestRolesExtendTheReader).
+// what it builds there); a reader's paths begin the requester's, the
+// operator's and the approver's (TestRolesExtendTheReader).
 var RolePaths = map[Role][]string{
 	Reader: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show"},
 	Requester: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "mcp"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"mcp", "request cancel", "drill request", "apply --request"},
 	Operator: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "breaker force-open", "breaker clear", "breaker clear --all", "apply",
-		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"breaker force-open", "breaker clear", "breaker clear --all", "apply",
+		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
+		"request cancel", "request ack", "drill request", "apply --request"},
+	Approver: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"request approve", "request deny", "request ack"},
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},
 	Admin:       {"store init", "store migrate", "policy set", "policy get"},
+}
+
+// coveredByWider reports whether another of all grants n already: the
+// same action on a shorter prefix of n's (audit# covers audit#rq#), in
+// the same place (a transaction) or anywhere.
+func coveredByWider(n Need, all []Need) bool {
+	if n.Prefix == "" || !n.keyed() {
+		return false
+	}
+	for _, m := range all {
+		if m.Action == n.Action && m.Prefix != "" && m.Prefix != n.Prefix && strings.HasPrefix(n.Prefix, m.Prefix) &&
+			(m.Transaction == n.Transaction || !m.Transaction) {
+			return true
+		}
+	}
+	return false
 }
 
 // ParseRole returns the role named s.
@@ -340,7 +421,9 @@ func ParseRole(s string) (Role, error) {
 
 // Needs returns the union of the needs of the role's command paths, sorted
 // and without repeats. A write needed both alone and in a transaction is
-// needed alone: that grant covers both.
+// needed alone: that grant covers both; an item action on a prefix the
+// role is granted a shorter one of (audit#rq# beside audit#) is covered by
+// that.
 func (r Role) Needs() []Need {
 	var out []Need
 	for _, p := range RolePaths[r] {
@@ -354,7 +437,7 @@ func (r Role) Needs() []Need {
 	out = slices.DeleteFunc(out, func(n Need) bool {
 		alone := n
 		alone.Transaction = false
-		return n.Transaction && slices.Contains(all, alone)
+		return n.Transaction && slices.Contains(all, alone) || coveredByWider(n, all)
 	})
 	slices.SortFunc(out, func(a, b Need) int { return strings.Compare(a.String(), b.String()) })
 	return out

@@ -3,11 +3,7 @@ package request_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,7 +14,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -30,61 +25,15 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// query sends one signed AWS query-protocol request (IAM, STS) to moto
-// with the given credentials and returns the body.
-func query(t *testing.T, endpoint, service string, creds aws.Credentials, form url.Values) string {
-	t.Helper()
-	body := form.Encode()
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, endpoint+"/", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-	sum := sha256.Sum256([]byte(body))
-	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), service, moto.Region, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s %s: %d %s", service, form.Get("Action"), resp.StatusCode, b)
-	}
-	return string(b)
-}
-
-// admin is moto's root: AWS's documented example key pair, no secret.
-var admin = aws.Credentials{AccessKeyID: "AKIAIOSFODNN7EXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"} //nolint:gosec // G101: AWS's documented example keys, for moto
-
-func tag(t *testing.T, body, name string) string {
-	t.Helper()
-	m := regexp.MustCompile("<" + name + ">([^<]*)</" + name + ">").FindStringSubmatch(body)
-	if m == nil {
-		t.Fatalf("no <%s> in %s", name, body)
-	}
-	return m[1]
-}
-
-// iamUser creates an IAM user on moto and returns its access key.
-func iamUser(t *testing.T, endpoint, name string) aws.Credentials {
-	t.Helper()
-	query(t, endpoint, "iam", admin, url.Values{"Action": {"CreateUser"}, "UserName": {name}, "Version": {"2010-05-08"}})
-	b := query(t, endpoint, "iam", admin, url.Values{"Action": {"CreateAccessKey"}, "UserName": {name}, "Version": {"2010-05-08"}})
-	return aws.Credentials{AccessKeyID: tag(t, b, "AccessKeyId"), SecretAccessKey: tag(t, b, "SecretAccessKey")}
-}
-
 // operatorSession makes the IAM role "operator" and returns creds of
 // who's session in it (arn:aws:sts::...:assumed-role/operator/<who>).
 func operatorSession(t *testing.T, endpoint string, who aws.Credentials, session string) aws.Credentials {
 	t.Helper()
 	trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"sts:AssumeRole"}]}`
-	query(t, endpoint, "iam", admin, url.Values{"Action": {"CreateRole"}, "RoleName": {"operator"}, "AssumeRolePolicyDocument": {trust}, "Version": {"2010-05-08"}})
-	b := query(t, endpoint, "sts", who, url.Values{"Action": {"AssumeRole"}, "RoleArn": {"arn:aws:iam::123456789012:role/operator"},
+	moto.Query(t, endpoint, "iam", moto.Root, url.Values{"Action": {"CreateRole"}, "RoleName": {"operator"}, "AssumeRolePolicyDocument": {trust}, "Version": {"2010-05-08"}})
+	b := moto.Query(t, endpoint, "sts", who, url.Values{"Action": {"AssumeRole"}, "RoleArn": {"arn:aws:iam::123456789012:role/operator"},
 		"RoleSessionName": {session}, "Version": {"2011-06-15"}})
-	return aws.Credentials{AccessKeyID: tag(t, b, "AccessKeyId"), SecretAccessKey: tag(t, b, "SecretAccessKey"), SessionToken: tag(t, b, "SessionToken")}
+	return aws.Credentials{AccessKeyID: moto.Tag(t, b, "AccessKeyId"), SecretAccessKey: moto.Tag(t, b, "SecretAccessKey"), SessionToken: moto.Tag(t, b, "SessionToken")}
 }
 
 // world is one moto server with two IAM users, alice and bob, each with a
@@ -99,10 +48,10 @@ type world struct {
 func newWorld(t *testing.T) *world {
 	endpoint := moto.Start(t)
 	e := clitest.New(t) // profiles come from the process environment: not parallel
-	alice, bob := iamUser(t, endpoint, "alice"), iamUser(t, endpoint, "bob")
-	carol := operatorSession(t, endpoint, iamUser(t, endpoint, "carol"), "carol")
+	alice, bob := moto.User(t, endpoint, "alice"), moto.User(t, endpoint, "bob")
+	carol := operatorSession(t, endpoint, moto.User(t, endpoint, "carol"), "carol")
 	var creds bytes.Buffer
-	for name, c := range map[string]aws.Credentials{"alice": alice, "bob": bob, "carol": carol, "admin": admin} {
+	for name, c := range map[string]aws.Credentials{"alice": alice, "bob": bob, "carol": carol, "admin": moto.Root} {
 		fmt.Fprintf(&creds, "[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n", name, c.AccessKeyID, c.SecretAccessKey)
 		if c.SessionToken != "" {
 			fmt.Fprintf(&creds, "aws_session_token = %s\n", c.SessionToken)

@@ -1,0 +1,71 @@
+package moto
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+)
+
+// Root is moto's root account: AWS's documented example key pair, no
+// secret. moto answers STS GetCallerIdentity for it with the account's root.
+var Root = aws.Credentials{AccessKeyID: "AKIAIOSFODNN7EXAMPLE", SecretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"} //nolint:gosec // G101: AWS's documented example keys, for moto
+
+// Query sends one signed AWS query-protocol request (IAM, STS) to moto
+// at endpoint with creds and returns the body; any answer but 200 fails
+// the test.
+func Query(tb testing.TB, endpoint, service string, creds aws.Credentials, form url.Values) string {
+	tb.Helper()
+	body := form.Encode()
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, endpoint+"/", strings.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+	sum := sha256.Sum256([]byte(body))
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), service, Region, time.Now()); err != nil {
+		tb.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("%s %s: %d %s", service, form.Get("Action"), resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// Tag is the text of the first <name> element of an XML answer; its
+// absence fails the test.
+func Tag(tb testing.TB, body, name string) string {
+	tb.Helper()
+	m := regexp.MustCompile("<" + name + ">([^<]*)</" + name + ">").FindStringSubmatch(body)
+	if m == nil {
+		tb.Fatalf("no <%s> in %s", name, body)
+	}
+	return m[1]
+}
+
+// User creates the IAM user name on moto and returns an access key of it:
+// STS verifies it as arn:aws:iam::123456789012:user/<name>.
+func User(tb testing.TB, endpoint, name string) aws.Credentials {
+	tb.Helper()
+	Query(tb, endpoint, "iam", Root, url.Values{"Action": {"CreateUser"}, "UserName": {name}, "Version": {"2010-05-08"}})
+	b := Query(tb, endpoint, "iam", Root, url.Values{"Action": {"CreateAccessKey"}, "UserName": {name}, "Version": {"2010-05-08"}})
+	return aws.Credentials{AccessKeyID: Tag(tb, b, "AccessKeyId"), SecretAccessKey: Tag(tb, b, "SecretAccessKey")}
+}
+
+// UserARN is the caller ARN STS verifies for [User] name.
+func UserARN(name string) string { return "arn:aws:iam::123456789012:user/" + name }
