@@ -277,7 +277,7 @@ var Commands = map[string][]Need{
 	"request ack": needs(reviewRead, reviewPut, record),
 	// drill request asks for a drill file's levers on a table whose policy
 	// does not allow them at once.
-	"drill request": needs(policyBatchRead, requestPut, askRecord, requestRead, notifyPublish),
+	"drill request":  needs(policyBatchRead, requestPut, askRecord, requestRead, notifyPublish),
 	"ratelimit get":  needs(bucketRead),
 	"ratelimit list": needs(bucketScan),
 	// The bucket levers ask the table's policy too, read in the same batch

@@ -151,12 +151,17 @@ func (w *awsWorld) requestSteps(t *testing.T) []cliStep {
 	}
 	bg := func(args ...string) { w.MustRun(0, append(args, "--reason", "setup", "--break-glass")...) }
 	forced := func(dep string) func() {
-		return func() { w.Run("breaker", "clear", dep, "--reason", "setup", "--break-glass"); bg("breaker", "force-open", dep, "--for", "10m") }
+		return func() {
+			w.Run("breaker", "clear", dep, "--reason", "setup", "--break-glass")
+			bg("breaker", "force-open", dep, "--for", "10m")
+		}
 	}
 	drained := func() { bg("ratelimit", "drain", "agent-1") }
 	full := func() { bg("ratelimit", "reset", "agent-1") }
 	ask := func(args ...string) func() {
-		return func() { rq = requestID(t, w.MustRun(exitcode.Pending, as("alice", append(args, "--reason", "iam test", "-o", "json")...)...).Stdout) }
+		return func() {
+			rq = requestID(t, w.MustRun(exitcode.Pending, as("alice", append(args, "--reason", "iam test", "-o", "json")...)...).Stdout)
+		}
 	}
 	then := func(a, b func()) func() { return func() { a(); b() } }
 	fixed := func(args ...string) func() []string { return func() []string { return args } }
