@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -64,10 +65,18 @@ func Authorize(token string, next http.Handler) http.Handler {
 	})
 }
 
+// SessionIdleTimeout closes an HTTP session no request has used for this
+// long: a client that went away does not hold its session for ever.
+const SessionIdleTimeout = 30 * time.Minute
+
 // Handler serves s over streamable HTTP behind [Authorize]. The SDK's
 // DNS-rebinding protection (a loopback request naming another host is
-// refused) stays on.
+// refused) stays on; a browser's cross-origin request (a page of another
+// site posting to the loopback port, by its Sec-Fetch-Site or Origin) is
+// refused with 403 before the token is even looked at; idle sessions close
+// after [SessionIdleTimeout].
 func Handler(s *Server, token string) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.Server }, nil)
-	return Authorize(token, h)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.Server },
+		&mcp.StreamableHTTPOptions{SessionTimeout: SessionIdleTimeout})
+	return http.NewCrossOriginProtection().Handler(Authorize(token, h))
 }

@@ -159,3 +159,38 @@ func TestPanicInAToolIsItsToolError(t *testing.T) {
 		t.Errorf("log:\n%s", l)
 	}
 }
+
+// A browser page of another site cannot reach the HTTP transport even
+// with the token (a leaked token in a page's script, a rebinding the Host
+// check misses): a cross-origin POST is 403 and never served; the same
+// request from a client that is not a browser (no Origin, no
+// Sec-Fetch-Site) is served.
+func TestHandlerRefusesCrossOriginRequests(t *testing.T) {
+	t.Parallel()
+	token := strings.Repeat("k", 40)
+	var log syncbuf.Buffer
+	h := mcpserver.Handler(mcpserver.NewServer("test", "1", nil, &log, time.Now), token)
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for name, c := range map[string]struct {
+		headers map[string]string
+		want    int
+	}{
+		"cross-site fetch":  {map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, http.StatusForbidden},
+		"other origin only": {map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		"not a browser":     {nil, http.StatusOK},
+		"same origin":       {map[string]string{"Sec-Fetch-Site": "same-origin"}, http.StatusOK},
+	} {
+		req := httptest.NewRequestWithContext(t.Context(), http.MethodPost, "http://127.0.0.1:8788/mcp", strings.NewReader(initialize))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range c.headers {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != c.want || (c.want == http.StatusForbidden && strings.Contains(rec.Body.String(), "protocolVersion")) {
+			t.Errorf("%s: %d %q, want %d", name, rec.Code, rec.Body.String(), c.want)
+		}
+	}
+}
