@@ -67,14 +67,25 @@ const notifyTopic = "arn:aws:sns:us-east-1:123456789012:koshactl-incidents"
 
 func newAWSWorld(t *testing.T) *awsWorld {
 	t.Helper()
+	return buildAWSWorld(t, clitest.New(t, clitest.Parallel()), nil)
+}
+
+// buildAWSWorld starts moto and the fakes for e, writes its config (the
+// context dev, then what contexts adds for the moto endpoint and the
+// proxy's, SNS's and CloudWatch's URLs) and makes the table as the admin.
+func buildAWSWorld(t *testing.T, e *clitest.Env, contexts func(endpoint, proxy, sns, cw string) string) *awsWorld {
+	t.Helper()
 	endpoint := moto.Start(t)
-	e := clitest.New(t, clitest.Parallel())
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl/test")
 	sm := newFakeSM(t, e.Clock, enf)
 	cw := newFakeCW(t, enf)
 	sns := newFakeSNS(t, enf)
 	proxy, rec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, enf)
-	e.WriteConfig(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy.URL, sns.URL(), cw.URL))
+	cfg := fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy.URL, sns.URL(), cw.URL)
+	if contexts != nil {
+		cfg += contexts(endpoint, proxy.URL, sns.URL(), cw.URL)
+	}
+	e.WriteConfig(cfg)
 	w := &awsWorld{Env: e, proxy: proxy, rec: rec, cw: cw, sm: sm, sns: sns, enf: enf}
 	w.asRole(t, iam.Admin)
 	w.MustRun(0, "store", "init")

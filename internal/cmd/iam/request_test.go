@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/iam"
-	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
@@ -68,41 +66,31 @@ const requestContextYAML = `  %s:
 // environment names: the test cannot run in parallel.
 func newPeopleWorld(t *testing.T) *awsWorld {
 	t.Helper()
-	endpoint := moto.Start(t)
 	e := clitest.New(t)
-	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl/test")
-	sm := newFakeSM(t, e.Clock, enf)
-	cw := newFakeCW(t, enf)
-	sns := newFakeSNS(t, enf)
-	proxy, rec := dynamoProxy(t, endpoint, sm.URL, cw.URL, testTarget, enf)
-	var creds bytes.Buffer
-	for _, name := range []string{"alice", "bob"} {
-		c := moto.User(t, endpoint, name)
-		fmt.Fprintf(&creds, "[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n", name, c.AccessKeyID, c.SecretAccessKey)
-	}
-	home := t.TempDir()
-	credFile := filepath.Join(home, "credentials")
-	if err := os.WriteFile(credFile, creds.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.Setenv("HOME", home)
-	e.Setenv("AWS_SHARED_CREDENTIALS_FILE", credFile)
-	e.Setenv("AWS_CONFIG_FILE", filepath.Join(home, "config"))
-	for _, k := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION"} {
-		e.Setenv(k, "")
-		_ = os.Unsetenv(k)
-	}
-	cfg := fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy.URL, sns.URL(), cw.URL)
-	for _, name := range []string{"alice", "bob"} {
-		cfg += fmt.Sprintf(requestContextYAML, name, moto.Region, proxy.URL, name, sns.URL(), endpoint, cw.URL)
-	}
-	e.WriteConfig(cfg)
-	w := &awsWorld{Env: e, proxy: proxy, rec: rec, cw: cw, sm: sm, sns: sns, enf: enf}
-	w.asRole(t, iam.Admin)
-	w.MustRun(0, "store", "init")
-	w.enf.SetPolicy(nil)
-	rec.take()
-	return w
+	return buildAWSWorld(t, e, func(endpoint, proxy, sns, cw string) string {
+		var creds bytes.Buffer
+		for _, name := range []string{"alice", "bob"} {
+			c := moto.User(t, endpoint, name)
+			fmt.Fprintf(&creds, "[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n", name, c.AccessKeyID, c.SecretAccessKey)
+		}
+		home := t.TempDir()
+		credFile := filepath.Join(home, "credentials")
+		if err := os.WriteFile(credFile, creds.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e.Setenv("HOME", home)
+		e.Setenv("AWS_SHARED_CREDENTIALS_FILE", credFile)
+		e.Setenv("AWS_CONFIG_FILE", filepath.Join(home, "config"))
+		for _, k := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION"} {
+			e.Setenv(k, "")
+			_ = os.Unsetenv(k)
+		}
+		var cfg string
+		for _, name := range []string{"alice", "bob"} {
+			cfg += fmt.Sprintf(requestContextYAML, name, moto.Region, proxy, name, sns, endpoint, cw)
+		}
+		return cfg
+	})
 }
 
 // requestID is the request id of a command's -o json answer.
