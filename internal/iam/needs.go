@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // IAM actions koshactl and the data plane use.
@@ -224,112 +225,115 @@ func withAsking(ns ...Need) []Need {
 // Commands is what each command path that talks to AWS calls, as the
 // operations the SDK sends (checked by internal/cmd/iam's tests). Commands
 // absent from it (config, version, drill validate, completion...) call no
-// AWS API.
-var Commands = map[string][]Need{
-	"breaker list":        needs(indexRead, batchRead),
-	"breaker list --scan": needs(breakerScan),
-	"breaker get":         needs(breakerRead),
-	"breaker status":      needs(indexRead, batchRead, gauges),
-	// A lever change is one transaction: the override's write and its
-	// record. A lost answer is settled by one read of the change's proof:
-	// the override it puts (a force), or its first record (a clear).
-	// Each asks the table's change policy, read in the same batch as the
-	// overrides (clear --all, whose scan read the overrides: one GetItem),
-	// and asks for approval or breaks the glass where the policy says
-	// (withAsking).
-	"breaker force-open":  withAsking(policyBatchRead, batchRead, breakerPut, record, breakerRead, notifyPublish),
-	"breaker clear":       withAsking(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
-	"breaker clear --all": withAsking(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
-	// Levers as code: diff reads the overrides as breaker status does;
-	// apply reads them, then the table's policy and the windows' requests
-	// in one batch read, and writes the windows' forces and clears as one
-	// transaction, settled like force-open's and clear's.
-	"diff": needs(indexRead, batchRead, gauges),
-	"apply": needs(indexRead, batchRead, policyBatchRead, requestBatchRead, breakerPut, breakerDelete, record,
-		breakerRead, recordProof, notifyPublish),
-	// apply --request asks for the windows the policy does not allow at
-	// once: it reads the policy and the windows' requests, and writes the
-	// missing requests with their records of asking; no lever.
-	"apply --request": needs(policyRead, policyBatchRead, requestBatchRead, requestPut, askRecord, requestRead, notifyPublish),
-	// koshactl mcp: the read tools read as their commands do; a proposal
-	// reads the levers and the policy, then writes the change request with
-	// its record of asking (one transaction; a lost answer settled by
-	// reading the request). No lever and no approver's record is written.
-	"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, bucketScan,
-		requestScan, reviewScan, bucketBatchRead, requestPut, requestRead, askRecord, notifyPublish),
-	// Change requests (docs/contracts/policy.md). Listing scans requests
-	// and reviews; showing reads one request. (Both mark a request found
-	// past its expiry expired where the caller may write it; a reader's
-	// warns and leaves that to the next approval, which marks it.)
-	"request list": needs(requestScan, reviewScan),
-	"request show": needs(requestRead),
-	// Approving reads the request and the policy in one batch read (and a
-	// bucket change's buckets), then writes the change, the approver's
-	// record and the request's status in one transaction, settled by
-	// reading the request when its answer is lost.
-	"request approve": needs(requestBatchRead, policyBatchRead, bucketBatchRead, breakerPut, breakerDelete, bucketPut, record,
-		requestPut, requestRead, notifyPublish),
-	// Denying is an approver's record; canceling the requester's record of
-	// asking.
-	"request deny":   needs(requestRead, requestPut, record, notifyPublish),
-	"request cancel": needs(requestRead, requestPut, askRecord, notifyPublish),
-	// Acknowledging a break-glass review: the review and its record.
-	"request ack": needs(reviewRead, reviewPut, record),
-	// drill request asks for a drill file's levers on a table whose policy
-	// does not allow them at once.
-	"drill request":  needs(policyBatchRead, requestPut, askRecord, requestRead, notifyPublish),
-	"ratelimit get":  needs(bucketRead),
-	"ratelimit list": needs(bucketScan),
-	// The bucket levers ask the table's policy too, read in the same batch
-	// as the buckets.
-	"ratelimit reset": withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
-	// A drain or set of a client without a bucket (and without --create)
-	// is refused, with the near client a scan of the buckets finds.
-	"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
-	"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
-	"audit list":        needs(indexRead, policyRead),
-	"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
-	// A record of its own (a minted header, a rotated key) is a
-	// transaction of one write, its lost answer settled by reading it.
-	"chaos sign":   needs(secretRead, record, recordProof),
-	"chaos verify": needs(secretRead),
-	"chaos key id": needs(secretRead),
-	"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, record, recordProof,
-		notifyPublish),
-	// A drill's levers (the example drills and one reading CloudWatch
-	// gauges): force and clear overrides, drain and restore buckets, mint
-	// chaos headers, wait on the gauges and watch the alarms of its stop
-	// conditions, record every change with it, announce the run. Before
-	// any lever it reads the table's policy and, with --request, its
-	// approved drill request, in one batch read.
-	"drill run": needs(policyBatchRead, requestBatchRead, breakerRead, breakerPut, breakerDelete,
-		bucketRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
-	// drill recover finishes a dead run's rollbacks from the audit trail:
-	// the run's records on each lever (the audit index by subject, filtered
-	// by run_id), then the override or bucket as the rollback finds it, the
-	// override's clear with its record, and its notification.
-	// (Putting a bucket back writes rl# as drill run's rollback does.)
-	"drill recover": needs(indexRead, breakerRead, bucketRead, breakerDelete, record, recordProof, notifyPublish),
-	// The reference data plane (koshactl sandbox): it reads overrides and
-	// chaos keys, takes tokens with a conditional PutItem of its own, and
-	// records chaos headers it applied or refused under audit#dp# (a
-	// transaction of one write each, read back when its answer is lost).
-	"sandbox": needs(breakerRead, bucketRead, Need{PutItem, BucketItems, false}, secretRead,
-		Need{PutItem, DataPlaneItems, true}, Need{GetItem, DataPlaneItems, false}),
-	// Table administration: create the table (and TTL) where it is missing;
-	// add the indexes an older table lacks (unless its tags say a
-	// CloudFormation stack manages it), then index the existing audit
-	// records and overrides with conditional PutItems of their own.
-	// The table's change policy: read by anyone who reads the table; set,
-	// with its record, by the admin alone.
-	"policy get": needs(policyRead),
-	"policy set": needs(policyRead, policyPut, record, notifyPublish),
-	"store init": needs(Need{Action: DescribeTable}, Need{Action: CreateTable}, Need{Action: DescribeTimeToLive},
-		Need{Action: UpdateTimeToLive}),
-	"store migrate": needs(Need{Action: DescribeTable}, Need{Action: ListTagsOfResource}, Need{Action: UpdateTable},
-		Need{Action: Scan, Prefix: AuditItems}, Need{Action: Scan, Prefix: BreakerItems},
-		Need{PutItem, AuditItems, false}, Need{PutItem, BreakerItems, false}),
-}
+// AWS API. It is built on first use: every koshactl process would pay at
+// initialisation for a table only iam policy and the tests read.
+var Commands = sync.OnceValue(func() map[string][]Need {
+	return map[string][]Need{
+		"breaker list":        needs(indexRead, batchRead),
+		"breaker list --scan": needs(breakerScan),
+		"breaker get":         needs(breakerRead),
+		"breaker status":      needs(indexRead, batchRead, gauges),
+		// A lever change is one transaction: the override's write and its
+		// record. A lost answer is settled by one read of the change's proof:
+		// the override it puts (a force), or its first record (a clear).
+		// Each asks the table's change policy, read in the same batch as the
+		// overrides (clear --all, whose scan read the overrides: one GetItem),
+		// and asks for approval or breaks the glass where the policy says
+		// (withAsking).
+		"breaker force-open":  withAsking(policyBatchRead, batchRead, breakerPut, record, breakerRead, notifyPublish),
+		"breaker clear":       withAsking(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
+		"breaker clear --all": withAsking(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
+		// Levers as code: diff reads the overrides as breaker status does;
+		// apply reads them, then the table's policy and the windows' requests
+		// in one batch read, and writes the windows' forces and clears as one
+		// transaction, settled like force-open's and clear's.
+		"diff": needs(indexRead, batchRead, gauges),
+		"apply": needs(indexRead, batchRead, policyBatchRead, requestBatchRead, breakerPut, breakerDelete, record,
+			breakerRead, recordProof, notifyPublish),
+		// apply --request asks for the windows the policy does not allow at
+		// once: it reads the policy and the windows' requests, and writes the
+		// missing requests with their records of asking; no lever.
+		"apply --request": needs(policyRead, policyBatchRead, requestBatchRead, requestPut, askRecord, requestRead, notifyPublish),
+		// koshactl mcp: the read tools read as their commands do; a proposal
+		// reads the levers and the policy, then writes the change request with
+		// its record of asking (one transaction; a lost answer settled by
+		// reading the request). No lever and no approver's record is written.
+		"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, bucketScan,
+			requestScan, reviewScan, bucketBatchRead, requestPut, requestRead, askRecord, notifyPublish),
+		// Change requests (docs/contracts/policy.md). Listing scans requests
+		// and reviews; showing reads one request. (Both mark a request found
+		// past its expiry expired where the caller may write it; a reader's
+		// warns and leaves that to the next approval, which marks it.)
+		"request list": needs(requestScan, reviewScan),
+		"request show": needs(requestRead),
+		// Approving reads the request and the policy in one batch read (and a
+		// bucket change's buckets), then writes the change, the approver's
+		// record and the request's status in one transaction, settled by
+		// reading the request when its answer is lost.
+		"request approve": needs(requestBatchRead, policyBatchRead, bucketBatchRead, breakerPut, breakerDelete, bucketPut, record,
+			requestPut, requestRead, notifyPublish),
+		// Denying is an approver's record; canceling the requester's record of
+		// asking.
+		"request deny":   needs(requestRead, requestPut, record, notifyPublish),
+		"request cancel": needs(requestRead, requestPut, askRecord, notifyPublish),
+		// Acknowledging a break-glass review: the review and its record.
+		"request ack": needs(reviewRead, reviewPut, record),
+		// drill request asks for a drill file's levers on a table whose policy
+		// does not allow them at once.
+		"drill request":  needs(policyBatchRead, requestPut, askRecord, requestRead, notifyPublish),
+		"ratelimit get":  needs(bucketRead),
+		"ratelimit list": needs(bucketScan),
+		// The bucket levers ask the table's policy too, read in the same batch
+		// as the buckets.
+		"ratelimit reset": withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
+		// A drain or set of a client without a bucket (and without --create)
+		// is refused, with the near client a scan of the buckets finds.
+		"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
+		"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
+		"audit list":        needs(indexRead, policyRead),
+		"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
+		// A record of its own (a minted header, a rotated key) is a
+		// transaction of one write, its lost answer settled by reading it.
+		"chaos sign":   needs(secretRead, record, recordProof),
+		"chaos verify": needs(secretRead),
+		"chaos key id": needs(secretRead),
+		"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, record, recordProof,
+			notifyPublish),
+		// A drill's levers (the example drills and one reading CloudWatch
+		// gauges): force and clear overrides, drain and restore buckets, mint
+		// chaos headers, wait on the gauges and watch the alarms of its stop
+		// conditions, record every change with it, announce the run. Before
+		// any lever it reads the table's policy and, with --request, its
+		// approved drill request, in one batch read.
+		"drill run": needs(policyBatchRead, requestBatchRead, breakerRead, breakerPut, breakerDelete,
+			bucketRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
+		// drill recover finishes a dead run's rollbacks from the audit trail:
+		// the run's records on each lever (the audit index by subject, filtered
+		// by run_id), then the override or bucket as the rollback finds it, the
+		// override's clear with its record, and its notification.
+		// (Putting a bucket back writes rl# as drill run's rollback does.)
+		"drill recover": needs(indexRead, breakerRead, bucketRead, breakerDelete, record, recordProof, notifyPublish),
+		// The reference data plane (koshactl sandbox): it reads overrides and
+		// chaos keys, takes tokens with a conditional PutItem of its own, and
+		// records chaos headers it applied or refused under audit#dp# (a
+		// transaction of one write each, read back when its answer is lost).
+		"sandbox": needs(breakerRead, bucketRead, Need{PutItem, BucketItems, false}, secretRead,
+			Need{PutItem, DataPlaneItems, true}, Need{GetItem, DataPlaneItems, false}),
+		// Table administration: create the table (and TTL) where it is missing;
+		// add the indexes an older table lacks (unless its tags say a
+		// CloudFormation stack manages it), then index the existing audit
+		// records and overrides with conditional PutItems of their own.
+		// The table's change policy: read by anyone who reads the table; set,
+		// with its record, by the admin alone.
+		"policy get": needs(policyRead),
+		"policy set": needs(policyRead, policyPut, record, notifyPublish),
+		"store init": needs(Need{Action: DescribeTable}, Need{Action: CreateTable}, Need{Action: DescribeTimeToLive},
+			Need{Action: UpdateTimeToLive}),
+		"store migrate": needs(Need{Action: DescribeTable}, Need{Action: ListTagsOfResource}, Need{Action: UpdateTable},
+			Need{Action: Scan, Prefix: AuditItems}, Need{Action: Scan, Prefix: BreakerItems},
+			Need{PutItem, AuditItems, false}, Need{PutItem, BreakerItems, false}),
+	}
+})
 
 // Role names a set of command paths given one policy.
 type Role string
@@ -427,7 +431,7 @@ func ParseRole(s string) (Role, error) {
 func (r Role) Needs() []Need {
 	var out []Need
 	for _, p := range RolePaths[r] {
-		for _, n := range Commands[p] {
+		for _, n := range Commands()[p] {
 			if !slices.Contains(out, n) {
 				out = append(out, n)
 			}

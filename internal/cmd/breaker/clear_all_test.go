@@ -22,12 +22,14 @@ import (
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
-// clear --all of 120 overrides: its scan is the only read of overrides
+// clear --all of 60 overrides: its scan is the only read of overrides
 // (each override is cleared conditional on what the scan found, never
 // batch-read again) besides one GetItem of the table's policy,
-// the clears go in three transactions of at most 50 with their records
-// (three change tokens, whatever the SDK retries), and every clear is
-// recorded exactly once.
+// the clears go in two transactions of at most 50 with their records
+// (two change tokens, whatever the SDK retries), and every clear is
+// recorded exactly once. (60, not more: moto copies the whole table for
+// each action of a transaction, and a loaded CI machine running 100-action
+// transactions on a bigger table timed them out.)
 func TestClearAllReadsOnceAndRecordsEveryClear(t *testing.T) {
 	t.Parallel()
 	endpoint := moto.Start(t)
@@ -36,7 +38,7 @@ func TestClearAllReadsOnceAndRecordsEveryClear(t *testing.T) {
 	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(p.URL(), "kosha-control")
 	e.MustRun(0, "store", "init")
-	deps := make([]string, 120)
+	deps := make([]string, 60)
 	for i := range deps {
 		deps[i] = fmt.Sprintf("dep-%03d", i)
 	}
@@ -62,8 +64,8 @@ func TestClearAllReadsOnceAndRecordsEveryClear(t *testing.T) {
 	if n := p.Seen("Scan") - scans; n < 1 {
 		t.Errorf("clear --all made no scan")
 	}
-	if n := changes.distinct() - changesBefore; n != 3 {
-		t.Errorf("clear --all of %d overrides made %d changes, want 3 (50 a transaction)", len(deps), n)
+	if n := changes.distinct() - changesBefore; n != 2 {
+		t.Errorf("clear --all of %d overrides made %d changes, want 2 (50 a transaction)", len(deps), n)
 	}
 	s := dynamo.NewFromConfig(moto.Config(t, endpoint), "kosha-control")
 	clears := map[string]int{}

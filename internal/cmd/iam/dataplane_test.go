@@ -250,7 +250,7 @@ func (w *drillWorld) reset(t *testing.T) {
 
 // The example drills (docs/drills, as make test runs them) on a DynamoDB
 // context against the reference data plane (koshactl sandbox) on another
-// context of the same table: the sandbox calls exactly what iam.Commands
+// context of the same table: the sandbox calls exactly what iam.Commands()
 // declares for "sandbox" (the data-plane role), and the drills, with one
 // more that reads its gauges from CloudWatch, exactly what it declares for
 // "drill run" (the drill-runner role).
@@ -288,13 +288,13 @@ func TestDrillAndDataPlaneRolesCallExactlyAndNeedEachAction(t *testing.T) {
 		}
 		drillNeeds, dpNeeds = union(drillNeeds, cli), union(dpNeeds, dp)
 	}
-	if d := sameNeeds(drillNeeds, iam.Commands["drill run"]); d != "" {
+	if d := sameNeeds(drillNeeds, iam.Commands()["drill run"]); d != "" {
 		t.Errorf("drill run: %s", d)
 	}
 	if d := w.enf.TakeDenials(); len(d) > 0 {
 		t.Errorf("drill run as drill-runner: denied %v", d)
 	}
-	if d := sameNeeds(dpNeeds, iam.Commands["sandbox"]); d != "" {
+	if d := sameNeeds(dpNeeds, iam.Commands()["sandbox"]); d != "" {
 		t.Errorf("sandbox (the data plane): %s", d)
 	}
 	if d := w.dpEnf.TakeDenials(); len(d) > 0 {
@@ -314,7 +314,7 @@ func TestDrillAndDataPlaneRolesCallExactlyAndNeedEachAction(t *testing.T) {
 			}
 			for _, action := range st.Action {
 				di, ok := calledBy[role][action+" "+prefix]
-				if !ok && role == iam.DrillRunner && slices.ContainsFunc(iam.Commands["drill recover"], func(n iam.Need) bool {
+				if !ok && role == iam.DrillRunner && slices.ContainsFunc(iam.Commands()["drill recover"], func(n iam.Need) bool {
 					return n.Action == action && n.AsGranted().Prefix == prefix
 				}) {
 					continue // drill recover's: TestDrillRecoverCallsExactlyItsDeclaredOperations removes it

@@ -113,7 +113,7 @@ func (w *awsWorld) runCode(t *testing.T, code int, args ...string) []iam.Need {
 	return append(w.rec.take(), debugNeeds(r.Stderr)...)
 }
 
-// cliStep is one command path of iam.Commands run from the CLI: setup
+// cliStep is one command path of iam.Commands() run from the CLI: setup
 // (unenforced) makes the state it acts on, args are its arguments. With
 // lose, the store never answers the path's first change (every attempt of
 // it is applied and its answer lost), so the path settles it by reading
@@ -167,7 +167,7 @@ func (w *awsWorld) setupStep(s cliStep) {
 	}
 }
 
-// cliSteps are the command paths of iam.Commands the CLI runs in one world
+// cliSteps are the command paths of iam.Commands() the CLI runs in one world
 // (drill run, sandbox and the store commands have tests of their own).
 func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 	fixed := func(args ...string) func() []string { return func() []string { return args } }
@@ -290,7 +290,7 @@ func (w *awsWorld) prepare() {
 	w.MustRun(0, "ratelimit", "drain", "--create", "agent-1", "--create", "--reason", "setup")
 }
 
-// Every command path in iam.Commands, run against moto and the fakes
+// Every command path in iam.Commands(), run against moto and the fakes
 // under the policy of the smallest role that has it, passes and calls
 // exactly the operations the table declares for it: what a role's policy
 // grants is what its commands do, and enough for them.
@@ -313,8 +313,8 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 			t.Errorf("koshactl %s: no answer was lost", s.path)
 		}
 		for _, n := range got {
-			if !slices.Contains(iam.Commands[s.path], n) {
-				t.Errorf("koshactl %s (answer lost: %v) called %s, not in iam.Commands", s.path, s.lose, n)
+			if !slices.Contains(iam.Commands()[s.path], n) {
+				t.Errorf("koshactl %s (answer lost: %v) called %s, not in iam.Commands()", s.path, s.lose, n)
 			}
 		}
 		called[s.path] = union(called[s.path], got)
@@ -324,7 +324,7 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 		seen[s.path] = true
 	}
 	for path, got := range called {
-		if d := sameNeeds(got, iam.Commands[path]); d != "" {
+		if d := sameNeeds(got, iam.Commands()[path]); d != "" {
 			t.Errorf("koshactl %s, with and without a lost answer: %s", path, d)
 		}
 	}
@@ -336,9 +336,9 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 	}
 	seen["drill recover"] = true // TestDrillRecoverCallsExactlyItsDeclaredOperations
 	seen["mcp"] = true           // TestMCPServerCallsExactlyItsDeclaredOperations
-	for path := range iam.Commands {
+	for path := range iam.Commands() {
 		if !seen[path] {
-			t.Errorf("iam.Commands declares %q, which no test runs: its operations are unchecked", path)
+			t.Errorf("iam.Commands() declares %q, which no test runs: its operations are unchecked", path)
 		}
 	}
 }
@@ -505,7 +505,7 @@ func TestPolicyRefusesWhatItCannotRender(t *testing.T) {
 }
 
 // The admin role runs the store commands: init (on a missing table) calls
-// exactly what iam.Commands declares for it, and migrate passes under the
+// exactly what iam.Commands() declares for it, and migrate passes under the
 // policy calling nothing undeclared. (UpdateTable, which migrate calls only
 // on a table lacking indexes, is not called here: init made every index;
 // TestEveryActionOfTheAdminRoleIsNeeded runs migrate on a table without
@@ -521,13 +521,13 @@ func TestAdminRunsStoreCommands(t *testing.T) {
 	full := policyOf(t, iam.Admin, testTarget)
 	enf.SetPolicy(full)
 	r := e.MustRun(0, "--debug", "store", "init")
-	if d := sameNeeds(append(rec.take(), debugNeeds(r.Stderr)...), iam.Commands["store init"]); d != "" {
+	if d := sameNeeds(append(rec.take(), debugNeeds(r.Stderr)...), iam.Commands()["store init"]); d != "" {
 		t.Errorf("store init: %s", d)
 	}
 	r = e.MustRun(0, "--debug", "store", "migrate", "--yes")
 	for _, n := range append(rec.take(), debugNeeds(r.Stderr)...) {
-		if !slices.Contains(iam.Commands["store migrate"], n) {
-			t.Errorf("store migrate called %s, not in iam.Commands", n)
+		if !slices.Contains(iam.Commands()["store migrate"], n) {
+			t.Errorf("store migrate called %s, not in iam.Commands()", n)
 		}
 	}
 	if d := enf.TakeDenials(); len(d) > 0 {

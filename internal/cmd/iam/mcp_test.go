@@ -79,7 +79,7 @@ func (w *awsWorld) mcpSession(t *testing.T, calls ...mcpCall) ([]map[string]any,
 }
 
 // The MCP server under the requester's policy: every read tool and every
-// proposal succeeds, and calls exactly the operations iam.Commands
+// proposal succeeds, and calls exactly the operations iam.Commands()
 // declares for "mcp": reads, and change requests with their records,
 // never a lever write.
 func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
@@ -125,7 +125,7 @@ func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
 		t.Errorf("a proposal whose answer was lost (lost %d): %v", w.proxy.Lost()-lost, answers[0])
 	}
 	got = append(got, append(w.rec.take(), debugNeeds(stderr)...)...)
-	if d := sameNeeds(got, iam.Commands["mcp"]); d != "" {
+	if d := sameNeeds(got, iam.Commands()["mcp"]); d != "" {
 		t.Errorf("koshactl mcp: %s", d)
 	}
 	// Proposals wrote requests only: the levers are as they were.

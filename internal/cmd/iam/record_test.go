@@ -166,7 +166,7 @@ func sameNeeds(called, declared []iam.Need) string {
 	if len(missing)+len(extra) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("called but not in iam.Commands: %v; in iam.Commands but not called: %v", missing, extra)
+	return fmt.Sprintf("called but not in iam.Commands(): %v; in iam.Commands() but not called: %v", missing, extra)
 }
 
 // newFakeSM starts the Secrets Manager fake (the service's version-stage

@@ -85,7 +85,7 @@ func without(t *testing.T, doc *iam.Document, action string) *iam.Document {
 }
 
 // drill recover, run on a real failed run under the drill-runner policy,
-// passes and calls exactly what iam.Commands declares for it; with any one
+// passes and calls exactly what iam.Commands() declares for it; with any one
 // of those actions removed from the policy it fails, denied that action,
 // and says so (without sns:Publish it warns that the notification was
 // denied, and the recovery stands).
@@ -103,14 +103,14 @@ func TestDrillRecoverCallsExactlyItsDeclaredOperations(t *testing.T) {
 	loseChange(w.proxy, isClear)
 	got = union(got, w.run(t, "drill", "recover", jpath))
 	w.proxy.LoseAnswers(nil)
-	if d := sameNeeds(got, iam.Commands["drill recover"]); d != "" {
+	if d := sameNeeds(got, iam.Commands()["drill recover"]); d != "" {
 		t.Errorf("drill recover: %s", d)
 	}
 	if d := w.enf.TakeDenials(); len(d) > 0 {
 		t.Errorf("drill recover as drill-runner: denied %v", d)
 	}
 	var actions []string
-	for _, n := range iam.Commands["drill recover"] {
+	for _, n := range iam.Commands()["drill recover"] {
 		if !slices.Contains(actions, n.Action) {
 			actions = append(actions, n.Action)
 		}
