@@ -103,7 +103,7 @@ TEST_P ?= 6
 
 .PHONY: test
 test: test-deps test-bin ## Install test dependencies and run every test with -race
-	KOSHACTL_TEST_BINARY=$(abspath $(TEST_BIN)) $(GO) test -race -count=1 -p $(TEST_P) $(PKGS)
+	KOSHACTL_TEST_BINARY=$(abspath $(TEST_BIN)) $(GO) test -race -count=1 -timeout 20m -p $(TEST_P) $(PKGS)
 	PYTHONDONTWRITEBYTECODE=1 $(PYTHON) -m pytest -q -p no:cacheprovider sdk/python/tests
 
 # The packages whose TestContractVectors write docs/contracts/vectors: each
