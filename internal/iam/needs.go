@@ -236,6 +236,12 @@ var Commands = map[string][]Need{
 	"ratelimit set":     needs(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 	"audit list":        needs(indexRead, policyRead),
 	"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
+	// A scheduled detection job: the lever changes recorded since the
+	// table's policy without an approval (the policy read first, then the
+	// records since it), each announced on the context's topics. A
+	// notification a sink refuses is recorded (notify.failed), which the
+	// operator role's lever paths grant already.
+	"audit list --unapproved --notify": needs(indexRead, policyRead, notifyPublish),
 	// A record of its own (a minted header, a rotated key) is a
 	// transaction of one write, its lost answer settled by reading it.
 	"chaos sign":   needs(secretRead, record, recordProof),
@@ -318,7 +324,8 @@ var RolePaths = map[Role][]string{
 		"audit list", "audit list --scan", "policy get", "diff", "mcp"},
 	Operator: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
 		"audit list", "audit list --scan", "policy get", "diff", "breaker force-open", "breaker clear", "breaker clear --all", "apply",
-		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate"},
+		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
+		"audit list --unapproved --notify"},
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},
 	Admin:       {"store init", "store migrate", "policy set", "policy get"},
