@@ -78,14 +78,15 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 			"carry no approval: made without asking the policy (another tool, an older koshactl, a direct\n" +
 			"write; docs/contracts/policy.md). On a table without a policy nothing can be unapproved: it says\n" +
 			"so on stderr and lists nothing. --notify announces each one to the context's notification sinks\n" +
-			"(policy.bypassed, one per record; with --follow each once), for a scheduled job:\n" +
-			"koshactl audit list --unapproved --since 15m --notify.\n\n" +
+			"(policy.bypassed, one per record; with --follow each once). Every 15 minutes, a job runs\n" +
+			"koshactl audit list --unapproved --since 20m --notify (windows that overlap leave no gap when a\n" +
+			"run starts late; a change in the overlap is announced twice).\n\n" +
 			"Exit codes: 0 listed; 1 --unapproved listed one or more changes; 2 a flag is wrong; 7 the\n" +
 			"table's policy item has no since; 10 listed, but some records could not be read in full.",
 		Example: "  koshactl audit list --since 2h --subject breaker#openai\n  koshactl audit list --subject 'rl#*' -o json\n" +
 			"  koshactl audit list --actor 'arn:aws:sts::123456789012:assumed-role/ops/*' --until 2026-11-30T12:00:00Z\n" +
 			"  koshactl audit list --follow --action breaker.force-open\n" +
-			"  koshactl audit list --unapproved --since 15m --notify",
+			"  koshactl audit list --unapproved --since 20m --notify",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if opts.Since < 0 {
