@@ -499,6 +499,12 @@ type Query struct {
 	Actor string
 	// RunID keeps records of this drill run (exact match) when set.
 	RunID string
+	// Keep, when set, keeps only the records it is true of, after the
+	// other filters (audit list --unapproved keeps the changes
+	// policy.Unapproved flags); Limit counts the records it keeps, and the
+	// problems of a record it leaves out are not reported. A record that
+	// cannot be dated is not asked (it is reported whatever Keep says).
+	Keep func(Record) bool
 	// Limit keeps the newest Limit records; zero keeps all.
 	Limit int
 }
@@ -528,6 +534,9 @@ func (l *Log) List(ctx context.Context, q Query) (Listing, error) {
 		}
 		r, ok, problems := fromItem(it)
 		if !q.matches(r, ok, now) {
+			continue
+		}
+		if ok && q.Keep != nil && !q.Keep(r) {
 			continue
 		}
 		out.Unreadable = append(out.Unreadable, problems...)

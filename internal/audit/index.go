@@ -153,9 +153,9 @@ func (l *Log) query(ctx context.Context, qr store.Querier, q Query, now time.Tim
 	var err error
 	switch {
 	case exactSubject:
-		err = run(store.IndexAuditSubject, q.Subject, q.Action == "" && q.Actor == "" && q.RunID == "", &yielded)
+		err = run(store.IndexAuditSubject, q.Subject, q.Action == "" && q.Actor == "" && q.RunID == "" && q.Keep == nil, &yielded)
 	case exactActor:
-		err = run(store.IndexAuditActor, q.Actor, q.Action == "" && q.Subject == "" && q.RunID == "", &yielded)
+		err = run(store.IndexAuditActor, q.Actor, q.Action == "" && q.Subject == "" && q.RunID == "" && q.Keep == nil, &yielded)
 	default:
 		err = l.days(ctx, qr, q, now, since, until, from, to, yield)
 	}
@@ -184,7 +184,7 @@ var dayRounds = []int{1, 15}
 // whose newest records lie behind empty days, or that fall short of Limit
 // in the newest day).
 func (l *Log) days(ctx context.Context, qr store.Querier, q Query, now, since, until time.Time, from, to string, yield func(store.Item, error) bool) error {
-	pushdown := q.Action == "" && q.Subject == "" && q.Actor == "" && q.RunID == ""
+	pushdown := q.Action == "" && q.Subject == "" && q.Actor == "" && q.RunID == "" && q.Keep == nil
 	var days []string
 	last := until.Add(-time.Millisecond).UTC().Truncate(24 * time.Hour)
 	for day := last; !day.Before(since.UTC().Truncate(24 * time.Hour)); day = day.Add(-24 * time.Hour) {

@@ -281,3 +281,32 @@ func TestListKeepsOneRunsRecordsOnASubject(t *testing.T) {
 		})
 	}
 }
+
+// Keep narrows a listing by a rule the indexes cannot answer (audit list
+// --unapproved): its Limit counts the records kept, so the store is never
+// asked for only Limit items, which the rule could all leave out.
+func TestListLimitCountsTheRecordsKeepKeeps(t *testing.T) {
+	for name, s := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			log := history(t, s, 6)
+			keep := func(r audit.Record) bool { return r.Reason == "1" || r.Reason == "2" }
+			for _, q := range []audit.Query{
+				{Keep: keep, Limit: 2},
+				{Keep: keep, Limit: 2, Subject: "breaker#dep-*"},
+				{Keep: keep, Limit: 1, Actor: "actor-1"},
+			} {
+				l, err := log.List(t.Context(), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := "2,1"
+				if q.Actor != "" {
+					want = "1"
+				}
+				if got := reasons(l.Records); got != want {
+					t.Errorf("List(%+v) kept %q, want %q", q, got, want)
+				}
+			}
+		})
+	}
+}

@@ -292,6 +292,12 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 		"audit list":        needs(indexRead, policyRead),
 		"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
+		// A scheduled detection job: the lever changes recorded since the
+		// table's policy without an approval (the policy read first, then the
+		// records since it), each announced on the context's topics. A
+		// notification a sink refuses is recorded (notify.failed), which the
+		// operator role's lever paths grant already.
+		"audit list --unapproved --notify": needs(indexRead, policyRead, notifyPublish),
 		// A record of its own (a minted header, a rotated key) is a
 		// transaction of one write, its lost answer settled by reading it.
 		"chaos sign":   needs(secretRead, record, recordProof),
@@ -384,7 +390,7 @@ var RolePaths = map[Role][]string{
 		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
 		"breaker force-open", "breaker clear", "breaker clear --all", "apply",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
-		"request cancel", "request ack", "drill request", "apply --request"},
+		"request cancel", "request ack", "drill request", "apply --request", "audit list --unapproved --notify"},
 	Approver: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
 		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
 		"request approve", "request deny", "request ack"},

@@ -185,7 +185,7 @@ func (d *Dispatcher) Notify(ctx context.Context, ev Event) Report {
 	note := "not recorded: no audit log"
 	if d.Audit != nil {
 		actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-		rec, err := d.Audit.Append(actx, audit.Entry{Actor: ev.Actor, Action: ActionFailed, Subject: "notify#" + ev.ID,
+		rec, err := d.Audit.Append(actx, audit.Entry{Actor: ev.failureActor(), Action: ActionFailed, Subject: "notify#" + ev.ID,
 			Outcome: "failed", After: failureState{NotificationID: ev.ID, Action: ev.Action, AuditIDs: ev.AuditIDs,
 				Failed: rep.Failed, Delivered: rep.Delivered}})
 		acancel()

@@ -79,6 +79,19 @@ type Event struct {
 	// AuditIDs are every audit record the notification is about: the
 	// levers' and any other (a drill recovery's own record).
 	AuditIDs []string `json:"audit_ids"`
+
+	// reporter, when set, sent a notification about another's change
+	// ([BypassedEvent]): it, not Actor, is the actor of the notification's
+	// notify.failed record. Not in the payload.
+	reporter string
+}
+
+// failureActor is the actor of ev's notify.failed record: who sent it.
+func (ev Event) failureActor() string {
+	if ev.reporter != "" {
+		return ev.reporter
+	}
+	return ev.Actor
 }
 
 // complete fills what the dispatcher knows and normalizes the lists.

@@ -116,6 +116,22 @@ func (p *Policies) Load(ctx context.Context) (*Stored, error) {
 	return FromItem(it)
 }
 
+// Since reads when the table first had a policy (one strongly consistent
+// read of its item), without parsing the policy: what bypassed even a
+// policy koshactl cannot read is still flagged (see [Unapproved]). ok is
+// false when the table has no policy; since is zero when its item has no
+// since (written by hand), which flags nothing.
+func (p *Policies) Since(ctx context.Context) (since time.Time, ok bool, err error) {
+	it, err := p.store.Get(ctx, Key)
+	if errors.Is(err, store.ErrNotFound) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("read the table's policy: %w", err)
+	}
+	return SinceOf(it), true, nil
+}
+
 // SetResult is what [Policies.Set] did.
 type SetResult struct {
 	Before, After *Stored

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/listing"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/policy"
@@ -48,6 +49,13 @@ type ListOptions struct {
 	// After waits between --follow reads; nil means time.After (tests
 	// feed ticks).
 	After func(time.Duration) <-chan time.Time
+	// Unapproved lists only the lever changes recorded since the table's
+	// policy was set without an approval (policy.Unapproved), and exits 1
+	// when there are any.
+	Unapproved bool
+	// Notify (with Unapproved) announces each such record to the context's
+	// notification sinks: notify.ActionPolicyBypassed.
+	Notify bool
 }
 
 // NewCmdList builds `audit list`.
@@ -66,10 +74,19 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 			"A subject is KIND#NAME (breaker#openai, rl#agent-1). A --subject without a kind is read as a\n" +
 			"dependency's override (breaker#NAME), said on stderr; one that cannot be a dependency name,\n" +
 			"or is a near miss of one the context knows, is refused with the suggestion (exit 2).\n\n" +
-			"Exit codes: 0 listed; 2 a flag is wrong; 10 listed, but some records could not be read in full.",
+			"--unapproved lists only the lever changes recorded since the table's change policy was set that\n" +
+			"carry no approval: made without asking the policy (another tool, an older koshactl, a direct\n" +
+			"write; docs/contracts/policy.md). On a table without a policy nothing can be unapproved: it says\n" +
+			"so on stderr and lists nothing. --notify announces each one to the context's notification sinks\n" +
+			"(policy.bypassed, one per record; with --follow each once). Every 15 minutes, a job runs\n" +
+			"koshactl audit list --unapproved --since 20m --notify (windows that overlap leave no gap when a\n" +
+			"run starts late; a change in the overlap is announced twice).\n\n" +
+			"Exit codes: 0 listed; 1 --unapproved listed one or more changes; 2 a flag is wrong; 7 the\n" +
+			"table's policy item has no since; 10 listed, but some records could not be read in full.",
 		Example: "  koshactl audit list --since 2h --subject breaker#openai\n  koshactl audit list --subject 'rl#*' -o json\n" +
 			"  koshactl audit list --actor 'arn:aws:sts::123456789012:assumed-role/ops/*' --until 2026-11-30T12:00:00Z\n" +
-			"  koshactl audit list --follow --action breaker.force-open",
+			"  koshactl audit list --follow --action breaker.force-open\n" +
+			"  koshactl audit list --unapproved --since 20m --notify",
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if opts.Since < 0 {
@@ -87,6 +104,9 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 			if _, err := parseUntil(opts.Until, time.Time{}); err != nil {
 				return err
 			}
+			if opts.Notify && !opts.Unapproved {
+				return cmdutil.Usagef("--notify announces the changes --unapproved finds: add --unapproved")
+			}
 			return RunList(c.Context(), f, opts)
 		},
 	}
@@ -100,6 +120,8 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 	fl.DurationVar(&opts.Interval, "interval", DefaultFollowInterval, "how often --follow reads new records")
 	fl.BoolVar(&opts.Scan, "scan", false, "scan the whole table instead of the indexes: also finds records written without the index attributes or with an unreadable time (costs the table's size)")
 	fl.IntVar(&opts.Limit, "limit", 50, "show at most this many records (0 for all)")
+	fl.BoolVar(&opts.Unapproved, "unapproved", false, "only lever changes recorded since the table's policy was set without an approval; exit 1 when there are any")
+	fl.BoolVar(&opts.Notify, "notify", false, "with --unapproved: announce each one to the context's notification sinks (policy.bypassed)")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -123,38 +145,68 @@ func ReadList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) (ListRe
 	if err != nil {
 		return ListResult{}, nil, err
 	}
+	l, err := readList(ctx, f, env, opts)
+	return l.doc, l.unreadable, err
+}
+
+// listed is one listing of the records, with the since of the table's
+// policy it was flagged by (zero: the table has none).
+type listed struct {
+	doc         ListResult
+	unreadable  []store.Problem
+	policySince time.Time
+}
+
+// readList lists the records once and flags the unapproved ones; with
+// opts.Unapproved it lists only those.
+func readList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListOptions) (listed, error) {
 	q, err := query(f, env, opts, f.Clock.Now())
 	if err != nil {
-		return ListResult{}, nil, err
+		return listed{}, err
 	}
 	log := audit.NewLog(env.Store, f.Clock, env.Name)
 	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
-	// The table's policy is read while the records are: one round trip
-	// for both, not one after the other.
-	type loaded struct {
-		p   *policy.Stored
-		err error
+	var (
+		l     audit.Listing
+		since time.Time
+	)
+	if opts.Unapproved {
+		// The policy first: its since bounds the records read, and on a
+		// table without one nothing is read.
+		if since, err = unapprovedSince(ctx, f, env, false); err != nil {
+			return listed{}, err
+		}
+		if !since.IsZero() {
+			l, err = log.List(ctx, onlyUnapproved(q, &since))
+		}
+	} else {
+		// The table's policy is read while the records are: one round
+		// trip for both, not one after the other.
+		type loaded struct {
+			since time.Time
+			err   error
+		}
+		pol := make(chan loaded, 1)
+		go func() {
+			s, _, err := env.Policies().Since(ctx)
+			pol <- loaded{s, err}
+		}()
+		l, err = log.List(ctx, q)
+		lp := <-pol
+		if err == nil {
+			since, err = lp.since, lp.err
+		}
 	}
-	pol := make(chan loaded, 1)
-	go func() {
-		p, err := env.Policies().Load(ctx)
-		pol <- loaded{p, err}
-	}()
-	l, err := log.List(ctx, q)
-	lp := <-pol
 	if err != nil {
-		return ListResult{}, nil, err
-	}
-	if lp.err != nil {
-		return ListResult{}, nil, lp.err
+		return listed{}, err
 	}
 	recs := l.Records
 	if recs == nil {
 		recs = []audit.Record{}
 	}
-	flagUnapproved(lp.p, recs)
-	return ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
-		Unreadable: listing.Problems(l.Unreadable)}, l.Unreadable, nil
+	flagUnapproved(since, recs)
+	return listed{doc: ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
+		Unreadable: listing.Problems(l.Unreadable)}, unreadable: l.Unreadable, policySince: since}, nil
 }
 
 // query is the listing's question from its flags, at now: a bare
@@ -179,30 +231,42 @@ func query(f *cmdenv.Factory, env *cmdenv.Env, opts *ListOptions, now time.Time)
 
 // RunList lists the records.
 func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
-	if opts.Follow {
-		env, err := f.Env(ctx)
-		if err != nil {
-			return err
-		}
-		q, err := query(f, env, opts, f.Clock.Now())
-		if err != nil {
-			return err
-		}
-		log := audit.NewLog(env.Store, f.Clock, env.Name)
-		log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
-		return follow(ctx, f, opts, log.Follow(q))
+	env, err := f.Env(ctx)
+	if err != nil {
+		return err
 	}
-	doc, unreadable, err := ReadList(ctx, f, opts)
+	var ann *announcer
+	if opts.Notify {
+		if ann, err = newAnnouncer(ctx, env); err != nil {
+			return err
+		}
+	}
+	if opts.Follow {
+		return follow(ctx, f, env, opts, ann)
+	}
+	l, err := readList(ctx, f, env, opts)
 	if err != nil {
 		return err
 	}
 	now := f.Clock.Now()
-	recs := doc.Items
+	recs := l.doc.Items
 	ios := f.IOStreams
-	return listing.Print(ios, listing.List{Format: opts.Output, Doc: doc,
+	none := "No audit records match."
+	if opts.Unapproved {
+		none = "No unapproved lever changes."
+	}
+	err = listing.Print(ios, listing.List{Format: opts.Output, Doc: l.doc,
 		Rows: len(recs), Header: tableHeaders, Write: func(tw *cmdutil.Table) { writeRows(tw, ios, recs, now) },
-		None:     "No audit records match.",
-		Problems: unreadable, Noun: "audit record", Fix: followFix})
+		None:     none,
+		Problems: l.unreadable, Noun: "audit record", Fix: followFix})
+	if !opts.Unapproved || (err != nil && exitcode.Of(err) != exitcode.Partial) {
+		return err
+	}
+	// Oldest first: the channel reads them in the order they were made.
+	for i := len(recs) - 1; i >= 0; i-- {
+		ann.announce(ctx, recs[i], l.policySince)
+	}
+	return foundUnapproved(len(recs), l.policySince, err)
 }
 
 var tableHeaders = []string{"TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON"}
@@ -228,14 +292,11 @@ func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record,
 }
 
 // flagUnapproved marks the lever changes recorded since the table's policy
-// p was set that carry no approval ([policy.Unapproved]). A table without a
-// policy (p nil) flags nothing.
-func flagUnapproved(p *policy.Stored, recs []audit.Record) {
-	if p == nil {
-		return
-	}
+// was set (since) that carry no approval ([policy.Unapproved]). A table
+// without a policy (since zero) flags nothing.
+func flagUnapproved(since time.Time, recs []audit.Record) {
 	for i := range recs {
-		recs[i].Unapproved = policy.Unapproved(recs[i], p.Since)
+		recs[i].Unapproved = policy.Unapproved(recs[i], since)
 	}
 }
 
@@ -257,24 +318,62 @@ func parseUntil(s string, now time.Time) (time.Time, error) {
 // followFix is what a partial listing of audit records says to do.
 const followFix = "the records shown are complete; the others are named by pk (koshactl never rewrites an audit record; the store's TTL collects it after 90 days)"
 
-// follow prints the follower's records as they come, until ctx ends (exit
-// 0). A store that is unreachable for a while is retried, said on stderr.
-func follow(ctx context.Context, f *cmdenv.Factory, opts *ListOptions, fl *audit.Follower) error {
+// follow prints the records as they are written, until ctx ends (exit 0;
+// with --unapproved, exit 1 when it listed any). A store that is
+// unreachable for a while is retried, said on stderr. The table's policy is
+// read again before each read of the records, which it flags.
+func follow(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListOptions, ann *announcer) error {
 	ios := f.IOStreams
 	after := opts.After
 	if after == nil {
 		after = time.After
 	}
+	q, err := query(f, env, opts, f.Clock.Now())
+	if err != nil {
+		return err
+	}
+	var since time.Time
+	if opts.Unapproved {
+		if since, err = unapprovedSince(ctx, f, env, true); err != nil {
+			return err
+		}
+		if since.IsZero() && q.Since.Before(f.Clock.Now()) {
+			// No policy yet: one set later has a later since, so nothing
+			// written before now can be flagged; the follow waits for it.
+			q.Since = f.Clock.Now()
+		}
+		q = onlyUnapproved(q, &since)
+	} else if since, _, err = readPolicySince(ctx, env, false); err != nil {
+		return err
+	}
+	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	fl := log.Follow(q)
 	headers := opts.Output == cmdutil.FormatTable && !ios.NoHeaders()
 	// Unreadable records are warned about on stderr as they are met (stdout
 	// is the stream of records, in every format), and make the follow end
 	// as a listing that met them does: exit 10, with the count.
 	var unreadable []store.Problem
+	flagged := 0
 	done := func() error {
-		return listing.PartialListing(unreadable, "audit record", "warned about on stderr", followFix)
+		partial := listing.PartialListing(unreadable, "audit record", "warned about on stderr", followFix)
+		if !opts.Unapproved {
+			return partial
+		}
+		return foundUnapproved(flagged, since, partial)
 	}
-	for {
-		l, err := fl.Poll(ctx)
+	for first := true; ; first = false {
+		var l audit.Listing
+		var err error
+		if !first { // the policy was read just before the first poll
+			var s time.Time
+			if s, _, err = readPolicySince(ctx, env, opts.Unapproved); err == nil {
+				since = s
+			}
+		}
+		if err == nil {
+			l, err = fl.Poll(ctx)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return done()
@@ -287,8 +386,15 @@ func follow(ctx context.Context, f *cmdenv.Factory, opts *ListOptions, fl *audit
 				fmt.Fprintf(ios.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
 			}
 			unreadable = append(unreadable, l.Unreadable...)
+			flagUnapproved(since, l.Records)
 			if err := printFollowed(ios, opts.Output, l.Records, f.Clock.Now(), &headers); err != nil {
 				return err
+			}
+			for _, r := range l.Records {
+				if r.Unapproved && opts.Unapproved {
+					flagged++
+					ann.announce(ctx, r, since)
+				}
 			}
 		}
 		select {

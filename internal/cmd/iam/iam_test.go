@@ -2,6 +2,7 @@ package iam_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,12 +16,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
@@ -226,6 +230,9 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 		{"ratelimit set", nil, fixed("ratelimit", "set", "agnet-1", "--tokens", "5", "--reason", "iam test"), false, 3},
 		{"audit list", nil, fixed("audit", "list"), false, 0},
 		{"audit list --scan", nil, fixed("audit", "list", "--scan"), false, 0},
+		// A force that never asked the table's policy (another tool's write):
+		// the scheduled detection lists it, announces it and fails (exit 1).
+		{"audit list --unapproved --notify", w.bypass, fixed("audit", "list", "--unapproved", "--since", "15m", "--notify"), false, exitcode.Error},
 		{"chaos key id", nil, fixed("chaos", "key", "id"), false, 0},
 		{"chaos sign", nil, fixed("chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value"), false, 0},
 		{"chaos verify", func() {
@@ -278,6 +285,17 @@ func (w *awsWorld) allowAll(file string, setup func()) func() {
 		if setup != nil {
 			setup()
 		}
+	}
+}
+
+// bypass forces openai as a writer that never asks the table's policy
+// would (an older koshactl, another tool): the override and its record,
+// without an approval.
+func (w *awsWorld) bypass() {
+	s := dynamo.NewFromConfig(moto.Config(w.T, w.proxy.URL), "kosha-control")
+	if _, _, err := breaker.NewOverrides(s, w.Clock).Force(context.Background(), audit.NewLog(s, w.Clock, "dev"),
+		breaker.ForceRequest{Dependency: "openai", Reason: "no questions asked", Actor: "old-koshactl@host", For: 10 * time.Minute, Overwrite: true}); err != nil {
+		w.T.Fatal(err)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/notify/notifytest"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -245,6 +246,22 @@ func TestFourEyesOnMoto(t *testing.T) {
 	}
 	if r := w.as("admin", 0, "audit", "list"); !strings.Contains(r.Stdout, "UNAPPROVED") {
 		t.Errorf("audit list does not mark the bypass:\n%s", r.Stdout)
+	}
+	// The scheduled detection lists the bypass alone (not bob's approved
+	// force, not carol's break-glass clear), exits 1, and announces it once.
+	r = w.as("admin", exitcode.Error, "audit", "list", "--unapproved", "--notify", "-o", "json")
+	found := clitest.Decode[records](t, r.Stdout).Items
+	if len(found) != 1 || found[0].Actor != "old-koshactl@host" || found[0].Subject != "breaker#core-api" {
+		t.Fatalf("audit list --unapproved: %+v, want the bypass alone", found)
+	}
+	var announced []string
+	for _, ev := range w.rcv.Events(t) {
+		if ev.Action == notify.ActionPolicyBypassed {
+			announced = append(announced, strings.Join(ev.AuditIDs, ","))
+		}
+	}
+	if strings.Join(announced, " ") != found[0].ID {
+		t.Errorf("policy.bypassed announced for %v, want once for %s", announced, found[0].ID)
 	}
 
 	// Notifications announced requested, approved, denied, expired and break-glass.
