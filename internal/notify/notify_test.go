@@ -404,3 +404,34 @@ func TestSNSSubjectMentionsNobody(t *testing.T) {
 		t.Errorf("subject %q holds a raw mention", subject)
 	}
 }
+
+// The metadata's additionalContext, which Chatbot may show and a custom
+// action substitutes into its command, carries the actor and reason from
+// the table escaped like the description: no raw mention, control byte or
+// bidi mark.
+func TestSNSAdditionalContextIsEscaped(t *testing.T) {
+	t.Parallel()
+	ev := event()
+	ev.Actor = "<!channel>\x1b[31m"
+	ev.Reason = "fix \u202e<@U123>\nnext"
+	in, err := notify.SNSPublishInput("arn:aws:sns:eu-west-1:123456789012:kosha", ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg struct {
+		Metadata struct {
+			AdditionalContext map[string]string `json:"additionalContext"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(aws.ToString(in.Message)), &msg); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range msg.Metadata.AdditionalContext {
+		if strings.ContainsAny(v, "<>\x1b\u202e\n") {
+			t.Errorf("additionalContext %s = %q holds a raw mention, control byte or bidi mark", k, v)
+		}
+	}
+	if got := msg.Metadata.AdditionalContext["actor"]; got != `&lt;!channel&gt;\x1b[31m` {
+		t.Errorf("actor %q", got)
+	}
+}

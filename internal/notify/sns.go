@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 	"github.com/aws/aws-sdk-go-v2/service/sns/types"
+
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // SNS Publish's documented limits.
@@ -99,6 +101,17 @@ type chatbotMeta struct {
 	AdditionalContext map[string]string `json:"additionalContext"`
 }
 
+// chatValues escapes m's values as the description's lines are: Chatbot
+// may show additionalContext in a chat, and a custom action substitutes
+// its variables into a command (an actor or reason from the table is
+// never a raw mention, control byte or markup there).
+func chatValues(m map[string]string) map[string]string {
+	for k, v := range m {
+		m[k] = EscapeSlack(textsafe.Line(v))
+	}
+	return m
+}
+
 // SNSPublishInput is the Publish request for ev: a Chatbot custom
 // notification (values escaped as Slack documents, since Chatbot renders
 // client-markdown in Slack), an ASCII subject under 100 characters (escaped
@@ -127,9 +140,9 @@ func SNSPublishInput(topic string, ev Event) (*sns.PublishInput, error) {
 	}
 	msg := chatbotMessage{Version: "1.0", Source: "custom", ID: ev.ID,
 		Content: chatbotContent{TextType: "client-markdown", Title: EscapeSlack(title), Keywords: []string{ev.Context, ev.Action}},
-		Meta: chatbotMeta{Summary: EscapeSlack(title), EventType: ev.Action, AdditionalContext: map[string]string{
+		Meta: chatbotMeta{Summary: EscapeSlack(title), EventType: ev.Action, AdditionalContext: chatValues(map[string]string{
 			"context": ev.Context, "actor": ev.Actor, "reason": ev.Reason, "source": ev.Source,
-			"audit_ids": strings.Join(ev.AuditIDs, ","), "notification_id": ev.ID}}}
+			"audit_ids": strings.Join(ev.AuditIDs, ","), "notification_id": ev.ID})}}
 	if ev.Drill != nil {
 		msg.Meta.ThreadID = "drill-" + ev.Drill.RunID
 	}
