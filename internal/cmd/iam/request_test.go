@@ -1,7 +1,6 @@
 package iam_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -68,23 +69,7 @@ func newPeopleWorld(t *testing.T) *awsWorld {
 	t.Helper()
 	e := clitest.New(t)
 	return buildAWSWorld(t, e, func(endpoint, proxy, sns, cw string) string {
-		var creds bytes.Buffer
-		for _, name := range []string{"alice", "bob"} {
-			c := moto.User(t, endpoint, name)
-			fmt.Fprintf(&creds, "[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n", name, c.AccessKeyID, c.SecretAccessKey)
-		}
-		home := t.TempDir()
-		credFile := filepath.Join(home, "credentials")
-		if err := os.WriteFile(credFile, creds.Bytes(), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		e.Setenv("HOME", home)
-		e.Setenv("AWS_SHARED_CREDENTIALS_FILE", credFile)
-		e.Setenv("AWS_CONFIG_FILE", filepath.Join(home, "config"))
-		for _, k := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION"} {
-			e.Setenv(k, "")
-			_ = os.Unsetenv(k)
-		}
+		moto.UseProfiles(t, e.Setenv, map[string]aws.Credentials{"alice": moto.User(t, endpoint, "alice"), "bob": moto.User(t, endpoint, "bob")})
 		var cfg string
 		for _, name := range []string{"alice", "bob"} {
 			cfg += fmt.Sprintf(requestContextYAML, name, moto.Region, proxy, name, sns, endpoint, cw)

@@ -1,12 +1,9 @@
 package request_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -51,25 +48,7 @@ func newWorld(t *testing.T) *world {
 	e := clitest.New(t) // profiles come from the process environment: not parallel
 	alice, bob := moto.User(t, endpoint, "alice"), moto.User(t, endpoint, "bob")
 	carol := operatorSession(t, endpoint, moto.User(t, endpoint, "carol"), "carol")
-	var creds bytes.Buffer
-	for name, c := range map[string]aws.Credentials{"alice": alice, "bob": bob, "carol": carol, "admin": moto.Root} {
-		fmt.Fprintf(&creds, "[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n", name, c.AccessKeyID, c.SecretAccessKey)
-		if c.SessionToken != "" {
-			fmt.Fprintf(&creds, "aws_session_token = %s\n", c.SessionToken)
-		}
-	}
-	home := t.TempDir()
-	credFile := filepath.Join(home, "credentials")
-	if err := os.WriteFile(credFile, creds.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HOME", home)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", credFile)
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(home, "config"))
-	for _, k := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION"} {
-		t.Setenv(k, "")
-		_ = os.Unsetenv(k)
-	}
+	moto.UseProfiles(t, t.Setenv, map[string]aws.Credentials{"alice": alice, "bob": bob, "carol": carol, "admin": moto.Root})
 	rcv := notifytest.Start(t, notifytest.Accept)
 	var cfg strings.Builder
 	cfg.WriteString("current-context: admin\ncontexts:\n")

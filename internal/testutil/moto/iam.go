@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -69,3 +72,32 @@ func User(tb testing.TB, endpoint, name string) aws.Credentials {
 
 // UserARN is the caller ARN STS verifies for [User] name.
 func UserARN(name string) string { return "arn:aws:iam::123456789012:user/" + name }
+
+// UseProfiles writes profiles (name → credentials) to a shared
+// credentials file in a new home directory and points the AWS settings of
+// the environment at it through setenv (t.Setenv, or a clitest.Env's
+// Setenv): a context's `profile: NAME` then signs as that profile. The
+// other AWS variables are emptied, so nothing of the machine's leaks in.
+// The SDK reads the process environment: a test using it is not parallel.
+func UseProfiles(tb testing.TB, setenv func(key, value string), profiles map[string]aws.Credentials) {
+	tb.Helper()
+	var creds strings.Builder
+	for name, c := range profiles {
+		fmt.Fprintf(&creds, "[%s]\naws_access_key_id = %s\naws_secret_access_key = %s\n", name, c.AccessKeyID, c.SecretAccessKey)
+		if c.SessionToken != "" {
+			fmt.Fprintf(&creds, "aws_session_token = %s\n", c.SessionToken)
+		}
+	}
+	home := tb.TempDir()
+	file := filepath.Join(home, "credentials")
+	if err := os.WriteFile(file, []byte(creds.String()), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	setenv("HOME", home)
+	setenv("AWS_SHARED_CREDENTIALS_FILE", file)
+	setenv("AWS_CONFIG_FILE", filepath.Join(home, "config"))
+	for _, k := range []string{"AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION"} {
+		setenv(k, "")
+		_ = os.Unsetenv(k)
+	}
+}
