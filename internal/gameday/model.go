@@ -133,13 +133,6 @@ func one(s string) string {
 // clock formats an instant as the report's time of day (UTC).
 func clock(t time.Time) string { return t.UTC().Format("15:04:05.000Z") }
 
-func clockPtr(t *time.Time) string {
-	if t == nil {
-		return ""
-	}
-	return clock(*t)
-}
-
 // dur formats a duration as a person reads it: "45ms", "12.3s", "4m5s".
 func dur(d time.Duration) string {
 	switch {
@@ -574,15 +567,4 @@ func guardGlance(j *drill.Journal) []glance {
 		g = append(g, glance{"Fix", one(gr.Fix), "warn"})
 	}
 	return g
-}
-
-// countFunc counts the elements of s for which f holds.
-func countFunc[T any](s []T, f func(T) bool) int {
-	n := 0
-	for _, v := range s {
-		if f(v) {
-			n++
-		}
-	}
-	return n
 }

@@ -301,8 +301,6 @@ type statusSet struct {
 	classes []int
 }
 
-func (s statusSet) empty() bool { return len(s.codes) == 0 && len(s.classes) == 0 }
-
 func (s statusSet) accepts(code int) bool {
 	return slices.Contains(s.codes, code) || slices.Contains(s.classes, code/100)
 }

@@ -113,7 +113,7 @@ func (a *waitFor) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Out
 	if a.onError != drill.OnErrorContinue {
 		spec.Guard = &runtime.PollGuard{Role: drill.RoleWaitFor, Name: rc.CurrentStep(), Grace: rc.Drill.GuardGrace}
 	}
-	res, err := runtime.PollWith(ctx, rc, a.cond, spec)
+	res, err := runtime.Poll(ctx, rc, a.cond, spec)
 	out := runtime.NewOutputs().Set("elapsed_ms", strconv.FormatInt(res.Elapsed.Milliseconds(), 10)).
 		Set("polls", strconv.Itoa(res.Polls)).Set("detail", rc.Redact(res.Obs.Detail))
 	if err != nil {

@@ -110,7 +110,7 @@ func (u *run) check(ctx context.Context, c *drill.Check, phase string) (drill.Ch
 	if c.Within > 0 && c.OnError != drill.OnErrorContinue {
 		spec.Guard = &runtime.PollGuard{Role: drill.RoleHypothesis, Name: c.Name, Grace: d.GuardGrace}
 	}
-	res, err := runtime.PollWith(ctx, rc, runtime.ConditionOf(c), spec)
+	res, err := runtime.Poll(ctx, rc, runtime.ConditionOf(c), spec)
 	end := rc.Now()
 	rec := drill.CheckRecord{Phase: phase, Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c),
 		OK: err == nil, Detail: rc.Redact(res.Obs.Detail), Checks: res.Polls, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end),
