@@ -1,6 +1,7 @@
 package gameday
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -268,7 +269,7 @@ func timelineChart(j *drill.Journal, a axis) *chart {
 		if s.EndedAt != nil {
 			stepEnd, text = *s.EndedAt, s.Status+" "+dur(secs(s.DurationSeconds))
 		}
-		b.span(r, *s.StartedAt, stepEnd, "st-"+statusClass(s.Status), fmt.Sprintf("%s: %s: %s %s", s.ID, text, firstOf(s.Error, s.Detail), s.Description), text)
+		b.span(r, *s.StartedAt, stepEnd, "st-"+statusClass(s.Status), fmt.Sprintf("%s: %s: %s %s", s.ID, text, cmp.Or(s.Error, s.Detail), s.Description), text)
 	}
 	if len(j.Rollbacks) > 0 {
 		b.heading("Levers: pulled → put back")
@@ -301,7 +302,7 @@ func timelineChart(j *drill.Journal, a axis) *chart {
 		if rb.ExpiresAt != nil {
 			until, text = *rb.ExpiresAt, "NOT put back: lapses "+clock(*rb.ExpiresAt)
 		}
-		b.span(r, rb.RegisteredAt, until, "lapsed", fmt.Sprintf("%s %s: %s %s", rb.ID, rb.Subject, rb.Status, firstOf(rb.Error, text)), text)
+		b.span(r, rb.RegisteredAt, until, "lapsed", fmt.Sprintf("%s %s: %s %s", rb.ID, rb.Subject, rb.Status, cmp.Or(rb.Error, text)), text)
 	}
 	stopRows(b, j)
 	guardRows(b, j)
@@ -431,15 +432,6 @@ func evalText(e drill.StopEvaluation) string {
 		return "held"
 	}
 	return "did not hold"
-}
-
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // gaugeStates are the classes of the breaker_state strips.

@@ -1,6 +1,7 @@
 package gameday
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -60,7 +61,7 @@ func Markdown(w io.Writer, in Input) error {
 	}
 	var rows [][]string
 	for _, s := range r.Steps {
-		did := joinNonEmpty(": ", s.Description, firstOf(s.Error, s.Detail))
+		did := joinNonEmpty(": ", s.Description, cmp.Or(s.Error, s.Detail))
 		rows = append(rows, []string{s.ID, s.Kind, s.Status, s.Duration, s.Reason, did})
 	}
 	table("Steps", []string{"step", "kind", "status", "took", "why", "what it did"}, rows)
@@ -80,12 +81,12 @@ func Markdown(w io.Writer, in Input) error {
 	}
 	rows = nil
 	for _, c := range r.Preflight {
-		rows = append(rows, []string{c.Name, c.Kind, c.Status, firstOf(c.Error, c.Detail)})
+		rows = append(rows, []string{c.Name, c.Kind, c.Status, cmp.Or(c.Error, c.Detail)})
 	}
 	table("Preflight", []string{"check", "kind", "result", "observed"}, rows)
 	rows = nil
 	for _, l := range r.Levers {
-		rows = append(rows, []string{l.ID, l.Subject, l.Why, l.Status, l.Pulled, joinNonEmpty(" by ", l.Back, l.By), l.Held, firstOf(l.Error, l.Detail)})
+		rows = append(rows, []string{l.ID, l.Subject, l.Why, l.Status, l.Pulled, joinNonEmpty(" by ", l.Back, l.By), l.Held, cmp.Or(l.Error, l.Detail)})
 	}
 	table("Levers", []string{"rollback", "subject", "why", "status", "pulled", "put back", "held", "detail"}, rows)
 	if st := r.Stop; st != nil {
@@ -98,7 +99,7 @@ func Markdown(w io.Writer, in Input) error {
 	}
 	rows = nil
 	for _, c := range r.Checks {
-		rows = append(rows, []string{c.Phase, c.Name, c.Status, firstOf(c.Error, c.Detail)})
+		rows = append(rows, []string{c.Phase, c.Name, c.Status, cmp.Or(c.Error, c.Detail)})
 	}
 	table("Hypothesis", []string{"phase", "check", "result", "observed"}, rows)
 	rows = nil

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +28,7 @@ func (u *run) hypothesisBefore(runCtx context.Context) bool {
 			failed = true
 			if runCtx.Err() == nil {
 				r.update(func() {
-					j.Reason = fmt.Sprintf("the hypothesis did not hold before the drill: %s: %s", rec.Name, firstNonEmpty(rec.Error, rec.Detail))
+					j.Reason = fmt.Sprintf("the hypothesis did not hold before the drill: %s: %s", rec.Name, cmp.Or(rec.Error, rec.Detail))
 				})
 			}
 		}
@@ -81,19 +82,10 @@ func (u *run) hypothesisAfter(ctx context.Context, beforeFailed bool) {
 				u.lostGuard(lost)
 			case !rec.OK && j.Outcome == drill.OutcomePassed:
 				j.Outcome = drill.OutcomeFailed
-				j.Reason = fmt.Sprintf("the hypothesis did not hold after the rollback: %s: %s", rec.Name, firstNonEmpty(rec.Error, rec.Detail))
+				j.Reason = fmt.Sprintf("the hypothesis did not hold after the rollback: %s: %s", rec.Name, cmp.Or(rec.Error, rec.Detail))
 			}
 		})
 	}
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // check evaluates one hypothesis check and records it. A check that polls

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"encoding/xml"
 	"fmt"
 	"strings"
@@ -126,7 +127,7 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 			tc := junitCase{Name: c.Name, Classname: prefix + ".hypothesis." + phase, Time: junitTime(c.DurationSeconds),
 				SystemOut: c.Description + "\n" + c.Detail}
 			if !c.OK {
-				msg := firstNonEmpty(c.Error, "did not hold")
+				msg := cmp.Or(c.Error, "did not hold")
 				tc.Failure = &junitProblem{Message: msg, Type: "hypothesis", Text: c.Detail}
 			}
 			add(tc)
@@ -166,7 +167,7 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		case drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusStopped, drill.StatusGuardLost:
 			tc.Error = &junitProblem{Message: oneLine(s.Error), Type: s.Status, Text: s.Error}
 		case drill.StatusSkipped, drill.StatusPending:
-			tc.Skipped = &junitProblem{Message: "not run: " + firstNonEmpty(j.Reason, "the drill ended before it")}
+			tc.Skipped = &junitProblem{Message: "not run: " + cmp.Or(j.Reason, "the drill ended before it")}
 		}
 		add(tc)
 	}
@@ -183,7 +184,7 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		case drill.StatusAbandoned:
 			tc.Error = &junitProblem{Message: oneLine(r.Error), Type: "rollback-abandoned", Text: r.Error}
 		default:
-			tc.Failure = &junitProblem{Message: oneLine(firstNonEmpty(r.Error, r.Status)), Type: "rollback", Text: r.Error}
+			tc.Failure = &junitProblem{Message: oneLine(cmp.Or(r.Error, r.Status)), Type: "rollback", Text: r.Error}
 		}
 		add(tc)
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -190,7 +191,7 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 			r.Status, r.Error, rec.OK, mark = drill.StatusFailed, rc.Redact(err.Error()), false, "FAILED"
 		}
 		if rv.Log != nil {
-			rv.Log(fmt.Sprintf("%-6s %s %s: %s", mark, r.ID, r.Subject, firstNonEmpty(r.Error, r.Detail)))
+			rv.Log(fmt.Sprintf("%-6s %s %s: %s", mark, r.ID, r.Subject, cmp.Or(r.Error, r.Detail)))
 		}
 	}
 	j.RollbacksOK = rollbacksOK(j)

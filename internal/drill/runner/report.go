@@ -120,7 +120,7 @@ func (l *LiveLog) Report(ev Event) {
 		l.line(ev.Time, "%s", l.paint(ansiBold, ev.Phase))
 	case EventCheckDone:
 		c := ev.Check
-		detail := firstNonEmpty(c.Error, c.Detail)
+		detail := cmp.Or(c.Error, c.Detail)
 		if c.Error != "" && c.Detail != "" {
 			detail = c.Error + ": " + c.Detail
 		}
@@ -234,15 +234,10 @@ func (f *JournalFile) Report(ev Event) {
 	default:
 		return
 	}
-	b, err := json.MarshalIndent(ev.Journal, "", "  ")
-	if err == nil {
-		// Read back by drill recover: only ever a regular file, replaced
-		// atomically; nothing here can block.
-		err = fsutil.ReplaceFile(context.Background(), f.Path, append(b, '\n'), 0o644)
-	}
+	err := WriteJournal(f.Path, ev.Journal)
 	f.mu.Lock()
-	if err != nil && f.err == nil {
-		f.err = fmt.Errorf("write journal %s: %w", f.Path, err)
+	if f.err == nil {
+		f.err = err
 	}
 	f.mu.Unlock()
 }
@@ -250,7 +245,9 @@ func (f *JournalFile) Report(ev Event) {
 // Err returns the first write error, if any.
 func (f *JournalFile) Err() error { f.mu.Lock(); defer f.mu.Unlock(); return f.err }
 
-// WriteJournal writes j as the JSON journal at path, atomically.
+// WriteJournal writes j as the JSON journal at path, atomically: drill
+// recover reads it back, so it is only ever a regular file, replaced; nothing
+// here can block.
 func WriteJournal(path string, j *drill.Journal) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err == nil {
