@@ -228,12 +228,8 @@ func (u *run) resolve(ctx context.Context) bool {
 		r.update(func() { j.Outcome, j.Reason = drill.OutcomeInvalid, reason })
 		return false
 	}
-	for _, v := range d.Vars {
-		val, err := rc.Expand(v.Value)
-		if err != nil {
-			return invalid(fmt.Sprintf("variable %s: %v", v.Name, err))
-		}
-		rc.SetVar(v.Name, val, v.Secret)
+	if err := rc.ResolveVars(); err != nil {
+		return invalid(err.Error())
 	}
 	if err := rc.CheckAlarms(ctx); err != nil {
 		return invalid(rc.Redact(err.Error()))

@@ -270,15 +270,24 @@ func (rc *RunContext) Lookup(ref drill.Ref) (string, bool, error) {
 	return "", false, fmt.Errorf("unknown reference %s", ref.Text)
 }
 
+// ResolveVars expands the drill's variables in order, each able to use the
+// ones before it, and sets them for the run.
+func (rc *RunContext) ResolveVars() error {
+	for _, v := range rc.Drill.Vars {
+		val, err := rc.Expand(v.Value)
+		if err != nil {
+			return fmt.Errorf("variable %s: %v", v.Name, err)
+		}
+		rc.SetVar(v.Name, val, v.Secret)
+	}
+	return nil
+}
+
 // Expand resolves a template. A secret value in the result is remembered,
 // so [RunContext.Redact] hides it wherever it is reported.
 func (rc *RunContext) Expand(t drill.Template) (string, error) {
-	s, secret, err := t.Expand(rc)
-	if err != nil {
-		return "", err
-	}
-	_ = secret // secret values were registered when they were produced
-	return s, nil
+	s, _, err := t.Expand(rc) // secret values were registered when they were produced
+	return s, err
 }
 
 // Describe expands t for a description, falling back to the template text
