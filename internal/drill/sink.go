@@ -312,7 +312,7 @@ func validHost(s string) bool {
 func (t Template) ExpandURL(rc Redactor) (string, error) {
 	pos := urlPositions(t)
 	whole := len(t.parts) == 1
-	s, err := t.expandWith(rc, func(i int, _ Ref, v string) (string, error) {
+	s, _, err := t.expand(rc, func(i int, _ Ref, v string) (string, error) {
 		switch pos[i] {
 		case urlBase:
 			u, err := url.Parse(v)
@@ -349,7 +349,7 @@ func (t Template) ExpandURL(rc Redactor) (string, error) {
 // holds a control character (CR, LF, NUL, ...): it could end the header
 // and start another, or the request.
 func (t Template) ExpandHeader(rc Resolver, name string) (string, error) {
-	s, err := t.expandWith(rc, func(_ int, _ Ref, v string) (string, error) {
+	s, _, err := t.expand(rc, func(_ int, _ Ref, v string) (string, error) {
 		if i := headerControl(v); i >= 0 {
 			return "", fmt.Errorf("the value holds a control character (%q at byte %d): header %s cannot carry one", v[i], i, name)
 		}
