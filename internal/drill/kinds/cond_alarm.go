@@ -126,21 +126,23 @@ func (c *alarmCondition) AlarmTarget(rc *runtime.RunContext) (runtime.AlarmTarge
 			return t, fmt.Errorf("region %q is not an AWS region (like eu-west-1)", t.Region)
 		}
 	}
-	for _, n := range c.names {
-		s, err := rc.Expand(n)
-		if err != nil {
-			return t, err
-		}
-		t.Query.Names = append(t.Query.Names, s)
+	if t.Query.Names, err = expandAll(rc, c.names); err != nil {
+		return t, err
 	}
-	for _, p := range c.prefixes {
-		s, err := rc.Expand(p)
+	t.Query.Prefixes, err = expandAll(rc, c.prefixes)
+	return t, err
+}
+
+func expandAll(rc *runtime.RunContext, ts []drill.Template) ([]string, error) {
+	var out []string
+	for _, t := range ts {
+		s, err := rc.Expand(t)
 		if err != nil {
-			return t, err
+			return nil, err
 		}
-		t.Query.Prefixes = append(t.Query.Prefixes, s)
+		out = append(out, s)
 	}
-	return t, nil
+	return out, nil
 }
 
 func (c *alarmCondition) Describe(rc *runtime.RunContext) string {

@@ -9,7 +9,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
 // BucketConditionKind is the bucket condition: a client's rate-limit bucket
@@ -42,15 +41,7 @@ func (BucketConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m.RejectUnknown("client", "admit", "min_tokens", "max_tokens")
 	c := &bucketCondition{}
 	var ok bool
-	c.client, ok = m.Template("client", true)
-	if ok {
-		if s, static := c.client.Static(); static {
-			if err := ratelimit.ValidateClientID(s); err != nil {
-				m.Errorf("client", "%v", err)
-				ok = false
-			}
-		}
-	}
+	c.client, ok = decodeClient(m)
 	if v, present := m.Bool("admit"); present {
 		c.admit = &v
 	}

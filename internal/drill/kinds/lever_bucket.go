@@ -242,15 +242,7 @@ func decodeBucketStep(d *drill.Decoder, n *yaml.Node, op ratelimit.Op, fields ..
 	m.RejectUnknown(append([]string{"client", "reason"}, fields...)...)
 	a := &bucketStep{op: op}
 	var ok bool
-	a.client, ok = m.Template("client", true)
-	if ok {
-		if s, static := a.client.Static(); static {
-			if err := ratelimit.ValidateClientID(s); err != nil {
-				m.Errorf("client", "%v", err)
-				ok = false
-			}
-		}
-	}
+	a.client, ok = decodeClient(m)
 	a.reason, _ = m.Template("reason", false)
 	if !ok {
 		return nil, m
@@ -366,6 +358,18 @@ func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.
 	}
 	out.Detail += confirmed(res.Confirmed)
 	return out, nil
+}
+
+// decodeClient reads the client field, checking a literal client id.
+func decodeClient(m *drill.Map) (drill.Template, bool) {
+	t, ok := m.Template("client", true)
+	if s, static := t.Static(); ok && static {
+		if err := ratelimit.ValidateClientID(s); err != nil {
+			m.Errorf("client", "%v", err)
+			return t, false
+		}
+	}
+	return t, ok
 }
 
 var bucketOutputs = []string{"client", "tokens_before", "tokens_after", "admit", "retry_after_seconds", "changed"}
