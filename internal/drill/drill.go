@@ -468,7 +468,7 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 		c.Timeout = t
 	}
 	c.OnError = d.OnError(m)
-	kindKey := d.oneKind(m, what, checkFields, d.reg.conditionNames(), "condition")
+	kindKey := d.oneKind(m, what, checkFields, names(d.reg.Conditions), "condition")
 	if kindKey == "" {
 		return nil
 	}
@@ -531,7 +531,7 @@ func (d *Decoder) OnError(m *Map) string {
 // It returns nil, with a problem, unless exactly one condition is there
 // and it decodes.
 func (d *Decoder) NestedCondition(m *Map, what string, fields ...string) Spec {
-	key := d.oneKind(m, what, fields, d.reg.conditionNames(), "condition")
+	key := d.oneKind(m, what, fields, names(d.reg.Conditions), "condition")
 	if key == "" {
 		return nil
 	}
@@ -637,7 +637,7 @@ func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *
 	if top {
 		s.ContinueOnFailure, _ = m.Bool("continue_on_failure")
 	}
-	kindKey := d.oneKind(m, what, fields, d.reg.stepNames(), "step")
+	kindKey := d.oneKind(m, what, fields, names(d.reg.Steps), "step")
 	if kindKey != "" {
 		s.Kind, _ = d.reg.Step(kindKey)
 		if s.Name == "" {
