@@ -235,32 +235,31 @@ func (m *Map) fetch(key string, required bool) *yaml.Node {
 	return m.Get(key)
 }
 
-// String decodes key as a plain string (no templating).
-func (m *Map) String(key string, required bool) (string, bool) {
+// field decodes key with dec, named "MAP: KEY" in its problems; ok is
+// false when key is absent (a problem when required) or invalid.
+func field[T any](m *Map, key string, required bool, dec func(*yaml.Node, string) (T, bool)) (T, bool) {
 	n := m.fetch(key, required)
 	if n == nil {
-		return "", false
+		var zero T
+		return zero, false
 	}
-	return m.d.stringValue(n, m.what+": "+key)
+	return dec(n, m.what+": "+key)
+}
+
+// String decodes key as a plain string (no templating).
+func (m *Map) String(key string, required bool) (string, bool) {
+	return field(m, key, required, m.d.stringValue)
 }
 
 // Template decodes key as a template string.
 func (m *Map) Template(key string, required bool) (Template, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return Template{}, false
-	}
-	return m.d.Template(n, m.what+": "+key)
+	return field(m, key, required, m.d.Template)
 }
 
 // Duration decodes key as a Go duration ("30s", "2m"). ok is false when
 // absent or invalid.
 func (m *Map) Duration(key string, required bool) (time.Duration, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return 0, false
-	}
-	return m.d.Duration(n, m.what+": "+key)
+	return field(m, key, required, m.d.Duration)
 }
 
 // Bool decodes key as a boolean.
@@ -277,21 +276,11 @@ func (m *Map) Bool(key string) (bool, bool) {
 }
 
 // Int decodes key as an integer.
-func (m *Map) Int(key string, required bool) (int, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return 0, false
-	}
-	return m.d.Int(n, m.what+": "+key)
-}
+func (m *Map) Int(key string, required bool) (int, bool) { return field(m, key, required, m.d.Int) }
 
 // Float decodes key as a number.
 func (m *Map) Float(key string, required bool) (float64, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return 0, false
-	}
-	return m.d.Float(n, m.what+": "+key)
+	return field(m, key, required, m.d.Float)
 }
 
 // NamedTemplate is one entry of a mapping of names to template strings.

@@ -56,11 +56,7 @@ func (d *Decoder) Command(n *yaml.Node, what string) (Template, bool) {
 
 // Command decodes key as a shell command (see [Decoder.Command]).
 func (m *Map) Command(key string, required bool) (Template, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return Template{}, false
-	}
-	return m.d.Command(n, m.what+": "+key)
+	return field(m, key, required, m.d.Command)
 }
 
 func (d *Decoder) shellRefusal(r Ref) string {
@@ -144,11 +140,7 @@ func (d *Decoder) URL(n *yaml.Node, what string) (Template, bool) {
 
 // URL decodes key as a URL template (see [Decoder.URL]).
 func (m *Map) URL(key string, required bool) (Template, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return Template{}, false
-	}
-	return m.d.URL(n, m.what+": "+key)
+	return field(m, key, required, m.d.URL)
 }
 
 // HeaderMap decodes key as HTTP headers: names are header tokens, and the
@@ -188,16 +180,14 @@ func keyNode(mapping *yaml.Node, key string) *yaml.Node {
 }
 
 // validHeaderName reports whether s is an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
+func validHeaderName(s string) bool { return s != "" && onlyAlnumOr(s, "!#$%&'*+-.^_`|~") }
+
+// onlyAlnumOr reports whether every byte of s is an ASCII letter or digit,
+// or one of extra.
+func onlyAlnumOr(s, extra string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(extra, c) >= 0) {
 			return false
 		}
 	}
@@ -290,18 +280,7 @@ type Redactor interface {
 
 // validHost reports whether s can only be (part of) a host or a port:
 // letters, digits, '.', '-', '_', ':' and the brackets of an IPv6 address.
-func validHost(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte(".-_:[]", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func validHost(s string) bool { return onlyAlnumOr(s, ".-_:[]") }
 
 // ExpandURL expands a URL template so that no value changes the URL's
 // structure: a reference that starts the URL must be an http(s) base URL
