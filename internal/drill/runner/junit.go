@@ -16,23 +16,24 @@ import (
 // check (before and after), per step and per rollback.
 
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	Name    string   `xml:"name,attr"`
+	junitCounts
+	Suites []junitSuite `xml:"testsuite"`
+}
+
+// junitCounts are the attributes a suite and the document both carry.
+type junitCounts struct {
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
 }
 
 type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
+	Name string `xml:"name,attr"`
+	junitCounts
 	Timestamp  string          `xml:"timestamp,attr"`
 	Properties []junitProperty `xml:"properties>property"`
 	Cases      []junitCase     `xml:"testcase"`
@@ -68,10 +69,7 @@ func stopProperties(s *drill.StopRecord) []junitProperty {
 	}
 	out := []junitProperty{{"stop_condition", s.Condition}, {"stop_at", s.At.UTC().Format(time.RFC3339Nano)}, {"stop_detail", s.Detail}}
 	for i, a := range s.Alarms {
-		p := "stop_alarm"
-		if i > 0 {
-			p = fmt.Sprintf("stop_alarm_%d", i+1)
-		}
+		p := numbered("stop_alarm", i)
 		out = append(out, junitProperty{p, a.Name}, junitProperty{p + "_state", a.State},
 			junitProperty{p + "_since", a.Since.UTC().Format(time.RFC3339Nano)}, junitProperty{p + "_reason", a.Reason})
 	}
@@ -94,19 +92,25 @@ func guardProperties(g *drill.GuardRecord) []junitProperty {
 
 func junitTime(s float64) string { return fmt.Sprintf("%.3f", s) }
 
+// numbered names the i-th of a repeated property: p, p_2, p_3...
+func numbered(p string, i int) string {
+	if i == 0 {
+		return p
+	}
+	return fmt.Sprintf("%s_%d", p, i+1)
+}
+
 // JUnit renders the journal as JUnit XML.
 func JUnit(j *drill.Journal) ([]byte, error) {
 	prefix := "drill." + j.Drill.Name
-	suite := junitSuite{Name: "drill " + j.Drill.Name, Time: junitTime(j.DurationSeconds), Timestamp: j.StartedAt.Format("2006-01-02T15:04:05Z"),
+	suite := junitSuite{Name: "drill " + j.Drill.Name, junitCounts: junitCounts{Time: junitTime(j.DurationSeconds)},
+		Timestamp: j.StartedAt.Format("2006-01-02T15:04:05Z"),
 		Properties: []junitProperty{{"file", j.Drill.File}, {"run_id", j.RunID}, {"context", j.Context}, {"outcome", j.Outcome},
 			{"exit_code", fmt.Sprint(j.ExitCode)}, {"rollbacks_ok", fmt.Sprint(j.RollbacksOK)}}}
 	suite.Properties = append(suite.Properties, stopProperties(j.Stop)...)
 	suite.Properties = append(suite.Properties, guardProperties(j.Guard)...)
 	for i, rv := range j.Recoveries {
-		p := "recovered"
-		if i > 0 {
-			p = fmt.Sprintf("recovered_%d", i+1)
-		}
+		p := numbered("recovered", i)
 		suite.Properties = append(suite.Properties, junitProperty{p + "_at", rv.At.UTC().Format(time.RFC3339Nano)},
 			junitProperty{p + "_by", rv.Actor}, junitProperty{p + "_ok", fmt.Sprint(rv.OK)})
 	}
@@ -195,8 +199,7 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		checks("after", j.Hypothesis.After)
 	}
 	suite.SystemOut = Summary(j, false)
-	doc := junitSuites{Name: "koshactl drill", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Skipped: suite.Skipped,
-		Time: suite.Time, Suites: []junitSuite{suite}}
+	doc := junitSuites{Name: "koshactl drill", junitCounts: suite.junitCounts, Suites: []junitSuite{suite}}
 	doc.render()
 	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {

@@ -52,34 +52,24 @@ func (l *LiveLog) paint(code, s string) string {
 // safe renders one value for the log: one line, by the textsafe rule.
 func safe(s string) string { return textsafe.Line(s) }
 
-// mark renders a status as a short label: ok, FAIL, skip...
+// mark renders a status as a short label: ok, FAIL, skip... (on a
+// terminal a colored symbol).
 func (l *LiveLog) mark(status string) string {
+	color, symbol, label := ansiRed, "✗", "FAIL"
 	switch status {
 	case drill.StatusPassed, drill.StatusOK:
-		if l.TTY {
-			return l.paint(ansiGreen, "✓")
-		}
-		return "ok  "
+		color, symbol, label = ansiGreen, "✓", "ok  "
 	case drill.StatusSkipped:
-		if l.TTY {
-			return l.paint(ansiDim, "-")
-		}
-		return "skip"
+		color, symbol, label = ansiDim, "-", "skip"
 	case drill.StatusAbandoned:
-		if l.TTY {
-			return l.paint(ansiRed, "!")
-		}
-		return "ABND"
+		symbol, label = "!", "ABND"
 	case drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusStopped, drill.StatusGuardLost:
-		if l.TTY {
-			return l.paint(ansiYellow, "■")
-		}
-		return "STOP"
+		color, symbol, label = ansiYellow, "■", "STOP"
 	}
 	if l.TTY {
-		return l.paint(ansiRed, "✗")
+		return l.paint(color, symbol)
 	}
-	return "FAIL"
+	return label
 }
 
 func (l *LiveLog) line(t time.Time, format string, args ...any) {
