@@ -16,7 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
-// AlarmConditionKind is the alarm condition: CloudWatch alarms, by name or
+// alarmConditionKind is the alarm condition: CloudWatch alarms, by name or
 // name prefix, as AWS FIS stop conditions and AppConfig rollbacks use them.
 //
 //	alarm:
@@ -30,20 +30,11 @@ import (
 // All alarm conditions of a drill are read together: one DescribeAlarms
 // call per region per poll (see [metrics.AlarmRequest] for how names and
 // prefixes share it).
-type AlarmConditionKind struct{}
+var alarmConditionKind = conditionKind{name: "alarm",
+	summary: "holds when a CloudWatch alarm (by name or name prefix) is in ALARM (state: OK: when none is); one DescribeAlarms call per poll for all of the drill's alarms",
+	decode:  decodeAlarmCondition}
 
-var _ drill.ConditionKind = AlarmConditionKind{}
-
-// Name implements ConditionKind.
-func (AlarmConditionKind) Name() string { return "alarm" }
-
-// Summary implements ConditionKind.
-func (AlarmConditionKind) Summary() string {
-	return "holds when a CloudWatch alarm (by name or name prefix) is in ALARM (state: OK: when none is); one DescribeAlarms call per poll for all of the drill's alarms"
-}
-
-// Decode implements ConditionKind.
-func (AlarmConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeAlarmCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m := d.Map(n, "alarm")
 	if m == nil {
 		return nil

@@ -11,7 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/human"
 )
 
-// BucketConditionKind is the bucket condition: a client's rate-limit bucket
+// bucketConditionKind is the bucket condition: a client's rate-limit bucket
 // (read from the store, refilled to now by the data plane's formula)
 // admits or refuses, or holds a number of tokens.
 //
@@ -20,20 +20,11 @@ import (
 //	  admit: true         # the next request would be admitted
 //	  min_tokens: 5       # optional bounds on the refilled level
 //	  max_tokens: 20
-type BucketConditionKind struct{}
+var bucketConditionKind = conditionKind{name: "bucket",
+	summary: "holds when a client's rate-limit bucket admits (or refuses), or holds between min_tokens and max_tokens",
+	decode:  decodeBucketCondition}
 
-var _ drill.ConditionKind = BucketConditionKind{}
-
-// Name implements ConditionKind.
-func (BucketConditionKind) Name() string { return "bucket" }
-
-// Summary implements ConditionKind.
-func (BucketConditionKind) Summary() string {
-	return "holds when a client's rate-limit bucket admits (or refuses), or holds between min_tokens and max_tokens"
-}
-
-// Decode implements ConditionKind.
-func (BucketConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeBucketCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m := d.Map(n, "bucket")
 	if m == nil {
 		return nil

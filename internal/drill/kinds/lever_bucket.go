@@ -26,7 +26,7 @@ import (
 // restore of the level before the drill), its journal record, and its
 // rebuilding from the audit trail.
 
-// RateLimitDrainKind is the ratelimit.drain step: empty a client's bucket
+// rateLimitDrainKind is the ratelimit.drain step: empty a client's bucket
 // so its next requests get 429s.
 //
 //	ratelimit.drain:
@@ -38,26 +38,10 @@ import (
 // plane's refill brings back to zero after that long, so the client
 // recovers on its own even if koshactl is killed. Rollback restores the
 // level the bucket had before the drill.
-type RateLimitDrainKind struct{}
+var rateLimitDrainKind = bucketKind("ratelimit.drain", "empty a client's bucket (optionally held for a while); rollback restores its level",
+	decodeDrain)
 
-var _ drill.MutatingKind = RateLimitDrainKind{}
-
-// Name implements StepKind.
-func (RateLimitDrainKind) Name() string { return "ratelimit.drain" }
-
-// Lever implements MutatingKind: a step moves a rate-limit bucket.
-func (RateLimitDrainKind) Lever() string { return drill.LeverBucket }
-
-// Summary implements StepKind.
-func (RateLimitDrainKind) Summary() string {
-	return "empty a client's bucket (optionally held for a while); rollback restores its level"
-}
-
-// Outputs implements StepKind.
-func (RateLimitDrainKind) Outputs() []string { return bucketOutputs }
-
-// Decode implements StepKind.
-func (RateLimitDrainKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeDrain(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	a, m := decodeBucketStep(d, n, ratelimit.OpDrain, "for")
 	if m == nil {
 		return nil
@@ -77,7 +61,7 @@ func (RateLimitDrainKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	return a
 }
 
-// RateLimitResetKind is the ratelimit.reset step: refill a client's bucket
+// rateLimitResetKind is the ratelimit.reset step: refill a client's bucket
 // to capacity, so its next requests are admitted.
 //
 //	ratelimit.reset:
@@ -86,26 +70,9 @@ func (RateLimitDrainKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 //
 // After a drain in the same drill it registers no new rollback: the
 // drain's rollback restores the level from before the drill.
-type RateLimitResetKind struct{}
+var rateLimitResetKind = bucketKind("ratelimit.reset", "refill a client's bucket to capacity; rollback restores its level", decodeReset)
 
-var _ drill.MutatingKind = RateLimitResetKind{}
-
-// Name implements StepKind.
-func (RateLimitResetKind) Name() string { return "ratelimit.reset" }
-
-// Lever implements MutatingKind: a step moves a rate-limit bucket.
-func (RateLimitResetKind) Lever() string { return drill.LeverBucket }
-
-// Summary implements StepKind.
-func (RateLimitResetKind) Summary() string {
-	return "refill a client's bucket to capacity; rollback restores its level"
-}
-
-// Outputs implements StepKind.
-func (RateLimitResetKind) Outputs() []string { return bucketOutputs }
-
-// Decode implements StepKind.
-func (RateLimitResetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeReset(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	a, _ := decodeBucketStep(d, n, ratelimit.OpReset)
 	if a == nil {
 		return nil
@@ -113,31 +80,19 @@ func (RateLimitResetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	return a
 }
 
-// RateLimitSetKind is the ratelimit.set step: write an exact token count.
+// rateLimitSetKind is the ratelimit.set step: write an exact token count.
 //
 //	ratelimit.set:
 //	  client: drill-client   # required
 //	  tokens: 3              # required, 0 to the bucket's capacity
-type RateLimitSetKind struct{}
+var rateLimitSetKind = bucketKind("ratelimit.set", "set a client's bucket to N tokens; rollback restores its level", decodeSet)
 
-var _ drill.MutatingKind = RateLimitSetKind{}
-
-// Name implements StepKind.
-func (RateLimitSetKind) Name() string { return "ratelimit.set" }
-
-// Lever implements MutatingKind: a step moves a rate-limit bucket.
-func (RateLimitSetKind) Lever() string { return drill.LeverBucket }
-
-// Summary implements StepKind.
-func (RateLimitSetKind) Summary() string {
-	return "set a client's bucket to N tokens; rollback restores its level"
+// bucketKind is a step kind that moves a rate-limit bucket.
+func bucketKind(name, summary string, decode decodeFunc) leverKind {
+	return leverKind{stepKind{name: name, summary: summary, outputs: bucketOutputs, decode: decode}, drill.LeverBucket}
 }
 
-// Outputs implements StepKind.
-func (RateLimitSetKind) Outputs() []string { return bucketOutputs }
-
-// Decode implements StepKind.
-func (RateLimitSetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeSet(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	a, m := decodeBucketStep(d, n, ratelimit.OpSet, "tokens")
 	if m == nil {
 		return nil

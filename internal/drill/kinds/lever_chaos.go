@@ -25,7 +25,7 @@ import (
 // same as koshactl chaos sign's).
 const ChaosAuditAction = "chaos.sign"
 
-// ChaosSignKind is the chaos.sign step: mint a signed X-Kosha-Chaos header
+// chaosSignKind is the chaos.sign step: mint a signed X-Kosha-Chaos header
 // that later steps send.
 //
 //	chaos.sign:
@@ -41,28 +41,12 @@ const ChaosAuditAction = "chaos.sign"
 // output (${steps.ID.header}) that never appears in a report, log or
 // journal; the journal keeps its jti, fields and expiry. The mint is
 // audited like koshactl chaos sign.
-type ChaosSignKind struct{}
+var chaosSignKind = leverKind{stepKind{name: "chaos.sign",
+	summary: "mint a signed X-Kosha-Chaos header for later steps; expires by the drill's deadline (15m at most)",
+	outputs: []string{"header", "header_name", "jti", "kid", "exp", "expires_at", "target", "fault"}, decode: decodeChaosSign},
+	drill.LeverChaos}
 
-var _ drill.MutatingKind = ChaosSignKind{}
-
-// Name implements StepKind.
-func (ChaosSignKind) Name() string { return "chaos.sign" }
-
-// Lever implements MutatingKind: a step mints a chaos header.
-func (ChaosSignKind) Lever() string { return drill.LeverChaos }
-
-// Summary implements StepKind.
-func (ChaosSignKind) Summary() string {
-	return "mint a signed X-Kosha-Chaos header for later steps; expires by the drill's deadline (15m at most)"
-}
-
-// Outputs implements StepKind.
-func (ChaosSignKind) Outputs() []string {
-	return []string{"header", "header_name", "jti", "kid", "exp", "expires_at", "target", "fault"}
-}
-
-// Decode implements StepKind.
-func (ChaosSignKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeChaosSign(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m := d.Map(n, "chaos.sign")
 	if m == nil {
 		return nil
