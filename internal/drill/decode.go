@@ -2,6 +2,7 @@ package drill
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -449,11 +450,7 @@ func (d *Decoder) checkRef(r Ref) string {
 	switch r.Namespace {
 	case NSVars:
 		if !s.vars[r.Name] {
-			names := make([]string, 0, len(s.vars))
-			for v := range s.vars {
-				names = append(names, v)
-			}
-			slices.Sort(names)
+			names := slices.Sorted(maps.Keys(s.vars))
 			if len(names) == 0 {
 				return fmt.Sprintf("no variable %q is defined before this point (declare it under vars)", r.Name)
 			}

@@ -441,28 +441,21 @@ var gaugeStates = map[string]string{"closed": "g-closed", "half_open": "g-half",
 // breaker_state, from one read to the next. It is nil without a reading.
 func gaugeChart(j *drill.Journal, samples []drill.GaugeSample, a axis) *chart {
 	byDep := map[string][]drill.GaugeSample{}
-	var deps []string
 	for _, s := range samples {
-		if _, ok := byDep[s.Dependency]; !ok {
-			deps = append(deps, s.Dependency)
-		}
 		byDep[s.Dependency] = append(byDep[s.Dependency], s)
 	}
-	sort.Strings(deps)
 	b := newBuilder(a)
 	any := false
-	for _, dep := range deps {
+	for _, dep := range slices.Sorted(maps.Keys(byDep)) {
 		ss := byDep[dep]
 		sort.SliceStable(ss, func(i, k int) bool { return ss[i].At.Before(ss[k].At) })
-		var instances []string
+		seen := map[string]bool{}
 		for _, s := range ss {
 			for _, in := range s.Instances {
-				if !slices.Contains(instances, in.Instance) {
-					instances = append(instances, in.Instance)
-				}
+				seen[in.Instance] = true
 			}
 		}
-		sort.Strings(instances)
+		instances := slices.Sorted(maps.Keys(seen))
 		if len(instances) == 0 {
 			continue
 		}

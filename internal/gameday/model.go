@@ -2,8 +2,8 @@ package gameday
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -192,12 +192,7 @@ func build(in Input) *report {
 				row.Fleet, row.FleetClass = one("fleet did NOT confirm "+f.Goal+" within "+dur(secs(f.TimeoutSeconds))), "bad"
 			}
 		}
-		keys := make([]string, 0, len(s.Outputs))
-		for k := range s.Outputs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(s.Outputs)) {
 			row.Outputs = append(row.Outputs, fact{Name: one(k), Value: one(s.Outputs[k])})
 		}
 		r.Steps = append(r.Steps, row)
@@ -206,13 +201,7 @@ func build(in Input) *report {
 		r.Levers = append(r.Levers, leverRowOf(j, rb, end))
 	}
 	for _, c := range slices.Concat(j.Hypothesis.Before, j.Hypothesis.After) {
-		status, class := "held", "good"
-		if !c.OK {
-			status, class = "did not hold", "bad"
-		}
-		r.Checks = append(r.Checks, checkRow{Phase: one(c.Phase), Name: one(c.Name), Kind: one(c.Kind), Description: one(c.Description),
-			Status: status, Class: class, Started: clock(c.StartedAt), Duration: dur(secs(c.DurationSeconds)), Detail: one(c.Detail),
-			Error: one(c.Error), Checks: c.Checks})
+		r.Checks = append(r.Checks, checkRowOf(c, "held", "did not hold"))
 	}
 	if st := j.Stop; st != nil {
 		sr := &stopRow{Condition: one(st.Condition), Detail: one(st.Detail), At: clock(st.At)}
@@ -227,13 +216,7 @@ func build(in Input) *report {
 	}
 	r.Guard = guardRowOf(j)
 	for _, c := range j.Preflight {
-		status, class := "can be evaluated", "good"
-		if !c.OK {
-			status, class = "cannot be evaluated", "bad"
-		}
-		r.Preflight = append(r.Preflight, checkRow{Phase: one(c.Phase), Name: one(c.Name), Kind: one(c.Kind), Description: one(c.Description),
-			Status: status, Class: class, Started: clock(c.StartedAt), Duration: dur(secs(c.DurationSeconds)), Detail: one(c.Detail),
-			Error: one(c.Error), Checks: c.Checks})
+		r.Preflight = append(r.Preflight, checkRowOf(c, "can be evaluated", "cannot be evaluated"))
 	}
 	for _, rv := range j.Recoveries {
 		row := recoveryRow{At: clock(rv.At), Actor: one(rv.Actor), Rollbacks: one(strings.Join(rv.Rollbacks, ", ")), Detail: one(rv.Detail),
@@ -272,6 +255,17 @@ func build(in Input) *report {
 		r.GaugesNote = "no breaker_state samples: the run polled no gauges, and none were fetched"
 	}
 	return r
+}
+
+// checkRowOf is a check's row, its status ok or failed as it held or not.
+func checkRowOf(c drill.CheckRecord, ok, failed string) checkRow {
+	status, class := ok, "good"
+	if !c.OK {
+		status, class = failed, "bad"
+	}
+	return checkRow{Phase: one(c.Phase), Name: one(c.Name), Kind: one(c.Kind), Description: one(c.Description),
+		Status: status, Class: class, Started: clock(c.StartedAt), Duration: dur(secs(c.DurationSeconds)), Detail: one(c.Detail),
+		Error: one(c.Error), Checks: c.Checks}
 }
 
 // lastTime is the latest instant the journal knows of: its end, or (for a
@@ -534,6 +528,7 @@ func graceText(gr *drill.GuardRecord) string {
 // guard: which guard, why, since when, how many polls, and the fix.
 func guardGlance(j *drill.Journal) []glance {
 	gr := j.Guard
+	label, text := "Guard lost", fmt.Sprintf("%s %q could not be evaluated", gr.Role, gr.Condition)
 	if gr.Phase == drill.GuardPreflight {
 		bad := 0
 		for _, c := range j.Preflight {
@@ -541,28 +536,23 @@ func guardGlance(j *drill.Journal) []glance {
 				bad++
 			}
 		}
-		text := fmt.Sprintf("preflight at %s: %s %q could not be evaluated: %s", clock(gr.At), gr.Role, gr.Condition, gr.Cause)
+		label, text = "Refused", fmt.Sprintf("preflight at %s: %s %q could not be evaluated: %s", clock(gr.At), gr.Role, gr.Condition, gr.Cause)
 		if len(j.Preflight) > 0 {
 			text += fmt.Sprintf(" (%d of %d guards could not be evaluated)", bad, len(j.Preflight))
 		}
-		g := []glance{{"Refused", one(text), "bad"}}
-		if gr.Fix != "" {
-			g = append(g, glance{"Fix", one(gr.Fix), "warn"})
+	} else {
+		if gr.Since != nil {
+			text += fmt.Sprintf(" since %s (+%s)", clock(*gr.Since), dur(gr.Since.Sub(j.StartedAt)))
 		}
-		return g
+		if gr.Polls > 0 {
+			text += fmt.Sprintf(", %d polls in a row", gr.Polls)
+		}
+		if grace := graceText(gr); grace != "" {
+			text += " (grace " + grace + ")"
+		}
+		text += fmt.Sprintf("; lost at %s (+%s), the steps stopped and the levers were rolled back: %s", clock(gr.At), dur(gr.At.Sub(j.StartedAt)), gr.Cause)
 	}
-	text := fmt.Sprintf("%s %q could not be evaluated", gr.Role, gr.Condition)
-	if gr.Since != nil {
-		text += fmt.Sprintf(" since %s (+%s)", clock(*gr.Since), dur(gr.Since.Sub(j.StartedAt)))
-	}
-	if gr.Polls > 0 {
-		text += fmt.Sprintf(", %d polls in a row", gr.Polls)
-	}
-	if grace := graceText(gr); grace != "" {
-		text += " (grace " + grace + ")"
-	}
-	text += fmt.Sprintf("; lost at %s (+%s), the steps stopped and the levers were rolled back: %s", clock(gr.At), dur(gr.At.Sub(j.StartedAt)), gr.Cause)
-	g := []glance{{"Guard lost", one(text), "bad"}}
+	g := []glance{{label, one(text), "bad"}}
 	if gr.Fix != "" {
 		g = append(g, glance{"Fix", one(gr.Fix), "warn"})
 	}

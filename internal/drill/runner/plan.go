@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -172,12 +173,7 @@ func (p *Plan) planAlarms(ctx context.Context, rc *runtime.RunContext) {
 		p.Problems = append(p.Problems, "alarms: "+err.Error())
 		return
 	}
-	regions := make([]string, 0, len(qs))
-	for r := range qs {
-		regions = append(regions, r)
-	}
-	slices.Sort(regions)
-	for _, r := range regions {
+	for _, r := range slices.Sorted(maps.Keys(qs)) {
 		in, err := metrics.AlarmRequest(qs[r])
 		if err != nil {
 			p.Problems = append(p.Problems, fmt.Sprintf("alarms in %s: %v", r, err))

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -25,13 +26,8 @@ func (rc *RunContext) Environ() []string {
 		}
 	}
 	rc.mu.Lock()
-	names := make([]string, 0, len(rc.vars))
-	for name := range rc.vars {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	vars := make([][2]string, 0, len(names))
-	for _, name := range names {
+	vars := make([][2]string, 0, len(rc.vars))
+	for _, name := range slices.Sorted(maps.Keys(rc.vars)) {
 		vars = append(vars, [2]string{drill.EnvName("DRILL_VAR", name), rc.vars[name]})
 	}
 	rc.mu.Unlock()
@@ -39,12 +35,7 @@ func (rc *RunContext) Environ() []string {
 		add(v[0], v[1])
 	}
 	outs := rc.StepOutputs()
-	ids := make([]string, 0, len(outs))
-	for id := range outs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(outs)) {
 		o := outs[id]
 		for _, name := range o.names {
 			if v, ok := o.values[name]; ok {
