@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -251,8 +250,7 @@ func (a *bucketStep) clientID(rc *runtime.RunContext) (string, error) {
 }
 
 func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
-	svc := rc.Deps
-	if err := runtime.NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
+	if err := runtime.NeedService(rc.Deps.Buckets != nil && rc.Deps.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
 	client, err := a.clientID(rc)
@@ -262,7 +260,7 @@ func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runti
 	if _, moved := rc.Lever(ratelimit.Key(client)); moved {
 		return nil, nil
 	}
-	st, err := svc.Buckets.Get(ctx, client)
+	st, err := rc.Deps.Buckets.Get(ctx, client)
 	if err != nil {
 		return nil, err
 	}
@@ -332,13 +330,7 @@ var bucketOutputs = []string{"client", "tokens_before", "tokens_after", "admit",
 func recoverBucket(in RecoverInput) (runtime.Rollback, []string, error) {
 	rec, l := in.Record, in.Record.Lever
 	subject := ratelimit.Key(l.Client)
-	var trail []audit.Record
-	for _, r := range in.Trail {
-		if r.RunID == in.RunID && r.Subject == subject && slices.Contains([]string{ratelimit.ActionReset, ratelimit.ActionDrain, ratelimit.ActionSet}, r.Action) {
-			trail = append(trail, r)
-		}
-	}
-	trail = orderTrail(trail, bucketLink)
+	trail := orderTrail(runRecords(in.Trail, in.RunID, subject, ratelimit.ActionReset, ratelimit.ActionDrain, ratelimit.ActionSet), bucketLink)
 	if len(trail) == 0 {
 		// A bucket change that changed nothing is not recorded (a reset
 		// of a full bucket): nothing to undo, whatever the journal says.
