@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,15 +165,7 @@ func ParseFile(reg *Registry, path string) (*Drill, []Problem) {
 // has no position (Line 0), and says the file's cause alone ("no such file
 // or directory"), the path being the problem's File.
 func unreadable(path string, err error) Problem {
-	return Problem{File: path, Message: fmt.Sprintf("cannot read the drill file: %v", unwrapPath(err))}
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
+	return Problem{File: path, Message: fmt.Sprintf("cannot read the drill file: %v", fsutil.Cause(err))}
 }
 
 var yamlLineRE = lazyre.New(`^yaml: (?:line (\d+): )?(.*)$`)

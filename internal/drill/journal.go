@@ -399,7 +399,7 @@ func ReadJournal(path string) (*Journal, error) {
 	// only a regular file is a journal a run wrote.
 	b, _, err := fsutil.ReadRegular(path, maxJournalSize)
 	if err != nil {
-		return nil, fmt.Errorf("read journal %s: %w", path, unwrapPath(err))
+		return nil, fmt.Errorf("read journal %s: %w", path, fsutil.Cause(err))
 	}
 	var j Journal
 	if err := json.Unmarshal(b, &j); err != nil {

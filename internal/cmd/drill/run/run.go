@@ -250,19 +250,11 @@ func checkReportPath(path string, special bool) error {
 	if err == nil || errors.Is(err, fsutil.ErrOutputRefused) {
 		return err
 	}
-	return fmt.Errorf("cannot write there: %w", unwrapPath(err))
+	return fmt.Errorf("cannot write there: %w", fsutil.Cause(err))
 }
 
 // oneLine joins a multi-line value on spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
 
 // Parse parses the drill in file, printing its problems (exit 2, the
 // message ending in after), and applies --var: the first thing drill plan
