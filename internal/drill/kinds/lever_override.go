@@ -193,12 +193,9 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 	}
 	out.Detail += confirmed(res.Confirmed)
 	if a.wait {
-		fleet, rec, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt})
-		if err != nil {
+		if err := waitFleet(ctx, rc, out, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt}); err != nil {
 			return nil, err
 		}
-		out.Detail += "; " + fleet
-		out.Fleet = rec
 	}
 	return out, nil
 }
@@ -292,11 +289,9 @@ func (a *clearOverride) Run(ctx context.Context, rc *runtime.RunContext) (*runti
 		out.Detail = strings.TrimPrefix(confirmed(o.Result.Confirmed), " ")
 	}
 	if a.wait {
-		fleet, rec, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()})
-		if err != nil {
+		if err := waitFleet(ctx, rc, out, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()}); err != nil {
 			return nil, err
 		}
-		out.Detail, out.Fleet = strings.TrimPrefix(out.Detail+"; "+fleet, "; "), rec
 	}
 	return out, nil
 }
