@@ -2,6 +2,7 @@ package drill
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -343,9 +344,6 @@ func (d *Decoder) AddAlarm(c Spec) { d.alarms = append(d.alarms, c) }
 // Alarms returns the drill's alarm conditions, as their kind decoded them.
 func (d *Drill) Alarms() []Spec { return d.alarms }
 
-// HasAlarms reports whether the drill has alarm conditions.
-func (d *Drill) HasAlarms() bool { return len(d.alarms) > 0 }
-
 func (d *Decoder) vars(n *yaml.Node) []Var {
 	m := d.Map(n, "vars")
 	if m == nil {
@@ -459,19 +457,10 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 		c.Timeout = t
 	}
 	c.OnError = d.OnError(m)
-	kindKey := d.oneKind(m, what, checkFields, names(d.reg.Conditions), "condition")
-	if kindKey == "" {
+	if c.Kind, c.Spec = d.condition(m, what, checkFields); c.Spec == nil {
 		return nil
 	}
-	kind, _ := d.reg.Condition(kindKey)
-	c.Kind = kind
-	if c.Name == "" {
-		c.Name = kindKey
-	}
-	c.Spec = kind.Decode(d, m.Get(kindKey))
-	if c.Spec == nil {
-		return nil
-	}
+	c.Name = cmp.Or(c.Name, c.Kind.Name())
 	return c
 }
 
@@ -522,12 +511,19 @@ func (d *Decoder) OnError(m *Map) string {
 // It returns nil, with a problem, unless exactly one condition is there
 // and it decodes.
 func (d *Decoder) NestedCondition(m *Map, what string, fields ...string) Spec {
+	_, spec := d.condition(m, what, fields)
+	return spec
+}
+
+// condition decodes the one condition of m beside fields: its kind and its
+// spec (nil, with a problem, unless it decodes).
+func (d *Decoder) condition(m *Map, what string, fields []string) (ConditionKind, Spec) {
 	key := d.oneKind(m, what, fields, names(d.reg.Conditions), "condition")
 	if key == "" {
-		return nil
+		return nil, nil
 	}
 	k, _ := d.reg.Condition(key)
-	return k.Decode(d, m.Get(key))
+	return k, k.Decode(d, m.Get(key))
 }
 
 // oneKind finds the single key of m that names a kind; other keys must be
@@ -585,22 +581,16 @@ func (d *Decoder) steps(n *yaml.Node) []*Step {
 // step decodes one step; top says it is a drill step (with an id and
 // rollbacks) rather than a rollback entry.
 func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *Step {
-	what := fmt.Sprintf("steps[%d]", index)
+	list, idPrefix, fields := "steps", "step", stepFields
 	if !top {
-		what = fmt.Sprintf("rollback[%d]", index)
+		list, idPrefix, fields = "rollback", "rollback", []string{"name", "timeout"}
 	}
+	what := fmt.Sprintf("%s[%d]", list, index)
 	m := d.Map(n, what)
 	if m == nil {
 		return nil
 	}
-	s := &Step{Line: m.node.Line, Col: m.node.Column, ID: fmt.Sprintf("step-%d", index+1)}
-	if !top {
-		s.ID = fmt.Sprintf("rollback-%d", index+1)
-	}
-	fields := stepFields
-	if !top {
-		fields = []string{"name", "timeout"}
-	}
+	s := &Step{Line: m.node.Line, Col: m.node.Column, ID: fmt.Sprintf("%s-%d", idPrefix, index+1)}
 	if top {
 		if id, ok := m.String("id", false); ok {
 			switch {

@@ -161,7 +161,7 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 }
 
 func (p *Plan) planAlarms(ctx context.Context, rc *runtime.RunContext) {
-	if !rc.Drill.HasAlarms() {
+	if len(rc.Drill.Alarms()) == 0 {
 		return
 	}
 	if rc.Deps.Alarms == nil {
