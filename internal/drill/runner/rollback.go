@@ -22,6 +22,9 @@ const (
 	rollbackBackoff  = 250 * time.Millisecond
 )
 
+// abandoned is the error of a rollback the operator abandoned.
+const abandoned = "abandoned: the operator stopped the rollback"
+
 type stackEntry struct {
 	rb  runtime.Rollback
 	idx int // into journal.Rollbacks
@@ -74,42 +77,37 @@ func (u *run) rollback(e stackEntry) {
 	r.mu.Lock()
 	rec := &j.Rollbacks[e.idx]
 	if parent.Err() != nil {
-		rec.Status, rec.Error = drill.StatusAbandoned, "abandoned: the operator stopped the rollback"
-		r.addExpiry(rec, e.rb)
+		rec.Status, rec.Error = drill.StatusAbandoned, abandoned
+	} else {
+		start := rc.Now()
+		rec.Status, rec.StartedAt = drill.StatusRunning, drill.TimePtr(start)
 		snap := *rec
 		r.mu.Unlock()
-		r.emit(Event{Kind: EventRollbackDone, Rollback: &snap})
-		return
-	}
-	start := rc.Now()
-	rec.Status, rec.StartedAt = drill.StatusRunning, drill.TimePtr(start)
-	snap := *rec
-	r.mu.Unlock()
-	r.emit(Event{Kind: EventRollbackStarted, Rollback: &snap})
-
-	ctx, cancel := context.WithTimeout(parent, d.RollbackTimeout)
-	defer cancel()
-	rc.SetCurrentStep(rec.Step)
-	detail, attempts, err := undoWithRetry(ctx, rc, e.rb)
-	end := rc.Now()
-	r.mu.Lock()
-	rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, drill.TimePtr(end), drill.Seconds(end.Sub(start))
-	rec.Detail = rc.Redact(detail)
-	// A lever change and its record are one write: a rollback restored
-	// its lever (ok), or did not, or nobody can tell (failed, its error
-	// says what to read).
-	switch {
-	case err == nil:
-		rec.Status, rec.Error = drill.StatusOK, ""
-	case parent.Err() != nil:
-		rec.Status, rec.Error = drill.StatusAbandoned, "abandoned: the operator stopped the rollback"
-	case ctx.Err() != nil:
-		rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, rc.Redact(err.Error()))
-	default:
-		rec.Status, rec.Error = drill.StatusFailed, rc.Redact(err.Error())
+		r.emit(Event{Kind: EventRollbackStarted, Rollback: &snap})
+		ctx, cancel := context.WithTimeout(parent, d.RollbackTimeout)
+		defer cancel()
+		rc.SetCurrentStep(rec.Step)
+		detail, attempts, err := undoWithRetry(ctx, rc, e.rb)
+		end := rc.Now()
+		r.mu.Lock()
+		rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, drill.TimePtr(end), drill.Seconds(end.Sub(start))
+		rec.Detail = rc.Redact(detail)
+		// A lever change and its record are one write: a rollback restored
+		// its lever (ok), or did not, or nobody can tell (failed, its error
+		// says what to read).
+		switch {
+		case err == nil:
+			rec.Status, rec.Error = drill.StatusOK, ""
+		case parent.Err() != nil:
+			rec.Status, rec.Error = drill.StatusAbandoned, abandoned
+		case ctx.Err() != nil:
+			rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, rc.Redact(err.Error()))
+		default:
+			rec.Status, rec.Error = drill.StatusFailed, rc.Redact(err.Error())
+		}
 	}
 	r.addExpiry(rec, e.rb)
-	snap = *rec
+	snap := *rec
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventRollbackDone, Rollback: &snap})
 }
