@@ -2,7 +2,7 @@ package runtime
 
 import (
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/drill"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -348,10 +349,8 @@ func (rc *RunContext) SetOutputs(id string, o *Outputs) {
 	rc.mu.Lock()
 	rc.outputs[id] = o
 	rc.mu.Unlock()
-	for n, sec := range o.secret {
-		if sec {
-			rc.AddSecret(o.values[n])
-		}
+	for n := range o.secret {
+		rc.AddSecret(o.values[n])
 	}
 }
 
@@ -359,11 +358,7 @@ func (rc *RunContext) SetOutputs(id string, o *Outputs) {
 func (rc *RunContext) StepOutputs() map[string]*Outputs {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	out := make(map[string]*Outputs, len(rc.outputs))
-	for k, v := range rc.outputs {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(rc.outputs)
 }
 
 // Lever is one thing a drill moved (an override, a bucket, a chaos
