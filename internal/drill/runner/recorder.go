@@ -124,7 +124,9 @@ func (r *runJournal) recordStop(e drill.StopEvaluation) {
 	r.update(func() {
 		j := r.journal
 		j.StopEvaluations = appendCapped(j.StopEvaluations, e, maxStopEvaluations, func(p drill.StopEvaluation) bool { return p.Condition == e.Condition },
-			func(p drill.StopEvaluation) bool { return p.Holds == e.Holds && p.Error == e.Error && p.Detail == e.Detail })
+			func(p drill.StopEvaluation) bool {
+				return p.Holds == e.Holds && p.Error == e.Error && p.Detail == e.Detail
+			})
 	})
 }
 
