@@ -219,23 +219,20 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		printSummary(f, j)
 	}
 	reportErr := s.Finish(j)
-	switch {
-	case j.Outcome == drill.OutcomeRefused:
-		// Nothing was done: the refusal is the command's error, one line
-		// naming the guard, the cause and the fix.
-		if reportErr != nil {
-			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
-		}
-		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "drill %s %s", d.Name, oneLine(j.Reason))
-	case j.ExitCode != drill.ExitPassed:
-		if reportErr != nil {
-			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
-		}
-		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome)
-	case reportErr != nil:
+	if j.ExitCode == drill.ExitPassed {
 		return reportErr
 	}
-	return nil
+	// The run's exit code is the command's: a report that failed too is
+	// said on a line of its own.
+	if reportErr != nil {
+		fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(oneLine(reportErr.Error())))
+	}
+	if j.Outcome == drill.OutcomeRefused {
+		// Nothing was done: the refusal is the command's error, one line
+		// naming the guard, the cause and the fix.
+		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "drill %s %s", d.Name, oneLine(j.Reason))
+	}
+	return exitcode.Errorf(exitcode.Kind(j.ExitCode), "%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome)
 }
 
 // checkReportPath checks, before anything runs, that a report can be
