@@ -264,16 +264,21 @@ var _ Reporter = (*JUnitFile)(nil)
 
 // Report implements Reporter.
 func (f *JUnitFile) Report(ev Event) {
-	if ev.Kind != EventRunFinished {
-		return
+	if ev.Kind == EventRunFinished {
+		f.err = writeJUnit(cmp.Or(f.Ctx, context.Background()), f.Path, ev.Journal)
 	}
-	b, err := JUnit(ev.Journal)
+}
+
+// writeJUnit writes j as JUnit XML at path.
+func writeJUnit(ctx context.Context, path string, j *drill.Journal) error {
+	b, err := JUnit(j)
 	if err == nil {
-		err = fsutil.WriteFile(cmp.Or(f.Ctx, context.Background()), f.Path, b, 0o644)
+		err = fsutil.WriteFile(ctx, path, b, 0o644)
 	}
 	if err != nil {
-		f.err = fmt.Errorf("write JUnit report %s: %w", f.Path, err)
+		return fmt.Errorf("write JUnit report %s: %w", path, err)
 	}
+	return nil
 }
 
 // Err returns the write error, if any.

@@ -331,7 +331,18 @@ func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile st
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: env.Overrides(), KnownDependencies: env.Context.KnownDependencies(),
 		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.Audit(),
-		Minter: &lazyMinter{env: env, keyFile: keyFile, f: f}, HTTP: runtime.NewHTTPClient(),
+		Minter: &lazyMinter{build: func(ctx context.Context) (*chaos.Minter, error) {
+			src, err := env.KeySource(ctx, keyFile)
+			if err != nil {
+				return nil, err
+			}
+			targets, err := env.ChaosTargets()
+			if err != nil {
+				return nil, err
+			}
+			return chaos.NewMinter(src, chaos.MinterOptions{Clock: f.Clock, Targets: targets})
+		}},
+		HTTP:      runtime.NewHTTPClient(),
 		LookupEnv: f.Environ.Lookup, Environ: f.Environ.List(),
 	}
 	// A context naming two sources gets no name here; each read reports it.
@@ -347,29 +358,14 @@ func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile st
 // lazyMinter resolves the context's chaos key on first use, so drills
 // without chaos.sign run on contexts that have no key configured.
 type lazyMinter struct {
-	env     *cmdenv.Env
-	keyFile string
-	f       *cmdenv.Factory
-
-	once sync.Once
-	m    *chaos.Minter
-	err  error
+	build func(context.Context) (*chaos.Minter, error)
+	once  sync.Once
+	m     *chaos.Minter
+	err   error
 }
 
 func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Minted, error) {
-	l.once.Do(func() {
-		src, err := l.env.KeySource(ctx, l.keyFile)
-		if err != nil {
-			l.err = err
-			return
-		}
-		targets, err := l.env.ChaosTargets()
-		if err != nil {
-			l.err = err
-			return
-		}
-		l.m, l.err = chaos.NewMinter(src, chaos.MinterOptions{Clock: l.f.Clock, Targets: targets})
-	})
+	l.once.Do(func() { l.m, l.err = l.build(ctx) })
 	if l.err != nil {
 		return nil, l.err
 	}
