@@ -51,7 +51,7 @@ func FetchSamples(ctx context.Context, src metrics.GaugeSource, j *drill.Journal
 	if err != nil {
 		return nil, fmt.Errorf("fetch breaker gauges from %s: %w", src.Describe(), err)
 	}
-	from, to := j.StartedAt.Add(-snap.Period), lastTime(j)
+	from, to := j.StartedAt.Add(-snap.Period), lastRecord(j, true)
 	in := func(t time.Time) bool { return !t.Before(from) && !t.After(to) }
 	out := []drill.GaugeSample{}
 	for _, dep := range deps {

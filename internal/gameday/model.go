@@ -173,7 +173,7 @@ func build(in Input) *report {
 	if j.Reason != j.Outcome {
 		r.Reason = one(j.Reason)
 	}
-	end := lastTime(j)
+	end := lastRecord(j, true)
 	r.Facts = facts(j, end)
 	r.Glance = atAGlance(j, end)
 	for _, s := range j.Steps {
@@ -268,12 +268,9 @@ func checkRowOf(c drill.CheckRecord, ok, failed string) checkRow {
 		Error: one(c.Error), Checks: c.Checks}
 }
 
-// lastTime is the latest instant the journal knows of: its end, or (for a
-// run that was killed) the last thing it recorded, and any recovery.
-func lastTime(j *drill.Journal) time.Time { return lastRecord(j, true) }
-
-// lastRecord is the latest instant the journal records; without
-// recoveries, the last the run's own process wrote.
+// lastRecord is the latest instant the journal records: its end, or (for a
+// run that was killed) the last thing it recorded, and any recovery;
+// without recoveries, the last the run's own process wrote.
 func lastRecord(j *drill.Journal, recoveries bool) time.Time {
 	t := j.StartedAt
 	later := func(u time.Time) {
