@@ -53,27 +53,10 @@ func decodeChaosSign(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	}
 	m.RejectUnknown("target", "fault", "ms", "p", "ttl", "reason")
 	a := &chaosSign{req: chaos.MintRequest{P: chaos.ProbOne, TTL: chaos.DefaultTTL}}
-	ok := true
-	if s, present := m.String("target", true); present {
-		t, err := chaos.ParseTarget(s)
-		if err != nil {
-			m.Errorf("target", "%s", fieldProblem(err))
-			ok = false
-		}
-		a.req.Target = t
-	} else {
-		ok = false
-	}
-	if s, present := m.String("fault", true); present {
-		f, err := chaos.ParseFault(s)
-		if err != nil {
-			m.Errorf("fault", "%s", fieldProblem(err))
-			ok = false
-		}
-		a.req.Fault = f
-	} else {
-		ok = false
-	}
+	target, _, tok := parsed(m, "target", true, chaos.ParseTarget)
+	fault, _, fok := parsed(m, "fault", true, chaos.ParseFault)
+	a.req.Target, a.req.Fault = target, fault
+	ok := tok && fok
 	if ms, present := m.Int("ms", false); present {
 		switch {
 		case a.req.Fault != chaos.FaultLatency:
@@ -88,13 +71,8 @@ func decodeChaosSign(d *drill.Decoder, n *yaml.Node) drill.Spec {
 		m.Decoder().Errorf(m.Node(), "chaos.sign: fault latency needs ms (the added latency, %d..%d)", chaos.MinMs, chaos.MaxMs)
 		ok = false
 	}
-	if s, present := m.String("p", false); present {
-		p, err := chaos.ParseProb(s)
-		if err != nil {
-			m.Errorf("p", "%s", fieldProblem(err))
-			ok = false
-		}
-		a.req.P = p
+	if p, present, pok := parsed(m, "p", false, chaos.ParseProb); present {
+		a.req.P, ok = p, ok && pok
 	}
 	if ttl, present := m.Duration("ttl", false); present {
 		switch {
@@ -114,12 +92,21 @@ func decodeChaosSign(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	return a
 }
 
-func fieldProblem(err error) string {
-	var fe *chaos.FieldError
-	if errors.As(err, &fe) {
-		return fe.Problem
+// parsed decodes key as a string that parse turns into a value, reporting
+// what parse found wrong (a *chaos.FieldError's problem): present says key
+// was given, ok that its value is valid.
+func parsed[T any](m *drill.Map, key string, required bool, parse func(string) (T, error)) (v T, present, ok bool) {
+	s, present := m.String(key, required)
+	if !present {
+		return v, false, false
 	}
-	return err.Error()
+	v, err := parse(s)
+	if fe := (*chaos.FieldError)(nil); errors.As(err, &fe) {
+		m.Errorf(key, "%s", fe.Problem)
+	} else if err != nil {
+		m.Errorf(key, "%v", err)
+	}
+	return v, true, err == nil
 }
 
 type chaosSign struct {
