@@ -41,23 +41,15 @@ var rateLimitDrainKind = bucketKind("ratelimit.drain", "empty a client's bucket 
 	decodeDrain)
 
 func decodeDrain(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	a, m := decodeBucketStep(d, n, ratelimit.OpDrain, "for")
-	if m == nil {
-		return nil
-	}
-	if hold, ok := m.Duration("for", false); ok {
-		if ratelimit.CheckDrainHold(hold) != nil {
+	return decodeBucketStep(d, n, ratelimit.OpDrain, func(m *drill.Map, a *bucketStep) bool {
+		hold, present := m.Duration("for", false)
+		if present && ratelimit.CheckDrainHold(hold) != nil {
 			m.Errorf("for", "%s is longer than the %s a drain may hold", hold, ratelimit.MaxDrainHold)
-			return nil
+			return false
 		}
-		if a != nil {
-			a.hold = hold
-		}
-	}
-	if a == nil {
-		return nil
-	}
-	return a
+		a.hold = hold
+		return true
+	}, "for")
 }
 
 // rateLimitResetKind is the ratelimit.reset step: refill a client's bucket
@@ -72,11 +64,7 @@ func decodeDrain(d *drill.Decoder, n *yaml.Node) drill.Spec {
 var rateLimitResetKind = bucketKind("ratelimit.reset", "refill a client's bucket to capacity; rollback restores its level", decodeReset)
 
 func decodeReset(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	a, _ := decodeBucketStep(d, n, ratelimit.OpReset)
-	if a == nil {
-		return nil
-	}
-	return a
+	return decodeBucketStep(d, n, ratelimit.OpReset, nil)
 }
 
 // rateLimitSetKind is the ratelimit.set step: write an exact token count.
@@ -92,20 +80,15 @@ func bucketKind(name, summary string, decode decodeFunc) leverKind {
 }
 
 func decodeSet(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	a, m := decodeBucketStep(d, n, ratelimit.OpSet, "tokens")
-	if m == nil {
-		return nil
-	}
-	tokens, ok := m.Float("tokens", true)
-	if ok && tokens < 0 {
-		m.Errorf("tokens", "%g is negative: give 0 to the capacity (to hold a client refused, use ratelimit.drain with for)", tokens)
-		ok = false
-	}
-	if a == nil || !ok {
-		return nil
-	}
-	a.tokens = tokens
-	return a
+	return decodeBucketStep(d, n, ratelimit.OpSet, func(m *drill.Map, a *bucketStep) bool {
+		tokens, ok := m.Float("tokens", true)
+		if ok && tokens < 0 {
+			m.Errorf("tokens", "%g is negative: give 0 to the capacity (to hold a client refused, use ratelimit.drain with for)", tokens)
+			ok = false
+		}
+		a.tokens = tokens
+		return ok
+	}, "tokens")
 }
 
 // bucketRollback restores a client's bucket to what it would hold now had
@@ -187,21 +170,23 @@ type bucketStep struct {
 
 var _ runtime.Mutating = (*bucketStep)(nil)
 
-func decodeBucketStep(d *drill.Decoder, n *yaml.Node, op ratelimit.Op, fields ...string) (*bucketStep, *drill.Map) {
-	what := "ratelimit." + op.String()
-	m := d.Map(n, what)
+// decodeBucketStep decodes a step of op: the client and reason every
+// bucket step has, and with more (nil: none) the fields only op has, more
+// saying whether they are usable.
+func decodeBucketStep(d *drill.Decoder, n *yaml.Node, op ratelimit.Op, more func(*drill.Map, *bucketStep) bool, fields ...string) drill.Spec {
+	m := d.Map(n, "ratelimit."+op.String())
 	if m == nil {
-		return nil, nil
+		return nil
 	}
 	m.RejectUnknown(append([]string{"client", "reason"}, fields...)...)
 	a := &bucketStep{op: op}
 	var ok bool
 	a.client, ok = decodeClient(m)
 	a.reason, _ = m.Template("reason", false)
-	if !ok {
-		return nil, m
+	if more != nil && !more(m, a) || !ok {
+		return nil
 	}
-	return a, m
+	return a
 }
 
 // Plan implements Mutating.
