@@ -288,14 +288,13 @@ func timelineChart(j *drill.Journal, a axis) *chart {
 			}
 			// The text goes after the rollback, or on the lever's bar.
 			text := one("held " + dur(at.Sub(rb.RegisteredAt)))
-			lever, last := &r.Bars[0], &r.Bars[len(r.Bars)-1]
-			if end := last.X + last.W; end+textRoom(text) < plotX+plotW {
-				last.Text = text
-				last.placeText(end, textRoom(text))
-			} else {
-				lever.Text = text
-				lever.placeText(end, textRoom(text))
+			on, last := &r.Bars[0], &r.Bars[len(r.Bars)-1]
+			end := last.X + last.W
+			if end+textRoom(text) < plotX+plotW {
+				on = last
 			}
+			on.Text = text
+			on.placeText(end, textRoom(text))
 			continue
 		}
 		until, text := end, "NOT put back"
