@@ -23,9 +23,8 @@ type Store struct {
 	// LostPut makes the next put succeed but report an error, like a
 	// write whose answer was lost.
 	LostPut string
-	// DenyPut refuses a put, as IAM would (nothing written), except of
-	// keys with the prefix AllowPut.
-	DenyPut, AllowPut string
+	// DenyPut refuses a put, as IAM would (nothing written).
+	DenyPut string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -50,8 +49,6 @@ func (m *Store) Has(pk string) bool {
 
 func (m *Store) has(prefix, pk string) bool { return prefix != "" && strings.HasPrefix(pk, prefix) }
 
-func (m *Store) denied(pk string) bool { return m.has(m.DenyPut, pk) && !m.has(m.AllowPut, pk) }
-
 // Get returns a copy of the item under pk.
 func (m *Store) Get(ctx context.Context, pk string) (store.Item, error) {
 	if err := ctx.Err(); err != nil {
@@ -74,7 +71,7 @@ func (m *Store) Put(ctx context.Context, item store.Item, cond store.Condition) 
 	item = store.Normalize(item)
 	pk := item.PK()
 	return m.write(ctx, pk, cond, func() error {
-		if m.denied(pk) {
+		if m.has(m.DenyPut, pk) {
 			return fmt.Errorf("put %s: %w", pk, store.ErrCredentials)
 		}
 		return nil
@@ -127,7 +124,7 @@ func (m *Store) Transact(ctx context.Context, c store.Change) error {
 	lost := false
 	for _, op := range c.Ops {
 		pk := op.PK()
-		if op.Put != nil && m.denied(pk) {
+		if op.Put != nil && m.has(m.DenyPut, pk) {
 			return fmt.Errorf("change %s: put %s: %w", c.Token, pk, store.ErrCredentials)
 		}
 		if op.Put == nil && m.has(m.FailDelete, pk) {
