@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -131,8 +132,7 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 			tc := junitCase{Name: c.Name, Classname: prefix + ".hypothesis." + phase, Time: junitTime(c.DurationSeconds),
 				SystemOut: c.Description + "\n" + c.Detail}
 			if !c.OK {
-				msg := cmp.Or(c.Error, "did not hold")
-				tc.Failure = &junitProblem{Message: msg, Type: "hypothesis", Text: c.Detail}
+				tc.Failure = &junitProblem{Message: cmp.Or(c.Error, "did not hold"), Type: "hypothesis", Text: c.Detail}
 			}
 			add(tc)
 		}
@@ -140,31 +140,23 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 	// The preflight shows only when it refused the run: one error per
 	// guard that could not be evaluated, or the table's policy's refusal
 	// (no guard refused it: there is no approved drill request).
-	if j.Outcome == drill.OutcomeRefused && j.Guard == nil {
-		add(junitCase{Name: "approval", Classname: prefix + ".preflight", SystemOut: "the table's policy, asked before any lever",
-			Error: &junitProblem{Message: oneLine(j.Reason), Type: "approval", Text: j.Reason}})
-	}
 	if j.Outcome == drill.OutcomeRefused {
+		if j.Guard == nil {
+			add(junitCase{Name: "approval", Classname: prefix + ".preflight", SystemOut: "the table's policy, asked before any lever",
+				Error: &junitProblem{Message: oneLine(j.Reason), Type: "approval", Text: j.Reason}})
+		}
 		for _, c := range j.Preflight {
-			if c.OK {
-				continue
+			if !c.OK {
+				add(junitCase{Name: c.Name, Classname: prefix + ".preflight", Time: junitTime(c.DurationSeconds), SystemOut: c.Description,
+					Error: &junitProblem{Message: oneLine(c.Error), Type: "preflight", Text: c.Error}})
 			}
-			add(junitCase{Name: c.Name, Classname: prefix + ".preflight", Time: junitTime(c.DurationSeconds), SystemOut: c.Description,
-				Error: &junitProblem{Message: oneLine(c.Error), Type: "preflight", Text: c.Error}})
 		}
 	}
 	checks("before", j.Hypothesis.Before)
 	for i, s := range j.Steps {
 		tc := junitCase{Name: fmt.Sprintf("%02d %s (%s)", i+1, s.ID, s.Kind), Classname: prefix + ".steps", Time: junitTime(s.DurationSeconds)}
-		var out []string
-		if s.Description != "" {
-			out = append(out, s.Description)
-		}
-		if s.Detail != "" {
-			out = append(out, s.Detail)
-		}
-		out = append(out, s.Log...)
-		tc.SystemOut = strings.Join(out, "\n")
+		out := slices.DeleteFunc([]string{s.Description, s.Detail}, func(line string) bool { return line == "" })
+		tc.SystemOut = strings.Join(append(out, s.Log...), "\n")
 		switch s.Status {
 		case drill.StatusFailed:
 			tc.Failure = &junitProblem{Message: oneLine(s.Error), Type: "step", Text: s.Error}
