@@ -173,12 +173,6 @@ func Summary(j *drill.Journal, color bool) string {
 			passed++
 		}
 	}
-	okRB := 0
-	for _, r := range j.Rollbacks {
-		if r.Status == drill.StatusOK {
-			okRB++
-		}
-	}
 	verdict := safe(strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " ")))
 	code := ansiRed
 	if j.Outcome == drill.OutcomePassed && j.RollbacksOK {
@@ -187,7 +181,7 @@ func Summary(j *drill.Journal, color bool) string {
 	if color {
 		verdict = code + ansiBold + verdict + ansiReset
 	}
-	s := fmt.Sprintf("%s in %s: %d/%d steps passed; %d/%d rollbacks ok", verdict, fmtSeconds(j.DurationSeconds), passed, total, okRB, len(j.Rollbacks))
+	s := fmt.Sprintf("%s in %s: %d/%d steps passed; %d/%d rollbacks ok", verdict, fmtSeconds(j.DurationSeconds), passed, total, okRollbacks(j), len(j.Rollbacks))
 	if !j.RollbacksOK {
 		s += " — SOME LEVERS WERE NOT RESTORED (see the rollbacks above; each lapses at its expiry)"
 	}

@@ -31,16 +31,10 @@ type stackEntry struct {
 }
 
 func rollbackSummary(j *drill.Journal) string {
-	ok := 0
-	for _, rb := range j.Rollbacks {
-		if rb.Status == drill.StatusOK {
-			ok++
-		}
-	}
 	if len(j.Rollbacks) == 0 {
 		return "no rollbacks"
 	}
-	return fmt.Sprintf("%d of %d rollback(s) ok", ok, len(j.Rollbacks))
+	return fmt.Sprintf("%d of %d rollback(s) ok", okRollbacks(j), len(j.Rollbacks))
 }
 
 // push registers a rollback (before the step that needs it acts).
@@ -193,11 +187,15 @@ func (e *explicitRollback) LeverRecord() *drill.LeverRecord {
 // there was none). A lever change and its audit record are one write, so
 // a rollback is ok, or it failed, or was abandoned: there is no lever
 // restored without its record.
-func rollbacksOK(j *drill.Journal) bool {
+func rollbacksOK(j *drill.Journal) bool { return okRollbacks(j) == len(j.Rollbacks) }
+
+// okRollbacks counts the rollbacks of j that restored their lever.
+func okRollbacks(j *drill.Journal) int {
+	n := 0
 	for _, rb := range j.Rollbacks {
-		if rb.Status != drill.StatusOK {
-			return false
+		if rb.Status == drill.StatusOK {
+			n++
 		}
 	}
-	return true
+	return n
 }
