@@ -142,19 +142,18 @@ func (r *requestSpec) do(ctx context.Context, rc *runtime.RunContext) (*response
 	}
 	start := rc.Now()
 	resp, err := rc.Deps.HTTP.Do(req)
+	var b []byte
+	if err == nil {
+		defer resp.Body.Close()
+		if b, err = io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody)); err != nil {
+			err = fmt.Errorf("read response: %w", err)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("%s %s: %s", r.method, rc.Redact(u), rc.Redact(unwrapURLError(err).Error()))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("%s %s: read response: %s", r.method, rc.Redact(u), rc.Redact(err.Error()))
 	}
 	out := &response{status: resp.StatusCode, header: resp.Header, body: b, latency: rc.Now().Sub(start)}
 	if len(bytes.TrimSpace(b)) == 0 {
