@@ -418,17 +418,10 @@ func (d *Decoder) templateFor(n *yaml.Node, what string, refuse refusal) (Templa
 		return Template{}, false
 	}
 	t, errs := parseTemplate(n.Value)
-	t.line, t.col = n.Line, n.Column
-	style := otherStyle
-	switch {
-	case n.Style == 0:
-		style = plainStyle
-	case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
-		style = quotedStyle
-	}
+	t.line = n.Line
 	ok := true
 	for _, e := range errs {
-		d.errorAt(n.Line, scalarColumn(n.Column, style, n.Value, e.off), what+": "+e.msg)
+		d.errorAt(n.Line, scalarColumn(n, e.off), what+": "+e.msg)
 		ok = false
 	}
 	for i, r := range t.Refs() {
@@ -437,11 +430,25 @@ func (d *Decoder) templateFor(n *yaml.Node, what string, refuse refusal) (Templa
 			msg = refuse(t, i, r)
 		}
 		if msg != "" {
-			d.errorAt(n.Line, scalarColumn(n.Column, style, n.Value, r.Offset), fmt.Sprintf("%s: %s: %s", what, r.Text, msg))
+			d.errorAt(n.Line, scalarColumn(n, r.Offset), fmt.Sprintf("%s: %s: %s", what, r.Text, msg))
 			ok = false
 		}
 	}
 	return t, ok
+}
+
+// scalarColumn returns the column of byte offset off inside scalar n, when
+// it can be computed exactly (single-line plain or simply quoted scalars),
+// and the scalar's own column otherwise.
+func scalarColumn(n *yaml.Node, off int) int {
+	switch {
+	case strings.ContainsAny(n.Value[:off], "\n\\'"):
+	case n.Style == 0:
+		return n.Column + off
+	case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
+		return n.Column + 1 + off
+	}
+	return n.Column
 }
 
 // checkRef returns why r cannot be resolved where it is, or "".

@@ -35,9 +35,9 @@ var (
 type Template struct {
 	raw   string
 	parts []tpart
-	// line and col locate the YAML scalar the template came from (zero
+	// line is the line of the YAML scalar the template came from (zero
 	// for templates built in code).
-	line, col int
+	line int
 }
 
 type tpart struct {
@@ -238,29 +238,3 @@ func (t Template) expand(r Resolver, enc func(i int, ref Ref, value string) (str
 	}
 	return b.String(), secret, nil
 }
-
-// scalarColumn returns the column of byte offset off inside a scalar at
-// column col, when it
-// can be computed exactly (single-line plain or simply quoted scalars), and
-// the scalar's own column otherwise.
-func scalarColumn(col int, style quoteStyle, raw string, off int) int {
-	if strings.ContainsAny(raw[:off], "\n\\'") {
-		return col
-	}
-	switch style {
-	case plainStyle:
-		return col + off
-	case quotedStyle:
-		return col + 1 + off
-	default:
-		return col
-	}
-}
-
-type quoteStyle uint8
-
-const (
-	otherStyle quoteStyle = iota
-	plainStyle
-	quotedStyle
-)
