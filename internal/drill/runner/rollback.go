@@ -148,10 +148,7 @@ func (r *runJournal) addExpiry(rec *drill.RollbackRecord, rb runtime.Rollback) {
 }
 
 // explicitRollback runs a step from a rollback list.
-type explicitRollback struct {
-	step    *drill.Step
-	timeout time.Duration
-}
+type explicitRollback struct{ step *drill.Step }
 
 func (e *explicitRollback) Subject() string { return e.step.Kind.Name() }
 

@@ -138,7 +138,7 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 		return u.finish()
 	}
 	for _, s := range d.Rollbacks {
-		u.push(&explicitRollback{step: s, timeout: d.RollbackTimeout}, "drill", true)
+		u.push(&explicitRollback{step: s}, "drill", true)
 	}
 	beforeFailed := u.hypothesisBefore(runCtx)
 	failed := beforeFailed
