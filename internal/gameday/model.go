@@ -175,7 +175,7 @@ func build(in Input) *report {
 	}
 	end := lastRecord(j, true)
 	r.Facts = facts(j, end)
-	r.Glance = atAGlance(j, end)
+	r.Glance = atAGlance(j)
 	for _, s := range j.Steps {
 		row := stepRow{ID: one(s.ID), Name: one(s.Name), Kind: one(s.Kind), Status: one(s.Status), Class: statusClass(s.Status),
 			Description: one(s.Description), Detail: one(s.Detail), Error: one(s.Error), Rollbacks: one(strings.Join(s.Rollbacks, ", ")),
@@ -384,7 +384,7 @@ func leverRowOf(j *drill.Journal, rb drill.RollbackRecord, end time.Time) leverR
 
 // atAGlance is the few lines a reviewer reads first: what was pulled, for
 // how long, what stopped it, and when everything was put back.
-func atAGlance(j *drill.Journal, end time.Time) []glance {
+func atAGlance(j *drill.Journal) []glance {
 	var g []glance
 	var pulled []string
 	for _, rb := range j.Rollbacks {
