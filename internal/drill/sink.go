@@ -185,13 +185,9 @@ func validHeaderName(s string) bool { return s != "" && onlyAlnumOr(s, "!#$%&'*+
 // onlyAlnumOr reports whether every byte of s is an ASCII letter or digit,
 // or one of extra.
 func onlyAlnumOr(s, extra string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(extra, c) >= 0) {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(s, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && !strings.ContainsRune(extra, r)
+	})
 }
 
 // headerControl returns the index of the first byte of s a header value
