@@ -182,7 +182,7 @@ func (c *alarmCondition) Check(ctx context.Context, rc *runtime.RunContext) (run
 	if err != nil {
 		return runtime.Observation{}, err
 	}
-	var mine, fired []metrics.Alarm
+	var mine []metrics.Alarm
 	for _, a := range read.Alarms {
 		if t.Query.Matches(a.Name) {
 			mine = append(mine, a)
@@ -206,26 +206,23 @@ func (c *alarmCondition) Check(ctx context.Context, rc *runtime.RunContext) (run
 	var obs runtime.Observation
 	for _, a := range mine {
 		if c.firing(a) {
-			fired = append(fired, a)
 			obs.Alarms = append(obs.Alarms, drill.Alarm(a))
 		}
 	}
-	if len(fired) == 0 {
+	if len(obs.Alarms) == 0 {
 		obs.Detail = fmt.Sprintf("%d alarm(s) in %s, none firing", len(mine), read.Region)
 		obs.Holds = c.state == metrics.AlarmStateOK
 		return obs, nil
 	}
-	var b strings.Builder
-	for i, a := range fired {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%s %s since %s", a.Name, a.State, a.Since.UTC().Format(time.RFC3339))
+	var fired []string
+	for _, a := range obs.Alarms {
+		s := fmt.Sprintf("%s %s since %s", a.Name, a.State, a.Since.UTC().Format(time.RFC3339))
 		if a.Reason != "" {
-			fmt.Fprintf(&b, ": %s", a.Reason)
+			s += ": " + a.Reason
 		}
+		fired = append(fired, s)
 	}
-	obs.Detail = b.String()
+	obs.Detail = strings.Join(fired, "; ")
 	obs.Holds = c.state == metrics.AlarmStateAlarm
 	if !obs.Holds {
 		obs.Alarms = nil

@@ -163,22 +163,19 @@ func (g *MetricsGauges) Read(ctx context.Context, dependency string) (GaugeReadi
 		return GaugeReading{}, err
 	}
 	var out GaugeReading
-	series := snap.Series[dependency]
-	for _, in := range series.Instances {
-		p, ok := in.Latest()
-		if !ok || snap.FetchedAt.Sub(in.LastSeen) > snap.StaleAfter+snap.Period {
-			continue
-		}
+	add := func(instance string, p metrics.Point) {
 		if st, ok := metrics.GaugeState(p.Max); ok {
-			out.Instances = append(out.Instances, InstanceGauge{Instance: in.Instance, State: st})
+			out.Instances = append(out.Instances, InstanceGauge{Instance: instance, State: st})
 		}
 	}
-	if len(series.Instances) == 0 {
-		if p, ok := series.Latest(); ok {
-			if st, ok := metrics.GaugeState(p.Max); ok {
-				out.Instances = append(out.Instances, InstanceGauge{Instance: "fleet", State: st})
-			}
+	series := snap.Series[dependency]
+	for _, in := range series.Instances {
+		if p, ok := in.Latest(); ok && snap.FetchedAt.Sub(in.LastSeen) <= snap.StaleAfter+snap.Period {
+			add(in.Instance, p)
 		}
+	}
+	if p, ok := series.Latest(); ok && len(series.Instances) == 0 {
+		add("fleet", p)
 	}
 	return out, nil
 }
