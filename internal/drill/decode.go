@@ -172,6 +172,16 @@ func (d *Decoder) Map(n *yaml.Node, what string) *Map {
 	return m
 }
 
+// Fields decodes n as a mapping of fields: [Decoder.Map], with a problem
+// for every other key ([Map.RejectUnknown]).
+func (d *Decoder) Fields(n *yaml.Node, what string, fields ...string) *Map {
+	m := d.Map(n, what)
+	if m != nil {
+		m.RejectUnknown(fields...)
+	}
+	return m
+}
+
 // Node returns the mapping node itself.
 func (m *Map) Node() *yaml.Node { return m.node }
 

@@ -363,11 +363,10 @@ func (d *Decoder) vars(n *yaml.Node) []Var {
 		}
 		ok := false
 		if val.Kind == yaml.MappingNode {
-			sub := d.Map(val, "vars: "+name)
+			sub := d.Fields(val, "vars: "+name, "value", "secret")
 			if sub == nil {
 				continue
 			}
-			sub.RejectUnknown("value", "secret")
 			v.Value, ok = sub.Template("value", true)
 			v.Secret, _ = sub.Bool("secret")
 		} else {
@@ -468,11 +467,10 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 // out keeps its default.
 func (d *Decoder) guardGrace(n *yaml.Node, timeout time.Duration) GuardGrace {
 	g := DefaultGuardGrace()
-	m := d.Map(n, "guard_grace")
+	m := d.Fields(n, "guard_grace", "polls", "for")
 	if m == nil {
 		return g
 	}
-	m.RejectUnknown("polls", "for")
 	if !m.Has("polls") && !m.Has("for") {
 		d.Errorf(m.Node(), "guard_grace: give polls (failed evaluations in a row, default %d) and/or for (how long, default %s)",
 			DefaultGuardGracePolls, DefaultGuardGraceFor)

@@ -35,11 +35,10 @@ var alarmConditionKind = conditionKind{name: "alarm",
 	decode:  decodeAlarmCondition}
 
 func decodeAlarmCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	m := d.Map(n, "alarm")
+	m := d.Fields(n, "alarm", "name", "prefix", "region", "state", "insufficient_data")
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("name", "prefix", "region", "state", "insufficient_data")
 	c := &alarmCondition{state: metrics.AlarmStateAlarm}
 	ok := true
 	c.names, ok = alarmTemplates(m, "name")

@@ -51,11 +51,10 @@ var breakerConditionKind = conditionKind{name: "breaker",
 	decode:  decodeBreakerCondition}
 
 func decodeBreakerCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	m := d.Map(n, "breaker")
+	m := d.Fields(n, "breaker", "dependency", "state", "source", "instance", "instances", "min_instances")
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("dependency", "state", "source", "instance", "instances", "min_instances")
 	c := &breakerCondition{source: SourceGauges, all: true, minInstances: 1}
 	var ok bool
 	c.dependency, ok = decodeDependency(m)

@@ -25,11 +25,10 @@ var bucketConditionKind = conditionKind{name: "bucket",
 	decode:  decodeBucketCondition}
 
 func decodeBucketCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	m := d.Map(n, "bucket")
+	m := d.Fields(n, "bucket", "client", "admit", "min_tokens", "max_tokens")
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("client", "admit", "min_tokens", "max_tokens")
 	c := &bucketCondition{}
 	var ok bool
 	c.client, ok = decodeClient(m)

@@ -55,11 +55,10 @@ func decodeMatcher(d *drill.Decoder, n *yaml.Node, what string) (matcher, bool) 
 		d.Errorf(n, "%s must be a value or a mapping of operators (%s)", what, strings.Join(matchOps, ", "))
 		return matcher{}, false
 	}
-	m := d.Map(n, what)
+	m := d.Fields(n, what, matchOps...)
 	if m == nil {
 		return matcher{}, false
 	}
-	m.RejectUnknown(matchOps...)
 	var out matcher
 	ok := len(m.Keys()) > 0
 	if !ok {
@@ -370,11 +369,10 @@ func decodeExpect(d *drill.Decoder, n *yaml.Node, what string) (expectation, boo
 	if n == nil {
 		return e, true
 	}
-	m := d.Map(n, what)
+	m := d.Fields(n, what, expectFields...)
 	if m == nil {
 		return e, false
 	}
-	m.RejectUnknown(expectFields...)
 	ok := true
 	if v := m.Get("status"); v != nil {
 		s, sok := decodeStatus(d, v, what+": status")

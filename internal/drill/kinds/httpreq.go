@@ -41,11 +41,10 @@ var requestFields = []string{"method", "url", "headers", "json", "body", "expect
 var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 func decodeRequest(d *drill.Decoder, n *yaml.Node, what string, extra ...string) (*requestSpec, *drill.Map) {
-	m := d.Map(n, what)
+	m := d.Fields(n, what, append(append([]string{}, requestFields...), extra...)...)
 	if m == nil {
 		return nil, nil
 	}
-	m.RejectUnknown(append(append([]string{}, requestFields...), extra...)...)
 	r := &requestSpec{}
 	ok := true
 	if s, present := m.String("method", false); present {

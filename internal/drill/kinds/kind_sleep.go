@@ -27,11 +27,10 @@ func decodeSleep(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	var dur time.Duration
 	var ok bool
 	if n.Kind == yaml.MappingNode {
-		m := d.Map(n, "sleep")
+		m := d.Fields(n, "sleep", "for")
 		if m == nil {
 			return nil
 		}
-		m.RejectUnknown("for")
 		dur, ok = m.Duration("for", true)
 	} else {
 		dur, ok = d.Duration(n, "sleep")

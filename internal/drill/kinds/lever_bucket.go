@@ -174,11 +174,10 @@ var _ runtime.Mutating = (*bucketStep)(nil)
 // bucket step has, and with more (nil: none) the fields only op has, more
 // saying whether they are usable.
 func decodeBucketStep(d *drill.Decoder, n *yaml.Node, op ratelimit.Op, more func(*drill.Map, *bucketStep) bool, fields ...string) drill.Spec {
-	m := d.Map(n, "ratelimit."+op.String())
+	m := d.Fields(n, "ratelimit."+op.String(), append([]string{"client", "reason"}, fields...)...)
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown(append([]string{"client", "reason"}, fields...)...)
 	a := &bucketStep{op: op}
 	var ok bool
 	a.client, ok = decodeClient(m)

@@ -47,11 +47,10 @@ var chaosSignKind = leverKind{stepKind{name: "chaos.sign",
 	drill.LeverChaos}
 
 func decodeChaosSign(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	m := d.Map(n, "chaos.sign")
+	m := d.Fields(n, "chaos.sign", "target", "fault", "ms", "p", "ttl", "reason")
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("target", "fault", "ms", "p", "ttl", "reason")
 	a := &chaosSign{req: chaos.MintRequest{P: chaos.ProbOne, TTL: chaos.DefaultTTL}}
 	target, _, tok := parsed(m, "target", true, chaos.ParseTarget)
 	fault, _, fok := parsed(m, "fault", true, chaos.ParseFault)

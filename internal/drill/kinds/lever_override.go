@@ -82,10 +82,9 @@ type overrideStep struct {
 // are every field the kind accepts. m is nil when n is no mapping; ok is
 // false when the dependency is unusable.
 func decodeOverrideStep(d *drill.Decoder, n *yaml.Node, kind string, fields ...string) (f overrideStep, m *drill.Map, ok bool) {
-	if m = d.Map(n, kind); m == nil {
+	if m = d.Fields(n, kind, fields...); m == nil {
 		return f, nil, false
 	}
-	m.RejectUnknown(fields...)
 	f.dependency, ok = decodeDependency(m)
 	f.reason, _ = m.Template("reason", false)
 	f.allowUnknown, _ = m.Bool("allow_unknown")
