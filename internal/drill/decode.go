@@ -2,6 +2,7 @@ package drill
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -171,6 +172,16 @@ func (d *Decoder) Map(n *yaml.Node, what string) *Map {
 	return m
 }
 
+// Fields decodes n as a mapping of fields: [Decoder.Map], with a problem
+// for every other key ([Map.RejectUnknown]).
+func (d *Decoder) Fields(n *yaml.Node, what string, fields ...string) *Map {
+	m := d.Map(n, what)
+	if m != nil {
+		m.RejectUnknown(fields...)
+	}
+	return m
+}
+
 // Node returns the mapping node itself.
 func (m *Map) Node() *yaml.Node { return m.node }
 
@@ -235,32 +246,31 @@ func (m *Map) fetch(key string, required bool) *yaml.Node {
 	return m.Get(key)
 }
 
-// String decodes key as a plain string (no templating).
-func (m *Map) String(key string, required bool) (string, bool) {
+// field decodes key with dec, named "MAP: KEY" in its problems; ok is
+// false when key is absent (a problem when required) or invalid.
+func field[T any](m *Map, key string, required bool, dec func(*yaml.Node, string) (T, bool)) (T, bool) {
 	n := m.fetch(key, required)
 	if n == nil {
-		return "", false
+		var zero T
+		return zero, false
 	}
-	return m.d.stringValue(n, m.what+": "+key)
+	return dec(n, m.what+": "+key)
+}
+
+// String decodes key as a plain string (no templating).
+func (m *Map) String(key string, required bool) (string, bool) {
+	return field(m, key, required, m.d.stringValue)
 }
 
 // Template decodes key as a template string.
 func (m *Map) Template(key string, required bool) (Template, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return Template{}, false
-	}
-	return m.d.Template(n, m.what+": "+key)
+	return field(m, key, required, m.d.Template)
 }
 
 // Duration decodes key as a Go duration ("30s", "2m"). ok is false when
 // absent or invalid.
 func (m *Map) Duration(key string, required bool) (time.Duration, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return 0, false
-	}
-	return m.d.Duration(n, m.what+": "+key)
+	return field(m, key, required, m.d.Duration)
 }
 
 // Bool decodes key as a boolean.
@@ -277,21 +287,11 @@ func (m *Map) Bool(key string) (bool, bool) {
 }
 
 // Int decodes key as an integer.
-func (m *Map) Int(key string, required bool) (int, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return 0, false
-	}
-	return m.d.Int(n, m.what+": "+key)
-}
+func (m *Map) Int(key string, required bool) (int, bool) { return field(m, key, required, m.d.Int) }
 
 // Float decodes key as a number.
 func (m *Map) Float(key string, required bool) (float64, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return 0, false
-	}
-	return m.d.Float(n, m.what+": "+key)
+	return field(m, key, required, m.d.Float)
 }
 
 // NamedTemplate is one entry of a mapping of names to template strings.
@@ -428,17 +428,10 @@ func (d *Decoder) templateFor(n *yaml.Node, what string, refuse refusal) (Templa
 		return Template{}, false
 	}
 	t, errs := parseTemplate(n.Value)
-	t.line, t.col = n.Line, n.Column
-	style := otherStyle
-	switch {
-	case n.Style == 0:
-		style = plainStyle
-	case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
-		style = quotedStyle
-	}
+	t.line = n.Line
 	ok := true
 	for _, e := range errs {
-		d.errorAt(n.Line, scalarColumn(n.Column, style, n.Value, e.off), what+": "+e.msg)
+		d.errorAt(n.Line, scalarColumn(n, e.off), what+": "+e.msg)
 		ok = false
 	}
 	for i, r := range t.Refs() {
@@ -447,11 +440,25 @@ func (d *Decoder) templateFor(n *yaml.Node, what string, refuse refusal) (Templa
 			msg = refuse(t, i, r)
 		}
 		if msg != "" {
-			d.errorAt(n.Line, scalarColumn(n.Column, style, n.Value, r.Offset), fmt.Sprintf("%s: %s: %s", what, r.Text, msg))
+			d.errorAt(n.Line, scalarColumn(n, r.Offset), fmt.Sprintf("%s: %s: %s", what, r.Text, msg))
 			ok = false
 		}
 	}
 	return t, ok
+}
+
+// scalarColumn returns the column of byte offset off inside scalar n, when
+// it can be computed exactly (single-line plain or simply quoted scalars),
+// and the scalar's own column otherwise.
+func scalarColumn(n *yaml.Node, off int) int {
+	switch {
+	case strings.ContainsAny(n.Value[:off], "\n\\'"):
+	case n.Style == 0:
+		return n.Column + off
+	case n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0:
+		return n.Column + 1 + off
+	}
+	return n.Column
 }
 
 // checkRef returns why r cannot be resolved where it is, or "".
@@ -460,11 +467,7 @@ func (d *Decoder) checkRef(r Ref) string {
 	switch r.Namespace {
 	case NSVars:
 		if !s.vars[r.Name] {
-			names := make([]string, 0, len(s.vars))
-			for v := range s.vars {
-				names = append(names, v)
-			}
-			slices.Sort(names)
+			names := slices.Sorted(maps.Keys(s.vars))
 			if len(names) == 0 {
 				return fmt.Sprintf("no variable %q is defined before this point (declare it under vars)", r.Name)
 			}

@@ -2,12 +2,12 @@ package drill
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,15 +166,7 @@ func ParseFile(reg *Registry, path string) (*Drill, []Problem) {
 // has no position (Line 0), and says the file's cause alone ("no such file
 // or directory"), the path being the problem's File.
 func unreadable(path string, err error) Problem {
-	return Problem{File: path, Message: fmt.Sprintf("cannot read the drill file: %v", unwrapPath(err))}
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
+	return Problem{File: path, Message: fmt.Sprintf("cannot read the drill file: %v", fsutil.Cause(err))}
 }
 
 var yamlLineRE = lazyre.New(`^yaml: (?:line (\d+): )?(.*)$`)
@@ -352,9 +344,6 @@ func (d *Decoder) AddAlarm(c Spec) { d.alarms = append(d.alarms, c) }
 // Alarms returns the drill's alarm conditions, as their kind decoded them.
 func (d *Drill) Alarms() []Spec { return d.alarms }
 
-// HasAlarms reports whether the drill has alarm conditions.
-func (d *Drill) HasAlarms() bool { return len(d.alarms) > 0 }
-
 func (d *Decoder) vars(n *yaml.Node) []Var {
 	m := d.Map(n, "vars")
 	if m == nil {
@@ -374,11 +363,10 @@ func (d *Decoder) vars(n *yaml.Node) []Var {
 		}
 		ok := false
 		if val.Kind == yaml.MappingNode {
-			sub := d.Map(val, "vars: "+name)
+			sub := d.Fields(val, "vars: "+name, "value", "secret")
 			if sub == nil {
 				continue
 			}
-			sub.RejectUnknown("value", "secret")
 			v.Value, ok = sub.Template("value", true)
 			v.Secret, _ = sub.Bool("secret")
 		} else {
@@ -468,19 +456,10 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 		c.Timeout = t
 	}
 	c.OnError = d.OnError(m)
-	kindKey := d.oneKind(m, what, checkFields, d.reg.conditionNames(), "condition")
-	if kindKey == "" {
+	if c.Kind, c.Spec = d.condition(m, what, checkFields); c.Spec == nil {
 		return nil
 	}
-	kind, _ := d.reg.Condition(kindKey)
-	c.Kind = kind
-	if c.Name == "" {
-		c.Name = kindKey
-	}
-	c.Spec = kind.Decode(d, m.Get(kindKey))
-	if c.Spec == nil {
-		return nil
-	}
+	c.Name = cmp.Or(c.Name, c.Kind.Name())
 	return c
 }
 
@@ -488,11 +467,10 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 // out keeps its default.
 func (d *Decoder) guardGrace(n *yaml.Node, timeout time.Duration) GuardGrace {
 	g := DefaultGuardGrace()
-	m := d.Map(n, "guard_grace")
+	m := d.Fields(n, "guard_grace", "polls", "for")
 	if m == nil {
 		return g
 	}
-	m.RejectUnknown("polls", "for")
 	if !m.Has("polls") && !m.Has("for") {
 		d.Errorf(m.Node(), "guard_grace: give polls (failed evaluations in a row, default %d) and/or for (how long, default %s)",
 			DefaultGuardGracePolls, DefaultGuardGraceFor)
@@ -531,12 +509,19 @@ func (d *Decoder) OnError(m *Map) string {
 // It returns nil, with a problem, unless exactly one condition is there
 // and it decodes.
 func (d *Decoder) NestedCondition(m *Map, what string, fields ...string) Spec {
-	key := d.oneKind(m, what, fields, d.reg.conditionNames(), "condition")
+	_, spec := d.condition(m, what, fields)
+	return spec
+}
+
+// condition decodes the one condition of m beside fields: its kind and its
+// spec (nil, with a problem, unless it decodes).
+func (d *Decoder) condition(m *Map, what string, fields []string) (ConditionKind, Spec) {
+	key := d.oneKind(m, what, fields, names(d.reg.Conditions), "condition")
 	if key == "" {
-		return nil
+		return nil, nil
 	}
 	k, _ := d.reg.Condition(key)
-	return k.Decode(d, m.Get(key))
+	return k, k.Decode(d, m.Get(key))
 }
 
 // oneKind finds the single key of m that names a kind; other keys must be
@@ -594,22 +579,16 @@ func (d *Decoder) steps(n *yaml.Node) []*Step {
 // step decodes one step; top says it is a drill step (with an id and
 // rollbacks) rather than a rollback entry.
 func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *Step {
-	what := fmt.Sprintf("steps[%d]", index)
+	list, idPrefix, fields := "steps", "step", stepFields
 	if !top {
-		what = fmt.Sprintf("rollback[%d]", index)
+		list, idPrefix, fields = "rollback", "rollback", []string{"name", "timeout"}
 	}
+	what := fmt.Sprintf("%s[%d]", list, index)
 	m := d.Map(n, what)
 	if m == nil {
 		return nil
 	}
-	s := &Step{Line: m.node.Line, Col: m.node.Column, ID: fmt.Sprintf("step-%d", index+1)}
-	if !top {
-		s.ID = fmt.Sprintf("rollback-%d", index+1)
-	}
-	fields := stepFields
-	if !top {
-		fields = []string{"name", "timeout"}
-	}
+	s := &Step{Line: m.node.Line, Col: m.node.Column, ID: fmt.Sprintf("%s-%d", idPrefix, index+1)}
 	if top {
 		if id, ok := m.String("id", false); ok {
 			switch {
@@ -637,7 +616,7 @@ func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *
 	if top {
 		s.ContinueOnFailure, _ = m.Bool("continue_on_failure")
 	}
-	kindKey := d.oneKind(m, what, fields, d.reg.stepNames(), "step")
+	kindKey := d.oneKind(m, what, fields, names(d.reg.Steps), "step")
 	if kindKey != "" {
 		s.Kind, _ = d.reg.Step(kindKey)
 		if s.Name == "" {

@@ -74,20 +74,19 @@ type Registry struct {
 // Check reports what makes the table unusable: a kind name that is empty,
 // listed twice or a common field (a step's id, a check's within).
 func (r *Registry) Check() error {
+	return errors.Join(checkNames("step", r.Steps, stepFields), checkNames("condition", r.Conditions, checkFields))
+}
+
+// named is what a step kind and a condition kind share.
+type named interface{ Name() string }
+
+func checkNames[K named](noun string, kinds []K, reserved []string) error {
 	var errs []error
 	seen := map[string]bool{}
-	for _, k := range r.Steps {
+	for _, k := range kinds {
 		n := k.Name()
-		if n == "" || slices.Contains(stepFields, n) || seen[n] {
-			errs = append(errs, fmt.Errorf("step kind %q: empty, reserved or listed twice", n))
-		}
-		seen[n] = true
-	}
-	seen = map[string]bool{}
-	for _, k := range r.Conditions {
-		n := k.Name()
-		if n == "" || slices.Contains(checkFields, n) || seen[n] {
-			errs = append(errs, fmt.Errorf("condition kind %q: empty, reserved or listed twice", n))
+		if n == "" || slices.Contains(reserved, n) || seen[n] {
+			errs = append(errs, fmt.Errorf("%s kind %q: empty, reserved or listed twice", noun, n))
 		}
 		seen[n] = true
 	}
@@ -95,51 +94,34 @@ func (r *Registry) Check() error {
 }
 
 // Step returns the step kind called name.
-func (r *Registry) Step(name string) (StepKind, bool) {
-	for _, k := range r.Steps {
-		if k.Name() == name {
-			return k, true
-		}
-	}
-	return nil, false
-}
+func (r *Registry) Step(name string) (StepKind, bool) { return find(r.Steps, name) }
 
 // Condition returns the condition kind called name.
-func (r *Registry) Condition(name string) (ConditionKind, bool) {
-	for _, k := range r.Conditions {
-		if k.Name() == name {
-			return k, true
-		}
+func (r *Registry) Condition(name string) (ConditionKind, bool) { return find(r.Conditions, name) }
+
+func find[K named](kinds []K, name string) (K, bool) {
+	i := slices.IndexFunc(kinds, func(k K) bool { return k.Name() == name })
+	if i < 0 {
+		var none K
+		return none, false
 	}
-	return nil, false
+	return kinds[i], true
 }
 
 // StepKinds returns the step kinds sorted by name.
-func (r *Registry) StepKinds() []StepKind {
-	out := slices.Clone(r.Steps)
-	slices.SortFunc(out, func(a, b StepKind) int { return strings.Compare(a.Name(), b.Name()) })
-	return out
-}
+func (r *Registry) StepKinds() []StepKind { return byName(r.Steps) }
 
 // ConditionKinds returns the condition kinds sorted by name.
-func (r *Registry) ConditionKinds() []ConditionKind {
-	out := slices.Clone(r.Conditions)
-	slices.SortFunc(out, func(a, b ConditionKind) int { return strings.Compare(a.Name(), b.Name()) })
-	return out
+func (r *Registry) ConditionKinds() []ConditionKind { return byName(r.Conditions) }
+
+func byName[K named](kinds []K) []K {
+	return slices.SortedFunc(slices.Values(kinds), func(a, b K) int { return strings.Compare(a.Name(), b.Name()) })
 }
 
-func (r *Registry) stepNames() []string {
-	out := make([]string, 0, len(r.Steps))
-	for _, k := range r.Steps {
-		out = append(out, k.Name())
-	}
-	slices.Sort(out)
-	return out
-}
-
-func (r *Registry) conditionNames() []string {
-	out := make([]string, 0, len(r.Conditions))
-	for _, k := range r.Conditions {
+// names returns the kinds' names, sorted.
+func names[K named](kinds []K) []string {
+	out := make([]string, 0, len(kinds))
+	for _, k := range kinds {
 		out = append(out, k.Name())
 	}
 	slices.Sort(out)

@@ -56,11 +56,7 @@ func (d *Decoder) Command(n *yaml.Node, what string) (Template, bool) {
 
 // Command decodes key as a shell command (see [Decoder.Command]).
 func (m *Map) Command(key string, required bool) (Template, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return Template{}, false
-	}
-	return m.d.Command(n, m.what+": "+key)
+	return field(m, key, required, m.d.Command)
 }
 
 func (d *Decoder) shellRefusal(r Ref) string {
@@ -144,11 +140,7 @@ func (d *Decoder) URL(n *yaml.Node, what string) (Template, bool) {
 
 // URL decodes key as a URL template (see [Decoder.URL]).
 func (m *Map) URL(key string, required bool) (Template, bool) {
-	n := m.fetch(key, required)
-	if n == nil {
-		return Template{}, false
-	}
-	return m.d.URL(n, m.what+": "+key)
+	return field(m, key, required, m.d.URL)
 }
 
 // HeaderMap decodes key as HTTP headers: names are header tokens, and the
@@ -188,20 +180,14 @@ func keyNode(mapping *yaml.Node, key string) *yaml.Node {
 }
 
 // validHeaderName reports whether s is an RFC 9110 token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
+func validHeaderName(s string) bool { return s != "" && onlyAlnumOr(s, "!#$%&'*+-.^_`|~") }
+
+// onlyAlnumOr reports whether every byte of s is an ASCII letter or digit,
+// or one of extra.
+func onlyAlnumOr(s, extra string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') && !strings.ContainsRune(extra, r)
+	})
 }
 
 // headerControl returns the index of the first byte of s a header value
@@ -290,18 +276,7 @@ type Redactor interface {
 
 // validHost reports whether s can only be (part of) a host or a port:
 // letters, digits, '.', '-', '_', ':' and the brackets of an IPv6 address.
-func validHost(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte(".-_:[]", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func validHost(s string) bool { return onlyAlnumOr(s, ".-_:[]") }
 
 // ExpandURL expands a URL template so that no value changes the URL's
 // structure: a reference that starts the URL must be an http(s) base URL
@@ -312,7 +287,7 @@ func validHost(s string) bool {
 func (t Template) ExpandURL(rc Redactor) (string, error) {
 	pos := urlPositions(t)
 	whole := len(t.parts) == 1
-	s, err := t.expandWith(rc, func(i int, _ Ref, v string) (string, error) {
+	s, _, err := t.expand(rc, func(i int, _ Ref, v string) (string, error) {
 		switch pos[i] {
 		case urlBase:
 			u, err := url.Parse(v)
@@ -349,7 +324,7 @@ func (t Template) ExpandURL(rc Redactor) (string, error) {
 // holds a control character (CR, LF, NUL, ...): it could end the header
 // and start another, or the request.
 func (t Template) ExpandHeader(rc Resolver, name string) (string, error) {
-	s, err := t.expandWith(rc, func(_ int, _ Ref, v string) (string, error) {
+	s, _, err := t.expand(rc, func(_ int, _ Ref, v string) (string, error) {
 		if i := headerControl(v); i >= 0 {
 			return "", fmt.Errorf("the value holds a control character (%q at byte %d): header %s cannot carry one", v[i], i, name)
 		}

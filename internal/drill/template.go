@@ -35,9 +35,9 @@ var (
 type Template struct {
 	raw   string
 	parts []tpart
-	// line and col locate the YAML scalar the template came from (zero
+	// line is the line of the YAML scalar the template came from (zero
 	// for templates built in code).
-	line, col int
+	line int
 }
 
 type tpart struct {
@@ -206,21 +206,15 @@ type Resolver interface {
 
 // Expand resolves every reference of t. secret reports whether any
 // resolved value was a secret (the result must then not be reported).
-func (t Template) Expand(r Resolver) (s string, secret bool, err error) {
-	s, err = t.expand(r, func(_ int, _ Ref, v string) (string, error) { return v, nil }, &secret)
-	return s, secret, err
-}
+func (t Template) Expand(r Resolver) (s string, secret bool, err error) { return t.expand(r, nil) }
 
-// expandWith resolves every reference of t and passes the i-th reference's
-// value through enc, which encodes it for the sink (or refuses it).
-func (t Template) expandWith(r Resolver, enc func(i int, ref Ref, value string) (string, error)) (string, error) {
-	return t.expand(r, enc, nil)
-}
-
-func (t Template) expand(r Resolver, enc func(int, Ref, string) (string, error), secret *bool) (string, error) {
+// expand is Expand passing the i-th reference's value, when enc is set,
+// through enc, which encodes it for the sink (or refuses it).
+func (t Template) expand(r Resolver, enc func(i int, ref Ref, value string) (string, error)) (string, bool, error) {
 	if len(t.parts) == 1 && t.parts[0].ref == nil {
-		return t.parts[0].lit, nil
+		return t.parts[0].lit, false, nil
 	}
+	secret := false
 	var b strings.Builder
 	i := 0
 	for _, p := range t.parts {
@@ -229,46 +223,18 @@ func (t Template) expand(r Resolver, enc func(int, Ref, string) (string, error),
 			continue
 		}
 		v, sec, err := r.Lookup(*p.ref)
-		if err == nil {
+		if err == nil && enc != nil {
 			v, err = enc(i, *p.ref, v)
 		}
 		i++
 		if err != nil {
 			if t.line > 0 {
-				return "", fmt.Errorf("expand %s (line %d): %w", p.ref.Text, t.line, err)
+				return "", false, fmt.Errorf("expand %s (line %d): %w", p.ref.Text, t.line, err)
 			}
-			return "", fmt.Errorf("expand %s: %w", p.ref.Text, err)
+			return "", false, fmt.Errorf("expand %s: %w", p.ref.Text, err)
 		}
-		if secret != nil {
-			*secret = *secret || sec
-		}
+		secret = secret || sec
 		b.WriteString(v)
 	}
-	return b.String(), nil
+	return b.String(), secret, nil
 }
-
-// scalarColumn returns the column of byte offset off inside a scalar at
-// column col, when it
-// can be computed exactly (single-line plain or simply quoted scalars), and
-// the scalar's own column otherwise.
-func scalarColumn(col int, style quoteStyle, raw string, off int) int {
-	if strings.ContainsAny(raw[:off], "\n\\'") {
-		return col
-	}
-	switch style {
-	case plainStyle:
-		return col + off
-	case quotedStyle:
-		return col + 1 + off
-	default:
-		return col
-	}
-}
-
-type quoteStyle uint8
-
-const (
-	otherStyle quoteStyle = iota
-	plainStyle
-	quotedStyle
-)

@@ -10,6 +10,15 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
+// Cause is err without the operation and path an [fs.PathError] adds: what
+// went wrong, for a message that names the file itself.
+func Cause(err error) error {
+	if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // ErrNotRegular matches the error of opening a path that is not a regular
 // file (a named pipe, a device, a socket, a directory).
 var ErrNotRegular = exitcode.New(exitcode.Usage, "not a regular file")

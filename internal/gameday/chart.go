@@ -1,6 +1,7 @@
 package gameday
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -268,7 +269,7 @@ func timelineChart(j *drill.Journal, a axis) *chart {
 		if s.EndedAt != nil {
 			stepEnd, text = *s.EndedAt, s.Status+" "+dur(secs(s.DurationSeconds))
 		}
-		b.span(r, *s.StartedAt, stepEnd, "st-"+statusClass(s.Status), fmt.Sprintf("%s: %s: %s %s", s.ID, text, firstOf(s.Error, s.Detail), s.Description), text)
+		b.span(r, *s.StartedAt, stepEnd, "st-"+statusClass(s.Status), fmt.Sprintf("%s: %s: %s %s", s.ID, text, cmp.Or(s.Error, s.Detail), s.Description), text)
 	}
 	if len(j.Rollbacks) > 0 {
 		b.heading("Levers: pulled → put back")
@@ -287,21 +288,20 @@ func timelineChart(j *drill.Journal, a axis) *chart {
 			}
 			// The text goes after the rollback, or on the lever's bar.
 			text := one("held " + dur(at.Sub(rb.RegisteredAt)))
-			lever, last := &r.Bars[0], &r.Bars[len(r.Bars)-1]
-			if end := last.X + last.W; end+textRoom(text) < plotX+plotW {
-				last.Text = text
-				last.placeText(end, textRoom(text))
-			} else {
-				lever.Text = text
-				lever.placeText(end, textRoom(text))
+			on, last := &r.Bars[0], &r.Bars[len(r.Bars)-1]
+			end := last.X + last.W
+			if end+textRoom(text) < plotX+plotW {
+				on = last
 			}
+			on.Text = text
+			on.placeText(end, textRoom(text))
 			continue
 		}
 		until, text := end, "NOT put back"
 		if rb.ExpiresAt != nil {
 			until, text = *rb.ExpiresAt, "NOT put back: lapses "+clock(*rb.ExpiresAt)
 		}
-		b.span(r, rb.RegisteredAt, until, "lapsed", fmt.Sprintf("%s %s: %s %s", rb.ID, rb.Subject, rb.Status, firstOf(rb.Error, text)), text)
+		b.span(r, rb.RegisteredAt, until, "lapsed", fmt.Sprintf("%s %s: %s %s", rb.ID, rb.Subject, rb.Status, cmp.Or(rb.Error, text)), text)
 	}
 	stopRows(b, j)
 	guardRows(b, j)
@@ -433,15 +433,6 @@ func evalText(e drill.StopEvaluation) string {
 	return "did not hold"
 }
 
-func firstOf(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 // gaugeStates are the classes of the breaker_state strips.
 var gaugeStates = map[string]string{"closed": "g-closed", "half_open": "g-half", "open": "g-open", "forced_open": "g-forced"}
 
@@ -449,28 +440,21 @@ var gaugeStates = map[string]string{"closed": "g-closed", "half_open": "g-half",
 // breaker_state, from one read to the next. It is nil without a reading.
 func gaugeChart(j *drill.Journal, samples []drill.GaugeSample, a axis) *chart {
 	byDep := map[string][]drill.GaugeSample{}
-	var deps []string
 	for _, s := range samples {
-		if _, ok := byDep[s.Dependency]; !ok {
-			deps = append(deps, s.Dependency)
-		}
 		byDep[s.Dependency] = append(byDep[s.Dependency], s)
 	}
-	sort.Strings(deps)
 	b := newBuilder(a)
 	any := false
-	for _, dep := range deps {
+	for _, dep := range slices.Sorted(maps.Keys(byDep)) {
 		ss := byDep[dep]
 		sort.SliceStable(ss, func(i, k int) bool { return ss[i].At.Before(ss[k].At) })
-		var instances []string
+		seen := map[string]bool{}
 		for _, s := range ss {
 			for _, in := range s.Instances {
-				if !slices.Contains(instances, in.Instance) {
-					instances = append(instances, in.Instance)
-				}
+				seen[in.Instance] = true
 			}
 		}
-		sort.Strings(instances)
+		instances := slices.Sorted(maps.Keys(seen))
 		if len(instances) == 0 {
 			continue
 		}

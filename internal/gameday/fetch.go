@@ -51,7 +51,7 @@ func FetchSamples(ctx context.Context, src metrics.GaugeSource, j *drill.Journal
 	if err != nil {
 		return nil, fmt.Errorf("fetch breaker gauges from %s: %w", src.Describe(), err)
 	}
-	from, to := j.StartedAt.Add(-snap.Period), lastTime(j)
+	from, to := j.StartedAt.Add(-snap.Period), lastRecord(j, true)
 	in := func(t time.Time) bool { return !t.Before(from) && !t.After(to) }
 	out := []drill.GaugeSample{}
 	for _, dep := range deps {
@@ -66,21 +66,19 @@ func FetchSamples(ctx context.Context, src metrics.GaugeSource, j *drill.Journal
 			byTime[t] = &drill.GaugeSample{At: t.UTC(), Dependency: dep, Instances: []drill.InstanceSample{}}
 			return byTime[t]
 		}
-		for _, inst := range series.Instances {
-			for _, p := range inst.Points {
+		add := func(instance string, points []metrics.Point) {
+			for _, p := range points {
 				if st, ok := metrics.GaugeState(p.Max); ok && in(p.Time) {
 					s := sample(p.Time)
-					s.Instances = append(s.Instances, drill.InstanceSample{Instance: inst.Instance, State: st.String()})
+					s.Instances = append(s.Instances, drill.InstanceSample{Instance: instance, State: st.String()})
 				}
 			}
 		}
+		for _, inst := range series.Instances {
+			add(inst.Instance, inst.Points)
+		}
 		if len(series.Instances) == 0 { // no instance dimension: the fleet's worst
-			for _, p := range series.Timeline {
-				if st, ok := metrics.GaugeState(p.Max); ok && in(p.Time) {
-					s := sample(p.Time)
-					s.Instances = append(s.Instances, drill.InstanceSample{Instance: "fleet (worst)", State: st.String()})
-				}
-			}
+			add("fleet (worst)", series.Timeline)
 		}
 		slices.SortFunc(times, func(a, b time.Time) int { return a.Compare(b) })
 		for _, t := range times {

@@ -1,6 +1,7 @@
 package gameday
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -30,11 +31,14 @@ func Markdown(w io.Writer, in Input) error {
 	if r.Reason != "" {
 		fmt.Fprintf(&b, "> %s\n\n", md(r.Reason))
 	}
-	b.WriteString("| | |\n|---|---|\n")
-	for _, g := range r.Glance {
-		fmt.Fprintf(&b, "| **%s** | %s |\n", md(g.Label), md(g.Text))
+	pairs := func(rows [][2]string) {
+		b.WriteString("| | |\n|---|---|\n")
+		for _, row := range rows {
+			fmt.Fprintf(&b, "| **%s** | %s |\n", md(row[0]), md(row[1]))
+		}
+		b.WriteString("\n")
 	}
-	b.WriteString("\n")
+	pairs(mapRows(r.Glance, func(g glance) [2]string { return [2]string{g.Label, g.Text} }))
 	var fs []string
 	for _, f := range r.Facts {
 		if f.Name == "outcome" || f.Name == "exit code" {
@@ -58,59 +62,40 @@ func Markdown(w io.Writer, in Input) error {
 		}
 		b.WriteString("\n")
 	}
-	var rows [][]string
-	for _, s := range r.Steps {
-		did := joinNonEmpty(": ", s.Description, firstOf(s.Error, s.Detail))
-		rows = append(rows, []string{s.ID, s.Kind, s.Status, s.Duration, s.Reason, did})
-	}
-	table("Steps", []string{"step", "kind", "status", "took", "why", "what it did"}, rows)
+	table("Steps", []string{"step", "kind", "status", "took", "why", "what it did"}, mapRows(r.Steps, func(s stepRow) []string {
+		return []string{s.ID, s.Kind, s.Status, s.Duration, s.Reason, joinNonEmpty(": ", s.Description, cmp.Or(s.Error, s.Detail))}
+	}))
 	if g := r.Guard; g != nil {
 		fmt.Fprintf(&b, "### %s\n\n", g.Heading)
-		rows = [][]string{{"guard", g.Role + " " + g.Condition}, {"at", g.At}}
+		rows := [][2]string{{"guard", g.Role + " " + g.Condition}, {"at", g.At}}
 		for _, kv := range [][2]string{{"since", g.Since}, {"polls", g.Polls}, {"grace", g.Grace}, {"cause", g.Cause}, {"fix", g.Fix}} {
 			if kv[1] != "" {
-				rows = append(rows, []string{kv[0], kv[1]})
+				rows = append(rows, kv)
 			}
 		}
-		b.WriteString("| | |\n|---|---|\n")
-		for _, row := range rows {
-			fmt.Fprintf(&b, "| **%s** | %s |\n", md(row[0]), md(row[1]))
-		}
-		b.WriteString("\n")
+		pairs(rows)
 	}
-	rows = nil
-	for _, c := range r.Preflight {
-		rows = append(rows, []string{c.Name, c.Kind, c.Status, firstOf(c.Error, c.Detail)})
-	}
-	table("Preflight", []string{"check", "kind", "result", "observed"}, rows)
-	rows = nil
-	for _, l := range r.Levers {
-		rows = append(rows, []string{l.ID, l.Subject, l.Why, l.Status, l.Pulled, joinNonEmpty(" by ", l.Back, l.By), l.Held, firstOf(l.Error, l.Detail)})
-	}
-	table("Levers", []string{"rollback", "subject", "why", "status", "pulled", "put back", "held", "detail"}, rows)
+	table("Preflight", []string{"check", "kind", "result", "observed"}, mapRows(r.Preflight, func(c checkRow) []string {
+		return []string{c.Name, c.Kind, c.Status, cmp.Or(c.Error, c.Detail)}
+	}))
+	table("Levers", []string{"rollback", "subject", "why", "status", "pulled", "put back", "held", "detail"}, mapRows(r.Levers, func(l leverRow) []string {
+		return []string{l.ID, l.Subject, l.Why, l.Status, l.Pulled, joinNonEmpty(" by ", l.Back, l.By), l.Held, cmp.Or(l.Error, l.Detail)}
+	}))
 	if st := r.Stop; st != nil {
 		fmt.Fprintf(&b, "### Stop condition\n\n**%s** fired at %s: %s\n\n", md(st.Condition), md(st.At), md(st.Detail))
-		rows = nil
-		for _, a := range st.Alarms {
-			rows = append(rows, []string{a.Name, a.State, a.Since, a.Reason})
-		}
-		table("Alarms", []string{"alarm", "state", "since", "state reason"}, rows)
+		table("Alarms", []string{"alarm", "state", "since", "state reason"}, mapRows(st.Alarms, func(a alarmRow) []string {
+			return []string{a.Name, a.State, a.Since, a.Reason}
+		}))
 	}
-	rows = nil
-	for _, c := range r.Checks {
-		rows = append(rows, []string{c.Phase, c.Name, c.Status, firstOf(c.Error, c.Detail)})
-	}
-	table("Hypothesis", []string{"phase", "check", "result", "observed"}, rows)
-	rows = nil
-	for _, rv := range r.Recoveries {
-		rows = append(rows, []string{rv.At, rv.Actor, rv.Status, rv.Rollbacks, rv.Detail})
-	}
-	table("Recoveries", []string{"at", "by", "result", "rollbacks", "detail"}, rows)
-	rows = nil
-	for _, a := range r.Audit {
-		rows = append(rows, []string{a.ID, a.At, a.Action, a.Subject})
-	}
-	table("Audit records", []string{"id", "at", "action", "subject"}, rows)
+	table("Hypothesis", []string{"phase", "check", "result", "observed"}, mapRows(r.Checks, func(c checkRow) []string {
+		return []string{c.Phase, c.Name, c.Status, cmp.Or(c.Error, c.Detail)}
+	}))
+	table("Recoveries", []string{"at", "by", "result", "rollbacks", "detail"}, mapRows(r.Recoveries, func(rv recoveryRow) []string {
+		return []string{rv.At, rv.Actor, rv.Status, rv.Rollbacks, rv.Detail}
+	}))
+	table("Audit records", []string{"id", "at", "action", "subject"}, mapRows(r.Audit, func(a auditRow) []string {
+		return []string{a.ID, a.At, a.Action, a.Subject}
+	}))
 	if len(r.Notices) > 0 {
 		b.WriteString("### Notices\n\n")
 		for _, n := range r.Notices {
@@ -120,6 +105,15 @@ func Markdown(w io.Writer, in Input) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// mapRows is row of each of xs.
+func mapRows[T, R any](xs []T, row func(T) R) []R {
+	var out []R
+	for _, x := range xs {
+		out = append(out, row(x))
+	}
+	return out
 }
 
 func joinNonEmpty(sep string, s ...string) string {

@@ -2,8 +2,8 @@ package gameday
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -133,13 +133,6 @@ func one(s string) string {
 // clock formats an instant as the report's time of day (UTC).
 func clock(t time.Time) string { return t.UTC().Format("15:04:05.000Z") }
 
-func clockPtr(t *time.Time) string {
-	if t == nil {
-		return ""
-	}
-	return clock(*t)
-}
-
 // dur formats a duration as a person reads it: "45ms", "12.3s", "4m5s".
 func dur(d time.Duration) string {
 	switch {
@@ -180,9 +173,9 @@ func build(in Input) *report {
 	if j.Reason != j.Outcome {
 		r.Reason = one(j.Reason)
 	}
-	end := lastTime(j)
+	end := lastRecord(j, true)
 	r.Facts = facts(j, end)
-	r.Glance = atAGlance(j, end)
+	r.Glance = atAGlance(j)
 	for _, s := range j.Steps {
 		row := stepRow{ID: one(s.ID), Name: one(s.Name), Kind: one(s.Kind), Status: one(s.Status), Class: statusClass(s.Status),
 			Description: one(s.Description), Detail: one(s.Detail), Error: one(s.Error), Rollbacks: one(strings.Join(s.Rollbacks, ", ")),
@@ -199,12 +192,7 @@ func build(in Input) *report {
 				row.Fleet, row.FleetClass = one("fleet did NOT confirm "+f.Goal+" within "+dur(secs(f.TimeoutSeconds))), "bad"
 			}
 		}
-		keys := make([]string, 0, len(s.Outputs))
-		for k := range s.Outputs {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(s.Outputs)) {
 			row.Outputs = append(row.Outputs, fact{Name: one(k), Value: one(s.Outputs[k])})
 		}
 		r.Steps = append(r.Steps, row)
@@ -213,13 +201,7 @@ func build(in Input) *report {
 		r.Levers = append(r.Levers, leverRowOf(j, rb, end))
 	}
 	for _, c := range slices.Concat(j.Hypothesis.Before, j.Hypothesis.After) {
-		status, class := "held", "good"
-		if !c.OK {
-			status, class = "did not hold", "bad"
-		}
-		r.Checks = append(r.Checks, checkRow{Phase: one(c.Phase), Name: one(c.Name), Kind: one(c.Kind), Description: one(c.Description),
-			Status: status, Class: class, Started: clock(c.StartedAt), Duration: dur(secs(c.DurationSeconds)), Detail: one(c.Detail),
-			Error: one(c.Error), Checks: c.Checks})
+		r.Checks = append(r.Checks, checkRowOf(c, "held", "did not hold"))
 	}
 	if st := j.Stop; st != nil {
 		sr := &stopRow{Condition: one(st.Condition), Detail: one(st.Detail), At: clock(st.At)}
@@ -234,13 +216,7 @@ func build(in Input) *report {
 	}
 	r.Guard = guardRowOf(j)
 	for _, c := range j.Preflight {
-		status, class := "can be evaluated", "good"
-		if !c.OK {
-			status, class = "cannot be evaluated", "bad"
-		}
-		r.Preflight = append(r.Preflight, checkRow{Phase: one(c.Phase), Name: one(c.Name), Kind: one(c.Kind), Description: one(c.Description),
-			Status: status, Class: class, Started: clock(c.StartedAt), Duration: dur(secs(c.DurationSeconds)), Detail: one(c.Detail),
-			Error: one(c.Error), Checks: c.Checks})
+		r.Preflight = append(r.Preflight, checkRowOf(c, "can be evaluated", "cannot be evaluated"))
 	}
 	for _, rv := range j.Recoveries {
 		row := recoveryRow{At: clock(rv.At), Actor: one(rv.Actor), Rollbacks: one(strings.Join(rv.Rollbacks, ", ")), Detail: one(rv.Detail),
@@ -281,12 +257,20 @@ func build(in Input) *report {
 	return r
 }
 
-// lastTime is the latest instant the journal knows of: its end, or (for a
-// run that was killed) the last thing it recorded, and any recovery.
-func lastTime(j *drill.Journal) time.Time { return lastRecord(j, true) }
+// checkRowOf is a check's row, its status ok or failed as it held or not.
+func checkRowOf(c drill.CheckRecord, ok, failed string) checkRow {
+	status, class := ok, "good"
+	if !c.OK {
+		status, class = failed, "bad"
+	}
+	return checkRow{Phase: one(c.Phase), Name: one(c.Name), Kind: one(c.Kind), Description: one(c.Description),
+		Status: status, Class: class, Started: clock(c.StartedAt), Duration: dur(secs(c.DurationSeconds)), Detail: one(c.Detail),
+		Error: one(c.Error), Checks: c.Checks}
+}
 
-// lastRecord is the latest instant the journal records; without
-// recoveries, the last the run's own process wrote.
+// lastRecord is the latest instant the journal records: its end, or (for a
+// run that was killed) the last thing it recorded, and any recovery;
+// without recoveries, the last the run's own process wrote.
 func lastRecord(j *drill.Journal, recoveries bool) time.Time {
 	t := j.StartedAt
 	later := func(u time.Time) {
@@ -400,7 +384,7 @@ func leverRowOf(j *drill.Journal, rb drill.RollbackRecord, end time.Time) leverR
 
 // atAGlance is the few lines a reviewer reads first: what was pulled, for
 // how long, what stopped it, and when everything was put back.
-func atAGlance(j *drill.Journal, end time.Time) []glance {
+func atAGlance(j *drill.Journal) []glance {
 	var g []glance
 	var pulled []string
 	for _, rb := range j.Rollbacks {
@@ -541,6 +525,7 @@ func graceText(gr *drill.GuardRecord) string {
 // guard: which guard, why, since when, how many polls, and the fix.
 func guardGlance(j *drill.Journal) []glance {
 	gr := j.Guard
+	label, text := "Guard lost", fmt.Sprintf("%s %q could not be evaluated", gr.Role, gr.Condition)
 	if gr.Phase == drill.GuardPreflight {
 		bad := 0
 		for _, c := range j.Preflight {
@@ -548,41 +533,25 @@ func guardGlance(j *drill.Journal) []glance {
 				bad++
 			}
 		}
-		text := fmt.Sprintf("preflight at %s: %s %q could not be evaluated: %s", clock(gr.At), gr.Role, gr.Condition, gr.Cause)
+		label, text = "Refused", fmt.Sprintf("preflight at %s: %s %q could not be evaluated: %s", clock(gr.At), gr.Role, gr.Condition, gr.Cause)
 		if len(j.Preflight) > 0 {
 			text += fmt.Sprintf(" (%d of %d guards could not be evaluated)", bad, len(j.Preflight))
 		}
-		g := []glance{{"Refused", one(text), "bad"}}
-		if gr.Fix != "" {
-			g = append(g, glance{"Fix", one(gr.Fix), "warn"})
+	} else {
+		if gr.Since != nil {
+			text += fmt.Sprintf(" since %s (+%s)", clock(*gr.Since), dur(gr.Since.Sub(j.StartedAt)))
 		}
-		return g
+		if gr.Polls > 0 {
+			text += fmt.Sprintf(", %d polls in a row", gr.Polls)
+		}
+		if grace := graceText(gr); grace != "" {
+			text += " (grace " + grace + ")"
+		}
+		text += fmt.Sprintf("; lost at %s (+%s), the steps stopped and the levers were rolled back: %s", clock(gr.At), dur(gr.At.Sub(j.StartedAt)), gr.Cause)
 	}
-	text := fmt.Sprintf("%s %q could not be evaluated", gr.Role, gr.Condition)
-	if gr.Since != nil {
-		text += fmt.Sprintf(" since %s (+%s)", clock(*gr.Since), dur(gr.Since.Sub(j.StartedAt)))
-	}
-	if gr.Polls > 0 {
-		text += fmt.Sprintf(", %d polls in a row", gr.Polls)
-	}
-	if grace := graceText(gr); grace != "" {
-		text += " (grace " + grace + ")"
-	}
-	text += fmt.Sprintf("; lost at %s (+%s), the steps stopped and the levers were rolled back: %s", clock(gr.At), dur(gr.At.Sub(j.StartedAt)), gr.Cause)
-	g := []glance{{"Guard lost", one(text), "bad"}}
+	g := []glance{{label, one(text), "bad"}}
 	if gr.Fix != "" {
 		g = append(g, glance{"Fix", one(gr.Fix), "warn"})
 	}
 	return g
-}
-
-// countFunc counts the elements of s for which f holds.
-func countFunc[T any](s []T, f func(T) bool) int {
-	n := 0
-	for _, v := range s {
-		if f(v) {
-			n++
-		}
-	}
-	return n
 }

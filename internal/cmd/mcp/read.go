@@ -23,6 +23,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
+	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/mcpserver"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -264,20 +265,12 @@ func localPath(arg, p string) error {
 		return nil
 	}
 	if err != nil {
-		return cmdutil.Usagef("%s %q: %v", arg, p, unwrapPath(err))
+		return cmdutil.Usagef("%s %q: %v", arg, p, fsutil.Cause(err))
 	}
 	if rel, err := filepath.Rel(wd, target); err != nil || !filepath.IsLocal(rel) {
 		return cmdutil.Usagef("%s %q is a symbolic link leading out of the server's working directory: give a file under it", arg, p)
 	}
 	return nil
-}
-
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 func listLimit(n int) (int, error) {

@@ -98,12 +98,8 @@ func Parse(t testing.TB, reg *drill.Registry, src string) *drill.Drill {
 func (e *Env) RunContext(d *drill.Drill) *runtime.RunContext {
 	e.T.Helper()
 	rc := runtime.NewRunContext(d, "test-run", e.Deps, nil)
-	for _, v := range d.Vars {
-		val, err := rc.Expand(v.Value)
-		if err != nil {
-			e.T.Fatalf("variable %s: %v", v.Name, err)
-		}
-		rc.SetVar(v.Name, val, v.Secret)
+	if err := rc.ResolveVars(); err != nil {
+		e.T.Fatal(err)
 	}
 	return rc
 }

@@ -23,9 +23,8 @@ type Store struct {
 	// LostPut makes the next put succeed but report an error, like a
 	// write whose answer was lost.
 	LostPut string
-	// DenyPut refuses a put, as IAM would (nothing written), except of
-	// keys with the prefix AllowPut.
-	DenyPut, AllowPut string
+	// DenyPut refuses a put, as IAM would (nothing written).
+	DenyPut string
 }
 
 var _ store.Store = (*Store)(nil)
@@ -50,8 +49,6 @@ func (m *Store) Has(pk string) bool {
 
 func (m *Store) has(prefix, pk string) bool { return prefix != "" && strings.HasPrefix(pk, prefix) }
 
-func (m *Store) denied(pk string) bool { return m.has(m.DenyPut, pk) && !m.has(m.AllowPut, pk) }
-
 // Get returns a copy of the item under pk.
 func (m *Store) Get(ctx context.Context, pk string) (store.Item, error) {
 	if err := ctx.Err(); err != nil {
@@ -69,50 +66,15 @@ func (m *Store) Get(ctx context.Context, pk string) (store.Item, error) {
 	return it.Clone(), nil
 }
 
-// Put writes item when cond holds.
+// Put writes item when cond holds: a change of one put, with its
+// injected failures.
 func (m *Store) Put(ctx context.Context, item store.Item, cond store.Condition) error {
-	item = store.Normalize(item)
-	pk := item.PK()
-	return m.write(ctx, pk, cond, func() error {
-		if m.denied(pk) {
-			return fmt.Errorf("put %s: %w", pk, store.ErrCredentials)
-		}
-		return nil
-	}, func() error {
-		m.items[pk] = item.Clone()
-		if m.has(m.LostPut, pk) {
-			m.LostPut = ""
-			return fmt.Errorf("put %s: response lost: %w", pk, store.ErrUnavailable)
-		}
-		return nil
-	})
+	return m.Transact(ctx, store.Change{Ops: []store.Op{store.PutOp(item, cond)}})
 }
 
-// Delete deletes the item under pk when cond holds.
+// Delete deletes the item under pk when cond holds: a change of one delete.
 func (m *Store) Delete(ctx context.Context, pk string, cond store.Condition) error {
-	return m.write(ctx, pk, cond, func() error {
-		if m.has(m.FailDelete, pk) {
-			return fmt.Errorf("delete %s: %w", pk, store.ErrUnavailable)
-		}
-		return nil
-	}, func() error { delete(m.items, pk); return nil })
-}
-
-// write runs fault, then apply when cond holds for the item under pk, under
-// the lock.
-func (m *Store) write(ctx context.Context, pk string, cond store.Condition, fault, apply func() error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err := fault(); err != nil {
-		return err
-	}
-	if cur := m.items[pk]; !cond.Holds(cur) {
-		return &store.ConditionError{PK: pk, Current: cur}
-	}
-	return apply()
+	return m.Transact(ctx, store.Change{Ops: []store.Op{store.DeleteOp(pk, cond)}})
 }
 
 // Transact applies a change all or nothing, with the injected failures:
@@ -127,7 +89,7 @@ func (m *Store) Transact(ctx context.Context, c store.Change) error {
 	lost := false
 	for _, op := range c.Ops {
 		pk := op.PK()
-		if op.Put != nil && m.denied(pk) {
+		if op.Put != nil && m.has(m.DenyPut, pk) {
 			return fmt.Errorf("change %s: put %s: %w", c.Token, pk, store.ErrCredentials)
 		}
 		if op.Put == nil && m.has(m.FailDelete, pk) {

@@ -16,7 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
-// AlarmConditionKind is the alarm condition: CloudWatch alarms, by name or
+// alarmConditionKind is the alarm condition: CloudWatch alarms, by name or
 // name prefix, as AWS FIS stop conditions and AppConfig rollbacks use them.
 //
 //	alarm:
@@ -30,25 +30,15 @@ import (
 // All alarm conditions of a drill are read together: one DescribeAlarms
 // call per region per poll (see [metrics.AlarmRequest] for how names and
 // prefixes share it).
-type AlarmConditionKind struct{}
+var alarmConditionKind = conditionKind{name: "alarm",
+	summary: "holds when a CloudWatch alarm (by name or name prefix) is in ALARM (state: OK: when none is); one DescribeAlarms call per poll for all of the drill's alarms",
+	decode:  decodeAlarmCondition}
 
-var _ drill.ConditionKind = AlarmConditionKind{}
-
-// Name implements ConditionKind.
-func (AlarmConditionKind) Name() string { return "alarm" }
-
-// Summary implements ConditionKind.
-func (AlarmConditionKind) Summary() string {
-	return "holds when a CloudWatch alarm (by name or name prefix) is in ALARM (state: OK: when none is); one DescribeAlarms call per poll for all of the drill's alarms"
-}
-
-// Decode implements ConditionKind.
-func (AlarmConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	m := d.Map(n, "alarm")
+func decodeAlarmCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
+	m := d.Fields(n, "alarm", "name", "prefix", "region", "state", "insufficient_data")
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("name", "prefix", "region", "state", "insufficient_data")
 	c := &alarmCondition{state: metrics.AlarmStateAlarm}
 	ok := true
 	c.names, ok = alarmTemplates(m, "name")
@@ -126,21 +116,23 @@ func (c *alarmCondition) AlarmTarget(rc *runtime.RunContext) (runtime.AlarmTarge
 			return t, fmt.Errorf("region %q is not an AWS region (like eu-west-1)", t.Region)
 		}
 	}
-	for _, n := range c.names {
-		s, err := rc.Expand(n)
-		if err != nil {
-			return t, err
-		}
-		t.Query.Names = append(t.Query.Names, s)
+	if t.Query.Names, err = expandAll(rc, c.names); err != nil {
+		return t, err
 	}
-	for _, p := range c.prefixes {
-		s, err := rc.Expand(p)
+	t.Query.Prefixes, err = expandAll(rc, c.prefixes)
+	return t, err
+}
+
+func expandAll(rc *runtime.RunContext, ts []drill.Template) ([]string, error) {
+	var out []string
+	for _, t := range ts {
+		s, err := rc.Expand(t)
 		if err != nil {
-			return t, err
+			return nil, err
 		}
-		t.Query.Prefixes = append(t.Query.Prefixes, s)
+		out = append(out, s)
 	}
-	return t, nil
+	return out, nil
 }
 
 func (c *alarmCondition) Describe(rc *runtime.RunContext) string {
@@ -189,7 +181,7 @@ func (c *alarmCondition) Check(ctx context.Context, rc *runtime.RunContext) (run
 	if err != nil {
 		return runtime.Observation{}, err
 	}
-	var mine, fired []metrics.Alarm
+	var mine []metrics.Alarm
 	for _, a := range read.Alarms {
 		if t.Query.Matches(a.Name) {
 			mine = append(mine, a)
@@ -213,26 +205,23 @@ func (c *alarmCondition) Check(ctx context.Context, rc *runtime.RunContext) (run
 	var obs runtime.Observation
 	for _, a := range mine {
 		if c.firing(a) {
-			fired = append(fired, a)
 			obs.Alarms = append(obs.Alarms, drill.Alarm(a))
 		}
 	}
-	if len(fired) == 0 {
+	if len(obs.Alarms) == 0 {
 		obs.Detail = fmt.Sprintf("%d alarm(s) in %s, none firing", len(mine), read.Region)
 		obs.Holds = c.state == metrics.AlarmStateOK
 		return obs, nil
 	}
-	var b strings.Builder
-	for i, a := range fired {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		fmt.Fprintf(&b, "%s %s since %s", a.Name, a.State, a.Since.UTC().Format(time.RFC3339))
+	var fired []string
+	for _, a := range obs.Alarms {
+		s := fmt.Sprintf("%s %s since %s", a.Name, a.State, a.Since.UTC().Format(time.RFC3339))
 		if a.Reason != "" {
-			fmt.Fprintf(&b, ": %s", a.Reason)
+			s += ": " + a.Reason
 		}
+		fired = append(fired, s)
 	}
-	obs.Detail = b.String()
+	obs.Detail = strings.Join(fired, "; ")
 	obs.Holds = c.state == metrics.AlarmStateAlarm
 	if !obs.Holds {
 		obs.Alarms = nil

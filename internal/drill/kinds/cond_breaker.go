@@ -32,7 +32,7 @@ const (
 
 var gaugeStates = []string{"closed", "half_open", "open", "forced_open"}
 
-// BreakerConditionKind is the breaker condition: a dependency's breaker is
+// breakerConditionKind is the breaker condition: a dependency's breaker is
 // in one of the given states.
 //
 //	breaker:
@@ -46,25 +46,15 @@ var gaugeStates = []string{"closed", "half_open", "open", "forced_open"}
 // With source gauges the states are closed, half_open, open and
 // forced_open; with source store they are forced_open (an active override)
 // and not_forced.
-type BreakerConditionKind struct{}
+var breakerConditionKind = conditionKind{name: "breaker",
+	summary: "holds when a dependency's breaker is in a state, per the fleet's gauges or the store's override",
+	decode:  decodeBreakerCondition}
 
-var _ drill.ConditionKind = BreakerConditionKind{}
-
-// Name implements ConditionKind.
-func (BreakerConditionKind) Name() string { return "breaker" }
-
-// Summary implements ConditionKind.
-func (BreakerConditionKind) Summary() string {
-	return "holds when a dependency's breaker is in a state, per the fleet's gauges or the store's override"
-}
-
-// Decode implements ConditionKind.
-func (BreakerConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	m := d.Map(n, "breaker")
+func decodeBreakerCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
+	m := d.Fields(n, "breaker", "dependency", "state", "source", "instance", "instances", "min_instances")
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("dependency", "state", "source", "instance", "instances", "min_instances")
 	c := &breakerCondition{source: SourceGauges, all: true, minInstances: 1}
 	var ok bool
 	c.dependency, ok = decodeDependency(m)

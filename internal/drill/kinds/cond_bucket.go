@@ -9,10 +9,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
-// BucketConditionKind is the bucket condition: a client's rate-limit bucket
+// bucketConditionKind is the bucket condition: a client's rate-limit bucket
 // (read from the store, refilled to now by the data plane's formula)
 // admits or refuses, or holds a number of tokens.
 //
@@ -21,36 +20,18 @@ import (
 //	  admit: true         # the next request would be admitted
 //	  min_tokens: 5       # optional bounds on the refilled level
 //	  max_tokens: 20
-type BucketConditionKind struct{}
+var bucketConditionKind = conditionKind{name: "bucket",
+	summary: "holds when a client's rate-limit bucket admits (or refuses), or holds between min_tokens and max_tokens",
+	decode:  decodeBucketCondition}
 
-var _ drill.ConditionKind = BucketConditionKind{}
-
-// Name implements ConditionKind.
-func (BucketConditionKind) Name() string { return "bucket" }
-
-// Summary implements ConditionKind.
-func (BucketConditionKind) Summary() string {
-	return "holds when a client's rate-limit bucket admits (or refuses), or holds between min_tokens and max_tokens"
-}
-
-// Decode implements ConditionKind.
-func (BucketConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	m := d.Map(n, "bucket")
+func decodeBucketCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
+	m := d.Fields(n, "bucket", "client", "admit", "min_tokens", "max_tokens")
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("client", "admit", "min_tokens", "max_tokens")
 	c := &bucketCondition{}
 	var ok bool
-	c.client, ok = m.Template("client", true)
-	if ok {
-		if s, static := c.client.Static(); static {
-			if err := ratelimit.ValidateClientID(s); err != nil {
-				m.Errorf("client", "%v", err)
-				ok = false
-			}
-		}
-	}
+	c.client, ok = decodeClient(m)
 	if v, present := m.Bool("admit"); present {
 		c.admit = &v
 	}

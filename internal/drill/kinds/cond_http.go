@@ -10,23 +10,14 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
-// HTTPConditionKind is the http condition: it holds when a request's
+// httpConditionKind is the http condition: it holds when a request's
 // response meets its expectations (same fields as the http step; status
 // defaults to 2xx).
-type HTTPConditionKind struct{}
+var httpConditionKind = conditionKind{name: "http",
+	summary: "holds when an HTTP response meets its expectations (status, JSON fields, headers, body, latency)",
+	decode:  decodeHTTPCondition}
 
-var _ drill.ConditionKind = HTTPConditionKind{}
-
-// Name implements ConditionKind.
-func (HTTPConditionKind) Name() string { return "http" }
-
-// Summary implements ConditionKind.
-func (HTTPConditionKind) Summary() string {
-	return "holds when an HTTP response meets its expectations (status, JSON fields, headers, body, latency)"
-}
-
-// Decode implements ConditionKind.
-func (HTTPConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeHTTPCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	r, _ := decodeRequest(d, n, "http")
 	if r == nil {
 		return nil

@@ -10,22 +10,12 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
-// ShellConditionKind is the shell condition: it holds when a command exits
+// shellConditionKind is the shell condition: it holds when a command exits
 // with the expected code (default 0). Same fields as the shell step.
-type ShellConditionKind struct{}
+var shellConditionKind = conditionKind{name: "shell", summary: "holds when a shell command exits with the expected code (default 0)",
+	decode: decodeShellCondition}
 
-var _ drill.ConditionKind = ShellConditionKind{}
-
-// Name implements ConditionKind.
-func (ShellConditionKind) Name() string { return "shell" }
-
-// Summary implements ConditionKind.
-func (ShellConditionKind) Summary() string {
-	return "holds when a shell command exits with the expected code (default 0)"
-}
-
-// Decode implements ConditionKind.
-func (ShellConditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeShellCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	s := decodeShell(d, n, "shell")
 	if s == nil {
 		return nil

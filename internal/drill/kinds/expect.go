@@ -55,11 +55,10 @@ func decodeMatcher(d *drill.Decoder, n *yaml.Node, what string) (matcher, bool) 
 		d.Errorf(n, "%s must be a value or a mapping of operators (%s)", what, strings.Join(matchOps, ", "))
 		return matcher{}, false
 	}
-	m := d.Map(n, what)
+	m := d.Fields(n, what, matchOps...)
 	if m == nil {
 		return matcher{}, false
 	}
-	m.RejectUnknown(matchOps...)
 	var out matcher
 	ok := len(m.Keys()) > 0
 	if !ok {
@@ -77,7 +76,7 @@ func decodeMatcher(d *drill.Decoder, n *yaml.Node, what string) (matcher, bool) 
 		mo := matchOp{op: op}
 		sub := what + ": " + op
 		switch op {
-		case "equals", "not_equals":
+		case "equals", "not_equals", "contains":
 			val, vok := d.Value(v, sub, true)
 			mo.want, ok = val, ok && vok
 		case "exists":
@@ -96,9 +95,6 @@ func decodeMatcher(d *drill.Decoder, n *yaml.Node, what string) (matcher, bool) 
 				val, vok := d.Value(item, fmt.Sprintf("%s[%d]", sub, i), true)
 				mo.list, ok = append(mo.list, val), ok && vok
 			}
-		case "contains":
-			val, vok := d.Value(v, sub, true)
-			mo.want, ok = val, ok && vok
 		case "matches":
 			s, sok := d.String(v, sub)
 			re, err := regexp.Compile(s)
@@ -151,17 +147,16 @@ func showGot(v any, exists bool) string {
 	if !exists {
 		return "nothing (absent)"
 	}
-	if s, ok := v.(string); ok {
+	cut := func(s string) string {
 		if len(s) > 200 {
-			s = s[:200] + "..."
+			return s[:200] + "..."
 		}
-		return strconv.Quote(s)
+		return s
 	}
-	t := jsonText(v)
-	if len(t) > 200 {
-		t = t[:200] + "..."
+	if s, ok := v.(string); ok {
+		return strconv.Quote(cut(s))
 	}
-	return t
+	return cut(jsonText(v))
 }
 
 // coerce returns got as want's type when loose and got is a string that
@@ -215,24 +210,25 @@ func (m matcher) match(rc *runtime.RunContext, got any, exists, loose bool) (str
 			}
 		case "gt", "gte", "lt", "lte":
 			f, isNum := coerce(got, 0.0, loose).(float64)
+			sym, holds := numOp(op.op, f, op.num)
 			if !exists || !isNum {
-				fail = fmt.Sprintf("want a number %s %s, got %s", opSymbol(op.op), showWant(op.num), showGot(got, exists))
-				break
-			}
-			if !compare(op.op, f, op.num) {
-				fail = fmt.Sprintf("want %s %s, got %s", opSymbol(op.op), showWant(op.num), showWant(f))
+				fail = fmt.Sprintf("want a number %s %s, got %s", sym, showWant(op.num), showGot(got, exists))
+			} else if !holds {
+				fail = fmt.Sprintf("want %s %s, got %s", sym, showWant(op.num), showWant(f))
 			}
 		case "in":
 			found := false
+			list := make([]any, 0, len(op.list))
 			for _, w := range op.list {
 				rw, err := drill.ExpandValue(rc, w)
 				if err != nil {
 					return "", err
 				}
+				list = append(list, rw)
 				found = found || (exists && reflect.DeepEqual(coerce(got, rw, loose), rw))
 			}
 			if !found {
-				fail = fmt.Sprintf("want one of %s, got %s", jsonText(mustResolveList(rc, op.list)), showGot(got, exists))
+				fail = fmt.Sprintf("want one of %s, got %s", jsonText(list), showGot(got, exists))
 			}
 		case "contains":
 			fail = containsProblem(got, want, exists)
@@ -249,14 +245,6 @@ func (m matcher) match(rc *runtime.RunContext, got any, exists, loose bool) (str
 		}
 	}
 	return "", nil
-}
-
-func mustResolveList(rc *runtime.RunContext, l []any) []any {
-	v, err := drill.ExpandValue(rc, l)
-	if err != nil {
-		return l
-	}
-	return v.([]any)
 }
 
 func containsProblem(got, want any, exists bool) string {
@@ -279,20 +267,17 @@ func containsProblem(got, want any, exists bool) string {
 	return fmt.Sprintf("want something containing %s, got %s", showWant(want), showGot(got, true))
 }
 
-func opSymbol(op string) string {
-	return map[string]string{"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}[op]
-}
-
-func compare(op string, a, b float64) bool {
+// numOp is the symbol of a comparison operator and whether a op b holds.
+func numOp(op string, a, b float64) (string, bool) {
 	switch op {
 	case "gt":
-		return a > b
+		return ">", a > b
 	case "gte":
-		return a >= b
+		return ">=", a >= b
 	case "lt":
-		return a < b
+		return "<", a < b
 	}
-	return a <= b
+	return "<=", a <= b
 }
 
 // statusSet is the accepted response statuses: codes and classes (2xx).
@@ -300,8 +285,6 @@ type statusSet struct {
 	codes   []int
 	classes []int
 }
-
-func (s statusSet) empty() bool { return len(s.codes) == 0 && len(s.classes) == 0 }
 
 func (s statusSet) accepts(code int) bool {
 	return slices.Contains(s.codes, code) || slices.Contains(s.classes, code/100)
@@ -386,11 +369,10 @@ func decodeExpect(d *drill.Decoder, n *yaml.Node, what string) (expectation, boo
 	if n == nil {
 		return e, true
 	}
-	m := d.Map(n, what)
+	m := d.Fields(n, what, expectFields...)
 	if m == nil {
 		return e, false
 	}
-	m.RejectUnknown(expectFields...)
 	ok := true
 	if v := m.Get("status"); v != nil {
 		s, sok := decodeStatus(d, v, what+": status")

@@ -41,11 +41,10 @@ var requestFields = []string{"method", "url", "headers", "json", "body", "expect
 var methods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions}
 
 func decodeRequest(d *drill.Decoder, n *yaml.Node, what string, extra ...string) (*requestSpec, *drill.Map) {
-	m := d.Map(n, what)
+	m := d.Fields(n, what, append(append([]string{}, requestFields...), extra...)...)
 	if m == nil {
 		return nil, nil
 	}
-	m.RejectUnknown(append(append([]string{}, requestFields...), extra...)...)
 	r := &requestSpec{}
 	ok := true
 	if s, present := m.String("method", false); present {
@@ -142,19 +141,18 @@ func (r *requestSpec) do(ctx context.Context, rc *runtime.RunContext) (*response
 	}
 	start := rc.Now()
 	resp, err := rc.Deps.HTTP.Do(req)
+	var b []byte
+	if err == nil {
+		defer resp.Body.Close()
+		if b, err = io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody)); err != nil {
+			err = fmt.Errorf("read response: %w", err)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("%s %s: %s", r.method, rc.Redact(u), rc.Redact(unwrapURLError(err).Error()))
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("%s %s: read response: %s", r.method, rc.Redact(u), rc.Redact(err.Error()))
 	}
 	out := &response{status: resp.StatusCode, header: resp.Header, body: b, latency: rc.Now().Sub(start)}
 	if len(bytes.TrimSpace(b)) == 0 {

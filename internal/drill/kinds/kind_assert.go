@@ -10,30 +10,17 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
-// AssertKind is the assert step: check a condition once; the step fails
+// assertKind is the assert step: check a condition once; the step fails
 // when it does not hold.
 //
 //	assert:
 //	  bucket: {client: drill-client, admit: false}
 //
 // Output: detail (what was observed).
-type AssertKind struct{}
+var assertKind = stepKind{name: "assert", summary: "check a condition once; fail the step when it does not hold",
+	outputs: []string{"detail"}, decode: decodeAssert}
 
-var _ drill.StepKind = AssertKind{}
-
-// Name implements StepKind.
-func (AssertKind) Name() string { return "assert" }
-
-// Summary implements StepKind.
-func (AssertKind) Summary() string {
-	return "check a condition once; fail the step when it does not hold"
-}
-
-// Outputs implements StepKind.
-func (AssertKind) Outputs() []string { return []string{"detail"} }
-
-// Decode implements StepKind.
-func (AssertKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeAssert(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m := d.Map(n, "assert")
 	if m == nil {
 		return nil

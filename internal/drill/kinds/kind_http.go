@@ -11,7 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
-// HTTPStepKind is the http step: send a request and assert on the response.
+// httpStepKind is the http step: send a request and assert on the response.
 //
 //	http:
 //	  method: POST                       # default GET (POST with json or body)
@@ -27,25 +27,10 @@ import (
 //	  repeat: 5                          # send it 5 times; each response must pass
 //
 // Outputs: status, latency_ms, body, header.NAME, json.PATH.
-type HTTPStepKind struct{}
+var httpStepKind = stepKind{name: "http", summary: "send an HTTP request; assert on status, JSON fields, headers, body and latency",
+	outputs: []string{"status", "latency_ms", "body", "header.*", "json.*"}, decode: decodeHTTPStep}
 
-var _ drill.StepKind = HTTPStepKind{}
-
-// Name implements StepKind.
-func (HTTPStepKind) Name() string { return "http" }
-
-// Summary implements StepKind.
-func (HTTPStepKind) Summary() string {
-	return "send an HTTP request; assert on status, JSON fields, headers, body and latency"
-}
-
-// Outputs implements StepKind.
-func (HTTPStepKind) Outputs() []string {
-	return []string{"status", "latency_ms", "body", "header.*", "json.*"}
-}
-
-// Decode implements StepKind.
-func (HTTPStepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeHTTPStep(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	r, m := decodeRequest(d, n, "http", "repeat")
 	if m == nil {
 		return nil

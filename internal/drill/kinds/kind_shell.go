@@ -10,7 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
-// ShellStepKind is the shell step: run a command for anything the other
+// shellStepKind is the shell step: run a command for anything the other
 // kinds do not cover.
 //
 //	shell: ./scripts/check.sh             # or:
@@ -29,23 +29,11 @@ import (
 // DRILL_STEP_ID_OUTPUT, and env (templated). Stdout and stderr are kept up to
 // 64 KiB each (secrets redacted). On interrupt or timeout the command's
 // whole process group is killed.
-type ShellStepKind struct{}
+var shellStepKind = stepKind{name: "shell",
+	summary: "run a shell command (step outputs in its environment); give it a rollback if it changes things",
+	outputs: []string{"stdout", "stderr", "exit_code"}, decode: decodeShellStep}
 
-var _ drill.StepKind = ShellStepKind{}
-
-// Name implements StepKind.
-func (ShellStepKind) Name() string { return "shell" }
-
-// Summary implements StepKind.
-func (ShellStepKind) Summary() string {
-	return "run a shell command (step outputs in its environment); give it a rollback if it changes things"
-}
-
-// Outputs implements StepKind.
-func (ShellStepKind) Outputs() []string { return []string{"stdout", "stderr", "exit_code"} }
-
-// Decode implements StepKind.
-func (ShellStepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeShellStep(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	s := decodeShell(d, n, "shell")
 	if s == nil {
 		return nil

@@ -11,28 +11,15 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
 
-// SleepKind is the sleep step: wait a fixed time (interruptible: a signal,
+// sleepKind is the sleep step: wait a fixed time (interruptible: a signal,
 // the drill's timeout or a stop condition ends it at once).
 //
 //	sleep: 5s
 //	sleep: {for: 5s}
-type SleepKind struct{}
+var sleepKind = stepKind{name: "sleep", summary: "wait a fixed time; ends at once on interrupt, timeout or stop condition",
+	decode: decodeSleep}
 
-var _ drill.StepKind = SleepKind{}
-
-// Name implements StepKind.
-func (SleepKind) Name() string { return "sleep" }
-
-// Summary implements StepKind.
-func (SleepKind) Summary() string {
-	return "wait a fixed time; ends at once on interrupt, timeout or stop condition"
-}
-
-// Outputs implements StepKind.
-func (SleepKind) Outputs() []string { return nil }
-
-// Decode implements StepKind.
-func (SleepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeSleep(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	n = d.Resolve(n)
 	if n == nil {
 		return nil
@@ -40,11 +27,10 @@ func (SleepKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	var dur time.Duration
 	var ok bool
 	if n.Kind == yaml.MappingNode {
-		m := d.Map(n, "sleep")
+		m := d.Fields(n, "sleep", "for")
 		if m == nil {
 			return nil
 		}
-		m.RejectUnknown("for")
 		dur, ok = m.Duration("for", true)
 	} else {
 		dur, ok = d.Duration(n, "sleep")

@@ -13,7 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/human"
 )
 
-// WaitForKind is the wait-for step: poll a condition until it holds, or
+// waitForKind is the wait-for step: poll a condition until it holds, or
 // fail when timeout passes.
 //
 //	wait-for:
@@ -27,27 +27,15 @@ import (
 // with "guard lost" and the run stops and rolls back (on_error: continue
 // polls on until the timeout). Outputs: elapsed_ms, polls, detail (the
 // last observation).
-type WaitForKind struct{}
-
-var _ drill.StepKind = WaitForKind{}
-
-// Name implements StepKind.
-func (WaitForKind) Name() string { return "wait-for" }
-
-// Summary implements StepKind.
-func (WaitForKind) Summary() string {
-	return "poll a condition (breaker state, HTTP response, bucket, shell) until it holds or the timeout passes"
-}
-
-// Outputs implements StepKind.
-func (WaitForKind) Outputs() []string { return []string{"elapsed_ms", "polls", "detail"} }
+var waitForKind = stepKind{name: "wait-for",
+	summary: "poll a condition (breaker state, HTTP response, bucket, shell) until it holds or the timeout passes",
+	outputs: []string{"elapsed_ms", "polls", "detail"}, decode: decodeWaitFor}
 
 // waitGrace is added to a wait's timeout for the step's own default
 // timeout, so the wait reports its own failure rather than the step's.
 const waitGrace = 5 * time.Second
 
-// Decode implements StepKind.
-func (WaitForKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeWaitFor(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	m := d.Map(n, "wait-for")
 	if m == nil {
 		return nil
@@ -113,7 +101,7 @@ func (a *waitFor) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Out
 	if a.onError != drill.OnErrorContinue {
 		spec.Guard = &runtime.PollGuard{Role: drill.RoleWaitFor, Name: rc.CurrentStep(), Grace: rc.Drill.GuardGrace}
 	}
-	res, err := runtime.PollWith(ctx, rc, a.cond, spec)
+	res, err := runtime.Poll(ctx, rc, a.cond, spec)
 	out := runtime.NewOutputs().Set("elapsed_ms", strconv.FormatInt(res.Elapsed.Milliseconds(), 10)).
 		Set("polls", strconv.Itoa(res.Polls)).Set("detail", rc.Redact(res.Obs.Detail))
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -26,7 +25,7 @@ import (
 // restore of the level before the drill), its journal record, and its
 // rebuilding from the audit trail.
 
-// RateLimitDrainKind is the ratelimit.drain step: empty a client's bucket
+// rateLimitDrainKind is the ratelimit.drain step: empty a client's bucket
 // so its next requests get 429s.
 //
 //	ratelimit.drain:
@@ -38,46 +37,22 @@ import (
 // plane's refill brings back to zero after that long, so the client
 // recovers on its own even if koshactl is killed. Rollback restores the
 // level the bucket had before the drill.
-type RateLimitDrainKind struct{}
+var rateLimitDrainKind = bucketKind("ratelimit.drain", "empty a client's bucket (optionally held for a while); rollback restores its level",
+	decodeDrain)
 
-var _ drill.MutatingKind = RateLimitDrainKind{}
-
-// Name implements StepKind.
-func (RateLimitDrainKind) Name() string { return "ratelimit.drain" }
-
-// Lever implements MutatingKind: a step moves a rate-limit bucket.
-func (RateLimitDrainKind) Lever() string { return drill.LeverBucket }
-
-// Summary implements StepKind.
-func (RateLimitDrainKind) Summary() string {
-	return "empty a client's bucket (optionally held for a while); rollback restores its level"
-}
-
-// Outputs implements StepKind.
-func (RateLimitDrainKind) Outputs() []string { return bucketOutputs }
-
-// Decode implements StepKind.
-func (RateLimitDrainKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	a, m := decodeBucketStep(d, n, ratelimit.OpDrain, "for")
-	if m == nil {
-		return nil
-	}
-	if hold, ok := m.Duration("for", false); ok {
-		if ratelimit.CheckDrainHold(hold) != nil {
+func decodeDrain(d *drill.Decoder, n *yaml.Node) drill.Spec {
+	return decodeBucketStep(d, n, ratelimit.OpDrain, func(m *drill.Map, a *bucketStep) bool {
+		hold, present := m.Duration("for", false)
+		if present && ratelimit.CheckDrainHold(hold) != nil {
 			m.Errorf("for", "%s is longer than the %s a drain may hold", hold, ratelimit.MaxDrainHold)
-			return nil
+			return false
 		}
-		if a != nil {
-			a.hold = hold
-		}
-	}
-	if a == nil {
-		return nil
-	}
-	return a
+		a.hold = hold
+		return true
+	}, "for")
 }
 
-// RateLimitResetKind is the ratelimit.reset step: refill a client's bucket
+// rateLimitResetKind is the ratelimit.reset step: refill a client's bucket
 // to capacity, so its next requests are admitted.
 //
 //	ratelimit.reset:
@@ -86,72 +61,34 @@ func (RateLimitDrainKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 //
 // After a drain in the same drill it registers no new rollback: the
 // drain's rollback restores the level from before the drill.
-type RateLimitResetKind struct{}
+var rateLimitResetKind = bucketKind("ratelimit.reset", "refill a client's bucket to capacity; rollback restores its level", decodeReset)
 
-var _ drill.MutatingKind = RateLimitResetKind{}
-
-// Name implements StepKind.
-func (RateLimitResetKind) Name() string { return "ratelimit.reset" }
-
-// Lever implements MutatingKind: a step moves a rate-limit bucket.
-func (RateLimitResetKind) Lever() string { return drill.LeverBucket }
-
-// Summary implements StepKind.
-func (RateLimitResetKind) Summary() string {
-	return "refill a client's bucket to capacity; rollback restores its level"
+func decodeReset(d *drill.Decoder, n *yaml.Node) drill.Spec {
+	return decodeBucketStep(d, n, ratelimit.OpReset, nil)
 }
 
-// Outputs implements StepKind.
-func (RateLimitResetKind) Outputs() []string { return bucketOutputs }
-
-// Decode implements StepKind.
-func (RateLimitResetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	a, _ := decodeBucketStep(d, n, ratelimit.OpReset)
-	if a == nil {
-		return nil
-	}
-	return a
-}
-
-// RateLimitSetKind is the ratelimit.set step: write an exact token count.
+// rateLimitSetKind is the ratelimit.set step: write an exact token count.
 //
 //	ratelimit.set:
 //	  client: drill-client   # required
 //	  tokens: 3              # required, 0 to the bucket's capacity
-type RateLimitSetKind struct{}
+var rateLimitSetKind = bucketKind("ratelimit.set", "set a client's bucket to N tokens; rollback restores its level", decodeSet)
 
-var _ drill.MutatingKind = RateLimitSetKind{}
-
-// Name implements StepKind.
-func (RateLimitSetKind) Name() string { return "ratelimit.set" }
-
-// Lever implements MutatingKind: a step moves a rate-limit bucket.
-func (RateLimitSetKind) Lever() string { return drill.LeverBucket }
-
-// Summary implements StepKind.
-func (RateLimitSetKind) Summary() string {
-	return "set a client's bucket to N tokens; rollback restores its level"
+// bucketKind is a step kind that moves a rate-limit bucket.
+func bucketKind(name, summary string, decode decodeFunc) leverKind {
+	return leverKind{stepKind{name: name, summary: summary, outputs: bucketOutputs, decode: decode}, drill.LeverBucket}
 }
 
-// Outputs implements StepKind.
-func (RateLimitSetKind) Outputs() []string { return bucketOutputs }
-
-// Decode implements StepKind.
-func (RateLimitSetKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	a, m := decodeBucketStep(d, n, ratelimit.OpSet, "tokens")
-	if m == nil {
-		return nil
-	}
-	tokens, ok := m.Float("tokens", true)
-	if ok && tokens < 0 {
-		m.Errorf("tokens", "%g is negative: give 0 to the capacity (to hold a client refused, use ratelimit.drain with for)", tokens)
-		ok = false
-	}
-	if a == nil || !ok {
-		return nil
-	}
-	a.tokens = tokens
-	return a
+func decodeSet(d *drill.Decoder, n *yaml.Node) drill.Spec {
+	return decodeBucketStep(d, n, ratelimit.OpSet, func(m *drill.Map, a *bucketStep) bool {
+		tokens, ok := m.Float("tokens", true)
+		if ok && tokens < 0 {
+			m.Errorf("tokens", "%g is negative: give 0 to the capacity (to hold a client refused, use ratelimit.drain with for)", tokens)
+			ok = false
+		}
+		a.tokens = tokens
+		return ok
+	}, "tokens")
 }
 
 // bucketRollback restores a client's bucket to what it would hold now had
@@ -233,29 +170,22 @@ type bucketStep struct {
 
 var _ runtime.Mutating = (*bucketStep)(nil)
 
-func decodeBucketStep(d *drill.Decoder, n *yaml.Node, op ratelimit.Op, fields ...string) (*bucketStep, *drill.Map) {
-	what := "ratelimit." + op.String()
-	m := d.Map(n, what)
+// decodeBucketStep decodes a step of op: the client and reason every
+// bucket step has, and with more (nil: none) the fields only op has, more
+// saying whether they are usable.
+func decodeBucketStep(d *drill.Decoder, n *yaml.Node, op ratelimit.Op, more func(*drill.Map, *bucketStep) bool, fields ...string) drill.Spec {
+	m := d.Fields(n, "ratelimit."+op.String(), append([]string{"client", "reason"}, fields...)...)
 	if m == nil {
-		return nil, nil
+		return nil
 	}
-	m.RejectUnknown(append([]string{"client", "reason"}, fields...)...)
 	a := &bucketStep{op: op}
 	var ok bool
-	a.client, ok = m.Template("client", true)
-	if ok {
-		if s, static := a.client.Static(); static {
-			if err := ratelimit.ValidateClientID(s); err != nil {
-				m.Errorf("client", "%v", err)
-				ok = false
-			}
-		}
-	}
+	a.client, ok = decodeClient(m)
 	a.reason, _ = m.Template("reason", false)
-	if !ok {
-		return nil, m
+	if more != nil && !more(m, a) || !ok {
+		return nil
 	}
-	return a, m
+	return a
 }
 
 // Plan implements Mutating.
@@ -304,8 +234,7 @@ func (a *bucketStep) clientID(rc *runtime.RunContext) (string, error) {
 }
 
 func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
-	svc := rc.Deps
-	if err := runtime.NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
+	if err := runtime.NeedService(rc.Deps.Buckets != nil && rc.Deps.Audit != nil, "store"); err != nil {
 		return nil, err
 	}
 	client, err := a.clientID(rc)
@@ -315,7 +244,7 @@ func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runti
 	if _, moved := rc.Lever(ratelimit.Key(client)); moved {
 		return nil, nil
 	}
-	st, err := svc.Buckets.Get(ctx, client)
+	st, err := rc.Deps.Buckets.Get(ctx, client)
 	if err != nil {
 		return nil, err
 	}
@@ -368,18 +297,24 @@ func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.
 	return out, nil
 }
 
+// decodeClient reads the client field, checking a literal client id.
+func decodeClient(m *drill.Map) (drill.Template, bool) {
+	t, ok := m.Template("client", true)
+	if s, static := t.Static(); ok && static {
+		if err := ratelimit.ValidateClientID(s); err != nil {
+			m.Errorf("client", "%v", err)
+			return t, false
+		}
+	}
+	return t, ok
+}
+
 var bucketOutputs = []string{"client", "tokens_before", "tokens_after", "admit", "retry_after_seconds", "changed"}
 
 func recoverBucket(in RecoverInput) (runtime.Rollback, []string, error) {
 	rec, l := in.Record, in.Record.Lever
 	subject := ratelimit.Key(l.Client)
-	var trail []audit.Record
-	for _, r := range in.Trail {
-		if r.RunID == in.RunID && r.Subject == subject && slices.Contains([]string{ratelimit.ActionReset, ratelimit.ActionDrain, ratelimit.ActionSet}, r.Action) {
-			trail = append(trail, r)
-		}
-	}
-	trail = orderTrail(trail, bucketLink)
+	trail := orderTrail(runRecords(in.Trail, in.RunID, subject, ratelimit.ActionReset, ratelimit.ActionDrain, ratelimit.ActionSet), bucketLink)
 	if len(trail) == 0 {
 		// A bucket change that changed nothing is not recorded (a reset
 		// of a full bucket): nothing to undo, whatever the journal says.

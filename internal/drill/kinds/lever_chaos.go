@@ -25,7 +25,7 @@ import (
 // same as koshactl chaos sign's).
 const ChaosAuditAction = "chaos.sign"
 
-// ChaosSignKind is the chaos.sign step: mint a signed X-Kosha-Chaos header
+// chaosSignKind is the chaos.sign step: mint a signed X-Kosha-Chaos header
 // that later steps send.
 //
 //	chaos.sign:
@@ -41,55 +41,21 @@ const ChaosAuditAction = "chaos.sign"
 // output (${steps.ID.header}) that never appears in a report, log or
 // journal; the journal keeps its jti, fields and expiry. The mint is
 // audited like koshactl chaos sign.
-type ChaosSignKind struct{}
+var chaosSignKind = leverKind{stepKind{name: "chaos.sign",
+	summary: "mint a signed X-Kosha-Chaos header for later steps; expires by the drill's deadline (15m at most)",
+	outputs: []string{"header", "header_name", "jti", "kid", "exp", "expires_at", "target", "fault"}, decode: decodeChaosSign},
+	drill.LeverChaos}
 
-var _ drill.MutatingKind = ChaosSignKind{}
-
-// Name implements StepKind.
-func (ChaosSignKind) Name() string { return "chaos.sign" }
-
-// Lever implements MutatingKind: a step mints a chaos header.
-func (ChaosSignKind) Lever() string { return drill.LeverChaos }
-
-// Summary implements StepKind.
-func (ChaosSignKind) Summary() string {
-	return "mint a signed X-Kosha-Chaos header for later steps; expires by the drill's deadline (15m at most)"
-}
-
-// Outputs implements StepKind.
-func (ChaosSignKind) Outputs() []string {
-	return []string{"header", "header_name", "jti", "kid", "exp", "expires_at", "target", "fault"}
-}
-
-// Decode implements StepKind.
-func (ChaosSignKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	m := d.Map(n, "chaos.sign")
+func decodeChaosSign(d *drill.Decoder, n *yaml.Node) drill.Spec {
+	m := d.Fields(n, "chaos.sign", "target", "fault", "ms", "p", "ttl", "reason")
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown("target", "fault", "ms", "p", "ttl", "reason")
 	a := &chaosSign{req: chaos.MintRequest{P: chaos.ProbOne, TTL: chaos.DefaultTTL}}
-	ok := true
-	if s, present := m.String("target", true); present {
-		t, err := chaos.ParseTarget(s)
-		if err != nil {
-			m.Errorf("target", "%s", fieldProblem(err))
-			ok = false
-		}
-		a.req.Target = t
-	} else {
-		ok = false
-	}
-	if s, present := m.String("fault", true); present {
-		f, err := chaos.ParseFault(s)
-		if err != nil {
-			m.Errorf("fault", "%s", fieldProblem(err))
-			ok = false
-		}
-		a.req.Fault = f
-	} else {
-		ok = false
-	}
+	target, _, tok := parsed(m, "target", true, chaos.ParseTarget)
+	fault, _, fok := parsed(m, "fault", true, chaos.ParseFault)
+	a.req.Target, a.req.Fault = target, fault
+	ok := tok && fok
 	if ms, present := m.Int("ms", false); present {
 		switch {
 		case a.req.Fault != chaos.FaultLatency:
@@ -104,13 +70,8 @@ func (ChaosSignKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 		m.Decoder().Errorf(m.Node(), "chaos.sign: fault latency needs ms (the added latency, %d..%d)", chaos.MinMs, chaos.MaxMs)
 		ok = false
 	}
-	if s, present := m.String("p", false); present {
-		p, err := chaos.ParseProb(s)
-		if err != nil {
-			m.Errorf("p", "%s", fieldProblem(err))
-			ok = false
-		}
-		a.req.P = p
+	if p, present, pok := parsed(m, "p", false, chaos.ParseProb); present {
+		a.req.P, ok = p, ok && pok
 	}
 	if ttl, present := m.Duration("ttl", false); present {
 		switch {
@@ -130,12 +91,21 @@ func (ChaosSignKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	return a
 }
 
-func fieldProblem(err error) string {
-	var fe *chaos.FieldError
-	if errors.As(err, &fe) {
-		return fe.Problem
+// parsed decodes key as a string that parse turns into a value, reporting
+// what parse found wrong (a *chaos.FieldError's problem): present says key
+// was given, ok that its value is valid.
+func parsed[T any](m *drill.Map, key string, required bool, parse func(string) (T, error)) (v T, present, ok bool) {
+	s, present := m.String(key, required)
+	if !present {
+		return v, false, false
 	}
-	return err.Error()
+	v, err := parse(s)
+	if fe := (*chaos.FieldError)(nil); errors.As(err, &fe) {
+		m.Errorf(key, "%s", fe.Problem)
+	} else if err != nil {
+		m.Errorf(key, "%v", err)
+	}
+	return v, true, err == nil
 }
 
 type chaosSign struct {

@@ -34,7 +34,7 @@ var (
 	_ runtime.Rollback = (*recoveredOverride)(nil)
 )
 
-// BreakerForceOpenKind is the breaker.force-open step: force a dependency's
+// breakerForceOpenKind is the breaker.force-open step: force a dependency's
 // breaker open fleet-wide with an override item.
 //
 //	breaker.force-open:
@@ -47,28 +47,11 @@ var (
 //
 // The override expires at min(now+for, the drill's deadline, the context's
 // max-override). Rollback clears it (or restores an override it replaced).
-type BreakerForceOpenKind struct{}
+var breakerForceOpenKind = leverKind{stepKind{name: "breaker.force-open",
+	summary: "force a dependency's breaker open fleet-wide; expires by the drill's deadline; rollback clears it",
+	outputs: []string{"dependency", "expires_at", "version"}, decode: decodeForceOpen}, drill.LeverOverride}
 
-var _, _ drill.MutatingKind = BreakerForceOpenKind{}, BreakerClearKind{}
-
-// Name implements StepKind.
-func (BreakerForceOpenKind) Name() string { return "breaker.force-open" }
-
-// Lever implements MutatingKind: a step moves a breaker override.
-func (BreakerForceOpenKind) Lever() string { return drill.LeverOverride }
-
-// Summary implements StepKind.
-func (BreakerForceOpenKind) Summary() string {
-	return "force a dependency's breaker open fleet-wide; expires by the drill's deadline; rollback clears it"
-}
-
-// Outputs implements StepKind.
-func (BreakerForceOpenKind) Outputs() []string {
-	return []string{"dependency", "expires_at", "version"}
-}
-
-// Decode implements StepKind.
-func (BreakerForceOpenKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeForceOpen(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	f, m, ok := decodeOverrideStep(d, n, "breaker.force-open", "dependency", "for", "reason", "overwrite", "allow_unknown", "wait")
 	if m == nil {
 		return nil
@@ -99,10 +82,9 @@ type overrideStep struct {
 // are every field the kind accepts. m is nil when n is no mapping; ok is
 // false when the dependency is unusable.
 func decodeOverrideStep(d *drill.Decoder, n *yaml.Node, kind string, fields ...string) (f overrideStep, m *drill.Map, ok bool) {
-	if m = d.Map(n, kind); m == nil {
+	if m = d.Fields(n, kind, fields...); m == nil {
 		return f, nil, false
 	}
-	m.RejectUnknown(fields...)
 	f.dependency, ok = decodeDependency(m)
 	f.reason, _ = m.Template("reason", false)
 	f.allowUnknown, _ = m.Bool("allow_unknown")
@@ -210,12 +192,9 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 	}
 	out.Detail += confirmed(res.Confirmed)
 	if a.wait {
-		fleet, rec, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt})
-		if err != nil {
+		if err := waitFleet(ctx, rc, out, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt}); err != nil {
 			return nil, err
 		}
-		out.Detail += "; " + fleet
-		out.Fleet = rec
 	}
 	return out, nil
 }
@@ -225,7 +204,7 @@ func overridePolicy(rc *runtime.RunContext) breaker.DurationPolicy {
 	return breaker.DurationPolicy{Max: rc.Deps.MaxOverride}
 }
 
-// BreakerClearKind is the breaker.clear step: delete a dependency's
+// breakerClearKind is the breaker.clear step: delete a dependency's
 // override, so the fleet's breakers go back to their own state.
 //
 //	breaker.clear:
@@ -237,24 +216,11 @@ func overridePolicy(rc *runtime.RunContext) breaker.DurationPolicy {
 // Clearing the drill's own override needs no new rollback (the force-open's
 // rollback finds it gone). Clearing someone else's override registers a
 // rollback that puts it back.
-type BreakerClearKind struct{}
+var breakerClearKind = leverKind{stepKind{name: "breaker.clear",
+	summary: "clear a dependency's override; rollback restores an override the drill did not write",
+	outputs: []string{"dependency", "cleared"}, decode: decodeClear}, drill.LeverOverride}
 
-// Name implements StepKind.
-func (BreakerClearKind) Name() string { return "breaker.clear" }
-
-// Lever implements MutatingKind: a step moves a breaker override.
-func (BreakerClearKind) Lever() string { return drill.LeverOverride }
-
-// Summary implements StepKind.
-func (BreakerClearKind) Summary() string {
-	return "clear a dependency's override; rollback restores an override the drill did not write"
-}
-
-// Outputs implements StepKind.
-func (BreakerClearKind) Outputs() []string { return []string{"dependency", "cleared"} }
-
-// Decode implements StepKind.
-func (BreakerClearKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec {
+func decodeClear(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	f, _, ok := decodeOverrideStep(d, n, "breaker.clear", "dependency", "reason", "allow_unknown", "wait")
 	if !ok {
 		return nil
@@ -322,11 +288,9 @@ func (a *clearOverride) Run(ctx context.Context, rc *runtime.RunContext) (*runti
 		out.Detail = strings.TrimPrefix(confirmed(o.Result.Confirmed), " ")
 	}
 	if a.wait {
-		fleet, rec, err := waitFleet(ctx, rc, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()})
-		if err != nil {
+		if err := waitFleet(ctx, rc, out, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()}); err != nil {
 			return nil, err
 		}
-		out.Detail, out.Fleet = strings.TrimPrefix(out.Detail+"; "+fleet, "; "), rec
 	}
 	return out, nil
 }

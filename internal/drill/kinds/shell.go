@@ -53,11 +53,10 @@ func decodeShell(d *drill.Decoder, n *yaml.Node, what string) *shellSpec {
 		s.run = t
 		return s
 	}
-	m := d.Map(n, what)
+	m := d.Fields(n, what, shellFields...)
 	if m == nil {
 		return nil
 	}
-	m.RejectUnknown(shellFields...)
 	var ok bool
 	s.run, ok = m.Command("run", true)
 	if sh, present := m.String("shell", false); present {

@@ -28,12 +28,8 @@ var _ Authorizer = (*approval.Service)(nil)
 // is an error.
 func DrillRun(d *drill.Drill, svc *runtime.Deps) (approval.DrillRun, error) {
 	rc := runtime.NewRunContext(d, "PLAN", svc, nil)
-	for _, v := range d.Vars {
-		val, err := rc.Expand(v.Value)
-		if err != nil {
-			return approval.DrillRun{}, fmt.Errorf("variable %s: %v", v.Name, err)
-		}
-		rc.SetVar(v.Name, val, v.Secret)
+	if err := rc.ResolveVars(); err != nil {
+		return approval.DrillRun{}, err
 	}
 	return drillRun(rc, d), nil
 }
@@ -97,14 +93,5 @@ func (u *run) authorize(ctx context.Context) bool {
 		}
 		return true
 	}
-	reason := "refused before any lever was pulled: " + rc.Redact(err.Error()) + "; nothing was done"
-	r.update(func() {
-		j.Outcome, j.Reason = drill.OutcomeRefused, reason
-		r.guardCode = exitcode.Of(err)
-		for i := range j.Steps {
-			j.Steps[i].Status = drill.StatusSkipped
-		}
-		j.Hypothesis.AfterSkipped = "refused at preflight: nothing was done"
-	})
-	return false
+	return u.refuse("refused before any lever was pulled: "+rc.Redact(err.Error()), nil, exitcode.Of(err))
 }

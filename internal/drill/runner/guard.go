@@ -100,9 +100,17 @@ func (u *run) preflight(ctx context.Context) bool {
 	if failures > 1 {
 		reason += fmt.Sprintf(" (and %d more guards; see the journal's preflight)", failures-1)
 	}
-	r.update(func() {
-		j.Outcome, j.Reason, j.Guard = drill.OutcomeRefused, reason+"; nothing was done", refusal
-		r.guardCode = exitcode.Of(runtime.GuardFailure(refusalErr))
+	return u.refuse(reason, refusal, exitcode.Of(runtime.GuardFailure(refusalErr)))
+}
+
+// refuse records a run refused before any lever was pulled: why, the guard
+// that refused it (nil: the table's policy) and the exit code. It reports
+// false: the run may not go on.
+func (u *run) refuse(reason string, guard *drill.GuardRecord, code int) bool {
+	j := u.j
+	u.jr.update(func() {
+		j.Outcome, j.Reason, j.Guard = drill.OutcomeRefused, reason+"; nothing was done", guard
+		u.jr.guardCode = code
 		for i := range j.Steps {
 			j.Steps[i].Status = drill.StatusSkipped
 		}

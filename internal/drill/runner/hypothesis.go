@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +28,7 @@ func (u *run) hypothesisBefore(runCtx context.Context) bool {
 			failed = true
 			if runCtx.Err() == nil {
 				r.update(func() {
-					j.Reason = fmt.Sprintf("the hypothesis did not hold before the drill: %s: %s", rec.Name, firstNonEmpty(rec.Error, rec.Detail))
+					j.Reason = fmt.Sprintf("the hypothesis did not hold before the drill: %s: %s", rec.Name, cmp.Or(rec.Error, rec.Detail))
 				})
 			}
 		}
@@ -81,19 +82,10 @@ func (u *run) hypothesisAfter(ctx context.Context, beforeFailed bool) {
 				u.lostGuard(lost)
 			case !rec.OK && j.Outcome == drill.OutcomePassed:
 				j.Outcome = drill.OutcomeFailed
-				j.Reason = fmt.Sprintf("the hypothesis did not hold after the rollback: %s: %s", rec.Name, firstNonEmpty(rec.Error, rec.Detail))
+				j.Reason = fmt.Sprintf("the hypothesis did not hold after the rollback: %s: %s", rec.Name, cmp.Or(rec.Error, rec.Detail))
 			}
 		})
 	}
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // check evaluates one hypothesis check and records it. A check that polls
@@ -110,7 +102,7 @@ func (u *run) check(ctx context.Context, c *drill.Check, phase string) (drill.Ch
 	if c.Within > 0 && c.OnError != drill.OnErrorContinue {
 		spec.Guard = &runtime.PollGuard{Role: drill.RoleHypothesis, Name: c.Name, Grace: d.GuardGrace}
 	}
-	res, err := runtime.PollWith(ctx, rc, runtime.ConditionOf(c), spec)
+	res, err := runtime.Poll(ctx, rc, runtime.ConditionOf(c), spec)
 	end := rc.Now()
 	rec := drill.CheckRecord{Phase: phase, Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c),
 		OK: err == nil, Detail: rc.Redact(res.Obs.Detail), Checks: res.Polls, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end),

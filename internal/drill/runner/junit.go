@@ -1,8 +1,10 @@
 package runner
 
 import (
+	"cmp"
 	"encoding/xml"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,23 +17,24 @@ import (
 // check (before and after), per step and per rollback.
 
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	Name    string   `xml:"name,attr"`
+	junitCounts
+	Suites []junitSuite `xml:"testsuite"`
+}
+
+// junitCounts are the attributes a suite and the document both carry.
+type junitCounts struct {
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
 }
 
 type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
+	Name string `xml:"name,attr"`
+	junitCounts
 	Timestamp  string          `xml:"timestamp,attr"`
 	Properties []junitProperty `xml:"properties>property"`
 	Cases      []junitCase     `xml:"testcase"`
@@ -67,10 +70,7 @@ func stopProperties(s *drill.StopRecord) []junitProperty {
 	}
 	out := []junitProperty{{"stop_condition", s.Condition}, {"stop_at", s.At.UTC().Format(time.RFC3339Nano)}, {"stop_detail", s.Detail}}
 	for i, a := range s.Alarms {
-		p := "stop_alarm"
-		if i > 0 {
-			p = fmt.Sprintf("stop_alarm_%d", i+1)
-		}
+		p := numbered("stop_alarm", i)
 		out = append(out, junitProperty{p, a.Name}, junitProperty{p + "_state", a.State},
 			junitProperty{p + "_since", a.Since.UTC().Format(time.RFC3339Nano)}, junitProperty{p + "_reason", a.Reason})
 	}
@@ -93,19 +93,25 @@ func guardProperties(g *drill.GuardRecord) []junitProperty {
 
 func junitTime(s float64) string { return fmt.Sprintf("%.3f", s) }
 
+// numbered names the i-th of a repeated property: p, p_2, p_3...
+func numbered(p string, i int) string {
+	if i == 0 {
+		return p
+	}
+	return fmt.Sprintf("%s_%d", p, i+1)
+}
+
 // JUnit renders the journal as JUnit XML.
 func JUnit(j *drill.Journal) ([]byte, error) {
 	prefix := "drill." + j.Drill.Name
-	suite := junitSuite{Name: "drill " + j.Drill.Name, Time: junitTime(j.DurationSeconds), Timestamp: j.StartedAt.Format("2006-01-02T15:04:05Z"),
+	suite := junitSuite{Name: "drill " + j.Drill.Name, junitCounts: junitCounts{Time: junitTime(j.DurationSeconds)},
+		Timestamp: j.StartedAt.Format("2006-01-02T15:04:05Z"),
 		Properties: []junitProperty{{"file", j.Drill.File}, {"run_id", j.RunID}, {"context", j.Context}, {"outcome", j.Outcome},
 			{"exit_code", fmt.Sprint(j.ExitCode)}, {"rollbacks_ok", fmt.Sprint(j.RollbacksOK)}}}
 	suite.Properties = append(suite.Properties, stopProperties(j.Stop)...)
 	suite.Properties = append(suite.Properties, guardProperties(j.Guard)...)
 	for i, rv := range j.Recoveries {
-		p := "recovered"
-		if i > 0 {
-			p = fmt.Sprintf("recovered_%d", i+1)
-		}
+		p := numbered("recovered", i)
 		suite.Properties = append(suite.Properties, junitProperty{p + "_at", rv.At.UTC().Format(time.RFC3339Nano)},
 			junitProperty{p + "_by", rv.Actor}, junitProperty{p + "_ok", fmt.Sprint(rv.OK)})
 	}
@@ -126,8 +132,7 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 			tc := junitCase{Name: c.Name, Classname: prefix + ".hypothesis." + phase, Time: junitTime(c.DurationSeconds),
 				SystemOut: c.Description + "\n" + c.Detail}
 			if !c.OK {
-				msg := firstNonEmpty(c.Error, "did not hold")
-				tc.Failure = &junitProblem{Message: msg, Type: "hypothesis", Text: c.Detail}
+				tc.Failure = &junitProblem{Message: cmp.Or(c.Error, "did not hold"), Type: "hypothesis", Text: c.Detail}
 			}
 			add(tc)
 		}
@@ -135,38 +140,30 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 	// The preflight shows only when it refused the run: one error per
 	// guard that could not be evaluated, or the table's policy's refusal
 	// (no guard refused it: there is no approved drill request).
-	if j.Outcome == drill.OutcomeRefused && j.Guard == nil {
-		add(junitCase{Name: "approval", Classname: prefix + ".preflight", SystemOut: "the table's policy, asked before any lever",
-			Error: &junitProblem{Message: oneLine(j.Reason), Type: "approval", Text: j.Reason}})
-	}
 	if j.Outcome == drill.OutcomeRefused {
+		if j.Guard == nil {
+			add(junitCase{Name: "approval", Classname: prefix + ".preflight", SystemOut: "the table's policy, asked before any lever",
+				Error: &junitProblem{Message: oneLine(j.Reason), Type: "approval", Text: j.Reason}})
+		}
 		for _, c := range j.Preflight {
-			if c.OK {
-				continue
+			if !c.OK {
+				add(junitCase{Name: c.Name, Classname: prefix + ".preflight", Time: junitTime(c.DurationSeconds), SystemOut: c.Description,
+					Error: &junitProblem{Message: oneLine(c.Error), Type: "preflight", Text: c.Error}})
 			}
-			add(junitCase{Name: c.Name, Classname: prefix + ".preflight", Time: junitTime(c.DurationSeconds), SystemOut: c.Description,
-				Error: &junitProblem{Message: oneLine(c.Error), Type: "preflight", Text: c.Error}})
 		}
 	}
 	checks("before", j.Hypothesis.Before)
 	for i, s := range j.Steps {
 		tc := junitCase{Name: fmt.Sprintf("%02d %s (%s)", i+1, s.ID, s.Kind), Classname: prefix + ".steps", Time: junitTime(s.DurationSeconds)}
-		var out []string
-		if s.Description != "" {
-			out = append(out, s.Description)
-		}
-		if s.Detail != "" {
-			out = append(out, s.Detail)
-		}
-		out = append(out, s.Log...)
-		tc.SystemOut = strings.Join(out, "\n")
+		out := slices.DeleteFunc([]string{s.Description, s.Detail}, func(line string) bool { return line == "" })
+		tc.SystemOut = strings.Join(append(out, s.Log...), "\n")
 		switch s.Status {
 		case drill.StatusFailed:
 			tc.Failure = &junitProblem{Message: oneLine(s.Error), Type: "step", Text: s.Error}
 		case drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusStopped, drill.StatusGuardLost:
 			tc.Error = &junitProblem{Message: oneLine(s.Error), Type: s.Status, Text: s.Error}
 		case drill.StatusSkipped, drill.StatusPending:
-			tc.Skipped = &junitProblem{Message: "not run: " + firstNonEmpty(j.Reason, "the drill ended before it")}
+			tc.Skipped = &junitProblem{Message: "not run: " + cmp.Or(j.Reason, "the drill ended before it")}
 		}
 		add(tc)
 	}
@@ -183,7 +180,7 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		case drill.StatusAbandoned:
 			tc.Error = &junitProblem{Message: oneLine(r.Error), Type: "rollback-abandoned", Text: r.Error}
 		default:
-			tc.Failure = &junitProblem{Message: oneLine(firstNonEmpty(r.Error, r.Status)), Type: "rollback", Text: r.Error}
+			tc.Failure = &junitProblem{Message: oneLine(cmp.Or(r.Error, r.Status)), Type: "rollback", Text: r.Error}
 		}
 		add(tc)
 	}
@@ -194,8 +191,7 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		checks("after", j.Hypothesis.After)
 	}
 	suite.SystemOut = Summary(j, false)
-	doc := junitSuites{Name: "koshactl drill", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors, Skipped: suite.Skipped,
-		Time: suite.Time, Suites: []junitSuite{suite}}
+	doc := junitSuites{Name: "koshactl drill", junitCounts: suite.junitCounts, Suites: []junitSuite{suite}}
 	doc.render()
 	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -160,7 +161,7 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 }
 
 func (p *Plan) planAlarms(ctx context.Context, rc *runtime.RunContext) {
-	if !rc.Drill.HasAlarms() {
+	if len(rc.Drill.Alarms()) == 0 {
 		return
 	}
 	if rc.Deps.Alarms == nil {
@@ -172,12 +173,7 @@ func (p *Plan) planAlarms(ctx context.Context, rc *runtime.RunContext) {
 		p.Problems = append(p.Problems, "alarms: "+err.Error())
 		return
 	}
-	regions := make([]string, 0, len(qs))
-	for r := range qs {
-		regions = append(regions, r)
-	}
-	slices.Sort(regions)
-	for _, r := range regions {
+	for _, r := range slices.Sorted(maps.Keys(qs)) {
 		in, err := metrics.AlarmRequest(qs[r])
 		if err != nil {
 			p.Problems = append(p.Problems, fmt.Sprintf("alarms in %s: %v", r, err))

@@ -17,17 +17,11 @@ import (
 // every architecture Go builds for on Linux but alpha).
 const userHZ = 100
 
-// procStart returns pid's start as /proc says it ("BOOT_ID/TICKS") and as a
-// wall time; ok is false when pid does not exist.
-func procStart(pid int) (token string, started time.Time, ok bool, err error) {
-	token, started, _, ok, err = procStat(pid)
-	return token, started, ok, err
-}
-
-// procStat is procStart plus whether the process has ended: a zombie (state
-// Z: killed or exited, not yet reaped by its parent, which a container's
-// init may never do) or one being torn down (X) keeps its pid and start time
-// in /proc but runs nothing and holds no lock.
+// procStat returns pid's start as /proc says it ("BOOT_ID/TICKS") and as a
+// wall time, and whether the process has ended: a zombie (state Z: killed or
+// exited, not yet reaped by its parent, which a container's init may never
+// do) or one being torn down (X) keeps its pid and start time in /proc but
+// runs nothing and holds no lock. ok is false when pid does not exist.
 func procStat(pid int) (token string, started time.Time, ended, ok bool, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -78,7 +72,7 @@ func bootTime() (time.Time, bool) {
 
 // thisProcess fills in this process's start.
 func thisProcess(p *procInfo) {
-	if tok, started, ok, err := procStart(os.Getpid()); ok && err == nil {
+	if tok, started, _, ok, err := procStat(os.Getpid()); ok && err == nil {
 		p.token, p.started = tok, started
 	}
 }

@@ -28,9 +28,9 @@ func TestCheckProcessTakesAZombieForGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := c.Process.Pid
-	tok, _, ok, err := procStart(pid)
+	tok, _, _, ok, err := procStat(pid)
 	if !ok || err != nil {
-		t.Fatalf("procStart(%d) of a running child: %v %v", pid, ok, err)
+		t.Fatalf("procStat(%d) of a running child: %v %v", pid, ok, err)
 	}
 	rec := ThisProcess("drill run", "")
 	rec.PID, rec.ProcStart = pid, tok

@@ -50,19 +50,24 @@ func (g *journalingGauges) Read(ctx context.Context, dependency string) (runtime
 	}
 	g.r.update(func() {
 		j := g.r.journal
-		if len(j.GaugeSamples) >= maxGaugeSamples {
-			for i := len(j.GaugeSamples) - 1; i >= 0; i-- {
-				if p := j.GaugeSamples[i]; p.Dependency == dependency {
-					if p.Error == s.Error && slices.Equal(p.Instances, s.Instances) {
-						return
-					}
-					break
-				}
-			}
-		}
-		j.GaugeSamples = append(j.GaugeSamples, s)
+		j.GaugeSamples = appendCapped(j.GaugeSamples, s, maxGaugeSamples, func(p drill.GaugeSample) bool { return p.Dependency == dependency },
+			func(p drill.GaugeSample) bool { return p.Error == s.Error && slices.Equal(p.Instances, s.Instances) })
 	})
 	return reading, err
+}
+
+// appendCapped appends v to s; past limit entries, only when the last entry
+// of v's series (the last of s that inSeries) is not the same as v.
+func appendCapped[T any](s []T, v T, limit int, inSeries, same func(T) bool) []T {
+	for i := len(s) - 1; len(s) >= limit && i >= 0; i-- {
+		if inSeries(s[i]) {
+			if same(s[i]) {
+				return s
+			}
+			break
+		}
+	}
+	return append(s, v)
 }
 
 // journalingAudit names in the journal (audit) every audit record the run
@@ -118,17 +123,10 @@ func (a *journalingAudit) Recorded(recs ...audit.Record) {
 func (r *runJournal) recordStop(e drill.StopEvaluation) {
 	r.update(func() {
 		j := r.journal
-		if len(j.StopEvaluations) >= maxStopEvaluations {
-			for i := len(j.StopEvaluations) - 1; i >= 0; i-- {
-				if p := j.StopEvaluations[i]; p.Condition == e.Condition {
-					if p.Holds == e.Holds && p.Error == e.Error && p.Detail == e.Detail {
-						return
-					}
-					break
-				}
-			}
-		}
-		j.StopEvaluations = append(j.StopEvaluations, e)
+		j.StopEvaluations = appendCapped(j.StopEvaluations, e, maxStopEvaluations, func(p drill.StopEvaluation) bool { return p.Condition == e.Condition },
+			func(p drill.StopEvaluation) bool {
+				return p.Holds == e.Holds && p.Error == e.Error && p.Detail == e.Detail
+			})
 	})
 }
 

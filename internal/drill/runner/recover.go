@@ -1,10 +1,10 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -167,6 +167,7 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 	d := &drill.Drill{Name: j.Drill.Name, File: j.Drill.File, Timeout: time.Duration(j.TimeoutSeconds * float64(time.Second)), RollbackTimeout: timeout}
 	rc := runtime.NewRecoveryContext(d, j, svc)
 	rec := &drill.RecoveryRecord{At: rc.Now().UTC(), Actor: svc.Actor, Rollbacks: []string{}, OK: true}
+	failed := 0
 	for k, i := range pending {
 		r := &j.Rollbacks[i]
 		rec.Rollbacks = append(rec.Rollbacks, r.ID)
@@ -188,9 +189,10 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 		r.Status = drill.StatusOK
 		if err != nil {
 			r.Status, r.Error, rec.OK, mark = drill.StatusFailed, rc.Redact(err.Error()), false, "FAILED"
+			failed++
 		}
 		if rv.Log != nil {
-			rv.Log(fmt.Sprintf("%-6s %s %s: %s", mark, r.ID, r.Subject, firstNonEmpty(r.Error, r.Detail)))
+			rv.Log(fmt.Sprintf("%-6s %s %s: %s", mark, r.ID, r.Subject, cmp.Or(r.Error, r.Detail)))
 		}
 	}
 	j.RollbacksOK = rollbacksOK(j)
@@ -202,7 +204,7 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 	if j.RollbacksOK && j.ExitCode == drill.ExitRollbackFailed && j.Outcome == drill.OutcomeKilled {
 		j.ExitCode = drill.ExitFailed
 	}
-	rec.Detail = fmt.Sprintf("%d rollback(s) run, %d ok", len(rec.Rollbacks), countStatus(j, rec.Rollbacks, drill.StatusOK))
+	rec.Detail = fmt.Sprintf("%d rollback(s) run, %d ok", len(rec.Rollbacks), len(rec.Rollbacks)-failed)
 	outcome := "ok"
 	if !rec.OK {
 		outcome = "failed"
@@ -237,15 +239,4 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 			Drill: &notify.Drill{Name: j.Drill.Name, RunID: j.RunID}, Levers: drillLevers(recovered), AuditIDs: append(ids, auditIDs...)})
 	}
 	return rec, nil
-}
-
-// countStatus counts the rollbacks of ids whose status is status.
-func countStatus(j *drill.Journal, ids []string, status string) int {
-	n := 0
-	for _, r := range j.Rollbacks {
-		if slices.Contains(ids, r.ID) && r.Status == status {
-			n++
-		}
-	}
-	return n
 }

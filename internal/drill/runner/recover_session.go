@@ -125,11 +125,7 @@ func (s *RecoverSession) CheckStore(j *drill.Journal, context, store string) err
 func (s *RecoverSession) Finish(ctx context.Context, j *drill.Journal) error {
 	err := WriteJournal(s.Journal, j)
 	if s.JUnit != "" {
-		if b, jerr := JUnit(j); jerr != nil {
-			err = errors.Join(err, jerr)
-		} else if werr := fsutil.WriteFile(ctx, s.JUnit, b, 0o644); werr != nil {
-			err = errors.Join(err, fmt.Errorf("write JUnit report %s: %w", s.JUnit, werr))
-		}
+		err = errors.Join(err, writeJUnit(ctx, s.JUnit, j))
 	}
 	return err
 }

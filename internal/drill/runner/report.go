@@ -52,34 +52,24 @@ func (l *LiveLog) paint(code, s string) string {
 // safe renders one value for the log: one line, by the textsafe rule.
 func safe(s string) string { return textsafe.Line(s) }
 
-// mark renders a status as a short label: ok, FAIL, skip...
+// mark renders a status as a short label: ok, FAIL, skip... (on a
+// terminal a colored symbol).
 func (l *LiveLog) mark(status string) string {
+	color, symbol, label := ansiRed, "✗", "FAIL"
 	switch status {
 	case drill.StatusPassed, drill.StatusOK:
-		if l.TTY {
-			return l.paint(ansiGreen, "✓")
-		}
-		return "ok  "
+		color, symbol, label = ansiGreen, "✓", "ok  "
 	case drill.StatusSkipped:
-		if l.TTY {
-			return l.paint(ansiDim, "-")
-		}
-		return "skip"
+		color, symbol, label = ansiDim, "-", "skip"
 	case drill.StatusAbandoned:
-		if l.TTY {
-			return l.paint(ansiRed, "!")
-		}
-		return "ABND"
+		symbol, label = "!", "ABND"
 	case drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusStopped, drill.StatusGuardLost:
-		if l.TTY {
-			return l.paint(ansiYellow, "■")
-		}
-		return "STOP"
+		color, symbol, label = ansiYellow, "■", "STOP"
 	}
 	if l.TTY {
-		return l.paint(ansiRed, "✗")
+		return l.paint(color, symbol)
 	}
-	return "FAIL"
+	return label
 }
 
 func (l *LiveLog) line(t time.Time, format string, args ...any) {
@@ -120,7 +110,7 @@ func (l *LiveLog) Report(ev Event) {
 		l.line(ev.Time, "%s", l.paint(ansiBold, ev.Phase))
 	case EventCheckDone:
 		c := ev.Check
-		detail := firstNonEmpty(c.Error, c.Detail)
+		detail := cmp.Or(c.Error, c.Detail)
 		if c.Error != "" && c.Detail != "" {
 			detail = c.Error + ": " + c.Detail
 		}
@@ -183,12 +173,6 @@ func Summary(j *drill.Journal, color bool) string {
 			passed++
 		}
 	}
-	okRB := 0
-	for _, r := range j.Rollbacks {
-		if r.Status == drill.StatusOK {
-			okRB++
-		}
-	}
 	verdict := safe(strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " ")))
 	code := ansiRed
 	if j.Outcome == drill.OutcomePassed && j.RollbacksOK {
@@ -197,7 +181,7 @@ func Summary(j *drill.Journal, color bool) string {
 	if color {
 		verdict = code + ansiBold + verdict + ansiReset
 	}
-	s := fmt.Sprintf("%s in %s: %d/%d steps passed; %d/%d rollbacks ok", verdict, fmtSeconds(j.DurationSeconds), passed, total, okRB, len(j.Rollbacks))
+	s := fmt.Sprintf("%s in %s: %d/%d steps passed; %d/%d rollbacks ok", verdict, fmtSeconds(j.DurationSeconds), passed, total, okRollbacks(j), len(j.Rollbacks))
 	if !j.RollbacksOK {
 		s += " — SOME LEVERS WERE NOT RESTORED (see the rollbacks above; each lapses at its expiry)"
 	}
@@ -234,15 +218,10 @@ func (f *JournalFile) Report(ev Event) {
 	default:
 		return
 	}
-	b, err := json.MarshalIndent(ev.Journal, "", "  ")
-	if err == nil {
-		// Read back by drill recover: only ever a regular file, replaced
-		// atomically; nothing here can block.
-		err = fsutil.ReplaceFile(context.Background(), f.Path, append(b, '\n'), 0o644)
-	}
+	err := WriteJournal(f.Path, ev.Journal)
 	f.mu.Lock()
-	if err != nil && f.err == nil {
-		f.err = fmt.Errorf("write journal %s: %w", f.Path, err)
+	if f.err == nil {
+		f.err = err
 	}
 	f.mu.Unlock()
 }
@@ -250,7 +229,9 @@ func (f *JournalFile) Report(ev Event) {
 // Err returns the first write error, if any.
 func (f *JournalFile) Err() error { f.mu.Lock(); defer f.mu.Unlock(); return f.err }
 
-// WriteJournal writes j as the JSON journal at path, atomically.
+// WriteJournal writes j as the JSON journal at path, atomically: drill
+// recover reads it back, so it is only ever a regular file, replaced; nothing
+// here can block.
 func WriteJournal(path string, j *drill.Journal) error {
 	b, err := json.MarshalIndent(j, "", "  ")
 	if err == nil {
@@ -277,16 +258,21 @@ var _ Reporter = (*JUnitFile)(nil)
 
 // Report implements Reporter.
 func (f *JUnitFile) Report(ev Event) {
-	if ev.Kind != EventRunFinished {
-		return
+	if ev.Kind == EventRunFinished {
+		f.err = writeJUnit(cmp.Or(f.Ctx, context.Background()), f.Path, ev.Journal)
 	}
-	b, err := JUnit(ev.Journal)
+}
+
+// writeJUnit writes j as JUnit XML at path.
+func writeJUnit(ctx context.Context, path string, j *drill.Journal) error {
+	b, err := JUnit(j)
 	if err == nil {
-		err = fsutil.WriteFile(cmp.Or(f.Ctx, context.Background()), f.Path, b, 0o644)
+		err = fsutil.WriteFile(ctx, path, b, 0o644)
 	}
 	if err != nil {
-		f.err = fmt.Errorf("write JUnit report %s: %w", f.Path, err)
+		return fmt.Errorf("write JUnit report %s: %w", path, err)
 	}
+	return nil
 }
 
 // Err returns the write error, if any.

@@ -22,22 +22,19 @@ const (
 	rollbackBackoff  = 250 * time.Millisecond
 )
 
+// abandoned is the error of a rollback the operator abandoned.
+const abandoned = "abandoned: the operator stopped the rollback"
+
 type stackEntry struct {
 	rb  runtime.Rollback
 	idx int // into journal.Rollbacks
 }
 
 func rollbackSummary(j *drill.Journal) string {
-	ok := 0
-	for _, rb := range j.Rollbacks {
-		if rb.Status == drill.StatusOK {
-			ok++
-		}
-	}
 	if len(j.Rollbacks) == 0 {
 		return "no rollbacks"
 	}
-	return fmt.Sprintf("%d of %d rollback(s) ok", ok, len(j.Rollbacks))
+	return fmt.Sprintf("%d of %d rollback(s) ok", okRollbacks(j), len(j.Rollbacks))
 }
 
 // push registers a rollback (before the step that needs it acts).
@@ -74,42 +71,37 @@ func (u *run) rollback(e stackEntry) {
 	r.mu.Lock()
 	rec := &j.Rollbacks[e.idx]
 	if parent.Err() != nil {
-		rec.Status, rec.Error = drill.StatusAbandoned, "abandoned: the operator stopped the rollback"
-		r.addExpiry(rec, e.rb)
+		rec.Status, rec.Error = drill.StatusAbandoned, abandoned
+	} else {
+		start := rc.Now()
+		rec.Status, rec.StartedAt = drill.StatusRunning, drill.TimePtr(start)
 		snap := *rec
 		r.mu.Unlock()
-		r.emit(Event{Kind: EventRollbackDone, Rollback: &snap})
-		return
-	}
-	start := rc.Now()
-	rec.Status, rec.StartedAt = drill.StatusRunning, drill.TimePtr(start)
-	snap := *rec
-	r.mu.Unlock()
-	r.emit(Event{Kind: EventRollbackStarted, Rollback: &snap})
-
-	ctx, cancel := context.WithTimeout(parent, d.RollbackTimeout)
-	defer cancel()
-	rc.SetCurrentStep(rec.Step)
-	detail, attempts, err := undoWithRetry(ctx, rc, e.rb)
-	end := rc.Now()
-	r.mu.Lock()
-	rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, drill.TimePtr(end), drill.Seconds(end.Sub(start))
-	rec.Detail = rc.Redact(detail)
-	// A lever change and its record are one write: a rollback restored
-	// its lever (ok), or did not, or nobody can tell (failed, its error
-	// says what to read).
-	switch {
-	case err == nil:
-		rec.Status, rec.Error = drill.StatusOK, ""
-	case parent.Err() != nil:
-		rec.Status, rec.Error = drill.StatusAbandoned, "abandoned: the operator stopped the rollback"
-	case ctx.Err() != nil:
-		rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, rc.Redact(err.Error()))
-	default:
-		rec.Status, rec.Error = drill.StatusFailed, rc.Redact(err.Error())
+		r.emit(Event{Kind: EventRollbackStarted, Rollback: &snap})
+		ctx, cancel := context.WithTimeout(parent, d.RollbackTimeout)
+		defer cancel()
+		rc.SetCurrentStep(rec.Step)
+		detail, attempts, err := undoWithRetry(ctx, rc, e.rb)
+		end := rc.Now()
+		r.mu.Lock()
+		rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, drill.TimePtr(end), drill.Seconds(end.Sub(start))
+		rec.Detail = rc.Redact(detail)
+		// A lever change and its record are one write: a rollback restored
+		// its lever (ok), or did not, or nobody can tell (failed, its error
+		// says what to read).
+		switch {
+		case err == nil:
+			rec.Status, rec.Error = drill.StatusOK, ""
+		case parent.Err() != nil:
+			rec.Status, rec.Error = drill.StatusAbandoned, abandoned
+		case ctx.Err() != nil:
+			rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, rc.Redact(err.Error()))
+		default:
+			rec.Status, rec.Error = drill.StatusFailed, rc.Redact(err.Error())
+		}
 	}
 	r.addExpiry(rec, e.rb)
-	snap = *rec
+	snap := *rec
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventRollbackDone, Rollback: &snap})
 }
@@ -156,10 +148,7 @@ func (r *runJournal) addExpiry(rec *drill.RollbackRecord, rb runtime.Rollback) {
 }
 
 // explicitRollback runs a step from a rollback list.
-type explicitRollback struct {
-	step    *drill.Step
-	timeout time.Duration
-}
+type explicitRollback struct{ step *drill.Step }
 
 func (e *explicitRollback) Subject() string { return e.step.Kind.Name() }
 
@@ -195,11 +184,15 @@ func (e *explicitRollback) LeverRecord() *drill.LeverRecord {
 // there was none). A lever change and its audit record are one write, so
 // a rollback is ok, or it failed, or was abandoned: there is no lever
 // restored without its record.
-func rollbacksOK(j *drill.Journal) bool {
+func rollbacksOK(j *drill.Journal) bool { return okRollbacks(j) == len(j.Rollbacks) }
+
+// okRollbacks counts the rollbacks of j that restored their lever.
+func okRollbacks(j *drill.Journal) int {
+	n := 0
 	for _, rb := range j.Rollbacks {
-		if rb.Status != drill.StatusOK {
-			return false
+		if rb.Status == drill.StatusOK {
+			n++
 		}
 	}
-	return true
+	return n
 }

@@ -138,7 +138,7 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 		return u.finish()
 	}
 	for _, s := range d.Rollbacks {
-		u.push(&explicitRollback{step: s, timeout: d.RollbackTimeout}, "drill", true)
+		u.push(&explicitRollback{step: s}, "drill", true)
 	}
 	beforeFailed := u.hypothesisBefore(runCtx)
 	failed := beforeFailed
@@ -228,12 +228,8 @@ func (u *run) resolve(ctx context.Context) bool {
 		r.update(func() { j.Outcome, j.Reason = drill.OutcomeInvalid, reason })
 		return false
 	}
-	for _, v := range d.Vars {
-		val, err := rc.Expand(v.Value)
-		if err != nil {
-			return invalid(fmt.Sprintf("variable %s: %v", v.Name, err))
-		}
-		rc.SetVar(v.Name, val, v.Secret)
+	if err := rc.ResolveVars(); err != nil {
+		return invalid(err.Error())
 	}
 	if err := rc.CheckAlarms(ctx); err != nil {
 		return invalid(rc.Redact(err.Error()))
@@ -292,4 +288,28 @@ func NewRunID() string {
 		return strings.Repeat("0", 12)
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// drillLevers are the levers a drill registered a rollback for (explicit
+// rollback steps left out: they move nothing of their own), each said as
+// its rollback left it: moved (rollbacks not run yet), rolled back, or not
+// rolled back with when it lapses on its own.
+func drillLevers(rbs []drill.RollbackRecord) []notify.Lever {
+	var ls []notify.Lever
+	for _, r := range rbs {
+		if r.Explicit {
+			continue
+		}
+		l := notify.Lever{Subject: r.Subject, ExpiresAt: r.ExpiresAt}
+		switch r.Status {
+		case drill.StatusOK:
+			l.Change, l.ExpiresAt = "moved by the drill, rolled back", nil
+		case drill.StatusPending, drill.StatusRunning:
+			l.Change = "moved by the drill: " + r.Description
+		default:
+			l.Change = "NOT rolled back (" + r.Status + "): " + r.Error
+		}
+		ls = append(ls, l)
+	}
+	return ls
 }

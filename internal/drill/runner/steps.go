@@ -110,7 +110,7 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 	sctx, cancel := context.WithTimeout(runCtx, timeout)
 	defer cancel()
 	for _, rb := range s.Rollback {
-		id := u.push(&explicitRollback{step: rb, timeout: d.RollbackTimeout}, s.ID, true)
+		id := u.push(&explicitRollback{step: rb}, s.ID, true)
 		r.update(func() { rec.Rollbacks = append(rec.Rollbacks, id) })
 	}
 	var outs *runtime.Outputs

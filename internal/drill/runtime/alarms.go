@@ -35,10 +35,6 @@ type RegionAlarms struct {
 // monitor tick, one poll of a check) share one DescribeAlarms call.
 type alarmWatcher struct {
 	conds []AlarmCondition
-
-	mu sync.Mutex
-	// calls counts DescribeAlarms calls, for tests and the journal.
-	calls int
 }
 
 type alarmRoundKey struct{}
@@ -129,9 +125,6 @@ func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) 
 	if ask == def {
 		ask = "" // the context's own client: its region and endpoint
 	}
-	w.mu.Lock()
-	w.calls++
-	w.mu.Unlock()
 	res, err := rc.Deps.Alarms.Describe(ctx, ask, q)
 	if err != nil {
 		round.errs[region] = err
@@ -176,12 +169,4 @@ func (rc *RunContext) CheckAlarms(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// AlarmCalls returns how many DescribeAlarms calls the run made.
-func (rc *RunContext) AlarmCalls() int {
-	w := rc.alarmWatcher()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.calls
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -162,22 +163,19 @@ func (g *MetricsGauges) Read(ctx context.Context, dependency string) (GaugeReadi
 		return GaugeReading{}, err
 	}
 	var out GaugeReading
-	series := snap.Series[dependency]
-	for _, in := range series.Instances {
-		p, ok := in.Latest()
-		if !ok || snap.FetchedAt.Sub(in.LastSeen) > snap.StaleAfter+snap.Period {
-			continue
-		}
+	add := func(instance string, p metrics.Point) {
 		if st, ok := metrics.GaugeState(p.Max); ok {
-			out.Instances = append(out.Instances, InstanceGauge{Instance: in.Instance, State: st})
+			out.Instances = append(out.Instances, InstanceGauge{Instance: instance, State: st})
 		}
 	}
-	if len(series.Instances) == 0 {
-		if p, ok := series.Latest(); ok {
-			if st, ok := metrics.GaugeState(p.Max); ok {
-				out.Instances = append(out.Instances, InstanceGauge{Instance: "fleet", State: st})
-			}
+	series := snap.Series[dependency]
+	for _, in := range series.Instances {
+		if p, ok := in.Latest(); ok && snap.FetchedAt.Sub(in.LastSeen) <= snap.StaleAfter+snap.Period {
+			add(in.Instance, p)
 		}
+	}
+	if p, ok := series.Latest(); ok && len(series.Instances) == 0 {
+		add("fleet", p)
 	}
 	return out, nil
 }
@@ -210,3 +208,43 @@ func PrometheusGauges(url string, doer HTTPDoer, clk clock.Clock) GaugeReader {
 type doerTransport struct{ d HTTPDoer }
 
 func (t doerTransport) RoundTrip(req *http.Request) (*http.Response, error) { return t.d.Do(req) }
+
+// GaugeSourcer is implemented by a [GaugeReader] that can hand out the
+// metrics source it reads ([MetricsGauges] does): the breaker steps' wait
+// option polls it with metrics.Waiter, the rule and bound of `koshactl
+// breaker force-open --wait`.
+type GaugeSourcer interface {
+	Source(ctx context.Context) (metrics.GaugeSource, error)
+}
+
+var _ GaugeSourcer = (*MetricsGauges)(nil)
+
+// FleetError is the failure of a breaker step whose wait for the fleet
+// ended unconfirmed; the runner records its Fleet on the step.
+type FleetError struct {
+	Fleet *drill.FleetRecord
+	Err   error
+}
+
+func (e *FleetError) Error() string { return e.Err.Error() }
+func (e *FleetError) Unwrap() error { return e.Err }
+
+// Source implements GaugeSourcer.
+func (g *MetricsGauges) Source(ctx context.Context) (metrics.GaugeSource, error) { return g.New(ctx) }
+
+// SourcerOf returns the [GaugeSourcer] behind r, looking through readers
+// that wrap another (an Unwrap() GaugeReader method, as the runner's
+// journaling reader has).
+func SourcerOf(r GaugeReader) (GaugeSourcer, bool) {
+	for r != nil {
+		if gs, ok := r.(GaugeSourcer); ok {
+			return gs, true
+		}
+		u, ok := r.(interface{ Unwrap() GaugeReader })
+		if !ok {
+			break
+		}
+		r = u.Unwrap()
+	}
+	return nil, false
+}

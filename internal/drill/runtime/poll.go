@@ -20,18 +20,10 @@ type PollResult struct {
 // ErrNotMet reports a condition that did not hold in time.
 var ErrNotMet = errors.New("condition not met")
 
-// Poll evaluates cond until it holds or within has passed (within zero:
-// once). Each evaluation is bounded by attempt. onChange is called when
-// the observed detail changes. The returned error is nil when the
-// condition held, wraps ErrNotMet when it did not in time, and is ctx's
-// error when ctx ended first.
-func Poll(ctx context.Context, rc *RunContext, cond Condition, within, interval, attempt time.Duration, onChange func(string)) (PollResult, error) {
-	return PollWith(ctx, rc, cond, PollSpec{Within: within, Interval: interval, Attempt: attempt, OnChange: onChange})
-}
-
-// PollSpec says how [PollWith] polls.
+// PollSpec says how [Poll] polls: until the condition holds or Within has
+// passed (zero: once), every Interval, each evaluation bounded by Attempt;
+// OnChange is called when the observed detail changes.
 type PollSpec struct {
-	// Within, Interval, Attempt and OnChange are Poll's.
 	Within, Interval, Attempt time.Duration
 	OnChange                  func(string)
 	// Guard, when set, makes the condition a guard: once its evaluations
@@ -46,8 +38,11 @@ type PollGuard struct {
 	Grace      drill.GuardGrace
 }
 
-// PollWith is [Poll] with a guard: see [PollSpec.Guard].
-func PollWith(ctx context.Context, rc *RunContext, cond Condition, spec PollSpec) (PollResult, error) {
+// Poll evaluates cond as spec says. The returned error is nil when the
+// condition held, wraps ErrNotMet when it did not in time, is a
+// *GuardLostError when its guard was lost, and is ctx's error when ctx
+// ended first.
+func Poll(ctx context.Context, rc *RunContext, cond Condition, spec PollSpec) (PollResult, error) {
 	within, interval, attempt, onChange := spec.Within, spec.Interval, spec.Attempt, spec.OnChange
 	var guard *GuardState
 	if spec.Guard != nil {

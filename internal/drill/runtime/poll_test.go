@@ -31,7 +31,7 @@ func TestPollRunsOnTheInjectedClockOnly(t *testing.T) {
 	var res PollResult
 	go func() {
 		var err error
-		res, err = Poll(context.Background(), rc, cond, time.Hour, time.Minute, time.Second, nil)
+		res, err = Poll(context.Background(), rc, cond, PollSpec{Within: time.Hour, Interval: time.Minute, Attempt: time.Second})
 		done <- err
 	}()
 	for {

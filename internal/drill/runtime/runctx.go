@@ -2,7 +2,7 @@ package runtime
 
 import (
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/drill"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -270,15 +271,24 @@ func (rc *RunContext) Lookup(ref drill.Ref) (string, bool, error) {
 	return "", false, fmt.Errorf("unknown reference %s", ref.Text)
 }
 
+// ResolveVars expands the drill's variables in order, each able to use the
+// ones before it, and sets them for the run.
+func (rc *RunContext) ResolveVars() error {
+	for _, v := range rc.Drill.Vars {
+		val, err := rc.Expand(v.Value)
+		if err != nil {
+			return fmt.Errorf("variable %s: %v", v.Name, err)
+		}
+		rc.SetVar(v.Name, val, v.Secret)
+	}
+	return nil
+}
+
 // Expand resolves a template. A secret value in the result is remembered,
 // so [RunContext.Redact] hides it wherever it is reported.
 func (rc *RunContext) Expand(t drill.Template) (string, error) {
-	s, secret, err := t.Expand(rc)
-	if err != nil {
-		return "", err
-	}
-	_ = secret // secret values were registered when they were produced
-	return s, nil
+	s, _, err := t.Expand(rc) // secret values were registered when they were produced
+	return s, err
 }
 
 // Describe expands t for a description, falling back to the template text
@@ -339,10 +349,8 @@ func (rc *RunContext) SetOutputs(id string, o *Outputs) {
 	rc.mu.Lock()
 	rc.outputs[id] = o
 	rc.mu.Unlock()
-	for n, sec := range o.secret {
-		if sec {
-			rc.AddSecret(o.values[n])
-		}
+	for n := range o.secret {
+		rc.AddSecret(o.values[n])
 	}
 }
 
@@ -350,11 +358,7 @@ func (rc *RunContext) SetOutputs(id string, o *Outputs) {
 func (rc *RunContext) StepOutputs() map[string]*Outputs {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	out := make(map[string]*Outputs, len(rc.outputs))
-	for k, v := range rc.outputs {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(rc.outputs)
 }
 
 // Lever is one thing a drill moved (an override, a bucket, a chaos
@@ -447,4 +451,42 @@ func (rc *RunContext) Withdraw(stepID, name string) {
 	if o, ok := rc.outputs[stepID]; ok {
 		delete(o.values, name)
 	}
+}
+
+// Environ is the environment a command of the run gets: the base
+// environment (Deps.Environ), the drill's identity (DRILL_NAME,
+// DRILL_RUN_ID, DRILL_CONTEXT, DRILL_DEADLINE), every variable
+// (DRILL_VAR_NAME) and every output of earlier steps
+// (DRILL_STEP_ID_OUTPUT). A variable or output holding NUL, which the
+// environment cannot carry, is left out with a notice.
+func (rc *RunContext) Environ() []string {
+	env := append([]string(nil), rc.Deps.Environ...)
+	env = append(env, "DRILL_NAME="+rc.Drill.Name, "DRILL_RUN_ID="+rc.RunID, "DRILL_CONTEXT="+rc.Deps.ContextName,
+		"DRILL_DEADLINE="+rc.Deadline().UTC().Format(time.RFC3339))
+	add := func(name, value string) {
+		if drill.EnvCarries(value) {
+			env = append(env, name+"="+value)
+		} else {
+			rc.Notify("%s is not set for the command: its value holds a NUL byte, which an environment variable cannot carry", name)
+		}
+	}
+	rc.mu.Lock()
+	vars := make([][2]string, 0, len(rc.vars))
+	for _, name := range slices.Sorted(maps.Keys(rc.vars)) {
+		vars = append(vars, [2]string{drill.EnvName("DRILL_VAR", name), rc.vars[name]})
+	}
+	rc.mu.Unlock()
+	for _, v := range vars {
+		add(v[0], v[1])
+	}
+	outs := rc.StepOutputs()
+	for _, id := range slices.Sorted(maps.Keys(outs)) {
+		o := outs[id]
+		for _, name := range o.names {
+			if v, ok := o.values[name]; ok {
+				add(drill.EnvName("DRILL_STEP", id, name), v)
+			}
+		}
+	}
+	return env
 }

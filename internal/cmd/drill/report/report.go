@@ -3,9 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -107,7 +105,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	// any fetch.
 	if opts.Out != "" {
 		if err := fsutil.CheckOutput(opts.Out, true); err != nil {
-			return cmdutil.Usagef("--out %s: %v; nothing was written", opts.Out, unwrapPath(err))
+			return cmdutil.Usagef("--out %s: %v; nothing was written", opts.Out, fsutil.Cause(err))
 		}
 	}
 	in := gameday.Input{Journal: j}
@@ -128,7 +126,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	if err := fsutil.WriteFile(ctx, opts.Out, buf.Bytes(), 0o644); err != nil {
-		return cmdutil.Usagef("--out %s: %v; nothing was written", opts.Out, unwrapPath(err))
+		return cmdutil.Usagef("--out %s: %v; nothing was written", opts.Out, fsutil.Cause(err))
 	}
 	fmt.Fprintf(ios.ErrOut, "wrote %s\n", textsafe.Line(opts.Out))
 	return nil
@@ -155,11 +153,3 @@ func fetch(ctx context.Context, f *cmdenv.Factory, j *drill.Journal) ([]drill.Ga
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}

@@ -219,23 +219,20 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		printSummary(f, j)
 	}
 	reportErr := s.Finish(j)
-	switch {
-	case j.Outcome == drill.OutcomeRefused:
-		// Nothing was done: the refusal is the command's error, one line
-		// naming the guard, the cause and the fix.
-		if reportErr != nil {
-			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
-		}
-		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "drill %s %s", d.Name, oneLine(j.Reason))
-	case j.ExitCode != drill.ExitPassed:
-		if reportErr != nil {
-			fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(strings.Join(strings.Fields(reportErr.Error()), " ")))
-		}
-		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome)
-	case reportErr != nil:
+	if j.ExitCode == drill.ExitPassed {
 		return reportErr
 	}
-	return nil
+	// The run's exit code is the command's: a report that failed too is
+	// said on a line of its own.
+	if reportErr != nil {
+		fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(oneLine(reportErr.Error())))
+	}
+	if j.Outcome == drill.OutcomeRefused {
+		// Nothing was done: the refusal is the command's error, one line
+		// naming the guard, the cause and the fix.
+		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "drill %s %s", d.Name, oneLine(j.Reason))
+	}
+	return exitcode.Errorf(exitcode.Kind(j.ExitCode), "%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome)
 }
 
 // checkReportPath checks, before anything runs, that a report can be
@@ -250,19 +247,11 @@ func checkReportPath(path string, special bool) error {
 	if err == nil || errors.Is(err, fsutil.ErrOutputRefused) {
 		return err
 	}
-	return fmt.Errorf("cannot write there: %w", unwrapPath(err))
+	return fmt.Errorf("cannot write there: %w", fsutil.Cause(err))
 }
 
 // oneLine joins a multi-line value on spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
 
 // Parse parses the drill in file, printing its problems (exit 2, the
 // message ending in after), and applies --var: the first thing drill plan
@@ -342,7 +331,18 @@ func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile st
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: env.Overrides(), KnownDependencies: env.Context.KnownDependencies(),
 		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.Audit(),
-		Minter: &lazyMinter{env: env, keyFile: keyFile, f: f}, HTTP: runtime.NewHTTPClient(),
+		Minter: &lazyMinter{build: func(ctx context.Context) (*chaos.Minter, error) {
+			src, err := env.KeySource(ctx, keyFile)
+			if err != nil {
+				return nil, err
+			}
+			targets, err := env.ChaosTargets()
+			if err != nil {
+				return nil, err
+			}
+			return chaos.NewMinter(src, chaos.MinterOptions{Clock: f.Clock, Targets: targets})
+		}},
+		HTTP:      runtime.NewHTTPClient(),
 		LookupEnv: f.Environ.Lookup, Environ: f.Environ.List(),
 	}
 	// A context naming two sources gets no name here; each read reports it.
@@ -358,29 +358,14 @@ func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile st
 // lazyMinter resolves the context's chaos key on first use, so drills
 // without chaos.sign run on contexts that have no key configured.
 type lazyMinter struct {
-	env     *cmdenv.Env
-	keyFile string
-	f       *cmdenv.Factory
-
-	once sync.Once
-	m    *chaos.Minter
-	err  error
+	build func(context.Context) (*chaos.Minter, error)
+	once  sync.Once
+	m     *chaos.Minter
+	err   error
 }
 
 func (l *lazyMinter) Mint(ctx context.Context, req chaos.MintRequest) (*chaos.Minted, error) {
-	l.once.Do(func() {
-		src, err := l.env.KeySource(ctx, l.keyFile)
-		if err != nil {
-			l.err = err
-			return
-		}
-		targets, err := l.env.ChaosTargets()
-		if err != nil {
-			l.err = err
-			return
-		}
-		l.m, l.err = chaos.NewMinter(src, chaos.MinterOptions{Clock: l.f.Clock, Targets: targets})
-	})
+	l.once.Do(func() { l.m, l.err = l.build(ctx) })
 	if l.err != nil {
 		return nil, l.err
 	}

@@ -66,52 +66,45 @@ type FileResult struct {
 	Problems []drill.Problem `json:"problems"`
 }
 
-// check parses file with the kinds of reg: its verdict, the drill (nil
-// when it could not be read) and its problems.
-func check(reg *drill.Registry, file string) (FileResult, *drill.Drill, []drill.Problem) {
-	d, probs := drill.ParseFile(reg, file)
-	fr := FileResult{File: file, OK: len(probs) == 0, Problems: probs}
-	if fr.Problems == nil {
-		fr.Problems = []drill.Problem{}
-	}
-	if d != nil {
-		fr.Name, fr.Steps = d.Name, len(d.Steps)
-	}
-	return fr, d, probs
-}
-
 // Read validates the files as -o json prints it, printing nothing (the MCP
 // server's drill_validate).
-func Read(files []string) Result {
+func Read(files []string) Result { return validate(files, func(*drill.Drill, []drill.Problem) {}) }
+
+// validate parses each file with the built-in kinds, calling each with the
+// drill (nil when it has problems) and its problems.
+func validate(files []string, each func(*drill.Drill, []drill.Problem)) Result {
 	reg := kinds.Builtin()
 	out := Result{Kind: "DrillValidation", OK: true, Files: []FileResult{}}
 	for _, file := range files {
-		fr, _, _ := check(reg, file)
+		d, probs := drill.ParseFile(reg, file)
+		fr := FileResult{File: file, OK: len(probs) == 0, Problems: probs}
+		if fr.Problems == nil {
+			fr.Problems = []drill.Problem{}
+		}
+		if d != nil {
+			fr.Name, fr.Steps = d.Name, len(d.Steps)
+		}
 		out.OK = out.OK && fr.OK
 		out.Files = append(out.Files, fr)
+		each(d, probs)
 	}
 	return out
 }
 
 // Run validates the files. It never touches a context or a store.
 func Run(_ context.Context, f *cmdenv.Factory, opts *Options) error {
-	reg := kinds.Builtin()
 	ios := f.IOStreams
-	out := Result{Kind: "DrillValidation", OK: true, Files: []FileResult{}}
 	total := 0
-	for _, file := range opts.Files {
-		fr, d, probs := check(reg, file)
-		out.OK = out.OK && fr.OK
-		out.Files = append(out.Files, fr)
+	out := validate(opts.Files, func(d *drill.Drill, probs []drill.Problem) {
 		total += len(probs)
 		for _, p := range probs {
 			fmt.Fprintln(ios.ErrOut, p.String())
 		}
 		if d != nil && opts.Output == cmdutil.FormatTable {
 			fmt.Fprintf(ios.Out, "%s: ok (drill %s, %d steps, %d hypothesis checks, %d stop conditions)\n",
-				file, d.Name, len(d.Steps), len(d.Hypothesis), len(d.StopConditions))
+				d.File, d.Name, len(d.Steps), len(d.Hypothesis), len(d.StopConditions))
 		}
-	}
+	})
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
 			return err
