@@ -122,7 +122,7 @@ func (s *smoke) localContext(t *testing.T) {
 	d.press(t, "Enter")
 	d.waitFor(t, "the duration step, 1h by default", contains("Reason:   "+forceReason, "Duration: 1h", "enter: FORCE OPEN"))
 	d.press(t, "Enter")
-	d.waitFor(t, "the force-open confirmation", matches(`openai forced open for (59m|1h) — reason: `+regexp.QuoteMeta(forceReason)))
+	d.waitFor(t, "the force-open confirmation", orConfirmed("openai", matches(`openai forced open for (59m|1h) — reason: `+regexp.QuoteMeta(forceReason))))
 	r := d.waitRow(t, "openai", "forced", "forced", "forced")
 	if !strings.Contains(r.line, "smoke "+forceReason) {
 		t.Errorf("the openai row does not show who forced it and why:\n%s", r.line)
@@ -144,7 +144,7 @@ func (s *smoke) localContext(t *testing.T) {
 		"Set by smoke@ci", forceReason, "Reason (optional):", "enter: CLEAR"))
 	d.typeText(t, clearReason)
 	d.press(t, "Enter")
-	d.waitFor(t, "the clear confirmation", contains("openai cleared: instances follow their own breakers again"))
+	d.waitFor(t, "the clear confirmation", orConfirmed("openai", contains("openai cleared: instances follow their own breakers again")))
 	r = d.waitRow(t, "openai", "closed", "closed", "closed")
 	if strings.Contains(r.line, "smoke") {
 		t.Errorf("the openai row still shows the override after the clear:\n%s", r.line)
@@ -185,7 +185,7 @@ func (s *smoke) protectedContext(t *testing.T) {
 	d.press(t, "C-u")
 	d.typeText(t, "guarded")
 	d.press(t, "Enter")
-	d.waitFor(t, "the force-open confirmation", matches(`openai forced open for (19|20)m — reason: `+regexp.QuoteMeta(guardedReason)))
+	d.waitFor(t, "the force-open confirmation", orConfirmed("openai", matches(`openai forced open for (19|20)m — reason: `+regexp.QuoteMeta(guardedReason))))
 	d.waitRow(t, "openai", "forced", "forced", "forced")
 
 	d.typeText(t, "c")
@@ -194,7 +194,7 @@ func (s *smoke) protectedContext(t *testing.T) {
 	d.waitFor(t, "the typed confirmation", contains(`PROTECTED context: type "guarded" to confirm:`, "enter: CLEAR"))
 	d.typeText(t, "guarded")
 	d.press(t, "Enter")
-	d.waitFor(t, "the clear confirmation", contains("openai cleared"))
+	d.waitFor(t, "the clear confirmation", orConfirmed("openai", contains("openai cleared")))
 	d.waitRow(t, "openai", "closed", "closed", "closed")
 
 	d.typeText(t, "q")
@@ -676,6 +676,16 @@ func contains(texts ...string) func(string) bool {
 			}
 		}
 		return true
+	}
+}
+
+// orConfirmed is first, or the status line that replaces a change's own
+// message once the fleet confirms it ("DEP: the fleet confirmed it, ..."):
+// on a loaded machine a poll of the screen can miss the first, and the
+// second is only shown after the dashboard made the change.
+func orConfirmed(dep string, first func(string) bool) func(string) bool {
+	return func(screen string) bool {
+		return first(screen) || strings.Contains(screen, dep+": the fleet confirmed it, ")
 	}
 }
 
