@@ -120,7 +120,7 @@ func BenchmarkApprove(b *testing.B) {
 		txs += c.txs.Load()
 		// Clear for the next round, uncounted.
 		c.off.Store(true)
-		if _, _, err := breaker.NewOverrides(c, nil).Clear(ctx, log, "openai", "admin", "next round"); err != nil {
+		if _, _, err := breaker.NewOverrides(c, nil).WithLog(log).Clear(ctx, "openai", "admin", "next round"); err != nil {
 			b.Fatal(err)
 		}
 	}

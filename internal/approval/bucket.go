@@ -119,7 +119,8 @@ func BucketAttach(a *breaker.Attach) *ratelimit.Attach {
 	if a == nil {
 		return nil
 	}
-	return &ratelimit.Attach{Approval: a.Approval, Actor: a.Actor, ActorSource: a.ActorSource, Ops: a.Ops, Refused: a.Refused}
+	return &ratelimit.Attach{Approval: a.Approval, Actor: a.Actor, ActorSource: a.ActorSource, Ops: a.Ops, Refused: a.Refused,
+		Note: ratelimit.Note(a.Note)}
 }
 
 // applyBuckets writes r's bucket change with attach through the bucket
@@ -133,8 +134,9 @@ func (s *Service) applyBuckets(ctx context.Context, log audit.Appender, r Reques
 		return res, err
 	}
 	requester := r.Requester
-	res.Buckets, err = s.buckets.ApplyAll(ctx, log, ratelimit.ApplyAll{Changes: changes, Reason: r.Change.Reason,
-		Actor: func(context.Context) (string, error) { return requester, nil }, Attach: BucketAttach(attach)})
+	// The approval is announced as one event by its caller.
+	res.Buckets, err = s.buckets.WithLog(log).ApplyAll(ctx, ratelimit.ApplyAll{Changes: changes, Reason: r.Change.Reason,
+		Actor: func(context.Context) (string, error) { return requester, nil }, Attach: BucketAttach(attach), NoNotify: true})
 	for _, o := range res.Buckets {
 		if o.Written {
 			res.Records = append(res.Records, o.Record)

@@ -463,7 +463,7 @@ func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, atta
 		reqs := make([]breaker.ForceRequest, len(c.Targets))
 		for i, dep := range c.Targets {
 			fr := breaker.ForceRequest{Dependency: dep, Reason: c.Reason, Actor: r.Requester, Overwrite: c.Overwrite,
-				For: time.Duration(c.ForSeconds) * time.Second, Read: &breaker.ReadState{Current: befores[dep]}}
+				For: time.Duration(c.ForSeconds) * time.Second, NoExpiry: c.NoExpiry, Read: &breaker.ReadState{Current: befores[dep]}}
 			if c.Until != "" {
 				if fr.ExpiresAt, err = time.Parse(time.RFC3339Nano, c.Until); err != nil {
 					return res, fmt.Errorf("%w: request %s: until %q: %v", ErrMalformed, r.ID, c.Until, err)
@@ -471,7 +471,8 @@ func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, atta
 			}
 			reqs[i] = fr
 		}
-		res.Force, err = s.overrides.ForceAll(ctx, log, breaker.ForceAll{Requests: reqs, Attach: attach})
+		// The approval is announced as one event by its caller.
+		res.Force, err = s.overrides.WithLog(log).ForceAll(ctx, breaker.ForceAll{Requests: reqs, Attach: attach, NoNotify: true})
 		for _, o := range res.Force {
 			if o.Written {
 				res.Records = append(res.Records, o.Record)
@@ -490,8 +491,8 @@ func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, atta
 				keys = append(keys, breaker.OverrideKey(t))
 			}
 		}
-		res.Clear, err = s.overrides.ClearAll(ctx, log, breaker.ClearAll{Dependencies: deps, Keys: keys, Reason: c.Reason, Read: befores,
-			Actor: func(context.Context) (string, error) { return requester, nil }, Attach: attach})
+		res.Clear, err = s.overrides.WithLog(log).ClearAll(ctx, breaker.ClearAll{Dependencies: deps, Keys: keys, Reason: c.Reason, Read: befores,
+			Actor: func(context.Context) (string, error) { return requester, nil }, Attach: attach, NoNotify: true})
 		for _, o := range res.Clear {
 			if o.Written {
 				res.Records = append(res.Records, o.Record)
@@ -595,6 +596,9 @@ func (s *Service) BreakGlass(action string, targets []string, reason string, act
 	rv := &Review{ID: id, Action: action, Targets: targets, Reason: reason, Actor: actor.Actor, ActorSource: actor.Source, Status: ReviewOpen}
 	return &breaker.Attach{
 		Approval: &audit.Approval{Decision: audit.DecisionBreakGlass, Policies: policies, Review: id},
+		Note: breaker.Note{Outcome: "break-glass", Detail: fmt.Sprintf(
+			"BREAK-GLASS: applied without approval under the table's policy (%v); review %s stays open until someone else runs koshactl request ack %s",
+			policies, id, id)},
 		Ops: func(token string, now time.Time) []store.Op {
 			rv.CreatedAt, rv.Change = now.UTC().Truncate(time.Millisecond), token
 			return []store.Op{store.PutOp(rv.item(token), store.IfAbsent())}

@@ -50,6 +50,9 @@ type Attach struct {
 	// Ops builds the attached writes for the change's token and time; the
 	// first is the change's proof (it carries the token). Nil: none.
 	Ops func(token string, now time.Time) []store.Op
+	// Note is said with the change's announcement (a break-glass's loud
+	// words), instead of the operation's own.
+	Note Note
 	// Refused words the refusal of an attached write (the item as stored,
 	// nil Current when the store did not say).
 	Refused func(ce store.ConditionError) error
@@ -254,8 +257,8 @@ func (s *Overrides) conflictOn(ctx context.Context, dependency string, ce store.
 
 // Force forces one override with its audit record ([Overrides.ForceAll]
 // of one request, no known-dependency rule).
-func (s *Overrides) Force(ctx context.Context, log audit.Appender, req ForceRequest) (ForceResult, audit.Record, error) {
-	outs, err := s.ForceAll(ctx, log, ForceAll{Requests: []ForceRequest{req}})
+func (s *Overrides) Force(ctx context.Context, req ForceRequest) (ForceResult, audit.Record, error) {
+	outs, err := s.ForceAll(ctx, ForceAll{Requests: []ForceRequest{req}})
 	if len(outs) == 0 {
 		return ForceResult{}, audit.Record{}, err
 	}
@@ -265,8 +268,8 @@ func (s *Overrides) Force(ctx context.Context, log audit.Appender, req ForceRequ
 // Clear clears one override with its audit record ([Overrides.ClearAll]
 // of one dependency). Clearing an absent override succeeds with a nil
 // Before and records nothing.
-func (s *Overrides) Clear(ctx context.Context, log audit.Appender, dependency, actor, reason string) (ClearResult, audit.Record, error) {
-	outs, err := s.ClearAll(ctx, log, ClearAll{Dependencies: []string{dependency}, Reason: reason,
+func (s *Overrides) Clear(ctx context.Context, dependency, actor, reason string) (ClearResult, audit.Record, error) {
+	outs, err := s.ClearAll(ctx, ClearAll{Dependencies: []string{dependency}, Reason: reason,
 		Actor: func(context.Context) (string, error) { return actor, nil }})
 	if len(outs) == 0 {
 		return ClearResult{}, audit.Record{}, err

@@ -22,12 +22,12 @@ func newLevers(s store.Store, clk clock.Clock) levers {
 
 // Force forces one override, recorded in l's log.
 func (l levers) Force(ctx context.Context, req breaker.ForceRequest) (breaker.ForceResult, error) {
-	res, _, err := l.Overrides.Force(ctx, l.log, req)
+	res, _, err := l.Overrides.WithLog(l.log).Force(ctx, req)
 	return res, err
 }
 
 // Clear clears one override as "tester", recorded in l's log.
 func (l levers) Clear(ctx context.Context, dependency string) (breaker.ClearResult, error) {
-	res, _, err := l.Overrides.Clear(ctx, l.log, dependency, "tester", "test")
+	res, _, err := l.Overrides.WithLog(l.log).Clear(ctx, dependency, "tester", "test")
 	return res, err
 }

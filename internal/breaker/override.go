@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -406,24 +405,6 @@ type OverrideStore interface {
 	Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error]
 }
 
-// Overrides reads and changes breaker overrides on a store. Every change is
-// one transaction holding the override's write, conditional on the item as
-// read (two operators acting at once never overwrite each other silently),
-// and its audit record.
-type Overrides struct {
-	store   OverrideStore
-	clock   clock.Clock
-	notices noticeSink
-}
-
-// NewOverrides returns an Overrides on s. A nil clk means the wall clock.
-func NewOverrides(s OverrideStore, clk clock.Clock) *Overrides {
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	return &Overrides{store: s, clock: clk}
-}
-
 // Get returns dependency's override item, active or not, or an error wrapping
 // store.ErrNotFound.
 func (s *Overrides) Get(ctx context.Context, dependency string) (Override, error) {
@@ -493,12 +474,18 @@ type ForceRequest struct {
 	Dependency string
 	Reason     string
 	Actor      string
-	// ExpiresAt is when the override lapses; zero means never (the caller
-	// enforces --no-expiry rules). Ignored when For is set.
+	// ExpiresAt is when the override lapses; zero means never, which needs
+	// NoExpiry. Ignored when For is set. The service's duration policy
+	// applies to the time left until it.
 	ExpiresAt time.Time
 	// For, when positive, sets the expiry to the write's own created_at + For,
-	// so the two stamps are exactly For apart.
+	// so the two stamps are exactly For apart. The service's duration
+	// policy applies to it.
 	For time.Duration
+	// NoExpiry asks for an override that never lapses, confirmed by the
+	// operator (--no-expiry --yes): without it, a request with neither For
+	// nor ExpiresAt is refused ([ErrNoExpiryUnconfirmed]).
+	NoExpiry bool
 	// Overwrite replaces an active override set by someone else.
 	Overwrite bool
 	// SeenVersion, when set, is the version of the active override the

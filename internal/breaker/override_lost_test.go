@@ -64,14 +64,14 @@ func TestLostAnswersAreConfirmedWithExactlyOneRecord(t *testing.T) {
 				}()
 				return ctx
 			}
-			res, rec, err := ov.Force(lose(), log, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
+			res, rec, err := ov.WithLog(log).Force(lose(), breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
 			if err != nil || !res.Confirmed || rec.ID == "" {
 				t.Fatalf("force with its answer lost: confirmed %v, record %q, err %v; want confirmed and recorded", res.Confirmed, rec.ID, err)
 			}
 			if got, err := ov.Get(context.Background(), "openai"); err != nil || got.WriteID != res.After.WriteID || got.WriteID != rec.Change {
 				t.Fatalf("stored override %+v, %v; want the change's token %q, the record's too", got, err, rec.Change)
 			}
-			cr, crec, err := ov.Clear(lose(), log, "openai", "me", "over")
+			cr, crec, err := ov.WithLog(log).Clear(lose(), "openai", "me", "over")
 			if err != nil || cr.Before == nil || !cr.Confirmed || crec.ID == "" {
 				t.Fatalf("clear with its answer lost: %+v, record %q, err %v; want cleared, confirmed and recorded", cr, crec.ID, err)
 			}
@@ -106,7 +106,7 @@ func TestAStalledChangeInterruptedIsSettled(t *testing.T) {
 		p.WaitStalled(t, "TransactWriteItems", 1)
 		cancel()
 	}()
-	res, rec, err := ov.Force(ctx, log, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
+	res, rec, err := ov.WithLog(log).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
 	if err != nil || rec.ID == "" {
 		t.Fatalf("force stalled and interrupted: %+v, %v", res, err)
 	}
@@ -125,7 +125,7 @@ func TestAnUnreachableStoreIsAnUnknownOutcome(t *testing.T) {
 	ov := breaker.NewOverrides(s, clk)
 	p.LoseNext("TransactWriteItems", 1, faultproxy.Reset)
 	p.LoseNext("GetItem", 1, faultproxy.Reset)
-	_, _, err := ov.Force(context.Background(), audit.NewLog(s, clk, "test"),
+	_, _, err := ov.WithLog(audit.NewLog(s, clk, "test")).Force(context.Background(),
 		breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
 	if !errors.Is(err, store.ErrOutcomeUnknown) || errors.Is(err, audit.ErrAuditWrite) {
 		t.Fatalf("force on an unreachable store: %v; want the unknown outcome, never an audit failure", err)
@@ -151,7 +151,7 @@ func TestTwoOperatorsRacingRecordEachChangeOnce(t *testing.T) {
 				errs := make([]error, 2)
 				for i := range 2 {
 					wg.Go(func() {
-						_, _, errs[i] = ov.Force(t.Context(), log, breaker.ForceRequest{Dependency: "openai",
+						_, _, errs[i] = ov.WithLog(log).Force(t.Context(), breaker.ForceRequest{Dependency: "openai",
 							Reason: fmt.Sprintf("round %d", round), Actor: fmt.Sprintf("op%d", i), For: time.Hour})
 					})
 				}
@@ -170,7 +170,7 @@ func TestTwoOperatorsRacingRecordEachChangeOnce(t *testing.T) {
 				}
 				landed++
 				for i := range 2 {
-					wg.Go(func() { _, _, errs[i] = ov.Clear(t.Context(), log, "openai", fmt.Sprintf("op%d", i), "done") })
+					wg.Go(func() { _, _, errs[i] = ov.WithLog(log).Clear(t.Context(), "openai", fmt.Sprintf("op%d", i), "done") })
 				}
 				wg.Wait()
 				cleared := 0
@@ -210,7 +210,7 @@ func TestAPlantedClaimHidesNoClear(t *testing.T) {
 	clk := clock.NewFake(t0)
 	ov := breaker.NewOverrides(s, clk)
 	log := audit.NewLog(s, clk, "test")
-	res, _, err := ov.Force(t.Context(), log, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "alice", For: time.Hour})
+	res, _, err := ov.WithLog(log).Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "alice", For: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestAPlantedClaimHidesNoClear(t *testing.T) {
 	if err := s.Put(t.Context(), planted, store.Always()); err != nil {
 		t.Fatal(err)
 	}
-	cr, rec, err := ov.Clear(t.Context(), log, "openai", "carol", "recovered")
+	cr, rec, err := ov.WithLog(log).Clear(t.Context(), "openai", "carol", "recovered")
 	if err != nil || cr.Before == nil || rec.Actor != "carol" {
 		t.Fatalf("clear beside a planted claim: %+v, record %+v, %v; want carol's clear recorded", cr, rec, err)
 	}
@@ -242,10 +242,10 @@ func TestARaceOnOneDependencyChangesNone(t *testing.T) {
 	clk := clock.NewFake(t0)
 	ov := breaker.NewOverrides(s, clk)
 	log := audit.NewLog(s, clk, "test")
-	outs, err := ov.ForceAll(t.Context(), log, breaker.ForceAll{Requests: forceReqs("a", "b", "c"),
+	outs, err := ov.WithLog(log).ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("a", "b", "c"),
 		Actor: func(context.Context) (string, error) { return "alice", nil },
 		Confirm: func([]breaker.ForceResult) error {
-			_, _, err := ov.Force(t.Context(), log, breaker.ForceRequest{Dependency: "b", Reason: "mine", Actor: "bob", For: time.Hour})
+			_, _, err := ov.WithLog(log).Force(t.Context(), breaker.ForceRequest{Dependency: "b", Reason: "mine", Actor: "bob", For: time.Hour})
 			return err
 		}})
 	if err == nil || len(outs) != 3 {
@@ -295,7 +295,7 @@ func TestHostileItemsAreClearedWithTheirRecords(t *testing.T) {
 				}
 			}
 			for _, dep := range []string{"long-id", "huge"} {
-				res, rec, err := ov.Clear(t.Context(), log, dep, "carol", "cleanup")
+				res, rec, err := ov.WithLog(log).Clear(t.Context(), dep, "carol", "cleanup")
 				if err != nil || res.Before == nil || rec.ID == "" {
 					t.Fatalf("clear of %s: %+v, record %q, %v; want cleared and recorded", dep, res, rec.ID, err)
 				}

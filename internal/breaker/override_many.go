@@ -56,24 +56,43 @@ type ForceAll struct {
 	// Gate, when set, decides the change from items read in the same batch
 	// read as the overrides (the table's policy): see [Gate].
 	Gate *Gate
+	// NoNotify keeps the change from being announced (--no-notify).
+	NoNotify bool
+	// Note is said with the change's announcement (a break-glass review).
+	Note Note
 }
 
 // ForceAll checks every request's dependency ([CheckDependencies], against
-// op.Known), reads every dependency's override in one strongly consistent
+// op.Known), reason ([CheckForceReason]) and lifetime (the service's
+// duration policy; no expiry only with NoExpiry), reads every dependency's override in one strongly consistent
 // batch read and decides each request once ([CheckForce]'s rules). A
 // conflict on any of them returns its *ConflictError and writes nothing.
 // Then, unless DryRun, it writes every decided override, conditional on the
 // item read, with its audit record, in one transaction ([Overrides.commit]:
 // all or nothing, by chunks past DynamoDB's limit), and returns one outcome
-// per request, in request order. The error is the first failed request's
-// (in request order); outcomes say which were written.
-func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAll) ([]ForceOutcome, error) {
+// per request, in request order, and announces what it wrote. The error is
+// the first failed request's (in request order); outcomes say which were
+// written.
+func (s *Overrides) ForceAll(ctx context.Context, op ForceAll) ([]ForceOutcome, error) {
+	log, err := s.changeLog()
+	if err != nil && !op.DryRun {
+		return nil, err
+	}
 	deps := make([]string, len(op.Requests))
 	for i, r := range op.Requests {
 		deps[i] = r.Dependency
 	}
 	if err := CheckDependencies(deps, op.Known); err != nil {
 		return nil, err
+	}
+	now := s.clock.Now()
+	for _, r := range op.Requests {
+		if err := CheckForceReason(r.Reason); err != nil {
+			return nil, err
+		}
+		if err := s.checkLifetime(r, now); err != nil {
+			return nil, err
+		}
 	}
 	// A request that carries what the caller read is decided on that
 	// (and written conditional on it): it is not read again.
@@ -137,6 +156,7 @@ func (s *Overrides) ForceAll(ctx context.Context, log audit.Appender, op ForceAl
 			o.Err = fmt.Errorf("force-open %s: %w", plans[i].req.Dependency, c.err)
 		}
 	}
+	s.announceForces(ctx, op.Attach.note(op.Note), op.NoNotify, outcomes)
 	return outcomes, firstError(outcomes, func(o ForceOutcome) error { return o.Err })
 }
 
@@ -237,14 +257,26 @@ type ClearAll struct {
 	// Gate, when set, decides the change from items read in the same batch
 	// read as the overrides (the table's policy): see [Gate].
 	Gate *Gate
+	// NoNotify keeps the change from being announced (--no-notify).
+	NoNotify bool
+	// Note is said with the change's announcement (a break-glass review).
+	Note Note
 }
 
 // ClearAll reads every dependency's override in one consistent batch read,
 // then (unless DryRun) deletes the present ones, each conditional on the
 // item read (an override re-forced meanwhile is a *ConflictError with Raced
 // set, never deleted unseen), with its audit record, in one transaction
-// ([Overrides.commit]). Outcomes come in the order of op.Dependencies.
-func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAll) ([]ClearOutcome, error) {
+// ([Overrides.commit]), and announces what it wrote. Outcomes come in the
+// order of op.Dependencies.
+func (s *Overrides) ClearAll(ctx context.Context, op ClearAll) ([]ClearOutcome, error) {
+	log, err := s.changeLog()
+	if err != nil && !op.DryRun {
+		return nil, err
+	}
+	if err := audit.ValidateReason(op.Reason); err != nil {
+		return nil, err
+	}
 	for _, dep := range op.Dependencies {
 		if err := ValidateDependency(dep); err != nil {
 			return nil, err
@@ -331,6 +363,7 @@ func (s *Overrides) ClearAll(ctx context.Context, log audit.Appender, op ClearAl
 			o.Err = fmt.Errorf("clear %s: %w", o.Dependency, c.err)
 		}
 	}
+	s.announceClears(ctx, op.Reason, op.Attach.note(op.Note), op.NoNotify, outcomes)
 	return outcomes, firstError(outcomes, func(o ClearOutcome) error { return o.Err })
 }
 

@@ -59,7 +59,7 @@ func TestForceAllConflictOnOneOfFourWritesNone(t *testing.T) {
 			if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "core-api", Reason: "held", Actor: "bob", For: time.Hour}); err != nil {
 				t.Fatal(err)
 			}
-			_, err := ov.ForceAll(t.Context(), log, breaker.ForceAll{Requests: forceReqs("a1", "a2", "core-api", "a3"),
+			_, err := ov.WithLog(log).ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("a1", "a2", "core-api", "a3"),
 				Actor: func(context.Context) (string, error) { return "alice", nil }})
 			var ce *breaker.ConflictError
 			if !errors.As(err, &ce) || ce.Current.Actor != "bob" {
@@ -97,7 +97,7 @@ func TestForceAllReadsOnceWhileTheActorResolves(t *testing.T) {
 	}
 	deps := []string{"d01", "d02", "d03", "d04", "d05", "d06", "d07", "d08", "d09", "d10", "d11", "d12", "d13", "d14", "d15", "d16"}
 	var confirmed []breaker.ForceResult
-	outs, err := ov.ForceAll(ctx, log, breaker.ForceAll{Requests: forceReqs(deps...), Actor: actor,
+	outs, err := ov.WithLog(log).ForceAll(ctx, breaker.ForceAll{Requests: forceReqs(deps...), Actor: actor,
 		Confirm: func(p []breaker.ForceResult) error { confirmed = p; return nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestForceAllWithoutItsRecordWritesNothing(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	ov := newLevers(s, clock.NewFake(t0))
-	outs, err := ov.ForceAll(t.Context(), failingAudit{}, breaker.ForceAll{Requests: forceReqs("a1", "a2")})
+	outs, err := ov.WithLog(failingAudit{}).ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("a1", "a2")})
 	if !errors.Is(err, breaker.ErrNotWritten) || errors.Is(err, audit.ErrAuditWrite) {
 		t.Fatalf("ForceAll with a failing audit: %v; want not written (never an audit failure of a change made)", err)
 	}
@@ -162,12 +162,12 @@ func TestClearAll(t *testing.T) {
 	clk := clock.NewFake(t0)
 	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "ctx")
-	if _, err := ov.ForceAll(t.Context(), log, breaker.ForceAll{Requests: forceReqs("a1", "a3"),
+	if _, err := ov.WithLog(log).ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("a1", "a3"),
 		Actor: func(context.Context) (string, error) { return "al", nil }}); err != nil {
 		t.Fatal(err)
 	}
 	before := s.batchKeys.Load()
-	outs, err := ov.ClearAll(t.Context(), log, breaker.ClearAll{Dependencies: []string{"a1", "a2", "a3"}, Reason: "done",
+	outs, err := ov.WithLog(log).ClearAll(t.Context(), breaker.ClearAll{Dependencies: []string{"a1", "a2", "a3"}, Reason: "done",
 		Actor: func(context.Context) (string, error) { return "al", nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -198,12 +198,12 @@ func TestClearAllAppliesTheKnownRule(t *testing.T) {
 	ov := newLevers(base, clk)
 	log := audit.NewLog(base, clk, "ctx")
 	actor := func(context.Context) (string, error) { return "al", nil }
-	if _, err := ov.ForceAll(t.Context(), log, breaker.ForceAll{Requests: forceReqs("openai", "legacy-svc"), Actor: actor}); err != nil {
+	if _, err := ov.WithLog(log).ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("openai", "legacy-svc"), Actor: actor}); err != nil {
 		t.Fatal(err)
 	}
 	known := []string{"openai", "postgres"}
 	confirmed := false
-	_, err := ov.ClearAll(t.Context(), log, breaker.ClearAll{Dependencies: []string{"openai", "open-ai"}, Reason: "typo",
+	_, err := ov.WithLog(log).ClearAll(t.Context(), breaker.ClearAll{Dependencies: []string{"openai", "open-ai"}, Reason: "typo",
 		Actor: actor, Known: known, Confirm: func([]breaker.ClearResult) error { confirmed = true; return nil }})
 	var unknown *breaker.UnknownDependencyError
 	if !errors.As(err, &unknown) || unknown.Name != "open-ai" || unknown.Suggestion != "openai" {
@@ -215,11 +215,11 @@ func TestClearAllAppliesTheKnownRule(t *testing.T) {
 	if list, _ := ov.List(t.Context()); len(list) != 2 {
 		t.Errorf("a refused clear deleted an override: %s left", deps(list))
 	}
-	outs, err := ov.ClearAll(t.Context(), log, breaker.ClearAll{Dependencies: []string{"legacy-svc"}, Reason: "done", Actor: actor, Known: known})
+	outs, err := ov.WithLog(log).ClearAll(t.Context(), breaker.ClearAll{Dependencies: []string{"legacy-svc"}, Reason: "done", Actor: actor, Known: known})
 	if err != nil || len(outs) != 1 || !outs[0].Written {
 		t.Fatalf("clearing an unknown name whose override is stored: %+v, %v", outs, err)
 	}
-	if _, err := ov.ClearAll(t.Context(), log, breaker.ClearAll{Dependencies: []string{"open-ai"}, Reason: "x", Actor: actor}); err != nil {
+	if _, err := ov.WithLog(log).ClearAll(t.Context(), breaker.ClearAll{Dependencies: []string{"open-ai"}, Reason: "x", Actor: actor}); err != nil {
 		t.Errorf("without Known the rule does not apply: %v", err)
 	}
 }

@@ -29,7 +29,7 @@ func TestForceAllChecksNamesBeforeReading(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &counted{Store: openStore(t)}
 			clk := clock.NewFake(t0)
-			_, err := breaker.NewOverrides(s, clk).ForceAll(t.Context(), audit.NewLog(s, clk, "ctx"),
+			_, err := breaker.NewOverrides(s, clk).WithLog(audit.NewLog(s, clk, "ctx")).ForceAll(t.Context(),
 				breaker.ForceAll{Requests: forceReqs(tc.deps...), Known: tc.known})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
@@ -62,7 +62,7 @@ func TestForceAllWritesTheDecidedPlanStampedAtTheWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	var plans []breaker.ForceResult
-	outs, err := ov.ForceAll(t.Context(), log, breaker.ForceAll{Requests: []breaker.ForceRequest{
+	outs, err := ov.WithLog(log).ForceAll(t.Context(), breaker.ForceAll{Requests: []breaker.ForceRequest{
 		{Dependency: "core-api", Reason: "drill", For: time.Hour, Overwrite: true},
 		{Dependency: "openai", Reason: "drill", For: time.Hour},
 	}, Known: []string{"core-api", "openai"}, Confirm: func(p []breaker.ForceResult) error {
@@ -112,12 +112,12 @@ func TestCheckForceIsTheForceRule(t *testing.T) {
 		before   *breaker.Override
 		conflict bool
 	}{
-		{"absent", breaker.ForceRequest{Dependency: "openai"}, nil, false},
-		{"held", breaker.ForceRequest{Dependency: "openai"}, held, true},
-		{"held, overwrite", breaker.ForceRequest{Dependency: "openai", Overwrite: true}, held, false},
-		{"held, seen", breaker.ForceRequest{Dependency: "openai", SeenVersion: &seen}, held, false},
-		{"held, seen another version", breaker.ForceRequest{Dependency: "openai", SeenVersion: &other, Overwrite: true}, held, true},
-		{"lapsed", breaker.ForceRequest{Dependency: "openai"}, &lapsed, false},
+		{"absent", breaker.ForceRequest{Dependency: "openai", NoExpiry: true}, nil, false},
+		{"held", breaker.ForceRequest{Dependency: "openai", NoExpiry: true}, held, true},
+		{"held, overwrite", breaker.ForceRequest{Dependency: "openai", Overwrite: true, NoExpiry: true}, held, false},
+		{"held, seen", breaker.ForceRequest{Dependency: "openai", SeenVersion: &seen, NoExpiry: true}, held, false},
+		{"held, seen another version", breaker.ForceRequest{Dependency: "openai", SeenVersion: &other, Overwrite: true, NoExpiry: true}, held, true},
+		{"lapsed", breaker.ForceRequest{Dependency: "openai", NoExpiry: true}, &lapsed, false},
 	} {
 		err := breaker.CheckForce(tc.req, tc.before, now)
 		var ce *breaker.ConflictError

@@ -177,7 +177,7 @@ func TestForceOnStaleReadIsAConflict(t *testing.T) {
 	ctx := context.Background()
 	ov := newLevers(s, clock.NewFake(t0))
 	req := breaker.ForceRequest{Dependency: "openai", Reason: "mine", Actor: "a", For: time.Hour}
-	plans, err := ov.ForceAll(ctx, ov.log, breaker.ForceAll{Requests: []breaker.ForceRequest{req}, DryRun: true})
+	plans, err := ov.WithLog(ov.log).ForceAll(ctx, breaker.ForceAll{Requests: []breaker.ForceRequest{req}, DryRun: true})
 	if err != nil || plans[0].Result.Before != nil {
 		t.Fatalf("plan: %+v %v", plans, err)
 	}

@@ -50,8 +50,12 @@ type ReconcileOutcome struct {
 // every force and clear in one transaction ([Overrides.commit]: all or
 // nothing, by chunks past DynamoDB's limit). Someone's write since the read
 // makes the change a conflict, and nothing of it is written.
-func (s *Overrides) Reconcile(ctx context.Context, log audit.Appender, r Reconcile) (ReconcileOutcome, error) {
+func (s *Overrides) Reconcile(ctx context.Context, r Reconcile) (ReconcileOutcome, error) {
 	out := ReconcileOutcome{Forces: make([]ForceOutcome, len(r.Forces)), Clears: make([]ClearOutcome, len(r.Clears))}
+	log, err := s.changeLog()
+	if err != nil {
+		return out, err
+	}
 	plans := make([]forcePlan, len(r.Forces))
 	for i, req := range r.Forces {
 		if req.Read == nil {

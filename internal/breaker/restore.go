@@ -46,7 +46,11 @@ type RestoreResult struct {
 // one transaction with its audit record, conditional on the item still
 // being the caller's write (write_id = req.Mine) or still absent. It reads
 // the override once. Nothing to undo (already as wanted) writes nothing.
-func (s *Overrides) Restore(ctx context.Context, log audit.Appender, req RestoreRequest) (RestoreResult, error) {
+func (s *Overrides) Restore(ctx context.Context, req RestoreRequest) (RestoreResult, error) {
+	log, err := s.changeLog()
+	if err != nil {
+		return RestoreResult{}, err
+	}
 	if err := ValidateDependency(req.Dependency); err != nil {
 		return RestoreResult{}, err
 	}

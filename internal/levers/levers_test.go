@@ -162,7 +162,7 @@ func (e env) apply(t *testing.T, f *levers.File, statuses []metrics.DependencySt
 		t.Fatal(err)
 	}
 	diffs := levers.Compare(f, levers.State{Now: e.clk.Now(), Overrides: list, Statuses: statuses})
-	if _, err := e.ov.Reconcile(ctx, e.log, f.Plan(diffs, "ci@example.com")); err != nil {
+	if _, err := e.ov.WithLog(e.log).Reconcile(ctx, f.Plan(diffs, "ci@example.com")); err != nil {
 		t.Fatal(err)
 	}
 	return diffs
@@ -191,7 +191,7 @@ func kinds(ds []levers.Difference) string {
 func TestWindowOpensAndClosesAndIncidentLeversAreLeftAlone(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.ov.Force(ctx, e.log, breaker.ForceRequest{Dependency: "openai", Reason: "INC-7 provider outage", Actor: "oncall",
+	if _, _, err := e.ov.WithLog(e.log).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "INC-7 provider outage", Actor: "oncall",
 		For: 2 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}

@@ -167,6 +167,19 @@ func ForceLevers(outs []breaker.ForceOutcome) []Lever {
 	return ls
 }
 
+// BreakerEvent is the notification of a committed breaker change, as the
+// lever service announces it ([breaker.Overrides.WithAnnounce]).
+func BreakerEvent(a breaker.Announcement) Event {
+	levers := append(ForceLevers(a.Forces), ClearLevers(a.Clears)...)
+	return Event{Action: a.Action, Actor: a.Actor, Reason: a.Reason, Levers: levers, Outcome: a.Note.Outcome, Detail: a.Note.Detail}
+}
+
+// BucketEvent is the notification of a committed bucket change, as the
+// lever service announces it ([ratelimit.Buckets.WithAnnounce]).
+func BucketEvent(a ratelimit.Announcement) Event {
+	return Event{Action: a.Action, Actor: a.Actor, Reason: a.Reason, Levers: BucketLevers(a.Outcomes), Outcome: a.Note.Outcome, Detail: a.Note.Detail}
+}
+
 // ClearLevers are the levers of a clear: one per override deleted.
 func ClearLevers(outs []breaker.ClearOutcome) []Lever {
 	var ls []Lever

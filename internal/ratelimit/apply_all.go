@@ -50,6 +50,8 @@ type ApplyAll struct {
 	// Segments is the scan width of the suggestion a *[NoBucketError]
 	// carries ([Buckets.Closest]).
 	Segments int
+	// NoNotify keeps the change from being announced (--no-notify).
+	NoNotify bool
 }
 
 // Gate lets a caller decide a bucket change from items read with its
@@ -86,6 +88,9 @@ type Attach struct {
 	// Refused words the refusal of an attached write (the item as stored,
 	// nil Current when the store did not say); such a refusal is final.
 	Refused func(ce store.ConditionError) error
+	// Note is said with the change's announcement (a break-glass's loud
+	// words).
+	Note Note
 }
 
 // MaxAttachedBuckets is the most buckets one change with attached writes
@@ -123,8 +128,12 @@ type ApplyOutcome struct {
 // refused because a take landed since the read is rebuilt from a re-read
 // of the refused buckets, as a new change ([Buckets.ApplyAudited]).
 // Outcomes come in the order of the changes; the error is the first failed
-// change's.
-func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll) ([]ApplyOutcome, error) {
+// change's. What was written is announced.
+func (b *Buckets) ApplyAll(ctx context.Context, op ApplyAll) ([]ApplyOutcome, error) {
+	log, err := b.changeLog()
+	if err != nil && !op.DryRun {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	keys := make([]string, 0, len(op.Changes))
 	for _, c := range op.Changes {
@@ -224,12 +233,31 @@ func (b *Buckets) ApplyAll(ctx context.Context, log audit.Appender, op ApplyAll)
 		})
 	}
 	wg.Wait()
+	b.announceAll(ctx, op, actor, outcomes)
 	for _, o := range outcomes {
 		if o.Err != nil {
 			return outcomes, o.Err
 		}
 	}
 	return outcomes, nil
+}
+
+// announceAll tells the announcer of the buckets op wrote (those changed).
+func (b *Buckets) announceAll(ctx context.Context, op ApplyAll, actor string, outcomes []ApplyOutcome) {
+	var written []ApplyOutcome
+	for _, o := range outcomes {
+		if o.Written && o.Result.Changed {
+			written = append(written, o)
+		}
+	}
+	if b.announce == nil || op.NoNotify || len(written) == 0 {
+		return
+	}
+	a := Announcement{Action: written[0].Result.Change.Op.Action(), Actor: actor, Reason: strings.TrimSpace(op.Reason), Outcomes: written}
+	if op.Attach != nil {
+		a.Note = op.Attach.Note
+	}
+	b.announce(ctx, a)
 }
 
 // recordBy is who acts and why, for the records of a change, and what

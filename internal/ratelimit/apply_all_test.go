@@ -55,7 +55,7 @@ func TestApplyAllReadsOnceAndKeepsOrder(t *testing.T) {
 		changes = append(changes, ratelimit.Change{Op: ratelimit.OpReset, Client: c})
 	}
 	var confirmedWrites int
-	outs, err := b.ApplyAll(t.Context(), log, ratelimit.ApplyAll{Changes: changes, Reason: "incident over",
+	outs, err := b.WithLog(log).ApplyAll(t.Context(), ratelimit.ApplyAll{Changes: changes, Reason: "incident over",
 		Actor:   func(context.Context) (string, error) { return "al", nil },
 		Confirm: func(_ []ratelimit.ChangeResult, writes int) error { confirmedWrites = writes; return nil }})
 	if err != nil {
@@ -80,7 +80,7 @@ func TestApplyAllReadsOnceAndKeepsOrder(t *testing.T) {
 		t.Errorf("%d reset records, want 3", len(l.Records))
 	}
 	// Nothing to write needs no actor (a failing STS does not fail a no-op).
-	outs, err = b.ApplyAll(t.Context(), log, ratelimit.ApplyAll{Changes: changes[:1],
+	outs, err = b.WithLog(log).ApplyAll(t.Context(), ratelimit.ApplyAll{Changes: changes[:1],
 		Actor: func(context.Context) (string, error) { return "", errors.New("sts: expired") }})
 	if err != nil || outs[0].Written {
 		t.Errorf("a no-op with a failing actor: %+v, %v", outs, err)
@@ -125,7 +125,7 @@ func TestApplyAllChunksPastOneChange(t *testing.T) {
 	clk := clock.NewFake(epoch)
 	log := newLog(m, clk)
 	n := 2*ratelimit.ChangeBuckets + 20
-	outs, err := newBuckets(t, s, clk).ApplyAll(t.Context(), log, ratelimit.ApplyAll{Changes: drains(n), Reason: "flood",
+	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), ratelimit.ApplyAll{Changes: drains(n), Reason: "flood",
 		Actor: func(context.Context) (string, error) { return "al", nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestApplyAllFailingStoreRecordsWhatLanded(t *testing.T) {
 	clk := clock.NewFake(epoch)
 	log := newLog(m, clk)
 	n := 2*ratelimit.ChangeBuckets + 20
-	outs, err := newBuckets(t, s, clk).ApplyAll(t.Context(), log, ratelimit.ApplyAll{Changes: drains(n),
+	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), ratelimit.ApplyAll{Changes: drains(n),
 		Actor: func(context.Context) (string, error) { return "al", nil }})
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrOutcomeUnknown) {
 		t.Fatalf("ApplyAll: %v, want the failed chunk's outage", err)
@@ -199,7 +199,7 @@ func TestApplyAllRebuildsARefusedChunk(t *testing.T) {
 	s := &busyStore{MemStore: m, n: 1}
 	clk := clock.NewFake(epoch)
 	log := newLog(m, clk)
-	outs, err := newBuckets(t, s, clk).ApplyAll(t.Context(), log, ratelimit.ApplyAll{Changes: drains(3),
+	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), ratelimit.ApplyAll{Changes: drains(3),
 		Actor: func(context.Context) (string, error) { return "al", nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -75,15 +75,68 @@ type ListStore interface {
 
 var _ ListStore = store.Store(nil)
 
-// Buckets inspects and changes buckets for operators. Every change is one
-// store change ([store.Apply]) of the bucket's write, conditional on the
-// updated_at it read and stamped strictly later (so it composes with
-// concurrent data-plane takes and with any contract-following reader), and
-// its audit record.
+// Buckets is the rate-limit lever service: it inspects buckets and changes
+// them with the operations operators have (reset, drain, set). It is built
+// once per context (by the command factory, a drill run) with the audit log
+// its records go to ([Buckets.WithLog]) and who hears of a change
+// ([Buckets.WithAnnounce]) bound in. Every change is one store change
+// ([store.Apply]) of the bucket's write, conditional on the updated_at it
+// read and stamped strictly later (so it composes with concurrent
+// data-plane takes and with any contract-following reader), and its audit
+// record; what was written is announced after the commit.
 type Buckets struct {
-	store  ListStore
-	clock  clock.Clock
-	limits Limits
+	store    ListStore
+	clock    clock.Clock
+	limits   Limits
+	log      audit.Appender
+	announce func(ctx context.Context, a Announcement)
+}
+
+// WithLog returns the service writing every change's audit records to log
+// (a drill run's records carry its run id: the run binds its own).
+func (b *Buckets) WithLog(log audit.Appender) *Buckets {
+	c := *b
+	c.log = log
+	return &c
+}
+
+// WithAnnounce returns the service calling announce once after each
+// [Buckets.ApplyAll] that wrote something, with what it wrote: never on a
+// dry run, a refusal, or one whose caller asked for quiet (--no-notify).
+// [Buckets.ApplyAudited] (a drill's lever, announced with its run)
+// announces nothing.
+func (b *Buckets) WithAnnounce(announce func(ctx context.Context, a Announcement)) *Buckets {
+	c := *b
+	c.announce = announce
+	return &c
+}
+
+// Announcement is one committed bucket change, as the service's announcer
+// hears it: the written outcomes of one operation, in request order.
+type Announcement struct {
+	// Action is the change's audit action (ratelimit.reset, ...).
+	Action, Actor, Reason string
+	Outcomes              []ApplyOutcome
+	// Note is what the operation asked to be said with it (a break-glass
+	// review's words).
+	Note Note
+}
+
+// Note is what an operation asks its announcement to say besides its
+// buckets.
+type Note struct {
+	Outcome, Detail string
+}
+
+// ErrNoAuditLog reports a change asked of a Buckets with no audit log
+// bound: nothing is written, since nothing would record it.
+var ErrNoAuditLog = errors.New("rate-limit buckets: no audit log bound to record the change (a wiring bug)")
+
+func (b *Buckets) changeLog() (audit.Appender, error) {
+	if b.log == nil {
+		return nil, ErrNoAuditLog
+	}
+	return b.log, nil
 }
 
 // NewBuckets returns Buckets on s evaluating buckets with limits l (zero
@@ -471,7 +524,11 @@ func auditView(s Status, malformed error) AuditView {
 // [MutationAttempts] times; then the error wraps [ErrBusy]. When the store
 // could not be reached to settle a lost answer, the error wraps
 // [store.ErrOutcomeUnknown].
-func (b *Buckets) ApplyAudited(ctx context.Context, log audit.Appender, actor, reason string, c Change) (ChangeResult, audit.Record, error) {
+func (b *Buckets) ApplyAudited(ctx context.Context, actor, reason string, c Change) (ChangeResult, audit.Record, error) {
+	log, err := b.changeLog()
+	if err != nil {
+		return ChangeResult{Change: c}, audit.Record{}, err
+	}
 	if err := c.Validate(b.limits); err != nil {
 		return ChangeResult{Change: c}, audit.Record{}, err
 	}

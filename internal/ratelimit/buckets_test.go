@@ -61,7 +61,7 @@ func newLog(s interface {
 // apply makes c and records it on log.
 func apply(t *testing.T, b *ratelimit.Buckets, log audit.Appender, c ratelimit.Change) ratelimit.ChangeResult {
 	t.Helper()
-	res, _, err := b.ApplyAudited(context.Background(), log, "tester", "", c)
+	res, _, err := b.WithLog(log).ApplyAudited(context.Background(), "tester", "", c)
 	if err != nil {
 		t.Fatalf("%s %s: %v", c.Op, c.Client, err)
 	}
@@ -258,14 +258,14 @@ func TestBucketsDrainAndSet(t *testing.T) {
 		{Op: ratelimit.OpSet, Client: "c", Tokens: -1},
 		{Op: ratelimit.OpDrain, Client: "c", HoldFor: 2 * time.Hour},
 	} {
-		if _, _, err := b.ApplyAudited(context.Background(), log, "tester", "", bad); !errors.Is(err, ratelimit.ErrInvalidTokens) {
+		if _, _, err := b.WithLog(log).ApplyAudited(context.Background(), "tester", "", bad); !errors.Is(err, ratelimit.ErrInvalidTokens) {
 			t.Errorf("%+v: %v", bad, err)
 		}
 		if _, err := b.Plan(context.Background(), bad); !errors.Is(err, ratelimit.ErrInvalidTokens) {
 			t.Errorf("plan %+v: %v", bad, err)
 		}
 	}
-	if _, _, err := b.ApplyAudited(context.Background(), log, "tester", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "rl#c"}); !errors.Is(err, ratelimit.ErrInvalidClient) {
+	if _, _, err := b.WithLog(log).ApplyAudited(context.Background(), "tester", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "rl#c"}); !errors.Is(err, ratelimit.ErrInvalidClient) {
 		t.Errorf("bad client: %v", err)
 	}
 }
@@ -290,7 +290,7 @@ func TestBucketsRepairMalformed(t *testing.T) {
 		if !dry.Changed || dry.Malformed == nil || !dry.Before.Exists {
 			t.Errorf("plan reset of %v: %+v", bad, dry)
 		}
-		res, rec, err := b.ApplyAudited(context.Background(), log, "op", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+		res, rec, err := b.WithLog(log).ApplyAudited(context.Background(), "op", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
 		if err != nil || !res.Changed || !errors.Is(res.Malformed, ratelimit.ErrMalformedBucket) {
 			t.Fatalf("reset of %v: %+v, %v", bad, res, err)
 		}
@@ -310,7 +310,7 @@ func TestBucketsRepairMalformed(t *testing.T) {
 	// and rebuilt from a re-read as a new change, which alone is recorded.
 	s.Set(store.Item{"pk": "rl#c", "tokens": "lots"})
 	race := &ratelimittest.Interfering{MemStore: s, OnGet: func() { s.Set(store.Item{"pk": "rl#c", "tokens": "more"}) }}
-	res, rec, err := newBuckets(t, race, clk).ApplyAudited(context.Background(), log, "op", "", ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	res, rec, err := newBuckets(t, race, clk).WithLog(log).ApplyAudited(context.Background(), "op", "", ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
 	if err != nil || res.Attempts != 2 {
 		t.Fatalf("drain: %+v, %v; want the first change refused", res, err)
 	}
@@ -371,7 +371,7 @@ func TestBucketsRetryAndBusy(t *testing.T) {
 		t.Fatalf("records %+v, want one, of the change that landed (%s), before = 8 tokens", recs, res.WriteID)
 	}
 	s.n = ratelimit.MutationAttempts
-	_, _, err := b.ApplyAudited(context.Background(), log, "tester", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+	_, _, err := b.WithLog(log).ApplyAudited(context.Background(), "tester", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
 	if !errors.Is(err, ratelimit.ErrBusy) || !errors.Is(err, store.ErrConditionFailed) {
 		t.Errorf("always raced: %v", err)
 	}
@@ -398,7 +398,7 @@ func TestBucketsApplyAudited(t *testing.T) {
 	log := newLog(s, clk)
 	ctx := context.Background()
 
-	res, rec, err := b.ApplyAudited(ctx, log, "alice@laptop", "drill", ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	res, rec, err := b.WithLog(log).ApplyAudited(ctx, "alice@laptop", "drill", ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
 	if err != nil || !res.Changed || rec.ID == "" || res.Attempts != 1 || res.Confirmed {
 		t.Fatalf("drain: %+v %+v %v", res, rec, err)
 	}
@@ -421,21 +421,21 @@ func TestBucketsApplyAudited(t *testing.T) {
 
 	// A reset of a full bucket records nothing.
 	clk.Advance(time.Minute)
-	_, rec, err = b.ApplyAudited(ctx, log, "alice@laptop", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
+	_, rec, err = b.WithLog(log).ApplyAudited(ctx, "alice@laptop", "", ratelimit.Change{Op: ratelimit.OpReset, Client: "c"})
 	if err != nil || rec.ID != "" {
 		t.Errorf("no-op reset recorded: %+v %v", rec, err)
 	}
 
 	// A record that cannot be made: nothing is written, and the error is
 	// not a change without its record.
-	_, _, err = b.ApplyAudited(ctx, failingStager{}, "a", "", ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 3})
+	_, _, err = b.WithLog(failingStager{}).ApplyAudited(ctx, "a", "", ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 3})
 	if err == nil || errors.Is(err, audit.ErrAuditWrite) || ratelimittest.Stored(t, s, "c").Tokens != 0 {
 		t.Errorf("record failure: %v, stored %+v; want nothing written", err, ratelimittest.Stored(t, s, "c"))
 	}
 
 	// A store that refuses the write: nothing changed, nothing recorded.
 	s.FailPut = ratelimittest.ErrOutage
-	res, rec, err = b.ApplyAudited(ctx, log, "a", "", ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 3})
+	res, rec, err = b.WithLog(log).ApplyAudited(ctx, "a", "", ratelimit.Change{Op: ratelimit.OpSet, Client: "c", Tokens: 3})
 	s.FailPut = nil
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrOutcomeUnknown) || rec.ID != "" || res.Confirmed {
 		t.Errorf("store outage: %+v, %+v, %v", res, rec, err)
@@ -499,7 +499,7 @@ func TestBucketsLostAnswer(t *testing.T) {
 				s.cancel = cancel
 			}
 			log := newLog(m, clk)
-			res, rec, err := newBuckets(t, s, clk).ApplyAudited(ctx, log, "me", "incident", drain)
+			res, rec, err := newBuckets(t, s, clk).WithLog(log).ApplyAudited(ctx, "me", "incident", drain)
 			if err != nil || !res.Confirmed || rec.ID == "" {
 				t.Fatalf("lost answer: %+v, %v; want confirmed", res, err)
 			}
@@ -511,7 +511,7 @@ func TestBucketsLostAnswer(t *testing.T) {
 	t.Run("unreadable", func(t *testing.T) {
 		m := ratelimittest.NewMemStore()
 		s := &lostAnswer{MemStore: m, lose: 1, failReads: true}
-		res, rec, err := newBuckets(t, s, clk).ApplyAudited(context.Background(), newLog(m, clk), "me", "", drain)
+		res, rec, err := newBuckets(t, s, clk).WithLog(newLog(m, clk)).ApplyAudited(context.Background(), "me", "", drain)
 		if !errors.Is(err, store.ErrOutcomeUnknown) || errors.Is(err, audit.ErrAuditWrite) || res.Confirmed || rec.ID != "" {
 			t.Fatalf("lost answer, store unreadable: %+v, %v; want the outcome unknown", res, err)
 		}
@@ -527,7 +527,7 @@ func TestBucketsInterruptedBeforeSending(t *testing.T) {
 	defer cancel()
 	s := &ratelimittest.Interfering{MemStore: m, OnGet: cancel}
 	log := newLog(m, clk)
-	_, _, err := newBuckets(t, s, clk).ApplyAudited(ctx, log, "me", "", ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
+	_, _, err := newBuckets(t, s, clk).WithLog(log).ApplyAudited(ctx, "me", "", ratelimit.Change{Op: ratelimit.OpDrain, Client: "c"})
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, store.ErrNotSent) {
 		t.Fatalf("interrupted before sending: %v", err)
 	}

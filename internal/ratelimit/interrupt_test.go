@@ -26,7 +26,7 @@ func interruptFixture(t *testing.T) (*faultproxy.Proxy, store.Store, *ratelimit.
 		t.Fatal(err)
 	}
 	log := audit.NewLog(s, clk, "test")
-	if _, _, err := b.ApplyAudited(context.Background(), log, "me", "", ratelimit.Change{Op: ratelimit.OpDrain, Client: "alice"}); err != nil {
+	if _, _, err := b.WithLog(log).ApplyAudited(context.Background(), "me", "", ratelimit.Change{Op: ratelimit.OpDrain, Client: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	return p, s, b, log
@@ -49,7 +49,7 @@ func resetInterrupted(t *testing.T, p *faultproxy.Proxy, b *ratelimit.Buckets, l
 		}
 		cancel()
 	}()
-	res, _, err := b.ApplyAudited(ctx, log, "me", "incident", ratelimit.Change{Op: ratelimit.OpReset, Client: "alice"})
+	res, _, err := b.WithLog(log).ApplyAudited(ctx, "me", "incident", ratelimit.Change{Op: ratelimit.OpReset, Client: "alice"})
 	return res, err
 }
 

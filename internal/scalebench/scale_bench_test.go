@@ -209,7 +209,7 @@ func loaded(b testing.TB, buckets int) *table {
 	}
 	t := &table{endpoint: server, name: name, loadTime: time.Since(start), items: len(items), counter: newCounter(b, server)}
 	ov := breaker.NewOverrides(s, clock.NewFake(now))
-	if _, _, err := ov.Force(context.Background(), audit.NewLog(s, clock.NewFake(now), "bench"), breaker.ForceRequest{Dependency: "openai", Reason: "bench", Actor: "bench", For: 12 * time.Hour}); err != nil {
+	if _, _, err := ov.WithLog(audit.NewLog(s, clock.NewFake(now), "bench")).Force(context.Background(), breaker.ForceRequest{Dependency: "openai", Reason: "bench", Actor: "bench", For: 12 * time.Hour}); err != nil {
 		b.Fatal(err)
 	}
 	tables[buckets] = t

@@ -137,7 +137,7 @@ func TestDashboardLeversFollowTheTablesPolicy(t *testing.T) {
 
 	// A write that did not ask the policy (an older koshactl) is flagged.
 	clk.Advance(time.Minute)
-	if _, _, err := levers.Force(ctx, log, breaker.ForceRequest{Dependency: "core-api", Reason: "bypass", Actor: "mallory", For: time.Hour}); err != nil {
+	if _, _, err := levers.WithLog(log).Force(ctx, breaker.ForceRequest{Dependency: "core-api", Reason: "bypass", Actor: "mallory", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	list, _ = alice.List(ctx)

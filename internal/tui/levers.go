@@ -12,20 +12,22 @@ import (
 	"github.com/kosha-platform/koshactl/internal/policy"
 )
 
-// StoreOverrides implements [Overrides] on breaker.Overrides, through the
-// same lever operations as `koshactl breaker force-open` and `clear`
-// (breaker.Overrides.ForceAll and ClearAll), so every change is audited the
-// same way.
+// StoreOverrides implements [Overrides] on the breaker lever service,
+// through the same lever operations as `koshactl breaker force-open` and
+// `clear` (breaker.Overrides.ForceAll and ClearAll), so every change is
+// checked, audited and announced the same way.
 type StoreOverrides struct {
 	Overrides *breaker.Overrides
-	Log       audit.Appender
+	// Log records every change and change request.
+	Log audit.Appender
 	// Known lists the context's dependencies: List reads their overrides
 	// consistently by key (see breaker.Overrides.ListFor).
 	Known []string
 	// Actor names who acts, for the item and the audit record.
 	Actor func(ctx context.Context) (string, error)
-	// Notifier announces each force and clear (after its audit record),
-	// as the commands do; nil announces nothing.
+	// Notifier announces each force and clear (after its audit record,
+	// through the lever service's announcer) and each change request the
+	// policy turned a lever into; nil announces nothing.
 	Notifier notify.Notifier
 	// Approvals, when set, asks the table's policy before each force and
 	// clear, through the lever commands' own gate (approval.Gate): a change
@@ -64,7 +66,7 @@ func (s StoreOverrides) Force(ctx context.Context, req ForceRequest) (breaker.Fo
 		r.SeenVersion = &v
 	}
 	gate := s.gate(ctx, approval.Question{Action: breaker.ActionForceOpen, Targets: []string{req.Dependency}, Duration: req.For, Reason: req.Reason})
-	outs, err := s.Overrides.ForceAll(ctx, s.Log, breaker.ForceAll{Requests: []breaker.ForceRequest{r}, Actor: s.Actor, Gate: gate.breaker()})
+	outs, err := s.levers().ForceAll(ctx, breaker.ForceAll{Requests: []breaker.ForceRequest{r}, Actor: s.Actor, Gate: gate.breaker()})
 	if errors.Is(err, approval.ErrNeedsApproval) {
 		change, cerr := approval.ForceChange(req.Reason, req.For, time.Time{}, false, req.Replace != nil, []string{req.Dependency}, gate.Befores)
 		if cerr != nil {
@@ -75,7 +77,6 @@ func (s StoreOverrides) Force(ctx context.Context, req ForceRequest) (breaker.Fo
 	if len(outs) == 0 {
 		return breaker.ForceResult{}, err
 	}
-	s.notify(ctx, breaker.ActionForceOpen, req.Reason, notify.ForceLevers(outs))
 	return outs[0].Result, err
 }
 
@@ -119,18 +120,22 @@ func (s StoreOverrides) submit(ctx context.Context, g leverGate, c approval.Chan
 	return &approval.PendingError{Request: r}
 }
 
-func (s StoreOverrides) notify(ctx context.Context, action, reason string, levers []notify.Lever) {
-	if s.Notifier == nil || len(levers) == 0 {
-		return
-	}
-	actor, _ := s.Actor(ctx)
-	s.Notifier.Notify(ctx, notify.Event{Action: action, Source: notify.SourceDashboard, Actor: actor, Reason: reason, Levers: levers})
+// levers is the lever service as the dashboard pulls it: recorded in Log,
+// announced from the dashboard as each change is made.
+func (s StoreOverrides) levers() *breaker.Overrides {
+	return s.Overrides.WithLog(s.Log).WithAnnounce(func(ctx context.Context, a breaker.Announcement) {
+		if s.Notifier != nil {
+			ev := notify.BreakerEvent(a)
+			ev.Source = notify.SourceDashboard
+			s.Notifier.Notify(ctx, ev)
+		}
+	})
 }
 
 // Clear implements [Overrides].
 func (s StoreOverrides) Clear(ctx context.Context, dependency, reason string) (breaker.ClearResult, error) {
 	gate := s.gate(ctx, approval.Question{Action: breaker.ActionClear, Targets: []string{dependency}, Reason: reason})
-	outs, err := s.Overrides.ClearAll(ctx, s.Log, breaker.ClearAll{Dependencies: []string{dependency}, Reason: reason, Actor: s.Actor, Gate: gate.breaker()})
+	outs, err := s.levers().ClearAll(ctx, breaker.ClearAll{Dependencies: []string{dependency}, Reason: reason, Actor: s.Actor, Gate: gate.breaker()})
 	if errors.Is(err, approval.ErrNeedsApproval) {
 		change, cerr := approval.ClearChange(reason, []string{dependency}, gate.Befores)
 		if cerr != nil {
@@ -141,6 +146,5 @@ func (s StoreOverrides) Clear(ctx context.Context, dependency, reason string) (b
 	if len(outs) == 0 {
 		return breaker.ClearResult{}, err
 	}
-	s.notify(ctx, breaker.ActionClear, reason, notify.ClearLevers(outs))
 	return outs[0].Result, err
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/notify/notifytest"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
@@ -89,10 +90,30 @@ func (w *bypassWorld) env() (context.Context, *breaker.Overrides, *approval.Serv
 // approval. It returns the record's id.
 func (w *bypassWorld) bypass(dependency string) string {
 	w.T.Helper()
-	ctx, levers, _, log := w.env()
-	_, rec, err := levers.Force(ctx, log, breaker.ForceRequest{Dependency: dependency, Reason: hostileReason, Actor: hostileActor,
-		For: time.Hour, Overwrite: true})
+	ios, _, _, _ := iostreams.Test()
+	ctx := context.Background()
+	env, err := w.Factory(ios).Env(ctx)
 	if err != nil {
+		w.T.Fatal(err)
+	}
+	log := env.Audit()
+	// Such a writer follows none of koshactl's rules (its reason is
+	// hostile): the item and its record, in one transaction of its own.
+	now := env.Clock.Now().UTC().Truncate(time.Millisecond)
+	o := breaker.Override{Dependency: dependency, State: breaker.OverrideStateForcedOpen, Reason: hostileReason, Actor: hostileActor,
+		CreatedAt: now, ExpiresAt: now.Add(time.Hour), Version: 1}
+	token, err := store.NewWriteID()
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	o.WriteID = token
+	rec, rop, err := log.Stage(ctx, audit.Entry{Actor: hostileActor, Action: breaker.ActionForceOpen, Subject: breaker.OverrideKey(dependency),
+		Reason: hostileReason, After: breaker.AuditState(&o)}, token, 0)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	put := store.PutOp(o.Item(), store.Condition{})
+	if _, err := store.Apply(ctx, env.Store, store.Change{Token: token, Ops: []store.Op{put, rop}, Proof: put.PK()}); err != nil {
 		w.T.Fatal(err)
 	}
 	return rec.ID

@@ -95,6 +95,9 @@ type Env struct {
 	audit      *audit.Log
 	buckets    *ratelimit.Buckets
 	keySources map[string]*keys.Chosen
+	// announcements are the lever services' notifications not sent yet
+	// ([Env.Announce]).
+	announcements []notify.Event
 }
 
 // CheckNoNotify refuses --no-notify on a context that does not allow it;

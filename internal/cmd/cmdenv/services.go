@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -34,14 +35,41 @@ func (e *Env) clk() clock.Clock {
 	return e.Clock
 }
 
-// Overrides returns the context's breaker overrides.
+// Overrides returns the context's breaker lever service: its changes are
+// recorded in [Env.Audit], held to the context's max-override, and their
+// notifications queued until [Env.Announce] sends them (after the command
+// has printed what it did).
 func (e *Env) Overrides() *breaker.Overrides {
+	log := e.Audit()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.overrides == nil {
-		e.overrides = breaker.NewOverrides(e.Store, e.clk())
+		e.overrides = breaker.NewOverrides(e.Store, e.clk()).WithLog(log).WithDurations(e.Context.OverridePolicy()).
+			WithAnnounce(func(_ context.Context, a breaker.Announcement) { e.queue(notify.BreakerEvent(a)) })
 	}
 	return e.overrides
+}
+
+// queue keeps ev for [Env.Announce].
+func (e *Env) queue(ev notify.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.announcements = append(e.announcements, ev)
+}
+
+// Announce sends the notifications of the changes the Env's services made
+// and have not announced yet, each once, in order (bounded by the
+// notifier; a failure is reported, never the command's).
+func (e *Env) Announce(ctx context.Context) {
+	e.mu.Lock()
+	evs := e.announcements
+	e.announcements = nil
+	e.mu.Unlock()
+	for _, ev := range evs {
+		if e.Notifier != nil {
+			e.Notifier.Notify(ctx, ev)
+		}
+	}
 }
 
 // Policies returns the table's shared change policy.
@@ -97,13 +125,15 @@ func (e *Env) LimitsSource() string {
 	return "LLD defaults"
 }
 
-// Buckets returns the operator view of the context's rate-limit buckets,
-// under its [Env.Limits].
+// Buckets returns the context's rate-limit lever service, under its
+// [Env.Limits]: its changes are recorded in [Env.Audit] and their
+// notifications queued until [Env.Announce] sends them.
 func (e *Env) Buckets() (*ratelimit.Buckets, error) {
 	l, err := e.Limits()
 	if err != nil {
 		return nil, err
 	}
+	log := e.Audit()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.buckets == nil {
@@ -111,7 +141,7 @@ func (e *Env) Buckets() (*ratelimit.Buckets, error) {
 		if err != nil {
 			return nil, cmdutil.UsageError(fmt.Errorf("context %q: %w", e.Name, err))
 		}
-		e.buckets = b
+		e.buckets = b.WithLog(log).WithAnnounce(func(_ context.Context, a ratelimit.Announcement) { e.queue(notify.BucketEvent(a)) })
 	}
 	return e.buckets, nil
 }

@@ -120,7 +120,7 @@ func TestEnvBuildsEachServiceOnce(t *testing.T) {
 	if again, _ := env.Buckets(); again != b || env.LimitsSource() != "LLD defaults" {
 		t.Fatal("buckets built twice, or the limits' source misnamed")
 	}
-	if _, _, err := env.Overrides().Force(t.Context(), env.Audit(), breaker.ForceRequest{Dependency: "openai", Reason: "x", For: time.Hour}); err != nil {
+	if _, _, err := env.Overrides().WithLog(env.Audit()).Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "x", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	o, err := env.Overrides().Get(t.Context(), "openai")

@@ -91,7 +91,7 @@ func force(t *testing.T, clk clock.Clock, req breaker.ForceRequest) breaker.Forc
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	res, _, err := breaker.NewOverrides(st, clk).Force(context.Background(), audit.NewLog(st, clk, "local"), req)
+	res, _, err := breaker.NewOverrides(st, clk).WithLog(audit.NewLog(st, clk, "local")).Force(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

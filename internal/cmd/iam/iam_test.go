@@ -293,7 +293,7 @@ func (w *awsWorld) allowAll(file string, setup func()) func() {
 // without an approval.
 func (w *awsWorld) bypass() {
 	s := dynamo.NewFromConfig(moto.Config(w.T, w.proxy.URL), "kosha-control")
-	if _, _, err := breaker.NewOverrides(s, w.Clock).Force(context.Background(), audit.NewLog(s, w.Clock, "dev"),
+	if _, _, err := breaker.NewOverrides(s, w.Clock).WithLog(audit.NewLog(s, w.Clock, "dev")).Force(context.Background(),
 		breaker.ForceRequest{Dependency: "openai", Reason: "no questions asked", Actor: "old-koshactl@host", For: 10 * time.Minute, Overwrite: true}); err != nil {
 		w.T.Fatal(err)
 	}

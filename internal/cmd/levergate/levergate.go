@@ -21,7 +21,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -109,16 +108,6 @@ func (g *Gate) Buckets() *ratelimit.Gate {
 		return at, err
 	}
 	return bg
-}
-
-// Announce adds a break-glass's loud words to the change's notification.
-func (g *Gate) Announce(ev *notify.Event) {
-	if g == nil || g.Review == nil {
-		return
-	}
-	ev.Outcome = "break-glass"
-	ev.Detail = fmt.Sprintf("BREAK-GLASS: applied without approval under the table's policy (%v); review %s stays open until someone else runs koshactl request ack %s",
-		g.Decision.Policies, g.Review.ID, g.Review.ID)
 }
 
 // PrintBreakGlass writes the review line under a break-glass change's

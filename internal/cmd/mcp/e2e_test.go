@@ -79,7 +79,7 @@ func newE2E(t *testing.T) *e2e {
 		t.Fatal(err)
 	}
 	clk := clock.Real{}
-	if _, _, err := breaker.NewOverrides(s, clk).Force(ctx, audit.NewLog(s, clk, "e2e"), breaker.ForceRequest{Dependency: "openai",
+	if _, _, err := breaker.NewOverrides(s, clk).WithLog(audit.NewLog(s, clk, "e2e")).Force(ctx, breaker.ForceRequest{Dependency: "openai",
 		Reason: "provider incident", Actor: "operator@test", For: time.Hour, ExpiresAt: clk.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

@@ -160,7 +160,7 @@ func call(t *testing.T, cs *sdk.ClientSession, name string, args any) (*sdk.Call
 
 func (r *rig) force(t *testing.T, dep, reason string) {
 	t.Helper()
-	_, _, err := r.env.Overrides().Force(context.Background(), r.env.Audit(), breaker.ForceRequest{Dependency: dep, Reason: reason,
+	_, _, err := r.env.Overrides().WithLog(r.env.Audit()).Force(context.Background(), breaker.ForceRequest{Dependency: dep, Reason: reason,
 		Actor: "operator@test", For: 30 * time.Minute, ExpiresAt: r.clk.Now().Add(30 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
@@ -258,6 +258,15 @@ func TestStatusProposalAndUnknownDependency(t *testing.T) {
 	res, doc = call(t, cs, "propose_force_open", map[string]any{"dependencies": []string{"no-such-dep"}, "reason": "x"})
 	if !res.IsError || doc["exit_name"] != "usage" {
 		t.Errorf("proposal on an unknown dependency: %v", doc)
+	}
+	// The lever service's duration policy: nothing asked past the
+	// context's max-override.
+	res, doc = call(t, cs, "propose_force_open", map[string]any{"dependencies": []string{"core-api"}, "reason": "x", "for": "720h"})
+	if msg, _ := doc["error"].(string); !res.IsError || doc["exit_name"] != "usage" || !strings.Contains(msg, "max-override") {
+		t.Errorf("proposal past max-override: %v", doc)
+	}
+	if l, _ := r.env.Approvals().List(context.Background()); len(l.Requests) != 1 {
+		t.Errorf("%d requests after a refused proposal, want the one", len(l.Requests))
 	}
 	log := r.errOut.String()
 	for _, want := range []string{"tool=breaker_status args={} outcome=ok", "tool=propose_force_open args={dependencies:array,for:string,reason:string} outcome=ok",

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -90,18 +91,18 @@ func (p proposer) forceOpen(ctx context.Context, a forceArgs) (mcpserver.Output,
 		}
 		forDur = d
 	}
-	if err := p.env.Context.OverridePolicy().CheckFor(forDur); err != nil {
-		return mcpserver.Output{}, cmdutil.Usagef("for: %v", err)
-	}
-	now := p.f.Clock.Now()
 	reqs := make([]breaker.ForceRequest, len(a.Dependencies))
 	for i, dep := range a.Dependencies {
-		reqs[i] = breaker.ForceRequest{Dependency: dep, Reason: a.Reason, ExpiresAt: now.Add(forDur), For: forDur, Overwrite: a.Overwrite}
+		reqs[i] = breaker.ForceRequest{Dependency: dep, Reason: a.Reason, For: forDur, Overwrite: a.Overwrite}
 	}
-	// The CLI's dry run: one batch read, the override rule per dependency
-	// (a held override is a conflict without overwrite), nothing written.
-	outs, err := p.env.Overrides().ForceAll(ctx, p.env.Audit(), breaker.ForceAll{Requests: reqs, Actor: p.env.Actor, DryRun: true,
+	// The CLI's dry run: the context's duration policy, one batch read, the
+	// override rule per dependency (a held override is a conflict without
+	// overwrite), nothing written.
+	outs, err := p.env.Overrides().ForceAll(ctx, breaker.ForceAll{Requests: reqs, Actor: p.env.Actor, DryRun: true,
 		Known: p.env.Context.KnownDependencies()})
+	if de := (*breaker.DurationError)(nil); errors.As(err, &de) {
+		return mcpserver.Output{}, cmdutil.Usagef("for: %v", err)
+	}
 	if err != nil {
 		return mcpserver.Output{}, err
 	}
@@ -126,7 +127,7 @@ func (p proposer) clear(ctx context.Context, a clearArgs) (mcpserver.Output, err
 	if err := depargs.CheckDependencies(a.Dependencies, p.env.Context.KnownDependencies(), false); err != nil {
 		return mcpserver.Output{}, err
 	}
-	outs, err := p.env.Overrides().ClearAll(ctx, p.env.Audit(), breaker.ClearAll{Dependencies: a.Dependencies, Reason: a.Reason,
+	outs, err := p.env.Overrides().ClearAll(ctx, breaker.ClearAll{Dependencies: a.Dependencies, Reason: a.Reason,
 		Actor: p.env.Actor, DryRun: true})
 	if err != nil {
 		return mcpserver.Output{}, err
@@ -164,7 +165,7 @@ func (p proposer) buckets(ctx context.Context, reason string, clients []string, 
 			return mcpserver.Output{}, cmdutil.UsageError(err)
 		}
 	}
-	outs, err := b.ApplyAll(ctx, p.env.Audit(), ratelimit.ApplyAll{Changes: changes, Reason: reason, Actor: p.env.Actor, DryRun: true})
+	outs, err := b.ApplyAll(ctx, ratelimit.ApplyAll{Changes: changes, Reason: reason, Actor: p.env.Actor, DryRun: true})
 	if err != nil {
 		return mcpserver.Output{}, err
 	}

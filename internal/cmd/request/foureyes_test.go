@@ -297,7 +297,7 @@ func TestRacingApproversApplyOnce(t *testing.T) {
 func bypass(t *testing.T, w *world) {
 	t.Helper()
 	s := dynamo.NewFromConfig(moto.Config(t, w.endpoint), "kosha-control")
-	_, _, err := breaker.NewOverrides(s, w.Clock).Force(context.Background(), audit.NewLog(s, w.Clock, "old-koshactl"),
+	_, _, err := breaker.NewOverrides(s, w.Clock).WithLog(audit.NewLog(s, w.Clock, "old-koshactl")).Force(context.Background(),
 		breaker.ForceRequest{Dependency: "core-api", Reason: "no questions asked", Actor: "old-koshactl@host", For: time.Hour})
 	if err != nil {
 		t.Fatal(err)

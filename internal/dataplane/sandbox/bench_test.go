@@ -196,11 +196,11 @@ func BenchmarkOverridePropagation(b *testing.B) {
 				// A random pause puts the force at a random phase of the
 				// instances' read cycles, as an operator's would be.
 				time.Sleep(time.Duration(rand.Int64N(int64(bound))))
-				if _, _, err := ov.Force(context.Background(), lg, breaker.ForceRequest{Dependency: sandbox.OpenAI, Reason: "bench", Actor: "bench", For: time.Hour}); err != nil {
+				if _, _, err := ov.WithLog(lg).Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.OpenAI, Reason: "bench", Actor: "bench", For: time.Hour}); err != nil {
 					b.Fatal(err)
 				}
 				took = append(took, wait(circuit.ForcedOpen))
-				if _, _, err := ov.Clear(context.Background(), lg, sandbox.OpenAI, "t", "drill"); err != nil {
+				if _, _, err := ov.WithLog(lg).Clear(context.Background(), sandbox.OpenAI, "t", "drill"); err != nil {
 					b.Fatal(err)
 				}
 				wait(circuit.Closed)

@@ -51,7 +51,7 @@ func TestOverridePropagationBound(t *testing.T) {
 	sync() // every instance reads (nothing) now
 	clk.Advance(time.Second)
 	ov, lg := breaker.NewOverrides(st, clk), audit.NewLog(st, clk, "test")
-	if _, _, err := ov.Force(context.Background(), lg, breaker.ForceRequest{Dependency: sandbox.OpenAI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
+	if _, _, err := ov.WithLog(lg).Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.OpenAI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(4*time.Second - time.Nanosecond)
@@ -64,7 +64,7 @@ func TestOverridePropagationBound(t *testing.T) {
 	if n := forced(); n != cfg.Instances {
 		t.Fatalf("%d of %d instances forced once the cache period ended", n, cfg.Instances)
 	}
-	if _, _, err := ov.Clear(context.Background(), lg, sandbox.OpenAI, "t", "drill"); err != nil {
+	if _, _, err := ov.WithLog(lg).Clear(context.Background(), sandbox.OpenAI, "t", "drill"); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(5 * time.Second)
@@ -79,7 +79,7 @@ func TestIdleInstancesApplyOverrides(t *testing.T) {
 	t.Parallel()
 	h := start(t, testConfig())
 	ov, lg := breaker.NewOverrides(h.store, nil), audit.NewLog(h.store, nil, "test")
-	if _, _, err := ov.Force(context.Background(), lg, breaker.ForceRequest{Dependency: sandbox.ScreeningSim, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
+	if _, _, err := ov.WithLog(lg).Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.ScreeningSim, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := h.srv.Config()
@@ -173,7 +173,7 @@ func TestEMFLines(t *testing.T) {
 	cfg.Instances = 2
 	h := start(t, cfg, func(d *sandbox.Deps) { d.EMF = &buf })
 	ov, lg := breaker.NewOverrides(h.store, nil), audit.NewLog(h.store, nil, "test")
-	if _, _, err := ov.Force(context.Background(), lg, breaker.ForceRequest{Dependency: sandbox.CoreAPI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
+	if _, _, err := ov.WithLog(lg).Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.CoreAPI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	wait.Until(t, "a forced EMF line per instance", func() bool {

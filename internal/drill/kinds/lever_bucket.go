@@ -138,7 +138,7 @@ func (r *bucketRollback) Undo(ctx context.Context, rc *runtime.RunContext) (stri
 	}
 	before, _ := r.lever.Before.(ratelimit.Status)
 	c, level := restoreChange(r.client, before, svc.Buckets.Limits(), rc.Now())
-	res, rec, err := svc.Buckets.ApplyAudited(ctx, rc.Audit(), svc.Actor, rc.Reason("rollback"), c)
+	res, rec, err := rc.Buckets().ApplyAudited(ctx, svc.Actor, rc.Reason("rollback"), c)
 	if err != nil {
 		return "", err
 	}
@@ -269,7 +269,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.
 		oneToken := time.Duration(float64(time.Second) / svc.Buckets.Limits().RefillPerSecond)
 		c.HoldFor = max(min(a.hold, rc.Remaining()-oneToken), 0).Truncate(time.Millisecond)
 	}
-	res, rec, err := svc.Buckets.ApplyAudited(ctx, rc.Audit(), svc.Actor, rc.Reason(reason), c)
+	res, rec, err := rc.Buckets().ApplyAudited(ctx, svc.Actor, rc.Reason(reason), c)
 	if l, ok := rc.Lever(ratelimit.Key(client)); ok && res.Changed && (err == nil || errors.Is(err, store.ErrOutcomeUnknown)) {
 		l.SetWritten(res.After, rc.Now().Add(res.After.RetryAfter))
 	}

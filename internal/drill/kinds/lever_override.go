@@ -167,7 +167,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 		// earlier can land past the deadline. Force rounds it down to the ms.
 		req.For, req.ExpiresAt = 0, rc.Deadline()
 	}
-	outs, err := svc.Overrides.ForceAll(ctx, rc.Audit(), breaker.ForceAll{Requests: []breaker.ForceRequest{req}})
+	outs, err := rc.Overrides().ForceAll(ctx, breaker.ForceAll{Requests: []breaker.ForceRequest{req}})
 	if len(outs) == 0 {
 		return nil, err
 	}
@@ -267,7 +267,7 @@ func (a *clearOverride) Run(ctx context.Context, rc *runtime.RunContext) (*runti
 		return nil, fmt.Errorf("%w: it was forced during the drill; the drill clears only its own override",
 			&breaker.ConflictError{Current: *cur})
 	}
-	outs, err := svc.Overrides.ClearAll(ctx, rc.Audit(), breaker.ClearAll{Dependencies: []string{dep}, Reason: rc.Reason(reason),
+	outs, err := rc.Overrides().ClearAll(ctx, breaker.ClearAll{Dependencies: []string{dep}, Reason: rc.Reason(reason),
 		Actor: func(context.Context) (string, error) { return svc.Actor, nil }, Read: map[string]*breaker.Override{dep: read}})
 	if len(outs) == 0 {
 		return nil, err
@@ -464,7 +464,7 @@ func undoOverride(ctx context.Context, rc *runtime.RunContext, decide func() (*b
 	if b := req.Before; b != nil && b.ActiveAt(rc.Now()) {
 		req.Reason = rc.Reason("rollback restores the override set by " + b.Actor)
 	}
-	res, err := rc.Deps.Overrides.Restore(ctx, rc.Audit(), *req)
+	res, err := rc.Overrides().Restore(ctx, *req)
 	if err != nil {
 		return "", err
 	}

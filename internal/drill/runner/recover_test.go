@@ -55,14 +55,14 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 	ctx := context.Background()
 	// Meanwhile someone else takes openai over, and core-api's override
 	// is re-written (same actor and run tag, a later version).
-	if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true}); err != nil {
+	if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
 	cur, err := e.Overrides.Get(ctx, "core-api")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "core-api", Reason: cur.Reason, Actor: cur.Actor, For: time.Hour, Overwrite: true}); err != nil {
+	if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "core-api", Reason: cur.Reason, Actor: cur.Actor, For: time.Hour, Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
 	e.Deps.Actor = "recoverer@ops"
@@ -215,11 +215,11 @@ func TestRecoveredRestoreFollowsTheOverrideRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			req := breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "alice@ops"}
+			req := breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", NoExpiry: true}
 			if tc.expires > 0 {
 				req.For = tc.expires
 			}
-			if _, _, err := e.Overrides.Force(ctx, e.Audit, req); err != nil {
+			if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, req); err != nil {
 				t.Fatal(err)
 			}
 			j := abandonedRun(t, e, replaceAlice)

@@ -355,7 +355,7 @@ steps:
 func TestBucketsAreRestoredToTheirLevelBeforeTheDrill(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.Buckets.ApplyAudited(ctx, e.Audit, "oncall@ops", "set by hand", ratelimit.Change{Op: ratelimit.OpSet, Client: "busy", Tokens: 5}); err != nil {
+	if _, _, err := e.Buckets.WithLog(e.Audit).ApplyAudited(ctx, "oncall@ops", "set by hand", ratelimit.Change{Op: ratelimit.OpSet, Client: "busy", Tokens: 5}); err != nil {
 		t.Fatal(err)
 	}
 	d := parse(t, `
@@ -393,7 +393,7 @@ steps:
 func TestSomeoneElsesOverrideIsRestored(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
+	if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	d := parse(t, `
@@ -441,7 +441,7 @@ func TestAnOverrideSomeoneForcedMeanwhileIsLeftAlone(t *testing.T) {
 		if ev.Kind == EventStepDone && ev.Step.ID == "force" {
 			once.Do(func() {
 				cur, _ := e.Overrides.Get(ctx, "openai")
-				if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "someone else", Actor: "oncall@ops",
+				if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "someone else", Actor: "oncall@ops",
 					For: time.Hour, Overwrite: true, Read: &breaker.ReadState{Current: &cur}}); err != nil {
 					t.Error(err)
 				}
@@ -510,7 +510,7 @@ func TestClearLeavesAnOverrideForcedDuringTheDrill(t *testing.T) {
 	rec := &recorder{on: func(ev Event) {
 		if ev.Kind == EventStepDone && ev.Step.ID == "force" {
 			cur, _ := e.Overrides.Get(ctx, "openai")
-			if _, _, err := e.Overrides.Force(ctx, e.Audit, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops",
+			if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops",
 				For: time.Hour, Overwrite: true, Read: &breaker.ReadState{Current: &cur}}); err != nil {
 				t.Error(err)
 			}

@@ -26,7 +26,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
-	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -232,8 +231,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	// One batch read of every override (while the identity resolves; --all
 	// has read them already), then the deletes with their audit records, one
 	// transaction for up to 50 of them.
-	outcomes, err := ov.ClearAll(ctx, env.Audit(), breaker.ClearAll{Dependencies: deps, Keys: keys,
-		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun, Known: known, Read: read,
+	outcomes, err := ov.ClearAll(ctx, breaker.ClearAll{Dependencies: deps, Keys: keys,
+		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun, Known: known, Read: read, NoNotify: opts.NoNotify,
 		Confirm: func([]breaker.ClearResult) error {
 			if len(deps)+len(keys) == 0 {
 				return nil
@@ -284,16 +283,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	for _, r := range out.Results {
 		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalReleased, Since: now})
 	}
-	ev := notify.Event{Action: breaker.ActionClear, Reason: opts.Reason, Levers: notify.ClearLevers(outcomes)}
 	if cleared == 0 {
 		gate = nil // nothing was cleared: no break-glass happened
 	}
-	gate.Announce(&ev)
 	if gate != nil && gate.Review != nil {
 		out.Review = gate.Review.ID
 	}
-	return levertail.Finish(ctx, f, levertail.Tail{Env: env, DryRun: opts.DryRun, NoNotify: opts.NoNotify, Table: opts.Output == cmdutil.FormatTable,
-		Event:  ev,
+	return levertail.Finish(ctx, f, levertail.Tail{Env: env, Table: opts.Output == cmdutil.FormatTable,
 		Waiter: waiter, Changes: changes, Failure: failure,
 		Print: func(view *converge.ConvergenceView) error {
 			out.Convergence = view

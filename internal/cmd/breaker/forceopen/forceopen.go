@@ -23,7 +23,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
-	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -220,16 +219,16 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	reqs := make([]breaker.ForceRequest, 0, len(opts.Dependencies))
 	for _, dep := range opts.Dependencies {
-		reqs = append(reqs, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, ExpiresAt: expires, For: forDur, Overwrite: opts.Overwrite})
+		reqs = append(reqs, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, ExpiresAt: expires, For: forDur, NoExpiry: opts.NoExpiry, Overwrite: opts.Overwrite})
 	}
-	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun, Known: depargs.Known(env, opts.AllowUnknown),
+	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun, Known: depargs.Known(env, opts.AllowUnknown), NoNotify: opts.NoNotify,
 		Confirm: func(plans []breaker.ForceResult) error {
 			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "force open "+human.Count(int64(len(plans)), "breaker override"))
 		}}
 	if gate != nil {
 		op.Gate = gate.Breaker()
 	}
-	outcomes, err := env.Overrides().ForceAll(ctx, env.Audit(), op)
+	outcomes, err := env.Overrides().ForceAll(ctx, op)
 	if errors.Is(err, levergate.ErrNeedsApproval) {
 		// Read and checked as a force would be; asked for, not made.
 		change, err := approval.ForceChange(opts.Reason, forDur, expires, opts.NoExpiry, opts.Overwrite, opts.Dependencies, gate.Befores)
@@ -262,13 +261,10 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		}
 		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalForced, Since: since})
 	}
-	ev := notify.Event{Action: breaker.ActionForceOpen, Reason: opts.Reason, Levers: notify.ForceLevers(outcomes)}
-	gate.Announce(&ev)
 	if gate != nil && gate.Review != nil && len(out.Results) > 0 {
 		out.Review = gate.Review.ID
 	}
-	return levertail.Finish(ctx, f, levertail.Tail{Env: env, DryRun: opts.DryRun, NoNotify: opts.NoNotify, Table: opts.Output == cmdutil.FormatTable,
-		Event:  ev,
+	return levertail.Finish(ctx, f, levertail.Tail{Env: env, Table: opts.Output == cmdutil.FormatTable,
 		Waiter: waiter, Changes: changes, Failure: failure,
 		Print: func(view *converge.ConvergenceView) error {
 			out.Convergence = view

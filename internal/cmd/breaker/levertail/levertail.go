@@ -16,20 +16,17 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/metrics"
-	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Tail is what a lever command hands its end.
 type Tail struct {
-	Env      *cmdenv.Env
-	DryRun   bool
-	NoNotify bool
+	// Env's lever service queued the notification of what was written
+	// (none on a dry run or with --no-notify): it is sent once the result
+	// is printed.
+	Env *cmdenv.Env
 	// Table is true for the human output (-o table).
 	Table bool
-	// Event is the notification of what was written (its Actor is filled
-	// in here); nothing is sent on a dry run or when Levers is empty.
-	Event notify.Event
 	// Waiter is --wait's, nil without it. Changes are what it waits for,
 	// one per result shown; with none, nothing is waited for.
 	Waiter  *metrics.Waiter
@@ -45,13 +42,7 @@ type Tail struct {
 // with --wait, waits for the fleet to confirm the results shown. It
 // returns the failure of the change first, then the wait's.
 func Finish(ctx context.Context, f *cmdenv.Factory, t Tail) error {
-	announce := func() {
-		if t.DryRun || len(t.Event.Levers) == 0 {
-			return
-		}
-		t.Event.Actor, _ = t.Env.Actor(ctx)
-		cmdenv.Notify(ctx, t.Env, t.NoNotify, t.Event)
-	}
+	announce := func() { t.Env.Announce(ctx) }
 	if t.Waiter == nil || len(t.Changes) == 0 {
 		if err := t.Print(nil); err != nil {
 			return err

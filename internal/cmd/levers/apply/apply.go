@@ -222,7 +222,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	// A stop signal waits for the write's outcome: never half a round.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	out, werr := env.Overrides().Reconcile(wctx, env.Audit(), plan)
+	out, werr := env.Overrides().Reconcile(wctx, plan)
 	ev := notify.Event{Action: "levers.apply", Reason: "levers " + file.Name, Actor: actor,
 		Levers: append(notify.ForceLevers(out.Forces), notify.ClearLevers(out.Clears)...)}
 	var windows []string // the window of each force, in plan order

@@ -267,7 +267,7 @@ func TestAPartlyWrittenRoundSaysWhatLanded(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		if _, _, err := env.Overrides().Force(context.Background(), env.Audit(), breaker.ForceRequest{Dependency: "d55", Reason: "INC-9",
+		if _, _, err := env.Overrides().WithLog(env.Audit()).Force(context.Background(), breaker.ForceRequest{Dependency: "d55", Reason: "INC-9",
 			Actor: "oncall", For: time.Hour}); err != nil {
 			t.Error(err)
 		}

@@ -21,7 +21,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -179,8 +178,8 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	// One batch read of every bucket and the policy (while the identity
 	// resolves), then the writes, each bucket's in one store change with its
 	// audit record.
-	outcomes, err := b.ApplyAll(ctx, env.Audit(), ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
-		Actor: env.Actor, DryRun: opts.DryRun, Gate: bgate, Existing: !opts.Create, Segments: clientargs.ScanSegments(env, 0),
+	outcomes, err := b.ApplyAll(ctx, ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
+		Actor: env.Actor, DryRun: opts.DryRun, Gate: bgate, Existing: !opts.Create, Segments: clientargs.ScanSegments(env, 0), NoNotify: opts.NoNotify,
 		Confirm: func(_ []ratelimit.ChangeResult, writes int) error {
 			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %s", op, human.Count(int64(writes), "rate-limit bucket")))
 		}})
@@ -231,12 +230,7 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	if err := printChanges(f, env, opts, out, gate); err != nil {
 		return err
 	}
-	if levers := notify.BucketLevers(outcomes); !opts.DryRun && len(levers) > 0 {
-		actor, _ := env.Actor(ctx)
-		ev := notify.Event{Action: op.Action(), Actor: actor, Reason: strings.TrimSpace(opts.Reason), Levers: levers}
-		gate.Announce(&ev)
-		cmdenv.Notify(ctx, env, opts.NoNotify, ev)
-	}
+	env.Announce(ctx) // what the lever service wrote, once printed
 	if unknownErr != nil {
 		// The one state koshactl cannot tell: each bucket changed with its
 		// record, or neither did. The error wraps store.ErrOutcomeUnknown

@@ -1,0 +1,168 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/clock"
+)
+
+// Overrides is the breaker lever service: it reads breaker overrides on a
+// store and changes them with the operations users have (force, clear,
+// restore, and a levers file's reconcile). It is built once per context
+// (by the command factory, the dashboard, a drill run) with everything a
+// change needs bound in: the audit log the records go to ([Overrides.WithLog]),
+// the context's duration policy ([Overrides.WithDurations]) and who hears
+// of a change ([Overrides.WithAnnounce]). It enforces every rule of a
+// change (names, reason, duration policy, no expiry only when confirmed),
+// writes each change as one transaction holding the overrides' writes,
+// each conditional on the item as read (two operators acting at once never
+// overwrite each other silently), and their audit records, and announces
+// what was written after the commit. Callers word its errors; they decide
+// nothing of their own.
+type Overrides struct {
+	store     OverrideStore
+	clock     clock.Clock
+	notices   *noticeSink
+	log       audit.Appender
+	durations DurationPolicy
+	announce  func(ctx context.Context, c Announcement)
+}
+
+// NewOverrides returns an Overrides on s that reads, and changes nothing
+// until an audit log is bound ([Overrides.WithLog]); the duration policy is
+// the default one. A nil clk means the wall clock.
+func NewOverrides(s OverrideStore, clk clock.Clock) *Overrides {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &Overrides{store: s, clock: clk, notices: &noticeSink{}}
+}
+
+// WithLog returns the service writing every change's audit records to log
+// (a drill run's records carry its run id: the run binds its own).
+func (s *Overrides) WithLog(log audit.Appender) *Overrides {
+	c := *s
+	c.log = log
+	return &c
+}
+
+// WithDurations returns the service applying p to every new override: a
+// duration or an expiry outside it is refused with a *[DurationError]
+// before anything is read.
+func (s *Overrides) WithDurations(p DurationPolicy) *Overrides {
+	c := *s
+	c.durations = p
+	return &c
+}
+
+// WithAnnounce returns the service calling announce once after each force
+// or clear that wrote something, with what it wrote: never on a dry run, a
+// refusal, a change the store did not take, or one whose caller asked for
+// quiet (--no-notify). A restore (a drill's rollback, announced with its
+// run) and a reconcile (a levers file's apply, announced as its window's
+// change) announce nothing here.
+func (s *Overrides) WithAnnounce(announce func(ctx context.Context, c Announcement)) *Overrides {
+	c := *s
+	c.announce = announce
+	return &c
+}
+
+// Durations is the duration policy the service applies.
+func (s *Overrides) Durations() DurationPolicy { return s.durations }
+
+// Announcement is one committed change, as the service's announcer hears
+// it: the written outcomes of one operation, in request order.
+type Announcement struct {
+	// Action is [ActionForceOpen] or [ActionClear] (a reconcile announces
+	// its forces and its clears as one each).
+	Action string
+	Reason string
+	// Actor is who acted, as recorded.
+	Actor  string
+	Forces []ForceOutcome
+	Clears []ClearOutcome
+	// Note is what the operation asked to be said with it (a break-glass
+	// change's review): its Outcome and Detail words.
+	Note Note
+}
+
+// Note is what an operation asks its announcement to say besides its levers.
+type Note struct {
+	Outcome, Detail string
+}
+
+// ErrNoAuditLog reports a change asked of an Overrides with no audit log
+// bound: nothing is written, since nothing would record it.
+var ErrNoAuditLog = errors.New("breaker overrides: no audit log bound to record the change (a wiring bug)")
+
+// announceForces tells the announcer of the written ones of outs.
+func (s *Overrides) announceForces(ctx context.Context, note Note, quiet bool, outs []ForceOutcome) {
+	if quiet {
+		return
+	}
+	var written []ForceOutcome
+	for _, o := range outs {
+		if o.Written {
+			written = append(written, o)
+		}
+	}
+	if s.announce == nil || len(written) == 0 {
+		return
+	}
+	s.announce(ctx, Announcement{Action: ActionForceOpen, Reason: written[0].Result.After.Reason, Actor: written[0].Record.Actor,
+		Forces: written, Note: note})
+}
+
+// announceClears tells the announcer of the written ones of outs.
+func (s *Overrides) announceClears(ctx context.Context, reason string, note Note, quiet bool, outs []ClearOutcome) {
+	if quiet {
+		return
+	}
+	var written []ClearOutcome
+	for _, o := range outs {
+		if o.Written {
+			written = append(written, o)
+		}
+	}
+	if s.announce == nil || len(written) == 0 {
+		return
+	}
+	s.announce(ctx, Announcement{Action: ActionClear, Reason: reason, Actor: written[0].Record.Actor,
+		Clears: written, Note: note})
+}
+
+// checkLifetime applies the service's duration policy to a new override
+// asked at now: a duration (For), an expiry (ExpiresAt, as [LastUntil]), or
+// none, which only a request that says so (NoExpiry, the operator's
+// confirmation) may ask.
+func (s *Overrides) checkLifetime(req ForceRequest, now time.Time) error {
+	switch {
+	case req.For != 0:
+		return s.durations.CheckFor(req.For)
+	case !req.ExpiresAt.IsZero():
+		_, _, err := s.durations.ExpiresAt(now, LastUntil(req.ExpiresAt))
+		return err
+	case !req.NoExpiry:
+		return ErrNoExpiryUnconfirmed
+	}
+	return nil
+}
+
+// changeLog is the bound audit log, or ErrNoAuditLog.
+func (s *Overrides) changeLog() (audit.Appender, error) {
+	if s.log == nil {
+		return nil, ErrNoAuditLog
+	}
+	return s.log, nil
+}
+
+// note is the attach's note when it has one, else n.
+func (at *Attach) note(n Note) Note {
+	if at != nil && at.Note != (Note{}) {
+		return at.Note
+	}
+	return n
+}
