@@ -134,6 +134,9 @@ func (b *Buckets) ApplyAll(ctx context.Context, op ApplyAll) ([]ApplyOutcome, er
 	if err != nil && !op.DryRun {
 		return nil, err
 	}
+	if err := audit.ValidateReason(op.Reason); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	keys := make([]string, 0, len(op.Changes))
 	for _, c := range op.Changes {

@@ -529,6 +529,9 @@ func (b *Buckets) ApplyAudited(ctx context.Context, actor, reason string, c Chan
 	if err != nil {
 		return ChangeResult{Change: c}, audit.Record{}, err
 	}
+	if err := audit.ValidateReason(reason); err != nil {
+		return ChangeResult{Change: c}, audit.Record{}, err
+	}
 	if err := c.Validate(b.limits); err != nil {
 		return ChangeResult{Change: c}, audit.Record{}, err
 	}
