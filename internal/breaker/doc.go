@@ -16,12 +16,17 @@
 //
 // # Operations
 //
-// [Overrides] reads and writes items: every write is conditional on what
-// was read (absent, or the version attribute exactly as stored), and every
-// change is audited with the raw before-image ([Overrides.ForceAudited],
-// [Overrides.ClearAudited], and [Overrides.ForceAll] / [Overrides.ClearAll]
-// for several dependencies, the one path the command, the dashboard and
-// drills all take). [ForceRequest.SeenVersion] replaces only the override
-// version the caller saw. Listing uses the overrides index and a prefix scan
-// for items written without it.
+// [Overrides] is the lever service: built once per context with its audit
+// log, the context's duration policy and its announcer bound in
+// ([Overrides.WithLog], [Overrides.WithDurations], [Overrides.WithAnnounce]),
+// it is the one path the commands, the dashboard, approvals, the MCP server
+// and drills take to force ([Overrides.ForceAll]), clear
+// ([Overrides.ClearAll]), restore ([Overrides.Restore]) and reconcile
+// ([Overrides.Reconcile]). It enforces every rule of a change, writes every
+// override conditional on what was read (absent, or the version attribute
+// exactly as stored) together with its audit record in one transaction
+// ([store.Apply]), and announces what it wrote after the commit.
+// [ForceRequest.SeenVersion] replaces only the override version the caller
+// saw. Listing uses the overrides index and a prefix scan for items written
+// without it.
 package breaker
