@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,32 @@ func TestApprovalReportsTheChangeThatAppliedIt(t *testing.T) {
 	}
 	if res.Request.AppliedChange == "" || res.Request.AppliedChange != stored.Str("applied_change") {
 		t.Errorf("result's applied_change %q, stored %q: want the same token", res.Request.AppliedChange, stored.Str("applied_change"))
+	}
+}
+
+// A request whose --until has passed by the time it is approved is not
+// applied as an override already lapsed (reported "forced open" for a
+// lever that never held): the lever service refuses it, nothing is
+// written, and the approver is told to deny it.
+func TestApprovalAfterTheRequestedExpiryWritesNothing(t *testing.T) {
+	c, svc, log, clk := fourEyes(t)
+	ctx := context.Background()
+	ch := forceChange()
+	ch.ForSeconds, ch.Until = 0, clk.Now().Add(10*time.Minute).UTC().Format(time.RFC3339Nano)
+	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: ch, Requester: alice,
+		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(20 * time.Minute)
+	_, err = svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob})
+	if !errors.Is(err, breaker.ErrExpiryPast) || !strings.Contains(err.Error(), "koshactl request deny "+r.ID) {
+		t.Fatalf("approve after the requested expiry: %v, want the expiry refused with the deny command", err)
+	}
+	if _, err := c.Get(ctx, "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("openai forced after its requested expiry: %v", err)
+	}
+	if got, err := svc.Get(ctx, r.ID); err != nil || got.Status != approval.StatusPending {
+		t.Errorf("request after a refused approval: %+v %v, want pending", got, err)
 	}
 }

@@ -473,6 +473,11 @@ func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, atta
 		}
 		// The approval is announced as one event by its caller.
 		res.Force, err = s.overrides.WithLog(log).ForceAll(ctx, breaker.ForceAll{Requests: reqs, Attach: attach, NoNotify: true})
+		if de := (*breaker.DurationError)(nil); errors.As(err, &de) {
+			// Its --until has passed, or this context's max-override is
+			// shorter than the requester's: nothing was written.
+			return res, fmt.Errorf("request %s cannot be applied as asked (%w): deny it (koshactl request deny %s) and ask again", r.ID, err, r.ID)
+		}
 		for _, o := range res.Force {
 			if o.Written {
 				res.Records = append(res.Records, o.Record)
