@@ -1,7 +1,8 @@
 // Package levertail is the end `breaker force-open` and `breaker clear`
 // share once their change is made (or refused): the result printed (a
-// document, or a table's lines and the confirmed note), the notification
-// of what was written, the --wait on the fleet's gauges, and the exit.
+// document, or a table's lines and the confirmed note), the sending of the
+// notification the lever service queued for what it wrote, the --wait on
+// the fleet's gauges, and the exit.
 // Each command words only its own lines.
 package levertail
 
