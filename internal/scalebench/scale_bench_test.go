@@ -382,8 +382,9 @@ func latencyLink(b testing.TB, upstream string, rtt time.Duration) string {
 // same table. The levers run on a table of their own, which every iteration
 // returns, with the timer stopped and straight on moto (not through the link
 // or the counter), to what it held before the first: the items the
-// iteration wrote (its overrides and audit records, exactly 2 per
-// dependency, which is checked) are deleted. moto 5.2.1 deep-copies the
+// iteration wrote are deleted (a force-open's overrides and records; a
+// clear's records and those of the force-open that set it up), exactly 2
+// per dependency, which is checked. moto 5.2.1 deep-copies the
 // whole table once per action of a transaction, so a table that kept every
 // iteration's records would make later and larger runs slower for moto's
 // sake alone. The clear benchmark's overrides are forced open before each
