@@ -114,3 +114,25 @@ func TestApprovalAfterTheRequestedExpiryWritesNothing(t *testing.T) {
 		t.Errorf("request after a refused approval: %+v %v, want pending", got, err)
 	}
 }
+
+// The approver's context applies its own max-override: a request for longer
+// is refused there, with where it can be approved, and nothing is written.
+func TestApprovalPastTheApproversMaxOverrideSaysWhere(t *testing.T) {
+	c, _, log, clk := fourEyes(t)
+	ctx := context.Background()
+	svc := approval.NewService(c, clk, breaker.NewOverrides(c, clk).WithDurations(breaker.DurationPolicy{Max: time.Hour}), "test")
+	ch := forceChange()
+	ch.ForSeconds = 7200
+	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: ch, Requester: alice,
+		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob})
+	if !errors.Is(err, breaker.ErrDurationTooLong) || !strings.Contains(err.Error(), "approve it from a context whose max-override allows it") {
+		t.Fatalf("approve of 2h under a 1h max-override: %v", err)
+	}
+	if _, err := c.Get(ctx, "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("openai forced past the approver's max-override: %v", err)
+	}
+}

@@ -474,8 +474,12 @@ func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, atta
 		// The approval is announced as one event by its caller.
 		res.Force, err = s.overrides.WithLog(log).ForceAll(ctx, breaker.ForceAll{Requests: reqs, Attach: attach, NoNotify: true})
 		if de := (*breaker.DurationError)(nil); errors.As(err, &de) {
-			// Its --until has passed, or this context's max-override is
-			// shorter than the requester's: nothing was written.
+			// Nothing was written. The approver's context applies its own
+			// max-override (its operator's rail), which may be shorter
+			// than the requester's; a passed --until is final.
+			if errors.Is(err, breaker.ErrDurationTooLong) {
+				return res, fmt.Errorf("request %s cannot be applied from this context (%w): approve it from a context whose max-override allows it, or deny it (koshactl request deny %s)", r.ID, err, r.ID)
+			}
 			return res, fmt.Errorf("request %s cannot be applied as asked (%w): deny it (koshactl request deny %s) and ask again", r.ID, err, r.ID)
 		}
 		for _, o := range res.Force {

@@ -132,6 +132,9 @@ func (s *Overrides) ForceAll(ctx context.Context, op ForceAll) ([]ForceOutcome, 
 			return nil, err
 		}
 	}
+	if err := checkQuiet(op.NoNotify, op.Attach); err != nil {
+		return nil, err
+	}
 	outcomes := make([]ForceOutcome, len(plans))
 	if op.DryRun {
 		for i, p := range results {
@@ -336,6 +339,9 @@ func (s *Overrides) ClearAll(ctx context.Context, op ClearAll) ([]ClearOutcome, 
 		if op.Attach, err = op.Gate.Decide(extras, befores); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkQuiet(op.NoNotify, op.Attach); err != nil {
+		return nil, err
 	}
 	if op.DryRun {
 		return outcomes, nil

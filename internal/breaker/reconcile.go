@@ -46,7 +46,9 @@ type ReconcileOutcome struct {
 	Clears []ClearOutcome
 }
 
-// Reconcile decides every force on the state its caller read, then writes
+// Reconcile checks every force as a planned one ([Overrides.checkPlanned]:
+// a reason, an expiry still ahead, within the context's max-override),
+// decides it on the state its caller read, then writes
 // every force and clear in one transaction ([Overrides.commit]: all or
 // nothing, by chunks past DynamoDB's limit). Someone's write since the read
 // makes the change a conflict, and nothing of it is written.
@@ -60,6 +62,9 @@ func (s *Overrides) Reconcile(ctx context.Context, r Reconcile) (ReconcileOutcom
 	for i, req := range r.Forces {
 		if req.Read == nil {
 			return out, fmt.Errorf("reconcile %s: the force was not decided on a read", req.Dependency)
+		}
+		if err := s.checkPlanned(req); err != nil {
+			return out, fmt.Errorf("reconcile %s: %w", req.Dependency, err)
 		}
 		p, err := s.planForce(req, req.Read.Current)
 		if err != nil {

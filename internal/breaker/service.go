@@ -3,10 +3,12 @@ package breaker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Overrides is the breaker lever service: it reads breaker overrides on a
@@ -16,8 +18,9 @@ import (
 // change needs bound in: the audit log the records go to ([Overrides.WithLog]),
 // the context's duration policy ([Overrides.WithDurations]) and who hears
 // of a change ([Overrides.WithAnnounce]). It enforces every rule of a
-// change (names, reason, duration policy, no expiry only when confirmed),
-// writes each change as one transaction holding the overrides' writes,
+// change (names, reason, duration policy, no expiry only when confirmed; a
+// levers file's window by [Overrides.checkPlanned]; a restore puts back
+// what was there, checked by its caller with [CheckRestore]), writes each change as one transaction holding the overrides' writes,
 // each conditional on the item as read (two operators acting at once never
 // overwrite each other silently), and their audit records, and announces
 // what was written after the commit. Callers word its errors; they decide
@@ -147,6 +150,45 @@ func (s *Overrides) checkLifetime(req ForceRequest, now time.Time) error {
 		return err
 	case !req.NoExpiry:
 		return ErrNoExpiryUnconfirmed
+	}
+	return nil
+}
+
+// checkPlanned applies the rules of a force to one a levers file planned
+// for a window: a reason, an expiry, still ahead and at most the policy's
+// maximum away. The minimum does not apply: a window near its end has
+// less than [MinOverride] left, and what is left of it is what the file
+// asks.
+func (s *Overrides) checkPlanned(req ForceRequest) error {
+	if err := CheckForceReason(req.Reason); err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	expires := req.ExpiresAt
+	if req.For != 0 {
+		expires = now.Add(req.For)
+	}
+	switch left := expires.Sub(now); {
+	case expires.IsZero():
+		return fmt.Errorf("a planned window has an end: %w", ErrNoExpiryUnconfirmed)
+	case left <= 0:
+		return &DurationError{Problem: ErrExpiryPast, Duration: left}
+	case left > s.durations.MaxFor():
+		return &DurationError{Problem: ErrDurationTooLong, Duration: left, Limit: s.durations.MaxFor()}
+	}
+	return nil
+}
+
+// ErrBreakGlassQuiet reports a break-glass change asked not to be
+// announced: a change made without the approvals the table's policy asks
+// is always announced, so nothing is written.
+var ErrBreakGlassQuiet = exitcode.New(exitcode.Usage, "a break-glass change is always announced: drop --no-notify")
+
+// checkQuiet refuses a quiet (NoNotify) change that the table's policy
+// let through as a break-glass.
+func checkQuiet(noNotify bool, at *Attach) error {
+	if noNotify && at != nil && at.Approval != nil && at.Approval.Decision == audit.DecisionBreakGlass {
+		return ErrBreakGlassQuiet
 	}
 	return nil
 }

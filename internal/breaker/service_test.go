@@ -114,3 +114,60 @@ func TestTheLeverServiceAnnouncesWhatItWrote(t *testing.T) {
 		t.Errorf("clear announced as %+v", c)
 	}
 }
+
+// A levers file's reconcile is held to the rules of a planned window: a
+// reason and an end, still ahead and within max-override; a window near
+// its end, with less than the 5 s minimum left, is still forced.
+func TestReconcileHoldsAPlannedWindowToTheRules(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	clk := clock.NewFake(t0)
+	ov := breaker.NewOverrides(st, clk).WithLog(audit.NewLog(st, clk, "ctx")).WithDurations(breaker.DurationPolicy{Max: time.Hour})
+	read := &breaker.ReadState{}
+	for name, tc := range map[string]struct {
+		req  breaker.ForceRequest
+		want error
+	}{
+		"no reason":         {breaker.ForceRequest{Reason: " ", ExpiresAt: t0.Add(time.Minute)}, breaker.ErrReasonRequired},
+		"no end":            {breaker.ForceRequest{Reason: "window"}, breaker.ErrNoExpiryUnconfirmed},
+		"ended":             {breaker.ForceRequest{Reason: "window", ExpiresAt: t0.Add(-time.Second)}, breaker.ErrExpiryPast},
+		"past max-override": {breaker.ForceRequest{Reason: "window", ExpiresAt: t0.Add(2 * time.Hour)}, breaker.ErrDurationTooLong},
+	} {
+		req := tc.req
+		req.Dependency, req.Actor, req.Read = "openai", "ci", read
+		if _, err := ov.Reconcile(t.Context(), breaker.Reconcile{Forces: []breaker.ForceRequest{req}, Actor: "ci"}); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+	if _, err := st.Get(t.Context(), breaker.OverrideKey("openai")); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused window was written: %v", err)
+	}
+	req := breaker.ForceRequest{Dependency: "openai", Actor: "ci", Reason: "window", ExpiresAt: t0.Add(2 * time.Second), Read: read}
+	if out, err := ov.Reconcile(t.Context(), breaker.Reconcile{Forces: []breaker.ForceRequest{req}, Actor: "ci"}); err != nil || !out.Forces[0].Written {
+		t.Fatalf("a window with 2 s left: %+v %v, want it forced", out, err)
+	}
+}
+
+// A break-glass is always announced: asked with --no-notify, it is refused
+// before anything is written.
+func TestABreakGlassCannotBeQuiet(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	clk := clock.NewFake(t0)
+	ov := breaker.NewOverrides(st, clk).WithLog(audit.NewLog(st, clk, "ctx"))
+	glass := &breaker.Gate{Decide: func(map[string]store.Item, map[string]*breaker.Override) (*breaker.Attach, error) {
+		return &breaker.Attach{Approval: &audit.Approval{Decision: audit.DecisionBreakGlass}}, nil
+	}}
+	if _, err := ov.ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("openai"), Gate: glass, NoNotify: true}); !errors.Is(err, breaker.ErrBreakGlassQuiet) {
+		t.Fatalf("a quiet break-glass force: %v, want ErrBreakGlassQuiet", err)
+	}
+	if _, err := st.Get(t.Context(), breaker.OverrideKey("openai")); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a quiet break-glass was written: %v", err)
+	}
+	if _, err := ov.ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("openai"), Gate: glass}); err != nil {
+		t.Fatalf("a loud break-glass force: %v", err)
+	}
+	if _, err := ov.ClearAll(t.Context(), breaker.ClearAll{Dependencies: []string{"openai"}, Gate: glass, NoNotify: true}); !errors.Is(err, breaker.ErrBreakGlassQuiet) {
+		t.Fatalf("a quiet break-glass clear: %v, want ErrBreakGlassQuiet", err)
+	}
+}

@@ -201,6 +201,9 @@ func (b *Buckets) ApplyAll(ctx context.Context, op ApplyAll) ([]ApplyOutcome, er
 		if op.Attach, err = op.Gate.Decide(extras, plans); err != nil {
 			return nil, err
 		}
+		if op.NoNotify && op.Attach != nil && op.Attach.Approval != nil && op.Attach.Approval.Decision == audit.DecisionBreakGlass {
+			return nil, ErrBreakGlassQuiet
+		}
 		todo = decideAll() // attached writes write every bucket
 	}
 	if op.DryRun || len(todo) == 0 {

@@ -265,6 +265,10 @@ func TestStatusProposalAndUnknownDependency(t *testing.T) {
 	if msg, _ := doc["error"].(string); !res.IsError || doc["exit_name"] != "usage" || !strings.Contains(msg, "max-override") {
 		t.Errorf("proposal past max-override: %v", doc)
 	}
+	res, doc = call(t, cs, "propose_force_open", map[string]any{"dependencies": []string{"core-api"}, "reason": "x", "for": "0s"})
+	if msg, _ := doc["error"].(string); !res.IsError || doc["exit_name"] != "usage" || !strings.Contains(msg, "positive") {
+		t.Errorf("proposal for 0s: %v", doc)
+	}
 	if l, _ := r.env.Approvals().List(context.Background()); len(l.Requests) != 1 {
 		t.Errorf("%d requests after a refused proposal, want the one", len(l.Requests))
 	}

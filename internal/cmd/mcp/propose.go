@@ -86,8 +86,8 @@ func (p proposer) forceOpen(ctx context.Context, a forceArgs) (mcpserver.Output,
 	forDur := breaker.DefaultFor
 	if a.For != "" {
 		d, err := time.ParseDuration(a.For)
-		if err != nil {
-			return mcpserver.Output{}, cmdutil.Usagef("for %q is not a duration: give one like 30m or 2h", a.For)
+		if err != nil || d <= 0 {
+			return mcpserver.Output{}, cmdutil.Usagef("for %q is not a positive duration: give one like 30m or 2h", a.For)
 		}
 		forDur = d
 	}

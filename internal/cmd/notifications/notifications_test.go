@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,6 +189,37 @@ func TestAHangingReceiverDelaysTheCommandNoLongerThanTheBound(t *testing.T) {
 	}
 	if r.Code != 0 || !strings.Contains(r.Stderr, "no answer within 2s") || !strings.Contains(r.Stdout, "Forced open openai") {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// closedPipe is a stdout whose reader has gone (koshactl ... | head -0).
+type closedPipe struct{}
+
+func (closedPipe) Write([]byte) (int, error) { return 0, syscall.EPIPE }
+
+// A change is announced once it is written, even when its result cannot be
+// printed: the operator's stdout going away does not hide it from the
+// channel.
+func TestAChangeWhoseResultCannotBePrintedIsStillAnnounced(t *testing.T) {
+	e := clitest.New(t)
+	rcv := notifytest.Start(t, notifytest.Accept)
+	e.WriteConfig(localConfig("", slackSink("chat", rcv.URL())))
+	e.Out = closedPipe{}
+	for _, args := range [][]string{
+		{"breaker", "force-open", "openai", "--reason", "r", "-o", "json"},
+		{"breaker", "clear", "openai", "--reason", "r", "-o", "json"},
+		{"ratelimit", "drain", "--create", "c", "--reason", "r", "-o", "json"},
+	} {
+		if r := e.Run(args...); r.Code == 0 {
+			t.Fatalf("%v with a closed stdout exited 0", args)
+		}
+	}
+	e.Out = nil
+	if n := len(rcv.Requests()); n != 3 {
+		t.Fatalf("%d notifications for three changes written, want 3", n)
+	}
+	if out := e.MustRun(0, "audit", "list", "-o", "json"); strings.Count(out.Stdout, `"action": "breaker.`)+strings.Count(out.Stdout, `"action": "ratelimit.`) != 3 {
+		t.Fatalf("the three changes are not all recorded:\n%s", out.Stdout)
 	}
 }
 

@@ -216,8 +216,10 @@ func (rc *RunContext) Overrides() *breaker.Overrides {
 }
 
 // Buckets is the rate-limit lever service as the run changes buckets: its
-// records carry the run's id.
-func (rc *RunContext) Buckets() *ratelimit.Buckets { return rc.Deps.Buckets.WithLog(rc.Audit()) }
+// records carry the run's id, and it announces nothing (as Overrides).
+func (rc *RunContext) Buckets() *ratelimit.Buckets {
+	return rc.Deps.Buckets.WithLog(rc.Audit()).WithAnnounce(nil)
+}
 
 // Recorder hears of the audit records of a change once the change has
 // committed (a lever's records are staged into its transaction, so only

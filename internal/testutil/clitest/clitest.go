@@ -39,6 +39,9 @@ type Env struct {
 	// In, when set, is the next Run's stdin instead of Stdin (a reader that
 	// blocks, for cancellation tests).
 	In io.Reader
+	// Out, when set, is the next Run's stdout instead of the captured
+	// buffer (a writer that fails, as a closed pipe does).
+	Out io.Writer
 
 	parallel bool
 	mu       sync.Mutex
@@ -168,6 +171,9 @@ func (e *Env) RunContext(ctx context.Context, args ...string) Result {
 	in.WriteString(e.Stdin)
 	if e.In != nil {
 		ios.In = e.In
+	}
+	if e.Out != nil {
+		ios.Out = e.Out
 	}
 	ios.SetStdinTTY(e.TTY)
 	ios.SetStdoutTTY(e.TTY)

@@ -44,6 +44,9 @@ type Tail struct {
 // returns the failure of the change first, then the wait's.
 func Finish(ctx context.Context, f *cmdenv.Factory, t Tail) error {
 	announce := func() { t.Env.Announce(ctx) }
+	// Written is written: a print that fails (a closed stdout) does not
+	// keep the change from being announced (Announce sends each once).
+	defer announce()
 	if t.Waiter == nil || len(t.Changes) == 0 {
 		if err := t.Print(nil); err != nil {
 			return err

@@ -227,10 +227,11 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 			out.Results = append(out.Results, item(o.Result, opts.DryRun, o.Record.ID))
 		}
 	}
-	if err := printChanges(f, env, opts, out, gate); err != nil {
+	err = printChanges(f, env, opts, out, gate)
+	env.Announce(ctx) // what the lever service wrote, once printed (or not)
+	if err != nil {
 		return err
 	}
-	env.Announce(ctx) // what the lever service wrote, once printed
 	if unknownErr != nil {
 		// The one state koshactl cannot tell: each bucket changed with its
 		// record, or neither did. The error wraps store.ErrOutcomeUnknown
