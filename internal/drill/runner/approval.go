@@ -93,5 +93,5 @@ func (u *run) authorize(ctx context.Context) bool {
 		}
 		return true
 	}
-	return u.refuse("refused before any lever was pulled: "+rc.Redact(err.Error()), nil, exitcode.Of(err))
+	return u.refuse("refused before any lever was pulled: "+err.Error(), nil, exitcode.Of(err))
 }

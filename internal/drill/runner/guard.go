@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
@@ -65,21 +64,20 @@ func (u *run) preflight(ctx context.Context) bool {
 			return
 		}
 		end := rc.Now()
-		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c),
+		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: runtime.ConditionOf(c).Describe(rc),
 			OK: err == nil, Checks: 1, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end), DurationSeconds: drill.Seconds(end.Sub(start))}
 		if err == nil {
-			rec.Detail = "can be evaluated: " + rc.Redact(obs.Detail)
+			rec.Detail = "can be evaluated: " + obs.Detail
 		} else {
 			failures++
-			cause, fix := rc.Redact(err.Error()), rc.Redact(runtime.GuardFix(err))
+			cause, fix := err.Error(), runtime.GuardFix(err)
 			rec.Error = fmt.Sprintf("%s could not be evaluated: %s (fix: %s)", role, cause, fix)
 			if refusal == nil {
 				refusal = &drill.GuardRecord{Phase: drill.GuardPreflight, Role: role, Condition: c.Name, Cause: cause, Fix: fix, At: end.UTC()}
 				refusalErr = err
 			}
 		}
-		r.update(func() { j.Preflight = append(j.Preflight, rec) })
-		r.emit(Event{Kind: EventCheckDone, Phase: drill.PhasePreflight, Check: &rec})
+		r.recordCheck(rec)
 	}
 	for _, c := range d.StopConditions {
 		eval(drill.RoleStopCondition, c)
@@ -122,9 +120,9 @@ func (u *run) refuse(reason string, guard *drill.GuardRecord, code int) bool {
 // lostGuard records gl as the run's lost guard; the caller holds r.mu.
 func (u *run) lostGuard(gl *runtime.GuardLostError) {
 	rc, j := u.rc, u.j
-	j.Reason = rc.Redact(gl.Error()) + ": " + rc.Redact(runtime.GuardFix(gl.Err))
-	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: gl.Role, Condition: gl.Name, Cause: rc.Redact(gl.Err.Error()),
-		Fix: rc.Redact(runtime.GuardFix(gl.Err)), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
+	j.Reason = gl.Error() + ": " + runtime.GuardFix(gl.Err)
+	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: gl.Role, Condition: gl.Name, Cause: gl.Err.Error(),
+		Fix: runtime.GuardFix(gl.Err), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
 		GraceSeconds: drill.Seconds(gl.Grace.For), At: rc.Now().UTC()}
 	u.jr.guardCode = exitcode.Of(runtime.GuardFailure(gl.Err))
 }
@@ -143,9 +141,9 @@ func (u *run) firstStop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		ev := drill.StopEvaluation{At: rc.Now().UTC(), Condition: c.Name, Holds: err == nil && obs.Holds, Detail: rc.Redact(obs.Detail)}
+		ev := drill.StopEvaluation{At: rc.Now().UTC(), Condition: c.Name, Holds: err == nil && obs.Holds, Detail: obs.Detail}
 		if err != nil {
-			ev.Error = rc.Redact(err.Error())
+			ev.Error = err.Error()
 		}
 		r.recordStop(ev)
 		u.guardMu.Lock()
@@ -172,17 +170,13 @@ func (u *run) firstStop(ctx context.Context) error {
 			if c.OnError == drill.OnErrorContinue {
 				then = "on_error: continue: the run goes on without this guard"
 			}
-			r.noticeStop(c.Name, fmt.Sprintf("stop condition %q could not be evaluated: %s; %s", c.Name, rc.Redact(err.Error()), then))
+			r.noticeStop(c.Name, fmt.Sprintf("stop condition %q could not be evaluated: %s; %s", c.Name, err, then))
 			continue
 		case recovered:
 			r.noticeStop(c.Name, fmt.Sprintf("stop condition %q can be evaluated again", c.Name))
 		}
 		if obs.Holds {
-			alarms := slices.Clone(obs.Alarms)
-			for i := range alarms {
-				alarms[i].Reason = rc.Redact(alarms[i].Reason)
-			}
-			return &StopError{Condition: c.Name, Detail: rc.Redact(obs.Detail), Alarms: alarms}
+			return &StopError{Condition: c.Name, Detail: obs.Detail, Alarms: obs.Alarms}
 		}
 	}
 	return nil

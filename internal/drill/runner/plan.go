@@ -127,8 +127,8 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 	checks := func(cs []*drill.Check) []PlanCheck {
 		out := []PlanCheck{}
 		for _, c := range cs {
-			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c), WithinSeconds: drill.Seconds(c.Within),
-				OnError: c.OnError})
+			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(runtime.ConditionOf(c).Describe(rc)),
+				WithinSeconds: drill.Seconds(c.Within), OnError: c.OnError})
 		}
 		return out
 	}
@@ -136,7 +136,7 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 	p.planAlarms(ctx, rc)
 	movedBy := map[string]string{} // lever subject → the step that registered its rollback
 	for i, s := range d.Steps {
-		ps := PlanStep{Index: i + 1, ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Description: describeStep(rc, s),
+		ps := PlanStep{Index: i + 1, ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Description: rc.Redact(runtime.ActionOf(s).Describe(rc)),
 			TimeoutSeconds: drill.Seconds(stepTimeout(d, s))}
 		rc.SetCurrentStep(s.ID)
 		if m, ok := s.Spec.(runtime.Mutating); ok {
@@ -150,12 +150,12 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 			}
 		}
 		for _, rb := range s.Rollback {
-			ps.Rollbacks = append(ps.Rollbacks, describeRollback(rc, &explicitRollback{step: rb}))
+			ps.Rollbacks = append(ps.Rollbacks, rc.Redact((&explicitRollback{step: rb}).Describe()))
 		}
 		p.Steps = append(p.Steps, ps)
 	}
 	for _, rb := range d.Rollbacks {
-		p.Rollbacks = append(p.Rollbacks, describeRollback(rc, &explicitRollback{step: rb}))
+		p.Rollbacks = append(p.Rollbacks, rc.Redact((&explicitRollback{step: rb}).Describe()))
 	}
 	return p
 }

@@ -42,7 +42,7 @@ func (u *run) push(rb runtime.Rollback, step string, explicit bool) string {
 	r, j, rc := u.jr, u.j, u.rc
 	r.mu.Lock()
 	id := fmt.Sprintf("rb-%d", len(j.Rollbacks)+1)
-	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: describeRollback(rc, rb),
+	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rb.Describe(),
 		Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: drill.StatusPending})
 	idx := len(j.Rollbacks) - 1
 	if l := rb.LeverRecord(); l != nil {
@@ -50,9 +50,9 @@ func (u *run) push(rb runtime.Rollback, step string, explicit bool) string {
 	}
 	r.rbs = append(r.rbs, rb)
 	u.stack = append(u.stack, stackEntry{rb: rb, idx: idx})
-	rec := j.Rollbacks[idx]
+	rec := &j.Rollbacks[idx]
 	r.mu.Unlock()
-	r.emit(Event{Kind: EventRollbackRegistered, Rollback: &rec})
+	r.emit(Event{Kind: EventRollbackRegistered, Rollback: rec})
 	return id
 }
 
@@ -75,9 +75,8 @@ func (u *run) rollback(e stackEntry) {
 	} else {
 		start := rc.Now()
 		rec.Status, rec.StartedAt = drill.StatusRunning, drill.TimePtr(start)
-		snap := *rec
 		r.mu.Unlock()
-		r.emit(Event{Kind: EventRollbackStarted, Rollback: &snap})
+		r.emit(Event{Kind: EventRollbackStarted, Rollback: rec})
 		ctx, cancel := context.WithTimeout(parent, d.RollbackTimeout)
 		defer cancel()
 		rc.SetCurrentStep(rec.Step)
@@ -85,7 +84,7 @@ func (u *run) rollback(e stackEntry) {
 		end := rc.Now()
 		r.mu.Lock()
 		rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, drill.TimePtr(end), drill.Seconds(end.Sub(start))
-		rec.Detail = rc.Redact(detail)
+		rec.Detail = detail
 		// A lever change and its record are one write: a rollback restored
 		// its lever (ok), or did not, or nobody can tell (failed, its error
 		// says what to read).
@@ -95,15 +94,14 @@ func (u *run) rollback(e stackEntry) {
 		case parent.Err() != nil:
 			rec.Status, rec.Error = drill.StatusAbandoned, abandoned
 		case ctx.Err() != nil:
-			rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, rc.Redact(err.Error()))
+			rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, err)
 		default:
-			rec.Status, rec.Error = drill.StatusFailed, rc.Redact(err.Error())
+			rec.Status, rec.Error = drill.StatusFailed, err.Error()
 		}
 	}
 	r.addExpiry(rec, e.rb)
-	snap := *rec
 	r.mu.Unlock()
-	r.emit(Event{Kind: EventRollbackDone, Rollback: &snap})
+	r.emit(Event{Kind: EventRollbackDone, Rollback: rec})
 }
 
 // undoWithRetry runs rb.Undo, retrying a failure up to rollbackAttempts

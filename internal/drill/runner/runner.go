@@ -232,7 +232,7 @@ func (u *run) resolve(ctx context.Context) bool {
 		return invalid(err.Error())
 	}
 	if err := rc.CheckAlarms(ctx); err != nil {
-		return invalid(rc.Redact(err.Error()))
+		return invalid(err.Error())
 	}
 	if !d.MetricsURL.IsZero() {
 		murl, err := d.MetricsURL.ExpandURL(rc)
