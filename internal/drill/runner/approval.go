@@ -9,7 +9,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -76,5 +75,5 @@ func (u *run) authorize(ctx context.Context) bool {
 		}
 		return true
 	}
-	return u.refuse("refused before any lever was pulled: "+err.Error(), nil, exitcode.Of(err))
+	return u.refuse("refused before any lever was pulled: "+err.Error(), nil, err)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // The guards of a run: the preflight of every stop condition and
@@ -98,17 +97,17 @@ func (u *run) preflight(ctx context.Context) bool {
 	if failures > 1 {
 		reason += fmt.Sprintf(" (and %d more guards; see the journal's preflight)", failures-1)
 	}
-	return u.refuse(reason, refusal, exitcode.Of(runtime.GuardFailure(refusalErr)))
+	return u.refuse(reason, refusal, runtime.GuardFailure(refusalErr))
 }
 
 // refuse records a run refused before any lever was pulled: why, the guard
-// that refused it (nil: the table's policy) and the exit code. It reports
-// false: the run may not go on.
-func (u *run) refuse(reason string, guard *drill.GuardRecord, code int) bool {
+// that refused it (nil: the table's policy) and the error that did, whose
+// kind is the run's. It reports false: the run may not go on.
+func (u *run) refuse(reason string, guard *drill.GuardRecord, cause error) bool {
 	j := u.j
 	u.jr.update(func() {
 		j.Outcome, j.Reason, j.Guard = drill.OutcomeRefused, reason+"; nothing was done", guard
-		u.jr.guardCode = code
+		u.jr.refusal = cause
 		for i := range j.Steps {
 			j.Steps[i].Status = drill.StatusSkipped
 		}
@@ -124,7 +123,7 @@ func (u *run) lostGuard(gl *runtime.GuardLostError) {
 	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: gl.Role, Condition: gl.Name, Cause: gl.Err.Error(),
 		Fix: runtime.GuardFix(gl.Err), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
 		GraceSeconds: drill.Seconds(gl.Grace.For), At: rc.Now().UTC()}
-	u.jr.guardCode = exitcode.Of(runtime.GuardFailure(gl.Err))
+	u.jr.refusal = runtime.GuardFailure(gl.Err)
 }
 
 // firstStop evaluates the stop conditions once and returns the first that

@@ -166,8 +166,7 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 // step of rc, with the lever it would move (nil: none). The plan and the
 // table's policy's view of a run ([DrillRun]) are both this walk.
 func walk(rc *runtime.RunContext, d *drill.Drill, visit func(s *drill.Step, owner string, l *runtime.PlanLever)) {
-	prev := rc.CurrentStep()
-	defer rc.SetCurrentStep(prev)
+	defer rc.SetCurrentStep(rc.CurrentStep())
 	one := func(s *drill.Step, owner string) {
 		rc.SetCurrentStep(s.ID)
 		var l *runtime.PlanLever

@@ -179,8 +179,9 @@ type runJournal struct {
 	// stopNoticed holds the last evaluation error noticed per stop
 	// condition, so a condition failing every poll is noted once.
 	stopNoticed map[string]string
-	// guardCode is the exit code of a refused run or a lost guard.
-	guardCode int
+	// refusal is what refused the run or lost its guard: its kind is the
+	// run's.
+	refusal error
 }
 
 // update runs f under the journal lock.

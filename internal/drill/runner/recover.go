@@ -13,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -199,10 +200,9 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 	if j.Outcome == drill.OutcomeRunning {
 		j.Outcome = drill.OutcomeKilled
 		j.Reason = "the run's process died before it finished; drill recover ran its rollbacks"
-		j.ExitCode = drill.ExitRollbackFailed
 	}
-	if j.RollbacksOK && j.ExitCode == drill.ExitRollbackFailed && j.Outcome == drill.OutcomeKilled {
-		j.ExitCode = drill.ExitFailed
+	if j.Outcome == drill.OutcomeKilled {
+		j.ExitCode = exitcode.Of(outcome(j, nil))
 	}
 	rec.Detail = fmt.Sprintf("%d rollback(s) run, %d ok", len(rec.Rollbacks), len(rec.Rollbacks)-failed)
 	outcome := "ok"

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 )
@@ -252,7 +253,8 @@ func (u *run) resolve(ctx context.Context) bool {
 	return true
 }
 
-// finish stamps the end, computes the exit code and emits the last event.
+// finish stamps the end and the exit code (the [outcome]'s), and emits the
+// last event.
 func (u *run) finish() *drill.Journal {
 	r, rc, j := u.jr, u.rc, u.j
 	end := rc.Now()
@@ -262,23 +264,37 @@ func (u *run) finish() *drill.Journal {
 	if !rollbacksOK(j) {
 		j.RollbacksOK = false
 	}
-	switch {
-	case j.Outcome == drill.OutcomeInvalid:
-		j.ExitCode = drill.ExitInvalid
-	case !j.RollbacksOK:
-		j.ExitCode = drill.ExitRollbackFailed
-	case j.Outcome == drill.OutcomeInterrupted:
-		j.ExitCode = drill.ExitInterrupted
-	case (j.Outcome == drill.OutcomeRefused || j.Outcome == drill.OutcomeGuardLost) && r.guardCode != 0:
-		j.ExitCode = r.guardCode
-	case j.Outcome == drill.OutcomePassed:
-		j.ExitCode = drill.ExitPassed
-	default:
-		j.ExitCode = drill.ExitFailed
-	}
+	j.ExitCode = exitcode.Of(outcome(j, r.refusal))
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventRunFinished})
 	return j
+}
+
+// outcome is the outcome of j, a finished run, as an error of its kind of
+// failure (nil: it passed, every rollback ok), which exitcode.Of maps to
+// the run's exit code as root maps a command's error. A refused run or a
+// lost guard is of the kind of what refused it (refusal).
+func outcome(j *drill.Journal, refusal error) error {
+	kind := exitcode.Kind(exitcode.Error)
+	switch {
+	case j.Outcome == drill.OutcomeInvalid:
+		kind = exitcode.Usage
+	case !j.RollbacksOK:
+		kind = exitcode.Rollback
+	case j.Outcome == drill.OutcomeInterrupted:
+		kind = exitcode.Interrupted
+	case refusal != nil:
+		kind = exitcode.Kind(exitcode.Of(refusal))
+	case j.Outcome == drill.OutcomePassed:
+		return nil
+	}
+	what := j.Outcome
+	if j.Outcome == drill.OutcomeRefused {
+		// Nothing was done: the refusal itself, one line naming the guard,
+		// the cause and the fix.
+		what = strings.Join(strings.Fields(j.Reason), " ")
+	}
+	return exitcode.Errorf(kind, "drill %s %s", j.Drill.Name, what)
 }
 
 // NewRunID returns a random run id: 12 lowercase hex digits.

@@ -210,7 +210,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
 	}
 	defer s.Close()
-	j := s.Run(ctx, d)
+	j, outcome := s.Run(ctx, d)
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, j); err != nil {
 			return err
@@ -219,20 +219,18 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		printSummary(f, j)
 	}
 	reportErr := s.Finish(j)
-	if j.ExitCode == drill.ExitPassed {
+	if outcome == nil {
 		return reportErr
 	}
-	// The run's exit code is the command's: a report that failed too is
-	// said on a line of its own.
+	// The run's outcome is the command's error: a report that failed too
+	// is said on a line of its own.
 	if reportErr != nil {
 		fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(oneLine(reportErr.Error())))
 	}
 	if j.Outcome == drill.OutcomeRefused {
-		// Nothing was done: the refusal is the command's error, one line
-		// naming the guard, the cause and the fix.
-		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "drill %s %s", d.Name, oneLine(j.Reason))
+		return outcome // nothing was done: the refusal is said in full
 	}
-	return exitcode.Errorf(exitcode.Kind(j.ExitCode), "%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome)
+	return fmt.Errorf("%w: %w", cmdutil.ErrSilent, outcome)
 }
 
 // checkReportPath checks, before anything runs, that a report can be
