@@ -30,6 +30,20 @@ import (
 var httpStepKind = stepKind{name: "http", summary: "send an HTTP request; assert on status, JSON fields, headers, body and latency",
 	outputs: []string{"status", "latency_ms", "body", "header.*", "json.*"}, decode: decodeHTTPStep}
 
+// httpConditionKind is the http condition: it holds when a request's
+// response meets its expectations (same fields as the http step but
+// repeat; status defaults to 2xx).
+var httpConditionKind = conditionKind{name: "http",
+	summary: "holds when an HTTP response meets its expectations (status, JSON fields, headers, body, latency)",
+	decode:  decodeHTTPCondition}
+
+func decodeHTTPCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
+	if r, _ := decodeRequest(d, n, "http"); r != nil {
+		return &httpStep{req: r, repeat: 1}
+	}
+	return nil
+}
+
 func decodeHTTPStep(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	r, m := decodeRequest(d, n, "http", "repeat")
 	if m == nil {
@@ -52,6 +66,7 @@ func decodeHTTPStep(d *drill.Decoder, n *yaml.Node) drill.Spec {
 // MaxRepeat bounds an http step's repeat.
 const MaxRepeat = 1000
 
+// httpStep is an http step (Run) or condition (Check).
 type httpStep struct {
 	req    *requestSpec
 	repeat int
@@ -94,6 +109,27 @@ func (a *httpStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Ou
 		}
 	}
 	return out, nil
+}
+
+// Check sends the request. A transport failure (refused, reset, timeout)
+// is an observation that the condition does not hold, not an evaluation
+// error: the endpoint being down is what many drills look for.
+func (a *httpStep) Check(ctx context.Context, rc *runtime.RunContext) (runtime.Observation, error) {
+	resp, err := a.req.do(ctx, rc)
+	if err != nil {
+		if ctx.Err() != nil {
+			return runtime.Observation{}, ctx.Err()
+		}
+		return runtime.Observation{Detail: err.Error()}, nil
+	}
+	fails, err := a.req.expect.check(rc, resp)
+	if err != nil {
+		return runtime.Observation{}, err
+	}
+	if len(fails) > 0 {
+		return runtime.Observation{Detail: resp.summary() + ": " + strings.Join(fails, "; ")}, nil
+	}
+	return runtime.Observation{Holds: true, Detail: resp.summary()}, nil
 }
 
 // ExpectationError reports the expectations a response did not meet.

@@ -11,7 +11,7 @@ import (
 )
 
 // shellStepKind is the shell step: run a command for anything the other
-// kinds do not cover.
+// kinds do not cover (the shell condition, below, runs it the same way).
 //
 //	shell: ./scripts/check.sh             # or:
 //	shell:
@@ -31,9 +31,14 @@ import (
 // whole process group is killed.
 var shellStepKind = stepKind{name: "shell",
 	summary: "run a shell command (step outputs in its environment); give it a rollback if it changes things",
-	outputs: []string{"stdout", "stderr", "exit_code"}, decode: decodeShellStep}
+	outputs: []string{"stdout", "stderr", "exit_code"}, decode: decodeShellKind}
 
-func decodeShellStep(d *drill.Decoder, n *yaml.Node) drill.Spec {
+// shellConditionKind is the shell condition: it holds when a command exits
+// with the expected code (default 0). Same fields as the shell step.
+var shellConditionKind = conditionKind{name: "shell", summary: "holds when a shell command exits with the expected code (default 0)",
+	decode: decodeShellKind}
+
+func decodeShellKind(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	s := decodeShell(d, n, "shell")
 	if s == nil {
 		return nil
@@ -41,6 +46,8 @@ func decodeShellStep(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	return &shellStep{spec: s}
 }
 
+// shellStep is a shell step (Run) or condition (Check): the command, run
+// and judged by its exit code alike.
 type shellStep struct{ spec *shellSpec }
 
 func (a *shellStep) Describe(rc *runtime.RunContext) string { return a.spec.describe(rc) }
@@ -59,4 +66,15 @@ func (a *shellStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 	}
 	out.Detail = fmt.Sprintf("exit code %d", r.exitCode)
 	return out, nil
+}
+
+func (a *shellStep) Check(ctx context.Context, rc *runtime.RunContext) (runtime.Observation, error) {
+	r, err := a.spec.exec(ctx, rc)
+	if err != nil {
+		return runtime.Observation{}, err
+	}
+	if r.exitCode != a.spec.exitCode {
+		return runtime.Observation{Detail: r.failure(a.spec.exitCode)}, nil
+	}
+	return runtime.Observation{Holds: true, Detail: fmt.Sprintf("exit code %d", r.exitCode)}, nil
 }
