@@ -305,7 +305,11 @@ type NamedTemplate struct {
 
 // TemplateMap decodes key as a mapping of names to template strings
 // (headers, environment variables), in document order.
-func (m *Map) TemplateMap(key string) []NamedTemplate {
+func (m *Map) TemplateMap(key string) []NamedTemplate { return m.templateMap(key, nil) }
+
+// templateMap is TemplateMap keeping the entries keep (nil: every one)
+// accepts; keep reports what it refuses, at the entry's key (kn).
+func (m *Map) templateMap(key string, keep func(kn *yaml.Node, t NamedTemplate) bool) []NamedTemplate {
 	n := m.Get(key)
 	if n == nil {
 		return nil
@@ -317,11 +321,20 @@ func (m *Map) TemplateMap(key string) []NamedTemplate {
 	out := make([]NamedTemplate, 0, len(sub.keys))
 	for _, k := range sub.keys {
 		t, ok := m.d.Template(sub.Get(k), sub.what+": "+k)
-		if ok {
-			out = append(out, NamedTemplate{Name: k, Value: t})
+		if nt := (NamedTemplate{Name: k, Value: t}); ok && (keep == nil || keep(sub.KeyNode(k), nt)) {
+			out = append(out, nt)
 		}
 	}
 	return out
+}
+
+// Items returns the items of n, a list, or n alone: for a field that
+// takes one value or a list of them.
+func Items(n *yaml.Node) []*yaml.Node {
+	if n.Kind == yaml.SequenceNode {
+		return n.Content
+	}
+	return []*yaml.Node{n}
 }
 
 // DescribeNode names n's kind for a message, with its text when it is a

@@ -650,15 +650,12 @@ func (d *Decoder) rollbacks(n *yaml.Node, what string) []*Step {
 	if n == nil {
 		return nil
 	}
-	items := []*yaml.Node{n}
-	if n.Kind == yaml.SequenceNode {
-		items = n.Content
-	} else if n.Kind != yaml.MappingNode {
+	if n.Kind != yaml.SequenceNode && n.Kind != yaml.MappingNode {
 		d.Errorf(n, "%s must be a step (a mapping) or a list of steps, not %s", what, kindName(n))
 		return nil
 	}
 	var out []*Step
-	for i, item := range items {
+	for i, item := range Items(n) {
 		if s := d.step(item, i, nil, false); s != nil {
 			out = append(out, s)
 		}

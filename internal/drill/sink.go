@@ -381,36 +381,19 @@ func (m *Map) URL(key string, required bool) (Template, bool) {
 // literal text of a value holds no control character (values are checked
 // again when expanded, by [Template.ExpandHeader]).
 func (m *Map) HeaderMap(key string) []NamedTemplate {
-	hs := m.TemplateMap(key)
-	sub := m.d.Resolve(m.vals[key])
-	out := hs[:0]
-	for _, h := range hs {
-		var kn *yaml.Node
-		if sub != nil {
-			kn = keyNode(sub, h.Name)
-		}
+	return m.templateMap(key, func(kn *yaml.Node, h NamedTemplate) bool {
 		if !validHeaderName(h.Name) {
 			m.d.Errorf(kn, "%s: %s: %q is not a header name (letters, digits and !#$%%&'*+-.^_`|~)", m.what, key, h.Name)
-			continue
+			return false
 		}
 		if s, static := h.Value.Static(); static {
 			if i := headerControl(s); i >= 0 {
 				m.d.Errorf(kn, "%s: %s: %s: the value holds a control character (%q at byte %d): a header value cannot carry one", m.what, key, h.Name, s[i], i)
-				continue
+				return false
 			}
 		}
-		out = append(out, h)
-	}
-	return out
-}
-
-func keyNode(mapping *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(mapping.Content); i += 2 {
-		if mapping.Content[i].Value == key {
-			return mapping.Content[i]
-		}
-	}
-	return mapping
+		return true
+	})
 }
 
 // validHeaderName reports whether s is an RFC 9110 token.

@@ -80,13 +80,9 @@ func alarmTemplates(m *drill.Map, key string) ([]drill.Template, bool) {
 	if v == nil {
 		return nil, true
 	}
-	items := []*yaml.Node{v}
-	if v.Kind == yaml.SequenceNode {
-		items = v.Content
-	}
 	var out []drill.Template
 	ok := true
-	for i, it := range items {
+	for i, it := range drill.Items(v) {
 		t, tok := m.Decoder().Template(it, fmt.Sprintf("%s: %s[%d]", m.What(), key, i))
 		if s, static := t.Static(); tok && static && (s == "" || len(s) > metrics.MaxAlarmNameLen) {
 			m.Decoder().Errorf(it, "%s: %s %q: an alarm name or prefix is 1-%d characters", m.What(), key, s, metrics.MaxAlarmNameLen)

@@ -308,13 +308,10 @@ func decodeStatus(d *drill.Decoder, n *yaml.Node, what string) (statusSet, bool)
 	if n == nil {
 		return statusSet{}, false
 	}
-	items := []*yaml.Node{n}
-	if n.Kind == yaml.SequenceNode {
-		items = n.Content
-		if len(items) == 0 {
-			d.Errorf(n, "%s: an empty list accepts nothing", what)
-			return statusSet{}, false
-		}
+	items := drill.Items(n)
+	if len(items) == 0 {
+		d.Errorf(n, "%s: an empty list accepts nothing", what)
+		return statusSet{}, false
 	}
 	var s statusSet
 	ok := true
@@ -405,11 +402,7 @@ func decodeExpect(d *drill.Decoder, n *yaml.Node, what string) (expectation, boo
 		}
 	}
 	if v := m.Get("body_contains"); v != nil {
-		items := []*yaml.Node{v}
-		if v.Kind == yaml.SequenceNode {
-			items = v.Content
-		}
-		for i, it := range items {
+		for i, it := range drill.Items(v) {
 			t, tok := d.Template(it, fmt.Sprintf("%s: body_contains[%d]", what, i))
 			e.bodyContains, ok = append(e.bodyContains, t), ok && tok
 		}
