@@ -134,10 +134,8 @@ func (l *LiveLog) Report(ev Event) {
 	case EventStepDone:
 		s := ev.Step
 		msg := fmt.Sprintf("  %s [%d/%d] %s %s in %s", l.mark(s.Status), ev.StepIndex, len(j.Steps), safe(s.ID), safe(s.Status), fmtSeconds(s.DurationSeconds))
-		if s.Error != "" {
-			msg += ": " + oneLine(s.Error)
-		} else if s.Detail != "" {
-			msg += ": " + oneLine(s.Detail)
+		if t := cmp.Or(s.Error, s.Detail); t != "" {
+			msg += ": " + oneLine(t)
 		}
 		l.line(ev.Time, "%s", msg)
 	case EventRollbackStarted:
