@@ -68,24 +68,14 @@ const (
 	StatusAbandoned = "abandoned"
 )
 
-// Exit codes of a run: koshactl's documented exit codes
-// (docs/exit-codes.md), from internal/exitcode, the one place they are
-// declared.
+// Exit codes of a run (docs/exit-codes.md): the codes exitcode.Of gives
+// a run's outcome, as the journal's exit_code holds them.
 const (
-	// ExitPassed: the hypothesis held and every rollback succeeded.
-	ExitPassed = exitcode.OK
-	// ExitFailed: the hypothesis failed, a step failed, a stop condition
-	// held or the drill timed out; every rollback succeeded.
-	ExitFailed = exitcode.Error
-	// ExitInvalid: the drill file (or a variable) is invalid; nothing was done.
-	ExitInvalid = exitcode.Usage
-	// ExitRollbackFailed: at least one rollback failed or was abandoned,
-	// or its outcome is unknown (the store could not be reached to settle
-	// it: its error says what to read); the levers it names stay moved
-	// until they expire.
-	ExitRollbackFailed = exitcode.Rollback
-	// ExitInterrupted: interrupted, and every rollback succeeded.
-	ExitInterrupted = exitcode.Interrupted
+	ExitPassed         = exitcode.OK          // the hypothesis held, every rollback succeeded
+	ExitFailed         = exitcode.Error       // a step or the hypothesis failed, a stop condition held, or the drill timed out
+	ExitInvalid        = exitcode.Usage       // the drill file (or a variable) is invalid; nothing was done
+	ExitRollbackFailed = exitcode.Rollback    // a rollback failed or was abandoned, or its outcome is unknown
+	ExitInterrupted    = exitcode.Interrupted // interrupted, every rollback succeeded
 )
 
 // Journal is the record of one run: every check, step and rollback with
