@@ -301,38 +301,25 @@ func (d *Decoder) drill(doc *yaml.Node) *Drill {
 		}
 		dr.PollInterval = t
 	}
-	if n := m.Get("guard_grace"); n != nil {
-		dr.GuardGrace = d.guardGrace(n, dr.Timeout)
-	}
+	// Each section's decoder takes an absent (nil) node as empty.
+	dr.GuardGrace = d.guardGrace(m.Get("guard_grace"), dr.Timeout)
 	d.drillTimeout = dr.Timeout
 	d.pollInterval = dr.PollInterval
 
 	// Variables first: everything else may use them.
 	d.scope = scope{where: "vars", vars: map[string]bool{}}
-	if n := m.Get("vars"); n != nil {
-		dr.Vars = d.vars(n)
-	}
-	if n := m.Get("metrics_url"); n != nil {
-		d.scope.where = "metrics_url"
-		dr.MetricsURL, _ = d.URL(n, "metrics_url")
-	}
+	dr.Vars = d.vars(m.Get("vars"))
+	d.scope.where = "metrics_url"
+	dr.MetricsURL, _ = d.URL(m.Get("metrics_url"), "metrics_url")
 	d.collectStepIDs(m.Get("steps"))
 
 	d.scope.where, d.scope.stepsAllowed = "the hypothesis", false
-	if n := m.Get("hypothesis"); n != nil {
-		dr.Hypothesis = d.checks(n, "hypothesis")
-	}
+	dr.Hypothesis = d.checks(m.Get("hypothesis"), "hypothesis")
 	d.scope.where = "a stop condition"
-	if n := m.Get("stop_conditions"); n != nil {
-		dr.StopConditions = d.checks(n, "stop_conditions")
-	}
-	if n := m.Require("steps"); n != nil {
-		dr.Steps = d.steps(n)
-	}
+	dr.StopConditions = d.checks(m.Get("stop_conditions"), "stop_conditions")
+	dr.Steps = d.steps(m.Require("steps"))
 	d.scope = scope{where: "a drill-level rollback", vars: d.scope.vars}
-	if n := m.Get("rollback"); n != nil {
-		dr.Rollbacks = d.rollbacks(n, "rollback")
-	}
+	dr.Rollbacks = d.rollbacks(m.Get("rollback"), "rollback")
 	dr.alarms = d.alarms
 	return dr
 }
@@ -452,9 +439,7 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 		}
 		c.Interval = t
 	}
-	if t, ok := m.Duration("timeout", false); ok {
-		c.Timeout = t
-	}
+	c.Timeout, _ = m.Duration("timeout", false)
 	c.OnError = d.OnError(m)
 	if c.Kind, c.Spec = d.condition(m, what, checkFields); c.Spec == nil {
 		return nil
