@@ -588,30 +588,36 @@ func EnvName(parts ...string) string {
 // ExpandValue expands every template inside v (as [Decoder.Value] returns it) into a plain JSON-like
 // value (strings, float64, bool, nil, []any, map[string]any).
 func ExpandValue(rc Resolver, v any) (any, error) {
+	return MapValue(v, func(leaf any) (any, error) {
+		if t, ok := leaf.(Template); ok {
+			s, _, err := t.Expand(rc)
+			return s, err
+		}
+		return leaf, nil
+	})
+}
+
+// MapValue is v, a JSON-like value, with each leaf (anything but a []any
+// or a map[string]any) replaced by f's value; f's first error ends it.
+func MapValue(v any, f func(leaf any) (any, error)) (any, error) {
+	var err error
 	switch x := v.(type) {
-	case Template:
-		s, _, err := x.Expand(rc)
-		return s, err
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := ExpandValue(rc, e)
-			if err != nil {
+			if out[i], err = MapValue(e, f); err != nil {
 				return nil, err
 			}
-			out[i] = r
 		}
 		return out, nil
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			r, err := ExpandValue(rc, e)
-			if err != nil {
+			if out[k], err = MapValue(e, f); err != nil {
 				return nil, err
 			}
-			out[k] = r
 		}
 		return out, nil
 	}
-	return v, nil
+	return f(v)
 }

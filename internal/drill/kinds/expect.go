@@ -110,26 +110,15 @@ func decodeMatcher(d *drill.Decoder, n *yaml.Node, what string) (matcher, bool) 
 
 // normalize turns json.Number into float64 throughout, for comparison.
 func normalize(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := x.Float64()
-		if err != nil {
-			return x.String()
+	v, _ = drill.MapValue(v, func(leaf any) (any, error) {
+		if n, ok := leaf.(json.Number); ok {
+			if f, err := n.Float64(); err == nil {
+				return f, nil
+			}
+			return n.String(), nil
 		}
-		return f
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalize(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = normalize(e)
-		}
-		return out
-	}
+		return leaf, nil
+	})
 	return v
 }
 
