@@ -604,9 +604,7 @@ func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *
 	kindKey := d.oneKind(m, what, fields, names(d.reg.Steps), "step")
 	if kindKey != "" {
 		s.Kind, _ = d.reg.Step(kindKey)
-		if s.Name == "" {
-			s.Name = s.ID
-		}
+		s.Name = cmp.Or(s.Name, s.ID)
 		prev := d.scope.current
 		if top {
 			d.scope.current = s.ID

@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,10 +126,7 @@ func (a *chaosSign) Describe(*runtime.RunContext) string {
 
 // Plan implements Mutating.
 func (a *chaosSign) Plan(rc *runtime.RunContext) *runtime.PlanLever {
-	ttl := a.req.TTL
-	if ttl == 0 {
-		ttl = chaos.DefaultTTL
-	}
+	ttl := cmp.Or(a.req.TTL, chaos.DefaultTTL)
 	bound := min(ttl, rc.Drill.Timeout, chaos.MaxTTL).Truncate(time.Second)
 	return &runtime.PlanLever{Subject: "chaos#" + rc.CurrentStep(), Inverse: "withdraw the header from the run (it cannot be revoked)",
 		ExpiresWithinSeconds: drill.Seconds(bound), Expiry: fmt.Sprintf("the header expires after min(ttl %s, time left, %s)", ttl, chaos.MaxTTL)}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,11 +33,7 @@ func (e *StopError) Error() string {
 
 // evaluate evaluates c once, bounded by its timeout.
 func evaluate(ctx context.Context, rc *runtime.RunContext, c *drill.Check) (runtime.Observation, error) {
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = drill.DefaultCheckTimeout
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := context.WithTimeout(ctx, cmp.Or(c.Timeout, drill.DefaultCheckTimeout))
 	defer cancel()
 	return runtime.ConditionOf(c).Check(cctx, rc)
 }

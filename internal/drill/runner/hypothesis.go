@@ -94,11 +94,7 @@ func (u *run) hypothesisAfter(ctx context.Context, beforeFailed bool) {
 func (u *run) check(ctx context.Context, c *drill.Check, phase string) (drill.CheckRecord, *runtime.GuardLostError) {
 	r, d, rc := u.jr, u.d, u.rc
 	start := rc.Now()
-	interval := c.Interval
-	if interval == 0 {
-		interval = d.PollInterval
-	}
-	spec := runtime.PollSpec{Within: c.Within, Interval: interval, Attempt: c.Timeout}
+	spec := runtime.PollSpec{Within: c.Within, Interval: cmp.Or(c.Interval, d.PollInterval), Attempt: c.Timeout}
 	if c.Within > 0 && c.OnError != drill.OnErrorContinue {
 		spec.Guard = &runtime.PollGuard{Role: drill.RoleHypothesis, Name: c.Name, Grace: d.GuardGrace}
 	}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -189,18 +190,8 @@ func (u *run) announce(ctx context.Context, action, outcome, detail string) {
 
 // start builds the journal and the run context, and announces the run.
 func (r *Runner) start(d *drill.Drill) *run {
-	svc := r.Deps
-	if svc == nil {
-		svc = &runtime.Deps{}
-	}
-	runID := r.RunID
-	if runID == "" {
-		runID = NewRunID()
-	}
-	u := &run{cfg: r, d: d, rbParent: r.RollbackContext, guards: map[*drill.Check]*runtime.GuardState{}}
-	if u.rbParent == nil {
-		u.rbParent = context.Background()
-	}
+	svc, runID := cmp.Or(r.Deps, &runtime.Deps{}), cmp.Or(r.RunID, NewRunID())
+	u := &run{cfg: r, d: d, rbParent: cmp.Or(r.RollbackContext, context.Background()), guards: map[*drill.Check]*runtime.GuardState{}}
 	rc := runtime.NewRunContext(d, runID, svc, nil)
 	j := &drill.Journal{Kind: "DrillRun", Version: drill.JournalVersion, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
 		RunID: runID, Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor,

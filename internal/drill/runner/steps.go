@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,9 +127,7 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 		outs, err = runtime.ActionOf(s).Run(sctx, rc)
 	}
 	if gl := (*runtime.GuardLostError)(nil); errors.As(err, &gl) && runCtx.Err() == nil {
-		if gl.Name == "" {
-			gl.Name = s.ID
-		}
+		gl.Name = cmp.Or(gl.Name, s.ID)
 		u.cancel(gl)
 	}
 	if outs != nil {

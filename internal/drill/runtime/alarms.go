@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -79,10 +80,7 @@ func (w *alarmWatcher) queries(ctx context.Context, rc *RunContext) (map[string]
 		if err != nil {
 			continue
 		}
-		r := t.Region
-		if r == "" {
-			r = def
-		}
+		r := cmp.Or(t.Region, def)
 		q := out[r]
 		q.Names = append(q.Names, t.Query.Names...)
 		q.Prefixes = append(q.Prefixes, t.Query.Prefixes...)
@@ -98,9 +96,7 @@ func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) 
 	if err != nil {
 		return nil, err
 	}
-	if region == "" {
-		region = def
-	}
+	region = cmp.Or(region, def)
 	round, _ := ctx.Value(alarmRoundKey{}).(*alarmRound)
 	if round == nil {
 		round = &alarmRound{reads: map[string]*RegionAlarms{}, errs: map[string]error{}}

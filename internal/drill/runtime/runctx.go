@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -126,10 +127,7 @@ type RunContext struct {
 // (the real clock when nil), it starts now and ends d.Timeout later.
 // notify, when set, receives the run's notices (see [RunContext.Notify]).
 func NewRunContext(d *drill.Drill, runID string, svc *Deps, notify func(string)) *RunContext {
-	clk := svc.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
+	clk := cmp.Or(svc.Clock, clock.Clock(clock.Real{}))
 	now := clk.Now()
 	return &RunContext{Drill: d, RunID: runID, Deps: svc, clock: clk, started: now, deadline: now.Add(d.Timeout),
 		notify: notify, outputs: map[string]*Outputs{}, vars: map[string]string{}, varSecret: map[string]bool{},
