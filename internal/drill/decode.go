@@ -279,11 +279,7 @@ func (m *Map) Duration(key string, required bool) (time.Duration, bool) {
 // Bool decodes key as a boolean.
 func (m *Map) Bool(key string) (bool, bool) {
 	n := m.Get(key)
-	if n == nil {
-		return false, false
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		m.d.Errorf(n, "%s: %s must be true or false, not %s", m.what, key, DescribeNode(n))
+	if n == nil || !m.d.scalar(n, m.what+": "+key, "true or false", "!!bool") {
 		return false, false
 	}
 	return n.Value == "true" || n.Value == "True" || n.Value == "TRUE", true
@@ -346,9 +342,23 @@ func DescribeNode(n *yaml.Node) string {
 	return kindName(n)
 }
 
+// scalar reports whether n, resolved, is a scalar that can be want: of
+// one of tags, or of any tag but null when none is given; when it is not,
+// a problem says what n is instead.
+func (d *Decoder) scalar(n *yaml.Node, what, want string, tags ...string) bool {
+	if n.Kind == yaml.ScalarNode && (slices.Contains(tags, n.ShortTag()) || len(tags) == 0 && n.ShortTag() != "!!null") {
+		return true
+	}
+	desc := kindName(n)
+	if len(tags) > 0 {
+		desc = DescribeNode(n)
+	}
+	d.Errorf(n, "%s must be %s, not %s", what, want, desc)
+	return false
+}
+
 func (d *Decoder) stringValue(n *yaml.Node, what string) (string, bool) {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		d.Errorf(n, "%s must be a string, not %s", what, kindName(n))
+	if !d.scalar(n, what, "a string") {
 		return "", false
 	}
 	return n.Value, true
@@ -365,12 +375,7 @@ func (d *Decoder) String(n *yaml.Node, what string) (string, bool) {
 
 // Duration decodes n as a positive Go duration.
 func (d *Decoder) Duration(n *yaml.Node, what string) (time.Duration, bool) {
-	n = d.Resolve(n)
-	if n == nil {
-		return 0, false
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		d.Errorf(n, "%s must be a duration like 30s or 2m, not %s", what, kindName(n))
+	if n = d.Resolve(n); n == nil || !d.scalar(n, what, "a duration like 30s or 2m") {
 		return 0, false
 	}
 	v, err := time.ParseDuration(n.Value)
@@ -391,12 +396,7 @@ func (d *Decoder) Duration(n *yaml.Node, what string) (time.Duration, bool) {
 
 // Int decodes n as an integer.
 func (d *Decoder) Int(n *yaml.Node, what string) (int, bool) {
-	n = d.Resolve(n)
-	if n == nil {
-		return 0, false
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		d.Errorf(n, "%s must be a whole number, not %s", what, DescribeNode(n))
+	if n = d.Resolve(n); n == nil || !d.scalar(n, what, "a whole number", "!!int") {
 		return 0, false
 	}
 	v, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 32)
@@ -409,12 +409,7 @@ func (d *Decoder) Int(n *yaml.Node, what string) (int, bool) {
 
 // Float decodes n as a finite number.
 func (d *Decoder) Float(n *yaml.Node, what string) (float64, bool) {
-	n = d.Resolve(n)
-	if n == nil {
-		return 0, false
-	}
-	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
-		d.Errorf(n, "%s must be a number, not %s", what, DescribeNode(n))
+	if n = d.Resolve(n); n == nil || !d.scalar(n, what, "a number", "!!int", "!!float") {
 		return 0, false
 	}
 	var v float64
@@ -435,12 +430,7 @@ func (d *Decoder) Template(n *yaml.Node, what string) (Template, bool) {
 // templateFor is Template for a sink: refuse, when set, says why a
 // reference that is in scope may not be used there (see sink.go).
 func (d *Decoder) templateFor(n *yaml.Node, what string, refuse refusal) (Template, bool) {
-	n = d.Resolve(n)
-	if n == nil {
-		return Template{}, false
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		d.Errorf(n, "%s must be a string, not %s", what, kindName(n))
+	if n = d.Resolve(n); n == nil || !d.scalar(n, what, "a string") {
 		return Template{}, false
 	}
 	t, errs := parseTemplate(n.Value)
