@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -159,13 +160,8 @@ func Markdown(w io.Writer, in Input) error {
 	}))
 	if g := r.Guard; g != nil {
 		fmt.Fprintf(&b, "### %s\n\n", g.Heading)
-		rows := [][2]string{{"guard", g.Role + " " + g.Condition}, {"at", g.At}}
-		for _, kv := range [][2]string{{"since", g.Since}, {"polls", g.Polls}, {"grace", g.Grace}, {"cause", g.Cause}, {"fix", g.Fix}} {
-			if kv[1] != "" {
-				rows = append(rows, kv)
-			}
-		}
-		pairs(rows)
+		pairs(slices.DeleteFunc([][2]string{{"guard", g.Role + " " + g.Condition}, {"at", g.At}, {"since", g.Since}, {"polls", g.Polls},
+			{"grace", g.Grace}, {"cause", g.Cause}, {"fix", g.Fix}}, func(kv [2]string) bool { return kv[1] == "" }))
 	}
 	table("Preflight", []string{"check", "kind", "result", "observed"}, mapRows(r.Preflight, func(c checkRow) []string {
 		return []string{c.Name, c.Kind, c.Status, cmp.Or(c.Error, c.Detail)}
@@ -209,11 +205,5 @@ func mapRows[T, R any](xs []T, row func(T) R) []R {
 }
 
 func joinNonEmpty(sep string, s ...string) string {
-	var out []string
-	for _, v := range s {
-		if v != "" {
-			out = append(out, v)
-		}
-	}
-	return strings.Join(out, sep)
+	return strings.Join(slices.DeleteFunc(s, func(v string) bool { return v == "" }), sep)
 }

@@ -177,12 +177,7 @@ func (c *alarmCondition) Check(ctx context.Context, rc *runtime.RunContext) (run
 	if err != nil {
 		return runtime.Observation{}, err
 	}
-	var mine []metrics.Alarm
-	for _, a := range read.Alarms {
-		if t.Query.Matches(a.Name) {
-			mine = append(mine, a)
-		}
-	}
+	mine := slices.DeleteFunc(slices.Clone(read.Alarms), func(a metrics.Alarm) bool { return !t.Query.Matches(a.Name) })
 	var missing []string
 	for _, n := range t.Query.Names {
 		if !slices.ContainsFunc(mine, func(a metrics.Alarm) bool { return a.Name == n }) {

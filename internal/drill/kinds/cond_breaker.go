@@ -173,16 +173,10 @@ func (c *breakerCondition) Check(ctx context.Context, rc *runtime.RunContext) (r
 		if err != nil {
 			return runtime.Observation{}, err
 		}
-		var only []runtime.InstanceGauge
-		for _, in := range r.Instances {
-			if in.Instance == name {
-				only = append(only, in)
-			}
-		}
-		if len(only) == 0 {
+		r.Instances = slices.DeleteFunc(slices.Clone(r.Instances), func(in runtime.InstanceGauge) bool { return in.Instance != name })
+		if len(r.Instances) == 0 {
 			return runtime.Observation{Detail: fmt.Sprintf("%s: instance %s reports no breaker_state", dep, name)}, nil
 		}
-		r.Instances = only
 	}
 	counts := map[string]int{}
 	match := 0

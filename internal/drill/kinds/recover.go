@@ -87,12 +87,9 @@ func disagree(rec drill.RollbackRecord, subject, format string, args ...any) str
 // runRecords keeps the records of trail that the run wrote on subject
 // with one of actions, in the order they were made.
 func runRecords(trail []audit.Record, runID, subject string, actions ...string) []audit.Record {
-	var out []audit.Record
-	for _, r := range trail {
-		if r.RunID == runID && r.Subject == subject && slices.Contains(actions, r.Action) {
-			out = append(out, r)
-		}
-	}
+	out := slices.DeleteFunc(slices.Clone(trail), func(r audit.Record) bool {
+		return r.RunID != runID || r.Subject != subject || !slices.Contains(actions, r.Action)
+	})
 	slices.SortStableFunc(out, func(a, b audit.Record) int { return a.Time.Compare(b.Time) })
 	return out
 }
