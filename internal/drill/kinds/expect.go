@@ -30,9 +30,8 @@ type matcher struct {
 
 type matchOp struct {
 	op     string
-	want   any     // nil, bool, float64, Template, []any, map[string]any
+	want   any     // nil, bool, float64, Template, []any (in: the values), map[string]any
 	num    float64 // gt, gte, lt, lte
-	list   []any   // in
 	re     *regexp.Regexp
 	exists bool
 }
@@ -76,7 +75,12 @@ func decodeMatcher(d *drill.Decoder, n *yaml.Node, what string) (matcher, bool) 
 		mo := matchOp{op: op}
 		sub := what + ": " + op
 		switch op {
-		case "equals", "not_equals", "contains":
+		case "equals", "not_equals", "contains", "in":
+			if op == "in" && (v.Kind != yaml.SequenceNode || len(v.Content) == 0) {
+				d.Errorf(v, "%s must be a non-empty list of values", sub)
+				ok = false
+				break
+			}
 			val, vok := d.Value(v, sub, true)
 			mo.want, ok = val, ok && vok
 		case "exists":
@@ -85,16 +89,6 @@ func decodeMatcher(d *drill.Decoder, n *yaml.Node, what string) (matcher, bool) 
 		case "gt", "gte", "lt", "lte":
 			f, fok := d.Float(v, sub)
 			mo.num, ok = f, ok && fok
-		case "in":
-			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-				d.Errorf(v, "%s must be a non-empty list of values", sub)
-				ok = false
-				break
-			}
-			for i, item := range v.Content {
-				val, vok := d.Value(item, fmt.Sprintf("%s[%d]", sub, i), true)
-				mo.list, ok = append(mo.list, val), ok && vok
-			}
 		case "matches":
 			s, sok := d.String(v, sub)
 			re, err := regexp.Compile(s)
@@ -206,18 +200,8 @@ func (m matcher) match(rc *runtime.RunContext, got any, exists, loose bool) (str
 				fail = fmt.Sprintf("want %s %s, got %s", sym, showWant(op.num), showWant(f))
 			}
 		case "in":
-			found := false
-			list := make([]any, 0, len(op.list))
-			for _, w := range op.list {
-				rw, err := drill.ExpandValue(rc, w)
-				if err != nil {
-					return "", err
-				}
-				list = append(list, rw)
-				found = found || (exists && reflect.DeepEqual(coerce(got, rw, loose), rw))
-			}
-			if !found {
-				fail = fmt.Sprintf("want one of %s, got %s", jsonText(list), showGot(got, exists))
+			if !slices.ContainsFunc(want.([]any), func(w any) bool { return exists && reflect.DeepEqual(coerce(got, w, loose), w) }) {
+				fail = fmt.Sprintf("want one of %s, got %s", jsonText(want), showGot(got, exists))
 			}
 		case "contains":
 			fail = containsProblem(got, want, exists)
