@@ -172,7 +172,8 @@ type runJournal struct {
 	reporters []Reporter
 	// clock stamps events; nil means the wall clock.
 	clock clock.Clock
-	// rbs[i] is the rollback of journal.Rollbacks[i].
+	// rbs[i] is the rollback of journal.Rollbacks[i]: the run's stack of
+	// rollbacks, in registration order.
 	rbs []runtime.Rollback
 	// stepIdx is the step running now (1-based), for notices.
 	stepIdx int

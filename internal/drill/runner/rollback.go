@@ -25,11 +25,6 @@ const (
 // abandoned is the error of a rollback the operator abandoned.
 const abandoned = "abandoned: the operator stopped the rollback"
 
-type stackEntry struct {
-	rb  runtime.Rollback
-	idx int // into journal.Rollbacks
-}
-
 func rollbackSummary(j *drill.Journal) string {
 	if len(j.Rollbacks) == 0 {
 		return "no rollbacks"
@@ -49,7 +44,6 @@ func (u *run) push(rb runtime.Rollback, step string, explicit bool) string {
 		j.Rollbacks[idx].Lever = l
 	}
 	r.rbs = append(r.rbs, rb)
-	u.stack = append(u.stack, stackEntry{rb: rb, idx: idx})
 	rec := &j.Rollbacks[idx]
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventRollbackRegistered, Rollback: rec})
@@ -59,17 +53,17 @@ func (u *run) push(rb runtime.Rollback, step string, explicit bool) string {
 // rollbackAll runs every registered rollback, last registered first.
 func (u *run) rollbackAll() {
 	u.jr.emit(Event{Kind: EventPhase, Phase: drill.PhaseRollback})
-	for i := len(u.stack) - 1; i >= 0; i-- {
-		u.rollback(u.stack[i])
+	for i := len(u.jr.rbs) - 1; i >= 0; i-- {
+		u.rollback(i)
 	}
 }
 
-// rollback runs one rollback on a fresh context with its own timeout,
-// retrying a failure while time is left.
-func (u *run) rollback(e stackEntry) {
+// rollback runs the i-th registered rollback on a fresh context with its
+// own timeout, retrying a failure while time is left.
+func (u *run) rollback(i int) {
 	r, parent, rc, d, j := u.jr, u.rbParent, u.rc, u.d, u.j
 	r.mu.Lock()
-	rec := &j.Rollbacks[e.idx]
+	rec, rb := &j.Rollbacks[i], r.rbs[i]
 	if parent.Err() != nil {
 		rec.Status, rec.Error = drill.StatusAbandoned, abandoned
 	} else {
@@ -80,7 +74,7 @@ func (u *run) rollback(e stackEntry) {
 		ctx, cancel := context.WithTimeout(parent, d.RollbackTimeout)
 		defer cancel()
 		rc.SetCurrentStep(rec.Step)
-		detail, attempts, err := undoWithRetry(ctx, rc, e.rb)
+		detail, attempts, err := undoWithRetry(ctx, rc, rb)
 		end := rc.Now()
 		r.mu.Lock()
 		rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, drill.TimePtr(end), drill.Seconds(end.Sub(start))
@@ -99,7 +93,7 @@ func (u *run) rollback(e stackEntry) {
 			rec.Status, rec.Error = drill.StatusFailed, err.Error()
 		}
 	}
-	r.addExpiry(rec, e.rb)
+	r.addExpiry(rec, rb)
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventRollbackDone, Rollback: rec})
 }

@@ -111,8 +111,6 @@ type run struct {
 	rbParent context.Context
 	// cancel ends the steps with a cause (a stop, a lost guard).
 	cancel context.CancelCauseFunc
-	// stack is the rollbacks in registration order (the main goroutine's).
-	stack []stackEntry
 
 	// guards follows each stop condition's failed evaluations in a row
 	// (the monitor and the steps' loop both evaluate them).
