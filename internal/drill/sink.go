@@ -448,36 +448,24 @@ func urlPositions(t Template) []urlPos {
 			continue
 		}
 		s := p.lit
-		for i := 0; i < len(s); i++ {
-			switch state {
-			case urlBase, urlScheme:
-				if strings.HasPrefix(s[i:], "://") {
-					state = urlHost
-					i += 2
-				} else {
+		if state <= urlScheme { // text before "://" is the scheme
+			i := strings.Index(s, "://")
+			if i < 0 {
+				if s != "" {
 					state = urlScheme
 				}
-			case urlHost:
-				switch s[i] {
-				case '/':
-					state = urlPath
-				case '?':
-					state = urlQuery
-				case '#':
-					state = urlFragment
-				}
-			case urlPath:
-				switch s[i] {
-				case '?':
-					state = urlQuery
-				case '#':
-					state = urlFragment
-				}
-			case urlQuery:
-				if s[i] == '#' {
-					state = urlFragment
-				}
-			case urlFragment:
+				continue
+			}
+			state, s = urlHost, s[i+len("://"):]
+		}
+		for _, c := range s {
+			switch {
+			case c == '#' && state < urlFragment:
+				state = urlFragment
+			case c == '?' && state < urlQuery:
+				state = urlQuery
+			case c == '/' && state == urlHost:
+				state = urlPath
 			}
 		}
 	}
