@@ -181,9 +181,6 @@ func (u *run) firstStop(ctx context.Context) error {
 // noticeStop notes msg about a stop condition, once while it repeats.
 func (r *runJournal) noticeStop(name, msg string) {
 	r.mu.Lock()
-	if r.stopNoticed == nil {
-		r.stopNoticed = map[string]string{}
-	}
 	repeated := r.stopNoticed[name] == msg
 	r.stopNoticed[name] = msg
 	r.mu.Unlock()

@@ -203,7 +203,7 @@ func (r *Runner) start(d *drill.Drill) *run {
 		j.Steps[i] = drill.StepRecord{ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Status: drill.StatusPending}
 	}
 	u.rc, u.j = rc, j
-	u.jr = &runJournal{journal: j, rc: rc, reporters: r.Reporters, clock: svc.Clock}
+	u.jr = &runJournal{journal: j, rc: rc, reporters: r.Reporters, clock: svc.Clock, stopNoticed: map[string]string{}}
 	r.live.Store(u.jr)
 	rc.SetNotify(u.jr.stepNotice)
 	u.jr.emit(Event{Kind: EventRunStarted})
