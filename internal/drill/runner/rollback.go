@@ -37,14 +37,11 @@ func (u *run) push(rb runtime.Rollback, step string, explicit bool) string {
 	r, j, rc := u.jr, u.j, u.rc
 	r.mu.Lock()
 	id := fmt.Sprintf("rb-%d", len(j.Rollbacks)+1)
-	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: rb.Describe(),
-		Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: drill.StatusPending})
-	idx := len(j.Rollbacks) - 1
-	if l := rb.LeverRecord(); l != nil {
-		j.Rollbacks[idx].Lever = l
-	}
+	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Description: rb.Describe(), Explicit: explicit,
+		RegisteredAt: rc.Now().UTC(), Status: drill.StatusPending})
 	r.rbs = append(r.rbs, rb)
-	rec := &j.Rollbacks[idx]
+	rec := &j.Rollbacks[len(j.Rollbacks)-1]
+	r.addExpiry(rec, rb)
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventRollbackRegistered, Rollback: rec})
 	return id
@@ -127,8 +124,9 @@ func undoWithRetry(ctx context.Context, rc *runtime.RunContext, rb runtime.Rollb
 	return detail, attempts, err
 }
 
-// addExpiry records when the lever lapses on its own (for rollbacks that
-// did not succeed, the worst case).
+// addExpiry records rb's subject and lever record as they are now, and
+// when its lever lapses on its own (for rollbacks that did not succeed,
+// the worst case).
 func (r *runJournal) addExpiry(rec *drill.RollbackRecord, rb runtime.Rollback) {
 	if t := rb.ExpiresAt(); !t.IsZero() {
 		rec.ExpiresAt = drill.TimePtr(t)

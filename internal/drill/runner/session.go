@@ -142,9 +142,7 @@ func watchSignals(sigs <-chan os.Signal, r *Runner, finished *atomic.Bool, inter
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		n := 0
 		for {
 			select {
@@ -169,7 +167,7 @@ func watchSignals(sigs <-chan os.Signal, r *Runner, finished *atomic.Bool, inter
 				}
 			}
 		}
-	}()
+	})
 	return func() { close(done); wg.Wait() }
 }
 
