@@ -1,7 +1,6 @@
 package drill
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"math"
@@ -60,10 +59,6 @@ type scope struct {
 	// current is the id of the step being decoded.
 	current string
 	vars    map[string]bool
-}
-
-func newDecoder(file string, reg *Registry) *Decoder {
-	return &Decoder{file: file, reg: reg, budget: nodeBudget, allSteps: map[string]string{}}
 }
 
 // Errorf records a problem at n's position (the file start when n is nil).
@@ -621,24 +616,11 @@ func (e *ProblemsError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-func sortProblems(ps []Problem) {
-	slices.SortStableFunc(ps, func(a, b Problem) int {
-		if c := cmp.Compare(a.Line, b.Line); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Col, b.Col)
-	})
-}
-
-// closest returns the candidate nearest to s by edit distance, ignoring
-// case, if it is close enough to be a likely typo.
-func closest(s string, candidates []string) string {
-	return suggest.Closest(s, candidates, max(3, 1+len(s)/3), strings.ToLower)
-}
-
-// DidYouMean returns ` (did you mean "x"?)` or "".
+// DidYouMean returns ` (did you mean "x"?)` for the candidate nearest to
+// s by edit distance, ignoring case, when it is near enough to be a likely
+// typo; otherwise "".
 func DidYouMean(s string, candidates []string) string {
-	if c := closest(s, candidates); c != "" {
+	if c := suggest.Closest(s, candidates, max(3, 1+len(s)/3), strings.ToLower); c != "" {
 		return fmt.Sprintf(" (did you mean %q?)", c)
 	}
 	return ""

@@ -194,9 +194,9 @@ func Parse(reg *Registry, file string, src []byte) (*Drill, []Problem) {
 	} else if !errors.Is(err, io.EOF) {
 		return nil, []Problem{yamlProblem(file, err)}
 	}
-	d := newDecoder(file, reg)
+	d := &Decoder{file: file, reg: reg, budget: nodeBudget, allSteps: map[string]string{}}
 	dr := d.drill(&doc)
-	sortProblems(d.problems)
+	slices.SortStableFunc(d.problems, func(a, b Problem) int { return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col)) })
 	if len(d.problems) > 0 {
 		return nil, d.problems
 	}
