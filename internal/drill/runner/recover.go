@@ -162,10 +162,7 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 		own.Audit = newJournalingAudit(own.Audit, func(a drill.AuditRef) { j.Audit = append(j.Audit, a) })
 	}
 	svc := &own
-	timeout := rv.RollbackTimeout
-	if timeout <= 0 {
-		timeout = drill.DefaultRollbackTimeout
-	}
+	timeout := cmp.Or(max(rv.RollbackTimeout, 0), drill.DefaultRollbackTimeout)
 	d := &drill.Drill{Name: j.Drill.Name, File: j.Drill.File, Timeout: time.Duration(j.TimeoutSeconds * float64(time.Second)), RollbackTimeout: timeout}
 	rc := runtime.NewRecoveryContext(d, j, svc)
 	rec := &drill.RecoveryRecord{At: rc.Now().UTC(), Actor: svc.Actor, Rollbacks: []string{}, OK: true}
@@ -210,16 +207,13 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 	if !rec.OK {
 		outcome = "failed"
 	}
-	var auditIDs []string
 	if svc.Audit != nil {
-		arec, err := svc.Audit.Append(ctx, audit.Entry{Actor: svc.Actor, Action: ActionRecover, Subject: "drill#" + j.Drill.Name,
+		_, err := svc.Audit.Append(ctx, audit.Entry{Actor: svc.Actor, Action: ActionRecover, Subject: "drill#" + j.Drill.Name,
 			Reason: rc.Reason(rec.Detail + " (" + strings.Join(rec.Rollbacks, ", ") + ")"), Outcome: outcome,
 			RunID: j.RunID, After: map[string]any{"run_id": j.RunID, "rollbacks": rec.Rollbacks, "ok": rec.OK}})
 		if err != nil {
 			rec.OK = false
 			rec.Detail += "; the recovery's audit record could not be written: " + err.Error()
-		} else {
-			auditIDs = append(auditIDs, arec.ID)
 		}
 	}
 	j.Recoveries = append(j.Recoveries, *rec)
@@ -230,14 +224,15 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 		for _, i := range pending {
 			recovered = append(recovered, j.Rollbacks[i])
 		}
-		// The records the recovery's rollbacks wrote, then its own.
+		// The records the recovery's rollbacks wrote, then its own (all
+		// named in the journal as they were written).
 		var ids []string
 		for _, a := range j.Audit[min(auditStart, len(j.Audit)):] {
 			ids = append(ids, a.ID)
 		}
 		rv.Notifier.Notify(ctx, notify.Event{Action: notify.ActionDrillRecovered, Source: notify.SourceDrill, Context: svc.ContextName,
 			Actor: svc.Actor, Reason: rc.Reason(""), Outcome: outcome, Detail: rc.Redact(rec.Detail),
-			Drill: &notify.Drill{Name: j.Drill.Name, RunID: j.RunID}, Levers: drillLevers(recovered), AuditIDs: append(ids, auditIDs...)})
+			Drill: &notify.Drill{Name: j.Drill.Name, RunID: j.RunID}, Levers: drillLevers(recovered), AuditIDs: ids})
 	}
 	return rec, nil
 }
