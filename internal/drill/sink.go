@@ -382,7 +382,7 @@ func (m *Map) URL(key string, required bool) (Template, bool) {
 // again when expanded, by [Template.ExpandHeader]).
 func (m *Map) HeaderMap(key string) []NamedTemplate {
 	return m.templateMap(key, func(kn *yaml.Node, h NamedTemplate) bool {
-		if !validHeaderName(h.Name) {
+		if h.Name == "" || !onlyAlnumOr(h.Name, "!#$%&'*+-.^_`|~") { // an RFC 9110 token
 			m.d.Errorf(kn, "%s: %s: %q is not a header name (letters, digits and !#$%%&'*+-.^_`|~)", m.what, key, h.Name)
 			return false
 		}
@@ -395,9 +395,6 @@ func (m *Map) HeaderMap(key string) []NamedTemplate {
 		return true
 	})
 }
-
-// validHeaderName reports whether s is an RFC 9110 token.
-func validHeaderName(s string) bool { return s != "" && onlyAlnumOr(s, "!#$%&'*+-.^_`|~") }
 
 // onlyAlnumOr reports whether every byte of s is an ASCII letter or digit,
 // or one of extra.

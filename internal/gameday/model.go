@@ -449,28 +449,20 @@ func atAGlance(j *drill.Journal) []glance {
 	return g
 }
 
-// fleetText is one line for what the fleet's gauges confirmed of a
-// breaker step with wait: true.
-func fleetText(f *drill.FleetRecord) string {
-	if f.Confirmed {
-		return fmt.Sprintf("fleet confirmed %s %s after %s: %s", f.Dependency, f.Goal, dur(secs(f.ElapsedSeconds)), f.Summary)
-	}
-	return fmt.Sprintf("fleet did NOT confirm %s %s within %s: %s", f.Dependency, f.Goal, dur(secs(f.TimeoutSeconds)), f.Summary)
-}
-
 // fleetGlance is one line for the steps that waited for the fleet: what
 // its gauges confirmed, step by step; nil when no step waited.
 func fleetGlance(j *drill.Journal) *glance {
 	var parts []string
 	class := "good"
 	for _, s := range j.Steps {
-		if s.Fleet == nil {
-			continue
+		f := s.Fleet
+		switch {
+		case f == nil:
+		case f.Confirmed:
+			parts = append(parts, fmt.Sprintf("%s: fleet confirmed %s %s after %s: %s", s.ID, f.Dependency, f.Goal, dur(secs(f.ElapsedSeconds)), f.Summary))
+		default:
+			class, parts = "bad", append(parts, fmt.Sprintf("%s: fleet did NOT confirm %s %s within %s: %s", s.ID, f.Dependency, f.Goal, dur(secs(f.TimeoutSeconds)), f.Summary))
 		}
-		if !s.Fleet.Confirmed {
-			class = "bad"
-		}
-		parts = append(parts, s.ID+": "+fleetText(s.Fleet))
 	}
 	if len(parts) == 0 {
 		return nil

@@ -291,7 +291,10 @@ func (r *requestSpec) do(ctx context.Context, rc *runtime.RunContext) (*response
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%s %s: %s", r.method, rc.Redact(u), rc.Redact(unwrapURLError(err).Error()))
+		if ue, ok := err.(*url.Error); ok {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%s %s: %s", r.method, rc.Redact(u), rc.Redact(err.Error()))
 	}
 	out := &response{status: resp.StatusCode, header: resp.Header, body: b, latency: rc.Now().Sub(start)}
 	if len(bytes.TrimSpace(b)) == 0 {
@@ -300,13 +303,6 @@ func (r *requestSpec) do(ctx context.Context, rc *runtime.RunContext) (*response
 		out.doc, out.jsonErr = decodeJSON(b)
 	}
 	return out, nil
-}
-
-func unwrapURLError(err error) error {
-	if ue, ok := err.(*url.Error); ok {
-		return ue.Err
-	}
-	return err
 }
 
 // outputs turns a response into step outputs: status, latency_ms, body,

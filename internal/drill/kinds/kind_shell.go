@@ -246,18 +246,11 @@ func (s *shellSpec) exec(ctx context.Context, rc *runtime.RunContext) (*shellRes
 
 func (r *shellResult) failure(want int) string {
 	msg := fmt.Sprintf("exit code %d, want %d", r.exitCode, want)
-	if r.stderr != "" {
-		msg += ": " + lastLines(r.stderr, 3)
+	if r.stderr != "" { // its last three lines
+		lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+		msg += ": " + strings.Join(lines[max(len(lines)-3, 0):], " | ")
 	}
 	return msg
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, " | ")
 }
 
 func firstLine(s string) string {

@@ -25,13 +25,6 @@ const (
 // abandoned is the error of a rollback the operator abandoned.
 const abandoned = "abandoned: the operator stopped the rollback"
 
-func rollbackSummary(j *drill.Journal) string {
-	if len(j.Rollbacks) == 0 {
-		return "no rollbacks"
-	}
-	return fmt.Sprintf("%d of %d rollback(s) ok", okRollbacks(j), len(j.Rollbacks))
-}
-
 // push registers a rollback (before the step that needs it acts).
 func (u *run) push(rb runtime.Rollback, step string, explicit bool) string {
 	r, j, rc := u.jr, u.j, u.rc

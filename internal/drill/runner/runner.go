@@ -157,7 +157,10 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	u.hypothesisAfter(ctx, beforeFailed)
 	j := u.finish()
 	if announced {
-		detail := fmt.Sprintf("exit %d; %s", j.ExitCode, rollbackSummary(j))
+		detail := fmt.Sprintf("exit %d; %d of %d rollback(s) ok", j.ExitCode, okRollbacks(j), len(j.Rollbacks))
+		if len(j.Rollbacks) == 0 {
+			detail = fmt.Sprintf("exit %d; no rollbacks", j.ExitCode)
+		}
 		if j.Reason != "" {
 			detail = j.Reason + "; " + detail
 		}
