@@ -203,8 +203,17 @@ func (m matcher) match(rc *runtime.RunContext, got any, exists, loose bool) (str
 			if !slices.ContainsFunc(want.([]any), func(w any) bool { return exists && reflect.DeepEqual(coerce(got, w, loose), w) }) {
 				fail = fmt.Sprintf("want one of %s, got %s", jsonText(want), showGot(got, exists))
 			}
-		case "contains":
-			fail = containsProblem(got, want, exists)
+		case "contains": // a string's substring, or a list's element
+			s, isStr := got.(string)
+			w, wantStr := want.(string)
+			list, _ := got.([]any)
+			switch {
+			case !exists:
+				fail = fmt.Sprintf("want something containing %s, got nothing", showWant(want))
+			case isStr && wantStr && strings.Contains(s, w), slices.ContainsFunc(list, func(e any) bool { return reflect.DeepEqual(e, want) }):
+			default:
+				fail = fmt.Sprintf("want something containing %s, got %s", showWant(want), showGot(got, true))
+			}
 		case "matches":
 			s, isStr := got.(string)
 			if !exists || !isStr {
@@ -218,26 +227,6 @@ func (m matcher) match(rc *runtime.RunContext, got any, exists, loose bool) (str
 		}
 	}
 	return "", nil
-}
-
-func containsProblem(got, want any, exists bool) string {
-	if !exists {
-		return fmt.Sprintf("want something containing %s, got nothing", showWant(want))
-	}
-	switch g := got.(type) {
-	case string:
-		w, ok := want.(string)
-		if ok && strings.Contains(g, w) {
-			return ""
-		}
-	case []any:
-		for _, e := range g {
-			if reflect.DeepEqual(e, want) {
-				return ""
-			}
-		}
-	}
-	return fmt.Sprintf("want something containing %s, got %s", showWant(want), showGot(got, true))
 }
 
 // numOp is the symbol of a comparison operator and whether a op b holds.

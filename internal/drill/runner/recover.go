@@ -194,7 +194,7 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 			rv.Log(fmt.Sprintf("%-6s %s %s: %s", mark, r.ID, r.Subject, cmp.Or(r.Error, r.Detail)))
 		}
 	}
-	j.RollbacksOK = rollbacksOK(j)
+	j.RollbacksOK = okRollbacks(j) == len(j.Rollbacks)
 	if j.Outcome == drill.OutcomeRunning {
 		j.Outcome = drill.OutcomeKilled
 		j.Reason = "the run's process died before it finished; drill recover ran its rollbacks"

@@ -163,13 +163,10 @@ func (e *explicitRollback) LeverRecord() *drill.LeverRecord {
 	return &drill.LeverRecord{Kind: drill.LeverExplicit, Inverse: "run-step"}
 }
 
-// rollbacksOK reports whether every rollback of j restored its lever (or
-// there was none). A lever change and its audit record are one write, so
-// a rollback is ok, or it failed, or was abandoned: there is no lever
-// restored without its record.
-func rollbacksOK(j *drill.Journal) bool { return okRollbacks(j) == len(j.Rollbacks) }
-
-// okRollbacks counts the rollbacks of j that restored their lever.
+// okRollbacks counts the rollbacks of j that restored their lever: the
+// rollbacks are ok when all did. A lever change and its audit record are
+// one write, so a rollback is ok, or it failed, or was abandoned: there is
+// no lever restored without its record.
 func okRollbacks(j *drill.Journal) int {
 	n := 0
 	for _, rb := range j.Rollbacks {

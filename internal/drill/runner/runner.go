@@ -253,7 +253,7 @@ func (u *run) finish() *drill.Journal {
 	r.mu.Lock()
 	j.EndedAt = drill.TimePtr(end)
 	j.DurationSeconds = drill.Seconds(end.Sub(rc.Started()))
-	if !rollbacksOK(j) {
+	if okRollbacks(j) < len(j.Rollbacks) {
 		j.RollbacksOK = false
 	}
 	j.ExitCode = exitcode.Of(outcome(j, r.refusal))
