@@ -1,10 +1,10 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -239,10 +239,7 @@ func (r *runJournal) emit(ev Event) {
 	defer r.mu.Unlock()
 	ev.Journal = r.journal
 	if ev.Time.IsZero() {
-		ev.Time = time.Now()
-		if r.clock != nil {
-			ev.Time = r.clock.Now()
-		}
+		ev.Time = cmp.Or(r.clock, clock.Clock(clock.Real{})).Now()
 	}
 	if ev.StepIndex > 0 && ev.Step == nil && ev.Journal != nil && ev.StepIndex <= len(ev.Journal.Steps) {
 		ev.Step = &ev.Journal.Steps[ev.StepIndex-1]
