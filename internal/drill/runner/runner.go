@@ -142,9 +142,8 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	}
 	beforeFailed := u.hypothesisBefore(runCtx)
 	failed := beforeFailed
-	announced := false
-	if !failed && runCtx.Err() == nil {
-		announced = true
+	announced := !failed && runCtx.Err() == nil
+	if announced {
 		u.announce(ctx, notify.ActionDrillStarted, "", fmt.Sprintf("%s, timeout %s", human.Count(int64(len(d.Steps)), "step"), human.Duration(d.Timeout)))
 		failed = u.steps(runCtx)
 	}
@@ -193,7 +192,9 @@ func (u *run) announce(ctx context.Context, action, outcome, detail string) {
 func (r *Runner) start(d *drill.Drill) *run {
 	svc, runID := cmp.Or(r.Deps, &runtime.Deps{}), cmp.Or(r.RunID, NewRunID())
 	u := &run{cfg: r, d: d, rbParent: cmp.Or(r.RollbackContext, context.Background()), guards: map[*drill.Check]*runtime.GuardState{}}
-	rc := runtime.NewRunContext(d, runID, svc, nil)
+	// The recorder first: the run context sends its notices there.
+	jr := &runJournal{reporters: r.Reporters, clock: svc.Clock, stopNoticed: map[string]string{}}
+	rc := runtime.NewRunContext(d, runID, svc, jr.stepNotice)
 	j := &drill.Journal{Kind: "DrillRun", Version: drill.JournalVersion, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
 		RunID: runID, Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor,
 		StartedAt: rc.Started().UTC(), Deadline: rc.Deadline().UTC(), TimeoutSeconds: drill.Seconds(d.Timeout), Outcome: drill.OutcomeRunning,
@@ -205,11 +206,10 @@ func (r *Runner) start(d *drill.Drill) *run {
 	for i, s := range d.Steps {
 		j.Steps[i] = drill.StepRecord{ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Status: drill.StatusPending}
 	}
-	u.rc, u.j = rc, j
-	u.jr = &runJournal{journal: j, rc: rc, reporters: r.Reporters, clock: svc.Clock, stopNoticed: map[string]string{}}
-	r.live.Store(u.jr)
-	rc.SetNotify(u.jr.stepNotice)
-	u.jr.emit(Event{Kind: EventRunStarted})
+	u.rc, u.j, u.jr = rc, j, jr
+	jr.rc, jr.journal = rc, j
+	r.live.Store(jr)
+	jr.emit(Event{Kind: EventRunStarted})
 	return u
 }
 

@@ -144,9 +144,6 @@ func NewRecoveryContext(d *drill.Drill, j *drill.Journal, svc *Deps) *RunContext
 	return rc
 }
 
-// SetNotify sets where the run's notices go; call it before the run acts.
-func (rc *RunContext) SetNotify(notify func(string)) { rc.notify = notify }
-
 // Clock returns the run's clock.
 func (rc *RunContext) Clock() clock.Clock { return rc.clock }
 
