@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -211,9 +212,8 @@ var _ Reporter = (*JournalFile)(nil)
 
 // Report implements Reporter.
 func (f *JournalFile) Report(ev Event) {
-	switch ev.Kind {
-	case EventRunStarted, EventStepStarted, EventRollbackRegistered, EventStepDone, EventCheckDone, EventRollbackDone, EventRunFinished:
-	default:
+	if !slices.Contains([]EventKind{EventRunStarted, EventStepStarted, EventRollbackRegistered, EventStepDone, EventCheckDone, EventRollbackDone,
+		EventRunFinished}, ev.Kind) {
 		return
 	}
 	err := WriteJournal(f.Path, ev.Journal)

@@ -390,13 +390,12 @@ func printSummary(f *cmdenv.Factory, j *drill.Journal) {
 // tells) and when its lever lapses. which names the rollback in the
 // parentheses after its subject.
 func PrintRollbackLeft(f *cmdenv.Factory, w io.Writer, rb drill.RollbackRecord, which string) {
-	switch rb.Status {
-	case drill.StatusOK:
-	default:
-		lapse := "it does not lapse on its own: restore it by hand"
-		if rb.ExpiresAt != nil {
-			lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), f.IOStreams.IsStdoutTTY())
-		}
-		fmt.Fprintf(w, "  NOT RESTORED: %s (%s): %s; %s\n", textsafe.Line(rb.Subject), textsafe.Line(which), textsafe.Line(rb.Error), lapse)
+	if rb.Status == drill.StatusOK {
+		return
 	}
+	lapse := "it does not lapse on its own: restore it by hand"
+	if rb.ExpiresAt != nil {
+		lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), f.IOStreams.IsStdoutTTY())
+	}
+	fmt.Fprintf(w, "  NOT RESTORED: %s (%s): %s; %s\n", textsafe.Line(rb.Subject), textsafe.Line(which), textsafe.Line(rb.Error), lapse)
 }
