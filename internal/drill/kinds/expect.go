@@ -305,20 +305,16 @@ func decodeStatus(d *drill.Decoder, n *yaml.Node, what string) (statusSet, bool)
 // 2xx.
 type expectation struct {
 	status       statusSet
-	json         []pathMatcher
-	headers      []headerMatcher
+	json         []keyed[JSONPath]
+	headers      []keyed[string] // canonical names
 	bodyContains []drill.Template
 	maxLatency   time.Duration
 }
 
-type pathMatcher struct {
-	path JSONPath
-	m    matcher
-}
-
-type headerMatcher struct {
-	name string
-	m    matcher
+// keyed is the matcher of a JSON path or a header.
+type keyed[K any] struct {
+	key K
+	m   matcher
 }
 
 var expectFields = []string{"status", "json", "headers", "body_contains", "max_latency"}
@@ -347,7 +343,7 @@ func decodeExpect(d *drill.Decoder, n *yaml.Node, what string) (expectation, boo
 					continue
 				}
 				mt, mok := decodeMatcher(d, jm.Get(k), what+": json: "+k)
-				e.json, ok = append(e.json, pathMatcher{p, mt}), ok && mok
+				e.json, ok = append(e.json, keyed[JSONPath]{p, mt}), ok && mok
 			}
 		} else {
 			ok = false
@@ -357,7 +353,7 @@ func decodeExpect(d *drill.Decoder, n *yaml.Node, what string) (expectation, boo
 		if hm := d.Map(v, what+": headers"); hm != nil {
 			for _, k := range hm.Keys() {
 				mt, mok := decodeMatcher(d, hm.Get(k), what+": headers: "+k)
-				e.headers, ok = append(e.headers, headerMatcher{http.CanonicalHeaderKey(k), mt}), ok && mok
+				e.headers, ok = append(e.headers, keyed[string]{http.CanonicalHeaderKey(k), mt}), ok && mok
 			}
 		} else {
 			ok = false
@@ -396,10 +392,10 @@ func (e expectation) check(rc *runtime.RunContext, r *response) ([]string, error
 	}
 	for _, pm := range e.json {
 		if r.jsonErr != nil {
-			fails = append(fails, fmt.Sprintf("json: %s: the body is not JSON (%v)", pm.path, r.jsonErr))
+			fails = append(fails, fmt.Sprintf("json: %s: the body is not JSON (%v)", pm.key, r.jsonErr))
 			continue
 		}
-		v, exists, err := pm.path.Eval(r.doc)
+		v, exists, err := pm.key.Eval(r.doc)
 		if err != nil {
 			fails = append(fails, "json: "+err.Error())
 			continue
@@ -409,11 +405,11 @@ func (e expectation) check(rc *runtime.RunContext, r *response) ([]string, error
 			return nil, err
 		}
 		if fail != "" {
-			fails = append(fails, fmt.Sprintf("json: %s: %s", pm.path, fail))
+			fails = append(fails, fmt.Sprintf("json: %s: %s", pm.key, fail))
 		}
 	}
 	for _, hm := range e.headers {
-		vals, exists := r.header[hm.name]
+		vals, exists := r.header[hm.key]
 		var got any
 		if exists && len(vals) > 0 {
 			got = vals[0]
@@ -423,7 +419,7 @@ func (e expectation) check(rc *runtime.RunContext, r *response) ([]string, error
 			return nil, err
 		}
 		if fail != "" {
-			fails = append(fails, fmt.Sprintf("header %s: %s", hm.name, fail))
+			fails = append(fails, fmt.Sprintf("header %s: %s", hm.key, fail))
 		}
 	}
 	for _, t := range e.bodyContains {

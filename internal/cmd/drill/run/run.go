@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -280,9 +281,7 @@ func Resolve(ctx context.Context, f *cmdenv.Factory, d *drill.Drill, metricsURL 
 		return nil, cmdutil.Usagef("drill %s is written for context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: run it on %q, or change the drill's context: field",
 			d.Name, d.Context, f.ContextName, d.Context)
 	}
-	if d.Context != "" {
-		f.ContextName = d.Context
-	}
+	f.ContextName = cmp.Or(d.Context, f.ContextName)
 	return f.Env(ctx)
 }
 
