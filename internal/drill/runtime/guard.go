@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -175,16 +176,11 @@ type PollGuard struct {
 // *GuardLostError when its guard was lost, and is ctx's error when ctx
 // ended first.
 func Poll(ctx context.Context, rc *RunContext, cond Condition, spec PollSpec) (PollResult, error) {
-	within, interval, attempt, onChange := spec.Within, spec.Interval, spec.Attempt, spec.OnChange
+	within, onChange := spec.Within, spec.OnChange
+	interval, attempt := cmp.Or(max(spec.Interval, 0), drill.DefaultPollInterval), cmp.Or(max(spec.Attempt, 0), drill.DefaultCheckTimeout)
 	var guard *GuardState
 	if spec.Guard != nil {
 		guard = &GuardState{Grace: spec.Guard.Grace}
-	}
-	if interval <= 0 {
-		interval = drill.DefaultPollInterval
-	}
-	if attempt <= 0 {
-		attempt = drill.DefaultCheckTimeout
 	}
 	// Everything is measured on the run's clock: how long within has run,
 	// and the wait between polls.
@@ -205,20 +201,20 @@ func Poll(ctx context.Context, rc *RunContext, cond Condition, spec PollSpec) (P
 			return res, nil
 		}
 		detail := obs.Detail
+		var lost *GuardLostError
 		if err != nil {
 			detail = "could not check: " + rc.Redact(err.Error())
 			if guard != nil && guard.Fail(rc.Now(), err) {
-				lost := guard.Lost(spec.Guard.Role, spec.Guard.Name, rc.Now())
-				if onChange != nil && detail != last {
-					onChange(detail)
-				}
-				return res, lost
+				lost = guard.Lost(spec.Guard.Role, spec.Guard.Name, rc.Now())
 			}
 		} else if guard != nil {
 			guard.OK()
 		}
 		if detail != last && onChange != nil {
 			onChange(detail)
+		}
+		if lost != nil {
+			return res, lost
 		}
 		last = detail
 		if within <= 0 {
