@@ -53,10 +53,7 @@ func expiryText(t time.Time) string {
 // resolved, or "" while it names a step's output (known only during the
 // run).
 func policyTarget(rc *runtime.RunContext, t drill.Template) string {
-	s, err := rc.Expand(t)
-	if err != nil {
-		return ""
-	}
+	s, _ := rc.Expand(t) // "" when it cannot be expanded
 	return s
 }
 
