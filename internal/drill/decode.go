@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kosha-platform/koshactl/internal/suggest"
 )
 
 // nodeBudget bounds how many nodes one parse visits, so alias cycles and
@@ -57,10 +59,6 @@ type scope struct {
 	// current is the id of the step being decoded.
 	current string
 	vars    map[string]bool
-}
-
-func newDecoder(file string, reg *Registry) *Decoder {
-	return &Decoder{file: file, reg: reg, budget: nodeBudget, allSteps: map[string]string{}}
 }
 
 // Errorf records a problem at n's position (the file start when n is nil).
@@ -276,11 +274,7 @@ func (m *Map) Duration(key string, required bool) (time.Duration, bool) {
 // Bool decodes key as a boolean.
 func (m *Map) Bool(key string) (bool, bool) {
 	n := m.Get(key)
-	if n == nil {
-		return false, false
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		m.d.Errorf(n, "%s: %s must be true or false, not %s", m.what, key, DescribeNode(n))
+	if n == nil || !m.d.scalar(n, m.what+": "+key, "true or false", "!!bool") {
 		return false, false
 	}
 	return n.Value == "true" || n.Value == "True" || n.Value == "TRUE", true
@@ -302,7 +296,11 @@ type NamedTemplate struct {
 
 // TemplateMap decodes key as a mapping of names to template strings
 // (headers, environment variables), in document order.
-func (m *Map) TemplateMap(key string) []NamedTemplate {
+func (m *Map) TemplateMap(key string) []NamedTemplate { return m.templateMap(key, nil) }
+
+// templateMap is TemplateMap keeping the entries keep (nil: every one)
+// accepts; keep reports what it refuses, at the entry's key (kn).
+func (m *Map) templateMap(key string, keep func(kn *yaml.Node, t NamedTemplate) bool) []NamedTemplate {
 	n := m.Get(key)
 	if n == nil {
 		return nil
@@ -314,11 +312,20 @@ func (m *Map) TemplateMap(key string) []NamedTemplate {
 	out := make([]NamedTemplate, 0, len(sub.keys))
 	for _, k := range sub.keys {
 		t, ok := m.d.Template(sub.Get(k), sub.what+": "+k)
-		if ok {
-			out = append(out, NamedTemplate{Name: k, Value: t})
+		if nt := (NamedTemplate{Name: k, Value: t}); ok && (keep == nil || keep(sub.KeyNode(k), nt)) {
+			out = append(out, nt)
 		}
 	}
 	return out
+}
+
+// Items returns the items of n, a list, or n alone: for a field that
+// takes one value or a list of them.
+func Items(n *yaml.Node) []*yaml.Node {
+	if n.Kind == yaml.SequenceNode {
+		return n.Content
+	}
+	return []*yaml.Node{n}
 }
 
 // DescribeNode names n's kind for a message, with its text when it is a
@@ -330,9 +337,23 @@ func DescribeNode(n *yaml.Node) string {
 	return kindName(n)
 }
 
+// scalar reports whether n, resolved, is a scalar that can be want: of
+// one of tags, or of any tag but null when none is given; when it is not,
+// a problem says what n is instead.
+func (d *Decoder) scalar(n *yaml.Node, what, want string, tags ...string) bool {
+	if n.Kind == yaml.ScalarNode && (slices.Contains(tags, n.ShortTag()) || len(tags) == 0 && n.ShortTag() != "!!null") {
+		return true
+	}
+	desc := kindName(n)
+	if len(tags) > 0 {
+		desc = DescribeNode(n)
+	}
+	d.Errorf(n, "%s must be %s, not %s", what, want, desc)
+	return false
+}
+
 func (d *Decoder) stringValue(n *yaml.Node, what string) (string, bool) {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		d.Errorf(n, "%s must be a string, not %s", what, kindName(n))
+	if !d.scalar(n, what, "a string") {
 		return "", false
 	}
 	return n.Value, true
@@ -349,12 +370,7 @@ func (d *Decoder) String(n *yaml.Node, what string) (string, bool) {
 
 // Duration decodes n as a positive Go duration.
 func (d *Decoder) Duration(n *yaml.Node, what string) (time.Duration, bool) {
-	n = d.Resolve(n)
-	if n == nil {
-		return 0, false
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		d.Errorf(n, "%s must be a duration like 30s or 2m, not %s", what, kindName(n))
+	if n = d.Resolve(n); n == nil || !d.scalar(n, what, "a duration like 30s or 2m") {
 		return 0, false
 	}
 	v, err := time.ParseDuration(n.Value)
@@ -375,12 +391,7 @@ func (d *Decoder) Duration(n *yaml.Node, what string) (time.Duration, bool) {
 
 // Int decodes n as an integer.
 func (d *Decoder) Int(n *yaml.Node, what string) (int, bool) {
-	n = d.Resolve(n)
-	if n == nil {
-		return 0, false
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		d.Errorf(n, "%s must be a whole number, not %s", what, DescribeNode(n))
+	if n = d.Resolve(n); n == nil || !d.scalar(n, what, "a whole number", "!!int") {
 		return 0, false
 	}
 	v, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 32)
@@ -393,12 +404,7 @@ func (d *Decoder) Int(n *yaml.Node, what string) (int, bool) {
 
 // Float decodes n as a finite number.
 func (d *Decoder) Float(n *yaml.Node, what string) (float64, bool) {
-	n = d.Resolve(n)
-	if n == nil {
-		return 0, false
-	}
-	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!float") {
-		d.Errorf(n, "%s must be a number, not %s", what, DescribeNode(n))
+	if n = d.Resolve(n); n == nil || !d.scalar(n, what, "a number", "!!int", "!!float") {
 		return 0, false
 	}
 	var v float64
@@ -419,12 +425,7 @@ func (d *Decoder) Template(n *yaml.Node, what string) (Template, bool) {
 // templateFor is Template for a sink: refuse, when set, says why a
 // reference that is in scope may not be used there (see sink.go).
 func (d *Decoder) templateFor(n *yaml.Node, what string, refuse refusal) (Template, bool) {
-	n = d.Resolve(n)
-	if n == nil {
-		return Template{}, false
-	}
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		d.Errorf(n, "%s must be a string, not %s", what, kindName(n))
+	if n = d.Resolve(n); n == nil || !d.scalar(n, what, "a string") {
 		return Template{}, false
 	}
 	t, errs := parseTemplate(n.Value)
@@ -574,4 +575,53 @@ func (d *Decoder) Value(n *yaml.Node, what string, templated bool) (any, bool) {
 		d.Errorf(n, "%s: unsupported YAML value", what)
 		return nil, false
 	}
+}
+
+// Problem is one thing wrong with a drill file, at a position in it.
+type Problem struct {
+	// File is the name the file was parsed under.
+	File string `json:"file"`
+	// Line and Col are 1-based.
+	Line int `json:"line"`
+	Col  int `json:"col"`
+	// Message says what is wrong and, where it can, how to fix it.
+	Message string `json:"message"`
+}
+
+// String formats the problem as FILE:LINE:COL: message, the form editors
+// and CI log parsers recognize; a problem of the whole file (Line 0: it
+// could not be read) as FILE: message.
+func (p Problem) String() string {
+	if p.Line == 0 {
+		return fmt.Sprintf("%s: %s", p.File, p.Message)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, p.Col, p.Message)
+}
+
+// Unreadable reports whether the problem is that the file could not be
+// read at all (it has no position).
+func (p Problem) Unreadable() bool { return p.Line == 0 }
+
+// ProblemsError is the error form of a non-empty problem list.
+type ProblemsError struct {
+	Problems []Problem
+}
+
+// Error lists the problems one per line.
+func (e *ProblemsError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// DidYouMean returns ` (did you mean "x"?)` for the candidate nearest to
+// s by edit distance, ignoring case, when it is near enough to be a likely
+// typo; otherwise "".
+func DidYouMean(s string, candidates []string) string {
+	if c := suggest.Closest(s, candidates, max(3, 1+len(s)/3), strings.ToLower); c != "" {
+		return fmt.Sprintf(" (did you mean %q?)", c)
+	}
+	return ""
 }

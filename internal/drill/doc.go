@@ -24,36 +24,22 @@
 //
 // # Kinds
 //
-// Each step kind (breaker.force-open, ratelimit.drain, chaos.sign, http,
-// wait-for, shell, ...) and each condition kind (http, breaker, bucket,
-// shell, alarm) lives in its own file of package kinds and implements
-// [StepKind] or [ConditionKind]. kinds.Builtin lists them in a [Registry],
-// a plain table of a closed set ([Registry.Check] says what makes one
-// unusable); no kind registers itself in init. Kinds decode their fields
-// with the [Decoder] and [Map] API into a [Spec] the file holds, and act
-// through runtime.RunContext. A step whose spec implements
-// runtime.Mutating changes the system: the runner registers the
-// rollback its Prepare returns before the step acts, and the plan shows
-// the lever its Plan names.
+// The step and condition kinds are package kinds' ([StepKind],
+// [ConditionKind]), listed in a [Registry], a plain table of a closed set:
+// no kind registers itself in init. A kind decodes its fields with the
+// [Decoder] and [Map] API into a [Spec] the file holds.
 //
 // # Values
 //
 // Template references (${steps.ID.OUTPUT}, ${vars.NAME}, ${env.NAME},
-// ${drill.FIELD}) resolve to data the drill read: HTTP answers, store
-// items, the environment. Each templated field is a sink with one rule
-// (sink.go): a shell command takes no references (values reach it as
-// environment variables); a URL percent-encodes values in its path and
-// query and lets no step output choose its host; a header value refuses
-// control characters; a JSON body encodes each value as one JSON string.
+// ${drill.FIELD}) resolve to data the drill read. Each templated field is a
+// sink with one rule (sink.go), so no value becomes code or structure.
 //
 // # Rollback
 //
-// The runner (runner.Runner.Run) keeps a stack of rollbacks. Each lever (an override, a
-// bucket) gets one rollback, registered before the first step that moves
-// it, restoring it to its state before the drill. Rollbacks run in reverse
-// order on every exit path (success, failure, step or drill timeout, stop
-// condition, cancellation), each on a fresh context with its own bounded
-// timeout, so a canceled run context never skips them. Every override and
-// chaos header a drill creates expires no later than the drill's deadline,
-// so even a killed process converges.
+// Each lever gets one rollback, registered before the first step that
+// moves it; rollbacks run in reverse order on every exit path, each on a
+// fresh context with its own timeout (runner.Runner.Run). Every override
+// and chaos header a drill creates expires by the drill's deadline, so even
+// a killed process converges.
 package drill

@@ -194,9 +194,9 @@ func Parse(reg *Registry, file string, src []byte) (*Drill, []Problem) {
 	} else if !errors.Is(err, io.EOF) {
 		return nil, []Problem{yamlProblem(file, err)}
 	}
-	d := newDecoder(file, reg)
+	d := &Decoder{file: file, reg: reg, budget: nodeBudget, allSteps: map[string]string{}}
 	dr := d.drill(&doc)
-	sortProblems(d.problems)
+	slices.SortStableFunc(d.problems, func(a, b Problem) int { return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Col, b.Col)) })
 	if len(d.problems) > 0 {
 		return nil, d.problems
 	}
@@ -301,38 +301,25 @@ func (d *Decoder) drill(doc *yaml.Node) *Drill {
 		}
 		dr.PollInterval = t
 	}
-	if n := m.Get("guard_grace"); n != nil {
-		dr.GuardGrace = d.guardGrace(n, dr.Timeout)
-	}
+	// Each section's decoder takes an absent (nil) node as empty.
+	dr.GuardGrace = d.guardGrace(m.Get("guard_grace"), dr.Timeout)
 	d.drillTimeout = dr.Timeout
 	d.pollInterval = dr.PollInterval
 
 	// Variables first: everything else may use them.
 	d.scope = scope{where: "vars", vars: map[string]bool{}}
-	if n := m.Get("vars"); n != nil {
-		dr.Vars = d.vars(n)
-	}
-	if n := m.Get("metrics_url"); n != nil {
-		d.scope.where = "metrics_url"
-		dr.MetricsURL, _ = d.URL(n, "metrics_url")
-	}
+	dr.Vars = d.vars(m.Get("vars"))
+	d.scope.where = "metrics_url"
+	dr.MetricsURL, _ = d.URL(m.Get("metrics_url"), "metrics_url")
 	d.collectStepIDs(m.Get("steps"))
 
 	d.scope.where, d.scope.stepsAllowed = "the hypothesis", false
-	if n := m.Get("hypothesis"); n != nil {
-		dr.Hypothesis = d.checks(n, "hypothesis")
-	}
+	dr.Hypothesis = d.checks(m.Get("hypothesis"), "hypothesis")
 	d.scope.where = "a stop condition"
-	if n := m.Get("stop_conditions"); n != nil {
-		dr.StopConditions = d.checks(n, "stop_conditions")
-	}
-	if n := m.Require("steps"); n != nil {
-		dr.Steps = d.steps(n)
-	}
+	dr.StopConditions = d.checks(m.Get("stop_conditions"), "stop_conditions")
+	dr.Steps = d.steps(m.Require("steps"))
 	d.scope = scope{where: "a drill-level rollback", vars: d.scope.vars}
-	if n := m.Get("rollback"); n != nil {
-		dr.Rollbacks = d.rollbacks(n, "rollback")
-	}
+	dr.Rollbacks = d.rollbacks(m.Get("rollback"), "rollback")
 	dr.alarms = d.alarms
 	return dr
 }
@@ -452,9 +439,7 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 		}
 		c.Interval = t
 	}
-	if t, ok := m.Duration("timeout", false); ok {
-		c.Timeout = t
-	}
+	c.Timeout, _ = m.Duration("timeout", false)
 	c.OnError = d.OnError(m)
 	if c.Kind, c.Spec = d.condition(m, what, checkFields); c.Spec == nil {
 		return nil
@@ -619,9 +604,7 @@ func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *
 	kindKey := d.oneKind(m, what, fields, names(d.reg.Steps), "step")
 	if kindKey != "" {
 		s.Kind, _ = d.reg.Step(kindKey)
-		if s.Name == "" {
-			s.Name = s.ID
-		}
+		s.Name = cmp.Or(s.Name, s.ID)
 		prev := d.scope.current
 		if top {
 			d.scope.current = s.ID
@@ -650,15 +633,12 @@ func (d *Decoder) rollbacks(n *yaml.Node, what string) []*Step {
 	if n == nil {
 		return nil
 	}
-	items := []*yaml.Node{n}
-	if n.Kind == yaml.SequenceNode {
-		items = n.Content
-	} else if n.Kind != yaml.MappingNode {
+	if n.Kind != yaml.SequenceNode && n.Kind != yaml.MappingNode {
 		d.Errorf(n, "%s must be a step (a mapping) or a list of steps, not %s", what, kindName(n))
 		return nil
 	}
 	var out []*Step
-	for i, item := range items {
+	for i, item := range Items(n) {
 		if s := d.step(item, i, nil, false); s != nil {
 			out = append(out, s)
 		}

@@ -68,24 +68,14 @@ const (
 	StatusAbandoned = "abandoned"
 )
 
-// Exit codes of a run: koshactl's documented exit codes
-// (docs/exit-codes.md), from internal/exitcode, the one place they are
-// declared.
+// Exit codes of a run (docs/exit-codes.md): the codes exitcode.Of gives
+// a run's outcome, as the journal's exit_code holds them.
 const (
-	// ExitPassed: the hypothesis held and every rollback succeeded.
-	ExitPassed = exitcode.OK
-	// ExitFailed: the hypothesis failed, a step failed, a stop condition
-	// held or the drill timed out; every rollback succeeded.
-	ExitFailed = exitcode.Error
-	// ExitInvalid: the drill file (or a variable) is invalid; nothing was done.
-	ExitInvalid = exitcode.Usage
-	// ExitRollbackFailed: at least one rollback failed or was abandoned,
-	// or its outcome is unknown (the store could not be reached to settle
-	// it: its error says what to read); the levers it names stay moved
-	// until they expire.
-	ExitRollbackFailed = exitcode.Rollback
-	// ExitInterrupted: interrupted, and every rollback succeeded.
-	ExitInterrupted = exitcode.Interrupted
+	ExitPassed         = exitcode.OK          // the hypothesis held, every rollback succeeded
+	ExitFailed         = exitcode.Error       // a step or the hypothesis failed, a stop condition held, or the drill timed out
+	ExitInvalid        = exitcode.Usage       // the drill file (or a variable) is invalid; nothing was done
+	ExitRollbackFailed = exitcode.Rollback    // a rollback failed or was abandoned, or its outcome is unknown
+	ExitInterrupted    = exitcode.Interrupted // interrupted, every rollback succeeded
 )
 
 // Journal is the record of one run: every check, step and rollback with
@@ -408,8 +398,8 @@ func ReadJournal(path string) (*Journal, error) {
 	if j.Kind != "DrillRun" || j.RunID == "" || j.Drill.Name == "" {
 		return nil, fmt.Errorf("%s is not a drill journal (kind %q)", path, j.Kind)
 	}
-	if err := j.CheckVersion(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if j.Version > JournalVersion {
+		return nil, fmt.Errorf("%s: journal version %d is newer than this koshactl reads (%d): use a newer koshactl", path, j.Version, JournalVersion)
 	}
 	return &j, nil
 }
@@ -455,16 +445,6 @@ type AuditRef struct {
 	At      time.Time `json:"at"`
 	Action  string    `json:"action"`
 	Subject string    `json:"subject"`
-}
-
-// CheckVersion refuses a journal written by a later koshactl, whose
-// fields could mean what this one does not know. Versions 0 and 1 read
-// as journals without the version 2 fields.
-func (j *Journal) CheckVersion() error {
-	if j.Version > JournalVersion {
-		return fmt.Errorf("journal version %d is newer than this koshactl reads (%d): use a newer koshactl", j.Version, JournalVersion)
-	}
-	return nil
 }
 
 // FleetRecord is what the fleet's gauges confirmed of a breaker step with

@@ -389,16 +389,17 @@ func stopRows(b *builder, j *drill.Journal) {
 			var evs []drill.StopEvaluation
 			var ats []time.Time
 			for _, e := range j.StopEvaluations {
-				if e.Condition == name && evalClass(e) == class {
+				if c, _ := evaluation(e); e.Condition == name && c == class {
 					evs, ats = append(evs, e), append(ats, e.At)
 				}
 			}
 			b.marks(r, ats, markRadius, class, func(first, last, n int) string {
 				e := evs[first]
+				_, said := evaluation(e)
 				if n == 1 {
-					return fmt.Sprintf("%s at %s: %s %s", name, clock(e.At), evalText(e), e.Detail)
+					return fmt.Sprintf("%s at %s: %s %s", name, clock(e.At), said, e.Detail)
 				}
-				return fmt.Sprintf("%s: %d evaluations from %s to %s: %s; the first: %s", name, n, clock(e.At), clock(evs[last].At), evalText(e), e.Detail)
+				return fmt.Sprintf("%s: %d evaluations from %s to %s: %s; the first: %s", name, n, clock(e.At), clock(evs[last].At), said, e.Detail)
 			})
 		}
 		if j.Stop != nil && j.Stop.Condition == name {
@@ -411,26 +412,17 @@ func stopRows(b *builder, j *drill.Journal) {
 	}
 }
 
-// evalClass is how a stop condition's evaluation is drawn: grey when it
-// did not hold, amber when it could not be evaluated, red when it held.
-func evalClass(e drill.StopEvaluation) string {
+// evaluation is how a stop condition's evaluation is drawn (grey when it
+// did not hold, amber when it could not be evaluated, red when it held)
+// and said.
+func evaluation(e drill.StopEvaluation) (class, said string) {
 	switch {
 	case e.Error != "":
-		return "eval-err"
+		return "eval-err", "could not be evaluated: " + e.Error
 	case e.Holds:
-		return "fail"
+		return "fail", "held"
 	}
-	return "eval"
-}
-
-func evalText(e drill.StopEvaluation) string {
-	switch {
-	case e.Error != "":
-		return "could not be evaluated: " + e.Error
-	case e.Holds:
-		return "held"
-	}
-	return "did not hold"
+	return "eval", "did not hold"
 }
 
 // gaugeStates are the classes of the breaker_state strips.
@@ -444,7 +436,6 @@ func gaugeChart(j *drill.Journal, samples []drill.GaugeSample, a axis) *chart {
 		byDep[s.Dependency] = append(byDep[s.Dependency], s)
 	}
 	b := newBuilder(a)
-	any := false
 	for _, dep := range slices.Sorted(maps.Keys(byDep)) {
 		ss := byDep[dep]
 		sort.SliceStable(ss, func(i, k int) bool { return ss[i].At.Before(ss[k].At) })
@@ -458,7 +449,6 @@ func gaugeChart(j *drill.Journal, samples []drill.GaugeSample, a axis) *chart {
 		if len(instances) == 0 {
 			continue
 		}
-		any = true
 		b.heading(dep)
 		gap := typicalGap(ss)
 		for _, inst := range instances {
@@ -479,7 +469,7 @@ func gaugeChart(j *drill.Journal, samples []drill.GaugeSample, a axis) *chart {
 			})
 		}
 	}
-	if !any {
+	if len(b.c.Rows) == 0 {
 		return nil
 	}
 	runLines(b, j)

@@ -386,20 +386,27 @@ func leverRowOf(j *drill.Journal, rb drill.RollbackRecord, end time.Time) leverR
 // how long, what stopped it, and when everything was put back.
 func atAGlance(j *drill.Journal) []glance {
 	var g []glance
-	var pulled []string
+	var pulled, by []string
+	var back time.Time
+	notBack := 0
 	for _, rb := range j.Rollbacks {
-		if rb.Explicit {
-			continue // a rollback step of the drill file, not a lever pulled
+		at, who, ok := leverBack(j, rb)
+		what := rb.Subject + " (not put back)"
+		switch {
+		case ok:
+			what, back = rb.Subject+" for "+dur(at.Sub(rb.RegisteredAt)), maxTime(back, at)
+			if !slices.Contains(by, who) {
+				by = append(by, who)
+			}
+		case rb.ExpiresAt != nil:
+			what = rb.Subject + " until its expiry at " + clock(*rb.ExpiresAt)
 		}
-		what := rb.Subject
-		if at, _, ok := leverBack(j, rb); ok {
-			what += " for " + dur(at.Sub(rb.RegisteredAt))
-		} else if rb.ExpiresAt != nil {
-			what += " until its expiry at " + clock(*rb.ExpiresAt)
-		} else {
-			what += " (not put back)"
+		if !ok {
+			notBack++
 		}
-		pulled = append(pulled, what)
+		if !rb.Explicit { // a rollback step of the drill file pulls no lever
+			pulled = append(pulled, what)
+		}
 	}
 	switch {
 	case len(pulled) == 0 && j.Outcome == drill.OutcomeRefused:
@@ -431,22 +438,6 @@ func atAGlance(j *drill.Journal) []glance {
 		g = append(g, glance{"Ended", one(j.Outcome + ": " + j.Reason), "bad"})
 	}
 
-	var back time.Time
-	var by []string
-	notBack := 0
-	for _, rb := range j.Rollbacks {
-		at, who, ok := leverBack(j, rb)
-		if !ok {
-			notBack++
-			continue
-		}
-		if at.After(back) {
-			back = at
-		}
-		if !slices.Contains(by, who) {
-			by = append(by, who)
-		}
-	}
 	switch {
 	case len(j.Rollbacks) == 0:
 	case notBack == 0:
@@ -458,28 +449,20 @@ func atAGlance(j *drill.Journal) []glance {
 	return g
 }
 
-// fleetText is one line for what the fleet's gauges confirmed of a
-// breaker step with wait: true.
-func fleetText(f *drill.FleetRecord) string {
-	if f.Confirmed {
-		return fmt.Sprintf("fleet confirmed %s %s after %s: %s", f.Dependency, f.Goal, dur(secs(f.ElapsedSeconds)), f.Summary)
-	}
-	return fmt.Sprintf("fleet did NOT confirm %s %s within %s: %s", f.Dependency, f.Goal, dur(secs(f.TimeoutSeconds)), f.Summary)
-}
-
 // fleetGlance is one line for the steps that waited for the fleet: what
 // its gauges confirmed, step by step; nil when no step waited.
 func fleetGlance(j *drill.Journal) *glance {
 	var parts []string
 	class := "good"
 	for _, s := range j.Steps {
-		if s.Fleet == nil {
-			continue
+		f := s.Fleet
+		switch {
+		case f == nil:
+		case f.Confirmed:
+			parts = append(parts, fmt.Sprintf("%s: fleet confirmed %s %s after %s: %s", s.ID, f.Dependency, f.Goal, dur(secs(f.ElapsedSeconds)), f.Summary))
+		default:
+			class, parts = "bad", append(parts, fmt.Sprintf("%s: fleet did NOT confirm %s %s within %s: %s", s.ID, f.Dependency, f.Goal, dur(secs(f.TimeoutSeconds)), f.Summary))
 		}
-		if !s.Fleet.Confirmed {
-			class = "bad"
-		}
-		parts = append(parts, s.ID+": "+fleetText(s.Fleet))
 	}
 	if len(parts) == 0 {
 		return nil

@@ -2,6 +2,7 @@ package gameday
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
@@ -9,9 +10,12 @@ import (
 	"html/template"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 //go:embed assets/report.html.tmpl
@@ -96,4 +100,110 @@ func FormatFor(path string) string {
 		return FormatMarkdown
 	}
 	return FormatHTML
+}
+
+// md escapes one value for the Markdown summary: [textsafe.Markdown].
+var md = textsafe.Markdown
+
+// Markdown writes the report's summary as GitHub-flavored Markdown: the
+// verdict, what was pulled, what stopped it and when everything was put
+// back, then the steps, levers, the stop condition, recoveries and audit
+// records as tables. Every value is escaped by [md]; the report's own
+// values already went through the textsafe rule.
+func Markdown(w io.Writer, in Input) error {
+	if in.Journal == nil {
+		return fmt.Errorf("render report: no journal")
+	}
+	r := build(in)
+	var b strings.Builder
+	icon := "❌"
+	if r.Good {
+		icon = "✅"
+	}
+	fmt.Fprintf(&b, "## %s drill %s: %s (exit %d)\n\n", icon, md(r.Title), md(r.Verdict), r.ExitCode)
+	if r.Reason != "" {
+		fmt.Fprintf(&b, "> %s\n\n", md(r.Reason))
+	}
+	pairs := func(rows [][2]string) {
+		b.WriteString("| | |\n|---|---|\n")
+		for _, row := range rows {
+			fmt.Fprintf(&b, "| **%s** | %s |\n", md(row[0]), md(row[1]))
+		}
+		b.WriteString("\n")
+	}
+	pairs(mapRows(r.Glance, func(g glance) [2]string { return [2]string{g.Label, g.Text} }))
+	var fs []string
+	for _, f := range r.Facts {
+		if f.Name == "outcome" || f.Name == "exit code" {
+			continue
+		}
+		fs = append(fs, "**"+md(f.Name)+"** "+md(f.Value))
+	}
+	b.WriteString(strings.Join(fs, " · ") + "\n\n")
+
+	table := func(title string, head []string, rows [][]string) {
+		if len(rows) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "### %s\n\n| %s |\n|%s\n", title, strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+		for _, row := range rows {
+			cells := make([]string, len(row))
+			for i, c := range row {
+				cells[i] = md(c)
+			}
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+		}
+		b.WriteString("\n")
+	}
+	table("Steps", []string{"step", "kind", "status", "took", "why", "what it did"}, mapRows(r.Steps, func(s stepRow) []string {
+		return []string{s.ID, s.Kind, s.Status, s.Duration, s.Reason, joinNonEmpty(": ", s.Description, cmp.Or(s.Error, s.Detail))}
+	}))
+	if g := r.Guard; g != nil {
+		fmt.Fprintf(&b, "### %s\n\n", g.Heading)
+		pairs(slices.DeleteFunc([][2]string{{"guard", g.Role + " " + g.Condition}, {"at", g.At}, {"since", g.Since}, {"polls", g.Polls},
+			{"grace", g.Grace}, {"cause", g.Cause}, {"fix", g.Fix}}, func(kv [2]string) bool { return kv[1] == "" }))
+	}
+	table("Preflight", []string{"check", "kind", "result", "observed"}, mapRows(r.Preflight, func(c checkRow) []string {
+		return []string{c.Name, c.Kind, c.Status, cmp.Or(c.Error, c.Detail)}
+	}))
+	table("Levers", []string{"rollback", "subject", "why", "status", "pulled", "put back", "held", "detail"}, mapRows(r.Levers, func(l leverRow) []string {
+		return []string{l.ID, l.Subject, l.Why, l.Status, l.Pulled, joinNonEmpty(" by ", l.Back, l.By), l.Held, cmp.Or(l.Error, l.Detail)}
+	}))
+	if st := r.Stop; st != nil {
+		fmt.Fprintf(&b, "### Stop condition\n\n**%s** fired at %s: %s\n\n", md(st.Condition), md(st.At), md(st.Detail))
+		table("Alarms", []string{"alarm", "state", "since", "state reason"}, mapRows(st.Alarms, func(a alarmRow) []string {
+			return []string{a.Name, a.State, a.Since, a.Reason}
+		}))
+	}
+	table("Hypothesis", []string{"phase", "check", "result", "observed"}, mapRows(r.Checks, func(c checkRow) []string {
+		return []string{c.Phase, c.Name, c.Status, cmp.Or(c.Error, c.Detail)}
+	}))
+	table("Recoveries", []string{"at", "by", "result", "rollbacks", "detail"}, mapRows(r.Recoveries, func(rv recoveryRow) []string {
+		return []string{rv.At, rv.Actor, rv.Status, rv.Rollbacks, rv.Detail}
+	}))
+	table("Audit records", []string{"id", "at", "action", "subject"}, mapRows(r.Audit, func(a auditRow) []string {
+		return []string{a.ID, a.At, a.Action, a.Subject}
+	}))
+	if len(r.Notices) > 0 {
+		b.WriteString("### Notices\n\n")
+		for _, n := range r.Notices {
+			fmt.Fprintf(&b, "- %s\n", md(n))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mapRows is row of each of xs.
+func mapRows[T, R any](xs []T, row func(T) R) []R {
+	var out []R
+	for _, x := range xs {
+		out = append(out, row(x))
+	}
+	return out
+}
+
+func joinNonEmpty(sep string, s ...string) string {
+	return strings.Join(slices.DeleteFunc(s, func(v string) bool { return v == "" }), sep)
 }

@@ -60,15 +60,9 @@ type leverKind struct {
 
 func (k leverKind) Lever() string { return k.lever }
 
-// conditionKind describes a condition kind (drill.ConditionKind).
-type conditionKind struct {
-	name, summary string
-	decode        decodeFunc
-}
-
-func (k conditionKind) Name() string                                     { return k.name }
-func (k conditionKind) Summary() string                                  { return k.summary }
-func (k conditionKind) Decode(d *drill.Decoder, n *yaml.Node) drill.Spec { return k.decode(d, n) }
+// conditionKind describes a condition kind (drill.ConditionKind) as a
+// stepKind does a step kind, without outputs.
+type conditionKind = stepKind
 
 var (
 	_ drill.MutatingKind  = leverKind{}

@@ -80,13 +80,9 @@ func alarmTemplates(m *drill.Map, key string) ([]drill.Template, bool) {
 	if v == nil {
 		return nil, true
 	}
-	items := []*yaml.Node{v}
-	if v.Kind == yaml.SequenceNode {
-		items = v.Content
-	}
 	var out []drill.Template
 	ok := true
-	for i, it := range items {
+	for i, it := range drill.Items(v) {
 		t, tok := m.Decoder().Template(it, fmt.Sprintf("%s: %s[%d]", m.What(), key, i))
 		if s, static := t.Static(); tok && static && (s == "" || len(s) > metrics.MaxAlarmNameLen) {
 			m.Decoder().Errorf(it, "%s: %s %q: an alarm name or prefix is 1-%d characters", m.What(), key, s, metrics.MaxAlarmNameLen)
@@ -181,12 +177,7 @@ func (c *alarmCondition) Check(ctx context.Context, rc *runtime.RunContext) (run
 	if err != nil {
 		return runtime.Observation{}, err
 	}
-	var mine []metrics.Alarm
-	for _, a := range read.Alarms {
-		if t.Query.Matches(a.Name) {
-			mine = append(mine, a)
-		}
-	}
+	mine := slices.DeleteFunc(slices.Clone(read.Alarms), func(a metrics.Alarm) bool { return !t.Query.Matches(a.Name) })
 	var missing []string
 	for _, n := range t.Query.Names {
 		if !slices.ContainsFunc(mine, func(a metrics.Alarm) bool { return a.Name == n }) {

@@ -70,10 +70,7 @@ func decodeBreakerCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
 		allowed = []string{breaker.OverrideStateForcedOpen, StateNotForced}
 	}
 	if sn := m.Require("state"); sn != nil {
-		items := []*yaml.Node{sn}
-		if sn.Kind == yaml.SequenceNode {
-			items = sn.Content
-		}
+		items := drill.Items(sn)
 		for _, it := range items {
 			s, sok := d.String(it, "breaker: state")
 			if !sok {
@@ -94,33 +91,29 @@ func decodeBreakerCondition(d *drill.Decoder, n *yaml.Node) drill.Spec {
 	} else {
 		ok = false
 	}
-	if m.Has("instance") {
+	// gauges says whether key, present, may be used: only with source gauges.
+	gauges := func(key string) bool {
 		if c.source == SourceStore {
-			m.Errorf("instance", "applies to source gauges only")
+			m.Errorf(key, "applies to source gauges only")
 			ok = false
 		}
+		return c.source != SourceStore
+	}
+	if m.Has("instance") {
+		gauges("instance")
 		var iok bool
 		c.instance, iok = m.Template("instance", false)
 		ok = ok && iok
 	}
-	if s, present := m.String("instances", false); present {
-		switch {
-		case c.source == SourceStore:
-			m.Errorf("instances", "applies to source gauges only")
-			ok = false
-		case s == "all" || s == "any":
-			c.all = s == "all"
-		default:
+	if s, present := m.String("instances", false); present && gauges("instances") {
+		if s != "all" && s != "any" {
 			m.Errorf("instances", "%q: use all or any", s)
 			ok = false
 		}
+		c.all = s != "any"
 	}
-	if v, present := m.Int("min_instances", false); present {
-		switch {
-		case c.source == SourceStore:
-			m.Errorf("min_instances", "applies to source gauges only")
-			ok = false
-		case v < 0:
+	if v, present := m.Int("min_instances", false); present && gauges("min_instances") {
+		if v < 0 {
 			m.Errorf("min_instances", "%d is negative", v)
 			ok = false
 		}
@@ -180,16 +173,10 @@ func (c *breakerCondition) Check(ctx context.Context, rc *runtime.RunContext) (r
 		if err != nil {
 			return runtime.Observation{}, err
 		}
-		var only []runtime.InstanceGauge
-		for _, in := range r.Instances {
-			if in.Instance == name {
-				only = append(only, in)
-			}
-		}
-		if len(only) == 0 {
+		r.Instances = slices.DeleteFunc(slices.Clone(r.Instances), func(in runtime.InstanceGauge) bool { return in.Instance != name })
+		if len(r.Instances) == 0 {
 			return runtime.Observation{Detail: fmt.Sprintf("%s: instance %s reports no breaker_state", dep, name)}, nil
 		}
-		r.Instances = only
 	}
 	counts := map[string]int{}
 	match := 0

@@ -58,14 +58,12 @@ type bucketCondition struct {
 }
 
 func (c *bucketCondition) Describe(rc *runtime.RunContext) string {
-	what := ""
+	what := "holds"
 	switch {
 	case c.admit != nil && *c.admit:
 		what = "admits requests"
 	case c.admit != nil:
 		what = "refuses requests"
-	default:
-		what = "holds"
 	}
 	if c.minTokens != nil {
 		what += fmt.Sprintf(" (>= %s tokens)", human.Number(*c.minTokens))

@@ -30,9 +30,8 @@ type matcher struct {
 
 type matchOp struct {
 	op     string
-	want   any     // nil, bool, float64, Template, []any, map[string]any
+	want   any     // nil, bool, float64, Template, []any (in: the values), map[string]any
 	num    float64 // gt, gte, lt, lte
-	list   []any   // in
 	re     *regexp.Regexp
 	exists bool
 }
@@ -76,7 +75,12 @@ func decodeMatcher(d *drill.Decoder, n *yaml.Node, what string) (matcher, bool) 
 		mo := matchOp{op: op}
 		sub := what + ": " + op
 		switch op {
-		case "equals", "not_equals", "contains":
+		case "equals", "not_equals", "contains", "in":
+			if op == "in" && (v.Kind != yaml.SequenceNode || len(v.Content) == 0) {
+				d.Errorf(v, "%s must be a non-empty list of values", sub)
+				ok = false
+				break
+			}
 			val, vok := d.Value(v, sub, true)
 			mo.want, ok = val, ok && vok
 		case "exists":
@@ -85,16 +89,6 @@ func decodeMatcher(d *drill.Decoder, n *yaml.Node, what string) (matcher, bool) 
 		case "gt", "gte", "lt", "lte":
 			f, fok := d.Float(v, sub)
 			mo.num, ok = f, ok && fok
-		case "in":
-			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-				d.Errorf(v, "%s must be a non-empty list of values", sub)
-				ok = false
-				break
-			}
-			for i, item := range v.Content {
-				val, vok := d.Value(item, fmt.Sprintf("%s[%d]", sub, i), true)
-				mo.list, ok = append(mo.list, val), ok && vok
-			}
 		case "matches":
 			s, sok := d.String(v, sub)
 			re, err := regexp.Compile(s)
@@ -110,26 +104,15 @@ func decodeMatcher(d *drill.Decoder, n *yaml.Node, what string) (matcher, bool) 
 
 // normalize turns json.Number into float64 throughout, for comparison.
 func normalize(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		f, err := x.Float64()
-		if err != nil {
-			return x.String()
+	v, _ = drill.MapValue(v, func(leaf any) (any, error) {
+		if n, ok := leaf.(json.Number); ok {
+			if f, err := n.Float64(); err == nil {
+				return f, nil
+			}
+			return n.String(), nil
 		}
-		return f
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = normalize(e)
-		}
-		return out
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = normalize(e)
-		}
-		return out
-	}
+		return leaf, nil
+	})
 	return v
 }
 
@@ -217,21 +200,20 @@ func (m matcher) match(rc *runtime.RunContext, got any, exists, loose bool) (str
 				fail = fmt.Sprintf("want %s %s, got %s", sym, showWant(op.num), showWant(f))
 			}
 		case "in":
-			found := false
-			list := make([]any, 0, len(op.list))
-			for _, w := range op.list {
-				rw, err := drill.ExpandValue(rc, w)
-				if err != nil {
-					return "", err
-				}
-				list = append(list, rw)
-				found = found || (exists && reflect.DeepEqual(coerce(got, rw, loose), rw))
+			if !slices.ContainsFunc(want.([]any), func(w any) bool { return exists && reflect.DeepEqual(coerce(got, w, loose), w) }) {
+				fail = fmt.Sprintf("want one of %s, got %s", jsonText(want), showGot(got, exists))
 			}
-			if !found {
-				fail = fmt.Sprintf("want one of %s, got %s", jsonText(list), showGot(got, exists))
+		case "contains": // a string's substring, or a list's element
+			s, isStr := got.(string)
+			w, wantStr := want.(string)
+			list, _ := got.([]any)
+			switch {
+			case !exists:
+				fail = fmt.Sprintf("want something containing %s, got nothing", showWant(want))
+			case isStr && wantStr && strings.Contains(s, w), slices.ContainsFunc(list, func(e any) bool { return reflect.DeepEqual(e, want) }):
+			default:
+				fail = fmt.Sprintf("want something containing %s, got %s", showWant(want), showGot(got, true))
 			}
-		case "contains":
-			fail = containsProblem(got, want, exists)
 		case "matches":
 			s, isStr := got.(string)
 			if !exists || !isStr {
@@ -245,26 +227,6 @@ func (m matcher) match(rc *runtime.RunContext, got any, exists, loose bool) (str
 		}
 	}
 	return "", nil
-}
-
-func containsProblem(got, want any, exists bool) string {
-	if !exists {
-		return fmt.Sprintf("want something containing %s, got nothing", showWant(want))
-	}
-	switch g := got.(type) {
-	case string:
-		w, ok := want.(string)
-		if ok && strings.Contains(g, w) {
-			return ""
-		}
-	case []any:
-		for _, e := range g {
-			if reflect.DeepEqual(e, want) {
-				return ""
-			}
-		}
-	}
-	return fmt.Sprintf("want something containing %s, got %s", showWant(want), showGot(got, true))
 }
 
 // numOp is the symbol of a comparison operator and whether a op b holds.
@@ -308,13 +270,10 @@ func decodeStatus(d *drill.Decoder, n *yaml.Node, what string) (statusSet, bool)
 	if n == nil {
 		return statusSet{}, false
 	}
-	items := []*yaml.Node{n}
-	if n.Kind == yaml.SequenceNode {
-		items = n.Content
-		if len(items) == 0 {
-			d.Errorf(n, "%s: an empty list accepts nothing", what)
-			return statusSet{}, false
-		}
+	items := drill.Items(n)
+	if len(items) == 0 {
+		d.Errorf(n, "%s: an empty list accepts nothing", what)
+		return statusSet{}, false
 	}
 	var s statusSet
 	ok := true
@@ -346,20 +305,16 @@ func decodeStatus(d *drill.Decoder, n *yaml.Node, what string) (statusSet, bool)
 // 2xx.
 type expectation struct {
 	status       statusSet
-	json         []pathMatcher
-	headers      []headerMatcher
+	json         []keyed[JSONPath]
+	headers      []keyed[string] // canonical names
 	bodyContains []drill.Template
 	maxLatency   time.Duration
 }
 
-type pathMatcher struct {
-	path JSONPath
-	m    matcher
-}
-
-type headerMatcher struct {
-	name string
-	m    matcher
+// keyed is the matcher of a JSON path or a header.
+type keyed[K any] struct {
+	key K
+	m   matcher
 }
 
 var expectFields = []string{"status", "json", "headers", "body_contains", "max_latency"}
@@ -388,7 +343,7 @@ func decodeExpect(d *drill.Decoder, n *yaml.Node, what string) (expectation, boo
 					continue
 				}
 				mt, mok := decodeMatcher(d, jm.Get(k), what+": json: "+k)
-				e.json, ok = append(e.json, pathMatcher{p, mt}), ok && mok
+				e.json, ok = append(e.json, keyed[JSONPath]{p, mt}), ok && mok
 			}
 		} else {
 			ok = false
@@ -398,18 +353,14 @@ func decodeExpect(d *drill.Decoder, n *yaml.Node, what string) (expectation, boo
 		if hm := d.Map(v, what+": headers"); hm != nil {
 			for _, k := range hm.Keys() {
 				mt, mok := decodeMatcher(d, hm.Get(k), what+": headers: "+k)
-				e.headers, ok = append(e.headers, headerMatcher{http.CanonicalHeaderKey(k), mt}), ok && mok
+				e.headers, ok = append(e.headers, keyed[string]{http.CanonicalHeaderKey(k), mt}), ok && mok
 			}
 		} else {
 			ok = false
 		}
 	}
 	if v := m.Get("body_contains"); v != nil {
-		items := []*yaml.Node{v}
-		if v.Kind == yaml.SequenceNode {
-			items = v.Content
-		}
-		for i, it := range items {
+		for i, it := range drill.Items(v) {
 			t, tok := d.Template(it, fmt.Sprintf("%s: body_contains[%d]", what, i))
 			e.bodyContains, ok = append(e.bodyContains, t), ok && tok
 		}
@@ -441,10 +392,10 @@ func (e expectation) check(rc *runtime.RunContext, r *response) ([]string, error
 	}
 	for _, pm := range e.json {
 		if r.jsonErr != nil {
-			fails = append(fails, fmt.Sprintf("json: %s: the body is not JSON (%v)", pm.path, r.jsonErr))
+			fails = append(fails, fmt.Sprintf("json: %s: the body is not JSON (%v)", pm.key, r.jsonErr))
 			continue
 		}
-		v, exists, err := pm.path.Eval(r.doc)
+		v, exists, err := pm.key.Eval(r.doc)
 		if err != nil {
 			fails = append(fails, "json: "+err.Error())
 			continue
@@ -454,11 +405,11 @@ func (e expectation) check(rc *runtime.RunContext, r *response) ([]string, error
 			return nil, err
 		}
 		if fail != "" {
-			fails = append(fails, fmt.Sprintf("json: %s: %s", pm.path, fail))
+			fails = append(fails, fmt.Sprintf("json: %s: %s", pm.key, fail))
 		}
 	}
 	for _, hm := range e.headers {
-		vals, exists := r.header[hm.name]
+		vals, exists := r.header[hm.key]
 		var got any
 		if exists && len(vals) > 0 {
 			got = vals[0]
@@ -468,7 +419,7 @@ func (e expectation) check(rc *runtime.RunContext, r *response) ([]string, error
 			return nil, err
 		}
 		if fail != "" {
-			fails = append(fails, fmt.Sprintf("header %s: %s", hm.name, fail))
+			fails = append(fails, fmt.Sprintf("header %s: %s", hm.key, fail))
 		}
 	}
 	for _, t := range e.bodyContains {

@@ -2,10 +2,12 @@ package kinds
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
@@ -51,10 +53,7 @@ func expiryText(t time.Time) string {
 // resolved, or "" while it names a step's output (known only during the
 // run).
 func policyTarget(rc *runtime.RunContext, t drill.Template) string {
-	s, err := rc.Expand(t)
-	if err != nil {
-		return ""
-	}
+	s, _ := rc.Expand(t) // "" when it cannot be expanded
 	return s
 }
 
@@ -88,4 +87,38 @@ func waitFleet(ctx context.Context, rc *runtime.RunContext, out *runtime.Outputs
 	out.Detail = strings.TrimPrefix(fmt.Sprintf("%s; fleet confirmed: %s after %s", out.Detail, cv.Summary(), human.Duration(cv.Elapsed)), "; ")
 	out.Fleet = rec
 	return nil
+}
+
+// A dependency named by a step (the override lever) or a condition
+// (breaker): its literal checked when the file is parsed, its templated
+// value when the run expands it.
+
+// checkDependency validates a dependency name at run time (after
+// templating): its shape, and that the context knows it.
+func checkDependency(rc *runtime.RunContext, dep string, allowUnknown bool) error {
+	known := rc.Deps.KnownDependencies
+	if allowUnknown || len(known) == 0 {
+		return breaker.ValidateDependency(dep)
+	}
+	var unknown *breaker.UnknownDependencyError
+	if err := breaker.CheckKnownDependency(dep, known); !errors.As(err, &unknown) {
+		return err
+	}
+	return fmt.Errorf("unknown dependency %q: context %q knows %s%s (set allow_unknown: true to use it anyway)",
+		dep, rc.Deps.ContextName, strings.Join(known, ", "), unknown.DidYouMean())
+}
+
+// decodeDependency reads the dependency field, checking a literal name.
+func decodeDependency(m *drill.Map) (drill.Template, bool) {
+	t, ok := m.Template("dependency", true)
+	if !ok {
+		return t, false
+	}
+	if s, static := t.Static(); static {
+		if err := breaker.ValidateDependency(s); err != nil {
+			m.Errorf("dependency", "%v", err)
+			return t, false
+		}
+	}
+	return t, true
 }

@@ -318,7 +318,7 @@ func recoverBucket(in RecoverInput) (runtime.Rollback, []string, error) {
 	if len(trail) == 0 {
 		// A bucket change that changed nothing is not recorded (a reset
 		// of a full bucket): nothing to undo, whatever the journal says.
-		return &unrecorded{subject: subject, runID: in.RunID}, nil, nil
+		return unrecorded(subject, in.RunID), nil, nil
 	}
 	var lines []string
 	if first := trail[0]; first.Actor != in.Actor {

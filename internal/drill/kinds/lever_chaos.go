@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,10 +126,7 @@ func (a *chaosSign) Describe(*runtime.RunContext) string {
 
 // Plan implements Mutating.
 func (a *chaosSign) Plan(rc *runtime.RunContext) *runtime.PlanLever {
-	ttl := a.req.TTL
-	if ttl == 0 {
-		ttl = chaos.DefaultTTL
-	}
+	ttl := cmp.Or(a.req.TTL, chaos.DefaultTTL)
 	bound := min(ttl, rc.Drill.Timeout, chaos.MaxTTL).Truncate(time.Second)
 	return &runtime.PlanLever{Subject: "chaos#" + rc.CurrentStep(), Inverse: "withdraw the header from the run (it cannot be revoked)",
 		ExpiresWithinSeconds: drill.Seconds(bound), Expiry: fmt.Sprintf("the header expires after min(ttl %s, time left, %s)", ttl, chaos.MaxTTL)}
@@ -221,25 +219,12 @@ func (r *chaosRollback) LeverRecord() *drill.LeverRecord {
 	return rec
 }
 
-// recoveredChaos is a chaos header's rollback after its run died: the
+// recoverChaos is a chaos header's rollback after its run died: the
 // header lived only in that process, so it is withdrawn already.
-type recoveredChaos struct {
-	subject string
-	expires time.Time
-}
-
-func (r *recoveredChaos) Subject() string  { return r.subject }
-func (r *recoveredChaos) Describe() string { return "withdraw the chaos header" }
-
-// ExpiresAt is zero: the journal's record already says when the header
-// expires.
-func (r *recoveredChaos) ExpiresAt() time.Time { return time.Time{} }
-
-// LeverRecord is nil: the journal's record stays as it is.
-func (r *recoveredChaos) LeverRecord() *drill.LeverRecord { return nil }
-func (r *recoveredChaos) Undo(context.Context, *runtime.RunContext) (string, error) {
-	if r.expires.IsZero() {
-		return "withdrawn: it lived only in the run's process", nil
+func recoverChaos(rec drill.RollbackRecord) runtime.Rollback {
+	done := "withdrawn: it lived only in the run's process"
+	if rec.ExpiresAt != nil {
+		done += "; it expires " + rec.ExpiresAt.UTC().Format(time.RFC3339)
 	}
-	return "withdrawn: it lived only in the run's process; it expires " + r.expires.UTC().Format(time.RFC3339), nil
+	return &settled{rec.Subject, "withdraw the chaos header", done}
 }

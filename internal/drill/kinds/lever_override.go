@@ -500,7 +500,7 @@ func recoverOverride(in RecoverInput) (runtime.Rollback, []string, error) {
 		if claim != "" && !in.StepRunning {
 			return nil, []string{disagree(rec, subject, "the journal says %s, but the audit trail records no write of run %s on it", claim, in.RunID)}, nil
 		}
-		return &unrecorded{subject: subject, runID: in.RunID}, nil, nil
+		return unrecorded(subject, in.RunID), nil, nil
 	}
 	var lines []string
 	if first := mine[0]; first.Actor != in.Actor {

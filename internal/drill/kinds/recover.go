@@ -87,29 +87,29 @@ func disagree(rec drill.RollbackRecord, subject, format string, args ...any) str
 // runRecords keeps the records of trail that the run wrote on subject
 // with one of actions, in the order they were made.
 func runRecords(trail []audit.Record, runID, subject string, actions ...string) []audit.Record {
-	var out []audit.Record
-	for _, r := range trail {
-		if r.RunID == runID && r.Subject == subject && slices.Contains(actions, r.Action) {
-			out = append(out, r)
-		}
-	}
+	out := slices.DeleteFunc(slices.Clone(trail), func(r audit.Record) bool {
+		return r.RunID != runID || r.Subject != subject || !slices.Contains(actions, r.Action)
+	})
 	slices.SortStableFunc(out, func(a, b audit.Record) int { return a.Time.Compare(b.Time) })
 	return out
 }
 
+// settled is a rebuilt rollback with nothing to write, done saying why;
+// the journal's record stays as it is.
+type settled struct{ subject, describe, done string }
+
+func (s *settled) Subject() string                                           { return s.subject }
+func (s *settled) Describe() string                                          { return s.describe }
+func (s *settled) ExpiresAt() time.Time                                      { return time.Time{} }
+func (s *settled) LeverRecord() *drill.LeverRecord                           { return nil }
+func (s *settled) Undo(context.Context, *runtime.RunContext) (string, error) { return s.done, nil }
+
 // unrecorded is the rollback of a lever the audit trail records no change
 // of: the run died before its step wrote. Nothing the trail does not back
 // is written.
-type unrecorded struct {
-	subject, runID string
-}
-
-func (u *unrecorded) Subject() string                 { return u.subject }
-func (u *unrecorded) Describe() string                { return "nothing the audit trail records to undo" }
-func (u *unrecorded) ExpiresAt() time.Time            { return time.Time{} }
-func (u *unrecorded) LeverRecord() *drill.LeverRecord { return nil }
-func (u *unrecorded) Undo(context.Context, *runtime.RunContext) (string, error) {
-	return fmt.Sprintf("nothing to undo: the audit trail records no change of run %s to %s (the run died before its step wrote)", u.runID, u.subject), nil
+func unrecorded(subject, runID string) runtime.Rollback {
+	return &settled{subject, "nothing the audit trail records to undo",
+		fmt.Sprintf("nothing to undo: the audit trail records no change of run %s to %s (the run died before its step wrote)", runID, subject)}
 }
 
 // link is what one audit record's change starts from and leaves: a key of
@@ -170,11 +170,7 @@ func RollbackFromRecord(rec drill.RollbackRecord) (runtime.Rollback, error) {
 	case drill.LeverOverride, drill.LeverBucket:
 		return nil, fmt.Errorf("rollback %s: a store lever is rebuilt from the audit trail (RecoverRollback), not from the journal alone", rec.ID)
 	case drill.LeverChaos:
-		rc := &recoveredChaos{subject: rec.Subject}
-		if rec.ExpiresAt != nil {
-			rc.expires = *rec.ExpiresAt
-		}
-		return rc, nil
+		return recoverChaos(rec), nil
 	case drill.LeverExplicit:
 		return nil, fmt.Errorf("recover does not run the drill file's own rollback steps (%s): do it by hand: %s", rec.Subject, rec.Description)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -38,15 +37,7 @@ func DrillRun(d *drill.Drill, svc *runtime.Deps) (approval.DrillRun, error) {
 // planned on rc (its variables resolved).
 func drillRun(rc *runtime.RunContext, d *drill.Drill) approval.DrillRun {
 	dr := approval.DrillRun{File: d.File, Name: d.Name, SHA256: d.SHA256, Context: rc.Deps.ContextName, Levers: []approval.DrillLever{}}
-	prev := rc.CurrentStep()
-	defer rc.SetCurrentStep(prev)
-	add := func(s *drill.Step) {
-		m, ok := s.Spec.(runtime.Mutating)
-		if !ok {
-			return
-		}
-		rc.SetCurrentStep(s.ID)
-		l := m.Plan(rc)
+	walk(rc, d, func(_ *drill.Step, _ string, l *runtime.PlanLever) {
 		if l == nil || l.Action == "" {
 			return
 		}
@@ -57,16 +48,7 @@ func drillRun(rc *runtime.RunContext, d *drill.Drill) approval.DrillRun {
 		if !slices.Contains(dr.Levers, dl) {
 			dr.Levers = append(dr.Levers, dl)
 		}
-	}
-	for _, s := range d.Steps {
-		add(s)
-		for _, rb := range s.Rollback {
-			add(rb)
-		}
-	}
-	for _, rb := range d.Rollbacks {
-		add(rb)
-	}
+	})
 	return dr
 }
 
@@ -93,5 +75,5 @@ func (u *run) authorize(ctx context.Context) bool {
 		}
 		return true
 	}
-	return u.refuse("refused before any lever was pulled: "+rc.Redact(err.Error()), nil, exitcode.Of(err))
+	return u.refuse("refused before any lever was pulled: "+err.Error(), nil, err)
 }

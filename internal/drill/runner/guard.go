@@ -1,14 +1,13 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // The guards of a run: the preflight of every stop condition and
@@ -34,11 +33,7 @@ func (e *StopError) Error() string {
 
 // evaluate evaluates c once, bounded by its timeout.
 func evaluate(ctx context.Context, rc *runtime.RunContext, c *drill.Check) (runtime.Observation, error) {
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = drill.DefaultCheckTimeout
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := context.WithTimeout(ctx, cmp.Or(c.Timeout, drill.DefaultCheckTimeout))
 	defer cancel()
 	return runtime.ConditionOf(c).Check(cctx, rc)
 }
@@ -65,21 +60,20 @@ func (u *run) preflight(ctx context.Context) bool {
 			return
 		}
 		end := rc.Now()
-		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c),
+		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: runtime.ConditionOf(c).Describe(rc),
 			OK: err == nil, Checks: 1, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end), DurationSeconds: drill.Seconds(end.Sub(start))}
 		if err == nil {
-			rec.Detail = "can be evaluated: " + rc.Redact(obs.Detail)
+			rec.Detail = "can be evaluated: " + obs.Detail
 		} else {
 			failures++
-			cause, fix := rc.Redact(err.Error()), rc.Redact(runtime.GuardFix(err))
+			cause, fix := err.Error(), runtime.GuardFix(err)
 			rec.Error = fmt.Sprintf("%s could not be evaluated: %s (fix: %s)", role, cause, fix)
 			if refusal == nil {
 				refusal = &drill.GuardRecord{Phase: drill.GuardPreflight, Role: role, Condition: c.Name, Cause: cause, Fix: fix, At: end.UTC()}
 				refusalErr = err
 			}
 		}
-		r.update(func() { j.Preflight = append(j.Preflight, rec) })
-		r.emit(Event{Kind: EventCheckDone, Phase: drill.PhasePreflight, Check: &rec})
+		r.recordCheck(rec)
 	}
 	for _, c := range d.StopConditions {
 		eval(drill.RoleStopCondition, c)
@@ -100,17 +94,17 @@ func (u *run) preflight(ctx context.Context) bool {
 	if failures > 1 {
 		reason += fmt.Sprintf(" (and %d more guards; see the journal's preflight)", failures-1)
 	}
-	return u.refuse(reason, refusal, exitcode.Of(runtime.GuardFailure(refusalErr)))
+	return u.refuse(reason, refusal, runtime.GuardFailure(refusalErr))
 }
 
 // refuse records a run refused before any lever was pulled: why, the guard
-// that refused it (nil: the table's policy) and the exit code. It reports
-// false: the run may not go on.
-func (u *run) refuse(reason string, guard *drill.GuardRecord, code int) bool {
+// that refused it (nil: the table's policy) and the error that did, whose
+// kind is the run's. It reports false: the run may not go on.
+func (u *run) refuse(reason string, guard *drill.GuardRecord, cause error) bool {
 	j := u.j
 	u.jr.update(func() {
 		j.Outcome, j.Reason, j.Guard = drill.OutcomeRefused, reason+"; nothing was done", guard
-		u.jr.guardCode = code
+		u.jr.refusal = cause
 		for i := range j.Steps {
 			j.Steps[i].Status = drill.StatusSkipped
 		}
@@ -122,11 +116,11 @@ func (u *run) refuse(reason string, guard *drill.GuardRecord, code int) bool {
 // lostGuard records gl as the run's lost guard; the caller holds r.mu.
 func (u *run) lostGuard(gl *runtime.GuardLostError) {
 	rc, j := u.rc, u.j
-	j.Reason = rc.Redact(gl.Error()) + ": " + rc.Redact(runtime.GuardFix(gl.Err))
-	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: gl.Role, Condition: gl.Name, Cause: rc.Redact(gl.Err.Error()),
-		Fix: rc.Redact(runtime.GuardFix(gl.Err)), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
+	j.Reason = gl.Error() + ": " + runtime.GuardFix(gl.Err)
+	j.Guard = &drill.GuardRecord{Phase: drill.GuardDuringRun, Role: gl.Role, Condition: gl.Name, Cause: gl.Err.Error(),
+		Fix: runtime.GuardFix(gl.Err), Polls: gl.Polls, Since: drill.TimePtr(gl.Since), GracePolls: gl.Grace.Polls,
 		GraceSeconds: drill.Seconds(gl.Grace.For), At: rc.Now().UTC()}
-	u.jr.guardCode = exitcode.Of(runtime.GuardFailure(gl.Err))
+	u.jr.refusal = runtime.GuardFailure(gl.Err)
 }
 
 // firstStop evaluates the stop conditions once and returns the first that
@@ -143,9 +137,9 @@ func (u *run) firstStop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		ev := drill.StopEvaluation{At: rc.Now().UTC(), Condition: c.Name, Holds: err == nil && obs.Holds, Detail: rc.Redact(obs.Detail)}
+		ev := drill.StopEvaluation{At: rc.Now().UTC(), Condition: c.Name, Holds: err == nil && obs.Holds, Detail: obs.Detail}
 		if err != nil {
-			ev.Error = rc.Redact(err.Error())
+			ev.Error = err.Error()
 		}
 		r.recordStop(ev)
 		u.guardMu.Lock()
@@ -172,17 +166,13 @@ func (u *run) firstStop(ctx context.Context) error {
 			if c.OnError == drill.OnErrorContinue {
 				then = "on_error: continue: the run goes on without this guard"
 			}
-			r.noticeStop(c.Name, fmt.Sprintf("stop condition %q could not be evaluated: %s; %s", c.Name, rc.Redact(err.Error()), then))
+			r.noticeStop(c.Name, fmt.Sprintf("stop condition %q could not be evaluated: %s; %s", c.Name, err, then))
 			continue
 		case recovered:
 			r.noticeStop(c.Name, fmt.Sprintf("stop condition %q can be evaluated again", c.Name))
 		}
 		if obs.Holds {
-			alarms := slices.Clone(obs.Alarms)
-			for i := range alarms {
-				alarms[i].Reason = rc.Redact(alarms[i].Reason)
-			}
-			return &StopError{Condition: c.Name, Detail: rc.Redact(obs.Detail), Alarms: alarms}
+			return &StopError{Condition: c.Name, Detail: obs.Detail, Alarms: obs.Alarms}
 		}
 	}
 	return nil
@@ -191,9 +181,6 @@ func (u *run) firstStop(ctx context.Context) error {
 // noticeStop notes msg about a stop condition, once while it repeats.
 func (r *runJournal) noticeStop(name, msg string) {
 	r.mu.Lock()
-	if r.stopNoticed == nil {
-		r.stopNoticed = map[string]string{}
-	}
 	repeated := r.stopNoticed[name] == msg
 	r.stopNoticed[name] = msg
 	r.mu.Unlock()

@@ -94,39 +94,27 @@ func (u *run) hypothesisAfter(ctx context.Context, beforeFailed bool) {
 func (u *run) check(ctx context.Context, c *drill.Check, phase string) (drill.CheckRecord, *runtime.GuardLostError) {
 	r, d, rc := u.jr, u.d, u.rc
 	start := rc.Now()
-	interval := c.Interval
-	if interval == 0 {
-		interval = d.PollInterval
-	}
-	spec := runtime.PollSpec{Within: c.Within, Interval: interval, Attempt: c.Timeout}
+	spec := runtime.PollSpec{Within: c.Within, Interval: cmp.Or(c.Interval, d.PollInterval), Attempt: c.Timeout}
 	if c.Within > 0 && c.OnError != drill.OnErrorContinue {
 		spec.Guard = &runtime.PollGuard{Role: drill.RoleHypothesis, Name: c.Name, Grace: d.GuardGrace}
 	}
 	res, err := runtime.Poll(ctx, rc, runtime.ConditionOf(c), spec)
 	end := rc.Now()
-	rec := drill.CheckRecord{Phase: phase, Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c),
-		OK: err == nil, Detail: rc.Redact(res.Obs.Detail), Checks: res.Polls, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end),
+	rec := drill.CheckRecord{Phase: phase, Name: c.Name, Kind: c.Kind.Name(), Description: runtime.ConditionOf(c).Describe(rc),
+		OK: err == nil, Detail: res.Obs.Detail, Checks: res.Polls, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end),
 		DurationSeconds: drill.Seconds(end.Sub(start))}
 	var lost *runtime.GuardLostError
 	switch {
 	case err == nil:
 	case errors.As(err, &lost):
-		rec.Error = rc.Redact(lost.Error())
+		rec.Error = lost.Error()
 	case ctx.Err() != nil:
 		_, rec.Error = runStatus(context.Cause(ctx))
-		rec.Error = rc.Redact(rec.Error)
 	case res.Err != nil:
-		rec.Error = "could not check: " + rc.Redact(res.Err.Error())
+		rec.Error = "could not check: " + res.Err.Error()
 	case c.Within > 0:
 		rec.Error = fmt.Sprintf("did not hold within %s (%d checks)", c.Within, res.Polls)
 	}
-	r.mu.Lock()
-	if phase == drill.PhaseBefore {
-		r.journal.Hypothesis.Before = append(r.journal.Hypothesis.Before, rec)
-	} else {
-		r.journal.Hypothesis.After = append(r.journal.Hypothesis.After, rec)
-	}
-	r.mu.Unlock()
-	r.emit(Event{Kind: EventCheckDone, Phase: phase, Check: &rec})
+	r.recordCheck(rec)
 	return rec, lost
 }

@@ -115,7 +115,19 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		suite.Properties = append(suite.Properties, junitProperty{p + "_at", rv.At.UTC().Format(time.RFC3339Nano)},
 			junitProperty{p + "_by", rv.Actor}, junitProperty{p + "_ok", fmt.Sprint(rv.OK)})
 	}
+	// Every text of the report is rendered by the textsafe rule: step
+	// outputs and errors carry HTTP bodies and stored values, CI pages show
+	// them to people, and a control character other than tab and newline is
+	// not even allowed in XML 1.0 (encoding/xml would turn it into U+FFFD,
+	// hiding what it was). Attributes are one line ([textsafe.Line]);
+	// element text keeps its lines ([textsafe.Text]).
 	add := func(c junitCase) {
+		c.Name, c.Classname, c.SystemOut = textsafe.Line(c.Name), textsafe.Line(c.Classname), textsafe.Text(c.SystemOut)
+		for _, p := range []*junitProblem{c.Failure, c.Error, c.Skipped} {
+			if p != nil {
+				p.Message, p.Type, p.Text = textsafe.Line(p.Message), textsafe.Line(p.Type), textsafe.Text(p.Text)
+			}
+		}
 		suite.Cases = append(suite.Cases, c)
 		suite.Tests++
 		switch {
@@ -190,39 +202,15 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 	} else {
 		checks("after", j.Hypothesis.After)
 	}
-	suite.SystemOut = Summary(j, false)
+	for i := range suite.Properties {
+		p := &suite.Properties[i]
+		p.Name, p.Value = textsafe.Line(p.Name), textsafe.Line(p.Value)
+	}
+	suite.Name, suite.SystemOut = textsafe.Line(suite.Name), textsafe.Text(Summary(j, false))
 	doc := junitSuites{Name: "koshactl drill", junitCounts: suite.junitCounts, Suites: []junitSuite{suite}}
-	doc.render()
 	b, err := xml.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode JUnit report: %w", err)
 	}
 	return append([]byte(xml.Header), append(b, '\n')...), nil
-}
-
-// render applies the textsafe rule to every text of the report: step
-// outputs and errors carry HTTP bodies and stored values, CI pages show them
-// to people, and a control character other than tab and newline is not even
-// allowed in XML 1.0 (encoding/xml would turn it into U+FFFD, hiding what it
-// was). Attributes are one line ([textsafe.Line]); element text keeps its
-// lines ([textsafe.Text]).
-func (d *junitSuites) render() {
-	d.Name = textsafe.Line(d.Name)
-	for i := range d.Suites {
-		s := &d.Suites[i]
-		s.Name, s.SystemOut = textsafe.Line(s.Name), textsafe.Text(s.SystemOut)
-		for k := range s.Properties {
-			p := &s.Properties[k]
-			p.Name, p.Value = textsafe.Line(p.Name), textsafe.Line(p.Value)
-		}
-		for k := range s.Cases {
-			c := &s.Cases[k]
-			c.Name, c.Classname, c.SystemOut = textsafe.Line(c.Name), textsafe.Line(c.Classname), textsafe.Text(c.SystemOut)
-			for _, p := range []*junitProblem{c.Failure, c.Error, c.Skipped} {
-				if p != nil {
-					p.Message, p.Type, p.Text = textsafe.Line(p.Message), textsafe.Line(p.Type), textsafe.Text(p.Text)
-				}
-			}
-		}
-	}
 }

@@ -127,37 +127,63 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 	checks := func(cs []*drill.Check) []PlanCheck {
 		out := []PlanCheck{}
 		for _, c := range cs {
-			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: describeCheck(rc, c), WithinSeconds: drill.Seconds(c.Within),
-				OnError: c.OnError})
+			out = append(out, PlanCheck{Name: c.Name, Kind: c.Kind.Name(), Description: rc.Redact(runtime.ConditionOf(c).Describe(rc)),
+				WithinSeconds: drill.Seconds(c.Within), OnError: c.OnError})
 		}
 		return out
 	}
 	p.Hypothesis, p.StopConditions = checks(d.Hypothesis), checks(d.StopConditions)
 	p.planAlarms(ctx, rc)
 	movedBy := map[string]string{} // lever subject → the step that registered its rollback
-	for i, s := range d.Steps {
-		ps := PlanStep{Index: i + 1, ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Description: describeStep(rc, s),
-			TimeoutSeconds: drill.Seconds(stepTimeout(d, s))}
-		rc.SetCurrentStep(s.ID)
-		if m, ok := s.Spec.(runtime.Mutating); ok {
-			ps.Lever = m.Plan(rc)
-			if first, moved := movedBy[ps.Lever.Subject]; moved {
+	walk(rc, d, func(s *drill.Step, owner string, l *runtime.PlanLever) {
+		switch owner {
+		case "":
+			p.Steps = append(p.Steps, PlanStep{Index: len(p.Steps) + 1, ID: s.ID, Name: s.Name, Kind: s.Kind.Name(),
+				Description: rc.Redact(runtime.ActionOf(s).Describe(rc)), TimeoutSeconds: drill.Seconds(stepTimeout(d, s)), Lever: l})
+			if l == nil {
+				return
+			}
+			if first, moved := movedBy[l.Subject]; moved {
 				// As at run time: one rollback per lever, restoring its state
 				// before the drill.
-				ps.Lever.Inverse = "none new: the rollback registered by step " + first + " restores it to its state before the drill"
+				l.Inverse = "none new: the rollback registered by step " + first + " restores it to its state before the drill"
 			} else {
-				movedBy[ps.Lever.Subject] = s.ID
+				movedBy[l.Subject] = s.ID
 			}
+		case "drill":
+			p.Rollbacks = append(p.Rollbacks, rc.Redact((&explicitRollback{step: s}).Describe()))
+		default:
+			ps := &p.Steps[len(p.Steps)-1]
+			ps.Rollbacks = append(ps.Rollbacks, rc.Redact((&explicitRollback{step: s}).Describe()))
 		}
+	})
+	return p
+}
+
+// walk visits what a run of d reaches, in the order the plan lists it:
+// each step (owner ""), then its rollback steps (owner: the step's id),
+// and last the drill's rollbacks (owner "drill"); each as the current
+// step of rc, with the lever it would move (nil: none). The plan and the
+// table's policy's view of a run ([DrillRun]) are both this walk.
+func walk(rc *runtime.RunContext, d *drill.Drill, visit func(s *drill.Step, owner string, l *runtime.PlanLever)) {
+	defer rc.SetCurrentStep(rc.CurrentStep())
+	one := func(s *drill.Step, owner string) {
+		rc.SetCurrentStep(s.ID)
+		var l *runtime.PlanLever
+		if m, ok := s.Spec.(runtime.Mutating); ok {
+			l = m.Plan(rc)
+		}
+		visit(s, owner, l)
+	}
+	for _, s := range d.Steps {
+		one(s, "")
 		for _, rb := range s.Rollback {
-			ps.Rollbacks = append(ps.Rollbacks, describeRollback(rc, &explicitRollback{step: rb}))
+			one(rb, s.ID)
 		}
-		p.Steps = append(p.Steps, ps)
 	}
 	for _, rb := range d.Rollbacks {
-		p.Rollbacks = append(p.Rollbacks, describeRollback(rc, &explicitRollback{step: rb}))
+		one(rb, "drill")
 	}
-	return p
 }
 
 func (p *Plan) planAlarms(ctx context.Context, rc *runtime.RunContext) {

@@ -1,10 +1,10 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -43,11 +43,12 @@ func (g *journalingGauges) Read(ctx context.Context, dependency string) (runtime
 	}
 	s := drill.GaugeSample{At: g.rc.Now().UTC(), Dependency: dependency, Instances: []drill.InstanceSample{}}
 	if err != nil {
-		s.Error = g.rc.Redact(err.Error())
+		s.Error = err.Error()
 	}
 	for _, in := range reading.Instances {
 		s.Instances = append(s.Instances, drill.InstanceSample{Instance: in.Instance, State: in.State.String()})
 	}
+	g.r.redact(&s.Error)
 	g.r.update(func() {
 		j := g.r.journal
 		j.GaugeSamples = appendCapped(j.GaugeSamples, s, maxGaugeSamples, func(p drill.GaugeSample) bool { return p.Dependency == dependency },
@@ -121,6 +122,7 @@ func (a *journalingAudit) Recorded(recs ...audit.Record) {
 
 // recordStop records one evaluation of a stop condition.
 func (r *runJournal) recordStop(e drill.StopEvaluation) {
+	r.redact(&e.Detail, &e.Error)
 	r.update(func() {
 		j := r.journal
 		j.StopEvaluations = appendCapped(j.StopEvaluations, e, maxStopEvaluations, func(p drill.StopEvaluation) bool { return p.Condition == e.Condition },
@@ -128,6 +130,19 @@ func (r *runJournal) recordStop(e drill.StopEvaluation) {
 				return p.Holds == e.Holds && p.Error == e.Error && p.Detail == e.Detail
 			})
 	})
+}
+
+// recordCheck records rec, an evaluation of the preflight or of the
+// hypothesis before or after (its Phase), and emits it.
+func (r *runJournal) recordCheck(rec drill.CheckRecord) {
+	r.mu.Lock()
+	j := r.journal
+	list := map[string]*[]drill.CheckRecord{drill.PhasePreflight: &j.Preflight, drill.PhaseBefore: &j.Hypothesis.Before,
+		drill.PhaseAfter: &j.Hypothesis.After}[rec.Phase]
+	*list = append(*list, rec)
+	p := &(*list)[len(*list)-1]
+	r.mu.Unlock()
+	r.emit(Event{Kind: EventCheckDone, Phase: rec.Phase, Check: p})
 }
 
 // recording returns the run's services with the gauge reader and the
@@ -147,8 +162,9 @@ func (r *runJournal) recording(rc *runtime.RunContext) *runtime.Deps {
 
 // runJournal is a run's journal as the run writes it. It owns the lock
 // every change of the journal takes (reporters may be reading it from
-// another goroutine's event), the caps on what a long run records, and the
-// events the reporters receive, one at a time.
+// another goroutine's event), the caps on what a long run records, the
+// redaction of the run's secrets from what it records, and the events the
+// reporters receive, one at a time.
 type runJournal struct {
 	mu        sync.Mutex
 	journal   *drill.Journal
@@ -156,15 +172,17 @@ type runJournal struct {
 	reporters []Reporter
 	// clock stamps events; nil means the wall clock.
 	clock clock.Clock
-	// rbs[i] is the rollback of journal.Rollbacks[i].
+	// rbs[i] is the rollback of journal.Rollbacks[i]: the run's stack of
+	// rollbacks, in registration order.
 	rbs []runtime.Rollback
 	// stepIdx is the step running now (1-based), for notices.
 	stepIdx int
 	// stopNoticed holds the last evaluation error noticed per stop
 	// condition, so a condition failing every poll is noted once.
 	stopNoticed map[string]string
-	// guardCode is the exit code of a refused run or a lost guard.
-	guardCode int
+	// refusal is what refused the run or lost its guard: its kind is the
+	// run's.
+	refusal error
 }
 
 // update runs f under the journal lock.
@@ -189,6 +207,7 @@ func (r *Runner) Notice(msg string) {
 }
 
 func (r *runJournal) notice(msg string) {
+	r.redact(&msg)
 	r.mu.Lock()
 	if j := r.journal; j != nil {
 		j.Notices = append(j.Notices, msg)
@@ -212,36 +231,53 @@ func (r *runJournal) stepNotice(msg string) {
 	r.emit(Event{Kind: EventNotice, Message: msg, StepIndex: idx})
 }
 
-// emit delivers ev to every reporter, one event at a time.
+// emit delivers ev to every reporter, one event at a time, once what it
+// records is redacted: its step, check or rollback (which point into the
+// journal) and the journal's verdict.
 func (r *runJournal) emit(ev Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev.Journal = r.journal
 	if ev.Time.IsZero() {
-		ev.Time = time.Now()
-		if r.clock != nil {
-			ev.Time = r.clock.Now()
-		}
+		ev.Time = cmp.Or(r.clock, clock.Clock(clock.Real{})).Now()
 	}
 	if ev.StepIndex > 0 && ev.Step == nil && ev.Journal != nil && ev.StepIndex <= len(ev.Journal.Steps) {
 		ev.Step = &ev.Journal.Steps[ev.StepIndex-1]
+	}
+	if s := ev.Step; s != nil {
+		r.redact(&s.Description, &s.Reason, &s.Detail, &s.Error)
+	}
+	if c := ev.Check; c != nil {
+		r.redact(&c.Description, &c.Detail, &c.Error)
+	}
+	if rb := ev.Rollback; rb != nil {
+		r.redact(&rb.Description, &rb.Detail, &rb.Error)
+	}
+	if j := ev.Journal; j != nil {
+		r.redact(&j.Reason)
+		if g := j.Guard; g != nil {
+			r.redact(&g.Cause, &g.Fix)
+		}
+		if st := j.Stop; st != nil {
+			r.redact(&st.Detail)
+			for i := range st.Alarms {
+				r.redact(&st.Alarms[i].Reason)
+			}
+		}
 	}
 	for _, rep := range r.reporters {
 		rep.Report(ev)
 	}
 }
 
-// describeCheck, describeStep and describeRollback say what a check, a
-// step and a rollback do, for the journal, the plan and the live log: with
-// the run's secrets redacted.
-func describeCheck(rc *runtime.RunContext, c *drill.Check) string {
-	return rc.Redact(runtime.ConditionOf(c).Describe(rc))
-}
-
-func describeStep(rc *runtime.RunContext, s *drill.Step) string {
-	return rc.Redact(runtime.ActionOf(s).Describe(rc))
-}
-
-func describeRollback(rc *runtime.RunContext, rb runtime.Rollback) string {
-	return rc.Redact(rb.Describe())
+// redact hides the run's secret values in texts, in place: the one place
+// what the run records is redacted, as it is recorded (the records events
+// carry, before any reporter sees them; gauge samples, stop evaluations and
+// notices).
+func (r *runJournal) redact(texts ...*string) {
+	for _, t := range texts {
+		if r.rc != nil {
+			*t = r.rc.Redact(*t)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -134,10 +135,8 @@ func (l *LiveLog) Report(ev Event) {
 	case EventStepDone:
 		s := ev.Step
 		msg := fmt.Sprintf("  %s [%d/%d] %s %s in %s", l.mark(s.Status), ev.StepIndex, len(j.Steps), safe(s.ID), safe(s.Status), fmtSeconds(s.DurationSeconds))
-		if s.Error != "" {
-			msg += ": " + oneLine(s.Error)
-		} else if s.Detail != "" {
-			msg += ": " + oneLine(s.Detail)
+		if t := cmp.Or(s.Error, s.Detail); t != "" {
+			msg += ": " + oneLine(t)
 		}
 		l.line(ev.Time, "%s", msg)
 	case EventRollbackStarted:
@@ -213,9 +212,8 @@ var _ Reporter = (*JournalFile)(nil)
 
 // Report implements Reporter.
 func (f *JournalFile) Report(ev Event) {
-	switch ev.Kind {
-	case EventRunStarted, EventStepStarted, EventRollbackRegistered, EventStepDone, EventCheckDone, EventRollbackDone, EventRunFinished:
-	default:
+	if !slices.Contains([]EventKind{EventRunStarted, EventStepStarted, EventRollbackRegistered, EventStepDone, EventCheckDone, EventRollbackDone,
+		EventRunFinished}, ev.Kind) {
 		return
 	}
 	err := WriteJournal(f.Path, ev.Journal)

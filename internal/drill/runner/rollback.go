@@ -25,67 +25,50 @@ const (
 // abandoned is the error of a rollback the operator abandoned.
 const abandoned = "abandoned: the operator stopped the rollback"
 
-type stackEntry struct {
-	rb  runtime.Rollback
-	idx int // into journal.Rollbacks
-}
-
-func rollbackSummary(j *drill.Journal) string {
-	if len(j.Rollbacks) == 0 {
-		return "no rollbacks"
-	}
-	return fmt.Sprintf("%d of %d rollback(s) ok", okRollbacks(j), len(j.Rollbacks))
-}
-
 // push registers a rollback (before the step that needs it acts).
 func (u *run) push(rb runtime.Rollback, step string, explicit bool) string {
 	r, j, rc := u.jr, u.j, u.rc
 	r.mu.Lock()
 	id := fmt.Sprintf("rb-%d", len(j.Rollbacks)+1)
-	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Subject: rb.Subject(), Description: describeRollback(rc, rb),
-		Explicit: explicit, RegisteredAt: rc.Now().UTC(), Status: drill.StatusPending})
-	idx := len(j.Rollbacks) - 1
-	if l := rb.LeverRecord(); l != nil {
-		j.Rollbacks[idx].Lever = l
-	}
+	j.Rollbacks = append(j.Rollbacks, drill.RollbackRecord{ID: id, Step: step, Description: rb.Describe(), Explicit: explicit,
+		RegisteredAt: rc.Now().UTC(), Status: drill.StatusPending})
 	r.rbs = append(r.rbs, rb)
-	u.stack = append(u.stack, stackEntry{rb: rb, idx: idx})
-	rec := j.Rollbacks[idx]
+	rec := &j.Rollbacks[len(j.Rollbacks)-1]
+	r.addExpiry(rec, rb)
 	r.mu.Unlock()
-	r.emit(Event{Kind: EventRollbackRegistered, Rollback: &rec})
+	r.emit(Event{Kind: EventRollbackRegistered, Rollback: rec})
 	return id
 }
 
 // rollbackAll runs every registered rollback, last registered first.
 func (u *run) rollbackAll() {
 	u.jr.emit(Event{Kind: EventPhase, Phase: drill.PhaseRollback})
-	for i := len(u.stack) - 1; i >= 0; i-- {
-		u.rollback(u.stack[i])
+	for i := len(u.jr.rbs) - 1; i >= 0; i-- {
+		u.rollback(i)
 	}
 }
 
-// rollback runs one rollback on a fresh context with its own timeout,
-// retrying a failure while time is left.
-func (u *run) rollback(e stackEntry) {
+// rollback runs the i-th registered rollback on a fresh context with its
+// own timeout, retrying a failure while time is left.
+func (u *run) rollback(i int) {
 	r, parent, rc, d, j := u.jr, u.rbParent, u.rc, u.d, u.j
 	r.mu.Lock()
-	rec := &j.Rollbacks[e.idx]
+	rec, rb := &j.Rollbacks[i], r.rbs[i]
 	if parent.Err() != nil {
 		rec.Status, rec.Error = drill.StatusAbandoned, abandoned
 	} else {
 		start := rc.Now()
 		rec.Status, rec.StartedAt = drill.StatusRunning, drill.TimePtr(start)
-		snap := *rec
 		r.mu.Unlock()
-		r.emit(Event{Kind: EventRollbackStarted, Rollback: &snap})
+		r.emit(Event{Kind: EventRollbackStarted, Rollback: rec})
 		ctx, cancel := context.WithTimeout(parent, d.RollbackTimeout)
 		defer cancel()
 		rc.SetCurrentStep(rec.Step)
-		detail, attempts, err := undoWithRetry(ctx, rc, e.rb)
+		detail, attempts, err := undoWithRetry(ctx, rc, rb)
 		end := rc.Now()
 		r.mu.Lock()
 		rec.Attempts, rec.EndedAt, rec.DurationSeconds = attempts, drill.TimePtr(end), drill.Seconds(end.Sub(start))
-		rec.Detail = rc.Redact(detail)
+		rec.Detail = detail
 		// A lever change and its record are one write: a rollback restored
 		// its lever (ok), or did not, or nobody can tell (failed, its error
 		// says what to read).
@@ -95,15 +78,14 @@ func (u *run) rollback(e stackEntry) {
 		case parent.Err() != nil:
 			rec.Status, rec.Error = drill.StatusAbandoned, abandoned
 		case ctx.Err() != nil:
-			rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, rc.Redact(err.Error()))
+			rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("did not finish within the rollback timeout (%s): %s", d.RollbackTimeout, err)
 		default:
-			rec.Status, rec.Error = drill.StatusFailed, rc.Redact(err.Error())
+			rec.Status, rec.Error = drill.StatusFailed, err.Error()
 		}
 	}
-	r.addExpiry(rec, e.rb)
-	snap := *rec
+	r.addExpiry(rec, rb)
 	r.mu.Unlock()
-	r.emit(Event{Kind: EventRollbackDone, Rollback: &snap})
+	r.emit(Event{Kind: EventRollbackDone, Rollback: rec})
 }
 
 // undoWithRetry runs rb.Undo, retrying a failure up to rollbackAttempts
@@ -135,8 +117,9 @@ func undoWithRetry(ctx context.Context, rc *runtime.RunContext, rb runtime.Rollb
 	return detail, attempts, err
 }
 
-// addExpiry records when the lever lapses on its own (for rollbacks that
-// did not succeed, the worst case).
+// addExpiry records rb's subject and lever record as they are now, and
+// when its lever lapses on its own (for rollbacks that did not succeed,
+// the worst case).
 func (r *runJournal) addExpiry(rec *drill.RollbackRecord, rb runtime.Rollback) {
 	if t := rb.ExpiresAt(); !t.IsZero() {
 		rec.ExpiresAt = drill.TimePtr(t)
@@ -180,13 +163,10 @@ func (e *explicitRollback) LeverRecord() *drill.LeverRecord {
 	return &drill.LeverRecord{Kind: drill.LeverExplicit, Inverse: "run-step"}
 }
 
-// rollbacksOK reports whether every rollback of j restored its lever (or
-// there was none). A lever change and its audit record are one write, so
-// a rollback is ok, or it failed, or was abandoned: there is no lever
-// restored without its record.
-func rollbacksOK(j *drill.Journal) bool { return okRollbacks(j) == len(j.Rollbacks) }
-
-// okRollbacks counts the rollbacks of j that restored their lever.
+// okRollbacks counts the rollbacks of j that restored their lever: the
+// rollbacks are ok when all did. A lever change and its audit record are
+// one write, so a rollback is ok, or it failed, or was abandoned: there is
+// no lever restored without its record.
 func okRollbacks(j *drill.Journal) int {
 	n := 0
 	for _, rb := range j.Rollbacks {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -14,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 )
@@ -109,8 +111,6 @@ type run struct {
 	rbParent context.Context
 	// cancel ends the steps with a cause (a stop, a lost guard).
 	cancel context.CancelCauseFunc
-	// stack is the rollbacks in registration order (the main goroutine's).
-	stack []stackEntry
 
 	// guards follows each stop condition's failed evaluations in a row
 	// (the monitor and the steps' loop both evaluate them).
@@ -142,9 +142,8 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	}
 	beforeFailed := u.hypothesisBefore(runCtx)
 	failed := beforeFailed
-	announced := false
-	if !failed && runCtx.Err() == nil {
-		announced = true
+	announced := !failed && runCtx.Err() == nil
+	if announced {
 		u.announce(ctx, notify.ActionDrillStarted, "", fmt.Sprintf("%s, timeout %s", human.Count(int64(len(d.Steps)), "step"), human.Duration(d.Timeout)))
 		failed = u.steps(runCtx)
 	}
@@ -157,7 +156,10 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	u.hypothesisAfter(ctx, beforeFailed)
 	j := u.finish()
 	if announced {
-		detail := fmt.Sprintf("exit %d; %s", j.ExitCode, rollbackSummary(j))
+		detail := fmt.Sprintf("exit %d; %d of %d rollback(s) ok", j.ExitCode, okRollbacks(j), len(j.Rollbacks))
+		if len(j.Rollbacks) == 0 {
+			detail = fmt.Sprintf("exit %d; no rollbacks", j.ExitCode)
+		}
 		if j.Reason != "" {
 			detail = j.Reason + "; " + detail
 		}
@@ -188,19 +190,11 @@ func (u *run) announce(ctx context.Context, action, outcome, detail string) {
 
 // start builds the journal and the run context, and announces the run.
 func (r *Runner) start(d *drill.Drill) *run {
-	svc := r.Deps
-	if svc == nil {
-		svc = &runtime.Deps{}
-	}
-	runID := r.RunID
-	if runID == "" {
-		runID = NewRunID()
-	}
-	u := &run{cfg: r, d: d, rbParent: r.RollbackContext, guards: map[*drill.Check]*runtime.GuardState{}}
-	if u.rbParent == nil {
-		u.rbParent = context.Background()
-	}
-	rc := runtime.NewRunContext(d, runID, svc, nil)
+	svc, runID := cmp.Or(r.Deps, &runtime.Deps{}), cmp.Or(r.RunID, NewRunID())
+	u := &run{cfg: r, d: d, rbParent: cmp.Or(r.RollbackContext, context.Background()), guards: map[*drill.Check]*runtime.GuardState{}}
+	// The recorder first: the run context sends its notices there.
+	jr := &runJournal{reporters: r.Reporters, clock: svc.Clock, stopNoticed: map[string]string{}}
+	rc := runtime.NewRunContext(d, runID, svc, jr.stepNotice)
 	j := &drill.Journal{Kind: "DrillRun", Version: drill.JournalVersion, Drill: drill.DrillInfo{Name: d.Name, File: d.File, Description: d.Description},
 		RunID: runID, Context: svc.ContextName, Store: svc.StoreDescription, Actor: svc.Actor,
 		StartedAt: rc.Started().UTC(), Deadline: rc.Deadline().UTC(), TimeoutSeconds: drill.Seconds(d.Timeout), Outcome: drill.OutcomeRunning,
@@ -212,11 +206,10 @@ func (r *Runner) start(d *drill.Drill) *run {
 	for i, s := range d.Steps {
 		j.Steps[i] = drill.StepRecord{ID: s.ID, Name: s.Name, Kind: s.Kind.Name(), Status: drill.StatusPending}
 	}
-	u.rc, u.j = rc, j
-	u.jr = &runJournal{journal: j, rc: rc, reporters: r.Reporters, clock: svc.Clock}
-	r.live.Store(u.jr)
-	rc.SetNotify(u.jr.stepNotice)
-	u.jr.emit(Event{Kind: EventRunStarted})
+	u.rc, u.j, u.jr = rc, j, jr
+	jr.rc, jr.journal = rc, j
+	r.live.Store(jr)
+	jr.emit(Event{Kind: EventRunStarted})
 	return u
 }
 
@@ -232,7 +225,7 @@ func (u *run) resolve(ctx context.Context) bool {
 		return invalid(err.Error())
 	}
 	if err := rc.CheckAlarms(ctx); err != nil {
-		return invalid(rc.Redact(err.Error()))
+		return invalid(err.Error())
 	}
 	if !d.MetricsURL.IsZero() {
 		murl, err := d.MetricsURL.ExpandURL(rc)
@@ -252,41 +245,54 @@ func (u *run) resolve(ctx context.Context) bool {
 	return true
 }
 
-// finish stamps the end, computes the exit code and emits the last event.
+// finish stamps the end and the exit code (the [outcome]'s), and emits the
+// last event.
 func (u *run) finish() *drill.Journal {
 	r, rc, j := u.jr, u.rc, u.j
 	end := rc.Now()
 	r.mu.Lock()
 	j.EndedAt = drill.TimePtr(end)
 	j.DurationSeconds = drill.Seconds(end.Sub(rc.Started()))
-	if !rollbacksOK(j) {
+	if okRollbacks(j) < len(j.Rollbacks) {
 		j.RollbacksOK = false
 	}
-	switch {
-	case j.Outcome == drill.OutcomeInvalid:
-		j.ExitCode = drill.ExitInvalid
-	case !j.RollbacksOK:
-		j.ExitCode = drill.ExitRollbackFailed
-	case j.Outcome == drill.OutcomeInterrupted:
-		j.ExitCode = drill.ExitInterrupted
-	case (j.Outcome == drill.OutcomeRefused || j.Outcome == drill.OutcomeGuardLost) && r.guardCode != 0:
-		j.ExitCode = r.guardCode
-	case j.Outcome == drill.OutcomePassed:
-		j.ExitCode = drill.ExitPassed
-	default:
-		j.ExitCode = drill.ExitFailed
-	}
+	j.ExitCode = exitcode.Of(outcome(j, r.refusal))
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventRunFinished})
 	return j
 }
 
+// outcome is the outcome of j, a finished run, as an error of its kind of
+// failure (nil: it passed, every rollback ok), which exitcode.Of maps to
+// the run's exit code as root maps a command's error. A refused run or a
+// lost guard is of the kind of what refused it (refusal).
+func outcome(j *drill.Journal, refusal error) error {
+	kind := exitcode.Kind(exitcode.Error)
+	switch {
+	case j.Outcome == drill.OutcomeInvalid:
+		kind = exitcode.Usage
+	case !j.RollbacksOK:
+		kind = exitcode.Rollback
+	case j.Outcome == drill.OutcomeInterrupted:
+		kind = exitcode.Interrupted
+	case refusal != nil:
+		kind = exitcode.Kind(exitcode.Of(refusal))
+	case j.Outcome == drill.OutcomePassed:
+		return nil
+	}
+	what := j.Outcome
+	if j.Outcome == drill.OutcomeRefused {
+		// Nothing was done: the refusal itself, one line naming the guard,
+		// the cause and the fix.
+		what = strings.Join(strings.Fields(j.Reason), " ")
+	}
+	return exitcode.Errorf(kind, "drill %s %s", j.Drill.Name, what)
+}
+
 // NewRunID returns a random run id: 12 lowercase hex digits.
 func NewRunID() string {
 	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return strings.Repeat("0", 12)
-	}
+	_, _ = rand.Read(b[:]) // it never fails: it crashes the program first
 	return hex.EncodeToString(b[:])
 }
 

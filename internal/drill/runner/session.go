@@ -54,9 +54,10 @@ func (s *Session) Lock() error {
 	return err
 }
 
-// Run runs d and returns its journal; call [Session.Finish] after it,
-// however it ended.
-func (s *Session) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
+// Run runs d and returns its journal and its outcome as an error of its
+// kind (nil: it passed, every rollback ok), the command's; call
+// [Session.Finish] after it, however it ended.
+func (s *Session) Run(ctx context.Context, d *drill.Drill) (*drill.Journal, error) {
 	r := s.Runner
 	runCtx, interrupt := context.WithCancel(ctx)
 	s.interrupt = interrupt
@@ -78,7 +79,7 @@ func (s *Session) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	s.stopSignals = watchSignals(s.Signals, r, &finished, interrupt, s.abandon)
 	j := r.Run(runCtx, d)
 	finished.Store(true)
-	return j
+	return j, outcome(j, r.live.Load().refusal)
 }
 
 // Close stops watching the signals and releases the lock; call it once
@@ -141,9 +142,7 @@ func watchSignals(sigs <-chan os.Signal, r *Runner, finished *atomic.Bool, inter
 	}
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		n := 0
 		for {
 			select {
@@ -168,7 +167,7 @@ func watchSignals(sigs <-chan os.Signal, r *Runner, finished *atomic.Bool, inter
 				}
 			}
 		}
-	}()
+	})
 	return func() { close(done); wg.Wait() }
 }
 

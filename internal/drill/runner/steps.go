@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,7 +104,7 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 	start := rc.Now()
 	r.mu.Lock()
 	rec.Status, rec.StartedAt, rec.TimeoutSeconds = drill.StatusRunning, drill.TimePtr(start), drill.Seconds(timeout)
-	rec.Description = describeStep(rc, s)
+	rec.Description = runtime.ActionOf(s).Describe(rc)
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventStepStarted, StepIndex: i + 1})
 
@@ -126,9 +127,7 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 		outs, err = runtime.ActionOf(s).Run(sctx, rc)
 	}
 	if gl := (*runtime.GuardLostError)(nil); errors.As(err, &gl) && runCtx.Err() == nil {
-		if gl.Name == "" {
-			gl.Name = s.ID
-		}
+		gl.Name = cmp.Or(gl.Name, s.ID)
 		u.cancel(gl)
 	}
 	if outs != nil {
@@ -145,9 +144,9 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 	}
 	rec.EndedAt, rec.DurationSeconds = drill.TimePtr(end), drill.Seconds(end.Sub(start))
 	rec.Outputs = outs.Public()
-	rec.Reason = rc.Redact(rc.StepReason(s.ID))
+	rec.Reason = rc.StepReason(s.ID)
 	if outs != nil {
-		rec.Detail = rc.Redact(outs.Detail)
+		rec.Detail = outs.Detail
 		rec.Fleet = outs.Fleet
 	}
 	if fe := (*runtime.FleetError)(nil); errors.As(err, &fe) {
@@ -158,11 +157,10 @@ func (u *run) step(runCtx context.Context, s *drill.Step, i int) bool {
 		rec.Status = drill.StatusPassed
 	case runCtx.Err() != nil:
 		rec.Status, rec.Error = runStatus(context.Cause(runCtx))
-		rec.Error = rc.Redact(rec.Error)
 	case sctx.Err() != nil && errors.Is(err, context.DeadlineExceeded):
 		rec.Status, rec.Error = drill.StatusFailed, fmt.Sprintf("the step's timeout (%s) passed", timeout)
 	default:
-		rec.Status, rec.Error = drill.StatusFailed, rc.Redact(err.Error())
+		rec.Status, rec.Error = drill.StatusFailed, err.Error()
 	}
 	r.mu.Unlock()
 	r.emit(Event{Kind: EventStepDone, StepIndex: i + 1})

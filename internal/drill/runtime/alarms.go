@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -39,17 +40,22 @@ type alarmWatcher struct {
 
 type alarmRoundKey struct{}
 
-// alarmRound caches one poll round's reads by region.
+// alarmRound caches one poll round's read of each region: its answer, or
+// the error it failed with.
 type alarmRound struct {
 	mu    sync.Mutex
-	reads map[string]*RegionAlarms
-	errs  map[string]error
+	reads map[string]regionRead
+}
+
+type regionRead struct {
+	alarms *RegionAlarms
+	err    error
 }
 
 // WithAlarmRound starts a poll round: alarm conditions checked with the
 // returned context share their DescribeAlarms calls.
 func WithAlarmRound(ctx context.Context) context.Context {
-	return context.WithValue(ctx, alarmRoundKey{}, &alarmRound{reads: map[string]*RegionAlarms{}, errs: map[string]error{}})
+	return context.WithValue(ctx, alarmRoundKey{}, &alarmRound{reads: map[string]regionRead{}})
 }
 
 func (rc *RunContext) alarmWatcher() *alarmWatcher {
@@ -79,10 +85,7 @@ func (w *alarmWatcher) queries(ctx context.Context, rc *RunContext) (map[string]
 		if err != nil {
 			continue
 		}
-		r := t.Region
-		if r == "" {
-			r = def
-		}
+		r := cmp.Or(t.Region, def)
 		q := out[r]
 		q.Names = append(q.Names, t.Query.Names...)
 		q.Prefixes = append(q.Prefixes, t.Query.Prefixes...)
@@ -98,20 +101,15 @@ func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) 
 	if err != nil {
 		return nil, err
 	}
-	if region == "" {
-		region = def
-	}
+	region = cmp.Or(region, def)
 	round, _ := ctx.Value(alarmRoundKey{}).(*alarmRound)
 	if round == nil {
-		round = &alarmRound{reads: map[string]*RegionAlarms{}, errs: map[string]error{}}
+		round = &alarmRound{reads: map[string]regionRead{}}
 	}
 	round.mu.Lock()
 	defer round.mu.Unlock()
-	if r, ok := round.reads[region]; ok {
-		return r, nil
-	}
-	if err, ok := round.errs[region]; ok {
-		return nil, err
+	if got, ok := round.reads[region]; ok {
+		return got.alarms, got.err
 	}
 	qs, err := w.queries(ctx, rc)
 	if err != nil {
@@ -126,13 +124,12 @@ func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) 
 		ask = "" // the context's own client: its region and endpoint
 	}
 	res, err := rc.Deps.Alarms.Describe(ctx, ask, q)
-	if err != nil {
-		round.errs[region] = err
-		return nil, err
+	got := regionRead{err: err}
+	if err == nil {
+		got.alarms = &RegionAlarms{AlarmRead: res, Region: region}
 	}
-	r := &RegionAlarms{AlarmRead: res, Region: region}
-	round.reads[region] = r
-	return r, nil
+	round.reads[region] = got
+	return got.alarms, got.err
 }
 
 // AlarmQueries groups the drill's alarm conditions by region, as the run

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -128,10 +129,7 @@ type RunContext struct {
 // (the real clock when nil), it starts now and ends d.Timeout later.
 // notify, when set, receives the run's notices (see [RunContext.Notify]).
 func NewRunContext(d *drill.Drill, runID string, svc *Deps, notify func(string)) *RunContext {
-	clk := svc.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
+	clk := cmp.Or(svc.Clock, clock.Clock(clock.Real{}))
 	now := clk.Now()
 	return &RunContext{Drill: d, RunID: runID, Deps: svc, clock: clk, started: now, deadline: now.Add(d.Timeout),
 		notify: notify, outputs: map[string]*Outputs{}, vars: map[string]string{}, varSecret: map[string]bool{},
@@ -147,9 +145,6 @@ func NewRecoveryContext(d *drill.Drill, j *drill.Journal, svc *Deps) *RunContext
 	rc.actor, rc.recoveredBy = j.Actor, svc.Actor
 	return rc
 }
-
-// SetNotify sets where the run's notices go; call it before the run acts.
-func (rc *RunContext) SetNotify(notify func(string)) { rc.notify = notify }
 
 // Clock returns the run's clock.
 func (rc *RunContext) Clock() clock.Clock { return rc.clock }
@@ -369,13 +364,6 @@ func (rc *RunContext) SetOutputs(id string, o *Outputs) {
 	}
 }
 
-// StepOutputs returns the outputs of every step run so far, by step id.
-func (rc *RunContext) StepOutputs() map[string]*Outputs {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return maps.Clone(rc.outputs)
-}
-
 // Lever is one thing a drill moved (an override, a bucket, a chaos
 // header). A lever gets one rollback, registered before the first step that
 // moves it, restoring it to its state before the drill; later steps that
@@ -485,16 +473,12 @@ func (rc *RunContext) Environ() []string {
 			rc.Notify("%s is not set for the command: its value holds a NUL byte, which an environment variable cannot carry", name)
 		}
 	}
-	rc.mu.Lock()
-	vars := make([][2]string, 0, len(rc.vars))
-	for _, name := range slices.Sorted(maps.Keys(rc.vars)) {
-		vars = append(vars, [2]string{drill.EnvName("DRILL_VAR", name), rc.vars[name]})
-	}
+	rc.mu.Lock() // not held by add: a notice is redacted under it
+	vars, outs := maps.Clone(rc.vars), maps.Clone(rc.outputs)
 	rc.mu.Unlock()
-	for _, v := range vars {
-		add(v[0], v[1])
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		add(drill.EnvName("DRILL_VAR", name), vars[name])
 	}
-	outs := rc.StepOutputs()
 	for _, id := range slices.Sorted(maps.Keys(outs)) {
 		o := outs[id]
 		for _, name := range o.names {

@@ -1,6 +1,7 @@
 package kinds
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -69,11 +70,7 @@ func Run(_ context.Context, f *cmdenv.Factory, opts *Options) error {
 		if k.Mutating {
 			rb = "auto"
 		}
-		outs := strings.Join(k.Outputs, ",")
-		if outs == "" {
-			outs = "-"
-		}
-		tw.Row(k.Name, rb, outs, k.Summary)
+		tw.Row(k.Name, rb, cmp.Or(strings.Join(k.Outputs, ","), "-"), k.Summary)
 	}
 	tw.Row()
 	tw.Header(ios, "CONDITION KIND", "", "", "WHAT IT CHECKS")

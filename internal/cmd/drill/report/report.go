@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -135,9 +136,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 // fetch reads the run's window from the metrics source of the journal's
 // context (or the one --context selects).
 func fetch(ctx context.Context, f *cmdenv.Factory, j *drill.Journal) ([]drill.GaugeSample, string, error) {
-	if f.ContextName == "" {
-		f.ContextName = j.Context
-	}
+	f.ContextName = cmp.Or(f.ContextName, j.Context)
 	env, err := f.Env(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("context %q: %w", f.ContextName, err)

@@ -3,6 +3,7 @@
 package request
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -99,11 +100,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	reason := opts.Reason
-	if reason == "" {
-		reason = "drill " + d.Name
-	}
-	r, rec, err := env.Approvals().SubmitDrill(ctx, env.Audit(), dr, who, reason, opts.RequestTTL)
+	r, rec, err := env.Approvals().SubmitDrill(ctx, env.Audit(), dr, who, cmp.Or(opts.Reason, "drill "+d.Name), opts.RequestTTL)
 	if err != nil {
 		return err
 	}

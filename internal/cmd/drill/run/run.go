@@ -1,6 +1,7 @@
 package run
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -210,7 +211,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return cmdutil.Usagef("--journal %s: cannot lock it: %v; nothing was run", opts.Journal, err)
 	}
 	defer s.Close()
-	j := s.Run(ctx, d)
+	j, outcome := s.Run(ctx, d)
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, j); err != nil {
 			return err
@@ -219,20 +220,18 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		printSummary(f, j)
 	}
 	reportErr := s.Finish(j)
-	if j.ExitCode == drill.ExitPassed {
+	if outcome == nil {
 		return reportErr
 	}
-	// The run's exit code is the command's: a report that failed too is
-	// said on a line of its own.
+	// The run's outcome is the command's error: a report that failed too
+	// is said on a line of its own.
 	if reportErr != nil {
 		fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(oneLine(reportErr.Error())))
 	}
 	if j.Outcome == drill.OutcomeRefused {
-		// Nothing was done: the refusal is the command's error, one line
-		// naming the guard, the cause and the fix.
-		return exitcode.Errorf(exitcode.Kind(j.ExitCode), "drill %s %s", d.Name, oneLine(j.Reason))
+		return outcome // nothing was done: the refusal is said in full
 	}
-	return exitcode.Errorf(exitcode.Kind(j.ExitCode), "%w: drill %s %s", cmdutil.ErrSilent, d.Name, j.Outcome)
+	return fmt.Errorf("%w: %w", cmdutil.ErrSilent, outcome)
 }
 
 // checkReportPath checks, before anything runs, that a report can be
@@ -282,9 +281,7 @@ func Resolve(ctx context.Context, f *cmdenv.Factory, d *drill.Drill, metricsURL 
 		return nil, cmdutil.Usagef("drill %s is written for context %q, but --context (or $KOSHACTL_CONTEXT) selects %q: run it on %q, or change the drill's context: field",
 			d.Name, d.Context, f.ContextName, d.Context)
 	}
-	if d.Context != "" {
-		f.ContextName = d.Context
-	}
+	f.ContextName = cmp.Or(d.Context, f.ContextName)
 	return f.Env(ctx)
 }
 
@@ -392,13 +389,12 @@ func printSummary(f *cmdenv.Factory, j *drill.Journal) {
 // tells) and when its lever lapses. which names the rollback in the
 // parentheses after its subject.
 func PrintRollbackLeft(f *cmdenv.Factory, w io.Writer, rb drill.RollbackRecord, which string) {
-	switch rb.Status {
-	case drill.StatusOK:
-	default:
-		lapse := "it does not lapse on its own: restore it by hand"
-		if rb.ExpiresAt != nil {
-			lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), f.IOStreams.IsStdoutTTY())
-		}
-		fmt.Fprintf(w, "  NOT RESTORED: %s (%s): %s; %s\n", textsafe.Line(rb.Subject), textsafe.Line(which), textsafe.Line(rb.Error), lapse)
+	if rb.Status == drill.StatusOK {
+		return
 	}
+	lapse := "it does not lapse on its own: restore it by hand"
+	if rb.ExpiresAt != nil {
+		lapse = "it lapses on its own at " + cmdutil.FormatTime(*rb.ExpiresAt, f.Clock.Now(), f.IOStreams.IsStdoutTTY())
+	}
+	fmt.Fprintf(w, "  NOT RESTORED: %s (%s): %s; %s\n", textsafe.Line(rb.Subject), textsafe.Line(which), textsafe.Line(rb.Error), lapse)
 }

@@ -77,10 +77,7 @@ func validate(files []string, each func(*drill.Drill, []drill.Problem)) Result {
 	out := Result{Kind: "DrillValidation", OK: true, Files: []FileResult{}}
 	for _, file := range files {
 		d, probs := drill.ParseFile(reg, file)
-		fr := FileResult{File: file, OK: len(probs) == 0, Problems: probs}
-		if fr.Problems == nil {
-			fr.Problems = []drill.Problem{}
-		}
+		fr := FileResult{File: file, OK: len(probs) == 0, Problems: append([]drill.Problem{}, probs...)}
 		if d != nil {
 			fr.Name, fr.Steps = d.Name, len(d.Steps)
 		}
