@@ -112,7 +112,7 @@ func (a *forceOpen) Plan(rc *runtime.RunContext) *runtime.PlanLever {
 	if a.forDur > 0 {
 		bound, parts = min(bound, a.forDur), append(parts, "for "+a.forDur.String())
 	}
-	m := overridePolicy(rc).MaxFor()
+	m := rc.Deps.Overrides.Durations().MaxFor()
 	bound, parts = min(bound, m), append(parts, "the context's max-override "+m.String())
 	return &runtime.PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
 		Inverse:              "clear the drill's override (or restore an override someone else held before)",
@@ -144,10 +144,6 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 	if err != nil {
 		return nil, err
 	}
-	dur, byDeadline, err := overridePolicy(rc).Bounded(rc.Now(), rc.Deadline(), a.forDur)
-	if err != nil {
-		return nil, fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, human.Duration(dur), human.Duration(breaker.MinOverride))
-	}
 	// The one read before the write: ForceAll decides on it and writes
 	// conditional on it, so a change since is a conflict, never overwritten
 	// unseen. The drill's own override (an earlier step's) is replaced, but
@@ -155,6 +151,15 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 	cur, err := readOverride(ctx, rc, dep)
 	if err != nil {
 		return nil, err
+	}
+	// Bounded after the read, as close to the write as can be: the lever
+	// service checks the minimum again when it writes.
+	tooShort := func(left time.Duration) error {
+		return fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, human.Duration(left), human.Duration(breaker.MinOverride))
+	}
+	dur, byDeadline, err := rc.Deps.Overrides.Durations().Bounded(rc.Now(), rc.Deadline(), a.forDur)
+	if err != nil {
+		return nil, tooShort(dur)
 	}
 	req := breaker.ForceRequest{Dependency: dep, Reason: rc.Reason(reason), Actor: svc.Actor, For: dur, Overwrite: a.overwrite,
 		Read: &breaker.ReadState{Current: cur}}
@@ -168,6 +173,9 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 		req.For, req.ExpiresAt = 0, rc.Deadline()
 	}
 	outs, err := rc.Overrides().ForceAll(ctx, breaker.ForceAll{Requests: []breaker.ForceRequest{req}})
+	if de := (*breaker.DurationError)(nil); errors.As(err, &de) && errors.Is(err, breaker.ErrDurationTooShort) {
+		return nil, tooShort(de.Duration)
+	}
 	if len(outs) == 0 {
 		return nil, err
 	}
@@ -197,11 +205,6 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 		}
 	}
 	return out, nil
-}
-
-// overridePolicy is breaker's duration rule with the context's max-override.
-func overridePolicy(rc *runtime.RunContext) breaker.DurationPolicy {
-	return breaker.DurationPolicy{Max: rc.Deps.MaxOverride}
 }
 
 // breakerClearKind is the breaker.clear step: delete a dependency's
@@ -653,7 +656,7 @@ func (r *recoveredOverride) decide(ctx context.Context, rc *runtime.RunContext) 
 		if sameContent(*cur, *img) {
 			return nil, fmt.Sprintf("already restored: it holds the override of %s from before the drill", img.Actor), nil
 		}
-		if err := breaker.CheckRestore(*img, now, overridePolicy(rc), r.allowNoExpiry); err != nil {
+		if err := breaker.CheckRestore(*img, now, rc.Deps.Overrides.Durations(), r.allowNoExpiry); err != nil {
 			if errors.Is(err, breaker.ErrNoExpiryUnconfirmed) {
 				return nil, "", fmt.Errorf("not restoring the override of %s held by %s before the drill: %w; re-run drill recover with --yes to restore it as it was, or restore it by hand", r.dependency, img.Actor, err)
 			}

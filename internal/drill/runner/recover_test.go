@@ -223,7 +223,7 @@ func TestRecoveredRestoreFollowsTheOverrideRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			j := abandonedRun(t, e, replaceAlice)
-			e.Deps.MaxOverride = tc.max
+			e.Deps.Overrides = e.Deps.Overrides.WithDurations(breaker.DurationPolicy{Max: tc.max})
 			rec, err := (&Recovery{Deps: e.Deps, Trail: e.Audit, AllowNoExpiry: tc.yes}).Run(ctx, j)
 			if err != nil {
 				t.Fatal(err)

@@ -30,15 +30,13 @@ type Deps struct {
 	StoreDescription string
 	// Actor is who acts, for audit records and override items.
 	Actor string
-	// Overrides reads and changes breaker overrides.
+	// Overrides reads and changes breaker overrides: the lever service,
+	// with the context's max-override bound (the drill's overrides are
+	// bounded by its Durations).
 	Overrides *breaker.Overrides
 	// KnownDependencies are the context's dependencies; breaker steps
 	// refuse others unless allow_unknown is set. Empty accepts any.
 	KnownDependencies []string
-	// MaxOverride caps an override's duration (the context's
-	// max-override); zero means breaker.DefaultMaxOverride, as
-	// breaker.DurationPolicy reads it.
-	MaxOverride time.Duration
 	// Buckets reads and changes rate-limit buckets.
 	Buckets *ratelimit.Buckets
 	// Audit records every change a drill makes.

@@ -327,7 +327,7 @@ func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile st
 	deps := &runtime.Deps{
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
 		Overrides: env.Overrides(), KnownDependencies: env.Context.KnownDependencies(),
-		MaxOverride: env.Context.MaxOverrideDuration(), Buckets: buckets, Audit: env.Audit(),
+		Buckets: buckets, Audit: env.Audit(),
 		Minter: &lazyMinter{build: func(ctx context.Context) (*chaos.Minter, error) {
 			src, err := env.KeySource(ctx, keyFile)
 			if err != nil {
