@@ -159,7 +159,7 @@ func (s *Overrides) ForceAll(ctx context.Context, op ForceAll) ([]ForceOutcome, 
 			o.Err = fmt.Errorf("force-open %s: %w", plans[i].req.Dependency, c.err)
 		}
 	}
-	s.announceForces(ctx, op.Attach.note(op.Note), op.NoNotify, outcomes)
+	s.announceWritten(ctx, op.NoNotify, Announcement{Action: ActionForceOpen, Forces: outcomes, Note: op.Attach.note(op.Note)})
 	return outcomes, firstError(outcomes, func(o ForceOutcome) error { return o.Err })
 }
 
@@ -369,7 +369,7 @@ func (s *Overrides) ClearAll(ctx context.Context, op ClearAll) ([]ClearOutcome, 
 			o.Err = fmt.Errorf("clear %s: %w", o.Dependency, c.err)
 		}
 	}
-	s.announceClears(ctx, op.Reason, op.Attach.note(op.Note), op.NoNotify, outcomes)
+	s.announceWritten(ctx, op.NoNotify, Announcement{Action: ActionClear, Reason: op.Reason, Clears: outcomes, Note: op.Attach.note(op.Note)})
 	return outcomes, firstError(outcomes, func(o ClearOutcome) error { return o.Err })
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -101,40 +102,23 @@ type Note struct {
 // bound: nothing is written, since nothing would record it.
 var ErrNoAuditLog = errors.New("breaker overrides: no audit log bound to record the change (a wiring bug)")
 
-// announceForces tells the announcer of the written ones of outs.
-func (s *Overrides) announceForces(ctx context.Context, note Note, quiet bool, outs []ForceOutcome) {
-	if quiet {
+// announceWritten tells the announcer of what a wrote (its outcomes that
+// were written), unless quiet or nothing was: who acted is the records'
+// actor, and a force's reason its overrides'.
+func (s *Overrides) announceWritten(ctx context.Context, quiet bool, a Announcement) {
+	a.Forces = slices.DeleteFunc(slices.Clone(a.Forces), func(o ForceOutcome) bool { return !o.Written })
+	a.Clears = slices.DeleteFunc(slices.Clone(a.Clears), func(o ClearOutcome) bool { return !o.Written })
+	switch {
+	case quiet || s.announce == nil:
+		return
+	case len(a.Forces) > 0:
+		a.Actor, a.Reason = a.Forces[0].Record.Actor, a.Forces[0].Result.After.Reason
+	case len(a.Clears) > 0:
+		a.Actor = a.Clears[0].Record.Actor
+	default:
 		return
 	}
-	var written []ForceOutcome
-	for _, o := range outs {
-		if o.Written {
-			written = append(written, o)
-		}
-	}
-	if s.announce == nil || len(written) == 0 {
-		return
-	}
-	s.announce(ctx, Announcement{Action: ActionForceOpen, Reason: written[0].Result.After.Reason, Actor: written[0].Record.Actor,
-		Forces: written, Note: note})
-}
-
-// announceClears tells the announcer of the written ones of outs.
-func (s *Overrides) announceClears(ctx context.Context, reason string, note Note, quiet bool, outs []ClearOutcome) {
-	if quiet {
-		return
-	}
-	var written []ClearOutcome
-	for _, o := range outs {
-		if o.Written {
-			written = append(written, o)
-		}
-	}
-	if s.announce == nil || len(written) == 0 {
-		return
-	}
-	s.announce(ctx, Announcement{Action: ActionClear, Reason: reason, Actor: written[0].Record.Actor,
-		Clears: written, Note: note})
+	s.announce(ctx, a)
 }
 
 // checkLifetime applies the service's duration policy to a new override
