@@ -150,7 +150,7 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 			} else {
 				movedBy[l.Subject] = s.ID
 			}
-		case "drill":
+		case drillOwner:
 			p.Rollbacks = append(p.Rollbacks, rc.Redact((&explicitRollback{step: s}).Describe()))
 		default:
 			ps := &p.Steps[len(p.Steps)-1]
@@ -160,9 +160,13 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 	return p
 }
 
+// drillOwner is the owner walk gives the drill's own rollbacks: no step id
+// can be it (a step may be named drill).
+const drillOwner = "#drill"
+
 // walk visits what a run of d reaches, in the order the plan lists it:
 // each step (owner ""), then its rollback steps (owner: the step's id),
-// and last the drill's rollbacks (owner "drill"); each as the current
+// and last the drill's rollbacks (owner [drillOwner]); each as the current
 // step of rc, with the lever it would move (nil: none). The plan and the
 // table's policy's view of a run ([DrillRun]) are both this walk.
 func walk(rc *runtime.RunContext, d *drill.Drill, visit func(s *drill.Step, owner string, l *runtime.PlanLever)) {
@@ -182,7 +186,7 @@ func walk(rc *runtime.RunContext, d *drill.Drill, visit func(s *drill.Step, owne
 		}
 	}
 	for _, rb := range d.Rollbacks {
-		one(rb, "drill")
+		one(rb, drillOwner)
 	}
 }
 
