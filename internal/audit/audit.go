@@ -165,6 +165,11 @@ type Approval struct {
 // BreakGlass reports whether the change was a break-glass.
 func (a *Approval) BreakGlass() bool { return a != nil && a.Decision == DecisionBreakGlass }
 
+// ErrBreakGlassQuiet reports a break-glass change asked not to be
+// announced (--no-notify): a change made without the approvals the table's
+// policy asks is always announced, so the lever services write nothing.
+var ErrBreakGlassQuiet = exitcode.New(exitcode.Usage, "a break-glass change is always announced: drop --no-notify")
+
 type recordStore interface {
 	Get(ctx context.Context, pk string) (store.Item, error)
 	Put(ctx context.Context, item store.Item, cond store.Condition) error

@@ -9,7 +9,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Overrides is the breaker lever service: it reads breaker overrides on a
@@ -163,16 +162,11 @@ func (s *Overrides) checkPlanned(req ForceRequest) error {
 	return nil
 }
 
-// ErrBreakGlassQuiet reports a break-glass change asked not to be
-// announced: a change made without the approvals the table's policy asks
-// is always announced, so nothing is written.
-var ErrBreakGlassQuiet = exitcode.New(exitcode.Usage, "a break-glass change is always announced: drop --no-notify")
-
 // checkQuiet refuses a quiet (NoNotify) change that the table's policy
-// let through as a break-glass.
+// let through as a break-glass ([audit.ErrBreakGlassQuiet]).
 func checkQuiet(noNotify bool, at *Attach) error {
-	if noNotify && at != nil && at.Approval != nil && at.Approval.Decision == audit.DecisionBreakGlass {
-		return ErrBreakGlassQuiet
+	if noNotify && at != nil && at.Approval.BreakGlass() {
+		return audit.ErrBreakGlassQuiet
 	}
 	return nil
 }

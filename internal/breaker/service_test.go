@@ -158,7 +158,7 @@ func TestABreakGlassCannotBeQuiet(t *testing.T) {
 	glass := &breaker.Gate{Decide: func(map[string]store.Item, map[string]*breaker.Override) (*breaker.Attach, error) {
 		return &breaker.Attach{Approval: &audit.Approval{Decision: audit.DecisionBreakGlass}}, nil
 	}}
-	if _, err := ov.ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("openai"), Gate: glass, NoNotify: true}); !errors.Is(err, breaker.ErrBreakGlassQuiet) {
+	if _, err := ov.ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("openai"), Gate: glass, NoNotify: true}); !errors.Is(err, audit.ErrBreakGlassQuiet) {
 		t.Fatalf("a quiet break-glass force: %v, want ErrBreakGlassQuiet", err)
 	}
 	if _, err := st.Get(t.Context(), breaker.OverrideKey("openai")); !errors.Is(err, store.ErrNotFound) {
@@ -167,7 +167,7 @@ func TestABreakGlassCannotBeQuiet(t *testing.T) {
 	if _, err := ov.ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("openai"), Gate: glass}); err != nil {
 		t.Fatalf("a loud break-glass force: %v", err)
 	}
-	if _, err := ov.ClearAll(t.Context(), breaker.ClearAll{Dependencies: []string{"openai"}, Gate: glass, NoNotify: true}); !errors.Is(err, breaker.ErrBreakGlassQuiet) {
+	if _, err := ov.ClearAll(t.Context(), breaker.ClearAll{Dependencies: []string{"openai"}, Gate: glass, NoNotify: true}); !errors.Is(err, audit.ErrBreakGlassQuiet) {
 		t.Fatalf("a quiet break-glass clear: %v, want ErrBreakGlassQuiet", err)
 	}
 }

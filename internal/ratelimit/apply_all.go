@@ -201,8 +201,8 @@ func (b *Buckets) ApplyAll(ctx context.Context, op ApplyAll) ([]ApplyOutcome, er
 		if op.Attach, err = op.Gate.Decide(extras, plans); err != nil {
 			return nil, err
 		}
-		if op.NoNotify && op.Attach != nil && op.Attach.Approval != nil && op.Attach.Approval.Decision == audit.DecisionBreakGlass {
-			return nil, ErrBreakGlassQuiet
+		if op.NoNotify && op.Attach != nil && op.Attach.Approval.BreakGlass() {
+			return nil, audit.ErrBreakGlassQuiet
 		}
 		todo = decideAll() // attached writes write every bucket
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -128,11 +127,6 @@ type Announcement struct {
 type Note struct {
 	Outcome, Detail string
 }
-
-// ErrBreakGlassQuiet reports a break-glass bucket change asked not to be
-// announced: a change made without the approvals the table's policy asks
-// is always announced, so nothing is written.
-var ErrBreakGlassQuiet = exitcode.New(exitcode.Usage, "a break-glass change is always announced: drop --no-notify")
 
 // ErrNoAuditLog reports a change asked of a Buckets with no audit log
 // bound: nothing is written, since nothing would record it.
