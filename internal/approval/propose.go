@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -44,9 +44,9 @@ func (s *Service) Propose(ctx context.Context, log audit.Appender, p Proposal) (
 	if len(p.Change.Targets) == 0 {
 		return Request{}, audit.Record{}, fmt.Errorf("%w: %s changes nothing now", ErrNothingToPropose, p.Change.Action)
 	}
-	if n := len(p.Change.Targets); n > breaker.MaxAttachedLevers {
+	if n := len(p.Change.Targets); n > lever.MaxAttached {
 		return Request{}, audit.Record{}, exitcode.Errorf(exitcode.Usage, "a proposal names at most %d targets (one approval applies them in one transaction), not %d: split it",
-			breaker.MaxAttachedLevers, n)
+			lever.MaxAttached, n)
 	}
 	var set *policy.Set
 	switch it, err := s.store.Get(ctx, policy.Key); {
@@ -60,9 +60,12 @@ func (s *Service) Propose(ctx context.Context, log audit.Appender, p Proposal) (
 		}
 		set = stored.Set
 	}
-	now := s.clock.Now()
-	req := policy.Request{Actor: policy.Actor{ARN: p.Requester.Actor, Verified: p.Requester.Verified()}, Action: p.Change.Action,
-		Duration: p.Change.Duration(now), NoExpiry: p.Change.NoExpiry}
+	qs, err := s.questions(p.Change, s.clock.Now())
+	if err != nil {
+		return Request{}, audit.Record{}, err
+	}
+	req := qs[0]
+	req.Actor = policy.Actor{ARN: p.Requester.Actor, Verified: p.Requester.Verified()}
 	d := policy.DecideAll(set, req, p.Change.Targets)
 	switch d.Outcome {
 	case policy.Deny:

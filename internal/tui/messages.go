@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -34,12 +35,12 @@ type (
 	}
 	forcedMsg struct {
 		req ForceRequest
-		res breaker.ForceResult
+		rep lever.Report
 		err error
 	}
 	clearedMsg struct {
 		dependency string
-		res        breaker.ClearResult
+		rep        lever.Report
 		err        error
 	}
 	// fleetMsg is the end of a wait for the gauges to confirm a change.
@@ -103,8 +104,8 @@ func (m Model) force(req ForceRequest) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := m.opContext()
 		defer cancel()
-		res, err := ov.Force(ctx, req)
-		return forcedMsg{req: req, res: res, err: err}
+		rep, err := ov.Force(ctx, req)
+		return forcedMsg{req: req, rep: rep, err: err}
 	}
 }
 
@@ -113,8 +114,8 @@ func (m Model) clear(dep, reason string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := m.opContext()
 		defer cancel()
-		res, err := ov.Clear(ctx, dep, reason)
-		return clearedMsg{dependency: dep, res: res, err: err}
+		rep, err := ov.Clear(ctx, dep, reason)
+		return clearedMsg{dependency: dep, rep: rep, err: err}
 	}
 }
 

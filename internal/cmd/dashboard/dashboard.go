@@ -7,6 +7,7 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"sync"
 	"time"
 
@@ -145,10 +146,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		})
 	}
 	approvals := env.Approvals()
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return err
+	}
 	deps := tui.Deps{
-		Overrides: tui.StoreOverrides{Overrides: env.Overrides(), Log: log,
-			Known: env.Context.KnownDependencies(), Actor: env.Actor, Notifier: notifier,
-			Approvals: approvals, Identity: env.CallerIdentity},
+		Overrides: tui.StoreOverrides{Overrides: ov, Levers: approvals.Guard(env.Levers().WithLog(log), env.CallerIdentity, notify.SourceDashboard),
+			Known: env.Context.KnownDependencies(), Notifier: notifier},
 		Gauges:   src,
 		Audit:    log,
 		Requests: tui.StoreRequests{Approvals: approvals, Log: log, Identity: env.CallerIdentity, Clock: f.Clock, Notifier: notifier},

@@ -23,6 +23,7 @@ import (
 	applycmd "github.com/kosha-platform/koshactl/internal/cmd/levers/apply"
 	diffcmd "github.com/kosha-platform/koshactl/internal/cmd/levers/diff"
 	mcpcmd "github.com/kosha-platform/koshactl/internal/cmd/mcp"
+	"github.com/kosha-platform/koshactl/internal/cmd/mcptools"
 	policycmd "github.com/kosha-platform/koshactl/internal/cmd/policy"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
 	requestcmd "github.com/kosha-platform/koshactl/internal/cmd/request"
@@ -55,7 +56,7 @@ var groups = []group{
 	{[]string{"apply"}, func(f *cmdenv.Factory) *cobra.Command { return applycmd.NewCmd(f, nil) }},
 	{[]string{"policy"}, policycmd.NewCmd},
 	{[]string{"audit"}, auditcmd.NewCmd},
-	{[]string{"mcp"}, mcpcmd.NewCmd},
+	{[]string{"mcp"}, func(f *cmdenv.Factory) *cobra.Command { return mcpcmd.NewCmd(f, mcptools.Tools) }},
 	{[]string{"config"}, configcmd.NewCmd},
 	{[]string{"store"}, storecmd.NewCmd},
 	{[]string{"iam"}, iamcmd.NewCmd},

@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -167,6 +168,34 @@ func Wait(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []m
 	}
 	return v, exitcode.Errorf(exitcode.Unconfirmed, "the change was written, but the fleet did not confirm it within %s: %s (see koshactl breaker status)",
 		human.Duration(res.Timeout), strings.Join(parts, "; "))
+}
+
+// Finish is a breaker command's end once its change is made: the result
+// printed (print gets the wait's view, nil before it), the announcement of
+// what was written sent, then, with --wait (w set, changes to wait for),
+// the wait for the fleet's gauges. It returns the change's failure first,
+// then the wait's.
+func Finish(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, table bool, w *metrics.Waiter, changes []metrics.Change,
+	ev *notify.Event, failure error, print func(*ConvergenceView) error) error {
+	announce := sync.OnceFunc(func() { cmdenv.Announce(ctx, env, ev) })
+	// Written is written: a print that fails (a closed stdout) does not
+	// keep the change from being announced.
+	defer announce()
+	if w == nil || len(changes) == 0 {
+		if err := print(nil); err != nil {
+			return err
+		}
+		announce()
+		return failure
+	}
+	waitErr, err := Report(ctx, f, w, changes, table, announce, print)
+	if err != nil {
+		return err
+	}
+	if failure != nil {
+		return failure
+	}
+	return waitErr
 }
 
 // Report prints a written change's result around the wait on its gauges.

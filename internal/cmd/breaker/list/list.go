@@ -5,6 +5,7 @@ package list
 import (
 	"context"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -70,7 +71,10 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	ov := env.Overrides()
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return err
+	}
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	var all []breaker.Override
 	if opts.Scan {

@@ -159,7 +159,10 @@ func prepare(ctx context.Context, f *cmdenv.Factory, opts *Options) (*collector,
 	if err != nil {
 		return nil, err
 	}
-	ov := env.Overrides()
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return nil, err
+	}
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	mc := &metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known,
 		Only: opts.Dependencies, AllInstances: opts.Instances}

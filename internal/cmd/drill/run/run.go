@@ -320,14 +320,16 @@ func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile st
 	if err != nil {
 		return nil, err
 	}
-	buckets, err := env.Buckets()
-	if err != nil {
-		return nil, err
+	// Every lever kind the context has, built now: a setting one cannot
+	// use stops the drill before it starts.
+	for _, spec := range env.Kinds.Specs() {
+		if _, err := env.Kinds.Kind(spec.Name); err != nil {
+			return nil, err
+		}
 	}
 	deps := &runtime.Deps{
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
-		Overrides: env.Overrides(), KnownDependencies: env.Context.KnownDependencies(),
-		Buckets: buckets, Audit: env.Audit(),
+		Levers: env.Levers(), KnownDependencies: env.Context.KnownDependencies(), Audit: env.Audit(),
 		Minter: &lazyMinter{build: func(ctx context.Context) (*chaos.Minter, error) {
 			src, err := env.KeySource(ctx, keyFile)
 			if err != nil {

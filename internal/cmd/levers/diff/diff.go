@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -122,7 +123,11 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return err
 		}
 		known := env.Context.KnownDependencies()
-		col := (&metrics.Collector{Overrides: env.Overrides(), Gauges: src, Clock: f.Clock, Known: known}).Collect(ctx)
+		ov, err := depargs.Overrides(env)
+		if err != nil {
+			return err
+		}
+		col := (&metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known}).Collect(ctx)
 		if col.StoreErr != nil {
 			return col.StoreErr
 		}

@@ -7,6 +7,7 @@ package leversview
 import (
 	"context"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"io"
 	"slices"
 	"strings"
@@ -39,7 +40,11 @@ func Load(env *cmdenv.Env, path string) (*levers.File, error) {
 // Overrides reads the table's overrides: the known dependencies'
 // consistently, the others through the overrides index (no scan).
 func Overrides(ctx context.Context, env *cmdenv.Env) ([]breaker.Override, error) {
-	return env.Overrides().ListFor(ctx, env.Context.KnownDependencies())
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return nil, err
+	}
+	return ov.ListFor(ctx, env.Context.KnownDependencies())
 }
 
 // Header opens diff's and apply's documents: which file was compared with

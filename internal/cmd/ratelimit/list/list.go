@@ -147,7 +147,7 @@ func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, rateli
 	if err != nil {
 		return Result{}, ratelimit.ListResult{}, nil, err
 	}
-	b, err := env.Buckets()
+	b, err := clientargs.Buckets(env)
 	if err != nil {
 		return Result{}, ratelimit.ListResult{}, nil, err
 	}

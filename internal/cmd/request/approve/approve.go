@@ -163,8 +163,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	}
 	if res.Applied {
-		for _, o := range res.Force {
-			if o.Result.Confirmed {
+		for _, o := range res.Report.Written() {
+			if o.Confirmed {
 				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
 				break
 			}
