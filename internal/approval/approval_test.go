@@ -1,6 +1,7 @@
 package approval_test
 
 import (
+	"encoding/json"
 	"context"
 	"errors"
 	"strings"
@@ -96,7 +97,7 @@ func TestApprovalAfterTheRequestedExpiryWritesNothing(t *testing.T) {
 	c, svc, log, clk := fourEyes(t)
 	ctx := context.Background()
 	ch := forceChange()
-	ch.ForSeconds, ch.Until = 0, clk.Now().Add(10*time.Minute).UTC().Format(time.RFC3339Nano)
+	ch.Params = json.RawMessage(`{"until":"` + clk.Now().Add(10*time.Minute).UTC().Format(time.RFC3339Nano) + `"}`)
 	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: ch, Requester: alice,
 		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
 	if err != nil {
@@ -120,9 +121,9 @@ func TestApprovalAfterTheRequestedExpiryWritesNothing(t *testing.T) {
 func TestApprovalPastTheApproversMaxOverrideSaysWhere(t *testing.T) {
 	c, _, log, clk := fourEyes(t)
 	ctx := context.Background()
-	svc := approval.NewService(c, clk, breaker.NewOverrides(c, clk).WithDurations(breaker.DurationPolicy{Max: time.Hour}), "test")
+	svc := approval.NewService(c, clk, leversOn(c, clk, breaker.DurationPolicy{Max: time.Hour}), "test")
 	ch := forceChange()
-	ch.ForSeconds = 7200
+	ch.Params = json.RawMessage(`{"for_seconds":7200}`)
 	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: ch, Requester: alice,
 		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
 	if err != nil {

@@ -14,7 +14,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
@@ -85,12 +87,30 @@ func fourEyes(tb testing.TB) (*counting, *approval.Service, *audit.Log, *clock.F
 	if _, err := policy.NewPolicies(c, clk).Set(context.Background(), log, set, "admin", "four eyes"); err != nil {
 		tb.Fatal(err)
 	}
-	return c, approval.NewService(c, clk, breaker.NewOverrides(c, clk), "test"), log, clk
+	return c, approval.NewService(c, clk, leversOn(c, clk, breaker.DurationPolicy{}), "test"), log, clk
+}
+
+// table is what the lever kinds need of a store.
+type table interface {
+	breaker.OverrideStore
+	ratelimit.ListStore
+}
+
+// leversOn is the lever service of the built-in kinds on s, forces held to
+// p.
+func leversOn(s table, clk clock.Clock, p breaker.DurationPolicy) *lever.Service {
+	return lever.NewService(s, clk, lever.NewRegistry(
+		lever.Entry{Spec: breaker.Spec, New: func() (lever.Kind, error) { return breaker.NewOverrides(s, clk).WithDurations(p), nil }},
+		lever.Entry{Spec: ratelimit.Spec, New: func() (lever.Kind, error) {
+			b, err := ratelimit.NewBuckets(s, clk, ratelimit.Limits{})
+			return b, err
+		}},
+	))
 }
 
 // forceChange is alice's force of openai (absent when asked) for 30m.
 func forceChange() approval.Change {
-	return approval.Change{Action: policy.ActionForceOpen, Targets: []string{"openai"}, Reason: "provider incident", ForSeconds: 1800,
+	return approval.Change{Action: policy.ActionForceOpen, Targets: []string{"openai"}, Reason: "provider incident", Params: json.RawMessage(`{"for_seconds":1800}`),
 		Before: map[string]json.RawMessage{"openai": json.RawMessage("null")}}
 }
 
@@ -120,7 +140,9 @@ func BenchmarkApprove(b *testing.B) {
 		txs += c.txs.Load()
 		// Clear for the next round, uncounted.
 		c.off.Store(true)
-		if _, _, err := breaker.NewOverrides(c, nil).WithLog(log).Clear(ctx, "openai", "admin", "next round"); err != nil {
+		clear := breaker.Clear("next round", "openai")
+		clear.Actor = "admin"
+		if _, err := leversOn(c, nil, breaker.DurationPolicy{}).WithLog(log).Change(ctx, clear); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
@@ -52,7 +53,7 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	bare := approval.NewService(s, clk, breaker.NewOverrides(s, clk), "test")
+	bare := approval.NewService(s, clk, leversOn(s, clk, breaker.DurationPolicy{}), "test")
 	r, _, err = bare.Propose(ctx, audit.NewLog(s, clk, "test"), approval.Proposal{Change: forceChange(), Requester: alice})
 	if err != nil || r.Needed != 1 || r.Status != approval.StatusPending {
 		t.Fatalf("proposal without a policy: %+v %v", r, err)
@@ -72,7 +73,7 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 func TestProposalOfTooManyTargetsIsRefused(t *testing.T) {
 	ctx := context.Background()
 	_, svc, log, _ := fourEyes(t)
-	many := make([]string, breaker.MaxAttachedLevers+1)
+	many := make([]string, lever.MaxAttached+1)
 	for i := range many {
 		many[i] = fmt.Sprintf("client-%d", i)
 	}

@@ -62,7 +62,7 @@ func TestListForReadsByKey(t *testing.T) {
 				}
 			}
 			for _, dep := range []string{"openai", "legacy-tool"} {
-				if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: dep, Reason: "r", Actor: "a", For: time.Hour}); err != nil {
+				if _, err := ov.Force(t.Context(), forceReq{Dependency: dep, Reason: "r", Actor: "a", For: time.Hour}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -99,7 +99,7 @@ func TestListForFallsBackOnLegacyTable(t *testing.T) {
 	ov := newLevers(s, clock.NewFake(t0))
 	var notices []string
 	ov.SetNotice(func(m string) { notices = append(notices, m) })
-	if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "a", For: time.Hour}); err != nil {
+	if _, err := ov.Force(t.Context(), forceReq{Dependency: "openai", Reason: "r", Actor: "a", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {

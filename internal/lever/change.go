@@ -96,10 +96,12 @@ type Attach struct {
 // Levers per transaction: each lever takes two of a transaction's actions,
 // its item and its record.
 const (
-	chunkLevers = store.MaxChangeOps / 2
+	// ChunkLevers is the most levers one transaction moves; a change of
+	// more goes in chunks of it, each a transaction with its own outcome.
+	ChunkLevers = store.MaxChangeOps / 2
 	// MaxAttached is the most levers a change with attached writes moves:
 	// one transaction, with room for them.
-	MaxAttached = chunkLevers - 1
+	MaxAttached = ChunkLevers - 1
 	// chunkWorkers bounds the transactions one change has in flight (a
 	// clear of thousands of overrides).
 	chunkWorkers = 4

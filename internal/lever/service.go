@@ -173,9 +173,6 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", plural(spec.Item), err)
 	}
-	if actorErr != nil && (!c.DryRun || action.DryRunActor) {
-		return nil, actorErr
-	}
 	if c.Actor == "" {
 		c.Actor = actor
 	}
@@ -197,11 +194,17 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	if err := kind.Admit(ctx, c, p.Plans); err != nil {
 		return nil, err
 	}
+	// Only a write needs to know who acts (a failing STS does not fail a
+	// no-op), and a dry run that shows who would.
+	if actorErr != nil && (c.DryRun || p.Writes() > 0) {
+		return nil, actorErr
+	}
 	return p, nil
 }
 
-// read reads keys and extra in one batch read: one GetItem for a single
-// key, nothing for none.
+// read reads keys and extra in one batch read; a single key (one target,
+// or the policy item alone when the caller read the targets) is one
+// GetItem, the cheapest read of one item; nothing to read, no read.
 func (s *Service) read(ctx context.Context, keys, extra []string) (map[string]store.Item, error) {
 	all := append(slices.Clone(keys), extra...)
 	switch len(all) {
@@ -267,13 +270,13 @@ func (s *Service) CommitAll(ctx context.Context, ps ...*Planned) ([]Report, erro
 	return reps, first
 }
 
-// commit writes todo in chunks of [chunkLevers], at most [chunkWorkers]
+// commit writes todo in chunks of [ChunkLevers], at most [chunkWorkers]
 // at once; a chunk not started when ctx ends is not sent.
 func (s *Service) commit(ctx context.Context, todo []ref, at *Attach) {
 	sem := make(chan struct{}, chunkWorkers)
 	var wg sync.WaitGroup
-	for start := 0; start < len(todo); start += chunkLevers {
-		chunk := todo[start:min(start+chunkLevers, len(todo))]
+	for start := 0; start < len(todo); start += ChunkLevers {
+		chunk := todo[start:min(start+ChunkLevers, len(todo))]
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():

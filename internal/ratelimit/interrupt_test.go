@@ -16,15 +16,12 @@ import (
 
 // interruptFixture is a store behind a fault proxy (one attempt per request),
 // buckets and an audit log on it, and alice's bucket drained.
-func interruptFixture(t *testing.T) (*faultproxy.Proxy, store.Store, *ratelimit.Buckets, *audit.Log) {
+func interruptFixture(t *testing.T) (*faultproxy.Proxy, store.Store, buckets, *audit.Log) {
 	t.Helper()
 	p := faultproxy.Start(t, motoURL(t))
 	s := dynamotest.NewStore(t, p.URL())
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	b, err := ratelimit.NewBuckets(s, clk, ratelimit.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBuckets(t, s, clk)
 	log := audit.NewLog(s, clk, "test")
 	if _, _, err := b.WithLog(log).ApplyAudited(context.Background(), "me", "", ratelimit.Change{Op: ratelimit.OpDrain, Client: "alice"}); err != nil {
 		t.Fatal(err)
@@ -36,7 +33,7 @@ const transact = "TransactWriteItems"
 
 // resetInterrupted resets alice while the next TransactWriteItems is hit by
 // fault, and cancels the context once the proxy holds it.
-func resetInterrupted(t *testing.T, p *faultproxy.Proxy, b *ratelimit.Buckets, log *audit.Log, fault faultproxy.Fault) (ratelimit.ChangeResult, error) {
+func resetInterrupted(t *testing.T, p *faultproxy.Proxy, b buckets, log *audit.Log, fault faultproxy.Fault) (applied, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

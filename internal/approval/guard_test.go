@@ -1,0 +1,107 @@
+package approval_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
+)
+
+// operator is an STS-verified caller in the operator role: four-eyes.cedar
+// lets it break the glass.
+var operator = audit.Identity{Actor: "arn:aws:sts::123456789012:assumed-role/operator/carol", Source: audit.ActorSTS}
+
+// The guard wraps the lever service once: a change the policy needs
+// approvals for is stored as a request (its report says which, its error
+// exits 12) and nothing is written; one the policy allows carries how on
+// its records; a break-glass leaves its review and is never quiet.
+func TestTheGuardDecidesEveryChangeOnce(t *testing.T) {
+	c, svc, log, clk := fourEyes(t)
+	ctx := context.Background()
+	levers := leversOn(c, clk, breaker.DurationPolicy{}).WithLog(log)
+	as := func(id audit.Identity) *approval.Guard {
+		return svc.Guard(levers, func(context.Context) (audit.Identity, error) { return id, nil }, "")
+	}
+	force := breaker.ForceOpen("provider incident", breaker.ForceParams{For: 1800e9}, "openai")
+	force.Actor = alice.Actor
+
+	rep, err := lever.Do(ctx, as(alice), force, nil)
+	var pe *lever.PendingError
+	if !errors.As(err, &pe) || exitcode.Of(err) != exitcode.Pending || rep.Pending == nil || rep.Pending.ID != pe.Pending.ID || rep.Event == nil {
+		t.Fatalf("a force four eyes hold: %+v, %v; want it pending, exit 12, announced", rep, err)
+	}
+	r, err := svc.Get(ctx, rep.Pending.ID)
+	if err != nil || r.Status != approval.StatusPending || r.Change.Summary() != "force open openai for 30m" || rep.Pending.Summary != r.Change.Summary() {
+		t.Fatalf("the request stored: %+v, %v", r, err)
+	}
+	if _, err := c.Get(ctx, "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a held force was written: %v", err)
+	}
+
+	// A break-glass by the operator: written at once with its review, loud.
+	glass := force
+	glass.Actor, glass.BreakGlass, glass.NoNotify = operator.Actor, true, true
+	if _, err := lever.Do(ctx, as(operator), glass, nil); !errors.Is(err, audit.ErrBreakGlassQuiet) {
+		t.Fatalf("a quiet break-glass: %v, want ErrBreakGlassQuiet", err)
+	}
+	glass.NoNotify = false
+	rep, err = lever.Do(ctx, as(operator), glass, nil)
+	if err != nil || rep.Review == "" || len(rep.Written()) != 1 || rep.Event == nil || rep.Event.Outcome != "break-glass" {
+		t.Fatalf("a break-glass force: %+v, %v; want written, reviewed, announced loud", rep, err)
+	}
+	if a := rep.Written()[0].Record.Approval; a == nil || !a.BreakGlass() || a.Review != rep.Review {
+		t.Errorf("the break-glass record's approval: %+v, want its review %s", a, rep.Review)
+	}
+
+	// A change the policy allows carries how.
+	k, err := levers.Kinds().Kind("ratelimit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := k.(*ratelimit.Buckets).Change(ratelimit.OpSet, "slow it", ratelimit.Params{Tokens: 3}, "c1")
+	set.Actor = alice.Actor
+	rep, err = lever.Do(ctx, as(alice), set, nil)
+	if err != nil || len(rep.Written()) != 1 || rep.Review != "" {
+		t.Fatalf("a set the policy allows: %+v, %v", rep, err)
+	}
+	if a := rep.Written()[0].Record.Approval; a == nil || a.Decision != audit.DecisionAllowed || len(a.Policies) == 0 {
+		t.Errorf("an allowed change's record: %+v, want the policies that allowed it", a)
+	}
+}
+
+// A break-glass on a table without a policy has nothing to break: a usage
+// error, nothing written; without the flag the change goes as always.
+func TestABreakGlassWithoutAPolicyIsAUsageError(t *testing.T) {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "n.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	levers := leversOn(s, clk, breaker.DurationPolicy{}).WithLog(audit.NewLog(s, clk, "test"))
+	g := approval.NewService(s, clk, levers, "test").Guard(levers, func(context.Context) (audit.Identity, error) { return operator, nil }, "")
+	force := breaker.ForceOpen("drill", breaker.ForceParams{For: time.Hour}, "openai")
+	force.Actor, force.BreakGlass = operator.Actor, true
+	if _, err := lever.Do(ctx, g, force, nil); !errors.Is(err, approval.ErrNothingToBreak) || exitcode.Of(err) != exitcode.Usage {
+		t.Fatalf("a break-glass without a policy: %v (exit %d), want a usage error", err, exitcode.Of(err))
+	}
+	if _, err := s.Get(ctx, "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("written: %v", err)
+	}
+	force.BreakGlass = false
+	if rep, err := lever.Do(ctx, g, force, nil); err != nil || len(rep.Written()) != 1 || rep.Written()[0].Record.Approval != nil {
+		t.Fatalf("a force without a policy: %+v, %v; want written as always, no approval recorded", rep, err)
+	}
+}
