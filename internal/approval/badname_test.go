@@ -1,8 +1,8 @@
 package approval_test
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 

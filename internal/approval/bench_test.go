@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"iter"
 	"os"
 	"path/filepath"
@@ -79,12 +80,12 @@ func fourEyes(tb testing.TB) (*counting, *approval.Service, *audit.Log, *clock.F
 	if err != nil {
 		tb.Fatal(err)
 	}
-	set, err := policy.Parse("four-eyes.cedar", text)
+	set, err := policy.Parse(approval.PolicySchema(builtin.Specs()), "four-eyes.cedar", text)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	log := audit.NewLog(c, clk, "test")
-	if _, err := policy.NewPolicies(c, clk).Set(context.Background(), log, set, "admin", "four eyes"); err != nil {
+	if _, err := policy.NewPolicies(c, clk, approval.PolicySchema(builtin.Specs())).Set(context.Background(), log, set, "admin", "four eyes"); err != nil {
 		tb.Fatal(err)
 	}
 	return c, approval.NewService(c, clk, leversOn(c, clk, breaker.DurationPolicy{}), "test"), log, clk
@@ -110,7 +111,7 @@ func leversOn(s table, clk clock.Clock, p breaker.DurationPolicy) *lever.Service
 
 // forceChange is alice's force of openai (absent when asked) for 30m.
 func forceChange() approval.Change {
-	return approval.Change{Action: policy.ActionForceOpen, Targets: []string{"openai"}, Reason: "provider incident", Params: json.RawMessage(`{"for_seconds":1800}`),
+	return approval.Change{Action: breaker.ActionForceOpen, Targets: []string{"openai"}, Reason: "provider incident", Params: json.RawMessage(`{"for_seconds":1800}`),
 		Before: map[string]json.RawMessage{"openai": json.RawMessage("null")}}
 }
 

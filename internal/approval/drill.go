@@ -143,7 +143,7 @@ func (s *Service) readPolicyWith(ctx context.Context, keys []string) (*policy.St
 	}
 	var stored *policy.Stored
 	if it, ok := items[policy.Key]; ok {
-		if stored, err = policy.FromItem(it); err != nil {
+		if stored, err = policy.FromItem(s.schema, it); err != nil {
 			return nil, nil, err
 		}
 	}

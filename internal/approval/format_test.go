@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
+	"os"
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
@@ -94,5 +96,19 @@ func TestAChangeMadeNowIsTheOldForm(t *testing.T) {
 		if string(again) != tc.want {
 			t.Errorf("%s: decoded and encoded again %s, want %s", tc.c.Action, again, tc.want)
 		}
+	}
+}
+
+// The table's policy is validated against the schema of the lever kinds
+// the context has; koshactl's built-in kinds make the schema every stored
+// policy was validated against before kinds made it (testdata), so none
+// of them reads differently.
+func TestTheBuiltInKindsMakeTheSchemaPoliciesHad(t *testing.T) {
+	want, err := os.ReadFile("testdata/builtin.cedarschema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := approval.PolicySchema(builtin.Specs()).Text; got != string(want) {
+		t.Errorf("schema:\n%s\nwant:\n%s", got, want)
 	}
 }

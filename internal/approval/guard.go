@@ -64,7 +64,7 @@ func (g *Guard) Plan(ctx context.Context, c lever.Change, extra ...string) (*lev
 		}
 		return p, nil
 	}
-	stored, err := policy.FromItem(it)
+	stored, err := policy.FromItem(g.approvals.schema, it)
 	if err != nil {
 		return nil, err
 	}
@@ -179,4 +179,20 @@ func Pending(r Request, rec audit.Record, quiet bool) (lever.Report, error) {
 func PendingRequest(p lever.Pending, now time.Time) Request {
 	return Request{ID: p.ID, Change: Change{summary: p.Summary}, SHA256: p.SHA256, Requester: p.Requester, Status: StatusPending,
 		CreatedAt: now, ExpiresAt: p.ExpiresAt, Needed: p.Needed, Approvers: []string{}, Policies: p.Policies}
+}
+
+// PolicySchema is the table's policy's schema for the lever kinds specs:
+// each kind's entity, and its actions the policy is asked about.
+func PolicySchema(specs []lever.Spec) *policy.Schema {
+	levers := make([]policy.Lever, 0, len(specs))
+	for _, sp := range specs {
+		l := policy.Lever{Resource: sp.Resource, Doc: sp.About}
+		for _, a := range sp.Actions {
+			if !a.Internal {
+				l.Actions = append(l.Actions, a.Name)
+			}
+		}
+		levers = append(levers, l)
+	}
+	return policy.NewSchema(levers...)
 }

@@ -54,7 +54,7 @@ func (s *Service) Propose(ctx context.Context, log audit.Appender, p Proposal) (
 	case err != nil:
 		return Request{}, audit.Record{}, fmt.Errorf("read the table's policy: %w", err)
 	default:
-		stored, err := policy.FromItem(it)
+		stored, err := policy.FromItem(s.schema, it)
 		if err != nil {
 			return Request{}, audit.Record{}, err
 		}

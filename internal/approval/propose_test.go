@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +16,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lever"
-	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
@@ -43,7 +43,7 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 
 	// A bucket reset, which four-eyes.cedar allows at once, and a table
 	// without a policy: one approval all the same.
-	reset := approval.Change{Action: policy.ActionRateLimitReset, Targets: []string{"client-1"}, Reason: "r", Before: nil}
+	reset := approval.Change{Action: ratelimit.ActionReset, Targets: []string{"client-1"}, Reason: "r", Before: nil}
 	if r, _, err := svc.Propose(ctx, log, approval.Proposal{Change: reset, Requester: alice}); err != nil || r.Needed != 1 || len(r.Policies) != 0 {
 		t.Errorf("reset under a policy that allows it: %+v %v, want one approval", r, err)
 	}
@@ -63,7 +63,7 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 	}
 
 	// Nothing to change: no request.
-	if _, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: policy.ActionClear}, Requester: alice}); !errors.Is(err, approval.ErrNothingToPropose) {
+	if _, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: breaker.ActionClear}, Requester: alice}); !errors.Is(err, approval.ErrNothingToPropose) {
 		t.Errorf("empty clear: %v, want ErrNothingToPropose", err)
 	}
 }
@@ -77,7 +77,7 @@ func TestProposalOfTooManyTargetsIsRefused(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("client-%d", i)
 	}
-	_, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: policy.ActionRateLimitReset, Targets: many, Reason: "r"},
+	_, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: ratelimit.ActionReset, Targets: many, Reason: "r"},
 		Requester: alice})
 	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "split it") {
 		t.Errorf("proposal of %d targets: %v (exit %d), want a usage error", len(many), err, exitcode.Of(err))

@@ -34,6 +34,7 @@ type Service struct {
 	store   Store
 	clock   clock.Clock
 	levers  *lever.Service
+	schema  *policy.Schema
 	context string
 	// asking records requests made and canceled (audit.RequestPrefix);
 	// trail reads the approvers' records an approved request is proven by.
@@ -47,7 +48,7 @@ func NewService(s Store, clk clock.Clock, levers *lever.Service, contextName str
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Service{store: s, clock: clk, levers: levers, context: contextName,
+	return &Service{store: s, clock: clk, levers: levers, schema: PolicySchema(levers.Kinds().Specs()), context: contextName,
 		asking: audit.NewRequestLog(s, clk, contextName), trail: audit.NewLog(s, clk, contextName)}
 }
 
@@ -367,7 +368,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	}
 	var set *policy.Set
 	if pit, ok := items[policy.Key]; ok {
-		stored, err := policy.FromItem(pit)
+		stored, err := policy.FromItem(s.schema, pit)
 		if err != nil {
 			return res, err
 		}

@@ -27,7 +27,7 @@ const ActionRestore = "breaker.restore"
 
 // Spec is the override lever's spec.
 var Spec = lever.Spec{Name: "breaker", Prefix: OverridePrefix, Resource: "Dependency", Noun: "dependency", Item: "override",
-	Inspect: "koshactl breaker get",
+	About: "A dependency whose breaker a lever forces or clears.", Inspect: "koshactl breaker get",
 	Actions: []lever.Action{
 		{Name: ActionForceOpen, Verb: "force open", DryRunActor: true},
 		{Name: ActionClear, Verb: "clear"},

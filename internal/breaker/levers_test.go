@@ -43,7 +43,9 @@ func (l levers) svc() *lever.Service {
 }
 
 // Change makes c.
-func (l levers) Change(ctx context.Context, c lever.Change) (lever.Report, error) { return l.svc().Change(ctx, c) }
+func (l levers) Change(ctx context.Context, c lever.Change) (lever.Report, error) {
+	return l.svc().Change(ctx, c)
+}
 
 // forceReq is one force as these tests ask it.
 type forceReq struct {

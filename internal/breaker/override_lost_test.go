@@ -171,7 +171,9 @@ func TestTwoOperatorsRacingRecordEachChangeOnce(t *testing.T) {
 				}
 				landed++
 				for i := range 2 {
-					wg.Go(func() { _, _, errs[i] = ov.WithLog(log).ClearOne(t.Context(), "openai", fmt.Sprintf("op%d", i), "done") })
+					wg.Go(func() {
+						_, _, errs[i] = ov.WithLog(log).ClearOne(t.Context(), "openai", fmt.Sprintf("op%d", i), "done")
+					})
 				}
 				wg.Wait()
 				cleared := 0

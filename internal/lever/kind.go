@@ -26,6 +26,9 @@ type Spec struct {
 	// policy (Kosha::Dependency), Noun what a target is called
 	// ("dependency") and Item what its item is ("override").
 	Resource, Noun, Item string
+	// About says what a target is, for the table's policy's schema ("A
+	// dependency whose breaker a lever forces or clears.").
+	About string
 	// Inspect is the command that shows one target ("koshactl breaker
 	// get"): a change whose outcome is unknown says to check with it.
 	Inspect string

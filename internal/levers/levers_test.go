@@ -3,6 +3,8 @@ package levers_test
 import (
 	"context"
 	"errors"
+	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"strings"
 	"testing"
@@ -162,7 +164,16 @@ func (e env) apply(t *testing.T, f *levers.File, statuses []metrics.DependencySt
 		t.Fatal(err)
 	}
 	diffs := levers.Compare(f, levers.State{Now: e.clk.Now(), Overrides: list, Statuses: statuses})
-	if _, err := e.ov.WithLog(e.log).Reconcile(ctx, f.Plan(diffs, "ci@example.com")); err != nil {
+	svc := levertest.Levers(e.st, e.clk, e.log)
+	var ps []*lever.Planned
+	for _, c := range f.Plan(diffs, "ci@example.com") {
+		p, err := svc.Plan(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	if _, err := svc.CommitAll(ctx, ps...); err != nil {
 		t.Fatal(err)
 	}
 	return diffs
@@ -191,7 +202,7 @@ func kinds(ds []levers.Difference) string {
 func TestWindowOpensAndClosesAndIncidentLeversAreLeftAlone(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.ov.WithLog(e.log).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "INC-7 provider outage", Actor: "oncall",
+	if _, _, err := levertest.Force(ctx, e.st, e.clk, e.log, levertest.Req{Dependency: "openai", Reason: "INC-7 provider outage", Actor: "oncall",
 		For: 2 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}

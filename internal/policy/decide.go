@@ -59,7 +59,7 @@ type Request struct {
 	Actor  Actor
 	Action string
 	// Resource is the entity type of the action's targets (its lever
-	// kind's: Dependency, Client).
+	// kind's: Dependency, Client); empty, the set's schema says.
 	Resource string
 	// Target is the dependency (breaker levers) or client (bucket levers).
 	Target string
@@ -175,7 +175,11 @@ func (s *Set) eval(r Request) (bool, []string, []string) {
 			"account":  types.String(r.Actor.Account()),
 			"verified": types.Boolean(r.Actor.Verified),
 		})}
-	resource := types.NewEntityUID(types.EntityType("Kosha::"+r.Resource), types.String(r.Target))
+	kind := r.Resource
+	if kind == "" {
+		kind = s.schema.Resource(r.Action)
+	}
+	resource := types.NewEntityUID(types.EntityType("Kosha::"+kind), types.String(r.Target))
 	entities[resource] = types.Entity{UID: resource}
 	secs := int64(0)
 	if !r.NoExpiry {

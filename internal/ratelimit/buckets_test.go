@@ -19,7 +19,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
-
 // newLimiter is the reference data plane's limiter on s, taking from the
 // buckets the operator operations change.
 func newLimiter(t *testing.T, s limiter.BucketStore, clk clock.Clock) *limiter.Limiter {

@@ -27,6 +27,7 @@ import (
 
 // Spec is the bucket lever's spec.
 var Spec = lever.Spec{Name: "ratelimit", Prefix: KeyPrefix, Resource: "Client", Noun: "client", Item: "bucket",
+	About: "A rate-limit client whose bucket a lever resets, drains or sets.",
 	Actions: []lever.Action{
 		{Name: ActionReset, Verb: "reset", Attempts: MutationAttempts},
 		{Name: ActionDrain, Verb: "drain", Attempts: MutationAttempts},

@@ -177,7 +177,7 @@ func readList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Lis
 			return listed{}, err
 		}
 		if !since.IsZero() {
-			l, err = log.List(ctx, onlyUnapproved(q, &since))
+			l, err = log.List(ctx, onlyUnapproved(env.PolicySchema(), q, &since))
 		}
 	} else {
 		// The table's policy is read while the records are: one round
@@ -204,7 +204,7 @@ func readList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Lis
 	if recs == nil {
 		recs = []audit.Record{}
 	}
-	flagUnapproved(since, recs)
+	flagUnapproved(env.PolicySchema(), since, recs)
 	return listed{doc: ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
 		Unreadable: listing.Problems(l.Unreadable)}, unreadable: l.Unreadable, policySince: since}, nil
 }
@@ -291,12 +291,13 @@ func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record,
 	}
 }
 
-// flagUnapproved marks the lever changes recorded since the table's policy
-// was set (since) that carry no approval ([policy.Unapproved]). A table
-// without a policy (since zero) flags nothing.
-func flagUnapproved(since time.Time, recs []audit.Record) {
+// flagUnapproved marks the lever changes (sch's actions) recorded since
+// the table's policy was set (since) that carry no approval
+// ([policy.Schema.Unapproved]). A table without a policy (since zero) flags
+// nothing.
+func flagUnapproved(sch *policy.Schema, since time.Time, recs []audit.Record) {
 	for i := range recs {
-		recs[i].Unapproved = policy.Unapproved(recs[i], since)
+		recs[i].Unapproved = sch.Unapproved(recs[i], since)
 	}
 }
 
@@ -342,7 +343,7 @@ func follow(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListO
 			// written before now can be flagged; the follow waits for it.
 			q.Since = f.Clock.Now()
 		}
-		q = onlyUnapproved(q, &since)
+		q = onlyUnapproved(env.PolicySchema(), q, &since)
 	} else if since, _, err = readPolicySince(ctx, env, false); err != nil {
 		return err
 	}
@@ -386,7 +387,7 @@ func follow(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListO
 				fmt.Fprintf(ios.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
 			}
 			unreadable = append(unreadable, l.Unreadable...)
-			flagUnapproved(since, l.Records)
+			flagUnapproved(env.PolicySchema(), since, l.Records)
 			if err := printFollowed(ios, opts.Output, l.Records, f.Clock.Now(), &headers); err != nil {
 				return err
 			}

@@ -15,7 +15,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/lever"
-	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/policy"
 )
 
@@ -72,8 +71,21 @@ func Kind[K lever.Kind](e *Env, name string) (K, error) {
 	return out, nil
 }
 
-// Policies returns the table's shared change policy.
-func (e *Env) Policies() *policy.Policies { return policy.NewPolicies(e.Store, e.clk()) }
+// Policies returns the table's shared change policy, validated against
+// [Env.PolicySchema].
+func (e *Env) Policies() *policy.Policies {
+	return policy.NewPolicies(e.Store, e.clk(), e.PolicySchema())
+}
+
+// PolicySchema is the schema of the table's policy: the context's lever
+// kinds' entities and actions.
+func (e *Env) PolicySchema() *policy.Schema {
+	var specs []lever.Spec
+	if e.Kinds != nil {
+		specs = e.Kinds.Specs()
+	}
+	return approval.PolicySchema(specs)
+}
 
 // Approvals returns the table's change requests and reviews, applied
 // through the context's [Env.Levers].
@@ -160,27 +172,6 @@ func (e *Env) ChaosTargets() ([]chaos.Target, error) {
 		out = append(out, t)
 	}
 	return out, nil
-}
-
-// GaugeConfig is what the context's gauge source is chosen and opened from;
-// prometheusURL, when set, overrides the context's source (a --metrics-url
-// flag).
-func (e *Env) GaugeConfig(prometheusURL string) metrics.SourceConfig {
-	return metrics.SourceConfig{Context: e.Context, AWSConfig: e.AWSConfig, PrometheusURL: prometheusURL, Clock: e.clk()}
-}
-
-// GaugeChoice says which gauge source the context names and describes it,
-// without I/O ([metrics.ChooseSource]).
-func (e *Env) GaugeChoice(prometheusURL string) (metrics.Choice, error) {
-	return metrics.ChooseSource(e.GaugeConfig(prometheusURL))
-}
-
-// GaugeSource opens the context's gauge source ([metrics.NewSource]); a
-// command opens it once (a source keeps what it reported, such as a
-// CloudWatch limit met). Its errors are the caller's to word: one wrapping
-// [metrics.ErrInvalidSource] is a setting to fix.
-func (e *Env) GaugeSource(ctx context.Context, prometheusURL string) (*metrics.Source, error) {
-	return metrics.NewSource(ctx, e.GaugeConfig(prometheusURL))
 }
 
 // AddKeyFileFlag registers --key-file, the chaos key file a command uses

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"sync"
 	"time"
 
@@ -111,7 +112,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
-	src, err := env.GaugeSource(ctx, opts.MetricsURL)
+	src, err := gaugeenv.Source(ctx, env, opts.MetricsURL)
 	if err != nil {
 		return err
 	}

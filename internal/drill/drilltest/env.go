@@ -24,7 +24,9 @@ import (
 type Env struct {
 	T testing.TB
 	// Store is the in-memory store (nil on another store).
-	Store     *Store
+	Store *Store
+	// Table is the store the Env is on.
+	Table     store.Store
 	Clock     clock.Clock
 	Fleet     *Fleet
 	Deps      *runtime.Deps
@@ -51,7 +53,7 @@ func NewEnvOn(t testing.TB, s store.Store) *Env {
 			t.Fatal(err)
 		}
 	}
-	e := &Env{T: t, Clock: clock.Real{}}
+	e := &Env{T: t, Clock: clock.Real{}, Table: s}
 	e.Overrides = breaker.NewOverrides(s, e.Clock)
 	var err error
 	e.Buckets, err = ratelimit.NewBuckets(s, e.Clock, ratelimit.Limits{})
@@ -158,16 +160,4 @@ func Levers(s store.Store, clk clock.Clock, ov *breaker.Overrides, b *ratelimit.
 		lever.Entry{Spec: breaker.Spec, New: func() (lever.Kind, error) { return ov, nil }},
 		lever.Entry{Spec: ratelimit.Spec, New: func() (lever.Kind, error) { return b, nil }},
 	))
-}
-
-// Force forces dep open with its record, as actor (a test's setup: what
-// an operator did before or during a drill).
-func (e *Env) Force(ctx context.Context, dep, actor, reason string, p breaker.ForceParams) (lever.Outcome, error) {
-	c := breaker.ForceOpen(reason, p, dep)
-	c.Actor = actor
-	rep, err := e.Deps.Levers.WithLog(e.Audit).Change(ctx, c)
-	if len(rep.Outcomes) == 0 {
-		return lever.Outcome{}, err
-	}
-	return rep.Outcomes[0], err
 }

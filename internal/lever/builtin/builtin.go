@@ -7,7 +7,6 @@ package builtin
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -36,7 +35,7 @@ func For(s store.Store, clk clock.Clock, name string, c *config.Context) *lever.
 	}
 	return lever.NewRegistry(
 		lever.Entry{Spec: breaker.Spec, New: func() (lever.Kind, error) {
-			return breaker.NewOverrides(s, clk).WithDurations(breaker.DurationPolicy{Max: time.Duration(c.MaxOverride)}), nil
+			return breaker.NewOverrides(s, clk).WithDurations(breaker.DurationPolicy{Max: c.MaxOverrideDuration()}), nil
 		}},
 		lever.Entry{Spec: ratelimit.Spec, New: func() (lever.Kind, error) {
 			b, err := buckets(s, clk, name, c)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"io"
 	"strings"
 	"sync"
@@ -65,7 +66,7 @@ func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 // NewWaiter builds the context's gauge source and a waiter on it, before the
 // write, so a source that cannot work is refused with nothing written.
 func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env) (*metrics.Waiter, error) {
-	src, err := env.GaugeSource(ctx, o.MetricsURL)
+	src, err := gaugeenv.Source(ctx, env, o.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
 		return nil, fmt.Errorf("--wait: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"strings"
 	"time"
 
@@ -155,7 +156,7 @@ func prepare(ctx context.Context, f *cmdenv.Factory, opts *Options) (*collector,
 			return nil, err
 		}
 	}
-	src, err := env.GaugeSource(ctx, opts.MetricsURL)
+	src, err := gaugeenv.Source(ctx, env, opts.MetricsURL)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"io"
 	"os"
 	"os/signal"
@@ -345,12 +346,12 @@ func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile st
 		LookupEnv: f.Environ.Lookup, Environ: f.Environ.List(),
 	}
 	// A context naming two sources gets no name here; each read reports it.
-	choice, _ := env.GaugeChoice("")
+	choice, _ := gaugeenv.Choice(env, "")
 	deps.Gauges = &runtime.MetricsGauges{Name: choice.Description, Hint: choice.Hint(),
 		New: func(ctx context.Context) (metrics.GaugeSource, error) {
-			return env.GaugeSource(ctx, "")
+			return gaugeenv.Source(ctx, env, "")
 		}}
-	deps.Alarms = metrics.NewAlarmSource(env.GaugeConfig(""))
+	deps.Alarms = metrics.NewAlarmSource(gaugeenv.Config(env, ""))
 	return deps, nil
 }
 

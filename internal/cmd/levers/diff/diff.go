@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -118,7 +119,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return err
 		}
 	} else {
-		src, err := env.GaugeSource(ctx, opts.MetricsURL)
+		src, err := gaugeenv.Source(ctx, env, opts.MetricsURL)
 		if err != nil {
 			return err
 		}

@@ -87,13 +87,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return cmdutil.UsageError(fmt.Errorf("read policy: %w", err))
 	}
-	set, err := policy.Parse(opts.File, text)
-	if err != nil {
-		return cmdutil.UsageError(fmt.Errorf("policy refused, nothing stored: %w", err))
-	}
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
+	}
+	set, err := policy.Parse(env.PolicySchema(), opts.File, text)
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("policy refused, nothing stored: %w", err))
 	}
 	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
