@@ -202,25 +202,24 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	return p, nil
 }
 
-// read reads keys and extra in one batch read; a single key (one target,
-// or the policy item alone when the caller read the targets) is one
-// GetItem, the cheapest read of one item; nothing to read, no read.
+// read reads keys and extra in one batch read; the one extra key alone (a
+// policy item, the targets read by the caller) is one GetItem, the
+// cheapest read of one item; nothing to read, no read.
 func (s *Service) read(ctx context.Context, keys, extra []string) (map[string]store.Item, error) {
-	all := append(slices.Clone(keys), extra...)
-	switch len(all) {
-	case 0:
+	switch {
+	case len(keys)+len(extra) == 0:
 		return map[string]store.Item{}, nil
-	case 1:
-		it, err := s.store.Get(ctx, all[0])
+	case len(keys) == 0 && len(extra) == 1:
+		it, err := s.store.Get(ctx, extra[0])
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return map[string]store.Item{}, nil
 		case err != nil:
 			return nil, err
 		}
-		return map[string]store.Item{all[0]: it}, nil
+		return map[string]store.Item{extra[0]: it}, nil
 	}
-	return store.GetMany(ctx, s.store, all)
+	return store.GetMany(ctx, s.store, append(slices.Clone(keys), extra...))
 }
 
 // Commit writes a planned change: every target to write, conditional on

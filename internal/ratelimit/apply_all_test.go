@@ -51,6 +51,7 @@ func TestApplyAllReadsOnceAndKeepsOrder(t *testing.T) {
 		apply(t, b, log, ratelimit.Change{Op: ratelimit.OpDrain, Client: c})
 	}
 	s.gets.Store(0)
+	s.batches.Store(0)
 	var changes []ratelimit.Change
 	for _, c := range clients {
 		changes = append(changes, ratelimit.Change{Op: ratelimit.OpReset, Client: c})
