@@ -64,17 +64,27 @@ func (fl Flags) CheckPolicy(reason string) error {
 func (fl Flags) Table() bool { return fl.Output == cmdutil.FormatTable }
 
 // Change moves c (with the flags' say in how) through the context's guard:
-// the table's policy asked in the levers' batch read, the protected
-// context's prompt (what names the change, from its plan; "" asks
-// nothing), then the write. Its report is what the command prints.
-func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Change, fl Flags, what func(*lever.Planned) string) (lever.Report, error) {
+// planned (the table's policy asked in the levers' batch read), confirmed
+// on a protected context (what names the change of its n writes; nothing
+// to write asks nothing), then committed. Its report is what the
+// command prints: a dry run's or a pending request's with nothing written,
+// or what was.
+func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Change, fl Flags, what func(n int) string) (lever.Report, error) {
 	c.DryRun, c.NoNotify, c.BreakGlass, c.RequestTTL = fl.DryRun, fl.NoNotify, fl.BreakGlass, fl.RequestTTL
-	return lever.Do(ctx, env.Guard(), c, func(p *lever.Planned) error {
-		if w := what(p); w != "" {
-			return cmdenv.ConfirmProtected(ctx, f, env, fl.Yes, w)
+	g := env.Guard()
+	p, err := g.Plan(ctx, c)
+	switch {
+	case p == nil:
+		return lever.Report{Change: c}, err
+	case err != nil || c.DryRun:
+		return p.Report(), err
+	}
+	if n := p.Writes(); n > 0 {
+		if err := cmdenv.ConfirmProtected(ctx, f, env, fl.Yes, what(n)); err != nil {
+			return lever.Report{Change: c}, err
 		}
-		return nil
-	})
+	}
+	return g.Commit(ctx, p)
 }
 
 // PendingResult is the JSON output of a lever change the table's policy
@@ -128,16 +138,16 @@ func Refused(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, rep lever.
 }
 
 // Print writes a lever command's result: doc in the structured format the
-// flags name, or the table's lines; then the line naming the context acted
-// on, on stderr.
-func Print(f *cmdenv.Factory, env *cmdenv.Env, fl Flags, doc any, table func(w io.Writer)) error {
+// flags name, or the table's text (its lines, each rendered safe by the
+// command); then the line naming the context acted on, on stderr.
+func Print(f *cmdenv.Factory, env *cmdenv.Env, fl Flags, doc any, text string) error {
 	ios := f.IOStreams
 	defer cmdenv.PrintActedOn(ios.ErrOut, env, fl.DryRun)
 	if !fl.Table() {
 		return cmdutil.PrintStructured(ios.Out, fl.Output, doc)
 	}
-	table(ios.Out)
-	return nil
+	_, err := io.WriteString(ios.Out, text)
+	return err
 }
 
 // Confirmed writes, under a result's line, that its change's answer was

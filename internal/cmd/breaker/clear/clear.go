@@ -7,9 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"time"
+	"strings"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -23,7 +22,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -124,7 +122,7 @@ type Result struct {
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
-	Convergence *converge.ConvergenceView `json:"convergence,omitempty"`
+	converge.Waited
 	// Review is the review a --break-glass clear opened.
 	Review string `json:"review,omitempty"`
 }
@@ -193,12 +191,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		c.Known = env.Context.KnownDependencies()
 	}
 	now := f.Clock.Now()
-	rep, err := levercmd.Change(ctx, f, env, c, opts.Flags, func(p *lever.Planned) string {
-		if len(p.Plans) == 0 {
-			return ""
-		}
-		return "clear " + human.Count(int64(len(p.Plans)), "breaker override")
-	})
+	rep, err := levercmd.Change(ctx, f, env, c, opts.Flags, func(n int) string { return "clear " + human.Count(int64(n), "breaker override") })
 	if rep.Outcomes == nil || rep.Pending != nil {
 		if errors.Is(err, breaker.ErrUnknownDependency) {
 			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
@@ -233,38 +226,35 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	out.Review = levercmd.Review(rep)
 	failure := levercmd.Failure(cleared+len(unwritten), cleared, unwritten, "overrides", "koshactl breaker get DEPENDENCY")
-	return converge.Finish(ctx, f, env, opts.Table(), waiter, changes, rep.Event, failure, func(view *converge.ConvergenceView) error {
-		out.Convergence = view
-		return printResult(f, opts, env, out, now, len(rep.Outcomes) == 0)
-	})
+	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0))
 }
 
-// printResult prints out; none is true when there was no override to
-// clear (--all on an empty table).
-func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, now time.Time, none bool) error {
-	return levercmd.Print(f, env, opts.Flags, out, func(w io.Writer) {
-		if none && opts.All {
-			fmt.Fprintln(w, "No overrides to clear.")
+// table is out's lines for the human output; none is true when there was
+// no override to clear (--all on an empty table).
+func table(opts *Options, out Result, none bool) string {
+	var w strings.Builder
+	if none && opts.All {
+		fmt.Fprintln(&w, "No overrides to clear.")
+	}
+	for _, r := range out.Results {
+		name := displayName(r.Dependency)
+		if r.Action == "already-clear" {
+			fmt.Fprintf(&w, "%s was not forced open: nothing to clear\n", name)
+			continue
 		}
-		for _, r := range out.Results {
-			name := displayName(r.Dependency)
-			if r.Action == "already-clear" {
-				fmt.Fprintf(w, "%s was not forced open: nothing to clear\n", name)
-				continue
-			}
-			verb := map[string]string{"cleared": "Cleared", "would-clear": "Would clear"}[r.Action]
-			note := ""
-			if !r.Before.Active {
-				note = " (it had already expired)"
-			}
-			if len(r.Before.Malformed) > 0 {
-				note += " (a malformed item, removed as it was stored)"
-			}
-			fmt.Fprintf(w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
-			levercmd.Confirmed(w, r.ConfirmedByReread)
+		verb := map[string]string{"cleared": "Cleared", "would-clear": "Would clear"}[r.Action]
+		note := ""
+		if !r.Before.Active {
+			note = " (it had already expired)"
 		}
-		levercmd.BreakGlass(w, out.Review)
-	})
+		if len(r.Before.Malformed) > 0 {
+			note += " (a malformed item, removed as it was stored)"
+		}
+		fmt.Fprintf(&w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
+		levercmd.Confirmed(&w, r.ConfirmedByReread)
+	}
+	levercmd.BreakGlass(&w, out.Review)
+	return w.String()
 }
 
 // displayName is how the output names a cleared item: its dependency, or

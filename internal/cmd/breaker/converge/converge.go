@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
@@ -171,53 +172,48 @@ func Wait(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []m
 		human.Duration(res.Timeout), strings.Join(parts, "; "))
 }
 
-// Finish is a breaker command's end once its change is made: the result
-// printed (print gets the wait's view, nil before it), the announcement of
-// what was written sent, then, with --wait (w set, changes to wait for),
-// the wait for the fleet's gauges. It returns the change's failure first,
-// then the wait's.
-func Finish(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, table bool, w *metrics.Waiter, changes []metrics.Change,
-	ev *notify.Event, failure error, print func(*ConvergenceView) error) error {
+// Waited is what a breaker command's result says of its --wait: the
+// gauges' view, none without it.
+type Waited struct {
+	Convergence *ConvergenceView `json:"convergence,omitempty"`
+}
+
+// Finish is a breaker command's end once its change is made: the table's
+// text printed before the wait (then the wait's lines), or doc printed once
+// after it with its view in waited; the announcement of what was written
+// sent between the two; the wait for the fleet's gauges, with --wait (w set,
+// changes to wait for). It returns the change's failure first, then the
+// wait's.
+func Finish(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, fl levercmd.Flags, w *metrics.Waiter, changes []metrics.Change,
+	ev *notify.Event, failure error, doc any, waited *Waited, text string) error {
 	announce := sync.OnceFunc(func() { cmdenv.Announce(ctx, env, ev) })
 	// Written is written: a print that fails (a closed stdout) does not
 	// keep the change from being announced.
 	defer announce()
-	if w == nil || len(changes) == 0 {
-		if err := print(nil); err != nil {
+	wait := w != nil && len(changes) > 0
+	if !wait || fl.Table() {
+		if err := levercmd.Print(f, env, fl, doc, text); err != nil {
 			return err
 		}
-		announce()
+	}
+	announce()
+	if !wait {
 		return failure
 	}
-	waitErr, err := Report(ctx, f, w, changes, table, announce, print)
-	if err != nil {
-		return err
+	// The changes and their audit records are written; now the fleet.
+	view, waitErr := Wait(ctx, f, w, changes)
+	if fl.Table() {
+		PrintWait(f.IOStreams.Out, view)
+	} else {
+		waited.Convergence = view
+		if err := levercmd.Print(f, env, fl, doc, text); err != nil {
+			return err
+		}
 	}
 	if failure != nil {
 		return failure
 	}
 	return waitErr
-}
-
-// Report prints a written change's result around the wait on its gauges.
-// A table is printed before the wait (show gets a nil view), then
-// announce runs, then the wait's lines follow it; structured output is
-// printed once, after the wait, with its view. It returns the wait's error
-// (the exit code of an unconfirmed change) and, apart, a print's error.
-func Report(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []metrics.Change, table bool,
-	announce func(), show func(*ConvergenceView) error) (waitErr, err error) {
-	if table {
-		if err := show(nil); err != nil {
-			return nil, err
-		}
-	}
-	announce()
-	view, waitErr := Wait(ctx, f, w, changes)
-	if table {
-		PrintWait(f.IOStreams.Out, view)
-		return waitErr, nil
-	}
-	return waitErr, show(view)
 }
 
 // PrintWait writes the outcome of a wait for the table form.

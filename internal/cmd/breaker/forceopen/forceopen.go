@@ -6,7 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"strings"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -20,7 +20,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -105,7 +104,7 @@ type Result struct {
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
-	Convergence *converge.ConvergenceView `json:"convergence,omitempty"`
+	converge.Waited
 	// Review is the review a --break-glass change opened.
 	Review string `json:"review,omitempty"`
 }
@@ -204,9 +203,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	c := breaker.ForceOpen(opts.Reason, breaker.ForceParams{For: forDur, ExpiresAt: expires, NoExpiry: opts.NoExpiry, Overwrite: opts.Overwrite}, opts.Dependencies...)
 	c.Known = depargs.Known(env, opts.AllowUnknown)
-	rep, err := levercmd.Change(ctx, f, env, c, opts.Flags, func(p *lever.Planned) string {
-		return "force open " + human.Count(int64(len(p.Plans)), "breaker override")
-	})
+	rep, err := levercmd.Change(ctx, f, env, c, opts.Flags, func(n int) string { return "force open " + human.Count(int64(n), "breaker override") })
 	if rep.Outcomes == nil || rep.Pending != nil {
 		return conflictHint(depargs.DependencyHint(levercmd.Refused(ctx, f, env, rep, err, opts.Flags)))
 	}
@@ -230,22 +227,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	out.Review = levercmd.Review(rep)
 	failure := levercmd.Failure(len(rep.Outcomes), len(out.Results), unwritten, "overrides", "koshactl breaker get DEPENDENCY")
-	return converge.Finish(ctx, f, env, opts.Table(), waiter, changes, rep.Event, failure, func(view *converge.ConvergenceView) error {
-		out.Convergence = view
-		return printResult(f, opts, env, out, now)
-	})
-}
-
-// policyDuration is how long the override lasts as the policy judges it:
-// --for, or the time left until --until (0 without expiry).
-func policyDuration(now time.Time, forDur time.Duration, expires time.Time) time.Duration {
-	if forDur > 0 {
-		return forDur
-	}
-	if !expires.IsZero() {
-		return expires.Sub(now)
-	}
-	return 0
+	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(out, now, f.IOStreams.IsStdoutTTY()))
 }
 
 func conflictHint(err error) error {
@@ -271,25 +253,25 @@ func action(r breaker.ForceResult, dry bool) string {
 	return a
 }
 
-func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, now time.Time) error {
-	tty := f.IOStreams.IsStdoutTTY()
-	return levercmd.Print(f, env, opts.Flags, out, func(w io.Writer) {
-		for _, r := range out.Results {
-			verb := map[string]string{"forced": "Forced open", "replaced": "Replaced override, forced open",
-				"would-force": "Would force open", "would-replace": "Would replace override, force open"}[r.Action]
-			exp := "never expires"
-			if r.res.After.Expires() {
-				exp = "expires " + cmdutil.FormatTime(r.res.After.ExpiresAt, now, tty)
-			}
-			fmt.Fprintf(w, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, textsafe.Line(r.Override.Reason))
-			levercmd.Confirmed(w, r.ConfirmedByReread)
-			if r.Before != nil && r.Before.Active {
-				fmt.Fprintf(w, "  previously forced by %s: %s\n", textsafe.Line(r.Before.Actor), textsafe.Line(r.Before.Reason))
-			}
-			if r.Before != nil && len(r.Before.Malformed) > 0 {
-				fmt.Fprintf(w, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
-			}
+// table is the result's lines for the human output.
+func table(out Result, now time.Time, tty bool) string {
+	var w strings.Builder
+	for _, r := range out.Results {
+		verb := map[string]string{"forced": "Forced open", "replaced": "Replaced override, forced open",
+			"would-force": "Would force open", "would-replace": "Would replace override, force open"}[r.Action]
+		exp := "never expires"
+		if r.res.After.Expires() {
+			exp = "expires " + cmdutil.FormatTime(r.res.After.ExpiresAt, now, tty)
 		}
-		levercmd.BreakGlass(w, out.Review)
-	})
+		fmt.Fprintf(&w, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, textsafe.Line(r.Override.Reason))
+		levercmd.Confirmed(&w, r.ConfirmedByReread)
+		if r.Before != nil && r.Before.Active {
+			fmt.Fprintf(&w, "  previously forced by %s: %s\n", textsafe.Line(r.Before.Actor), textsafe.Line(r.Before.Reason))
+		}
+		if r.Before != nil && len(r.Before.Malformed) > 0 {
+			fmt.Fprintf(&w, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
+		}
+	}
+	levercmd.BreakGlass(&w, out.Review)
+	return w.String()
 }

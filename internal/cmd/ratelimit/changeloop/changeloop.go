@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -150,12 +148,7 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	}
 	lc := b.Change(op, reason, p, clients...)
 	lc.MustExist = !opts.Create
-	rep, err := levercmd.Change(ctx, f, env, lc, opts.Flags, func(p *lever.Planned) string {
-		if p.Writes() == 0 {
-			return ""
-		}
-		return fmt.Sprintf("%s %s", op, human.Count(int64(p.Writes()), "rate-limit bucket"))
-	})
+	rep, err := levercmd.Change(ctx, f, env, lc, opts.Flags, func(n int) string { return fmt.Sprintf("%s %s", op, human.Count(int64(n), "rate-limit bucket")) })
 	var none *ratelimit.NoBucketError
 	if errors.As(err, &none) {
 		return fmt.Errorf("%w: nothing %s; a client gets its bucket with its first request: check the id with koshactl ratelimit list, "+
@@ -182,7 +175,7 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 			out.Results = append(out.Results, item(ratelimit.ResultOf(o), opts.DryRun, o.Record.ID, o.Confirmed))
 		}
 	}
-	err = printChanges(f, env, opts, out)
+	err = levercmd.Print(f, env, opts.Flags, out, table(out, f.Clock.Now(), f.IOStreams.IsStdoutTTY()))
 	cmdenv.Announce(ctx, env, rep.Event) // what was written, once printed (or not)
 	if err != nil {
 		return err
@@ -216,14 +209,15 @@ func item(r ratelimit.ChangeResult, dry bool, auditID string, confirmed bool) It
 	return it
 }
 
-func printChanges(f *cmdenv.Factory, env *cmdenv.Env, opts ChangeOptions, out Result) error {
-	return levercmd.Print(f, env, opts.Flags, out, func(w io.Writer) {
-		for _, r := range out.Results {
-			fmt.Fprintln(w, textsafe.Line(describe(r, f.Clock.Now(), f.IOStreams.IsStdoutTTY())))
-			levercmd.Confirmed(w, r.ConfirmedByReread)
-		}
-		levercmd.BreakGlass(w, out.Review)
-	})
+// table is out's lines for the human output.
+func table(out Result, now time.Time, tty bool) string {
+	var w strings.Builder
+	for _, r := range out.Results {
+		fmt.Fprintln(&w, textsafe.Line(describe(r, now, tty)))
+		levercmd.Confirmed(&w, r.ConfirmedByReread)
+	}
+	levercmd.BreakGlass(&w, out.Review)
+	return w.String()
 }
 
 // describe is one human line about one change.
