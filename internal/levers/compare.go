@@ -1,6 +1,7 @@
 package levers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"github.com/kosha-platform/koshactl/internal/lever"
@@ -224,4 +225,21 @@ func (f *File) Plan(diffs []Difference, actor string) []lever.Change {
 		out = append(out, c)
 	}
 	return out
+}
+
+// Apply is `koshactl apply`'s use case: the changes [File.Plan] made,
+// each decided on the override Compare read (nothing is read again),
+// written together by svc (one transaction while they fit one; an operator
+// acting meanwhile makes it a conflict, nothing of it written). One report
+// per change, in order.
+func Apply(ctx context.Context, svc *lever.Service, plan []lever.Change) ([]lever.Report, error) {
+	ps := make([]*lever.Planned, len(plan))
+	for i, c := range plan {
+		p, err := svc.Plan(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = p
+	}
+	return svc.CommitAll(ctx, ps...)
 }

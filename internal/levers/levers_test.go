@@ -3,7 +3,6 @@ package levers_test
 import (
 	"context"
 	"errors"
-	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"strings"
@@ -164,16 +163,7 @@ func (e env) apply(t *testing.T, f *levers.File, statuses []metrics.DependencySt
 		t.Fatal(err)
 	}
 	diffs := levers.Compare(f, levers.State{Now: e.clk.Now(), Overrides: list, Statuses: statuses})
-	svc := levertest.Levers(e.st, e.clk, e.log)
-	var ps []*lever.Planned
-	for _, c := range f.Plan(diffs, "ci@example.com") {
-		p, err := svc.Plan(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ps = append(ps, p)
-	}
-	if _, err := svc.CommitAll(ctx, ps...); err != nil {
+	if _, err := levers.Apply(ctx, levertest.Levers(e.st, e.clk, e.log), f.Plan(diffs, "ci@example.com")); err != nil {
 		t.Fatal(err)
 	}
 	return diffs

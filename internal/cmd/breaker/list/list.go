@@ -56,10 +56,8 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 // Result is the JSON output of list.
 type Result struct {
-	Kind    string                      `json:"kind"`
-	Context string                      `json:"context"`
-	Store   string                      `json:"store"`
-	Items   []overrideview.OverrideView `json:"items"`
+	cmdenv.Envelope
+	Items []overrideview.OverrideView `json:"items"`
 	// Unreadable lists every malformed attribute of the overrides listed
 	// (docs/contracts/cli-output.md); each item also carries its own.
 	Unreadable []store.Problem `json:"unreadable"`
@@ -86,7 +84,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	now := f.Clock.Now()
-	out := Result{Kind: "BreakerOverrideList", Context: env.Name, Store: env.Store.Describe(), Items: []overrideview.OverrideView{},
+	out := Result{Envelope: env.Envelope("BreakerOverrideList"), Items: []overrideview.OverrideView{},
 		Unreadable: []store.Problem{}}
 	var shown []breaker.Override
 	for _, o := range all {

@@ -222,7 +222,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	// A stop signal waits for the write's outcome: never half a round.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	reps, werr := commit(wctx, env, plan)
+	reps, werr := levers.Apply(wctx, env.Levers(), plan)
 	ev := notify.Event{Action: "levers.apply", Reason: "levers " + file.Name, Actor: actor}
 	for i, rep := range reps {
 		if rep.Event != nil {
@@ -273,21 +273,6 @@ func verb(d levers.Difference) string {
 		return "replace" // the window's own override, written for other content
 	}
 	return "force"
-}
-
-// commit plans each change on the overrides apply read (nothing is read
-// again) and writes them together.
-func commit(ctx context.Context, env *cmdenv.Env, plan []lever.Change) ([]lever.Report, error) {
-	svc := env.Levers()
-	ps := make([]*lever.Planned, len(plan))
-	for i, c := range plan {
-		p, err := svc.Plan(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		ps[i] = p
-	}
-	return svc.CommitAll(ctx, ps...)
 }
 
 // windowOf is the window of the difference c was planned from.

@@ -50,18 +50,16 @@ func Overrides(ctx context.Context, env *cmdenv.Env) ([]breaker.Override, error)
 // Header opens diff's and apply's documents: which file was compared with
 // which context's table, and when.
 type Header struct {
-	Kind    string `json:"kind"`
-	Context string `json:"context"`
-	Store   string `json:"store"`
-	File    string `json:"file"`
-	Name    string `json:"name"`
-	At      string `json:"at"`
+	cmdenv.Envelope
+	File string `json:"file"`
+	Name string `json:"name"`
+	At   string `json:"at"`
 }
 
 // NewHeader is the header of a document of kind about file (given as path)
 // on env at now.
 func NewHeader(kind string, env *cmdenv.Env, path string, file *levers.File, now time.Time) Header {
-	return Header{Kind: kind, Context: env.Name, Store: env.Store.Describe(), File: path, Name: file.Name, At: *cmdutil.TimeOrNil(now)}
+	return Header{Envelope: env.Envelope(kind), File: path, Name: file.Name, At: *cmdutil.TimeOrNil(now)}
 }
 
 // Difference is one difference as documents show it.

@@ -64,9 +64,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 // Result is the JSON output.
 type Result struct {
-	Kind      string   `json:"kind"`
-	Context   string   `json:"context"`
-	Store     string   `json:"store"`
+	cmdenv.Envelope
 	Action    string   `json:"action"`
 	SHA256    string   `json:"sha256"`
 	Version   int64    `json:"version"`
@@ -109,7 +107,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err // a race lost to another set is a conflict (store.ErrConditionFailed)
 	}
-	out := Result{Kind: "PolicySetResult", Context: env.Name, Store: env.Store.Describe(), Action: "set", SHA256: res.After.SHA256,
+	out := Result{Envelope: env.Envelope("PolicySetResult"), Action: "set", SHA256: res.After.SHA256,
 		Version: res.After.Version, Policies: set.Policies(), AuditID: res.Record.ID, Confirmed: res.Confirmed}
 	if res.Unchanged {
 		out.Action = "unchanged"

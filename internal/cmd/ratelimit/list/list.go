@@ -105,10 +105,8 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 // Result is the JSON output of list.
 type Result struct {
-	Kind    string                  `json:"kind"`
-	Context string                  `json:"context"`
-	Store   string                  `json:"store"`
-	Items   []bucketview.BucketView `json:"items"`
+	cmdenv.Envelope
+	Items []bucketview.BucketView `json:"items"`
 	// Matched counts the buckets that matched before --limit.
 	Matched int `json:"matched"`
 	// Malformed lists items under rl# that are not valid buckets, as one
@@ -161,7 +159,7 @@ func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, rateli
 		return Result{}, ratelimit.ListResult{}, nil, err
 	}
 	fmt.Fprintln(f.IOStreams.ErrOut, ScanSummary(&stats, opts.MaxReadUnits))
-	out := Result{Kind: "RateLimitBucketList", Context: env.Name, Store: env.Store.Describe(), Items: []bucketview.BucketView{},
+	out := Result{Envelope: env.Envelope("RateLimitBucketList"), Items: []bucketview.BucketView{},
 		Matched: res.Matched, Malformed: []string{}, Unreadable: []store.Problem{}}
 	for _, s := range res.Buckets {
 		out.Items = append(out.Items, bucketview.View(s))

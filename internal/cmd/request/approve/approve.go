@@ -72,9 +72,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 // Result is the JSON output.
 type Result struct {
-	Kind    string           `json:"kind"`
-	Context string           `json:"context"`
-	Store   string           `json:"store"`
+	cmdenv.Envelope
 	Action  string           `json:"action"`
 	Request requestview.View `json:"request"`
 	// AuditIDs are the records this approval wrote.
@@ -111,7 +109,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	now := f.Clock.Now()
-	out := Result{Kind: "ChangeRequestApproval", Context: env.Name, Store: env.Store.Describe(), Request: requestview.Of(res.Request, now), AuditIDs: []string{},
+	out := Result{Envelope: env.Envelope("ChangeRequestApproval"), Request: requestview.Of(res.Request, now), AuditIDs: []string{},
 		Remaining: res.Remaining}
 	for _, r := range res.Records {
 		out.AuditIDs = append(out.AuditIDs, r.ID)
