@@ -483,8 +483,13 @@ func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, atta
 func (s *Service) leverChange(r Request) (lever.Change, lever.Kind, error) {
 	ch := r.Change
 	kind, err := s.kind(ch.Action)
-	if err != nil {
+	switch {
+	case errors.Is(err, lever.ErrUnknownKind):
 		return lever.Change{}, nil, fmt.Errorf("%w: request %s asks for %s, which this koshactl cannot apply: upgrade koshactl", ErrMalformed, r.ID, textsafe.Quote(ch.Action))
+	case err != nil:
+		// The context's settings for the kind are unusable (its bucket
+		// limits): the approver fixes them, or approves elsewhere.
+		return lever.Change{}, nil, fmt.Errorf("request %s changes %s levers, which this context cannot move: %w", r.ID, lever.KindOf(ch.Action), err)
 	}
 	params, err := kind.Params(ch.Action, ch.Params)
 	if err != nil {

@@ -334,7 +334,7 @@ type ChangeResult struct {
 	Change Change
 	// Before is the bucket as read (the last read, after retries).
 	Before Status
-	// After is the bucket as written (or as it would be, from [Buckets.Plan]);
+	// After is the bucket as written (or as it would be: a dry run);
 	// equal to Before when nothing changed.
 	After Status
 	// Changed is false when the bucket was already in the requested state

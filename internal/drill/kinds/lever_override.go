@@ -146,7 +146,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 	if err != nil {
 		return nil, err
 	}
-	// The one read before the write: ForceAll decides on it and writes
+	// The one read before the write: the lever service decides on it and writes
 	// conditional on it, so a change since is a conflict, never overwritten
 	// unseen. The drill's own override (an earlier step's) is replaced, but
 	// only that write of it.
