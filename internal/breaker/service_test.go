@@ -71,7 +71,7 @@ func TestTheLeverServiceWithoutALogWritesNothing(t *testing.T) {
 	if _, err := st.Get(t.Context(), breaker.OverrideKey("openai")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("the override was written without a record: %v", err)
 	}
-	if _, _, err := breaker.Restore(t.Context(), ov.svc(), "openai", "al", "r", breaker.RestoreParams{}); !errors.Is(err, lever.ErrNoAuditLog) {
+	if _, _, err := breaker.Restore(t.Context(), ov.svc(), "openai", "al", "r", nil, breaker.RestoreParams{}); !errors.Is(err, lever.ErrNoAuditLog) {
 		t.Fatalf("restore without a log: %v, want ErrNoAuditLog", err)
 	}
 }

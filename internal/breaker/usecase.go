@@ -55,13 +55,18 @@ func ClearOf(o lever.Outcome) ClearResult {
 }
 
 // Restore undoes the caller's own change of dep's override (a drill's
-// rollback, drill recover) with its record, conditional on the item still
-// being the caller's write (p.Mine) or still absent: an override someone
+// rollback, drill recover) with its record, decided on cur (the override
+// as the caller read it, nil when absent) and conditional on it: the item
+// still the caller's write (p.Mine), or still absent. An override someone
 // else wrote since, read or met at the write, is left alone. Nothing to
 // undo (already as wanted) writes nothing.
-func Restore(ctx context.Context, svc lever.Changer, dep, actor, reason string, p RestoreParams) (RestoreResult, lever.Outcome, error) {
-	rep, err := lever.Do(ctx, svc, lever.Change{Action: ActionRestore, Targets: []string{dep}, Reason: reason, Actor: actor, Params: p,
-		NoNotify: true}, nil)
+func Restore(ctx context.Context, svc lever.Changer, dep, actor, reason string, cur *Override, p RestoreParams) (RestoreResult, lever.Outcome, error) {
+	c := lever.Change{Action: ActionRestore, Targets: []string{dep}, Reason: reason, Actor: actor, Params: p, NoNotify: true,
+		Read: map[string]store.Item{dep: nil}}
+	if cur != nil {
+		c.Read[dep] = cur.Raw
+	}
+	rep, err := lever.Do(ctx, svc, c, nil)
 	if len(rep.Outcomes) == 0 {
 		return RestoreResult{}, lever.Outcome{}, err
 	}

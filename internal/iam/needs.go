@@ -311,14 +311,14 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// conditions, record every change with it, announce the run. Before
 		// any lever it reads the table's policy and, with --request, its
 		// approved drill request, in one batch read.
-		"drill run": needs(policyBatchRead, requestBatchRead, breakerRead, batchRead, breakerPut, breakerDelete,
-			bucketRead, bucketBatchRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
+		"drill run": needs(policyBatchRead, requestBatchRead, breakerRead, breakerPut, breakerDelete,
+			bucketRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
 		// drill recover finishes a dead run's rollbacks from the audit trail:
 		// the run's records on each lever (the audit index by subject, filtered
 		// by run_id), then the override or bucket as the rollback finds it, the
 		// override's clear with its record, and its notification.
 		// (Putting a bucket back writes rl# as drill run's rollback does.)
-		"drill recover": needs(indexRead, breakerRead, batchRead, bucketRead, breakerDelete, record, recordProof, notifyPublish),
+		"drill recover": needs(indexRead, breakerRead, bucketRead, breakerDelete, record, recordProof, notifyPublish),
 		// The reference data plane (koshactl sandbox): it reads overrides and
 		// chaos keys, takes tokens with a conditional PutItem of its own, and
 		// records chaos headers it applied or refused under audit#dp# (a

@@ -127,13 +127,23 @@ func (b *Buckets) Get(ctx context.Context, client string) (Status, error) {
 	return StatusOf(client, bk, b.limits, b.clock.Now()), nil
 }
 
-func (b *Buckets) read(ctx context.Context, client string) (*Bucket, error) {
+// Item reads client's bucket item as stored (nil when absent): what a
+// change decided on it is conditional on ([lever.Change.Read]).
+func (b *Buckets) Item(ctx context.Context, client string) (store.Item, error) {
 	it, err := b.store.Get(ctx, Key(client))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read bucket %s: %w", client, err)
+	}
+	return it, nil
+}
+
+func (b *Buckets) read(ctx context.Context, client string) (*Bucket, error) {
+	it, err := b.Item(ctx, client)
+	if it == nil {
+		return nil, err
 	}
 	bk, err := BucketFromItem(it)
 	if err != nil {

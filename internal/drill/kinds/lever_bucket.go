@@ -156,11 +156,15 @@ func buckets(rc *runtime.RunContext) (*ratelimit.Buckets, error) {
 }
 
 // changeBucket makes c with its record, quietly (the run announces
-// itself): the bucket lever's change of one client, read and decided
-// again while takes land in between.
+// itself): the bucket lever's change of one client, decided on the bucket
+// read here, and read and decided again while takes land in between.
 func changeBucket(ctx context.Context, rc *runtime.RunContext, b *ratelimit.Buckets, reason string, c ratelimit.Change) (ratelimit.ChangeResult, lever.Outcome, error) {
+	it, err := b.Item(ctx, c.Client)
+	if err != nil {
+		return ratelimit.ChangeResult{Change: c}, lever.Outcome{}, err
+	}
 	lc := b.Change(c.Op, reason, ratelimit.Params{Tokens: c.Tokens, HoldFor: c.HoldFor}, c.Client)
-	lc.Actor, lc.NoNotify = rc.Deps.Actor, true
+	lc.Actor, lc.NoNotify, lc.Read = rc.Deps.Actor, true, map[string]store.Item{c.Client: it}
 	rep, err := rc.Levers().Change(ctx, lc)
 	if len(rep.Outcomes) == 0 {
 		return ratelimit.ChangeResult{Change: c}, lever.Outcome{}, err

@@ -451,7 +451,11 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *runtime.RunContext) (st
 		if !moved {
 			return nil, "nothing to undo: the drill did not change it", nil
 		}
-		req := &restore{dependency: r.dependency, RestoreParams: breaker.RestoreParams{Before: r.before()}}
+		cur, err := readOverride(ctx, rc, r.dependency)
+		if err != nil {
+			return nil, "", err
+		}
+		req := &restore{dependency: r.dependency, cur: cur, RestoreParams: breaker.RestoreParams{Before: r.before()}}
 		if w.after != nil {
 			req.Mine = w.change
 		}
@@ -476,9 +480,11 @@ func (r *overrideRollback) LeverRecord() *drill.LeverRecord {
 	return rec
 }
 
-// restore is what an undo of dependency's override puts back.
+// restore is what an undo of dependency's override puts back, decided on
+// cur (the override as read, nil when absent).
 type restore struct {
 	dependency string
+	cur        *breaker.Override
 	breaker.RestoreParams
 }
 
@@ -499,7 +505,7 @@ func undoOverride(ctx context.Context, rc *runtime.RunContext, decide func() (*r
 	if b := req.Before; b != nil && b.ActiveAt(rc.Now()) {
 		reason = rc.Reason("rollback restores the override set by " + b.Actor)
 	}
-	res, o, err := breaker.Restore(ctx, rc.Levers(), req.dependency, rc.Deps.Actor, reason, req.RestoreParams)
+	res, o, err := breaker.Restore(ctx, rc.Levers(), req.dependency, rc.Deps.Actor, reason, req.cur, req.RestoreParams)
 	if err != nil {
 		return "", err
 	}
@@ -699,5 +705,5 @@ func (r *recoveredOverride) decide(ctx context.Context, rc *runtime.RunContext) 
 			return nil, "", byHand(img, err.Error())
 		}
 	}
-	return &restore{dependency: r.dependency, RestoreParams: breaker.RestoreParams{Mine: cur.WriteID, Before: img}}, "", nil
+	return &restore{dependency: r.dependency, cur: cur, RestoreParams: breaker.RestoreParams{Mine: cur.WriteID, Before: img}}, "", nil
 }
