@@ -233,16 +233,20 @@ func (r *Report) WithRates(rates metrics.CallRates) {
 }
 
 // About rounds an expected count as a person states one: to the nearest
-// whole number below 100, to two significant figures from 100 on (750,
-// 1200, 34000). A count that is not a finite positive number is 0.
+// whole number below 100 (halves up), to two significant figures from 100
+// on (750, 1200, 34000). A count that is not a finite positive number is
+// 0; one past 9e18 is [math.MaxInt64].
 func About(x float64) int64 {
-	if math.IsNaN(x) || x <= 0 || math.IsInf(x, 0) {
+	switch {
+	case math.IsNaN(x) || x <= 0:
 		return 0
+	case x >= 9e18:
+		return math.MaxInt64
 	}
-	if x < 100 {
-		return int64(math.Round(x))
+	unit := 1.0 // a power of ten, exact in a float64 up to 1e22
+	for x/unit >= 100 {
+		unit *= 10
 	}
-	unit := math.Pow(10, math.Floor(math.Log10(x))-1)
 	return int64(math.Round(x/unit) * unit)
 }
 

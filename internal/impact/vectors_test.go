@@ -1,6 +1,7 @@
 package impact_test
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -64,6 +65,7 @@ type checkCase struct {
 
 // estimateCase: a rate and a span, and the calls an estimate states.
 type estimateCase struct {
+	Name           string  `json:"name"`
 	CallsPerMinute float64 `json:"calls_per_minute"`
 	ForSeconds     float64 `json:"for_seconds"`
 	Calls          int64   `json:"calls"`
@@ -109,7 +111,8 @@ func TestContractVectors(t *testing.T) {
 			"error: failed; status \"deferred\": deferred; degraded true: degraded; else unaffected). checks: an answer while a " +
 			"dependency is down -> whether it shows the row's effect on the tool (the behaviour read and the signal). " +
 			"estimates: calls a minute and a span -> the calls stated (rate x minutes, nearest whole number below 100, two " +
-			"significant figures from 100 on; 3600 s when the span is 0: until cleared). Generated from the Go code by make vectors.",
+			"significant figures from 100 on, halves away from zero; 9223372036854775807 from 9e18 on; 3600 s when the span is 0: " +
+			"until cleared). Generated from the Go code by make vectors.",
 		Contract:   "docs/contracts/degradation-matrix.md",
 		Behaviours: impact.Behaviours(),
 		Tools:      impact.Tools(),
@@ -189,8 +192,10 @@ func TestContractVectors(t *testing.T) {
 		doc.Checks = append(doc.Checks, checkCase{Name: c.dep + " / " + c.tool + ": " + c.answer, Dependency: c.dep, Tool: c.tool,
 			IsError: a.isError, Structured: a.structured, Matches: row.Effect(c.tool).Check(a.isError, a.structured) == nil})
 	}
-	for _, e := range []estimateCase{{25, 1800, 0}, {25, 0, 0}, {0.4, 60, 0}, {0.5, 60, 0}, {1.5, 60, 0}, {3.3, 1800, 0},
-		{41.7, 1800, 0}, {0.01, 1800, 0}, {0, 1800, 0}, {1234, 3600, 0}, {99.4, 60, 0}, {99.5, 60, 0}, {12345, 7200, 0}} {
+	for _, e := range []estimateCase{{"", 25, 1800, 0}, {"", 25, 0, 0}, {"", 0.4, 60, 0}, {"", 0.5, 60, 0}, {"", 1.5, 60, 0},
+		{"", 3.3, 1800, 0}, {"", 41.7, 1800, 0}, {"", 0.01, 1800, 0}, {"", 0, 1800, 0}, {"", 1234, 3600, 0}, {"", 99.4, 60, 0},
+		{"", 99.5, 60, 0}, {"", 12345, 7200, 0}, {"", 999.5, 60, 0}, {"", 0.49999999999999994, 60, 0}, {"", 1e300, 60, 0}} {
+		e.Name = fmt.Sprintf("%v/min over %vs", e.CallsPerMinute, e.ForSeconds)
 		over := e.ForSeconds
 		if over == 0 {
 			over = 3600
