@@ -410,8 +410,10 @@ type CloudWatchRateOptions struct {
 // request of per-minute Sums of tool_calls and downstream_calls over the
 // Window's whole minutes that ended [RetrievalDelay] before now (newer
 // minutes may not be readable in full yet), divided by the window's
-// minutes. A minute without a datapoint counts as no calls: the fleet
-// publishes the counts only when there are calls.
+// minutes. A minute without a datapoint counts as no calls (the fleet
+// publishes the counts only when there are calls); a name without any
+// datapoint in the window is left out, with a warning: CloudWatch cannot
+// tell no calls from a fleet that does not publish the metric.
 type CloudWatchRates struct {
 	api  getMetricDataAPI
 	opts CloudWatchRateOptions
@@ -483,7 +485,7 @@ func (c *CloudWatchRates) Rates(ctx context.Context, req RateRequest) (CallRates
 	}
 	in := &cloudwatch.GetMetricDataInput{MetricDataQueries: queries, StartTime: aws.Time(start), EndTime: aws.Time(end),
 		ScanBy: types.ScanByTimestampDescending}
-	sums := map[string]float64{}
+	sums, seen := map[string]float64{}, map[string]bool{}
 	pages := cloudwatch.NewGetMetricDataPaginator(c.api, in, func(o *cloudwatch.GetMetricDataPaginatorOptions) {
 		o.StopOnDuplicateToken = true
 	})
@@ -503,16 +505,30 @@ func (c *CloudWatchRates) Rates(ctx context.Context, req RateRequest) (CallRates
 			for _, v := range r.Values {
 				if !math.IsNaN(v) {
 					sums[id] += v
+					seen[id] = true
 				}
 			}
 		}
 	}
 	minutes := c.opts.Window.Minutes()
+	var missing []string
 	for i, t := range tools {
-		out.Tools[t] = sums[kindToolCalls+strconv.Itoa(i)] / minutes
+		if id := kindToolCalls + strconv.Itoa(i); seen[id] {
+			out.Tools[t] = sums[id] / minutes
+		} else {
+			missing = append(missing, gauge.ToolCallsMetricName+" "+t)
+		}
 	}
 	for i, d := range deps {
-		out.Dependencies[d] = sums[kindDownstreamCalls+strconv.Itoa(i)] / minutes
+		if id := kindDownstreamCalls + strconv.Itoa(i); seen[id] {
+			out.Dependencies[d] = sums[id] / minutes
+		} else {
+			missing = append(missing, gauge.DownstreamCallsMetricName+" "+d)
+		}
+	}
+	if len(missing) > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("cloudwatch: no datapoint in the window for %s: no calls, or the fleet does not publish the metric",
+			strings.Join(missing, ", ")))
 	}
 	return out, nil
 }

@@ -256,9 +256,18 @@ func TestCloudWatchRatesSumWholeMinutesPastTheRetrievalDelay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rates.Tools["screen_entity"] != 30 || rates.Dependencies["screening-sim"] != 45 || rates.Tools["raise_dispute"] != 0 ||
+			if rates.Tools["screen_entity"] != 30 || rates.Dependencies["screening-sim"] != 45 ||
 				rates.Window != 5*time.Minute || !strings.Contains(rates.Method, "18:53 to 18:58 UTC") {
 				t.Errorf("rates %+v", rates)
+			}
+			// No datapoint: no calls, or not published; CloudWatch cannot
+			// tell, so no rate is stated.
+			_, search := rates.Tools["search_knowledge_base"]
+			_, dispute := rates.Tools["raise_dispute"]
+			if search || dispute || len(rates.Warnings) != 1 ||
+				rates.Warnings[0] != "cloudwatch: no datapoint in the window for tool_calls search_knowledge_base, tool_calls raise_dispute: "+
+					"no calls, or the fleet does not publish the metric" {
+				t.Errorf("tools without datapoints: %+v, warnings %q", rates.Tools, rates.Warnings)
 			}
 			reqs := s.Requests()
 			if len(reqs) != 1 {
