@@ -187,16 +187,27 @@ func Of(ctx context.Context, req Request, src RateSource) Report {
 		deps = append(deps, d.Dependency)
 	}
 	rates, err := src.Rates(ctx, metrics.RateRequest{Tools: names, Dependencies: deps})
-	r.Rates = &Rates{Source: src.Describe()}
 	if err != nil {
-		r.Rates.Error = err.Error()
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			r.Rates.Error = fmt.Sprintf("the source did not answer within %s: %v", human.Duration(DefaultTimeout), err)
+			err = fmt.Errorf("the source did not answer within %s: %w", human.Duration(DefaultTimeout), err)
 		}
+		r.RatesFailed(src.Describe(), err)
 		return r
 	}
 	r.WithRates(rates)
 	return r
+}
+
+// RatesFailed records that the rates could not be read from source: the
+// report stays the matrix's alone (no rate, no estimate) and says why.
+func (r *Report) RatesFailed(source string, err error) {
+	r.Rates = &Rates{Source: source, Error: err.Error()}
+	for i := range r.Dependencies {
+		r.Dependencies[i].CallsPerMinute = nil
+	}
+	for i := range r.Tools {
+		r.Tools[i].CallsPerMinute, r.Tools[i].Estimate = nil, nil
+	}
 }
 
 // WithRates fills r's call rates and estimates from rates, read

@@ -137,13 +137,18 @@ func (r Report) span() string {
 	return "for " + human.Duration(time.Duration(r.ForSeconds*float64(time.Second)))
 }
 
-// rateText writes calls a minute to one decimal ("25", "0.4"), "-" for
-// none.
+// rateText is [PerMinute] of v, "-" for none.
 func rateText(v *float64) string {
 	if v == nil {
 		return "-"
 	}
-	x := math.Round(*v*10) / 10
+	return PerMinute(*v)
+}
+
+// PerMinute writes a rate of calls a minute as every surface shows one: to
+// one decimal, without trailing zeros ("25", "0.4").
+func PerMinute(v float64) string {
+	x := math.Round(v*10) / 10
 	if x == 0 {
 		x = 0 // not -0
 	}
