@@ -526,7 +526,15 @@ func (c *CloudWatchRates) Rates(ctx context.Context, req RateRequest) (CallRates
 			missing = append(missing, gauge.DownstreamCallsMetricName+" "+d)
 		}
 	}
-	if len(missing) > 0 {
+	switch n := len(missing); {
+	case n == 0:
+	case n == len(tools)+len(deps):
+		out.Warnings = append(out.Warnings, fmt.Sprintf("cloudwatch: no %s or %s datapoint in the window: the fleet publishes none, or there were no calls",
+			gauge.ToolCallsMetricName, gauge.DownstreamCallsMetricName))
+	default:
+		if n > 3 {
+			missing = append(missing[:3:3], fmt.Sprintf("%d more", n-3))
+		}
 		out.Warnings = append(out.Warnings, fmt.Sprintf("cloudwatch: no datapoint in the window for %s: no calls, or the fleet does not publish the metric",
 			strings.Join(missing, ", ")))
 	}

@@ -283,6 +283,20 @@ func TestCloudWatchRatesSumWholeMinutesPastTheRetrievalDelay(t *testing.T) {
 	}
 }
 
+func TestCloudWatchRatesWithoutAnyCount(t *testing.T) {
+	t.Parallel()
+	s := cwfake.New(t)
+	r := metrics.NewCloudWatchRates(s.Client(1), metrics.CloudWatchRateOptions{Clock: clock.NewFake(now)})
+	rates, err := r.Rates(t.Context(), screeningReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rates.Tools)+len(rates.Dependencies) != 0 || len(rates.Warnings) != 1 ||
+		rates.Warnings[0] != "cloudwatch: no tool_calls or downstream_calls datapoint in the window: the fleet publishes none, or there were no calls" {
+		t.Errorf("rates %+v", rates)
+	}
+}
+
 func TestCloudWatchRatesDenied(t *testing.T) {
 	t.Parallel()
 	s := cwfake.New(t)

@@ -62,8 +62,8 @@ func TestDetailShowsTheImpactOfTheOverride(t *testing.T) {
 		"12 calls/min · about 320 search queries degraded over 27m",
 		"call rates: prometheus http://127.0.0.1:8787/metrics, counters' increase between two scrapes 5s apart, read 0s ago")
 	if len(rates.asked) != 1 || !slices.Equal(rates.asked[0].Tools, impact.ToolNames()) ||
-		!slices.Equal(rates.asked[0].Dependencies, []string{"core-api", "openai", "postgres", "screening-sim"}) {
-		t.Errorf("rates asked %+v, want every tool and dependency once", rates.asked)
+		!slices.Equal(rates.asked[0].Dependencies, []string{"openai", "core-api", "postgres", "screening-sim"}) {
+		t.Errorf("rates asked %+v, want every tool and dependency once, the detail's first", rates.asked)
 	}
 
 	// Another dependency's detail uses the same read: screening-sim is not

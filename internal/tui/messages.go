@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -112,7 +113,15 @@ func (m *Model) loadRates() tea.Cmd {
 		return nil
 	}
 	m.rates.loading = true
-	src, req := m.deps.Rates, metrics.RateRequest{Tools: impact.ToolNames(), Dependencies: m.fetchDeps()}
+	// The detail's dependency first; as many as one CloudWatch request
+	// holds beside the tools (a context names a handful).
+	deps := m.fetchDeps()
+	if i := slices.Index(deps, m.detail.dependency); i > 0 {
+		deps = append([]string{deps[i]}, slices.Delete(slices.Clone(deps), i, i+1)...)
+	}
+	tools := impact.ToolNames()
+	deps = deps[:min(len(deps), metrics.MaxQueriesPerRequest-len(tools))]
+	src, req := m.deps.Rates, metrics.RateRequest{Tools: tools, Dependencies: deps}
 	base := m.base
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(base(), impact.DefaultTimeout)
