@@ -8,7 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 )
 
-// The detail of openai has 21 lines; at 80x23 the pane shows 19 of them.
+// The detail of openai has 24 lines; at 80x23 the pane shows 19 of them.
 const openaiTitle = "openai · forced (override) · gauges: mixed"
 
 func (h *harness) notOnScreen(subs ...string) {
@@ -28,7 +28,7 @@ func openScrolledToBottom(t *testing.T) *harness {
 	h := newHarness(t, Options{})
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 23})
 	h.press("down", "enter")
-	h.wantScreen(openaiTitle, "↓ 3 more lines (j/k scroll)")
+	h.wantScreen(openaiTitle, "↓ 6 more lines (j/k scroll)")
 	h.press("j", "j", "j", "j", "j", "j", "j", "j", "j", "j")
 	h.wantScreen("clear       bob@laptop    recovered")
 	h.notOnScreen(openaiTitle, "more lines")
@@ -42,8 +42,8 @@ func TestDetailScrollStopsAtTheLastLine(t *testing.T) {
 	h.press("k")
 	h.wantScreen("↓ 2 more lines (j/k scroll)")
 	h.notOnScreen(openaiTitle)
-	h.press("k")
-	h.wantScreen(openaiTitle, "↓ 3 more lines (j/k scroll)")
+	h.press("k", "k", "k", "k")
+	h.wantScreen(openaiTitle, "↓ 6 more lines (j/k scroll)")
 }
 
 // A taller screen leaves less to scroll: the offset moves back to the new
@@ -54,14 +54,14 @@ func TestDetailResizeKeepsTheOffsetValid(t *testing.T) {
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
 	h.wantScreen("clear       bob@laptop    recovered")
 	h.notOnScreen(openaiTitle, "more lines")
-	h.press("k")
-	h.wantScreen(openaiTitle, "↓ 2 more lines (j/k scroll)")
+	h.press("k", "k", "k", "k")
+	h.wantScreen(openaiTitle, "↓ 5 more lines (j/k scroll)")
 	// A screen that holds everything has nothing to scroll.
 	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
 	h.press("j")
 	h.wantScreen(openaiTitle, "clear       bob@laptop    recovered")
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 23})
-	h.wantScreen(openaiTitle, "↓ 3 more lines (j/k scroll)")
+	h.wantScreen(openaiTitle, "↓ 6 more lines (j/k scroll)")
 }
 
 // Content that shrinks under the offset (the audit read fails on a
@@ -72,8 +72,8 @@ func TestDetailShorterContentKeepsTheOffsetValid(t *testing.T) {
 	h.press("r")
 	h.wantScreen("could not read the audit log: connection refused")
 	h.notOnScreen(openaiTitle, "more lines")
-	h.press("k")
-	h.wantScreen(openaiTitle, "↓ 2 more lines (j/k scroll)")
+	h.press("k", "k", "k", "k")
+	h.wantScreen(openaiTitle, "↓ 5 more lines (j/k scroll)")
 }
 
 // At every size the detail fits the screen, and scrolled to the end its

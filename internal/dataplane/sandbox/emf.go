@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,29 +35,13 @@ const emfDrain = time.Second
 // log event for Logs Insights and costs no metric.
 func emfDimensions(service, instance string, withInstance bool) [][]string {
 	sets := [][]string{{gauge.DimDependency}}
-	if dimensionValue(service) {
+	if gauge.DimensionValue(service) {
 		sets = append(sets, []string{gauge.DimDependency, gauge.DimService})
-		if withInstance && dimensionValue(instance) {
+		if withInstance && gauge.DimensionValue(instance) {
 			sets = append(sets, []string{gauge.DimDependency, gauge.DimService, gauge.DimInstance})
 		}
 	}
 	return sets
-}
-
-// dimensionValue reports whether v can be a CloudWatch dimension value: 1 to
-// 1024 printable ASCII characters, not all blank. CloudWatch drops a
-// dimension set whose value is empty, so a set is only named with values it
-// accepts.
-func dimensionValue(v string) bool {
-	if strings.TrimSpace(v) == "" || len(v) > 1024 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 type emfPoint struct {
@@ -233,7 +216,7 @@ func (e *emfWriter) reportLoss(n int, err error) {
 // write writes p's line. A line that cannot be published is skipped with a
 // warning, not an error.
 func (e *emfWriter) write(p emfPoint) error {
-	if !dimensionValue(p.dependency) {
+	if !gauge.DimensionValue(p.dependency) {
 		// Every set carries the dependency: without a usable one the line
 		// would publish nothing, or a series no reader asks for.
 		e.logger.Warn("emf line not written: unusable dependency dimension", slog.String("event", "emf_bad_dimension"),

@@ -124,8 +124,8 @@ type metrics struct {
 func newMetrics(reg *exposition.Registry) (*metrics, error) {
 	m := &metrics{
 		reg: reg,
-		calls: exposition.NewCounterVec("kosha_downstream_calls_total",
-			"Logical downstream calls (retries included in one call) by dependency and outcome.", "dependency", "outcome"),
+		calls: exposition.NewCounterVec(gauge.DownstreamCallsPrometheusName,
+			"Logical downstream calls (retries included in one call) by dependency and outcome.", gauge.DimDependency, gauge.DimOutcome),
 		retries: exposition.NewCounterVec("kosha_retries_total", "Attempts after the first, by dependency.", "dependency"),
 		shed: exposition.NewCounterVec("kosha_shed_total",
 			"Requests and tool calls shed by the load shedder, by reason (in_flight, min_budget, dependency_open).", "reason"),
@@ -140,8 +140,8 @@ func newMetrics(reg *exposition.Registry) (*metrics, error) {
 			"Chaos headers ignored, by reason (disabled, role, or the first failed check).", "reason"),
 		honored: exposition.NewCounterVec("kosha_chaos_honored_total",
 			"Requests whose chaos header was honored, by target and fault.", "target", "fault"),
-		toolCalls: exposition.NewCounterVec("kosha_tool_calls_total",
-			"Tool calls by tool and outcome (ok, degraded, deferred, or the error code).", "tool", "outcome"),
+		toolCalls: exposition.NewCounterVec(gauge.ToolCallsPrometheusName,
+			"Tool calls by tool and outcome (ok, degraded, deferred, or the error code).", gauge.DimTool, gauge.DimOutcome),
 		toolDuration: exposition.NewHistogramVec("kosha_tool_call_duration_seconds", "Tool call latency inside the gateway.",
 			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "tool"),
 		requests: exposition.NewCounterVec("kosha_requests_total",

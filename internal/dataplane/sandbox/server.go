@@ -150,6 +150,7 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.sims.byName[name] = sim
 		down[name] = sim
 	}
+	s.sims.byName[SQS] = NewSim(SQS, DownstreamProfile{}, deps.Clock, s.started, m.observeFault)
 	limiter, err := limiter.New(deps.Store, limiter.Config{Limits: cfg.RateLimit,
 		Clock: deps.Clock, Observer: m})
 	if err != nil {
@@ -243,7 +244,7 @@ func (s *Server) Start(ctx context.Context, ln net.Listener) error {
 	s.served = make(chan error, 1)
 	go func() { s.served <- s.srv.Serve(ln) }()
 	s.fleet.pollOverrides(bg, s.cfg.OverridePoll, &s.bg)
-	s.gw.outbox.run(bg, max(outboxRelayInterval/time.Duration(max(s.cfg.TimeScale, 1)), time.Millisecond), &s.bg)
+	s.gw.outbox.run(bg, s.sims.get(SQS), max(outboxRelayInterval/time.Duration(max(s.cfg.TimeScale, 1)), time.Millisecond), &s.bg)
 	s.audit.start(bg)
 	if s.emf != nil {
 		s.emf.run(bg, s.fleet)
@@ -375,7 +376,7 @@ func (s *Server) adminChaos(w http.ResponseWriter, r *http.Request) {
 	}
 	sim := s.sims.get(target)
 	if sim == nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no simulator %q: the downstreams are %v", target, Downstreams())})
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no simulator %q: the simulators are %v", target, Simulators())})
 		return
 	}
 	view := func() knobView {

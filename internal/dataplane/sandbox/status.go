@@ -95,7 +95,7 @@ func (s *Server) status() Status {
 		}
 		st.Instances = append(st.Instances, is)
 	}
-	for _, name := range Downstreams() {
+	for _, name := range Simulators() {
 		sim := s.sims.get(name)
 		ds := DownstreamStatus{Name: name, Calls: sim.Calls(), Failures: sim.Failures(),
 			P50Ms: float64(sim.profile.Latency.P50) / 1e6, P99Ms: float64(sim.profile.Latency.P99) / 1e6}

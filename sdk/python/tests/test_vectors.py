@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
 from conftest import load
-from kosha_contract import bucket, chaos, gauge, override
+from kosha_contract import bucket, chaos, degradation, gauge, override
 
 OVERRIDES = load("breaker-override.json")
 BUCKETS = load("rate-limit-bucket.json")
 CHAOS = load("chaos-header.json")
 EMF = load("breaker-state-emf.json")
 GAUGE = load("breaker-state-gauge.json")
+MATRIX = load("degradation-matrix.json")
 
 
 def ids(cases: list[dict[str, Any]]) -> list[str]:
@@ -198,3 +200,39 @@ def test_gauge_value(case: dict[str, Any]) -> None:
 def test_fleet(case: dict[str, Any]) -> None:
     assert gauge.fleet_state(case["has_data"], case["max"], case["min"]) == case["shown"]
     assert gauge.fleet_state(case["has_data"], case["max"], case["min"], override_active=True) == "forced_open"
+
+
+# -- degradation matrix ------------------------------------------------------
+
+
+def test_matrix_is_the_contracts() -> None:
+    assert list(degradation.BEHAVIOURS) == MATRIX["behaviours"]
+    assert [dataclasses.asdict(t) for t in degradation.TOOLS] == MATRIX["tools"]
+    assert [degradation.row_json(r) for r in degradation.ROWS] == MATRIX["rows"]
+
+
+@pytest.mark.parametrize("case", MATRIX["impact"], ids=ids(MATRIX["impact"]))
+def test_matrix_impact(case: dict[str, Any]) -> None:
+    got = degradation.impact(case["forced"])
+    assert {
+        "tools": [{"tool": t.tool, "behaviour": t.behaviour, "because": list(t.because)} for t in got.tools],
+        "not_obeyed": list(got.not_obeyed),
+        "unknown": list(got.unknown),
+    } == case["want"]
+
+
+@pytest.mark.parametrize("case", MATRIX["answers"], ids=ids(MATRIX["answers"]))
+def test_matrix_answer(case: dict[str, Any]) -> None:
+    assert degradation.classify(case["is_error"], case["structured"]) == case["behaviour"]
+
+
+@pytest.mark.parametrize("case", MATRIX["checks"], ids=ids(MATRIX["checks"]))
+def test_matrix_check(case: dict[str, Any]) -> None:
+    effect = degradation.ROWS_BY_DEPENDENCY[case["dependency"]].effect(case["tool"])
+    problem = degradation.check(effect, case["is_error"], case["structured"])
+    assert (problem is None) == case["matches"], problem
+
+
+@pytest.mark.parametrize("case", MATRIX["estimates"], ids=ids(MATRIX["estimates"]))
+def test_matrix_estimate(case: dict[str, Any]) -> None:
+    assert degradation.estimate_calls(case["calls_per_minute"], case["for_seconds"]) == case["calls"]
