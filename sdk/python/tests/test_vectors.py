@@ -112,7 +112,8 @@ def test_chaos_kid(name: str) -> None:
 @pytest.mark.parametrize("case", CHAOS["valid"], ids=ids(CHAOS["valid"]))
 def test_chaos_valid(case: dict[str, Any]) -> None:
     f = case["fields"]
-    fields = chaos.Fields(target=f["target"], fault=f["fault"], p=f["p"], exp=f["exp"], jti=f["jti"], ms=f.get("ms", 0))
+    fields = chaos.Fields(target=f["target"], fault=f["fault"], p=f["p"], exp=f["exp"], jti=f["jti"], ms=f.get("ms", 0),
+                          iat=f.get("iat", 0))
     raw = KEYS[case["key"]]
     assert chaos.signing_input(chaos.kid_of(raw), fields) == case["signing_input"]
     assert chaos.sign(raw, fields) == case["value"]
