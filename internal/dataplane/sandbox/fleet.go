@@ -32,8 +32,8 @@ var ErrUnknownInstance = errors.New("unknown instance")
 
 // Instance is one gateway instance (one Lambda execution environment): its
 // own breakers, retry budgets, bulkheads and in-flight counter, built from
-// the reference data plane. Only the breaker overrides are shared, through
-// the store.
+// the reference data plane. Only the breaker overrides and the freeze are
+// shared, through the store, each instance reading them into its own cache.
 type Instance struct {
 	name string
 	reg  *resilience.Registry
@@ -41,7 +41,11 @@ type Instance struct {
 	coreReads, coreWrites, screening, openai, postgres *resilience.Policy
 	tools                                              map[string]resilience.Tool
 	watchers                                           []*circuit.ForceWatcher
-	served                                             atomic.Uint64
+	// control reads the overrides with the freeze, and holds the freeze
+	// reading the chaos gate acts on; nil for an instance that ignores the
+	// store (the ignore-overrides test knob), which obeys no freeze either.
+	control *controlReader
+	served  atomic.Uint64
 }
 
 // policies names the operations an instance uses.
@@ -117,6 +121,14 @@ func (in *Instance) Shedder() *resilience.LoadShedder { return in.reg.Shedder() 
 // Served counts the tool calls the instance ran.
 func (in *Instance) Served() uint64 { return in.served.Load() }
 
+// ChaosFrozen reports whether the instance refuses every chaos header at
+// now because of the freeze (the chaos_frozen gauge): the fleet is frozen,
+// or the instance has not read the freeze item recently enough to know.
+// An instance that ignores the store reports false.
+func (in *Instance) ChaosFrozen(now time.Time) bool {
+	return in.control != nil && in.control.refusesAll(now)
+}
+
 // SyncOverrides brings every breaker in line with the store's overrides
 // (reading them if the cache period has passed) and applies lazy transitions
 // (open → half-open), as a request would. The fleet calls it every
@@ -188,22 +200,27 @@ func (f *Fleet) Route(pin string) (*Instance, error) {
 	return nil, fmt.Errorf("%w %q: this fleet has %s..%s", ErrUnknownInstance, pin, InstanceName(1), InstanceName(len(f.instances)))
 }
 
-// newFleet builds cfg.Instances instances.
-func newFleet(cfg Config, deps Deps, m *metrics, onChange func(instance string, t circuit.Transition)) (*Fleet, error) {
-	src := breaker.NewOverrides(deps.Store, deps.Clock)
+// newFleet builds cfg.Instances instances. onChange hears every breaker
+// transition, onFreeze every change of an instance's chaos_frozen value.
+func newFleet(cfg Config, deps Deps, onChange func(instance string, t circuit.Transition),
+	onFreeze func(instance string, frozen bool, at time.Time)) (*Fleet, error) {
 	f := &Fleet{byName: map[string]*Instance{}}
 	for i := 1; i <= cfg.Instances; i++ {
 		name := InstanceName(i)
 		opts := resilience.Options{
 			Clock:  deps.Clock,
 			Logger: deps.Logger.With(slog.String("instance", name)),
-			Force:  src,
 		}
+		var control *controlReader
 		if slices.Contains(cfg.IgnoreOverrides, i) {
-			// The test knob: this instance never sees an override.
+			// The test knob: this instance never sees an override, nor the
+			// freeze (a data plane that does not obey the store).
 			opts.Force = ignoreOverrides
-			opts.Logger.Warn("this instance ignores breaker overrides (the ignore-overrides test knob)",
+			opts.Logger.Warn("this instance ignores breaker overrides and the freeze (the ignore-overrides test knob)",
 				slog.String("event", "sandbox_ignore_overrides"))
+		} else {
+			control = newControlReader(deps.Store, deps.Clock, deps.Logger, cfg.OverrideRefresh, name, onFreeze)
+			opts.Force = control
 		}
 		if onChange != nil {
 			opts.OnStateChange = func(t circuit.Transition) { onChange(name, t) }
@@ -212,6 +229,7 @@ func newFleet(cfg Config, deps Deps, m *metrics, onChange func(instance string, 
 		if err != nil {
 			return nil, err
 		}
+		in.control = control
 		f.instances = append(f.instances, in)
 		f.byName[name] = in
 	}
