@@ -353,7 +353,8 @@ const (
 	OutcomeFail Outcome = "fail"
 	// OutcomeSkip: the check could not run because an earlier one failed.
 	OutcomeSkip Outcome = "skip"
-	// OutcomeError: the check could not run because the keyring failed.
+	// OutcomeError: the check could not run because the keyring (or, for
+	// the freeze check, the freeze item) could not be read.
 	OutcomeError Outcome = "error"
 )
 
@@ -385,8 +386,8 @@ type Report struct {
 }
 
 // Err returns nil when the header passed, the *CheckError of the first
-// failed check, or, when the keyring could not be read, that error (which
-// is not a *CheckError).
+// failed check, or, when the keyring or the freeze could not be read, that
+// error (which is not a *CheckError).
 func (r *Report) Err() error { return r.err }
 
 // Result returns the result of check c.
@@ -473,7 +474,14 @@ func (v *Verifier) ExplainAt(ctx context.Context, value string, now time.Time) *
 		if h.IAT == 0 {
 			how = "a v=1 header without iat: counted as issued at " + issued + ", exp minus the 15-minute cap"
 		}
-		add(CheckFreeze, CheckFreezeRule(&h, v.freeze, now), "the fleet is not frozen, and the header was "+how+", not before the end of a freeze")
+		err := v.freeze.AdmitChaos(h.Issued(), now)
+		var fr *FreezeRefusal
+		if err != nil && errors.As(err, &fr) {
+			err = CheckFreezeRule(&h, v.freeze, now)
+		}
+		// Any other error: the freeze could not be known (its item could
+		// not be read). Verify refuses then; Explain says undecided.
+		add(CheckFreeze, err, "the fleet is not frozen, and the header was "+how+", not before the end of a freeze")
 	}
 
 	r.OK = r.err == nil

@@ -1,6 +1,7 @@
 package freeze
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -90,3 +91,19 @@ func (x Fixed) AdmitChaos(issued int64, now time.Time) error {
 }
 
 var _ chaos.FreezeRule = Fixed{}
+
+// RuleFor reads the fleet's freeze item and returns the rule of a reader
+// that has just read it ([Fixed]); when it cannot be read, a rule whose
+// every answer is the read's error, so a verifier refuses every header
+// (fail closed) and an explanation reports the check undecided.
+func RuleFor(ctx context.Context, s Getter) chaos.FreezeRule {
+	f, err := Read(ctx, s)
+	if err != nil {
+		return unreadable{err}
+	}
+	return Fixed{Freeze: f}
+}
+
+type unreadable struct{ err error }
+
+func (u unreadable) AdmitChaos(int64, time.Time) error { return u.err }
