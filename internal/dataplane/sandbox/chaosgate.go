@@ -153,7 +153,8 @@ func (g *chaosGate) plan(ctx context.Context, header http.Header, p Principal, i
 	// the store (the test knob) skips it, as a data plane that does not
 	// obey the freeze would.
 	if in.control != nil {
-		if err := chaos.CheckFreezeRule(&h, in.control.current(ctx), g.clock.Now()); err != nil {
+		now := g.clock.Now()
+		if err := chaos.CheckFreezeRule(&h, in.freezeReading(ctx, string(h.Target), now), now); err != nil {
 			g.ignore(p, string(chaos.CheckFreeze), chaos.NewRejection(h, err))
 			return nil
 		}

@@ -140,9 +140,8 @@ func NewSim(name string, p DownstreamProfile, clk clock.Clock, start time.Time, 
 func (s *Sim) Name() string { return s.name }
 
 // ObeyFreeze makes the simulator's knob inject nothing while frozen reports
-// true: the sandbox passes its own reading of the fleet's freeze (a knob is
-// the downstream's own, apart from the gateway, so it reads the freeze
-// apart from the gateway's instances too). Call it before the first Call.
+// true: the sandbox passes the fleet's freeze as its instances read it.
+// Call it before the first Call.
 func (s *Sim) ObeyFreeze(frozen func(ctx context.Context) bool) { s.frozen = frozen }
 
 // Profile returns the profile the simulator runs (in sandbox time).

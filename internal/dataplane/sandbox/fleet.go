@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 )
 
 // HeaderInstance pins a request to one instance ("gw-3", or "3"); without
@@ -121,6 +122,27 @@ func (in *Instance) Shedder() *resilience.LoadShedder { return in.reg.Shedder() 
 // Served counts the tool calls the instance ran.
 func (in *Instance) Served() uint64 { return in.served.Load() }
 
+// freezeReading returns the freeze reading the chaos gate acts on for a
+// header targeting target. The override reads keep it fresh; one older
+// than the cache period (an instance idle since) is refreshed first by
+// syncing the watcher of the target's breaker (or, for a target without
+// one, the instance's first): the read the call makes anyway, the freeze in
+// its batch, so the header costs no round trip of its own. An instance that
+// ignores the store has no reading (its gate skips the check).
+func (in *Instance) freezeReading(ctx context.Context, target string, now time.Time) freeze.Reading {
+	if in.control == nil {
+		return freeze.Reading{}
+	}
+	if !in.control.fresh(now) && len(in.watchers) > 0 {
+		w := in.watchers[0]
+		if d, ok := in.reg.Dependency(target); ok && d.Force != nil {
+			w = d.Force
+		}
+		w.Sync(ctx)
+	}
+	return in.control.snapshot()
+}
+
 // ChaosFrozen reports whether the instance refuses every chaos header at
 // now because of the freeze (the chaos_frozen gauge): the fleet is frozen,
 // or the instance has not read the freeze item recently enough to know.
@@ -165,6 +187,18 @@ func (in *Instance) retryHint(dependency string, refresh time.Duration) time.Dur
 		return refresh
 	}
 	return 0
+}
+
+// chaosFrozen reports whether any instance that obeys the store refuses
+// every chaos header at now: the simulators' knobs, which stand behind the
+// whole fleet, inject nothing then.
+func (f *Fleet) chaosFrozen(now time.Time) bool {
+	for _, in := range f.instances {
+		if in.ChaosFrozen(now) {
+			return true
+		}
+	}
+	return false
 }
 
 // Fleet is the sandbox's gateway instances and the router in front of them.

@@ -2,10 +2,8 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
@@ -15,18 +13,16 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
-// controlReader is one reader's view of the control table's fleet-wide
-// items: as an instance's override source it reads each dependency's
-// override together with the freeze item, in one batch read (the freeze
-// key added to the override's read, under the same cache period: no
-// request pays a round trip for the freeze), and keeps the freeze reading
-// the instance's chaos gate acts on (docs/contracts/freeze.md).
+// controlReader is an instance's override source: it reads each
+// dependency's override together with the freeze item, in one batch read
+// (the freeze key added to the override's read, under the same cache
+// period: the freeze costs no round trip of its own), and keeps the freeze
+// reading the instance's chaos gate acts on (docs/contracts/freeze.md).
 type controlReader struct {
 	store   getter
 	clock   clock.Clock
 	logger  *slog.Logger
 	refresh time.Duration // the override cache period
-	timeout time.Duration // bounds the reader's own read of the freeze
 	name    string        // the instance, for logs and onChange
 	// onChange, when set, is told when the reading starts or stops refusing
 	// every chaos header (the chaos_frozen gauge's value).
@@ -36,10 +32,6 @@ type controlReader struct {
 	reading  freeze.Reading
 	refuses  bool // reading.RefusesAll as last reported
 	reported bool // a reading has been reported once
-
-	reads    atomic.Uint64 // reads of the freeze on its own (not with an override)
-	ownRead  atomic.Bool   // one of those is in flight
-	failures atomic.Uint64
 }
 
 // getter is what the reader needs of the store: Get, and BatchGet when the
@@ -52,8 +44,7 @@ var _ circuit.ForceSource = (*controlReader)(nil)
 
 func newControlReader(st getter, clk clock.Clock, logger *slog.Logger, refresh time.Duration, name string,
 	onChange func(string, bool, time.Time)) *controlReader {
-	return &controlReader{store: st, clock: clk, logger: logger, refresh: refresh, timeout: circuit.DefaultReadTimeout, name: name,
-		onChange: onChange, refuses: true}
+	return &controlReader{store: st, clock: clk, logger: logger, refresh: refresh, name: name, onChange: onChange, refuses: true}
 }
 
 // ForcedOpen implements [circuit.ForceSource]: one batch read of the
@@ -64,7 +55,6 @@ func (c *controlReader) ForcedOpen(ctx context.Context, dependency string) (brea
 	key := breaker.OverrideKey(dependency)
 	items, err := store.GetMany(ctx, c.store, []string{key, freeze.Key})
 	if err != nil {
-		c.failures.Add(1)
 		return breaker.Force{}, err
 	}
 	c.observe(items[freeze.Key], start)
@@ -126,36 +116,12 @@ func (c *controlReader) snapshot() freeze.Reading {
 	return c.reading
 }
 
-// current returns the freeze reading the chaos gate acts on. It is the one
-// the override reads keep fresh; only when none has refreshed it for two
-// cache periods (an instance reading no override, an idle one) does it
-// read the item itself, once per period, bounded by the read timeout, while
-// concurrent callers use what is held.
-func (c *controlReader) current(ctx context.Context) freeze.Reading {
-	now := c.clock.Now()
+// fresh reports whether the reading is younger than the cache period at
+// now: the chaos gate acts on it as it is; an older one is refreshed first
+// ([Instance.freezeReading]).
+func (c *controlReader) fresh(now time.Time) bool {
 	r := c.snapshot()
-	if !r.ReadAt.IsZero() && now.Sub(r.ReadAt) < 2*c.refresh {
-		return r
-	}
-	if !c.ownRead.CompareAndSwap(false, true) {
-		return r
-	}
-	defer c.ownRead.Store(false)
-	rctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	c.reads.Add(1)
-	it, err := c.store.Get(rctx, freeze.Key)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		c.observe(nil, now)
-	case err != nil:
-		c.failures.Add(1)
-		c.logger.LogAttrs(ctx, slog.LevelWarn, "freeze read failed; keeping the last reading while it is recent enough",
-			slog.String("event", "chaos_freeze_read_failed"), slog.String("instance", c.name), slog.String("error", err.Error()))
-	default:
-		c.observe(it, now)
-	}
-	return c.snapshot()
+	return !r.ReadAt.IsZero() && now.Sub(r.ReadAt) < c.refresh
 }
 
 // refusesAll is the chaos_frozen gauge's value at now, from what is held

@@ -11,7 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
+	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox/memstore"
 	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/freeze/freezetest"
@@ -57,72 +57,79 @@ func (s *countingStore) BatchGet(ctx context.Context, pks []string) (map[string]
 
 var _ store.BatchGetter = (*countingStore)(nil)
 
-// On an injected clock: the freeze rides on the override's read (one batch
-// read, no round trip of its own), reaches the instance within one cache
-// period, and the gate reads it on its own only when no override read has
-// for two periods; a store that stops answering makes the instance refuse
-// every header once its reading is older than freeze.MaxReadAge.
-func TestControlReaderOnAClock(t *testing.T) {
+// On an injected clock: the freeze rides on the overrides' reads (one batch
+// read each, no round trip of its own), reaches the instance within one
+// cache period, and a chaos header on an instance idle for longer is
+// decided after the read its call would make anyway; a store that stops
+// answering makes the instance refuse every header once its reading is
+// older than freeze.MaxReadAge.
+func TestFreezeReadingOnAClock(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(t0)
 	st := &countingStore{Store: memstore.New()}
-	log := audit.NewLog(st, clk, "test")
+	log := audit.NewLog(st.Store, clk, "test")
 	const refresh = 5 * time.Second
 	var changes []bool
-	cr := newControlReader(st, clk, slog.New(slog.DiscardHandler), refresh, "gw-1", func(_ string, frozen bool, _ time.Time) {
+	discard := slog.New(slog.DiscardHandler)
+	cr := newControlReader(st, clk, discard, refresh, "gw-1", func(_ string, frozen bool, _ time.Time) {
 		changes = append(changes, frozen)
 	})
-	b, err := circuit.New(circuit.Settings{Name: CoreAPI, Clock: clk, Logger: slog.New(slog.DiscardHandler)})
+	in, err := newInstance("gw-1", DefaultConfig(), resilience.Options{Clock: clk, Logger: discard, Force: cr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := circuit.NewForceWatcher(b, cr, circuit.WatcherSettings{RefreshInterval: refresh, Clock: clk})
+	in.control = cr
 	ctx := context.Background()
+	n := int64(len(in.watchers))
+	if n == 0 {
+		t.Fatal("the instance watches no override")
+	}
 
-	if !cr.refusesAll(t0) {
+	if !in.ChaosFrozen(t0) {
 		t.Fatal("an instance that never read the freeze honours chaos headers")
 	}
-	w.Sync(ctx)
-	if st.batches.Load() != 1 || st.gets.Load() != 0 {
-		t.Fatalf("the first sync made %d batch reads and %d gets, want the override and the freeze in one batch read", st.batches.Load(), st.gets.Load())
+	in.SyncOverrides(ctx)
+	if st.batches.Load() != n || st.gets.Load() != 0 {
+		t.Fatalf("the first sync made %d batch reads and %d gets, want %d batch reads (each override with the freeze) and no get",
+			st.batches.Load(), st.gets.Load(), n)
 	}
-	if cr.refusesAll(t0) || cr.current(ctx).Freeze != nil || st.gets.Load() != 0 {
-		t.Fatal("no freeze item: the instance should honour headers, without reading the freeze again")
+	if in.ChaosFrozen(t0) || in.freezeReading(ctx, CoreAPI, t0).Freeze != nil || st.batches.Load() != n {
+		t.Fatal("no freeze item: the instance should honour headers, without reading again")
 	}
 
 	set := freezetest.Set(t, st.Store, log, "alice@laptop", "incident", "INC-9", t0, 0)
 	clk.Advance(refresh - time.Nanosecond)
-	w.Sync(ctx)
-	if cr.refusesAll(clk.Now()) {
+	in.SyncOverrides(ctx)
+	if in.ChaosFrozen(clk.Now()) {
 		t.Fatal("the freeze reached the instance before its cache period ended")
 	}
 	clk.Advance(time.Nanosecond)
-	w.Sync(ctx)
-	if !cr.refusesAll(clk.Now()) {
+	in.SyncOverrides(ctx)
+	if !in.ChaosFrozen(clk.Now()) {
 		t.Fatal("the freeze did not reach the instance within one cache period")
 	}
-	if st.batches.Load() != 2 || st.gets.Load() != 0 {
-		t.Errorf("%d batch reads and %d gets over one cache period, want 2 and 0", st.batches.Load(), st.gets.Load())
+	if st.batches.Load() != 2*n || st.gets.Load() != 0 {
+		t.Errorf("%d batch reads and %d gets over one cache period, want %d and 0", st.batches.Load(), st.gets.Load(), 2*n)
 	}
 	h := chaos.Header{Fields: chaos.Fields{IAT: t0.Add(-time.Minute).Unix(), Exp: t0.Add(4 * time.Minute).Unix()}}
 	var fr *chaos.FreezeRefusal
-	if err := chaos.CheckFreezeRule(&h, cr.current(ctx), clk.Now()); !errors.As(err, &fr) || !fr.Frozen || fr.Freeze.WriteID != set.WriteID {
+	if err := chaos.CheckFreezeRule(&h, in.freezeReading(ctx, CoreAPI, clk.Now()), clk.Now()); !errors.As(err, &fr) || !fr.Frozen || fr.Freeze.WriteID != set.WriteID {
 		t.Errorf("while frozen: %v", err)
 	}
 
-	// No override read for two periods (an idle instance): the gate reads
-	// the freeze itself, once per period.
+	// Idle for two periods: a header is decided after one sync of its
+	// target's override, the freeze in the same batch.
 	clk.Advance(2 * refresh)
 	freezetest.Lift(t, st.Store, log, "bob@laptop", "not us", clk.Now())
 	clk.Advance(time.Second)
-	if r := cr.current(ctx); r.Freeze == nil || !r.Freeze.Lifted() || st.gets.Load() != 1 {
-		t.Fatalf("idle instance: reading %+v after %d gets, want the lift read once", r.Freeze, st.gets.Load())
+	if r := in.freezeReading(ctx, ScreeningSim, clk.Now()); r.Freeze == nil || !r.Freeze.Lifted() || st.batches.Load() != 2*n+1 || st.gets.Load() != 0 {
+		t.Fatalf("idle instance: reading %+v after %d batch reads and %d gets, want the lift read in one batch read", r.Freeze, st.batches.Load(), st.gets.Load())
 	}
-	cr.current(ctx)
-	if st.gets.Load() != 1 {
-		t.Errorf("a second call within the period read again (%d gets)", st.gets.Load())
+	in.freezeReading(ctx, ScreeningSim, clk.Now())
+	if st.batches.Load() != 2*n+1 {
+		t.Errorf("a second header within the period read again (%d batch reads)", st.batches.Load())
 	}
-	if err := chaos.CheckFreezeRule(&h, cr.current(ctx), clk.Now()); !errors.As(err, &fr) || fr.Frozen {
+	if err := chaos.CheckFreezeRule(&h, in.freezeReading(ctx, ScreeningSim, clk.Now()), clk.Now()); !errors.As(err, &fr) || fr.Frozen {
 		t.Errorf("a header minted before the freeze, after the lift: %v, want void", err)
 	}
 	if len(changes) != 3 || changes[0] || !changes[1] || changes[2] {
@@ -134,17 +141,17 @@ func TestControlReaderOnAClock(t *testing.T) {
 	st.fail.Store(true)
 	readAt := cr.snapshot().ReadAt
 	clk.Set(readAt.Add(freeze.MaxReadAge))
-	w.Sync(ctx)
-	if cr.refusesAll(clk.Now()) {
+	in.SyncOverrides(ctx)
+	if in.ChaosFrozen(clk.Now()) {
 		t.Error("a reading MaxReadAge old was not honoured")
 	}
 	clk.Advance(time.Millisecond)
-	w.Sync(ctx)
-	if !cr.refusesAll(clk.Now()) {
+	in.SyncOverrides(ctx)
+	if !in.ChaosFrozen(clk.Now()) {
 		t.Error("a reading older than MaxReadAge, the store failing, still honours headers")
 	}
 	late := chaos.Header{Fields: chaos.Fields{IAT: clk.Now().Unix(), Exp: clk.Now().Add(time.Minute).Unix()}}
-	if err := chaos.CheckFreezeRule(&late, cr.current(ctx), clk.Now()); !errors.As(err, &fr) || !fr.Frozen {
+	if err := chaos.CheckFreezeRule(&late, in.freezeReading(ctx, CoreAPI, clk.Now()), clk.Now()); !errors.As(err, &fr) || !fr.Frozen {
 		t.Errorf("with no recent reading: %v, want every header refused", err)
 	}
 }

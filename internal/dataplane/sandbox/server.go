@@ -87,12 +87,9 @@ type Server struct {
 	emf       *emfWriter
 	traffic   *traffic
 	collector *fleetCollector
-	// knobFreeze is the simulators' reading of the freeze (their knobs
-	// inject nothing while it holds).
-	knobFreeze *controlReader
-	hosts      *hostGuard
-	handler    http.Handler
-	started    time.Time
+	hosts     *hostGuard
+	handler   http.Handler
+	started   time.Time
 
 	mu       sync.Mutex
 	srv      *http.Server
@@ -149,14 +146,12 @@ func New(cfg Config, deps Deps) (*Server, error) {
 	}
 	s.sims = &sims{byName: map[string]*Sim{}}
 	down := map[string]Downstream{}
-	// The simulators' knobs read the freeze on their own (the gateway's
-	// instances each keep theirs): once per cache period, only while a knob
-	// is set.
-	knobFreeze := newControlReader(deps.Store, deps.Clock, deps.Logger, cfg.OverrideRefresh, "simulators", nil)
-	s.knobFreeze = knobFreeze
+	fleet := s.fleet
 	for _, name := range Downstreams() {
 		sim := NewSim(name, cfg.Downstreams[name], deps.Clock, s.started, m.observeFault)
-		sim.ObeyFreeze(func(ctx context.Context) bool { return knobFreeze.current(ctx).RefusesAll(deps.Clock.Now()) })
+		// A knob injects nothing while the fleet, by its instances'
+		// readings, is frozen.
+		sim.ObeyFreeze(func(context.Context) bool { return fleet.chaosFrozen(deps.Clock.Now()) })
 		s.sims.byName[name] = sim
 		down[name] = sim
 	}
@@ -395,7 +390,7 @@ func (s *Server) adminChaos(w http.ResponseWriter, r *http.Request) {
 		v := knobView{Target: target}
 		if k, ok := sim.Knob(); ok {
 			v.Knob = &k
-			v.Frozen = s.knobFreeze.current(r.Context()).RefusesAll(s.deps.Clock.Now())
+			v.Frozen = s.fleet.chaosFrozen(s.deps.Clock.Now())
 		}
 		_, v.Outage = sim.OutageActive(s.deps.Clock.Now())
 		return v
