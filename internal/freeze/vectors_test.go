@@ -111,7 +111,7 @@ type refVector struct {
 const (
 	tSet     int64 = 1795978800000
 	tExpires int64 = tSet + 30*60*1000
-	min      int64 = 60 * 1000
+	minute   int64 = 60 * 1000
 )
 
 func wellFormed() v.Item {
@@ -175,42 +175,42 @@ func itemCases() []itemVector {
 		now  int64
 		why  string
 	}
-	lift := tSet + 5*min
+	lift := tSet + 5*minute
 	cases := []c{
 		{"no item", nil, tSet, "no freeze was ever set (or its record was collected): nothing is frozen"},
-		{"worked example, frozen", wellFormed(), tSet + 10*min, "set_at passed, expires_at after now, not lifted"},
+		{"worked example, frozen", wellFormed(), tSet + 10*minute, "set_at passed, expires_at after now, not lifted"},
 		{"last millisecond before expires_at", wellFormed(), tExpires - 1, "the freeze holds while now is before its end"},
 		{"now equals expires_at", wellFormed(), tExpires, "the freeze ends at expires_at"},
-		{"expired record still in the table", wellFormed(), tExpires + 60*min, "expiry is checked on read; ttl is garbage collection only"},
-		{"until lifted (no expires_at)", without("expires_at", "ttl"), tSet + 365*24*60*min, "without expires_at a freeze holds until lifted"},
+		{"expired record still in the table", wellFormed(), tExpires + 60*minute, "expiry is checked on read; ttl is garbage collection only"},
+		{"until lifted (no expires_at)", without("expires_at", "ttl"), tSet + 365*24*60*minute, "without expires_at a freeze holds until lifted"},
 		{"lifted", lifted(lift), lift + 1, "lifted_at before expires_at ends the freeze at the lift"},
 		{"lifted, read at the instant of the lift", lifted(lift), lift, "the freeze ends at lifted_at"},
 		{"lifted at a fraction of a second", lifted(lift + 400), lift + 401, "chaos_not_before is the end rounded up to the second"},
-		{"lifted after it had expired", lifted(tExpires + 5*min), tExpires + 10*min, "the end is the first of expires_at and lifted_at: it expired"},
+		{"lifted after it had expired", lifted(tExpires + 5*minute), tExpires + 10*minute, "the end is the first of expires_at and lifted_at: it expired"},
 		{"lifted at an instant the reader's clock has not reached", lifted(lift), lift - 1, "a freeze holds until its end by the reader's clock, lifted or not"},
 		{"lifted, no expires_at", edit(func(it v.Item) {
 			delete(it, "expires_at")
 			it["lifted_at"] = v.N(itoa(lift))
 			it["lifted_by"] = v.S("bob@laptop")
 		}), lift + 1, "a freeze without expiry ends when lifted"},
-		{"set_at in the future", set("set_at", v.N(itoa(tSet+60*min))), tSet, "set_at does not delay a freeze: the item holds from the moment it is read"},
+		{"set_at in the future", set("set_at", v.N(itoa(tSet+60*minute))), tSet, "set_at does not delay a freeze: the item holds from the moment it is read"},
 		{"ref absent", without("ref"), tSet, "ref is optional"},
 		{"write_id and approval", set("approval", v.S(`{"decision":"allow"}`)), tSet, "the data plane ignores write_id and approval"},
 		{"unknown string attribute", set("note", v.S("war room: #inc-123")), tSet, "attributes the contract does not name are ignored"},
 		// expires_at and lifted_at
-		{"expires_at a string", set("expires_at", v.S("tomorrow")), tSet + 365*24*60*min, "a malformed expires_at counts as absent: frozen until lifted"},
+		{"expires_at a string", set("expires_at", v.S("tomorrow")), tSet + 365*24*60*minute, "a malformed expires_at counts as absent: frozen until lifted"},
 		{"expires_at fractional", set("expires_at", v.N("1795980600000.5")), tExpires + 1000, "not a whole number: malformed, counts as absent"},
 		{"expires_at after year 9999", set("expires_at", v.N("253402300800000")), tSet, "out of range: malformed, counts as absent"},
 		{"expires_at at epoch 0", set("expires_at", v.N("0")), tSet, "0 is a valid epoch millisecond, long past: expired"},
 		{"lifted_at a string", edit(func(it v.Item) {
 			it["lifted_at"] = v.S("now")
 			it["lifted_by"] = v.S("bob@laptop")
-		}), tSet + 10*min, "a malformed lifted_at counts as absent: the freeze holds until expires_at"},
+		}), tSet + 10*minute, "a malformed lifted_at counts as absent: the freeze holds until expires_at"},
 		{"lifted_at malformed, no expires_at", edit(func(it v.Item) {
 			delete(it, "expires_at")
 			it["lifted_at"] = v.N("-5")
 			it["lifted_by"] = v.S("bob@laptop")
-		}), tSet + 365*24*60*min, "no readable end: frozen until a readable lift"},
+		}), tSet + 365*24*60*minute, "no readable end: frozen until a readable lift"},
 		{"lifted_at without lifted_by", edit(func(it v.Item) { it["lifted_at"] = v.N(itoa(lift)) }), lift + 1, "lifted_by missing is malformed and does not change the answer"},
 		// the others
 		{"set_at missing", without("set_at"), tSet, "a malformed set_at does not change the answer"},
@@ -229,7 +229,7 @@ func itemCases() []itemVector {
 			for _, a := range []string{"actor", "reason", "ref", "set_at", "expires_at", "version", "ttl"} {
 				it[a] = v.Of("BOOL", true)
 			}
-		}), tSet + 365*24*60*min, "an item with no readable end holds, whatever else is wrong"},
+		}), tSet + 365*24*60*minute, "an item with no readable end holds, whatever else is wrong"},
 	}
 	for _, odd := range oddTypes {
 		t := typeOf(odd)
@@ -239,7 +239,7 @@ func itemCases() []itemVector {
 			c{"lifted_at of type " + t, edit(func(it v.Item) {
 				it["lifted_at"] = odd
 				it["lifted_by"] = v.S("bob@laptop")
-			}), tSet + 10*min, "a wrong-typed lifted_at counts as absent"},
+			}), tSet + 10*minute, "a wrong-typed lifted_at counts as absent"},
 		)
 	}
 	out := make([]itemVector, 0, len(cases))
@@ -310,7 +310,7 @@ func admit(rule chaos.FreezeRule, h vecHeader, now time.Time) (bool, string) {
 }
 
 func headerCases() []headerVector {
-	lift := tSet + 5*min
+	lift := tSet + 5*minute
 	liftS := lift / 1000
 	before := tSet/1000 - 60 // minted a minute before the freeze
 	type c struct {
@@ -323,8 +323,8 @@ func headerCases() []headerVector {
 	cases := []c{
 		{"no freeze: v=2", nil, tSet, vecHeader{IAT: tSet / 1000, Exp: tSet/1000 + 300}, "no item: the freeze check passes"},
 		{"no freeze: v=1", nil, tSet, vecHeader{Exp: tSet/1000 + 300}, "no item: v=1 headers pass too"},
-		{"frozen: a header minted before it", wellFormed(), tSet + min, vecHeader{IAT: before, Exp: before + 900}, "every header is refused while frozen; the field is the whole header"},
-		{"frozen: a header minted during it", wellFormed(), tSet + 2*min, vecHeader{IAT: tSet/1000 + 60, Exp: tSet/1000 + 360}, "minted during the freeze: refused"},
+		{"frozen: a header minted before it", wellFormed(), tSet + minute, vecHeader{IAT: before, Exp: before + 900}, "every header is refused while frozen; the field is the whole header"},
+		{"frozen: a header minted during it", wellFormed(), tSet + 2*minute, vecHeader{IAT: tSet/1000 + 60, Exp: tSet/1000 + 360}, "minted during the freeze: refused"},
 		{"lifted: minted before the freeze, still unexpired", lifted(lift), lift + 1000, vecHeader{IAT: before, Exp: before + 900}, "a header minted before a freeze is never honoured again"},
 		{"lifted: minted during the freeze", lifted(lift), lift + 1000, vecHeader{IAT: tSet/1000 + 60, Exp: tSet/1000 + 660}, "minted before the end: void"},
 		{"lifted: minted in the second of the lift", lifted(lift), lift + 1000, vecHeader{IAT: liftS, Exp: liftS + 300}, "issued at the end (whole second): honoured"},
@@ -337,7 +337,7 @@ func headerCases() []headerVector {
 		{"expired: minted before the freeze", wellFormed(), tExpires + 1000, vecHeader{IAT: tExpires/1000 - 31*60, Exp: tExpires/1000 + 10}, "an expired freeze voids what was minted before its end, as a lift does"},
 		{"expired: minted after it", wellFormed(), tExpires + 2000, vecHeader{IAT: tExpires/1000 + 1, Exp: tExpires/1000 + 301}, "minted after the end: honoured"},
 		{"lifted at a future instant: refused", lifted(lift), lift - 1000, vecHeader{IAT: liftS + 10, Exp: liftS + 310}, "the freeze holds until the reader's clock reaches the lift"},
-		{"no readable end: frozen", set("expires_at", v.S("tomorrow")), tExpires + 60*min, vecHeader{IAT: tExpires/1000 + 3600, Exp: tExpires/1000 + 3900}, "a malformed expires_at counts as absent: frozen until lifted"},
+		{"no readable end: frozen", set("expires_at", v.S("tomorrow")), tExpires + 60*minute, vecHeader{IAT: tExpires/1000 + 3600, Exp: tExpires/1000 + 3900}, "a malformed expires_at counts as absent: frozen until lifted"},
 	}
 	out := make([]headerVector, 0, len(cases))
 	for _, c := range cases {
@@ -348,9 +348,9 @@ func headerCases() []headerVector {
 
 func readCases() []readVector {
 	ms := func(x int64) *int64 { return &x }
-	lift := tSet + 5*min
+	lift := tSet + 5*minute
 	h := vecHeader{IAT: tSet/1000 + 3600, Exp: tSet/1000 + 3900}
-	now := tSet + 61*min
+	now := tSet + 61*minute
 	maxAge := freeze.MaxReadAge.Milliseconds()
 	type c struct {
 		name   string
@@ -374,7 +374,7 @@ func readCases() []readVector {
 }
 
 func mintCases() []mintVector {
-	lift := tSet + 5*min
+	lift := tSet + 5*minute
 	type c struct {
 		name string
 		item v.Item
@@ -382,8 +382,8 @@ func mintCases() []mintVector {
 	}
 	cases := []c{
 		{"no freeze", nil, tSet},
-		{"frozen", wellFormed(), tSet + min},
-		{"lifted a while ago", lifted(lift), lift + min},
+		{"frozen", wellFormed(), tSet + minute},
+		{"lifted a while ago", lifted(lift), lift + minute},
 		{"lifted at a whole second, minting at it", lifted(lift), lift},
 		{"lifted at .400, minting at .600 of that second", lifted(lift + 400), lift + 600},
 		{"lifted at .400, minting at .400", lifted(lift + 400), lift + 400},
