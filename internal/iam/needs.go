@@ -76,11 +76,14 @@ const (
 	// ReviewItems are the break-glass reviews (approval.ReviewPrefix),
 	// opened with a break-glass change, acknowledged by someone else.
 	ReviewItems = "review#"
+	// FreezeItems is the fleet's freeze (freeze#fleet): the data plane
+	// reads it with its overrides, chaos sign and verify read it.
+	FreezeItems = "freeze#"
 )
 
 // Prefixes lists the item prefixes, the most specific first:
 // [PrefixOf] takes the first that starts a key.
-var Prefixes = []string{DataPlaneItems, AskingItems, AuditItems, BreakerItems, BucketItems, PolicyItems}
+var Prefixes = []string{DataPlaneItems, AskingItems, AuditItems, BreakerItems, BucketItems, PolicyItems, FreezeItems}
 
 // PrefixOf is the item prefix of pk: the first of [Prefixes] it starts
 // with, else pk up to its first '#' (pk itself when it has none).
@@ -213,6 +216,12 @@ var (
 	reviewPut  = Need{PutItem, ReviewItems, true}
 	reviewRead = Need{GetItem, ReviewItems, false}
 	reviewScan = Need{Action: Scan, Prefix: ReviewItems}
+	// freezeRead reads the fleet's freeze: chaos sign mints nothing while
+	// it holds, chaos verify explains it.
+	freezeRead = Need{GetItem, FreezeItems, false}
+	// freezeBatchRead reads it in the data plane's override reads (one
+	// BatchGetItem of breaker#<dependency> and freeze#fleet).
+	freezeBatchRead = Need{BatchGetItem, FreezeItems, false}
 )
 
 // withAsking is a lever command's needs plus what it writes when the
@@ -300,8 +309,10 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"audit list --unapproved --notify": needs(indexRead, policyRead, notifyPublish),
 		// A record of its own (a minted header, a rotated key) is a
 		// transaction of one write, its lost answer settled by reading it.
-		"chaos sign":   needs(secretRead, record, recordProof),
-		"chaos verify": needs(secretRead),
+		// Both read the fleet's freeze first: sign mints nothing while it
+		// holds (or when it cannot be read).
+		"chaos sign":   needs(secretRead, freezeRead, record, recordProof),
+		"chaos verify": needs(secretRead, freezeRead),
 		"chaos key id": needs(secretRead),
 		"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, record, recordProof,
 			notifyPublish),
@@ -319,11 +330,12 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// override's clear with its record, and its notification.
 		// (Putting a bucket back writes rl# as drill run's rollback does.)
 		"drill recover": needs(indexRead, breakerRead, bucketRead, breakerDelete, record, recordProof, notifyPublish),
-		// The reference data plane (koshactl sandbox): it reads overrides and
-		// chaos keys, takes tokens with a conditional PutItem of its own, and
-		// records chaos headers it applied or refused under audit#dp# (a
-		// transaction of one write each, read back when its answer is lost).
-		"sandbox": needs(breakerRead, bucketRead, Need{PutItem, BucketItems, false}, secretRead,
+		// The reference data plane (koshactl sandbox): it reads each override
+		// with the fleet's freeze (one batch read) and the chaos keys, takes
+		// tokens with a conditional PutItem of its own, and records chaos
+		// headers it applied or refused under audit#dp# (a transaction of one
+		// write each, read back when its answer is lost).
+		"sandbox": needs(batchRead, freezeBatchRead, bucketRead, Need{PutItem, BucketItems, false}, secretRead,
 			Need{PutItem, DataPlaneItems, true}, Need{GetItem, DataPlaneItems, false}),
 		// Table administration: create the table (and TTL) where it is missing;
 		// add the indexes an older table lacks (unless its tags say a

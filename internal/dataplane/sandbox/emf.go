@@ -14,6 +14,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
@@ -49,6 +50,9 @@ type emfPoint struct {
 	dependency string
 	instance   string
 	state      circuit.State
+	// freeze marks a chaos_frozen point (no dependency): frozen is its value.
+	freeze bool
+	frozen bool
 }
 
 // emfWriter writes the breaker_state gauge as CloudWatch embedded metric
@@ -130,6 +134,12 @@ func (e *emfWriter) transition(instance string, t circuit.Transition) {
 	e.point(emfPoint{at: t.At, dependency: t.Name, instance: instance, state: t.To})
 }
 
+// freezeChange is the instances' hook for a change of their chaos_frozen
+// value.
+func (e *emfWriter) freezeChange(instance string, frozen bool, at time.Time) {
+	e.point(emfPoint{at: at, instance: instance, freeze: true, frozen: frozen})
+}
+
 // run writes queued points, and every interval the whole fleet, until ctx
 // ends; then it writes what is queued within the drain time and returns.
 // When ctx ends, a writer with write deadlines (a pipe, a regular file) gets
@@ -145,6 +155,7 @@ func (e *emfWriter) run(ctx context.Context, f *Fleet) {
 					e.point(emfPoint{at: now, dependency: d.Name, instance: in.name, state: d.Breaker.State()})
 				}
 			}
+			e.point(emfPoint{at: now, instance: in.name, freeze: true, frozen: in.ChaosFrozen(now)})
 		}
 	}
 	if dl, ok := e.w.(interface{ SetWriteDeadline(time.Time) error }); ok {
@@ -213,9 +224,46 @@ func (e *emfWriter) reportLoss(n int, err error) {
 	})
 }
 
+// freezeLine is one EMF document of the chaos_frozen gauge.
+type freezeLine struct {
+	AWS         emfMeta `json:"_aws"`
+	Service     string  `json:"service,omitempty"`
+	Instance    string  `json:"instance,omitempty"`
+	ChaosFrozen int     `json:"chaos_frozen"`
+}
+
+// freezeDimensions are the chaos_frozen gauge's dimension sets
+// (docs/contracts/freeze.md): the service when the publisher names one
+// (and the service with the instance when asked for the instance-level
+// set), else the empty set, one metric for the fleet.
+func freezeDimensions(service, instance string, withInstance bool) [][]string {
+	if !gauge.DimensionValue(service) {
+		return [][]string{{}}
+	}
+	sets := [][]string{{gauge.DimService}}
+	if withInstance && gauge.DimensionValue(instance) {
+		sets = append(sets, []string{gauge.DimService, gauge.DimInstance})
+	}
+	return sets
+}
+
 // write writes p's line. A line that cannot be published is skipped with a
 // warning, not an error.
 func (e *emfWriter) write(p emfPoint) error {
+	if p.freeze {
+		v := 0
+		if p.frozen {
+			v = 1
+		}
+		b, err := json.Marshal(freezeLine{AWS: emfMeta{Timestamp: p.at.UnixMilli(), CloudWatchMetrics: []emfDirective{{Namespace: e.namespace,
+			Dimensions: freezeDimensions(e.service, p.instance, e.instances), Metrics: []emfMetric{{Name: freeze.MetricName, Unit: "None"}}}}},
+			Service: e.service, Instance: p.instance, ChaosFrozen: v})
+		if err != nil {
+			return err
+		}
+		_, err = e.w.Write(append(b, '\n'))
+		return err
+	}
 	if !gauge.DimensionValue(p.dependency) {
 		// Every set carries the dependency: without a usable one the line
 		// would publish nothing, or a series no reader asks for.

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/exposition"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
@@ -257,13 +259,15 @@ func (m *metrics) handler() http.Handler { return m.reg.Handler() }
 // override reads.
 type fleetCollector struct {
 	fleet    *Fleet
+	clock    clock.Clock
 	state    *exposition.Desc
+	frozen   *exposition.Desc
 	inFlight *exposition.Desc
 	readErrs *exposition.Desc
 	deps     []string
 }
 
-func newFleetCollector(f *Fleet) *fleetCollector {
+func newFleetCollector(f *Fleet, clk clock.Clock) *fleetCollector {
 	var deps []string
 	for _, d := range f.instances[0].reg.Dependencies() {
 		if d.Breaker != nil {
@@ -273,7 +277,11 @@ func newFleetCollector(f *Fleet) *fleetCollector {
 	slices.Sort(deps)
 	return &fleetCollector{
 		fleet: f,
+		clock: clk,
 		deps:  deps,
+		frozen: exposition.NewGaugeDesc(freeze.PrometheusMetricName,
+			"1 while the instance ignores every chaos header because of the fleet's freeze (frozen, or the freeze item unread for 15 s), else 0.",
+			gauge.DimInstance),
 		state: exposition.NewGaugeDesc(gauge.PrometheusMetricName,
 			"Circuit breaker state per dependency and instance: 0 closed, 1 half-open, 2 open, 3 forced open.",
 			gauge.DimDependency, gauge.DimInstance),
@@ -287,12 +295,18 @@ func newFleetCollector(f *Fleet) *fleetCollector {
 
 // collector is the registry's view of c.
 func (c *fleetCollector) collector() *exposition.Func {
-	return exposition.NewFunc(c.collect, c.state, c.inFlight, c.readErrs)
+	return exposition.NewFunc(c.collect, c.state, c.frozen, c.inFlight, c.readErrs)
 }
 
 // collect reports every instance's series.
 func (c *fleetCollector) collect(emit exposition.Emit) {
+	now := c.clock.Now()
 	for _, in := range c.fleet.instances {
+		frozen := 0.0
+		if in.ChaosFrozen(now) {
+			frozen = 1
+		}
+		emit(c.frozen, frozen, in.name)
 		for _, dep := range c.deps {
 			emit(c.state, float64(in.BreakerState(dep)), dep, in.name)
 			emit(c.readErrs, float64(in.overrideReadErrors(dep)), dep, in.name)

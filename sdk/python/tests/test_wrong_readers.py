@@ -11,7 +11,7 @@ from typing import Any, Callable
 import pytest
 
 import test_vectors as tv
-from kosha_contract import bucket, chaos, degradation, override
+from kosha_contract import bucket, chaos, degradation, freeze, override
 
 
 def failing(test: Callable[[dict[str, Any]], None], cases: list[dict[str, Any]]) -> list[str]:
@@ -178,3 +178,29 @@ def test_impact_obeying_every_override_fails(monkeypatch: pytest.MonkeyPatch) ->
 def test_estimate_with_bankers_rounding_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(degradation, "_round_half_away", round)
     assert "0.5/min over 60s" in failing(tv.test_matrix_estimate, tv.MATRIX["estimates"])
+def test_freeze_reader_rounding_the_end_down_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header minted in the second of a lift, before it, would be honoured."""
+    monkeypatch.setattr(freeze.Freeze, "chaos_not_before", property(lambda f: None if f.end_ms is None else f.end_ms // 1000))
+    failed = failing(tv.test_freeze_header, tv.FREEZE["headers"])
+    assert "lifted at .400: iat of that second is void" in failed
+
+
+def test_freeze_reader_trusting_v1_exp_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A v=1 header has no iat: reading it as issued at exp (or now) would honour one minted before the freeze."""
+    monkeypatch.setattr(chaos.Fields, "issued", property(lambda f: f.iat or f.exp))
+    failed = failing(tv.test_freeze_header, tv.FREEZE["headers"])
+    assert "lifted: v=1 a second short" in failed and "lifted: v=1 minted after the lift with a 5-minute ttl" in failed
+
+
+def test_freeze_reader_releasing_an_unreadable_end_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unreadable expires_at counts as absent: frozen until lifted, never "over"."""
+    monkeypatch.setattr(freeze.Freeze, "frozen", lambda f, now_ms: f.end_ms is not None and now_ms < f.end_ms)
+    failed = failing(tv.test_freeze_item, tv.FREEZE["items"])
+    assert "expires_at a string" in failed and "until lifted (no expires_at)" in failed
+
+
+def test_freeze_reading_trusted_forever_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reading the store has not refreshed in max_read_age may hide a freeze."""
+    monkeypatch.setattr(freeze.Reading, "known", lambda r, now_ms: r.read_at_ms is not None)
+    failed = failing(tv.test_freeze_reading, tv.FREEZE["readings"])
+    assert failed == ["no item, read a millisecond past max_read_age"]
