@@ -32,7 +32,7 @@ func TestEditedRequestIsNeverApplied(t *testing.T) {
 	if err := c.s.Put(ctx, it, store.Always()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob}); !errors.Is(err, approval.ErrHashMismatch) {
+	if _, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256}); !errors.Is(err, approval.ErrHashMismatch) {
 		t.Fatalf("approve of an edited request: %v, want ErrHashMismatch", err)
 	}
 	if _, err := c.Get(ctx, "breaker#core-api"); !errors.Is(err, store.ErrNotFound) {
@@ -56,7 +56,7 @@ func TestApprovalIsConditionalOnTheStateRequested(t *testing.T) {
 		"created_at": clk.Now().UnixMilli(), "version": int64(1)}, store.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob}); !errors.Is(err, breaker.ErrConflict) {
+	if _, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256}); !errors.Is(err, breaker.ErrConflict) {
 		t.Fatalf("approve after someone forced openai: %v, want a conflict", err)
 	}
 	got, err := svc.Get(ctx, r.ID)
@@ -75,7 +75,7 @@ func TestApprovalReportsTheChangeThatAppliedIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob})
+	res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256})
 	if err != nil || !res.Applied {
 		t.Fatalf("approve: %+v, %v", res, err)
 	}
@@ -103,7 +103,7 @@ func TestApprovalAfterTheRequestedExpiryWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(20 * time.Minute)
-	_, err = svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob})
+	_, err = svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256})
 	if !errors.Is(err, breaker.ErrExpiryPast) || !strings.Contains(err.Error(), "koshactl request deny "+r.ID) {
 		t.Fatalf("approve after the requested expiry: %v, want the expiry refused with the deny command", err)
 	}
@@ -128,7 +128,7 @@ func TestApprovalPastTheApproversMaxOverrideSaysWhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob})
+	_, err = svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256})
 	if !errors.Is(err, breaker.ErrDurationTooLong) || !strings.Contains(err.Error(), "approve it from a context whose max-override allows it") {
 		t.Fatalf("approve of 2h under a 1h max-override: %v", err)
 	}

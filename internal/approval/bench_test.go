@@ -59,8 +59,8 @@ func (c *counting) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.
 }
 
 var (
-	alice = audit.Identity{Actor: "arn:aws:iam::123456789012:user/alice", Source: audit.ActorSTS}
-	bob   = audit.Identity{Actor: "arn:aws:iam::123456789012:user/bob", Source: audit.ActorSTS}
+	alice = audit.Identity{Actor: "arn:aws:iam::123456789012:user/alice", Source: audit.ActorSTS, UserID: "AIDAALICE"}
+	bob   = audit.Identity{Actor: "arn:aws:iam::123456789012:user/bob", Source: audit.ActorSTS, UserID: "AIDABOB"}
 )
 
 // fourEyes is a table (embedded store) under docs/policies/four-eyes.cedar.
@@ -82,7 +82,7 @@ func fourEyes(tb testing.TB) (*counting, *approval.Service, *audit.Log, *clock.F
 		tb.Fatal(err)
 	}
 	log := audit.NewLog(c, clk, "test")
-	if _, err := policy.NewPolicies(c, clk).Set(context.Background(), log, set, "admin", "four eyes"); err != nil {
+	if _, err := policy.NewPolicies(c, clk).Set(context.Background(), log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
 		tb.Fatal(err)
 	}
 	return c, approval.NewService(c, clk, breaker.NewOverrides(c, clk), "test"), log, clk
@@ -112,7 +112,7 @@ func BenchmarkApprove(b *testing.B) {
 		c.reads.Store(0)
 		c.txs.Store(0)
 		c.off.Store(false)
-		res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob})
+		res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256})
 		if err != nil || !res.Applied {
 			b.Fatalf("approve: %+v %v", res, err)
 		}
