@@ -543,6 +543,9 @@ func (l *Log) List(ctx context.Context, q Query) (Listing, error) {
 		if err != nil {
 			return Listing{}, fmt.Errorf("list audit records: %w", err)
 		}
+		if isLegacyClaim(it.PK()) {
+			continue // a claim, not a record, whatever index placed it here
+		}
 		r, ok, problems := fromItem(it)
 		if !q.matches(r, ok, now) {
 			continue

@@ -278,6 +278,11 @@ func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record,
 		if r.ActorSource == audit.ActorUnverified {
 			actor += " (unverified)"
 		}
+		if r.DataPlane {
+			// The data plane's role writes these alone: its word, never an
+			// operator's lever change.
+			actor += " (data plane)"
+		}
 		outcome := r.Outcome
 		switch {
 		case r.Unapproved:
