@@ -53,7 +53,9 @@ func Written(ctx context.Context, rr RecordReader, os []breaker.Override) (map[s
 
 // WrittenKey names one write of one override in [Written]'s answer: its
 // key and write id.
-func WrittenKey(o breaker.Override) string { return breaker.OverrideKey(o.Dependency) + "@" + o.WriteID }
+func WrittenKey(o breaker.Override) string {
+	return breaker.OverrideKey(o.Dependency) + "@" + o.WriteID
+}
 
 // writtenByApply reads the records of o's dependency and says whether the
 // record of o's write shows o as apply wrote it.

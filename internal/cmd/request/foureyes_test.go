@@ -273,7 +273,9 @@ func TestRacingApproversApplyOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		codes := make([]int, 2)
 		for i, who := range []string{"bob", "carol"} {
-			wg.Go(func() { codes[i] = w.Run("--context", who, "request", "approve", req.RequestID, "--sha256", req.SHA256).Code })
+			wg.Go(func() {
+				codes[i] = w.Run("--context", who, "request", "approve", req.RequestID, "--sha256", req.SHA256).Code
+			})
 		}
 		wg.Wait()
 		if codes[0] != 0 || codes[1] != 0 {
