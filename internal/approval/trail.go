@@ -90,8 +90,8 @@ func (t trail) approvedBy(w proof.Writer) bool {
 
 // tampered is the refusal of request id's item for why.
 func tampered(id, why string) error {
-	return fmt.Errorf("%w: request %s %s: its item was written without koshactl, and it is never acted on; deny it (koshactl request deny %s) and ask again",
-		ErrTampered, id, why, id)
+	return fmt.Errorf("%w: request %s %s: its item was written without koshactl, and it is never acted on; ask for a new request if the change is still needed",
+		ErrTampered, id, why)
 }
 
 // trailOf is what r's proofs say, checked against r. items are the proofs
