@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -134,5 +135,86 @@ func TestApprovalPastTheApproversMaxOverrideSaysWhere(t *testing.T) {
 	}
 	if _, err := c.Get(ctx, "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("openai forced past the approver's max-override: %v", err)
+	}
+}
+
+// A deny racing an approval: whichever lands first decides, and the other
+// writes nothing (both are conditional on the request as read, and the
+// closed marker on its key): never a change applied on a denied request,
+// nor a deny recorded on an applied one.
+func TestDenyRacingAnApprovalDecidesOnce(t *testing.T) {
+	c, svc, log, _ := fourEyes(t)
+	ctx := context.Background()
+	for round := range 10 {
+		r, _, err := svc.Submit(ctx, log, approval.Submission{Change: forceChange(), Requester: alice,
+			Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var approveErr, denyErr error
+		var res approval.Approved
+		wg.Go(func() { res, approveErr = svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256}) })
+		wg.Go(func() { _, _, denyErr = svc.Decide(ctx, log, r.ID, carol, false, "not now") })
+		wg.Wait()
+		applied := approveErr == nil && res.Applied
+		denied := denyErr == nil
+		if applied == denied {
+			t.Fatalf("round %d: applied %v (%v), denied %v (%v): want exactly one", round, applied, approveErr, denied, denyErr)
+		}
+		got, err := svc.Get(ctx, r.ID)
+		if err != nil || got.Tampered != "" {
+			t.Fatalf("round %d: request after the race: %+v, %v", round, got, err)
+		}
+		_, forced := c.s.Get(ctx, "breaker#openai")
+		if (forced == nil) != applied || (got.Status == approval.StatusApplied) != applied {
+			t.Fatalf("round %d: applied %v, override present %v, status %s", round, applied, forced == nil, got.Status)
+		}
+		if applied {
+			if _, _, err := breaker.NewOverrides(c, nil).WithLog(log).Clear(ctx, "openai", "admin", "next round"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// What the item says of approvers counts for nothing: an item that drops
+// an approval or names one nobody made is tampered, and the approval that
+// would apply it is refused.
+func TestApproversComeFromProofs(t *testing.T) {
+	c, svc, log, _ := fourEyes(t)
+	ctx := context.Background()
+	setPolicy(t, c, log, twoEyes)
+	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: forceChange(), Requester: alice,
+		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dave never approved: the item names him.
+	it, err := c.Get(ctx, approval.RequestPrefix+r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted := it.Clone()
+	planted["approvers"] = `["arn:aws:iam::123456789012:user/dave"]`
+	if err := c.s.Put(ctx, planted, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256}); !errors.Is(err, approval.ErrTampered) {
+		t.Fatalf("approval of a request naming an approver without a proof: %v, want ErrTampered", err)
+	}
+	// dave's approval named by its key, without dave's proof: refused in
+	// the approval's own transaction.
+	planted = it.Clone()
+	planted["approvers"] = `["arn:aws:iam::123456789012:user/dave"]`
+	planted["proofs"] = `["` + it.Str("proofs")[2:len(it.Str("proofs"))-2] + `","proof#AIDADAVE#approve#arn:aws:iam::123456789012:user/dave#request#` + r.ID + `"]`
+	if err := c.s.Put(ctx, planted, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256}); !errors.Is(err, approval.ErrTampered) {
+		t.Fatalf("approval counting a proof that does not exist: %v, want ErrTampered", err)
+	}
+	if _, err := c.Get(ctx, "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("openai forced on a planted approval: %v", err)
 	}
 }

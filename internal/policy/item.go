@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -169,9 +168,17 @@ func (p *Policies) Set(ctx context.Context, log audit.Appender, set *Set, by aud
 	var res SetResult
 	if before != nil {
 		raw, res.Before = before.raw, before
-		if before.SHA256 == Sum(set.Text) && p.proven(ctx, before) == nil {
-			res.After, res.Unchanged = before, true
-			return res, nil
+		if before.SHA256 == Sum(set.Text) {
+			// The same text again writes nothing, when its proof says it
+			// was set so; an item no proof proves is set again, with one.
+			err := p.proven(ctx, before)
+			if err == nil {
+				res.After, res.Unchanged = before, true
+				return res, nil
+			}
+			if !errors.Is(err, ErrUnproven) {
+				return SetResult{}, err
+			}
 		}
 	}
 	if raw == nil && errors.Is(err, ErrStoredInvalid) {
@@ -201,7 +208,7 @@ func (p *Policies) Set(ctx context.Context, log audit.Appender, set *Set, by aud
 		}
 		version = before.Version + 1
 	}
-	pf := proof.Proof{Writer: writer, Verb: proof.Set, Kind: proof.KindPolicy, Subject: strconv.FormatInt(version, 10),
+	pf := proof.Proof{Writer: writer, Verb: proof.Set, Kind: proof.KindPolicy, Subject: proofSubject(version, token),
 		Binding: Sum(set.Text), At: now}
 	it := store.Item{store.PK: Key, attrText: set.Text, attrSHA256: Sum(set.Text), attrVersion: version,
 		attrSince: since.UnixMilli(), attrUpdatedAt: now.UnixMilli(), attrActor: by.Actor, attrProof: pf.Key(), store.WriteIDAttr: token}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -34,6 +35,24 @@ func unproven(s *Stored, why string) error {
 		ErrUnproven, Key, s.Version, why)
 }
 
+// proofSubject is the subject of the policy.set proof of version,
+// written by the change whose token is token: "<version>.<token's first
+// 12>", one of its own for each set (a version set again after the item
+// was deleted is another proof).
+func proofSubject(version int64, token string) string {
+	if len(token) > 12 {
+		token = token[:12]
+	}
+	return strconv.FormatInt(version, 10) + "." + token
+}
+
+// versionOf is the version a policy.set proof's subject names.
+func versionOf(subject string) (int64, bool) {
+	v, _, ok := strings.Cut(subject, ".")
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, ok && err == nil
+}
+
 // proofKey checks that the proof s names is a policy.set proof of its
 // version, and returns its key.
 func (s *Stored) proofKey() (string, error) {
@@ -41,7 +60,8 @@ func (s *Stored) proofKey() (string, error) {
 		return "", unproven(s, "names no policy.set proof (set by hand, or before koshactl kept proofs)")
 	}
 	p, err := proof.ParseKey(s.Proof)
-	if err != nil || p.Kind != proof.KindPolicy || p.Verb != proof.Set || p.Subject != strconv.FormatInt(s.Version, 10) {
+	v, ok := versionOf(p.Subject)
+	if err != nil || p.Kind != proof.KindPolicy || p.Verb != proof.Set || !ok || v != s.Version {
 		return "", unproven(s, "names "+textsafe.Quote(s.Proof)+", which is not the policy.set proof of its version")
 	}
 	return s.Proof, nil
@@ -129,19 +149,21 @@ func (p *Policies) Standing(ctx context.Context, sc Scanner) (Standing, error) {
 		if err != nil || pf.Kind != proof.KindPolicy {
 			continue
 		}
-		v, err := strconv.ParseInt(pf.Subject, 10, 64)
-		if err != nil {
+		v, ok := versionOf(pf.Subject)
+		if !ok {
 			continue
 		}
 		if oldest.IsZero() || pf.At.Before(oldest) {
 			oldest = pf.At
 		}
+		// The newest is the latest set: by time, then by version (a policy
+		// set again after its item was deleted starts its versions anew).
 		if st.Newest == nil {
 			st.Newest = &pf
 			continue
 		}
-		nv, _ := strconv.ParseInt(st.Newest.Subject, 10, 64)
-		if v > nv || v == nv && pf.At.After(st.Newest.At) {
+		nv, _ := versionOf(st.Newest.Subject)
+		if pf.At.After(st.Newest.At) || pf.At.Equal(st.Newest.At) && v > nv {
 			st.Newest = &pf
 		}
 	}
@@ -150,8 +172,9 @@ func (p *Policies) Standing(ctx context.Context, sc Scanner) (Standing, error) {
 	case errors.Is(r.err, store.ErrNotFound):
 		if st.Newest != nil {
 			st.Since = oldest
-			st.Problem = fmt.Sprintf("the table has no policy item, and %s set version %s (sha256 %s) at %s: the policy was deleted without koshactl",
-				textsafe.Line(st.Newest.Writer.Name), st.Newest.Subject, textsafe.Line(short(st.Newest.Binding)), st.Newest.At.Format(time.RFC3339))
+			v, _ := versionOf(st.Newest.Subject)
+			st.Problem = fmt.Sprintf("the table has no policy item, and %s set version %d (sha256 %s) at %s: the policy was deleted without koshactl",
+				textsafe.Line(st.Newest.Writer.Name), v, textsafe.Line(short(st.Newest.Binding)), st.Newest.At.Format(time.RFC3339))
 		}
 		return st, nil
 	case r.err != nil:
@@ -174,8 +197,9 @@ func (p *Policies) Standing(ctx context.Context, sc Scanner) (Standing, error) {
 		case st.Newest == nil:
 			st.Problem = textsafe.Line(unproven(stored, "names a policy.set proof that does not exist").Error())
 		case st.Newest.Subject != named.Subject || !st.Newest.Writer.Is(named.Writer):
-			st.Problem = fmt.Sprintf("%s holds version %d, and %s set version %s (sha256 %s) at %s: the item was put back without koshactl policy set",
-				Key, stored.Version, textsafe.Line(st.Newest.Writer.Name), st.Newest.Subject, textsafe.Line(short(st.Newest.Binding)),
+			v, _ := versionOf(st.Newest.Subject)
+			st.Problem = fmt.Sprintf("%s holds version %d, and %s set version %d (sha256 %s) at %s: the item was put back without koshactl policy set",
+				Key, stored.Version, textsafe.Line(st.Newest.Writer.Name), v, textsafe.Line(short(st.Newest.Binding)),
 				st.Newest.At.Format(time.RFC3339))
 		}
 		if st.Problem != "" {
