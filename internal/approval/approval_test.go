@@ -154,7 +154,9 @@ func TestDenyRacingAnApprovalDecidesOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		var approveErr, denyErr error
 		var res approval.Approved
-		wg.Go(func() { res, approveErr = svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256}) })
+		wg.Go(func() {
+			res, approveErr = svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256})
+		})
 		wg.Go(func() { _, _, denyErr = svc.Decide(ctx, log, r.ID, carol, false, "not now") })
 		wg.Wait()
 		applied := approveErr == nil && res.Applied

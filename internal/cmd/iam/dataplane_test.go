@@ -55,8 +55,8 @@ type drillWorld struct {
 	cliProxy, dpProxy *iamtest.Proxy
 	// endpoint is moto's, where the table is read and written unenforced.
 	endpoint string
-	dir               string
-	sbErr             *syncbuf.Buffer
+	dir      string
+	sbErr    *syncbuf.Buffer
 	// quick shortens the example drills' waits (30 s to 5 s, rollbacks to
 	// 2 s) for runs that are meant to fail: a denied lever then fails in
 	// seconds rather than after the drill's full patience.
