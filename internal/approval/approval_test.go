@@ -220,3 +220,29 @@ func TestApproversComeFromProofs(t *testing.T) {
 		t.Errorf("openai forced on a planted approval: %v", err)
 	}
 }
+
+// A deny that lands between an approval's read and its write: the approval
+// writes nothing and says the request was closed (exit 13), never that it
+// was applied.
+func TestApprovalOvertakenByADenySaysClosed(t *testing.T) {
+	c, svc, log, clk := fourEyes(t)
+	ctx := context.Background()
+	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: forceChange(), Requester: alice,
+		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := approval.NewService(c.s, clk, breaker.NewOverrides(c.s, clk), "test")
+	c.beforeTx = func() {
+		if _, _, err := other.Decide(ctx, log, r.ID, carol, false, "not now"); err != nil {
+			t.Errorf("carol's deny: %v", err)
+		}
+	}
+	res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256})
+	if !errors.Is(err, approval.ErrClosed) || res.AlreadyApplied || res.Applied {
+		t.Fatalf("approval overtaken by a deny: %+v, %v; want ErrClosed, nothing applied", res, err)
+	}
+	if _, err := c.Get(ctx, "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("openai forced after the deny: %v", err)
+	}
+}

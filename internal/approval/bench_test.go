@@ -26,6 +26,9 @@ type counting struct {
 	s                  *sqlite.Store
 	reads, txs, checks atomic.Int64
 	off                atomic.Bool
+	// beforeTx, when set, runs once before the next transaction (another
+	// writer landing between a read and a write).
+	beforeTx func()
 }
 
 func (c *counting) count(n *atomic.Int64) {
@@ -50,6 +53,10 @@ func (c *counting) Put(ctx context.Context, it store.Item, cond store.Condition)
 }
 
 func (c *counting) Transact(ctx context.Context, ch store.Change) error {
+	if f := c.beforeTx; f != nil {
+		c.beforeTx = nil
+		f()
+	}
 	c.count(&c.txs)
 	for _, op := range ch.Ops {
 		if op.IsCheck() {

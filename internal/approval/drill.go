@@ -283,7 +283,7 @@ func (s *Service) approveDrill(ctx context.Context, log audit.Appender, r, next 
 		Action: ActionRequestApprove, Subject: RequestPrefix + r.ID, Reason: r.Change.Reason, Before: r.view(), After: next.view()}, extra)
 	if err != nil {
 		var already bool
-		if errors.Is(err, ErrChangedMeanwhile) && !errors.Is(err, store.ErrConditionFailed) {
+		if errors.Is(err, ErrChangedMeanwhile) && !errors.Is(err, store.ErrConditionFailed) && !errors.Is(err, ErrClosed) {
 			already = true
 		}
 		res.AlreadyApplied = already

@@ -196,8 +196,13 @@ var ErrChangedMeanwhile = errors.New("the request changed meanwhile")
 func (s *Service) changedMeanwhile(id string, cur store.Item) error {
 	if cur != nil {
 		if r, err := RequestFromItem(cur); err == nil && r.Status != StatusPending {
-			return fmt.Errorf("%w: request %s was %s by %s meanwhile: nothing more to do (koshactl request show %s)",
-				ErrChangedMeanwhile, id, r.Status, textsafe.Line(r.DecidedBy), id)
+			if r.Status == StatusApplied || r.Status == StatusApproved {
+				return fmt.Errorf("%w: request %s was %s by %s meanwhile: nothing more to do (koshactl request show %s)",
+					ErrChangedMeanwhile, id, r.Status, textsafe.Line(r.DecidedBy), id)
+			}
+			// Denied, canceled or expired meanwhile: closed, never applied.
+			return fmt.Errorf("%w: %w: request %s was %s by %s meanwhile: it can never be applied (koshactl request show %s)",
+				ErrChangedMeanwhile, ErrClosed, id, r.Status, textsafe.Line(r.DecidedBy), id)
 		}
 	}
 	return fmt.Errorf("%w: request %s changed while koshactl was acting: review it with koshactl request show %s, then re-run: %w",
@@ -548,6 +553,12 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	}
 	res.Request = next
 	res, err = s.apply(ctx, log, r, attach, res)
+	if errors.Is(err, ErrClosed) {
+		// Closed by someone else between the read and the write: nothing
+		// was applied, by anyone.
+		res.AlreadyApplied, res.Request = false, r
+		return res, err
+	}
 	// The token is known once the change is built (attach.Ops ran).
 	res.Request.AppliedChange = next.AppliedChange
 	return res, err
