@@ -246,3 +246,46 @@ func TestApprovalOvertakenByADenySaysClosed(t *testing.T) {
 		t.Errorf("openai forced after the deny: %v", err)
 	}
 }
+
+// Requests made before koshactl kept proofs carry none: a pending one is
+// refused with the way out (ask again), and still denied; one decided then
+// reads as it was.
+func TestRequestsWithoutProofsAreRefused(t *testing.T) {
+	c, svc, log, _ := fourEyes(t)
+	ctx := context.Background()
+	for _, status := range []string{approval.StatusPending, approval.StatusApplied} {
+		r, _, err := svc.Submit(ctx, log, approval.Submission{Change: forceChange(), Requester: alice,
+			Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it, err := c.Get(ctx, approval.RequestPrefix+r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(it, "proofs") // as an older koshactl wrote it
+		it["status"] = status
+		if err := c.s.Put(ctx, it, store.Always()); err != nil {
+			t.Fatal(err)
+		}
+		res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256})
+		if status == approval.StatusApplied {
+			if err != nil || !res.AlreadyApplied {
+				t.Errorf("an applied request without proofs: %+v, %v; want already applied", res, err)
+			}
+			continue
+		}
+		if !errors.Is(err, approval.ErrApprovalUnproven) || !strings.Contains(err.Error(), "ask for it again") {
+			t.Errorf("a pending request without proofs: %v, want it refused, saying to ask again", err)
+		}
+		if got, err := svc.Get(ctx, r.ID); err != nil || got.Unproven == "" || got.Tampered != "" {
+			t.Errorf("request show of it: %+v, %v; want it unproven", got.Verification, err)
+		}
+		if _, _, err := svc.Decide(ctx, log, r.ID, carol, false, "old"); err != nil {
+			t.Errorf("denying a request without proofs: %v", err)
+		}
+	}
+	if _, err := c.Get(ctx, "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("openai forced by a request without proofs: %v", err)
+	}
+}
