@@ -43,6 +43,10 @@ type awsWorld struct {
 	// fourEyes is true while the table holds fourEyesAll (the request
 	// steps of cliSteps); the other steps put an allow-all policy back.
 	fourEyes bool
+	// people are the IAM users of newPeopleWorld, by name; endpoint is
+	// moto's.
+	people   map[string]aws.Credentials
+	endpoint string
 }
 
 const contextYAML = `current-context: %s

@@ -2,6 +2,7 @@ package iam_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,8 +12,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
@@ -94,7 +100,60 @@ func newPeopleWorld(t *testing.T) *awsWorld {
 		id, arn := moto.Caller(t, endpointOf, c)
 		w.enf.AddCaller(c.AccessKeyID, iamtest.Caller{UserID: id, ARN: arn})
 	}
+	w.people, w.endpoint = people, endpointOf
 	return w
+}
+
+// Through the enforcing proxy on moto, with the SDK: alice, under each
+// role that writes proofs, writes her own proof of a verb her role has,
+// and is denied (AccessDenied, nothing written) a proof under bob's unique
+// id, and one under her own id naming bob.
+func TestNoRoleWritesAnotherIdentitysProofOnMoto(t *testing.T) {
+	w := newPeopleWorld(t)
+	aliceID, aliceARN := moto.Caller(t, w.endpoint, w.people["alice"])
+	bobID, bobARN := moto.Caller(t, w.endpoint, w.people["bob"])
+	cfg := moto.Config(t, w.proxy.URL)
+	cfg.Credentials = credentials.NewStaticCredentialsProvider(w.people["alice"].AccessKeyID, w.people["alice"].SecretAccessKey, "")
+	client := dynamodb.NewFromConfig(cfg)
+	direct := dynamodb.NewFromConfig(moto.Config(t, w.endpoint))
+	n := 0
+	write := func(pk string) error {
+		n++
+		_, err := client.TransactWriteItems(t.Context(), &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{Put: &types.Put{
+			TableName: aws.String("kosha-control"), Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+			ConditionExpression: aws.String("attribute_not_exists(pk)")}}}})
+		return err
+	}
+	exists := func(pk string) bool {
+		out, err := direct.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: aws.String("kosha-control"),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Item != nil
+	}
+	for _, c := range []struct {
+		role iam.Role
+		verb string
+	}{{iam.Requester, iam.VerbAsk}, {iam.Operator, iam.VerbGlass}, {iam.Approver, iam.VerbApprove}, {iam.Admin, iam.VerbSet}} {
+		w.asRole(t, c.role)
+		subject := fmt.Sprintf("#request#%012d", n)
+		own := "proof#" + aliceID + "#" + c.verb + "#" + aliceARN + subject
+		if err := write(own); err != nil || !exists(own) {
+			t.Errorf("%s: alice's own %s proof: %v", c.role, c.verb, err)
+		}
+		for _, forged := range []string{
+			"proof#" + bobID + "#" + c.verb + "#" + bobARN + subject,
+			"proof#" + aliceID + "#" + c.verb + "#" + bobARN + subject,
+		} {
+			err := write(forged)
+			var apiErr smithy.APIError
+			if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "AccessDeniedException" || exists(forged) {
+				t.Errorf("%s: alice writing %s: %v (written %v), want AccessDenied and nothing written", c.role, forged, err, exists(forged))
+			}
+		}
+		w.enf.TakeDenials()
+	}
 }
 
 // requestSHA is the request's hash in a command's -o json answer (a
