@@ -290,3 +290,25 @@ func TestPlantedMarkerIsNotCleared(t *testing.T) {
 		t.Errorf("apply cleared the incident override carrying a planted marker: exit %d", r.Code)
 	}
 }
+
+// On a terminal without --sha256 the approver is shown the change as read
+// and types its hash: a wrong answer approves nothing (exit 7), the right
+// one applies it.
+func TestApproverConfirmsTheHashAtAPrompt(t *testing.T) {
+	w := newWorld(t)
+	w.as("admin", 0, "policy", "set", "../../../docs/policies/four-eyes.cedar", "--reason", "four eyes")
+	req := w.ask("openai")
+	w.TTY = true
+	defer func() { w.TTY, w.Stdin = false, "" }()
+	w.Stdin = "0123456789ab\n"
+	r := w.as("bob", exitcode.Refused, "request", "approve", req.RequestID)
+	if !strings.Contains(r.Stderr, "force open openai for 30m") || !strings.Contains(r.Stderr, req.SHA256) {
+		t.Errorf("the prompt did not show the change and its hash:\n%s", r.Stderr)
+	}
+	w.notForced("openai")
+	w.Stdin = req.SHA256[:12] + "\n"
+	w.as("bob", 0, "request", "approve", req.RequestID)
+	if r := w.Run("--context", "admin", "breaker", "get", "openai"); r.Code != 0 {
+		t.Errorf("openai not forced after a confirmed approval: exit %d", r.Code)
+	}
+}
