@@ -420,7 +420,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	res := Approved{Request: r}
 	_, closed := items[ckey]
 	t, err := r.trailOf(nil, closed)
-	if err != nil && !(errors.Is(err, ErrApprovalUnproven) && r.Status != StatusPending) {
+	if err != nil && (!errors.Is(err, ErrApprovalUnproven) || r.Status == StatusPending) {
 		return res, err
 	}
 	// A request made before koshactl kept proofs and decided then says so

@@ -168,7 +168,7 @@ func (r Request) trailOf(items map[string]store.Item, closed bool) (trail, error
 		}
 		names = append(names, a.Writer.Name)
 	}
-	if !slices.Equal(names, nonNil(r.Approvers)) && !(len(names) == 0 && len(r.Approvers) == 0) {
+	if !slices.Equal(names, r.Approvers) {
 		return t, tampered(r.ID, fmt.Sprintf("names the approvers %s, and its proofs show %s", textsafe.Line(fmt.Sprint(r.Approvers)), textsafe.Line(fmt.Sprint(names))))
 	}
 	if c := t.closing; c != nil {

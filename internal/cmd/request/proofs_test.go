@@ -188,10 +188,7 @@ func TestEditedChangeIsNotApprovedWithoutItsHash(t *testing.T) {
 func TestForgedAcknowledgementIsNotOne(t *testing.T) {
 	w := newWorld(t)
 	w.as("admin", 0, "policy", "set", "../../../docs/policies/four-eyes.cedar", "--reason", "four eyes")
-	var bg struct {
-		Review string `json:"review"`
-	}
-	bg = clitest.Decode[struct {
+	bg := clitest.Decode[struct {
 		Review string `json:"review"`
 	}](t, w.as("carol", 0, "breaker", "force-open", "openai", "--reason", "customers down", "--for", "30m", "--break-glass", "-o", "json").Stdout)
 	if bg.Review == "" {
