@@ -110,6 +110,10 @@ func (p detailPane) auditLines(st styles.Styles, since time.Time) []string {
 		if policy.Unapproved(rec, since) {
 			line += " " + st.Warning.Render("UNAPPROVED")
 		}
+		if rec.DataPlane {
+			// The data plane's word, never an operator's lever change.
+			line += " " + st.Dim.Render("(data plane)")
+		}
 		lines = append(lines, line)
 	}
 	return lines

@@ -3,9 +3,13 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/tui/styles"
 )
 
 // The detail of openai has 24 lines; at 80x23 the pane shows 19 of them.
@@ -98,6 +102,22 @@ func TestDetailFitsEverySize(t *testing.T) {
 		body := strings.TrimRight(ansi.Strip(strings.Join(lines[:len(lines)-2], "\n")), "\n")
 		if last := body[strings.LastIndexByte(body, '\n')+1:]; !strings.HasPrefix(last, "  11-28 17:00Z  clear") {
 			t.Errorf("%dx%d: scrolled to the end, the pane ends with %q", size[0], size[1], last)
+		}
+	}
+}
+
+// A data-plane record in a dependency's recent audit is marked as the
+// data plane's, as audit list marks it: never read as an operator's change.
+func TestDetailMarksDataPlaneRecords(t *testing.T) {
+	p := detailPane{dependency: "openai", records: []audit.Record{
+		{Time: epoch, Actor: "arn:aws:iam::123456789012:user/alice", Action: "breaker.clear", Reason: "planted", DataPlane: true},
+		{Time: epoch, Actor: "arn:aws:iam::123456789012:user/bob", Action: "breaker.force-open", Reason: "real"},
+	}}
+	lines := p.auditLines(styles.New(false), time.Time{})
+	got := strings.Join(lines, "\n")
+	for _, l := range lines {
+		if strings.Contains(l, "planted") != strings.Contains(l, "(data plane)") {
+			t.Errorf("line %q: the data plane's record alone is marked\n%s", l, got)
 		}
 	}
 }

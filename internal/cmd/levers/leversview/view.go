@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
@@ -40,6 +41,14 @@ func Load(env *cmdenv.Env, path string) (*levers.File, error) {
 // consistently, the others through the overrides index (no scan).
 func Overrides(ctx context.Context, env *cmdenv.Env) ([]breaker.Override, error) {
 	return env.Overrides().ListFor(ctx, env.Context.KnownDependencies())
+}
+
+// Records reads env's audit records, for the overrides apply's own records
+// say it wrote (levers.Written).
+func Records(f *cmdenv.Factory, env *cmdenv.Env) *audit.Log {
+	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	return log
 }
 
 // Header opens diff's and apply's documents: which file was compared with
