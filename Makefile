@@ -109,7 +109,7 @@ test: test-deps test-bin ## Install test dependencies and run every test with -r
 # The packages whose TestContractVectors write docs/contracts/vectors: each
 # holds the rule its file is about. Without -update-vectors the same tests
 # fail when a file differs from what the code produces.
-VECTOR_PKGS := ./internal/breaker ./internal/chaos ./internal/dataplane/limiter ./internal/dataplane/sandbox ./internal/metrics
+VECTOR_PKGS := ./internal/breaker ./internal/chaos ./internal/freeze ./internal/dataplane/limiter ./internal/dataplane/sandbox ./internal/impact ./internal/metrics
 
 .PHONY: vectors
 vectors: ## Regenerate the contract test vectors (docs/contracts/vectors) from the Go code

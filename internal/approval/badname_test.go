@@ -38,7 +38,7 @@ func TestApprovedClearOfABadNameByKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob})
+	res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256})
 	if err != nil || !res.Applied || len(res.Records) != 1 {
 		t.Fatalf("approve the clear of breaker#Bad Name: %+v %v", res, err)
 	}

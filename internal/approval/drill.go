@@ -257,7 +257,7 @@ func (s *Service) AuthorizeDrill(ctx context.Context, d DrillRun, runner func(co
 		return res, fmt.Errorf("%w: request %s approves the levers %s, but this run would pull %s (another --var?): %s",
 			ErrHashMismatch, r.ID, textsafe.Line(leverList(got.Levers)), textsafe.Line(leverList(levers)), ask)
 	}
-	if err := s.proveApproved(ctx, r); err != nil {
+	if err := s.proveApproved(ctx, r, stored); err != nil {
 		return res, err
 	}
 	res.Request = &r
@@ -272,16 +272,19 @@ func leverList(ls []DrillLever) string {
 	return "[" + strings.Join(s, ", ") + "]"
 }
 
-// approveDrill records the approval that completes a drill.run request's
-// approvals: it becomes approved (nothing is applied), with its audit
-// record, conditional on the request as read.
-func (s *Service) approveDrill(ctx context.Context, log audit.Appender, r, next Request, cond store.Condition, a Approval, res Approved) (Approved, error) {
+// approveDrill records the approval that completes a drill.run (or
+// levers.window) request's approvals: it becomes approved (nothing is
+// applied), with its audit record and the writes extra builds (the
+// approver's proof, the closed marker, the checks), conditional on the
+// request as read.
+func (s *Service) approveDrill(ctx context.Context, log audit.Appender, r, next Request, cond store.Condition, a Approval, res Approved,
+	extra func(token string) []store.Op) (Approved, error) {
 	next.Status = StatusApproved
 	rec, err := s.write(ctx, log, next, cond, audit.Entry{Actor: a.Approver.Actor, ActorSource: a.Approver.Source,
-		Action: ActionRequestApprove, Subject: RequestPrefix + r.ID, Reason: r.Change.Reason, Before: r.view(), After: next.view()})
+		Action: ActionRequestApprove, Subject: RequestPrefix + r.ID, Reason: r.Change.Reason, Before: r.view(), After: next.view()}, extra)
 	if err != nil {
 		var already bool
-		if errors.Is(err, ErrChangedMeanwhile) && !errors.Is(err, store.ErrConditionFailed) {
+		if errors.Is(err, ErrChangedMeanwhile) && !errors.Is(err, store.ErrConditionFailed) && !errors.Is(err, ErrClosed) {
 			already = true
 		}
 		res.AlreadyApplied = already

@@ -18,7 +18,7 @@ var gameDay = approval.DrillRun{File: "game-day.yaml", Name: "game-day", SHA256:
 	Context: "test", Levers: []approval.DrillLever{{Action: breaker.ActionForceOpen, Target: "openai", DurationSeconds: 300},
 		{Action: "chaos.sign", Target: "core-api"}, {Action: breaker.ActionForceOpen, Target: "openai", DurationSeconds: 300}}}
 
-var carol = audit.Identity{Actor: "arn:aws:iam::123456789012:user/carol", Source: audit.ActorSTS}
+var carol = audit.Identity{Actor: "arn:aws:iam::123456789012:user/carol", Source: audit.ActorSTS, UserID: "AIDACAROL"}
 
 func asks(id audit.Identity) func(context.Context) (audit.Identity, error) {
 	return func(context.Context) (audit.Identity, error) { return id, nil }
@@ -40,10 +40,10 @@ func TestDrillRequestIsApprovedNotApplied(t *testing.T) {
 	if len(r.Change.Drill.Levers) != 1 || r.Change.Targets[0] != "breaker.force-open openai" {
 		t.Errorf("levers %+v, targets %v: want the force of openai once", r.Change.Drill.Levers, r.Change.Targets)
 	}
-	if _, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: alice}); !errors.Is(err, approval.ErrSelf) {
+	if _, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: alice, SHA256: r.SHA256}); !errors.Is(err, approval.ErrSelf) {
 		t.Errorf("the requester's approval: %v, want ErrSelf", err)
 	}
-	res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob})
+	res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256})
 	if err != nil || !res.Authorized || res.Applied || res.Request.Status != approval.StatusApproved {
 		t.Fatalf("approve: %+v, %v: want approved, nothing applied", res, err)
 	}
@@ -54,7 +54,7 @@ func TestDrillRequestIsApprovedNotApplied(t *testing.T) {
 	if err != nil || got.Status != approval.StatusApproved {
 		t.Fatalf("stored: %+v %v: want approved", got, err)
 	}
-	if again, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: carol}); err != nil || !again.AlreadyApplied {
+	if again, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: carol, SHA256: r.SHA256}); err != nil || !again.AlreadyApplied {
 		t.Errorf("approve again: %+v, %v: want nothing done", again, err)
 	}
 	auth, err := svc.AuthorizeDrill(ctx, gameDay, asks(carol), r.ID)

@@ -51,7 +51,7 @@ func TestExpireDueMarksOnceWhoeverSeesItFirst(t *testing.T) {
 	if err != nil || len(marked) != 1 || marked[0].ID != old.ID || marked[0].Status != approval.StatusExpired || marked[0].DecidedBy != bob.Actor {
 		t.Fatalf("bob's listing marked %+v, %v; want %s expired by bob", marked, err, old.ID)
 	}
-	carol := audit.Identity{Actor: "arn:aws:iam::123456789012:user/carol", Source: audit.ActorSTS}
+	carol := audit.Identity{Actor: "arn:aws:iam::123456789012:user/carol", Source: audit.ActorSTS, UserID: "AIDACAROL"}
 	if marked, err := svc.ExpireDue(ctx, log, as(carol), carols); err != nil || len(marked) != 0 {
 		t.Fatalf("carol's listing, read before bob marked it: marked %+v, %v; want nothing (bob saw it first)", marked, err)
 	}

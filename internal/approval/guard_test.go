@@ -20,7 +20,7 @@ import (
 
 // operator is an STS-verified caller in the operator role: four-eyes.cedar
 // lets it break the glass.
-var operator = audit.Identity{Actor: "arn:aws:sts::123456789012:assumed-role/operator/carol", Source: audit.ActorSTS}
+var operator = audit.Identity{Actor: "arn:aws:sts::123456789012:assumed-role/operator/carol", Source: audit.ActorSTS, UserID: "AROAOPERATOR:carol"}
 
 // The guard wraps the lever service once: a change the policy needs
 // approvals for is stored as a request (its report says which, its error

@@ -8,7 +8,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -44,9 +43,9 @@ func (s *Service) Propose(ctx context.Context, log audit.Appender, p Proposal) (
 	if len(p.Change.Targets) == 0 {
 		return Request{}, audit.Record{}, fmt.Errorf("%w: %s changes nothing now", ErrNothingToPropose, p.Change.Action)
 	}
-	if n := len(p.Change.Targets); n > lever.MaxAttached {
+	if n := len(p.Change.Targets); n > MaxTargets {
 		return Request{}, audit.Record{}, exitcode.Errorf(exitcode.Usage, "a proposal names at most %d targets (one approval applies them in one transaction), not %d: split it",
-			lever.MaxAttached, n)
+			MaxTargets, n)
 	}
 	var set *policy.Set
 	switch it, err := s.store.Get(ctx, policy.Key); {

@@ -259,6 +259,13 @@ type Request struct {
 	// AppliedChange is the token of the change that applied it (its audit
 	// records' change).
 	AppliedChange string `json:"applied_change,omitempty"`
+	// Proofs are the keys of the request's proofs (internal/proof): its
+	// asking, its approvals, what closed it. What is decided about the
+	// request is decided from them; the rest of the item is a summary.
+	Proofs []string `json:"proofs,omitempty"`
+	// Verification is what reading the proofs found (request show and
+	// list read them; nothing else fills it).
+	Verification
 
 	raw store.Item
 }
@@ -336,6 +343,7 @@ const (
 	attrDecidedAt       = "decided_at"
 	attrNote            = "note"
 	attrAppliedChange   = "applied_change"
+	attrProofs          = "proofs"
 )
 
 // item encodes the request, carrying token as its write_id.
@@ -363,6 +371,10 @@ func (r Request) item(token string) (store.Item, error) {
 	}
 	if r.RequesterSource == "" {
 		delete(it, attrRequesterSource)
+	}
+	if len(r.Proofs) > 0 {
+		proofs, _ := json.Marshal(r.Proofs)
+		it[attrProofs] = string(proofs)
 	}
 	for k, v := range map[string]string{attrContext: r.Context, attrDecidedBy: r.DecidedBy, attrNote: r.Note, attrAppliedChange: r.AppliedChange} {
 		if v != "" {
@@ -427,6 +439,11 @@ func RequestFromItem(it store.Item) (Request, error) {
 	if s := it.Str(attrPolicies); s != "" {
 		if err := json.Unmarshal([]byte(s), &r.Policies); err != nil {
 			return bad(attrPolicies)
+		}
+	}
+	if s := it.Str(attrProofs); s != "" {
+		if err := json.Unmarshal([]byte(s), &r.Proofs); err != nil {
+			return bad(attrProofs)
 		}
 	}
 	return r, nil

@@ -1,12 +1,15 @@
 package approval
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/proof"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Review statuses.
@@ -31,6 +34,12 @@ type Review struct {
 	AckedBy string    `json:"acknowledged_by,omitempty"`
 	AckedAt time.Time `json:"acknowledged_at,omitzero"`
 	Note    string    `json:"note,omitempty"`
+	// Proofs are the keys of the review's proofs: the break-glass change's
+	// (by its actor) and the acknowledgement's.
+	Proofs []string `json:"proofs,omitempty"`
+	// Verification is what reading the proofs found (request list reads
+	// them): a review whose acknowledgement no proof shows reads open.
+	Verification
 
 	raw store.Item
 }
@@ -68,6 +77,10 @@ func (r Review) item(token string) store.Item {
 	if r.Note != "" {
 		it[attrNote] = r.Note
 	}
+	if len(r.Proofs) > 0 {
+		proofs, _ := json.Marshal(r.Proofs)
+		it[attrProofs] = string(proofs)
+	}
 	return it
 }
 
@@ -91,5 +104,81 @@ func ReviewFromItem(it store.Item) (Review, error) {
 	if ms, ok := it.Int(attrAckedAt); ok {
 		r.AckedAt = time.UnixMilli(ms).UTC()
 	}
+	if s := it.Str(attrProofs); s != "" {
+		if err := json.Unmarshal([]byte(s), &r.Proofs); err != nil {
+			return Review{}, fmt.Errorf("%w: review %s: its proofs attribute cannot be read", ErrMalformed, id)
+		}
+	}
 	return r, nil
+}
+
+// proofOf is the proof of r by w's verb, made at at: it binds the
+// break-glass change (its token).
+func (r Review) proofOf(w proof.Writer, verb string, at time.Time) proof.Proof {
+	return proof.Proof{Writer: w, Verb: verb, Kind: proof.KindReview, Subject: r.ID, Binding: r.Change, At: at.UTC().Truncate(time.Millisecond)}
+}
+
+// reviewTrail is what a review's proofs say.
+type reviewTrail struct {
+	// glass is the break-glass change's proof (nil: none: the review was
+	// made before koshactl kept proofs, or by hand).
+	glass *proof.Proof
+	// ack is the acknowledgement, by someone other than glass's writer.
+	ack *proof.Proof
+	// err says how the item disagrees with them (ErrTampered), or that it
+	// has no break-glass proof (ErrApprovalUnproven's kind).
+	err error
+}
+
+// trailOf reads what r's proofs (items, read by key) say of it.
+func (r Review) trailOf(items map[string]store.Item) reviewTrail {
+	var t reviewTrail
+	bad := func(why string) reviewTrail {
+		t.err = fmt.Errorf("%w: review %s %s: its item was written without koshactl", ErrTampered, r.ID, why)
+		return t
+	}
+	for _, pk := range r.Proofs {
+		it, ok := items[pk]
+		if !ok {
+			return bad("names the proof " + textsafe.Quote(pk) + ", which does not exist")
+		}
+		p, err := proof.FromItem(it)
+		switch {
+		case err != nil:
+			return bad("names a proof that cannot be read (" + textsafe.Line(err.Error()) + ")")
+		case p.Kind != proof.KindReview || p.Subject != r.ID || p.Binding != r.Change:
+			return bad("names " + textsafe.Quote(pk) + ", which is no proof of its change")
+		case p.Verb == proof.Glass && t.glass == nil:
+			t.glass = &p
+		case p.Verb == proof.Ack && t.ack == nil:
+			t.ack = &p
+		default:
+			return bad("names two proofs of one kind")
+		}
+	}
+	switch {
+	case t.glass != nil && t.glass.Writer.Name != r.Actor:
+		return bad(fmt.Sprintf("says %s broke the glass, and its proof is %s's", textsafe.Line(r.Actor), textsafe.Line(t.glass.Writer.Name)))
+	case t.ack != nil && (t.ack.Writer.Name == r.Actor || t.glass != nil && t.ack.Writer.Is(t.glass.Writer)):
+		t.ack = nil
+		return bad("was acknowledged by the one who broke the glass")
+	case t.ack != nil && (r.Status != ReviewAcknowledged || r.AckedBy != t.ack.Writer.Name):
+		return bad("says it is " + r.Status + " by " + textsafe.Line(r.AckedBy) + ", and its proof says acknowledged by " + textsafe.Line(t.ack.Writer.Name))
+	case t.ack == nil && r.Status == ReviewAcknowledged:
+		return bad("says it is acknowledged, and no proof of an acknowledgement exists")
+	case t.glass == nil:
+		t.err = fmt.Errorf("%w: review %s names no proof of who broke the glass (made before koshactl kept proofs, or by hand)", ErrApprovalUnproven, r.ID)
+	}
+	return t
+}
+
+// verify reads what r's proofs say into r: its Verification, and its
+// status as they show it (open, unless an acknowledgement's proof says
+// otherwise).
+func (r *Review) verify(items map[string]store.Item) {
+	t := r.trailOf(items)
+	r.Verification = verification(t.err)
+	if t.ack == nil {
+		r.Status = ReviewOpen
+	}
 }

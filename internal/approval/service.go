@@ -8,14 +8,17 @@ import (
 	"iter"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/proof"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -97,6 +100,14 @@ func (s *Service) Submit(ctx context.Context, log audit.Appender, sub Submission
 	if err := CheckTTL(ttl); err != nil && sub.ExpiresAt.IsZero() {
 		return Request{}, audit.Record{}, err
 	}
+	if n := len(sub.Change.Targets); n > MaxTargets {
+		return Request{}, audit.Record{}, exitcode.Errorf(exitcode.Usage, "a change request names at most %d targets (one approval applies them in one transaction, with the proofs it counts), not %d: split it",
+			MaxTargets, n)
+	}
+	w, err := proof.WriterOf(sub.Requester)
+	if err != nil {
+		return Request{}, audit.Record{}, fmt.Errorf("ask for a change: %w", err)
+	}
 	hash, err := sub.Change.Hash()
 	if err != nil {
 		return Request{}, audit.Record{}, err
@@ -115,8 +126,14 @@ func (s *Service) Submit(ctx context.Context, log audit.Appender, sub Submission
 	r := Request{ID: id, Change: sub.Change, SHA256: hash, Requester: sub.Requester.Actor, RequesterSource: sub.Requester.Source,
 		Status: StatusPending, CreatedAt: now, ExpiresAt: expires, Needed: sub.Decision.Approvals, Approvers: []string{},
 		Policies: sub.Decision.Policies, Context: s.context}
+	// The requester's proof of asking, written with the request: what
+	// says who asked, whatever the item says later.
+	ask := r.proofOf(w, proof.Ask, now)
+	ask.Needed = r.Needed
+	r.Proofs = []string{ask.Key()}
 	rec, err := s.write(ctx, log, r, store.IfAbsent(), audit.Entry{Actor: r.Requester, ActorSource: r.RequesterSource,
-		Action: ActionRequestCreate, Subject: RequestPrefix + id, Reason: sub.Change.Reason, Source: sub.Source, After: r.view()})
+		Action: ActionRequestCreate, Subject: RequestPrefix + id, Reason: sub.Change.Reason, Source: sub.Source, After: r.view()},
+		func(token string) []store.Op { return []store.Op{ask.Put(token)} })
 	return r, rec, err
 }
 
@@ -126,9 +143,11 @@ func (r Request) view() map[string]any {
 		"approvals_needed": r.Needed, "expires_at": r.ExpiresAt.Format(time.RFC3339)}
 }
 
-// write stores r (conditional on cond) with one audit record, in one
-// transaction; the request item is the change's proof.
-func (s *Service) write(ctx context.Context, log audit.Appender, r Request, cond store.Condition, e audit.Entry) (audit.Record, error) {
+// write stores r (conditional on cond) with one audit record, and the
+// writes extra builds for the change's token (the proof it writes, the
+// closed marker, the checks it relies on), in one transaction; the request
+// item is the change's proof.
+func (s *Service) write(ctx context.Context, log audit.Appender, r Request, cond store.Condition, e audit.Entry, extra func(token string) []store.Op) (audit.Record, error) {
 	token, err := store.NewWriteID()
 	if err != nil {
 		return audit.Record{}, err
@@ -146,12 +165,14 @@ func (s *Service) write(ctx context.Context, log audit.Appender, r Request, cond
 	if err != nil {
 		return audit.Record{}, err
 	}
-	if _, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: []store.Op{store.PutOp(it, cond), rop}, Proof: it.PK()}); err != nil {
+	ops := []store.Op{store.PutOp(it, cond)}
+	if extra != nil {
+		ops = append(ops, extra(token)...)
+	}
+	if _, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: append(ops, rop), Proof: it.PK()}); err != nil {
 		var tce *store.TxConflictError
 		if errors.As(err, &tce) {
-			if ce, ok := tce.On(it.PK()); ok {
-				return audit.Record{}, s.changedMeanwhile(r.ID, ce.Current)
-			}
+			return audit.Record{}, s.refusedAll(r, ops, tce)
 		}
 		if errors.Is(err, store.ErrOutcomeUnknown) {
 			return audit.Record{}, fmt.Errorf("%w: check with koshactl request show %s", err, r.ID)
@@ -168,15 +189,22 @@ var ErrChangedMeanwhile = errors.New("the request changed meanwhile")
 func (s *Service) changedMeanwhile(id string, cur store.Item) error {
 	if cur != nil {
 		if r, err := RequestFromItem(cur); err == nil && r.Status != StatusPending {
-			return fmt.Errorf("%w: request %s was %s by %s meanwhile: nothing more to do (koshactl request show %s)",
-				ErrChangedMeanwhile, id, r.Status, textsafe.Line(r.DecidedBy), id)
+			if r.Status == StatusApplied || r.Status == StatusApproved {
+				return fmt.Errorf("%w: request %s was %s by %s meanwhile: nothing more to do (koshactl request show %s)",
+					ErrChangedMeanwhile, id, r.Status, textsafe.Line(r.DecidedBy), id)
+			}
+			// Denied, canceled or expired meanwhile: closed, never applied.
+			return fmt.Errorf("%w: %w: request %s was %s by %s meanwhile: it can never be applied (koshactl request show %s)",
+				ErrChangedMeanwhile, ErrClosed, id, r.Status, textsafe.Line(r.DecidedBy), id)
 		}
 	}
 	return fmt.Errorf("%w: request %s changed while koshactl was acting: review it with koshactl request show %s, then re-run: %w",
 		ErrChangedMeanwhile, id, id, store.ErrConditionFailed)
 }
 
-// Get reads one request.
+// Get reads one request and what its proofs say of it (its
+// Verification): the request, then its proofs and closed marker in one
+// batch read.
 func (s *Service) Get(ctx context.Context, id string) (Request, error) {
 	it, err := s.store.Get(ctx, RequestPrefix+id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -185,7 +213,17 @@ func (s *Service) Get(ctx context.Context, id string) (Request, error) {
 	if err != nil {
 		return Request{}, fmt.Errorf("read request %s: %w", id, err)
 	}
-	return s.decode(it)
+	r, err := s.decode(it)
+	if err != nil {
+		return Request{}, err
+	}
+	items, err := store.GetMany(ctx, s.store, append(slices.Clone(r.Proofs), ClosedKey(id)))
+	if err != nil {
+		return Request{}, fmt.Errorf("read the proofs of request %s: %w", id, err)
+	}
+	_, closed := items[ClosedKey(id)]
+	r.verify(items, closed)
+	return r, nil
 }
 
 func notFound(id string) error {
@@ -204,11 +242,13 @@ type Listing struct {
 // a read of a table of 10,000 buckets in one round trip of the store.
 const listSegments = 4
 
-// List reads every request and review (a scan of their prefixes: they are
-// few, but the scan examines the table), newest first. The two prefixes
-// are scanned at once, each in [listSegments] parallel segments.
+// List reads every request and review, their proofs and the requests'
+// closed markers (a scan of each prefix: they are few, but the scan
+// examines the table), newest first, each checked against its proofs
+// (its Verification). The prefixes are scanned at once, each in
+// [listSegments] parallel segments.
 func (s *Service) List(ctx context.Context) (Listing, error) {
-	prefixes := []string{RequestPrefix, ReviewPrefix}
+	prefixes := []string{RequestPrefix, ReviewPrefix, proof.Prefix, ClosedPrefix}
 	items := make([][]store.Item, len(prefixes))
 	errs := make([]error, len(prefixes))
 	var wg sync.WaitGroup
@@ -227,6 +267,10 @@ func (s *Service) List(ctx context.Context) (Listing, error) {
 	if err := errors.Join(errs...); err != nil {
 		return Listing{}, err
 	}
+	byKey := make(map[string]store.Item, len(items[2])+len(items[3]))
+	for _, it := range slices.Concat(items[2], items[3]) {
+		byKey[it.PK()] = it
+	}
 	var out Listing
 	for _, it := range items[0] {
 		r, err := s.decode(it)
@@ -234,6 +278,8 @@ func (s *Service) List(ctx context.Context) (Listing, error) {
 			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
 			continue
 		}
+		_, closed := byKey[ClosedKey(r.ID)]
+		r.verify(byKey, closed)
 		out.Requests = append(out.Requests, r)
 	}
 	for _, it := range items[1] {
@@ -242,6 +288,7 @@ func (s *Service) List(ctx context.Context) (Listing, error) {
 			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
 			continue
 		}
+		r.verify(byKey)
 		out.Reviews = append(out.Reviews, r)
 	}
 	sort.Slice(out.Requests, func(i, j int) bool { return out.Requests[i].CreatedAt.After(out.Requests[j].CreatedAt) })
@@ -254,10 +301,22 @@ func (s *Service) List(ctx context.Context) (Listing, error) {
 type Approval struct {
 	ID       string
 	Approver audit.Identity
-	// SHA256, when set, is the hash (at least its first 12 hex digits)
-	// the approver reviewed: a request that does not hash to it is refused.
+	// Identify, when set, establishes the approver (STS) while the request
+	// is read, in parallel; Approver is then what it returns.
+	Identify func(context.Context) (audit.Identity, error)
+	// SHA256 is the hash (at least its first 12 hex digits) the approver
+	// reviewed: a request that does not hash to it is refused.
 	SHA256 string
+	// Confirm, when SHA256 is empty, shows the approver the request as read
+	// and returns the hash they confirm (an error stops: nothing is
+	// written). Without either the approval is refused
+	// ([ErrUnconfirmed]): an approver always confirms the change's hash.
+	Confirm func(Request) (string, error)
 }
+
+// ErrUnconfirmed refuses an approval without the hash of the change the
+// approver reviewed.
+var ErrUnconfirmed = exitcode.New(exitcode.Usage, "an approval needs the hash of the change the approver reviewed")
 
 // Approved is what an approval did.
 type Approved struct {
@@ -310,20 +369,41 @@ func (s *Service) questions(c Change, now time.Time) ([]policy.Request, error) {
 
 // Approve records a's approval of its request and, when that completes the
 // approvals the policy asks for, applies the change. It reads once (the
-// request and the table's policy in one batch read) and writes once: one
+// request, its closed marker and the table's policy in one batch read,
+// with the approver's identity established beside it) and writes once: one
 // transaction holding every lever write (conditional on the lever as it
 // was when the change was requested), its audit records naming the
-// requester and the approvers, and the request's new status (conditional on
-// the request as read: pending, with the hash checked). Refused: an
-// unverified approver ([ErrUnverified]), the requester ([ErrSelf]), a
-// request that is not there (store.ErrNotFound), whose change does not
-// match its hash ([ErrHashMismatch]), expired ([ErrExpired], and marked so),
-// denied or canceled ([ErrClosed]), or that the policy no longer permits
-// ([ErrPolicyDenied]). An applied request changes nothing
+// requester and the approvers, the approver's proof, the request's new
+// status (conditional on the request as read), and the checks that make
+// it hold only as decided: the request still not closed, every proof it
+// counts (the asking, the approvals before) still binding the change's
+// hash and expiry, the policy's proof still naming its text. Who asked and
+// who approved are the proofs' writers, never what the item says.
+// Refused: an unverified approver ([ErrUnverified]), the requester
+// ([ErrSelf]), a request that is not there (store.ErrNotFound), without a
+// proof of asking ([ErrApprovalUnproven]), whose item disagrees with its
+// proofs ([ErrTampered]), whose change does not match its hash or the
+// hash the approver confirmed ([ErrHashMismatch]), expired ([ErrExpired],
+// and marked so), denied or canceled ([ErrClosed]), that the policy no
+// longer permits ([ErrPolicyDenied]), or on a policy its proof does not
+// prove (policy.ErrUnproven). An applied request changes nothing
 // (AlreadyApplied).
 func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (Approved, error) {
-	key := RequestPrefix + a.ID
-	items, err := store.GetMany(ctx, s.store, []string{key, policy.Key})
+	key, ckey := RequestPrefix+a.ID, ClosedKey(a.ID)
+	identified := make(chan error, 1)
+	if a.Identify != nil {
+		go func() {
+			var err error
+			a.Approver, err = a.Identify(ctx)
+			identified <- err
+		}()
+	} else {
+		identified <- nil
+	}
+	items, err := store.GetMany(ctx, s.store, []string{key, ckey, policy.Key})
+	if ierr := <-identified; ierr != nil && err == nil {
+		return Approved{}, ierr
+	}
 	if err != nil {
 		return Approved{}, fmt.Errorf("read request %s: %w", a.ID, err)
 	}
@@ -336,9 +416,13 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		return Approved{}, err
 	}
 	res := Approved{Request: r}
-	if err := r.Check(a.SHA256); err != nil {
+	_, closed := items[ckey]
+	t, err := r.trailOf(nil, closed)
+	if err != nil && (!errors.Is(err, ErrApprovalUnproven) || r.Status == StatusPending) {
 		return res, err
 	}
+	// A request made before koshactl kept proofs and decided then says so
+	// below (applied, closed); a pending one is refused above.
 	now := s.clock.Now()
 	switch st := r.StatusAt(now); st {
 	case StatusApplied, StatusApproved:
@@ -359,28 +443,41 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		return res, fmt.Errorf("%w: %s is not verified by STS (a local context, static credentials, or an endpoint without STS); approve from a context whose credentials STS verifies",
 			ErrUnverified, textsafe.Line(a.Approver.Actor))
 	}
-	if a.Approver.Actor == r.Requester {
+	w, err := proof.WriterOf(a.Approver)
+	if err != nil {
+		return res, fmt.Errorf("%w: %w", ErrUnverified, err)
+	}
+	requester := t.requester()
+	if w.ID == requester.UserID || a.Approver.Actor == requester.Actor {
 		return res, fmt.Errorf("%w: %s asked for request %s and cannot approve it", ErrSelf, textsafe.Line(a.Approver.Actor), r.ID)
 	}
-	if slices.Contains(r.Approvers, a.Approver.Actor) {
+	if t.approvedBy(w) || slices.Contains(r.Approvers, a.Approver.Actor) {
 		return res, fmt.Errorf("%w: %s approved request %s already; it needs %d more approval(s) from other people",
 			ErrSelf, textsafe.Line(a.Approver.Actor), r.ID, r.Needed-len(r.Approvers))
 	}
 	var set *policy.Set
+	var checks []store.Op
 	if pit, ok := items[policy.Key]; ok {
 		stored, err := policy.FromItem(s.schema, pit)
 		if err != nil {
 			return res, err
 		}
-		set = stored.Set
+		check, err := stored.Check()
+		if err != nil {
+			return res, err
+		}
+		set, checks = stored.Set, append(checks, check)
+	} else if len(r.Policies) > 0 {
+		return res, fmt.Errorf("%w: request %s was asked under the table's policy (%s), and the table has none now: it is not approved without the policy it was asked under; an admin sets it again with koshactl policy set FILE",
+			policy.ErrUnproven, r.ID, textsafe.Line(strings.Join(r.Policies, ", ")))
 	}
-	approvals := len(r.Approvers) + 1
+	approvals := len(t.approvals) + 1
 	questions, err := s.questions(r.Change, now)
 	if err != nil {
 		return res, fmt.Errorf("%w: request %s: %v", ErrMalformed, r.ID, err)
 	}
 	for _, base := range questions {
-		base.Actor, base.Approvals = policy.Actor{ARN: r.Requester, Verified: r.RequesterSource == audit.ActorSTS}, approvals
+		base.Actor, base.Approvals = policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, approvals
 		if r.Change.Action == ActionDrillRun && base.Target == "" {
 			return res, fmt.Errorf("%w: request %s: a lever's target is unknown before the run, which the policy cannot judge: ask for a new one",
 				ErrPolicyDenied, r.ID)
@@ -398,16 +495,48 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 			return res, fmt.Errorf("%w: %s may not approve %s on %s: %s", ErrPolicyDenied, textsafe.Line(a.Approver.Actor), base.Action, textsafe.Line(base.Target), d.Reason)
 		}
 	}
+	if n := len(r.Change.Targets); n > MaxTargets {
+		return res, fmt.Errorf("%w: request %s names %d targets, more than one approval's transaction holds with its proofs (%d): deny it and ask for fewer",
+			ErrPolicyDenied, r.ID, n, MaxTargets)
+	}
+	// The approver confirms the change's hash: the one they reviewed, or
+	// the one shown to them now.
+	sha := a.SHA256
+	if sha == "" {
+		if a.Confirm == nil {
+			return res, fmt.Errorf("%w: request %s (%s) hashes to %s: confirm it", ErrUnconfirmed, r.ID, textsafe.Line(r.Change.Summary()), short(r.SHA256))
+		}
+		if sha, err = a.Confirm(r); err != nil {
+			return res, err
+		}
+	}
+	if err := r.Check(sha); err != nil {
+		return res, err
+	}
 	next := r
 	next.Approvers = append(slices.Clone(r.Approvers), a.Approver.Actor)
+	mine := r.proofOf(w, proof.Approve, now)
+	mine.Final = res.Remaining == 0
+	next.Proofs = append(slices.Clone(r.Proofs), mine.Key())
+	checks = append(checks, t.proofChecks(r)...)
+	// extra are the approval's writes beside the request's: its proof,
+	// the closed marker (put by the approval that completes the approvals,
+	// else checked absent), and the checks.
+	extra := func(token string) []store.Op {
+		closedOp := store.CheckOp(ckey, store.IfAbsent())
+		if mine.Final {
+			closedOp = store.PutOp(closedItem(r, proof.Approve, token), store.IfAbsent())
+		}
+		return append([]store.Op{mine.Put(token), closedOp}, checks...)
+	}
 	cond := store.IfEquals(store.WriteIDAttr, it.WriteID())
 	if res.Remaining == 0 && r.Change.approveOnly() {
 		next.DecidedBy, next.DecidedAt = a.Approver.Actor, now.UTC().Truncate(time.Millisecond)
-		return s.approveDrill(ctx, log, r, next, cond, a, res)
+		return s.approveDrill(ctx, log, r, next, cond, a, res, extra)
 	}
 	if res.Remaining > 0 {
 		rec, err := s.write(ctx, log, next, cond, audit.Entry{Actor: a.Approver.Actor, ActorSource: a.Approver.Source,
-			Action: ActionRequestApprove, Subject: key, Reason: r.Change.Reason, Before: r.view(), After: next.view()})
+			Action: ActionRequestApprove, Subject: key, Reason: r.Change.Reason, Before: r.view(), After: next.view()}, extra)
 		if err != nil {
 			return res, err
 		}
@@ -422,12 +551,18 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		Ops: func(token string, _ time.Time) []store.Op {
 			next.AppliedChange = token
 			nit, _ := next.item(token) // r.item succeeded above: the change encodes
-			return []store.Op{store.PutOp(nit, cond)}
+			return append([]store.Op{store.PutOp(nit, cond)}, extra(token)...)
 		},
-		Refused: func(ce store.ConditionError) error { return s.changedMeanwhile(r.ID, ce.Current) },
+		Refused: func(ce store.ConditionError) error { return s.refused(r, mine.Key(), ce) },
 	}
 	res.Request = next
 	res, err = s.apply(ctx, log, r, attach, res)
+	if errors.Is(err, ErrClosed) {
+		// Closed by someone else between the read and the write: nothing
+		// was applied, by anyone.
+		res.AlreadyApplied, res.Request = false, r
+		return res, err
+	}
 	// The token is known once the change is built (attach.Ops ran).
 	res.Request.AppliedChange = next.AppliedChange
 	return res, err
@@ -567,14 +702,30 @@ func (s *Service) decode(it store.Item) (Request, error) {
 }
 
 // expire marks a pending request found past its expiry as expired, with
-// its audit record (once: conditional on the request as read), so the
-// expiry is recorded and announced once.
+// its audit record, the proof of who found it so and its closed marker
+// (once: conditional on the request as read), so the expiry is recorded
+// and announced once, and final.
 func (s *Service) expire(ctx context.Context, log audit.Appender, r Request, by audit.Identity) (Request, error) {
+	w, err := proof.WriterOf(by)
+	if err != nil {
+		return r, err
+	}
 	next := r
 	next.Status, next.DecidedBy, next.DecidedAt = StatusExpired, by.Actor, s.clock.Now().UTC().Truncate(time.Millisecond)
-	_, err := s.write(ctx, log, next, store.IfEquals(store.WriteIDAttr, r.raw.WriteID()), audit.Entry{Actor: by.Actor, ActorSource: by.Source,
-		Action: ActionRequestExpire, Subject: RequestPrefix + r.ID, Reason: "expired unapproved", Before: r.view(), After: next.view()})
+	p := r.proofOf(w, proof.Expire, next.DecidedAt)
+	next.Proofs = append(slices.Clone(r.Proofs), p.Key())
+	_, err = s.write(ctx, log, next, store.IfEquals(store.WriteIDAttr, r.raw.WriteID()), audit.Entry{Actor: by.Actor, ActorSource: by.Source,
+		Action: ActionRequestExpire, Subject: RequestPrefix + r.ID, Reason: "expired unapproved", Before: r.view(), After: next.view()},
+		closing(r, p))
 	return next, err
+}
+
+// closing are the writes beside the request's of the change that closes
+// r with p: p, and r's closed marker.
+func closing(r Request, p proof.Proof) func(token string) []store.Op {
+	return func(token string) []store.Op {
+		return []store.Op{p.Put(token), store.PutOp(closedItem(r, p.Verb, token), store.IfAbsent())}
+	}
 }
 
 // ExpireDue marks every request of rs that is still stored pending past
@@ -613,29 +764,56 @@ func (s *Service) ExpireDue(ctx context.Context, log audit.Appender, who func(co
 }
 
 // Decide closes a pending request without applying it: deny (anyone but
-// the requester) or cancel (the requester alone), with a note.
+// the requester) or cancel (the requester alone), with a note. It reads
+// the request and its closed marker in one batch read, and writes the
+// request's status, its audit record, the decider's proof and the closed
+// marker in one transaction: the request can never be approved after,
+// whatever its item says later. Closing is allowed on a request whose
+// item disagrees with its proofs, or that has none: it is always safe.
+// The requester is the one its proof of asking names, where it has one.
 func (s *Service) Decide(ctx context.Context, log audit.Appender, id string, by audit.Identity, cancel bool, note string) (Request, audit.Record, error) {
-	r, err := s.Get(ctx, id)
+	items, err := store.GetMany(ctx, s.store, []string{RequestPrefix + id, ClosedKey(id)})
+	if err != nil {
+		return Request{}, audit.Record{}, fmt.Errorf("read request %s: %w", id, err)
+	}
+	it, ok := items[RequestPrefix+id]
+	if !ok {
+		return Request{}, audit.Record{}, notFound(id)
+	}
+	r, err := s.decode(it)
 	if err != nil {
 		return Request{}, audit.Record{}, err
 	}
-	verb, status, action := "deny", StatusDenied, ActionRequestDeny
+	w, err := proof.WriterOf(by)
+	if err != nil {
+		return r, audit.Record{}, err
+	}
+	verb, status, action, pverb := "deny", StatusDenied, ActionRequestDeny, proof.Deny
 	if cancel {
-		verb, status, action = "cancel", StatusCanceled, ActionRequestCancel
+		verb, status, action, pverb = "cancel", StatusCanceled, ActionRequestCancel, proof.Cancel
+	}
+	_, closed := items[ClosedKey(id)]
+	requester := by.Actor == r.Requester
+	if t, terr := r.trailOf(nil, closed); terr == nil {
+		requester = w.Is(t.ask.Writer)
 	}
 	switch {
 	case r.Status != StatusPending:
 		return r, audit.Record{}, fmt.Errorf("%w: request %s is %s already: nothing to %s", ErrClosed, id, r.Status, verb)
-	case cancel && by.Actor != r.Requester:
+	case closed:
+		return r, audit.Record{}, fmt.Errorf("%w: request %s was decided already (its closed marker exists): nothing to %s", ErrClosed, id, verb)
+	case cancel && !requester:
 		return r, audit.Record{}, fmt.Errorf("%w: only the requester (%s) cancels request %s; deny it instead with koshactl request deny %s",
 			ErrSelf, textsafe.Line(r.Requester), id, id)
-	case !cancel && by.Actor == r.Requester:
+	case !cancel && requester:
 		return r, audit.Record{}, fmt.Errorf("%w: you asked for request %s: cancel it with koshactl request cancel %s", ErrSelf, id, id)
 	}
 	next := r
 	next.Status, next.DecidedBy, next.DecidedAt, next.Note = status, by.Actor, s.clock.Now().UTC().Truncate(time.Millisecond), note
+	p := r.proofOf(w, pverb, next.DecidedAt)
+	next.Proofs = append(slices.Clone(r.Proofs), p.Key())
 	rec, err := s.write(ctx, log, next, store.IfEquals(store.WriteIDAttr, r.raw.WriteID()), audit.Entry{Actor: by.Actor, ActorSource: by.Source,
-		Action: action, Subject: RequestPrefix + id, Reason: note, Before: r.view(), After: next.view()})
+		Action: action, Subject: RequestPrefix + id, Reason: note, Before: r.view(), After: next.view()}, closing(r, p))
 	return next, rec, err
 }
 
@@ -646,6 +824,10 @@ func (s *Service) BreakGlass(action string, targets []string, reason string, act
 	if err != nil {
 		return nil, nil, err
 	}
+	w, err := proof.WriterOf(actor)
+	if err != nil {
+		return nil, nil, fmt.Errorf("break the glass: %w", err)
+	}
 	rv := &Review{ID: id, Action: action, Targets: targets, Reason: reason, Actor: actor.Actor, ActorSource: actor.Source, Status: ReviewOpen}
 	return &lever.Attach{
 		Approval: &audit.Approval{Decision: audit.DecisionBreakGlass, Policies: policies, Review: id}, Review: id,
@@ -654,13 +836,21 @@ func (s *Service) BreakGlass(action string, targets []string, reason string, act
 			policies, id, id)},
 		Ops: func(token string, now time.Time) []store.Op {
 			rv.CreatedAt, rv.Change = now.UTC().Truncate(time.Millisecond), token
-			return []store.Op{store.PutOp(rv.item(token), store.IfAbsent())}
+			// The actor's proof of the break-glass change: who made it,
+			// whatever the review item says later.
+			glass := rv.proofOf(w, proof.Glass, rv.CreatedAt)
+			rv.Proofs = []string{glass.Key()}
+			return []store.Op{store.PutOp(rv.item(token), store.IfAbsent()), glass.Put(token)}
 		},
 	}, rv, nil
 }
 
 // Ack acknowledges an open break-glass review: someone other than its actor
-// says they looked at it. One transaction with its audit record.
+// says they looked at it. It reads the review, then its proofs; who made
+// the change is its break-glass proof's writer, and whether it was
+// acknowledged already is whether an acknowledgement proof says so, never
+// what the review item says. One transaction: the review, the
+// acknowledger's proof and its audit record.
 func (s *Service) Ack(ctx context.Context, log audit.Appender, id string, by audit.Identity, note string) (Review, audit.Record, error) {
 	it, err := s.store.Get(ctx, ReviewPrefix+id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -673,14 +863,28 @@ func (s *Service) Ack(ctx context.Context, log audit.Appender, id string, by aud
 	if err != nil {
 		return Review{}, audit.Record{}, err
 	}
+	items, err := store.GetMany(ctx, s.store, rv.Proofs)
+	if err != nil {
+		return Review{}, audit.Record{}, fmt.Errorf("read the proofs of review %s: %w", id, err)
+	}
+	w, err := proof.WriterOf(by)
+	if err != nil {
+		return rv, audit.Record{}, err
+	}
+	t := rv.trailOf(items)
+	rv.Verification = verification(t.err)
 	switch {
-	case rv.Status == ReviewAcknowledged:
+	case t.ack != nil && t.err == nil:
 		return rv, audit.Record{}, nil
-	case rv.Actor == by.Actor:
+	case rv.Actor == by.Actor || t.glass != nil && t.glass.Writer.Is(w):
 		return rv, audit.Record{}, fmt.Errorf("%w: %s made the break-glass change of review %s; someone else acknowledges it", ErrSelf, textsafe.Line(by.Actor), id)
 	}
 	next := rv
 	next.Status, next.AckedBy, next.AckedAt, next.Note = ReviewAcknowledged, by.Actor, s.clock.Now().UTC().Truncate(time.Millisecond), note
+	ack := rv.proofOf(w, proof.Ack, next.AckedAt)
+	ack.Expires = next.AckedAt.Add(Retention)
+	next.Proofs = append(slices.Clone(rv.Proofs), ack.Key())
+	next.Verification = Verification{}
 	token, err := store.NewWriteID()
 	if err != nil {
 		return rv, audit.Record{}, err
@@ -691,7 +895,8 @@ func (s *Service) Ack(ctx context.Context, log audit.Appender, id string, by aud
 	if err != nil {
 		return rv, audit.Record{}, err
 	}
-	if _, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: []store.Op{store.PutOp(nit, store.IfEquals(store.WriteIDAttr, it.WriteID())), rop}, Proof: nit.PK()}); err != nil {
+	ops := []store.Op{store.PutOp(nit, store.IfEquals(store.WriteIDAttr, it.WriteID())), ack.Put(token), rop}
+	if _, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: ops, Proof: nit.PK()}); err != nil {
 		if errors.Is(err, store.ErrConditionFailed) {
 			return rv, audit.Record{}, fmt.Errorf("review %s changed while koshactl was acting: look again with koshactl request list --reviews: %w", id, err)
 		}

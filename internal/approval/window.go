@@ -187,15 +187,21 @@ func (s *Service) ReadWindows(ctx context.Context, ws []Window) (*policy.Stored,
 }
 
 // AuthorizeWindow is the rule apply follows before it forces a window's
-// dependency on a table with a policy (set; nil: none): allowed as is, or
+// dependency on a table with a policy (stored; nil: none): allowed as is, or
 // approved by the window's levers.window request for exactly this content,
 // occurrence and context, approved and not expired. items are what
 // [Service.ReadWindows] read; it writes nothing. Refused: a request
 // missing or still pending ([ErrWindowNoApproval], exit 12), expired or
 // closed (exit 13), for other content ([ErrHashMismatch], exit 14), one
-// whose approval no approver's record proves ([ErrApprovalUnproven], exit
-// 14), or a force the policy denies.
-func (s *Service) AuthorizeWindow(ctx context.Context, set *policy.Set, items map[string]store.Item, w Window, applier audit.Identity) (WindowAuthorization, error) {
+// whose approval no approver's proof shows ([ErrApprovalUnproven], exit
+// 14) or whose item disagrees with its proofs ([ErrTampered], exit 14), a
+// policy its proof does not prove (policy.ErrUnproven), or a force the
+// policy denies.
+func (s *Service) AuthorizeWindow(ctx context.Context, stored *policy.Stored, items map[string]store.Item, w Window, applier audit.Identity) (WindowAuthorization, error) {
+	var set *policy.Set
+	if stored != nil {
+		set = stored.Set
+	}
 	dec := s.decideWindow(set, policy.Actor{ARN: applier.Actor, Verified: applier.Verified()}, w)
 	res := WindowAuthorization{Decision: dec}
 	switch dec.Outcome {
@@ -232,7 +238,7 @@ func (s *Service) AuthorizeWindow(ctx context.Context, set *policy.Set, items ma
 	default:
 		return res, fmt.Errorf("%w: request %s for window %s was %s by %s: %s", ErrClosed, r.ID, textsafe.Line(w.ID), st, textsafe.Line(r.DecidedBy), ask)
 	}
-	if err := s.proveApproved(ctx, r); err != nil {
+	if err := s.proveApproved(ctx, r, stored); err != nil {
 		return res, err
 	}
 	res.Request = &r

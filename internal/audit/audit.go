@@ -76,6 +76,12 @@ type Identity struct {
 	Actor string
 	// Source says whether STS vouched for Actor.
 	Source ActorSource
+	// UserID is the principal's unique id as STS GetCallerIdentity names it
+	// (aws:userid: an IAM user's id, or ROLEID:SESSION for an assumed
+	// role); empty for an unverified actor. The proofs a verified identity
+	// writes are keyed by it (internal/proof), and an IAM policy lets each
+	// principal write under its own alone.
+	UserID string
 }
 
 // Verified reports whether STS vouched for the actor.
@@ -536,6 +542,9 @@ func (l *Log) List(ctx context.Context, q Query) (Listing, error) {
 	for it, err := range l.candidates(ctx, q, now) {
 		if err != nil {
 			return Listing{}, fmt.Errorf("list audit records: %w", err)
+		}
+		if isLegacyClaim(it.PK()) {
+			continue // a claim, not a record, whatever index placed it here
 		}
 		r, ok, problems := fromItem(it)
 		if !q.matches(r, ok, now) {

@@ -310,3 +310,32 @@ func TestListLimitCountsTheRecordsKeepKeeps(t *testing.T) {
 		})
 	}
 }
+
+// A claim item an older koshactl wrote beside a clear (audit#claim#) is no
+// record, whatever attributes it carries: planted with the indexes'
+// attributes, a clear by alice, it is listed by no read (by day, subject,
+// actor, or a scan).
+func TestPlantedClaimIsNoRecord(t *testing.T) {
+	for name, s := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			log := history(t, s, 2)
+			planted := store.Item{store.PK: "audit#claim#" + fmt.Sprintf("%013d", t0.UnixMilli()) + "#planted", "time": t0.UnixMilli(),
+				"actor": "arn:aws:iam::123456789012:user/alice", "action": "breaker.clear", "subject": "breaker#dep-1", "context": "ctx",
+				"outcome": "ok", "reason": "planted", "ix_audit_day": t0.UTC().Format(audit.DayLayout), "ix_audit_subject": "breaker#dep-1",
+				"ix_audit_actor": "arn:aws:iam::123456789012:user/alice"}
+			if err := s.Put(t.Context(), planted, store.IfAbsent()); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range []audit.Query{{}, {Subject: "breaker#dep-1"}, {Actor: "arn:aws:iam::123456789012:user/alice"}, {Scan: true},
+				{Action: "breaker.clear"}} {
+				l, err := log.List(t.Context(), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(reasons(l.Records), "planted") || len(l.Unreadable) > 0 {
+					t.Errorf("query %+v listed the claim: %+v, unreadable %v", q, l.Records, l.Unreadable)
+				}
+			}
+		})
+	}
+}

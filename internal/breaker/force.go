@@ -1,6 +1,10 @@
 package breaker
 
-import "time"
+import (
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/store"
+)
 
 // CacheTTL is how long a data-plane instance may act on the override it read
 // last: it reads breaker#<dependency> at most once per CacheTTL (the LLD's
@@ -29,4 +33,20 @@ type Force struct {
 // ActiveAt reports whether the override holds at now.
 func (f Force) ActiveAt(now time.Time) bool {
 	return f.Active && (f.ExpiresAt.IsZero() || now.Before(f.ExpiresAt))
+}
+
+// ForceOf applies the data plane's rule to one read of a dependency's
+// override: the item read (nil when there was none) at now. It is what an
+// override source reports, however it read the item (one GetItem, or a
+// batch read with the freeze item): an absent item is an inactive Force;
+// an item outside breaker# is an error, as a failed read is.
+func ForceOf(it store.Item, now time.Time) (Force, error) {
+	if it == nil {
+		return Force{}, nil
+	}
+	o, err := OverrideFromItem(it)
+	if err != nil {
+		return Force{}, err
+	}
+	return o.ForceAt(now), nil
 }

@@ -69,7 +69,7 @@ func (l levers) ForceOne(ctx context.Context, r forceReq) (breaker.ForceResult, 
 	if len(rep.Outcomes) == 0 {
 		return breaker.ForceResult{}, lever.Outcome{}, err
 	}
-	return breaker.ForceOf(rep.Outcomes[0]), rep.Outcomes[0], err
+	return breaker.ForceResultOf(rep.Outcomes[0]), rep.Outcomes[0], err
 }
 
 // Force forces one override, recorded in l's log.
@@ -86,7 +86,7 @@ func (l levers) ClearOne(ctx context.Context, dependency, actor, reason string) 
 	if len(rep.Outcomes) == 0 {
 		return breaker.ClearResult{}, lever.Outcome{}, err
 	}
-	return breaker.ClearOf(rep.Outcomes[0]), rep.Outcomes[0], err
+	return breaker.ClearResultOf(rep.Outcomes[0]), rep.Outcomes[0], err
 }
 
 // Clear clears one override as "tester", recorded in l's log.

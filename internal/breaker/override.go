@@ -421,14 +421,14 @@ func (s *Overrides) Get(ctx context.Context, dependency string) (Override, error
 // (the reference data plane's watcher caches it): an absent item is an inactive Force, a store error is
 // returned so the watcher keeps its last known value.
 func (s *Overrides) ForcedOpen(ctx context.Context, dependency string) (Force, error) {
-	o, err := s.Get(ctx, dependency)
+	it, err := s.store.Get(ctx, OverrideKey(dependency))
 	if errors.Is(err, store.ErrNotFound) {
-		return Force{}, nil
+		it, err = nil, nil
 	}
 	if err != nil {
-		return Force{}, err
+		return Force{}, fmt.Errorf("read override %s: %w", dependency, err)
 	}
-	return o.ForceAt(s.clock.Now()), nil
+	return ForceOf(it, s.clock.Now())
 }
 
 // List returns every override item in the table (active or expired),

@@ -97,7 +97,7 @@ func TestForceAllReadsOnceWhileTheActorResolves(t *testing.T) {
 		t.Errorf("read %d keys by batch, %d scans, confirmed %d; want %d keys in one batch", base.batchKeys.Load(), base.scans.Load(), len(confirmed), len(deps))
 	}
 	for i, o := range rep.Outcomes {
-		if breaker.ForceOf(o).After.Dependency != deps[i] || !o.Written || o.Record.ID == "" || breaker.ForceOf(o).After.Actor != "alice" {
+		if breaker.ForceResultOf(o).After.Dependency != deps[i] || !o.Written || o.Record.ID == "" || breaker.ForceResultOf(o).After.Actor != "alice" {
 			t.Errorf("outcome %d = %+v; want %s written by alice and audited, in request order", i, o, deps[i])
 		}
 	}
@@ -167,7 +167,7 @@ func TestClearAll(t *testing.T) {
 	if s.batchKeys.Load()-before != 3 {
 		t.Errorf("ClearAll read %d keys by batch, want 3", s.batchKeys.Load()-before)
 	}
-	if !outs[0].Written || outs[1].Written || breaker.ClearOf(outs[1]).Before != nil || !outs[2].Written {
+	if !outs[0].Written || outs[1].Written || breaker.ClearResultOf(outs[1]).Before != nil || !outs[2].Written {
 		t.Errorf("outcomes %+v: want a1 and a3 cleared, a2 already clear", outs)
 	}
 	if list, _ := ov.ListFor(t.Context(), []string{"a1", "a2", "a3"}); len(list) != 0 {

@@ -85,7 +85,7 @@ func TestForceAllWritesTheDecidedPlanStampedAtTheWrite(t *testing.T) {
 		if !o.Written || o.Record.ID == "" {
 			t.Fatalf("outcome %d = %+v, want written and audited", i, o)
 		}
-		a := breaker.ForceOf(o).After
+		a := breaker.ForceResultOf(o).After
 		if !a.CreatedAt.Equal(wrote) || !a.ExpiresAt.Equal(wrote.Add(time.Hour)) || a.Version != plans[i].After.Version {
 			t.Fatalf("written %s = created %s expires %s v%d, want created %s expires %s v%d", a.Dependency, a.CreatedAt, a.ExpiresAt, a.Version,
 				wrote, wrote.Add(time.Hour), plans[i].After.Version)
@@ -95,7 +95,7 @@ func TestForceAllWritesTheDecidedPlanStampedAtTheWrite(t *testing.T) {
 			t.Fatalf("stored %s = %+v, %v; want the write %s", a.Dependency, got, err, a.WriteID)
 		}
 	}
-	if breaker.ForceOf(outs[0]).Replaced {
+	if breaker.ForceResultOf(outs[0]).Replaced {
 		t.Fatal("core-api's override lapsed during the confirmation: the write replaced an expired one, not an active one")
 	}
 }

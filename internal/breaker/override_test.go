@@ -179,7 +179,7 @@ func TestForceOnStaleReadIsAConflict(t *testing.T) {
 	c := forceReq{Dependency: "openai", Reason: "mine", Actor: "a", For: time.Hour}.change()
 	c.DryRun = true
 	plan, err := ov.Change(ctx, c)
-	if err != nil || breaker.ForceOf(plan.Outcomes[0]).Before != nil {
+	if err != nil || breaker.ForceResultOf(plan.Outcomes[0]).Before != nil {
 		t.Fatalf("plan: %+v %v", plan, err)
 	}
 	if _, err := ov.Force(ctx, forceReq{Dependency: "openai", Reason: "theirs", Actor: "b", For: time.Hour}); err != nil {

@@ -42,14 +42,14 @@ func (s *Overrides) ClearAll(ctx context.Context, reason string) (lever.Change, 
 	return c, nil
 }
 
-// ForceOf is a force's result in an outcome.
-func ForceOf(o lever.Outcome) ForceResult {
+// ForceResultOf is a force's result in an outcome.
+func ForceResultOf(o lever.Outcome) ForceResult {
 	r, _ := o.Result.(ForceResult)
 	return r
 }
 
-// ClearOf is a clear's result in an outcome.
-func ClearOf(o lever.Outcome) ClearResult {
+// ClearResultOf is a clear's result in an outcome.
+func ClearResultOf(o lever.Outcome) ClearResult {
 	r, _ := o.Result.(ClearResult)
 	return r
 }

@@ -340,6 +340,11 @@ type Fields struct {
 	Ms int
 	// P is the per-call probability.
 	P Prob
+	// IAT is when the header was issued, in unix seconds: set, the header
+	// is a v=2 header and exp is after it by at most [MaxTTL]; zero, a v=1
+	// header without the field (an older signer's). The freeze rule reads
+	// it through [Fields.Issued].
+	IAT int64
 	// Exp is the expiry in unix seconds.
 	Exp int64
 	// JTI is the header's random id, 16 to 64 base64url characters.
@@ -348,6 +353,27 @@ type Fields struct {
 
 // ExpTime returns Exp as a time.
 func (f Fields) ExpTime() time.Time { return time.Unix(f.Exp, 0) }
+
+// Version returns the wire version the fields are signed as: 2 with an
+// IAT, 1 without.
+func (f Fields) Version() int {
+	if f.IAT != 0 {
+		return Version2
+	}
+	return Version1
+}
+
+// Issued returns the earliest instant the header can have been minted, in
+// unix seconds: its IAT, or for a v=1 header (no IAT) exp minus [MaxTTL],
+// since no signer mints a header that lives longer. The freeze rule
+// (docs/contracts/freeze.md) voids a header issued before the end of the
+// fleet's last freeze.
+func (f Fields) Issued() int64 {
+	if f.IAT != 0 {
+		return f.IAT
+	}
+	return f.Exp - int64(MaxTTL/time.Second)
+}
 
 // Validate checks every field against the wire grammar and returns a
 // *FieldError naming the first that fails. It does not check the target
@@ -369,8 +395,16 @@ func (f Fields) Validate() error {
 	if !f.P.Valid() {
 		return &FieldError{Field: "p", Problem: fmt.Sprintf("%d/10000 is outside (0, 1]", int(f.P))}
 	}
+	if f.IAT < 0 || f.IAT > maxExp {
+		return &FieldError{Field: "iat", Problem: fmt.Sprintf("%d is not a unix time in 1..%d (0: none, a v=1 header)", f.IAT, maxExp)}
+	}
 	if f.Exp <= 0 || f.Exp > maxExp {
 		return &FieldError{Field: "exp", Problem: fmt.Sprintf("%d is not a unix time in 1..%d", f.Exp, maxExp)}
+	}
+	if f.IAT != 0 {
+		if p := lifetimeProblem(f.IAT, f.Exp); p != "" {
+			return &FieldError{Field: "exp", Problem: p}
+		}
 	}
 	if p := jtiProblem(f.JTI); p != "" {
 		return &FieldError{Field: "jti", Problem: p}
@@ -397,7 +431,7 @@ func jtiProblem(s string) string {
 // [ErrSyntax] with errors.Is.
 type FieldError struct {
 	// Field is the wire name of the offending field (v, kid, target, fault,
-	// ms, p, exp, jti, sig), or "" for the value as a whole.
+	// ms, p, iat, exp, jti, sig), or "" for the value as a whole.
 	Field string
 	// Problem says what is wrong, in words an operator can act on.
 	Problem string

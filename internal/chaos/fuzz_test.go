@@ -54,19 +54,27 @@ func randomFields(r *mrand.Rand) chaos.Fields {
 // from docs/contracts/chaos-header.md independently of the parser. Range
 // checks a regexp cannot express (ms <= 60000, ms iff latency) are applied
 // after matching.
-var refGrammar = regexp.MustCompile(`^v=1;kid=([A-Za-z0-9_-]{10}[AEIMQUYcgkosw048]);target=([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?);` +
-	`fault=(latency|error|timeout|reset);(?:ms=([1-9][0-9]{0,4});)?p=(1|0\.[0-9]{0,3}[1-9]);exp=([1-9][0-9]{0,10});` +
+var refGrammar = regexp.MustCompile(`^v=([12]);kid=([A-Za-z0-9_-]{10}[AEIMQUYcgkosw048]);target=([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?);` +
+	`fault=(latency|error|timeout|reset);(?:ms=([1-9][0-9]{0,4});)?p=(1|0\.[0-9]{0,3}[1-9]);(?:iat=([1-9][0-9]{0,10});)?exp=([1-9][0-9]{0,10});` +
 	`jti=([A-Za-z0-9_-]{16,64});sig=([A-Za-z0-9_-]{42}[AEIMQUYcgkosw048])$`)
 
-// refAccepts reports whether the reference grammar accepts value.
+// refAccepts reports whether the reference grammar accepts value: iat
+// present exactly in v=2, and then exp after it by at most 900 s.
 func refAccepts(value string) bool {
 	m := refGrammar.FindStringSubmatch(value)
 	if m == nil {
 		return false
 	}
-	fault, ms := m[3], m[4]
-	if (fault == "latency") != (ms != "") {
+	version, fault, ms, iat, exp := m[1], m[4], m[5], m[7], m[8]
+	if (fault == "latency") != (ms != "") || (version == "2") != (iat != "") {
 		return false
+	}
+	if iat != "" {
+		i, _ := strconv.ParseInt(iat, 10, 64)
+		e, _ := strconv.ParseInt(exp, 10, 64)
+		if e <= i || e-i > 900 {
+			return false
+		}
 	}
 	if ms != "" {
 		if n, _ := strconv.Atoi(ms); n > chaos.MaxMs {
@@ -196,6 +204,19 @@ func FuzzSignRoundTrip(f *testing.F) {
 		}
 		if h.Fields != fields || h.KID != key.KID() || !refAccepts(value) {
 			t.Fatalf("round trip of %+v gave %+v", fields, h.Fields)
+		}
+		// The same fields issued a whole ttl before exp: a v=2 header that
+		// round-trips too (the corpus keeps v=1's arguments).
+		if ttl := 1 + int64(uint64(exp)%900); exp-ttl > 0 { //nolint:gosec // G115: any exp picks some ttl
+			f2 := fields
+			f2.IAT = exp - ttl
+			v2, err := chaos.Sign(key, f2)
+			if err != nil {
+				t.Fatalf("v=2 sign of %+v: %v", f2, err)
+			}
+			if h2, err := chaos.Parse(v2); err != nil || h2.Fields != f2 || !refAccepts(v2) || h2.Issued() != f2.IAT {
+				t.Fatalf("v=2 round trip of %+v gave %+v (%v)", f2, h2.Fields, err)
+			}
 		}
 		ks := mustKeySet(t, key)
 		v := mustVerifier(t, ks, chaos.Options{Targets: []chaos.Target{fields.Target}})

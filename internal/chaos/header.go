@@ -38,8 +38,18 @@ func HeaderValue(h http.Header) (string, error) {
 // more than one chaos header field.
 var ErrRepeatedHeader = errors.New("more than one chaos header")
 
-// Version is the wire format version this package speaks (the v field).
-const Version = 1
+// The wire format versions this package speaks (the v field). A v=2 header
+// carries iat, the instant it was issued, which the freeze rule compares
+// with the end of the fleet's last freeze (docs/contracts/freeze.md); a
+// v=1 header has none, and counts as issued at exp minus [MaxTTL], the
+// earliest it can have been minted. [Sign] writes v=2 when its fields have
+// an IAT, v=1 otherwise; a [Minter] always sets one.
+const (
+	Version1 = 1
+	Version2 = 2
+	// Version is the newest version, the one a Minter mints.
+	Version = Version2
+)
 
 // The wire names of the fields, in their fixed order.
 const (
@@ -49,21 +59,29 @@ const (
 	fieldFault  = "fault"
 	fieldMs     = "ms"
 	fieldP      = "p"
+	fieldIAT    = "iat"
 	fieldExp    = "exp"
 	fieldJTI    = "jti"
 	fieldSig    = "sig"
 )
 
 // fieldOrder lists the wire fields in the only order a value may carry
-// them. ms appears only when fault is latency.
-var fieldOrder = [...]string{fieldV, fieldKID, fieldTarget, fieldFault, fieldMs, fieldP, fieldExp, fieldJTI, fieldSig}
+// them. ms appears only when fault is latency, iat only when v is 2.
+var fieldOrder = [...]string{fieldV, fieldKID, fieldTarget, fieldFault, fieldMs, fieldP, fieldIAT, fieldExp, fieldJTI, fieldSig}
 
 // FieldNames returns the wire field names in the only order a value may
-// carry them: v, kid, target, fault, ms, p, exp, jti, sig (ms only when
-// fault is latency). A *FieldError's Field is one of these or "".
+// carry them: v, kid, target, fault, ms, p, iat, exp, jti, sig (ms only
+// when fault is latency, iat only in v=2). A *FieldError's Field is one of
+// these or "".
 func FieldNames() []string { return append([]string(nil), fieldOrder[:]...) }
 
-const fieldOrderText = "v;kid;target;fault;ms;p;exp;jti;sig"
+// fieldOrderText names the fields of a version's values, for messages.
+func fieldOrderText(v int) string {
+	if v == Version1 {
+		return "v;kid;target;fault;ms;p;exp;jti;sig"
+	}
+	return "v;kid;target;fault;ms;p;iat;exp;jti;sig"
+}
 
 // Header is a parsed chaos header value. Parse only returns headers whose
 // every field follows the grammar; whether the header is authentic and
@@ -127,17 +145,22 @@ func (h Header) MarshalJSON() ([]byte, error) {
 		Fault     Fault     `json:"fault"`
 		Ms        int       `json:"ms,omitempty"`
 		P         Prob      `json:"p"`
+		IAT       int64     `json:"iat,omitempty"`
 		Exp       int64     `json:"exp"`
 		ExpiresAt time.Time `json:"expires_at"`
 		JTI       string    `json:"jti"`
 	}
-	return json.Marshal(view{Version, h.KID, h.Target, h.Fault, h.Ms, h.P, h.Exp, h.ExpTime().UTC(), h.JTI})
+	return json.Marshal(view{h.Version(), h.KID, h.Target, h.Fault, h.Ms, h.P, h.IAT, h.Exp, h.ExpTime().UTC(), h.JTI})
 }
 
-// appendSigningInput appends "v=1;kid=...;...;jti=..." for f signed under
-// kid. f must be valid.
+// appendSigningInput appends "v=2;kid=...;...;jti=..." (v=1 without an
+// IAT) for f signed under kid. f must be valid.
 func appendSigningInput(dst []byte, kid string, f *Fields) []byte {
-	dst = append(dst, "v=1;kid="...)
+	if f.IAT != 0 {
+		dst = append(dst, "v=2;kid="...)
+	} else {
+		dst = append(dst, "v=1;kid="...)
+	}
 	dst = append(dst, kid...)
 	dst = append(dst, ";target="...)
 	dst = append(dst, f.Target...)
@@ -149,6 +172,10 @@ func appendSigningInput(dst []byte, kid string, f *Fields) []byte {
 	}
 	dst = append(dst, ";p="...)
 	dst = f.P.appendTo(dst)
+	if f.IAT != 0 {
+		dst = append(dst, ";iat="...)
+		dst = strconv.AppendInt(dst, f.IAT, 10)
+	}
 	dst = append(dst, ";exp="...)
 	dst = strconv.AppendInt(dst, f.Exp, 10)
 	dst = append(dst, ";jti="...)
@@ -171,13 +198,17 @@ func Parse(value string) (Header, error) {
 	if len(value) > MaxValueLen {
 		return Header{}, &FieldError{Problem: fmt.Sprintf("value is %d bytes, longer than the %d allowed", len(value), MaxValueLen)}
 	}
-	p := parser{s: value}
+	p := parser{s: value, version: Version2}
 
 	v, err := p.field(fieldV, 0)
 	if err != nil {
 		return Header{}, err
 	}
-	if v != "1" {
+	switch v {
+	case "1":
+		p.version = Version1
+	case "2":
+	default:
 		return Header{}, versionError(v)
 	}
 
@@ -238,20 +269,39 @@ func Parse(value string) (Header, error) {
 		return Header{}, err
 	}
 
-	exp, err := p.field(fieldExp, 6)
+	if p.version == Version2 {
+		iat, err := p.field(fieldIAT, 6)
+		if err != nil {
+			return Header{}, err
+		}
+		n, prob := parseUint(iat, MaxExpDigits)
+		if prob == "" && n == 0 {
+			prob = "must be a unix time after 0"
+		}
+		if prob != "" {
+			return Header{}, &FieldError{Field: fieldIAT, Problem: prob}
+		}
+		h.IAT = n
+	}
+
+	exp, err := p.field(fieldExp, 7)
 	if err != nil {
 		return Header{}, err
 	}
 	n, prob := parseUint(exp, MaxExpDigits)
-	if prob == "" && n == 0 {
+	switch {
+	case prob != "":
+	case n == 0:
 		prob = "must be a unix time after 0"
+	case h.IAT != 0:
+		prob = lifetimeProblem(h.IAT, n)
 	}
 	if prob != "" {
 		return Header{}, &FieldError{Field: fieldExp, Problem: prob}
 	}
 	h.Exp = n
 
-	jti, err := p.field(fieldJTI, 7)
+	jti, err := p.field(fieldJTI, 8)
 	if err != nil {
 		return Header{}, err
 	}
@@ -261,7 +311,7 @@ func Parse(value string) (Header, error) {
 	h.JTI = jti
 
 	sigStart := p.pos
-	sig, err := p.field(fieldSig, 8)
+	sig, err := p.field(fieldSig, 9)
 	if err != nil {
 		return Header{}, err
 	}
@@ -278,10 +328,11 @@ func Parse(value string) (Header, error) {
 
 // parser walks a value one ';'-separated field at a time.
 type parser struct {
-	s    string
-	pos  int    // start of the next field
-	done bool   // the last field has been consumed
-	seen uint16 // bit i set: fieldOrder[i] parsed
+	s       string
+	pos     int    // start of the next field
+	done    bool   // the last field has been consumed
+	seen    uint16 // bit i set: fieldOrder[i] parsed
+	version int    // the v field's value, once read (2 until then)
 }
 
 func fieldIndex(name string) int { return slices.Index(fieldOrder[:], name) }
@@ -311,7 +362,7 @@ func (p *parser) peekName() string {
 // name happens only on failure.
 func (p *parser) field(want string, idx int) (string, error) {
 	if p.done {
-		return "", &FieldError{Field: want, Problem: "missing; the value ends before it (fields are " + fieldOrderText + ")"}
+		return "", &FieldError{Field: want, Problem: "missing; the value ends before it (fields are " + fieldOrderText(p.version) + ")"}
 	}
 	rest := p.s[p.pos:]
 	if len(rest) <= len(want) || rest[len(want)] != '=' || rest[:len(want)] != want {
@@ -361,7 +412,7 @@ func (p *parser) wrongName(want, name string) error {
 	case i >= 0 && p.seen&(1<<i) != 0:
 		return &FieldError{Field: name, Problem: "appears more than once"}
 	case i >= 0:
-		return &FieldError{Field: want, Problem: fmt.Sprintf("missing: found %q where %q belongs (fields are %s, in that order)", name, want, fieldOrderText)}
+		return &FieldError{Field: want, Problem: fmt.Sprintf("missing: found %q where %q belongs (fields of v=%d are %s, in that order)", name, want, p.version, fieldOrderText(p.version))}
 	case strings.TrimSpace(name) != name || strings.ContainsAny(name, " \t\r\n"):
 		return &FieldError{Field: want, Problem: fmt.Sprintf("whitespace in the field name %s; no spaces are allowed anywhere", quote(name))}
 	case fieldIndex(strings.ToLower(name)) >= 0:
@@ -369,7 +420,7 @@ func (p *parser) wrongName(want, name string) error {
 	case name == "":
 		return &FieldError{Field: want, Problem: fmt.Sprintf("missing: found an empty field where %q belongs", want)}
 	}
-	return &FieldError{Field: want, Problem: fmt.Sprintf("unknown field %s where %q belongs (fields are %s)", quote(name), want, fieldOrderText)}
+	return &FieldError{Field: want, Problem: fmt.Sprintf("unknown field %s where %q belongs (fields of v=%d are %s)", quote(name), want, p.version, fieldOrderText(p.version))}
 }
 
 // trailing explains data after sig.
@@ -390,7 +441,19 @@ func versionError(v string) error {
 	if prob != "" {
 		return &FieldError{Field: fieldV, Problem: prob}
 	}
-	return &FieldError{Field: fieldV, Problem: fmt.Sprintf("unsupported version %d; this implementation speaks v=1", n)}
+	return &FieldError{Field: fieldV, Problem: fmt.Sprintf("unsupported version %d; this implementation speaks v=1 and v=2", n)}
+}
+
+// lifetimeProblem checks a v=2 header's exp against its iat: after it, and
+// at most [MaxTTL] after it (no signer mints a longer ttl).
+func lifetimeProblem(iat, exp int64) string {
+	switch {
+	case exp <= iat:
+		return fmt.Sprintf("%d is not after iat %d", exp, iat)
+	case exp-iat > int64(MaxTTL/time.Second):
+		return fmt.Sprintf("%d is %d s after iat %d; a header lives at most %d s", exp, exp-iat, iat, int64(MaxTTL/time.Second))
+	}
+	return ""
 }
 
 // parseUint parses a canonical unsigned decimal of at most maxDigits digits:

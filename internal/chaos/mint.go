@@ -127,6 +127,7 @@ func (m *Minter) Mint(ctx context.Context, req MintRequest) (*Minted, error) {
 		Fault:  req.Fault,
 		Ms:     req.Ms,
 		P:      req.P,
+		IAT:    now.Unix(),
 		Exp:    now.Unix() + int64(req.TTL/time.Second),
 		JTI:    string(appendB64(nil, jti[:])),
 	}
@@ -176,6 +177,7 @@ func (m *Minted) Record() MintRecord {
 		Fault:     m.Header.Fault,
 		Ms:        m.Header.Ms,
 		P:         m.Header.P,
+		IAT:       m.Header.IAT,
 		Exp:       m.Header.Exp,
 		ExpiresAt: m.Header.ExpTime().UTC(),
 		IssuedAt:  m.IssuedAt.UTC(),
@@ -189,12 +191,13 @@ func (m *Minted) Record() MintRecord {
 // log a source of usable headers) nor key material. Who minted is the
 // caller's to add.
 type MintRecord struct {
-	// KID, Target, Fault, Ms, P, Exp and JTI are the signed fields.
+	// KID, Target, Fault, Ms, P, IAT, Exp and JTI are the signed fields.
 	KID    string `json:"kid"`
 	Target Target `json:"target"`
 	Fault  Fault  `json:"fault"`
 	Ms     int    `json:"ms,omitempty"`
 	P      Prob   `json:"p"`
+	IAT    int64  `json:"iat,omitempty"`
 	Exp    int64  `json:"exp"`
 	JTI    string `json:"jti"`
 	// ExpiresAt is Exp as a time, for readers of the audit log.
@@ -213,13 +216,16 @@ type Rejection struct {
 	Check  Check  `json:"check"`
 	Field  string `json:"field,omitempty"`
 	Reason string `json:"reason"`
-	// KID, Target, Fault, Exp and JTI are what parsed of the header; empty
-	// when the syntax check failed.
+	// KID, Target, Fault, IAT, Exp and JTI are what parsed of the header;
+	// empty when the syntax check failed (IAT also for a v=1 header).
 	KID    string `json:"kid,omitempty"`
 	Target Target `json:"target,omitempty"`
 	Fault  string `json:"fault,omitempty"`
+	IAT    int64  `json:"iat,omitempty"`
 	Exp    int64  `json:"exp,omitempty"`
 	JTI    string `json:"jti,omitempty"`
+	// Freeze names the freeze that refused the header (check freeze).
+	Freeze *FreezeRef `json:"freeze,omitempty"`
 }
 
 // NewRejection builds the audit record for a header that [Verifier.Verify]
@@ -231,8 +237,13 @@ func NewRejection(h Header, err error) Rejection {
 	if errors.As(err, &ce) {
 		r.Check, r.Field, r.Reason = ce.Check, ce.Field, ce.Reason
 	}
+	var fr *FreezeRefusal
+	if errors.As(err, &fr) {
+		ref := fr.Freeze
+		r.Freeze = &ref
+	}
 	if h.value != "" || h.KID != "" {
-		r.KID, r.Target, r.Exp, r.JTI = h.KID, h.Target, h.Exp, h.JTI
+		r.KID, r.Target, r.IAT, r.Exp, r.JTI = h.KID, h.Target, h.IAT, h.Exp, h.JTI
 		if h.Fault.Valid() {
 			r.Fault = h.Fault.String()
 		}

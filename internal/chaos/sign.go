@@ -5,8 +5,9 @@ import (
 )
 
 // Sign validates f and returns the signed header value for it under key:
-// the signing input "v=1;kid=<kid of key>;target=...;jti=..." followed by
-// ";sig=" and the unpadded base64url HMAC-SHA256 of the signing input.
+// the signing input "v=2;kid=<kid of key>;target=...;jti=..." (v=1, without
+// iat, when f has no IAT) followed by ";sig=" and the unpadded base64url
+// HMAC-SHA256 of the signing input.
 // It does not look at the clock or at a context's targets; [Minter] does.
 func Sign(key Key, f Fields) (string, error) {
 	h, err := SignHeader(key, f)

@@ -61,6 +61,7 @@ func withP(s string) fieldOpt      { return func(f *vecFields) { f.P = s } }
 func withExp(e int64) fieldOpt     { return func(f *vecFields) { f.Exp = e } }
 func withMs(ms int) fieldOpt       { return func(f *vecFields) { f.Ms = ms } }
 func withJTI(s string) fieldOpt    { return func(f *vecFields) { f.JTI = s } }
+func withIAT(i int64) fieldOpt     { return func(f *vecFields) { f.IAT = i } }
 func withFault(s string) fieldOpt {
 	return func(f *vecFields) {
 		f.Fault = s
@@ -90,7 +91,7 @@ func (b *vectorBuilder) signed(key string, opts ...fieldOpt) (vecFields, chaos.H
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	h, err := chaos.SignHeader(b.keys[key], chaos.Fields{Target: chaos.Target(f.Target), Fault: fault, Ms: f.Ms, P: p, Exp: f.Exp, JTI: f.JTI})
+	h, err := chaos.SignHeader(b.keys[key], chaos.Fields{Target: chaos.Target(f.Target), Fault: fault, Ms: f.Ms, P: p, IAT: f.IAT, Exp: f.Exp, JTI: f.JTI})
 	if err != nil {
 		b.t.Fatalf("sign %+v: %v", f, err)
 	}
@@ -140,6 +141,9 @@ func (b *vectorBuilder) build() {
 	b.valid("exp at the cap plus the full 30s skew allowance", vecNow, "k1", nil, withFault("error"), withExp(vecNow+930))
 	b.valid("half a second before exp", vecNow+299.5, "k1", nil, withFault("reset"))
 	b.valid("verifier holding only the current and previous key", vecNow, "k2", []string{"k3", "k2"}, withFault("error"), withP("1"))
+	b.valid("v=2: latency with iat, ttl 5m", vecNow, "k1", nil, withIAT(vecNow))
+	b.valid("v=2: error, exp exactly 15m after iat", vecNow+60, "k1", nil, withFault("error"), withP("1"), withIAT(vecNow), withExp(vecNow+900))
+	b.valid("v=2: reset, one-second ttl, signed by the previous key", vecNow, "k2", nil, withFault("reset"), withIAT(vecNow), withExp(vecNow+1))
 
 	_, baseH := b.signed("k1")
 	base, baseSI, baseSig := baseH.Value(), baseH.SigningInput(), baseH.SigString()
@@ -153,7 +157,7 @@ func (b *vectorBuilder) build() {
 	bad("empty value", "", "syntax", "")
 	bad("longer than 512 bytes", base+";"+strings.Repeat("x", 600), "syntax", "")
 	// v
-	bad("unsupported version", swap(t, base, "v=1;", "v=2;"), "syntax", "v")
+	bad("unsupported version", swap(t, base, "v=1;", "v=3;"), "syntax", "v")
 	bad("version with a leading zero", swap(t, base, "v=1;", "v=01;"), "syntax", "v")
 	bad("version field missing", base[len("v=1;"):], "syntax", "v")
 	bad("leading space", " "+base, "syntax", "v")
@@ -204,6 +208,22 @@ func (b *vectorBuilder) build() {
 	bad("jti with a non-ASCII byte", swap(t, base, "jti=q8fZ0m3uXh7yLp2NaVbW4g", "jti=q8fZ0m3uXh7yLp2NaVbW4\u00e9"), "syntax", "jti")
 	bad("CR LF injected before jti", swap(t, base, ";jti=", ";\r\njti="), "syntax", "jti")
 	bad("duplicate jti", swap(t, base, ";sig=", ";jti=q8fZ0m3uXh7yLp2NaVbW4g;sig="), "syntax", "jti")
+	// iat (v=2)
+	_, v2H := b.signed("k1", withIAT(vecNow))
+	v2 := v2H.Value()
+	iat := strconv.Itoa(vecNow)
+	bad("v=2 without iat", swap(t, v2, ";iat="+iat, ""), "syntax", "iat")
+	bad("v=1 layout under v=2", swap(t, base, "v=1;", "v=2;"), "syntax", "iat")
+	bad("iat in a v=1 header", swap(t, base, ";exp=", ";iat="+iat+";exp="), "syntax", "exp")
+	bad("iat with a leading zero", swap(t, v2, "iat="+iat, "iat=0"+iat), "syntax", "iat")
+	bad("iat zero", swap(t, v2, "iat="+iat, "iat=0"), "syntax", "iat")
+	bad("iat with 12 digits", swap(t, v2, "iat="+iat, "iat=100000000000"), "syntax", "iat")
+	bad("iat after exp in order", swap(t, v2, ";iat="+iat+";exp="+exp, ";exp="+exp+";iat="+iat), "syntax", "iat")
+	bad("duplicate iat", swap(t, v2, ";exp=", ";iat="+iat+";exp="), "syntax", "iat")
+	bad("exp equal to iat", swap(t, v2, "iat="+iat, "iat="+exp), "syntax", "exp")
+	bad("exp more than 15m after iat", swap(t, v2, "iat="+iat, "iat="+strconv.Itoa(vecNow+300-901)), "syntax", "exp")
+	bad("iat tampered", swap(t, v2, "iat="+iat, "iat="+strconv.Itoa(vecNow-1)), "signature", "sig")
+	bad("v=2 header carrying the signature of its v=1 twin", swap(t, v2, ";sig="+v2H.SigString(), ";sig="+baseSig), "signature", "sig")
 	// sig
 	bad("sig with padding", base+"=", "syntax", "sig")
 	bad("sig with non-zero trailing bits", bumpLast(base), "syntax", "sig")

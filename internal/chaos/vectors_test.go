@@ -44,6 +44,8 @@ type vecFields struct {
 	Exp    int64  `json:"exp"`
 	JTI    string `json:"jti"`
 	Ms     int    `json:"ms,omitempty"`
+	// IAT is set for a v=2 header, absent for v=1.
+	IAT int64 `json:"iat,omitempty"`
 }
 
 type validVector struct {
@@ -202,7 +204,7 @@ func TestVectorsValidSign(t *testing.T) {
 			if p.String() != v.Fields.P {
 				t.Errorf("p %q formats as %q", v.Fields.P, p)
 			}
-			f := chaos.Fields{Target: chaos.Target(v.Fields.Target), Fault: fault, Ms: v.Fields.Ms, P: p, Exp: v.Fields.Exp, JTI: v.Fields.JTI}
+			f := chaos.Fields{Target: chaos.Target(v.Fields.Target), Fault: fault, Ms: v.Fields.Ms, P: p, IAT: v.Fields.IAT, Exp: v.Fields.Exp, JTI: v.Fields.JTI}
 			h, err := chaos.SignHeader(env.keys[v.Key], f)
 			if err != nil {
 				t.Fatalf("sign: %v", err)
@@ -233,7 +235,7 @@ func TestVectorsValidVerify(t *testing.T) {
 				t.Fatalf("verify: %v", err)
 			}
 			if string(h.Target) != v.Fields.Target || h.Fault.String() != v.Fields.Fault || h.Ms != v.Fields.Ms ||
-				h.P.String() != v.Fields.P || h.Exp != v.Fields.Exp || h.JTI != v.Fields.JTI || h.KID != env.keys[v.Key].KID() {
+				h.P.String() != v.Fields.P || h.IAT != v.Fields.IAT || h.Exp != v.Fields.Exp || h.JTI != v.Fields.JTI || h.KID != env.keys[v.Key].KID() {
 				t.Errorf("parsed %+v, vector fields %+v", h.Fields, v.Fields)
 			}
 			if r := ver.ExplainAt(context.Background(), v.Value, now); !r.OK {

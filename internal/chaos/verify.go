@@ -18,8 +18,10 @@ type Check string
 
 // The checks, in order. The contract fixes this order so every
 // implementation names the same first failure: syntax, target, kid,
-// signature, expiry, cap. Signature comes before the time checks so that an
-// "expired" or "cap" verdict always concerns a header we really minted.
+// signature, expiry, cap, freeze. Signature comes before the time checks so
+// that an "expired" or "cap" verdict always concerns a header we really
+// minted, and the freeze check comes last, so a header it refuses was
+// otherwise good (its audit record says the freeze stopped a real fault).
 const (
 	// CheckSyntax: the value follows the grammar ([Parse]).
 	CheckSyntax Check = "syntax"
@@ -34,11 +36,15 @@ const (
 	// CheckCap: exp is at most the cap (15 minutes) plus the clock-skew
 	// allowance ahead of now.
 	CheckCap Check = "cap"
+	// CheckFreeze: the fleet is not frozen, and the header was issued at or
+	// after the end of its last freeze (docs/contracts/freeze.md): a
+	// [FreezeRule] decides it.
+	CheckFreeze Check = "freeze"
 )
 
 // Checks returns every check in the order they run.
 func Checks() []Check {
-	return []Check{CheckSyntax, CheckTarget, CheckKID, CheckSignature, CheckExpiry, CheckCap}
+	return []Check{CheckSyntax, CheckTarget, CheckKID, CheckSignature, CheckExpiry, CheckCap, CheckFreeze}
 }
 
 // Sentinel errors for failed checks, matched with errors.Is on a
@@ -54,7 +60,49 @@ var (
 	ErrExpired = errors.New("chaos header expired")
 	// ErrTooFarAhead: exp is further ahead than the cap allows.
 	ErrTooFarAhead = errors.New("chaos header expiry beyond the cap")
+	// ErrFrozen: the fleet's freeze refuses the header (a *FreezeRefusal
+	// says which freeze and why).
+	ErrFrozen = errors.New("chaos header refused by the fleet's freeze")
 )
+
+// FreezeRule decides the freeze check: whether a header may be honoured
+// while the fleet's freeze item reads as it does. internal/freeze
+// implements it for the freeze item (docs/contracts/freeze.md); this
+// package only runs it in its place among the checks.
+type FreezeRule interface {
+	// AdmitChaos returns nil when a header issued at issued (unix seconds,
+	// [Fields.Issued]) may be honoured at now, and otherwise a
+	// *FreezeRefusal saying why not.
+	AdmitChaos(issued int64, now time.Time) error
+}
+
+// FreezeRefusal is a header the freeze check refused.
+type FreezeRefusal struct {
+	// Frozen is true when the fleet is frozen (or its freeze cannot be
+	// known): every header is refused. False: the header was issued before
+	// the end of the last freeze, and is void for good.
+	Frozen bool
+	// Reason says why, naming the freeze (who, why, the reference, until
+	// when).
+	Reason string
+	// Freeze names the freeze in the audit record of the refusal.
+	Freeze FreezeRef
+}
+
+// Error returns the reason.
+func (e *FreezeRefusal) Error() string { return e.Reason }
+
+// Is makes a FreezeRefusal match [ErrFrozen].
+func (e *FreezeRefusal) Is(target error) bool { return target == ErrFrozen }
+
+// FreezeRef names a freeze in a [Rejection]: who set it, its reference
+// (INC-123) and the token of the write that stored it, shared with the
+// freeze's own audit record.
+type FreezeRef struct {
+	Actor   string `json:"actor,omitempty"`
+	Ref     string `json:"ref,omitempty"`
+	WriteID string `json:"write_id,omitempty"`
+}
 
 // CheckError is a header that failed a check. It unwraps to the check's
 // sentinel error (or, for syntax, to the *FieldError).
@@ -98,6 +146,12 @@ type Options struct {
 	// Expiry gets no allowance: a header is dead at exp by the verifier's
 	// clock.
 	Skew time.Duration
+	// Freeze, when set, is the fleet's freeze as the verifier knows it:
+	// Verify and Explain run the freeze check with it. Nil: Verify stops
+	// after the cap (the caller runs [CheckFreezeRule] with its own state,
+	// as a data plane whose instances each cache the freeze does) and
+	// Explain reports the freeze check skipped.
+	Freeze FreezeRule
 }
 
 // Verifier checks chaos header values against a keyring, a set of allowed
@@ -108,6 +162,7 @@ type Verifier struct {
 	targets  []Target
 	maxAhead time.Duration
 	skew     time.Duration
+	freeze   FreezeRule
 }
 
 // NewVerifier returns a Verifier that looks keys up in keys.
@@ -115,7 +170,7 @@ func NewVerifier(keys Keyring, opts Options) (*Verifier, error) {
 	if keys == nil {
 		return nil, errors.New("new chaos verifier: no keyring")
 	}
-	v := &Verifier{keys: keys, clock: opts.Clock, maxAhead: opts.MaxAhead, skew: opts.Skew}
+	v := &Verifier{keys: keys, clock: opts.Clock, maxAhead: opts.MaxAhead, skew: opts.Skew, freeze: opts.Freeze}
 	if v.clock == nil {
 		v.clock = clock.Real{}
 	}
@@ -202,7 +257,37 @@ func (v *Verifier) VerifyAt(ctx context.Context, value string, now time.Time) (H
 	if err := v.checkCap(&h, now); err != nil {
 		return h, err
 	}
+	if v.freeze != nil {
+		if err := CheckFreezeRule(&h, v.freeze, now); err != nil {
+			return h, err
+		}
+	}
 	return h, nil
+}
+
+// CheckFreezeRule runs the freeze check on h, a header that passed every
+// other check, with rule at now: nil, or a *CheckError (check freeze,
+// unwrapping to the *FreezeRefusal, which matches [ErrFrozen]). Its field
+// is "" when the fleet is frozen (the whole header is refused), and iat (or
+// exp for a v=1 header, whose issue time comes from it) when the header was
+// issued before the end of the last freeze.
+func CheckFreezeRule(h *Header, rule FreezeRule, now time.Time) error {
+	err := rule.AdmitChaos(h.Issued(), now)
+	if err == nil {
+		return nil
+	}
+	var fr *FreezeRefusal
+	if !errors.As(err, &fr) {
+		fr = &FreezeRefusal{Frozen: true, Reason: "the fleet's freeze cannot be evaluated: " + err.Error()}
+	}
+	ce := &CheckError{Check: CheckFreeze, Reason: fr.Reason, err: fr}
+	if !fr.Frozen {
+		ce.Field = fieldIAT
+		if h.IAT == 0 {
+			ce.Field = fieldExp
+		}
+	}
+	return ce
 }
 
 func syntaxError(err error) error {
@@ -268,7 +353,8 @@ const (
 	OutcomeFail Outcome = "fail"
 	// OutcomeSkip: the check could not run because an earlier one failed.
 	OutcomeSkip Outcome = "skip"
-	// OutcomeError: the check could not run because the keyring failed.
+	// OutcomeError: the check could not run because the keyring (or, for
+	// the freeze check, the freeze item) could not be read.
 	OutcomeError Outcome = "error"
 )
 
@@ -300,8 +386,8 @@ type Report struct {
 }
 
 // Err returns nil when the header passed, the *CheckError of the first
-// failed check, or, when the keyring could not be read, that error (which
-// is not a *CheckError).
+// failed check, or, when the keyring or the freeze could not be read, that
+// error (which is not a *CheckError).
 func (r *Report) Err() error { return r.err }
 
 // Result returns the result of check c.
@@ -350,7 +436,7 @@ func (v *Verifier) ExplainAt(ctx context.Context, value string, now time.Time) *
 		return r
 	}
 	r.Header = &h
-	add(CheckSyntax, nil, fmt.Sprintf("well-formed v=1 header: %s, kid %s, jti %s", h.Summary(), h.KID, h.JTI))
+	add(CheckSyntax, nil, fmt.Sprintf("well-formed v=%d header: %s, kid %s, jti %s", h.Version(), h.Summary(), h.KID, h.JTI))
 
 	if v.allowed(h.Target) {
 		add(CheckTarget, nil, fmt.Sprintf("%s is one of this context's chaos targets", h.Target))
@@ -379,6 +465,24 @@ func (v *Verifier) ExplainAt(ctx context.Context, value string, now time.Time) *
 		capDetail = "exp is not ahead of now"
 	}
 	add(CheckCap, v.checkCap(&h, now), capDetail)
+
+	if v.freeze == nil {
+		skip(CheckFreeze, "no freeze state given")
+	} else {
+		issued := time.Unix(h.Issued(), 0).UTC().Format(time.RFC3339)
+		how := "issued at " + issued + " (iat)"
+		if h.IAT == 0 {
+			how = "a v=1 header without iat: counted as issued at " + issued + ", exp minus the 15-minute cap"
+		}
+		err := v.freeze.AdmitChaos(h.Issued(), now)
+		var fr *FreezeRefusal
+		if err != nil && errors.As(err, &fr) {
+			err = CheckFreezeRule(&h, v.freeze, now)
+		}
+		// Any other error: the freeze could not be known (its item could
+		// not be read). Verify refuses then; Explain says undecided.
+		add(CheckFreeze, err, "the fleet is not frozen, and the header was "+how+", not before the end of a freeze")
+	}
 
 	r.OK = r.err == nil
 	return r

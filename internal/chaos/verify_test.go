@@ -190,9 +190,27 @@ func TestNewVerifierRefusesLooserPolicy(t *testing.T) {
 	}
 }
 
+// freezeStub is a freeze rule for the chaos package's own tests: it
+// refuses everything while frozen, and headers issued before notBefore.
+type freezeStub struct {
+	frozen    bool
+	notBefore int64
+}
+
+func (f freezeStub) AdmitChaos(issued int64, _ time.Time) error {
+	ref := chaos.FreezeRef{Actor: "alice", Ref: "INC-7", WriteID: "w1"}
+	switch {
+	case f.frozen:
+		return &chaos.FreezeRefusal{Frozen: true, Reason: "the fleet is frozen by alice (INC-7)", Freeze: ref}
+	case issued < f.notBefore:
+		return &chaos.FreezeRefusal{Reason: "issued before the freeze by alice (INC-7) ended", Freeze: ref}
+	}
+	return nil
+}
+
 func TestExplainRunsEveryCheck(t *testing.T) {
 	key := testKey(t, 1)
-	v := mustVerifier(t, mustKeySet(t, key), chaos.Options{Clock: clock.NewFake(t0)})
+	v := mustVerifier(t, mustKeySet(t, key), chaos.Options{Clock: clock.NewFake(t0), Freeze: freezeStub{}})
 	ctx := context.Background()
 
 	t.Run("all pass", func(t *testing.T) {
@@ -262,13 +280,79 @@ func TestExplainRunsEveryCheck(t *testing.T) {
 		if err := json.Unmarshal(b, &got); err != nil {
 			t.Fatal(err)
 		}
-		if !got.OK || got.Header["target"] != "core-api" || got.Header["fault"] != "error" || len(got.Checks) != 6 || got.Checks[3]["outcome"] != "pass" {
+		if !got.OK || got.Header["target"] != "core-api" || got.Header["fault"] != "error" || len(got.Checks) != 7 || got.Checks[3]["outcome"] != "pass" {
 			t.Errorf("json %s", b)
 		}
 		if _, hasSig := got.Header["sig"]; hasSig {
 			t.Errorf("report JSON carries the signature: %s", b)
 		}
 	})
+}
+
+// The freeze check runs last, with the rule the verifier (or the caller)
+// holds: a frozen fleet refuses the whole header, a void one names the field
+// its issue time came from (iat, or exp for a v=1 header), and the record
+// of the refusal names the freeze.
+func TestFreezeCheck(t *testing.T) {
+	key := testKey(t, 1)
+	ctx := context.Background()
+	v2 := fieldsExp(t0.Add(4 * time.Minute))
+	v2.IAT = t0.Unix()
+	v1 := fieldsExp(t0.Add(4 * time.Minute))
+	cases := []struct {
+		name    string
+		rule    freezeStub
+		fields  chaos.Fields
+		ok      bool
+		field   string
+		noRecIA bool
+	}{
+		{"not frozen, issued after the end", freezeStub{notBefore: t0.Unix()}, v2, true, "", false},
+		{"frozen: every header", freezeStub{frozen: true}, v2, false, "", false},
+		{"issued a second before the end: void", freezeStub{notBefore: t0.Unix() + 1}, v2, false, "iat", false},
+		{"v=1 counts as issued at exp - 15m", freezeStub{notBefore: t0.Add(4*time.Minute - chaos.MaxTTL).Unix()}, v1, true, "", true},
+		{"v=1 one second short of it: void", freezeStub{notBefore: t0.Add(4*time.Minute-chaos.MaxTTL).Unix() + 1}, v1, false, "exp", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			value := signAt(t, key, tc.fields)
+			v := mustVerifier(t, mustKeySet(t, key), chaos.Options{Freeze: tc.rule})
+			h, err := v.VerifyAt(ctx, value, t0)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var ce *chaos.CheckError
+			if !errors.As(err, &ce) || ce.Check != chaos.CheckFreeze || ce.Field != tc.field || !errors.Is(err, chaos.ErrFrozen) {
+				t.Fatalf("err %v, want the freeze check naming %q", err, tc.field)
+			}
+			rec := chaos.NewRejection(h, err)
+			if rec.Check != chaos.CheckFreeze || rec.Freeze == nil || rec.Freeze.Ref != "INC-7" || rec.Freeze.WriteID != "w1" || !strings.Contains(rec.Reason, "alice") {
+				t.Errorf("rejection %+v does not name the freeze", rec)
+			}
+			if (rec.IAT == 0) != tc.noRecIA {
+				t.Errorf("rejection iat %d", rec.IAT)
+			}
+			// Without a rule, Verify stops at the cap; the caller's own
+			// state decides with CheckFreezeRule, the same way.
+			plain := mustVerifier(t, mustKeySet(t, key), chaos.Options{})
+			h, err = plain.VerifyAt(ctx, value, t0)
+			if err != nil {
+				t.Fatalf("without a rule: %v", err)
+			}
+			if err := chaos.CheckFreezeRule(&h, tc.rule, t0); checkOf(err) != chaos.CheckFreeze {
+				t.Errorf("CheckFreezeRule: %v", err)
+			}
+			if r := plain.ExplainAt(ctx, value, t0); !r.OK || r.Result(chaos.CheckFreeze).Outcome != chaos.OutcomeSkip {
+				t.Errorf("Explain without a rule: %+v", r.Result(chaos.CheckFreeze))
+			}
+			if r := v.ExplainAt(ctx, value, t0); r.OK || r.Result(chaos.CheckFreeze).Outcome != chaos.OutcomeFail {
+				t.Errorf("Explain with the rule: %+v", r.Result(chaos.CheckFreeze))
+			}
+		})
+	}
 }
 
 // failingKeyring is a key source that cannot be read (Secrets Manager

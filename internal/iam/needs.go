@@ -13,7 +13,8 @@ const (
 	PutItem    = "dynamodb:PutItem"
 	DeleteItem = "dynamodb:DeleteItem"
 	// ConditionCheckItem is what AWS authorizes a ConditionCheck of a
-	// transaction as. No koshactl change holds one, so no role is granted it.
+	// transaction as: an approval checks the proofs it counts and the
+	// request's closed marker in its own transaction.
 	ConditionCheckItem = "dynamodb:ConditionCheckItem"
 	Scan               = "dynamodb:Scan"
 	// BatchGetItem reads many items by key (overrides and buckets before a
@@ -76,11 +77,67 @@ const (
 	// ReviewItems are the break-glass reviews (approval.ReviewPrefix),
 	// opened with a break-glass change, acknowledged by someone else.
 	ReviewItems = "review#"
+	// FreezeItems is the fleet's freeze (freeze#fleet): the data plane
+	// reads it with its overrides, chaos sign and verify read it.
+	FreezeItems = "freeze#"
+	// ProofItems are the proofs (internal/proof): read by every role that
+	// decides from them, each written by its writer alone under its own
+	// unique id ([OwnProofs]).
+	ProofItems = "proof#"
+	// ClosedItems are the requests' closed markers (approval.ClosedPrefix):
+	// written by the change that applies, denies, cancels or expires a
+	// request, never deleted; an approval checks the marker is absent.
+	ClosedItems = "closed#"
 )
+
+// The policy variables of the proof grants: IAM replaces them with the
+// caller's unique id and principal ARN when it evaluates the policy.
+const (
+	UserIDVariable       = "${aws:userid}"
+	PrincipalARNVariable = "${aws:PrincipalArn}"
+)
+
+// OwnProofs starts the keys a principal may write its proofs under: its
+// own unique id ("proof#${aws:userid}#"), then the verb a role's grant
+// names. Its grants' patterns go on with the writer's ARN, which IAM ties
+// to the caller: ${aws:PrincipalArn} for an IAM user (its own ARN), and an
+// assumed role's session ARN, whose session name is the end of its unique
+// id (internal/proof.Bound).
+const OwnProofs = ProofItems + UserIDVariable + "#"
+
+// The verbs of proofs (internal/proof's; TestProofVerbsAreTheProofPackages).
+const (
+	VerbAsk     = "ask"
+	VerbApprove = "approve"
+	VerbDeny    = "deny"
+	VerbCancel  = "cancel"
+	VerbExpire  = "expire"
+	VerbGlass   = "glass"
+	VerbAck     = "ack"
+	VerbSet     = "set"
+)
+
+// OwnProofPatterns are the dynamodb:LeadingKeys patterns that let the
+// caller write its own proofs of verb: one for an IAM user, one for an
+// assumed-role session.
+func OwnProofPatterns(verb string) []string {
+	return []string{OwnProofs + verb + "#" + PrincipalARNVariable + "#*", OwnProofs + verb + "#arn:*:sts::*:assumed-role/*"}
+}
+
+// WritePrefixOf is the item prefix a write of pk is granted on: a proof's
+// writer's own ([OwnProofs] and its verb), else [PrefixOf]'s.
+func WritePrefixOf(pk string) string {
+	if rest, ok := strings.CutPrefix(pk, ProofItems); ok {
+		if f := strings.SplitN(rest, "#", 3); len(f) == 3 {
+			return OwnProofs + f[1] + "#"
+		}
+	}
+	return PrefixOf(pk)
+}
 
 // Prefixes lists the item prefixes, the most specific first:
 // [PrefixOf] takes the first that starts a key.
-var Prefixes = []string{DataPlaneItems, AskingItems, AuditItems, BreakerItems, BucketItems, PolicyItems}
+var Prefixes = []string{DataPlaneItems, AskingItems, AuditItems, BreakerItems, BucketItems, PolicyItems, FreezeItems}
 
 // PrefixOf is the item prefix of pk: the first of [Prefixes] it starts
 // with, else pk up to its first '#' (pk itself when it has none).
@@ -213,13 +270,37 @@ var (
 	reviewPut  = Need{PutItem, ReviewItems, true}
 	reviewRead = Need{GetItem, ReviewItems, false}
 	reviewScan = Need{Action: Scan, Prefix: ReviewItems}
+	// freezeRead reads the fleet's freeze: chaos sign mints nothing while
+	// it holds, chaos verify explains it.
+	freezeRead = Need{GetItem, FreezeItems, false}
+	// freezeBatchRead reads it in the data plane's override reads (one
+	// BatchGetItem of breaker#<dependency> and freeze#fleet).
+	freezeBatchRead = Need{BatchGetItem, FreezeItems, false}
+	// Proofs: read by key in batches (a request's or review's, with the
+	// closed marker and the policy's proof), scanned by listings, checked
+	// in an approval's transaction; each written in the transaction of
+	// what it proves, by its writer alone.
+	proofBatchRead = Need{BatchGetItem, ProofItems, false}
+	proofRead      = Need{GetItem, ProofItems, false}
+	proofScan      = Need{Action: Scan, Prefix: ProofItems}
+	proofCheck     = Need{ConditionCheckItem, ProofItems, true}
+	// A request's closed marker: read with it, put by what closes it,
+	// checked absent by an approval that does not.
+	closedBatchRead = Need{BatchGetItem, ClosedItems, false}
+	closedScan      = Need{Action: Scan, Prefix: ClosedItems}
+	closedPut       = Need{PutItem, ClosedItems, true}
+	closedCheck     = Need{ConditionCheckItem, ClosedItems, true}
 )
+
+// ownProof is the write, in a change's transaction, of the caller's own
+// proof of verb.
+func ownProof(verb string) Need { return Need{PutItem, OwnProofs + verb + "#", true} }
 
 // withAsking is a lever command's needs plus what it writes when the
 // table's policy does not let it act at once: a change request (asking),
 // or with --break-glass the change and its review.
 func withAsking(ns ...Need) []Need {
-	return append(ns, requestPut, askRecord, requestRead, reviewPut, reviewRead)
+	return append(ns, requestPut, askRecord, requestRead, ownProof(VerbAsk), reviewPut, reviewRead, ownProof(VerbGlass))
 }
 
 // Commands is what each command path that talks to AWS calls, as the
@@ -248,39 +329,50 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// in one batch read, and writes the windows' forces and clears as one
 		// transaction, settled like force-open's and clear's.
 		"diff": needs(indexRead, batchRead, gauges),
-		"apply": needs(indexRead, batchRead, policyBatchRead, requestBatchRead, breakerPut, breakerDelete, record,
-			breakerRead, recordProof, notifyPublish),
+		// A window's approved request is proven by its proofs and closed
+		// marker (and the policy by its own), read in one batch; an override
+		// is the file's only when apply's own record of its write says so
+		// (the audit index by subject).
+		"apply": needs(indexRead, batchRead, policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerPut, breakerDelete,
+			record, breakerRead, recordProof, notifyPublish),
 		// apply --request asks for the windows the policy does not allow at
 		// once: it reads the policy and the windows' requests, and writes the
 		// missing requests with their records of asking; no lever.
-		"apply --request": needs(policyRead, policyBatchRead, requestBatchRead, requestPut, askRecord, requestRead, notifyPublish),
+		"apply --request": needs(policyRead, policyBatchRead, requestBatchRead, requestPut, askRecord, requestRead, ownProof(VerbAsk), notifyPublish),
 		// koshactl mcp: the read tools read as their commands do; a proposal
 		// reads the levers and the policy, then writes the change request with
 		// its record of asking (one transaction; a lost answer settled by
 		// reading the request). No lever and no approver's record is written.
 		"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, bucketScan,
-			requestScan, reviewScan, bucketBatchRead, requestPut, requestRead, askRecord, notifyPublish),
+			requestScan, reviewScan, proofScan, closedScan, bucketBatchRead, requestPut, requestRead, askRecord, ownProof(VerbAsk), notifyPublish),
 		// Change requests (docs/contracts/policy.md). Listing scans requests
 		// and reviews; showing reads one request. (Both mark a request found
 		// past its expiry expired where the caller may write it; a reader's
 		// warns and leaves that to the next approval, which marks it.)
-		"request list": needs(requestScan, reviewScan),
-		"request show": needs(requestRead),
+		"request list": needs(requestScan, reviewScan, proofScan, closedScan),
+		"request show": needs(requestRead, proofBatchRead, closedBatchRead),
 		// Approving reads the request and the policy in one batch read (and a
 		// bucket change's buckets), then writes the change, the approver's
 		// record and the request's status in one transaction, settled by
 		// reading the request when its answer is lost.
-		"request approve": needs(requestBatchRead, policyBatchRead, bucketBatchRead, breakerPut, breakerDelete, bucketPut, record,
-			requestPut, requestRead, notifyPublish),
+		// The approver's proof goes with it, and the closed marker (put by
+		// the approval that completes the approvals, else checked absent);
+		// the proofs it counts and the policy's proof are checked in the same
+		// transaction. An approval that finds the request expired marks it
+		// so: the approver's proof of the expiry, and the closed marker.
+		"request approve": needs(requestBatchRead, closedBatchRead, policyBatchRead, bucketBatchRead, breakerPut, breakerDelete, bucketPut, record,
+			requestPut, requestRead, ownProof(VerbApprove), ownProof(VerbExpire), closedPut, closedCheck, proofCheck, notifyPublish),
 		// Denying is an approver's record; canceling the requester's record of
-		// asking.
-		"request deny":   needs(requestRead, requestPut, record, notifyPublish),
-		"request cancel": needs(requestRead, requestPut, askRecord, notifyPublish),
-		// Acknowledging a break-glass review: the review and its record.
-		"request ack": needs(reviewRead, reviewPut, record),
+		// asking. Each reads the request with its closed marker, and writes
+		// the decider's proof and the marker.
+		"request deny":   needs(requestBatchRead, closedBatchRead, requestRead, requestPut, record, ownProof(VerbDeny), closedPut, notifyPublish),
+		"request cancel": needs(requestBatchRead, closedBatchRead, requestRead, requestPut, askRecord, ownProof(VerbCancel), closedPut, notifyPublish),
+		// Acknowledging a break-glass review: the review, its proofs (who
+		// broke the glass), the acknowledger's proof and its record.
+		"request ack": needs(reviewRead, proofBatchRead, reviewPut, ownProof(VerbAck), record),
 		// drill request asks for a drill file's levers on a table whose policy
 		// does not allow them at once.
-		"drill request":  needs(policyBatchRead, requestPut, askRecord, requestRead, notifyPublish),
+		"drill request":  needs(policyBatchRead, requestPut, askRecord, requestRead, ownProof(VerbAsk), notifyPublish),
 		"ratelimit get":  needs(bucketRead),
 		"ratelimit list": needs(bucketScan),
 		// The bucket levers ask the table's policy too, read in the same batch
@@ -297,11 +389,15 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// records since it), each announced on the context's topics. A
 		// notification a sink refuses is recorded (notify.failed), which the
 		// operator role's lever paths grant already.
-		"audit list --unapproved --notify": needs(indexRead, policyRead, notifyPublish),
+		// It reads every policy.set proof too: the policy item must be what
+		// the newest of them names.
+		"audit list --unapproved --notify": needs(indexRead, policyRead, proofScan, notifyPublish),
 		// A record of its own (a minted header, a rotated key) is a
 		// transaction of one write, its lost answer settled by reading it.
-		"chaos sign":   needs(secretRead, record, recordProof),
-		"chaos verify": needs(secretRead),
+		// Both read the fleet's freeze first: sign mints nothing while it
+		// holds (or when it cannot be read).
+		"chaos sign":   needs(secretRead, freezeRead, record, recordProof),
+		"chaos verify": needs(secretRead, freezeRead),
 		"chaos key id": needs(secretRead),
 		"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, record, recordProof,
 			notifyPublish),
@@ -311,7 +407,9 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// conditions, record every change with it, announce the run. Before
 		// any lever it reads the table's policy and, with --request, its
 		// approved drill request, in one batch read.
-		"drill run": needs(policyBatchRead, requestBatchRead, breakerRead, breakerPut, breakerDelete,
+		// An approved drill request is proven by its proofs and closed marker,
+		// and the policy by its own, read in a second batch.
+		"drill run": needs(policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerRead, breakerPut, breakerDelete,
 			bucketRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
 		// drill recover finishes a dead run's rollbacks from the audit trail:
 		// the run's records on each lever (the audit index by subject, filtered
@@ -319,11 +417,12 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// override's clear with its record, and its notification.
 		// (Putting a bucket back writes rl# as drill run's rollback does.)
 		"drill recover": needs(indexRead, breakerRead, bucketRead, breakerDelete, record, recordProof, notifyPublish),
-		// The reference data plane (koshactl sandbox): it reads overrides and
-		// chaos keys, takes tokens with a conditional PutItem of its own, and
-		// records chaos headers it applied or refused under audit#dp# (a
-		// transaction of one write each, read back when its answer is lost).
-		"sandbox": needs(breakerRead, bucketRead, Need{PutItem, BucketItems, false}, secretRead,
+		// The reference data plane (koshactl sandbox): it reads each override
+		// with the fleet's freeze (one batch read) and the chaos keys, takes
+		// tokens with a conditional PutItem of its own, and records chaos
+		// headers it applied or refused under audit#dp# (a transaction of one
+		// write each, read back when its answer is lost).
+		"sandbox": needs(batchRead, freezeBatchRead, bucketRead, Need{PutItem, BucketItems, false}, secretRead,
 			Need{PutItem, DataPlaneItems, true}, Need{GetItem, DataPlaneItems, false}),
 		// Table administration: create the table (and TTL) where it is missing;
 		// add the indexes an older table lacks (unless its tags say a
@@ -332,7 +431,9 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// The table's change policy: read by anyone who reads the table; set,
 		// with its record, by the admin alone.
 		"policy get": needs(policyRead),
-		"policy set": needs(policyRead, policyPut, record, notifyPublish),
+		// The admin's proof of the text goes with it; setting the same text
+		// again reads that proof (an item it does not prove is set again).
+		"policy set": needs(policyRead, policyPut, ownProof(VerbSet), proofRead, record, notifyPublish),
 		"store init": needs(Need{Action: DescribeTable}, Need{Action: CreateTable}, Need{Action: DescribeTimeToLive},
 			Need{Action: UpdateTimeToLive}),
 		"store migrate": needs(Need{Action: DescribeTable}, Need{Action: ListTagsOfResource}, Need{Action: UpdateTable},

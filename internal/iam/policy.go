@@ -149,9 +149,13 @@ func Policy(role Role, t Target) (Document, error) {
 	}
 	byPrefix := map[items][]string{}
 	var scans, queries, admin, secret, kms, gaugeReads, alarmReads, publish []string
-	var batchPrefixes []string
+	var batchPrefixes, ownProofVerbs []string
 	for _, n := range role.Needs() {
 		switch {
+		case n.Action == PutItem && strings.HasPrefix(n.Prefix, OwnProofs):
+			// One statement for the caller's own proofs, every verb the
+			// role writes (ownProofStatement).
+			ownProofVerbs = appendNew(ownProofVerbs, strings.TrimSuffix(strings.TrimPrefix(n.Prefix, OwnProofs), "#"))
 		case n.Action == BatchGetItem:
 			// One statement for every prefix batch-read: a batch naming
 			// keys of two prefixes (the overrides and the table's policy)
@@ -211,6 +215,9 @@ func Policy(role Role, t Target) (Document, error) {
 		}
 		doc.Statement = append(doc.Statement, st)
 	}
+	if len(ownProofVerbs) > 0 {
+		doc.Statement = append(doc.Statement, ownProofStatement(ownProofVerbs, t))
+	}
 	if len(batchPrefixes) > 0 {
 		slices.Sort(batchPrefixes)
 		doc.Statement = append(doc.Statement, Statement{Sid: SidBatchRead, Effect: "Allow", Action: []string{BatchGetItem}, Resource: []string{t.TableARN()},
@@ -255,6 +262,39 @@ func Policy(role Role, t Target) (Document, error) {
 		doc.Statement = append(doc.Statement, Statement{Sid: SidNotify, Effect: "Allow", Action: publish, Resource: slices.Compact(topics)})
 	}
 	return doc, nil
+}
+
+// SidOwnProofs grants PutItem, in transactions, on the caller's own
+// proofs alone: keys starting with its unique id and a verb the role
+// writes ([OwnProofPatterns]).
+const SidOwnProofs = "ItemsOwnProofsInTransactions"
+
+// ownProofStatement is the grant of the caller's own proofs of verbs.
+func ownProofStatement(verbs []string, t Target) Statement {
+	slices.Sort(verbs)
+	var patterns []string
+	for _, v := range verbs {
+		patterns = append(patterns, OwnProofPatterns(v)...)
+	}
+	return Statement{Sid: SidOwnProofs, Effect: "Allow", Action: []string{PutItem}, Resource: []string{t.TableARN()},
+		Condition: map[string]map[string][]string{
+			LeadingKeysCondition:        {"dynamodb:LeadingKeys": patterns},
+			EnclosingOperationCondition: {"dynamodb:EnclosingOperation": {TransactWriteItems}},
+		}}
+}
+
+// ownProofPrefix reads a pattern of [OwnProofPatterns] back as the prefix
+// it grants (OwnProofs + verb + "#"); ok is false for any other pattern.
+func ownProofPrefix(pattern string) (string, bool) {
+	rest, ok := strings.CutPrefix(pattern, OwnProofs)
+	if !ok {
+		return "", false
+	}
+	verb, _, _ := strings.Cut(rest, "#")
+	if verb == "" || strings.ContainsAny(verb, "*?$") || !slices.Contains(OwnProofPatterns(verb), pattern) {
+		return "", false
+	}
+	return OwnProofs + verb + "#", true
 }
 
 // prefixName names an item prefix in a Sid.
@@ -317,6 +357,12 @@ func Grants(doc Document, t Target) ([]Need, error) {
 		if c, ok := s.Condition[LeadingKeysCondition]; ok {
 			prefixes = nil
 			for _, p := range c["dynamodb:LeadingKeys"] {
+				if own, ok := ownProofPrefix(p); ok {
+					if !slices.Contains(prefixes, own) {
+						prefixes = append(prefixes, own)
+					}
+					continue
+				}
 				prefix, ok := strings.CutSuffix(p, "*")
 				if !ok || prefix == "" || strings.ContainsAny(prefix, "*?") {
 					return nil, fmt.Errorf("statement %s: leading key pattern %q is not PREFIX*", s.Sid, p)

@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // DefaultTimeout bounds one identity lookup, retries included, when
@@ -84,11 +85,14 @@ func (r Resolver) Resolve(ctx context.Context) (audit.Identity, error) {
 		return audit.Identity{}, &Error{Kind: NotServed, Endpoint: r.where(), Context: r.Context, Err: err}
 	}
 	if err == nil {
-		arn := aws.ToString(out.Arn)
+		arn, uid := aws.ToString(out.Arn), aws.ToString(out.UserId)
 		if verr := audit.ValidateActor(arn); verr != nil {
 			return audit.Identity{}, fmt.Errorf("sts GetCallerIdentity answered an identity that cannot be recorded: %w", verr)
 		}
-		return audit.Identity{Actor: arn, Source: audit.ActorSTS}, nil
+		if verr := audit.ValidateActor(uid); verr != nil || uid == "" {
+			return audit.Identity{}, fmt.Errorf("sts GetCallerIdentity answered %s without a unique id koshactl can key its proofs by (%q)", textsafe.Line(arn), textsafe.Line(uid))
+		}
+		return audit.Identity{Actor: arn, Source: audit.ActorSTS, UserID: uid}, nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return audit.Identity{}, ctxErr

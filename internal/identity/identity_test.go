@@ -74,9 +74,20 @@ func TestVerifiedCallerARN(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if id.Actor != callerARN || id.Source != audit.ActorSTS || !id.Verified() {
-			t.Errorf("allow unverified %v: identity %+v, want the verified caller ARN", allow, id)
+		if id.Actor != callerARN || id.Source != audit.ActorSTS || !id.Verified() || id.UserID != "AIDAOPS" {
+			t.Errorf("allow unverified %v: identity %+v, want the verified caller ARN and its unique id", allow, id)
 		}
+	}
+}
+
+// An answer without the caller's unique id names no one a proof can be
+// keyed by: it is an error, never an identity without one.
+func TestAnswerWithoutUniqueIDIsRefused(t *testing.T) {
+	url, _ := fakeSTS(t, stsAnswer{body: `<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><GetCallerIdentityResult><Arn>` +
+		callerARN + `</Arn><Account>123456789012</Account></GetCallerIdentityResult></GetCallerIdentityResponse>`})
+	id, err := identity.Resolver{STS: client(url), Endpoint: url}.Resolve(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "unique id") {
+		t.Fatalf("identity %+v, %v: want an error naming the missing unique id", id, err)
 	}
 }
 

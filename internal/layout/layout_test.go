@@ -30,12 +30,13 @@ var hosts = []string{
 
 // dataPlaneMayImport are the control-plane packages the data plane builds
 // on: the contracts both planes share (the override, the bucket, the gauge,
-// the chaos header, the item store, the audit record) and small utilities
+// the chaos header, the freeze, the item store, the audit record) and small utilities
 // that hold no rule of the control plane.
 var dataPlaneMayImport = []string{
 	"internal/audit",     // contract: the audit record the sandbox appends
 	"internal/breaker",   // contract: the override item and its rule
 	"internal/chaos",     // contract: the chaos header and its verification
+	"internal/freeze",    // contract: the fleet's freeze item and its rule on chaos headers
 	"internal/gauge",     // contract: the gauge's values and names
 	"internal/ratelimit", // contract: the bucket item and refill math
 	"internal/store",     // contract: the item store

@@ -26,9 +26,10 @@ type Marker struct {
 
 // MarkerOf reads o's marker; ok is false for an override no levers file
 // manages, or whose marker cannot be read, or that apply could not have
-// written (a dependency name that is not valid, no readable expiry): the
-// marker is a claim any writer of the table can make, and apply clears
-// only what the item itself confirms is its own kind of write.
+// written (a dependency name that is not valid, no readable expiry). The
+// marker is a claim any writer of the table can make: a file manages an
+// override only when apply's own record of its write shows the marker too
+// ([Written]).
 func MarkerOf(o breaker.Override) (Marker, bool) {
 	if o.ManagedBy == "" || breaker.ValidateDependency(o.Dependency) != nil || !o.Expires() {
 		return Marker{}, false
@@ -103,6 +104,10 @@ type State struct {
 	// Statuses are the fleet's merged statuses; nil when the gauges could
 	// not be read (the fleet's side is then not compared).
 	Statuses []metrics.DependencyStatus
+	// Written are the overrides apply's own records say it wrote
+	// ([Written], by [WrittenKey]): a file manages only those of them its
+	// marker names. Nil: none (every override is then left alone).
+	Written map[string]bool
 }
 
 // Compare lists every difference between f (what should be in force at
@@ -127,8 +132,7 @@ func Compare(f *File, st State) []Difference {
 		active := o != nil && o.ActiveAt(st.Now)
 		m, managed := Marker{}, false
 		if o != nil {
-			m, managed = MarkerOf(*o)
-			managed = managed && m.File == f.Name
+			m, managed = st.managed(f, *o)
 		}
 		switch {
 		case !active:
@@ -152,7 +156,7 @@ func Compare(f *File, st State) []Difference {
 			continue
 		}
 		o := o
-		if m, ok := MarkerOf(o); ok && m.File == f.Name {
+		if m, ok := st.managed(f, o); ok {
 			why := "ended"
 			if f.window(m.Window) == nil {
 				why = "was removed from the file"
@@ -176,6 +180,13 @@ func Compare(f *File, st State) []Difference {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Dependency < out[j].Dependency })
 	return out
+}
+
+// managed reads o's marker when f manages o: the marker names f, and
+// apply's own record of o's write shows it.
+func (st State) managed(f *File, o breaker.Override) (Marker, bool) {
+	m, ok := MarkerOf(o)
+	return m, ok && m.File == f.Name && o.WriteID != "" && st.Written[WrittenKey(o)]
 }
 
 func (f *File) window(id string) *Window {

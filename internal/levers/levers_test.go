@@ -162,7 +162,11 @@ func (e env) apply(t *testing.T, f *levers.File, statuses []metrics.DependencySt
 	if err != nil {
 		t.Fatal(err)
 	}
-	diffs := levers.Compare(f, levers.State{Now: e.clk.Now(), Overrides: list, Statuses: statuses})
+	written, err := levers.Written(ctx, e.log, list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diffs := levers.Compare(f, levers.State{Now: e.clk.Now(), Overrides: list, Statuses: statuses, Written: written})
 	if _, err := levers.Apply(ctx, levertest.Levers(e.st, e.clk, e.log), f.Plan(diffs, "ci@example.com")); err != nil {
 		t.Fatal(err)
 	}
@@ -458,6 +462,44 @@ func TestAForgedMarkerClearsNothing(t *testing.T) {
 	for _, dep := range []string{"Core API", "core-api"} {
 		if _, err := e.st.Get(ctx, breaker.OverrideKey(dep)); err != nil {
 			t.Errorf("apply cleared %s, which it could not have written: %v", dep, err)
+		}
+	}
+}
+
+// A managed_by marker is a claim any writer of breaker# items can make:
+// put on an incident override (its item rewritten whole, write_id and
+// all), it does not make the override the file's. apply clears only what
+// its own record of the write shows it wrote, and leaves the incident
+// lever alone.
+func TestPlantedMarkerDoesNotMakeAnOverrideManaged(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	f := parse(t, smallest)
+	// The window's override, written by apply: its marker is what a
+	// plant copies.
+	e.clk.Advance(10 * time.Second)
+	e.apply(t, f, nil)
+	marker := e.override(t, "postgres").ManagedBy
+	// An incident lever on openai, then the marker put on it by hand,
+	// with a write_id of the window's write too.
+	if _, _, err := levertest.Force(ctx, e.st, e.clk, e.log, levertest.Req{Dependency: "openai", Reason: "INC-7 provider outage", Actor: "oncall",
+		For: 2 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	for _, wid := range []string{"", e.override(t, "postgres").WriteID} {
+		it := e.override(t, "openai").Raw.Clone()
+		it["managed_by"] = marker
+		if wid != "" {
+			it["write_id"] = wid
+		}
+		if err := e.st.Put(ctx, it, store.Always()); err != nil {
+			t.Fatal(err)
+		}
+		if ds := e.apply(t, f, nil); strings.Contains(kinds(ds), "openai:window_ended") {
+			t.Errorf("a planted marker (write_id %q) made the incident override the file's: %s", wid, kinds(ds))
+		}
+		if o := e.override(t, "openai"); o == nil || !o.ActiveAt(e.clk.Now()) {
+			t.Fatalf("apply cleared the incident override carrying a planted marker (write_id %q)", wid)
 		}
 	}
 }

@@ -273,60 +273,70 @@ func (p *Prometheus) prune(start time.Time) {
 
 // scrape reads one target and returns its kosha_breaker_state samples.
 func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, error) {
+	var out []sample
+	skipped := 0 // samples that are not a state of a named dependency
+	err := p.scrapeFamily(ctx, target, gauge.PrometheusMetricName, func(m *dto.Metric) {
+		s, ok := toSample(m, hostOf(target))
+		if !ok {
+			skipped++
+			return
+		}
+		if _, state := GaugeState(s.value); !state {
+			skipped++
+		}
+		out = append(out, s)
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, skipped, nil
+}
+
+// scrapeFamily reads one target and hands each sample of the metric family
+// name to each, in the exposition's order.
+func (p *Prometheus) scrapeFamily(ctx context.Context, target, name string, each func(*dto.Metric)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, 0, fmt.Errorf("scrape %s: %w", target, err)
+		return fmt.Errorf("scrape %s: %w", target, err)
 	}
 	req.Header.Set("Accept", acceptHeader)
 	resp, err := p.opts.Client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, 0, fmt.Errorf("scrape %s: %w", target, ctx.Err())
+			return fmt.Errorf("scrape %s: %w", target, ctx.Err())
 		}
-		return nil, 0, fmt.Errorf("scrape %s: %w: %w", target, ErrUnavailable, err)
+		return fmt.Errorf("scrape %s: %w: %w", target, ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
 	if loc, ok := nofollow.Redirected(resp); ok {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil, 0, redirectError(target, resp.Status, loc)
+		return redirectError(target, resp.Status, loc)
 	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil, 0, fmt.Errorf("scrape %s: %w: HTTP %s", target, ErrUnavailable, resp.Status)
+		return fmt.Errorf("scrape %s: %w: HTTP %s", target, ErrUnavailable, resp.Status)
 	}
 	format := expfmt.ResponseFormat(resp.Header)
 	if format == expfmt.FmtUnknown {
 		format = expfmt.NewFormat(expfmt.TypeTextPlain)
 	}
 	dec := expfmt.NewDecoder(io.LimitReader(resp.Body, maxScrapeBytes), format)
-	host := hostOf(target)
-	var out []sample
-	skipped := 0 // samples that are not a state of a named dependency
 	for {
 		var mf dto.MetricFamily
 		err := dec.Decode(&mf)
 		if errors.Is(err, io.EOF) {
-			break
+			return nil
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("scrape %s: %w: parse metrics: %w", target, ErrUnavailable, err)
+			return fmt.Errorf("scrape %s: %w: parse metrics: %w", target, ErrUnavailable, err)
 		}
-		if mf.GetName() != gauge.PrometheusMetricName {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			s, ok := toSample(m, host)
-			if !ok {
-				skipped++
-				continue
-			}
-			if _, state := GaugeState(s.value); !state {
-				skipped++
-			}
-			out = append(out, s)
+			each(m)
 		}
 	}
-	return out, skipped, nil
 }
 
 // toSample reads one gauge (or untyped) sample of a named dependency,

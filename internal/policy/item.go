@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/proof"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -29,6 +30,9 @@ const (
 	attrSince     = "since"
 	attrUpdatedAt = "updated_at"
 	attrActor     = "actor"
+	// attrProof names the policy.set proof written with the item: the
+	// admin's proof that this text (its hash) is the one they set.
+	attrProof = "proof"
 )
 
 // Stored is the table's policy as read.
@@ -42,7 +46,11 @@ type Stored struct {
 	Since     time.Time
 	UpdatedAt time.Time
 	Actor     string
-	raw       store.Item
+	// Proof is the key of the policy.set proof the item names (written in
+	// its transaction, by its admin); empty on an item written without one
+	// (by an older koshactl, or by hand), which proves nothing.
+	Proof string
+	raw   store.Item
 }
 
 // Sum is the hex SHA-256 of a policy text.
@@ -67,7 +75,7 @@ func FromItem(sch *Schema, it store.Item) (*Stored, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v: an admin sets a valid one with koshactl policy set FILE", ErrStoredInvalid, Key, textsafe.Line(err.Error()))
 	}
-	s := &Stored{Set: set, SHA256: Sum(text), Actor: it.Str(attrActor), raw: it}
+	s := &Stored{Set: set, SHA256: Sum(text), Actor: it.Str(attrActor), Proof: it.Str(attrProof), raw: it}
 	s.Version, _ = it.Int(attrVersion)
 	if ms, ok := it.Int(attrSince); ok {
 		s.Since = time.UnixMilli(ms).UTC()
@@ -147,7 +155,11 @@ type SetResult struct {
 // record (store.Apply), conditional on the policy item as read, so two
 // admins setting it at once never overwrite each other unseen (the second
 // gets store.ErrConditionFailed). The same text again writes nothing.
-func (p *Policies) Set(ctx context.Context, log audit.Appender, set *Set, actor, reason string) (SetResult, error) {
+func (p *Policies) Set(ctx context.Context, log audit.Appender, set *Set, by audit.Identity, reason string) (SetResult, error) {
+	writer, err := proof.WriterOf(by)
+	if err != nil {
+		return SetResult{}, fmt.Errorf("set the table's policy: %w", err)
+	}
 	before, err := p.Load(ctx)
 	if err != nil && !errors.Is(err, ErrStoredInvalid) {
 		return SetResult{}, err
@@ -158,8 +170,16 @@ func (p *Policies) Set(ctx context.Context, log audit.Appender, set *Set, actor,
 	if before != nil {
 		raw, res.Before = before.raw, before
 		if before.SHA256 == Sum(set.Text) {
-			res.After, res.Unchanged = before, true
-			return res, nil
+			// The same text again writes nothing, when its proof says it
+			// was set so; an item no proof proves is set again, with one.
+			err := p.proven(ctx, before)
+			if err == nil {
+				res.After, res.Unchanged = before, true
+				return res, nil
+			}
+			if !errors.Is(err, ErrUnproven) {
+				return SetResult{}, err
+			}
 		}
 	}
 	if raw == nil && errors.Is(err, ErrStoredInvalid) {
@@ -189,18 +209,20 @@ func (p *Policies) Set(ctx context.Context, log audit.Appender, set *Set, actor,
 		}
 		version = before.Version + 1
 	}
+	pf := proof.Proof{Writer: writer, Verb: proof.Set, Kind: proof.KindPolicy, Subject: proofSubject(version, token),
+		Binding: Sum(set.Text), At: now}
 	it := store.Item{store.PK: Key, attrText: set.Text, attrSHA256: Sum(set.Text), attrVersion: version,
-		attrSince: since.UnixMilli(), attrUpdatedAt: now.UnixMilli(), attrActor: actor, store.WriteIDAttr: token}
+		attrSince: since.UnixMilli(), attrUpdatedAt: now.UnixMilli(), attrActor: by.Actor, attrProof: pf.Key(), store.WriteIDAttr: token}
 	var beforeDoc any
 	if before != nil {
 		beforeDoc = map[string]any{"sha256": before.SHA256, "version": before.Version, "text": before.Set.Text}
 	}
-	rec, rop, err := log.Stage(ctx, audit.Entry{Actor: actor, Action: ActionSet, Subject: Key, Reason: reason, Before: beforeDoc,
+	rec, rop, err := log.Stage(ctx, audit.Entry{Actor: by.Actor, ActorSource: by.Source, Action: ActionSet, Subject: Key, Reason: reason, Before: beforeDoc,
 		After: map[string]any{"sha256": Sum(set.Text), "version": version, "text": set.Text}}, token, 0)
 	if err != nil {
 		return SetResult{}, err
 	}
-	applied, err := store.Apply(ctx, p.store, store.Change{Token: token, Ops: []store.Op{store.PutOp(it, cond), rop}, Proof: Key})
+	applied, err := store.Apply(ctx, p.store, store.Change{Token: token, Ops: []store.Op{store.PutOp(it, cond), pf.Put(token), rop}, Proof: Key})
 	if err != nil {
 		if errors.Is(err, store.ErrOutcomeUnknown) {
 			return SetResult{}, fmt.Errorf("%w: check with koshactl policy get", err)

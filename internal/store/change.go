@@ -20,12 +20,18 @@ const MaxChangeOps = 100
 const MaxChangeBytes = 4 * 1000 * 1000
 
 // Op is one item's write in a [Change]: a whole item put, or a key deleted,
-// each under its own condition. Build one with [PutOp] or [DeleteOp].
+// each under its own condition; or a check of an item the change writes
+// nothing to, whose condition must hold all the same. Build one with
+// [PutOp], [DeleteOp] or [CheckOp].
 type Op struct {
-	// Put is the item written whole (nil for a delete).
+	// Put is the item written whole (nil for a delete or a check).
 	Put Item
-	// Delete is the pk removed (when Put is nil).
+	// Delete is the pk removed (when Put is nil and Check is empty).
 	Delete string
+	// Check is the pk of an item only checked: its condition must hold
+	// for the change to apply, and nothing is written to it (DynamoDB's
+	// ConditionCheck).
+	Check string
 	// Cond must hold for the item as stored when the change is applied.
 	Cond Condition
 }
@@ -36,13 +42,27 @@ func PutOp(it Item, cond Condition) Op { return Op{Put: it, Cond: cond} }
 // DeleteOp removes the item under pk if cond holds.
 func DeleteOp(pk string, cond Condition) Op { return Op{Delete: pk, Cond: cond} }
 
-// PK is the key the op writes.
+// CheckOp makes the change conditional on the item under pk, which it
+// does not write: the change applies only if cond holds for it. cond is
+// never [Always] (a check of nothing).
+func CheckOp(pk string, cond Condition) Op { return Op{Check: pk, Cond: cond} }
+
+// PK is the key the op writes (or checks).
 func (o Op) PK() string {
-	if o.Put != nil {
+	switch {
+	case o.Put != nil:
 		return o.Put.PK()
+	case o.Check != "":
+		return o.Check
 	}
 	return o.Delete
 }
+
+// IsCheck reports whether the op only checks its item ([CheckOp]).
+func (o Op) IsCheck() bool { return o.Put == nil && o.Check != "" }
+
+// IsDelete reports whether the op removes its item ([DeleteOp]).
+func (o Op) IsDelete() bool { return o.Put == nil && o.Check == "" }
 
 // Change is one atomic write of the control table: every op applies, or
 // none does. It is how a lever change and its audit record are written
@@ -90,6 +110,12 @@ func (c Change) Validate() error {
 		seen[pk] = true
 		if err := op.Cond.Validate(); err != nil {
 			return err
+		}
+		if op.IsCheck() && op.Cond.IsAlways() {
+			return fmt.Errorf("%w: the change checks %q without a condition: a check needs one", ErrInvalidItem, pk)
+		}
+		if op.Check != "" && (op.Put != nil || op.Delete != "") {
+			return fmt.Errorf("%w: a write of the change both checks and writes %q", ErrInvalidItem, pk)
 		}
 		if op.Put == nil {
 			size += len(pk)
@@ -311,11 +337,13 @@ func (c Change) ApplyTo(items map[string]Item, keep func(Item) Item) error {
 		return conflict
 	}
 	for _, op := range c.Ops {
-		if op.Put == nil {
+		switch {
+		case op.IsCheck():
+		case op.Put == nil:
 			delete(items, op.Delete)
-			continue
+		default:
+			items[op.PK()] = keep(op.Put)
 		}
-		items[op.PK()] = keep(op.Put)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -53,6 +54,10 @@ type Deps struct {
 	// Requests lists and decides the table's change requests (the p
 	// pane); nil hides it.
 	Requests Requests
+	// Rates reads the fleet's call rates for the detail's impact (the
+	// same source as Gauges: metrics.NewRateSource); nil shows the impact
+	// from the degradation matrix alone.
+	Rates impact.RateSource
 }
 
 // Defaults of [Options].
@@ -60,6 +65,10 @@ const (
 	DefaultInterval = 10 * time.Second
 	// AuditRecords is how many audit records the detail view shows.
 	AuditRecords = 6
+	// RatesEvery is how often the detail's call rates are read again
+	// while it is shown: the rates are calls a minute, and on CloudWatch
+	// each read is a request.
+	RatesEvery = time.Minute
 )
 
 // Options configure the dashboard. Zero values take the documented defaults.

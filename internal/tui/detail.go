@@ -112,6 +112,10 @@ func (p detailPane) auditLines(st styles.Styles, since time.Time) []string {
 		if !rec.DataPlane && policy.UnapprovedAt(rec.Time, rec.Approval, since) {
 			line += " " + st.Warning.Render("UNAPPROVED")
 		}
+		if rec.DataPlane {
+			// The data plane's word, never an operator's lever change.
+			line += " " + st.Dim.Render("(data plane)")
+		}
 		lines = append(lines, line)
 	}
 	return lines

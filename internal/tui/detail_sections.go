@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -25,6 +26,7 @@ func (m Model) detailContent() []string {
 		m.detailTitle(r),
 		m.detailOverride(r),
 		m.detailFleet(r),
+		m.detailImpact(r),
 		m.detailGauges(r),
 		m.detailNotes(r),
 		m.detailTimeline(r),
@@ -88,6 +90,86 @@ func (m Model) detailOverride(r *row) []string {
 	}
 	for _, p := range o.Problems {
 		lines = append(lines, m.label("")+m.styles.Warning.Render("malformed "+p.Attribute+": "+safe(p.Problem)))
+	}
+	return lines
+}
+
+// detailImpact is what forcing the dependency does to the tools (the
+// degradation matrix: internal/impact decides it, the pane only lays it
+// out): while an override holds, over the time it has left; otherwise if
+// it were forced, per hour. With a rate source, each tool's calls a
+// minute and the calls touched.
+func (m Model) detailImpact(r *row) []string {
+	st := m.styles
+	req := impact.Request{Dependencies: []string{r.Dependency}}
+	head := "if forced (estimates per hour), per the degradation matrix:"
+	if r.OverrideActive && r.Override != nil {
+		head = "while forced (until cleared), per the degradation matrix:"
+		if r.Override.Expires() {
+			req.For = r.Override.ExpiresAt.Sub(m.now)
+			head = "while forced (" + human.Age(req.For) + " left), per the degradation matrix:"
+		}
+	}
+	rep := impact.Static(req)
+	if m.rates.rates != nil {
+		rep.WithRates(*m.rates.rates)
+	}
+	lines := []string{m.label("Impact") + head}
+	// more adds s in the column right of the labels, wrapped at the
+	// screen's width: these sentences are the point, not to be cut.
+	more := func(s string) {
+		for _, l := range strings.Split(ansi.Wordwrap(s, max(m.width-labelW, 20), ""), "\n") {
+			lines = append(lines, m.label("")+l)
+		}
+	}
+	for _, t := range rep.Tools {
+		text := safe(t.Tool) + " " + string(t.Behaviour)
+		if t.Behaviour == impact.Failed || t.Behaviour == impact.Deferred {
+			text = st.Warning.Render(text)
+		}
+		more(text + ": " + safe(t.Detail))
+		more("  signal: " + safe(t.Signal.Text))
+		if t.CallsPerMinute != nil {
+			rate := impact.PerMinute(*t.CallsPerMinute) + " calls/min"
+			if t.Estimate != nil {
+				rate += " · " + safe(t.Estimate.Text)
+			}
+			more("  " + rate)
+		}
+	}
+	for _, d := range rep.Dependencies {
+		switch {
+		case !d.InMatrix || !d.Obeyed:
+			more(st.Warning.Render(safe(d.Note)))
+		case len(rep.Tools) == 0:
+			more("no tool changes behaviour")
+		}
+		if d.Platform != "" {
+			more(safe(d.Platform) + " (" + safe(d.PlatformSignal) + ")")
+		}
+		if len(d.WhenDown) > 0 {
+			var down []string
+			for _, e := range d.WhenDown {
+				down = append(down, e.Tool+" "+string(e.Behaviour))
+			}
+			more(st.Dim.Render("when " + safe(d.Dependency) + " itself is down: " + strings.Join(down, ", ")))
+		}
+	}
+	if src := m.deps.Rates; src != nil {
+		switch rs := m.rates; {
+		case rs.rates == nil && rs.err != nil:
+			more(st.Warning.Render("call rates: could not read " + safe(src.Describe()) + ": " + oneLine(rs.err)))
+		case rs.rates == nil:
+			more(st.Dim.Render("call rates: measuring (" + safe(src.Describe()) + ")…"))
+		default:
+			more(st.Dim.Render("call rates: " + safe(rs.rates.Source) + ", " + safe(rs.rates.Method) + ", read " + ago(m.now, rs.rates.ReadAt)))
+			for _, w := range rs.rates.Warnings {
+				more(st.Warning.Render("call rates: " + safe(w)))
+			}
+			if rs.err != nil {
+				more(st.Warning.Render("the last read of the call rates failed: " + oneLine(rs.err)))
+			}
+		}
 	}
 	return lines
 }

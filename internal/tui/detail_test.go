@@ -3,12 +3,16 @@ package tui
 import (
 	"strings"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/tui/styles"
 )
 
-// The detail of openai has 21 lines; at 80x23 the pane shows 19 of them.
+// The detail of openai has 24 lines; at 80x23 the pane shows 19 of them.
 const openaiTitle = "openai · forced (override) · gauges: mixed"
 
 func (h *harness) notOnScreen(subs ...string) {
@@ -28,7 +32,7 @@ func openScrolledToBottom(t *testing.T) *harness {
 	h := newHarness(t, Options{})
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 23})
 	h.press("down", "enter")
-	h.wantScreen(openaiTitle, "↓ 3 more lines (j/k scroll)")
+	h.wantScreen(openaiTitle, "↓ 6 more lines (j/k scroll)")
 	h.press("j", "j", "j", "j", "j", "j", "j", "j", "j", "j")
 	h.wantScreen("clear       bob@laptop    recovered")
 	h.notOnScreen(openaiTitle, "more lines")
@@ -42,8 +46,8 @@ func TestDetailScrollStopsAtTheLastLine(t *testing.T) {
 	h.press("k")
 	h.wantScreen("↓ 2 more lines (j/k scroll)")
 	h.notOnScreen(openaiTitle)
-	h.press("k")
-	h.wantScreen(openaiTitle, "↓ 3 more lines (j/k scroll)")
+	h.press("k", "k", "k", "k")
+	h.wantScreen(openaiTitle, "↓ 6 more lines (j/k scroll)")
 }
 
 // A taller screen leaves less to scroll: the offset moves back to the new
@@ -54,14 +58,14 @@ func TestDetailResizeKeepsTheOffsetValid(t *testing.T) {
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 24})
 	h.wantScreen("clear       bob@laptop    recovered")
 	h.notOnScreen(openaiTitle, "more lines")
-	h.press("k")
-	h.wantScreen(openaiTitle, "↓ 2 more lines (j/k scroll)")
+	h.press("k", "k", "k", "k")
+	h.wantScreen(openaiTitle, "↓ 5 more lines (j/k scroll)")
 	// A screen that holds everything has nothing to scroll.
 	h.send(tea.WindowSizeMsg{Width: 100, Height: 40})
 	h.press("j")
 	h.wantScreen(openaiTitle, "clear       bob@laptop    recovered")
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 23})
-	h.wantScreen(openaiTitle, "↓ 3 more lines (j/k scroll)")
+	h.wantScreen(openaiTitle, "↓ 6 more lines (j/k scroll)")
 }
 
 // Content that shrinks under the offset (the audit read fails on a
@@ -72,8 +76,8 @@ func TestDetailShorterContentKeepsTheOffsetValid(t *testing.T) {
 	h.press("r")
 	h.wantScreen("could not read the audit log: connection refused")
 	h.notOnScreen(openaiTitle, "more lines")
-	h.press("k")
-	h.wantScreen(openaiTitle, "↓ 2 more lines (j/k scroll)")
+	h.press("k", "k", "k", "k")
+	h.wantScreen(openaiTitle, "↓ 5 more lines (j/k scroll)")
 }
 
 // At every size the detail fits the screen, and scrolled to the end its
@@ -98,6 +102,22 @@ func TestDetailFitsEverySize(t *testing.T) {
 		body := strings.TrimRight(ansi.Strip(strings.Join(lines[:len(lines)-2], "\n")), "\n")
 		if last := body[strings.LastIndexByte(body, '\n')+1:]; !strings.HasPrefix(last, "  11-28 17:00Z  clear") {
 			t.Errorf("%dx%d: scrolled to the end, the pane ends with %q", size[0], size[1], last)
+		}
+	}
+}
+
+// A data-plane record in a dependency's recent audit is marked as the
+// data plane's, as audit list marks it: never read as an operator's change.
+func TestDetailMarksDataPlaneRecords(t *testing.T) {
+	p := detailPane{dependency: "openai", records: []audit.Record{
+		{Time: epoch, Actor: "arn:aws:iam::123456789012:user/alice", Action: "breaker.clear", Reason: "planted", DataPlane: true},
+		{Time: epoch, Actor: "arn:aws:iam::123456789012:user/bob", Action: "breaker.force-open", Reason: "real"},
+	}}
+	lines := p.auditLines(styles.New(false), time.Time{})
+	got := strings.Join(lines, "\n")
+	for _, l := range lines {
+		if strings.Contains(l, "planted") != strings.Contains(l, "(data plane)") {
+			t.Errorf("line %q: the data plane's record alone is marked\n%s", l, got)
 		}
 	}
 }

@@ -25,8 +25,8 @@ import (
 )
 
 var (
-	aliceID = audit.Identity{Actor: "arn:aws:iam::123456789012:user/alice", Source: audit.ActorSTS}
-	bobID   = audit.Identity{Actor: "arn:aws:iam::123456789012:user/bob", Source: audit.ActorSTS}
+	aliceID = audit.Identity{Actor: "arn:aws:iam::123456789012:user/alice", Source: audit.ActorSTS, UserID: "AIDAALICE"}
+	bobID   = audit.Identity{Actor: "arn:aws:iam::123456789012:user/bob", Source: audit.ActorSTS, UserID: "AIDABOB"}
 )
 
 type recordingNotifier struct {
@@ -73,7 +73,7 @@ func TestDashboardLeversFollowTheTablesPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := policy.NewPolicies(st, clk, approval.PolicySchema(builtin.Specs())).Set(ctx, log, set, "admin", "four eyes"); err != nil {
+	if _, err := policy.NewPolicies(st, clk, approval.PolicySchema(builtin.Specs())).Set(ctx, log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
 		t.Fatal(err)
 	}
 	levers := levertest.Levers(st, clk, log)

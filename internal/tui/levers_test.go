@@ -64,7 +64,7 @@ func TestStoreOverridesWriteAuditedChanges(t *testing.T) {
 
 	clk.Advance(time.Minute)
 	rep, err := ov.Clear(ctx, "openai", "recovered")
-	if clr := breaker.ClearOf(rep.Outcomes[0]); err != nil || clr.Before == nil || !clr.WasActive {
+	if clr := breaker.ClearResultOf(rep.Outcomes[0]); err != nil || clr.Before == nil || !clr.WasActive {
 		t.Fatalf("clear = %+v, %v", clr, err)
 	}
 	recs, err := log.List(ctx, audit.Query{Subject: breaker.OverrideKey("openai")})

@@ -2,7 +2,7 @@ package tui
 
 import (
 	"context"
-	"github.com/kosha-platform/koshactl/internal/lever"
+	"slices"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -10,6 +10,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/impact"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -47,6 +49,11 @@ type (
 	fleetMsg struct {
 		res metrics.WaitResult
 		err error
+	}
+	// ratesMsg is a read of the fleet's call rates.
+	ratesMsg struct {
+		rates metrics.CallRates
+		err   error
 	}
 )
 
@@ -97,6 +104,38 @@ func (m Model) loadAudit(dep string) tea.Cmd {
 		l, err := log.List(ctx, audit.Query{Subject: breaker.OverrideKey(dep), Limit: AuditRecords})
 		return auditMsg{dependency: dep, records: l.Records, err: err}
 	}
+}
+
+// loadRates reads the call rates of every tool and dependency the
+// dashboard knows, for the detail's impact, within impact.DefaultTimeout
+// (a Prometheus source's first read takes two scrapes a few seconds apart).
+func (m *Model) loadRates() tea.Cmd {
+	if m.deps.Rates == nil || m.rates.loading {
+		return nil
+	}
+	m.rates.loading = true
+	// The detail's dependency first; as many as one CloudWatch request
+	// holds beside the tools (a context names a handful).
+	deps := m.fetchDeps()
+	if i := slices.Index(deps, m.detail.dependency); i > 0 {
+		deps = append([]string{deps[i]}, slices.Delete(slices.Clone(deps), i, i+1)...)
+	}
+	tools := impact.ToolNames()
+	deps = deps[:min(len(deps), metrics.MaxQueriesPerRequest-len(tools))]
+	src, req := m.deps.Rates, metrics.RateRequest{Tools: tools, Dependencies: deps}
+	base := m.base
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(base(), impact.DefaultTimeout)
+		defer cancel()
+		rates, err := src.Rates(ctx, req)
+		return ratesMsg{rates: rates, err: err}
+	}
+}
+
+// ratesDue reports whether the detail's rates should be read: none read
+// yet, or the last read is RatesEvery old.
+func (m Model) ratesDue() bool {
+	return m.deps.Rates != nil && !m.rates.loading && (m.rates.at.IsZero() || m.opts.Clock.Now().Sub(m.rates.at) >= RatesEvery)
 }
 
 func (m Model) force(req ForceRequest) tea.Cmd {

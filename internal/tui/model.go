@@ -44,6 +44,15 @@ type source struct {
 	err   error
 }
 
+// rateState is the last read of the call rates: at is when it was asked
+// for (a failed read waits RatesEvery too), rates the last good answer.
+type rateState struct {
+	loading bool
+	at      time.Time
+	rates   *metrics.CallRates
+	err     error
+}
+
 // Model is the dashboard's root model.
 type Model struct {
 	deps   Deps
@@ -74,6 +83,9 @@ type Model struct {
 	rows       []row
 	mergedAt   time.Time
 	nextChange time.Time
+
+	// rates are the fleet's last call rates, for the detail's impact.
+	rates rateState
 
 	table    tableState
 	detail   detailPane
@@ -162,6 +174,9 @@ func (m *Model) refresh() tea.Cmd {
 	}
 	if m.mode == modeDetail {
 		cmds = append(cmds, m.loadAudit(m.detail.dependency))
+		if m.ratesDue() {
+			cmds = append(cmds, m.loadRates())
+		}
 	}
 	if m.mode == modeRequests && !m.requests.loading {
 		m.requests.loading = true
@@ -236,6 +251,14 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.snap = &snap
 		m.rebuild()
 		m.refreshed()
+		return m, nil
+	case ratesMsg:
+		m.now = m.opts.Clock.Now()
+		m.rates.loading, m.rates.at, m.rates.err = false, m.now, msg.err
+		if msg.err == nil {
+			rates := msg.rates
+			m.rates.rates = &rates
+		}
 		return m, nil
 	case auditMsg:
 		if m.detail.dependency == msg.dependency {
@@ -325,7 +348,7 @@ func forced(rep lever.Report) breaker.ForceResult {
 	if len(rep.Outcomes) == 0 {
 		return breaker.ForceResult{}
 	}
-	return breaker.ForceOf(rep.Outcomes[0])
+	return breaker.ForceResultOf(rep.Outcomes[0])
 }
 
 // confirmed reports whether the report's change was settled by a re-read.
@@ -401,6 +424,9 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.mode = modeDetail
 			m.detail = newDetailPane(r.Dependency, m.deps.Audit != nil, m.keys)
 			cmds := []tea.Cmd{m.loadAudit(r.Dependency)}
+			if m.ratesDue() {
+				cmds = append(cmds, m.loadRates())
+			}
 			if r.Gauges.Breakdown == metrics.BreakdownNotFetched && !m.gauges.loading {
 				// The source read no instance series for it: ask now, not at
 				// the next refresh.
@@ -654,7 +680,7 @@ func clearResult(msg clearedMsg) (string, bool) {
 	var ce *breaker.ConflictError
 	var res breaker.ClearResult
 	if len(msg.rep.Outcomes) > 0 {
-		res = breaker.ClearOf(msg.rep.Outcomes[0])
+		res = breaker.ClearResultOf(msg.rep.Outcomes[0])
 	}
 	switch {
 	case msg.rep.Pending != nil:

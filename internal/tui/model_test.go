@@ -484,8 +484,8 @@ func TestDetailShowsTheFleetAndTheAuditTrail(t *testing.T) {
 	}
 	// At 80x23 the detail scrolls.
 	h.send(tea.WindowSizeMsg{Width: 80, Height: 23})
-	h.wantScreen("↓ 3 more lines (j/k scroll)")
-	h.press("j", "j", "j", "j")
+	h.wantScreen("↓ 6 more lines (j/k scroll)")
+	h.press("j", "j", "j", "j", "j", "j", "j")
 	h.wantScreen("clear       bob@laptop    recovered")
 	h.press("esc")
 	h.wantScreen("DEPENDENCY", "screening-sim")

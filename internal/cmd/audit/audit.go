@@ -155,6 +155,9 @@ type listed struct {
 	doc         ListResult
 	unreadable  []store.Problem
 	policySince time.Time
+	// policyProblem says how the table's policy disagrees with its
+	// policy.set proofs (--unapproved; "" when it does not).
+	policyProblem string
 }
 
 // readList lists the records once and flags the unapproved ones; with
@@ -167,13 +170,14 @@ func readList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Lis
 	log := audit.NewLog(env.Store, f.Clock, env.Name)
 	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	var (
-		l     audit.Listing
-		since time.Time
+		l       audit.Listing
+		since   time.Time
+		problem string
 	)
 	if opts.Unapproved {
 		// The policy first: its since bounds the records read, and on a
 		// table without one nothing is read.
-		if since, err = unapprovedSince(ctx, f, env, false); err != nil {
+		if since, problem, err = unapprovedSince(ctx, f, env, false); err != nil {
 			return listed{}, err
 		}
 		if !since.IsZero() {
@@ -206,7 +210,7 @@ func readList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Lis
 	}
 	flagUnapproved(env.PolicySchema(), since, recs)
 	return listed{doc: ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
-		Unreadable: listing.Problems(l.Unreadable)}, unreadable: l.Unreadable, policySince: since}, nil
+		Unreadable: listing.Problems(l.Unreadable)}, unreadable: l.Unreadable, policySince: since, policyProblem: problem}, nil
 }
 
 // query is the listing's question from its flags, at now: a bare
@@ -266,7 +270,7 @@ func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 	for i := len(recs) - 1; i >= 0; i-- {
 		ann.announce(ctx, recs[i], l.policySince)
 	}
-	return foundUnapproved(len(recs), l.policySince, err)
+	return foundUnapproved(len(recs), l.policySince, err, l.policyProblem)
 }
 
 var tableHeaders = []string{"TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON"}
@@ -277,6 +281,11 @@ func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record,
 		actor := r.Actor
 		if r.ActorSource == audit.ActorUnverified {
 			actor += " (unverified)"
+		}
+		if r.DataPlane {
+			// The data plane's role writes these alone: its word, never an
+			// operator's lever change.
+			actor += " (data plane)"
 		}
 		outcome := r.Outcome
 		switch {
@@ -334,8 +343,9 @@ func follow(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListO
 		return err
 	}
 	var since time.Time
+	problem := ""
 	if opts.Unapproved {
-		if since, err = unapprovedSince(ctx, f, env, true); err != nil {
+		if since, problem, err = unapprovedSince(ctx, f, env, true); err != nil {
 			return err
 		}
 		if since.IsZero() && q.Since.Before(f.Clock.Now()) {
@@ -361,7 +371,7 @@ func follow(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListO
 		if !opts.Unapproved {
 			return partial
 		}
-		return foundUnapproved(flagged, since, partial)
+		return foundUnapproved(flagged, since, partial, problem)
 	}
 	for first := true; ; first = false {
 		var l audit.Listing

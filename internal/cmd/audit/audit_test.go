@@ -112,3 +112,23 @@ func testAuditListAroundBadRecords(t *testing.T, setup func(t *testing.T, e *cli
 		t.Errorf("filtered out: stdout %q, stderr %q", r.Stdout, r.Stderr)
 	}
 }
+
+// A data-plane record (audit#dp#, which the data plane's role may write)
+// is marked as the data plane's in every output: in a table, a "breaker
+// clear by alice" it wrote never reads like alice's clear.
+func TestDataPlaneRecordsAreMarkedInTables(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider incident", "--for", "30m")
+	e.PutRaw(map[string]attr{"pk": {Type: "S", Text: "audit#dp#1795978800001#00000000000000dd"}, "time": {Type: "N", Text: "1795978800001"},
+		"actor": {Type: "S", Text: "arn:aws:iam::123456789012:user/alice"}, "action": {Type: "S", Text: "breaker.clear"},
+		"subject": {Type: "S", Text: "breaker#openai"}, "context": {Type: "S", Text: "local"}, "outcome": {Type: "S", Text: "ok"},
+		"reason": {Type: "S", Text: "provider recovered"}})
+	out := e.MustRun(0, "audit", "list", "--scan").Stdout
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "breaker.clear") && !strings.Contains(l, "arn:aws:iam::123456789012:user/alice (data plane)") ||
+			strings.Contains(l, "breaker.force-open") && strings.Contains(l, "data plane") {
+			t.Errorf("the data plane's record is not marked, or an operator's is, in the table:\n%s", out)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -11,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // readPolicySince reads the since of the table's policy (zero, has false:
@@ -26,20 +28,41 @@ func readPolicySince(ctx context.Context, env *cmdenv.Env, strict bool) (since t
 	return since, has, err
 }
 
-// unapprovedSince is the since --unapproved lists from. On a table without
-// a policy it is zero, said in one line on stderr: no change can be
-// unapproved, and nothing is listed (a follow lists the changes made after
-// one is set).
-func unapprovedSince(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, following bool) (time.Time, error) {
+// unapprovedSince is the since --unapproved lists from, and what is wrong
+// with the table's policy against its policy.set proofs ("" when nothing:
+// policy.Standing). On a table without a policy (nor a proof of one) since
+// is zero, said in one line on stderr: no change can be unapproved, and
+// nothing is listed (a follow lists the changes made after one is set). A
+// policy item its proofs do not prove (a direct Put, a deleted item, one
+// put back) is said on stderr at once; the listing then ends with exit 1,
+// and lists from the table's first policy (the oldest proof's, when the
+// item is gone).
+func unapprovedSince(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, following bool) (time.Time, string, error) {
 	since, has, err := readPolicySince(ctx, env, true)
-	if err == nil && !has {
+	if err != nil {
+		return since, "", err
+	}
+	st, err := env.Policies().Standing(ctx, env.Store)
+	if err != nil {
+		return since, "", err
+	}
+	if st.Problem != "" {
+		if following {
+			fmt.Fprintf(f.IOStreams.ErrOut, "error: the table's policy is not what its policy.set proofs say: %s\n", textsafe.Line(st.Problem))
+		}
+		if since.IsZero() {
+			since = st.Since
+		}
+		return since, st.Problem, nil
+	}
+	if !has {
 		then := "nothing is listed"
 		if following {
 			then = "following: changes made after one is set will be"
 		}
 		cmdutil.Notice(f.IOStreams.ErrOut)(fmt.Sprintf("note: context %q: the table has no change policy, so no lever change can be unapproved; %s", env.Name, then))
 	}
-	return since, err
+	return since, "", nil
 }
 
 // onlyUnapproved narrows q to the records sch flags unapproved by the
@@ -54,18 +77,27 @@ func onlyUnapproved(sch *policy.Schema, q audit.Query, since *time.Time) audit.Q
 }
 
 // foundUnapproved is how --unapproved ends: exit 1 when it listed n > 0
-// changes (partial, the listing's own error, is said with it), else
-// partial.
-func foundUnapproved(n int, since time.Time, partial error) error {
-	if n == 0 {
+// changes, or the table's policy is not what its proofs say (problem);
+// else partial (the listing's own error, said with it).
+func foundUnapproved(n int, since time.Time, partial error, problem string) error {
+	if n == 0 && problem == "" {
 		return partial
 	}
-	what := "1 unapproved lever change"
-	if n > 1 {
-		what = fmt.Sprintf("%d unapproved lever changes", n)
+	var what []string
+	if problem != "" {
+		what = append(what, "the table's policy is not what its policy.set proofs say ("+textsafe.Line(problem)+"): find out who wrote it; an admin sets the right one with koshactl policy set FILE")
 	}
-	msg := fmt.Sprintf("%s: recorded since the table's policy was set (%s) without an approval, so made without asking it; find out who made it and why (docs/contracts/policy.md, \"What koshactl cannot prevent\")",
-		what, since.UTC().Format(time.RFC3339))
+	switch {
+	case n == 1:
+		what = append(what, "1 unapproved lever change")
+	case n > 1:
+		what = append(what, fmt.Sprintf("%d unapproved lever changes", n))
+	}
+	msg := strings.Join(what, "; and ")
+	if n > 0 {
+		msg += fmt.Sprintf(": recorded since the table's policy was set (%s) without an approval, so made without asking it; find out who made it and why (docs/contracts/policy.md, \"What koshactl cannot prevent\")",
+			since.UTC().Format(time.RFC3339))
+	}
 	if partial != nil {
 		msg += "; " + partial.Error()
 	}

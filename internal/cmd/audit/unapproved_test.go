@@ -129,10 +129,11 @@ func (w *bypassWorld) approved(dependency string) {
 	w.Setenv("KOSHACTL_ACTOR", "tester@test")
 	req := clitest.Decode[struct {
 		RequestID string `json:"request_id"`
+		SHA256    string `json:"sha256"`
 	}](w.T, r.Stdout)
 	ctx, svc, log := w.env()
-	bob := audit.Identity{Actor: "arn:aws:iam::123456789012:user/bob", Source: audit.ActorSTS}
-	res, err := svc.Approve(ctx, log, approval.Approval{ID: req.RequestID, Approver: bob})
+	bob := audit.Identity{Actor: "arn:aws:iam::123456789012:user/bob", Source: audit.ActorSTS, UserID: "AIDABOB"}
+	res, err := svc.Approve(ctx, log, approval.Approval{ID: req.RequestID, Approver: bob, SHA256: req.SHA256})
 	if err != nil || !res.Applied {
 		w.T.Fatalf("bob's approval of %s: %+v, %v", req.RequestID, res, err)
 	}

@@ -2,9 +2,11 @@ package chaos_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,7 +59,7 @@ func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
 
 	c.Clock.Advance(time.Minute)
 	v := c.must(0, "chaos", "verify", value)
-	for _, check := range []string{"syntax", "target", "kid", "signature", "expiry", "cap"} {
+	for _, check := range []string{"syntax", "target", "kid", "signature", "expiry", "cap", "freeze"} {
 		if !strings.Contains(v.Stdout, "\n"+check+" ") || strings.Contains(v.Stdout, "FAIL") {
 			t.Errorf("verify table lacks a passing %s row:\n%s", check, v.Stdout)
 		}
@@ -71,7 +73,7 @@ func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
 		t.Errorf("a passing verify wrote to stderr: %q", v.Stderr)
 	}
 	rep := clitest.Decode[verifyReport](t, c.must(0, "chaos", "verify", value, "-o", "json").Stdout)
-	if !rep.OK || rep.Kind != "ChaosVerifyReport" || rep.Header == nil || rep.Header.KID != k || rep.Header.Exp != exp || len(rep.Checks) != 6 {
+	if !rep.OK || rep.Kind != "ChaosVerifyReport" || rep.Header == nil || rep.Header.KID != k || rep.Header.Exp != exp || len(rep.Checks) != 7 {
 		t.Errorf("verify -o json = %+v", rep)
 	}
 
@@ -88,7 +90,7 @@ func TestSignVerifyRoundTripOnTheLocalContext(t *testing.T) {
 	if err := json.Unmarshal(rec.After, &after); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]any{"kid": k, "target": "core-api", "fault": "latency", "ms": 250.0, "p": 0.5, "exp": float64(exp),
+	want := map[string]any{"kid": k, "target": "core-api", "fault": "latency", "ms": 250.0, "p": 0.5, "iat": float64(clitest.Epoch.Unix()), "exp": float64(exp),
 		"jti": rep.Header.JTI, "ttl": "5m0s", "expires_at": "2026-11-29T19:05:00Z", "issued_at": "2026-11-29T19:00:00Z"}
 	for name, w := range want {
 		if after[name] != w {
@@ -106,11 +108,11 @@ func TestSignOutputFormats(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
 	value := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value").Stdout)
-	if !strings.HasPrefix(value, "v=1;kid=") || !strings.Contains(value, ";target=openai;fault=error;p=1;") {
+	if !strings.HasPrefix(value, "v=2;kid=") || !strings.Contains(value, fmt.Sprintf(";target=openai;fault=error;p=1;iat=%d;", clitest.Epoch.Unix())) {
 		t.Errorf("-o value = %q", value)
 	}
 	curl := strings.TrimSpace(c.must(0, "chaos", "sign", "--target", "openai", "--fault", "reset", "-o", "curl").Stdout)
-	if !strings.HasPrefix(curl, "-H 'X-Kosha-Chaos: v=1;") || !strings.HasSuffix(curl, "'") {
+	if !strings.HasPrefix(curl, "-H 'X-Kosha-Chaos: v=2;") || !strings.HasSuffix(curl, "'") {
 		t.Errorf("-o curl = %q", curl)
 	}
 	js := clitest.Decode[signed](t, c.must(0, "chaos", "sign", "--target", "postgres", "--fault", "timeout", "--ttl", "90s", "--p", "0.25", "-o", "json").Stdout)
@@ -276,7 +278,8 @@ func TestVerifyNamesTheFailedCheckAndField(t *testing.T) {
 		{"upper-case fault", strings.Replace(value, "fault=latency", "fault=LATENCY", 1), "syntax", "fault"},
 		{"missing sig", strings.Replace(value, ";sig="+sig, "", 1), "syntax", "sig"},
 		{"padded sig", value + "=", "syntax", "sig"},
-		{"version 2", strings.Replace(value, "v=1;", "v=2;", 1), "syntax", "v"},
+		{"version 3", strings.Replace(value, "v=2;", "v=3;", 1), "syntax", "v"},
+		{"iat dropped", regexp.MustCompile(`;iat=[0-9]+`).ReplaceAllString(value, ""), "syntax", "iat"},
 		{"ms on an error fault", strings.Replace(value, "fault=latency", "fault=error", 1), "syntax", "ms"},
 		{"empty", "", "syntax", ""},
 		{"tampered probability", strings.Replace(value, ";p=0.5;", ";p=0.6;", 1), "signature", "sig"},

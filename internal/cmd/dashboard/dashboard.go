@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui"
@@ -52,8 +53,15 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			obey past the source's bound "NOT OBEYED!", and the detail view shows the
 			verdict (converging, confirmed, not obeyed). --wait=false turns the wait off.
 
+			The detail view (enter) says what forcing the dependency does to the platform's
+			tools, from the degradation matrix (docs/contracts/degradation-matrix.md): which
+			tools degrade, defer or fail and what a client sees, with each tool's live call
+			rate from the metrics source and the calls touched while the override holds (per
+			hour when none does). The rates are read at most once a minute; on Prometheus
+			the first read takes two scrapes 5s apart.
+
 			Keys: f force-open (asks for a reason and a duration), c clear, enter details
-			(timeline, per-instance breakdown, recent audit), p pending change requests (a
+			(impact, timeline, per-instance breakdown, recent audit), p pending change requests (a
 			approve, d deny there), / filter, r refresh, ? help, q quit. On a protected
 			context, f, c, a and d ask you to type the context's name.
 
@@ -116,6 +124,11 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	// The detail's impact reads the call rates from the same source.
+	rates, err := metrics.NewRateSource(ctx, gaugeenv.Config(env, opts.MetricsURL))
+	if err != nil {
+		return err
+	}
 	notice := ""
 	// One breakdown: the detail view's dependency.
 	if warning := src.CostWarning(len(env.Context.KnownDependencies()), 1, opts.Interval); warning != "" {
@@ -155,6 +168,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		Overrides: tui.StoreOverrides{Overrides: ov, Levers: approvals.Guard(env.Levers().WithLog(log), env.CallerIdentity, notify.SourceDashboard),
 			Known: env.Context.KnownDependencies(), Notifier: notifier},
 		Gauges:   src,
+		Rates:    rates,
 		Audit:    log,
 		Requests: tui.StoreRequests{Approvals: approvals, Log: log, Identity: env.CallerIdentity, Clock: f.Clock, Notifier: notifier},
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -270,7 +271,9 @@ func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 	}
 	term.press("\r")
 	term.waitFor(t, "openai · mixed", "worst open · best closed", "199/499 instances reporting (partial)",
-		"per-instance breakdown is partial", "Instances (499 returned, partial")
+		"per-instance breakdown is partial")
+	term.press("jjjjjjjj") // past the impact
+	term.waitFor(t, "Instances (499 returned, partial")
 	for _, r := range cw.Requests() {
 		if r.Metrics > 500 {
 			t.Errorf("a request returned %d metrics", r.Metrics)
@@ -279,5 +282,47 @@ func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 	term.press("q")
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The detail's impact on the local context: the rates come from the same
+// /metrics the gauges do, measured as two scrapes apart on the factory's
+// clock, and the estimate is over the time the override has left.
+func TestDashboardDetailShowsTheImpactWithRates(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	// 25 screenings a minute of the clock's time, whenever it is scraped.
+	sandbox := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		minutes := e.Clock.Now().Sub(clitest.Epoch).Minutes()
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprint(w, "kosha_breaker_state{dependency=\"screening-sim\",instance=\"gw-1\"} 3\n")
+		fmt.Fprintf(w, "# TYPE kosha_tool_calls_total counter\nkosha_tool_calls_total{outcome=\"deferred\",tool=\"screen_entity\"} %v\n", 100+25*minutes)
+		fmt.Fprintf(w, "# TYPE kosha_downstream_calls_total counter\nkosha_downstream_calls_total{dependency=\"screening-sim\",outcome=\"circuit_open\"} %v\n", 7+50*minutes)
+	}))
+	t.Cleanup(sandbox.Close)
+	e.WriteConfig(fmt.Sprintf("contexts:\n  local:\n    store:\n      local: {}\n    metrics:\n      prometheus:\n        url: %s/metrics\n", sandbox.URL))
+	e.MustRun(0, "breaker", "force-open", "screening-sim", "--reason", "vendor maintenance", "--for", "30m")
+
+	term, ios, _ := newTerminal(t)
+	f := e.Factory(ios)
+	done := make(chan error, 1)
+	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
+	term.waitFor(t, "screening-sim", "30m tester")
+	term.press("jjj\r")
+	term.waitFor(t, "Impact     while forced (30m left)", "screen_entity deferred", "call rates: measuring")
+	// The first read scrapes twice, 5s apart on the factory's clock: its
+	// wait joins the refresh's and the clock's ticks.
+	wait.Until(t, "the rate read waits for its second scrape", func() bool { return e.Clock.Waiters() == 3 })
+	e.Clock.Advance(metrics.DefaultRateInterval)
+	term.waitFor(t, "25 calls/min · about 750 screenings deferred over 29m55s", // 25/min x the 29m55s left
+		"call rates: prometheus "+sandbox.URL+"/metrics, counters'", "increase between two scrapes 5s apart, read 0s ago")
+	term.press("q")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("dashboard ended with %v", err)
+		}
+	case <-time.After(wait.Ceiling):
+		t.Fatal("q did not end the dashboard")
 	}
 }

@@ -104,3 +104,52 @@ func TestPlanShowsTheAlarmRequest(t *testing.T) {
 		}
 	}
 }
+
+// Each force-open step's plan says what it does to the tools while its
+// override holds, from the degradation matrix: screening-sim defers
+// screenings; postgres has no breaker, so nothing obeys its override.
+func TestPlanShowsTheImpactOfEachForce(t *testing.T) {
+	e := clitest.New(t, clitest.Parallel())
+	file := writeFile(t, "impact.yaml", `
+name: impact
+timeout: 30m
+steps:
+  - id: screening
+    breaker.force-open:
+      dependency: screening-sim
+      for: 20m
+      reason: screening outage drill
+  - id: db
+    breaker.force-open:
+      dependency: postgres
+      reason: no breaker
+  - id: pause
+    sleep: 1s
+`)
+	r := e.MustRun(exitcode.OK, "drill", "plan", file)
+	for _, want := range []string{
+		"impact while it holds (degradation matrix):\n" +
+			`         screen_entity deferred: no synchronous result; the request is recorded for later · client sees status: "deferred" with retry_after_s`,
+		"         postgres: no breaker in the data plane (LLD §1): no instance obeys this override, so no tool changes " +
+			"[when postgres itself is down: search_knowledge_base failed, raise_dispute failed, flag_transaction_for_review failed]",
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("plan lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	var p runner.Plan
+	if err := json.Unmarshal([]byte(e.MustRun(exitcode.OK, "drill", "plan", file, "-o", "json").Stdout), &p); err != nil {
+		t.Fatal(err)
+	}
+	screening, db, pause := p.Steps[0].Impact, p.Steps[1].Impact, p.Steps[2].Impact
+	if screening == nil || len(screening.Tools) != 1 || screening.Tools[0].Tool != "screen_entity" || screening.Tools[0].Behaviour != "deferred" ||
+		screening.ForSeconds != 1200 || screening.Rates != nil {
+		t.Errorf("screening-sim's impact %+v: want screen_entity deferred over the step's 20m, no rates (a plan reads nothing)", screening)
+	}
+	if db == nil || len(db.Tools) != 0 || len(db.Dependencies) != 1 || db.Dependencies[0].Obeyed {
+		t.Errorf("postgres's impact %+v: want no tool, not obeyed", db)
+	}
+	if pause != nil {
+		t.Errorf("a sleep has an impact %+v", pause)
+	}
+}

@@ -12,14 +12,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
@@ -47,8 +53,10 @@ type drillWorld struct {
 	cliRec, dpRec *recorder
 	// cliProxy and dpProxy are the two principals' DynamoDB endpoints.
 	cliProxy, dpProxy *iamtest.Proxy
-	dir               string
-	sbErr             *syncbuf.Buffer
+	// endpoint is moto's, where the table is read and written unenforced.
+	endpoint string
+	dir      string
+	sbErr    *syncbuf.Buffer
 	// quick shortens the example drills' waits (30 s to 5 s, rollbacks to
 	// 2 s) for runs that are meant to fail: a denied lever then fails in
 	// seconds rather than after the drill's full patience.
@@ -72,7 +80,7 @@ func newDrillWorld(t *testing.T) *drillWorld {
 	e.MustRun(0, "chaos", "key", "rotate")
 	cliRec.take()
 	w := &drillWorld{e: e, enf: enf, dpEnf: dpEnf, cw: cw, cliRec: cliRec, dpRec: dpRec, cliProxy: cliProxy, dpProxy: dpProxy,
-		dir: t.TempDir(), sbErr: &syncbuf.Buffer{}}
+		dir: t.TempDir(), sbErr: &syncbuf.Buffer{}, endpoint: endpoint}
 
 	// The data plane: the sandbox on context dp, chaos on, until the test
 	// ends. Four times the LLD's speed: the drills' HTTP steps go through
@@ -142,6 +150,10 @@ var drills = []struct {
 	}}, 0},
 	// Stopped by the alarm: exit 1.
 	{drillRun{"alarm-stop", (*drillWorld).runAlarmDrill}, 1},
+	// On a table whose policy asks an approval of its lever, with its
+	// approved request: the run reads the request's proofs, its closed
+	// marker and the policy's proof, in a second batch.
+	{drillRun{"a bucket set with its approved request", (*drillWorld).runApprovedDrill}, 0},
 	{drillRun{"openai-outage, its clear's answer lost", func(w *drillWorld, t *testing.T) (int, string) {
 		loseChange(w.cliProxy, isClear)
 		defer w.cliProxy.LoseAnswers(nil)
@@ -184,6 +196,55 @@ func (w *drillWorld) runCloudWatchDrill(t *testing.T, args ...string) (int, stri
 	}
 	stderr := &syncbuf.Buffer{}
 	_, code := runReal(context.Background(), w.e, stderr, append([]string{"--debug", "drill", "run", file}, args...)...)
+	return code, stderr.String()
+}
+
+// runApprovedDrill sets, unenforced, a policy asking one approval of a
+// lever, asks for a drill that sets a bucket (its request made as dev's
+// koshactl makes it) and has bob approve it (as his koshactl would, STS
+// having verified him); then runs the drill with --request under the
+// policy enforced, and takes the policy away again.
+func (w *drillWorld) runApprovedDrill(t *testing.T) (int, string) {
+	t.Helper()
+	enforced := w.enf.Policy()
+	w.enf.SetPolicy(nil)
+	file := filepath.Join(w.dir, "approved.yaml")
+	// A bucket of its own: no other drill, nor the fleet's breakers, sees it.
+	src := "version: 1\nname: approved-set\ncontext: dev\ntimeout: 1m\nsteps:\n  - id: set\n    ratelimit.set: {client: iam-approved, tokens: 3, reason: iam test}\n"
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	policyFile := filepath.Join(w.dir, "four-eyes.cedar")
+	if err := os.WriteFile(policyFile, []byte(fourEyesAll), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.e.MustRun(0, "policy", "set", policyFile, "--reason", "iam test")
+	// The drill runs on the wall clock: its request is made and approved
+	// on it too.
+	out, code := runReal(context.Background(), w.e, &syncbuf.Buffer{}, "drill", "request", file, "--reason", "iam test", "-o", "json")
+	if code != exitcode.Pending {
+		t.Fatalf("drill request: exit %d\n%s", code, out)
+	}
+	id := requestID(t, out)
+	st := dynamo.NewFromConfig(moto.Config(t, w.endpoint), "kosha-control")
+	svc := approval.NewService(st, clock.Real{}, levertest.Levers(st, clock.Real{}, nil), "dev")
+	r, err := svc.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := audit.Identity{Actor: moto.UserARN("bob"), Source: audit.ActorSTS, UserID: "AIDABOB"}
+	if res, err := svc.Approve(context.Background(), audit.NewLog(st, clock.Real{}, "dev"), approval.Approval{ID: id, Approver: bob, SHA256: r.SHA256}); err != nil || !res.Authorized {
+		t.Fatalf("bob's approval of the drill: %+v, %v", res, err)
+	}
+	w.cliRec.take()
+	w.enf.SetPolicy(enforced)
+	stderr := &syncbuf.Buffer{}
+	_, code = runReal(context.Background(), w.e, stderr, "--debug", "drill", "run", file, "--request", id)
+	w.enf.SetPolicy(nil)
+	if err := st.Delete(context.Background(), "policy#table", store.Always()); err != nil {
+		t.Fatal(err)
+	}
+	w.enf.SetPolicy(enforced)
 	return code, stderr.String()
 }
 

@@ -8,13 +8,15 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iam"
 )
 
-// A change is one transaction, authorized item by item: a role allowed
-// some of its items and not all is denied the whole change, and nothing of
-// it is written. The data plane may write its own records (audit#dp#), not
-// an operator's (chaos sign's record, audit#<ms>#…, is denied, so no header
-// is printed and no record is kept). The reader may read overrides, not
-// force one: it is denied the force's first read, which asks for the
-// table's policy with the overrides, so nothing is sent.
+// A role outside a command's policy is stopped at the first item it may
+// not touch, and nothing of the change is written. The data plane may read
+// the freeze only with its overrides and write only its own records
+// (audit#dp#): chaos sign, whose first read is the freeze item, is denied
+// it, so no header is minted, printed or recorded. The reader may read
+// overrides, not force one: it is denied the force's first read, which
+// asks for the table's policy with the overrides, so nothing is sent. (A
+// transaction allowed some of its items and not all is denied whole: the
+// iamtest proxy's own test.)
 func TestARoleIsDeniedAWholeChangeOutsideItsPolicy(t *testing.T) {
 	t.Parallel()
 	w := newAWSWorld(t)
@@ -29,7 +31,7 @@ func TestARoleIsDeniedAWholeChangeOutsideItsPolicy(t *testing.T) {
 		prefix string // the key denied
 	}{
 		{iam.Reader, []string{"breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"}, iam.PolicyItems},
-		{iam.DataPlane, []string{"chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value"}, iam.AuditItems},
+		{iam.DataPlane, []string{"chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value"}, iam.FreezeItems},
 	} {
 		before := records()
 		w.asRole(t, c.role)
@@ -43,10 +45,9 @@ func TestARoleIsDeniedAWholeChangeOutsideItsPolicy(t *testing.T) {
 			if len(denied) != 1 || denied[0].Action != iam.BatchGetItem || !strings.Contains(denied[0].String(), "policy#table") {
 				t.Errorf("%s: denied %v, want the batch read of the overrides and the table's policy", name, denied)
 			}
-		} else if len(denied) != 1 || denied[0].Action != iam.PutItem ||
-			denied[0].Context["dynamodb:EnclosingOperation"][0] != iam.TransactWriteItems ||
+		} else if len(denied) != 1 || denied[0].Action != iam.GetItem ||
 			iam.PrefixOf(denied[0].Context["dynamodb:LeadingKeys"][0]) != c.prefix {
-			t.Errorf("%s: denied %v, want the PutItem of one %s item of its transaction", name, denied, c.prefix)
+			t.Errorf("%s: denied %v, want the GetItem of the %s item, its first read", name, denied, c.prefix)
 		}
 		if after := records(); after != before {
 			t.Errorf("%s: %d audit records, %d before: a denied change wrote its record", name, after, before)

@@ -43,6 +43,10 @@ type awsWorld struct {
 	// fourEyes is true while the table holds fourEyesAll (the request
 	// steps of cliSteps); the other steps put an allow-all policy back.
 	fourEyes bool
+	// people are the IAM users of newPeopleWorld, by name; endpoint is
+	// moto's.
+	people   map[string]aws.Credentials
+	endpoint string
 }
 
 const contextYAML = `current-context: %s
@@ -209,7 +213,11 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 		{"apply", noWindow, applyArgs, true, 0},
 		// Then: with a policy stored, every lever command reads it (a
 		// policy that allows everything, so they go on as before).
-		{"policy set", nil, fixed("policy", "set", allowAll, "--reason", "iam test"), false, 0},
+		// The admin (pat, an IAM user STS verifies) sets the policy with
+		// the proof of it, and again the same text (its proof read: nothing
+		// to write).
+		{"policy set", nil, fixed("--context", "pat", "policy", "set", allowAll, "--reason", "iam test"), false, 0},
+		{"policy set", nil, fixed("--context", "pat", "policy", "set", allowAll, "--reason", "iam test"), false, 0},
 		{"policy get", nil, fixed("policy", "get"), false, 0},
 		{"breaker force-open", func() { w.Run("breaker", "clear", "--all", "--reason", "iam test") }, fixed("breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"), false, 0},
 		{"breaker get", nil, fixed("breaker", "get", "openai"), false, 0},
@@ -581,20 +589,25 @@ func TestAdminRunsStoreCommands(t *testing.T) {
 // (as a koshactl older than the indexes wrote them) for the backfill's Scan
 // and PutItems.
 func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
-	t.Parallel()
 	endpoint := moto.Start(t)
-	e := clitest.New(t, clitest.Parallel())
+	e := clitest.New(t) // pat's profile is read from the process environment: not parallel
 	enf := iamtest.NewEnforcer("arn:aws:sts::123456789012:assumed-role/koshactl-admin/pipeline")
 	sm := newFakeSM(t, e.Clock, enf)
 	proxy, _ := dynamoProxy(t, endpoint, sm.URL, "", testTarget, enf)
 	client := dynamodb.NewFromConfig(moto.Config(t, endpoint))
+	// pat, an IAM user STS verifies, sets the policy with the proof of it.
+	pat := moto.User(t, endpoint, "pat")
+	moto.UseProfiles(t, e.Setenv, map[string]aws.Credentials{"pat": pat})
+	patID, patARN := moto.Caller(t, endpoint, pat)
+	enf.AddCaller(pat.AccessKeyID, iamtest.Caller{UserID: patID, ARN: patARN})
 	tables := 0
-	// useTable points the context at a fresh table name and returns it.
+	// useTable points the contexts at a fresh table name and returns it.
 	useTable := func() string {
 		tables++
 		name := fmt.Sprintf("kosha-admin-%d", tables)
-		e.WriteConfig(strings.Replace(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy.URL, "http://127.0.0.1:1", "http://127.0.0.1:1"),
-			"table: kosha-control", "table: "+name, 1))
+		e.WriteConfig(strings.ReplaceAll(fmt.Sprintf(contextYAML, "dev", "dev", moto.Region, proxy.URL, "http://127.0.0.1:1", "http://127.0.0.1:1")+
+			fmt.Sprintf(requestContextYAML, "pat", moto.Region, proxy.URL, "pat", "http://127.0.0.1:1", endpoint, "http://127.0.0.1:1"),
+			"table: kosha-control", "table: "+name))
 		return name
 	}
 	allowAll := filepath.Join(t.TempDir(), "allow-all.cedar")
@@ -643,11 +656,17 @@ func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 				t.Fatalf("force-open wrote %d audit records and overrides, want both", stripped)
 			}
 		}, []string{"store", "migrate", "--yes"}},
-		// The table's change policy, on a table made for it.
+		// The table's change policy, on a table made for it; and the same
+		// text again (its proof read: nothing to write).
 		{"policy set", func(string) {
 			enf.SetPolicy(nil)
 			e.MustRun(0, "store", "init")
-		}, []string{"policy", "set", allowAll, "--reason", "iam test"}},
+		}, []string{"--context", "pat", "policy", "set", allowAll, "--reason", "iam test"}},
+		{"policy set again", func(string) {
+			enf.SetPolicy(nil)
+			e.MustRun(0, "store", "init")
+			e.MustRun(0, "--context", "pat", "policy", "set", allowAll, "--reason", "iam test")
+		}, []string{"--context", "pat", "policy", "set", allowAll, "--reason", "iam test"}},
 	}
 	// With the whole policy each scenario passes: the scenarios reach
 	// every call.

@@ -22,9 +22,11 @@ type mcpCall struct {
 	args map[string]any
 }
 
-// mcpSession runs `koshactl --debug mcp` over stdio in process, makes each
-// call, waits for every answer, then closes stdin; it returns the answers
-// by call and the server's stderr.
+// mcpSession runs `koshactl --debug --context alice mcp` over stdio in
+// process (the server acts as alice, an IAM user STS verifies, as a
+// deployed server's role session is), makes each call, waits for every
+// answer, then closes stdin; it returns the answers by call and the
+// server's stderr.
 func (w *awsWorld) mcpSession(t *testing.T, calls ...mcpCall) ([]map[string]any, string) {
 	t.Helper()
 	in, feed := io.Pipe()
@@ -33,7 +35,7 @@ func (w *awsWorld) mcpSession(t *testing.T, calls ...mcpCall) ([]map[string]any,
 	ios.In, ios.Out, ios.ErrOut = in, out, errOut
 	done := make(chan int, 1)
 	go func() {
-		done <- root.Run(context.Background(), factory.NewWith(ios, w.Clock, factory.WithEnviron(w.Environ())), []string{"--debug", "mcp"})
+		done <- root.Run(context.Background(), factory.NewWith(ios, w.Clock, factory.WithEnviron(w.Environ())), []string{"--debug", "--context", "alice", "mcp"})
 	}()
 	send := func(msg map[string]any) {
 		b, _ := json.Marshal(msg)
@@ -83,8 +85,7 @@ func (w *awsWorld) mcpSession(t *testing.T, calls ...mcpCall) ([]map[string]any,
 // declares for "mcp": reads, and change requests with their records,
 // never a lever write.
 func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
-	t.Parallel()
-	w := newAWSWorld(t)
+	w := newPeopleWorld(t)
 	w.prepare()
 	w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")
 	w.MustRun(0, "ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "setup") // a reset, a drain and a set each change it

@@ -76,7 +76,11 @@ func dynamoProxy(t *testing.T, target, sm, cw string, tg iam.Target, enf *iamtes
 			}
 			for _, r := range reqs {
 				for _, pk := range r.Context["dynamodb:LeadingKeys"] {
-					rec.add(iam.Need{Action: r.Action, Prefix: iam.PrefixOf(pk), Transaction: true})
+					prefix := iam.PrefixOf(pk)
+					if r.Action == iam.PutItem {
+						prefix = iam.WritePrefixOf(pk) // a proof: its writer's own, by verb
+					}
+					rec.add(iam.Need{Action: r.Action, Prefix: prefix, Transaction: true})
 				}
 			}
 			return

@@ -58,7 +58,7 @@ func TestBucketLeversUnderFourEyesOnMoto(t *testing.T) {
 	if got := tokens(); got != 20 {
 		t.Fatalf("agent-1 holds %v tokens after a drain that needs approval, want 20 (nothing drained)", got)
 	}
-	w.as("alice", exitcode.Refused, "request", "approve", req.RequestID)
+	w.as("alice", exitcode.Refused, "request", "approve", req.RequestID, "--sha256", req.SHA256)
 	if r := w.as("bob", 0, "request", "approve", req.RequestID, "--sha256", req.SHA256[:12]); !strings.Contains(r.Stdout, "Approved and applied") {
 		t.Fatalf("bob's approval: %s", r.Stdout)
 	}
@@ -76,7 +76,7 @@ func TestBucketLeversUnderFourEyesOnMoto(t *testing.T) {
 		t.Errorf("%d drain records, want 1", drain)
 	}
 	before := len(w.audit())
-	if r := w.as("bob", 0, "request", "approve", req.RequestID); !strings.Contains(r.Stdout, "already applied") {
+	if r := w.as("bob", 0, "request", "approve", req.RequestID, "--sha256", req.SHA256); !strings.Contains(r.Stdout, "already applied") {
 		t.Errorf("second approval: %s", r.Stdout)
 	}
 	if after := len(w.audit()); after != before {
@@ -85,7 +85,7 @@ func TestBucketLeversUnderFourEyesOnMoto(t *testing.T) {
 
 	// A reset is approved as asked, whatever the level is by then.
 	req = clitest.Decode[requestResult](t, w.as("alice", exitcode.Pending, "ratelimit", "reset", "agent-1", "--reason", "false positive", "-o", "json").Stdout)
-	w.as("carol", 0, "request", "approve", req.RequestID)
+	w.as("carol", 0, "request", "approve", req.RequestID, "--sha256", req.SHA256)
 	if got := tokens(); got != 20 {
 		t.Errorf("agent-1 holds %v tokens after the approved reset, want 20", got)
 	}

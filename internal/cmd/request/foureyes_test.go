@@ -48,7 +48,7 @@ func newWorld(t *testing.T) *world {
 	e := clitest.New(t) // profiles come from the process environment: not parallel
 	alice, bob := moto.User(t, endpoint, "alice"), moto.User(t, endpoint, "bob")
 	carol := operatorSession(t, endpoint, moto.User(t, endpoint, "carol"), "carol")
-	moto.UseProfiles(t, t.Setenv, map[string]aws.Credentials{"alice": alice, "bob": bob, "carol": carol, "admin": moto.Root})
+	moto.UseProfiles(t, t.Setenv, map[string]aws.Credentials{"alice": alice, "bob": bob, "carol": carol, "admin": moto.User(t, endpoint, "admin")})
 	rcv := notifytest.Start(t, notifytest.Accept)
 	var cfg strings.Builder
 	cfg.WriteString("current-context: admin\ncontexts:\n")
@@ -96,14 +96,14 @@ func TestFourEyesOnMoto(t *testing.T) {
 	w.as("alice", exitcode.NotFound, "breaker", "get", "openai")
 
 	// alice cannot approve it; neither can an unverified context.
-	if r := w.as("alice", exitcode.Refused, "request", "approve", req.RequestID); !strings.Contains(r.Stderr, "cannot approve it") {
+	if r := w.as("alice", exitcode.Refused, "request", "approve", req.RequestID, "--sha256", req.SHA256); !strings.Contains(r.Stderr, "cannot approve it") {
 		t.Errorf("self-approval: %s", r.Stderr)
 	}
-	if r := w.as("static", exitcode.Auth, "request", "approve", req.RequestID); strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 ||
+	if r := w.as("static", exitcode.Auth, "request", "approve", req.RequestID, "--sha256", req.SHA256); strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 ||
 		!strings.Contains(r.Stderr, "not verified") {
 		t.Errorf("unverified approval: %q", r.Stderr)
 	}
-	w.as("bob", exitcode.NotFound, "request", "approve", "000000000000")
+	w.as("bob", exitcode.NotFound, "request", "approve", "000000000000", "--sha256", "0123456789ab")
 	w.as("bob", exitcode.Mismatch, "request", "approve", req.RequestID, "--sha256", "0123456789ab")
 	w.as("alice", exitcode.NotFound, "breaker", "get", "openai")
 
@@ -132,7 +132,7 @@ func TestFourEyesOnMoto(t *testing.T) {
 
 	// bob approving again changes nothing.
 	before := len(w.audit())
-	if r := w.as("bob", 0, "request", "approve", req.RequestID); !strings.Contains(r.Stdout, "already applied") {
+	if r := w.as("bob", 0, "request", "approve", req.RequestID, "--sha256", req.SHA256); !strings.Contains(r.Stdout, "already applied") {
 		t.Errorf("second approval: %s", r.Stdout)
 	}
 	if after := len(w.audit()); after != before {
@@ -167,11 +167,11 @@ func TestFourEyesOnMoto(t *testing.T) {
 	if ev, recs := expiries(); ev != 1 || recs != 1 {
 		t.Errorf("after listing the expired request: %d expiry notifications and %d records by alice, want 1 and 1", ev, recs)
 	}
-	if r := w.as("bob", exitcode.Closed, "request", "approve", expiring.RequestID); !strings.Contains(r.Stderr, "expired") {
+	if r := w.as("bob", exitcode.Closed, "request", "approve", expiring.RequestID, "--sha256", expiring.SHA256); !strings.Contains(r.Stderr, "expired") {
 		t.Errorf("expired approval: %s", r.Stderr)
 	}
 	w.as("admin", 0, "breaker", "get", "openai")
-	w.as("bob", exitcode.Closed, "request", "approve", expiring.RequestID)
+	w.as("bob", exitcode.Closed, "request", "approve", expiring.RequestID, "--sha256", expiring.SHA256)
 	if ev, recs := expiries(); ev != 1 || recs != 1 {
 		t.Errorf("after approving the expired request: %d expiry notifications and %d records by alice, want still 1 and 1", ev, recs)
 	}
@@ -180,7 +180,7 @@ func TestFourEyesOnMoto(t *testing.T) {
 	r = w.as("alice", exitcode.Pending, "breaker", "clear", "openai", "--reason", "provider recovered", "-o", "json")
 	denied := clitest.Decode[requestResult](t, r.Stdout)
 	w.as("bob", 0, "request", "deny", denied.RequestID, "--reason", "not yet")
-	w.as("bob", exitcode.Closed, "request", "approve", denied.RequestID)
+	w.as("bob", exitcode.Closed, "request", "approve", denied.RequestID, "--sha256", denied.SHA256)
 
 	// Break-glass: carol (operator role) clears at once, loudly, with a review.
 	r = w.as("carol", 0, "breaker", "clear", "openai", "--reason", "customers down", "--break-glass")
@@ -273,7 +273,9 @@ func TestRacingApproversApplyOnce(t *testing.T) {
 		var wg sync.WaitGroup
 		codes := make([]int, 2)
 		for i, who := range []string{"bob", "carol"} {
-			wg.Go(func() { codes[i] = w.Run("--context", who, "request", "approve", req.RequestID).Code })
+			wg.Go(func() {
+				codes[i] = w.Run("--context", who, "request", "approve", req.RequestID, "--sha256", req.SHA256).Code
+			})
 		}
 		wg.Wait()
 		if codes[0] != 0 || codes[1] != 0 {

@@ -47,8 +47,9 @@ func TestLeversWindowNeedsItsApprovalOnMoto(t *testing.T) {
 	if again := w.as("alice", exitcode.Pending, "apply", "-f", file, "--request"); !strings.Contains(again.Stdout, "already requested as "+id[1]) {
 		t.Errorf("asking again: %s", again.Stdout)
 	}
-	// bob approves: that applies nothing by itself.
-	w.as("bob", 0, "request", "approve", id[1])
+	// bob approves the hash he reviewed: that applies nothing by itself.
+	shown := clitest.Decode[requestResult](t, w.as("bob", 0, "request", "show", id[1], "-o", "json").Stdout)
+	w.as("bob", 0, "request", "approve", id[1], "--sha256", shown.SHA256)
 	w.as("alice", exitcode.NotFound, "breaker", "get", "openai")
 
 	// Now apply forces it, and the record names alice, bob and who applied.
@@ -83,7 +84,8 @@ func TestLeversWindowNeedsItsApprovalOnMoto(t *testing.T) {
 	// A request item another role wrote approved (a requester-only role may
 	// write request# items): alice asks for the edited window, then writes
 	// its item approved by bob herself. apply refuses it (no approver's
-	// record proves it, exit 14) and forces nothing.
+	// proof shows it: the item disagrees with its proofs, exit 14) and
+	// forces nothing.
 	r = w.as("alice", exitcode.Pending, "apply", "-f", file, "--request")
 	forged := regexp.MustCompile(`requested as (w[0-9a-f]{11}), pending`).FindStringSubmatch(r.Stdout)
 	if forged == nil {
@@ -98,7 +100,7 @@ func TestLeversWindowNeedsItsApprovalOnMoto(t *testing.T) {
 	if err := st.Put(context.Background(), it, store.Condition{}); err != nil {
 		t.Fatal(err)
 	}
-	if r := w.as("alice", exitcode.Mismatch, "apply", "-f", file); !strings.Contains(r.Stderr, "no approver's record") {
+	if r := w.as("alice", exitcode.Mismatch, "apply", "-f", file); !strings.Contains(r.Stderr, "disagrees with its proofs") {
 		t.Errorf("apply with a forged approval: %s", r.Stderr)
 	}
 	if got := w.as("admin", 0, "breaker", "get", "openai", "-o", "json").Stdout; strings.Contains(got, "extended") {

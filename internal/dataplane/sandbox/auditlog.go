@@ -262,7 +262,7 @@ func (a *auditWriter) appliedOnce(client, instance string, h *chaos.Header) {
 	a.applied[h.JTI] = h.ExpTime()
 	a.enqueue(audit.Entry{Actor: client, Action: ActionChaosApplied, Subject: "chaos#" + h.JTI,
 		Reason: "chaos header honored: " + h.Summary(),
-		After: appliedView{KID: h.KID, Target: h.Target, Fault: h.Fault.String(), Ms: h.Ms, P: h.P, Exp: h.Exp, JTI: h.JTI,
+		After: appliedView{KID: h.KID, Target: h.Target, Fault: h.Fault.String(), Ms: h.Ms, P: h.P, IAT: h.IAT, Exp: h.Exp, JTI: h.JTI,
 			ExpiresAt: h.ExpTime().UTC(), FirstInstance: instance}})
 }
 
@@ -274,6 +274,7 @@ type appliedView struct {
 	Fault         string       `json:"fault"`
 	Ms            int          `json:"ms,omitempty"`
 	P             chaos.Prob   `json:"p"`
+	IAT           int64        `json:"iat,omitempty"`
 	Exp           int64        `json:"exp"`
 	JTI           string       `json:"jti"`
 	ExpiresAt     time.Time    `json:"expires_at"`

@@ -88,17 +88,19 @@ func (c *keyCache) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
 
 // chaosGate decides, per request, whether a chaos header is honored: only
 // with chaos enabled, when the verifier passes it (syntax, target, kid,
-// signature, expiry, the 15-minute cap), and for an operator. Anything else
-// is ignored, counted and audited.
+// signature, expiry, the 15-minute cap), when the instance's freeze reading
+// lets it through (docs/contracts/freeze.md), and for an operator. Anything
+// else is ignored, counted and audited.
 type chaosGate struct {
 	enabled  bool
 	verifier *chaos.Verifier
 	audit    *auditWriter
 	m        *metrics
+	clock    clock.Clock
 }
 
 func newChaosGate(enabled bool, keys chaos.Keyring, targets []chaos.Target, clk clock.Clock, a *auditWriter, m *metrics) (*chaosGate, error) {
-	g := &chaosGate{enabled: enabled, audit: a, m: m}
+	g := &chaosGate{enabled: enabled, audit: a, m: m, clock: clk}
 	if !enabled {
 		return g, nil
 	}
@@ -113,9 +115,10 @@ func newChaosGate(enabled bool, keys chaos.Keyring, targets []chaos.Target, clk 
 	return g, nil
 }
 
-// plan returns the fault plan of a request's chaos header, or nil when
-// there is none or it is ignored (more than one header is: chaos.HeaderValue).
-func (g *chaosGate) plan(ctx context.Context, header http.Header, p Principal, instance string) *FaultPlan {
+// plan returns the fault plan of a request's chaos header on instance in,
+// or nil when there is none or it is ignored (more than one header is:
+// chaos.HeaderValue).
+func (g *chaosGate) plan(ctx context.Context, header http.Header, p Principal, in *Instance) *FaultPlan {
 	value, repeated := chaos.HeaderValue(header)
 	if value == "" {
 		return nil
@@ -144,13 +147,25 @@ func (g *chaosGate) plan(ctx context.Context, header http.Header, p Principal, i
 		g.ignore(p, reason, chaos.NewRejection(h, err))
 		return nil
 	}
+	// The freeze check, last of the header's checks: as if its signature
+	// were invalid while the fleet is frozen, and for good for a header
+	// issued before the end of the last freeze. An instance that ignores
+	// the store (the test knob) skips it, as a data plane that does not
+	// obey the freeze would.
+	if in.control != nil {
+		now := g.clock.Now()
+		if err := chaos.CheckFreezeRule(&h, in.freezeReading(ctx, string(h.Target), now), now); err != nil {
+			g.ignore(p, string(chaos.CheckFreeze), chaos.NewRejection(h, err))
+			return nil
+		}
+	}
 	if p.Role != RoleOperator {
 		g.ignore(p, IgnoredRole, withFields(chaos.Rejection{Check: chaos.Check(IgnoredRole),
 			Reason: fmt.Sprintf("client %s has role %s; chaos headers are honored only for the operator role", p.Client, p.Role)}, &h))
 		return nil
 	}
 	g.m.honored.WithLabelValues(string(h.Target), h.Fault.String()).Inc()
-	g.audit.appliedOnce(p.Client, instance, &h)
+	g.audit.appliedOnce(p.Client, in.name, &h)
 	return &FaultPlan{Target: string(h.Target), Fault: h.Fault, Ms: h.Ms, P: h.P.Float64(), JTI: h.JTI}
 }
 
@@ -161,7 +176,7 @@ func (g *chaosGate) ignore(p Principal, reason string, rej chaos.Rejection) {
 
 // withFields copies what parsed of h into r.
 func withFields(r chaos.Rejection, h *chaos.Header) chaos.Rejection {
-	r.KID, r.Target, r.Exp, r.JTI = h.KID, h.Target, h.Exp, h.JTI
+	r.KID, r.Target, r.IAT, r.Exp, r.JTI = h.KID, h.Target, h.IAT, h.Exp, h.JTI
 	if h.Fault.Valid() {
 		r.Fault = h.Fault.String()
 	}

@@ -28,8 +28,17 @@ const (
 	Postgres     = resilience.Postgres
 )
 
+// SQS is the queue core-api's outbox relay publishes to. It is simulated
+// like the downstreams (a knob at /admin/chaos/sqs takes it down) but no
+// tool calls it, so it has no breaker, no profile and is no chaos target.
+const SQS = "sqs"
+
 // Downstreams returns the simulated downstreams, sorted.
 func Downstreams() []string { return []string{CoreAPI, OpenAI, Postgres, ScreeningSim} }
+
+// Simulators returns every simulator's name, sorted: the downstreams and
+// SQS.
+func Simulators() []string { return []string{CoreAPI, OpenAI, Postgres, ScreeningSim, SQS} }
 
 // The MCP tools of the design.
 const (

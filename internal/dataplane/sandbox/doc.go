@@ -16,11 +16,13 @@
 //     drains it.
 //   - The fleet (fleet.go): instances gw-1..gw-N, each with its own breakers,
 //     retry budgets, bulkheads and in-flight counter, reading the breaker
-//     overrides from the store through a cache; requests are spread
-//     round-robin, or pinned with the X-Kosha-Instance header.
+//     overrides from the store through a cache, the fleet's freeze in the
+//     same reads (freeze.go); requests are spread round-robin, or pinned
+//     with the X-Kosha-Instance header.
 //   - The gateway (gateway.go, jsonrpc.go, principal.go, chaosgate.go): the
 //     JSON-RPC tools/call endpoint with a bearer principal, the per-client
-//     rate limit, load shedding and the signed chaos header.
+//     rate limit, load shedding and the signed chaos header, refused while
+//     the fleet is frozen (docs/contracts/freeze.md).
 //   - The tools (tools.go, kb.go, outbox.go) and the degradation matrix;
 //     the downstream simulators (downstream.go) with latency distributions,
 //     error rates, periodic outages and their /admin/chaos knobs.

@@ -100,9 +100,12 @@ type Sim struct {
 	// nanoseconds; sigma 0 is a constant latency.
 	mu, sigma float64
 
-	knob  atomic.Pointer[Knob]
-	calls atomic.Uint64
-	fails atomic.Uint64
+	knob atomic.Pointer[Knob]
+	// frozen, when set, says whether the fleet's freeze holds: a knob
+	// injects nothing while it does (docs/contracts/freeze.md).
+	frozen func(ctx context.Context) bool
+	calls  atomic.Uint64
+	fails  atomic.Uint64
 }
 
 var _ Downstream = (*Sim)(nil)
@@ -135,6 +138,11 @@ func NewSim(name string, p DownstreamProfile, clk clock.Clock, start time.Time, 
 
 // Name returns the downstream's name.
 func (s *Sim) Name() string { return s.name }
+
+// ObeyFreeze makes the simulator's knob inject nothing while frozen reports
+// true: the sandbox passes the fleet's freeze as its instances read it.
+// Call it before the first Call.
+func (s *Sim) ObeyFreeze(frozen func(ctx context.Context) bool) { s.frozen = frozen }
 
 // Profile returns the profile the simulator runs (in sandbox time).
 func (s *Sim) Profile() DownstreamProfile { return s.profile }
@@ -191,7 +199,7 @@ func (s *Sim) OutageActive(now time.Time) (Outage, bool) {
 // (plus a latency fault's ms) within ctx, and answers.
 func (s *Sim) Call(ctx context.Context, plan *FaultPlan) error {
 	s.calls.Add(1)
-	fault, ms := s.pick(plan)
+	fault, ms := s.pick(ctx, plan)
 	if fault == chaos.FaultTimeout {
 		// Hang past the attempt cap: only the caller's timer ends it.
 		<-ctx.Done()
@@ -219,12 +227,12 @@ func (s *Sim) Call(ctx context.Context, plan *FaultPlan) error {
 }
 
 // pick decides this attempt's fault (0 for none).
-func (s *Sim) pick(plan *FaultPlan) (chaos.Fault, int) {
+func (s *Sim) pick(ctx context.Context, plan *FaultPlan) (chaos.Fault, int) {
 	if plan != nil && plan.Target == s.name && roll(plan.P) {
 		s.observe(s.name, plan.Fault, sourceHeader)
 		return plan.Fault, plan.Ms
 	}
-	if k := s.knob.Load(); k != nil {
+	if k := s.knob.Load(); k != nil && (s.frozen == nil || !s.frozen(ctx)) {
 		if kk, ok := s.Knob(); ok && roll(kk.P) {
 			s.observe(s.name, kk.Fault, sourceAdmin)
 			return kk.Fault, kk.Ms

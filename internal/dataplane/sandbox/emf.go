@@ -8,13 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
@@ -36,29 +36,13 @@ const emfDrain = time.Second
 // log event for Logs Insights and costs no metric.
 func emfDimensions(service, instance string, withInstance bool) [][]string {
 	sets := [][]string{{gauge.DimDependency}}
-	if dimensionValue(service) {
+	if gauge.DimensionValue(service) {
 		sets = append(sets, []string{gauge.DimDependency, gauge.DimService})
-		if withInstance && dimensionValue(instance) {
+		if withInstance && gauge.DimensionValue(instance) {
 			sets = append(sets, []string{gauge.DimDependency, gauge.DimService, gauge.DimInstance})
 		}
 	}
 	return sets
-}
-
-// dimensionValue reports whether v can be a CloudWatch dimension value: 1 to
-// 1024 printable ASCII characters, not all blank. CloudWatch drops a
-// dimension set whose value is empty, so a set is only named with values it
-// accepts.
-func dimensionValue(v string) bool {
-	if strings.TrimSpace(v) == "" || len(v) > 1024 {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if v[i] < 0x20 || v[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 type emfPoint struct {
@@ -66,6 +50,9 @@ type emfPoint struct {
 	dependency string
 	instance   string
 	state      circuit.State
+	// freeze marks a chaos_frozen point (no dependency): frozen is its value.
+	freeze bool
+	frozen bool
 }
 
 // emfWriter writes the breaker_state gauge as CloudWatch embedded metric
@@ -147,6 +134,12 @@ func (e *emfWriter) transition(instance string, t circuit.Transition) {
 	e.point(emfPoint{at: t.At, dependency: t.Name, instance: instance, state: t.To})
 }
 
+// freezeChange is the instances' hook for a change of their chaos_frozen
+// value.
+func (e *emfWriter) freezeChange(instance string, frozen bool, at time.Time) {
+	e.point(emfPoint{at: at, instance: instance, freeze: true, frozen: frozen})
+}
+
 // run writes queued points, and every interval the whole fleet, until ctx
 // ends; then it writes what is queued within the drain time and returns.
 // When ctx ends, a writer with write deadlines (a pipe, a regular file) gets
@@ -162,6 +155,7 @@ func (e *emfWriter) run(ctx context.Context, f *Fleet) {
 					e.point(emfPoint{at: now, dependency: d.Name, instance: in.name, state: d.Breaker.State()})
 				}
 			}
+			e.point(emfPoint{at: now, instance: in.name, freeze: true, frozen: in.ChaosFrozen(now)})
 		}
 	}
 	if dl, ok := e.w.(interface{ SetWriteDeadline(time.Time) error }); ok {
@@ -230,10 +224,47 @@ func (e *emfWriter) reportLoss(n int, err error) {
 	})
 }
 
+// freezeLine is one EMF document of the chaos_frozen gauge.
+type freezeLine struct {
+	AWS         emfMeta `json:"_aws"`
+	Service     string  `json:"service,omitempty"`
+	Instance    string  `json:"instance,omitempty"`
+	ChaosFrozen int     `json:"chaos_frozen"`
+}
+
+// freezeDimensions are the chaos_frozen gauge's dimension sets
+// (docs/contracts/freeze.md): the service when the publisher names one
+// (and the service with the instance when asked for the instance-level
+// set), else the empty set, one metric for the fleet.
+func freezeDimensions(service, instance string, withInstance bool) [][]string {
+	if !gauge.DimensionValue(service) {
+		return [][]string{{}}
+	}
+	sets := [][]string{{gauge.DimService}}
+	if withInstance && gauge.DimensionValue(instance) {
+		sets = append(sets, []string{gauge.DimService, gauge.DimInstance})
+	}
+	return sets
+}
+
 // write writes p's line. A line that cannot be published is skipped with a
 // warning, not an error.
 func (e *emfWriter) write(p emfPoint) error {
-	if !dimensionValue(p.dependency) {
+	if p.freeze {
+		v := 0
+		if p.frozen {
+			v = 1
+		}
+		b, err := json.Marshal(freezeLine{AWS: emfMeta{Timestamp: p.at.UnixMilli(), CloudWatchMetrics: []emfDirective{{Namespace: e.namespace,
+			Dimensions: freezeDimensions(e.service, p.instance, e.instances), Metrics: []emfMetric{{Name: freeze.MetricName, Unit: "None"}}}}},
+			Service: e.service, Instance: p.instance, ChaosFrozen: v})
+		if err != nil {
+			return err
+		}
+		_, err = e.w.Write(append(b, '\n'))
+		return err
+	}
+	if !gauge.DimensionValue(p.dependency) {
 		// Every set carries the dependency: without a usable one the line
 		// would publish nothing, or a series no reader asks for.
 		e.logger.Warn("emf line not written: unusable dependency dimension", slog.String("event", "emf_bad_dimension"),

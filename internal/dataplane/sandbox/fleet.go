@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 )
 
 // HeaderInstance pins a request to one instance ("gw-3", or "3"); without
@@ -32,8 +33,8 @@ var ErrUnknownInstance = errors.New("unknown instance")
 
 // Instance is one gateway instance (one Lambda execution environment): its
 // own breakers, retry budgets, bulkheads and in-flight counter, built from
-// the reference data plane. Only the breaker overrides are shared, through
-// the store.
+// the reference data plane. Only the breaker overrides and the freeze are
+// shared, through the store, each instance reading them into its own cache.
 type Instance struct {
 	name string
 	reg  *resilience.Registry
@@ -41,7 +42,11 @@ type Instance struct {
 	coreReads, coreWrites, screening, openai, postgres *resilience.Policy
 	tools                                              map[string]resilience.Tool
 	watchers                                           []*circuit.ForceWatcher
-	served                                             atomic.Uint64
+	// control reads the overrides with the freeze, and holds the freeze
+	// reading the chaos gate acts on; nil for an instance that ignores the
+	// store (the ignore-overrides test knob), which obeys no freeze either.
+	control *controlReader
+	served  atomic.Uint64
 }
 
 // policies names the operations an instance uses.
@@ -117,6 +122,35 @@ func (in *Instance) Shedder() *resilience.LoadShedder { return in.reg.Shedder() 
 // Served counts the tool calls the instance ran.
 func (in *Instance) Served() uint64 { return in.served.Load() }
 
+// freezeReading returns the freeze reading the chaos gate acts on for a
+// header targeting target. The override reads keep it fresh; one older
+// than the cache period (an instance idle since) is refreshed first by
+// syncing the watcher of the target's breaker (or, for a target without
+// one, the instance's first): the read the call makes anyway, the freeze in
+// its batch, so the header costs no round trip of its own. An instance that
+// ignores the store has no reading (its gate skips the check).
+func (in *Instance) freezeReading(ctx context.Context, target string, now time.Time) freeze.Reading {
+	if in.control == nil {
+		return freeze.Reading{}
+	}
+	if !in.control.fresh(now) && len(in.watchers) > 0 {
+		w := in.watchers[0]
+		if d, ok := in.reg.Dependency(target); ok && d.Force != nil {
+			w = d.Force
+		}
+		w.Sync(ctx)
+	}
+	return in.control.snapshot()
+}
+
+// ChaosFrozen reports whether the instance refuses every chaos header at
+// now because of the freeze (the chaos_frozen gauge): the fleet is frozen,
+// or the instance has not read the freeze item recently enough to know.
+// An instance that ignores the store reports false.
+func (in *Instance) ChaosFrozen(now time.Time) bool {
+	return in.control != nil && in.control.refusesAll(now)
+}
+
 // SyncOverrides brings every breaker in line with the store's overrides
 // (reading them if the cache period has passed) and applies lazy transitions
 // (open → half-open), as a request would. The fleet calls it every
@@ -155,6 +189,18 @@ func (in *Instance) retryHint(dependency string, refresh time.Duration) time.Dur
 	return 0
 }
 
+// chaosFrozen reports whether any instance that obeys the store refuses
+// every chaos header at now: the simulators' knobs, which stand behind the
+// whole fleet, inject nothing then.
+func (f *Fleet) chaosFrozen(now time.Time) bool {
+	for _, in := range f.instances {
+		if in.ChaosFrozen(now) {
+			return true
+		}
+	}
+	return false
+}
+
 // Fleet is the sandbox's gateway instances and the router in front of them.
 type Fleet struct {
 	instances []*Instance
@@ -188,22 +234,27 @@ func (f *Fleet) Route(pin string) (*Instance, error) {
 	return nil, fmt.Errorf("%w %q: this fleet has %s..%s", ErrUnknownInstance, pin, InstanceName(1), InstanceName(len(f.instances)))
 }
 
-// newFleet builds cfg.Instances instances.
-func newFleet(cfg Config, deps Deps, m *metrics, onChange func(instance string, t circuit.Transition)) (*Fleet, error) {
-	src := breaker.NewOverrides(deps.Store, deps.Clock)
+// newFleet builds cfg.Instances instances. onChange hears every breaker
+// transition, onFreeze every change of an instance's chaos_frozen value.
+func newFleet(cfg Config, deps Deps, onChange func(instance string, t circuit.Transition),
+	onFreeze func(instance string, frozen bool, at time.Time)) (*Fleet, error) {
 	f := &Fleet{byName: map[string]*Instance{}}
 	for i := 1; i <= cfg.Instances; i++ {
 		name := InstanceName(i)
 		opts := resilience.Options{
 			Clock:  deps.Clock,
 			Logger: deps.Logger.With(slog.String("instance", name)),
-			Force:  src,
 		}
+		var control *controlReader
 		if slices.Contains(cfg.IgnoreOverrides, i) {
-			// The test knob: this instance never sees an override.
+			// The test knob: this instance never sees an override, nor the
+			// freeze (a data plane that does not obey the store).
 			opts.Force = ignoreOverrides
-			opts.Logger.Warn("this instance ignores breaker overrides (the ignore-overrides test knob)",
+			opts.Logger.Warn("this instance ignores breaker overrides and the freeze (the ignore-overrides test knob)",
 				slog.String("event", "sandbox_ignore_overrides"))
+		} else {
+			control = newControlReader(deps.Store, deps.Clock, deps.Logger, cfg.OverrideRefresh, name, onFreeze)
+			opts.Force = control
 		}
 		if onChange != nil {
 			opts.OnStateChange = func(t circuit.Transition) { onChange(name, t) }
@@ -212,6 +263,7 @@ func newFleet(cfg Config, deps Deps, m *metrics, onChange func(instance string, 
 		if err != nil {
 			return nil, err
 		}
+		in.control = control
 		f.instances = append(f.instances, in)
 		f.byName[name] = in
 	}

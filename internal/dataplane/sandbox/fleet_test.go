@@ -186,6 +186,7 @@ func TestEMFLines(t *testing.T) {
 		return n >= 2
 	})
 	sc := bufio.NewScanner(strings.NewReader(buf.String()))
+	frozenLines := 0
 	for sc.Scan() {
 		var line struct {
 			AWS struct {
@@ -198,11 +199,22 @@ func TestEMFLines(t *testing.T) {
 			} `json:"_aws"`
 			Dependency, Service, Instance string
 			BreakerState                  *int `json:"breaker_state"`
+			ChaosFrozen                   *int `json:"chaos_frozen"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 			t.Fatalf("EMF line is not JSON: %v\n%s", err, sc.Text())
 		}
 		cw := line.AWS.CloudWatchMetrics
+		if line.ChaosFrozen != nil {
+			// The freeze gauge: one series per instance, no dependency; the
+			// fleet set is the service's (docs/contracts/freeze.md).
+			if len(cw) != 1 || cw[0].Metrics[0].Name != "chaos_frozen" || *line.ChaosFrozen != 0 || line.Dependency != "" ||
+				!reflect.DeepEqual(cw[0].Dimensions, [][]string{{"service"}}) || !strings.HasPrefix(line.Instance, "gw-") {
+				t.Fatalf("malformed chaos_frozen line: %s", sc.Text())
+			}
+			frozenLines++
+			continue
+		}
 		if line.AWS.Timestamp == 0 || len(cw) != 1 || cw[0].Namespace != "Kosha/Resilience" || len(cw[0].Metrics) != 1 ||
 			cw[0].Metrics[0].Name != "breaker_state" || line.BreakerState == nil || line.Service != "mcp-gateway" ||
 			!strings.HasPrefix(line.Instance, "gw-") || line.Dependency == "" {
@@ -214,6 +226,9 @@ func TestEMFLines(t *testing.T) {
 		if !reflect.DeepEqual(cw[0].Dimensions, want) {
 			t.Fatalf("dimension sets %v, want %v", cw[0].Dimensions, want)
 		}
+	}
+	if frozenLines < 2 {
+		t.Errorf("%d chaos_frozen lines, want one per instance at least", frozenLines)
 	}
 }
 

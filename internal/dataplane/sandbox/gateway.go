@@ -136,7 +136,7 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request, in *Instance) in
 	if err != nil {
 		return reply(http.StatusBadRequest, req.ID, nil, &RPCError{Code: CodeInvalidRequest, Message: err.Error()})
 	}
-	plan := g.chaos.plan(ctx, r.Header, p, in.name)
+	plan := g.chaos.plan(ctx, r.Header, p, in)
 	start := time.Now()
 	res, outcome := g.callTool(ctx, in, params.Name, params.Arguments, plan)
 	g.m.observeTool(params.Name, outcome, time.Since(start))

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/exposition"
 	"github.com/kosha-platform/koshactl/internal/dataplane/limiter"
 	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
@@ -124,8 +126,8 @@ type metrics struct {
 func newMetrics(reg *exposition.Registry) (*metrics, error) {
 	m := &metrics{
 		reg: reg,
-		calls: exposition.NewCounterVec("kosha_downstream_calls_total",
-			"Logical downstream calls (retries included in one call) by dependency and outcome.", "dependency", "outcome"),
+		calls: exposition.NewCounterVec(gauge.DownstreamCallsPrometheusName,
+			"Logical downstream calls (retries included in one call) by dependency and outcome.", gauge.DimDependency, gauge.DimOutcome),
 		retries: exposition.NewCounterVec("kosha_retries_total", "Attempts after the first, by dependency.", "dependency"),
 		shed: exposition.NewCounterVec("kosha_shed_total",
 			"Requests and tool calls shed by the load shedder, by reason (in_flight, min_budget, dependency_open).", "reason"),
@@ -140,8 +142,8 @@ func newMetrics(reg *exposition.Registry) (*metrics, error) {
 			"Chaos headers ignored, by reason (disabled, role, or the first failed check).", "reason"),
 		honored: exposition.NewCounterVec("kosha_chaos_honored_total",
 			"Requests whose chaos header was honored, by target and fault.", "target", "fault"),
-		toolCalls: exposition.NewCounterVec("kosha_tool_calls_total",
-			"Tool calls by tool and outcome (ok, degraded, deferred, or the error code).", "tool", "outcome"),
+		toolCalls: exposition.NewCounterVec(gauge.ToolCallsPrometheusName,
+			"Tool calls by tool and outcome (ok, degraded, deferred, or the error code).", gauge.DimTool, gauge.DimOutcome),
 		toolDuration: exposition.NewHistogramVec("kosha_tool_call_duration_seconds", "Tool call latency inside the gateway.",
 			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "tool"),
 		requests: exposition.NewCounterVec("kosha_requests_total",
@@ -257,13 +259,15 @@ func (m *metrics) handler() http.Handler { return m.reg.Handler() }
 // override reads.
 type fleetCollector struct {
 	fleet    *Fleet
+	clock    clock.Clock
 	state    *exposition.Desc
+	frozen   *exposition.Desc
 	inFlight *exposition.Desc
 	readErrs *exposition.Desc
 	deps     []string
 }
 
-func newFleetCollector(f *Fleet) *fleetCollector {
+func newFleetCollector(f *Fleet, clk clock.Clock) *fleetCollector {
 	var deps []string
 	for _, d := range f.instances[0].reg.Dependencies() {
 		if d.Breaker != nil {
@@ -273,7 +277,11 @@ func newFleetCollector(f *Fleet) *fleetCollector {
 	slices.Sort(deps)
 	return &fleetCollector{
 		fleet: f,
+		clock: clk,
 		deps:  deps,
+		frozen: exposition.NewGaugeDesc(freeze.PrometheusMetricName,
+			"1 while the instance ignores every chaos header because of the fleet's freeze (frozen, or the freeze item unread for 15 s), else 0.",
+			gauge.DimInstance),
 		state: exposition.NewGaugeDesc(gauge.PrometheusMetricName,
 			"Circuit breaker state per dependency and instance: 0 closed, 1 half-open, 2 open, 3 forced open.",
 			gauge.DimDependency, gauge.DimInstance),
@@ -287,12 +295,18 @@ func newFleetCollector(f *Fleet) *fleetCollector {
 
 // collector is the registry's view of c.
 func (c *fleetCollector) collector() *exposition.Func {
-	return exposition.NewFunc(c.collect, c.state, c.inFlight, c.readErrs)
+	return exposition.NewFunc(c.collect, c.state, c.frozen, c.inFlight, c.readErrs)
 }
 
 // collect reports every instance's series.
 func (c *fleetCollector) collect(emit exposition.Emit) {
+	now := c.clock.Now()
 	for _, in := range c.fleet.instances {
+		frozen := 0.0
+		if in.ChaosFrozen(now) {
+			frozen = 1
+		}
+		emit(c.frozen, frozen, in.name)
 		for _, dep := range c.deps {
 			emit(c.state, float64(in.BreakerState(dep)), dep, in.name)
 			emit(c.readErrs, float64(in.overrideReadErrors(dep)), dep, in.name)

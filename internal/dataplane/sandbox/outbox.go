@@ -38,7 +38,8 @@ type OutboxEvent struct {
 // Outbox is core-api's transactional outbox (LLD §8: SQS down leaves
 // raise_dispute and flag_transaction_for_review unaffected, events stay in
 // ops.outbox until SQS recovers). It is shared by the fleet, like the
-// database it stands for.
+// database it stands for; its relay publishes to the simulated SQS, whose
+// /admin/chaos/sqs knob takes it down.
 type Outbox struct {
 	clock clock.Clock
 
@@ -47,6 +48,7 @@ type Outbox struct {
 	events    []*OutboxEvent // oldest first
 	pending   int
 	published uint64
+	failed    uint64
 }
 
 func newOutbox(clk clock.Clock) *Outbox {
@@ -87,8 +89,22 @@ func (o *Outbox) trim() {
 	}
 }
 
-// relay publishes pending events (to a simulated SQS that is always up).
-func (o *Outbox) relay() int {
+// relay publishes the pending events in one batch to sqs, the queue
+// downstream (LLD §8: while SQS is down they stay pending, and the writes
+// that made them are unaffected). An attempt is bounded by timeout.
+func (o *Outbox) relay(ctx context.Context, sqs Downstream, timeout time.Duration) int {
+	if o.Stats().Pending == 0 {
+		return 0
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	err := sqs.Call(pctx, nil)
+	cancel()
+	if err != nil {
+		o.mu.Lock()
+		o.failed++
+		o.mu.Unlock()
+		return 0
+	}
 	now := o.clock.Now().UTC()
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -105,8 +121,8 @@ func (o *Outbox) relay() int {
 	return n
 }
 
-// run relays every interval until ctx ends.
-func (o *Outbox) run(ctx context.Context, interval time.Duration, wg *sync.WaitGroup) {
+// run relays to sqs every interval until ctx ends.
+func (o *Outbox) run(ctx context.Context, sqs Downstream, interval time.Duration, wg *sync.WaitGroup) {
 	wg.Go(func() {
 		t := time.NewTicker(interval)
 		defer t.Stop()
@@ -115,23 +131,25 @@ func (o *Outbox) run(ctx context.Context, interval time.Duration, wg *sync.WaitG
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				o.relay()
+				o.relay(ctx, sqs, interval)
 			}
 		}
 	})
 }
 
-// OutboxStats counts the outbox's events.
+// OutboxStats counts the outbox's events, and the relay's batches SQS
+// refused.
 type OutboxStats struct {
-	Pending   int    `json:"pending"`
-	Published uint64 `json:"published"`
+	Pending       int    `json:"pending"`
+	Published     uint64 `json:"published"`
+	PublishErrors uint64 `json:"publish_errors"`
 }
 
 // Stats returns the outbox's counts.
 func (o *Outbox) Stats() OutboxStats {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return OutboxStats{Pending: o.pending, Published: o.published}
+	return OutboxStats{Pending: o.pending, Published: o.published, PublishErrors: o.failed}
 }
 
 // newID returns prefix_ and 12 random hex digits (not secret: ids of

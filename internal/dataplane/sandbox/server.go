@@ -132,24 +132,30 @@ func New(cfg Config, deps Deps) (*Server, error) {
 		s.emf = newEMFWriter(deps.EMF, cfg.EMF, deps.Clock, deps.Logger)
 	}
 	var onChange func(string, circuit.Transition)
+	var onFreeze func(string, bool, time.Time)
 	if s.emf != nil {
-		onChange = s.emf.transition
+		onChange, onFreeze = s.emf.transition, s.emf.freezeChange
 	}
-	s.fleet, err = newFleet(cfg, deps, m, onChange)
+	s.fleet, err = newFleet(cfg, deps, onChange, onFreeze)
 	if err != nil {
 		return nil, err
 	}
-	s.collector = newFleetCollector(s.fleet)
+	s.collector = newFleetCollector(s.fleet, deps.Clock)
 	if err := deps.Registry.Register(s.collector.collector()); err != nil {
 		return nil, fmt.Errorf("new sandbox: register metrics: %w", err)
 	}
 	s.sims = &sims{byName: map[string]*Sim{}}
 	down := map[string]Downstream{}
+	fleet := s.fleet
 	for _, name := range Downstreams() {
 		sim := NewSim(name, cfg.Downstreams[name], deps.Clock, s.started, m.observeFault)
+		// A knob injects nothing while the fleet, by its instances'
+		// readings, is frozen.
+		sim.ObeyFreeze(func(context.Context) bool { return fleet.chaosFrozen(deps.Clock.Now()) })
 		s.sims.byName[name] = sim
 		down[name] = sim
 	}
+	s.sims.byName[SQS] = NewSim(SQS, DownstreamProfile{}, deps.Clock, s.started, m.observeFault)
 	limiter, err := limiter.New(deps.Store, limiter.Config{Limits: cfg.RateLimit,
 		Clock: deps.Clock, Observer: m})
 	if err != nil {
@@ -243,7 +249,7 @@ func (s *Server) Start(ctx context.Context, ln net.Listener) error {
 	s.served = make(chan error, 1)
 	go func() { s.served <- s.srv.Serve(ln) }()
 	s.fleet.pollOverrides(bg, s.cfg.OverridePoll, &s.bg)
-	s.gw.outbox.run(bg, max(outboxRelayInterval/time.Duration(max(s.cfg.TimeScale, 1)), time.Millisecond), &s.bg)
+	s.gw.outbox.run(bg, s.sims.get(SQS), max(outboxRelayInterval/time.Duration(max(s.cfg.TimeScale, 1)), time.Millisecond), &s.bg)
 	s.audit.start(bg)
 	if s.emf != nil {
 		s.emf.run(bg, s.fleet)
@@ -342,7 +348,7 @@ func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	fmt.Fprintf(w, "koshactl sandbox: %d gateway instances (%s..%s)\n\n", len(s.fleet.instances), InstanceName(1), InstanceName(len(s.fleet.instances)))
 	fmt.Fprintf(w, "POST %s             JSON-RPC tools/list, tools/call (Authorization: Bearer <token>)\n", PathMCP)
-	fmt.Fprintf(w, "GET  %s         Prometheus metrics (kosha_breaker_state{dependency,instance})\n", PathMetrics)
+	fmt.Fprintf(w, "GET  %s         Prometheus metrics (kosha_breaker_state{dependency,instance}, kosha_chaos_frozen{instance})\n", PathMetrics)
 	fmt.Fprintf(w, "GET  %s          the fleet's breakers, downstreams, outbox\n", PathStatus)
 	fmt.Fprintf(w, "GET  %s         liveness\n", PathHealth)
 	fmt.Fprintf(w, "     %s[/TARGET]  screening-sim's (or TARGET's) own chaos knob: GET, PUT, DELETE (operator)\n", PathAdminChaos)
@@ -362,6 +368,9 @@ type knobView struct {
 	Target string `json:"target"`
 	Knob   *Knob  `json:"knob"`
 	Outage bool   `json:"outage"`
+	// Frozen is true when a knob is set but injects nothing: the fleet is
+	// frozen (docs/contracts/freeze.md).
+	Frozen bool `json:"frozen,omitempty"`
 }
 
 // adminChaos serves screening-sim's own chaos knobs (LLD §9), and those of
@@ -375,13 +384,14 @@ func (s *Server) adminChaos(w http.ResponseWriter, r *http.Request) {
 	}
 	sim := s.sims.get(target)
 	if sim == nil {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no simulator %q: the downstreams are %v", target, Downstreams())})
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no simulator %q: the simulators are %v", target, Simulators())})
 		return
 	}
 	view := func() knobView {
 		v := knobView{Target: target}
 		if k, ok := sim.Knob(); ok {
 			v.Knob = &k
+			v.Frozen = s.fleet.chaosFrozen(s.deps.Clock.Now())
 		}
 		_, v.Outage = sim.OutageActive(s.deps.Clock.Now())
 		return v

@@ -30,11 +30,17 @@ type Status struct {
 
 // InstanceStatus is one instance's breakers and load.
 type InstanceStatus struct {
-	Name        string          `json:"name"`
-	InFlight    int             `json:"in_flight"`
-	MaxInFlight int             `json:"max_in_flight"`
-	Served      uint64          `json:"served"`
-	Breakers    []BreakerStatus `json:"breakers"`
+	Name        string `json:"name"`
+	InFlight    int    `json:"in_flight"`
+	MaxInFlight int    `json:"max_in_flight"`
+	Served      uint64 `json:"served"`
+	// ChaosFrozen is the chaos_frozen gauge: the instance ignores every
+	// chaos header because of the fleet's freeze.
+	ChaosFrozen bool `json:"chaos_frozen"`
+	// Freeze says what the instance last read of the freeze item, when it
+	// read one (docs/contracts/freeze.md).
+	Freeze   string          `json:"freeze,omitempty"`
+	Breakers []BreakerStatus `json:"breakers"`
 }
 
 // BreakerStatus is one breaker on one instance.
@@ -79,7 +85,13 @@ func (s *Server) status() Status {
 		Traffic: TrafficStatus{RPS: s.cfg.Traffic.RPS, Clients: len(s.traffic.tokens)},
 	}
 	for _, in := range s.fleet.instances {
-		is := InstanceStatus{Name: in.name, InFlight: in.Shedder().InFlight(), MaxInFlight: in.Shedder().MaxInFlight(), Served: in.Served()}
+		is := InstanceStatus{Name: in.name, InFlight: in.Shedder().InFlight(), MaxInFlight: in.Shedder().MaxInFlight(), Served: in.Served(),
+			ChaosFrozen: in.ChaosFrozen(now)}
+		if in.control != nil {
+			if f := in.control.snapshot().Freeze; f != nil {
+				is.Freeze = f.Describe(now)
+			}
+		}
 		for _, dep := range s.collector.deps {
 			d, _ := in.reg.Dependency(dep)
 			snap := d.Breaker.Snapshot()
@@ -95,7 +107,7 @@ func (s *Server) status() Status {
 		}
 		st.Instances = append(st.Instances, is)
 	}
-	for _, name := range Downstreams() {
+	for _, name := range Simulators() {
 		sim := s.sims.get(name)
 		ds := DownstreamStatus{Name: name, Calls: sim.Calls(), Failures: sim.Failures(),
 			P50Ms: float64(sim.profile.Latency.P50) / 1e6, P99Ms: float64(sim.profile.Latency.P99) / 1e6}

@@ -184,7 +184,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 	if o == nil {
 		return nil, err
 	}
-	res := breaker.ForceOf(*o)
+	res := breaker.ForceResultOf(*o)
 	if l != nil && (o.Written || errors.Is(o.Err, store.ErrOutcomeUnknown)) {
 		// Written, or perhaps (the store could not be reached to tell):
 		// the rollback restores only while the item carries this change's
@@ -285,7 +285,7 @@ func (a *clearOverride) Run(ctx context.Context, rc *runtime.RunContext) (*runti
 	if err != nil {
 		return nil, err
 	}
-	cleared := breaker.ClearOf(*o).Before != nil
+	cleared := breaker.ClearResultOf(*o).Before != nil
 	out := runtime.NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(cleared))
 	if o.Written {
 		rc.Recorded(o.Record)

@@ -32,8 +32,8 @@ steps:
 `
 
 var (
-	alice = audit.Identity{Actor: "arn:aws:iam::123456789012:user/alice", Source: audit.ActorSTS}
-	bob   = audit.Identity{Actor: "arn:aws:iam::123456789012:user/bob", Source: audit.ActorSTS}
+	alice = audit.Identity{Actor: "arn:aws:iam::123456789012:user/alice", Source: audit.ActorSTS, UserID: "AIDAALICE"}
+	bob   = audit.Identity{Actor: "arn:aws:iam::123456789012:user/bob", Source: audit.ActorSTS, UserID: "AIDABOB"}
 )
 
 // fourEyesEnv is a drill environment on the embedded store holding
@@ -64,7 +64,7 @@ func newFourEyes(t *testing.T) *fourEyesEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := policy.NewPolicies(s, clk, approval.PolicySchema(builtin.Specs())).Set(ctx, e.Audit, set, "admin", "four eyes"); err != nil {
+	if _, err := policy.NewPolicies(s, clk, approval.PolicySchema(builtin.Specs())).Set(ctx, e.Audit, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
 		t.Fatal(err)
 	}
 	return &fourEyesEnv{env: e, s: s, svc: approval.NewService(s, clk, e.Deps.Levers, e.Deps.ContextName), clk: clk}
@@ -91,7 +91,7 @@ func (e *fourEyesEnv) approved(d *drill.Drill) approval.Request {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	res, err := e.svc.Approve(ctx, e.Audit, approval.Approval{ID: r.ID, Approver: bob})
+	res, err := e.svc.Approve(ctx, e.Audit, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256})
 	if err != nil || !res.Authorized || res.Applied || res.Request.Status != approval.StatusApproved {
 		e.T.Fatalf("approve: %+v, %v: want it approved, nothing applied", res, err)
 	}

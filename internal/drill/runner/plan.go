@@ -9,8 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -85,6 +87,11 @@ type PlanStep struct {
 	TimeoutSeconds float64 `json:"timeout_seconds"`
 	// Lever is what a mutating step moves, with its inverse and expiry.
 	Lever *runtime.PlanLever `json:"lever,omitempty"`
+	// Impact is what a force-open step does to the tools while its
+	// override holds (the degradation matrix alone: a plan reads no rates),
+	// over the lever's bound; absent for other steps, and while the
+	// dependency comes from a step's output.
+	Impact *impact.Report `json:"impact,omitempty"`
 	// Rollbacks are the step's own rollback steps.
 	Rollbacks []string `json:"rollbacks,omitempty"`
 }
@@ -139,7 +146,8 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 		switch owner {
 		case "":
 			p.Steps = append(p.Steps, PlanStep{Index: len(p.Steps) + 1, ID: s.ID, Name: s.Name, Kind: s.Kind.Name(),
-				Description: rc.Redact(runtime.ActionOf(s).Describe(rc)), TimeoutSeconds: drill.Seconds(stepTimeout(d, s)), Lever: l})
+				Description: rc.Redact(runtime.ActionOf(s).Describe(rc)), TimeoutSeconds: drill.Seconds(stepTimeout(d, s)), Lever: l,
+				Impact: leverImpact(l)})
 			if l == nil {
 				return
 			}
@@ -158,6 +166,18 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 		}
 	})
 	return p
+}
+
+// leverImpact is the impact of a lever that forces a dependency open,
+// over the longest it can hold; nil for any other lever and while the
+// dependency is not known before the run.
+func leverImpact(l *runtime.PlanLever) *impact.Report {
+	if l == nil || l.Action != breaker.ActionForceOpen || l.Target == "" {
+		return nil
+	}
+	r := impact.Static(impact.Request{Dependencies: []string{l.Target},
+		For: time.Duration(l.ExpiresWithinSeconds * float64(time.Second))})
+	return &r
 }
 
 // drillOwner is the owner walk gives the drill's own rollbacks: no step id
@@ -281,6 +301,15 @@ func WritePlan(w io.Writer, p *Plan) {
 				pf("       lapses on its own within %s: %s\n", dur(l.ExpiresWithinSeconds), l.Expiry)
 			} else {
 				pf("       %s\n", l.Expiry)
+			}
+			switch {
+			case s.Impact != nil:
+				pf("       impact while it holds (degradation matrix):\n")
+				for _, line := range s.Impact.Lines() {
+					pf("         %s\n", line)
+				}
+			case l.Action == breaker.ActionForceOpen:
+				pf("       impact: known once the run names the dependency (it comes from a step's output)\n")
 			}
 		}
 		for _, rb := range s.Rollbacks {

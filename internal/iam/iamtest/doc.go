@@ -7,8 +7,14 @@
 // The evaluator covers what koshactl's policies use and what a test needs
 // to tell them apart: Allow and Deny statements (an explicit Deny wins,
 // nothing allowed is denied), Action and Resource wildcards (`*`, `?`;
-// actions case-insensitive), and the condition operators StringEquals,
-// StringLike and their ForAllValues: and ForAnyValue: forms. An operator
+// actions case-insensitive), the condition operators StringEquals,
+// StringLike and their ForAllValues: and ForAnyValue: forms, and policy
+// variables (${aws:userid}, ${aws:PrincipalArn}: any ${KEY} of the
+// request's context), which resolve to the caller's values; a variable the
+// request has no value for makes its statement match nothing, as IAM's
+// invalid statement. The proxy tells callers apart by the access key they
+// sign with ([Enforcer.AddCaller]): each one's requests carry its
+// aws:userid, aws:PrincipalArn and aws:PrincipalType. An operator
 // it does not know matches nothing, so a policy relying on one fails
 // closed. ForAllValues holds when the request has no value for the key,
 // as in IAM: that is why a Scan (which names no partition key) is not

@@ -233,7 +233,7 @@ func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			if msg := p.Enforcer.Authorize(reqs...); msg != "" {
+			if msg := p.Enforcer.AuthorizeKey(AccessKeyOf(r), reqs...); msg != "" {
 				WriteDynamoDBAccessDenied(w, msg)
 				return
 			}
@@ -266,6 +266,17 @@ func NewProxy(t testing.TB, target, sm, cw string, tg iam.Target, e *Enforcer) *
 	t.Cleanup(srv.Close)
 	p.URL = srv.URL
 	return p
+}
+
+// AccessKeyOf is the access key id a SigV4-signed request was signed with
+// (its Authorization header's Credential), "" when it names none.
+func AccessKeyOf(r *http.Request) string {
+	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	if !ok {
+		return ""
+	}
+	key, _, _ := strings.Cut(cred, "/")
+	return key
 }
 
 // resetConn closes the client's connection with a TCP reset, sending

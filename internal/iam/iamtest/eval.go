@@ -55,17 +55,55 @@ func statementMatches(s iam.Statement, r Request) bool {
 	if !slices.ContainsFunc(s.Action, func(a string) bool { return wildcard(strings.ToLower(a), strings.ToLower(r.Action)) }) {
 		return false
 	}
-	if !slices.ContainsFunc(s.Resource, func(p string) bool { return wildcard(p, r.Resource) }) {
+	resources, ok := resolveAll(s.Resource, r)
+	if !ok || !slices.ContainsFunc(resources, func(p string) bool { return wildcard(p, r.Resource) }) {
 		return false
 	}
 	for op, keys := range s.Condition {
 		for key, patterns := range keys {
-			if !conditionHolds(op, patterns, r.Context[key]) {
+			resolved, ok := resolveAll(patterns, r)
+			if !ok || !conditionHolds(op, resolved, r.Context[key]) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// resolveAll replaces the policy variables of patterns (${aws:userid},
+// ${aws:PrincipalArn}: any ${KEY}) with the request's single value for
+// KEY, as IAM does when it evaluates the policy. A variable the request
+// has no single value for, or whose value holds a wildcard, cannot be
+// resolved: ok is false, and the statement matches nothing (IAM: an
+// unresolved variable makes the statement invalid).
+func resolveAll(patterns []string, r Request) ([]string, bool) {
+	if !slices.ContainsFunc(patterns, func(p string) bool { return strings.Contains(p, "${") }) {
+		return patterns, true
+	}
+	out := make([]string, len(patterns))
+	for i, p := range patterns {
+		var b strings.Builder
+		for {
+			start := strings.Index(p, "${")
+			if start < 0 {
+				b.WriteString(p)
+				break
+			}
+			end := strings.IndexByte(p[start:], '}')
+			if end < 0 {
+				return nil, false
+			}
+			vs := r.Context[p[start+2:start+end]]
+			if len(vs) != 1 || strings.ContainsAny(vs[0], "*?") {
+				return nil, false
+			}
+			b.WriteString(p[:start])
+			b.WriteString(vs[0])
+			p = p[start+end+1:]
+		}
+		out[i] = b.String()
+	}
+	return out, true
 }
 
 // conditionHolds evaluates one condition operator on one key: values are
@@ -135,6 +173,35 @@ func matchFrom(p, s string) bool {
 	return s == ""
 }
 
+// Caller is one principal the proxy tells apart by its access key: what
+// IAM puts in each of its requests' context (aws:userid,
+// aws:PrincipalArn, aws:PrincipalType), which policy variables resolve to.
+type Caller struct {
+	// UserID is the unique id (aws:userid): an IAM user's id, or
+	// ROLEID:SESSION for an assumed role.
+	UserID string
+	// ARN is the caller ARN STS names (a user's, or the session's).
+	ARN string
+}
+
+// context is the caller's global condition keys.
+func (c Caller) context() map[string][]string {
+	out := map[string][]string{"aws:userid": {c.UserID}}
+	parts := strings.SplitN(c.ARN, ":", 6)
+	if len(parts) != 6 {
+		return out
+	}
+	switch res := parts[5]; {
+	case parts[2] == "iam" && strings.HasPrefix(res, "user/"):
+		out["aws:PrincipalArn"], out["aws:PrincipalType"], out["aws:username"] = []string{c.ARN}, []string{"User"}, []string{res[strings.LastIndexByte(res, '/')+1:]}
+	case parts[2] == "sts" && strings.HasPrefix(res, "assumed-role/"):
+		role, _, _ := strings.Cut(strings.TrimPrefix(res, "assumed-role/"), "/")
+		out["aws:PrincipalArn"] = []string{"arn:" + parts[1] + ":iam::" + parts[4] + ":role/" + role}
+		out["aws:PrincipalType"] = []string{"AssumedRole"}
+	}
+	return out
+}
+
 // Enforcer holds the policy the fakes enforce and what it denied. Its zero
 // value enforces nothing (every request allowed), so a fake given one
 // serves as before until a test sets a policy.
@@ -145,6 +212,43 @@ type Enforcer struct {
 	mu      sync.Mutex
 	doc     *iam.Document
 	denials []Request
+	callers map[string]Caller
+}
+
+// AddCaller tells requests signed with accessKeyID apart as c's: their
+// context holds c's keys, so a policy's variables resolve to c. A request
+// signed with a key no caller was added for has none of them (a statement
+// with a variable then matches nothing for it).
+func (e *Enforcer) AddCaller(accessKeyID string, c Caller) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.callers == nil {
+		e.callers = map[string]Caller{}
+	}
+	e.callers[accessKeyID] = c
+}
+
+// AuthorizeKey is [Enforcer.Authorize] for requests signed with
+// accessKeyID: each asked with the caller's global keys in its context.
+func (e *Enforcer) AuthorizeKey(accessKeyID string, reqs ...Request) string {
+	if e == nil {
+		return ""
+	}
+	e.mu.Lock()
+	c, ok := e.callers[accessKeyID]
+	e.mu.Unlock()
+	if !ok {
+		return e.Authorize(reqs...)
+	}
+	with := make([]Request, len(reqs))
+	for i, r := range reqs {
+		ctx := c.context()
+		for k, v := range r.Context {
+			ctx[k] = v
+		}
+		with[i] = Request{Action: r.Action, Resource: r.Resource, Context: ctx}
+	}
+	return e.Authorize(with...)
 }
 
 // NewEnforcer returns an enforcer for principal with no policy yet.
@@ -156,6 +260,13 @@ func (e *Enforcer) SetPolicy(doc *iam.Document) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.doc = doc
+}
+
+// Policy is the policy the enforcer holds (nil: none).
+func (e *Enforcer) Policy() *iam.Document {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.doc
 }
 
 // Authorize asks about each request in turn and returns the AccessDenied

@@ -47,7 +47,7 @@ func Force(ctx context.Context, s Store, clk clock.Clock, log audit.Appender, r 
 	if len(rep.Outcomes) == 0 {
 		return breaker.ForceResult{}, lever.Outcome{}, err
 	}
-	return breaker.ForceOf(rep.Outcomes[0]), rep.Outcomes[0], err
+	return breaker.ForceResultOf(rep.Outcomes[0]), rep.Outcomes[0], err
 }
 
 // Clear clears dep's override as actor, with its record in log.
@@ -58,7 +58,7 @@ func Clear(ctx context.Context, s Store, clk clock.Clock, log audit.Appender, de
 	if len(rep.Outcomes) == 0 {
 		return breaker.ClearResult{}, lever.Outcome{}, err
 	}
-	return breaker.ClearOf(rep.Outcomes[0]), rep.Outcomes[0], err
+	return breaker.ClearResultOf(rep.Outcomes[0]), rep.Outcomes[0], err
 }
 
 // Bucket makes c, one bucket's change, as actor with its record in log.

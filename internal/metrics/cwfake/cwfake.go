@@ -6,7 +6,11 @@
 // It serves breaker_state as the metric contract describes it
 // (docs/contracts/breaker-state-metric.md): per-minute values per instance,
 // aggregated on request into the fleet dimension set's Maximum, Minimum and
-// SampleCount, and into per-instance series for a SEARCH expression.
+// SampleCount, and into per-instance series for a SEARCH expression. It
+// also holds counters ([Server.PutCount]: the tool and downstream call
+// counts of docs/contracts/degradation-matrix.md), each a metric named by
+// its name and its whole dimension set, as CloudWatch identifies one, and
+// answers their Sum, SampleCount, Maximum or Minimum per period.
 //
 // # Limits enforced as CloudWatch documents them
 //
@@ -182,13 +186,15 @@ type Server struct {
 
 	mu       sync.Mutex
 	data     map[string]map[string][]datum // dependency → instance → values
+	counts   map[string][]datum            // countKey(namespace, metric, dimensions) → values
 	requests []Request
 	t        testing.TB
 }
 
 // New starts a server closed at the end of the test.
 func New(t testing.TB) *Server {
-	s := &Server{Namespace: "Kosha/Resilience", Fleet: true, Instances: true, data: map[string]map[string][]datum{}, t: t}
+	s := &Server{Namespace: "Kosha/Resilience", Fleet: true, Instances: true, data: map[string]map[string][]datum{},
+		counts: map[string][]datum{}, t: t}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	return s
@@ -259,6 +265,32 @@ func (s *Server) Put(dependency, instance string, t time.Time, v float64) {
 		d.readable = s.Clock.Now().Add(s.Delay)
 	}
 	s.data[dependency][instance] = append(s.data[dependency][instance], d)
+}
+
+// PutCount records one datum v of metric (in the server's Namespace) with
+// exactly dims at t, as a publisher's PutMetricData or EMF line would:
+// a query names the same metric only with the same dimension set. With a
+// Clock, the datum becomes readable Delay after the clock's time of the
+// Put.
+func (s *Server) PutCount(metric string, dims map[string]string, t time.Time, v float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := datum{t: t.UTC(), v: v}
+	if s.Clock != nil {
+		d.readable = s.Clock.Now().Add(s.Delay)
+	}
+	k := countKey(s.Namespace, metric, dims)
+	s.counts[k] = append(s.counts[k], d)
+}
+
+// countKey identifies a metric: namespace, name and every dimension.
+func countKey(namespace, metric string, dims map[string]string) string {
+	var b strings.Builder
+	b.WriteString(namespace + "\x00" + metric)
+	for _, k := range sortedKeys(dims) {
+		b.WriteString("\x00" + k + "=" + dims[k])
+	}
+	return b.String()
 }
 
 // readable drops the data not yet readable at the clock's time.
@@ -412,6 +444,9 @@ func (s *Server) answer(req Request) (out []series, truncated bool, err error) {
 			continue
 		}
 		sr := series{id: q.ID, label: q.Label}
+		if ds, ok := s.counts[countKey(q.Namespace, q.Metric, q.Dimensions)]; ok && q.Metric != "breaker_state" {
+			sr.points = aggregate(s.readable(ds), req.Start, req.End, q.Period, q.Stat)
+		}
 		if s.Fleet && q.Namespace == s.Namespace && q.Metric == "breaker_state" && s.dimsMatch(q.Dimensions) {
 			byInstance := s.data[q.Dimensions["dependency"]]
 			var all []datum
@@ -483,8 +518,8 @@ func (s *Server) search(q Query, req Request) ([]series, error) {
 func aggregate(ds []datum, start, end time.Time, period int64, stat string) []datum {
 	p := time.Duration(period) * time.Second
 	type acc struct {
-		max, min float64
-		n        int
+		max, min, sum float64
+		n             int
 	}
 	buckets := map[int64]*acc{}
 	for _, d := range ds {
@@ -494,10 +529,10 @@ func aggregate(ds []datum, start, end time.Time, period int64, stat string) []da
 		k := d.t.Truncate(p).Unix()
 		a, ok := buckets[k]
 		if !ok {
-			buckets[k] = &acc{d.v, d.v, 1}
+			buckets[k] = &acc{d.v, d.v, d.v, 1}
 			continue
 		}
-		a.max, a.min, a.n = math.Max(a.max, d.v), math.Min(a.min, d.v), a.n+1
+		a.max, a.min, a.sum, a.n = math.Max(a.max, d.v), math.Min(a.min, d.v), a.sum+d.v, a.n+1
 	}
 	out := make([]datum, 0, len(buckets))
 	for k, a := range buckets {
@@ -507,6 +542,10 @@ func aggregate(ds []datum, start, end time.Time, period int64, stat string) []da
 			v = a.min
 		case "SampleCount":
 			v = float64(a.n)
+		case "Sum":
+			v = a.sum
+		case "Average":
+			v = a.sum / float64(a.n)
 		}
 		out = append(out, datum{t: time.Unix(k, 0).UTC(), v: v})
 	}
@@ -578,6 +617,10 @@ func paginate(all []series, token string, limit int, scanBy string, search bool)
 	return out, ""
 }
 
+// statistics are the standard statistics a MetricStat may ask for (the
+// fake serves no percentiles).
+var statistics = map[string]bool{"SampleCount": true, "Average": true, "Sum": true, "Minimum": true, "Maximum": true}
+
 func validate(req Request) error {
 	if len(req.Queries) == 0 || len(req.Queries) > MaxQueries {
 		return fmt.Errorf("%d queries: between 1 and %d allowed", len(req.Queries), MaxQueries)
@@ -596,6 +639,9 @@ func validate(req Request) error {
 		seen[q.ID] = true
 		if (q.Expression == "") == (q.Stat == "") {
 			return fmt.Errorf("query %s: exactly one of Expression and MetricStat", q.ID)
+		}
+		if q.Expression == "" && !statistics[q.Stat] {
+			return fmt.Errorf("query %s: statistic %q: use SampleCount, Average, Sum, Minimum or Maximum", q.ID, q.Stat)
 		}
 		if q.Expression == "" && (q.Period <= 0 || q.Period%60 != 0) {
 			return fmt.Errorf("query %s: period %d is not a multiple of 60", q.ID, q.Period)

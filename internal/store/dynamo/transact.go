@@ -37,6 +37,11 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 			text, names, values = &ex.text, ex.names, ex.values
 		}
 		const allOld = types.ReturnValuesOnConditionCheckFailureAllOld
+		if o.IsCheck() {
+			items[i].ConditionCheck = &types.ConditionCheck{TableName: &s.table, Key: key(o.Check), ConditionExpression: text,
+				ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: allOld}
+			continue
+		}
 		if o.Put == nil {
 			items[i].Delete = &types.Delete{TableName: &s.table, Key: key(o.Delete), ConditionExpression: text,
 				ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: allOld}

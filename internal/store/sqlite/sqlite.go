@@ -484,9 +484,14 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 		pk, attrs string
 		ttl       any
 		del       bool
+		check     bool
 	}
 	rows := make([]row, len(c.Ops))
 	for i, op := range c.Ops {
+		if op.IsCheck() {
+			rows[i] = row{pk: op.Check, check: true}
+			continue
+		}
 		if op.Put == nil {
 			rows[i] = row{pk: op.Delete, del: true}
 			continue
@@ -522,6 +527,9 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 			return conflict
 		}
 		for _, r := range rows {
+			if r.check {
+				continue
+			}
 			var err error
 			if r.del {
 				_, err = tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ?`, r.pk)

@@ -88,6 +88,46 @@ func testChangeConflicts(t *testing.T, s store.Store) {
 	}
 }
 
+// A change may hold checks: items it writes nothing to whose conditions
+// must hold (an approval checks the proofs it counts). A check that fails
+// refuses the whole change, named with the item as stored; one that holds
+// writes nothing to its item.
+func testChangeChecks(t *testing.T, s store.Store) {
+	mustPut(t, s, store.Item{store.PK: "proof#g", "binding": "h1"})
+	c := leverChange(t, "lever#g", store.IfAbsent(), "audit#g")
+	c.Ops = append(c.Ops, store.CheckOp("proof#g", store.IfEquals("binding", "h2")), store.CheckOp("closed#g", store.IfAbsent()))
+	_, err := store.Apply(ctx(t), s, c)
+	var tce *store.TxConflictError
+	if !errors.As(err, &tce) {
+		t.Fatalf("a change whose check fails: got %v, want *TxConflictError", err)
+	}
+	if ce, ok := tce.On("proof#g"); !ok || ce.Current == nil || ce.Current.Str("binding") != "h1" || len(tce.Conflicts) != 1 {
+		t.Errorf("conflicts %+v: want the failed check of proof#g alone, with the item as stored", tce.Conflicts)
+	}
+	if state(t, s, "lever#g") != nil || state(t, s, "audit#g") != nil {
+		t.Error("a change whose check failed wrote its items")
+	}
+	c = leverChange(t, "lever#g", store.IfAbsent(), "audit#g")
+	c.Ops = append(c.Ops, store.CheckOp("proof#g", store.IfEquals("binding", "h1")), store.CheckOp("closed#g", store.IfAbsent()))
+	if _, err := store.Apply(ctx(t), s, c); err != nil {
+		t.Fatalf("a change whose checks hold: %v", err)
+	}
+	if got := mustGet(t, s, "proof#g"); got.Str("binding") != "h1" || got.WriteID() != "" {
+		t.Errorf("a checked item was written: %v", got)
+	}
+	if state(t, s, "closed#g") != nil {
+		t.Error("a check of an absent item created it")
+	}
+	if got := mustGet(t, s, "lever#g"); got.WriteID() != c.Token {
+		t.Errorf("lever after the change = %v, want it written", got)
+	}
+	bad := store.Change{Token: token(t), Proof: "lever#h"}
+	bad.Ops = []store.Op{store.PutOp(store.Item{store.PK: "lever#h", store.WriteIDAttr: bad.Token}, store.IfAbsent()), store.CheckOp("proof#g", store.Always())}
+	if _, err := store.Apply(ctx(t), s, bad); !errors.Is(err, store.ErrInvalidItem) {
+		t.Errorf("a check without a condition: %v, want ErrInvalidItem", err)
+	}
+}
+
 func testChangeRetry(t *testing.T, s store.Store) {
 	// A change that landed, sent again (a retry on a server that does not
 	// honor the token) meets its own conditions: the proof settles it as

@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener) {
 		{"Describe", testDescribe},
 		{"ChangeAllOrNothing", testChangeAllOrNothing},
 		{"ChangeConflictNamesEveryRefusal", testChangeConflicts},
+		{"ChangeChecksWithoutWriting", testChangeChecks},
 		{"ChangeRetrySettledByProof", testChangeRetry},
 		{"ChangeRaceOneWinner", testChangeRace},
 		{"ChangeLimits", testChangeLimits},

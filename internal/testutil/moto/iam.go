@@ -101,3 +101,11 @@ func UseProfiles(tb testing.TB, setenv func(key, value string), profiles map[str
 		_ = os.Unsetenv(k)
 	}
 }
+
+// Caller is who STS on moto at endpoint says creds are: the caller's
+// unique id (aws:userid) and ARN.
+func Caller(tb testing.TB, endpoint string, creds aws.Credentials) (userID, arn string) {
+	tb.Helper()
+	b := Query(tb, endpoint, "sts", creds, url.Values{"Action": {"GetCallerIdentity"}, "Version": {"2011-06-15"}})
+	return Tag(tb, b, "UserId"), Tag(tb, b, "Arn")
+}

@@ -11,12 +11,15 @@ Modules, one per contract in docs/contracts:
 - override:  the breaker#<dependency> item and the rule the data plane applies
 - bucket:    the rl#<client> item, the refill math and the race-free take
 - chaos:     the X-Kosha-Chaos header: parse, verify, sign, key ids
+- freeze:    the freeze#fleet item and its rule on chaos headers
 - gauge:     the breaker_state gauge: EMF lines, state names and values
+- degradation: the degradation matrix: what each dependency being down does to
+               the tools, how a client reads an answer, forcing several at once
 
 docs/contracts/vectors/*.json hold the cases every implementation must
 pass; sdk/python/tests runs them against this package.
 """
 
-from . import bucket, chaos, gauge, override
+from . import bucket, chaos, degradation, freeze, gauge, override
 
-__all__ = ["bucket", "chaos", "gauge", "override"]
+__all__ = ["bucket", "chaos", "degradation", "freeze", "gauge", "override"]

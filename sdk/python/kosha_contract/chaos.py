@@ -8,9 +8,15 @@
     # the caller also checks the operator role
 
 Checks run in the contract's order: syntax, target, kid, signature, expiry,
-cap. On an unknown kid a data-plane verifier refreshes its keys once
-(rate-limited, at most one per 10 s) before rejecting; that I/O is the
-caller's: catch Reject with check "kid", refresh, verify again.
+cap, then freeze. On an unknown kid a data-plane verifier refreshes its keys
+once (rate-limited, at most one per 10 s) before rejecting; that I/O is the
+caller's: catch Reject with check "kid", refresh, verify again. The freeze
+check needs the fleet's freeze item: pass freeze=kosha_contract.freeze's
+reading of it (its admit_chaos), or run it yourself on the returned fields
+(fields.issued).
+
+Two versions: v=2 headers carry iat (issued at, unix seconds) between p and
+exp; v=1 headers have none and count as issued at exp - 900.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 HEADER = "X-Kosha-Chaos"
-FIELD_ORDER = ("v", "kid", "target", "fault", "ms", "p", "exp", "jti", "sig")
+FIELD_ORDER = ("v", "kid", "target", "fault", "ms", "p", "iat", "exp", "jti", "sig")
+"""Every field in wire order; iat only in v=2, ms only with fault=latency."""
 FAULTS = ("latency", "error", "timeout", "reset")
 DEFAULT_TARGETS = ("core-api", "screening-sim", "openai", "postgres")
 MAX_AHEAD_SECONDS = 900
@@ -42,11 +49,12 @@ _P = re.compile(r"0\.[0-9]{0,3}[1-9]")
 
 class Reject(Exception):
     """A header that fails a check: check is syntax, target, kid, signature,
-    expiry or cap; field names the field at fault ("" for the whole value)."""
+    expiry, cap or freeze; field names the field at fault ("" for the whole value).
+    reason says why, when the check has more to say (the freeze it met)."""
 
-    def __init__(self, check: str, field: str = "") -> None:
-        super().__init__(f"{check} check failed ({field or 'value'})")
-        self.check, self.field = check, field
+    def __init__(self, check: str, field: str = "", reason: str = "") -> None:
+        super().__init__(reason or f"{check} check failed ({field or 'value'})")
+        self.check, self.field, self.reason = check, field, reason
 
 
 class InvalidKey(ValueError):
@@ -82,7 +90,8 @@ def kid_of(raw: bytes) -> str:
 
 @dataclass(frozen=True)
 class Fields:
-    """What a header says. ms is 0 unless fault is latency; p is its wire text."""
+    """What a header says. ms is 0 unless fault is latency; p is its wire text;
+    iat is 0 for a v=1 header (signed without it), else the issue time."""
 
     target: str
     fault: str
@@ -90,6 +99,16 @@ class Fields:
     exp: int
     jti: str
     ms: int = 0
+    iat: int = 0
+
+    @property
+    def version(self) -> int:
+        return 2 if self.iat else 1
+
+    @property
+    def issued(self) -> int:
+        """The earliest the header can have been minted: iat, or exp - 900 for v=1."""
+        return self.iat if self.iat else self.exp - MAX_AHEAD_SECONDS
 
 
 def p_text(units: int) -> str:
@@ -100,11 +119,19 @@ def p_text(units: int) -> str:
 
 
 def signing_input(kid: str, f: Fields) -> str:
-    parts = ["v=1", f"kid={kid}", f"target={f.target}", f"fault={f.fault}"]
+    parts = [f"v={f.version}", f"kid={kid}", f"target={f.target}", f"fault={f.fault}"]
     if f.fault == "latency":
         parts.append(f"ms={f.ms}")
-    parts += [f"p={f.p}", f"exp={f.exp}", f"jti={f.jti}"]
+    parts.append(f"p={f.p}")
+    if f.iat:
+        parts.append(f"iat={f.iat}")
+    parts += [f"exp={f.exp}", f"jti={f.jti}"]
     return ";".join(parts)
+
+
+def _lifetime_ok(iat: int, exp: int) -> bool:
+    """A v=2 header expires after it was issued, by at most 900 s."""
+    return iat < exp <= iat + MAX_AHEAD_SECONDS
 
 
 def validate_fields(f: Fields) -> None:
@@ -120,7 +147,9 @@ def validate_fields(f: Fields) -> None:
         raise ValueError("ms")
     if f.p != "1" and not _P.fullmatch(f.p):
         raise ValueError("p")
-    if not 0 < f.exp <= MAX_EXP:
+    if not 0 <= f.iat <= MAX_EXP:
+        raise ValueError("iat")
+    if not 0 < f.exp <= MAX_EXP or (f.iat and not _lifetime_ok(f.iat, f.exp)):
         raise ValueError("exp")
     if not (MIN_JTI <= len(f.jti) <= MAX_JTI and _B64URL.fullmatch(f.jti)):
         raise ValueError("jti")
@@ -142,12 +171,13 @@ def _fixed_b64(s: str, nbytes: int) -> bool:
 
 
 _CHECKS: dict[str, Callable[[str], bool]] = {
-    "v": lambda v: v == "1",
+    "v": lambda v: v in ("1", "2"),
     "kid": lambda v: _fixed_b64(v, 8),
     "target": lambda v: _TARGET.fullmatch(v) is not None,
     "fault": lambda v: v in FAULTS,
     "ms": lambda v: _canon_uint(v, 5) and MIN_MS <= int(v) <= MAX_MS,
     "p": lambda v: v == "1" or _P.fullmatch(v) is not None,
+    "iat": lambda v: _canon_uint(v, 11) and int(v) > 0,
     "exp": lambda v: _canon_uint(v, 11) and int(v) > 0,
     "jti": lambda v: MIN_JTI <= len(v) <= MAX_JTI and _B64URL.fullmatch(v) is not None,
     "sig": lambda v: _fixed_b64(v, 32),
@@ -167,6 +197,8 @@ def parse(value: str) -> tuple[dict[str, str], str]:
             if i < len(segs) and segs[i].split("=", 1)[0] == "ms":
                 raise Reject("syntax", "ms")
             continue
+        if want == "iat" and got["v"] == "1":
+            continue
         if i >= len(segs):
             raise Reject("syntax", want)
         name, eq, val = segs[i].partition("=")
@@ -174,6 +206,8 @@ def parse(value: str) -> tuple[dict[str, str], str]:
             raise Reject("syntax", name if name in seen else want)
         if not eq or val == "" or any(c <= " " or c >= "\x7f" for c in val) or not _CHECKS[want](val):
             raise Reject("syntax", want)
+        if want == "exp" and "iat" in got and not _lifetime_ok(int(got["iat"]), int(val)):
+            raise Reject("syntax", "exp")
         got[want] = val
         seen.append(want)
         i += 1
@@ -190,9 +224,12 @@ def verify(
     targets: Iterable[str] = DEFAULT_TARGETS,
     max_ahead: int = MAX_AHEAD_SECONDS,
     skew: int = DEFAULT_SKEW_SECONDS,
+    freeze: Callable[[Fields], "tuple[str, str] | None"] | None = None,
 ) -> Fields:
     """Verifies a header value at now (unix seconds) against keyring (kid -> raw key).
-    Returns its fields or raises Reject with the first check that fails."""
+    Returns its fields or raises Reject with the first check that fails. freeze,
+    when given, is the freeze check: fields -> None to admit, or (field, reason)
+    to refuse (kosha_contract.freeze.Reading.check is one)."""
     f, si = parse(value)
     if f["target"] not in tuple(targets):
         raise Reject("target", "target")
@@ -207,4 +244,10 @@ def verify(
         raise Reject("expiry", "exp")
     if exp - now > max_ahead + skew:
         raise Reject("cap", "exp")
-    return Fields(target=f["target"], fault=f["fault"], p=f["p"], exp=exp, jti=f["jti"], ms=int(f.get("ms", "0")))
+    fields = Fields(target=f["target"], fault=f["fault"], p=f["p"], exp=exp, jti=f["jti"], ms=int(f.get("ms", "0")),
+                    iat=int(f.get("iat", "0")))
+    if freeze is not None:
+        refused = freeze(fields)
+        if refused is not None:
+            raise Reject("freeze", refused[0], refused[1])
+    return fields

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
 from conftest import load
-from kosha_contract import bucket, chaos, gauge, override
+from kosha_contract import bucket, chaos, degradation, freeze, gauge, override
 
 OVERRIDES = load("breaker-override.json")
 BUCKETS = load("rate-limit-bucket.json")
 CHAOS = load("chaos-header.json")
 EMF = load("breaker-state-emf.json")
+FREEZE = load("freeze.json")
 GAUGE = load("breaker-state-gauge.json")
+MATRIX = load("degradation-matrix.json")
 
 
 def ids(cases: list[dict[str, Any]]) -> list[str]:
@@ -112,7 +115,8 @@ def test_chaos_kid(name: str) -> None:
 @pytest.mark.parametrize("case", CHAOS["valid"], ids=ids(CHAOS["valid"]))
 def test_chaos_valid(case: dict[str, Any]) -> None:
     f = case["fields"]
-    fields = chaos.Fields(target=f["target"], fault=f["fault"], p=f["p"], exp=f["exp"], jti=f["jti"], ms=f.get("ms", 0))
+    fields = chaos.Fields(target=f["target"], fault=f["fault"], p=f["p"], exp=f["exp"], jti=f["jti"], ms=f.get("ms", 0),
+                          iat=f.get("iat", 0))
     raw = KEYS[case["key"]]
     assert chaos.signing_input(chaos.kid_of(raw), fields) == case["signing_input"]
     assert chaos.sign(raw, fields) == case["value"]
@@ -164,6 +168,78 @@ def test_chaos_fuzz_sign(case: dict[str, Any]) -> None:
         assert chaos.sign(chaos.new_key(raw), fields) == case["value"]
 
 
+# -- freeze ------------------------------------------------------------------
+
+
+def test_freeze_constants() -> None:
+    assert FREEZE["key"] == freeze.KEY
+    assert (FREEZE["cache_ttl_ms"], FREEZE["max_read_age_ms"], FREEZE["record_retention_ms"]) == (
+        freeze.CACHE_TTL_MS, freeze.MAX_READ_AGE_MS, freeze.RECORD_RETENTION_MS)
+    assert FREEZE["header_max_ttl_seconds"] == chaos.MAX_AHEAD_SECONDS
+    assert (FREEZE["max_reason_chars"], FREEZE["max_ref_chars"]) == (freeze.MAX_REASON_CHARS, freeze.MAX_REF_CHARS)
+
+
+@pytest.mark.parametrize("case", FREEZE["items"], ids=ids(FREEZE["items"]))
+def test_freeze_item(case: dict[str, Any]) -> None:
+    f = freeze.read_freeze(case["item"])
+    now = case["now_ms"]
+    if f is None:
+        got = {"frozen": False, "state": "", "end_ms": None, "chaos_not_before": None, "malformed_attributes": []}
+    else:
+        got = {"frozen": f.frozen(now), "state": f.state(now), "end_ms": f.end_ms, "chaos_not_before": f.chaos_not_before,
+               "malformed_attributes": list(f.malformed_attributes)}
+    assert got == case["want"], case["why"]
+
+
+def header_fields(h: dict[str, int]) -> chaos.Fields:
+    return chaos.Fields(target="core-api", fault="error", p="1", exp=h["exp"], jti="x" * 16, iat=h.get("iat", 0))
+
+
+def verdict(refused: tuple[str, str] | None) -> dict[str, Any]:
+    return {"honoured": refused is None, "field": "" if refused is None else refused[0]}
+
+
+@pytest.mark.parametrize("case", FREEZE["headers"], ids=ids(FREEZE["headers"]))
+def test_freeze_header(case: dict[str, Any]) -> None:
+    f = freeze.read_freeze(case["item"])
+    refused = None if f is None else f.check(header_fields(case["header"]), case["now_ms"])
+    assert verdict(refused) == case["want"], case["why"]
+
+
+@pytest.mark.parametrize("case", FREEZE["readings"], ids=ids(FREEZE["readings"]))
+def test_freeze_reading(case: dict[str, Any]) -> None:
+    r = freeze.Reading(case["item"], case["read_at_ms"])
+    now = case["now_ms"]
+    got = {"refuses_all": r.refuses_all(now), **verdict(r.check(header_fields(case["header"]), now))}
+    assert got == case["want"], case["why"]
+
+
+@pytest.mark.parametrize("case", FREEZE["mints"], ids=ids(FREEZE["mints"]))
+def test_freeze_mint(case: dict[str, Any]) -> None:
+    wait = freeze.mint_wait_ms(case["item"], case["now_ms"])
+    assert {"refused": wait is None, "wait_ms": wait or 0} == case["want"]
+
+
+@pytest.mark.parametrize("case", FREEZE["refs"], ids=[repr(c["ref"]) for c in FREEZE["refs"]])
+def test_freeze_ref(case: dict[str, Any]) -> None:
+    assert freeze.valid_ref(case["ref"]) == case["valid"]
+
+
+def test_freeze_check_through_verify() -> None:
+    """The freeze check runs last in verify, through the reading it is given."""
+    case = next(c for c in CHAOS["valid"] if c["fields"].get("iat") and c["now"] > c["fields"]["iat"] + 1)
+    # Lifted half a second after the header's iat, before now: the header was minted before the end.
+    lifted_after = {"pk": {"S": freeze.KEY}, "actor": {"S": "alice"}, "reason": {"S": "x"}, "set_at": {"N": "0"},
+                    "lifted_at": {"N": str(case["fields"]["iat"] * 1000 + 500)}, "lifted_by": {"S": "bob"}, "version": {"N": "2"}}
+    now_ms = int(case["now"] * 1000)
+    r = freeze.Reading(lifted_after, now_ms)
+    with pytest.raises(chaos.Reject) as e:
+        chaos.verify(case["value"], ring(case.get("keyring")), case["now"], freeze=lambda f: r.check(f, now_ms))
+    assert (e.value.check, e.value.field) == ("freeze", "iat")
+    assert chaos.verify(case["value"], ring(case.get("keyring")), case["now"],
+                        freeze=lambda f: freeze.Reading(None, now_ms).check(f, now_ms)).iat == case["fields"]["iat"]
+
+
 # -- gauge and EMF -----------------------------------------------------------
 
 
@@ -198,3 +274,39 @@ def test_gauge_value(case: dict[str, Any]) -> None:
 def test_fleet(case: dict[str, Any]) -> None:
     assert gauge.fleet_state(case["has_data"], case["max"], case["min"]) == case["shown"]
     assert gauge.fleet_state(case["has_data"], case["max"], case["min"], override_active=True) == "forced_open"
+
+
+# -- degradation matrix ------------------------------------------------------
+
+
+def test_matrix_is_the_contracts() -> None:
+    assert list(degradation.BEHAVIOURS) == MATRIX["behaviours"]
+    assert [dataclasses.asdict(t) for t in degradation.TOOLS] == MATRIX["tools"]
+    assert [degradation.row_json(r) for r in degradation.ROWS] == MATRIX["rows"]
+
+
+@pytest.mark.parametrize("case", MATRIX["impact"], ids=ids(MATRIX["impact"]))
+def test_matrix_impact(case: dict[str, Any]) -> None:
+    got = degradation.impact(case["forced"])
+    assert {
+        "tools": [{"tool": t.tool, "behaviour": t.behaviour, "because": list(t.because)} for t in got.tools],
+        "not_obeyed": list(got.not_obeyed),
+        "unknown": list(got.unknown),
+    } == case["want"]
+
+
+@pytest.mark.parametrize("case", MATRIX["answers"], ids=ids(MATRIX["answers"]))
+def test_matrix_answer(case: dict[str, Any]) -> None:
+    assert degradation.classify(case["is_error"], case["structured"]) == case["behaviour"]
+
+
+@pytest.mark.parametrize("case", MATRIX["checks"], ids=ids(MATRIX["checks"]))
+def test_matrix_check(case: dict[str, Any]) -> None:
+    effect = degradation.ROWS_BY_DEPENDENCY[case["dependency"]].effect(case["tool"])
+    problem = degradation.check(effect, case["is_error"], case["structured"])
+    assert (problem is None) == case["matches"], problem
+
+
+@pytest.mark.parametrize("case", MATRIX["estimates"], ids=ids(MATRIX["estimates"]))
+def test_matrix_estimate(case: dict[str, Any]) -> None:
+    assert degradation.estimate_calls(case["calls_per_minute"], case["for_seconds"]) == case["calls"]

@@ -205,7 +205,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	// should report forced.
 	changes := make([]metrics.Change, 0, len(rep.Outcomes))
 	for _, o := range rep.Outcomes {
-		res := breaker.ClearOf(o)
+		res := breaker.ClearResultOf(o)
 		if !opts.DryRun && !o.Noop && !o.Written {
 			// o.Err names the verb and the dependency.
 			unwritten = append(unwritten, levercmd.Unwritten{Name: displayName(o.Target), Err: o.Err})

@@ -211,7 +211,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	var unwritten []levercmd.Unwritten
 	changes := make([]metrics.Change, 0, len(rep.Outcomes))
 	for _, o := range rep.Outcomes {
-		res := breaker.ForceOf(o)
+		res := breaker.ForceResultOf(o)
 		if !opts.DryRun && !o.Written {
 			// o.Err names the verb and the dependency.
 			unwritten = append(unwritten, levercmd.Unwritten{Name: o.Target, Err: conflictHint(o.Err)})

@@ -14,8 +14,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/human"
 )
 
@@ -75,8 +78,14 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 
 			The header is signed with the context's current chaos key (see koshactl chaos
 			--help for where keys come from) and every mint is audited (action chaos.sign,
-			subject chaos#<jti>: who, the fields, exp and jti, never the signature). If the
-			audit record cannot be written the header is not printed (exit 8).
+			subject chaos#<jti>: who, the fields, iat, exp and jti, never the signature). If
+			the audit record cannot be written the header is not printed (exit 8).
+
+			While the fleet is frozen (koshactl freeze) nothing is minted: exit 7, naming who
+			froze it, why, the reference and until when. The freeze item is read first, on
+			every context; if it cannot be read nothing is minted either (exit 5): a fault is
+			not injected unchecked. The header carries iat, when it was issued: the data plane
+			never honours a header issued before the end of a freeze (docs/contracts/freeze.md).
 		`),
 		Example: heredoc.Doc(`
 			# 250 ms of latency on half the calls to core-api, for 5 minutes
@@ -240,6 +249,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if err := awaitFreeze(ctx, f, env); err != nil {
+		return err
+	}
 	actor, err := env.Actor(ctx)
 	if err != nil {
 		return err
@@ -269,6 +281,29 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			m.Header.JTI, err, env.Store.Describe())
 	}
 	return printMinted(f, opts, env, src, m, rec)
+}
+
+// awaitFreeze reads the fleet's freeze (one GetItem) and applies
+// freeze.CheckMint: refused while frozen (exit 7, naming the freeze); in the
+// second a freeze ended, a wait for the next whole second, so the header's
+// iat is not before the end. A freeze item that cannot be read mints
+// nothing (fail closed): the store's error, exit 5 by default.
+func awaitFreeze(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env) error {
+	fr, err := freeze.Read(ctx, env.Store)
+	if err != nil {
+		return exitcode.Default(exitcode.Unavailable, fmt.Errorf("%w: no chaos header is minted that cannot be checked against the fleet's freeze; fix the store (%s) and sign again",
+			err, env.Store.Describe()))
+	}
+	wait, err := freeze.CheckMint(fr, f.Clock.Now())
+	if err != nil || wait <= 0 {
+		return err
+	}
+	select {
+	case <-clock.After(f.Clock, wait):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func printMinted(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, src *keys.Chosen, m *chaos.Minted, rec audit.Record) error {

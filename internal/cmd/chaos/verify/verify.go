@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
 
@@ -47,9 +48,11 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			and explain each: syntax (naming the field at fault), target (one of the
 			context's chaos targets), kid (a key the context holds: the current key, or
 			the previous one after a rotation), signature (HMAC-SHA256, compared in
-			constant time), expiry (now < exp, no allowance), and cap (exp at most 15
+			constant time), expiry (now < exp, no allowance), cap (exp at most 15
 			minutes ahead, plus a clock-skew allowance, 30s by default, for minting
-			machines whose clocks run ahead).
+			machines whose clocks run ahead), and freeze (the fleet is not frozen, and the
+			header was issued, iat or for a v=1 header exp minus 15 minutes, at or after
+			the end of the last freeze: it reads the context's freeze item).
 
 			HEADER may be the bare value, the line "X-Kosha-Chaos: <value>", or the curl
 			argument chaos sign -o curl prints (after --, since it starts with -H). With -
@@ -57,8 +60,8 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			on stderr and reads one line (paste, then Enter).
 
 			Exits 0 when every check passes, 1 when one fails (the first failure is the
-			error line on stderr). A key source that cannot be read is an error about the
-			key source, not a verdict on the header.
+			error line on stderr). A key source or a freeze item that cannot be read is an
+			error about it (its own exit code), not a verdict on the header.
 		`),
 		Example: heredoc.Doc(`
 			koshactl chaos verify 'v=1;kid=M4ZWiFh7Mho;target=core-api;fault=latency;ms=250;p=0.5;exp=1767225900;jti=q8fZ0m3uXh7yLp2NaVbW4g;sig=85FkksUS9AQTN3DrS-nHy4ssIs4zRIcTH9SFcbikB18'
@@ -144,7 +147,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if skew == 0 {
 		skew = -1 // the library's "none"; its zero means the default
 	}
-	v, err := chaos.NewVerifier(src, chaos.Options{Clock: f.Clock, Targets: targets, Skew: skew})
+	v, err := chaos.NewVerifier(src, chaos.Options{Clock: f.Clock, Targets: targets, Skew: skew, Freeze: freeze.RuleFor(ctx, env.Store)})
 	if err != nil {
 		return cmdutil.UsageError(err)
 	}
@@ -199,7 +202,7 @@ func printTable(f *cmdenv.Factory, res Result) error {
 	case errors.As(err, &ce):
 		fmt.Fprintf(ios.Out, "\nINVALID: rejected by the %s check; the data plane would ignore this header\n", ce.Check)
 	default:
-		fmt.Fprintln(ios.Out, "\nUNDECIDED: the keys could not be read; the data plane would ignore this header")
+		fmt.Fprintln(ios.Out, "\nUNDECIDED: the keys or the fleet's freeze could not be read; the data plane would ignore this header")
 	}
 	_, err := fmt.Fprintf(ios.Out, "checked against %s (context %q), cap %s plus %s clock-skew allowance\n",
 		res.KeySource, res.Context, res.MaxAhead, res.Skew)

@@ -30,8 +30,10 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			Resolve the drill's variables (the environment and --var, as drill run would)
 			and print which context and store it would act on, every step with the lever
 			a mutating step moves, its rollback and the bound on how long the lever can
-			outlive a killed run, the hypothesis and stop conditions it would watch, and
-			the DescribeAlarms request each poll would send for its alarm conditions.
+			outlive a killed run, what each force-open does to the tools while it holds
+			(the degradation matrix: degraded, deferred or failed, and what a client
+			sees), the hypothesis and stop conditions it would watch, and the
+			DescribeAlarms request each poll would send for its alarm conditions.
 
 			Nothing is run or written: no store item, no audit record, no request to the
 			sandbox or CloudWatch. -o json prints the plan for CI review (its schema is in

@@ -181,8 +181,12 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	if err != nil {
 		return err
 	}
+	written, err := levers.Written(ctx, leversview.Records(f, env), list)
+	if err != nil {
+		return err
+	}
 	now := f.Clock.Now()
-	ds := levers.Compare(file, levers.State{Now: now, Overrides: list})
+	ds := levers.Compare(file, levers.State{Now: now, Overrides: list, Written: written})
 	res := Result{Header: leversview.NewHeader("LeversApply", env, opts.File, file, now), DryRun: opts.DryRun, Round: round,
 		Differences: leversview.Differences(ds, now), Results: []ItemResult{}}
 	if changes(ds) == 0 {
@@ -234,7 +238,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 				item.Action, item.Window = forced(r), windowOf(ds, plan[i])
 				item.Override, item.Before = overrideview.ViewPtr(&r.After, now), overrideview.ViewPtr(r.Before, now)
 			} else {
-				item.Before = overrideview.ViewPtr(breaker.ClearOf(o).Before, now)
+				item.Before = overrideview.ViewPtr(breaker.ClearResultOf(o).Before, now)
 			}
 			res.Results = append(res.Results, item)
 		}

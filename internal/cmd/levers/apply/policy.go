@@ -52,7 +52,7 @@ func authorize(ctx context.Context, env *cmdenv.Env, file *levers.File, ds []lev
 	for _, d := range ds {
 		switch d.Action {
 		case levers.ActionForce:
-			auth, err := svc.AuthorizeWindow(ctx, stored.Set, items, ws[forces], id)
+			auth, err := svc.AuthorizeWindow(ctx, stored, items, ws[forces], id)
 			forces++
 			if err != nil {
 				refused = append(refused, err)

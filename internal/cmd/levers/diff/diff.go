@@ -146,6 +146,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			res.Gauges.Error = &msg
 		}
 	}
+	if st.Written, err = levers.Written(ctx, leversview.Records(f, env), st.Overrides); err != nil {
+		return err
+	}
 	ds := levers.Compare(file, st)
 	res.InSync = len(ds) == 0 && gaugeErr == nil
 	res.Differences = leversview.Differences(ds, now)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
@@ -45,6 +46,14 @@ func Overrides(ctx context.Context, env *cmdenv.Env) ([]breaker.Override, error)
 		return nil, err
 	}
 	return ov.ListFor(ctx, env.Context.KnownDependencies())
+}
+
+// Records reads env's audit records, for the overrides apply's own records
+// say it wrote (levers.Written).
+func Records(f *cmdenv.Factory, env *cmdenv.Env) *audit.Log {
+	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	return log
 }
 
 // Header opens diff's and apply's documents: which file was compared with

@@ -99,11 +99,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "set the table's change policy"); err != nil {
 		return err
 	}
-	actor, err := env.Actor(ctx)
+	by, err := env.CallerIdentity(ctx)
 	if err != nil {
 		return err
 	}
-	res, err := env.Policies().Set(ctx, env.Audit(), set, actor, opts.Reason)
+	actor := by.Actor
+	res, err := env.Policies().Set(ctx, env.Audit(), set, by, opts.Reason)
 	if err != nil {
 		return err // a race lost to another set is a conflict (store.ErrConditionFailed)
 	}

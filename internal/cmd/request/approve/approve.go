@@ -6,14 +6,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -39,6 +42,16 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			The requester cannot approve their own request (exit 7), and the table's policy
 			must still permit the change, and permit you.
 
+			You always confirm the hash of the change you approve: pass --sha256 with the
+			hash you reviewed (koshactl request show ID), or, on a terminal, koshactl shows
+			the change as it reads it and asks you to type its hash's first 12 hex digits.
+			Without a terminal and without --sha256 the approval is refused (exit 2).
+
+			Who asked and who approved are read from the request's proofs (items keyed by
+			their writer's STS unique id, which no one else may write), never from the
+			request item alone: a request whose item disagrees with its proofs, or that has
+			no proof of asking (made before koshactl kept proofs: ask again), exits 14.
+
 			A drill.run request (koshactl drill request) applies nothing: the approval that
 			completes its approvals marks it approved, and the drill may then run with
 			--request ID until the request expires.
@@ -63,7 +76,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			return Run(c.Context(), f, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.SHA256, "sha256", "", "the request's hash as you reviewed it (at least 12 hex digits): refuse a request that does not match")
+	cmd.Flags().StringVar(&opts.SHA256, "sha256", "", "the request's hash as you reviewed it (at least 12 hex digits): refuse a request that does not match; needed without a terminal")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
@@ -90,18 +103,28 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
-	id, err := env.CallerIdentity(ctx)
-	if err != nil {
-		return err
-	}
-	if !id.Verified() {
-		return fmt.Errorf("%w: %s is not verified by STS (context %q: local, static credentials, or no STS at its endpoint); approve from a context whose credentials STS verifies",
-			approval.ErrUnverified, textsafe.Line(id.Actor), env.Name)
+	ios := f.IOStreams
+	if opts.SHA256 == "" && !ios.CanPrompt() {
+		return cmdutil.Usagef("approving needs the hash of the change you reviewed: pass --sha256 HASH (its first 12 hex digits at least; koshactl request show %s shows it), or approve from a terminal to be shown the change and confirm it",
+			textsafe.Line(opts.ID))
 	}
 	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "approve request "+opts.ID); err != nil {
 		return err
 	}
-	res, err := env.Approvals().Approve(ctx, env.Audit(), approval.Approval{ID: opts.ID, Approver: id, SHA256: opts.SHA256})
+	// The approver's identity is established while the request is read.
+	a := approval.Approval{ID: opts.ID, SHA256: opts.SHA256, Identify: func(ctx context.Context) (audit.Identity, error) {
+		id, err := env.CallerIdentity(ctx)
+		if err == nil && !id.Verified() {
+			err = fmt.Errorf("%w: %s is not verified by STS (context %q: local, static credentials, or no STS at its endpoint); approve from a context whose credentials STS verifies",
+				approval.ErrUnverified, textsafe.Line(id.Actor), env.Name)
+		}
+		return id, err
+	}}
+	if opts.SHA256 == "" {
+		a.Confirm = func(r approval.Request) (string, error) { return confirmHash(ctx, f, r) }
+	}
+	res, err := env.Approvals().Approve(ctx, env.Audit(), a)
+	id, _ := env.CallerIdentity(ctx)
 	if res.Expired {
 		cmdenv.Notify(ctx, env, opts.NoNotify, approval.ExpiredEvent(res.Request, id.Actor))
 	}
@@ -124,7 +147,6 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	default:
 		out.Action = "approved"
 	}
-	ios := f.IOStreams
 	defer cmdenv.PrintActedOn(ios.ErrOut, env, false)
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
@@ -169,4 +191,25 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		}
 	}
 	return nil
+}
+
+// confirmHash shows the approver the change of r as read, with its hash,
+// and asks them to type the hash's first 12 hex digits: what they type is
+// the hash the approval is checked against.
+func confirmHash(ctx context.Context, f *cmdenv.Factory, r approval.Request) (string, error) {
+	ios := f.IOStreams
+	fmt.Fprintln(ios.ErrOut, "You are approving:")
+	requestview.Print(ios.ErrOut, r, f.Clock.Now(), ios.IsStderrTTY())
+	answer, err := f.Prompter.Input(ctx, "To approve exactly this change, type the first 12 hex digits of its SHA-256: ")
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("confirmation not given: %w", err)
+		}
+		return "", exitcode.Errorf(exitcode.Refused, "confirmation not given: %w", err)
+	}
+	answer = strings.ToLower(strings.TrimSpace(answer))
+	if len(answer) < 12 || !strings.HasPrefix(r.SHA256, answer) {
+		return "", exitcode.Errorf(exitcode.Refused, "confirmation %s is not the hash of request %s (%s...): nothing was approved", textsafe.Quote(answer), r.ID, r.SHA256[:12])
+	}
+	return answer, nil
 }

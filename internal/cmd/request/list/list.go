@@ -114,14 +114,16 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		case opts.Reviews:
 			t.Header(ios, "REVIEW", "STATUS", "ACTION", "TARGETS", "ACTOR", "WHEN", "REASON")
 			for _, r := range out.Reviews {
-				t.Row(r.ID, r.Status, r.Action, strings.Join(r.Targets, ","), r.Actor, cmdutil.FormatTime(r.CreatedAt, now, tty), r.Reason)
+				t.Row(r.ID, requestview.Flagged(r.Status, r.Verification), r.Action, strings.Join(r.Targets, ","), r.Actor,
+					cmdutil.FormatTime(r.CreatedAt, now, tty), r.Reason)
 			}
 		case len(out.Requests) == 0:
 			fmt.Fprintln(ios.ErrOut, "No pending change requests.")
 		default:
 			t.Header(ios, "REQUEST", "STATUS", "CHANGE", "REQUESTER", "APPROVALS", "EXPIRES")
 			for _, r := range out.Requests {
-				t.Row(r.ID, r.Status, r.Summary, r.Requester, fmt.Sprintf("%d/%d", len(r.Approvers), r.Needed), cmdutil.FormatTime(r.ExpiresAt, now, tty))
+				t.Row(r.ID, requestview.Flagged(r.Status, r.Verification), r.Summary, r.Requester, fmt.Sprintf("%d/%d", len(r.Approvers), r.Needed),
+					cmdutil.FormatTime(r.ExpiresAt, now, tty))
 			}
 		}
 		if err := t.Flush(); err != nil {
@@ -130,6 +132,16 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		for _, p := range out.Unreadable {
 			fmt.Fprintf(ios.ErrOut, "unreadable: %s: %s\n", textsafe.Quote(p.PK), textsafe.Line(p.Problem))
 		}
+	}
+	var vs []approval.Verification
+	for _, r := range out.Requests {
+		vs = append(vs, r.Verification)
+	}
+	for _, r := range out.Reviews {
+		vs = append(vs, r.Verification)
+	}
+	if err := requestview.Tampered(ios.ErrOut, vs...); err != nil {
+		return err
 	}
 	if len(out.Unreadable) > 0 {
 		return exitcode.Wrap(exitcode.Partial, cmdutil.ErrSilent)

@@ -53,7 +53,46 @@ func Print(w io.Writer, r approval.Request, now time.Time, tty bool) {
 	if r.Note != "" {
 		fields = append(fields, cmdutil.Field{Label: "Note", Value: r.Note})
 	}
+	switch {
+	case r.Tampered != "":
+		fields = append(fields, cmdutil.Field{Label: "Proofs", Value: "TAMPERED: " + r.Tampered})
+	case r.Unproven != "":
+		fields = append(fields, cmdutil.Field{Label: "Proofs", Value: "UNPROVEN: " + r.Unproven})
+	case len(r.Proofs) > 0:
+		fields = append(fields, cmdutil.Field{Label: "Proofs", Value: strconv.Itoa(len(r.Proofs)) + " (who asked, approved or closed it, each keyed by its writer)"})
+	}
 	cmdutil.PrintFields(w, fields...)
+}
+
+// Flagged is a status as a table shows it: TAMPERED when the item
+// disagrees with its proofs, UNPROVEN when it has none of asking (or of
+// breaking the glass).
+func Flagged(status string, v approval.Verification) string {
+	switch {
+	case v.Tampered != "":
+		return status + " TAMPERED"
+	case v.Unproven != "":
+		return status + " UNPROVEN"
+	}
+	return status
+}
+
+// Tampered reports, on errOut, each item of vs that disagrees with its
+// proofs, and returns the listing's error then (exit 14): such an item is
+// never acted on, and whoever wrote it did so without koshactl. An
+// unproven item (made before koshactl kept proofs) is no error.
+func Tampered(errOut io.Writer, vs ...approval.Verification) error {
+	n := 0
+	for _, v := range vs {
+		if v.Tampered != "" {
+			n++
+			fmt.Fprintf(errOut, "tampered: %s\n", textsafe.Line(v.Tampered))
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d item(s) disagree with their proofs (listed above): they are never acted on; find out who wrote them", approval.ErrTampered, n)
 }
 
 func actor(a, source string) string {

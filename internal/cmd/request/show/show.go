@@ -47,8 +47,11 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	now, ios := f.Clock.Now(), f.IOStreams
 	r = requestview.Expire(ctx, env, ios.ErrOut, []approval.Request{r})[0]
 	if opts.Output != cmdutil.FormatTable {
-		return cmdutil.PrintStructured(ios.Out, opts.Output, requestview.Of(r, now))
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, requestview.Of(r, now)); err != nil {
+			return err
+		}
+	} else {
+		requestview.Print(ios.Out, r, now, ios.IsStdoutTTY())
 	}
-	requestview.Print(ios.Out, r, now, ios.IsStdoutTTY())
-	return nil
+	return requestview.Tampered(ios.ErrOut, r.Verification)
 }

@@ -1,0 +1,148 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/kosha-platform/koshactl/internal/freeze"
+	"github.com/kosha-platform/koshactl/internal/gauge"
+)
+
+// FreezeStanding is what one read of the fleet's chaos_frozen gauges says
+// about a freeze (Want true: every instance should report 1) or its lift
+// (Want false: every one 0), docs/contracts/freeze.md#the-gauge. It is the
+// freeze lever's --wait, as [Judge] is force-open's.
+type FreezeStanding struct {
+	Want bool `json:"want_frozen"`
+	// Instances names every instance that reports the gauge, sorted;
+	// Obeying those that show Want, Stragglers those that show the other
+	// value, Unknown those whose value is neither 0 nor 1 or that report
+	// it more than once.
+	Instances  []string `json:"instances"`
+	Obeying    []string `json:"obeying"`
+	Stragglers []string `json:"stragglers"`
+	Unknown    []Doubt  `json:"unknown"`
+}
+
+// Confirmed reports whether at least one instance reports the gauge and
+// every one shows Want.
+func (s FreezeStanding) Confirmed() bool {
+	return len(s.Instances) > 0 && len(s.Obeying) == len(s.Instances)
+}
+
+// Summary says where the fleet stands, naming the instances that do not
+// obey: "frozen on 2 of 3 instances (not frozen: gw-3)", "unfrozen on 3 of
+// 3 instances", "no instance reports kosha_chaos_frozen". Instance names
+// come from the source: render the text with textsafe.
+func (s FreezeStanding) Summary() string {
+	if len(s.Instances) == 0 {
+		return "no instance reports " + freeze.PrometheusMetricName
+	}
+	goal, lacking := "frozen", "not frozen"
+	if !s.Want {
+		goal, lacking = "unfrozen", "still frozen"
+	}
+	out := fmt.Sprintf("%s on %d of %d instances", goal, len(s.Obeying), len(s.Instances))
+	var groups []string
+	if len(s.Stragglers) > 0 {
+		groups = append(groups, lacking+": "+strings.Join(s.Stragglers, ", "))
+	}
+	if len(s.Unknown) > 0 {
+		doubts := make([]string, len(s.Unknown))
+		for i, d := range s.Unknown {
+			doubts[i] = d.Instance + " " + d.Why
+		}
+		groups = append(groups, "unknown: "+strings.Join(doubts, "; "))
+	}
+	if len(groups) > 0 {
+		out += " (" + strings.Join(groups, "; ") + ")"
+	}
+	return out
+}
+
+// JudgeFreeze judges one read of the gauge: values holds each instance's
+// samples (more than one is a duplicated series, unknown).
+func JudgeFreeze(values map[string][]float64, wantFrozen bool) FreezeStanding {
+	s := FreezeStanding{Want: wantFrozen, Instances: slices.Sorted(maps.Keys(values)), Obeying: []string{}, Stragglers: []string{},
+		Unknown: []Doubt{}}
+	want := 0.0
+	if wantFrozen {
+		want = 1
+	}
+	for _, in := range s.Instances {
+		vs := values[in]
+		switch {
+		case len(vs) != 1:
+			s.Unknown = append(s.Unknown, Doubt{Instance: in, Why: fmt.Sprintf("reports %d series", len(vs))})
+		case vs[0] != 0 && vs[0] != 1:
+			s.Unknown = append(s.Unknown, Doubt{Instance: in, Why: fmt.Sprintf("reports %v, neither 0 nor 1", vs[0])})
+		case vs[0] == want:
+			s.Obeying = append(s.Obeying, in)
+		default:
+			s.Stragglers = append(s.Stragglers, in)
+		}
+	}
+	return s
+}
+
+// FreezeGauges scrapes every target's kosha_chaos_frozen samples, by
+// instance (the instance label, or the target's host:port without one).
+// A target that fails is an error when no target answers, and otherwise
+// leaves its instances out (they then cannot confirm: a straggler is an
+// instance that answers and disagrees).
+func (p *Prometheus) FreezeGauges(ctx context.Context) (map[string][]float64, error) {
+	out := map[string][]float64{}
+	var mu sync.Mutex
+	errs := make([]error, len(p.urls))
+	var wg sync.WaitGroup
+	for i, u := range p.urls {
+		wg.Go(func() {
+			errs[i] = p.scrapeFamily(ctx, u, freeze.PrometheusMetricName, func(m *dto.Metric) {
+				s, ok := frozenSample(m, hostOf(u))
+				if !ok {
+					return
+				}
+				mu.Lock()
+				out[s.instance] = append(out[s.instance], s.value)
+				mu.Unlock()
+			})
+		})
+	}
+	wg.Wait()
+	failed := 0
+	for _, err := range errs {
+		if err != nil {
+			failed++
+		}
+	}
+	if failed == len(p.urls) {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+// frozenSample reads one gauge (or untyped) sample of kosha_chaos_frozen.
+func frozenSample(m *dto.Metric, host string) (sample, bool) {
+	s := sample{instance: host}
+	for _, l := range m.GetLabel() {
+		if l.GetName() == gauge.DimInstance && l.GetValue() != "" {
+			s.instance = l.GetValue()
+		}
+	}
+	switch {
+	case m.GetGauge() != nil:
+		s.value = m.GetGauge().GetValue()
+	case m.GetUntyped() != nil:
+		s.value = m.GetUntyped().GetValue()
+	default:
+		return s, false
+	}
+	return s, true
+}

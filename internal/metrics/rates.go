@@ -1,0 +1,575 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/gauge"
+	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/nofollow"
+)
+
+// Defaults of the rate readers (docs/contracts/degradation-matrix.md,
+// "Call rates").
+const (
+	// DefaultRateInterval is how far apart a Prometheus rate reader's two
+	// scrapes are when it has no earlier scrape to measure from.
+	DefaultRateInterval = 5 * time.Second
+	// DefaultRateWindow is the longest span a rate is averaged over: on
+	// Prometheus the oldest scrape kept, on CloudWatch the whole minutes
+	// summed.
+	DefaultRateWindow = 5 * time.Minute
+)
+
+// RateRequest names the tools and dependencies whose call rates to read.
+type RateRequest struct {
+	Tools        []string
+	Dependencies []string
+}
+
+// CallRates are live call rates, in calls a minute averaged over Window.
+type CallRates struct {
+	// Source describes where they were read.
+	Source string
+	// Method says how they were measured, for a person ("increase between
+	// two scrapes 5s apart").
+	Method string
+	// Window is the span the rates are averaged over; ReadAt when they
+	// were read.
+	Window time.Duration
+	ReadAt time.Time
+	// Tools and Dependencies map a name to its calls a minute; a name the
+	// source has no series of is absent (not zero).
+	Tools        map[string]float64
+	Dependencies map[string]float64
+	// Warnings are what was read only in part (a target that did not
+	// answer while another did).
+	Warnings []string
+}
+
+// RateSource reads live call rates. [PrometheusRates] and
+// [CloudWatchRates] implement it; [NewRateSource] opens the one a context
+// names.
+type RateSource interface {
+	Describe() string
+	Rates(ctx context.Context, req RateRequest) (CallRates, error)
+}
+
+var (
+	_ RateSource = (*PrometheusRates)(nil)
+	_ RateSource = (*CloudWatchRates)(nil)
+)
+
+// NewRateSource opens the call-rate reader of the source [ChooseSource]
+// picks for sc: the same Prometheus endpoint or CloudWatch namespace (and
+// service) the gauges are read from.
+func NewRateSource(ctx context.Context, sc SourceConfig) (RateSource, error) {
+	ch, err := ChooseSource(sc)
+	if err != nil {
+		return nil, err
+	}
+	if ch.Kind != SourceCloudWatch {
+		return NewPrometheusRates([]string{ch.url}, PrometheusRateOptions{Clock: sc.Clock})
+	}
+	if sc.AWSConfig == nil {
+		return nil, fmt.Errorf("%w: cloudwatch metrics need an AWS configuration", ErrInvalidSource)
+	}
+	cfg, err := sc.AWSConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration for cloudwatch metrics: %w", err)
+	}
+	region := ch.cw.Region
+	if region == "" {
+		region = cfg.Region
+	}
+	return NewCloudWatchRates(newCloudWatchClient(cfg, ch.cw, ch.cw.Region),
+		CloudWatchRateOptions{Namespace: ch.cw.Namespace, Service: ch.cw.Service, Region: region, Clock: sc.Clock}), nil
+}
+
+// PrometheusRateOptions configure a [PrometheusRates]. Zero values take
+// the documented defaults.
+type PrometheusRateOptions struct {
+	// Client does the scrapes; default a client with a 5 s timeout, never
+	// following a redirect ([nofollow.Client]).
+	Client *http.Client
+	// Interval between the two scrapes of a read with no earlier scrape;
+	// default [DefaultRateInterval].
+	Interval time.Duration
+	// Window is the oldest scrape a rate is measured from; default
+	// [DefaultRateWindow].
+	Window time.Duration
+	// Clock: default the wall clock. The wait between two scrapes is on it.
+	Clock clock.Clock
+}
+
+// PrometheusRates reads call rates from Prometheus text endpoints (the
+// sandbox's /metrics). A scrape gives counter totals, not rates: a rate is
+// the counters' increase between two scrapes divided by the time between
+// them. The reader keeps its scrapes for Window, so a reader asked again
+// (the dashboard, every refresh) measures from its oldest scrape in the
+// window without waiting; a first read scrapes twice, Interval apart. A
+// counter that went down was reset (an instance restarted): its increase
+// is its new value, as Prometheus's increase() counts it; a series that
+// appeared between the scrapes counts from zero.
+type PrometheusRates struct {
+	urls []string
+	opts PrometheusRateOptions
+
+	mu      sync.Mutex
+	scrapes []counterScrape // oldest first, within opts.Window
+}
+
+// counterScrape is one read of every target's call counters.
+type counterScrape struct {
+	at time.Time
+	// values[series] is a counter's total; series is the target and the
+	// sample's labels, so each counter is compared with itself.
+	values map[counterSeries]float64
+	// warnings are the targets that did not answer.
+	warnings []string
+}
+
+// counterSeries identifies one counter series: its target, family, the
+// tool or dependency it counts, and its other labels.
+type counterSeries struct {
+	target, family, name, labels string
+}
+
+// NewPrometheusRates returns a reader scraping each of urls (http or
+// https).
+func NewPrometheusRates(urls []string, opts PrometheusRateOptions) (*PrometheusRates, error) {
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("%w: no prometheus url", ErrInvalidSource)
+	}
+	for _, u := range urls {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return nil, fmt.Errorf("%w: prometheus url %q: want http://host:port/path", ErrInvalidSource, u)
+		}
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{Timeout: 5 * time.Second}
+	}
+	opts.Client = nofollow.Client(opts.Client)
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultRateInterval
+	}
+	if opts.Window <= 0 {
+		opts.Window = DefaultRateWindow
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	return &PrometheusRates{urls: slices.Clone(urls), opts: opts}, nil
+}
+
+// Describe implements [RateSource].
+func (p *PrometheusRates) Describe() string { return "prometheus " + strings.Join(p.urls, ",") }
+
+// Rates implements [RateSource]: it scrapes now and measures from the
+// oldest scrape it kept within the window, or, with none, scrapes again
+// Interval later (waiting on the clock, ended by ctx).
+func (p *PrometheusRates) Rates(ctx context.Context, req RateRequest) (CallRates, error) {
+	cur, err := p.scrape(ctx)
+	if err != nil {
+		return CallRates{}, err
+	}
+	p.mu.Lock()
+	base, ok := p.base(cur.at)
+	p.mu.Unlock()
+	if !ok {
+		select {
+		case <-ctx.Done():
+			return CallRates{}, fmt.Errorf("read call rates from %s: %w", p.Describe(), ctx.Err())
+		case <-clock.After(p.opts.Clock, p.opts.Interval):
+		}
+		base = cur
+		if cur, err = p.scrape(ctx); err != nil {
+			return CallRates{}, err
+		}
+	}
+	p.mu.Lock()
+	p.keep(base, cur)
+	p.mu.Unlock()
+	span := cur.at.Sub(base.at)
+	method := "counters' increase between two scrapes " + human.Duration(span.Round(time.Millisecond)) + " apart"
+	out := CallRates{Source: p.Describe(), Method: method, Window: span, ReadAt: cur.at,
+		Tools: map[string]float64{}, Dependencies: map[string]float64{}, Warnings: cur.warnings}
+	if span <= 0 {
+		return out, fmt.Errorf("read call rates from %s: %w: two scrapes at the same instant", p.Describe(), ErrUnavailable)
+	}
+	want := map[string]map[string]bool{
+		gauge.ToolCallsPrometheusName:       set(req.Tools),
+		gauge.DownstreamCallsPrometheusName: set(req.Dependencies),
+	}
+	for s, v := range cur.values {
+		if !want[s.family][s.name] {
+			continue
+		}
+		inc := v // a series new since the base counts from zero
+		if before, ok := base.values[s]; ok && v >= before {
+			inc = v - before
+		}
+		perMinute := inc / span.Minutes()
+		if s.family == gauge.ToolCallsPrometheusName {
+			out.Tools[s.name] += perMinute
+		} else {
+			out.Dependencies[s.name] += perMinute
+		}
+	}
+	return out, nil
+}
+
+// base returns the oldest scrape kept that is within the window before at.
+// Call with mu held.
+func (p *PrometheusRates) base(at time.Time) (counterScrape, bool) {
+	for _, s := range p.scrapes {
+		if s.at.Before(at) && !s.at.Before(at.Add(-p.opts.Window)) {
+			return s, true
+		}
+	}
+	return counterScrape{}, false
+}
+
+// keep records base and cur (base only when it was taken for this read)
+// and forgets scrapes older than the window. Call with mu held.
+func (p *PrometheusRates) keep(base, cur counterScrape) {
+	if len(p.scrapes) == 0 || p.scrapes[len(p.scrapes)-1].at.Before(base.at) {
+		p.scrapes = append(p.scrapes, base)
+	}
+	p.scrapes = append(p.scrapes, cur)
+	cut := cur.at.Add(-p.opts.Window)
+	i := 0
+	for i < len(p.scrapes)-1 && p.scrapes[i].at.Before(cut) {
+		i++
+	}
+	p.scrapes = slices.Clone(p.scrapes[i:])
+}
+
+// scrape reads every target's counters; a target that fails is a warning
+// while another answers, and an error when none does.
+func (p *PrometheusRates) scrape(ctx context.Context) (counterScrape, error) {
+	type result struct {
+		values map[counterSeries]float64
+		err    error
+	}
+	results := make([]result, len(p.urls))
+	var wg sync.WaitGroup
+	for i, u := range p.urls {
+		wg.Go(func() {
+			v, err := scrapeCounters(ctx, p.opts.Client, u)
+			results[i] = result{v, err}
+		})
+	}
+	wg.Wait()
+	s := counterScrape{at: p.opts.Clock.Now(), values: map[counterSeries]float64{}}
+	var errs []error
+	for _, r := range results {
+		if r.err != nil {
+			errs = append(errs, r.err)
+			s.warnings = append(s.warnings, r.err.Error())
+			continue
+		}
+		for k, v := range r.values {
+			s.values[k] = v
+		}
+	}
+	if len(errs) == len(p.urls) {
+		return s, errors.Join(errs...)
+	}
+	return s, nil
+}
+
+// scrapeCounters reads one target's tool and downstream call counters.
+func scrapeCounters(ctx context.Context, client *http.Client, target string) (map[counterSeries]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", target, err)
+	}
+	req.Header.Set("Accept", acceptHeader)
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("scrape %s: %w", target, ctx.Err())
+		}
+		return nil, fmt.Errorf("scrape %s: %w: %w", target, ErrUnavailable, err)
+	}
+	defer resp.Body.Close()
+	if loc, ok := nofollow.Redirected(resp); ok {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return nil, redirectError(target, resp.Status, loc)
+	}
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("scrape %s: %w: HTTP %s", target, ErrUnavailable, resp.Status)
+	}
+	format := expfmt.ResponseFormat(resp.Header)
+	if format == expfmt.FmtUnknown {
+		format = expfmt.NewFormat(expfmt.TypeTextPlain)
+	}
+	dec := expfmt.NewDecoder(io.LimitReader(resp.Body, maxScrapeBytes), format)
+	out := map[counterSeries]float64{}
+	for {
+		var mf dto.MetricFamily
+		err := dec.Decode(&mf)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("scrape %s: %w: parse metrics: %w", target, ErrUnavailable, err)
+		}
+		var nameLabel string
+		switch mf.GetName() {
+		case gauge.ToolCallsPrometheusName:
+			nameLabel = gauge.DimTool
+		case gauge.DownstreamCallsPrometheusName:
+			nameLabel = gauge.DimDependency
+		default:
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			v, ok := counterValue(m)
+			if !ok {
+				continue
+			}
+			s := counterSeries{target: target, family: mf.GetName()}
+			var others []string
+			for _, l := range m.GetLabel() {
+				if l.GetName() == nameLabel {
+					s.name = l.GetValue()
+					continue
+				}
+				others = append(others, strconv.Quote(l.GetName())+"="+strconv.Quote(l.GetValue()))
+			}
+			slices.Sort(others)
+			s.labels = strings.Join(others, ",")
+			if s.name != "" {
+				out[s] = v
+			}
+		}
+	}
+}
+
+// counterValue is a counter (or untyped) sample's value when it can be a
+// count: finite and not negative.
+func counterValue(m *dto.Metric) (float64, bool) {
+	var v float64
+	switch {
+	case m.GetCounter() != nil:
+		v = m.GetCounter().GetValue()
+	case m.GetUntyped() != nil:
+		v = m.GetUntyped().GetValue()
+	default:
+		return 0, false
+	}
+	return v, !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0
+}
+
+func set(names []string) map[string]bool {
+	out := make(map[string]bool, len(names))
+	for _, n := range names {
+		out[n] = true
+	}
+	return out
+}
+
+// CloudWatchRateOptions configure a [CloudWatchRates]. Zero values take
+// the documented defaults.
+type CloudWatchRateOptions struct {
+	// Namespace of the counters; default [gauge.DefaultNamespace].
+	Namespace string
+	// Service, when set, restricts every query to dimension service=Service.
+	Service string
+	// Region is only used to describe the source.
+	Region string
+	// Window is how many whole minutes are summed; default
+	// [DefaultRateWindow].
+	Window time.Duration
+	// Clock: default the wall clock.
+	Clock clock.Clock
+}
+
+// CloudWatchRates reads call rates from CloudWatch: one GetMetricData
+// request of per-minute Sums of tool_calls and downstream_calls over the
+// Window's whole minutes that ended [RetrievalDelay] before now (newer
+// minutes may not be readable in full yet), divided by the window's
+// minutes. A minute without a datapoint counts as no calls (the fleet
+// publishes the counts only when there are calls); a name without any
+// datapoint in the window is left out, with a warning: CloudWatch cannot
+// tell no calls from a fleet that does not publish the metric.
+type CloudWatchRates struct {
+	api  getMetricDataAPI
+	opts CloudWatchRateOptions
+}
+
+// NewCloudWatchRates returns a reader reading through api.
+func NewCloudWatchRates(api getMetricDataAPI, opts CloudWatchRateOptions) *CloudWatchRates {
+	if opts.Namespace == "" {
+		opts.Namespace = gauge.DefaultNamespace
+	}
+	if opts.Window < time.Minute {
+		opts.Window = DefaultRateWindow
+	}
+	opts.Window = opts.Window.Truncate(time.Minute)
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	return &CloudWatchRates{api: api, opts: opts}
+}
+
+// Describe implements [RateSource].
+func (c *CloudWatchRates) Describe() string {
+	d := "cloudwatch " + c.opts.Namespace
+	if c.opts.Service != "" {
+		d += " service=" + c.opts.Service
+	}
+	if c.opts.Region != "" {
+		d += " (" + c.opts.Region + ")"
+	}
+	return d
+}
+
+// RateWindow returns the [start, end) a CloudWatch rate read at now sums:
+// window's whole minutes ending at the minute [RetrievalDelay] before now.
+func RateWindow(now time.Time, window time.Duration) (start, end time.Time) {
+	end = now.UTC().Truncate(time.Minute).Add(-RetrievalDelay)
+	return end.Add(-window), end
+}
+
+// Query kinds of a rate request: the prefix of each query id.
+const (
+	kindToolCalls       = "tc"
+	kindDownstreamCalls = "dc"
+)
+
+// Rates implements [RateSource]: one GetMetricData request (pages
+// followed) of every name's per-minute Sum. More names than one request
+// holds are refused: the design has five tools and a handful of
+// dependencies.
+func (c *CloudWatchRates) Rates(ctx context.Context, req RateRequest) (CallRates, error) {
+	now := c.opts.Clock.Now()
+	start, end := RateWindow(now, c.opts.Window)
+	tools, deps := uniqueNames(req.Tools), uniqueValid(req.Dependencies)
+	out := CallRates{Source: c.Describe(), Window: c.opts.Window, ReadAt: now, Tools: map[string]float64{}, Dependencies: map[string]float64{},
+		Method: fmt.Sprintf("per-minute Sums of the %s from %s to %s UTC (CloudWatch's %s retrieval delay left out)",
+			human.Duration(c.opts.Window), start.Format("15:04"), end.Format("15:04"), human.Duration(RetrievalDelay))}
+	if len(tools)+len(deps) == 0 {
+		return out, nil
+	}
+	if len(tools)+len(deps) > MaxQueriesPerRequest {
+		return out, fmt.Errorf("%w: %d call rates in one request: at most %d", ErrInvalidSource, len(tools)+len(deps), MaxQueriesPerRequest)
+	}
+	var queries []types.MetricDataQuery
+	for i, t := range tools {
+		queries = append(queries, c.sumQuery(kindToolCalls, i, gauge.ToolCallsMetricName, gauge.DimTool, t))
+	}
+	for i, d := range deps {
+		queries = append(queries, c.sumQuery(kindDownstreamCalls, i, gauge.DownstreamCallsMetricName, gauge.DimDependency, d))
+	}
+	in := &cloudwatch.GetMetricDataInput{MetricDataQueries: queries, StartTime: aws.Time(start), EndTime: aws.Time(end),
+		ScanBy: types.ScanByTimestampDescending}
+	sums, seen := map[string]float64{}, map[string]bool{}
+	pages := cloudwatch.NewGetMetricDataPaginator(c.api, in, func(o *cloudwatch.GetMetricDataPaginatorOptions) {
+		o.StopOnDuplicateToken = true
+	})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return out, fmt.Errorf("get call rates from %s: %w", c.Describe(), classifyAWS(err))
+		}
+		for _, m := range page.Messages {
+			out.Warnings = append(out.Warnings, fmt.Sprintf("cloudwatch: %s: %s", aws.ToString(m.Code), aws.ToString(m.Value)))
+		}
+		for _, r := range page.MetricDataResults {
+			id := aws.ToString(r.Id)
+			if r.StatusCode == types.StatusCodeInternalError || r.StatusCode == types.StatusCodeForbidden {
+				return out, fmt.Errorf("get call rates from %s: %w: query %s returned %s", c.Describe(), ErrUnavailable, id, r.StatusCode)
+			}
+			for _, v := range r.Values {
+				if !math.IsNaN(v) {
+					sums[id] += v
+					seen[id] = true
+				}
+			}
+		}
+	}
+	minutes := c.opts.Window.Minutes()
+	var missing []string
+	for i, t := range tools {
+		if id := kindToolCalls + strconv.Itoa(i); seen[id] {
+			out.Tools[t] = sums[id] / minutes
+		} else {
+			missing = append(missing, gauge.ToolCallsMetricName+" "+t)
+		}
+	}
+	for i, d := range deps {
+		if id := kindDownstreamCalls + strconv.Itoa(i); seen[id] {
+			out.Dependencies[d] = sums[id] / minutes
+		} else {
+			missing = append(missing, gauge.DownstreamCallsMetricName+" "+d)
+		}
+	}
+	switch n := len(missing); {
+	case n == 0:
+	case n == len(tools)+len(deps):
+		out.Warnings = append(out.Warnings, fmt.Sprintf("cloudwatch: no %s or %s datapoint in the window: the fleet publishes none, or there were no calls",
+			gauge.ToolCallsMetricName, gauge.DownstreamCallsMetricName))
+	default:
+		if n > 3 {
+			missing = append(missing[:3:3], fmt.Sprintf("%d more", n-3))
+		}
+		out.Warnings = append(out.Warnings, fmt.Sprintf("cloudwatch: no datapoint in the window for %s: no calls, or the fleet does not publish the metric",
+			strings.Join(missing, ", ")))
+	}
+	return out, nil
+}
+
+// sumQuery is the i-th per-minute Sum of metric for dimension dim=value.
+func (c *CloudWatchRates) sumQuery(kind string, i int, metric, dim, value string) types.MetricDataQuery {
+	dims := []types.Dimension{{Name: aws.String(dim), Value: aws.String(value)}}
+	if c.opts.Service != "" {
+		dims = append(dims, types.Dimension{Name: aws.String(gauge.DimService), Value: aws.String(c.opts.Service)})
+	}
+	return types.MetricDataQuery{
+		Id:    aws.String(kind + strconv.Itoa(i)),
+		Label: aws.String(value + " calls"),
+		MetricStat: &types.MetricStat{
+			Metric: &types.Metric{Namespace: aws.String(c.opts.Namespace), MetricName: aws.String(metric), Dimensions: dims},
+			Period: aws.Int32(int32(time.Minute / time.Second)),
+			Stat:   aws.String("Sum"),
+		},
+		ReturnData: aws.Bool(true),
+	}
+}
+
+// uniqueNames drops duplicates and names no tool can have (empty, or not
+// a CloudWatch dimension value), keeping order.
+func uniqueNames(names []string) []string {
+	seen := map[string]bool{}
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if seen[n] || !gauge.DimensionValue(n) {
+			continue
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	return out
+}
