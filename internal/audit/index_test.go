@@ -76,13 +76,13 @@ func TestListReadsOnlyTheWindow(t *testing.T) {
 			}{
 				{"since 3h", audit.Query{Since: t0.Add(-150 * time.Minute)}, "59,58,57", 3, 3},
 				{"since and until", audit.Query{Since: t0.Add(-10 * time.Hour), Until: t0.Add(-7 * time.Hour)}, "51,50,49", 3, 3},
-				// The lists index: each of its two partitions is asked for
-				// the limit, in one round, whatever the days, so a listing
-				// examines up to twice the limit (a negative examined is
-				// that bound: the ids pick the partitions).
-				{"until across midnight", audit.Query{Until: t0.Add(-18 * time.Hour), Limit: 4}, "40,39,38,37", 4, -8},
-				{"limit over days", audit.Query{Limit: 25}, "", 25, -50},
-				{"limit within the newest day", audit.Query{Limit: 12}, "", 12, -24},
+				// The lists index: each of its partitions is asked for the
+				// limit, in one round, whatever the days, so a listing
+				// examines up to ListShards times the limit (a negative
+				// examined is that bound: the ids pick the partitions).
+				{"until across midnight", audit.Query{Until: t0.Add(-18 * time.Hour), Limit: 4}, "40,39,38,37", 4, -4 * audit.ListShards},
+				{"limit over days", audit.Query{Limit: 25}, "", 25, -25 * audit.ListShards},
+				{"limit within the newest day", audit.Query{Limit: 12}, "", 12, -12 * audit.ListShards},
 				{"subject", audit.Query{Subject: "breaker#dep-1", Limit: 3}, "59,57,55", 3, 3},
 				{"actor", audit.Query{Actor: "actor-0", Limit: 2}, "58,56", 2, 2},
 				{"subject since", audit.Query{Subject: "breaker#dep-0", Since: t0.Add(-5 * time.Hour)}, "58,56,54", 3, 3},
