@@ -142,8 +142,11 @@ func (s *Store) Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.I
 			if q.Index.Sort != "" {
 				orderBy = sortBy + ` ` + order + `, pk ` + order
 				if after != nil {
-					where += ` AND (` + sortBy + `, pk) ` + cmp + ` (?, ?)`
-					args = append(args, after[0], after[1])
+					// (sort key, pk) past the cursor, written so that SQLite
+					// reads the index from the cursor on (it does not for a
+					// row value: each page would read from the top).
+					where += ` AND ` + sortBy + ` ` + cmp + `= ? AND (` + sortBy + ` ` + cmp + ` ? OR pk ` + cmp + ` ?)`
+					args = append(args, after[0], after[0], after[1])
 				}
 			}
 			args = append(args, n)
