@@ -110,12 +110,24 @@ func PrintStructured(w io.Writer, format string, v any) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
+	y, err := jsonToYAML(b)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(y)
+	return err
+}
+
+// jsonToYAML renders the JSON document b (as PrintStructured encodes it)
+// in YAML: the same schema, numbers as written, strings exact and safe on a
+// terminal.
+func jsonToYAML(b []byte) ([]byte, error) {
 	// Keep numbers as written (epoch seconds must not become 1.79e+09).
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var generic any
 	if err := dec.Decode(&generic); err != nil {
-		return fmt.Errorf("encode output: %w", err)
+		return nil, fmt.Errorf("encode output: %w", err)
 	}
 	// yaml.v3 prints a multi-line string that starts with a space or a line
 	// break as a block scalar with an indentation indicator, and inside
@@ -125,7 +137,7 @@ func PrintStructured(w io.Writer, format string, v any) error {
 	held := map[string]string{}
 	var doc yaml.Node
 	if err := doc.Encode(holdBlockStrings(numbers(generic), held)); err != nil {
-		return fmt.Errorf("encode output: %w", err)
+		return nil, fmt.Errorf("encode output: %w", err)
 	}
 	restoreHeld(&doc, held)
 	quoteUnsafe(&doc)
@@ -133,15 +145,14 @@ func PrintStructured(w io.Writer, format string, v any) error {
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
 	if err := enc.Encode(&doc); err != nil {
-		return fmt.Errorf("encode output: %w", err)
+		return nil, fmt.Errorf("encode output: %w", err)
 	}
 	if err := enc.Close(); err != nil {
-		return fmt.Errorf("encode output: %w", err)
+		return nil, fmt.Errorf("encode output: %w", err)
 	}
 	// Every string with an unsafe character is double-quoted now, where a
 	// \u escape means that character.
-	_, err = w.Write(escapeUnsafe(out.Bytes()))
-	return err
+	return escapeUnsafe(out.Bytes()), nil
 }
 
 // printJQ runs expr on the JSON document doc and prints each result on its

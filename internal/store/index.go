@@ -146,6 +146,21 @@ func QueriesConsistent(s any) bool {
 	return ok && c.QueriesConsistent()
 }
 
+// KeyOrderScanner is a store whose scans yield items in pk order (the
+// embedded store), so a listing in that order can print each item as it
+// is read. DynamoDB's do not (a scan follows the partitions' hash order).
+type KeyOrderScanner interface {
+	// ScansInKeyOrder is true; it marks the implementation.
+	ScansInKeyOrder() bool
+}
+
+// ScansInKeyOrder reports whether s's scans yield items in pk order
+// ([KeyOrderScanner]).
+func ScansInKeyOrder(s any) bool {
+	o, ok := s.(KeyOrderScanner)
+	return ok && o.ScansInKeyOrder()
+}
+
 // ReadStats counts what reads examined. It is safe for concurrent use; the
 // zero value is ready.
 type ReadStats struct {

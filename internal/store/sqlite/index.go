@@ -99,6 +99,10 @@ func (s *Store) collect(ctx context.Context, query string, args []any, fn func(s
 	return rows.Err()
 }
 
+// ScansInKeyOrder is true: a scan reads the table in pk order, a page at a
+// time (store.KeyOrderScanner).
+func (s *Store) ScansInKeyOrder() bool { return true }
+
 // QueriesConsistent is true: the embedded store's index queries read the
 // items themselves, in one consistent read (store.ConsistentQuerier).
 func (s *Store) QueriesConsistent() bool { return true }

@@ -440,7 +440,18 @@ func encode(it store.Item) (string, error) {
 	return string(b), nil
 }
 
+// decode reads a row: the fast way when it can ([decodeFast]), else the
+// general way, which reads every type.
 func decode(pk, attrs string) (store.Item, error) {
+	if it, ok := decodeFast(pk, attrs); ok {
+		return it, nil
+	}
+	return decodeGeneral(pk, attrs)
+}
+
+// decodeGeneral reads a row's attrs (every attribute in DynamoDB's JSON
+// notation) with encoding/json.
+func decodeGeneral(pk, attrs string) (store.Item, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(attrs), &m); err != nil {
 		return nil, fmt.Errorf("decode item %q: %w", pk, err)
