@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
@@ -313,4 +315,45 @@ func TestOverrideBackfill(t *testing.T) {
 	if rep, err := ov.Backfill(t.Context(), false); err != nil || rep.Updated != 0 {
 		t.Errorf("a second backfill: %+v, %v; want nothing to do", rep, err)
 	}
+}
+
+// BenchmarkListForOnTheEmbeddedStore lists 50,000 overrides of the local
+// store (four of them the context's known dependencies) and reports the
+// items the store returned per override listed (reads/override: 1, each
+// read once) besides the time.
+func BenchmarkListForOnTheEmbeddedStore(b *testing.B) {
+	base, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "kosha.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = base.Close() })
+	const n = 50_000
+	for i := 0; i < n; i += store.MaxChangeOps {
+		token, err := store.NewWriteID()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ops []store.Op
+		for j := i; j < min(i+store.MaxChangeOps, n); j++ {
+			o := breaker.Override{Dependency: fmt.Sprintf("dep-%05d", j), State: breaker.OverrideStateForcedOpen, Reason: "bench",
+				Actor: "arn:aws:sts::123456789012:assumed-role/ops/alice", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), Version: 1, WriteID: token}
+			ops = append(ops, store.PutOp(o.Item(), store.IfAbsent()))
+		}
+		if err := base.Transact(context.Background(), store.Change{Token: token, Ops: ops, Proof: ops[0].PK()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s := &counted{Store: base}
+	ov := newLevers(s, clock.NewFake(t0))
+	known := []string{"dep-00000", "dep-12345", "dep-33333", "dep-49999"}
+	var listed int
+	s.reset()
+	for b.Loop() {
+		list, err := ov.ListFor(b.Context(), known)
+		if err != nil || len(list) != n {
+			b.Fatalf("ListFor: %d overrides, %v", len(list), err)
+		}
+		listed += len(list)
+	}
+	b.ReportMetric(float64(s.returned.Load())/float64(listed), "reads/override")
 }
