@@ -526,11 +526,11 @@ type Listing struct {
 	Unreadable []store.Problem
 }
 
-// Read is one matching item [Log.Read] met: a record it can list (Dated),
+// Listed is one matching item [Log.Read] met: a record it can list (Dated),
 // and the attributes of it that do not follow the contract. Past the
 // query's Limit a scan reads on to report every unreadable record: those
 // it yields with their problems alone (Dated false).
-type Read struct {
+type Listed struct {
 	Record Record
 	// Dated is false for an item whose pk or time cannot be read: it is
 	// not listed, only its Problems reported.
@@ -546,13 +546,13 @@ type Read struct {
 // never hides the others: it is yielded with its problems. Records past
 // retention are left out even if the store has not collected them yet.
 // Iteration stops at the first error, which is yielded.
-func (l *Log) Read(ctx context.Context, q Query) iter.Seq2[Read, error] {
-	return func(yield func(Read, error) bool) {
+func (l *Log) Read(ctx context.Context, q Query) iter.Seq2[Listed, error] {
+	return func(yield func(Listed, error) bool) {
 		now := l.clock.Now()
 		listed := 0
 		for it, err := range l.candidates(ctx, q, now) {
 			if err != nil {
-				yield(Read{}, fmt.Errorf("list audit records: %w", err))
+				yield(Listed{}, fmt.Errorf("list audit records: %w", err))
 				return
 			}
 			r, ok, problems := fromItem(it)
@@ -562,14 +562,14 @@ func (l *Log) Read(ctx context.Context, q Query) iter.Seq2[Read, error] {
 			if ok && q.Keep != nil && !q.Keep(r) {
 				continue
 			}
-			rd := Read{Record: r, Dated: ok, Problems: problems}
+			rd := Listed{Record: r, Dated: ok, Problems: problems}
 			if q.Limit > 0 && listed >= q.Limit {
 				// Past the limit a scan reads on only to report every
 				// unreadable record.
 				if len(problems) == 0 {
 					continue
 				}
-				rd = Read{Problems: problems}
+				rd = Listed{Problems: problems}
 			}
 			if !yield(rd, nil) {
 				return
