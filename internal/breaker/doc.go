@@ -27,6 +27,6 @@
 // exactly as stored) together with its audit record in one transaction
 // ([store.Apply]), and announces what it wrote after the commit.
 // [ForceRequest.SeenVersion] replaces only the override version the caller
-// saw. Listing uses the overrides index and a prefix scan for items written
-// without it.
+// saw. Listing reads the lists index beside the known dependencies by key
+// ([Overrides.Each]), and a prefix scan for items written without it.
 package breaker
