@@ -49,13 +49,17 @@ BUILD_DATE     = $(shell TZ=UTC0 git log -1 --date=format-local:%Y-%m-%dT%H:%M:%
 # Built as the release archives are (.goreleaser.yaml): pure Go, no local paths.
 LDFLAGS        = -X $(BUILD_PKG).Version=$(BUILD_VERSION) -X $(BUILD_PKG).Commit=$(BUILD_COMMIT) -X $(BUILD_PKG).Date=$(BUILD_DATE)
 
+# koshactl is two programs, side by side: bin/koshactl, the front, and
+# bin/koshactl-full, which the front hands what it does not link
+# (docs/benchmarks/startup.md).
 .PHONY: build
-build: ## Build bin/koshactl, stamped with git's version, commit and commit date
+build: ## Build bin/koshactl and bin/koshactl-full, stamped with git's version, commit and commit date
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/koshactl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)-full ./cmd/koshactl-full
 
 .PHONY: install
-install: ## go install koshactl, stamped like build
-	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/koshactl
+install: ## go install koshactl and koshactl-full, stamped like build
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/koshactl ./cmd/koshactl-full
 
 .PHONY: run
 run: build ## Run koshactl with ARGS on the current context (default: the embedded local store), e.g. make run ARGS="breaker list"
@@ -88,12 +92,15 @@ test-deps: ## Install what the tests need (moto's server, pinned, with pip when 
 MCP_CLIENT := internal/cmd/mcp/testdata/client
 
 # The koshactl binary the end-to-end tests run (internal/testutil/koshabin),
-# built once with -race so it reuses the packages the tests compile.
-TEST_BIN := bin/koshactl-race
+# built once with -race so it reuses the packages the tests compile, and the
+# full program beside it (in a directory of their own: a front hands its run
+# only to the full program of its own build).
+TEST_BIN := bin/race/koshactl
 
 .PHONY: test-bin
 test-bin:
 	$(GO) build -race -o $(TEST_BIN) ./cmd/koshactl
+	$(GO) build -race -o $(dir $(TEST_BIN))koshactl-full ./cmd/koshactl-full
 
 # Six test binaries at once on any machine: most packages spend their time
 # waiting on servers (moto, the sandbox fleet, a drill's polls), not
@@ -249,6 +256,7 @@ release-snapshot: $(GORELEASER) $(CYCLONEDX) ## Build every release archive (lin
 release-check: $(GORELEASER) build ## Check .goreleaser.yaml and build this machine's target with it; its stamps must equal make build's, and its version the one the archives are named by
 	$(GORELEASER) check
 	$(SNAPSHOT_GIT) $(GORELEASER) build --snapshot --clean --single-target --id koshactl --output dist/koshactl
+	$(SNAPSHOT_GIT) $(GORELEASER) build --snapshot --single-target --id koshactl-full --output dist/koshactl-full
 	@want=$$(./$(BIN) version -o json); got=$$(dist/koshactl version -o json); \
 	  if [ "$$want" != "$$got" ]; then echo "goreleaser stamps differ from make build:"; diff <(echo "$$want") <(echo "$$got"); exit 1; fi; \
 	  version=$$(dist/koshactl version -o json --jq .version); \

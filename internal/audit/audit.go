@@ -362,7 +362,7 @@ func (r Record) item() store.Item {
 		"outcome":     r.Outcome,
 		store.TTLAttr: r.Time.Add(Retention).Unix(),
 	}
-	attrs, _ := indexAttrs(r.Time, r.Subject, r.Actor) // what an index cannot take stays out of it
+	attrs, _ := indexAttrs(r.Time, it.PK(), r.ID, r.Subject, r.Actor) // what an index cannot take stays out of it
 	for k, v := range attrs {
 		it[k] = v
 	}
@@ -532,49 +532,83 @@ type Listing struct {
 	Unreadable []store.Problem
 }
 
-// List returns matching records, newest first, and the records it could
-// not read: one bad record never hides the others. Records past retention
-// are left out even if the store has not collected them yet.
-func (l *Log) List(ctx context.Context, q Query) (Listing, error) {
-	now := l.clock.Now()
-	var out Listing
-	// Candidates come newest first, so the listing stops at Limit matches.
-	for it, err := range l.candidates(ctx, q, now) {
-		if err != nil {
-			return Listing{}, fmt.Errorf("list audit records: %w", err)
-		}
-		if isLegacyClaim(it.PK()) {
-			continue // a claim, not a record, whatever index placed it here
-		}
-		r, ok, problems := fromItem(it)
-		if !q.matches(r, ok, now) {
-			continue
-		}
-		if ok && q.Keep != nil && !q.Keep(r) {
-			continue
-		}
-		out.Unreadable = append(out.Unreadable, problems...)
-		if ok {
-			out.Records = append(out.Records, r)
-			// A scan reads on to report every unreadable record; the
-			// indexes hold only dated records, so a listing by index can
-			// stop at Limit.
-			if !q.Scan && q.Limit > 0 && len(out.Records) >= q.Limit {
-				break
+// Listed is one matching item [Log.Read] met: a record it can list (Dated),
+// and the attributes of it that do not follow the contract. Past the
+// query's Limit a scan reads on to report every unreadable record: those
+// it yields with their problems alone (Dated false).
+type Listed struct {
+	Record Record
+	// Dated is false for an item whose pk or time cannot be read: it is
+	// not listed, only its Problems reported.
+	Dated    bool
+	Problems []store.Problem
+}
+
+// Read yields the matching records newest first (by time, then id), as the
+// store returns them: a listing by index holds no more than a page of each
+// of its queries (docs/contracts/store.md), so a caller that prints each
+// record as it comes lists any number in bounded memory. A scan (q.Scan, a
+// store without indexes) holds every record to sort them. One bad record
+// never hides the others: it is yielded with its problems. Records past
+// retention are left out even if the store has not collected them yet.
+// Iteration stops at the first error, which is yielded.
+func (l *Log) Read(ctx context.Context, q Query) iter.Seq2[Listed, error] {
+	return func(yield func(Listed, error) bool) {
+		now := l.clock.Now()
+		listed := 0
+		for it, err := range l.candidates(ctx, q, now) {
+			if err != nil {
+				yield(Listed{}, fmt.Errorf("list audit records: %w", err))
+				return
+			}
+			if isLegacyClaim(it.PK()) {
+				continue // a claim, not a record, whatever index placed it here
+			}
+			r, ok, problems := fromItem(it)
+			if !q.matches(r, ok, now) {
+				continue
+			}
+			if ok && q.Keep != nil && !q.Keep(r) {
+				continue
+			}
+			rd := Listed{Record: r, Dated: ok, Problems: problems}
+			if q.Limit > 0 && listed >= q.Limit {
+				// Past the limit a scan reads on only to report every
+				// unreadable record.
+				if len(problems) == 0 {
+					continue
+				}
+				rd = Listed{Problems: problems}
+			}
+			if !yield(rd, nil) {
+				return
+			}
+			if rd.Dated {
+				listed++
+				// The indexes hold only dated records, so a listing by
+				// index can stop at Limit.
+				if q.Limit > 0 && listed >= q.Limit && !q.Scan {
+					return
+				}
 			}
 		}
 	}
-	sort.Slice(out.Records, func(i, j int) bool {
-		a, b := out.Records[i], out.Records[j]
-		if !a.Time.Equal(b.Time) {
-			return a.Time.After(b.Time)
+}
+
+// List returns the matching records newest first, and the records it could
+// not read ([Log.Read], collected).
+func (l *Log) List(ctx context.Context, q Query) (Listing, error) {
+	var out Listing
+	for rd, err := range l.Read(ctx, q) {
+		if err != nil {
+			return Listing{}, err
 		}
-		return a.ID > b.ID
-	})
-	sort.SliceStable(out.Unreadable, func(i, j int) bool { return out.Unreadable[i].PK < out.Unreadable[j].PK })
-	if q.Limit > 0 && len(out.Records) > q.Limit {
-		out.Records = out.Records[:q.Limit]
+		out.Unreadable = append(out.Unreadable, rd.Problems...)
+		if rd.Dated {
+			out.Records = append(out.Records, rd.Record)
+		}
 	}
+	sort.SliceStable(out.Unreadable, func(i, j int) bool { return out.Unreadable[i].PK < out.Unreadable[j].PK })
 	return out, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,12 +17,62 @@ import (
 // DayLayout is how a record's UTC day is written in the day index's key.
 const DayLayout = "2006-01-02"
 
-// indexAttrs are the attributes that place a record in the audit indexes
-// (docs/contracts/audit-record.md). A subject or actor an index cannot take
-// as its key (empty, or longer than store.MaxIndexKeyBytes: no real one is)
-// is left out of that index; left says why, one reason per index.
-func indexAttrs(t time.Time, subject, actor string) (attrs map[string]string, left []string) {
-	attrs = map[string]string{store.IndexAuditDay.Attr: t.UTC().Format(DayLayout)}
+// ListShards is how many partitions of the lists index hold audit records
+// ("audit#0", ...; docs/contracts/store.md): a listing by time reads each
+// once, in one round trip, and the writes of a busy log spread over that
+// many index partitions. One: the default listing is then one query (and
+// the table's policy beside it, two requests), and a second partition would
+// not raise the table's write ceiling, which the day index's partition of
+// today already sets at the same 1,000 records a second. Changing it moves
+// every record (store migrate's backfill rewrites them).
+const ListShards = 1
+
+// listShard is the lists index partition of the record with id: chosen by
+// the id's last byte, so the records of one change spread over the shards
+// and a rewrite (store migrate) puts a record where its writer did.
+func listShard(id string) string {
+	n := 0
+	if id != "" {
+		n = int(id[len(id)-1]) % ListShards
+	}
+	return Prefix + strconv.Itoa(n)
+}
+
+// timeKey is a record's time-ordered key, "<epoch ms, 13 digits>#<id>":
+// the lists index's sort key, and the order every listing yields records
+// in (newest first, then by id), whatever the record's pk prefix.
+func timeKey(ms int64, id string) string { return fmt.Sprintf("%013d#%s", ms, id) }
+
+// pkTimeKey is the timeKey of a record's pk ("audit#<ms>#<id>", or under
+// the data plane's or requests' prefix), for records read from an index
+// sorted by pk.
+func pkTimeKey(pk string) string {
+	for _, p := range []string{DataPlanePrefix, RequestPrefix, Prefix} {
+		if rest, ok := strings.CutPrefix(pk, p); ok {
+			return rest
+		}
+	}
+	return pk
+}
+
+// indexAttrs are the attributes that place the record pk (of id, at t) in
+// the audit indexes (docs/contracts/audit-record.md). What an index cannot
+// take as its key is left out of that index, and left says why, one reason
+// per index: a subject or actor empty, or longer than
+// store.MaxIndexKeyBytes; a pk longer than the indexes sorted by pk take
+// (one reason for the three); an id that makes the lists index's sort key
+// too long. No record koshactl writes is any of these.
+func indexAttrs(t time.Time, pk, id, subject, actor string) (attrs map[string]string, left []string) {
+	attrs = map[string]string{}
+	if sort := timeKey(t.UnixMilli(), id); store.SortKeyError(store.IndexLists, sort) != nil {
+		left = append(left, store.SortKeyError(store.IndexLists, sort).Error())
+	} else {
+		attrs[store.IndexLists.Attr], attrs[store.IndexLists.Sort] = listShard(id), sort
+	}
+	if err := store.IndexedPKError(store.IndexAuditDay, pk); err != nil {
+		return attrs, append(left, err.Error())
+	}
+	attrs[store.IndexAuditDay.Attr] = t.UTC().Format(DayLayout)
 	for _, k := range []struct {
 		ix store.Index
 		v  string
@@ -35,37 +86,35 @@ func indexAttrs(t time.Time, subject, actor string) (attrs map[string]string, le
 	return attrs, left
 }
 
-// rangeKey is the lowest pk of a record at t: records at or after t sort at
-// or after it, records before t sort before it.
-func rangeKey(t time.Time) string { return fmt.Sprintf("%s%013d", Prefix, t.UnixMilli()) }
-
 // notices says one thing once.
 type notices struct {
 	fn   func(msg string)
 	once sync.Once
 }
 
-// SetNotice sets where the log says, once, that it fell back to scanning the
-// table because an index is missing (with the fix). Commands pass a writer
-// to stderr; nil (the default) says nothing.
+// SetNotice sets where the log says, once, that it read a slower way
+// because an index is missing (with the fix): the day index or a scan of
+// the table. Commands pass a writer to stderr; nil (the default) says
+// nothing.
 func (l *Log) SetNotice(notice func(msg string)) { l.notices = &notices{fn: notice} }
 
-func (l *Log) missing(err error) {
+func (l *Log) missing(err error, meanwhile string) {
 	if l.notices == nil || l.notices.fn == nil {
 		return
 	}
 	l.notices.once.Do(func() {
-		l.notices.fn(fmt.Sprintf("note: %v; reading audit records with a scan of the whole table meanwhile", err))
+		l.notices.fn(fmt.Sprintf("note: %v; reading audit records %s meanwhile", err, meanwhile))
 	})
 }
 
-// candidates yields the stored items that may match q, newest first (by pk,
-// which sorts by time). It reads the index that answers q: by subject for an
-// exact subject, by actor for an actor, by UTC day otherwise, only the days
-// of the window and within them only its time range, asking for no more
-// than q.Limit items when the index answers every filter. A store without
-// indexes, or a table that lacks the index, is scanned instead (and the
-// scan's items sorted).
+// candidates yields the stored items that may match q, newest first by
+// time (then by id), as the store returns them. It reads the index that
+// answers q: by subject for an exact subject, by actor for an actor, the
+// lists index (by time) otherwise, only the window's range, asking for no
+// more than q.Limit items when the index answers every filter. A table
+// without the lists index is read by day; a store without indexes, or a
+// table that lacks the index, is scanned instead (and the scan's items
+// sorted, so a scan holds them all).
 func (l *Log) candidates(ctx context.Context, q Query, now time.Time) iter.Seq2[store.Item, error] {
 	return func(yield func(store.Item, error) bool) {
 		qr, ok := l.store.(store.Querier)
@@ -77,7 +126,7 @@ func (l *Log) candidates(ctx context.Context, q Query, now time.Time) iter.Seq2[
 				}
 				return
 			}
-			l.missing(err)
+			l.missing(err, "with a scan of the whole table")
 		}
 		var items []store.Item
 		for it, err := range l.store.Scan(ctx, store.ScanQuery{Prefix: Prefix, Stats: q.Stats}) {
@@ -90,7 +139,15 @@ func (l *Log) candidates(ctx context.Context, q Query, now time.Time) iter.Seq2[
 			}
 			items = append(items, it)
 		}
-		slices.SortFunc(items, func(a, b store.Item) int { return strings.Compare(b.PK(), a.PK()) })
+		// Newest first by the records' time (an item written by hand may
+		// carry a time its pk does not say), then id.
+		scanKey := func(it store.Item) string {
+			if ms, ok := it[attrTime].(int64); ok {
+				return timeKey(ms, it.PK()[strings.LastIndexByte(it.PK(), '#')+1:])
+			}
+			return pkTimeKey(it.PK())
+		}
+		slices.SortFunc(items, func(a, b store.Item) int { return strings.Compare(scanKey(b), scanKey(a)) })
 		for _, it := range items {
 			if !yield(it, nil) {
 				return
@@ -106,6 +163,37 @@ const maxClockSkew = time.Hour
 // errStop ends a query early because the consumer stopped.
 var errStop = errors.New("stop")
 
+// window is a listing's time range: records at or after since, before
+// until (zero: open above).
+type window struct{ since, until time.Time }
+
+// sortRange bounds the lists index's sort key to the window.
+func (w window) sortRange() (from, to string) {
+	from = timeKey(w.since.UnixMilli(), "")
+	if !w.until.IsZero() {
+		to = timeKey(w.until.Add(-time.Millisecond).UnixMilli(), "~")
+	}
+	return from, to
+}
+
+// pkRanges bounds the pks of the window's records in an index sorted by
+// pk: one range per record prefix (the operators' audit#, the data plane's
+// audit#dp#, requests' audit#rq#), which sort apart, never with each other
+// by time. Claims (audit#claim#) are in none.
+func (w window) pkRanges() [][2]string {
+	var out [][2]string
+	for _, p := range []string{Prefix, DataPlanePrefix, RequestPrefix} {
+		from, to := p+fmt.Sprintf("%013d", w.since.UnixMilli()), p+":" // ':' sorts after every digit
+		if !w.until.IsZero() {
+			// The last pk before until: every key of a record before until
+			// sorts below it.
+			to = p + fmt.Sprintf("%013d#~", w.until.Add(-time.Millisecond).UnixMilli())
+		}
+		out = append(out, [2]string{from, to})
+	}
+	return out
+}
+
 // query runs q on qr's indexes, yielding items newest first. It returns an
 // error wrapping store.ErrIndexMissing before yielding anything when the
 // index is missing, so the caller can fall back.
@@ -115,49 +203,52 @@ func (l *Log) query(ctx context.Context, qr store.Querier, q Query, now time.Tim
 		since = q.Since
 	}
 	// Without Until the window is open above: a record stamped by a writer
-	// whose clock runs ahead of ours is still listed. The day partitions
-	// are read from the day of now + maxClockSkew.
-	until, to := now.Add(maxClockSkew), ""
-	if !q.Until.IsZero() {
-		until = q.Until
-		// The last pk before until: every key of a record before until
-		// sorts below rangeKey(until).
-		to = rangeKey(until.Add(-time.Millisecond)) + "#~"
-	}
-	if !since.Before(until) {
+	// whose clock runs ahead of ours is still listed.
+	w := window{since: since, until: q.Until}
+	if !w.until.IsZero() && !since.Before(w.until) {
 		return nil
 	}
-	from := rangeKey(since)
 	exactSubject := q.Subject != "" && !strings.HasSuffix(q.Subject, "*")
 	exactActor := q.Actor != "" && !strings.HasSuffix(q.Actor, "*")
-	run := func(ix store.Index, key string, pushdown bool, yielded *int) error {
-		iq := store.IndexQuery{Index: ix, Key: key, From: from, To: to, Descending: true, Stats: q.Stats}
-		if pushdown && q.Limit > 0 {
-			iq.Limit = q.Limit - *yielded
-		}
-		for it, err := range qr.Query(ctx, iq) {
-			if err != nil {
-				return err
-			}
-			if ix.KeysOnly {
-				return fmt.Errorf("audit index %s holds only keys", ix.Name)
-			}
-			*yielded++
-			if !yield(it, nil) {
-				return errStop
+	limit := 0
+	pushdown := func(otherFilters ...string) {
+		for _, f := range otherFilters {
+			if f != "" {
+				return
 			}
 		}
-		return nil
+		if q.RunID == "" && q.Keep == nil {
+			limit = q.Limit
+		}
 	}
-	yielded := 0
+	byPK := func(ix store.Index, key string) []store.IndexQuery {
+		var qs []store.IndexQuery
+		for _, r := range w.pkRanges() {
+			qs = append(qs, store.IndexQuery{Index: ix, Key: key, From: r[0], To: r[1], Descending: true, Limit: limit, Stats: q.Stats})
+		}
+		return qs
+	}
 	var err error
 	switch {
 	case exactSubject:
-		err = run(store.IndexAuditSubject, q.Subject, q.Action == "" && q.Actor == "" && q.RunID == "" && q.Keep == nil, &yielded)
+		pushdown(q.Action, q.Actor)
+		err = newestFirst(ctx, qr, byPK(store.IndexAuditSubject, q.Subject), yield)
 	case exactActor:
-		err = run(store.IndexAuditActor, q.Actor, q.Action == "" && q.Subject == "" && q.RunID == "" && q.Keep == nil, &yielded)
+		pushdown(q.Action, q.Subject)
+		err = newestFirst(ctx, qr, byPK(store.IndexAuditActor, q.Actor), yield)
 	default:
-		err = l.days(ctx, qr, q, now, since, until, from, to, yield)
+		pushdown(q.Action, q.Subject, q.Actor)
+		from, to := w.sortRange()
+		var qs []store.IndexQuery
+		for shard := range ListShards {
+			qs = append(qs, store.IndexQuery{Index: store.IndexLists, Key: Prefix + strconv.Itoa(shard), From: from, To: to,
+				Descending: true, Limit: limit, Stats: q.Stats})
+		}
+		err = newestFirst(ctx, qr, qs, yield)
+		if errors.Is(err, store.ErrIndexMissing) {
+			l.missing(err, "by day")
+			err = l.days(ctx, qr, q, now, w, limit, yield)
+		}
 	}
 	if errors.Is(err, errStop) {
 		return nil
@@ -165,32 +256,114 @@ func (l *Log) query(ctx context.Context, qr store.Querier, q Query, now time.Tim
 	return err
 }
 
+// newestFirst runs qs, each yielding its items newest first, and yields
+// their items merged newest first by time (the lists index's sort key, or
+// the time in an item's pk). The queries run concurrently, so their first
+// requests go out together (one round trip); each holds at most the page
+// its store read returned, and one item more, while the merge waits on the
+// others. It returns what the first item of any query was, when that is an
+// error (store.ErrIndexMissing: nothing yielded), errStop when the consumer
+// stopped.
+func newestFirst(ctx context.Context, qr store.Querier, qs []store.IndexQuery, yield func(store.Item, error) bool) error {
+	type next struct {
+		it  store.Item
+		err error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	runs := make([]chan next, len(qs))
+	for i, iq := range qs {
+		runs[i] = make(chan next)
+		wg.Go(func() {
+			defer close(runs[i])
+			for it, err := range qr.Query(ctx, iq) {
+				select {
+				case runs[i] <- next{it, err}:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	key := func(it store.Item) string {
+		if k := it.Str(store.IndexLists.Sort); k != "" && qs[0].Index == store.IndexLists {
+			return k
+		}
+		return pkTimeKey(it.PK())
+	}
+	heads := make([]*next, len(runs))
+	pull := func(i int) error {
+		n, ok := <-runs[i]
+		heads[i] = nil
+		if !ok {
+			return nil
+		}
+		if n.err != nil {
+			return n.err
+		}
+		heads[i] = &n
+		return nil
+	}
+	for i := range runs {
+		if err := pull(i); err != nil {
+			return err
+		}
+	}
+	for {
+		best := -1
+		for i, h := range heads {
+			if h != nil && (best < 0 || key(h.it) > key(heads[best].it)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		if !yield(heads[best].it, nil) {
+			return errStop
+		}
+		if err := pull(best); err != nil {
+			return err
+		}
+	}
+}
+
 // dayRounds is how many day partitions each round of a listing by day
 // reads, concurrently: the newest day first (with the day of now when the
 // clock-skew hour puts the window's end on the next day), then the rest of
 // the newest fortnight, then every remaining day of the window. A listing
-// therefore takes at most three round trips of the store (more only where
-// a day partition holds over a megabyte of records and DynamoDB pages it),
-// whatever the log's shape; a log whose newest records are old costs one
-// request per day of the window (at most 92 for the 90 days of retention),
-// most of them sent together.
+// by day therefore takes at most three round trips of the store; it is
+// what a table without the lists index (before `store migrate`) is read by.
 var dayRounds = []int{1, 15}
 
 // days reads the day index from until's day back to since's, newest first,
-// in the rounds of [dayRounds]. A round's partitions are read concurrently
-// and yielded newest first; the listing stops after the round in which it
-// has its Limit records. Each query asks for no more than the records still
-// wanted, so a round may examine up to its width times that (only on a log
-// whose newest records lie behind empty days, or that fall short of Limit
-// in the newest day).
-func (l *Log) days(ctx context.Context, qr store.Querier, q Query, now, since, until time.Time, from, to string, yield func(store.Item, error) bool) error {
-	pushdown := q.Action == "" && q.Subject == "" && q.Actor == "" && q.RunID == "" && q.Keep == nil
+// in the rounds of [dayRounds], three pk ranges a day (one per record
+// prefix). A round's queries run concurrently, merged newest first; the
+// listing stops after the round in which it has its limit records. Each
+// query asks for no more than the records still wanted.
+func (l *Log) days(ctx context.Context, qr store.Querier, q Query, now time.Time, w window, limit int, yield func(store.Item, error) bool) error {
+	// Without Until the day partitions are read from the day of now +
+	// maxClockSkew.
+	until := w.until
+	if until.IsZero() {
+		until = now.Add(maxClockSkew)
+	}
 	var days []string
 	last := until.Add(-time.Millisecond).UTC().Truncate(24 * time.Hour)
-	for day := last; !day.Before(since.UTC().Truncate(24 * time.Hour)); day = day.Add(-24 * time.Hour) {
+	for day := last; !day.Before(w.since.UTC().Truncate(24 * time.Hour)); day = day.Add(-24 * time.Hour) {
 		days = append(days, day.Format(DayLayout))
 	}
 	yielded := 0
+	counting := func(it store.Item, err error) bool {
+		if err == nil {
+			yielded++
+		}
+		return yield(it, err)
+	}
 	for round := 0; len(days) > 0; round++ {
 		width := len(days)
 		if round < len(dayRounds) {
@@ -199,40 +372,22 @@ func (l *Log) days(ctx context.Context, qr store.Querier, q Query, now, since, u
 		if round == 0 && len(days) > 1 && days[0] > now.UTC().Format(DayLayout) {
 			width = 2 // the skew's next day, and today
 		}
-		batch := days[:width]
-		days = days[width:]
-		found := make([][]store.Item, len(batch))
-		errs := make([]error, len(batch))
-		var wg sync.WaitGroup
-		for j, day := range batch {
-			iq := store.IndexQuery{Index: store.IndexAuditDay, Key: day, From: from, To: to, Descending: true, Stats: q.Stats}
-			if pushdown && q.Limit > 0 {
-				iq.Limit = q.Limit - yielded
-			}
-			wg.Go(func() {
-				for it, err := range qr.Query(ctx, iq) {
-					if err != nil {
-						errs[j] = err
-						return
-					}
-					found[j] = append(found[j], it)
+		var qs []store.IndexQuery
+		for _, day := range days[:width] {
+			for _, r := range w.pkRanges() {
+				iq := store.IndexQuery{Index: store.IndexAuditDay, Key: day, From: r[0], To: r[1], Descending: true, Stats: q.Stats}
+				if limit > 0 {
+					iq.Limit = limit - yielded
 				}
-			})
+				qs = append(qs, iq)
+			}
 		}
-		wg.Wait()
-		for j := range batch {
-			if errs[j] != nil {
-				return errs[j]
-			}
-			for _, it := range found[j] {
-				yielded++
-				if !yield(it, nil) {
-					return nil
-				}
-				if pushdown && q.Limit > 0 && yielded >= q.Limit {
-					return nil
-				}
-			}
+		days = days[width:]
+		if err := newestFirst(ctx, qr, qs, counting); err != nil {
+			return err
+		}
+		if limit > 0 && yielded >= limit {
+			return nil
 		}
 	}
 	return nil
@@ -297,17 +452,12 @@ func (l *Log) Backfill(ctx context.Context, dryRun bool, rate *store.ScanRate, s
 		if !ok {
 			continue // unreadable: audit list reports it, nothing to index it by
 		}
-		want, left := indexAttrs(time.UnixMilli(ms), it.Str("subject"), it.Str("actor"))
+		id := it.PK()[strings.LastIndexByte(it.PK(), '#')+1:]
+		want, left := indexAttrs(time.UnixMilli(ms), it.PK(), id, it.Str("subject"), it.Str("actor"))
 		changed := false
 		for k, v := range want {
 			if it.Str(k) != v {
 				changed = true
-			}
-		}
-		if changed {
-			if err := store.IndexedPKError(store.IndexAuditDay, it.PK()); err != nil {
-				rep.Unindexed = append(rep.Unindexed, store.Unindexed{PK: it.PK(), Why: err.Error()})
-				continue
 			}
 		}
 		for _, why := range left {

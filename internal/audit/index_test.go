@@ -76,13 +76,13 @@ func TestListReadsOnlyTheWindow(t *testing.T) {
 			}{
 				{"since 3h", audit.Query{Since: t0.Add(-150 * time.Minute)}, "59,58,57", 3, 3},
 				{"since and until", audit.Query{Since: t0.Add(-10 * time.Hour), Until: t0.Add(-7 * time.Hour)}, "51,50,49", 3, 3},
-				// The newest day holds one record before until: the next
-				// round reads the other days at once, each asked for the
-				// three still wanted (1 + 3 + 3 examined).
-				{"until across midnight", audit.Query{Until: t0.Add(-18 * time.Hour), Limit: 4}, "40,39,38,37", 4, 7},
-				// 20 from the newest day, then 5 asked of each other day.
-				{"limit over days", audit.Query{Limit: 25}, "", 25, 30},
-				{"limit within the newest day", audit.Query{Limit: 12}, "", 12, 12},
+				// The lists index: each of its partitions is asked for the
+				// limit, in one round, whatever the days, so a listing
+				// examines up to ListShards times the limit (a negative
+				// examined is that bound: the ids pick the partitions).
+				{"until across midnight", audit.Query{Until: t0.Add(-18 * time.Hour), Limit: 4}, "40,39,38,37", 4, -4 * audit.ListShards},
+				{"limit over days", audit.Query{Limit: 25}, "", 25, -25 * audit.ListShards},
+				{"limit within the newest day", audit.Query{Limit: 12}, "", 12, -12 * audit.ListShards},
 				{"subject", audit.Query{Subject: "breaker#dep-1", Limit: 3}, "59,57,55", 3, 3},
 				{"actor", audit.Query{Actor: "actor-0", Limit: 2}, "58,56", 2, 2},
 				{"subject since", audit.Query{Subject: "breaker#dep-0", Since: t0.Add(-5 * time.Hour)}, "58,56,54", 3, 3},
@@ -101,8 +101,11 @@ func TestListReadsOnlyTheWindow(t *testing.T) {
 					if len(recs) != tc.shown {
 						t.Errorf("List(%s) returned %d records, want %d", tc.name, len(recs), tc.shown)
 					}
-					if stats.Examined() != tc.examined {
-						t.Errorf("List(%s) examined %d items, want %d", tc.name, stats.Examined(), tc.examined)
+					switch ex := stats.Examined(); {
+					case tc.examined < 0 && (ex < int64(tc.shown) || ex > -tc.examined):
+						t.Errorf("List(%s) examined %d items, want %d to %d", tc.name, ex, tc.shown, -tc.examined)
+					case tc.examined >= 0 && ex != tc.examined:
+						t.Errorf("List(%s) examined %d items, want %d", tc.name, ex, tc.examined)
 					}
 				})
 			}
@@ -208,6 +211,7 @@ func TestBackfillIndexesOldRecords(t *testing.T) {
 			wantLeft := strings.Join([]string{
 				"064: ix_audit_subject (the key of index audit-by-subject) is empty",
 				"065: ix_audit_actor (the key of index audit-by-actor) is 2049 bytes, more than 2048",
+				"fff: ix_list_sort (the sort key of index lists) is 1038 bytes, more than 1024",
 				"fff: pk is 1044 bytes, more than the 1024 an item in index audit-by-day may have (its sort key)",
 			}, "\n")
 			dry, err := log.Backfill(t.Context(), true, nil, nil)
@@ -220,6 +224,9 @@ func TestBackfillIndexesOldRecords(t *testing.T) {
 			rep, err := log.Backfill(t.Context(), false, nil, nil)
 			if err != nil || rep.Updated != 9 || unindexed(rep) != wantLeft {
 				t.Fatalf("backfill: %+v, %v; want 9 indexed, left out:\n%s", rep, err, wantLeft)
+			}
+			if l, err := log.List(t.Context(), audit.Query{Limit: 3}); err != nil || reasons(l.Records) != "long actor,no subject,0" {
+				t.Errorf("the newest records after the backfill: %q, %v; want the two of t0 the lists index takes, then 0", reasons(l.Records), err)
 			}
 			if got := byIndex(); got != "long actor,0,1,2,3,4,5,6" {
 				t.Errorf("after the backfill the subject index finds %q", got)
@@ -322,7 +329,8 @@ func TestPlantedClaimIsNoRecord(t *testing.T) {
 			planted := store.Item{store.PK: "audit#claim#" + fmt.Sprintf("%013d", t0.UnixMilli()) + "#planted", "time": t0.UnixMilli(),
 				"actor": "arn:aws:iam::123456789012:user/alice", "action": "breaker.clear", "subject": "breaker#dep-1", "context": "ctx",
 				"outcome": "ok", "reason": "planted", "ix_audit_day": t0.UTC().Format(audit.DayLayout), "ix_audit_subject": "breaker#dep-1",
-				"ix_audit_actor": "arn:aws:iam::123456789012:user/alice"}
+				"ix_audit_actor": "arn:aws:iam::123456789012:user/alice",
+				store.IndexLists.Attr: audit.Prefix + "0", store.IndexLists.Sort: fmt.Sprintf("%013d#planted", t0.UnixMilli())}
 			if err := s.Put(t.Context(), planted, store.IfAbsent()); err != nil {
 				t.Fatal(err)
 			}
@@ -337,5 +345,112 @@ func TestPlantedClaimIsNoRecord(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// mixedLog writes records of the three kinds a listing shows, a second
+// apart, their kinds interleaved in time: the operators' (audit#), the data
+// plane's (audit#dp#) and requests' (audit#rq#), whose pks sort apart
+// whatever their times. The reasons count up from 0, oldest first; every
+// third is about request#r1 (asked, then decided, then asked...).
+func mixedLog(t *testing.T, s store.Store, n int) *audit.Log {
+	t.Helper()
+	clk := clock.NewFake(t0.Add(-time.Duration(n) * time.Second))
+	for i := range n {
+		log := audit.NewLog(s, clk, "ctx")
+		subject := fmt.Sprintf("breaker#dep-%d", i)
+		switch i % 3 {
+		case 1:
+			log = audit.NewDataPlaneLog(s, clk, "ctx")
+		case 2:
+			log = audit.NewRequestLog(s, clk, "ctx")
+			subject = "request#r1"
+		}
+		if i%6 == 0 {
+			subject = "request#r1"
+		}
+		if _, err := log.Append(t.Context(), audit.Entry{Actor: "a", Action: "x", Subject: subject, Reason: fmt.Sprint(i)}); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+	}
+	return audit.NewLog(s, clk, "ctx")
+}
+
+// A listing shows the newest records by time whatever their kind: a limit
+// is never filled by the records whose pks sort last (the data plane's and
+// requests', on an index sorted by pk), the default listing, a window and
+// a subject alike.
+func TestListInterleavesRecordKindsByTime(t *testing.T) {
+	t.Parallel()
+	for name, s := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			log := mixedLog(t, s, 30)
+			for _, tc := range []struct {
+				name string
+				q    audit.Query
+				want string
+			}{
+				{"newest", audit.Query{Limit: 4}, "29,28,27,26"},
+				{"until", audit.Query{Until: t0.Add(-5 * time.Second), Limit: 3}, "24,23,22"},
+				{"since", audit.Query{Since: t0.Add(-3 * time.Second)}, "29,28,27"},
+				{"subject", audit.Query{Subject: "request#r1", Limit: 3}, "29,26,24"},
+			} {
+				l, err := log.List(t.Context(), tc.q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := reasons(l.Records); got != tc.want {
+					t.Errorf("%s: List = %s, want %s", tc.name, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// A table made before the lists index (by an earlier store init, or a
+// stack at IndexCount=4) is read by day, newest first by time with every
+// record kind, and the missing index said once with the fix; `store
+// migrate` adds it and indexes the records, after which the listing reads
+// it in one round.
+func TestListReadsByDayUntilTheListsIndex(t *testing.T) {
+	t.Parallel()
+	s := dynamotest.NewStoreWithIndexes(t, endpoint, len(store.Indexes)-1)
+	log := mixedLog(t, s, 30)
+	// The records as a koshactl before the lists index wrote them.
+	for it, err := range s.Scan(t.Context(), store.ScanQuery{Prefix: audit.Prefix}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(it, store.IndexLists.Attr)
+		delete(it, store.IndexLists.Sort)
+		if err := s.Put(t.Context(), it, store.Always()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var notices []string
+	log.SetNotice(func(msg string) { notices = append(notices, msg) })
+	for range 2 {
+		l, err := log.List(t.Context(), audit.Query{Limit: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := reasons(l.Records); got != "29,28,27,26" {
+			t.Errorf("List by day = %s, want 29,28,27,26", got)
+		}
+	}
+	if len(notices) != 1 || !strings.Contains(notices[0], "store migrate") || !strings.Contains(notices[0], "by day") {
+		t.Errorf("notices = %q, want one naming `koshactl store migrate` and the day index", notices)
+	}
+	if _, err := s.Migrate(t.Context(), false); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := log.Backfill(t.Context(), false, nil, nil); err != nil || rep.Updated != 30 {
+		t.Fatalf("backfill = %+v, %v; want the 30 records indexed", rep, err)
+	}
+	var stats store.ReadStats
+	l, err := log.List(t.Context(), audit.Query{Limit: 4, Stats: &stats})
+	if err != nil || reasons(l.Records) != "29,28,27,26" || stats.Requests() != audit.ListShards {
+		t.Errorf("List after migrate = %s, %v in %d requests; want 29,28,27,26 in %d", reasons(l.Records), err, stats.Requests(), audit.ListShards)
 	}
 }

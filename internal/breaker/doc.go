@@ -27,6 +27,6 @@
 // ([store.Apply]), and reports. The use cases every surface asks are
 // [ForceOpen], [Clear], [Overrides.ClearAll] and [Restore].
 // [ForceParams.SeenVersion] replaces only the override version the caller
-// saw. Listing uses the overrides index and a prefix scan for items written
-// without it.
+// saw. Listing reads the lists index beside the known dependencies by key
+// ([Overrides.Each]), and a prefix scan for items written without it.
 package breaker

@@ -226,8 +226,10 @@ func (o Override) Item() store.Item {
 		attrActor:     o.Actor,
 		attrCreatedAt: o.CreatedAt.UnixMilli(),
 		attrVersion:   o.Version,
-		// Additive: places the item in the overrides index (ListFor).
-		store.IndexOverrides.Attr: OverrideIndexKey,
+	}
+	// Additive: places the item in the lists and overrides indexes (Each).
+	for k, v := range indexAttrs(it.PK()) {
+		it[k] = v
 	}
 	if o.WriteID != "" {
 		it[attrWriteID] = o.WriteID
@@ -434,17 +436,20 @@ func (s *Overrides) ForcedOpen(ctx context.Context, dependency string) (Force, e
 // List returns every override item in the table (active or expired),
 // sorted by dependency, found with a scan of the override prefix: the
 // complete answer, including items written by hand or by another tool
-// without the overrides index attribute, which [Overrides.ListFor] cannot
+// without the index attributes, which [Overrides.ListFor] cannot
 // see unless they belong to a known dependency. Its cost is the table's
 // size; it is for `breaker clear --all` and `breaker list --scan`, where
 // completeness matters more than cost.
 func (s *Overrides) List(ctx context.Context) ([]Override, error) {
-	return s.scanList(ctx)
+	var list []Override
+	_, err := s.scanList(ctx, nil, func(o Override) bool { list = append(list, o); return true })
+	return list, err
 }
 
-// scanList lists overrides with a scan of the table: for stores without
-// indexes, tables that lack the overrides index, and [Overrides.List].
-func (s *Overrides) scanList(ctx context.Context) ([]Override, error) {
+// scanList lists overrides with a scan of the table (for stores without
+// indexes, tables that lack the overrides indexes, and [Overrides.List]),
+// sorted, so it holds them all; and reads the items under extra.
+func (s *Overrides) scanList(ctx context.Context, extra []string, yield func(Override) bool) (map[string]store.Item, error) {
 	var items []store.Item
 	for it, err := range s.store.Scan(ctx, store.ScanQuery{Prefix: OverridePrefix}) {
 		if err != nil {
@@ -452,7 +457,23 @@ func (s *Overrides) scanList(ctx context.Context) ([]Override, error) {
 		}
 		items = append(items, it)
 	}
-	return overridesFrom(items)
+	list, err := overridesFrom(items)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range list {
+		if !yield(o) {
+			return nil, errStopped
+		}
+	}
+	if len(extra) == 0 {
+		return nil, nil
+	}
+	extras, err := store.GetMany(ctx, s.store, extra)
+	if err != nil {
+		return nil, fmt.Errorf("list overrides: %w", err)
+	}
+	return extras, nil
 }
 
 // overridesFrom decodes override items (each malformed one flagged, never

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"sync"
@@ -22,74 +23,215 @@ type noticeSink struct {
 	once sync.Once
 }
 
-func (n *noticeSink) say(err error) {
+func (n *noticeSink) say(err error, meanwhile string) {
 	n.once.Do(func() {
 		if n.fn != nil {
-			n.fn(fmt.Sprintf("note: %v; listing overrides with a scan of the whole table meanwhile", err))
+			n.fn(fmt.Sprintf("note: %v; listing overrides %s meanwhile", err, meanwhile))
 		}
 	})
 }
 
-// SetNotice sets where Overrides says, once, that it fell back to scanning
-// the table because the overrides index is missing (with the fix). nil (the
-// default) says nothing.
+// SetNotice sets where Overrides says, once, that it read a slower way
+// because an index is missing (with the fix): the overrides index, or a
+// scan of the table. nil (the default) says nothing.
 func (s *Overrides) SetNotice(notice func(msg string)) { s.notices.fn = notice }
 
 // ListFor returns every override item (active or expired), sorted by
-// dependency, reading by key: the known dependencies' items and the keys
-// the overrides index holds, in one strongly consistent batch read. Its cost
-// is the number of overrides, not the size of the table.
+// dependency ([Overrides.Each], collected). Its cost is the number of
+// overrides, not the size of the table.
+func (s *Overrides) ListFor(ctx context.Context, known []string) ([]Override, error) {
+	var list []Override
+	for o, err := range s.Each(ctx, known) {
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, o)
+	}
+	return list, nil
+}
+
+// Each yields every override item (active or expired), sorted by
+// dependency, as it reads them: the known dependencies' items read by key
+// and every other override from the lists index, in one round trip, each
+// item decoded once. A caller that handles each override as it comes lists
+// any number in the memory of one page of the index (docs/contracts/store.md).
 //
 // Consistency: the known dependencies are read consistently, so a list right
-// after a force or clear of one of them shows it. The index (a DynamoDB
-// global secondary index, eventually consistent) only says which other keys
-// to read; their items are then read consistently too, so nothing stale is
-// shown. What the index may lag behind (typically under a second) is an
-// override of an unknown dependency written a moment ago by someone else.
+// after a force or clear of one of them shows it. The others are as the
+// index holds them: on DynamoDB a global secondary index, eventually
+// consistent (typically under a second behind), so an override of an
+// unknown dependency forced or cleared a moment ago by someone else may
+// show as it was, or not yet. The embedded store's index reads are
+// consistent, and it reads by key only the known dependencies the index
+// did not return (items written without the index attributes).
 //
-// A store without indexes, or a table created before the index, is scanned
-// instead (and the missing index reported once, see [Overrides.SetNotice]).
-func (s *Overrides) ListFor(ctx context.Context, known []string) ([]Override, error) {
-	list, _, err := s.ListForWith(ctx, known, nil)
-	return list, err
+// A table without the lists index is listed from the overrides index (its
+// keys, then one consistent batch read of them), one without that either
+// with a scan (the missing index reported once, see [Overrides.SetNotice]).
+func (s *Overrides) Each(ctx context.Context, known []string) iter.Seq2[Override, error] {
+	return func(yield func(Override, error) bool) {
+		_, err := s.each(ctx, known, nil, func(o Override) bool { return yield(o, nil) })
+		if err != nil && !errors.Is(err, errStopped) {
+			yield(Override{}, err)
+		}
+	}
 }
 
 // ListForWith is [Overrides.ListFor] reading the items under extra in the
-// same batch read (the table's policy, for the dashboard): they are
+// same round trip (the table's policy, for the dashboard): they are
 // returned by key, absent ones left out, and never taken for overrides.
 func (s *Overrides) ListForWith(ctx context.Context, known, extra []string) ([]Override, map[string]store.Item, error) {
-	keys := make([]string, 0, len(known)+len(extra))
+	var list []Override
+	extras, err := s.each(ctx, known, extra, func(o Override) bool { list = append(list, o); return true })
+	if err != nil {
+		return nil, nil, err
+	}
+	return list, extras, nil
+}
+
+// errStopped ends a listing whose consumer stopped.
+var errStopped = errors.New("stopped")
+
+// each passes every override to yield, sorted by dependency, and returns
+// the items under extra; errStopped when yield stopped.
+func (s *Overrides) each(ctx context.Context, known, extra []string, yield func(Override) bool) (map[string]store.Item, error) {
+	var keys []string
 	for _, dep := range known {
 		if ValidateDependency(dep) == nil {
 			keys = append(keys, OverrideKey(dep))
 		}
 	}
-	scan := func() ([]Override, map[string]store.Item, error) {
-		list, err := s.scanList(ctx)
-		if err != nil || len(extra) == 0 {
-			return list, nil, err
-		}
-		items, err := store.GetMany(ctx, s.store, extra)
-		if err != nil {
-			return nil, nil, fmt.Errorf("list overrides: %w", err)
-		}
-		return list, items, nil
-	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
 	qr, ok := s.store.(store.Querier)
 	if !ok {
-		return scan()
+		return s.scanList(ctx, extra, yield)
 	}
-	for it, err := range qr.Query(ctx, store.IndexQuery{Index: store.IndexOverrides, Key: OverrideIndexKey}) {
-		if errors.Is(err, store.ErrIndexMissing) {
-			s.notices.say(err)
-			return scan()
+	extras, err := s.fromLists(ctx, qr, keys, extra, yield)
+	if !errors.Is(err, store.ErrIndexMissing) {
+		return extras, err
+	}
+	listsMissing := err
+	extras, err = s.fromOverridesIndex(ctx, qr, keys, extra, yield)
+	if errors.Is(err, store.ErrIndexMissing) {
+		s.notices.say(err, "with a scan of the whole table")
+		return s.scanList(ctx, extra, yield)
+	}
+	if err == nil {
+		s.notices.say(listsMissing, "from the overrides index, then by key,")
+	}
+	return extras, err
+}
+
+// fromLists merges the lists index's overrides (sorted by pk, which is by
+// dependency) with the known keys read by key, in one round trip: on
+// DynamoDB the batch read of the known and extra keys goes out beside the
+// query's first page, and the known dependencies' items replace the
+// index's; on a store whose queries are consistent, the index's items are
+// the items, and a known key the index passed over is read on its own.
+// Nothing is yielded before the index answered, so a missing index is
+// returned (store.ErrIndexMissing) with nothing yielded.
+func (s *Overrides) fromLists(ctx context.Context, qr store.Querier, known, extra []string, yield func(Override) bool) (map[string]store.Item, error) {
+	consistent := store.QueriesConsistent(s.store)
+	batchKeys := extra
+	if !consistent {
+		batchKeys = append(slices.Clone(known), extra...)
+	}
+	type batch struct {
+		items map[string]store.Item
+		err   error
+	}
+	read := make(chan batch, 1)
+	go func() {
+		items, err := store.GetMany(ctx, s.store, batchKeys)
+		read <- batch{items, err}
+	}()
+	next, stop := iter.Pull2(qr.Query(ctx, store.IndexQuery{Index: store.IndexLists, Key: OverrideIndexKey}))
+	defer stop()
+	first, firstErr, more := next()
+	b := <-read
+	if firstErr != nil {
+		return nil, fmt.Errorf("list overrides: %w", firstErr)
+	}
+	if b.err != nil {
+		return nil, fmt.Errorf("list overrides: %w", b.err)
+	}
+	extras := map[string]store.Item{}
+	for _, k := range extra {
+		if it, ok := b.items[k]; ok {
+			extras[k] = it
 		}
+	}
+	// byKey yields the known key k's item, read by key: from the batch
+	// read, or (consistent store) on its own.
+	byKey := func(k string) error {
+		it, found := b.items[k]
+		if consistent {
+			var err error
+			if it, err = s.store.Get(ctx, k); errors.Is(err, store.ErrNotFound) {
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("list overrides: %w", err)
+			}
+			found = true
+		}
+		if !found {
+			return nil
+		}
+		o, err := OverrideFromItem(it)
 		if err != nil {
-			return nil, nil, fmt.Errorf("list overrides: %w", err)
+			return err
+		}
+		if !yield(o) {
+			return errStopped
+		}
+		return nil
+	}
+	isKnown := func(pk string) bool { _, ok := slices.BinarySearch(known, pk); return ok }
+	k := 0 // the next known key not yet yielded
+	for it, err := first, firstErr; more; it, err, more = next() {
+		if err != nil {
+			return nil, fmt.Errorf("list overrides: %w", err)
+		}
+		pk := it.PK()
+		for ; k < len(known) && known[k] < pk; k++ {
+			if err := byKey(known[k]); err != nil {
+				return nil, err
+			}
+		}
+		if isKnown(pk) && !consistent {
+			continue // yielded from the consistent read
+		}
+		if k < len(known) && known[k] == pk {
+			k++ // the index's item is the known key's (a consistent store)
+		}
+		o, err := OverrideFromItem(it)
+		if err != nil {
+			return nil, err
+		}
+		if !yield(o) {
+			return nil, errStopped
+		}
+	}
+	for ; k < len(known); k++ {
+		if err := byKey(known[k]); err != nil {
+			return nil, err
+		}
+	}
+	return extras, nil
+}
+
+// fromOverridesIndex lists from the overrides index of a table without the
+// lists index: its keys, then one consistent batch read of them, the known
+// keys and extra.
+func (s *Overrides) fromOverridesIndex(ctx context.Context, qr store.Querier, known, extra []string, yield func(Override) bool) (map[string]store.Item, error) {
+	keys := slices.Clone(known)
+	for it, err := range qr.Query(ctx, store.IndexQuery{Index: store.IndexOverrides, Key: OverrideIndexKey}) {
+		if err != nil {
+			return nil, fmt.Errorf("list overrides: %w", err)
 		}
 		keys = append(keys, it.PK())
 	}
-	extras := map[string]store.Item{}
 	for _, k := range extra {
 		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
@@ -97,8 +239,9 @@ func (s *Overrides) ListForWith(ctx context.Context, known, extra []string) ([]O
 	}
 	items, err := store.GetMany(ctx, s.store, keys)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list overrides: %w", err)
+		return nil, fmt.Errorf("list overrides: %w", err)
 	}
+	extras := map[string]store.Item{}
 	for _, k := range extra {
 		if it, ok := items[k]; ok {
 			extras[k] = it
@@ -106,7 +249,15 @@ func (s *Overrides) ListForWith(ctx context.Context, known, extra []string) ([]O
 		}
 	}
 	list, err := overridesFrom(slices.Collect(maps.Values(items)))
-	return list, extras, err
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range list {
+		if !yield(o) {
+			return nil, errStopped
+		}
+	}
+	return extras, nil
 }
 
 // BackfillReport says what [Overrides.Backfill] found and did.
@@ -137,7 +288,8 @@ func (s *Overrides) Backfill(ctx context.Context, dryRun bool) (BackfillReport, 
 			return rep, fmt.Errorf("backfill overrides: %w", err)
 		}
 		rep.Examined++
-		if it.Str(store.IndexOverrides.Attr) == OverrideIndexKey {
+		if it.Str(store.IndexOverrides.Attr) == OverrideIndexKey && it.Str(store.IndexLists.Attr) == OverrideIndexKey &&
+			it.Str(store.IndexLists.Sort) == it.PK() {
 			continue
 		}
 		if _, ok := it[attrVersion]; !ok {
@@ -156,11 +308,23 @@ func (s *Overrides) Backfill(ctx context.Context, dryRun bool) (BackfillReport, 
 	}
 	for _, it := range todo {
 		next := it.Clone()
-		next[store.IndexOverrides.Attr] = OverrideIndexKey
+		for k, v := range indexAttrs(it.PK()) {
+			next[k] = v
+		}
 		err := s.store.Put(ctx, next, store.IfEquals(attrVersion, it[attrVersion]))
 		if err != nil && !errors.Is(err, store.ErrConditionFailed) {
 			return rep, fmt.Errorf("backfill override %s: %w", it.PK(), err)
 		}
 	}
 	return rep, nil
+}
+
+// indexAttrs are the attributes that place the override item pk in the
+// overrides and lists indexes; none for a pk longer than an index sorted by
+// pk (or the lists index's sort key) takes, which no dependency name makes.
+func indexAttrs(pk string) map[string]string {
+	if store.IndexedPKError(store.IndexOverrides, pk) != nil || store.SortKeyError(store.IndexLists, pk) != nil {
+		return nil
+	}
+	return map[string]string{store.IndexOverrides.Attr: OverrideIndexKey, store.IndexLists.Attr: OverrideIndexKey, store.IndexLists.Sort: pk}
 }

@@ -22,6 +22,7 @@ func TestOneVersionString(t *testing.T) {
 	}
 	var gr struct {
 		Builds []struct {
+			ID      string   `yaml:"id"`
 			Ldflags []string `yaml:"ldflags"`
 		} `yaml:"builds"`
 		Archives []struct {
@@ -36,8 +37,15 @@ func TestOneVersionString(t *testing.T) {
 	}
 	const version = "{{ .Summary }}"
 	const flag = "-X github.com/kosha-platform/koshactl/internal/build.Version=" + version + " "
-	if len(gr.Builds) != 1 || len(gr.Builds[0].Ldflags) != 1 || !strings.Contains(gr.Builds[0].Ldflags[0], flag) {
-		t.Errorf("the binary's version is not stamped from %s: %v", version, gr.Builds)
+	// The front and the full program, stamped alike: the full program
+	// refuses a front of another build.
+	if len(gr.Builds) != 2 || gr.Builds[0].ID != "koshactl" || gr.Builds[1].ID != "koshactl-full" {
+		t.Errorf("builds %v, want koshactl and koshactl-full", gr.Builds)
+	}
+	for _, b := range gr.Builds {
+		if len(b.Ldflags) != 1 || !strings.Contains(b.Ldflags[0], flag) {
+			t.Errorf("%s's version is not stamped from %s: %v", b.ID, version, b.Ldflags)
+		}
 	}
 	for _, a := range gr.Archives {
 		if a.NameTemplate != "{{ .ProjectName }}_"+version+"_{{ .Os }}_{{ .Arch }}" {

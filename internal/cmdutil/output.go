@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
-	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
@@ -68,21 +68,35 @@ func AddOutputFlag(cmd *cobra.Command, target *string, extra ...string) {
 	}
 }
 
-// parseJQ compiles a --jq expression. $ENV and env are empty (the process
-// environment may hold credentials), and input/inputs are not available.
-func parseJQ(expr string) (*gojq.Code, error) {
+// JQ compiles a --jq expression (internal/cmdutil/jq, on gojq): its error
+// says why expr does not parse or compile; run runs it on a decoded JSON
+// document (numbers as json.Number) and passes each result to yield, an
+// error as a result of its own that ends the run.
+type JQ func(expr string) (run func(input any, yield func(any) bool), err error)
+
+// jqImpl is the process's JQ ([UseJQ]); unset in a program that does not
+// link one.
+var jqImpl atomic.Pointer[JQ]
+
+// UseJQ sets the JQ --jq runs on, for the process: the full program's root
+// does, before it runs a command. koshactl's front links none, and hands a
+// run with --jq to the full program before it gets here.
+func UseJQ(j JQ) { jqImpl.Store(&j) }
+
+// parseJQ compiles a --jq expression.
+func parseJQ(expr string) (func(input any, yield func(any) bool), error) {
 	if strings.TrimSpace(expr) == "" {
 		return nil, Usagef("--jq is empty: give a jq expression such as '.items[]'")
 	}
-	q, err := gojq.Parse(expr)
-	if err != nil {
-		return nil, Usagef("--jq %q does not parse: %v", expr, err)
+	j := jqImpl.Load()
+	if j == nil {
+		return nil, Usagef("--jq: this program does not run jq expressions (koshactl-full does)")
 	}
-	code, err := gojq.Compile(q, gojq.WithEnvironLoader(func() []string { return nil }))
+	run, err := (*j)(expr)
 	if err != nil {
 		return nil, Usagef("--jq %q: %v", expr, err)
 	}
-	return code, nil
+	return run, nil
 }
 
 // PrintStructured writes v as JSON (indented, one document), as the results
@@ -110,12 +124,24 @@ func PrintStructured(w io.Writer, format string, v any) error {
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
+	y, err := jsonToYAML(b)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(y)
+	return err
+}
+
+// jsonToYAML renders the JSON document b (as PrintStructured encodes it)
+// in YAML: the same schema, numbers as written, strings exact and safe on a
+// terminal.
+func jsonToYAML(b []byte) ([]byte, error) {
 	// Keep numbers as written (epoch seconds must not become 1.79e+09).
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var generic any
 	if err := dec.Decode(&generic); err != nil {
-		return fmt.Errorf("encode output: %w", err)
+		return nil, fmt.Errorf("encode output: %w", err)
 	}
 	// yaml.v3 prints a multi-line string that starts with a space or a line
 	// break as a block scalar with an indentation indicator, and inside
@@ -125,7 +151,7 @@ func PrintStructured(w io.Writer, format string, v any) error {
 	held := map[string]string{}
 	var doc yaml.Node
 	if err := doc.Encode(holdBlockStrings(numbers(generic), held)); err != nil {
-		return fmt.Errorf("encode output: %w", err)
+		return nil, fmt.Errorf("encode output: %w", err)
 	}
 	restoreHeld(&doc, held)
 	quoteUnsafe(&doc)
@@ -133,15 +159,14 @@ func PrintStructured(w io.Writer, format string, v any) error {
 	enc := yaml.NewEncoder(&out)
 	enc.SetIndent(2)
 	if err := enc.Encode(&doc); err != nil {
-		return fmt.Errorf("encode output: %w", err)
+		return nil, fmt.Errorf("encode output: %w", err)
 	}
 	if err := enc.Close(); err != nil {
-		return fmt.Errorf("encode output: %w", err)
+		return nil, fmt.Errorf("encode output: %w", err)
 	}
 	// Every string with an unsafe character is double-quoted now, where a
 	// \u escape means that character.
-	_, err = w.Write(escapeUnsafe(out.Bytes()))
-	return err
+	return escapeUnsafe(out.Bytes()), nil
 }
 
 // printJQ runs expr on the JSON document doc and prints each result on its
@@ -150,7 +175,7 @@ func PrintStructured(w io.Writer, format string, v any) error {
 // line), everything else as compact JSON, exact and terminal-safe. Nothing is
 // printed when the expression fails part way.
 func printJQ(w io.Writer, expr string, doc []byte) error {
-	code, err := parseJQ(expr)
+	run, err := parseJQ(expr)
 	if err != nil {
 		return err
 	}
@@ -161,52 +186,30 @@ func printJQ(w io.Writer, expr string, doc []byte) error {
 		return fmt.Errorf("encode output: %w", err)
 	}
 	var buf bytes.Buffer
-	iter := code.Run(jqValue(input))
-	for {
-		out, ok := iter.Next()
-		if !ok {
-			break
-		}
-		if err, isErr := out.(error); isErr {
-			return fmt.Errorf("--jq %q: %w", expr, err)
+	run(input, func(out any) bool {
+		if e, isErr := out.(error); isErr {
+			err = fmt.Errorf("--jq %q: %w", expr, e)
+			return false
 		}
 		if s, isString := out.(string); isString {
 			buf.WriteString(textsafe.Line(s))
 			buf.WriteByte('\n')
-			continue
+			return true
 		}
-		line, err := json.Marshal(out)
-		if err != nil {
-			return fmt.Errorf("--jq %q: encode result: %w", expr, err)
+		line, e := json.Marshal(out)
+		if e != nil {
+			err = fmt.Errorf("--jq %q: encode result: %w", expr, e)
+			return false
 		}
 		buf.Write(escapeUnsafe(line))
 		buf.WriteByte('\n')
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	_, err = w.Write(buf.Bytes())
 	return err
-}
-
-// jqValue converts decoded JSON into the values gojq accepts: json.Number
-// becomes an int when it is one, else a float64.
-func jqValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jqValue(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = jqValue(e)
-		}
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return int(i)
-		}
-		if f, err := x.Float64(); err == nil {
-			return f
-		}
-	}
-	return v
 }
 
 // PrintJSONLine writes v as one line of JSON (a document per line, for

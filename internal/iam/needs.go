@@ -20,8 +20,9 @@ const (
 	// BatchGetItem reads many items by key (overrides and buckets before a
 	// lever moves them, the known dependencies' overrides of a listing).
 	BatchGetItem = "dynamodb:BatchGetItem"
-	// Query reads the table's sparse indexes (audit by day, subject or
-	// actor; the overrides index's keys).
+	// Query reads the table's sparse indexes (the lists index's audit
+	// records and overrides; audit by day, subject or actor; the overrides
+	// index's keys).
 	Query          = "dynamodb:Query"
 	GetSecretValue = "secretsmanager:GetSecretValue"
 	PutSecretValue = "secretsmanager:PutSecretValue"

@@ -18,10 +18,11 @@ var dataPlane = []string{
 	module + "internal/dataplane",
 }
 
-// hosts run the sandbox fleet, or contain the command that does.
+// hosts run the sandbox fleet, or contain the command that does: the full
+// program and its wiring (koshactl's front hands the sandbox to it).
 var hosts = []string{
-	module + "cmd/koshactl",
-	module + "internal/cmd/root",
+	module + "cmd/koshactl-full",
+	module + "internal/cmd/factory",
 	module + "internal/cmd/sandbox",
 	module + "internal/testutil/clitest",
 	module + "internal/testutil/sandboxtest",

@@ -447,9 +447,11 @@ func TestAForgedMarkerClearsNothing(t *testing.T) {
 	marker := `{"file":"prod","window":"postgres@2026-12-05T02:00:00Z","sha256":"x"}`
 	for _, it := range []store.Item{
 		{store.PK: breaker.OverrideKey("Core API"), "state": "forced_open", "reason": "incident", "actor": "oncall",
-			"created_at": t0.UnixMilli(), "version": int64(1), "managed_by": marker, store.IndexOverrides.Attr: breaker.OverrideIndexKey},
+			"created_at": t0.UnixMilli(), "version": int64(1), "managed_by": marker, store.IndexOverrides.Attr: breaker.OverrideIndexKey,
+			store.IndexLists.Attr: breaker.OverrideIndexKey, store.IndexLists.Sort: breaker.OverrideKey("Core API")},
 		{store.PK: breaker.OverrideKey("core-api"), "state": "forced_open", "reason": "incident", "actor": "oncall",
-			"created_at": t0.UnixMilli(), "version": int64(1), "managed_by": marker, store.IndexOverrides.Attr: breaker.OverrideIndexKey},
+			"created_at": t0.UnixMilli(), "version": int64(1), "managed_by": marker, store.IndexOverrides.Attr: breaker.OverrideIndexKey,
+			store.IndexLists.Attr: breaker.OverrideIndexKey, store.IndexLists.Sort: breaker.OverrideKey("core-api")},
 	} {
 		if err := e.st.Put(ctx, it, store.IfAbsent()); err != nil {
 			t.Fatal(err)

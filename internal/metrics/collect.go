@@ -2,16 +2,18 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 )
 
-// OverrideLister reads every breaker override item, active or expired, by
-// key: the known dependencies' consistently, the others through the
-// overrides index; *breaker.Overrides implements it.
+// OverrideLister reads every breaker override item, active or expired: the
+// known dependencies' consistently by key, the others from the lists index;
+// *breaker.Overrides implements it.
 type OverrideLister interface {
 	ListFor(ctx context.Context, known []string) ([]breaker.Override, error)
 }
@@ -61,32 +63,73 @@ func (c *Collector) Breakdowns() int {
 	return len(c.Known)
 }
 
-// Collect reads the overrides, then the gauges of the dependencies shown
-// and of every overridden one, and merges them. A failing source leaves its
-// part empty and its error in the collection.
+// Collect reads the overrides and the gauges of the dependencies shown,
+// together (one round trip for both), and merges them. An overridden
+// dependency the gauges were neither asked for nor reported (one the
+// context does not know, on a source that reads only what it is asked:
+// CloudWatch) is fetched after, in a second round only then; if that read
+// fails the view keeps what the first returned and says so in the
+// snapshot's warnings. A failing source leaves its part empty and its error
+// in the collection.
 func (c *Collector) Collect(ctx context.Context) Collection {
 	deps := c.Known
 	if len(c.Only) > 0 {
 		deps = c.Only
 	}
-	overrides, storeErr := c.Overrides.ListFor(ctx, c.Known)
-	ask := slices.Clone(deps)
-	for _, o := range overrides {
-		ask = append(ask, o.Dependency)
+	type listed struct {
+		overrides []breaker.Override
+		err       error
 	}
-	req := FetchRequest{Dependencies: ask, Window: c.Window}
+	read := make(chan listed, 1)
+	go func() {
+		o, err := c.Overrides.ListFor(ctx, c.Known)
+		read <- listed{o, err}
+	}()
+	req := FetchRequest{Dependencies: slices.Clone(deps), Window: c.Window}
 	if c.AllInstances {
 		req.Instances = slices.Clone(deps)
 	}
 	snap, gaugeErr := c.Gauges.Fetch(ctx, req)
+	l := <-read
+	if gaugeErr == nil {
+		var more []string
+		for _, o := range l.overrides {
+			if _, ok := snap.Series[o.Dependency]; !ok && !slices.Contains(more, o.Dependency) {
+				more = append(more, o.Dependency)
+			}
+		}
+		if len(more) > 0 {
+			extra, err := c.Gauges.Fetch(ctx, FetchRequest{Dependencies: more, Window: c.Window})
+			if err != nil {
+				snap.Warnings = append(snap.Warnings, fmt.Sprintf("the gauges of %s could not be read: %v", strings.Join(more, ", "), err))
+			} else {
+				snap.add(extra)
+			}
+		}
+	}
 	now := c.Clock.Now()
-	col := Collection{StoreErr: storeErr, GaugeErr: gaugeErr, At: now}
+	col := Collection{StoreErr: l.err, GaugeErr: gaugeErr, At: now}
 	if gaugeErr == nil {
 		col.Snapshot = &snap
 	}
-	col.Statuses = Merge(deps, overrides, col.Snapshot, now)
+	col.Statuses = Merge(deps, l.overrides, col.Snapshot, now)
 	if len(c.Only) > 0 {
 		col.Statuses = slices.DeleteFunc(col.Statuses, func(s DependencyStatus) bool { return !slices.Contains(c.Only, s.Dependency) })
 	}
 	return col
+}
+
+// add takes another fetch's series, requests and warnings into s.
+func (s *Snapshot) add(o Snapshot) {
+	if s.Series == nil {
+		s.Series = map[string]Series{}
+	}
+	for k, v := range o.Series {
+		if _, ok := s.Series[k]; !ok {
+			s.Series[k] = v
+		}
+	}
+	s.Requests += o.Requests
+	s.Metrics += o.Metrics
+	s.Warnings = append(s.Warnings, o.Warnings...)
 }

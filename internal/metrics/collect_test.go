@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 type listOverrides struct {
@@ -47,21 +48,25 @@ func TestCollectorFetchesMergesAndFilters(t *testing.T) {
 	for _, s := range col.Statuses {
 		names = append(names, s.Dependency)
 	}
-	// The gauges are asked for the known and the overridden dependencies,
-	// without a breakdown; the view adds what the source reported.
-	if req := g.asked[0]; !slices.Equal(req.Dependencies, []string{"openai", "postgres", "legacy-api"}) || len(req.Instances) != 0 {
-		t.Errorf("fetch asked %+v", req)
+	// The gauges are asked for the known dependencies, without a breakdown,
+	// beside the overrides; then for the overridden one the source neither
+	// was asked for nor reported. The view adds what the source reported.
+	if len(g.asked) != 2 || !slices.Equal(g.asked[0].Dependencies, []string{"openai", "postgres"}) || len(g.asked[0].Instances) != 0 ||
+		!slices.Equal(g.asked[1].Dependencies, []string{"legacy-api"}) {
+		t.Errorf("fetches asked %+v", g.asked)
 	}
-	if !slices.Equal(names, []string{"discovered", "legacy-api", "openai", "postgres"}) || col.Snapshot == nil || !col.At.Equal(now) {
+	if !slices.Equal(names, []string{"discovered", "legacy-api", "openai", "postgres"}) || col.Snapshot == nil || !col.At.Equal(now) ||
+		len(col.Snapshot.Series["legacy-api"].Timeline) != 1 {
 		t.Errorf("statuses %v, snapshot %v, at %s", names, col.Snapshot != nil, col.At)
 	}
 
 	// Only the named ones, and their breakdown when asked for.
 	c.Only, c.AllInstances = []string{"postgres"}, true
+	g.asked = nil
 	col = c.Collect(context.Background())
-	if len(col.Statuses) != 1 || col.Statuses[0].Dependency != "postgres" || !slices.Equal(g.asked[1].Instances, []string{"postgres"}) ||
+	if len(col.Statuses) != 1 || col.Statuses[0].Dependency != "postgres" || !slices.Equal(g.asked[0].Instances, []string{"postgres"}) ||
 		c.Breakdowns() != 1 {
-		t.Errorf("filtered: %d statuses, asked %+v, %d breakdowns", len(col.Statuses), g.asked[1], c.Breakdowns())
+		t.Errorf("filtered: %d statuses, asked %+v, %d breakdowns", len(col.Statuses), g.asked[0], c.Breakdowns())
 	}
 
 	// A failing store leaves the gauges' part.
@@ -69,5 +74,44 @@ func TestCollectorFetchesMergesAndFilters(t *testing.T) {
 	col = c.Collect(context.Background())
 	if col.StoreErr == nil || col.GaugeErr != nil || len(col.Statuses) != 1 || col.Statuses[0].State != metrics.Closed {
 		t.Errorf("store failure: %+v", col)
+	}
+}
+
+// rendezvous is an override lister and a gauge source that each answer
+// only once the other has been asked: a collector that reads one after the
+// other never gets both answers.
+type rendezvous struct {
+	listed, fetched chan struct{}
+}
+
+func (r *rendezvous) ListFor(ctx context.Context, _ []string) ([]breaker.Override, error) {
+	close(r.listed)
+	return nil, r.await(ctx, r.fetched)
+}
+
+func (r *rendezvous) Describe() string { return "rendezvous" }
+
+func (r *rendezvous) Fetch(ctx context.Context, _ metrics.FetchRequest) (metrics.Snapshot, error) {
+	close(r.fetched)
+	return metrics.Snapshot{Series: map[string]metrics.Series{}}, r.await(ctx, r.listed)
+}
+
+func (r *rendezvous) await(ctx context.Context, other chan struct{}) error {
+	select {
+	case <-other:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// The overrides and the gauges are read at once: one round trip for both.
+func TestCollectorReadsTheTableAndTheGaugesTogether(t *testing.T) {
+	r := &rendezvous{listed: make(chan struct{}), fetched: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(t.Context(), wait.Ceiling)
+	defer cancel()
+	col := (&metrics.Collector{Overrides: r, Gauges: r, Clock: clock.NewFake(now), Known: []string{"openai"}}).Collect(ctx)
+	if col.StoreErr != nil || col.GaugeErr != nil {
+		t.Errorf("the table: %v; the gauges: %v; want both read, each while the other was", col.StoreErr, col.GaugeErr)
 	}
 }

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -197,44 +198,97 @@ type ListResult struct {
 	Malformed []error
 }
 
-// List scans every bucket and evaluates it now.
+// List scans every bucket and evaluates it now ([Buckets.Each],
+// collected).
 func (b *Buckets) List(ctx context.Context, q ListQuery) (ListResult, error) {
+	var res ListResult
+	stats, err := b.Each(ctx, q, func(s Status) bool { res.Buckets = append(res.Buckets, s); return true })
+	if err != nil {
+		return ListResult{}, err
+	}
+	res.Matched, res.Malformed = stats.Matched, stats.Malformed
+	return res, nil
+}
+
+// ListStats is what a listing met besides the buckets it yielded.
+type ListStats struct {
+	// Matched counts matching buckets before Limit.
+	Matched int
+	// Malformed lists items under the rl# prefix that are not valid
+	// buckets; they are skipped, not fatal.
+	Malformed []error
+}
+
+// Each scans every bucket, evaluates it now, and passes the matching ones
+// to yield in q.Sort order, at most q.Limit of them, as early as the order
+// allows: on a store that scans in key order (the embedded store) the
+// client order is the scan's, so each bucket is passed as it is read, and
+// a listing holds a page of the scan; otherwise the buckets are sorted
+// first, holding only the q.Limit first (a heap), or without a limit every
+// matching bucket's status (not its item). It scans to the end to count
+// Matched.
+func (b *Buckets) Each(ctx context.Context, q ListQuery, yield func(Status) bool) (ListStats, error) {
 	switch q.Sort {
 	case "":
 		q.Sort = SortClient
 	case SortClient, SortTokens, SortUpdated:
 	default:
-		return ListResult{}, fmt.Errorf("list buckets: unknown sort order %q", q.Sort)
+		return ListStats{}, fmt.Errorf("list buckets: unknown sort order %q", q.Sort)
 	}
 	now := b.clock.Now()
-	var res ListResult
+	var stats ListStats
+	inOrder := b.InScanOrder(q)
+	var held statusHeap
+	held.less = lessBy(q.Sort)
+	stopped := false
 	for it, err := range b.store.Scan(ctx, store.ScanQuery{Prefix: KeyPrefix, Segments: q.Segments, Progress: q.Progress,
 		Rate: q.Rate, Stats: q.Stats}) {
 		if err != nil {
-			return ListResult{}, fmt.Errorf("list buckets: %w", err)
+			return ListStats{}, fmt.Errorf("list buckets: %w", err)
 		}
 		bk, err := BucketFromItem(it)
 		if err != nil {
-			res.Malformed = append(res.Malformed, err)
+			stats.Malformed = append(stats.Malformed, err)
 			continue
 		}
 		s := StatusOf(bk.Client, &bk, b.limits, now)
 		if q.Throttled && !s.Throttled() {
 			continue
 		}
-		res.Buckets = append(res.Buckets, s)
+		stats.Matched++
+		switch {
+		case inOrder:
+			if !stopped && (q.Limit == 0 || stats.Matched <= q.Limit) {
+				stopped = !yield(s)
+			}
+		case q.Limit > 0:
+			held.keep(s, q.Limit)
+		default:
+			held.s = append(held.s, s)
+		}
 	}
-	sortStatuses(res.Buckets, q.Sort)
-	res.Matched = len(res.Buckets)
-	if q.Limit > 0 && len(res.Buckets) > q.Limit {
-		res.Buckets = res.Buckets[:q.Limit]
+	if inOrder {
+		return stats, nil
 	}
-	return res, nil
+	sort.Slice(held.s, func(i, j int) bool { return held.less(held.s[i], held.s[j]) })
+	for _, s := range held.s {
+		if !yield(s) {
+			break
+		}
+	}
+	return stats, nil
 }
 
-func sortStatuses(s []Status, by SortBy) {
-	sort.Slice(s, func(i, j int) bool {
-		a, b := s[i], s[j]
+// InScanOrder reports whether [Buckets.Each] passes q's buckets as it
+// reads them: in client order, on a store that scans in key order, in one
+// segment.
+func (b *Buckets) InScanOrder(q ListQuery) bool {
+	return (q.Sort == SortClient || q.Sort == "") && store.ScansInKeyOrder(b.store) && q.Segments <= 1
+}
+
+// lessBy is the order by: whether a comes before b.
+func lessBy(by SortBy) func(a, b Status) bool {
+	return func(a, b Status) bool {
 		switch by {
 		case SortTokens:
 			if a.Tokens != b.Tokens {
@@ -248,7 +302,37 @@ func sortStatuses(s []Status, by SortBy) {
 			// The tie-break below is the whole order.
 		}
 		return a.Client < b.Client
-	})
+	}
+}
+
+// statusHeap holds the first n statuses by less met so far: a heap whose
+// root is the last of them.
+type statusHeap struct {
+	s    []Status
+	less func(a, b Status) bool
+}
+
+func (h *statusHeap) Len() int           { return len(h.s) }
+func (h *statusHeap) Less(i, j int) bool { return h.less(h.s[j], h.s[i]) }
+func (h *statusHeap) Swap(i, j int)      { h.s[i], h.s[j] = h.s[j], h.s[i] }
+func (h *statusHeap) Push(x any)         { h.s = append(h.s, x.(Status)) }
+func (h *statusHeap) Pop() any {
+	last := h.s[len(h.s)-1]
+	h.s = h.s[:len(h.s)-1]
+	return last
+}
+
+// keep takes s into the first n, dropping the last of them when s comes
+// before it.
+func (h *statusHeap) keep(s Status, n int) {
+	if len(h.s) < n {
+		heap.Push(h, s)
+		return
+	}
+	if h.less(s, h.s[0]) {
+		h.s[0] = s
+		heap.Fix(h, 0)
+	}
 }
 
 // Op is an operator change to a bucket.

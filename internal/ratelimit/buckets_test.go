@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
 
 // newLimiter is the reference data plane's limiter on s, taking from the
@@ -568,6 +571,96 @@ func TestOpNames(t *testing.T) {
 	} {
 		if op.String() != want[0] || op.Action() != want[1] {
 			t.Errorf("%v: %s %s", op, op.String(), op.Action())
+		}
+	}
+}
+
+// scanCount counts the items a store's scans have yielded.
+type scanCount struct {
+	ratelimit.ListStore
+	scanned int
+}
+
+func (s *scanCount) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error] {
+	return func(yield func(store.Item, error) bool) {
+		for it, err := range s.ListStore.Scan(ctx, q) {
+			s.scanned++
+			if !yield(it, err) {
+				return
+			}
+		}
+	}
+}
+
+// ScansInKeyOrder is the wrapped store's.
+func (s *scanCount) ScansInKeyOrder() bool { return store.ScansInKeyOrder(s.ListStore) }
+
+// Each passes the buckets in every order, at most the limit of them, the
+// same whether the store scans in key order (the embedded store) or not;
+// in client order on the embedded store it passes the first bucket before
+// the scan has read past its first page.
+func TestBucketsEachOrdersAndLimits(t *testing.T) {
+	t.Parallel()
+	lite, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "b.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lite.Close() })
+	mem := ratelimittest.NewMemStore()
+	const n = 1200
+	for i := range n {
+		bk := ratelimit.Bucket{Client: fmt.Sprintf("c%04d", (i*7919)%n), Tokens: float64(i % 17), UpdatedAtMs: t0 - int64(i%23)*1000}
+		mem.Set(bk.Item())
+		if err := lite.Put(context.Background(), bk.Item(), store.Always()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var want map[string][]string
+	for name, base := range map[string]ratelimit.ListStore{"memory": mem, "sqlite": lite} {
+		s := &scanCount{ListStore: base}
+		b := newBuckets(t, s, clock.NewFake(epoch))
+		got := map[string][]string{}
+		for _, sort := range ratelimit.SortOrders {
+			for _, limit := range []int{0, 1, 10, n + 5} {
+				var clients []string
+				s.scanned = 0
+				firstAt := -1
+				stats, err := b.Each(context.Background(), ratelimit.ListQuery{Sort: sort, Limit: limit}, func(st ratelimit.Status) bool {
+					if firstAt < 0 {
+						firstAt = s.scanned
+					}
+					clients = append(clients, st.Client)
+					return true
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := fmt.Sprintf("%s/%d", sort, limit)
+				got[key] = clients
+				if stats.Matched != n || (limit > 0 && len(clients) != min(limit, n)) || (limit == 0 && len(clients) != n) {
+					t.Errorf("%s %s: %d passed of %d matched", name, key, len(clients), stats.Matched)
+				}
+				if name == "sqlite" && sort == ratelimit.SortClient && firstAt > sqlite.DefaultPageSize {
+					t.Errorf("%s %s: the first bucket was passed after %d items were scanned, want within the first page", name, key, firstAt)
+				}
+			}
+		}
+		if want == nil {
+			want = got
+			// The reference: the whole listing sorted, cut at the limit.
+			for _, sort := range ratelimit.SortOrders {
+				for _, limit := range []int{1, 10} {
+					if all := got[fmt.Sprintf("%s/0", sort)]; !slices.Equal(got[fmt.Sprintf("%s/%d", sort, limit)], all[:limit]) {
+						t.Errorf("%s %s limit %d: %v, want the first of %v", name, sort, limit, got[fmt.Sprintf("%s/%d", sort, limit)], all[:limit])
+					}
+				}
+			}
+			continue
+		}
+		for k, v := range got {
+			if !slices.Equal(v, want[k]) {
+				t.Errorf("%s %s differs from the other store's", name, k)
+			}
 		}
 	}
 }

@@ -52,7 +52,9 @@ const clearAllOnMoto = 500
 // apart; moto's requests pass one at a time (its front). Every
 // clear must be recorded exactly once.
 func BenchmarkClearAll(b *testing.B) {
-	bin := procbench.Build(b, "github.com/kosha-platform/koshactl/cmd/koshactl")
+	// koshactl-full: a local context's commands run there (the front hands
+	// them over), and on moto it runs what the front would.
+	bin := procbench.Build(b, "github.com/kosha-platform/koshactl/cmd/koshactl-full")
 	b.Run(fmt.Sprintf("store=embedded/overrides=%d", clearAllOverrides), func(b *testing.B) {
 		dir := b.TempDir()
 		round := 0

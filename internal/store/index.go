@@ -47,19 +47,31 @@ func GetMany(ctx context.Context, s interface {
 }
 
 // Index is a secondary index of the control table. Items that carry the
-// string attribute Attr are indexed under its value, sorted by pk; items
-// without it are not in the index (a sparse index). Every index sorts by
-// pk, so a range of pks (audit records' time-ordered keys) is a range of
-// the index.
+// string attribute Attr (and Sort, when the index names one) are indexed
+// under its value, sorted by pk or by Sort; items without them are not in
+// the index (a sparse index). An index sorted by pk has a range of pks
+// (audit records' time-ordered keys) as a range of the index.
 type Index struct {
 	// Name is the index's name (the DynamoDB GSI name).
 	Name string
 	// Attr is the string attribute the index is partitioned by.
 	Attr string
+	// Sort is the string attribute the index sorts by (its sort key); ""
+	// sorts by pk. An item is in the index only when it carries both
+	// attributes.
+	Sort string
 	// KeysOnly is true when the index holds only keys (DynamoDB projection
 	// KEYS_ONLY); readers then read the items themselves by key. Otherwise
 	// every attribute is projected.
 	KeysOnly bool
+}
+
+// SortAttr is the attribute ix sorts by: Sort, or [PK].
+func (ix Index) SortAttr() string {
+	if ix.Sort != "" {
+		return ix.Sort
+	}
+	return PK
 }
 
 // The control table's indexes (docs/contracts/store.md). Their attributes are
@@ -74,11 +86,17 @@ var (
 	// IndexOverrides holds the keys of breaker override items (Attr is
 	// "breaker" on every one of them).
 	IndexOverrides = Index{Name: "overrides", Attr: "ix_override", KeysOnly: true}
+	// IndexLists holds what a list reads in one query, whole items: audit
+	// records in two partitions ("audit#0", "audit#1"), each sorted by time
+	// ("<epoch ms>#<id>", whatever the record's pk prefix), and every
+	// breaker override in one ("breaker", sorted by pk).
+	IndexLists = Index{Name: "lists", Attr: "ix_list", Sort: "ix_list_sort"}
 )
 
 // Indexes lists every index of the control table, in the order `store init`
-// and `store migrate` create them.
-var Indexes = []Index{IndexAuditDay, IndexAuditSubject, IndexAuditActor, IndexOverrides}
+// and `store migrate` create them (and the deployment templates' IndexCount
+// declares them: a new index goes last).
+var Indexes = []Index{IndexAuditDay, IndexAuditSubject, IndexAuditActor, IndexOverrides, IndexLists}
 
 // ErrIndexMissing reports a query on an index the table does not have yet
 // (a table created before the index existed): run `koshactl store migrate`.
@@ -89,9 +107,10 @@ type IndexQuery struct {
 	Index Index
 	// Key is the value of Index.Attr to read.
 	Key string
-	// From and To bound the items' pk, both inclusive; empty is unbounded.
+	// From and To bound the items' sort key (pk, or the index's Sort
+	// attribute), both inclusive; empty is unbounded.
 	From, To string
-	// Descending yields the highest pk first.
+	// Descending yields the highest sort key first.
 	Descending bool
 	// Limit stops after that many items; zero reads the whole range. A
 	// backend asks for no more than Limit items, so a limited query examines
@@ -108,6 +127,38 @@ type IndexQuery struct {
 // yields an error wrapping [ErrIndexMissing].
 type Querier interface {
 	Query(ctx context.Context, q IndexQuery) iter.Seq2[Item, error]
+}
+
+// ConsistentQuerier is a [Querier] whose index reads are strongly
+// consistent and yield whole items, keys-only indexes too (the embedded
+// store): what a query returned is the item as stored, so a reader reads
+// none of it again by key.
+type ConsistentQuerier interface {
+	Querier
+	// QueriesConsistent is true; it marks the implementation.
+	QueriesConsistent() bool
+}
+
+// QueriesConsistent reports whether s's index queries are consistent and
+// yield whole items ([ConsistentQuerier]).
+func QueriesConsistent(s any) bool {
+	c, ok := s.(ConsistentQuerier)
+	return ok && c.QueriesConsistent()
+}
+
+// KeyOrderScanner is a store whose scans yield items in pk order (the
+// embedded store), so a listing in that order can print each item as it
+// is read. DynamoDB's do not (a scan follows the partitions' hash order).
+type KeyOrderScanner interface {
+	// ScansInKeyOrder is true; it marks the implementation.
+	ScansInKeyOrder() bool
+}
+
+// ScansInKeyOrder reports whether s's scans yield items in pk order
+// ([KeyOrderScanner]).
+func ScansInKeyOrder(s any) bool {
+	o, ok := s.(KeyOrderScanner)
+	return ok && o.ScansInKeyOrder()
 }
 
 // ReadStats counts what reads examined. It is safe for concurrent use; the

@@ -102,11 +102,13 @@ func (throttledError) Is(target error) bool { return errors.Is(ErrUnavailable, t
 const (
 	// MaxPKBytes is the longest partition key, in UTF-8 bytes.
 	MaxPKBytes = 2048
-	// MaxIndexedPKBytes is the longest pk of an item in an index: every
-	// index sorts by pk, and DynamoDB caps a sort key at 1,024 bytes (a
-	// longer one makes the write fail). Items with a longer pk stay out of
-	// the indexes.
+	// MaxIndexedPKBytes is the longest pk of an item in an index sorted by
+	// pk: DynamoDB caps a sort key at 1,024 bytes (a longer one makes the
+	// write fail). Items with a longer pk stay out of those indexes.
 	MaxIndexedPKBytes = 1024
+	// MaxSortKeyBytes is the longest value of an index's Sort attribute
+	// (DynamoDB's cap on a sort key).
+	MaxSortKeyBytes = 1024
 	// MaxIndexKeyBytes is the longest value of an index's attribute (the
 	// index's partition key, capped at 2,048 bytes like a table's). DynamoDB
 	// also refuses an empty string there, and any type but the index's
@@ -376,6 +378,11 @@ func (it Item) Validate() error {
 		return fmt.Errorf("%w: pk is %d bytes, more than %d", ErrInvalidItem, len(pk), MaxPKBytes)
 	}
 	for _, ix := range Indexes {
+		if v, ok := it[ix.Sort]; ok && ix.Sort != "" {
+			if err := SortKeyError(ix, v); err != nil {
+				return fmt.Errorf("%w: %w", ErrInvalidItem, err)
+			}
+		}
 		v, ok := it[ix.Attr]
 		if !ok {
 			continue
@@ -425,11 +432,30 @@ func IndexKeyError(ix Index, v any) error {
 	return nil
 }
 
+// SortKeyError says why DynamoDB would refuse v as the value of ix's Sort
+// attribute, the index's sort key: not a string, empty, or longer than
+// [MaxSortKeyBytes]. DynamoDB refuses such a value whether or not the item
+// carries the index's partition attribute, so [Item.Validate] refuses it
+// too.
+func SortKeyError(ix Index, v any) error {
+	s, ok := v.(string)
+	switch {
+	case !ok:
+		return fmt.Errorf("%s (the sort key of index %s) is a %T, not a string", ix.Sort, ix.Name, v)
+	case s == "":
+		return fmt.Errorf("%s (the sort key of index %s) is empty", ix.Sort, ix.Name)
+	case len(s) > MaxSortKeyBytes:
+		return fmt.Errorf("%s (the sort key of index %s) is %d bytes, more than %d", ix.Sort, ix.Name, len(s), MaxSortKeyBytes)
+	}
+	return nil
+}
+
 // IndexedPKError says why an item with this pk cannot be in index ix: the
 // index sorts by pk, and pk is longer than a sort key may be
-// ([MaxIndexedPKBytes]). It is nil for a pk the index takes.
+// ([MaxIndexedPKBytes]). It is nil for a pk the index takes, and for every
+// pk when ix sorts by its own attribute.
 func IndexedPKError(ix Index, pk string) error {
-	if len(pk) > MaxIndexedPKBytes {
+	if ix.Sort == "" && len(pk) > MaxIndexedPKBytes {
 		return fmt.Errorf("pk is %d bytes, more than the %d an item in index %s may have (its sort key)", len(pk), MaxIndexedPKBytes, ix.Name)
 	}
 	return nil

@@ -154,6 +154,15 @@ func MarshalTyped(v any) ([]byte, error) {
 	return json.Marshal(t)
 }
 
+// DecodeNumber reads the text of a stored number (DynamoDB's N: decimal,
+// never NaN, Inf or hex) as [ParseNumber] does.
+func DecodeNumber(s string) (any, error) {
+	if _, ok := parseDecimal(s); !ok {
+		return nil, fmt.Errorf("number %q is not decimal", s)
+	}
+	return ParseNumber(s)
+}
+
 // UnmarshalTyped reads one value in DynamoDB's JSON notation (see
 // [MarshalTyped]): an object with exactly one of the ten type names.
 func UnmarshalTyped(data []byte) (any, error) { return unmarshalTyped(data, 0) }
@@ -188,11 +197,7 @@ func decodeTyped(kind string, raw json.RawMessage, depth int) (any, error) {
 	case "N":
 		var s string
 		if err = strict(raw, &s); err == nil {
-			// DynamoDB's number syntax: never NaN, Inf or hex.
-			if _, ok := parseDecimal(s); !ok {
-				return nil, fmt.Errorf("number %q is not decimal", s)
-			}
-			return ParseNumber(s)
+			return DecodeNumber(s)
 		}
 	case "BOOL":
 		var b bool

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -233,7 +235,7 @@ func query(f *cmdenv.Factory, env *cmdenv.Env, opts *ListOptions, now time.Time)
 	return q, nil
 }
 
-// RunList lists the records.
+// RunList lists the records, printing each as it is read.
 func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -248,29 +250,114 @@ func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 	if opts.Follow {
 		return follow(ctx, f, env, opts, ann)
 	}
-	l, err := readList(ctx, f, env, opts)
+	return printList(ctx, f, env, opts, ann)
+}
+
+// printList prints the records as the log yields them, each flagged by the
+// table's policy, which is read beside the first page of records (one
+// round trip for both); with --unapproved the policy is read first, its
+// since bounding the records read. The unapproved records are announced
+// (--notify) oldest first once the listing is printed.
+func printList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListOptions, ann *announcer) error {
+	now := f.Clock.Now()
+	q, err := query(f, env, opts, now)
 	if err != nil {
 		return err
 	}
-	now := f.Clock.Now()
-	recs := l.doc.Items
+	log := audit.NewLog(env.Store, f.Clock, env.Name)
+	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	type loaded struct {
+		since time.Time
+		err   error
+	}
+	pol := make(chan loaded, 1)
+	var problem string
+	if opts.Unapproved {
+		since, why, err := unapprovedSince(ctx, f, env, false)
+		if err != nil {
+			return err
+		}
+		problem = why
+		pol <- loaded{since: since}
+		q = onlyUnapproved(env.PolicySchema(), q, &since)
+	} else {
+		go func() {
+			s, _, err := env.Policies().Since(ctx)
+			pol <- loaded{s, err}
+		}()
+	}
 	ios := f.IOStreams
+	tty := ios.IsStdoutTTY()
 	none := "No audit records match."
 	if opts.Unapproved {
 		none = "No unapproved lever changes."
 	}
-	err = listing.Print(ios, listing.List{Format: opts.Output, Doc: l.doc,
-		Rows: len(recs), Header: tableHeaders, Write: func(tw *cmdutil.Table) { writeRows(tw, ios, recs, now) },
-		None:     none,
-		Problems: l.unreadable, Noun: "audit record", Fix: followFix})
+	doc := ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: []audit.Record{}, Unreadable: []store.Problem{}}
+	out, err := listing.NewStream(ios, listing.Spec[audit.Record]{Format: opts.Output, Doc: doc, Key: "items",
+		View: func(r audit.Record) any { return r }, Header: tableHeaders, Row: func(r audit.Record) []string { return row(r, now, tty) },
+		None: none, Noun: "audit record", Fix: followFix})
+	if err != nil {
+		return err
+	}
+	var (
+		since      time.Time
+		policyRead bool
+		unreadable []store.Problem
+		flagged    []audit.Record
+	)
+	// awaitPolicy waits for the table's policy, once: the records are
+	// flagged by it.
+	awaitPolicy := func() error {
+		if !policyRead {
+			policyRead = true
+			lp := <-pol
+			since = lp.since
+			return lp.err
+		}
+		return nil
+	}
+	if opts.Unapproved {
+		_ = awaitPolicy() // read already: its since bounds the records
+	}
+	// --unapproved on a table without a policy reads nothing: no change
+	// can be unapproved.
+	sch := env.PolicySchema()
+	if !opts.Unapproved || !since.IsZero() {
+		for rd, err := range log.Read(ctx, q) {
+			if err != nil {
+				return err
+			}
+			if err := awaitPolicy(); err != nil {
+				return err
+			}
+			unreadable = append(unreadable, rd.Problems...)
+			if !rd.Dated {
+				continue
+			}
+			r := rd.Record
+			r.Unapproved = sch.Unapproved(r, since)
+			if r.Unapproved && opts.Unapproved {
+				flagged = append(flagged, r)
+			}
+			if err := out.Add(r); err != nil {
+				return err
+			}
+		}
+	}
+	if err := awaitPolicy(); err != nil {
+		return err
+	}
+	slices.SortStableFunc(unreadable, func(a, b store.Problem) int { return strings.Compare(a.PK, b.PK) })
+	doc.Unreadable = listing.Problems(unreadable)
+	err = out.End(doc, "", unreadable)
 	if !opts.Unapproved || (err != nil && exitcode.Of(err) != exitcode.Partial) {
 		return err
 	}
 	// Oldest first: the channel reads them in the order they were made.
-	for i := len(recs) - 1; i >= 0; i-- {
-		ann.announce(ctx, recs[i], l.policySince)
+	for i := len(flagged) - 1; i >= 0; i-- {
+		ann.announce(ctx, flagged[i], since)
 	}
-	return foundUnapproved(len(recs), l.policySince, err, l.policyProblem)
+	return foundUnapproved(len(flagged), since, err, problem)
 }
 
 var tableHeaders = []string{"TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON"}
@@ -278,26 +365,31 @@ var tableHeaders = []string{"TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "RE
 func writeRows(tw *cmdutil.Table, ios *iostreams.IOStreams, recs []audit.Record, now time.Time) {
 	tty := ios.IsStdoutTTY()
 	for _, r := range recs {
-		actor := r.Actor
-		if r.ActorSource == audit.ActorUnverified {
-			actor += " (unverified)"
-		}
-		if r.DataPlane {
-			// The data plane's role writes these alone: its word, never an
-			// operator's lever change.
-			actor += " (data plane)"
-		}
-		outcome := r.Outcome
-		switch {
-		case r.Unapproved:
-			outcome += " UNAPPROVED"
-		case r.Approval.BreakGlass():
-			outcome += " BREAK-GLASS"
-		case r.Approval != nil && r.Approval.Decision == audit.DecisionApproved:
-			outcome += " (approved)"
-		}
-		tw.Row(cmdutil.FormatTime(r.Time, now, tty), actor, r.Action, r.Subject, outcome, r.Reason)
+		tw.Row(row(r, now, tty)...)
 	}
+}
+
+// row is a record's cells in the table.
+func row(r audit.Record, now time.Time, tty bool) []string {
+	actor := r.Actor
+	if r.ActorSource == audit.ActorUnverified {
+		actor += " (unverified)"
+	}
+	if r.DataPlane {
+		// The data plane's role writes these alone: its word, never an
+		// operator's lever change.
+		actor += " (data plane)"
+	}
+	outcome := r.Outcome
+	switch {
+	case r.Unapproved:
+		outcome += " UNAPPROVED"
+	case r.Approval.BreakGlass():
+		outcome += " BREAK-GLASS"
+	case r.Approval != nil && r.Approval.Decision == audit.DecisionApproved:
+		outcome += " (approved)"
+	}
+	return []string{cmdutil.FormatTime(r.Time, now, tty), actor, r.Action, r.Subject, outcome, r.Reason}
 }
 
 // flagUnapproved marks the lever changes (sch's actions) recorded since

@@ -222,7 +222,7 @@ func TestFollowReportsUnreadableRecords(t *testing.T) {
 			"actor": {Type: "S", Text: "x"}, "action": {Type: "S", Text: "breaker.clear"}, "subject": {Type: "S", Text: subject},
 			"context": {Type: "S", Text: "local"}, "outcome": {Type: "S", Text: "ok"},
 			"ix_audit_day": {Type: "S", Text: e.Clock.Now().UTC().Format("2006-01-02")}, "ix_audit_subject": {Type: "S", Text: subject},
-			"ix_audit_actor": {Type: "S", Text: "x"}}
+			"ix_audit_actor": {Type: "S", Text: "x"}, "ix_list": {Type: "S", Text: "audit#0"}, "ix_list_sort": {Type: "S", Text: ms + "#" + id}}
 	}
 	bad := rec("00000000000000bb", "breaker#bad")
 	bad["before"] = storetest.Attr{Type: "S", Text: "{not json"}

@@ -61,10 +61,11 @@ func TestBreakerOnDynamoDBContext(t *testing.T) {
 		created != clitest.Epoch.UnixMilli() || expires != created+30*60*1000 || ttl != expires/1000 || version != 1 {
 		t.Errorf("stored item does not follow the contract: %v", it)
 	}
-	// The contract's 8 attributes plus the additive overrides-index key
-	// and the write's own token (32 hex digits).
-	if len(it) != 10 || it.Str("ix_override") != "breaker" || len(it.WriteID()) != 32 {
-		t.Errorf("stored item has attributes %v, the contract names 8 plus ix_override and write_id", it.Keys())
+	// The contract's 8 attributes plus the additive index keys (overrides,
+	// lists) and the write's own token (32 hex digits).
+	if len(it) != 12 || it.Str("ix_override") != "breaker" || it.Str("ix_list") != "breaker" || it.Str("ix_list_sort") != "breaker#openai" ||
+		len(it.WriteID()) != 32 {
+		t.Errorf("stored item has attributes %v, the contract names 8 plus ix_override, ix_list, ix_list_sort and write_id", it.Keys())
 	}
 
 	out := clitest.Decode[struct {

@@ -115,7 +115,7 @@ func testAttributesOfEveryType(t *testing.T, setup func(t *testing.T, e *clitest
 		"time": {Type: "N", Text: "1795978800001"}, "actor": {Type: "S", Text: "x"}, "action": {Type: "S", Text: "breaker.clear"},
 		"subject": {Type: "S", Text: "breaker#other"}, "context": {Type: "S", Text: "local"}, "outcome": {Type: "S", Text: "ok"},
 		"ix_audit_day": {Type: "S", Text: "2026-11-29"}, "ix_audit_subject": {Type: "S", Text: "breaker#other"},
-		"ix_audit_actor": {Type: "S", Text: "x"}}))
+		"ix_audit_actor": {Type: "S", Text: "x"}, "ix_list": {Type: "S", Text: "audit#0"}, "ix_list_sort": {Type: "S", Text: "1795978800001#00000000000000aa"}}))
 	for _, args := range [][]string{{"audit", "list"}, {"audit", "list", "--scan"}} {
 		if r = e.MustRun(0, args...); !strings.Contains(r.Stdout, "breaker#other") || !strings.Contains(r.Stdout, "mine now") {
 			t.Errorf("%v:\n%s\n%s", args, r.Stdout, r.Stderr)

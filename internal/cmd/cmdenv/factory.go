@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
@@ -52,6 +53,28 @@ type Factory struct {
 	// does not pay for it (a signal handler costs a locked OS thread and two
 	// round trips to it, a tenth of koshactl version's time).
 	OnRun func()
+
+	// What the program links beyond the common commands (docs/benchmarks/startup.md:
+	// koshactl is a front that hands what it does not link to koshactl-full).
+
+	// Groups are top-level commands beyond the common ones: the full
+	// program's mcp, dashboard and sandbox.
+	Groups []Group
+	// OpenLocal opens a local context's embedded store; nil in a program
+	// that does not link it (the front).
+	OpenLocal func(ctx context.Context, path string) (store.Store, error)
+	// HandOff, when set, runs the whole invocation (args) in the full
+	// program instead of this one, and returns only when it cannot: the
+	// front's, for what it does not link (a group above, --jq, a local
+	// context's store, the whole tree).
+	HandOff func(args []string) error
+}
+
+// Group is one top-level command a program adds to the tree: its name and
+// aliases, exactly as the command it builds has them, and how to build it.
+type Group struct {
+	Names []string
+	Build func(*Factory) *cobra.Command
 }
 
 // Env is a resolved context: its settings, the clients built from them, and

@@ -647,7 +647,7 @@ func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 				}
 				if _, err := client.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{TableName: aws.String(table),
 					Key:              map[string]types.AttributeValue{"pk": it["pk"]},
-					UpdateExpression: aws.String("REMOVE ix_audit_day, ix_audit_subject, ix_audit_actor, ix_override")}); err != nil {
+					UpdateExpression: aws.String("REMOVE ix_audit_day, ix_audit_subject, ix_audit_actor, ix_override, ix_list, ix_list_sort")}); err != nil {
 					t.Fatal(err)
 				}
 				stripped++

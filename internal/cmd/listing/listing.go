@@ -1,6 +1,8 @@
 package listing
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -62,52 +64,128 @@ func Problems(problems []store.Problem) []store.Problem {
 	return problems
 }
 
-// List is what a list command prints: in -o json|yaml its document, in
-// table mode its rows (or, when there are none, one line saying so); then
-// the items it could not read, by [Unreadable].
-type List struct {
+// Spec says how a list of T prints ([NewStream]).
+type Spec[T any] struct {
 	// Format is the --output format.
 	Format string
-	// Doc is the -o json|yaml document.
+	// Doc is the -o json|yaml document with its list, Key ("items"),
+	// empty: its fields before the list as they are final (JSON's order,
+	// and YAML's, which sorts the keys).
 	Doc any
-	// Rows is how many rows the table has; Write writes them.
-	Rows  int
-	Write func(tw *cmdutil.Table)
-	// Header is the table's header; None the line printed instead of an
-	// empty table.
+	Key string
+	// View is an item as the document holds it.
+	View func(T) any
+	// Header is the table's header, Row an item's cells; None is the line
+	// printed instead of an empty table.
 	Header []string
+	Row    func(T) []string
 	None   string
-	// Footer, when set, is written to stderr after the table ("showing 50
-	// of 70 buckets").
-	Footer string
-	// Problems are the items it could not read in full; Noun names what
-	// was listed and Fix how to repair one ([Unreadable]).
-	Problems  []store.Problem
+	// Noun names what is listed and Fix how to repair one that could not
+	// be read ([Unreadable]).
 	Noun, Fix string
 }
 
-// Print prints the list on ios and returns the partial-listing error
-// (exit 10) when some items could not be read.
-func Print(ios *iostreams.IOStreams, l List) error {
-	partial := func() error { return Unreadable(ios, l.Format, l.Problems, l.Noun, l.Fix) }
-	if l.Format != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(ios.Out, l.Format, l.Doc); err != nil {
+// Stream prints a list as it is read: in -o json|yaml its document, each
+// item written as it comes (cmdutil.DocStream), in table mode its rows
+// (cmdutil.StreamTable: the columns sized by the first rows), or, when
+// there are none, the None line; then the items it could not read, by
+// [Unreadable]. What it holds at once is one item (and, in a table, the
+// rows its columns are sized by), so a list of any length prints in bounded
+// memory. A --jq filter reads the whole document, so under --jq the items
+// are held until [Stream.End].
+type Stream[T any] struct {
+	ios   *iostreams.IOStreams
+	spec  Spec[T]
+	doc   *cmdutil.DocStream
+	table *cmdutil.StreamTable
+	held  []any // the items under --jq
+}
+
+// NewStream begins the list on ios: the document's fields before the list,
+// or nothing yet in a table.
+func NewStream[T any](ios *iostreams.IOStreams, spec Spec[T]) (*Stream[T], error) {
+	s := &Stream[T]{ios: ios, spec: spec}
+	switch {
+	case spec.Format == cmdutil.FormatTable:
+		s.table = cmdutil.NewStreamTable(ios.Out)
+		s.table.Header(ios, spec.Header...)
+	case cmdutil.Streams(spec.Format):
+		d, err := cmdutil.NewDocStream(ios.Out, spec.Format, spec.Key, spec.Doc)
+		if err != nil {
+			return nil, err
+		}
+		s.doc = d
+	}
+	return s, nil
+}
+
+// SetFix replaces how to repair an item that could not be read (Spec.Fix),
+// for a fix that depends on the items met.
+func (s *Stream[T]) SetFix(fix string) { s.spec.Fix = fix }
+
+// Add prints one item.
+func (s *Stream[T]) Add(item T) error {
+	switch {
+	case s.table != nil:
+		return s.table.Row(s.spec.Row(item)...)
+	case s.doc != nil:
+		return s.doc.Item(s.spec.View(item))
+	}
+	s.held = append(s.held, s.spec.View(item))
+	return nil
+}
+
+// End prints the rest: doc, the document again with its list empty and
+// the fields after it final; in a table the rows held (or the None line),
+// then footer on stderr when set ("showing 50 of 70 buckets"). It returns
+// the partial-listing error (exit 10) when problems is not empty.
+func (s *Stream[T]) End(doc any, footer string, problems []store.Problem) error {
+	partial := func() error { return Unreadable(s.ios, s.spec.Format, problems, s.spec.Noun, s.spec.Fix) }
+	switch {
+	case s.table != nil:
+		if s.table.Rows() == 0 {
+			fmt.Fprintln(s.ios.Out, s.spec.None)
+			return partial()
+		}
+		if err := s.table.Flush(); err != nil {
+			return err
+		}
+		if footer != "" {
+			fmt.Fprintln(s.ios.ErrOut, footer)
+		}
+		return partial()
+	case s.doc != nil:
+		if err := s.doc.End(doc); err != nil {
 			return err
 		}
 		return partial()
 	}
-	if l.Rows == 0 {
-		fmt.Fprintln(ios.Out, l.None)
-		return partial()
-	}
-	tw := cmdutil.NewTable(ios.Out)
-	tw.Header(ios, l.Header...)
-	l.Write(tw)
-	if err := tw.Flush(); err != nil {
+	// --jq: the whole document, its list filled.
+	whole, err := withList(doc, s.spec.Key, s.held)
+	if err != nil {
 		return err
 	}
-	if l.Footer != "" {
-		fmt.Fprintln(ios.ErrOut, l.Footer)
+	if err := cmdutil.PrintStructured(s.ios.Out, s.spec.Format, whole); err != nil {
+		return err
 	}
 	return partial()
+}
+
+// withList is doc, as a JSON object, with its field key set to items.
+func withList(doc any, key string, items []any) (map[string]any, error) {
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("encode output: %w", err)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("encode output: %w", err)
+	}
+	if items == nil {
+		items = []any{}
+	}
+	m[key] = items
+	return m, nil
 }

@@ -495,31 +495,37 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 	}
 }
 
-// A long scan shows progress on stderr when it is a terminal, and clears it
-// before the table; off a terminal it prints only the scan's summary.
+// A long scan whose buckets print after it (sorted by tokens) shows
+// progress on stderr when it is a terminal, and clears it before the table;
+// off a terminal it prints only the scan's summary. A listing in client
+// order on the local store prints each bucket as it is read: the rows are
+// its progress, and no progress line is drawn over them.
 func TestListProgressOnlyOnTerminal(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
 	for _, c := range []string{"a", "b", "c"} {
 		e.MustRun(0, "ratelimit", "drain", "--create", c)
 	}
-	for _, tty := range []bool{true, false} {
-		ios, _, out, errOut := iostreams.Test()
-		ios.SetStderrTTY(tty)
-		f := e.Factory(ios)
-		err := list.Run(context.Background(), f, &list.Options{Sort: "client", Output: cmdutil.FormatTable, ProgressAfterItems: 1,
-			MaxReadUnits: list.DefaultMaxReadUnits})
-		if err != nil {
-			t.Fatal(err)
-		}
-		summary := "scan: 3 items examined in 1 request, no read capacity metered (embedded store)\n"
-		shown := strings.Contains(errOut.String(), "\rscanning: ")
-		if shown != tty || tty && !strings.HasSuffix(errOut.String(), "\r\033[K"+summary) ||
-			!tty && errOut.String() != summary {
-			t.Errorf("tty=%v: stderr %q", tty, errOut.String())
-		}
-		if !strings.Contains(out.String(), "CLIENT") || strings.Contains(out.String(), "scanning") {
-			t.Errorf("tty=%v: stdout %q", tty, out.String())
+	for _, sort := range []string{"tokens", "client"} {
+		for _, tty := range []bool{true, false} {
+			ios, _, out, errOut := iostreams.Test()
+			ios.SetStderrTTY(tty)
+			f := e.Factory(ios)
+			err := list.Run(context.Background(), f, &list.Options{Sort: sort, Output: cmdutil.FormatTable, ProgressAfterItems: 1,
+				MaxReadUnits: list.DefaultMaxReadUnits})
+			if err != nil {
+				t.Fatal(err)
+			}
+			summary := "scan: 3 items examined in 1 request, no read capacity metered (embedded store)\n"
+			progress := tty && sort == "tokens"
+			shown := strings.Contains(errOut.String(), "\rscanning: ")
+			if shown != progress || progress && !strings.HasSuffix(errOut.String(), "\r\033[K"+summary) ||
+				!progress && errOut.String() != summary {
+				t.Errorf("sort %s, tty=%v: stderr %q", sort, tty, errOut.String())
+			}
+			if !strings.Contains(out.String(), "CLIENT") || strings.Contains(out.String(), "scanning") {
+				t.Errorf("sort %s, tty=%v: stdout %q", sort, tty, out.String())
+			}
 		}
 	}
 }

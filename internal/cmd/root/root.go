@@ -6,8 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -17,17 +21,13 @@ import (
 	chaoscmd "github.com/kosha-platform/koshactl/internal/cmd/chaos"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
-	dashboardcmd "github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	drillcmd "github.com/kosha-platform/koshactl/internal/cmd/drill"
 	iamcmd "github.com/kosha-platform/koshactl/internal/cmd/iam"
 	applycmd "github.com/kosha-platform/koshactl/internal/cmd/levers/apply"
 	diffcmd "github.com/kosha-platform/koshactl/internal/cmd/levers/diff"
-	mcpcmd "github.com/kosha-platform/koshactl/internal/cmd/mcp"
-	"github.com/kosha-platform/koshactl/internal/cmd/mcptools"
 	policycmd "github.com/kosha-platform/koshactl/internal/cmd/policy"
 	ratelimitcmd "github.com/kosha-platform/koshactl/internal/cmd/ratelimit"
 	requestcmd "github.com/kosha-platform/koshactl/internal/cmd/request"
-	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
 	versioncmd "github.com/kosha-platform/koshactl/internal/cmd/version"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -35,62 +35,74 @@ import (
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
-// group is one top-level command of the tree: its name and aliases, exactly
-// as the command it builds has them (TestGroupsNameTheirCommands), and how to
-// build it.
-type group struct {
-	names []string
-	build func(*cmdenv.Factory) *cobra.Command
+// groups are the top-level commands every koshactl program links, in the
+// tree's order; a program adds its own (the full program's mcp, dashboard
+// and sandbox: cmdenv.Factory.Groups). Each names itself exactly as the
+// command it builds does (TestGroupsNameTheirCommands).
+var groups = []cmdenv.Group{
+	{Names: []string{"breaker"}, Build: breakercmd.NewCmd},
+	{Names: []string{"ratelimit", "rl"}, Build: ratelimitcmd.NewCmd},
+	{Names: []string{"chaos"}, Build: chaoscmd.NewCmd},
+	{Names: []string{"drill"}, Build: drillcmd.NewCmd},
+	{Names: []string{"request"}, Build: requestcmd.NewCmd},
+	{Names: []string{"diff"}, Build: func(f *cmdenv.Factory) *cobra.Command { return diffcmd.NewCmd(f, nil) }},
+	{Names: []string{"apply"}, Build: func(f *cmdenv.Factory) *cobra.Command { return applycmd.NewCmd(f, nil) }},
+	{Names: []string{"policy"}, Build: policycmd.NewCmd},
+	{Names: []string{"audit"}, Build: auditcmd.NewCmd},
+	{Names: []string{"config"}, Build: configcmd.NewCmd},
+	{Names: []string{"store"}, Build: storecmd.NewCmd},
+	{Names: []string{"iam"}, Build: iamcmd.NewCmd},
+	{Names: []string{"version"}, Build: versioncmd.NewCmd},
 }
 
-// groups are the top-level commands, in the tree's order.
-var groups = []group{
-	{[]string{"breaker"}, breakercmd.NewCmd},
-	{[]string{"dashboard"}, func(f *cmdenv.Factory) *cobra.Command { return dashboardcmd.NewCmd(f, nil) }},
-	{[]string{"ratelimit", "rl"}, ratelimitcmd.NewCmd},
-	{[]string{"sandbox"}, func(f *cmdenv.Factory) *cobra.Command { return sandboxcmd.NewCmd(f, nil) }},
-	{[]string{"chaos"}, chaoscmd.NewCmd},
-	{[]string{"drill"}, drillcmd.NewCmd},
-	{[]string{"request"}, requestcmd.NewCmd},
-	{[]string{"diff"}, func(f *cmdenv.Factory) *cobra.Command { return diffcmd.NewCmd(f, nil) }},
-	{[]string{"apply"}, func(f *cmdenv.Factory) *cobra.Command { return applycmd.NewCmd(f, nil) }},
-	{[]string{"policy"}, policycmd.NewCmd},
-	{[]string{"audit"}, auditcmd.NewCmd},
-	{[]string{"mcp"}, func(f *cmdenv.Factory) *cobra.Command { return mcpcmd.NewCmd(f, mcptools.Tools) }},
-	{[]string{"config"}, configcmd.NewCmd},
-	{[]string{"store"}, storecmd.NewCmd},
-	{[]string{"iam"}, iamcmd.NewCmd},
-	{[]string{"version"}, versioncmd.NewCmd},
-}
+// storeFree are the groups that never open the context's store: the front
+// runs them on a local context too.
+var storeFree = []string{"config", "iam", "version"}
 
-// NewCmd builds the whole command tree on f. started is set once argument
-// parsing succeeded and a command's own code runs, so errors before that are
-// reported as usage errors.
+// NewCmd builds the whole command tree on f: the common groups and f's.
+// started is set once argument parsing succeeded and a command's own code
+// runs, so errors before that are reported as usage errors.
 func NewCmd(f *cmdenv.Factory, started *bool) *cobra.Command {
-	return newCmd(f, started, "")
+	return newCmd(f, started, "", nil)
 }
 
-// groupOf is the top-level command args run when args start with its name
-// or alias (`koshactl version`, `koshactl breaker force-open ...`), else "".
-// Anything else (a global flag first, help, completion, a typo) needs the
+// globalFlags are the persistent flags of the root command, each with
+// whether it takes a value as the next argument.
+var globalFlags = map[string]bool{"--context": true, "--debug": false, "--no-color": false, "--no-headers": false}
+
+// groupOf is the top-level command args run when, past the global flags
+// (`--context dev`), they name one of f's groups or aliases (`koshactl
+// version`, `koshactl --context prod breaker force-open ...`), else "".
+// Anything else (help, completion, a typo, another flag first) needs the
 // whole tree.
-func groupOf(args []string) string {
-	if len(args) == 0 {
-		return ""
-	}
-	for _, g := range groups {
-		if slices.Contains(g.names, args[0]) {
-			return args[0]
+func groupOf(f *cmdenv.Factory, args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, _, hasValue := strings.Cut(a, "=")
+		if takesValue, global := globalFlags[name]; global {
+			if takesValue && !hasValue {
+				i++
+			}
+			continue
 		}
+		for _, g := range allGroups(f) {
+			if slices.Contains(g.Names, a) {
+				return a
+			}
+		}
+		return ""
 	}
 	return ""
 }
+
+// allGroups are the common groups and f's.
+func allGroups(f *cmdenv.Factory) []cmdenv.Group { return append(slices.Clip(groups), f.Groups...) }
 
 // newCmd builds the tree with every group, or, when only names one, with
 // that group alone: a command runs the same in either (its help, errors and
 // hints never mention a sibling group), and a process that runs one command
 // does not build the other sixty.
-func newCmd(f *cmdenv.Factory, started *bool, only string) *cobra.Command {
+func newCmd(f *cmdenv.Factory, started *bool, only string, args []string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "koshactl",
 		Short: "Operate the Kosha resilience layer: breaker overrides, rate limits, chaos, drills",
@@ -113,7 +125,10 @@ func newCmd(f *cmdenv.Factory, started *bool, only string) *cobra.Command {
 	pf.BoolVar(&f.Debug, "debug", f.Debug, "print each AWS request on stderr: operation, status, latency, attempts, request id (never credentials or secrets)")
 	pf.BoolVar(&noColor, "no-color", false, "never use color (as when NO_COLOR is set)")
 	pf.BoolVar(&noHeaders, "no-headers", false, "print tables without their header line")
-	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
+	cmd.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := handOff(f, c, args); err != nil {
+			return err
+		}
 		if noColor {
 			f.IOStreams.SetColorEnabled(false)
 		}
@@ -126,9 +141,9 @@ func newCmd(f *cmdenv.Factory, started *bool, only string) *cobra.Command {
 	cmd.SetIn(f.IOStreams.In)
 	cmd.SetOut(f.IOStreams.Out)
 	cmd.SetErr(f.IOStreams.ErrOut)
-	for _, g := range groups {
-		if only == "" || slices.Contains(g.names, only) {
-			cmd.AddCommand(g.build(f))
+	for _, g := range allGroups(f) {
+		if only == "" || slices.Contains(g.Names, only) {
+			cmd.AddCommand(g.Build(f))
 		}
 	}
 	if only != "" {
@@ -187,6 +202,28 @@ func markStarted(cmd *cobra.Command, start func(*cobra.Command)) {
 	}
 }
 
+// Main runs a koshactl program's process: args on f, SIGINT and SIGTERM
+// cancelling the command's context from the moment its own code runs, and
+// returns the exit code. The handler is installed then, not before: it
+// costs a locked OS thread and two round trips to it, which a process that
+// only parses its arguments or prints its version does not need.
+func Main(f *cmdenv.Factory, args []string) int {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.OnRun = sync.OnceFunc(func() {
+		signals := make(chan os.Signal, 1)
+		signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+		go func() {
+			select {
+			case <-signals:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	})
+	return Run(ctx, f, args)
+}
+
 // Run executes args on f and returns the process exit code, having printed
 // any error as one line on stderr.
 //
@@ -196,6 +233,11 @@ func markStarted(cmd *cobra.Command, start func(*cobra.Command)) {
 // their values with textsafe.Line themselves (so a newline cannot forge a
 // row); the writer is the backstop for any value they do not.
 func Run(ctx context.Context, f *cmdenv.Factory, args []string) int {
+	return run(ctx, f, args, groupOf(f, args))
+}
+
+// run is [Run] building the tree of group only (the whole tree when "").
+func run(ctx context.Context, f *cmdenv.Factory, args []string, only string) int {
 	out, errOut := textsafe.NewWriter(f.IOStreams.Out), textsafe.NewWriter(f.IOStreams.ErrOut)
 	f.IOStreams.Out, f.IOStreams.ErrOut = out, errOut
 	defer func() {
@@ -219,10 +261,16 @@ func Run(ctx context.Context, f *cmdenv.Factory, args []string) int {
 			}
 		}()
 	}
-	cmd := newCmd(f, &started, groupOf(args))
-	guardCompletion(cmd, args)
-	cmd.SetArgs(args)
-	err := cmd.ExecuteContext(ctx)
+	var err error
+	if f.HandOff != nil && only == "" {
+		// The whole tree (help, completion, a typo) is the full program's.
+		err = reportHandOff(f.HandOff(args))
+	} else {
+		cmd := newCmd(f, &started, only, args)
+		guardCompletion(cmd, args)
+		cmd.SetArgs(args)
+		err = cmd.ExecuteContext(ctx)
+	}
 	if err == nil {
 		return exitcode.OK
 	}
@@ -251,4 +299,42 @@ func Run(ctx context.Context, f *cmdenv.Factory, args []string) int {
 // show as an escape.
 func oneLine(err error) string {
 	return strings.Join(strings.FieldsFunc(err.Error(), func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' }), " ")
+}
+
+// handOff runs the invocation in the full program when the front (a
+// factory with HandOff) meets what it does not link, once the flags are
+// parsed and before any command's own code: --jq, or a local context's
+// store. It returns only when it could not.
+func handOff(f *cmdenv.Factory, c *cobra.Command, args []string) error {
+	if f.HandOff == nil {
+		return nil
+	}
+	if jq := c.Flags().Lookup("jq"); jq != nil && jq.Changed {
+		return reportHandOff(f.HandOff(args))
+	}
+	top := c
+	for top.HasParent() && top.Parent().HasParent() {
+		top = top.Parent()
+	}
+	if slices.Contains(storeFree, top.Name()) {
+		return nil
+	}
+	file, err := f.Config()
+	if err != nil {
+		return nil // the command reports it
+	}
+	name, _ := f.SelectContext(file)
+	if ctx, err := file.Context(name); err == nil && ctx.IsLocal() {
+		return reportHandOff(f.HandOff(args))
+	}
+	return nil
+}
+
+// reportHandOff is the error of a hand-off that did not happen (exit 5:
+// the full program could not be started).
+func reportHandOff(err error) error {
+	if err == nil {
+		return nil
+	}
+	return exitcode.Errorf(exitcode.Unavailable, "%v", err)
 }

@@ -53,7 +53,7 @@ func TestMigrateTableOfTodaysInit(t *testing.T) {
 	}
 
 	r = e.MustRun(0, "store", "migrate", "--dry-run")
-	for _, want := range []string{`would add index "audit-by-day"`, `would add index "overrides"`,
+	for _, want := range []string{`would add index "audit-by-day"`, `would add index "overrides"`, `would add index "lists"`,
 		"audit records: 3 examined, would index 2", "overrides: 2 examined, would index 1",
 		`audit records: 1 left out of an index DynamoDB would refuse them in (indexed reads miss them there; --scan reads find them): ` +
 			`"audit#1764600000001#00000000000000a2" (ix_audit_subject (the key of index audit-by-subject) is empty)`} {
@@ -85,7 +85,7 @@ func TestMigrateTableOfTodaysInit(t *testing.T) {
 	// migrate adds every index to the existing table, as DynamoDB builds
 	// them from its items, and backfills the records.
 	r = e.MustRun(0, "store", "migrate")
-	for _, want := range []string{`added index "audit-by-day"`, `added index "audit-by-subject"`, `added index "audit-by-actor"`, `added index "overrides"`,
+	for _, want := range []string{`added index "audit-by-day"`, `added index "audit-by-subject"`, `added index "audit-by-actor"`, `added index "overrides"`, `added index "lists"`,
 		"audit records: 3 examined, indexed 2", "overrides: 2 examined, indexed 1",
 		`"audit#1764600000001#00000000000000a2" (ix_audit_subject (the key of index audit-by-subject) is empty)`} {
 		if !strings.Contains(r.Stdout, want) {

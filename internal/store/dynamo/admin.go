@@ -76,7 +76,7 @@ func (r InitReport) Lines() []string {
 	}
 	if len(r.MissingIndexes) > 0 {
 		lines = append(lines, fmt.Sprintf("the table lacks the indexes %s: add them with `koshactl store migrate` "+
-			"(until then, audit and override reads scan the table)", strings.Join(r.MissingIndexes, ", ")))
+			"(until then, audit and override listings read an older index, or scan the table)", strings.Join(r.MissingIndexes, ", ")))
 	}
 	switch r.TTL {
 	case TTLEnabled:

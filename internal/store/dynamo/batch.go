@@ -232,11 +232,11 @@ func (s *Store) Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.I
 		cond := "#k = :k"
 		switch {
 		case q.From != "" && q.To != "":
-			cond += " AND #pk BETWEEN :from AND :to"
+			cond += " AND #s BETWEEN :from AND :to"
 		case q.From != "":
-			cond += " AND #pk >= :from"
+			cond += " AND #s >= :from"
 		case q.To != "":
-			cond += " AND #pk <= :to"
+			cond += " AND #s <= :to"
 		}
 		if q.From != "" {
 			values[":from"] = &types.AttributeValueMemberS{Value: q.From}
@@ -245,7 +245,7 @@ func (s *Store) Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.I
 			values[":to"] = &types.AttributeValueMemberS{Value: q.To}
 		}
 		if q.From != "" || q.To != "" {
-			names["#pk"] = store.PK
+			names["#s"] = q.Index.SortAttr()
 		}
 		if q.From != "" && q.To != "" && q.From > q.To {
 			return // an empty range; DynamoDB would refuse it

@@ -380,13 +380,15 @@ func readTerraform(t *testing.T) terraformModule {
 }
 
 // The expressions the module's dynamic blocks may use: a for_each over the
-// first var.<count> elements of a local list, and content attributes that
-// are literals or the iterated element's fields. terraformDef evaluates
+// first var.<count> elements of a local list, or over a list field of each
+// of them, flattened; and content attributes that are literals, the
+// iterated element's fields, or the element itself. terraformDef evaluates
 // these and fails on any other, so the module cannot grow an expression the
 // test does not understand.
 var (
-	sliceExpr = regexp.MustCompile(`^\$\{slice\(local\.(\w+), 0, var\.(\w+)\)\}$`)
-	fieldExpr = regexp.MustCompile(`^\$\{(\w+)\.value\.(\w+)\}$`)
+	sliceExpr   = regexp.MustCompile(`^\$\{slice\(local\.(\w+), 0, var\.(\w+)\)\}$`)
+	flattenExpr = regexp.MustCompile(`^\$\{flatten\(\[for (\w+) in slice\(local\.(\w+), 0, var\.(\w+)\) : (\w+)\.(\w+)\]\)\}$`)
+	fieldExpr   = regexp.MustCompile(`^\$\{(\w+)\.value(?:\.(\w+))?\}$`)
 )
 
 // dynamicBlocks expands the module's dynamic blocks named name (Terraform's
@@ -406,23 +408,42 @@ func dynamicBlocks(t *testing.T, mod terraformModule, r map[string]json.RawMessa
 	if !ok {
 		return nil
 	}
-	m := sliceExpr.FindStringSubmatch(d.ForEach)
-	if m == nil {
-		t.Fatalf("Terraform dynamic %q: for_each %q is not ${slice(local.LIST, 0, var.COUNT)}", name, d.ForEach)
+	// The slice's local and variable, and, for a flatten, the field of each
+	// element that is flattened.
+	local, count, field := "", "", ""
+	if m := sliceExpr.FindStringSubmatch(d.ForEach); m != nil {
+		local, count = m[1], m[2]
+	} else if m := flattenExpr.FindStringSubmatch(d.ForEach); m != nil && m[1] == m[4] {
+		local, count, field = m[2], m[3], m[5]
+	} else {
+		t.Fatalf("Terraform dynamic %q: for_each %q is neither ${slice(local.LIST, 0, var.COUNT)} nor "+
+			"${flatten([for X in slice(local.LIST, 0, var.COUNT) : X.FIELD])}", name, d.ForEach)
 	}
 	var list []map[string]any
-	if err := json.Unmarshal(mod.Locals[m[1]], &list); err != nil || list == nil {
-		t.Fatalf("Terraform dynamic %q: local.%s is not a list of objects (%v)", name, m[1], err)
+	if err := json.Unmarshal(mod.Locals[local], &list); err != nil || list == nil {
+		t.Fatalf("Terraform dynamic %q: local.%s is not a list of objects (%v)", name, local, err)
 	}
-	n, ok := vars[m[2]]
+	n, ok := vars[count]
 	if !ok {
-		t.Fatalf("Terraform dynamic %q: var.%s is not a variable", name, m[2])
+		t.Fatalf("Terraform dynamic %q: var.%s is not a variable", name, count)
 	}
 	if n < 0 || int(n) > len(list) || n != float64(int(n)) {
-		t.Fatalf("Terraform dynamic %q: slice(local.%s, 0, %v) is out of range (Terraform fails the plan)", name, m[1], n)
+		t.Fatalf("Terraform dynamic %q: slice(local.%s, 0, %v) is out of range (Terraform fails the plan)", name, local, n)
+	}
+	var elems []any
+	for _, el := range list[:int(n)] {
+		if field == "" {
+			elems = append(elems, el)
+			continue
+		}
+		l, ok := el[field].([]any)
+		if !ok {
+			t.Fatalf("Terraform dynamic %q: local.%s element %v has no list %s", name, local, el, field)
+		}
+		elems = append(elems, l...)
 	}
 	var out []map[string]any
-	for _, el := range list[:int(n)] {
+	for _, el := range elems {
 		b := map[string]any{}
 		for k, v := range d.Content {
 			s, isStr := v.(string)
@@ -432,11 +453,16 @@ func dynamicBlocks(t *testing.T, mod terraformModule, r map[string]json.RawMessa
 			}
 			f := fieldExpr.FindStringSubmatch(s)
 			if f == nil || f[1] != name {
-				t.Fatalf("Terraform dynamic %q: content %s = %q is not ${%s.value.FIELD}", name, k, s, name)
+				t.Fatalf("Terraform dynamic %q: content %s = %q is not ${%s.value} or ${%s.value.FIELD}", name, k, s, name, name)
 			}
-			fv, ok := el[f[2]]
+			if f[2] == "" {
+				b[k] = el
+				continue
+			}
+			obj, _ := el.(map[string]any)
+			fv, ok := obj[f[2]]
 			if !ok {
-				t.Fatalf("Terraform dynamic %q: local.%s element %v has no %s", name, m[1], el, f[2])
+				t.Fatalf("Terraform dynamic %q: local.%s element %v has no %s", name, local, el, f[2])
 			}
 			b[k] = fv
 		}
@@ -622,7 +648,7 @@ func TestStackUpgradePathDocumented(t *testing.T) {
 		t.Errorf("Terraform variable %s = %+v; want a number, default %d", dynamo.TerraformIndexVariable, v, len(store.Indexes))
 	}
 
-	for have, want := range []string{"IndexCount=1, then 2, 3, 4", "IndexCount=2, then 3, 4", "IndexCount=3, then 4", "IndexCount=4"} {
+	for have, want := range []string{"IndexCount=1, then 2, 3, 4, 5", "IndexCount=2, then 3, 4, 5", "IndexCount=3, then 4, 5", "IndexCount=4, then 5", "IndexCount=5"} {
 		if got := dynamo.StackUpgradeSteps(have); got != want {
 			t.Errorf("StackUpgradeSteps(%d) = %q, want %q", have, got, want)
 		}

@@ -22,12 +22,12 @@ import (
 // and IAM policies must match (docs/contracts/store.md): a single string hash
 // key "pk", on-demand capacity, and one global secondary index per
 // store.Indexes entry, each partitioned by its string attribute and sorted
-// by pk.
+// by pk or by its own sort attribute.
 func TableDefinition(table string) *dynamodb.CreateTableInput {
 	attrs := []types.AttributeDefinition{{AttributeName: aws.String(store.PK), AttributeType: types.ScalarAttributeTypeS}}
 	var gsis []types.GlobalSecondaryIndex
 	for _, ix := range store.Indexes {
-		attrs = append(attrs, types.AttributeDefinition{AttributeName: aws.String(ix.Attr), AttributeType: types.ScalarAttributeTypeS})
+		attrs = append(attrs, indexAttributes(ix)...)
 		gsis = append(gsis, gsiOf(ix))
 	}
 	return &dynamodb.CreateTableInput{
@@ -39,6 +39,16 @@ func TableDefinition(table string) *dynamodb.CreateTableInput {
 	}
 }
 
+// indexAttributes are the definitions of ix's key attributes beside pk:
+// its partition attribute, and its sort attribute when it has one.
+func indexAttributes(ix store.Index) []types.AttributeDefinition {
+	out := []types.AttributeDefinition{{AttributeName: aws.String(ix.Attr), AttributeType: types.ScalarAttributeTypeS}}
+	if ix.Sort != "" {
+		out = append(out, types.AttributeDefinition{AttributeName: aws.String(ix.Sort), AttributeType: types.ScalarAttributeTypeS})
+	}
+	return out
+}
+
 func gsiOf(ix store.Index) types.GlobalSecondaryIndex {
 	proj := types.ProjectionTypeAll
 	if ix.KeysOnly {
@@ -48,7 +58,7 @@ func gsiOf(ix store.Index) types.GlobalSecondaryIndex {
 		IndexName: aws.String(ix.Name),
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(ix.Attr), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(store.PK), KeyType: types.KeyTypeRange},
+			{AttributeName: aws.String(ix.SortAttr()), KeyType: types.KeyTypeRange},
 		},
 		Projection: &types.Projection{ProjectionType: proj},
 	}
@@ -300,10 +310,9 @@ func (s *Store) addIndex(ctx context.Context, ix store.Index) (note string, err 
 	g := gsiOf(ix)
 	out, err := s.client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
 		TableName: &s.table,
-		AttributeDefinitions: []types.AttributeDefinition{
+		AttributeDefinitions: append([]types.AttributeDefinition{
 			{AttributeName: aws.String(store.PK), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(ix.Attr), AttributeType: types.ScalarAttributeTypeS},
-		},
+		}, indexAttributes(ix)...),
 		GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
 			IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection,
 		}}},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -32,6 +33,11 @@ func FuzzDecode(f *testing.F) {
 		{"x", `{"a":{"S":"s","N":"1"}}`},
 		{"x", `{"pk":{"S":"other"}}`},
 		{"x", `{"a":{"S":"\ud800"}}`},
+		{"x", `{"a":{"S":"q\"u\\o\/t\be\f\n\r\t\u00e9\u2028<\u003c>"}}`},
+		{"x", `{"before":{"S":"{\"state\":\"forced_open\",\"version\":3}"},"n":{"N":"-0.5"},"z":{"N":"0"}}`},
+		{"x", `{"a":{"S":"x"},"a":{"S":"y"}}`},
+		{"x", `{"a": {"S":"x"}}`},
+		{"x", `{"a":{"N":"1"},}`},
 		{"x", `{"b":{"B":"AAEC/w=="},"t":{"BOOL":true},"z":{"NULL":true},"ss":{"SS":["a","b"]},"ns":{"NS":["1","2.5"]},"bs":{"BS":["aGk="]}}`},
 		{"x", `{"l":{"L":[{"S":"a"},{"N":"1"},{"L":[]},{"M":{"k":{"NULL":true}}}]},"m":{"M":{"n":{"N":"-3"},"e":{"M":{}}}}}`},
 		{"x", `{"a":{"NULL":false}}`},
@@ -49,6 +55,13 @@ func FuzzDecode(f *testing.F) {
 		f.Add(seed.pk, seed.attrs)
 	}
 	f.Fuzz(func(t *testing.T, pk, attrs string) {
+		// The fast way reads what it reads as the general way does.
+		if fast, ok := decodeFast(pk, attrs); ok {
+			slow, err := decodeGeneral(pk, attrs)
+			if err != nil || !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("decodeFast(%q, %q) = %v; the general way: %v, %v", pk, attrs, fast, slow, err)
+			}
+		}
 		it, err := decode(pk, attrs)
 		if err != nil {
 			return

@@ -15,21 +15,48 @@ import (
 // only the literal expression it was created with.
 var attrNameRE = lazyre.New(`^[a-z][a-z0-9_]*$`)
 
-// indexExpr is the SQL expression an index is built on: the string value of
-// its attribute in the item's JSON.
-func indexExpr(ix store.Index) string {
-	if !attrNameRE.MatchString(ix.Attr) || !attrNameRE.MatchString(strings.ReplaceAll(ix.Name, "-", "_")) {
-		panic(fmt.Sprintf("sqlite: index %q on attribute %q: names must match %s", ix.Name, ix.Attr, attrNameRE))
+// indexExpr is the SQL expression an index is partitioned by: the string
+// value of its attribute in the item's JSON.
+func indexExpr(ix store.Index) string { return attrExpr(ix, ix.Attr) }
+
+// sortExpr is the SQL expression an index sorts by: pk, or the string
+// value of its Sort attribute.
+func sortExpr(ix store.Index) string {
+	if ix.Sort == "" {
+		return "pk"
 	}
-	return fmt.Sprintf(`json_extract(attrs, '$.%s.S')`, ix.Attr)
+	return attrExpr(ix, ix.Sort)
 }
 
-// indexDDL creates ix as a partial expression index: only items that carry
-// the attribute are in it, as in a sparse DynamoDB index.
+// attrExpr is the string value of attr in the item's JSON. Index
+// attributes are the store's constants, spliced into SQL because an
+// expression index matches only the literal expression it was created with.
+func attrExpr(ix store.Index, attr string) string {
+	if !attrNameRE.MatchString(attr) || !attrNameRE.MatchString(strings.ReplaceAll(ix.Name, "-", "_")) {
+		panic(fmt.Sprintf("sqlite: index %q on attribute %q: names must match %s", ix.Name, attr, attrNameRE))
+	}
+	return fmt.Sprintf(`json_extract(attrs, '$.%s.S')`, attr)
+}
+
+// indexed is the SQL condition of an item being in ix: it carries the
+// index's attributes as strings, as in a sparse DynamoDB index.
+func indexed(ix store.Index) string {
+	cond := indexExpr(ix) + " IS NOT NULL"
+	if ix.Sort != "" {
+		cond += " AND " + sortExpr(ix) + " IS NOT NULL"
+	}
+	return cond
+}
+
+// indexDDL creates ix as a partial expression index: only items in the
+// index (indexed) are in it, sorted by its sort key then pk.
 func indexDDL(ix store.Index) string {
-	e := indexExpr(ix)
-	return fmt.Sprintf(`CREATE INDEX IF NOT EXISTS "ix_%s" ON items (%s, pk) WHERE %s IS NOT NULL`,
-		strings.ReplaceAll(ix.Name, "-", "_"), e, e)
+	cols := indexExpr(ix) + ", pk"
+	if ix.Sort != "" {
+		cols = indexExpr(ix) + ", " + sortExpr(ix) + ", pk"
+	}
+	return fmt.Sprintf(`CREATE INDEX IF NOT EXISTS "ix_%s" ON items (%s) WHERE %s`,
+		strings.ReplaceAll(ix.Name, "-", "_"), cols, indexed(ix))
 }
 
 // BatchGet returns the items under pks, keyed by pk, in one query per
@@ -72,9 +99,18 @@ func (s *Store) collect(ctx context.Context, query string, args []any, fn func(s
 	return rows.Err()
 }
 
+// ScansInKeyOrder is true: a scan reads the table in pk order, a page at a
+// time (store.KeyOrderScanner).
+func (s *Store) ScansInKeyOrder() bool { return true }
+
+// QueriesConsistent is true: the embedded store's index queries read the
+// items themselves, in one consistent read (store.ConsistentQuerier).
+func (s *Store) QueriesConsistent() bool { return true }
+
 // Query reads one partition of an index from its SQLite expression index,
 // [DefaultPageSize] items a query (no connection is held while the caller's
-// loop body runs). Reads are consistent.
+// loop body runs). Reads are consistent, and yield whole items whatever the
+// index's projection.
 func (s *Store) Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.Item, error] {
 	return func(yield func(store.Item, error) bool) {
 		op := fmt.Sprintf("query index %s for %q", q.Index.Name, q.Key)
@@ -82,31 +118,44 @@ func (s *Store) Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.I
 		if q.Descending {
 			order, cmp = "DESC", "<"
 		}
-		from, to := q.From, q.To
+		sortBy := sortExpr(q.Index)
+		// The page's last row, by (sort key, pk): an index sorted by its own
+		// attribute may hold equal sort keys, which pk orders.
+		var after *[2]string
 		yielded := 0
-		cursor := ""
 		for {
 			n := DefaultPageSize
 			if q.Limit > 0 {
 				n = min(n, q.Limit-yielded)
 			}
-			where := indexExpr(q.Index) + ` = ?`
+			where := indexExpr(q.Index) + ` = ? AND ` + indexed(q.Index)
 			args := []any{q.Key}
-			if from != "" {
-				where += ` AND pk >= ?`
-				args = append(args, from)
+			if q.From != "" {
+				where += ` AND ` + sortBy + ` >= ?`
+				args = append(args, q.From)
 			}
-			if to != "" {
-				where += ` AND pk <= ?`
-				args = append(args, to)
+			if q.To != "" {
+				where += ` AND ` + sortBy + ` <= ?`
+				args = append(args, q.To)
 			}
-			if cursor != "" {
+			orderBy := `pk ` + order
+			if after != nil && q.Index.Sort == "" {
 				where += ` AND pk ` + cmp + ` ?`
-				args = append(args, cursor)
+				args = append(args, after[1])
+			}
+			if q.Index.Sort != "" {
+				orderBy = sortBy + ` ` + order + `, pk ` + order
+				if after != nil {
+					// (sort key, pk) past the cursor, written so that SQLite
+					// reads the index from the cursor on (it does not for a
+					// row value: each page would read from the top).
+					where += ` AND ` + sortBy + ` ` + cmp + `= ? AND (` + sortBy + ` ` + cmp + ` ? OR pk ` + cmp + ` ?)`
+					args = append(args, after[0], after[0], after[1])
+				}
 			}
 			args = append(args, n)
 			var page []store.Item
-			err := s.collect(ctx, `SELECT pk, attrs FROM items WHERE `+where+` ORDER BY pk `+order+` LIMIT ?`, args,
+			err := s.collect(ctx, `SELECT pk, attrs FROM items WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args,
 				func(it store.Item) { page = append(page, it) })
 			if err != nil {
 				yield(nil, s.wrap(ctx, op, err))
@@ -122,7 +171,8 @@ func (s *Store) Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.I
 			if len(page) < n || (q.Limit > 0 && yielded >= q.Limit) {
 				return
 			}
-			cursor = page[len(page)-1].PK()
+			last := page[len(page)-1]
+			after = &[2]string{last.Str(q.Index.SortAttr()), last.PK()}
 		}
 	}
 }

@@ -33,7 +33,7 @@ const (
 	// query does not say.
 	DefaultPageSize = 500
 	// schemaVersion is the PRAGMA user_version this code writes and reads.
-	schemaVersion = 2
+	schemaVersion = 3
 	// maxOpenConns bounds the connections of one Store.
 	maxOpenConns = 8
 )
@@ -151,8 +151,9 @@ func (s *Store) migrateOnce(ctx context.Context) error {
 			return nil
 		}
 		// Version 1 had the table and the ttl index; version 2 adds the
-		// store's secondary indexes. Every statement is idempotent, so one
-		// list migrates a new file and a version 1 file alike.
+		// store's secondary indexes, version 3 the lists index. Every
+		// statement is idempotent, so one list migrates a new file and an
+		// older one alike.
 		stmts := []string{
 			`CREATE TABLE IF NOT EXISTS items (
 				pk    TEXT PRIMARY KEY NOT NULL,
@@ -439,7 +440,18 @@ func encode(it store.Item) (string, error) {
 	return string(b), nil
 }
 
+// decode reads a row: the fast way when it can ([decodeFast]), else the
+// general way, which reads every type.
 func decode(pk, attrs string) (store.Item, error) {
+	if it, ok := decodeFast(pk, attrs); ok {
+		return it, nil
+	}
+	return decodeGeneral(pk, attrs)
+}
+
+// decodeGeneral reads a row's attrs (every attribute in DynamoDB's JSON
+// notation) with encoding/json.
+func decodeGeneral(pk, attrs string) (store.Item, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(attrs), &m); err != nil {
 		return nil, fmt.Errorf("decode item %q: %w", pk, err)

@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -544,4 +546,113 @@ func openConcurrently(ctx context.Context, path string, n int) error {
 		return fmt.Errorf("%d items written, want %d", written, n)
 	}
 	return nil
+}
+
+// TestOpenMigratesVersion2 opens a file of the schema before the lists
+// index (user_version 2): the index is created, and a query on it is
+// answered from it, not from a scan of the table.
+func TestOpenMigratesVersion2(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "kosha.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`CREATE TABLE items (pk TEXT PRIMARY KEY NOT NULL, attrs TEXT NOT NULL, ttl INTEGER) WITHOUT ROWID`,
+		`CREATE INDEX items_ttl ON items (ttl) WHERE ttl IS NOT NULL`,
+		`INSERT INTO items (pk, attrs) VALUES ('audit#1', '{"ix_list":{"S":"audit#0"},"ix_list_sort":{"S":"0000000000001#a"}}')`,
+		`PRAGMA user_version = 2`,
+	} {
+		if _, err := db.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, path)
+	var got []string
+	for it, err := range s.Query(t.Context(), store.IndexQuery{Index: store.IndexLists, Key: "audit#0", Descending: true, Limit: 5}) {
+		if err != nil {
+			t.Fatalf("Query after migration: %v", err)
+		}
+		got = append(got, it.PK())
+	}
+	if len(got) != 1 || got[0] != "audit#1" {
+		t.Errorf("Query after migration = %q, want [audit#1]", got)
+	}
+	db2, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	// The statement Query sends for a page after the first.
+	e, se := `json_extract(attrs, '$.ix_list.S')`, `json_extract(attrs, '$.ix_list_sort.S')`
+	rows, err := db2.QueryContext(t.Context(), `EXPLAIN QUERY PLAN SELECT pk, attrs FROM items WHERE `+e+` = ? AND `+e+
+		` IS NOT NULL AND `+se+` IS NOT NULL AND `+se+` <= ? AND `+se+` <= ? AND (`+se+` < ? OR pk < ?) ORDER BY `+se+` DESC, pk DESC LIMIT 5`,
+		"audit#0", "9", "5", "5", "audit#5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan strings.Builder
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(detail + "\n")
+	}
+	// From the cursor on (the sort key bounded), in the index's order.
+	if !strings.Contains(plan.String(), "ix_lists (<expr>=? AND <expr><?)") || strings.Contains(plan.String(), "TEMP B-TREE") {
+		t.Errorf("query plan does not read the lists index from the cursor in its order:\n%s", plan.String())
+	}
+}
+
+// TestSortedQueryPagesPastEqualSortKeys reads an index sorted by its own
+// attribute across several pages whose boundaries fall inside runs of equal
+// sort keys: every item is yielded once, in (sort key, pk) order.
+func TestSortedQueryPagesPastEqualSortKeys(t *testing.T) {
+	t.Parallel()
+	s := open(t, filepath.Join(t.TempDir(), "kosha.db"))
+	ix := store.IndexLists
+	n := 2*sqlite.DefaultPageSize + 7
+	var want []string
+	for i := range n {
+		pk := fmt.Sprintf("x#%04d", i)
+		// Runs of 3 equal sort keys, in the reverse order of the pks.
+		if err := s.Put(t.Context(), store.Item{store.PK: pk, ix.Attr: "p", ix.Sort: fmt.Sprintf("%04d", (n-1-i)/3)}, store.Always()); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, pk)
+	}
+	slices.SortFunc(want, func(a, b string) int {
+		ia, _ := strconv.Atoi(a[2:])
+		ib, _ := strconv.Atoi(b[2:])
+		if c := cmp.Compare((n-1-ia)/3, (n-1-ib)/3); c != 0 {
+			return -c // descending by sort key
+		}
+		return strings.Compare(b, a) // then by pk, descending
+	})
+	var got []string
+	for it, err := range s.Query(t.Context(), store.IndexQuery{Index: ix, Key: "p", Descending: true}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, it.PK())
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Query yielded %d items, want %d in (sort key, pk) order; first differences: %v", len(got), len(want), firstDiff(got, want))
+	}
+}
+
+func firstDiff(got, want []string) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("at %d got %s, want %s", i, got[i], want[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d and %d", len(got), len(want))
 }

@@ -158,6 +158,38 @@ func testQuery(t *testing.T, s store.Store) {
 	if got := query(t, s, store.IndexQuery{Index: store.IndexOverrides, Key: "breaker"}); !slices.Equal(got, []string{"breaker#openai"}) {
 		t.Errorf("Query(overrides) = %q", got)
 	}
+	testSortedQuery(t, s)
+}
+
+// testSortedQuery queries an index that sorts by its own attribute: the
+// order, the bounds and the limit are the sort key's, not the pk's; an item
+// lacking either attribute is not in it; equal sort keys are all yielded.
+func testSortedQuery(t *testing.T, s store.Store) {
+	ix := store.IndexLists
+	// Sort keys in the reverse order of the pks.
+	var bySort []string
+	for i := range 8 {
+		pk := fmt.Sprintf("sorted#%d", 9-i)
+		mustPut(t, s, store.Item{store.PK: pk, ix.Attr: "p", ix.Sort: fmt.Sprintf("%02d", i)})
+		bySort = append(bySort, pk)
+	}
+	mustPut(t, s, store.Item{store.PK: "sorted#tie", ix.Attr: "p", ix.Sort: "03"})
+	mustPut(t, s, store.Item{store.PK: "sorted#no-sort", ix.Attr: "p"})
+	mustPut(t, s, store.Item{store.PK: "sorted#no-key", ix.Sort: "04"})
+	mustPut(t, s, store.Item{store.PK: "sorted#other", ix.Attr: "q", ix.Sort: "05"})
+	got := query(t, s, store.IndexQuery{Index: ix, Key: "p"})
+	want := slices.Insert(slices.Clone(bySort), 4, "sorted#tie")
+	if len(got) != len(want) || !slices.Equal(got[:3], want[:3]) || !slices.Equal(got[5:], want[5:]) ||
+		!slices.Contains(got[3:5], "sorted#tie") || !slices.Contains(got[3:5], bySort[3]) {
+		t.Errorf("Query(sorted index) = %q, want by sort key %q", got, want)
+	}
+	desc := query(t, s, store.IndexQuery{Index: ix, Key: "p", Descending: true, Limit: 2})
+	if !slices.Equal(desc, []string{bySort[7], bySort[6]}) {
+		t.Errorf("Query(sorted index, descending, limit 2) = %q, want %q", desc, []string{bySort[7], bySort[6]})
+	}
+	if got := query(t, s, store.IndexQuery{Index: ix, Key: "p", From: "05", To: "06~"}); !slices.Equal(got, bySort[5:7]) {
+		t.Errorf("Query(sorted index, 05..06~) = %q, want %q", got, bySort[5:7])
+	}
 }
 
 func testScanStats(t *testing.T, s store.Store) {

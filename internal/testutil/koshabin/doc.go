@@ -7,5 +7,7 @@
 // KOSHACTL_TEST_BINARY. Before, four packages each linked their own, without
 // -race: on a fresh clone that compiled the whole tree a second time.
 // Without the variable (go test run by hand) [Path] builds one for the test,
-// with the race detector when the test binary has it.
+// with the race detector when the test binary has it. Either way the full
+// program, koshactl-full, is beside it: koshactl hands it what it does not
+// link (internal/cmd/handoff).
 package koshabin

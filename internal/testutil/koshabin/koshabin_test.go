@@ -12,13 +12,14 @@ import (
 // A KOSHACTL_TEST_BINARY that is not an executable file is refused with the
 // fix, never run; unset, the caller builds its own. Not parallel: t.Setenv.
 func TestFromEnv(t *testing.T) {
-	dir := t.TempDir()
+	dir, alone := t.TempDir(), t.TempDir()
 	exe := filepath.Join(dir, "koshactl")
 	plain := filepath.Join(dir, "notes.txt")
+	lone := filepath.Join(alone, "koshactl")
 	for _, f := range []struct {
 		path string
 		mode os.FileMode
-	}{{exe, 0o755}, {plain, 0o644}} {
+	}{{exe, 0o755}, {filepath.Join(dir, koshabin.Full), 0o755}, {plain, 0o644}, {lone, 0o755}} {
 		if err := os.WriteFile(f.path, []byte("#!/bin/sh\n"), f.mode); err != nil {
 			t.Fatal(err)
 		}
@@ -33,6 +34,7 @@ func TestFromEnv(t *testing.T) {
 		{name: "missing", value: filepath.Join(dir, "gone"), set: true, wantErr: "no such file"},
 		{name: "a directory", value: dir, set: true, wantErr: "is not an executable file"},
 		{name: "not executable", value: plain, set: true, wantErr: "is not an executable file"},
+		{name: "without the full program beside it", value: lone, set: true, wantErr: "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(koshabin.Env, tc.value)

@@ -6,4 +6,5 @@
 // iteration, so every one sees the same machine load, and reports the median
 // wall time of each and the ratio of the first to every other. A shared
 // machine is noisy: run many iterations (-benchtime 200x) and read medians.
+// [PeakRSS] runs one process and says the most memory it held resident.
 package procbench

@@ -63,7 +63,8 @@ type Result struct {
 	Unreadable []store.Problem `json:"unreadable"`
 }
 
-// Run lists the overrides.
+// Run lists the overrides, printing each as it is read (sorted by
+// dependency: the index's order; --scan holds them all to sort them).
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -74,45 +75,55 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
-	var all []breaker.Override
+	overrides := ov.Each(ctx, env.Context.KnownDependencies())
 	if opts.Scan {
-		all, err = ov.List(ctx)
-	} else {
-		all, err = ov.ListFor(ctx, env.Context.KnownDependencies())
+		all, err := ov.List(ctx)
+		if err != nil {
+			return err
+		}
+		overrides = func(yield func(breaker.Override, error) bool) {
+			for _, o := range all {
+				if !yield(o, nil) {
+					return
+				}
+			}
+		}
 	}
+	now := f.Clock.Now()
+	ios := f.IOStreams
+	tty := ios.IsStdoutTTY()
+	doc := Result{Envelope: env.Envelope("BreakerOverrideList"), Items: []overrideview.OverrideView{},
+		Unreadable: []store.Problem{}}
+	fix := "each is listed as the data plane reads it; repair it with koshactl breaker clear DEPENDENCY, or force-open --overwrite"
+	out, err := listing.NewStream(ios, listing.Spec[breaker.Override]{Format: opts.Output, Doc: doc, Key: "items",
+		View:   func(o breaker.Override) any { return overrideview.View(o, now) },
+		Header: []string{"DEPENDENCY", "STATE", "EXPIRES", "ACTOR", "CREATED", "REASON"},
+		Row: func(o breaker.Override) []string {
+			return []string{o.Dependency, overrideview.StateLabel(o, now), overrideview.Expiry(o, now, tty), o.Actor,
+				cmdutil.FormatTime(o.CreatedAt, now, tty), o.Reason}
+		},
+		None: fmt.Sprintf("No breaker overrides in context %q: every breaker follows its own state.", env.Name),
+		Noun: "override item"})
 	if err != nil {
 		return err
 	}
-	now := f.Clock.Now()
-	out := Result{Envelope: env.Envelope("BreakerOverrideList"), Items: []overrideview.OverrideView{},
-		Unreadable: []store.Problem{}}
-	var shown []breaker.Override
-	for _, o := range all {
+	for o, err := range overrides {
+		if err != nil {
+			return err
+		}
 		if opts.Active && !o.ActiveAt(now) {
 			continue
 		}
-		shown = append(shown, o)
-		out.Items = append(out.Items, overrideview.View(o, now))
-		out.Unreadable = append(out.Unreadable, o.Problems...)
-	}
-	ios := f.IOStreams
-	fix := "each is listed as the data plane reads it; repair it with koshactl breaker clear DEPENDENCY, or force-open --overwrite"
-	for _, o := range shown {
+		doc.Unreadable = append(doc.Unreadable, o.Problems...)
 		if o.Malformed() && breaker.ValidateDependency(o.Dependency) != nil {
 			// A pk that names no dependency: by its key (the hint and the
 			// command agree).
 			fix += "; " + o.Repair()
 		}
+		if err := out.Add(o); err != nil {
+			return err
+		}
 	}
-	tty := ios.IsStdoutTTY()
-	return listing.Print(ios, listing.List{Format: opts.Output, Doc: out,
-		Rows: len(shown), Header: []string{"DEPENDENCY", "STATE", "EXPIRES", "ACTOR", "CREATED", "REASON"},
-		Write: func(tw *cmdutil.Table) {
-			for _, o := range shown {
-				tw.Row(o.Dependency, overrideview.StateLabel(o, now), overrideview.Expiry(o, now, tty), o.Actor,
-					cmdutil.FormatTime(o.CreatedAt, now, tty), o.Reason)
-			}
-		},
-		None:     fmt.Sprintf("No breaker overrides in context %q: every breaker follows its own state.", env.Name),
-		Problems: out.Unreadable, Noun: "override item", Fix: fix})
+	out.SetFix(fix)
+	return out.End(doc, "", doc.Unreadable)
 }

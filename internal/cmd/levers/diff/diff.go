@@ -74,7 +74,8 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			  lapsed_still_forced  no override in force, and the fleet still reports it forced
 
 			The APPLY column says what koshactl apply would do: force, clear, or none.
-			Reads: the overrides through the overrides index (no scan) and one gauge read.
+			Reads: the overrides (the lists index, and the known dependencies by key) and
+			the gauges, together: one round trip (no scan).
 
 			Exit codes: 0 in sync; 1 differences; 2 the file has problems (each with its
 			line); 5 the store or the gauges could not be read (what could be compared is

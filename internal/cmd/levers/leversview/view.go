@@ -38,8 +38,9 @@ func Load(env *cmdenv.Env, path string) (*levers.File, error) {
 		MaxOverride: env.Context.MaxOverrideDuration()})
 }
 
-// Overrides reads the table's overrides: the known dependencies'
-// consistently, the others through the overrides index (no scan).
+// Overrides reads the table's overrides in one round trip: the known
+// dependencies' consistently, the others as the lists index holds them
+// (no scan).
 func Overrides(ctx context.Context, env *cmdenv.Env) ([]breaker.Override, error) {
 	ov, err := depargs.Overrides(env)
 	if err != nil {

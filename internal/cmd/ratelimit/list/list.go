@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -135,36 +136,53 @@ func (o *Options) check() error {
 	return cmdutil.Usagef("--sort %q: use client, tokens or updated", o.Sort)
 }
 
-// Read lists the buckets once, as -o json prints them (the MCP server's
-// ratelimit_list), with the listing read and the context listed.
-func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, ratelimit.ListResult, *cmdenv.Env, error) {
+// scan is one listing's setup: the context, its buckets, the scan.
+type scan struct {
+	env   *cmdenv.Env
+	b     *ratelimit.Buckets
+	q     ratelimit.ListQuery
+	stats *store.ReadStats
+	prog  *progress
+}
+
+// begin checks opts and sets the listing up. Progress shows on a terminal
+// unless the buckets print as they are read (then the rows are the
+// progress).
+func begin(ctx context.Context, f *cmdenv.Factory, opts *Options, printing bool) (*scan, error) {
 	if err := opts.check(); err != nil {
-		return Result{}, ratelimit.ListResult{}, nil, err
+		return nil, err
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
-		return Result{}, ratelimit.ListResult{}, nil, err
+		return nil, err
 	}
 	b, err := clientargs.Buckets(env)
 	if err != nil {
-		return Result{}, ratelimit.ListResult{}, nil, err
+		return nil, err
 	}
-	segments := clientargs.ScanSegments(env, opts.Segments)
-	prog := newProgress(f, opts.ProgressAfterItems)
-	var stats store.ReadStats
-	res, err := b.List(ctx, ratelimit.ListQuery{Throttled: opts.Throttled, Sort: ratelimit.SortBy(opts.Sort), Limit: opts.Limit,
-		Segments: segments, Progress: prog.report, Rate: &store.ScanRate{UnitsPerSecond: opts.MaxReadUnits}, Stats: &stats})
-	prog.done()
-	if err != nil {
-		return Result{}, ratelimit.ListResult{}, nil, err
+	l := &scan{env: env, b: b, stats: &store.ReadStats{}, prog: newProgress(f, opts.ProgressAfterItems)}
+	l.q = ratelimit.ListQuery{Throttled: opts.Throttled, Sort: ratelimit.SortBy(opts.Sort), Limit: opts.Limit,
+		Segments: clientargs.ScanSegments(env, opts.Segments), Rate: &store.ScanRate{UnitsPerSecond: opts.MaxReadUnits}, Stats: l.stats}
+	if printing && b.InScanOrder(l.q) {
+		l.prog.enabled = false
 	}
-	fmt.Fprintln(f.IOStreams.ErrOut, ScanSummary(&stats, opts.MaxReadUnits))
-	out := Result{Envelope: env.Envelope("RateLimitBucketList"), Items: []bucketview.BucketView{},
-		Matched: res.Matched, Malformed: []string{}, Unreadable: []store.Problem{}}
-	for _, s := range res.Buckets {
-		out.Items = append(out.Items, bucketview.View(s))
-	}
-	for _, m := range res.Malformed {
+	l.q.Progress = l.prog.report
+	return l, nil
+}
+
+// result is the document of env's listing, its items empty.
+func (l *scan) result() Result {
+	return Result{Envelope: l.env.Envelope("RateLimitBucketList"), Items: []bucketview.BucketView{},
+		Malformed: []string{}, Unreadable: []store.Problem{}}
+}
+
+// ended fills out's counts from what the scan met, and says on stderr
+// what it examined.
+func (l *scan) ended(f *cmdenv.Factory, opts *Options, out *Result, stats ratelimit.ListStats) {
+	l.prog.done()
+	fmt.Fprintln(f.IOStreams.ErrOut, ScanSummary(l.stats, opts.MaxReadUnits))
+	out.Matched = stats.Matched
+	for _, m := range stats.Malformed {
 		out.Malformed = append(out.Malformed, m.Error())
 		var p store.Problem
 		if !errors.As(m, &p) {
@@ -172,43 +190,90 @@ func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, rateli
 		}
 		out.Unreadable = append(out.Unreadable, p)
 	}
-	return out, res, env, nil
 }
 
-// Run lists the buckets.
+// Read lists the buckets once, as -o json prints them (the MCP server's
+// ratelimit_list), with the listing read and the context listed.
+func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, ratelimit.ListResult, *cmdenv.Env, error) {
+	l, err := begin(ctx, f, opts, false)
+	if err != nil {
+		return Result{}, ratelimit.ListResult{}, nil, err
+	}
+	res, err := l.b.List(ctx, l.q)
+	if err != nil {
+		l.prog.done()
+		return Result{}, ratelimit.ListResult{}, nil, err
+	}
+	out := l.result()
+	for _, s := range res.Buckets {
+		out.Items = append(out.Items, bucketview.View(s))
+	}
+	l.ended(f, opts, &out, ratelimit.ListStats{Matched: res.Matched, Malformed: res.Malformed})
+	return out, res, l.env, nil
+}
+
+// Run lists the buckets, printing each as the listing passes it: as it is
+// read in client order on the local store, after the scan otherwise (the
+// order needs every bucket; --limit holds only that many).
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
-	out, res, env, err := Read(ctx, f, opts)
+	l, err := begin(ctx, f, opts, true)
 	if err != nil {
 		return err
 	}
 	ios := f.IOStreams
+	env := l.env
 	none := fmt.Sprintf("No rate-limit buckets in context %q: every client has a full bucket.", env.Name)
 	if opts.Throttled {
 		none = fmt.Sprintf("No client is being limited in context %q.", env.Name)
 	}
-	footer := ""
-	if len(res.Buckets) < res.Matched {
-		footer = fmt.Sprintf("showing %d of %d buckets (--limit %d)", len(res.Buckets), res.Matched, opts.Limit)
-	}
 	now := f.Clock.Now()
 	tty := ios.IsStdoutTTY()
-	return listing.Print(ios, listing.List{Format: opts.Output, Doc: out,
-		Rows: len(res.Buckets), Header: []string{"CLIENT", "TOKENS", "NEXT REQUEST", "FULL IN", "UPDATED"},
-		Write: func(tw *cmdutil.Table) {
-			for _, s := range res.Buckets {
-				next := "admitted"
-				if !s.Admit {
-					next = "refused, retry in " + bucketview.WaitText(s.RetryAfter)
-				}
-				full := "-"
-				if !s.Full() {
-					full = bucketview.WaitText(s.UntilFull)
-				}
-				tw.Row(s.Client, human.Number(s.Tokens)+"/"+human.Number(s.Limits.Capacity), next, full,
-					cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty))
+	doc := l.result()
+	out, err := listingStream(ios, opts.Output, doc, none, now, tty)
+	if err != nil {
+		return err
+	}
+	var printErr error
+	shown := 0
+	stats, err := l.b.Each(ctx, l.q, func(s ratelimit.Status) bool {
+		shown++
+		printErr = out.Add(s)
+		return printErr == nil
+	})
+	if err != nil {
+		l.prog.done()
+		return err
+	}
+	if printErr != nil {
+		l.prog.done()
+		return printErr
+	}
+	l.ended(f, opts, &doc, stats)
+	footer := ""
+	if shown < stats.Matched {
+		footer = fmt.Sprintf("showing %d of %d buckets (--limit %d)", shown, stats.Matched, opts.Limit)
+	}
+	return out.End(doc, footer, doc.Unreadable)
+}
+
+// listingStream begins the printing of buckets.
+func listingStream(ios *iostreams.IOStreams, format string, doc Result, none string, now time.Time, tty bool) (*listing.Stream[ratelimit.Status], error) {
+	return listing.NewStream(ios, listing.Spec[ratelimit.Status]{Format: format, Doc: doc, Key: "items",
+		View:   func(s ratelimit.Status) any { return bucketview.View(s) },
+		Header: []string{"CLIENT", "TOKENS", "NEXT REQUEST", "FULL IN", "UPDATED"},
+		Row: func(s ratelimit.Status) []string {
+			next := "admitted"
+			if !s.Admit {
+				next = "refused, retry in " + bucketview.WaitText(s.RetryAfter)
 			}
+			full := "-"
+			if !s.Full() {
+				full = bucketview.WaitText(s.UntilFull)
+			}
+			return []string{s.Client, human.Number(s.Tokens) + "/" + human.Number(s.Limits.Capacity), next, full,
+				cmdutil.FormatTime(s.Stored.UpdatedAt(), now, tty)}
 		},
-		None: none, Footer: footer, Problems: out.Unreadable, Noun: "bucket item",
+		None: none, Noun: "bucket item",
 		Fix: "they are skipped, and the data plane fails open on them; replace one with koshactl ratelimit reset CLIENT"})
 }
 

@@ -46,6 +46,41 @@ func NewStore(tb testing.TB, endpoint string) *dynamo.Store {
 	return s
 }
 
+// NewStoreWithIndexes returns a store on a fresh table created with only
+// the first n indexes of store.Indexes, as an earlier `store init` created
+// it (n = 4: before the lists index): the table the readers' fallbacks and
+// `store migrate` are tested on.
+func NewStoreWithIndexes(tb testing.TB, endpoint string, n int) *dynamo.Store {
+	tb.Helper()
+	cfg := moto.Config(tb, endpoint)
+	in := dynamo.TableDefinition(TableName(tb))
+	in.GlobalSecondaryIndexes = in.GlobalSecondaryIndexes[:n]
+	used := map[string]bool{"pk": true}
+	for _, g := range in.GlobalSecondaryIndexes {
+		for _, k := range g.KeySchema {
+			used[aws.ToString(k.AttributeName)] = true
+		}
+	}
+	var attrs []types.AttributeDefinition
+	for _, a := range in.AttributeDefinitions {
+		if used[aws.ToString(a.AttributeName)] {
+			attrs = append(attrs, a)
+		}
+	}
+	in.AttributeDefinitions = attrs
+	if len(in.GlobalSecondaryIndexes) == 0 {
+		in.GlobalSecondaryIndexes = nil
+	}
+	if _, err := dynamodb.NewFromConfig(cfg).CreateTable(context.Background(), in); err != nil {
+		tb.Fatalf("create a table with %d indexes for %s: %v", n, tb.Name(), err)
+	}
+	s := dynamo.NewFromConfig(cfg, aws.ToString(in.TableName))
+	if _, err := s.Init(context.Background()); err != nil {
+		tb.Fatalf("init the table with %d indexes for %s: %v", n, tb.Name(), err)
+	}
+	return s
+}
+
 // NewLegacyStore returns a store on a fresh table created as `store init`
 // created it before the table had secondary indexes (single string hash key
 // pk, on-demand): the table `store migrate` and the readers' scan fallback

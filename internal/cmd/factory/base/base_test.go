@@ -1,7 +1,8 @@
-package factory
+package base
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
 
 func TestEndpointServicesAgree(t *testing.T) {
@@ -81,7 +84,8 @@ func TestWithEnvironIsTheOnlyEnvironmentRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	ios, _, _, _ := iostreams.Test()
-	f := NewWith(ios, clock.NewFake(time.Unix(0, 0)), WithEnviron(func() []string { return given }))
+	f := NewWith(ios, clock.NewFake(time.Unix(0, 0)), WithEnviron(func() []string { return given }),
+		WithLocalStore(func(ctx context.Context, path string) (store.Store, error) { return sqlite.Open(ctx, path) }))
 	if f.ContextName != "dev" {
 		t.Errorf("ContextName = %q, want dev (the last KOSHACTL_CONTEXT given)", f.ContextName)
 	}
@@ -108,5 +112,22 @@ func TestWithEnvironIsTheOnlyEnvironmentRead(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(proc, "state")); !os.IsNotExist(err) {
 		t.Errorf("the process's state dir was touched: %v", err)
+	}
+}
+
+// A program without the embedded store (koshactl's front) refuses a local
+// context's store with the error naming the program that opens it, and
+// writes no file.
+func TestALocalContextWithoutTheEmbeddedStore(t *testing.T) {
+	dir := t.TempDir()
+	ios, _, _, _ := iostreams.Test()
+	f := NewWith(ios, clock.NewFake(time.Unix(0, 0)), WithEnviron(func() []string {
+		return []string{"KOSHACTL_CONFIG=" + filepath.Join(dir, "config.yaml"), "KOSHACTL_STATE_DIR=" + filepath.Join(dir, "state")}
+	}))
+	if _, err := f.Env(t.Context()); !errors.Is(err, ErrLocalStore) {
+		t.Errorf("Env on the local context: %v, want ErrLocalStore", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state")); !os.IsNotExist(err) {
+		t.Errorf("the state dir was made: %v", err)
 	}
 }

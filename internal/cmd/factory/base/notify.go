@@ -1,4 +1,4 @@
-package factory
+package base
 
 import (
 	"context"
