@@ -111,12 +111,21 @@ func WriterOf(id audit.Identity) (Writer, error) {
 	return Writer{ID: id.UserID, Name: id.Actor}, nil
 }
 
+// RoleIDPrefix starts the unique id of every IAM role (AWS's "unique
+// identifier prefixes"): an assumed-role session's aws:userid is
+// ROLEID:SESSION with a ROLEID that starts so. A federated user's is
+// ACCOUNT:NAME (sts:GetFederationToken, a name its caller picks), which
+// IAM lets write a key naming any assumed-role session after its own id:
+// only a role's id binds a session name.
+const RoleIDPrefix = "AROA"
+
 // Bound reports whether the unique id uid is the principal arn names, as
 // far as the two can show it, for the kinds of principal a proof may be
 // written by: an IAM user (arn:P:iam::ACCOUNT:user/PATH/NAME, whose unique
 // id holds no colon; IAM ties the key to the ARN itself) or an
 // assumed-role session (arn:P:sts::ACCOUNT:assumed-role/ROLE/SESSION,
-// whose unique id is ROLEID:SESSION). Anything else is not bound.
+// whose unique id is ROLEID:SESSION, ROLEID a role's: [RoleIDPrefix]).
+// Anything else is not bound.
 func Bound(uid, arn string) bool {
 	parts := strings.SplitN(arn, ":", 6)
 	if len(parts) != 6 || parts[0] != "arn" || parts[1] == "" || parts[4] == "" || uid == "" {
@@ -132,7 +141,7 @@ func Bound(uid, arn string) bool {
 			return false
 		}
 		roleID, s, ok := strings.Cut(uid, ":")
-		return ok && roleID != "" && s == session
+		return ok && strings.HasPrefix(roleID, RoleIDPrefix) && len(roleID) > len(RoleIDPrefix) && s == session
 	}
 	return false
 }

@@ -29,6 +29,11 @@ func TestBound(t *testing.T) {
 		{"AROAOPS", "arn:aws:iam::123456789012:role/operator", false},
 		{"123456789012", "arn:aws:iam::123456789012:root", false},
 		{"123456789012:bob", "arn:aws:sts::123456789012:federated-user/bob", false},
+		// A federated user's id is ACCOUNT:NAME, NAME its caller's pick
+		// (sts:GetFederationToken): it names no role's session, whatever
+		// session it claims.
+		{"123456789012:bob", "arn:aws:sts::123456789012:assumed-role/approver/bob", false},
+		{"AROA:bob", "arn:aws:sts::123456789012:assumed-role/approver/bob", false},
 		{"AIDAALICE", "arn:aws:iam::123456789012:user/", false},
 		{"AIDAALICE", "alice@host", false},
 		{"", "arn:aws:iam::123456789012:user/alice", false},
