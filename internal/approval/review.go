@@ -159,7 +159,7 @@ func (r Review) trailOf(items map[string]store.Item) reviewTrail {
 	switch {
 	case t.glass != nil && t.glass.Writer.Name != r.Actor:
 		return bad(fmt.Sprintf("says %s broke the glass, and its proof is %s's", textsafe.Line(r.Actor), textsafe.Line(t.glass.Writer.Name)))
-	case t.ack != nil && (t.ack.Writer.Name == r.Actor || t.glass != nil && t.ack.Writer.Is(t.glass.Writer)):
+	case t.ack != nil && (t.ack.Writer.Name == r.Actor || t.glass != nil && t.ack.Writer.SamePerson(t.glass.Writer)):
 		t.ack = nil
 		return bad("was acknowledged by the one who broke the glass")
 	case t.ack != nil && (r.Status != ReviewAcknowledged || r.AckedBy != t.ack.Writer.Name):

@@ -450,8 +450,12 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		return res, fmt.Errorf("%w: %w", ErrUnverified, err)
 	}
 	requester := t.requester()
-	if w.ID == requester.UserID || a.Approver.Actor == requester.Actor {
+	switch {
+	case w.Is(t.ask.Writer) || a.Approver.Actor == requester.Actor:
 		return res, fmt.Errorf("%w: %s asked for request %s and cannot approve it", ErrSelf, textsafe.Line(a.Approver.Actor), r.ID)
+	case w.SamePerson(t.ask.Writer):
+		return res, fmt.Errorf("%w: %s is %s, who asked for request %s as %s: nobody approves their own request under another role; someone else approves it",
+			ErrSelf, textsafe.Line(a.Approver.Actor), textsafe.Line(w.Person()), r.ID, textsafe.Line(requester.Actor))
 	}
 	if t.approvedBy(w) || slices.Contains(r.Approvers, a.Approver.Actor) {
 		return res, fmt.Errorf("%w: %s approved request %s already; it needs %d more approval(s) from other people",
@@ -832,7 +836,7 @@ func (s *Service) Ack(ctx context.Context, log audit.Appender, id string, by aud
 	switch {
 	case t.ack != nil && t.err == nil:
 		return rv, audit.Record{}, nil
-	case rv.Actor == by.Actor || t.glass != nil && t.glass.Writer.Is(w):
+	case rv.Actor == by.Actor || t.glass != nil && t.glass.Writer.SamePerson(w):
 		return rv, audit.Record{}, fmt.Errorf("%w: %s made the break-glass change of review %s; someone else acknowledges it", ErrSelf, textsafe.Line(by.Actor), id)
 	}
 	next := rv

@@ -83,9 +83,10 @@ func (t trail) requester() audit.Identity {
 	return audit.Identity{Actor: t.ask.Writer.Name, Source: src, UserID: t.ask.Writer.ID}
 }
 
-// approvedBy reports whether w approved already.
+// approvedBy reports whether w (the person: [proof.Writer.SamePerson])
+// approved already.
 func (t trail) approvedBy(w proof.Writer) bool {
-	return slices.ContainsFunc(t.approvals, func(p proof.Proof) bool { return p.Writer.ID == w.ID })
+	return slices.ContainsFunc(t.approvals, func(p proof.Proof) bool { return p.Writer.SamePerson(w) })
 }
 
 // tampered is the refusal of request id's item for why.
@@ -155,9 +156,9 @@ func (r Request) trailOf(items map[string]store.Item, closed bool) (trail, error
 		switch {
 		case !a.Writer.Verified():
 			return t, tampered(r.ID, "counts an approval by "+textsafe.Line(a.Writer.Name)+", whom STS did not verify")
-		case a.Writer.ID == t.ask.Writer.ID || a.Writer.Name == t.ask.Writer.Name:
-			return t, tampered(r.ID, "counts its requester's own approval")
-		case slices.ContainsFunc(t.approvals[:i], func(b proof.Proof) bool { return b.Writer.ID == a.Writer.ID }):
+		case a.Writer.SamePerson(t.ask.Writer):
+			return t, tampered(r.ID, "counts its requester's own approval ("+textsafe.Line(a.Writer.Name)+")")
+		case slices.ContainsFunc(t.approvals[:i], func(b proof.Proof) bool { return b.Writer.SamePerson(a.Writer) }):
 			return t, tampered(r.ID, "counts "+textsafe.Line(a.Writer.Name)+"'s approval twice")
 		}
 		if items != nil && a.Final {

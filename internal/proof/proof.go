@@ -88,6 +88,30 @@ func (w Writer) Verified() bool { return w.ID != Unverified }
 // for unverified writers, the same name.
 func (w Writer) Is(o Writer) bool { return w.ID == o.ID && w.Name == o.Name }
 
+// Person is the name of the person behind a verified writer: an IAM
+// user's name, an assumed-role session's name (which the role's trust
+// policy pins to the person: sts:RoleSessionName = ${aws:username}, or
+// Identity Center's user name); an unverified writer's asserted name.
+func (w Writer) Person() string {
+	if !w.Verified() {
+		return w.Name
+	}
+	return w.Name[strings.LastIndexByte(w.Name, '/')+1:]
+}
+
+// SamePerson reports whether w and o are one person: one principal
+// ([Writer.Is]), or two verified principals of one name (alice's IAM
+// user and her sessions in the operator and approver roles: each has a
+// unique id of its own), whatever its case (IAM user names are unique
+// regardless of case). Two people of one name in two accounts are taken
+// for one: an approval needs someone else, never fewer checks.
+func (w Writer) SamePerson(o Writer) bool {
+	if w.Is(o) {
+		return true
+	}
+	return w.Verified() && o.Verified() && strings.EqualFold(w.Person(), o.Person())
+}
+
 // WriterOf is the writer of the proofs id writes. A verified identity
 // needs a unique id bound to its ARN ([Bound]): an IAM user or an
 // assumed-role session.

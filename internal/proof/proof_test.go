@@ -108,3 +108,24 @@ func TestWriterOf(t *testing.T) {
 		}
 	}
 }
+
+// One person is one principal, or verified principals of one name: an
+// IAM user and the sessions pinned to its name, in any role.
+func TestSamePerson(t *testing.T) {
+	user := proof.Writer{ID: "AIDAALICE", Name: "arn:aws:iam::123456789012:user/ops/alice"}
+	for _, c := range []struct {
+		o    proof.Writer
+		want bool
+	}{
+		{user, true},
+		{proof.Writer{ID: "AROAOPS:alice", Name: "arn:aws:sts::123456789012:assumed-role/operator/alice"}, true},
+		{proof.Writer{ID: "AROAAPP:Alice", Name: "arn:aws:sts::123456789012:assumed-role/approver/Alice"}, true},
+		{proof.Writer{ID: "AROAAPP:bob", Name: "arn:aws:sts::123456789012:assumed-role/approver/bob"}, false},
+		{proof.Writer{ID: "AROAAPP:malice", Name: "arn:aws:sts::123456789012:assumed-role/approver/malice"}, false},
+		{proof.Writer{ID: proof.Unverified, Name: "alice"}, false},
+	} {
+		if got := user.SamePerson(c.o); got != c.want {
+			t.Errorf("%s and %s one person: %v, want %v", user.Name, c.o.Name, got, c.want)
+		}
+	}
+}
