@@ -318,9 +318,12 @@ func (s *Service) refused(r Request, mine string, ce store.ConditionError) error
 // table's policy (stored; nil: none) against its own: r's proofs, its
 // closed marker and the policy's proof, in one batch read. r is approved
 // only when an approver's proof completed its approvals (its final
-// approval), for r's hash and expiry, and nothing closed it; the policy
-// is used only when its proof names its text. A request stored approved
-// without such a proof (by hand, or edited since) is refused.
+// approval), for r's hash and expiry, nothing closed it, and the people
+// whose proofs approved it are as many as the policy in force asks of its
+// requester: a final mark is its writer's word, and one approver could
+// write it on the first of two approvals. The policy is used only when
+// its proof names its text. A request stored approved without such
+// proofs (by hand, or edited since) is refused.
 func (s *Service) proveApproved(ctx context.Context, r Request, stored *policy.Stored) error {
 	keys := append(slices.Clone(r.Proofs), ClosedKey(r.ID))
 	ppk := ""
@@ -346,6 +349,22 @@ func (s *Service) proveApproved(ctx context.Context, r Request, stored *policy.S
 	if t.final == nil || t.closing != nil {
 		return fmt.Errorf("%w: request %s is stored approved, and no approver's proof completed its approvals: it cannot be used; ask for a new one and have it approved with koshactl request approve",
 			ErrApprovalUnproven, r.ID)
+	}
+	var set *policy.Set
+	if stored != nil {
+		set = stored.Set
+	}
+	requester := t.requester()
+	for _, q := range r.Change.questions(s.clock.Now()) {
+		q.Actor, q.Approvals = policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, len(t.approvals)
+		switch d := policy.Decide(set, q); d.Outcome {
+		case policy.Deny:
+			return fmt.Errorf("%w: the policy no longer permits request %s: %s", ErrPolicyDenied, r.ID, d.Reason)
+		case policy.NeedsApproval:
+			return fmt.Errorf("%w: request %s is stored approved by %d person(s) its proofs show, and the table's policy asks %d for %s on %s: it cannot be used; ask for a new one and have it approved by as many people",
+				ErrApprovalUnproven, r.ID, len(t.approvals), d.Approvals, q.Action, textsafe.Line(q.Target))
+		case policy.Allow:
+		}
 	}
 	return nil
 }
