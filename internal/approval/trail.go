@@ -32,6 +32,11 @@ import (
 // ClosedPrefix starts the key of a request's closed marker
 // (closed#<request id>): written, never deleted (no role may delete it),
 // by the transaction that applies, denies, cancels or expires the request.
+// It carries no ttl, and no role may write it with one (the IAM policies
+// limit its writes to its own attributes, iam.ClosedAttributes): DynamoDB's
+// TTL deletes any item whose ttl has passed, so a marker dated in the past
+// by a role that may write markers would be deleted, and its request
+// revived. Markers are a few bytes each, one per request decided.
 // Its existence alone closes the request: an approval checks it is absent
 // in its own transaction, so a summary set back to pending, or an index
 // or a listing that has not seen a deny yet, never lets a closed request
@@ -44,7 +49,7 @@ func ClosedKey(id string) string { return ClosedPrefix + id }
 // closedItem is the marker of r closed by verb, written by the change
 // whose token is token.
 func closedItem(r Request, verb, token string) store.Item {
-	return store.Item{store.PK: ClosedKey(r.ID), "verb": verb, store.WriteIDAttr: token, store.TTLAttr: r.ExpiresAt.Add(Retention).Unix()}
+	return store.Item{store.PK: ClosedKey(r.ID), "verb": verb, store.WriteIDAttr: token}
 }
 
 // Errors of proofs; both exit 14 (docs/exit-codes.md).

@@ -87,8 +87,22 @@ const (
 	// ClosedItems are the requests' closed markers (approval.ClosedPrefix):
 	// written by the change that applies, denies, cancels or expires a
 	// request, never deleted; an approval checks the marker is absent.
+	// They are written with [ClosedAttributes] alone: a marker with a ttl
+	// (or any attribute a table's TTL may be on) would be deleted by
+	// DynamoDB's TTL, and its denied request revived.
 	ClosedItems = "closed#"
 )
+
+// ClosedAttributes are the only attributes a closed marker is written
+// with, or checked on (dynamodb:Attributes): its key, the verb that closed
+// it and its change's token (approval's closed marker; its tests hold
+// them to it).
+var ClosedAttributes = []string{"pk", "verb", "write_id"}
+
+// AttributesCondition is the condition operator limiting the attributes a
+// write may name (dynamodb:Attributes: the item's, and those its
+// condition names): every one must be of the list.
+const AttributesCondition = "ForAllValues:StringEquals"
 
 // The policy variables of the proof grants: IAM replaces them with the
 // caller's unique id and principal ARN when it evaluates the policy.
