@@ -382,8 +382,10 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"request deny":   needs(requestBatchRead, closedBatchRead, requestRead, requestPut, record, ownProof(VerbDeny), closedPut, notifyPublish),
 		"request cancel": needs(requestBatchRead, closedBatchRead, requestRead, requestPut, askRecord, ownProof(VerbCancel), closedPut, notifyPublish),
 		// Acknowledging a break-glass review: the review, its proofs (who
-		// broke the glass), the acknowledger's proof and its record.
-		"request ack": needs(reviewRead, proofBatchRead, reviewPut, ownProof(VerbAck), record),
+		// broke the glass), the acknowledger's proof and its record. A
+		// review naming no proof of who broke its glass is looked up in a
+		// scan of the proofs (made before proofs, or dropped from its item).
+		"request ack": needs(reviewRead, proofBatchRead, proofScan, reviewPut, ownProof(VerbAck), record),
 		// drill request asks for a drill file's levers on a table whose policy
 		// does not allow them at once.
 		"drill request":  needs(policyBatchRead, requestPut, askRecord, requestRead, ownProof(VerbAsk), notifyPublish),
