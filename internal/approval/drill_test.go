@@ -100,3 +100,43 @@ func TestApprovedLeverRequestIsMalformed(t *testing.T) {
 		t.Errorf("a force request stored approved: %v, want ErrMalformed", err)
 	}
 }
+
+// A final mark is its writer's word: bob, the first of the two approvers
+// a drill's force needs, rewrites his own approval as final (IAM lets him
+// write his own proof's key) and stores the request approved with its
+// closed marker (the approver role writes both). The run is refused: the
+// policy asks two people, and the proofs show one.
+func TestOneApproverCannotCompleteTwoApprovals(t *testing.T) {
+	c, svc, log, clk := fourEyes(t)
+	ctx := context.Background()
+	setPolicy(t, c, log, twoEyes)
+	r, _, err := svc.SubmitDrill(ctx, log, gameDay, alice, "game day", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256}); err != nil || res.Remaining != 1 {
+		t.Fatalf("bob's approval: %+v, %v: want one more needed", res, err)
+	}
+	it, err := c.Get(ctx, approval.RequestPrefix+r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := approval.RequestFromItem(it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, err := c.Get(ctx, stored.Proofs[len(stored.Proofs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine["final"] = int64(1)
+	it["status"], it["decided_by"], it["decided_at"] = approval.StatusApproved, bob.Actor, clk.Now().UnixMilli()
+	for _, w := range []store.Item{mine, it, {store.PK: approval.ClosedKey(r.ID), "verb": "approve", store.WriteIDAttr: "bob"}} {
+		if err := c.s.Put(ctx, w, store.Always()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.AuthorizeDrill(ctx, gameDay, asks(carol), r.ID); !errors.Is(err, approval.ErrApprovalUnproven) {
+		t.Errorf("a run on one approver's final mark of two approvals: %v, want ErrApprovalUnproven", err)
+	}
+}

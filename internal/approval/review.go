@@ -3,6 +3,7 @@ package approval
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,8 +131,28 @@ type reviewTrail struct {
 	err error
 }
 
-// trailOf reads what r's proofs (items, read by key) say of it.
-func (r Review) trailOf(items map[string]store.Item) reviewTrail {
+// glassOf is every proof of breaking review id's glass among items (all
+// the table's proofs, as a listing scans them), named by the review or not.
+func glassOf(items map[string]store.Item, id string) []proof.Proof {
+	var out []proof.Proof
+	for pk, it := range items {
+		if !strings.HasPrefix(pk, proof.Prefix) {
+			continue
+		}
+		if p, err := proof.FromItem(it); err == nil && p.Kind == proof.KindReview && p.Verb == proof.Glass && p.Subject == id {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// trailOf reads what r's proofs (items, read by key) say of it. glass are
+// the proofs of breaking its glass found beyond those it names (nil when
+// not looked for): a review that names none, while one exists, was
+// written without koshactl (an operator-role Put dropping it from the
+// item, to acknowledge its own change), and an acknowledgement by that
+// proof's writer is none.
+func (r Review) trailOf(items map[string]store.Item, glass []proof.Proof) reviewTrail {
 	var t reviewTrail
 	bad := func(why string) reviewTrail {
 		t.err = fmt.Errorf("%w: review %s %s: its item was written without koshactl", ErrTampered, r.ID, why)
@@ -156,10 +177,17 @@ func (r Review) trailOf(items map[string]store.Item) reviewTrail {
 			return bad("names two proofs of one kind")
 		}
 	}
+	if t.glass == nil && len(glass) > 0 {
+		g := glass[0]
+		if t.ack != nil && slices.ContainsFunc(glass, func(g proof.Proof) bool { return t.ack.Writer.SamePerson(g.Writer) }) {
+			t.ack = nil
+		}
+		return bad(fmt.Sprintf("names no proof of who broke the glass, and %s's exists (%s)", textsafe.Line(g.Writer.Name), textsafe.Quote(g.Key())))
+	}
 	switch {
 	case t.glass != nil && t.glass.Writer.Name != r.Actor:
 		return bad(fmt.Sprintf("says %s broke the glass, and its proof is %s's", textsafe.Line(r.Actor), textsafe.Line(t.glass.Writer.Name)))
-	case t.ack != nil && (t.ack.Writer.Name == r.Actor || t.glass != nil && t.ack.Writer.Is(t.glass.Writer)):
+	case t.ack != nil && (t.ack.Writer.Name == r.Actor || t.glass != nil && t.ack.Writer.SamePerson(t.glass.Writer)):
 		t.ack = nil
 		return bad("was acknowledged by the one who broke the glass")
 	case t.ack != nil && (r.Status != ReviewAcknowledged || r.AckedBy != t.ack.Writer.Name):
@@ -174,9 +202,9 @@ func (r Review) trailOf(items map[string]store.Item) reviewTrail {
 
 // verify reads what r's proofs say into r: its Verification, and its
 // status as they show it (open, unless an acknowledgement's proof says
-// otherwise).
+// otherwise). items hold every proof of the table (a listing's scan).
 func (r *Review) verify(items map[string]store.Item) {
-	t := r.trailOf(items)
+	t := r.trailOf(items, glassOf(items, r.ID))
 	r.Verification = verification(t.err)
 	if t.ack == nil {
 		r.Status = ReviewOpen

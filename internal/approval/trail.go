@@ -32,6 +32,11 @@ import (
 // ClosedPrefix starts the key of a request's closed marker
 // (closed#<request id>): written, never deleted (no role may delete it),
 // by the transaction that applies, denies, cancels or expires the request.
+// It carries no ttl, and no role may write it with one (the IAM policies
+// limit its writes to its own attributes, iam.ClosedAttributes): DynamoDB's
+// TTL deletes any item whose ttl has passed, so a marker dated in the past
+// by a role that may write markers would be deleted, and its request
+// revived. Markers are a few bytes each, one per request decided.
 // Its existence alone closes the request: an approval checks it is absent
 // in its own transaction, so a summary set back to pending, or an index
 // or a listing that has not seen a deny yet, never lets a closed request
@@ -44,7 +49,7 @@ func ClosedKey(id string) string { return ClosedPrefix + id }
 // closedItem is the marker of r closed by verb, written by the change
 // whose token is token.
 func closedItem(r Request, verb, token string) store.Item {
-	return store.Item{store.PK: ClosedKey(r.ID), "verb": verb, store.WriteIDAttr: token, store.TTLAttr: r.ExpiresAt.Add(Retention).Unix()}
+	return store.Item{store.PK: ClosedKey(r.ID), "verb": verb, store.WriteIDAttr: token}
 }
 
 // Errors of proofs; both exit 14 (docs/exit-codes.md).
@@ -83,9 +88,10 @@ func (t trail) requester() audit.Identity {
 	return audit.Identity{Actor: t.ask.Writer.Name, Source: src, UserID: t.ask.Writer.ID}
 }
 
-// approvedBy reports whether w approved already.
+// approvedBy reports whether w (the person: [proof.Writer.SamePerson])
+// approved already.
 func (t trail) approvedBy(w proof.Writer) bool {
-	return slices.ContainsFunc(t.approvals, func(p proof.Proof) bool { return p.Writer.ID == w.ID })
+	return slices.ContainsFunc(t.approvals, func(p proof.Proof) bool { return p.Writer.SamePerson(w) })
 }
 
 // tampered is the refusal of request id's item for why.
@@ -155,9 +161,9 @@ func (r Request) trailOf(items map[string]store.Item, closed bool) (trail, error
 		switch {
 		case !a.Writer.Verified():
 			return t, tampered(r.ID, "counts an approval by "+textsafe.Line(a.Writer.Name)+", whom STS did not verify")
-		case a.Writer.ID == t.ask.Writer.ID || a.Writer.Name == t.ask.Writer.Name:
-			return t, tampered(r.ID, "counts its requester's own approval")
-		case slices.ContainsFunc(t.approvals[:i], func(b proof.Proof) bool { return b.Writer.ID == a.Writer.ID }):
+		case a.Writer.SamePerson(t.ask.Writer):
+			return t, tampered(r.ID, "counts its requester's own approval ("+textsafe.Line(a.Writer.Name)+")")
+		case slices.ContainsFunc(t.approvals[:i], func(b proof.Proof) bool { return b.Writer.SamePerson(a.Writer) }):
 			return t, tampered(r.ID, "counts "+textsafe.Line(a.Writer.Name)+"'s approval twice")
 		}
 		if items != nil && a.Final {
@@ -317,9 +323,12 @@ func (s *Service) refused(r Request, mine string, ce store.ConditionError) error
 // table's policy (stored; nil: none) against its own: r's proofs, its
 // closed marker and the policy's proof, in one batch read. r is approved
 // only when an approver's proof completed its approvals (its final
-// approval), for r's hash and expiry, and nothing closed it; the policy
-// is used only when its proof names its text. A request stored approved
-// without such a proof (by hand, or edited since) is refused.
+// approval), for r's hash and expiry, nothing closed it, and the people
+// whose proofs approved it are as many as the policy in force asks of its
+// requester: a final mark is its writer's word, and one approver could
+// write it on the first of two approvals. The policy is used only when
+// its proof names its text. A request stored approved without such
+// proofs (by hand, or edited since) is refused.
 func (s *Service) proveApproved(ctx context.Context, r Request, stored *policy.Stored) error {
 	keys := append(slices.Clone(r.Proofs), ClosedKey(r.ID))
 	ppk := ""
@@ -345,6 +354,26 @@ func (s *Service) proveApproved(ctx context.Context, r Request, stored *policy.S
 	if t.final == nil || t.closing != nil {
 		return fmt.Errorf("%w: request %s is stored approved, and no approver's proof completed its approvals: it cannot be used; ask for a new one and have it approved with koshactl request approve",
 			ErrApprovalUnproven, r.ID)
+	}
+	var set *policy.Set
+	if stored != nil {
+		set = stored.Set
+	}
+	requester := t.requester()
+	questions, err := s.questions(r.Change, s.clock.Now())
+	if err != nil {
+		return fmt.Errorf("%w: request %s: %v", ErrMalformed, r.ID, err)
+	}
+	for _, q := range questions {
+		q.Actor, q.Approvals = policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, len(t.approvals)
+		switch d := policy.Decide(set, q); d.Outcome {
+		case policy.Deny:
+			return fmt.Errorf("%w: the policy no longer permits request %s: %s", ErrPolicyDenied, r.ID, d.Reason)
+		case policy.NeedsApproval:
+			return fmt.Errorf("%w: request %s is stored approved by %d person(s) its proofs show, and the table's policy asks %d for %s on %s: it cannot be used; ask for a new one and have it approved by as many people",
+				ErrApprovalUnproven, r.ID, len(t.approvals), d.Approvals, q.Action, textsafe.Line(q.Target))
+		case policy.Allow:
+		}
 	}
 	return nil
 }

@@ -88,8 +88,22 @@ const (
 	// ClosedItems are the requests' closed markers (approval.ClosedPrefix):
 	// written by the change that applies, denies, cancels or expires a
 	// request, never deleted; an approval checks the marker is absent.
+	// They are written with [ClosedAttributes] alone: a marker with a ttl
+	// (or any attribute a table's TTL may be on) would be deleted by
+	// DynamoDB's TTL, and its denied request revived.
 	ClosedItems = "closed#"
 )
+
+// ClosedAttributes are the only attributes a closed marker is written
+// with, or checked on (dynamodb:Attributes): its key, the verb that closed
+// it and its change's token (approval's closed marker; its tests hold
+// them to it).
+var ClosedAttributes = []string{"pk", "verb", "write_id"}
+
+// AttributesCondition is the condition operator limiting the attributes a
+// write may name (dynamodb:Attributes: the item's, and those its
+// condition names): every one must be of the list.
+const AttributesCondition = "ForAllValues:StringEquals"
 
 // The policy variables of the proof grants: IAM replaces them with the
 // caller's unique id and principal ARN when it evaluates the policy.
@@ -369,8 +383,10 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"request deny":   needs(requestBatchRead, closedBatchRead, requestRead, requestPut, record, ownProof(VerbDeny), closedPut, notifyPublish),
 		"request cancel": needs(requestBatchRead, closedBatchRead, requestRead, requestPut, askRecord, ownProof(VerbCancel), closedPut, notifyPublish),
 		// Acknowledging a break-glass review: the review, its proofs (who
-		// broke the glass), the acknowledger's proof and its record.
-		"request ack": needs(reviewRead, proofBatchRead, reviewPut, ownProof(VerbAck), record),
+		// broke the glass), the acknowledger's proof and its record. A
+		// review naming no proof of who broke its glass is looked up in a
+		// scan of the proofs (made before proofs, or dropped from its item).
+		"request ack": needs(reviewRead, proofBatchRead, proofScan, reviewPut, ownProof(VerbAck), record),
 		// drill request asks for a drill file's levers on a table whose policy
 		// does not allow them at once.
 		"drill request":  needs(policyBatchRead, requestPut, askRecord, requestRead, ownProof(VerbAsk), notifyPublish),

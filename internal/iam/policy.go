@@ -213,6 +213,11 @@ func Policy(role Role, t Target) (Document, error) {
 			st.Sid += "InTransactions"
 			st.Condition[EnclosingOperationCondition] = map[string][]string{"dynamodb:EnclosingOperation": {TransactWriteItems}}
 		}
+		if k.prefix == ClosedItems && slices.ContainsFunc(byPrefix[k], isWrite) {
+			// A marker dated for DynamoDB's TTL would be deleted: its
+			// writes name its own attributes alone.
+			st.Condition[AttributesCondition] = map[string][]string{"dynamodb:Attributes": slices.Clone(ClosedAttributes)}
+		}
 		doc.Statement = append(doc.Statement, st)
 	}
 	if len(ownProofVerbs) > 0 {
@@ -262,6 +267,16 @@ func Policy(role Role, t Target) (Document, error) {
 		doc.Statement = append(doc.Statement, Statement{Sid: SidNotify, Effect: "Allow", Action: publish, Resource: slices.Compact(topics)})
 	}
 	return doc, nil
+}
+
+// isWrite reports whether action writes or checks an item (a closed
+// marker's writes are limited to its attributes).
+func isWrite(action string) bool {
+	switch action {
+	case PutItem, DeleteItem, ConditionCheckItem:
+		return true
+	}
+	return false
 }
 
 // SidOwnProofs grants PutItem, in transactions, on the caller's own

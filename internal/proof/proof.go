@@ -88,6 +88,30 @@ func (w Writer) Verified() bool { return w.ID != Unverified }
 // for unverified writers, the same name.
 func (w Writer) Is(o Writer) bool { return w.ID == o.ID && w.Name == o.Name }
 
+// Person is the name of the person behind a verified writer: an IAM
+// user's name, an assumed-role session's name (which the role's trust
+// policy pins to the person: sts:RoleSessionName = ${aws:username}, or
+// Identity Center's user name); an unverified writer's asserted name.
+func (w Writer) Person() string {
+	if !w.Verified() {
+		return w.Name
+	}
+	return w.Name[strings.LastIndexByte(w.Name, '/')+1:]
+}
+
+// SamePerson reports whether w and o are one person: one principal
+// ([Writer.Is]), or two verified principals of one name (alice's IAM
+// user and her sessions in the operator and approver roles: each has a
+// unique id of its own), whatever its case (IAM user names are unique
+// regardless of case). Two people of one name in two accounts are taken
+// for one: an approval needs someone else, never fewer checks.
+func (w Writer) SamePerson(o Writer) bool {
+	if w.Is(o) {
+		return true
+	}
+	return w.Verified() && o.Verified() && strings.EqualFold(w.Person(), o.Person())
+}
+
 // WriterOf is the writer of the proofs id writes. A verified identity
 // needs a unique id bound to its ARN ([Bound]): an IAM user or an
 // assumed-role session.
@@ -111,12 +135,21 @@ func WriterOf(id audit.Identity) (Writer, error) {
 	return Writer{ID: id.UserID, Name: id.Actor}, nil
 }
 
+// RoleIDPrefix starts the unique id of every IAM role (AWS's "unique
+// identifier prefixes"): an assumed-role session's aws:userid is
+// ROLEID:SESSION with a ROLEID that starts so. A federated user's is
+// ACCOUNT:NAME (sts:GetFederationToken, a name its caller picks), which
+// IAM lets write a key naming any assumed-role session after its own id:
+// only a role's id binds a session name.
+const RoleIDPrefix = "AROA"
+
 // Bound reports whether the unique id uid is the principal arn names, as
 // far as the two can show it, for the kinds of principal a proof may be
 // written by: an IAM user (arn:P:iam::ACCOUNT:user/PATH/NAME, whose unique
 // id holds no colon; IAM ties the key to the ARN itself) or an
 // assumed-role session (arn:P:sts::ACCOUNT:assumed-role/ROLE/SESSION,
-// whose unique id is ROLEID:SESSION). Anything else is not bound.
+// whose unique id is ROLEID:SESSION, ROLEID a role's: [RoleIDPrefix]).
+// Anything else is not bound.
 func Bound(uid, arn string) bool {
 	parts := strings.SplitN(arn, ":", 6)
 	if len(parts) != 6 || parts[0] != "arn" || parts[1] == "" || parts[4] == "" || uid == "" {
@@ -132,7 +165,7 @@ func Bound(uid, arn string) bool {
 			return false
 		}
 		roleID, s, ok := strings.Cut(uid, ":")
-		return ok && roleID != "" && s == session
+		return ok && strings.HasPrefix(roleID, RoleIDPrefix) && len(roleID) > len(RoleIDPrefix) && s == session
 	}
 	return false
 }

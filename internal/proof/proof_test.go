@@ -29,6 +29,11 @@ func TestBound(t *testing.T) {
 		{"AROAOPS", "arn:aws:iam::123456789012:role/operator", false},
 		{"123456789012", "arn:aws:iam::123456789012:root", false},
 		{"123456789012:bob", "arn:aws:sts::123456789012:federated-user/bob", false},
+		// A federated user's id is ACCOUNT:NAME, NAME its caller's pick
+		// (sts:GetFederationToken): it names no role's session, whatever
+		// session it claims.
+		{"123456789012:bob", "arn:aws:sts::123456789012:assumed-role/approver/bob", false},
+		{"AROA:bob", "arn:aws:sts::123456789012:assumed-role/approver/bob", false},
 		{"AIDAALICE", "arn:aws:iam::123456789012:user/", false},
 		{"AIDAALICE", "alice@host", false},
 		{"", "arn:aws:iam::123456789012:user/alice", false},
@@ -100,6 +105,27 @@ func TestWriterOf(t *testing.T) {
 	} {
 		if w, err := proof.WriterOf(id); err == nil {
 			t.Errorf("%+v: writer %+v, want an error", id, w)
+		}
+	}
+}
+
+// One person is one principal, or verified principals of one name: an
+// IAM user and the sessions pinned to its name, in any role.
+func TestSamePerson(t *testing.T) {
+	user := proof.Writer{ID: "AIDAALICE", Name: "arn:aws:iam::123456789012:user/ops/alice"}
+	for _, c := range []struct {
+		o    proof.Writer
+		want bool
+	}{
+		{user, true},
+		{proof.Writer{ID: "AROAOPS:alice", Name: "arn:aws:sts::123456789012:assumed-role/operator/alice"}, true},
+		{proof.Writer{ID: "AROAAPP:Alice", Name: "arn:aws:sts::123456789012:assumed-role/approver/Alice"}, true},
+		{proof.Writer{ID: "AROAAPP:bob", Name: "arn:aws:sts::123456789012:assumed-role/approver/bob"}, false},
+		{proof.Writer{ID: "AROAAPP:malice", Name: "arn:aws:sts::123456789012:assumed-role/approver/malice"}, false},
+		{proof.Writer{ID: proof.Unverified, Name: "alice"}, false},
+	} {
+		if got := user.SamePerson(c.o); got != c.want {
+			t.Errorf("%s and %s one person: %v, want %v", user.Name, c.o.Name, got, c.want)
 		}
 	}
 }

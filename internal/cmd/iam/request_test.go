@@ -17,9 +17,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
@@ -312,6 +315,25 @@ func (w *awsWorld) requestSteps(t *testing.T) []cliStep {
 				t.Fatalf("break-glass set: no review in %s (%v)", r.Stdout, err)
 			}
 			review = res.Review
+		}, func() []string { return as("bob", "request", "ack", review, "--reason", "seen") }, false, 0},
+		// A review naming no proof of who broke its glass (made before
+		// proofs): ack looks for the proof among the table's.
+		{"request ack", func() {
+			var res struct{ Review string }
+			r := w.MustRun(0, as("alice", "ratelimit", "set", "agent-1", "--tokens", "7", "--reason", "setup", "--break-glass", "-o", "json")...)
+			if err := json.Unmarshal([]byte(r.Stdout), &res); err != nil || res.Review == "" {
+				t.Fatalf("break-glass set: no review in %s (%v)", r.Stdout, err)
+			}
+			review = res.Review
+			st := dynamo.NewFromConfig(moto.Config(t, w.endpoint), "kosha-control")
+			it, err := st.Get(t.Context(), approval.ReviewPrefix+review)
+			if err != nil {
+				t.Fatal(err)
+			}
+			delete(it, "proofs")
+			if err := st.Put(t.Context(), it, store.Always()); err != nil {
+				t.Fatal(err)
+			}
 		}, func() []string { return as("bob", "request", "ack", review, "--reason", "seen") }, false, 0},
 	}
 	var lost []cliStep

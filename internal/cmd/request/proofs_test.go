@@ -216,6 +216,31 @@ func TestForgedAcknowledgementIsNotOne(t *testing.T) {
 	}
 }
 
+// The actor of a break-glass change cannot acknowledge it by dropping
+// the review's proof of who broke the glass from its item (an
+// operator-role Put, naming someone else as its actor): carol's own
+// acknowledgement is refused, and the review stays listed, flagged, until
+// someone else acknowledges it.
+func TestBreakGlassActorCannotHideHerProof(t *testing.T) {
+	w := newWorld(t)
+	w.as("admin", 0, "policy", "set", "../../../docs/policies/four-eyes.cedar", "--reason", "four eyes")
+	bg := clitest.Decode[struct {
+		Review string `json:"review"`
+	}](t, w.as("carol", 0, "breaker", "force-open", "openai", "--reason", "customers down", "--for", "30m", "--break-glass", "-o", "json").Stdout)
+	it := w.get(approval.ReviewPrefix + bg.Review)
+	delete(it, "proofs")
+	it["actor"] = "arn:aws:sts::123456789012:assumed-role/operator/dave"
+	w.put(it)
+	if r := w.as("carol", exitcode.Refused, "request", "ack", bg.Review, "--reason", "looks fine to me"); !strings.Contains(r.Stderr, "someone else") {
+		t.Errorf("carol acknowledging her own break-glass change: %s", r.Stderr)
+	}
+	r := w.Run("--context", "admin", "request", "list", "--reviews")
+	if !strings.Contains(r.Stdout, bg.Review) || !strings.Contains(r.Stdout+r.Stderr, "TAMPERED") {
+		t.Errorf("the review whose proof was dropped: exit %d\n%s%s", r.Code, r.Stdout, r.Stderr)
+	}
+	w.as("bob", 0, "request", "ack", bg.Review, "--reason", "checked with carol")
+}
+
 // The policy in force is the text its newest policy.set proof names: a
 // permissive text Put over it (the stale hash kept), or the item deleted,
 // approves nothing that needs approval, and audit list --unapproved flags

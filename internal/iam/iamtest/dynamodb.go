@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,12 +27,13 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 		S string `json:"S"`
 	}
 	var in struct {
-		TableName, IndexName      string
-		Key, Item                 map[string]attr
-		KeyConditionExpression    string
-		ExpressionAttributeNames  map[string]string
-		ExpressionAttributeValues map[string]attr
-		RequestItems              map[string]json.RawMessage
+		TableName, IndexName                  string
+		Key, Item                             map[string]attr
+		KeyConditionExpression                string
+		ConditionExpression, UpdateExpression string
+		ExpressionAttributeNames              map[string]string
+		ExpressionAttributeValues             map[string]attr
+		RequestItems                          map[string]json.RawMessage
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, fmt.Errorf("dynamodb %s: body: %w", op, err)
@@ -42,10 +44,16 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 	action := "dynamodb:" + op
 	leading := func(pks ...string) map[string][]string { return map[string][]string{"dynamodb:LeadingKeys": pks} }
 	switch op {
-	case "GetItem", "DeleteItem", "UpdateItem":
+	case "GetItem":
 		return []Request{{action, arn(in.TableName), leading(in.Key[store.PK].S)}}, nil
+	case "DeleteItem", "UpdateItem":
+		ctx := leading(in.Key[store.PK].S)
+		ctx[attributesKey] = attributeNames(in.Key, in.ExpressionAttributeNames, in.ConditionExpression, in.UpdateExpression)
+		return []Request{{action, arn(in.TableName), ctx}}, nil
 	case "PutItem":
-		return []Request{{action, arn(in.TableName), leading(in.Item[store.PK].S)}}, nil
+		ctx := leading(in.Item[store.PK].S)
+		ctx[attributesKey] = attributeNames(in.Item, in.ExpressionAttributeNames, in.ConditionExpression)
+		return []Request{{action, arn(in.TableName), ctx}}, nil
 	case "Query":
 		res, hash := arn(in.TableName), store.PK
 		if in.IndexName != "" {
@@ -116,8 +124,10 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 		// whole call.
 		var tx struct {
 			TransactItems []map[string]struct {
-				TableName string
-				Key, Item map[string]attr
+				TableName                             string
+				Key, Item                             map[string]attr
+				ConditionExpression, UpdateExpression string
+				ExpressionAttributeNames              map[string]string
 			}
 		}
 		if err := json.Unmarshal(body, &tx); err != nil {
@@ -137,6 +147,10 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 				}
 				ctx := leading(pk)
 				ctx["dynamodb:EnclosingOperation"] = []string{op}
+				ctx[attributesKey] = attributeNames(w.Item, w.ExpressionAttributeNames, w.ConditionExpression, w.UpdateExpression)
+				if kind != "Put" {
+					ctx[attributesKey] = attributeNames(w.Key, w.ExpressionAttributeNames, w.ConditionExpression, w.UpdateExpression)
+				}
 				out = append(out, Request{"dynamodb:" + a, arn(w.TableName), ctx})
 			}
 		}
@@ -153,6 +167,76 @@ func DynamoDBRequests(t iam.Target, op string, body []byte) ([]Request, error) {
 	// Table operations (DescribeTable, CreateTable, UpdateTable, the TTL
 	// pair): the table.
 	return []Request{{Action: action, Resource: arn(in.TableName)}}, nil
+}
+
+// attributesKey is DynamoDB's condition key of the attribute names a
+// request names.
+const attributesKey = "dynamodb:Attributes"
+
+// attributeNames is dynamodb:Attributes of a write: the top-level
+// attribute names of its item (or key), and those its expressions name,
+// by placeholder (#name, resolved through names) or as they are, each
+// once, sorted.
+func attributeNames[V any](item map[string]V, names map[string]string, exprs ...string) []string {
+	var out []string
+	add := func(n string) {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	for n := range item {
+		add(n)
+	}
+	for _, ex := range exprs {
+		for _, tok := range expressionNames(ex) {
+			if strings.HasPrefix(tok, "#") {
+				tok = names[tok]
+			}
+			add(tok)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// expressionNames are the top-level attribute names of a condition or
+// update expression: each path's first element (a #placeholder or a
+// name), not the functions it calls, its keywords, nor its :values.
+func expressionNames(ex string) []string {
+	keywords := []string{"AND", "OR", "NOT", "BETWEEN", "IN", "SET", "REMOVE", "ADD", "DELETE"}
+	var out []string
+	for i := 0; i < len(ex); {
+		c := ex[i]
+		switch {
+		case c == ':':
+			for i++; i < len(ex) && isNameByte(ex[i]); i++ {
+			}
+		case c == '#' || isNameByte(c) && (c < '0' || c > '9'):
+			start := i
+			for i++; i < len(ex) && isNameByte(ex[i]); i++ {
+			}
+			tok := ex[start:i]
+			j := i
+			for j < len(ex) && ex[j] == ' ' {
+				j++
+			}
+			if (j < len(ex) && ex[j] == '(') || slices.Contains(keywords, strings.ToUpper(tok)) {
+				continue
+			}
+			out = append(out, tok)
+			// The rest of the path (.child, [n]) names no top-level attribute.
+			for i < len(ex) && (ex[i] == '.' || ex[i] == '[' || ex[i] == ']' || ex[i] == '#' || isNameByte(ex[i])) {
+				i++
+			}
+		default:
+			i++
+		}
+	}
+	return out
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // Proxy is a DynamoDB endpoint in front of moto that enforces a policy

@@ -177,10 +177,12 @@ func matchFrom(p, s string) bool {
 // IAM puts in each of its requests' context (aws:userid,
 // aws:PrincipalArn, aws:PrincipalType), which policy variables resolve to.
 type Caller struct {
-	// UserID is the unique id (aws:userid): an IAM user's id, or
-	// ROLEID:SESSION for an assumed role.
+	// UserID is the unique id (aws:userid): an IAM user's id,
+	// ROLEID:SESSION for an assumed role, ACCOUNT:NAME for a federated
+	// user (sts:GetFederationToken).
 	UserID string
-	// ARN is the caller ARN STS names (a user's, or the session's).
+	// ARN is the caller ARN STS names (a user's, the session's, the
+	// federated user's).
 	ARN string
 }
 
@@ -198,6 +200,9 @@ func (c Caller) context() map[string][]string {
 		role, _, _ := strings.Cut(strings.TrimPrefix(res, "assumed-role/"), "/")
 		out["aws:PrincipalArn"] = []string{"arn:" + parts[1] + ":iam::" + parts[4] + ":role/" + role}
 		out["aws:PrincipalType"] = []string{"AssumedRole"}
+	case parts[2] == "sts" && strings.HasPrefix(res, "federated-user/"):
+		// IAM's aws:PrincipalArn of a federated user is its own ARN.
+		out["aws:PrincipalArn"], out["aws:PrincipalType"] = []string{c.ARN}, []string{"FederatedUser"}
 	}
 	return out
 }

@@ -81,7 +81,8 @@ func transactBody(pks ...string) []byte {
 // policy does not allow denies the whole call, and names that action.
 func TestATransactionIsDeniedWholeByOneAction(t *testing.T) {
 	reqs, err := iamtest.DynamoDBRequests(target, "TransactWriteItems", []byte(`{"TransactItems":[
-		{"Put":{"TableName":"kosha-control","Item":{"pk":{"S":"audit#dp#1#a"}}}},
+		{"Put":{"TableName":"kosha-control","Item":{"pk":{"S":"audit#dp#1#a"},"ttl":{"N":"1"}},
+			"ConditionExpression":"attribute_not_exists(#pk) OR (#w = :w AND size(#m.#k[0]) > :n)","ExpressionAttributeNames":{"#pk":"pk","#w":"write_id","#m":"map","#k":"key"}}},
 		{"Delete":{"TableName":"kosha-control","Key":{"pk":{"S":"breaker#openai"}}}},
 		{"Update":{"TableName":"kosha-control","Key":{"pk":{"S":"rl#agent-1"}}}},
 		{"ConditionCheck":{"TableName":"kosha-control","Key":{"pk":{"S":"audit#2#b"}}}}]}`))
@@ -94,10 +95,10 @@ func TestATransactionIsDeniedWholeByOneAction(t *testing.T) {
 	}
 	table := target.TableARN()
 	want := []string{
-		"dynamodb:PutItem on " + table + " dynamodb:EnclosingOperation=[TransactWriteItems] dynamodb:LeadingKeys=[audit#dp#1#a]",
-		"dynamodb:DeleteItem on " + table + " dynamodb:EnclosingOperation=[TransactWriteItems] dynamodb:LeadingKeys=[breaker#openai]",
-		"dynamodb:UpdateItem on " + table + " dynamodb:EnclosingOperation=[TransactWriteItems] dynamodb:LeadingKeys=[rl#agent-1]",
-		"dynamodb:ConditionCheckItem on " + table + " dynamodb:EnclosingOperation=[TransactWriteItems] dynamodb:LeadingKeys=[audit#2#b]",
+		"dynamodb:PutItem on " + table + " dynamodb:Attributes=[map pk ttl write_id] dynamodb:EnclosingOperation=[TransactWriteItems] dynamodb:LeadingKeys=[audit#dp#1#a]",
+		"dynamodb:DeleteItem on " + table + " dynamodb:Attributes=[pk] dynamodb:EnclosingOperation=[TransactWriteItems] dynamodb:LeadingKeys=[breaker#openai]",
+		"dynamodb:UpdateItem on " + table + " dynamodb:Attributes=[pk] dynamodb:EnclosingOperation=[TransactWriteItems] dynamodb:LeadingKeys=[rl#agent-1]",
+		"dynamodb:ConditionCheckItem on " + table + " dynamodb:Attributes=[pk] dynamodb:EnclosingOperation=[TransactWriteItems] dynamodb:LeadingKeys=[audit#2#b]",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -74,11 +74,33 @@ func TestEachRoleWritesItsOwnProofsAlone(t *testing.T) {
 			t.Errorf("%s writes proofs without the %s statement", role, iam.SidOwnProofs)
 		}
 	}
-	// What IAM lets a session write after its own id, and a user an
-	// assumed-role ARN after its own: no reader takes either for another's.
+	// A federated user (sts:GetFederationToken, by an IAM user holding the
+	// approver's policy) is ACCOUNT:NAME, NAME its caller's pick: IAM lets
+	// it write, after its own id, a key naming the session of that name in
+	// any role.
+	fed := iamtest.Caller{UserID: "123456789012:bob", ARN: "arn:aws:sts::123456789012:federated-user/bob"}
+	asBob := iamtest.Caller{UserID: fed.UserID, ARN: "arn:aws:sts::123456789012:assumed-role/approver/bob"}
+	doc, err := iam.Policy(iam.Approver, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := iamtest.NewEnforcer("federated")
+	e.SetPolicy(&doc)
+	e.AddCaller("ASIAFED", fed)
+	reqs, err := iamtest.DynamoDBRequests(target, "TransactWriteItems", transactBody(key(asBob, proof.Approve)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if denied := e.AuthorizeKey("ASIAFED", reqs...); denied != "" {
+		t.Errorf("IAM allows a federated user this key; the evaluator denied it: %s", denied)
+	}
+	// What IAM lets a session write after its own id, a user an
+	// assumed-role ARN after its own, and a federated user a session's:
+	// no reader takes any for another's.
 	for _, pk := range []string{
 		key(iamtest.Caller{UserID: carol.UserID, ARN: "arn:aws:sts::123456789012:assumed-role/operator/dave"}, proof.Approve),
 		key(iamtest.Caller{UserID: alice.UserID, ARN: carol.ARN}, proof.Approve),
+		key(asBob, proof.Approve),
 	} {
 		if _, err := proof.ParseKey(pk); err == nil {
 			t.Errorf("%s is taken for a proof", pk)
