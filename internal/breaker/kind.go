@@ -26,7 +26,7 @@ import (
 const ActionRestore = "breaker.restore"
 
 // Spec is the override lever's spec.
-var Spec = lever.Spec{Name: "breaker", Prefix: OverridePrefix, Resource: "Dependency", Noun: "dependency", Item: "override",
+var Spec = lever.Spec{Name: "breaker", Prefix: OverridePrefix, Resource: "Dependency", Noun: "dependency", Item: "override", Lever: "breaker override",
 	About: "A dependency whose breaker a lever forces or clears.", Inspect: "koshactl breaker get",
 	Actions: []lever.Action{
 		{Name: ActionForceOpen, Verb: "force open", DryRunActor: true},

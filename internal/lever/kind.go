@@ -26,6 +26,9 @@ type Spec struct {
 	// policy (Kosha::Dependency), Noun what a target is called
 	// ("dependency") and Item what its item is ("override").
 	Resource, Noun, Item string
+	// Lever is what one lever of the kind is called in a sentence
+	// ("breaker override"): a protected context's prompt counts them.
+	Lever string
 	// About says what a target is, for the table's policy's schema ("A
 	// dependency whose breaker a lever forces or clears.").
 	About string

@@ -26,7 +26,7 @@ import (
 // and a context with others does not apply it.
 
 // Spec is the bucket lever's spec.
-var Spec = lever.Spec{Name: "ratelimit", Prefix: KeyPrefix, Resource: "Client", Noun: "client", Item: "bucket",
+var Spec = lever.Spec{Name: "ratelimit", Prefix: KeyPrefix, Resource: "Client", Noun: "client", Item: "bucket", Lever: "rate-limit bucket",
 	About: "A rate-limit client whose bucket a lever resets, drains or sets.",
 	Actions: []lever.Action{
 		{Name: ActionReset, Verb: "reset", Attempts: MutationAttempts},

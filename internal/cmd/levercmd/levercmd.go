@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -65,11 +66,12 @@ func (fl Flags) Table() bool { return fl.Output == cmdutil.FormatTable }
 
 // Change moves c (with the flags' say in how) through the context's guard:
 // planned (the table's policy asked in the levers' batch read), confirmed
-// on a protected context (what names the change of its n writes; nothing
+// on a protected context (the prompt names the action's verb and counts
+// the kind's levers it writes: "force open 3 breaker overrides"; nothing
 // to write asks nothing), then committed. Its report is what the
 // command prints: a dry run's or a pending request's with nothing written,
 // or what was.
-func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Change, fl Flags, what func(n int) string) (lever.Report, error) {
+func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Change, fl Flags) (lever.Report, error) {
 	c.DryRun, c.NoNotify, c.BreakGlass, c.RequestTTL = fl.DryRun, fl.NoNotify, fl.BreakGlass, fl.RequestTTL
 	g := env.Guard()
 	p, err := g.Plan(ctx, c)
@@ -80,7 +82,8 @@ func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Cha
 		return p.Report(), err
 	}
 	if n := p.Writes(); n > 0 {
-		if err := cmdenv.ConfirmProtected(ctx, f, env, fl.Yes, what(n)); err != nil {
+		what := p.Action.Verb + " " + human.Count(int64(n), p.Kind.Spec().Lever)
+		if err := cmdenv.ConfirmProtected(ctx, f, env, fl.Yes, what); err != nil {
 			return lever.Report{Change: c}, err
 		}
 	}

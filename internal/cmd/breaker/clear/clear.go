@@ -21,7 +21,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -191,7 +190,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		c.Known = env.Context.KnownDependencies()
 	}
 	now := f.Clock.Now()
-	rep, err := levercmd.Change(ctx, f, env, c, opts.Flags, func(n int) string { return "clear " + human.Count(int64(n), "breaker override") })
+	rep, err := levercmd.Change(ctx, f, env, c, opts.Flags)
 	if rep.Outcomes == nil || rep.Pending != nil {
 		if errors.Is(err, breaker.ErrUnknownDependency) {
 			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)

@@ -203,7 +203,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	c := breaker.ForceOpen(opts.Reason, breaker.ForceParams{For: forDur, ExpiresAt: expires, NoExpiry: opts.NoExpiry, Overwrite: opts.Overwrite}, opts.Dependencies...)
 	c.Known = depargs.Known(env, opts.AllowUnknown)
-	rep, err := levercmd.Change(ctx, f, env, c, opts.Flags, func(n int) string { return "force open " + human.Count(int64(n), "breaker override") })
+	rep, err := levercmd.Change(ctx, f, env, c, opts.Flags)
 	if rep.Outcomes == nil || rep.Pending != nil {
 		return conflictHint(depargs.DependencyHint(levercmd.Refused(ctx, f, env, rep, err, opts.Flags)))
 	}

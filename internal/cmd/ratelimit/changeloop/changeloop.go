@@ -148,7 +148,7 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	}
 	lc := b.Change(op, reason, p, clients...)
 	lc.MustExist = !opts.Create
-	rep, err := levercmd.Change(ctx, f, env, lc, opts.Flags, func(n int) string { return fmt.Sprintf("%s %s", op, human.Count(int64(n), "rate-limit bucket")) })
+	rep, err := levercmd.Change(ctx, f, env, lc, opts.Flags)
 	var none *ratelimit.NoBucketError
 	if errors.As(err, &none) {
 		return fmt.Errorf("%w: nothing %s; a client gets its bucket with its first request: check the id with koshactl ratelimit list, "+
