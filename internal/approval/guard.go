@@ -182,13 +182,14 @@ func PendingRequest(p lever.Pending, now time.Time) Request {
 }
 
 // PolicySchema is the table's policy's schema for the lever kinds specs:
-// each kind's entity, and its actions the policy is asked about.
+// each kind's entity, and its actions the policy is asked about (neither
+// internal nor unguarded ones: a policy cannot name them).
 func PolicySchema(specs []lever.Spec) *policy.Schema {
 	levers := make([]policy.Lever, 0, len(specs))
 	for _, sp := range specs {
 		l := policy.Lever{Resource: sp.Resource, Doc: sp.About}
 		for _, a := range sp.Actions {
-			if !a.Internal {
+			if !a.Internal && !a.Unguarded {
 				l.Actions = append(l.Actions, a.Name)
 			}
 		}

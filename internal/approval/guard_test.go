@@ -13,6 +13,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
@@ -103,5 +105,60 @@ func TestABreakGlassWithoutAPolicyIsAUsageError(t *testing.T) {
 	force.BreakGlass = false
 	if rep, err := lever.Do(ctx, g, force, nil); err != nil || len(rep.Written()) != 1 || rep.Written()[0].Record.Approval != nil {
 		t.Fatalf("a force without a policy: %+v, %v; want written as always, no approval recorded", rep, err)
+	}
+}
+
+// A kind beside the built-in ones, whose set is unguarded as a fleet
+// freeze's is: under a policy that holds every lever for an approval, its
+// set is written at once, with no request, while its lift waits for an
+// approval like any guarded lever. The schema has no set for a policy to
+// name: the policy is never asked about it.
+func TestAnUnguardedActionNeverWaits(t *testing.T) {
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	ctx, log := context.Background(), audit.NewLog(s, clk, "test")
+	levers := lever.NewService(s, clk, lever.NewRegistry(levertest.Flags{}.Entry())).WithLog(log)
+	sch := approval.PolicySchema([]lever.Spec{levertest.FlagSpec})
+	if _, err := policy.Parse(sch, "set.cedar", []byte(`permit (principal, action == Kosha::Action::"flag.set", resource);`)); err == nil {
+		t.Error("a policy naming flag.set parsed: the policy is never asked about an unguarded action")
+	}
+	set, err := policy.Parse(sch, "all.cedar", []byte("@id(\"all\")\n@approvals(\"1\")\npermit (principal, action, resource) when { context.approvals >= 1 };\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := policy.NewPolicies(s, clk, sch).Set(ctx, log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
+		t.Fatal(err)
+	}
+	svc := approval.NewService(s, clk, levers, "test")
+	g := svc.Guard(levers, func(context.Context) (audit.Identity, error) { return alice, nil }, "")
+	c := lever.Change{Action: "flag.set", Targets: []string{"fleet"}, Reason: "incident", Actor: alice.Actor}
+	rep, err := lever.Do(ctx, g, c, nil)
+	if err != nil || rep.Pending != nil || len(rep.Written()) != 1 {
+		t.Fatalf("an unguarded set under four eyes: %+v, %v; want it written at once", rep, err)
+	}
+	c.Action = "flag.lift"
+	rep, err = lever.Do(ctx, g, c, nil)
+	if exitcode.Of(err) != exitcode.Pending || rep.Pending == nil || len(rep.Written()) != 0 {
+		t.Fatalf("a lift under four eyes: %+v, %v; want it pending, exit 12", rep, err)
+	}
+	if _, err := s.Get(ctx, "flag#fleet"); err != nil {
+		t.Errorf("the held lift deleted the flag: %v", err)
+	}
+	// No guard asks for a set; a request for one, made by hand, is
+	// malformed: nothing to approve.
+	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: approval.Change{Action: "flag.set", Targets: []string{"other"}, Reason: "by hand"},
+		Requester: alice, Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Approve(ctx, log, approval.Approval{ID: r.ID, Approver: bob, SHA256: r.SHA256}); !errors.Is(err, approval.ErrMalformed) {
+		t.Errorf("a request for an unguarded set approved: %v, want ErrMalformed", err)
+	}
+	if _, err := s.Get(ctx, "flag#other"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the request's set was written: %v", err)
 	}
 }

@@ -625,6 +625,8 @@ func (s *Service) leverChange(r Request) (lever.Change, lever.Kind, error) {
 	switch {
 	case errors.Is(err, lever.ErrUnknownKind):
 		return lever.Change{}, nil, fmt.Errorf("%w: request %s asks for %s, which this koshactl cannot apply: upgrade koshactl", ErrMalformed, r.ID, textsafe.Quote(ch.Action))
+	case errors.Is(err, ErrMalformed):
+		return lever.Change{}, nil, fmt.Errorf("request %s: %w", r.ID, err)
 	case err != nil:
 		// The context's settings for the kind are unusable (its bucket
 		// limits): the approver fixes them, or approves elsewhere.
@@ -651,11 +653,15 @@ func (s *Service) leverChange(r Request) (lever.Change, lever.Kind, error) {
 }
 
 // kind is the lever kind of action, which must be one the policy is asked
-// about.
+// about: a request for an unguarded one (never held, so never requested)
+// is malformed.
 func (s *Service) kind(action string) (lever.Kind, error) {
 	spec, a, ok := s.levers.Kinds().Action(action)
-	if !ok || a.Internal {
+	switch {
+	case !ok || a.Internal:
 		return nil, fmt.Errorf("%w %q", lever.ErrUnknownKind, action)
+	case a.Unguarded:
+		return nil, fmt.Errorf("%w: %s never waits for approvals, so no request asks for it", ErrMalformed, textsafe.Quote(action))
 	}
 	return s.levers.Kinds().Kind(spec.Name)
 }

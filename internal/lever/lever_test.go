@@ -2,7 +2,6 @@ package lever_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -12,66 +11,10 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lever"
-	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite/sqlitetest"
 )
-
-// flags is a lever kind of this test only: flag#<name> items holding "on",
-// set with flag.set (a put) and lifted with flag.lift (a delete): a kind
-// is its spec and its decisions; the service does the rest.
-type flags struct{ attempts int }
-
-var flagSpec = lever.Spec{Name: "flag", Prefix: "flag#", Resource: "Flag", Noun: "flag", Item: "flag item", About: "A flag.",
-	Actions: []lever.Action{{Name: "flag.set", Verb: "set"}, {Name: "flag.lift", Verb: "lift"}}}
-
-func (k flags) Spec() lever.Spec {
-	s := flagSpec
-	s.Actions = []lever.Action{{Name: "flag.set", Verb: "set", Attempts: k.attempts}, {Name: "flag.lift", Verb: "lift"}}
-	return s
-}
-
-func (flags) Check(c lever.Change) error {
-	if c.Reason == "" {
-		return errors.New("a reason is required")
-	}
-	return nil
-}
-
-func (flags) Plan(c lever.Change, t string, it store.Item, _ time.Time) (lever.Plan, error) {
-	key := flagSpec.Key(t)
-	set := c.Action == "flag.set"
-	p := lever.Plan{Target: t, Item: it, Result: it.Str("value"), Noop: (it != nil) == set && (!set || it.Str("value") == "on"), Image: json.RawMessage("null")}
-	cond := store.IfAbsent()
-	if it != nil {
-		cond = store.IfEquals(store.WriteIDAttr, it.WriteID())
-	}
-	p.Write = func(st lever.Stamp) (store.Op, audit.Entry, any) {
-		e := audit.Entry{Actor: c.Actor, Action: c.Action, Subject: key, Reason: c.Reason}
-		if !set {
-			return store.DeleteOp(key, cond), e, ""
-		}
-		return store.PutOp(store.Item{store.PK: key, "value": "on", store.WriteIDAttr: st.Token}, cond), e, "on"
-	}
-	return p, nil
-}
-
-func (flags) Admit(context.Context, lever.Change, []lever.Plan) error { return nil }
-
-func (flags) Conflict(t string, _ store.Item) error {
-	return fmt.Errorf("flag %s changed meanwhile: %w", t, lever.ErrConflict)
-}
-
-func (flags) Encode(lever.Change) (json.RawMessage, error)         { return json.RawMessage("{}"), nil }
-func (flags) Params(string, json.RawMessage) (any, error)          { return nil, nil }
-func (flags) Summary(c lever.Change) string                        { return c.Action }
-func (flags) Bounds(lever.Change, time.Time) (time.Duration, bool) { return 0, false }
-func (flags) Requested(string, json.RawMessage) (store.Item, bool, error) {
-	return nil, false, nil
-}
-func (flags) Notice(c lever.Change, o lever.Outcome) notify.Lever {
-	return notify.Lever{Subject: flagSpec.Key(o.Target), Change: c.Action, AuditID: o.Record.ID}
-}
 
 // meddling is a store whose next n transactions are preceded by someone
 // else's write of every flag they set (between the read and the write).
@@ -97,8 +40,7 @@ func newService(t *testing.T, attempts int) (*lever.Service, *meddling, *audit.L
 	m := &meddling{Store: sqlitetest.NewStore(t)}
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	log := audit.NewLog(m.Store, clk, "test")
-	k := flags{attempts: attempts}
-	reg := lever.NewRegistry(lever.Entry{Spec: k.Spec(), New: func() (lever.Kind, error) { return k, nil }})
+	reg := lever.NewRegistry(levertest.Flags{Attempts: attempts}.Entry())
 	return lever.NewService(m, clk, reg).WithLog(log).WithActor(func(context.Context) (string, error) { return "al", nil }), m, log
 }
 

@@ -1,7 +1,8 @@
 // Package levertest moves levers in tests' setups (tests only): an
 // override forced or cleared with its record, as an operator, another
 // koshactl or a writer that never asked the table's policy left it, through
-// the one lever service of the built-in kinds.
+// the one lever service of the built-in kinds; and Flags, a kind of tests
+// only, shaped as a fleet freeze (an unguarded set, a guarded lift).
 package levertest
 
 import (
