@@ -29,7 +29,8 @@ const DefaultPrometheusURL = "http://127.0.0.1:8787/metrics"
 // answer: the sandbox is what serves it.
 const SandboxHint = "is the sandbox running? start it with koshactl sandbox"
 
-// maxScrapeBytes bounds one scrape's body.
+// maxScrapeBytes bounds one scrape's body: a body longer than this is
+// refused whole ([tooLargeError]), never parsed as far as the cap reached.
 const maxScrapeBytes = 16 << 20
 
 // acceptHeader asks for the text format (what the sandbox serves), with
@@ -298,13 +299,23 @@ func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, 
 	if format == expfmt.FmtUnknown {
 		format = expfmt.NewFormat(expfmt.TypeTextPlain)
 	}
-	dec := expfmt.NewDecoder(io.LimitReader(resp.Body, maxScrapeBytes), format)
+	if resp.ContentLength > maxScrapeBytes {
+		return nil, 0, tooLargeError(target, resp.ContentLength)
+	}
+	body := &cappedReader{r: resp.Body, left: maxScrapeBytes}
+	dec := expfmt.NewDecoder(body, format)
 	host := hostOf(target)
 	var out []sample
 	skipped := 0 // samples that are not a state of a named dependency
 	for {
 		var mf dto.MetricFamily
 		err := dec.Decode(&mf)
+		if body.over {
+			// The cap cut the body: whatever the parser made of the cut
+			// (an error in its last line, or a clean end), the answer is
+			// too large, not malformed.
+			return nil, 0, tooLargeError(target, -1)
+		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -370,6 +381,48 @@ func redirectError(target, status, location string) error {
 	}
 	return fmt.Errorf("scrape %s: %w: it redirects (HTTP %s) %s, and koshactl follows no redirect of a metrics endpoint: "+
 		"give the URL that serves the metrics itself (--metrics-url, or the context's metrics.prometheus.url)", target, ErrUnavailable, status, where)
+}
+
+// cappedReader reads at most left bytes of r and then notes, in over,
+// that r had more: the body ends there, as io.LimitReader's would, but the
+// caller can tell a cut body from a whole one.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+	over bool
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte more than the cap says whether the body went on.
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			c.over = true
+			return 0, io.EOF
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
+}
+
+// tooLargeError is a scrape whose body is longer than [maxScrapeBytes]
+// (size is its announced length, or -1 when it only went past the cap): it
+// names the cap and what to scrape instead.
+func tooLargeError(target string, size int64) error {
+	what := "more than"
+	if size >= 0 {
+		what = fmt.Sprintf("%.1f MiB, more than", float64(size)/(1<<20))
+	}
+	return fmt.Errorf("scrape %s: %w: the answer is too large (%s the %d MiB koshactl reads of one scrape): "+
+		"point the metrics URL at an endpoint that serves fewer series, such as the fleet's own /metrics per instance "+
+		"or a Prometheus server's /federate?match[]=%s (--metrics-url, or the context's metrics.prometheus.url)",
+		target, ErrUnavailable, what, maxScrapeBytes>>20, gauge.PrometheusMetricName)
 }
 
 func hostOf(target string) string {
