@@ -1,12 +1,9 @@
 package drill
 
 import (
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/fsutil"
 )
 
 // Outcomes of a run (Journal.Outcome).
@@ -378,30 +375,6 @@ func DisplayPrecision(d time.Duration) time.Duration {
 		return d.Round(100 * time.Microsecond)
 	}
 	return d
-}
-
-// maxJournalSize bounds the journal file read.
-const maxJournalSize = 64 << 20
-
-// ReadJournal reads a journal file.
-func ReadJournal(path string) (*Journal, error) {
-	// A pipe or device is refused at once: it could block forever, and
-	// only a regular file is a journal a run wrote.
-	b, _, err := fsutil.ReadRegular(path, maxJournalSize)
-	if err != nil {
-		return nil, fmt.Errorf("read journal %s: %w", path, fsutil.Cause(err))
-	}
-	var j Journal
-	if err := json.Unmarshal(b, &j); err != nil {
-		return nil, fmt.Errorf("%s is not a drill journal: %v", path, err)
-	}
-	if j.Kind != "DrillRun" || j.RunID == "" || j.Drill.Name == "" {
-		return nil, fmt.Errorf("%s is not a drill journal (kind %q)", path, j.Kind)
-	}
-	if j.Version > JournalVersion {
-		return nil, fmt.Errorf("%s: journal version %d is newer than this koshactl reads (%d): use a newer koshactl", path, j.Version, JournalVersion)
-	}
-	return &j, nil
 }
 
 // JournalVersion is the version of the journal format this koshactl writes.
