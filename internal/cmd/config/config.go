@@ -338,6 +338,7 @@ type SetContextOptions struct {
 	NotifySNS         []string
 	NotifyClear       bool
 	NotifyTimeout     time.Duration
+	RequestTimeout    time.Duration
 	AllowNoNotify     bool
 	MCPReadOnly       bool
 	Use               bool
@@ -406,6 +407,7 @@ func NewCmdSetContext(f *cmdenv.Factory) *cobra.Command {
 	fl.StringArrayVar(&opts.NotifySNS, "notify-sns", nil, "announce changes on this SNS topic ARN (repeatable; AWS Chatbot reads it)")
 	fl.BoolVar(&opts.NotifyClear, "notify-clear", false, "remove the context's notification sinks (before adding any given)")
 	fl.DurationVar(&opts.NotifyTimeout, "notify-timeout", 0, "bound on one notification's delivery to all sinks (default 5s, at most 30s)")
+	fl.DurationVar(&opts.RequestTimeout, "request-timeout", 0, "bound on one AWS request of this context, each attempt (default 10s; 1s to 1h); the global --request-timeout wins over it")
 	fl.BoolVar(&opts.AllowNoNotify, "allow-no-notify", false, "let mutating commands skip their notification with --no-notify")
 	fl.BoolVar(&opts.MCPReadOnly, "mcp-read-only", false, "koshactl mcp offers agents the read tools only, no proposal tool (docs/mcp.md)")
 	fl.BoolVar(&opts.Use, "use", false, "also make it the current context")
@@ -590,6 +592,12 @@ func setNotify(ctx *config.Context, o *SetContextOptions) error {
 			return cmdutil.Usagef("--notify-timeout %s is out of range: give a duration from 1s to %s", human.Duration(o.NotifyTimeout), human.Duration(config.MaxNotifyTimeout))
 		}
 		ctx.NotifyTimeout = config.Duration(o.NotifyTimeout)
+	}
+	if ch("request-timeout") {
+		if err := config.CheckRequestTimeout(o.RequestTimeout); err != nil {
+			return cmdutil.Usagef("--request-timeout: %v", err)
+		}
+		ctx.RequestTimeout = config.Duration(o.RequestTimeout)
 	}
 	set(ch, "allow-no-notify", &ctx.AllowNoNotify, o.AllowNoNotify)
 	set(ch, "mcp-read-only", &ctx.MCP.ReadOnly, o.MCPReadOnly)

@@ -30,6 +30,7 @@ import (
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
 	versioncmd "github.com/kosha-platform/koshactl/internal/cmd/version"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -112,6 +113,8 @@ func newCmd(f *cmdenv.Factory, started *bool, only string) *cobra.Command {
 	pf.BoolVar(&f.Debug, "debug", f.Debug, "print each AWS request on stderr: operation, status, latency, attempts, request id (never credentials or secrets)")
 	pf.BoolVar(&noColor, "no-color", false, "never use color (as when NO_COLOR is set)")
 	pf.BoolVar(&noHeaders, "no-headers", false, "print tables without their header line")
+	pf.Var(&requestTimeoutFlag{f}, "request-timeout", "bound on one AWS request, each attempt (1s to 1h; default: the context's request-timeout, else 10s): "+
+		"allow more for a slow endpoint or a large change")
 	cmd.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if noColor {
 			f.IOStreams.SetColorEnabled(false)
@@ -154,6 +157,29 @@ func (c *contextFlag) String() string { return c.f.ContextName }
 func (c *contextFlag) Type() string   { return "string" }
 func (c *contextFlag) Set(v string) error {
 	c.f.ContextName, c.f.ContextFlagSet = v, true
+	return nil
+}
+
+// requestTimeoutFlag is --request-timeout: a duration in the range of
+// [config.CheckRequestTimeout], refused as the flag is parsed (exit 2).
+type requestTimeoutFlag struct{ f *cmdenv.Factory }
+
+func (r *requestTimeoutFlag) String() string {
+	if r.f.RequestTimeout == 0 {
+		return ""
+	}
+	return r.f.RequestTimeout.String()
+}
+func (r *requestTimeoutFlag) Type() string { return "duration" }
+func (r *requestTimeoutFlag) Set(v string) error {
+	d, err := config.ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	if err := config.CheckRequestTimeout(d); err != nil {
+		return err
+	}
+	r.f.RequestTimeout = d
 	return nil
 }
 

@@ -54,3 +54,27 @@ func TestGlobalOutputFlags(t *testing.T) {
 		})
 	}
 }
+
+// Issue 45: --request-timeout, global, takes a duration from 1s to 1h; a
+// bad one is refused in one line, exit 2, before anything is read. The
+// context's request-timeout is checked by the same rule when set.
+func TestRequestTimeoutIsChecked(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	for _, v := range []string{"0", "30", "abc", "-1s", "500ms", "2h"} {
+		r := e.Run("breaker", "list", "--request-timeout", v)
+		if r.Code != 2 || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || !strings.Contains(r.Stderr, "--request-timeout") ||
+			!(strings.Contains(r.Stderr, "give a duration from 1s to 1h") || strings.Contains(r.Stderr, "is not a duration like")) {
+			t.Errorf("--request-timeout %s: exit %d\n%s", v, r.Code, r.Stderr)
+		}
+		r = e.Run("config", "set-context", "slow", "--local", "--request-timeout", v)
+		if r.Code != 2 || !strings.Contains(r.Stderr, "--request-timeout") {
+			t.Errorf("set-context --request-timeout %s: exit %d\n%s", v, r.Code, r.Stderr)
+		}
+	}
+	e.MustRun(0, "--request-timeout", "2m", "breaker", "list")
+	e.MustRun(0, "config", "set-context", "slow", "--local", "--request-timeout", "45s")
+	if r := e.MustRun(0, "config", "view"); !strings.Contains(r.Stdout, "request-timeout: 45s") {
+		t.Errorf("config view does not show the context's request-timeout:\n%s", r.Stdout)
+	}
+}
