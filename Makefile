@@ -22,6 +22,14 @@ GORELEASER         := $(TOOLS)/goreleaser-$(GORELEASER_VERSION)/goreleaser
 CYCLONEDX_VERSION  := v1.10.0
 CYCLONEDX          := $(TOOLS)/cyclonedx-gomod-$(CYCLONEDX_VERSION)/cyclonedx-gomod
 FUZZTIME ?= 20s
+# A fuzz target must fuzz: at least FUZZ_MIN_EXECS inputs, never FUZZ_MAX_STALL
+# at 0 execs/s (tools/fuzzgate). Each minimization of an input is bounded to
+# FUZZMINIMIZE runs: the engine's minimization is quadratic in the input's
+# length and counts no exec while it runs, so unbounded it held targets at
+# 0/sec for the rest of a run (issue 45).
+FUZZ_MIN_EXECS ?= 500
+FUZZ_MAX_STALL ?= 8s
+FUZZMINIMIZE   ?= 100x
 BIN     := bin/koshactl
 PKGS    := ./...
 # moto's server, the tests' DynamoDB (and SNS, SQS, STS, Secrets Manager)
@@ -165,18 +173,22 @@ FUZZ_TARGETS := \
 	./internal/textsafe:FuzzRender
 
 .PHONY: fuzz
-fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; make fuzz FUZZTIME=10m for a long run); fails on any crash
-	@log=$$(mktemp); summary=""; failed=""; \
+fuzz: ## Run every fuzz target for FUZZTIME each (default 20s; make fuzz FUZZTIME=10m for a long run); fails on any crash, and on a target that does not fuzz (fewer than FUZZ_MIN_EXECS execs, or FUZZ_MAX_STALL at 0/sec)
+	@log=$$(mktemp); gate=$$(mktemp); summary=""; failed=""; stalled=""; \
+	$(GO) build -o $$gate ./tools/fuzzgate; \
 	for t in $(FUZZ_TARGETS); do \
 	  pkg=$${t%%:*}; name=$${t#*:}; \
 	  echo "== $$pkg $$name ($(FUZZTIME))"; \
-	  if $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg 2>&1 | tee $$log; then result=ok; \
+	  if $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZE) $$pkg 2>&1 | tee $$log; then result=ok; \
 	  else result=FAIL; failed="$$failed $$pkg:$$name"; fi; \
-	  execs=$$(sed -n 's/.*execs: \([0-9]*\).*/\1/p' $$log | tail -1); \
-	  summary="$$summary$$(printf '%-36s %-24s %5s %10s execs' $$pkg $$name $$result $${execs:-?})\n"; \
-	done; rm -f $$log; \
+	  verdict=$$($$gate -min-execs $(FUZZ_MIN_EXECS) -max-stall $(FUZZ_MAX_STALL) <$$log) || { [ "$$result" = FAIL ] || result=STALL; stalled="$$stalled $$pkg:$$name"; }; \
+	  echo "$$verdict"; \
+	  summary="$$summary$$(printf '%-36s %-24s %5s  %s' $$pkg $$name $$result "$$verdict")\n"; \
+	done; rm -f $$log $$gate; \
 	printf "\n$$summary"; \
-	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (a crashing input is saved under its package's testdata/fuzz)"; exit 1; fi
+	if [ -n "$$failed" ]; then echo "fuzz: failed:$$failed (a crashing input is saved under its package's testdata/fuzz)"; fi; \
+	if [ -n "$$stalled" ]; then echo "fuzz: did not fuzz:$$stalled (see each one's line above: bound the target's input size or cost per input)"; fi; \
+	if [ -n "$$failed$$stalled" ]; then exit 1; fi
 
 # Where make report-check leaves its reports, screenshots and browser logs.
 REPORT_CHECK_DIR ?= bin/report-check
