@@ -252,7 +252,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, args []string) int {
 		return exitcode.OK
 	}
 	if !errors.Is(err, cmdutil.ErrSilent) {
-		fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", textsafe.Line(oneLine(err)))
+		for _, line := range errorLines(err) {
+			fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", textsafe.Line(line))
+		}
 		var hinted *cmdutil.HintError
 		if errors.As(err, &hinted) && hinted.Hint != "" {
 			fmt.Fprintln(f.IOStreams.ErrOut, textsafe.Line(oneLine(errors.New(hinted.Hint))))
@@ -269,6 +271,25 @@ func Run(ctx context.Context, f *cmdenv.Factory, args []string) int {
 		code = exitcode.Interrupted
 	}
 	return code
+}
+
+// errorLines are the lines err is printed as: one, unless it is (or ends
+// with) a [cmdutil.LinesError], whose lines each get one, the first after
+// what the wrapping errors say.
+func errorLines(err error) []string {
+	var le cmdutil.LinesError
+	if errors.As(err, &le) {
+		lines := le.ErrorLines()
+		if prefix, ok := strings.CutSuffix(err.Error(), le.Error()); ok && len(lines) > 1 {
+			out := make([]string, len(lines))
+			for i, l := range lines {
+				out[i] = oneLine(errors.New(l))
+			}
+			out[0] = oneLine(errors.New(prefix + lines[0]))
+			return out
+		}
+	}
+	return []string{oneLine(err)}
 }
 
 // oneLine joins a wrapped, multi-line message on spaces, tabs and newlines;

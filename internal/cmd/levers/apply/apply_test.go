@@ -159,10 +159,17 @@ func TestBadFileIsRefusedWhole(t *testing.T) {
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := e.MustRun(2, "apply", "-f", path)
-	for _, want := range []string{`levers.yaml:8: unknown dependency "postgress"`, `levers.yaml:10: start "2026-11-29T19:00:00" has no time zone`} {
-		if !strings.Contains(r.Stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
+	// One problem a line (issue 45: they were joined on one).
+	for _, cmd := range []string{"apply", "diff"} {
+		r := e.MustRun(2, cmd, "-f", path)
+		lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("%s: %d lines on stderr, want one per problem:\n%s", cmd, len(lines), r.Stderr)
+		}
+		for i, want := range []string{`levers.yaml:8: unknown dependency "postgress"`, `levers.yaml:10: start "2026-11-29T19:00:00" has no time zone`} {
+			if !strings.HasPrefix(lines[i], "error: ") || !strings.Contains(lines[i], want) {
+				t.Errorf("%s: line %d is %q, want error: …%s", cmd, i+1, lines[i], want)
+			}
 		}
 	}
 	if _, ok := get(t, e, "postgres"); ok {
