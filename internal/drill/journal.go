@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -147,9 +148,13 @@ type Hypothesis struct {
 	AfterSkipped string `json:"after_skipped,omitempty"`
 }
 
-// CheckRecord is one evaluation of a hypothesis check.
+// CheckRecord is one evaluation of a hypothesis check, or of a guard at
+// the preflight.
 type CheckRecord struct {
-	Phase       string `json:"phase"`
+	Phase string `json:"phase"`
+	// Role is what a preflight record evaluated: RoleStopCondition or
+	// RoleHypothesis (empty in other phases, and in journals before it).
+	Role        string `json:"role,omitempty"`
 	Name        string `json:"name"`
 	Kind        string `json:"kind"`
 	Description string `json:"description"`
@@ -162,6 +167,21 @@ type CheckRecord struct {
 	StartedAt       time.Time  `json:"started_at"`
 	EndedAt         *time.Time `json:"ended_at"`
 	DurationSeconds float64    `json:"duration_seconds"`
+}
+
+// Label names what a record evaluated as a reader needs it: a preflight
+// record by its role and quoted name (`stop condition "core-api's breaker
+// opened"`), so a guard that can be evaluated never reads as the event it
+// guards against; any other by its name.
+func (c CheckRecord) Label() string {
+	if c.Phase != PhasePreflight {
+		return c.Name
+	}
+	role := c.Role
+	if role == "" {
+		role = "guard"
+	}
+	return fmt.Sprintf("%s %q", role, c.Name)
 }
 
 // StepRecord is one step.

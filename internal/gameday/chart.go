@@ -238,6 +238,10 @@ func (b *builder) moreRow(n int, what string) {
 	}
 }
 
+// checkRows draws checks: the hypothesis's held or did not hold; the
+// preflight's guards, each by its role and name, could or could not be
+// evaluated (a stop condition's "held" would read as the event it guards
+// against).
 func checkRows(b *builder, title string, checks []drill.CheckRecord) {
 	if len(checks) == 0 {
 		return
@@ -248,16 +252,20 @@ func checkRows(b *builder, title string, checks []drill.CheckRecord) {
 			b.moreRow(len(checks)-i, "checks")
 			break
 		}
-		r := b.row(c.Name)
-		class, status := "ok", "held"
+		r := b.row(c.Label())
+		held, notHeld := "held", "did not hold"
+		if c.Phase == drill.PhasePreflight {
+			held, notHeld = "can be evaluated", "cannot be evaluated"
+		}
+		class, status := "ok", held
 		if !c.OK {
-			class, status = "fail", "did not hold"
+			class, status = "fail", notHeld
 		}
 		end := c.StartedAt
 		if c.EndedAt != nil {
 			end = *c.EndedAt
 		}
-		b.span(r, c.StartedAt, end, class, fmt.Sprintf("%s: %s in %s (%d checks): %s %s", c.Name, status, dur(secs(c.DurationSeconds)), c.Checks,
+		b.span(r, c.StartedAt, end, class, fmt.Sprintf("%s: %s in %s (%d checks): %s %s", c.Label(), status, dur(secs(c.DurationSeconds)), c.Checks,
 			c.Error, c.Detail), status)
 	}
 }

@@ -282,7 +282,7 @@ func checkRowOf(c drill.CheckRecord, ok, failed string) checkRow {
 	if !c.OK {
 		status, class = failed, "bad"
 	}
-	return checkRow{Phase: one(c.Phase), Name: one(c.Name), Kind: one(c.Kind), Description: one(c.Description),
+	return checkRow{Phase: one(c.Phase), Name: one(c.Label()), Kind: one(c.Kind), Description: one(c.Description),
 		Status: status, Class: class, Started: clock(c.StartedAt), Duration: dur(secs(c.DurationSeconds)), Detail: one(c.Detail),
 		Error: one(c.Error), Checks: c.Checks}
 }
