@@ -78,3 +78,29 @@ func TestRequestTimeoutIsChecked(t *testing.T) {
 		t.Errorf("config view does not show the context's request-timeout:\n%s", r.Stdout)
 	}
 }
+
+// Issue 45: every command's --jq help gave '.items[].dependency' as its
+// example, which `request list` (its list is .requests) and most documents
+// do not have. The example is one every document answers: keys.
+func TestTheJQExampleOfTheHelpWorksOnEveryDocument(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	for _, args := range [][]string{{"request", "list"}, {"breaker", "list"}, {"ratelimit", "list"}, {"audit", "list"}, {"drill", "kinds"}, {"version"}} {
+		var flag string
+		for _, l := range strings.Split(e.MustRun(0, append(args, "--help")...).Stdout, "\n") {
+			if strings.Contains(l, "--jq string") {
+				flag = l
+			}
+		}
+		if strings.Contains(flag, ".items") || !strings.Contains(flag, "--jq keys names the document's fields") {
+			t.Errorf("%s --help: the --jq example is not keys: %q", strings.Join(args, " "), flag)
+		}
+		r := e.MustRun(0, append(args, "--jq", "keys")...)
+		if !strings.HasPrefix(strings.TrimSpace(r.Stdout), "[") || !strings.Contains(r.Stdout, `"kind"`) && args[0] != "version" {
+			t.Errorf("%s --jq keys: %q", strings.Join(args, " "), r.Stdout)
+		}
+	}
+	if r := e.Run("breaker", "list", "--jq", " "); r.Code != 2 || !strings.Contains(r.Stderr, "such as keys") {
+		t.Errorf("an empty --jq: exit %d %s", r.Code, r.Stderr)
+	}
+}
