@@ -240,6 +240,7 @@ func TestForceDurationIsValidated(t *testing.T) {
 	for in, want := range map[string]string{
 		"90":   `"90" is not a duration`,
 		"48h":  "48h is over this context's max-override of 24h",
+		"2d":   "2d is over this context's max-override of 24h", // the form the dashboard writes reads back
 		"-5m":  "the duration must be positive",
 		"1ns":  "1ns is under the 5s minimum",
 		"4s":   "4s is under the 5s minimum",

@@ -390,12 +390,12 @@ func NewCmdSetContext(f *cmdenv.Factory) *cobra.Command {
 	fl.BoolVar(&opts.Protected, "protected", false, "require typed confirmation or --yes for every mutation")
 	fl.StringSliceVar(&opts.Dependencies, "dependencies", nil, "replace the known dependencies (comma-separated)")
 	fl.StringSliceVar(&opts.AddDependencies, "add-dependency", nil, "add known dependencies")
-	fl.DurationVar(&opts.MaxOverride, "max-override", 0, "longest override allowed (default 24h)")
+	fl.Var(human.DurationFlag{D: &opts.MaxOverride}, "max-override", "longest override allowed (default 24h)")
 	fl.StringVar(&opts.ChaosSecretID, "chaos-secret-id", "", "Secrets Manager secret holding the chaos signing key")
 	fl.StringVar(&opts.ChaosKeyFile, "chaos-key-file", "", "file holding the chaos signing key (mode 0600)")
 	fl.StringVar(&opts.ChaosKeyEnv, "chaos-key-env", "", "environment variable holding the chaos signing key")
 	fl.StringSliceVar(&opts.ChaosTargets, "chaos-targets", nil, "dependencies chaos headers may target")
-	fl.DurationVar(&opts.ChaosPropagation, "chaos-propagation-delay", 0,
+	fl.Var(human.DurationFlag{D: &opts.ChaosPropagation}, "chaos-propagation-delay",
 		"after a Secrets Manager rotation, keep signing with the previous key this long (default 5m; 0s signs with the new key at once)")
 	fl.StringVar(&opts.CloudWatchNS, "cloudwatch-namespace", "", "read breaker_state from CloudWatch in this namespace")
 	fl.StringVar(&opts.PrometheusURL, "prometheus-url", "", "read breaker_state by scraping this /metrics URL")
@@ -406,8 +406,8 @@ func NewCmdSetContext(f *cmdenv.Factory) *cobra.Command {
 	fl.StringVar(&opts.NotifyFormat, "notify-format", config.WebhookJSON, "format of the webhooks this command adds: json (docs/contracts/notification.md) or slack")
 	fl.StringArrayVar(&opts.NotifySNS, "notify-sns", nil, "announce changes on this SNS topic ARN (repeatable; AWS Chatbot reads it)")
 	fl.BoolVar(&opts.NotifyClear, "notify-clear", false, "remove the context's notification sinks (before adding any given)")
-	fl.DurationVar(&opts.NotifyTimeout, "notify-timeout", 0, "bound on one notification's delivery to all sinks (default 5s, at most 30s)")
-	fl.DurationVar(&opts.RequestTimeout, "request-timeout", 0, "bound on one AWS request of this context, each attempt (default 10s; 1s to 1h); the global --request-timeout wins over it")
+	fl.Var(human.DurationFlag{D: &opts.NotifyTimeout}, "notify-timeout", "bound on one notification's delivery to all sinks (default 5s, at most 30s)")
+	fl.Var(human.DurationFlag{D: &opts.RequestTimeout}, "request-timeout", "bound on one AWS request of this context, each attempt (default 10s; 1s to 1h); the global --request-timeout wins over it")
 	fl.BoolVar(&opts.AllowNoNotify, "allow-no-notify", false, "let mutating commands skip their notification with --no-notify")
 	fl.BoolVar(&opts.MCPReadOnly, "mcp-read-only", false, "koshactl mcp offers agents the read tools only, no proposal tool (docs/mcp.md)")
 	fl.BoolVar(&opts.Use, "use", false, "also make it the current context")
@@ -503,7 +503,7 @@ func RunSetContext(f *cmdenv.Factory, o *SetContextOptions) error {
 		set(ch, "chaos-targets", &ctx.Chaos.Targets, o.ChaosTargets)
 		if ch("chaos-propagation-delay") {
 			if o.ChaosPropagation < 0 || o.ChaosPropagation > time.Hour {
-				return cmdutil.Usagef("--chaos-propagation-delay %s is out of range: give 0s to 1h (the data plane's key cache TTL, 5m for the Lambda extension)", o.ChaosPropagation)
+				return cmdutil.Usagef("--chaos-propagation-delay %s is out of range: give 0s to 1h (the data plane's key cache TTL, 5m for the Lambda extension)", human.Duration(o.ChaosPropagation))
 			}
 			d := config.Duration(o.ChaosPropagation)
 			ctx.Chaos.PropagationDelay = &d

@@ -32,6 +32,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -168,11 +169,11 @@ func (r *requestTimeoutFlag) String() string {
 	if r.f.RequestTimeout == 0 {
 		return ""
 	}
-	return r.f.RequestTimeout.String()
+	return human.Duration(r.f.RequestTimeout)
 }
 func (r *requestTimeoutFlag) Type() string { return "duration" }
 func (r *requestTimeoutFlag) Set(v string) error {
-	d, err := config.ParseDuration(v)
+	d, err := human.ParseDuration(v)
 	if err != nil {
 		return err
 	}

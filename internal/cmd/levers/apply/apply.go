@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -120,7 +121,8 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 	fl.StringVarP(&opts.File, "file", "f", "", "the levers file")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change, change nothing")
 	fl.BoolVarP(&opts.Watch, "watch", "w", false, "reconcile every --interval until stopped")
-	fl.DurationVar(&opts.Interval, "interval", DefaultInterval, "how often --watch reconciles (1s or more)")
+	opts.Interval = DefaultInterval
+	fl.Var(human.DurationFlag{D: &opts.Interval}, "interval", "how often --watch reconciles (1s or more)")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts)")
 	fl.BoolVar(&opts.Request, "request", false, "ask for the approval of each window in force or to come (a table whose policy needs it); apply nothing")
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
