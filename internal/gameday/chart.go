@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -265,7 +266,7 @@ func checkRows(b *builder, title string, checks []drill.CheckRecord) {
 		if c.EndedAt != nil {
 			end = *c.EndedAt
 		}
-		b.span(r, c.StartedAt, end, class, fmt.Sprintf("%s: %s in %s (%d checks): %s %s", c.Label(), status, dur(secs(c.DurationSeconds)), c.Checks,
+		b.span(r, c.StartedAt, end, class, fmt.Sprintf("%s: %s in %s (%s): %s %s", c.Label(), status, dur(secs(c.DurationSeconds)), human.Count(int64(c.Checks), "check"),
 			c.Error, c.Detail), status)
 	}
 }
@@ -406,9 +407,9 @@ func guardRows(b *builder, j *drill.Journal) {
 	}
 	b.heading("Guard lost")
 	r := b.row(g.Role + " " + g.Condition)
-	text := fmt.Sprintf("unevaluable, %d polls", g.Polls)
-	b.span(r, *g.Since, g.At, "st-warn", fmt.Sprintf("%s %s could not be evaluated from %s to %s (%d polls): %s; fix: %s", g.Role, g.Condition,
-		clock(*g.Since), clock(g.At), g.Polls, g.Cause, g.Fix), text)
+	text := "unevaluable, " + human.Count(int64(g.Polls), "poll")
+	b.span(r, *g.Since, g.At, "st-warn", fmt.Sprintf("%s %s could not be evaluated from %s to %s (%s): %s; fix: %s", g.Role, g.Condition,
+		clock(*g.Since), clock(g.At), human.Count(int64(g.Polls), "poll"), g.Cause, g.Fix), text)
 	b.mark(r, g.At, firedRadius, "fired", fmt.Sprintf("%s lost at %s: %s", g.Condition, clock(g.At), g.Cause))
 }
 
@@ -546,7 +547,7 @@ func gaugeChart(j *drill.Journal, samples []drill.GaugeSample, a axis) *chart {
 	if omitted > 0 {
 		what := fmt.Sprintf("%d more instances", omitted)
 		if omittedDeps > 0 {
-			what += fmt.Sprintf(" (%d dependencies)", omittedDeps)
+			what += " (" + human.Count(int64(omittedDeps), "dependency") + ")"
 		}
 		b.row("… and " + what + " not drawn: the journal has their reads")
 	}

@@ -263,7 +263,7 @@ func build(in Input) *report {
 	r.Gauges = gaugeChart(j, samples, ax)
 	switch {
 	case r.Gauges != nil:
-		r.GaugesNote = one(fmt.Sprintf("breaker_state %s (%d reads)", from, len(samples)))
+		r.GaugesNote = one(fmt.Sprintf("breaker_state %s (%s)", from, human.Count(int64(len(samples)), "read")))
 	case len(samples) > 0:
 		r.GaugesNote = "no instance reported a breaker_state during the run"
 	case in.FetchError != "":
@@ -561,7 +561,7 @@ func guardRowOf(j *drill.Journal) *guardRow {
 func graceText(gr *drill.GuardRecord) string {
 	var parts []string
 	if gr.GracePolls > 0 {
-		parts = append(parts, fmt.Sprintf("%d polls", gr.GracePolls))
+		parts = append(parts, human.Count(int64(gr.GracePolls), "poll"))
 	}
 	if gr.GraceSeconds > 0 {
 		parts = append(parts, dur(secs(gr.GraceSeconds)))
@@ -590,7 +590,7 @@ func guardGlance(j *drill.Journal) []glance {
 			text += fmt.Sprintf(" since %s (+%s)", clock(*gr.Since), dur(gr.Since.Sub(j.StartedAt)))
 		}
 		if gr.Polls > 0 {
-			text += fmt.Sprintf(", %d polls in a row", gr.Polls)
+			text += ", " + human.Count(int64(gr.Polls), "poll") + " in a row"
 		}
 		if grace := graceText(gr); grace != "" {
 			text += " (grace " + grace + ")"
