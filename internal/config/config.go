@@ -123,6 +123,12 @@ type MCPConfig struct {
 	// change. Off by default: the proposal tools make change requests
 	// that a person approves, never a change.
 	ReadOnly bool `yaml:"read-only,omitempty" json:"read-only,omitempty"`
+	// MaxSessions caps the HTTP transport's open sessions (zero: the
+	// default, 32); --max-sessions wins over it.
+	MaxSessions int `yaml:"max-sessions,omitempty" json:"max-sessions,omitempty"`
+	// SessionIdleTimeout closes an HTTP session idle this long (zero: the
+	// default, 30m); --session-idle-timeout wins over it.
+	SessionIdleTimeout Duration `yaml:"session-idle-timeout,omitempty" json:"session-idle-timeout,omitempty"`
 }
 
 // MaxNotifyTimeout is the longest notify-timeout a context may set: a

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/mcpserver"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -341,6 +342,8 @@ type SetContextOptions struct {
 	RequestTimeout    time.Duration
 	AllowNoNotify     bool
 	MCPReadOnly       bool
+	MCPMaxSessions    int
+	MCPSessionIdle    time.Duration
 	Use               bool
 
 	changed func(string) bool
@@ -410,6 +413,8 @@ func NewCmdSetContext(f *cmdenv.Factory) *cobra.Command {
 	fl.Var(human.DurationFlag{D: &opts.RequestTimeout}, "request-timeout", "bound on one AWS request of this context, each attempt (default 10s; 1s to 1h); the global --request-timeout wins over it")
 	fl.BoolVar(&opts.AllowNoNotify, "allow-no-notify", false, "let mutating commands skip their notification with --no-notify")
 	fl.BoolVar(&opts.MCPReadOnly, "mcp-read-only", false, "koshactl mcp offers agents the read tools only, no proposal tool (docs/mcp.md)")
+	fl.IntVar(&opts.MCPMaxSessions, "mcp-max-sessions", 0, "koshactl mcp --listen: most HTTP sessions open at once (default 32; 1 to 1024)")
+	fl.Var(human.DurationFlag{D: &opts.MCPSessionIdle}, "mcp-session-idle-timeout", "koshactl mcp --listen: close an HTTP session idle this long (default 30m; 1m to 24h)")
 	fl.BoolVar(&opts.Use, "use", false, "also make it the current context")
 	cmd.MarkFlagsMutuallyExclusive("local", "table")
 	cmd.MarkFlagsMutuallyExclusive("local", "endpoint-url")
@@ -601,6 +606,22 @@ func setNotify(ctx *config.Context, o *SetContextOptions) error {
 	}
 	set(ch, "allow-no-notify", &ctx.AllowNoNotify, o.AllowNoNotify)
 	set(ch, "mcp-read-only", &ctx.MCP.ReadOnly, o.MCPReadOnly)
+	if ch("mcp-max-sessions") || ch("mcp-session-idle-timeout") {
+		lim := mcpserver.SessionLimits{Max: ctx.MCP.MaxSessions, Idle: ctx.MCP.SessionIdleTimeout.Std()}
+		if ch("mcp-max-sessions") {
+			if o.MCPMaxSessions < 1 {
+				return cmdutil.Usagef("--mcp-max-sessions %d: give 1 to %d", o.MCPMaxSessions, mcpserver.MaxMaxSessions)
+			}
+			lim.Max = o.MCPMaxSessions
+		}
+		if ch("mcp-session-idle-timeout") {
+			lim.Idle = o.MCPSessionIdle
+		}
+		if err := mcpserver.CheckSessionLimits(lim); err != nil {
+			return cmdutil.Usagef("--mcp-max-sessions, --mcp-session-idle-timeout: %v", err)
+		}
+		ctx.MCP.MaxSessions, ctx.MCP.SessionIdleTimeout = lim.Max, config.Duration(lim.Idle)
+	}
 	return nil
 }
 
