@@ -144,6 +144,8 @@ func Handler(s *Server, token string, lim SessionLimits) http.Handler {
 func capSessions(s *Server, lim SessionLimits, next http.Handler) http.Handler {
 	var mu sync.Mutex
 	opening := 0
+	// A flood is logged once a second, with how many were refused since.
+	refused, lastLog := 0, time.Time{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
 			next.ServeHTTP(w, r)
@@ -152,8 +154,14 @@ func capSessions(s *Server, lim SessionLimits, next http.Handler) http.Handler {
 		mu.Lock()
 		open := s.OpenSessions()
 		if open+opening >= lim.Max {
+			refused++
+			now := s.now()
+			if n := refused; lastLog.IsZero() || now.Sub(lastLog) >= time.Second {
+				refused, lastLog = 0, now
+				s.logf("mcp: new session refused (%s since the last such line): %d of %d sessions open (--max-sessions, the context's mcp.max-sessions)",
+					human.Count(int64(n), "refusal"), open, lim.Max)
+			}
 			mu.Unlock()
-			s.logf("mcp: new session refused: %d of %d sessions open (--max-sessions, the context's mcp.max-sessions)", open, lim.Max)
 			msg := fmt.Sprintf("too many MCP sessions: %d of %d are open; close one (DELETE /mcp with its Mcp-Session-Id), "+
 				"or wait: a session idle for %s is closed; the server's operator raises the cap with --max-sessions",
 				open, lim.Max, human.Duration(lim.Idle))

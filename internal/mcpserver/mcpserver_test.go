@@ -282,8 +282,8 @@ func TestHandlerCapsSessionsAndCountsCalls(t *testing.T) {
 	if n := srv.OpenSessions(); n != 3 {
 		t.Errorf("%d sessions open after the flood, want the cap, 3", n)
 	}
-	if !strings.Contains(log.String(), "mcp: new session refused: 3 of 3 sessions open") {
-		t.Errorf("the log does not say sessions were refused:\n%s", log.String())
+	if !strings.Contains(log.String(), "mcp: new session refused (1 refusal since the last such line): 3 of 3 sessions open") || strings.Count(log.String(), "new session refused") > 10 {
+		t.Errorf("the log does not say sessions were refused, once a second:\n%s", log.String())
 	}
 	// Closing one makes room for one.
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, ts.URL, nil)
