@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -302,20 +303,26 @@ func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, 
 	if resp.ContentLength > maxScrapeBytes {
 		return nil, 0, tooLargeError(target, resp.ContentLength)
 	}
-	body := &cappedReader{r: resp.Body, left: maxScrapeBytes}
-	dec := expfmt.NewDecoder(body, format)
+	// The body is read whole before it is parsed: one over the cap is
+	// refused as too large, never parsed as far as the cap cut it (which
+	// failed as a parse error of the cut line, after parsing 16 MiB).
+	raw, over, err := readCapped(resp.Body, maxScrapeBytes)
+	switch {
+	case over:
+		return nil, 0, tooLargeError(target, -1)
+	case err != nil:
+		if ctx.Err() != nil {
+			return nil, 0, fmt.Errorf("scrape %s: %w", target, ctx.Err())
+		}
+		return nil, 0, fmt.Errorf("scrape %s: %w: read the answer: %w", target, ErrUnavailable, err)
+	}
+	dec := expfmt.NewDecoder(bytes.NewReader(raw), format)
 	host := hostOf(target)
 	var out []sample
 	skipped := 0 // samples that are not a state of a named dependency
 	for {
 		var mf dto.MetricFamily
 		err := dec.Decode(&mf)
-		if body.over {
-			// The cap cut the body: whatever the parser made of the cut
-			// (an error in its last line, or a clean end), the answer is
-			// too large, not malformed.
-			return nil, 0, tooLargeError(target, -1)
-		}
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -383,32 +390,14 @@ func redirectError(target, status, location string) error {
 		"give the URL that serves the metrics itself (--metrics-url, or the context's metrics.prometheus.url)", target, ErrUnavailable, status, where)
 }
 
-// cappedReader reads at most left bytes of r and then notes, in over,
-// that r had more: the body ends there, as io.LimitReader's would, but the
-// caller can tell a cut body from a whole one.
-type cappedReader struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-func (c *cappedReader) Read(p []byte) (int, error) {
-	if c.left <= 0 {
-		// One byte more than the cap says whether the body went on.
-		var one [1]byte
-		n, err := c.r.Read(one[:])
-		if n > 0 {
-			c.over = true
-			return 0, io.EOF
-		}
-		return 0, err
+// readCapped reads r whole when it holds at most limit bytes; over reports
+// that it held more (what was read is then dropped).
+func readCapped(r io.Reader, limit int64) (b []byte, over bool, err error) {
+	b, err = io.ReadAll(io.LimitReader(r, limit+1))
+	if int64(len(b)) > limit {
+		return nil, true, nil
 	}
-	if int64(len(p)) > c.left {
-		p = p[:c.left]
-	}
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	return n, err
+	return b, false, err
 }
 
 // tooLargeError is a scrape whose body is longer than [maxScrapeBytes]
