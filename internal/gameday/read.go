@@ -128,5 +128,6 @@ func foldStrings(v reflect.Value) {
 				v.SetMapIndex(k, reflect.ValueOf(fold(v.MapIndex(k).String(), maxText)).Convert(v.Type().Elem()))
 			}
 		}
+	default: // numbers, booleans, times' innards: no text to fold
 	}
 }

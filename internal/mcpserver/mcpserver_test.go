@@ -293,7 +293,7 @@ func TestHandlerCapsSessionsAndCountsCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	wait.Until(t, "the session closed", func() bool { return srv.OpenSessions() == 2 })
 	if code, _, body := initialize(t, ts.URL, token); code != http.StatusOK {
 		t.Errorf("initialize after a close: %d %q", code, body)
