@@ -209,7 +209,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		}
 		return refused
 	}
-	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("apply %d change(s) from %s", n, opts.File)); err != nil {
+	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("apply %s from %s", human.Count(int64(n), "change"), opts.File)); err != nil {
 		return err
 	}
 	actor, err := env.Actor(ctx)
@@ -256,7 +256,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	if werr != nil {
-		return fmt.Errorf("%d of %d change(s) of this round were written (listed above), the others not: %w; run apply again", len(res.Results), n, werr)
+		return fmt.Errorf("%d of %s of this round were written (listed above), the others not: %w; run apply again", len(res.Results), human.Count(int64(n), "change"), werr)
 	}
 	return refused
 }

@@ -287,7 +287,7 @@ func TestAPartlyWrittenRoundSaysWhatLanded(t *testing.T) {
 		}
 	}}
 	r := e.Run("apply", "-f", path)
-	if r.Code != 4 || !strings.Contains(r.Stderr, "50 of 60 change(s) of this round were written (listed above)") ||
+	if r.Code != 4 || !strings.Contains(r.Stderr, "50 of 60 changes of this round were written (listed above)") ||
 		strings.Contains(r.Stderr, "nothing of this round was written") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
