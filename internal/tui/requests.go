@@ -233,7 +233,7 @@ func approvedResult(msg approvedMsg) (string, bool) {
 	case msg.err == nil && res.Applied:
 		return fmt.Sprintf("request %s approved and applied: %s (requested by %s)", id, res.Request.Change.Summary(), res.Request.Requester), false
 	case msg.err == nil:
-		return fmt.Sprintf("request %s approved: it needs %d more approval(s) from other people", id, res.Remaining), false
+		return fmt.Sprintf("request %s approved: it needs %s more from other people", id, human.Count(int64(res.Remaining), "approval")), false
 	case errors.Is(msg.err, store.ErrOutcomeUnknown):
 		return fmt.Sprintf("approve %s: the outcome is unknown, check with koshactl request show %s: %v", id, id, msg.err), true
 	case errors.As(msg.err, &ce):
@@ -253,8 +253,8 @@ func deniedResult(msg deniedMsg) (string, bool) {
 // change request.
 func pendingResult(pe *approval.PendingError) string {
 	r := pe.Request
-	return fmt.Sprintf("not applied: the table's policy needs %d approval(s) · request %s (%s) · approve with: %s",
-		r.Needed, r.ID, r.Change.Summary(), approval.ApproveCommand(r.ID))
+	return fmt.Sprintf("not applied: the table's policy needs %s · request %s (%s) · approve with: %s",
+		human.Count(int64(r.Needed), "approval"), r.ID, r.Change.Summary(), approval.ApproveCommand(r.ID))
 }
 
 // requestLines renders the pending requests pane.
