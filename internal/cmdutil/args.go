@@ -20,6 +20,15 @@ type HintError struct {
 func (e *HintError) Error() string { return e.Err.Error() }
 func (e *HintError) Unwrap() error { return e.Err }
 
+// LinesError is an error made of independent lines, such as each problem
+// of a file at its line: root.Run prints each on a line of its own (as
+// "error: LINE"), where any other error is joined on one line. An error
+// wrapping one keeps its prefix on the first line.
+type LinesError interface {
+	error
+	ErrorLines() []string
+}
+
 // suggestionDistance is how far (in edits) a mistyped subcommand may be
 // from the one it suggests: lst → list, stauts → status.
 const suggestionDistance = 2

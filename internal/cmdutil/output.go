@@ -41,7 +41,7 @@ func AddOutputFlag(cmd *cobra.Command, target *string, extra ...string) {
 	cmd.Flags().StringVarP(target, "output", "o", FormatTable, "output format: "+strings.Join(formats, "|"))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 	var expr string
-	cmd.Flags().StringVar(&expr, "jq", "", "filter the JSON output with a jq expression (implies -o json; strings print unquoted), e.g. --jq '.items[].dependency'")
+	cmd.Flags().StringVar(&expr, "jq", "", "filter the JSON output with a jq expression (implies -o json; strings print unquoted); --jq keys names the document's fields")
 	_ = cmd.RegisterFlagCompletionFunc("jq", cobra.NoFileCompletions)
 	prev := cmd.PreRunE
 	cmd.PreRunE = func(c *cobra.Command, args []string) error {
@@ -86,7 +86,7 @@ func UseJQ(j JQ) { jqImpl.Store(&j) }
 // parseJQ compiles a --jq expression.
 func parseJQ(expr string) (func(input any, yield func(any) bool), error) {
 	if strings.TrimSpace(expr) == "" {
-		return nil, Usagef("--jq is empty: give a jq expression such as '.items[]'")
+		return nil, Usagef("--jq is empty: give a jq expression, such as keys (the document's fields) or .kind")
 	}
 	j := jqImpl.Load()
 	if j == nil {

@@ -133,6 +133,30 @@ type Context struct {
 	AllowNoNotify bool `yaml:"allow-no-notify,omitempty" json:"allow-no-notify,omitempty"`
 	// MCP is how `koshactl mcp` serves this context (docs/mcp.md).
 	MCP MCPConfig `yaml:"mcp,omitempty" json:"mcp,omitzero"`
+	// RequestTimeout bounds one AWS request (each attempt, from the dial to
+	// the answer's last byte) of this context's clients: DynamoDB, STS,
+	// Secrets Manager, CloudWatch, SNS. Zero means the default (10s); the
+	// global --request-timeout wins over it. [CheckRequestTimeout] is its
+	// range.
+	RequestTimeout Duration `yaml:"request-timeout,omitempty" json:"request-timeout,omitempty"`
+}
+
+// The range of a request timeout ([Context.RequestTimeout], the global
+// --request-timeout).
+const (
+	MinRequestTimeout = time.Second
+	MaxRequestTimeout = time.Hour
+)
+
+// CheckRequestTimeout refuses a request timeout outside
+// [MinRequestTimeout, MaxRequestTimeout]: a shorter one fails every
+// request, a longer one leaves a hung endpoint unnoticed.
+func CheckRequestTimeout(d time.Duration) error {
+	if d < MinRequestTimeout || d > MaxRequestTimeout {
+		return fmt.Errorf("request timeout %s is out of range: give a duration from %s to %s, like 30s or 2m",
+			human.Duration(d), human.Duration(MinRequestTimeout), human.Duration(MaxRequestTimeout))
+	}
+	return nil
 }
 
 // MCPConfig is how `koshactl mcp` serves a context to agents.
@@ -141,6 +165,12 @@ type MCPConfig struct {
 	// change. Off by default: the proposal tools make change requests
 	// that a person approves, never a change.
 	ReadOnly bool `yaml:"read-only,omitempty" json:"read-only,omitempty"`
+	// MaxSessions caps the HTTP transport's open sessions (zero: the
+	// default, 32); --max-sessions wins over it.
+	MaxSessions int `yaml:"max-sessions,omitempty" json:"max-sessions,omitempty"`
+	// SessionIdleTimeout closes an HTTP session idle this long (zero: the
+	// default, 30m); --session-idle-timeout wins over it.
+	SessionIdleTimeout Duration `yaml:"session-idle-timeout,omitempty" json:"session-idle-timeout,omitempty"`
 }
 
 // MaxNotifyTimeout is the longest notify-timeout a context may set: a
@@ -445,6 +475,12 @@ func (c *Context) Validate(name string) error {
 		if err := CheckMaxOverride(time.Duration(c.MaxOverride)); err != nil {
 			return &keyError{key: "max-override", err: fmt.Errorf("%w: context %q: %w", ErrInvalid, name, err),
 				fix: fmt.Sprintf("koshactl config set-context %s --max-override %s", name, shortHours(DefaultMaxOverride))}
+		}
+	}
+	if c.RequestTimeout != 0 {
+		if err := CheckRequestTimeout(time.Duration(c.RequestTimeout)); err != nil {
+			return &keyError{key: "request-timeout", err: fmt.Errorf("%w: context %q: %w", ErrInvalid, name, err),
+				fix: fmt.Sprintf("koshactl config set-context %s --request-timeout 30s", name)}
 		}
 	}
 	if c.Store.Local != nil && c.Store.DynamoDB != nil {

@@ -227,3 +227,40 @@ func TestCheckMaxOverride(t *testing.T) {
 		}
 	}
 }
+
+// Issue 45: a request timeout can be set per context, in range; one out of
+// range is refused where the context is used, naming the line and the fix.
+func TestRequestTimeoutRange(t *testing.T) {
+	for _, d := range []time.Duration{0, 999 * time.Millisecond, time.Hour + time.Second, -time.Second} {
+		if err := config.CheckRequestTimeout(d); err == nil || !strings.Contains(err.Error(), "give a duration from 1s to 1h") {
+			t.Errorf("CheckRequestTimeout(%s) = %v", d, err)
+		}
+	}
+	for _, d := range []time.Duration{time.Second, 30 * time.Second, time.Hour} {
+		if err := config.CheckRequestTimeout(d); err != nil {
+			t.Errorf("CheckRequestTimeout(%s) = %v", d, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	for value, ok := range map[string]bool{"45s": true, "1h": true, "500ms": false, "2h": false} {
+		data := "contexts:\n  dev:\n    store: {local: {}}\n    request-timeout: " + value + "\n"
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := config.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := f.Context("dev")
+		if ok {
+			if err != nil || c.RequestTimeout.Std().String() != map[string]string{"45s": "45s", "1h": "1h0m0s"}[value] {
+				t.Errorf("request-timeout %s: %v, %v", value, c, err)
+			}
+			continue
+		}
+		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), path+": line 4: ") ||
+			!strings.Contains(err.Error(), "fix it with koshactl config set-context dev --request-timeout 30s") {
+			t.Errorf("request-timeout %s: %v", value, err)
+		}
+	}
+}

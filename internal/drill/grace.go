@@ -34,7 +34,7 @@ func DefaultGuardGrace() GuardGrace {
 
 // String reads "3 polls and 30s".
 func (g GuardGrace) String() string {
-	return fmt.Sprintf("%d polls and %s", g.Polls, human.Duration(g.For))
+	return fmt.Sprintf("%s and %s", human.Count(int64(g.Polls), "poll"), human.Duration(g.For))
 }
 
 // What a guard's evaluation error does during the run (on_error).

@@ -1,12 +1,10 @@
 package drill
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/fsutil"
 )
 
 // Outcomes of a run (Journal.Outcome).
@@ -150,9 +148,13 @@ type Hypothesis struct {
 	AfterSkipped string `json:"after_skipped,omitempty"`
 }
 
-// CheckRecord is one evaluation of a hypothesis check.
+// CheckRecord is one evaluation of a hypothesis check, or of a guard at
+// the preflight.
 type CheckRecord struct {
-	Phase       string `json:"phase"`
+	Phase string `json:"phase"`
+	// Role is what a preflight record evaluated: RoleStopCondition or
+	// RoleHypothesis (empty in other phases, and in journals before it).
+	Role        string `json:"role,omitempty"`
 	Name        string `json:"name"`
 	Kind        string `json:"kind"`
 	Description string `json:"description"`
@@ -165,6 +167,21 @@ type CheckRecord struct {
 	StartedAt       time.Time  `json:"started_at"`
 	EndedAt         *time.Time `json:"ended_at"`
 	DurationSeconds float64    `json:"duration_seconds"`
+}
+
+// Label names what a record evaluated as a reader needs it: a preflight
+// record by its role and quoted name (`stop condition "core-api's breaker
+// opened"`), so a guard that can be evaluated never reads as the event it
+// guards against; any other by its name.
+func (c CheckRecord) Label() string {
+	if c.Phase != PhasePreflight {
+		return c.Name
+	}
+	role := c.Role
+	if role == "" {
+		role = "guard"
+	}
+	return fmt.Sprintf("%s %q", role, c.Name)
 }
 
 // StepRecord is one step.
@@ -378,30 +395,6 @@ func DisplayPrecision(d time.Duration) time.Duration {
 		return d.Round(100 * time.Microsecond)
 	}
 	return d
-}
-
-// maxJournalSize bounds the journal file read.
-const maxJournalSize = 64 << 20
-
-// ReadJournal reads a journal file.
-func ReadJournal(path string) (*Journal, error) {
-	// A pipe or device is refused at once: it could block forever, and
-	// only a regular file is a journal a run wrote.
-	b, _, err := fsutil.ReadRegular(path, maxJournalSize)
-	if err != nil {
-		return nil, fmt.Errorf("read journal %s: %w", path, fsutil.Cause(err))
-	}
-	var j Journal
-	if err := json.Unmarshal(b, &j); err != nil {
-		return nil, fmt.Errorf("%s is not a drill journal: %v", path, err)
-	}
-	if j.Kind != "DrillRun" || j.RunID == "" || j.Drill.Name == "" {
-		return nil, fmt.Errorf("%s is not a drill journal (kind %q)", path, j.Kind)
-	}
-	if j.Version > JournalVersion {
-		return nil, fmt.Errorf("%s: journal version %d is newer than this koshactl reads (%d): use a newer koshactl", path, j.Version, JournalVersion)
-	}
-	return &j, nil
 }
 
 // JournalVersion is the version of the journal format this koshactl writes.

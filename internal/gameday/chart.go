@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -47,8 +48,9 @@ func newAxis(j *drill.Journal, end time.Time) axis {
 		}
 	}
 	near(j.Deadline)
+	rec := recoveredBy(j)
 	for _, rb := range j.Rollbacks {
-		if _, _, ok := leverBack(j, rb); !ok && rb.ExpiresAt != nil {
+		if _, _, ok := leverBack(rec, rb); !ok && rb.ExpiresAt != nil {
 			near(*rb.ExpiresAt)
 		}
 	}
@@ -135,7 +137,7 @@ func (b *builder) heading(label string) {
 }
 
 func (b *builder) row(label string) *chartRow {
-	full := one(label)
+	full := oneOf(label, maxTitle)
 	b.c.Rows = append(b.c.Rows, chartRow{Y: b.y, TextY: b.y + 14, BarY: b.y + (rowH-barH)/2, MidY: b.y + rowH/2,
 		Label: textsafe.Shorten(full, labelChars), Title: full})
 	b.y += rowH
@@ -147,7 +149,7 @@ func (b *builder) row(label string) *chartRow {
 func (b *builder) span(r *chartRow, t0, t1 time.Time, class, title, text string) {
 	x0, x1 := b.a.x(t0), b.a.x(t1)
 	w := max(x1-x0, 2)
-	br := bar{X: x0, W: w, Class: class, Title: one(title), Text: one(text), Clipped: t1.After(b.a.t1)}
+	br := bar{X: x0, W: w, Class: class, Title: oneOf(title, maxTitle), Text: oneOf(text, maxTitle), Clipped: t1.After(b.a.t1)}
 	br.placeText(x0+w, textRoom(br.Text))
 	if class == "lapsed" && br.TextClass == "bar-text-in" {
 		br.TextClass = "bar-text-lapsed" // red on its pale fill
@@ -172,7 +174,7 @@ func (br *bar) placeText(end, room float64) {
 }
 
 func (b *builder) mark(r *chartRow, t time.Time, radius float64, class, title string) {
-	r.Marks = append(r.Marks, mark{X: b.a.x(t), R: radius, Class: class, Title: one(title)})
+	r.Marks = append(r.Marks, mark{X: b.a.x(t), R: radius, Class: class, Title: oneOf(title, maxTitle)})
 }
 
 func (b *builder) line(t time.Time, class, label string) {
@@ -229,22 +231,42 @@ func tickStep(span time.Duration) time.Duration {
 	return max(span/8, time.Hour)
 }
 
+// moreRow is the last row of a section cut at maxRows: how many rows the
+// journal holds past it.
+func (b *builder) moreRow(n int, what string) {
+	if n > 0 {
+		b.row(fmt.Sprintf("… and %d more %s", n, what))
+	}
+}
+
+// checkRows draws checks: the hypothesis's held or did not hold; the
+// preflight's guards, each by its role and name, could or could not be
+// evaluated (a stop condition's "held" would read as the event it guards
+// against).
 func checkRows(b *builder, title string, checks []drill.CheckRecord) {
 	if len(checks) == 0 {
 		return
 	}
 	b.heading(title)
-	for _, c := range checks {
-		r := b.row(c.Name)
-		class, status := "ok", "held"
+	for i, c := range checks {
+		if i == maxRows {
+			b.moreRow(len(checks)-i, "checks")
+			break
+		}
+		r := b.row(c.Label())
+		held, notHeld := "held", "did not hold"
+		if c.Phase == drill.PhasePreflight {
+			held, notHeld = "can be evaluated", "cannot be evaluated"
+		}
+		class, status := "ok", held
 		if !c.OK {
-			class, status = "fail", "did not hold"
+			class, status = "fail", notHeld
 		}
 		end := c.StartedAt
 		if c.EndedAt != nil {
 			end = *c.EndedAt
 		}
-		b.span(r, c.StartedAt, end, class, fmt.Sprintf("%s: %s in %s (%d checks): %s %s", c.Name, status, dur(secs(c.DurationSeconds)), c.Checks,
+		b.span(r, c.StartedAt, end, class, fmt.Sprintf("%s: %s in %s (%s): %s %s", c.Label(), status, dur(secs(c.DurationSeconds)), human.Count(int64(c.Checks), "check"),
 			c.Error, c.Detail), status)
 	}
 }
@@ -259,13 +281,18 @@ func timelineChart(j *drill.Journal, a axis) *chart {
 	if len(j.Steps) > 0 {
 		b.heading("Steps")
 	}
-	for _, s := range j.Steps {
+	died := lastRecord(j, false)
+	for i, s := range j.Steps {
+		if i == maxRows {
+			b.moreRow(len(j.Steps)-i, "steps")
+			break
+		}
 		r := b.row(s.ID + " (" + s.Kind + ")")
 		if s.StartedAt == nil {
 			continue
 		}
 		// A step the run's process did not finish ends at its last record.
-		stepEnd, text := lastRecord(j, false), s.Status+" (no end recorded)"
+		stepEnd, text := died, s.Status+" (no end recorded)"
 		if s.EndedAt != nil {
 			stepEnd, text = *s.EndedAt, s.Status+" "+dur(secs(s.DurationSeconds))
 		}
@@ -274,9 +301,14 @@ func timelineChart(j *drill.Journal, a axis) *chart {
 	if len(j.Rollbacks) > 0 {
 		b.heading("Levers: pulled → put back")
 	}
-	for _, rb := range j.Rollbacks {
+	rec := recoveredBy(j)
+	for i, rb := range j.Rollbacks {
+		if i == maxRows {
+			b.moreRow(len(j.Rollbacks)-i, "levers")
+			break
+		}
 		r := b.row(rb.ID + " " + rb.Subject)
-		if at, by, ok := leverBack(j, rb); ok {
+		if at, by, ok := leverBack(rec, rb); ok {
 			held := at
 			if rb.StartedAt != nil {
 				held = *rb.StartedAt
@@ -308,12 +340,22 @@ func timelineChart(j *drill.Journal, a axis) *chart {
 	if len(j.Recoveries) > 0 {
 		b.heading("Recovery")
 		r := b.row("drill recover")
-		for _, rv := range j.Recoveries {
-			class := "ok"
-			if !rv.OK {
-				class = "fail"
+		// One mark per kind of result per column, as stop conditions.
+		for _, class := range []string{"ok", "fail"} {
+			var rvs []drill.RecoveryRecord
+			var ats []time.Time
+			for _, rv := range j.Recoveries {
+				if rv.OK == (class == "ok") {
+					rvs, ats = append(rvs, rv), append(ats, rv.At)
+				}
 			}
-			b.mark(r, rv.At, firedRadius, class, fmt.Sprintf("drill recover at %s by %s: %s", clock(rv.At), rv.Actor, rv.Detail))
+			b.marks(r, ats, firedRadius, class, func(first, last, n int) string {
+				rv := rvs[first]
+				if n == 1 {
+					return fmt.Sprintf("drill recover at %s by %s: %s", clock(rv.At), rv.Actor, rv.Detail)
+				}
+				return fmt.Sprintf("%d drill recover runs from %s to %s; the first by %s: %s", n, clock(rv.At), clock(rvs[last].At), rv.Actor, rv.Detail)
+			})
 		}
 	}
 	checkRows(b, "Hypothesis after", j.Hypothesis.After)
@@ -345,10 +387,16 @@ func runLines(b *builder, j *drill.Journal) {
 		}
 		b.line(g.At, "l-stop", label+textsafe.Shorten(one(g.Condition), 24))
 	}
-	for _, rv := range j.Recoveries {
+	for i, rv := range j.Recoveries {
+		if i == maxRecoveryLines {
+			break // the recovery row's marks show the rest
+		}
 		b.line(rv.At, "l-end", "recovered")
 	}
 }
+
+// maxRecoveryLines is how many recoveries get a line across the chart.
+const maxRecoveryLines = 10
 
 // guardRows draws a lost guard: from the first failed evaluation in a row
 // to the moment its grace ran out.
@@ -359,9 +407,9 @@ func guardRows(b *builder, j *drill.Journal) {
 	}
 	b.heading("Guard lost")
 	r := b.row(g.Role + " " + g.Condition)
-	text := fmt.Sprintf("unevaluable, %d polls", g.Polls)
-	b.span(r, *g.Since, g.At, "st-warn", fmt.Sprintf("%s %s could not be evaluated from %s to %s (%d polls): %s; fix: %s", g.Role, g.Condition,
-		clock(*g.Since), clock(g.At), g.Polls, g.Cause, g.Fix), text)
+	text := "unevaluable, " + human.Count(int64(g.Polls), "poll")
+	b.span(r, *g.Since, g.At, "st-warn", fmt.Sprintf("%s %s could not be evaluated from %s to %s (%s): %s; fix: %s", g.Role, g.Condition,
+		clock(*g.Since), clock(g.At), human.Count(int64(g.Polls), "poll"), g.Cause, g.Fix), text)
 	b.mark(r, g.At, firedRadius, "fired", fmt.Sprintf("%s lost at %s: %s", g.Condition, clock(g.At), g.Cause))
 }
 
@@ -369,18 +417,31 @@ func guardRows(b *builder, j *drill.Journal) {
 // did not hold, amber could not be evaluated) and the one that fired.
 func stopRows(b *builder, j *drill.Journal) {
 	var names []string
-	for _, e := range j.StopEvaluations {
-		if !slices.Contains(names, e.Condition) {
-			names = append(names, e.Condition)
+	seen := map[string]bool{}
+	add := func(name string) {
+		if !seen[name] {
+			seen[name], names = true, append(names, name)
 		}
 	}
-	if j.Stop != nil && !slices.Contains(names, j.Stop.Condition) {
-		names = append(names, j.Stop.Condition)
+	for _, e := range j.StopEvaluations {
+		add(e.Condition)
+	}
+	if j.Stop != nil {
+		add(j.Stop.Condition)
 	}
 	if len(names) == 0 {
 		return
 	}
 	b.heading("Stop conditions")
+	more := 0
+	if len(names) > maxStopRows {
+		more = len(names) - maxStopRows
+		names = names[:maxStopRows]
+		if j.Stop != nil && !slices.Contains(names, j.Stop.Condition) { // the one that fired is drawn, whatever the cap
+			names[maxStopRows-1] = j.Stop.Condition
+		}
+	}
+	defer b.moreRow(more, "stop conditions")
 	for _, name := range names {
 		r := b.row(name)
 		// One mark per kind of result per column of the plot: a run of a
@@ -403,11 +464,11 @@ func stopRows(b *builder, j *drill.Journal) {
 			})
 		}
 		if j.Stop != nil && j.Stop.Condition == name {
-			title := fmt.Sprintf("%s fired at %s: %s", name, clock(j.Stop.At), j.Stop.Detail)
+			parts := []string{fmt.Sprintf("%s fired at %s: %s", name, clock(j.Stop.At), j.Stop.Detail)}
 			for _, al := range j.Stop.Alarms {
-				title += fmt.Sprintf("; alarm %s %s since %s: %s", al.Name, al.State, clock(al.Since), al.Reason)
+				parts = append(parts, fmt.Sprintf("alarm %s %s since %s: %s", al.Name, al.State, clock(al.Since), al.Reason))
 			}
-			b.mark(r, j.Stop.At, firedRadius, "fired", title)
+			b.mark(r, j.Stop.At, firedRadius, "fired", joinFolded(parts, "; "))
 		}
 	}
 }
@@ -436,9 +497,9 @@ func gaugeChart(j *drill.Journal, samples []drill.GaugeSample, a axis) *chart {
 		byDep[s.Dependency] = append(byDep[s.Dependency], s)
 	}
 	b := newBuilder(a)
+	drawn, omitted, omittedDeps := 0, 0, 0
 	for _, dep := range slices.Sorted(maps.Keys(byDep)) {
 		ss := byDep[dep]
-		sort.SliceStable(ss, func(i, k int) bool { return ss[i].At.Before(ss[k].At) })
 		seen := map[string]bool{}
 		for _, s := range ss {
 			for _, in := range s.Instances {
@@ -449,18 +510,29 @@ func gaugeChart(j *drill.Journal, samples []drill.GaugeSample, a axis) *chart {
 		if len(instances) == 0 {
 			continue
 		}
+		// At most maxGaugeRows strips in all: the rest are counted.
+		if room := maxGaugeRows - drawn; len(instances) > room {
+			omitted += len(instances) - room
+			if room == 0 {
+				omittedDeps++
+				continue
+			}
+			instances = instances[:room]
+		}
+		drawn += len(instances)
+		sort.SliceStable(ss, func(i, k int) bool { return ss[i].At.Before(ss[k].At) })
 		b.heading(dep)
 		gap := typicalGap(ss)
+		var failed []time.Time
+		var why []string
+		for _, s := range ss {
+			if s.Error != "" {
+				failed, why = append(failed, s.At), append(why, s.Error)
+			}
+		}
 		for _, inst := range instances {
 			r := b.row(inst)
 			strip(b, r, dep, inst, stateRuns(ss, inst, gap))
-			var failed []time.Time
-			var why []string
-			for _, s := range ss {
-				if s.Error != "" {
-					failed, why = append(failed, s.At), append(why, s.Error)
-				}
-			}
 			b.marks(r, failed, markRadius, "eval-err", func(first, last, n int) string {
 				if n == 1 {
 					return dep + ": read failed at " + clock(failed[first]) + ": " + why[first]
@@ -471,6 +543,13 @@ func gaugeChart(j *drill.Journal, samples []drill.GaugeSample, a axis) *chart {
 	}
 	if len(b.c.Rows) == 0 {
 		return nil
+	}
+	if omitted > 0 {
+		what := fmt.Sprintf("%d more instances", omitted)
+		if omittedDeps > 0 {
+			what += " (" + human.Count(int64(omittedDeps), "dependency") + ")"
+		}
+		b.row("… and " + what + " not drawn: the journal has their reads")
 	}
 	runLines(b, j)
 	return b.finish()

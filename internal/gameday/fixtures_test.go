@@ -133,8 +133,8 @@ func fleetStep(s drill.StepRecord, f *drill.FleetRecord) drill.StepRecord { s.Fl
 // refusedJournal is a run the preflight refused: its stop condition's
 // alarm source answered AccessDenied, so nothing was done.
 func refusedJournal() *drill.Journal {
-	pre := func(name, kind string, start, end float64, ok bool, detail, errText string) drill.CheckRecord {
-		return drill.CheckRecord{Phase: drill.PhasePreflight, Name: name, Kind: kind, Description: kind + " " + name, OK: ok, Detail: detail,
+	pre := func(role, name, kind string, start, end float64, ok bool, detail, errText string) drill.CheckRecord {
+		return drill.CheckRecord{Phase: drill.PhasePreflight, Role: role, Name: name, Kind: kind, Description: kind + " " + name, OK: ok, Detail: detail,
 			Error: errText, Checks: 1, StartedAt: at(start), EndedAt: atp(end), DurationSeconds: end - start}
 	}
 	cause := "describe alarms: AccessDeniedException: not authorized to perform cloudwatch:DescribeAlarms"
@@ -146,8 +146,8 @@ func refusedJournal() *drill.Journal {
 		Reason:      `refused before any lever was pulled: stop condition "api-5xx" could not be evaluated: ` + cause + ": " + fix + "; nothing was done",
 		RollbacksOK: true, ExitCode: 6,
 		Preflight: []drill.CheckRecord{
-			pre("api-5xx", "alarm", 0.1, 0.3, false, "", `stop condition could not be evaluated: `+cause+` (fix: `+fix+`)`),
-			pre("openai-closed", "breaker", 0.3, 0.5, true, "can be evaluated: openai: 2 instance(s): 2 closed", ""),
+			pre(drill.RoleStopCondition, "api-5xx", "alarm", 0.1, 0.3, false, "", `stop condition could not be evaluated: `+cause+` (fix: `+fix+`)`),
+			pre(drill.RoleHypothesis, "openai-closed", "breaker", 0.3, 0.5, true, "can be evaluated (it holds now): openai: 2 instance(s): 2 closed", ""),
 		},
 		Guard:      &drill.GuardRecord{Phase: drill.GuardPreflight, Role: drill.RoleStopCondition, Condition: "api-5xx", Cause: cause, Fix: fix, At: at(0.3)},
 		Hypothesis: drill.Hypothesis{Before: []drill.CheckRecord{}, After: []drill.CheckRecord{}, AfterSkipped: "refused at preflight: nothing was done"},
@@ -172,8 +172,8 @@ func guardLostJournal() *drill.Journal {
 		StartedAt: t0, Deadline: at(300), EndedAt: atp(24.2), DurationSeconds: 24.2, TimeoutSeconds: 300, Outcome: drill.OutcomeGuardLost,
 		Reason:      `stop condition "core-api-closed" could not be evaluated for 4 polls since 09:30:10Z: ` + cause + ": " + fix,
 		RollbacksOK: true, ExitCode: 5,
-		Preflight: []drill.CheckRecord{{Phase: drill.PhasePreflight, Name: "core-api-closed", Kind: "breaker", Description: "core-api closed", OK: true,
-			Detail: "can be evaluated: core-api: 2 instance(s): 2 closed", Checks: 1, StartedAt: at(0.05), EndedAt: atp(0.08), DurationSeconds: 0.03}},
+		Preflight: []drill.CheckRecord{{Phase: drill.PhasePreflight, Role: drill.RoleStopCondition, Name: "core-api-closed", Kind: "breaker",
+			Description: "core-api closed", OK: true, Detail: "can be evaluated (it does not hold now): core-api: 2 instance(s): 2 closed", Checks: 1, StartedAt: at(0.05), EndedAt: atp(0.08), DurationSeconds: 0.03}},
 		Hypothesis: drill.Hypothesis{
 			Before: []drill.CheckRecord{check(drill.PhaseBefore, "openai-closed", 0.1, 0.4, true, "openai: 2 instance(s): 2 closed")},
 			After:  []drill.CheckRecord{},

@@ -101,6 +101,11 @@ func tags(t *testing.T, page string) []string {
 // elements and attributes of the same journal with plain strings: no
 // value adds a tag, an attribute or an unescaped <; and the page stays
 // inert (one CSP, no script, no URL).
+//
+// A value longer than maxHTMLFuzz is passed over: every markup an escape
+// could miss fits in it, each exec renders two whole reports with the
+// value in every field, and the engine's minimization of a long input is
+// quadratic in its length (issue 45: targets sat at 0 execs/s).
 func FuzzHTML(f *testing.F) {
 	for _, s := range []string{"x", hScript, hImg, hLink, hAuto, hStyle, hTerm, "", " ", "\n", "<", "&lt;", "]]>", "<!--", "-->", "<![CDATA[",
 		"</title><script>", "</svg><script>", "javascript:alert(1)", "\x00", "\u2028", "passed", "ok", "stopped", "closed", "forced_open",
@@ -108,6 +113,9 @@ func FuzzHTML(f *testing.F) {
 		f.Add(s, uint16(0), uint16(0))
 	}
 	f.Fuzz(func(t *testing.T, s string, stepSecs, rbSecs uint16) {
+		if len(s) > maxHTMLFuzz {
+			return
+		}
 		page := renderHTML(t, Input{Journal: withStrings(s, stepSecs, rbSecs)})
 		// The reference keeps what a value means (letters, digits, _ and
 		// whitespace: a status word, an empty or blank value) and replaces
@@ -131,3 +139,6 @@ func FuzzHTML(f *testing.F) {
 		}
 	})
 }
+
+// maxHTMLFuzz is the longest value FuzzHTML checks.
+const maxHTMLFuzz = 256

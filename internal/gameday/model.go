@@ -55,6 +55,9 @@ type report struct {
 	Recoveries []recoveryRow
 	Audit      []auditRow
 	Notices    []string
+	// More counts the rows of each table past the first maxRows, which
+	// the report leaves to the journal ("steps": 1234).
+	More map[string]int
 }
 
 type glance struct {
@@ -123,11 +126,14 @@ type recoveryRow struct {
 
 type auditRow struct{ ID, At, Action, Subject string }
 
-// one renders a value as one safe line: runs of whitespace (newlines
-// included) become one space, then the textsafe rule (controls and bidi
-// marks as visible escapes).
-func one(s string) string {
-	return textsafe.Line(strings.Join(strings.Fields(s), " "))
+// one renders a value as one safe line: folded to [maxText], runs of
+// whitespace (newlines included) become one space, then the textsafe rule
+// (controls and bidi marks as visible escapes).
+func one(s string) string { return oneOf(s, maxText) }
+
+// oneOf is [one] folded to n bytes.
+func oneOf(s string, n int) string {
+	return textsafe.Line(strings.Join(strings.Fields(fold(s, n)), " "))
 }
 
 // clock formats an instant as the report's time of day (UTC).
@@ -176,7 +182,14 @@ func build(in Input) *report {
 	end := lastRecord(j, true)
 	r.Facts = facts(j, end)
 	r.Glance = atAGlance(j)
-	for _, s := range j.Steps {
+	r.More = map[string]int{}
+	why := map[string]string{}
+	for i, s := range j.Steps {
+		why[s.ID] = s.Reason
+		if i >= maxRows {
+			r.More["steps"]++
+			continue
+		}
 		row := stepRow{ID: one(s.ID), Name: one(s.Name), Kind: one(s.Kind), Status: one(s.Status), Class: statusClass(s.Status),
 			Description: one(s.Description), Detail: one(s.Detail), Error: one(s.Error), Rollbacks: one(strings.Join(s.Rollbacks, ", ")),
 			Reason: one(s.Reason)}
@@ -192,20 +205,27 @@ func build(in Input) *report {
 				row.Fleet, row.FleetClass = one("fleet did NOT confirm "+f.Goal+" within "+dur(secs(f.TimeoutSeconds))), "bad"
 			}
 		}
-		for _, k := range slices.Sorted(maps.Keys(s.Outputs)) {
+		for i, k := range slices.Sorted(maps.Keys(s.Outputs)) {
+			if i == maxOutputs {
+				row.Outputs = append(row.Outputs, fact{Name: "…", Value: fmt.Sprintf("%d more outputs in the journal", len(s.Outputs)-maxOutputs)})
+				break
+			}
 			row.Outputs = append(row.Outputs, fact{Name: one(k), Value: one(s.Outputs[k])})
 		}
 		r.Steps = append(r.Steps, row)
 	}
-	for _, rb := range j.Rollbacks {
-		r.Levers = append(r.Levers, leverRowOf(j, rb, end))
-	}
-	for _, c := range slices.Concat(j.Hypothesis.Before, j.Hypothesis.After) {
-		r.Checks = append(r.Checks, checkRowOf(c, "held", "did not hold"))
-	}
+	rec := recoveredBy(j)
+	r.Levers = capped(r.More, "levers", j.Rollbacks, func(rb drill.RollbackRecord) leverRow { return leverRowOf(rb, why, rec, end) })
+	r.Checks = capped(r.More, "checks", slices.Concat(j.Hypothesis.Before, j.Hypothesis.After), func(c drill.CheckRecord) checkRow {
+		return checkRowOf(c, "held", "did not hold")
+	})
 	if st := j.Stop; st != nil {
 		sr := &stopRow{Condition: one(st.Condition), Detail: one(st.Detail), At: clock(st.At)}
-		for _, a := range st.Alarms {
+		for i, a := range st.Alarms {
+			if i == maxRows {
+				r.More["alarms"] = len(st.Alarms) - maxRows
+				break
+			}
 			ar := alarmRow{Name: one(a.Name), State: one(a.State), Reason: one(a.Reason)}
 			if !a.Since.IsZero() {
 				ar.Since = clock(a.Since)
@@ -215,26 +235,25 @@ func build(in Input) *report {
 		r.Stop = sr
 	}
 	r.Guard = guardRowOf(j)
-	for _, c := range j.Preflight {
-		r.Preflight = append(r.Preflight, checkRowOf(c, "can be evaluated", "cannot be evaluated"))
-	}
-	for _, rv := range j.Recoveries {
-		row := recoveryRow{At: clock(rv.At), Actor: one(rv.Actor), Rollbacks: one(strings.Join(rv.Rollbacks, ", ")), Detail: one(rv.Detail),
+	r.Preflight = capped(r.More, "preflight checks", j.Preflight, func(c drill.CheckRecord) checkRow {
+		return checkRowOf(c, "can be evaluated", "cannot be evaluated")
+	})
+	r.Recoveries = capped(r.More, "recoveries", j.Recoveries, func(rv drill.RecoveryRecord) recoveryRow {
+		row := recoveryRow{At: clock(rv.At), Actor: one(rv.Actor), Rollbacks: one(joinFolded(rv.Rollbacks, ", ")), Detail: one(rv.Detail),
 			Status: "ok", Class: "good"}
 		if !rv.OK {
 			row.Status, row.Class = "failed", "bad"
 		}
-		r.Recoveries = append(r.Recoveries, row)
-	}
-	for _, a := range j.Audit {
-		r.Audit = append(r.Audit, auditRow{ID: one(a.ID), At: clock(a.At), Action: one(a.Action), Subject: one(a.Subject)})
-	}
+		return row
+	})
+	r.Audit = capped(r.More, "audit records", j.Audit, func(a drill.AuditRef) auditRow {
+		return auditRow{ID: one(a.ID), At: clock(a.At), Action: one(a.Action), Subject: one(a.Subject)}
+	})
+	notices := j.Notices
 	if j.Hypothesis.AfterSkipped != "" {
-		r.Notices = append(r.Notices, one("hypothesis after: "+j.Hypothesis.AfterSkipped))
+		notices = append([]string{"hypothesis after: " + j.Hypothesis.AfterSkipped}, notices...)
 	}
-	for _, n := range j.Notices {
-		r.Notices = append(r.Notices, one(n))
-	}
+	r.Notices = capped(r.More, "notices", notices, one)
 	samples, from := j.GaugeSamples, "recorded by the run"
 	if in.Samples != nil {
 		samples, from = in.Samples, "fetched from "+in.SamplesFrom
@@ -244,7 +263,7 @@ func build(in Input) *report {
 	r.Gauges = gaugeChart(j, samples, ax)
 	switch {
 	case r.Gauges != nil:
-		r.GaugesNote = one(fmt.Sprintf("breaker_state %s (%d reads)", from, len(samples)))
+		r.GaugesNote = one(fmt.Sprintf("breaker_state %s (%s)", from, human.Count(int64(len(samples)), "read")))
 	case len(samples) > 0:
 		r.GaugesNote = "no instance reported a breaker_state during the run"
 	case in.FetchError != "":
@@ -263,7 +282,7 @@ func checkRowOf(c drill.CheckRecord, ok, failed string) checkRow {
 	if !c.OK {
 		status, class = failed, "bad"
 	}
-	return checkRow{Phase: one(c.Phase), Name: one(c.Name), Kind: one(c.Kind), Description: one(c.Description),
+	return checkRow{Phase: one(c.Phase), Name: one(c.Label()), Kind: one(c.Kind), Description: one(c.Description),
 		Status: status, Class: class, Started: clock(c.StartedAt), Duration: dur(secs(c.DurationSeconds)), Detail: one(c.Detail),
 		Error: one(c.Error), Checks: c.Checks}
 }
@@ -330,46 +349,86 @@ func facts(j *drill.Journal, end time.Time) []fact {
 		add("ended", "never: the run's process died; last record at "+end.UTC().Format(time.RFC3339))
 	}
 	add("deadline", j.Deadline.UTC().Format(time.RFC3339)+" (timeout "+dur(secs(j.TimeoutSeconds))+")")
-	ids := make([]string, 0, len(j.Audit))
+	ids := make([]string, 0, min(len(j.Audit), maxRows))
 	for _, a := range j.Audit {
 		ids = append(ids, a.ID)
 	}
 	if len(ids) > 0 {
-		f = append(f, fact{Name: "audit ids", Value: one(strings.Join(ids, ", ")), Wide: true})
+		f = append(f, fact{Name: "audit ids", Value: one(joinFolded(ids, ", ")), Wide: true})
 	}
 	return f
 }
 
-// leverBack is when a lever was put back, and by what; ok is false when it
-// was not (yet).
-func leverBack(j *drill.Journal, rb drill.RollbackRecord) (at time.Time, by string, ok bool) {
+// capped is row of each of xs, the first [maxRows] of them; how many more
+// there are is counted in more[what], which the report says.
+func capped[T, R any](more map[string]int, what string, xs []T, row func(T) R) []R {
+	var out []R
+	for i, x := range xs {
+		if i == maxRows {
+			more[what] = len(xs) - maxRows
+			break
+		}
+		out = append(out, row(x))
+	}
+	return out
+}
+
+// joinFolded joins parts with sep as far as [one] shows them: the parts a
+// fold would cut are not joined, and a note says how many there are.
+func joinFolded(parts []string, sep string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if b.Len() > maxText {
+			fmt.Fprintf(&b, "%s… and %d more", sep, len(parts)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// recoveredBy is who ran each rollback that `drill recover` ran, by the
+// rollback's id (the last recovery that names it): what [leverBack] says,
+// looked up once rather than by every lever.
+func recoveredBy(j *drill.Journal) map[string]string {
+	by := map[string]string{}
+	for _, rv := range j.Recoveries {
+		for _, id := range rv.Rollbacks {
+			by[id] = rv.Actor
+		}
+	}
+	return by
+}
+
+// leverBack is when a lever was put back, and by what (rec is
+// [recoveredBy]); ok is false when it was not (yet).
+func leverBack(rec map[string]string, rb drill.RollbackRecord) (at time.Time, by string, ok bool) {
 	if rb.Status != drill.StatusOK || rb.EndedAt == nil {
 		return time.Time{}, "", false
 	}
 	by = "the run's rollback"
 	if rb.RecoveredAt != nil {
 		by = "drill recover"
-		for _, rv := range j.Recoveries {
-			if slices.Contains(rv.Rollbacks, rb.ID) {
-				by = "drill recover by " + rv.Actor
-			}
+		if actor, ok := rec[rb.ID]; ok {
+			by = "drill recover by " + actor
 		}
 	}
 	return *rb.EndedAt, by, true
 }
 
-func leverRowOf(j *drill.Journal, rb drill.RollbackRecord, end time.Time) leverRow {
+// leverRowOf is a lever's row: why is each step's reason by its id (the
+// last step of an id), rec [recoveredBy].
+func leverRowOf(rb drill.RollbackRecord, why, rec map[string]string, end time.Time) leverRow {
 	row := leverRow{ID: one(rb.ID), Step: one(rb.Step), Subject: one(rb.Subject), Description: one(rb.Description),
-		Status: one(rb.Status), Class: statusClass(rb.Status), Pulled: clock(rb.RegisteredAt), Detail: one(rb.Detail), Error: one(rb.Error)}
-	for _, s := range j.Steps {
-		if s.ID == rb.Step {
-			row.Why = one(s.Reason)
-		}
-	}
+		Status: one(rb.Status), Class: statusClass(rb.Status), Pulled: clock(rb.RegisteredAt), Detail: one(rb.Detail), Error: one(rb.Error),
+		Why: one(why[rb.Step])}
 	if rb.ExpiresAt != nil {
 		row.Expires = clock(*rb.ExpiresAt)
 	}
-	if at, by, ok := leverBack(j, rb); ok {
+	if at, by, ok := leverBack(rec, rb); ok {
 		row.Back, row.By, row.Held = clock(at), one(by), dur(at.Sub(rb.RegisteredAt))
 		return row
 	}
@@ -387,16 +446,18 @@ func leverRowOf(j *drill.Journal, rb drill.RollbackRecord, end time.Time) leverR
 func atAGlance(j *drill.Journal) []glance {
 	var g []glance
 	var pulled, by []string
+	byOnce := map[string]bool{}
 	var back time.Time
-	notBack := 0
+	notBack, pulledLen := 0, 0
+	rec := recoveredBy(j)
 	for _, rb := range j.Rollbacks {
-		at, who, ok := leverBack(j, rb)
+		at, who, ok := leverBack(rec, rb)
 		what := rb.Subject + " (not put back)"
 		switch {
 		case ok:
 			what, back = rb.Subject+" for "+dur(at.Sub(rb.RegisteredAt)), maxTime(back, at)
-			if !slices.Contains(by, who) {
-				by = append(by, who)
+			if !byOnce[who] {
+				byOnce[who], by = true, append(by, who)
 			}
 		case rb.ExpiresAt != nil:
 			what = rb.Subject + " until its expiry at " + clock(*rb.ExpiresAt)
@@ -405,7 +466,11 @@ func atAGlance(j *drill.Journal) []glance {
 			notBack++
 		}
 		if !rb.Explicit { // a rollback step of the drill file pulls no lever
-			pulled = append(pulled, what)
+			// The line is folded at maxText: the levers past it are
+			// in the Levers table.
+			if pulledLen <= maxText+foldSlack {
+				pulled, pulledLen = append(pulled, what), pulledLen+len(what)+2
+			}
 		}
 	}
 	switch {
@@ -425,11 +490,11 @@ func atAGlance(j *drill.Journal) []glance {
 	case j.Guard != nil && (j.Outcome == drill.OutcomeRefused || j.Outcome == drill.OutcomeGuardLost):
 		g = append(g, guardGlance(j)...)
 	case j.Stop != nil:
-		text := fmt.Sprintf("stop condition %s at %s (+%s): %s", j.Stop.Condition, clock(j.Stop.At), dur(j.Stop.At.Sub(j.StartedAt)), j.Stop.Detail)
+		parts := []string{fmt.Sprintf("stop condition %s at %s (+%s): %s", j.Stop.Condition, clock(j.Stop.At), dur(j.Stop.At.Sub(j.StartedAt)), j.Stop.Detail)}
 		for _, a := range j.Stop.Alarms {
-			text += fmt.Sprintf("; alarm %s %s: %s", a.Name, a.State, a.Reason)
+			parts = append(parts, fmt.Sprintf("alarm %s %s: %s", a.Name, a.State, a.Reason))
 		}
-		g = append(g, glance{"Stopped by", one(text), "bad"})
+		g = append(g, glance{"Stopped by", one(joinFolded(parts, "; ")), "bad"})
 	case j.Outcome == drill.OutcomeKilled || j.Outcome == drill.OutcomeRunning:
 		g = append(g, glance{"Stopped by", one("the run's process died (its last record at " + clock(lastRecord(j, false)) + ")"), "bad"})
 	case j.Outcome == drill.OutcomePassed:
@@ -467,7 +532,7 @@ func fleetGlance(j *drill.Journal) *glance {
 	if len(parts) == 0 {
 		return nil
 	}
-	return &glance{"Fleet", one(strings.Join(parts, "; ")), class}
+	return &glance{"Fleet", one(joinFolded(parts, "; ")), class}
 }
 
 // guardRowOf is the journal's guard record as the report shows it.
@@ -496,7 +561,7 @@ func guardRowOf(j *drill.Journal) *guardRow {
 func graceText(gr *drill.GuardRecord) string {
 	var parts []string
 	if gr.GracePolls > 0 {
-		parts = append(parts, fmt.Sprintf("%d polls", gr.GracePolls))
+		parts = append(parts, human.Count(int64(gr.GracePolls), "poll"))
 	}
 	if gr.GraceSeconds > 0 {
 		parts = append(parts, dur(secs(gr.GraceSeconds)))
@@ -525,7 +590,7 @@ func guardGlance(j *drill.Journal) []glance {
 			text += fmt.Sprintf(" since %s (+%s)", clock(*gr.Since), dur(gr.Since.Sub(j.StartedAt)))
 		}
 		if gr.Polls > 0 {
-			text += fmt.Sprintf(", %d polls in a row", gr.Polls)
+			text += ", " + human.Count(int64(gr.Polls), "poll") + " in a row"
 		}
 		if grace := graceText(gr); grace != "" {
 			text += " (grace " + grace + ")"

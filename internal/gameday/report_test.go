@@ -467,6 +467,16 @@ func TestHTMLGuardOutcomes(t *testing.T) {
 				if !strings.Contains(text(pre), c.Name) || !strings.Contains(timeline, c.Name) {
 					t.Errorf("preflight check %s missing from the table or the timeline", c.Name)
 				}
+				// Issue 45: a guard is named by its role, and says it can
+				// be evaluated, never that it "held" (its name would read
+				// as the event it guards against).
+				label := c.Role + ` "` + c.Name + `"`
+				if !strings.Contains(text(pre), label) || !strings.Contains(timeline, label) {
+					t.Errorf("preflight check %s is not named %s in the table and the timeline", c.Name, label)
+				}
+			}
+			if strings.Contains(timeline, "held") && j.Outcome == drill.OutcomeRefused {
+				t.Errorf("the refused run's timeline says a guard held: %s", timeline)
 			}
 			switch name {
 			case "refused":

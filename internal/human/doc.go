@@ -16,8 +16,10 @@
 //
 // A smaller unit is dropped when it is zero, never written as 00, and has
 // two digits when it follows a bigger one (3h05m); what is below the
-// smallest unit shown is dropped. Below two days, what it writes is what
-// Go's time.ParseDuration reads back (an input field can show it).
+// smallest unit shown is dropped. What it writes, [ParseDuration] reads
+// back (below two days Go's time.ParseDuration too): every duration flag is
+// a [DurationFlag], so a duration koshactl echoes ("--for 2d is over …")
+// can be typed back as it reads.
 //
 // The precision is the caller's: [Duration] writes what it is given (a
 // latency, a cap, a configured interval); [Age] first drops what a person

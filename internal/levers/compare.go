@@ -96,6 +96,24 @@ type Difference struct {
 	Detail string
 }
 
+// Applies reports whether apply would change something for d (force or
+// clear). A difference apply leaves alone (an incident lever, a window it
+// cannot take, the fleet's side) is information: diff's exit code is about
+// what apply would change, so a scheduled diff does not stay red for a
+// whole incident.
+func (d Difference) Applies() bool { return d.Action != ActionNone }
+
+// Applicable counts the differences apply would change.
+func Applicable(ds []Difference) int {
+	n := 0
+	for _, d := range ds {
+		if d.Applies() {
+			n++
+		}
+	}
+	return n
+}
+
 // State is what the file is compared with at one instant.
 type State struct {
 	Now time.Time

@@ -128,12 +128,16 @@ type ProblemsError struct {
 	Problems []Problem
 }
 
-func (e *ProblemsError) Error() string {
+func (e *ProblemsError) Error() string { return strings.Join(e.ErrorLines(), "\n") }
+
+// ErrorLines are the problems, one a line (FILE:LINE: problem), which the
+// CLI prints each on a line of its own.
+func (e *ProblemsError) ErrorLines() []string {
 	lines := make([]string, len(e.Problems))
 	for i, p := range e.Problems {
 		lines[i] = fmt.Sprintf("%s:%d: %s", textsafe.Line(e.File), p.Line, p.Msg)
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
 
 // Unwrap makes a ProblemsError an [ErrInvalidFile]: a usage error.

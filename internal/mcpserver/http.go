@@ -3,14 +3,18 @@ package mcpserver
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // MinTokenLength is the shortest bearer token the HTTP transport accepts.
@@ -65,18 +69,116 @@ func Authorize(token string, next http.Handler) http.Handler {
 	})
 }
 
-// SessionIdleTimeout closes an HTTP session no request has used for this
-// long: a client that went away does not hold its session for ever.
-const SessionIdleTimeout = 30 * time.Minute
+// Defaults of [SessionLimits].
+const (
+	// SessionIdleTimeout closes an HTTP session no request has used for
+	// this long: a client that went away does not hold its session for
+	// ever.
+	SessionIdleTimeout = 30 * time.Minute
+	// DefaultMaxSessions is how many HTTP sessions may be open at once.
+	DefaultMaxSessions = 32
+)
+
+// The ranges a context or a flag may set [SessionLimits] to.
+const (
+	MinSessionIdle = time.Minute
+	MaxSessionIdle = 24 * time.Hour
+	MaxMaxSessions = 1024
+)
+
+// SessionLimits bound the HTTP transport's sessions, each of which holds
+// memory until it is closed. Zero values take the defaults.
+type SessionLimits struct {
+	// Max is how many sessions may be open at once; a request for a new
+	// one (an initialize without a session) beyond it is refused (HTTP 503,
+	// a JSON-RPC error saying the cap and the fix). Zero means
+	// [DefaultMaxSessions].
+	Max int
+	// Idle closes a session no request has used for this long (the idle
+	// cap). Zero means [SessionIdleTimeout].
+	Idle time.Duration
+}
+
+// CheckSessionLimits refuses limits outside their ranges: 1 to
+// [MaxMaxSessions] sessions, an idle timeout from [MinSessionIdle] to
+// [MaxSessionIdle] (zero: the default).
+func CheckSessionLimits(l SessionLimits) error {
+	if l.Max < 0 || l.Max > MaxMaxSessions {
+		return fmt.Errorf("max sessions %d is out of range: give 1 to %d (default %d)", l.Max, MaxMaxSessions, DefaultMaxSessions)
+	}
+	if l.Idle != 0 && (l.Idle < MinSessionIdle || l.Idle > MaxSessionIdle) {
+		return fmt.Errorf("session idle timeout %s is out of range: give %s to %s (default %s)", human.Duration(l.Idle),
+			human.Duration(MinSessionIdle), human.Duration(MaxSessionIdle), human.Duration(SessionIdleTimeout))
+	}
+	return nil
+}
+
+func (l SessionLimits) withDefaults() SessionLimits {
+	if l.Max == 0 {
+		l.Max = DefaultMaxSessions
+	}
+	if l.Idle == 0 {
+		l.Idle = SessionIdleTimeout
+	}
+	return l
+}
 
 // Handler serves s over streamable HTTP behind [Authorize]. The SDK's
 // DNS-rebinding protection (a loopback request naming another host is
 // refused) stays on; a browser's cross-origin request (a page of another
 // site posting to the loopback port, by its Sec-Fetch-Site or Origin) is
-// refused with 403 before the token is even looked at; idle sessions close
-// after [SessionIdleTimeout].
-func Handler(s *Server, token string) http.Handler {
+// refused with 403 before the token is even looked at; at most lim.Max
+// sessions are open at once (a new one beyond is refused: [capSessions]),
+// and a session idle for lim.Idle is closed.
+func Handler(s *Server, token string, lim SessionLimits) http.Handler {
+	lim = lim.withDefaults()
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.Server },
-		&mcp.StreamableHTTPOptions{SessionTimeout: SessionIdleTimeout})
-	return http.NewCrossOriginProtection().Handler(Authorize(token, h))
+		&mcp.StreamableHTTPOptions{SessionTimeout: lim.Idle})
+	return http.NewCrossOriginProtection().Handler(Authorize(token, capSessions(s, lim, h)))
+}
+
+// capSessions refuses a request that would open a session (a POST without
+// an Mcp-Session-Id) while lim.Max sessions are open or being opened: 503,
+// Retry-After, and a JSON-RPC error naming the cap, how sessions close and
+// the flag that raises it. Requests of an open session pass.
+func capSessions(s *Server, lim SessionLimits, next http.Handler) http.Handler {
+	var mu sync.Mutex
+	opening := 0
+	// A flood is logged once a second, with how many were refused since.
+	refused, lastLog := 0, time.Time{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		mu.Lock()
+		open := s.OpenSessions()
+		if open+opening >= lim.Max {
+			refused++
+			now := s.now()
+			if n := refused; lastLog.IsZero() || now.Sub(lastLog) >= time.Second {
+				refused, lastLog = 0, now
+				s.logf("mcp: new session refused (%s since the last such line): %d of %d sessions open (--max-sessions, the context's mcp.max-sessions)",
+					human.Count(int64(n), "refusal"), open, lim.Max)
+			}
+			mu.Unlock()
+			msg := fmt.Sprintf("too many MCP sessions: %d of %d are open; close one (DELETE /mcp with its Mcp-Session-Id), "+
+				"or wait: a session idle for %s is closed; the server's operator raises the cap with --max-sessions",
+				open, lim.Max, human.Duration(lim.Idle))
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Retry-After", "60")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil,
+				"error": map[string]any{"code": -32000, "message": msg}})
+			return
+		}
+		opening++
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			opening--
+			mu.Unlock()
+		}()
+		next.ServeHTTP(w, r)
+	})
 }

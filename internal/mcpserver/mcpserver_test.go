@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/mcpserver"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 func TestCheckLoopback(t *testing.T) {
@@ -169,7 +171,7 @@ func TestHandlerRefusesCrossOriginRequests(t *testing.T) {
 	t.Parallel()
 	token := strings.Repeat("k", 40)
 	var log syncbuf.Buffer
-	h := mcpserver.Handler(mcpserver.NewServer("test", "1", nil, &log, time.Now), token)
+	h := mcpserver.Handler(mcpserver.NewServer("test", "1", nil, &log, time.Now), token, mcpserver.SessionLimits{})
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	for name, c := range map[string]struct {
 		headers map[string]string
@@ -191,6 +193,131 @@ func TestHandlerRefusesCrossOriginRequests(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		if rec.Code != c.want || (c.want == http.StatusForbidden && strings.Contains(rec.Body.String(), "protocolVersion")) {
 			t.Errorf("%s: %d %q, want %d", name, rec.Code, rec.Body.String(), c.want)
+		}
+	}
+}
+
+// bearer adds the token to every request of a client.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// initialize posts an initialize without a session, as a client opening
+// one does; it returns the answer's status, session id and body.
+func initialize(t *testing.T, url, token string) (int, string, string) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"flood","version":"1"}}}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b)
+}
+
+// Issue 45: 5,000 initialize calls opened 5,000 sessions (RSS 31 → 95 MB).
+// At most Max sessions are open: one more is refused with 503 and a
+// JSON-RPC error naming the cap and the fix, whatever the flood; closing a
+// session makes room. Every tool call is logged with its caller and counts.
+func TestHandlerCapsSessionsAndCountsCalls(t *testing.T) {
+	t.Parallel()
+	token := strings.Repeat("k", 40)
+	var log syncbuf.Buffer
+	tools := []mcpserver.Tool{mcpserver.New("fine", "Fine", "answers", true, func(context.Context, struct{}) (mcpserver.Output, error) {
+		return mcpserver.Output{Doc: map[string]any{"ok": true}, Summary: "fine"}, nil
+	})}
+	srv := mcpserver.NewServer("test", "1", tools, &log, time.Now)
+	ts := httptest.NewServer(mcpserver.Handler(srv, token, mcpserver.SessionLimits{Max: 3}))
+	t.Cleanup(ts.Close)
+
+	// A client that calls a tool twice: its caller and counts are logged.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent-x", Version: "2.1"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fine"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := cs.ID()
+	for _, want := range []string{`caller="agent-x 2.1" session=` + id[:8] + ` session_calls=1 tool=fine args={} outcome=ok`,
+		`call=2 caller="agent-x 2.1" session=` + id[:8] + ` session_calls=2 tool=fine`, `mcp: session ` + id[:8] + ` opened by caller "agent-x 2.1"`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, log.String())
+		}
+	}
+
+	// A flood of initializes: two more sessions, then refusals.
+	var opened []string
+	for i := range 200 {
+		code, sid, body := initialize(t, ts.URL, token)
+		switch {
+		case i < 2 && (code != http.StatusOK || sid == ""):
+			t.Fatalf("initialize %d under the cap: %d %q", i, code, body)
+		case i < 2:
+			opened = append(opened, sid)
+		case code != http.StatusServiceUnavailable || sid != "" ||
+			!strings.Contains(body, "too many MCP sessions: 3 of 3 are open") || !strings.Contains(body, "--max-sessions") ||
+			!strings.Contains(body, `"code":-32000`):
+			t.Fatalf("initialize %d over the cap: %d %q", i, code, body)
+		}
+	}
+	if n := srv.OpenSessions(); n != 3 {
+		t.Errorf("%d sessions open after the flood, want the cap, 3", n)
+	}
+	if !strings.Contains(log.String(), "mcp: new session refused (1 refusal since the last such line): 3 of 3 sessions open") || strings.Count(log.String(), "new session refused") > 10 {
+		t.Errorf("the log does not say sessions were refused, once a second:\n%s", log.String())
+	}
+	// Closing one makes room for one.
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, ts.URL, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Mcp-Session-Id", opened[0])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	wait.Until(t, "the session closed", func() bool { return srv.OpenSessions() == 2 })
+	if code, _, body := initialize(t, ts.URL, token); code != http.StatusOK {
+		t.Errorf("initialize after a close: %d %q", code, body)
+	}
+	if code, _, _ := initialize(t, ts.URL, token); code != http.StatusServiceUnavailable {
+		t.Errorf("initialize past the cap again: %d", code)
+	}
+	// The open session still works.
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "fine"}); err != nil {
+		t.Errorf("the client's session after the flood: %v", err)
+	}
+	_ = cs.Close()
+}
+
+func TestCheckSessionLimits(t *testing.T) {
+	t.Parallel()
+	for _, l := range []mcpserver.SessionLimits{{}, {Max: 1}, {Max: 1024, Idle: time.Minute}, {Idle: 24 * time.Hour}} {
+		if err := mcpserver.CheckSessionLimits(l); err != nil {
+			t.Errorf("%+v: %v", l, err)
+		}
+	}
+	for _, l := range []mcpserver.SessionLimits{{Max: -1}, {Max: 1025}, {Idle: time.Second}, {Idle: 25 * time.Hour}} {
+		if err := mcpserver.CheckSessionLimits(l); err == nil || !strings.Contains(err.Error(), "out of range") {
+			t.Errorf("%+v: %v", l, err)
 		}
 	}
 }

@@ -80,17 +80,29 @@ func (t Tool) Annotations() *mcp.ToolAnnotations {
 	return a
 }
 
-// Server is an MCP server offering tools, logging each call on log.
+// Server is an MCP server offering tools, logging each call on log with
+// its caller and counts.
 type Server struct {
 	*mcp.Server
 	logMu sync.Mutex
 	log   io.Writer
 	now   func() time.Time
+
+	// calls counts every tool call; perSession counts each session's
+	// (pruned of closed sessions as it grows).
+	callsMu    sync.Mutex
+	calls      int64
+	perSession map[string]int64
 }
 
 // NewServer builds the server; name and version are the implementation's.
 func NewServer(name, version string, tools []Tool, log io.Writer, now func() time.Time) *Server {
-	s := &Server{Server: mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, nil), log: log, now: now}
+	s := &Server{log: log, now: now, perSession: map[string]int64{}}
+	s.Server = mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+			s.logf("mcp: session %s opened by caller %s (%d open)", sessionName(req.Session), Caller(req.Session), s.OpenSessions())
+		},
+	})
 	for _, t := range tools {
 		s.AddTool(&mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.Input, Annotations: t.Annotations()},
 			s.handler(t))
@@ -117,7 +129,7 @@ func (s *Server) handler(t Tool) mcp.ToolHandler {
 				what = "a panic (" + textsafe.Line(rerr.Error()) + ")"
 			}
 			res = ErrorResult(fmt.Errorf("tool %s failed: an internal error in koshactl (a bug; the server's log has its stack)", t.Name), Output{})
-			s.logf("mcp: tool=%s args=%s outcome=error (exit %d, %s): %s\n%s", t.Name, Shape(args), exitcode.Error, ExitName(exitcode.Error), what, debug.Stack())
+			s.logf("mcp: %s tool=%s args=%s outcome=error (exit %d, %s): %s\n%s", s.count(req.Session), t.Name, Shape(args), exitcode.Error, ExitName(exitcode.Error), what, debug.Stack())
 		}()
 		out, err := t.call(ctx, args)
 		if err == nil {
@@ -129,9 +141,67 @@ func (s *Server) handler(t Tool) mcp.ToolHandler {
 			code := ExitCode(err)
 			outcome = fmt.Sprintf("error (exit %d, %s)", code, ExitName(code))
 		}
-		s.logf("mcp: tool=%s args=%s outcome=%s in %s", t.Name, Shape(args), outcome, s.now().Sub(start).Round(time.Millisecond))
+		s.logf("mcp: %s tool=%s args=%s outcome=%s in %s", s.count(req.Session), t.Name, Shape(args), outcome, s.now().Sub(start).Round(time.Millisecond))
 		return res, nil
 	}
+}
+
+// OpenSessions counts the sessions connected now.
+func (s *Server) OpenSessions() int {
+	n := 0
+	for range s.Sessions() {
+		n++
+	}
+	return n
+}
+
+// count counts a call of session's and says who made it, for the call's
+// log line: `call=12 caller="claude-code 1.0.3" session=1a2b3c4d
+// session_calls=3` (the server's twelfth call, the session's third).
+func (s *Server) count(ss *mcp.ServerSession) string {
+	id := ""
+	if ss != nil {
+		id = ss.ID()
+	}
+	s.callsMu.Lock()
+	s.calls++
+	s.perSession[id]++
+	n, k := s.calls, s.perSession[id]
+	if len(s.perSession) > 2*MaxMaxSessions { // forget closed sessions
+		open := map[string]bool{}
+		for o := range s.Sessions() {
+			open[o.ID()] = true
+		}
+		for other := range s.perSession {
+			if !open[other] && other != id {
+				delete(s.perSession, other)
+			}
+		}
+	}
+	s.callsMu.Unlock()
+	return fmt.Sprintf("call=%d caller=%s session=%s session_calls=%d", n, Caller(ss), sessionName(ss), k)
+}
+
+// Caller is who a session's client says it is (its clientInfo name and
+// version), quoted and bounded: a client's claim for the log, never
+// verified (every client holds the same token).
+func Caller(ss *mcp.ServerSession) string {
+	who := "unknown"
+	if ss != nil {
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			who = strings.TrimSpace(p.ClientInfo.Name + " " + p.ClientInfo.Version)
+		}
+	}
+	return textsafe.Quote(textsafe.Truncate(who, 64))
+}
+
+// sessionName is a session's id as the log shows it (its first 8
+// characters; "stdio" for the one session of stdio).
+func sessionName(ss *mcp.ServerSession) string {
+	if ss == nil || ss.ID() == "" {
+		return "stdio"
+	}
+	return textsafe.Line(textsafe.Truncate(ss.ID(), 8))
 }
 
 func (s *Server) logf(format string, args ...any) {

@@ -18,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/gauge"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // MaxQueriesPerRequest is CloudWatch's limit of MetricDataQuery structures in
@@ -488,8 +489,8 @@ func (c *CloudWatch) get(ctx context.Context, queries []types.MetricDataQuery, s
 	}
 	if len(cut) > 0 {
 		sort.Strings(cut)
-		snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: PartialData for %d queries (%s): the oldest points were not returned",
-			len(cut), strings.Join(cut, ", ")))
+		snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: PartialData for %s (%s): the oldest points were not returned",
+			human.Count(int64(len(cut)), "query"), strings.Join(cut, ", ")))
 	}
 	for _, byLabel := range res.values {
 		// One metric per series returned: a stat query's one, a SEARCH's many.

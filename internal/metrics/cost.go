@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // ListPricePerThousandMetrics is GetMetricData's list price in US dollars per
@@ -75,7 +77,7 @@ func CostWarning(deps, breakdowns int, interval time.Duration) string {
 	if breakdowns > 0 {
 		what := "the dependency in the detail view"
 		if breakdowns != 1 {
-			what = fmt.Sprintf("%d dependencies", breakdowns)
+			what = human.Count(int64(breakdowns), "dependency")
 		}
 		breakdown = fmt.Sprintf("the per-instance breakdown of %s, one metric per instance at most every %s (%d metrics, assuming %d instances)",
 			what, DefaultPeriod, c.BreakdownMetrics(), AssumedInstances)

@@ -290,7 +290,7 @@ func notes(st DependencyStatus, now time.Time, lag time.Duration) []string {
 		out = append(out, fmt.Sprintf("override expired %s ago (the item remains until cleared or collected)", human.Age(max(now.Sub(st.Override.ExpiresAt), 0))))
 	}
 	if st.GaugeState == NoData && g.Known > 0 {
-		out = append(out, fmt.Sprintf("none of %d instances seen in the window reports now", g.Known))
+		out = append(out, fmt.Sprintf("none of %s seen in the window reports now", human.Count(int64(g.Known), "instance")))
 	}
 	if g.Breakdown != BreakdownComplete && g.BreakdownNote != "" {
 		out = append(out, g.BreakdownNote)

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,7 +30,8 @@ const DefaultPrometheusURL = "http://127.0.0.1:8787/metrics"
 // answer: the sandbox is what serves it.
 const SandboxHint = "is the sandbox running? start it with koshactl sandbox"
 
-// maxScrapeBytes bounds one scrape's body.
+// maxScrapeBytes bounds one scrape's body: a body longer than this is
+// refused whole ([tooLargeError]), never parsed as far as the cap reached.
 const maxScrapeBytes = 16 << 20
 
 // acceptHeader asks for the text format (what the sandbox serves), with
@@ -320,7 +322,23 @@ func (p *Prometheus) scrapeFamily(ctx context.Context, target, name string, each
 	if format == expfmt.FmtUnknown {
 		format = expfmt.NewFormat(expfmt.TypeTextPlain)
 	}
-	dec := expfmt.NewDecoder(io.LimitReader(resp.Body, maxScrapeBytes), format)
+	if resp.ContentLength > maxScrapeBytes {
+		return tooLargeError(target, resp.ContentLength)
+	}
+	// The body is read whole before it is parsed: one over the cap is
+	// refused as too large, never parsed as far as the cap cut it (which
+	// failed as a parse error of the cut line, after parsing 16 MiB).
+	raw, over, err := readCapped(resp.Body, maxScrapeBytes)
+	switch {
+	case over:
+		return tooLargeError(target, -1)
+	case err != nil:
+		if ctx.Err() != nil {
+			return fmt.Errorf("scrape %s: %w", target, ctx.Err())
+		}
+		return fmt.Errorf("scrape %s: %w: read the answer: %w", target, ErrUnavailable, err)
+	}
+	dec := expfmt.NewDecoder(bytes.NewReader(raw), format)
 	for {
 		var mf dto.MetricFamily
 		err := dec.Decode(&mf)
@@ -380,6 +398,30 @@ func redirectError(target, status, location string) error {
 	}
 	return fmt.Errorf("scrape %s: %w: it redirects (HTTP %s) %s, and koshactl follows no redirect of a metrics endpoint: "+
 		"give the URL that serves the metrics itself (--metrics-url, or the context's metrics.prometheus.url)", target, ErrUnavailable, status, where)
+}
+
+// readCapped reads r whole when it holds at most limit bytes; over reports
+// that it held more (what was read is then dropped).
+func readCapped(r io.Reader, limit int64) (b []byte, over bool, err error) {
+	b, err = io.ReadAll(io.LimitReader(r, limit+1))
+	if int64(len(b)) > limit {
+		return nil, true, nil
+	}
+	return b, false, err
+}
+
+// tooLargeError is a scrape whose body is longer than [maxScrapeBytes]
+// (size is its announced length, or -1 when it only went past the cap): it
+// names the cap and what to scrape instead.
+func tooLargeError(target string, size int64) error {
+	what := "more than"
+	if size >= 0 {
+		what = fmt.Sprintf("%.1f MiB, more than", float64(size)/(1<<20))
+	}
+	return fmt.Errorf("scrape %s: %w: the answer is too large (%s the %d MiB koshactl reads of one scrape): "+
+		"point the metrics URL at an endpoint that serves fewer series, such as the fleet's own /metrics per instance "+
+		"or a Prometheus server's /federate?match[]=%s (--metrics-url, or the context's metrics.prometheus.url)",
+		target, ErrUnavailable, what, maxScrapeBytes>>20, gauge.PrometheusMetricName)
 }
 
 func hostOf(target string) string {

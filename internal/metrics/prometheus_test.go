@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
 // exposition serves whatever text it holds, as the sandbox's /metrics would.
@@ -268,5 +270,53 @@ func TestPrometheusRefusesRedirects(t *testing.T) {
 	defer other.mu.Unlock()
 	if other.hits != 0 {
 		t.Errorf("the redirect's target was scraped %d times", other.hits)
+	}
+}
+
+// Issue 45: a 19 MB scrape, over the 16 MiB cap, failed with "parse error in
+// line 26388" (the line the cap cut). It says the answer is too large, names
+// the cap and the fix, whether or not the server announced its length, and
+// reads no series of a cut answer.
+func TestPrometheusRefusesAnAnswerOverTheCap(t *testing.T) {
+	t.Parallel()
+	var b strings.Builder
+	b.WriteString(sandboxText)
+	for i := 0; b.Len() < 19_000_000; i++ {
+		fmt.Fprintf(&b, "kosha_requests_total{dependency=\"openai\",instance=\"gw-%d\",route=\"/a/long/route/name/to/fill/the/line\"} %d\n", i, i)
+	}
+	body := b.String()
+	for name, announce := range map[string]bool{"chunked": false, "with Content-Length": true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+			if announce {
+				w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			}
+			_, _ = io.WriteString(w, body)
+		}))
+		t.Cleanup(srv.Close)
+		target := srv.URL + "/metrics"
+		// 19 MB on a loaded machine under -race: the client's timeout is
+		// the tests' bound, not a scrape's 5 s.
+		p, err := metrics.NewPrometheus([]string{target}, metrics.PrometheusOptions{Clock: clock.NewFake(now),
+			Client: &http.Client{Timeout: wait.Ceiling}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Fetch(context.Background(), metrics.FetchRequest{Dependencies: []string{"openai"}, Window: time.Hour})
+		if !errors.Is(err, metrics.ErrUnavailable) {
+			t.Fatalf("%s: %v, want unavailable", name, err)
+		}
+		msg := err.Error()
+		for _, want := range []string{"too large", "16 MiB", "/federate?match[]=kosha_breaker_state", "--metrics-url"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: %q does not say %q", name, msg, want)
+			}
+		}
+		if strings.Contains(msg, "parse") || strings.Contains(msg, "\n") {
+			t.Errorf("%s: %q reads as a parse error or spans lines", name, msg)
+		}
+		if announce && !strings.Contains(msg, "18.1 MiB") {
+			t.Errorf("%s: %q does not give the announced size", name, msg)
+		}
 	}
 }

@@ -253,7 +253,7 @@ func TestSNSMessageIsAChatbotNotificationWithinTheServiceLimits(t *testing.T) {
 			t.Fatalf("attributes %+v", m.Attributes)
 		}
 	}
-	if d := msgs[1]; len(d.Message) > snsfake.MaxMessageBytes || !strings.Contains(d.Message, "more line(s) left out") {
+	if d := msgs[1]; len(d.Message) > snsfake.MaxMessageBytes || !strings.Contains(d.Message, "more lines left out") {
 		t.Fatalf("the big message was not cut to the limit: %d bytes", len(d.Message))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -103,9 +104,9 @@ func joinWithin(lines []string, sep string, limit int) string {
 	// size is the length of lines[:keep] joined, plus a separator.
 	size := 0
 	for keep := 0; keep < len(lines); keep++ {
-		tail := fmt.Sprintf("… %d more line(s) left out; see the audit records", len(lines)-keep)
+		tail := leftOut(len(lines) - keep)
 		next := size + len(lines[keep]) + len(sep)
-		nextTail := fmt.Sprintf("… %d more line(s) left out; see the audit records", len(lines)-keep-1)
+		nextTail := leftOut(len(lines) - keep - 1)
 		if next+len(nextTail) > limit {
 			if size+len(tail) > limit {
 				break
@@ -115,6 +116,11 @@ func joinWithin(lines []string, sep string, limit int) string {
 		size = next
 	}
 	return truncateBytes(out, limit)
+}
+
+// leftOut is the line that stands for n lines left out.
+func leftOut(n int) string {
+	return fmt.Sprintf("… %d more %s left out; see the audit records", n, human.Plural(int64(n), "line"))
 }
 
 func sepIf(keep int, sep string) string {

@@ -8,6 +8,8 @@ import (
 
 	cedar "github.com/cedar-policy/cedar-go"
 	"github.com/cedar-policy/cedar-go/types"
+
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // MaxApprovals is the most approvals a policy can ask for: [Decide] looks
@@ -131,7 +133,7 @@ func Decide(s *Set, r Request) Decision {
 	if ok {
 		d := Decision{Outcome: Allow, Policies: ids, Reason: "permitted by " + strings.Join(ids, ", ")}
 		if r.Approvals > 0 {
-			d.Reason += fmt.Sprintf(" with %d approval(s)", r.Approvals)
+			d.Reason += " with " + human.Count(int64(r.Approvals), "approval")
 		}
 		return d
 	}
@@ -144,7 +146,7 @@ func Decide(s *Set, r Request) Decision {
 			rn.Approvals = n
 			if ok, ids, _ := s.eval(rn); ok {
 				return Decision{Outcome: NeedsApproval, Approvals: n, Policies: ids,
-					Reason: fmt.Sprintf("%s needs %d approval(s) from someone other than the requester (%s)", r.Action, n, strings.Join(ids, ", "))}
+					Reason: fmt.Sprintf("%s needs %s from someone other than the requester (%s)", r.Action, human.Count(int64(n), "approval"), strings.Join(ids, ", "))}
 			}
 		}
 	}

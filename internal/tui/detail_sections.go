@@ -207,7 +207,7 @@ func (m Model) detailGauges(r *row) []string {
 	if rep := reportingText(g); rep != "" {
 		parts = append(parts, rep)
 	}
-	parts = append(parts, fmt.Sprintf("%d samples", g.Samples))
+	parts = append(parts, human.Count(int64(g.Samples), "sample"))
 	var counts []string
 	for v, n := range g.ByState {
 		if n > 0 {

@@ -247,7 +247,7 @@ func TestAForceThePolicyHoldsShowsTheRequest(t *testing.T) {
 	h.press("f")
 	h.typeText("failover drill")
 	h.press("enter", "enter")
-	h.wantStatus("not applied: the table's policy needs 1 approval(s) · request 3f2a9c1b0d4e", false)
+	h.wantStatus("not applied: the table's policy needs 1 approval · request 3f2a9c1b0d4e", false)
 	h.wantStatus("approve with: koshactl request approve 3f2a9c1b0d4e", false)
 	if st := h.row("core-api"); st.OverrideActive {
 		t.Error("core-api shows forced although the policy held the change")

@@ -114,6 +114,35 @@ func TestRefreshTickRereadsAndSkipsReadsInFlight(t *testing.T) {
 	}
 }
 
+// Issue 45: the fix at the end of a metrics error was cut at the
+// terminal's width. The banner wraps, so the fix is read whole; only an
+// error longer than a third of the screen is cut.
+func TestAMetricsErrorShowsItsFixWhole(t *testing.T) {
+	h := newHarness(t, Options{})
+	h.gauges.err = fmt.Errorf("scrape http://127.0.0.1:8787/metrics: metrics source unavailable: the answer is too large "+
+		"(more than the 16 MiB koshactl reads of one scrape): point the metrics URL at an endpoint that serves fewer series, "+
+		"such as a Prometheus server's /federate?match[]=kosha_breaker_state (--metrics-url, or the context's metrics.prometheus.url): %w", errBoom)
+	h.press("r")
+	screen := h.screen()
+	flat := strings.Join(strings.Fields(screen), " ")
+	for _, want := range []string{"/federate?match[]=kosha_breaker_state", "(--metrics-url, or the context's metrics.prometheus.url)",
+		"connection refused (fake gauges)"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("the screen does not show %q:\n%s", want, screen)
+		}
+	}
+	for _, l := range strings.Split(screen, "\n") {
+		if w := ansi.StringWidth(l); w > 80 {
+			t.Errorf("a line is %d cells wide, more than the screen's 80: %q", w, l)
+		}
+	}
+	// A short screen gives the banner a third of its lines, and says it cut.
+	h.send(tea.WindowSizeMsg{Width: 60, Height: 12})
+	if s := h.screen(); !strings.Contains(s, "…") || strings.Count(s, "fake gauges") != 0 {
+		t.Errorf("on 60x12 the banner should be cut to 4 lines, with …:\n%s", s)
+	}
+}
+
 func TestAFailingSourceKeepsItsLastDataMarkedStale(t *testing.T) {
 	h := newHarness(t, Options{})
 	h.gauges.err = fmt.Errorf("scrape http://127.0.0.1:8787/metrics: %w", errBoom)
@@ -122,7 +151,8 @@ func TestAFailingSourceKeepsItsLastDataMarkedStale(t *testing.T) {
 	if st := h.row("postgres"); st.State != metrics.Mixed {
 		t.Errorf("postgres = %s after a failed fetch, want its last known state", st.State)
 	}
-	h.wantScreen("gauges STALE 2m", "✗ gauges failed, showing data from 2m ago: scrape http://127.0.0.1:8787/metric…")
+	// Narrow, the banner wraps: the error's end is shown, not cut.
+	h.wantScreen("gauges STALE 2m", "✗ gauges failed, showing data from 2m ago: scrape", "connection refused (fake gauges)")
 	h.send(tea.WindowSizeMsg{Width: 160, Height: 24})
 	h.wantScreen("✗ gauges failed, showing data from 2m ago: scrape http://127.0.0.1:8787/metrics: connection refused (fake gauges)")
 	if text, _ := h.m.Status(); text != "" {
@@ -210,6 +240,7 @@ func TestForceDurationIsValidated(t *testing.T) {
 	for in, want := range map[string]string{
 		"90":   `"90" is not a duration`,
 		"48h":  "48h is over this context's max-override of 24h",
+		"2d":   "2d is over this context's max-override of 24h", // the form the dashboard writes reads back
 		"-5m":  "the duration must be positive",
 		"1ns":  "1ns is under the 5s minimum",
 		"4s":   "4s is under the 5s minimum",

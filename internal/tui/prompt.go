@@ -181,9 +181,9 @@ func (p *prompt) next() (done bool, errMsg string) {
 		}
 		p.reason = v
 	case stepDuration:
-		d, err := time.ParseDuration(v)
+		d, err := human.ParseDuration(v) // the form the dashboard shows (2d) reads back
 		if err != nil {
-			return false, fmt.Sprintf("%q is not a duration: write it like 30m, 2h or 1h30m", v)
+			return false, fmt.Sprintf("%q is not a duration: write it like 30m, 2h, 1h30m or 2d", v)
 		}
 		switch err := p.policy.CheckFor(d); {
 		case errors.Is(err, breaker.ErrDurationNotPositive):

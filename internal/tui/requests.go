@@ -234,7 +234,7 @@ func approvedResult(msg approvedMsg) (string, bool) {
 	case msg.err == nil && res.Applied:
 		return fmt.Sprintf("request %s approved and applied: %s (requested by %s)", id, res.Request.Change.Summary(), res.Request.Requester), false
 	case msg.err == nil:
-		return fmt.Sprintf("request %s approved: it needs %d more approval(s) from other people", id, res.Remaining), false
+		return fmt.Sprintf("request %s approved: it needs %s more from other people", id, human.Count(int64(res.Remaining), "approval")), false
 	case errors.Is(msg.err, store.ErrOutcomeUnknown):
 		return fmt.Sprintf("approve %s: the outcome is unknown, check with koshactl request show %s: %v", id, id, msg.err), true
 	case errors.As(msg.err, &ce):
@@ -253,8 +253,8 @@ func deniedResult(msg deniedMsg) (string, bool) {
 // pendingResult is the status line of a lever the policy turned into a
 // change request.
 func pendingResult(p lever.Pending) string {
-	return fmt.Sprintf("not applied: the table's policy needs %d approval(s) · request %s (%s) · approve with: %s",
-		p.Needed, p.ID, p.Summary, p.ApproveCommand())
+	return fmt.Sprintf("not applied: the table's policy needs %s · request %s (%s) · approve with: %s",
+		human.Count(int64(p.Needed), "approval"), p.ID, p.Summary, p.ApproveCommand())
 }
 
 // requestLines renders the pending requests pane.

@@ -120,14 +120,30 @@ func (m Model) headerLines() []string {
 			stale += " (" + s.hint + ")"
 		}
 		text := fmt.Sprintf(" ✗ %s failed, %s: %s (%s) ", s.name, safe(stale), oneLine(s.src.err), safe(s.desc))
-		lines = append(lines, st.ErrorBanner.Render(pad(ansi.Truncate(text, m.width, "…"), m.width)))
+		for _, l := range m.wrapBanner(text) {
+			lines = append(lines, st.ErrorBanner.Render(pad(l, m.width)))
+		}
 	}
 	if m.snap != nil && len(m.snap.Warnings) > 0 && m.gauges.err == nil {
 		text := "! " + safe(m.snap.Warnings[0])
 		if n := len(m.snap.Warnings) - 1; n > 0 {
 			text += fmt.Sprintf(" (+%d more)", n)
 		}
-		lines = append(lines, st.Warning.Render(ansi.Truncate(oneLine(fmt.Errorf("%s", text)), m.width, "…")))
+		for _, l := range m.wrapBanner(oneLine(fmt.Errorf("%s", text))) {
+			lines = append(lines, st.Warning.Render(l))
+		}
+	}
+	return lines
+}
+
+// wrapBanner wraps an error or warning to the screen's width, so its end
+// (where an error says its fix) is shown, on at most a third of the screen
+// (two lines at least); only a longer one is cut, with "…".
+func (m Model) wrapBanner(text string) []string {
+	lines := strings.Split(ansi.Wrap(text, m.width, ""), "\n")
+	if limit := max(m.height/3, 2); len(lines) > limit {
+		lines = lines[:limit]
+		lines[limit-1] = ansi.Truncate(lines[limit-1], m.width-1, "") + "…"
 	}
 	return lines
 }

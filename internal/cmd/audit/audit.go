@@ -119,7 +119,8 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 	fl.StringVar(&opts.Action, "action", "", "only records of this action (e.g. breaker.force-open)")
 	fl.StringVar(&opts.Actor, "actor", "", "only records by this actor (an ARN or user@host; a trailing * matches a prefix)")
 	fl.BoolVarP(&opts.Follow, "follow", "f", false, "keep printing new records as they are written, until Ctrl-C")
-	fl.DurationVar(&opts.Interval, "interval", DefaultFollowInterval, "how often --follow reads new records")
+	opts.Interval = DefaultFollowInterval
+	fl.Var(human.DurationFlag{D: &opts.Interval}, "interval", "how often --follow reads new records")
 	fl.BoolVar(&opts.Scan, "scan", false, "scan the whole table instead of the indexes: also finds records written without the index attributes or with an unreadable time (costs the table's size)")
 	fl.IntVar(&opts.Limit, "limit", 50, "show at most this many records (0 for all)")
 	fl.BoolVar(&opts.Unapproved, "unapproved", false, "only lever changes recorded since the table's policy was set without an approval; exit 1 when there are any")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/spf13/cobra"
@@ -39,6 +40,10 @@ type Factory struct {
 	// Debug is the global --debug flag: AWS clients log each operation to
 	// stderr.
 	Debug bool
+	// RequestTimeout is the global --request-timeout flag: it bounds one
+	// AWS request, over the context's request-timeout. Zero: the context's,
+	// else the default (10s).
+	RequestTimeout time.Duration
 	// Environ is the environment commands read; nil is the process's.
 	Environ cmdutil.Environ
 

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/mcpserver"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -338,8 +339,11 @@ type SetContextOptions struct {
 	NotifySNS         []string
 	NotifyClear       bool
 	NotifyTimeout     time.Duration
+	RequestTimeout    time.Duration
 	AllowNoNotify     bool
 	MCPReadOnly       bool
+	MCPMaxSessions    int
+	MCPSessionIdle    time.Duration
 	Use               bool
 
 	changed func(string) bool
@@ -389,12 +393,12 @@ func NewCmdSetContext(f *cmdenv.Factory) *cobra.Command {
 	fl.BoolVar(&opts.Protected, "protected", false, "require typed confirmation or --yes for every mutation")
 	fl.StringSliceVar(&opts.Dependencies, "dependencies", nil, "replace the known dependencies (comma-separated)")
 	fl.StringSliceVar(&opts.AddDependencies, "add-dependency", nil, "add known dependencies")
-	fl.DurationVar(&opts.MaxOverride, "max-override", 0, "longest override allowed (default 24h)")
+	fl.Var(human.DurationFlag{D: &opts.MaxOverride}, "max-override", "longest override allowed (default 24h)")
 	fl.StringVar(&opts.ChaosSecretID, "chaos-secret-id", "", "Secrets Manager secret holding the chaos signing key")
 	fl.StringVar(&opts.ChaosKeyFile, "chaos-key-file", "", "file holding the chaos signing key (mode 0600)")
 	fl.StringVar(&opts.ChaosKeyEnv, "chaos-key-env", "", "environment variable holding the chaos signing key")
 	fl.StringSliceVar(&opts.ChaosTargets, "chaos-targets", nil, "dependencies chaos headers may target")
-	fl.DurationVar(&opts.ChaosPropagation, "chaos-propagation-delay", 0,
+	fl.Var(human.DurationFlag{D: &opts.ChaosPropagation}, "chaos-propagation-delay",
 		"after a Secrets Manager rotation, keep signing with the previous key this long (default 5m; 0s signs with the new key at once)")
 	fl.StringVar(&opts.CloudWatchNS, "cloudwatch-namespace", "", "read breaker_state from CloudWatch in this namespace")
 	fl.StringVar(&opts.PrometheusURL, "prometheus-url", "", "read breaker_state by scraping this /metrics URL")
@@ -405,9 +409,12 @@ func NewCmdSetContext(f *cmdenv.Factory) *cobra.Command {
 	fl.StringVar(&opts.NotifyFormat, "notify-format", config.WebhookJSON, "format of the webhooks this command adds: json (docs/contracts/notification.md) or slack")
 	fl.StringArrayVar(&opts.NotifySNS, "notify-sns", nil, "announce changes on this SNS topic ARN (repeatable; AWS Chatbot reads it)")
 	fl.BoolVar(&opts.NotifyClear, "notify-clear", false, "remove the context's notification sinks (before adding any given)")
-	fl.DurationVar(&opts.NotifyTimeout, "notify-timeout", 0, "bound on one notification's delivery to all sinks (default 5s, at most 30s)")
+	fl.Var(human.DurationFlag{D: &opts.NotifyTimeout}, "notify-timeout", "bound on one notification's delivery to all sinks (default 5s, at most 30s)")
+	fl.Var(human.DurationFlag{D: &opts.RequestTimeout}, "request-timeout", "bound on one AWS request of this context, each attempt (default 10s; 1s to 1h); the global --request-timeout wins over it")
 	fl.BoolVar(&opts.AllowNoNotify, "allow-no-notify", false, "let mutating commands skip their notification with --no-notify")
 	fl.BoolVar(&opts.MCPReadOnly, "mcp-read-only", false, "koshactl mcp offers agents the read tools only, no proposal tool (docs/mcp.md)")
+	fl.IntVar(&opts.MCPMaxSessions, "mcp-max-sessions", 0, "koshactl mcp --listen: most HTTP sessions open at once (default 32; 1 to 1024)")
+	fl.Var(human.DurationFlag{D: &opts.MCPSessionIdle}, "mcp-session-idle-timeout", "koshactl mcp --listen: close an HTTP session idle this long (default 30m; 1m to 24h)")
 	fl.BoolVar(&opts.Use, "use", false, "also make it the current context")
 	cmd.MarkFlagsMutuallyExclusive("local", "table")
 	cmd.MarkFlagsMutuallyExclusive("local", "endpoint-url")
@@ -501,7 +508,7 @@ func RunSetContext(f *cmdenv.Factory, o *SetContextOptions) error {
 		set(ch, "chaos-targets", &ctx.Chaos.Targets, o.ChaosTargets)
 		if ch("chaos-propagation-delay") {
 			if o.ChaosPropagation < 0 || o.ChaosPropagation > time.Hour {
-				return cmdutil.Usagef("--chaos-propagation-delay %s is out of range: give 0s to 1h (the data plane's key cache TTL, 5m for the Lambda extension)", o.ChaosPropagation)
+				return cmdutil.Usagef("--chaos-propagation-delay %s is out of range: give 0s to 1h (the data plane's key cache TTL, 5m for the Lambda extension)", human.Duration(o.ChaosPropagation))
 			}
 			d := config.Duration(o.ChaosPropagation)
 			ctx.Chaos.PropagationDelay = &d
@@ -591,8 +598,30 @@ func setNotify(ctx *config.Context, o *SetContextOptions) error {
 		}
 		ctx.NotifyTimeout = config.Duration(o.NotifyTimeout)
 	}
+	if ch("request-timeout") {
+		if err := config.CheckRequestTimeout(o.RequestTimeout); err != nil {
+			return cmdutil.Usagef("--request-timeout: %v", err)
+		}
+		ctx.RequestTimeout = config.Duration(o.RequestTimeout)
+	}
 	set(ch, "allow-no-notify", &ctx.AllowNoNotify, o.AllowNoNotify)
 	set(ch, "mcp-read-only", &ctx.MCP.ReadOnly, o.MCPReadOnly)
+	if ch("mcp-max-sessions") || ch("mcp-session-idle-timeout") {
+		lim := mcpserver.SessionLimits{Max: ctx.MCP.MaxSessions, Idle: ctx.MCP.SessionIdleTimeout.Std()}
+		if ch("mcp-max-sessions") {
+			if o.MCPMaxSessions < 1 {
+				return cmdutil.Usagef("--mcp-max-sessions %d: give 1 to %d", o.MCPMaxSessions, mcpserver.MaxMaxSessions)
+			}
+			lim.Max = o.MCPMaxSessions
+		}
+		if ch("mcp-session-idle-timeout") {
+			lim.Idle = o.MCPSessionIdle
+		}
+		if err := mcpserver.CheckSessionLimits(lim); err != nil {
+			return cmdutil.Usagef("--mcp-max-sessions, --mcp-session-idle-timeout: %v", err)
+		}
+		ctx.MCP.MaxSessions, ctx.MCP.SessionIdleTimeout = lim.Max, config.Duration(lim.Idle)
+	}
 	return nil
 }
 

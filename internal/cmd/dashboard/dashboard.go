@@ -96,7 +96,8 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 		},
 	}
 	fl := cmd.Flags()
-	fl.DurationVar(&opts.Interval, "interval", tui.DefaultInterval, "how often both sources are read again (CloudWatch bills each read)")
+	opts.Interval = tui.DefaultInterval
+	fl.Var(human.DurationFlag{D: &opts.Interval}, "interval", "how often both sources are read again (CloudWatch bills each read)")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "scrape this Prometheus endpoint instead of the context's metrics source")
 	fl.StringVar(&opts.Levers, "levers", "", "show the current and next windows of this levers file (docs/contracts/levers-file.md)")
 	fl.BoolVar(&opts.Wait, "wait", true, "after a force or clear, wait for the gauges to confirm it and report the verdict")

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/mcpserver"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -39,6 +40,10 @@ type Options struct {
 	// AddrFile, when set, receives the URL served (for scripts and tests
 	// on port 0).
 	AddrFile string
+	// MaxSessions and SessionIdle bound the HTTP transport's sessions
+	// (zero: the context's mcp settings, else the defaults).
+	MaxSessions int
+	SessionIdle time.Duration
 }
 
 // NewCmd builds the command serving tools.
@@ -65,9 +70,16 @@ func NewCmd(f *cmdenv.Factory, tools Toolset) *cobra.Command {
 			with mcp: {read-only: true} offers no proposal tool.
 
 			Every string a tool returns is escaped and cut to %d characters; each call is
-			logged on stderr (the tool, its arguments' keys and types, the outcome). Client
-			configuration and the tool list: docs/mcp.md.
-		`, DefaultTokenEnv, mcpserver.MinTokenLength, mcpserver.MaxString),
+			logged on stderr, counted, with its caller (the client's name and version, its
+			session, the server's and the session's call count), the tool, its arguments'
+			keys and types and the outcome.
+
+			Over HTTP at most --max-sessions sessions are open at once (default %d; the
+			context's mcp.max-sessions): a client asking for one more is refused (HTTP 503,
+			a JSON-RPC error naming the cap), and a session no request used for
+			--session-idle-timeout (default %s) is closed. Client configuration and the tool
+			list: docs/mcp.md.
+		`, DefaultTokenEnv, mcpserver.MinTokenLength, mcpserver.MaxString, mcpserver.DefaultMaxSessions, human.Duration(mcpserver.SessionIdleTimeout)),
 		Example: heredoc.Doc(`
 			koshactl mcp --context prod
 			KOSHACTL_MCP_TOKEN=$(openssl rand -hex 32) koshactl mcp --listen 127.0.0.1:8788
@@ -82,6 +94,10 @@ func NewCmd(f *cmdenv.Factory, tools Toolset) *cobra.Command {
 	fl.StringVar(&opts.TokenEnv, "token-env", DefaultTokenEnv, "with --listen: the environment variable holding the bearer token")
 	fl.StringVar(&opts.TokenFile, "token-file", "", "with --listen: read the bearer token from this file instead")
 	fl.StringVar(&opts.AddrFile, "addr-file", "", "with --listen: write the URL served to this file once listening")
+	fl.IntVar(&opts.MaxSessions, "max-sessions", 0, fmt.Sprintf("with --listen: most sessions open at once, 1 to %d (default: the context's mcp.max-sessions, else %d)",
+		mcpserver.MaxMaxSessions, mcpserver.DefaultMaxSessions))
+	fl.Var(human.DurationFlag{D: &opts.SessionIdle}, "session-idle-timeout", "with --listen: close a session idle this long, 1m to 24h (default: the context's mcp.session-idle-timeout, else "+
+		human.Duration(mcpserver.SessionIdleTimeout)+")")
 	return cmd
 }
 
@@ -107,8 +123,14 @@ func Run(ctx context.Context, f *cmdenv.Factory, tools Toolset, opts *Options) e
 		if token, err = readToken(f, opts); err != nil {
 			return err
 		}
-	} else if opts.AddrFile != "" || opts.TokenFile != "" {
-		return cmdutil.Usagef("--addr-file and --token-file go with --listen: drop them to serve stdio")
+	} else if opts.AddrFile != "" || opts.TokenFile != "" || opts.MaxSessions != 0 || opts.SessionIdle != 0 {
+		return cmdutil.Usagef("--addr-file, --token-file, --max-sessions and --session-idle-timeout go with --listen: drop them to serve stdio")
+	}
+	if opts.MaxSessions < 0 {
+		return cmdutil.Usagef("--max-sessions %d: give 1 to %d", opts.MaxSessions, mcpserver.MaxMaxSessions)
+	}
+	if err := mcpserver.CheckSessionLimits(mcpserver.SessionLimits{Max: opts.MaxSessions, Idle: opts.SessionIdle}); err != nil {
+		return cmdutil.Usagef("--max-sessions, --session-idle-timeout: %v", err)
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -141,7 +163,12 @@ func serveHTTP(ctx context.Context, f *cmdenv.Factory, opts *Options, srv *mcpse
 		return err
 	}
 	url := "http://" + ln.Addr().String() + "/mcp"
-	hs := &http.Server{Handler: route(mcpserver.Handler(srv, token)), ReadHeaderTimeout: 10 * time.Second}
+	lim, err := sessionLimits(opts, env)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	hs := &http.Server{Handler: route(mcpserver.Handler(srv, token, lim)), ReadHeaderTimeout: 10 * time.Second}
 	if opts.AddrFile != "" {
 		if err := fsutil.WriteFile(ctx, opts.AddrFile, []byte(url+"\n"), 0o600); err != nil {
 			_ = ln.Close()
@@ -160,6 +187,24 @@ func serveHTTP(ctx context.Context, f *cmdenv.Factory, opts *Options, srv *mcpse
 	defer cancel()
 	_ = hs.Shutdown(sctx)
 	return nil
+}
+
+// sessionLimits are the HTTP transport's: the flags, else the context's
+// mcp settings (checked here: a hand-edited file is refused naming the
+// key), else the defaults.
+func sessionLimits(opts *Options, env *cmdenv.Env) (mcpserver.SessionLimits, error) {
+	lim := mcpserver.SessionLimits{Max: env.Context.MCP.MaxSessions, Idle: env.Context.MCP.SessionIdleTimeout.Std()}
+	if err := mcpserver.CheckSessionLimits(lim); err != nil {
+		return lim, cmdutil.Usagef("context %q: mcp.max-sessions or mcp.session-idle-timeout: %v (koshactl config set-context %s --mcp-max-sessions N --mcp-session-idle-timeout D)",
+			env.Name, err, env.Name)
+	}
+	if opts.MaxSessions != 0 {
+		lim.Max = opts.MaxSessions
+	}
+	if opts.SessionIdle != 0 {
+		lim.Idle = opts.SessionIdle
+	}
+	return lim, nil
 }
 
 // route serves the MCP endpoint at /mcp and nothing else.

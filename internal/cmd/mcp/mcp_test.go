@@ -27,6 +27,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/mcpserver"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -377,6 +378,34 @@ func TestTokenFileOthersCanReadIsRefused(t *testing.T) {
 		gotRefused := err != nil && strings.Contains(err.Error(), "can be read by other users") && strings.Contains(err.Error(), "chmod 600")
 		if gotRefused != refused || (err != nil && strings.Contains(err.Error(), token)) {
 			t.Errorf("mode %04o: %v, want refused %t", mode, err, refused)
+		}
+	}
+}
+
+// Bad session limits are refused before anything listens (exit 2), on the
+// command line and in the context; they go with --listen only.
+func TestSessionLimitsAreChecked(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, false)
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte(strings.Repeat("s3cr3t", 8)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, c := range map[string]struct {
+		opts mcpcmd.Options
+		want string
+	}{
+		"negative cap":      {mcpcmd.Options{Listen: "127.0.0.1:0", TokenFile: file, MaxSessions: -1}, "--max-sessions -1"},
+		"cap too high":      {mcpcmd.Options{Listen: "127.0.0.1:0", TokenFile: file, MaxSessions: 5000}, "max sessions 5000 is out of range: give 1 to 1024"},
+		"idle too short":    {mcpcmd.Options{Listen: "127.0.0.1:0", TokenFile: file, SessionIdle: 5 * time.Second}, "session idle timeout 5s is out of range: give 1m to 24h"},
+		"stdio with a cap":  {mcpcmd.Options{MaxSessions: 4}, "go with --listen"},
+		"stdio with a idle": {mcpcmd.Options{SessionIdle: time.Hour}, "go with --listen"},
+	} {
+		err := mcpcmd.Run(ctx, r.f, mcptools.Tools, &c.opts)
+		if err == nil || exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v (exit %d), want exit 2 saying %q", name, err, exitcode.Of(err), c.want)
 		}
 	}
 }

@@ -230,7 +230,7 @@ func (r reader) gameday(_ context.Context, a journalArgs) (mcpserver.Output, err
 	if err := localPath("journal", a.Journal); err != nil {
 		return mcpserver.Output{}, err
 	}
-	j, err := drill.ReadJournal(a.Journal)
+	j, err := gameday.ReadJournal(a.Journal)
 	if err != nil {
 		return mcpserver.Output{}, cmdutil.UsageError(err)
 	}

@@ -31,7 +31,9 @@ import (
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
 	versioncmd "github.com/kosha-platform/koshactl/internal/cmd/version"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -125,6 +127,8 @@ func newCmd(f *cmdenv.Factory, started *bool, only string, args []string) *cobra
 	pf.BoolVar(&f.Debug, "debug", f.Debug, "print each AWS request on stderr: operation, status, latency, attempts, request id (never credentials or secrets)")
 	pf.BoolVar(&noColor, "no-color", false, "never use color (as when NO_COLOR is set)")
 	pf.BoolVar(&noHeaders, "no-headers", false, "print tables without their header line")
+	pf.Var(&requestTimeoutFlag{f}, "request-timeout", "bound on one AWS request, each attempt (1s to 1h; default: the context's request-timeout, else 10s): "+
+		"allow more for a slow endpoint or a large change")
 	cmd.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		if err := handOff(f, c, args); err != nil {
 			return err
@@ -170,6 +174,29 @@ func (c *contextFlag) String() string { return c.f.ContextName }
 func (c *contextFlag) Type() string   { return "string" }
 func (c *contextFlag) Set(v string) error {
 	c.f.ContextName, c.f.ContextFlagSet = v, true
+	return nil
+}
+
+// requestTimeoutFlag is --request-timeout: a duration in the range of
+// [config.CheckRequestTimeout], refused as the flag is parsed (exit 2).
+type requestTimeoutFlag struct{ f *cmdenv.Factory }
+
+func (r *requestTimeoutFlag) String() string {
+	if r.f.RequestTimeout == 0 {
+		return ""
+	}
+	return human.Duration(r.f.RequestTimeout)
+}
+func (r *requestTimeoutFlag) Type() string { return "duration" }
+func (r *requestTimeoutFlag) Set(v string) error {
+	d, err := human.ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	if err := config.CheckRequestTimeout(d); err != nil {
+		return err
+	}
+	r.f.RequestTimeout = d
 	return nil
 }
 
@@ -275,7 +302,9 @@ func run(ctx context.Context, f *cmdenv.Factory, args []string, only string) int
 		return exitcode.OK
 	}
 	if !errors.Is(err, cmdutil.ErrSilent) {
-		fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", textsafe.Line(oneLine(err)))
+		for _, line := range errorLines(err) {
+			fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", textsafe.Line(line))
+		}
 		var hinted *cmdutil.HintError
 		if errors.As(err, &hinted) && hinted.Hint != "" {
 			fmt.Fprintln(f.IOStreams.ErrOut, textsafe.Line(oneLine(errors.New(hinted.Hint))))
@@ -292,6 +321,25 @@ func run(ctx context.Context, f *cmdenv.Factory, args []string, only string) int
 		code = exitcode.Interrupted
 	}
 	return code
+}
+
+// errorLines are the lines err is printed as: one, unless it is (or ends
+// with) a [cmdutil.LinesError], whose lines each get one, the first after
+// what the wrapping errors say.
+func errorLines(err error) []string {
+	var le cmdutil.LinesError
+	if errors.As(err, &le) {
+		lines := le.ErrorLines()
+		if prefix, ok := strings.CutSuffix(err.Error(), le.Error()); ok && len(lines) > 1 {
+			out := make([]string, len(lines))
+			for i, l := range lines {
+				out[i] = oneLine(errors.New(l))
+			}
+			out[0] = oneLine(errors.New(prefix + lines[0]))
+			return out
+		}
+	}
+	return []string{oneLine(err)}
 }
 
 // oneLine joins a wrapped, multi-line message on spaces, tabs and newlines;

@@ -218,6 +218,23 @@ func (w *ForceWatcher) lastForce() breaker.Force {
 	return w.last
 }
 
+// NextSync is the earliest instant a [ForceWatcher.Sync] has something to
+// do: the cache goes stale (the next Sync reads the source) or the cached
+// override expires, whichever is first. Zero before the first read. A
+// caller without traffic of its own syncs at this instant, so a change
+// written just after a read reaches the breaker within one refresh
+// interval, never a polling period later.
+func (w *ForceWatcher) NextSync() time.Time {
+	at := w.next.Load()
+	if at == 0 {
+		return time.Time{}
+	}
+	if exp := w.expiresAt.Load(); exp != 0 && exp < at {
+		at = exp
+	}
+	return time.Unix(0, at)
+}
+
 // Last returns the override as last read successfully (the zero [breaker.Force] before
 // the first successful read).
 func (w *ForceWatcher) Last() breaker.Force { return w.lastForce() }

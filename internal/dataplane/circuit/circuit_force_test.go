@@ -335,3 +335,39 @@ func TestWatcherReadTimeout(t *testing.T) {
 		}
 	})
 }
+
+// NextSync says when a Sync next has something to do: the instant the cache
+// goes stale, or the cached override's expiry when that comes first; a
+// caller that syncs then reads at once and applies the expiry on time.
+func TestWatcherNextSync(t *testing.T) {
+	b, w, src, clk, _ := newWatched(t, WatcherSettings{})
+	ctx := context.Background()
+	if !w.NextSync().IsZero() {
+		t.Fatalf("NextSync before the first read = %v, want zero", w.NextSync())
+	}
+	t0 := clk.Now()
+	w.Sync(ctx)
+	if got := w.NextSync(); !got.Equal(t0.Add(5 * time.Second)) {
+		t.Fatalf("NextSync after a read at t0 = %v, want t0+5s", got)
+	}
+	clk.Advance(5 * time.Second)
+	if !w.Sync(ctx) || src.reads() != 2 {
+		t.Fatalf("a Sync at NextSync did not read (%d reads)", src.reads())
+	}
+	// An override expiring before the cache goes stale: NextSync is its expiry.
+	clk.Advance(5 * time.Second)
+	expiry := clk.Now().Add(2 * time.Second)
+	src.set(breaker.Force{Active: true, ExpiresAt: expiry}, nil)
+	w.Sync(ctx)
+	if b.State() != ForcedOpen {
+		t.Fatalf("state %v, want forced_open", b.State())
+	}
+	if got := w.NextSync(); !got.Equal(expiry) {
+		t.Fatalf("NextSync = %v, want the expiry %v", got, expiry)
+	}
+	clk.Set(w.NextSync())
+	w.Sync(ctx)
+	if b.State() != Closed {
+		t.Errorf("state at the expiry %v, want closed", b.State())
+	}
+}

@@ -241,9 +241,10 @@ type Config struct {
 	Resilience resilience.Config
 	// OverrideRefresh is the breaker override cache period (5 s).
 	OverrideRefresh time.Duration
-	// OverridePoll is how often an idle instance syncs its overrides (so
-	// its gauge moves without traffic). A force reaches every instance
-	// within OverrideRefresh + OverridePoll. Zero means OverrideRefresh/5.
+	// OverridePoll is how often an idle instance syncs its breakers (so
+	// its gauge moves without traffic: open → half-open); it also syncs the
+	// instant an override cache goes stale, so a force or a clear reaches
+	// every instance within OverrideRefresh. Zero means OverrideRefresh/5.
 	OverridePoll time.Duration
 	// RateLimit are the per-client bucket limits; they must be the
 	// context's, so `koshactl ratelimit` computes what the sandbox enforces.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/resilience"
 	"github.com/kosha-platform/koshactl/internal/freeze"
@@ -154,7 +155,8 @@ func (in *Instance) ChaosFrozen(now time.Time) bool {
 // SyncOverrides brings every breaker in line with the store's overrides
 // (reading them if the cache period has passed) and applies lazy transitions
 // (open → half-open), as a request would. The fleet calls it every
-// OverridePoll so idle instances move too.
+// OverridePoll, and when an override cache goes stale, so idle instances
+// move too.
 func (in *Instance) SyncOverrides(ctx context.Context) {
 	for _, w := range in.watchers {
 		w.Sync(ctx)
@@ -276,26 +278,38 @@ var ignoreOverrides = circuit.ForceSourceFunc(func(context.Context, string) (bre
 	return breaker.Force{}, nil
 })
 
-// pollOverrides syncs every instance's overrides every poll, each instance
-// on its own goroutine with a random phase (as independent Lambdas would),
+// pollOverrides runs every instance's [Instance.pollOverrides] on its own
+// goroutine with a random phase (as independent Lambdas would), on clk,
 // until ctx ends.
-func (f *Fleet) pollOverrides(ctx context.Context, poll time.Duration, wg *sync.WaitGroup) {
+func (f *Fleet) pollOverrides(ctx context.Context, clk clock.Clock, poll time.Duration, wg *sync.WaitGroup) {
 	for _, in := range f.instances {
-		wg.Go(func() {
-			phase := time.Duration(rand.Int64N(int64(poll) + 1)) //nolint:gosec // G404: a poll phase, not a secret
-			if sleepCtx(ctx, phase) != nil {
-				return
+		phase := time.Duration(rand.Int64N(int64(poll) + 1)) //nolint:gosec // G404: a poll phase, not a secret
+		wg.Go(func() { in.pollOverrides(ctx, clk, poll, phase) })
+	}
+}
+
+// pollOverrides syncs the instance's overrides, first after phase, then
+// every poll (measured on clk) for the lazy transitions, and at the instant
+// a watcher's cache goes stale or its override expires
+// ([circuit.ForceWatcher.NextSync]), until ctx ends. Waking on the poll's
+// grid alone read a change up to a poll period after the cache went stale.
+func (in *Instance) pollOverrides(ctx context.Context, clk clock.Clock, poll, phase time.Duration) {
+	wake := phase
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-clock.After(clk, wake):
+		}
+		in.SyncOverrides(ctx)
+		wake = poll
+		now := clk.Now()
+		for _, w := range in.watchers {
+			if at := w.NextSync(); !at.IsZero() {
+				// A watcher still stale (a request is reading it) is
+				// looked at again a millisecond later, not in a spin.
+				wake = min(wake, max(at.Sub(now), time.Millisecond))
 			}
-			t := time.NewTicker(poll)
-			defer t.Stop()
-			for {
-				in.SyncOverrides(ctx)
-				select {
-				case <-ctx.Done():
-					return
-				case <-t.C:
-				}
-			}
-		})
+		}
 	}
 }

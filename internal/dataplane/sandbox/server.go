@@ -248,7 +248,7 @@ func (s *Server) Start(ctx context.Context, ln net.Listener) error {
 	}
 	s.served = make(chan error, 1)
 	go func() { s.served <- s.srv.Serve(ln) }()
-	s.fleet.pollOverrides(bg, s.cfg.OverridePoll, &s.bg)
+	s.fleet.pollOverrides(bg, s.deps.Clock, s.cfg.OverridePoll, &s.bg)
 	s.gw.outbox.run(bg, s.sims.get(SQS), max(outboxRelayInterval/time.Duration(max(s.cfg.TimeScale, 1)), time.Millisecond), &s.bg)
 	s.audit.start(bg)
 	if s.emf != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lazyre"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
@@ -200,7 +201,7 @@ func (c *alarmCondition) Check(ctx context.Context, rc *runtime.RunContext) (run
 		}
 	}
 	if len(obs.Alarms) == 0 {
-		obs.Detail = fmt.Sprintf("%d alarm(s) in %s, none firing", len(mine), read.Region)
+		obs.Detail = fmt.Sprintf("%s in %s, none firing", human.Count(int64(len(mine)), "alarm"), read.Region)
 		obs.Holds = c.state == metrics.AlarmStateOK
 		return obs, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -196,7 +197,7 @@ func (c *breakerCondition) Check(ctx context.Context, rc *runtime.RunContext) (r
 				parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
 			}
 		}
-		detail = fmt.Sprintf("%s: %d instance(s): %s", dep, n, strings.Join(parts, ", "))
+		detail = fmt.Sprintf("%s: %s: %s", dep, human.Count(int64(n), "instance"), strings.Join(parts, ", "))
 	}
 	holds := n >= c.minInstances && ((c.all && match == n && n > 0) || (!c.all && match > 0))
 	if n < c.minInstances && n > 0 {

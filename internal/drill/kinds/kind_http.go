@@ -82,7 +82,7 @@ type httpStep struct {
 
 func (a *httpStep) Describe(rc *runtime.RunContext) string {
 	if a.repeat > 1 {
-		return fmt.Sprintf("%s, %d times", a.req.describe(rc), a.repeat)
+		return fmt.Sprintf("%s, %s", a.req.describe(rc), human.Count(int64(a.repeat), "time"))
 	}
 	return a.req.describe(rc)
 }
@@ -113,7 +113,7 @@ func (a *httpStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Ou
 		}
 		out.Detail = resp.summary()
 		if a.repeat > 1 {
-			out.Detail = fmt.Sprintf("%d responses; the last %s", a.repeat, resp.summary())
+			out.Detail = fmt.Sprintf("%s; the last %s", human.Count(int64(a.repeat), "response"), resp.summary())
 		}
 	}
 	return out, nil

@@ -107,6 +107,6 @@ func (a *waitFor) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Out
 	if err != nil {
 		return out, err
 	}
-	out.Detail = fmt.Sprintf("%s after %s (%d checks)", rc.Redact(res.Obs.Detail), human.Duration(drill.DisplayPrecision(res.Elapsed)), res.Polls)
+	out.Detail = fmt.Sprintf("%s after %s (%s)", rc.Redact(res.Obs.Detail), human.Duration(drill.DisplayPrecision(res.Elapsed)), human.Count(int64(res.Polls), "check"))
 	return out, nil
 }

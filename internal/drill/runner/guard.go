@@ -60,10 +60,17 @@ func (u *run) preflight(ctx context.Context) bool {
 			return
 		}
 		end := rc.Now()
-		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Name: c.Name, Kind: c.Kind.Name(), Description: runtime.ConditionOf(c).Describe(rc),
+		rec := drill.CheckRecord{Phase: drill.PhasePreflight, Role: role, Name: c.Name, Kind: c.Kind.Name(), Description: runtime.ConditionOf(c).Describe(rc),
 			OK: err == nil, Checks: 1, StartedAt: start.UTC(), EndedAt: drill.TimePtr(end), DurationSeconds: drill.Seconds(end.Sub(start))}
 		if err == nil {
-			rec.Detail = "can be evaluated: " + obs.Detail
+			// Whether it holds now is said apart from its name: a stop
+			// condition named for what it guards against ("core-api's
+			// breaker opened") must not read as having happened.
+			now := "it does not hold now"
+			if obs.Holds {
+				now = "it holds now"
+			}
+			rec.Detail = "can be evaluated (" + now + "): " + obs.Detail
 		} else {
 			failures++
 			cause, fix := err.Error(), runtime.GuardFix(err)

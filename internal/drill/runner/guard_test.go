@@ -56,8 +56,9 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(x), `name="outcome" value="refused"`) || !strings.Contains(string(x), `type="preflight"`) {
-		t.Errorf("JUnit does not say refused at preflight:\n%s", x)
+	if !strings.Contains(string(x), `name="outcome" value="refused"`) || !strings.Contains(string(x), `type="preflight"`) ||
+		!strings.Contains(string(x), `<testcase name="stop condition &#34;core-api open&#34;" classname="drill.blind.preflight"`) {
+		t.Errorf("JUnit does not say refused at preflight, naming the guard by its role:\n%s", x)
 	}
 }
 
@@ -344,5 +345,42 @@ func TestGuardFieldProblems(t *testing.T) {
 	d := parse(t, "name: p\ntimeout: 1m\nguard_grace: {polls: 7}\nsteps:\n  - wait-for: {shell: \"true\", timeout: 5s, on_error: continue}\n")
 	if d.GuardGrace.Polls != 7 || d.GuardGrace.For != drill.DefaultGuardGraceFor {
 		t.Errorf("grace = %+v", d.GuardGrace)
+	}
+}
+
+// Issue 45: a preflight row read "✓ core-api's breaker opened … held", as
+// if core-api had opened. A guard's row names its role and quotes its name,
+// and says that it can be evaluated and whether it holds now: a condition
+// that held, not an event.
+func TestPreflightRowsNameTheGuardNotTheEvent(t *testing.T) {
+	e := newEnv(t)
+	d := parse(t, `
+name: worded
+timeout: 1m
+metrics_url: ${env.FLEET}/metrics
+hypothesis:
+  - name: openai closed
+    breaker: {dependency: openai, state: closed}
+stop_conditions:
+  - name: core-api's breaker opened
+    breaker: {dependency: core-api, state: open}
+steps:
+  - sleep: {for: 10ms}
+`)
+	j, log := e.run(context.Background(), d)
+	if j.Outcome != drill.OutcomePassed {
+		t.Fatalf("outcome %s: %s\n%s", j.Outcome, j.Reason, log)
+	}
+	for _, want := range []string{`ok   stop condition "core-api's breaker opened": can be evaluated (it does not hold now): `,
+		`ok   hypothesis check "openai closed": can be evaluated (it holds now): `} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the live log lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "ok   core-api's breaker opened") {
+		t.Errorf("a preflight row reads as the event:\n%s", log)
+	}
+	if len(j.Preflight) != 2 || j.Preflight[0].Role != drill.RoleStopCondition || j.Preflight[1].Role != drill.RoleHypothesis {
+		t.Errorf("preflight records %+v", j.Preflight)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // The hypothesis phases: the steady state checked before the steps and
@@ -113,7 +114,7 @@ func (u *run) check(ctx context.Context, c *drill.Check, phase string) (drill.Ch
 	case res.Err != nil:
 		rec.Error = "could not check: " + res.Err.Error()
 	case c.Within > 0:
-		rec.Error = fmt.Sprintf("did not hold within %s (%d checks)", c.Within, res.Polls)
+		rec.Error = fmt.Sprintf("did not hold within %s (%s)", c.Within, human.Count(int64(res.Polls), "check"))
 	}
 	r.recordCheck(rec)
 	return rec, lost

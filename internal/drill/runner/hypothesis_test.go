@@ -37,7 +37,7 @@ rollback:
 	if j.Steps[0].Status != drill.StatusSkipped || e.Store.Has(breaker.OverrideKey("core-api")) {
 		t.Errorf("a step ran although the steady state did not hold: %+v", j.Steps[0])
 	}
-	if !strings.Contains(j.Reason, "openai: 2 instance(s): 2 open") {
+	if !strings.Contains(j.Reason, "openai: 2 instances: 2 open") {
 		t.Errorf("reason = %q", j.Reason)
 	}
 	if _, err := os.Stat(out); err != nil {

@@ -159,7 +159,7 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		}
 		for _, c := range j.Preflight {
 			if !c.OK {
-				add(junitCase{Name: c.Name, Classname: prefix + ".preflight", Time: junitTime(c.DurationSeconds), SystemOut: c.Description,
+				add(junitCase{Name: c.Label(), Classname: prefix + ".preflight", Time: junitTime(c.DurationSeconds), SystemOut: c.Description,
 					Error: &junitProblem{Message: oneLine(c.Error), Type: "preflight", Text: c.Error}})
 			}
 		}

@@ -42,7 +42,7 @@ func TestRunAnnouncesItsStartAndItsEnd(t *testing.T) {
 	}
 	end := evs[1]
 	if end.Outcome != drill.OutcomePassed || len(end.Levers) != 1 || end.Levers[0].Subject != "breaker#openai" ||
-		end.Levers[0].Change != "moved by the drill, rolled back" || !strings.Contains(end.Detail, "1 of 1 rollback(s) ok") {
+		end.Levers[0].Change != "moved by the drill, rolled back" || !strings.Contains(end.Detail, "1 of 1 rollback ok") {
 		t.Fatalf("end = %+v", end)
 	}
 	var ids []string

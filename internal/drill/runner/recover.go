@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -79,7 +80,7 @@ type DisagreementError struct {
 }
 
 func (e *DisagreementError) Error() string {
-	return fmt.Sprintf("the journal disagrees with the audit trail of run %s in %d place(s): %s", e.RunID, len(e.Lines), strings.Join(e.Lines, "; "))
+	return fmt.Sprintf("the journal disagrees with the audit trail of run %s in %s: %s", e.RunID, human.Count(int64(len(e.Lines)), "place"), strings.Join(e.Lines, "; "))
 }
 
 // trailSkew is how far before the journal's started_at recovery reads the
@@ -202,7 +203,7 @@ func (rv *Recovery) Run(ctx context.Context, j *drill.Journal) (*drill.RecoveryR
 	if j.Outcome == drill.OutcomeKilled {
 		j.ExitCode = exitcode.Of(outcome(j, nil))
 	}
-	rec.Detail = fmt.Sprintf("%d rollback(s) run, %d ok", len(rec.Rollbacks), len(rec.Rollbacks)-failed)
+	rec.Detail = fmt.Sprintf("%s run, %d ok", human.Count(int64(len(rec.Rollbacks)), "rollback"), len(rec.Rollbacks)-failed)
 	outcome := "ok"
 	if !rec.OK {
 		outcome = "failed"

@@ -119,7 +119,7 @@ func (l *LiveLog) Report(ev Event) {
 		if c.OK {
 			status = drill.StatusPassed
 		}
-		l.line(ev.Time, "  %s %s: %s (%s)", l.mark(status), safe(c.Name), oneLine(detail), fmtSeconds(c.DurationSeconds))
+		l.line(ev.Time, "  %s %s: %s (%s)", l.mark(status), safe(c.Label()), oneLine(detail), fmtSeconds(c.DurationSeconds))
 	case EventStepStarted:
 		s := ev.Step
 		l.line(ev.Time, "  [%d/%d] %s (%s): %s", ev.StepIndex, len(j.Steps), safe(s.ID), safe(s.Kind), safe(s.Description))

@@ -156,7 +156,7 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	u.hypothesisAfter(ctx, beforeFailed)
 	j := u.finish()
 	if announced {
-		detail := fmt.Sprintf("exit %d; %d of %d rollback(s) ok", j.ExitCode, okRollbacks(j), len(j.Rollbacks))
+		detail := fmt.Sprintf("exit %d; %d of %s ok", j.ExitCode, okRollbacks(j), human.Count(int64(len(j.Rollbacks)), "rollback"))
 		if len(j.Rollbacks) == 0 {
 			detail = fmt.Sprintf("exit %d; no rollbacks", j.ExitCode)
 		}

@@ -220,7 +220,7 @@ func Poll(ctx context.Context, rc *RunContext, cond Condition, spec PollSpec) (P
 		if within <= 0 {
 			return res, fmt.Errorf("%w: %s", ErrNotMet, detail)
 		}
-		notMet := fmt.Errorf("%w within %s (%d checks); last: %s", ErrNotMet, within, res.Polls, detail)
+		notMet := fmt.Errorf("%w within %s (%s); last: %s", ErrNotMet, within, human.Count(int64(res.Polls), "check"), detail)
 		left := within - rc.Now().Sub(start)
 		if left <= 0 {
 			return res, notMet

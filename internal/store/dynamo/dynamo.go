@@ -59,6 +59,9 @@ type Store struct {
 	sleep func(ctx context.Context, d time.Duration) error
 	// now, when set, replaces the wall clock of the waits' deadlines.
 	now func() time.Time
+	// timeout is the client's bound on one request, when it says it (an
+	// awsconf client does): a request that outlives it is named so.
+	timeout time.Duration
 }
 
 // New returns a store on table (DefaultTable when empty) through client.
@@ -72,6 +75,9 @@ func New(client API, table string) *Store {
 	if c, ok := client.(interface{ Options() dynamodb.Options }); ok {
 		o := c.Options()
 		s.where = whereOf(aws.ToString(o.BaseEndpoint), o.Region)
+		if hc, ok := o.HTTPClient.(interface{ GetTimeout() time.Duration }); ok {
+			s.timeout = hc.GetTimeout()
+		}
 	}
 	return s
 }

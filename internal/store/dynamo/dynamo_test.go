@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -195,6 +196,46 @@ func TestUnreachableEndpoint(t *testing.T) {
 				t.Errorf("Init on a closed port: %v, want ErrUnavailable", err)
 			}
 		})
+	}
+}
+
+// Issue 45: a request the client gave up on at its timeout says so,
+// names the timeout and how to allow more; a transaction (one of many items
+// on a slow endpoint) is told alike. The endpoint answers nothing until the
+// client hangs up.
+func TestRequestTimeoutIsNamedWithItsFix(t *testing.T) {
+	t.Parallel()
+	var seen atomic.Int32
+	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen.Add(1)
+		// The body read, the server notices the client hang up.
+		_, _ = io.Copy(io.Discard, r.Body)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(stalled.Close)
+	o := moto.Options(stalled.URL)
+	o.HTTPTimeout, o.MaxAttempts = time.Second, 1
+	cfg, err := awsconf.Load(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dynamo.NewFromConfig(cfg, "")
+	_, getErr := s.Get(context.Background(), "breaker#db")
+	txErr := s.Transact(context.Background(), store.Change{Token: "tok-1", Proof: "breaker#db",
+		Ops: []store.Op{{Put: store.Item{store.PK: "breaker#db", store.WriteIDAttr: "tok-1"}}}})
+	for what, err := range map[string]error{"get": getErr, "transaction": txErr} {
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Errorf("%s: %v, want ErrUnavailable", what, err)
+			continue
+		}
+		for _, want := range []string{"did not answer within the request timeout (1s)", "--request-timeout", "koshactl config set-context NAME --request-timeout"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %q does not say %q", what, err, want)
+			}
+		}
+	}
+	if seen.Load() != 2 {
+		t.Errorf("the endpoint saw %d requests, want 2 (one attempt each)", seen.Load())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -79,6 +80,12 @@ func (s *Store) classify(ctx context.Context, op, pk string, err error) error {
 	if errors.As(err, &respErr) && respErr.HTTPStatusCode() >= 500 {
 		return fmt.Errorf("%s: %s answered with HTTP %d: %w: %w", op, s.Describe(), respErr.HTTPStatusCode(), store.ErrUnavailable, err)
 	}
+	if s.timeout > 0 && isTimeout(err) {
+		return fmt.Errorf("%s: %s did not answer within the request timeout (%s): %w; "+
+			"for a slow endpoint or a large change allow more with --request-timeout (up to 1h), or the context's request-timeout "+
+			"(koshactl config set-context NAME --request-timeout 1m): %w",
+			op, s.Describe(), human.Duration(s.timeout), store.ErrUnavailable, err)
+	}
 	if isUnreachable(err) {
 		return fmt.Errorf("%s: cannot reach %s: %w: %w", op, s.Describe(), store.ErrUnavailable, err)
 	}
@@ -88,6 +95,17 @@ func (s *Store) classify(ctx context.Context, op, pk string, err error) error {
 		return fmt.Errorf("%s on %s: %w: %w", op, s.Describe(), store.ErrCredentials, err)
 	}
 	return fmt.Errorf("%s on %s: %w", op, s.Describe(), err)
+}
+
+// isTimeout reports a request the HTTP client gave up on at its own
+// deadline (the caller's context is live: classify checked it first).
+func isTimeout(err error) bool {
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return true
+	}
+	var canceled *smithy.CanceledError
+	return errors.As(err, &canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // isUnreachable reports a failure to send the request or get its answer:

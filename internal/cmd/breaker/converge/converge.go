@@ -39,7 +39,7 @@ type WaitOptions struct {
 func AddWaitFlags(cmd *cobra.Command, o *WaitOptions) {
 	fl := cmd.Flags()
 	fl.BoolVar(&o.Wait, "wait", false, "after the write, wait until the fleet's breaker_state gauges confirm it (exit 11 if they do not within --timeout)")
-	fl.DurationVar(&o.Timeout, "timeout", 0, "how long --wait waits (default: the gauge source's bound plus a margin: 11s on a scrape, 5m06s on CloudWatch)")
+	fl.Var(human.DurationFlag{D: &o.Timeout}, "timeout", "how long --wait waits (default: the gauge source's bound plus a margin: 11s on a scrape, 5m06s on CloudWatch)")
 	fl.BoolVar(&o.Instances, "instances", false, "with --wait on CloudWatch, read the per-instance breakdown to name stragglers (one metric per instance series)")
 	fl.StringVar(&o.MetricsURL, "metrics-url", "", "with --wait, scrape this Prometheus endpoint instead of the context's metrics source")
 }

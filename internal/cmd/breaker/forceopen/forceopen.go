@@ -87,7 +87,8 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (required; shown to everyone who reads the override)")
-	fl.DurationVar(&opts.For, "for", breaker.DefaultFor, "how long the override lasts")
+	opts.For = breaker.DefaultFor
+	fl.Var(human.DurationFlag{D: &opts.For}, "for", "how long the override lasts")
 	fl.StringVar(&opts.Until, "until", "", "when the override lapses (RFC3339, e.g. 2026-11-29T18:00:00Z)")
 	fl.BoolVar(&opts.NoExpiry, "no-expiry", false, "never expire (requires --yes)")
 	fl.BoolVar(&opts.Overwrite, "overwrite", false, "replace an active override set by someone else")
@@ -151,7 +152,7 @@ func (o *Options) expiry(now time.Time, policy breaker.DurationPolicy) (time.Tim
 		case breaker.ErrExpiryPast:
 			return time.Time{}, 0, cmdutil.Usagef("--until %s is in the past: give a future time, or use --for", o.Until)
 		case breaker.ErrDurationTooShort:
-			return time.Time{}, 0, cmdutil.Usagef("--until %s: %v; give a time at least %s away", o.Until, err, breaker.MinOverride)
+			return time.Time{}, 0, cmdutil.Usagef("--until %s: %v; give a time at least %s away", o.Until, err, human.Duration(breaker.MinOverride))
 		}
 		return time.Time{}, 0, cmdutil.Usagef("--until is %s away, over this context's max-override of %s: pick an earlier time", human.Age(de.Duration), de.Limit)
 	}

@@ -94,7 +94,8 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 	}
 	fl := cmd.Flags()
 	fl.BoolVarP(&opts.Watch, "watch", "w", false, "print again every --interval until interrupted")
-	fl.DurationVar(&opts.Interval, "interval", DefaultInterval, "refresh interval for --watch")
+	opts.Interval = DefaultInterval
+	fl.Var(human.DurationFlag{D: &opts.Interval}, "interval", "refresh interval for --watch")
 	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "scrape this Prometheus endpoint instead of the context's metrics source")
 	fl.BoolVar(&opts.Timeline, "timeline", false, "include the per-minute timeline in JSON and YAML output")
 	fl.BoolVar(&opts.Check, "check", false, "exit 1 unless every dependency shown is closed")

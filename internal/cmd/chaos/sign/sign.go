@@ -117,7 +117,8 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 	fl.StringVar(&opts.Fault, "fault", "", "fault to inject: latency, error, timeout or reset")
 	fl.IntVar(&opts.Ms, "ms", 0, "added latency in milliseconds, 1..60000 (latency only, required for it)")
 	fl.Var(&opts.P, "p", "probability that a call is affected, in (0, 1], at most 4 decimals")
-	fl.DurationVar(&opts.TTL, "ttl", chaos.DefaultTTL, fmt.Sprintf("how long the header lives, at most %s", chaos.MaxTTL))
+	opts.TTL = chaos.DefaultTTL
+	fl.Var(human.DurationFlag{D: &opts.TTL}, "ttl", "how long the header lives, at most "+human.Duration(chaos.MaxTTL))
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why, recorded in the audit log (optional)")
 	fl.StringVarP(&opts.Output, "output", "o", FormatHeader, "output format: "+strings.Join(Formats(), "|"))
 	cmdenv.AddKeyFileFlag(cmd, &opts.KeyFile)

@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/freeze"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
 
@@ -80,13 +81,14 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 				opts.Stdin = true
 			}
 			if opts.Skew < 0 || opts.Skew > chaos.MaxSkew {
-				return cmdutil.Usagef("--skew %s is outside 0..%s", opts.Skew, chaos.MaxSkew)
+				return cmdutil.Usagef("--skew %s is outside 0..%s", human.Duration(opts.Skew), human.Duration(chaos.MaxSkew))
 			}
 			return Run(c.Context(), f, opts)
 		},
 	}
 	fl := cmd.Flags()
-	fl.DurationVar(&opts.Skew, "skew", chaos.DefaultSkew, fmt.Sprintf("clock-skew allowance on the 15-minute cap, 0..%s (the data plane's setting)", chaos.MaxSkew))
+	opts.Skew = chaos.DefaultSkew
+	fl.Var(human.DurationFlag{D: &opts.Skew}, "skew", "clock-skew allowance on the 15-minute cap, 0.."+human.Duration(chaos.MaxSkew)+" (the data plane's setting)")
 	cmdenv.AddKeyFileFlag(cmd, &opts.KeyFile)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd

@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -142,7 +143,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(ios.ErrOut, "recovering drill %s run %s on %s: %d rollback(s) pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), len(pending))
+	fmt.Fprintf(ios.ErrOut, "recovering drill %s run %s on %s: %s pending\n", textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), env.Describe(), human.Count(int64(len(pending)), "rollback"))
 	rv := &runner.Recovery{Deps: deps, Trail: env.Audit(), AllowNoExpiry: opts.Yes,
 		Log: func(line string) { fmt.Fprintln(ios.ErrOut, "  "+textsafe.Line(line)) }}
 	if !opts.NoNotify && env.Notifier != nil {
@@ -154,7 +155,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		for _, line := range dis.Lines {
 			fmt.Fprintln(ios.ErrOut, "  disagreement: "+textsafe.Line(line))
 		}
-		return cmdutil.Usagef("journal %s disagrees with the audit trail of run %s (%d disagreement(s) above): it was edited, or is not this run's; recover acts only on what the audit trail records; nothing was done", opts.Journal, j.RunID, len(dis.Lines))
+		return cmdutil.Usagef("journal %s disagrees with the audit trail of run %s (%s above): it was edited, or is not this run's; recover acts only on what the audit trail records; nothing was done", opts.Journal, j.RunID, human.Count(int64(len(dis.Lines)), "disagreement"))
 	}
 	if err != nil {
 		return fmt.Errorf("%w; nothing was done", err)

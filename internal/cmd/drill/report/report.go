@@ -68,6 +68,11 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			an alarm, and is shown as text: HTML-escaped under a strict
 			Content-Security-Policy, Markdown- and HTML-escaped in the summary.
 
+			The report stays a few MiB whatever the journal holds: the journal is read
+			as a stream, a value longer than 1000 bytes is folded (with how much more
+			the journal holds), and each table shows its first 100 rows and says how
+			many more there are (docs/contracts/drill-file.md).
+
 			Exit codes: 0 the report was written; 2 the file is not a drill journal, or it
 			is of a later version than this koshactl reads.
 		`),
@@ -99,7 +104,7 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 // Run reads the journal and writes its report.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	ios := f.IOStreams
-	j, err := drill.ReadJournal(opts.Journal)
+	j, err := gameday.ReadJournal(opts.Journal)
 	if err != nil {
 		return cmdutil.UsageError(fmt.Errorf("%w; nothing was written", err))
 	}

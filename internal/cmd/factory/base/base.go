@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -150,14 +151,16 @@ func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
 		// A local store can still name AWS resources (a chaos key in Secrets
 		// Manager): region, profile, credentials and endpoints come from the
 		// environment and the shared config files.
-		loadAWS := sync.OnceValues(func() (aws.Config, error) { return awsconf.Load(ctx, debugOptions(f, awsconf.Options{})) })
+		loadAWS := sync.OnceValues(func() (aws.Config, error) {
+			return awsconf.Load(ctx, debugOptions(f, awsconf.Options{HTTPTimeout: requestTimeout(f, c)}))
+		})
 		env.AWSConfig = func(context.Context) (aws.Config, error) { return loadAWS() }
 		env.Notifier = notifier(f, env)
 		return env, nil
 	}
 	d := c.Store.DynamoDB
 	awsOpts := debugOptions(f, awsconf.Options{Region: d.Region, Profile: d.Profile, EndpointURL: d.EndpointURL, Endpoints: d.Endpoints,
-		IMDS: d.IMDS, StaticCredentials: d.StaticCredentials})
+		IMDS: d.IMDS, StaticCredentials: d.StaticCredentials, HTTPTimeout: requestTimeout(f, c)})
 	cfg, err := awsconf.Load(ctx, awsOpts)
 	if err != nil {
 		return nil, fmt.Errorf("context %q: %w", name, err)
@@ -194,6 +197,15 @@ func identityResolver(name string, cfg aws.Config, storeEndpoint string) identit
 		Context:         name,
 		AllowUnverified: storeEndpoint != "" && !awsconf.IsAWSEndpoint(storeEndpoint),
 	}
+}
+
+// requestTimeout is the bound of one AWS request: --request-timeout, else
+// the context's request-timeout, else zero (awsconf's default).
+func requestTimeout(f *cmdenv.Factory, c *config.Context) time.Duration {
+	if f.RequestTimeout != 0 {
+		return f.RequestTimeout
+	}
+	return c.RequestTimeout.Std()
 }
 
 // debugOptions turns on awsconf's operation log on stderr under --debug.

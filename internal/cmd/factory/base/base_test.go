@@ -131,3 +131,57 @@ func TestALocalContextWithoutTheEmbeddedStore(t *testing.T) {
 		t.Errorf("the state dir was made: %v", err)
 	}
 }
+
+// Issue 45: a slow endpoint failed every large transaction after 10 s, with
+// no way to allow more. The AWS clients' bound on one request is the global
+// --request-timeout, else the context's request-timeout, else 10 s, on a
+// DynamoDB context and on the local one's AWS clients alike.
+func TestRequestTimeoutReachesTheAWSClients(t *testing.T) {
+	dir := t.TempDir()
+	cfg := "contexts:\n" +
+		"  dev:\n    store:\n      dynamodb: {table: t, region: us-east-1, endpoint-url: 'http://127.0.0.1:1', static-credentials: true}\n" +
+		"    request-timeout: 45s\n" +
+		"  plain:\n    store:\n      dynamodb: {table: t, region: us-east-1, endpoint-url: 'http://127.0.0.1:1', static-credentials: true}\n" +
+		"  local:\n    store: {local: {}}\n    request-timeout: 2m\n"
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The local context's AWS clients read the SDK's variables of the
+	// process, as the SDK does.
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIATEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "none"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
+	for _, tc := range []struct {
+		context string
+		flag    time.Duration
+		want    time.Duration
+	}{
+		{"plain", 0, awsconf.DefaultHTTPTimeout},
+		{"dev", 0, 45 * time.Second},
+		{"dev", 20 * time.Second, 20 * time.Second},
+		{"local", 0, 2 * time.Minute},
+		{"local", 5 * time.Second, 5 * time.Second},
+	} {
+		environ := []string{"KOSHACTL_CONFIG=" + filepath.Join(dir, "config.yaml"), "KOSHACTL_STATE_DIR=" + filepath.Join(dir, "state"),
+			"KOSHACTL_CONTEXT=" + tc.context}
+		ios, _, _, _ := iostreams.Test()
+		f := NewWith(ios, clock.NewFake(time.Unix(0, 0)), WithEnviron(func() []string { return environ }))
+		f.RequestTimeout = tc.flag
+		env, err := f.Env(t.Context())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.context, err)
+		}
+		aws, err := env.AWSConfig(t.Context())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.context, err)
+		}
+		hc, ok := aws.HTTPClient.(interface{ GetTimeout() time.Duration })
+		if !ok || hc.GetTimeout() != tc.want {
+			t.Errorf("%s with --request-timeout %s: the clients' timeout is %v, want %s", tc.context, tc.flag, hc, tc.want)
+		}
+		_ = env.Store.Close()
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/notify"
@@ -121,7 +122,8 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 	fl.StringVarP(&opts.File, "file", "f", "", "the levers file")
 	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change, change nothing")
 	fl.BoolVarP(&opts.Watch, "watch", "w", false, "reconcile every --interval until stopped")
-	fl.DurationVar(&opts.Interval, "interval", DefaultInterval, "how often --watch reconciles (1s or more)")
+	opts.Interval = DefaultInterval
+	fl.Var(human.DurationFlag{D: &opts.Interval}, "interval", "how often --watch reconciles (1s or more)")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts)")
 	fl.BoolVar(&opts.Request, "request", false, "ask for the approval of each window in force or to come (a table whose policy needs it); apply nothing")
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
@@ -212,7 +214,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		}
 		return refused
 	}
-	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("apply %d change(s) from %s", n, opts.File)); err != nil {
+	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("apply %s from %s", human.Count(int64(n), "change"), opts.File)); err != nil {
 		return err
 	}
 	actor, err := env.Actor(ctx)
@@ -253,7 +255,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	if werr != nil {
-		return fmt.Errorf("%d of %d change(s) of this round were written (listed above), the others not: %w; run apply again", len(res.Results), n, werr)
+		return fmt.Errorf("%d of %s of this round were written (listed above), the others not: %w; run apply again", len(res.Results), human.Count(int64(n), "change"), werr)
 	}
 	return refused
 }

@@ -82,10 +82,16 @@ func TestWindowLifecycleThroughDiffAndApply(t *testing.T) {
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "INC-7 provider outage", "--for", "2h")
 	fl.set(gauges(map[string]int{"openai": 3, "postgres": 0, "core-api": 0, "screening-sim": 0}))
 
-	r := e.MustRun(1, "diff", "-f", path, "-o", "json")
+	// Issue 45: an incident lever alone is information, not a difference
+	// for apply: diff exits 0 (a scheduled diff stayed red for the whole
+	// incident), and says so.
+	r := e.MustRun(0, "diff", "-f", path, "-o", "json")
 	res := clitest.Decode[diff.Result](t, r.Stdout)
-	if res.InSync || len(res.Differences) != 1 || res.Differences[0].Kind != "unplanned_override" || res.Differences[0].Action != "none" {
-		t.Fatalf("before the window: %+v", res.Differences)
+	if res.InSync || res.ApplyChanges != 0 || len(res.Differences) != 1 || res.Differences[0].Kind != "unplanned_override" || res.Differences[0].Action != "none" {
+		t.Fatalf("before the window: %+v", res)
+	}
+	if !strings.Contains(r.Stderr, "nothing for apply to change: 1 difference it leaves alone (unplanned_override), shown as information") {
+		t.Errorf("diff does not say the incident lever is information:\n%s", r.Stderr)
 	}
 	e.MustRun(0, "apply", "-f", path)
 	if _, ok := get(t, e, "postgres"); ok {
@@ -111,12 +117,12 @@ func TestWindowLifecycleThroughDiffAndApply(t *testing.T) {
 	e.Clock.Advance(2 * time.Minute)
 	fl.set("kosha_breaker_state{dependency=\"postgres\",instance=\"gw-1\"} 3\nkosha_breaker_state{dependency=\"postgres\",instance=\"gw-2\"} 0\n" +
 		gauges(map[string]int{"openai": 3}))
-	r = e.MustRun(1, "diff", "-f", path)
+	r = e.MustRun(0, "diff", "-f", path)
 	if !strings.Contains(r.Stdout, "not_obeyed") || !strings.Contains(r.Stdout, "unplanned_override") {
 		t.Errorf("diff with postgres not obeyed:\n%s", r.Stdout)
 	}
 	fl.set(gauges(map[string]int{"openai": 3, "postgres": 3}))
-	r = e.MustRun(1, "diff", "-f", path, "-o", "markdown")
+	r = e.MustRun(0, "diff", "-f", path, "-o", "markdown")
 	if !strings.Contains(r.Stdout, "| openai | unplanned\\_override | none |") || strings.Contains(r.Stdout, "postgres | not") {
 		t.Errorf("Markdown diff:\n%s", r.Stdout)
 	}
@@ -124,8 +130,9 @@ func TestWindowLifecycleThroughDiffAndApply(t *testing.T) {
 	// Edited after it was applied: a new override for the new content.
 	window(t, path, "RDS minor upgrade (CHG-1043)", start, 30*time.Minute)
 	r = e.MustRun(1, "diff", "-f", path, "--no-gauges")
-	if !strings.Contains(r.Stdout, "window_changed") {
-		t.Errorf("diff after an edit:\n%s", r.Stdout)
+	if !strings.Contains(r.Stdout, "window_changed") ||
+		!strings.Contains(r.Stderr, "would make 1 change (and 1 difference it leaves alone)") {
+		t.Errorf("diff after an edit:\n%s\n%s", r.Stdout, r.Stderr)
 	}
 	e.MustRun(0, "apply", "-f", path)
 	if pg, _ := get(t, e, "postgres"); !strings.Contains(pg.Reason, "CHG-1043") || pg.Version != 2 {
@@ -140,11 +147,11 @@ func TestWindowLifecycleThroughDiffAndApply(t *testing.T) {
 	}
 	// Within the fleet's lag bound that is convergence; past it, a
 	// difference.
-	if r = e.MustRun(1, "diff", "-f", path); strings.Contains(r.Stdout, "lapsed_still_forced") {
+	if r = e.MustRun(0, "diff", "-f", path); strings.Contains(r.Stdout, "lapsed_still_forced") {
 		t.Errorf("diff at the end, within the bound:\n%s", r.Stdout)
 	}
 	e.Clock.Advance(2 * time.Minute)
-	r = e.MustRun(1, "diff", "-f", path)
+	r = e.MustRun(0, "diff", "-f", path)
 	if !strings.Contains(r.Stdout, "lapsed_still_forced") {
 		t.Errorf("diff at the end:\n%s", r.Stdout)
 	}
@@ -159,10 +166,17 @@ func TestBadFileIsRefusedWhole(t *testing.T) {
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := e.MustRun(2, "apply", "-f", path)
-	for _, want := range []string{`levers.yaml:8: unknown dependency "postgress"`, `levers.yaml:10: start "2026-11-29T19:00:00" has no time zone`} {
-		if !strings.Contains(r.Stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
+	// One problem a line (issue 45: they were joined on one).
+	for _, cmd := range []string{"apply", "diff"} {
+		r := e.MustRun(2, cmd, "-f", path)
+		lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+		if len(lines) != 2 {
+			t.Fatalf("%s: %d lines on stderr, want one per problem:\n%s", cmd, len(lines), r.Stderr)
+		}
+		for i, want := range []string{`levers.yaml:8: unknown dependency "postgress"`, `levers.yaml:10: start "2026-11-29T19:00:00" has no time zone`} {
+			if !strings.HasPrefix(lines[i], "error: ") || !strings.Contains(lines[i], want) {
+				t.Errorf("%s: line %d is %q, want error: …%s", cmd, i+1, lines[i], want)
+			}
 		}
 	}
 	if _, ok := get(t, e, "postgres"); ok {
@@ -273,7 +287,7 @@ func TestAPartlyWrittenRoundSaysWhatLanded(t *testing.T) {
 		}
 	}}
 	r := e.Run("apply", "-f", path)
-	if r.Code != 4 || !strings.Contains(r.Stderr, "50 of 60 change(s) of this round were written (listed above)") ||
+	if r.Code != 4 || !strings.Contains(r.Stderr, "50 of 60 changes of this round were written (listed above)") ||
 		strings.Contains(r.Stderr, "nothing of this round was written") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}

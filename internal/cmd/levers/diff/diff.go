@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
+	"slices"
+	"strings"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -17,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -37,10 +40,15 @@ type Options struct {
 // Result is diff's document (docs/contracts/cli-output.md).
 type Result struct {
 	leversview.Header
-	InSync      bool                    `json:"in_sync"`
-	Gauges      Gauges                  `json:"gauges"`
-	Differences []leversview.Difference `json:"differences"`
-	Windows     []leversview.Window     `json:"windows"`
+	// InSync: no difference at all, of any kind.
+	InSync bool `json:"in_sync"`
+	// ApplyChanges counts the differences apply would change (force or
+	// clear); the others (action none) are information. Exit 1 only when
+	// it is not zero.
+	ApplyChanges int                     `json:"apply_changes"`
+	Gauges       Gauges                  `json:"gauges"`
+	Differences  []leversview.Difference `json:"differences"`
+	Windows      []leversview.Window     `json:"windows"`
 }
 
 // Gauges says where the fleet's side came from, and whether it was read.
@@ -77,9 +85,11 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			Reads: the overrides (the lists index, and the known dependencies by key) and
 			the gauges, together: one round trip (no scan).
 
-			Exit codes: 0 in sync; 1 differences; 2 the file has problems (each with its
-			line); 5 the store or the gauges could not be read (what could be compared is
-			printed); 6 credentials refused.
+			Exit codes: 0 nothing for apply to change (differences it leaves alone, such as
+			an incident's override, are printed as information); 1 apply would change
+			something; 2 the file has problems (each with its line); 5 the store or the
+			gauges could not be read (what could be compared is printed); 6 credentials
+			refused.
 		`),
 		Example: heredoc.Doc(`
 			koshactl diff -f levers/prod.yaml
@@ -152,18 +162,39 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	ds := levers.Compare(file, st)
 	res.InSync = len(ds) == 0 && gaugeErr == nil
+	res.ApplyChanges = levers.Applicable(ds)
 	res.Differences = leversview.Differences(ds, now)
 	res.Windows = leversview.Windows(file, now)
 	if err := printResult(f, opts, res); err != nil {
 		return err
 	}
+	info := len(ds) - res.ApplyChanges
 	switch {
 	case gaugeErr != nil:
 		return exitcode.Default(exitcode.Unavailable, fmt.Errorf("the fleet's side could not be compared: %w (pass --no-gauges to compare the file with the table only)", gaugeErr))
-	case len(ds) > 0:
-		return exitcode.Errorf(exitcode.Error, "%w: %d between the file and the table or the fleet; koshactl apply -f %s makes the table match the file", ErrDifferences, len(ds), textsafe.Quote(opts.File))
+	case res.ApplyChanges > 0:
+		also := ""
+		if info > 0 {
+			also = fmt.Sprintf(" (and %s it leaves alone)", human.Count(int64(info), "difference"))
+		}
+		return exitcode.Errorf(exitcode.Error, "%w: koshactl apply -f %s would make %s%s",
+			ErrDifferences, textsafe.Quote(opts.File), human.Count(int64(res.ApplyChanges), "change"), also)
+	case info > 0:
+		fmt.Fprintf(f.IOStreams.ErrOut, "nothing for apply to change: %s it leaves alone (%s), shown as information\n",
+			human.Count(int64(info), "difference"), strings.Join(kinds(ds), ", "))
 	}
 	return nil
+}
+
+// kinds are the kinds of ds, each once, in order.
+func kinds(ds []levers.Difference) []string {
+	var out []string
+	for _, d := range ds {
+		if !slices.Contains(out, d.Kind) {
+			out = append(out, d.Kind)
+		}
+	}
+	return out
 }
 
 func printResult(f *cmdenv.Factory, opts *Options, res Result) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -210,8 +211,8 @@ func PrintMarkdown(w io.Writer, contextName, file string, ds []Difference, ws []
 	if len(ds) == 0 {
 		fmt.Fprintf(&b, "### ✅ levers %s: in sync on %s\n\n", md(file), md(contextName))
 	} else {
-		fmt.Fprintf(&b, "### ⚠️ levers %s: %d difference(s) on %s\n\n| dependency | difference | apply | detail |\n|---|---|---|---|\n",
-			md(file), len(ds), md(contextName))
+		fmt.Fprintf(&b, "### ⚠️ levers %s: %s on %s\n\n| dependency | difference | apply | detail |\n|---|---|---|---|\n",
+			md(file), human.Count(int64(len(ds)), "difference"), md(contextName))
 		for _, d := range ds {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", md(d.Dependency), md(d.Kind), md(d.Action), md(d.Detail))
 		}

@@ -58,7 +58,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.DurationVar(&opts.For, "for", 0, "keep the client refused this long (up to 1h), not just until its next token")
+	fl.Var(human.DurationFlag{D: &opts.For}, "for", "keep the client refused this long (up to 1h), not just until its next token")
 	changeloop.AddChangeFlags(cmd, &opts.ChangeOptions)
 	changeloop.AddCreateFlag(cmd, &opts.ChangeOptions)
 	return cmd

@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // RedactedToken stands for a token of the --config file in the output; it
@@ -80,7 +81,11 @@ func Run(_ context.Context, f *cmdenv.Factory, opts *Options) error {
 	fmt.Fprintln(w, "# Durations are LLD time; time-scale divides them all. Every key is optional.")
 	fmt.Fprintln(w, "# Profiles: "+strings.Join(sbx.ProfileNames(), ", ")+". Bearer tokens are secrets: the defaults are public, for loopback only.")
 	if redacted > 0 {
-		fmt.Fprintf(w, "# %d token(s) from --config are not printed: put them back where it says %q.\n", redacted, RedactedToken)
+		verb, them := "are", "them"
+		if redacted == 1 {
+			verb, them = "is", "it"
+		}
+		fmt.Fprintf(w, "# %s from --config %s not printed: put %s back where it says %q.\n", human.Count(int64(redacted), "token"), verb, them, RedactedToken)
 	}
 	_, err = w.Write(b)
 	return err

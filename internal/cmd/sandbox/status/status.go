@@ -72,8 +72,9 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&opts.URL, "url", "http://"+sbx.DefaultListen, "the sandbox's base URL")
 	fl.BoolVarP(&opts.Watch, "watch", "w", false, "refresh every --interval until interrupted")
-	fl.DurationVar(&opts.Interval, "interval", DefaultInterval, "refresh interval for --watch")
-	fl.DurationVar(&opts.Wait, "wait", 0, "wait up to this long for the sandbox to answer")
+	opts.Interval = DefaultInterval
+	fl.Var(human.DurationFlag{D: &opts.Interval}, "interval", "refresh interval for --watch")
+	fl.Var(human.DurationFlag{D: &opts.Wait}, "wait", "wait up to this long for the sandbox to answer")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
