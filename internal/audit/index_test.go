@@ -329,7 +329,7 @@ func TestPlantedClaimIsNoRecord(t *testing.T) {
 			planted := store.Item{store.PK: "audit#claim#" + fmt.Sprintf("%013d", t0.UnixMilli()) + "#planted", "time": t0.UnixMilli(),
 				"actor": "arn:aws:iam::123456789012:user/alice", "action": "breaker.clear", "subject": "breaker#dep-1", "context": "ctx",
 				"outcome": "ok", "reason": "planted", "ix_audit_day": t0.UTC().Format(audit.DayLayout), "ix_audit_subject": "breaker#dep-1",
-				"ix_audit_actor": "arn:aws:iam::123456789012:user/alice",
+				"ix_audit_actor":      "arn:aws:iam::123456789012:user/alice",
 				store.IndexLists.Attr: audit.Prefix + "0", store.IndexLists.Sort: fmt.Sprintf("%013d#planted", t0.UnixMilli())}
 			if err := s.Put(t.Context(), planted, store.IfAbsent()); err != nil {
 				t.Fatal(err)

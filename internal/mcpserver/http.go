@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/mcpserver/sessions"
 )
 
 // MinTokenLength is the shortest bearer token the HTTP transport accepts.
@@ -69,60 +70,6 @@ func Authorize(token string, next http.Handler) http.Handler {
 	})
 }
 
-// Defaults of [SessionLimits].
-const (
-	// SessionIdleTimeout closes an HTTP session no request has used for
-	// this long: a client that went away does not hold its session for
-	// ever.
-	SessionIdleTimeout = 30 * time.Minute
-	// DefaultMaxSessions is how many HTTP sessions may be open at once.
-	DefaultMaxSessions = 32
-)
-
-// The ranges a context or a flag may set [SessionLimits] to.
-const (
-	MinSessionIdle = time.Minute
-	MaxSessionIdle = 24 * time.Hour
-	MaxMaxSessions = 1024
-)
-
-// SessionLimits bound the HTTP transport's sessions, each of which holds
-// memory until it is closed. Zero values take the defaults.
-type SessionLimits struct {
-	// Max is how many sessions may be open at once; a request for a new
-	// one (an initialize without a session) beyond it is refused (HTTP 503,
-	// a JSON-RPC error saying the cap and the fix). Zero means
-	// [DefaultMaxSessions].
-	Max int
-	// Idle closes a session no request has used for this long (the idle
-	// cap). Zero means [SessionIdleTimeout].
-	Idle time.Duration
-}
-
-// CheckSessionLimits refuses limits outside their ranges: 1 to
-// [MaxMaxSessions] sessions, an idle timeout from [MinSessionIdle] to
-// [MaxSessionIdle] (zero: the default).
-func CheckSessionLimits(l SessionLimits) error {
-	if l.Max < 0 || l.Max > MaxMaxSessions {
-		return fmt.Errorf("max sessions %d is out of range: give 1 to %d (default %d)", l.Max, MaxMaxSessions, DefaultMaxSessions)
-	}
-	if l.Idle != 0 && (l.Idle < MinSessionIdle || l.Idle > MaxSessionIdle) {
-		return fmt.Errorf("session idle timeout %s is out of range: give %s to %s (default %s)", human.Duration(l.Idle),
-			human.Duration(MinSessionIdle), human.Duration(MaxSessionIdle), human.Duration(SessionIdleTimeout))
-	}
-	return nil
-}
-
-func (l SessionLimits) withDefaults() SessionLimits {
-	if l.Max == 0 {
-		l.Max = DefaultMaxSessions
-	}
-	if l.Idle == 0 {
-		l.Idle = SessionIdleTimeout
-	}
-	return l
-}
-
 // Handler serves s over streamable HTTP behind [Authorize]. The SDK's
 // DNS-rebinding protection (a loopback request naming another host is
 // refused) stays on; a browser's cross-origin request (a page of another
@@ -130,8 +77,8 @@ func (l SessionLimits) withDefaults() SessionLimits {
 // refused with 403 before the token is even looked at; at most lim.Max
 // sessions are open at once (a new one beyond is refused: [capSessions]),
 // and a session idle for lim.Idle is closed.
-func Handler(s *Server, token string, lim SessionLimits) http.Handler {
-	lim = lim.withDefaults()
+func Handler(s *Server, token string, lim sessions.Limits) http.Handler {
+	lim = lim.WithDefaults()
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.Server },
 		&mcp.StreamableHTTPOptions{SessionTimeout: lim.Idle})
 	return http.NewCrossOriginProtection().Handler(Authorize(token, capSessions(s, lim, h)))
@@ -141,7 +88,7 @@ func Handler(s *Server, token string, lim SessionLimits) http.Handler {
 // an Mcp-Session-Id) while lim.Max sessions are open or being opened: 503,
 // Retry-After, and a JSON-RPC error naming the cap, how sessions close and
 // the flag that raises it. Requests of an open session pass.
-func capSessions(s *Server, lim SessionLimits, next http.Handler) http.Handler {
+func capSessions(s *Server, lim sessions.Limits, next http.Handler) http.Handler {
 	var mu sync.Mutex
 	opening := 0
 	// A flood is logged once a second, with how many were refused since.

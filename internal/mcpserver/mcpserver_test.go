@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/mcpserver"
+	"github.com/kosha-platform/koshactl/internal/mcpserver/sessions"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
@@ -171,7 +172,7 @@ func TestHandlerRefusesCrossOriginRequests(t *testing.T) {
 	t.Parallel()
 	token := strings.Repeat("k", 40)
 	var log syncbuf.Buffer
-	h := mcpserver.Handler(mcpserver.NewServer("test", "1", nil, &log, time.Now), token, mcpserver.SessionLimits{})
+	h := mcpserver.Handler(mcpserver.NewServer("test", "1", nil, &log, time.Now), token, sessions.Limits{})
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 	for name, c := range map[string]struct {
 		headers map[string]string
@@ -242,7 +243,7 @@ func TestHandlerCapsSessionsAndCountsCalls(t *testing.T) {
 		return mcpserver.Output{Doc: map[string]any{"ok": true}, Summary: "fine"}, nil
 	})}
 	srv := mcpserver.NewServer("test", "1", tools, &log, time.Now)
-	ts := httptest.NewServer(mcpserver.Handler(srv, token, mcpserver.SessionLimits{Max: 3}))
+	ts := httptest.NewServer(mcpserver.Handler(srv, token, sessions.Limits{Max: 3}))
 	t.Cleanup(ts.Close)
 
 	// A client that calls a tool twice: its caller and counts are logged.
@@ -310,13 +311,13 @@ func TestHandlerCapsSessionsAndCountsCalls(t *testing.T) {
 
 func TestCheckSessionLimits(t *testing.T) {
 	t.Parallel()
-	for _, l := range []mcpserver.SessionLimits{{}, {Max: 1}, {Max: 1024, Idle: time.Minute}, {Idle: 24 * time.Hour}} {
-		if err := mcpserver.CheckSessionLimits(l); err != nil {
+	for _, l := range []sessions.Limits{{}, {Max: 1}, {Max: 1024, Idle: time.Minute}, {Idle: 24 * time.Hour}} {
+		if err := sessions.Check(l); err != nil {
 			t.Errorf("%+v: %v", l, err)
 		}
 	}
-	for _, l := range []mcpserver.SessionLimits{{Max: -1}, {Max: 1025}, {Idle: time.Second}, {Idle: 25 * time.Hour}} {
-		if err := mcpserver.CheckSessionLimits(l); err == nil || !strings.Contains(err.Error(), "out of range") {
+	for _, l := range []sessions.Limits{{Max: -1}, {Max: 1025}, {Idle: time.Second}, {Idle: 25 * time.Hour}} {
+		if err := sessions.Check(l); err == nil || !strings.Contains(err.Error(), "out of range") {
 			t.Errorf("%+v: %v", l, err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/mcpserver/sessions"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -167,7 +168,7 @@ func (s *Server) count(ss *mcp.ServerSession) string {
 	s.calls++
 	s.perSession[id]++
 	n, k := s.calls, s.perSession[id]
-	if len(s.perSession) > 2*MaxMaxSessions { // forget closed sessions
+	if len(s.perSession) > 2*sessions.MaxMaxSessions { // forget closed sessions
 		open := map[string]bool{}
 		for o := range s.Sessions() {
 			open[o.ID()] = true

@@ -19,7 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/mcpserver"
+	"github.com/kosha-platform/koshactl/internal/mcpserver/sessions"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -607,17 +607,17 @@ func setNotify(ctx *config.Context, o *SetContextOptions) error {
 	set(ch, "allow-no-notify", &ctx.AllowNoNotify, o.AllowNoNotify)
 	set(ch, "mcp-read-only", &ctx.MCP.ReadOnly, o.MCPReadOnly)
 	if ch("mcp-max-sessions") || ch("mcp-session-idle-timeout") {
-		lim := mcpserver.SessionLimits{Max: ctx.MCP.MaxSessions, Idle: ctx.MCP.SessionIdleTimeout.Std()}
+		lim := sessions.Limits{Max: ctx.MCP.MaxSessions, Idle: ctx.MCP.SessionIdleTimeout.Std()}
 		if ch("mcp-max-sessions") {
 			if o.MCPMaxSessions < 1 {
-				return cmdutil.Usagef("--mcp-max-sessions %d: give 1 to %d", o.MCPMaxSessions, mcpserver.MaxMaxSessions)
+				return cmdutil.Usagef("--mcp-max-sessions %d: give 1 to %d", o.MCPMaxSessions, sessions.MaxMaxSessions)
 			}
 			lim.Max = o.MCPMaxSessions
 		}
 		if ch("mcp-session-idle-timeout") {
 			lim.Idle = o.MCPSessionIdle
 		}
-		if err := mcpserver.CheckSessionLimits(lim); err != nil {
+		if err := sessions.Check(lim); err != nil {
 			return cmdutil.Usagef("--mcp-max-sessions, --mcp-session-idle-timeout: %v", err)
 		}
 		ctx.MCP.MaxSessions, ctx.MCP.SessionIdleTimeout = lim.Max, config.Duration(lim.Idle)

@@ -21,6 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/mcpserver"
+	"github.com/kosha-platform/koshactl/internal/mcpserver/sessions"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -79,7 +80,7 @@ func NewCmd(f *cmdenv.Factory, tools Toolset) *cobra.Command {
 			a JSON-RPC error naming the cap), and a session no request used for
 			--session-idle-timeout (default %s) is closed. Client configuration and the tool
 			list: docs/mcp.md.
-		`, DefaultTokenEnv, mcpserver.MinTokenLength, mcpserver.MaxString, mcpserver.DefaultMaxSessions, human.Duration(mcpserver.SessionIdleTimeout)),
+		`, DefaultTokenEnv, mcpserver.MinTokenLength, mcpserver.MaxString, sessions.DefaultMaxSessions, human.Duration(sessions.SessionIdleTimeout)),
 		Example: heredoc.Doc(`
 			koshactl mcp --context prod
 			KOSHACTL_MCP_TOKEN=$(openssl rand -hex 32) koshactl mcp --listen 127.0.0.1:8788
@@ -95,9 +96,9 @@ func NewCmd(f *cmdenv.Factory, tools Toolset) *cobra.Command {
 	fl.StringVar(&opts.TokenFile, "token-file", "", "with --listen: read the bearer token from this file instead")
 	fl.StringVar(&opts.AddrFile, "addr-file", "", "with --listen: write the URL served to this file once listening")
 	fl.IntVar(&opts.MaxSessions, "max-sessions", 0, fmt.Sprintf("with --listen: most sessions open at once, 1 to %d (default: the context's mcp.max-sessions, else %d)",
-		mcpserver.MaxMaxSessions, mcpserver.DefaultMaxSessions))
+		sessions.MaxMaxSessions, sessions.DefaultMaxSessions))
 	fl.Var(human.DurationFlag{D: &opts.SessionIdle}, "session-idle-timeout", "with --listen: close a session idle this long, 1m to 24h (default: the context's mcp.session-idle-timeout, else "+
-		human.Duration(mcpserver.SessionIdleTimeout)+")")
+		human.Duration(sessions.SessionIdleTimeout)+")")
 	return cmd
 }
 
@@ -127,9 +128,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, tools Toolset, opts *Options) e
 		return cmdutil.Usagef("--addr-file, --token-file, --max-sessions and --session-idle-timeout go with --listen: drop them to serve stdio")
 	}
 	if opts.MaxSessions < 0 {
-		return cmdutil.Usagef("--max-sessions %d: give 1 to %d", opts.MaxSessions, mcpserver.MaxMaxSessions)
+		return cmdutil.Usagef("--max-sessions %d: give 1 to %d", opts.MaxSessions, sessions.MaxMaxSessions)
 	}
-	if err := mcpserver.CheckSessionLimits(mcpserver.SessionLimits{Max: opts.MaxSessions, Idle: opts.SessionIdle}); err != nil {
+	if err := sessions.Check(sessions.Limits{Max: opts.MaxSessions, Idle: opts.SessionIdle}); err != nil {
 		return cmdutil.Usagef("--max-sessions, --session-idle-timeout: %v", err)
 	}
 	env, err := f.Env(ctx)
@@ -192,9 +193,9 @@ func serveHTTP(ctx context.Context, f *cmdenv.Factory, opts *Options, srv *mcpse
 // sessionLimits are the HTTP transport's: the flags, else the context's
 // mcp settings (checked here: a hand-edited file is refused naming the
 // key), else the defaults.
-func sessionLimits(opts *Options, env *cmdenv.Env) (mcpserver.SessionLimits, error) {
-	lim := mcpserver.SessionLimits{Max: env.Context.MCP.MaxSessions, Idle: env.Context.MCP.SessionIdleTimeout.Std()}
-	if err := mcpserver.CheckSessionLimits(lim); err != nil {
+func sessionLimits(opts *Options, env *cmdenv.Env) (sessions.Limits, error) {
+	lim := sessions.Limits{Max: env.Context.MCP.MaxSessions, Idle: env.Context.MCP.SessionIdleTimeout.Std()}
+	if err := sessions.Check(lim); err != nil {
 		return lim, cmdutil.Usagef("context %q: mcp.max-sessions or mcp.session-idle-timeout: %v (koshactl config set-context %s --mcp-max-sessions N --mcp-session-idle-timeout D)",
 			env.Name, err, env.Name)
 	}

@@ -168,7 +168,10 @@ func TestRequestTimeoutReachesTheAWSClients(t *testing.T) {
 		environ := []string{"KOSHACTL_CONFIG=" + filepath.Join(dir, "config.yaml"), "KOSHACTL_STATE_DIR=" + filepath.Join(dir, "state"),
 			"KOSHACTL_CONTEXT=" + tc.context}
 		ios, _, _, _ := iostreams.Test()
-		f := NewWith(ios, clock.NewFake(time.Unix(0, 0)), WithEnviron(func() []string { return environ }))
+		// The embedded store as the full program opens it (this program
+		// refuses a local context's store).
+		f := NewWith(ios, clock.NewFake(time.Unix(0, 0)), WithEnviron(func() []string { return environ }),
+			WithLocalStore(func(ctx context.Context, path string) (store.Store, error) { return sqlite.Open(ctx, path) }))
 		f.RequestTimeout = tc.flag
 		env, err := f.Env(t.Context())
 		if err != nil {
