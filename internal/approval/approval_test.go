@@ -2,6 +2,7 @@ package approval_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -97,7 +99,7 @@ func TestApprovalAfterTheRequestedExpiryWritesNothing(t *testing.T) {
 	c, svc, log, clk := fourEyes(t)
 	ctx := context.Background()
 	ch := forceChange()
-	ch.ForSeconds, ch.Until = 0, clk.Now().Add(10*time.Minute).UTC().Format(time.RFC3339Nano)
+	ch.Params = json.RawMessage(`{"until":"` + clk.Now().Add(10*time.Minute).UTC().Format(time.RFC3339Nano) + `"}`)
 	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: ch, Requester: alice,
 		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
 	if err != nil {
@@ -121,9 +123,9 @@ func TestApprovalAfterTheRequestedExpiryWritesNothing(t *testing.T) {
 func TestApprovalPastTheApproversMaxOverrideSaysWhere(t *testing.T) {
 	c, _, log, clk := fourEyes(t)
 	ctx := context.Background()
-	svc := approval.NewService(c, clk, breaker.NewOverrides(c, clk).WithDurations(breaker.DurationPolicy{Max: time.Hour}), "test")
+	svc := approval.NewService(c, clk, leversOn(c, clk, breaker.DurationPolicy{Max: time.Hour}), "test")
 	ch := forceChange()
-	ch.ForSeconds = 7200
+	ch.Params = json.RawMessage(`{"for_seconds":7200}`)
 	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: ch, Requester: alice,
 		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
 	if err != nil {
@@ -173,7 +175,7 @@ func TestDenyRacingAnApprovalDecidesOnce(t *testing.T) {
 			t.Fatalf("round %d: applied %v, override present %v, status %s", round, applied, forced == nil, got.Status)
 		}
 		if applied {
-			if _, _, err := breaker.NewOverrides(c, nil).WithLog(log).Clear(ctx, "openai", "admin", "next round"); err != nil {
+			if _, _, err := levertest.Clear(ctx, c, nil, log, "openai", "admin", "next round"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -232,7 +234,7 @@ func TestApprovalOvertakenByADenySaysClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := approval.NewService(c.s, clk, breaker.NewOverrides(c.s, clk), "test")
+	other := approval.NewService(c.s, clk, leversOn(c.s, clk, breaker.DurationPolicy{}), "test")
 	c.beforeTx = func() {
 		if _, _, err := other.Decide(ctx, log, r.ID, carol, false, "not now"); err != nil {
 			t.Errorf("carol's deny: %v", err)

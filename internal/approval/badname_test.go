@@ -2,6 +2,7 @@ package approval_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -26,10 +27,12 @@ func TestApprovedClearOfABadNameByKey(t *testing.T) {
 	if err != nil || len(all) != 1 {
 		t.Fatalf("list: %v %v", all, err)
 	}
-	change, err := approval.ClearChange("hand-written", []string{"Bad Name"}, map[string]*breaker.Override{"Bad Name": &all[0]})
+	image, err := json.Marshal(breaker.AuditState(&all[0]))
 	if err != nil {
 		t.Fatal(err)
 	}
+	change := approval.Change{Action: breaker.ActionClear, Targets: []string{"Bad Name"}, Reason: "hand-written",
+		Before: map[string]json.RawMessage{"Bad Name": image}}
 	r, _, err := svc.Submit(ctx, log, approval.Submission{Change: change, Requester: alice,
 		Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}})
 	if err != nil {

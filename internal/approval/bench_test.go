@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"iter"
 	"os"
 	"path/filepath"
@@ -14,7 +15,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
@@ -90,20 +93,38 @@ func fourEyes(tb testing.TB) (*counting, *approval.Service, *audit.Log, *clock.F
 	if err != nil {
 		tb.Fatal(err)
 	}
-	set, err := policy.Parse("four-eyes.cedar", text)
+	set, err := policy.Parse(approval.PolicySchema(builtin.Specs()), "four-eyes.cedar", text)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	log := audit.NewLog(c, clk, "test")
-	if _, err := policy.NewPolicies(c, clk).Set(context.Background(), log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
+	if _, err := policy.NewPolicies(c, clk, approval.PolicySchema(builtin.Specs())).Set(context.Background(), log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
 		tb.Fatal(err)
 	}
-	return c, approval.NewService(c, clk, breaker.NewOverrides(c, clk), "test"), log, clk
+	return c, approval.NewService(c, clk, leversOn(c, clk, breaker.DurationPolicy{}), "test"), log, clk
+}
+
+// table is what the lever kinds need of a store.
+type table interface {
+	breaker.OverrideStore
+	ratelimit.ListStore
+}
+
+// leversOn is the lever service of the built-in kinds on s, forces held to
+// p.
+func leversOn(s table, clk clock.Clock, p breaker.DurationPolicy) *lever.Service {
+	return lever.NewService(s, clk, lever.NewRegistry(
+		lever.Entry{Spec: breaker.Spec, New: func() (lever.Kind, error) { return breaker.NewOverrides(s, clk).WithDurations(p), nil }},
+		lever.Entry{Spec: ratelimit.Spec, New: func() (lever.Kind, error) {
+			b, err := ratelimit.NewBuckets(s, clk, ratelimit.Limits{})
+			return b, err
+		}},
+	))
 }
 
 // forceChange is alice's force of openai (absent when asked) for 30m.
 func forceChange() approval.Change {
-	return approval.Change{Action: policy.ActionForceOpen, Targets: []string{"openai"}, Reason: "provider incident", ForSeconds: 1800,
+	return approval.Change{Action: breaker.ActionForceOpen, Targets: []string{"openai"}, Reason: "provider incident", Params: json.RawMessage(`{"for_seconds":1800}`),
 		Before: map[string]json.RawMessage{"openai": json.RawMessage("null")}}
 }
 
@@ -153,7 +174,9 @@ func BenchmarkApprove(b *testing.B) {
 				checks += c.checks.Load()
 				// Clear for the next round, uncounted.
 				c.off.Store(true)
-				if _, _, err := breaker.NewOverrides(c, nil).WithLog(log).Clear(ctx, "openai", "admin", "next round"); err != nil {
+				clear := breaker.Clear("next round", "openai")
+				clear.Actor = "admin"
+				if _, err := leversOn(c, nil, breaker.DurationPolicy{}).WithLog(log).Change(ctx, clear); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -174,13 +197,13 @@ when { context.approvals >= 2 };
 // setPolicy sets text as c's table's policy, uncounted.
 func setPolicy(tb testing.TB, c *counting, log *audit.Log, text string) {
 	tb.Helper()
-	set, err := policy.Parse("policy.cedar", []byte(text))
+	set, err := policy.Parse(approval.PolicySchema(builtin.Specs()), "policy.cedar", []byte(text))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	c.off.Store(true)
 	defer c.off.Store(false)
-	if _, err := policy.NewPolicies(c, nil).Set(context.Background(), log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "bench"); err != nil {
+	if _, err := policy.NewPolicies(c, nil, approval.PolicySchema(builtin.Specs())).Set(context.Background(), log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "bench"); err != nil {
 		tb.Fatal(err)
 	}
 }

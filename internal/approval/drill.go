@@ -57,21 +57,21 @@ type DrillRun struct {
 	Levers []DrillLever `json:"levers"`
 }
 
-// Judged are the levers a policy names (breaker and bucket levers; a chaos
-// header is none), without repeats.
-func (d DrillRun) Judged() []DrillLever {
+// judged are the levers of d a policy names (a lever kind's actions; a
+// chaos header is none), without repeats.
+func (s *Service) judged(d DrillRun) []DrillLever {
 	var out []DrillLever
 	for _, l := range d.Levers {
-		if slices.Contains(policy.Actions, l.Action) && !slices.Contains(out, l) {
+		if _, err := s.kind(l.Action); err == nil && !slices.Contains(out, l) {
 			out = append(out, l)
 		}
 	}
 	return out
 }
 
-// DrillChange is the change a drill.run request holds for d.
-func DrillChange(d DrillRun, reason string) Change {
-	levers := d.Judged()
+// drillChange is the change a drill.run request holds for d.
+func (s *Service) drillChange(d DrillRun, reason string) Change {
+	levers := s.judged(d)
 	c := Change{Action: ActionDrillRun, Reason: reason, Drill: &DrillRun{File: d.File, Name: d.Name, SHA256: d.SHA256, Context: d.Context, Levers: levers}}
 	for _, l := range levers {
 		c.Targets = append(c.Targets, l.String())
@@ -87,11 +87,11 @@ func drillSummary(c Change) string {
 	return fmt.Sprintf("run drill %s (%s, sha256 %s) on %s: %s", d.Name, d.File, short(d.SHA256), d.Context, strings.Join(c.Targets, ", "))
 }
 
-// DecideDrill is the table's policy (set; nil: none) on a drill's levers
+// decideDrill is the table's policy (set; nil: none) on a drill's levers
 // pulled by actor: the strictest answer over every lever it names, as
 // [policy.DecideAll]. A lever whose target is known only during the run
 // is denied: the policy cannot judge it before.
-func DecideDrill(set *policy.Set, actor policy.Actor, levers []DrillLever) policy.Decision {
+func (s *Service) decideDrill(set *policy.Set, actor policy.Actor, levers []DrillLever) policy.Decision {
 	if set == nil {
 		return policy.NoPolicy
 	}
@@ -100,7 +100,8 @@ func DecideDrill(set *policy.Set, actor policy.Actor, levers []DrillLever) polic
 		if l.Target == "" {
 			return policy.Decision{Outcome: policy.Deny, Reason: fmt.Sprintf("the target of a %s lever comes from a step's output, which the table's policy cannot judge before the run: name it in the file or with a var", l.Action)}
 		}
-		d := policy.Decide(set, policy.Request{Actor: actor, Action: l.Action, Target: l.Target, Duration: time.Duration(l.DurationSeconds) * time.Second})
+		d := policy.Decide(set, policy.Request{Actor: actor, Action: l.Action, Resource: s.resource(l.Action), Target: l.Target,
+			Duration: time.Duration(l.DurationSeconds) * time.Second})
 		for _, id := range d.Policies {
 			if !slices.Contains(out.Policies, id) {
 				out.Policies = append(out.Policies, id)
@@ -142,7 +143,7 @@ func (s *Service) readPolicyWith(ctx context.Context, keys []string) (*policy.St
 	}
 	var stored *policy.Stored
 	if it, ok := items[policy.Key]; ok {
-		if stored, err = policy.FromItem(it); err != nil {
+		if stored, err = policy.FromItem(s.schema, it); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -165,7 +166,7 @@ func (s *Service) SubmitDrill(ctx context.Context, log audit.Appender, d DrillRu
 	if stored == nil {
 		return Request{}, audit.Record{}, fmt.Errorf("drill %s needs no approval: the table has no policy; run it with koshactl drill run %s", textsafe.Line(d.Name), textsafe.Line(d.File))
 	}
-	dec := DecideDrill(stored.Set, policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, d.Judged())
+	dec := s.decideDrill(stored.Set, policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, s.judged(d))
 	switch dec.Outcome {
 	case policy.Deny:
 		return Request{}, audit.Record{}, fmt.Errorf("%w: drill %s: %s", ErrPolicyDenied, textsafe.Line(d.Name), dec.Reason)
@@ -173,7 +174,7 @@ func (s *Service) SubmitDrill(ctx context.Context, log audit.Appender, d DrillRu
 		return Request{}, audit.Record{}, fmt.Errorf("drill %s needs no approval (%s): run it with koshactl drill run %s", textsafe.Line(d.Name), dec.Reason, textsafe.Line(d.File))
 	case policy.NeedsApproval:
 	}
-	return s.Submit(ctx, log, Submission{Change: DrillChange(d, reason), Requester: requester, Decision: dec, TTL: ttl})
+	return s.Submit(ctx, log, Submission{Change: s.drillChange(d, reason), Requester: requester, Decision: dec, TTL: ttl})
 }
 
 // DrillAuthorization is what [Service.AuthorizeDrill] found.
@@ -198,7 +199,7 @@ func (s *Service) AuthorizeDrill(ctx context.Context, d DrillRun, runner func(co
 	if err != nil {
 		return DrillAuthorization{}, err
 	}
-	levers := d.Judged()
+	levers := s.judged(d)
 	if stored == nil || len(levers) == 0 {
 		return DrillAuthorization{Decision: policy.NoPolicy}, nil
 	}
@@ -206,7 +207,7 @@ func (s *Service) AuthorizeDrill(ctx context.Context, d DrillRun, runner func(co
 	if err != nil {
 		return DrillAuthorization{}, err
 	}
-	dec := DecideDrill(stored.Set, policy.Actor{ARN: id.Actor, Verified: id.Verified()}, levers)
+	dec := s.decideDrill(stored.Set, policy.Actor{ARN: id.Actor, Verified: id.Verified()}, levers)
 	res := DrillAuthorization{Decision: dec}
 	switch dec.Outcome {
 	case policy.Deny:

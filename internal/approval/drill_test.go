@@ -3,6 +3,8 @@ package approval_test
 import (
 	"context"
 	"errors"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"testing"
 	"time"
 
@@ -13,8 +15,8 @@ import (
 )
 
 var gameDay = approval.DrillRun{File: "game-day.yaml", Name: "game-day", SHA256: "9b1c44e0d2aa9b1c44e0d2aa9b1c44e0d2aa9b1c44e0d2aa9b1c44e0d2aa1234",
-	Context: "test", Levers: []approval.DrillLever{{Action: policy.ActionForceOpen, Target: "openai", DurationSeconds: 300},
-		{Action: "chaos.sign", Target: "core-api"}, {Action: policy.ActionForceOpen, Target: "openai", DurationSeconds: 300}}}
+	Context: "test", Levers: []approval.DrillLever{{Action: breaker.ActionForceOpen, Target: "openai", DurationSeconds: 300},
+		{Action: "chaos.sign", Target: "core-api"}, {Action: breaker.ActionForceOpen, Target: "openai", DurationSeconds: 300}}}
 
 var carol = audit.Identity{Actor: "arn:aws:iam::123456789012:user/carol", Source: audit.ActorSTS, UserID: "AIDACAROL"}
 
@@ -71,7 +73,7 @@ func TestDrillWithoutPolicyLeversNeedsNoRequest(t *testing.T) {
 	_, svc, log, _ := fourEyes(t)
 	ctx := context.Background()
 	calm := gameDay
-	calm.Levers = []approval.DrillLever{{Action: policy.ActionRateLimitDrain, Target: "agent-1"}, {Action: "chaos.sign", Target: "core-api"}}
+	calm.Levers = []approval.DrillLever{{Action: ratelimit.ActionDrain, Target: "agent-1"}, {Action: "chaos.sign", Target: "core-api"}}
 	if _, err := svc.AuthorizeDrill(ctx, calm, asks(alice), ""); err != nil {
 		t.Errorf("authorize a drill the policy allows: %v", err)
 	}

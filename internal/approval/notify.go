@@ -6,7 +6,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/policy"
 )
 
 // The notifications of requests: one builder per event, so every surface
@@ -40,12 +39,11 @@ func ApprovedEvent(res Approved, actor string) (ev notify.Event, ok bool) {
 		ev.Detail += fmt.Sprintf("; the drill may run with --request %s until %s (nothing was applied)", r.ID, r.ExpiresAt.Format(time.RFC3339))
 	}
 	switch {
-	case res.Applied && r.Change.Action == policy.ActionForceOpen:
-		ev.Action, ev.Levers = r.Change.Action, notify.ForceLevers(res.Force)
-	case res.Applied && r.Change.Action == policy.ActionClear:
-		ev.Action, ev.Levers = r.Change.Action, notify.ClearLevers(res.Clear)
 	case res.Applied:
-		ev.Action, ev.Levers = r.Change.Action, notify.BucketLevers(res.Buckets)
+		ev.Action = r.Change.Action
+		if res.Report.Event != nil {
+			ev.Levers = res.Report.Event.Levers
+		}
 	default:
 		ev.Levers = []notify.Lever{{Subject: RequestPrefix + r.ID, Change: outcome, AuditID: firstID(res.Records)}}
 	}

@@ -53,15 +53,18 @@ func (s *Service) Propose(ctx context.Context, log audit.Appender, p Proposal) (
 	case err != nil:
 		return Request{}, audit.Record{}, fmt.Errorf("read the table's policy: %w", err)
 	default:
-		stored, err := policy.FromItem(it)
+		stored, err := policy.FromItem(s.schema, it)
 		if err != nil {
 			return Request{}, audit.Record{}, err
 		}
 		set = stored.Set
 	}
-	now := s.clock.Now()
-	req := policy.Request{Actor: policy.Actor{ARN: p.Requester.Actor, Verified: p.Requester.Verified()}, Action: p.Change.Action,
-		Duration: p.Change.Duration(now), NoExpiry: p.Change.NoExpiry}
+	qs, err := s.questions(p.Change, s.clock.Now())
+	if err != nil {
+		return Request{}, audit.Record{}, err
+	}
+	req := qs[0]
+	req.Actor = policy.Actor{ARN: p.Requester.Actor, Verified: p.Requester.Verified()}
 	d := policy.DecideAll(set, req, p.Change.Targets)
 	switch d.Outcome {
 	case policy.Deny:

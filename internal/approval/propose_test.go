@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
@@ -42,7 +43,7 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 
 	// A bucket reset, which four-eyes.cedar allows at once, and a table
 	// without a policy: one approval all the same.
-	reset := approval.Change{Action: policy.ActionRateLimitReset, Targets: []string{"client-1"}, Reason: "r", Before: nil}
+	reset := approval.Change{Action: ratelimit.ActionReset, Targets: []string{"client-1"}, Reason: "r", Before: nil}
 	if r, _, err := svc.Propose(ctx, log, approval.Proposal{Change: reset, Requester: alice}); err != nil || r.Needed != 1 || len(r.Policies) != 0 {
 		t.Errorf("reset under a policy that allows it: %+v %v, want one approval", r, err)
 	}
@@ -52,7 +53,7 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	bare := approval.NewService(s, clk, breaker.NewOverrides(s, clk), "test")
+	bare := approval.NewService(s, clk, leversOn(s, clk, breaker.DurationPolicy{}), "test")
 	r, _, err = bare.Propose(ctx, audit.NewLog(s, clk, "test"), approval.Proposal{Change: forceChange(), Requester: alice})
 	if err != nil || r.Needed != 1 || r.Status != approval.StatusPending {
 		t.Fatalf("proposal without a policy: %+v %v", r, err)
@@ -62,7 +63,7 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 	}
 
 	// Nothing to change: no request.
-	if _, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: policy.ActionClear}, Requester: alice}); !errors.Is(err, approval.ErrNothingToPropose) {
+	if _, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: breaker.ActionClear}, Requester: alice}); !errors.Is(err, approval.ErrNothingToPropose) {
 		t.Errorf("empty clear: %v, want ErrNothingToPropose", err)
 	}
 }
@@ -72,11 +73,11 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 func TestProposalOfTooManyTargetsIsRefused(t *testing.T) {
 	ctx := context.Background()
 	_, svc, log, _ := fourEyes(t)
-	many := make([]string, breaker.MaxAttachedLevers+1)
+	many := make([]string, lever.MaxAttached+1)
 	for i := range many {
 		many[i] = fmt.Sprintf("client-%d", i)
 	}
-	_, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: policy.ActionRateLimitReset, Targets: many, Reason: "r"},
+	_, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: ratelimit.ActionReset, Targets: many, Reason: "r"},
 		Requester: alice})
 	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "split it") {
 		t.Errorf("proposal of %d targets: %v (exit %d), want a usage error", len(many), err, exitcode.Of(err))

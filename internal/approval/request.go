@@ -13,7 +13,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -60,35 +59,35 @@ const (
 	ActionReviewAck      = "review.ack"
 )
 
-// Change is exactly what a request asks for, in the canonical form its hash
-// is taken of: the JSON encoding of this struct (fields in this order, map
-// keys sorted, no spaces). Before holds each target's lever as it was read
-// when the change was requested (null when absent): the approval writes
-// conditional on it, so what is approved is the change from that state.
+// Change is exactly what a request asks for: a lever change (its action,
+// targets, reason and its kind's params, internal/lever) and what was read
+// when it was asked, or a drill run, or a levers file's window. Its
+// canonical form, which its hash is taken of, is one JSON object: action,
+// targets, reason, the params' members (the kind's encoding, in its order),
+// drill, window, before (map keys sorted, no spaces): the form every
+// request was stored in before params belonged to their kind, so a stored
+// request reads and hashes as it always did. Before holds each target's
+// lever as it was read when the change was requested (null when absent):
+// for a kind whose approvals are conditional on it, what is approved is
+// the change from that state.
 type Change struct {
-	Action  string   `json:"action"`
-	Targets []string `json:"targets"`
-	Reason  string   `json:"reason"`
-	// ForSeconds: a force lasting this long from when it is applied.
-	ForSeconds int64 `json:"for_seconds,omitempty"`
-	// Until: a force lapsing at this instant (RFC 3339, UTC, ms).
-	Until     string `json:"until,omitempty"`
-	NoExpiry  bool   `json:"no_expiry,omitempty"`
-	Overwrite bool   `json:"overwrite,omitempty"`
-	// Bucket levers (ratelimit.*): the count a set writes, how long a
-	// drain holds the client refused (a Go duration), and the limits the
-	// change was requested under (see BucketChange).
-	Tokens          *float64 `json:"tokens,omitempty"`
-	HoldFor         string   `json:"hold_for,omitempty"`
-	Capacity        float64  `json:"capacity,omitempty"`
-	RefillPerSecond float64  `json:"refill_per_second,omitempty"`
+	Action  string
+	Targets []string
+	Reason  string
+	// Params are the lever kind's, as it encodes them: a JSON object
+	// (nil: none).
+	Params json.RawMessage
 	// Drill is the drill run a drill.run request approves (its Targets
 	// are its levers, "ACTION TARGET"); it has no Before.
-	Drill *DrillRun `json:"drill,omitempty"`
+	Drill *DrillRun
 	// Window is the levers file window a levers.window request approves
 	// (its one Target is the window's dependency); it has no Before.
-	Window *Window                    `json:"window,omitempty"`
-	Before map[string]json.RawMessage `json:"before"`
+	Window *Window
+	Before map[string]json.RawMessage
+
+	// summary is what the lever's kind says of the change, set where the
+	// change is made or read by a [Service].
+	summary string
 }
 
 // approveOnly reports whether approving the change applies nothing: the
@@ -100,8 +99,7 @@ func (c Change) approveOnly() bool {
 
 // Canonical is the change's canonical encoding.
 func (c Change) Canonical() ([]byte, error) {
-	cc := c
-	cc.Before = make(map[string]json.RawMessage, len(c.Before))
+	before := make(map[string]json.RawMessage, len(c.Before))
 	for k, v := range c.Before {
 		if len(v) == 0 {
 			v = json.RawMessage("null")
@@ -110,9 +108,102 @@ func (c Change) Canonical() ([]byte, error) {
 		if err := json.Compact(&b, v); err != nil {
 			return nil, fmt.Errorf("the change's before-image of %s is not JSON: %w", k, err)
 		}
-		cc.Before[k] = b.Bytes()
+		before[k] = b.Bytes()
 	}
-	return json.Marshal(cc)
+	c.Before = before
+	return c.encode()
+}
+
+// MarshalJSON encodes the change in its canonical order.
+func (c Change) MarshalJSON() ([]byte, error) { return c.encode() }
+
+func (c Change) encode() ([]byte, error) {
+	var b bytes.Buffer
+	put := func(sep, name string, v any) error {
+		doc, err := json.Marshal(v)
+		b.WriteString(sep + `"` + name + `":`)
+		b.Write(doc)
+		return err
+	}
+	if err := errors.Join(put("{", "action", c.Action), put(",", "targets", c.Targets), put(",", "reason", c.Reason)); err != nil {
+		return nil, err
+	}
+	if len(c.Params) > 0 {
+		var p bytes.Buffer
+		if err := json.Compact(&p, c.Params); err != nil || p.Len() < 2 || p.Bytes()[0] != '{' {
+			return nil, fmt.Errorf("the change's params are not a JSON object: %s", c.Params)
+		}
+		if inner := p.Bytes()[1 : p.Len()-1]; len(inner) > 0 {
+			b.WriteByte(',')
+			b.Write(inner)
+		}
+	}
+	var errs []error
+	if c.Drill != nil {
+		errs = append(errs, put(",", "drill", c.Drill))
+	}
+	if c.Window != nil {
+		errs = append(errs, put(",", "window", c.Window))
+	}
+	errs = append(errs, put(",", "before", c.Before))
+	b.WriteByte('}')
+	return b.Bytes(), errors.Join(errs...)
+}
+
+// UnmarshalJSON decodes a change: the members it does not name are its
+// params, kept in their order.
+func (c *Change) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("a change is a JSON object")
+	}
+	var params bytes.Buffer
+	*c = Change{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := t.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		var dst any
+		switch name {
+		case "action":
+			dst = &c.Action
+		case "targets":
+			dst = &c.Targets
+		case "reason":
+			dst = &c.Reason
+		case "drill":
+			dst = &c.Drill
+		case "window":
+			dst = &c.Window
+		case "before":
+			dst = &c.Before
+		default:
+			key, _ := json.Marshal(name)
+			if params.Len() > 0 {
+				params.WriteByte(',')
+			}
+			params.Write(key)
+			params.WriteByte(':')
+			params.Write(raw)
+			continue
+		}
+		strict := json.NewDecoder(bytes.NewReader(raw))
+		strict.DisallowUnknownFields()
+		if err := strict.Decode(dst); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+	}
+	if params.Len() > 0 {
+		c.Params = json.RawMessage("{" + params.String() + "}")
+	}
+	_, err := dec.Token()
+	return err
 }
 
 // Hash is the hex SHA-256 of the change's canonical encoding.
@@ -125,53 +216,18 @@ func (c Change) Hash() (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// Duration is how long the change's force (or a drain's hold) lasts, as
-// the policy judges it (0 for a clear, or without expiry), at now.
-func (c Change) Duration(now time.Time) time.Duration {
-	switch {
-	case c.HoldFor != "":
-		d, _ := time.ParseDuration(c.HoldFor)
-		return d
-	case c.ForSeconds > 0:
-		return time.Duration(c.ForSeconds) * time.Second
-	case c.Until != "":
-		t, err := time.Parse(time.RFC3339Nano, c.Until)
-		if err == nil && t.After(now) {
-			return t.Sub(now)
-		}
-	}
-	return 0
-}
-
 // Summary says the change in a few words: "force open openai, core-api for
-// 30m0s", "clear openai".
+// 30m0s", "clear openai", as its lever's kind says it.
 func (c Change) Summary() string {
-	if c.Action == ActionDrillRun {
-		return drillSummary(c)
-	}
-	if c.Action == ActionLeversWindow {
-		return windowSummary(c)
-	}
-	if IsBucketAction(c.Action) {
-		return bucketSummary(c)
-	}
-	verb := map[string]string{policy.ActionForceOpen: "force open", policy.ActionClear: "clear"}[c.Action]
-	if verb == "" {
-		verb = c.Action
-	}
-	s := verb + " " + strings.Join(c.Targets, ", ")
 	switch {
-	case c.NoExpiry:
-		s += " (never expires)"
-	case c.ForSeconds > 0:
-		s += " for " + human.Duration(time.Duration(c.ForSeconds)*time.Second)
-	case c.Until != "":
-		s += " until " + c.Until
+	case c.Action == ActionDrillRun:
+		return drillSummary(c)
+	case c.Action == ActionLeversWindow:
+		return windowSummary(c)
+	case c.summary != "":
+		return c.summary
 	}
-	if c.Overwrite {
-		s += ", replacing an active override"
-	}
-	return s
+	return c.Action + " " + strings.Join(c.Targets, ", ")
 }
 
 // Request is one change request as stored.
@@ -355,7 +411,7 @@ func RequestFromItem(it store.Item) (Request, error) {
 	dec := json.NewDecoder(strings.NewReader(it.Str(attrChange)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r.Change); err != nil || r.Change.Action == "" || len(r.Change.Targets) == 0 || (r.Change.Action == ActionDrillRun) != (r.Change.Drill != nil) ||
-		(r.Change.Action == ActionLeversWindow) != (r.Change.Window != nil) {
+		(r.Change.Action == ActionLeversWindow) != (r.Change.Window != nil) || r.Change.approveOnly() && r.Change.Params != nil {
 		return bad(attrChange)
 	}
 	if !slices.Contains([]string{StatusPending, StatusApplied, StatusApproved, StatusDenied, StatusCanceled, StatusExpired}, r.Status) ||

@@ -13,13 +13,12 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/proof"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -32,33 +31,27 @@ type Store interface {
 }
 
 // Service keeps the requests and reviews of one table and applies approved
-// changes through the lever services.
+// changes through the lever service, whatever their kind (looked up in its
+// registry).
 type Service struct {
-	store     Store
-	clock     clock.Clock
-	overrides *breaker.Overrides
-	buckets   *ratelimit.Buckets
-	context   string
+	store   Store
+	clock   clock.Clock
+	levers  *lever.Service
+	schema  *policy.Schema
+	context string
 	// asking records requests made and canceled (audit.RequestPrefix);
 	// trail reads the approvers' records an approved request is proven by.
 	asking, trail *audit.Log
 }
 
-// WithBuckets applies approved bucket changes through b (the context's
-// buckets, under its limits); without it they are refused.
-func (s *Service) WithBuckets(b *ratelimit.Buckets) *Service {
-	s.buckets = b
-	return s
-}
-
-// NewService returns the requests of the table s, applying breaker changes
-// through overrides; contextName is recorded on new requests. A nil clk is
-// the wall clock.
-func NewService(s Store, clk clock.Clock, overrides *breaker.Overrides, contextName string) *Service {
+// NewService returns the requests of the table s, applying approved
+// changes through levers; contextName is recorded on new requests. A nil
+// clk is the wall clock.
+func NewService(s Store, clk clock.Clock, levers *lever.Service, contextName string) *Service {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Service{store: s, clock: clk, overrides: overrides, context: contextName,
+	return &Service{store: s, clock: clk, levers: levers, schema: PolicySchema(levers.Kinds().Specs()), context: contextName,
 		asking: audit.NewRequestLog(s, clk, contextName), trail: audit.NewLog(s, clk, contextName)}
 }
 
@@ -220,7 +213,7 @@ func (s *Service) Get(ctx context.Context, id string) (Request, error) {
 	if err != nil {
 		return Request{}, fmt.Errorf("read request %s: %w", id, err)
 	}
-	r, err := RequestFromItem(it)
+	r, err := s.decode(it)
 	if err != nil {
 		return Request{}, err
 	}
@@ -280,7 +273,7 @@ func (s *Service) List(ctx context.Context) (Listing, error) {
 	}
 	var out Listing
 	for _, it := range items[0] {
-		r, err := RequestFromItem(it)
+		r, err := s.decode(it)
 		if err != nil {
 			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
 			continue
@@ -336,10 +329,9 @@ type Approved struct {
 	// Remaining is how many more approvals the request needs (when this
 	// approval was recorded without applying it).
 	Remaining int
-	Force     []breaker.ForceOutcome
-	Clear     []breaker.ClearOutcome
-	Buckets   []ratelimit.ApplyOutcome
-	Records   []audit.Record
+	// Report is what the applied change wrote.
+	Report  lever.Report
+	Records []audit.Record
 	// Expired is true when this approval found the request expired and
 	// marked it so (the error is ErrExpired).
 	Expired bool
@@ -350,23 +342,29 @@ type Approved struct {
 
 // questions are the policy questions of the change, one per target (a
 // drill.run's: one per lever), without actor or approvals.
-func (c Change) questions(now time.Time) []policy.Request {
+func (s *Service) questions(c Change, now time.Time) ([]policy.Request, error) {
 	var out []policy.Request
 	if c.Action == ActionDrillRun {
 		if c.Drill != nil {
 			for _, l := range c.Drill.Levers {
-				out = append(out, policy.Request{Action: l.Action, Target: l.Target, Duration: time.Duration(l.DurationSeconds) * time.Second})
+				out = append(out, policy.Request{Action: l.Action, Resource: s.resource(l.Action), Target: l.Target,
+					Duration: time.Duration(l.DurationSeconds) * time.Second})
 			}
 		}
-		return out
+		return out, nil
 	}
 	if w := c.Window; c.Action == ActionLeversWindow && w != nil {
-		return []policy.Request{{Action: policy.ActionForceOpen, Target: w.Dependency, Duration: w.Duration()}}
+		return []policy.Request{windowQuestion(s, *w)}, nil
 	}
+	lc, kind, err := s.leverChange(Request{Change: c})
+	if err != nil {
+		return nil, err
+	}
+	d, noExpiry := kind.Bounds(lc, now)
 	for _, t := range c.Targets {
-		out = append(out, policy.Request{Action: c.Action, Target: t, Duration: c.Duration(now), NoExpiry: c.NoExpiry})
+		out = append(out, policy.Request{Action: c.Action, Resource: kind.Spec().Resource, Target: t, Duration: d, NoExpiry: noExpiry})
 	}
-	return out
+	return out, nil
 }
 
 // Approve records a's approval of its request and, when that completes the
@@ -413,7 +411,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	if !ok {
 		return Approved{}, notFound(a.ID)
 	}
-	r, err := RequestFromItem(it)
+	r, err := s.decode(it)
 	if err != nil {
 		return Approved{}, err
 	}
@@ -464,7 +462,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	var set *policy.Set
 	var checks []store.Op
 	if pit, ok := items[policy.Key]; ok {
-		stored, err := policy.FromItem(pit)
+		stored, err := policy.FromItem(s.schema, pit)
 		if err != nil {
 			return res, err
 		}
@@ -478,7 +476,11 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 			policy.ErrUnproven, r.ID, textsafe.Line(strings.Join(r.Policies, ", ")))
 	}
 	approvals := len(t.approvals) + 1
-	for _, base := range r.Change.questions(now) {
+	questions, err := s.questions(r.Change, now)
+	if err != nil {
+		return res, fmt.Errorf("%w: request %s: %v", ErrMalformed, r.ID, err)
+	}
+	for _, base := range questions {
 		base.Actor, base.Approvals = policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, approvals
 		if r.Change.Action == ActionDrillRun && base.Target == "" {
 			return res, fmt.Errorf("%w: request %s: a lever's target is unknown before the run, which the policy cannot judge: ask for a new one",
@@ -546,7 +548,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		return res, nil
 	}
 	next.Status, next.DecidedBy, next.DecidedAt = StatusApplied, a.Approver.Actor, now.UTC().Truncate(time.Millisecond)
-	attach := &breaker.Attach{
+	attach := &lever.Attach{
 		Approval: &audit.Approval{Decision: audit.DecisionApproved, Policies: r.Policies, Request: r.ID, Requester: r.Requester,
 			RequesterSource: r.RequesterSource, Approvers: next.Approvers},
 		Actor: a.Approver.Actor, ActorSource: a.Approver.Source,
@@ -570,95 +572,143 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	return res, err
 }
 
-// apply writes r's change with attach through the lever service.
-func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, attach *breaker.Attach, res Approved) (Approved, error) {
-	c := r.Change
-	if IsBucketAction(c.Action) {
-		var err error
-		if res, err = s.applyBuckets(ctx, log, r, attach, res); err != nil {
-			if errors.Is(err, ErrChangedMeanwhile) && !errors.Is(err, store.ErrConditionFailed) {
-				res.AlreadyApplied = true // another approver applied it first
-			}
-			return res, err
-		}
-		res.Applied = true
-		return res, nil
+// apply writes r's change with attach through the lever service: the
+// lever's kind reads its params, each target is written conditional on the
+// item the requester read (for a kind whose approvals are), and the levers
+// keep the requester as their actor. The approval is announced as one
+// event by its caller.
+func (s *Service) apply(ctx context.Context, log audit.Appender, r Request, attach *lever.Attach, res Approved) (Approved, error) {
+	c, _, err := s.leverChange(r)
+	if err != nil {
+		return res, err
 	}
-	befores := make(map[string]*breaker.Override, len(c.Targets))
-	for _, dep := range c.Targets {
-		doc := c.Before[dep]
-		if string(doc) == "null" {
-			doc = nil // absent when requested
-		}
-		o, err := breaker.OverrideFromAuditState(dep, doc)
-		if err != nil {
-			return res, fmt.Errorf("%w: request %s: %v", ErrMalformed, r.ID, err)
-		}
-		befores[dep] = o
+	c.Actor, c.NoNotify = r.Requester, true
+	svc := s.levers.WithLog(log)
+	p, err := svc.Plan(ctx, c)
+	if err == nil {
+		err = p.Attach(attach)
 	}
-	var err error
-	switch c.Action {
-	case policy.ActionForceOpen:
-		reqs := make([]breaker.ForceRequest, len(c.Targets))
-		for i, dep := range c.Targets {
-			fr := breaker.ForceRequest{Dependency: dep, Reason: c.Reason, Actor: r.Requester, Overwrite: c.Overwrite,
-				For: time.Duration(c.ForSeconds) * time.Second, NoExpiry: c.NoExpiry, Read: &breaker.ReadState{Current: befores[dep]}}
-			if c.Until != "" {
-				if fr.ExpiresAt, err = time.Parse(time.RFC3339Nano, c.Until); err != nil {
-					return res, fmt.Errorf("%w: request %s: until %q: %v", ErrMalformed, r.ID, c.Until, err)
-				}
-			}
-			reqs[i] = fr
-		}
-		// The approval is announced as one event by its caller.
-		res.Force, err = s.overrides.WithLog(log).ForceAll(ctx, breaker.ForceAll{Requests: reqs, Attach: attach, NoNotify: true})
-		if de := (*breaker.DurationError)(nil); errors.As(err, &de) {
-			// Nothing was written. The approver's context applies its own
-			// max-override (its operator's rail), which may be shorter
-			// than the requester's; a passed --until is final.
-			if errors.Is(err, breaker.ErrDurationTooLong) {
-				return res, fmt.Errorf("request %s cannot be applied from this context (%w): approve it from a context whose max-override allows it, or deny it (koshactl request deny %s)", r.ID, err, r.ID)
-			}
-			return res, fmt.Errorf("request %s cannot be applied as asked (%w): deny it (koshactl request deny %s) and ask again", r.ID, err, r.ID)
-		}
-		for _, o := range res.Force {
-			if o.Written {
-				res.Records = append(res.Records, o.Record)
-			}
-		}
-	case policy.ActionClear:
-		requester := r.Requester
-		// A target that is no valid dependency name was named by its key
-		// (breaker clear --key 'breaker#Bad Name', an item written by
-		// hand): it is cleared by its key, as the requester's clear would.
-		var deps, keys []string
-		for _, t := range c.Targets {
-			if breaker.ValidateDependency(t) == nil {
-				deps = append(deps, t)
-			} else {
-				keys = append(keys, breaker.OverrideKey(t))
-			}
-		}
-		res.Clear, err = s.overrides.WithLog(log).ClearAll(ctx, breaker.ClearAll{Dependencies: deps, Keys: keys, Reason: c.Reason, Read: befores,
-			Actor: func(context.Context) (string, error) { return requester, nil }, Attach: attach, NoNotify: true})
-		for _, o := range res.Clear {
-			if o.Written {
-				res.Records = append(res.Records, o.Record)
-			}
-		}
-	default:
-		return res, fmt.Errorf("%w: request %s asks for %s, which this koshactl cannot apply: upgrade koshactl", ErrMalformed, r.ID, textsafe.Quote(c.Action))
+	var se *lever.SettingError
+	var re *lever.RefusedError
+	switch {
+	case errors.As(err, &se):
+		// Nothing was written. The approver's context applies its own
+		// settings (its operator's rails), which may differ from the
+		// requester's.
+		return res, fmt.Errorf("request %s cannot be applied from this context (%w): %s, or deny it (koshactl request deny %s)", r.ID, err, se.Where, r.ID)
+	case errors.As(err, &re):
+		return res, fmt.Errorf("request %s cannot be applied as asked (%w): deny it (koshactl request deny %s) and ask again", r.ID, err, r.ID)
+	case err != nil:
+		return res, err
+	}
+	res.Report, err = svc.Commit(ctx, p)
+	for _, o := range res.Report.Written() {
+		res.Records = append(res.Records, o.Record)
 	}
 	if err != nil {
 		if errors.Is(err, ErrChangedMeanwhile) && !errors.Is(err, store.ErrConditionFailed) {
 			// Another approver applied (or someone decided) it first.
 			res.AlreadyApplied = true
-			return res, err
 		}
 		return res, err
 	}
 	res.Applied = true
 	return res, nil
+}
+
+// leverChange is r's change as its lever's kind makes it: its params
+// decoded, and for a kind whose approvals are conditional on what the
+// requester read, each target's item as read then.
+func (s *Service) leverChange(r Request) (lever.Change, lever.Kind, error) {
+	ch := r.Change
+	kind, err := s.kind(ch.Action)
+	switch {
+	case errors.Is(err, lever.ErrUnknownKind):
+		return lever.Change{}, nil, fmt.Errorf("%w: request %s asks for %s, which this koshactl cannot apply: upgrade koshactl", ErrMalformed, r.ID, textsafe.Quote(ch.Action))
+	case errors.Is(err, ErrMalformed):
+		return lever.Change{}, nil, fmt.Errorf("request %s: %w", r.ID, err)
+	case err != nil:
+		// The context's settings for the kind are unusable (its bucket
+		// limits): the approver fixes them, or approves elsewhere.
+		return lever.Change{}, nil, fmt.Errorf("request %s changes %s levers, which this context cannot move: %w", r.ID, lever.KindOf(ch.Action), err)
+	}
+	params, err := kind.Params(ch.Action, ch.Params)
+	if err != nil {
+		return lever.Change{}, nil, fmt.Errorf("%w: request %s: %v", ErrMalformed, r.ID, err)
+	}
+	c := lever.Change{Action: ch.Action, Targets: ch.Targets, Reason: ch.Reason, Params: params}
+	for _, t := range ch.Targets {
+		it, ok, err := kind.Requested(t, ch.Before[t])
+		if err != nil {
+			return lever.Change{}, nil, fmt.Errorf("%w: request %s: %v", ErrMalformed, r.ID, err)
+		}
+		if ok {
+			if c.Read == nil {
+				c.Read = map[string]store.Item{}
+			}
+			c.Read[t] = it
+		}
+	}
+	return c, kind, nil
+}
+
+// kind is the lever kind of action, which must be one the policy is asked
+// about: a request for an unguarded one (never held, so never requested)
+// is malformed.
+func (s *Service) kind(action string) (lever.Kind, error) {
+	spec, a, ok := s.levers.Kinds().Action(action)
+	switch {
+	case !ok || a.Internal:
+		return nil, fmt.Errorf("%w %q", lever.ErrUnknownKind, action)
+	case a.Unguarded:
+		return nil, fmt.Errorf("%w: %s never waits for approvals, so no request asks for it", ErrMalformed, textsafe.Quote(action))
+	}
+	return s.levers.Kinds().Kind(spec.Name)
+}
+
+// resource is the policy's entity type of action's targets ("" for an
+// action no kind has).
+func (s *Service) resource(action string) string {
+	spec, _, _ := s.levers.Kinds().Action(action)
+	return spec.Resource
+}
+
+// changeOf is the change a request holds for the planned change p: its
+// kind's params, and each target it would write with its item as read.
+func (s *Service) changeOf(p *lever.Planned) (Change, error) {
+	lc := p.Change
+	params, err := p.Kind.Encode(lc)
+	if err != nil {
+		return Change{}, err
+	}
+	c := Change{Action: lc.Action, Reason: lc.Reason, Params: params, Before: map[string]json.RawMessage{}, summary: ""}
+	for _, pl := range p.Plans {
+		if pl.Noop {
+			continue
+		}
+		c.Targets = append(c.Targets, pl.Target)
+		c.Before[pl.Target] = pl.Image
+	}
+	lc.Targets = c.Targets
+	c.summary = p.Kind.Summary(lc)
+	return c, nil
+}
+
+// describe sets r's summary, in its kind's words.
+func (s *Service) describe(r Request) Request {
+	if c, kind, err := s.leverChange(r); err == nil {
+		r.Change.summary = kind.Summary(c)
+	}
+	return r
+}
+
+// decode is [RequestFromItem], summarized.
+func (s *Service) decode(it store.Item) (Request, error) {
+	r, err := RequestFromItem(it)
+	if err != nil {
+		return r, err
+	}
+	return s.describe(r), nil
 }
 
 // expire marks a pending request found past its expiry as expired, with
@@ -740,7 +790,7 @@ func (s *Service) Decide(ctx context.Context, log audit.Appender, id string, by 
 	if !ok {
 		return Request{}, audit.Record{}, notFound(id)
 	}
-	r, err := RequestFromItem(it)
+	r, err := s.decode(it)
 	if err != nil {
 		return Request{}, audit.Record{}, err
 	}
@@ -779,7 +829,7 @@ func (s *Service) Decide(ctx context.Context, log audit.Appender, id string, by 
 
 // BreakGlass returns what a break-glass change attaches: its records marked
 // break-glass and a review opened in the same transaction, and the review.
-func (s *Service) BreakGlass(action string, targets []string, reason string, actor audit.Identity, policies []string) (*breaker.Attach, *Review, error) {
+func (s *Service) BreakGlass(action string, targets []string, reason string, actor audit.Identity, policies []string) (*lever.Attach, *Review, error) {
 	id, err := newID()
 	if err != nil {
 		return nil, nil, err
@@ -789,9 +839,9 @@ func (s *Service) BreakGlass(action string, targets []string, reason string, act
 		return nil, nil, fmt.Errorf("break the glass: %w", err)
 	}
 	rv := &Review{ID: id, Action: action, Targets: targets, Reason: reason, Actor: actor.Actor, ActorSource: actor.Source, Status: ReviewOpen}
-	return &breaker.Attach{
-		Approval: &audit.Approval{Decision: audit.DecisionBreakGlass, Policies: policies, Review: id},
-		Note: breaker.Note{Outcome: "break-glass", Detail: fmt.Sprintf(
+	return &lever.Attach{
+		Approval: &audit.Approval{Decision: audit.DecisionBreakGlass, Policies: policies, Review: id}, Review: id,
+		Note: lever.Note{Outcome: "break-glass", Detail: fmt.Sprintf(
 			"BREAK-GLASS: applied without approval under the table's policy (%v); review %s stays open until someone else runs koshactl request ack %s",
 			policies, id, id)},
 		Ops: func(token string, now time.Time) []store.Op {
@@ -888,45 +938,4 @@ func (s *Service) glassProofs(ctx context.Context, id string) ([]proof.Proof, er
 		items[it.PK()] = it
 	}
 	return glassOf(items, id), nil
-}
-
-// ForceChange builds the change of a force-open of deps from the overrides
-// as read (nil when absent), reading nothing.
-func ForceChange(reason string, forDur time.Duration, until time.Time, noExpiry, overwrite bool, deps []string, befores map[string]*breaker.Override) (Change, error) {
-	c := Change{Action: policy.ActionForceOpen, Reason: reason, NoExpiry: noExpiry, Overwrite: overwrite, Before: map[string]json.RawMessage{}}
-	switch {
-	case noExpiry:
-	case forDur > 0:
-		c.ForSeconds = int64(forDur / time.Second)
-	case !until.IsZero():
-		c.Until = until.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
-	}
-	for _, dep := range deps {
-		doc, err := json.Marshal(breaker.AuditState(befores[dep]))
-		if err != nil {
-			return Change{}, err
-		}
-		c.Targets = append(c.Targets, dep)
-		c.Before[dep] = doc
-	}
-	return c, nil
-}
-
-// ClearChange builds the change of a clear of deps from the overrides as
-// read: the dependencies with an override to clear.
-func ClearChange(reason string, deps []string, befores map[string]*breaker.Override) (Change, error) {
-	c := Change{Action: policy.ActionClear, Reason: reason, Before: map[string]json.RawMessage{}}
-	for _, dep := range deps {
-		b := befores[dep]
-		if b == nil {
-			continue
-		}
-		doc, err := json.Marshal(breaker.AuditState(b))
-		if err != nil {
-			return Change{}, err
-		}
-		c.Targets = append(c.Targets, dep)
-		c.Before[dep] = doc
-	}
-	return c, nil
 }

@@ -360,7 +360,11 @@ func (s *Service) proveApproved(ctx context.Context, r Request, stored *policy.S
 		set = stored.Set
 	}
 	requester := t.requester()
-	for _, q := range r.Change.questions(s.clock.Now()) {
+	questions, err := s.questions(r.Change, s.clock.Now())
+	if err != nil {
+		return fmt.Errorf("%w: request %s: %v", ErrMalformed, r.ID, err)
+	}
+	for _, q := range questions {
 		q.Actor, q.Approvals = policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, len(t.approvals)
 		switch d := policy.Decide(set, q); d.Outcome {
 		case policy.Deny:

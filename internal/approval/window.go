@@ -81,13 +81,25 @@ func windowSummary(c Change) string {
 	return s + " (sha256 " + short(w.SHA256) + ")"
 }
 
+// ActionWindowForce is what a levers file's window does: force its
+// dependency's breaker open (the breaker lever's force, looked up by name).
+const ActionWindowForce = "breaker.force-open"
+
+// windowQuestion is the policy's question of forcing w's dependency for
+// one occurrence (no actor).
+func windowQuestion(s *Service, w Window) policy.Request {
+	return policy.Request{Action: ActionWindowForce, Resource: s.resource(ActionWindowForce), Target: w.Dependency, Duration: w.Duration()}
+}
+
 // decideWindow is the table's policy on forcing w's dependency for one
 // occurrence by actor.
-func decideWindow(set *policy.Set, actor policy.Actor, w Window) policy.Decision {
+func (s *Service) decideWindow(set *policy.Set, actor policy.Actor, w Window) policy.Decision {
 	if set == nil {
 		return policy.NoPolicy
 	}
-	return policy.Decide(set, policy.Request{Actor: actor, Action: policy.ActionForceOpen, Target: w.Dependency, Duration: w.Duration()})
+	q := windowQuestion(s, w)
+	q.Actor = actor
+	return policy.Decide(set, q)
 }
 
 // ErrWindowNoApproval: a window's force needs approvals and its request
@@ -118,7 +130,7 @@ func (s *Service) SubmitWindow(ctx context.Context, log audit.Appender, w Window
 	if stored != nil {
 		set = stored.Set
 	}
-	dec := decideWindow(set, policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, w)
+	dec := s.decideWindow(set, policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, w)
 	switch dec.Outcome {
 	case policy.Deny:
 		return Request{}, audit.Record{}, false, fmt.Errorf("%w: window %s: %s", ErrPolicyDenied, textsafe.Line(w.ID), dec.Reason)
@@ -190,7 +202,7 @@ func (s *Service) AuthorizeWindow(ctx context.Context, stored *policy.Stored, it
 	if stored != nil {
 		set = stored.Set
 	}
-	dec := decideWindow(set, policy.Actor{ARN: applier.Actor, Verified: applier.Verified()}, w)
+	dec := s.decideWindow(set, policy.Actor{ARN: applier.Actor, Verified: applier.Verified()}, w)
 	res := WindowAuthorization{Decision: dec}
 	switch dec.Outcome {
 	case policy.Deny:

@@ -16,17 +16,17 @@
 //
 // # Operations
 //
-// [Overrides] is the lever service: built once per context with its audit
-// log, the context's duration policy and its announcer bound in
-// ([Overrides.WithLog], [Overrides.WithDurations], [Overrides.WithAnnounce]),
-// it is the one path the commands, the dashboard, approvals, the MCP server
-// and drills take to force ([Overrides.ForceAll]), clear
-// ([Overrides.ClearAll]), restore ([Overrides.Restore]) and reconcile
-// ([Overrides.Reconcile]). It enforces every rule of a change, writes every
-// override conditional on what was read (absent, or the version attribute
-// exactly as stored) together with its audit record in one transaction
-// ([store.Apply]), and announces what it wrote after the commit.
-// [ForceRequest.SeenVersion] replaces only the override version the caller
+// [Overrides] reads overrides (one, a listing by index or by scan) and is
+// the override lever's kind of [lever.Kind] (kind.go): what a force, a
+// clear and a drill's restore do to a dependency's override, decided by
+// the rules of this package (names, reason, the context's duration policy,
+// no expiry only when confirmed, an active override replaced only when
+// seen or overwritten). The lever service (internal/lever) reads, writes
+// each override conditional on what was read (absent, or the write_id or
+// version exactly as stored) with its audit record in one transaction
+// ([store.Apply]), and reports. The use cases every surface asks are
+// [ForceOpen], [Clear], [Overrides.ClearAll] and [Restore].
+// [ForceParams.SeenVersion] replaces only the override version the caller
 // saw. Listing reads the lists index beside the known dependencies by key
 // ([Overrides.Each]), and a prefix scan for items written without it.
 package breaker

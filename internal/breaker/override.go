@@ -14,6 +14,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -490,45 +491,6 @@ func overridesFrom(items []store.Item) ([]Override, error) {
 	return out, nil
 }
 
-// ForceRequest asks for a forced_open override.
-type ForceRequest struct {
-	Dependency string
-	Reason     string
-	Actor      string
-	// ExpiresAt is when the override lapses; zero means never, which needs
-	// NoExpiry. Ignored when For is set. The service's duration policy
-	// applies to the time left until it.
-	ExpiresAt time.Time
-	// For, when positive, sets the expiry to the write's own created_at + For,
-	// so the two stamps are exactly For apart. The service's duration
-	// policy applies to it.
-	For time.Duration
-	// NoExpiry asks for an override that never lapses, confirmed by the
-	// operator (--no-expiry --yes): without it, a request with neither For
-	// nor ExpiresAt is refused ([ErrNoExpiryUnconfirmed]).
-	NoExpiry bool
-	// Overwrite replaces an active override set by someone else.
-	Overwrite bool
-	// SeenVersion, when set, is the version of the active override the
-	// caller saw and agreed to replace (the dashboard's prompt): that one is
-	// replaced without Overwrite, and a different active override (someone
-	// changed it since) is a conflict with Raced set.
-	SeenVersion *int64
-	// ManagedBy, when set, marks the override as a levers file's window's
-	// ([Override.ManagedBy]).
-	ManagedBy string
-	// Read, when set, is the state a previous Force (a dry run) read; Force
-	// writes conditionally on it instead of reading again. If the item changed
-	// since, the write fails as a conflict, exactly as if it had been re-read.
-	Read *ReadState
-}
-
-// ReadState is what Force read of an override before deciding.
-type ReadState struct {
-	// Current is the item read, nil when absent.
-	Current *Override
-}
-
 // ForceResult says what a force did.
 type ForceResult struct {
 	// Before is the item that was replaced (active or expired), if any.
@@ -536,10 +498,6 @@ type ForceResult struct {
 	After  Override
 	// Replaced is true when an active override was overwritten.
 	Replaced bool
-	// Confirmed is true when the store's answer to the write was lost (a
-	// connection reset, a timeout, an interrupt) and [store.Apply] settled
-	// it as landed.
-	Confirmed bool
 }
 
 // ConflictError reports an override that someone else holds (or changed while
@@ -553,7 +511,7 @@ type ConflictError struct {
 }
 
 // ErrConflict matches a *ConflictError with errors.Is.
-var ErrConflict = exitcode.New(exitcode.Conflict, "override conflict")
+var ErrConflict = lever.ErrConflict
 
 func (e *ConflictError) Error() string {
 	c := e.Current
@@ -574,65 +532,49 @@ func (e *ConflictError) Error() string {
 // Is makes errors.Is(err, ErrConflict) true, and its kind ErrConflict's.
 func (e *ConflictError) Is(target error) bool { return errors.Is(ErrConflict, target) }
 
-// forcePlan is a decided force: the request (its dependency already
-// validated), the item it replaces and the result as of the decision. Force
-// and ForceAll both decide once and write once from it.
-type forcePlan struct {
-	req    ForceRequest
-	result ForceResult
-}
-
-// planForce decides req against before (the item read, nil when absent) at
-// the clock's now: a conflict, or the override to write. It reads and
-// writes nothing and does not validate the name (its callers have).
-func (s *Overrides) planForce(req ForceRequest, before *Override) (forcePlan, error) {
-	res, err := decideForce(req, before, s.clock.Now())
-	return forcePlan{req: req, result: res}, err
-}
-
-// decideForce is the rule of a force at now: an active override is replaced
-// only when the caller saw it (SeenVersion) or asked to (Overwrite); the
-// new item's stamps are now's, its version the next after before's.
-func decideForce(req ForceRequest, before *Override, now time.Time) (ForceResult, error) {
+// decideForce is the rule of a force of dep at now: an active override is
+// replaced only when the caller saw it (SeenVersion) or asked to
+// (Overwrite); the new item's stamps are now's, its version the next after
+// before's.
+func decideForce(dep, reason, actor string, p ForceParams, before *Override, now time.Time) (ForceResult, error) {
 	res := ForceResult{Before: before}
 	if before != nil && before.ActiveAt(now) {
 		switch {
-		case req.SeenVersion != nil && before.Version != *req.SeenVersion:
+		case p.SeenVersion != nil && before.Version != *p.SeenVersion:
 			return res, &ConflictError{Current: *before, Raced: true}
-		case req.SeenVersion != nil:
+		case p.SeenVersion != nil:
 			// The override the caller saw: replacing it was agreed.
-		case !req.Overwrite:
+		case !p.Overwrite:
 			return res, &ConflictError{Current: *before}
 		}
 		res.Replaced = true
 	}
-	res.After = Override{Dependency: req.Dependency, State: OverrideStateForcedOpen, Reason: req.Reason, Actor: req.Actor, Version: 1,
-		ManagedBy: req.ManagedBy}
+	res.After = Override{Dependency: dep, State: OverrideStateForcedOpen, Reason: reason, Actor: actor, Version: 1, ManagedBy: p.ManagedBy}
 	if before != nil {
 		res.After.Version = before.nextVersion()
 	}
-	stampForce(&res.After, req, now)
+	stampForce(&res.After, p, now)
 	return res, nil
 }
 
-// CheckForce is the rule of a force applied to before (the item read, nil
-// when absent) at now, writing nothing: the *ConflictError a force of req
-// would meet, or nil. A drill checks its lever with it before the drill
-// starts and forces it later, once, with [Overrides.ForceAll].
-func CheckForce(req ForceRequest, before *Override, now time.Time) error {
-	_, err := decideForce(req, before, now)
+// CheckForce is the rule of a force with params p applied to before (the
+// item read, nil when absent) at now, writing nothing: the *ConflictError
+// such a force would meet, or nil. A drill checks its lever with it before
+// the drill starts and forces it later, once.
+func CheckForce(p ForceParams, before *Override, now time.Time) error {
+	_, err := decideForce("", "", "", p, before, now)
 	return err
 }
 
 // stampForce sets after's created_at to now and its expiry from req: For
 // after created_at, else req.ExpiresAt, else never.
-func stampForce(after *Override, req ForceRequest, now time.Time) {
+func stampForce(after *Override, p ForceParams, now time.Time) {
 	after.CreatedAt = now.UTC().Truncate(time.Millisecond)
-	after.ExpiresAt = req.ExpiresAt.UTC().Truncate(time.Millisecond)
+	after.ExpiresAt = p.ExpiresAt.UTC().Truncate(time.Millisecond)
 	switch {
-	case req.For > 0:
-		after.ExpiresAt = after.CreatedAt.Add(req.For)
-	case req.ExpiresAt.IsZero():
+	case p.For > 0:
+		after.ExpiresAt = after.CreatedAt.Add(p.For)
+	case p.ExpiresAt.IsZero():
 		after.ExpiresAt = time.Time{}
 	}
 }
@@ -643,7 +585,4 @@ type ClearResult struct {
 	Before *Override
 	// WasActive is true when the deleted override was still in force.
 	WasActive bool
-	// Confirmed is true when the store's answer to the clear was lost and
-	// [store.Apply] settled it as landed.
-	Confirmed bool
 }

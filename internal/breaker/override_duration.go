@@ -23,51 +23,10 @@ const MinOverride = CacheTTL
 // the dashboard's force-open prompt proposes.
 const DefaultFor = time.Hour
 
-// DefaultMaxOverride is the longest override a context allows when it sets
-// no max-override of its own.
+// DefaultMaxOverride is the longest override a policy allows when it is
+// given no maximum; a context's default (internal/config) is the same
+// (TestTheDefaultMaxOverrideIsTheContexts).
 const DefaultMaxOverride = 24 * time.Hour
-
-// The range of a context's max-override, checked by [CheckMaxOverride]. The
-// floor is above [MinOverride], so every context admits some override; the
-// ceiling is 30 days.
-const (
-	MinMaxOverride = time.Minute
-	MaxMaxOverride = 30 * 24 * time.Hour
-)
-
-// ErrMaxOverrideRange matches the error of [CheckMaxOverride].
-var ErrMaxOverrideRange = errors.New("max-override out of range")
-
-// CheckMaxOverride reports whether d may be a context's max-override: from
-// [MinMaxOverride] to [MaxMaxOverride]. A context whose maximum is under
-// [MinOverride] could never force anything open. The error matches
-// [ErrMaxOverrideRange].
-func CheckMaxOverride(d time.Duration) error {
-	if d < MinMaxOverride || d > MaxMaxOverride {
-		return maxOverrideError(d)
-	}
-	return nil
-}
-
-type maxOverrideError time.Duration
-
-func (e maxOverrideError) Error() string {
-	return fmt.Sprintf("max-override %s is out of range: give a duration between %s and %s",
-		time.Duration(e), shortDuration(MinMaxOverride), shortDuration(MaxMaxOverride))
-}
-
-func (e maxOverrideError) Is(target error) bool { return target == ErrMaxOverrideRange }
-
-// shortDuration writes 1m0s as 1m and 720h0m0s as 720h.
-func shortDuration(d time.Duration) string {
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	}
-	return d.String()
-}
 
 // Problems a [DurationPolicy] finds, matched with errors.Is on a
 // *[DurationError].

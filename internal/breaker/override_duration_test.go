@@ -2,7 +2,7 @@ package breaker_test
 
 import (
 	"errors"
-	"strings"
+	"github.com/kosha-platform/koshactl/internal/config"
 	"testing"
 	"time"
 
@@ -103,17 +103,14 @@ func TestDurationPolicyBounded(t *testing.T) {
 	}
 }
 
-func TestCheckMaxOverride(t *testing.T) {
-	for d, ok := range map[time.Duration]bool{
-		0: false, 2 * time.Second: false, breaker.MinOverride: false, 59 * time.Second: false,
-		time.Minute: true, 24 * time.Hour: true, 720 * time.Hour: true, 720*time.Hour + time.Second: false,
-	} {
-		err := breaker.CheckMaxOverride(d)
-		if ok != (err == nil) || !ok && (!errors.Is(err, breaker.ErrMaxOverrideRange) || !strings.Contains(err.Error(), "between 1m and 720h")) {
-			t.Errorf("CheckMaxOverride(%s) = %v", d, err)
-		}
+// A context's max-override is the config's setting (its range checked at
+// load and save): the policy's default is the context's, and no context
+// can allow less than the shortest override the fleet can see.
+func TestTheDefaultMaxOverrideIsTheContexts(t *testing.T) {
+	if breaker.DefaultMaxOverride != config.DefaultMaxOverride {
+		t.Errorf("the policy's default max-override %s, the context's %s", breaker.DefaultMaxOverride, config.DefaultMaxOverride)
 	}
-	if breaker.MinMaxOverride < breaker.MinOverride {
-		t.Errorf("the smallest max-override %s is under the minimum override %s", breaker.MinMaxOverride, breaker.MinOverride)
+	if config.MinMaxOverride < breaker.MinOverride || config.CheckMaxOverride(breaker.MinOverride) == nil {
+		t.Errorf("a context may allow %s at most, under the minimum override %s", config.MinMaxOverride, breaker.MinOverride)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/testutil/faultproxy"
@@ -48,7 +49,7 @@ func TestLostAnswersAreConfirmedWithExactlyOneRecord(t *testing.T) {
 			p := faultproxy.Start(t, moto.Start(t))
 			s := dynamotest.NewStore(t, p.URL()) // one attempt per request
 			clk := clock.NewFake(t0)
-			ov := breaker.NewOverrides(s, clk)
+			ov := newLevers(s, clk)
 			log := audit.NewLog(s, clk, "test")
 			lose := func() context.Context {
 				p.LoseNext("TransactWriteItems", 1, tc.fault)
@@ -64,16 +65,16 @@ func TestLostAnswersAreConfirmedWithExactlyOneRecord(t *testing.T) {
 				}()
 				return ctx
 			}
-			res, rec, err := ov.WithLog(log).Force(lose(), breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
-			if err != nil || !res.Confirmed || rec.ID == "" {
-				t.Fatalf("force with its answer lost: confirmed %v, record %q, err %v; want confirmed and recorded", res.Confirmed, rec.ID, err)
+			res, o, err := ov.WithLog(log).ForceOne(lose(), forceReq{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
+			if err != nil || !o.Confirmed || o.Record.ID == "" {
+				t.Fatalf("force with its answer lost: confirmed %v, record %q, err %v; want confirmed and recorded", o.Confirmed, o.Record.ID, err)
 			}
-			if got, err := ov.Get(context.Background(), "openai"); err != nil || got.WriteID != res.After.WriteID || got.WriteID != rec.Change {
-				t.Fatalf("stored override %+v, %v; want the change's token %q, the record's too", got, err, rec.Change)
+			if got, err := ov.Get(context.Background(), "openai"); err != nil || got.WriteID != res.After.WriteID || got.WriteID != o.Record.Change {
+				t.Fatalf("stored override %+v, %v; want the change's token %q, the record's too", got, err, o.Record.Change)
 			}
-			cr, crec, err := ov.WithLog(log).Clear(lose(), "openai", "me", "over")
-			if err != nil || cr.Before == nil || !cr.Confirmed || crec.ID == "" {
-				t.Fatalf("clear with its answer lost: %+v, record %q, err %v; want cleared, confirmed and recorded", cr, crec.ID, err)
+			cr, co, err := ov.WithLog(log).ClearOne(lose(), "openai", "me", "over")
+			if err != nil || cr.Before == nil || !co.Confirmed || co.Record.ID == "" {
+				t.Fatalf("clear with its answer lost: %+v, record %q, err %v; want cleared, confirmed and recorded", cr, co.Record.ID, err)
 			}
 			if _, err := ov.Get(context.Background(), "openai"); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("override after the clear: %v, want not found", err)
@@ -97,7 +98,7 @@ func TestAStalledChangeInterruptedIsSettled(t *testing.T) {
 	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL())
 	clk := clock.NewFake(t0)
-	ov := breaker.NewOverrides(s, clk)
+	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "test")
 	p.LoseNext("TransactWriteItems", 1, faultproxy.Stall)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -106,8 +107,8 @@ func TestAStalledChangeInterruptedIsSettled(t *testing.T) {
 		p.WaitStalled(t, "TransactWriteItems", 1)
 		cancel()
 	}()
-	res, rec, err := ov.WithLog(log).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
-	if err != nil || rec.ID == "" {
+	res, o, err := ov.WithLog(log).ForceOne(ctx, forceReq{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
+	if err != nil || o.Record.ID == "" {
 		t.Fatalf("force stalled and interrupted: %+v, %v", res, err)
 	}
 	if recs := records(t, log, "breaker#openai"); len(recs) != 1 {
@@ -122,11 +123,11 @@ func TestAnUnreachableStoreIsAnUnknownOutcome(t *testing.T) {
 	p := faultproxy.Start(t, moto.Start(t))
 	s := dynamotest.NewStore(t, p.URL())
 	clk := clock.NewFake(t0)
-	ov := breaker.NewOverrides(s, clk)
+	ov := newLevers(s, clk)
 	p.LoseNext("TransactWriteItems", 1, faultproxy.Reset)
 	p.LoseNext("GetItem", 1, faultproxy.Reset)
-	_, _, err := ov.WithLog(audit.NewLog(s, clk, "test")).Force(context.Background(),
-		breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
+	_, _, err := ov.WithLog(audit.NewLog(s, clk, "test")).ForceOne(context.Background(),
+		forceReq{Dependency: "openai", Reason: "incident", Actor: "me", For: time.Hour})
 	if !errors.Is(err, store.ErrOutcomeUnknown) || errors.Is(err, audit.ErrAuditWrite) {
 		t.Fatalf("force on an unreachable store: %v; want the unknown outcome, never an audit failure", err)
 	}
@@ -143,7 +144,7 @@ func TestTwoOperatorsRacingRecordEachChangeOnce(t *testing.T) {
 	for name, s := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
 		t.Run(name, func(t *testing.T) {
 			clk := clock.NewFake(t0)
-			ov := breaker.NewOverrides(s, clk)
+			ov := newLevers(s, clk)
 			log := audit.NewLog(s, clk, "race")
 			landed := 0
 			for round := range 20 {
@@ -151,7 +152,7 @@ func TestTwoOperatorsRacingRecordEachChangeOnce(t *testing.T) {
 				errs := make([]error, 2)
 				for i := range 2 {
 					wg.Go(func() {
-						_, _, errs[i] = ov.WithLog(log).Force(t.Context(), breaker.ForceRequest{Dependency: "openai",
+						_, _, errs[i] = ov.WithLog(log).ForceOne(t.Context(), forceReq{Dependency: "openai",
 							Reason: fmt.Sprintf("round %d", round), Actor: fmt.Sprintf("op%d", i), For: time.Hour})
 					})
 				}
@@ -170,7 +171,9 @@ func TestTwoOperatorsRacingRecordEachChangeOnce(t *testing.T) {
 				}
 				landed++
 				for i := range 2 {
-					wg.Go(func() { _, _, errs[i] = ov.WithLog(log).Clear(t.Context(), "openai", fmt.Sprintf("op%d", i), "done") })
+					wg.Go(func() {
+						_, _, errs[i] = ov.WithLog(log).ClearOne(t.Context(), "openai", fmt.Sprintf("op%d", i), "done")
+					})
 				}
 				wg.Wait()
 				cleared := 0
@@ -208,9 +211,9 @@ func TestAPlantedClaimHidesNoClear(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	clk := clock.NewFake(t0)
-	ov := breaker.NewOverrides(s, clk)
+	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "test")
-	res, _, err := ov.WithLog(log).Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "incident", Actor: "alice", For: time.Hour})
+	res, _, err := ov.WithLog(log).ForceOne(t.Context(), forceReq{Dependency: "openai", Reason: "incident", Actor: "alice", For: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,9 +222,9 @@ func TestAPlantedClaimHidesNoClear(t *testing.T) {
 	if err := s.Put(t.Context(), planted, store.Always()); err != nil {
 		t.Fatal(err)
 	}
-	cr, rec, err := ov.WithLog(log).Clear(t.Context(), "openai", "carol", "recovered")
-	if err != nil || cr.Before == nil || rec.Actor != "carol" {
-		t.Fatalf("clear beside a planted claim: %+v, record %+v, %v; want carol's clear recorded", cr, rec, err)
+	cr, o, err := ov.WithLog(log).ClearOne(t.Context(), "openai", "carol", "recovered")
+	if err != nil || cr.Before == nil || o.Record.Actor != "carol" {
+		t.Fatalf("clear beside a planted claim: %+v, record %+v, %v; want carol's clear recorded", cr, o.Record, err)
 	}
 	recs := records(t, log, "breaker#openai")
 	byActor := map[string]string{}
@@ -240,14 +243,13 @@ func TestARaceOnOneDependencyChangesNone(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	clk := clock.NewFake(t0)
-	ov := breaker.NewOverrides(s, clk)
+	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "test")
-	outs, err := ov.WithLog(log).ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("a", "b", "c"),
-		Actor: func(context.Context) (string, error) { return "alice", nil },
-		Confirm: func([]breaker.ForceResult) error {
-			_, _, err := ov.WithLog(log).Force(t.Context(), breaker.ForceRequest{Dependency: "b", Reason: "mine", Actor: "bob", For: time.Hour})
-			return err
-		}})
+	rep, err := lever.Do(t.Context(), ov.WithLog(log).svc(), forceAll("alice", "a", "b", "c"), func(*lever.Planned) error {
+		_, _, err := ov.WithLog(log).ForceOne(t.Context(), forceReq{Dependency: "b", Reason: "mine", Actor: "bob", For: time.Hour})
+		return err
+	})
+	outs := rep.Outcomes
 	if err == nil || len(outs) != 3 {
 		t.Fatalf("ForceAll racing bob on b: %+v, %v; want it refused", outs, err)
 	}
@@ -256,7 +258,7 @@ func TestARaceOnOneDependencyChangesNone(t *testing.T) {
 		t.Errorf("b's outcome: %v, want a conflict naming bob", outs[1].Err)
 	}
 	for _, i := range []int{0, 2} {
-		if outs[i].Written || !errors.Is(outs[i].Err, breaker.ErrNotWritten) || !strings.Contains(outs[i].Err.Error(), `"b"`) {
+		if outs[i].Written || !errors.Is(outs[i].Err, lever.ErrNotWritten) || !strings.Contains(outs[i].Err.Error(), `"b"`) {
 			t.Errorf("outcome %d: written %v, %v; want not written, naming b", i, outs[i].Written, outs[i].Err)
 		}
 	}
@@ -279,7 +281,7 @@ func TestHostileItemsAreClearedWithTheirRecords(t *testing.T) {
 	for name, s := range map[string]store.Store{"sqlite": openStore(t), "dynamo": dynamotest.NewStore(t, endpoint)} {
 		t.Run(name, func(t *testing.T) {
 			clk := clock.NewFake(t0)
-			ov := breaker.NewOverrides(s, clk)
+			ov := newLevers(s, clk)
 			log := audit.NewLog(s, clk, "test")
 			base := func(dep string) store.Item {
 				return store.Item{store.PK: breaker.OverrideKey(dep), "state": "forced_open", "reason": "r", "actor": "mallory",
@@ -295,9 +297,9 @@ func TestHostileItemsAreClearedWithTheirRecords(t *testing.T) {
 				}
 			}
 			for _, dep := range []string{"long-id", "huge"} {
-				res, rec, err := ov.WithLog(log).Clear(t.Context(), dep, "carol", "cleanup")
-				if err != nil || res.Before == nil || rec.ID == "" {
-					t.Fatalf("clear of %s: %+v, record %q, %v; want cleared and recorded", dep, res, rec.ID, err)
+				res, o, err := ov.WithLog(log).ClearOne(t.Context(), dep, "carol", "cleanup")
+				if err != nil || res.Before == nil || o.Record.ID == "" {
+					t.Fatalf("clear of %s: %+v, record %q, %v; want cleared and recorded", dep, res, o.Record.ID, err)
 				}
 				if _, err := ov.Get(t.Context(), dep); !errors.Is(err, store.ErrNotFound) {
 					t.Errorf("%s is still stored: %v", dep, err)

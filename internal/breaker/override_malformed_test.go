@@ -128,7 +128,7 @@ func testMalformedOverrides(t *testing.T, s store.Store, write rawWriter) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			clk := clock.NewFake(t0.Add(time.Minute))
-			ov := breaker.NewOverrides(s, clk)
+			ov := newLevers(s, clk)
 			log := audit.NewLog(s, clk, "test")
 			attrs := wellFormed(tc)
 			attrs["pk"] = rawAttr{Type: "S", Text: "breaker#" + dep}
@@ -169,7 +169,7 @@ func testMalformedOverrides(t *testing.T, s store.Store, write rawWriter) {
 			}
 
 			// force-open --overwrite replaces it in one command.
-			res, _, err := ov.WithLog(log).Force(t.Context(), breaker.ForceRequest{Dependency: dep, Reason: "fix",
+			res, _, err := ov.WithLog(log).ForceOne(t.Context(), forceReq{Dependency: dep, Reason: "fix",
 				Actor: "bob", For: time.Hour, Overwrite: true})
 			if err != nil {
 				t.Fatalf("force-open --overwrite of a malformed item: %v", err)
@@ -181,7 +181,7 @@ func testMalformedOverrides(t *testing.T, s store.Store, write rawWriter) {
 
 			// clear removes it in one command.
 			write(t, attrs)
-			clr, _, err := ov.WithLog(log).Clear(t.Context(), dep, "bob", "cleanup")
+			clr, _, err := ov.WithLog(log).ClearOne(t.Context(), dep, "bob", "cleanup")
 			if err != nil || clr.Before == nil {
 				t.Fatalf("clear of a malformed item: %+v, %v", clr, err)
 			}
@@ -279,7 +279,7 @@ func TestUnknownAttributesOfEveryTypeAreKeptAndIgnored(t *testing.T) {
 func testUnknownAttributes(t *testing.T, open func(t *testing.T) (store.Store, rawWriter)) {
 	s, write := open(t)
 	clk := clock.NewFake(t0.Add(time.Minute))
-	ov := breaker.NewOverrides(s, clk)
+	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "test")
 	attrs := wellFormed(malformedCase{})
 	for k, v := range storetest.EveryType {
@@ -304,12 +304,12 @@ func testUnknownAttributes(t *testing.T, open func(t *testing.T) (store.Store, r
 			t.Errorf("%s = %+v, %v; want both overrides, well-formed", name, got, err)
 		}
 	}
-	if _, _, err := ov.WithLog(log).Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "fix",
+	if _, _, err := ov.WithLog(log).ForceOne(t.Context(), forceReq{Dependency: "openai", Reason: "fix",
 		Actor: "bob", For: time.Hour, Overwrite: true}); err != nil {
 		t.Fatalf("force-open --overwrite: %v", err)
 	}
 	write(t, attrs)
-	if clr, _, err := ov.WithLog(log).Clear(t.Context(), "openai", "bob", "cleanup"); err != nil || clr.Before == nil {
+	if clr, _, err := ov.WithLog(log).ClearOne(t.Context(), "openai", "bob", "cleanup"); err != nil || clr.Before == nil {
 		t.Fatalf("clear: %+v, %v", clr, err)
 	}
 	l, err := log.List(t.Context(), audit.Query{})

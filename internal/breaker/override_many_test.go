@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 )
@@ -27,14 +28,6 @@ func (b *batchSignal) BatchGet(ctx context.Context, pks []string) (map[string]st
 		close(b.started)
 	}
 	return b.counted.BatchGet(ctx, pks)
-}
-
-func forceReqs(deps ...string) []breaker.ForceRequest {
-	var out []breaker.ForceRequest
-	for _, d := range deps {
-		out = append(out, breaker.ForceRequest{Dependency: d, Reason: "drill", For: time.Hour})
-	}
-	return out
 }
 
 func ptr(v int64) *int64 { return &v }
@@ -56,11 +49,10 @@ func TestForceAllConflictOnOneOfFourWritesNone(t *testing.T) {
 			clk := clock.NewFake(t0)
 			ov := newLevers(base, clk)
 			log := audit.NewLog(base, clk, "ctx")
-			if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "core-api", Reason: "held", Actor: "bob", For: time.Hour}); err != nil {
+			if _, err := ov.Force(t.Context(), forceReq{Dependency: "core-api", Reason: "held", Actor: "bob", For: time.Hour}); err != nil {
 				t.Fatal(err)
 			}
-			_, err := ov.WithLog(log).ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("a1", "a2", "core-api", "a3"),
-				Actor: func(context.Context) (string, error) { return "alice", nil }})
+			_, err := ov.WithLog(log).Change(t.Context(), forceAll("alice", "a1", "a2", "core-api", "a3"))
 			var ce *breaker.ConflictError
 			if !errors.As(err, &ce) || ce.Current.Actor != "bob" {
 				t.Fatalf("ForceAll with one held override: %v; want a conflict naming bob", err)
@@ -96,17 +88,16 @@ func TestForceAllReadsOnceWhileTheActorResolves(t *testing.T) {
 		}
 	}
 	deps := []string{"d01", "d02", "d03", "d04", "d05", "d06", "d07", "d08", "d09", "d10", "d11", "d12", "d13", "d14", "d15", "d16"}
-	var confirmed []breaker.ForceResult
-	outs, err := ov.WithLog(log).ForceAll(ctx, breaker.ForceAll{Requests: forceReqs(deps...), Actor: actor,
-		Confirm: func(p []breaker.ForceResult) error { confirmed = p; return nil }})
+	var confirmed []lever.Plan
+	rep, err := lever.Do(ctx, ov.WithLog(log).svc().WithActor(actor), forceAll("", deps...), func(p *lever.Planned) error { confirmed = p.Plans; return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if base.batchKeys.Load() != int64(len(deps)) || base.scans.Load() != 0 || len(confirmed) != len(deps) {
 		t.Errorf("read %d keys by batch, %d scans, confirmed %d; want %d keys in one batch", base.batchKeys.Load(), base.scans.Load(), len(confirmed), len(deps))
 	}
-	for i, o := range outs {
-		if o.Result.After.Dependency != deps[i] || !o.Written || o.Record.ID == "" || o.Result.After.Actor != "alice" {
+	for i, o := range rep.Outcomes {
+		if breaker.ForceResultOf(o).After.Dependency != deps[i] || !o.Written || o.Record.ID == "" || breaker.ForceResultOf(o).After.Actor != "alice" {
 			t.Errorf("outcome %d = %+v; want %s written by alice and audited, in request order", i, o, deps[i])
 		}
 	}
@@ -123,12 +114,12 @@ func TestForceAllWithoutItsRecordWritesNothing(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	ov := newLevers(s, clock.NewFake(t0))
-	outs, err := ov.WithLog(failingAudit{}).ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("a1", "a2")})
-	if !errors.Is(err, breaker.ErrNotWritten) || errors.Is(err, audit.ErrAuditWrite) {
+	rep, err := ov.WithLog(failingAudit{}).Change(t.Context(), forceAll("al", "a1", "a2"))
+	if !errors.Is(err, lever.ErrNotWritten) || errors.Is(err, audit.ErrAuditWrite) {
 		t.Fatalf("ForceAll with a failing audit: %v; want not written (never an audit failure of a change made)", err)
 	}
-	for _, o := range outs {
-		if o.Written || !errors.Is(o.Err, breaker.ErrNotWritten) {
+	for _, o := range rep.Outcomes {
+		if o.Written || !errors.Is(o.Err, lever.ErrNotWritten) {
 			t.Errorf("outcome %+v: want not written", o)
 		}
 	}
@@ -141,16 +132,16 @@ func TestForceSeenVersion(t *testing.T) {
 	t.Parallel()
 	s := openStore(t)
 	ov := newLevers(s, clock.NewFake(t0))
-	first, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "bob", For: time.Hour})
+	first, err := ov.Force(t.Context(), forceReq{Dependency: "openai", Reason: "r", Actor: "bob", For: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = ov.Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "al", For: time.Hour, SeenVersion: ptr(first.After.Version + 1)})
+	_, err = ov.Force(t.Context(), forceReq{Dependency: "openai", Reason: "r", Actor: "al", For: time.Hour, SeenVersion: ptr(first.After.Version + 1)})
 	var ce *breaker.ConflictError
 	if !errors.As(err, &ce) || !ce.Raced {
 		t.Fatalf("a version the caller did not see: %v; want a raced conflict", err)
 	}
-	res, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "al", For: time.Hour, SeenVersion: ptr(first.After.Version)})
+	res, err := ov.Force(t.Context(), forceReq{Dependency: "openai", Reason: "r", Actor: "al", For: time.Hour, SeenVersion: ptr(first.After.Version)})
 	if err != nil || !res.Replaced || res.After.Version != 2 {
 		t.Fatalf("replacing the version seen: %+v, %v", res, err)
 	}
@@ -162,20 +153,21 @@ func TestClearAll(t *testing.T) {
 	clk := clock.NewFake(t0)
 	ov := newLevers(s, clk)
 	log := audit.NewLog(s, clk, "ctx")
-	if _, err := ov.WithLog(log).ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("a1", "a3"),
-		Actor: func(context.Context) (string, error) { return "al", nil }}); err != nil {
+	if _, err := ov.WithLog(log).Change(t.Context(), forceAll("al", "a1", "a3")); err != nil {
 		t.Fatal(err)
 	}
 	before := s.batchKeys.Load()
-	outs, err := ov.WithLog(log).ClearAll(t.Context(), breaker.ClearAll{Dependencies: []string{"a1", "a2", "a3"}, Reason: "done",
-		Actor: func(context.Context) (string, error) { return "al", nil }})
+	c := breaker.Clear("done", "a1", "a2", "a3")
+	c.Actor = "al"
+	rep, err := ov.WithLog(log).Change(t.Context(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
+	outs := rep.Outcomes
 	if s.batchKeys.Load()-before != 3 {
 		t.Errorf("ClearAll read %d keys by batch, want 3", s.batchKeys.Load()-before)
 	}
-	if !outs[0].Written || outs[1].Written || outs[1].Result.Before != nil || !outs[2].Written {
+	if !outs[0].Written || outs[1].Written || breaker.ClearResultOf(outs[1]).Before != nil || !outs[2].Written {
 		t.Errorf("outcomes %+v: want a1 and a3 cleared, a2 already clear", outs)
 	}
 	if list, _ := ov.ListFor(t.Context(), []string{"a1", "a2", "a3"}); len(list) != 0 {
@@ -197,14 +189,17 @@ func TestClearAllAppliesTheKnownRule(t *testing.T) {
 	clk := clock.NewFake(t0)
 	ov := newLevers(base, clk)
 	log := audit.NewLog(base, clk, "ctx")
-	actor := func(context.Context) (string, error) { return "al", nil }
-	if _, err := ov.WithLog(log).ForceAll(t.Context(), breaker.ForceAll{Requests: forceReqs("openai", "legacy-svc"), Actor: actor}); err != nil {
+	if _, err := ov.WithLog(log).Change(t.Context(), forceAll("al", "openai", "legacy-svc")); err != nil {
 		t.Fatal(err)
 	}
 	known := []string{"openai", "postgres"}
 	confirmed := false
-	_, err := ov.WithLog(log).ClearAll(t.Context(), breaker.ClearAll{Dependencies: []string{"openai", "open-ai"}, Reason: "typo",
-		Actor: actor, Known: known, Confirm: func([]breaker.ClearResult) error { confirmed = true; return nil }})
+	clear := func(known []string, deps ...string) lever.Change {
+		c := breaker.Clear("done", deps...)
+		c.Actor, c.Known = "al", known
+		return c
+	}
+	_, err := lever.Do(t.Context(), ov.WithLog(log).svc(), clear(known, "openai", "open-ai"), func(*lever.Planned) error { confirmed = true; return nil })
 	var unknown *breaker.UnknownDependencyError
 	if !errors.As(err, &unknown) || unknown.Name != "open-ai" || unknown.Suggestion != "openai" {
 		t.Fatalf("clearing the typo open-ai: %v, want an unknown-dependency error suggesting openai", err)
@@ -215,11 +210,11 @@ func TestClearAllAppliesTheKnownRule(t *testing.T) {
 	if list, _ := ov.List(t.Context()); len(list) != 2 {
 		t.Errorf("a refused clear deleted an override: %s left", deps(list))
 	}
-	outs, err := ov.WithLog(log).ClearAll(t.Context(), breaker.ClearAll{Dependencies: []string{"legacy-svc"}, Reason: "done", Actor: actor, Known: known})
-	if err != nil || len(outs) != 1 || !outs[0].Written {
-		t.Fatalf("clearing an unknown name whose override is stored: %+v, %v", outs, err)
+	rep, err := ov.WithLog(log).Change(t.Context(), clear(known, "legacy-svc"))
+	if err != nil || len(rep.Outcomes) != 1 || !rep.Outcomes[0].Written {
+		t.Fatalf("clearing an unknown name whose override is stored: %+v, %v", rep, err)
 	}
-	if _, err := ov.WithLog(log).ClearAll(t.Context(), breaker.ClearAll{Dependencies: []string{"open-ai"}, Reason: "x", Actor: actor}); err != nil {
+	if _, err := ov.WithLog(log).Change(t.Context(), clear(nil, "open-ai")); err != nil {
 		t.Errorf("without Known the rule does not apply: %v", err)
 	}
 }

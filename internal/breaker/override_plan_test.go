@@ -8,6 +8,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/lever"
 )
 
 // ForceAll is the boundary where a force's names are checked: well-formed,
@@ -29,8 +30,9 @@ func TestForceAllChecksNamesBeforeReading(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &counted{Store: openStore(t)}
 			clk := clock.NewFake(t0)
-			_, err := breaker.NewOverrides(s, clk).WithLog(audit.NewLog(s, clk, "ctx")).ForceAll(t.Context(),
-				breaker.ForceAll{Requests: forceReqs(tc.deps...), Known: tc.known})
+			c := forceAll("al", tc.deps...)
+			c.Known = tc.known
+			_, err := newLevers(s, clk).Change(t.Context(), c)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
@@ -58,21 +60,23 @@ func TestForceAllWritesTheDecidedPlanStampedAtTheWrite(t *testing.T) {
 	clk := clock.NewFake(t0)
 	ov := newLevers(st, clk)
 	log := audit.NewLog(st, clk, "ctx")
-	if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "core-api", Reason: "held", Actor: "bob", For: time.Minute}); err != nil {
+	if _, err := ov.Force(t.Context(), forceReq{Dependency: "core-api", Reason: "held", Actor: "bob", For: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	var plans []breaker.ForceResult
-	outs, err := ov.WithLog(log).ForceAll(t.Context(), breaker.ForceAll{Requests: []breaker.ForceRequest{
-		{Dependency: "core-api", Reason: "drill", For: time.Hour, Overwrite: true},
-		{Dependency: "openai", Reason: "drill", For: time.Hour},
-	}, Known: []string{"core-api", "openai"}, Confirm: func(p []breaker.ForceResult) error {
-		plans = p
+	c := breaker.ForceOpen("drill", breaker.ForceParams{For: time.Hour, Overwrite: true}, "core-api", "openai")
+	c.Known, c.Actor = []string{"core-api", "openai"}, "al"
+	rep, err := lever.Do(t.Context(), ov.WithLog(log).svc(), c, func(p *lever.Planned) error {
+		for _, pl := range p.Plans {
+			plans = append(plans, pl.Result.(breaker.ForceResult))
+		}
 		clk.Advance(2 * time.Minute) // the operator reads the prompt
 		return nil
-	}})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	outs := rep.Outcomes
 	if !plans[0].Replaced || plans[1].Replaced || !plans[0].After.CreatedAt.Equal(t0) {
 		t.Fatalf("plans = %+v, want core-api's active override replaced, decided at t0", plans)
 	}
@@ -81,7 +85,7 @@ func TestForceAllWritesTheDecidedPlanStampedAtTheWrite(t *testing.T) {
 		if !o.Written || o.Record.ID == "" {
 			t.Fatalf("outcome %d = %+v, want written and audited", i, o)
 		}
-		a := o.Result.After
+		a := breaker.ForceResultOf(o).After
 		if !a.CreatedAt.Equal(wrote) || !a.ExpiresAt.Equal(wrote.Add(time.Hour)) || a.Version != plans[i].After.Version {
 			t.Fatalf("written %s = created %s expires %s v%d, want created %s expires %s v%d", a.Dependency, a.CreatedAt, a.ExpiresAt, a.Version,
 				wrote, wrote.Add(time.Hour), plans[i].After.Version)
@@ -91,7 +95,7 @@ func TestForceAllWritesTheDecidedPlanStampedAtTheWrite(t *testing.T) {
 			t.Fatalf("stored %s = %+v, %v; want the write %s", a.Dependency, got, err, a.WriteID)
 		}
 	}
-	if outs[0].Result.Replaced {
+	if breaker.ForceResultOf(outs[0]).Replaced {
 		t.Fatal("core-api's override lapsed during the confirmation: the write replaced an expired one, not an active one")
 	}
 }
@@ -108,16 +112,16 @@ func TestCheckForceIsTheForceRule(t *testing.T) {
 	seen, other := int64(3), int64(2)
 	for _, tc := range []struct {
 		name     string
-		req      breaker.ForceRequest
+		req      breaker.ForceParams
 		before   *breaker.Override
 		conflict bool
 	}{
-		{"absent", breaker.ForceRequest{Dependency: "openai", NoExpiry: true}, nil, false},
-		{"held", breaker.ForceRequest{Dependency: "openai", NoExpiry: true}, held, true},
-		{"held, overwrite", breaker.ForceRequest{Dependency: "openai", Overwrite: true, NoExpiry: true}, held, false},
-		{"held, seen", breaker.ForceRequest{Dependency: "openai", SeenVersion: &seen, NoExpiry: true}, held, false},
-		{"held, seen another version", breaker.ForceRequest{Dependency: "openai", SeenVersion: &other, Overwrite: true, NoExpiry: true}, held, true},
-		{"lapsed", breaker.ForceRequest{Dependency: "openai", NoExpiry: true}, &lapsed, false},
+		{"absent", breaker.ForceParams{NoExpiry: true}, nil, false},
+		{"held", breaker.ForceParams{NoExpiry: true}, held, true},
+		{"held, overwrite", breaker.ForceParams{Overwrite: true, NoExpiry: true}, held, false},
+		{"held, seen", breaker.ForceParams{SeenVersion: &seen, NoExpiry: true}, held, false},
+		{"held, seen another version", breaker.ForceParams{SeenVersion: &other, Overwrite: true, NoExpiry: true}, held, true},
+		{"lapsed", breaker.ForceParams{NoExpiry: true}, &lapsed, false},
 	} {
 		err := breaker.CheckForce(tc.req, tc.before, now)
 		var ce *breaker.ConflictError

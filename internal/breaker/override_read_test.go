@@ -99,7 +99,7 @@ func TestListForReadsByKey(t *testing.T) {
 				}
 			}
 			for _, dep := range []string{"openai", "legacy-tool"} {
-				if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: dep, Reason: "r", Actor: "a", For: time.Hour}); err != nil {
+				if _, err := ov.Force(t.Context(), forceReq{Dependency: dep, Reason: "r", Actor: "a", For: time.Hour}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -167,7 +167,7 @@ func TestListForShowsKnownOverridesAsStored(t *testing.T) {
 	base := &counted{Store: dynamotest.NewStore(t, endpoint)}
 	ov := newLevers(base, clock.NewFake(t0))
 	for _, dep := range []string{"a-unknown", "openai", "zz-unknown"} {
-		if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: dep, Reason: "first", Actor: "a", For: time.Hour}); err != nil {
+		if _, err := ov.Force(t.Context(), forceReq{Dependency: dep, Reason: "first", Actor: "a", For: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -178,7 +178,7 @@ func TestListForShowsKnownOverridesAsStored(t *testing.T) {
 			t.Fatal(err)
 		}
 		was[it.PK()] = it
-		if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: dep, Reason: "second", Actor: "a", For: time.Hour, Overwrite: true}); err != nil {
+		if _, err := ov.Force(t.Context(), forceReq{Dependency: dep, Reason: "second", Actor: "a", For: time.Hour, Overwrite: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -235,7 +235,7 @@ func TestListForFallsBackOnLegacyTable(t *testing.T) {
 	ov := newLevers(s, clock.NewFake(t0))
 	var notices []string
 	ov.SetNotice(func(m string) { notices = append(notices, m) })
-	if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "a", For: time.Hour}); err != nil {
+	if _, err := ov.Force(t.Context(), forceReq{Dependency: "openai", Reason: "r", Actor: "a", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -258,7 +258,7 @@ func TestListForReadsTheOverridesIndexUntilTheListsIndex(t *testing.T) {
 	var notices []string
 	ov.SetNotice(func(m string) { notices = append(notices, m) })
 	for _, dep := range []string{"openai", "other"} {
-		if _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: dep, Reason: "r", Actor: "a", For: time.Hour}); err != nil {
+		if _, err := ov.Force(t.Context(), forceReq{Dependency: dep, Reason: "r", Actor: "a", For: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 	}

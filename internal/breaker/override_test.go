@@ -81,7 +81,7 @@ func TestForcedOpenReadsTheRule(t *testing.T) {
 	if f, err := ov.ForcedOpen(ctx, "openai"); f.Active || err != nil {
 		t.Fatalf("absent item: %v %v", f, err)
 	}
-	if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "r", Actor: "a", ExpiresAt: t0.Add(time.Minute)}); err != nil {
+	if _, err := ov.Force(ctx, forceReq{Dependency: "openai", Reason: "r", Actor: "a", ExpiresAt: t0.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	if f, _ := ov.ForcedOpen(ctx, "openai"); !f.Active || !f.ExpiresAt.Equal(t0.Add(time.Minute)) || f.Reason != "r" {
@@ -106,7 +106,7 @@ func TestConcurrentForceExactlyOneWins(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = ov.Force(context.Background(), breaker.ForceRequest{Dependency: "openai", Reason: "r",
+			_, errs[i] = ov.Force(context.Background(), forceReq{Dependency: "openai", Reason: "r",
 				Actor: "operator-" + strconv.Itoa(i), ExpiresAt: t0.Add(time.Hour)})
 		}()
 	}
@@ -136,11 +136,11 @@ func TestClearDoesNotDeleteAReForce(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
 	ov := newLevers(s, clock.NewFake(t0))
-	if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "v1", Actor: "a", ExpiresAt: t0.Add(time.Hour)}); err != nil {
+	if _, err := ov.Force(ctx, forceReq{Dependency: "openai", Reason: "v1", Actor: "a", ExpiresAt: t0.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	racy := &interleave{Store: s, beforeDelete: func() {
-		if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "v2", Actor: "b",
+		if _, err := ov.Force(ctx, forceReq{Dependency: "openai", Reason: "v2", Actor: "b",
 			ExpiresAt: t0.Add(time.Hour), Overwrite: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -176,17 +176,17 @@ func TestForceOnStaleReadIsAConflict(t *testing.T) {
 	s := openStore(t)
 	ctx := context.Background()
 	ov := newLevers(s, clock.NewFake(t0))
-	req := breaker.ForceRequest{Dependency: "openai", Reason: "mine", Actor: "a", For: time.Hour}
-	plans, err := ov.WithLog(ov.log).ForceAll(ctx, breaker.ForceAll{Requests: []breaker.ForceRequest{req}, DryRun: true})
-	if err != nil || plans[0].Result.Before != nil {
-		t.Fatalf("plan: %+v %v", plans, err)
+	c := forceReq{Dependency: "openai", Reason: "mine", Actor: "a", For: time.Hour}.change()
+	c.DryRun = true
+	plan, err := ov.Change(ctx, c)
+	if err != nil || breaker.ForceResultOf(plan.Outcomes[0]).Before != nil {
+		t.Fatalf("plan: %+v %v", plan, err)
 	}
-	plan := plans[0].Result
-	if _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "theirs", Actor: "b", For: time.Hour}); err != nil {
+	if _, err := ov.Force(ctx, forceReq{Dependency: "openai", Reason: "theirs", Actor: "b", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	req.Read = &breaker.ReadState{Current: plan.Before}
-	_, err = ov.Force(ctx, req)
+	c.DryRun, c.Read = false, map[string]store.Item{"openai": nil}
+	_, err = ov.Change(ctx, c)
 	var ce *breaker.ConflictError
 	if !errors.As(err, &ce) || !ce.Raced || ce.Current.Actor != "b" {
 		t.Fatalf("force on a stale read: %v", err)

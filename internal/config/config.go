@@ -19,7 +19,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/human"
@@ -36,8 +35,51 @@ const DefaultTable = "kosha-control"
 var DefaultDependencies = []string{"core-api", "openai", "postgres", "screening-sim"}
 
 // DefaultMaxOverride caps how long an override may last unless the context
-// raises or lowers it: [breaker.DefaultMaxOverride], the one declaration.
-const DefaultMaxOverride = breaker.DefaultMaxOverride
+// raises or lowers it.
+const DefaultMaxOverride = 24 * time.Hour
+
+// The range of a context's max-override, checked by [CheckMaxOverride]. The
+// floor is above the shortest override the fleet can see (the override
+// cache period, 5 s: breaker.MinOverride), so every context admits some
+// override; the ceiling is 30 days.
+const (
+	MinMaxOverride = time.Minute
+	MaxMaxOverride = 30 * 24 * time.Hour
+)
+
+// ErrMaxOverrideRange matches the error of [CheckMaxOverride].
+var ErrMaxOverrideRange = errors.New("max-override out of range")
+
+// CheckMaxOverride reports whether d may be a context's max-override: from
+// [MinMaxOverride] to [MaxMaxOverride]. A context whose maximum is under
+// the shortest override could never force anything open. The error matches
+// [ErrMaxOverrideRange].
+func CheckMaxOverride(d time.Duration) error {
+	if d < MinMaxOverride || d > MaxMaxOverride {
+		return maxOverrideError(d)
+	}
+	return nil
+}
+
+type maxOverrideError time.Duration
+
+func (e maxOverrideError) Error() string {
+	return fmt.Sprintf("max-override %s is out of range: give a duration between %s and %s",
+		time.Duration(e), shortDuration(MinMaxOverride), shortDuration(MaxMaxOverride))
+}
+
+func (e maxOverrideError) Is(target error) bool { return target == ErrMaxOverrideRange }
+
+// shortDuration writes 1m0s as 1m and 720h0m0s as 720h.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}
 
 // ErrNoContext reports a context name that the config does not define.
 var ErrNoContext = exitcode.New(exitcode.NotFound, "no such context")
@@ -388,13 +430,10 @@ func (c *Context) KnownDependencies() []string {
 // MaxOverrideDuration returns the longest override the context allows
 // (its max-override, else [DefaultMaxOverride]).
 func (c *Context) MaxOverrideDuration() time.Duration {
-	return c.OverridePolicy().MaxFor()
-}
-
-// OverridePolicy returns the rule for how long a new override may last on
-// this context: [breaker.DurationPolicy] with the context's max-override.
-func (c *Context) OverridePolicy() breaker.DurationPolicy {
-	return breaker.DurationPolicy{Max: time.Duration(c.MaxOverride)}
+	if c.MaxOverride <= 0 {
+		return DefaultMaxOverride
+	}
+	return time.Duration(c.MaxOverride)
 }
 
 // validName is the rule of ValidateName, written out rather than as
@@ -424,7 +463,7 @@ func ValidateName(name string) error {
 }
 
 // Validate checks one context for contradictions and values out of range
-// (a max-override outside [breaker.CheckMaxOverride]'s range). Load calls
+// (a max-override outside [CheckMaxOverride]'s range). Load calls
 // it for every context and refuses the one it fails for where it is used
 // ([File.Context]), not the whole file; Save calls it for every context and
 // writes no new or changed one that fails it.
@@ -433,7 +472,7 @@ func (c *Context) Validate(name string) error {
 		return err
 	}
 	if c.MaxOverride != 0 {
-		if err := breaker.CheckMaxOverride(time.Duration(c.MaxOverride)); err != nil {
+		if err := CheckMaxOverride(time.Duration(c.MaxOverride)); err != nil {
 			return &keyError{key: "max-override", err: fmt.Errorf("%w: context %q: %w", ErrInvalid, name, err),
 				fix: fmt.Sprintf("koshactl config set-context %s --max-override %s", name, shortHours(DefaultMaxOverride))}
 		}

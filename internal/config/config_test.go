@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/config"
 )
 
@@ -106,7 +105,7 @@ func TestMaxOverrideRangeAtLoadAndSave(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, config.ErrInvalid) || !errors.Is(err, breaker.ErrMaxOverrideRange) ||
+		if !errors.Is(err, config.ErrInvalid) || !errors.Is(err, config.ErrMaxOverrideRange) ||
 			!strings.Contains(err.Error(), path+": line 5: ") || !strings.Contains(err.Error(), "max-override "+tc.value) ||
 			!strings.Contains(err.Error(), "between 1m and 720h") ||
 			!strings.Contains(err.Error(), "fix it with koshactl config set-context dev --max-override 24h") {
@@ -150,7 +149,7 @@ func TestSaveCarriesAnInvalidContextUnchanged(t *testing.T) {
 		t.Fatalf("prod after save: %+v, %v", c, err)
 	}
 	f.Contexts["dev"].MaxOverride = config.Duration(3 * time.Second)
-	if err := f.Save(); !errors.Is(err, breaker.ErrMaxOverrideRange) {
+	if err := f.Save(); !errors.Is(err, config.ErrMaxOverrideRange) {
 		t.Errorf("save of dev changed to another invalid max-override: %v", err)
 	}
 	f.Contexts["dev"].MaxOverride = config.Duration(4 * time.Hour)
@@ -175,7 +174,7 @@ func TestSaveRefusesANewInvalidContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Contexts = map[string]*config.Context{"dev": {Store: config.StoreConfig{Local: &config.LocalStore{}}, MaxOverride: config.Duration(2 * time.Second)}}
-	if err := f.Save(); !errors.Is(err, breaker.ErrMaxOverrideRange) {
+	if err := f.Save(); !errors.Is(err, config.ErrMaxOverrideRange) {
 		t.Errorf("save of max-override 2s: %v", err)
 	}
 	if _, err := os.Stat(f.Path()); !os.IsNotExist(err) {
@@ -213,6 +212,18 @@ func TestMCPReadOnlyIsReadStrictly(t *testing.T) {
 		c, err := f.Context("x")
 		if err != nil || !c.MCP.ReadOnly {
 			t.Errorf("%s: %+v %v, want read-only", name, c, err)
+		}
+	}
+}
+
+func TestCheckMaxOverride(t *testing.T) {
+	for d, ok := range map[time.Duration]bool{
+		0: false, 2 * time.Second: false, 5 * time.Second: false, 59 * time.Second: false,
+		time.Minute: true, 24 * time.Hour: true, 720 * time.Hour: true, 720*time.Hour + time.Second: false,
+	} {
+		err := config.CheckMaxOverride(d)
+		if ok != (err == nil) || !ok && (!errors.Is(err, config.ErrMaxOverrideRange) || !strings.Contains(err.Error(), "between 1m and 720h")) {
+			t.Errorf("CheckMaxOverride(%s) = %v", d, err)
 		}
 	}
 }

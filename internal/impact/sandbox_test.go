@@ -9,11 +9,11 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox/memstore"
 	"github.com/kosha-platform/koshactl/internal/impact"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
@@ -48,8 +48,7 @@ func TestImpactOnTheSandboxWithTraffic(t *testing.T) {
 			t.Errorf("sandbox shutdown: %v", err)
 		}
 	})
-	ov := breaker.NewOverrides(st, nil).WithLog(audit.NewLog(st, nil, "test"))
-	if _, _, err := ov.Force(t.Context(), breaker.ForceRequest{Dependency: impact.ScreeningSim, Reason: "impact", Actor: "t", For: time.Hour}); err != nil {
+	if _, _, err := levertest.Force(t.Context(), st, nil, audit.NewLog(st, nil, "test"), levertest.Req{Dependency: impact.ScreeningSim, Reason: "impact", Actor: "t", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	wait.Until(t, "every instance forced", func() bool {

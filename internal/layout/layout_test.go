@@ -189,3 +189,34 @@ func TestDrillLayers(t *testing.T) {
 		}
 	}
 }
+
+// everyKind are the packages that serve every lever kind: they look a kind
+// up in a registry (internal/lever) and never import one, so a new kind is
+// a new package and one registration line (internal/lever/builtin).
+var everyKind = []string{
+	"internal/lever", "internal/approval", "internal/notify", "internal/iam", "internal/policy",
+	"internal/cmd/mcp", "internal/cmd/cmdenv", "internal/cmd/levercmd",
+}
+
+// leverKinds are the lever kinds koshactl has.
+var leverKinds = []string{"internal/breaker", "internal/ratelimit"}
+
+// TestPackagesOfEveryKindImportNone lists the dependencies (tests
+// excluded) of the packages every lever kind goes through, and fails on one
+// that reaches a kind: it must look kinds up instead.
+func TestPackagesOfEveryKindImportNone(t *testing.T) {
+	for _, system := range goos {
+		_, deps := list(t, system)
+		for _, pkg := range everyKind {
+			ds, ok := deps[module+pkg]
+			if !ok {
+				t.Fatalf("GOOS=%s: %s is not listed: the layout moved without this test", system, pkg)
+			}
+			for _, k := range leverKinds {
+				if slices.Contains(ds, module+k) {
+					t.Errorf("GOOS=%s: %s depends on the lever kind %s: look it up in a lever.Registry instead", system, pkg, k)
+				}
+			}
+		}
+	}
+}

@@ -1,8 +1,11 @@
 package levers
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"sort"
 	"time"
 
@@ -222,26 +225,50 @@ func (f *File) ApprovalWindow(w Window, occurrence time.Time, contextName string
 }
 
 // Plan is what makes the table match f for the overrides f manages, from
-// the differences [Compare] found: a force (expiring at its window's end)
-// for each window in force without its override, a clear for each managed
-// override whose window is over. Nothing else is touched.
-func (f *File) Plan(diffs []Difference, actor string) breaker.Reconcile {
-	r := breaker.Reconcile{Actor: actor}
+// the differences [Compare] found, as actor: a force (expiring at its
+// window's end) for each window in force without its override, a clear for
+// each managed override whose window is over, each decided on the
+// override Compare read (its write is conditional on it). Nothing else is
+// touched. The changes are committed together, in one transaction.
+func (f *File) Plan(diffs []Difference, actor string) []lever.Change {
+	var out []lever.Change
 	for _, d := range diffs {
+		var c lever.Change
 		switch d.Action {
 		case ActionForce:
-			req := breaker.ForceRequest{Dependency: d.Dependency, Actor: actor, ExpiresAt: d.End, ManagedBy: f.markerFor(*d.Window),
-				Reason: audit.TruncateReason(fmt.Sprintf("%s (levers %s, window %s)", d.Window.Reason, f.Name, d.Window.ID)),
-				Read:   &breaker.ReadState{Current: d.Override}}
+			p := breaker.ForceParams{ExpiresAt: d.End, ManagedBy: f.markerFor(*d.Window), Planned: true}
 			if d.Override != nil {
 				v := d.Override.Version
-				req.SeenVersion = &v
+				p.SeenVersion = &v
 			}
-			r.Forces = append(r.Forces, req)
+			c = breaker.ForceOpen(audit.TruncateReason(fmt.Sprintf("%s (levers %s, window %s)", d.Window.Reason, f.Name, d.Window.ID)), p, d.Dependency)
 		case ActionClear:
-			r.Clears = append(r.Clears, breaker.ReconcileClear{Read: d.Override,
-				Reason: audit.TruncateReason(fmt.Sprintf("levers %s: %s", f.Name, d.Detail))})
+			c = breaker.Clear(audit.TruncateReason(fmt.Sprintf("levers %s: %s", f.Name, d.Detail)), d.Dependency)
+		default:
+			continue
 		}
+		c.Actor, c.Read = actor, map[string]store.Item{d.Dependency: nil}
+		if d.Override != nil {
+			c.Read[d.Dependency] = d.Override.Raw
+		}
+		out = append(out, c)
 	}
-	return r
+	return out
+}
+
+// Apply is `koshactl apply`'s use case: the changes [File.Plan] made,
+// each decided on the override Compare read (nothing is read again),
+// written together by svc (one transaction while they fit one; an operator
+// acting meanwhile makes it a conflict, nothing of it written). One report
+// per change, in order.
+func Apply(ctx context.Context, svc *lever.Service, plan []lever.Change) ([]lever.Report, error) {
+	ps := make([]*lever.Planned, len(plan))
+	for i, c := range plan {
+		p, err := svc.Plan(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		ps[i] = p
+	}
+	return svc.CommitAll(ctx, ps...)
 }

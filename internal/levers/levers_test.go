@@ -3,6 +3,7 @@ package levers_test
 import (
 	"context"
 	"errors"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"strings"
 	"testing"
@@ -166,7 +167,7 @@ func (e env) apply(t *testing.T, f *levers.File, statuses []metrics.DependencySt
 		t.Fatal(err)
 	}
 	diffs := levers.Compare(f, levers.State{Now: e.clk.Now(), Overrides: list, Statuses: statuses, Written: written})
-	if _, err := e.ov.WithLog(e.log).Reconcile(ctx, f.Plan(diffs, "ci@example.com")); err != nil {
+	if _, err := levers.Apply(ctx, levertest.Levers(e.st, e.clk, e.log), f.Plan(diffs, "ci@example.com")); err != nil {
 		t.Fatal(err)
 	}
 	return diffs
@@ -195,7 +196,7 @@ func kinds(ds []levers.Difference) string {
 func TestWindowOpensAndClosesAndIncidentLeversAreLeftAlone(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.ov.WithLog(e.log).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "INC-7 provider outage", Actor: "oncall",
+	if _, _, err := levertest.Force(ctx, e.st, e.clk, e.log, levertest.Req{Dependency: "openai", Reason: "INC-7 provider outage", Actor: "oncall",
 		For: 2 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -483,7 +484,7 @@ func TestPlantedMarkerDoesNotMakeAnOverrideManaged(t *testing.T) {
 	marker := e.override(t, "postgres").ManagedBy
 	// An incident lever on openai, then the marker put on it by hand,
 	// with a write_id of the window's write too.
-	if _, _, err := e.ov.WithLog(e.log).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "INC-7 provider outage", Actor: "oncall",
+	if _, _, err := levertest.Force(ctx, e.st, e.clk, e.log, levertest.Req{Dependency: "openai", Reason: "INC-7 provider outage", Actor: "oncall",
 		For: 2 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,9 @@ package notify
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
 // Kind and Version identify the JSON payload (docs/contracts/notification.md).
@@ -138,90 +133,13 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func timePtr(t time.Time) *time.Time {
+// Time is t as a lever's expiry: nil for the zero time (it does not lapse).
+func Time(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
 	u := t.UTC()
 	return &u
-}
-
-// ForceLevers are the levers of a force-open: one per override written.
-func ForceLevers(outs []breaker.ForceOutcome) []Lever {
-	var ls []Lever
-	for _, o := range outs {
-		if !o.Written {
-			continue
-		}
-		r := o.Result
-		change := "forced open"
-		if r.Replaced && r.Before != nil {
-			change = "forced open (replaced an override set by " + r.Before.Actor + ")"
-		}
-		if !r.After.Expires() {
-			change += ", never expires"
-		}
-		ls = append(ls, Lever{Subject: breaker.OverrideKey(r.After.Dependency), Change: change,
-			ExpiresAt: timePtr(r.After.ExpiresAt), AuditID: o.Record.ID})
-	}
-	return ls
-}
-
-// BreakerEvent is the notification of a committed breaker change, as the
-// lever service announces it ([breaker.Overrides.WithAnnounce]).
-func BreakerEvent(a breaker.Announcement) Event {
-	levers := append(ForceLevers(a.Forces), ClearLevers(a.Clears)...)
-	return Event{Action: a.Action, Actor: a.Actor, Reason: a.Reason, Levers: levers, Outcome: a.Note.Outcome, Detail: a.Note.Detail}
-}
-
-// BucketEvent is the notification of a committed bucket change, as the
-// lever service announces it ([ratelimit.Buckets.WithAnnounce]).
-func BucketEvent(a ratelimit.Announcement) Event {
-	return Event{Action: a.Action, Actor: a.Actor, Reason: a.Reason, Levers: BucketLevers(a.Outcomes), Outcome: a.Note.Outcome, Detail: a.Note.Detail}
-}
-
-// ClearLevers are the levers of a clear: one per override deleted.
-func ClearLevers(outs []breaker.ClearOutcome) []Lever {
-	var ls []Lever
-	for _, o := range outs {
-		if !o.Written {
-			continue
-		}
-		change := "cleared"
-		if b := o.Result.Before; b != nil {
-			change = "cleared (was forced open by " + b.Actor + ")"
-		}
-		ls = append(ls, Lever{Subject: breaker.OverrideKey(o.Dependency), Change: change, AuditID: o.Record.ID})
-	}
-	return ls
-}
-
-// BucketLevers are the levers of a rate-limit change: one per bucket
-// written. A bucket drained below zero lapses when it admits again.
-func BucketLevers(outs []ratelimit.ApplyOutcome) []Lever {
-	var ls []Lever
-	for _, o := range outs {
-		r := o.Result
-		if !o.Written || !r.Changed {
-			continue
-		}
-		tokens := human.Number(r.After.Tokens)
-		l := Lever{Subject: ratelimit.Key(r.Change.Client), AuditID: o.Record.ID}
-		switch r.Change.Op {
-		case ratelimit.OpReset:
-			l.Change = "reset to " + tokens + " tokens"
-		case ratelimit.OpDrain:
-			l.Change = "drained to " + tokens + " tokens"
-		default:
-			l.Change = "set to " + tokens + " tokens"
-		}
-		if !r.After.Admit && r.After.RetryAfter > 0 {
-			l.Change += fmt.Sprintf(" (requests refused for %s)", human.Age(r.After.RetryAfter))
-			l.ExpiresAt = timePtr(r.After.At.Add(r.After.RetryAfter))
-		}
-		ls = append(ls, l)
-	}
-	return ls
 }
 
 // KeyRotationLever is the lever of a chaos key rotation: kids only, never

@@ -55,17 +55,14 @@ func (a Actor) Account() string {
 	return parts[4]
 }
 
-// Target kinds: what a lever moves.
-const (
-	TargetDependency = "Dependency"
-	TargetClient     = "Client"
-)
-
 // Request is one question for [Decide]: may Actor do Action to the target
 // within these bounds, given Approvals from other people?
 type Request struct {
 	Actor  Actor
 	Action string
+	// Resource is the entity type of the action's targets (its lever
+	// kind's: Dependency, Client); empty, the set's schema says.
+	Resource string
 	// Target is the dependency (breaker levers) or client (bucket levers).
 	Target string
 	// Duration is how long a forced override lasts (0 for a clear, a bucket
@@ -76,14 +73,6 @@ type Request struct {
 	BreakGlass bool
 	// Approvals is how many people other than the requester approved.
 	Approvals int
-}
-
-// TargetKind is the entity type of the action's resource.
-func TargetKind(action string) string {
-	if strings.HasPrefix(action, "ratelimit.") {
-		return TargetClient
-	}
-	return TargetDependency
 }
 
 // Outcome is what the policy says of a request.
@@ -188,7 +177,11 @@ func (s *Set) eval(r Request) (bool, []string, []string) {
 			"account":  types.String(r.Actor.Account()),
 			"verified": types.Boolean(r.Actor.Verified),
 		})}
-	resource := types.NewEntityUID(types.EntityType("Kosha::"+TargetKind(r.Action)), types.String(r.Target))
+	kind := r.Resource
+	if kind == "" {
+		kind = s.schema.Resource(r.Action)
+	}
+	resource := types.NewEntityUID(types.EntityType("Kosha::"+kind), types.String(r.Target))
 	entities[resource] = types.Entity{UID: resource}
 	secs := int64(0)
 	if !r.NoExpiry {

@@ -16,7 +16,7 @@ func load(t *testing.T, name string) *policy.Set {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := policy.Parse(name, text)
+	s, err := policy.Parse(levers, name, text)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -44,41 +44,41 @@ func TestDecide(t *testing.T) {
 		reason    string
 	}{
 		{"no policy allows everything", nil,
-			policy.Request{Actor: verified(alice), Action: policy.ActionForceOpen, Target: "openai", NoExpiry: true}, policy.Allow, 0, "no policy"},
+			policy.Request{Actor: verified(alice), Action: actionForceOpen, Target: "openai", NoExpiry: true}, policy.Allow, 0, "no policy"},
 		{"four-eyes: a force needs one approval", fourEyes,
-			policy.Request{Actor: verified(alice), Action: policy.ActionForceOpen, Target: "openai", Duration: time.Hour}, policy.NeedsApproval, 1, "four-eyes-breakers"},
+			policy.Request{Actor: verified(alice), Action: actionForceOpen, Target: "openai", Duration: time.Hour}, policy.NeedsApproval, 1, "four-eyes-breakers"},
 		{"four-eyes: a clear needs one approval", fourEyes,
-			policy.Request{Actor: verified(alice), Action: policy.ActionClear, Target: "core-api"}, policy.NeedsApproval, 1, "needs 1 approval"},
+			policy.Request{Actor: verified(alice), Action: actionClear, Target: "core-api"}, policy.NeedsApproval, 1, "needs 1 approval"},
 		{"four-eyes: with the approval it is allowed", fourEyes,
-			policy.Request{Actor: verified(alice), Action: policy.ActionForceOpen, Target: "openai", Approvals: 1}, policy.Allow, 0, "with 1 approval"},
+			policy.Request{Actor: verified(alice), Action: actionForceOpen, Target: "openai", Approvals: 1}, policy.Allow, 0, "with 1 approval"},
 		{"four-eyes: an unverified requester may still ask", fourEyes,
-			policy.Request{Actor: policy.Actor{ARN: "alice@laptop"}, Action: policy.ActionForceOpen, Target: "openai"}, policy.NeedsApproval, 1, ""},
+			policy.Request{Actor: policy.Actor{ARN: "alice@laptop"}, Action: actionForceOpen, Target: "openai"}, policy.NeedsApproval, 1, ""},
 		{"four-eyes: break-glass for the operator role", fourEyes,
-			policy.Request{Actor: verified(operator), Action: policy.ActionForceOpen, Target: "openai", BreakGlass: true}, policy.Allow, 0, "operator-break-glass"},
+			policy.Request{Actor: verified(operator), Action: actionForceOpen, Target: "openai", BreakGlass: true}, policy.Allow, 0, "operator-break-glass"},
 		{"four-eyes: break-glass refused to a user without the role", fourEyes,
-			policy.Request{Actor: verified(alice), Action: policy.ActionClear, Target: "openai", BreakGlass: true}, policy.Deny, 0, "no policy permits a break-glass"},
+			policy.Request{Actor: verified(alice), Action: actionClear, Target: "openai", BreakGlass: true}, policy.Deny, 0, "no policy permits a break-glass"},
 		{"four-eyes: an unverified operator ARN has no role", fourEyes,
-			policy.Request{Actor: policy.Actor{ARN: operator}, Action: policy.ActionClear, Target: "openai", BreakGlass: true}, policy.Deny, 0, "break-glass"},
+			policy.Request{Actor: policy.Actor{ARN: operator}, Action: actionClear, Target: "openai", BreakGlass: true}, policy.Deny, 0, "break-glass"},
 		{"four-eyes: bucket levers as before", fourEyes,
-			policy.Request{Actor: verified(alice), Action: policy.ActionRateLimitDrain, Target: "client-7"}, policy.Allow, 0, "buckets-as-before"},
+			policy.Request{Actor: verified(alice), Action: actionDrain, Target: "client-7"}, policy.Allow, 0, "buckets-as-before"},
 		{"bounded: an operator's hour is allowed", bounded,
-			policy.Request{Actor: verified(operator), Action: policy.ActionForceOpen, Target: "openai", Duration: time.Hour}, policy.Allow, 0, "short-forces"},
+			policy.Request{Actor: verified(operator), Action: actionForceOpen, Target: "openai", Duration: time.Hour}, policy.Allow, 0, "short-forces"},
 		{"bounded: two hours need one approval", bounded,
-			policy.Request{Actor: verified(operator), Action: policy.ActionForceOpen, Target: "openai", Duration: 2 * time.Hour}, policy.NeedsApproval, 1, "long-forces"},
+			policy.Request{Actor: verified(operator), Action: actionForceOpen, Target: "openai", Duration: 2 * time.Hour}, policy.NeedsApproval, 1, "long-forces"},
 		{"bounded: no expiry needs two", bounded,
-			policy.Request{Actor: verified(operator), Action: policy.ActionForceOpen, Target: "openai", NoExpiry: true}, policy.NeedsApproval, 2, "forever-forces"},
+			policy.Request{Actor: verified(operator), Action: actionForceOpen, Target: "openai", NoExpiry: true}, policy.NeedsApproval, 2, "forever-forces"},
 		{"bounded: no expiry with one approval needs one more", bounded,
-			policy.Request{Actor: verified(operator), Action: policy.ActionForceOpen, Target: "openai", NoExpiry: true, Approvals: 1}, policy.NeedsApproval, 2, ""},
+			policy.Request{Actor: verified(operator), Action: actionForceOpen, Target: "openai", NoExpiry: true, Approvals: 1}, policy.NeedsApproval, 2, ""},
 		{"bounded: a user without the role is denied", bounded,
-			policy.Request{Actor: verified(alice), Action: policy.ActionForceOpen, Target: "openai", Duration: time.Minute}, policy.Deny, 0, "no policy permits"},
+			policy.Request{Actor: verified(alice), Action: actionForceOpen, Target: "openai", Duration: time.Minute}, policy.Deny, 0, "no policy permits"},
 		{"bounded: another account is forbidden", bounded,
-			policy.Request{Actor: verified(outsider), Action: policy.ActionClear, Target: "openai"}, policy.Deny, 0, "forbidden by own-account-only"},
+			policy.Request{Actor: verified(outsider), Action: actionClear, Target: "openai"}, policy.Deny, 0, "forbidden by own-account-only"},
 		{"bounded: payments CI resets its own client", bounded,
-			policy.Request{Actor: verified(payments), Action: policy.ActionRateLimitReset, Target: "payments-web"}, policy.Allow, 0, "payments-ci"},
+			policy.Request{Actor: verified(payments), Action: actionReset, Target: "payments-web"}, policy.Allow, 0, "payments-ci"},
 		{"bounded: payments CI may not reset another's client", bounded,
-			policy.Request{Actor: verified(payments), Action: policy.ActionRateLimitReset, Target: "search"}, policy.Deny, 0, ""},
+			policy.Request{Actor: verified(payments), Action: actionReset, Target: "search"}, policy.Deny, 0, ""},
 		{"bounded: payments CI may not drain", bounded,
-			policy.Request{Actor: verified(payments), Action: policy.ActionRateLimitDrain, Target: "payments-web"}, policy.Deny, 0, ""},
+			policy.Request{Actor: verified(payments), Action: actionDrain, Target: "payments-web"}, policy.Deny, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := policy.Decide(tc.set, tc.req)
@@ -102,7 +102,7 @@ func TestParseRefusesWithTheLine(t *testing.T) {
 		{"empty", "  \n", "empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := policy.Parse("p.cedar", []byte(tc.text))
+			_, err := policy.Parse(levers, "p.cedar", []byte(tc.text))
 			if !errors.Is(err, policy.ErrInvalid) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("Parse: %v, want one line ErrInvalid containing %q", err, tc.want)
 			}
@@ -118,11 +118,11 @@ func TestAPolicyThatCannotBeEvaluatedDenies(t *testing.T) {
 	text := `permit (principal, action, resource);
 forbid (principal, action, resource) when { context.duration_seconds * 9223372036854775807 > 0 };
 `
-	s, err := policy.Parse("overflow.cedar", []byte(text))
+	s, err := policy.Parse(levers, "overflow.cedar", []byte(text))
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	d := policy.Decide(s, policy.Request{Actor: policy.Actor{ARN: alice, Verified: true}, Action: policy.ActionForceOpen, Target: "openai", Duration: time.Hour})
+	d := policy.Decide(s, policy.Request{Actor: policy.Actor{ARN: alice, Verified: true}, Action: actionForceOpen, Target: "openai", Duration: time.Hour})
 	if d.Outcome != policy.Deny || !strings.Contains(d.Reason, "could not be evaluated") {
 		t.Errorf("Decide = %+v; want a denial saying the policy could not be evaluated", d)
 	}

@@ -65,13 +65,13 @@ func Sum(text string) string {
 // since a guard that cannot be evaluated is a reason to stop.
 var ErrStoredInvalid = exitcode.New(exitcode.Refused, "the table's policy cannot be read")
 
-// FromItem decodes the stored policy item.
-func FromItem(it store.Item) (*Stored, error) {
+// FromItem decodes the stored policy item, validated against sch.
+func FromItem(sch *Schema, it store.Item) (*Stored, error) {
 	text, ok := it[attrText].(string)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s has no text attribute (S): an admin sets it again with koshactl policy set FILE", ErrStoredInvalid, Key)
 	}
-	set, err := Parse(Key, []byte(text))
+	set, err := Parse(sch, Key, []byte(text))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v: an admin sets a valid one with koshactl policy set FILE", ErrStoredInvalid, Key, textsafe.Line(err.Error()))
 	}
@@ -98,17 +98,18 @@ func SinceOf(it store.Item) time.Time {
 
 // Policies reads and sets the table's policy.
 type Policies struct {
-	store store.Transactor
-	clock clock.Clock
+	store  store.Transactor
+	clock  clock.Clock
+	schema *Schema
 }
 
-// NewPolicies returns the policy of the table s; a nil clk is the wall
-// clock.
-func NewPolicies(s store.Transactor, clk clock.Clock) *Policies {
+// NewPolicies returns the policy of the table s, validated against sch; a
+// nil clk is the wall clock.
+func NewPolicies(s store.Transactor, clk clock.Clock, sch *Schema) *Policies {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Policies{store: s, clock: clk}
+	return &Policies{store: s, clock: clk, schema: sch}
 }
 
 // Load reads the table's policy (one strongly consistent read): nil when
@@ -121,7 +122,7 @@ func (p *Policies) Load(ctx context.Context) (*Stored, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the table's policy: %w", err)
 	}
-	return FromItem(it)
+	return FromItem(p.schema, it)
 }
 
 // Since reads when the table first had a policy (one strongly consistent
@@ -231,7 +232,7 @@ func (p *Policies) Set(ctx context.Context, log audit.Appender, set *Set, by aud
 		}
 		return SetResult{}, fmt.Errorf("set the table's policy: %w", err)
 	}
-	after, _ := FromItem(it)
+	after, _ := FromItem(p.schema, it)
 	res.After, res.Record, res.Confirmed = after, rec, applied.Confirmed
 	return res, nil
 }
@@ -245,18 +246,10 @@ func UnapprovedAt(written time.Time, approval *audit.Approval, since time.Time) 
 }
 
 // Unapproved reports whether r is a lever change the policy stored since
-// since should have seen and did not: a lever action (one of [Actions])
+// since should have seen and did not: a lever action (one of the schema's)
 // recorded at or after since, by an operator (not the data plane), with no
 // approval. Such a change was made by a writer that bypassed the policy (an
 // older koshactl, another tool, a role allowed to write lever items).
-func Unapproved(r audit.Record, since time.Time) bool {
-	if r.DataPlane || !UnapprovedAt(r.Time, r.Approval, since) {
-		return false
-	}
-	for _, a := range Actions {
-		if r.Action == a {
-			return true
-		}
-	}
-	return false
+func (s *Schema) Unapproved(r audit.Record, since time.Time) bool {
+	return !r.DataPlane && UnapprovedAt(r.Time, r.Approval, since) && s.Resource(r.Action) != ""
 }

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	_ "embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,31 +16,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/lazyre"
 )
 
-// Schema is the Cedar schema (human-readable form) every stored policy is
-// validated against: entity types Kosha::Actor (in Kosha::Role),
-// Kosha::Dependency and Kosha::Client, the lever actions and their context.
-//
-//go:embed schema.cedarschema
-var Schema string
-
-// The lever actions a policy names (Kosha::Action::"<name>"); they are the
-// audit records' actions.
-const (
-	ActionForceOpen      = "breaker.force-open"
-	ActionClear          = "breaker.clear"
-	ActionRateLimitReset = "ratelimit.reset"
-	ActionRateLimitDrain = "ratelimit.drain"
-	ActionRateLimitSet   = "ratelimit.set"
-)
-
-// Actions lists every lever action, in the order documented.
-var Actions = []string{ActionForceOpen, ActionClear, ActionRateLimitReset, ActionRateLimitDrain, ActionRateLimitSet}
-
 // MaxBytes bounds a policy's text: it is stored whole in one item.
 const MaxBytes = 64 * 1024
 
 // ErrInvalid marks a policy text that does not parse or does not validate
-// against [Schema]; nothing was stored.
+// against its [Schema]; nothing was stored.
 var ErrInvalid = exitcode.New(exitcode.Usage, "invalid policy")
 
 // Error says where a policy text is wrong: the line (1-based; 0 when the
@@ -66,26 +45,102 @@ func (e *Error) Is(target error) bool { return errors.Is(ErrInvalid, target) }
 // Set is a parsed, validated policy set.
 type Set struct {
 	// Text is the policy exactly as given (what is stored and shown).
-	Text string
-	ps   *cedar.PolicySet
-	ids  []cedar.PolicyID
-	line map[cedar.PolicyID]int
+	Text   string
+	ps     *cedar.PolicySet
+	ids    []cedar.PolicyID
+	line   map[cedar.PolicyID]int
+	schema *Schema
 }
 
-// validator is built once, on first use (not at start-up: every command
-// would pay for it): the schema is part of the binary.
-var validator = sync.OnceValue(func() *validate.Validator {
-	var s schema.Schema
-	s.SetFilename("schema.cedarschema")
-	if err := s.UnmarshalCedar([]byte(Schema)); err != nil {
-		panic("policy: the built-in schema does not parse: " + err.Error())
+// Lever is a lever kind as the table's policy names it: the entity type
+// of its targets (Kosha::Dependency), a line saying what one is, and its
+// actions (Kosha::Action::"breaker.force-open").
+type Lever struct {
+	Resource, Doc string
+	Actions       []string
+}
+
+// Schema is the Cedar schema every policy is validated against
+// (docs/contracts/policy.md): actors and their roles, what every lever
+// request carries, and each lever kind's entity and actions. Its validator
+// is built on first use (not at start-up: every command would pay for it).
+type Schema struct {
+	// Text is the schema in Cedar's human-readable form.
+	Text      string
+	resources map[string]string
+	validator func() (*validate.Validator, error)
+}
+
+// schemaBase is what every schema holds before its levers' entities.
+const schemaBase = `// The schema every koshactl table policy is validated against
+// (docs/contracts/policy.md). Principals are the verified or asserted
+// actors of koshactl; actions are the levers; resources what they move.
+namespace Kosha {
+  // An IAM role: the role name of an assumed-role (or role) ARN.
+  entity Role;
+
+  // Who acts: the caller ARN STS returned (verified), or the name the
+  // environment asserted (unverified). Member of the Role its ARN names.
+  entity Actor in [Role] {
+    arn: String,
+    account: String,
+    verified: Bool,
+  };
+`
+
+// schemaContext is the context every lever request carries.
+const schemaContext = `
+  // What every lever request carries besides who, what and on what.
+  type LeverContext = {
+    // How long the change lasts, in whole seconds (0 for a clear or a
+    // bucket lever, and for a change without expiry).
+    duration_seconds: Long,
+    // True for an override that never expires (--no-expiry).
+    no_expiry: Bool,
+    // True when the actor asks to act at once (--break-glass).
+    break_glass: Bool,
+    // Approvals from people other than the requester (0 when asking).
+    approvals: Long,
+  };
+`
+
+// NewSchema is the schema of the lever kinds levers.
+func NewSchema(levers ...Lever) *Schema {
+	var b strings.Builder
+	b.WriteString(schemaBase)
+	sch := &Schema{resources: map[string]string{}}
+	for _, l := range levers {
+		fmt.Fprintf(&b, "\n  // %s\n  entity %s;\n", l.Doc, l.Resource)
 	}
-	r, err := s.Resolve()
-	if err != nil {
-		panic("policy: the built-in schema does not resolve: " + err.Error())
+	b.WriteString(schemaContext)
+	for _, l := range levers {
+		quoted := make([]string, len(l.Actions))
+		for i, a := range l.Actions {
+			quoted[i], sch.resources[a] = strconv.Quote(a), l.Resource
+		}
+		fmt.Fprintf(&b, "\n  action %s appliesTo {\n    principal: Actor,\n    resource: %s,\n    context: LeverContext,\n  };\n",
+			strings.Join(quoted, ", "), l.Resource)
 	}
-	return validate.New(r)
-})
+	b.WriteString("}\n")
+	sch.Text = b.String()
+	sch.validator = sync.OnceValues(func() (*validate.Validator, error) {
+		var s schema.Schema
+		s.SetFilename("schema.cedarschema")
+		if err := s.UnmarshalCedar([]byte(sch.Text)); err != nil {
+			return nil, fmt.Errorf("the levers' schema does not parse: %w", err)
+		}
+		r, err := s.Resolve()
+		if err != nil {
+			return nil, fmt.Errorf("the levers' schema does not resolve: %w", err)
+		}
+		return validate.New(r), nil
+	})
+	return sch
+}
+
+// Resource is the entity type of action's targets ("" for an action no
+// lever of the schema has).
+func (s *Schema) Resource(action string) string { return s.resources[action] }
 
 // parsePos finds "<input>:LINE:COL" in cedar-go's parse errors.
 var parsePos = lazyre.New(`<input>:(\d+):(\d+):? ?`)
@@ -94,11 +149,15 @@ var parsePos = lazyre.New(`<input>:(\d+):(\d+):? ?`)
 // grammar wants), reworded.
 var exactGot = lazyre.New(`"[^"]*": exact got (\S+) want (\S+)`)
 
-// Parse parses and validates text (named file in errors). A problem is an
-// *[Error] naming the line; policies are named by their @id annotation, or
-// "policy<N>" (N from 0, in the text's order) without one, and an @id used
-// twice is refused.
-func Parse(file string, text []byte) (*Set, error) {
+// Parse parses text (named file in errors) and validates it against sch.
+// A problem is an *[Error] naming the line; policies are named by their @id
+// annotation, or "policy<N>" (N from 0, in the text's order) without one,
+// and an @id used twice is refused.
+func Parse(sch *Schema, file string, text []byte) (*Set, error) {
+	validator, err := sch.validator()
+	if err != nil {
+		return nil, err
+	}
 	if len(text) > MaxBytes {
 		return nil, &Error{File: file, Problem: fmt.Sprintf("the policy is %d bytes; a table's policy holds at most %d", len(text), MaxBytes)}
 	}
@@ -119,7 +178,7 @@ func Parse(file string, text []byte) (*Set, error) {
 		}
 		return nil, &Error{File: file, Line: line, Problem: firstLine(msg)}
 	}
-	s := &Set{Text: string(text), ps: cedar.NewPolicySet(), line: map[cedar.PolicyID]int{}}
+	s := &Set{Text: string(text), ps: cedar.NewPolicySet(), line: map[cedar.PolicyID]int{}, schema: sch}
 	for i, p := range list {
 		id := cedar.PolicyID("policy" + strconv.Itoa(i))
 		if v, ok := p.Annotations()["id"]; ok {
@@ -129,7 +188,7 @@ func Parse(file string, text []byte) (*Set, error) {
 		if !s.ps.Add(id, p) {
 			return nil, &Error{File: file, Line: line, Problem: fmt.Sprintf("@id(%q) is used by the policy at line %d too: give each policy its own id", id, s.line[id])}
 		}
-		if err := validator().Policy(string(id), (*xast.Policy)(p.AST())); err != nil {
+		if err := validator.Policy(string(id), (*xast.Policy)(p.AST())); err != nil {
 			return nil, &Error{File: file, Line: line, Problem: firstLine(err.Error()) + " (see docs/contracts/policy.md for the schema)"}
 		}
 		if err := checkApprovals(p); err != nil {

@@ -181,7 +181,7 @@ func (p *Policies) Standing(ctx context.Context, sc Scanner) (Standing, error) {
 		return Standing{}, fmt.Errorf("read the table's policy: %w", r.err)
 	}
 	st.Since = SinceOf(r.it)
-	stored, err := FromItem(r.it)
+	stored, err := FromItem(p.schema, r.it)
 	if err != nil {
 		st.Problem = textsafe.Line(err.Error())
 		return st, nil

@@ -23,7 +23,7 @@ const (
 
 func parsed(t *testing.T, text string) *policy.Set {
 	t.Helper()
-	set, err := policy.Parse("p.cedar", []byte(text))
+	set, err := policy.Parse(levers, "p.cedar", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestPolicyStandsByItsProof(t *testing.T) {
 	ctx := context.Background()
 	s := sqlitetest.NewStore(t)
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	p := policy.NewPolicies(s, clk)
+	p := policy.NewPolicies(s, clk, levers)
 	log := audit.NewLog(s, clk, "test")
 	standing := func() policy.Standing {
 		t.Helper()
@@ -125,7 +125,7 @@ func TestAPolicyWithoutProofIsUnproven(t *testing.T) {
 	if err := s.Put(ctx, store.Item{store.PK: policy.Key, "text": strict, "version": int64(3), "since": int64(1)}, store.Always()); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := policy.NewPolicies(s, nil).Load(ctx)
+	stored, err := policy.NewPolicies(s, nil, levers).Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

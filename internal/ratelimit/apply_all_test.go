@@ -13,6 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -50,12 +51,13 @@ func TestApplyAllReadsOnceAndKeepsOrder(t *testing.T) {
 		apply(t, b, log, ratelimit.Change{Op: ratelimit.OpDrain, Client: c})
 	}
 	s.gets.Store(0)
+	s.batches.Store(0)
 	var changes []ratelimit.Change
 	for _, c := range clients {
 		changes = append(changes, ratelimit.Change{Op: ratelimit.OpReset, Client: c})
 	}
 	var confirmedWrites int
-	outs, err := b.WithLog(log).ApplyAll(t.Context(), ratelimit.ApplyAll{Changes: changes, Reason: "incident over",
+	outs, err := b.WithLog(log).ApplyAll(t.Context(), applyAll{Changes: changes, Reason: "incident over",
 		Actor:   func(context.Context) (string, error) { return "al", nil },
 		Confirm: func(_ []ratelimit.ChangeResult, writes int) error { confirmedWrites = writes; return nil }})
 	if err != nil {
@@ -80,7 +82,7 @@ func TestApplyAllReadsOnceAndKeepsOrder(t *testing.T) {
 		t.Errorf("%d reset records, want 3", len(l.Records))
 	}
 	// Nothing to write needs no actor (a failing STS does not fail a no-op).
-	outs, err = b.WithLog(log).ApplyAll(t.Context(), ratelimit.ApplyAll{Changes: changes[:1],
+	outs, err = b.WithLog(log).ApplyAll(t.Context(), applyAll{Changes: changes[:1],
 		Actor: func(context.Context) (string, error) { return "", errors.New("sts: expired") }})
 	if err != nil || outs[0].Written {
 		t.Errorf("a no-op with a failing actor: %+v, %v", outs, err)
@@ -124,8 +126,8 @@ func TestApplyAllChunksPastOneChange(t *testing.T) {
 	s := &countingStore{MemStore: m}
 	clk := clock.NewFake(epoch)
 	log := newLog(m, clk)
-	n := 2*ratelimit.ChangeBuckets + 20
-	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), ratelimit.ApplyAll{Changes: drains(n), Reason: "flood",
+	n := 2*lever.ChunkLevers + 20
+	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), applyAll{Changes: drains(n), Reason: "flood",
 		Actor: func(context.Context) (string, error) { return "al", nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -157,8 +159,8 @@ func TestApplyAllFailingStoreRecordsWhatLanded(t *testing.T) {
 	s := &countingStore{MemStore: m, fail: map[int]bool{2: true}}
 	clk := clock.NewFake(epoch)
 	log := newLog(m, clk)
-	n := 2*ratelimit.ChangeBuckets + 20
-	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), ratelimit.ApplyAll{Changes: drains(n),
+	n := 2*lever.ChunkLevers + 20
+	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), applyAll{Changes: drains(n),
 		Actor: func(context.Context) (string, error) { return "al", nil }})
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrOutcomeUnknown) {
 		t.Fatalf("ApplyAll: %v, want the failed chunk's outage", err)
@@ -199,7 +201,7 @@ func TestApplyAllRebuildsARefusedChunk(t *testing.T) {
 	s := &busyStore{MemStore: m, n: 1}
 	clk := clock.NewFake(epoch)
 	log := newLog(m, clk)
-	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), ratelimit.ApplyAll{Changes: drains(3),
+	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), applyAll{Changes: drains(3),
 		Actor: func(context.Context) (string, error) { return "al", nil }})
 	if err != nil {
 		t.Fatal(err)

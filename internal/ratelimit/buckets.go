@@ -10,7 +10,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -76,68 +75,28 @@ type ListStore interface {
 
 var _ ListStore = store.Store(nil)
 
-// Buckets is the rate-limit lever service: it inspects buckets and changes
-// them with the operations operators have (reset, drain, set). It is built
-// once per context (by the command factory, a drill run) with the audit log
-// its records go to ([Buckets.WithLog]) and who hears of a change
-// ([Buckets.WithAnnounce]) bound in. Every change is one store change
-// ([store.Apply]) of the bucket's write, conditional on the updated_at it
-// read and stamped strictly later (so it composes with concurrent
-// data-plane takes and with any contract-following reader), and its audit
-// record; what was written is announced after the commit.
+// Buckets is the rate-limit lever's rules on a store: it inspects
+// buckets (one, a listing) and, as a [lever.Kind] (kind.go), decides what
+// an operator's reset, drain or set does to one. The lever service
+// (internal/lever) writes what it decides: the bucket conditional on the
+// updated_at it read and stamped strictly later (so it composes with
+// concurrent data-plane takes and with any contract-following reader),
+// with its audit record, in one store change ([store.Apply]).
 type Buckets struct {
-	store    ListStore
-	clock    clock.Clock
-	limits   Limits
-	log      audit.Appender
-	announce func(ctx context.Context, a Announcement)
+	store  ListStore
+	clock  clock.Clock
+	limits Limits
+	// segments is the scan width of the near-client search a refused
+	// drain or set makes ([Buckets.WithScanSegments]).
+	segments int
 }
 
-// WithLog returns the service writing every change's audit records to log
-// (a drill run's records carry its run id: the run binds its own).
-func (b *Buckets) WithLog(log audit.Appender) *Buckets {
+// WithScanSegments returns the service scanning in n parallel segments
+// when it looks for the client nearest to one without a bucket.
+func (b *Buckets) WithScanSegments(n int) *Buckets {
 	c := *b
-	c.log = log
+	c.segments = n
 	return &c
-}
-
-// WithAnnounce returns the service calling announce once after each
-// [Buckets.ApplyAll] that wrote something, with what it wrote: never on a
-// dry run, a refusal, or one whose caller asked for quiet (--no-notify).
-// [Buckets.ApplyAudited] (a drill's lever, announced with its run)
-// announces nothing.
-func (b *Buckets) WithAnnounce(announce func(ctx context.Context, a Announcement)) *Buckets {
-	c := *b
-	c.announce = announce
-	return &c
-}
-
-// Announcement is one committed bucket change, as the service's announcer
-// hears it: the written outcomes of one operation, in request order.
-type Announcement struct {
-	// Action is the change's audit action (ratelimit.reset, ...).
-	Action, Actor, Reason string
-	Outcomes              []ApplyOutcome
-	// Note is what the operation asked to be said with it (a break-glass
-	// review's words).
-	Note Note
-}
-
-// Note is what an operation asks its announcement to say besides its
-// buckets.
-type Note struct {
-	Outcome, Detail string
-}
-
-// ErrNoAuditLog reports a change asked of a Buckets with no audit log
-// bound: nothing is written, since nothing would record it.
-var ErrNoAuditLog = errors.New("rate-limit buckets: no audit log bound to record the change (a wiring bug)")
-
-func (b *Buckets) changeLog() (audit.Appender, error) {
-	if b.log == nil {
-		return nil, ErrNoAuditLog
-	}
-	return b.log, nil
 }
 
 // NewBuckets returns Buckets on s evaluating buckets with limits l (zero
@@ -169,13 +128,23 @@ func (b *Buckets) Get(ctx context.Context, client string) (Status, error) {
 	return StatusOf(client, bk, b.limits, b.clock.Now()), nil
 }
 
-func (b *Buckets) read(ctx context.Context, client string) (*Bucket, error) {
+// Item reads client's bucket item as stored (nil when absent): what a
+// change decided on it is conditional on ([lever.Change.Read]).
+func (b *Buckets) Item(ctx context.Context, client string) (store.Item, error) {
 	it, err := b.store.Get(ctx, Key(client))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read bucket %s: %w", client, err)
+	}
+	return it, nil
+}
+
+func (b *Buckets) read(ctx context.Context, client string) (*Bucket, error) {
+	it, err := b.Item(ctx, client)
+	if it == nil {
+		return nil, err
 	}
 	bk, err := BucketFromItem(it)
 	if err != nil {
@@ -408,7 +377,7 @@ type Change struct {
 	// HoldFor and admits again one token later. Zero writes tokens 0.
 	HoldFor time.Duration
 	// always writes the bucket even when it already is in the requested
-	// state: a change with writes attached ([Attach]) always lands.
+	// state: a change with writes attached always lands.
 	always bool
 }
 
@@ -459,54 +428,17 @@ type ChangeResult struct {
 	Change Change
 	// Before is the bucket as read (the last read, after retries).
 	Before Status
-	// After is the bucket as written (or as it would be, from [Buckets.Plan]);
+	// After is the bucket as written (or as it would be: a dry run);
 	// equal to Before when nothing changed.
 	After Status
 	// Changed is false when the bucket was already in the requested state
 	// (reset of a full or missing bucket, drain of an empty one, set to the
 	// current level); nothing was written and nothing recorded.
 	Changed bool
-	// Attempts counts the store changes sent (0 on a plan or a no-op): a
-	// change refused because a take landed since the read is rebuilt from
-	// a re-read and sent again, as a new change.
-	Attempts int
-	// Confirmed is true when the store's answer to the change was lost (a
-	// connection reset, a timeout, an interrupt) and [store.Apply] settled
-	// it as landed.
-	Confirmed bool
-	// WriteID is the token of the last change sent, which the bucket item
-	// carries as its write_id (empty when none was sent).
-	WriteID string
 	// Malformed is set when the item read was not a valid bucket (the data
 	// plane fails open on it); the change replaces it. Before then has
 	// Exists set and no stored values.
 	Malformed error
-}
-
-// Plan reads client's bucket and returns what c would do to it now,
-// writing nothing (a dry run).
-func (b *Buckets) Plan(ctx context.Context, c Change) (ChangeResult, error) {
-	if err := c.Validate(b.limits); err != nil {
-		return ChangeResult{}, err
-	}
-	raw, err := b.readRaw(ctx, c.Client)
-	if err != nil {
-		return ChangeResult{Change: c}, err
-	}
-	res, _, _ := b.decide(c, raw, b.clock.Now())
-	return res, nil
-}
-
-// readRaw reads client's bucket item as stored (nil when absent).
-func (b *Buckets) readRaw(ctx context.Context, client string) (store.Item, error) {
-	it, err := b.store.Get(ctx, Key(client))
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("read bucket %s: %w", client, err)
-	}
-	return it, nil
 }
 
 // decide computes what c does at now to the bucket read as raw (nil:
@@ -598,31 +530,4 @@ func auditView(s Status, malformed error) AuditView {
 		v = AuditView{Exists: true, Malformed: malformed.Error()}
 	}
 	return v
-}
-
-// ApplyAudited makes the change and records it (subject rl#<client>) in
-// one store change ([store.Apply]): the bucket's write and its record land
-// together or not at all. Nothing is written or recorded when the bucket
-// already is in the requested state. A write refused because a take landed
-// since the read is rebuilt from a re-read, as a new change, up to
-// [MutationAttempts] times; then the error wraps [ErrBusy]. When the store
-// could not be reached to settle a lost answer, the error wraps
-// [store.ErrOutcomeUnknown].
-func (b *Buckets) ApplyAudited(ctx context.Context, actor, reason string, c Change) (ChangeResult, audit.Record, error) {
-	log, err := b.changeLog()
-	if err != nil {
-		return ChangeResult{Change: c}, audit.Record{}, err
-	}
-	if err := audit.ValidateReason(reason); err != nil {
-		return ChangeResult{Change: c}, audit.Record{}, err
-	}
-	if err := c.Validate(b.limits); err != nil {
-		return ChangeResult{Change: c}, audit.Record{}, err
-	}
-	raw, err := b.readRaw(ctx, c.Client)
-	if err != nil {
-		return ChangeResult{Change: c}, audit.Record{}, err
-	}
-	o := b.commit(ctx, log, recordBy{actor: actor, reason: reason}, []Change{c}, []store.Item{raw})[0]
-	return o.Result, o.Record, o.Err
 }

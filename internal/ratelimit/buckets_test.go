@@ -22,15 +22,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
 
-func newBuckets(t *testing.T, s ratelimit.ListStore, clk clock.Clock) *ratelimit.Buckets {
-	t.Helper()
-	b, err := ratelimit.NewBuckets(s, clk, ratelimit.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // newLimiter is the reference data plane's limiter on s, taking from the
 // buckets the operator operations change.
 func newLimiter(t *testing.T, s limiter.BucketStore, clk clock.Clock) *limiter.Limiter {
@@ -62,7 +53,7 @@ func newLog(s interface {
 }
 
 // apply makes c and records it on log.
-func apply(t *testing.T, b *ratelimit.Buckets, log audit.Appender, c ratelimit.Change) ratelimit.ChangeResult {
+func apply(t *testing.T, b buckets, log audit.Appender, c ratelimit.Change) applied {
 	t.Helper()
 	res, _, err := b.WithLog(log).ApplyAudited(context.Background(), "tester", "", c)
 	if err != nil {
@@ -72,7 +63,7 @@ func apply(t *testing.T, b *ratelimit.Buckets, log audit.Appender, c ratelimit.C
 }
 
 // plan is c's dry run.
-func plan(t *testing.T, b *ratelimit.Buckets, c ratelimit.Change) ratelimit.ChangeResult {
+func plan(t *testing.T, b buckets, c ratelimit.Change) applied {
 	t.Helper()
 	res, err := b.Plan(context.Background(), c)
 	if err != nil {

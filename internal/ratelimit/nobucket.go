@@ -12,7 +12,7 @@ import (
 )
 
 // ErrNoBucket matches a [*NoBucketError]: a drain or set of a client that
-// has no bucket, asked with [ApplyAll.Existing]. It exits 3 (not found).
+// has no bucket, asked with lever.Change.MustExist. It exits 3 (not found).
 var ErrNoBucket = exitcode.New(exitcode.NotFound, "no bucket")
 
 // NoBucketError reports a client without a bucket item: no request of it

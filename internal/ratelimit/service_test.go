@@ -9,6 +9,8 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 )
@@ -23,42 +25,49 @@ func TestTheBucketServiceRefusesAndAnnounces(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	b := newBuckets(t, s, clk)
-	drain := ratelimit.ApplyAll{Changes: []ratelimit.Change{{Op: ratelimit.OpDrain, Client: "c1"}, {Op: ratelimit.OpDrain, Client: "c2"}},
+	drain := applyAll{Changes: []ratelimit.Change{{Op: ratelimit.OpDrain, Client: "c1"}, {Op: ratelimit.OpDrain, Client: "c2"}},
 		Reason: "abuse", Actor: func(context.Context) (string, error) { return "al", nil }}
 
 	// No audit log bound: nothing that nothing would record.
-	if _, err := b.ApplyAll(t.Context(), drain); !errors.Is(err, ratelimit.ErrNoAuditLog) {
+	if _, err := b.ApplyAll(t.Context(), drain); !errors.Is(err, lever.ErrNoAuditLog) {
 		t.Fatalf("drain without a log: %v, want ErrNoAuditLog", err)
 	}
-	if _, _, err := b.ApplyAudited(t.Context(), "al", "x", ratelimit.Change{Op: ratelimit.OpReset, Client: "c1"}); !errors.Is(err, ratelimit.ErrNoAuditLog) {
+	if _, _, err := b.ApplyAudited(t.Context(), "al", "x", ratelimit.Change{Op: ratelimit.OpReset, Client: "c1"}); !errors.Is(err, lever.ErrNoAuditLog) {
 		t.Fatalf("a drill's change without a log: %v, want ErrNoAuditLog", err)
 	}
 
-	var heard []ratelimit.Announcement
-	lb := b.WithLog(audit.NewLog(s, clk, "ctx")).WithAnnounce(func(_ context.Context, a ratelimit.Announcement) { heard = append(heard, a) })
+	lb := b.WithLog(audit.NewLog(s, clk, "ctx"))
+	var heard []*notify.Event
+	apply := func(op applyAll) error {
+		rep, err := lb.Report(t.Context(), op)
+		if rep.Event != nil {
+			heard = append(heard, rep.Event)
+		}
+		return err
+	}
 	bad := drain
 	bad.Reason = "two\nlines"
-	if _, err := lb.ApplyAll(t.Context(), bad); !errors.Is(err, audit.ErrInvalidReason) {
+	if err := apply(bad); !errors.Is(err, audit.ErrInvalidReason) {
 		t.Fatalf("a reason with a newline: %v, want ErrInvalidReason", err)
 	}
 	quiet := drain
 	quiet.DryRun = true
-	if _, err := lb.ApplyAll(t.Context(), quiet); err != nil {
+	if err := apply(quiet); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lb.ApplyAll(t.Context(), drain); err != nil {
+	if err := apply(drain); err != nil {
 		t.Fatal(err)
 	}
 	// Drained already: nothing written, nothing announced; and --no-notify.
-	if _, err := lb.ApplyAll(t.Context(), drain); err != nil {
+	if err := apply(drain); err != nil {
 		t.Fatal(err)
 	}
-	reset := ratelimit.ApplyAll{Changes: []ratelimit.Change{{Op: ratelimit.OpReset, Client: "c1"}}, Reason: "ok", NoNotify: true,
+	reset := applyAll{Changes: []ratelimit.Change{{Op: ratelimit.OpReset, Client: "c1"}}, Reason: "ok", NoNotify: true,
 		Actor: func(context.Context) (string, error) { return "al", nil }}
-	if _, err := lb.ApplyAll(t.Context(), reset); err != nil {
+	if err := apply(reset); err != nil {
 		t.Fatal(err)
 	}
-	if len(heard) != 1 || heard[0].Action != ratelimit.ActionDrain || heard[0].Actor != "al" || heard[0].Reason != "abuse" || len(heard[0].Outcomes) != 2 {
+	if len(heard) != 1 || heard[0].Action != ratelimit.ActionDrain || heard[0].Actor != "al" || heard[0].Reason != "abuse" || len(heard[0].Levers) != 2 {
 		t.Fatalf("heard %+v, want the one drain of two buckets", heard)
 	}
 	if st, _ := lb.Get(t.Context(), "c1"); st.Tokens != st.Limits.Capacity {

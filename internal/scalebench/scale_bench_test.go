@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"io"
 	"net"
 	"net/http"
@@ -222,8 +223,7 @@ func loaded(b testing.TB, buckets int) *table {
 		b.Fatal(err)
 	}
 	t := &table{endpoint: server, name: name, loadTime: time.Since(start), items: len(items), counter: newCounter(b, server)}
-	ov := breaker.NewOverrides(s, clock.NewFake(now))
-	if _, _, err := ov.WithLog(audit.NewLog(s, clock.NewFake(now), "bench")).Force(context.Background(), breaker.ForceRequest{Dependency: "openai", Reason: "bench", Actor: "bench", For: 12 * time.Hour}); err != nil {
+	if _, _, err := levertest.Force(context.Background(), s, clock.NewFake(now), audit.NewLog(s, clock.NewFake(now), "bench"), levertest.Req{Dependency: "openai", Reason: "bench", Actor: "bench", For: 12 * time.Hour}); err != nil {
 		b.Fatal(err)
 	}
 	tables[buckets] = t

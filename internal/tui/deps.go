@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -17,8 +18,8 @@ type Overrides interface {
 	// List returns every override item, active or expired, and the table's
 	// policy's since, in one store read.
 	List(ctx context.Context) (OverrideList, error)
-	Force(ctx context.Context, req ForceRequest) (breaker.ForceResult, error)
-	Clear(ctx context.Context, dependency, reason string) (breaker.ClearResult, error)
+	Force(ctx context.Context, req ForceRequest) (lever.Report, error)
+	Clear(ctx context.Context, dependency, reason string) (lever.Report, error)
 }
 
 // OverrideList is one read of the overrides.

@@ -107,7 +107,9 @@ func (p detailPane) auditLines(st styles.Styles, since time.Time) []string {
 		action := safe(strings.TrimPrefix(rec.Action, "breaker."))
 		line := fmt.Sprintf("  %s  %s  %s  %s", rec.Time.UTC().Format("01-02 15:04Z"), pad(action, 10),
 			pad(ansi.Truncate(safe(rec.Actor), actorW, "…"), actorW), safe(rec.Reason))
-		if policy.Unapproved(rec, since) {
+		// An override's records are all lever changes (its force-opens and
+		// clears): flagged by the rule of any lever write.
+		if !rec.DataPlane && policy.UnapprovedAt(rec.Time, rec.Approval, since) {
 			line += " " + st.Warning.Render("UNAPPROVED")
 		}
 		if rec.DataPlane {

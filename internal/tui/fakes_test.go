@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"sort"
 	"sync"
 	"testing"
@@ -62,42 +63,47 @@ func (f *fakeOverrides) List(context.Context) (OverrideList, error) {
 	return OverrideList{Overrides: out, PolicySince: f.policySince}, nil
 }
 
-func (f *fakeOverrides) Force(_ context.Context, req ForceRequest) (breaker.ForceResult, error) {
+func (f *fakeOverrides) Force(_ context.Context, req ForceRequest) (lever.Report, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.forced = append(f.forced, req)
 	if f.forceErr != nil {
-		return breaker.ForceResult{}, f.forceErr
+		return lever.Report{}, f.forceErr
 	}
 	now := f.clock.Now()
 	cur, ok := f.items[req.Dependency]
 	active := ok && cur.ActiveAt(now)
 	if active && (req.Replace == nil || req.Replace.Version != cur.Version) {
-		return breaker.ForceResult{}, &breaker.ConflictError{Current: cur, Raced: req.Replace != nil}
+		return lever.Report{}, &breaker.ConflictError{Current: cur, Raced: req.Replace != nil}
 	}
 	after := breaker.Override{Dependency: req.Dependency, State: breaker.OverrideStateForcedOpen, Reason: req.Reason,
 		Actor: "tester@test", CreatedAt: now, ExpiresAt: now.Add(req.For), Version: cur.Version + 1}
 	f.items[req.Dependency] = after
-	res := breaker.ForceResult{After: after, Replaced: active, Confirmed: f.lostAnswer}
+	res := breaker.ForceResult{After: after, Replaced: active}
 	if ok {
 		res.Before = &cur
 	}
-	return res, nil
+	return written(req.Dependency, res, f.lostAnswer), nil
 }
 
-func (f *fakeOverrides) Clear(_ context.Context, dep, _ string) (breaker.ClearResult, error) {
+// written is the report of one target written with result res.
+func written(target string, res any, confirmed bool) lever.Report {
+	return lever.Report{Outcomes: []lever.Outcome{{Target: target, Result: res, Written: true, Confirmed: confirmed}}}
+}
+
+func (f *fakeOverrides) Clear(_ context.Context, dep, _ string) (lever.Report, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cleared = append(f.cleared, dep)
 	if f.clearErr != nil {
-		return breaker.ClearResult{}, f.clearErr
+		return lever.Report{}, f.clearErr
 	}
 	cur, ok := f.items[dep]
 	if !ok {
-		return breaker.ClearResult{}, nil
+		return lever.Report{Outcomes: []lever.Outcome{{Target: dep, Result: breaker.ClearResult{}, Noop: true}}}, nil
 	}
 	delete(f.items, dep)
-	return breaker.ClearResult{Before: &cur, WasActive: cur.ActiveAt(f.clock.Now()), Confirmed: f.lostAnswer}, nil
+	return written(dep, breaker.ClearResult{Before: &cur, WasActive: cur.ActiveAt(f.clock.Now())}, f.lostAnswer), nil
 }
 
 func (f *fakeOverrides) get(dep string) (breaker.Override, bool) {

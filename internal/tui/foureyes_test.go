@@ -3,6 +3,9 @@ package tui
 import (
 	"context"
 	"errors"
+	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,33 +69,32 @@ func TestDashboardLeversFollowTheTablesPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := policy.Parse("four-eyes.cedar", text)
+	set, err := policy.Parse(approval.PolicySchema(builtin.Specs()), "four-eyes.cedar", text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := policy.NewPolicies(st, clk).Set(ctx, log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
+	if _, err := policy.NewPolicies(st, clk, approval.PolicySchema(builtin.Specs())).Set(ctx, log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
 		t.Fatal(err)
 	}
-	levers := breaker.NewOverrides(st, clk)
+	levers := levertest.Levers(st, clk, log)
 	svc := approval.NewService(st, clk, levers, "local")
 	n := &recordingNotifier{}
 	identity := func(id audit.Identity) func(context.Context) (audit.Identity, error) {
 		return func(context.Context) (audit.Identity, error) { return id, nil }
 	}
-	alice := StoreOverrides{Overrides: levers, Log: log, Known: []string{"openai", "core-api"}, Notifier: n,
-		Actor:     func(context.Context) (string, error) { return aliceID.Actor, nil },
-		Approvals: svc, Identity: identity(aliceID)}
+	alice := StoreOverrides{Overrides: breaker.NewOverrides(st, clk), Known: []string{"openai", "core-api"}, Notifier: n,
+		Levers: svc.Guard(levers.WithActor(func(context.Context) (string, error) { return aliceID.Actor, nil }), identity(aliceID), notify.SourceDashboard)}
 
 	_, err = alice.Force(ctx, ForceRequest{Dependency: "openai", Reason: "provider incident", For: 30 * time.Minute})
-	var pe *approval.PendingError
-	if !errors.As(err, &pe) || pe.Request.Needed != 1 || pe.Request.Requester != aliceID.Actor {
+	var pe *lever.PendingError
+	if !errors.As(err, &pe) || pe.Pending.Needed != 1 || pe.Pending.Requester != aliceID.Actor {
 		t.Fatalf("alice's force under four eyes: %v, want a pending request", err)
 	}
 	list, err := alice.List(ctx)
 	if err != nil || len(list.Overrides) != 0 || list.PolicySince.IsZero() {
 		t.Fatalf("after the request: %+v, %v; want nothing forced and the policy's since", list, err)
 	}
-	if got := pendingResult(pe); !strings.Contains(got, "request "+pe.Request.ID) || !strings.Contains(got, "koshactl request approve "+pe.Request.ID) {
+	if got := pendingResult(pe.Pending); !strings.Contains(got, "request "+pe.Pending.ID) || !strings.Contains(got, "koshactl request approve "+pe.Pending.ID) {
 		t.Errorf("status %q lacks the request id or the approve command", got)
 	}
 
@@ -100,7 +102,7 @@ func TestDashboardLeversFollowTheTablesPolicy(t *testing.T) {
 		return StoreRequests{Approvals: svc, Log: log, Identity: identity(id), Clock: clk, Notifier: n}
 	}
 	pending, err := reqs(bobID).Pending(ctx)
-	if err != nil || len(pending) != 1 || pending[0].ID != pe.Request.ID {
+	if err != nil || len(pending) != 1 || pending[0].ID != pe.Pending.ID {
 		t.Fatalf("pending = %+v, %v", pending, err)
 	}
 	if _, err := reqs(aliceID).Approve(ctx, pending[0].ID, pending[0].SHA256); !errors.Is(err, approval.ErrSelf) {
@@ -115,9 +117,9 @@ func TestDashboardLeversFollowTheTablesPolicy(t *testing.T) {
 		t.Fatalf("after the approval: %+v", list)
 	}
 	o := list.Overrides[0]
-	if o.Approval == nil || o.Approval.Decision != audit.DecisionApproved || o.Approval.Request != pe.Request.ID ||
+	if o.Approval == nil || o.Approval.Decision != audit.DecisionApproved || o.Approval.Request != pe.Pending.ID ||
 		policy.UnapprovedAt(o.CreatedAt, o.Approval, list.PolicySince) {
-		t.Errorf("the approved override carries %+v, want approved by request %s", o.Approval, pe.Request.ID)
+		t.Errorf("the approved override carries %+v, want approved by request %s", o.Approval, pe.Pending.ID)
 	}
 	if pending, _ := reqs(bobID).Pending(ctx); len(pending) != 0 {
 		t.Errorf("still pending after it was applied: %+v", pending)
@@ -125,19 +127,22 @@ func TestDashboardLeversFollowTheTablesPolicy(t *testing.T) {
 
 	// A clear asks too: a request, nothing cleared; bob denies it.
 	_, err = alice.Clear(ctx, "openai", "recovered")
-	if !errors.As(err, &pe) || pe.Request.Change.Action != policy.ActionClear {
+	if !errors.As(err, &pe) {
 		t.Fatalf("alice's clear: %v, want a pending request", err)
 	}
-	if _, err := reqs(bobID).Deny(ctx, pe.Request.ID, "not yet"); err != nil {
+	if r, err := svc.Get(ctx, pe.Pending.ID); err != nil || r.Change.Action != breaker.ActionClear {
+		t.Fatalf("the clear's request: %+v, %v", r, err)
+	}
+	if _, err := reqs(bobID).Deny(ctx, pe.Pending.ID, "not yet"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := reqs(bobID).Approve(ctx, pe.Request.ID, pe.Request.SHA256); !errors.Is(err, approval.ErrClosed) {
+	if _, err := reqs(bobID).Approve(ctx, pe.Pending.ID, pe.Pending.SHA256); !errors.Is(err, approval.ErrClosed) {
 		t.Errorf("approving a denied request: %v, want ErrClosed", err)
 	}
 
 	// A write that did not ask the policy (an older koshactl) is flagged.
 	clk.Advance(time.Minute)
-	if _, _, err := levers.WithLog(log).Force(ctx, breaker.ForceRequest{Dependency: "core-api", Reason: "bypass", Actor: "mallory", For: time.Hour}); err != nil {
+	if _, _, err := levertest.Force(ctx, st, clk, log, levertest.Req{Dependency: "core-api", Reason: "bypass", Actor: "mallory", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	list, _ = alice.List(ctx)
@@ -205,24 +210,32 @@ func (f *fakeRequests) Deny(_ context.Context, id, note string) (approval.Reques
 }
 
 func pendingRequest(id string) approval.Request {
-	return approval.Request{ID: id, SHA256: strings.Repeat("ab", 32), Requester: aliceID.Actor, Status: approval.StatusPending,
-		CreatedAt: epoch.Add(-time.Minute), ExpiresAt: epoch.Add(59 * time.Minute), Needed: 1, Approvers: []string{},
-		Change: approval.Change{Action: policy.ActionForceOpen, Targets: []string{"openai"}, Reason: "provider incident", ForSeconds: 1800}}
+	r := approval.PendingRequest(pending(id), epoch.Add(-time.Minute))
+	r.Change.Action, r.Change.Targets, r.Change.Reason = breaker.ActionForceOpen, []string{"openai"}, "provider incident"
+	return r
 }
 
-// pendingOverrides answers every force and clear as the gate does under a
+// pending is a request of alice's force of openai for 30m.
+func pending(id string) lever.Pending {
+	return lever.Pending{ID: id, SHA256: strings.Repeat("ab", 32), Requester: aliceID.Actor, Summary: "force open openai for 30m",
+		ExpiresAt: epoch.Add(59 * time.Minute), Needed: 1}
+}
+
+// pendingOverrides answers every force and clear as the guard does under a
 // policy that needs an approval.
 type pendingOverrides struct {
 	*fakeOverrides
 	req approval.Request
 }
 
-func (p pendingOverrides) Force(context.Context, ForceRequest) (breaker.ForceResult, error) {
-	return breaker.ForceResult{}, &approval.PendingError{Request: p.req}
+func (p pendingOverrides) Force(context.Context, ForceRequest) (lever.Report, error) {
+	pd := pending(p.req.ID)
+	return lever.Report{Pending: &pd}, &lever.PendingError{Pending: pd}
 }
 
-func (p pendingOverrides) Clear(context.Context, string, string) (breaker.ClearResult, error) {
-	return breaker.ClearResult{}, &approval.PendingError{Request: p.req}
+func (p pendingOverrides) Clear(context.Context, string, string) (lever.Report, error) {
+	pd := pending(p.req.ID)
+	return lever.Report{Pending: &pd}, &lever.PendingError{Pending: pd}
 }
 
 func TestAForceThePolicyHoldsShowsTheRequest(t *testing.T) {

@@ -2,40 +2,31 @@ package tui
 
 import (
 	"context"
-	"errors"
-	"time"
 
-	"github.com/kosha-platform/koshactl/internal/approval"
-	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/policy"
 )
 
-// StoreOverrides implements [Overrides] on the breaker lever service,
-// through the same lever operations as `koshactl breaker force-open` and
-// `clear` (breaker.Overrides.ForceAll and ClearAll), so every change is
-// checked, audited and announced the same way.
+// StoreOverrides implements [Overrides] with the override lever's use cases,
+// as `koshactl breaker force-open` and `clear` run them: through Levers (the
+// context's lever service under the table's policy), so every change is
+// checked, asked of the policy (a change it needs approvals for becomes a
+// change request, returned as a *lever.PendingError, nothing changed),
+// audited and announced the same way.
 type StoreOverrides struct {
+	// Overrides reads the overrides.
 	Overrides *breaker.Overrides
-	// Log records every change and change request.
-	Log audit.Appender
+	// Levers moves them: the context's lever service under the table's
+	// policy.
+	Levers lever.Changer
 	// Known lists the context's dependencies: List reads their overrides
 	// consistently by key (see breaker.Overrides.ListFor).
 	Known []string
-	// Actor names who acts, for the item and the audit record.
-	Actor func(ctx context.Context) (string, error)
-	// Notifier announces each force and clear (after its audit record,
-	// through the lever service's announcer) and each change request the
+	// Notifier announces each force and clear, and each change request the
 	// policy turned a lever into; nil announces nothing.
 	Notifier notify.Notifier
-	// Approvals, when set, asks the table's policy before each force and
-	// clear, through the lever commands' own gate (approval.Gate): a change
-	// the policy needs approvals for becomes a change request, returned as
-	// an *approval.PendingError, and nothing is changed. Identity is who
-	// asks (verified by STS or not).
-	Approvals *approval.Service
-	Identity  func(ctx context.Context) (audit.Identity, error)
 }
 
 var _ Overrides = StoreOverrides{}
@@ -57,94 +48,27 @@ func (s StoreOverrides) List(ctx context.Context) (OverrideList, error) {
 }
 
 // Force implements [Overrides]. An active override replaces only the one the
-// operator saw (same version, breaker.ForceRequest.SeenVersion); anything
+// operator saw (same version, breaker.ForceParams.SeenVersion); anything
 // else is a *breaker.ConflictError.
-func (s StoreOverrides) Force(ctx context.Context, req ForceRequest) (breaker.ForceResult, error) {
-	r := breaker.ForceRequest{Dependency: req.Dependency, Reason: req.Reason, For: req.For}
+func (s StoreOverrides) Force(ctx context.Context, req ForceRequest) (lever.Report, error) {
+	p := breaker.ForceParams{For: req.For}
 	if req.Replace != nil {
 		v := req.Replace.Version
-		r.SeenVersion = &v
+		p.SeenVersion = &v
 	}
-	gate := s.gate(ctx, approval.Question{Action: breaker.ActionForceOpen, Targets: []string{req.Dependency}, Duration: req.For, Reason: req.Reason})
-	outs, err := s.levers().ForceAll(ctx, breaker.ForceAll{Requests: []breaker.ForceRequest{r}, Actor: s.Actor, Gate: gate.breaker()})
-	if errors.Is(err, approval.ErrNeedsApproval) {
-		change, cerr := approval.ForceChange(req.Reason, req.For, time.Time{}, false, req.Replace != nil, []string{req.Dependency}, gate.Befores)
-		if cerr != nil {
-			return breaker.ForceResult{}, cerr
-		}
-		return breaker.ForceResult{}, s.submit(ctx, gate, change)
-	}
-	if len(outs) == 0 {
-		return breaker.ForceResult{}, err
-	}
-	return outs[0].Result, err
-}
-
-// leverGate is the policy's gate of one dashboard lever (nil without
-// Approvals: the change is made as before policies existed).
-type leverGate struct{ *approval.Gate }
-
-func (s StoreOverrides) gate(ctx context.Context, q approval.Question) leverGate {
-	if s.Approvals == nil {
-		return leverGate{}
-	}
-	identity := s.Identity
-	if identity == nil {
-		identity = func(ctx context.Context) (audit.Identity, error) {
-			a, err := s.Actor(ctx)
-			return audit.Identity{Actor: a}, err
-		}
-	}
-	return leverGate{s.Approvals.NewGate(ctx, identity, q)}
-}
-
-func (g leverGate) breaker() *breaker.Gate {
-	if g.Gate == nil {
-		return nil
-	}
-	return g.Breaker()
-}
-
-// submit stores the change the gate stopped as a change request, announces
-// it as the lever commands do, and returns it as an *approval.PendingError.
-func (s StoreOverrides) submit(ctx context.Context, g leverGate, c approval.Change) error {
-	r, rec, err := g.Submit(ctx, s.Log, c, 0)
-	if err != nil {
-		return err
-	}
-	if s.Notifier != nil {
-		ev := approval.RequestedEvent(r, rec)
-		ev.Source = notify.SourceDashboard
-		s.Notifier.Notify(ctx, ev)
-	}
-	return &approval.PendingError{Request: r}
-}
-
-// levers is the lever service as the dashboard pulls it: recorded in Log,
-// announced from the dashboard as each change is made.
-func (s StoreOverrides) levers() *breaker.Overrides {
-	return s.Overrides.WithLog(s.Log).WithAnnounce(func(ctx context.Context, a breaker.Announcement) {
-		if s.Notifier != nil {
-			ev := notify.BreakerEvent(a)
-			ev.Source = notify.SourceDashboard
-			s.Notifier.Notify(ctx, ev)
-		}
-	})
+	return s.change(ctx, breaker.ForceOpen(req.Reason, p, req.Dependency))
 }
 
 // Clear implements [Overrides].
-func (s StoreOverrides) Clear(ctx context.Context, dependency, reason string) (breaker.ClearResult, error) {
-	gate := s.gate(ctx, approval.Question{Action: breaker.ActionClear, Targets: []string{dependency}, Reason: reason})
-	outs, err := s.levers().ClearAll(ctx, breaker.ClearAll{Dependencies: []string{dependency}, Reason: reason, Actor: s.Actor, Gate: gate.breaker()})
-	if errors.Is(err, approval.ErrNeedsApproval) {
-		change, cerr := approval.ClearChange(reason, []string{dependency}, gate.Befores)
-		if cerr != nil {
-			return breaker.ClearResult{}, cerr
-		}
-		return breaker.ClearResult{}, s.submit(ctx, gate, change)
+func (s StoreOverrides) Clear(ctx context.Context, dependency, reason string) (lever.Report, error) {
+	return s.change(ctx, breaker.Clear(reason, dependency))
+}
+
+// change makes c and announces what it did (written, or requested).
+func (s StoreOverrides) change(ctx context.Context, c lever.Change) (lever.Report, error) {
+	rep, err := lever.Do(ctx, s.Levers, c, nil)
+	if rep.Event != nil && s.Notifier != nil {
+		s.Notifier.Notify(ctx, *rep.Event)
 	}
-	if len(outs) == 0 {
-		return breaker.ClearResult{}, err
-	}
-	return outs[0].Result, err
+	return rep, err
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,9 +31,9 @@ func TestDashboardLeversNotifyOncePerChange(t *testing.T) {
 	log := audit.NewLog(st, h.clock, "local")
 	d := &notify.Dispatcher{Context: "local", Clock: h.clock, Audit: log,
 		Sinks: []notify.Sink{&notify.Webhook{SinkName: "chat", URL: rcv.URL(), Format: notify.FormatSlack}}}
-	ov := StoreOverrides{Overrides: breaker.NewOverrides(st, h.clock), Log: log,
+	ov := StoreOverrides{Overrides: breaker.NewOverrides(st, h.clock),
+		Levers:   levertest.Levers(st, h.clock, log).WithActor(func(context.Context) (string, error) { return "op@dash", nil }),
 		Known:    []string{"core-api", "openai", "postgres", "screening-sim"},
-		Actor:    func(context.Context) (string, error) { return "op@dash", nil },
 		Notifier: d.For(notify.SourceDashboard, nil)}
 	m := New(Deps{Overrides: ov, Gauges: h.gauges, Audit: log}, Options{ContextName: "local", StoreName: "sqlite",
 		Dependencies: ov.Known, Clock: h.clock})

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"path/filepath"
 	"testing"
 	"time"
@@ -23,10 +24,14 @@ func TestStoreOverridesWriteAuditedChanges(t *testing.T) {
 	clk := clock.NewFake(epoch)
 	log := audit.NewLog(st, clk, "local")
 	actor := "tester@test"
-	ov := StoreOverrides{Overrides: breaker.NewOverrides(st, clk), Log: log,
-		Actor: func(context.Context) (string, error) { return actor, nil }}
+	levers := levertest.Levers(st, clk, log)
+	ov := StoreOverrides{Overrides: breaker.NewOverrides(st, clk), Levers: levers.WithActor(func(context.Context) (string, error) { return actor, nil })}
+	force := func(req ForceRequest) (breaker.ForceResult, error) {
+		rep, err := ov.Force(ctx, req)
+		return forced(rep), err
+	}
 
-	res, err := ov.Force(ctx, ForceRequest{Dependency: "openai", Reason: "INC-142", For: 30 * time.Minute})
+	res, err := force(ForceRequest{Dependency: "openai", Reason: "INC-142", For: 30 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +44,7 @@ func TestStoreOverridesWriteAuditedChanges(t *testing.T) {
 	}
 
 	// Forcing again without having seen the override is a conflict...
-	_, err = ov.Force(ctx, ForceRequest{Dependency: "openai", Reason: "again", For: time.Hour})
+	_, err = force(ForceRequest{Dependency: "openai", Reason: "again", For: time.Hour})
 	var ce *breaker.ConflictError
 	if !errors.As(err, &ce) || ce.Raced {
 		t.Errorf("force over an unseen override: %v", err)
@@ -47,19 +52,19 @@ func TestStoreOverridesWriteAuditedChanges(t *testing.T) {
 	// ...as is replacing a version that is no longer current...
 	stale := list.Overrides[0]
 	stale.Version = 0
-	if _, err = ov.Force(ctx, ForceRequest{Dependency: "openai", Reason: "again", For: time.Hour, Replace: &stale}); !errors.As(err, &ce) || !ce.Raced {
+	if _, err = force(ForceRequest{Dependency: "openai", Reason: "again", For: time.Hour, Replace: &stale}); !errors.As(err, &ce) || !ce.Raced {
 		t.Errorf("force over a changed override: %v", err)
 	}
 	// ...and replacing the one shown works.
 	clk.Advance(time.Minute)
-	res, err = ov.Force(ctx, ForceRequest{Dependency: "openai", Reason: "extend", For: time.Hour, Replace: &list.Overrides[0]})
+	res, err = force(ForceRequest{Dependency: "openai", Reason: "extend", For: time.Hour, Replace: &list.Overrides[0]})
 	if err != nil || !res.Replaced || res.After.Version != 2 {
 		t.Fatalf("replace = %+v, %v", res, err)
 	}
 
 	clk.Advance(time.Minute)
-	clr, err := ov.Clear(ctx, "openai", "recovered")
-	if err != nil || clr.Before == nil || !clr.WasActive {
+	rep, err := ov.Clear(ctx, "openai", "recovered")
+	if clr := breaker.ClearResultOf(rep.Outcomes[0]); err != nil || clr.Before == nil || !clr.WasActive {
 		t.Fatalf("clear = %+v, %v", clr, err)
 	}
 	recs, err := log.List(ctx, audit.Query{Subject: breaker.OverrideKey("openai")})
@@ -81,7 +86,7 @@ func TestStoreOverridesWriteAuditedChanges(t *testing.T) {
 	}
 
 	actorErr := errors.New("sts: expired token")
-	ov.Actor = func(context.Context) (string, error) { return "", actorErr }
+	ov.Levers = levers.WithActor(func(context.Context) (string, error) { return "", actorErr })
 	if _, err := ov.Force(ctx, ForceRequest{Dependency: "openai", Reason: "x", For: time.Hour}); !errors.Is(err, actorErr) {
 		t.Errorf("force without an actor: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/impact"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -36,12 +37,12 @@ type (
 	}
 	forcedMsg struct {
 		req ForceRequest
-		res breaker.ForceResult
+		rep lever.Report
 		err error
 	}
 	clearedMsg struct {
 		dependency string
-		res        breaker.ClearResult
+		rep        lever.Report
 		err        error
 	}
 	// fleetMsg is the end of a wait for the gauges to confirm a change.
@@ -142,8 +143,8 @@ func (m Model) force(req ForceRequest) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := m.opContext()
 		defer cancel()
-		res, err := ov.Force(ctx, req)
-		return forcedMsg{req: req, res: res, err: err}
+		rep, err := ov.Force(ctx, req)
+		return forcedMsg{req: req, rep: rep, err: err}
 	}
 }
 
@@ -152,8 +153,8 @@ func (m Model) clear(dep, reason string) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := m.opContext()
 		defer cancel()
-		res, err := ov.Clear(ctx, dep, reason)
-		return clearedMsg{dependency: dep, res: res, err: err}
+		rep, err := ov.Clear(ctx, dep, reason)
+		return clearedMsg{dependency: dep, rep: rep, err: err}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"strings"
 	"time"
 
@@ -268,12 +269,12 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case forcedMsg:
 		m.now = m.opts.Clock.Now()
 		m.setResult(forceResult(msg, m.now))
-		m.notePending(msg.err)
+		m.notePending(msg.rep)
 		cmds := []tea.Cmd{m.refresh()}
-		if msg.err == nil && msg.res.After.Dependency == msg.req.Dependency {
-			m.showOverride(msg.req.Dependency, &msg.res.After)
+		if res := forced(msg.rep); msg.err == nil && res.After.Dependency == msg.req.Dependency {
+			m.showOverride(msg.req.Dependency, &res.After)
 			if m.opts.WaitFleet {
-				since := msg.res.After.CreatedAt
+				since := res.After.CreatedAt
 				if since.IsZero() {
 					since = m.now
 				}
@@ -285,7 +286,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case clearedMsg:
 		m.now = m.opts.Clock.Now()
 		m.setResult(clearResult(msg))
-		m.notePending(msg.err)
+		m.notePending(msg.rep)
 		cmds := []tea.Cmd{m.refresh()}
 		if msg.err == nil {
 			m.showOverride(msg.dependency, nil)
@@ -332,16 +333,26 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// notePending adds the request a lever became (err an
-// *approval.PendingError) to the pending requests already read, so the
-// pane lists it before its next read.
-func (m *Model) notePending(err error) {
-	var pe *approval.PendingError
-	if !errors.As(err, &pe) || !m.requests.loaded {
+// notePending adds the request a lever became (rep's pending request) to
+// the pending requests already read, so the pane lists it before its next
+// read.
+func (m *Model) notePending(rep lever.Report) {
+	if rep.Pending == nil || !m.requests.loaded {
 		return
 	}
-	m.requests.list = append([]approval.Request{pe.Request}, m.requests.list...)
+	m.requests.list = append([]approval.Request{approval.PendingRequest(*rep.Pending, m.now)}, m.requests.list...)
 }
+
+// forced is the force a report made (zero when it made none).
+func forced(rep lever.Report) breaker.ForceResult {
+	if len(rep.Outcomes) == 0 {
+		return breaker.ForceResult{}
+	}
+	return breaker.ForceResultOf(rep.Outcomes[0])
+}
+
+// confirmed reports whether the report's change was settled by a re-read.
+func confirmed(rep lever.Report) bool { return len(rep.Outcomes) > 0 && rep.Outcomes[0].Confirmed }
 
 // refreshed clears the "refreshing…" status once both reads are back.
 func (m *Model) refreshed() {
@@ -640,23 +651,23 @@ func (m Model) promptKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 func forceResult(msg forcedMsg, now time.Time) (string, bool) {
 	dep := msg.req.Dependency
 	var ce *breaker.ConflictError
-	var pe *approval.PendingError
 	switch {
-	case errors.As(msg.err, &pe):
-		return pendingResult(pe), false
+	case msg.rep.Pending != nil:
+		return pendingResult(*msg.rep.Pending), false
 	case msg.err == nil:
+		res := forced(msg.rep)
 		verb := "forced open"
-		if msg.res.Replaced {
+		if res.Replaced {
 			verb = "override replaced, forced open"
 		}
 		// The written lifetime (expires_at - created_at), not the time left
 		// by the time the answer arrives: 1h reads 1h, not 59m.
-		after := msg.res.After
+		after := res.After
 		lasts := "with no expiry"
 		if after.Expires() {
 			lasts = "for " + human.Age(after.ExpiresAt.Sub(after.CreatedAt))
 		}
-		return fmt.Sprintf("%s %s %s — reason: %s%s", dep, verb, lasts, msg.req.Reason, rereadNote(msg.res.Confirmed, store.ConfirmedNote)), false
+		return fmt.Sprintf("%s %s %s — reason: %s%s", dep, verb, lasts, msg.req.Reason, rereadNote(confirmed(msg.rep), store.ConfirmedNote)), false
 	case errors.Is(msg.err, store.ErrOutcomeUnknown):
 		return fmt.Sprintf("force-open %s: the outcome is unknown, look at the row once the store answers: %v", dep, msg.err), true
 	case errors.As(msg.err, &ce):
@@ -667,17 +678,20 @@ func forceResult(msg forcedMsg, now time.Time) (string, bool) {
 
 func clearResult(msg clearedMsg) (string, bool) {
 	var ce *breaker.ConflictError
-	var pe *approval.PendingError
+	var res breaker.ClearResult
+	if len(msg.rep.Outcomes) > 0 {
+		res = breaker.ClearResultOf(msg.rep.Outcomes[0])
+	}
 	switch {
-	case errors.As(msg.err, &pe):
-		return pendingResult(pe), false
-	case msg.err == nil && msg.res.Before == nil:
+	case msg.rep.Pending != nil:
+		return pendingResult(*msg.rep.Pending), false
+	case msg.err == nil && res.Before == nil:
 		return fmt.Sprintf("%s was already clear", msg.dependency), false
-	case msg.err == nil && !msg.res.WasActive:
-		return fmt.Sprintf("%s: removed an expired override%s", msg.dependency, rereadNote(msg.res.Confirmed, store.ConfirmedNote)), false
+	case msg.err == nil && !res.WasActive:
+		return fmt.Sprintf("%s: removed an expired override%s", msg.dependency, rereadNote(confirmed(msg.rep), store.ConfirmedNote)), false
 	case msg.err == nil:
 		return fmt.Sprintf("%s cleared: instances follow their own breakers again within 5 s%s", msg.dependency,
-			rereadNote(msg.res.Confirmed, store.ConfirmedNote)), false
+			rereadNote(confirmed(msg.rep), store.ConfirmedNote)), false
 	case errors.Is(msg.err, store.ErrOutcomeUnknown):
 		return fmt.Sprintf("clear %s: the outcome is unknown, look at the row once the store answers: %v", msg.dependency, msg.err), true
 	case errors.As(msg.err, &ce):

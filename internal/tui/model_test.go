@@ -365,7 +365,7 @@ func TestTheRowFollowsTheActionBeforeTheReread(t *testing.T) {
 	after := breaker.Override{Dependency: "core-api", State: breaker.OverrideStateForcedOpen, Reason: "failover drill",
 		Actor: "tester", CreatedAt: epoch, ExpiresAt: epoch.Add(time.Hour), Version: 1}
 	nm, _ := h.m.Update(forcedMsg{req: ForceRequest{Dependency: "core-api", Reason: "failover drill", For: time.Hour},
-		res: breaker.ForceResult{After: after}})
+		rep: written("core-api", breaker.ForceResult{After: after}, false)})
 	h.m = nm.(Model) // the reread it returns is not run
 	if st := h.row("core-api"); st.State != metrics.Forced || !st.OverrideActive {
 		t.Errorf("core-api right after the force = %s (override active %v)", st.State, st.OverrideActive)
@@ -373,7 +373,7 @@ func TestTheRowFollowsTheActionBeforeTheReread(t *testing.T) {
 	if st := h.row("openai"); st.Override == nil {
 		t.Error("forcing core-api dropped openai's override from the table")
 	}
-	nm, _ = h.m.Update(clearedMsg{dependency: "core-api", res: breaker.ClearResult{Before: &after, WasActive: true}})
+	nm, _ = h.m.Update(clearedMsg{dependency: "core-api", rep: written("core-api", breaker.ClearResult{Before: &after, WasActive: true}, false)})
 	h.m = nm.(Model)
 	if st := h.row("core-api"); st.Override != nil || st.State == metrics.Forced {
 		t.Errorf("core-api right after the clear = %s, override %v", st.State, st.Override)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"strconv"
 	"strings"
 	"time"
@@ -251,10 +252,9 @@ func deniedResult(msg deniedMsg) (string, bool) {
 
 // pendingResult is the status line of a lever the policy turned into a
 // change request.
-func pendingResult(pe *approval.PendingError) string {
-	r := pe.Request
+func pendingResult(p lever.Pending) string {
 	return fmt.Sprintf("not applied: the table's policy needs %s · request %s (%s) · approve with: %s",
-		human.Count(int64(r.Needed), "approval"), r.ID, r.Change.Summary(), approval.ApproveCommand(r.ID))
+		human.Count(int64(p.Needed), "approval"), p.ID, p.Summary, p.ApproveCommand())
 }
 
 // requestLines renders the pending requests pane.

@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	mcpcmd "github.com/kosha-platform/koshactl/internal/cmd/mcp"
+	"github.com/kosha-platform/koshactl/internal/cmd/mcptools"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -27,7 +28,7 @@ func main() {
 		os.Exit(fillDoc(os.Args[2], len(os.Args) == 4 && os.Args[3] == "-check", iam.FillDoc, "policy blocks"))
 	}
 	if len(os.Args) >= 3 && os.Args[1] == "-mcp" {
-		os.Exit(fillDoc(os.Args[2], len(os.Args) == 4 && os.Args[3] == "-check", mcpcmd.FillDoc, "MCP tool list"))
+		os.Exit(fillDoc(os.Args[2], len(os.Args) == 4 && os.Args[3] == "-check", func(md string) (string, error) { return mcpcmd.FillDoc(md, mcptools.Tools) }, "MCP tool list"))
 	}
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: gendocs DIR | gendocs -iam FILE [-check] | gendocs -mcp FILE [-check]")

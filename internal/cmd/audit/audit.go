@@ -184,7 +184,7 @@ func readList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Lis
 			return listed{}, err
 		}
 		if !since.IsZero() {
-			l, err = log.List(ctx, onlyUnapproved(q, &since))
+			l, err = log.List(ctx, onlyUnapproved(env.PolicySchema(), q, &since))
 		}
 	} else {
 		// The table's policy is read while the records are: one round
@@ -211,7 +211,7 @@ func readList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Lis
 	if recs == nil {
 		recs = []audit.Record{}
 	}
-	flagUnapproved(since, recs)
+	flagUnapproved(env.PolicySchema(), since, recs)
 	return listed{doc: ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
 		Unreadable: listing.Problems(l.Unreadable)}, unreadable: l.Unreadable, policySince: since, policyProblem: problem}, nil
 }
@@ -280,7 +280,7 @@ func printList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Li
 		}
 		problem = why
 		pol <- loaded{since: since}
-		q = onlyUnapproved(q, &since)
+		q = onlyUnapproved(env.PolicySchema(), q, &since)
 	} else {
 		go func() {
 			s, _, err := env.Policies().Since(ctx)
@@ -322,6 +322,7 @@ func printList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Li
 	}
 	// --unapproved on a table without a policy reads nothing: no change
 	// can be unapproved.
+	sch := env.PolicySchema()
 	if !opts.Unapproved || !since.IsZero() {
 		for rd, err := range log.Read(ctx, q) {
 			if err != nil {
@@ -335,7 +336,7 @@ func printList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Li
 				continue
 			}
 			r := rd.Record
-			r.Unapproved = policy.Unapproved(r, since)
+			r.Unapproved = sch.Unapproved(r, since)
 			if r.Unapproved && opts.Unapproved {
 				flagged = append(flagged, r)
 			}
@@ -392,12 +393,13 @@ func row(r audit.Record, now time.Time, tty bool) []string {
 	return []string{cmdutil.FormatTime(r.Time, now, tty), actor, r.Action, r.Subject, outcome, r.Reason}
 }
 
-// flagUnapproved marks the lever changes recorded since the table's policy
-// was set (since) that carry no approval ([policy.Unapproved]). A table
-// without a policy (since zero) flags nothing.
-func flagUnapproved(since time.Time, recs []audit.Record) {
+// flagUnapproved marks the lever changes (sch's actions) recorded since
+// the table's policy was set (since) that carry no approval
+// ([policy.Schema.Unapproved]). A table without a policy (since zero) flags
+// nothing.
+func flagUnapproved(sch *policy.Schema, since time.Time, recs []audit.Record) {
 	for i := range recs {
-		recs[i].Unapproved = policy.Unapproved(recs[i], since)
+		recs[i].Unapproved = sch.Unapproved(recs[i], since)
 	}
 }
 
@@ -444,7 +446,7 @@ func follow(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListO
 			// written before now can be flagged; the follow waits for it.
 			q.Since = f.Clock.Now()
 		}
-		q = onlyUnapproved(q, &since)
+		q = onlyUnapproved(env.PolicySchema(), q, &since)
 	} else if since, _, err = readPolicySince(ctx, env, false); err != nil {
 		return err
 	}
@@ -488,7 +490,7 @@ func follow(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListO
 				fmt.Fprintf(ios.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
 			}
 			unreadable = append(unreadable, l.Unreadable...)
-			flagUnapproved(since, l.Records)
+			flagUnapproved(env.PolicySchema(), since, l.Records)
 			if err := printFollowed(ios, opts.Output, l.Records, f.Clock.Now(), &headers); err != nil {
 				return err
 			}

@@ -65,14 +65,14 @@ func unapprovedSince(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, fo
 	return since, "", nil
 }
 
-// onlyUnapproved narrows q to the records [policy.Unapproved] flags by the
+// onlyUnapproved narrows q to the records sch flags unapproved by the
 // since *since holds when they are read (a follow reads the policy again
 // before each read): none before it is read at all.
-func onlyUnapproved(q audit.Query, since *time.Time) audit.Query {
+func onlyUnapproved(sch *policy.Schema, q audit.Query, since *time.Time) audit.Query {
 	if q.Since.Before(*since) {
 		q.Since = *since
 	}
-	q.Keep = func(r audit.Record) bool { return policy.Unapproved(r, *since) }
+	q.Keep = func(r audit.Record) bool { return sch.Unapproved(r, *since) }
 	return q
 }
 

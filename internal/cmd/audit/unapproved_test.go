@@ -74,7 +74,7 @@ func (w *bypassWorld) setPolicy() {
 }
 
 // env is the context's environment, as a command gets it.
-func (w *bypassWorld) env() (context.Context, *breaker.Overrides, *approval.Service, *audit.Log) {
+func (w *bypassWorld) env() (context.Context, *approval.Service, *audit.Log) {
 	w.T.Helper()
 	ios, _, _, _ := iostreams.Test()
 	ctx := context.Background()
@@ -82,7 +82,7 @@ func (w *bypassWorld) env() (context.Context, *breaker.Overrides, *approval.Serv
 	if err != nil {
 		w.T.Fatal(err)
 	}
-	return ctx, env.Overrides(), env.Approvals(), env.Audit()
+	return ctx, env.Approvals(), env.Audit()
 }
 
 // bypass forces dependency as a writer that never asks the policy (an
@@ -131,7 +131,7 @@ func (w *bypassWorld) approved(dependency string) {
 		RequestID string `json:"request_id"`
 		SHA256    string `json:"sha256"`
 	}](w.T, r.Stdout)
-	ctx, _, svc, log := w.env()
+	ctx, svc, log := w.env()
 	bob := audit.Identity{Actor: "arn:aws:iam::123456789012:user/bob", Source: audit.ActorSTS, UserID: "AIDABOB"}
 	res, err := svc.Approve(ctx, log, approval.Approval{ID: req.RequestID, Approver: bob, SHA256: req.SHA256})
 	if err != nil || !res.Applied {

@@ -11,14 +11,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -84,8 +83,8 @@ type Group struct {
 }
 
 // Env is a resolved context: its settings, the clients built from them, and
-// the domain services a command acts through (Overrides, Audit, Buckets,
-// KeySource, GaugeSource: services.go), each built once.
+// the domain services a command acts through (Levers and its Guard,
+// Approvals, Audit, KeySource, GaugeSource: services.go), each built once.
 // It is not a component's dependency bag: a command reads it and builds the
 // Deps of the component it runs from it (sandbox.Deps, tui.Deps,
 // drill.Deps), so the components never see a context or a config file.
@@ -118,14 +117,13 @@ type Env struct {
 	// (config notify:). Nil announces nothing (tests that build an Env).
 	Notifier *notify.Dispatcher
 
+	// Kinds are the context's lever kinds (internal/lever/builtin's).
+	Kinds *lever.Registry
+
 	mu         sync.Mutex
-	overrides  *breaker.Overrides
+	levers     *lever.Service
 	audit      *audit.Log
-	buckets    *ratelimit.Buckets
 	keySources map[string]*keys.Chosen
-	// announcements are the lever services' notifications not sent yet
-	// ([Env.Announce]).
-	announcements []notify.Event
 }
 
 // CheckNoNotify refuses --no-notify on a context that does not allow it;
@@ -146,6 +144,14 @@ func Notify(ctx context.Context, env *Env, noNotify bool, ev notify.Event) notif
 		return notify.Report{}
 	}
 	return env.Notifier.Notify(ctx, ev)
+}
+
+// Announce sends a lever report's announcement (none: nothing written, a
+// dry run, --no-notify), once the command has shown the report.
+func Announce(ctx context.Context, env *Env, ev *notify.Event) {
+	if ev != nil {
+		Notify(ctx, env, false, *ev)
+	}
 }
 
 // AuditLog returns the context's audit log. Records whose actor is the
@@ -222,4 +228,17 @@ func (f *Factory) SelectContext(file *config.File) (string, ContextSource) {
 		return file.Current(), ContextFromFile
 	}
 	return file.Current(), ContextFromDefault
+}
+
+// Envelope is what every command's JSON result starts with: its kind, and
+// the context and store it acted on.
+type Envelope struct {
+	Kind    string `json:"kind"`
+	Context string `json:"context"`
+	Store   string `json:"store"`
+}
+
+// Envelope is the envelope of a result of kind on e.
+func (e *Env) Envelope(kind string) Envelope {
+	return Envelope{Kind: kind, Context: e.Name, Store: e.Store.Describe()}
 }

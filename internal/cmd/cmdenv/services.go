@@ -10,15 +10,12 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/metrics"
-	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/policy"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
 // The domain services of a resolved context. A command asks its Env for
@@ -35,55 +32,65 @@ func (e *Env) clk() clock.Clock {
 	return e.Clock
 }
 
-// Overrides returns the context's breaker lever service: its changes are
-// recorded in [Env.Audit], held to the context's max-override, and their
-// notifications queued until [Env.Announce] sends them (after the command
-// has printed what it did).
-func (e *Env) Overrides() *breaker.Overrides {
+// Levers returns the context's lever service, for every kind the context
+// has ([Env.Kinds]): its changes are recorded in [Env.Audit], by the
+// context's actor. A command moves levers through [Env.Guard]; a drill
+// binds its own records.
+func (e *Env) Levers() *lever.Service {
 	log := e.Audit()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.overrides == nil {
-		e.overrides = breaker.NewOverrides(e.Store, e.clk()).WithLog(log).WithDurations(e.Context.OverridePolicy()).
-			WithAnnounce(func(_ context.Context, a breaker.Announcement) { e.queue(notify.BreakerEvent(a)) })
+	if e.levers == nil {
+		e.levers = lever.NewService(e.Store, e.clk(), e.Kinds).WithLog(log).WithActor(e.Actor)
 	}
-	return e.overrides
+	return e.levers
 }
 
-// queue keeps ev for [Env.Announce].
-func (e *Env) queue(ev notify.Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.announcements = append(e.announcements, ev)
+// Guard returns [Env.Levers] under the table's policy (approval's guard):
+// what every lever command changes levers through.
+func (e *Env) Guard() *approval.Guard {
+	return e.Approvals().Guard(e.Levers(), e.CallerIdentity, "")
 }
 
-// Announce sends the notifications of the changes the Env's services made
-// and have not announced yet, each once, in order (bounded by the
-// notifier; a failure is reported, never the command's).
-func (e *Env) Announce(ctx context.Context) {
-	e.mu.Lock()
-	evs := e.announcements
-	e.announcements = nil
-	e.mu.Unlock()
-	for _, ev := range evs {
-		if e.Notifier != nil {
-			e.Notifier.Notify(ctx, ev)
-		}
+// Kind returns the context's lever kind named name as the K it is (a
+// kind's own commands read through it: breaker's *breaker.Overrides); a
+// setting of the context the kind cannot use is its error (exit 2).
+func Kind[K lever.Kind](e *Env, name string) (K, error) {
+	var zero K
+	if e.Kinds == nil {
+		return zero, fmt.Errorf("context %q has no lever kinds wired (a wiring bug)", e.Name)
 	}
+	k, err := e.Kinds.Kind(name)
+	if err != nil {
+		return zero, err
+	}
+	out, ok := k.(K)
+	if !ok {
+		return zero, fmt.Errorf("lever kind %q is a %T (a wiring bug)", name, k)
+	}
+	return out, nil
 }
 
-// Policies returns the table's shared change policy.
-func (e *Env) Policies() *policy.Policies { return policy.NewPolicies(e.Store, e.clk()) }
+// Policies returns the table's shared change policy, validated against
+// [Env.PolicySchema].
+func (e *Env) Policies() *policy.Policies {
+	return policy.NewPolicies(e.Store, e.clk(), e.PolicySchema())
+}
+
+// PolicySchema is the schema of the table's policy: the context's lever
+// kinds' entities and actions.
+func (e *Env) PolicySchema() *policy.Schema {
+	var specs []lever.Spec
+	if e.Kinds != nil {
+		specs = e.Kinds.Specs()
+	}
+	return approval.PolicySchema(specs)
+}
 
 // Approvals returns the table's change requests and reviews, applied
-// through the context's [Env.Overrides] and [Env.Buckets] (when its limits
-// are usable; else a bucket request is refused when approved).
+// through the context's [Env.Levers].
 func (e *Env) Approvals() *approval.Service {
-	s := approval.NewService(e.Store, e.clk(), e.Overrides(), e.Name)
-	if b, err := e.Buckets(); err == nil {
-		s.WithBuckets(b)
-	}
-	return s
+	return approval.NewService(e.Store, e.clk(), e.Levers(), e.Name)
 }
 
 // CallerIdentity is who acts and how koshactl knows: [Env.Identity], or,
@@ -106,44 +113,12 @@ func (e *Env) Audit() *audit.Log {
 	return e.audit
 }
 
-// Limits returns the context's bucket limits (the LLD's defaults unless the
-// context sets its own). They must match what the data plane runs with.
-func (e *Env) Limits() (ratelimit.Limits, error) {
-	l, err := ratelimit.NewLimits(e.Context.RateLimit.Capacity, e.Context.RateLimit.RefillPerSecond)
-	if err != nil {
-		return l, cmdutil.UsageError(fmt.Errorf("context %q: %w; fix it with koshactl config set-context %s --ratelimit-capacity N --ratelimit-refill R",
-			e.Name, err, e.Name))
-	}
-	return l, nil
-}
-
 // LimitsSource says whether the limits are the context's own or the defaults.
 func (e *Env) LimitsSource() string {
 	if e.Context.RateLimit.Capacity != 0 || e.Context.RateLimit.RefillPerSecond != 0 {
 		return fmt.Sprintf("context %q", e.Name)
 	}
 	return "LLD defaults"
-}
-
-// Buckets returns the context's rate-limit lever service, under its
-// [Env.Limits]: its changes are recorded in [Env.Audit] and their
-// notifications queued until [Env.Announce] sends them.
-func (e *Env) Buckets() (*ratelimit.Buckets, error) {
-	l, err := e.Limits()
-	if err != nil {
-		return nil, err
-	}
-	log := e.Audit()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.buckets == nil {
-		b, err := ratelimit.NewBuckets(e.Store, e.clk(), l)
-		if err != nil {
-			return nil, cmdutil.UsageError(fmt.Errorf("context %q: %w", e.Name, err))
-		}
-		e.buckets = b.WithLog(log).WithAnnounce(func(_ context.Context, a ratelimit.Announcement) { e.queue(notify.BucketEvent(a)) })
-	}
-	return e.buckets, nil
 }
 
 // KeySource returns the context's chaos key source by [keys.Choose], or the
@@ -197,27 +172,6 @@ func (e *Env) ChaosTargets() ([]chaos.Target, error) {
 		out = append(out, t)
 	}
 	return out, nil
-}
-
-// GaugeConfig is what the context's gauge source is chosen and opened from;
-// prometheusURL, when set, overrides the context's source (a --metrics-url
-// flag).
-func (e *Env) GaugeConfig(prometheusURL string) metrics.SourceConfig {
-	return metrics.SourceConfig{Context: e.Context, AWSConfig: e.AWSConfig, PrometheusURL: prometheusURL, Clock: e.clk()}
-}
-
-// GaugeChoice says which gauge source the context names and describes it,
-// without I/O ([metrics.ChooseSource]).
-func (e *Env) GaugeChoice(prometheusURL string) (metrics.Choice, error) {
-	return metrics.ChooseSource(e.GaugeConfig(prometheusURL))
-}
-
-// GaugeSource opens the context's gauge source ([metrics.NewSource]); a
-// command opens it once (a source keeps what it reported, such as a
-// CloudWatch limit met). Its errors are the caller's to word: one wrapping
-// [metrics.ErrInvalidSource] is a setting to fix.
-func (e *Env) GaugeSource(ctx context.Context, prometheusURL string) (*metrics.Source, error) {
-	return metrics.NewSource(ctx, e.GaugeConfig(prometheusURL))
 }
 
 // AddKeyFileFlag registers --key-file, the chaos key file a command uses

@@ -2,6 +2,9 @@ package cmdenv_test
 
 import (
 	"context"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -108,35 +111,40 @@ func TestTargets(t *testing.T) {
 // An Env builds each domain service once, on its clock.
 func TestEnvBuildsEachServiceOnce(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
-	env := &cmdenv.Env{Name: "local", Context: config.BuiltinLocal(), Store: sqlitetest.NewStore(t), Clock: clk}
-	ov, log := env.Overrides(), env.Audit()
-	if env.Overrides() != ov || env.Audit() != log {
-		t.Fatal("overrides or audit log built twice")
+	st := sqlitetest.NewStore(t)
+	env := &cmdenv.Env{Name: "local", Context: config.BuiltinLocal(), Store: st, Clock: clk, Actor: func(context.Context) (string, error) { return "al", nil }}
+	env.Kinds = builtin.For(st, clk, env.Name, env.Context)
+	levers, log := env.Levers(), env.Audit()
+	if env.Levers() != levers || env.Audit() != log {
+		t.Fatal("lever service or audit log built twice")
 	}
-	b, err := env.Buckets()
+	ov, err := cmdenv.Kind[*breaker.Overrides](env, "breaker")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, _ := env.Buckets(); again != b || env.LimitsSource() != "LLD defaults" {
-		t.Fatal("buckets built twice, or the limits' source misnamed")
+	if again, _ := cmdenv.Kind[*breaker.Overrides](env, "breaker"); again != ov || env.LimitsSource() != "LLD defaults" {
+		t.Fatal("overrides built twice, or the limits' source misnamed")
 	}
-	if _, _, err := env.Overrides().WithLog(env.Audit()).Force(t.Context(), breaker.ForceRequest{Dependency: "openai", Reason: "x", For: time.Hour}); err != nil {
+	if _, err := env.Guard().Plan(t.Context(), breaker.ForceOpen("x", breaker.ForceParams{For: time.Hour}, "openai")); err != nil {
 		t.Fatal(err)
 	}
-	o, err := env.Overrides().Get(t.Context(), "openai")
-	if err != nil || !o.CreatedAt.Equal(clk.Now()) {
-		t.Fatalf("override %+v, %v: want it stamped by the Env's clock %s", o, err, clk.Now())
+	if _, err := levers.Change(t.Context(), breaker.ForceOpen("x", breaker.ForceParams{For: time.Hour}, "openai")); err != nil {
+		t.Fatal(err)
 	}
-	env.Context = &config.Context{Store: env.Context.Store, RateLimit: config.RateLimitConfig{Capacity: -1}}
-	if _, err := (&cmdenv.Env{Name: "bad", Context: env.Context}).Buckets(); exitcode.Of(err) != exitcode.Usage ||
+	o, err := ov.Get(t.Context(), "openai")
+	if err != nil || !o.CreatedAt.Equal(clk.Now()) || o.Actor != "al" {
+		t.Fatalf("override %+v, %v: want it stamped by the Env's clock %s, by its actor", o, err, clk.Now())
+	}
+	bad := &config.Context{Store: env.Context.Store, RateLimit: config.RateLimitConfig{Capacity: -1}}
+	if _, err := cmdenv.Kind[*ratelimit.Buckets](&cmdenv.Env{Name: "bad", Context: bad, Kinds: builtin.For(st, clk, "bad", bad)}, "ratelimit"); exitcode.Of(err) != exitcode.Usage ||
 		!strings.Contains(err.Error(), "--ratelimit-capacity") {
 		t.Fatalf("bad limits: %v", err)
 	}
-	ch, err := env.GaugeChoice("http://127.0.0.1:9/metrics")
+	ch, err := gaugeenv.Choice(env, "http://127.0.0.1:9/metrics")
 	if err != nil || ch.Description != "prometheus http://127.0.0.1:9/metrics" {
 		t.Fatalf("choice %+v, %v", ch, err)
 	}
-	if _, err := env.GaugeSource(t.Context(), "http://127.0.0.1:9/metrics"); err != nil {
+	if _, err := gaugeenv.Source(t.Context(), env, "http://127.0.0.1:9/metrics"); err != nil {
 		t.Fatal(err)
 	}
 }

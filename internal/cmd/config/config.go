@@ -495,9 +495,9 @@ func RunSetContext(f *cmdenv.Factory, o *SetContextOptions) error {
 			}
 		}
 		if ch("max-override") {
-			// The range is breaker's, checked again by Validate and Save; here
-			// also 0, which a file reads as "the default".
-			if err := breaker.CheckMaxOverride(o.MaxOverride); err != nil {
+			// The range is the config's, checked again by Validate and Save;
+			// here also 0, which a file reads as "the default".
+			if err := config.CheckMaxOverride(o.MaxOverride); err != nil {
 				return cmdutil.Usagef("--%v", err)
 			}
 			ctx.MaxOverride = config.Duration(o.MaxOverride)

@@ -7,6 +7,8 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"sync"
 	"time"
 
@@ -119,12 +121,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
-	src, err := env.GaugeSource(ctx, opts.MetricsURL)
+	src, err := gaugeenv.Source(ctx, env, opts.MetricsURL)
 	if err != nil {
 		return err
 	}
 	// The detail's impact reads the call rates from the same source.
-	rates, err := metrics.NewRateSource(ctx, env.GaugeConfig(opts.MetricsURL))
+	rates, err := metrics.NewRateSource(ctx, gaugeenv.Config(env, opts.MetricsURL))
 	if err != nil {
 		return err
 	}
@@ -159,10 +161,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		})
 	}
 	approvals := env.Approvals()
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return err
+	}
 	deps := tui.Deps{
-		Overrides: tui.StoreOverrides{Overrides: env.Overrides(), Log: log,
-			Known: env.Context.KnownDependencies(), Actor: env.Actor, Notifier: notifier,
-			Approvals: approvals, Identity: env.CallerIdentity},
+		Overrides: tui.StoreOverrides{Overrides: ov, Levers: approvals.Guard(env.Levers().WithLog(log), env.CallerIdentity, notify.SourceDashboard),
+			Known: env.Context.KnownDependencies(), Notifier: notifier},
 		Gauges:   src,
 		Rates:    rates,
 		Audit:    log,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -190,6 +191,7 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
 				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
 		}}
+	env.Kinds = builtin.For(st, e.Clock, env.Name, env.Context)
 	f := &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: 10 * time.Second}) }()
@@ -259,6 +261,7 @@ func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
 				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
 		}}
+	env.Kinds = builtin.For(st, e.Clock, env.Name, env.Context)
 	f := &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,14 +85,14 @@ func overrides(t *testing.T, clk clock.Clock) *breaker.Overrides {
 
 // force forces an override on the local store as another writer would:
 // through the lever, with its audit record, in one transaction.
-func force(t *testing.T, clk clock.Clock, req breaker.ForceRequest) breaker.ForceResult {
+func force(t *testing.T, clk clock.Clock, req levertest.Req) breaker.ForceResult {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(os.Getenv("KOSHACTL_STATE_DIR"), "local.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	res, _, err := breaker.NewOverrides(st, clk).WithLog(audit.NewLog(st, clk, "local")).Force(context.Background(), req)
+	res, _, err := levertest.Force(context.Background(), st, clk, audit.NewLog(st, clk, "local"), req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package drill_test
 
 import (
 	"context"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
@@ -120,7 +120,7 @@ func TestValidateRefusesAStoreValueEchoedIntoAShellCommand(t *testing.T) {
 	e := clitest.New(t)
 	work := t.TempDir()
 	// A hostile writer's override: the actor is shell code.
-	force(t, e.Clock, breaker.ForceRequest{Dependency: "openai", Actor: "$(touch pwned3)", Reason: "someone else's", For: time.Hour})
+	force(t, e.Clock, levertest.Req{Dependency: "openai", Actor: "$(touch pwned3)", Reason: "someone else's", For: time.Hour})
 	src := func(run, dir string) string {
 		return `
 name: hostile-store

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,7 +146,7 @@ func TestRecoverDoesNotClearAnotherOperatorsOverride(t *testing.T) {
 			if !tc.forgeName {
 				alice = j.Actor
 			}
-			force(t, e.Clock, breaker.ForceRequest{Dependency: "openai", Actor: alice,
+			force(t, e.Clock, levertest.Req{Dependency: "openai", Actor: alice,
 				Reason: "drill levers run " + j.RunID + ": real incident", For: time.Hour})
 			for i := range j.Rollbacks {
 				if l := j.Rollbacks[i].Lever; l != nil {
@@ -182,7 +183,7 @@ func TestRecoverRefusesAJournalOfAnotherRun(t *testing.T) {
 	killed(t, &j)
 	ov := overrides(t, e.Clock)
 	// The state a kill leaves: the drill's override in place.
-	force(t, e.Clock, breaker.ForceRequest{Dependency: "openai", Actor: "tester@test", Reason: "drill levers run " + other.RunID, For: time.Hour})
+	force(t, e.Clock, levertest.Req{Dependency: "openai", Actor: "tester@test", Reason: "drill levers run " + other.RunID, For: time.Hour})
 	j.RunID = other.RunID
 	writeJournal(t, jpath, j)
 	r := e.Run("drill", "recover", jpath)

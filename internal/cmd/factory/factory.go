@@ -16,6 +16,7 @@ import (
 	dashboardcmd "github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory/base"
 	mcpcmd "github.com/kosha-platform/koshactl/internal/cmd/mcp"
+	"github.com/kosha-platform/koshactl/internal/cmd/mcptools"
 	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/cmdutil/jq"
@@ -39,7 +40,7 @@ func WithoutPermissionWarning() Option { return base.WithoutPermissionWarning() 
 var Groups = []cmdenv.Group{
 	{Names: []string{"dashboard"}, Build: func(f *cmdenv.Factory) *cobra.Command { return dashboardcmd.NewCmd(f, nil) }},
 	{Names: []string{"sandbox"}, Build: func(f *cmdenv.Factory) *cobra.Command { return sandboxcmd.NewCmd(f, nil) }},
-	{Names: []string{"mcp"}, Build: mcpcmd.NewCmd},
+	{Names: []string{"mcp"}, Build: func(f *cmdenv.Factory) *cobra.Command { return mcpcmd.NewCmd(f, mcptools.Tools) }},
 }
 
 // New returns the full program's factory on the process's streams.

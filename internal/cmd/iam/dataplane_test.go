@@ -14,7 +14,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
@@ -23,6 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
@@ -227,7 +227,7 @@ func (w *drillWorld) runApprovedDrill(t *testing.T) (int, string) {
 	}
 	id := requestID(t, out)
 	st := dynamo.NewFromConfig(moto.Config(t, w.endpoint), "kosha-control")
-	svc := approval.NewService(st, clock.Real{}, breaker.NewOverrides(st, clock.Real{}), "dev")
+	svc := approval.NewService(st, clock.Real{}, levertest.Levers(st, clock.Real{}, nil), "dev")
 	r, err := svc.Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
@@ -301,8 +301,7 @@ func (w *awsWorld) allowAll(file string, setup func()) func() {
 // without an approval.
 func (w *awsWorld) bypass() {
 	s := dynamo.NewFromConfig(moto.Config(w.T, w.proxy.URL), "kosha-control")
-	if _, _, err := breaker.NewOverrides(s, w.Clock).WithLog(audit.NewLog(s, w.Clock, "dev")).Force(context.Background(),
-		breaker.ForceRequest{Dependency: "openai", Reason: "no questions asked", Actor: "old-koshactl@host", For: 10 * time.Minute, Overwrite: true}); err != nil {
+	if _, _, err := levertest.Force(context.Background(), s, w.Clock, audit.NewLog(s, w.Clock, "dev"), levertest.Req{Dependency: "openai", Reason: "no questions asked", Actor: "old-koshactl@host", For: 10 * time.Minute, Overwrite: true}); err != nil {
 		w.T.Fatal(err)
 	}
 }

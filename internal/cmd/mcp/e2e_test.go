@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -79,7 +79,7 @@ func newE2E(t *testing.T) *e2e {
 		t.Fatal(err)
 	}
 	clk := clock.Real{}
-	if _, _, err := breaker.NewOverrides(s, clk).WithLog(audit.NewLog(s, clk, "e2e")).Force(ctx, breaker.ForceRequest{Dependency: "openai",
+	if _, _, err := levertest.Force(ctx, s, clk, audit.NewLog(s, clk, "e2e"), levertest.Req{Dependency: "openai",
 		Reason: "provider incident", Actor: "operator@test", For: time.Hour, ExpiresAt: clk.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,12 @@ const (
 	docEnd   = "<!-- END generated: koshactl mcp tools -->"
 )
 
-// ToolsDoc is the tool list of docs/mcp.md, generated from [Tools] so it
+// ToolsDoc is the tool list of docs/mcp.md, generated from tools so it
 // cannot drift: each tool's name, kind, description and arguments.
-func ToolsDoc() string {
+func ToolsDoc(tools Toolset) string {
 	env := &cmdenv.Env{Name: "doc", Context: config.BuiltinLocal()}
 	var b strings.Builder
-	for _, t := range Tools(&cmdenv.Factory{}, env) {
+	for _, t := range tools(&cmdenv.Factory{}, env) {
 		kind := "read (readOnlyHint)"
 		if !t.ReadOnly {
 			kind = "proposal: makes a change request, changes nothing"
@@ -58,12 +58,13 @@ func ToolsDoc() string {
 	return b.String()
 }
 
-// FillDoc returns md with its generated tool list replaced by [ToolsDoc].
-func FillDoc(md string) (string, error) {
+// FillDoc returns md with its generated tool list replaced by the
+// [ToolsDoc] of tools.
+func FillDoc(md string, tools Toolset) (string, error) {
 	i := strings.Index(md, docBegin)
 	j := strings.Index(md, docEnd)
 	if i < 0 || j < i {
 		return "", fmt.Errorf("no %q ... %q block", docBegin, docEnd)
 	}
-	return md[:i+len(docBegin)] + "\n\n" + ToolsDoc() + md[j:], nil
+	return md[:i+len(docBegin)] + "\n\n" + ToolsDoc(tools) + md[j:], nil
 }

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"github.com/kosha-platform/koshactl/internal/cmd/mcptools"
 	"os"
 	"testing"
 
@@ -15,7 +16,7 @@ func TestDocsToolListIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	filled, err := mcpcmd.FillDoc(string(b))
+	filled, err := mcpcmd.FillDoc(string(b), mcptools.Tools)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,8 +47,8 @@ type Options struct {
 	SessionIdle time.Duration
 }
 
-// NewCmd builds the command.
-func NewCmd(f *cmdenv.Factory) *cobra.Command {
+// NewCmd builds the command serving tools.
+func NewCmd(f *cmdenv.Factory, tools Toolset) *cobra.Command {
 	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -87,7 +87,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		`),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return Run(c.Context(), f, opts)
+			return Run(c.Context(), f, tools, opts)
 		},
 	}
 	fl := cmd.Flags()
@@ -102,68 +102,19 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	return cmd
 }
 
-// Tools is the server's tool table for env: the read tools, then the
-// proposal tools unless the context is read-only for MCP.
-func Tools(f *cmdenv.Factory, env *cmdenv.Env) []mcpserver.Tool {
-	r, p := reader{f: f, env: env}, proposer{f: f, env: env}
-	tools := []mcpserver.Tool{
-		mcpserver.New("breaker_status", "Breaker status",
-			"Every dependency's breaker: the override in force (from the control table) merged with the fleet's breaker_state gauges, whether the fleet obeys the override (fleet.verdict: confirmed, converging, not_obeyed, unconfirmed), per-instance counts. The JSON of `koshactl breaker status -o json`.",
-			true, r.status),
-		mcpserver.New("breaker_get", "One breaker override",
-			"One dependency's override item: state, reason, actor, created and expiry. The JSON of `koshactl breaker get DEPENDENCY -o json`; a tool error (not found) when there is none.",
-			true, r.get),
-		mcpserver.New("audit_list", "Audit log",
-			"The audit records of control-plane changes, newest first, filtered by time, subject, action or actor. The JSON of `koshactl audit list -o json`.",
-			true, r.audit),
-		mcpserver.New("ratelimit_get", "One rate-limit bucket",
-			"One client's rate-limit bucket: tokens now, whether its next request is admitted, when it refills. The JSON of `koshactl ratelimit get CLIENT -o json`.",
-			true, r.bucket),
-		mcpserver.New("ratelimit_list", "Rate-limit buckets",
-			"The rate-limit buckets stored (a scan), optionally only the clients being limited. The JSON of `koshactl ratelimit list -o json`.",
-			true, r.buckets),
-		mcpserver.New("pending_requests", "Change requests",
-			"The change requests waiting for a person's approval (all: decided ones too; reviews: break-glass reviews). The JSON of `koshactl request list -o json`, reading only: an expired request shows as expired without being marked.",
-			true, r.requests),
-		mcpserver.New("drill_validate", "Validate drill files",
-			"Check drill files without running them: every problem with its line and column. The JSON of `koshactl drill validate FILE... -o json`.",
-			true, r.validate),
-		mcpserver.New("drill_plan", "Plan a drill",
-			"What a drill would do on this context, without doing it: every step, lever, rollback and expiry bound. The JSON of `koshactl drill plan FILE -o json`; the server's environment is not visible to the drill.",
-			true, r.plan),
-		mcpserver.New("game_day_summary", "Game-day summary",
-			"The Markdown game-day summary of a drill run's journal (`koshactl drill report JOURNAL -o markdown --no-fetch`), every value escaped.",
-			true, r.gameday),
-	}
-	if env.Context.MCP.ReadOnly {
-		return tools
-	}
-	return append(tools,
-		mcpserver.New("propose_force_open", "Propose a force-open",
-			"Propose forcing dependencies' breakers open fleet-wide. Nothing is forced: a change request is made (whatever the table's policy says) and announced; a person applies it with the approve command in the result.",
-			false, p.forceOpen),
-		mcpserver.New("propose_clear", "Propose a clear",
-			"Propose clearing dependencies' overrides. Nothing is cleared: a change request is made and announced; a person applies it with the approve command in the result.",
-			false, p.clear),
-		mcpserver.New("propose_ratelimit_reset", "Propose a bucket reset",
-			"Propose refilling clients' rate-limit buckets. Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
-			false, p.reset),
-		mcpserver.New("propose_ratelimit_drain", "Propose a bucket drain",
-			"Propose draining clients' rate-limit buckets (optionally holding them refused). Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
-			false, p.drain),
-		mcpserver.New("propose_ratelimit_set", "Propose a bucket level",
-			"Propose setting clients' rate-limit buckets to a token count. Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
-			false, p.set),
-	)
+// Toolset is the server's tool table for env: the read tools, then the
+// proposal tools unless the context is read-only for MCP. The command is
+// given it by the command tree (internal/cmd/mcptools), so the server knows
+// no command and no lever kind.
+type Toolset func(f *cmdenv.Factory, env *cmdenv.Env) []mcpserver.Tool
+
+// NewServer is the MCP server of env with tools, logging on log.
+func NewServer(f *cmdenv.Factory, env *cmdenv.Env, tools Toolset, log io.Writer) *mcpserver.Server {
+	return mcpserver.NewServer("koshactl", build.Get().Version, tools(f, env), log, f.Clock.Now)
 }
 
-// NewServer is the MCP server of env, logging on log.
-func NewServer(f *cmdenv.Factory, env *cmdenv.Env, log io.Writer) *mcpserver.Server {
-	return mcpserver.NewServer("koshactl", build.Get().Version, Tools(f, env), log, f.Clock.Now)
-}
-
-// Run serves until the client closes stdin, or until interrupted.
-func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+// Run serves tools until the client closes stdin, or until interrupted.
+func Run(ctx context.Context, f *cmdenv.Factory, tools Toolset, opts *Options) error {
 	var token string
 	if opts.Listen != "" {
 		if err := mcpserver.CheckLoopback(opts.Listen); err != nil {
@@ -187,7 +138,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	errOut := f.IOStreams.ErrOut
-	srv := NewServer(f, env, errOut)
+	srv := NewServer(f, env, tools, errOut)
 	if opts.Listen == "" {
 		fmt.Fprintf(errOut, "koshactl mcp: serving %s on stdio\n", textsafe.Line(env.Describe()))
 		// The protocol's own bytes: JSON escapes every control, and

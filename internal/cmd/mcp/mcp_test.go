@@ -3,6 +3,9 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/kosha-platform/koshactl/internal/cmd/mcptools"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"iter"
 	"log/slog"
 	"net/http"
@@ -17,7 +20,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
@@ -114,6 +116,7 @@ func newRig(t *testing.T, readOnly bool) *rig {
 		Identity: func(context.Context) (audit.Identity, error) {
 			return audit.Identity{Actor: "agent@test", Source: audit.ActorUnverified}, nil
 		}}
+	r.env.Kinds = builtin.For(r.st, r.clk, "local", c)
 	ios, _, _, _ := iostreams.Test()
 	ios.ErrOut = r.errOut
 	r.f = &cmdenv.Factory{IOStreams: ios, Clock: r.clk, Environ: cmdutil.Environ(func() []string { return nil }),
@@ -132,7 +135,7 @@ func (r *rig) sync() {
 func (r *rig) connect(t *testing.T) *sdk.ClientSession {
 	t.Helper()
 	ctx := context.Background()
-	srv := mcpcmd.NewServer(r.f, r.env, r.errOut)
+	srv := mcpcmd.NewServer(r.f, r.env, mcptools.Tools, r.errOut)
 	st, ct := sdk.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
@@ -161,7 +164,7 @@ func call(t *testing.T, cs *sdk.ClientSession, name string, args any) (*sdk.Call
 
 func (r *rig) force(t *testing.T, dep, reason string) {
 	t.Helper()
-	_, _, err := r.env.Overrides().WithLog(r.env.Audit()).Force(context.Background(), breaker.ForceRequest{Dependency: dep, Reason: reason,
+	_, _, err := levertest.Force(context.Background(), r.st, r.clk, r.env.Audit(), levertest.Req{Dependency: dep, Reason: reason,
 		Actor: "operator@test", For: 30 * time.Minute, ExpiresAt: r.clk.Now().Add(30 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
@@ -240,7 +243,7 @@ func TestStatusProposalAndUnknownDependency(t *testing.T) {
 		t.Error("openai's override changed by a proposal")
 	}
 	got, err := r.env.Approvals().Get(context.Background(), id)
-	if err != nil || got.Status != "pending" || got.Change.Targets[0] != "core-api" || got.Change.ForSeconds != 900 {
+	if err != nil || got.Status != "pending" || got.Change.Targets[0] != "core-api" || !strings.Contains(string(got.Change.Params), `"for_seconds":900`) {
 		t.Fatalf("request %s: %+v %v", id, got, err)
 	}
 	l, err := r.env.Audit().List(context.Background(), audit.Query{Action: "request.create"})
@@ -371,7 +374,7 @@ func TestTokenFileOthersCanReadIsRefused(t *testing.T) {
 		// A canceled context: a server whose token is taken stops at once.
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		err := mcpcmd.Run(ctx, r.f, &mcpcmd.Options{Listen: "127.0.0.1:0", TokenFile: file})
+		err := mcpcmd.Run(ctx, r.f, mcptools.Tools, &mcpcmd.Options{Listen: "127.0.0.1:0", TokenFile: file})
 		gotRefused := err != nil && strings.Contains(err.Error(), "can be read by other users") && strings.Contains(err.Error(), "chmod 600")
 		if gotRefused != refused || (err != nil && strings.Contains(err.Error(), token)) {
 			t.Errorf("mode %04o: %v, want refused %t", mode, err, refused)
@@ -400,7 +403,7 @@ func TestSessionLimitsAreChecked(t *testing.T) {
 		"stdio with a cap":  {mcpcmd.Options{MaxSessions: 4}, "go with --listen"},
 		"stdio with a idle": {mcpcmd.Options{SessionIdle: time.Hour}, "go with --listen"},
 	} {
-		err := mcpcmd.Run(ctx, r.f, &c.opts)
+		err := mcpcmd.Run(ctx, r.f, mcptools.Tools, &c.opts)
 		if err == nil || exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v (exit %d), want exit 2 saying %q", name, err, exitcode.Of(err), c.want)
 		}

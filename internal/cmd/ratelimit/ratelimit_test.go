@@ -12,7 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
-	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/reset"
@@ -488,8 +488,8 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	want := reset.Options{Clients: []string{"a", "b"}, ChangeOptions: changeloop.ChangeOptions{Reason: "why", DryRun: true, Yes: true, Output: "json",
-		Policy: levergate.Flags{RequestTTL: approval.DefaultTTL}}}
+	want := reset.Options{Clients: []string{"a", "b"}, ChangeOptions: changeloop.ChangeOptions{Reason: "why",
+		Flags: levercmd.Flags{DryRun: true, Yes: true, Output: "json", RequestTTL: approval.DefaultTTL}}}
 	if !reflect.DeepEqual(*got, want) {
 		t.Errorf("options = %+v, want %+v", *got, want)
 	}

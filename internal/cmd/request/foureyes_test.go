@@ -3,6 +3,7 @@ package request_test
 import (
 	"context"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -14,7 +15,6 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/notify/notifytest"
@@ -299,8 +299,7 @@ func TestRacingApproversApplyOnce(t *testing.T) {
 func bypass(t *testing.T, w *world) {
 	t.Helper()
 	s := dynamo.NewFromConfig(moto.Config(t, w.endpoint), "kosha-control")
-	_, _, err := breaker.NewOverrides(s, w.Clock).WithLog(audit.NewLog(s, w.Clock, "old-koshactl")).Force(context.Background(),
-		breaker.ForceRequest{Dependency: "core-api", Reason: "no questions asked", Actor: "old-koshactl@host", For: time.Hour})
+	_, _, err := levertest.Force(context.Background(), s, w.Clock, audit.NewLog(s, w.Clock, "old-koshactl"), levertest.Req{Dependency: "core-api", Reason: "no questions asked", Actor: "old-koshactl@host", For: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,7 +164,7 @@ func TestEditedChangeIsNotApprovedWithoutItsHash(t *testing.T) {
 	w.as("admin", 0, "policy", "set", "../../../docs/policies/four-eyes.cedar", "--reason", "four eyes")
 	req := w.ask("openai")
 	it := w.get(approval.RequestPrefix + req.RequestID)
-	ch := approval.Change{Action: "breaker.force-open", Targets: []string{"core-api", "openai"}, Reason: "provider incident", ForSeconds: 86400,
+	ch := approval.Change{Action: "breaker.force-open", Targets: []string{"core-api", "openai"}, Reason: "provider incident", Params: json.RawMessage(`{"for_seconds":86400}`),
 		Before: map[string]json.RawMessage{"core-api": json.RawMessage("null"), "openai": json.RawMessage("null")}}
 	canon, err := ch.Canonical()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"io"
 	"log/slog"
 	"net"
@@ -167,9 +168,11 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	// The context's limits, so koshactl ratelimit computes what the sandbox enforces.
-	if cfg.RateLimit, err = env.Limits(); err != nil {
+	b, err := cmdenv.Kind[*ratelimit.Buckets](env, ratelimit.Spec.Name)
+	if err != nil {
 		return err
 	}
+	cfg.RateLimit = b.Limits()
 	if cfg.ChaosTargets == nil {
 		if cfg.ChaosTargets, err = env.ChaosTargets(); err != nil {
 			return err

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"strconv"
 	"strings"
 
@@ -115,7 +116,11 @@ func RunMigrate(ctx context.Context, f *cmdenv.Factory, opts *MigrateOptions) er
 			printLines(f, lines)
 			return err
 		}
-		out.Overrides, err = env.Overrides().Backfill(ctx, opts.DryRun)
+		ov, err := depargs.Overrides(env)
+		if err != nil {
+			return err
+		}
+		out.Overrides, err = ov.Backfill(ctx, opts.DryRun)
 		if err != nil {
 			printLines(f, lines)
 			return err

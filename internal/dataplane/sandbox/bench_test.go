@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -21,7 +22,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox/memstore"
@@ -172,7 +172,7 @@ func BenchmarkOverridePropagation(b *testing.B) {
 			cfg.OverrideRefresh, cfg.OverridePoll = 200*time.Millisecond, 50*time.Millisecond
 			st := benchStore(b, tc.store)
 			srv := benchServer(b, cfg, st)
-			ov, lg := breaker.NewOverrides(st, nil), audit.NewLog(st, nil, "test")
+			lg := audit.NewLog(st, nil, "test")
 			all := func(want circuit.State) bool {
 				for _, in := range srv.Fleet().Instances() {
 					if in.BreakerState(sandbox.OpenAI) != want {
@@ -198,11 +198,11 @@ func BenchmarkOverridePropagation(b *testing.B) {
 				// A random pause puts the force at a random phase of the
 				// instances' read cycles, as an operator's would be.
 				time.Sleep(time.Duration(rand.Int64N(int64(bound))))
-				if _, _, err := ov.WithLog(lg).Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.OpenAI, Reason: "bench", Actor: "bench", For: time.Hour}); err != nil {
+				if _, _, err := levertest.Force(context.Background(), st, nil, lg, levertest.Req{Dependency: sandbox.OpenAI, Reason: "bench", Actor: "bench", For: time.Hour}); err != nil {
 					b.Fatal(err)
 				}
 				took = append(took, wait(circuit.ForcedOpen))
-				if _, _, err := ov.WithLog(lg).Clear(context.Background(), sandbox.OpenAI, "t", "drill"); err != nil {
+				if _, _, err := levertest.Clear(context.Background(), st, nil, lg, sandbox.OpenAI, "t", "drill"); err != nil {
 					b.Fatal(err)
 				}
 				cleared = append(cleared, wait(circuit.Closed))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"log/slog"
 	"reflect"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
@@ -50,8 +50,8 @@ func TestOverridePropagationBound(t *testing.T) {
 	}
 	sync() // every instance reads (nothing) now
 	clk.Advance(time.Second)
-	ov, lg := breaker.NewOverrides(st, clk), audit.NewLog(st, clk, "test")
-	if _, _, err := ov.WithLog(lg).Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.OpenAI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
+	lg := audit.NewLog(st, clk, "test")
+	if _, _, err := levertest.Force(context.Background(), st, clk, lg, levertest.Req{Dependency: sandbox.OpenAI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(4*time.Second - time.Nanosecond)
@@ -64,7 +64,7 @@ func TestOverridePropagationBound(t *testing.T) {
 	if n := forced(); n != cfg.Instances {
 		t.Fatalf("%d of %d instances forced once the cache period ended", n, cfg.Instances)
 	}
-	if _, _, err := ov.WithLog(lg).Clear(context.Background(), sandbox.OpenAI, "t", "drill"); err != nil {
+	if _, _, err := levertest.Clear(context.Background(), st, clk, lg, sandbox.OpenAI, "t", "drill"); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(5 * time.Second)
@@ -78,8 +78,8 @@ func TestOverridePropagationBound(t *testing.T) {
 func TestIdleInstancesApplyOverrides(t *testing.T) {
 	t.Parallel()
 	h := start(t, testConfig())
-	ov, lg := breaker.NewOverrides(h.store, nil), audit.NewLog(h.store, nil, "test")
-	if _, _, err := ov.WithLog(lg).Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.ScreeningSim, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
+	lg := audit.NewLog(h.store, nil, "test")
+	if _, _, err := levertest.Force(context.Background(), h.store, nil, lg, levertest.Req{Dependency: sandbox.ScreeningSim, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := h.srv.Config()
@@ -171,8 +171,8 @@ func TestEMFLines(t *testing.T) {
 	cfg := testConfig()
 	cfg.Instances = 2
 	h := start(t, cfg, func(d *sandbox.Deps) { d.EMF = &buf })
-	ov, lg := breaker.NewOverrides(h.store, nil), audit.NewLog(h.store, nil, "test")
-	if _, _, err := ov.WithLog(lg).Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.CoreAPI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
+	lg := audit.NewLog(h.store, nil, "test")
+	if _, _, err := levertest.Force(context.Background(), h.store, nil, lg, levertest.Req{Dependency: sandbox.CoreAPI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	wait.Until(t, "a forced EMF line per instance", func() bool {

@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/impact"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/vectors"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
@@ -134,8 +134,8 @@ func TestDegradationMatrixVectors(t *testing.T) {
 // would, and checks every tool on every instance once all report forced.
 func forcedRow(t *testing.T, row impact.Row) {
 	h := start(t, testConfig())
-	ov, lg := breaker.NewOverrides(h.store, nil), audit.NewLog(h.store, nil, "test")
-	if _, _, err := ov.WithLog(lg).Force(context.Background(), breaker.ForceRequest{Dependency: row.Dependency, Reason: "matrix vectors",
+	lg := audit.NewLog(h.store, nil, "test")
+	if _, _, err := levertest.Force(context.Background(), h.store, nil, lg, levertest.Req{Dependency: row.Dependency, Reason: "matrix vectors",
 		Actor: "t", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -243,8 +243,8 @@ func dynamoDown(t *testing.T, row impact.Row) {
 	if v := h.metric("kosha_rate_limit_decisions_total", map[string]string{"outcome": "fail_open_error"}); v < float64(len(sandbox.Tools())) {
 		t.Errorf("fail-open rate-limit decisions %v, want one per tool call", v)
 	}
-	ov, lg := breaker.NewOverrides(ds.Store, nil), audit.NewLog(ds.Store, nil, "test")
-	if _, _, err := ov.WithLog(lg).Force(context.Background(), breaker.ForceRequest{Dependency: sandbox.OpenAI, Reason: "unread",
+	lg := audit.NewLog(ds.Store, nil, "test")
+	if _, _, err := levertest.Force(context.Background(), ds.Store, nil, lg, levertest.Req{Dependency: sandbox.OpenAI, Reason: "unread",
 		Actor: "t", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox/memstore"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	waitfor "github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -38,10 +39,10 @@ func TestIdleInstancePropagatesWithinTheCachePeriod(t *testing.T) {
 				t.Fatal(err)
 			}
 			in := srv.Fleet().Instances()[0]
-			ov := breaker.NewOverrides(st, clk).WithLog(audit.NewLog(st, clk, "test"))
+			lg := audit.NewLog(st, clk, "test")
 			ctx, cancel := context.WithCancel(context.Background())
 			force := func() {
-				if _, _, err := ov.Force(ctx, breaker.ForceRequest{Dependency: OpenAI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
+				if _, _, err := levertest.Force(ctx, st, clk, lg, levertest.Req{Dependency: OpenAI, Reason: "drill", Actor: "t", For: time.Hour}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -64,7 +65,7 @@ func TestIdleInstancePropagatesWithinTheCachePeriod(t *testing.T) {
 			clk.Advance(10 * time.Millisecond)
 			written := clk.Now()
 			if change == "clear" {
-				if _, _, err := ov.Clear(ctx, OpenAI, "t", "drill over"); err != nil {
+				if _, _, err := levertest.Clear(ctx, st, clk, lg, OpenAI, "t", "drill over"); err != nil {
 					t.Fatal(err)
 				}
 			} else {

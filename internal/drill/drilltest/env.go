@@ -2,6 +2,7 @@ package drilltest
 
 import (
 	"context"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"net/http"
 	"testing"
 
@@ -23,7 +24,9 @@ import (
 type Env struct {
 	T testing.TB
 	// Store is the in-memory store (nil on another store).
-	Store     *Store
+	Store *Store
+	// Table is the store the Env is on.
+	Table     store.Store
 	Clock     clock.Clock
 	Fleet     *Fleet
 	Deps      *runtime.Deps
@@ -50,7 +53,7 @@ func NewEnvOn(t testing.TB, s store.Store) *Env {
 			t.Fatal(err)
 		}
 	}
-	e := &Env{T: t, Clock: clock.Real{}}
+	e := &Env{T: t, Clock: clock.Real{}, Table: s}
 	e.Overrides = breaker.NewOverrides(s, e.Clock)
 	var err error
 	e.Buckets, err = ratelimit.NewBuckets(s, e.Clock, ratelimit.Limits{})
@@ -68,8 +71,8 @@ func NewEnvOn(t testing.TB, s store.Store) *Env {
 	doer := HandlerDoer{e.Fleet}
 	e.Deps = &runtime.Deps{
 		Clock: e.Clock, ContextName: "test", StoreDescription: "memory store", Actor: "tester@test",
-		Overrides: e.Overrides, KnownDependencies: []string{"core-api", "openai", "postgres", "screening-sim"},
-		Buckets: e.Buckets, Audit: e.Audit, Minter: minter, HTTP: doer,
+		Levers: Levers(s, e.Clock, e.Overrides, e.Buckets), KnownDependencies: []string{"core-api", "openai", "postgres", "screening-sim"},
+		Audit: e.Audit, Minter: minter, HTTP: doer,
 		Gauges: &runtime.MetricsGauges{Name: "prometheus http://fleet/metrics", New: func(context.Context) (metrics.GaugeSource, error) {
 			return metrics.NewPrometheus([]string{"http://fleet/metrics"}, metrics.PrometheusOptions{Client: &http.Client{Transport: doer}, Clock: e.Clock})
 		}},
@@ -148,4 +151,13 @@ func (e *Env) Steps(ctx context.Context, rc *runtime.RunContext) (steps []StepRe
 		undone = append(undone, UndoResult{Subject: rbs[i].Subject(), Detail: detail, Err: err})
 	}
 	return steps, undone
+}
+
+// Levers is the lever service of ov and b on s: a drill's, under the
+// overrides' duration policy and the buckets' limits a test chose.
+func Levers(s store.Store, clk clock.Clock, ov *breaker.Overrides, b *ratelimit.Buckets) *lever.Service {
+	return lever.NewService(s, clk, lever.NewRegistry(
+		lever.Entry{Spec: breaker.Spec, New: func() (lever.Kind, error) { return ov, nil }},
+		lever.Entry{Spec: ratelimit.Spec, New: func() (lever.Kind, error) { return b, nil }},
+	))
 }

@@ -207,10 +207,11 @@ func (c *breakerCondition) Check(ctx context.Context, rc *runtime.RunContext) (r
 }
 
 func (c *breakerCondition) checkStore(ctx context.Context, rc *runtime.RunContext, dep string) (runtime.Observation, error) {
-	if err := runtime.NeedService(rc.Deps.Overrides != nil, "store"); err != nil {
+	ov, err := overrides(rc)
+	if err != nil {
 		return runtime.Observation{}, err
 	}
-	o, err := rc.Deps.Overrides.Get(ctx, dep)
+	o, err := ov.Get(ctx, dep)
 	state, detail := StateNotForced, dep+": no override"
 	switch {
 	case errors.Is(err, store.ErrNotFound):

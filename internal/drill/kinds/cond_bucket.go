@@ -75,14 +75,15 @@ func (c *bucketCondition) Describe(rc *runtime.RunContext) string {
 }
 
 func (c *bucketCondition) Check(ctx context.Context, rc *runtime.RunContext) (runtime.Observation, error) {
-	if err := runtime.NeedService(rc.Deps.Buckets != nil, "store"); err != nil {
+	b, err := buckets(rc)
+	if err != nil {
 		return runtime.Observation{}, err
 	}
 	client, err := rc.Expand(c.client)
 	if err != nil {
 		return runtime.Observation{}, err
 	}
-	st, err := rc.Deps.Buckets.Get(ctx, client)
+	st, err := b.Get(ctx, client)
 	if err != nil {
 		return runtime.Observation{}, err
 	}

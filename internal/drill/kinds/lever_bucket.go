@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -132,21 +133,44 @@ func restoreChange(client string, before ratelimit.Status, l ratelimit.Limits, n
 }
 
 func (r *bucketRollback) Undo(ctx context.Context, rc *runtime.RunContext) (string, error) {
-	svc := rc.Deps
-	if err := runtime.NeedService(svc.Buckets != nil && svc.Audit != nil, "store"); err != nil {
+	b, err := buckets(rc)
+	if err != nil {
 		return "", err
 	}
 	before, _ := r.lever.Before.(ratelimit.Status)
-	c, level := restoreChange(r.client, before, svc.Buckets.Limits(), rc.Now())
-	res, rec, err := rc.Buckets().ApplyAudited(ctx, svc.Actor, rc.Reason("rollback"), c)
+	c, level := restoreChange(r.client, before, b.Limits(), rc.Now())
+	res, o, err := changeBucket(ctx, rc, b, rc.Reason("rollback"), c)
 	if err != nil {
 		return "", err
 	}
 	if !res.Changed {
 		return fmt.Sprintf("already at %s tokens", human.Number(level)), nil
 	}
-	rc.Recorded(rec)
-	return fmt.Sprintf("restored to %s tokens (%s)", human.Number(level), c.Op) + confirmed(res.Confirmed), nil
+	rc.Recorded(o.Record)
+	return fmt.Sprintf("restored to %s tokens (%s)", human.Number(level), c.Op) + confirmed(o.Confirmed), nil
+}
+
+// buckets is the context's bucket lever kind.
+func buckets(rc *runtime.RunContext) (*ratelimit.Buckets, error) {
+	return runtime.Kind[*ratelimit.Buckets](rc.Deps, ratelimit.Spec.Name)
+}
+
+// changeBucket makes c with its record, quietly (the run announces
+// itself): the bucket lever's change of one client, decided on the bucket
+// read here, and read and decided again while takes land in between.
+func changeBucket(ctx context.Context, rc *runtime.RunContext, b *ratelimit.Buckets, reason string, c ratelimit.Change) (ratelimit.ChangeResult, lever.Outcome, error) {
+	it, err := b.Item(ctx, c.Client)
+	if err != nil {
+		return ratelimit.ChangeResult{Change: c}, lever.Outcome{}, err
+	}
+	lc := b.Change(c.Op, reason, ratelimit.Params{Tokens: c.Tokens, HoldFor: c.HoldFor}, c.Client)
+	lc.Actor, lc.NoNotify, lc.Read = rc.Deps.Actor, true, map[string]store.Item{c.Client: it}
+	rep, err := rc.Levers().Change(ctx, lc)
+	if len(rep.Outcomes) == 0 {
+		return ratelimit.ChangeResult{Change: c}, lever.Outcome{}, err
+	}
+	o := rep.Outcomes[0]
+	return ratelimit.ResultOf(o), o, err
 }
 
 // LeverRecord implements Rollback.
@@ -193,7 +217,7 @@ func (a *bucketStep) Plan(rc *runtime.RunContext) *runtime.PlanLever {
 	l := &runtime.PlanLever{Subject: ratelimit.Key(rc.Describe(a.client)), Inverse: "set the bucket back to its level before the drill, refilled since",
 		Action: a.op.Action(), Target: policyTarget(rc, a.client)}
 	oneToken := time.Second
-	if b := rc.Deps.Buckets; b != nil && b.Limits().RefillPerSecond > 0 {
+	if b, err := buckets(rc); err == nil && b.Limits().RefillPerSecond > 0 {
 		oneToken = time.Duration(float64(time.Second) / b.Limits().RefillPerSecond)
 	}
 	switch {
@@ -234,7 +258,8 @@ func (a *bucketStep) clientID(rc *runtime.RunContext) (string, error) {
 }
 
 func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
-	if err := runtime.NeedService(rc.Deps.Buckets != nil && rc.Deps.Audit != nil, "store"); err != nil {
+	b, err := buckets(rc)
+	if err != nil {
 		return nil, err
 	}
 	client, err := a.clientID(rc)
@@ -244,7 +269,7 @@ func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runti
 	if _, moved := rc.Lever(ratelimit.Key(client)); moved {
 		return nil, nil
 	}
-	st, err := rc.Deps.Buckets.Get(ctx, client)
+	st, err := b.Get(ctx, client)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +278,10 @@ func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runti
 }
 
 func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
-	svc := rc.Deps
+	b, err := buckets(rc)
+	if err != nil {
+		return nil, err
+	}
 	client, err := a.clientID(rc)
 	if err != nil {
 		return nil, err
@@ -266,10 +294,10 @@ func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.
 	if a.op == ratelimit.OpDrain && a.hold > 0 {
 		// Refused for at most the time left: the client's next token
 		// arrives one refill interval after the hold, by the deadline.
-		oneToken := time.Duration(float64(time.Second) / svc.Buckets.Limits().RefillPerSecond)
+		oneToken := time.Duration(float64(time.Second) / b.Limits().RefillPerSecond)
 		c.HoldFor = max(min(a.hold, rc.Remaining()-oneToken), 0).Truncate(time.Millisecond)
 	}
-	res, rec, err := rc.Buckets().ApplyAudited(ctx, svc.Actor, rc.Reason(reason), c)
+	res, o, err := changeBucket(ctx, rc, b, rc.Reason(reason), c)
 	if l, ok := rc.Lever(ratelimit.Key(client)); ok && res.Changed && (err == nil || errors.Is(err, store.ErrOutcomeUnknown)) {
 		l.SetWritten(res.After, rc.Now().Add(res.After.RetryAfter))
 	}
@@ -277,7 +305,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.
 		return nil, err
 	}
 	if res.Changed {
-		rc.Recorded(rec)
+		rc.Recorded(o.Record)
 	}
 	out := runtime.NewOutputs().Set("client", client).
 		Set("tokens_before", human.Number(res.Before.Tokens)).
@@ -293,7 +321,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.
 	default:
 		out.Detail = fmt.Sprintf("%s → %s tokens, refused for %s", human.Number(res.Before.Tokens), human.Number(res.After.Tokens), human.Duration(drill.DisplayPrecision(res.After.RetryAfter)))
 	}
-	out.Detail += confirmed(res.Confirmed)
+	out.Detail += confirmed(o.Confirmed)
 	return out, nil
 }
 

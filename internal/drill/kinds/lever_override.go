@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -112,8 +113,10 @@ func (a *forceOpen) Plan(rc *runtime.RunContext) *runtime.PlanLever {
 	if a.forDur > 0 {
 		bound, parts = min(bound, a.forDur), append(parts, "for "+a.forDur.String())
 	}
-	m := rc.Deps.Overrides.Durations().MaxFor()
-	bound, parts = min(bound, m), append(parts, "the context's max-override "+m.String())
+	if ov, err := overrides(rc); err == nil {
+		m := ov.Durations().MaxFor()
+		bound, parts = min(bound, m), append(parts, "the context's max-override "+m.String())
+	}
 	return &runtime.PlanLever{Subject: breaker.OverrideKey(rc.Describe(a.dependency)),
 		Inverse:              "clear the drill's override (or restore an override someone else held before)",
 		ExpiresWithinSeconds: drill.Seconds(bound), Expiry: "the override expires at the earliest of " + strings.Join(parts, ", "),
@@ -128,7 +131,7 @@ func (a *forceOpen) Prepare(ctx context.Context, rc *runtime.RunContext) (runtim
 	if err != nil || moved {
 		return nil, err
 	}
-	err = breaker.CheckForce(breaker.ForceRequest{Dependency: dep, Overwrite: a.overwrite}, before, rc.Now())
+	err = breaker.CheckForce(breaker.ForceParams{Overwrite: a.overwrite}, before, rc.Now())
 	if errors.Is(err, breaker.ErrConflict) {
 		return nil, fmt.Errorf("%w: set overwrite: true to replace it for the drill (rollback restores it)", err)
 	}
@@ -139,12 +142,11 @@ func (a *forceOpen) Prepare(ctx context.Context, rc *runtime.RunContext) (runtim
 }
 
 func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
-	svc := rc.Deps
 	dep, reason, l, err := a.start(rc)
 	if err != nil {
 		return nil, err
 	}
-	// The one read before the write: ForceAll decides on it and writes
+	// The one read before the write: the lever service decides on it and writes
 	// conditional on it, so a change since is a conflict, never overwritten
 	// unseen. The drill's own override (an earlier step's) is replaced, but
 	// only that write of it.
@@ -157,30 +159,32 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 	tooShort := func(left time.Duration) error {
 		return fmt.Errorf("force %s open: the drill has %s left, under the %s minimum override (the fleet would never see it)", dep, human.Duration(left), human.Duration(breaker.MinOverride))
 	}
-	dur, byDeadline, err := rc.Deps.Overrides.Durations().Bounded(rc.Now(), rc.Deadline(), a.forDur)
+	ov, err := overrides(rc)
+	if err != nil {
+		return nil, err
+	}
+	dur, byDeadline, err := ov.Durations().Bounded(rc.Now(), rc.Deadline(), a.forDur)
 	if err != nil {
 		return nil, tooShort(dur)
 	}
-	req := breaker.ForceRequest{Dependency: dep, Reason: rc.Reason(reason), Actor: svc.Actor, For: dur, Overwrite: a.overwrite,
-		Read: &breaker.ReadState{Current: cur}}
+	p := breaker.ForceParams{For: dur, Overwrite: a.overwrite}
 	if cur != nil && l != nil && mine(l, *cur) {
-		req.SeenVersion = &cur.Version
+		p.SeenVersion = &cur.Version
 	}
 	if byDeadline {
 		// The deadline itself, not Remaining() measured before the write:
-		// Force stamps created_at later, and created_at + a duration read
-		// earlier can land past the deadline. Force rounds it down to the ms.
-		req.For, req.ExpiresAt = 0, rc.Deadline()
+		// the write stamps created_at later, and created_at + a duration
+		// read earlier can land past the deadline. It rounds down to the ms.
+		p.For, p.ExpiresAt = 0, rc.Deadline()
 	}
-	outs, err := rc.Overrides().ForceAll(ctx, breaker.ForceAll{Requests: []breaker.ForceRequest{req}})
+	o, err := change(ctx, rc, breaker.ForceOpen(rc.Reason(reason), p, dep), cur)
 	if de := (*breaker.DurationError)(nil); errors.As(err, &de) && errors.Is(err, breaker.ErrDurationTooShort) {
 		return nil, tooShort(de.Duration)
 	}
-	if len(outs) == 0 {
+	if o == nil {
 		return nil, err
 	}
-	o := outs[0]
-	res := o.Result
+	res := breaker.ForceResultOf(*o)
 	if l != nil && (o.Written || errors.Is(o.Err, store.ErrOutcomeUnknown)) {
 		// Written, or perhaps (the store could not be reached to tell):
 		// the rollback restores only while the item carries this change's
@@ -198,7 +202,7 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 	if byDeadline {
 		out.Detail += " (the drill's deadline)"
 	}
-	out.Detail += confirmed(res.Confirmed)
+	out.Detail += confirmed(o.Confirmed)
 	if a.wait {
 		if err := waitFleet(ctx, rc, out, metrics.Change{Dependency: dep, Goal: metrics.GoalForced, Since: res.After.CreatedAt}); err != nil {
 			return nil, err
@@ -254,7 +258,6 @@ func (a *clearOverride) Prepare(ctx context.Context, rc *runtime.RunContext) (ru
 }
 
 func (a *clearOverride) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
-	svc := rc.Deps
 	dep, reason, l, err := a.start(rc)
 	if err != nil {
 		return nil, err
@@ -270,12 +273,10 @@ func (a *clearOverride) Run(ctx context.Context, rc *runtime.RunContext) (*runti
 		return nil, fmt.Errorf("%w: it was forced during the drill; the drill clears only its own override",
 			&breaker.ConflictError{Current: *cur})
 	}
-	outs, err := rc.Overrides().ClearAll(ctx, breaker.ClearAll{Dependencies: []string{dep}, Reason: rc.Reason(reason),
-		Actor: func(context.Context) (string, error) { return svc.Actor, nil }, Read: map[string]*breaker.Override{dep: read}})
-	if len(outs) == 0 {
+	o, err := change(ctx, rc, breaker.Clear(rc.Reason(reason), dep), read)
+	if o == nil {
 		return nil, err
 	}
-	o := outs[0]
 	if l != nil && (o.Written || errors.Is(o.Err, store.ErrOutcomeUnknown)) {
 		// Deleted (or perhaps): the rollback puts back what was there
 		// before the drill only while the override is still absent.
@@ -284,11 +285,11 @@ func (a *clearOverride) Run(ctx context.Context, rc *runtime.RunContext) (*runti
 	if err != nil {
 		return nil, err
 	}
-	cleared := o.Result.Before != nil
+	cleared := breaker.ClearResultOf(*o).Before != nil
 	out := runtime.NewOutputs().Set("dependency", dep).Set("cleared", strconv.FormatBool(cleared))
 	if o.Written {
 		rc.Recorded(o.Record)
-		out.Detail = strings.TrimPrefix(confirmed(o.Result.Confirmed), " ")
+		out.Detail = strings.TrimPrefix(confirmed(o.Confirmed), " ")
 	}
 	if a.wait {
 		if err := waitFleet(ctx, rc, out, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()}); err != nil {
@@ -349,12 +350,37 @@ func (s *overrideStep) start(rc *runtime.RunContext) (dep, why string, l *runtim
 }
 
 func needOverrides(rc *runtime.RunContext) error {
-	return runtime.NeedService(rc.Deps.Overrides != nil && rc.Deps.Audit != nil, "store")
+	_, err := overrides(rc)
+	return err
+}
+
+// overrides is the context's override lever kind.
+func overrides(rc *runtime.RunContext) (*breaker.Overrides, error) {
+	return runtime.Kind[*breaker.Overrides](rc.Deps, breaker.Spec.Name)
+}
+
+// change makes c, one change of one override, decided on cur (the item
+// the step read: nil when absent) and written conditional on it, quietly
+// (the run announces itself): its outcome, nil when nothing was made.
+func change(ctx context.Context, rc *runtime.RunContext, c lever.Change, cur *breaker.Override) (*lever.Outcome, error) {
+	c.Actor, c.NoNotify, c.Read = rc.Deps.Actor, true, map[string]store.Item{c.Targets[0]: nil}
+	if cur != nil {
+		c.Read[c.Targets[0]] = cur.Raw
+	}
+	rep, err := rc.Levers().Change(ctx, c)
+	if len(rep.Outcomes) == 0 {
+		return nil, err
+	}
+	return &rep.Outcomes[0], err
 }
 
 // readOverride reads dep's override as stored; nil when there is none.
 func readOverride(ctx context.Context, rc *runtime.RunContext, dep string) (*breaker.Override, error) {
-	cur, err := rc.Deps.Overrides.Get(ctx, dep)
+	ov, err := overrides(rc)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := ov.Get(ctx, dep)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -420,12 +446,16 @@ func mine(l *runtime.Lever, cur breaker.Override) bool {
 }
 
 func (r *overrideRollback) Undo(ctx context.Context, rc *runtime.RunContext) (string, error) {
-	return undoOverride(ctx, rc, func() (*breaker.RestoreRequest, string, error) {
+	return undoOverride(ctx, rc, func() (*restore, string, error) {
 		w, moved := lastWrite(r.lever)
 		if !moved {
 			return nil, "nothing to undo: the drill did not change it", nil
 		}
-		req := &breaker.RestoreRequest{Dependency: r.dependency, Before: r.before()}
+		cur, err := readOverride(ctx, rc, r.dependency)
+		if err != nil {
+			return nil, "", err
+		}
+		req := &restore{dependency: r.dependency, cur: cur, RestoreParams: breaker.RestoreParams{Before: r.before()}}
 		if w.after != nil {
 			req.Mine = w.change
 		}
@@ -450,12 +480,20 @@ func (r *overrideRollback) LeverRecord() *drill.LeverRecord {
 	return rec
 }
 
+// restore is what an undo of dependency's override puts back, decided on
+// cur (the override as read, nil when absent).
+type restore struct {
+	dependency string
+	cur        *breaker.Override
+	breaker.RestoreParams
+}
+
 // undoOverride is the one undo of an override, a run's rollback's and
 // drill recover's: the store is needed; decide says what to restore from
 // what the caller knows (nil: nothing to write, done says why); the
 // restore is [breaker.Overrides.Restore] with its record staged into its
 // transaction, the record named in the journal once the change committed.
-func undoOverride(ctx context.Context, rc *runtime.RunContext, decide func() (*breaker.RestoreRequest, string, error)) (string, error) {
+func undoOverride(ctx context.Context, rc *runtime.RunContext, decide func() (*restore, string, error)) (string, error) {
 	if err := needOverrides(rc); err != nil {
 		return "", err
 	}
@@ -463,11 +501,11 @@ func undoOverride(ctx context.Context, rc *runtime.RunContext, decide func() (*b
 	if err != nil || req == nil {
 		return done, err
 	}
-	req.Actor, req.Reason = rc.Deps.Actor, rc.Reason("rollback")
+	reason := rc.Reason("rollback")
 	if b := req.Before; b != nil && b.ActiveAt(rc.Now()) {
-		req.Reason = rc.Reason("rollback restores the override set by " + b.Actor)
+		reason = rc.Reason("rollback restores the override set by " + b.Actor)
 	}
-	res, err := rc.Overrides().Restore(ctx, *req)
+	res, o, err := breaker.Restore(ctx, rc.Levers(), req.dependency, rc.Deps.Actor, reason, req.cur, req.RestoreParams)
 	if err != nil {
 		return "", err
 	}
@@ -483,8 +521,8 @@ func undoOverride(ctx context.Context, rc *runtime.RunContext, decide func() (*b
 	default:
 		return "already clear", nil
 	}
-	rc.Recorded(res.Record)
-	return detail + confirmed(res.Confirmed), nil
+	rc.Recorded(o.Record)
+	return detail + confirmed(o.Confirmed), nil
 }
 
 func recoverOverride(in RecoverInput) (runtime.Rollback, []string, error) {
@@ -612,12 +650,12 @@ func sameContent(a, b breaker.Override) bool {
 }
 
 func (r *recoveredOverride) Undo(ctx context.Context, rc *runtime.RunContext) (string, error) {
-	return undoOverride(ctx, rc, func() (*breaker.RestoreRequest, string, error) { return r.decide(ctx, rc) })
+	return undoOverride(ctx, rc, func() (*restore, string, error) { return r.decide(ctx, rc) })
 }
 
 // decide is what recover writes: from the override's item as stored and
 // the audit trail of its subject, never from the journal.
-func (r *recoveredOverride) decide(ctx context.Context, rc *runtime.RunContext) (*breaker.RestoreRequest, string, error) {
+func (r *recoveredOverride) decide(ctx context.Context, rc *runtime.RunContext) (*restore, string, error) {
 	cur, err := readOverride(ctx, rc, r.dependency)
 	if err != nil {
 		return nil, "", err
@@ -656,12 +694,16 @@ func (r *recoveredOverride) decide(ctx context.Context, rc *runtime.RunContext) 
 		if sameContent(*cur, *img) {
 			return nil, fmt.Sprintf("already restored: it holds the override of %s from before the drill", img.Actor), nil
 		}
-		if err := breaker.CheckRestore(*img, now, rc.Deps.Overrides.Durations(), r.allowNoExpiry); err != nil {
+		ov, err := overrides(rc)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := breaker.CheckRestore(*img, now, ov.Durations(), r.allowNoExpiry); err != nil {
 			if errors.Is(err, breaker.ErrNoExpiryUnconfirmed) {
 				return nil, "", fmt.Errorf("not restoring the override of %s held by %s before the drill: %w; re-run drill recover with --yes to restore it as it was, or restore it by hand", r.dependency, img.Actor, err)
 			}
 			return nil, "", byHand(img, err.Error())
 		}
 	}
-	return &breaker.RestoreRequest{Dependency: r.dependency, Mine: cur.WriteID, Before: img}, "", nil
+	return &restore{dependency: r.dependency, cur: cur, RestoreParams: breaker.RestoreParams{Mine: cur.WriteID, Before: img}}, "", nil
 }

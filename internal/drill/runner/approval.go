@@ -7,9 +7,9 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
-	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -42,7 +42,7 @@ func drillRun(rc *runtime.RunContext, d *drill.Drill) approval.DrillRun {
 			return
 		}
 		dl := approval.DrillLever{Action: l.Action, Target: l.Target}
-		if l.Action == policy.ActionForceOpen {
+		if l.Action == breaker.ActionForceOpen {
 			dl.DurationSeconds = int64(l.ExpiresWithinSeconds)
 		}
 		if !slices.Contains(dr.Levers, dl) {

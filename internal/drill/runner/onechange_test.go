@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -141,8 +142,8 @@ func TestRollbackTellsTheDrillsWriteByItsWriteID(t *testing.T) {
 				return
 			}
 			runID = strings.Fields(strings.SplitN(cur.Reason, "run ", 2)[1])[0]
-			if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: cur.Reason + " (again)", Actor: cur.Actor,
-				For: time.Hour, Overwrite: true, Read: &breaker.ReadState{Current: &cur}}); err != nil {
+			if _, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, levertest.Req{Dependency: "openai", Reason: cur.Reason + " (again)", Actor: cur.Actor,
+				For: time.Hour, Overwrite: true}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -165,7 +166,7 @@ func TestRollbackTellsTheDrillsWriteByItsWriteID(t *testing.T) {
 func TestClearStepIsUndoneOnlyWhileStillAbsent(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
+	if _, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, levertest.Req{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	d := parse(t, `
@@ -189,7 +190,7 @@ steps:
 	// Again, and someone forces it while the drill runs: left alone.
 	meddle := &recorder{on: func(ev Event) {
 		if ev.Kind == EventStepDone && ev.Step.ID == "clear" {
-			if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "second incident", Actor: "bob@ops", For: time.Hour}); err != nil {
+			if _, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, levertest.Req{Dependency: "openai", Reason: "second incident", Actor: "bob@ops", For: time.Hour}); err != nil {
 				t.Error(err)
 			}
 		}
@@ -266,7 +267,7 @@ func TestRecoverRestoresOnlyFromTheRecordOfTheItemsChange(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			ctx := context.Background()
-			if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", For: time.Hour}); err != nil {
+			if _, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, levertest.Req{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", For: time.Hour}); err != nil {
 				t.Fatal(err)
 			}
 			j := abandonedRun(t, e, replaceAlice)
@@ -305,7 +306,7 @@ func TestRecoverLeavesAnotherWriteAloneWhateverIsPlanted(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	j := abandonedRun(t, e, forceOnly)
-	theirs, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true})
+	theirs, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, levertest.Req{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +336,7 @@ func mustJSON(t testing.TB, v any) json.RawMessage {
 func TestRecoverDoesNotRecreateAClearedOverrideFromARecord(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", For: time.Hour}); err != nil {
+	if _, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, levertest.Req{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	j := abandonedRun(t, e, "name: clear\ntimeout: 10m\nsteps:\n  - breaker.clear: {dependency: openai}\n")

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -55,14 +57,14 @@ func TestRecoveryRunsPendingRollbacksWithTheRunsRules(t *testing.T) {
 	ctx := context.Background()
 	// Meanwhile someone else takes openai over, and core-api's override
 	// is re-written (same actor and run tag, a later version).
-	if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true}); err != nil {
+	if _, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, levertest.Req{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour, Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
 	cur, err := e.Overrides.Get(ctx, "core-api")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "core-api", Reason: cur.Reason, Actor: cur.Actor, For: time.Hour, Overwrite: true}); err != nil {
+	if _, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, levertest.Req{Dependency: "core-api", Reason: cur.Reason, Actor: cur.Actor, For: time.Hour, Overwrite: true}); err != nil {
 		t.Fatal(err)
 	}
 	e.Deps.Actor = "recoverer@ops"
@@ -215,15 +217,15 @@ func TestRecoveredRestoreFollowsTheOverrideRules(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			req := breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", NoExpiry: true}
+			req := levertest.Req{Dependency: "openai", Reason: "real incident", Actor: "alice@ops", NoExpiry: true}
 			if tc.expires > 0 {
 				req.For = tc.expires
 			}
-			if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, req); err != nil {
+			if _, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, req); err != nil {
 				t.Fatal(err)
 			}
 			j := abandonedRun(t, e, replaceAlice)
-			e.Deps.Overrides = e.Deps.Overrides.WithDurations(breaker.DurationPolicy{Max: tc.max})
+			e.Deps.Levers = drilltest.Levers(e.Table, e.Clock, e.Overrides.WithDurations(breaker.DurationPolicy{Max: tc.max}), e.Buckets)
 			rec, err := (&Recovery{Deps: e.Deps, Trail: e.Audit, AllowNoExpiry: tc.yes}).Run(ctx, j)
 			if err != nil {
 				t.Fatal(err)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -355,7 +356,7 @@ steps:
 func TestBucketsAreRestoredToTheirLevelBeforeTheDrill(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.Buckets.WithLog(e.Audit).ApplyAudited(ctx, "oncall@ops", "set by hand", ratelimit.Change{Op: ratelimit.OpSet, Client: "busy", Tokens: 5}); err != nil {
+	if _, _, err := levertest.Bucket(ctx, e.Table, e.Clock, e.Audit, "oncall@ops", "set by hand", ratelimit.Change{Op: ratelimit.OpSet, Client: "busy", Tokens: 5}); err != nil {
 		t.Fatal(err)
 	}
 	d := parse(t, `
@@ -393,7 +394,7 @@ steps:
 func TestSomeoneElsesOverrideIsRestored(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
+	if _, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, levertest.Req{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops", For: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	d := parse(t, `
@@ -440,9 +441,8 @@ func TestAnOverrideSomeoneForcedMeanwhileIsLeftAlone(t *testing.T) {
 	rec := &recorder{on: func(ev Event) {
 		if ev.Kind == EventStepDone && ev.Step.ID == "force" {
 			once.Do(func() {
-				cur, _ := e.Overrides.Get(ctx, "openai")
-				if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "someone else", Actor: "oncall@ops",
-					For: time.Hour, Overwrite: true, Read: &breaker.ReadState{Current: &cur}}); err != nil {
+				if _, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, levertest.Req{Dependency: "openai", Reason: "someone else", Actor: "oncall@ops",
+					For: time.Hour, Overwrite: true}); err != nil {
 					t.Error(err)
 				}
 			})
@@ -509,9 +509,8 @@ func TestClearLeavesAnOverrideForcedDuringTheDrill(t *testing.T) {
 	ctx := context.Background()
 	rec := &recorder{on: func(ev Event) {
 		if ev.Kind == EventStepDone && ev.Step.ID == "force" {
-			cur, _ := e.Overrides.Get(ctx, "openai")
-			if _, _, err := e.Overrides.WithLog(e.Audit).Force(ctx, breaker.ForceRequest{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops",
-				For: time.Hour, Overwrite: true, Read: &breaker.ReadState{Current: &cur}}); err != nil {
+			if _, _, err := levertest.Force(ctx, e.Table, e.Clock, e.Audit, levertest.Req{Dependency: "openai", Reason: "real incident", Actor: "oncall@ops",
+				For: time.Hour, Overwrite: true}); err != nil {
 				t.Error(err)
 			}
 		}

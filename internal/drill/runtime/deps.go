@@ -8,14 +8,13 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/gauge"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
 // Deps are what steps act on. The command builds them from the
@@ -30,15 +29,13 @@ type Deps struct {
 	StoreDescription string
 	// Actor is who acts, for audit records and override items.
 	Actor string
-	// Overrides reads and changes breaker overrides: the lever service,
-	// with the context's max-override bound (the drill's overrides are
-	// bounded by its Durations).
-	Overrides *breaker.Overrides
+	// Levers moves the context's levers, of every kind it has (the run
+	// binds its records: [RunContext.Levers]); a lever step reads through
+	// its kind ([Kind]).
+	Levers *lever.Service
 	// KnownDependencies are the context's dependencies; breaker steps
 	// refuse others unless allow_unknown is set. Empty accepts any.
 	KnownDependencies []string
-	// Buckets reads and changes rate-limit buckets.
-	Buckets *ratelimit.Buckets
 	// Audit records every change a drill makes.
 	Audit audit.Appender
 	// Minter mints chaos headers.
@@ -55,6 +52,24 @@ type Deps struct {
 	// Environ is the base environment of shell steps; nil means none
 	// beyond the drill's variables.
 	Environ []string
+}
+
+// Kind is the context's lever kind named name, as the K it is; the error
+// names the store the steps need when the run has no lever service.
+func Kind[K lever.Kind](d *Deps, name string) (K, error) {
+	var zero K
+	if d.Levers == nil || d.Audit == nil {
+		return zero, NeedService(false, "store")
+	}
+	k, err := d.Levers.Kinds().Kind(name)
+	if err != nil {
+		return zero, err
+	}
+	out, ok := k.(K)
+	if !ok {
+		return zero, fmt.Errorf("lever kind %q is a %T (a wiring bug)", name, k)
+	}
+	return out, nil
 }
 
 // MinterAPI mints chaos headers; *chaos.Minter implements it.

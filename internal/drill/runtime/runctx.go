@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -203,17 +202,11 @@ func (rc *RunContext) Actor() string {
 // journal. Nil when the Deps have no audit log.
 func (rc *RunContext) Audit() audit.Appender { return audit.WithRunID(rc.Deps.Audit, rc.RunID) }
 
-// Overrides is the breaker lever service as the run changes levers: its
-// records carry the run's id, and it announces nothing (the run announces
-// itself, at its start and end).
-func (rc *RunContext) Overrides() *breaker.Overrides {
-	return rc.Deps.Overrides.WithLog(rc.Audit()).WithAnnounce(nil)
-}
-
-// Buckets is the rate-limit lever service as the run changes buckets: its
-// records carry the run's id, and it announces nothing (as Overrides).
-func (rc *RunContext) Buckets() *ratelimit.Buckets {
-	return rc.Deps.Buckets.WithLog(rc.Audit()).WithAnnounce(nil)
+// Levers is the lever service as the run moves levers: its records carry
+// the run's id (the run announces itself, at its start and end; its
+// changes are made quiet).
+func (rc *RunContext) Levers() *lever.Service {
+	return rc.Deps.Levers.WithLog(rc.Audit())
 }
 
 // Recorder hears of the audit records of a change once the change has

@@ -7,24 +7,20 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"time"
+	"strings"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
-	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -40,13 +36,9 @@ type Options struct {
 	KeysHex      []string
 	All          bool
 	Reason       string
-	DryRun       bool
-	Yes          bool
 	AllowUnknown bool
-	NoNotify     bool
-	Output       string
+	levercmd.Flags
 	converge.WaitOptions
-	Policy levergate.Flags
 }
 
 // NewCmd builds the command.
@@ -117,25 +109,19 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl.StringArrayVar(&opts.Keys, "key", nil, "clear the override item with this pk (breaker#<name>), even if <name> is not a valid dependency name (repeatable)")
 	fl.StringArrayVar(&opts.KeysHex, "key-hex", nil, "--key with the pk's bytes in hexadecimal, for a pk holding control characters (as breaker list's warning prints it; repeatable)")
 	fl.StringVarP(&opts.Reason, "reason", "r", "", "why (recorded in the audit log)")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
-	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
-	levergate.AddFlags(cmd, &opts.Policy)
+	levercmd.AddFlags(cmd, &opts.Flags, "do not ask for confirmation on a protected context")
 	converge.AddWaitFlags(cmd, &opts.WaitOptions)
-	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
-	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
 
 // Result is the JSON output of clear.
 type Result struct {
-	Kind    string       `json:"kind"`
-	Context string       `json:"context"`
-	Store   string       `json:"store"`
+	cmdenv.Envelope
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
-	Convergence *converge.ConvergenceView `json:"convergence,omitempty"`
+	converge.Waited
 	// Review is the review a --break-glass clear opened.
 	Review string `json:"review,omitempty"`
 }
@@ -152,7 +138,9 @@ type ItemResult struct {
 	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
 }
 
-// Run clears the overrides.
+// Run clears the overrides: one batch read of every override (while the
+// identity resolves; --all's scan has read them already), then the deletes
+// with their audit records, one transaction for up to 50 of them.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
@@ -162,16 +150,16 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return err
 		}
 	}
+	targets := slices.Clone(opts.Dependencies)
 	for _, k := range opts.Keys {
-		if _, err := breaker.DependencyOfKey(k); err != nil {
+		dep, err := breaker.DependencyOfKey(k)
+		if err != nil {
 			return cmdutil.UsageError(err)
 		}
+		targets = append(targets, dep)
 	}
-	if err := opts.Policy.Check(); err != nil {
+	if err := opts.CheckPolicy(opts.Reason); err != nil {
 		return err
-	}
-	if opts.Policy.BreakGlass && (opts.DryRun || opts.Reason == "") {
-		return cmdutil.Usagef("--break-glass needs --reason \"what is happening\" and is not a dry run")
 	}
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -186,151 +174,86 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return err
 		}
 	}
-	ov := env.Overrides()
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return err
+	}
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
-	deps, keys := opts.Dependencies, opts.Keys
-	var read map[string]*breaker.Override
+	c := breaker.Clear(opts.Reason, targets...)
 	if opts.All {
 		// --all must find every override, including one written by hand
-		// without the index attribute: a scan, not the index; and one whose
-		// pk is not a valid dependency name, by its key. The scan is a
-		// consistent read: each override is cleared conditional on the item
-		// it found, never read again (10,000 overrides are one scan, not a
-		// scan and 100 batch reads).
-		all, err := ov.List(ctx)
-		if err != nil {
+		// without the index attribute, or whose pk is no dependency name.
+		if c, err = ov.ClearAll(ctx, opts.Reason); err != nil {
 			return err
 		}
-		deps = deps[:0]
-		read = make(map[string]*breaker.Override, len(all))
-		for i := range all {
-			o := &all[i]
-			read[o.Dependency] = o
-			if breaker.ValidateDependency(o.Dependency) == nil {
-				deps = append(deps, o.Dependency)
-			} else {
-				keys = append(keys, breaker.OverrideKey(o.Dependency))
-			}
-		}
-	}
-	var known []string
-	if !opts.All && !opts.AllowUnknown {
-		known = env.Context.KnownDependencies()
-	}
-	var gate *levergate.Gate
-	if !opts.DryRun {
-		targets := slices.Clone(deps)
-		for _, k := range keys {
-			dep, _ := breaker.DependencyOfKey(k) // checked above
-			targets = append(targets, dep)
-		}
-		gate = levergate.New(ctx, env, levergate.Question{Action: breaker.ActionClear, Targets: targets, Reason: opts.Reason, Flags: opts.Policy})
+	} else if !opts.AllowUnknown {
+		c.Known = env.Context.KnownDependencies()
 	}
 	now := f.Clock.Now()
-	out := Result{Kind: "BreakerClearResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
-	// One batch read of every override (while the identity resolves; --all
-	// has read them already), then the deletes with their audit records, one
-	// transaction for up to 50 of them.
-	outcomes, err := ov.ClearAll(ctx, breaker.ClearAll{Dependencies: deps, Keys: keys,
-		Reason: opts.Reason, Actor: env.Actor, DryRun: opts.DryRun, Known: known, Read: read, NoNotify: opts.NoNotify,
-		Confirm: func([]breaker.ClearResult) error {
-			if len(deps)+len(keys) == 0 {
-				return nil
-			}
-			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "clear "+human.Count(int64(len(deps)+len(keys)), "breaker override"))
-		}, Gate: breakerGate(gate)})
-	if errors.Is(err, levergate.ErrNeedsApproval) {
-		// Read and checked as a clear would be; asked for, not made.
-		change, err := approval.ClearChange(opts.Reason, gate.Q().Targets, gate.Befores)
-		if err != nil {
-			return err
-		}
-		return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
-	}
-	if outcomes == nil && err != nil {
+	rep, err := levercmd.Change(ctx, f, env, c, opts.Flags)
+	if rep.Outcomes == nil || rep.Pending != nil {
 		if errors.Is(err, breaker.ErrUnknownDependency) {
 			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
 		}
-		return err
+		return levercmd.Refused(ctx, f, env, rep, err, opts.Flags)
 	}
-	var unwritten []levertail.Unwritten
-	targets, cleared := 0, 0
-	for _, o := range outcomes {
-		res := o.Result
-		if !opts.DryRun && res.Before != nil {
-			targets++
-			if !o.Written {
-				// o.Err names the verb and the dependency.
-				unwritten = append(unwritten, levertail.Unwritten{Name: displayName(o.Dependency), Err: o.Err})
-				continue
-			}
-			cleared++
+	out := Result{Envelope: env.Envelope("BreakerClearResult"), DryRun: opts.DryRun, Results: []ItemResult{}}
+	var unwritten []levercmd.Unwritten
+	cleared := 0
+	// A dependency that was not forced is waited on too: no instance
+	// should report forced.
+	changes := make([]metrics.Change, 0, len(rep.Outcomes))
+	for _, o := range rep.Outcomes {
+		res := breaker.ClearResultOf(o)
+		if !opts.DryRun && !o.Noop && !o.Written {
+			// o.Err names the verb and the dependency.
+			unwritten = append(unwritten, levercmd.Unwritten{Name: displayName(o.Target), Err: o.Err})
+			continue
 		}
-		item := ItemResult{Dependency: o.Dependency, Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
-			ConfirmedByReread: res.Confirmed}
+		item := ItemResult{Dependency: o.Target, Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
+			ConfirmedByReread: o.Confirmed}
 		switch {
 		case res.Before == nil:
 			item.Action = "already-clear"
 		case opts.DryRun:
 			item.Action = "would-clear"
+		default:
+			cleared++
 		}
 		out.Results = append(out.Results, item)
+		changes = append(changes, metrics.Change{Dependency: o.Target, Goal: metrics.GoalReleased, Since: now})
 	}
-	failure := levertail.Failure(targets, cleared, unwritten)
-	// A dependency that was not forced is waited on too: no instance
-	// should report forced.
-	changes := make([]metrics.Change, 0, len(out.Results))
+	out.Review = levercmd.Review(rep)
+	failure := levercmd.Failure(cleared+len(unwritten), cleared, unwritten, "overrides", "koshactl breaker get DEPENDENCY")
+	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0))
+}
+
+// table is out's lines for the human output; none is true when there was
+// no override to clear (--all on an empty table).
+func table(opts *Options, out Result, none bool) string {
+	var w strings.Builder
+	if none && opts.All {
+		fmt.Fprintln(&w, "No overrides to clear.")
+	}
 	for _, r := range out.Results {
-		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalReleased, Since: now})
-	}
-	if cleared == 0 {
-		gate = nil // nothing was cleared: no break-glass happened
-	}
-	if gate != nil && gate.Review != nil {
-		out.Review = gate.Review.ID
-	}
-	return levertail.Finish(ctx, f, levertail.Tail{Env: env, Table: opts.Output == cmdutil.FormatTable,
-		Waiter: waiter, Changes: changes, Failure: failure,
-		Print: func(view *converge.ConvergenceView) error {
-			out.Convergence = view
-			return printResult(f, opts, env, out, now, len(outcomes) == 0, gate)
-		}})
-}
-
-// breakerGate is the policy gate of the clear (nil on a dry run).
-func breakerGate(g *levergate.Gate) *breaker.Gate {
-	if g == nil {
-		return nil
-	}
-	return g.Breaker()
-}
-
-// printResult prints out; none is true when there was no override to
-// clear (--all on an empty table).
-func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, now time.Time, none bool, gate *levergate.Gate) error {
-	return levertail.Print(f, env, opts.Output, opts.DryRun, out, func(w io.Writer) {
-		if none && opts.All {
-			fmt.Fprintln(w, "No overrides to clear.")
+		name := displayName(r.Dependency)
+		if r.Action == "already-clear" {
+			fmt.Fprintf(&w, "%s was not forced open: nothing to clear\n", name)
+			continue
 		}
-		for _, r := range out.Results {
-			name := displayName(r.Dependency)
-			if r.Action == "already-clear" {
-				fmt.Fprintf(w, "%s was not forced open: nothing to clear\n", name)
-				continue
-			}
-			verb := map[string]string{"cleared": "Cleared", "would-clear": "Would clear"}[r.Action]
-			note := ""
-			if !r.Before.Active {
-				note = " (it had already expired)"
-			}
-			if len(r.Before.Malformed) > 0 {
-				note += " (a malformed item, removed as it was stored)"
-			}
-			fmt.Fprintf(w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
-			levertail.Confirmed(w, r.ConfirmedByReread)
+		verb := map[string]string{"cleared": "Cleared", "would-clear": "Would clear"}[r.Action]
+		note := ""
+		if !r.Before.Active {
+			note = " (it had already expired)"
 		}
-		gate.PrintBreakGlass(w)
-	})
+		if len(r.Before.Malformed) > 0 {
+			note += " (a malformed item, removed as it was stored)"
+		}
+		fmt.Fprintf(&w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
+		levercmd.Confirmed(&w, r.ConfirmedByReread)
+	}
+	levercmd.BreakGlass(&w, out.Review)
+	return w.String()
 }
 
 // displayName is how the output names a cleared item: its dependency, or

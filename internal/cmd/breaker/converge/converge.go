@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"io"
 	"strings"
 	"sync"
@@ -16,10 +17,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -64,7 +67,7 @@ func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 // NewWaiter builds the context's gauge source and a waiter on it, before the
 // write, so a source that cannot work is refused with nothing written.
 func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env) (*metrics.Waiter, error) {
-	src, err := env.GaugeSource(ctx, o.MetricsURL)
+	src, err := gaugeenv.Source(ctx, env, o.MetricsURL)
 	if errors.Is(err, metrics.ErrInvalidSource) {
 		return nil, fmt.Errorf("--wait: %w", err)
 	}
@@ -169,25 +172,48 @@ func Wait(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []m
 		human.Duration(res.Timeout), strings.Join(parts, "; "))
 }
 
-// Report prints a written change's result around the wait on its gauges.
-// A table is printed before the wait (show gets a nil view), then
-// announce runs, then the wait's lines follow it; structured output is
-// printed once, after the wait, with its view. It returns the wait's error
-// (the exit code of an unconfirmed change) and, apart, a print's error.
-func Report(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []metrics.Change, table bool,
-	announce func(), show func(*ConvergenceView) error) (waitErr, err error) {
-	if table {
-		if err := show(nil); err != nil {
-			return nil, err
+// Waited is what a breaker command's result says of its --wait: the
+// gauges' view, none without it.
+type Waited struct {
+	Convergence *ConvergenceView `json:"convergence,omitempty"`
+}
+
+// Finish is a breaker command's end once its change is made: the table's
+// text printed before the wait (then the wait's lines), or doc printed once
+// after it with its view in waited; the announcement of what was written
+// sent between the two; the wait for the fleet's gauges, with --wait (w set,
+// changes to wait for). It returns the change's failure first, then the
+// wait's.
+func Finish(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, fl levercmd.Flags, w *metrics.Waiter, changes []metrics.Change,
+	ev *notify.Event, failure error, doc any, waited *Waited, text string) error {
+	announce := sync.OnceFunc(func() { cmdenv.Announce(ctx, env, ev) })
+	// Written is written: a print that fails (a closed stdout) does not
+	// keep the change from being announced.
+	defer announce()
+	wait := w != nil && len(changes) > 0
+	if !wait || fl.Table() {
+		if err := levercmd.Print(f, env, fl, doc, text); err != nil {
+			return err
 		}
 	}
 	announce()
-	view, waitErr := Wait(ctx, f, w, changes)
-	if table {
-		PrintWait(f.IOStreams.Out, view)
-		return waitErr, nil
+	if !wait {
+		return failure
 	}
-	return waitErr, show(view)
+	// The changes and their audit records are written; now the fleet.
+	view, waitErr := Wait(ctx, f, w, changes)
+	if fl.Table() {
+		PrintWait(f.IOStreams.Out, view)
+	} else {
+		waited.Convergence = view
+		if err := levercmd.Print(f, env, fl, doc, text); err != nil {
+			return err
+		}
+	}
+	if failure != nil {
+		return failure
+	}
+	return waitErr
 }
 
 // PrintWait writes the outcome of a wait for the table form.

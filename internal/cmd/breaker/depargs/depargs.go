@@ -69,3 +69,9 @@ func CheckName(f *cmdenv.Factory, name string) error {
 	}
 	return cmdutil.UsageError(breaker.CheckDependencyName(name, KnownOf(f)))
 }
+
+// Overrides is the context's override lever kind: what the breaker
+// commands read through.
+func Overrides(env *cmdenv.Env) (*breaker.Overrides, error) {
+	return cmdenv.Kind[*breaker.Overrides](env, breaker.Spec.Name)
+}

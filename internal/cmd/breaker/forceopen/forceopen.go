@@ -6,20 +6,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"strings"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/levertail"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
-	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -36,12 +34,8 @@ type Options struct {
 	NoExpiry     bool
 	Overwrite    bool
 	AllowUnknown bool
-	DryRun       bool
-	Yes          bool
-	NoNotify     bool
-	Output       string
+	levercmd.Flags
 	converge.WaitOptions
-	Policy levergate.Flags
 }
 
 // NewCmd builds the command.
@@ -99,25 +93,19 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl.BoolVar(&opts.NoExpiry, "no-expiry", false, "never expire (requires --yes)")
 	fl.BoolVar(&opts.Overwrite, "overwrite", false, "replace an active override set by someone else")
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know")
-	fl.BoolVar(&opts.DryRun, "dry-run", false, "show what would change; write nothing")
-	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts, --no-expiry)")
+	levercmd.AddFlags(cmd, &opts.Flags, "do not ask for confirmation (protected contexts, --no-expiry)")
 	cmd.MarkFlagsMutuallyExclusive("for", "until", "no-expiry")
-	levergate.AddFlags(cmd, &opts.Policy)
 	converge.AddWaitFlags(cmd, &opts.WaitOptions)
-	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
-	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
 }
 
 // Result is the JSON output of force-open.
 type Result struct {
-	Kind    string       `json:"kind"`
-	Context string       `json:"context"`
-	Store   string       `json:"store"`
+	cmdenv.Envelope
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
-	Convergence *converge.ConvergenceView `json:"convergence,omitempty"`
+	converge.Waited
 	// Review is the review a --break-glass change opened.
 	Review string `json:"review,omitempty"`
 }
@@ -177,11 +165,11 @@ func (o *Options) expiry(now time.Time, policy breaker.DurationPolicy) (time.Tim
 	return time.Time{}, 0, cmdutil.Usagef("--for %s is over this context's max-override of %s: use a shorter duration (or raise max-override with koshactl config set-context)", human.Duration(o.For), human.Duration(de.Limit))
 }
 
-// Run forces the overrides with breaker.Overrides.ForceAll: every argument
-// is checked, and every current override read (in one batch, while the
-// caller's identity resolves), before the first write, so bad input or a
-// conflict changes nothing; the writes and their audit records then go
-// concurrently. Results print in argument order.
+// Run forces the overrides: every argument is checked, and every current
+// override read (in one batch, with the table's policy, while the caller's
+// identity resolves), before the first write, so bad input or a conflict
+// changes nothing; the writes and their audit records then go in one
+// transaction. Results print in argument order.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := breaker.CheckForceReason(opts.Reason); err != nil {
 		if errors.Is(err, breaker.ErrReasonRequired) {
@@ -196,8 +184,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return err
+	}
 	now := f.Clock.Now()
-	expires, forDur, err := opts.expiry(now, env.Context.OverridePolicy())
+	expires, forDur, err := opts.expiry(now, ov.Durations())
 	if err != nil {
 		return err
 	}
@@ -207,82 +199,36 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return err
 		}
 	}
-	if err := opts.Policy.Check(); err != nil {
+	if err := opts.CheckPolicy(opts.Reason); err != nil {
 		return err
 	}
-	if opts.Policy.BreakGlass && opts.DryRun {
-		return cmdutil.Usagef("--break-glass with --dry-run: a dry run changes nothing, so it needs no break-glass; drop one")
+	c := breaker.ForceOpen(opts.Reason, breaker.ForceParams{For: forDur, ExpiresAt: expires, NoExpiry: opts.NoExpiry, Overwrite: opts.Overwrite}, opts.Dependencies...)
+	c.Known = depargs.Known(env, opts.AllowUnknown)
+	rep, err := levercmd.Change(ctx, f, env, c, opts.Flags)
+	if rep.Outcomes == nil || rep.Pending != nil {
+		return conflictHint(depargs.DependencyHint(levercmd.Refused(ctx, f, env, rep, err, opts.Flags)))
 	}
-	var gate *levergate.Gate
-	if !opts.DryRun {
-		gate = levergate.New(ctx, env, levergate.Question{Action: breaker.ActionForceOpen, Targets: opts.Dependencies,
-			Duration: policyDuration(now, forDur, expires), NoExpiry: opts.NoExpiry, Reason: opts.Reason, Flags: opts.Policy})
-	}
-	reqs := make([]breaker.ForceRequest, 0, len(opts.Dependencies))
-	for _, dep := range opts.Dependencies {
-		reqs = append(reqs, breaker.ForceRequest{Dependency: dep, Reason: opts.Reason, ExpiresAt: expires, For: forDur, NoExpiry: opts.NoExpiry, Overwrite: opts.Overwrite})
-	}
-	op := breaker.ForceAll{Requests: reqs, Actor: env.Actor, DryRun: opts.DryRun, Known: depargs.Known(env, opts.AllowUnknown), NoNotify: opts.NoNotify,
-		Confirm: func(plans []breaker.ForceResult) error {
-			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "force open "+human.Count(int64(len(plans)), "breaker override"))
-		}}
-	if gate != nil {
-		op.Gate = gate.Breaker()
-	}
-	outcomes, err := env.Overrides().ForceAll(ctx, op)
-	if errors.Is(err, levergate.ErrNeedsApproval) {
-		// Read and checked as a force would be; asked for, not made.
-		change, err := approval.ForceChange(opts.Reason, forDur, expires, opts.NoExpiry, opts.Overwrite, opts.Dependencies, gate.Befores)
-		if err != nil {
-			return err
-		}
-		return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
-	}
-	if outcomes == nil {
-		return conflictHint(depargs.DependencyHint(err))
-	}
-	out := Result{Kind: "BreakerForceResult", Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun}
-	var unwritten []levertail.Unwritten
-	for _, o := range outcomes {
+	out := Result{Envelope: env.Envelope("BreakerForceResult"), DryRun: opts.DryRun}
+	var unwritten []levercmd.Unwritten
+	changes := make([]metrics.Change, 0, len(rep.Outcomes))
+	for _, o := range rep.Outcomes {
+		res := breaker.ForceResultOf(o)
 		if !opts.DryRun && !o.Written {
 			// o.Err names the verb and the dependency.
-			unwritten = append(unwritten, levertail.Unwritten{Name: o.Result.After.Dependency, Err: conflictHint(o.Err)})
+			unwritten = append(unwritten, levercmd.Unwritten{Name: o.Target, Err: conflictHint(o.Err)})
 			continue
 		}
-		res := o.Result
-		out.Results = append(out.Results, ItemResult{Dependency: res.After.Dependency, Action: action(res, opts.DryRun),
-			Override: overrideview.View(res.After, now), Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: res.Confirmed, res: res})
-	}
-	failure := levertail.Failure(len(outcomes), len(out.Results), unwritten)
-	changes := make([]metrics.Change, 0, len(out.Results))
-	for _, r := range out.Results {
-		since := r.res.After.CreatedAt
+		out.Results = append(out.Results, ItemResult{Dependency: o.Target, Action: action(res, opts.DryRun),
+			Override: overrideview.View(res.After, now), Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: o.Confirmed, res: res})
+		since := res.After.CreatedAt
 		if since.IsZero() {
 			since = now
 		}
-		changes = append(changes, metrics.Change{Dependency: r.Dependency, Goal: metrics.GoalForced, Since: since})
+		changes = append(changes, metrics.Change{Dependency: o.Target, Goal: metrics.GoalForced, Since: since})
 	}
-	if gate != nil && gate.Review != nil && len(out.Results) > 0 {
-		out.Review = gate.Review.ID
-	}
-	return levertail.Finish(ctx, f, levertail.Tail{Env: env, Table: opts.Output == cmdutil.FormatTable,
-		Waiter: waiter, Changes: changes, Failure: failure,
-		Print: func(view *converge.ConvergenceView) error {
-			out.Convergence = view
-			return printResult(f, opts, env, out, now, gate)
-		}})
-}
-
-// policyDuration is how long the override lasts as the policy judges it:
-// --for, or the time left until --until (0 without expiry).
-func policyDuration(now time.Time, forDur time.Duration, expires time.Time) time.Duration {
-	if forDur > 0 {
-		return forDur
-	}
-	if !expires.IsZero() {
-		return expires.Sub(now)
-	}
-	return 0
+	out.Review = levercmd.Review(rep)
+	failure := levercmd.Failure(len(rep.Outcomes), len(out.Results), unwritten, "overrides", "koshactl breaker get DEPENDENCY")
+	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(out, now, f.IOStreams.IsStdoutTTY()))
 }
 
 func conflictHint(err error) error {
@@ -308,27 +254,25 @@ func action(r breaker.ForceResult, dry bool) string {
 	return a
 }
 
-func printResult(f *cmdenv.Factory, opts *Options, env *cmdenv.Env, out Result, now time.Time, gate *levergate.Gate) error {
-	tty := f.IOStreams.IsStdoutTTY()
-	return levertail.Print(f, env, opts.Output, opts.DryRun, out, func(w io.Writer) {
-		for _, r := range out.Results {
-			verb := map[string]string{"forced": "Forced open", "replaced": "Replaced override, forced open",
-				"would-force": "Would force open", "would-replace": "Would replace override, force open"}[r.Action]
-			exp := "never expires"
-			if r.res.After.Expires() {
-				exp = "expires " + cmdutil.FormatTime(r.res.After.ExpiresAt, now, tty)
-			}
-			fmt.Fprintf(w, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, textsafe.Line(r.Override.Reason))
-			levertail.Confirmed(w, r.ConfirmedByReread)
-			if r.Before != nil && r.Before.Active {
-				fmt.Fprintf(w, "  previously forced by %s: %s\n", textsafe.Line(r.Before.Actor), textsafe.Line(r.Before.Reason))
-			}
-			if r.Before != nil && len(r.Before.Malformed) > 0 {
-				fmt.Fprintf(w, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
-			}
+// table is the result's lines for the human output.
+func table(out Result, now time.Time, tty bool) string {
+	var w strings.Builder
+	for _, r := range out.Results {
+		verb := map[string]string{"forced": "Forced open", "replaced": "Replaced override, forced open",
+			"would-force": "Would force open", "would-replace": "Would replace override, force open"}[r.Action]
+		exp := "never expires"
+		if r.res.After.Expires() {
+			exp = "expires " + cmdutil.FormatTime(r.res.After.ExpiresAt, now, tty)
 		}
-		if len(out.Results) > 0 {
-			gate.PrintBreakGlass(w)
+		fmt.Fprintf(&w, "%s %s (%s) — reason: %s\n", verb, r.Dependency, exp, textsafe.Line(r.Override.Reason))
+		levercmd.Confirmed(&w, r.ConfirmedByReread)
+		if r.Before != nil && r.Before.Active {
+			fmt.Fprintf(&w, "  previously forced by %s: %s\n", textsafe.Line(r.Before.Actor), textsafe.Line(r.Before.Reason))
 		}
-	})
+		if r.Before != nil && len(r.Before.Malformed) > 0 {
+			fmt.Fprintf(&w, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
+		}
+	}
+	levercmd.BreakGlass(&w, out.Review)
+	return w.String()
 }

@@ -52,7 +52,11 @@ func read(ctx context.Context, f *cmdenv.Factory, dependency string) (breaker.Ov
 	if err != nil {
 		return breaker.Override{}, err
 	}
-	o, err := env.Overrides().Get(ctx, dependency)
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return breaker.Override{}, err
+	}
+	o, err := ov.Get(ctx, dependency)
 	if errors.Is(err, store.ErrNotFound) {
 		known := env.Context.KnownDependencies()
 		if len(known) > 0 && !slices.Contains(known, dependency) {

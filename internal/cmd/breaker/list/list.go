@@ -5,6 +5,7 @@ package list
 import (
 	"context"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -55,10 +56,8 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 // Result is the JSON output of list.
 type Result struct {
-	Kind    string                      `json:"kind"`
-	Context string                      `json:"context"`
-	Store   string                      `json:"store"`
-	Items   []overrideview.OverrideView `json:"items"`
+	cmdenv.Envelope
+	Items []overrideview.OverrideView `json:"items"`
 	// Unreadable lists every malformed attribute of the overrides listed
 	// (docs/contracts/cli-output.md); each item also carries its own.
 	Unreadable []store.Problem `json:"unreadable"`
@@ -71,7 +70,10 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	ov := env.Overrides()
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return err
+	}
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	overrides := ov.Each(ctx, env.Context.KnownDependencies())
 	if opts.Scan {
@@ -90,7 +92,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	now := f.Clock.Now()
 	ios := f.IOStreams
 	tty := ios.IsStdoutTTY()
-	doc := Result{Kind: "BreakerOverrideList", Context: env.Name, Store: env.Store.Describe(), Items: []overrideview.OverrideView{},
+	doc := Result{Envelope: env.Envelope("BreakerOverrideList"), Items: []overrideview.OverrideView{},
 		Unreadable: []store.Problem{}}
 	fix := "each is listed as the data plane reads it; repair it with koshactl breaker clear DEPENDENCY, or force-open --overwrite"
 	out, err := listing.NewStream(ios, listing.Spec[breaker.Override]{Format: opts.Output, Doc: doc, Key: "items",

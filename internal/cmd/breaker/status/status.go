@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"strings"
 	"time"
 
@@ -156,11 +157,14 @@ func prepare(ctx context.Context, f *cmdenv.Factory, opts *Options) (*collector,
 			return nil, err
 		}
 	}
-	src, err := env.GaugeSource(ctx, opts.MetricsURL)
+	src, err := gaugeenv.Source(ctx, env, opts.MetricsURL)
 	if err != nil {
 		return nil, err
 	}
-	ov := env.Overrides()
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return nil, err
+	}
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	mc := &metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known,
 		Only: opts.Dependencies, AllInstances: opts.Instances}

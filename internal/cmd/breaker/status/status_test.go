@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -279,6 +280,7 @@ func TestStatusOnCloudWatch(t *testing.T) {
 			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
 				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
 		}}
+	env.Kinds = builtin.For(st, e.Clock, env.Name, env.Context)
 	f := &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}
 
 	if err := status.Run(context.Background(), f, &status.Options{Output: "json"}); err != nil {
@@ -333,6 +335,7 @@ func cloudWatchEnv(t *testing.T, e *clitest.Env, cw *cwfake.Server, deps []strin
 			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
 				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
 		}}
+	env.Kinds = builtin.For(st, e.Clock, env.Name, env.Context)
 	return &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}, out, errOut
 }
 

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"strings"
 	"time"
 
@@ -146,7 +147,7 @@ func fetch(ctx context.Context, f *cmdenv.Factory, j *drill.Journal) ([]drill.Ga
 	if err != nil {
 		return nil, "", fmt.Errorf("context %q: %w", f.ContextName, err)
 	}
-	src, err := env.GaugeSource(ctx, "")
+	src, err := gaugeenv.Source(ctx, env, "")
 	if err != nil {
 		return nil, "", fmt.Errorf("the metrics source of context %q: %w", env.Name, err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
-	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -104,5 +104,6 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	return levergate.Pending(ctx, f, env, r, rec, opts.Output, opts.NoNotify)
+	rep, err := approval.Pending(r, rec, opts.NoNotify)
+	return levercmd.Refused(ctx, f, env, rep, err, levercmd.Flags{Output: opts.Output})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"io"
 	"os"
 	"os/signal"
@@ -320,14 +321,16 @@ func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile st
 	if err != nil {
 		return nil, err
 	}
-	buckets, err := env.Buckets()
-	if err != nil {
-		return nil, err
+	// Every lever kind the context has, built now: a setting one cannot
+	// use stops the drill before it starts.
+	for _, spec := range env.Kinds.Specs() {
+		if _, err := env.Kinds.Kind(spec.Name); err != nil {
+			return nil, err
+		}
 	}
 	deps := &runtime.Deps{
 		Clock: f.Clock, ContextName: env.Name, StoreDescription: env.Store.Describe(), Actor: actor,
-		Overrides: env.Overrides(), KnownDependencies: env.Context.KnownDependencies(),
-		Buckets: buckets, Audit: env.Audit(),
+		Levers: env.Levers(), KnownDependencies: env.Context.KnownDependencies(), Audit: env.Audit(),
 		Minter: &lazyMinter{build: func(ctx context.Context) (*chaos.Minter, error) {
 			src, err := env.KeySource(ctx, keyFile)
 			if err != nil {
@@ -343,12 +346,12 @@ func NewDeps(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, keyFile st
 		LookupEnv: f.Environ.Lookup, Environ: f.Environ.List(),
 	}
 	// A context naming two sources gets no name here; each read reports it.
-	choice, _ := env.GaugeChoice("")
+	choice, _ := gaugeenv.Choice(env, "")
 	deps.Gauges = &runtime.MetricsGauges{Name: choice.Description, Hint: choice.Hint(),
 		New: func(ctx context.Context) (metrics.GaugeSource, error) {
-			return env.GaugeSource(ctx, "")
+			return gaugeenv.Source(ctx, env, "")
 		}}
-	deps.Alarms = metrics.NewAlarmSource(env.GaugeConfig(""))
+	deps.Alarms = metrics.NewAlarmSource(gaugeenv.Config(env, ""))
 	return deps, nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/identity"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
 )
@@ -143,6 +144,7 @@ func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
 			return nil, fmt.Errorf("open embedded store of context %q: %w", name, err)
 		}
 		env.Store = s
+		env.Kinds = builtin.For(s, f.Clock, name, c)
 		setIdentity(env, func(context.Context) (audit.Identity, error) {
 			return identity.Resolver{Getenv: f.Environ.Get}.Asserted()
 		})
@@ -165,6 +167,7 @@ func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
 	}
 	ddb := dynamodb.NewFromConfig(cfg, pinEndpoint[dynamodb.Options](cfg, "DynamoDB", func(o *dynamodb.Options) **string { return &o.BaseEndpoint }))
 	env.Store = dynamo.New(ddb, d.Table)
+	env.Kinds = builtin.For(env.Store, f.Clock, name, c)
 	// Every other client (STS, Secrets Manager, CloudWatch) is built from the
 	// same configuration: endpoint-url is one endpoint for all services, and
 	// a context's per-service endpoints are among its configuration sources.

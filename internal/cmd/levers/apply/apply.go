@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -221,33 +222,27 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		return err
 	}
 	plan := file.Plan(ds, actor)
-	plan.ForceApprovals = approvals.forces
-	for i := range plan.Clears {
-		plan.Clears[i].Approval = approvals.clears[plan.Clears[i].Read.Dependency]
+	for i := range plan {
+		plan[i].Approval = approvals.of(plan[i])
 	}
 	// A stop signal waits for the write's outcome: never half a round.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	out, werr := env.Overrides().Reconcile(wctx, plan)
-	ev := notify.Event{Action: "levers.apply", Reason: "levers " + file.Name, Actor: actor,
-		Levers: append(notify.ForceLevers(out.Forces), notify.ClearLevers(out.Clears)...)}
-	var windows []string // the window of each force, in plan order
-	for _, d := range ds {
-		if d.Action == levers.ActionForce {
-			windows = append(windows, windowID(d))
+	reps, werr := levers.Apply(wctx, env.Levers(), plan)
+	ev := notify.Event{Action: "levers.apply", Reason: "levers " + file.Name, Actor: actor}
+	for i, rep := range reps {
+		if rep.Event != nil {
+			ev.Levers = append(ev.Levers, rep.Event.Levers...)
 		}
-	}
-	for i, o := range out.Forces {
-		if o.Written {
-			r := o.Result
-			res.Results = append(res.Results, ItemResult{Dependency: r.After.Dependency, Action: forced(r), Window: windows[i],
-				Override: overrideview.ViewPtr(&r.After, now), Before: overrideview.ViewPtr(r.Before, now), AuditID: o.Record.ID})
-		}
-	}
-	for _, o := range out.Clears {
-		if o.Written {
-			res.Results = append(res.Results, ItemResult{Dependency: o.Dependency, Action: "cleared",
-				Before: overrideview.ViewPtr(o.Result.Before, now), AuditID: o.Record.ID})
+		for _, o := range rep.Written() {
+			item := ItemResult{Dependency: o.Target, Action: "cleared", AuditID: o.Record.ID}
+			if r, ok := o.Result.(breaker.ForceResult); ok {
+				item.Action, item.Window = forced(r), windowOf(ds, plan[i])
+				item.Override, item.Before = overrideview.ViewPtr(&r.After, now), overrideview.ViewPtr(r.Before, now)
+			} else {
+				item.Before = overrideview.ViewPtr(breaker.ClearResultOf(o).Before, now)
+			}
+			res.Results = append(res.Results, item)
 		}
 	}
 	if werr != nil && len(res.Results) == 0 {
@@ -284,6 +279,16 @@ func verb(d levers.Difference) string {
 		return "replace" // the window's own override, written for other content
 	}
 	return "force"
+}
+
+// windowOf is the window of the difference c was planned from.
+func windowOf(ds []levers.Difference, c lever.Change) string {
+	for _, d := range ds {
+		if d.Action == levers.ActionForce && d.Dependency == c.Targets[0] {
+			return windowID(d)
+		}
+	}
+	return ""
 }
 
 func forced(r breaker.ForceResult) string {

@@ -3,6 +3,7 @@ package apply_test
 import (
 	"context"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/apply"
@@ -281,7 +281,7 @@ func TestAPartlyWrittenRoundSaysWhatLanded(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		if _, _, err := env.Overrides().WithLog(env.Audit()).Force(context.Background(), breaker.ForceRequest{Dependency: "d55", Reason: "INC-9",
+		if _, _, err := levertest.Force(context.Background(), env.Store, env.Clock, env.Audit(), levertest.Req{Dependency: "d55", Reason: "INC-9",
 			Actor: "oncall", For: time.Hour}); err != nil {
 			t.Error(err)
 		}

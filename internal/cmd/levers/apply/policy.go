@@ -8,19 +8,21 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
-// approvals are how the table's policy let a round's changes through:
-// one per force, in plan order, and each clear's by dependency.
-type approvals struct {
-	forces []*audit.Approval
-	clears map[string]*audit.Approval
-}
+// approvals are how the table's policy let a round's changes through, by
+// action and dependency.
+type approvals map[string]*audit.Approval
+
+// of is how the policy let c through (nil: it was not asked).
+func (a approvals) of(c lever.Change) *audit.Approval { return a[c.Action+" "+c.Targets[0]] }
 
 // authorize asks the table's policy about each change of ds (none: every
 // change goes as planned). A force goes when the policy allows it, or with
@@ -37,14 +39,14 @@ func authorize(ctx context.Context, env *cmdenv.Env, file *levers.File, ds []lev
 	}
 	stored, items, err := svc.ReadWindows(ctx, ws)
 	if err != nil || stored == nil {
-		return ds, approvals{}, nil, err
+		return ds, nil, nil, err
 	}
 	id, err := env.CallerIdentity(ctx)
 	if err != nil {
-		return nil, approvals{}, nil, err
+		return nil, nil, nil, err
 	}
 	var keep []levers.Difference
-	out := approvals{clears: map[string]*audit.Approval{}}
+	out := approvals{}
 	var refused []error
 	forces := 0
 	for _, d := range ds {
@@ -56,16 +58,16 @@ func authorize(ctx context.Context, env *cmdenv.Env, file *levers.File, ds []lev
 				refused = append(refused, err)
 				continue
 			}
-			out.forces = append(out.forces, auth.Approval())
+			out[breaker.ActionForceOpen+" "+d.Dependency] = auth.Approval()
 		case levers.ActionClear:
-			dec := policy.Decide(stored.Set, policy.Request{Actor: policy.Actor{ARN: id.Actor, Verified: id.Verified()}, Action: policy.ActionClear,
-				Target: d.Dependency})
+			dec := policy.Decide(stored.Set, policy.Request{Actor: policy.Actor{ARN: id.Actor, Verified: id.Verified()}, Action: breaker.ActionClear,
+				Resource: breaker.Spec.Resource, Target: d.Dependency})
 			if dec.Outcome != policy.Allow {
 				refused = append(refused, exitcode.Errorf(exitcode.Pending, "%s's override is left to lapse at its expiry: the table's policy does not let apply clear it (%s)",
 					d.Dependency, dec.Reason))
 				continue
 			}
-			out.clears[d.Dependency] = &audit.Approval{Decision: audit.DecisionAllowed, Policies: dec.Policies}
+			out[breaker.ActionClear+" "+d.Dependency] = &audit.Approval{Decision: audit.DecisionAllowed, Policies: dec.Policies}
 		}
 		keep = append(keep, d)
 	}

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"slices"
 	"strings"
 
@@ -128,12 +130,16 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return err
 		}
 	} else {
-		src, err := env.GaugeSource(ctx, opts.MetricsURL)
+		src, err := gaugeenv.Source(ctx, env, opts.MetricsURL)
 		if err != nil {
 			return err
 		}
 		known := env.Context.KnownDependencies()
-		col := (&metrics.Collector{Overrides: env.Overrides(), Gauges: src, Clock: f.Clock, Known: known}).Collect(ctx)
+		ov, err := depargs.Overrides(env)
+		if err != nil {
+			return err
+		}
+		col := (&metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known}).Collect(ctx)
 		if col.StoreErr != nil {
 			return col.StoreErr
 		}

@@ -7,6 +7,7 @@ package leversview
 import (
 	"context"
 	"fmt"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"io"
 	"slices"
 	"strings"
@@ -42,7 +43,11 @@ func Load(env *cmdenv.Env, path string) (*levers.File, error) {
 // dependencies' consistently, the others as the lists index holds them
 // (no scan).
 func Overrides(ctx context.Context, env *cmdenv.Env) ([]breaker.Override, error) {
-	return env.Overrides().ListFor(ctx, env.Context.KnownDependencies())
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return nil, err
+	}
+	return ov.ListFor(ctx, env.Context.KnownDependencies())
 }
 
 // Records reads env's audit records, for the overrides apply's own records
@@ -56,18 +61,16 @@ func Records(f *cmdenv.Factory, env *cmdenv.Env) *audit.Log {
 // Header opens diff's and apply's documents: which file was compared with
 // which context's table, and when.
 type Header struct {
-	Kind    string `json:"kind"`
-	Context string `json:"context"`
-	Store   string `json:"store"`
-	File    string `json:"file"`
-	Name    string `json:"name"`
-	At      string `json:"at"`
+	cmdenv.Envelope
+	File string `json:"file"`
+	Name string `json:"name"`
+	At   string `json:"at"`
 }
 
 // NewHeader is the header of a document of kind about file (given as path)
 // on env at now.
 func NewHeader(kind string, env *cmdenv.Env, path string, file *levers.File, now time.Time) Header {
-	return Header{Kind: kind, Context: env.Name, Store: env.Store.Describe(), File: path, Name: file.Name, At: *cmdutil.TimeOrNil(now)}
+	return Header{Envelope: env.Envelope(kind), File: path, Name: file.Name, At: *cmdutil.TimeOrNil(now)}
 }
 
 // Difference is one difference as documents show it.

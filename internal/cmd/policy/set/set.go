@@ -65,9 +65,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 // Result is the JSON output.
 type Result struct {
-	Kind      string   `json:"kind"`
-	Context   string   `json:"context"`
-	Store     string   `json:"store"`
+	cmdenv.Envelope
 	Action    string   `json:"action"`
 	SHA256    string   `json:"sha256"`
 	Version   int64    `json:"version"`
@@ -88,13 +86,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return cmdutil.UsageError(fmt.Errorf("read policy: %w", err))
 	}
-	set, err := policy.Parse(opts.File, text)
-	if err != nil {
-		return cmdutil.UsageError(fmt.Errorf("policy refused, nothing stored: %w", err))
-	}
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
+	}
+	set, err := policy.Parse(env.PolicySchema(), opts.File, text)
+	if err != nil {
+		return cmdutil.UsageError(fmt.Errorf("policy refused, nothing stored: %w", err))
 	}
 	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
@@ -111,7 +109,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err // a race lost to another set is a conflict (store.ErrConditionFailed)
 	}
-	out := Result{Kind: "PolicySetResult", Context: env.Name, Store: env.Store.Describe(), Action: "set", SHA256: res.After.SHA256,
+	out := Result{Envelope: env.Envelope("PolicySetResult"), Action: "set", SHA256: res.After.SHA256,
 		Version: res.After.Version, Policies: set.Policies(), AuditID: res.Record.ID, Confirmed: res.Confirmed}
 	if res.Unchanged {
 		out.Action = "unchanged"

@@ -1,7 +1,8 @@
-// Package changeloop is the run loop of the mutating ratelimit verbs
-// (reset, drain, set): their shared flags, checking every change and reading
-// every bucket before the first write, confirmation, the writes (each with
-// its audit record, in one store change) and the result they print.
+// Package changeloop is what the mutating ratelimit verbs (reset, drain,
+// set) share: their flags, the change each makes (the bucket lever's use
+// case, moved through the context's guard: every bucket read before the
+// first write, confirmation, the writes with their audit records) and the
+// result they print.
 package changeloop
 
 import (
@@ -13,27 +14,21 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
-	"github.com/kosha-platform/koshactl/internal/cmd/levergate"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
-	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // ChangeOptions are the flags every mutating verb shares.
 type ChangeOptions struct {
-	Reason   string
-	DryRun   bool
-	Yes      bool
-	NoNotify bool
-	Output   string
-	Policy   levergate.Flags
+	Reason string
+	levercmd.Flags
 	// Create drains or sets a client that has no bucket yet (AddCreateFlag);
 	// without it such a client is refused (exit 3) with the near client.
 	Create bool
@@ -47,20 +42,13 @@ func AddCreateFlag(cmd *cobra.Command, o *ChangeOptions) {
 
 // AddChangeFlags registers the flags every mutating verb shares.
 func AddChangeFlags(cmd *cobra.Command, o *ChangeOptions) {
-	fl := cmd.Flags()
-	fl.StringVarP(&o.Reason, "reason", "r", "", "why (recorded in the audit log)")
-	fl.BoolVar(&o.DryRun, "dry-run", false, "show what would change; write nothing")
-	fl.BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
-	levergate.AddFlags(cmd, &o.Policy)
-	cmdutil.AddNoNotifyFlag(cmd, &o.NoNotify)
-	cmdutil.AddOutputFlag(cmd, &o.Output)
+	cmd.Flags().StringVarP(&o.Reason, "reason", "r", "", "why (recorded in the audit log)")
+	levercmd.AddFlags(cmd, &o.Flags, "do not ask for confirmation on a protected context")
 }
 
 // Result is the JSON output of reset, drain and set.
 type Result struct {
-	Kind    string       `json:"kind"`
-	Context string       `json:"context"`
-	Store   string       `json:"store"`
+	cmdenv.Envelope
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
 	// Review is the review a --break-glass change opened.
@@ -128,22 +116,20 @@ func RunOne(ctx context.Context, f *cmdenv.Factory, c ratelimit.Change, check fu
 }
 
 // RunChanges applies changes (one op, distinct clients) on the context: it
-// checks every change, reads every bucket (a dry run of each) before the
-// first write, asks for confirmation on a protected context, then writes
-// each with its audit record. Buckets already in the requested state are
-// reported and not written. The output lists what was done even when a
-// later change fails.
+// checks every change, reads every bucket (a dry run of each) and asks the
+// table's policy before the first write, asks for confirmation on a
+// protected context, then writes each with its audit record. Buckets
+// already in the requested state are reported and not written. The output
+// lists what was done even when a later change fails.
 func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes []ratelimit.Change, opts ChangeOptions) error {
+	reason := strings.TrimSpace(opts.Reason)
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
-	if err := opts.Policy.Check(); err != nil {
+	if err := opts.CheckPolicy(reason); err != nil {
 		return err
 	}
-	if opts.Policy.BreakGlass && (opts.DryRun || strings.TrimSpace(opts.Reason) == "") {
-		return cmdutil.Usagef("--break-glass needs --reason \"what is happening\" and is not a dry run")
-	}
-	b, err := env.Buckets()
+	b, err := clientargs.Buckets(env)
 	if err != nil {
 		return err
 	}
@@ -155,67 +141,29 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
-	op := ratelimit.OpReset
-	if len(changes) > 0 {
-		op = changes[0].Op
+	op, p := ratelimit.OpReset, ratelimit.Params{}
+	clients := make([]string, len(changes))
+	for i, c := range changes {
+		op, p, clients[i] = c.Op, ratelimit.Params{Tokens: c.Tokens, HoldFor: c.HoldFor}, c.Client
 	}
-	// The table's policy is asked with the buckets' read (not on a dry run).
-	var gate *levergate.Gate
-	var bgate *ratelimit.Gate
-	if !opts.DryRun {
-		clients := make([]string, len(changes))
-		for i, c := range changes {
-			clients[i] = c.Client
-		}
-		var hold time.Duration
-		if len(changes) > 0 {
-			hold = changes[0].HoldFor
-		}
-		gate = levergate.New(ctx, env, levergate.Question{Action: op.Action(), Targets: clients, Duration: hold,
-			Reason: strings.TrimSpace(opts.Reason), Flags: opts.Policy})
-		bgate = gate.Buckets()
-	}
-	// One batch read of every bucket and the policy (while the identity
-	// resolves), then the writes, each bucket's in one store change with its
-	// audit record.
-	outcomes, err := b.ApplyAll(ctx, ratelimit.ApplyAll{Changes: changes, Reason: strings.TrimSpace(opts.Reason),
-		Actor: env.Actor, DryRun: opts.DryRun, Gate: bgate, Existing: !opts.Create, Segments: clientargs.ScanSegments(env, 0), NoNotify: opts.NoNotify,
-		Confirm: func(_ []ratelimit.ChangeResult, writes int) error {
-			return cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, fmt.Sprintf("%s %s", op, human.Count(int64(writes), "rate-limit bucket")))
-		}})
-	if errors.Is(err, levergate.ErrNeedsApproval) {
-		// Read and decided as the change would be; asked for, not made.
-		change, err := approval.BucketChange(strings.TrimSpace(opts.Reason), b.Limits(), gate.Plans)
-		if err != nil {
-			return err
-		}
-		return levergate.Submit(ctx, f, env, gate, change, opts.Policy, opts.Output, opts.NoNotify)
-	}
+	lc := b.Change(op, reason, p, clients...)
+	lc.MustExist = !opts.Create
+	rep, err := levercmd.Change(ctx, f, env, lc, opts.Flags)
 	var none *ratelimit.NoBucketError
 	if errors.As(err, &none) {
 		return fmt.Errorf("%w: nothing %s; a client gets its bucket with its first request: check the id with koshactl ratelimit list, "+
 			"or pass --create to %s the bucket of a client that has made no request yet", err, verbs[none.Op][0], none.Op)
 	}
-	if outcomes == nil {
-		return err
+	if rep.Outcomes == nil || rep.Pending != nil {
+		return levercmd.Refused(ctx, f, env, rep, err, opts.Flags)
 	}
-	out := Result{Kind: kinds[op], Context: env.Name, Store: env.Store.Describe(), DryRun: opts.DryRun, Results: []ItemResult{}}
-	written := false
-	for _, o := range outcomes {
-		written = written || o.Written
-	}
-	if !written {
-		gate = nil // nothing was written: no break-glass happened
-	}
-	if gate != nil && gate.Review != nil {
-		out.Review = gate.Review.ID
-	}
+	out := Result{Envelope: env.Envelope(kinds[op]), DryRun: opts.DryRun, Results: []ItemResult{}, Review: levercmd.Review(rep)}
 	var failure, unknownErr error
 	var unknown []string
-	for _, o := range outcomes {
+	for _, o := range rep.Outcomes {
 		switch {
-		case o.Unknown:
-			unknown = append(unknown, o.Result.Change.Client)
+		case o.Unknown():
+			unknown = append(unknown, o.Target)
 			if unknownErr == nil {
 				unknownErr = o.Err
 			}
@@ -224,11 +172,11 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 				failure = o.Err
 			}
 		default:
-			out.Results = append(out.Results, item(o.Result, opts.DryRun, o.Record.ID))
+			out.Results = append(out.Results, item(ratelimit.ResultOf(o), opts.DryRun, o.Record.ID, o.Confirmed))
 		}
 	}
-	err = printChanges(f, env, opts, out, gate)
-	env.Announce(ctx) // what the lever service wrote, once printed (or not)
+	err = levercmd.Print(f, env, opts.Flags, out, table(out, f.Clock.Now(), f.IOStreams.IsStdoutTTY()))
+	cmdenv.Announce(ctx, env, rep.Event) // what was written, once printed (or not)
 	if err != nil {
 		return err
 	}
@@ -252,31 +200,24 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	return failure
 }
 
-func item(r ratelimit.ChangeResult, dry bool, auditID string) ItemResult {
-	it := ItemResult{Client: r.Change.Client, Action: action(r, dry), Before: bucketview.View(r.Before), After: bucketview.View(r.After), AuditID: auditID, ConfirmedByReread: r.Confirmed, res: r}
+func item(r ratelimit.ChangeResult, dry bool, auditID string, confirmed bool) ItemResult {
+	it := ItemResult{Client: r.Change.Client, Action: action(r, dry), Before: bucketview.View(r.Before), After: bucketview.View(r.After), AuditID: auditID,
+		ConfirmedByReread: confirmed, res: r}
 	if r.Malformed != nil {
 		it.Malformed = r.Malformed.Error()
 	}
 	return it
 }
 
-func printChanges(f *cmdenv.Factory, env *cmdenv.Env, opts ChangeOptions, out Result, gate *levergate.Gate) error {
-	ios := f.IOStreams
-	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
-			return err
-		}
-	} else {
-		for _, r := range out.Results {
-			fmt.Fprintln(ios.Out, textsafe.Line(describe(r, f.Clock.Now(), ios.IsStdoutTTY())))
-			if r.ConfirmedByReread {
-				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
-			}
-		}
-		gate.PrintBreakGlass(ios.Out)
+// table is out's lines for the human output.
+func table(out Result, now time.Time, tty bool) string {
+	var w strings.Builder
+	for _, r := range out.Results {
+		fmt.Fprintln(&w, textsafe.Line(describe(r, now, tty)))
+		levercmd.Confirmed(&w, r.ConfirmedByReread)
 	}
-	cmdenv.PrintActedOn(ios.ErrOut, env, opts.DryRun)
-	return nil
+	levercmd.BreakGlass(&w, out.Review)
+	return w.String()
 }
 
 // describe is one human line about one change.

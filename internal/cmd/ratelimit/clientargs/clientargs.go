@@ -39,3 +39,9 @@ func CheckClients(ids []string) error {
 	}
 	return nil
 }
+
+// Buckets is the context's bucket lever kind: what the ratelimit commands
+// read through (a usage error names a fix for limits it cannot use).
+func Buckets(env *cmdenv.Env) (*ratelimit.Buckets, error) {
+	return cmdenv.Kind[*ratelimit.Buckets](env, ratelimit.Spec.Name)
+}

@@ -112,7 +112,7 @@ func read(ctx context.Context, f *cmdenv.Factory, client string) (ratelimit.Stat
 	if err != nil {
 		return ratelimit.Status{}, nil, err
 	}
-	b, err := env.Buckets()
+	b, err := clientargs.Buckets(env)
 	if err != nil {
 		return ratelimit.Status{}, nil, err
 	}

@@ -106,10 +106,8 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 // Result is the JSON output of list.
 type Result struct {
-	Kind    string                  `json:"kind"`
-	Context string                  `json:"context"`
-	Store   string                  `json:"store"`
-	Items   []bucketview.BucketView `json:"items"`
+	cmdenv.Envelope
+	Items []bucketview.BucketView `json:"items"`
 	// Matched counts the buckets that matched before --limit.
 	Matched int `json:"matched"`
 	// Malformed lists items under rl# that are not valid buckets, as one
@@ -158,7 +156,7 @@ func begin(ctx context.Context, f *cmdenv.Factory, opts *Options, printing bool)
 	if err != nil {
 		return nil, err
 	}
-	b, err := env.Buckets()
+	b, err := clientargs.Buckets(env)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +172,7 @@ func begin(ctx context.Context, f *cmdenv.Factory, opts *Options, printing bool)
 
 // result is the document of env's listing, its items empty.
 func (l *scan) result() Result {
-	return Result{Kind: "RateLimitBucketList", Context: l.env.Name, Store: l.env.Store.Describe(), Items: []bucketview.BucketView{},
+	return Result{Envelope: l.env.Envelope("RateLimitBucketList"), Items: []bucketview.BucketView{},
 		Malformed: []string{}, Unreadable: []store.Problem{}}
 }
 

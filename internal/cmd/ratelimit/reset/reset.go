@@ -74,7 +74,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	clients := opts.Clients
 	if opts.AllThrottled {
-		b, err := env.Buckets()
+		b, err := clientargs.Buckets(env)
 		if err != nil {
 			return err
 		}

@@ -85,9 +85,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 // Result is the JSON output.
 type Result struct {
-	Kind    string           `json:"kind"`
-	Context string           `json:"context"`
-	Store   string           `json:"store"`
+	cmdenv.Envelope
 	Action  string           `json:"action"`
 	Request requestview.View `json:"request"`
 	// AuditIDs are the records this approval wrote.
@@ -134,7 +132,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	now := f.Clock.Now()
-	out := Result{Kind: "ChangeRequestApproval", Context: env.Name, Store: env.Store.Describe(), Request: requestview.Of(res.Request, now), AuditIDs: []string{},
+	out := Result{Envelope: env.Envelope("ChangeRequestApproval"), Request: requestview.Of(res.Request, now), AuditIDs: []string{},
 		Remaining: res.Remaining}
 	for _, r := range res.Records {
 		out.AuditIDs = append(out.AuditIDs, r.ID)
@@ -185,8 +183,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	}
 	if res.Applied {
-		for _, o := range res.Force {
-			if o.Result.Confirmed {
+		for _, o := range res.Report.Written() {
+			if o.Confirmed {
 				fmt.Fprintf(ios.Out, "  %s\n", store.ConfirmedNote)
 				break
 			}

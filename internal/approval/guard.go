@@ -1,0 +1,199 @@
+package approval
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/policy"
+)
+
+// ErrReasonRequired refuses a proposal without a reason: the person who
+// approves it reads why.
+var ErrReasonRequired = exitcode.New(exitcode.Usage, "a reason is required: a proposal says why, for the person who approves it")
+
+// ErrNothingToBreak refuses a break-glass on a table without a policy.
+var ErrNothingToBreak = exitcode.New(exitcode.Usage, "--break-glass: the table has no policy, so nothing needs breaking: drop the flag")
+
+// Guard is the lever service under the table's policy: four eyes, wrapped
+// around the service once. Its Plan reads the policy item in the levers'
+// own batch read and decides the change on it: with no policy stored the
+// change goes as always; one the policy denies is refused
+// ([ErrPolicyDenied]); one it needs approvals for is stored as a change
+// request (in one transaction with its record of asking) and returned as
+// a *[lever.PendingError], nothing changed; one it allows carries how (its
+// records' approval, a break-glass review written in its transaction).
+// Every surface (the CLI, the dashboard) moves levers through it and only
+// shows the report.
+type Guard struct {
+	svc       lever.Changer
+	approvals *Service
+	identity  func(context.Context) (audit.Identity, error)
+	source    string
+}
+
+var _ lever.Changer = (*Guard)(nil)
+
+// Guard wraps svc (the context's lever service) in the table's policy, as
+// identity asks; source names the surface on the announcements of the
+// requests it makes (notify.SourceDashboard; "" for the command line).
+func (s *Service) Guard(svc lever.Changer, identity func(context.Context) (audit.Identity, error), source string) *Guard {
+	return &Guard{svc: svc, approvals: s, identity: identity, source: source}
+}
+
+// Plan implements [lever.Changer]: the service's plan, decided by the
+// table's policy (not asked on a dry run, nor for an unguarded action).
+func (g *Guard) Plan(ctx context.Context, c lever.Change, extra ...string) (*lever.Planned, error) {
+	_, action, _ := g.approvals.levers.Kinds().Action(c.Action)
+	if c.DryRun || action.Unguarded {
+		return g.svc.Plan(ctx, c, extra...)
+	}
+	p, err := g.svc.Plan(ctx, c, append(slices.Clone(extra), policy.Key)...)
+	if err != nil {
+		return p, err
+	}
+	it, ok := p.Extra[policy.Key]
+	if !ok {
+		if c.BreakGlass {
+			return nil, ErrNothingToBreak
+		}
+		return p, nil
+	}
+	stored, err := policy.FromItem(g.approvals.schema, it)
+	if err != nil {
+		return nil, err
+	}
+	id, err := g.identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d, noExpiry := p.Kind.Bounds(c, g.approvals.clock.Now())
+	dec := policy.DecideAll(stored.Set, policy.Request{Actor: policy.Actor{ARN: id.Actor, Verified: id.Verified()}, Action: c.Action,
+		Resource: p.Kind.Spec().Resource, Duration: d, NoExpiry: noExpiry, BreakGlass: c.BreakGlass}, c.Targets)
+	switch dec.Outcome {
+	case policy.Deny:
+		return nil, fmt.Errorf("%w: %s", ErrPolicyDenied, dec.Reason)
+	case policy.NeedsApproval:
+		if p.Writes() == 0 {
+			return p, nil // nothing to change: nothing to ask for, and nothing is written
+		}
+		return g.submit(ctx, p, Submission{Requester: id, Decision: dec, TTL: c.RequestTTL})
+	case policy.Allow:
+	}
+	at := &lever.Attach{Approval: &audit.Approval{Decision: audit.DecisionAllowed, Policies: dec.Policies}}
+	if c.BreakGlass {
+		if at, _, err = g.approvals.BreakGlass(c.Action, c.Targets, c.Reason, id, dec.Policies); err != nil {
+			return nil, err
+		}
+	}
+	if c.NoNotify && at.Approval.BreakGlass() {
+		return nil, audit.ErrBreakGlassQuiet
+	}
+	return p, p.Attach(at)
+}
+
+// Commit implements [lever.Changer].
+func (g *Guard) Commit(ctx context.Context, p *lever.Planned) (lever.Report, error) {
+	return g.svc.Commit(ctx, p)
+}
+
+// submit stores the planned change as a pending request (sub's requester,
+// decision and lifetime): p is returned pending, with the
+// *[lever.PendingError] that says so.
+func (g *Guard) submit(ctx context.Context, p *lever.Planned, sub Submission) (*lever.Planned, error) {
+	c, err := g.approvals.changeOf(p)
+	if err != nil {
+		return nil, err
+	}
+	sub.Change = c
+	r, rec, err := g.approvals.Submit(ctx, nil, sub)
+	if err != nil {
+		return nil, err
+	}
+	return g.pending(p, r, rec)
+}
+
+// Propose makes c a change request whatever the table's policy says (an
+// agent's proposal through the MCP server, recorded with source mcp: a
+// person applies it): c is planned as a dry run (every rule of the change,
+// one batch read, nothing written), and the targets it would change are
+// requested, waiting for at least one approval.
+func (g *Guard) Propose(ctx context.Context, c lever.Change) (lever.Report, error) {
+	if strings.TrimSpace(c.Reason) == "" {
+		return lever.Report{Change: c}, ErrReasonRequired
+	}
+	c.DryRun = true
+	p, err := g.svc.Plan(ctx, c)
+	if err != nil {
+		return lever.Report{Change: c}, err
+	}
+	ch, err := g.approvals.changeOf(p)
+	if err != nil {
+		return lever.Report{Change: c}, err
+	}
+	id, err := g.identity(ctx)
+	if err != nil {
+		return lever.Report{Change: c}, err
+	}
+	r, rec, err := g.approvals.Propose(ctx, nil, Proposal{Change: ch, Requester: id, Source: audit.SourceMCP})
+	if err != nil {
+		return lever.Report{Change: c}, err
+	}
+	p, _ = g.pending(p, r, rec)
+	return p.Report(), nil
+}
+
+// pending marks p as the request r (its record rec), with its
+// announcement.
+func (g *Guard) pending(p *lever.Planned, r Request, rec audit.Record) (*lever.Planned, error) {
+	rep, err := Pending(r, rec, p.Change.NoNotify)
+	p.Pending, p.Event = rep.Pending, rep.Event
+	if p.Event != nil {
+		p.Event.Source = g.source
+	}
+	return p, err
+}
+
+// Pending is the report of a new request r (its record rec): nothing
+// changed yet, the request announced (unless quiet), and the
+// *[lever.PendingError] it exits 12 with. What every surface that makes a
+// request shows.
+func Pending(r Request, rec audit.Record, quiet bool) (lever.Report, error) {
+	p := lever.Pending{ID: r.ID, Summary: r.Change.Summary(), SHA256: r.SHA256, Requester: r.Requester, Needed: r.Needed,
+		Policies: r.Policies, ExpiresAt: r.ExpiresAt, AuditID: rec.ID}
+	rep := lever.Report{Pending: &p}
+	if !quiet {
+		ev := RequestedEvent(r, rec)
+		rep.Event = &ev
+	}
+	return rep, &lever.PendingError{Pending: p}
+}
+
+// PendingRequest is the request p as a list shows it before its next read
+// (the dashboard's pending pane, right after a lever became it).
+func PendingRequest(p lever.Pending, now time.Time) Request {
+	return Request{ID: p.ID, Change: Change{summary: p.Summary}, SHA256: p.SHA256, Requester: p.Requester, Status: StatusPending,
+		CreatedAt: now, ExpiresAt: p.ExpiresAt, Needed: p.Needed, Approvers: []string{}, Policies: p.Policies}
+}
+
+// PolicySchema is the table's policy's schema for the lever kinds specs:
+// each kind's entity, and its actions the policy is asked about (neither
+// internal nor unguarded ones: a policy cannot name them).
+func PolicySchema(specs []lever.Spec) *policy.Schema {
+	levers := make([]policy.Lever, 0, len(specs))
+	for _, sp := range specs {
+		l := policy.Lever{Resource: sp.Resource, Doc: sp.About}
+		for _, a := range sp.Actions {
+			if !a.Internal && !a.Unguarded {
+				l.Actions = append(l.Actions, a.Name)
+			}
+		}
+		levers = append(levers, l)
+	}
+	return policy.NewSchema(levers...)
+}

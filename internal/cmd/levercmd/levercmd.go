@@ -1,0 +1,238 @@
+// Package levercmd is the shell every lever command shares (breaker
+// force-open and clear, ratelimit reset, drain and set): the policy flags,
+// the change moved through the context's guard (the table's policy, the
+// protected context's prompt), and its end: the report's result printed, or
+// the change request the policy made of it (exit 12), the announcement, the
+// exit. Each command builds its change and words only its own lines; the
+// use case is the lever layer's (internal/lever).
+package levercmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
+)
+
+// Flags are what every lever command's flags say of its change.
+type Flags struct {
+	DryRun, Yes, NoNotify bool
+	Output                string
+	BreakGlass            bool
+	RequestTTL            time.Duration
+}
+
+// AddFlags registers --dry-run, --yes, --break-glass, --request-ttl,
+// --no-notify and -o; yes is --yes's help.
+func AddFlags(cmd *cobra.Command, fl *Flags, yes string) {
+	f := cmd.Flags()
+	f.BoolVar(&fl.DryRun, "dry-run", false, "show what would change; write nothing")
+	f.BoolVarP(&fl.Yes, "yes", "y", false, yes)
+	f.BoolVar(&fl.BreakGlass, "break-glass", false,
+		"act at once where the table's policy allows a break-glass (needs --reason; recorded, announced and left for review)")
+	f.DurationVar(&fl.RequestTTL, "request-ttl", approval.DefaultTTL,
+		fmt.Sprintf("when the policy needs approvals: how long the change request waits for them (%s to %s)", approval.MinTTL, approval.MaxTTL))
+	cmdutil.AddNoNotifyFlag(cmd, &fl.NoNotify)
+	cmdutil.AddOutputFlag(cmd, &fl.Output)
+}
+
+// CheckPolicy refuses flag values outside their bounds, before anything is read:
+// the request's lifetime, and a break-glass without a reason or on a dry
+// run.
+func (fl Flags) CheckPolicy(reason string) error {
+	if err := approval.CheckTTL(fl.RequestTTL); err != nil {
+		return cmdutil.Usagef("--request-ttl: %v", err)
+	}
+	if fl.BreakGlass && (fl.DryRun || strings.TrimSpace(reason) == "") {
+		return cmdutil.Usagef("--break-glass needs --reason \"what is happening\" and is not a dry run")
+	}
+	return nil
+}
+
+// Table reports whether the output is the human one.
+func (fl Flags) Table() bool { return fl.Output == cmdutil.FormatTable }
+
+// Change moves c (with the flags' say in how) through the context's guard:
+// planned (the table's policy asked in the levers' batch read), confirmed
+// on a protected context (the prompt names the action's verb and counts
+// the kind's levers it writes: "force open 3 breaker overrides"; nothing
+// to write asks nothing), then committed. Its report is what the
+// command prints: a dry run's or a pending request's with nothing written,
+// or what was.
+func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Change, fl Flags) (lever.Report, error) {
+	c.DryRun, c.NoNotify, c.BreakGlass, c.RequestTTL = fl.DryRun, fl.NoNotify, fl.BreakGlass, fl.RequestTTL
+	g := env.Guard()
+	p, err := g.Plan(ctx, c)
+	switch {
+	case p == nil:
+		return lever.Report{Change: c}, err
+	case err != nil || c.DryRun:
+		return p.Report(), err
+	}
+	if n := p.Writes(); n > 0 {
+		what := p.Action.Verb + " " + human.Count(int64(n), p.Kind.Spec().Lever)
+		if err := cmdenv.ConfirmProtected(ctx, f, env, fl.Yes, what); err != nil {
+			return lever.Report{Change: c}, err
+		}
+	}
+	return g.Commit(ctx, p)
+}
+
+// PendingResult is the JSON output of a lever change the table's policy
+// made a change request of (and of an agent's proposal).
+type PendingResult struct {
+	cmdenv.Envelope
+	RequestID       string    `json:"request_id"`
+	Status          string    `json:"status"`
+	Change          string    `json:"change"`
+	SHA256          string    `json:"sha256"`
+	Requester       string    `json:"requester"`
+	ApprovalsNeeded int       `json:"approvals_needed"`
+	Policies        []string  `json:"policies"`
+	ExpiresAt       time.Time `json:"expires_at"`
+	ApproveCommand  string    `json:"approve_command"`
+	AuditID         string    `json:"audit_id"`
+}
+
+// Pending is p's document.
+func Pending(env *cmdenv.Env, p lever.Pending) PendingResult {
+	return PendingResult{Envelope: env.Envelope("ChangeRequestResult"), RequestID: p.ID, Status: approval.StatusPending, Change: p.Summary,
+		SHA256: p.SHA256, Requester: p.Requester, ApprovalsNeeded: p.Needed, Policies: p.Policies, ExpiresAt: p.ExpiresAt,
+		ApproveCommand: p.ApproveCommand(), AuditID: p.AuditID}
+}
+
+// Refused is what a command ends with when its change was not made: a
+// change request (printed, announced, exit 12), or the refusal (nil:
+// the change went ahead, and the command prints its report).
+func Refused(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, rep lever.Report, err error, fl Flags) error {
+	if rep.Pending == nil {
+		if err == nil {
+			return nil
+		}
+		return err
+	}
+	p, ios := *rep.Pending, f.IOStreams
+	if !fl.Table() {
+		if perr := cmdutil.PrintStructured(ios.Out, fl.Output, Pending(env, p)); perr != nil {
+			return perr
+		}
+	} else {
+		fmt.Fprintf(ios.Out, "Not applied: the table's policy needs %d approval(s) from someone other than you (%v).\n", p.Needed, p.Policies)
+		fmt.Fprintf(ios.Out, "Change request %s: %s\n", p.ID, textsafe.Line(p.Summary))
+		fmt.Fprintf(ios.Out, "  sha256 %s\n", p.SHA256)
+		fmt.Fprintf(ios.Out, "  expires %s\n", cmdutil.FormatTime(p.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY()))
+		fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", p.ApproveCommand())
+	}
+	cmdenv.PrintActedOn(ios.ErrOut, env, false)
+	cmdenv.Announce(ctx, env, rep.Event)
+	return err
+}
+
+// Print writes a lever command's result: doc in the structured format the
+// flags name, or the table's text (its lines, each rendered safe by the
+// command); then the line naming the context acted on, on stderr.
+func Print(f *cmdenv.Factory, env *cmdenv.Env, fl Flags, doc any, text string) error {
+	ios := f.IOStreams
+	defer cmdenv.PrintActedOn(ios.ErrOut, env, fl.DryRun)
+	if !fl.Table() {
+		return cmdutil.PrintStructured(ios.Out, fl.Output, doc)
+	}
+	_, err := io.WriteString(ios.Out, text)
+	return err
+}
+
+// Confirmed writes, under a result's line, that its change's answer was
+// lost and the change confirmed.
+func Confirmed(w io.Writer, confirmed bool) {
+	if confirmed {
+		fmt.Fprintf(w, "  %s\n", store.ConfirmedNote)
+	}
+}
+
+// BreakGlass writes the review line under a break-glass change's result.
+func BreakGlass(w io.Writer, review string) {
+	if review != "" {
+		fmt.Fprintf(w, "BREAK-GLASS: recorded and announced; review %s stays open until someone else runs: koshactl request ack %s\n", review, review)
+	}
+}
+
+// Review is the review a report's change opened, when it wrote something.
+func Review(rep lever.Report) string {
+	if len(rep.Written()) == 0 {
+		return ""
+	}
+	return rep.Review
+}
+
+// Unwritten is a target whose change was not written: refused, failed, or
+// (store.ErrOutcomeUnknown) nobody can tell.
+type Unwritten struct {
+	// Name is the target as the output names it.
+	Name string
+	// Err is why, as the lever service words it (the verb and the target).
+	Err error
+}
+
+// maxNamed bounds the targets a failure names in each of its groups (a
+// clear --all may fail thousands).
+const maxNamed = 20
+
+// Failure is the one error of a lever command of targets targets, of which
+// written were written and unwritten were not (nil when none). It is the
+// first target's error, and when the command had several targets, what
+// became of each: written (listed above), outcome unknown (with check, the
+// command that tells), or not written. Any unknown outcome makes it an
+// unknown outcome (exit 8), whatever the first error was: someone has to
+// check. items names what the targets are ("overrides").
+func Failure(targets, written int, unwritten []Unwritten, items, check string) error {
+	if len(unwritten) == 0 {
+		return nil
+	}
+	first := unwritten[0].Err
+	if targets == 1 {
+		return first
+	}
+	var unknown, refused []string
+	for _, u := range unwritten {
+		if errors.Is(u.Err, store.ErrOutcomeUnknown) {
+			unknown = append(unknown, u.Name)
+		} else {
+			refused = append(refused, u.Name)
+		}
+	}
+	var groups []string
+	if written > 0 {
+		groups = append(groups, fmt.Sprintf("%d written (listed above)", written))
+	}
+	if len(unknown) > 0 {
+		groups = append(groups, fmt.Sprintf("%d with an unknown outcome: %s (check each with %s)", len(unknown), names(unknown), check))
+	}
+	if len(refused) > 0 {
+		groups = append(groups, fmt.Sprintf("%d not written: %s", len(refused), names(refused)))
+	}
+	summary := fmt.Sprintf("of %d %s, %s", targets, items, strings.Join(groups, "; "))
+	if len(unknown) > 0 && !errors.Is(first, store.ErrOutcomeUnknown) {
+		return fmt.Errorf("%w; %s: %w", first, summary, store.ErrOutcomeUnknown)
+	}
+	return fmt.Errorf("%w; %s", first, summary)
+}
+
+// names lists up to maxNamed names, then how many more.
+func names(list []string) string {
+	if len(list) <= maxNamed {
+		return strings.Join(list, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(list[:maxNamed], ", "), len(list)-maxNamed)
+}

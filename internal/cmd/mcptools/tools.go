@@ -1,0 +1,66 @@
+// Package mcptools is the tool table of `koshactl mcp` (internal/cmd/mcp
+// serves whatever table it is given): the read tools, which return what the
+// commands print with -o json by calling their Read functions, and the
+// proposal tools, one per lever action an agent may propose, each the
+// lever's own change made a change request through the context's guard.
+package mcptools
+
+import (
+	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/mcpserver"
+)
+
+// Tools is the server's tool table for env: the read tools, then the
+// proposal tools unless the context is read-only for MCP.
+func Tools(f *cmdenv.Factory, env *cmdenv.Env) []mcpserver.Tool {
+	r, p := reader{f: f, env: env}, proposer{f: f, env: env}
+	tools := []mcpserver.Tool{
+		mcpserver.New("breaker_status", "Breaker status",
+			"Every dependency's breaker: the override in force (from the control table) merged with the fleet's breaker_state gauges, whether the fleet obeys the override (fleet.verdict: confirmed, converging, not_obeyed, unconfirmed), per-instance counts. The JSON of `koshactl breaker status -o json`.",
+			true, r.status),
+		mcpserver.New("breaker_get", "One breaker override",
+			"One dependency's override item: state, reason, actor, created and expiry. The JSON of `koshactl breaker get DEPENDENCY -o json`; a tool error (not found) when there is none.",
+			true, r.get),
+		mcpserver.New("audit_list", "Audit log",
+			"The audit records of control-plane changes, newest first, filtered by time, subject, action or actor. The JSON of `koshactl audit list -o json`.",
+			true, r.audit),
+		mcpserver.New("ratelimit_get", "One rate-limit bucket",
+			"One client's rate-limit bucket: tokens now, whether its next request is admitted, when it refills. The JSON of `koshactl ratelimit get CLIENT -o json`.",
+			true, r.bucket),
+		mcpserver.New("ratelimit_list", "Rate-limit buckets",
+			"The rate-limit buckets stored (a scan), optionally only the clients being limited. The JSON of `koshactl ratelimit list -o json`.",
+			true, r.buckets),
+		mcpserver.New("pending_requests", "Change requests",
+			"The change requests waiting for a person's approval (all: decided ones too; reviews: break-glass reviews). The JSON of `koshactl request list -o json`, reading only: an expired request shows as expired without being marked.",
+			true, r.requests),
+		mcpserver.New("drill_validate", "Validate drill files",
+			"Check drill files without running them: every problem with its line and column. The JSON of `koshactl drill validate FILE... -o json`.",
+			true, r.validate),
+		mcpserver.New("drill_plan", "Plan a drill",
+			"What a drill would do on this context, without doing it: every step, lever, rollback and expiry bound. The JSON of `koshactl drill plan FILE -o json`; the server's environment is not visible to the drill.",
+			true, r.plan),
+		mcpserver.New("game_day_summary", "Game-day summary",
+			"The Markdown game-day summary of a drill run's journal (`koshactl drill report JOURNAL -o markdown --no-fetch`), every value escaped.",
+			true, r.gameday),
+	}
+	if env.Context.MCP.ReadOnly {
+		return tools
+	}
+	return append(tools,
+		mcpserver.New("propose_force_open", "Propose a force-open",
+			"Propose forcing dependencies' breakers open fleet-wide. Nothing is forced: a change request is made (whatever the table's policy says) and announced; a person applies it with the approve command in the result.",
+			false, p.forceOpen),
+		mcpserver.New("propose_clear", "Propose a clear",
+			"Propose clearing dependencies' overrides. Nothing is cleared: a change request is made and announced; a person applies it with the approve command in the result.",
+			false, p.clear),
+		mcpserver.New("propose_ratelimit_reset", "Propose a bucket reset",
+			"Propose refilling clients' rate-limit buckets. Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
+			false, p.reset),
+		mcpserver.New("propose_ratelimit_drain", "Propose a bucket drain",
+			"Propose draining clients' rate-limit buckets (optionally holding them refused). Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
+			false, p.drain),
+		mcpserver.New("propose_ratelimit_set", "Propose a bucket level",
+			"Propose setting clients' rate-limit buckets to a token count. Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
+			false, p.set),
+	)
+}

@@ -1,0 +1,243 @@
+package lever
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/store"
+)
+
+// Change is one change of levers of one kind: what is asked (its kind,
+// action, targets, reason and the kind's params: what a change request
+// holds and hashes), and how it is made.
+type Change struct {
+	// Action names the kind too: its first word ([KindOf]).
+	Action  string
+	Targets []string
+	Reason  string
+	// Params are the kind's (a force's expiry, a set's token count); they
+	// encode as one JSON object of the kind's.
+	Params any
+
+	// What follows is how the change is made, never what is asked: none
+	// of it is stored in a request or hashed.
+
+	// BreakGlass acts at once where the table's policy allows a
+	// break-glass (recorded, announced and left for review).
+	BreakGlass bool
+	// DryRun decides every target and writes nothing.
+	DryRun bool
+	// NoNotify keeps the change from being announced (--no-notify).
+	NoNotify bool
+	// RequestTTL is how long a change request waits for its approvals,
+	// when the table's policy needs them (zero: the default).
+	RequestTTL time.Duration
+	// Actor, when set, is who acts (a drill's actor, an approved request's
+	// requester); otherwise the service's actor resolves it while the
+	// targets are read.
+	Actor string
+	// Known, when not nil, lists the targets the context knows: the kind
+	// applies its rule for a name it does not list (a typo is refused).
+	Known []string
+	// MustExist refuses a target without an item (a drain of a client with
+	// no bucket is more likely a typo than a client yet to come).
+	MustExist bool
+	// Read holds items the caller read and checked, by target (nil: the
+	// target was absent): they are not read again, and their writes are
+	// conditional on them, so a change since is a conflict.
+	Read map[string]store.Item
+	// Always writes every target, even one already as asked: a change
+	// with attached writes lands whole, records and all.
+	Always bool
+	// Approval, when set, is how the table's policy let this change
+	// through, on its records (a levers file's window; an [Attach]
+	// replaces it).
+	Approval *audit.Approval
+	// Note is said with the change's announcement.
+	Note Note
+}
+
+// Kind is the name of the change's kind.
+func (c Change) Kind() string { return KindOf(c.Action) }
+
+// Note is what a change's announcement says besides its levers (a
+// break-glass's loud words).
+type Note struct {
+	Outcome, Detail string
+}
+
+// Attach is what a change applied under the table's policy carries besides
+// its levers (internal/approval): how the policy let it through, on every
+// record of the change, and writes that go in the same transaction (a
+// change request's new status, a break-glass review). A change with writes
+// attached is one transaction: at most [MaxAttached] levers.
+type Attach struct {
+	Approval *audit.Approval
+	// Actor, when set, is who applies the change (an approver): every
+	// record's actor, with ActorSource; the levers keep their own actor.
+	Actor       string
+	ActorSource audit.ActorSource
+	// Ops builds the attached writes for the change's token; the first is
+	// the change's proof. Called again for each attempt. Nil: none.
+	Ops func(token string, now time.Time) []store.Op
+	// Refused words the refusal of an attached write (the item as stored,
+	// nil Current when the store did not say); it is final.
+	Refused func(ce store.ConditionError) error
+	// Note is said with the change's announcement instead of its own.
+	Note Note
+	// Review is the break-glass review the attached writes open ("": none).
+	Review string
+}
+
+// Levers per transaction: each lever takes two of a transaction's actions,
+// its item and its record.
+const (
+	// ChunkLevers is the most levers one transaction moves; a change of
+	// more goes in chunks of it, each a transaction with its own outcome.
+	ChunkLevers = store.MaxChangeOps / 2
+	// MaxAttached is the most levers a change with attached writes moves:
+	// one transaction, with room for them.
+	MaxAttached = ChunkLevers - 1
+	// chunkWorkers bounds the transactions one change has in flight (a
+	// clear of thousands of overrides).
+	chunkWorkers = 4
+)
+
+// Errors of the service.
+var (
+	// ErrNoAuditLog: a change asked of a service with no audit log bound
+	// (a wiring bug); nothing is written, since nothing would record it.
+	ErrNoAuditLog = errors.New("lever service: no audit log bound to record the change (a wiring bug)")
+	// ErrNotWritten marks a target not written because the store refused
+	// the change holding it for another write's sake.
+	ErrNotWritten = errors.New("not written")
+	// ErrConflict: a lever changed while koshactl was acting, or someone
+	// else holds it; nothing of the change holding it was written.
+	ErrConflict = exitcode.New(exitcode.Conflict, "lever conflict")
+	// ErrTooManyLevers: a change with attached writes over [MaxAttached]
+	// levers.
+	ErrTooManyLevers = fmt.Errorf("a change under the table's policy moves at most %d levers", MaxAttached)
+	// ErrNamedTwice: a target named twice in one change.
+	ErrNamedTwice = errors.New("named twice")
+)
+
+// Outcome is what became of one target of a change.
+type Outcome struct {
+	Target string
+	// Result is the kind's account of the target (breaker.ForceResult,
+	// ratelimit.ChangeResult), as decided, then as written.
+	Result any
+	// Noop is true when the target already was as asked: nothing written.
+	Noop bool
+	// Written is true when the target's write and its record landed.
+	Written bool
+	// Confirmed is true when the store's answer was lost and the change
+	// was settled as landed ([store.Apply]).
+	Confirmed bool
+	// Record is the target's audit record (zero when none was written).
+	Record audit.Record
+	// Attempts counts the transactions sent for it (more than one when
+	// its item changed between read and write); Token is the last one's.
+	Attempts int
+	Token    string
+	// Err is why it was not written; it wraps [store.ErrOutcomeUnknown]
+	// when nobody can tell.
+	Err error
+}
+
+// Unknown reports whether nobody can tell whether the target was written.
+func (o Outcome) Unknown() bool { return errors.Is(o.Err, store.ErrOutcomeUnknown) }
+
+// Pending is a change the table's policy needs approvals for, stored as a
+// change request: nothing changed yet.
+type Pending struct {
+	ID, Summary, SHA256, Requester string
+	Needed                         int
+	Policies                       []string
+	ExpiresAt                      time.Time
+	// AuditID is the request's record of asking.
+	AuditID string
+}
+
+// ApproveCommand is the command that approves the request.
+func (p Pending) ApproveCommand() string { return "koshactl request approve " + p.ID }
+
+// PendingError is what a change the table's policy needs approvals for
+// returns: the request is stored (its [Report.Pending]), nothing changed
+// yet. It exits 12.
+type PendingError struct{ Pending Pending }
+
+func (e *PendingError) Error() string {
+	return fmt.Sprintf("pending approval: nothing changed yet; request %s waits for %d approval(s) until %s (%s)",
+		e.Pending.ID, e.Pending.Needed, e.Pending.ExpiresAt.Format(time.RFC3339), e.Pending.ApproveCommand())
+}
+
+// ErrPending matches a *PendingError.
+var ErrPending = exitcode.New(exitcode.Pending, "pending approval")
+
+// Is makes errors.Is(err, ErrPending) true, and its exit code Pending's.
+func (e *PendingError) Is(target error) bool { return errors.Is(ErrPending, target) }
+
+// Report is what a change did: one outcome per target, in order, and how
+// the change went (a dry run, pending approval, under review).
+type Report struct {
+	Change   Change
+	Outcomes []Outcome
+	// Pending is set when the change became a change request.
+	Pending *Pending
+	// Review is the break-glass review the change opened ("": none).
+	Review string
+	// Event is the announcement of what was written (nil: nothing to
+	// announce, a dry run, --no-notify); the surface sends it once it has
+	// shown the report.
+	Event *notify.Event
+}
+
+// Written are the outcomes written.
+func (r Report) Written() []Outcome {
+	var out []Outcome
+	for _, o := range r.Outcomes {
+		if o.Written {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Err is the first failed target's error (nil: none failed).
+func (r Report) Err() error {
+	for _, o := range r.Outcomes {
+		if o.Err != nil {
+			return o.Err
+		}
+	}
+	return nil
+}
+
+// RefusedError is a change its kind's rules refuse before anything is
+// read ([Kind.Check]): nothing was read or written.
+type RefusedError struct{ Err error }
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the kind's error.
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// SettingError is a refusal by a setting of the context (a force longer
+// than its max-override, a bucket change asked under other limits): another
+// context's may allow the change.
+type SettingError struct {
+	// Where says where the change can be made: "approve it from a context
+	// whose max-override allows it".
+	Where string
+	Err   error
+}
+
+func (e *SettingError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the setting's refusal.
+func (e *SettingError) Unwrap() error { return e.Err }

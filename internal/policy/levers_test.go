@@ -1,0 +1,18 @@
+package policy_test
+
+import "github.com/kosha-platform/koshactl/internal/policy"
+
+// The lever actions these tests ask about, and the schema that names them
+// (the built-in kinds': internal/approval tests that it is koshactl's).
+const (
+	actionForceOpen = "breaker.force-open"
+	actionClear     = "breaker.clear"
+	actionReset     = "ratelimit.reset"
+	actionDrain     = "ratelimit.drain"
+)
+
+var levers = policy.NewSchema(
+	policy.Lever{Resource: "Dependency", Doc: "A dependency whose breaker a lever forces or clears.", Actions: []string{actionForceOpen, actionClear}},
+	policy.Lever{Resource: "Client", Doc: "A rate-limit client whose bucket a lever resets, drains or sets.",
+		Actions: []string{actionReset, actionDrain, "ratelimit.set"}},
+)
