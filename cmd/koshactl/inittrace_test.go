@@ -22,7 +22,7 @@ import (
 //     ownMaxAllocs (before: drill 175 KB, sandbox 134 KB, gameday 120 KB,
 //     config 59 KB, breaker 44 KB); build such things on first use
 //     (internal/lazyre, sync.OnceValue);
-//   - none of the packages only koshactl-full links is initialised
+//   - none of the packages only koshactl-full links is initialized
 //     (heavyInit: gojq, the MCP SDK and its encoding/gob and jsonschema,
 //     SQLite's libc, the terminal UI and its clipboard), so no command the
 //     front runs (version, breaker get, chaos sign) pays for them;
@@ -72,7 +72,7 @@ func TestPackageInitStaysLight(t *testing.T) {
 	for _, in := range inits {
 		for _, heavy := range heavyInit {
 			if in.pkg == heavy || strings.HasPrefix(in.pkg, heavy+"/") {
-				t.Errorf("koshactl version initialises %s (%d bytes, %d allocs at init), which only koshactl-full links: "+
+				t.Errorf("koshactl version initializes %s (%d bytes, %d allocs at init), which only koshactl-full links: "+
 					"reach it from internal/cmd/factory (the full program's wiring), not from a package the front imports", in.pkg, in.bytes, in.allocs)
 			}
 		}

@@ -172,10 +172,11 @@ func NewStreamTable(w io.Writer) *StreamTable { return &StreamTable{w: w} }
 
 // Header adds the header row, unless the streams print tables without one
 // (--no-headers). It does not count as a row.
-func (t *StreamTable) Header(ios *iostreams.IOStreams, cells ...string) {
-	if !ios.NoHeaders() {
-		t.add(cells)
+func (t *StreamTable) Header(ios *iostreams.IOStreams, cells ...string) error {
+	if ios.NoHeaders() {
+		return nil
 	}
+	return t.add(cells)
 }
 
 // Row adds one row, printing it (and the rows held before it) once the

@@ -81,7 +81,9 @@ func TestStreamTableAlignsByItsFirstRows(t *testing.T) {
 	}
 	var got bytes.Buffer
 	st := NewStreamTable(&got)
-	st.Header(ios, "ONE", "TWO", "THREE")
+	if err := st.Header(ios, "ONE", "TWO", "THREE"); err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range rows {
 		if err := st.Row(r...); err != nil {
 			t.Fatal(err)

@@ -95,7 +95,7 @@ func BenchmarkAuditListMemory(b *testing.B) {
 		b.Run("output="+format, func(b *testing.B) {
 			var peak int64
 			for b.Loop() {
-				cmd := exec.CommandContext(b.Context(), bin, "audit", "list", "--limit", fmt.Sprint(listMemoryRecords), "-o", format)
+				cmd := exec.CommandContext(b.Context(), bin, "audit", "list", "--limit", fmt.Sprint(listMemoryRecords), "-o", format) //nolint:gosec // G204: the binary this benchmark built
 				cmd.Env = env
 				rss, ok := procbench.PeakRSS(b, cmd)
 				if !ok {

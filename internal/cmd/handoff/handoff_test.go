@@ -17,7 +17,7 @@ import (
 // dir), and returns its exit code and output.
 func run(t *testing.T, dir, bin string, extraEnv []string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), bin, args...)
+	cmd := exec.CommandContext(t.Context(), bin, args...) //nolint:gosec // G204: the binary under test
 	cmd.Env = append(os.Environ(), append([]string{"KOSHACTL_CONFIG=" + filepath.Join(dir, "config.yaml"),
 		"KOSHACTL_STATE_DIR=" + filepath.Join(dir, "state"), "KOSHACTL_CONTEXT="}, extraEnv...)...)
 	var out, errOut strings.Builder
@@ -74,7 +74,7 @@ func TestTheFrontAndTheFullProgram(t *testing.T) {
 		if err := os.WriteFile(cfg, []byte("current-context: local\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Chmod(cfg, 0o666); err != nil {
+		if err := os.Chmod(cfg, 0o666); err != nil { //nolint:gosec // G302: the world-writable config this test must see refused
 			t.Fatal(err)
 		}
 		code, out, errOut := run(t, loose, bin, nil, "breaker", "list")
@@ -110,7 +110,7 @@ func copyFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 	defer in.Close()
-	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755) //nolint:gosec // G302: a program the test runs must be executable
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,9 @@ func NewStream[T any](ios *iostreams.IOStreams, spec Spec[T]) (*Stream[T], error
 	switch {
 	case spec.Format == cmdutil.FormatTable:
 		s.table = cmdutil.NewStreamTable(ios.Out)
-		s.table.Header(ios, spec.Header...)
+		if err := s.table.Header(ios, spec.Header...); err != nil {
+			return nil, err
+		}
 	case cmdutil.Streams(spec.Format):
 		d, err := cmdutil.NewDocStream(ios.Out, spec.Format, spec.Key, spec.Doc)
 		if err != nil {

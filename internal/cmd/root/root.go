@@ -230,7 +230,7 @@ func markStarted(cmd *cobra.Command, start func(*cobra.Command)) {
 }
 
 // Main runs a koshactl program's process: args on f, SIGINT and SIGTERM
-// cancelling the command's context from the moment its own code runs, and
+// canceling the command's context from the moment its own code runs, and
 // returns the exit code. The handler is installed then, not before: it
 // costs a locked OS thread and two round trips to it, which a process that
 // only parses its arguments or prints its version does not need.

@@ -116,14 +116,14 @@ func TestDegradationMatrixVectors(t *testing.T) {
 			}
 			if why, ok := notModelled[row.Dependency]; ok {
 				if row.Breaker || len(row.Effects) > 0 {
-					t.Fatalf("%s is not modelled (%s), but its row changes tools or has a breaker: model it", row.Dependency, why)
+					t.Fatalf("%s is not modeled (%s), but its row changes tools or has a breaker: model it", row.Dependency, why)
 				}
 				checkEveryTool(t, h, row, "gw-1") // nothing down: what the row says of the tools (none) holds
 				return
 			}
 			run, ok := down[row.Dependency]
 			if !ok {
-				t.Fatalf("the matrix has a row %s the sandbox neither models nor lists as not modelled", row.Dependency)
+				t.Fatalf("the matrix has a row %s the sandbox neither models nor lists as not modeled", row.Dependency)
 			}
 			run(t, row)
 		})

@@ -120,11 +120,15 @@ func jsonString(s string) (value, rest string, ok bool) {
 			if i+6 > len(s) {
 				return "", "", false
 			}
-			r, err := strconv.ParseUint(s[i+2:i+6], 16, 32)
-			if err != nil || utf8.RuneLen(rune(r)) < 0 || (r >= 0xd800 && r <= 0xdfff) {
+			u, err := strconv.ParseUint(s[i+2:i+6], 16, 16)
+			if err != nil {
 				return "", "", false
 			}
-			b.WriteRune(rune(r))
+			r := rune(u)
+			if utf8.RuneLen(r) < 0 || (r >= 0xd800 && r <= 0xdfff) {
+				return "", "", false
+			}
+			b.WriteRune(r)
 			i += 6
 			continue
 		default:
