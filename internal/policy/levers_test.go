@@ -7,12 +7,13 @@ import "github.com/kosha-platform/koshactl/internal/policy"
 const (
 	actionForceOpen = "breaker.force-open"
 	actionClear     = "breaker.clear"
+	actionRollback  = "breaker.rollback"
 	actionReset     = "ratelimit.reset"
 	actionDrain     = "ratelimit.drain"
 )
 
 var levers = policy.NewSchema(
-	policy.Lever{Resource: "Dependency", Doc: "A dependency whose breaker a lever forces or clears.", Actions: []string{actionForceOpen, actionClear}},
+	policy.Lever{Resource: "Dependency", Doc: "A dependency whose breaker a lever forces or clears.", Actions: []string{actionForceOpen, actionClear, actionRollback}},
 	policy.Lever{Resource: "Client", Doc: "A rate-limit client whose bucket a lever resets, drains or sets.",
 		Actions: []string{actionReset, actionDrain, "ratelimit.set"}},
 )
