@@ -39,6 +39,7 @@ type Options struct {
 	AllowUnknown bool
 	levercmd.Flags
 	converge.WaitOptions
+	BakeOptions
 }
 
 // NewCmd builds the command.
@@ -77,6 +78,19 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			with the command another person approves it with, and the command exits 12.
 			--break-glass (with --reason) acts at once where the policy allows it, and
 			leaves a review.
+
+			--bake DURATION then watches the fleet for that long (after --wait, if given):
+			the cleared dependencies' breaker_state gauges, and the CloudWatch alarms named
+			with --alarm. If the breaker re-opens on more than --reopen-share of the
+			instances (default: most), or an alarm is ALARM or INSUFFICIENT_DATA (as AWS
+			AppConfig counts them), the override is put back as it was (its reason, what
+			is left of its expiry) in one transaction with its record, which names the
+			clear's record (rollback_of), announced, and the command exits 15; the fleet
+			holding exits 0. An override someone wrote since the clear is left alone
+			(exit 4). A source that cannot be read mid-bake ends it without putting back
+			(exit 5), and Ctrl-C leaves the clear standing (exit 130): see docs/bake.md.
+			A bake longer than the context's max-override, without a readable metrics
+			source, or --alarm without CloudWatch, is refused before anything is cleared.
 		`),
 		Example: heredoc.Doc(`
 			koshactl breaker clear openai --reason "provider recovered"
@@ -84,6 +98,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			koshactl breaker clear --key 'breaker#Bad Name' --reason "hand-written item"
 			koshactl breaker clear --key-hex 627265616b6572231b5b326a --reason "item with an ESC in its pk"
 			koshactl breaker clear openai --reason "provider recovered" --wait
+			koshactl breaker clear openai --reason "provider recovered" --bake 10m --alarm kosha-openai-errors
 		`),
 		ValidArgsFunction: cmdenv.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -98,7 +113,10 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			if opts.All == (len(args)+len(opts.Keys) > 0) {
 				return cmdutil.Usagef("name the dependencies to clear (or --key PK), or pass --all (not both)")
 			}
-			if err := opts.Check(c, opts.DryRun); err != nil {
+			if err := opts.CheckWith(c, opts.DryRun, "bake"); err != nil {
+				return err
+			}
+			if err := opts.BakeOptions.Check(c, opts.DryRun); err != nil {
 				return err
 			}
 			return Run(c.Context(), f, opts)
@@ -112,6 +130,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
 	levercmd.AddFlags(cmd, &opts.Flags, "do not ask for confirmation on a protected context")
 	converge.AddWaitFlags(cmd, &opts.WaitOptions)
+	AddBakeFlags(cmd, &opts.BakeOptions)
 	return cmd
 }
 
@@ -124,6 +143,8 @@ type Result struct {
 	converge.Waited
 	// Review is the review a --break-glass clear opened.
 	Review string `json:"review,omitempty"`
+	// Bake is how the fleet held after the clear, with --bake only.
+	Bake *BakeView `json:"bake,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -179,6 +200,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	var bk *baker
+	if opts.Bake > 0 {
+		if bk, err = newBaker(ctx, f, env, opts.BakeOptions, opts.MetricsURL, ov.Durations().MaxFor()); err != nil {
+			return err
+		}
+	}
 	c := breaker.Clear(opts.Reason, targets...)
 	if opts.All {
 		// --all must find every override, including one written by hand
@@ -225,7 +252,14 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	out.Review = levercmd.Review(rep)
 	failure := levercmd.Failure(cleared+len(unwritten), cleared, unwritten, "overrides", "koshactl breaker get DEPENDENCY")
-	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0))
+	var then func() error
+	if bk != nil {
+		then = func() error {
+			out.Bake = &BakeView{}
+			return bk.run(ctx, env, rep, now, out.Bake, f.IOStreams.Out, opts.Table())
+		}
+	}
+	return converge.FinishThen(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0), then)
 }
 
 // table is out's lines for the human output; none is true when there was
