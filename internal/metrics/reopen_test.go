@@ -85,7 +85,9 @@ func TestJudgeReopenNeedsCloudWatchsBreakdown(t *testing.T) {
 	if r := metrics.JudgeReopen("openai", now, &snap); r.Judged || r.Tripped(0) {
 		t.Errorf("fleet statistics alone: %+v, want not judged", r)
 	}
-	pts := func(v float64) []metrics.Point { return []metrics.Point{{Time: now.Add(2 * time.Minute), Max: v, Min: v, Samples: 1}} }
+	pts := func(v float64) []metrics.Point {
+		return []metrics.Point{{Time: now.Add(2 * time.Minute), Max: v, Min: v, Samples: 1}}
+	}
 	snap.Series["openai"] = metrics.Series{Dependency: "openai", Breakdown: metrics.BreakdownComplete, Instances: []metrics.InstanceSeries{
 		{Instance: "gw-1", Points: pts(2)}, {Instance: "gw-2", Points: pts(1)}, {Instance: "gw-3", Points: pts(0)}}}
 	r := metrics.JudgeReopen("openai", now, &snap)
