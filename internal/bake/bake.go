@@ -84,6 +84,17 @@ func (v Verdict) String() string {
 // MarshalText encodes the verdict as its token.
 func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
 
+// UnmarshalText decodes a verdict's token.
+func (v *Verdict) UnmarshalText(text []byte) error {
+	for i, tok := range verdictTokens {
+		if tok != "" && tok == string(text) {
+			*v = Verdict(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("parse bake verdict %q: want held, reopened, alarm, lost or interrupted", text)
+}
+
 // Failed reports whether the verdict puts overrides back.
 func (v Verdict) Failed() bool { return v == Reopened || v == AlarmBad }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/baking"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
@@ -39,7 +40,7 @@ type Options struct {
 	AllowUnknown bool
 	levercmd.Flags
 	converge.WaitOptions
-	BakeOptions
+	Bake baking.Options
 }
 
 // NewCmd builds the command.
@@ -116,7 +117,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			if err := opts.CheckWith(c, opts.DryRun, "bake"); err != nil {
 				return err
 			}
-			if err := opts.BakeOptions.Check(c, opts.DryRun); err != nil {
+			if err := opts.Bake.Check(c, opts.DryRun); err != nil {
 				return err
 			}
 			return Run(c.Context(), f, opts)
@@ -130,7 +131,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
 	levercmd.AddFlags(cmd, &opts.Flags, "do not ask for confirmation on a protected context")
 	converge.AddWaitFlags(cmd, &opts.WaitOptions)
-	AddBakeFlags(cmd, &opts.BakeOptions)
+	baking.AddFlags(cmd, &opts.Bake)
 	return cmd
 }
 
@@ -144,7 +145,7 @@ type Result struct {
 	// Review is the review a --break-glass clear opened.
 	Review string `json:"review,omitempty"`
 	// Bake is how the fleet held after the clear, with --bake only.
-	Bake *BakeView `json:"bake,omitempty"`
+	Bake *baking.View `json:"bake,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -200,9 +201,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
-	var bk *baker
-	if opts.Bake > 0 {
-		if bk, err = newBaker(ctx, f, env, opts.BakeOptions, opts.MetricsURL, ov.Durations().MaxFor()); err != nil {
+	var bk *baking.Baker
+	if opts.Bake.Bake > 0 {
+		if bk, err = baking.New(ctx, f, env, opts.Bake, opts.MetricsURL, ov.Durations().MaxFor()); err != nil {
 			return err
 		}
 	}
@@ -255,8 +256,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	var then func() error
 	if bk != nil {
 		then = func() error {
-			out.Bake = &BakeView{}
-			return bk.run(ctx, env, rep, now, out.Bake, f.IOStreams.Out, opts.Table())
+			out.Bake = &baking.View{}
+			return bk.Run(ctx, env, rep.Outcomes, now, out.Bake, f.IOStreams.Out, opts.Table())
 		}
 	}
 	return converge.FinishThen(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0), then)

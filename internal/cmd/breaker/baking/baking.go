@@ -1,4 +1,9 @@
-package clear
+// Package baking is the breaker commands' --bake: its flags, the bake made
+// ready before the change (its sources opened and checked, so one that
+// cannot work is refused with nothing written), the bake of the overrides a
+// change cleared (internal/bake's rule) and its view and lines. `breaker
+// clear` and `apply` share it.
+package baking
 
 import (
 	"context"
@@ -21,16 +26,16 @@ import (
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
-// BakeOptions are the flags of --bake: watch the fleet after the clear,
-// and put the override back when it does not hold.
-type BakeOptions struct {
+// Options are the flags of --bake: watch the fleet after the clear, and
+// put the override back when it does not hold.
+type Options struct {
 	Bake        time.Duration
 	Alarms      []string
 	ReopenShare float64
 }
 
-// AddBakeFlags registers --bake, --alarm and --reopen-share.
-func AddBakeFlags(cmd *cobra.Command, o *BakeOptions) {
+// AddFlags registers --bake, --alarm and --reopen-share.
+func AddFlags(cmd *cobra.Command, o *Options) {
 	fl := cmd.Flags()
 	fl.Var(human.DurationFlag{D: &o.Bake}, "bake",
 		"after the clear, watch the fleet this long; put the override back if the breaker re-opens on most instances or an --alarm goes bad (exit 15)")
@@ -40,7 +45,7 @@ func AddBakeFlags(cmd *cobra.Command, o *BakeOptions) {
 }
 
 // Check refuses bake flags that cannot work, before anything is read.
-func (o *BakeOptions) Check(cmd *cobra.Command, dryRun bool) error {
+func (o *Options) Check(cmd *cobra.Command, dryRun bool) error {
 	if !cmd.Flags().Changed("bake") {
 		for _, name := range []string{"alarm", "reopen-share"} {
 			if cmd.Flags().Changed(name) {
@@ -60,19 +65,19 @@ func (o *BakeOptions) Check(cmd *cobra.Command, dryRun bool) error {
 	return nil
 }
 
-// baker is a bake made ready before the clear: its sources opened and
+// Baker is a bake made ready before the clear: its sources opened and
 // checked, so one that cannot work is refused with nothing written.
-type baker struct {
-	opts  BakeOptions
+type Baker struct {
+	opts  Options
 	watch *bake.Watch
 	src   string
 }
 
-// newBaker refuses, before anything is written, a bake longer than the
+// New refuses, before anything is written, a bake longer than the
 // context's max-override (what it would put back could not last it), a
 // gauge source that cannot be read, and alarms without CloudWatch or that
 // do not exist.
-func newBaker(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, o BakeOptions, metricsURL string, maxOverride time.Duration) (*baker, error) {
+func New(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, o Options, metricsURL string, maxOverride time.Duration) (*Baker, error) {
 	if o.Bake > maxOverride {
 		return nil, cmdutil.Usagef("--bake %s is longer than this context's max-override of %s: no override it could put back lasts that long; bake for at most %s",
 			human.Duration(o.Bake), human.Duration(maxOverride), human.Duration(maxOverride))
@@ -101,11 +106,11 @@ func newBaker(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, o BakeOpt
 		}
 		w.Alarms, w.AlarmNames = alarms, o.Alarms
 	}
-	return &baker{opts: o, watch: w, src: src.Describe()}, nil
+	return &Baker{opts: o, watch: w, src: src.Describe()}, nil
 }
 
-// BakeView is the JSON of a bake (docs/contracts/cli-output.md).
-type BakeView struct {
+// View is the JSON of a bake (docs/contracts/cli-output.md).
+type View struct {
 	// Verdict is held, reopened, alarm, lost or interrupted.
 	Verdict        bake.Verdict        `json:"verdict"`
 	Why            string              `json:"why"`
@@ -135,19 +140,19 @@ type PutBackView struct {
 	Error             string `json:"error,omitempty"`
 }
 
-// run bakes the overrides cleared (rep's written outcomes) since the
+// Run bakes the overrides cleared (the written clears of outs) since the
 // clear at since: it watches, puts back what tripped and announces it,
 // fills view and writes the table form's lines to out.
-func (b *baker) run(ctx context.Context, env *cmdenv.Env, rep lever.Report, since time.Time, view *BakeView, out io.Writer, table bool) error {
+func (b *Baker) Run(ctx context.Context, env *cmdenv.Env, outs []lever.Outcome, since time.Time, view *View, out io.Writer, table bool) error {
 	var cleared []bake.Cleared
 	var deps []string
-	for _, o := range rep.Outcomes {
+	for _, o := range outs {
 		if r := breaker.ClearResultOf(o); o.Written && r.Before != nil {
 			cleared = append(cleared, bake.Cleared{Dependency: o.Target, Record: o.Record, Before: *r.Before})
 			deps = append(deps, o.Target)
 		}
 	}
-	*view = BakeView{Source: b.src, PeriodSeconds: b.opts.Bake.Seconds(), ReopenShare: b.opts.ReopenShare, Alarms: append([]string{}, b.opts.Alarms...),
+	*view = View{Source: b.src, PeriodSeconds: b.opts.Bake.Seconds(), ReopenShare: b.opts.ReopenShare, Alarms: append([]string{}, b.opts.Alarms...),
 		BadAlarms: []metrics.Alarm{}, Dependencies: []metrics.Reopening{}, PutBack: []PutBackView{}}
 	if len(cleared) == 0 {
 		view.Verdict, view.Why = bake.Held, "nothing was cleared: nothing to bake"
@@ -194,7 +199,7 @@ func putBackView(p bake.PutBack, cleared []bake.Cleared) PutBackView {
 }
 
 // printBake writes the bake's outcome for the table form.
-func printBake(w io.Writer, v BakeView) {
+func printBake(w io.Writer, v View) {
 	switch v.Verdict {
 	case bake.Held:
 		fmt.Fprintf(w, "Baked %s: the fleet held (%s, %d reads); the clear stands.\n", human.Duration(secs(v.PeriodSeconds)), textsafe.Line(v.Source), v.Polls)
