@@ -99,6 +99,7 @@ func Err(res Result, puts []PutBack) error {
 			return exitcode.Default(exitcode.Unavailable, fmt.Errorf("%s: %w", msg, res.Err))
 		}
 		return exitcode.Errorf(exitcode.Unavailable, "%s", msg)
+	case Reopened, AlarmBad:
 	}
 	var errs []error
 	var lines []string

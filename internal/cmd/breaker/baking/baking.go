@@ -210,6 +210,7 @@ func printBake(w io.Writer, v View) {
 	case bake.Lost:
 		fmt.Fprintf(w, "Bake lost after %s: %s. The clear stands, nothing was put back.\n", human.Duration(secs(v.ElapsedSeconds).Truncate(time.Second)), textsafe.Line(v.Why))
 		return
+	case bake.Reopened, bake.AlarmBad:
 	}
 	fmt.Fprintf(w, "BAKE FAILED after %s: %s\n", human.Duration(secs(v.ElapsedSeconds).Truncate(time.Second)), textsafe.Line(v.Why))
 	for _, p := range v.PutBack {
