@@ -42,7 +42,7 @@ func TestFourEyesLetsTheClearerPutBackAtOnce(t *testing.T) {
 
 	// Someone else cannot put back the operator's clear: denied, nothing
 	// written, no request made.
-	_, prep, err := breaker.PutBack(ctx, as(alice), "openai", "bake: rollback", rec, before)
+	_, prep, err := breaker.PutBack(ctx, as(alice), "openai", alice.Actor, "bake: rollback", rec, before)
 	if !errors.Is(err, approval.ErrPolicyDenied) || exitcode.Of(err) != exitcode.Refused || prep.Pending != nil {
 		t.Fatalf("alice putting back the operator's clear: %v (exit %d), pending %+v; want denied, exit 7, no request", err, exitcode.Of(err), prep.Pending)
 	}
@@ -50,7 +50,7 @@ func TestFourEyesLetsTheClearerPutBackAtOnce(t *testing.T) {
 		t.Fatalf("a denied put-back was written: %v", err)
 	}
 
-	res, prep, err := breaker.PutBack(ctx, as(operator), "openai", "bake: rollback", rec, before)
+	res, prep, err := breaker.PutBack(ctx, as(operator), "openai", operator.Actor, "bake: rollback", rec, before)
 	if err != nil || res.Restored == nil || len(prep.Written()) != 1 {
 		t.Fatalf("the operator putting back its own clear: %+v, %+v, %v", res, prep, err)
 	}
@@ -68,7 +68,7 @@ func TestFourEyesLetsTheClearerPutBackAtOnce(t *testing.T) {
 
 	// Put back again: the item is no longer as the clear left it (absent),
 	// so nothing is overwritten.
-	again, _, err := breaker.PutBack(ctx, as(operator), "openai", "bake: rollback", rec, before)
+	again, _, err := breaker.PutBack(ctx, as(operator), "openai", operator.Actor, "bake: rollback", rec, before)
 	if err != nil || again.LeftAlone == nil || again.Restored != nil {
 		t.Fatalf("a second put-back: %+v, %v; want the override left alone", again, err)
 	}

@@ -40,12 +40,13 @@ type Watch struct {
 	// breaker re-opened ([metrics.Reopening.Tripped]); zero is "any".
 	Share float64
 	// Poll is the time between reads; zero is [metrics.BakePoll] of the
-	// source (5 s on a scrape, a minute on CloudWatch).
+	// source as its reads say (5 s on a scrape, a minute on CloudWatch;
+	// Live until a read says).
 	Poll time.Duration
 	// MaxMissed is how many reads in a row may fail before the bake ends as
 	// lost; zero is [DefaultMaxMissed].
 	MaxMissed int
-	// Live says whether the source is a scrape (for the default poll).
+	// Live says whether the source is a scrape, before a read says.
 	Live bool
 }
 
@@ -127,10 +128,7 @@ func (w *Watch) Run(ctx context.Context, deps []string, since time.Time, period 
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	poll := w.Poll
-	if poll <= 0 {
-		poll = metrics.BakePoll(w.Live)
-	}
+	live := w.Live
 	maxMissed := w.MaxMissed
 	if maxMissed <= 0 {
 		maxMissed = DefaultMaxMissed
@@ -142,7 +140,11 @@ func (w *Watch) Run(ctx context.Context, deps []string, since time.Time, period 
 	for {
 		now := clk.Now()
 		res.Polls++
-		done, err := w.read(ctx, deps, since, poll, &res)
+		poll := w.Poll
+		if poll <= 0 {
+			poll = metrics.BakePoll(live)
+		}
+		done, err := w.read(ctx, deps, since, poll, &res, &live)
 		res.Elapsed = clk.Now().Sub(start)
 		if ctx.Err() != nil {
 			res.Verdict, res.Why = Interrupted, "interrupted during the bake"
@@ -184,13 +186,14 @@ func (w *Watch) Run(ctx context.Context, deps []string, since time.Time, period 
 
 // read is one poll: the gauges, then the alarms. done is true when the
 // verdict is decided (tripped); err is the read's failure.
-func (w *Watch) read(ctx context.Context, deps []string, since time.Time, poll time.Duration, res *Result) (done bool, err error) {
+func (w *Watch) read(ctx context.Context, deps []string, since time.Time, poll time.Duration, res *Result, live *bool) (done bool, err error) {
 	fctx, cancel := context.WithTimeout(ctx, max(poll, 10*time.Second))
 	defer cancel()
 	snap, gerr := w.Gauges.Fetch(fctx, metrics.FetchRequest{Dependencies: deps, Instances: deps, Window: metrics.WaitWindow})
 	if gerr != nil {
 		err = fmt.Errorf("gauges (%s): %w", w.Gauges.Describe(), gerr)
 	} else {
+		*live = snap.Live
 		res.Dependencies = res.Dependencies[:0]
 		var why []string
 		res.Tripped = nil

@@ -215,7 +215,7 @@ func TestAnAlarmWithInsufficientDataPutsBack(t *testing.T) {
 	}
 	svc := levertest.Levers(st, r.clk, log)
 	cleared := []bake.Cleared{{Dependency: "openai", Record: co.Record, Before: *cres.Before}}
-	puts := bake.Rollback(ctx, svc, res, cleared)
+	puts := bake.Rollback(ctx, svc, "carol", res, cleared)
 	if len(puts) != 1 || puts[0].Result.Restored == nil || puts[0].Record.RollbackOf != co.Record.ID || puts[0].Event == nil {
 		t.Fatalf("put-backs %+v, want openai put back naming the clear", puts)
 	}
@@ -234,7 +234,7 @@ func TestAnAlarmWithInsufficientDataPutsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.clk.Advance(2 * time.Hour)
-	puts = bake.Rollback(ctx, svc, res, []bake.Cleared{{Dependency: "openai", Record: co.Record, Before: *cres.Before}})
+	puts = bake.Rollback(ctx, svc, "carol", res, []bake.Cleared{{Dependency: "openai", Record: co.Record, Before: *cres.Before}})
 	if len(puts) != 1 || !puts[0].Result.Expired || puts[0].Record.ID != "" {
 		t.Fatalf("put-back of an expired override: %+v, want none", puts)
 	}

@@ -43,8 +43,9 @@ type PutBack struct {
 	// Record is the put-back's record (zero when none was written).
 	Record audit.Record
 	// Confirmed: the store's answer was lost and the put-back settled as
-	// landed.
+	// landed. Token is the put-back's change (the item's write_id).
 	Confirmed bool
+	Token     string
 	// Event announces the put-back (nil when nothing was written).
 	Event *notify.Event
 	// Err is why it could not be put back (refused by the table's policy,
@@ -56,8 +57,9 @@ type PutBack struct {
 // policy), the overrides of cleared that res tripped: each in its own
 // transaction with its record (a breaker.force-open naming the clear's
 // record in rollback_of), conditional on the item still absent as the clear
-// left it. Nothing is put back when res did not fail.
-func Rollback(ctx context.Context, svc lever.Changer, res Result, cleared []Cleared) []PutBack {
+// left it. Nothing is put back when res did not fail. actor is who acts
+// ("": the service's actor).
+func Rollback(ctx context.Context, svc lever.Changer, actor string, res Result, cleared []Cleared) []PutBack {
 	if !res.Verdict.Failed() {
 		return nil
 	}
@@ -67,10 +69,10 @@ func Rollback(ctx context.Context, svc lever.Changer, res Result, cleared []Clea
 			continue
 		}
 		reason := audit.TruncateReason(textsafe.Line(fmt.Sprintf("bake: rollback of the clear %s of %s: %s", c.Record.ID, c.Dependency, res.Why)))
-		r, rep, err := breaker.PutBack(ctx, svc, c.Dependency, reason, c.Record, c.Before)
+		r, rep, err := breaker.PutBack(ctx, svc, c.Dependency, actor, reason, c.Record, c.Before)
 		pb := PutBack{Dependency: c.Dependency, Result: r, Err: err, Event: rep.Event}
 		if len(rep.Outcomes) > 0 && rep.Outcomes[0].Written {
-			pb.Record, pb.Confirmed = rep.Outcomes[0].Record, rep.Outcomes[0].Confirmed
+			pb.Record, pb.Confirmed, pb.Token = rep.Outcomes[0].Record, rep.Outcomes[0].Confirmed, rep.Outcomes[0].Token
 		}
 		out = append(out, pb)
 	}

@@ -84,8 +84,9 @@ func planRollback(c lever.Change, dep string, before *Override, now time.Time, p
 // whose expiry has passed is not put back (Expired). svc is the context's
 // lever service under the table's policy: the change is asked as
 // [ActionRollback], which the policy may allow the clear's actor at once.
-func PutBack(ctx context.Context, svc lever.Changer, dep, reason string, clear audit.Record, before Override) (RollbackResult, lever.Report, error) {
-	c := lever.Change{Action: ActionRollback, Targets: []string{dep}, Reason: reason, Params: RollbackParams{Of: clear, Before: before},
+// actor is who acts ("": the service's actor).
+func PutBack(ctx context.Context, svc lever.Changer, dep, actor, reason string, clear audit.Record, before Override) (RollbackResult, lever.Report, error) {
+	c := lever.Change{Action: ActionRollback, Targets: []string{dep}, Reason: reason, Actor: actor, Params: RollbackParams{Of: clear, Before: before},
 		Read: map[string]store.Item{dep: nil}, RollbackOf: &clear,
 		Note: lever.Note{Outcome: "rolled back", Detail: "ROLLED BACK: the clear of " + dep + " (record " + clear.ID + ") did not hold, so its override was put back: " + reason}}
 	rep, err := lever.Do(ctx, svc, c, nil)

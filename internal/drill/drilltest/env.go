@@ -45,15 +45,30 @@ func NewEnv(t testing.TB) *Env {
 	return e
 }
 
+// NewEnvClock is [NewEnv] on the clock clk (a fake: a step that polls
+// waits on it).
+func NewEnvClock(t testing.TB, clk clock.Clock) *Env {
+	t.Helper()
+	m := NewStore()
+	e := newEnvOn(t, m, clk)
+	e.Store = m
+	return e
+}
+
 // NewEnvOn is [NewEnv] on the store s.
 func NewEnvOn(t testing.TB, s store.Store) *Env {
+	t.Helper()
+	return newEnvOn(t, s, clock.Real{})
+}
+
+func newEnvOn(t testing.TB, s store.Store, clk clock.Clock) *Env {
 	t.Helper()
 	must := func(err error) {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	e := &Env{T: t, Clock: clock.Real{}, Table: s}
+	e := &Env{T: t, Clock: clk, Table: s}
 	e.Overrides = breaker.NewOverrides(s, e.Clock)
 	var err error
 	e.Buckets, err = ratelimit.NewBuckets(s, e.Clock, ratelimit.Limits{})

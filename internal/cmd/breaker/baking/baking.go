@@ -162,7 +162,7 @@ func (b *Baker) Run(ctx context.Context, env *cmdenv.Env, outs []lever.Outcome, 
 		return nil
 	}
 	res := b.watch.Run(ctx, deps, since, b.opts.Bake)
-	puts := bake.Rollback(context.WithoutCancel(ctx), env.Guard(), res, cleared)
+	puts := bake.Rollback(context.WithoutCancel(ctx), env.Guard(), "", res, cleared)
 	view.Verdict, view.Why, view.Polls = res.Verdict, res.Why, res.Polls
 	view.ElapsedSeconds = res.Elapsed.Seconds()
 	view.Dependencies = append(view.Dependencies, res.Dependencies...)
