@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -34,6 +35,9 @@ type Env struct {
 	Buckets   *ratelimit.Buckets
 	Audit     *audit.Log
 	Keys      *chaos.KeySet
+
+	mu      sync.Mutex
+	notices []string
 }
 
 // NewEnv returns an environment on a new in-memory store.
@@ -115,11 +119,23 @@ func Parse(t testing.TB, reg *drill.Registry, src string) *drill.Drill {
 // d's variables set.
 func (e *Env) RunContext(d *drill.Drill) *runtime.RunContext {
 	e.T.Helper()
-	rc := runtime.NewRunContext(d, "test-run", e.Deps, nil)
+	rc := runtime.NewRunContext(d, "test-run", e.Deps, func(n string) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.notices = append(e.notices, n)
+	})
 	if err := rc.ResolveVars(); err != nil {
 		e.T.Fatal(err)
 	}
 	return rc
+}
+
+// Notices are the notices runs of e's [Env.RunContext] gave the live log
+// (runtime.RunContext.Notify), in order.
+func (e *Env) Notices() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.notices...)
 }
 
 // StepResult is what one step did in [Env.Steps].

@@ -105,6 +105,9 @@ steps:
 	if cleared == nil || cleared.Action != breaker.ActionClear || !strings.Contains(cleared.Reason, "step step-2") {
 		t.Errorf("the put-back rolls back %+v, want the clear of step-2", cleared)
 	}
+	if n := e.Notices(); len(n) != 1 || !strings.HasPrefix(n[0], "ROLLED BACK openai: ") || !strings.Contains(n[0], "rollback of "+putBack.RollbackOf) {
+		t.Errorf("live log notices %q, want the put-back announced", n)
+	}
 	if len(undone) != 1 || undone[0].Err != nil {
 		t.Fatalf("rollbacks %+v", undone)
 	}

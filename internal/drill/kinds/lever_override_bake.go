@@ -84,6 +84,9 @@ func (b bakeSpec) run(ctx context.Context, rc *runtime.RunContext, out *runtime.
 	for _, p := range puts {
 		if r := p.Result.Restored; r != nil && p.Record.ID != "" {
 			rc.Recorded(p.Record)
+			// Loud, in the run's live log as the CLI's capitals are.
+			rc.Notify("ROLLED BACK %s: the bake failed (%s); its override is forced open again (record %s, rollback of %s)",
+				dep, res.Why, p.Record.ID, o.Record.ID)
 			if l != nil {
 				l.SetWritten(overrideWrite{change: p.Token, after: r}, r.ExpiresAt)
 			}
