@@ -2,8 +2,11 @@ package breaker_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -14,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/dataplane/circuit"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
@@ -279,5 +283,73 @@ func TestClearBakeRefusedUpFront(t *testing.T) {
 	}
 	if n := len(fl.records(t)); n != 1 {
 		t.Errorf("%d records after refused bakes, want the force alone", n)
+	}
+}
+
+// --alarm through the context's CloudWatch (the fake, by the SDK client the
+// production factory builds): an alarm that does not exist is refused
+// before anything is cleared (exit 3); one that goes INSUFFICIENT_DATA
+// mid-bake is bad, as AWS AppConfig counts it, and the override is put
+// back (exit 15) although no breaker re-opened.
+func TestClearBakeAlarmInsufficientDataPutsBack(t *testing.T) {
+	e := clitest.New(t) // the AWS configuration comes from the process environment: not parallel
+	cw := cwfake.New(t)
+	dir := t.TempDir()
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "AKIDFAKE", "AWS_SECRET_ACCESS_KEY": "fake-secret", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": filepath.Join(dir, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"), "AWS_ENDPOINT_URL_CLOUDWATCH": "", "AWS_REGION": "eu-west-1"} {
+		t.Setenv(k, v)
+	}
+	e.WriteConfig(fmt.Sprintf("contexts:\n  local:\n    store:\n      local: {}\n    metrics:\n      cloudwatch:\n        region: eu-west-1\n        endpoint-url: %s\n", cw.URL))
+	fl := startFleet(t, e)
+	cw.SetAlarm(cwfake.Alarm{Name: "kosha-openai-errors", State: "OK", Updated: clitest.Epoch})
+	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "provider outage", "--for", "1h")
+	fl.sync()
+
+	r := e.Run("breaker", "clear", "openai", "--reason", "recovered", "--bake", "5m", "--metrics-url", fl.url, "--alarm", "kosha-openai-errors", "--alarm", "kosha-typo")
+	if r.Code != exitcode.NotFound || !strings.Contains(errorLine(r.Stderr), `alarm "kosha-typo"`) || !strings.Contains(r.Stderr, "nothing was cleared") {
+		t.Fatalf("an alarm that does not exist: exit %d\n%s", r.Code, r.Stderr)
+	}
+	e.MustRun(0, "breaker", "get", "openai")
+
+	flipped := false
+	r = fl.run(t, e, func(el time.Duration) {
+		if !flipped && el >= 8*time.Second {
+			cw.SetAlarm(cwfake.Alarm{Name: "kosha-openai-errors", State: "INSUFFICIENT_DATA", Updated: clitest.Epoch.Add(8 * time.Second)})
+			flipped = true
+		}
+	}, "breaker", "clear", "openai", "--reason", "recovered", "--bake", "5m", "--metrics-url", fl.url, "--alarm", "kosha-openai-errors", "-o", "json")
+	if r.Code != exitcode.RolledBack {
+		t.Fatalf("exit %d, want 15\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	out := clitest.Decode[struct {
+		Bake struct {
+			Verdict   string `json:"verdict"`
+			Why       string `json:"why"`
+			BadAlarms []struct {
+				Name  string `json:"name"`
+				State string `json:"state"`
+			} `json:"bad_alarms"`
+			Dependencies []struct {
+				Reopened []string `json:"reopened"`
+			} `json:"dependencies"`
+			PutBack []struct {
+				Action string `json:"action"`
+			} `json:"put_back"`
+		} `json:"bake"`
+	}](t, r.Stdout)
+	b := out.Bake
+	if b.Verdict != "alarm" || len(b.BadAlarms) != 1 || b.BadAlarms[0].State != "INSUFFICIENT_DATA" || len(b.Dependencies) != 1 ||
+		len(b.Dependencies[0].Reopened) != 0 || len(b.PutBack) != 1 || b.PutBack[0].Action != "put-back" {
+		t.Errorf("bake %+v, want the alarm's INSUFFICIENT_DATA to put openai back, no breaker re-opened", b)
+	}
+	if g := e.Run("breaker", "get", "openai"); g.Code != 0 {
+		t.Errorf("the override was not put back: exit %d", g.Code)
+	}
+	var asked bool
+	for _, q := range cw.AlarmRequests() {
+		asked = asked || slices.Contains(q.Names, "kosha-openai-errors")
+	}
+	if !asked {
+		t.Errorf("CloudWatch was not asked for the alarm: %+v", cw.AlarmRequests())
 	}
 }
