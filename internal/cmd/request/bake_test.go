@@ -65,7 +65,13 @@ func TestApproveBakePutsBackAnApprovedClearUnderFourEyes(t *testing.T) {
 	}](t, w.as("admin", 0, "breaker", "get", "openai", "-o", "json").Stdout)
 	w.Clock.Advance(time.Second)
 
-	clear := clitest.Decode[requestResult](t, w.as("alice", exitcode.Pending, "breaker", "clear", "openai", "--reason", "provider recovered?", "-o", "json").Stdout)
+	// alice's clear --bake is a request: nothing is cleared, so nothing is
+	// baked, and she is told who can bake it.
+	r := w.as("alice", exitcode.Pending, "breaker", "clear", "openai", "--reason", "provider recovered?", "--bake", "5m", "--metrics-url", metricsURL, "-o", "json")
+	clear := clitest.Decode[requestResult](t, r.Stdout)
+	if !strings.Contains(r.Stderr, "nothing is baked: the approval that applies it can bake it, koshactl request approve "+clear.RequestID+" --bake 5m") {
+		t.Errorf("clear --bake under four eyes does not say the bake is the approver's:\n%s", r.Stderr)
+	}
 	// A bake longer than max-override, or with no source it can read, is
 	// refused before the approval: the request stays pending.
 	dead := httptest.NewServer(http.NotFoundHandler())
@@ -90,7 +96,7 @@ func TestApproveBakePutsBackAnApprovedClearUnderFourEyes(t *testing.T) {
 	// bob applies the clear and bakes: the fleet's breakers re-open on 3
 	// of the 4 instances, so the override goes back.
 	g.set(2, 2, 1, 0)
-	r := w.as("bob", exitcode.RolledBack, "request", "approve", clear.RequestID, "--sha256", clear.SHA256, "--bake", "5m", "--metrics-url", metricsURL)
+	r = w.as("bob", exitcode.RolledBack, "request", "approve", clear.RequestID, "--sha256", clear.SHA256, "--bake", "5m", "--metrics-url", metricsURL)
 	if !strings.Contains(r.Stdout, "Approved and applied request "+clear.RequestID) || !strings.Contains(r.Stdout, "BAKE FAILED") ||
 		!strings.Contains(r.Stdout, "re-opened on 3 of 4 instances (gw-1, gw-2, gw-3)") || !strings.Contains(r.Stdout, "ROLLED BACK openai") {
 		t.Errorf("approve --bake does not tell the clear, the re-open and the put-back:\n%s\n%s", r.Stdout, r.Stderr)

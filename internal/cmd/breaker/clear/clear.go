@@ -22,6 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -222,6 +223,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if rep.Outcomes == nil || rep.Pending != nil {
 		if errors.Is(err, breaker.ErrUnknownDependency) {
 			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
+		}
+		if rep.Pending != nil && bk != nil {
+			// The --bake given here cannot outlive this process: the
+			// approval that applies the clear is the one that can bake it.
+			fmt.Fprintf(f.IOStreams.ErrOut, "nothing was cleared, so nothing is baked: the approval that applies it can bake it, %s --bake %s\n",
+				rep.Pending.ApproveCommand(), human.Duration(opts.Bake.Bake))
 		}
 		return levercmd.Refused(ctx, f, env, rep, err, opts.Flags)
 	}
