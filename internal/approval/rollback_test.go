@@ -73,3 +73,27 @@ func TestFourEyesLetsTheClearerPutBackAtOnce(t *testing.T) {
 		t.Fatalf("a second put-back: %+v, %v; want the override left alone", again, err)
 	}
 }
+
+// A policy that would hold the put-back for approvals refuses it (exit 7):
+// a put-back restores what one clear removed, now or never, so it is never
+// stored as a change request; nothing is written.
+func TestAPolicyThatHoldsAPutBackRefusesIt(t *testing.T) {
+	c, svc, log, clk := onPolicy(t, "approvals-for-all.cedar", []byte(`permit (principal, action, resource) when { context.approvals >= 1 };`))
+	ctx := context.Background()
+	levers := leversOn(c, clk, breaker.DurationPolicy{}).WithLog(log)
+	g := svc.Guard(levers, func(context.Context) (audit.Identity, error) { return operator, nil }, "")
+	clear := audit.Record{ID: "0123456789abcdef", Actor: operator.Actor, Action: breaker.ActionClear, Subject: "breaker#openai"}
+	before := breaker.Override{Dependency: "openai", State: breaker.OverrideStateForcedOpen, Reason: "provider incident", Actor: operator.Actor,
+		ExpiresAt: clk.Now().Add(time.Hour), Version: 1}
+	_, rep, err := breaker.PutBack(ctx, g, "openai", operator.Actor, "bake: rollback", clear, before)
+	if exitcode.Of(err) != exitcode.Refused || !errors.Is(err, breaker.ErrNotRequestable) || rep.Pending != nil {
+		t.Fatalf("a put-back the policy holds for approvals: %v (exit %d), pending %+v; want refused, exit 7, no request", err, exitcode.Of(err), rep.Pending)
+	}
+	if _, err := c.Get(ctx, "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a refused put-back was written: %v", err)
+	}
+	l, err := svc.List(ctx)
+	if err != nil || len(l.Requests) != 0 {
+		t.Errorf("requests after a refused put-back: %+v, %v; want none", l.Requests, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -20,8 +21,9 @@ const ActionRollback = "breaker.rollback"
 
 // ErrNotRequestable refuses to make a rollback a change request: it puts
 // back what one clear removed, now or never, so it is never held for
-// approvals (a policy that would hold it refuses it).
-var ErrNotRequestable = errors.New("a bake's put-back is never a change request: it is allowed now or not at all")
+// approvals (a policy that would hold it refuses it: exit 7).
+var ErrNotRequestable = exitcode.New(exitcode.Refused,
+	"refused: the table's policy holds breaker.rollback for approvals, and a bake's put-back is never a change request (permit it for the clear's actor, context.own_rollback, as four-eyes.cedar does)")
 
 // RollbackParams are a rollback's: the clear it rolls back and the override
 // that clear removed.
