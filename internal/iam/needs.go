@@ -79,7 +79,8 @@ const (
 	// opened with a break-glass change, acknowledged by someone else.
 	ReviewItems = "review#"
 	// FreezeItems is the fleet's freeze (freeze#fleet): the data plane
-	// reads it with its overrides, chaos sign and verify read it.
+	// reads it with its overrides, chaos sign and verify read it, and so
+	// do drills, apply and the status views; the freeze lever writes it.
 	FreezeItems = "freeze#"
 	// ProofItems are the proofs (internal/proof): read by every role that
 	// decides from them, each written by its writer alone under its own
@@ -291,6 +292,10 @@ var (
 	// freezeBatchRead reads it in the data plane's override reads (one
 	// BatchGetItem of breaker#<dependency> and freeze#fleet).
 	freezeBatchRead = Need{BatchGetItem, FreezeItems, false}
+	// freezePut writes it: the freeze lever's set and lift (never a
+	// delete: a lifted freeze stays as the record that voids the headers
+	// minted before it).
+	freezePut = Need{PutItem, FreezeItems, true}
 	// Proofs: read by key in batches (a request's or review's, with the
 	// closed marker and the policy's proof), scanned by listings, checked
 	// in an approval's transaction; each written in the transaction of
@@ -375,7 +380,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// the proofs it counts and the policy's proof are checked in the same
 		// transaction. An approval that finds the request expired marks it
 		// so: the approver's proof of the expiry, and the closed marker.
-		"request approve": needs(requestBatchRead, closedBatchRead, policyBatchRead, bucketBatchRead, breakerPut, breakerDelete, bucketPut, record,
+		"request approve": needs(requestBatchRead, closedBatchRead, policyBatchRead, bucketBatchRead, freezeBatchRead, breakerPut, breakerDelete, bucketPut, freezePut, record,
 			requestPut, requestRead, ownProof(VerbApprove), ownProof(VerbExpire), closedPut, closedCheck, proofCheck, notifyPublish),
 		// Denying is an approver's record; canceling the requester's record of
 		// asking. Each reads the request with its closed marker, and writes
@@ -416,6 +421,13 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"chaos sign":   needs(secretRead, freezeRead, record, recordProof),
 		"chaos verify": needs(secretRead, freezeRead),
 		"chaos key id": needs(secretRead),
+		// The fleet's freeze, a lever like the others: read (alone: a set is
+		// never asked of the table's policy; a lift with the policy, in one
+		// batch), written with its record in one transaction, settled by
+		// reading the item when the answer is lost, announced.
+		"freeze":        needs(freezeBatchRead, freezePut, record, freezeRead, notifyPublish),
+		"freeze lift":   withAsking(policyBatchRead, freezeBatchRead, freezePut, record, freezeRead, notifyPublish),
+		"freeze status": needs(freezeRead),
 		"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, record, recordProof,
 			notifyPublish),
 		// A drill's levers (the example drills and one reading CloudWatch
@@ -500,17 +512,17 @@ var Roles = []Role{Reader, Requester, Operator, Approver, DrillRunner, DataPlane
 // operator's and the approver's (TestRolesExtendTheReader).
 var RolePaths = map[Role][]string{
 	Reader: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status"},
 	Requester: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status",
 		"mcp", "request cancel", "drill request", "apply --request"},
 	Operator: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
-		"breaker force-open", "breaker clear", "breaker clear --all", "apply",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status",
+		"breaker force-open", "breaker clear", "breaker clear --all", "apply", "freeze", "freeze lift",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
 		"request cancel", "request ack", "drill request", "apply --request", "audit list --unapproved --notify"},
 	Approver: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status",
 		"request approve", "request deny", "request ack"},
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},
