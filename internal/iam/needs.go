@@ -437,8 +437,10 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// any lever it reads the table's policy and, with --request, its
 		// approved drill request, in one batch read.
 		// An approved drill request is proven by its proofs and closed marker,
-		// and the policy by its own, read in a second batch.
-		"drill run": needs(policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerRead, breakerPut, breakerDelete,
+		// and the policy by its own, read in a second batch. It reads the
+		// fleet's freeze before any lever, and at every guard poll: no drill
+		// runs while the fleet is frozen.
+		"drill run": needs(freezeRead, policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerRead, breakerPut, breakerDelete,
 			bucketRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
 		// drill recover finishes a dead run's rollbacks from the audit trail:
 		// the run's records on each lever (the audit index by subject, filtered
