@@ -352,8 +352,9 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// A window's approved request is proven by its proofs and closed
 		// marker (and the policy by its own), read in one batch; an override
 		// is the file's only when apply's own record of its write says so
-		// (the audit index by subject).
-		"apply": needs(indexRead, batchRead, policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerPut, breakerDelete,
+		// (the audit index by subject). It reads the fleet's freeze first:
+		// while it holds, no window opens.
+		"apply": needs(freezeRead, indexRead, batchRead, policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerPut, breakerDelete,
 			record, breakerRead, recordProof, notifyPublish),
 		// apply --request asks for the windows the policy does not allow at
 		// once: it reads the policy and the windows' requests, and writes the
