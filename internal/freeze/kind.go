@@ -191,8 +191,8 @@ func (l *Lever) Check(c lever.Change) error {
 }
 
 // Plan implements [lever.Kind]. A set writes a new freeze; over one that
-// holds it extends it: the new writer's freeze, ending no earlier than the
-// one it replaces (a set never shortens a freeze: ending one is a lift,
+// holds it extends it: the new writer's freeze (the reference kept when
+// it names none), ending no earlier than the one it replaces (a set never shortens a freeze: ending one is a lift,
 // which the table's policy may hold). A lift of a freeze that holds writes
 // its end; of none, nothing.
 func (l *Lever) Plan(c lever.Change, target string, it store.Item, now time.Time) (lever.Plan, error) {
@@ -218,6 +218,9 @@ func (l *Lever) Plan(c lever.Change, target string, it store.Item, now time.Time
 		after = Freeze{Actor: c.Actor, Reason: strings.TrimSpace(c.Reason), Ref: sp.Ref, SetAt: now, ExpiresAt: end.UTC().Truncate(time.Millisecond), Version: 1}
 		if before != nil && before.FrozenAt(now) {
 			res.Extended = true
+			if after.Ref == "" {
+				after.Ref = before.Ref // still that incident's, unless said otherwise
+			}
 			if e, ok := before.End(); !ok || e.After(after.ExpiresAt) {
 				after.ExpiresAt, res.KeptEnd = e, true // zero when it had none: it holds until lifted
 			}

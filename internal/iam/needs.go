@@ -333,7 +333,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"breaker list":        needs(indexRead, batchRead),
 		"breaker list --scan": needs(breakerScan),
 		"breaker get":         needs(breakerRead),
-		"breaker status":      needs(indexRead, batchRead, gauges),
+		"breaker status":      needs(indexRead, batchRead, gauges, freezeRead),
 		// A lever change is one transaction: the override's write and its
 		// record. A lost answer is settled by one read of the change's proof:
 		// the override it puts (a force), or its first record (a clear).
@@ -364,7 +364,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// reads the levers and the policy, then writes the change request with
 		// its record of asking (one transaction; a lost answer settled by
 		// reading the request). No lever and no approver's record is written.
-		"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, bucketScan,
+		"mcp": needs(indexRead, batchRead, gauges, freezeRead, breakerRead, policyRead, bucketRead, bucketScan,
 			requestScan, reviewScan, proofScan, closedScan, bucketBatchRead, requestPut, requestRead, askRecord, ownProof(VerbAsk), notifyPublish),
 		// Change requests (docs/contracts/policy.md). Listing scans requests
 		// and reviews; showing reads one request. (Both mark a request found

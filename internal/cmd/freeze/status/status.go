@@ -86,7 +86,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		{Label: "State", Value: v.State},
 		{Label: "Actor", Value: v.Actor},
 		{Label: "Reason", Value: v.Reason},
-		{Label: "Reference", Value: v.Ref},
+	}
+	if v.Ref != "" {
+		fields = append(fields, cmdutil.Field{Label: "Reference", Value: v.Ref})
 	}
 	if v.SetAt != nil {
 		fields = append(fields, cmdutil.Field{Label: "Set", Value: cmdutil.FormatTime(*v.SetAt, now, tty)})
