@@ -348,7 +348,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// apply reads them, then the table's policy and the windows' requests
 		// in one batch read, and writes the windows' forces and clears as one
 		// transaction, settled like force-open's and clear's.
-		"diff": needs(indexRead, batchRead, gauges),
+		"diff": needs(freezeRead, indexRead, batchRead, gauges),
 		// A window's approved request is proven by its proofs and closed
 		// marker (and the policy by its own), read in one batch; an override
 		// is the file's only when apply's own record of its write says so
