@@ -49,7 +49,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		`),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := opts.Options.Check(c, opts.DryRun); err != nil {
+			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
 			}
 			return Run(c.Context(), f, opts)
@@ -89,7 +89,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
-	reader, err := opts.Options.Reader(ctx, env)
+	reader, err := opts.Reader(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		v := shown.View(now)
 		out.Freeze = &v
 	}
-	return opts.Options.Finish(ctx, f, env, opts.Flags, reader, false, rep.Event, &out, &out.Convergence, table(out, r, now))
+	return opts.Finish(ctx, f, env, opts.Flags, reader, false, rep.Event, &out, &out.Convergence, table(out, r, now))
 }
 
 func table(out Result, r freeze.Result, now time.Time) string {

@@ -79,7 +79,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		`),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if err := opts.Options.Check(c, opts.DryRun); err != nil {
+			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
 			}
 			return Run(c.Context(), f, opts)
@@ -138,7 +138,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
-	reader, err := opts.Options.Reader(ctx, env)
+	reader, err := opts.Reader(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		out.Before = &v
 	}
 	text := table(out, r, now, f.IOStreams.IsStdoutTTY())
-	return opts.Options.Finish(ctx, f, env, opts.Flags, reader, true, rep.Event, &out, &out.Convergence, text)
+	return opts.Finish(ctx, f, env, opts.Flags, reader, true, rep.Event, &out, &out.Convergence, text)
 }
 
 // flagHint words the kind's refusal of the duration for the flags.
