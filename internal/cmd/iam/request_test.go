@@ -50,7 +50,8 @@ when { context.no_expiry && context.approvals >= 2 };
 permit (
   principal,
   action in [Kosha::Action::"breaker.force-open", Kosha::Action::"breaker.clear",
-    Kosha::Action::"ratelimit.reset", Kosha::Action::"ratelimit.drain", Kosha::Action::"ratelimit.set"],
+    Kosha::Action::"ratelimit.reset", Kosha::Action::"ratelimit.drain", Kosha::Action::"ratelimit.set",
+    Kosha::Action::"freeze.lift"],
   resource
 )
 when { context.break_glass };
@@ -290,6 +291,7 @@ func (w *awsWorld) requestSteps(t *testing.T) []cliStep {
 		{"ratelimit reset", drained, fixed(as("alice", "ratelimit", "reset", "agent-1", "--reason", "iam test", "--break-glass")...), false, 0},
 		{"ratelimit drain", full, fixed(as("alice", "ratelimit", "drain", "agent-1", "--reason", "iam test", "--break-glass")...), false, 0},
 		{"ratelimit set", nil, fixed(as("alice", "ratelimit", "set", "agent-1", "--tokens", "4", "--reason", "iam test", "--break-glass")...), false, 0},
+		{"freeze lift", frozen, fixed(as("alice", "freeze", "lift", "--reason", "iam test", "--break-glass")...), false, 0},
 		// Deciding: bob approves a force (a put), a clear (a delete) and a
 		// bucket change; denies; alice cancels her own.
 		{"request approve", then(func() { w.Run("breaker", "clear", "core-api", "--reason", "setup", "--break-glass") }, ask("breaker", "force-open", "core-api", "--for", "10m")),
