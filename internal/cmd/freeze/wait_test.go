@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,8 +21,10 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	kclock "github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/freeze/status"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
@@ -34,6 +37,9 @@ type fleet struct {
 	srv  *sandbox.Server
 	base string
 	clk  clitestClock
+	// deaf names instances that no longer read the store (cut off from
+	// the table): sync leaves them out.
+	deaf map[string]bool
 }
 
 // clitestClock is what the test drives of the CLI's fake clock.
@@ -70,7 +76,9 @@ func startFleet(t *testing.T, e *clitest.Env) *fleet {
 
 func (fl *fleet) sync() {
 	for _, in := range fl.srv.Fleet().Instances() {
-		in.SyncOverrides(context.Background())
+		if !fl.deaf[in.Name()] {
+			in.SyncOverrides(context.Background())
+		}
 	}
 }
 
@@ -211,5 +219,37 @@ func TestFreezeWaitOnTheSandboxStopsChaosUntilLifted(t *testing.T) {
 	after := sign()
 	if d := fl.screenAll(t, after); d != n || fl.headerFaults(t) <= faults {
 		t.Errorf("after the lift %d of %d calls with a header minted after it were deferred", d, n)
+	}
+}
+
+// An instance that does not obey is named: cut off from the table after
+// the freeze, it keeps refusing headers (its gauge stays 1), so lift
+// --wait is not confirmed within its timeout (exit 11) and names it; the
+// lift itself was written and is in force for the instances that read it.
+func TestFreezeLiftWaitNamesTheInstanceThatDoesNotObey(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	e.Clock = kclock.NewFake(time.Now())
+	e.MustRun(0, "chaos", "sign", "--target", "screening-sim", "--fault", "error") // the local key
+	fl := startFleet(t, e)
+	url := fl.base + sandbox.PathMetrics
+	if r := fl.run(t, e, "freeze", "--reason", "test", "--ref", "INC-1", "--wait", "--metrics-url", url); r.Code != 0 {
+		t.Fatalf("freeze --wait: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	ins := fl.srv.Fleet().Instances()
+	deaf := ins[len(ins)-1].Name()
+	fl.deaf = map[string]bool{deaf: true}
+
+	r := fl.run(t, e, "freeze", "lift", "--reason", "not us", "--wait", "--metrics-url", url)
+	if r.Code != exitcode.Unconfirmed {
+		t.Fatalf("freeze lift --wait with %s deaf: exit %d, want %d\n%s\n%s", deaf, r.Code, exitcode.Unconfirmed, r.Stdout, r.Stderr)
+	}
+	want := fmt.Sprintf("unfrozen on %d of %d instances (still frozen: %s)", len(ins)-1, len(ins), deaf)
+	if !strings.Contains(r.Stderr, want) || !strings.Contains(r.Stdout, "Not confirmed: "+want) {
+		t.Errorf("freeze lift --wait: want %q named\nstdout:\n%s\nstderr:\n%s", want, r.Stdout, r.Stderr)
+	}
+	if st := clitest.Decode[status.Result](t, e.MustRun(0, "freeze", "status", "-o", "json").Stdout); st.Frozen || st.Freeze == nil ||
+		st.Freeze.State != freeze.StateLifted {
+		t.Errorf("the lift was not written before the wait: %+v", st)
 	}
 }
