@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/freeze/freezetest"
+	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -64,6 +65,15 @@ func TestAFreezeStopsARunningDrillAndRollsItBack(t *testing.T) {
 	}
 	if _, err := e.Table.Get(context.Background(), "breaker#openai"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("openai's override after the rollback: %v, want none", err)
+	}
+	// The game-day report says who froze the fleet, for which incident.
+	var report strings.Builder
+	if err := gameday.Markdown(&report, gameday.Input{Journal: j}); err != nil {
+		t.Fatal(err)
+	}
+	// (Markdown escapes the @.)
+	if !strings.Contains(report.String(), `frozen by alice\@laptop (INC-1)`) {
+		t.Errorf("the game-day report does not name the freeze:\n%s", report.String())
 	}
 }
 
