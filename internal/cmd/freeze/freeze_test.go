@@ -1,6 +1,8 @@
 package freeze_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -111,4 +113,33 @@ func TestFreezeWithTheStoreUnreachable(t *testing.T) {
 			t.Errorf("koshactl %s: stdout %q, stderr %q: want nothing claimed, one error line", strings.Join(args, " "), r.Stdout, r.Stderr)
 		}
 	}
+}
+
+// The control plane obeys while frozen, through the CLI: drill run is
+// refused (exit 7, the freeze named, no lever pulled), the incident levers
+// are not; after the lift the drill runs.
+func TestWhileFrozenDrillRunIsRefusedAndIncidentLeversAreNot(t *testing.T) {
+	t.Parallel()
+	e := newCLI(t)
+	file := filepath.Join(t.TempDir(), "drill.yaml")
+	if err := os.WriteFile(file, []byte("name: d\ntimeout: 1m\nsteps:\n  - breaker.force-open: {dependency: openai, for: 5m}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.MustRun(0, "freeze", "--reason", "payments failing", "--ref", "INC-1")
+
+	r := e.MustRun(exitcode.Refused, "drill", "run", file)
+	if !strings.Contains(r.Stderr, "frozen by") || !strings.Contains(r.Stderr, "(INC-1)") || !strings.Contains(r.Stderr, "no drill starts") {
+		t.Errorf("drill run while frozen: stderr does not name the freeze:\n%s", r.Stderr)
+	}
+	if recs := e.MustRun(0, "audit", "list", "--subject", "breaker#openai", "-o", "json").Stdout; strings.Contains(recs, "breaker.force-open") {
+		t.Errorf("a refused drill pulled a lever:\n%s", recs)
+	}
+
+	// The people handling the incident are not held.
+	e.MustRun(0, "breaker", "force-open", "core-api", "--reason", "incident", "--for", "10m")
+	e.MustRun(0, "breaker", "clear", "core-api", "--reason", "incident over")
+	e.MustRun(0, "ratelimit", "drain", "--create", "agent-1", "--reason", "incident")
+
+	e.MustRun(0, "freeze", "lift", "--reason", "not us")
+	e.MustRun(0, "drill", "run", file)
 }
