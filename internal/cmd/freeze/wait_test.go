@@ -49,7 +49,9 @@ type clitestClock interface {
 	Waiters() int
 }
 
-func startFleet(t *testing.T, e *clitest.Env) *fleet {
+// startFleet starts it; the instances numbered in ignore never read the
+// store (the sandbox's ignore-overrides knob).
+func startFleet(t *testing.T, e *clitest.Env, ignore ...int) *fleet {
 	t.Helper()
 	if err := os.MkdirAll(e.StateDir(), 0o700); err != nil {
 		t.Fatal(err)
@@ -62,6 +64,7 @@ func startFleet(t *testing.T, e *clitest.Env) *fleet {
 	cfg := sandbox.DefaultConfig()
 	cfg.Downstreams, _ = sandbox.Profile(sandbox.ProfileInstant)
 	cfg.ChaosEnabled = true
+	cfg.IgnoreOverrides = ignore
 	srv, err := sandbox.New(cfg, sandbox.Deps{Store: st, Clock: e.Clock, Keys: keys.NewLocal(e.StateDir()), Logger: slog.New(slog.DiscardHandler),
 		ContextName: "local"})
 	if err != nil {
@@ -251,5 +254,24 @@ func TestFreezeLiftWaitNamesTheInstanceThatDoesNotObey(t *testing.T) {
 	if st := clitest.Decode[status.Result](t, e.MustRun(0, "freeze", "status", "-o", "json").Stdout); st.Frozen || st.Freeze == nil ||
 		st.Freeze.State != freeze.StateLifted {
 		t.Errorf("the lift was not written before the wait: %+v", st)
+	}
+}
+
+// An instance that ignores the store (the sandbox's ignore-overrides knob)
+// never reports the freeze: freeze --wait exits 11 naming it, the freeze
+// written and in force on the others.
+func TestFreezeWaitNamesTheInstanceThatIgnoresTheStore(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	e.Clock = kclock.NewFake(time.Now())
+	e.MustRun(0, "chaos", "sign", "--target", "screening-sim", "--fault", "error") // the local key
+	fl := startFleet(t, e, 3)
+	r := fl.run(t, e, "freeze", "--reason", "test", "--ref", "INC-1", "--wait", "--metrics-url", fl.base+sandbox.PathMetrics)
+	want := "frozen on 3 of 4 instances (not frozen: gw-3)"
+	if r.Code != exitcode.Unconfirmed || !strings.Contains(r.Stderr, want) {
+		t.Fatalf("freeze --wait with gw-3 ignoring the store: exit %d, want %d naming %q\n%s\n%s", r.Code, exitcode.Unconfirmed, want, r.Stdout, r.Stderr)
+	}
+	if st := clitest.Decode[status.Result](t, e.MustRun(0, "freeze", "status", "-o", "json").Stdout); !st.Frozen {
+		t.Errorf("the freeze was not written before the wait: %+v", st)
 	}
 }
