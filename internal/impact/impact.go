@@ -24,6 +24,10 @@ type Request struct {
 	// For is how long the overrides hold; zero means until cleared (no
 	// expiry), and estimates are then per hour.
 	For time.Duration
+	// Clear is true for a clear: the report says what the overrides did
+	// until then (the same tools, their rates now), For is zero, and it
+	// estimates nothing.
+	Clear bool
 }
 
 // RateSource reads live call rates ([metrics.RateSource]:
@@ -51,6 +55,9 @@ type Report struct {
 	// Rates says where the call rates came from, or why there are none
 	// (absent: no source was asked).
 	Rates *Rates `json:"rates,omitempty"`
+	// Clear is true for the impact of a clear: the tools' behaviour is
+	// what the overrides did until the clear, and there is no estimate.
+	Clear bool `json:"clear,omitempty"`
 }
 
 // Dependency is one forced dependency.
@@ -121,7 +128,10 @@ type Rates struct {
 
 // Static is the impact of req from the matrix alone, without rates.
 func Static(req Request) Report {
-	r := Report{Dependencies: []Dependency{}, Tools: []ToolImpact{}, ForSeconds: max(req.For, 0).Seconds()}
+	r := Report{Dependencies: []Dependency{}, Tools: []ToolImpact{}, ForSeconds: max(req.For, 0).Seconds(), Clear: req.Clear}
+	if req.Clear {
+		r.ForSeconds = 0
+	}
 	type cause struct {
 		effect  Effect
 		because []string
@@ -234,7 +244,7 @@ func (r *Report) WithRates(rates metrics.CallRates) {
 			continue
 		}
 		t.CallsPerMinute = &v
-		if t.Behaviour == Unaffected {
+		if t.Behaviour == Unaffected || r.Clear {
 			continue
 		}
 		calls := About(v * over / 60)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
@@ -64,9 +65,12 @@ func (p proposer) propose(ctx context.Context, c lever.Change, err error) (mcpse
 		if rep, err = p.env.Guard().Propose(ctx, c); err == nil {
 			cmdenv.Announce(ctx, p.env, rep.Event)
 			r := *rep.Pending
-			return mcpserver.Output{Doc: levercmd.Pending(p.env, r), Summary: fmt.Sprintf(
-				"Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s",
-				r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())}, nil
+			summary := fmt.Sprintf("Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s",
+				r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())
+			if r.Impact != nil {
+				summary += ". Impact: " + strings.Join(r.Impact.Lines(), "; ")
+			}
+			return mcpserver.Output{Doc: levercmd.Pending(p.env, r), Summary: summary}, nil
 		}
 	}
 	if re := (*lever.RefusedError)(nil); errors.As(err, &re) {

@@ -13,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -24,6 +25,9 @@ type View struct {
 	// expired).
 	Status  string `json:"status"`
 	Summary string `json:"summary"`
+	// Impact is what a pending request's change does to the platform's
+	// tools, told when shown (request show; absent elsewhere).
+	Impact lever.Impact `json:"impact,omitempty"`
 }
 
 // Of is r's view at now.
