@@ -51,7 +51,14 @@ func Assessor(env *cmdenv.Env, prometheusURL string) impact.Assessor {
 		if m := env.Context.Metrics; prometheusURL == "" && m.CloudWatch == nil && m.Prometheus == nil {
 			return nil, nil
 		}
-		src, err := metrics.NewRateSource(ctx, Config(env, prometheusURL))
+		sc := Config(env, prometheusURL)
+		if ch, err := metrics.ChooseSource(sc); err == nil && ch.Kind != metrics.SourceCloudWatch {
+			// A scrape's counters count calls in real time: the two
+			// scrapes a rate is measured between are taken on the wall
+			// clock, whatever clock the command's logic runs on.
+			sc.Clock = clock.Real{}
+		}
+		src, err := metrics.NewRateSource(ctx, sc)
 		if err != nil {
 			return nil, err
 		}
