@@ -9,6 +9,7 @@ package levercmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -106,14 +107,14 @@ type PendingResult struct {
 	AuditID         string    `json:"audit_id"`
 	// Impact is what the requested change does to the platform's tools
 	// (docs/contracts/degradation-matrix.md, "The impact section").
-	Impact lever.Impact `json:"impact,omitempty"`
+	Impact json.RawMessage `json:"impact,omitempty"`
 }
 
 // Pending is p's document.
 func Pending(env *cmdenv.Env, p lever.Pending) PendingResult {
 	return PendingResult{Envelope: env.Envelope("ChangeRequestResult"), RequestID: p.ID, Status: approval.StatusPending, Change: p.Summary,
 		SHA256: p.SHA256, Requester: p.Requester, ApprovalsNeeded: p.Needed, Policies: p.Policies, ExpiresAt: p.ExpiresAt,
-		ApproveCommand: p.ApproveCommand(), AuditID: p.AuditID, Impact: p.Impact}
+		ApproveCommand: p.ApproveCommand(), AuditID: p.AuditID, Impact: ImpactJSON(p.Impact)}
 }
 
 // Refused is what a command ends with when its change was not made: a
@@ -155,6 +156,21 @@ func Print(f *cmdenv.Factory, env *cmdenv.Env, fl Flags, doc any, text string) e
 	}
 	_, err := io.WriteString(ios.Out, text)
 	return err
+}
+
+// ImpactJSON is a change's impact as its result's JSON holds it: the
+// `impact` section of docs/contracts/degradation-matrix.md (nil: none, or
+// one that cannot be encoded). A result keeps it encoded, so a reader of
+// the document decodes it like any other member.
+func ImpactJSON(im lever.Impact) json.RawMessage {
+	if im == nil {
+		return nil
+	}
+	b, err := json.Marshal(im)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // Impact writes a change's impact under its result: the table of the

@@ -4,6 +4,7 @@ package forceopen
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -120,7 +121,9 @@ type Result struct {
 	Review string `json:"review,omitempty"`
 	// Impact is what forcing the dependencies does to the platform's tools
 	// (docs/contracts/degradation-matrix.md, "The impact section").
-	Impact lever.Impact `json:"impact,omitempty"`
+	Impact json.RawMessage `json:"impact,omitempty"`
+
+	impact lever.Impact
 }
 
 // ItemResult is what happened to one dependency.
@@ -224,7 +227,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if rep.Outcomes == nil || rep.Pending != nil {
 		return conflictHint(depargs.DependencyHint(levercmd.Refused(ctx, f, env, rep, err, opts.Flags)))
 	}
-	out := Result{Envelope: env.Envelope("BreakerForceResult"), DryRun: opts.DryRun, Impact: rep.Impact}
+	out := Result{Envelope: env.Envelope("BreakerForceResult"), DryRun: opts.DryRun, Impact: levercmd.ImpactJSON(rep.Impact), impact: rep.Impact}
 	var unwritten []levercmd.Unwritten
 	changes := make([]metrics.Change, 0, len(rep.Outcomes))
 	for _, o := range rep.Outcomes {
@@ -291,7 +294,7 @@ func table(out Result, now time.Time, tty bool) string {
 	}
 	levercmd.BreakGlass(&w, out.Review)
 	if len(out.Results) > 0 {
-		levercmd.Impact(&w, out.Impact)
+		levercmd.Impact(&w, out.impact)
 	}
 	return w.String()
 }

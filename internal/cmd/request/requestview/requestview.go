@@ -4,6 +4,7 @@ package requestview
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,7 +14,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
-	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -27,7 +27,7 @@ type View struct {
 	Summary string `json:"summary"`
 	// Impact is what a pending request's change does to the platform's
 	// tools, told when shown (request show; absent elsewhere).
-	Impact lever.Impact `json:"impact,omitempty"`
+	Impact json.RawMessage `json:"impact,omitempty"`
 }
 
 // Of is r's view at now.

@@ -63,14 +63,15 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	now, ios := f.Clock.Now(), f.IOStreams
 	r = requestview.Expire(ctx, env, ios.ErrOut, []approval.Request{r})[0]
 	v := requestview.Of(r, now)
-	v.Impact = env.Approvals().Impact(ctx, r)
+	im := env.Approvals().Impact(ctx, r)
+	v.Impact = levercmd.ImpactJSON(im)
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, v); err != nil {
 			return err
 		}
 	} else {
 		requestview.Print(ios.Out, r, now, ios.IsStdoutTTY())
-		levercmd.Impact(ios.Out, v.Impact)
+		levercmd.Impact(ios.Out, im)
 	}
 	return requestview.Tampered(ios.ErrOut, r.Verification)
 }
