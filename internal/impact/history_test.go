@@ -77,8 +77,8 @@ func TestHistorySpans(t *testing.T) {
 		since: 0, until: 60,
 		want: []string{"screening-sim screen_entity deferred 10m0s..30m0s expired by alice f1> 10/min 200 calls"},
 	}, {
-		name: "a later force replaces the first",
-		recs: []audit.Record{force("f1", impact.ScreeningSim, 10, 0, screening(rate(10))), force("f2", impact.ScreeningSim, 20, 0, screening(rate(40)))},
+		name:  "a later force replaces the first",
+		recs:  []audit.Record{force("f1", impact.ScreeningSim, 10, 0, screening(rate(10))), force("f2", impact.ScreeningSim, 20, 0, screening(rate(40)))},
 		since: 0, until: 30,
 		want: []string{"screening-sim screen_entity deferred 10m0s..20m0s replaced by alice f1>f2 10/min 100 calls",
 			"screening-sim screen_entity deferred 20m0s..30m0s holding by alice f2> 40/min 400 calls"},
@@ -91,38 +91,46 @@ func TestHistorySpans(t *testing.T) {
 		name:  "a span over before the range is not in it",
 		recs:  []audit.Record{force("f1", impact.ScreeningSim, 0, 0, screening(rate(6))), clearRec("c1", impact.ScreeningSim, 5, nil)},
 		since: 10, until: 30,
-		want:  nil,
+		want: nil,
 	}, {
 		name:  "a force recorded without an impact takes its tools from the matrix, without a count",
 		recs:  []audit.Record{force("f1", impact.OpenAI, 0, 10, nil)},
 		since: 0, until: 60,
-		want:  []string{"openai search_knowledge_base degraded 0s..10m0s expired by alice f1>"},
+		want: []string{"openai search_knowledge_base degraded 0s..10m0s expired by alice f1>"},
 	}, {
 		name:  "a rate read by the force alone",
 		recs:  []audit.Record{force("f1", impact.ScreeningSim, 0, 0, screening(rate(12))), clearRec("c1", impact.ScreeningSim, 10, screening(nil))},
 		since: 0, until: 60,
-		want:  []string{"screening-sim screen_entity deferred 0s..10m0s cleared by alice f1>c1 12/min 120 calls"},
+		want: []string{"screening-sim screen_entity deferred 0s..10m0s cleared by alice f1>c1 12/min 120 calls"},
 	}, {
 		name: "an override no instance obeys changes no tool; unaffected tools are not spans",
 		recs: []audit.Record{force("f1", impact.Postgres, 0, 0, &audit.Impact{Dependency: impact.Postgres, Tools: []audit.ToolRate{}}),
 			force("f2", impact.Postgres, 1, 0, nil),
 			force("f3", impact.SQS, 2, 0, nil)},
 		since: 0, until: 60,
-		want:  nil,
+		want: nil,
 	}, {
 		name: "records of other levers, failed changes and the data plane's are not forces",
 		recs: []audit.Record{
 			{ID: "x1", Time: hm(1), Action: "ratelimit.drain", Subject: "rl#client-7", Outcome: "ok"},
-			func() audit.Record { r := force("x2", impact.ScreeningSim, 2, 0, screening(rate(5))); r.Outcome = "failed"; return r }(),
-			func() audit.Record { r := force("x3", impact.ScreeningSim, 3, 0, screening(rate(5))); r.DataPlane = true; return r }(),
+			func() audit.Record {
+				r := force("x2", impact.ScreeningSim, 2, 0, screening(rate(5)))
+				r.Outcome = "failed"
+				return r
+			}(),
+			func() audit.Record {
+				r := force("x3", impact.ScreeningSim, 3, 0, screening(rate(5)))
+				r.DataPlane = true
+				return r
+			}(),
 		},
 		since: 0, until: 60,
-		want:  nil,
+		want: nil,
 	}, {
-		name: "records in any order",
-		recs: []audit.Record{clearRec("c1", impact.ScreeningSim, 40, screening(rate(30))), force("f1", impact.ScreeningSim, 10, 0, screening(rate(20)))},
+		name:  "records in any order",
+		recs:  []audit.Record{clearRec("c1", impact.ScreeningSim, 40, screening(rate(30))), force("f1", impact.ScreeningSim, 10, 0, screening(rate(20)))},
 		since: 0, until: 60,
-		want:  []string{"screening-sim screen_entity deferred 10m0s..40m0s cleared by alice f1>c1 25/min 750 calls"},
+		want: []string{"screening-sim screen_entity deferred 10m0s..40m0s cleared by alice f1>c1 25/min 750 calls"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
