@@ -173,18 +173,18 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	if c.Actor == "" && s.actor != nil && (!c.DryRun || action.DryRunActor) {
 		wg.Go(func() { actor, actorErr = s.actor(ctx) })
 	}
+	// The impact is told while the targets are read, and waited for only
+	// by a plan that stands: a refusal does not wait on a rate source.
 	impact := s.assess(ctx, kind, c, s.clock.Now())
 	items, err := s.read(ctx, keys, extra)
 	wg.Wait()
-	im := impact()
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", plural(spec.Item), err)
 	}
 	if c.Actor == "" {
 		c.Actor = actor
 	}
-	p := &Planned{Change: c, Kind: kind, Action: action, Plans: make([]Plan, len(c.Targets)), Extra: map[string]store.Item{}, Impact: im,
-		at: s.clock.Now()}
+	p := &Planned{Change: c, Kind: kind, Action: action, Plans: make([]Plan, len(c.Targets)), Extra: map[string]store.Item{}, at: s.clock.Now()}
 	for _, k := range extra {
 		if it, ok := items[k]; ok {
 			p.Extra[k] = it
@@ -207,6 +207,7 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	if actorErr != nil && (c.DryRun || p.Writes() > 0) {
 		return nil, actorErr
 	}
+	p.Impact = impact()
 	return p, nil
 }
 
