@@ -17,6 +17,17 @@ import (
 // is the matrix's alone, and says so.
 const DefaultTimeout = 15 * time.Second
 
+// readBound is how long [Of] lets a source read within ctx: DefaultTimeout,
+// and never more than half the time ctx has left, so the change the
+// impact goes with (a drill step under its timeout) keeps the other half.
+func readBound(ctx context.Context, now time.Time) time.Duration {
+	bound := DefaultTimeout
+	if d, ok := ctx.Deadline(); ok {
+		bound = min(bound, max(d.Sub(now), 0)/2)
+	}
+	return bound
+}
+
 // Request is a lever forcing dependencies open.
 type Request struct {
 	// Dependencies are forced, in the order the lever names them.
@@ -178,15 +189,17 @@ func Static(req Request) Report {
 
 // Of is the impact of req, with each tool's and dependency's call rate
 // read from src and the calls each behaviour touches over req.For. A nil
-// src gives [Static]'s report. A source that cannot be read within ctx
-// and [DefaultTimeout] leaves the static report, with the reason in
-// Rates.Error: Of never fails.
+// src gives [Static]'s report. A source that cannot be read within
+// [DefaultTimeout], or half the time ctx has left when that is less,
+// leaves the static report, with the reason in Rates.Error: Of never
+// fails, and never takes the whole of a caller's time.
 func Of(ctx context.Context, req Request, src RateSource) Report {
 	r := Static(req)
 	if src == nil {
 		return r
 	}
-	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	bound := readBound(ctx, time.Now())
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	names := make([]string, len(r.Tools))
 	for i, t := range r.Tools {
@@ -199,7 +212,7 @@ func Of(ctx context.Context, req Request, src RateSource) Report {
 	rates, err := src.Rates(ctx, metrics.RateRequest{Tools: names, Dependencies: deps})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			err = fmt.Errorf("the source did not answer within %s: %w", human.Duration(DefaultTimeout), err)
+			err = fmt.Errorf("the source did not answer within %s: %w", human.Duration(bound.Round(time.Millisecond)), err)
 		}
 		r.RatesFailed(src.Describe(), err)
 		return r
