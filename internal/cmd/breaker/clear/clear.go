@@ -115,7 +115,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			if opts.All == (len(args)+len(opts.Keys) > 0) {
 				return cmdutil.Usagef("name the dependencies to clear (or --key PK), or pass --all (not both)")
 			}
-			if err := opts.CheckWith(c, opts.DryRun, "bake"); err != nil {
+			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
 			}
 			if err := opts.Bake.Check(c, opts.DryRun); err != nil {
@@ -189,6 +189,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
+		return err
+	}
+	if err := opts.MeasureImpact(env); err != nil {
 		return err
 	}
 	var waiter *metrics.Waiter
