@@ -408,7 +408,8 @@ func (s *Overrides) Notice(_ lever.Change, o lever.Outcome) notify.Lever {
 }
 
 // Forces implements [lever.Forcing]: a force forces its targets open for
-// as long as [Overrides.Bounds] says (0: never expires); a clear clears
+// as long as [Overrides.Bounds] says (0: never expires), and a bake's
+// put-back for what is left of the override it restores; a clear clears
 // them. A drill's restore says neither: what it writes is decided from
 // the item as read.
 func (s *Overrides) Forces(c lever.Change, now time.Time) (lever.Forces, bool) {
@@ -418,6 +419,11 @@ func (s *Overrides) Forces(c lever.Change, now time.Time) (lever.Forces, bool) {
 		return lever.Forces{Dependencies: c.Targets, For: d}, true
 	case ActionClear:
 		return lever.Forces{Dependencies: c.Targets, Clear: true}, true
+	case ActionRollback:
+		// A bake's put-back forces the dependency open again, for what is
+		// left of the override it restores.
+		d, _ := s.Bounds(c, now)
+		return lever.Forces{Dependencies: c.Targets, For: d}, true
 	}
 	return lever.Forces{}, false
 }

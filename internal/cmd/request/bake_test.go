@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -140,6 +141,16 @@ func TestApproveBakePutsBackAnApprovedClearUnderFourEyes(t *testing.T) {
 	if clr.Action != "breaker.clear" || clr.Actor != bobARN || put.RollbackOf != clr.ID || put.Actor != bobARN || put.Time.Before(clr.Time) ||
 		put.Approval == nil || put.Approval.Decision != audit.DecisionAllowed || strings.Join(put.Approval.Policies, ",") != "bake-rollback" {
 		t.Errorf("the put-back %+v (approval %+v), want bob's, naming the clear %+v, allowed by bake-rollback", put, put.Approval, clr)
+	}
+	// A force like any other: its record keeps what it does to the tools.
+	tools := func(im *audit.Impact) (out []string) {
+		for _, tr := range im.Tools {
+			out = append(out, tr.Tool+"/"+tr.Behaviour)
+		}
+		return out
+	}
+	if put.Impact == nil || force.Impact == nil || len(put.Impact.Tools) == 0 || !slices.Equal(tools(put.Impact), tools(force.Impact)) {
+		t.Errorf("the put-back's impact %+v, want the force's %+v", put.Impact, force.Impact)
 	}
 
 	// Announced loudly, and no request was made for the put-back.
