@@ -156,10 +156,11 @@ func TestApproveBakePutsBackAnApprovedClearUnderFourEyes(t *testing.T) {
 	// Announced loudly, and no request was made for the put-back.
 	rolled := false
 	for _, ev := range w.rcv.Events(t) {
-		rolled = rolled || (ev.Action == "breaker.rollback" && ev.Outcome == "rolled back" && strings.HasPrefix(ev.Detail, "ROLLED BACK"))
+		rolled = rolled || (ev.Action == "breaker.rollback" && ev.Outcome == "rolled back" && strings.HasPrefix(ev.Detail, "ROLLED BACK") &&
+			strings.Contains(strings.Join(ev.Impact, "\n"), "search_knowledge_base"))
 	}
 	if !rolled {
-		t.Error("the put-back was not announced as rolled back")
+		t.Error("the put-back was not announced as rolled back, with the tools it degrades")
 	}
 	if l := w.as("admin", 0, "request", "list"); strings.Contains(l.Stdout, "pending") {
 		t.Errorf("a request is pending after the put-back:\n%s", l.Stdout)
