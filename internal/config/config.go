@@ -502,10 +502,6 @@ func (c *Context) Validate(name string) error {
 	return c.validateNotify(name)
 }
 
-// DefaultPath returns where the config file is read from, by the process
-// environment: [DefaultPathFrom] with os.Getenv.
-func DefaultPath() (string, error) { return DefaultPathFrom(os.Getenv) }
-
 // DefaultPathFrom returns where the config file is read from: $KOSHACTL_CONFIG
 // as getenv reads it, else koshactl/config.yaml in the user's config directory
 // (os.UserConfigDir).
@@ -519,10 +515,6 @@ func DefaultPathFrom(getenv func(string) string) (string, error) {
 	}
 	return filepath.Join(dir, "koshactl", "config.yaml"), nil
 }
-
-// StateDir returns where the local context keeps its embedded store and
-// keys, by the process environment: [StateDirFrom] with os.Getenv.
-func StateDir() (string, error) { return StateDirFrom(os.Getenv) }
 
 // StateDirFrom returns where the local context keeps its embedded store and
 // keys: $KOSHACTL_STATE_DIR, else $XDG_STATE_HOME/koshactl, else
