@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -348,14 +349,7 @@ func (it Item) Clone() Item {
 }
 
 // Keys returns the attribute names in sorted order.
-func (it Item) Keys() []string {
-	keys := make([]string, 0, len(it))
-	for k := range it {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func (it Item) Keys() []string { return slices.Sorted(maps.Keys(it)) }
 
 // Validate checks that the item can be stored: a non-empty string pk of at
 // most [MaxPKBytes], values of the store's types only (see [Item]), floats
