@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -743,22 +744,4 @@ func TestChaosKeyUnderCustomerManagedKMSKey(t *testing.T) {
 	if r.Stdout != "kms:Decrypt,kms:GenerateDataKey,secretsmanager."+moto.Region+".amazonaws.com\n" {
 		t.Errorf("KMS statement: %q", r.Stdout)
 	}
-}
-
-// lastWriteID is the write_id of the newest change of subject, as its audit
-// record's after-image holds it.
-func lastWriteID(t *testing.T, e *clitest.Env, subject string) string {
-	t.Helper()
-	out := e.MustRun(0, "audit", "list", "--subject", subject, "--limit", "1", "-o", "json").Stdout
-	var doc struct {
-		Items []struct {
-			After struct {
-				WriteID string `json:"write_id"`
-			} `json:"after"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Items) != 1 || doc.Items[0].After.WriteID == "" {
-		t.Fatalf("no write_id in the newest record of %s (%v):\n%s", subject, err, out)
-	}
-	return doc.Items[0].After.WriteID
 }
