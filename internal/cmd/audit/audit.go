@@ -131,10 +131,8 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 
 // ListResult is the JSON output of audit list.
 type ListResult struct {
-	Kind    string         `json:"kind"`
-	Context string         `json:"context"`
-	Store   string         `json:"store"`
-	Items   []audit.Record `json:"items"`
+	cmdenv.Envelope
+	Items []audit.Record `json:"items"`
 	// Unreadable lists every attribute of a matching record that could not
 	// be read (docs/contracts/cli-output.md).
 	Unreadable []store.Problem `json:"unreadable"`
@@ -158,7 +156,7 @@ func ReadList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) (ListRe
 	if err != nil {
 		return ListResult{}, nil, err
 	}
-	return ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
+	return ListResult{Envelope: env.Envelope("AuditRecordList"), Items: recs,
 		Unreadable: listing.Problems(unreadable)}, unreadable, nil
 }
 
@@ -308,7 +306,7 @@ func printList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Li
 	if opts.Unapproved {
 		none = "No unapproved lever changes."
 	}
-	doc := ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: []audit.Record{}, Unreadable: []store.Problem{}}
+	doc := ListResult{Envelope: env.Envelope("AuditRecordList"), Items: []audit.Record{}, Unreadable: []store.Problem{}}
 	out, err := listing.NewStream(ios, listing.Spec[audit.Record]{Format: opts.Output, Doc: doc, Key: "items",
 		View: func(r audit.Record) any { return r }, Header: tableHeaders, Row: func(r audit.Record) []string { return row(r, now, tty) },
 		None: none, Noun: "audit record", Fix: followFix})
