@@ -393,10 +393,10 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"ratelimit get":  needs(bucketRead),
 		"ratelimit list": needs(bucketScan),
 		// The bucket levers ask the table's policy too, read in the same batch
-		// as the buckets.
-		"ratelimit reset": withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
-		// A drain or set of a client without a bucket (and without --create)
-		// is refused, with the near client a scan of the buckets finds.
+		// as the buckets. A change of a client without a bucket (a drain or
+		// set without --create; a reset when a client is near) is refused,
+		// with the near client a scan of the buckets finds.
+		"ratelimit reset": withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 		"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 		"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 		"audit list":        needs(indexRead, policyRead),

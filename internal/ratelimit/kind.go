@@ -164,22 +164,28 @@ func (b *Buckets) Plan(c lever.Change, client string, it store.Item, now time.Ti
 	return p, nil
 }
 
-// Admit implements [lever.Kind]: with [lever.Change.MustExist], a drain or
-// set of a client without a bucket is refused with the existing client it
-// is likely a typo of (a *[NoBucketError], exit 3); a reset of one is a
-// no-op either way.
+// Admit implements [lever.Kind]: with [lever.Change.MustExist], a change
+// of a client without a bucket is refused with the existing client it is
+// likely a typo of (a *[NoBucketError], exit 3). A drain or set of one is
+// refused even with no client near (it would write a bucket nobody asked
+// for); a reset of one is refused only when a client is near (a missing
+// bucket is full, so resetting it is truly nothing, unless the operator
+// meant the near client).
 func (b *Buckets) Admit(ctx context.Context, c lever.Change, plans []lever.Plan) error {
 	if !c.MustExist {
 		return nil
 	}
 	for _, p := range plans {
 		res, _ := p.Result.(ChangeResult)
-		if res.Before.Exists || res.Change.Op == OpReset {
+		if res.Before.Exists {
 			continue
 		}
 		near, err := b.Closest(ctx, p.Target, b.segments)
 		if err != nil {
 			return fmt.Errorf("%s %s: no bucket, and looking for a near client failed: %w", res.Change.Op, p.Target, err)
+		}
+		if near == "" && res.Change.Op == OpReset {
+			continue
 		}
 		return &NoBucketError{Op: res.Change.Op, Client: p.Target, Suggestion: near}
 	}

@@ -236,6 +236,7 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 		// A typo of agent-1, refused with the suggestion a scan finds.
 		{"ratelimit drain", nil, fixed("ratelimit", "drain", "agnet-1", "--reason", "iam test"), false, 3},
 		{"ratelimit set", nil, fixed("ratelimit", "set", "agnet-1", "--tokens", "5", "--reason", "iam test"), false, 3},
+		{"ratelimit reset", nil, fixed("ratelimit", "reset", "agnet-1", "--reason", "iam test"), false, 3},
 		{"audit list", nil, fixed("audit", "list"), false, 0},
 		{"audit list --scan", nil, fixed("audit", "list", "--scan"), false, 0},
 		// A force that never asked the table's policy (another tool's write):
