@@ -396,7 +396,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// as the buckets. A change of a client without a bucket (a drain or
 		// set without --create; a reset when a client is near) is refused,
 		// with the near client a scan of the buckets finds.
-		"ratelimit reset": withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
+		"ratelimit reset":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 		"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 		"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
 		"audit list":        needs(indexRead, policyRead),
