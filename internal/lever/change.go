@@ -159,8 +159,11 @@ type Pending struct {
 	Needed                         int
 	Policies                       []string
 	ExpiresAt                      time.Time
-	// AuditID is the request's record of asking.
+	// AuditID is the request's record of asking ("" when coalesced).
 	AuditID string
+	// Coalesced is true when the request was the requester's identical
+	// proposal, pending already: nothing was written or announced.
+	Coalesced bool
 }
 
 // ApproveCommand is the command that approves the request.
