@@ -362,6 +362,7 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 	}
 	seen["drill recover"] = true // TestDrillRecoverCallsExactlyItsDeclaredOperations
 	seen["mcp"] = true           // TestMCPServerCallsExactlyItsDeclaredOperations
+	seen["dashboard"] = true     // TestDashboardRefreshesUnderTheReadersPolicy
 	for path := range iam.Commands() {
 		if !seen[path] {
 			t.Errorf("iam.Commands() declares %q, which no test runs: its operations are unchecked", path)
@@ -378,6 +379,9 @@ func TestEveryActionOfTheCLIRolesIsNeeded(t *testing.T) {
 	for _, role := range []iam.Role{iam.Reader, iam.Requester, iam.Operator, iam.Approver} {
 		full := policyOf(t, role, testTarget)
 		for i, st := range full.Statement {
+			if st.Sid == "ItemsOwnProposalsInTransactions" {
+				continue // only koshactl mcp writes them: TestMCPServerCallsExactlyItsDeclaredOperations
+			}
 			for _, action := range st.Action {
 				broken := withoutAction(*full, i, action)
 				failed := ""

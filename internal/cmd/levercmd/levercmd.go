@@ -104,13 +104,16 @@ type PendingResult struct {
 	ExpiresAt       time.Time `json:"expires_at"`
 	ApproveCommand  string    `json:"approve_command"`
 	AuditID         string    `json:"audit_id"`
+	// Coalesced is true when the proposal was the requester's identical
+	// one, pending already: nothing was stored or announced (MCP).
+	Coalesced bool `json:"coalesced,omitempty"`
 }
 
 // Pending is p's document.
 func Pending(env *cmdenv.Env, p lever.Pending) PendingResult {
 	return PendingResult{Envelope: env.Envelope("ChangeRequestResult"), RequestID: p.ID, Status: approval.StatusPending, Change: p.Summary,
 		SHA256: p.SHA256, Requester: p.Requester, ApprovalsNeeded: p.Needed, Policies: p.Policies, ExpiresAt: p.ExpiresAt,
-		ApproveCommand: p.ApproveCommand(), AuditID: p.AuditID}
+		ApproveCommand: p.ApproveCommand(), AuditID: p.AuditID, Coalesced: p.Coalesced}
 }
 
 // Refused is what a command ends with when its change was not made: a

@@ -64,9 +64,7 @@ func (p proposer) propose(ctx context.Context, c lever.Change, err error) (mcpse
 		if rep, err = p.env.Guard().Propose(ctx, c); err == nil {
 			cmdenv.Announce(ctx, p.env, rep.Event)
 			r := *rep.Pending
-			return mcpserver.Output{Doc: levercmd.Pending(p.env, r), Summary: fmt.Sprintf(
-				"Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s",
-				r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())}, nil
+			return mcpserver.Output{Doc: levercmd.Pending(p.env, r), Summary: proposedSummary(r)}, nil
 		}
 	}
 	if re := (*lever.RefusedError)(nil); errors.As(err, &re) {
@@ -121,4 +119,15 @@ func (p proposer) drain(ctx context.Context, a drainArgs) (mcpserver.Output, err
 
 func (p proposer) set(ctx context.Context, a setArgs) (mcpserver.Output, error) {
 	return p.buckets(ctx, ratelimit.OpSet, a.Reason, a.Clients, ratelimit.Params{Tokens: a.Tokens})
+}
+
+// proposedSummary is a proposal's text result: the request made, or the
+// requester's identical one it was coalesced into.
+func proposedSummary(r lever.Pending) string {
+	if r.Coalesced {
+		return fmt.Sprintf("Coalesced, nothing new stored or announced: your identical proposal is change request %s, still waiting for %d approval(s) by a person until %s; they run: %s",
+			r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())
+	}
+	return fmt.Sprintf("Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s",
+		r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())
 }
