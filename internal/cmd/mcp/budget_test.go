@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/notify/notifytest"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -122,5 +124,27 @@ func TestNodeClientAgentInALoopIsCoalescedAndBudgeted(t *testing.T) {
 	}
 	if n := strings.Count(stderr.String(), `caller="koshactl-e2e 1.0.0"`); n < len(calls) {
 		t.Errorf("%d log lines name the caller, want one per call (%d):\n%s", n, len(calls), stderr.String())
+	}
+}
+
+// The budget is the context's: config set-context takes 1 to 1000, and a
+// hand-edited value out of range stops the server before it serves (exit
+// 2, naming the key and the fix).
+func TestProposalBudgetSettingIsChecked(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	for _, bad := range []string{"0", "1001", "-3"} {
+		if r := e.Run("config", "set-context", "agents", "--local", "--mcp-proposals-per-hour", bad); r.Code != exitcode.Usage ||
+			!strings.Contains(r.Stderr, "--mcp-proposals-per-hour "+bad+": give 1 to 1000") {
+			t.Errorf("--mcp-proposals-per-hour %s: exit %d, %q", bad, r.Code, r.Stderr)
+		}
+	}
+	e.MustRun(0, "config", "set-context", "agents", "--local", "--mcp-proposals-per-hour", "5")
+	if r := e.MustRun(0, "config", "view", "-o", "json"); !strings.Contains(r.Stdout, `"proposals-per-hour": 5`) {
+		t.Errorf("config after --mcp-proposals-per-hour 5:\n%s", r.Stdout)
+	}
+	e.WriteConfig("current-context: agents\ncontexts:\n  agents:\n    store: {local: {}}\n    mcp: {proposals-per-hour: 5000}\n")
+	if r := e.Run("mcp"); r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "mcp.proposals-per-hour") || !strings.Contains(r.Stderr, "--mcp-proposals-per-hour") {
+		t.Errorf("mcp with proposals-per-hour 5000: exit %d, %q", r.Code, r.Stderr)
 	}
 }
