@@ -74,7 +74,7 @@ func TestNodeClientAgentInALoopIsCoalescedAndBudgeted(t *testing.T) {
 	}
 	var got struct{ Calls []callResult }
 	if err := json.Unmarshal(out, &got); err != nil || len(got.Calls) != len(calls) {
-		t.Fatalf("client output (%d calls, want %d): %v\n%s", len(got.Calls), len(calls), err, out)
+		t.Fatalf("client output (%d calls, want %d; %d bytes): %v\n…%s", len(got.Calls), len(calls), len(out), err, out[max(0, len(out)-500):])
 	}
 
 	first := got.Calls[0]

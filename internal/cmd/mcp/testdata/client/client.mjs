@@ -38,12 +38,10 @@ if (process.env.MCP_CALLS) {
   for (const c of JSON.parse(process.env.MCP_CALLS)) {
     out.calls.push(await call(c.name, c.arguments));
   }
-  await client.close();
-  process.stdout.write(JSON.stringify(out) + "\n");
-  process.exit(0);
+} else {
+  out.status = await call("breaker_status", {});
+  out.propose = await call("propose_force_open", { dependencies: ["core-api"], reason: "agent: core-api 5xx", for: "15m" });
+  out.unknown = await call("breaker_status", { dependencies: ["no-such-dep"] });
 }
-out.status = await call("breaker_status", {});
-out.propose = await call("propose_force_open", { dependencies: ["core-api"], reason: "agent: core-api 5xx", for: "15m" });
-out.unknown = await call("breaker_status", { dependencies: ["no-such-dep"] });
 await client.close();
 process.stdout.write(JSON.stringify(out) + "\n");
