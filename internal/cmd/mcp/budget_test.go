@@ -47,7 +47,7 @@ func TestNodeClientAgentInALoopIsCoalescedAndBudgeted(t *testing.T) {
 		t.Fatal(err)
 	}
 	conf = append(conf, []byte("    notify:\n      - webhook:\n          url: "+rcv.URL()+"\n")...)
-	if err := os.WriteFile(e.config, conf, 0o600); err != nil {
+	if err := os.WriteFile(e.config, conf, 0o600); err != nil { //nolint:gosec // G703: the test's own config, in its temp dir
 		t.Fatal(err)
 	}
 	force := func(reason string) toolCall {
