@@ -384,6 +384,11 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, bucketScan,
 			requestScan, reviewScan, proofScan, closedScan, bucketBatchRead, requestPut, requestRead, askRecord, ownProof(VerbAsk), notifyPublish,
 			policyBatchRead, proposalsBatchRead, ownProposals, proofBatchRead, closedBatchRead),
+		// koshactl mcp on a context marked mcp: {read-only: true}: its read
+		// tools alone (no proposal tool is offered), read as their commands
+		// read; what the reader's role runs it with.
+		"mcp --read-only": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, bucketScan,
+			requestScan, reviewScan, proofScan, closedScan),
 		// The dashboard's refresh: the overrides index's keys (overrides of
 		// dependencies the context does not know), the known dependencies'
 		// overrides with the table's policy item (one batch read: its since
@@ -531,17 +536,17 @@ var Roles = []Role{Reader, Requester, Operator, Approver, DrillRunner, DataPlane
 // operator's and the approver's (TestRolesExtendTheReader).
 var RolePaths = map[Role][]string{
 	Reader: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "dashboard"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "dashboard", "mcp --read-only"},
 	Requester: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "dashboard",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "dashboard", "mcp --read-only",
 		"mcp", "request cancel", "drill request", "apply --request"},
 	Operator: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "dashboard",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "dashboard", "mcp --read-only",
 		"breaker force-open", "breaker clear", "breaker clear --all", "apply",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
 		"request cancel", "request ack", "drill request", "apply --request", "audit list --unapproved --notify"},
 	Approver: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "dashboard",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "dashboard", "mcp --read-only",
 		"request approve", "request deny", "request ack"},
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},

@@ -360,9 +360,10 @@ func TestCommandsCallExactlyTheirDeclaredOperations(t *testing.T) {
 	for _, path := range []string{"store init", "store migrate"} {
 		seen[path] = true // TestAdminRunsStoreCommands
 	}
-	seen["drill recover"] = true // TestDrillRecoverCallsExactlyItsDeclaredOperations
-	seen["mcp"] = true           // TestMCPServerCallsExactlyItsDeclaredOperations
-	seen["dashboard"] = true     // TestDashboardRefreshesUnderTheReadersPolicy
+	seen["drill recover"] = true   // TestDrillRecoverCallsExactlyItsDeclaredOperations
+	seen["mcp"] = true             // TestMCPServerCallsExactlyItsDeclaredOperations
+	seen["dashboard"] = true       // TestDashboardRefreshesUnderTheReadersPolicy
+	seen["mcp --read-only"] = true // TestReadOnlyMCPServerRunsUnderTheReadersPolicy
 	for path := range iam.Commands() {
 		if !seen[path] {
 			t.Errorf("iam.Commands() declares %q, which no test runs: its operations are unchecked", path)

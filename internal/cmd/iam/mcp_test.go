@@ -155,3 +155,41 @@ func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
 	}
 	w.MustRun(3, "breaker", "get", "core-api")
 }
+
+// The MCP server of a context marked mcp: {read-only: true} under the
+// reader's policy (docs/mcp.md: it needs only the reader's): it offers
+// no proposal tool, every read tool answers, nothing is denied, and it
+// calls exactly what iam.Commands() declares for "mcp --read-only".
+func TestReadOnlyMCPServerRunsUnderTheReadersPolicy(t *testing.T) {
+	w := newPeopleWorld(t)
+	w.prepare()
+	w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")
+	w.MustRun(0, "ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "setup")
+	w.MustRun(0, "config", "set-context", "alice", "--mcp-read-only")
+	w.asRole(t, iam.Reader)
+	w.rec.take()
+	calls := []mcpCall{
+		{"breaker_status", map[string]any{}},
+		{"breaker_get", map[string]any{"dependency": "openai"}},
+		{"audit_list", map[string]any{}},
+		{"ratelimit_get", map[string]any{"client": "agent-1"}},
+		{"ratelimit_list", map[string]any{}},
+		{"pending_requests", map[string]any{}},
+		{"propose_force_open", map[string]any{"dependencies": []string{"core-api"}, "reason": "iam test"}},
+	}
+	answers, stderr := w.mcpSession(t, calls...)
+	for i, a := range answers[:len(answers)-1] {
+		if r, _ := a["result"].(map[string]any); r == nil || r["isError"] == true {
+			t.Errorf("%s: %v", calls[i].tool, a)
+		}
+	}
+	if last := answers[len(answers)-1]; last["error"] == nil {
+		t.Errorf("a proposal tool on a read-only context: %v, want unknown tool", last)
+	}
+	if d := w.enf.TakeDenials(); len(d) > 0 {
+		t.Errorf("the reader's read-only MCP server was denied %v", d)
+	}
+	if d := sameNeeds(append(w.rec.take(), debugNeeds(stderr)...), iam.Commands()["mcp --read-only"]); d != "" {
+		t.Errorf("koshactl mcp (read-only): %s", d)
+	}
+}
