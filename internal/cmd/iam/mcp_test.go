@@ -170,6 +170,7 @@ func TestReadOnlyMCPServerRunsUnderTheReadersPolicy(t *testing.T) {
 	w.rec.take()
 	calls := []mcpCall{
 		{"breaker_status", map[string]any{}},
+		{"freeze_status", map[string]any{}},
 		{"breaker_get", map[string]any{"dependency": "openai"}},
 		{"audit_list", map[string]any{}},
 		{"ratelimit_get", map[string]any{"client": "agent-1"}},
