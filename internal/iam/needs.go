@@ -397,11 +397,12 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 			requestScan, reviewScan, proofScan, closedScan),
 		// The dashboard's refresh: the overrides index's keys (overrides of
 		// dependencies the context does not know), the known dependencies'
-		// overrides with the table's policy item (one batch read: its since
-		// flags what bypassed it) and the gauges, as breaker status reads
+		// overrides with the table's policy item and the fleet's freeze
+		// (one batch read: the policy's since flags what bypassed it, the
+		// freeze is the banner) and the gauges, as breaker status reads
 		// them. Its levers are breaker force-open's and clear's, its
 		// requests pane request list's, its detail audit list's.
-		"dashboard": needs(indexRead, batchRead, policyBatchRead, gauges, freezeRead),
+		"dashboard": needs(indexRead, batchRead, policyBatchRead, freezeBatchRead, gauges),
 		// Change requests (docs/contracts/policy.md). Listing scans requests
 		// and reviews; showing reads one request. (Both mark a request found
 		// past its expiry expired where the caller may write it; a reader's
