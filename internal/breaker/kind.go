@@ -45,6 +45,7 @@ var Spec = lever.Spec{Name: "breaker", Prefix: OverridePrefix, Resource: "Depend
 var (
 	_ lever.Kind     = (*Overrides)(nil)
 	_ lever.Proposer = (*Overrides)(nil)
+	_ lever.Forcing  = (*Overrides)(nil)
 )
 
 // Spec implements [lever.Kind].
@@ -390,4 +391,19 @@ func (s *Overrides) Notice(_ lever.Change, o lever.Outcome) notify.Lever {
 		}
 	}
 	return l
+}
+
+// Forces implements [lever.Forcing]: a force forces its targets open for
+// as long as [Overrides.Bounds] says (0: never expires); a clear clears
+// them. A drill's restore says neither: what it writes is decided from
+// the item as read.
+func (s *Overrides) Forces(c lever.Change, now time.Time) (lever.Forces, bool) {
+	switch c.Action {
+	case ActionForceOpen:
+		d, _ := s.Bounds(c, now)
+		return lever.Forces{Dependencies: c.Targets, For: d}, true
+	case ActionClear:
+		return lever.Forces{Dependencies: c.Targets, Clear: true}, true
+	}
+	return lever.Forces{}, false
 }

@@ -164,6 +164,9 @@ type Pending struct {
 	// Coalesced is true when the request was the requester's identical
 	// proposal, pending already: nothing was written or announced.
 	Coalesced bool
+	// Impact is what the requested change does to the platform's tools,
+	// as told when it was requested (nil: none told).
+	Impact Impact
 }
 
 // ApproveCommand is the command that approves the request.
@@ -198,6 +201,9 @@ type Report struct {
 	// announce, a dry run, --no-notify); the surface sends it once it has
 	// shown the report.
 	Event *notify.Event
+	// Impact is what the change does to the platform's tools (nil: its
+	// kind forces nothing, or no impact was told): [Planned.Impact].
+	Impact Impact
 }
 
 // Written are the outcomes written.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -210,12 +211,16 @@ func (p proposer) proposeArgs(ctx context.Context, kind, action string, a lever.
 }
 
 // proposedSummary is a proposal's text result: the request made, or the
-// requester's identical one it was coalesced into.
+// requester's identical one it was coalesced into, with its impact.
 func proposedSummary(r lever.Pending) string {
+	s := fmt.Sprintf("Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s",
+		r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())
 	if r.Coalesced {
-		return fmt.Sprintf("Coalesced, nothing new stored or announced: your identical proposal is change request %s, still waiting for %d approval(s) by a person until %s; they run: %s",
+		s = fmt.Sprintf("Coalesced, nothing new stored or announced: your identical proposal is change request %s, still waiting for %d approval(s) by a person until %s; they run: %s",
 			r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())
 	}
-	return fmt.Sprintf("Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s",
-		r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())
+	if r.Impact != nil {
+		s += ". Impact: " + strings.Join(r.Impact.Lines(), "; ") + "."
+	}
+	return s
 }
