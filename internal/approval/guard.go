@@ -2,6 +2,7 @@ package approval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -57,6 +58,13 @@ func (g *Guard) Plan(ctx context.Context, c lever.Change, extra ...string) (*lev
 	if err != nil {
 		return p, err
 	}
+	return g.decide(ctx, c, p)
+}
+
+// decide decides the planned change p (of c) on the table's policy as the
+// plan found it: absent (read, or taken as absent by a plan at the floor,
+// whose transaction checks it is), or the item.
+func (g *Guard) decide(ctx context.Context, c lever.Change, p *lever.Planned) (*lever.Planned, error) {
 	it, ok := p.Extra[policy.Key]
 	if !ok {
 		if c.BreakGlass {
@@ -97,9 +105,25 @@ func (g *Guard) Plan(ctx context.Context, c lever.Change, extra ...string) (*lev
 	return p, p.Attach(at)
 }
 
-// Commit implements [lever.Changer].
+// Commit implements [lever.Changer]. A change planned at the floor (the
+// policy taken as absent, unread) that met a policy is decided on it as the
+// refusal showed it, planned again unread, and committed (or requested):
+// the read a policy needs, paid only where there is one.
 func (g *Guard) Commit(ctx context.Context, p *lever.Planned) (lever.Report, error) {
-	return g.svc.Commit(ctx, p)
+	rep, err := g.svc.Commit(ctx, p)
+	var ae *lever.AssumedError
+	if !errors.As(err, &ae) || !slices.Contains(ae.Keys, policy.Key) {
+		return rep, err
+	}
+	extra := slices.DeleteFunc(slices.Clone(ae.Extra), func(k string) bool { return k == policy.Key })
+	q, err := g.Plan(ctx, ae.Change, extra...)
+	switch {
+	case q == nil:
+		return lever.Report{Change: p.Change}, err
+	case err != nil:
+		return q.Report(), err
+	}
+	return g.svc.Commit(ctx, q)
 }
 
 // submit stores the planned change as a pending request (sub's requester,
