@@ -1,0 +1,152 @@
+package scalebench_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/testutil/moto"
+)
+
+// change is one lever command of the floor's tests and benchmark: the
+// requests and round trips it may take through the 50 ms link, and the
+// exit code it ends with. setup runs first, uncounted (the state the
+// change meets).
+type change struct {
+	name                  string
+	setup                 [][]string
+	args                  []string
+	code                  int
+	maxRequests, maxRounds int
+}
+
+// forceArgs forces dep open as actor.
+func forceArgs(dep string) []string {
+	return []string{"breaker", "force-open", "--reason", "bench", "--allow-unknown", "--for", "30m", dep}
+}
+
+// floorChanges are the levers held to the issue's floor: a force with
+// nothing in force is one TransactWriteItems; one that meets an override
+// someone else holds is that same one request, refused in its words (the
+// refusal returns the item); a change that must read (a clear: what is
+// there decides what is written) reads and writes; a force under a
+// policy is refused by the policy's check and decided on the policy the
+// refusal returned: two requests, as the read and the write were.
+func floorChanges(policyFile string) []change {
+	return []change{
+		{name: "force-open-nothing-in-force", args: forceArgs("floor-a"), maxRequests: 1, maxRounds: 1},
+		{name: "force-open-held-by-another", setup: [][]string{forceArgs("floor-b")}, args: forceArgs("floor-b"), code: 4, maxRequests: 1, maxRounds: 1},
+		{name: "clear", setup: [][]string{forceArgs("floor-c")}, args: []string{"breaker", "clear", "--reason", "bench", "floor-c"}, maxRequests: 2, maxRounds: 2},
+		{name: "force-open-under-a-policy", setup: [][]string{{"policy", "set", policyFile, "--reason", "bench"}}, args: forceArgs("floor-d"), maxRequests: 2, maxRounds: 2},
+	}
+}
+
+// allowAll is a policy that lets every lever through.
+const allowAll = `@id("allow-all")
+permit (principal, action, resource);
+`
+
+// floorTable is a fresh table for the floor's changes, behind the counter,
+// a 50 ms link and the waves counter; each change runs on its own.
+func floorTable(tb testing.TB, name string) (link *waves, table string) {
+	tb.Helper()
+	s := dynamo.NewFromConfig(moto.Config(tb, server), name)
+	if _, err := s.Init(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	c := newCounter(tb, server)
+	return newWaves(tb, latencyLink(tb, c.url, 50*time.Millisecond)), s.Table()
+}
+
+func policyFile(tb testing.TB) string {
+	path := tb.TempDir() + "/allow.cedar"
+	if err := os.WriteFile(path, []byte(allowAll), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// TestLeversAtTheFloor holds each lever command to its requests and round
+// trips to the store at 50 ms RTT (counted, not timed).
+func TestLeversAtTheFloor(t *testing.T) {
+	for i, ch := range floorChanges(policyFile(t)) {
+		w, table := floorTable(t, fmt.Sprintf("floor-test-%d", i))
+		e := cli(t, w.url, table)
+		for _, s := range ch.setup {
+			e.Clock.Advance(time.Second)
+			e.Setenv("KOSHACTL_ACTOR", "other@bench") // someone else's override
+			r := e.Run(s...)
+			e.Setenv("KOSHACTL_ACTOR", "tester@test")
+			if r.Code != 0 {
+				t.Fatalf("%s: setup %v: exit %d: %s", ch.name, s, r.Code, r.Stderr)
+			}
+		}
+		w.reset()
+		r := e.Run(ch.args...)
+		if r.Code != ch.code {
+			t.Fatalf("%s: exit %d, want %d: %s", ch.name, r.Code, ch.code, r.Stderr)
+		}
+		requests, rounds := w.counts()
+		t.Logf("%s: %d requests in %d round trips", ch.name, requests, rounds)
+		if requests > ch.maxRequests || rounds > ch.maxRounds {
+			t.Errorf("%s: %d requests in %d round trips, want at most %d in %d", ch.name, requests, rounds, ch.maxRequests, ch.maxRounds)
+		}
+		if ch.code == 4 && !strings.Contains(r.Stderr, "other@bench") {
+			t.Errorf("%s: the conflict does not name who holds it: %s", ch.name, r.Stderr)
+		}
+	}
+}
+
+// BenchmarkLeversAtTheFloor reports, for each lever command of
+// [floorChanges], the requests it sent through the 50 ms link
+// (requests/op) and the round trips they took (round-trips/op), each
+// command on the state its setup left (undone, uncounted, after it); a
+// command over its bounds fails the benchmark.
+func BenchmarkLeversAtTheFloor(b *testing.B) {
+	for i, ch := range floorChanges(policyFile(b)) {
+		b.Run(ch.name, func(b *testing.B) {
+			w, table := floorTable(b, fmt.Sprintf("floor-bench-%d-%d", i, leverTables.Add(1)))
+			e := cli(b, w.url, table)
+			var requests, rounds, n int
+			for b.Loop() {
+				b.StopTimer()
+				e.Clock.Advance(time.Second)
+				for _, s := range ch.setup {
+					e.Setenv("KOSHACTL_ACTOR", "other@bench")
+					r := e.Run(s...)
+					e.Setenv("KOSHACTL_ACTOR", "tester@test")
+					if r.Code != 0 {
+						b.Fatalf("setup %v: exit %d: %s", s, r.Code, r.Stderr)
+					}
+				}
+				w.reset()
+				b.StartTimer()
+				r := e.Run(ch.args...)
+				b.StopTimer()
+				if r.Code != ch.code {
+					b.Fatalf("exit %d, want %d: %s", r.Code, ch.code, r.Stderr)
+				}
+				q, rt := w.counts()
+				requests, rounds, n = requests+q, max(rounds, rt), n+1
+				// Undo what the command and its setup left, uncounted.
+				e.Setenv("KOSHACTL_ACTOR", "other@bench")
+				for _, dep := range []string{ch.args[len(ch.args)-1]} {
+					if r := e.Run("breaker", "clear", "--allow-unknown", "--reason", "undo", dep); r.Code != 0 {
+						b.Fatalf("undo: %s", r.Stderr)
+					}
+				}
+				e.Setenv("KOSHACTL_ACTOR", "tester@test")
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(requests)/float64(n), "requests/op")
+			b.ReportMetric(float64(rounds), "round-trips/op")
+			if requests/n > ch.maxRequests || rounds > ch.maxRounds {
+				b.Errorf("%d requests in %d round trips, want at most %d in %d", requests/n, rounds, ch.maxRequests, ch.maxRounds)
+			}
+		})
+	}
+}
