@@ -17,10 +17,10 @@ import (
 // exit code it ends with. setup runs first, uncounted (the state the
 // change meets).
 type change struct {
-	name                  string
-	setup                 [][]string
-	args                  []string
-	code                  int
+	name                   string
+	setup                  [][]string
+	args                   []string
+	code                   int
 	maxRequests, maxRounds int
 }
 
