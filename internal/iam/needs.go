@@ -285,6 +285,9 @@ var (
 	reviewPut  = Need{PutItem, ReviewItems, true}
 	reviewRead = Need{GetItem, ReviewItems, false}
 	reviewScan = Need{Action: Scan, Prefix: ReviewItems}
+	// reviewBatchRead reads the open reviews the lists index listed again
+	// by key, with their proofs.
+	reviewBatchRead = Need{BatchGetItem, ReviewItems, false}
 	// freezeRead reads the fleet's freeze: chaos sign mints nothing while
 	// it holds, chaos verify explains it.
 	freezeRead = Need{GetItem, FreezeItems, false}
@@ -359,13 +362,16 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// its record of asking (one transaction; a lost answer settled by
 		// reading the request). No lever and no approver's record is written.
 		"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, bucketScan,
-			requestScan, reviewScan, proofScan, closedScan, bucketBatchRead, requestPut, requestRead, askRecord, ownProof(VerbAsk), notifyPublish),
-		// Change requests (docs/contracts/policy.md). Listing scans requests
-		// and reviews; showing reads one request. (Both mark a request found
-		// past its expiry expired where the caller may write it; a reader's
-		// warns and leaves that to the next approval, which marks it.)
-		"request list": needs(requestScan, reviewScan, proofScan, closedScan),
-		"request show": needs(requestRead, proofBatchRead, closedBatchRead),
+			requestScan, reviewScan, proofScan, closedScan, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead, bucketBatchRead, requestPut, requestRead, askRecord, ownProof(VerbAsk), notifyPublish),
+		// Change requests (docs/contracts/policy.md). Listing the open ones
+		// queries the lists index, then reads them again by key with their
+		// proofs and closed markers; --all scans requests and reviews;
+		// showing reads one request. (Both mark a request found past its
+		// expiry expired where the caller may write it; a reader's warns and
+		// leaves that to the next approval, which marks it.)
+		"request list":       needs(indexRead, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead),
+		"request list --all": needs(requestScan, reviewScan, proofScan, closedScan),
+		"request show":       needs(requestRead, proofBatchRead, closedBatchRead),
 		// Approving reads the request and the policy in one batch read (and a
 		// bucket change's buckets), then writes the change, the approver's
 		// record and the request's status in one transaction, settled by

@@ -150,3 +150,37 @@ func BenchmarkLeversAtTheFloor(b *testing.B) {
 		})
 	}
 }
+
+// TestRequestListSendsNoScan lists the pending change requests of a table
+// holding one (a force four eyes hold) and a review: the lists index's two
+// partitions at once, then one batch read of what they show (the items
+// again, their proofs, the closed markers): two requests and two round
+// trips at 50 ms RTT, and no Scan.
+func TestRequestListSendsNoScan(t *testing.T) {
+	s := dynamo.NewFromConfig(moto.Config(t, server), "request-list")
+	if _, err := s.Init(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := newCounter(t, server)
+	w := newWaves(t, latencyLink(t, c.url, 50*time.Millisecond))
+	e := cli(t, w.url, s.Table())
+	if r := e.Run("policy", "set", "../../docs/policies/four-eyes.cedar", "--reason", "bench"); r.Code != 0 {
+		t.Fatal(r.Stderr)
+	}
+	if r := e.Run(forceArgs("openai")...); r.Code != 12 {
+		t.Fatalf("force under four eyes: exit %d, want 12 (pending): %s", r.Code, r.Stderr)
+	}
+	for _, args := range [][]string{{"request", "list"}, {"request", "list", "--reviews"}, {"request", "list", "-o", "json"}} {
+		w.reset()
+		c.reset()
+		r := e.Run(args...)
+		if r.Code != 0 || (args[len(args)-1] == "list" && !strings.Contains(r.Stdout, "force open openai")) {
+			t.Fatalf("%v: exit %d: %s%s", args, r.Code, r.Stdout, r.Stderr)
+		}
+		requests, rounds := w.counts()
+		t.Logf("%v: %d requests in %d round trips, %d scans", args, requests, rounds, c.op("Scan"))
+		if scans := c.op("Scan") + c.op("Scan!"); scans != 0 || requests > 3 || rounds > 2 {
+			t.Errorf("%v: %d requests in %d round trips, %d scans; want at most 3 in 2, none a scan", args, requests, rounds, scans)
+		}
+	}
+}

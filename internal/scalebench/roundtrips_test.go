@@ -130,7 +130,7 @@ func readCommands(metrics, levers string) []read {
 		{name: "audit-since-7d", args: []string{"audit", "list", "--since", "168h"}, maxRounds: 1, maxRequests: 2},
 		{name: "audit-subject", args: []string{"audit", "list", "--subject", "breaker#openai"}, maxRounds: 1, maxRequests: 4},
 		{name: "audit-list-empty-window", args: []string{"audit", "list", "--actor", "nobody@nowhere"}, maxRounds: 1, maxRequests: 4},
-		{name: "request-list", args: []string{"request", "list"}},
+		{name: "request-list", args: []string{"request", "list"}, maxRounds: 2, maxRequests: 3},
 	}
 }
 
