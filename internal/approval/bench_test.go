@@ -30,7 +30,7 @@ type counting struct {
 	reads, txs, checks atomic.Int64
 	// scans counts the scans among the reads, queries the index queries.
 	scans, queries atomic.Int64
-	off                atomic.Bool
+	off            atomic.Bool
 	// beforeTx, when set, runs once before the next transaction (another
 	// writer landing between a read and a write).
 	beforeTx func()
