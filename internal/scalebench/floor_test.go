@@ -22,6 +22,9 @@ type change struct {
 	args                   []string
 	code                   int
 	maxRequests, maxRounds int
+	// dep is the dependency the benchmark clears after each run (""
+	// the last argument's).
+	dep string
 }
 
 // forceArgs forces dep open as actor.
@@ -36,12 +39,20 @@ func forceArgs(dep string) []string {
 // there decides what is written) reads and writes; a force under a
 // policy is refused by the policy's check and decided on the policy the
 // refusal returned: two requests, as the read and the write were.
-func floorChanges(policyFile string) []change {
+//
+// apply of a window in force is two round trips whatever the table holds:
+// the overrides (the lists index's query beside the batch read of the
+// known dependencies, the table's policy and the window's request), then
+// the one transaction; under a policy the same three requests.
+func floorChanges(policyFile, leversFile string) []change {
+	apply := []string{"apply", "-f", leversFile}
 	return []change{
 		{name: "force-open-nothing-in-force", args: forceArgs("floor-a"), maxRequests: 1, maxRounds: 1},
 		{name: "force-open-held-by-another", setup: [][]string{forceArgs("floor-b")}, args: forceArgs("floor-b"), code: 4, maxRequests: 1, maxRounds: 1},
 		{name: "clear", setup: [][]string{forceArgs("floor-c")}, args: []string{"breaker", "clear", "--reason", "bench", "floor-c"}, maxRequests: 2, maxRounds: 2},
 		{name: "force-open-under-a-policy", setup: [][]string{{"policy", "set", policyFile, "--reason", "bench"}}, args: forceArgs("floor-d"), maxRequests: 2, maxRounds: 2},
+		{name: "apply-a-window-in-force", args: apply, maxRequests: 3, maxRounds: 2, dep: "screening-sim"},
+		{name: "apply-under-a-policy", setup: [][]string{{"policy", "set", policyFile, "--reason", "bench"}}, args: apply, maxRequests: 3, maxRounds: 2, dep: "screening-sim"},
 	}
 }
 
@@ -62,6 +73,17 @@ func floorTable(tb testing.TB, name string) (link *waves, table string) {
 	return newWaves(tb, latencyLink(tb, c.url, 50*time.Millisecond)), s.Table()
 }
 
+// windowFile is a levers file whose one window (of screening-sim) is in force
+// at the tests' clock.
+func windowFile(tb testing.TB) string {
+	path := tb.TempDir() + "/levers.yaml"
+	start := now.Add(-10 * time.Minute).UTC().Format(time.RFC3339)
+	if err := os.WriteFile(path, []byte("version: 1\ncontext: dev\nwindows:\n  - {dependency: screening-sim, reason: bench, start: "+start+", duration: 1h}\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
 func policyFile(tb testing.TB) string {
 	path := tb.TempDir() + "/allow.cedar"
 	if err := os.WriteFile(path, []byte(allowAll), 0o600); err != nil {
@@ -73,7 +95,7 @@ func policyFile(tb testing.TB) string {
 // TestLeversAtTheFloor holds each lever command to its requests and round
 // trips to the store at 50 ms RTT (counted, not timed).
 func TestLeversAtTheFloor(t *testing.T) {
-	for i, ch := range floorChanges(policyFile(t)) {
+	for i, ch := range floorChanges(policyFile(t), windowFile(t)) {
 		w, table := floorTable(t, fmt.Sprintf("floor-test-%d", i))
 		e := cli(t, w.url, table)
 		for _, s := range ch.setup {
@@ -107,7 +129,7 @@ func TestLeversAtTheFloor(t *testing.T) {
 // command on the state its setup left (undone, uncounted, after it); a
 // command over its bounds fails the benchmark.
 func BenchmarkLeversAtTheFloor(b *testing.B) {
-	for i, ch := range floorChanges(policyFile(b)) {
+	for i, ch := range floorChanges(policyFile(b), windowFile(b)) {
 		b.Run(ch.name, func(b *testing.B) {
 			w, table := floorTable(b, fmt.Sprintf("floor-bench-%d-%d", i, leverTables.Add(1)))
 			e := cli(b, w.url, table)
@@ -134,7 +156,11 @@ func BenchmarkLeversAtTheFloor(b *testing.B) {
 				requests, rounds, n = requests+q, max(rounds, rt), n+1
 				// Undo what the command and its setup left, uncounted.
 				e.Setenv("KOSHACTL_ACTOR", "other@bench")
-				for _, dep := range []string{ch.args[len(ch.args)-1]} {
+				dep := ch.dep
+				if dep == "" {
+					dep = ch.args[len(ch.args)-1]
+				}
+				{
 					if r := e.Run("breaker", "clear", "--allow-unknown", "--reason", "undo", dep); r.Code != 0 {
 						b.Fatalf("undo: %s", r.Stderr)
 					}
