@@ -3,6 +3,7 @@ package approval_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -112,5 +113,83 @@ func TestAHeldOverrideRefusesTheForceWithoutARead(t *testing.T) {
 	}
 	if r, tx := c.reads.Load(), c.txs.Load(); r != 0 || tx != 1 {
 		t.Errorf("%d reads, %d transactions; want 0 and 1", r, tx)
+	}
+}
+
+// overridden forces n dependencies open as bob on c's table, uncounted,
+// and returns the table's overrides service.
+func overridden(t *testing.T, c *counting, clk *clock.Fake, log *audit.Log, n int) *breaker.Overrides {
+	t.Helper()
+	deps := make([]string, n)
+	for i := range deps {
+		deps[i] = fmt.Sprintf("dep-%03d", i)
+	}
+	held := breaker.ForceOpen("mine", breaker.ForceParams{For: time.Hour}, deps...)
+	held.Actor = bob.Actor
+	c.off.Store(true)
+	defer c.off.Store(false)
+	if _, err := lever.Do(context.Background(), guardOn(c, clk, log, bob), held, nil); err != nil {
+		t.Fatal(err)
+	}
+	return breaker.NewOverrides(c, clk)
+}
+
+// clear --all reads what the guard decides on (the table's policy) beside
+// its scan, and nothing after it: with no policy, each transaction checks
+// that there still is none, with room for the check (60 overrides are two
+// transactions of at most 100 writes, not a first one of 101 the store
+// refuses).
+func TestClearAllReadsThePolicyBesideItsScan(t *testing.T) {
+	c, log, clk := bare(t)
+	ov := overridden(t, c, clk, log, 60)
+	g := guardOn(c, clk, log, alice)
+	ch, err := ov.ClearAll(context.Background(), "incident over", g.Reads()...)
+	if err != nil || len(ch.Targets) != 60 {
+		t.Fatalf("%d targets, %v; want 60", len(ch.Targets), err)
+	}
+	if r, s := c.reads.Load(), c.scans.Load(); r != 2 || s != 1 {
+		t.Errorf("%d reads (%d scans); want 2: the scan and, beside it, the policy", r, s)
+	}
+	c.reads.Store(0)
+	rep, err := lever.Do(context.Background(), g, ch, nil)
+	if err != nil || len(rep.Written()) != 60 {
+		t.Fatalf("%d cleared, %v; want 60", len(rep.Written()), err)
+	}
+	if r, tx, chk := c.reads.Load(), c.txs.Load(), c.checks.Load(); r != 0 || tx != 2 || chk != 2 {
+		t.Errorf("%d reads, %d transactions, %d checks; want 0, 2, 2 (no policy, in each)", r, tx, chk)
+	}
+	left, err := ov.List(context.Background())
+	if err != nil || len(left) != 0 {
+		t.Errorf("%d overrides left, %v; want none", len(left), err)
+	}
+}
+
+// twoEyesClear needs two approvals for every clear.
+const twoEyesClear = `@id("two-eyes-clear")
+@approvals("2")
+permit (principal, action == Kosha::Action::"breaker.clear", resource)
+when { context.approvals >= 2 };
+`
+
+// A policy set after clear --all's scan read none is not missed: the
+// transaction checks there is still none, is refused, and the guard
+// decides on the policy the refusal showed: two approvals, so the clear
+// becomes a request and nothing is cleared.
+func TestAPolicySetAfterClearAllsReadHoldsIt(t *testing.T) {
+	c, log, clk := bare(t)
+	ov := overridden(t, c, clk, log, 3)
+	g := guardOn(c, clk, log, alice)
+	ch, err := ov.ClearAll(context.Background(), "incident over", g.Reads()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.beforeTx = func() { setPolicy(t, c, log, twoEyesClear) }
+	rep, err := lever.Do(context.Background(), g, ch, nil)
+	var pe *lever.PendingError
+	if !errors.As(err, &pe) || rep.Pending == nil || rep.Pending.Needed != 2 {
+		t.Fatalf("%+v %v; want the clear pending its two approvals", rep, err)
+	}
+	if left, err := ov.List(context.Background()); err != nil || len(left) != 3 {
+		t.Errorf("%d overrides left, %v; want all 3: a clear a policy set meanwhile holds was written", len(left), err)
 	}
 }

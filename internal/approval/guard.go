@@ -47,6 +47,13 @@ func (s *Service) Guard(svc lever.Changer, identity func(context.Context) (audit
 	return &Guard{svc: svc, approvals: s, identity: identity, source: source}
 }
 
+// Reads are the keys the guard decides a change on besides its targets:
+// the table's policy. A caller that reads its targets itself (clear --all's
+// scan) reads them in the same round trip and hands them in as the
+// change's [lever.Change].Seen (nil: absent, which the write then checks),
+// so the plan reads nothing.
+func (g *Guard) Reads() []string { return []string{policy.Key} }
+
 // Plan implements [lever.Changer]: the service's plan, decided by the
 // table's policy (not asked on a dry run, nor for an unguarded action).
 func (g *Guard) Plan(ctx context.Context, c lever.Change, extra ...string) (*lever.Planned, error) {
@@ -112,7 +119,10 @@ func (g *Guard) decide(ctx context.Context, c lever.Change, p *lever.Planned) (*
 func (g *Guard) Commit(ctx context.Context, p *lever.Planned) (lever.Report, error) {
 	rep, err := g.svc.Commit(ctx, p)
 	var ae *lever.AssumedError
-	if !errors.As(err, &ae) || !slices.Contains(ae.Keys, policy.Key) {
+	if !errors.As(err, &ae) || !slices.Contains(ae.Keys, policy.Key) || written(rep) {
+		// A change of several transactions whose first ones landed before
+		// the policy came is not planned again: what landed is reported,
+		// the rest refused with the policy named (run it again).
 		return rep, err
 	}
 	extra := slices.DeleteFunc(slices.Clone(ae.Extra), func(k string) bool { return k == policy.Key })
@@ -124,6 +134,11 @@ func (g *Guard) Commit(ctx context.Context, p *lever.Planned) (lever.Report, err
 		return q.Report(), err
 	}
 	return g.svc.Commit(ctx, q)
+}
+
+// written reports whether any of rep's targets was written.
+func written(rep lever.Report) bool {
+	return slices.ContainsFunc(rep.Outcomes, func(o lever.Outcome) bool { return o.Written })
 }
 
 // submit stores the planned change as a pending request (sub's requester,

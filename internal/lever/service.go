@@ -318,13 +318,16 @@ func (s *Service) CommitAll(ctx context.Context, ps ...*Planned) ([]Report, erro
 	return reps, first
 }
 
-// commit writes todo in chunks of [ChunkLevers], at most [chunkWorkers]
-// at once; a chunk not started when ctx ends is not sent.
+// commit writes todo in chunks of [ChunkLevers] (less room for the checks
+// of the extra keys taken as absent), at most [chunkWorkers] at once; a
+// chunk not started when ctx ends is not sent.
 func (s *Service) commit(ctx context.Context, todo []ref, at *Attach) {
 	sem := make(chan struct{}, chunkWorkers)
 	var wg sync.WaitGroup
-	for start := 0; start < len(todo); start += ChunkLevers {
-		chunk := todo[start:min(start+ChunkLevers, len(todo))]
+	// Each transaction checks the extra keys taken as absent: room for them.
+	size := ChunkLevers - (len(checks(todo))+1)/2
+	for start := 0; start < len(todo); start += size {
+		chunk := todo[start:min(start+size, len(todo))]
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():

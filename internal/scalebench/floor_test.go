@@ -40,6 +40,9 @@ func forceArgs(dep string) []string {
 // policy is refused by the policy's check and decided on the policy the
 // refusal returned: two requests, as the read and the write were.
 //
+// clear --all is its scan with the table's policy read beside it, then the
+// transaction (which checks the policy is still absent).
+//
 // apply of a window in force is two round trips whatever the table holds:
 // the overrides (the lists index's query beside the batch read of the
 // known dependencies, the table's policy and the window's request), then
@@ -51,6 +54,8 @@ func floorChanges(policyFile, leversFile string) []change {
 		{name: "force-open-held-by-another", setup: [][]string{forceArgs("floor-b")}, args: forceArgs("floor-b"), code: 4, maxRequests: 1, maxRounds: 1},
 		{name: "clear", setup: [][]string{forceArgs("floor-c")}, args: []string{"breaker", "clear", "--reason", "bench", "floor-c"}, maxRequests: 2, maxRounds: 2},
 		{name: "force-open-under-a-policy", setup: [][]string{{"policy", "set", policyFile, "--reason", "bench"}}, args: forceArgs("floor-d"), maxRequests: 2, maxRounds: 2},
+		{name: "clear-all", setup: [][]string{forceArgs("floor-e"), forceArgs("floor-f")}, args: []string{"breaker", "clear", "--all", "--reason", "bench"},
+			maxRequests: 3, maxRounds: 2, dep: "floor-e"},
 		{name: "apply-a-window-in-force", args: apply, maxRequests: 3, maxRounds: 2, dep: "screening-sim"},
 		{name: "apply-under-a-policy", setup: [][]string{{"policy", "set", policyFile, "--reason", "bench"}}, args: apply, maxRequests: 3, maxRounds: 2, dep: "screening-sim"},
 	}
