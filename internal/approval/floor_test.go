@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,5 +193,49 @@ func TestAPolicySetAfterClearAllsReadHoldsIt(t *testing.T) {
 	}
 	if left, err := ov.List(context.Background()); err != nil || len(left) != 3 {
 		t.Errorf("%d overrides left, %v; want all 3: a clear a policy set meanwhile holds was written", len(left), err)
+	}
+}
+
+// secondSeesAPolicy serializes the transactions of the counted table c and
+// sets a policy just before the second: the first lands, the second meets
+// the policy.
+type secondSeesAPolicy struct {
+	*counting
+	mu  sync.Mutex
+	n   int
+	set func()
+}
+
+func (s *secondSeesAPolicy) Transact(ctx context.Context, ch store.Change) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n++; s.n == 2 {
+		s.set()
+	}
+	return s.counting.Transact(ctx, ch)
+}
+
+// A clear --all of two transactions whose first landed before a policy
+// came is not planned again (that would clear the first ones twice, or ask
+// for them): what landed is reported written, the rest not written,
+// naming the policy, and those overrides are still there.
+func TestClearAllHalfLandedBeforeAPolicyReportsTheRest(t *testing.T) {
+	c, log, clk := bare(t)
+	ov := overridden(t, c, clk, log, 60)
+	s := &secondSeesAPolicy{counting: c, set: func() { setPolicy(t, c, log, twoEyesClear) }}
+	levers := leversOn(s, clk, breaker.DurationPolicy{}).WithLog(log)
+	g := approval.NewService(s, clk, levers, "test").Guard(levers, func(context.Context) (audit.Identity, error) { return alice, nil }, "")
+	ch, err := ov.ClearAll(context.Background(), "incident over", g.Reads()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := lever.Do(context.Background(), g, ch, nil)
+	if !errors.Is(err, lever.ErrNotWritten) || rep.Pending != nil || !strings.Contains(err.Error(), `"policy#table"`) {
+		t.Fatalf("%v; want the rest not written, naming the policy", err)
+	}
+	written := len(rep.Written())
+	left, lerr := ov.List(context.Background())
+	if lerr != nil || written == 0 || written == 60 || len(left) != 60-written {
+		t.Errorf("%d written, %d left (%v); want one transaction's written and the rest left", written, len(left), lerr)
 	}
 }

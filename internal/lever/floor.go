@@ -109,7 +109,7 @@ func (e *AssumedError) Error() string {
 	for i, k := range e.Keys {
 		q[i] = textsafe.Quote(k)
 	}
-	return fmt.Sprintf("%s: %s is there, which the change was planned without: plan it again on it", ErrNotWritten, strings.Join(q, ", "))
+	return fmt.Sprintf("%s: %s is there, which the change was planned without: run it again to have it decided on what is there", ErrNotWritten, strings.Join(q, ", "))
 }
 
 // Is makes errors.Is(err, ErrNotWritten) and errors.Is(err, ErrConflict)
