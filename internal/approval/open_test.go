@@ -58,7 +58,7 @@ func TestOpenRequestsAreListedWithoutAScan(t *testing.T) {
 	for _, r := range l.Requests {
 		ids[r.ID] = r
 	}
-	if len(ids) != 2 || ids[pending.ID].Verification != (approval.Verification{}) || ids[forged.ID].Verification.Tampered == "" {
+	if len(ids) != 2 || ids[pending.ID].Verification != (approval.Verification{}) || ids[forged.ID].Tampered == "" {
 		t.Fatalf("listed %+v; want %s clean and %s flagged tampered, %s left out", l.Requests, pending.ID, forged.ID, denied.ID)
 	}
 	if _, ok := ids[denied.ID]; ok {

@@ -131,7 +131,7 @@ func TestAFloorRefusalIsTheRead(t *testing.T) {
 func TestAnExtraKeyThereStopsTheChange(t *testing.T) {
 	svc, st, _ := floorService(t)
 	ctx := context.Background()
-	if err := st.Store.Put(ctx, store.Item{store.PK: "policy#table", "text": "hold"}, store.Always()); err != nil {
+	if err := st.Put(ctx, store.Item{store.PK: "policy#table", "text": "hold"}, store.Always()); err != nil {
 		t.Fatal(err)
 	}
 	p, err := svc.Plan(ctx, atOnce(set("drill", "a")), "policy#table", "other#x")
