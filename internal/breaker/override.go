@@ -458,7 +458,7 @@ func (s *Overrides) scanList(ctx context.Context, extra []string, yield func(Ove
 		wg     sync.WaitGroup
 	)
 	if len(extra) > 0 {
-		wg.Go(func() { extras, xerr = store.GetMany(ctx, s.store, extra) })
+		wg.Go(func() { extras, xerr = store.GetFew(ctx, s.store, extra) })
 	}
 	var items []store.Item
 	var err error

@@ -2,7 +2,6 @@ package lever
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -255,15 +254,8 @@ func (s *Service) read(ctx context.Context, keys, extra []string) (map[string]st
 	switch {
 	case len(keys)+len(extra) == 0:
 		return map[string]store.Item{}, nil
-	case len(keys) == 0 && len(extra) == 1:
-		it, err := s.store.Get(ctx, extra[0])
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return map[string]store.Item{}, nil
-		case err != nil:
-			return nil, err
-		}
-		return map[string]store.Item{extra[0]: it}, nil
+	case len(keys) == 0:
+		return store.GetFew(ctx, s.store, extra)
 	}
 	return store.GetMany(ctx, s.store, append(slices.Clone(keys), extra...))
 }
