@@ -24,7 +24,9 @@ import (
 // proofs each names and each request's closed marker. Two rounds, whatever
 // the table holds; what was decided meanwhile (its item no longer pending)
 // is left out, and a proof named only by the item as read by key is read
-// in a third. An item is only a summary: a request the requester's role put
+// in a third. A review that names no proof at all (made before proofs, or
+// its proofs dropped from its item by hand) costs a scan of the table's
+// proofs, which alone show whether one exists. An item is only a summary: a request the requester's role put
 // back into the partition is checked against its proofs and closed marker
 // like any (tampered), and one taken out of it is not shown, which
 // approves nothing. `request list --all` scans, as before.
@@ -125,6 +127,15 @@ func (s *Service) ListOpen(ctx context.Context) (Listing, error) {
 		// meanwhile, shown as they are now, their new proofs read too.
 		if reqs, revs, err = s.fresh(ctx, reqs, revs, items, &out); err != nil {
 			return Listing{}, err
+		}
+	}
+	if slices.ContainsFunc(revs, func(r Review) bool { return len(r.Proofs) == 0 }) {
+		// A review naming no proof of who broke its glass was made before
+		// proofs, or its item was rewritten without koshactl to hide it
+		// (its actor, to acknowledge it herself): only the table's proofs
+		// tell which, so they are scanned, in this case alone.
+		if err := s.scanProofs(ctx, items); err != nil {
+			return Listing{}, fmt.Errorf("read the proofs of the reviews that name none: %w", err)
 		}
 	}
 	for _, r := range reqs {
