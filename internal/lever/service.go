@@ -310,14 +310,17 @@ func (s *Service) CommitAll(ctx context.Context, ps ...*Planned) ([]Report, erro
 	return reps, first
 }
 
-// commit writes todo in chunks of [ChunkLevers] (less room for the checks
-// of the extra keys taken as absent), at most [chunkWorkers] at once; a
-// chunk not started when ctx ends is not sent.
+// chunkSize is how many of todo's levers one transaction carries, with
+// their records: [ChunkLevers], less room for the checks that the extra
+// keys taken as absent still are, which every transaction carries.
+func chunkSize(todo []ref) int { return ChunkLevers - (len(checks(todo))+1)/2 }
+
+// commit writes todo in chunks of [chunkSize], at most [chunkWorkers] at
+// once; a chunk not started when ctx ends is not sent.
 func (s *Service) commit(ctx context.Context, todo []ref, at *Attach) {
 	sem := make(chan struct{}, chunkWorkers)
 	var wg sync.WaitGroup
-	// Each transaction checks the extra keys taken as absent: room for them.
-	size := ChunkLevers - (len(checks(todo))+1)/2
+	size := chunkSize(todo)
 	for start := 0; start < len(todo); start += size {
 		chunk := todo[start:min(start+size, len(todo))]
 		select {
