@@ -270,6 +270,12 @@ var (
 	// policyBatchRead reads the policy in the levers' own batch read
 	// (force-open, clear: one round trip for both).
 	policyBatchRead = Need{BatchGetItem, PolicyItems, false}
+	// policyCheck checks, in a lever's transaction, that the table has no
+	// policy: a force with nothing in force reads nothing (its one
+	// transaction checks the override and the policy absent), and clear
+	// --all, which read the policy beside its scan, checks it is still
+	// absent.
+	policyCheck = Need{ConditionCheckItem, PolicyItems, true}
 	// policyPut writes the table's change policy: the admin role's alone.
 	policyPut = Need{PutItem, PolicyItems, true}
 	// Asking: a change the table's policy does not allow at once becomes a
@@ -336,11 +342,14 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// record. A lost answer is settled by one read of the change's proof:
 		// the override it puts (a force), or its first record (a clear).
 		// Each asks the table's change policy, read in the same batch as the
-		// overrides (clear --all, whose scan read the overrides: one GetItem),
-		// and asks for approval or breaks the glass where the policy says
-		// (withAsking).
-		"breaker force-open":  withAsking(policyBatchRead, batchRead, breakerPut, record, breakerRead, notifyPublish),
-		"breaker clear":       withAsking(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
+		// overrides (clear --all: one GetItem beside its scan), or, for a
+		// force with nothing in force, checked absent by its transaction
+		// (policyCheck), and asks for approval or breaks the glass where the
+		// policy says (withAsking).
+		"breaker force-open": withAsking(policyBatchRead, batchRead, breakerPut, record, breakerRead, policyCheck, notifyPublish),
+		"breaker clear":      withAsking(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
+		// (clear --all checks the policy still absent when it read none: the
+		// operator's force-open grants that check.)
 		"breaker clear --all": withAsking(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
 		// Levers as code: diff reads the overrides as breaker status does;
 		// apply reads them, then the table's policy and the windows' requests
@@ -403,8 +412,10 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"ratelimit reset": withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish),
 		// A drain or set of a client without a bucket (and without --create)
 		// is refused, with the near client a scan of the buckets finds.
-		"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
-		"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
+		// A drain or set of a client without a bucket (--create) creates it
+		// at the floor: its transaction checks the policy absent.
+		"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan, policyCheck),
+		"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan, policyCheck),
 		"audit list":        needs(indexRead, policyRead),
 		"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
 		// A scheduled detection job: the lever changes recorded since the
@@ -506,17 +517,17 @@ var Roles = []Role{Reader, Requester, Operator, Approver, DrillRunner, DataPlane
 // operator's and the approver's (TestRolesExtendTheReader).
 var RolePaths = map[Role][]string{
 	Reader: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show"},
 	Requester: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show",
 		"mcp", "request cancel", "drill request", "apply --request"},
 	Operator: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show",
 		"breaker force-open", "breaker clear", "breaker clear --all", "apply",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
 		"request cancel", "request ack", "drill request", "apply --request", "audit list --unapproved --notify"},
 	Approver: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show",
 		"request approve", "request deny", "request ack"},
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},

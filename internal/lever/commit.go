@@ -116,6 +116,17 @@ func (s *Service) commitChunk(ctx context.Context, chunk []ref, at *Attach) {
 			}
 			return
 		}
+		if chunk[0].p.floor && attempt == 1 && unheardUnwritten(err) {
+			// Planned unread, its answer lost, and the read that settled it
+			// showed it did not land: what is there refused it unheard (an
+			// override held), as a refusal would have shown. Decide again on
+			// the targets as read now, as a read's plan decides them.
+			if err := s.refloor(ctx, chunk, items, nil); err != nil {
+				fail(all, &wholeRefusal{err})
+				return
+			}
+			continue
+		}
 		var tce *store.TxConflictError
 		if errors.As(err, &tce) {
 			for _, aop := range attached {

@@ -159,14 +159,27 @@ func assumed(chunk []ref, items map[int]store.Item, tce *store.TxConflictError) 
 	return &AssumedError{Change: c, Extra: p.extra, Keys: there}
 }
 
+// unheardUnwritten reports whether err is a change whose answer was lost
+// and which the read of its proof showed did not land ([store.Apply]: an
+// unavailable store, the outcome known, nothing written).
+func unheardUnwritten(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) && !errors.Is(err, store.ErrThrottled) &&
+		!errors.Is(err, store.ErrOutcomeUnknown) && !errors.Is(err, store.ErrNotSent)
+}
+
 // refloor decides the targets of chunk, a floor plan's, again on their
 // items as its refusal tce showed them (read where the store did not say;
-// a target whose condition held is absent), as a read's plan decides
-// them: a target the kind refuses now (held by someone else) refuses the
-// whole change, nothing written. items takes what was shown.
+// a target whose condition held is absent; nil tce, a refusal unheard:
+// every target read), as a read's plan decides them: a target the kind
+// refuses now (held by someone else) refuses the whole change, nothing
+// written. items takes what was shown.
 func (s *Service) refloor(ctx context.Context, chunk []ref, items map[int]store.Item, tce *store.TxConflictError) error {
 	var unshown []string
 	for j, r := range chunk {
+		if tce == nil {
+			unshown = append(unshown, r.key())
+			continue
+		}
 		if ce, ok := tce.On(r.key()); ok {
 			if ce.Current != nil {
 				items[j] = ce.Current
@@ -178,6 +191,9 @@ func (s *Service) refloor(ctx context.Context, chunk []ref, items map[int]store.
 	if len(unshown) > 0 {
 		read, err := store.GetMany(ctx, s.store, unshown)
 		if err != nil {
+			if tce == nil {
+				return fmt.Errorf("%w: its answer was lost and it did not land, and reading the %s failed: %w", ErrNotWritten, plural(chunk[0].p.Kind.Spec().Item), err)
+			}
 			return fmt.Errorf("the change was refused (%w), and reading the %s failed: %w", tce, plural(chunk[0].p.Kind.Spec().Item), err)
 		}
 		for j, r := range chunk {

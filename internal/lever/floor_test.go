@@ -3,6 +3,7 @@ package lever_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -166,5 +167,47 @@ func TestAnExtraKeyThereStopsTheChange(t *testing.T) {
 	}
 	if len(checked) != 1 || checked[0] != "other#x" {
 		t.Errorf("checked %v, want other#x (seen absent) alone", checked)
+	}
+}
+
+// losing loses the answer of its next lose transactions: each is sent on
+// and applied (or refused), and the caller hears only that the store did
+// not answer.
+type losing struct {
+	*counting
+	lose int
+}
+
+func (l *losing) Transact(ctx context.Context, ch store.Change) error {
+	err := l.counting.Transact(ctx, ch)
+	if l.lose > 0 {
+		l.lose--
+		return fmt.Errorf("%w: connection reset by peer (the answer to %v was lost)", store.ErrUnavailable, err)
+	}
+	return err
+}
+
+// A change at the floor whose answer is lost, and which the read of its
+// proof shows did not land (a target there refused it unheard), is
+// decided again on the targets as read, as a read's plan decides them,
+// and sent again: not reported as a store that could not be reached.
+func TestAFloorChangeWhoseRefusalWasLostIsDecidedOnARead(t *testing.T) {
+	svc, st, log := floorService(t)
+	ctx := context.Background()
+	if _, err := svc.Change(ctx, set("first", "a")); err != nil {
+		t.Fatal(err)
+	}
+	ls := &losing{counting: st, lose: 1}
+	lossy := lever.NewService(ls, nil, svc.Kinds()).WithLog(log).WithActor(func(context.Context) (string, error) { return "al", nil })
+	st.sent = nil
+	rep, err := lossy.Change(ctx, set("again", "a", "b"))
+	if err != nil || !rep.Outcomes[0].Noop || !rep.Outcomes[1].Written {
+		t.Fatalf("%+v %v; want a as it was, b written", rep.Outcomes, err)
+	}
+	if len(st.sent) != 2 {
+		t.Errorf("%d transactions, want 2 (the refused one, unheard, then b's)", len(st.sent))
+	}
+	if l, _ := log.List(ctx, audit.Query{Action: "flag.set"}); len(l.Records) != 2 {
+		t.Errorf("%d records, want a's first and b's", len(l.Records))
 	}
 }
