@@ -5,6 +5,7 @@ package apply
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -19,9 +20,11 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/levers"
@@ -67,6 +70,11 @@ type ItemResult struct {
 	Override   *overrideview.OverrideView `json:"override,omitempty"`
 	Before     *overrideview.OverrideView `json:"before"`
 	AuditID    string                     `json:"audit_id,omitempty"`
+	// Impact is what a window's force does to the platform's tools (a dry
+	// run's would-force; docs/contracts/degradation-matrix.md).
+	Impact json.RawMessage `json:"impact,omitempty"`
+
+	impact lever.Impact
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -188,7 +196,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *levers.File, opts *Options, round int) error {
 	now := f.Clock.Now()
 	var (
-		extra []string // what authorize decides on: the policy, the windows' requests
+		extra []string // what authorize decides on: the policy, the windows' requests (and the freeze, always)
 		id    audit.Identity
 		idErr error // reported only where the policy needs who acts
 		wg    sync.WaitGroup
@@ -203,7 +211,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		extra = approval.WindowKeys(inForce)
 		wg.Go(func() { id, idErr = env.CallerIdentity(ctx) })
 	}
-	list, extras, err := leversview.OverridesWith(ctx, env, extra)
+	list, extras, err := leversview.OverridesWith(ctx, env, append(extra, freeze.Key))
 	wg.Wait()
 	if err != nil {
 		return err
@@ -212,17 +220,31 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	if err != nil {
 		return err
 	}
-	ds := levers.Compare(file, levers.State{Now: now, Overrides: list, Written: written})
+	// While the fleet is frozen no window opens (a window open lapses and
+	// is cleared as always); a freeze that cannot be read writes nothing.
+	// It was read with the overrides.
+	fr, err := freeze.In(extras)
+	if err != nil {
+		return err
+	}
+	ds := levers.Compare(file, levers.State{Now: now, Overrides: list, Written: written, Freeze: fr})
 	res := Result{Header: leversview.NewHeader("LeversApply", env, opts.File, file, now), DryRun: opts.DryRun, Round: round,
 		Differences: leversview.Differences(ds, now), Results: []ItemResult{}}
 	if changes(ds) == 0 {
 		return printResult(f, opts, res)
 	}
 	if opts.DryRun {
+		plan := file.Plan(ds, "")
 		for _, d := range ds {
 			if d.Action != levers.ActionNone {
-				res.Results = append(res.Results, ItemResult{Dependency: d.Dependency, Action: "would-" + verb(d), Window: windowID(d),
-					Before: overrideview.ViewPtr(d.Override, now)})
+				item := ItemResult{Dependency: d.Dependency, Action: "would-" + verb(d), Window: windowID(d), Before: overrideview.ViewPtr(d.Override, now)}
+				for _, c := range plan {
+					if c.Action == breaker.ActionForceOpen && d.Action == levers.ActionForce && c.Targets[0] == d.Dependency {
+						item.impact = env.Levers().Impact(ctx, c)
+						item.Impact = levercmd.ImpactJSON(item.impact)
+					}
+				}
+				res.Results = append(res.Results, item)
 			}
 		}
 		return printResult(f, opts, res)
@@ -360,6 +382,7 @@ func printResult(f *cmdenv.Factory, opts *Options, res Result) error {
 			line += " (audit " + r.AuditID + ")"
 		}
 		fmt.Fprintln(out, textsafe.Line(line))
+		levercmd.Impact(out, r.impact)
 	}
 	for _, d := range res.Differences {
 		if d.Action == levers.ActionNone {
