@@ -179,6 +179,10 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 		wg       sync.WaitGroup
 	)
 	resolve := c.Actor == "" && s.actor != nil && (!c.DryRun || action.DryRunActor)
+	// The impact is told while the targets are read (or, at the floor,
+	// while who acts resolves), and waited for only by a plan that stands:
+	// a refusal does not wait on a rate source.
+	impact := s.assess(ctx, kind, c, s.clock.Now())
 	if floorable(c) {
 		// Nothing to read beside: who acts is the write's first need.
 		if resolve {
@@ -191,6 +195,7 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 				fc.Actor = actor
 			}
 			if p := s.planAbsent(ctx, fc, kind, action, extra); p != nil {
+				p.Impact = impact()
 				return p, nil
 			}
 		}
@@ -211,9 +216,6 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	if resolve {
 		wg.Go(func() { actor, actorErr = s.actor(ctx) })
 	}
-	// The impact is told while the targets are read, and waited for only
-	// by a plan that stands: a refusal does not wait on a rate source.
-	impact := s.assess(ctx, kind, c, s.clock.Now())
 	items, err := s.read(ctx, keys, unread)
 	wg.Wait()
 	if err != nil {
