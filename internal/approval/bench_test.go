@@ -29,10 +29,14 @@ import (
 type counting struct {
 	s                  *sqlite.Store
 	reads, txs, checks atomic.Int64
-	off                atomic.Bool
+	// scans counts the scans among the reads, queries the index queries.
+	scans, queries atomic.Int64
+	off            atomic.Bool
 	// beforeTx, when set, runs once before the next transaction (another
 	// writer landing between a read and a write).
 	beforeTx func()
+	// beforeBatch, when set, runs once before the next batch read.
+	beforeBatch func()
 }
 
 func (c *counting) count(n *atomic.Int64) {
@@ -47,6 +51,10 @@ func (c *counting) Get(ctx context.Context, pk string) (store.Item, error) {
 }
 
 func (c *counting) BatchGet(ctx context.Context, pks []string) (map[string]store.Item, error) {
+	if f := c.beforeBatch; f != nil {
+		c.beforeBatch = nil
+		f()
+	}
 	c.count(&c.reads)
 	return c.s.BatchGet(ctx, pks)
 }
@@ -72,7 +80,17 @@ func (c *counting) Transact(ctx context.Context, ch store.Change) error {
 
 func (c *counting) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Item, error] {
 	c.count(&c.reads)
+	c.count(&c.scans)
 	return c.s.Scan(ctx, q)
+}
+
+// Query passes an index query on, counted; the store's queries are not
+// taken for consistent ones (as DynamoDB's are not): what they list is read
+// again by key.
+func (c *counting) Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.Item, error] {
+	c.count(&c.reads)
+	c.count(&c.queries)
+	return c.s.Query(ctx, q)
 }
 
 var (

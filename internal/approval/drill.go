@@ -141,13 +141,20 @@ func (s *Service) readPolicyWith(ctx context.Context, keys []string) (*policy.St
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the table's policy: %w", err)
 	}
-	var stored *policy.Stored
-	if it, ok := items[policy.Key]; ok {
-		if stored, err = policy.FromItem(s.schema, it); err != nil {
-			return nil, nil, err
-		}
+	stored, err := s.policyIn(items)
+	if err != nil {
+		return nil, nil, err
 	}
 	return stored, items, nil
+}
+
+// policyIn is the table's policy among items read by key (nil: not there).
+func (s *Service) policyIn(items map[string]store.Item) (*policy.Stored, error) {
+	it, ok := items[policy.Key]
+	if !ok {
+		return nil, nil
+	}
+	return policy.FromItem(s.schema, it)
 }
 
 // ErrDrillNoApproval: a drill pulls levers the table's policy needs

@@ -2,6 +2,7 @@ package approval
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,6 +49,13 @@ func (s *Service) Guard(svc lever.Changer, identity func(context.Context) (audit
 	return &Guard{svc: svc, approvals: s, identity: identity, source: source}
 }
 
+// Reads are the keys the guard decides a change on besides its targets:
+// the table's policy. A caller that reads its targets itself (clear --all's
+// scan) reads them in the same round trip and hands them in as the
+// change's [lever.Change].Seen (nil: absent, which the write then checks),
+// so the plan reads nothing.
+func (g *Guard) Reads() []string { return []string{policy.Key} }
+
 // Plan implements [lever.Changer]: the service's plan, decided by the
 // table's policy (not asked on a dry run, nor for an unguarded action).
 func (g *Guard) Plan(ctx context.Context, c lever.Change, extra ...string) (*lever.Planned, error) {
@@ -59,6 +67,13 @@ func (g *Guard) Plan(ctx context.Context, c lever.Change, extra ...string) (*lev
 	if err != nil {
 		return p, err
 	}
+	return g.decide(ctx, c, p)
+}
+
+// decide decides the planned change p (of c) on the table's policy as the
+// plan found it: absent (read, or taken as absent by a plan at the floor,
+// whose transaction checks it is), or the item.
+func (g *Guard) decide(ctx context.Context, c lever.Change, p *lever.Planned) (*lever.Planned, error) {
 	it, ok := p.Extra[policy.Key]
 	if !ok {
 		if c.BreakGlass {
@@ -103,9 +118,33 @@ func (g *Guard) Plan(ctx context.Context, c lever.Change, extra ...string) (*lev
 	return p, p.Attach(at)
 }
 
-// Commit implements [lever.Changer].
+// Commit implements [lever.Changer]. A change planned at the floor (the
+// policy taken as absent, unread) that met a policy is decided on it as the
+// refusal showed it, planned again unread, and committed (or requested):
+// the read a policy needs, paid only where there is one.
 func (g *Guard) Commit(ctx context.Context, p *lever.Planned) (lever.Report, error) {
-	return g.svc.Commit(ctx, p)
+	rep, err := g.svc.Commit(ctx, p)
+	var ae *lever.AssumedError
+	if !errors.As(err, &ae) || !slices.Contains(ae.Keys, policy.Key) || written(rep) {
+		// A change of several transactions whose first ones landed before
+		// the policy came is not planned again: what landed is reported,
+		// the rest refused with the policy named (run it again).
+		return rep, err
+	}
+	extra := slices.DeleteFunc(slices.Clone(ae.Extra), func(k string) bool { return k == policy.Key })
+	q, err := g.Plan(ctx, ae.Change, extra...)
+	switch {
+	case q == nil:
+		return lever.Report{Change: p.Change}, err
+	case err != nil:
+		return q.Report(), err
+	}
+	return g.svc.Commit(ctx, q)
+}
+
+// written reports whether any of rep's targets was written.
+func written(rep lever.Report) bool {
+	return slices.ContainsFunc(rep.Outcomes, func(o lever.Outcome) bool { return o.Written })
 }
 
 // submit stores the planned change as a pending request (sub's requester,

@@ -384,6 +384,9 @@ func (r Request) item(token string) (store.Item, error) {
 	if !r.DecidedAt.IsZero() {
 		it[attrDecidedAt] = r.DecidedAt.UnixMilli()
 	}
+	if r.Status == StatusPending {
+		openEntry(it, OpenRequests, r.CreatedAt, r.ID)
+	}
 	return it, nil
 }
 

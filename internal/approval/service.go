@@ -941,11 +941,19 @@ func (s *Service) Ack(ctx context.Context, log audit.Appender, id string, by aud
 // glass.
 func (s *Service) glassProofs(ctx context.Context, id string) ([]proof.Proof, error) {
 	items := map[string]store.Item{}
+	if err := s.scanProofs(ctx, items); err != nil {
+		return nil, fmt.Errorf("read the proofs of review %s: %w", id, err)
+	}
+	return glassOf(items, id), nil
+}
+
+// scanProofs adds every proof of the table to items (a scan).
+func (s *Service) scanProofs(ctx context.Context, items map[string]store.Item) error {
 	for it, err := range s.store.Scan(ctx, store.ScanQuery{Prefix: proof.Prefix, Segments: listSegments}) {
 		if err != nil {
-			return nil, fmt.Errorf("read the proofs of review %s: %w", id, err)
+			return err
 		}
 		items[it.PK()] = it
 	}
-	return glassOf(items, id), nil
+	return nil
 }

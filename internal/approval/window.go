@@ -176,21 +176,35 @@ func (a WindowAuthorization) Approval() *audit.Approval {
 	return nil
 }
 
-// ReadWindows reads the table's policy (nil: none) and the request of
-// each of ws, in one batch read: what [Service.AuthorizeWindow] decides on.
-func (s *Service) ReadWindows(ctx context.Context, ws []Window) (*policy.Stored, map[string]store.Item, error) {
-	keys := make([]string, 0, len(ws))
+// WindowKeys are the keys [Service.AuthorizeWindow] decides on: the
+// table's policy and the request of each of ws, for the caller to read in
+// its own batch read (apply reads them beside the overrides, in one round
+// trip) and hand to [Service.WindowsRead].
+func WindowKeys(ws []Window) []string {
+	keys := make([]string, 0, len(ws)+1)
+	keys = append(keys, policy.Key)
 	for _, w := range ws {
 		keys = append(keys, RequestPrefix+WindowRequestID(w))
 	}
-	return s.readPolicyWith(ctx, keys)
+	return keys
+}
+
+// WindowsRead is the table's policy (nil: none) among items, the keys of
+// [WindowKeys] as read (absent ones left out), and items: what
+// [Service.AuthorizeWindow] decides on.
+func (s *Service) WindowsRead(items map[string]store.Item) (*policy.Stored, map[string]store.Item, error) {
+	stored, err := s.policyIn(items)
+	if err != nil {
+		return nil, nil, err
+	}
+	return stored, items, nil
 }
 
 // AuthorizeWindow is the rule apply follows before it forces a window's
 // dependency on a table with a policy (stored; nil: none): allowed as is, or
 // approved by the window's levers.window request for exactly this content,
 // occurrence and context, approved and not expired. items are what
-// [Service.ReadWindows] read; it writes nothing. Refused: a request
+// [Service.WindowsRead] found; it writes nothing. Refused: a request
 // missing or still pending ([ErrWindowNoApproval], exit 12), expired or
 // closed (exit 13), for other content ([ErrHashMismatch], exit 14), one
 // whose approval no approver's proof shows ([ErrApprovalUnproven], exit

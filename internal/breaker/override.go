@@ -10,6 +10,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -448,14 +449,32 @@ func (s *Overrides) List(ctx context.Context) ([]Override, error) {
 
 // scanList lists overrides with a scan of the table (for stores without
 // indexes, tables that lack the overrides indexes, and [Overrides.List]),
-// sorted, so it holds them all; and reads the items under extra.
+// sorted, so it holds them all; and reads the items under extra beside
+// the scan (in its first round trip), absent ones left out.
 func (s *Overrides) scanList(ctx context.Context, extra []string, yield func(Override) bool) (map[string]store.Item, error) {
+	var (
+		extras map[string]store.Item
+		xerr   error
+		wg     sync.WaitGroup
+	)
+	if len(extra) > 0 {
+		wg.Go(func() { extras, xerr = store.GetFew(ctx, s.store, extra) })
+	}
 	var items []store.Item
-	for it, err := range s.store.Scan(ctx, store.ScanQuery{Prefix: OverridePrefix}) {
-		if err != nil {
-			return nil, fmt.Errorf("list overrides: %w", err)
+	var err error
+	for it, serr := range s.store.Scan(ctx, store.ScanQuery{Prefix: OverridePrefix}) {
+		if serr != nil {
+			err = fmt.Errorf("list overrides: %w", serr)
+			break
 		}
 		items = append(items, it)
+	}
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	if xerr != nil {
+		return nil, fmt.Errorf("list overrides: %w", xerr)
 	}
 	list, err := overridesFrom(items)
 	if err != nil {
@@ -465,13 +484,6 @@ func (s *Overrides) scanList(ctx context.Context, extra []string, yield func(Ove
 		if !yield(o) {
 			return nil, errStopped
 		}
-	}
-	if len(extra) == 0 {
-		return nil, nil
-	}
-	extras, err := store.GetMany(ctx, s.store, extra)
-	if err != nil {
-		return nil, fmt.Errorf("list overrides: %w", err)
 	}
 	return extras, nil
 }

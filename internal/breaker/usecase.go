@@ -55,9 +55,14 @@ func (s *Overrides) Proposed(action string, a lever.Args) (lever.Change, error) 
 // found with a consistent scan (an item written by hand without the index
 // attribute, one whose pk is not a valid dependency name, included), each
 // cleared conditional on the item the scan read, never read again: 10,000
-// overrides are one scan, not a scan and 100 batch reads.
-func (s *Overrides) ClearAll(ctx context.Context, reason string) (lever.Change, error) {
-	all, err := s.List(ctx)
+// overrides are one scan, not a scan and 100 batch reads. The items under
+// beside (what the lever service's caller decides the change on: the
+// table's policy, for internal/approval's guard) are read beside the scan, in its
+// first round trip, and handed in as the change's Seen (nil: absent, which
+// the write then checks), so nothing reads them again.
+func (s *Overrides) ClearAll(ctx context.Context, reason string, beside ...string) (lever.Change, error) {
+	var all []Override
+	extras, err := s.scanList(ctx, beside, func(o Override) bool { all = append(all, o); return true })
 	if err != nil {
 		return lever.Change{}, err
 	}
@@ -66,6 +71,12 @@ func (s *Overrides) ClearAll(ctx context.Context, reason string) (lever.Change, 
 	for _, o := range all {
 		c.Targets = append(c.Targets, o.Dependency)
 		c.Read[o.Dependency] = o.Raw
+	}
+	if len(beside) > 0 {
+		c.Seen = make(map[string]store.Item, len(beside))
+		for _, k := range beside {
+			c.Seen[k] = extras[k] // nil: absent
+		}
 	}
 	return c, nil
 }

@@ -441,6 +441,17 @@ func Read(ctx context.Context, s Getter) (*Freeze, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the freeze item %s: %w", Key, err)
 	}
+	return In(map[string]store.Item{Key: it})
+}
+
+// In is [Read] of items the caller read by key in its own batch read
+// ([Key] among the keys; absent items left out): apply reads the freeze
+// with the overrides, in one round trip.
+func In(items map[string]store.Item) (*Freeze, error) {
+	it, ok := items[Key]
+	if !ok {
+		return nil, nil
+	}
 	f, err := FromItem(it)
 	if err != nil {
 		return nil, err

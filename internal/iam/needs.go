@@ -285,6 +285,12 @@ var (
 	// policyBatchRead reads the policy in the levers' own batch read
 	// (force-open, clear: one round trip for both).
 	policyBatchRead = Need{BatchGetItem, PolicyItems, false}
+	// policyCheck checks, in a lever's transaction, that the table has no
+	// policy: a force with nothing in force reads nothing (its one
+	// transaction checks the override and the policy absent), and clear
+	// --all, which read the policy beside its scan, checks it is still
+	// absent.
+	policyCheck = Need{ConditionCheckItem, PolicyItems, true}
 	// policyPut writes the table's change policy: the admin role's alone.
 	policyPut = Need{PutItem, PolicyItems, true}
 	// Asking: a change the table's policy does not allow at once becomes a
@@ -300,6 +306,9 @@ var (
 	reviewPut  = Need{PutItem, ReviewItems, true}
 	reviewRead = Need{GetItem, ReviewItems, false}
 	reviewScan = Need{Action: Scan, Prefix: ReviewItems}
+	// reviewBatchRead reads the open reviews the lists index listed again
+	// by key, with their proofs.
+	reviewBatchRead = Need{BatchGetItem, ReviewItems, false}
 	// freezeRead reads the fleet's freeze: chaos sign mints nothing while
 	// it holds, chaos verify explains it.
 	freezeRead = Need{GetItem, FreezeItems, false}
@@ -357,24 +366,31 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// record. A lost answer is settled by one read of the change's proof:
 		// the override it puts (a force), or its first record (a clear).
 		// Each asks the table's change policy, read in the same batch as the
-		// overrides (clear --all, whose scan read the overrides: one GetItem),
-		// and asks for approval or breaks the glass where the policy says
-		// (withAsking).
-		"breaker force-open":  withAsking(policyBatchRead, batchRead, breakerPut, record, breakerRead, notifyPublish),
-		"breaker clear":       withAsking(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish),
-		"breaker clear --all": withAsking(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish),
+		// overrides (clear --all: one GetItem beside its scan), or, for a
+		// force with nothing in force, checked absent by its transaction
+		// (policyCheck), and asks for approval or breaks the glass where the
+		// policy says (withAsking). On a context that names CloudWatch,
+		// forces and clears read the call rates their impact and records
+		// carry (the gauges' GetMetricData; a denied read leaves the
+		// matrix's impact and never stops the lever).
+		"breaker force-open": withAsking(policyBatchRead, batchRead, breakerPut, record, breakerRead, policyCheck, notifyPublish, gauges),
+		"breaker clear":      withAsking(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish, gauges),
+		// (clear --all checks the policy still absent when it read none: the
+		// operator's force-open grants that check.)
+		"breaker clear --all": withAsking(policyRead, breakerScan, breakerDelete, record, recordProof, notifyPublish, gauges),
 		// Levers as code: diff reads the overrides as breaker status does;
-		// apply reads them, then the table's policy and the windows' requests
-		// in one batch read, and writes the windows' forces and clears as one
-		// transaction, settled like force-open's and clear's.
+		// apply reads them with the fleet's freeze, the table's policy and
+		// the windows' requests in one batch read, and writes the windows'
+		// forces and clears as one transaction, settled like force-open's
+		// and clear's.
 		"diff": needs(freezeRead, indexRead, batchRead, gauges),
 		// A window's approved request is proven by its proofs and closed
 		// marker (and the policy by its own), read in one batch; an override
 		// is the file's only when apply's own record of its write says so
 		// (the audit index by subject). It reads the fleet's freeze first:
 		// while it holds, no window opens.
-		"apply": needs(freezeRead, indexRead, batchRead, policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerPut, breakerDelete,
-			record, breakerRead, recordProof, notifyPublish),
+		"apply": needs(freezeBatchRead, indexRead, batchRead, policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerPut, breakerDelete,
+			record, breakerRead, recordProof, notifyPublish, gauges),
 		// apply --request asks for the windows the policy does not allow at
 		// once: it reads the policy and the windows' requests, and writes the
 		// missing requests with their records of asking; no lever.
@@ -388,13 +404,13 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// by reading the request). No lever and no approver's record is
 		// written.
 		"mcp": needs(indexRead, batchRead, gauges, freezeRead, breakerRead, policyRead, bucketRead, bucketScan,
-			requestScan, reviewScan, proofScan, closedScan, bucketBatchRead, requestPut, requestRead, askRecord, ownProof(VerbAsk), notifyPublish,
-			policyBatchRead, proposalsBatchRead, ownProposals, proofBatchRead, closedBatchRead),
+			requestScan, reviewScan, proofScan, closedScan, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead, bucketBatchRead,
+			requestPut, requestRead, askRecord, ownProof(VerbAsk), notifyPublish, policyBatchRead, proposalsBatchRead, ownProposals),
 		// koshactl mcp on a context marked mcp: {read-only: true}: its read
 		// tools alone (no proposal tool is offered), read as their commands
 		// read; what the reader's role runs it with.
 		"mcp --read-only": needs(indexRead, batchRead, gauges, freezeRead, breakerRead, policyRead, bucketRead, bucketScan,
-			requestScan, reviewScan, proofScan, closedScan),
+			requestScan, reviewScan, proofScan, closedScan, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead),
 		// The dashboard's refresh: the overrides index's keys (overrides of
 		// dependencies the context does not know), the known dependencies'
 		// overrides with the table's policy item and the fleet's freeze
@@ -403,12 +419,15 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// them. Its levers are breaker force-open's and clear's, its
 		// requests pane request list's, its detail audit list's.
 		"dashboard": needs(indexRead, batchRead, policyBatchRead, freezeBatchRead, gauges),
-		// Change requests (docs/contracts/policy.md). Listing scans requests
-		// and reviews; showing reads one request. (Both mark a request found
-		// past its expiry expired where the caller may write it; a reader's
-		// warns and leaves that to the next approval, which marks it.)
-		"request list": needs(requestScan, reviewScan, proofScan, closedScan),
-		"request show": needs(requestRead, proofBatchRead, closedBatchRead),
+		// Change requests (docs/contracts/policy.md). Listing the open ones
+		// queries the lists index, then reads them again by key with their
+		// proofs and closed markers; --all scans requests and reviews;
+		// showing reads one request. (Both mark a request found past its
+		// expiry expired where the caller may write it; a reader's warns and
+		// leaves that to the next approval, which marks it.)
+		"request list":       needs(indexRead, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead),
+		"request list --all": needs(requestScan, reviewScan, proofScan, closedScan),
+		"request show":       needs(requestRead, proofBatchRead, closedBatchRead),
 		// Approving reads the request and the policy in one batch read (and a
 		// bucket change's buckets), then writes the change, the approver's
 		// record and the request's status in one transaction, settled by
@@ -419,7 +438,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// transaction. An approval that finds the request expired marks it
 		// so: the approver's proof of the expiry, and the closed marker.
 		"request approve": needs(requestBatchRead, closedBatchRead, policyBatchRead, bucketBatchRead, freezeBatchRead, breakerPut, breakerDelete, bucketPut, freezePut, record,
-			requestPut, requestRead, ownProof(VerbApprove), ownProof(VerbExpire), closedPut, closedCheck, proofCheck, notifyPublish),
+			requestPut, requestRead, ownProof(VerbApprove), ownProof(VerbExpire), closedPut, closedCheck, proofCheck, notifyPublish, gauges),
 		// Denying is an approver's record; canceling the requester's record of
 		// asking. Each reads the request with its closed marker, and writes
 		// the decider's proof and the marker.
@@ -438,10 +457,12 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// The bucket levers ask the table's policy too, read in the same batch
 		// as the buckets. A change of a client without a bucket (a drain or
 		// set without --create; a reset when a client is near) is refused,
-		// with the near client a scan of the buckets finds.
+		// with the near client a scan of the buckets finds. A drain or set
+		// with --create of a client without a bucket creates it at the floor:
+		// its transaction checks the policy absent.
 		"ratelimit reset":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
-		"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
-		"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
+		"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan, policyCheck),
+		"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan, policyCheck),
 		"audit list":        needs(indexRead, policyRead),
 		"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
 		// A scheduled detection job: the lever changes recorded since the
@@ -552,17 +573,17 @@ var Roles = []Role{Reader, Requester, Operator, Approver, DrillRunner, DataPlane
 // operator's and the approver's (TestRolesExtendTheReader).
 var RolePaths = map[Role][]string{
 	Reader: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status", "dashboard", "mcp --read-only"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show", "freeze status", "dashboard", "mcp --read-only"},
 	Requester: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status", "dashboard", "mcp --read-only",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show", "freeze status", "dashboard", "mcp --read-only",
 		"mcp", "request cancel", "drill request", "apply --request"},
 	Operator: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status", "dashboard", "mcp --read-only",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show", "freeze status", "dashboard", "mcp --read-only",
 		"breaker force-open", "breaker clear", "breaker clear --all", "apply", "freeze", "freeze lift",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
 		"request cancel", "request ack", "drill request", "apply --request", "audit list --unapproved --notify"},
 	Approver: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status", "dashboard", "mcp --read-only",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show", "freeze status", "dashboard", "mcp --read-only",
 		"request approve", "request deny", "request ack"},
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},

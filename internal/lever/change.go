@@ -31,6 +31,11 @@ type Change struct {
 	BreakGlass bool
 	// DryRun decides every target and writes nothing.
 	DryRun bool
+	// AtOnce commits the change as soon as it is planned, its plan shown
+	// to nobody in between (no prompt): the service may then plan it at
+	// the floor, unread, its one transaction checking what a read would
+	// have shown ([Service.Plan]).
+	AtOnce bool
 	// NoNotify keeps the change from being announced (--no-notify).
 	NoNotify bool
 	// RequestTTL is how long a change request waits for its approvals,
@@ -50,6 +55,12 @@ type Change struct {
 	// target was absent): they are not read again, and their writes are
 	// conditional on them, so a change since is a conflict.
 	Read map[string]store.Item
+	// Seen holds items by key (targets' and extra keys') as a refused
+	// write's answer showed them (nil: absent; a key not held is read):
+	// they are not read again, a target's write is conditional on its item
+	// as seen, and an extra key seen absent is checked absent by the write
+	// ([AssumedError.Change]).
+	Seen map[string]store.Item
 	// Always writes every target, even one already as asked: a change
 	// with attached writes lands whole, records and all.
 	Always bool

@@ -105,6 +105,7 @@ func (s *Service) commitChunk(ctx context.Context, chunk []ref, at *Attach) {
 			}
 			ops = append(ops, attached...)
 		}
+		ops = append(ops, checks(chunk)...) // the extra keys taken as absent still are
 		for _, j := range in {
 			o := chunk[j].out
 			o.Attempts++
@@ -118,6 +119,17 @@ func (s *Service) commitChunk(ctx context.Context, chunk []ref, at *Attach) {
 			}
 			return
 		}
+		if chunk[0].p.floor && attempt == 1 && unheardUnwritten(err) {
+			// Planned unread, its answer lost, and the read that settled it
+			// showed it did not land: what is there refused it unheard (an
+			// override held), as a refusal would have shown. Decide again on
+			// the targets as read now, as a read's plan decides them.
+			if err := s.refloor(ctx, chunk, items, nil); err != nil {
+				fail(all, &wholeRefusal{err})
+				return
+			}
+			continue
+		}
 		var tce *store.TxConflictError
 		if errors.As(err, &tce) {
 			for _, aop := range attached {
@@ -128,27 +140,49 @@ func (s *Service) commitChunk(ctx context.Context, chunk []ref, at *Attach) {
 					return
 				}
 			}
-			if attempt < max(chunk[0].p.Action.Attempts, 1) {
+			if ae := assumed(chunk, items, tce); ae != nil {
+				fail(in, ae) // the caller decides on what is there
+				return
+			}
+			tries := max(chunk[0].p.Action.Attempts, 1)
+			if chunk[0].p.floor {
+				if attempt == 1 {
+					// Planned unread: its refusal is the read, decided as one.
+					if err := s.refloor(ctx, chunk, items, tce); err != nil {
+						fail(all, &wholeRefusal{err})
+						return
+					}
+					continue
+				}
+				tries++
+			}
+			if attempt < tries {
 				if ctx.Err() != nil {
 					fail(in, fmt.Errorf("interrupted before the refused change could be rebuilt: %w", ctx.Err()))
 					return
 				}
-				var refused []string
+				// A refused item as the refusal showed it; read only where
+				// the store did not say.
+				var unshown []string
 				for _, j := range in {
-					if _, ok := tce.On(chunk[j].key()); ok {
-						refused = append(refused, chunk[j].key())
+					if ce, ok := tce.On(chunk[j].key()); ok {
+						if ce.Current != nil {
+							items[j] = ce.Current
+						} else {
+							unshown = append(unshown, chunk[j].key())
+						}
 					}
 				}
-				if len(refused) == 0 {
-					continue // a record's key was taken: the new token names new ones
+				if len(unshown) == 0 {
+					continue // shown, or a record's key was taken: the new token names new ones
 				}
-				read, rerr := store.GetMany(ctx, s.store, refused)
+				read, rerr := store.GetMany(ctx, s.store, unshown)
 				if rerr != nil {
 					fail(in, fmt.Errorf("the change was refused (%w), and re-reading the %s failed: %w", tce, plural(chunk[0].p.Kind.Spec().Item), rerr))
 					return
 				}
 				for _, j := range in {
-					if k := chunk[j].key(); slices.Contains(refused, k) {
+					if k := chunk[j].key(); slices.Contains(unshown, k) {
 						items[j] = read[k]
 					}
 				}

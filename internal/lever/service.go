@@ -2,7 +2,6 @@ package lever
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -85,6 +84,12 @@ type Planned struct {
 	attach *Attach
 	// at is when the targets were decided.
 	at time.Time
+	// extra are the extra keys the caller asked for; absent those of them
+	// taken as absent without a read (a floor plan's, or seen absent),
+	// which the commit checks are still absent; floor is true when the
+	// targets were planned absent, unread (floor.go).
+	extra, absent []string
+	floor         bool
 }
 
 // Writes counts the targets the change writes.
@@ -137,6 +142,15 @@ func (p *Planned) Attached() *Attach { return p.attach }
 // Plan checks c, reads every target's item (and extra, for the caller) in
 // one strongly consistent batch read while the actor resolves, and decides
 // each target by its kind's rule. It writes nothing.
+//
+// A change at the floor reads nothing: when it is committed at once
+// ([Change.AtOnce]) and every target's change from an absent item is a
+// write conditional on its absence (a force with nothing in force), the
+// targets and the extra keys are planned absent, unread, and the one
+// transaction that writes them checks it (floor.go): nothing is written
+// unless they are. A change shown before its commit (a prompt), a dry run,
+// a break-glass, a change of items the caller read or of more than
+// [MaxAttached] targets is read first.
 func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned, error) {
 	spec, action, ok := s.kinds.Action(c.Action)
 	if !ok {
@@ -159,35 +173,68 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	if err := kind.Check(c); err != nil {
 		return nil, &RefusedError{Err: err}
 	}
-	var keys []string
-	for _, t := range c.Targets {
-		if _, read := c.Read[t]; !read {
-			keys = append(keys, spec.Key(t))
-		}
-	}
 	var (
 		actor    string
 		actorErr error
 		wg       sync.WaitGroup
 	)
-	if c.Actor == "" && s.actor != nil && (!c.DryRun || action.DryRunActor) {
+	resolve := c.Actor == "" && s.actor != nil && (!c.DryRun || action.DryRunActor)
+	// The impact is told while the targets are read (or, at the floor,
+	// while who acts resolves), and waited for only by a plan that stands:
+	// a refusal does not wait on a rate source.
+	impact := s.assess(ctx, kind, c, s.clock.Now())
+	if floorable(c) {
+		// Nothing to read beside: who acts is the write's first need.
+		if resolve {
+			actor, actorErr = s.actor(ctx)
+			resolve = false
+		}
+		if actorErr == nil {
+			fc := c
+			if fc.Actor == "" {
+				fc.Actor = actor
+			}
+			if p := s.planAbsent(ctx, fc, kind, action, extra); p != nil {
+				p.Impact = impact()
+				return p, nil
+			}
+		}
+	}
+	var keys []string
+	for _, t := range c.Targets {
+		_, read := c.Read[t]
+		if _, known := c.Seen[spec.Key(t)]; !read && !known {
+			keys = append(keys, spec.Key(t))
+		}
+	}
+	var unread []string
+	for _, k := range extra {
+		if _, known := c.Seen[k]; !known {
+			unread = append(unread, k)
+		}
+	}
+	if resolve {
 		wg.Go(func() { actor, actorErr = s.actor(ctx) })
 	}
-	// The impact is told while the targets are read, and waited for only
-	// by a plan that stands: a refusal does not wait on a rate source.
-	impact := s.assess(ctx, kind, c, s.clock.Now())
-	items, err := s.read(ctx, keys, extra)
+	items, err := s.read(ctx, keys, unread)
 	wg.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", plural(spec.Item), err)
 	}
+	for k, it := range c.Seen {
+		if it != nil {
+			items[k] = it
+		}
+	}
 	if c.Actor == "" {
 		c.Actor = actor
 	}
-	p := &Planned{Change: c, Kind: kind, Action: action, Plans: make([]Plan, len(c.Targets)), Extra: map[string]store.Item{}, at: s.clock.Now()}
+	p := &Planned{Change: c, Kind: kind, Action: action, Plans: make([]Plan, len(c.Targets)), Extra: map[string]store.Item{}, at: s.clock.Now(), extra: extra}
 	for _, k := range extra {
 		if it, ok := items[k]; ok {
 			p.Extra[k] = it
+		} else if _, known := c.Seen[k]; known {
+			p.absent = append(p.absent, k) // seen absent, not read: the write checks it
 		}
 	}
 	for i, t := range c.Targets {
@@ -218,15 +265,8 @@ func (s *Service) read(ctx context.Context, keys, extra []string) (map[string]st
 	switch {
 	case len(keys)+len(extra) == 0:
 		return map[string]store.Item{}, nil
-	case len(keys) == 0 && len(extra) == 1:
-		it, err := s.store.Get(ctx, extra[0])
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			return map[string]store.Item{}, nil
-		case err != nil:
-			return nil, err
-		}
-		return map[string]store.Item{extra[0]: it}, nil
+	case len(keys) == 0:
+		return store.GetFew(ctx, s.store, extra)
 	}
 	return store.GetMany(ctx, s.store, append(slices.Clone(keys), extra...))
 }
@@ -241,6 +281,9 @@ func (s *Service) read(ctx context.Context, keys, extra []string) (map[string]st
 // which were written.
 func (s *Service) Commit(ctx context.Context, p *Planned) (Report, error) {
 	reps, err := s.CommitAll(ctx, p)
+	if err := refusedWhole(reps[0]); err != nil {
+		return Report{Change: p.Change}, err // as a read's plan refuses it
+	}
 	return reps[0], err
 }
 
@@ -278,13 +321,19 @@ func (s *Service) CommitAll(ctx context.Context, ps ...*Planned) ([]Report, erro
 	return reps, first
 }
 
-// commit writes todo in chunks of [ChunkLevers], at most [chunkWorkers]
-// at once; a chunk not started when ctx ends is not sent.
+// chunkSize is how many of todo's levers one transaction carries, with
+// their records: [ChunkLevers], less room for the checks that the extra
+// keys taken as absent still are, which every transaction carries.
+func chunkSize(todo []ref) int { return ChunkLevers - (len(checks(todo))+1)/2 }
+
+// commit writes todo in chunks of [chunkSize], at most [chunkWorkers] at
+// once; a chunk not started when ctx ends is not sent.
 func (s *Service) commit(ctx context.Context, todo []ref, at *Attach) {
 	sem := make(chan struct{}, chunkWorkers)
 	var wg sync.WaitGroup
-	for start := 0; start < len(todo); start += ChunkLevers {
-		chunk := todo[start:min(start+ChunkLevers, len(todo))]
+	size := chunkSize(todo)
+	for start := 0; start < len(todo); start += size {
+		chunk := todo[start:min(start+size, len(todo))]
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -321,6 +370,7 @@ var _ Changer = (*Service)(nil)
 // returns its report (Pending) and a *[PendingError]; a refusal before the
 // commit, a report of nothing and its error.
 func Do(ctx context.Context, s Changer, c Change, confirm func(*Planned) error) (Report, error) {
+	c.AtOnce = confirm == nil
 	p, err := s.Plan(ctx, c)
 	switch {
 	case p == nil:

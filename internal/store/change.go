@@ -207,9 +207,10 @@ func (outcomeUnknown) Is(target error) bool {
 	return target == ErrUnavailable || target == exitcode.Kind(exitcode.Unknown)
 }
 
-// ErrNotSent marks a change the caller's cancellation stopped before any
-// of it was sent: nothing was written. Backends wrap it with the
-// cancellation.
+// ErrNotSent marks a change nothing of which was sent: the caller's
+// cancellation stopped it first, or no attempt could connect to the store
+// (a refused connection). Nothing was written. Backends wrap it with the
+// cancellation or the store's error.
 var ErrNotSent = errors.New("the change was not sent")
 
 // Applied says how a change was found to have landed.
@@ -244,6 +245,9 @@ func Apply(ctx context.Context, tx Transactor, c Change) (Applied, error) {
 	err := tx.Transact(ctx, c)
 	if err == nil {
 		return Applied{}, nil
+	}
+	if errors.Is(err, ErrNotSent) {
+		return Applied{}, err // nothing of it reached the store
 	}
 	lost := false
 	if Interrupted(ctx, err) {

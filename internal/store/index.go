@@ -46,6 +46,24 @@ func GetMany(ctx context.Context, s interface {
 	return out, nil
 }
 
+// GetFew is [GetMany] where one key is one GetItem, the cheapest read of
+// one item (a policy read beside a scan or a lever's own read).
+func GetFew(ctx context.Context, s interface {
+	Get(ctx context.Context, pk string) (Item, error)
+}, pks []string) (map[string]Item, error) {
+	if len(pks) != 1 {
+		return GetMany(ctx, s, pks)
+	}
+	it, err := s.Get(ctx, pks[0])
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return map[string]Item{}, nil
+	case err != nil:
+		return nil, err
+	}
+	return map[string]Item{pks[0]: it}, nil
+}
+
 // Index is a secondary index of the control table. Items that carry the
 // string attribute Attr (and Sort, when the index names one) are indexed
 // under its value, sorted by pk or by Sort; items without them are not in

@@ -29,14 +29,15 @@ func (l lostAnswer) String() string {
 
 var lostAnswers = []lostAnswer{{faultproxy.Reset, false}, {faultproxy.Withhold, true}, {faultproxy.Stall, true}}
 
-// run runs args with its change's answer lost this way.
-func (l lostAnswer) run(t *testing.T, e *clitest.Env, p *faultproxy.Proxy, args ...string) clitest.Result {
+// run runs args with the answer of its k-th transaction, the one that
+// writes its change, lost this way.
+func (l lostAnswer) run(t *testing.T, e *clitest.Env, p *faultproxy.Proxy, k int, args ...string) clitest.Result {
 	t.Helper()
 	if l.interrupt {
-		return clitest.RunInterrupted(t, e, p, l.fault, nil, args...)
+		return clitest.RunInterruptedAt(t, e, p, l.fault, k, nil, args...)
 	}
 	lost := p.Lost(clitest.Transact)
-	p.LoseNext(clitest.Transact, 1, l.fault)
+	p.LoseNext(clitest.Transact, k, l.fault)
 	r := e.Run(args...)
 	if p.Lost(clitest.Transact) != lost+1 {
 		t.Fatalf("the proxy lost no answer of %v", args)
@@ -54,20 +55,23 @@ func TestLeverWhoseAnswerIsLostIsConfirmedWithExactlyOneRecord(t *testing.T) {
 		t.Run(lost.String(), func(t *testing.T) {
 			t.Parallel()
 			e, p := clitest.LostAnswerEnv(t)
+			// The overwrite's first transaction, planned at the floor, is
+			// refused by the override in force: its second writes.
 			steps := []struct {
 				args    []string
+				writes  int
 				said    string
 				records string
 			}{
-				{[]string{"breaker", "force-open", "openai", "--reason", "first", "--for", "30m"},
+				{[]string{"breaker", "force-open", "openai", "--reason", "first", "--for", "30m"}, 1,
 					"Forced open openai", "breaker.force-open"},
-				{[]string{"breaker", "force-open", "openai", "--reason", "second", "--for", "30m", "--overwrite"},
+				{[]string{"breaker", "force-open", "openai", "--reason", "second", "--for", "30m", "--overwrite"}, 2,
 					"Replaced override, forced open openai", "breaker.force-open,breaker.force-open"},
-				{[]string{"breaker", "clear", "openai", "--reason", "over"},
+				{[]string{"breaker", "clear", "openai", "--reason", "over"}, 1,
 					"Cleared override on openai", "breaker.clear,breaker.force-open,breaker.force-open"},
 			}
 			for _, st := range steps {
-				r := lost.run(t, e, p, st.args...)
+				r := lost.run(t, e, p, st.writes, st.args...)
 				if r.Code != exitcode.OK {
 					t.Fatalf("%s: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", st.args[1], r.Code, r.Stdout, r.Stderr)
 				}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -90,6 +92,14 @@ func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
 	w.prepare()
 	w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")
 	w.MustRun(0, "ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "setup") // a reset, a drain and a set each change it
+	// An open review, for pending_requests to read again by key with its
+	// proofs (the requests are the proposals' own).
+	policyFile := filepath.Join(t.TempDir(), "four-eyes.cedar")
+	if err := os.WriteFile(policyFile, []byte(fourEyesAll), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.MustRun(0, "policy", "set", policyFile, "--reason", "iam test: four eyes")
+	w.MustRun(0, "--context", "alice", "breaker", "force-open", "postgres", "--allow-unknown", "--for", "10m", "--reason", "setup", "--break-glass")
 	w.asRole(t, iam.Requester)
 	w.rec.take()
 	calls := []mcpCall{
@@ -98,7 +108,6 @@ func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
 		{"audit_list", map[string]any{}},
 		{"ratelimit_get", map[string]any{"client": "agent-1"}},
 		{"ratelimit_list", map[string]any{}},
-		{"pending_requests", map[string]any{}},
 		{"propose_force_open", map[string]any{"dependencies": []string{"core-api"}, "reason": "iam test", "for": "10m"}},
 		// The same again: coalesced into the first (its request read with
 		// its proofs and closed marker; nothing written).
@@ -107,6 +116,11 @@ func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
 		{"propose_ratelimit_reset", map[string]any{"clients": []string{"agent-1"}, "reason": "iam test"}},
 		{"propose_ratelimit_drain", map[string]any{"clients": []string{"agent-1"}, "reason": "iam test"}},
 		{"propose_ratelimit_set", map[string]any{"clients": []string{"agent-1"}, "reason": "iam test", "tokens": 7}},
+		// The open ones from the lists index, read again by key with their
+		// proofs and closed markers; all of them with scans.
+		{"pending_requests", map[string]any{}},
+		{"pending_requests", map[string]any{"reviews": true}},
+		{"pending_requests", map[string]any{"all": true}},
 	}
 	answers, stderr := w.mcpSession(t, calls...)
 	for i, a := range answers {
@@ -118,8 +132,8 @@ func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
 	if d := w.enf.TakeDenials(); len(d) > 0 {
 		t.Errorf("denied %v", d)
 	}
-	if r, _ := answers[7]["result"].(map[string]any); r == nil || r["structuredContent"].(map[string]any)["coalesced"] != true {
-		t.Errorf("the identical proposal: %v, want it coalesced", answers[7])
+	if r, _ := answers[6]["result"].(map[string]any); r == nil || r["structuredContent"].(map[string]any)["coalesced"] != true {
+		t.Errorf("the identical proposal: %v, want it coalesced", answers[6])
 	}
 	got := append(w.rec.take(), debugNeeds(stderr)...)
 	// A proposal whose answer is lost is settled by reading its request.

@@ -315,6 +315,7 @@ func (w *awsWorld) requestSteps(t *testing.T) []cliStep {
 		{"request cancel", then(full, ask("ratelimit", "drain", "agent-1")), onRequest("cancel", "alice", "--reason", "iam test"), false, 0},
 		{"request list", then(full, ask("ratelimit", "drain", "agent-1")), fixed(as("alice", "request", "list")...), false, 0},
 		{"request list", nil, fixed(as("alice", "request", "list", "--reviews")...), false, 0},
+		{"request list --all", nil, fixed(as("alice", "request", "list", "--all")...), false, 0},
 		{"request show", then(full, ask("ratelimit", "drain", "agent-1")), onRequest("show", "alice"), false, 0},
 		// Acknowledging alice's break-glass review.
 		{"request ack", func() {
@@ -348,7 +349,7 @@ func (w *awsWorld) requestSteps(t *testing.T) []cliStep {
 	var lost []cliStep
 	for _, s := range steps {
 		switch s.path {
-		case "request list", "request show":
+		case "request list", "request list --all", "request show":
 		default:
 			s.lose = true
 			lost = append(lost, s)

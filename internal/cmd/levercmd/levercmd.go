@@ -74,6 +74,7 @@ func (fl Flags) Table() bool { return fl.Output == cmdutil.FormatTable }
 // or what was.
 func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Change, fl Flags) (lever.Report, error) {
 	c.DryRun, c.NoNotify, c.BreakGlass, c.RequestTTL = fl.DryRun, fl.NoNotify, fl.BreakGlass, fl.RequestTTL
+	c.AtOnce = !env.Context.Protected || fl.Yes // no prompt between the plan and the commit
 	g := env.Guard()
 	p, err := g.Plan(ctx, c)
 	switch {

@@ -65,6 +65,10 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 	if tries.n.Load() == 0 && ctx.Err() != nil {
 		return fmt.Errorf("%s: %w: %w", op, store.ErrNotSent, ctx.Err())
 	}
+	if tries.sent.Load() == 0 {
+		// No attempt reached a connection: nothing can have landed.
+		return fmt.Errorf("%w: %w", store.ErrNotSent, s.classifyTx(ctx, op, c, err))
+	}
 	return s.classifyTx(ctx, op, c, err)
 }
 

@@ -40,8 +40,16 @@ func LostAnswerEnv(t *testing.T) (*Env, *faultproxy.Proxy) {
 // just before the interrupt (to arrange what comes after it).
 func RunInterrupted(t *testing.T, e *Env, p *faultproxy.Proxy, fault faultproxy.Fault, then func(), args ...string) Result {
 	t.Helper()
+	return RunInterruptedAt(t, e, p, fault, 1, then, args...)
+}
+
+// RunInterruptedAt is [RunInterrupted] holding its k-th transaction (a
+// change over a lever in force: the first, planned at the floor, is
+// refused by what is there; the second writes).
+func RunInterruptedAt(t *testing.T, e *Env, p *faultproxy.Proxy, fault faultproxy.Fault, k int, then func(), args ...string) Result {
+	t.Helper()
 	lost, stalled := p.Lost(Transact), p.Stalled(Transact)
-	p.LoseNext(Transact, 1, fault)
+	p.LoseNext(Transact, k, fault)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan Result, 1)

@@ -214,8 +214,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	c := breaker.Clear(opts.Reason, targets...)
 	if opts.All {
 		// --all must find every override, including one written by hand
-		// without the index attribute, or whose pk is no dependency name.
-		if c, err = ov.ClearAll(ctx, opts.Reason); err != nil {
+		// without the index attribute, or whose pk is no dependency name;
+		// what the guard decides on is read beside the scan.
+		var beside []string
+		if !opts.DryRun {
+			beside = env.Guard().Reads()
+		}
+		if c, err = ov.ClearAll(ctx, opts.Reason, beside...); err != nil {
 			return err
 		}
 	} else if !opts.AllowUnknown {

@@ -8,11 +8,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/baking"
@@ -220,9 +223,31 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 }
 
 // runRound reads the overrides, compares them with the file, and writes
-// what makes the table match it in one transaction.
+// what makes the table match it in one transaction: two round trips, the
+// overrides, the table's policy and the requests of the windows in force
+// read together while who acts resolves, then the write (and, between
+// them, the records of the overrides a file's marker names, when there are
+// any: [levers.Written]).
 func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *levers.File, opts *Options, round int, bk *baking.Baker) error {
-	list, err := leversview.Overrides(ctx, env)
+	now := f.Clock.Now()
+	var (
+		extra []string // what authorize decides on: the policy, the windows' requests (and the freeze, always)
+		id    audit.Identity
+		idErr error // reported only where the policy needs who acts
+		wg    sync.WaitGroup
+	)
+	if !opts.DryRun {
+		var inForce []approval.Window
+		for _, w := range file.Windows {
+			if start, _, ok := w.At(now); ok { // as levers.Compare finds it in force
+				inForce = append(inForce, file.ApprovalWindow(w, start, env.Name))
+			}
+		}
+		extra = approval.WindowKeys(inForce)
+		wg.Go(func() { id, idErr = env.CallerIdentity(ctx) })
+	}
+	list, extras, err := leversview.OverridesWith(ctx, env, append(extra, freeze.Key))
+	wg.Wait()
 	if err != nil {
 		return err
 	}
@@ -232,11 +257,11 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	// While the fleet is frozen no window opens (a window open lapses and
 	// is cleared as always); a freeze that cannot be read writes nothing.
-	fr, err := freeze.Read(ctx, env.Store)
+	// It was read with the overrides.
+	fr, err := freeze.In(extras)
 	if err != nil {
 		return err
 	}
-	now := f.Clock.Now()
 	ds := levers.Compare(file, levers.State{Now: now, Overrides: list, Written: written, Freeze: fr})
 	res := Result{Header: leversview.NewHeader("LeversApply", env, opts.File, file, now), DryRun: opts.DryRun, Round: round,
 		Differences: leversview.Differences(ds, now), Results: []ItemResult{}}
@@ -259,7 +284,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		}
 		return printResult(f, opts, res)
 	}
-	ds, approvals, refused, err := authorize(ctx, env, file, ds)
+	ds, approvals, refused, err := authorize(ctx, env, file, ds, extras, func() (audit.Identity, error) { return id, idErr })
 	if err != nil {
 		return err
 	}

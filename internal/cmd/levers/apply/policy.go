@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -25,11 +26,15 @@ type approvals map[string]*audit.Approval
 func (a approvals) of(c lever.Change) *audit.Approval { return a[c.Action+" "+c.Targets[0]] }
 
 // authorize asks the table's policy about each change of ds (none: every
-// change goes as planned). A force goes when the policy allows it, or with
-// its window's approved request; a clear when the policy allows it (else
-// the override lapses at its window's end). It returns the changes that
-// may go, their approvals, and why the others may not (nil: all go).
-func authorize(ctx context.Context, env *cmdenv.Env, file *levers.File, ds []levers.Difference) ([]levers.Difference, approvals, error, error) {
+// change goes as planned), decided on read, the policy and the windows'
+// requests as read with the overrides (approval.WindowKeys of the windows
+// in force), by who identity says acts. A force goes when the policy
+// allows it, or with its window's approved request; a clear when the
+// policy allows it (else the override lapses at its window's end). It
+// returns the changes that may go, their approvals, and why the others may
+// not (nil: all go).
+func authorize(ctx context.Context, env *cmdenv.Env, file *levers.File, ds []levers.Difference, read map[string]store.Item,
+	identity func() (audit.Identity, error)) ([]levers.Difference, approvals, error, error) {
 	svc := env.Approvals()
 	var ws []approval.Window
 	for _, d := range ds {
@@ -37,11 +42,11 @@ func authorize(ctx context.Context, env *cmdenv.Env, file *levers.File, ds []lev
 			ws = append(ws, file.ApprovalWindow(*d.Window, d.Start, env.Name))
 		}
 	}
-	stored, items, err := svc.ReadWindows(ctx, ws)
+	stored, items, err := svc.WindowsRead(read)
 	if err != nil || stored == nil {
 		return ds, nil, nil, err
 	}
-	id, err := env.CallerIdentity(ctx)
+	id, err := identity()
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -122,20 +124,28 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	fr, err := freeze.Read(ctx, env.Store)
-	if err != nil {
-		return err
-	}
 	now := f.Clock.Now()
-	// While the fleet is frozen apply opens no window: diff says so.
-	st := levers.State{Now: now, Freeze: fr}
+	// While the fleet is frozen apply opens no window: diff says so. The
+	// freeze is read with the overrides, in the same round trip.
+	st := levers.State{Now: now}
 	res := Result{Header: leversview.NewHeader("LeversDiff", env, opts.File, file, now), Gauges: Gauges{Source: "none (--no-gauges)", OK: true}}
 	var gaugeErr error
 	if opts.NoGauges {
-		if st.Overrides, err = leversview.Overrides(ctx, env); err != nil {
+		var extras map[string]store.Item
+		if st.Overrides, extras, err = leversview.OverridesWith(ctx, env, []string{freeze.Key}); err != nil {
+			return err
+		}
+		if st.Freeze, err = freeze.In(extras); err != nil {
 			return err
 		}
 	} else {
+		var (
+			frErr error
+			wg    sync.WaitGroup
+		)
+		var fr *freeze.Freeze
+		wg.Go(func() { fr, frErr = freeze.Read(ctx, env.Store) }) // beside the overrides and the gauges
+		defer wg.Wait()
 		src, err := gaugeenv.Source(ctx, env, opts.MetricsURL)
 		if err != nil {
 			return err
@@ -146,9 +156,14 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return err
 		}
 		col := (&metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known}).Collect(ctx)
+		wg.Wait()
 		if col.StoreErr != nil {
 			return col.StoreErr
 		}
+		if frErr != nil {
+			return frErr
+		}
+		st.Freeze = fr
 		for _, s := range col.Statuses {
 			if s.Override != nil {
 				st.Overrides = append(st.Overrides, *s.Override)

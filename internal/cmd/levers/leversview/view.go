@@ -22,6 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/levers"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -48,6 +49,17 @@ func Overrides(ctx context.Context, env *cmdenv.Env) ([]breaker.Override, error)
 		return nil, err
 	}
 	return ov.ListFor(ctx, env.Context.KnownDependencies())
+}
+
+// OverridesWith is [Overrides] reading the items under extra in the same
+// round trip (apply: the table's policy and its windows' requests),
+// returned by key, absent ones left out.
+func OverridesWith(ctx context.Context, env *cmdenv.Env, extra []string) ([]breaker.Override, map[string]store.Item, error) {
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ov.ListForWith(ctx, env.Context.KnownDependencies(), extra)
 }
 
 // Records reads env's audit records, for the overrides apply's own records

@@ -71,6 +71,15 @@ func result(l approval.Listing, opts *Options, now time.Time) Result {
 	return out
 }
 
+// list reads what opts lists: the open requests and reviews from the
+// lists index (no scan), or, with --all, every one (a scan).
+func list(ctx context.Context, env *cmdenv.Env, opts *Options) (approval.Listing, error) {
+	if opts.All {
+		return env.Approvals().List(ctx)
+	}
+	return env.Approvals().ListOpen(ctx)
+}
+
 // Read lists as -o json prints it, writing nothing: a pending request
 // past its expiry reads as expired (and is left out unless opts.All) but
 // is not marked so, as `request list` does. The MCP server's
@@ -80,7 +89,7 @@ func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	l, err := env.Approvals().List(ctx)
+	l, err := list(ctx, env, opts)
 	if err != nil {
 		return Result{}, err
 	}
@@ -93,7 +102,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	l, err := env.Approvals().List(ctx)
+	l, err := list(ctx, env, opts)
 	if err != nil {
 		return err
 	}
