@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/identity"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -39,6 +40,9 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		Long: heredoc.Doc(`
 			Approve change request ID with your verified identity (STS: an unverified
 			actor, such as a local or static-credentials context, cannot approve; exit 6).
+			On a local context, a demo identity ($KOSHACTL_DEMO_USER=bob) counts as
+			verified, to try four eyes: a demonstration, not a security boundary
+			(docs/four-eyes-walkthrough.md).
 			The requester cannot approve their own request (exit 7), and the table's policy
 			must still permit the change, and permit you.
 
@@ -115,8 +119,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	a := approval.Approval{ID: opts.ID, SHA256: opts.SHA256, Identify: func(ctx context.Context) (audit.Identity, error) {
 		id, err := env.CallerIdentity(ctx)
 		if err == nil && !id.Verified() {
-			err = fmt.Errorf("%w: %s is not verified by STS (context %q: local, static credentials, or no STS at its endpoint); approve from a context whose credentials STS verifies",
-				approval.ErrUnverified, textsafe.Line(id.Actor), env.Name)
+			err = fmt.Errorf("%w: %s is not verified by STS (context %q: local, static credentials, or no STS at its endpoint); approve from a context whose credentials STS verifies%s",
+				approval.ErrUnverified, textsafe.Line(id.Actor), env.Name, demoHint(env))
 		}
 		return id, err
 	}}
@@ -170,7 +174,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			fmt.Fprintf(ios.Out, "  requested by %s, approved by %s\n", textsafe.Line(r.Requester), textsafe.Line(fmt.Sprint(r.Approvers)))
 		case "authorized":
 			fmt.Fprintf(ios.Out, "Approved request %s: %s\n", r.ID, textsafe.Line(r.Change.Summary()))
-			fmt.Fprintf(ios.Out, "  nothing was applied: the drill may run with --request %s until %s\n", r.ID,
+			fmt.Fprintf(ios.Out, "  nothing was applied: %s until %s\n", textsafe.Line(usedBy(r)),
 				cmdutil.FormatTime(r.ExpiresAt, now, ios.IsStdoutTTY()))
 		default:
 			fmt.Fprintf(ios.Out, "Approved request %s: it needs %d more approval(s) from other people\n", r.ID, res.Remaining)
@@ -212,4 +216,25 @@ func confirmHash(ctx context.Context, f *cmdenv.Factory, r approval.Request) (st
 		return "", exitcode.Errorf(exitcode.Refused, "confirmation %s is not the hash of request %s (%s...): nothing was approved", textsafe.Quote(answer), r.ID, r.SHA256[:12])
 	}
 	return answer, nil
+}
+
+// usedBy says who may now go on with approved request r (a drill.run or
+// levers.window request, which applies nothing itself), and how.
+func usedBy(r approval.Request) string {
+	if w := r.Change.Window; r.Change.Action == approval.ActionLeversWindow && w != nil {
+		return fmt.Sprintf("apply may now force window %s of levers %s (koshactl apply -f FILE, which finds request %s by itself)", w.ID, w.File, r.ID)
+	}
+	if d := r.Change.Drill; d != nil {
+		return fmt.Sprintf("the drill may run with koshactl drill run %s --request %s", d.File, r.ID)
+	}
+	return "it may be used with --request " + r.ID
+}
+
+// demoHint is how to try an approval on a local context: as a demo
+// identity.
+func demoHint(env *cmdenv.Env) string {
+	if !env.Context.IsLocal() {
+		return ""
+	}
+	return fmt.Sprintf(", or, to try four eyes on this local context, approve as a demo identity: %s=bob koshactl request approve ... (docs/four-eyes-walkthrough.md)", identity.DemoEnv)
 }
