@@ -312,6 +312,11 @@ type Approval struct {
 	// written). Without either the approval is refused
 	// ([ErrUnconfirmed]): an approver always confirms the change's hash.
 	Confirm func(Request) (string, error)
+	// Comment is what the approver says with the approval (one line of
+	// plain text, audit.ValidateReason's rule): stored in their approval
+	// proof, and in the request.approve record of an approval that does
+	// not complete the approvals.
+	Comment string
 }
 
 // ErrUnconfirmed refuses an approval without the hash of the change the
@@ -520,7 +525,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	next := r
 	next.Approvers = append(slices.Clone(r.Approvers), a.Approver.Actor)
 	mine := r.proofOf(w, proof.Approve, now)
-	mine.Final = res.Remaining == 0
+	mine.Final, mine.Comment = res.Remaining == 0, strings.TrimSpace(a.Comment)
 	next.Proofs = append(slices.Clone(r.Proofs), mine.Key())
 	checks = append(checks, t.proofChecks(r)...)
 	// extra are the approval's writes beside the request's: its proof,

@@ -246,8 +246,17 @@ type Verification struct {
 
 // verify reads what r's trail says into r's Verification.
 func (r *Request) verify(items map[string]store.Item, closed bool) {
-	_, err := r.trailOf(items, closed)
+	t, err := r.trailOf(items, closed)
 	r.Verification = verification(err)
+	r.Comments = nil
+	if err != nil || items == nil {
+		return
+	}
+	for _, a := range t.approvals {
+		if a.Comment != "" {
+			r.Comments = append(r.Comments, Comment{By: a.Writer.Name, At: a.At, Text: a.Comment})
+		}
+	}
 }
 
 func verification(err error) Verification {

@@ -29,6 +29,8 @@ type Options struct {
 	Yes      bool
 	NoNotify bool
 	Output   string
+	// Comment is what the approver says with the approval.
+	Comment string
 }
 
 // NewCmd builds the command.
@@ -73,6 +75,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		Example: heredoc.Doc(`
 			koshactl request show 3f2a9c1b0d4e
 			koshactl request approve 3f2a9c1b0d4e --sha256 9b1c44e0d2aa
+			koshactl request approve 3f2a9c1b0d4e --sha256 9b1c44e0d2aa --comment "checked the provider's status page"
 		`),
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -81,6 +84,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&opts.SHA256, "sha256", "", "the request's hash as you reviewed it (at least 12 hex digits): refuse a request that does not match; needed without a terminal")
+	cmd.Flags().StringVar(&opts.Comment, "comment", "", "what you say with your approval (one line): kept in your approval's proof, shown by koshactl request show")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
@@ -100,6 +104,9 @@ type Result struct {
 
 // Run approves.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+	if err := audit.ValidateReason(opts.Comment); err != nil {
+		return cmdutil.Usagef("--comment: %v", err)
+	}
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
@@ -116,7 +123,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	// The approver's identity is established while the request is read.
-	a := approval.Approval{ID: opts.ID, SHA256: opts.SHA256, Identify: func(ctx context.Context) (audit.Identity, error) {
+	a := approval.Approval{ID: opts.ID, SHA256: opts.SHA256, Comment: opts.Comment, Identify: func(ctx context.Context) (audit.Identity, error) {
 		id, err := env.CallerIdentity(ctx)
 		if err == nil && !id.Verified() {
 			err = fmt.Errorf("%w: %s is not verified by STS (context %q: local, static credentials, or no STS at its endpoint); approve from a context whose credentials STS verifies%s",

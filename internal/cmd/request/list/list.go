@@ -23,6 +23,9 @@ type Options struct {
 	All     bool
 	Reviews bool
 	Output  string
+	// Mine keeps the requests the caller asked for; WaitingOnMe the
+	// pending ones the caller may approve.
+	Mine, WaitingOnMe bool
 }
 
 // NewCmd builds the command.
@@ -38,8 +41,37 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "list decided and expired requests too (and acknowledged reviews with --reviews)")
 	cmd.Flags().BoolVar(&opts.Reviews, "reviews", false, "list break-glass reviews instead of requests")
+	cmd.Flags().BoolVar(&opts.Mine, "mine", false, "only the requests you asked for (with --all: decided ones too)")
+	cmd.Flags().BoolVar(&opts.WaitingOnMe, "waiting-on-me", false, "only the pending requests you may approve: asked by someone else, not approved by you yet (needs a verified identity)")
+	cmd.MarkFlagsMutuallyExclusive("mine", "waiting-on-me")
+	cmd.MarkFlagsMutuallyExclusive("reviews", "mine")
+	cmd.MarkFlagsMutuallyExclusive("reviews", "waiting-on-me")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
+}
+
+// mineOnly keeps the requests of l that --mine or --waiting-on-me ask
+// for, judged for the caller (its identity established once).
+func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options, l approval.Listing, now time.Time) (approval.Listing, error) {
+	if !opts.Mine && !opts.WaitingOnMe {
+		return l, nil
+	}
+	id, err := env.CallerIdentity(ctx)
+	if err != nil {
+		return l, err
+	}
+	if opts.WaitingOnMe && !id.Verified() {
+		return l, exitcode.Errorf(exitcode.Auth, "--waiting-on-me: %s is not verified (context %q), and only a verified identity approves (on a local context, a demo identity: $KOSHACTL_DEMO_USER): list them all with koshactl request list",
+			textsafe.Line(id.Actor), env.Name)
+	}
+	kept := l.Requests[:0:0]
+	for _, r := range l.Requests {
+		if opts.Mine && r.AskedBy(id) || opts.WaitingOnMe && r.Awaits(id, now) {
+			kept = append(kept, r)
+		}
+	}
+	l.Requests = kept
+	return l, nil
 }
 
 // Result is the JSON output.
@@ -84,6 +116,9 @@ func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
+	if l, err = mineOnly(ctx, env, opts, l, f.Clock.Now()); err != nil {
+		return Result{}, err
+	}
 	return result(l, opts, f.Clock.Now()), nil
 }
 
@@ -99,6 +134,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	l.Requests = requestview.Expire(ctx, env, f.IOStreams.ErrOut, l.Requests)
 	now := f.Clock.Now()
+	if l, err = mineOnly(ctx, env, opts, l, now); err != nil {
+		return err
+	}
 	out := result(l, opts, now)
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
@@ -117,6 +155,10 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 				t.Row(r.ID, requestview.Flagged(r.Status, r.Verification), r.Action, strings.Join(r.Targets, ","), r.Actor,
 					cmdutil.FormatTime(r.CreatedAt, now, tty), r.Reason)
 			}
+		case len(out.Requests) == 0 && opts.WaitingOnMe:
+			fmt.Fprintln(ios.ErrOut, "No pending change requests wait on you.")
+		case len(out.Requests) == 0 && opts.Mine:
+			fmt.Fprintln(ios.ErrOut, "No pending change requests of yours.")
 		case len(out.Requests) == 0:
 			fmt.Fprintln(ios.ErrOut, "No pending change requests.")
 		default:

@@ -40,10 +40,15 @@ func Print(w io.Writer, r approval.Request, now time.Time, tty bool) {
 		{Label: "Reason", Value: r.Change.Reason},
 		{Label: "Requester", Value: actor(r.Requester, string(r.RequesterSource))},
 		{Label: "Approvals", Value: strconv.Itoa(len(r.Approvers)) + " of " + strconv.Itoa(r.Needed) + approvers(r.Approvers)},
+	}
+	for _, c := range r.Comments {
+		fields = append(fields, cmdutil.Field{Label: "Comment", Value: c.By + ": " + c.Text})
+	}
+	fields = append(fields, []cmdutil.Field{
 		{Label: "Created", Value: cmdutil.FormatTime(r.CreatedAt, now, tty)},
 		{Label: "Expires", Value: cmdutil.FormatTime(r.ExpiresAt, now, tty)},
 		{Label: "SHA-256", Value: r.SHA256},
-	}
+	}...)
 	if len(r.Policies) > 0 {
 		fields = append(fields, cmdutil.Field{Label: "Policies", Value: strings.Join(r.Policies, ", ")})
 	}
