@@ -448,6 +448,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// The table's change policy: read by anyone who reads the table; set,
 		// with its record, by the admin alone.
 		"policy get": needs(policyRead),
+		"can-i":      needs(policyRead),
 		// The admin's proof of the text goes with it; setting the same text
 		// again reads that proof (an item it does not prove is set again).
 		"policy set": needs(policyRead, policyPut, ownProof(VerbSet), proofRead, record, notifyPublish),
@@ -500,17 +501,17 @@ var Roles = []Role{Reader, Requester, Operator, Approver, DrillRunner, DataPlane
 // operator's and the approver's (TestRolesExtendTheReader).
 var RolePaths = map[Role][]string{
 	Reader: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "can-i"},
 	Requester: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "can-i",
 		"mcp", "request cancel", "drill request", "apply --request"},
 	Operator: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "can-i",
 		"breaker force-open", "breaker clear", "breaker clear --all", "apply",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
 		"request cancel", "request ack", "drill request", "apply --request", "audit list --unapproved --notify"},
 	Approver: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "can-i",
 		"request approve", "request deny", "request ack"},
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},
