@@ -15,8 +15,12 @@ func (r Request) AskedBy(id audit.Identity) bool {
 	if err != nil || r.Tampered != "" {
 		return false
 	}
-	t, err := r.trailOf(nil, false)
-	return err == nil && t.ask.Writer.SamePerson(w)
+	for _, pk := range r.Proofs {
+		if p, err := proof.ParseKey(pk); err == nil && p.Verb == proof.Ask && p.Kind == proof.KindRequest && p.Subject == r.ID {
+			return p.Writer.SamePerson(w)
+		}
+	}
+	return false
 }
 
 // Awaits reports whether r waits on id at now: pending, proven and

@@ -1,0 +1,86 @@
+package request_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+)
+
+type listed struct {
+	Requests []struct {
+		ID       string             `json:"id"`
+		SHA256   string             `json:"sha256"`
+		Comments []approval.Comment `json:"comments"`
+	} `json:"requests"`
+}
+
+// On the local store, as demo identities: --mine lists what I asked for,
+// --waiting-on-me what someone else asked for and I have not approved;
+// an approval's comment (one line of plain text) is kept with it and shown.
+func TestMineWaitingOnMeAndComments(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	as := func(who string, want int, args ...string) clitest.Result {
+		t.Helper()
+		e.Setenv("KOSHACTL_DEMO_USER", who)
+		return e.MustRun(want, args...)
+	}
+	ids := func(who string, args ...string) []string {
+		t.Helper()
+		var out []string
+		for _, r := range clitest.Decode[listed](t, as(who, 0, append([]string{"request", "list", "-o", "json"}, args...)...).Stdout).Requests {
+			out = append(out, r.ID)
+		}
+		return out
+	}
+	as("dana", 0, "policy", "set", "../../../docs/policies/four-eyes.cedar", "--reason", "four eyes")
+	alices := clitest.Decode[requestResult](t, as("alice", exitcode.Pending, "breaker", "force-open", "openai", "--reason", "incident", "-o", "json").Stdout)
+	bobs := clitest.Decode[requestResult](t, as("bob", exitcode.Pending, "breaker", "force-open", "core-api", "--reason", "load test", "-o", "json").Stdout)
+
+	for _, tc := range []struct {
+		who, flag string
+		want      []string
+	}{
+		{"alice", "--mine", []string{alices.RequestID}},
+		{"bob", "--mine", []string{bobs.RequestID}},
+		{"carol", "--mine", nil},
+		{"alice", "--waiting-on-me", []string{bobs.RequestID}},
+		{"bob", "--waiting-on-me", []string{alices.RequestID}},
+		{"carol", "--waiting-on-me", []string{bobs.RequestID, alices.RequestID}},
+	} {
+		got := ids(tc.who, tc.flag)
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") && !(len(got) == 2 && len(tc.want) == 2 && got[0] == tc.want[1] && got[1] == tc.want[0]) {
+			t.Errorf("%s: request list %s = %v, want %v", tc.who, tc.flag, got, tc.want)
+		}
+	}
+	if r := as("carol", 0, "request", "list", "--mine"); !strings.Contains(r.Stderr, "No pending change requests of yours.") {
+		t.Errorf("carol's empty --mine: %q", r.Stderr)
+	}
+	// Nobody unverified is waited on.
+	e.Setenv("KOSHACTL_DEMO_USER", "")
+	if r := e.MustRun(exitcode.Auth, "request", "list", "--waiting-on-me"); !strings.Contains(r.Stderr, "KOSHACTL_DEMO_USER") {
+		t.Errorf("--waiting-on-me unverified: %s", r.Stderr)
+	}
+	as("bob", exitcode.Usage, "request", "list", "--mine", "--waiting-on-me")
+
+	// A comment that is not one line of plain text is refused; a good one
+	// is kept in bob's approval and shown, and alice's request waits on
+	// bob no more.
+	as("bob", exitcode.Usage, "request", "approve", alices.RequestID, "--sha256", alices.SHA256, "--comment", "ok\x1b[2J")
+	as("bob", exitcode.Usage, "request", "approve", alices.RequestID, "--sha256", alices.SHA256, "--comment", "provider's status page \u202eagrees")
+	as("bob", 0, "request", "approve", alices.RequestID, "--sha256", alices.SHA256, "--comment", "provider's status page agrees")
+	show := as("alice", 0, "request", "show", alices.RequestID)
+	if !strings.Contains(show.Stdout, "Comment:     arn:aws:sts::000000000000:assumed-role/approver/bob: provider's status page agrees") {
+		t.Errorf("request show after a commented approval:\n%s", show.Stdout)
+	}
+	if got := ids("bob", "--waiting-on-me"); len(got) != 0 {
+		t.Errorf("bob's --waiting-on-me after approving: %v", got)
+	}
+	all := clitest.Decode[listed](t, as("alice", 0, "request", "list", "--all", "--mine", "-o", "json").Stdout)
+	if len(all.Requests) != 1 || len(all.Requests[0].Comments) != 1 || all.Requests[0].Comments[0].Text != "provider's status page agrees" {
+		t.Errorf("alice's requests with --all: %+v", all.Requests)
+	}
+}
