@@ -131,6 +131,7 @@ func verified(id audit.Identity) string {
 		return "yes, by STS (GetCallerIdentity)"
 	case audit.ActorDemo:
 		return "as a demo identity of the local context: a demonstration, not a security boundary"
+	case audit.ActorUnverified:
 	}
 	return "no: asserted by the environment ($KOSHACTL_ACTOR, else user@host)"
 }
