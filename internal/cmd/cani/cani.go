@@ -13,6 +13,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -50,12 +51,15 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 
 			A force is asked about for --for (default 1h, as breaker force-open), or
 			--no-expiry; --break-glass asks whether you may act at once without
-			approvals. The IAM role your credentials have is not asked: a change the policy
-			allows may still be denied by AWS.
+			approvals (on a table without a policy there is nothing to break: exit 2, as
+			the lever command). TARGET is not looked up: a name the lever command would
+			refuse is still answered for. The IAM role your credentials have is not asked:
+			a change the policy allows may still be denied by AWS.
 
 			Exit codes (as kubectl auth can-i): 0 when the change is allowed as asked; 1
 			when it needs approvals or is denied (-o json says which); 2 for an action no
-			lever has; 7 for a policy item koshactl cannot read.
+			lever has (or --break-glass without a policy); 7 for a policy item koshactl
+			cannot read.
 		`),
 		Example: heredoc.Doc(`
 			koshactl can-i breaker.force-open openai --for 30m
@@ -128,6 +132,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	var set *policy.Set
 	if stored != nil {
 		set = stored.Set
+	} else if opts.BreakGlass {
+		// As the lever command answers it: there is no glass to break.
+		return approval.ErrNothingToBreak
 	}
 	d := policy.Decide(set, req)
 	out := Result{Envelope: env.Envelope("PolicyDecision"), Action: opts.Action, Target: opts.Target, Actor: id.Actor,

@@ -20,6 +20,11 @@ func TestCanIAsksThePolicyAndChangesNothing(t *testing.T) {
 	if !doc.Allowed || doc.Policy || doc.Decision != "allow" {
 		t.Errorf("without a policy: %+v", doc)
 	}
+	// Without a policy there is no glass to break, as the lever command says.
+	if r := e.MustRun(exitcode.Usage, "can-i", "breaker.clear", "openai", "--break-glass"); !strings.Contains(r.Stderr, "nothing needs breaking") {
+		t.Errorf("break-glass without a policy: %s", r.Stderr)
+	}
+	e.MustRun(exitcode.Usage, "breaker", "clear", "openai", "--reason", "x", "--break-glass")
 	e.Setenv("KOSHACTL_DEMO_USER", "dana")
 	e.MustRun(0, "policy", "set", "../../../docs/policies/four-eyes.cedar", "--reason", "four eyes")
 
