@@ -74,7 +74,10 @@ func TestMineWaitingOnMeAndComments(t *testing.T) {
 	// bob no more.
 	as("bob", exitcode.Usage, "request", "approve", alices.RequestID, "--sha256", alices.SHA256, "--comment", "ok\x1b[2J")
 	as("bob", exitcode.Usage, "request", "approve", alices.RequestID, "--sha256", alices.SHA256, "--comment", "provider's status page \u202eagrees")
-	as("bob", 0, "request", "approve", alices.RequestID, "--sha256", alices.SHA256, "--comment", "provider's status page agrees")
+	approved := as("bob", 0, "request", "approve", alices.RequestID, "--sha256", alices.SHA256, "--comment", "provider's status page agrees")
+	if want := "requested by arn:aws:sts::000000000000:assumed-role/operator/alice, approved by arn:aws:sts::000000000000:assumed-role/approver/bob\n"; !strings.Contains(approved.Stdout, want) {
+		t.Errorf("the approval says:\n%s\nwant %q", approved.Stdout, want)
+	}
 	show := as("alice", 0, "request", "show", alices.RequestID)
 	if !strings.Contains(show.Stdout, "Comment:     arn:aws:sts::000000000000:assumed-role/approver/bob: provider's status page agrees") {
 		t.Errorf("request show after a commented approval:\n%s", show.Stdout)
@@ -85,5 +88,10 @@ func TestMineWaitingOnMeAndComments(t *testing.T) {
 	all := clitest.Decode[listed](t, as("alice", 0, "request", "list", "--all", "--mine", "-o", "json").Stdout)
 	if len(all.Requests) != 1 || len(all.Requests[0].Comments) != 1 || all.Requests[0].Comments[0].Text != "provider's status page agrees" {
 		t.Errorf("alice's requests with --all: %+v", all.Requests)
+	}
+	// What the requester is told names the policies as a list, not a Go slice.
+	if r := as("carol", exitcode.Pending, "breaker", "force-open", "screening-sim", "--reason", "load test"); !strings.Contains(r.Stdout,
+		"needs 1 approval(s) from someone other than you (four-eyes-breakers).") {
+		t.Errorf("carol's force under four eyes says:\n%s", r.Stdout)
 	}
 }

@@ -178,7 +178,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			fmt.Fprintf(ios.Out, "Request %s was already %s (by %s): nothing changed\n", r.ID, what, textsafe.Line(by))
 		case "applied":
 			fmt.Fprintf(ios.Out, "Approved and applied request %s: %s\n", r.ID, textsafe.Line(r.Change.Summary()))
-			fmt.Fprintf(ios.Out, "  requested by %s, approved by %s\n", textsafe.Line(r.Requester), textsafe.Line(fmt.Sprint(r.Approvers)))
+			fmt.Fprintf(ios.Out, "  requested by %s, approved by %s\n", textsafe.Line(r.Requester), textsafe.Line(strings.Join(r.Approvers, ", ")))
 		case "authorized":
 			fmt.Fprintf(ios.Out, "Approved request %s: %s\n", r.ID, textsafe.Line(r.Change.Summary()))
 			fmt.Fprintf(ios.Out, "  nothing was applied: %s until %s\n", textsafe.Line(usedBy(r)),
