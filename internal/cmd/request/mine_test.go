@@ -62,6 +62,9 @@ func TestMineWaitingOnMeAndComments(t *testing.T) {
 	if r := as("carol", 0, "request", "list", "--mine"); !strings.Contains(r.Stderr, "No pending change requests of yours.") {
 		t.Errorf("carol's empty --mine: %q", r.Stderr)
 	}
+	if r := as("carol", 0, "request", "list", "--mine", "--all"); !strings.Contains(r.Stderr, "No change requests of yours.") {
+		t.Errorf("carol's empty --mine --all: %q", r.Stderr)
+	}
 	// Nobody unverified is waited on.
 	e.Setenv("KOSHACTL_DEMO_USER", "")
 	if r := e.MustRun(exitcode.Auth, "request", "list", "--waiting-on-me"); !strings.Contains(r.Stderr, "KOSHACTL_DEMO_USER") {

@@ -157,6 +157,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			}
 		case len(out.Requests) == 0 && opts.WaitingOnMe:
 			fmt.Fprintln(ios.ErrOut, "No pending change requests wait on you.")
+		case len(out.Requests) == 0 && opts.Mine && opts.All:
+			fmt.Fprintln(ios.ErrOut, "No change requests of yours.")
 		case len(out.Requests) == 0 && opts.Mine:
 			fmt.Fprintln(ios.ErrOut, "No pending change requests of yours.")
 		case len(out.Requests) == 0:
