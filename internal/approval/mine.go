@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/proof"
 )
 
@@ -23,11 +24,14 @@ func (r Request) AskedBy(id audit.Identity) bool {
 	return false
 }
 
-// Awaits reports whether r waits on id at now: pending, proven and
+// Awaits reports whether r waits on id at now, under the table's policy
+// as read (stored; nil: the table has none): r is pending, proven and
 // untampered, and id is a verified identity that neither asked for it nor
-// approved it already (by person). The policy, which may still refuse
-// id, is asked when id approves.
-func (r Request) Awaits(id audit.Identity, now time.Time) bool {
+// approved it already (by person), whose approval the policy would take,
+// as [Service.Approve] asks it. What an approval checks beyond the
+// policy's decision (the policy's own proof, the change's hash, the
+// items the change needs) is checked when id approves.
+func (s *Service) Awaits(r Request, stored *policy.Stored, id audit.Identity, now time.Time) bool {
 	if r.StatusAt(now) != StatusPending || r.Tampered != "" || r.Unproven != "" || !id.Verified() {
 		return false
 	}
@@ -36,5 +40,16 @@ func (r Request) Awaits(id audit.Identity, now time.Time) bool {
 		return false
 	}
 	t, err := r.trailOf(nil, false)
-	return err == nil && !t.ask.Writer.SamePerson(w) && !t.approvedBy(w)
+	if err != nil || t.ask.Writer.SamePerson(w) || t.approvedBy(w) {
+		return false
+	}
+	var set *policy.Set
+	switch {
+	case stored != nil:
+		set = stored.Set
+	case len(r.Policies) > 0:
+		return false // asked under a policy the table no longer has: Approve refuses it
+	}
+	_, err = s.judge(set, r, t.requester(), id.Actor, len(t.approvals)+1, now)
+	return err == nil
 }

@@ -365,7 +365,10 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// past its expiry expired where the caller may write it; a reader's
 		// warns and leaves that to the next approval, which marks it.)
 		"request list": needs(requestScan, reviewScan, proofScan, closedScan),
-		"request show": needs(requestRead, proofBatchRead, closedBatchRead),
+		// Waiting on me: the policy item too, asked whether it would take the
+		// caller's approval.
+		"request list --waiting-on-me": needs(requestScan, reviewScan, proofScan, closedScan, policyRead),
+		"request show":                 needs(requestRead, proofBatchRead, closedBatchRead),
 		// Approving reads the request and the policy in one batch read (and a
 		// bucket change's buckets), then writes the change, the approver's
 		// record and the request's status in one transaction, settled by
@@ -501,17 +504,17 @@ var Roles = []Role{Reader, Requester, Operator, Approver, DrillRunner, DataPlane
 // operator's and the approver's (TestRolesExtendTheReader).
 var RolePaths = map[Role][]string{
 	Reader: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "can-i"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --waiting-on-me", "request show", "can-i"},
 	Requester: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "can-i",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --waiting-on-me", "request show", "can-i",
 		"mcp", "request cancel", "drill request", "apply --request"},
 	Operator: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "can-i",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --waiting-on-me", "request show", "can-i",
 		"breaker force-open", "breaker clear", "breaker clear --all", "apply",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
 		"request cancel", "request ack", "drill request", "apply --request", "audit list --unapproved --notify"},
 	Approver: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "can-i",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --waiting-on-me", "request show", "can-i",
 		"request approve", "request deny", "request ack"},
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},

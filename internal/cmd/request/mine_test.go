@@ -1,6 +1,8 @@
 package request_test
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -96,5 +98,42 @@ func TestMineWaitingOnMeAndComments(t *testing.T) {
 	if r := as("carol", exitcode.Pending, "breaker", "force-open", "screening-sim", "--reason", "load test"); !strings.Contains(r.Stdout,
 		"needs 1 approval(s) from someone other than you (four-eyes-breakers).") {
 		t.Errorf("carol's force under four eyes says:\n%s", r.Stdout)
+	}
+}
+
+// --waiting-on-me asks the table's policy, as an approval does, whether it
+// would take the caller's approval: here the requester and approver roles
+// are permitted a force with one approval and the operator role is not, so
+// the agent's request waits on bob and carol, not on alice, whose approval
+// is refused.
+func TestWaitingOnMeAsksThePolicy(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	as := func(who string, want int, args ...string) clitest.Result {
+		t.Helper()
+		e.Setenv("KOSHACTL_DEMO_USER", who)
+		return e.MustRun(want, args...)
+	}
+	file := filepath.Join(t.TempDir(), "approvers.cedar")
+	if err := os.WriteFile(file, []byte(`@id("asked-and-approved") @approvals("1")
+permit (principal in Kosha::Role::"requester", action == Kosha::Action::"breaker.force-open", resource) when { context.approvals >= 1 };
+@id("approvers-approve") @approvals("1")
+permit (principal in Kosha::Role::"approver", action == Kosha::Action::"breaker.force-open", resource) when { context.approvals >= 1 };
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	as("dana", 0, "policy", "set", file, "--reason", "approvers approve")
+	req := clitest.Decode[requestResult](t, as("agent", exitcode.Pending, "breaker", "force-open", "openai", "--reason", "agent: timeouts", "-o", "json").Stdout)
+	for who, want := range map[string]int{"alice": 0, "bob": 1, "carol": 1, "agent": 0} {
+		if got := len(clitest.Decode[listed](t, as(who, 0, "request", "list", "--waiting-on-me", "-o", "json").Stdout).Requests); got != want {
+			t.Errorf("%s's --waiting-on-me lists %d requests, want %d", who, got, want)
+		}
+	}
+	if r := as("alice", exitcode.Refused, "request", "approve", req.RequestID, "--sha256", req.SHA256); !strings.Contains(r.Stderr, "may not approve") {
+		t.Errorf("alice's approval: %s", r.Stderr)
+	}
+	as("bob", 0, "request", "approve", req.RequestID, "--sha256", req.SHA256)
+	if got := clitest.Decode[listed](t, as("carol", 0, "request", "list", "--waiting-on-me", "-o", "json").Stdout).Requests; len(got) != 0 {
+		t.Errorf("carol's --waiting-on-me after bob applied it: %+v", got)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -42,7 +43,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd.Flags().BoolVar(&opts.All, "all", false, "list decided and expired requests too (and acknowledged reviews with --reviews)")
 	cmd.Flags().BoolVar(&opts.Reviews, "reviews", false, "list break-glass reviews instead of requests")
 	cmd.Flags().BoolVar(&opts.Mine, "mine", false, "only the requests you asked for (with --all: decided ones too)")
-	cmd.Flags().BoolVar(&opts.WaitingOnMe, "waiting-on-me", false, "only the pending requests you may approve: asked by someone else, not approved by you yet (needs a verified identity)")
+	cmd.Flags().BoolVar(&opts.WaitingOnMe, "waiting-on-me", false, "only the pending requests you may approve: asked by someone else, not approved by you yet, your approval permitted by the table's policy (needs a verified identity)")
 	cmd.MarkFlagsMutuallyExclusive("mine", "waiting-on-me")
 	cmd.MarkFlagsMutuallyExclusive("reviews", "mine")
 	cmd.MarkFlagsMutuallyExclusive("reviews", "waiting-on-me")
@@ -64,9 +65,18 @@ func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options, l approval.Li
 		return l, exitcode.Errorf(exitcode.Auth, "--waiting-on-me: %s is not verified (context %q), and only a verified identity approves (on a local context, a demo identity: $KOSHACTL_DEMO_USER): list them all with koshactl request list",
 			textsafe.Line(id.Actor), env.Name)
 	}
+	// Whether the policy would take the caller's approval is asked of the
+	// table's policy as it is now, read once.
+	var stored *policy.Stored
+	if opts.WaitingOnMe {
+		if stored, err = env.Policies().Load(ctx); err != nil {
+			return l, err
+		}
+	}
+	svc := env.Approvals()
 	kept := l.Requests[:0:0]
 	for _, r := range l.Requests {
-		if opts.Mine && r.AskedBy(id) || opts.WaitingOnMe && r.Awaits(id, now) {
+		if opts.Mine && r.AskedBy(id) || opts.WaitingOnMe && svc.Awaits(r, stored, id, now) {
 			kept = append(kept, r)
 		}
 	}
