@@ -74,6 +74,14 @@ func TestMineWaitingOnMeAndComments(t *testing.T) {
 	}
 	as("bob", exitcode.Usage, "request", "list", "--mine", "--waiting-on-me")
 
+	// The reviewer is shown who asked (a demo identity, said so) and what
+	// to run next, with the hash they reviewed.
+	if r := as("bob", 0, "request", "show", alices.RequestID); !strings.Contains(r.Stdout,
+		"Requester:  arn:aws:sts::000000000000:assumed-role/operator/alice (demo identity of the local context)") ||
+		!strings.Contains(r.Stderr, "koshactl request approve "+alices.RequestID+" --sha256 "+alices.SHA256[:12]+" (add --comment TEXT") ||
+		!strings.Contains(r.Stderr, "koshactl request deny "+alices.RequestID+" --reason TEXT") {
+		t.Errorf("request show of a pending request:\n%s\n%s", r.Stdout, r.Stderr)
+	}
 	// A comment that is not one line of plain text is refused; a good one
 	// is kept in bob's approval and shown, and alice's request waits on
 	// bob no more.
@@ -84,6 +92,9 @@ func TestMineWaitingOnMeAndComments(t *testing.T) {
 		t.Errorf("the approval says:\n%s\nwant %q", approved.Stdout, want)
 	}
 	show := as("alice", 0, "request", "show", alices.RequestID)
+	if strings.Contains(show.Stderr, "approves it, as shown") {
+		t.Errorf("request show of an applied request says how to approve it: %s", show.Stderr)
+	}
 	if !strings.Contains(show.Stdout, "Comment:     arn:aws:sts::000000000000:assumed-role/approver/bob: provider's status page agrees") {
 		t.Errorf("request show after a commented approval:\n%s", show.Stdout)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -101,8 +102,12 @@ func Tampered(errOut io.Writer, vs ...approval.Verification) error {
 }
 
 func actor(a, source string) string {
-	if source == "unverified" {
+	switch audit.ActorSource(source) {
+	case audit.ActorUnverified:
 		return a + " (unverified)"
+	case audit.ActorDemo:
+		return a + " (demo identity of the local context)"
+	case audit.ActorSTS:
 	}
 	return a
 }
