@@ -47,7 +47,9 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			policies), or denied (why). Nothing is read but the policy item, and nothing is
 			written. ACTION is a lever's action as the policy and the records name it
 			(breaker.force-open, breaker.clear, ratelimit.reset, ratelimit.drain,
-			ratelimit.set); TARGET is the dependency or client.
+			ratelimit.set, freeze.lift; freeze.set, which the policy is never asked
+			about, is always allowed by it); TARGET is the dependency, the client, or
+			fleet for the freeze.
 
 			A force is asked about for --for (default 1h, as breaker force-open), or
 			--no-expiry; --break-glass asks whether you may act at once without
@@ -107,8 +109,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	sch := env.PolicySchema()
-	if sch.Resource(opts.Action) == "" {
-		return cmdutil.Usagef("%s is no lever's action: use one of %s", textsafe.Quote(opts.Action), strings.Join(sch.Actions(), ", "))
+	// An unguarded action (a freeze's set) is a lever's too: the policy is
+	// never asked about it.
+	_, act, known := env.Kinds.Action(opts.Action)
+	unguarded := known && act.Unguarded
+	if sch.Resource(opts.Action) == "" && !unguarded {
+		return cmdutil.Usagef("%s is no lever's action: use one of %s", textsafe.Quote(opts.Action), strings.Join(actions(env, sch), ", "))
 	}
 	if err := textsafe.Check(opts.Target); err != nil || opts.Target == "" {
 		return cmdutil.Usagef("TARGET %s is not a dependency or client name: give one", textsafe.Quote(opts.Target))
@@ -132,11 +138,15 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	var set *policy.Set
 	if stored != nil {
 		set = stored.Set
-	} else if opts.BreakGlass {
+	} else if opts.BreakGlass && !unguarded {
 		// As the lever command answers it: there is no glass to break.
 		return approval.ErrNothingToBreak
 	}
 	d := policy.Decide(set, req)
+	if unguarded {
+		// As the lever service: the policy is not asked.
+		d = policy.Decision{Outcome: policy.Allow, Reason: opts.Action + " is never asked of the table's policy: it only makes the fleet safer"}
+	}
 	out := Result{Envelope: env.Envelope("PolicyDecision"), Action: opts.Action, Target: opts.Target, Actor: id.Actor,
 		Allowed: d.Outcome == policy.Allow, Decision: d.Outcome.String(), Approvals: d.Approvals,
 		Policies: slices.Concat([]string{}, d.Policies), Reason: d.Reason, Policy: stored != nil}
@@ -160,4 +170,21 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return exitcode.Wrap(exitcode.Error, cmdutil.ErrSilent)
 	}
 	return nil
+}
+
+// actions are what can-i asks about: the actions the table's policy
+// judges, and the unguarded ones it never asks about, sorted.
+func actions(env *cmdenv.Env, sch *policy.Schema) []string {
+	out := sch.Actions()
+	if env.Kinds != nil {
+		for _, sp := range env.Kinds.Specs() {
+			for _, a := range sp.Actions {
+				if a.Unguarded && !a.Internal {
+					out = append(out, a.Name)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -45,6 +45,14 @@ func TestCanIAsksThePolicyAndChangesNothing(t *testing.T) {
 		t.Errorf("bob's break-glass: %s", r.Stdout)
 	}
 	e.MustRun(0, "can-i", "ratelimit.reset", "agent-1")
+	// A freeze is set without asking the policy (it only makes the fleet
+	// safer); lifting it needs a second person.
+	if r := e.MustRun(0, "can-i", "freeze.set", "fleet"); !strings.HasPrefix(r.Stdout, "yes: freeze.set is never asked of the table's policy") {
+		t.Errorf("bob's freeze: %s", r.Stdout)
+	}
+	if r := e.MustRun(exitcode.Error, "can-i", "freeze.lift", "fleet"); !strings.Contains(r.Stdout, "not alone: freeze.lift needs 1 approval") {
+		t.Errorf("bob's lift: %s", r.Stdout)
+	}
 
 	// Nothing was asked for, nor changed.
 	e.MustRun(exitcode.NotFound, "breaker", "get", "openai")
@@ -53,7 +61,7 @@ func TestCanIAsksThePolicyAndChangesNothing(t *testing.T) {
 	}
 
 	// Bad questions are usage errors.
-	if r := e.MustRun(exitcode.Usage, "can-i", "breaker.smash", "openai"); !strings.Contains(r.Stderr, "breaker.clear, breaker.force-open") {
+	if r := e.MustRun(exitcode.Usage, "can-i", "breaker.smash", "openai"); !strings.Contains(r.Stderr, "breaker.clear, breaker.force-open, freeze.lift, freeze.set, ratelimit.drain") {
 		t.Errorf("an unknown action: %s", r.Stderr)
 	}
 	e.MustRun(exitcode.Usage, "can-i", "breaker.clear", "openai", "--for", "1h")

@@ -254,6 +254,11 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 			w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m", "--overwrite")
 			w.MustRun(0, "breaker", "force-open", "core-api", "--reason", "iam test", "--for", "10m", "--overwrite")
 		}, fixed("breaker", "clear", "--all", "--reason", "iam test"), false, 0},
+		// The fleet's freeze, after the chaos steps (sign mints nothing while
+		// it holds): set, shown, lifted.
+		{"freeze", nil, fixed("freeze", "--reason", "iam test", "--ref", "INC-1", "--for", "10m"), false, 0},
+		{"freeze status", nil, fixed("freeze", "status"), false, 0},
+		{"freeze lift", func() { w.MustRun(0, "freeze", "--reason", "setup", "--for", "10m") }, fixed("freeze", "lift", "--reason", "iam test"), false, 0},
 	}
 	// Every path that changes something, its change's answer lost: a
 	// force's is settled by reading the override it put, a bucket change's
@@ -263,7 +268,7 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 	for _, s := range steps {
 		switch s.path {
 		case "breaker force-open", "breaker clear", "breaker clear --all", "ratelimit reset", "ratelimit drain", "ratelimit set",
-			"chaos sign", "chaos key rotate":
+			"chaos sign", "chaos key rotate", "freeze", "freeze lift":
 			if s.code != 0 {
 				continue // refused: no change to lose
 			}
@@ -291,6 +296,9 @@ func (w *awsWorld) allowAll(file string, setup func()) func() {
 			w.MustRun(0, "policy", "set", file, "--reason", "iam test: allow all again")
 			w.fourEyes = false
 		}
+		// No step starts frozen (a step left it so, its lift denied): chaos
+		// sign and apply would be refused for the freeze's sake.
+		w.MustRun(0, "freeze", "lift", "--reason", "iam test: unfreeze")
 		if setup != nil {
 			setup()
 		}

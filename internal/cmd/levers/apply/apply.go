@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/levers"
@@ -190,8 +191,14 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	if err != nil {
 		return err
 	}
+	// While the fleet is frozen no window opens (a window open lapses and
+	// is cleared as always); a freeze that cannot be read writes nothing.
+	fr, err := freeze.Read(ctx, env.Store)
+	if err != nil {
+		return err
+	}
 	now := f.Clock.Now()
-	ds := levers.Compare(file, levers.State{Now: now, Overrides: list, Written: written})
+	ds := levers.Compare(file, levers.State{Now: now, Overrides: list, Written: written, Freeze: fr})
 	res := Result{Header: leversview.NewHeader("LeversApply", env, opts.File, file, now), DryRun: opts.DryRun, Round: round,
 		Differences: leversview.Differences(ds, now), Results: []ItemResult{}}
 	if changes(ds) == 0 {
