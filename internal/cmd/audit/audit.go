@@ -30,7 +30,7 @@ const DefaultFollowInterval = 2 * time.Second
 // NewCmd returns the audit command group.
 func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Read the audit log of control-plane changes"}
-	cmd.AddCommand(NewCmdList(f))
+	cmd.AddCommand(NewCmdList(f), NewCmdImpact(f))
 	return cmd
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
@@ -67,9 +68,12 @@ func (p proposer) propose(ctx context.Context, c lever.Change, err error) (mcpse
 			r := *rep.Pending
 			doc, frozen := p.frozen(ctx)
 			doc.PendingResult = levercmd.Pending(p.env, r)
-			return mcpserver.Output{Doc: doc, Summary: fmt.Sprintf(
-				"Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s%s",
-				r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand(), frozen)}, nil
+			summary := fmt.Sprintf("Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s",
+				r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())
+			if r.Impact != nil {
+				summary += ". Impact: " + strings.Join(r.Impact.Lines(), "; ") + "."
+			}
+			return mcpserver.Output{Doc: doc, Summary: summary + frozen}, nil
 		}
 	}
 	if re := (*lever.RefusedError)(nil); errors.As(err, &re) {

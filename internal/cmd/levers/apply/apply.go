@@ -5,6 +5,7 @@ package apply
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -68,6 +70,11 @@ type ItemResult struct {
 	Override   *overrideview.OverrideView `json:"override,omitempty"`
 	Before     *overrideview.OverrideView `json:"before"`
 	AuditID    string                     `json:"audit_id,omitempty"`
+	// Impact is what a window's force does to the platform's tools (a dry
+	// run's would-force; docs/contracts/degradation-matrix.md).
+	Impact json.RawMessage `json:"impact,omitempty"`
+
+	impact lever.Impact
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -205,10 +212,17 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		return printResult(f, opts, res)
 	}
 	if opts.DryRun {
+		plan := file.Plan(ds, "")
 		for _, d := range ds {
 			if d.Action != levers.ActionNone {
-				res.Results = append(res.Results, ItemResult{Dependency: d.Dependency, Action: "would-" + verb(d), Window: windowID(d),
-					Before: overrideview.ViewPtr(d.Override, now)})
+				item := ItemResult{Dependency: d.Dependency, Action: "would-" + verb(d), Window: windowID(d), Before: overrideview.ViewPtr(d.Override, now)}
+				for _, c := range plan {
+					if c.Action == breaker.ActionForceOpen && d.Action == levers.ActionForce && c.Targets[0] == d.Dependency {
+						item.impact = env.Levers().Impact(ctx, c)
+						item.Impact = levercmd.ImpactJSON(item.impact)
+					}
+				}
+				res.Results = append(res.Results, item)
 			}
 		}
 		return printResult(f, opts, res)
@@ -352,6 +366,7 @@ func printResult(f *cmdenv.Factory, opts *Options, res Result) error {
 			line += " (audit " + r.AuditID + ")"
 		}
 		fmt.Fprintln(out, textsafe.Line(line))
+		levercmd.Impact(out, r.impact)
 	}
 	for _, d := range res.Differences {
 		if d.Action == levers.ActionNone {
