@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
@@ -752,22 +752,4 @@ func TestChaosKeyUnderCustomerManagedKMSKey(t *testing.T) {
 	if r.Stdout != "kms:Decrypt,kms:GenerateDataKey,secretsmanager."+moto.Region+".amazonaws.com\n" {
 		t.Errorf("KMS statement: %q", r.Stdout)
 	}
-}
-
-// lastWriteID is the write_id of the newest change of subject, as its audit
-// record's after-image holds it.
-func lastWriteID(t *testing.T, e *clitest.Env, subject string) string {
-	t.Helper()
-	out := e.MustRun(0, "audit", "list", "--subject", subject, "--limit", "1", "-o", "json").Stdout
-	var doc struct {
-		Items []struct {
-			After struct {
-				WriteID string `json:"write_id"`
-			} `json:"after"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Items) != 1 || doc.Items[0].After.WriteID == "" {
-		t.Fatalf("no write_id in the newest record of %s (%v):\n%s", subject, err, out)
-	}
-	return doc.Items[0].After.WriteID
 }
