@@ -73,8 +73,12 @@ func (g *Guard) Plan(ctx context.Context, c lever.Change, extra ...string) (*lev
 		return nil, err
 	}
 	d, noExpiry := p.Kind.Bounds(c, g.approvals.clock.Now())
+	// A rollback is its own actor's when the record it rolls back names the
+	// same actor (the record was written by this process's change, never
+	// read back from the table).
+	own := c.RollbackOf != nil && c.RollbackOf.Actor == id.Actor
 	dec := policy.DecideAll(stored.Set, policy.Request{Actor: policy.Actor{ARN: id.Actor, Verified: id.Verified()}, Action: c.Action,
-		Resource: p.Kind.Spec().Resource, Duration: d, NoExpiry: noExpiry, BreakGlass: c.BreakGlass}, c.Targets)
+		Resource: p.Kind.Spec().Resource, Duration: d, NoExpiry: noExpiry, BreakGlass: c.BreakGlass, OwnRollback: own}, c.Targets)
 	switch dec.Outcome {
 	case policy.Deny:
 		return nil, fmt.Errorf("%w: %s", ErrPolicyDenied, dec.Reason)

@@ -32,6 +32,7 @@ var Spec = lever.Spec{Name: "breaker", Prefix: OverridePrefix, Resource: "Depend
 		{Name: ActionForceOpen, Verb: "force open", DryRunActor: true},
 		{Name: ActionClear, Verb: "clear"},
 		{Name: ActionRestore, Verb: "restore", Internal: true},
+		{Name: ActionRollback, Verb: "put back"},
 	}}
 
 var (
@@ -75,6 +76,9 @@ type forceWire struct {
 // Encode implements [lever.Kind]: a force's params as a request holds
 // them (replacing the override seen is an overwrite); a clear has none.
 func (s *Overrides) Encode(c lever.Change) (json.RawMessage, error) {
+	if c.Action == ActionRollback {
+		return nil, ErrNotRequestable
+	}
 	if c.Action != ActionForceOpen {
 		return json.RawMessage("{}"), nil
 	}
@@ -92,6 +96,9 @@ func (s *Overrides) Encode(c lever.Change) (json.RawMessage, error) {
 
 // Params implements [lever.Kind]: a force's params as a request holds them.
 func (s *Overrides) Params(action string, raw json.RawMessage) (any, error) {
+	if action == ActionRollback {
+		return nil, ErrNotRequestable
+	}
 	if action != ActionForceOpen {
 		if len(raw) > 0 && string(raw) != "{}" && string(raw) != "null" {
 			return nil, fmt.Errorf("%s takes no params", action)
@@ -175,6 +182,11 @@ func (s *Overrides) Check(c lever.Change) error {
 			}
 		}
 		return audit.ValidateReason(c.Reason)
+	case ActionRollback:
+		if err := CheckDependencies(c.Targets, nil); err != nil {
+			return err
+		}
+		return audit.ValidateReason(c.Reason)
 	}
 	return CheckDependencies(c.Targets, nil)
 }
@@ -210,6 +222,8 @@ func (s *Overrides) Plan(c lever.Change, dep string, it store.Item, now time.Tim
 			return store.DeleteOp(key, before.condition()), audit.Entry{Actor: c.Actor, Action: ActionClear, Subject: key, Reason: c.Reason,
 				Before: AuditState(before)}, res
 		}
+	case ActionRollback:
+		return planRollback(c, dep, before, now, p), nil
 	case ActionRestore:
 		rp, _ := c.Params.(RestoreParams)
 		p.Result, p.Noop = RestoreResult{}, true
@@ -328,6 +342,10 @@ func (s *Overrides) Summary(c lever.Change) string {
 // Bounds implements [lever.Kind]: how long a force lasts, as the policy
 // judges it.
 func (s *Overrides) Bounds(c lever.Change, now time.Time) (time.Duration, bool) {
+	if c.Action == ActionRollback {
+		b := rollbackParams(c).Before
+		return max(b.ExpiresAt.Sub(now), 0), !b.Expires()
+	}
 	if c.Action != ActionForceOpen {
 		return 0, false
 	}
@@ -375,6 +393,11 @@ func (s *Overrides) Notice(_ lever.Change, o lever.Outcome) notify.Lever {
 		if r.Before != nil {
 			l.Change = "cleared (was forced open by " + r.Before.Actor + ")"
 		}
+	case RollbackResult:
+		l.Change = "put back (rolled back a clear that did not hold)"
+		if r.Restored != nil {
+			l.ExpiresAt = notify.Time(r.Restored.ExpiresAt)
+		}
 	case RestoreResult:
 		l.Change = "restored"
 		if r.Cleared {
@@ -385,7 +408,8 @@ func (s *Overrides) Notice(_ lever.Change, o lever.Outcome) notify.Lever {
 }
 
 // Forces implements [lever.Forcing]: a force forces its targets open for
-// as long as [Overrides.Bounds] says (0: never expires); a clear clears
+// as long as [Overrides.Bounds] says (0: never expires), and a bake's
+// put-back for what is left of the override it restores; a clear clears
 // them. A drill's restore says neither: what it writes is decided from
 // the item as read.
 func (s *Overrides) Forces(c lever.Change, now time.Time) (lever.Forces, bool) {
@@ -395,6 +419,11 @@ func (s *Overrides) Forces(c lever.Change, now time.Time) (lever.Forces, bool) {
 		return lever.Forces{Dependencies: c.Targets, For: d}, true
 	case ActionClear:
 		return lever.Forces{Dependencies: c.Targets, Clear: true}, true
+	case ActionRollback:
+		// A bake's put-back forces the dependency open again, for what is
+		// left of the override it restores.
+		d, _ := s.Bounds(c, now)
+		return lever.Forces{Dependencies: c.Targets, For: d}, true
 	}
 	return lever.Forces{}, false
 }

@@ -17,5 +17,6 @@ const (
 	Pending     = 12  // the table's policy needs approvals: a change request was made and nothing was changed yet
 	Closed      = 13  // the change request expired, or was denied or canceled: it can never be applied
 	Mismatch    = 14  // the change request does not match its hash (edited after it was made, or not the one reviewed): never applied
+	RolledBack  = 15  // a bake saw the fleet fail after a clear and put the override back (--bake)
 	Interrupted = 130 // interrupted (SIGINT)
 )

@@ -59,6 +59,10 @@ type Change struct {
 	Approval *audit.Approval
 	// Note is said with the change's announcement.
 	Note Note
+	// RollbackOf is the record of the change this one rolls back (a bake's
+	// put-back of what a clear removed): the table's policy hears whether
+	// the actor made that change (context.own_rollback).
+	RollbackOf *audit.Record
 }
 
 // Kind is the name of the change's kind.

@@ -15,12 +15,14 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/baking"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -39,6 +41,7 @@ type Options struct {
 	AllowUnknown bool
 	levercmd.Flags
 	converge.WaitOptions
+	Bake baking.Options
 }
 
 // NewCmd builds the command.
@@ -77,6 +80,19 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			with the command another person approves it with, and the command exits 12.
 			--break-glass (with --reason) acts at once where the policy allows it, and
 			leaves a review.
+
+			--bake DURATION then watches the fleet for that long (after --wait, if given):
+			the cleared dependencies' breaker_state gauges, and the CloudWatch alarms named
+			with --alarm. If the breaker re-opens on more than --reopen-share of the
+			instances (default: most), or an alarm is ALARM or INSUFFICIENT_DATA (as AWS
+			AppConfig counts them), the override is put back as it was (its reason, what
+			is left of its expiry) in one transaction with its record, which names the
+			clear's record (rollback_of), announced, and the command exits 15; the fleet
+			holding exits 0. An override someone wrote since the clear is left alone
+			(exit 4). A source that cannot be read mid-bake ends it without putting back
+			(exit 5), and Ctrl-C leaves the clear standing (exit 130): see docs/bake.md.
+			A bake longer than the context's max-override, without a readable metrics
+			source, or --alarm without CloudWatch, is refused before anything is cleared.
 		`),
 		Example: heredoc.Doc(`
 			koshactl breaker clear openai --reason "provider recovered"
@@ -84,6 +100,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			koshactl breaker clear --key 'breaker#Bad Name' --reason "hand-written item"
 			koshactl breaker clear --key-hex 627265616b6572231b5b326a --reason "item with an ESC in its pk"
 			koshactl breaker clear openai --reason "provider recovered" --wait
+			koshactl breaker clear openai --reason "provider recovered" --bake 10m --alarm kosha-openai-errors
 		`),
 		ValidArgsFunction: cmdenv.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -101,6 +118,9 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
 			}
+			if err := opts.Bake.Check(c, opts.DryRun); err != nil {
+				return err
+			}
 			return Run(c.Context(), f, opts)
 		},
 	}
@@ -112,6 +132,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
 	levercmd.AddFlags(cmd, &opts.Flags, "do not ask for confirmation on a protected context")
 	converge.AddWaitFlags(cmd, &opts.WaitOptions)
+	baking.AddFlags(cmd, &opts.Bake)
 	return cmd
 }
 
@@ -124,6 +145,8 @@ type Result struct {
 	converge.Waited
 	// Review is the review a --break-glass clear opened.
 	Review string `json:"review,omitempty"`
+	// Bake is how the fleet held after the clear, with --bake only.
+	Bake *baking.View `json:"bake,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -182,6 +205,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	var bk *baking.Baker
+	if opts.Bake.Bake > 0 {
+		if bk, err = baking.New(ctx, f, env, opts.Bake, opts.MetricsURL, ov.Durations().MaxFor()); err != nil {
+			return err
+		}
+	}
 	c := breaker.Clear(opts.Reason, targets...)
 	if opts.All {
 		// --all must find every override, including one written by hand
@@ -197,6 +226,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if rep.Outcomes == nil || rep.Pending != nil {
 		if errors.Is(err, breaker.ErrUnknownDependency) {
 			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
+		}
+		if rep.Pending != nil && bk != nil {
+			// The --bake given here cannot outlive this process: the
+			// approval that applies the clear is the one that can bake it.
+			fmt.Fprintf(f.IOStreams.ErrOut, "nothing was cleared, so nothing is baked: the approval that applies it can bake it, %s --bake %s\n",
+				rep.Pending.ApproveCommand(), human.Duration(opts.Bake.Bake))
 		}
 		return levercmd.Refused(ctx, f, env, rep, err, opts.Flags)
 	}
@@ -228,7 +263,14 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	out.Review = levercmd.Review(rep)
 	failure := levercmd.Failure(cleared+len(unwritten), cleared, unwritten, "overrides", "koshactl breaker get DEPENDENCY")
-	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0))
+	var then func() error
+	if bk != nil {
+		then = func() error {
+			out.Bake = &baking.View{}
+			return bk.Run(ctx, env, rep.Outcomes, now, out.Bake, f.IOStreams.Out, opts.Table())
+		}
+	}
+	return converge.FinishThen(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0), then)
 }
 
 // table is out's lines for the human output; none is true when there was
