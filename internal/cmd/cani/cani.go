@@ -46,10 +46,10 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			allowed, needs approvals (how many, from people other than you, and which
 			policies), or denied (why). Nothing is read but the policy item, and nothing is
 			written. ACTION is a lever's action as the policy and the records name it
-			(breaker.force-open, breaker.clear, ratelimit.reset, ratelimit.drain,
-			ratelimit.set, freeze.lift; freeze.set, which the policy is never asked
-			about, is always allowed by it); TARGET is the dependency, the client, or
-			fleet for the freeze.
+			(breaker.force-open, breaker.clear, ratelimit.reset, freeze.lift, ...: an
+			unknown one is answered with the list; freeze.set, which the policy is never
+			asked about, is always allowed by it); TARGET is the dependency, the client,
+			or fleet for the freeze.
 
 			A force is asked about for --for (default 1h, as breaker force-open), or
 			--no-expiry; --break-glass asks whether you may act at once without

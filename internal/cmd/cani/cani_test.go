@@ -61,7 +61,8 @@ func TestCanIAsksThePolicyAndChangesNothing(t *testing.T) {
 	}
 
 	// Bad questions are usage errors.
-	if r := e.MustRun(exitcode.Usage, "can-i", "breaker.smash", "openai"); !strings.Contains(r.Stderr, "breaker.clear, breaker.force-open, freeze.lift, freeze.set, ratelimit.drain") {
+	if r := e.MustRun(exitcode.Usage, "can-i", "breaker.smash", "openai"); !strings.Contains(r.Stderr, "use one of breaker.clear, breaker.force-open, ") ||
+		!strings.Contains(r.Stderr, "freeze.lift, freeze.set, ratelimit.drain") {
 		t.Errorf("an unknown action: %s", r.Stderr)
 	}
 	e.MustRun(exitcode.Usage, "can-i", "breaker.clear", "openai", "--for", "1h")
