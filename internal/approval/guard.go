@@ -35,6 +35,8 @@ type Guard struct {
 	approvals *Service
 	identity  func(context.Context) (audit.Identity, error)
 	source    string
+	// perHour is the proposals' budget ([Proposal.PerHour]).
+	perHour int
 }
 
 var _ lever.Changer = (*Guard)(nil)
@@ -144,12 +146,30 @@ func (g *Guard) Propose(ctx context.Context, c lever.Change) (lever.Report, erro
 	if err != nil {
 		return lever.Report{Change: c}, err
 	}
-	r, rec, err := g.approvals.Propose(ctx, nil, Proposal{Change: ch, Requester: id, Source: audit.SourceMCP})
+	res, err := g.approvals.Propose(ctx, nil, Proposal{Change: ch, Requester: id, Source: audit.SourceMCP, PerHour: g.perHour})
 	if err != nil {
 		return lever.Report{Change: c}, err
 	}
-	p, _ = g.pending(p, r, rec)
+	if res.Coalesced {
+		// The requester's identical proposal waits already: it is the
+		// answer, and nothing new is announced.
+		rep, _ := Pending(res.Request, audit.Record{}, true)
+		rep.Pending.Coalesced = true
+		rep.Pending.Impact = p.Impact
+		p.Pending, p.Event = rep.Pending, nil
+		return p.Report(), nil
+	}
+	p, _ = g.pending(p, res.Request, res.Record)
 	return p.Report(), nil
+}
+
+// WithProposalsPerHour returns the guard whose proposals ([Guard.Propose])
+// make at most n requests an hour for one identity (zero:
+// [DefaultProposalsPerHour]).
+func (g *Guard) WithProposalsPerHour(n int) *Guard {
+	c := *g
+	c.perHour = n
+	return &c
 }
 
 // pending marks p as the request r (its record rec), with its

@@ -29,15 +29,24 @@ const ActionRestore = "breaker.restore"
 var Spec = lever.Spec{Name: "breaker", Prefix: OverridePrefix, Resource: "Dependency", Noun: "dependency", Item: "override", Lever: "breaker override",
 	About: "A dependency whose breaker a lever forces or clears.", Inspect: "koshactl breaker get",
 	Actions: []lever.Action{
-		{Name: ActionForceOpen, Verb: "force open", DryRunActor: true},
-		{Name: ActionClear, Verb: "clear"},
+		{Name: ActionForceOpen, Verb: "force open", DryRunActor: true, Propose: &lever.Proposal{Tool: "propose_force_open", Title: "Propose a force-open",
+			About:   "Propose forcing dependencies' breakers open fleet-wide. Nothing is forced: a change request is made (whatever the table's policy says) and announced; a person applies it with the approve command in the result.",
+			Targets: "dependencies", TargetsAbout: "the dependencies to force open, as breaker status names them",
+			Params: []lever.Param{
+				{Name: "for", Type: lever.ParamString, About: "how long the override lasts once approved, a Go duration like 30m (default 1h, within the context's max-override)"},
+				{Name: "overwrite", Type: lever.ParamBool, About: "replace an active override (otherwise one is a conflict)"},
+			}}},
+		{Name: ActionClear, Verb: "clear", Propose: &lever.Proposal{Tool: "propose_clear", Title: "Propose a clear",
+			About:   "Propose clearing dependencies' overrides. Nothing is cleared: a change request is made and announced; a person applies it with the approve command in the result.",
+			Targets: "dependencies", TargetsAbout: "the dependencies whose override to clear"}},
 		{Name: ActionRestore, Verb: "restore", Internal: true},
 		{Name: ActionRollback, Verb: "put back"},
 	}}
 
 var (
-	_ lever.Kind    = (*Overrides)(nil)
-	_ lever.Forcing = (*Overrides)(nil)
+	_ lever.Kind     = (*Overrides)(nil)
+	_ lever.Proposer = (*Overrides)(nil)
+	_ lever.Forcing  = (*Overrides)(nil)
 )
 
 // Spec implements [lever.Kind].

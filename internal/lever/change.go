@@ -163,8 +163,11 @@ type Pending struct {
 	Needed                         int
 	Policies                       []string
 	ExpiresAt                      time.Time
-	// AuditID is the request's record of asking.
+	// AuditID is the request's record of asking ("" when coalesced).
 	AuditID string
+	// Coalesced is true when the request was the requester's identical
+	// proposal, pending already: nothing was written or announced.
+	Coalesced bool
 	// Impact is what the requested change does to the platform's tools,
 	// as told when it was requested (nil: none told).
 	Impact Impact

@@ -105,6 +105,9 @@ type PendingResult struct {
 	ExpiresAt       time.Time `json:"expires_at"`
 	ApproveCommand  string    `json:"approve_command"`
 	AuditID         string    `json:"audit_id"`
+	// Coalesced is true when the proposal was the requester's identical
+	// one, pending already: nothing was stored or announced (MCP).
+	Coalesced bool `json:"coalesced,omitempty"`
 	// Impact is what the requested change does to the platform's tools
 	// (docs/contracts/degradation-matrix.md, "The impact section").
 	Impact json.RawMessage `json:"impact,omitempty"`
@@ -114,7 +117,7 @@ type PendingResult struct {
 func Pending(env *cmdenv.Env, p lever.Pending) PendingResult {
 	return PendingResult{Envelope: env.Envelope("ChangeRequestResult"), RequestID: p.ID, Status: approval.StatusPending, Change: p.Summary,
 		SHA256: p.SHA256, Requester: p.Requester, ApprovalsNeeded: p.Needed, Policies: p.Policies, ExpiresAt: p.ExpiresAt,
-		ApproveCommand: p.ApproveCommand(), AuditID: p.AuditID, Impact: ImpactJSON(p.Impact)}
+		ApproveCommand: p.ApproveCommand(), AuditID: p.AuditID, Coalesced: p.Coalesced, Impact: ImpactJSON(p.Impact)}
 }
 
 // Refused is what a command ends with when its change was not made: a
