@@ -263,6 +263,10 @@ type Request struct {
 	// asking, its approvals, what closed it. What is decided about the
 	// request is decided from them; the rest of the item is a summary.
 	Proofs []string `json:"proofs,omitempty"`
+	// Comments are what the approvers said with their approvals
+	// (--comment), read from their approval proofs: filled where the
+	// proofs are read (request show, list).
+	Comments []Comment `json:"comments,omitempty"`
 	// Verification is what reading the proofs found (request show and
 	// list read them; nothing else fills it).
 	Verification
@@ -450,4 +454,12 @@ func RequestFromItem(it store.Item) (Request, error) {
 		}
 	}
 	return r, nil
+}
+
+// Comment is one approver's comment on a request, as their approval proof
+// holds it.
+type Comment struct {
+	By   string    `json:"by"`
+	At   time.Time `json:"at"`
+	Text string    `json:"text"`
 }

@@ -322,6 +322,11 @@ type Approval struct {
 	// written). Without either the approval is refused
 	// ([ErrUnconfirmed]): an approver always confirms the change's hash.
 	Confirm func(Request) (string, error)
+	// Comment is what the approver says with the approval (one line of
+	// plain text, audit.ValidateReason's rule): stored in their approval
+	// proof, and in the request.approve record of an approval that does
+	// not complete the approvals.
+	Comment string
 }
 
 // ErrUnconfirmed refuses an approval without the hash of the change the
@@ -375,6 +380,39 @@ func (s *Service) questions(c Change, now time.Time) ([]policy.Request, error) {
 		out = append(out, policy.Request{Action: c.Action, Resource: kind.Spec().Resource, Target: t, Duration: d, NoExpiry: noExpiry})
 	}
 	return out, nil
+}
+
+// judge asks the policy set (nil: the table has none) about r approved by
+// approver, a verified identity's ARN, with approvals approvals in all
+// (theirs included): the change, for requester, must not be denied, and
+// approver must be permitted it with those approvals ([ErrPolicyDenied]
+// otherwise). remaining is how many approvals it still needs after
+// them.
+func (s *Service) judge(set *policy.Set, r Request, requester audit.Identity, approver string, approvals int, now time.Time) (remaining int, err error) {
+	questions, err := s.questions(r.Change, now)
+	if err != nil {
+		return 0, fmt.Errorf("%w: request %s: %v", ErrMalformed, r.ID, err)
+	}
+	for _, base := range questions {
+		base.Actor, base.Approvals = policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, approvals
+		if r.Change.Action == ActionDrillRun && base.Target == "" {
+			return 0, fmt.Errorf("%w: request %s: a lever's target is unknown before the run, which the policy cannot judge: ask for a new one",
+				ErrPolicyDenied, r.ID)
+		}
+		d := policy.Decide(set, base)
+		if d.Outcome == policy.Deny {
+			return 0, fmt.Errorf("%w: the policy no longer permits request %s: %s", ErrPolicyDenied, r.ID, d.Reason)
+		}
+		if d.Outcome == policy.NeedsApproval {
+			remaining = max(remaining, d.Approvals-approvals)
+		}
+		as := base
+		as.Actor = policy.Actor{ARN: approver, Verified: true}
+		if d := policy.Decide(set, as); d.Outcome == policy.Deny {
+			return 0, fmt.Errorf("%w: %s may not approve %s on %s: %s", ErrPolicyDenied, textsafe.Line(approver), base.Action, textsafe.Line(base.Target), d.Reason)
+		}
+	}
+	return remaining, nil
 }
 
 // Approve records a's approval of its request and, when that completes the
@@ -485,29 +523,8 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		return res, fmt.Errorf("%w: request %s was asked under the table's policy (%s), and the table has none now: it is not approved without the policy it was asked under; an admin sets it again with koshactl policy set FILE",
 			policy.ErrUnproven, r.ID, textsafe.Line(strings.Join(r.Policies, ", ")))
 	}
-	approvals := len(t.approvals) + 1
-	questions, err := s.questions(r.Change, now)
-	if err != nil {
-		return res, fmt.Errorf("%w: request %s: %v", ErrMalformed, r.ID, err)
-	}
-	for _, base := range questions {
-		base.Actor, base.Approvals = policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, approvals
-		if r.Change.Action == ActionDrillRun && base.Target == "" {
-			return res, fmt.Errorf("%w: request %s: a lever's target is unknown before the run, which the policy cannot judge: ask for a new one",
-				ErrPolicyDenied, r.ID)
-		}
-		d := policy.Decide(set, base)
-		if d.Outcome == policy.Deny {
-			return res, fmt.Errorf("%w: the policy no longer permits request %s: %s", ErrPolicyDenied, r.ID, d.Reason)
-		}
-		if d.Outcome == policy.NeedsApproval {
-			res.Remaining = max(res.Remaining, d.Approvals-approvals)
-		}
-		as := base
-		as.Actor = policy.Actor{ARN: a.Approver.Actor, Verified: true}
-		if d := policy.Decide(set, as); d.Outcome == policy.Deny {
-			return res, fmt.Errorf("%w: %s may not approve %s on %s: %s", ErrPolicyDenied, textsafe.Line(a.Approver.Actor), base.Action, textsafe.Line(base.Target), d.Reason)
-		}
+	if res.Remaining, err = s.judge(set, r, requester, a.Approver.Actor, len(t.approvals)+1, now); err != nil {
+		return res, err
 	}
 	if n := len(r.Change.Targets); n > MaxTargets {
 		return res, fmt.Errorf("%w: request %s names %d targets, more than one approval's transaction holds with its proofs (%d): deny it and ask for fewer",
@@ -530,7 +547,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	next := r
 	next.Approvers = append(slices.Clone(r.Approvers), a.Approver.Actor)
 	mine := r.proofOf(w, proof.Approve, now)
-	mine.Final = res.Remaining == 0
+	mine.Final, mine.Comment = res.Remaining == 0, strings.TrimSpace(a.Comment)
 	next.Proofs = append(slices.Clone(r.Proofs), mine.Key())
 	checks = append(checks, t.proofChecks(r)...)
 	// extra are the approval's writes beside the request's: its proof,

@@ -153,7 +153,7 @@ func (r Request) trailOf(items map[string]store.Item, closed bool) (trail, error
 		return t, tampered(r.ID, fmt.Sprintf("names %d proofs of asking, not one", len(asks)))
 	}
 	t.ask = asks[0]
-	if t.ask.Writer.Name != r.Requester || t.ask.Writer.Verified() != (r.RequesterSource == audit.ActorSTS) {
+	if t.ask.Writer.Name != r.Requester || t.ask.Writer.Verified() != r.RequesterSource.Verified() {
 		return t, tampered(r.ID, fmt.Sprintf("says %s asked for it, and its proof of asking is %s's", textsafe.Line(r.Requester), textsafe.Line(t.ask.Writer.Name)))
 	}
 	var names []string
@@ -246,8 +246,17 @@ type Verification struct {
 
 // verify reads what r's trail says into r's Verification.
 func (r *Request) verify(items map[string]store.Item, closed bool) {
-	_, err := r.trailOf(items, closed)
+	t, err := r.trailOf(items, closed)
 	r.Verification = verification(err)
+	r.Comments = nil
+	if err != nil || items == nil {
+		return
+	}
+	for _, a := range t.approvals {
+		if a.Comment != "" {
+			r.Comments = append(r.Comments, Comment{By: a.Writer.Name, At: a.At, Text: a.Comment})
+		}
+	}
 }
 
 func verification(err error) Verification {

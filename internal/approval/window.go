@@ -229,7 +229,7 @@ func (s *Service) AuthorizeWindow(ctx context.Context, stored *policy.Stored, it
 	ask := "ask for it with koshactl apply -f FILE --request, and have another person approve it"
 	it, ok := items[RequestPrefix+id]
 	if !ok {
-		return res, fmt.Errorf("%w: window %s (%s): no request for it as it is now; %s", ErrWindowNoApproval, textsafe.Line(w.ID), dec.Reason, ask)
+		return res, fmt.Errorf("%w: window %s (%s): no request for it as it is now; %s (it will be request %s)", ErrWindowNoApproval, textsafe.Line(w.ID), dec.Reason, ask, id)
 	}
 
 	r, err := RequestFromItem(it)

@@ -68,7 +68,17 @@ const (
 	// ($KOSHACTL_ACTOR, else user@host); nothing checked it. Local contexts,
 	// static credentials, and endpoints that do not serve STS record this.
 	ActorUnverified ActorSource = "unverified"
+	// ActorDemo: the actor is one of a local context's demo identities
+	// (internal/identity's DemoUsers), picked with $KOSHACTL_DEMO_USER and
+	// vouched for by the local context alone. It counts as verified, so four
+	// eyes can be tried on the embedded store; nothing but the local
+	// context stands behind it: a demonstration, not a security boundary.
+	ActorDemo ActorSource = "demo"
 )
+
+// Verified reports whether something other than the actor's own word
+// vouched for it: STS, or a local context's demo identities.
+func (s ActorSource) Verified() bool { return s == ActorSTS || s == ActorDemo }
 
 // Identity is who is acting and how koshactl knows.
 type Identity struct {
@@ -84,8 +94,9 @@ type Identity struct {
 	UserID string
 }
 
-// Verified reports whether STS vouched for the actor.
-func (i Identity) Verified() bool { return i.Source == ActorSTS }
+// Verified reports whether STS (or a local context's demo identities)
+// vouched for the actor.
+func (i Identity) Verified() bool { return i.Source.Verified() }
 
 // Record is one audited action.
 type Record struct {
@@ -175,6 +186,28 @@ type Approval struct {
 	Approvers []string `json:"approvers,omitempty"`
 	// Review is the review a break-glass change opened.
 	Review string `json:"review,omitempty"`
+}
+
+// Describe says in a line how the policy let the change through: "approved
+// by B, C (request ID, requested by A)", "break-glass (review ID)",
+// "allowed (P, Q)". The names are as stored: render it through textsafe.
+func (a *Approval) Describe() string {
+	if a == nil {
+		return ""
+	}
+	var s string
+	switch a.Decision {
+	case DecisionApproved:
+		s = "approved by " + strings.Join(a.Approvers, ", ") + " (request " + a.Request + ", requested by " + a.Requester + ")"
+	case DecisionBreakGlass:
+		s = "break-glass (review " + a.Review + ")"
+	default:
+		s = a.Decision
+		if len(a.Policies) > 0 {
+			s += " (" + strings.Join(a.Policies, ", ") + ")"
+		}
+	}
+	return s
 }
 
 // BreakGlass reports whether the change was a break-glass.

@@ -427,7 +427,10 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// leaves that to the next approval, which marks it.)
 		"request list":       needs(indexRead, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead),
 		"request list --all": needs(requestScan, reviewScan, proofScan, closedScan),
-		"request show":       needs(requestRead, proofBatchRead, closedBatchRead),
+		// Waiting on me: the policy item too, asked whether it would take the
+		// caller's approval.
+		"request list --waiting-on-me": needs(indexRead, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead, policyRead),
+		"request show":                 needs(requestRead, proofBatchRead, closedBatchRead),
 		// Approving reads the request and the policy in one batch read (and a
 		// bucket change's buckets), then writes the change, the approver's
 		// record and the request's status in one transaction, settled by
@@ -521,6 +524,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// The table's change policy: read by anyone who reads the table; set,
 		// with its record, by the admin alone.
 		"policy get": needs(policyRead),
+		"can-i":      needs(policyRead),
 		// The admin's proof of the text goes with it; setting the same text
 		// again reads that proof (an item it does not prove is set again).
 		"policy set": needs(policyRead, policyPut, ownProof(VerbSet), proofRead, record, notifyPublish),
@@ -573,17 +577,17 @@ var Roles = []Role{Reader, Requester, Operator, Approver, DrillRunner, DataPlane
 // operator's and the approver's (TestRolesExtendTheReader).
 var RolePaths = map[Role][]string{
 	Reader: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show", "freeze status", "dashboard", "mcp --read-only"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request list --waiting-on-me", "request show", "can-i", "freeze status", "dashboard", "mcp --read-only"},
 	Requester: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show", "freeze status", "dashboard", "mcp --read-only",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request list --waiting-on-me", "request show", "can-i", "freeze status", "dashboard", "mcp --read-only",
 		"mcp", "request cancel", "drill request", "apply --request"},
 	Operator: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show", "freeze status", "dashboard", "mcp --read-only",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request list --waiting-on-me", "request show", "can-i", "freeze status", "dashboard", "mcp --read-only",
 		"breaker force-open", "breaker clear", "breaker clear --all", "apply", "freeze", "freeze lift",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
 		"request cancel", "request ack", "drill request", "apply --request", "audit list --unapproved --notify"},
 	Approver: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request show", "freeze status", "dashboard", "mcp --read-only",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request list --all", "request list --waiting-on-me", "request show", "can-i", "freeze status", "dashboard", "mcp --read-only",
 		"request approve", "request deny", "request ack"},
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},

@@ -16,6 +16,13 @@
 //   - The call is bounded: [Resolver.Timeout] caps it, attempts included, so
 //     no command waits on an unreachable host.
 //
+// A local context (the embedded store: no STS, no IAM) has demo identities
+// too ([DemoUsers], picked with $KOSHACTL_DEMO_USER): each is shaped as an
+// assumed-role session and recorded as [audit.ActorDemo], which counts as
+// verified so that four eyes can be tried there. The local context alone
+// vouches for it: a demonstration, not a security boundary, and every
+// command acting as one says so.
+//
 // STS failures are classified ([Kind]) into one-line errors that name the
 // endpoint and the fix, matching store.ErrUnavailable (unreachable, not
 // served), store.ErrThrottled, or store.ErrCredentials (denied, expired).

@@ -111,6 +111,8 @@ func TestParseRefusesWithTheLine(t *testing.T) {
 		{"duplicate id", "@id(\"a\") permit(principal, action, resource);\n@id(\"a\") permit(principal, action, resource);", "p.cedar:2: @id(\"a\") is used by the policy at line 1"},
 		{"bad approvals", "@approvals(\"many\") permit(principal, action, resource);", "not a count"},
 		{"empty", "  \n", "empty"},
+		// The way back to no four eyes is named where it is looked for.
+		{"empty says how to leave", "", "to let every change through as without a policy, set docs/policies/allow-all.cedar"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := policy.Parse(levers, "p.cedar", []byte(tc.text))
@@ -118,6 +120,20 @@ func TestParseRefusesWithTheLine(t *testing.T) {
 				t.Errorf("Parse: %v, want one line ErrInvalid containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The shipped way to leave four eyes lets every change of every kind
+// through at once, for anyone, verified or not.
+func TestAllowAllAllowsEveryChange(t *testing.T) {
+	t.Parallel()
+	s := load(t, "allow-all.cedar")
+	for _, action := range []string{actionForceOpen, "breaker.clear", "ratelimit.reset", "ratelimit.drain", "ratelimit.set"} {
+		for _, actor := range []policy.Actor{{ARN: alice, Verified: true}, {ARN: "someone@laptop"}} {
+			if d := policy.Decide(s, policy.Request{Actor: actor, Action: action, Target: "openai", NoExpiry: true}); d.Outcome != policy.Allow {
+				t.Errorf("%s by %s under allow-all: %+v", action, actor.ARN, d)
+			}
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,6 +146,16 @@ func NewSchema(levers ...Lever) *Schema {
 // lever of the schema has).
 func (s *Schema) Resource(action string) string { return s.resources[action] }
 
+// Actions are the actions of the schema's levers, sorted.
+func (s *Schema) Actions() []string {
+	out := make([]string, 0, len(s.resources))
+	for a := range s.resources {
+		out = append(out, a)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // parsePos finds "<input>:LINE:COL" in cedar-go's parse errors.
 var parsePos = lazyre.New(`<input>:(\d+):(\d+):? ?`)
 
@@ -165,7 +176,8 @@ func Parse(sch *Schema, file string, text []byte) (*Set, error) {
 		return nil, &Error{File: file, Problem: fmt.Sprintf("the policy is %d bytes; a table's policy holds at most %d", len(text), MaxBytes)}
 	}
 	if strings.TrimSpace(string(text)) == "" {
-		return nil, &Error{File: file, Problem: "the policy is empty: write at least one permit (an empty policy would deny every lever)"}
+		return nil, &Error{File: file, Problem: "the policy is empty: write at least one permit (an empty policy would deny every lever); " +
+			"to let every change through as without a policy, set docs/policies/allow-all.cedar (permit (principal, action, resource);)"}
 	}
 	list, err := cedar.NewPolicyListFromBytes(file, text)
 	if err != nil {

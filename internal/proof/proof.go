@@ -67,6 +67,7 @@ const (
 	attrAt       = "at"
 	attrFinal    = "final"
 	attrNeeded   = "approvals_needed"
+	attrComment  = "comment"
 )
 
 // ErrMalformed marks an item under [Prefix] that is not a proof koshactl
@@ -193,6 +194,9 @@ type Proof struct {
 	Change string
 	// Expires, when set, is when the store may collect it (its ttl).
 	Expires time.Time
+	// Comment is what the writer said with it (an approval's --comment):
+	// theirs alone, as the key is. Render it through textsafe.
+	Comment string
 }
 
 var escape = strings.NewReplacer("%", "%25", "#", "%23")
@@ -250,6 +254,9 @@ func (p Proof) Item(token string) store.Item {
 	}
 	if !p.Expires.IsZero() {
 		it[store.TTLAttr] = p.Expires.Unix()
+	}
+	if p.Comment != "" {
+		it[attrComment] = p.Comment
 	}
 	return it
 }
@@ -316,7 +323,7 @@ func FromItem(it store.Item) (Proof, error) {
 	if p.Writer.Verified() && it.Str(attrWriterID) != p.Writer.ID {
 		return bad(attrWriterID)
 	}
-	p.Binding, p.Change = it.Str(AttrBinding), it.WriteID()
+	p.Binding, p.Change, p.Comment = it.Str(AttrBinding), it.WriteID(), it.Str(attrComment)
 	if p.Binding == "" {
 		return bad(AttrBinding)
 	}

@@ -51,13 +51,14 @@ func TestKeyRoundTrips(t *testing.T) {
 		{ID: "AROAOPS:carol", Name: "arn:aws:sts::123456789012:assumed-role/operator/carol"},
 		{ID: proof.Unverified, Name: "ops#1%@host"},
 	} {
-		p := proof.Proof{Writer: w, Verb: proof.Approve, Kind: proof.KindRequest, Subject: "3f2a9c1b0d4e", Binding: "abc@1", At: at, Final: true}
+		p := proof.Proof{Writer: w, Verb: proof.Approve, Kind: proof.KindRequest, Subject: "3f2a9c1b0d4e", Binding: "abc@1", At: at, Final: true,
+			Comment: "checked the status page"}
 		got, err := proof.FromItem(p.Item("tok"))
 		if err != nil {
 			t.Fatalf("%+v: %v", w, err)
 		}
 		if got.Writer != w || got.Verb != p.Verb || got.Subject != p.Subject || got.Binding != p.Binding || !got.At.Equal(at) ||
-			!got.Final || got.Change != "tok" {
+			!got.Final || got.Change != "tok" || got.Comment != p.Comment {
 			t.Errorf("round trip of %+v: %+v", p, got)
 		}
 	}

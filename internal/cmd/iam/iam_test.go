@@ -227,6 +227,7 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 		{"policy set", nil, fixed("--context", "pat", "policy", "set", allowAll, "--reason", "iam test"), false, 0},
 		{"policy set", nil, fixed("--context", "pat", "policy", "set", allowAll, "--reason", "iam test"), false, 0},
 		{"policy get", nil, fixed("policy", "get"), false, 0},
+		{"can-i", nil, fixed("can-i", "breaker.force-open", "openai", "--for", "10m"), false, 0},
 		{"breaker force-open", func() { w.Run("breaker", "clear", "--all", "--reason", "iam test") }, fixed("breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"), false, 0},
 		{"breaker get", nil, fixed("breaker", "get", "openai"), false, 0},
 		{"breaker list", nil, fixed("breaker", "list"), false, 0},

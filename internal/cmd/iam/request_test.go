@@ -316,6 +316,7 @@ func (w *awsWorld) requestSteps(t *testing.T) []cliStep {
 		{"request list", then(full, ask("ratelimit", "drain", "agent-1")), fixed(as("alice", "request", "list")...), false, 0},
 		{"request list", nil, fixed(as("alice", "request", "list", "--reviews")...), false, 0},
 		{"request list --all", nil, fixed(as("alice", "request", "list", "--all")...), false, 0},
+		{"request list --waiting-on-me", then(full, ask("ratelimit", "drain", "agent-1")), fixed(as("bob", "request", "list", "--waiting-on-me")...), false, 0},
 		{"request show", then(full, ask("ratelimit", "drain", "agent-1")), onRequest("show", "alice"), false, 0},
 		// Acknowledging alice's break-glass review.
 		{"request ack", func() {
@@ -349,7 +350,7 @@ func (w *awsWorld) requestSteps(t *testing.T) []cliStep {
 	var lost []cliStep
 	for _, s := range steps {
 		switch s.path {
-		case "request list", "request list --all", "request show":
+		case "request list", "request list --all", "request list --waiting-on-me", "request show":
 		default:
 			s.lose = true
 			lost = append(lost, s)

@@ -137,7 +137,8 @@ func Refused(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, rep lever.
 			return perr
 		}
 	} else {
-		fmt.Fprintf(ios.Out, "Not applied: the table's policy needs %d approval(s) from someone other than you (%v).\n", p.Needed, p.Policies)
+		fmt.Fprintf(ios.Out, "Not applied: the table's policy needs %d approval(s) from someone other than you (%s).\n", p.Needed,
+			textsafe.Line(strings.Join(p.Policies, ", ")))
 		fmt.Fprintf(ios.Out, "Change request %s: %s\n", p.ID, textsafe.Line(p.Summary))
 		fmt.Fprintf(ios.Out, "  sha256 %s\n", p.SHA256)
 		fmt.Fprintf(ios.Out, "  expires %s\n", cmdutil.FormatTime(p.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY()))

@@ -16,7 +16,8 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		Use:   "policy",
 		Short: "Show and set the table's shared change policy (who may pull which lever, and with how many approvals)",
 		Long: "The table's change policy is a Cedar policy set stored in the table (item policy#table), validated\n" +
-			"against koshactl's schema. Every lever command asks it first; see docs/contracts/policy.md.",
+			"against koshactl's schema. Every lever command asks it first; see docs/contracts/policy.md.\n" +
+			"There is no policy delete: to leave four eyes, set docs/policies/allow-all.cedar (koshactl policy set --help).",
 	}
 	cmd.AddCommand(set.NewCmd(f), get.NewCmd(f))
 	return cmd

@@ -113,6 +113,10 @@ func TestFourEyesOnMoto(t *testing.T) {
 	if !strings.Contains(got, aliceARN) {
 		t.Errorf("override after approval names the requester? %s", got)
 	}
+	// Who approved it is shown beside who asked.
+	if got := w.as("admin", 0, "breaker", "get", "openai").Stdout; !strings.Contains(got, "Approval:    approved by "+bobARN+" (request "+req.RequestID+", requested by "+aliceARN+")") {
+		t.Errorf("breaker get after an approved force does not name its approver:\n%s", got)
+	}
 	var force *audit.Record
 	for _, rec := range w.audit() {
 		if rec.Action == "breaker.force-open" {

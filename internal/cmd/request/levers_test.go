@@ -33,8 +33,11 @@ func TestLeversWindowNeedsItsApprovalOnMoto(t *testing.T) {
 	write("provider maintenance")
 
 	// Without its request: nothing forced, exit 12 naming the way.
-	if r := w.as("alice", exitcode.Pending, "apply", "-f", file); !strings.Contains(r.Stderr, "apply -f FILE --request") {
-		t.Errorf("apply without a request: %s", r.Stderr)
+	if r := w.as("alice", exitcode.Pending, "apply", "-f", file); !strings.Contains(r.Stderr, "apply -f FILE --request") ||
+		!regexp.MustCompile(`it will be request w[0-9a-f]{11}`).MatchString(r.Stderr) ||
+		strings.Contains(r.Stdout, "as it plans") || !strings.Contains(r.Stdout, "Nothing applied: the table's policy holds back") ||
+		!strings.Contains(r.Stdout, "apply -f '"+file+"' --request") {
+		t.Errorf("apply without a request: %s\n%s", r.Stdout, r.Stderr)
 	}
 	w.as("alice", exitcode.NotFound, "breaker", "get", "openai")
 
@@ -49,7 +52,10 @@ func TestLeversWindowNeedsItsApprovalOnMoto(t *testing.T) {
 	}
 	// bob approves the hash he reviewed: that applies nothing by itself.
 	shown := clitest.Decode[requestResult](t, w.as("bob", 0, "request", "show", id[1], "-o", "json").Stdout)
-	w.as("bob", 0, "request", "approve", id[1], "--sha256", shown.SHA256)
+	approved := w.as("bob", 0, "request", "approve", id[1], "--sha256", shown.SHA256)
+	if strings.Contains(approved.Stdout, "drill") || !strings.Contains(approved.Stdout, "apply may now force window oa of levers maint") {
+		t.Errorf("approving a levers window says: %s", approved.Stdout)
+	}
 	w.as("alice", exitcode.NotFound, "breaker", "get", "openai")
 
 	// Now apply forces it, and the record names alice, bob and who applied.

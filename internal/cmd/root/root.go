@@ -18,6 +18,7 @@ import (
 
 	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
 	breakercmd "github.com/kosha-platform/koshactl/internal/cmd/breaker"
+	canicmd "github.com/kosha-platform/koshactl/internal/cmd/cani"
 	chaoscmd "github.com/kosha-platform/koshactl/internal/cmd/chaos"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
@@ -31,6 +32,7 @@ import (
 	requestcmd "github.com/kosha-platform/koshactl/internal/cmd/request"
 	storecmd "github.com/kosha-platform/koshactl/internal/cmd/store"
 	versioncmd "github.com/kosha-platform/koshactl/internal/cmd/version"
+	whoamicmd "github.com/kosha-platform/koshactl/internal/cmd/whoami"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -52,6 +54,8 @@ var groups = []cmdenv.Group{
 	{Names: []string{"diff"}, Build: func(f *cmdenv.Factory) *cobra.Command { return diffcmd.NewCmd(f, nil) }},
 	{Names: []string{"apply"}, Build: func(f *cmdenv.Factory) *cobra.Command { return applycmd.NewCmd(f, nil) }},
 	{Names: []string{"policy"}, Build: policycmd.NewCmd},
+	{Names: []string{"can-i"}, Build: canicmd.NewCmd},
+	{Names: []string{"whoami"}, Build: whoamicmd.NewCmd},
 	{Names: []string{"audit"}, Build: auditcmd.NewCmd},
 	{Names: []string{"config"}, Build: configcmd.NewCmd},
 	{Names: []string{"store"}, Build: storecmd.NewCmd},

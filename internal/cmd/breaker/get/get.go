@@ -105,6 +105,10 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		{Label: "Expires", Value: overrideview.Expiry(o, now, tty)},
 		{Label: "Version", Value: version},
 	}
+	if o.Approval != nil {
+		// Who approved the force, beside who asked for it (the actor).
+		fields = append(fields, cmdutil.Field{Label: "Approval", Value: o.Approval.Describe()})
+	}
 	for _, p := range o.Problems {
 		fields = append(fields, cmdutil.Field{Label: "Malformed", Value: p.Attribute + ": " + p.Problem})
 	}

@@ -6,6 +6,7 @@ package overrideview
 import (
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -25,6 +26,10 @@ type OverrideView struct {
 	// ManagedBy is the marker of the levers file and window the override
 	// was applied for (koshactl apply); absent on every other override.
 	ManagedBy string `json:"managed_by,omitempty"`
+	// Approval is how the table's change policy let the write through
+	// (who asked and who approved an approved force); absent on a table
+	// without a policy.
+	Approval *audit.Approval `json:"approval,omitempty"`
 	// Malformed lists the stored item's attributes that do not follow the
 	// contract (absent for a well-formed item). The fields above then hold
 	// what could be read: a malformed time is null, a malformed version 0.
@@ -36,7 +41,7 @@ func View(o breaker.Override, now time.Time) OverrideView {
 	v := OverrideView{
 		Dependency: o.Dependency, State: o.State, Active: o.ActiveAt(now), Reason: o.Reason, Actor: o.Actor,
 		CreatedAt: cmdutil.TimeOrNil(o.CreatedAt), ExpiresAt: cmdutil.TimeOrNil(o.ExpiresAt), Version: o.Version,
-		ManagedBy: o.ManagedBy, Malformed: o.Problems,
+		ManagedBy: o.ManagedBy, Approval: o.Approval, Malformed: o.Problems,
 	}
 	if o.Expires() {
 		s := int64(o.ExpiresAt.Sub(now).Seconds())

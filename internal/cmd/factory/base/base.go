@@ -28,6 +28,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // New returns the production factory on the process's streams.
@@ -146,9 +147,7 @@ func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
 		}
 		env.Store = s
 		env.Kinds = builtin.For(s, f.Clock, name, c)
-		setIdentity(env, func(context.Context) (audit.Identity, error) {
-			return identity.Resolver{Getenv: f.Environ.Get}.Asserted()
-		})
+		setIdentity(env, localIdentity(f))
 		// A local store can still name AWS resources (a chaos key in Secrets
 		// Manager): region, profile, credentials and endpoints come from the
 		// environment and the shared config files.
@@ -159,6 +158,10 @@ func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
 		env.Notifier = notifier(f, env)
 		env.Impact = gaugeenv.Assessor(env, "")
 		return env, nil
+	}
+	if demo := f.Environ.Get(identity.DemoEnv); demo != "" {
+		return nil, fmt.Errorf("%w: $%s names %s, and context %q is not local: who acts on its table is what STS says; unset it",
+			identity.ErrDemoNotLocal, identity.DemoEnv, textsafe.Quote(demo), name)
 	}
 	d := c.Store.DynamoDB
 	awsOpts := debugOptions(f, awsconf.Options{Region: d.Region, Profile: d.Profile, EndpointURL: d.EndpointURL, Endpoints: d.Endpoints,
@@ -185,6 +188,27 @@ func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
 	env.Notifier = notifier(f, env)
 	env.Impact = gaugeenv.Assessor(env, "")
 	return env, nil
+}
+
+// localIdentity is who acts on a local context: the demo identity
+// $KOSHACTL_DEMO_USER names (said once on stderr, with what it is: a
+// demonstration), else the asserted, unverified one.
+func localIdentity(f *cmdenv.Factory) func(context.Context) (audit.Identity, error) {
+	demo := f.Environ.Get(identity.DemoEnv)
+	if demo == "" {
+		return func(context.Context) (audit.Identity, error) {
+			return identity.Resolver{Getenv: f.Environ.Get}.Asserted()
+		}
+	}
+	resolved := sync.OnceValues(func() (audit.Identity, error) {
+		u, err := identity.Demo(demo)
+		if err != nil {
+			return audit.Identity{}, err
+		}
+		fmt.Fprintf(f.IOStreams.ErrOut, "note: %s\n", u.Notice())
+		return u.Identity(), nil
+	})
+	return func(context.Context) (audit.Identity, error) { return resolved() }
 }
 
 // identityResolver asks STS where the configuration sends it. The context is

@@ -66,6 +66,9 @@ type Result struct {
 	Round       int                     `json:"round"`
 	Differences []leversview.Difference `json:"differences"`
 	Results     []ItemResult            `json:"results"`
+	// heldBack: the table's policy held back every change of the round
+	// (the table output says how to ask).
+	heldBack bool
 	// Bake is how the fleet held after the round's clears, with --bake.
 	Bake *baking.View `json:"bake,omitempty"`
 }
@@ -290,6 +293,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	n := changes(ds)
 	if n == 0 {
+		res.heldBack = refused != nil
 		if err := printResult(f, opts, res); err != nil {
 			return err
 		}
@@ -423,7 +427,12 @@ func printResult(f *cmdenv.Factory, opts *Options, res Result) error {
 	if opts.Watch {
 		prefix = res.At + " "
 	}
-	if len(res.Results) == 0 {
+	switch {
+	case len(res.Results) == 0 && res.heldBack:
+		fmt.Fprintf(out, "%sNothing applied: the table's policy holds back every change apply would make (why, below); "+
+			"a window that needs approval is asked for with koshactl apply -f %s --request, then approved by another person with koshactl request approve ID\n",
+			prefix, textsafe.Line(textsafe.ShellQuote(opts.File)))
+	case len(res.Results) == 0:
 		fmt.Fprintf(out, "%sNothing to apply: the overrides %s manages are as it plans.\n", prefix, textsafe.Line(res.Name))
 	}
 	for _, r := range res.Results {

@@ -45,9 +45,15 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			ahead, one that needs approvals becomes a change request (exit 12), one
 			it denies is refused (exit 7). Only the admin IAM role may write the policy
 			item (koshactl iam policy --role admin).
+
+			There is no policy delete: the policy in force is the one its admin's
+			policy.set proof names, and an item that disappears is flagged by koshactl
+			audit list --unapproved. To leave four eyes, set docs/policies/allow-all.cedar
+			(every change goes at once), with its record and proof.
 		`),
 		Example: heredoc.Doc(`
 			koshactl policy set docs/policies/four-eyes.cedar --reason "four eyes on production"
+			koshactl policy set docs/policies/allow-all.cedar --reason "leave four eyes"
 		`),
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/identity"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -31,6 +32,8 @@ type Options struct {
 	Yes      bool
 	NoNotify bool
 	Output   string
+	// Comment is what the approver says with the approval.
+	Comment string
 	// Bake watches the fleet after the approved clear this approval
 	// applies, and puts an override back that did not hold.
 	Bake       baking.Options
@@ -46,6 +49,9 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		Long: heredoc.Doc(`
 			Approve change request ID with your verified identity (STS: an unverified
 			actor, such as a local or static-credentials context, cannot approve; exit 6).
+			On a local context, a demo identity ($KOSHACTL_DEMO_USER=bob) counts as
+			verified, to try four eyes: a demonstration, not a security boundary
+			(docs/four-eyes-walkthrough.md).
 			The requester cannot approve their own request (exit 7), and the table's policy
 			must still permit the change, and permit you.
 
@@ -86,6 +92,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		Example: heredoc.Doc(`
 			koshactl request show 3f2a9c1b0d4e
 			koshactl request approve 3f2a9c1b0d4e --sha256 9b1c44e0d2aa
+			koshactl request approve 3f2a9c1b0d4e --sha256 9b1c44e0d2aa --comment "checked the provider's status page"
 			koshactl request approve 3f2a9c1b0d4e --sha256 9b1c44e0d2aa --bake 10m --alarm kosha-openai-errors
 		`),
 		Args: cobra.ExactArgs(1),
@@ -101,6 +108,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&opts.SHA256, "sha256", "", "the request's hash as you reviewed it (at least 12 hex digits): refuse a request that does not match; needed without a terminal")
+	cmd.Flags().StringVar(&opts.Comment, "comment", "", "what you say with your approval (one line): kept in your approval's proof, shown by koshactl request show")
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
@@ -125,6 +133,9 @@ type Result struct {
 
 // Run approves.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
+	if err := audit.ValidateReason(opts.Comment); err != nil {
+		return cmdutil.Usagef("--comment: %v", err)
+	}
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
@@ -147,11 +158,11 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		}
 	}
 	// The approver's identity is established while the request is read.
-	a := approval.Approval{ID: opts.ID, SHA256: opts.SHA256, Identify: func(ctx context.Context) (audit.Identity, error) {
+	a := approval.Approval{ID: opts.ID, SHA256: opts.SHA256, Comment: opts.Comment, Identify: func(ctx context.Context) (audit.Identity, error) {
 		id, err := env.CallerIdentity(ctx)
 		if err == nil && !id.Verified() {
-			err = fmt.Errorf("%w: %s is not verified by STS (context %q: local, static credentials, or no STS at its endpoint); approve from a context whose credentials STS verifies",
-				approval.ErrUnverified, textsafe.Line(id.Actor), env.Name)
+			err = fmt.Errorf("%w: %s is not verified by STS (context %q: local, static credentials, or no STS at its endpoint); approve from a context whose credentials STS verifies%s",
+				approval.ErrUnverified, textsafe.Line(id.Actor), env.Name, demoHint(env))
 		}
 		return id, err
 	}}
@@ -206,10 +217,10 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			fmt.Fprintf(ios.Out, "Request %s was already %s (by %s): nothing changed\n", r.ID, what, textsafe.Line(by))
 		case "applied":
 			fmt.Fprintf(ios.Out, "Approved and applied request %s: %s\n", r.ID, textsafe.Line(r.Change.Summary()))
-			fmt.Fprintf(ios.Out, "  requested by %s, approved by %s\n", textsafe.Line(r.Requester), textsafe.Line(fmt.Sprint(r.Approvers)))
+			fmt.Fprintf(ios.Out, "  requested by %s, approved by %s\n", textsafe.Line(r.Requester), textsafe.Line(strings.Join(r.Approvers, ", ")))
 		case "authorized":
 			fmt.Fprintf(ios.Out, "Approved request %s: %s\n", r.ID, textsafe.Line(r.Change.Summary()))
-			fmt.Fprintf(ios.Out, "  nothing was applied: the drill may run with --request %s until %s\n", r.ID,
+			fmt.Fprintf(ios.Out, "  nothing was applied: %s until %s\n", textsafe.Line(usedBy(r)),
 				cmdutil.FormatTime(r.ExpiresAt, now, ios.IsStdoutTTY()))
 		default:
 			fmt.Fprintf(ios.Out, "Approved request %s: it needs %d more approval(s) from other people\n", r.ID, res.Remaining)
@@ -292,4 +303,25 @@ func confirmHash(ctx context.Context, f *cmdenv.Factory, r approval.Request) (st
 		return "", exitcode.Errorf(exitcode.Refused, "confirmation %s is not the hash of request %s (%s...): nothing was approved", textsafe.Quote(answer), r.ID, r.SHA256[:12])
 	}
 	return answer, nil
+}
+
+// usedBy says who may now go on with approved request r (a drill.run or
+// levers.window request, which applies nothing itself), and how.
+func usedBy(r approval.Request) string {
+	if w := r.Change.Window; r.Change.Action == approval.ActionLeversWindow && w != nil {
+		return fmt.Sprintf("apply may now force window %s of levers %s (koshactl apply -f FILE, which finds request %s by itself)", w.ID, w.File, r.ID)
+	}
+	if d := r.Change.Drill; d != nil {
+		return fmt.Sprintf("the drill may run with koshactl drill run %s --request %s", d.File, r.ID)
+	}
+	return "it may be used with --request " + r.ID
+}
+
+// demoHint is how to try an approval on a local context: as a demo
+// identity.
+func demoHint(env *cmdenv.Env) string {
+	if !env.Context.IsLocal() {
+		return ""
+	}
+	return fmt.Sprintf(", or, to try four eyes on this local context, approve as a demo identity: %s=bob koshactl request approve ... (docs/four-eyes-walkthrough.md)", identity.DemoEnv)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -23,6 +24,9 @@ type Options struct {
 	All     bool
 	Reviews bool
 	Output  string
+	// Mine keeps the requests the caller asked for; WaitingOnMe the
+	// pending ones the caller may approve.
+	Mine, WaitingOnMe bool
 }
 
 // NewCmd builds the command.
@@ -38,8 +42,46 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&opts.All, "all", false, "list decided and expired requests too (and acknowledged reviews with --reviews)")
 	cmd.Flags().BoolVar(&opts.Reviews, "reviews", false, "list break-glass reviews instead of requests")
+	cmd.Flags().BoolVar(&opts.Mine, "mine", false, "only the requests you asked for (with --all: decided ones too)")
+	cmd.Flags().BoolVar(&opts.WaitingOnMe, "waiting-on-me", false, "only the pending requests you may approve: asked by someone else, not approved by you yet, your approval permitted by the table's policy (needs a verified identity)")
+	cmd.MarkFlagsMutuallyExclusive("mine", "waiting-on-me")
+	cmd.MarkFlagsMutuallyExclusive("reviews", "mine")
+	cmd.MarkFlagsMutuallyExclusive("reviews", "waiting-on-me")
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
+}
+
+// mineOnly keeps the requests of l that --mine or --waiting-on-me ask
+// for, judged for the caller (its identity established once).
+func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options, l approval.Listing, now time.Time) (approval.Listing, error) {
+	if !opts.Mine && !opts.WaitingOnMe {
+		return l, nil
+	}
+	id, err := env.CallerIdentity(ctx)
+	if err != nil {
+		return l, err
+	}
+	if opts.WaitingOnMe && !id.Verified() {
+		return l, exitcode.Errorf(exitcode.Auth, "--waiting-on-me: %s is not verified (context %q), and only a verified identity approves (on a local context, a demo identity: $KOSHACTL_DEMO_USER): list them all with koshactl request list",
+			textsafe.Line(id.Actor), env.Name)
+	}
+	// Whether the policy would take the caller's approval is asked of the
+	// table's policy as it is now, read once.
+	var stored *policy.Stored
+	if opts.WaitingOnMe {
+		if stored, err = env.Policies().Load(ctx); err != nil {
+			return l, err
+		}
+	}
+	svc := env.Approvals()
+	kept := l.Requests[:0:0]
+	for _, r := range l.Requests {
+		if opts.Mine && r.AskedBy(id) || opts.WaitingOnMe && svc.Awaits(r, stored, id, now) {
+			kept = append(kept, r)
+		}
+	}
+	l.Requests = kept
+	return l, nil
 }
 
 // Result is the JSON output.
@@ -93,6 +135,9 @@ func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
+	if l, err = mineOnly(ctx, env, opts, l, f.Clock.Now()); err != nil {
+		return Result{}, err
+	}
 	return result(l, opts, f.Clock.Now()), nil
 }
 
@@ -108,6 +153,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	l.Requests = requestview.Expire(ctx, env, f.IOStreams.ErrOut, l.Requests)
 	now := f.Clock.Now()
+	if l, err = mineOnly(ctx, env, opts, l, now); err != nil {
+		return err
+	}
 	out := result(l, opts, now)
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
@@ -126,6 +174,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 				t.Row(r.ID, requestview.Flagged(r.Status, r.Verification), r.Action, strings.Join(r.Targets, ","), r.Actor,
 					cmdutil.FormatTime(r.CreatedAt, now, tty), r.Reason)
 			}
+		case len(out.Requests) == 0 && opts.WaitingOnMe:
+			fmt.Fprintln(ios.ErrOut, "No pending change requests wait on you.")
+		case len(out.Requests) == 0 && opts.Mine && opts.All:
+			fmt.Fprintln(ios.ErrOut, "No change requests of yours.")
+		case len(out.Requests) == 0 && opts.Mine:
+			fmt.Fprintln(ios.ErrOut, "No pending change requests of yours.")
 		case len(out.Requests) == 0:
 			fmt.Fprintln(ios.ErrOut, "No pending change requests.")
 		default:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/approval"
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -44,10 +45,15 @@ func Print(w io.Writer, r approval.Request, now time.Time, tty bool) {
 		{Label: "Reason", Value: r.Change.Reason},
 		{Label: "Requester", Value: actor(r.Requester, string(r.RequesterSource))},
 		{Label: "Approvals", Value: strconv.Itoa(len(r.Approvers)) + " of " + strconv.Itoa(r.Needed) + approvers(r.Approvers)},
+	}
+	for _, c := range r.Comments {
+		fields = append(fields, cmdutil.Field{Label: "Comment", Value: c.By + ": " + c.Text})
+	}
+	fields = append(fields, []cmdutil.Field{
 		{Label: "Created", Value: cmdutil.FormatTime(r.CreatedAt, now, tty)},
 		{Label: "Expires", Value: cmdutil.FormatTime(r.ExpiresAt, now, tty)},
 		{Label: "SHA-256", Value: r.SHA256},
-	}
+	}...)
 	if len(r.Policies) > 0 {
 		fields = append(fields, cmdutil.Field{Label: "Policies", Value: strings.Join(r.Policies, ", ")})
 	}
@@ -100,8 +106,12 @@ func Tampered(errOut io.Writer, vs ...approval.Verification) error {
 }
 
 func actor(a, source string) string {
-	if source == "unverified" {
+	switch audit.ActorSource(source) {
+	case audit.ActorUnverified:
 		return a + " (unverified)"
+	case audit.ActorDemo:
+		return a + " (demo identity of the local context)"
+	case audit.ActorSTS:
 	}
 	return a
 }

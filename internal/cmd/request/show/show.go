@@ -3,6 +3,7 @@ package show
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -72,6 +73,11 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	} else {
 		requestview.Print(ios.Out, r, now, ios.IsStdoutTTY())
 		levercmd.Impact(ios.Out, im)
+		if r.StatusAt(now) == approval.StatusPending && r.Tampered == "" && r.Unproven == "" && len(r.SHA256) >= 12 {
+			// What a reviewer does next, with the hash they reviewed.
+			fmt.Fprintf(ios.ErrOut, "Someone other than the requester approves it, as shown, with koshactl request approve %s --sha256 %s "+
+				"(add --comment TEXT to say why), or refuses it with koshactl request deny %s --reason TEXT\n", r.ID, r.SHA256[:12], r.ID)
+		}
 	}
 	return requestview.Tampered(ios.ErrOut, r.Verification)
 }
