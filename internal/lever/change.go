@@ -81,8 +81,8 @@ type Attach struct {
 	// record's actor, with ActorSource; the levers keep their own actor.
 	Actor       string
 	ActorSource audit.ActorSource
-	// Ops builds the attached writes for the change's token; the first is
-	// the change's proof. Called again for each attempt. Nil: none.
+	// Ops builds the attached writes for the change's token (the change's
+	// first record is its proof). Called again for each attempt. Nil: none.
 	Ops func(token string, now time.Time) []store.Op
 	// Refused words the refusal of an attached write (the item as stored,
 	// nil Current when the store did not say); it is final.
