@@ -53,6 +53,12 @@ type Change struct {
 	// Always writes every target, even one already as asked: a change
 	// with attached writes lands whole, records and all.
 	Always bool
+	// Chunked lets a change of more levers than one transaction holds
+	// ([ChunkLevers]) be written in transactions of that many, each whole
+	// and each with its own outcome (a clear of every override). Without
+	// it such a change is refused before anything is written
+	// ([*TooLargeError]): a change is whole, or asked in chunks.
+	Chunked bool
 	// Approval, when set, is how the table's policy let this change
 	// through, on its records (a levers file's window; an [Attach]
 	// replaces it).
@@ -118,12 +124,38 @@ var (
 	// ErrConflict: a lever changed while koshactl was acting, or someone
 	// else holds it; nothing of the change holding it was written.
 	ErrConflict = exitcode.New(exitcode.Conflict, "lever conflict")
-	// ErrTooManyLevers: a change with attached writes over [MaxAttached]
-	// levers.
-	ErrTooManyLevers = fmt.Errorf("a change under the table's policy moves at most %d levers", MaxAttached)
 	// ErrNamedTwice: a target named twice in one change.
 	ErrNamedTwice = errors.New("named twice")
 )
+
+// TooLargeError refuses a change of more levers than one transaction
+// holds, before anything is written: a change is one transaction (its
+// levers, their records and any attached writes, all or none), unless
+// asked in chunks ([Change.Chunked]). It exits 2.
+type TooLargeError struct {
+	// Levers is how many levers the change writes; Max the most one
+	// transaction holds with what the change carries.
+	Levers, Max int
+	// Item names the kind's items, plural ("overrides").
+	Item string
+	// Attached is true when the change carries writes of the table's
+	// policy (a break-glass review): it can only be one transaction.
+	Attached bool
+}
+
+func (e *TooLargeError) Error() string {
+	if e.Attached {
+		return fmt.Sprintf("%d %s do not fit one transaction with the writes the table's policy attaches (at most %d levers, each with its audit record, "+
+			"among DynamoDB's %d writes of a transaction), and such a change is never split: nothing was written; change at most %d at a time",
+			e.Levers, e.Item, e.Max, store.MaxChangeOps, e.Max)
+	}
+	return fmt.Sprintf("%d %s do not fit one transaction (at most %d levers, each with its audit record, among DynamoDB's %d writes of a transaction), "+
+		"so the change would not be whole: nothing was written; change at most %d at a time, or ask for it in chunks of %d, each whole and reported",
+		e.Levers, e.Item, e.Max, store.MaxChangeOps, e.Max, e.Max)
+}
+
+// Is makes the refusal a usage error (exit 2): nothing was done.
+func (e *TooLargeError) Is(target error) bool { return target == exitcode.Kind(exitcode.Usage) }
 
 // Outcome is what became of one target of a change.
 type Outcome struct {
@@ -140,6 +172,11 @@ type Outcome struct {
 	Confirmed bool
 	// Record is the target's audit record (zero when none was written).
 	Record audit.Record
+	// Chunk is the transaction, counted from 1 in the change's order,
+	// that carried it when the change was written in chunks
+	// ([Change.Chunked], more levers than one transaction holds); 0
+	// otherwise.
+	Chunk int
 	// Attempts counts the transactions sent for it (more than one when
 	// its item changed between read and write); Token is the last one's.
 	Attempts int

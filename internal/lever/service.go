@@ -194,6 +194,9 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	if err := kind.Admit(ctx, c, p.Plans); err != nil {
 		return nil, err
 	}
+	if n := p.Writes(); n > ChunkLevers && !c.Chunked {
+		return nil, &TooLargeError{Levers: n, Max: ChunkLevers, Item: plural(spec.Item)}
+	}
 	// Only a write needs to know who acts (a failing STS does not fail a
 	// no-op), and a dry run that shows who would.
 	if actorErr != nil && (c.DryRun || p.Writes() > 0) {
@@ -254,8 +257,13 @@ func (s *Service) CommitAll(ctx context.Context, ps ...*Planned) ([]Report, erro
 		}
 	}
 	if len(todo) > 0 {
-		if at := ps[0].attach; at != nil && at.Ops != nil && len(todo) > MaxAttached {
-			return reps, fmt.Errorf("%w, not %d: name fewer", ErrTooManyLevers, len(todo))
+		if err := fits(ps, len(todo)); err != nil {
+			return reps, err
+		}
+		if len(todo) > ChunkLevers {
+			for i, r := range todo {
+				r.out.Chunk = i/ChunkLevers + 1
+			}
 		}
 		s.commit(ctx, todo, ps[0].attach)
 	}
@@ -267,6 +275,25 @@ func (s *Service) CommitAll(ctx context.Context, ps ...*Planned) ([]Report, erro
 		}
 	}
 	return reps, first
+}
+
+// fits refuses, before anything is written, n writes of ps that cannot be
+// one transaction unless every change was asked in chunks; a change with
+// attached writes is one transaction, never chunked.
+func fits(ps []*Planned, n int) error {
+	item := plural(ps[0].Kind.Spec().Item)
+	if at := ps[0].attach; at != nil && at.Ops != nil && n > MaxAttached {
+		return &TooLargeError{Levers: n, Max: MaxAttached, Item: item, Attached: true}
+	}
+	if n <= ChunkLevers {
+		return nil
+	}
+	for _, p := range ps {
+		if !p.Change.Chunked {
+			return &TooLargeError{Levers: n, Max: ChunkLevers, Item: item}
+		}
+	}
+	return nil
 }
 
 // commit writes todo in chunks of [ChunkLevers], at most [chunkWorkers]

@@ -62,6 +62,12 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			--allow-unknown, or a dependency since removed from the context) is cleared
 			without the flag: it names an override that breaker list shows.
 
+			A clear of more than 50 overrides does not fit one transaction: it is refused,
+			nothing cleared, unless --chunked asks for transactions of 50, each whole.
+			--all clears in such chunks by default and says so; every override is
+			reported, cleared or not and why, and a clear that cleared some and not
+			others exits 15.
+
 			--key names an override item by its pk, for an item written by hand whose pk
 			is not a valid dependency name (breaker list names it, with this command):
 			it is cleared like any other, conditional on the version read and audited.
@@ -124,6 +130,11 @@ type Result struct {
 	converge.Waited
 	// Review is the review a --break-glass clear opened.
 	Review string `json:"review,omitempty"`
+	// NotWritten lists every dependency not cleared, and why.
+	NotWritten []levercmd.NotWritten `json:"not_written"`
+	// Chunks says how a clear written in chunks went (--all, --chunked;
+	// none: one transaction).
+	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -136,6 +147,9 @@ type ItemResult struct {
 	// ConfirmedByReread is true when the store's answer to the clear was
 	// lost and koshactl settled it as landed (docs/contracts/store.md).
 	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
+	// Chunk is the transaction that cleared it, of a clear written in
+	// chunks.
+	Chunk int `json:"chunk,omitempty"`
 }
 
 // Run clears the overrides: one batch read of every override (while the
@@ -186,6 +200,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		if c, err = ov.ClearAll(ctx, opts.Reason); err != nil {
 			return err
 		}
+		// Every override may be thousands: in transactions of 50, each
+		// whole and each reported (the output says so).
+		c.Chunked = true
 	} else if !opts.AllowUnknown {
 		c.Known = env.Context.KnownDependencies()
 	}
@@ -211,7 +228,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			continue
 		}
 		item := ItemResult{Dependency: o.Target, Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
-			ConfirmedByReread: o.Confirmed}
+			ConfirmedByReread: o.Confirmed, Chunk: o.Chunk}
 		switch {
 		case res.Before == nil:
 			item.Action = "already-clear"
@@ -224,6 +241,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		changes = append(changes, metrics.Change{Dependency: o.Target, Goal: metrics.GoalReleased, Since: now})
 	}
 	out.Review = levercmd.Review(rep)
+	out.NotWritten, out.Chunks = levercmd.NotWrittenOf(unwritten, levercmd.ChunkOf(rep)), levercmd.ChunksOf(rep)
 	failure := levercmd.Failure(cleared+len(unwritten), cleared, unwritten, "overrides", "koshactl breaker get DEPENDENCY")
 	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0))
 }
@@ -252,6 +270,7 @@ func table(opts *Options, out Result, none bool) string {
 		fmt.Fprintf(&w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
 		levercmd.Confirmed(&w, r.ConfirmedByReread)
 	}
+	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten)
 	levercmd.BreakGlass(&w, out.Review)
 	return w.String()
 }
