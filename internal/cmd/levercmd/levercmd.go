@@ -32,10 +32,10 @@ type Flags struct {
 	DryRun, Yes, NoNotify bool
 	// Chunked writes a change of more levers than one transaction holds in
 	// transactions of [lever.ChunkLevers], each whole (--chunked).
-	Chunked bool
-	Output                string
-	BreakGlass            bool
-	RequestTTL            time.Duration
+	Chunked    bool
+	Output     string
+	BreakGlass bool
+	RequestTTL time.Duration
 }
 
 // AddFlags registers --dry-run, --yes, --chunked, --break-glass,
