@@ -3,6 +3,7 @@ package lever
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -206,9 +207,22 @@ func (p Pending) ApproveCommand() string { return "koshactl request approve " + 
 // PendingError is what a change the table's policy needs approvals for
 // returns: the request is stored (its [Report.Pending]), nothing changed
 // yet. It exits 12.
-type PendingError struct{ Pending Pending }
+type PendingError struct {
+	Pending Pending
+	// More are the other requests of a change asked in chunks that became
+	// one request per chunk ([Report.Requests]).
+	More []Pending
+}
 
 func (e *PendingError) Error() string {
+	if len(e.More) > 0 {
+		ids := []string{e.Pending.ID}
+		for _, p := range e.More {
+			ids = append(ids, p.ID)
+		}
+		return fmt.Sprintf("pending approval: nothing changed yet; the change is %d requests, each approved and applied whole (%s), each waiting for %d approval(s) until %s (koshactl request approve ID)",
+			len(ids), strings.Join(ids, ", "), e.Pending.Needed, e.Pending.ExpiresAt.Format(time.RFC3339))
+	}
 	return fmt.Sprintf("pending approval: nothing changed yet; request %s waits for %d approval(s) until %s (%s)",
 		e.Pending.ID, e.Pending.Needed, e.Pending.ExpiresAt.Format(time.RFC3339), e.Pending.ApproveCommand())
 }
@@ -226,6 +240,12 @@ type Report struct {
 	Outcomes []Outcome
 	// Pending is set when the change became a change request.
 	Pending *Pending
+	// Requests are every request the change became when it became
+	// several (a change asked in chunks under the table's policy: one per
+	// chunk an approval applies in one transaction), Pending first;
+	// RequestEvents announce Requests[1:] (Event the first).
+	Requests      []Pending
+	RequestEvents []*notify.Event
 	// Review is the break-glass review the change opened ("": none).
 	Review string
 	// Event is the announcement of what was written (nil: nothing to

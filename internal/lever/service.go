@@ -77,7 +77,11 @@ type Planned struct {
 	// guard): nothing is committed. Event announces it.
 	Pending *Pending
 	Event   *notify.Event
-	attach  *Attach
+	// Requests and RequestEvents are the requests a change asked in
+	// chunks became, one per chunk ([Report.Requests]).
+	Requests      []Pending
+	RequestEvents []*notify.Event
+	attach        *Attach
 	// at is when the targets were decided.
 	at time.Time
 }
@@ -102,7 +106,7 @@ func (p *Planned) Report() Report {
 	if p.attach != nil {
 		r.Review = p.attach.Review
 	}
-	r.Pending, r.Event = p.Pending, p.Event
+	r.Pending, r.Event, r.Requests, r.RequestEvents = p.Pending, p.Event, p.Requests, p.RequestEvents
 	return r
 }
 

@@ -135,6 +135,9 @@ type PendingResult struct {
 	ExpiresAt       time.Time `json:"expires_at"`
 	ApproveCommand  string    `json:"approve_command"`
 	AuditID         string    `json:"audit_id"`
+	// Requests are every request of a change asked in chunks that became
+	// one per chunk (this one first); absent for one request.
+	Requests []PendingResult `json:"requests,omitempty"`
 }
 
 // Pending is p's document.
@@ -155,19 +158,37 @@ func Refused(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, rep lever.
 		return err
 	}
 	p, ios := *rep.Pending, f.IOStreams
+	requests := rep.Requests
+	if len(requests) == 0 {
+		requests = []lever.Pending{p}
+	}
 	if !fl.Table() {
-		if perr := cmdutil.PrintStructured(ios.Out, fl.Output, Pending(env, p)); perr != nil {
+		doc := Pending(env, p)
+		if len(requests) > 1 {
+			for _, r := range requests {
+				doc.Requests = append(doc.Requests, Pending(env, r))
+			}
+		}
+		if perr := cmdutil.PrintStructured(ios.Out, fl.Output, doc); perr != nil {
 			return perr
 		}
 	} else {
 		fmt.Fprintf(ios.Out, "Not applied: the table's policy needs %d approval(s) from someone other than you (%v).\n", p.Needed, p.Policies)
-		fmt.Fprintf(ios.Out, "Change request %s: %s\n", p.ID, textsafe.Line(p.Summary))
-		fmt.Fprintf(ios.Out, "  sha256 %s\n", p.SHA256)
-		fmt.Fprintf(ios.Out, "  expires %s\n", cmdutil.FormatTime(p.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY()))
-		fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", p.ApproveCommand())
+		if len(requests) > 1 {
+			fmt.Fprintf(ios.Out, "The change is %d requests of at most %d targets, one approval applying each whole:\n", len(requests), approval.MaxTargets)
+		}
+		for _, r := range requests {
+			fmt.Fprintf(ios.Out, "Change request %s: %s\n", r.ID, textsafe.Line(r.Summary))
+			fmt.Fprintf(ios.Out, "  sha256 %s\n", r.SHA256)
+			fmt.Fprintf(ios.Out, "  expires %s\n", cmdutil.FormatTime(r.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY()))
+			fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", r.ApproveCommand())
+		}
 	}
 	cmdenv.PrintActedOn(ios.ErrOut, env, false)
 	cmdenv.Announce(ctx, env, rep.Event)
+	for _, ev := range rep.RequestEvents {
+		cmdenv.Announce(ctx, env, ev)
+	}
 	return err
 }
 
