@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -45,6 +46,9 @@ type Options struct {
 	// Request asks for the approval of each window in force or to come,
 	// on a table whose policy needs it, instead of applying.
 	Request bool
+	// Chunked lets a round of more changes than one transaction holds be
+	// written in transactions of 50, each whole (--chunked).
+	Chunked bool
 }
 
 // Result is one round's document (docs/contracts/cli-output.md).
@@ -54,6 +58,11 @@ type Result struct {
 	Round       int                     `json:"round"`
 	Differences []leversview.Difference `json:"differences"`
 	Results     []ItemResult            `json:"results"`
+	// NotWritten lists every change of the round not written, and why.
+	NotWritten []levercmd.NotWritten `json:"not_written"`
+	// Chunks says how a round written in chunks went (none: one
+	// transaction).
+	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
 }
 
 // ItemResult is one lever apply moved (or, on a dry run, would move).
@@ -79,7 +88,10 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			whose window ended or was removed. All of it is one transaction (conditional on
 			the overrides as read: an operator acting meanwhile makes the round a conflict,
 			nothing written), each change with its audit record, and announced like any
-			lever change. An override the file does not manage (an incident lever, another
+			lever change. A round of more than 50 changes does not fit one transaction: it
+			is refused, nothing written, unless --chunked asks for transactions of 50, each
+			whole; every change is then reported, written or not and why, and a round that
+			wrote some and not others exits 15. An override the file does not manage (an incident lever, another
 			file's window) is never touched: koshactl diff shows it.
 
 			apply is idempotent: run it from a scheduled CI job, or with --watch as a small
@@ -126,6 +138,7 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 	fl.Var(human.DurationFlag{D: &opts.Interval}, "interval", "how often --watch reconciles (1s or more)")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts)")
 	fl.BoolVar(&opts.Request, "request", false, "ask for the approval of each window in force or to come (a table whose policy needs it); apply nothing")
+	levercmd.AddChunkedFlag(cmd, &opts.Chunked)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	return cmd
@@ -190,7 +203,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	now := f.Clock.Now()
 	ds := levers.Compare(file, levers.State{Now: now, Overrides: list, Written: written})
 	res := Result{Header: leversview.NewHeader("LeversApply", env, opts.File, file, now), DryRun: opts.DryRun, Round: round,
-		Differences: leversview.Differences(ds, now), Results: []ItemResult{}}
+		Differences: leversview.Differences(ds, now), Results: []ItemResult{}, NotWritten: []levercmd.NotWritten{}}
 	if changes(ds) == 0 {
 		return printResult(f, opts, res)
 	}
@@ -223,16 +236,30 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	plan := file.Plan(ds, actor)
 	for i := range plan {
-		plan[i].Approval = approvals.of(plan[i])
+		plan[i].Approval, plan[i].Chunked = approvals.of(plan[i]), opts.Chunked
 	}
 	// A stop signal waits for the write's outcome: never half a round.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	reps, werr := levers.Apply(wctx, env.Levers(), plan)
 	ev := notify.Event{Action: "levers.apply", Reason: "levers " + file.Name, Actor: actor}
+	var unwritten []levercmd.Unwritten
 	for i, rep := range reps {
 		if rep.Event != nil {
 			ev.Levers = append(ev.Levers, rep.Event.Levers...)
+		}
+		for _, o := range rep.Outcomes {
+			if !o.Written && o.Err != nil {
+				unwritten = append(unwritten, levercmd.Unwritten{Name: o.Target, Err: o.Err})
+			}
+		}
+		if c := levercmd.ChunksOf(rep); c != nil {
+			if res.Chunks == nil {
+				res.Chunks = &levercmd.Chunks{LeversPerTransaction: c.LeversPerTransaction}
+			}
+			res.Chunks.Transactions = max(res.Chunks.Transactions, c.Transactions)
+			res.Chunks.Written += c.Written
+			res.Chunks.NotWritten += c.NotWritten
 		}
 		for _, o := range rep.Written() {
 			item := ItemResult{Dependency: o.Target, Action: "cleared", AuditID: o.Record.ID}
@@ -246,8 +273,15 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		}
 	}
 	if werr != nil && len(res.Results) == 0 {
-		return conflictHint(werr)
+		return conflictHint(levercmd.TooLarge(werr))
 	}
+	chunkOf := map[string]int{}
+	for _, rep := range reps {
+		for _, o := range rep.Outcomes {
+			chunkOf[o.Target] = o.Chunk
+		}
+	}
+	res.NotWritten = levercmd.NotWrittenOf(unwritten, func(name string) int { return chunkOf[name] })
 	// Past one transaction's size a round is several: what landed is
 	// printed and announced, whatever became of the rest.
 	if err := printResult(f, opts, res); err != nil {
@@ -255,7 +289,8 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	if werr != nil {
-		return fmt.Errorf("%d of %s of this round were written (listed above), the others not: %w; run apply again", len(res.Results), human.Count(int64(n), "change"), werr)
+		return exitcode.Errorf(exitcode.PartialWrite, "partial write, each transaction whole: %d of %s of this round were written (listed above), the others not: %w; run apply again",
+			len(res.Results), human.Count(int64(n), "change"), werr)
 	}
 	return refused
 }
@@ -337,6 +372,7 @@ func printResult(f *cmdenv.Factory, opts *Options, res Result) error {
 		}
 		fmt.Fprintln(out, textsafe.Line(line))
 	}
+	levercmd.PrintChunks(out, res.Chunks, res.NotWritten)
 	for _, d := range res.Differences {
 		if d.Action == levers.ActionNone {
 			fmt.Fprintf(out, "%sleft alone: %s\n", prefix, textsafe.Line(d.Detail))
