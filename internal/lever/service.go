@@ -235,8 +235,10 @@ func (s *Service) read(ctx context.Context, keys, extra []string) (map[string]st
 // each settled by [store.Apply]. A target refused by its own condition is
 // read and decided again, as a new change, as often as its action allows;
 // then it is refused with its kind's words. A dry run writes nothing.
-// The error is the first failed target's (in order); the report says
-// which were written.
+// More levers than one transaction holds, not asked in chunks
+// ([Change.Chunked]), are refused before anything is written
+// ([*TooLargeError]). The error is the first failed target's (in order);
+// the report says which were written, and in which chunk.
 func (s *Service) Commit(ctx context.Context, p *Planned) (Report, error) {
 	reps, err := s.CommitAll(ctx, p)
 	return reps[0], err

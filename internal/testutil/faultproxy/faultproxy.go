@@ -266,6 +266,8 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		fault = 0
+	case Reset, Withhold, ServerError:
+		// After the server's answer, below.
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
