@@ -278,8 +278,12 @@ release-snapshot: $(GORELEASER) $(CYCLONEDX) ## Build every release archive (lin
 .PHONY: release-check
 release-check: $(GORELEASER) build ## Check .goreleaser.yaml and build this machine's target with it; its stamps must equal make build's, and its version the one the archives are named by
 	$(GORELEASER) check
+	@# goreleaser refuses a dist/ it did not just clean, so the full program is
+	@# built first, kept aside, and put beside the front (which runs it for --jq).
+	mkdir -p $(TOOLS)/release-check
+	$(SNAPSHOT_GIT) $(GORELEASER) build --snapshot --clean --single-target --id koshactl-full --output $(TOOLS)/release-check/koshactl-full
 	$(SNAPSHOT_GIT) $(GORELEASER) build --snapshot --clean --single-target --id koshactl --output dist/koshactl
-	$(SNAPSHOT_GIT) $(GORELEASER) build --snapshot --single-target --id koshactl-full --output dist/koshactl-full
+	cp $(TOOLS)/release-check/koshactl-full dist/koshactl-full
 	@want=$$(./$(BIN) version -o json); got=$$(dist/koshactl version -o json); \
 	  if [ "$$want" != "$$got" ]; then echo "goreleaser stamps differ from make build:"; diff <(echo "$$want") <(echo "$$got"); exit 1; fi; \
 	  version=$$(dist/koshactl version -o json --jq .version); \

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/kosha-platform/koshactl/internal/lazyre"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Reference namespaces a template may use.
@@ -150,7 +151,7 @@ func parseTemplate(raw string) (Template, []templateError) {
 			text := raw[i : i+end+1]
 			ref, msg := parseRef(text[2 : len(text)-1])
 			if msg != "" {
-				errs = append(errs, templateError{i, fmt.Sprintf("%s: %s", text, msg)})
+				errs = append(errs, templateError{i, textsafe.Line(text) + ": " + msg})
 			} else {
 				ref.Offset, ref.Text = i, text
 				flush()
