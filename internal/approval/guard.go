@@ -9,6 +9,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/policy"
 )
@@ -83,7 +84,10 @@ func (g *Guard) Plan(ctx context.Context, c lever.Change, extra ...string) (*lev
 			return p, nil // nothing to change: nothing to ask for, and nothing is written
 		}
 		sub := Submission{Requester: id, Decision: dec, TTL: c.RequestTTL}
-		if c.Chunked && p.Writes() > MaxTargets {
+		if n := p.Writes(); n > MaxTargets {
+			if !c.Chunked {
+				return nil, &lever.TooLargeError{Levers: n, Max: MaxTargets, Item: human.Plural(int64(n), p.Kind.Spec().Item), Request: true}
+			}
 			return g.submitChunks(ctx, p, sub)
 		}
 		return g.submit(ctx, p, sub)

@@ -142,9 +142,18 @@ type TooLargeError struct {
 	// Attached is true when the change carries writes of the table's
 	// policy (a break-glass review): it can only be one transaction.
 	Attached bool
+	// Request is true when the change would become a change request,
+	// whose approval applies it in one transaction with the proofs it
+	// counts: Max is then the most targets one request names.
+	Request bool
 }
 
 func (e *TooLargeError) Error() string {
+	if e.Request {
+		return fmt.Sprintf("%d %s do not fit one change request (its approval applies at most %d levers in one transaction, with the proofs it counts), "+
+			"so it could never be approved: nothing was stored; change at most %d at a time, or ask for it in chunks, one request per %d",
+			e.Levers, e.Item, e.Max, e.Max, e.Max)
+	}
 	if e.Attached {
 		return fmt.Sprintf("%d %s do not fit one transaction with the writes the table's policy attaches (at most %d levers, each with its audit record, "+
 			"among DynamoDB's %d writes of a transaction), and such a change is never split: nothing was written; change at most %d at a time",

@@ -357,8 +357,15 @@ func ChunksOf(rep lever.Report) *Chunks {
 }
 
 // PrintChunks writes the table's account of a change written in chunks
-// and of every lever not written (each on its own line, why included).
-func PrintChunks(w io.Writer, c *Chunks, notWritten []NotWritten) {
+// and of every lever not written (each on its own line, why included)
+// beside the listed levers the table names (written or already as asked).
+// A change that listed nothing and was one transaction prints nothing:
+// its error (stderr) names every lever, and stdout claims no result of a
+// change nothing of which is known to have landed.
+func PrintChunks(w io.Writer, c *Chunks, notWritten []NotWritten, listed int) {
+	if c == nil && listed == 0 {
+		return
+	}
 	if c != nil {
 		fmt.Fprintf(w, "Written in %d transactions of at most %d levers, each whole: %d written, %d not written.\n",
 			c.Transactions, c.LeversPerTransaction, c.Written, c.NotWritten)

@@ -28,7 +28,21 @@ func TestClearAllOfSixtyThreeUnderFourEyesIsApprovable(t *testing.T) {
 	w.as("admin", 0, append([]string{"breaker", "force-open", "--reason", "failover", "--for", "1h", "--allow-unknown", "--chunked"}, deps...)...)
 	w.as("admin", 0, "policy", "set", "../../../docs/policies/four-eyes.cedar", "--reason", "four eyes on production")
 
-	r := w.as("alice", exitcode.Pending, "breaker", "clear", "--all", "--reason", "incident over", "-o", "json")
+	// Not asked in chunks, more targets than one approval applies is
+	// refused before any request is stored, naming the limit and the flag.
+	r := w.as("alice", exitcode.Usage, append([]string{"breaker", "clear", "--reason", "incident over"}, deps[:46]...)...)
+	for _, want := range []string{"46 overrides", "at most 45", "nothing was stored", "--chunked"} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("the refusal of 46 targets under four eyes does not say %q:\n%s", want, r.Stderr)
+		}
+	}
+	if reqs := clitest.Decode[struct {
+		Requests []any `json:"requests"`
+	}](t, w.as("alice", 0, "request", "list", "-o", "json").Stdout).Requests; len(reqs) != 0 {
+		t.Fatalf("a refused change stored %d request(s)", len(reqs))
+	}
+
+	r = w.as("alice", exitcode.Pending, "breaker", "clear", "--all", "--reason", "incident over", "-o", "json")
 	type one struct {
 		RequestID      string `json:"request_id"`
 		SHA256         string `json:"sha256"`

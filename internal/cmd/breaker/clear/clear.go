@@ -270,7 +270,7 @@ func table(opts *Options, out Result, none bool) string {
 		fmt.Fprintf(&w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
 		levercmd.Confirmed(&w, r.ConfirmedByReread)
 	}
-	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten)
+	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten, len(out.Results))
 	levercmd.BreakGlass(&w, out.Review)
 	return w.String()
 }

@@ -287,7 +287,7 @@ func table(out Result, now time.Time, tty bool) string {
 			fmt.Fprintf(&w, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
 		}
 	}
-	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten)
+	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten, len(out.Results))
 	levercmd.BreakGlass(&w, out.Review)
 	return w.String()
 }

@@ -372,7 +372,7 @@ func printResult(f *cmdenv.Factory, opts *Options, res Result) error {
 		}
 		fmt.Fprintln(out, textsafe.Line(line))
 	}
-	levercmd.PrintChunks(out, res.Chunks, res.NotWritten)
+	levercmd.PrintChunks(out, res.Chunks, res.NotWritten, len(res.Results))
 	for _, d := range res.Differences {
 		if d.Action == levers.ActionNone {
 			fmt.Fprintf(out, "%sleft alone: %s\n", prefix, textsafe.Line(d.Detail))

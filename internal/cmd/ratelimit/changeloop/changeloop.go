@@ -231,7 +231,7 @@ func table(out Result, now time.Time, tty bool) string {
 		fmt.Fprintln(&w, textsafe.Line(describe(r, now, tty)))
 		levercmd.Confirmed(&w, r.ConfirmedByReread)
 	}
-	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten)
+	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten, len(out.Results))
 	levercmd.BreakGlass(&w, out.Review)
 	return w.String()
 }
