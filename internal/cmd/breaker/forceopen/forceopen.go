@@ -220,7 +220,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if rep.Outcomes == nil || rep.Pending != nil {
 		return conflictHint(depargs.DependencyHint(levercmd.Refused(ctx, f, env, rep, err, opts.Flags)))
 	}
-	out := Result{Envelope: env.Envelope("BreakerForceResult"), DryRun: opts.DryRun}
+	out := Result{Envelope: env.Envelope("BreakerForceResult"), DryRun: opts.DryRun, Results: []ItemResult{}}
 	var unwritten []levercmd.Unwritten
 	changes := make([]metrics.Change, 0, len(rep.Outcomes))
 	for _, o := range rep.Outcomes {
