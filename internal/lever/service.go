@@ -263,13 +263,8 @@ func (s *Service) CommitAll(ctx context.Context, ps ...*Planned) ([]Report, erro
 		}
 	}
 	if len(todo) > 0 {
-		if err := fits(ps, len(todo)); err != nil {
+		if err := fits(ps, todo); err != nil {
 			return reps, err
-		}
-		if len(todo) > ChunkLevers {
-			for i, r := range todo {
-				r.out.Chunk = i/ChunkLevers + 1
-			}
 		}
 		s.commit(ctx, todo, ps[0].attach)
 	}
@@ -283,32 +278,46 @@ func (s *Service) CommitAll(ctx context.Context, ps ...*Planned) ([]Report, erro
 	return reps, first
 }
 
-// fits refuses, before anything is written, n writes of ps that cannot be
-// one transaction unless every change was asked in chunks; a change with
-// attached writes is one transaction, never chunked.
-func fits(ps []*Planned, n int) error {
-	item := plural(ps[0].Kind.Spec().Item)
+// fits refuses, before anything is written, the writes todo of ps that
+// cannot be one transaction ([chunkSize]) unless every change was asked
+// in chunks; a change with attached writes is one transaction, never
+// chunked.
+func fits(ps []*Planned, todo []ref) error {
+	n, item := len(todo), plural(ps[0].Kind.Spec().Item)
 	if at := ps[0].attach; at != nil && at.Ops != nil && n > MaxAttached {
 		return &TooLargeError{Levers: n, Max: MaxAttached, Item: item, Attached: true}
 	}
-	if n <= ChunkLevers {
+	size := chunkSize(todo)
+	if n <= size {
 		return nil
 	}
 	for _, p := range ps {
 		if !p.Change.Chunked {
-			return &TooLargeError{Levers: n, Max: ChunkLevers, Item: item}
+			return &TooLargeError{Levers: n, Max: size, Item: item}
 		}
 	}
 	return nil
 }
 
-// commit writes todo in chunks of [ChunkLevers], at most [chunkWorkers]
-// at once; a chunk not started when ctx ends is not sent.
+// chunkSize is how many of todo's levers one transaction carries, with
+// their records: the one rule [fits] and [Service.commit] share, so a
+// change is refused or numbered by the chunks it is written in.
+func chunkSize([]ref) int { return ChunkLevers }
+
+// commit writes todo in chunks of [chunkSize], at most [chunkWorkers] at
+// once; a chunk not started when ctx ends is not sent. When there are
+// several, each lever's outcome names its chunk, counted from 1.
 func (s *Service) commit(ctx context.Context, todo []ref, at *Attach) {
 	sem := make(chan struct{}, chunkWorkers)
 	var wg sync.WaitGroup
-	for start := 0; start < len(todo); start += ChunkLevers {
-		chunk := todo[start:min(start+ChunkLevers, len(todo))]
+	size := chunkSize(todo)
+	if len(todo) > size {
+		for i, r := range todo {
+			r.out.Chunk = i/size + 1
+		}
+	}
+	for start := 0; start < len(todo); start += size {
+		chunk := todo[start:min(start+size, len(todo))]
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
