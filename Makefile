@@ -218,6 +218,10 @@ report-check: build ## Render game-day reports (fixtures and a real drill agains
 	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; }
 	tools/report-check.sh ./$(BIN) $(REPORT_CHECK_DIR)
 
+.PHONY: loc
+loc: ## Count source lines a command (non-test Go outside the data plane, test support and fakes, over the commands; tools/loc.sh)
+	@tools/loc.sh
+
 .PHONY: fmt
 fmt: ## Format the code
 	gofmt -w $$(git ls-files '*.go')

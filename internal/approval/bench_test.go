@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -119,6 +120,7 @@ func leversOn(s table, clk clock.Clock, p breaker.DurationPolicy) *lever.Service
 			b, err := ratelimit.NewBuckets(s, clk, ratelimit.Limits{})
 			return b, err
 		}},
+		lever.Entry{Spec: freeze.Spec, New: func() (lever.Kind, error) { return freeze.NewLever(clk, 0), nil }},
 	))
 }
 

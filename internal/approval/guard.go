@@ -162,8 +162,16 @@ func (g *Guard) submitChunks(ctx context.Context, p *lever.Planned, sub Submissi
 		}
 		stored = append(stored, r.ID)
 		rep, _ := Pending(r, rec, p.Change.NoNotify)
+		if p.Impact != nil {
+			// Each request tells its own chunk's impact, as request show
+			// does: what its approval would do.
+			rep.Pending.Impact = g.approvals.Impact(ctx, r)
+		}
 		if rep.Event != nil {
 			rep.Event.Source = g.source
+			if rep.Pending.Impact != nil {
+				rep.Event.Impact = rep.Pending.Impact.Lines()
+			}
 		}
 		if p.Pending == nil {
 			p.Pending, p.Event = rep.Pending, rep.Event
@@ -210,8 +218,12 @@ func (g *Guard) Propose(ctx context.Context, c lever.Change) (lever.Report, erro
 func (g *Guard) pending(p *lever.Planned, r Request, rec audit.Record) (*lever.Planned, error) {
 	rep, err := Pending(r, rec, p.Change.NoNotify)
 	p.Pending, p.Event = rep.Pending, rep.Event
+	p.Pending.Impact = p.Impact
 	if p.Event != nil {
 		p.Event.Source = g.source
+		if p.Impact != nil {
+			p.Event.Impact = p.Impact.Lines()
+		}
 	}
 	return p, err
 }
@@ -253,4 +265,22 @@ func PolicySchema(specs []lever.Spec) *policy.Schema {
 		levers = append(levers, l)
 	}
 	return policy.NewSchema(levers...)
+}
+
+// Impact is what r's change does to the platform's tools, told now by the
+// context's lever service (the matrix's, with the call rates of its
+// metrics source): what `request show` puts before the person who
+// approves it. It is told from the change the request's hash covers,
+// never from anything else in the item, which its requester could have
+// written. Nil for a request that is no longer pending, and for a change
+// that forces nothing.
+func (s *Service) Impact(ctx context.Context, r Request) lever.Impact {
+	if r.StatusAt(s.clock.Now()) != StatusPending {
+		return nil
+	}
+	c, _, err := s.leverChange(r)
+	if err != nil {
+		return nil
+	}
+	return s.levers.Impact(ctx, c)
 }

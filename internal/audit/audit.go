@@ -128,6 +128,11 @@ type Record struct {
 	// approval attribute); nil on records of changes made without asking a
 	// policy (no policy stored, an older koshactl, a hand write).
 	Approval *Approval `json:"approval,omitempty"`
+	// Impact is what the change did to the platform's tools as koshactl
+	// saw it when it wrote the record (the impact attribute): a force's or
+	// a clear's of a dependency, with the call rates read then. Nil on
+	// other records, and on those written without an impact assessed.
+	Impact *Impact `json:"impact,omitempty"`
 	// Unapproved is set by listings of a table with a policy: a lever change
 	// recorded since the policy was set that carries no approval
 	// (docs/contracts/policy.md, "What koshactl cannot prevent"). It is not
@@ -265,6 +270,9 @@ type Entry struct {
 	After   any
 	// Approval, when set, is how the table's policy let the change through.
 	Approval *Approval
+	// Impact, when set, is what the change does to the platform's tools,
+	// with the call rates seen ([Record.Impact]).
+	Impact *Impact
 }
 
 // WithRunID returns an Appender that stamps every entry it appends through a
@@ -301,7 +309,7 @@ func (r runIDAppender) Stage(ctx context.Context, e Entry, token string, n int) 
 func (l *Log) record(ctx context.Context, e Entry, id string) (Record, error) {
 	now := l.clock.Now().UTC().Truncate(time.Millisecond)
 	r := Record{ID: id, Time: now, Actor: e.Actor, Action: e.Action, Subject: e.Subject, Reason: e.Reason,
-		Context: l.context, Outcome: e.Outcome, RunID: e.RunID, Source: e.Source, Approval: e.Approval}
+		Context: l.context, Outcome: e.Outcome, RunID: e.RunID, Source: e.Source, Approval: e.Approval, Impact: e.Impact}
 	if r.Outcome == "" {
 		r.Outcome = "ok"
 	}
@@ -391,6 +399,10 @@ func (r Record) item() store.Item {
 		b, _ := json.Marshal(r.Approval)
 		it[attrApproval] = string(b)
 	}
+	if r.Impact != nil {
+		b, _ := json.Marshal(r.Impact)
+		it[attrImpact] = string(b)
+	}
 	return it
 }
 
@@ -465,6 +477,14 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 			r.Approval = &a
 		}
 	}
+	if raw := doc(attrImpact); raw != nil {
+		var im Impact
+		if err := json.Unmarshal(raw, &im); err != nil || im.Dependency == "" {
+			bad(attrImpact, "found a JSON document that is not an impact, want {\"dependency\": ...} (left out)")
+		} else {
+			r.Impact = &im
+		}
+	}
 	return r, ok, problems
 }
 
@@ -474,6 +494,10 @@ const attrTime = "time"
 // attrApproval is the record's approval attribute: how the table's policy
 // let the change through (a JSON document).
 const attrApproval = "approval"
+
+// attrImpact is the record's impact attribute: what a force or a clear
+// did to the platform's tools, with the call rates seen (a JSON document).
+const attrImpact = "impact"
 
 // attrRunID is the record's run_id attribute: the drill run that acted.
 const attrRunID = "run_id"

@@ -17,6 +17,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/human"
 )
 
 // debugLogger is the --debug middleware: one line on w per AWS operation,
@@ -55,8 +56,8 @@ func (d *debugLogger) log(ctx context.Context, took time.Duration, md middleware
 		fmt.Fprintf(&b, "debug: aws %s %s attempt %d: %s, retried\n", service, op, i+1, outcome(a.ResponseMetadata, a.Err))
 	}
 	n := max(len(attempts.Results), 1)
-	fmt.Fprintf(&b, "debug: aws %s %s: %s in %s, %d attempt%s (%d retr%s)", service, op, outcome(md, err),
-		took.Round(time.Millisecond), n, plural(n, "", "s"), n-1, plural(n-1, "y", "ies"))
+	fmt.Fprintf(&b, "debug: aws %s %s: %s in %s, %s (%s)", service, op, outcome(md, err),
+		took.Round(time.Millisecond), human.Count(int64(n), "attempt"), human.Count(int64(n-1), "retry"))
 	if id, ok := awsmiddleware.GetRequestIDMetadata(md); ok && id != "" {
 		fmt.Fprintf(&b, ", request id %s", strconv.Quote(id))
 	}
@@ -97,11 +98,4 @@ func outcome(md middleware.Metadata, err error) string {
 		return "no response (connection failed)"
 	}
 	return "failed before a response"
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

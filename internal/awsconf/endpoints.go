@@ -3,8 +3,9 @@ package awsconf
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -22,14 +23,7 @@ var Services = map[string]string{
 }
 
 // ServiceNames returns the keys of [Services], sorted.
-func ServiceNames() []string {
-	names := make([]string, 0, len(Services))
-	for n := range Services {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func ServiceNames() []string { return slices.Sorted(maps.Keys(Services)) }
 
 // serviceEndpoints is a configuration source the SDK's clients consult for
 // their endpoint (it implements the SDK's ServiceBaseEndpointProvider): the
@@ -79,7 +73,7 @@ func validateEndpoint(what, endpoint string) error {
 }
 
 func validateEndpoints(byName map[string]string) error {
-	for _, name := range sortedKeys(byName) {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		if _, ok := Services[name]; !ok {
 			return fmt.Errorf("load aws config: unknown service %q in endpoints: use one of %s", name, strings.Join(ServiceNames(), ", "))
 		}
@@ -91,13 +85,4 @@ func validateEndpoints(byName map[string]string) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

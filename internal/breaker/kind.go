@@ -34,7 +34,10 @@ var Spec = lever.Spec{Name: "breaker", Prefix: OverridePrefix, Resource: "Depend
 		{Name: ActionRestore, Verb: "restore", Internal: true},
 	}}
 
-var _ lever.Kind = (*Overrides)(nil)
+var (
+	_ lever.Kind    = (*Overrides)(nil)
+	_ lever.Forcing = (*Overrides)(nil)
+)
 
 // Spec implements [lever.Kind].
 func (s *Overrides) Spec() lever.Spec { return Spec }
@@ -379,4 +382,19 @@ func (s *Overrides) Notice(_ lever.Change, o lever.Outcome) notify.Lever {
 		}
 	}
 	return l
+}
+
+// Forces implements [lever.Forcing]: a force forces its targets open for
+// as long as [Overrides.Bounds] says (0: never expires); a clear clears
+// them. A drill's restore says neither: what it writes is decided from
+// the item as read.
+func (s *Overrides) Forces(c lever.Change, now time.Time) (lever.Forces, bool) {
+	switch c.Action {
+	case ActionForceOpen:
+		d, _ := s.Bounds(c, now)
+		return lever.Forces{Dependencies: c.Targets, For: d}, true
+	case ActionClear:
+		return lever.Forces{Dependencies: c.Targets, Clear: true}, true
+	}
+	return lever.Forces{}, false
 }

@@ -2,7 +2,6 @@ package cmdutil
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
@@ -23,17 +22,3 @@ func UsageError(err error) error {
 // ErrSilent is returned by commands that already printed their failure and
 // only need a non-zero exit (e.g. chaos verify explaining each check).
 var ErrSilent = errors.New("silent failure")
-
-// WriteFailure is the error of a command whose writes went concurrently:
-// the first failed write (its exit code wins, since something the operator
-// asked for did not happen), else the first written change whose audit
-// record failed (exit 8). A write failure also mentions an audit failure.
-func WriteFailure(writeErr, auditErr error) error {
-	switch {
-	case writeErr == nil:
-		return auditErr
-	case auditErr != nil:
-		return fmt.Errorf("%w; also, %v", writeErr, auditErr)
-	}
-	return writeErr
-}

@@ -474,7 +474,7 @@ func (c *Context) Validate(name string) error {
 	if c.MaxOverride != 0 {
 		if err := CheckMaxOverride(time.Duration(c.MaxOverride)); err != nil {
 			return &keyError{key: "max-override", err: fmt.Errorf("%w: context %q: %w", ErrInvalid, name, err),
-				fix: fmt.Sprintf("koshactl config set-context %s --max-override %s", name, shortHours(DefaultMaxOverride))}
+				fix: fmt.Sprintf("koshactl config set-context %s --max-override %s", name, shortDuration(DefaultMaxOverride))}
 		}
 	}
 	if c.RequestTimeout != 0 {
@@ -502,10 +502,6 @@ func (c *Context) Validate(name string) error {
 	return c.validateNotify(name)
 }
 
-// DefaultPath returns where the config file is read from, by the process
-// environment: [DefaultPathFrom] with os.Getenv.
-func DefaultPath() (string, error) { return DefaultPathFrom(os.Getenv) }
-
 // DefaultPathFrom returns where the config file is read from: $KOSHACTL_CONFIG
 // as getenv reads it, else koshactl/config.yaml in the user's config directory
 // (os.UserConfigDir).
@@ -519,10 +515,6 @@ func DefaultPathFrom(getenv func(string) string) (string, error) {
 	}
 	return filepath.Join(dir, "koshactl", "config.yaml"), nil
 }
-
-// StateDir returns where the local context keeps its embedded store and
-// keys, by the process environment: [StateDirFrom] with os.Getenv.
-func StateDir() (string, error) { return StateDirFrom(os.Getenv) }
 
 // StateDirFrom returns where the local context keeps its embedded store and
 // keys: $KOSHACTL_STATE_DIR, else $XDG_STATE_HOME/koshactl, else
@@ -540,10 +532,6 @@ func StateDirFrom(getenv func(string) string) (string, error) {
 	}
 	return filepath.Join(home, ".local", "state", "koshactl"), nil
 }
-
-// LocalStorePath returns the database file of a local context, by the
-// process environment: [Context.LocalStorePathFrom] with os.Getenv.
-func (c *Context) LocalStorePath() (string, error) { return c.LocalStorePathFrom(os.Getenv) }
 
 // LocalStorePathFrom returns the database file of a local context: the
 // context's own path if it names one, else local.db in the state directory
@@ -640,14 +628,6 @@ func locate(path string, data []byte, name string, err error) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return fmt.Errorf("%s: %w (fix it in the file, or remove the context with %s)", path, err, fix)
-}
-
-// shortHours writes 24h0m0s as 24h.
-func shortHours(d time.Duration) string {
-	if d%time.Hour == 0 {
-		return fmt.Sprintf("%dh", d/time.Hour)
-	}
-	return d.String()
 }
 
 // encodeContext is the context as Save would write it, to compare two.

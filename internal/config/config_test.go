@@ -49,9 +49,8 @@ func TestContextDefaults(t *testing.T) {
 	if got := c.KnownDependencies(); len(got) != 4 || got[0] != "core-api" {
 		t.Errorf("deps = %v", got)
 	}
-	t.Setenv("KOSHACTL_STATE_DIR", "")
-	t.Setenv("XDG_STATE_HOME", "/xdg/state")
-	p, err := c.LocalStorePath()
+	env := map[string]string{"XDG_STATE_HOME": "/xdg/state"}
+	p, err := c.LocalStorePathFrom(func(k string) string { return env[k] })
 	if err != nil || p != "/xdg/state/koshactl/local.db" {
 		t.Errorf("local store path = %q, %v", p, err)
 	}

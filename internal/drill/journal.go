@@ -438,6 +438,28 @@ type AuditRef struct {
 	At      time.Time `json:"at"`
 	Action  string    `json:"action"`
 	Subject string    `json:"subject"`
+	// Impact is what the record says its force or clear did to the
+	// platform's tools (absent: it says nothing).
+	Impact *LeverImpact `json:"impact,omitempty"`
+}
+
+// LeverImpact is a force's or a clear's impact as its audit record keeps
+// it (the record's impact attribute, docs/contracts/audit-record.md): the
+// tools its override changes and their call rates when it was written.
+type LeverImpact struct {
+	Tools []ToolRate `json:"tools"`
+	// RatesSource is where the rates were read ("": none named);
+	// RatesError why they could not be.
+	RatesSource string `json:"rates_source,omitempty"`
+	RatesError  string `json:"rates_error,omitempty"`
+}
+
+// ToolRate is one tool's behaviour under a lever, and its call rate then.
+type ToolRate struct {
+	Tool      string `json:"tool"`
+	Behaviour string `json:"behaviour"`
+	// CallsPerMinute is absent when no rate was read.
+	CallsPerMinute *float64 `json:"calls_per_minute,omitempty"`
 }
 
 // FleetRecord is what the fleet's gauges confirmed of a breaker step with

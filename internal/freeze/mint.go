@@ -16,6 +16,9 @@ var ErrFrozen = exitcode.New(exitcode.Refused, "the fleet is frozen")
 type FrozenError struct {
 	Freeze Freeze
 	Now    time.Time
+	// What says what the freeze holds ("no drill starts while the fleet
+	// is frozen"); empty: a chaos header's mint.
+	What string
 }
 
 // Error says which freeze holds and how it ends.
@@ -24,7 +27,11 @@ func (e *FrozenError) Error() string {
 	if e.Freeze.ExpiresAt.IsZero() {
 		how = "it holds until lifted (koshactl freeze lift)"
 	}
-	return e.Freeze.Describe(e.Now) + ": no chaos header is minted while the fleet is frozen; " + how
+	what := e.What
+	if what == "" {
+		what = "no chaos header is minted while the fleet is frozen"
+	}
+	return e.Freeze.Describe(e.Now) + ": " + what + "; " + how
 }
 
 // Is makes errors.Is(err, ErrFrozen) true, and its exit code ErrFrozen's.

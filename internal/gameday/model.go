@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
@@ -91,7 +93,11 @@ type leverRow struct {
 	// when it was put back, Held for how long it stayed moved.
 	Pulled, Back, Held string
 	// Why is the reason of the step that pulled the lever.
-	Why           string
+	Why string
+	// Impact says what the lever did to the platform's tools while it
+	// held, from its force's audit record: "screen_entity deferred · 25
+	// calls/min · about 100 calls while held" ("": the record says nothing).
+	Impact        string
 	By            string
 	Expires       string
 	Detail, Error string
@@ -215,7 +221,11 @@ func build(in Input) *report {
 		r.Steps = append(r.Steps, row)
 	}
 	rec := recoveredBy(j)
-	r.Levers = capped(r.More, "levers", j.Rollbacks, func(rb drill.RollbackRecord) leverRow { return leverRowOf(rb, why, rec, end) })
+	r.Levers = capped(r.More, "levers", j.Rollbacks, func(rb drill.RollbackRecord) leverRow {
+		row := leverRowOf(rb, why, rec, end)
+		row.Impact = one(leverImpact(j, rb, rec, end))
+		return row
+	})
 	r.Checks = capped(r.More, "checks", slices.Concat(j.Hypothesis.Before, j.Hypothesis.After), func(c drill.CheckRecord) checkRow {
 		return checkRowOf(c, "held", "did not hold")
 	})
@@ -602,4 +612,51 @@ func guardGlance(j *drill.Journal) []glance {
 		g = append(g, glance{"Fix", one(gr.Fix), "warn"})
 	}
 	return g
+}
+
+// leverImpact says what a lever did to the platform's tools while it held:
+// the tools its force's record names (the first of the run's records of a
+// force on the lever's subject from its registration on), each with the
+// rate the record saw and the calls that rate touches over the time the
+// lever was held: until it was put back, else its expiry (as the row's
+// Held says), else at least until the journal's end. "" when no record of
+// it says.
+func leverImpact(j *drill.Journal, rb drill.RollbackRecord, rec map[string]string, end time.Time) string {
+	var im *drill.LeverImpact
+	// A record's time is kept to the millisecond; the registration's is not.
+	from := rb.RegisteredAt.Truncate(time.Millisecond)
+	for _, a := range j.Audit {
+		if a.Subject == rb.Subject && a.Impact != nil && a.Action == breaker.ActionForceOpen && !a.At.Before(from) {
+			im = a.Impact
+			break
+		}
+	}
+	if im == nil {
+		return ""
+	}
+	until, while := end, "by the report's end (still held)"
+	if at, _, ok := leverBack(rec, rb); ok {
+		until, while = at, "while held"
+	} else if rb.ExpiresAt != nil {
+		until, while = *rb.ExpiresAt, "until its expiry"
+	}
+	held := max(until.Sub(rb.RegisteredAt), 0)
+	var parts []string
+	for _, t := range im.Tools {
+		if t.Behaviour == string(impact.Unaffected) {
+			continue
+		}
+		s := t.Tool + " " + t.Behaviour
+		if v := t.CallsPerMinute; v != nil {
+			s += fmt.Sprintf(" · %s calls/min · about %s %s", impact.PerMinute(*v), human.Count(impact.About(*v*held.Minutes()), "call"), while)
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "no tool changed behaviour"
+	}
+	if im.RatesError != "" {
+		parts = append(parts, "no call rate: "+im.RatesError)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -175,7 +175,12 @@ func Markdown(w io.Writer, in Input) error {
 	}))
 	more("preflight checks")
 	table("Levers", []string{"rollback", "subject", "why", "status", "pulled", "put back", "held", "detail"}, mapRows(r.Levers, func(l leverRow) []string {
-		return []string{l.ID, l.Subject, l.Why, l.Status, l.Pulled, joinNonEmpty(" by ", l.Back, l.By), l.Held, cmp.Or(l.Error, l.Detail)}
+		im := ""
+		if l.Impact != "" {
+			im = "impact: " + l.Impact
+		}
+		return []string{l.ID, l.Subject, joinNonEmpty("; ", l.Why, im), l.Status, l.Pulled, joinNonEmpty(" by ", l.Back, l.By), l.Held,
+			cmp.Or(l.Error, l.Detail)}
 	}))
 	more("levers")
 	if st := r.Stop; st != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/testutil/golden"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/yuin/goldmark/extension"
 	"golang.org/x/net/html"
 
+	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 )
 
@@ -607,5 +609,68 @@ func TestReportSaysWhyEachLeverWasPulled(t *testing.T) {
 	checkInert(t, page)
 	if !strings.Contains(text(byID(parse(t, page), "steps")), "why: "+hScript+hLink) {
 		t.Error("the hostile reason is not shown as text")
+	}
+}
+
+// Issue 46: the report says per lever what it did to the platform's tools
+// while it held, from its force's audit record (the tools and the rate the
+// record saw), over the time it was held: put back, its expiry, or none.
+func TestReportSaysWhatEachLeverDidToTheTools(t *testing.T) {
+	rate := 120.0
+	withImpact := func(im *drill.LeverImpact) *drill.Journal {
+		j := stoppedJournal()
+		// The force is recorded within the millisecond the lever was
+		// registered in (a record keeps milliseconds, the registration
+		// does not).
+		j.Rollbacks[0].RegisteredAt = at(0.5).Add(400 * time.Microsecond)
+		j.Audit[0].At, j.Audit[0].Action, j.Audit[0].Impact = at(0.5), breaker.ActionForceOpen, im
+		return j
+	}
+	degraded := &drill.LeverImpact{Tools: []drill.ToolRate{{Tool: "search_knowledge_base", Behaviour: "degraded", CallsPerMinute: &rate}},
+		RatesSource: "prometheus http://127.0.0.1:9000/metrics"}
+
+	j := withImpact(degraded)
+	// Held from 0.5 s to 18.6 s: 120 a minute over 18.1 s.
+	want := "search_knowledge_base degraded · 120 calls/min · about 36 calls while held"
+	if got := build(Input{Journal: j}).Levers; got[0].Impact != want || got[1].Impact != "" {
+		t.Errorf("levers' impact %q, %q; want %q and none for the bucket", got[0].Impact, got[1].Impact, want)
+	}
+	if got := text(byID(parse(t, renderHTML(t, Input{Journal: j})), "levers")); !strings.Contains(got, "impact: "+want) {
+		t.Errorf("the HTML levers table lacks the impact: %s", got)
+	}
+	if m := renderMarkdown(t, Input{Journal: j}); !strings.Contains(m, "impact: search\\_knowledge\\_base degraded · 120 calls/min · about 36 calls while held") {
+		t.Errorf("the Markdown lacks the impact:\n%s", m)
+	}
+
+	// Not put back: it held until its expiry (300 s).
+	j = withImpact(degraded)
+	j.Rollbacks[0].Status, j.Rollbacks[0].EndedAt = drill.StatusFailed, nil
+	if got, want := build(Input{Journal: j}).Levers[0].Impact, "about 600 calls until its expiry"; !strings.HasSuffix(got, want) {
+		t.Errorf("impact of a lever not put back %q, want it to end %q", got, want)
+	}
+
+	// No rate read: the tools, and why.
+	j = withImpact(&drill.LeverImpact{Tools: []drill.ToolRate{{Tool: "search_knowledge_base", Behaviour: "degraded"}}, RatesError: "connection refused"})
+	if got, want := build(Input{Journal: j}).Levers[0].Impact, "search_knowledge_base degraded; no call rate: connection refused"; got != want {
+		t.Errorf("impact without a rate %q, want %q", got, want)
+	}
+
+	// An override no instance obeys changed no tool.
+	j = withImpact(&drill.LeverImpact{Tools: []drill.ToolRate{}})
+	if got := build(Input{Journal: j}).Levers[0].Impact; got != "no tool changed behaviour" {
+		t.Errorf("impact of an override nothing obeys %q", got)
+	}
+
+	// A force of another lever, or one before this lever was registered,
+	// says nothing of it.
+	j = withImpact(degraded)
+	j.Audit[0].Subject = "breaker#core-api"
+	if got := build(Input{Journal: j}).Levers[0].Impact; got != "" {
+		t.Errorf("another lever's force gave this one an impact: %q", got)
+	}
+	j = withImpact(degraded)
+	j.Audit[0].At = at(0.4)
+	if got := build(Input{Journal: j}).Levers[0].Impact; got != "" {
+		t.Errorf("a force before the lever's registration gave it an impact: %q", got)
 	}
 }

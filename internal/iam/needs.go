@@ -79,7 +79,8 @@ const (
 	// opened with a break-glass change, acknowledged by someone else.
 	ReviewItems = "review#"
 	// FreezeItems is the fleet's freeze (freeze#fleet): the data plane
-	// reads it with its overrides, chaos sign and verify read it.
+	// reads it with its overrides, chaos sign and verify read it, and so
+	// do drills, apply and the status views; the freeze lever writes it.
 	FreezeItems = "freeze#"
 	// ProofItems are the proofs (internal/proof): read by every role that
 	// decides from them, each written by its writer alone under its own
@@ -295,6 +296,10 @@ var (
 	// freezeBatchRead reads it in the data plane's override reads (one
 	// BatchGetItem of breaker#<dependency> and freeze#fleet).
 	freezeBatchRead = Need{BatchGetItem, FreezeItems, false}
+	// freezePut writes it: the freeze lever's set and lift (never a
+	// delete: a lifted freeze stays as the record that voids the headers
+	// minted before it).
+	freezePut = Need{PutItem, FreezeItems, true}
 	// Proofs: read by key in batches (a request's or review's, with the
 	// closed marker and the policy's proof), scanned by listings, checked
 	// in an approval's transaction; each written in the transaction of
@@ -332,7 +337,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"breaker list":        needs(indexRead, batchRead),
 		"breaker list --scan": needs(breakerScan),
 		"breaker get":         needs(breakerRead),
-		"breaker status":      needs(indexRead, batchRead, gauges),
+		"breaker status":      needs(indexRead, batchRead, gauges, freezeRead),
 		// A lever change is one transaction: the override's write and its
 		// record. A lost answer is settled by one read of the change's proof,
 		// its first record.
@@ -347,12 +352,13 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// apply reads them, then the table's policy and the windows' requests
 		// in one batch read, and writes the windows' forces and clears as one
 		// transaction, settled like force-open's and clear's.
-		"diff": needs(indexRead, batchRead, gauges),
+		"diff": needs(freezeRead, indexRead, batchRead, gauges),
 		// A window's approved request is proven by its proofs and closed
 		// marker (and the policy by its own), read in one batch; an override
 		// is the file's only when apply's own record of its write says so
-		// (the audit index by subject).
-		"apply": needs(indexRead, batchRead, policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerPut, breakerDelete,
+		// (the audit index by subject). It reads the fleet's freeze first:
+		// while it holds, no window opens.
+		"apply": needs(freezeRead, indexRead, batchRead, policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerPut, breakerDelete,
 			record, recordProof, notifyPublish),
 		// apply --request asks for the windows the policy does not allow at
 		// once: it reads the policy and the windows' requests, and writes the
@@ -362,7 +368,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// reads the levers and the policy, then writes the change request with
 		// its record of asking (one transaction; a lost answer settled by
 		// reading that record). No lever and no approver's record is written.
-		"mcp": needs(indexRead, batchRead, gauges, breakerRead, policyRead, bucketRead, bucketScan,
+		"mcp": needs(indexRead, batchRead, gauges, freezeRead, breakerRead, policyRead, bucketRead, bucketScan,
 			requestScan, reviewScan, proofScan, closedScan, bucketBatchRead, requestPut, askProof, askRecord, ownProof(VerbAsk), notifyPublish),
 		// Change requests (docs/contracts/policy.md). Listing scans requests
 		// and reviews; showing reads one request. (Both mark a request found
@@ -379,7 +385,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// the proofs it counts and the policy's proof are checked in the same
 		// transaction. An approval that finds the request expired marks it
 		// so: the approver's proof of the expiry, and the closed marker.
-		"request approve": needs(requestBatchRead, closedBatchRead, policyBatchRead, bucketBatchRead, breakerPut, breakerDelete, bucketPut, record,
+		"request approve": needs(requestBatchRead, closedBatchRead, policyBatchRead, bucketBatchRead, freezeBatchRead, breakerPut, breakerDelete, bucketPut, freezePut, record,
 			requestPut, recordProof, ownProof(VerbApprove), ownProof(VerbExpire), closedPut, closedCheck, proofCheck, notifyPublish),
 		// Denying is an approver's record; canceling the requester's record of
 		// asking. Each reads the request with its closed marker, and writes
@@ -420,6 +426,13 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"chaos sign":   needs(secretRead, freezeRead, record, recordProof),
 		"chaos verify": needs(secretRead, freezeRead),
 		"chaos key id": needs(secretRead),
+		// The fleet's freeze, a lever like the others: read (alone: a set is
+		// never asked of the table's policy; a lift with the policy, in one
+		// batch), written with its record in one transaction, settled by
+		// reading that record when the answer is lost, announced.
+		"freeze":        needs(freezeBatchRead, freezePut, record, recordProof, notifyPublish),
+		"freeze lift":   withAsking(policyBatchRead, freezeBatchRead, freezePut, record, recordProof, notifyPublish),
+		"freeze status": needs(freezeRead),
 		"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, record, recordProof,
 			notifyPublish),
 		// A drill's levers (the example drills and one reading CloudWatch
@@ -429,8 +442,10 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// any lever it reads the table's policy and, with --request, its
 		// approved drill request, in one batch read.
 		// An approved drill request is proven by its proofs and closed marker,
-		// and the policy by its own, read in a second batch.
-		"drill run": needs(policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerRead, breakerPut, breakerDelete,
+		// and the policy by its own, read in a second batch. It reads the
+		// fleet's freeze before any lever, and at every guard poll: no drill
+		// runs while the fleet is frozen.
+		"drill run": needs(freezeRead, policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerRead, breakerPut, breakerDelete,
 			bucketRead, bucketPut, secretRead, gauges, alarms, record, recordProof, notifyPublish),
 		// drill recover finishes a dead run's rollbacks from the audit trail:
 		// the run's records on each lever (the audit index by subject, filtered
@@ -504,17 +519,17 @@ var Roles = []Role{Reader, Requester, Operator, Approver, DrillRunner, DataPlane
 // operator's and the approver's (TestRolesExtendTheReader).
 var RolePaths = map[Role][]string{
 	Reader: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status"},
 	Requester: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status",
 		"mcp", "request cancel", "drill request", "apply --request"},
 	Operator: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
-		"breaker force-open", "breaker clear", "breaker clear --all", "apply",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status",
+		"breaker force-open", "breaker clear", "breaker clear --all", "apply", "freeze", "freeze lift",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
 		"request cancel", "request ack", "drill request", "apply --request", "audit list --unapproved --notify"},
 	Approver: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status",
 		"request approve", "request deny", "request ack"},
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},

@@ -350,7 +350,8 @@ func sidWord(s string) string {
 	return b.String()
 }
 
-func appendNew(s []string, v string) []string {
+// appendNew appends v to s unless s holds it already.
+func appendNew[T comparable](s []T, v T) []T {
 	if slices.Contains(s, v) {
 		return s
 	}
@@ -373,9 +374,7 @@ func Grants(doc Document, t Target) ([]Need, error) {
 			prefixes = nil
 			for _, p := range c["dynamodb:LeadingKeys"] {
 				if own, ok := ownProofPrefix(p); ok {
-					if !slices.Contains(prefixes, own) {
-						prefixes = append(prefixes, own)
-					}
+					prefixes = appendNew(prefixes, own)
 					continue
 				}
 				prefix, ok := strings.CutSuffix(p, "*")
@@ -397,16 +396,9 @@ func Grants(doc Document, t Target) ([]Need, error) {
 				return nil, fmt.Errorf("statement %s: wildcard action %q", s.Sid, a)
 			}
 			for _, p := range prefixes {
-				out = appendNewNeed(out, Need{a, p, tx})
+				out = appendNew(out, Need{a, p, tx})
 			}
 		}
 	}
 	return out, nil
-}
-
-func appendNewNeed(s []Need, n Need) []Need {
-	if slices.Contains(s, n) {
-		return s
-	}
-	return append(s, n)
 }

@@ -17,6 +17,17 @@ import (
 // is the matrix's alone, and says so.
 const DefaultTimeout = 15 * time.Second
 
+// readBound is how long [Of] lets a source read within ctx: DefaultTimeout,
+// and never more than half the time ctx has left, so the change the
+// impact goes with (a drill step under its timeout) keeps the other half.
+func readBound(ctx context.Context, now time.Time) time.Duration {
+	bound := DefaultTimeout
+	if d, ok := ctx.Deadline(); ok {
+		bound = min(bound, max(d.Sub(now), 0)/2)
+	}
+	return bound
+}
+
 // Request is a lever forcing dependencies open.
 type Request struct {
 	// Dependencies are forced, in the order the lever names them.
@@ -24,6 +35,10 @@ type Request struct {
 	// For is how long the overrides hold; zero means until cleared (no
 	// expiry), and estimates are then per hour.
 	For time.Duration
+	// Clear is true for a clear: the report says what the overrides did
+	// until then (the same tools, their rates now), For is zero, and it
+	// estimates nothing.
+	Clear bool
 }
 
 // RateSource reads live call rates ([metrics.RateSource]:
@@ -51,6 +66,9 @@ type Report struct {
 	// Rates says where the call rates came from, or why there are none
 	// (absent: no source was asked).
 	Rates *Rates `json:"rates,omitempty"`
+	// Clear is true for the impact of a clear: the tools' behaviour is
+	// what the overrides did until the clear, and there is no estimate.
+	Clear bool `json:"clear,omitempty"`
 }
 
 // Dependency is one forced dependency.
@@ -121,7 +139,10 @@ type Rates struct {
 
 // Static is the impact of req from the matrix alone, without rates.
 func Static(req Request) Report {
-	r := Report{Dependencies: []Dependency{}, Tools: []ToolImpact{}, ForSeconds: max(req.For, 0).Seconds()}
+	r := Report{Dependencies: []Dependency{}, Tools: []ToolImpact{}, ForSeconds: max(req.For, 0).Seconds(), Clear: req.Clear}
+	if req.Clear {
+		r.ForSeconds = 0
+	}
 	type cause struct {
 		effect  Effect
 		because []string
@@ -168,15 +189,17 @@ func Static(req Request) Report {
 
 // Of is the impact of req, with each tool's and dependency's call rate
 // read from src and the calls each behaviour touches over req.For. A nil
-// src gives [Static]'s report. A source that cannot be read within ctx
-// and [DefaultTimeout] leaves the static report, with the reason in
-// Rates.Error: Of never fails.
+// src gives [Static]'s report. A source that cannot be read within
+// [DefaultTimeout], or half the time ctx has left when that is less,
+// leaves the static report, with the reason in Rates.Error: Of never
+// fails, and never takes the whole of a caller's time.
 func Of(ctx context.Context, req Request, src RateSource) Report {
 	r := Static(req)
 	if src == nil {
 		return r
 	}
-	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
+	bound := readBound(ctx, time.Now())
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	names := make([]string, len(r.Tools))
 	for i, t := range r.Tools {
@@ -189,7 +212,7 @@ func Of(ctx context.Context, req Request, src RateSource) Report {
 	rates, err := src.Rates(ctx, metrics.RateRequest{Tools: names, Dependencies: deps})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			err = fmt.Errorf("the source did not answer within %s: %w", human.Duration(DefaultTimeout), err)
+			err = fmt.Errorf("the source did not answer within %s: %w", human.Duration(bound.Round(time.Millisecond)), err)
 		}
 		r.RatesFailed(src.Describe(), err)
 		return r
@@ -234,7 +257,7 @@ func (r *Report) WithRates(rates metrics.CallRates) {
 			continue
 		}
 		t.CallsPerMinute = &v
-		if t.Behaviour == Unaffected {
+		if t.Behaviour == Unaffected || r.Clear {
 			continue
 		}
 		calls := About(v * over / 60)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/impact"
@@ -249,4 +250,43 @@ func TestBehaviourOrder(t *testing.T) {
 		impact.Unaffected.Worse(impact.Unaffected) || impact.Behaviour("odd").Valid() {
 		t.Error("behaviours out of order")
 	}
+}
+
+// A caller with little time left (a drill step under a short timeout)
+// keeps half of it for its change: the source's read gets the other half,
+// and a read that takes longer leaves the matrix's impact, saying why.
+func TestOfTakesAtMostHalfTheCallersTime(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Second)
+	defer cancel()
+	src := &fakeRates{rates: screeningRates()}
+	impact.Of(ctx, impact.Request{Dependencies: []string{impact.ScreeningSim}}, src)
+	if src.deadline <= 0 || src.deadline > 2*time.Second {
+		t.Errorf("the source's read was bounded by %s, want at most half of the caller's 4s", src.deadline)
+	}
+
+	// On the bubble's clock: a read that never answers ends at half the
+	// caller's time, to the nanosecond.
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 4*time.Second)
+		defer cancel()
+		start := time.Now()
+		r := impact.Of(ctx, impact.Request{Dependencies: []string{impact.ScreeningSim}}, blockingRates{})
+		if took := time.Since(start); took != 2*time.Second {
+			t.Errorf("the read took %s of the caller's 4s, want 2s", took)
+		}
+		if r.Rates == nil || !strings.Contains(r.Rates.Error, "did not answer within 2s") || r.Tools[0].CallsPerMinute != nil {
+			t.Errorf("rates %+v, want the matrix's impact and why", r.Rates)
+		}
+	})
+}
+
+// blockingRates answers only when its read's context ends.
+type blockingRates struct{}
+
+func (blockingRates) Describe() string { return "prometheus http://127.0.0.1:8787/metrics" }
+
+func (blockingRates) Rates(ctx context.Context, _ metrics.RateRequest) (metrics.CallRates, error) {
+	<-ctx.Done()
+	return metrics.CallRates{}, ctx.Err()
 }

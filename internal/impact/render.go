@@ -21,7 +21,7 @@ func (r Report) Render(w io.Writer) error {
 	line := func(format string, args ...any) {
 		_, _ = io.WriteString(w, textsafe.Line(fmt.Sprintf(format, args...))+"\n")
 	}
-	line("impact of forcing %s %s (the degradation matrix, LLD §8):", strings.Join(r.names(), ", "), r.span())
+	line("%s (the degradation matrix, LLD §8):", r.title())
 	if len(r.Tools) == 0 {
 		line("  no tool changes behaviour")
 	} else {
@@ -54,6 +54,9 @@ func (r Report) Render(w io.Writer) error {
 // that (textsafe.Line, the dashboard's safe).
 func (r Report) Lines() []string {
 	var out []string
+	if r.Clear {
+		out = append(out, "until this clear, the override did:")
+	}
 	if len(r.Tools) == 0 {
 		out = append(out, "no tool changes behaviour")
 	}
@@ -119,6 +122,16 @@ func (r Report) ratesLine() string {
 		s += "; warning: " + w
 	}
 	return s
+}
+
+// title says what the report is the impact of: "impact of forcing
+// screening-sim for 30m", "impact of clearing openai (what its override
+// did until now)".
+func (r Report) title() string {
+	if r.Clear {
+		return "impact of clearing " + strings.Join(r.names(), ", ") + " (what the override did until now)"
+	}
+	return "impact of forcing " + strings.Join(r.names(), ", ") + " " + r.span()
 }
 
 func (r Report) names() []string {

@@ -199,7 +199,7 @@ var everyKind = []string{
 }
 
 // leverKinds are the lever kinds koshactl has.
-var leverKinds = []string{"internal/breaker", "internal/ratelimit"}
+var leverKinds = []string{"internal/breaker", "internal/ratelimit", "internal/freeze"}
 
 // TestPackagesOfEveryKindImportNone lists the dependencies (tests
 // excluded) of the packages every lever kind goes through, and fails on one

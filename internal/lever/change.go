@@ -208,6 +208,9 @@ type Pending struct {
 	ExpiresAt                      time.Time
 	// AuditID is the request's record of asking.
 	AuditID string
+	// Impact is what the requested change does to the platform's tools,
+	// as told when it was requested (nil: none told).
+	Impact Impact
 }
 
 // ApproveCommand is the command that approves the request.
@@ -261,6 +264,9 @@ type Report struct {
 	// announce, a dry run, --no-notify); the surface sends it once it has
 	// shown the report.
 	Event *notify.Event
+	// Impact is what the change does to the platform's tools (nil: its
+	// kind forces nothing, or no impact was told): [Planned.Impact].
+	Impact Impact
 }
 
 // Written are the outcomes written.

@@ -73,6 +73,9 @@ func (s *Service) commitChunk(ctx context.Context, chunk []ref, at *Attach) {
 			}
 			op, e, res := pl.Write(Stamp{Token: token, Approval: approval})
 			e.Approval = approval
+			if r.p.Impact != nil && e.Impact == nil {
+				e.Impact = r.p.Impact.Record(pl.Target)
+			}
 			if at != nil && at.Actor != "" {
 				e.Actor, e.ActorSource = at.Actor, at.ActorSource
 			}

@@ -31,6 +31,8 @@ type Service struct {
 	kinds *Registry
 	log   audit.Appender
 	actor func(ctx context.Context) (string, error)
+	// impact tells a forcing change's impact ([Service.WithImpact]).
+	impact Assessor
 }
 
 // NewService returns the service of kinds on s; it changes nothing until
@@ -81,7 +83,10 @@ type Planned struct {
 	// chunks became, one per chunk ([Report.Requests]).
 	Requests      []Pending
 	RequestEvents []*notify.Event
-	attach        *Attach
+	// Impact is what the change does to the platform's tools (nil: its
+	// kind forces nothing, or the service tells no impact).
+	Impact Impact
+	attach *Attach
 	// at is when the targets were decided.
 	at time.Time
 }
@@ -106,7 +111,7 @@ func (p *Planned) Report() Report {
 	if p.attach != nil {
 		r.Review = p.attach.Review
 	}
-	r.Pending, r.Event, r.Requests, r.RequestEvents = p.Pending, p.Event, p.Requests, p.RequestEvents
+	r.Pending, r.Event, r.Requests, r.RequestEvents, r.Impact = p.Pending, p.Event, p.Requests, p.RequestEvents, p.Impact
 	return r
 }
 
@@ -172,6 +177,9 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	if c.Actor == "" && s.actor != nil && (!c.DryRun || action.DryRunActor) {
 		wg.Go(func() { actor, actorErr = s.actor(ctx) })
 	}
+	// The impact is told while the targets are read, and waited for only
+	// by a plan that stands: a refusal does not wait on a rate source.
+	impact := s.assess(ctx, kind, c, s.clock.Now())
 	items, err := s.read(ctx, keys, extra)
 	wg.Wait()
 	if err != nil {
@@ -206,6 +214,7 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	if actorErr != nil && (c.DryRun || p.Writes() > 0) {
 		return nil, actorErr
 	}
+	p.Impact = impact()
 	return p, nil
 }
 
@@ -390,7 +399,11 @@ func (p *Planned) event(outs []Outcome) *notify.Event {
 	if at := p.attach; at != nil && at.Note != (Note{}) {
 		note = at.Note
 	}
-	return &notify.Event{Action: c.Action, Actor: actor, Reason: strings.TrimSpace(c.Reason), Levers: levers, Outcome: note.Outcome, Detail: note.Detail}
+	ev := &notify.Event{Action: c.Action, Actor: actor, Reason: strings.TrimSpace(c.Reason), Levers: levers, Outcome: note.Outcome, Detail: note.Detail}
+	if p.Impact != nil {
+		ev.Impact = p.Impact.Lines()
+	}
+	return ev
 }
 
 func plural(noun string) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -71,6 +72,10 @@ const (
 	// KindLapsedForced: an override that lapsed or was cleared, still
 	// reported forced by the fleet.
 	KindLapsedForced = "lapsed_still_forced"
+	// KindFrozen: a window to open (or to rewrite) while the fleet is
+	// frozen: held until the freeze ends. A window already open lapses at
+	// its end as always, and its clear goes ahead.
+	KindFrozen = "window_frozen"
 )
 
 // The actions apply takes for a difference.
@@ -126,6 +131,9 @@ type State struct {
 	// ([Written], by [WrittenKey]): a file manages only those of them its
 	// marker names. Nil: none (every override is then left alone).
 	Written map[string]bool
+	// Freeze is the fleet's freeze (nil: none recorded): while it holds,
+	// no window is opened or rewritten (KindFrozen).
+	Freeze *freeze.Freeze
 }
 
 // Compare lists every difference between f (what should be in force at
@@ -194,6 +202,14 @@ func Compare(f *File, st State) []Difference {
 		case !s.OverrideActive && (s.Fleet != nil && s.Fleet.Verdict == metrics.NotObeyed || s.Fleet == nil && s.GaugeState == metrics.Forced):
 			out = append(out, Difference{Kind: KindLapsedForced, Dependency: s.Dependency, Override: s.Override, Action: ActionNone,
 				Detail: fmt.Sprintf("%s has no override in force, and the fleet still reports it forced", s.Dependency)})
+		}
+	}
+	if st.Freeze != nil && st.Freeze.FrozenAt(st.Now) {
+		for i, d := range out {
+			if d.Action == ActionForce {
+				out[i].Kind, out[i].Action = KindFrozen, ActionNone
+				out[i].Detail = fmt.Sprintf("window %s is held: %s", d.Window.ID, st.Freeze.Describe(st.Now))
+			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Dependency < out[j].Dependency })

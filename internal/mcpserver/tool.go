@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -235,11 +235,7 @@ func Shape(args json.RawMessage) string {
 	if err := json.Unmarshal(args, &m); err != nil {
 		return "(not an object)"
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	var parts []string
 	for i, k := range keys {
 		if i == MaxShapeKeys {

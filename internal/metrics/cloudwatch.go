@@ -163,12 +163,18 @@ func NewCloudWatch(api getMetricDataAPI, opts CloudWatchOptions) (*CloudWatch, e
 
 // Describe implements [GaugeSource].
 func (c *CloudWatch) Describe() string {
-	d := "cloudwatch " + c.opts.Namespace
-	if c.opts.Service != "" {
-		d += " service=" + c.opts.Service
+	return describeCloudWatch(c.opts.Namespace, c.opts.Service, c.opts.Region)
+}
+
+// describeCloudWatch names a CloudWatch reader: its namespace, the service
+// it reads (when one) and the region.
+func describeCloudWatch(namespace, service, region string) string {
+	d := "cloudwatch " + namespace
+	if service != "" {
+		d += " service=" + service
 	}
-	if c.opts.Region != "" {
-		d += " (" + c.opts.Region + ")"
+	if region != "" {
+		d += " (" + region + ")"
 	}
 	return d
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 
 	"github.com/aws/smithy-go"
@@ -125,11 +124,4 @@ func classifyAWS(err error) error {
 		}
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
-}
-
-// isNetError reports a transport failure (refused, reset, timeout, DNS).
-func isNetError(err error) bool {
-	var ne net.Error
-	var oe *net.OpError
-	return errors.As(err, &ne) || errors.As(err, &oe)
 }

@@ -8,9 +8,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 )
@@ -145,4 +147,70 @@ func frozenSample(m *dto.Metric, host string) (sample, bool) {
 		return s, false
 	}
 	return s, true
+}
+
+// FreezeReader reads the fleet's chaos_frozen gauges, by instance
+// (*[Prometheus] does).
+type FreezeReader interface {
+	FreezeGauges(ctx context.Context) (map[string][]float64, error)
+}
+
+var _ FreezeReader = (*Prometheus)(nil)
+
+// FreezeWait is how a wait for the fleet to report a freeze (or its lift)
+// ended: the last standing judged, the polls made and the time taken.
+type FreezeWait struct {
+	Standing FreezeStanding
+	Polls    int
+	Elapsed  time.Duration
+	Timeout  time.Duration
+	// FetchErr is the last read's error, when it failed.
+	FetchErr error
+}
+
+// WaitFreeze polls r every poll (zero: [ScrapeWaitPoll]) until every
+// instance reports want ([FreezeStanding.Confirmed]), timeout passes (zero:
+// [DefaultWaitTimeout] of [ScrapeLag] plus the data plane's cache period,
+// which a freeze waits for before the gauge can change) or ctx ends. Not
+// confirmed in time: the result and an error wrapping [ErrNotConfirmed].
+func WaitFreeze(ctx context.Context, clk clock.Clock, r FreezeReader, want bool, timeout, poll time.Duration) (FreezeWait, error) {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if timeout <= 0 {
+		timeout = DefaultWaitTimeout(ScrapeLag) + freeze.CacheTTL
+	}
+	if poll <= 0 {
+		poll = ScrapeWaitPoll
+	}
+	start := clk.Now()
+	deadline := start.Add(timeout)
+	w := FreezeWait{Timeout: timeout, Standing: FreezeStanding{Want: want}}
+	for {
+		left := deadline.Sub(clk.Now())
+		if left <= 0 {
+			w.Elapsed = clk.Now().Sub(start)
+			return w, errors.Join(ErrNotConfirmed, w.FetchErr)
+		}
+		fctx, cancel := context.WithTimeout(ctx, left)
+		values, err := r.FreezeGauges(fctx)
+		cancel()
+		w.Polls++
+		if ctx.Err() != nil {
+			return w, ctx.Err()
+		}
+		w.FetchErr = err
+		if err == nil {
+			w.Standing = JudgeFreeze(values, want)
+		}
+		w.Elapsed = clk.Now().Sub(start)
+		if err == nil && w.Standing.Confirmed() {
+			return w, nil
+		}
+		select {
+		case <-ctx.Done():
+			return w, ctx.Err()
+		case <-clock.After(clk, min(poll, max(deadline.Sub(clk.Now()), 0))):
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,19 +78,11 @@ type Prometheus struct {
 
 // NewPrometheus returns a source scraping each of urls (http or https).
 func NewPrometheus(urls []string, opts PrometheusOptions) (*Prometheus, error) {
-	if len(urls) == 0 {
-		return nil, fmt.Errorf("%w: no prometheus url", ErrInvalidSource)
+	client, err := scrapeClient(urls, opts.Client)
+	if err != nil {
+		return nil, err
 	}
-	for _, u := range urls {
-		p, err := url.Parse(u)
-		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return nil, fmt.Errorf("%w: prometheus url %q: want http://host:port/path", ErrInvalidSource, u)
-		}
-	}
-	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: 5 * time.Second}
-	}
-	opts.Client = nofollow.Client(opts.Client)
+	opts.Client = client
 	if opts.Period <= 0 {
 		opts.Period = DefaultPeriod
 	}
@@ -99,6 +92,25 @@ func NewPrometheus(urls []string, opts PrometheusOptions) (*Prometheus, error) {
 	return &Prometheus{urls: append([]string(nil), urls...), opts: opts, history: map[string]map[string][]Point{},
 		seen: map[string]map[string]time.Time{}, last: map[string]map[string]float64{},
 		read: map[string]map[string]*Reading{}, present: map[string]map[string]time.Time{}}, nil
+}
+
+// scrapeClient checks a Prometheus reader's urls (at least one, each
+// http or https with a host) and returns the client it scrapes with: c (a
+// 5s-timeout one when nil) following no redirect.
+func scrapeClient(urls []string, c *http.Client) (*http.Client, error) {
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("%w: no prometheus url", ErrInvalidSource)
+	}
+	for _, u := range urls {
+		p, err := url.Parse(u)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return nil, fmt.Errorf("%w: prometheus url %q: want http://host:port/path", ErrInvalidSource, u)
+		}
+	}
+	if c == nil {
+		c = &http.Client{Timeout: 5 * time.Second}
+	}
+	return nofollow.Client(c), nil
 }
 
 // Describe implements [GaugeSource].
@@ -297,12 +309,23 @@ func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, 
 // scrapeFamily reads one target and hands each sample of the metric family
 // name to each, in the exposition's order.
 func (p *Prometheus) scrapeFamily(ctx context.Context, target, name string, each func(*dto.Metric)) error {
+	return scrapeTarget(ctx, p.opts.Client, target, []string{name}, func(mf *dto.MetricFamily) {
+		for _, m := range mf.GetMetric() {
+			each(m)
+		}
+	})
+}
+
+// scrapeTarget reads one target with client (no redirect followed, the
+// body capped at [maxScrapeBytes]) and hands each metric family named in
+// names to each, in the exposition's order.
+func scrapeTarget(ctx context.Context, client *http.Client, target string, names []string, each func(*dto.MetricFamily)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return fmt.Errorf("scrape %s: %w", target, err)
 	}
 	req.Header.Set("Accept", acceptHeader)
-	resp, err := p.opts.Client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("scrape %s: %w", target, ctx.Err())
@@ -323,7 +346,7 @@ func (p *Prometheus) scrapeFamily(ctx context.Context, target, name string, each
 		format = expfmt.NewFormat(expfmt.TypeTextPlain)
 	}
 	if resp.ContentLength > maxScrapeBytes {
-		return tooLargeError(target, resp.ContentLength)
+		return tooLargeError(target, resp.ContentLength, names)
 	}
 	// The body is read whole before it is parsed: one over the cap is
 	// refused as too large, never parsed as far as the cap cut it (which
@@ -331,7 +354,7 @@ func (p *Prometheus) scrapeFamily(ctx context.Context, target, name string, each
 	raw, over, err := readCapped(resp.Body, maxScrapeBytes)
 	switch {
 	case over:
-		return tooLargeError(target, -1)
+		return tooLargeError(target, -1, names)
 	case err != nil:
 		if ctx.Err() != nil {
 			return fmt.Errorf("scrape %s: %w", target, ctx.Err())
@@ -348,11 +371,8 @@ func (p *Prometheus) scrapeFamily(ctx context.Context, target, name string, each
 		if err != nil {
 			return fmt.Errorf("scrape %s: %w: parse metrics: %w", target, ErrUnavailable, err)
 		}
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			each(m)
+		if slices.Contains(names, mf.GetName()) {
+			each(&mf)
 		}
 	}
 }
@@ -412,8 +432,8 @@ func readCapped(r io.Reader, limit int64) (b []byte, over bool, err error) {
 
 // tooLargeError is a scrape whose body is longer than [maxScrapeBytes]
 // (size is its announced length, or -1 when it only went past the cap): it
-// names the cap and what to scrape instead.
-func tooLargeError(target string, size int64) error {
+// names the cap and what to scrape instead, the metric families read.
+func tooLargeError(target string, size int64, names []string) error {
 	what := "more than"
 	if size >= 0 {
 		what = fmt.Sprintf("%.1f MiB, more than", float64(size)/(1<<20))
@@ -421,7 +441,7 @@ func tooLargeError(target string, size int64) error {
 	return fmt.Errorf("scrape %s: %w: the answer is too large (%s the %d MiB koshactl reads of one scrape): "+
 		"point the metrics URL at an endpoint that serves fewer series, such as the fleet's own /metrics per instance "+
 		"or a Prometheus server's /federate?match[]=%s (--metrics-url, or the context's metrics.prometheus.url)",
-		target, ErrUnavailable, what, maxScrapeBytes>>20, gauge.PrometheusMetricName)
+		target, ErrUnavailable, what, maxScrapeBytes>>20, strings.Join(names, "&match[]="))
 }
 
 func hostOf(target string) string {

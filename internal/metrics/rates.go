@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,12 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/nofollow"
 )
 
 // Defaults of the rate readers (docs/contracts/degradation-matrix.md,
@@ -155,19 +151,11 @@ type counterSeries struct {
 // NewPrometheusRates returns a reader scraping each of urls (http or
 // https).
 func NewPrometheusRates(urls []string, opts PrometheusRateOptions) (*PrometheusRates, error) {
-	if len(urls) == 0 {
-		return nil, fmt.Errorf("%w: no prometheus url", ErrInvalidSource)
+	client, err := scrapeClient(urls, opts.Client)
+	if err != nil {
+		return nil, err
 	}
-	for _, u := range urls {
-		p, err := url.Parse(u)
-		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return nil, fmt.Errorf("%w: prometheus url %q: want http://host:port/path", ErrInvalidSource, u)
-		}
-	}
-	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: 5 * time.Second}
-	}
-	opts.Client = nofollow.Client(opts.Client)
+	opts.Client = client
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultRateInterval
 	}
@@ -299,50 +287,12 @@ func (p *PrometheusRates) scrape(ctx context.Context) (counterScrape, error) {
 
 // scrapeCounters reads one target's tool and downstream call counters.
 func scrapeCounters(ctx context.Context, client *http.Client, target string) (map[counterSeries]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", target, err)
-	}
-	req.Header.Set("Accept", acceptHeader)
-	resp, err := client.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("scrape %s: %w", target, ctx.Err())
-		}
-		return nil, fmt.Errorf("scrape %s: %w: %w", target, ErrUnavailable, err)
-	}
-	defer resp.Body.Close()
-	if loc, ok := nofollow.Redirected(resp); ok {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil, redirectError(target, resp.Status, loc)
-	}
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("scrape %s: %w: HTTP %s", target, ErrUnavailable, resp.Status)
-	}
-	format := expfmt.ResponseFormat(resp.Header)
-	if format == expfmt.FmtUnknown {
-		format = expfmt.NewFormat(expfmt.TypeTextPlain)
-	}
-	dec := expfmt.NewDecoder(io.LimitReader(resp.Body, maxScrapeBytes), format)
 	out := map[counterSeries]float64{}
-	for {
-		var mf dto.MetricFamily
-		err := dec.Decode(&mf)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("scrape %s: %w: parse metrics: %w", target, ErrUnavailable, err)
-		}
-		var nameLabel string
-		switch mf.GetName() {
-		case gauge.ToolCallsPrometheusName:
-			nameLabel = gauge.DimTool
-		case gauge.DownstreamCallsPrometheusName:
+	families := []string{gauge.ToolCallsPrometheusName, gauge.DownstreamCallsPrometheusName}
+	err := scrapeTarget(ctx, client, target, families, func(mf *dto.MetricFamily) {
+		nameLabel := gauge.DimTool
+		if mf.GetName() == gauge.DownstreamCallsPrometheusName {
 			nameLabel = gauge.DimDependency
-		default:
-			continue
 		}
 		for _, m := range mf.GetMetric() {
 			v, ok := counterValue(m)
@@ -364,7 +314,11 @@ func scrapeCounters(ctx context.Context, client *http.Client, target string) (ma
 				out[s] = v
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, nil
 }
 
 // counterValue is a counter (or untyped) sample's value when it can be a
@@ -436,14 +390,7 @@ func NewCloudWatchRates(api getMetricDataAPI, opts CloudWatchRateOptions) *Cloud
 
 // Describe implements [RateSource].
 func (c *CloudWatchRates) Describe() string {
-	d := "cloudwatch " + c.opts.Namespace
-	if c.opts.Service != "" {
-		d += " service=" + c.opts.Service
-	}
-	if c.opts.Region != "" {
-		d += " (" + c.opts.Region + ")"
-	}
-	return d
+	return describeCloudWatch(c.opts.Namespace, c.opts.Service, c.opts.Region)
 }
 
 // RateWindow returns the [start, end) a CloudWatch rate read at now sums:

@@ -200,6 +200,35 @@ func TestPrometheusRatesFailures(t *testing.T) {
 			t.Errorf("err %v", err)
 		}
 	})
+	// The rate reader scrapes as the gauge reader does: an answer over the
+	// 16 MiB cap is refused as too large, naming the counters to federate,
+	// never cut at the cap and failed as a parse error of the cut line.
+	t.Run("an answer over the cap", func(t *testing.T) {
+		t.Parallel()
+		var b strings.Builder
+		b.WriteString(counters(100, 0, 400, 7))
+		for i := 0; b.Len() < 17_000_000; i++ {
+			fmt.Fprintf(&b, "kosha_requests_total{dependency=\"openai\",instance=\"gw-%d\",route=\"/a/long/route/name/to/fill/the/line\"} %d\n", i, i)
+		}
+		_, url := serveMetrics(t, b.String())
+		r, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clock.NewFake(now),
+			Client: &http.Client{Timeout: wait.Ceiling}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = r.Rates(t.Context(), screeningReq)
+		if !errors.Is(err, metrics.ErrUnavailable) {
+			t.Fatalf("err %v, want unavailable", err)
+		}
+		for _, want := range []string{"too large", "16 MiB", "/federate?match[]=kosha_tool_calls_total&match[]=kosha_downstream_calls_total"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%q does not say %q", err, want)
+			}
+		}
+		if strings.Contains(err.Error(), "parse") {
+			t.Errorf("%q reads as a parse error", err)
+		}
+	})
 	t.Run("canceled while waiting for the second scrape", func(t *testing.T) {
 		t.Parallel()
 		_, url := serveMetrics(t, counters(100, 0, 400, 7))

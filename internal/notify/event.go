@@ -68,9 +68,13 @@ type Event struct {
 	Outcome string `json:"outcome,omitempty"`
 	// Detail is one line more: the stop condition that held, the
 	// rollbacks' result.
-	Detail string  `json:"detail,omitempty"`
-	Drill  *Drill  `json:"drill,omitempty"`
-	Levers []Lever `json:"levers"`
+	Detail string `json:"detail,omitempty"`
+	// Impact says, one line each, what the change does to the platform's
+	// tools (a change request's forces: the degradation matrix, with the
+	// call rates read when it was requested).
+	Impact []string `json:"impact,omitempty"`
+	Drill  *Drill   `json:"drill,omitempty"`
+	Levers []Lever  `json:"levers"`
 	// AuditIDs are every audit record the notification is about: the
 	// levers' and any other (a drill recovery's own record).
 	AuditIDs []string `json:"audit_ids"`

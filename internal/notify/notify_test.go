@@ -435,3 +435,28 @@ func TestSNSAdditionalContextIsEscaped(t *testing.T) {
 		t.Errorf("actor %q", got)
 	}
 }
+
+// Issue 46: a force's impact reaches chat as Impact lines, escaped like
+// every other value, and the webhook's JSON as the impact array.
+func TestImpactLinesReachChatEscapedAndTheWebhookAsRecorded(t *testing.T) {
+	chat := notifytest.Start(t, notifytest.Accept)
+	hook := notifytest.Start(t, notifytest.Accept)
+	d := &notify.Dispatcher{Context: "prod", Source: notify.SourceCLI, Clock: clock.NewFake(epoch),
+		Sinks: []notify.Sink{&notify.Webhook{SinkName: "chat", URL: chat.URL(), Format: notify.FormatSlack}, &notify.Webhook{SinkName: "hook", URL: hook.URL()}}}
+	ev := event()
+	ev.Impact = []string{"screen_entity deferred: status: \"deferred\" · 25/min · about 750 screenings deferred over 30m", "tool <!channel> failed"}
+	if rep := d.Notify(t.Context(), ev); len(rep.Failed) != 0 {
+		t.Fatalf("report = %+v", rep)
+	}
+	text := chat.SlackTexts(t)[0]
+	slackSafe(t, text)
+	for _, want := range []string{"Impact: screen_entity deferred: status: \"deferred\" · 25/min · about 750 screenings deferred over 30m",
+		"Impact: tool &lt;!channel&gt; failed"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("message lacks %q:\n%s", want, text)
+		}
+	}
+	if got := hook.Events(t)[0].Impact; len(got) != 2 || got[1] != "tool <!channel> failed" {
+		t.Errorf("the webhook's impact %q, want the lines as told", got)
+	}
+}

@@ -67,6 +67,9 @@ func Lines(ev Event) []string {
 	if ev.Detail != "" {
 		ls = append(ls, "Detail: "+ev.Detail)
 	}
+	for _, l := range ev.Impact {
+		ls = append(ls, "Impact: "+l)
+	}
 	for _, l := range ev.Levers {
 		line := "Lever: " + l.Subject + " " + l.Change
 		if l.ExpiresAt != nil {

@@ -9,10 +9,12 @@ const (
 	actionClear     = "breaker.clear"
 	actionReset     = "ratelimit.reset"
 	actionDrain     = "ratelimit.drain"
+	actionLift      = "freeze.lift"
 )
 
 var levers = policy.NewSchema(
 	policy.Lever{Resource: "Dependency", Doc: "A dependency whose breaker a lever forces or clears.", Actions: []string{actionForceOpen, actionClear}},
 	policy.Lever{Resource: "Client", Doc: "A rate-limit client whose bucket a lever resets, drains or sets.",
 		Actions: []string{actionReset, actionDrain, "ratelimit.set"}},
+	policy.Lever{Resource: "Fleet", Doc: "The fleet: a freeze stops every chaos fault and every planned change on it.", Actions: []string{actionLift}},
 )

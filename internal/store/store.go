@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -348,14 +349,7 @@ func (it Item) Clone() Item {
 }
 
 // Keys returns the attribute names in sorted order.
-func (it Item) Keys() []string {
-	keys := make([]string, 0, len(it))
-	for k := range it {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func (it Item) Keys() []string { return slices.Sorted(maps.Keys(it)) }
 
 // Validate checks that the item can be stored: a non-empty string pk of at
 // most [MaxPKBytes], values of the store's types only (see [Item]), floats
@@ -420,16 +414,7 @@ func (it Item) Validate() error {
 // such a value out (the item stays out of that index); [Item.Validate]
 // refuses an item carrying one.
 func IndexKeyError(ix Index, v any) error {
-	s, ok := v.(string)
-	switch {
-	case !ok:
-		return fmt.Errorf("%s (the key of index %s) is a %T, not a string", ix.Attr, ix.Name, v)
-	case s == "":
-		return fmt.Errorf("%s (the key of index %s) is empty", ix.Attr, ix.Name)
-	case len(s) > MaxIndexKeyBytes:
-		return fmt.Errorf("%s (the key of index %s) is %d bytes, more than %d", ix.Attr, ix.Name, len(s), MaxIndexKeyBytes)
-	}
-	return nil
+	return keyValueError(ix.Attr, "key", ix.Name, v, MaxIndexKeyBytes)
 }
 
 // SortKeyError says why DynamoDB would refuse v as the value of ix's Sort
@@ -438,14 +423,20 @@ func IndexKeyError(ix Index, v any) error {
 // carries the index's partition attribute, so [Item.Validate] refuses it
 // too.
 func SortKeyError(ix Index, v any) error {
+	return keyValueError(ix.Sort, "sort key", ix.Name, v, MaxSortKeyBytes)
+}
+
+// keyValueError says why DynamoDB would refuse v as attribute attr, the
+// key (role) of index: not a string, empty, or longer than most bytes.
+func keyValueError(attr, role, index string, v any, most int) error {
 	s, ok := v.(string)
 	switch {
 	case !ok:
-		return fmt.Errorf("%s (the sort key of index %s) is a %T, not a string", ix.Sort, ix.Name, v)
+		return fmt.Errorf("%s (the %s of index %s) is a %T, not a string", attr, role, index, v)
 	case s == "":
-		return fmt.Errorf("%s (the sort key of index %s) is empty", ix.Sort, ix.Name)
-	case len(s) > MaxSortKeyBytes:
-		return fmt.Errorf("%s (the sort key of index %s) is %d bytes, more than %d", ix.Sort, ix.Name, len(s), MaxSortKeyBytes)
+		return fmt.Errorf("%s (the %s of index %s) is empty", attr, role, index)
+	case len(s) > most:
+		return fmt.Errorf("%s (the %s of index %s) is %d bytes, more than %d", attr, role, index, len(s), most)
 	}
 	return nil
 }

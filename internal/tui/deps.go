@@ -8,6 +8,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
@@ -29,6 +30,9 @@ type OverrideList struct {
 	// it has none, or it cannot be read): an override written since then
 	// without an approval is marked UNAPPROVED (policy.UnapprovedAt).
 	PolicySince time.Time
+	// Freeze is the fleet's freeze, read in the same batch (nil: none
+	// recorded): the header's banner while it holds.
+	Freeze *freeze.Freeze
 }
 
 // ForceRequest is a force-open typed into the dashboard.

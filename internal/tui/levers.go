@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/policy"
@@ -34,7 +35,7 @@ var _ Overrides = StoreOverrides{}
 // List implements [Overrides].
 // The table's policy item is read in the same batch read, for its since.
 func (s StoreOverrides) List(ctx context.Context) (OverrideList, error) {
-	list, extras, err := s.Overrides.ListForWith(ctx, s.Known, []string{policy.Key})
+	list, extras, err := s.Overrides.ListForWith(ctx, s.Known, []string{policy.Key, freeze.Key})
 	if err != nil {
 		return OverrideList{}, err
 	}
@@ -43,6 +44,11 @@ func (s StoreOverrides) List(ctx context.Context) (OverrideList, error) {
 		// A policy koshactl cannot read refuses every lever change (the
 		// levers say so); its since still flags what bypassed it.
 		out.PolicySince = policy.SinceOf(it)
+	}
+	if it, ok := extras[freeze.Key]; ok {
+		if f, err := freeze.FromItem(it); err == nil {
+			out.Freeze = &f
+		}
 	}
 	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -77,7 +78,9 @@ type Model struct {
 	// policySince is when the table first had a change policy (zero:
 	// none), for the UNAPPROVED mark.
 	policySince time.Time
-	snap        *metrics.Snapshot
+	// frozen is the fleet's freeze as last read (nil: none recorded).
+	frozen *freeze.Freeze
+	snap   *metrics.Snapshot
 	// rows are the merged statuses, sorted; nextChange is when an override
 	// becomes inactive, so the merge is redone then.
 	rows       []row
@@ -234,7 +237,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil
 		}
 		m.store = source{loaded: true, at: m.now}
-		m.overrides, m.policySince = msg.list.Overrides, msg.list.PolicySince
+		m.overrides, m.policySince, m.frozen = msg.list.Overrides, msg.list.PolicySince, msg.list.Freeze
 		m.rebuild()
 		m.refreshed()
 		return m, nil

@@ -87,6 +87,13 @@ func (m Model) headerLines() []string {
 		text := fmt.Sprintf(" PROTECTED CONTEXT %s · f, c, a and d ask you to type its name ", m.opts.ContextName)
 		lines = append(lines, st.Protected.Render(pad(ansi.Truncate(text, m.width, "…"), m.width)))
 	}
+	if f := m.frozen; f != nil && f.FrozenAt(m.now) {
+		// Who, why, the reference and until when: Describe renders each
+		// value from the table safe.
+		for _, l := range m.wrapBanner(" FROZEN · " + f.Describe(m.now) + " · no chaos, drill or planned window; koshactl freeze lift ") {
+			lines = append(lines, st.Protected.Render(pad(l, m.width)))
+		}
+	}
 	fresh := fmt.Sprintf("store %s %s · gauges %s %s · every %s", safe(m.opts.StoreName), m.freshness(m.store),
 		safe(m.gaugesName()), m.freshness(m.gauges), human.Age(m.opts.Interval))
 	if ansi.StringWidth(fresh) > m.width {

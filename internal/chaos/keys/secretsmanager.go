@@ -248,7 +248,7 @@ func (s *SecretsManager) Rotate(ctx context.Context, opts RotateOptions) (Rotati
 		}
 		now := s.clock.Now()
 		if allowed := cur.created.Add(s.MinRotationAge()); !opts.Force && !cur.created.IsZero() && now.Before(allowed) {
-			return Rotation{}, &TooSoonError{SecretID: s.secretID, VersionID: cur.id, KID: kidOf(cur.key),
+			return Rotation{}, &TooSoonError{SecretID: s.secretID, VersionID: cur.id, KID: cur.key.KID(),
 				Age: now.Sub(cur.created), MinAge: s.MinRotationAge(), Delay: s.delay, AllowedAt: allowed}
 		}
 	}
@@ -292,13 +292,6 @@ func (s *SecretsManager) Rotate(ctx context.Context, opts RotateOptions) (Rotati
 	return rot, nil
 }
 
-func kidOf(k chaos.Key) string {
-	if k.IsZero() {
-		return ""
-	}
-	return k.KID()
-}
-
 // failedMove explains a refused AWSCURRENT move after removing AWSPENDING
 // from the version that will never become current: a conflict when
 // AWSCURRENT is no longer the version read.
@@ -312,7 +305,7 @@ func (s *SecretsManager) failedMove(ctx context.Context, readID, newID string, m
 	if errors.As(moveErr, &ae) && ae.ErrorCode() == "InvalidParameterException" {
 		now, rerr := s.read(context.WithoutCancel(ctx), StageCurrent)
 		if rerr == nil && now.id != readID {
-			err = &ConflictError{SecretID: s.secretID, ReadVersionID: readID, CurrentVersionID: now.id, CurrentKID: kidOf(now.key), NewVersionID: newID}
+			err = &ConflictError{SecretID: s.secretID, ReadVersionID: readID, CurrentVersionID: now.id, CurrentKID: now.key.KID(), NewVersionID: newID}
 		}
 	}
 	if cleanup != nil {

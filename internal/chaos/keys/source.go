@@ -105,16 +105,6 @@ var (
 	ErrTooSoon = exitcode.New(exitcode.Refused, "chaos key rotated too recently")
 )
 
-// Rotate rotates src if it is a [Rotator], and otherwise returns an error
-// matching ErrNotRotatable that names the source.
-func Rotate(ctx context.Context, src Source, opts RotateOptions) (Rotation, error) {
-	r, ok := src.(Rotator)
-	if !ok {
-		return Rotation{}, fmt.Errorf("rotate chaos key: %w: %s holds a single key; replace it by hand", ErrNotRotatable, src.Describe())
-	}
-	return r.Rotate(ctx, opts)
-}
-
 // byKID finds kid among staged keys, or returns chaos.UnknownKIDError
 // listing the stages and kids it does hold.
 func byKID(staged []Staged, kid, where string) (chaos.Key, error) {
@@ -126,56 +116,4 @@ func byKID(staged []Staged, kid, where string) (chaos.Key, error) {
 		have = append(have, fmt.Sprintf("%s kid %s", s.Stage, s.Key.KID()))
 	}
 	return chaos.Key{}, chaos.UnknownKIDError(kid, where, have...)
-}
-
-// Static is a [Source] over keys already in memory, for tests and for
-// callers that resolved keys elsewhere.
-type Static struct {
-	staged []Staged
-	desc   string
-}
-
-// NewStatic returns a Source whose current key is current and which also
-// verifies previous (if not zero).
-func NewStatic(desc string, current, previous chaos.Key) *Static {
-	s := &Static{desc: desc, staged: []Staged{{Stage: StageCurrent, Key: current}}}
-	if !previous.IsZero() {
-		s.staged = append(s.staged, Staged{Stage: StagePrevious, Key: previous})
-	}
-	return s
-}
-
-// Current returns the current key.
-func (s *Static) Current(context.Context) (chaos.Key, error) { return s.staged[0].Key, nil }
-
-// ByKID returns the key with id kid.
-func (s *Static) ByKID(_ context.Context, kid string) (chaos.Key, error) {
-	return byKID(s.staged, kid, s.desc)
-}
-
-// Keys returns the keys, current first.
-func (s *Static) Keys(context.Context) ([]Staged, error) {
-	return append([]Staged(nil), s.staged...), nil
-}
-
-// Describe returns the description given to NewStatic.
-func (s *Static) Describe() string { return s.desc }
-
-// Snapshot reads every verification key of src once and returns them as a
-// [chaos.KeySet], so a long-running verifier (the local data plane) can
-// check many headers without a key-store call each. Take a new snapshot
-// after a rotation.
-func Snapshot(ctx context.Context, src Source) (*chaos.KeySet, error) {
-	staged, err := src.Keys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(staged) == 0 {
-		return nil, fmt.Errorf("snapshot %s: %w", src.Describe(), ErrNoKey)
-	}
-	prev := make([]chaos.Key, 0, len(staged)-1)
-	for _, s := range staged[1:] {
-		prev = append(prev, s.Key)
-	}
-	return chaos.NewKeySet(staged[0].Key, prev...)
 }

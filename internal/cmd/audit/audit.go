@@ -30,7 +30,7 @@ const DefaultFollowInterval = 2 * time.Second
 // NewCmd returns the audit command group.
 func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{Use: "audit", Short: "Read the audit log of control-plane changes"}
-	cmd.AddCommand(NewCmdList(f))
+	cmd.AddCommand(NewCmdList(f), NewCmdImpact(f))
 	return cmd
 }
 
@@ -131,10 +131,8 @@ func NewCmdList(f *cmdenv.Factory) *cobra.Command {
 
 // ListResult is the JSON output of audit list.
 type ListResult struct {
-	Kind    string         `json:"kind"`
-	Context string         `json:"context"`
-	Store   string         `json:"store"`
-	Items   []audit.Record `json:"items"`
+	cmdenv.Envelope
+	Items []audit.Record `json:"items"`
 	// Unreadable lists every attribute of a matching record that could not
 	// be read (docs/contracts/cli-output.md).
 	Unreadable []store.Problem `json:"unreadable"`
@@ -142,78 +140,115 @@ type ListResult struct {
 
 // ReadList lists the records once, as -o json prints them, with the
 // problems of the records that could not be read in full (the MCP
-// server's audit_list). opts.Follow is not its business.
+// server's audit_list); with opts.Unapproved only the unapproved ones.
+// opts.Follow is not its business.
 func ReadList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) (ListResult, []store.Problem, error) {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return ListResult{}, nil, err
 	}
-	l, err := readList(ctx, f, env, opts)
-	return l.doc, l.unreadable, err
-}
-
-// listed is one listing of the records, with the since of the table's
-// policy it was flagged by (zero: the table has none).
-type listed struct {
-	doc         ListResult
-	unreadable  []store.Problem
-	policySince time.Time
-	// policyProblem says how the table's policy disagrees with its
-	// policy.set proofs (--unapproved; "" when it does not).
-	policyProblem string
-}
-
-// readList lists the records once and flags the unapproved ones; with
-// opts.Unapproved it lists only those.
-func readList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListOptions) (listed, error) {
-	q, err := query(f, env, opts, f.Clock.Now())
+	rd, err := newReader(ctx, f, env, opts, f.Clock.Now())
 	if err != nil {
-		return listed{}, err
+		return ListResult{}, nil, err
 	}
-	log := audit.NewLog(env.Store, f.Clock, env.Name)
-	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
-	var (
-		l       audit.Listing
-		since   time.Time
-		problem string
-	)
+	recs := []audit.Record{}
+	unreadable, err := rd.each(ctx, func(r audit.Record) error { recs = append(recs, r); return nil })
+	if err != nil {
+		return ListResult{}, nil, err
+	}
+	return ListResult{Envelope: env.Envelope("AuditRecordList"), Items: recs,
+		Unreadable: listing.Problems(unreadable)}, unreadable, nil
+}
+
+// reader reads one listing's records, each flagged by the table's policy.
+// With --unapproved the policy is read first, its since bounding the
+// records read (on a table without one nothing is read); otherwise it is
+// read beside the first page of records: one round trip for both.
+type reader struct {
+	log        *audit.Log
+	q          audit.Query
+	sch        *policy.Schema
+	unapproved bool
+	pol        chan policyRead
+	polRead    bool
+	// since is the table's policy's since once read (zero: it has none);
+	// problem says how the policy disagrees with its policy.set proofs
+	// (--unapproved; "" when it does not).
+	since   time.Time
+	problem string
+}
+
+type policyRead struct {
+	since time.Time
+	err   error
+}
+
+func newReader(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListOptions, now time.Time) (*reader, error) {
+	q, err := query(f, env, opts, now)
+	if err != nil {
+		return nil, err
+	}
+	rd := &reader{log: audit.NewLog(env.Store, f.Clock, env.Name), q: q, sch: env.PolicySchema(),
+		unapproved: opts.Unapproved, pol: make(chan policyRead, 1)}
+	rd.log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	if opts.Unapproved {
-		// The policy first: its since bounds the records read, and on a
-		// table without one nothing is read.
-		if since, problem, err = unapprovedSince(ctx, f, env, false); err != nil {
-			return listed{}, err
+		if rd.since, rd.problem, err = unapprovedSince(ctx, f, env, false); err != nil {
+			return nil, err
 		}
-		if !since.IsZero() {
-			l, err = log.List(ctx, onlyUnapproved(env.PolicySchema(), q, &since))
-		}
-	} else {
-		// The table's policy is read while the records are: one round
-		// trip for both, not one after the other.
-		type loaded struct {
-			since time.Time
-			err   error
-		}
-		pol := make(chan loaded, 1)
-		go func() {
-			s, _, err := env.Policies().Since(ctx)
-			pol <- loaded{s, err}
-		}()
-		l, err = log.List(ctx, q)
-		lp := <-pol
-		if err == nil {
-			since, err = lp.since, lp.err
+		rd.polRead = true
+		rd.q = onlyUnapproved(rd.sch, rd.q, &rd.since)
+		return rd, nil
+	}
+	go func() {
+		s, _, err := env.Policies().Since(ctx)
+		rd.pol <- policyRead{s, err}
+	}()
+	return rd, nil
+}
+
+// awaitPolicy waits for the table's policy, once: the records are flagged
+// by it.
+func (rd *reader) awaitPolicy() error {
+	if rd.polRead {
+		return nil
+	}
+	rd.polRead = true
+	p := <-rd.pol
+	rd.since = p.since
+	return p.err
+}
+
+// each calls add for every dated record in the log's order, flagged, and
+// returns the problems of the records that could not be read in full,
+// sorted by pk.
+func (rd *reader) each(ctx context.Context, add func(audit.Record) error) ([]store.Problem, error) {
+	var unreadable []store.Problem
+	// --unapproved on a table without a policy reads nothing: no change
+	// can be unapproved.
+	if !rd.unapproved || !rd.since.IsZero() {
+		for l, err := range rd.log.Read(ctx, rd.q) {
+			if err != nil {
+				return nil, err
+			}
+			if err := rd.awaitPolicy(); err != nil {
+				return nil, err
+			}
+			unreadable = append(unreadable, l.Problems...)
+			if !l.Dated {
+				continue
+			}
+			r := l.Record
+			r.Unapproved = rd.sch.Unapproved(r, rd.since)
+			if err := add(r); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if err != nil {
-		return listed{}, err
+	if err := rd.awaitPolicy(); err != nil {
+		return nil, err
 	}
-	recs := l.Records
-	if recs == nil {
-		recs = []audit.Record{}
-	}
-	flagUnapproved(env.PolicySchema(), since, recs)
-	return listed{doc: ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: recs,
-		Unreadable: listing.Problems(l.Unreadable)}, unreadable: l.Unreadable, policySince: since, policyProblem: problem}, nil
+	slices.SortStableFunc(unreadable, func(a, b store.Problem) int { return strings.Compare(a.PK, b.PK) })
+	return unreadable, nil
 }
 
 // query is the listing's question from its flags, at now: a bare
@@ -261,31 +296,9 @@ func RunList(ctx context.Context, f *cmdenv.Factory, opts *ListOptions) error {
 // (--notify) oldest first once the listing is printed.
 func printList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *ListOptions, ann *announcer) error {
 	now := f.Clock.Now()
-	q, err := query(f, env, opts, now)
+	rd, err := newReader(ctx, f, env, opts, now)
 	if err != nil {
 		return err
-	}
-	log := audit.NewLog(env.Store, f.Clock, env.Name)
-	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
-	type loaded struct {
-		since time.Time
-		err   error
-	}
-	pol := make(chan loaded, 1)
-	var problem string
-	if opts.Unapproved {
-		since, why, err := unapprovedSince(ctx, f, env, false)
-		if err != nil {
-			return err
-		}
-		problem = why
-		pol <- loaded{since: since}
-		q = onlyUnapproved(env.PolicySchema(), q, &since)
-	} else {
-		go func() {
-			s, _, err := env.Policies().Since(ctx)
-			pol <- loaded{s, err}
-		}()
 	}
 	ios := f.IOStreams
 	tty := ios.IsStdoutTTY()
@@ -293,62 +306,23 @@ func printList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Li
 	if opts.Unapproved {
 		none = "No unapproved lever changes."
 	}
-	doc := ListResult{Kind: "AuditRecordList", Context: env.Name, Store: env.Store.Describe(), Items: []audit.Record{}, Unreadable: []store.Problem{}}
+	doc := ListResult{Envelope: env.Envelope("AuditRecordList"), Items: []audit.Record{}, Unreadable: []store.Problem{}}
 	out, err := listing.NewStream(ios, listing.Spec[audit.Record]{Format: opts.Output, Doc: doc, Key: "items",
 		View: func(r audit.Record) any { return r }, Header: tableHeaders, Row: func(r audit.Record) []string { return row(r, now, tty) },
 		None: none, Noun: "audit record", Fix: followFix})
 	if err != nil {
 		return err
 	}
-	var (
-		since      time.Time
-		policyRead bool
-		unreadable []store.Problem
-		flagged    []audit.Record
-	)
-	// awaitPolicy waits for the table's policy, once: the records are
-	// flagged by it.
-	awaitPolicy := func() error {
-		if !policyRead {
-			policyRead = true
-			lp := <-pol
-			since = lp.since
-			return lp.err
+	var flagged []audit.Record
+	unreadable, err := rd.each(ctx, func(r audit.Record) error {
+		if r.Unapproved && opts.Unapproved {
+			flagged = append(flagged, r)
 		}
-		return nil
-	}
-	if opts.Unapproved {
-		_ = awaitPolicy() // read already: its since bounds the records
-	}
-	// --unapproved on a table without a policy reads nothing: no change
-	// can be unapproved.
-	sch := env.PolicySchema()
-	if !opts.Unapproved || !since.IsZero() {
-		for rd, err := range log.Read(ctx, q) {
-			if err != nil {
-				return err
-			}
-			if err := awaitPolicy(); err != nil {
-				return err
-			}
-			unreadable = append(unreadable, rd.Problems...)
-			if !rd.Dated {
-				continue
-			}
-			r := rd.Record
-			r.Unapproved = sch.Unapproved(r, since)
-			if r.Unapproved && opts.Unapproved {
-				flagged = append(flagged, r)
-			}
-			if err := out.Add(r); err != nil {
-				return err
-			}
-		}
-	}
-	if err := awaitPolicy(); err != nil {
+		return out.Add(r)
+	})
+	if err != nil {
 		return err
 	}
-	slices.SortStableFunc(unreadable, func(a, b store.Problem) int { return strings.Compare(a.PK, b.PK) })
 	doc.Unreadable = listing.Problems(unreadable)
 	err = out.End(doc, "", unreadable)
 	if !opts.Unapproved || (err != nil && exitcode.Of(err) != exitcode.Partial) {
@@ -356,9 +330,9 @@ func printList(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Li
 	}
 	// Oldest first: the channel reads them in the order they were made.
 	for i := len(flagged) - 1; i >= 0; i-- {
-		ann.announce(ctx, flagged[i], since)
+		ann.announce(ctx, flagged[i], rd.since)
 	}
-	return foundUnapproved(len(flagged), since, err, problem)
+	return foundUnapproved(len(flagged), rd.since, err, rd.problem)
 }
 
 var tableHeaders = []string{"TIME", "ACTOR", "ACTION", "SUBJECT", "OUTCOME", "REASON"}

@@ -276,9 +276,11 @@ func TestForceOpenWaitInterruptedSaysTheChangeWasWritten(t *testing.T) {
 	defer cancel()
 	var scrapes atomic.Int32
 	gauges := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		// The first scrape is the check before the write that something
-		// serves the gauges; the next is the wait's.
-		if scrapes.Add(1) > 1 {
+		// The first scrapes are the checks before the write: that
+		// something serves the gauges, and the impact's call rates (a
+		// failed scrape: the impact is the matrix's); the next is the
+		// wait's.
+		if scrapes.Add(1) > 2 {
 			cancel() // SIGINT, as cmd/koshactl delivers it, while the command waits
 		}
 		http.Error(w, "not yet", http.StatusServiceUnavailable)

@@ -120,6 +120,14 @@ type Env struct {
 	// Kinds are the context's lever kinds (internal/lever/builtin's).
 	Kinds *lever.Registry
 
+	// Impact tells what a change forcing or clearing dependencies does to
+	// the platform's tools, with the call rates of the context's metrics
+	// source (gaugeenv.Assessor); the lever service carries it into every
+	// plan, report, request and record. Nil tells none (tests that build
+	// an Env). A command's --metrics-url replaces it with
+	// [Env.MeasureImpactWith].
+	Impact lever.Assessor
+
 	mu         sync.Mutex
 	levers     *lever.Service
 	audit      *audit.Log

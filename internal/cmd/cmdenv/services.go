@@ -42,8 +42,20 @@ func (e *Env) Levers() *lever.Service {
 	defer e.mu.Unlock()
 	if e.levers == nil {
 		e.levers = lever.NewService(e.Store, e.clk(), e.Kinds).WithLog(log).WithActor(e.Actor)
+		if e.Impact != nil {
+			e.levers = e.levers.WithImpact(e.Impact)
+		}
 	}
 	return e.levers
+}
+
+// MeasureImpactWith makes a the context's [Env.Impact] (a command's
+// --metrics-url names another rate source than the context's): every
+// lever service the Env hands out from now on tells impact with it.
+func (e *Env) MeasureImpactWith(a lever.Assessor) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.Impact, e.levers = a, nil
 }
 
 // Guard returns [Env.Levers] under the table's policy (approval's guard):

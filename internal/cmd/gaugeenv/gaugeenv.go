@@ -7,9 +7,12 @@ package gaugeenv
 
 import (
 	"context"
+	"fmt"
+	"sync"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -36,4 +39,63 @@ func Choice(env *cmdenv.Env, prometheusURL string) (metrics.Choice, error) {
 // [metrics.ErrInvalidSource] is a setting to fix.
 func Source(ctx context.Context, env *cmdenv.Env, prometheusURL string) (*metrics.Source, error) {
 	return metrics.NewSource(ctx, Config(env, prometheusURL))
+}
+
+// Assessor is env's lever impact assessor ([impact.Assessor]): the call
+// rates of prometheusURL (a --metrics-url flag) or of the metrics source
+// the context names (its metrics: setting); with neither, the matrix's
+// impact alone. The source a context without a metrics setting falls back
+// to for its gauges (the sandbox's endpoint, CloudWatch's default
+// namespace) is not read: a lever never waits on a source nobody named.
+//
+// The source is opened once, on the first change assessed, and kept: a
+// command that assesses several changes (apply's windows) measures the
+// later ones from the scrapes of the first without waiting again.
+func Assessor(env *cmdenv.Env, prometheusURL string) impact.Assessor {
+	var (
+		mu     sync.Mutex
+		opened bool
+		src    impact.RateSource
+		err    error
+	)
+	open := func(ctx context.Context) (impact.RateSource, error) {
+		if m := env.Context.Metrics; prometheusURL == "" && m.CloudWatch == nil && m.Prometheus == nil {
+			return nil, nil
+		}
+		sc := Config(env, prometheusURL)
+		if ch, err := metrics.ChooseSource(sc); err == nil && ch.Kind != metrics.SourceCloudWatch {
+			// A scrape's counters count calls in real time: the two
+			// scrapes a rate is measured between are taken on the wall
+			// clock, whatever clock the command's logic runs on.
+			sc.Clock = clock.Real{}
+		}
+		src, err := metrics.NewRateSource(ctx, sc)
+		if err != nil {
+			return nil, err
+		}
+		return src, nil
+	}
+	return impact.Assessor{Open: func(ctx context.Context) (impact.RateSource, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !opened {
+			src, err = open(ctx)
+			opened = true
+		}
+		return src, err
+	}}
+}
+
+// MeasureImpact makes prometheusURL (a command's --metrics-url; "" keeps
+// the context's) the source of env's lever impact's call rates; a URL that
+// cannot be scraped is refused (exit 2) before anything is read.
+func MeasureImpact(env *cmdenv.Env, prometheusURL string) error {
+	if prometheusURL == "" {
+		return nil
+	}
+	if _, err := metrics.NewPrometheusRates([]string{prometheusURL}, metrics.PrometheusRateOptions{}); err != nil {
+		return fmt.Errorf("--metrics-url: %w", err)
+	}
+	env.MeasureImpactWith(Assessor(env, prometheusURL))
+	return nil
 }

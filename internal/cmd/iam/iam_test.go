@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,6 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/notify/snsfake"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
@@ -253,6 +253,11 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 			w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m", "--overwrite")
 			w.MustRun(0, "breaker", "force-open", "core-api", "--reason", "iam test", "--for", "10m", "--overwrite")
 		}, fixed("breaker", "clear", "--all", "--reason", "iam test"), false, 0},
+		// The fleet's freeze, after the chaos steps (sign mints nothing while
+		// it holds): set, shown, lifted.
+		{"freeze", nil, fixed("freeze", "--reason", "iam test", "--ref", "INC-1", "--for", "10m"), false, 0},
+		{"freeze status", nil, fixed("freeze", "status"), false, 0},
+		{"freeze lift", func() { w.MustRun(0, "freeze", "--reason", "setup", "--for", "10m") }, fixed("freeze", "lift", "--reason", "iam test"), false, 0},
 	}
 	// Every path that changes something, its change's answer lost: a
 	// force's is settled by reading the override it put, a bucket change's
@@ -262,7 +267,7 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 	for _, s := range steps {
 		switch s.path {
 		case "breaker force-open", "breaker clear", "breaker clear --all", "ratelimit reset", "ratelimit drain", "ratelimit set",
-			"chaos sign", "chaos key rotate":
+			"chaos sign", "chaos key rotate", "freeze", "freeze lift":
 			if s.code != 0 {
 				continue // refused: no change to lose
 			}
@@ -299,6 +304,9 @@ func (w *awsWorld) allowAll(file string, setup func()) func() {
 			w.MustRun(0, "policy", "set", file, "--reason", "iam test: allow all again")
 			w.fourEyes = false
 		}
+		// No step starts frozen (a step left it so, its lift denied): chaos
+		// sign and apply would be refused for the freeze's sake.
+		w.MustRun(0, "freeze", "lift", "--reason", "iam test: unfreeze")
 		if setup != nil {
 			setup()
 		}
@@ -757,22 +765,4 @@ func TestChaosKeyUnderCustomerManagedKMSKey(t *testing.T) {
 	if r.Stdout != "kms:Decrypt,kms:GenerateDataKey,secretsmanager."+moto.Region+".amazonaws.com\n" {
 		t.Errorf("KMS statement: %q", r.Stdout)
 	}
-}
-
-// lastWriteID is the write_id of the newest change of subject, as its audit
-// record's after-image holds it.
-func lastWriteID(t *testing.T, e *clitest.Env, subject string) string {
-	t.Helper()
-	out := e.MustRun(0, "audit", "list", "--subject", subject, "--limit", "1", "-o", "json").Stdout
-	var doc struct {
-		Items []struct {
-			After struct {
-				WriteID string `json:"write_id"`
-			} `json:"after"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Items) != 1 || doc.Items[0].After.WriteID == "" {
-		t.Fatalf("no write_id in the newest record of %s (%v):\n%s", subject, err, out)
-	}
-	return doc.Items[0].After.WriteID
 }

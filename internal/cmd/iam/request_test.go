@@ -35,7 +35,8 @@ const fourEyesAll = `@id("four-eyes-all")
 permit (
   principal,
   action in [Kosha::Action::"breaker.force-open", Kosha::Action::"breaker.clear",
-    Kosha::Action::"ratelimit.reset", Kosha::Action::"ratelimit.drain", Kosha::Action::"ratelimit.set"],
+    Kosha::Action::"ratelimit.reset", Kosha::Action::"ratelimit.drain", Kosha::Action::"ratelimit.set",
+    Kosha::Action::"freeze.lift"],
   resource
 )
 when { !context.no_expiry && context.approvals >= 1 };
@@ -49,7 +50,8 @@ when { context.no_expiry && context.approvals >= 2 };
 permit (
   principal,
   action in [Kosha::Action::"breaker.force-open", Kosha::Action::"breaker.clear",
-    Kosha::Action::"ratelimit.reset", Kosha::Action::"ratelimit.drain", Kosha::Action::"ratelimit.set"],
+    Kosha::Action::"ratelimit.reset", Kosha::Action::"ratelimit.drain", Kosha::Action::"ratelimit.set",
+    Kosha::Action::"freeze.lift"],
   resource
 )
 when { context.break_glass };
@@ -224,6 +226,7 @@ func (w *awsWorld) requestSteps(t *testing.T) []cliStep {
 		}
 	}
 	drained := func() { bg("ratelimit", "drain", "agent-1") }
+	frozen := func() { w.MustRun(0, "freeze", "--reason", "setup", "--for", "10m") }
 	full := func() { bg("ratelimit", "reset", "agent-1") }
 	ask := func(args ...string) func() {
 		return func() {
@@ -269,6 +272,8 @@ func (w *awsWorld) requestSteps(t *testing.T) []cliStep {
 		{"ratelimit drain", full, fixed(as("alice", "ratelimit", "drain", "agent-1", "--reason", "iam test")...), false, exitcode.Pending},
 		{"ratelimit set", nil, fixed(as("alice", "ratelimit", "set", "agent-1", "--tokens", "3", "--reason", "iam test")...), false, exitcode.Pending},
 		{"drill request", nil, fixed(as("alice", "drill", "request", drillFile, "--reason", "iam test")...), false, exitcode.Pending},
+		// A freeze is set at once (never asked of the policy); its lift waits.
+		{"freeze lift", frozen, fixed(as("alice", "freeze", "lift", "--reason", "iam test")...), false, exitcode.Pending},
 		// A window asked for again is found, not asked twice: each asks
 		// for a window of its own.
 		{"apply --request", func() {
@@ -286,12 +291,16 @@ func (w *awsWorld) requestSteps(t *testing.T) []cliStep {
 		{"ratelimit reset", drained, fixed(as("alice", "ratelimit", "reset", "agent-1", "--reason", "iam test", "--break-glass")...), false, 0},
 		{"ratelimit drain", full, fixed(as("alice", "ratelimit", "drain", "agent-1", "--reason", "iam test", "--break-glass")...), false, 0},
 		{"ratelimit set", nil, fixed(as("alice", "ratelimit", "set", "agent-1", "--tokens", "4", "--reason", "iam test", "--break-glass")...), false, 0},
+		{"freeze lift", frozen, fixed(as("alice", "freeze", "lift", "--reason", "iam test", "--break-glass")...), false, 0},
 		// Deciding: bob approves a force (a put), a clear (a delete) and a
 		// bucket change; denies; alice cancels her own.
 		{"request approve", then(func() { w.Run("breaker", "clear", "core-api", "--reason", "setup", "--break-glass") }, ask("breaker", "force-open", "core-api", "--for", "10m")),
 			approve("bob"), false, 0},
 		{"request approve", then(forced("openai"), ask("breaker", "clear", "openai")), approve("bob"), false, 0},
 		{"request approve", then(drained, ask("ratelimit", "set", "agent-1", "--tokens", "5")), approve("bob"), false, 0},
+		// bob approves a lift of the fleet's freeze: its item put, nothing
+		// frozen after (the windows that follow open).
+		{"request approve", then(frozen, ask("freeze", "lift")), approve("bob"), false, 0},
 		// One approval of two (a force that never expires): recorded, the
 		// closed marker checked absent.
 		{"request approve", then(func() { w.Run("breaker", "clear", "core-api", "--reason", "setup", "--break-glass") }, ask("breaker", "force-open", "core-api", "--no-expiry", "--yes")),

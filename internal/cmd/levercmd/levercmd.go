@@ -9,6 +9,7 @@ package levercmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -110,7 +111,7 @@ func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Cha
 	}
 	if n := p.Writes(); n > 0 {
 		what := p.Action.Verb + " " + human.Count(int64(n), p.Kind.Spec().Lever)
-		if err := cmdenv.ConfirmProtected(ctx, f, env, fl.Yes, what); err != nil {
+		if err := cmdenv.ConfirmProtectedShowing(ctx, f, env, fl.Yes, what, impactLines(p.Impact)); err != nil {
 			return lever.Report{Change: c}, err
 		}
 	}
@@ -138,13 +139,16 @@ type PendingResult struct {
 	// Requests are every request of a change asked in chunks that became
 	// one per chunk (this one first); absent for one request.
 	Requests []PendingResult `json:"requests,omitempty"`
+	// Impact is what the requested change does to the platform's tools
+	// (docs/contracts/degradation-matrix.md, "The impact section").
+	Impact json.RawMessage `json:"impact,omitempty"`
 }
 
 // Pending is p's document.
 func Pending(env *cmdenv.Env, p lever.Pending) PendingResult {
 	return PendingResult{Envelope: env.Envelope("ChangeRequestResult"), RequestID: p.ID, Status: approval.StatusPending, Change: p.Summary,
 		SHA256: p.SHA256, Requester: p.Requester, ApprovalsNeeded: p.Needed, Policies: p.Policies, ExpiresAt: p.ExpiresAt,
-		ApproveCommand: p.ApproveCommand(), AuditID: p.AuditID}
+		ApproveCommand: p.ApproveCommand(), AuditID: p.AuditID, Impact: ImpactJSON(p.Impact)}
 }
 
 // Refused is what a command ends with when its change was not made: a
@@ -182,6 +186,7 @@ func Refused(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, rep lever.
 			fmt.Fprintf(ios.Out, "  sha256 %s\n", r.SHA256)
 			fmt.Fprintf(ios.Out, "  expires %s\n", cmdutil.FormatTime(r.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY()))
 			fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", r.ApproveCommand())
+			Impact(ios.Out, r.Impact)
 		}
 	}
 	cmdenv.PrintActedOn(ios.ErrOut, env, false)
@@ -203,6 +208,38 @@ func Print(f *cmdenv.Factory, env *cmdenv.Env, fl Flags, doc any, text string) e
 	}
 	_, err := io.WriteString(ios.Out, text)
 	return err
+}
+
+// ImpactJSON is a change's impact as its result's JSON holds it: the
+// `impact` section of docs/contracts/degradation-matrix.md (nil: none, or
+// one that cannot be encoded). A result keeps it encoded, so a reader of
+// the document decodes it like any other member.
+func ImpactJSON(im lever.Impact) json.RawMessage {
+	if im == nil {
+		return nil
+	}
+	b, err := json.Marshal(im)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// Impact writes a change's impact under its result: the table of the
+// tools it changes (nothing when none).
+func Impact(w io.Writer, im lever.Impact) {
+	if im != nil {
+		_ = im.Render(w)
+	}
+}
+
+// impactLines are a change's impact as a protected context's prompt shows
+// it, under a heading (none without an impact).
+func impactLines(im lever.Impact) []string {
+	if im == nil {
+		return nil
+	}
+	return append([]string{"This change's impact (the degradation matrix, LLD §8):"}, im.Lines()...)
 }
 
 // Confirmed writes, under a result's line, that its change's answer was

@@ -116,7 +116,7 @@ func (e *e2e) check(t *testing.T, out []byte) {
 	for _, tool := range r.Tools {
 		names[tool.Name] = tool.ReadOnly
 	}
-	if ro, ok := names["breaker_status"]; !ok || !ro || names["propose_force_open"] || len(names) != 14 {
+	if ro, ok := names["breaker_status"]; !ok || !ro || names["propose_force_open"] || !names["freeze_status"] || len(names) != 15 {
 		t.Errorf("tools: %+v", r.Tools)
 	}
 	if r.Status.IsError || !strings.Contains(string(mustJSON(r.Status.Structured)), `"state":"forced_open"`) {

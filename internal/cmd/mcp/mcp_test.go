@@ -192,8 +192,8 @@ func TestToolsListedWithTheirHints(t *testing.T) {
 		if want := map[bool]int{false: 5, true: 0}[readOnly]; proposals != want {
 			t.Errorf("read-only %t: %d proposal tools, want %d", readOnly, proposals, want)
 		}
-		if len(res.Tools)-proposals != 9 {
-			t.Errorf("read-only %t: %d read tools, want 9", readOnly, len(res.Tools)-proposals)
+		if len(res.Tools)-proposals != 10 {
+			t.Errorf("read-only %t: %d read tools, want 10", readOnly, len(res.Tools)-proposals)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
@@ -13,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/mcpserver"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -64,15 +66,46 @@ func (p proposer) propose(ctx context.Context, c lever.Change, err error) (mcpse
 		if rep, err = p.env.Guard().Propose(ctx, c); err == nil {
 			cmdenv.Announce(ctx, p.env, rep.Event)
 			r := *rep.Pending
-			return mcpserver.Output{Doc: levercmd.Pending(p.env, r), Summary: fmt.Sprintf(
-				"Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s",
-				r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())}, nil
+			doc, frozen := p.frozen(ctx)
+			doc.PendingResult = levercmd.Pending(p.env, r)
+			summary := fmt.Sprintf("Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s",
+				r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())
+			if r.Impact != nil {
+				summary += ". Impact: " + strings.Join(r.Impact.Lines(), "; ") + "."
+			}
+			return mcpserver.Output{Doc: doc, Summary: summary + frozen}, nil
 		}
 	}
 	if re := (*lever.RefusedError)(nil); errors.As(err, &re) {
 		err = exitcode.Default(exitcode.Usage, err)
 	}
 	return mcpserver.Output{}, err
+}
+
+// proposal is a proposal's result: the change request, and the fleet's
+// freeze while it holds (the incident's people may still approve a lever;
+// no drill or planned window runs meanwhile).
+type proposal struct {
+	levercmd.PendingResult
+	// FleetFrozen is the freeze holding when the proposal was made (null:
+	// not frozen); FreezeError says it could not be read.
+	FleetFrozen *freeze.View `json:"fleet_frozen"`
+	FreezeError string       `json:"freeze_error,omitempty"`
+}
+
+// frozen reads the fleet's freeze for a proposal's result: the document's
+// part, and a sentence for its summary ("" when not frozen).
+func (p proposer) frozen(ctx context.Context) (proposal, string) {
+	fr, err := freeze.Read(ctx, p.env.Store)
+	now := p.f.Clock.Now()
+	switch {
+	case err != nil:
+		return proposal{FreezeError: err.Error()}, " Whether the fleet is frozen is unknown: its freeze could not be read."
+	case fr == nil || !fr.FrozenAt(now):
+		return proposal{}, ""
+	}
+	v := fr.View(now)
+	return proposal{FleetFrozen: &v}, " Note: " + v.Summary + "; no chaos fault, drill or planned window runs until it ends."
 }
 
 func (p proposer) forceOpen(ctx context.Context, a forceArgs) (mcpserver.Output, error) {

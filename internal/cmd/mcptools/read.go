@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/validate"
+	freezestatus "github.com/kosha-platform/koshactl/internal/cmd/freeze/status"
 	rlget "github.com/kosha-platform/koshactl/internal/cmd/ratelimit/get"
 	rllist "github.com/kosha-platform/koshactl/internal/cmd/ratelimit/list"
 	reqlist "github.com/kosha-platform/koshactl/internal/cmd/request/list"
@@ -104,6 +105,18 @@ func (r reader) status(ctx context.Context, a statusArgs) (mcpserver.Output, err
 	out.Summary = fmt.Sprintf("Breaker status of context %s: %d dependencies, %d forced open, %d overrides not obeyed by the fleet; store ok %t, gauges ok %t.",
 		res.Context, len(res.Dependencies), forced, notObeyed, res.Store.OK, res.Gauges.OK)
 	return out, err
+}
+
+func (r reader) freeze(ctx context.Context, _ struct{}) (mcpserver.Output, error) {
+	res, err := freezestatus.Read(ctx, r.f)
+	if err != nil {
+		return mcpserver.Output{}, err
+	}
+	sum := "The fleet is not frozen (no freeze is recorded)."
+	if res.Freeze != nil {
+		sum = "Fleet freeze: " + res.Freeze.Summary + "."
+	}
+	return mcpserver.Output{Doc: res, Summary: sum}, nil
 }
 
 func (r reader) get(ctx context.Context, a dependencyArgs) (mcpserver.Output, error) {

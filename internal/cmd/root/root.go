@@ -22,6 +22,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	configcmd "github.com/kosha-platform/koshactl/internal/cmd/config"
 	drillcmd "github.com/kosha-platform/koshactl/internal/cmd/drill"
+	freezecmd "github.com/kosha-platform/koshactl/internal/cmd/freeze"
 	iamcmd "github.com/kosha-platform/koshactl/internal/cmd/iam"
 	applycmd "github.com/kosha-platform/koshactl/internal/cmd/levers/apply"
 	diffcmd "github.com/kosha-platform/koshactl/internal/cmd/levers/diff"
@@ -46,6 +47,7 @@ var groups = []cmdenv.Group{
 	{Names: []string{"ratelimit", "rl"}, Build: ratelimitcmd.NewCmd},
 	{Names: []string{"chaos"}, Build: chaoscmd.NewCmd},
 	{Names: []string{"drill"}, Build: drillcmd.NewCmd},
+	{Names: []string{"freeze"}, Build: freezecmd.NewCmd},
 	{Names: []string{"request"}, Build: requestcmd.NewCmd},
 	{Names: []string{"diff"}, Build: func(f *cmdenv.Factory) *cobra.Command { return diffcmd.NewCmd(f, nil) }},
 	{Names: []string{"apply"}, Build: func(f *cmdenv.Factory) *cobra.Command { return applycmd.NewCmd(f, nil) }},

@@ -9,12 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,6 +33,7 @@ import (
 	sbx "github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
 // ShutdownTimeout bounds the graceful shutdown after SIGINT or SIGTERM.
@@ -312,7 +313,7 @@ func printBanner(w io.Writer, srv *sbx.Server, ctxName, storeDesc, keyDesc, emfP
 	fmt.Fprintf(w, "  context %s (%s), profile %s, %s, override cache %s\n", ctxName, storeDesc, cfg.Profile, timing, cfg.OverrideRefresh)
 	fmt.Fprintf(w, "  %s; %s\n", chaosState, traffic)
 	fmt.Fprintf(w, "  tool calls   POST %s%s  (JSON-RPC tools/call, Authorization: Bearer <token>)\n", url, sbx.PathMCP)
-	if isDefaultPrincipals(cfg.Principals) {
+	if slices.Equal(cfg.Principals, sbx.DefaultPrincipals()) {
 		fmt.Fprintf(w, "               default tokens: agent-token (agent-1, agent), operator-token (ops-1, operator)\n")
 	} else {
 		fmt.Fprintf(w, "               %d principals from the config file\n", len(cfg.Principals))
@@ -327,19 +328,6 @@ func printBanner(w io.Writer, srv *sbx.Server, ctxName, storeDesc, keyDesc, emfP
 		fmt.Fprintf(w, "  warning: listening beyond loopback; anyone who can reach %s can call tools with the configured tokens\n", addr)
 	}
 	fmt.Fprintln(w, "Press Ctrl-C to stop.")
-}
-
-func isDefaultPrincipals(ps []sbx.Principal) bool {
-	def := sbx.DefaultPrincipals()
-	if len(ps) != len(def) {
-		return false
-	}
-	for i := range ps {
-		if ps[i] != def[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // syncWriter serializes writes from the logger and the command, so a

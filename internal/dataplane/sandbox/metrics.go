@@ -225,13 +225,6 @@ func (m *metrics) observeRequest(instance string, code int) {
 	c.(*exposition.Counter).Inc()
 }
 
-// observeCall counts one logical downstream call.
-func (m *metrics) observeCall(dep string, err error) {
-	if dc := m.deps[dep]; dc != nil {
-		dc.outcomes[callOutcome(err)].Inc()
-	}
-}
-
 // observeFault counts a simulator's fault under the chaos or the simulated
 // counter, by source.
 func (m *metrics) observeFault(dep string, f chaos.Fault, source string) {

@@ -267,16 +267,6 @@ func (s *Server) URL() string {
 	return "http://" + s.ln.Addr().String()
 }
 
-// Addr returns the listener's address, or nil before Start.
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ln == nil {
-		return nil
-	}
-	return s.ln.Addr()
-}
-
 // Shutdown stops the traffic generator, stops accepting requests and waits
 // (within ctx) for those in flight, stops the background work, and flushes
 // the audit records and EMF lines still queued.

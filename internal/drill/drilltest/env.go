@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -159,5 +160,6 @@ func Levers(s store.Store, clk clock.Clock, ov *breaker.Overrides, b *ratelimit.
 	return lever.NewService(s, clk, lever.NewRegistry(
 		lever.Entry{Spec: breaker.Spec, New: func() (lever.Kind, error) { return ov, nil }},
 		lever.Entry{Spec: ratelimit.Spec, New: func() (lever.Kind, error) { return b, nil }},
+		lever.Entry{Spec: freeze.Spec, New: func() (lever.Kind, error) { return freeze.NewLever(clk, 0), nil }},
 	))
 }

@@ -137,6 +137,9 @@ func (u *run) lostGuard(gl *runtime.GuardLostError) {
 // on_error: continue, is a notice.
 func (u *run) firstStop(ctx context.Context) error {
 	r, d, rc := u.jr, u.d, u.rc
+	if err := u.freezeStop(ctx); err != nil {
+		return err
+	}
 	// One poll round: the alarm conditions share one DescribeAlarms call.
 	round := runtime.WithAlarmRound(ctx)
 	for _, c := range d.StopConditions {
@@ -201,7 +204,7 @@ func (r *runJournal) noticeStop(name, msg string) {
 // returns a function that stops it and waits for it.
 func (u *run) monitor(ctx context.Context) func() {
 	d, rc := u.d, u.rc
-	if len(d.StopConditions) == 0 {
+	if len(d.StopConditions) == 0 && u.cfg.Freeze == nil {
 		return func() {}
 	}
 	mctx, stop := context.WithCancel(ctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/gauge"
+	"github.com/kosha-platform/koshactl/internal/impact"
 )
 
 // The journal (version 2) keeps what the game-day report shows: every
@@ -110,5 +111,36 @@ func TestGaugeSamplesAreCapped(t *testing.T) {
 	_, _ = g.Read(context.Background(), "openai")
 	if n := len(r.journal.GaugeSamples); n != maxGaugeSamples+1 || r.journal.GaugeSamples[n-1].Instances[0].State != "open" {
 		t.Errorf("%d samples after a change, want one more (the open read)", n)
+	}
+}
+
+// Issue 46: the journal keeps, for each force the run made, the impact its
+// audit record says (the tools the override changes, the rates seen),
+// which the game-day report shows per lever. The rollback's restore
+// decides from the item as read what it writes, and tells no impact.
+func TestJournalKeepsTheImpactOfEachForce(t *testing.T) {
+	e := newEnv(t)
+	e.Deps.Levers = e.Deps.Levers.WithImpact(impact.Assessor{})
+	d := parse(t, `
+name: impact
+timeout: 1m
+steps:
+  - breaker.force-open: {dependency: screening-sim, for: 10m}
+`)
+	j, log := e.run(context.Background(), d)
+	if j.Outcome != drill.OutcomePassed {
+		t.Fatalf("outcome %s\n%s", j.Outcome, log)
+	}
+	var got []string
+	for _, a := range j.Audit {
+		got = append(got, a.Action)
+		if a.Impact != nil {
+			for _, tr := range a.Impact.Tools {
+				got = append(got, tr.Tool+" "+tr.Behaviour)
+			}
+		}
+	}
+	if want := []string{breaker.ActionForceOpen, "screen_entity deferred", breaker.ActionClear}; !slices.Equal(got, want) {
+		t.Errorf("journal's impacts %q, want %q", got, want)
 	}
 }

@@ -115,7 +115,14 @@ func (a *journalingAudit) Recorded(recs ...audit.Record) {
 		a.named[rec.ID] = true
 		a.mu.Unlock()
 		if !seen {
-			a.add(drill.AuditRef{ID: rec.ID, At: rec.Time.UTC(), Action: rec.Action, Subject: rec.Subject})
+			ref := drill.AuditRef{ID: rec.ID, At: rec.Time.UTC(), Action: rec.Action, Subject: rec.Subject}
+			if im := rec.Impact; im != nil {
+				ref.Impact = &drill.LeverImpact{Tools: []drill.ToolRate{}, RatesSource: im.RatesSource, RatesError: im.RatesError}
+				for _, t := range im.Tools {
+					ref.Impact.Tools = append(ref.Impact.Tools, drill.ToolRate{Tool: t.Tool, Behaviour: t.Behaviour, CallsPerMinute: t.CallsPerMinute})
+				}
+			}
+			a.add(ref)
 		}
 	}
 }

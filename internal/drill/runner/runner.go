@@ -94,6 +94,10 @@ type Runner struct {
 	Identity func(context.Context) (audit.Identity, error)
 	// Request is the id of the approved drill.run request (--request).
 	Request string
+	// Freeze reads the fleet's freeze: the run does not start while it
+	// holds, and stops at a guard poll once it does (freeze.go). Nil
+	// checks no freeze.
+	Freeze FreezeReader
 
 	// live is the journal of the run in progress, for [Runner.Notice];
 	// everything else a run holds lives in the run.
@@ -116,6 +120,8 @@ type run struct {
 	// (the monitor and the steps' loop both evaluate them).
 	guardMu sync.Mutex
 	guards  map[*drill.Check]*runtime.GuardState
+	// freezeGuard follows the freeze's failed reads in a row.
+	freezeGuard runtime.GuardState
 }
 
 // Run runs d: variables, the preflight of every guard, the hypothesis, the
@@ -134,7 +140,7 @@ func (r *Runner) Run(ctx context.Context, d *drill.Drill) *drill.Journal {
 	runCtx, cancelTimeout := context.WithTimeoutCause(runCtx, d.Timeout, ErrDrillTimeout)
 	defer cancelTimeout()
 	u.cancel = cancelRun
-	if !u.authorize(runCtx) || !u.preflight(runCtx) {
+	if !u.authorize(runCtx) || !u.unfrozen(runCtx) || !u.preflight(runCtx) {
 		return u.finish()
 	}
 	for _, s := range d.Rollbacks {

@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -44,6 +45,7 @@ func For(s store.Store, clk clock.Clock, name string, c *config.Context) *lever.
 			}
 			return b.WithScanSegments(segments), nil
 		}},
+		lever.Entry{Spec: freeze.Spec, New: func() (lever.Kind, error) { return freeze.NewLever(clk, c.MaxOverrideDuration()), nil }},
 	)
 }
 

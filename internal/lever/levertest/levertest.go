@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -28,6 +29,7 @@ func Levers(s Store, clk clock.Clock, log audit.Appender) *lever.Service {
 	return lever.NewService(s, clk, lever.NewRegistry(
 		lever.Entry{Spec: breaker.Spec, New: func() (lever.Kind, error) { return breaker.NewOverrides(s, clk), nil }},
 		lever.Entry{Spec: ratelimit.Spec, New: func() (lever.Kind, error) { return ratelimit.NewBuckets(s, clk, ratelimit.Limits{}) }},
+		lever.Entry{Spec: freeze.Spec, New: func() (lever.Kind, error) { return freeze.NewLever(clk, 0), nil }},
 	)).WithLog(log)
 }
 

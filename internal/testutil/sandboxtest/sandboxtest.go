@@ -26,8 +26,9 @@ type Fleet struct {
 // Start runs a sandbox of instant downstreams at time scale (LLD durations
 // scale times faster) over dir's local.db and local chaos key, chaos
 // headers honored when chaos is set, as `koshactl sandbox` would on that
-// installation.
-func Start(t testing.TB, dir string, scale float64, chaos bool) *Fleet {
+// installation. Each of with changes the configuration first (traffic, a
+// test needs calls counted).
+func Start(t testing.TB, dir string, scale float64, chaos bool, with ...func(*sandbox.Config)) *Fleet {
 	t.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "local.db"))
 	if err != nil {
@@ -39,6 +40,9 @@ func Start(t testing.TB, dir string, scale float64, chaos bool) *Fleet {
 	cfg.ChaosEnabled = chaos
 	cfg.Downstreams, _ = sandbox.Profile(sandbox.ProfileInstant)
 	cfg.Profile = sandbox.ProfileInstant
+	for _, w := range with {
+		w(&cfg)
+	}
 	srv, err := sandbox.New(cfg, sandbox.Deps{Store: st, Keys: keys.NewLocal(dir), Audit: audit.NewLog(st, clock.Real{}, "local"),
 		Logger: slog.New(slog.DiscardHandler), ContextName: "local"})
 	if err != nil {

@@ -2,7 +2,6 @@ package vectors
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/kosha-platform/koshactl/internal/store"
 )
@@ -89,14 +88,4 @@ func FromStore(it store.Item) (Item, error) {
 		out[name] = N(n)
 	}
 	return out, nil
-}
-
-// SortedNames returns the attribute names of it in order.
-func SortedNames(it store.Item) []string {
-	names := make([]string, 0, len(it))
-	for k := range it {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }

@@ -182,6 +182,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
+	if err := opts.MeasureImpact(env); err != nil {
+		return err
+	}
 	var waiter *metrics.Waiter
 	if opts.Wait {
 		if waiter, err = opts.NewWaiter(ctx, f, env); err != nil {

@@ -41,14 +41,21 @@ func AddWaitFlags(cmd *cobra.Command, o *WaitOptions) {
 	fl.BoolVar(&o.Wait, "wait", false, "after the write, wait until the fleet's breaker_state gauges confirm it (exit 11 if they do not within --timeout)")
 	fl.Var(human.DurationFlag{D: &o.Timeout}, "timeout", "how long --wait waits (default: the gauge source's bound plus a margin: 11s on a scrape, 5m06s on CloudWatch)")
 	fl.BoolVar(&o.Instances, "instances", false, "with --wait on CloudWatch, read the per-instance breakdown to name stragglers (one metric per instance series)")
-	fl.StringVar(&o.MetricsURL, "metrics-url", "", "with --wait, scrape this Prometheus endpoint instead of the context's metrics source")
+	fl.StringVar(&o.MetricsURL, "metrics-url", "", "scrape this Prometheus endpoint instead of the context's metrics source (the impact's call rates; --wait's gauges)")
+}
+
+// MeasureImpact makes --metrics-url the source of the change's impact's
+// call rates, in place of the context's; a URL that cannot be scraped is
+// refused (exit 2) before anything is read.
+func (o *WaitOptions) MeasureImpact(env *cmdenv.Env) error {
+	return gaugeenv.MeasureImpact(env, o.MetricsURL)
 }
 
 // Check refuses flag combinations that cannot work, before anything is
 // written.
 func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 	if !o.Wait {
-		for _, name := range []string{"timeout", "instances", "metrics-url"} {
+		for _, name := range []string{"timeout", "instances"} {
 			if cmd.Flags().Changed(name) {
 				return cmdutil.Usagef("--%s only applies with --wait: add --wait, or drop --%s", name, name)
 			}

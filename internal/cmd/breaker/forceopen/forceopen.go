@@ -4,6 +4,7 @@ package forceopen
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -65,6 +67,14 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			with the command another person approves it with, and the command exits 12.
 			--break-glass acts at once where the policy allows it, and leaves a review.
 
+			The result shows what forcing the dependencies does to the platform's tools (the
+			degradation matrix, LLD §8: which tools are degraded, deferred or failed, and what a
+			client sees), on a dry run too; with a metrics source (--metrics-url, or the
+			context's metrics setting) each tool's live call rate and the calls touched while
+			the override holds ("about 750 screenings deferred over 30m"). A source that cannot
+			be read leaves the matrix's impact and says so; it never stops the force. The audit
+			record keeps the rates seen.
+
 			--wait then waits until the fleet's breaker_state gauges confirm it: forced (3) on
 			every reporting instance of a Prometheus source, or CloudWatch's fleet Minimum
 			forced over the newest complete minute (judged within the source's bound: 6s on a
@@ -77,6 +87,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			koshactl breaker force-open openai --reason "provider incident INC-142" --for 30m
 			koshactl breaker force-open core-api screening-sim --reason "failover drill" --until 2026-11-29T18:00:00Z
 			koshactl breaker force-open openai --reason "planned" --dry-run -o json
+			koshactl breaker force-open screening-sim --reason "planned" --dry-run --metrics-url http://127.0.0.1:8787/metrics
 			koshactl breaker force-open openai --reason "provider incident INC-142" --wait
 		`),
 		Args:              cobra.MinimumNArgs(1),
@@ -117,6 +128,11 @@ type Result struct {
 	NotWritten []levercmd.NotWritten `json:"not_written"`
 	// Chunks says how a change asked in chunks went (none: one transaction).
 	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
+	// Impact is what forcing the dependencies does to the platform's tools
+	// (docs/contracts/degradation-matrix.md, "The impact section").
+	Impact json.RawMessage `json:"impact,omitempty"`
+
+	impact lever.Impact
 }
 
 // ItemResult is what happened to one dependency.
@@ -205,6 +221,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	if err := opts.MeasureImpact(env); err != nil {
+		return err
+	}
 	var waiter *metrics.Waiter
 	if opts.Wait {
 		if waiter, err = opts.NewWaiter(ctx, f, env); err != nil {
@@ -220,7 +239,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if rep.Outcomes == nil || rep.Pending != nil {
 		return conflictHint(depargs.DependencyHint(levercmd.Refused(ctx, f, env, rep, err, opts.Flags)))
 	}
-	out := Result{Envelope: env.Envelope("BreakerForceResult"), DryRun: opts.DryRun, Results: []ItemResult{}}
+	out := Result{Envelope: env.Envelope("BreakerForceResult"), DryRun: opts.DryRun, Results: []ItemResult{}, Impact: levercmd.ImpactJSON(rep.Impact), impact: rep.Impact}
 	var unwritten []levercmd.Unwritten
 	changes := make([]metrics.Change, 0, len(rep.Outcomes))
 	for _, o := range rep.Outcomes {
@@ -289,5 +308,8 @@ func table(out Result, now time.Time, tty bool) string {
 	}
 	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten, len(out.Results))
 	levercmd.BreakGlass(&w, out.Review)
+	if len(out.Results) > 0 {
+		levercmd.Impact(&w, out.impact)
+	}
 	return w.String()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -172,7 +173,7 @@ func prepare(ctx context.Context, f *cmdenv.Factory, opts *Options) (*collector,
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", w)
 	}
 	opts.hint = src.Hint()
-	return &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts, c: mc}, nil
+	return &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts, c: mc, freeze: env.Store}, nil
 }
 
 // Read collects the status once, as -o json prints it (docs/contracts/
@@ -194,6 +195,8 @@ type collector struct {
 	env, storeName, describe string
 	c                        *metrics.Collector
 	opts                     *Options
+	// freeze reads the fleet's freeze, shown above the breakers.
+	freeze freeze.Getter
 }
 
 // result is one collection.
@@ -206,6 +209,10 @@ type result struct {
 
 func (c *collector) collect(ctx context.Context) result {
 	col := c.c.Collect(ctx)
+	fr, ferr := freeze.Read(ctx, c.freeze)
+	if ferr != nil && col.StoreErr == nil {
+		col.StoreErr = ferr
+	}
 	r := result{storeErr: col.StoreErr, gaugeErr: col.GaugeErr, statuses: col.Statuses, hint: c.opts.hint}
 	r.Result = Result{Kind: "BreakerStatus", Context: c.env, GeneratedAt: *cmdutil.TimeOrNil(col.At),
 		Store:  StoreView{Source: c.storeName, OK: col.StoreErr == nil, Error: errText(col.StoreErr)},
@@ -219,6 +226,10 @@ func (c *collector) collect(ctx context.Context) result {
 		r.Gauges.Requests = snap.Requests
 		r.Gauges.Metrics = snap.Metrics
 		r.Gauges.Warnings = append(r.Gauges.Warnings, snap.Warnings...)
+	}
+	if fr != nil {
+		v := fr.View(col.At)
+		r.Freeze = &v
 	}
 	r.Dependencies = make([]DependencyView, 0, len(col.Statuses))
 	for _, s := range col.Statuses {
@@ -309,6 +320,9 @@ func printTable(ios *iostreams.IOStreams, r result, watch bool, now time.Time) e
 	}
 	for _, warn := range r.Gauges.Warnings {
 		fmt.Fprintf(w, "! %s\n", textsafe.Line(warn))
+	}
+	if r.Freeze != nil && r.Freeze.State == freeze.StateFrozen {
+		fmt.Fprintf(w, "FROZEN: %s\n", textsafe.Line(r.Freeze.Summary))
 	}
 	tw := cmdutil.NewTable(w)
 	tw.Header(ios, "DEPENDENCY", "STATE", "GAUGES", "FLEET", "WORST", "BEST", "INSTANCES", "OVERRIDE")

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 )
 
@@ -17,6 +18,9 @@ type Result struct {
 	Store        StoreView        `json:"store"`
 	Gauges       GaugesView       `json:"gauges"`
 	Dependencies []DependencyView `json:"dependencies"`
+	// Freeze is the fleet's freeze (docs/contracts/freeze.md), null when
+	// none is recorded (or the store could not be read).
+	Freeze *freeze.View `json:"freeze"`
 }
 
 // StoreView says where overrides were read and whether that worked.

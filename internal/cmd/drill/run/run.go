@@ -25,6 +25,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -200,7 +201,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		logW = textsafe.Raw(logW)
 	}
 	r := &runner.Runner{Deps: deps, Reporters: []runner.Reporter{&runner.LiveLog{W: logW, TTY: ios.IsStderrTTY(), Color: color}},
-		Approvals: env.Approvals(), Identity: env.CallerIdentity, Request: opts.Request}
+		Approvals: env.Approvals(), Identity: env.CallerIdentity, Request: opts.Request,
+		Freeze: func(ctx context.Context) (*freeze.Freeze, error) { return freeze.Read(ctx, env.Store) }}
 	if !opts.NoNotify && env.Notifier != nil {
 		r.Notifier = env.Notifier.For(notify.SourceDrill, nil)
 	}

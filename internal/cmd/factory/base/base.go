@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/awsconf"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/identity"
@@ -156,6 +157,7 @@ func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
 		})
 		env.AWSConfig = func(context.Context) (aws.Config, error) { return loadAWS() }
 		env.Notifier = notifier(f, env)
+		env.Impact = gaugeenv.Assessor(env, "")
 		return env, nil
 	}
 	d := c.Store.DynamoDB
@@ -181,6 +183,7 @@ func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
 	resolved := sync.OnceValues(func() (audit.Identity, error) { return res.Resolve(ctx) })
 	setIdentity(env, func(context.Context) (audit.Identity, error) { return resolved() })
 	env.Notifier = notifier(f, env)
+	env.Impact = gaugeenv.Assessor(env, "")
 	return env, nil
 }
 

@@ -5,6 +5,7 @@ package apply
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/levers"
@@ -73,6 +75,11 @@ type ItemResult struct {
 	Override   *overrideview.OverrideView `json:"override,omitempty"`
 	Before     *overrideview.OverrideView `json:"before"`
 	AuditID    string                     `json:"audit_id,omitempty"`
+	// Impact is what a window's force does to the platform's tools (a dry
+	// run's would-force; docs/contracts/degradation-matrix.md).
+	Impact json.RawMessage `json:"impact,omitempty"`
+
+	impact lever.Impact
 }
 
 // NewCmd builds the command; runF replaces the run function in tests.
@@ -200,18 +207,31 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	if err != nil {
 		return err
 	}
+	// While the fleet is frozen no window opens (a window open lapses and
+	// is cleared as always); a freeze that cannot be read writes nothing.
+	fr, err := freeze.Read(ctx, env.Store)
+	if err != nil {
+		return err
+	}
 	now := f.Clock.Now()
-	ds := levers.Compare(file, levers.State{Now: now, Overrides: list, Written: written})
+	ds := levers.Compare(file, levers.State{Now: now, Overrides: list, Written: written, Freeze: fr})
 	res := Result{Header: leversview.NewHeader("LeversApply", env, opts.File, file, now), DryRun: opts.DryRun, Round: round,
 		Differences: leversview.Differences(ds, now), Results: []ItemResult{}, NotWritten: []levercmd.NotWritten{}}
 	if changes(ds) == 0 {
 		return printResult(f, opts, res)
 	}
 	if opts.DryRun {
+		plan := file.Plan(ds, "")
 		for _, d := range ds {
 			if d.Action != levers.ActionNone {
-				res.Results = append(res.Results, ItemResult{Dependency: d.Dependency, Action: "would-" + verb(d), Window: windowID(d),
-					Before: overrideview.ViewPtr(d.Override, now)})
+				item := ItemResult{Dependency: d.Dependency, Action: "would-" + verb(d), Window: windowID(d), Before: overrideview.ViewPtr(d.Override, now)}
+				for _, c := range plan {
+					if c.Action == breaker.ActionForceOpen && d.Action == levers.ActionForce && c.Targets[0] == d.Dependency {
+						item.impact = env.Levers().Impact(ctx, c)
+						item.Impact = levercmd.ImpactJSON(item.impact)
+					}
+				}
+				res.Results = append(res.Results, item)
 			}
 		}
 		return printResult(f, opts, res)
@@ -371,6 +391,7 @@ func printResult(f *cmdenv.Factory, opts *Options, res Result) error {
 			line += " (audit " + r.AuditID + ")"
 		}
 		fmt.Fprintln(out, textsafe.Line(line))
+		levercmd.Impact(out, r.impact)
 	}
 	levercmd.PrintChunks(out, res.Chunks, res.NotWritten, len(res.Results))
 	for _, d := range res.Differences {

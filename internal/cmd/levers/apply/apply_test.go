@@ -328,3 +328,38 @@ func TestDryRunNamesAForceOverALapsedOverride(t *testing.T) {
 		t.Errorf("dry run over a lapsed override: %+v", res.Results)
 	}
 }
+
+// Issue 46: a dry run says, for each window that would force, what the
+// force does to the platform's tools (table and JSON); a window that would
+// clear says nothing of tools.
+func TestDryRunShowsEachForcesImpact(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	e.WriteConfig("contexts:\n  local:\n    store:\n      local: {}\n")
+	path := filepath.Join(e.Dir, "levers.yaml")
+	src := fmt.Sprintf("version: 1\ncontext: local\nname: maintenance\nwindows:\n  - dependency: screening-sim\n    reason: vendor maintenance\n    start: %s\n    duration: 30m\n",
+		clitest.Epoch.UTC().Format(time.RFC3339))
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.Clock.Advance(time.Minute)
+	res := clitest.Decode[struct {
+		Results []struct {
+			Action string `json:"action"`
+			Impact *struct {
+				Tools []struct {
+					Tool      string `json:"tool"`
+					Behaviour string `json:"behaviour"`
+				} `json:"tools"`
+			} `json:"impact"`
+		} `json:"results"`
+	}](t, e.MustRun(0, "apply", "-f", path, "--dry-run", "-o", "json").Stdout)
+	if len(res.Results) != 1 || res.Results[0].Action != "would-force" || res.Results[0].Impact == nil || len(res.Results[0].Impact.Tools) != 1 ||
+		res.Results[0].Impact.Tools[0].Tool != "screen_entity" || res.Results[0].Impact.Tools[0].Behaviour != "deferred" {
+		t.Fatalf("dry run %+v, want screening-sim's force with screen_entity deferred", res.Results)
+	}
+	if out := e.MustRun(0, "apply", "-f", path, "--dry-run").Stdout; !strings.Contains(out, "impact of forcing screening-sim") ||
+		!strings.Contains(out, "screen_entity") {
+		t.Errorf("the dry run's table shows no impact:\n%s", out)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/levers"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -121,8 +122,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
+	fr, err := freeze.Read(ctx, env.Store)
+	if err != nil {
+		return err
+	}
 	now := f.Clock.Now()
-	st := levers.State{Now: now}
+	// While the fleet is frozen apply opens no window: diff says so.
+	st := levers.State{Now: now, Freeze: fr}
 	res := Result{Header: leversview.NewHeader("LeversDiff", env, opts.File, file, now), Gauges: Gauges{Source: "none (--no-gauges)", OK: true}}
 	var gaugeErr error
 	if opts.NoGauges {

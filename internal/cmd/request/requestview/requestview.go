@@ -4,6 +4,7 @@ package requestview
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -24,6 +25,9 @@ type View struct {
 	// expired).
 	Status  string `json:"status"`
 	Summary string `json:"summary"`
+	// Impact is what a pending request's change does to the platform's
+	// tools, told when shown (request show; absent elsewhere).
+	Impact json.RawMessage `json:"impact,omitempty"`
 }
 
 // Of is r's view at now.

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -156,10 +155,10 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	// Report the state the rotation replaced as it read it (the version its
 	// compare-and-set was conditioned on), not the earlier display read.
 	if r.PreviousVersionID != "" || !r.Previous.IsZero() {
-		res.Before = &KeyState{CurrentKID: kidOf(r.Previous), PreviousKID: kidOf(r.Retired), VersionID: r.PreviousVersionID}
-		res.RetiredKID = kidOf(r.Retired)
+		res.Before = &KeyState{CurrentKID: r.Previous.KID(), PreviousKID: r.Retired.KID(), VersionID: r.PreviousVersionID}
+		res.RetiredKID = r.Retired.KID()
 	}
-	res.After = &KeyState{CurrentKID: r.Current.KID(), VersionID: r.VersionID, PreviousKID: kidOf(r.Previous)}
+	res.After = &KeyState{CurrentKID: r.Current.KID(), VersionID: r.VersionID, PreviousKID: r.Previous.KID()}
 	if !r.SignsFrom.IsZero() && r.SignsFrom.After(r.Created) {
 		t := r.SignsFrom.UTC()
 		res.SignsFrom = &t
@@ -181,13 +180,6 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return fmt.Errorf("the chaos key was rotated (kid %s is current) but %w", r.Current.KID(), auditErr)
 	}
 	return cleanupErr
-}
-
-func kidOf(k chaos.Key) string {
-	if k.IsZero() {
-		return ""
-	}
-	return k.KID()
 }
 
 // refusedUntil is when a rotation of src stops being refused as too soon,
