@@ -83,6 +83,16 @@ var (
 // fourEyes is a table (embedded store) under docs/policies/four-eyes.cedar.
 func fourEyes(tb testing.TB) (*counting, *approval.Service, *audit.Log, *clock.Fake) {
 	tb.Helper()
+	text, err := os.ReadFile("../../docs/policies/four-eyes.cedar")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return onPolicy(tb, "four-eyes.cedar", text)
+}
+
+// onPolicy is [fourEyes] with the policy text.
+func onPolicy(tb testing.TB, name string, text []byte) (*counting, *approval.Service, *audit.Log, *clock.Fake) {
+	tb.Helper()
 	s, err := sqlite.Open(context.Background(), filepath.Join(tb.TempDir(), "t.db"))
 	if err != nil {
 		tb.Fatal(err)
@@ -90,16 +100,12 @@ func fourEyes(tb testing.TB) (*counting, *approval.Service, *audit.Log, *clock.F
 	tb.Cleanup(func() { _ = s.Close() })
 	c := &counting{s: s}
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	text, err := os.ReadFile("../../docs/policies/four-eyes.cedar")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	set, err := policy.Parse(approval.PolicySchema(builtin.Specs()), "four-eyes.cedar", text)
+	set, err := policy.Parse(approval.PolicySchema(builtin.Specs()), name, text)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	log := audit.NewLog(c, clk, "test")
-	if _, err := policy.NewPolicies(c, clk, approval.PolicySchema(builtin.Specs())).Set(context.Background(), log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
+	if _, err := policy.NewPolicies(c, clk, approval.PolicySchema(builtin.Specs())).Set(context.Background(), log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, name); err != nil {
 		tb.Fatal(err)
 	}
 	return c, approval.NewService(c, clk, leversOn(c, clk, breaker.DurationPolicy{}), "test"), log, clk

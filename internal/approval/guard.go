@@ -36,6 +36,8 @@ type Guard struct {
 	approvals *Service
 	identity  func(context.Context) (audit.Identity, error)
 	source    string
+	// perHour is the proposals' budget ([Proposal.PerHour]).
+	perHour int
 }
 
 var _ lever.Changer = (*Guard)(nil)
@@ -74,8 +76,12 @@ func (g *Guard) Plan(ctx context.Context, c lever.Change, extra ...string) (*lev
 		return nil, err
 	}
 	d, noExpiry := p.Kind.Bounds(c, g.approvals.clock.Now())
+	// A rollback is its own actor's when the record it rolls back names the
+	// same actor (the record was written by this process's change, never
+	// read back from the table).
+	own := c.RollbackOf != nil && c.RollbackOf.Actor == id.Actor
 	dec := policy.DecideAll(stored.Set, policy.Request{Actor: policy.Actor{ARN: id.Actor, Verified: id.Verified()}, Action: c.Action,
-		Resource: p.Kind.Spec().Resource, Duration: d, NoExpiry: noExpiry, BreakGlass: c.BreakGlass}, c.Targets)
+		Resource: p.Kind.Spec().Resource, Duration: d, NoExpiry: noExpiry, BreakGlass: c.BreakGlass, OwnRollback: own}, c.Targets)
 	switch dec.Outcome {
 	case policy.Deny:
 		return nil, fmt.Errorf("%w: %s", ErrPolicyDenied, dec.Reason)
@@ -205,12 +211,30 @@ func (g *Guard) Propose(ctx context.Context, c lever.Change) (lever.Report, erro
 	if err != nil {
 		return lever.Report{Change: c}, err
 	}
-	r, rec, err := g.approvals.Propose(ctx, nil, Proposal{Change: ch, Requester: id, Source: audit.SourceMCP})
+	res, err := g.approvals.Propose(ctx, nil, Proposal{Change: ch, Requester: id, Source: audit.SourceMCP, PerHour: g.perHour})
 	if err != nil {
 		return lever.Report{Change: c}, err
 	}
-	p, _ = g.pending(p, r, rec)
+	if res.Coalesced {
+		// The requester's identical proposal waits already: it is the
+		// answer, and nothing new is announced.
+		rep, _ := Pending(res.Request, audit.Record{}, true)
+		rep.Pending.Coalesced = true
+		rep.Pending.Impact = p.Impact
+		p.Pending, p.Event = rep.Pending, nil
+		return p.Report(), nil
+	}
+	p, _ = g.pending(p, res.Request, res.Record)
 	return p.Report(), nil
+}
+
+// WithProposalsPerHour returns the guard whose proposals ([Guard.Propose])
+// make at most n requests an hour for one identity (zero:
+// [DefaultProposalsPerHour]).
+func (g *Guard) WithProposalsPerHour(n int) *Guard {
+	c := *g
+	c.perHour = n
+	return &c
 }
 
 // pending marks p as the request r (its record rec), with its

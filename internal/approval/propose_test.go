@@ -27,10 +27,11 @@ import (
 func TestProposalIsAlwaysARequest(t *testing.T) {
 	ctx := context.Background()
 	c, svc, log, _ := fourEyes(t)
-	r, rec, err := svc.Propose(ctx, log, approval.Proposal{Change: forceChange(), Requester: alice, Source: audit.SourceMCP})
+	res, err := svc.Propose(ctx, log, approval.Proposal{Change: forceChange(), Requester: alice, Source: audit.SourceMCP})
 	if err != nil {
 		t.Fatal(err)
 	}
+	r, rec := res.Request, res.Record
 	if r.Status != approval.StatusPending || r.Needed != 1 || len(r.Policies) == 0 {
 		t.Errorf("request under four eyes: %+v", r)
 	}
@@ -44,8 +45,8 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 	// A bucket reset, which four-eyes.cedar allows at once, and a table
 	// without a policy: one approval all the same.
 	reset := approval.Change{Action: ratelimit.ActionReset, Targets: []string{"client-1"}, Reason: "r", Before: nil}
-	if r, _, err := svc.Propose(ctx, log, approval.Proposal{Change: reset, Requester: alice}); err != nil || r.Needed != 1 || len(r.Policies) != 0 {
-		t.Errorf("reset under a policy that allows it: %+v %v, want one approval", r, err)
+	if res, err := svc.Propose(ctx, log, approval.Proposal{Change: reset, Requester: alice}); err != nil || res.Request.Needed != 1 || len(res.Request.Policies) != 0 {
+		t.Errorf("reset under a policy that allows it: %+v %v, want one approval", res, err)
 	}
 	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "n.db"))
 	if err != nil {
@@ -54,7 +55,8 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
 	bare := approval.NewService(s, clk, leversOn(s, clk, breaker.DurationPolicy{}), "test")
-	r, _, err = bare.Propose(ctx, audit.NewLog(s, clk, "test"), approval.Proposal{Change: forceChange(), Requester: alice})
+	res, err = bare.Propose(ctx, audit.NewLog(s, clk, "test"), approval.Proposal{Change: forceChange(), Requester: alice})
+	r = res.Request
 	if err != nil || r.Needed != 1 || r.Status != approval.StatusPending {
 		t.Fatalf("proposal without a policy: %+v %v", r, err)
 	}
@@ -63,7 +65,7 @@ func TestProposalIsAlwaysARequest(t *testing.T) {
 	}
 
 	// Nothing to change: no request.
-	if _, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: breaker.ActionClear}, Requester: alice}); !errors.Is(err, approval.ErrNothingToPropose) {
+	if _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: breaker.ActionClear}, Requester: alice}); !errors.Is(err, approval.ErrNothingToPropose) {
 		t.Errorf("empty clear: %v, want ErrNothingToPropose", err)
 	}
 }
@@ -77,7 +79,7 @@ func TestProposalOfTooManyTargetsIsRefused(t *testing.T) {
 	for i := range many {
 		many[i] = fmt.Sprintf("client-%d", i)
 	}
-	_, _, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: ratelimit.ActionReset, Targets: many, Reason: "r"},
+	_, err := svc.Propose(ctx, log, approval.Proposal{Change: approval.Change{Action: ratelimit.ActionReset, Targets: many, Reason: "r"},
 		Requester: alice})
 	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(fmt.Sprint(err), "split it") {
 		t.Errorf("proposal of %d targets: %v (exit %d), want a usage error", len(many), err, exitcode.Of(err))

@@ -80,6 +80,10 @@ type Submission struct {
 	// otherwise a fresh id, and TTL.
 	ID        string
 	ExpiresAt time.Time
+	// more are writes of the request's transaction beyond its own, its
+	// record and its proof of asking (a proposal's budget and pending
+	// item), made for the request r by the change token.
+	more func(r Request, token string) []store.Op
 }
 
 // CheckTTL applies the bounds of a request's lifetime.
@@ -133,7 +137,13 @@ func (s *Service) Submit(ctx context.Context, log audit.Appender, sub Submission
 	r.Proofs = []string{ask.Key()}
 	rec, err := s.write(ctx, log, r, store.IfAbsent(), audit.Entry{Actor: r.Requester, ActorSource: r.RequesterSource,
 		Action: ActionRequestCreate, Subject: RequestPrefix + id, Reason: sub.Change.Reason, Source: sub.Source, After: r.view()},
-		func(token string) []store.Op { return []store.Op{ask.Put(token)} })
+		func(token string) []store.Op {
+			ops := []store.Op{ask.Put(token)}
+			if sub.more != nil {
+				ops = append(ops, sub.more(r, token)...)
+			}
+			return ops
+		})
 	return r, rec, err
 }
 

@@ -306,6 +306,8 @@ func (s *Service) refused(r Request, mine string, ce store.ConditionError) error
 	case pk == ClosedKey(r.ID):
 		return fmt.Errorf("%w: request %s was decided meanwhile (its closed marker exists): nothing more to do (koshactl request show %s)",
 			ErrChangedMeanwhile, r.ID, r.ID)
+	case strings.HasPrefix(pk, ProposalsPrefix):
+		return fmt.Errorf("%w: %s", errProposalsMoved, textsafe.Quote(pk))
 	case pk == mine:
 		p, _ := proof.ParseKey(pk)
 		return fmt.Errorf("%w: %s's proof of %s request %s exists already: it was done once, by them", ErrSelf, textsafe.Line(p.Writer.Name), p.Verb, r.ID)

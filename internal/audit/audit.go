@@ -108,6 +108,10 @@ type Record struct {
 	// proposed through `koshactl mcp`. Empty on the CLI's records and on
 	// records written before koshactl recorded it.
 	Source string `json:"source,omitempty"`
+	// RollbackOf is the id of the record this change rolls back (the
+	// rollback_of attribute): a bake's put-back of the override a clear
+	// removed names the clear's record. Empty on every other record.
+	RollbackOf string `json:"rollback_of,omitempty"`
 	// Outcome is "ok" for a mutation that took effect, or a short word for
 	// attempts that did not (the data plane's "ignored" chaos headers).
 	Outcome string `json:"outcome"`
@@ -264,10 +268,13 @@ type Entry struct {
 	RunID string
 	// Source names the surface acting when it is not the command line
 	// ([SourceMCP]); empty for the CLI.
-	Source  string
-	Outcome string
-	Before  any
-	After   any
+	Source string
+	// RollbackOf names the record of the change this one rolls back (a
+	// bake's put-back names the clear's).
+	RollbackOf string
+	Outcome    string
+	Before     any
+	After      any
 	// Approval, when set, is how the table's policy let the change through.
 	Approval *Approval
 	// Impact, when set, is what the change does to the platform's tools,
@@ -309,7 +316,7 @@ func (r runIDAppender) Stage(ctx context.Context, e Entry, token string, n int) 
 func (l *Log) record(ctx context.Context, e Entry, id string) (Record, error) {
 	now := l.clock.Now().UTC().Truncate(time.Millisecond)
 	r := Record{ID: id, Time: now, Actor: e.Actor, Action: e.Action, Subject: e.Subject, Reason: e.Reason,
-		Context: l.context, Outcome: e.Outcome, RunID: e.RunID, Source: e.Source, Approval: e.Approval, Impact: e.Impact}
+		Context: l.context, Outcome: e.Outcome, RunID: e.RunID, Source: e.Source, RollbackOf: e.RollbackOf, Approval: e.Approval, Impact: e.Impact}
 	if r.Outcome == "" {
 		r.Outcome = "ok"
 	}
@@ -386,6 +393,9 @@ func (r Record) item() store.Item {
 	if r.Source != "" {
 		it[attrSource] = r.Source
 	}
+	if r.RollbackOf != "" {
+		it[attrRollbackOf] = r.RollbackOf
+	}
 	if len(r.Before) > 0 {
 		it["before"] = string(r.Before)
 	}
@@ -456,6 +466,7 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 	r.ActorSource = ActorSource(str("actor_source", false))
 	r.RunID = str(attrRunID, false)
 	r.Source = str(attrSource, false)
+	r.RollbackOf = str(attrRollbackOf, false)
 	r.Change = str(store.WriteIDAttr, false)
 	doc := func(attr string) json.RawMessage {
 		v := str(attr, false)
@@ -505,6 +516,10 @@ const attrRunID = "run_id"
 // attrSource is the record's source attribute: the surface that acted,
 // when it was not the command line.
 const attrSource = "source"
+
+// attrRollbackOf is the record's rollback_of attribute: the id of the
+// record of the change it rolls back.
+const attrRollbackOf = "rollback_of"
 
 // SourceMCP is the source of the records of changes proposed through the
 // MCP server (`koshactl mcp`): an agent asked, a person approves.

@@ -29,14 +29,24 @@ const ActionRestore = "breaker.restore"
 var Spec = lever.Spec{Name: "breaker", Prefix: OverridePrefix, Resource: "Dependency", Noun: "dependency", Item: "override", Lever: "breaker override",
 	About: "A dependency whose breaker a lever forces or clears.", Inspect: "koshactl breaker get",
 	Actions: []lever.Action{
-		{Name: ActionForceOpen, Verb: "force open", DryRunActor: true},
-		{Name: ActionClear, Verb: "clear"},
+		{Name: ActionForceOpen, Verb: "force open", DryRunActor: true, Propose: &lever.Proposal{Tool: "propose_force_open", Title: "Propose a force-open",
+			About:   "Propose forcing dependencies' breakers open fleet-wide. Nothing is forced: a change request is made (whatever the table's policy says) and announced; a person applies it with the approve command in the result.",
+			Targets: "dependencies", TargetsAbout: "the dependencies to force open, as breaker status names them",
+			Params: []lever.Param{
+				{Name: "for", Type: lever.ParamString, About: "how long the override lasts once approved, a Go duration like 30m (default 1h, within the context's max-override)"},
+				{Name: "overwrite", Type: lever.ParamBool, About: "replace an active override (otherwise one is a conflict)"},
+			}}},
+		{Name: ActionClear, Verb: "clear", Propose: &lever.Proposal{Tool: "propose_clear", Title: "Propose a clear",
+			About:   "Propose clearing dependencies' overrides. Nothing is cleared: a change request is made and announced; a person applies it with the approve command in the result.",
+			Targets: "dependencies", TargetsAbout: "the dependencies whose override to clear"}},
 		{Name: ActionRestore, Verb: "restore", Internal: true},
+		{Name: ActionRollback, Verb: "put back"},
 	}}
 
 var (
-	_ lever.Kind    = (*Overrides)(nil)
-	_ lever.Forcing = (*Overrides)(nil)
+	_ lever.Kind     = (*Overrides)(nil)
+	_ lever.Proposer = (*Overrides)(nil)
+	_ lever.Forcing  = (*Overrides)(nil)
 )
 
 // Spec implements [lever.Kind].
@@ -75,6 +85,9 @@ type forceWire struct {
 // Encode implements [lever.Kind]: a force's params as a request holds
 // them (replacing the override seen is an overwrite); a clear has none.
 func (s *Overrides) Encode(c lever.Change) (json.RawMessage, error) {
+	if c.Action == ActionRollback {
+		return nil, ErrNotRequestable
+	}
 	if c.Action != ActionForceOpen {
 		return json.RawMessage("{}"), nil
 	}
@@ -92,6 +105,9 @@ func (s *Overrides) Encode(c lever.Change) (json.RawMessage, error) {
 
 // Params implements [lever.Kind]: a force's params as a request holds them.
 func (s *Overrides) Params(action string, raw json.RawMessage) (any, error) {
+	if action == ActionRollback {
+		return nil, ErrNotRequestable
+	}
 	if action != ActionForceOpen {
 		if len(raw) > 0 && string(raw) != "{}" && string(raw) != "null" {
 			return nil, fmt.Errorf("%s takes no params", action)
@@ -175,6 +191,11 @@ func (s *Overrides) Check(c lever.Change) error {
 			}
 		}
 		return audit.ValidateReason(c.Reason)
+	case ActionRollback:
+		if err := CheckDependencies(c.Targets, nil); err != nil {
+			return err
+		}
+		return audit.ValidateReason(c.Reason)
 	}
 	return CheckDependencies(c.Targets, nil)
 }
@@ -210,6 +231,8 @@ func (s *Overrides) Plan(c lever.Change, dep string, it store.Item, now time.Tim
 			return store.DeleteOp(key, before.condition()), audit.Entry{Actor: c.Actor, Action: ActionClear, Subject: key, Reason: c.Reason,
 				Before: AuditState(before)}, res
 		}
+	case ActionRollback:
+		return planRollback(c, dep, before, now, p), nil
 	case ActionRestore:
 		rp, _ := c.Params.(RestoreParams)
 		p.Result, p.Noop = RestoreResult{}, true
@@ -328,6 +351,10 @@ func (s *Overrides) Summary(c lever.Change) string {
 // Bounds implements [lever.Kind]: how long a force lasts, as the policy
 // judges it.
 func (s *Overrides) Bounds(c lever.Change, now time.Time) (time.Duration, bool) {
+	if c.Action == ActionRollback {
+		b := rollbackParams(c).Before
+		return max(b.ExpiresAt.Sub(now), 0), !b.Expires()
+	}
 	if c.Action != ActionForceOpen {
 		return 0, false
 	}
@@ -375,6 +402,11 @@ func (s *Overrides) Notice(_ lever.Change, o lever.Outcome) notify.Lever {
 		if r.Before != nil {
 			l.Change = "cleared (was forced open by " + r.Before.Actor + ")"
 		}
+	case RollbackResult:
+		l.Change = "put back (rolled back a clear that did not hold)"
+		if r.Restored != nil {
+			l.ExpiresAt = notify.Time(r.Restored.ExpiresAt)
+		}
 	case RestoreResult:
 		l.Change = "restored"
 		if r.Cleared {
@@ -385,7 +417,8 @@ func (s *Overrides) Notice(_ lever.Change, o lever.Outcome) notify.Lever {
 }
 
 // Forces implements [lever.Forcing]: a force forces its targets open for
-// as long as [Overrides.Bounds] says (0: never expires); a clear clears
+// as long as [Overrides.Bounds] says (0: never expires), and a bake's
+// put-back for what is left of the override it restores; a clear clears
 // them. A drill's restore says neither: what it writes is decided from
 // the item as read.
 func (s *Overrides) Forces(c lever.Change, now time.Time) (lever.Forces, bool) {
@@ -395,6 +428,11 @@ func (s *Overrides) Forces(c lever.Change, now time.Time) (lever.Forces, bool) {
 		return lever.Forces{Dependencies: c.Targets, For: d}, true
 	case ActionClear:
 		return lever.Forces{Dependencies: c.Targets, Clear: true}, true
+	case ActionRollback:
+		// A bake's put-back forces the dependency open again, for what is
+		// left of the override it restores.
+		d, _ := s.Bounds(c, now)
+		return lever.Forces{Dependencies: c.Targets, For: d}, true
 	}
 	return lever.Forces{}, false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -21,6 +22,33 @@ func ForceOpen(reason string, p ForceParams, deps ...string) lever.Change {
 // is already clear).
 func Clear(reason string, deps ...string) lever.Change {
 	return lever.Change{Action: ActionClear, Targets: deps, Reason: reason}
+}
+
+// Proposed implements [lever.Proposer]: an agent's force or clear of
+// dependencies, each a valid name the context knows (a.Known), named
+// once; a force lasts "for" (default [DefaultFor]) and replaces an active
+// override only with "overwrite".
+func (s *Overrides) Proposed(action string, a lever.Args) (lever.Change, error) {
+	if err := CheckDependencies(a.Targets, a.Known); err != nil {
+		return lever.Change{}, err
+	}
+	switch action {
+	case ActionForceOpen:
+		p := ForceParams{For: DefaultFor, Overwrite: a.Bool("overwrite")}
+		if v := a.String("for"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return lever.Change{}, fmt.Errorf("for %q is not a positive duration: give one like 30m or 2h", v)
+			}
+			p.For = d
+		}
+		c := ForceOpen(a.Reason, p, a.Targets...)
+		c.Known = a.Known
+		return c, nil
+	case ActionClear:
+		return Clear(a.Reason, a.Targets...), nil
+	}
+	return lever.Change{}, fmt.Errorf("%s is not proposed by an agent", action)
 }
 
 // ClearAll is `breaker clear --all`'s change: every override in the store,

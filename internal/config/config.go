@@ -171,6 +171,10 @@ type MCPConfig struct {
 	// SessionIdleTimeout closes an HTTP session idle this long (zero: the
 	// default, 30m); --session-idle-timeout wins over it.
 	SessionIdleTimeout Duration `yaml:"session-idle-timeout,omitempty" json:"session-idle-timeout,omitempty"`
+	// ProposalsPerHour is the budget of one identity's proposals: how
+	// many change requests they may make in any hour (zero: the default,
+	// 100; counted in the table, across servers and restarts).
+	ProposalsPerHour int `yaml:"proposals-per-hour,omitempty" json:"proposals-per-hour,omitempty"`
 }
 
 // MaxNotifyTimeout is the longest notify-timeout a context may set: a

@@ -17,6 +17,7 @@ const (
 	Pending      = 12  // the table's policy needs approvals: a change request was made and nothing was changed yet
 	Closed       = 13  // the change request expired, or was denied or canceled: it can never be applied
 	Mismatch     = 14  // the change request does not match its hash (edited after it was made, or not the one reviewed): never applied
-	PartialWrite = 15  // a change asked in chunks (--chunked, clear --all) wrote some levers and not others: each chunk is whole, and every lever is listed with what became of it
+	RolledBack   = 15  // a bake saw the fleet fail after a clear and put the override back (--bake)
+	PartialWrite = 16  // a change asked in chunks (--chunked, clear --all) wrote some levers and not others: each chunk is whole, and every lever is listed with what became of it
 	Interrupted  = 130 // interrupted (SIGINT)
 )

@@ -93,6 +93,11 @@ const (
 	// (or any attribute a table's TTL may be on) would be deleted by
 	// DynamoDB's TTL, and its denied request revived.
 	ClosedItems = "closed#"
+	// ProposalItems are a proposer's own bookkeeping
+	// (approval.ProposalsPrefix): its budget and its pending proposals,
+	// read in the proposal's batch read, each written by its proposer
+	// alone under its own unique id ([OwnProposals]).
+	ProposalItems = "proposals#"
 )
 
 // ClosedAttributes are the only attributes a closed marker is written
@@ -133,6 +138,11 @@ const (
 	VerbSet     = "set"
 )
 
+// OwnProposals starts the keys a principal may write its proposals'
+// budget and pending items under: its own unique id, so no identity
+// spends or coalesces into another's.
+const OwnProposals = ProposalItems + UserIDVariable + "#"
+
 // OwnProofPatterns are the dynamodb:LeadingKeys patterns that let the
 // caller write its own proofs of verb: one for an IAM user, one for an
 // assumed-role session.
@@ -141,12 +151,16 @@ func OwnProofPatterns(verb string) []string {
 }
 
 // WritePrefixOf is the item prefix a write of pk is granted on: a proof's
-// writer's own ([OwnProofs] and its verb), else [PrefixOf]'s.
+// writer's own ([OwnProofs] and its verb), a proposer's own
+// ([OwnProposals]), else [PrefixOf]'s.
 func WritePrefixOf(pk string) string {
 	if rest, ok := strings.CutPrefix(pk, ProofItems); ok {
 		if f := strings.SplitN(rest, "#", 3); len(f) == 3 {
 			return OwnProofs + f[1] + "#"
 		}
+	}
+	if strings.HasPrefix(pk, ProposalItems) {
+		return OwnProposals
 	}
 	return PrefixOf(pk)
 }
@@ -314,6 +328,11 @@ var (
 	closedScan      = Need{Action: Scan, Prefix: ClosedItems}
 	closedPut       = Need{PutItem, ClosedItems, true}
 	closedCheck     = Need{ConditionCheckItem, ClosedItems, true}
+	// A proposal reads its proposer's budget and pending item with the
+	// table's policy (one batch), and writes them, conditional on the
+	// items as read, in its request's transaction.
+	proposalsBatchRead = Need{BatchGetItem, ProposalItems, false}
+	ownProposals       = Need{PutItem, OwnProposals, true}
 )
 
 // ownProof is the write, in a change's transaction, of the caller's own
@@ -365,11 +384,29 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// missing requests with their records of asking; no lever.
 		"apply --request": needs(policyRead, policyBatchRead, requestBatchRead, requestPut, askRecord, askProof, ownProof(VerbAsk), notifyPublish),
 		// koshactl mcp: the read tools read as their commands do; a proposal
-		// reads the levers and the policy, then writes the change request with
-		// its record of asking (one transaction; a lost answer settled by
-		// reading that record). No lever and no approver's record is written.
+		// reads the levers, then the policy with the proposer's budget and
+		// pending item (one batch; an identical pending proposal is read
+		// with its proofs and closed marker, and returned), then writes the
+		// change request with its record of asking, its proof of asking and
+		// the proposer's two items (one transaction; a lost answer settled
+		// by reading the record of asking). No lever and no approver's record is
+		// written.
 		"mcp": needs(indexRead, batchRead, gauges, freezeRead, breakerRead, policyRead, bucketRead, bucketScan,
-			requestScan, reviewScan, proofScan, closedScan, bucketBatchRead, requestPut, askProof, askRecord, ownProof(VerbAsk), notifyPublish),
+			requestScan, reviewScan, proofScan, closedScan, bucketBatchRead, requestPut, askProof, askRecord, ownProof(VerbAsk), notifyPublish,
+			policyBatchRead, proposalsBatchRead, ownProposals, proofBatchRead, closedBatchRead),
+		// koshactl mcp on a context marked mcp: {read-only: true}: its read
+		// tools alone (no proposal tool is offered), read as their commands
+		// read; what the reader's role runs it with.
+		"mcp --read-only": needs(indexRead, batchRead, gauges, freezeRead, breakerRead, policyRead, bucketRead, bucketScan,
+			requestScan, reviewScan, proofScan, closedScan),
+		// The dashboard's refresh: the overrides index's keys (overrides of
+		// dependencies the context does not know), the known dependencies'
+		// overrides with the table's policy item and the fleet's freeze
+		// (one batch read: the policy's since flags what bypassed it, the
+		// freeze is the banner) and the gauges, as breaker status reads
+		// them. Its levers are breaker force-open's and clear's, its
+		// requests pane request list's, its detail audit list's.
+		"dashboard": needs(indexRead, batchRead, policyBatchRead, freezeBatchRead, gauges),
 		// Change requests (docs/contracts/policy.md). Listing scans requests
 		// and reviews; showing reads one request. (Both mark a request found
 		// past its expiry expired where the caller may write it; a reader's
@@ -403,10 +440,10 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"ratelimit get":  needs(bucketRead),
 		"ratelimit list": needs(bucketScan),
 		// The bucket levers ask the table's policy too, read in the same batch
-		// as the buckets.
-		"ratelimit reset": withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, recordProof, notifyPublish),
-		// A drain or set of a client without a bucket (and without --create)
-		// is refused, with the near client a scan of the buckets finds.
+		// as the buckets. A change of a client without a bucket (a drain or
+		// set without --create; a reset when a client is near) is refused,
+		// with the near client a scan of the buckets finds.
+		"ratelimit reset":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, recordProof, notifyPublish, bucketScan),
 		"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, recordProof, notifyPublish, bucketScan),
 		"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, recordProof, notifyPublish, bucketScan),
 		"audit list":        needs(indexRead, policyRead),
@@ -519,17 +556,17 @@ var Roles = []Role{Reader, Requester, Operator, Approver, DrillRunner, DataPlane
 // operator's and the approver's (TestRolesExtendTheReader).
 var RolePaths = map[Role][]string{
 	Reader: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status"},
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status", "dashboard", "mcp --read-only"},
 	Requester: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status", "dashboard", "mcp --read-only",
 		"mcp", "request cancel", "drill request", "apply --request"},
 	Operator: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status", "dashboard", "mcp --read-only",
 		"breaker force-open", "breaker clear", "breaker clear --all", "apply", "freeze", "freeze lift",
 		"ratelimit reset", "ratelimit drain", "ratelimit set", "chaos sign", "chaos verify", "chaos key id", "chaos key rotate",
 		"request cancel", "request ack", "drill request", "apply --request", "audit list --unapproved --notify"},
 	Approver: {"breaker list", "breaker list --scan", "breaker get", "breaker status", "ratelimit get", "ratelimit list",
-		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status",
+		"audit list", "audit list --scan", "policy get", "diff", "request list", "request show", "freeze status", "dashboard", "mcp --read-only",
 		"request approve", "request deny", "request ack"},
 	DrillRunner: {"drill run", "drill recover"},
 	DataPlane:   {"sandbox"},

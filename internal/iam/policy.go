@@ -323,6 +323,8 @@ func prefixName(p string) string {
 		return "AuditRecords"
 	case DataPlaneItems:
 		return "DataPlaneRecords"
+	case OwnProposals:
+		return "OwnProposals"
 	}
 	return sidWord(p)
 }

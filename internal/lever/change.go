@@ -66,6 +66,10 @@ type Change struct {
 	Approval *audit.Approval
 	// Note is said with the change's announcement.
 	Note Note
+	// RollbackOf is the record of the change this one rolls back (a bake's
+	// put-back of what a clear removed): the table's policy hears whether
+	// the actor made that change (context.own_rollback).
+	RollbackOf *audit.Record
 }
 
 // Kind is the name of the change's kind.
@@ -206,8 +210,11 @@ type Pending struct {
 	Needed                         int
 	Policies                       []string
 	ExpiresAt                      time.Time
-	// AuditID is the request's record of asking.
+	// AuditID is the request's record of asking ("" when coalesced).
 	AuditID string
+	// Coalesced is true when the request was the requester's identical
+	// proposal, pending already: nothing was written or announced.
+	Coalesced bool
 	// Impact is what the requested change does to the platform's tools,
 	// as told when it was requested (nil: none told).
 	Impact Impact

@@ -61,6 +61,10 @@ type Action struct {
 	// actor, as a force's would-be override does); otherwise a dry run asks
 	// nobody.
 	DryRunActor bool
+	// Propose, when set, offers the action to an agent (a proposal tool of
+	// koshactl mcp, its arguments derived from it); the kind is then a
+	// [Proposer].
+	Propose *Proposal
 }
 
 // Key is target's item key.

@@ -62,11 +62,31 @@ func New[In any](name, title, description string, readOnly bool, run func(ctx co
 				dec := json.NewDecoder(bytes.NewReader(args))
 				dec.DisallowUnknownFields()
 				if err := dec.Decode(&in); err != nil {
-					return Output{}, cmdutil.Usagef("arguments of %s: %v (see the tool's input schema)", name, err)
+					return Output{}, ArgumentsError(name, err)
 				}
 			}
 			return run(ctx, in)
 		}}
+}
+
+// NewSchema is a tool whose arguments' schema is data (a lever kind's
+// proposal), not a Go type: run decodes the arguments itself (null or none
+// as an empty object), refusing any the schema does not name, with
+// [ArgumentsError].
+func NewSchema(name, title, description string, readOnly bool, schema *jsonschema.Schema, run func(ctx context.Context, args json.RawMessage) (Output, error)) Tool {
+	return Tool{Name: name, Title: title, Description: description, ReadOnly: readOnly, Input: schema,
+		call: func(ctx context.Context, args json.RawMessage) (Output, error) {
+			if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
+				args = json.RawMessage("{}")
+			}
+			return run(ctx, args)
+		}}
+}
+
+// ArgumentsError is the usage error of a tool's arguments that do not fit
+// its input schema.
+func ArgumentsError(tool string, err error) error {
+	return cmdutil.Usagef("arguments of %s: %v (see the tool's input schema)", tool, err)
 }
 
 // Annotations are the tool's MCP annotations: read-only, or a proposal

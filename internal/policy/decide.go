@@ -73,6 +73,9 @@ type Request struct {
 	BreakGlass bool
 	// Approvals is how many people other than the requester approved.
 	Approvals int
+	// OwnRollback is true when the change rolls back a change the same
+	// actor made (a bake's put-back of its own clear).
+	OwnRollback bool
 }
 
 // Outcome is what the policy says of a request.
@@ -196,6 +199,7 @@ func (s *Set) eval(r Request) (bool, []string, []string) {
 			"no_expiry":        types.Boolean(r.NoExpiry),
 			"break_glass":      types.Boolean(r.BreakGlass),
 			"approvals":        types.Long(int64(r.Approvals)),
+			"own_rollback":     types.Boolean(r.OwnRollback),
 		}),
 	}
 	dec, diag := cedar.Authorize(s.ps, entities, req)

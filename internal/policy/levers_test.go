@@ -7,13 +7,14 @@ import "github.com/kosha-platform/koshactl/internal/policy"
 const (
 	actionForceOpen = "breaker.force-open"
 	actionClear     = "breaker.clear"
+	actionRollback  = "breaker.rollback"
 	actionReset     = "ratelimit.reset"
 	actionDrain     = "ratelimit.drain"
 	actionLift      = "freeze.lift"
 )
 
 var levers = policy.NewSchema(
-	policy.Lever{Resource: "Dependency", Doc: "A dependency whose breaker a lever forces or clears.", Actions: []string{actionForceOpen, actionClear}},
+	policy.Lever{Resource: "Dependency", Doc: "A dependency whose breaker a lever forces or clears.", Actions: []string{actionForceOpen, actionClear, actionRollback}},
 	policy.Lever{Resource: "Client", Doc: "A rate-limit client whose bucket a lever resets, drains or sets.",
 		Actions: []string{actionReset, actionDrain, "ratelimit.set"}},
 	policy.Lever{Resource: "Fleet", Doc: "The fleet: a freeze stops every chaos fault and every planned change on it.", Actions: []string{actionLift}},

@@ -101,6 +101,9 @@ const schemaContext = `
     break_glass: Bool,
     // Approvals from people other than the requester (0 when asking).
     approvals: Long,
+    // True when the change rolls back one the same actor made (a bake's
+    // put-back of the override its clear removed: breaker.rollback).
+    own_rollback: Bool,
   };
 `
 

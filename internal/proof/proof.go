@@ -205,6 +205,16 @@ func unescape(s string) string {
 	return r.Replace(s)
 }
 
+// KeyID is the writer as a key of its own names it: its unique id (what
+// IAM's ${aws:userid} is), or for an unverified writer [Unverified], '#'
+// and its asserted name (escaped as in [Proof.Key]).
+func (w Writer) KeyID() string {
+	if !w.Verified() {
+		return Unverified + "#" + escape.Replace(w.Name)
+	}
+	return w.ID
+}
+
 // Key is the proof's pk.
 func (p Proof) Key() string {
 	name := p.Writer.Name

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -36,6 +37,22 @@ func clientChar(c byte) bool {
 		return true
 	}
 	return strings.IndexByte("._:@-", c) >= 0
+}
+
+// CheckClients checks the client ids one change names: each valid
+// ([ValidateClientID]), none named twice.
+func CheckClients(ids []string) error {
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if err := ValidateClientID(id); err != nil {
+			return err
+		}
+		if seen[id] {
+			return fmt.Errorf("client %q is %w", id, lever.ErrNamedTwice)
+		}
+		seen[id] = true
+	}
+	return nil
 }
 
 // ValidateClientID checks a client id: 1 to 128 ASCII letters, digits, '.',

@@ -29,12 +29,23 @@ import (
 var Spec = lever.Spec{Name: "ratelimit", Prefix: KeyPrefix, Resource: "Client", Noun: "client", Item: "bucket", Lever: "rate-limit bucket",
 	About: "A rate-limit client whose bucket a lever resets, drains or sets.",
 	Actions: []lever.Action{
-		{Name: ActionReset, Verb: "reset", Attempts: MutationAttempts},
-		{Name: ActionDrain, Verb: "drain", Attempts: MutationAttempts},
-		{Name: ActionSet, Verb: "set", Attempts: MutationAttempts},
+		{Name: ActionReset, Verb: "reset", Attempts: MutationAttempts, Propose: &lever.Proposal{Tool: "propose_ratelimit_reset", Title: "Propose a bucket reset",
+			About:   "Propose refilling clients' rate-limit buckets. Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
+			Targets: "clients", TargetsAbout: "the client ids whose rate-limit bucket to reset"}},
+		{Name: ActionDrain, Verb: "drain", Attempts: MutationAttempts, Propose: &lever.Proposal{Tool: "propose_ratelimit_drain", Title: "Propose a bucket drain",
+			About:   "Propose draining clients' rate-limit buckets (optionally holding them refused). Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
+			Targets: "clients", TargetsAbout: "the client ids whose rate-limit bucket to drain",
+			Params: []lever.Param{{Name: "hold_for", Type: lever.ParamString, About: "keep the clients refused this long, a Go duration like 5m (default: drain to zero)"}}}},
+		{Name: ActionSet, Verb: "set", Attempts: MutationAttempts, Propose: &lever.Proposal{Tool: "propose_ratelimit_set", Title: "Propose a bucket level",
+			About:   "Propose setting clients' rate-limit buckets to a token count. Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
+			Targets: "clients", TargetsAbout: "the client ids whose rate-limit bucket to set",
+			Params: []lever.Param{{Name: "tokens", Type: lever.ParamNumber, About: "the token count to set, from 0 to the capacity", Required: true}}}},
 	}}
 
-var _ lever.Kind = (*Buckets)(nil)
+var (
+	_ lever.Kind     = (*Buckets)(nil)
+	_ lever.Proposer = (*Buckets)(nil)
+)
 
 // Spec implements [lever.Kind].
 func (b *Buckets) Spec() lever.Spec { return Spec }
@@ -64,6 +75,31 @@ var ops = map[string]Op{ActionReset: OpReset, ActionDrain: OpDrain, ActionSet: O
 func (b *Buckets) Change(op Op, reason string, p Params, clients ...string) lever.Change {
 	p.Capacity, p.RefillPerSecond = b.limits.Capacity, b.limits.RefillPerSecond
 	return lever.Change{Action: op.Action(), Targets: clients, Reason: reason, Params: p}
+}
+
+// Proposed implements [lever.Proposer]: an agent's reset, drain
+// ("hold_for", a duration) or set ("tokens") of clients, each a valid id
+// named once, under the service's limits.
+func (b *Buckets) Proposed(action string, a lever.Args) (lever.Change, error) {
+	if err := CheckClients(a.Targets); err != nil {
+		return lever.Change{}, err
+	}
+	op, ok := ops[action]
+	if !ok {
+		return lever.Change{}, fmt.Errorf("%s is not proposed by an agent", action)
+	}
+	var p Params
+	if v := a.String("hold_for"); op == OpDrain && v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return lever.Change{}, fmt.Errorf("hold_for %q is not a duration: give one like 5m", v)
+		}
+		p.HoldFor = d
+	}
+	if op == OpSet {
+		p.Tokens, _ = a.Number("tokens")
+	}
+	return b.Change(op, a.Reason, p, a.Targets...), nil
 }
 
 // Params implements [lever.Kind]: the params as a request holds them.
@@ -164,22 +200,28 @@ func (b *Buckets) Plan(c lever.Change, client string, it store.Item, now time.Ti
 	return p, nil
 }
 
-// Admit implements [lever.Kind]: with [lever.Change.MustExist], a drain or
-// set of a client without a bucket is refused with the existing client it
-// is likely a typo of (a *[NoBucketError], exit 3); a reset of one is a
-// no-op either way.
+// Admit implements [lever.Kind]: with [lever.Change.MustExist], a change
+// of a client without a bucket is refused with the existing client it is
+// likely a typo of (a *[NoBucketError], exit 3). A drain or set of one is
+// refused even with no client near (it would write a bucket nobody asked
+// for); a reset of one is refused only when a client is near (a missing
+// bucket is full, so resetting it is truly nothing, unless the operator
+// meant the near client).
 func (b *Buckets) Admit(ctx context.Context, c lever.Change, plans []lever.Plan) error {
 	if !c.MustExist {
 		return nil
 	}
 	for _, p := range plans {
 		res, _ := p.Result.(ChangeResult)
-		if res.Before.Exists || res.Change.Op == OpReset {
+		if res.Before.Exists {
 			continue
 		}
 		near, err := b.Closest(ctx, p.Target, b.segments)
 		if err != nil {
 			return fmt.Errorf("%s %s: no bucket, and looking for a near client failed: %w", res.Change.Op, p.Target, err)
+		}
+		if near == "" && res.Change.Op == OpReset {
+			continue
 		}
 		return &NoBucketError{Op: res.Change.Op, Client: p.Target, Suggestion: near}
 	}

@@ -11,8 +11,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/suggest"
 )
 
-// ErrNoBucket matches a [*NoBucketError]: a drain or set of a client that
-// has no bucket, asked with lever.Change.MustExist. It exits 3 (not found).
+// ErrNoBucket matches a [*NoBucketError]: a change of a client that has
+// no bucket, asked with lever.Change.MustExist (a drain or set; a reset
+// when an existing client is near). It exits 3 (not found).
 var ErrNoBucket = exitcode.New(exitcode.NotFound, "no bucket")
 
 // NoBucketError reports a client without a bucket item: no request of it

@@ -19,8 +19,10 @@ import (
 	mcpcmd "github.com/kosha-platform/koshactl/internal/cmd/mcp"
 	"github.com/kosha-platform/koshactl/internal/cmd/mcptools"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
+	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 )
 
 func main() {
@@ -28,7 +30,9 @@ func main() {
 		os.Exit(fillDoc(os.Args[2], len(os.Args) == 4 && os.Args[3] == "-check", iam.FillDoc, "policy blocks"))
 	}
 	if len(os.Args) >= 3 && os.Args[1] == "-mcp" {
-		os.Exit(fillDoc(os.Args[2], len(os.Args) == 4 && os.Args[3] == "-check", func(md string) (string, error) { return mcpcmd.FillDoc(md, mcptools.Tools) }, "MCP tool list"))
+		os.Exit(fillDoc(os.Args[2], len(os.Args) == 4 && os.Args[3] == "-check", func(md string) (string, error) {
+			return mcpcmd.FillDoc(md, mcptools.Tools, builtin.For(nil, nil, "doc", config.BuiltinLocal()))
+		}, "MCP tool list"))
 	}
 	if len(os.Args) != 2 {
 		fmt.Fprintln(os.Stderr, "usage: gendocs DIR | gendocs -iam FILE [-check] | gendocs -mcp FILE [-check]")

@@ -42,12 +42,17 @@ func TestClearAllReadsOnceAndRecordsEveryClear(t *testing.T) {
 	for i := range deps {
 		deps[i] = fmt.Sprintf("dep-%03d", i)
 	}
-	e.MustRun(0, append([]string{"breaker", "force-open", "--reason", "drill", "--for", "30m", "--allow-unknown", "--chunked"}, deps...)...)
+	// The transactions of 50 actions are moto's slowest answers (it copies
+	// the table per action): on a loaded machine they, and the read that
+	// settles one, outlast the default 10 s a request. This test counts
+	// reads and changes, not time: a minute a request.
+	slow := []string{"--request-timeout", "1m"}
+	e.MustRun(0, append(append([]string{"breaker", "force-open", "--reason", "drill", "--for", "30m", "--allow-unknown", "--chunked"}, slow...), deps...)...)
 
 	batch, scans := p.Seen("BatchGetItem"), p.Seen("Scan")
 	changes.forgetReads()
 	changesBefore, sendsBefore := changes.distinct(), changes.sends()
-	r := e.MustRun(0, "breaker", "clear", "--all", "--reason", "drill over")
+	r := e.MustRun(0, append([]string{"breaker", "clear", "--all", "--reason", "drill over"}, slow...)...)
 	if got := strings.Count(r.Stdout, "Cleared override on dep-"); got != len(deps) {
 		t.Fatalf("%d Cleared lines, want %d:\n%s", got, len(deps), r.Stdout)
 	}

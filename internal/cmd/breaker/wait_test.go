@@ -86,8 +86,14 @@ func (fl *fleet) forced(dep string) (n int) {
 // into each. during, if set, runs while the command waits, at each step.
 func (fl *fleet) run(t *testing.T, e *clitest.Env, during func(elapsed time.Duration), args ...string) clitest.Result {
 	t.Helper()
+	return fl.runContext(t, e, context.Background(), during, args...)
+}
+
+// runContext is run with ctx (canceled: SIGINT, as cmd/koshactl delivers it).
+func (fl *fleet) runContext(t *testing.T, e *clitest.Env, ctx context.Context, during func(elapsed time.Duration), args ...string) clitest.Result {
+	t.Helper()
 	done := make(chan clitest.Result, 1)
-	go func() { done <- e.Run(args...) }()
+	go func() { done <- e.RunContext(ctx, args...) }()
 	const step = 250 * time.Millisecond
 	begin := fl.clk.Now()
 	for {

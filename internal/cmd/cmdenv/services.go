@@ -59,9 +59,10 @@ func (e *Env) MeasureImpactWith(a lever.Assessor) {
 }
 
 // Guard returns [Env.Levers] under the table's policy (approval's guard):
-// what every lever command changes levers through.
+// what every lever command changes levers through; its proposals spend the
+// context's budget (mcp.proposals-per-hour).
 func (e *Env) Guard() *approval.Guard {
-	return e.Approvals().Guard(e.Levers(), e.CallerIdentity, "")
+	return e.Approvals().Guard(e.Levers(), e.CallerIdentity, "").WithProposalsPerHour(e.Context.MCP.ProposalsPerHour)
 }
 
 // Kind returns the context's lever kind named name as the K it is (a

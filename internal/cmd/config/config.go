@@ -14,6 +14,7 @@ import (
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -344,6 +345,7 @@ type SetContextOptions struct {
 	MCPReadOnly       bool
 	MCPMaxSessions    int
 	MCPSessionIdle    time.Duration
+	MCPProposals      int
 	Use               bool
 
 	changed func(string) bool
@@ -415,6 +417,8 @@ func NewCmdSetContext(f *cmdenv.Factory) *cobra.Command {
 	fl.BoolVar(&opts.MCPReadOnly, "mcp-read-only", false, "koshactl mcp offers agents the read tools only, no proposal tool (docs/mcp.md)")
 	fl.IntVar(&opts.MCPMaxSessions, "mcp-max-sessions", 0, "koshactl mcp --listen: most HTTP sessions open at once (default 32; 1 to 1024)")
 	fl.Var(human.DurationFlag{D: &opts.MCPSessionIdle}, "mcp-session-idle-timeout", "koshactl mcp --listen: close an HTTP session idle this long (default 30m; 1m to 24h)")
+	fl.IntVar(&opts.MCPProposals, "mcp-proposals-per-hour", 0, fmt.Sprintf("koshactl mcp: most change requests one identity's proposals make in any hour (default %d; 1 to %d)",
+		approval.DefaultProposalsPerHour, approval.MaxProposalsPerHour))
 	fl.BoolVar(&opts.Use, "use", false, "also make it the current context")
 	cmd.MarkFlagsMutuallyExclusive("local", "table")
 	cmd.MarkFlagsMutuallyExclusive("local", "endpoint-url")
@@ -621,6 +625,12 @@ func setNotify(ctx *config.Context, o *SetContextOptions) error {
 			return cmdutil.Usagef("--mcp-max-sessions, --mcp-session-idle-timeout: %v", err)
 		}
 		ctx.MCP.MaxSessions, ctx.MCP.SessionIdleTimeout = lim.Max, config.Duration(lim.Idle)
+	}
+	if ch("mcp-proposals-per-hour") {
+		if err := approval.CheckProposalsPerHour(o.MCPProposals); err != nil || o.MCPProposals == 0 {
+			return cmdutil.Usagef("--mcp-proposals-per-hour %d: give 1 to %d", o.MCPProposals, approval.MaxProposalsPerHour)
+		}
+		ctx.MCP.ProposalsPerHour = o.MCPProposals
 	}
 	return nil
 }

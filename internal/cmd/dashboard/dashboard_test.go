@@ -1,34 +1,29 @@
 package dashboard_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"github.com/kosha-platform/koshactl/internal/lever/builtin"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/charmbracelet/x/ansi"
-	"github.com/charmbracelet/x/vt"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/dashboard"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
+	"github.com/kosha-platform/koshactl/internal/testutil/vtterm"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -69,62 +64,6 @@ func TestDashboardFlags(t *testing.T) {
 	}
 }
 
-// terminal is what the dashboard draws on: keys go in through a pipe, the
-// output is replayed on a terminal emulator so the test reads the screen.
-type terminal struct {
-	keys *io.PipeWriter
-	mu   sync.Mutex
-	out  bytes.Buffer
-	emu  *vt.Emulator
-}
-
-func newTerminal(t *testing.T) (*terminal, *iostreams.IOStreams, *bytes.Buffer) {
-	pr, pw := io.Pipe()
-	term := &terminal{keys: pw, emu: vt.NewEmulator(80, 24)}
-	// Not a real tty: the renderer relies on LF meaning CR LF.
-	_, _ = term.emu.WriteString(ansi.SetModeLineFeedNewLine)
-	// The emulator's answers to terminal queries go back to the program, as
-	// a terminal's would.
-	go func() { _, _ = io.Copy(pw, term.emu) }()
-	t.Cleanup(func() { _ = term.emu.InputPipe().(io.Closer).Close(); _ = pw.Close() })
-	errOut := &bytes.Buffer{}
-	ios := &iostreams.IOStreams{In: pr, Out: term, ErrOut: errOut}
-	ios.SetStdinTTY(true)
-	ios.SetStdoutTTY(true)
-	ios.SetStderrTTY(true)
-	return term, ios, errOut
-}
-
-func (term *terminal) Write(p []byte) (int, error) {
-	term.mu.Lock()
-	defer term.mu.Unlock()
-	return term.out.Write(p)
-}
-
-// waitFor polls the screen until it shows every text.
-func (term *terminal) waitFor(t *testing.T, texts ...string) {
-	t.Helper()
-	var screen string
-	if err := wait.For(t.Context(), fmt.Sprintf("the screen to show %q", texts), func() bool {
-		term.mu.Lock()
-		_, _ = term.emu.Write(term.out.Bytes())
-		term.out.Reset()
-		term.mu.Unlock()
-		screen = term.emu.String()
-		ok := true
-		for _, text := range texts {
-			ok = ok && strings.Contains(screen, text)
-		}
-		return ok
-	}); err != nil {
-		t.Fatalf("%v; the last screen:\n%s", err, screen)
-	}
-}
-
-func (term *terminal) press(keys string) {
-	_, _ = term.keys.Write([]byte(keys))
-}
-
 func TestDashboardOnTheLocalContext(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
@@ -136,32 +75,32 @@ func TestDashboardOnTheLocalContext(t *testing.T) {
 	e.WriteConfig(fmt.Sprintf("contexts:\n  local:\n    store:\n      local: {}\n    metrics:\n      prometheus:\n        url: %s/metrics\n", sandbox.URL))
 	e.MustRun(0, "breaker", "force-open", "postgres", "--reason", "db failover", "--for", "30m")
 
-	term, ios, _ := newTerminal(t)
+	term, ios, _ := vtterm.New(t)
 	f := e.Factory(ios)
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
 
-	term.waitFor(t, "context local", "openai", "closed", "2/2", "postgres", "forced", "30m tester")
+	term.WaitFor(t, "context local", "openai", "closed", "2/2", "postgres", "forced", "30m tester")
 	// Force openai open from the keyboard, then clear it.
-	term.press("f")
-	term.waitFor(t, "Force core-api open")
-	term.press("\x1b") // esc: not that one
-	term.waitFor(t, "canceled: nothing was changed")
-	term.press("jf")
-	term.waitFor(t, "Force openai open across the fleet")
-	term.press("provider down\r\r")
-	term.waitFor(t, "openai forced open for 1h")
+	term.Press("f")
+	term.WaitFor(t, "Force core-api open")
+	term.Press("\x1b") // esc: not that one
+	term.WaitFor(t, "canceled: nothing was changed")
+	term.Press("jf")
+	term.WaitFor(t, "Force openai open across the fleet")
+	term.Press("provider down\r\r")
+	term.WaitFor(t, "openai forced open for 1h")
 	r := e.MustRun(0, "breaker", "get", "openai", "-o", "json")
 	if !strings.Contains(r.Stdout, `"reason": "provider down"`) || !strings.Contains(r.Stdout, `"actor": "tester@test"`) {
 		t.Errorf("the store does not hold the dashboard's override:\n%s", r.Stdout)
 	}
-	term.press("c\r")
-	term.waitFor(t, "openai cleared")
+	term.Press("c\r")
+	term.WaitFor(t, "openai cleared")
 	audit := e.MustRun(0, "audit", "list", "-o", "json").Stdout
 	if strings.Count(audit, `"breaker.force-open"`) != 2 || strings.Count(audit, `"breaker.clear"`) != 1 {
 		t.Errorf("audit records of the dashboard's changes are missing:\n%s", audit)
 	}
-	term.press("q")
+	term.Press("q")
 	select {
 	case err := <-done:
 		if err != nil {
@@ -182,7 +121,7 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	term, ios, errOut := newTerminal(t)
+	term, ios, errOut := vtterm.New(t)
 	env := &cmdenv.Env{Name: "prod", Store: st, Clock: e.Clock,
 		Context: &config.Context{Protected: true, Dependencies: []string{"openai"},
 			Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
@@ -195,7 +134,7 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 	f := &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: 10 * time.Second}) }()
-	term.waitFor(t, "PROTECTED CONTEXT prod", "openai", "open", "~1", "cost: GetMetricData is billed")
+	term.WaitFor(t, "PROTECTED CONTEXT prod", "openai", "open", "~1", "cost: GetMetricData is billed")
 	// The dashboard refreshes on the context's clock, which stands still
 	// until the test moves it: one refresh so far, one request.
 	if calls := cw.Calls(); calls != 1 {
@@ -203,7 +142,7 @@ func TestDashboardOnCloudWatchWarnsOfTheCost(t *testing.T) {
 	}
 	nextRefresh(t, e.Clock, 10*time.Second)
 	wait.Until(t, "the second refresh's request", func() bool { return cw.Calls() >= 2 })
-	term.press("q")
+	term.Press("q")
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +192,7 @@ func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	term, ios, _ := newTerminal(t)
+	term, ios, _ := vtterm.New(t)
 	env := &cmdenv.Env{Name: "prod", Store: st, Clock: e.Clock,
 		Context: &config.Context{Dependencies: deps, Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
 		Actor:   func(context.Context) (string, error) { return "tester@test", nil },
@@ -265,21 +204,21 @@ func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 	f := &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
-	term.waitFor(t, "openai     mixed     open   closed ~300", "tool-00")
+	term.WaitFor(t, "openai     mixed     open   closed ~300", "tool-00")
 	if calls := cw.Calls(); calls != 1 || cw.Requests()[0].Metrics != 60 {
 		t.Errorf("the table's refresh: %d requests, %d metrics; want one of 60", calls, cw.Requests()[0].Metrics)
 	}
-	term.press("\r")
-	term.waitFor(t, "openai · mixed", "worst open · best closed", "199/499 instances reporting (partial)",
+	term.Press("\r")
+	term.WaitFor(t, "openai · mixed", "worst open · best closed", "199/499 instances reporting (partial)",
 		"per-instance breakdown is partial")
-	term.press("jjjjjjjj") // past the impact
-	term.waitFor(t, "Instances (499 returned, partial")
+	term.Press("jjjjjjjj") // past the impact
+	term.WaitFor(t, "Instances (499 returned, partial")
 	for _, r := range cw.Requests() {
 		if r.Metrics > 500 {
 			t.Errorf("a request returned %d metrics", r.Metrics)
 		}
 	}
-	term.press("q")
+	term.Press("q")
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -303,20 +242,20 @@ func TestDashboardDetailShowsTheImpactWithRates(t *testing.T) {
 	e.WriteConfig(fmt.Sprintf("contexts:\n  local:\n    store:\n      local: {}\n    metrics:\n      prometheus:\n        url: %s/metrics\n", sandbox.URL))
 	e.MustRun(0, "breaker", "force-open", "screening-sim", "--reason", "vendor maintenance", "--for", "30m")
 
-	term, ios, _ := newTerminal(t)
+	term, ios, _ := vtterm.New(t)
 	f := e.Factory(ios)
 	done := make(chan error, 1)
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
-	term.waitFor(t, "screening-sim", "30m tester")
-	term.press("jjj\r")
-	term.waitFor(t, "Impact     while forced (30m left)", "screen_entity deferred", "call rates: measuring")
+	term.WaitFor(t, "screening-sim", "30m tester")
+	term.Press("jjj\r")
+	term.WaitFor(t, "Impact     while forced (30m left)", "screen_entity deferred", "call rates: measuring")
 	// The first read scrapes twice, 5s apart on the factory's clock: its
 	// wait joins the refresh's and the clock's ticks.
 	wait.Until(t, "the rate read waits for its second scrape", func() bool { return e.Clock.Waiters() == 3 })
 	e.Clock.Advance(metrics.DefaultRateInterval)
-	term.waitFor(t, "25 calls/min · about 750 screenings deferred over 29m55s", // 25/min x the 29m55s left
+	term.WaitFor(t, "25 calls/min · about 750 screenings deferred over 29m55s", // 25/min x the 29m55s left
 		"call rates: prometheus "+sandbox.URL+"/metrics, counters'", "increase between two scrapes 5s apart, read 0s ago")
-	term.press("q")
+	term.Press("q")
 	select {
 	case err := <-done:
 		if err != nil {

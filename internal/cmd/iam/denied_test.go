@@ -13,10 +13,10 @@ import (
 // the freeze only with its overrides and write only its own records
 // (audit#dp#): chaos sign, whose first read is the freeze item, is denied
 // it, so no header is minted, printed or recorded. The reader may read
-// overrides, not force one: it is denied the force's first read, which
-// asks for the table's policy with the overrides, so nothing is sent. (A
-// transaction allowed some of its items and not all is denied whole: the
-// iamtest proxy's own test.)
+// overrides with the table's policy (the dashboard's refresh does), not
+// force one: it is denied the force's transaction, at the override's
+// write, and nothing of it is written. (A transaction allowed some of its
+// items and not all is denied whole: the iamtest proxy's own test.)
 func TestARoleIsDeniedAWholeChangeOutsideItsPolicy(t *testing.T) {
 	t.Parallel()
 	w := newAWSWorld(t)
@@ -30,7 +30,7 @@ func TestARoleIsDeniedAWholeChangeOutsideItsPolicy(t *testing.T) {
 		args   []string
 		prefix string // the key denied
 	}{
-		{iam.Reader, []string{"breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"}, iam.PolicyItems},
+		{iam.Reader, []string{"breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m"}, iam.BreakerItems},
 		{iam.DataPlane, []string{"chaos", "sign", "--target", "openai", "--fault", "error", "-o", "value"}, iam.FreezeItems},
 	} {
 		before := records()
@@ -42,8 +42,9 @@ func TestARoleIsDeniedAWholeChangeOutsideItsPolicy(t *testing.T) {
 			t.Errorf("%s: exit %d, want a failure saying access was denied and nothing printed\n%s%s", name, r.Code, r.Stdout, r.Stderr)
 		}
 		if c.role == iam.Reader {
-			if len(denied) != 1 || denied[0].Action != iam.BatchGetItem || !strings.Contains(denied[0].String(), "policy#table") {
-				t.Errorf("%s: denied %v, want the batch read of the overrides and the table's policy", name, denied)
+			if len(denied) != 1 || denied[0].Action != iam.PutItem || !strings.Contains(denied[0].String(), "TransactWriteItems") ||
+				iam.PrefixOf(denied[0].Context["dynamodb:LeadingKeys"][0]) != iam.BreakerItems {
+				t.Errorf("%s: denied %v, want the transaction's write of the override", name, denied)
 			}
 		} else if len(denied) != 1 || denied[0].Action != iam.GetItem ||
 			iam.PrefixOf(denied[0].Context["dynamodb:LeadingKeys"][0]) != c.prefix {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,9 @@ func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
 		{"ratelimit_list", map[string]any{}},
 		{"pending_requests", map[string]any{}},
 		{"propose_force_open", map[string]any{"dependencies": []string{"core-api"}, "reason": "iam test", "for": "10m"}},
+		// The same again: coalesced into the first (its request read with
+		// its proofs and closed marker; nothing written).
+		{"propose_force_open", map[string]any{"dependencies": []string{"core-api"}, "reason": "iam test", "for": "10m"}},
 		{"propose_clear", map[string]any{"dependencies": []string{"openai"}, "reason": "iam test"}},
 		{"propose_ratelimit_reset", map[string]any{"clients": []string{"agent-1"}, "reason": "iam test"}},
 		{"propose_ratelimit_drain", map[string]any{"clients": []string{"agent-1"}, "reason": "iam test"}},
@@ -113,6 +117,9 @@ func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
 	}
 	if d := w.enf.TakeDenials(); len(d) > 0 {
 		t.Errorf("denied %v", d)
+	}
+	if r, _ := answers[7]["result"].(map[string]any); r == nil || r["structuredContent"].(map[string]any)["coalesced"] != true {
+		t.Errorf("the identical proposal: %v, want it coalesced", answers[7])
 	}
 	got := append(w.rec.take(), debugNeeds(stderr)...)
 	// A proposal whose answer is lost is settled by reading its request.
@@ -129,9 +136,61 @@ func TestMCPServerCallsExactlyItsDeclaredOperations(t *testing.T) {
 	if d := sameNeeds(got, iam.Commands()["mcp"]); d != "" {
 		t.Errorf("koshactl mcp: %s", d)
 	}
+	// The proposer's own items are needed: without their write a proposal
+	// is denied (a tool error naming the denial, nothing stored).
+	full := policyOf(t, iam.Requester, testTarget)
+	i := slices.IndexFunc(full.Statement, func(s iam.Statement) bool { return s.Sid == "ItemsOwnProposalsInTransactions" })
+	if i < 0 {
+		t.Fatalf("the requester's policy has no statement for its own proposals: %+v", full.Statement)
+	}
+	w.enf.SetPolicy(withoutAction(*full, i, iam.PutItem))
+	answers, _ = w.mcpSession(t, mcpCall{"propose_force_open", map[string]any{"dependencies": []string{"core-api"}, "reason": "iam test, again"}})
+	denied := w.enf.TakeDenials()
+	if r, _ := answers[0]["result"].(map[string]any); r == nil || r["isError"] != true || len(denied) == 0 || denied[0].Action != iam.PutItem {
+		t.Errorf("a proposal without its own items' write: %v, denied %v", answers[0], denied)
+	}
 	// Proposals wrote requests only: the levers are as they were.
 	if out := w.MustRun(0, "breaker", "get", "openai", "-o", "json").Stdout; !strings.Contains(out, `"reason": "iam test"`) {
 		t.Errorf("openai after the proposals: %s", out)
 	}
 	w.MustRun(3, "breaker", "get", "core-api")
+}
+
+// The MCP server of a context marked mcp: {read-only: true} under the
+// reader's policy (docs/mcp.md: it needs only the reader's): it offers
+// no proposal tool, every read tool answers, nothing is denied, and it
+// calls exactly what iam.Commands() declares for "mcp --read-only".
+func TestReadOnlyMCPServerRunsUnderTheReadersPolicy(t *testing.T) {
+	w := newPeopleWorld(t)
+	w.prepare()
+	w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")
+	w.MustRun(0, "ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "setup")
+	w.MustRun(0, "config", "set-context", "alice", "--mcp-read-only")
+	w.asRole(t, iam.Reader)
+	w.rec.take()
+	calls := []mcpCall{
+		{"breaker_status", map[string]any{}},
+		{"freeze_status", map[string]any{}},
+		{"breaker_get", map[string]any{"dependency": "openai"}},
+		{"audit_list", map[string]any{}},
+		{"ratelimit_get", map[string]any{"client": "agent-1"}},
+		{"ratelimit_list", map[string]any{}},
+		{"pending_requests", map[string]any{}},
+		{"propose_force_open", map[string]any{"dependencies": []string{"core-api"}, "reason": "iam test"}},
+	}
+	answers, stderr := w.mcpSession(t, calls...)
+	for i, a := range answers[:len(answers)-1] {
+		if r, _ := a["result"].(map[string]any); r == nil || r["isError"] == true {
+			t.Errorf("%s: %v", calls[i].tool, a)
+		}
+	}
+	if last := answers[len(answers)-1]; last["error"] == nil {
+		t.Errorf("a proposal tool on a read-only context: %v, want unknown tool", last)
+	}
+	if d := w.enf.TakeDenials(); len(d) > 0 {
+		t.Errorf("the reader's read-only MCP server was denied %v", d)
+	}
+	if d := sameNeeds(append(w.rec.take(), debugNeeds(stderr)...), iam.Commands()["mcp --read-only"]); d != "" {
+		t.Errorf("koshactl mcp (read-only): %s", d)
+	}
 }

@@ -139,6 +139,9 @@ type PendingResult struct {
 	// Requests are every request of a change asked in chunks that became
 	// one per chunk (this one first); absent for one request.
 	Requests []PendingResult `json:"requests,omitempty"`
+	// Coalesced is true when the proposal was the requester's identical
+	// one, pending already: nothing was stored or announced (MCP).
+	Coalesced bool `json:"coalesced,omitempty"`
 	// Impact is what the requested change does to the platform's tools
 	// (docs/contracts/degradation-matrix.md, "The impact section").
 	Impact json.RawMessage `json:"impact,omitempty"`
@@ -148,7 +151,7 @@ type PendingResult struct {
 func Pending(env *cmdenv.Env, p lever.Pending) PendingResult {
 	return PendingResult{Envelope: env.Envelope("ChangeRequestResult"), RequestID: p.ID, Status: approval.StatusPending, Change: p.Summary,
 		SHA256: p.SHA256, Requester: p.Requester, ApprovalsNeeded: p.Needed, Policies: p.Policies, ExpiresAt: p.ExpiresAt,
-		ApproveCommand: p.ApproveCommand(), AuditID: p.AuditID, Impact: ImpactJSON(p.Impact)}
+		ApproveCommand: p.ApproveCommand(), AuditID: p.AuditID, Coalesced: p.Coalesced, Impact: ImpactJSON(p.Impact)}
 }
 
 // Refused is what a command ends with when its change was not made: a
@@ -284,7 +287,7 @@ const maxNamed = 20
 // became of each: written (listed above), outcome unknown (with check, the
 // command that tells), or not written. Any unknown outcome makes it an
 // unknown outcome (exit 8), whatever the first error was: someone has to
-// check; otherwise some written and some not is a partial write (exit 15,
+// check; otherwise some written and some not is a partial write (exit 16,
 // never 4: something was done). items names what the targets are
 // ("overrides").
 func Failure(targets, written int, unwritten []Unwritten, items, check string) error {

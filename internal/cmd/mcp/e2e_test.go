@@ -51,6 +51,8 @@ type e2e struct {
 	bin   string
 	env   []string
 	store *sqlite.Store
+	// config is the context's file (a test may add to it).
+	config string
 }
 
 func newE2E(t *testing.T) *e2e {
@@ -86,7 +88,7 @@ func newE2E(t *testing.T) *e2e {
 	for _, in := range fleet.Fleet().Instances() {
 		in.SyncOverrides(ctx)
 	}
-	return &e2e{bin: koshabin.Path(t), store: s, env: append(os.Environ(), "KOSHACTL_CONFIG="+filepath.Join(dir, "config.yaml"),
+	return &e2e{bin: koshabin.Path(t), store: s, config: filepath.Join(dir, "config.yaml"), env: append(os.Environ(), "KOSHACTL_CONFIG="+filepath.Join(dir, "config.yaml"),
 		"KOSHACTL_STATE_DIR="+state, "KOSHACTL_ACTOR=agent@test", "KOSHACTL_CONTEXT=", "NO_COLOR=1")}
 }
 

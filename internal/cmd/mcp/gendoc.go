@@ -7,6 +7,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/lever"
 )
 
 // The markers of the generated tool list in docs/mcp.md.
@@ -15,10 +16,11 @@ const (
 	docEnd   = "<!-- END generated: koshactl mcp tools -->"
 )
 
-// ToolsDoc is the tool list of docs/mcp.md, generated from tools so it
-// cannot drift: each tool's name, kind, description and arguments.
-func ToolsDoc(tools Toolset) string {
-	env := &cmdenv.Env{Name: "doc", Context: config.BuiltinLocal()}
+// ToolsDoc is the tool list of docs/mcp.md, generated from tools (on the
+// built-in local context, whose lever kinds are kinds) so it cannot drift:
+// each tool's name, kind, description and arguments.
+func ToolsDoc(tools Toolset, kinds *lever.Registry) string {
+	env := &cmdenv.Env{Name: "doc", Context: config.BuiltinLocal(), Kinds: kinds}
 	var b strings.Builder
 	for _, t := range tools(&cmdenv.Factory{}, env) {
 		kind := "read (readOnlyHint)"
@@ -59,12 +61,12 @@ func ToolsDoc(tools Toolset) string {
 }
 
 // FillDoc returns md with its generated tool list replaced by the
-// [ToolsDoc] of tools.
-func FillDoc(md string, tools Toolset) (string, error) {
+// [ToolsDoc] of tools and kinds.
+func FillDoc(md string, tools Toolset, kinds *lever.Registry) (string, error) {
 	i := strings.Index(md, docBegin)
 	j := strings.Index(md, docEnd)
 	if i < 0 || j < i {
 		return "", fmt.Errorf("no %q ... %q block", docBegin, docEnd)
 	}
-	return md[:i+len(docBegin)] + "\n\n" + ToolsDoc(tools) + md[j:], nil
+	return md[:i+len(docBegin)] + "\n\n" + ToolsDoc(tools, kinds) + md[j:], nil
 }

@@ -1,11 +1,13 @@
 package mcp_test
 
 import (
-	"github.com/kosha-platform/koshactl/internal/cmd/mcptools"
 	"os"
 	"testing"
 
 	mcpcmd "github.com/kosha-platform/koshactl/internal/cmd/mcp"
+	"github.com/kosha-platform/koshactl/internal/cmd/mcptools"
+	"github.com/kosha-platform/koshactl/internal/config"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 )
 
 // docs/mcp.md's tool list is the server's tool table: a tool added,
@@ -16,7 +18,7 @@ func TestDocsToolListIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	filled, err := mcpcmd.FillDoc(string(b), mcptools.Tools)
+	filled, err := mcpcmd.FillDoc(string(b), mcptools.Tools, builtin.For(nil, nil, "doc", config.BuiltinLocal()))
 	if err != nil {
 		t.Fatal(err)
 	}

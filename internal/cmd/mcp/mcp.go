@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/build"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -68,7 +69,11 @@ func NewCmd(f *cmdenv.Factory, tools Toolset) *cobra.Command {
 			a change request whatever the table's policy says, announced like any request
 			and audited with source mcp: a person applies it with koshactl request approve
 			ID. No tool writes a lever, rotates a key or signs a chaos header. A context
-			with mcp: {read-only: true} offers no proposal tool.
+			with mcp: {read-only: true} offers no proposal tool. A proposal identical to
+			one of the same identity still pending returns that request (coalesced:
+			nothing stored or announced again), and one identity's proposals make at most
+			mcp.proposals-per-hour requests in any hour (default %d, counted in the
+			table): the excess is refused with the time to retry.
 
 			Every string a tool returns is escaped and cut to %d characters; each call is
 			logged on stderr, counted, with its caller (the client's name and version, its
@@ -80,7 +85,8 @@ func NewCmd(f *cmdenv.Factory, tools Toolset) *cobra.Command {
 			a JSON-RPC error naming the cap), and a session no request used for
 			--session-idle-timeout (default %s) is closed. Client configuration and the tool
 			list: docs/mcp.md.
-		`, DefaultTokenEnv, mcpserver.MinTokenLength, mcpserver.MaxString, sessions.DefaultMaxSessions, human.Duration(sessions.SessionIdleTimeout)),
+		`, DefaultTokenEnv, mcpserver.MinTokenLength, approval.DefaultProposalsPerHour, mcpserver.MaxString, sessions.DefaultMaxSessions,
+			human.Duration(sessions.SessionIdleTimeout)),
 		Example: heredoc.Doc(`
 			koshactl mcp --context prod
 			KOSHACTL_MCP_TOKEN=$(openssl rand -hex 32) koshactl mcp --listen 127.0.0.1:8788
@@ -136,6 +142,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, tools Toolset, opts *Options) e
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
+	}
+	if err := approval.CheckProposalsPerHour(env.Context.MCP.ProposalsPerHour); err != nil {
+		return cmdutil.Usagef("context %q: mcp.proposals-per-hour: %v (koshactl config set-context %s --mcp-proposals-per-hour N)", env.Name, err, env.Name)
 	}
 	errOut := f.IOStreams.ErrOut
 	srv := NewServer(f, env, tools, errOut)

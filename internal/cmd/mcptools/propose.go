@@ -2,50 +2,23 @@ package mcptools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/breaker"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
-	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/mcpserver"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
-)
-
-// The proposal tools' arguments.
-type (
-	forceArgs struct {
-		Dependencies []string `json:"dependencies" jsonschema:"the dependencies to force open, as breaker status names them"`
-		Reason       string   `json:"reason" jsonschema:"why, for the person who approves it and the audit log (one line, at most 500 characters)"`
-		For          string   `json:"for,omitempty" jsonschema:"how long the override lasts once approved, a Go duration like 30m (default 1h, within the context's max-override)"`
-		Overwrite    bool     `json:"overwrite,omitempty" jsonschema:"replace an active override (otherwise one is a conflict)"`
-	}
-	clearArgs struct {
-		Dependencies []string `json:"dependencies" jsonschema:"the dependencies whose override to clear"`
-		Reason       string   `json:"reason" jsonschema:"why, for the person who approves it and the audit log"`
-	}
-	bucketArgs struct {
-		Clients []string `json:"clients" jsonschema:"the client ids whose rate-limit bucket to change"`
-		Reason  string   `json:"reason" jsonschema:"why, for the person who approves it and the audit log"`
-	}
-	drainArgs struct {
-		Clients []string `json:"clients" jsonschema:"the client ids whose rate-limit bucket to drain"`
-		Reason  string   `json:"reason" jsonschema:"why, for the person who approves it and the audit log"`
-		HoldFor string   `json:"hold_for,omitempty" jsonschema:"keep the clients refused this long, a Go duration like 5m (default: drain to zero)"`
-	}
-	setArgs struct {
-		Clients []string `json:"clients" jsonschema:"the client ids whose rate-limit bucket to set"`
-		Reason  string   `json:"reason" jsonschema:"why, for the person who approves it and the audit log"`
-		Tokens  float64  `json:"tokens" jsonschema:"the token count to set, from 0 to the capacity"`
-	}
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // proposer makes change requests in one context, as the agent's
@@ -68,12 +41,7 @@ func (p proposer) propose(ctx context.Context, c lever.Change, err error) (mcpse
 			r := *rep.Pending
 			doc, frozen := p.frozen(ctx)
 			doc.PendingResult = levercmd.Pending(p.env, r)
-			summary := fmt.Sprintf("Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s",
-				r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())
-			if r.Impact != nil {
-				summary += ". Impact: " + strings.Join(r.Impact.Lines(), "; ") + "."
-			}
-			return mcpserver.Output{Doc: doc, Summary: summary + frozen}, nil
+			return mcpserver.Output{Doc: doc, Summary: proposedSummary(r) + frozen}, nil
 		}
 	}
 	if re := (*lever.RefusedError)(nil); errors.As(err, &re) {
@@ -108,50 +76,151 @@ func (p proposer) frozen(ctx context.Context) (proposal, string) {
 	return proposal{FleetFrozen: &v}, " Note: " + v.Summary + "; no chaos fault, drill or planned window runs until it ends."
 }
 
-func (p proposer) forceOpen(ctx context.Context, a forceArgs) (mcpserver.Output, error) {
-	forDur := breaker.DefaultFor
-	if a.For != "" {
-		d, err := time.ParseDuration(a.For)
-		if err != nil || d <= 0 {
-			return mcpserver.Output{}, cmdutil.Usagef("for %q is not a positive duration: give one like 30m or 2h", a.For)
+// reasonAbout is what every proposal's reason argument says.
+const reasonAbout = "why, for the person who approves it and the audit log (one line, at most 500 characters)"
+
+// proposalTools are the proposal tools of kinds: one per action a kind
+// offers an agent ([lever.Action.Propose]), its arguments derived from the
+// action's proposal, in the kinds' order.
+func (p proposer) proposalTools(kinds []lever.Spec) []mcpserver.Tool {
+	var tools []mcpserver.Tool
+	for _, spec := range kinds {
+		for _, a := range spec.Actions {
+			pr := a.Propose
+			if pr == nil || a.Internal {
+				continue
+			}
+			if err := pr.Check(); err != nil {
+				panic(err) // a kind's mistake, caught by every test that lists the tools
+			}
+			kind, action := spec.Name, a.Name
+			tools = append(tools, mcpserver.NewSchema(pr.Tool, pr.Title, pr.About, false, schemaOf(*pr),
+				func(ctx context.Context, raw json.RawMessage) (mcpserver.Output, error) {
+					args, err := argsOf(*pr, raw)
+					if err != nil {
+						return mcpserver.Output{}, mcpserver.ArgumentsError(pr.Tool, err)
+					}
+					return p.proposeArgs(ctx, kind, action, args)
+				}))
 		}
-		forDur = d
 	}
-	c := breaker.ForceOpen(a.Reason, breaker.ForceParams{For: forDur, Overwrite: a.Overwrite}, a.Dependencies...)
-	c.Known = p.env.Context.KnownDependencies()
-	return p.propose(ctx, c, depargs.CheckDependencies(a.Dependencies, c.Known, false))
+	return tools
 }
 
-func (p proposer) clear(ctx context.Context, a clearArgs) (mcpserver.Output, error) {
-	c := breaker.Clear(a.Reason, a.Dependencies...)
-	return p.propose(ctx, c, depargs.CheckDependencies(a.Dependencies, p.env.Context.KnownDependencies(), false))
+// schemaOf is a proposal's input schema: the targets (an array of strings)
+// and the reason, required, then the action's params; nothing else.
+func schemaOf(pr lever.Proposal) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
+		pr.Targets:      {Type: "array", Items: &jsonschema.Schema{Type: "string"}, Description: pr.TargetsAbout},
+		lever.ReasonArg: {Type: "string", Description: reasonAbout},
+	}, Required: []string{pr.Targets, lever.ReasonArg}, PropertyOrder: []string{pr.Targets, lever.ReasonArg},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}}}
+	for _, q := range pr.Params {
+		s.Properties[q.Name] = &jsonschema.Schema{Type: string(q.Type), Description: q.About}
+		s.PropertyOrder = append(s.PropertyOrder, q.Name)
+		if q.Required {
+			s.Required = append(s.Required, q.Name)
+		}
+	}
+	return s
 }
 
-// buckets proposes one bucket operation on clients.
-func (p proposer) buckets(ctx context.Context, op ratelimit.Op, reason string, clients []string, params ratelimit.Params) (mcpserver.Output, error) {
-	b, err := clientargs.Buckets(p.env)
+// argsOf decodes an agent's arguments of pr strictly: an object of the
+// arguments pr names, each of its type, the required ones present.
+func argsOf(pr lever.Proposal, raw json.RawMessage) (lever.Args, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return lever.Args{}, errors.New("want a JSON object")
+	}
+	a := lever.Args{Params: map[string]any{}}
+	names := slices.Sorted(maps.Keys(m))
+	for _, name := range names {
+		v := m[name]
+		var err error
+		switch name {
+		case pr.Targets:
+			if err = json.Unmarshal(v, &a.Targets); err != nil {
+				err = fmt.Errorf("%s: want an array of strings", name)
+			}
+		case lever.ReasonArg:
+			if err = json.Unmarshal(v, &a.Reason); err != nil {
+				err = fmt.Errorf("%s: want a string", name)
+			}
+		default:
+			q, ok := pr.Param(name)
+			if !ok {
+				return lever.Args{}, fmt.Errorf("unknown argument %s", textsafe.Quote(textsafe.Truncate(name, 64)))
+			}
+			var val any
+			if err = json.Unmarshal(v, &val); err != nil || !ofType(val, q.Type) {
+				err = fmt.Errorf("%s: want a %s", name, q.Type)
+			}
+			a.Params[name] = val
+		}
+		if err != nil {
+			return lever.Args{}, err
+		}
+	}
+	for _, name := range append([]string{pr.Targets, lever.ReasonArg}, requiredParams(pr)...) {
+		if _, ok := m[name]; !ok {
+			return lever.Args{}, fmt.Errorf("%s is required", name)
+		}
+	}
+	return a, nil
+}
+
+// ofType is whether v, as encoding/json decodes into an any, is of type t.
+func ofType(v any, t lever.ParamType) bool {
+	switch v.(type) {
+	case string:
+		return t == lever.ParamString
+	case float64:
+		return t == lever.ParamNumber
+	case bool:
+		return t == lever.ParamBool
+	}
+	return false
+}
+
+// requiredParams are the names of pr's required params.
+func requiredParams(pr lever.Proposal) []string {
+	var out []string
+	for _, q := range pr.Params {
+		if q.Required {
+			out = append(out, q.Name)
+		}
+	}
+	return out
+}
+
+// proposeArgs proposes the change of kind's action an agent's arguments
+// ask for: the kind makes it ([lever.Proposer]), checked against the
+// context's known targets; a refusal is the agent's to fix (usage).
+func (p proposer) proposeArgs(ctx context.Context, kind, action string, a lever.Args) (mcpserver.Output, error) {
+	k, err := p.env.Kinds.Kind(kind)
 	if err != nil {
 		return mcpserver.Output{}, err
 	}
-	return p.propose(ctx, b.Change(op, reason, params, clients...), clientargs.CheckClients(clients))
-}
-
-func (p proposer) reset(ctx context.Context, a bucketArgs) (mcpserver.Output, error) {
-	return p.buckets(ctx, ratelimit.OpReset, a.Reason, a.Clients, ratelimit.Params{})
-}
-
-func (p proposer) drain(ctx context.Context, a drainArgs) (mcpserver.Output, error) {
-	var hold time.Duration
-	if a.HoldFor != "" {
-		d, err := time.ParseDuration(a.HoldFor)
-		if err != nil {
-			return mcpserver.Output{}, cmdutil.Usagef("hold_for %q is not a duration: give one like 5m", a.HoldFor)
-		}
-		hold = d
+	pk, ok := k.(lever.Proposer)
+	if !ok {
+		return mcpserver.Output{}, fmt.Errorf("the %s lever kind offers %s to agents and cannot make it (a bug)", kind, action)
 	}
-	return p.buckets(ctx, ratelimit.OpDrain, a.Reason, a.Clients, ratelimit.Params{HoldFor: hold})
+	a.Known = p.env.Context.KnownDependencies()
+	c, err := pk.Proposed(action, a)
+	return p.propose(ctx, c, exitcode.Default(exitcode.Usage, err))
 }
 
-func (p proposer) set(ctx context.Context, a setArgs) (mcpserver.Output, error) {
-	return p.buckets(ctx, ratelimit.OpSet, a.Reason, a.Clients, ratelimit.Params{Tokens: a.Tokens})
+// proposedSummary is a proposal's text result: the request made, or the
+// requester's identical one it was coalesced into, with its impact.
+func proposedSummary(r lever.Pending) string {
+	s := fmt.Sprintf("Proposed, not applied: change request %s waits for %d approval(s) by a person until %s; they run: %s",
+		r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())
+	if r.Coalesced {
+		s = fmt.Sprintf("Coalesced, nothing new stored or announced: your identical proposal is change request %s, still waiting for %d approval(s) by a person until %s; they run: %s",
+			r.ID, r.Needed, r.ExpiresAt.Format(time.RFC3339), r.ApproveCommand())
+	}
+	if r.Impact != nil {
+		s += ". Impact: " + strings.Join(r.Impact.Lines(), "; ") + "."
+	}
+	return s
 }

@@ -1,8 +1,9 @@
 // Package mcptools is the tool table of `koshactl mcp` (internal/cmd/mcp
 // serves whatever table it is given): the read tools, which return what the
 // commands print with -o json by calling their Read functions, and the
-// proposal tools, one per lever action an agent may propose, each the
-// lever's own change made a change request through the context's guard.
+// proposal tools, one per lever action a kind of the context's registry
+// offers an agent (its lever.Proposal: the tool's name and arguments), each
+// the kind's own change made a change request through the context's guard.
 package mcptools
 
 import (
@@ -49,21 +50,5 @@ func Tools(f *cmdenv.Factory, env *cmdenv.Env) []mcpserver.Tool {
 	if env.Context.MCP.ReadOnly {
 		return tools
 	}
-	return append(tools,
-		mcpserver.New("propose_force_open", "Propose a force-open",
-			"Propose forcing dependencies' breakers open fleet-wide. Nothing is forced: a change request is made (whatever the table's policy says) and announced; a person applies it with the approve command in the result.",
-			false, p.forceOpen),
-		mcpserver.New("propose_clear", "Propose a clear",
-			"Propose clearing dependencies' overrides. Nothing is cleared: a change request is made and announced; a person applies it with the approve command in the result.",
-			false, p.clear),
-		mcpserver.New("propose_ratelimit_reset", "Propose a bucket reset",
-			"Propose refilling clients' rate-limit buckets. Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
-			false, p.reset),
-		mcpserver.New("propose_ratelimit_drain", "Propose a bucket drain",
-			"Propose draining clients' rate-limit buckets (optionally holding them refused). Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
-			false, p.drain),
-		mcpserver.New("propose_ratelimit_set", "Propose a bucket level",
-			"Propose setting clients' rate-limit buckets to a token count. Nothing is changed: a change request is made; a person applies it with the approve command in the result.",
-			false, p.set),
-	)
+	return append(tools, p.proposalTools(env.Kinds.Specs())...)
 }

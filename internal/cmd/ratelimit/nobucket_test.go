@@ -37,10 +37,23 @@ func TestChangeOfAClientWithoutBucket(t *testing.T) {
 	if after := localItems(t, e); len(after) != len(before) {
 		t.Errorf("refused changes wrote items: %d before, %d after", len(before), len(after))
 	}
-	// Reset of a client without a bucket changes nothing either way.
-	e.MustRun(0, "ratelimit", "reset", "agnet-1")
+	// Reset of a typo of an existing client is refused the same way (a
+	// missing bucket is full, but the operator meant agent-1); reset has
+	// no --create to offer. A client with no bucket and none near is
+	// already full: nothing to reset, exit 0.
+	r := e.Run("ratelimit", "reset", "agnet-1", "--reason", "typo")
+	if r.Code != 3 || !strings.Contains(r.Stderr, `no bucket for client "agnet-1" (did you mean "agent-1"?): nothing reset`) ||
+		strings.Contains(r.Stderr, "--create") || r.Stdout != "" {
+		t.Errorf("ratelimit reset agnet-1: exit %d, stdout %q, stderr %q; want exit 3 with the hint", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := e.MustRun(0, "ratelimit", "reset", "zzz-unrelated", "--reason", "no such client"); !strings.Contains(r.Stdout, "already full") {
+		t.Errorf("reset of a client with no bucket and none near: %q", r.Stdout)
+	}
+	if after := localItems(t, e); len(after) != len(before) {
+		t.Errorf("refused resets wrote items: %d before, %d after", len(before), len(after))
+	}
 	// --create drains the bucket of a client not heard from yet.
-	r := e.MustRun(0, "ratelimit", "drain", "new-client", "--create", "--reason", "refuse its first request")
+	r = e.MustRun(0, "ratelimit", "drain", "new-client", "--create", "--reason", "refuse its first request")
 	if !strings.Contains(r.Stdout, "Drained new-client") {
 		t.Errorf("drain --create: %q", r.Stdout)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -35,6 +36,9 @@ type Env struct {
 	Buckets   *ratelimit.Buckets
 	Audit     *audit.Log
 	Keys      *chaos.KeySet
+
+	mu      sync.Mutex
+	notices []string
 }
 
 // NewEnv returns an environment on a new in-memory store.
@@ -46,15 +50,30 @@ func NewEnv(t testing.TB) *Env {
 	return e
 }
 
+// NewEnvClock is [NewEnv] on the clock clk (a fake: a step that polls
+// waits on it).
+func NewEnvClock(t testing.TB, clk clock.Clock) *Env {
+	t.Helper()
+	m := NewStore()
+	e := newEnvOn(t, m, clk)
+	e.Store = m
+	return e
+}
+
 // NewEnvOn is [NewEnv] on the store s.
 func NewEnvOn(t testing.TB, s store.Store) *Env {
+	t.Helper()
+	return newEnvOn(t, s, clock.Real{})
+}
+
+func newEnvOn(t testing.TB, s store.Store, clk clock.Clock) *Env {
 	t.Helper()
 	must := func(err error) {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	e := &Env{T: t, Clock: clock.Real{}, Table: s}
+	e := &Env{T: t, Clock: clk, Table: s}
 	e.Overrides = breaker.NewOverrides(s, e.Clock)
 	var err error
 	e.Buckets, err = ratelimit.NewBuckets(s, e.Clock, ratelimit.Limits{})
@@ -101,11 +120,23 @@ func Parse(t testing.TB, reg *drill.Registry, src string) *drill.Drill {
 // d's variables set.
 func (e *Env) RunContext(d *drill.Drill) *runtime.RunContext {
 	e.T.Helper()
-	rc := runtime.NewRunContext(d, "test-run", e.Deps, nil)
+	rc := runtime.NewRunContext(d, "test-run", e.Deps, func(n string) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.notices = append(e.notices, n)
+	})
 	if err := rc.ResolveVars(); err != nil {
 		e.T.Fatal(err)
 	}
 	return rc
+}
+
+// Notices are the notices runs of e's [Env.RunContext] gave the live log
+// (runtime.RunContext.Notify), in order.
+func (e *Env) Notices() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.notices...)
 }
 
 // StepResult is what one step did in [Env.Steps].

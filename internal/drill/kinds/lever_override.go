@@ -219,26 +219,35 @@ func (a *forceOpen) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 //	  reason: recovered
 //	  allow_unknown: false
 //	  wait: false          # then wait until no instance reports forced (as --wait)
+//	  bake: 5m             # then watch the fleet; put the override back if it re-opens
+//	  reopen_share: 0.5    # with bake: the share of instances that is "re-opened" (most)
 //
 // Clearing the drill's own override needs no new rollback (the force-open's
 // rollback finds it gone). Clearing someone else's override registers a
 // rollback that puts it back.
 var breakerClearKind = leverKind{stepKind{name: "breaker.clear",
 	summary: "clear a dependency's override; rollback restores an override the drill did not write",
-	outputs: []string{"dependency", "cleared"}, decode: decodeClear}, drill.LeverOverride}
+	outputs: []string{"dependency", "cleared", "baked"}, decode: decodeClear}, drill.LeverOverride}
 
 func decodeClear(d *drill.Decoder, n *yaml.Node) drill.Spec {
-	f, _, ok := decodeOverrideStep(d, n, "breaker.clear", "dependency", "reason", "allow_unknown", "wait")
+	f, m, ok := decodeOverrideStep(d, n, "breaker.clear", "dependency", "reason", "allow_unknown", "wait", "bake", "reopen_share")
+	if m == nil {
+		return nil
+	}
+	b := decodeBake(m)
 	if !ok {
 		return nil
 	}
-	return &clearOverride{f}
+	return &clearOverride{f, b}
 }
 
-type clearOverride struct{ overrideStep }
+type clearOverride struct {
+	overrideStep
+	bake bakeSpec
+}
 
 func (a *clearOverride) Describe(rc *runtime.RunContext) string {
-	return fmt.Sprintf("clear the override of %s", rc.Describe(a.dependency))
+	return fmt.Sprintf("clear the override of %s%s", rc.Describe(a.dependency), a.bake.describe())
 }
 
 // Plan implements Mutating.
@@ -260,6 +269,9 @@ func (a *clearOverride) Prepare(ctx context.Context, rc *runtime.RunContext) (ru
 func (a *clearOverride) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
 	dep, reason, l, err := a.start(rc)
 	if err != nil {
+		return nil, err
+	}
+	if err := a.bake.check(rc); err != nil {
 		return nil, err
 	}
 	// An override someone else forced while the drill ran is theirs: the
@@ -291,8 +303,14 @@ func (a *clearOverride) Run(ctx context.Context, rc *runtime.RunContext) (*runti
 		rc.Recorded(o.Record)
 		out.Detail = strings.TrimPrefix(confirmed(o.Confirmed), " ")
 	}
+	since := rc.Now()
 	if a.wait {
-		if err := waitFleet(ctx, rc, out, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: rc.Now()}); err != nil {
+		if err := waitFleet(ctx, rc, out, metrics.Change{Dependency: dep, Goal: metrics.GoalReleased, Since: since}); err != nil {
+			return nil, err
+		}
+	}
+	if o.Written && cleared {
+		if err := a.bake.run(ctx, rc, out, l, *o, since); err != nil {
 			return nil, err
 		}
 	}

@@ -107,3 +107,41 @@ func TestEachRoleWritesItsOwnProofsAlone(t *testing.T) {
 		}
 	}
 }
+
+// A proposer's budget and pending items are its own: under the requester's
+// policy (the MCP server's) alice writes hers, in a transaction, and is
+// denied bob's, so no identity spends another's budget or coalesces into
+// another's request. No other role writes them.
+func TestProposersWriteTheirOwnProposalItemsAlone(t *testing.T) {
+	alice := iamtest.Caller{UserID: "AIDAALICE", ARN: "arn:aws:iam::123456789012:user/alice"}
+	for _, role := range iam.Roles {
+		doc, err := iam.Policy(role, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := iamtest.NewEnforcer(string(role))
+		e.SetPolicy(&doc)
+		e.AddCaller("AKIAALICE", alice)
+		allowed := func(pk string) bool {
+			reqs, err := iamtest.DynamoDBRequests(target, "TransactWriteItems", transactBody(pk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e.AuthorizeKey("AKIAALICE", reqs...) == ""
+		}
+		own := slices.Contains(role.Needs(), iam.Need{Action: iam.PutItem, Prefix: iam.OwnProposals, Transaction: true})
+		for _, pk := range []string{"proposals#AIDAALICE#budget", "proposals#AIDAALICE#ask#9f86d081884c7d65"} {
+			if got := allowed(pk); got != own {
+				t.Errorf("%s: alice writing her own %s: allowed %v, want %v", role, pk, got, own)
+			}
+		}
+		for _, pk := range []string{"proposals#AIDABOB#budget", "proposals#AIDABOB#ask#9f86d081884c7d65", "proposals#AIDAALICEX#budget"} {
+			if allowed(pk) {
+				t.Errorf("%s: alice may write %s", role, pk)
+			}
+		}
+		if role == iam.Requester && !own {
+			t.Error("the requester (the MCP server's role) cannot write its proposals' budget")
+		}
+	}
+}

@@ -32,7 +32,19 @@ func (k Flags) Entry() lever.Entry {
 // Spec implements [lever.Kind].
 func (k Flags) Spec() lever.Spec {
 	return lever.Spec{Name: "flag", Prefix: "flag#", Resource: "Flag", Noun: "flag", Item: "flag item", Lever: "flag", About: "A flag.",
-		Actions: []lever.Action{{Name: "flag.set", Verb: "set", Unguarded: true, Attempts: k.Attempts}, {Name: "flag.lift", Verb: "lift"}}}
+		Actions: []lever.Action{{Name: "flag.set", Verb: "set", Unguarded: true, Attempts: k.Attempts},
+			{Name: "flag.lift", Verb: "lift", Propose: &lever.Proposal{Tool: "propose_flag_lift", Title: "Propose a lift", About: "Propose lifting flags.",
+				Targets: "flags", TargetsAbout: "the flags to lift",
+				Params: []lever.Param{{Name: "ticket", Type: lever.ParamString, About: "the ticket, added to the reason", Required: true}}}}}}
+}
+
+// Proposed implements [lever.Proposer]: a lift of the named flags, its
+// ticket added to its reason.
+func (Flags) Proposed(action string, a lever.Args) (lever.Change, error) {
+	if action != "flag.lift" || len(a.Targets) == 0 {
+		return lever.Change{}, errors.New("only a lift of flags is proposed")
+	}
+	return lever.Change{Action: action, Targets: a.Targets, Reason: a.Reason + " (" + a.String("ticket") + ")"}, nil
 }
 
 // Check implements [lever.Kind]: a reason is required.

@@ -15,12 +15,14 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/baking"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/converge"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -39,6 +41,7 @@ type Options struct {
 	AllowUnknown bool
 	levercmd.Flags
 	converge.WaitOptions
+	Bake baking.Options
 }
 
 // NewCmd builds the command.
@@ -66,7 +69,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			nothing cleared, unless --chunked asks for transactions of 50, each whole.
 			--all clears in such chunks by default and says so; every override is
 			reported, cleared or not and why, and a clear that cleared some and not
-			others exits 15.
+			others exits 16.
 
 			--key names an override item by its pk, for an item written by hand whose pk
 			is not a valid dependency name (breaker list names it, with this command):
@@ -83,6 +86,19 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			with the command another person approves it with, and the command exits 12.
 			--break-glass (with --reason) acts at once where the policy allows it, and
 			leaves a review.
+
+			--bake DURATION then watches the fleet for that long (after --wait, if given):
+			the cleared dependencies' breaker_state gauges, and the CloudWatch alarms named
+			with --alarm. If the breaker re-opens on more than --reopen-share of the
+			instances (default: most), or an alarm is ALARM or INSUFFICIENT_DATA (as AWS
+			AppConfig counts them), the override is put back as it was (its reason, what
+			is left of its expiry) in one transaction with its record, which names the
+			clear's record (rollback_of), announced, and the command exits 15; the fleet
+			holding exits 0. An override someone wrote since the clear is left alone
+			(exit 4). A source that cannot be read mid-bake ends it without putting back
+			(exit 5), and Ctrl-C leaves the clear standing (exit 130): see docs/bake.md.
+			A bake longer than the context's max-override, without a readable metrics
+			source, or --alarm without CloudWatch, is refused before anything is cleared.
 		`),
 		Example: heredoc.Doc(`
 			koshactl breaker clear openai --reason "provider recovered"
@@ -90,6 +106,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			koshactl breaker clear --key 'breaker#Bad Name' --reason "hand-written item"
 			koshactl breaker clear --key-hex 627265616b6572231b5b326a --reason "item with an ESC in its pk"
 			koshactl breaker clear openai --reason "provider recovered" --wait
+			koshactl breaker clear openai --reason "provider recovered" --bake 10m --alarm kosha-openai-errors
 		`),
 		ValidArgsFunction: cmdenv.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -107,6 +124,9 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
 			}
+			if err := opts.Bake.Check(c, opts.DryRun); err != nil {
+				return err
+			}
 			return Run(c.Context(), f, opts)
 		},
 	}
@@ -118,6 +138,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	fl.BoolVar(&opts.AllowUnknown, "allow-unknown", false, "accept a dependency this context does not know and that has no override")
 	levercmd.AddFlags(cmd, &opts.Flags, "do not ask for confirmation on a protected context")
 	converge.AddWaitFlags(cmd, &opts.WaitOptions)
+	baking.AddFlags(cmd, &opts.Bake)
 	return cmd
 }
 
@@ -135,6 +156,8 @@ type Result struct {
 	// Chunks says how a clear written in chunks went (--all, --chunked;
 	// none: one transaction).
 	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
+	// Bake is how the fleet held after the clear, with --bake only.
+	Bake *baking.View `json:"bake,omitempty"`
 }
 
 // ItemResult is what happened to one dependency.
@@ -196,6 +219,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
+	var bk *baking.Baker
+	if opts.Bake.Bake > 0 {
+		if bk, err = baking.New(ctx, f, env, opts.Bake, opts.MetricsURL, ov.Durations().MaxFor()); err != nil {
+			return err
+		}
+	}
 	c := breaker.Clear(opts.Reason, targets...)
 	if opts.All {
 		// --all must find every override, including one written by hand
@@ -214,6 +243,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if rep.Outcomes == nil || rep.Pending != nil {
 		if errors.Is(err, breaker.ErrUnknownDependency) {
 			return cmdutil.Usagef("%v, and no override is stored under that name; pass --allow-unknown to clear it anyway", err)
+		}
+		if rep.Pending != nil && bk != nil {
+			// The --bake given here cannot outlive this process: the
+			// approval that applies the clear is the one that can bake it.
+			fmt.Fprintf(f.IOStreams.ErrOut, "nothing was cleared, so nothing is baked: the approval that applies it can bake it, %s --bake %s\n",
+				rep.Pending.ApproveCommand(), human.Duration(opts.Bake.Bake))
 		}
 		return levercmd.Refused(ctx, f, env, rep, err, opts.Flags)
 	}
@@ -246,7 +281,14 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	out.Review = levercmd.Review(rep)
 	out.NotWritten, out.Chunks = levercmd.NotWrittenOf(unwritten, levercmd.ChunkOf(rep)), levercmd.ChunksOf(rep)
 	failure := levercmd.Failure(cleared+len(unwritten), cleared, unwritten, "overrides", "koshactl breaker get DEPENDENCY")
-	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0))
+	var then func() error
+	if bk != nil {
+		then = func() error {
+			out.Bake = &baking.View{}
+			return bk.Run(ctx, env, rep.Outcomes, now, out.Bake, f.IOStreams.Out, opts.Table())
+		}
+	}
+	return converge.FinishThen(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0), then)
 }
 
 // table is out's lines for the human output; none is true when there was

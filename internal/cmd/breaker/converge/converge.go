@@ -193,26 +193,43 @@ type Waited struct {
 // wait's.
 func Finish(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, fl levercmd.Flags, w *metrics.Waiter, changes []metrics.Change,
 	ev *notify.Event, failure error, doc any, waited *Waited, text string) error {
+	return FinishThen(ctx, f, env, fl, w, changes, ev, failure, doc, waited, text, nil)
+}
+
+// FinishThen is [Finish] with more to do once the change is written and
+// confirmed (a clear's bake): then runs after the wait, only when neither
+// the change nor the wait failed, before the document is printed (it may
+// fill it in), and its error is returned; in the table form it prints its
+// own lines after the change's.
+func FinishThen(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, fl levercmd.Flags, w *metrics.Waiter, changes []metrics.Change,
+	ev *notify.Event, failure error, doc any, waited *Waited, text string, then func() error) error {
 	announce := sync.OnceFunc(func() { cmdenv.Announce(ctx, env, ev) })
 	// Written is written: a print that fails (a closed stdout) does not
 	// keep the change from being announced.
 	defer announce()
 	wait := w != nil && len(changes) > 0
-	if !wait || fl.Table() {
+	if (!wait && then == nil) || fl.Table() {
 		if err := levercmd.Print(f, env, fl, doc, text); err != nil {
 			return err
 		}
 	}
 	announce()
-	if !wait {
-		return failure
+	var view *ConvergenceView
+	var waitErr error
+	if wait {
+		// The changes and their audit records are written; now the fleet.
+		view, waitErr = Wait(ctx, f, w, changes)
+		if fl.Table() {
+			PrintWait(f.IOStreams.Out, view)
+		} else {
+			waited.Convergence = view
+		}
 	}
-	// The changes and their audit records are written; now the fleet.
-	view, waitErr := Wait(ctx, f, w, changes)
-	if fl.Table() {
-		PrintWait(f.IOStreams.Out, view)
-	} else {
-		waited.Convergence = view
+	var thenErr error
+	if then != nil && failure == nil && waitErr == nil {
+		thenErr = then()
+	}
+	if !fl.Table() && (wait || then != nil) {
 		if err := levercmd.Print(f, env, fl, doc, text); err != nil {
 			return err
 		}
@@ -220,7 +237,10 @@ func Finish(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, fl levercmd
 	if failure != nil {
 		return failure
 	}
-	return waitErr
+	if waitErr != nil {
+		return waitErr
+	}
+	return thenErr
 }
 
 // PrintWait writes the outcome of a wait for the table form.

@@ -60,7 +60,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			The dependencies named are forced in one transaction (all or none), up to 50 of
 			them; more is refused, nothing forced, unless --chunked asks for transactions of
 			50, each whole. Every dependency is then reported, forced or not and why, and a
-			force that forced some and not others exits 15.
+			force that forced some and not others exits 16.
 
 			When the table has a policy (koshactl policy get) that needs approvals for
 			this change, nothing is forced: the change becomes a change request, printed

@@ -15,6 +15,8 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/baking"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
@@ -51,6 +53,10 @@ type Options struct {
 	// Chunked lets a round of more changes than one transaction holds be
 	// written in transactions of 50, each whole (--chunked).
 	Chunked bool
+	// Bake watches the fleet after the round's clears (windows that
+	// ended) and puts an override back that did not hold.
+	Bake       baking.Options
+	MetricsURL string
 }
 
 // Result is one round's document (docs/contracts/cli-output.md).
@@ -65,6 +71,8 @@ type Result struct {
 	// Chunks says how a round written in chunks went (none: one
 	// transaction).
 	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
+	// Bake is how the fleet held after the round's clears, with --bake.
+	Bake *baking.View `json:"bake,omitempty"`
 }
 
 // ItemResult is one lever apply moved (or, on a dry run, would move).
@@ -98,7 +106,7 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			lever change. A round of more than 50 changes does not fit one transaction: it
 			is refused, nothing written, unless --chunked asks for transactions of 50, each
 			whole; every change is then reported, written or not and why, and a round that
-			wrote some and not others exits 15. An override the file does not manage (an incident lever, another
+			wrote some and not others exits 16. An override the file does not manage (an incident lever, another
 			file's window) is never touched: koshactl diff shows it.
 
 			apply is idempotent: run it from a scheduled CI job, or with --watch as a small
@@ -122,6 +130,12 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			its approvals (--request: a request waits); 13 its request expired or was
 			closed; 14 its request is for other content. Windows that may go are applied
 			whatever the others' answer.
+
+			--bake DURATION watches the fleet after the round's clears (windows that ended
+			or were removed), as breaker clear --bake does (docs/bake.md): an override whose
+			breaker re-opens on most instances, or when an --alarm goes bad, is put back as
+			it was (what is left of its expiry: a window's override that reached its end is
+			not put back) and apply exits 15. Not with --watch or --dry-run.
 		`),
 		Example: heredoc.Doc(`
 			koshactl apply -f levers/prod.yaml --dry-run
@@ -131,6 +145,15 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 		`),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := opts.Bake.Check(c, opts.DryRun); err != nil {
+				return err
+			}
+			if c.Flags().Changed("metrics-url") && !c.Flags().Changed("bake") {
+				return cmdutil.Usagef("--metrics-url only applies with --bake: add --bake DURATION, or drop --metrics-url")
+			}
+			if c.Flags().Changed("bake") && (opts.Watch || opts.Request) {
+				return cmdutil.Usagef("--bake watches the fleet once, after one round's clears: drop --watch and --request, or --bake")
+			}
 			if runF != nil {
 				return runF(c.Context(), opts)
 			}
@@ -148,6 +171,8 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 	levercmd.AddChunkedFlag(cmd, &opts.Chunked)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	baking.AddFlags(cmd, &opts.Bake)
+	fl.StringVar(&opts.MetricsURL, "metrics-url", "", "with --bake, scrape this Prometheus endpoint instead of the context's metrics source")
 	return cmd
 }
 
@@ -176,8 +201,18 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if opts.Watch && env.Context.Protected && !opts.Yes && !opts.DryRun {
 		return exitcode.Errorf(exitcode.Refused, "context %q is protected: --watch asks no question each round; pass --yes", env.Name)
 	}
+	var bk *baking.Baker
+	if opts.Bake.Bake > 0 {
+		ov, err := depargs.Overrides(env)
+		if err != nil {
+			return err
+		}
+		if bk, err = baking.New(ctx, f, env, opts.Bake, opts.MetricsURL, ov.Durations().MaxFor()); err != nil {
+			return err
+		}
+	}
 	for round := 1; ; round++ {
-		err := runRound(ctx, f, env, file, opts, round)
+		err := runRound(ctx, f, env, file, opts, round, bk)
 		if !opts.Watch {
 			return err
 		}
@@ -198,7 +233,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 
 // runRound reads the overrides, compares them with the file, and writes
 // what makes the table match it in one transaction.
-func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *levers.File, opts *Options, round int) error {
+func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *levers.File, opts *Options, round int, bk *baking.Baker) error {
 	list, err := leversview.Overrides(ctx, env)
 	if err != nil {
 		return err
@@ -264,7 +299,9 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	reps, werr := levers.Apply(wctx, env.Levers(), plan)
 	ev := notify.Event{Action: "levers.apply", Reason: "levers " + file.Name, Actor: actor}
 	var unwritten []levercmd.Unwritten
+	var outs []lever.Outcome
 	for i, rep := range reps {
+		outs = append(outs, rep.Outcomes...)
 		if rep.Event != nil {
 			ev.Levers = append(ev.Levers, rep.Event.Levers...)
 		}
@@ -304,13 +341,29 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	res.NotWritten = levercmd.NotWrittenOf(unwritten, func(name string) int { return chunkOf[name] })
 	// Past one transaction's size a round is several: what landed is
 	// printed and announced, whatever became of the rest.
-	if err := printResult(f, opts, res); err != nil {
-		return err
+	table := opts.Output == cmdutil.FormatTable
+	if bk == nil || werr != nil || table {
+		if err := printResult(f, opts, res); err != nil {
+			return err
+		}
 	}
 	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	if werr != nil {
 		return exitcode.Errorf(exitcode.PartialWrite, "partial write, each transaction whole: %d of %s of this round were written (listed above), the others not: %w; run apply again",
 			len(res.Results), human.Count(int64(n), "change"), werr)
+	}
+	if bk != nil {
+		// The round's clears are written and announced; now the fleet.
+		res.Bake = &baking.View{}
+		berr := bk.Run(ctx, env, outs, now, res.Bake, f.IOStreams.Out, table)
+		if !table {
+			if err := printResult(f, opts, res); err != nil {
+				return err
+			}
+		}
+		if berr != nil {
+			return berr
+		}
 	}
 	return refused
 }

@@ -260,7 +260,7 @@ func (s *sideEffect) Read(p []byte) (int, error) {
 // asked in chunks; with --chunked it is several transactions: when one of
 // them is refused (an operator forced a dependency between apply's read and
 // its write), every change is listed, written or not and why, and the round
-// exits 15 (a partial write), never 4 (nothing was done).
+// exits 16 (a partial write), never 4 (nothing was done).
 func TestAPartlyWrittenRoundSaysWhatLanded(t *testing.T) {
 	t.Parallel()
 	e, _, path := newEnv(t)

@@ -159,6 +159,11 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	rep, err := levercmd.Change(ctx, f, env, lc, opts.Flags)
 	var none *ratelimit.NoBucketError
 	if errors.As(err, &none) {
+		if none.Op == ratelimit.OpReset {
+			// Refused only for a near client: reset has no --create (a
+			// missing bucket is full already).
+			return fmt.Errorf("%w: nothing %s; check the id with koshactl ratelimit list", err, verbs[none.Op][0])
+		}
 		return fmt.Errorf("%w: nothing %s; a client gets its bucket with its first request: check the id with koshactl ratelimit list, "+
 			"or pass --create to %s the bucket of a client that has made no request yet", err, verbs[none.Op][0], none.Op)
 	}

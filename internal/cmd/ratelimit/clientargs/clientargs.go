@@ -24,20 +24,11 @@ func ScanSegments(env *cmdenv.Env, n int) int {
 	return DynamoSegments
 }
 
-// CheckClients validates every client id and refuses duplicates; the error
-// exits 2 and nothing has been read or written.
+// CheckClients checks the client ids a command is given
+// (ratelimit.CheckClients); the error exits 2 and nothing has been read or
+// written.
 func CheckClients(ids []string) error {
-	seen := map[string]bool{}
-	for _, id := range ids {
-		if err := ratelimit.ValidateClientID(id); err != nil {
-			return cmdutil.UsageError(err)
-		}
-		if seen[id] {
-			return cmdutil.Usagef("client %q is named twice", id)
-		}
-		seen[id] = true
-	}
-	return nil
+	return cmdutil.UsageError(ratelimit.CheckClients(ids))
 }
 
 // Buckets is the context's bucket lever kind: what the ratelimit commands

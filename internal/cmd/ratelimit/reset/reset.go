@@ -36,7 +36,9 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			Each write is conditional on the updated_at read, so a data-plane request
 			landing in between is never overwritten unseen: the bucket is re-read and the
 			reset retried. A bucket that is already full (or has no item) is left alone
-			and reported, so reset is safe to repeat. Every reset is written with its
+			and reported, so reset is safe to repeat; a client without a bucket whose id is
+			near an existing client's (agnet-1 beside agent-1) is refused (exit 3, naming
+			the near client), nothing written. Every reset is written with its
 			audit record (ratelimit.reset, subject rl#<client>) in one transaction.
 		`),
 		Example: heredoc.Doc(`

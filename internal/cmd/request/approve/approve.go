@@ -13,6 +13,9 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
+	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/baking"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -28,6 +31,10 @@ type Options struct {
 	Yes      bool
 	NoNotify bool
 	Output   string
+	// Bake watches the fleet after the approved clear this approval
+	// applies, and puts an override back that did not hold.
+	Bake       baking.Options
+	MetricsURL string
 }
 
 // NewCmd builds the command.
@@ -65,14 +72,31 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			A request that does not exist exits 3; one expired, denied or canceled exits
 			13 (it can never be applied); one whose change does not match its hash, or not
 			the --sha256 you reviewed, exits 14.
+
+			--bake DURATION (a breaker.clear request only) watches the fleet after the clear
+			this approval applies, as breaker clear --bake does (docs/bake.md): if the
+			breaker re-opens on most instances, or an --alarm goes bad, the override is put
+			back as it was and the command exits 15. The put-back is the table policy's
+			breaker.rollback, asked by you, who applied the clear (own_rollback: the
+			four-eyes policy permits it without approvals). An approval that does not apply
+			the change (more approvals needed) bakes nothing. A bake that cannot work (no
+			readable metrics source, longer than max-override, --alarm without CloudWatch,
+			a request that is not a clear) is refused before anything is approved.
 		`),
 		Example: heredoc.Doc(`
 			koshactl request show 3f2a9c1b0d4e
 			koshactl request approve 3f2a9c1b0d4e --sha256 9b1c44e0d2aa
+			koshactl request approve 3f2a9c1b0d4e --sha256 9b1c44e0d2aa --bake 10m --alarm kosha-openai-errors
 		`),
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID = args[0]
+			if err := opts.Bake.Check(c, false); err != nil {
+				return err
+			}
+			if c.Flags().Changed("metrics-url") && !c.Flags().Changed("bake") {
+				return cmdutil.Usagef("--metrics-url only applies with --bake: add --bake DURATION, or drop --metrics-url")
+			}
 			return Run(c.Context(), f, opts)
 		},
 	}
@@ -80,6 +104,8 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation on a protected context")
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
+	baking.AddFlags(cmd, &opts.Bake)
+	cmd.Flags().StringVar(&opts.MetricsURL, "metrics-url", "", "with --bake, scrape this Prometheus endpoint instead of the context's metrics source")
 	return cmd
 }
 
@@ -92,6 +118,9 @@ type Result struct {
 	AuditIDs []string `json:"audit_ids"`
 	// Remaining is how many more approvals the request needs.
 	Remaining int `json:"remaining,omitempty"`
+	// Bake is how the fleet held after the clear this approval applied,
+	// with --bake only.
+	Bake *baking.View `json:"bake,omitempty"`
 }
 
 // Run approves.
@@ -110,6 +139,12 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	if err := cmdenv.ConfirmProtected(ctx, f, env, opts.Yes, "approve request "+opts.ID); err != nil {
 		return err
+	}
+	var bk *baking.Baker
+	if opts.Bake.Bake > 0 {
+		if bk, err = newBaker(ctx, f, env, opts); err != nil {
+			return err
+		}
 	}
 	// The approver's identity is established while the request is read.
 	a := approval.Approval{ID: opts.ID, SHA256: opts.SHA256, Identify: func(ctx context.Context) (audit.Identity, error) {
@@ -148,9 +183,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		out.Action = "approved"
 	}
 	defer cmdenv.PrintActedOn(ios.ErrOut, env, false)
+	// With a bake the document is printed once the bake ended: it holds it.
+	baked := bk != nil && out.Action == "applied"
 	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
-			return err
+		if !baked {
+			if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
+				return err
+			}
 		}
 	} else {
 		r := res.Request
@@ -174,6 +213,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 				cmdutil.FormatTime(r.ExpiresAt, now, ios.IsStdoutTTY()))
 		default:
 			fmt.Fprintf(ios.Out, "Approved request %s: it needs %d more approval(s) from other people\n", r.ID, res.Remaining)
+			if bk != nil {
+				fmt.Fprintln(ios.Out, "  nothing was applied, so nothing is baked: the approval that applies it can bake")
+			}
 		}
 	}
 	if out.Action == "already-applied" {
@@ -190,7 +232,45 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			}
 		}
 	}
-	return nil
+	if !baked {
+		return nil
+	}
+	// The clear is written and announced; now the fleet. A put-back is
+	// asked by this approver, the clear's record's actor: own_rollback.
+	table := opts.Output == cmdutil.FormatTable
+	out.Bake = &baking.View{}
+	// The fleet is judged from the moment the clear was applied (after
+	// any prompt for the hash).
+	berr := bk.Run(ctx, env, res.Report.Outcomes, res.Request.DecidedAt, out.Bake, ios.Out, table)
+	if !table {
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
+			return err
+		}
+	}
+	return berr
+}
+
+// newBaker makes --bake ready before anything is approved: the request
+// must be a breaker.clear (nothing else is baked), and its sources must
+// work (baking.New).
+func newBaker(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, opts *Options) (*baking.Baker, error) {
+	r, err := env.Approvals().Get(ctx, opts.ID)
+	if err != nil {
+		return nil, err
+	}
+	if r.Change.Action != breaker.ActionClear {
+		return nil, cmdutil.Usagef("--bake watches the fleet after a clear, and request %s is a %s: drop --bake; nothing was approved",
+			r.ID, textsafe.Line(r.Change.Action))
+	}
+	ov, err := depargs.Overrides(env)
+	if err != nil {
+		return nil, err
+	}
+	bk, err := baking.New(ctx, f, env, opts.Bake, opts.MetricsURL, ov.Durations().MaxFor())
+	if err != nil {
+		return nil, fmt.Errorf("%w; nothing was approved", err)
+	}
+	return bk, nil
 }
 
 // confirmHash shows the approver the change of r as read, with its hash,

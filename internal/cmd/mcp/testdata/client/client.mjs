@@ -2,7 +2,9 @@
 // TypeScript SDK's Client over stdio (it starts the server) or streamable
 // HTTP. It lists the tools, reads the breaker status, proposes a
 // force-open and asks the status of an unknown dependency, and prints what
-// it got as one JSON document on stdout for the Go test to judge.
+// it got as one JSON document on stdout for the Go test to judge. With
+// $MCP_CALLS (a JSON array of {name, arguments}) it makes those calls
+// instead, in order, and prints {"calls": [...]}.
 //
 //   node client.mjs stdio KOSHACTL [ARGS...]
 //   node client.mjs http URL    (the bearer token in $MCP_TOKEN)
@@ -31,8 +33,15 @@ const call = async (name, args) => {
   const r = await client.callTool({ name, arguments: args });
   return { isError: r.isError ?? false, structured: r.structuredContent ?? null, text: r.content?.[0]?.text ?? "" };
 };
-out.status = await call("breaker_status", {});
-out.propose = await call("propose_force_open", { dependencies: ["core-api"], reason: "agent: core-api 5xx", for: "15m" });
-out.unknown = await call("breaker_status", { dependencies: ["no-such-dep"] });
+if (process.env.MCP_CALLS) {
+  out.calls = [];
+  for (const c of JSON.parse(process.env.MCP_CALLS)) {
+    out.calls.push(await call(c.name, c.arguments));
+  }
+} else {
+  out.status = await call("breaker_status", {});
+  out.propose = await call("propose_force_open", { dependencies: ["core-api"], reason: "agent: core-api 5xx", for: "15m" });
+  out.unknown = await call("breaker_status", { dependencies: ["no-such-dep"] });
+}
 await client.close();
 process.stdout.write(JSON.stringify(out) + "\n");
