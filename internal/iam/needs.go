@@ -389,10 +389,11 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// with its proofs and closed marker, and returned), then writes the
 		// change request with its record of asking, its proof of asking and
 		// the proposer's two items (one transaction; a lost answer settled
-		// by reading the record of asking). No lever and no approver's record is
+		// by reading the record of asking; the proposer's pending item names
+		// a request, read to see if it still waits). No lever and no approver's record is
 		// written.
 		"mcp": needs(indexRead, batchRead, gauges, freezeRead, breakerRead, policyRead, bucketRead, bucketScan,
-			requestScan, reviewScan, proofScan, closedScan, bucketBatchRead, requestPut, askProof, askRecord, ownProof(VerbAsk), notifyPublish,
+			requestScan, reviewScan, proofScan, closedScan, bucketBatchRead, requestPut, requestRead, askProof, askRecord, ownProof(VerbAsk), notifyPublish,
 			policyBatchRead, proposalsBatchRead, ownProposals, proofBatchRead, closedBatchRead),
 		// koshactl mcp on a context marked mcp: {read-only: true}: its read
 		// tools alone (no proposal tool is offered), read as their commands
