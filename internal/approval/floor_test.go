@@ -127,7 +127,7 @@ func overridden(t *testing.T, c *counting, clk *clock.Fake, log *audit.Log, n in
 		deps[i] = fmt.Sprintf("dep-%03d", i)
 	}
 	held := breaker.ForceOpen("mine", breaker.ForceParams{For: time.Hour}, deps...)
-	held.Actor = bob.Actor
+	held.Actor, held.Chunked = bob.Actor, true
 	c.off.Store(true)
 	defer c.off.Store(false)
 	if _, err := lever.Do(context.Background(), guardOn(c, clk, log, bob), held, nil); err != nil {

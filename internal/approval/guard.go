@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/policy"
 )
@@ -103,7 +104,14 @@ func (g *Guard) decide(ctx context.Context, c lever.Change, p *lever.Planned) (*
 		if p.Writes() == 0 {
 			return p, nil // nothing to change: nothing to ask for, and nothing is written
 		}
-		return g.submit(ctx, p, Submission{Requester: id, Decision: dec, TTL: c.RequestTTL})
+		sub := Submission{Requester: id, Decision: dec, TTL: c.RequestTTL}
+		if n := p.Writes(); n > MaxTargets {
+			if !c.Chunked {
+				return nil, &lever.TooLargeError{Levers: n, Max: MaxTargets, Item: human.Plural(int64(n), p.Kind.Spec().Item), Request: true}
+			}
+			return g.submitChunks(ctx, p, sub)
+		}
+		return g.submit(ctx, p, sub)
 	case policy.Allow:
 	}
 	at := &lever.Attach{Approval: &audit.Approval{Decision: audit.DecisionAllowed, Policies: dec.Policies}}
@@ -161,6 +169,63 @@ func (g *Guard) submit(ctx context.Context, p *lever.Planned, sub Submission) (*
 		return nil, err
 	}
 	return g.pending(p, r, rec)
+}
+
+// submitChunks stores a change asked in chunks, of more targets than one
+// approval applies in one transaction ([MaxTargets]), as one request per
+// chunk of that many, in order: each approved and applied whole, none
+// stored that could not be. p is returned pending with every request and
+// the *[lever.PendingError] naming them all. A request that cannot be
+// stored stops the rest; those stored are said in the error.
+func (g *Guard) submitChunks(ctx context.Context, p *lever.Planned, sub Submission) (*lever.Planned, error) {
+	var writes []lever.Plan
+	for _, pl := range p.Plans {
+		if !pl.Noop {
+			writes = append(writes, pl)
+		}
+	}
+	var stored []string
+	for start := 0; start < len(writes); start += MaxTargets {
+		part := *p
+		part.Plans = writes[start:min(start+MaxTargets, len(writes))]
+		part.Change.Targets = nil
+		for _, pl := range part.Plans {
+			part.Change.Targets = append(part.Change.Targets, pl.Target)
+		}
+		c, err := g.approvals.changeOf(&part)
+		if err != nil {
+			return nil, err
+		}
+		s := sub
+		s.Change = c
+		r, rec, err := g.approvals.Submit(ctx, nil, s)
+		if err != nil {
+			if len(stored) > 0 {
+				return nil, fmt.Errorf("%w (requests %s were stored and wait for their approvals; deny or cancel them, or have them approved)", err, strings.Join(stored, ", "))
+			}
+			return nil, err
+		}
+		stored = append(stored, r.ID)
+		rep, _ := Pending(r, rec, p.Change.NoNotify)
+		if p.Impact != nil {
+			// Each request tells its own chunk's impact, as request show
+			// does: what its approval would do.
+			rep.Pending.Impact = g.approvals.Impact(ctx, r)
+		}
+		if rep.Event != nil {
+			rep.Event.Source = g.source
+			if rep.Pending.Impact != nil {
+				rep.Event.Impact = rep.Pending.Impact.Lines()
+			}
+		}
+		if p.Pending == nil {
+			p.Pending, p.Event = rep.Pending, rep.Event
+		} else {
+			p.RequestEvents = append(p.RequestEvents, rep.Event)
+		}
+		p.Requests = append(p.Requests, *rep.Pending)
+	}
+	return p, &lever.PendingError{Pending: p.Requests[0], More: p.Requests[1:]}
 }
 
 // Propose makes c a change request whatever the table's policy says (an

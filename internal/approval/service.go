@@ -155,8 +155,8 @@ func (r Request) view() map[string]any {
 
 // write stores r (conditional on cond) with one audit record, and the
 // writes extra builds for the change's token (the proof it writes, the
-// closed marker, the checks it relies on), in one transaction; the request
-// item is the change's proof.
+// closed marker, the checks it relies on), in one transaction; its record
+// is the change's proof (the request item is updated by later decisions).
 func (s *Service) write(ctx context.Context, log audit.Appender, r Request, cond store.Condition, e audit.Entry, extra func(token string) []store.Op) (audit.Record, error) {
 	token, err := store.NewWriteID()
 	if err != nil {
@@ -179,7 +179,7 @@ func (s *Service) write(ctx context.Context, log audit.Appender, r Request, cond
 	if extra != nil {
 		ops = append(ops, extra(token)...)
 	}
-	if _, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: append(ops, rop), Proof: it.PK()}); err != nil {
+	if _, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: append(ops, rop), Proof: rop.PK()}); err != nil {
 		var tce *store.TxConflictError
 		if errors.As(err, &tce) {
 			return audit.Record{}, s.refusedAll(r, ops, tce)
@@ -945,7 +945,7 @@ func (s *Service) Ack(ctx context.Context, log audit.Appender, id string, by aud
 		return rv, audit.Record{}, err
 	}
 	ops := []store.Op{store.PutOp(nit, store.IfEquals(store.WriteIDAttr, it.WriteID())), ack.Put(token), rop}
-	if _, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: ops, Proof: nit.PK()}); err != nil {
+	if _, err := store.Apply(ctx, s.store, store.Change{Token: token, Ops: ops, Proof: rop.PK()}); err != nil {
 		if errors.Is(err, store.ErrConditionFailed) {
 			return rv, audit.Record{}, fmt.Errorf("review %s changed while koshactl was acting: look again with koshactl request list --reviews: %w", id, err)
 		}

@@ -40,7 +40,7 @@ func testRecordCollision(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	lever := store.Item{store.PK: "breaker#openai", store.WriteIDAttr: token}
-	c := store.Change{Token: token, Proof: lever.PK(), Ops: []store.Op{store.PutOp(lever, store.IfAbsent()), op}}
+	c := store.Change{Token: token, Proof: op.PK(), Ops: []store.Op{store.PutOp(lever, store.IfAbsent()), op}}
 	_, err = store.Apply(ctx, s, c)
 	var tce *store.TxConflictError
 	if !errors.As(err, &tce) {

@@ -67,6 +67,9 @@ func (s *Overrides) ClearAll(ctx context.Context, reason string, beside ...strin
 		return lever.Change{}, err
 	}
 	c := Clear(reason)
+	// Every override may be thousands: in transactions of at most 50, each
+	// whole and each reported (surfaces say so).
+	c.Chunked = true
 	c.Read = make(map[string]store.Item, len(all))
 	for _, o := range all {
 		c.Targets = append(c.Targets, o.Dependency)

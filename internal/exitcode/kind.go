@@ -33,7 +33,7 @@ func (k Kind) String() string {
 var names = map[int]string{
 	OK: "ok", Error: "error", Usage: "usage", NotFound: "not found", Conflict: "conflict", Unavailable: "unavailable",
 	Auth: "auth", Refused: "refused", Unknown: "unknown", Rollback: "rollback failed", Partial: "partial",
-	Unconfirmed: "unconfirmed", Pending: "pending", Closed: "closed", Mismatch: "mismatch", RolledBack: "rolled back",
+	Unconfirmed: "unconfirmed", Pending: "pending", Closed: "closed", Mismatch: "mismatch", RolledBack: "rolled back", PartialWrite: "partial write",
 	Interrupted: "canceled",
 }
 
@@ -87,7 +87,7 @@ func Wrap(k Kind, err error) error {
 // interruption explains the failures it caused; a refusal of the store
 // (conflict) or of the operator's input (usage) says more than the
 // unavailability met on the way.
-var precedence = []Kind{Rollback, Unconfirmed, Partial, Pending, Unknown, RolledBack, Interrupted, Closed, Mismatch, Conflict, Refused, Usage,
+var precedence = []Kind{Rollback, Unconfirmed, Partial, Pending, Unknown, RolledBack, PartialWrite, Interrupted, Closed, Mismatch, Conflict, Refused, Usage,
 	NotFound, Auth, Unavailable}
 
 // Of is the exit code of err (docs/exit-codes.md): the one place an error

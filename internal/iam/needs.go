@@ -249,13 +249,18 @@ var (
 	// change it records (or alone, as a transaction of one write:
 	// audit.Log.Append).
 	record = Need{PutItem, AuditItems, true}
-	// recordProof reads a change's first record when the store did not
-	// answer the change at all: a change of deletes only (a clear) is
-	// settled by it (store.Apply). A refusal needs no read: it returns the
-	// refused items as stored (ALL_OLD).
+	// recordProof reads a change's first record, its proof, when the store
+	// did not answer the change at all (store.Apply): written in the
+	// change's transaction under a key its token names and never updated,
+	// it says whether the change landed whoever moved the lever since. A
+	// refusal needs no read: it returns the refused items as stored
+	// (ALL_OLD).
 	recordProof = Need{GetItem, AuditItems, false}
-	// breakerRead reads an override, and is also the proof read of a
-	// change that puts one (a force) when its answer was lost.
+	// askProof is the proof read of a change that asks (a request made or
+	// canceled), its record of asking: the requester's role reads no other
+	// audit key.
+	askProof = Need{GetItem, AskingItems, false}
+	// breakerRead reads an override.
 	breakerRead   = Need{GetItem, BreakerItems, false}
 	breakerPut    = Need{PutItem, BreakerItems, true}
 	breakerDelete = Need{DeleteItem, BreakerItems, true}
@@ -267,8 +272,7 @@ var (
 	// indexRead names no item prefix: the policy grants it on the table's
 	// indexes without dynamodb:LeadingKeys.
 	indexRead = Need{Action: Query}
-	// bucketRead reads a bucket, and is also the proof read of a bucket
-	// change whose answer was lost.
+	// bucketRead reads a bucket.
 	bucketRead = Need{GetItem, BucketItems, false}
 	bucketScan = Need{Action: Scan, Prefix: BucketItems}
 	bucketPut  = Need{PutItem, BucketItems, true}
@@ -279,8 +283,7 @@ var (
 	// topics.
 	notifyPublish = Need{Action: SNSPublish}
 	// policyRead reads the table's change policy before a lever moves (and
-	// to flag unapproved changes in audit list); it is also the proof read
-	// of a policy change whose answer was lost.
+	// to flag unapproved changes in audit list, and before policy set).
 	policyRead = Need{GetItem, PolicyItems, false}
 	// policyBatchRead reads the policy in the levers' own batch read
 	// (force-open, clear: one round trip for both).
@@ -295,14 +298,15 @@ var (
 	policyPut = Need{PutItem, PolicyItems, true}
 	// Asking: a change the table's policy does not allow at once becomes a
 	// change request, written with its record of asking in one
-	// transaction; a lost answer is settled by reading the request.
+	// transaction; a lost answer is settled by reading the record of asking
+	// (askProof).
 	requestPut       = Need{PutItem, RequestItems, true}
 	askRecord        = Need{PutItem, AskingItems, true}
 	requestRead      = Need{GetItem, RequestItems, false}
 	requestBatchRead = Need{BatchGetItem, RequestItems, false}
 	requestScan      = Need{Action: Scan, Prefix: RequestItems}
 	// A break-glass change opens its review in the change's own
-	// transaction; the review is then the change's proof.
+	// transaction (its first record is still its proof).
 	reviewPut  = Need{PutItem, ReviewItems, true}
 	reviewRead = Need{GetItem, ReviewItems, false}
 	reviewScan = Need{Action: Scan, Prefix: ReviewItems}
@@ -348,7 +352,7 @@ func ownProof(verb string) Need { return Need{PutItem, OwnProofs + verb + "#", t
 // table's policy does not let it act at once: a change request (asking),
 // or with --break-glass the change and its review.
 func withAsking(ns ...Need) []Need {
-	return append(ns, requestPut, askRecord, requestRead, ownProof(VerbAsk), reviewPut, reviewRead, ownProof(VerbGlass))
+	return append(ns, requestPut, askRecord, askProof, ownProof(VerbAsk), reviewPut, ownProof(VerbGlass))
 }
 
 // Commands is what each command path that talks to AWS calls, as the
@@ -363,8 +367,8 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"breaker get":         needs(breakerRead),
 		"breaker status":      needs(indexRead, batchRead, gauges, freezeRead),
 		// A lever change is one transaction: the override's write and its
-		// record. A lost answer is settled by one read of the change's proof:
-		// the override it puts (a force), or its first record (a clear).
+		// record. A lost answer is settled by one read of the change's proof,
+		// its first record.
 		// Each asks the table's change policy, read in the same batch as the
 		// overrides (clear --all: one GetItem beside its scan), or, for a
 		// force with nothing in force, checked absent by its transaction
@@ -373,7 +377,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// forces and clears read the call rates their impact and records
 		// carry (the gauges' GetMetricData; a denied read leaves the
 		// matrix's impact and never stops the lever).
-		"breaker force-open": withAsking(policyBatchRead, batchRead, breakerPut, record, breakerRead, policyCheck, notifyPublish, gauges),
+		"breaker force-open": withAsking(policyBatchRead, batchRead, breakerPut, record, recordProof, policyCheck, notifyPublish, gauges),
 		"breaker clear":      withAsking(policyBatchRead, batchRead, breakerDelete, record, recordProof, notifyPublish, gauges),
 		// (clear --all checks the policy still absent when it read none: the
 		// operator's force-open grants that check.)
@@ -390,22 +394,23 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// (the audit index by subject). It reads the fleet's freeze first:
 		// while it holds, no window opens.
 		"apply": needs(freezeBatchRead, indexRead, batchRead, policyBatchRead, requestBatchRead, proofBatchRead, closedBatchRead, breakerPut, breakerDelete,
-			record, breakerRead, recordProof, notifyPublish, gauges),
+			record, recordProof, notifyPublish, gauges),
 		// apply --request asks for the windows the policy does not allow at
 		// once: it reads the policy and the windows' requests, and writes the
 		// missing requests with their records of asking; no lever.
-		"apply --request": needs(policyRead, policyBatchRead, requestBatchRead, requestPut, askRecord, requestRead, ownProof(VerbAsk), notifyPublish),
+		"apply --request": needs(policyRead, policyBatchRead, requestBatchRead, requestPut, askRecord, askProof, ownProof(VerbAsk), notifyPublish),
 		// koshactl mcp: the read tools read as their commands do; a proposal
 		// reads the levers, then the policy with the proposer's budget and
 		// pending item (one batch; an identical pending proposal is read
 		// with its proofs and closed marker, and returned), then writes the
 		// change request with its record of asking, its proof of asking and
 		// the proposer's two items (one transaction; a lost answer settled
-		// by reading the request). No lever and no approver's record is
+		// by reading the record of asking; the proposer's pending item names
+		// a request, read to see if it still waits). No lever and no approver's record is
 		// written.
 		"mcp": needs(indexRead, batchRead, gauges, freezeRead, breakerRead, policyRead, bucketRead, bucketScan,
 			requestScan, reviewScan, proofScan, closedScan, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead, bucketBatchRead,
-			requestPut, requestRead, askRecord, ownProof(VerbAsk), notifyPublish, policyBatchRead, proposalsBatchRead, ownProposals),
+			requestPut, requestRead, askProof, askRecord, ownProof(VerbAsk), notifyPublish, policyBatchRead, proposalsBatchRead, ownProposals),
 		// koshactl mcp on a context marked mcp: {read-only: true}: its read
 		// tools alone (no proposal tool is offered), read as their commands
 		// read; what the reader's role runs it with.
@@ -434,27 +439,27 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// Approving reads the request and the policy in one batch read (and a
 		// bucket change's buckets), then writes the change, the approver's
 		// record and the request's status in one transaction, settled by
-		// reading the request when its answer is lost.
+		// reading its first record when its answer is lost.
 		// The approver's proof goes with it, and the closed marker (put by
 		// the approval that completes the approvals, else checked absent);
 		// the proofs it counts and the policy's proof are checked in the same
 		// transaction. An approval that finds the request expired marks it
 		// so: the approver's proof of the expiry, and the closed marker.
 		"request approve": needs(requestBatchRead, closedBatchRead, policyBatchRead, bucketBatchRead, freezeBatchRead, breakerPut, breakerDelete, bucketPut, freezePut, record,
-			requestPut, requestRead, ownProof(VerbApprove), ownProof(VerbExpire), closedPut, closedCheck, proofCheck, notifyPublish, gauges),
+			requestPut, recordProof, ownProof(VerbApprove), ownProof(VerbExpire), closedPut, closedCheck, proofCheck, notifyPublish, gauges),
 		// Denying is an approver's record; canceling the requester's record of
 		// asking. Each reads the request with its closed marker, and writes
 		// the decider's proof and the marker.
-		"request deny":   needs(requestBatchRead, closedBatchRead, requestRead, requestPut, record, ownProof(VerbDeny), closedPut, notifyPublish),
-		"request cancel": needs(requestBatchRead, closedBatchRead, requestRead, requestPut, askRecord, ownProof(VerbCancel), closedPut, notifyPublish),
+		"request deny":   needs(requestBatchRead, closedBatchRead, recordProof, requestPut, record, ownProof(VerbDeny), closedPut, notifyPublish),
+		"request cancel": needs(requestBatchRead, closedBatchRead, askProof, requestPut, askRecord, ownProof(VerbCancel), closedPut, notifyPublish),
 		// Acknowledging a break-glass review: the review, its proofs (who
 		// broke the glass), the acknowledger's proof and its record. A
 		// review naming no proof of who broke its glass is looked up in a
 		// scan of the proofs (made before proofs, or dropped from its item).
-		"request ack": needs(reviewRead, proofBatchRead, proofScan, reviewPut, ownProof(VerbAck), record),
+		"request ack": needs(reviewRead, proofBatchRead, proofScan, reviewPut, ownProof(VerbAck), record, recordProof),
 		// drill request asks for a drill file's levers on a table whose policy
 		// does not allow them at once.
-		"drill request":  needs(policyBatchRead, requestPut, askRecord, requestRead, ownProof(VerbAsk), notifyPublish),
+		"drill request":  needs(policyBatchRead, requestPut, askRecord, askProof, ownProof(VerbAsk), notifyPublish),
 		"ratelimit get":  needs(bucketRead),
 		"ratelimit list": needs(bucketScan),
 		// The bucket levers ask the table's policy too, read in the same batch
@@ -463,9 +468,9 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// with the near client a scan of the buckets finds. A drain or set
 		// with --create of a client without a bucket creates it at the floor:
 		// its transaction checks the policy absent.
-		"ratelimit reset":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan),
-		"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan, policyCheck),
-		"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, bucketRead, notifyPublish, bucketScan, policyCheck),
+		"ratelimit reset":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, recordProof, notifyPublish, bucketScan),
+		"ratelimit drain":   withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, recordProof, notifyPublish, bucketScan, policyCheck),
+		"ratelimit set":     withAsking(policyBatchRead, bucketBatchRead, bucketPut, record, recordProof, notifyPublish, bucketScan, policyCheck),
 		"audit list":        needs(indexRead, policyRead),
 		"audit list --scan": needs(Need{Action: Scan, Prefix: AuditItems}, policyRead),
 		// A scheduled detection job: the lever changes recorded since the
@@ -486,9 +491,9 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// The fleet's freeze, a lever like the others: read (alone: a set is
 		// never asked of the table's policy; a lift with the policy, in one
 		// batch), written with its record in one transaction, settled by
-		// reading the item when the answer is lost, announced.
-		"freeze":        needs(freezeBatchRead, freezePut, record, freezeRead, notifyPublish),
-		"freeze lift":   withAsking(policyBatchRead, freezeBatchRead, freezePut, record, freezeRead, notifyPublish),
+		// reading that record when the answer is lost, announced.
+		"freeze":        needs(freezeBatchRead, freezePut, record, recordProof, notifyPublish),
+		"freeze lift":   withAsking(policyBatchRead, freezeBatchRead, freezePut, record, recordProof, notifyPublish),
 		"freeze status": needs(freezeRead),
 		"chaos key rotate": needs(secretRead, Need{Action: PutSecretValue}, Need{Action: UpdateSecretVersionStage}, record, recordProof,
 			notifyPublish),
@@ -527,7 +532,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"can-i":      needs(policyRead),
 		// The admin's proof of the text goes with it; setting the same text
 		// again reads that proof (an item it does not prove is set again).
-		"policy set": needs(policyRead, policyPut, ownProof(VerbSet), proofRead, record, notifyPublish),
+		"policy set": needs(policyRead, policyPut, ownProof(VerbSet), proofRead, record, recordProof, notifyPublish),
 		"store init": needs(Need{Action: DescribeTable}, Need{Action: CreateTable}, Need{Action: DescribeTimeToLive},
 			Need{Action: UpdateTimeToLive}),
 		"store migrate": needs(Need{Action: DescribeTable}, Need{Action: ListTagsOfResource}, Need{Action: UpdateTable},

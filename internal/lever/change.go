@@ -3,6 +3,7 @@ package lever
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -64,6 +65,12 @@ type Change struct {
 	// Always writes every target, even one already as asked: a change
 	// with attached writes lands whole, records and all.
 	Always bool
+	// Chunked lets a change of more levers than one transaction holds
+	// ([ChunkLevers]) be written in transactions of that many, each whole
+	// and each with its own outcome (a clear of every override). Without
+	// it such a change is refused before anything is written
+	// ([*TooLargeError]): a change is whole, or asked in chunks.
+	Chunked bool
 	// Approval, when set, is how the table's policy let this change
 	// through, on its records (a levers file's window; an [Attach]
 	// replaces it).
@@ -96,8 +103,8 @@ type Attach struct {
 	// record's actor, with ActorSource; the levers keep their own actor.
 	Actor       string
 	ActorSource audit.ActorSource
-	// Ops builds the attached writes for the change's token; the first is
-	// the change's proof. Called again for each attempt. Nil: none.
+	// Ops builds the attached writes for the change's token (the change's
+	// first record is its proof). Called again for each attempt. Nil: none.
 	Ops func(token string, now time.Time) []store.Op
 	// Refused words the refusal of an attached write (the item as stored,
 	// nil Current when the store did not say); it is final.
@@ -133,12 +140,47 @@ var (
 	// ErrConflict: a lever changed while koshactl was acting, or someone
 	// else holds it; nothing of the change holding it was written.
 	ErrConflict = exitcode.New(exitcode.Conflict, "lever conflict")
-	// ErrTooManyLevers: a change with attached writes over [MaxAttached]
-	// levers.
-	ErrTooManyLevers = fmt.Errorf("a change under the table's policy moves at most %d levers", MaxAttached)
 	// ErrNamedTwice: a target named twice in one change.
 	ErrNamedTwice = errors.New("named twice")
 )
+
+// TooLargeError refuses a change of more levers than one transaction
+// holds, before anything is written: a change is one transaction (its
+// levers, their records and any attached writes, all or none), unless
+// asked in chunks ([Change.Chunked]). It exits 2.
+type TooLargeError struct {
+	// Levers is how many levers the change writes; Max the most one
+	// transaction holds with what the change carries.
+	Levers, Max int
+	// Item names the kind's items, plural ("overrides").
+	Item string
+	// Attached is true when the change carries writes of the table's
+	// policy (a break-glass review): it can only be one transaction.
+	Attached bool
+	// Request is true when the change would become a change request,
+	// whose approval applies it in one transaction with the proofs it
+	// counts: Max is then the most targets one request names.
+	Request bool
+}
+
+func (e *TooLargeError) Error() string {
+	if e.Request {
+		return fmt.Sprintf("%d %s do not fit one change request (its approval applies at most %d levers in one transaction, with the proofs it counts), "+
+			"so it could never be approved: nothing was stored; change at most %d at a time, or ask for it in chunks, one request per %d",
+			e.Levers, e.Item, e.Max, e.Max, e.Max)
+	}
+	if e.Attached {
+		return fmt.Sprintf("%d %s do not fit one transaction with the writes the table's policy attaches (at most %d levers, each with its audit record, "+
+			"among DynamoDB's %d writes of a transaction), and such a change is never split: nothing was written; change at most %d at a time",
+			e.Levers, e.Item, e.Max, store.MaxChangeOps, e.Max)
+	}
+	return fmt.Sprintf("%d %s do not fit one transaction (at most %d levers, each with its audit record, among DynamoDB's %d writes of a transaction), "+
+		"so the change would not be whole: nothing was written; change at most %d at a time, or ask for it in chunks of %d, each whole and reported",
+		e.Levers, e.Item, e.Max, store.MaxChangeOps, e.Max, e.Max)
+}
+
+// Is makes the refusal a usage error (exit 2): nothing was done.
+func (e *TooLargeError) Is(target error) bool { return target == exitcode.Kind(exitcode.Usage) }
 
 // Outcome is what became of one target of a change.
 type Outcome struct {
@@ -155,6 +197,11 @@ type Outcome struct {
 	Confirmed bool
 	// Record is the target's audit record (zero when none was written).
 	Record audit.Record
+	// Chunk is the transaction, counted from 1 in the change's order,
+	// that carried it when the change was written in chunks
+	// ([Change.Chunked], more levers than one transaction holds); 0
+	// otherwise.
+	Chunk int
 	// Attempts counts the transactions sent for it (more than one when
 	// its item changed between read and write); Token is the last one's.
 	Attempts int
@@ -190,9 +237,22 @@ func (p Pending) ApproveCommand() string { return "koshactl request approve " + 
 // PendingError is what a change the table's policy needs approvals for
 // returns: the request is stored (its [Report.Pending]), nothing changed
 // yet. It exits 12.
-type PendingError struct{ Pending Pending }
+type PendingError struct {
+	Pending Pending
+	// More are the other requests of a change asked in chunks that became
+	// one request per chunk ([Report.Requests]).
+	More []Pending
+}
 
 func (e *PendingError) Error() string {
+	if len(e.More) > 0 {
+		ids := []string{e.Pending.ID}
+		for _, p := range e.More {
+			ids = append(ids, p.ID)
+		}
+		return fmt.Sprintf("pending approval: nothing changed yet; the change is %d requests, each approved and applied whole (%s), each waiting for %d approval(s) until %s (koshactl request approve ID)",
+			len(ids), strings.Join(ids, ", "), e.Pending.Needed, e.Pending.ExpiresAt.Format(time.RFC3339))
+	}
 	return fmt.Sprintf("pending approval: nothing changed yet; request %s waits for %d approval(s) until %s (%s)",
 		e.Pending.ID, e.Pending.Needed, e.Pending.ExpiresAt.Format(time.RFC3339), e.Pending.ApproveCommand())
 }
@@ -210,6 +270,12 @@ type Report struct {
 	Outcomes []Outcome
 	// Pending is set when the change became a change request.
 	Pending *Pending
+	// Requests are every request the change became when it became
+	// several (a change asked in chunks under the table's policy: one per
+	// chunk an approval applies in one transaction), Pending first;
+	// RequestEvents announce Requests[1:] (Event the first).
+	Requests      []Pending
+	RequestEvents []*notify.Event
 	// Review is the break-glass review the change opened ("": none).
 	Review string
 	// Event is the announcement of what was written (nil: nothing to

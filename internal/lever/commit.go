@@ -88,21 +88,20 @@ func (s *Service) commitChunk(ctx context.Context, chunk []ref, at *Attach) {
 			in = append(in, j)
 			records[j], results[j] = rec, res
 			ops = append(ops, op, rop)
-			if proof == "" && op.Put != nil {
-				proof = op.PK()
+			if proof == "" {
+				// The first record proves the change: written in its
+				// transaction under a key its token names, never updated,
+				// it says whether the change landed whoever moved the
+				// lever since (store.Apply settles a lost answer on it).
+				proof = rop.PK()
 			}
 		}
 		if len(in) == 0 {
 			return
 		}
-		if proof == "" {
-			proof = ops[1].PK() // only deletes: the first record proves the change
-		}
 		var attached []store.Op
 		if at != nil && at.Ops != nil {
-			if attached = at.Ops(token, now); len(attached) > 0 {
-				proof = attached[0].PK()
-			}
+			attached = at.Ops(token, now)
 			ops = append(ops, attached...)
 		}
 		ops = append(ops, checks(chunk)...) // the extra keys taken as absent still are

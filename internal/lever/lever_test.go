@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,18 +155,86 @@ func TestChangesCommittedTogetherShareTheTransaction(t *testing.T) {
 	if err != nil || reps[0].Outcomes[0].Token == "" || reps[0].Outcomes[0].Token != reps[1].Outcomes[0].Token {
 		t.Fatalf("two changes committed together: %+v %v; want one transaction", reps, err)
 	}
-	many := make([]string, lever.MaxAttached+1)
+	many := make([]string, 60)
 	for i := range many {
 		many[i] = fmt.Sprintf("f%03d", i)
 	}
-	p, err := svc.Plan(ctx, set("many", many...))
+	p, err := svc.Plan(ctx, set("many", many[:lever.MaxAttached+1]...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Attach(&lever.Attach{Ops: func(string, time.Time) []store.Op { return nil }}); err != nil {
 		t.Fatal(err)
 	}
-	if rep, err := svc.Commit(ctx, p); !errors.Is(err, lever.ErrTooManyLevers) || len(rep.Written()) != 0 {
-		t.Errorf("%d levers with attached writes: %v, want refused whole", len(many), err)
+	var tle *lever.TooLargeError
+	if rep, err := svc.Commit(ctx, p); !errors.As(err, &tle) || !tle.Attached || exitcode.Of(err) != exitcode.Usage || len(rep.Written()) != 0 {
+		t.Errorf("%d levers with attached writes: %v, want refused whole (exit 2)", lever.MaxAttached+1, err)
+	}
+	// Two changes of 30 are 60 writes: more than one transaction, refused
+	// unless both were asked in chunks.
+	x, _ := svc.Plan(ctx, set("x", many[:30]...))
+	y, _ := svc.Plan(ctx, set("y", many[30:]...))
+	if _, err := svc.CommitAll(ctx, x, y); !errors.As(err, &tle) || tle.Levers != len(many) || tle.Attached {
+		t.Errorf("two changes of %d writes in all, not chunked: %v, want refused", len(many), err)
+	}
+}
+
+// taking is a store where someone else writes the flag taken just before
+// the transaction that holds its write is applied.
+type taking struct {
+	store.Store
+	taken string
+}
+
+func (s *taking) Transact(ctx context.Context, c store.Change) error {
+	for _, op := range c.Ops {
+		if op.PK() == s.taken {
+			_ = s.Put(ctx, store.Item{store.PK: s.taken, "value": "theirs", store.WriteIDAttr: "theirs"}, store.Always())
+		}
+	}
+	return s.Store.Transact(ctx, c)
+}
+
+// A change of more levers than one transaction holds is refused before
+// anything is written, naming the limit; asked in chunks, each chunk is
+// whole, and the report says of every lever whether it was written, in
+// which transaction, and why not.
+func TestAChangeIsWholeOrAskedInChunks(t *testing.T) {
+	st := &taking{Store: sqlitetest.NewStore(t), taken: "flag#f070"}
+	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	log := audit.NewLog(st.Store, clk, "test")
+	svc := lever.NewService(st, clk, lever.NewRegistry(levertest.Flags{}.Entry())).WithLog(log).WithActor(func(context.Context) (string, error) { return "al", nil })
+	ctx := context.Background()
+	many := make([]string, 80)
+	for i := range many {
+		many[i] = fmt.Sprintf("f%03d", i)
+	}
+	rep, err := svc.Change(ctx, set("all", many...))
+	var tle *lever.TooLargeError
+	if !errors.As(err, &tle) || tle.Levers != 80 || tle.Max != lever.ChunkLevers || exitcode.Of(err) != exitcode.Usage || len(rep.Written()) != 0 {
+		t.Fatalf("80 levers, not chunked: %v, want refused up front (exit 2)", err)
+	}
+	for _, want := range []string{"80 flag items", "at most 50", "nothing was written", "in chunks"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", err, want)
+		}
+	}
+	if l, _ := log.List(ctx, audit.Query{Action: "flag.set"}); len(l.Records) != 0 {
+		t.Fatalf("a refused change wrote %d records", len(l.Records))
+	}
+	c := set("all", many...)
+	c.Chunked = true
+	rep, err = svc.Change(ctx, c)
+	if !errors.Is(err, lever.ErrConflict) || len(rep.Outcomes) != 80 {
+		t.Fatalf("80 levers in chunks, one taken meanwhile: %v, %d outcomes; want the conflict and every lever", err, len(rep.Outcomes))
+	}
+	for i, o := range rep.Outcomes {
+		chunk := i/lever.ChunkLevers + 1
+		if o.Chunk != chunk || o.Written != (chunk == 1) || (o.Err == nil) != o.Written {
+			t.Fatalf("lever %d: %+v; want chunk %d, written only in the first chunk, an error otherwise", i, o, chunk)
+		}
+	}
+	if l, _ := log.List(ctx, audit.Query{Action: "flag.set", Limit: 200}); len(l.Records) != lever.ChunkLevers {
+		t.Errorf("%d records, want the first chunk's %d", len(l.Records), lever.ChunkLevers)
 	}
 }

@@ -78,6 +78,10 @@ type Planned struct {
 	// guard): nothing is committed. Event announces it.
 	Pending *Pending
 	Event   *notify.Event
+	// Requests and RequestEvents are the requests a change asked in
+	// chunks became, one per chunk ([Report.Requests]).
+	Requests      []Pending
+	RequestEvents []*notify.Event
 	// Impact is what the change does to the platform's tools (nil: its
 	// kind forces nothing, or the service tells no impact).
 	Impact Impact
@@ -112,7 +116,7 @@ func (p *Planned) Report() Report {
 	if p.attach != nil {
 		r.Review = p.attach.Review
 	}
-	r.Pending, r.Event, r.Impact = p.Pending, p.Event, p.Impact
+	r.Pending, r.Event, r.Requests, r.RequestEvents, r.Impact = p.Pending, p.Event, p.Requests, p.RequestEvents, p.Impact
 	return r
 }
 
@@ -249,6 +253,9 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	if err := kind.Admit(ctx, c, p.Plans); err != nil {
 		return nil, err
 	}
+	if n := p.Writes(); n > ChunkLevers && !c.Chunked {
+		return nil, &TooLargeError{Levers: n, Max: ChunkLevers, Item: plural(spec.Item)}
+	}
 	// Only a write needs to know who acts (a failing STS does not fail a
 	// no-op), and a dry run that shows who would.
 	if actorErr != nil && (c.DryRun || p.Writes() > 0) {
@@ -277,8 +284,10 @@ func (s *Service) read(ctx context.Context, keys, extra []string) (map[string]st
 // each settled by [store.Apply]. A target refused by its own condition is
 // read and decided again, as a new change, as often as its action allows;
 // then it is refused with its kind's words. A dry run writes nothing.
-// The error is the first failed target's (in order); the report says
-// which were written.
+// More levers than one transaction holds, not asked in chunks
+// ([Change.Chunked]), are refused before anything is written
+// ([*TooLargeError]). The error is the first failed target's (in order);
+// the report says which were written, and in which chunk.
 func (s *Service) Commit(ctx context.Context, p *Planned) (Report, error) {
 	reps, err := s.CommitAll(ctx, p)
 	if err := refusedWhole(reps[0]); err != nil {
@@ -306,8 +315,8 @@ func (s *Service) CommitAll(ctx context.Context, ps ...*Planned) ([]Report, erro
 		}
 	}
 	if len(todo) > 0 {
-		if at := ps[0].attach; at != nil && at.Ops != nil && len(todo) > MaxAttached {
-			return reps, fmt.Errorf("%w, not %d: name fewer", ErrTooManyLevers, len(todo))
+		if err := fits(ps, todo); err != nil {
+			return reps, err
 		}
 		s.commit(ctx, todo, ps[0].attach)
 	}
@@ -321,17 +330,46 @@ func (s *Service) CommitAll(ctx context.Context, ps ...*Planned) ([]Report, erro
 	return reps, first
 }
 
+// fits refuses, before anything is written, the writes todo of ps that
+// cannot be one transaction ([chunkSize]) unless every change was asked
+// in chunks; a change with attached writes is one transaction, never
+// chunked.
+func fits(ps []*Planned, todo []ref) error {
+	n, item := len(todo), plural(ps[0].Kind.Spec().Item)
+	if at := ps[0].attach; at != nil && at.Ops != nil && n > MaxAttached {
+		return &TooLargeError{Levers: n, Max: MaxAttached, Item: item, Attached: true}
+	}
+	size := chunkSize(todo)
+	if n <= size {
+		return nil
+	}
+	for _, p := range ps {
+		if !p.Change.Chunked {
+			return &TooLargeError{Levers: n, Max: size, Item: item}
+		}
+	}
+	return nil
+}
+
 // chunkSize is how many of todo's levers one transaction carries, with
 // their records: [ChunkLevers], less room for the checks that the extra
-// keys taken as absent still are, which every transaction carries.
+// keys taken as absent still are, which every transaction carries. It is
+// the one rule [fits] and [Service.commit] share, so a change is refused
+// or numbered by the chunks it is written in.
 func chunkSize(todo []ref) int { return ChunkLevers - (len(checks(todo))+1)/2 }
 
 // commit writes todo in chunks of [chunkSize], at most [chunkWorkers] at
-// once; a chunk not started when ctx ends is not sent.
+// once; a chunk not started when ctx ends is not sent. When there are
+// several, each lever's outcome names its chunk, counted from 1.
 func (s *Service) commit(ctx context.Context, todo []ref, at *Attach) {
 	sem := make(chan struct{}, chunkWorkers)
 	var wg sync.WaitGroup
 	size := chunkSize(todo)
+	if len(todo) > size {
+		for i, r := range todo {
+			r.out.Chunk = i/size + 1
+		}
+	}
 	for start := 0; start < len(todo); start += size {
 		chunk := todo[start:min(start+size, len(todo))]
 		select {

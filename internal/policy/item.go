@@ -222,7 +222,7 @@ func (p *Policies) Set(ctx context.Context, log audit.Appender, set *Set, by aud
 	if err != nil {
 		return SetResult{}, err
 	}
-	applied, err := store.Apply(ctx, p.store, store.Change{Token: token, Ops: []store.Op{store.PutOp(it, cond), pf.Put(token), rop}, Proof: Key})
+	applied, err := store.Apply(ctx, p.store, store.Change{Token: token, Ops: []store.Op{store.PutOp(it, cond), pf.Put(token), rop}, Proof: rop.PK()})
 	if err != nil {
 		if errors.Is(err, store.ErrOutcomeUnknown) {
 			return SetResult{}, fmt.Errorf("%w: check with koshactl policy get", err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/ratelimit/ratelimittest"
@@ -127,7 +128,12 @@ func TestApplyAllChunksPastOneChange(t *testing.T) {
 	clk := clock.NewFake(epoch)
 	log := newLog(m, clk)
 	n := 2*lever.ChunkLevers + 20
-	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), applyAll{Changes: drains(n), Reason: "flood",
+	_, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), applyAll{Changes: drains(n), Reason: "flood",
+		Actor: func(context.Context) (string, error) { return "al", nil }})
+	if !errors.Is(err, exitcode.Kind(exitcode.Usage)) || s.sent != 0 {
+		t.Fatalf("%d buckets not asked in chunks: %v, %d changes sent; want refused before anything is sent", n, err, s.sent)
+	}
+	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), applyAll{Changes: drains(n), Reason: "flood", Chunked: true,
 		Actor: func(context.Context) (string, error) { return "al", nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +166,7 @@ func TestApplyAllFailingStoreRecordsWhatLanded(t *testing.T) {
 	clk := clock.NewFake(epoch)
 	log := newLog(m, clk)
 	n := 2*lever.ChunkLevers + 20
-	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), applyAll{Changes: drains(n),
+	outs, err := newBuckets(t, s, clk).WithLog(log).ApplyAll(t.Context(), applyAll{Changes: drains(n), Chunked: true,
 		Actor: func(context.Context) (string, error) { return "al", nil }})
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrOutcomeUnknown) {
 		t.Fatalf("ApplyAll: %v, want the failed chunk's outage", err)

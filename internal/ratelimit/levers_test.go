@@ -50,6 +50,9 @@ type applyAll struct {
 	Confirm  func(plans []ratelimit.ChangeResult, writes int) error
 	Existing bool
 	NoNotify bool
+	// Chunked asks for a change of more buckets than one transaction
+	// holds in chunks (lever.Change.Chunked); without it it is refused.
+	Chunked bool
 }
 
 // applied is a change's result with how it was written.
@@ -78,7 +81,7 @@ func (b buckets) change(op applyAll) lever.Change {
 		clients = append(clients, c.Client)
 	}
 	c := b.Change(o, op.Reason, p, clients...)
-	c.DryRun, c.MustExist, c.NoNotify = op.DryRun, op.Existing, op.NoNotify
+	c.DryRun, c.MustExist, c.NoNotify, c.Chunked = op.DryRun, op.Existing, op.NoNotify, op.Chunked
 	return c
 }
 

@@ -77,19 +77,22 @@ type Change struct {
 	Token string
 	// Ops are the writes, at most [MaxChangeOps], one per key.
 	Ops []Op
-	// Proof is the pk of an item the change puts carrying write_id = Token
-	// (the lever item written, or the change's audit record). When the
+	// Proof is the pk of an item the change creates carrying write_id =
+	// Token, under [IfAbsent], that nothing updates afterwards: the
+	// change's audit record, whose key the change's token names. When the
 	// change meets its own conditions (a retry on a server that does not
-	// honor the token), one read of Proof settles whether it landed: the
-	// item carries the token only if this change wrote it, and every op was
-	// written with it.
+	// honor the token), or its answer was lost, the proof settles whether
+	// it landed: it carries the token only if this change wrote it, every
+	// op was written with it, and whoever changed the lever items since
+	// (another operator's overwrite) leaves it as this change wrote it.
 	Proof string
 }
 
 // Validate checks that the change can be sent: a token, 1 to
 // [MaxChangeOps] ops on distinct keys, items and conditions the store
 // takes, at most [MaxChangeBytes] in all, and a Proof among its puts that
-// carries the token.
+// carries the token and creates its item ([IfAbsent]: a record, which no
+// later write updates, never a lever item).
 func (c Change) Validate() error {
 	if c.Token == "" || len(c.Token) > 36 {
 		return fmt.Errorf("%w: a change needs a token of 1 to 36 characters (store.NewWriteID)", ErrInvalidItem)
@@ -126,6 +129,9 @@ func (c Change) Validate() error {
 		}
 		size += op.Put.Size()
 		if pk == c.Proof && op.Put.WriteID() == c.Token {
+			if !op.Cond.RequiresAbsent() {
+				return fmt.Errorf("%w: the change's proof %q is written over an item (%s): a proof is an item the change creates (IfAbsent), its audit record, which nothing updates afterwards", ErrInvalidItem, c.Proof, op.Cond)
+			}
 			proved = true
 		}
 	}
@@ -230,9 +236,12 @@ type Applied struct {
 //     have been sent re-issues the same change, on a short context of its
 //     own, so an interrupted change is settled, never left unknown;
 //   - a refusal by the change's own conditions (the retry of a change that
-//     landed, on a server that does not honor tokens) is settled by one
-//     read of c.Proof: it carries the token only if the change landed;
-//   - a store that answered nothing is read once the same way;
+//     landed, on a server that does not honor tokens) is settled by
+//     c.Proof, the change's record: as the refusal names it, or by one
+//     read; it carries the token only if the change landed, whoever moved
+//     the lever since;
+//   - a store that answered nothing (a timeout, an HTTP 500, a dropped
+//     connection, after the SDK's retries) is read once the same way;
 //   - only when that read fails too is the outcome unknown
 //     ([ErrOutcomeUnknown]).
 //

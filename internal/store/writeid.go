@@ -49,5 +49,5 @@ func Interrupted(ctx context.Context, writeErr error) bool {
 const (
 	// ConfirmedNote follows a change whose answer was lost and which
 	// [Apply] settled as landed.
-	ConfirmedNote = "the first response was lost; the change was confirmed (it is recorded once)"
+	ConfirmedNote = "the first response was lost; the change's audit record proves it landed (it is recorded once)"
 )

@@ -113,7 +113,7 @@ func (w *bypassWorld) bypass(dependency string) string {
 		w.T.Fatal(err)
 	}
 	put := store.PutOp(o.Item(), store.Condition{})
-	if _, err := store.Apply(ctx, env.Store, store.Change{Token: token, Ops: []store.Op{put, rop}, Proof: put.PK()}); err != nil {
+	if _, err := store.Apply(ctx, env.Store, store.Change{Token: token, Ops: []store.Op{put, rop}, Proof: rop.PK()}); err != nil {
 		w.T.Fatal(err)
 	}
 	return rec.ID

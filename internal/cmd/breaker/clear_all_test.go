@@ -47,7 +47,7 @@ func TestClearAllReadsOnceAndRecordsEveryClear(t *testing.T) {
 	// settles one, outlast the default 10 s a request. This test counts
 	// reads and changes, not time: a minute a request.
 	slow := []string{"--request-timeout", "1m"}
-	e.MustRun(0, append(append([]string{"breaker", "force-open", "--reason", "drill", "--for", "30m", "--allow-unknown"}, slow...), deps...)...)
+	e.MustRun(0, append(append([]string{"breaker", "force-open", "--reason", "drill", "--for", "30m", "--allow-unknown", "--chunked"}, slow...), deps...)...)
 
 	batch, scans := p.Seen("BatchGetItem"), p.Seen("Scan")
 	changes.forgetReads()
@@ -55,6 +55,10 @@ func TestClearAllReadsOnceAndRecordsEveryClear(t *testing.T) {
 	r := e.MustRun(0, append([]string{"breaker", "clear", "--all", "--reason", "drill over"}, slow...)...)
 	if got := strings.Count(r.Stdout, "Cleared override on dep-"); got != len(deps) {
 		t.Fatalf("%d Cleared lines, want %d:\n%s", got, len(deps), r.Stdout)
+	}
+	// --all chunks by default, and says so.
+	if !strings.Contains(r.Stdout, "Written in 2 transactions of at most 50 levers, each whole: 60 written, 0 not written.") {
+		t.Errorf("clear --all does not say it was written in chunks:\n%s", r.Stdout)
 	}
 	if n := p.Seen("BatchGetItem") - batch; n != 0 {
 		t.Errorf("clear --all batch-read the overrides it had listed: %d BatchGetItem", n)

@@ -164,6 +164,21 @@ func TestUnreachableStoreIsAnUnknownOutcomeInOneLine(t *testing.T) {
 			t.Fatalf("after %s: records %s, want %s: the change landed with its record", st.args[1], got, st.records)
 		}
 	}
+	// -o json lists the lever too, as unknown, and claims no result.
+	clitest.Unreachable(p)
+	r := e.Run("breaker", "force-open", "openai", "--reason", "again", "--for", "30m", "--overwrite", "-o", "json")
+	doc := clitest.Decode[struct {
+		Results    *[]any `json:"results"`
+		NotWritten []struct {
+			Target  string `json:"target"`
+			Outcome string `json:"outcome"`
+			Why     string `json:"why"`
+		} `json:"not_written"`
+	}](t, r.Stdout)
+	if r.Code != exitcode.Unknown || doc.Results == nil || len(*doc.Results) != 0 || len(doc.NotWritten) != 1 ||
+		doc.NotWritten[0].Target != "openai" || doc.NotWritten[0].Outcome != "unknown" || !strings.Contains(doc.NotWritten[0].Why, "koshactl breaker get openai") {
+		t.Fatalf("-o json of an unknown outcome: exit %d, want %d, results [] and openai unknown with the command that tells\n%s", r.Code, exitcode.Unknown, r.Stdout)
+	}
 }
 
 // errorLines returns stderr's lines but the "acted on" line every change

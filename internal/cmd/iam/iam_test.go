@@ -290,6 +290,15 @@ func (w *awsWorld) cliSteps(t *testing.T) []cliStep {
 			lost = append(lost, s)
 		}
 	}
+	// policy set, its answer lost, settled by reading its record: the
+	// table holds another text first, so the set writes.
+	other := filepath.Join(t.TempDir(), "allow-all-too.cedar")
+	if err := os.WriteFile(other, []byte("// another text, the same decisions\npermit (principal, action, resource);\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lost = append(lost, cliStep{"policy set", func() {
+		w.MustRun(0, "--context", "pat", "policy", "set", other, "--reason", "iam test: another text")
+	}, fixed("--context", "pat", "policy", "set", allowAll, "--reason", "iam test"), true, 0})
 	steps = append(steps, lost...)
 	for i := range steps {
 		steps[i].setup = w.allowAll(allowAll, steps[i].setup)
@@ -684,6 +693,11 @@ func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 		{"policy set", func(string) {
 			enf.SetPolicy(nil)
 			e.MustRun(0, "store", "init")
+		}, []string{"--context", "pat", "policy", "set", allowAll, "--reason", "iam test"}},
+		{"policy set, its answer lost", func(string) {
+			enf.SetPolicy(nil)
+			e.MustRun(0, "store", "init")
+			loseChange(proxy, nil) // settled by reading its record
 		}, []string{"--context", "pat", "policy", "set", allowAll, "--reason", "iam test"}},
 		{"policy set again", func(string) {
 			enf.SetPolicy(nil)

@@ -21,6 +21,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -30,16 +31,20 @@ import (
 // Flags are what every lever command's flags say of its change.
 type Flags struct {
 	DryRun, Yes, NoNotify bool
-	Output                string
-	BreakGlass            bool
-	RequestTTL            time.Duration
+	// Chunked writes a change of more levers than one transaction holds in
+	// transactions of [lever.ChunkLevers], each whole (--chunked).
+	Chunked    bool
+	Output     string
+	BreakGlass bool
+	RequestTTL time.Duration
 }
 
-// AddFlags registers --dry-run, --yes, --break-glass, --request-ttl,
-// --no-notify and -o; yes is --yes's help.
+// AddFlags registers --dry-run, --yes, --chunked, --break-glass,
+// --request-ttl, --no-notify and -o; yes is --yes's help.
 func AddFlags(cmd *cobra.Command, fl *Flags, yes string) {
 	f := cmd.Flags()
 	f.BoolVar(&fl.DryRun, "dry-run", false, "show what would change; write nothing")
+	AddChunkedFlag(cmd, &fl.Chunked)
 	f.BoolVarP(&fl.Yes, "yes", "y", false, yes)
 	f.BoolVar(&fl.BreakGlass, "break-glass", false,
 		"act at once where the table's policy allows a break-glass (needs --reason; recorded, announced and left for review)")
@@ -47,6 +52,27 @@ func AddFlags(cmd *cobra.Command, fl *Flags, yes string) {
 		fmt.Sprintf("when the policy needs approvals: how long the change request waits for them (%s to %s)", approval.MinTTL, approval.MaxTTL))
 	cmdutil.AddNoNotifyFlag(cmd, &fl.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &fl.Output)
+}
+
+// AddChunkedFlag registers --chunked: a change of more levers than one
+// transaction holds is refused unless asked in chunks.
+func AddChunkedFlag(cmd *cobra.Command, chunked *bool) {
+	cmd.Flags().BoolVar(chunked, "chunked", false, fmt.Sprintf(
+		"allow a change of more than %d levers (one transaction's worth) to be written in transactions of %d, each whole; every lever is reported, and a partial write exits %d",
+		lever.ChunkLevers, lever.ChunkLevers, exitcode.PartialWrite))
+}
+
+// TooLarge words a change refused for its size for the command line: the
+// flag that asks for chunks (nil when err is not that refusal).
+func TooLarge(err error) error {
+	var tle *lever.TooLargeError
+	if !errors.As(err, &tle) {
+		return err
+	}
+	if tle.Attached {
+		return cmdutil.UsageError(err)
+	}
+	return cmdutil.Usagef("%v: name at most %d per run, or pass --chunked", err, tle.Max)
 }
 
 // CheckPolicy refuses flag values outside their bounds, before anything is read:
@@ -75,11 +101,12 @@ func (fl Flags) Table() bool { return fl.Output == cmdutil.FormatTable }
 func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Change, fl Flags) (lever.Report, error) {
 	c.DryRun, c.NoNotify, c.BreakGlass, c.RequestTTL = fl.DryRun, fl.NoNotify, fl.BreakGlass, fl.RequestTTL
 	c.AtOnce = !env.Context.Protected || fl.Yes // no prompt between the plan and the commit
+	c.Chunked = c.Chunked || fl.Chunked
 	g := env.Guard()
 	p, err := g.Plan(ctx, c)
 	switch {
 	case p == nil:
-		return lever.Report{Change: c}, err
+		return lever.Report{Change: c}, TooLarge(err)
 	case err != nil || c.DryRun:
 		return p.Report(), err
 	}
@@ -89,7 +116,11 @@ func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Cha
 			return lever.Report{Change: c}, err
 		}
 	}
-	return g.Commit(ctx, p)
+	rep, err := g.Commit(ctx, p)
+	if len(rep.Written()) == 0 {
+		err = TooLarge(err)
+	}
+	return rep, err
 }
 
 // PendingResult is the JSON output of a lever change the table's policy
@@ -106,6 +137,9 @@ type PendingResult struct {
 	ExpiresAt       time.Time `json:"expires_at"`
 	ApproveCommand  string    `json:"approve_command"`
 	AuditID         string    `json:"audit_id"`
+	// Requests are every request of a change asked in chunks that became
+	// one per chunk (this one first); absent for one request.
+	Requests []PendingResult `json:"requests,omitempty"`
 	// Coalesced is true when the proposal was the requester's identical
 	// one, pending already: nothing was stored or announced (MCP).
 	Coalesced bool `json:"coalesced,omitempty"`
@@ -132,21 +166,39 @@ func Refused(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, rep lever.
 		return err
 	}
 	p, ios := *rep.Pending, f.IOStreams
+	requests := rep.Requests
+	if len(requests) == 0 {
+		requests = []lever.Pending{p}
+	}
 	if !fl.Table() {
-		if perr := cmdutil.PrintStructured(ios.Out, fl.Output, Pending(env, p)); perr != nil {
+		doc := Pending(env, p)
+		if len(requests) > 1 {
+			for _, r := range requests {
+				doc.Requests = append(doc.Requests, Pending(env, r))
+			}
+		}
+		if perr := cmdutil.PrintStructured(ios.Out, fl.Output, doc); perr != nil {
 			return perr
 		}
 	} else {
 		fmt.Fprintf(ios.Out, "Not applied: the table's policy needs %d approval(s) from someone other than you (%s).\n", p.Needed,
 			textsafe.Line(strings.Join(p.Policies, ", ")))
-		fmt.Fprintf(ios.Out, "Change request %s: %s\n", p.ID, textsafe.Line(p.Summary))
-		fmt.Fprintf(ios.Out, "  sha256 %s\n", p.SHA256)
-		fmt.Fprintf(ios.Out, "  expires %s\n", cmdutil.FormatTime(p.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY()))
-		fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", p.ApproveCommand())
-		Impact(ios.Out, p.Impact)
+		if len(requests) > 1 {
+			fmt.Fprintf(ios.Out, "The change is %d requests of at most %d targets, one approval applying each whole:\n", len(requests), approval.MaxTargets)
+		}
+		for _, r := range requests {
+			fmt.Fprintf(ios.Out, "Change request %s: %s\n", r.ID, textsafe.Line(r.Summary))
+			fmt.Fprintf(ios.Out, "  sha256 %s\n", r.SHA256)
+			fmt.Fprintf(ios.Out, "  expires %s\n", cmdutil.FormatTime(r.ExpiresAt, f.Clock.Now(), ios.IsStdoutTTY()))
+			fmt.Fprintf(ios.Out, "Another person approves it with:\n  %s\n", r.ApproveCommand())
+			Impact(ios.Out, r.Impact)
+		}
 	}
 	cmdenv.PrintActedOn(ios.ErrOut, env, false)
 	cmdenv.Announce(ctx, env, rep.Event)
+	for _, ev := range rep.RequestEvents {
+		cmdenv.Announce(ctx, env, ev)
+	}
 	return err
 }
 
@@ -237,7 +289,9 @@ const maxNamed = 20
 // became of each: written (listed above), outcome unknown (with check, the
 // command that tells), or not written. Any unknown outcome makes it an
 // unknown outcome (exit 8), whatever the first error was: someone has to
-// check. items names what the targets are ("overrides").
+// check; otherwise some written and some not is a partial write (exit 16,
+// never 4: something was done). items names what the targets are
+// ("overrides").
 func Failure(targets, written int, unwritten []Unwritten, items, check string) error {
 	if len(unwritten) == 0 {
 		return nil
@@ -265,10 +319,110 @@ func Failure(targets, written int, unwritten []Unwritten, items, check string) e
 		groups = append(groups, fmt.Sprintf("%d not written: %s", len(refused), names(refused)))
 	}
 	summary := fmt.Sprintf("of %d %s, %s", targets, items, strings.Join(groups, "; "))
-	if len(unknown) > 0 && !errors.Is(first, store.ErrOutcomeUnknown) {
+	switch {
+	case len(unknown) > 0 && !errors.Is(first, store.ErrOutcomeUnknown):
 		return fmt.Errorf("%w; %s: %w", first, summary, store.ErrOutcomeUnknown)
+	case len(unknown) == 0 && written > 0:
+		return exitcode.Errorf(exitcode.PartialWrite, "partial write, each transaction whole: %w; %s", first, summary)
 	}
 	return fmt.Errorf("%w; %s", first, summary)
+}
+
+// NotWritten is a lever a change did not write, as every output lists it
+// (`not_written` in -o json|yaml, a line of its own in the table).
+type NotWritten struct {
+	Target string `json:"target"`
+	// Outcome is not-written (nothing of it landed) or unknown (nobody can
+	// tell: check it).
+	Outcome string `json:"outcome"`
+	// Chunk is the transaction that carried it, of a change written in
+	// chunks (0: one transaction).
+	Chunk int    `json:"chunk,omitempty"`
+	Why   string `json:"why"`
+}
+
+// NotWrittenOf lists the unwritten levers for the output; chunk gives each
+// one's transaction (nil: none).
+func NotWrittenOf(unwritten []Unwritten, chunk func(name string) int) []NotWritten {
+	out := make([]NotWritten, 0, len(unwritten))
+	for _, u := range unwritten {
+		nw := NotWritten{Target: u.Name, Outcome: "not-written", Why: u.Err.Error()}
+		if errors.Is(u.Err, store.ErrOutcomeUnknown) {
+			nw.Outcome = "unknown"
+		}
+		if chunk != nil {
+			nw.Chunk = chunk(u.Name)
+		}
+		out = append(out, nw)
+	}
+	return out
+}
+
+// ChunkOf is the lookup of rep's targets' transactions for
+// [NotWrittenOf] (names as the targets are).
+func ChunkOf(rep lever.Report) func(name string) int {
+	chunks := make(map[string]int, len(rep.Outcomes))
+	for _, o := range rep.Outcomes {
+		chunks[o.Target] = o.Chunk
+	}
+	return func(name string) int { return chunks[name] }
+}
+
+// Chunks is how a change written in chunks went, for every output: the
+// transactions sent and what each did (nil: one transaction).
+type Chunks struct {
+	Transactions int `json:"transactions"`
+	// LeversPerTransaction is the most levers one carried.
+	LeversPerTransaction int `json:"levers_per_transaction"`
+	Written              int `json:"written"`
+	NotWritten           int `json:"not_written"`
+}
+
+// ChunksOf is rep's chunks (nil when it was not written in chunks).
+func ChunksOf(rep lever.Report) *Chunks {
+	c := &Chunks{LeversPerTransaction: lever.ChunkLevers}
+	for _, o := range rep.Outcomes {
+		if o.Chunk == 0 {
+			continue
+		}
+		c.Transactions = max(c.Transactions, o.Chunk)
+		if o.Written {
+			c.Written++
+		} else {
+			c.NotWritten++
+		}
+	}
+	if c.Transactions == 0 {
+		return nil
+	}
+	return c
+}
+
+// PrintChunks writes the table's account of a change written in chunks
+// and of every lever not written (each on its own line, why included)
+// beside the listed levers the table names (written or already as asked).
+// A change that listed nothing and was one transaction prints nothing:
+// its error (stderr) names every lever, and stdout claims no result of a
+// change nothing of which is known to have landed.
+func PrintChunks(w io.Writer, c *Chunks, notWritten []NotWritten, listed int) {
+	if c == nil && listed == 0 {
+		return
+	}
+	if c != nil {
+		fmt.Fprintf(w, "Written in %d transactions of at most %d levers, each whole: %d written, %d not written.\n",
+			c.Transactions, c.LeversPerTransaction, c.Written, c.NotWritten)
+	}
+	for _, nw := range notWritten {
+		what := "Not written"
+		if nw.Outcome == "unknown" {
+			what = "Outcome unknown"
+		}
+		where := ""
+		if nw.Chunk > 0 {
+			where = fmt.Sprintf(" (transaction %d)", nw.Chunk)
+		}
+		fmt.Fprintf(w, "%s: %s%s: %s\n", what, textsafe.Line(nw.Target), where, textsafe.Line(nw.Why))
+	}
 }
 
 // names lists up to maxNamed names, then how many more.

@@ -77,7 +77,7 @@ func write(t testing.TB, st Store, log *audit.Log, action, actor, reason string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Apply(ctx, st, store.Change{Token: token, Ops: []store.Op{store.PutOp(it, cond), op}, Proof: freeze.Key}); err != nil {
+	if _, err := store.Apply(ctx, st, store.Change{Token: token, Ops: []store.Op{store.PutOp(it, cond), op}, Proof: op.PK()}); err != nil {
 		t.Fatalf("freezetest: write the freeze: %v", err)
 	}
 	got, err := freeze.Read(ctx, st)

@@ -199,7 +199,7 @@ func TestTransactionAnswers(t *testing.T) {
 	t.Parallel()
 	change := func() store.Change {
 		tok, _ := store.NewWriteID()
-		return store.Change{Token: tok, Proof: "breaker#a", Ops: []store.Op{
+		return store.Change{Token: tok, Proof: "audit#1", Ops: []store.Op{
 			store.PutOp(store.Item{store.PK: "breaker#a", store.WriteIDAttr: tok}, store.IfAbsent()),
 			store.PutOp(store.Item{store.PK: "audit#1", store.WriteIDAttr: tok}, store.IfAbsent()),
 		}}

@@ -222,7 +222,7 @@ func TestRequestTimeoutIsNamedWithItsFix(t *testing.T) {
 	s := dynamo.NewFromConfig(cfg, "")
 	_, getErr := s.Get(context.Background(), "breaker#db")
 	txErr := s.Transact(context.Background(), store.Change{Token: "tok-1", Proof: "breaker#db",
-		Ops: []store.Op{{Put: store.Item{store.PK: "breaker#db", store.WriteIDAttr: "tok-1"}}}})
+		Ops: []store.Op{store.PutOp(store.Item{store.PK: "breaker#db", store.WriteIDAttr: "tok-1"}, store.IfAbsent())}})
 	for what, err := range map[string]error{"get": getErr, "transaction": txErr} {
 		if !errors.Is(err, store.ErrUnavailable) {
 			t.Errorf("%s: %v, want ErrUnavailable", what, err)

@@ -20,11 +20,12 @@ func token(t *testing.T) string {
 }
 
 // leverChange is the shape of every lever change: the lever item written
-// under cond, and its record, which must not exist yet.
+// under cond, and its record, which must not exist yet and proves the
+// change.
 func leverChange(t *testing.T, lever string, cond store.Condition, record string) store.Change {
 	t.Helper()
 	tok := token(t)
-	return store.Change{Token: tok, Proof: lever, Ops: []store.Op{
+	return store.Change{Token: tok, Proof: record, Ops: []store.Op{
 		store.PutOp(store.Item{store.PK: lever, "v": "after", store.WriteIDAttr: tok}, cond),
 		store.PutOp(store.Item{store.PK: record, "of": lever, store.WriteIDAttr: tok}, store.IfAbsent()),
 	}}
@@ -147,6 +148,48 @@ func testChangeRetry(t *testing.T, s store.Store) {
 	other := leverChange(t, "lever#e", store.IfAbsent(), "audit#e2")
 	if _, err := store.Apply(ctx(t), s, other); !errors.Is(err, store.ErrConditionFailed) {
 		t.Fatalf("a second change under IfAbsent: got %v, want a conflict", err)
+	}
+}
+
+// A change that landed and whose lever someone else changed since (another
+// operator's overwrite) before its answer was settled: the retry meets the
+// other writer's lever and its own record. The record settles it as landed,
+// whoever wrote the lever since; a lever item would say "not this change".
+func testChangeRetryAfterOverwrite(t *testing.T, s store.Store) {
+	mine := leverChange(t, "lever#o", store.IfAbsent(), "audit#o1")
+	if _, err := store.Apply(ctx(t), s, mine); err != nil {
+		t.Fatal(err)
+	}
+	theirs := leverChange(t, "lever#o", store.IfEquals(store.WriteIDAttr, mine.Token), "audit#o2")
+	if _, err := store.Apply(ctx(t), s, theirs); err != nil {
+		t.Fatal(err)
+	}
+	res, err := store.Apply(ctx(t), s, mine)
+	if err != nil || !res.Confirmed {
+		t.Fatalf("the retry of a change that landed, its lever overwritten since: %+v, %v; want confirmed by its record", res, err)
+	}
+	if got := mustGet(t, s, "lever#o"); got.WriteID() != theirs.Token {
+		t.Errorf("lever#o = %v, want the later writer's, untouched by the settled retry", got)
+	}
+	// A change that never landed, whose lever moved: a conflict, not ours.
+	late := leverChange(t, "lever#o", store.IfEquals(store.WriteIDAttr, mine.Token), "audit#o3")
+	if _, err := store.Apply(ctx(t), s, late); !errors.Is(err, store.ErrConditionFailed) {
+		t.Fatalf("a change conditional on a lever changed since: %v, want a conflict", err)
+	}
+	// A proof over an existing item is refused before anything is sent: a
+	// lever item is updated by later changes and proves nothing.
+	bad := leverChange(t, "lever#p", store.IfAbsent(), "audit#p")
+	bad.Proof = "lever#p"
+	if _, err := store.Apply(ctx(t), s, bad); err != nil {
+		t.Fatalf("a lever created under IfAbsent may prove its change: %v", err)
+	}
+	bad = leverChange(t, "lever#p", store.IfEquals(store.WriteIDAttr, bad.Token), "audit#p2")
+	bad.Proof = "lever#p"
+	if _, err := store.Apply(ctx(t), s, bad); !errors.Is(err, store.ErrInvalidItem) {
+		t.Errorf("a change proved by an item it writes over: %v, want ErrInvalidItem", err)
+	}
+	if state(t, s, "audit#p2") != nil {
+		t.Error("a change with an invalid proof wrote its record")
 	}
 }
 

@@ -49,6 +49,7 @@ func Run(t *testing.T, open Opener) {
 		{"ChangeConflictNamesEveryRefusal", testChangeConflicts},
 		{"ChangeChecksWithoutWriting", testChangeChecks},
 		{"ChangeRetrySettledByProof", testChangeRetry},
+		{"ChangeRetryAfterOverwriteSettledByRecord", testChangeRetryAfterOverwrite},
 		{"ChangeRaceOneWinner", testChangeRace},
 		{"ChangeLimits", testChangeLimits},
 	} {

@@ -1,8 +1,10 @@
 // Package faultproxy puts an HTTP proxy in front of a DynamoDB-API server
 // (moto in tests) that loses answers on purpose: it forwards a request,
 // lets the server apply it, and then resets the client's connection instead
-// of answering, or withholds the answer until the client gives up; or it
-// stalls a request, never forwarded, until the client gives up. Which
+// of answering, withholds the answer until the client gives up, or answers
+// HTTP 500 in its place; or it stalls a request, never forwarded, until the
+// client gives up; or it holds a request until the test releases it (to
+// order two clients: a retry held while another change lands). Which
 // request is hit is chosen by its DynamoDB operation (the X-Amz-Target
 // header, for example "PutItem") and by count (the first, the second, ...),
 // so a test can lose exactly the answer of one write and let the SDK's retry

@@ -32,6 +32,16 @@ const (
 	// test cancels a write while it is "in flight" this way and knows it did
 	// not land ([Proxy.WaitStalled]).
 	Stall
+	// ServerError forwards the request, waits for the server's answer (so
+	// the server has applied it), then answers HTTP 500 with DynamoDB's
+	// InternalServerError instead: the client cannot tell whether it
+	// landed (the SDK retries it).
+	ServerError
+	// Hold keeps the request, not yet forwarded, until [Proxy.Release];
+	// then it is forwarded and answered as usual. A test orders two
+	// clients this way: a retry held while another client's change lands
+	// ([Proxy.WaitHeld]).
+	Hold
 )
 
 func (f Fault) String() string {
@@ -42,6 +52,10 @@ func (f Fault) String() string {
 		return "withhold"
 	case Stall:
 		return "stall"
+	case ServerError:
+		return "500"
+	case Hold:
+		return "hold"
 	}
 	return fmt.Sprintf("Fault(%d)", uint8(f))
 }
@@ -68,6 +82,10 @@ type Proxy struct {
 	lost map[string]int
 	// stalled counts, per operation, the requests held and never forwarded.
 	stalled map[string]int
+	// held counts, per operation, the requests [Hold] kept; gate is closed
+	// by Release to let them go.
+	held map[string]int
+	gate chan struct{}
 	// changed is closed and replaced whenever seen or lost change.
 	changed chan struct{}
 }
@@ -87,6 +105,8 @@ func Start(tb testing.TB, target string) *Proxy {
 		seen:    map[string]int{},
 		lost:    map[string]int{},
 		stalled: map[string]int{},
+		held:    map[string]int{},
+		gate:    make(chan struct{}),
 		changed: make(chan struct{}),
 	}
 	p.srv = &http.Server{Handler: http.HandlerFunc(p.serve), ReadHeaderTimeout: wait.Ceiling}
@@ -159,6 +179,21 @@ func (p *Proxy) WaitStalled(tb testing.TB, op string, n int) {
 	p.waitCount(tb, p.stalled, "request(s) stalled", op, n)
 }
 
+// WaitHeld blocks until n requests of op are (or were) kept by [Hold],
+// or the test's wait ceiling passes.
+func (p *Proxy) WaitHeld(tb testing.TB, op string, n int) {
+	tb.Helper()
+	p.waitCount(tb, p.held, "request(s) held", op, n)
+}
+
+// Release lets every request [Hold] keeps go on to the server.
+func (p *Proxy) Release() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	close(p.gate)
+	p.gate = make(chan struct{})
+}
+
 // waitCount blocks until counts[op] >= n (counts guarded by p.mu).
 func (p *Proxy) waitCount(tb testing.TB, counts map[string]int, what, op string, n int) {
 	tb.Helper()
@@ -212,9 +247,27 @@ func (p *Proxy) hit(op string) Fault {
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	op := operation(r)
 	fault := p.hit(op)
-	if fault == Stall {
+	switch fault {
+	case Stall:
 		p.stall(w, op)
 		return
+	case Hold:
+		p.mu.Lock()
+		p.held[op]++
+		gate := p.gate
+		p.bump()
+		p.mu.Unlock()
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		case <-time.After(wait.Ceiling):
+			http.Error(w, "faultproxy: held past the wait ceiling, never released", http.StatusBadGateway)
+			return
+		}
+		fault = 0
+	case Reset, Withhold, ServerError:
+		// After the server's answer, below.
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -239,6 +292,16 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	_ = resp.Body.Close()
 	if err != nil {
 		http.Error(w, "faultproxy: read answer: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	if fault == ServerError {
+		p.mu.Lock()
+		p.lost[op]++
+		p.bump()
+		p.mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, `{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"faultproxy: the answer was replaced by a server error"}`)
 		return
 	}
 	if fault != 0 {

@@ -34,7 +34,9 @@ func TestLostAnswerIsAppliedAndTheRetryIsSettled(t *testing.T) {
 	}
 	change := func(v int64, cond store.Condition) store.Change {
 		tok, _ := store.NewWriteID()
-		return store.Change{Token: tok, Proof: "k", Ops: []store.Op{store.PutOp(store.Item{store.PK: "k", "v": v, store.WriteIDAttr: tok}, cond)}}
+		rec := store.Item{store.PK: "audit#" + tok, store.WriteIDAttr: tok}
+		return store.Change{Token: tok, Proof: rec.PK(), Ops: []store.Op{store.PutOp(store.Item{store.PK: "k", "v": v, store.WriteIDAttr: tok}, cond),
+			store.PutOp(rec, store.IfAbsent())}}
 	}
 	if _, err := store.Apply(ctx, s, change(1, store.IfAbsent())); err != nil {
 		t.Fatal(err)
@@ -86,5 +88,35 @@ func TestStalledRequestIsNeverApplied(t *testing.T) {
 	}
 	if p.Stalled("PutItem") != 1 || p.Lost("PutItem") != 0 {
 		t.Fatalf("stalled %d, lost %d PutItem; want 1, 0", p.Stalled("PutItem"), p.Lost("PutItem"))
+	}
+}
+
+// A server error is answered after the server applied the request; a held
+// request reaches the server only once released.
+func TestServerErrorIsAppliedAndHoldWaitsForRelease(t *testing.T) {
+	t.Parallel()
+	p := faultproxy.Start(t, moto.Start(t))
+	s := dynamotest.NewStore(t, p.URL()) // one attempt: the 500 is the answer
+	ctx := context.Background()
+	p.LoseNext("PutItem", 1, faultproxy.ServerError)
+	if err := s.Put(ctx, store.Item{store.PK: "k", "v": int64(1)}, store.IfAbsent()); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("put answered 500: %v, want unavailable", err)
+	}
+	if _, err := s.Get(ctx, "k"); err != nil || p.Lost("PutItem") != 1 {
+		t.Fatalf("item after the 500: %v (lost %d), want it applied and the answer lost", err, p.Lost("PutItem"))
+	}
+	p.LoseNext("PutItem", 1, faultproxy.Hold)
+	done := make(chan error, 1)
+	go func() { done <- s.Put(ctx, store.Item{store.PK: "h", "v": int64(1)}, store.IfAbsent()) }()
+	p.WaitHeld(t, "PutItem", 1)
+	if _, err := s.Get(ctx, "h"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a held put reached the server: %v", err)
+	}
+	p.Release()
+	if err := <-done; err != nil {
+		t.Fatalf("released put: %v", err)
+	}
+	if _, err := s.Get(ctx, "h"); err != nil {
+		t.Fatalf("item after the release: %v", err)
 	}
 }

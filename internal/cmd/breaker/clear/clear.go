@@ -65,6 +65,12 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			--allow-unknown, or a dependency since removed from the context) is cleared
 			without the flag: it names an override that breaker list shows.
 
+			A clear of more than 50 overrides does not fit one transaction: it is refused,
+			nothing cleared, unless --chunked asks for transactions of 50, each whole.
+			--all clears in such chunks by default and says so; every override is
+			reported, cleared or not and why, and a clear that cleared some and not
+			others exits 16.
+
 			--key names an override item by its pk, for an item written by hand whose pk
 			is not a valid dependency name (breaker list names it, with this command):
 			it is cleared like any other, conditional on the version read and audited.
@@ -145,6 +151,11 @@ type Result struct {
 	converge.Waited
 	// Review is the review a --break-glass clear opened.
 	Review string `json:"review,omitempty"`
+	// NotWritten lists every dependency not cleared, and why.
+	NotWritten []levercmd.NotWritten `json:"not_written"`
+	// Chunks says how a clear written in chunks went (--all, --chunked;
+	// none: one transaction).
+	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
 	// Bake is how the fleet held after the clear, with --bake only.
 	Bake *baking.View `json:"bake,omitempty"`
 }
@@ -159,6 +170,9 @@ type ItemResult struct {
 	// ConfirmedByReread is true when the store's answer to the clear was
 	// lost and koshactl settled it as landed (docs/contracts/store.md).
 	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
+	// Chunk is the transaction that cleared it, of a clear written in
+	// chunks.
+	Chunk int `json:"chunk,omitempty"`
 }
 
 // Run clears the overrides: one batch read of every override (while the
@@ -254,7 +268,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			continue
 		}
 		item := ItemResult{Dependency: o.Target, Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, Action: "cleared",
-			ConfirmedByReread: o.Confirmed}
+			ConfirmedByReread: o.Confirmed, Chunk: o.Chunk}
 		switch {
 		case res.Before == nil:
 			item.Action = "already-clear"
@@ -267,6 +281,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		changes = append(changes, metrics.Change{Dependency: o.Target, Goal: metrics.GoalReleased, Since: now})
 	}
 	out.Review = levercmd.Review(rep)
+	out.NotWritten, out.Chunks = levercmd.NotWrittenOf(unwritten, levercmd.ChunkOf(rep)), levercmd.ChunksOf(rep)
 	failure := levercmd.Failure(cleared+len(unwritten), cleared, unwritten, "overrides", "koshactl breaker get DEPENDENCY")
 	var then func() error
 	if bk != nil {
@@ -302,6 +317,7 @@ func table(opts *Options, out Result, none bool) string {
 		fmt.Fprintf(&w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
 		levercmd.Confirmed(&w, r.ConfirmedByReread)
 	}
+	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten, len(out.Results))
 	levercmd.BreakGlass(&w, out.Review)
 	return w.String()
 }

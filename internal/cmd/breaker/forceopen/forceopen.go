@@ -57,6 +57,11 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 			--no-expiry needs --yes.
 			An override already set by someone else is a conflict unless --overwrite.
 
+			The dependencies named are forced in one transaction (all or none), up to 50 of
+			them; more is refused, nothing forced, unless --chunked asks for transactions of
+			50, each whole. Every dependency is then reported, forced or not and why, and a
+			force that forced some and not others exits 16.
+
 			When the table has a policy (koshactl policy get) that needs approvals for
 			this change, nothing is forced: the change becomes a change request, printed
 			with the command another person approves it with, and the command exits 12.
@@ -119,6 +124,10 @@ type Result struct {
 	converge.Waited
 	// Review is the review a --break-glass change opened.
 	Review string `json:"review,omitempty"`
+	// NotWritten lists every dependency not written, and why.
+	NotWritten []levercmd.NotWritten `json:"not_written"`
+	// Chunks says how a change asked in chunks went (none: one transaction).
+	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
 	// Impact is what forcing the dependencies does to the platform's tools
 	// (docs/contracts/degradation-matrix.md, "The impact section").
 	Impact json.RawMessage `json:"impact,omitempty"`
@@ -137,6 +146,9 @@ type ItemResult struct {
 	// ConfirmedByReread is true when the store's answer was lost and a
 	// re-read found the override this command wrote.
 	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
+	// Chunk is the transaction that wrote it, of a change written in
+	// chunks.
+	Chunk int `json:"chunk,omitempty"`
 
 	res breaker.ForceResult
 }
@@ -227,7 +239,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if rep.Outcomes == nil || rep.Pending != nil {
 		return conflictHint(depargs.DependencyHint(levercmd.Refused(ctx, f, env, rep, err, opts.Flags)))
 	}
-	out := Result{Envelope: env.Envelope("BreakerForceResult"), DryRun: opts.DryRun, Impact: levercmd.ImpactJSON(rep.Impact), impact: rep.Impact}
+	out := Result{Envelope: env.Envelope("BreakerForceResult"), DryRun: opts.DryRun, Results: []ItemResult{}, Impact: levercmd.ImpactJSON(rep.Impact), impact: rep.Impact}
 	var unwritten []levercmd.Unwritten
 	changes := make([]metrics.Change, 0, len(rep.Outcomes))
 	for _, o := range rep.Outcomes {
@@ -238,7 +250,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			continue
 		}
 		out.Results = append(out.Results, ItemResult{Dependency: o.Target, Action: action(res, opts.DryRun),
-			Override: overrideview.View(res.After, now), Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: o.Confirmed, res: res})
+			Override: overrideview.View(res.After, now), Before: overrideview.ViewPtr(res.Before, now), AuditID: o.Record.ID, ConfirmedByReread: o.Confirmed,
+			Chunk: o.Chunk, res: res})
 		since := res.After.CreatedAt
 		if since.IsZero() {
 			since = now
@@ -246,7 +259,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		changes = append(changes, metrics.Change{Dependency: o.Target, Goal: metrics.GoalForced, Since: since})
 	}
 	out.Review = levercmd.Review(rep)
-	failure := levercmd.Failure(len(rep.Outcomes), len(out.Results), unwritten, "overrides", "koshactl breaker get DEPENDENCY")
+	out.NotWritten, out.Chunks = levercmd.NotWrittenOf(unwritten, levercmd.ChunkOf(rep)), levercmd.ChunksOf(rep)
+	failure := levercmd.Failure(len(rep.Outcomes), len(rep.Written()), unwritten, "overrides", "koshactl breaker get DEPENDENCY")
 	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(out, now, f.IOStreams.IsStdoutTTY()))
 }
 
@@ -292,6 +306,7 @@ func table(out Result, now time.Time, tty bool) string {
 			fmt.Fprintf(&w, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
 		}
 	}
+	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten, len(out.Results))
 	levercmd.BreakGlass(&w, out.Review)
 	if len(out.Results) > 0 {
 		levercmd.Impact(&w, out.impact)

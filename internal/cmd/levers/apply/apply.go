@@ -53,6 +53,9 @@ type Options struct {
 	// Request asks for the approval of each window in force or to come,
 	// on a table whose policy needs it, instead of applying.
 	Request bool
+	// Chunked lets a round of more changes than one transaction holds be
+	// written in transactions of 50, each whole (--chunked).
+	Chunked bool
 	// Bake watches the fleet after the round's clears (windows that
 	// ended) and puts an override back that did not hold.
 	Bake       baking.Options
@@ -69,6 +72,11 @@ type Result struct {
 	// heldBack: the table's policy held back every change of the round
 	// (the table output says how to ask).
 	heldBack bool
+	// NotWritten lists every change of the round not written, and why.
+	NotWritten []levercmd.NotWritten `json:"not_written"`
+	// Chunks says how a round written in chunks went (none: one
+	// transaction).
+	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
 	// Bake is how the fleet held after the round's clears, with --bake.
 	Bake *baking.View `json:"bake,omitempty"`
 }
@@ -101,7 +109,10 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			whose window ended or was removed. All of it is one transaction (conditional on
 			the overrides as read: an operator acting meanwhile makes the round a conflict,
 			nothing written), each change with its audit record, and announced like any
-			lever change. An override the file does not manage (an incident lever, another
+			lever change. A round of more than 50 changes does not fit one transaction: it
+			is refused, nothing written, unless --chunked asks for transactions of 50, each
+			whole; every change is then reported, written or not and why, and a round that
+			wrote some and not others exits 16. An override the file does not manage (an incident lever, another
 			file's window) is never touched: koshactl diff shows it.
 
 			apply is idempotent: run it from a scheduled CI job, or with --watch as a small
@@ -163,6 +174,7 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 	fl.Var(human.DurationFlag{D: &opts.Interval}, "interval", "how often --watch reconciles (1s or more)")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (protected contexts)")
 	fl.BoolVar(&opts.Request, "request", false, "ask for the approval of each window in force or to come (a table whose policy needs it); apply nothing")
+	levercmd.AddChunkedFlag(cmd, &opts.Chunked)
 	cmdutil.AddNoNotifyFlag(cmd, &opts.NoNotify)
 	cmdutil.AddOutputFlag(cmd, &opts.Output)
 	baking.AddFlags(cmd, &opts.Bake)
@@ -267,7 +279,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	ds := levers.Compare(file, levers.State{Now: now, Overrides: list, Written: written, Freeze: fr})
 	res := Result{Header: leversview.NewHeader("LeversApply", env, opts.File, file, now), DryRun: opts.DryRun, Round: round,
-		Differences: leversview.Differences(ds, now), Results: []ItemResult{}}
+		Differences: leversview.Differences(ds, now), Results: []ItemResult{}, NotWritten: []levercmd.NotWritten{}}
 	if changes(ds) == 0 {
 		return printResult(f, opts, res)
 	}
@@ -308,18 +320,32 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	plan := file.Plan(ds, actor)
 	for i := range plan {
-		plan[i].Approval = approvals.of(plan[i])
+		plan[i].Approval, plan[i].Chunked = approvals.of(plan[i]), opts.Chunked
 	}
 	// A stop signal waits for the write's outcome: never half a round.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	reps, werr := levers.Apply(wctx, env.Levers(), plan)
 	ev := notify.Event{Action: "levers.apply", Reason: "levers " + file.Name, Actor: actor}
+	var unwritten []levercmd.Unwritten
 	var outs []lever.Outcome
 	for i, rep := range reps {
 		outs = append(outs, rep.Outcomes...)
 		if rep.Event != nil {
 			ev.Levers = append(ev.Levers, rep.Event.Levers...)
+		}
+		for _, o := range rep.Outcomes {
+			if !o.Written && o.Err != nil {
+				unwritten = append(unwritten, levercmd.Unwritten{Name: o.Target, Err: o.Err})
+			}
+		}
+		if c := levercmd.ChunksOf(rep); c != nil {
+			if res.Chunks == nil {
+				res.Chunks = &levercmd.Chunks{LeversPerTransaction: c.LeversPerTransaction}
+			}
+			res.Chunks.Transactions = max(res.Chunks.Transactions, c.Transactions)
+			res.Chunks.Written += c.Written
+			res.Chunks.NotWritten += c.NotWritten
 		}
 		for _, o := range rep.Written() {
 			item := ItemResult{Dependency: o.Target, Action: "cleared", AuditID: o.Record.ID}
@@ -333,8 +359,15 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		}
 	}
 	if werr != nil && len(res.Results) == 0 {
-		return conflictHint(werr)
+		return conflictHint(levercmd.TooLarge(werr))
 	}
+	chunkOf := map[string]int{}
+	for _, rep := range reps {
+		for _, o := range rep.Outcomes {
+			chunkOf[o.Target] = o.Chunk
+		}
+	}
+	res.NotWritten = levercmd.NotWrittenOf(unwritten, func(name string) int { return chunkOf[name] })
 	// Past one transaction's size a round is several: what landed is
 	// printed and announced, whatever became of the rest.
 	table := opts.Output == cmdutil.FormatTable
@@ -345,7 +378,8 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
 	if werr != nil {
-		return fmt.Errorf("%d of %s of this round were written (listed above), the others not: %w; run apply again", len(res.Results), human.Count(int64(n), "change"), werr)
+		return exitcode.Errorf(exitcode.PartialWrite, "partial write, each transaction whole: %d of %s of this round were written (listed above), the others not: %w; run apply again",
+			len(res.Results), human.Count(int64(n), "change"), werr)
 	}
 	if bk != nil {
 		// The round's clears are written and announced; now the fleet.
@@ -446,6 +480,7 @@ func printResult(f *cmdenv.Factory, opts *Options, res Result) error {
 		fmt.Fprintln(out, textsafe.Line(line))
 		levercmd.Impact(out, r.impact)
 	}
+	levercmd.PrintChunks(out, res.Chunks, res.NotWritten, len(res.Results))
 	for _, d := range res.Differences {
 		if d.Action == levers.ActionNone {
 			fmt.Fprintf(out, "%sleft alone: %s\n", prefix, textsafe.Line(d.Detail))

@@ -18,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/overrideview"
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/apply"
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/diff"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
@@ -255,10 +256,11 @@ func (s *sideEffect) Read(p []byte) (int, error) {
 	return copy(p, s.line), nil
 }
 
-// A round past one transaction's size is several transactions: when one of
+// A round past one transaction's size is refused, nothing written, unless
+// asked in chunks; with --chunked it is several transactions: when one of
 // them is refused (an operator forced a dependency between apply's read and
-// its write), what the others wrote is listed, and the error says how much
-// of the round landed, never that nothing did.
+// its write), every change is listed, written or not and why, and the round
+// exits 16 (a partial write), never 4 (nothing was done).
 func TestAPartlyWrittenRoundSaysWhatLanded(t *testing.T) {
 	t.Parallel()
 	e, _, path := newEnv(t)
@@ -273,6 +275,14 @@ func TestAPartlyWrittenRoundSaysWhatLanded(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.TTY = true
+	e.In = &sideEffect{line: "local\n", do: func() {}}
+	if r := e.Run("apply", "-f", path); r.Code != exitcode.Usage || !strings.Contains(r.Stderr, "60 overrides do not fit one transaction") ||
+		!strings.Contains(r.Stderr, "--chunked") || strings.Contains(r.Stdout, "forced d") {
+		t.Fatalf("a round of 60 without --chunked: exit %d, want 2 and nothing written\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if _, ok := get(t, e, "d00"); ok {
+		t.Fatal("a refused round wrote d00")
+	}
 	e.In = &sideEffect{line: "local\n", do: func() {
 		ios, _, _, _ := iostreams.Test()
 		f := e.Factory(ios)
@@ -286,13 +296,18 @@ func TestAPartlyWrittenRoundSaysWhatLanded(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	r := e.Run("apply", "-f", path)
-	if r.Code != 4 || !strings.Contains(r.Stderr, "50 of 60 changes of this round were written (listed above)") ||
+	r := e.Run("apply", "-f", path, "--chunked")
+	if r.Code != exitcode.PartialWrite || !strings.Contains(r.Stderr, "50 of 60 changes of this round were written (listed above)") ||
 		strings.Contains(r.Stderr, "nothing of this round was written") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 	if n := strings.Count(r.Stdout, "forced d"); n != 50 || !strings.Contains(r.Stdout, "forced d49 ") || strings.Contains(r.Stdout, "forced d50 ") {
 		t.Errorf("%d forces listed, want d00..d49:\n%s", n, r.Stdout)
+	}
+	for i := 50; i < 60; i++ {
+		if !strings.Contains(r.Stdout, fmt.Sprintf("Not written: d%02d (transaction 2): ", i)) {
+			t.Errorf("d%02d is not listed as not written:\n%s", i, r.Stdout)
+		}
 	}
 	if o, ok := get(t, e, "d55"); !ok || o.Reason != "INC-9" {
 		t.Errorf("the operator's override of d55: %+v", o)

@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/bucketview"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -53,6 +54,10 @@ type Result struct {
 	Results []ItemResult `json:"results"`
 	// Review is the review a --break-glass change opened.
 	Review string `json:"review,omitempty"`
+	// NotWritten lists every client whose bucket was not written, and why.
+	NotWritten []levercmd.NotWritten `json:"not_written"`
+	// Chunks says how a change asked in chunks went (none: one transaction).
+	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
 }
 
 // ItemResult is what happened to one bucket.
@@ -71,6 +76,9 @@ type ItemResult struct {
 	// change was settled as landed (re-issued under its token, or found by
 	// a re-read of the bucket carrying it).
 	ConfirmedByReread bool `json:"confirmed_by_reread,omitempty"`
+	// Chunk is the transaction that wrote it, of a change written in
+	// chunks.
+	Chunk int `json:"chunk,omitempty"`
 
 	res ratelimit.ChangeResult
 }
@@ -165,7 +173,11 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	out := Result{Envelope: env.Envelope(kinds[op]), DryRun: opts.DryRun, Results: []ItemResult{}, Review: levercmd.Review(rep)}
 	var failure, unknownErr error
 	var unknown []string
+	var unwritten []levercmd.Unwritten
 	for _, o := range rep.Outcomes {
+		if o.Err != nil {
+			unwritten = append(unwritten, levercmd.Unwritten{Name: o.Target, Err: o.Err})
+		}
 		switch {
 		case o.Unknown():
 			unknown = append(unknown, o.Target)
@@ -177,9 +189,12 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 				failure = o.Err
 			}
 		default:
-			out.Results = append(out.Results, item(ratelimit.ResultOf(o), opts.DryRun, o.Record.ID, o.Confirmed))
+			it := item(ratelimit.ResultOf(o), opts.DryRun, o.Record.ID, o.Confirmed)
+			it.Chunk = o.Chunk
+			out.Results = append(out.Results, it)
 		}
 	}
+	out.NotWritten, out.Chunks = levercmd.NotWrittenOf(unwritten, levercmd.ChunkOf(rep)), levercmd.ChunksOf(rep)
 	err = levercmd.Print(f, env, opts.Flags, out, table(out, f.Clock.Now(), f.IOStreams.IsStdoutTTY()))
 	cmdenv.Announce(ctx, env, rep.Event) // what was written, once printed (or not)
 	if err != nil {
@@ -199,8 +214,8 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 		}
 		return fmt.Errorf("%s (%w)", head, unknownErr)
 	}
-	if failure != nil && len(out.Results) > 0 && len(out.Results) < len(changes) {
-		failure = fmt.Errorf("%w (the buckets listed above were changed; the rest were not)", failure)
+	if failure != nil && len(rep.Written()) > 0 {
+		failure = exitcode.Errorf(exitcode.PartialWrite, "partial write, each transaction whole: %w (the buckets listed as changed were; the rest were not)", failure)
 	}
 	return failure
 }
@@ -221,6 +236,7 @@ func table(out Result, now time.Time, tty bool) string {
 		fmt.Fprintln(&w, textsafe.Line(describe(r, now, tty)))
 		levercmd.Confirmed(&w, r.ConfirmedByReread)
 	}
+	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten, len(out.Results))
 	levercmd.BreakGlass(&w, out.Review)
 	return w.String()
 }
