@@ -9,13 +9,15 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // OverrideLister reads every breaker override item, active or expired: the
-// known dependencies' consistently by key, the others from the lists index;
-// *breaker.Overrides implements it.
+// known dependencies' consistently by key, the others from the lists index,
+// and the items under extra in the same round trip (returned by key, absent
+// ones left out); *breaker.Overrides implements it.
 type OverrideLister interface {
-	ListFor(ctx context.Context, known []string) ([]breaker.Override, error)
+	ListForWith(ctx context.Context, known, extra []string) ([]breaker.Override, map[string]store.Item, error)
 }
 
 var _ OverrideLister = (*breaker.Overrides)(nil)
@@ -36,6 +38,9 @@ type Collector struct {
 	AllInstances bool
 	// Window: default [DefaultWindow].
 	Window time.Duration
+	// Extra are keys read with the overrides, in their round trip (the
+	// fleet's freeze, which breaker status and diff show): [Collection.Extra].
+	Extra []string
 }
 
 // Collection is one [Collector.Collect]: the merged statuses and what each
@@ -46,6 +51,9 @@ type Collection struct {
 	Snapshot *Snapshot
 	StoreErr error
 	GaugeErr error
+	// Extra are the items under [Collector.Extra], by key (absent ones
+	// left out; nil when StoreErr is set).
+	Extra map[string]store.Item
 	// At is when the view was merged.
 	At time.Time
 }
@@ -78,12 +86,13 @@ func (c *Collector) Collect(ctx context.Context) Collection {
 	}
 	type listed struct {
 		overrides []breaker.Override
+		extra     map[string]store.Item
 		err       error
 	}
 	read := make(chan listed, 1)
 	go func() {
-		o, err := c.Overrides.ListFor(ctx, c.Known)
-		read <- listed{o, err}
+		o, extra, err := c.Overrides.ListForWith(ctx, c.Known, c.Extra)
+		read <- listed{o, extra, err}
 	}()
 	req := FetchRequest{Dependencies: slices.Clone(deps), Window: c.Window}
 	if c.AllInstances {
@@ -108,7 +117,7 @@ func (c *Collector) Collect(ctx context.Context) Collection {
 		}
 	}
 	now := c.Clock.Now()
-	col := Collection{StoreErr: l.err, GaugeErr: gaugeErr, At: now}
+	col := Collection{StoreErr: l.err, GaugeErr: gaugeErr, At: now, Extra: l.extra}
 	if gaugeErr == nil {
 		col.Snapshot = &snap
 	}

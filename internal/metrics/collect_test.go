@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
 )
 
@@ -18,8 +19,8 @@ type listOverrides struct {
 	err   error
 }
 
-func (l listOverrides) ListFor(context.Context, []string) ([]breaker.Override, error) {
-	return l.items, l.err
+func (l listOverrides) ListForWith(context.Context, []string, []string) ([]breaker.Override, map[string]store.Item, error) {
+	return l.items, nil, l.err
 }
 
 type recordGauges struct{ asked []metrics.FetchRequest }
@@ -84,9 +85,9 @@ type rendezvous struct {
 	listed, fetched chan struct{}
 }
 
-func (r *rendezvous) ListFor(ctx context.Context, _ []string) ([]breaker.Override, error) {
+func (r *rendezvous) ListForWith(ctx context.Context, _, _ []string) ([]breaker.Override, map[string]store.Item, error) {
 	close(r.listed)
-	return nil, r.await(ctx, r.fetched)
+	return nil, nil, r.await(ctx, r.fetched)
 }
 
 func (r *rendezvous) Describe() string { return "rendezvous" }

@@ -168,12 +168,12 @@ func prepare(ctx context.Context, f *cmdenv.Factory, opts *Options) (*collector,
 	}
 	ov.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
 	mc := &metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known,
-		Only: opts.Dependencies, AllInstances: opts.Instances}
+		Only: opts.Dependencies, AllInstances: opts.Instances, Extra: []string{freeze.Key}}
 	if w := src.CostWarning(len(known), mc.Breakdowns(), opts.Interval); w != "" && opts.Watch {
 		fmt.Fprintf(f.IOStreams.ErrOut, "warning: %s\n", w)
 	}
 	opts.hint = src.Hint()
-	return &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts, c: mc, freeze: env.Store}, nil
+	return &collector{env: env.Name, storeName: env.Store.Describe(), describe: src.Describe(), opts: opts, c: mc}, nil
 }
 
 // Read collects the status once, as -o json prints it (docs/contracts/
@@ -195,8 +195,6 @@ type collector struct {
 	env, storeName, describe string
 	c                        *metrics.Collector
 	opts                     *Options
-	// freeze reads the fleet's freeze, shown above the breakers.
-	freeze freeze.Getter
 }
 
 // result is one collection.
@@ -208,10 +206,15 @@ type result struct {
 }
 
 func (c *collector) collect(ctx context.Context) result {
+	// The fleet's freeze, shown above the breakers, is read with the
+	// overrides (the collector's extra key): no round trip of its own.
 	col := c.c.Collect(ctx)
-	fr, ferr := freeze.Read(ctx, c.freeze)
-	if ferr != nil && col.StoreErr == nil {
-		col.StoreErr = ferr
+	var fr *freeze.Freeze
+	if col.StoreErr == nil {
+		var ferr error
+		if fr, ferr = freeze.In(col.Extra); ferr != nil {
+			col.StoreErr = ferr
+		}
 	}
 	r := result{storeErr: col.StoreErr, gaugeErr: col.GaugeErr, statuses: col.Statuses, hint: c.opts.hint}
 	r.Result = Result{Kind: "BreakerStatus", Context: c.env, GeneratedAt: *cmdutil.TimeOrNil(col.At),

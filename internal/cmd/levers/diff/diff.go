@@ -11,7 +11,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/MakeNowJust/heredoc"
 	"github.com/spf13/cobra"
@@ -139,13 +138,6 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return err
 		}
 	} else {
-		var (
-			frErr error
-			wg    sync.WaitGroup
-		)
-		var fr *freeze.Freeze
-		wg.Go(func() { fr, frErr = freeze.Read(ctx, env.Store) }) // beside the overrides and the gauges
-		defer wg.Wait()
 		src, err := gaugeenv.Source(ctx, env, opts.MetricsURL)
 		if err != nil {
 			return err
@@ -155,15 +147,14 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		if err != nil {
 			return err
 		}
-		col := (&metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known}).Collect(ctx)
-		wg.Wait()
+		// The fleet's freeze rides the overrides' read, beside the gauges.
+		col := (&metrics.Collector{Overrides: ov, Gauges: src, Clock: f.Clock, Known: known, Extra: []string{freeze.Key}}).Collect(ctx)
 		if col.StoreErr != nil {
 			return col.StoreErr
 		}
-		if frErr != nil {
-			return frErr
+		if st.Freeze, err = freeze.In(col.Extra); err != nil {
+			return err
 		}
-		st.Freeze = fr
 		for _, s := range col.Statuses {
 			if s.Override != nil {
 				st.Overrides = append(st.Overrides, *s.Override)
