@@ -61,7 +61,7 @@ func TestClearAllOfSixtyThreeUnderFourEyesIsApprovable(t *testing.T) {
 			t.Errorf("stderr does not name request %s:\n%s", id, r.Stderr)
 		}
 	}
-	if n := len(listed(t, w)); n != 63 {
+	if n := len(overriddenDeps(t, w)); n != 63 {
 		t.Fatalf("%d overrides after the requests, want all 63: nothing is cleared before approval", n)
 	}
 	requested := 0
@@ -82,7 +82,7 @@ func TestClearAllOfSixtyThreeUnderFourEyesIsApprovable(t *testing.T) {
 	for i, req := range doc.Requests {
 		w.as("bob", 0, "request", "approve", req.RequestID, "--sha256", req.SHA256)
 		want := 63 - min(45*(i+1), 63)
-		if n := len(listed(t, w)); n != want {
+		if n := len(overriddenDeps(t, w)); n != want {
 			t.Fatalf("after approving request %d: %d overrides left, want %d", i+1, n, want)
 		}
 	}
@@ -97,8 +97,8 @@ func TestClearAllOfSixtyThreeUnderFourEyesIsApprovable(t *testing.T) {
 	}
 }
 
-// listed is the dependencies breaker list shows.
-func listed(t *testing.T, w *world) []string {
+// overriddenDeps is the dependencies breaker list shows.
+func overriddenDeps(t *testing.T, w *world) []string {
 	t.Helper()
 	doc := clitest.Decode[struct {
 		Items []struct {
