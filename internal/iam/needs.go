@@ -365,7 +365,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"breaker list":        needs(indexRead, batchRead),
 		"breaker list --scan": needs(breakerScan),
 		"breaker get":         needs(breakerRead),
-		"breaker status":      needs(indexRead, batchRead, gauges, freezeRead),
+		"breaker status":      needs(indexRead, batchRead, gauges, freezeBatchRead),
 		// A lever change is one transaction: the override's write and its
 		// record. A lost answer is settled by one read of the change's proof,
 		// its first record.
@@ -387,7 +387,7 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// the windows' requests in one batch read, and writes the windows'
 		// forces and clears as one transaction, settled like force-open's
 		// and clear's.
-		"diff": needs(freezeRead, indexRead, batchRead, gauges),
+		"diff": needs(freezeBatchRead, indexRead, batchRead, gauges),
 		// A window's approved request is proven by its proofs and closed
 		// marker (and the policy by its own), read in one batch; an override
 		// is the file's only when apply's own record of its write says so
@@ -408,13 +408,13 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// by reading the record of asking; the proposer's pending item names
 		// a request, read to see if it still waits). No lever and no approver's record is
 		// written.
-		"mcp": needs(indexRead, batchRead, gauges, freezeRead, breakerRead, policyRead, bucketRead, bucketScan,
+		"mcp": needs(indexRead, batchRead, gauges, freezeRead, freezeBatchRead, breakerRead, policyRead, bucketRead, bucketScan,
 			requestScan, reviewScan, proofScan, closedScan, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead, bucketBatchRead,
 			requestPut, requestRead, askProof, askRecord, ownProof(VerbAsk), notifyPublish, policyBatchRead, proposalsBatchRead, ownProposals),
 		// koshactl mcp on a context marked mcp: {read-only: true}: its read
 		// tools alone (no proposal tool is offered), read as their commands
 		// read; what the reader's role runs it with.
-		"mcp --read-only": needs(indexRead, batchRead, gauges, freezeRead, breakerRead, policyRead, bucketRead, bucketScan,
+		"mcp --read-only": needs(indexRead, batchRead, gauges, freezeRead, freezeBatchRead, breakerRead, policyRead, bucketRead, bucketScan,
 			requestScan, reviewScan, proofScan, closedScan, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead),
 		// The dashboard's refresh: the overrides index's keys (overrides of
 		// dependencies the context does not know), the known dependencies'

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
@@ -179,6 +180,16 @@ func TestReadOnlyMCPServerRunsUnderTheReadersPolicy(t *testing.T) {
 	w.prepare()
 	w.MustRun(0, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")
 	w.MustRun(0, "ratelimit", "set", "agent-1", "--tokens", "5", "--reason", "setup")
+	// A pending request and an open review, for pending_requests to read
+	// from the lists index and again by key with their proofs, and with
+	// scans for all of them.
+	policyFile := filepath.Join(t.TempDir(), "four-eyes.cedar")
+	if err := os.WriteFile(policyFile, []byte(fourEyesAll), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.MustRun(0, "policy", "set", policyFile, "--reason", "iam test: four eyes")
+	w.MustRun(0, "--context", "alice", "breaker", "force-open", "postgres", "--allow-unknown", "--for", "10m", "--reason", "setup", "--break-glass")
+	w.MustRun(exitcode.Pending, "--context", "alice", "breaker", "force-open", "core-api", "--for", "10m", "--reason", "setup")
 	w.MustRun(0, "config", "set-context", "alice", "--mcp-read-only")
 	w.asRole(t, iam.Reader)
 	w.rec.take()
@@ -190,6 +201,8 @@ func TestReadOnlyMCPServerRunsUnderTheReadersPolicy(t *testing.T) {
 		{"ratelimit_get", map[string]any{"client": "agent-1"}},
 		{"ratelimit_list", map[string]any{}},
 		{"pending_requests", map[string]any{}},
+		{"pending_requests", map[string]any{"reviews": true}},
+		{"pending_requests", map[string]any{"all": true}},
 		{"propose_force_open", map[string]any{"dependencies": []string{"core-api"}, "reason": "iam test"}},
 	}
 	answers, stderr := w.mcpSession(t, calls...)
