@@ -48,8 +48,16 @@ func TestOverwriteRaceWithLostAnswersExitsZeroForEveryChangeThatLanded(t *testin
 		force := func(reason string) []string {
 			return []string{"breaker", "force-open", "openai", "--reason", reason, "--for", "30m", "--overwrite", "-o", "json"}
 		}
-		p.LoseNext(clitest.Transact, 1, fault)
-		p.LoseNext(clitest.Transact, 2, faultproxy.Hold) // the SDK's retry of it
+		// The transaction that lands: in round 0 nothing is in force and
+		// the force is written at the floor, unread (the first); after it,
+		// that unread attempt is refused by the override in force, which
+		// its refusal shows, and the overwrite decided on it is the second.
+		landing := 1
+		if round > 0 {
+			landing = 2
+		}
+		p.LoseNext(clitest.Transact, landing, fault)
+		p.LoseNext(clitest.Transact, landing+1, faultproxy.Hold) // the SDK's retry of it
 		done := make(chan clitest.Result, 1)
 		go func() { done <- first.Run(force(reasons[0])...) }()
 		p.WaitHeld(t, clitest.Transact, round+1)
@@ -96,8 +104,9 @@ func TestOverwriteRaceWithLostAnswersExitsZeroForEveryChangeThatLanded(t *testin
 		}
 	}
 	// In the table, the first operator's change says its answer was lost
-	// and how it was settled.
-	p.LoseNext(clitest.Transact, 1, faultproxy.ServerError)
+	// and how it was settled (the second transaction lands: the first,
+	// unread, is refused by the override in force).
+	p.LoseNext(clitest.Transact, 2, faultproxy.ServerError)
 	r := e0.MustRun(0, "breaker", "force-open", "openai", "--reason", "table", "--for", "30m", "--overwrite")
 	if !strings.Contains(r.Stdout, store.ConfirmedNote) {
 		t.Errorf("a change settled on its record does not say so:\n%s", r.Stdout)

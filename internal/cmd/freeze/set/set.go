@@ -32,8 +32,11 @@ type Options struct {
 	fleetwait.Options
 }
 
-// Long is the freeze's help: the group command is the set.
-var Long = heredoc.Doc(`
+// long is the freeze's help (the group command is the set), built when the
+// command is: a package-level heredoc would be paid by every koshactl
+// process at init.
+func long() string {
+	return heredoc.Doc(`
 	Freeze the whole fleet: write the fleet's freeze item (freeze#fleet) with its
 	audit record in one transaction, and announce it. While it holds:
 
@@ -62,6 +65,7 @@ var Long = heredoc.Doc(`
 	Prometheus scrape: the context's, or --metrics-url), and names the instances that
 	do not obey (exit 11). The store unreachable: exit 5, nothing written.
 `)
+}
 
 // NewCmd builds the freeze command, to which the group adds status and
 // lift.
@@ -70,7 +74,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "freeze --reason REASON [--ref INC-…] [--for D | --until T] [--wait]",
 		Short: "Freeze the fleet: no chaos fault, no drill, no planned window until lifted",
-		Long:  Long,
+		Long:  long(),
 		Example: heredoc.Doc(`
 			koshactl freeze --reason "payments failing, is it us?" --ref INC-123 --wait
 			koshactl freeze --reason "provider outage" --for 30m
