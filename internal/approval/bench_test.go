@@ -29,9 +29,10 @@ import (
 type counting struct {
 	s                  *sqlite.Store
 	reads, txs, checks atomic.Int64
-	// scans counts the scans among the reads, queries the index queries.
-	scans, queries atomic.Int64
-	off            atomic.Bool
+	// scans counts the scans among the reads, queries the index queries,
+	// yielded the items the queries have handed out so far.
+	scans, queries, yielded atomic.Int64
+	off                     atomic.Bool
 	// beforeTx, when set, runs once before the next transaction (another
 	// writer landing between a read and a write).
 	beforeTx func()
@@ -90,7 +91,14 @@ func (c *counting) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.
 func (c *counting) Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.Item, error] {
 	c.count(&c.reads)
 	c.count(&c.queries)
-	return c.s.Query(ctx, q)
+	return func(yield func(store.Item, error) bool) {
+		for it, err := range c.s.Query(ctx, q) {
+			c.yielded.Add(1)
+			if !yield(it, err) {
+				return
+			}
+		}
+	}
 }
 
 var (

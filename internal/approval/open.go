@@ -84,12 +84,80 @@ func (s *Service) ListOpen(ctx context.Context) (Listing, error) {
 		}
 		return Listing{}, fmt.Errorf("list the open requests and reviews: %w", err)
 	}
+	return s.check(ctx, found[0], found[1])
+}
+
+// OpenPage is how many open requests (or reviews) [Service.ListOpenPages]
+// reads and checks at once: a page of the index and the batch read of what
+// it names.
+const OpenPage = 100
+
+// ListOpenPages lists what [Service.ListOpen] lists of part (OpenRequests
+// or OpenReviews), newest first, a page at a time: each [OpenPage] items
+// of the index are checked against their proofs (one batch read) and handed
+// to each before the next are read, so a list of any length is held a page
+// at a time. A store without the index is listed as [Service.List] lists
+// it, in one page (requests and reviews). An error of each ends the listing
+// and is returned.
+func (s *Service) ListOpenPages(ctx context.Context, part string, each func(Listing) error) error {
+	qr, ok := s.store.(querier)
+	if !ok {
+		return s.listAll(ctx, each)
+	}
+	var page []store.Item
+	handed := false
+	flush := func() error {
+		var l Listing
+		var err error
+		if part == OpenReviews {
+			l, err = s.check(ctx, nil, page)
+		} else {
+			l, err = s.check(ctx, page, nil)
+		}
+		if err != nil {
+			return err
+		}
+		page, handed = nil, true
+		return each(l)
+	}
+	for it, err := range qr.Query(ctx, store.IndexQuery{Index: store.IndexLists, Key: part, Descending: true}) {
+		if err != nil {
+			if errors.Is(err, store.ErrIndexMissing) && !handed && len(page) == 0 {
+				return s.listAll(ctx, each)
+			}
+			return fmt.Errorf("list the open requests and reviews: %w", err)
+		}
+		page = append(page, it)
+		if len(page) == OpenPage {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if len(page) > 0 || !handed {
+		return flush()
+	}
+	return nil
+}
+
+// listAll hands each the whole of [Service.List], as one page.
+func (s *Service) listAll(ctx context.Context, each func(Listing) error) error {
+	l, err := s.List(ctx)
+	if err != nil {
+		return err
+	}
+	return each(l)
+}
+
+// check decodes the requests and reviews the lists index listed and checks
+// each against its proofs and closed marker (one batch read; see above).
+func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item) (Listing, error) {
 	_, consistent := s.store.(store.ConsistentQuerier)
 	var out Listing
 	keys := map[string]bool{}
 	var reqs []Request
 	var revs []Review
-	for _, it := range found[0] {
+	for _, it := range reqItems {
 		r, err := s.decode(it)
 		if err != nil {
 			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
@@ -104,7 +172,7 @@ func (s *Service) ListOpen(ctx context.Context) (Listing, error) {
 			keys[it.PK()] = true
 		}
 	}
-	for _, it := range found[1] {
+	for _, it := range revItems {
 		r, err := ReviewFromItem(it)
 		if err != nil {
 			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})

@@ -81,3 +81,60 @@ func TestOpenRequestsAreListedWithoutAScan(t *testing.T) {
 		t.Fatalf("--all lists %d requests, %v; want every one", len(all.Requests), err)
 	}
 }
+
+// A long list of open requests is handed over a page at a time, each page
+// before the index is read past it (so `request list` prints it before it
+// reads the next, holding one page), in ListOpen's order, each page read
+// with its proofs in one batch read, and no scan.
+func TestOpenRequestsAreListedPageByPage(t *testing.T) {
+	c, svc, log, clk := fourEyes(t)
+	ctx := context.Background()
+	for range approval.OpenPage + 1 {
+		clk.Advance(time.Second)
+		if _, _, err := svc.Submit(ctx, log, approval.Submission{Change: forceChange(), Requester: alice,
+			Decision: policy.Decision{Outcome: policy.NeedsApproval, Approvals: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole, err := svc.ListOpen(ctx)
+	if err != nil || len(whole.Requests) != approval.OpenPage+1 {
+		t.Fatalf("ListOpen: %d requests, %v; want %d", len(whole.Requests), err, approval.OpenPage+1)
+	}
+
+	c.yielded.Store(0)
+	c.reads.Store(0)
+	c.scans.Store(0)
+	var sizes []int
+	var got []string
+	err = svc.ListOpenPages(ctx, approval.OpenRequests, func(l approval.Listing) error {
+		if len(sizes) == 0 && c.yielded.Load() > approval.OpenPage {
+			t.Errorf("the first page was handed over after the index yielded %d items; want it before the %dth", c.yielded.Load(), approval.OpenPage+1)
+		}
+		sizes = append(sizes, len(l.Requests))
+		for _, r := range l.Requests {
+			if r.Verification != (approval.Verification{}) {
+				t.Errorf("%s: %+v; want it clean", r.ID, r.Verification)
+			}
+			got = append(got, r.ID)
+		}
+		if len(l.Reviews) != 0 || len(l.Unreadable) != 0 {
+			t.Errorf("page: %d reviews, %d unreadable; want the requests alone", len(l.Reviews), len(l.Unreadable))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) != 2 || sizes[0] != approval.OpenPage || sizes[1] != 1 {
+		t.Fatalf("pages of %v requests; want [%d 1]", sizes, approval.OpenPage)
+	}
+	for i, r := range whole.Requests {
+		if got[i] != r.ID {
+			t.Fatalf("page order: %dth is %s; want %s (ListOpen's, newest first)", i, got[i], r.ID)
+		}
+	}
+	// One query, and a batch read per page.
+	if s, r := c.scans.Load(), c.reads.Load(); s != 0 || r != 3 {
+		t.Errorf("%d scans, %d reads; want none, 3 (the query and a batch read per page)", s, r)
+	}
+}

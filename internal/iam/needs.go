@@ -433,8 +433,9 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"request list":       needs(indexRead, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead),
 		"request list --all": needs(requestScan, reviewScan, proofScan, closedScan),
 		// Waiting on me: the policy item too, asked whether it would take the
-		// caller's approval.
-		"request list --waiting-on-me": needs(indexRead, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead, policyRead),
+		// caller's approval; the requests alone are listed (a page at a
+		// time), so no review is read.
+		"request list --waiting-on-me": needs(indexRead, requestBatchRead, proofBatchRead, closedBatchRead, policyRead),
 		"request show":                 needs(requestRead, proofBatchRead, closedBatchRead),
 		// Approving reads the request and the policy in one batch read (and a
 		// bucket change's buckets), then writes the change, the approver's

@@ -4,6 +4,7 @@ package list
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/request/requestview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -51,18 +53,23 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	return cmd
 }
 
-// mineOnly keeps the requests of l that --mine or --waiting-on-me ask
-// for, judged for the caller (its identity established once).
-func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options, l approval.Listing, now time.Time) (approval.Listing, error) {
+// keeper keeps the requests of a page that --mine or --waiting-on-me ask
+// for, judged at now.
+type keeper func(rs []approval.Request, now time.Time) []approval.Request
+
+// mineOnly is the keeper of what --mine or --waiting-on-me ask for, judged
+// for the caller (its identity established once, and the table's policy
+// read once for --waiting-on-me); nil when neither is set.
+func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options) (keeper, error) {
 	if !opts.Mine && !opts.WaitingOnMe {
-		return l, nil
+		return nil, nil
 	}
 	id, err := env.CallerIdentity(ctx)
 	if err != nil {
-		return l, err
+		return nil, err
 	}
 	if opts.WaitingOnMe && !id.Verified() {
-		return l, exitcode.Errorf(exitcode.Auth, "--waiting-on-me: %s is not verified (context %q), and only a verified identity approves (on a local context, a demo identity: $KOSHACTL_DEMO_USER): list them all with koshactl request list",
+		return nil, exitcode.Errorf(exitcode.Auth, "--waiting-on-me: %s is not verified (context %q), and only a verified identity approves (on a local context, a demo identity: $KOSHACTL_DEMO_USER): list them all with koshactl request list",
 			textsafe.Line(id.Actor), env.Name)
 	}
 	// Whether the policy would take the caller's approval is asked of the
@@ -70,18 +77,19 @@ func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options, l approval.Li
 	var stored *policy.Stored
 	if opts.WaitingOnMe {
 		if stored, err = env.Policies().Load(ctx); err != nil {
-			return l, err
+			return nil, err
 		}
 	}
 	svc := env.Approvals()
-	kept := l.Requests[:0:0]
-	for _, r := range l.Requests {
-		if opts.Mine && r.AskedBy(id) || opts.WaitingOnMe && svc.Awaits(r, stored, id, now) {
-			kept = append(kept, r)
+	return func(rs []approval.Request, now time.Time) []approval.Request {
+		kept := rs[:0:0]
+		for _, r := range rs {
+			if opts.Mine && r.AskedBy(id) || opts.WaitingOnMe && svc.Awaits(r, stored, id, now) {
+				kept = append(kept, r)
+			}
 		}
-	}
-	l.Requests = kept
-	return l, nil
+		return kept
+	}, nil
 }
 
 // Result is the JSON output.
@@ -113,13 +121,22 @@ func result(l approval.Listing, opts *Options, now time.Time) Result {
 	return out
 }
 
-// list reads what opts lists: the open requests and reviews from the
-// lists index (no scan), or, with --all, every one (a scan).
-func list(ctx context.Context, env *cmdenv.Env, opts *Options) (approval.Listing, error) {
+// pages reads what opts lists, handing each a page at a time: the open
+// requests or reviews from the lists index (no scan), page by page, or,
+// with --all, every one (a scan, sorted whole, so one page).
+func pages(ctx context.Context, env *cmdenv.Env, opts *Options, each func(approval.Listing) error) error {
 	if opts.All {
-		return env.Approvals().List(ctx)
+		l, err := env.Approvals().List(ctx)
+		if err != nil {
+			return err
+		}
+		return each(l)
 	}
-	return env.Approvals().ListOpen(ctx)
+	part := approval.OpenRequests
+	if opts.Reviews {
+		part = approval.OpenReviews
+	}
+	return env.Approvals().ListOpenPages(ctx, part, each)
 }
 
 // Read lists as -o json prints it, writing nothing: a pending request
@@ -131,83 +148,211 @@ func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	l, err := list(ctx, env, opts)
+	keep, err := mineOnly(ctx, env, opts)
 	if err != nil {
 		return Result{}, err
 	}
-	if l, err = mineOnly(ctx, env, opts, l, f.Clock.Now()); err != nil {
+	var l approval.Listing
+	if opts.All {
+		l, err = env.Approvals().List(ctx)
+	} else {
+		l, err = env.Approvals().ListOpen(ctx)
+	}
+	if err != nil {
 		return Result{}, err
 	}
-	return result(l, opts, f.Clock.Now()), nil
+	now := f.Clock.Now()
+	if keep != nil {
+		l.Requests = keep(l.Requests, now)
+	}
+	return result(l, opts, now), nil
 }
 
-// Run lists.
+// Run lists, printing each page as it is read (a [printer]).
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
 	}
-	l, err := list(ctx, env, opts)
+	keep, err := mineOnly(ctx, env, opts)
 	if err != nil {
 		return err
 	}
-	l.Requests = requestview.Expire(ctx, env, f.IOStreams.ErrOut, l.Requests)
-	now := f.Clock.Now()
-	if l, err = mineOnly(ctx, env, opts, l, now); err != nil {
-		return err
-	}
-	out := result(l, opts, now)
 	ios := f.IOStreams
-	if opts.Output != cmdutil.FormatTable {
-		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
-			return err
+	p := &printer{ios: ios, opts: opts}
+	err = pages(ctx, env, opts, func(l approval.Listing) error {
+		l.Requests = requestview.Expire(ctx, env, ios.ErrOut, l.Requests)
+		now := f.Clock.Now()
+		if keep != nil {
+			l.Requests = keep(l.Requests, now)
 		}
-	} else {
-		tty := ios.IsStdoutTTY()
-		t := cmdutil.NewTable(ios.Out)
-		switch {
-		case opts.Reviews && len(out.Reviews) == 0:
-			fmt.Fprintln(ios.ErrOut, "No open break-glass reviews.")
-		case opts.Reviews:
-			t.Header(ios, "REVIEW", "STATUS", "ACTION", "TARGETS", "ACTOR", "WHEN", "REASON")
-			for _, r := range out.Reviews {
-				t.Row(r.ID, requestview.Flagged(r.Status, r.Verification), r.Action, strings.Join(r.Targets, ","), r.Actor,
-					cmdutil.FormatTime(r.CreatedAt, now, tty), r.Reason)
-			}
-		case len(out.Requests) == 0 && opts.WaitingOnMe:
-			fmt.Fprintln(ios.ErrOut, "No pending change requests wait on you.")
-		case len(out.Requests) == 0 && opts.Mine && opts.All:
-			fmt.Fprintln(ios.ErrOut, "No change requests of yours.")
-		case len(out.Requests) == 0 && opts.Mine:
-			fmt.Fprintln(ios.ErrOut, "No pending change requests of yours.")
-		case len(out.Requests) == 0:
-			fmt.Fprintln(ios.ErrOut, "No pending change requests.")
-		default:
-			t.Header(ios, "REQUEST", "STATUS", "CHANGE", "REQUESTER", "APPROVALS", "EXPIRES")
-			for _, r := range out.Requests {
-				t.Row(r.ID, requestview.Flagged(r.Status, r.Verification), r.Summary, r.Requester, fmt.Sprintf("%d/%d", len(r.Approvers), r.Needed),
-					cmdutil.FormatTime(r.ExpiresAt, now, tty))
-			}
-		}
-		if err := t.Flush(); err != nil {
-			return err
-		}
-		for _, p := range out.Unreadable {
-			fmt.Fprintf(ios.ErrOut, "unreadable: %s: %s\n", textsafe.Quote(p.PK), textsafe.Line(p.Problem))
-		}
-	}
-	var vs []approval.Verification
-	for _, r := range out.Requests {
-		vs = append(vs, r.Verification)
-	}
-	for _, r := range out.Reviews {
-		vs = append(vs, r.Verification)
-	}
-	if err := requestview.Tampered(ios.ErrOut, vs...); err != nil {
+		return p.page(result(l, opts, now), now)
+	})
+	if err != nil {
 		return err
 	}
-	if len(out.Unreadable) > 0 {
+	return p.end()
+}
+
+// printer prints the listing page by page: -o json|yaml as the document
+// [result] makes, its list written item by item (cmdutil.DocStream) once
+// the first item comes (a listing with none prints the document whole, as
+// it always did: its empty list is left out); a table's rows as they come
+// (cmdutil.StreamTable). Under --jq the whole document is held and printed
+// at the end. It holds what it has not printed (the table's first rows,
+// the items under --jq), the items it could not read and the tampered
+// ones' verifications.
+type printer struct {
+	ios  *iostreams.IOStreams
+	opts *Options
+	// kind and key name the document and its list.
+	kind, key  string
+	doc        *cmdutil.DocStream
+	table      *cmdutil.StreamTable
+	held       Result
+	unreadable []store.Problem
+	tampered   []approval.Verification
+}
+
+// page prints one page, out.
+func (p *printer) page(out Result, now time.Time) error {
+	p.kind = out.Kind
+	p.unreadable = append(p.unreadable, out.Unreadable...)
+	if p.opts.Reviews {
+		p.key = "reviews"
+		for _, r := range out.Reviews {
+			p.noteTampered(r.Verification)
+			if err := p.item(r, func(tty bool) []string {
+				return []string{r.ID, requestview.Flagged(r.Status, r.Verification), r.Action, strings.Join(r.Targets, ","), r.Actor,
+					cmdutil.FormatTime(r.CreatedAt, now, tty), r.Reason}
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	p.key = "requests"
+	for _, r := range out.Requests {
+		p.noteTampered(r.Verification)
+		if err := p.item(r, func(tty bool) []string {
+			return []string{r.ID, requestview.Flagged(r.Status, r.Verification), r.Summary, r.Requester, fmt.Sprintf("%d/%d", len(r.Approvers), r.Needed),
+				cmdutil.FormatTime(r.ExpiresAt, now, tty)}
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *printer) noteTampered(v approval.Verification) {
+	if v.Tampered != "" {
+		p.tampered = append(p.tampered, v)
+	}
+}
+
+// header is the table's header.
+func (p *printer) header() []string {
+	if p.opts.Reviews {
+		return []string{"REVIEW", "STATUS", "ACTION", "TARGETS", "ACTOR", "WHEN", "REASON"}
+	}
+	return []string{"REQUEST", "STATUS", "CHANGE", "REQUESTER", "APPROVALS", "EXPIRES"}
+}
+
+// emptyDoc is the document with its list empty (its keys sort as [Result]'s
+// fields are ordered, so JSON and YAML print it as they print a Result).
+func (p *printer) emptyDoc() map[string]any {
+	d := map[string]any{"kind": p.kind, p.key: []any{}}
+	if len(p.unreadable) > 0 {
+		d["unreadable"] = p.sortedUnreadable()
+	}
+	return d
+}
+
+func (p *printer) sortedUnreadable() []store.Problem {
+	sort.SliceStable(p.unreadable, func(i, j int) bool { return p.unreadable[i].PK < p.unreadable[j].PK })
+	return p.unreadable
+}
+
+// item prints one request or review (v as the document holds it, cells its
+// table row).
+func (p *printer) item(v any, cells func(tty bool) []string) error {
+	switch {
+	case p.opts.Output == cmdutil.FormatTable:
+		if p.table == nil {
+			p.table = cmdutil.NewStreamTable(p.ios.Out)
+			if err := p.table.Header(p.ios, p.header()...); err != nil {
+				return err
+			}
+		}
+		return p.table.Row(cells(p.ios.IsStdoutTTY())...)
+	case cmdutil.Streams(p.opts.Output):
+		if p.doc == nil {
+			d, err := cmdutil.NewDocStream(p.ios.Out, p.opts.Output, p.key, map[string]any{"kind": p.kind, p.key: []any{}})
+			if err != nil {
+				return err
+			}
+			p.doc = d
+		}
+		return p.doc.Item(v)
+	}
+	switch v := v.(type) {
+	case requestview.View:
+		p.held.Requests = append(p.held.Requests, v)
+	case approval.Review:
+		p.held.Reviews = append(p.held.Reviews, v)
+	}
+	return nil
+}
+
+// end prints the rest: the document's end (or, with no item, the whole
+// document), the table's held rows or the line saying there are none, the
+// unreadable items and the tampered ones; exit 10 when some could not be
+// read.
+func (p *printer) end() error {
+	ios, opts := p.ios, p.opts
+	switch {
+	case p.doc != nil:
+		if err := p.doc.End(p.emptyDoc()); err != nil {
+			return err
+		}
+	case opts.Output != cmdutil.FormatTable:
+		whole := p.held
+		whole.Kind, whole.Unreadable = p.kind, p.sortedUnreadable()
+		if err := cmdutil.PrintStructured(ios.Out, opts.Output, whole); err != nil {
+			return err
+		}
+	default:
+		if p.table != nil {
+			if err := p.table.Flush(); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintln(ios.ErrOut, p.none())
+		}
+		for _, u := range p.sortedUnreadable() {
+			fmt.Fprintf(ios.ErrOut, "unreadable: %s: %s\n", textsafe.Quote(u.PK), textsafe.Line(u.Problem))
+		}
+	}
+	if err := requestview.Tampered(ios.ErrOut, p.tampered...); err != nil {
+		return err
+	}
+	if len(p.unreadable) > 0 {
 		return exitcode.Wrap(exitcode.Partial, cmdutil.ErrSilent)
 	}
 	return nil
+}
+
+// none is the line a table prints instead of an empty listing.
+func (p *printer) none() string {
+	switch {
+	case p.opts.Reviews:
+		return "No open break-glass reviews."
+	case p.opts.WaitingOnMe:
+		return "No pending change requests wait on you."
+	case p.opts.Mine && p.opts.All:
+		return "No change requests of yours."
+	case p.opts.Mine:
+		return "No pending change requests of yours."
+	}
+	return "No pending change requests."
 }
