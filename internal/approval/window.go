@@ -126,11 +126,7 @@ func (s *Service) SubmitWindow(ctx context.Context, log audit.Appender, w Window
 		r, err := RequestFromItem(it)
 		return r, audit.Record{}, true, err
 	}
-	var set *policy.Set
-	if stored != nil {
-		set = stored.Set
-	}
-	dec := s.decideWindow(set, policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, w)
+	dec := s.decideWindow(stored.Rules(), policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, w)
 	switch dec.Outcome {
 	case policy.Deny:
 		return Request{}, audit.Record{}, false, fmt.Errorf("%w: window %s: %s", ErrPolicyDenied, textsafe.Line(w.ID), dec.Reason)
@@ -200,6 +196,15 @@ func (s *Service) WindowsRead(items map[string]store.Item) (*policy.Stored, map[
 	return stored, items, nil
 }
 
+// policyIn is the table's policy among items read by key (nil: not there).
+func (s *Service) policyIn(items map[string]store.Item) (*policy.Stored, error) {
+	it, ok := items[policy.Key]
+	if !ok {
+		return nil, nil
+	}
+	return policy.FromItem(s.schema, it)
+}
+
 // AuthorizeWindow is the rule apply follows before it forces a window's
 // dependency on a table with a policy (stored; nil: none): allowed as is, or
 // approved by the window's levers.window request for exactly this content,
@@ -212,11 +217,7 @@ func (s *Service) WindowsRead(items map[string]store.Item) (*policy.Stored, map[
 // policy its proof does not prove (policy.ErrUnproven), or a force the
 // policy denies.
 func (s *Service) AuthorizeWindow(ctx context.Context, stored *policy.Stored, items map[string]store.Item, w Window, applier audit.Identity) (WindowAuthorization, error) {
-	var set *policy.Set
-	if stored != nil {
-		set = stored.Set
-	}
-	dec := s.decideWindow(set, policy.Actor{ARN: applier.Actor, Verified: applier.Verified()}, w)
+	dec := s.decideWindow(stored.Rules(), policy.Actor{ARN: applier.Actor, Verified: applier.Verified()}, w)
 	res := WindowAuthorization{Decision: dec}
 	switch dec.Outcome {
 	case policy.Deny:

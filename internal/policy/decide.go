@@ -214,18 +214,27 @@ func (s *Set) eval(r Request) (bool, []string, []string) {
 	return dec == cedar.Allow, ids, errs
 }
 
-// DecideAll decides r for each of targets (r.Target ignored) and returns
-// the strictest answer: a Deny if any target is denied (its reason names
-// the target), else NeedsApproval with the most approvals any target needs,
-// else Allow. The policies are those of every target's decision, in order,
-// without repeats. No targets is Allow.
+// DecideAll decides r for each of targets (r.Target ignored): [DecideEach]
+// of those requests.
 func DecideAll(s *Set, r Request, targets []string) Decision {
-	out := Decision{Outcome: Allow}
+	rs := make([]Request, len(targets))
+	for i, t := range targets {
+		rs[i] = r
+		rs[i].Target = t
+	}
+	return DecideEach(s, rs)
+}
+
+// DecideEach decides each of rs and returns the strictest answer: a Deny
+// if any is denied (its reason names the target), else NeedsApproval with
+// the most approvals any needs, else Allow. The policies are those of
+// every decision, in order, without repeats. No requests is Allow.
+func DecideEach(s *Set, rs []Request) Decision {
 	if s == nil {
 		return NoPolicy
 	}
-	for _, t := range targets {
-		r.Target = t
+	out := Decision{Outcome: Allow}
+	for _, r := range rs {
 		d := Decide(s, r)
 		for _, id := range d.Policies {
 			if !slices.Contains(out.Policies, id) {
