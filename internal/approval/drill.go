@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/proof"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -83,7 +84,7 @@ func drillSummary(c Change) string {
 	if d == nil {
 		return "run a drill"
 	}
-	return fmt.Sprintf("run drill %s (%s, sha256 %s) on %s: %s", d.Name, d.File, short(d.SHA256), d.Context, strings.Join(c.Targets, ", "))
+	return fmt.Sprintf("run drill %s (%s, sha256 %s) on %s: %s", d.Name, d.File, proof.Short(d.SHA256), d.Context, strings.Join(c.Targets, ", "))
 }
 
 // question is the policy's question of pulling l (no actor).
@@ -232,7 +233,7 @@ func (s *Service) AuthorizeDrill(ctx context.Context, d DrillRun, runner func(co
 	switch {
 	case got.SHA256 != d.SHA256:
 		return res, fmt.Errorf("%w: request %s approves %s with sha256 %s, but the file now hashes to %s: it was edited since; %s",
-			ErrHashMismatch, r.ID, textsafe.Line(got.File), short(got.SHA256), short(d.SHA256), ask)
+			ErrHashMismatch, r.ID, textsafe.Line(got.File), proof.Short(got.SHA256), proof.Short(d.SHA256), ask)
 	case got.Context != d.Context:
 		return res, fmt.Errorf("%w: request %s approves the drill on context %s, not %s: %s",
 			ErrHashMismatch, r.ID, textsafe.Quote(got.Context), textsafe.Quote(d.Context), ask)

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/proof"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -314,20 +315,13 @@ func (r Request) Check(want string) error {
 	}
 	if got != r.SHA256 {
 		return fmt.Errorf("%w: request %s holds a change hashing to %s, not the stored %s: it was edited after it was made and can never be applied; ask for a new one",
-			ErrHashMismatch, r.ID, got[:12], short(r.SHA256))
+			ErrHashMismatch, r.ID, got[:12], proof.Short(r.SHA256))
 	}
 	if want != "" && (len(want) < 12 || !strings.HasPrefix(r.SHA256, strings.ToLower(want))) {
 		return fmt.Errorf("%w: request %s hashes to %s, not the %s you reviewed: review it again with koshactl request show %s",
-			ErrHashMismatch, r.ID, short(r.SHA256), want, r.ID)
+			ErrHashMismatch, r.ID, proof.Short(r.SHA256), want, r.ID)
 	}
 	return nil
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 // Attributes of a request item (docs/contracts/policy.md).

@@ -534,7 +534,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	sha := a.SHA256
 	if sha == "" {
 		if a.Confirm == nil {
-			return res, fmt.Errorf("%w: request %s (%s) hashes to %s: confirm it", ErrUnconfirmed, r.ID, textsafe.Line(r.Change.Summary()), short(r.SHA256))
+			return res, fmt.Errorf("%w: request %s (%s) hashes to %s: confirm it", ErrUnconfirmed, r.ID, textsafe.Line(r.Change.Summary()), proof.Short(r.SHA256))
 		}
 		if sha, err = a.Confirm(r); err != nil {
 			return res, err
@@ -724,21 +724,16 @@ func (s *Service) changeOf(p *lever.Planned) (Change, error) {
 	return c, nil
 }
 
-// describe sets r's summary, in its kind's words.
-func (s *Service) describe(r Request) Request {
-	if c, kind, err := s.leverChange(r); err == nil {
-		r.Change.summary = kind.Summary(c)
-	}
-	return r
-}
-
-// decode is [RequestFromItem], summarized.
+// decode is [RequestFromItem], its summary in its kind's words.
 func (s *Service) decode(it store.Item) (Request, error) {
 	r, err := RequestFromItem(it)
 	if err != nil {
 		return r, err
 	}
-	return s.describe(r), nil
+	if c, kind, err := s.leverChange(r); err == nil {
+		r.Change.summary = kind.Summary(c)
+	}
+	return r, nil
 }
 
 // expire marks a pending request found past its expiry as expired, with

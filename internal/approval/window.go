@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/proof"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -78,7 +79,7 @@ func windowSummary(c Change) string {
 	if w.Repeat != "" {
 		s += " (that occurrence of a " + w.Repeat + " window)"
 	}
-	return s + " (sha256 " + short(w.SHA256) + ")"
+	return s + " (sha256 " + proof.Short(w.SHA256) + ")"
 }
 
 // ActionWindowForce is what a levers file's window does: force its

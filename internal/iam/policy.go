@@ -2,6 +2,7 @@ package iam
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -187,11 +188,7 @@ func Policy(role Role, t Target) (Document, error) {
 			gaugeReads = appendNew(gaugeReads, n.Action)
 		}
 	}
-	keys := make([]items, 0, len(byPrefix))
-	for k := range byPrefix {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b items) int {
+	keys := slices.SortedFunc(maps.Keys(byPrefix), func(a, b items) int {
 		if c := strings.Compare(prefixName(a.prefix), prefixName(b.prefix)); c != 0 {
 			return c
 		}
