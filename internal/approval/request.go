@@ -353,28 +353,25 @@ func (r Request) item(token string) (store.Item, error) {
 	approvers, _ := json.Marshal(nonNil(r.Approvers))
 	policies, _ := json.Marshal(nonNil(r.Policies))
 	it := store.Item{
-		store.PK:            RequestPrefix + r.ID,
-		attrChange:          string(change),
-		attrSHA256:          r.SHA256,
-		attrRequester:       r.Requester,
-		attrStatus:          r.Status,
-		attrCreatedAt:       r.CreatedAt.UnixMilli(),
-		attrExpiresAt:       r.ExpiresAt.UnixMilli(),
-		attrNeeded:          int64(r.Needed),
-		attrApprovers:       string(approvers),
-		attrPolicies:        string(policies),
-		store.TTLAttr:       r.ExpiresAt.Add(Retention).Unix(),
-		store.WriteIDAttr:   token,
-		attrRequesterSource: string(r.RequesterSource),
-	}
-	if r.RequesterSource == "" {
-		delete(it, attrRequesterSource)
+		store.PK:          RequestPrefix + r.ID,
+		attrChange:        string(change),
+		attrSHA256:        r.SHA256,
+		attrRequester:     r.Requester,
+		attrStatus:        r.Status,
+		attrCreatedAt:     r.CreatedAt.UnixMilli(),
+		attrExpiresAt:     r.ExpiresAt.UnixMilli(),
+		attrNeeded:        int64(r.Needed),
+		attrApprovers:     string(approvers),
+		attrPolicies:      string(policies),
+		store.TTLAttr:     r.ExpiresAt.Add(Retention).Unix(),
+		store.WriteIDAttr: token,
 	}
 	if len(r.Proofs) > 0 {
 		proofs, _ := json.Marshal(r.Proofs)
 		it[attrProofs] = string(proofs)
 	}
-	for k, v := range map[string]string{attrContext: r.Context, attrDecidedBy: r.DecidedBy, attrNote: r.Note, attrAppliedChange: r.AppliedChange} {
+	for k, v := range map[string]string{attrRequesterSource: string(r.RequesterSource), attrContext: r.Context, attrDecidedBy: r.DecidedBy, attrNote: r.Note,
+		attrAppliedChange: r.AppliedChange} {
 		if v != "" {
 			it[k] = v
 		}
