@@ -178,12 +178,7 @@ func (g *Guard) submit(ctx context.Context, p *lever.Planned, sub Submission) (*
 // the *[lever.PendingError] naming them all. A request that cannot be
 // stored stops the rest; those stored are said in the error.
 func (g *Guard) submitChunks(ctx context.Context, p *lever.Planned, sub Submission) (*lever.Planned, error) {
-	var writes []lever.Plan
-	for _, pl := range p.Plans {
-		if !pl.Noop {
-			writes = append(writes, pl)
-		}
-	}
+	writes := slices.DeleteFunc(slices.Clone(p.Plans), func(pl lever.Plan) bool { return pl.Noop })
 	var stored []string
 	for start := 0; start < len(writes); start += MaxTargets {
 		part := *p
