@@ -139,36 +139,23 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 	type result struct {
 		samples []sample
 		skipped int
-		err     error
 	}
-	results := make([]result, len(p.urls))
-	var wg sync.WaitGroup
-	for i, u := range p.urls {
-		wg.Go(func() {
-			s, skipped, err := p.scrape(ctx, u)
-			results[i] = result{s, skipped, err}
-		})
+	results, errs, err := scrapeAll(p.urls, func(u string) (result, error) {
+		s, skipped, err := p.scrape(ctx, u)
+		return result{s, skipped}, err
+	})
+	if err != nil {
+		return snap, err
 	}
-	wg.Wait()
 	var all []sample
-	var errs []error
 	for i, r := range results {
-		if r.err != nil {
-			errs = append(errs, r.err)
-			continue
-		}
 		if r.skipped > 0 {
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("%s: %d %s samples ignored (no dependency label, or a value that is not 0..3: such an instance cannot confirm a change)",
 				p.urls[i], r.skipped, gauge.PrometheusMetricName))
 		}
 		all = append(all, r.samples...)
 	}
-	if len(errs) == len(p.urls) {
-		return snap, errors.Join(errs...)
-	}
-	for _, err := range errs {
-		snap.Warnings = append(snap.Warnings, err.Error())
-	}
+	snap.Warnings = append(snap.Warnings, errStrings(errs)...)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -289,9 +276,8 @@ func (p *Prometheus) prune(start time.Time) {
 func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, error) {
 	var out []sample
 	skipped := 0 // samples that are not a state of a named dependency
-	err := p.scrapeFamily(ctx, target, gauge.PrometheusMetricName, func(m *dto.Metric) {
-		s, ok := toSample(m, hostOf(target))
-		if !ok {
+	err := p.scrapeFamily(ctx, target, gauge.PrometheusMetricName, func(s sample, ok bool) {
+		if !ok || breaker.ValidateDependency(s.dependency) != nil {
 			skipped++
 			return
 		}
@@ -307,13 +293,41 @@ func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, 
 }
 
 // scrapeFamily reads one target and hands each sample of the metric family
-// name to each, in the exposition's order.
-func (p *Prometheus) scrapeFamily(ctx context.Context, target, name string, each func(*dto.Metric)) error {
+// name to each ([toSample]), in the exposition's order.
+func (p *Prometheus) scrapeFamily(ctx context.Context, target, name string, each func(s sample, ok bool)) error {
+	host := hostOf(target)
 	return scrapeTarget(ctx, p.opts.Client, target, []string{name}, func(mf *dto.MetricFamily) {
 		for _, m := range mf.GetMetric() {
-			each(m)
+			each(toSample(m, host))
 		}
 	})
+}
+
+// scrapeAll reads every target at once: results[i] and errs[i] are
+// urls[i]'s. A target that fails is left out while another answers; err
+// joins every target's error when none does.
+func scrapeAll[T any](urls []string, read func(url string) (T, error)) (results []T, errs []error, err error) {
+	results, errs = make([]T, len(urls)), make([]error, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Go(func() { results[i], errs[i] = read(u) })
+	}
+	wg.Wait()
+	if !slices.Contains(errs, nil) {
+		return results, errs, errors.Join(errs...)
+	}
+	return results, errs, nil
+}
+
+// errStrings is the text of each error of errs that is not nil, in order.
+func errStrings(errs []error) []string {
+	var out []string
+	for _, err := range errs {
+		if err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	return out
 }
 
 // scrapeTarget reads one target with client (no redirect followed, the
@@ -377,11 +391,12 @@ func scrapeTarget(ctx context.Context, client *http.Client, target string, names
 	}
 }
 
-// toSample reads one gauge (or untyped) sample of a named dependency,
-// whatever its value; the instance defaults to the target's host:port, as
-// Prometheus itself labels a target.
-func toSample(m *dto.Metric, host string) (sample, bool) {
-	s := sample{instance: host}
+// toSample reads one gauge (or untyped) sample, whatever its value and
+// whether or not it names a dependency; the instance defaults to the
+// target's host:port, as Prometheus itself labels a target. ok is false for
+// a sample of another type.
+func toSample(m *dto.Metric, host string) (s sample, ok bool) {
+	s.instance = host
 	if m.TimestampMs != nil {
 		s.at = time.UnixMilli(m.GetTimestampMs())
 	}
@@ -401,9 +416,6 @@ func toSample(m *dto.Metric, host string) (sample, bool) {
 	case m.GetUntyped() != nil:
 		s.value = m.GetUntyped().GetValue()
 	default:
-		return s, false
-	}
-	if breaker.ValidateDependency(s.dependency) != nil {
 		return s, false
 	}
 	return s, true

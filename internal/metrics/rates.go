@@ -2,8 +2,8 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -84,19 +84,11 @@ func NewRateSource(ctx context.Context, sc SourceConfig) (RateSource, error) {
 	if ch.Kind != SourceCloudWatch {
 		return NewPrometheusRates([]string{ch.url}, PrometheusRateOptions{Clock: sc.Clock})
 	}
-	if sc.AWSConfig == nil {
-		return nil, fmt.Errorf("%w: cloudwatch metrics need an AWS configuration", ErrInvalidSource)
-	}
-	cfg, err := sc.AWSConfig(ctx)
+	client, region, err := cloudWatchClient(ctx, sc, ch.cw)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration for cloudwatch metrics: %w", err)
+		return nil, err
 	}
-	region := ch.cw.Region
-	if region == "" {
-		region = cfg.Region
-	}
-	return NewCloudWatchRates(newCloudWatchClient(cfg, ch.cw, ch.cw.Region),
-		CloudWatchRateOptions{Namespace: ch.cw.Namespace, Service: ch.cw.Service, Region: region, Clock: sc.Clock}), nil
+	return NewCloudWatchRates(client, CloudWatchRateOptions{Namespace: ch.cw.Namespace, Service: ch.cw.Service, Region: region, Clock: sc.Clock}), nil
 }
 
 // PrometheusRateOptions configure a [PrometheusRates]. Zero values take
@@ -254,35 +246,14 @@ func (p *PrometheusRates) keep(base, cur counterScrape) {
 // scrape reads every target's counters; a target that fails is a warning
 // while another answers, and an error when none does.
 func (p *PrometheusRates) scrape(ctx context.Context) (counterScrape, error) {
-	type result struct {
-		values map[counterSeries]float64
-		err    error
-	}
-	results := make([]result, len(p.urls))
-	var wg sync.WaitGroup
-	for i, u := range p.urls {
-		wg.Go(func() {
-			v, err := scrapeCounters(ctx, p.opts.Client, u)
-			results[i] = result{v, err}
-		})
-	}
-	wg.Wait()
-	s := counterScrape{at: p.opts.Clock.Now(), values: map[counterSeries]float64{}}
-	var errs []error
+	results, errs, err := scrapeAll(p.urls, func(u string) (map[counterSeries]float64, error) {
+		return scrapeCounters(ctx, p.opts.Client, u)
+	})
+	s := counterScrape{at: p.opts.Clock.Now(), values: map[counterSeries]float64{}, warnings: errStrings(errs)}
 	for _, r := range results {
-		if r.err != nil {
-			errs = append(errs, r.err)
-			s.warnings = append(s.warnings, r.err.Error())
-			continue
-		}
-		for k, v := range r.values {
-			s.values[k] = v
-		}
+		maps.Copy(s.values, r)
 	}
-	if len(errs) == len(p.urls) {
-		return s, errors.Join(errs...)
-	}
-	return s, nil
+	return s, err
 }
 
 // scrapeCounters reads one target's tool and downstream call counters.

@@ -114,19 +114,29 @@ func NewSource(ctx context.Context, sc SourceConfig) (*Source, error) {
 }
 
 func openCloudWatch(ctx context.Context, sc SourceConfig, cw *config.CloudWatchMetrics) (GaugeSource, error) {
+	client, region, err := cloudWatchClient(ctx, sc, cw)
+	if err != nil {
+		return nil, err
+	}
+	return NewCloudWatch(client, CloudWatchOptions{Namespace: cw.Namespace, Service: cw.Service, Region: region, Clock: sc.Clock})
+}
+
+// cloudWatchClient loads sc's AWS configuration and returns the context's
+// CloudWatch client ([newCloudWatchClient]) and the region it reads: cw's,
+// else the configuration's.
+func cloudWatchClient(ctx context.Context, sc SourceConfig, cw *config.CloudWatchMetrics) (*cloudwatch.Client, string, error) {
 	if sc.AWSConfig == nil {
-		return nil, fmt.Errorf("%w: cloudwatch metrics need an AWS configuration", ErrInvalidSource)
+		return nil, "", fmt.Errorf("%w: cloudwatch metrics need an AWS configuration", ErrInvalidSource)
 	}
 	cfg, err := sc.AWSConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration for cloudwatch metrics: %w", err)
+		return nil, "", fmt.Errorf("load AWS configuration for cloudwatch metrics: %w", err)
 	}
-	client := newCloudWatchClient(cfg, cw, cw.Region)
 	region := cw.Region
 	if region == "" {
 		region = cfg.Region
 	}
-	return NewCloudWatch(client, CloudWatchOptions{Namespace: cw.Namespace, Service: cw.Service, Region: region, Clock: sc.Clock})
+	return newCloudWatchClient(cfg, cw, cw.Region), region, nil
 }
 
 // CostWarning returns the warning a view refreshing s every interval shows
