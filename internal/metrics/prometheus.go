@@ -62,18 +62,24 @@ type Prometheus struct {
 	opts PrometheusOptions
 
 	mu sync.Mutex
-	// history[dependency][instance] holds one point per period, oldest first.
-	history map[string]map[string][]Point
-	// seen[dependency][instance] is the last scrape that reported it, and
-	// last[dependency][instance] the value it reported.
-	seen map[string]map[string]time.Time
-	last map[string]map[string]float64
-	// read[dependency][instance] is the instance's reading in the newest
-	// scrape (absent: not in it), and present[dependency][instance] the
-	// last scrape that held the instance, whatever its value: the instances
-	// known, against which a fleet that shrank is told.
-	read    map[string]map[string]*Reading
-	present map[string]map[string]time.Time
+	// fleet[dependency][instance] is what the scrapes said of an instance
+	// read since the window's start: the instances known, against which a
+	// fleet that shrank is told.
+	fleet map[string]map[string]*scraped
+}
+
+// scraped is what the scrapes said of one instance of a dependency.
+type scraped struct {
+	// points holds one point per period, oldest first, of its states.
+	points []Point
+	// seen is the last scrape that reported it with a state, and last the
+	// state it reported.
+	seen time.Time
+	last float64
+	// read is its reading in the newest scrape (nil: absent from it), and
+	// present the last scrape that held it, whatever its value.
+	read    *Reading
+	present time.Time
 }
 
 // NewPrometheus returns a source scraping each of urls (http or https).
@@ -89,9 +95,7 @@ func NewPrometheus(urls []string, opts PrometheusOptions) (*Prometheus, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	return &Prometheus{urls: append([]string(nil), urls...), opts: opts, history: map[string]map[string][]Point{},
-		seen: map[string]map[string]time.Time{}, last: map[string]map[string]float64{},
-		read: map[string]map[string]*Reading{}, present: map[string]map[string]time.Time{}}, nil
+	return &Prometheus{urls: append([]string(nil), urls...), opts: opts, fleet: map[string]map[string]*scraped{}}, nil
 }
 
 // scrapeClient checks a Prometheus reader's urls (at least one, each
@@ -164,17 +168,17 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 	for _, d := range uniqueValid(deps) {
 		snap.Series[d] = Series{Dependency: d}
 	}
-	for dep, known := range p.present {
-		byInstance := p.history[dep]
+	for dep, known := range p.fleet {
 		s := Series{Dependency: dep}
 		for _, name := range sortedKeys(known) {
-			in := InstanceSeries{Instance: name, LastRead: known[name]}
-			if pts := byInstance[name]; len(pts) > 0 {
-				last := p.last[dep][name]
-				in.Points, in.LastSeen, in.Last = append([]Point(nil), pts...), p.seen[dep][name], &last
+			k := known[name]
+			in := InstanceSeries{Instance: name, LastRead: k.present}
+			if len(k.points) > 0 {
+				last := k.last
+				in.Points, in.LastSeen, in.Last = slices.Clone(k.points), k.seen, &last
 			}
-			if r := p.read[dep][name]; r != nil {
-				cp := *r
+			if k.read != nil {
+				cp := *k.read
 				in.Newest = &cp
 			}
 			s.Instances = append(s.Instances, in)
@@ -195,79 +199,56 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 // in the newest read ([Goal.Stand] judges it).
 func (p *Prometheus) record(samples []sample, now time.Time) {
 	bucket := now.UTC().Truncate(p.opts.Period)
-	clear(p.read)
+	for _, known := range p.fleet {
+		for _, k := range known {
+			k.read = nil
+		}
+	}
 	for _, s := range samples {
-		if p.read[s.dependency] == nil {
-			p.read[s.dependency] = map[string]*Reading{}
+		if p.fleet[s.dependency] == nil {
+			p.fleet[s.dependency] = map[string]*scraped{}
 		}
-		if p.present[s.dependency] == nil {
-			p.present[s.dependency] = map[string]time.Time{}
+		k := p.fleet[s.dependency][s.instance]
+		if k == nil {
+			k = &scraped{}
+			p.fleet[s.dependency][s.instance] = k
 		}
-		p.present[s.dependency][s.instance] = now
-		r := p.read[s.dependency][s.instance]
-		if r == nil {
-			r = &Reading{ReadAt: now}
-			p.read[s.dependency][s.instance] = r
+		k.present = now
+		if k.read == nil {
+			k.read = &Reading{ReadAt: now}
 		}
-		r.Series++
-		r.Value, r.SampledAt = s.value, s.at
+		k.read.Series++
+		k.read.Value, k.read.SampledAt = s.value, s.at
 		if _, ok := GaugeState(s.value); !ok {
 			continue
 		}
-		byInstance, ok := p.history[s.dependency]
-		if !ok {
-			byInstance = map[string][]Point{}
-			p.history[s.dependency] = byInstance
-		}
-		pts := byInstance[s.instance]
-		if n := len(pts); n > 0 && pts[n-1].Time.Equal(bucket) {
-			pts[n-1].Max = math.Max(pts[n-1].Max, s.value)
-			pts[n-1].Min = math.Min(pts[n-1].Min, s.value)
-			pts[n-1].Samples++
+		if n := len(k.points); n > 0 && k.points[n-1].Time.Equal(bucket) {
+			pt := &k.points[n-1]
+			pt.Max, pt.Min, pt.Samples = math.Max(pt.Max, s.value), math.Min(pt.Min, s.value), pt.Samples+1
 		} else {
-			pts = append(pts, Point{Time: bucket, Max: s.value, Min: s.value, Samples: 1})
+			k.points = append(k.points, Point{Time: bucket, Max: s.value, Min: s.value, Samples: 1})
 		}
-		byInstance[s.instance] = pts
-		if p.seen[s.dependency] == nil {
-			p.seen[s.dependency] = map[string]time.Time{}
-			p.last[s.dependency] = map[string]float64{}
-		}
-		p.seen[s.dependency][s.instance] = now
-		p.last[s.dependency][s.instance] = s.value
+		k.seen, k.last = now, s.value
 	}
 }
 
-// prune drops points older than start and instances left without points,
-// and forgets instances not read since start.
+// prune drops points older than start, and forgets instances not read
+// since start (their points are older still).
 func (p *Prometheus) prune(start time.Time) {
-	for dep, known := range p.present {
-		for name, at := range known {
-			if at.Before(start) {
+	for dep, known := range p.fleet {
+		for name, k := range known {
+			if k.present.Before(start) {
 				delete(known, name)
-			}
-		}
-		if len(known) == 0 {
-			delete(p.present, dep)
-		}
-	}
-	for dep, byInstance := range p.history {
-		for name, pts := range byInstance {
-			i := 0
-			for i < len(pts) && pts[i].Time.Before(start) {
-				i++
-			}
-			if i == len(pts) {
-				delete(byInstance, name)
-				delete(p.seen[dep], name)
-				delete(p.last[dep], name)
 				continue
 			}
-			byInstance[name] = pts[i:]
+			i := 0
+			for i < len(k.points) && k.points[i].Time.Before(start) {
+				i++
+			}
+			k.points = k.points[i:]
 		}
-		if len(byInstance) == 0 {
-			delete(p.history, dep)
-			delete(p.seen, dep)
-			delete(p.last, dep)
+		if len(known) == 0 {
+			delete(p.fleet, dep)
 		}
 	}
 }
