@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -47,22 +46,7 @@ func (s FreezeStanding) Summary() string {
 	if !s.Want {
 		goal, lacking = "unfrozen", "still frozen"
 	}
-	out := fmt.Sprintf("%s on %d of %d instances", goal, len(s.Obeying), len(s.Instances))
-	var groups []string
-	if len(s.Stragglers) > 0 {
-		groups = append(groups, lacking+": "+strings.Join(s.Stragglers, ", "))
-	}
-	if len(s.Unknown) > 0 {
-		doubts := make([]string, len(s.Unknown))
-		for i, d := range s.Unknown {
-			doubts[i] = d.Instance + " " + d.Why
-		}
-		groups = append(groups, "unknown: "+strings.Join(doubts, "; "))
-	}
-	if len(groups) > 0 {
-		out += " (" + strings.Join(groups, "; ") + ")"
-	}
-	return out
+	return fmt.Sprintf("%s on %d of %d instances", goal, len(s.Obeying), len(s.Instances)) + standingGroups(lacking, s.Stragglers, s.Unknown)
 }
 
 // JudgeFreeze judges one read of the gauge: values holds each instance's
