@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -165,12 +166,12 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 	defer p.mu.Unlock()
 	p.record(all, now)
 	p.prune(start)
-	for _, d := range uniqueValid(deps) {
+	for _, d := range unique(deps, validDependency) {
 		snap.Series[d] = Series{Dependency: d}
 	}
 	for dep, known := range p.fleet {
 		s := Series{Dependency: dep}
-		for _, name := range sortedKeys(known) {
+		for _, name := range slices.Sorted(maps.Keys(known)) {
 			k := known[name]
 			in := InstanceSeries{Instance: name, LastRead: k.present}
 			if len(k.points) > 0 {

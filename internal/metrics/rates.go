@@ -384,7 +384,7 @@ const (
 func (c *CloudWatchRates) Rates(ctx context.Context, req RateRequest) (CallRates, error) {
 	now := c.opts.Clock.Now()
 	start, end := RateWindow(now, c.opts.Window)
-	tools, deps := uniqueNames(req.Tools), uniqueValid(req.Dependencies)
+	tools, deps := unique(req.Tools, gauge.DimensionValue), unique(req.Dependencies, validDependency)
 	out := CallRates{Source: c.Describe(), Window: c.opts.Window, ReadAt: now, Tools: map[string]float64{}, Dependencies: map[string]float64{},
 		Method: fmt.Sprintf("per-minute Sums of the %s from %s to %s UTC (CloudWatch's %s retrieval delay left out)",
 			human.Duration(c.opts.Window), start.Format("15:04"), end.Format("15:04"), human.Duration(RetrievalDelay))}
@@ -394,12 +394,16 @@ func (c *CloudWatchRates) Rates(ctx context.Context, req RateRequest) (CallRates
 	if len(tools)+len(deps) > MaxQueriesPerRequest {
 		return out, fmt.Errorf("%w: %d call rates in one request: at most %d", ErrInvalidSource, len(tools)+len(deps), MaxQueriesPerRequest)
 	}
+	// Per-minute Sums, label "NAME calls".
+	sum := func(kind string, i int, metric, dim, value string) types.MetricDataQuery {
+		return statQuery(c.opts.Namespace, c.opts.Service, kind+strconv.Itoa(i), value+" calls", metric, dim, value, "Sum", int32(time.Minute/time.Second))
+	}
 	var queries []types.MetricDataQuery
 	for i, t := range tools {
-		queries = append(queries, c.sumQuery(kindToolCalls, i, gauge.ToolCallsMetricName, gauge.DimTool, t))
+		queries = append(queries, sum(kindToolCalls, i, gauge.ToolCallsMetricName, gauge.DimTool, t))
 	}
 	for i, d := range deps {
-		queries = append(queries, c.sumQuery(kindDownstreamCalls, i, gauge.DownstreamCallsMetricName, gauge.DimDependency, d))
+		queries = append(queries, sum(kindDownstreamCalls, i, gauge.DownstreamCallsMetricName, gauge.DimDependency, d))
 	}
 	in := &cloudwatch.GetMetricDataInput{MetricDataQueries: queries, StartTime: aws.Time(start), EndTime: aws.Time(end),
 		ScanBy: types.ScanByTimestampDescending}
@@ -457,37 +461,4 @@ func (c *CloudWatchRates) Rates(ctx context.Context, req RateRequest) (CallRates
 			strings.Join(missing, ", ")))
 	}
 	return out, nil
-}
-
-// sumQuery is the i-th per-minute Sum of metric for dimension dim=value.
-func (c *CloudWatchRates) sumQuery(kind string, i int, metric, dim, value string) types.MetricDataQuery {
-	dims := []types.Dimension{{Name: aws.String(dim), Value: aws.String(value)}}
-	if c.opts.Service != "" {
-		dims = append(dims, types.Dimension{Name: aws.String(gauge.DimService), Value: aws.String(c.opts.Service)})
-	}
-	return types.MetricDataQuery{
-		Id:    aws.String(kind + strconv.Itoa(i)),
-		Label: aws.String(value + " calls"),
-		MetricStat: &types.MetricStat{
-			Metric: &types.Metric{Namespace: aws.String(c.opts.Namespace), MetricName: aws.String(metric), Dimensions: dims},
-			Period: aws.Int32(int32(time.Minute / time.Second)),
-			Stat:   aws.String("Sum"),
-		},
-		ReturnData: aws.Bool(true),
-	}
-}
-
-// uniqueNames drops duplicates and names no tool can have (empty, or not
-// a CloudWatch dimension value), keeping order.
-func uniqueNames(names []string) []string {
-	seen := map[string]bool{}
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		if seen[n] || !gauge.DimensionValue(n) {
-			continue
-		}
-		seen[n] = true
-		out = append(out, n)
-	}
-	return out
 }
