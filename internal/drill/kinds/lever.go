@@ -11,7 +11,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -108,17 +110,57 @@ func checkDependency(rc *runtime.RunContext, dep string, allowUnknown bool) erro
 		dep, rc.Deps.ContextName, strings.Join(known, ", "), unknown.DidYouMean())
 }
 
-// decodeDependency reads the dependency field, checking a literal name.
-func decodeDependency(m *drill.Map) (drill.Template, bool) {
-	t, ok := m.Template("dependency", true)
-	if !ok {
-		return t, false
-	}
-	if s, static := t.Static(); static {
-		if err := breaker.ValidateDependency(s); err != nil {
-			m.Errorf("dependency", "%v", err)
+// decodeTarget reads the required field key naming a lever's target (a
+// dependency, a client), checking a literal name with valid.
+func decodeTarget(m *drill.Map, key string, valid func(string) error) (drill.Template, bool) {
+	t, ok := m.Template(key, true)
+	if s, static := t.Static(); ok && static {
+		if err := valid(s); err != nil {
+			m.Errorf(key, "%v", err)
 			return t, false
 		}
 	}
-	return t, true
+	return t, ok
+}
+
+// decodeDependency reads the dependency field, checking a literal name.
+func decodeDependency(m *drill.Map) (drill.Template, bool) {
+	return decodeTarget(m, "dependency", breaker.ValidateDependency)
+}
+
+// decodeClient reads the client field, checking a literal client id.
+func decodeClient(m *drill.Map) (drill.Template, bool) {
+	return decodeTarget(m, "client", ratelimit.ValidateClientID)
+}
+
+// changeOne makes c, a change of one target of a store lever, decided on
+// read (the target's item as the step read it: nil when absent) and
+// written conditional on it, quietly (the run announces itself): its
+// outcome, nil when nothing was made.
+func changeOne(ctx context.Context, rc *runtime.RunContext, c lever.Change, read store.Item) (*lever.Outcome, error) {
+	c.Actor, c.NoNotify, c.Read = rc.Deps.Actor, true, map[string]store.Item{c.Targets[0]: read}
+	rep, err := rc.Levers().Change(ctx, c)
+	if len(rep.Outcomes) == 0 {
+		return nil, err
+	}
+	return &rep.Outcomes[0], err
+}
+
+// storeUndo is what the rollbacks of a store lever (an override, a bucket)
+// share: the lever the run moved, and its target.
+type storeUndo struct {
+	target string
+	lever  *runtime.Lever
+}
+
+func (r *storeUndo) Subject() string      { return r.lever.Subject }
+func (r *storeUndo) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
+
+// LeverSubject is the item a store lever's journal record names: what
+// drill recover reads the audit trail of.
+func LeverSubject(l *drill.LeverRecord) string {
+	if l.Kind == drill.LeverOverride {
+		return breaker.OverrideKey(l.Dependency)
+	}
+	return ratelimit.Key(l.Client)
 }
