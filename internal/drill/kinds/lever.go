@@ -86,7 +86,7 @@ func waitFleet(ctx context.Context, rc *runtime.RunContext, out *runtime.Outputs
 		return &runtime.FleetError{Fleet: rec,
 			Err: fmt.Errorf("the fleet did not confirm %s %s within %s: %s", c.Dependency, c.Goal, human.Duration(timeout), cv.Summary())}
 	}
-	out.Detail = strings.TrimPrefix(fmt.Sprintf("%s; fleet confirmed: %s after %s", out.Detail, cv.Summary(), human.Duration(cv.Elapsed)), "; ")
+	out.Detail = joinDetail(out.Detail, fmt.Sprintf("fleet confirmed: %s after %s", cv.Summary(), human.Duration(cv.Elapsed)))
 	out.Fleet = rec
 	return nil
 }

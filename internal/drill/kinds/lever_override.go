@@ -337,7 +337,7 @@ func sameOverride(before any, cur breaker.Override) bool {
 // this lever already (moved: its rollback is that step's), its override
 // read (nil: none).
 func (s *overrideStep) lever(ctx context.Context, rc *runtime.RunContext) (dep string, cur *breaker.Override, moved bool, err error) {
-	if err := needOverrides(rc); err != nil {
+	if _, err := overrides(rc); err != nil {
 		return "", nil, false, err
 	}
 	if dep, err = rc.Expand(s.dependency); err != nil {
@@ -365,11 +365,6 @@ func (s *overrideStep) start(rc *runtime.RunContext) (dep, why string, l *runtim
 	}
 	l, _ = rc.Lever(breaker.OverrideKey(dep))
 	return dep, why, l, nil
-}
-
-func needOverrides(rc *runtime.RunContext) error {
-	_, err := overrides(rc)
-	return err
 }
 
 // overrides is the context's override lever kind.
@@ -500,7 +495,7 @@ type restore struct {
 // restore is [breaker.Overrides.Restore] with its record staged into its
 // transaction, the record named in the journal once the change committed.
 func undoOverride(ctx context.Context, rc *runtime.RunContext, decide func() (*restore, string, error)) (string, error) {
-	if err := needOverrides(rc); err != nil {
+	if _, err := overrides(rc); err != nil {
 		return "", err
 	}
 	req, done, err := decide()
