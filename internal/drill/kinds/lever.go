@@ -146,6 +146,21 @@ func changeOne(ctx context.Context, rc *runtime.RunContext, c lever.Change, read
 	return &rep.Outcomes[0], err
 }
 
+// storeTarget is the target a store lever step names in t, expanded and
+// checked with check, and the lever of its item (key(target)) when a step
+// moved it already (nil: not yet).
+func storeTarget(rc *runtime.RunContext, t drill.Template, key func(string) string, check func(string) error) (string, *runtime.Lever, error) {
+	target, err := rc.Expand(t)
+	if err == nil {
+		err = check(target)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	l, _ := rc.Lever(key(target))
+	return target, l, nil
+}
+
 // storeUndo is what the rollbacks of a store lever (an override, a bucket)
 // share: the lever the run moved, and its target.
 type storeUndo struct {

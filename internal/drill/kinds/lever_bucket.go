@@ -239,12 +239,10 @@ func (a *bucketStep) Describe(rc *runtime.RunContext) string {
 	}
 }
 
-func (a *bucketStep) clientID(rc *runtime.RunContext) (string, error) {
-	c, err := rc.Expand(a.client)
-	if err != nil {
-		return "", err
-	}
-	return c, ratelimit.ValidateClientID(c)
+// lever is the step's client, checked, and its bucket's lever when a step
+// moved it already.
+func (a *bucketStep) lever(rc *runtime.RunContext) (string, *runtime.Lever, error) {
+	return storeTarget(rc, a.client, ratelimit.Key, ratelimit.ValidateClientID)
 }
 
 func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
@@ -252,12 +250,9 @@ func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runti
 	if err != nil {
 		return nil, err
 	}
-	client, err := a.clientID(rc)
-	if err != nil {
+	client, moved, err := a.lever(rc)
+	if err != nil || moved != nil {
 		return nil, err
-	}
-	if _, moved := rc.Lever(ratelimit.Key(client)); moved {
-		return nil, nil
 	}
 	st, err := b.Get(ctx, client)
 	if err != nil {
@@ -272,7 +267,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.
 	if err != nil {
 		return nil, err
 	}
-	client, err := a.clientID(rc)
+	client, l, err := a.lever(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +283,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.
 		c.HoldFor = max(min(a.hold, rc.Remaining()-oneToken), 0).Truncate(time.Millisecond)
 	}
 	res, o, err := changeBucket(ctx, rc, b, rc.Reason(reason), c)
-	if l, ok := rc.Lever(ratelimit.Key(client)); ok && res.Changed && (err == nil || errors.Is(err, store.ErrOutcomeUnknown)) {
+	if l != nil && res.Changed && (err == nil || errors.Is(err, store.ErrOutcomeUnknown)) {
 		l.SetWritten(res.After, rc.Now().Add(res.After.RetryAfter))
 	}
 	if err != nil {

@@ -340,14 +340,9 @@ func (s *overrideStep) lever(ctx context.Context, rc *runtime.RunContext) (dep s
 	if _, err := overrides(rc); err != nil {
 		return "", nil, false, err
 	}
-	if dep, err = rc.Expand(s.dependency); err != nil {
-		return "", nil, false, err
-	}
-	if err := checkDependency(rc, dep, s.allowUnknown); err != nil {
-		return "", nil, false, err
-	}
-	if _, moved = rc.Lever(breaker.OverrideKey(dep)); moved {
-		return dep, nil, true, nil
+	dep, l, err := storeTarget(rc, s.dependency, breaker.OverrideKey, func(d string) error { return checkDependency(rc, d, s.allowUnknown) })
+	if err != nil || l != nil {
+		return dep, nil, l != nil, err
 	}
 	cur, err = readOverride(ctx, rc, dep)
 	return dep, cur, false, err
@@ -357,14 +352,11 @@ func (s *overrideStep) lever(ctx context.Context, rc *runtime.RunContext) (dep s
 // checked, the reason the change is recorded with, and the lever (nil when
 // Prepare did not run).
 func (s *overrideStep) start(rc *runtime.RunContext) (dep, why string, l *runtime.Lever, err error) {
-	if dep, err = rc.Expand(s.dependency); err != nil {
+	if dep, l, err = storeTarget(rc, s.dependency, breaker.OverrideKey, breaker.ValidateDependency); err != nil {
 		return "", "", nil, err
 	}
-	if why, err = stepReason(rc, s.reason); err != nil {
-		return "", "", nil, err
-	}
-	l, _ = rc.Lever(breaker.OverrideKey(dep))
-	return dep, why, l, nil
+	why, err = stepReason(rc, s.reason)
+	return dep, why, l, err
 }
 
 // overrides is the context's override lever kind.
