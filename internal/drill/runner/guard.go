@@ -186,13 +186,10 @@ func (u *run) pollGuard(c *drill.Check, role, name string, err error, stops bool
 		g = &runtime.GuardState{Grace: u.d.GuardGrace}
 		u.guards[c] = g
 	}
-	if err == nil {
-		return nil, g.OK()
+	if lost, recovered = g.Poll(now, err, role, name); !stops {
+		lost = nil
 	}
-	if g.Fail(now, err) && stops {
-		lost = g.Lost(role, name, now)
-	}
-	return lost, false
+	return lost, recovered
 }
 
 // noticeStop notes msg about a stop condition, once while it repeats.
