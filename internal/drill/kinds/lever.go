@@ -161,15 +161,15 @@ func storeTarget(rc *runtime.RunContext, t drill.Template, key func(string) stri
 	return target, l, nil
 }
 
-// storeUndo is what the rollbacks of a store lever (an override, a bucket)
-// share: the lever the run moved, and its target.
-type storeUndo struct {
+// leverUndo is what the rollbacks of a lever share: the lever the run
+// moved, and its target (a dependency, a client, the chaos.sign step).
+type leverUndo struct {
 	target string
 	lever  *runtime.Lever
 }
 
-func (r *storeUndo) Subject() string      { return r.lever.Subject }
-func (r *storeUndo) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
+func (r *leverUndo) Subject() string      { return r.lever.Subject }
+func (r *leverUndo) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
 
 // LeverSubject is the item a store lever's journal record names: what
 // drill recover reads the audit trail of.

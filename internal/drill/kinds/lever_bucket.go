@@ -97,7 +97,7 @@ func decodeSet(d *drill.Decoder, n *yaml.Node) drill.Spec {
 // change, refilled by the time since at the bucket's rate. A bucket that
 // had no item (full) is reset; one that was under a timed drain is drained
 // again for what is left of it.
-type bucketRollback struct{ storeUndo }
+type bucketRollback struct{ leverUndo }
 
 var (
 	_ runtime.Rollback = (*bucketRollback)(nil)
@@ -259,7 +259,7 @@ func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runti
 		return nil, err
 	}
 	l := rc.NewLever(ratelimit.Key(client), st)
-	return &bucketRollback{storeUndo{client, l}}, nil
+	return &bucketRollback{leverUndo{client, l}}, nil
 }
 
 func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
@@ -343,7 +343,7 @@ func recoverBucket(in RecoverInput) (runtime.Rollback, []string, error) {
 	if v.Exists {
 		before = ratelimit.Status{Client: l.Client, Exists: true, Stored: ratelimit.Bucket{Client: l.Client, Tokens: v.Tokens, UpdatedAtMs: v.UpdatedAtMs}}
 	}
-	return &bucketRollback{storeUndo{l.Client, &runtime.Lever{Subject: subject, Before: before}}}, nil, nil
+	return &bucketRollback{leverUndo{l.Client, &runtime.Lever{Subject: subject, Before: before}}}, nil, nil
 }
 
 // bucketLink keys a bucket record by the stored level before and after.

@@ -396,13 +396,13 @@ func readOverride(ctx context.Context, rc *runtime.RunContext, dep string) (*bre
 // still the drill's own last write (its write_id), or still absent when
 // the drill's last change deleted it. An override anyone else wrote since
 // is left alone, whatever its actor or reason say.
-type overrideRollback struct{ storeUndo }
+type overrideRollback struct{ leverUndo }
 
 // newOverrideRollback records the lever of dep, about to be moved for the
 // first time, and returns its rollback; before is the override read (nil:
 // none).
 func newOverrideRollback(rc *runtime.RunContext, dep string, before *breaker.Override) *overrideRollback {
-	return &overrideRollback{storeUndo{dep, rc.NewLever(breaker.OverrideKey(dep), before)}}
+	return &overrideRollback{leverUndo{dep, rc.NewLever(breaker.OverrideKey(dep), before)}}
 }
 
 // overrideWrite is what an override lever's last change left: the token of
