@@ -31,7 +31,7 @@ type fleetCounters struct {
 	scrapes   atomic.Int64
 }
 
-func (f *fleetCounters) serve(t *testing.T) string {
+func (f *fleetCounters) serve(t testing.TB) string {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		n := float64(f.scrapes.Add(1)) * f.perScrape
 		fmt.Fprintf(w, "# TYPE kosha_tool_calls_total counter\n")
@@ -63,7 +63,7 @@ func assessAll(t *testing.T, a lever.Assessor, clk *clock.Fake, step time.Durati
 
 // drive runs fn, advancing clk by step whenever something waits on it,
 // until fn returns.
-func drive(t *testing.T, clk *clock.Fake, step time.Duration, fn func()) {
+func drive(t testing.TB, clk *clock.Fake, step time.Duration, fn func()) {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
@@ -217,6 +217,29 @@ func TestAssessorReadsCloudWatchOnceForARound(t *testing.T) {
 	if w := reps[2].Rates.Warnings; len(w) != 1 || w[0] != "cloudwatch: no datapoint in the window for tool_calls raise_dispute, "+
 		"tool_calls flag_transaction_for_review, tool_calls get_service_health, 1 more: no calls, or the fleet does not publish the metric" {
 		t.Errorf("core-api: warnings %q, want its own names without data", w)
+	}
+}
+
+// The context's known dependencies are read with the matrix's: windows
+// of dependencies the matrix does not name (a levers file names only known
+// ones) share the round's read too.
+func TestAssessorReadsTheContextsDependenciesWithTheMatrixs(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 29, 19, 0, 30, 0, time.UTC)
+	cw := cwfake.New(t)
+	clk := clock.NewFake(now)
+	src := metrics.NewCloudWatchRates(cw.Client(1), metrics.CloudWatchRateOptions{Region: "eu-west-1", Clock: clk})
+	a := &impact.Assessor{Clock: clk, Dependencies: []string{"redis", "kafka"}, Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
+	for _, dep := range []string{impact.ScreeningSim, "redis", "kafka"} {
+		if r := a.Assess(t.Context(), lever.Forces{Dependencies: []string{dep}}).(*impact.Report); r.Rates == nil || r.Rates.Error != "" {
+			t.Fatalf("%s: rates %+v", dep, r.Rates)
+		}
+	}
+	if n := cw.Calls(); n != 1 {
+		t.Errorf("%d GetMetricData requests, want 1", n)
+	}
+	if q := cw.Requests()[0].Queries; len(q) != len(impact.ToolNames())+len(impact.Matrix())+2 {
+		t.Errorf("the read asked %d queries, want the matrix's and the context's two", len(q))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -49,6 +50,11 @@ type Assessor struct {
 	// ShareFor is how long after a read ended its rates answer further
 	// changes; default [DefaultShareFor].
 	ShareFor time.Duration
+	// Dependencies are read with the matrix's names (the context's known
+	// dependencies, which a levers file's windows name), so a change
+	// forcing one of them needs no read of its own; as many as one
+	// CloudWatch request holds beside the names a change asks for.
+	Dependencies []string
 
 	mu     sync.Mutex
 	opened bool
@@ -116,7 +122,7 @@ func (a *Assessor) rates(ctx context.Context, src RateSource, want metrics.RateR
 	a.mu.Lock()
 	rd := a.last
 	if rd == nil || !rd.covers(want) || rd.stale(a.now(), a.shareFor()) {
-		rd = newSharedRead(want, rd)
+		rd = newSharedRead(want, rd, a.Dependencies)
 		a.last = rd
 		go rd.run(context.WithoutCancel(ctx), src, a.now)
 	}
@@ -148,27 +154,30 @@ func (a *Assessor) shareFor() time.Duration {
 }
 
 // newSharedRead is a read of want, of every tool and dependency the
-// matrix names, and of the names prev read.
-func newSharedRead(want metrics.RateRequest, prev *sharedRead) *sharedRead {
+// matrix names, of the names prev read and of also, as many of the last
+// as one CloudWatch request holds.
+func newSharedRead(want metrics.RateRequest, prev *sharedRead, also []string) *sharedRead {
 	req := metrics.RateRequest{Tools: ToolNames()}
 	for _, row := range matrix {
 		req.Dependencies = append(req.Dependencies, row.Dependency)
 	}
-	add := func(to *[]string, names ...[]string) {
-		for _, ns := range names {
-			for _, n := range ns {
-				if !slices.Contains(*to, n) {
-					*to = append(*to, n)
-				}
+	add := func(to *[]string, names []string, limit int) {
+		for _, n := range names {
+			if len(req.Tools)+len(req.Dependencies) >= limit {
+				return
+			}
+			if !slices.Contains(*to, n) {
+				*to = append(*to, n)
 			}
 		}
 	}
-	var prevReq metrics.RateRequest
+	add(&req.Tools, want.Tools, math.MaxInt)
+	add(&req.Dependencies, want.Dependencies, math.MaxInt)
 	if prev != nil {
-		prevReq = prev.req
+		add(&req.Tools, prev.req.Tools, metrics.MaxQueriesPerRequest)
+		add(&req.Dependencies, prev.req.Dependencies, metrics.MaxQueriesPerRequest)
 	}
-	add(&req.Tools, want.Tools, prevReq.Tools)
-	add(&req.Dependencies, want.Dependencies, prevReq.Dependencies)
+	add(&req.Dependencies, also, metrics.MaxQueriesPerRequest)
 	return &sharedRead{req: req, done: make(chan struct{})}
 }
 

@@ -51,7 +51,7 @@ func Source(ctx context.Context, env *cmdenv.Env, prometheusURL string) (*metric
 // of it answers every change assessed about then ([impact.Assessor]): a
 // command that assesses several changes (apply's windows) reads it once.
 func Assessor(env *cmdenv.Env, prometheusURL string) *impact.Assessor {
-	return &impact.Assessor{Clock: env.Clock, Open: func(ctx context.Context) (impact.RateSource, error) {
+	return &impact.Assessor{Clock: env.Clock, Dependencies: env.Context.KnownDependencies(), Open: func(ctx context.Context) (impact.RateSource, error) {
 		if m := env.Context.Metrics; prometheusURL == "" && m.CloudWatch == nil && m.Prometheus == nil {
 			return nil, nil
 		}
