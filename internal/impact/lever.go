@@ -79,24 +79,24 @@ var _ lever.Assessor = (*Assessor)(nil)
 // Assess implements [lever.Assessor]: [Of] of f's dependencies, over f's
 // duration, with the rates of a read it shares with the other changes
 // assessed about then. It never fails, and waits for the rates no longer
-// than [Of] would (past opening the source).
+// than [Of] bounds a read (past opening the source).
 func (a *Assessor) Assess(ctx context.Context, f lever.Forces) lever.Impact {
-	r := Static(Request{Dependencies: f.Dependencies, For: f.For, Clear: f.Clear})
+	req := Request{Dependencies: f.Dependencies, For: f.For, Clear: f.Clear}
 	if a == nil || a.Open == nil {
+		r := Static(req)
 		return &r
 	}
 	src, err := a.source(ctx)
-	switch {
-	case err != nil:
+	if err != nil {
+		r := Static(req)
 		r.RatesFailed("the context's metrics source", err)
-	case src != nil:
-		want := r.rateRequest()
-		if rates, err := a.rates(ctx, src, want); err != nil {
-			r.RatesFailed(src.Describe(), err)
-		} else {
-			r.WithRates(rates.Narrow(want))
-		}
+		return &r
 	}
+	var shared RateSource // nil: no source named, the matrix's impact alone
+	if src != nil {
+		shared = sharedSource{a: a, src: src}
+	}
+	r := Of(ctx, req, shared)
 	return &r
 }
 
@@ -112,30 +112,38 @@ func (a *Assessor) source(ctx context.Context) (RateSource, error) {
 	return a.src, a.err
 }
 
-// rates returns the rates of a read covering want: the newest read when
+// sharedSource reads src through its assessor's shared read: [Of] asks
+// it as it would the source, and bounds and words the wait.
+type sharedSource struct {
+	a   *Assessor
+	src RateSource
+}
+
+func (s sharedSource) Describe() string { return s.src.Describe() }
+
+// Rates returns want's part of a read covering want: the newest read when
 // it covers want and is under way or ended within ShareFor, else a new
 // one, of want, every name the matrix has and every name the newest read
-// covered. The wait is bounded as [Of] bounds its read; the read itself
-// goes on (within [DefaultTimeout]) for the changes that come after.
-func (a *Assessor) rates(ctx context.Context, src RateSource, want metrics.RateRequest) (metrics.CallRates, error) {
-	bound := readBound(ctx, time.Now())
+// covered (and the assessor's Dependencies). It waits until ctx ends; the
+// read itself goes on (within [DefaultTimeout]) for the changes after.
+func (s sharedSource) Rates(ctx context.Context, want metrics.RateRequest) (metrics.CallRates, error) {
+	a := s.a
 	a.mu.Lock()
 	rd := a.last
 	if rd == nil || !rd.covers(want) || rd.stale(a.now(), a.shareFor()) {
 		rd = newSharedRead(want, rd, a.Dependencies)
 		a.last = rd
-		go rd.run(context.WithoutCancel(ctx), src, a.now)
+		go rd.run(context.WithoutCancel(ctx), s.src, a.now)
 	}
 	a.mu.Unlock()
-	timer := time.NewTimer(bound)
-	defer timer.Stop()
 	select {
 	case <-rd.done:
-		return rd.rates, rd.err
+		if rd.err != nil {
+			return metrics.CallRates{}, rd.err
+		}
+		return rd.rates.Narrow(want), nil
 	case <-ctx.Done():
-		return metrics.CallRates{}, fmt.Errorf("read call rates from %s: %w", src.Describe(), ctx.Err())
-	case <-timer.C:
-		return metrics.CallRates{}, notWithin(bound, context.DeadlineExceeded)
+		return metrics.CallRates{}, fmt.Errorf("read call rates from %s: %w", s.src.Describe(), ctx.Err())
 	}
 }
 

@@ -74,6 +74,7 @@ type CallRates struct {
 func (r CallRates) Narrow(req RateRequest) CallRates {
 	out := r
 	out.Tools, out.Dependencies = pick(r.Tools, req.Tools), pick(r.Dependencies, req.Dependencies)
+	out.Warnings = slices.Clip(r.Warnings) // shared by every narrowing: appending copies
 	if r.noData {
 		out.Warnings = slices.Clip(r.Warnings[:r.sourceWarnings])
 		out.Warnings = append(out.Warnings, noDataWarnings(uniqueNames(req.Tools), uniqueValid(req.Dependencies), out)...)
