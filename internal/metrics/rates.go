@@ -77,7 +77,7 @@ func (r CallRates) Narrow(req RateRequest) CallRates {
 	out.Warnings = slices.Clip(r.Warnings) // shared by every narrowing: appending copies
 	if r.noData {
 		out.Warnings = slices.Clip(r.Warnings[:r.sourceWarnings])
-		out.Warnings = append(out.Warnings, noDataWarnings(uniqueNames(req.Tools), uniqueValid(req.Dependencies), out)...)
+		out.Warnings = append(out.Warnings, noDataWarnings(unique(req.Tools, gauge.DimensionValue), unique(req.Dependencies, validDependency), out)...)
 	}
 	return out
 }
