@@ -418,10 +418,8 @@ func jtiProblem(s string) string {
 	if len(s) < MinJTILen || len(s) > MaxJTILen {
 		return fmt.Sprintf("must be %d to %d base64url characters, got %d", MinJTILen, MaxJTILen, len(s))
 	}
-	for i := 0; i < len(s); i++ {
-		if b64Value[s[i]] == 0xff {
-			return fmt.Sprintf("%s at offset %d is not a base64url character (A-Z a-z 0-9 - _)", describeByte(s[i]), i)
-		}
+	if i := firstNonB64(s); i >= 0 {
+		return fmt.Sprintf("%s at offset %d is not a base64url character (A-Z a-z 0-9 - _)", describeByte(s[i]), i)
 	}
 	return ""
 }
