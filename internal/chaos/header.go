@@ -69,12 +69,6 @@ const (
 // them. ms appears only when fault is latency, iat only when v is 2.
 var fieldOrder = [...]string{fieldV, fieldKID, fieldTarget, fieldFault, fieldMs, fieldP, fieldIAT, fieldExp, fieldJTI, fieldSig}
 
-// FieldNames returns the wire field names in the only order a value may
-// carry them: v, kid, target, fault, ms, p, iat, exp, jti, sig (ms only
-// when fault is latency, iat only in v=2). A *FieldError's Field is one of
-// these or "".
-func FieldNames() []string { return append([]string(nil), fieldOrder[:]...) }
-
 // fieldOrderText names the fields of a version's values, for messages.
 func fieldOrderText(v int) string {
 	if v == Version1 {

@@ -56,22 +56,10 @@ func (e *Env) Current(context.Context) (chaos.Key, error) {
 }
 
 // ByKID decodes the variable and returns the key if its id is kid.
-func (e *Env) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
-	staged, err := e.Keys(ctx)
-	if err != nil {
-		return chaos.Key{}, err
-	}
-	return byKID(staged, kid, e.Describe())
-}
+func (e *Env) ByKID(ctx context.Context, kid string) (chaos.Key, error) { return oneByKID(ctx, e, kid) }
 
 // Keys returns the variable's key as the current key.
-func (e *Env) Keys(ctx context.Context) ([]Staged, error) {
-	k, err := e.Current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return []Staged{{Stage: StageCurrent, Key: k}}, nil
-}
+func (e *Env) Keys(ctx context.Context) ([]Staged, error) { return oneKey(ctx, e) }
 
 // Describe returns "environment variable NAME".
 func (e *Env) Describe() string { return "environment variable " + e.name }

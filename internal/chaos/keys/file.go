@@ -38,22 +38,10 @@ func NewFile(path string) *File { return &File{path: path} }
 func (f *File) Current(context.Context) (chaos.Key, error) { return readKeyFile(f.path) }
 
 // ByKID reads the key and returns it if its id is kid.
-func (f *File) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
-	staged, err := f.Keys(ctx)
-	if err != nil {
-		return chaos.Key{}, err
-	}
-	return byKID(staged, kid, f.Describe())
-}
+func (f *File) ByKID(ctx context.Context, kid string) (chaos.Key, error) { return oneByKID(ctx, f, kid) }
 
 // Keys returns the file's key as the current key.
-func (f *File) Keys(ctx context.Context) ([]Staged, error) {
-	k, err := f.Current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return []Staged{{Stage: StageCurrent, Key: k}}, nil
-}
+func (f *File) Keys(ctx context.Context) ([]Staged, error) { return oneKey(ctx, f) }
 
 // Describe returns "key file PATH".
 func (f *File) Describe() string { return "key file " + f.path }
