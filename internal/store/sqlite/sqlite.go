@@ -220,13 +220,14 @@ func (s *Store) Put(ctx context.Context, item store.Item, cond store.Condition) 
 	}
 	ttl := ttlOf(item)
 	return s.conditional(ctx, op, pk, cond, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx,
-			`INSERT INTO items (pk, attrs, ttl) VALUES (?, ?, ?)
-			 ON CONFLICT (pk) DO UPDATE SET attrs = excluded.attrs, ttl = excluded.ttl`,
-			pk, attrs, ttl)
+		_, err := tx.ExecContext(ctx, upsertSQL, pk, attrs, ttl)
 		return err
 	})
 }
+
+// upsertSQL writes one row whole, replacing any row under its pk.
+const upsertSQL = `INSERT INTO items (pk, attrs, ttl) VALUES (?, ?, ?)
+	ON CONFLICT (pk) DO UPDATE SET attrs = excluded.attrs, ttl = excluded.ttl`
 
 // Delete removes the item under pk if cond holds. Deleting an absent item
 // succeeds when cond allows an absent item.
@@ -341,36 +342,16 @@ func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Ite
 // may follow. Keys with a prefix sort contiguously from the prefix itself, so
 // the first key without it ends the scan.
 func (s *Store) page(ctx context.Context, prefix, after string, first bool, n int) (items []store.Item, more bool, err error) {
-	var rows *sql.Rows
+	q, from := `SELECT pk, attrs FROM items WHERE pk > ? ORDER BY pk LIMIT ?`, after
 	if first {
-		rows, err = s.db.QueryContext(ctx, `SELECT pk, attrs FROM items WHERE pk >= ? ORDER BY pk LIMIT ?`, prefix, n)
-	} else {
-		rows, err = s.db.QueryContext(ctx, `SELECT pk, attrs FROM items WHERE pk > ? ORDER BY pk LIMIT ?`, after, n)
+		q, from = `SELECT pk, attrs FROM items WHERE pk >= ? ORDER BY pk LIMIT ?`, prefix
 	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer rows.Close()
-	read := 0
-	for rows.Next() {
-		read++
-		var pk, attrs string
-		if err := rows.Scan(&pk, &attrs); err != nil {
-			return nil, false, err
-		}
-		if !strings.HasPrefix(pk, prefix) {
-			return items, false, rows.Err()
-		}
-		it, err := decode(pk, attrs)
-		if err != nil {
-			return nil, false, err
-		}
-		items = append(items, it)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, err
-	}
-	return items, read == n, nil
+	more = true
+	err = s.collect(ctx, q, []any{from, n}, func(pk string) bool {
+		more = strings.HasPrefix(pk, prefix)
+		return more
+	}, func(it store.Item) { items = append(items, it) })
+	return items, more && len(items) == n, err
 }
 
 // Sweep deletes the items whose ttl attribute (epoch seconds) is more than
@@ -492,64 +473,46 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	type row struct {
-		pk, attrs string
-		ttl       any
-		del       bool
-		check     bool
-	}
-	rows := make([]row, len(c.Ops))
+	attrs := make([]string, len(c.Ops))
 	for i, op := range c.Ops {
-		if op.IsCheck() {
-			rows[i] = row{pk: op.Check, check: true}
-			continue
+		if op.Put != nil {
+			a, err := encode(store.Normalize(op.Put))
+			if err != nil {
+				return fmt.Errorf("change %s: %w", c.Token, err)
+			}
+			attrs[i] = a
 		}
-		if op.Put == nil {
-			rows[i] = row{pk: op.Delete, del: true}
-			continue
-		}
-		it := store.Normalize(op.Put)
-		attrs, err := encode(it)
-		if err != nil {
-			return fmt.Errorf("change %s: %w", c.Token, err)
-		}
-		rows[i] = row{pk: it.PK(), attrs: attrs, ttl: ttlOf(it)}
 	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("change %s: %w: %w", c.Token, store.ErrNotSent, ctx.Err())
 	}
-	var conflict *store.TxConflictError
+	var conflict error
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		for i, op := range c.Ops {
-			if op.Cond.IsAlways() {
-				continue
-			}
-			cur, err := getTx(ctx, tx, rows[i].pk)
-			if err != nil {
-				return err
-			}
-			if !op.Cond.Holds(cur) {
-				if conflict == nil {
-					conflict = &store.TxConflictError{}
+		// The items the conditions concern, as stored; ApplyTo checks every
+		// condition against them, in memory stores' way.
+		cur := map[string]store.Item{}
+		for _, op := range c.Ops {
+			if !op.Cond.IsAlways() {
+				it, err := getTx(ctx, tx, op.PK())
+				if err != nil {
+					return err
 				}
-				conflict.Conflicts = append(conflict.Conflicts, store.ConditionError{PK: rows[i].pk, Current: cur})
+				if it != nil {
+					cur[op.PK()] = it
+				}
 			}
 		}
-		if conflict != nil {
+		if conflict = c.ApplyTo(cur, func(it store.Item) store.Item { return it }); conflict != nil {
 			return conflict
 		}
-		for _, r := range rows {
-			if r.check {
-				continue
-			}
+		for i, op := range c.Ops {
 			var err error
-			if r.del {
-				_, err = tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ?`, r.pk)
-			} else {
-				_, err = tx.ExecContext(ctx,
-					`INSERT INTO items (pk, attrs, ttl) VALUES (?, ?, ?)
-					 ON CONFLICT (pk) DO UPDATE SET attrs = excluded.attrs, ttl = excluded.ttl`,
-					r.pk, r.attrs, r.ttl)
+			switch {
+			case op.IsCheck():
+			case op.Put == nil:
+				_, err = tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ?`, op.Delete)
+			default:
+				_, err = tx.ExecContext(ctx, upsertSQL, op.PK(), attrs[i], ttlOf(store.Normalize(op.Put)))
 			}
 			if err != nil {
 				return err
