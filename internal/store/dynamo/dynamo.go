@@ -157,12 +157,7 @@ func (s *Store) Put(ctx context.Context, item store.Item, cond store.Condition) 
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	in := &dynamodb.PutItemInput{TableName: &s.table, Item: av}
-	if ex != nil {
-		in.ConditionExpression = &ex.text
-		in.ExpressionAttributeNames = ex.names
-		in.ExpressionAttributeValues = ex.values
-		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure = ex.parts()
 	if _, err := s.client.PutItem(ctx, in); err != nil {
 		return s.classify(ctx, op, pk, err)
 	}
@@ -177,12 +172,7 @@ func (s *Store) Delete(ctx context.Context, pk string, cond store.Condition) err
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	in := &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pk)}
-	if ex != nil {
-		in.ConditionExpression = &ex.text
-		in.ExpressionAttributeNames = ex.names
-		in.ExpressionAttributeValues = ex.values
-		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure = ex.parts()
 	if _, err := s.client.DeleteItem(ctx, in); err != nil {
 		return s.classify(ctx, op, pk, err)
 	}
@@ -194,6 +184,16 @@ type condExpr struct {
 	text   string
 	names  map[string]string
 	values map[string]types.AttributeValue
+}
+
+// parts are the request fields of a conditional write: the expression, its
+// names and values, and the ask for the item as stored when it fails
+// (ALL_OLD). A nil ex (Always) sets none.
+func (ex *condExpr) parts() (*string, map[string]string, map[string]types.AttributeValue, types.ReturnValuesOnConditionCheckFailure) {
+	if ex == nil {
+		return nil, nil, nil, ""
+	}
+	return &ex.text, ex.names, ex.values, types.ReturnValuesOnConditionCheckFailureAllOld
 }
 
 // expression renders cond; nil for Always. Attribute names always go
@@ -459,21 +459,13 @@ func (s *Store) scanInput(q store.ScanQuery, segment int) *dynamodb.ScanInput {
 func marshal(it store.Item) (map[string]types.AttributeValue, error) {
 	out := make(map[string]types.AttributeValue, len(it))
 	for k, v := range it {
-		av, err := marshalValue(k, v)
+		av, err := toAttributeValue(v)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: attribute %q: %w", store.ErrInvalidItem, k, err)
 		}
 		out[k] = av
 	}
 	return out, nil
-}
-
-func marshalValue(name string, v any) (types.AttributeValue, error) {
-	av, err := toAttributeValue(v)
-	if err != nil {
-		return nil, fmt.Errorf("%w: attribute %q: %w", store.ErrInvalidItem, name, err)
-	}
-	return av, nil
 }
 
 // toAttributeValue converts one value of any of the store's ten types.
