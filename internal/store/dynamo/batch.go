@@ -55,14 +55,7 @@ func (s *Store) SetClock(clk clock.Clock) {
 		return
 	}
 	s.now = clk.Now
-	s.sleep = func(ctx context.Context, d time.Duration) error {
-		select {
-		case <-clock.After(clk, d):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	s.sleep = func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, clk, d) }
 }
 
 func (s *Store) clockNow() time.Time {
@@ -76,18 +69,7 @@ func (s *Store) wait(ctx context.Context, d time.Duration) error {
 	if s.sleep != nil {
 		return s.sleep(ctx, d)
 	}
-	return sleepCtx(ctx, d)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, nil, d)
 }
 
 // BatchGet reads pks with strongly consistent BatchGetItem requests of at

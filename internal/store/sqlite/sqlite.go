@@ -18,6 +18,7 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -118,12 +119,8 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err == nil || !isBusy(err) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return s.wrap(ctx, "open embedded store", ctx.Err())
+		if err := clock.Sleep(ctx, nil, wait); err != nil {
+			return s.wrap(ctx, "open embedded store", err)
 		}
 	}
 }
