@@ -115,9 +115,9 @@ func oneKey(ctx context.Context, src Source) ([]Staged, error) {
 	return []Staged{{Stage: StageCurrent, Key: k}}, nil
 }
 
-// oneByKID is ByKID of a source holding one key.
-func oneByKID(ctx context.Context, src Source, kid string) (chaos.Key, error) {
-	staged, err := oneKey(ctx, src)
+// keysByKID is ByKID of a source that reads all its keys at once (Keys).
+func keysByKID(ctx context.Context, src Source, kid string) (chaos.Key, error) {
+	staged, err := src.Keys(ctx)
 	if err != nil {
 		return chaos.Key{}, err
 	}
