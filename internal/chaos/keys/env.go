@@ -56,7 +56,9 @@ func (e *Env) Current(context.Context) (chaos.Key, error) {
 }
 
 // ByKID decodes the variable and returns the key if its id is kid.
-func (e *Env) ByKID(ctx context.Context, kid string) (chaos.Key, error) { return keysByKID(ctx, e, kid) }
+func (e *Env) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
+	return keysByKID(ctx, e, kid)
+}
 
 // Keys returns the variable's key as the current key.
 func (e *Env) Keys(ctx context.Context) ([]Staged, error) { return oneKey(ctx, e) }

@@ -38,7 +38,9 @@ func NewFile(path string) *File { return &File{path: path} }
 func (f *File) Current(context.Context) (chaos.Key, error) { return readKeyFile(f.path) }
 
 // ByKID reads the key and returns it if its id is kid.
-func (f *File) ByKID(ctx context.Context, kid string) (chaos.Key, error) { return keysByKID(ctx, f, kid) }
+func (f *File) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
+	return keysByKID(ctx, f, kid)
+}
 
 // Keys returns the file's key as the current key.
 func (f *File) Keys(ctx context.Context) ([]Staged, error) { return oneKey(ctx, f) }

@@ -82,7 +82,9 @@ func (l *Local) mkdir() error {
 func keyFileData(k chaos.Key) []byte { return []byte(k.ExportBase64() + "\n") }
 
 // ByKID returns the current or previous key with id kid.
-func (l *Local) ByKID(ctx context.Context, kid string) (chaos.Key, error) { return keysByKID(ctx, l, kid) }
+func (l *Local) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
+	return keysByKID(ctx, l, kid)
+}
 
 // Keys returns the current key (generating it on first use) and the
 // previous key if a rotation left one.
