@@ -474,21 +474,14 @@ func parseUint(s string, maxDigits int) (int64, string) {
 // parseProbWire parses p in its one canonical spelling: "1", or "0."
 // followed by one to four digits, the last not zero.
 func parseProbWire(s string) (Prob, error) {
-	if s == "1" {
-		return ProbOne, nil
-	}
-	if len(s) >= 3 && len(s) <= 6 && s[0] == '0' && s[1] == '.' && allDigits(s[2:]) && s[len(s)-1] != '0' {
-		units, mult := 0, 1000
-		for i := 2; i < len(s); i++ {
-			units += int(s[i]-'0') * mult
-			mult /= 10
-		}
-		return Prob(units), nil
-	}
-	// Not canonical: explain why, using the lenient parser.
+	// The lenient parser reads it; canonical is the one spelling String
+	// gives back.
 	lp, prob := parseProbLenient(s)
+	var canonical [8]byte
 	switch {
 	case prob != "":
+	case string(lp.appendTo(canonical[:0])) == s:
+		return lp, nil
 	case lp == ProbOne:
 		prob = fmt.Sprintf("%s must be written 1", quote(s))
 	default:
