@@ -205,65 +205,38 @@ func (s *Store) Get(ctx context.Context, pk string) (store.Item, error) {
 
 // Put writes item if cond holds, replacing any previous item whole.
 func (s *Store) Put(ctx context.Context, item store.Item, cond store.Condition) error {
-	pk := item.PK()
-	op := fmt.Sprintf("put %q", pk)
+	op := fmt.Sprintf("put %q", item.PK())
 	if err := item.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	item = store.Normalize(item)
-	attrs, err := encode(item)
-	if err != nil {
+	if err := cond.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	ttl := ttlOf(item)
-	return s.conditional(ctx, op, pk, cond, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, upsertSQL, pk, attrs, ttl)
-		return err
-	})
+	return single(s.apply(ctx, op, []store.Op{store.PutOp(item, cond)}))
+}
+
+// Delete removes the item under pk if cond holds. Deleting an absent item
+// succeeds when cond allows an absent item.
+func (s *Store) Delete(ctx context.Context, pk string, cond store.Condition) error {
+	op := fmt.Sprintf("delete %q", pk)
+	if err := cond.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return single(s.apply(ctx, op, []store.Op{store.DeleteOp(pk, cond)}))
+}
+
+// single is the refusal of a one-item write as the contract has it, a
+// *store.ConditionError carrying the item as stored.
+func single(err error) error {
+	if tce := (*store.TxConflictError)(nil); errors.As(err, &tce) {
+		return &tce.Conflicts[0]
+	}
+	return err
 }
 
 // upsertSQL writes one row whole, replacing any row under its pk.
 const upsertSQL = `INSERT INTO items (pk, attrs, ttl) VALUES (?, ?, ?)
 	ON CONFLICT (pk) DO UPDATE SET attrs = excluded.attrs, ttl = excluded.ttl`
-
-// Delete removes the item under pk if cond holds. Deleting an absent item
-// succeeds when cond allows an absent item.
-func (s *Store) Delete(ctx context.Context, pk string, cond store.Condition) error {
-	return s.conditional(ctx, fmt.Sprintf("delete %q", pk), pk, cond, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ?`, pk)
-		return err
-	})
-}
-
-// conditional runs apply in a write transaction if cond holds for the item
-// under pk at that moment; otherwise it returns a *store.ConditionError
-// carrying that item and writes nothing.
-func (s *Store) conditional(ctx context.Context, op, pk string, cond store.Condition, apply func(*sql.Tx) error) error {
-	if err := cond.Validate(); err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	var condErr *store.ConditionError
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		if !cond.IsAlways() {
-			cur, err := getTx(ctx, tx, pk)
-			if err != nil {
-				return err
-			}
-			if !cond.Holds(cur) {
-				condErr = &store.ConditionError{PK: pk, Current: cur}
-				return condErr
-			}
-		}
-		return apply(tx)
-	})
-	if condErr != nil {
-		return condErr
-	}
-	if err != nil {
-		return s.wrap(ctx, op, err)
-	}
-	return nil
-}
 
 func getTx(ctx context.Context, tx *sql.Tx, pk string) (store.Item, error) {
 	var attrs string
@@ -470,46 +443,53 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	attrs := make([]string, len(c.Ops))
-	for i, op := range c.Ops {
-		if op.Put != nil {
-			a, err := encode(store.Normalize(op.Put))
-			if err != nil {
-				return fmt.Errorf("change %s: %w", c.Token, err)
-			}
-			attrs[i] = a
-		}
-	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("change %s: %w: %w", c.Token, store.ErrNotSent, ctx.Err())
 	}
+	return s.apply(ctx, "change "+c.Token, c.Ops)
+}
+
+// apply writes ops (valid: their items and conditions checked) in one
+// write transaction if every condition holds for the items as stored then,
+// checked by store.Change.ApplyTo (the in-memory stores' one rule);
+// otherwise it writes nothing and returns the *store.TxConflictError.
+func (s *Store) apply(ctx context.Context, op string, ops []store.Op) error {
+	attrs, ttls := make([]string, len(ops)), make([]any, len(ops))
+	for i, o := range ops {
+		if o.Put != nil {
+			it := store.Normalize(o.Put)
+			a, err := encode(it)
+			if err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			attrs[i], ttls[i] = a, ttlOf(it)
+		}
+	}
 	var conflict error
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		// The items the conditions concern, as stored; ApplyTo checks every
-		// condition against them, in memory stores' way.
 		cur := map[string]store.Item{}
-		for _, op := range c.Ops {
-			if !op.Cond.IsAlways() {
-				it, err := getTx(ctx, tx, op.PK())
+		for _, o := range ops {
+			if !o.Cond.IsAlways() {
+				it, err := getTx(ctx, tx, o.PK())
 				if err != nil {
 					return err
 				}
 				if it != nil {
-					cur[op.PK()] = it
+					cur[o.PK()] = it
 				}
 			}
 		}
-		if conflict = c.ApplyTo(cur, func(it store.Item) store.Item { return it }); conflict != nil {
+		if conflict = (store.Change{Ops: ops}).ApplyTo(cur, func(it store.Item) store.Item { return it }); conflict != nil {
 			return conflict
 		}
-		for i, op := range c.Ops {
+		for i, o := range ops {
 			var err error
 			switch {
-			case op.IsCheck():
-			case op.Put == nil:
-				_, err = tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ?`, op.Delete)
+			case o.IsCheck():
+			case o.Put == nil:
+				_, err = tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ?`, o.Delete)
 			default:
-				_, err = tx.ExecContext(ctx, upsertSQL, op.PK(), attrs[i], ttlOf(store.Normalize(op.Put)))
+				_, err = tx.ExecContext(ctx, upsertSQL, o.PK(), attrs[i], ttls[i])
 			}
 			if err != nil {
 				return err
@@ -521,7 +501,7 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 		return conflict
 	}
 	if err != nil {
-		return s.wrap(ctx, "change "+c.Token, err)
+		return s.wrap(ctx, op, err)
 	}
 	return nil
 }
