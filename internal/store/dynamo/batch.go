@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,14 +77,7 @@ func (s *Store) wait(ctx context.Context, d time.Duration) error {
 // most store.MaxBatchGet keys, sent concurrently, and retries unprocessed
 // keys with backoff.
 func (s *Store) BatchGet(ctx context.Context, pks []string) (map[string]store.Item, error) {
-	seen := make(map[string]bool, len(pks))
-	var keys []string
-	for _, pk := range pks {
-		if !seen[pk] {
-			seen[pk] = true
-			keys = append(keys, pk)
-		}
-	}
+	keys := slices.Compact(slices.Sorted(slices.Values(pks))) // each key once
 	out := make(map[string]store.Item, len(keys))
 	if len(keys) == 0 {
 		return out, nil
@@ -93,7 +87,7 @@ func (s *Store) BatchGet(ctx context.Context, pks []string) (map[string]store.It
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	for chunk := range slicesChunk(keys, store.MaxBatchGet) {
+	for chunk := range slices.Chunk(keys, store.MaxBatchGet) {
 		wg.Go(func() {
 			items, err := s.batchGetChunk(ctx, chunk)
 			mu.Lock()
@@ -114,16 +108,6 @@ func (s *Store) BatchGet(ctx context.Context, pks []string) (map[string]store.It
 		return nil, firstErr
 	}
 	return out, nil
-}
-
-func slicesChunk(s []string, n int) iter.Seq[[]string] {
-	return func(yield func([]string) bool) {
-		for i := 0; i < len(s); i += n {
-			if !yield(s[i:min(i+n, len(s))]) {
-				return
-			}
-		}
-	}
 }
 
 func (s *Store) batchGetChunk(ctx context.Context, pks []string) ([]store.Item, error) {
@@ -167,8 +151,7 @@ func (s *Store) batchGetChunk(ctx context.Context, pks []string) ([]store.Item, 
 // copying data (benchmarks, fixtures): operator changes use the conditional
 // [Store.Put].
 func (s *Store) PutBatch(ctx context.Context, items []store.Item) error {
-	for i := 0; i < len(items); i += maxBatchWrite {
-		chunk := items[i:min(i+maxBatchWrite, len(items))]
+	for chunk := range slices.Chunk(items, maxBatchWrite) {
 		reqs := make([]types.WriteRequest, 0, len(chunk))
 		for _, it := range chunk {
 			if err := it.Validate(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/kosha-platform/koshactl/internal/lazyre"
@@ -63,8 +64,7 @@ func indexDDL(ix store.Index) string {
 // [DefaultPageSize] keys.
 func (s *Store) BatchGet(ctx context.Context, pks []string) (map[string]store.Item, error) {
 	out := make(map[string]store.Item, len(pks))
-	for i := 0; i < len(pks); i += DefaultPageSize {
-		chunk := pks[i:min(i+DefaultPageSize, len(pks))]
+	for chunk := range slices.Chunk(pks, DefaultPageSize) {
 		args := make([]any, len(chunk))
 		for j, pk := range chunk {
 			args[j] = pk
