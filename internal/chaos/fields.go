@@ -221,9 +221,6 @@ func ProbUnits(n int) Prob {
 // Valid reports whether 0 < p <= 1.
 func (p Prob) Valid() bool { return p >= 1 && p <= ProbOne }
 
-// Units returns p in units of 1/10000.
-func (p Prob) Units() int { return int(p) }
-
 // Float64 returns p as a float, for display and for the data plane's dice
 // roll.
 func (p Prob) Float64() float64 { return float64(p) / float64(ProbOne) }

@@ -86,9 +86,6 @@ func (s *SecretsManager) WithPropagation(clk clock.Clock, delay time.Duration) *
 	return &c
 }
 
-// PropagationDelay returns the delay set with [SecretsManager.WithPropagation].
-func (s *SecretsManager) PropagationDelay() time.Duration { return s.delay }
-
 // MinRotationAge is how old AWSCURRENT must be before Rotate replaces it
 // without force: its propagation delay (during which the key it replaced
 // still signed) plus [HeaderLifetime] (for the last of those headers to
