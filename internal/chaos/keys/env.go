@@ -32,10 +32,13 @@ func NewEnv(name string) *Env {
 }
 
 // NewEnvLookup is NewEnv with an injected lookup function (os.LookupEnv's
-// signature), for callers that carry their own environment.
+// signature; nil is os.LookupEnv), for callers that carry their own
+// environment.
 func NewEnvLookup(name string, lookup func(string) (string, bool)) *Env {
 	e := NewEnv(name)
-	e.lookup = lookup
+	if lookup != nil {
+		e.lookup = lookup
+	}
 	return e
 }
 
