@@ -349,22 +349,16 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
 // database locked past the busy timeout and every other failure of the
 // database match store.ErrUnavailable.
 func (s *Store) wrap(ctx context.Context, op string, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		// The driver reports a canceled statement as SQLITE_INTERRUPT.
-		return fmt.Errorf("%s: %w", op, ctxErr)
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if errors.Is(err, store.ErrInvalidItem) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if isBusy(err) {
-		return fmt.Errorf("%s: %s is locked by another process for more than %v: %w: %w", op, s.path, BusyTimeout, store.ErrUnavailable, err)
-	}
 	var se *msqlite.Error
-	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_INTERRUPT {
+	switch {
+	case ctx.Err() != nil:
+		// The driver reports a canceled statement as SQLITE_INTERRUPT.
+		return fmt.Errorf("%s: %w", op, ctx.Err())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrInvalidItem),
+		errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_INTERRUPT:
 		return fmt.Errorf("%s: %w", op, err)
+	case isBusy(err):
+		return fmt.Errorf("%s: %s is locked by another process for more than %v: %w: %w", op, s.path, BusyTimeout, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %s: %w: %w", op, s.Describe(), store.ErrUnavailable, err)
 }
