@@ -618,10 +618,8 @@ func coveredByWider(n Need, all []Need) bool {
 
 // ParseRole returns the role named s.
 func ParseRole(s string) (Role, error) {
-	for _, r := range Roles {
-		if string(r) == s {
-			return r, nil
-		}
+	if slices.Contains(Roles, Role(s)) {
+		return Role(s), nil
 	}
 	names := make([]string, len(Roles))
 	for i, r := range Roles {
