@@ -75,17 +75,22 @@ func TooLarge(err error) error {
 	return cmdutil.Usagef("%v: name at most %d per run, or pass --chunked", err, tle.Max)
 }
 
-// CheckPolicy refuses flag values outside their bounds, before anything is read:
-// the request's lifetime, and a break-glass without a reason or on a dry
-// run.
-func (fl Flags) CheckPolicy(reason string) error {
+// Env is a lever command's context, once its flags are checked: the
+// request's lifetime, a break-glass without a reason or on a dry run, and
+// --no-notify where the context does not allow it, refused before
+// anything is read.
+func Env(ctx context.Context, f *cmdenv.Factory, fl Flags, reason string) (*cmdenv.Env, error) {
 	if err := approval.CheckTTL(fl.RequestTTL); err != nil {
-		return cmdutil.Usagef("--request-ttl: %v", err)
+		return nil, cmdutil.Usagef("--request-ttl: %v", err)
 	}
 	if fl.BreakGlass && (fl.DryRun || strings.TrimSpace(reason) == "") {
-		return cmdutil.Usagef("--break-glass needs --reason \"what is happening\" and is not a dry run")
+		return nil, cmdutil.Usagef("--break-glass needs --reason \"what is happening\" and is not a dry run")
 	}
-	return nil
+	env, err := f.Env(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return env, cmdenv.CheckNoNotify(env, fl.NoNotify)
 }
 
 // Table reports whether the output is the human one.

@@ -195,24 +195,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		}
 		targets = append(targets, dep)
 	}
-	if err := opts.CheckPolicy(opts.Reason); err != nil {
-		return err
-	}
-	env, err := f.Env(ctx)
+	env, err := levercmd.Env(ctx, f, opts.Flags, opts.Reason)
 	if err != nil {
 		return err
 	}
-	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
+	waiter, err := opts.Waiter(ctx, f, env)
+	if err != nil {
 		return err
-	}
-	if err := opts.MeasureImpact(env); err != nil {
-		return err
-	}
-	var waiter *metrics.Waiter
-	if opts.Wait {
-		if waiter, err = opts.NewWaiter(ctx, f, env); err != nil {
-			return err
-		}
 	}
 	ov, err := depargs.Overrides(env)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"io"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -44,13 +44,6 @@ func AddWaitFlags(cmd *cobra.Command, o *WaitOptions) {
 	fl.StringVar(&o.MetricsURL, "metrics-url", "", "scrape this Prometheus endpoint instead of the context's metrics source (the impact's call rates; --wait's gauges)")
 }
 
-// MeasureImpact makes --metrics-url the source of the change's impact's
-// call rates, in place of the context's; a URL that cannot be scraped is
-// refused (exit 2) before anything is read.
-func (o *WaitOptions) MeasureImpact(env *cmdenv.Env) error {
-	return gaugeenv.MeasureImpact(env, o.MetricsURL)
-}
-
 // Check refuses flag combinations that cannot work, before anything is
 // written.
 func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
@@ -71,13 +64,16 @@ func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
 	return nil
 }
 
-// NewWaiter builds the context's gauge source and a waiter on it, before the
-// write, so a source that cannot work is refused with nothing written.
-func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env) (*metrics.Waiter, error) {
-	src, err := gaugeenv.Source(ctx, env, o.MetricsURL)
-	if errors.Is(err, metrics.ErrInvalidSource) {
-		return nil, fmt.Errorf("--wait: %w", err)
+// Waiter makes --metrics-url the source of the change's impact's call
+// rates, in place of the context's (a URL that cannot be scraped is
+// refused, exit 2), and with --wait builds the context's gauge source and a
+// waiter on it (nil without --wait): both before anything is read, so a
+// source that cannot work is refused with nothing written.
+func (o *WaitOptions) Waiter(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env) (*metrics.Waiter, error) {
+	if err := gaugeenv.MeasureImpact(env, o.MetricsURL); err != nil || !o.Wait {
+		return nil, err
 	}
+	src, err := gaugeenv.Source(ctx, env, o.MetricsURL)
 	if err != nil {
 		return nil, fmt.Errorf("--wait: %w", err)
 	}

@@ -116,7 +116,7 @@ func RunOne(ctx context.Context, f *cmdenv.Factory, c ratelimit.Change, check fu
 	if err := check(); err != nil {
 		return err
 	}
-	env, err := f.Env(ctx)
+	env, err := levercmd.Env(ctx, f, opts.Flags, opts.Reason)
 	if err != nil {
 		return err
 	}
@@ -134,9 +134,6 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
-	if err := opts.CheckPolicy(reason); err != nil {
-		return err
-	}
 	b, err := clientargs.Buckets(env)
 	if err != nil {
 		return err
@@ -145,9 +142,6 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 		if err := c.Validate(b.Limits()); err != nil {
 			return cmdutil.UsageError(err)
 		}
-	}
-	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
-		return err
 	}
 	op, p := ratelimit.OpReset, ratelimit.Params{}
 	clients := make([]string, len(changes))
