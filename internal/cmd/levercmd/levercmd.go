@@ -275,6 +275,31 @@ func Review(rep lever.Report) string {
 	return rep.Review
 }
 
+// Tally is what a lever command's result says of its change beside its
+// levers: the review a --break-glass change opened, every lever not
+// written and why, and how a change asked in chunks went.
+type Tally struct {
+	// Review is the review a --break-glass change opened.
+	Review string `json:"review,omitempty"`
+	// NotWritten lists every lever not written, and why.
+	NotWritten []NotWritten `json:"not_written"`
+	// Chunks says how a change asked in chunks went (none: one transaction).
+	Chunks *Chunks `json:"chunks,omitempty"`
+}
+
+// TallyOf is rep's tally; unwritten are its levers not written.
+func TallyOf(rep lever.Report, unwritten []Unwritten) Tally {
+	return Tally{Review: Review(rep), NotWritten: NotWrittenOf(unwritten, chunkOf(rep)), Chunks: ChunksOf(rep)}
+}
+
+// Print writes the tally's lines under a table of listed levers: the
+// chunks and the levers not written ([PrintChunks]), then the break-glass
+// review.
+func (t Tally) Print(w io.Writer, listed int) {
+	PrintChunks(w, t.Chunks, t.NotWritten, listed)
+	BreakGlass(w, t.Review)
+}
+
 // Unwritten is a target whose change was not written: refused, failed, or
 // (store.ErrOutcomeUnknown) nobody can tell.
 type Unwritten struct {
@@ -363,9 +388,9 @@ func NotWrittenOf(unwritten []Unwritten, chunk func(name string) int) []NotWritt
 	return out
 }
 
-// ChunkOf is the lookup of rep's targets' transactions for
+// chunkOf is the lookup of rep's targets' transactions for
 // [NotWrittenOf] (names as the targets are).
-func ChunkOf(rep lever.Report) func(name string) int {
+func chunkOf(rep lever.Report) func(name string) int {
 	chunks := make(map[string]int, len(rep.Outcomes))
 	for _, o := range rep.Outcomes {
 		chunks[o.Target] = o.Chunk

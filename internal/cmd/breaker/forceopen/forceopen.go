@@ -120,12 +120,9 @@ type Result struct {
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
 	converge.Waited
-	// Review is the review a --break-glass change opened.
-	Review string `json:"review,omitempty"`
-	// NotWritten lists every dependency not written, and why.
-	NotWritten []levercmd.NotWritten `json:"not_written"`
-	// Chunks says how a change asked in chunks went (none: one transaction).
-	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
+	// Tally is the break-glass review, the dependencies not written and
+	// why, and the chunks.
+	levercmd.Tally
 	// Impact is what forcing the dependencies does to the platform's tools
 	// (docs/contracts/degradation-matrix.md, "The impact section").
 	Impact json.RawMessage `json:"impact,omitempty"`
@@ -198,8 +195,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		}
 		changes = append(changes, metrics.Change{Dependency: o.Target, Goal: metrics.GoalForced, Since: since})
 	}
-	out.Review = levercmd.Review(rep)
-	out.NotWritten, out.Chunks = levercmd.NotWrittenOf(unwritten, levercmd.ChunkOf(rep)), levercmd.ChunksOf(rep)
+	out.Tally = levercmd.TallyOf(rep, unwritten)
 	failure := levercmd.Failure(len(rep.Outcomes), len(rep.Written()), unwritten, "overrides", "koshactl breaker get DEPENDENCY")
 	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(out, now, f.IOStreams.IsStdoutTTY()))
 }
@@ -246,8 +242,7 @@ func table(out Result, now time.Time, tty bool) string {
 			fmt.Fprintf(&w, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
 		}
 	}
-	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten, len(out.Results))
-	levercmd.BreakGlass(&w, out.Review)
+	out.Tally.Print(&w, len(out.Results))
 	if len(out.Results) > 0 {
 		levercmd.Impact(&w, out.impact)
 	}
