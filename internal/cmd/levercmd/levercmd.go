@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -218,6 +220,55 @@ func Print(f *cmdenv.Factory, env *cmdenv.Env, fl Flags, doc any, text string) e
 	}
 	_, err := io.WriteString(ios.Out, text)
 	return err
+}
+
+// End is a lever command's end once its change is made: the table's text
+// printed before the wait (then the wait's own lines), or doc printed once
+// after it (the wait fills its view in); the announcement of what was
+// written sent between the two, and even when a print fails. wait is nil
+// without --wait; its error is returned when the print succeeds.
+func End(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, fl Flags, ev *notify.Event, doc any, text string, wait func() error) error {
+	announce := sync.OnceFunc(func() { cmdenv.Announce(ctx, env, ev) })
+	// Written is written: a print that fails (a closed stdout) does not
+	// keep the change from being announced.
+	defer announce()
+	if wait == nil || fl.Table() {
+		if err := Print(f, env, fl, doc, text); err != nil {
+			return err
+		}
+	}
+	announce()
+	if wait == nil {
+		return nil
+	}
+	err := wait()
+	if !fl.Table() {
+		if perr := Print(f, env, fl, doc, text); perr != nil {
+			return perr
+		}
+	}
+	return err
+}
+
+// CheckWait refuses --wait's flags where they cannot work, before anything
+// is read: its other flags (named) without --wait, --wait on a dry run, a
+// --timeout that is not positive (fix says what to give instead).
+func CheckWait(cmd *cobra.Command, wait, dryRun bool, timeout time.Duration, fix string, flags ...string) error {
+	if !wait {
+		for _, name := range flags {
+			if cmd.Flags().Changed(name) {
+				return cmdutil.Usagef("--%s only applies with --wait: add --wait, or drop --%s", name, name)
+			}
+		}
+		return nil
+	}
+	if dryRun {
+		return cmdutil.Usagef("--wait has nothing to wait for with --dry-run: drop one of them")
+	}
+	if cmd.Flags().Changed("timeout") && timeout <= 0 {
+		return cmdutil.Usagef("--timeout %s is not positive: %s", human.Duration(timeout), fix)
+	}
+	return nil
 }
 
 // ImpactJSON is a change's impact as its result's JSON holds it: the

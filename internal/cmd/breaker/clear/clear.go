@@ -274,7 +274,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return bk.Run(ctx, env, rep.Outcomes, now, out.Bake, f.IOStreams.Out, opts.Table())
 		}
 	}
-	return converge.FinishThen(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0), then)
+	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0), then)
 }
 
 // table is out's lines for the human output; none is true when there was

@@ -197,7 +197,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	out.Tally = levercmd.TallyOf(rep, unwritten)
 	failure := levercmd.Failure(len(rep.Outcomes), len(rep.Written()), unwritten, "overrides", "koshactl breaker get DEPENDENCY")
-	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(out, now, f.IOStreams.IsStdoutTTY()))
+	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(out, now, f.IOStreams.IsStdoutTTY()), nil)
 }
 
 func conflictHint(err error) error {
