@@ -343,10 +343,10 @@ func TallyOf(rep lever.Report, unwritten []Unwritten) Tally {
 	return Tally{Review: Review(rep), NotWritten: NotWrittenOf(unwritten, chunkOf(rep)), Chunks: ChunksOf(rep)}
 }
 
-// Print writes the tally's lines under a table of listed levers: the
+// PrintUnder writes the tally's lines under a table of listed levers: the
 // chunks and the levers not written ([PrintChunks]), then the break-glass
 // review.
-func (t Tally) Print(w io.Writer, listed int) {
+func (t Tally) PrintUnder(w io.Writer, listed int) {
 	PrintChunks(w, t.Chunks, t.NotWritten, listed)
 	BreakGlass(w, t.Review)
 }

@@ -301,7 +301,7 @@ func table(opts *Options, out Result, none bool) string {
 		fmt.Fprintf(&w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
 		levercmd.Confirmed(&w, r.ConfirmedByReread)
 	}
-	out.Tally.Print(&w, len(out.Results))
+	out.PrintUnder(&w, len(out.Results))
 	return w.String()
 }
 

@@ -242,7 +242,7 @@ func table(out Result, now time.Time, tty bool) string {
 			fmt.Fprintf(&w, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
 		}
 	}
-	out.Tally.Print(&w, len(out.Results))
+	out.PrintUnder(&w, len(out.Results))
 	if len(out.Results) > 0 {
 		levercmd.Impact(&w, out.impact)
 	}

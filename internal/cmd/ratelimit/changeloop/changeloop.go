@@ -227,7 +227,7 @@ func table(out Result, now time.Time, tty bool) string {
 		fmt.Fprintln(&w, textsafe.Line(describe(r, now, tty)))
 		levercmd.Confirmed(&w, r.ConfirmedByReread)
 	}
-	out.Tally.Print(&w, len(out.Results))
+	out.PrintUnder(&w, len(out.Results))
 	return w.String()
 }
 
