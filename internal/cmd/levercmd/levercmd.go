@@ -119,7 +119,7 @@ func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Cha
 	}
 	if n := p.Writes(); n > 0 {
 		what := p.Action.Verb + " " + human.Count(int64(n), p.Kind.Spec().Lever)
-		if err := cmdenv.ConfirmProtectedShowing(ctx, f, env, fl.Yes, what, impactLines(p.Impact)); err != nil {
+		if err := cmdenv.ConfirmProtected(ctx, f, env, fl.Yes, what, impactLines(p.Impact)...); err != nil {
 			return lever.Report{Change: c}, err
 		}
 	}
