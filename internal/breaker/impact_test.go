@@ -23,7 +23,7 @@ func TestAForceAndItsClearCarryTheirImpact(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	l := newLevers(sqlitetest.NewStore(t), clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)))
-	svc := l.svc().WithImpact(impact.Assessor{})
+	svc := l.svc().WithImpact(&impact.Assessor{})
 	rep, err := svc.Change(ctx, forceReq{Dependency: impact.ScreeningSim, Reason: "screenings slow", Actor: "al", For: 30 * time.Minute}.change())
 	if err != nil {
 		t.Fatal(err)

@@ -221,9 +221,6 @@ func ProbUnits(n int) Prob {
 // Valid reports whether 0 < p <= 1.
 func (p Prob) Valid() bool { return p >= 1 && p <= ProbOne }
 
-// Units returns p in units of 1/10000.
-func (p Prob) Units() int { return int(p) }
-
 // Float64 returns p as a float, for display and for the data plane's dice
 // roll.
 func (p Prob) Float64() float64 { return float64(p) / float64(ProbOne) }
@@ -418,10 +415,8 @@ func jtiProblem(s string) string {
 	if len(s) < MinJTILen || len(s) > MaxJTILen {
 		return fmt.Sprintf("must be %d to %d base64url characters, got %d", MinJTILen, MaxJTILen, len(s))
 	}
-	for i := 0; i < len(s); i++ {
-		if b64Value[s[i]] == 0xff {
-			return fmt.Sprintf("%s at offset %d is not a base64url character (A-Z a-z 0-9 - _)", describeByte(s[i]), i)
-		}
+	if i := firstNonB64(s); i >= 0 {
+		return fmt.Sprintf("%s at offset %d is not a base64url character (A-Z a-z 0-9 - _)", describeByte(s[i]), i)
 	}
 	return ""
 }

@@ -69,12 +69,6 @@ const (
 // them. ms appears only when fault is latency, iat only when v is 2.
 var fieldOrder = [...]string{fieldV, fieldKID, fieldTarget, fieldFault, fieldMs, fieldP, fieldIAT, fieldExp, fieldJTI, fieldSig}
 
-// FieldNames returns the wire field names in the only order a value may
-// carry them: v, kid, target, fault, ms, p, iat, exp, jti, sig (ms only
-// when fault is latency, iat only in v=2). A *FieldError's Field is one of
-// these or "".
-func FieldNames() []string { return append([]string(nil), fieldOrder[:]...) }
-
 // fieldOrderText names the fields of a version's values, for messages.
 func fieldOrderText(v int) string {
 	if v == Version1 {
@@ -154,32 +148,51 @@ func (h Header) MarshalJSON() ([]byte, error) {
 }
 
 // appendSigningInput appends "v=2;kid=...;...;jti=..." (v=1 without an
-// IAT) for f signed under kid. f must be valid.
+// IAT) for f signed under kid: every field but sig, in wire order, as
+// [Parse] reads them. f must be valid.
 func appendSigningInput(dst []byte, kid string, f *Fields) []byte {
-	if f.IAT != 0 {
-		dst = append(dst, "v=2;kid="...)
-	} else {
-		dst = append(dst, "v=1;kid="...)
+	for i, name := range fieldOrder[:len(fieldOrder)-1] {
+		if !f.carries(name, f.Version()) {
+			continue
+		}
+		if i > 0 {
+			dst = append(dst, ';')
+		}
+		dst = append(append(dst, name...), '=')
+		switch name {
+		case fieldV:
+			dst = strconv.AppendInt(dst, int64(f.Version()), 10)
+		case fieldKID:
+			dst = append(dst, kid...)
+		case fieldTarget:
+			dst = append(dst, f.Target...)
+		case fieldFault:
+			dst = append(dst, faultNames[f.Fault]...)
+		case fieldMs:
+			dst = strconv.AppendInt(dst, int64(f.Ms), 10)
+		case fieldP:
+			dst = f.P.appendTo(dst)
+		case fieldIAT:
+			dst = strconv.AppendInt(dst, f.IAT, 10)
+		case fieldExp:
+			dst = strconv.AppendInt(dst, f.Exp, 10)
+		case fieldJTI:
+			dst = append(dst, f.JTI...)
+		}
 	}
-	dst = append(dst, kid...)
-	dst = append(dst, ";target="...)
-	dst = append(dst, f.Target...)
-	dst = append(dst, ";fault="...)
-	dst = append(dst, faultNames[f.Fault]...)
-	if f.Fault == FaultLatency {
-		dst = append(dst, ";ms="...)
-		dst = strconv.AppendInt(dst, int64(f.Ms), 10)
+	return dst
+}
+
+// carries reports whether a version v header with these fields carries
+// the wire field name: ms only with fault=latency, iat only in v=2.
+func (f *Fields) carries(name string, v int) bool {
+	switch name {
+	case fieldMs:
+		return f.Fault == FaultLatency
+	case fieldIAT:
+		return v == Version2
 	}
-	dst = append(dst, ";p="...)
-	dst = f.P.appendTo(dst)
-	if f.IAT != 0 {
-		dst = append(dst, ";iat="...)
-		dst = strconv.AppendInt(dst, f.IAT, 10)
-	}
-	dst = append(dst, ";exp="...)
-	dst = strconv.AppendInt(dst, f.Exp, 10)
-	dst = append(dst, ";jti="...)
-	return append(dst, f.JTI...)
+	return true
 }
 
 // Parse parses a header value strictly by the contract grammar. It never
@@ -199,124 +212,29 @@ func Parse(value string) (Header, error) {
 		return Header{}, &FieldError{Problem: fmt.Sprintf("value is %d bytes, longer than the %d allowed", len(value), MaxValueLen)}
 	}
 	p := parser{s: value, version: Version2}
-
-	v, err := p.field(fieldV, 0)
-	if err != nil {
-		return Header{}, err
-	}
-	switch v {
-	case "1":
-		p.version = Version1
-	case "2":
-	default:
-		return Header{}, versionError(v)
-	}
-
-	kid, err := p.field(fieldKID, 1)
-	if err != nil {
-		return Header{}, err
-	}
-	var kidBytes [8]byte
-	if bad, ok := decodeB64(kidBytes[:], kid); !ok {
-		return Header{}, &FieldError{Field: fieldKID, Problem: b64Problem(kid, bad, KIDLen, "an 8-byte key id")}
-	}
-	h.KID = kid
-
-	target, err := p.field(fieldTarget, 2)
-	if err != nil {
-		return Header{}, err
-	}
-	if prob := targetProblem(target); prob != "" {
-		return Header{}, &FieldError{Field: fieldTarget, Problem: prob}
-	}
-	h.Target = Target(target)
-
-	fault, err := p.field(fieldFault, 3)
-	if err != nil {
-		return Header{}, err
-	}
-	if h.Fault, err = ParseFault(fault); err != nil {
-		return Header{}, err
-	}
-
-	if h.Fault == FaultLatency {
-		if !p.nextIs("ms=") {
+	sigStart := 0
+	for i, name := range fieldOrder {
+		if !h.carries(name, p.version) {
+			if name == fieldMs && p.peekName() == fieldMs {
+				return Header{}, &FieldError{Field: fieldMs, Problem: "only allowed with fault=latency, this header has fault=" + h.Fault.String()}
+			}
+			continue
+		}
+		if name == fieldMs && !p.nextIs("ms=") {
 			if next := p.peekName(); p.done || fieldIndex(next) > fieldIndex(fieldMs) {
 				return Header{}, &FieldError{Field: fieldMs, Problem: fmt.Sprintf("missing; fault=latency needs ms=<%d..%d milliseconds> before p", MinMs, MaxMs)}
 			}
 		}
-		ms, err := p.field(fieldMs, 4)
+		if name == fieldSig {
+			sigStart = p.pos
+		}
+		s, err := p.field(name, i)
 		if err != nil {
 			return Header{}, err
 		}
-		n, prob := parseUint(ms, 5)
-		if prob == "" && (n < MinMs || n > MaxMs) {
-			prob = fmt.Sprintf("%d is outside %d..%d", n, MinMs, MaxMs)
-		}
-		if prob != "" {
-			return Header{}, &FieldError{Field: fieldMs, Problem: prob}
-		}
-		h.Ms = int(n)
-	} else if p.peekName() == fieldMs {
-		return Header{}, &FieldError{Field: fieldMs, Problem: "only allowed with fault=latency, this header has fault=" + fault}
-	}
-
-	pv, err := p.field(fieldP, 5)
-	if err != nil {
-		return Header{}, err
-	}
-	if h.P, err = parseProbWire(pv); err != nil {
-		return Header{}, err
-	}
-
-	if p.version == Version2 {
-		iat, err := p.field(fieldIAT, 6)
-		if err != nil {
+		if err := h.parseField(&p, name, s); err != nil {
 			return Header{}, err
 		}
-		n, prob := parseUint(iat, MaxExpDigits)
-		if prob == "" && n == 0 {
-			prob = "must be a unix time after 0"
-		}
-		if prob != "" {
-			return Header{}, &FieldError{Field: fieldIAT, Problem: prob}
-		}
-		h.IAT = n
-	}
-
-	exp, err := p.field(fieldExp, 7)
-	if err != nil {
-		return Header{}, err
-	}
-	n, prob := parseUint(exp, MaxExpDigits)
-	switch {
-	case prob != "":
-	case n == 0:
-		prob = "must be a unix time after 0"
-	case h.IAT != 0:
-		prob = lifetimeProblem(h.IAT, n)
-	}
-	if prob != "" {
-		return Header{}, &FieldError{Field: fieldExp, Problem: prob}
-	}
-	h.Exp = n
-
-	jti, err := p.field(fieldJTI, 8)
-	if err != nil {
-		return Header{}, err
-	}
-	if prob := jtiProblem(jti); prob != "" {
-		return Header{}, &FieldError{Field: fieldJTI, Problem: prob}
-	}
-	h.JTI = jti
-
-	sigStart := p.pos
-	sig, err := p.field(fieldSig, 9)
-	if err != nil {
-		return Header{}, err
-	}
-	if bad, ok := decodeB64(h.Sig[:], sig); !ok {
-		return Header{}, &FieldError{Field: fieldSig, Problem: b64Problem(sig, bad, b64Len(sha256.Size), "a 32-byte HMAC-SHA256")}
 	}
 	if !p.done {
 		return Header{}, p.trailing()
@@ -324,6 +242,72 @@ func Parse(value string) (Header, error) {
 	h.value = value
 	h.signedLen = sigStart - 1
 	return h, nil
+}
+
+// parseField checks s, the value of the wire field name, and sets it on h.
+func (h *Header) parseField(p *parser, name, s string) error {
+	var prob string
+	switch name {
+	case fieldV:
+		switch s {
+		case "1":
+			p.version = Version1
+		case "2":
+		default:
+			return versionError(s)
+		}
+	case fieldKID:
+		var kidBytes [8]byte
+		if bad, ok := decodeB64(kidBytes[:], s); !ok {
+			prob = b64Problem(s, bad, KIDLen, "an 8-byte key id")
+		}
+		h.KID = s
+	case fieldTarget:
+		prob = targetProblem(s)
+		h.Target = Target(s)
+	case fieldFault:
+		var err error
+		if h.Fault, err = ParseFault(s); err != nil {
+			return err
+		}
+	case fieldMs:
+		n, pr := parseUint(s, 5)
+		if pr == "" && (n < MinMs || n > MaxMs) {
+			pr = fmt.Sprintf("%d is outside %d..%d", n, MinMs, MaxMs)
+		}
+		prob, h.Ms = pr, int(n)
+	case fieldP:
+		var err error
+		if h.P, err = parseProbWire(s); err != nil {
+			return err
+		}
+	case fieldIAT, fieldExp:
+		n, pr := parseUint(s, MaxExpDigits)
+		switch {
+		case pr != "":
+		case n == 0:
+			pr = "must be a unix time after 0"
+		case name == fieldExp && h.IAT != 0:
+			pr = lifetimeProblem(h.IAT, n)
+		}
+		prob = pr
+		if name == fieldIAT {
+			h.IAT = n
+		} else {
+			h.Exp = n
+		}
+	case fieldJTI:
+		prob = jtiProblem(s)
+		h.JTI = s
+	case fieldSig:
+		if bad, ok := decodeB64(h.Sig[:], s); !ok {
+			prob = b64Problem(s, bad, b64Len(sha256.Size), "a 32-byte HMAC-SHA256")
+		}
+	}
+	if prob != "" {
+		return &FieldError{Field: name, Problem: prob}
+	}
+	return nil
 }
 
 // parser walks a value one ';'-separated field at a time.
@@ -490,21 +474,14 @@ func parseUint(s string, maxDigits int) (int64, string) {
 // parseProbWire parses p in its one canonical spelling: "1", or "0."
 // followed by one to four digits, the last not zero.
 func parseProbWire(s string) (Prob, error) {
-	if s == "1" {
-		return ProbOne, nil
-	}
-	if len(s) >= 3 && len(s) <= 6 && s[0] == '0' && s[1] == '.' && allDigits(s[2:]) && s[len(s)-1] != '0' {
-		units, mult := 0, 1000
-		for i := 2; i < len(s); i++ {
-			units += int(s[i]-'0') * mult
-			mult /= 10
-		}
-		return Prob(units), nil
-	}
-	// Not canonical: explain why, using the lenient parser.
+	// The lenient parser reads it; canonical is the one spelling String
+	// gives back.
 	lp, prob := parseProbLenient(s)
+	var canonical [8]byte
 	switch {
 	case prob != "":
+	case string(lp.appendTo(canonical[:0])) == s:
+		return lp, nil
 	case lp == ProbOne:
 		prob = fmt.Sprintf("%s must be written 1", quote(s))
 	default:

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -74,14 +75,7 @@ func NewKey(raw []byte) (Key, error) {
 	if len(raw) > MaxKeySize {
 		return Key{}, fmt.Errorf("%w: %d bytes, more than the %d allowed", ErrInvalidKey, len(raw), MaxKeySize)
 	}
-	same := true
-	for _, b := range raw[1:] {
-		if b != raw[0] {
-			same = false
-			break
-		}
-	}
-	if same {
+	if bytes.Count(raw, raw[:1]) == len(raw) {
 		return Key{}, fmt.Errorf("%w: one byte repeated is not random key material", ErrInvalidKey)
 	}
 	own := append([]byte(nil), raw...)
@@ -106,10 +100,8 @@ func DecodeKey(s string) (Key, error) {
 	if len(clean) == 0 {
 		return Key{}, fmt.Errorf("%w: empty", ErrInvalidKey)
 	}
-	for _, c := range clean {
-		if c == '-' || c == '_' {
-			return Key{}, fmt.Errorf("%w: contains base64url characters ('-' or '_'); keys are standard base64 (+ and /)", ErrInvalidKey)
-		}
+	if bytes.ContainsAny(clean, "-_") {
+		return Key{}, fmt.Errorf("%w: contains base64url characters ('-' or '_'); keys are standard base64 (+ and /)", ErrInvalidKey)
 	}
 	enc := base64.StdEncoding.Strict()
 	if len(clean)%4 != 0 {

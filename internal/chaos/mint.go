@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -110,11 +111,7 @@ func (m *Minter) Mint(ctx context.Context, req MintRequest) (*Minted, error) {
 	if _, err := ParseTarget(string(req.Target)); err != nil {
 		return nil, fmt.Errorf("mint chaos header: %w", err)
 	}
-	allowed := false
-	for _, t := range m.targets {
-		allowed = allowed || t == req.Target
-	}
-	if !allowed {
+	if !slices.Contains(m.targets, req.Target) {
 		return nil, fmt.Errorf("mint chaos header: %w: %s", ErrTargetNotAllowed, targetNotAllowed(req.Target, m.targets).Reason)
 	}
 	var jti [JTIBytes]byte

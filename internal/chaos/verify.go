@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -301,12 +300,8 @@ func syntaxError(err error) error {
 func (v *Verifier) targetError(t Target) error { return targetNotAllowed(t, v.targets) }
 
 func targetNotAllowed(t Target, allowed []Target) *CheckError {
-	names := make([]string, len(allowed))
-	for i, a := range allowed {
-		names[i] = string(a)
-	}
 	return &CheckError{Check: CheckTarget, Field: fieldTarget, err: ErrTargetNotAllowed,
-		Reason: fmt.Sprintf("%s is not one of this context's chaos targets (%s)", quote(string(t)), strings.Join(names, ", "))}
+		Reason: fmt.Sprintf("%s is not one of this context's chaos targets (%s)", quote(string(t)), JoinTargets(allowed))}
 }
 
 // kidError turns a keyring error into a kid check failure, or returns it

@@ -3,6 +3,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -26,6 +27,17 @@ func After(c Clock, d time.Duration) <-chan time.Time {
 		return w.After(d)
 	}
 	return time.After(d)
+}
+
+// Sleep waits d on c (as [After] does; a nil c is the wall clock), or
+// until ctx ends, whose error it returns.
+func Sleep(ctx context.Context, c Clock, d time.Duration) error {
+	select {
+	case <-After(c, d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Real is the wall clock.

@@ -2,8 +2,6 @@ package fsutil
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -117,7 +115,7 @@ func CheckOutput(path string, special bool) error {
 	if fi != nil && isSpecial(fi.Mode()) {
 		return nil
 	}
-	f, err := createTemp(path, 0o600)
+	f, err := createTemp(path)
 	if err != nil {
 		return err
 	}
@@ -285,7 +283,7 @@ func replace(ctx context.Context, path string, data []byte, perm fs.FileMode) er
 // writeTemp writes data to a new temporary file of mode perm in path's
 // directory, synced, and returns its name.
 func writeTemp(path string, data []byte, perm fs.FileMode) (string, error) {
-	f, err := createTemp(path, perm)
+	f, err := createTemp(path)
 	if err != nil {
 		return "", err
 	}
@@ -309,22 +307,15 @@ func writeTemp(path string, data []byte, perm fs.FileMode) (string, error) {
 // target's, so a long name still leaves room for the suffix.
 const maxTempBase = 64
 
-// createTemp creates a new file, exclusively and without following a link,
-// named after path in path's directory.
-func createTemp(path string, perm fs.FileMode) (*os.File, error) {
+// createTemp creates a new file (os.CreateTemp: exclusively, so never
+// through a link, mode 0600), named after path in path's directory.
+func createTemp(path string) (*os.File, error) {
 	dir, base := filepath.Split(path)
 	if len(base) > maxTempBase {
 		base = base[:maxTempBase]
 	}
-	for range 100 {
-		var r [6]byte
-		_, _ = rand.Read(r[:])
-		name := filepath.Join(dir, "."+base+".tmp-"+hex.EncodeToString(r[:]))
-		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL|openNoFollow, perm&0o777|0o200) //nolint:gosec // G304: beside the file the operator names
-		if errors.Is(err, fs.ErrExist) {
-			continue
-		}
-		return f, err
+	if dir == "" {
+		dir = "." // CreateTemp's "" is the system's temporary directory
 	}
-	return nil, fmt.Errorf("create a temporary file in %s: every name tried exists", filepath.Dir(path))
+	return os.CreateTemp(dir, "."+base+".tmp-*")
 }

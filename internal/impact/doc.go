@@ -28,4 +28,12 @@
 // refuses or delays a lever beyond the source's bounded read.
 // [Report.Render] prints the table a command shows; [Report.Lines] the
 // short lines a prompt, a notification or the dashboard shows.
+//
+// # One read a round
+//
+// [Assessor] tells the lever service each change's impact. It opens the
+// context's rate source once and shares one read of every name the matrix
+// and the context know among the changes assessed while it is under way or
+// within [DefaultShareFor] after: a command that assesses several changes
+// (apply's windows) reads the source once, not once a change.
 package impact

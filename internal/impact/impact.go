@@ -201,24 +201,34 @@ func Of(ctx context.Context, req Request, src RateSource) Report {
 	bound := readBound(ctx, time.Now())
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	names := make([]string, len(r.Tools))
-	for i, t := range r.Tools {
-		names[i] = t.Tool
-	}
-	var deps []string
-	for _, d := range r.Dependencies {
-		deps = append(deps, d.Dependency)
-	}
-	rates, err := src.Rates(ctx, metrics.RateRequest{Tools: names, Dependencies: deps})
+	rates, err := src.Rates(ctx, r.rateRequest())
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			err = fmt.Errorf("the source did not answer within %s: %w", human.Duration(bound.Round(time.Millisecond)), err)
+			err = notWithin(bound, err)
 		}
 		r.RatesFailed(src.Describe(), err)
 		return r
 	}
 	r.WithRates(rates)
 	return r
+}
+
+// rateRequest names the rates r shows: its tools' and its dependencies'.
+func (r Report) rateRequest() metrics.RateRequest {
+	req := metrics.RateRequest{Tools: make([]string, len(r.Tools)), Dependencies: make([]string, len(r.Dependencies))}
+	for i, t := range r.Tools {
+		req.Tools[i] = t.Tool
+	}
+	for i, d := range r.Dependencies {
+		req.Dependencies[i] = d.Dependency
+	}
+	return req
+}
+
+// notWithin says that a source's read, which ended with err, did not
+// answer within bound.
+func notWithin(bound time.Duration, err error) error {
+	return fmt.Errorf("the source did not answer within %s: %w", human.Duration(bound.Round(time.Millisecond)), err)
 }
 
 // RatesFailed records that the rates could not be read from source: the

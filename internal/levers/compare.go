@@ -30,7 +30,7 @@ type Marker struct {
 // written (a dependency name that is not valid, no readable expiry). The
 // marker is a claim any writer of the table can make: a file manages an
 // override only when apply's own record of its write shows the marker too
-// ([Written]).
+// ([File.Written]).
 func MarkerOf(o breaker.Override) (Marker, bool) {
 	if o.ManagedBy == "" || breaker.ValidateDependency(o.Dependency) != nil || !o.Expires() {
 		return Marker{}, false
@@ -128,7 +128,7 @@ type State struct {
 	// not be read (the fleet's side is then not compared).
 	Statuses []metrics.DependencyStatus
 	// Written are the overrides apply's own records say it wrote
-	// ([Written], by [WrittenKey]): a file manages only those of them its
+	// ([File.Written], by [WrittenKey]): a file manages only those of them its
 	// marker names. Nil: none (every override is then left alone).
 	Written map[string]bool
 	// Freeze is the fleet's freeze (nil: none recorded): while it holds,

@@ -162,7 +162,7 @@ func (e env) apply(t *testing.T, f *levers.File, statuses []metrics.DependencySt
 	if err != nil {
 		t.Fatal(err)
 	}
-	written, err := levers.Written(ctx, e.log, list)
+	written, err := f.Written(ctx, e.log, list)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,5 +503,47 @@ func TestPlantedMarkerDoesNotMakeAnOverrideManaged(t *testing.T) {
 		if o := e.override(t, "openai"); o == nil || !o.ActiveAt(e.clk.Now()) {
 			t.Fatalf("apply cleared the incident override carrying a planted marker (write_id %q)", wid)
 		}
+	}
+}
+
+// countingReader counts the record reads Written makes, by subject.
+type countingReader struct {
+	rr       levers.RecordReader
+	subjects []string
+}
+
+func (c *countingReader) List(ctx context.Context, q audit.Query) (audit.Listing, error) {
+	c.subjects = append(c.subjects, q.Subject)
+	return c.rr.List(ctx, q)
+}
+
+// A file reads the records of the overrides whose marker names it, and of
+// no other: another file's window in force costs it no read (and so no
+// round trip), and is not the file's to clear whatever its records say.
+func TestWrittenReadsOnlyTheFilesOwnRecords(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	prod := parse(t, smallest)
+	vendor := parse(t, "version: 1\ncontext: prod\nname: vendor\nwindows:\n  - dependency: openai\n    reason: provider maintenance\n    start: 2026-12-05T02:00:00Z\n    duration: 1h\n")
+	e.clk.Advance(10 * time.Second)
+	e.apply(t, prod, nil)
+	e.apply(t, vendor, nil)
+	list, err := e.ov.ListFor(ctx, rules.Known)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cr := &countingReader{rr: e.log}
+	written, err := prod.Written(ctx, cr, list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cr.subjects) != 1 || cr.subjects[0] != breaker.OverrideKey("postgres") {
+		t.Errorf("prod read the records of %q, want postgres's alone", cr.subjects)
+	}
+	if pg := e.override(t, "postgres"); pg == nil || !written[levers.WrittenKey(*pg)] || len(written) != 1 {
+		t.Errorf("written %v, want prod's postgres override alone", written)
+	}
+	if ds := levers.Compare(prod, levers.State{Now: e.clk.Now(), Overrides: list, Written: written}); kinds(ds) != "openai:unplanned_override" {
+		t.Errorf("prod's view of vendor's window: %s, want it shown and left alone", kinds(ds))
 	}
 }

@@ -15,16 +15,18 @@ type RecordReader interface {
 	List(ctx context.Context, q audit.Query) (audit.Listing, error)
 }
 
-// Written returns the overrides of os that apply itself wrote for a window
-// (keyed by [WrittenKey]): an override whose managed_by marker ([MarkerOf]) is
-// the one the record of its own write (its write_id's force-open record,
-// an operator's, not the data plane's nor a record of asking) says was
-// written, with the same expiry. A marker is a claim any writer of
-// breaker# items can make, and so is an override's write_id; the record
-// apply wrote with the override says what apply wrote. Only these
-// overrides are managed by a file ([State].Written): apply clears nothing
-// else. One indexed read (by subject) per marked override, at once.
-func Written(ctx context.Context, rr RecordReader, os []breaker.Override) (map[string]bool, error) {
+// Written returns the overrides of os that apply itself wrote for one of
+// f's windows (keyed by [WrittenKey]): an override whose managed_by marker
+// ([MarkerOf]) names f and is the one the record of its own write (its
+// write_id's force-open record, an operator's, not the data plane's nor a
+// record of asking) says was written, with the same expiry. A marker is a
+// claim any writer of breaker# items can make, and so is an override's
+// write_id; the record apply wrote with the override says what apply
+// wrote. Only these overrides are managed by f ([State].Written): apply
+// clears nothing else. One indexed read (by subject) per override whose
+// marker names f, at once; an override marked for another file is that
+// file's or nobody's, whatever its records say, and costs no read.
+func (f *File) Written(ctx context.Context, rr RecordReader, os []breaker.Override) (map[string]bool, error) {
 	out := map[string]bool{}
 	var (
 		mu   sync.Mutex
@@ -32,7 +34,7 @@ func Written(ctx context.Context, rr RecordReader, os []breaker.Override) (map[s
 		errs []error
 	)
 	for _, o := range os {
-		if _, ok := MarkerOf(o); !ok || o.WriteID == "" {
+		if m, ok := MarkerOf(o); !ok || m.File != f.Name || o.WriteID == "" {
 			continue
 		}
 		wg.Go(func() {
@@ -51,7 +53,7 @@ func Written(ctx context.Context, rr RecordReader, os []breaker.Override) (map[s
 	return out, errors.Join(errs...)
 }
 
-// WrittenKey names one write of one override in [Written]'s answer: its
+// WrittenKey names one write of one override in [File.Written]'s answer: its
 // key and write id.
 func WrittenKey(o breaker.Override) string {
 	return breaker.OverrideKey(o.Dependency) + "@" + o.WriteID

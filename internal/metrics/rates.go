@@ -58,6 +58,39 @@ type CallRates struct {
 	// Warnings are what was read only in part (a target that did not
 	// answer while another did).
 	Warnings []string
+
+	// noData is set by a source that warns of the names it read without
+	// a datapoint (CloudWatch): Warnings[sourceWarnings:] is that warning,
+	// which [CallRates.Narrow] words again for the names it keeps.
+	noData         bool
+	sourceWarnings int
+}
+
+// Narrow returns the rates of req's names alone, as a read of req would
+// have returned them from the same data (one read of many names answers
+// several asks): the rates of req's names, and a warning of names without
+// a datapoint naming only those. r must have been read for req's names
+// (and may hold more).
+func (r CallRates) Narrow(req RateRequest) CallRates {
+	out := r
+	out.Tools, out.Dependencies = pick(r.Tools, req.Tools), pick(r.Dependencies, req.Dependencies)
+	out.Warnings = slices.Clip(r.Warnings) // shared by every narrowing: appending copies
+	if r.noData {
+		out.Warnings = slices.Clip(r.Warnings[:r.sourceWarnings])
+		out.Warnings = append(out.Warnings, noDataWarnings(unique(req.Tools, gauge.DimensionValue), unique(req.Dependencies, validDependency), out)...)
+	}
+	return out
+}
+
+// pick is m's entries named in names.
+func pick(m map[string]float64, names []string) map[string]float64 {
+	out := make(map[string]float64, len(names))
+	for _, n := range names {
+		if v, ok := m[n]; ok {
+			out[n] = v
+		}
+	}
+	return out
 }
 
 // RateSource reads live call rates. [PrometheusRates] and
@@ -433,32 +466,45 @@ func (c *CloudWatchRates) Rates(ctx context.Context, req RateRequest) (CallRates
 		}
 	}
 	minutes := c.opts.Window.Minutes()
-	var missing []string
 	for i, t := range tools {
 		if id := kindToolCalls + strconv.Itoa(i); seen[id] {
 			out.Tools[t] = sums[id] / minutes
-		} else {
-			missing = append(missing, gauge.ToolCallsMetricName+" "+t)
 		}
 	}
 	for i, d := range deps {
 		if id := kindDownstreamCalls + strconv.Itoa(i); seen[id] {
 			out.Dependencies[d] = sums[id] / minutes
-		} else {
+		}
+	}
+	out.noData, out.sourceWarnings = true, len(out.Warnings)
+	out.Warnings = append(out.Warnings, noDataWarnings(tools, deps, out)...)
+	return out, nil
+}
+
+// noDataWarnings is the warning of the tools and deps (unique, valid) a
+// CloudWatch read asked for that have no rate in r: CloudWatch cannot
+// tell no calls from a fleet that does not publish the metric.
+func noDataWarnings(tools, deps []string, r CallRates) []string {
+	var missing []string
+	for _, t := range tools {
+		if _, ok := r.Tools[t]; !ok {
+			missing = append(missing, gauge.ToolCallsMetricName+" "+t)
+		}
+	}
+	for _, d := range deps {
+		if _, ok := r.Dependencies[d]; !ok {
 			missing = append(missing, gauge.DownstreamCallsMetricName+" "+d)
 		}
 	}
 	switch n := len(missing); {
 	case n == 0:
+		return nil
 	case n == len(tools)+len(deps):
-		out.Warnings = append(out.Warnings, fmt.Sprintf("cloudwatch: no %s or %s datapoint in the window: the fleet publishes none, or there were no calls",
-			gauge.ToolCallsMetricName, gauge.DownstreamCallsMetricName))
-	default:
-		if n > 3 {
-			missing = append(missing[:3:3], fmt.Sprintf("%d more", n-3))
-		}
-		out.Warnings = append(out.Warnings, fmt.Sprintf("cloudwatch: no datapoint in the window for %s: no calls, or the fleet does not publish the metric",
-			strings.Join(missing, ", ")))
+		return []string{fmt.Sprintf("cloudwatch: no %s or %s datapoint in the window: the fleet publishes none, or there were no calls",
+			gauge.ToolCallsMetricName, gauge.DownstreamCallsMetricName)}
+	case n > 3:
+		missing = append(missing[:3:3], fmt.Sprintf("%d more", n-3))
 	}
-	return out, nil
+	return []string{fmt.Sprintf("cloudwatch: no datapoint in the window for %s: no calls, or the fleet does not publish the metric",
+		strings.Join(missing, ", "))}
 }

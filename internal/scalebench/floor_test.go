@@ -46,8 +46,13 @@ func forceArgs(dep string) []string {
 // apply of a window in force is two round trips whatever the table holds:
 // the overrides (the lists index's query beside the batch read of the
 // known dependencies, the table's policy and the window's request), then
-// the one transaction; under a policy the same three requests.
-func floorChanges(policyFile, leversFile string) []change {
+// the one transaction; under a policy the same three requests. Another
+// file's window in force costs nothing more (its override is not this
+// file's, whatever its records say, so they are not read); the file's own
+// window, applied earlier, costs the read of its override's records (the
+// one round that cannot be folded: what to read is what the first round
+// found), and nothing is written.
+func floorChanges(policyFile, leversFile, otherFile string) []change {
 	apply := []string{"apply", "-f", leversFile}
 	return []change{
 		{name: "force-open-nothing-in-force", args: forceArgs("floor-a"), maxRequests: 1, maxRounds: 1},
@@ -58,6 +63,8 @@ func floorChanges(policyFile, leversFile string) []change {
 			maxRequests: 3, maxRounds: 2, dep: "floor-e"},
 		{name: "apply-a-window-in-force", args: apply, maxRequests: 3, maxRounds: 2, dep: "screening-sim"},
 		{name: "apply-under-a-policy", setup: [][]string{{"policy", "set", policyFile, "--reason", "bench"}}, args: apply, maxRequests: 3, maxRounds: 2, dep: "screening-sim"},
+		{name: "apply-beside-another-files-window", setup: [][]string{{"apply", "-f", otherFile}}, args: apply, maxRequests: 3, maxRounds: 2, dep: "screening-sim"},
+		{name: "apply-its-own-window-applied-earlier", setup: [][]string{apply}, args: apply, maxRequests: 5, maxRounds: 2, dep: "screening-sim"},
 	}
 }
 
@@ -89,6 +96,17 @@ func windowFile(tb testing.TB) string {
 	return path
 }
 
+// otherWindowFile is another levers file (vendor) whose one window (of
+// openai) is in force at the tests' clock.
+func otherWindowFile(tb testing.TB) string {
+	path := tb.TempDir() + "/vendor.yaml"
+	start := now.Add(-10 * time.Minute).UTC().Format(time.RFC3339)
+	if err := os.WriteFile(path, []byte("version: 1\ncontext: dev\nname: vendor\nwindows:\n  - {dependency: openai, reason: bench, start: "+start+", duration: 1h}\n"), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
 func policyFile(tb testing.TB) string {
 	path := tb.TempDir() + "/allow.cedar"
 	if err := os.WriteFile(path, []byte(allowAll), 0o600); err != nil {
@@ -100,7 +118,7 @@ func policyFile(tb testing.TB) string {
 // TestLeversAtTheFloor holds each lever command to its requests and round
 // trips to the store at 50 ms RTT (counted, not timed).
 func TestLeversAtTheFloor(t *testing.T) {
-	for i, ch := range floorChanges(policyFile(t), windowFile(t)) {
+	for i, ch := range floorChanges(policyFile(t), windowFile(t), otherWindowFile(t)) {
 		w, table := floorTable(t, fmt.Sprintf("floor-test-%d", i))
 		e := cli(t, w.url, table)
 		for _, s := range ch.setup {
@@ -134,7 +152,7 @@ func TestLeversAtTheFloor(t *testing.T) {
 // command on the state its setup left (undone, uncounted, after it); a
 // command over its bounds fails the benchmark.
 func BenchmarkLeversAtTheFloor(b *testing.B) {
-	for i, ch := range floorChanges(policyFile(b), windowFile(b)) {
+	for i, ch := range floorChanges(policyFile(b), windowFile(b), otherWindowFile(b)) {
 		b.Run(ch.name, func(b *testing.B) {
 			w, table := floorTable(b, fmt.Sprintf("floor-bench-%d-%d", i, leverTables.Add(1)))
 			e := cli(b, w.url, table)

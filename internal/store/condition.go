@@ -65,11 +65,6 @@ func (c Condition) Validate() error {
 	return nil
 }
 
-// AllowsAbsent reports whether the condition holds for a missing item.
-func (c Condition) AllowsAbsent() bool {
-	return c.kind == condAlways || c.kind == condAbsent
-}
-
 // RequiresAbsent reports whether the condition holds only for a missing item.
 func (c Condition) RequiresAbsent() bool { return c.kind == condAbsent }
 
@@ -95,7 +90,7 @@ func (c Condition) Match() (attr string, v any, ok bool) {
 // inside their own atomic section.
 func (c Condition) Holds(current Item) bool {
 	if current == nil {
-		return c.AllowsAbsent()
+		return c.kind == condAlways || c.kind == condAbsent
 	}
 	switch c.kind {
 	case condAlways, condPresent:

@@ -6,6 +6,8 @@ import (
 	"iter"
 	"sync/atomic"
 	"time"
+
+	"github.com/kosha-platform/koshactl/internal/clock"
 )
 
 // MaxBatchGet is the most keys one BatchGetItem request may carry
@@ -256,12 +258,5 @@ func (r *ScanRate) sleep(ctx context.Context, d time.Duration) error {
 	if r.Sleep != nil {
 		return r.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, nil, d)
 }

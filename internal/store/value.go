@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"unicode/utf8"
@@ -384,16 +385,7 @@ func equalOther(a, b any) bool {
 		return ok && slices.EqualFunc(x, y, Equal)
 	case Map:
 		y, ok := b.(Map)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !Equal(v, w) {
-				return false
-			}
-		}
-		return true
+		return ok && maps.EqualFunc(x, y, Equal)
 	case StringSet:
 		y, ok := b.(StringSet)
 		return ok && sameSet(x, y, func(p, q string) bool { return p == q })

@@ -107,11 +107,7 @@ func Choose(ctx context.Context, s Settings) (*Chosen, error) {
 	case s.KeyFile != "":
 		return &Chosen{Source: NewFile(s.KeyFile), Origin: OriginKeyFile, Subject: "chaos-key#file:" + s.KeyFile}, nil
 	case s.KeyEnv != "":
-		src := NewEnv(s.KeyEnv)
-		if s.Lookup != nil {
-			src = NewEnvLookup(s.KeyEnv, s.Lookup)
-		}
-		return &Chosen{Source: src, Origin: OriginKeyEnv, Subject: "chaos-key#env:" + s.KeyEnv}, nil
+		return &Chosen{Source: NewEnvLookup(s.KeyEnv, s.Lookup), Origin: OriginKeyEnv, Subject: "chaos-key#env:" + s.KeyEnv}, nil
 	case s.SecretID != "":
 		api, err := secretsClient(ctx, s)
 		if err != nil {

@@ -32,10 +32,13 @@ func NewEnv(name string) *Env {
 }
 
 // NewEnvLookup is NewEnv with an injected lookup function (os.LookupEnv's
-// signature), for callers that carry their own environment.
+// signature; nil is os.LookupEnv), for callers that carry their own
+// environment.
 func NewEnvLookup(name string, lookup func(string) (string, bool)) *Env {
 	e := NewEnv(name)
-	e.lookup = lookup
+	if lookup != nil {
+		e.lookup = lookup
+	}
 	return e
 }
 
@@ -57,21 +60,11 @@ func (e *Env) Current(context.Context) (chaos.Key, error) {
 
 // ByKID decodes the variable and returns the key if its id is kid.
 func (e *Env) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
-	staged, err := e.Keys(ctx)
-	if err != nil {
-		return chaos.Key{}, err
-	}
-	return byKID(staged, kid, e.Describe())
+	return keysByKID(ctx, e, kid)
 }
 
 // Keys returns the variable's key as the current key.
-func (e *Env) Keys(ctx context.Context) ([]Staged, error) {
-	k, err := e.Current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return []Staged{{Stage: StageCurrent, Key: k}}, nil
-}
+func (e *Env) Keys(ctx context.Context) ([]Staged, error) { return oneKey(ctx, e) }
 
 // Describe returns "environment variable NAME".
 func (e *Env) Describe() string { return "environment variable " + e.name }

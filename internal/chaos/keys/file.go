@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"runtime"
 
@@ -39,21 +38,11 @@ func (f *File) Current(context.Context) (chaos.Key, error) { return readKeyFile(
 
 // ByKID reads the key and returns it if its id is kid.
 func (f *File) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
-	staged, err := f.Keys(ctx)
-	if err != nil {
-		return chaos.Key{}, err
-	}
-	return byKID(staged, kid, f.Describe())
+	return keysByKID(ctx, f, kid)
 }
 
 // Keys returns the file's key as the current key.
-func (f *File) Keys(ctx context.Context) ([]Staged, error) {
-	k, err := f.Current(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return []Staged{{Stage: StageCurrent, Key: k}}, nil
-}
+func (f *File) Keys(ctx context.Context) ([]Staged, error) { return oneKey(ctx, f) }
 
 // Describe returns "key file PATH".
 func (f *File) Describe() string { return "key file " + f.path }
@@ -73,38 +62,32 @@ func (e *InsecureFileError) Error() string {
 // Is makes InsecureFileError match ErrInsecureFile.
 func (e *InsecureFileError) Is(target error) bool { return errors.Is(ErrInsecureFile, target) }
 
-// readKeyFile opens path without blocking, checks (on the open descriptor,
-// so the check and the read concern the same file) that it is a regular
-// owner-only file, and decodes its key. A named pipe or a device is refused
-// before anything is read from it, so a --key-file pointing at a FIFO fails at
-// once instead of waiting forever for a writer. Errors name the path, never
-// the content.
+// readKeyFile reads path without blocking ([fsutil.ReadRegular]: a named
+// pipe or a device is refused before anything is read from it, so a
+// --key-file pointing at a FIFO fails at once instead of waiting forever
+// for a writer), checks that what it read is a regular owner-only file (on
+// the descriptor it read, so the check and the read concern the same
+// file), and decodes its key. Errors name the path, never the content.
 func readKeyFile(path string) (chaos.Key, error) {
-	fh, st, err := fsutil.OpenRegular(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return chaos.Key{}, fmt.Errorf("read chaos key file %s: %w: %w", path, ErrNoKey, fs.ErrNotExist)
-		}
+	b, st, err := fsutil.ReadRegular(path, maxKeyFileSize)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return chaos.Key{}, fmt.Errorf("read chaos key file %s: %w: %w", path, ErrNoKey, fs.ErrNotExist)
+	case errors.Is(err, fsutil.ErrTooLarge):
+		return chaos.Key{}, fmt.Errorf("read chaos key file %s: larger than %d bytes; it should hold one base64 key", path, maxKeyFileSize)
+	case err != nil:
 		return chaos.Key{}, fmt.Errorf("read chaos key file: %w", err)
 	}
-	defer fh.Close()
+	defer clear(b)
 	// Windows reports synthetic permission bits that say nothing about who
 	// can read the file, so the check only applies where they are real.
 	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
 		return chaos.Key{}, &InsecureFileError{Path: path, Mode: st.Mode()}
 	}
-	b, err := io.ReadAll(io.LimitReader(fh, maxKeyFileSize+1))
-	if err != nil {
-		return chaos.Key{}, fmt.Errorf("read chaos key file: %w", err)
-	}
-	if len(b) > maxKeyFileSize {
-		return chaos.Key{}, fmt.Errorf("read chaos key file %s: larger than %d bytes; it should hold one base64 key", path, maxKeyFileSize)
-	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return chaos.Key{}, fmt.Errorf("read chaos key file %s: %w: the file is empty", path, ErrNoKey)
 	}
 	k, err := chaos.DecodeKey(string(b))
-	clear(b)
 	if err != nil {
 		return chaos.Key{}, fmt.Errorf("read chaos key file %s: %w", path, err)
 	}

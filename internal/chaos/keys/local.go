@@ -83,11 +83,7 @@ func keyFileData(k chaos.Key) []byte { return []byte(k.ExportBase64() + "\n") }
 
 // ByKID returns the current or previous key with id kid.
 func (l *Local) ByKID(ctx context.Context, kid string) (chaos.Key, error) {
-	staged, err := l.Keys(ctx)
-	if err != nil {
-		return chaos.Key{}, err
-	}
-	return byKID(staged, kid, l.Describe())
+	return keysByKID(ctx, l, kid)
 }
 
 // Keys returns the current key (generating it on first use) and the

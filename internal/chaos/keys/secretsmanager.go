@@ -86,9 +86,6 @@ func (s *SecretsManager) WithPropagation(clk clock.Clock, delay time.Duration) *
 	return &c
 }
 
-// PropagationDelay returns the delay set with [SecretsManager.WithPropagation].
-func (s *SecretsManager) PropagationDelay() time.Duration { return s.delay }
-
 // MinRotationAge is how old AWSCURRENT must be before Rotate replaces it
 // without force: its propagation delay (during which the key it replaced
 // still signed) plus [HeaderLifetime] (for the last of those headers to
@@ -111,14 +108,11 @@ func (s *SecretsManager) Current(ctx context.Context) (chaos.Key, error) {
 	if !SigningWithPrevious(cur, s.delay, s.clock.Now()) {
 		return cur.Key, nil
 	}
-	prev, err := s.stage(ctx, StagePrevious)
-	switch {
-	case errors.Is(err, ErrNoKey):
-		return cur.Key, nil
-	case err != nil:
+	staged, err := s.withPrevious(ctx, cur)
+	if err != nil {
 		return chaos.Key{}, err
 	}
-	return prev.Key, nil
+	return staged[len(staged)-1].Key, nil
 }
 
 // SigningWithPrevious reports whether, at now, the key before current still
@@ -138,14 +132,9 @@ func (s *SecretsManager) ByKID(ctx context.Context, kid string) (chaos.Key, erro
 	if cur.Key.KID() == kid {
 		return cur.Key, nil
 	}
-	staged := []Staged{cur}
-	prev, err := s.stage(ctx, StagePrevious)
-	switch {
-	case errors.Is(err, ErrNoKey):
-	case err != nil:
+	staged, err := s.withPrevious(ctx, cur)
+	if err != nil {
 		return chaos.Key{}, err
-	default:
-		staged = append(staged, prev)
 	}
 	return byKID(staged, kid, s.Describe())
 }
@@ -156,6 +145,12 @@ func (s *SecretsManager) Keys(ctx context.Context) ([]Staged, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.withPrevious(ctx, cur)
+}
+
+// withPrevious returns cur followed by AWSPREVIOUS, when the secret has
+// one.
+func (s *SecretsManager) withPrevious(ctx context.Context, cur Staged) ([]Staged, error) {
 	prev, err := s.stage(ctx, StagePrevious)
 	switch {
 	case errors.Is(err, ErrNoKey):

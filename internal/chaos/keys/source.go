@@ -105,6 +105,25 @@ var (
 	ErrTooSoon = exitcode.New(exitcode.Refused, "chaos key rotated too recently")
 )
 
+// oneKey is Keys of a source holding one key (a file, a variable): its
+// current key, read afresh.
+func oneKey(ctx context.Context, src Source) ([]Staged, error) {
+	k, err := src.Current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return []Staged{{Stage: StageCurrent, Key: k}}, nil
+}
+
+// keysByKID is ByKID of a source that reads all its keys at once (Keys).
+func keysByKID(ctx context.Context, src Source, kid string) (chaos.Key, error) {
+	staged, err := src.Keys(ctx)
+	if err != nil {
+		return chaos.Key{}, err
+	}
+	return byKID(staged, kid, src.Describe())
+}
+
 // byKID finds kid among staged keys, or returns chaos.UnknownKIDError
 // listing the stages and kids it does hold.
 func byKID(staged []Staged, kid, where string) (chaos.Key, error) {

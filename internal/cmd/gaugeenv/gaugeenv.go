@@ -8,7 +8,6 @@ package gaugeenv
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
@@ -48,17 +47,11 @@ func Source(ctx context.Context, env *cmdenv.Env, prometheusURL string) (*metric
 // to for its gauges (the sandbox's endpoint, CloudWatch's default
 // namespace) is not read: a lever never waits on a source nobody named.
 //
-// The source is opened once, on the first change assessed, and kept: a
-// command that assesses several changes (apply's windows) measures the
-// later ones from the scrapes of the first without waiting again.
-func Assessor(env *cmdenv.Env, prometheusURL string) impact.Assessor {
-	var (
-		mu     sync.Mutex
-		opened bool
-		src    impact.RateSource
-		err    error
-	)
-	open := func(ctx context.Context) (impact.RateSource, error) {
+// The source is opened once, on the first change assessed, and one read
+// of it answers every change assessed about then ([impact.Assessor]): a
+// command that assesses several changes (apply's windows) reads it once.
+func Assessor(env *cmdenv.Env, prometheusURL string) *impact.Assessor {
+	return &impact.Assessor{Clock: env.Clock, Dependencies: env.Context.KnownDependencies(), Open: func(ctx context.Context) (impact.RateSource, error) {
 		if m := env.Context.Metrics; prometheusURL == "" && m.CloudWatch == nil && m.Prometheus == nil {
 			return nil, nil
 		}
@@ -74,15 +67,6 @@ func Assessor(env *cmdenv.Env, prometheusURL string) impact.Assessor {
 			return nil, err
 		}
 		return src, nil
-	}
-	return impact.Assessor{Open: func(ctx context.Context) (impact.RateSource, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !opened {
-			src, err = open(ctx)
-			opened = true
-		}
-		return src, err
 	}}
 }
 

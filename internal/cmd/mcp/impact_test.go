@@ -20,7 +20,7 @@ func TestProposalCarriesTheImpactRequestShowShows(t *testing.T) {
 	r := newRig(t, false)
 	// The matrix's impact: the rig's clock is fake, so a rate read's
 	// second scrape would wait on it (the rates are the CLI tests').
-	r.env.Impact = impact.Assessor{}
+	r.env.Impact = &impact.Assessor{}
 	cs := r.connect(t)
 	res, doc := call(t, cs, "propose_force_open", map[string]any{"dependencies": []string{"screening-sim"}, "reason": "agent: screenings time out", "for": "30m"})
 	if res.IsError {

@@ -120,7 +120,7 @@ func TestGaugeSamplesAreCapped(t *testing.T) {
 // decides from the item as read what it writes, and tells no impact.
 func TestJournalKeepsTheImpactOfEachForce(t *testing.T) {
 	e := newEnv(t)
-	e.Deps.Levers = e.Deps.Levers.WithImpact(impact.Assessor{})
+	e.Deps.Levers = e.Deps.Levers.WithImpact(&impact.Assessor{})
 	d := parse(t, `
 name: impact
 timeout: 1m

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,14 +56,7 @@ func (s *Store) SetClock(clk clock.Clock) {
 		return
 	}
 	s.now = clk.Now
-	s.sleep = func(ctx context.Context, d time.Duration) error {
-		select {
-		case <-clock.After(clk, d):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	s.sleep = func(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, clk, d) }
 }
 
 func (s *Store) clockNow() time.Time {
@@ -76,32 +70,14 @@ func (s *Store) wait(ctx context.Context, d time.Duration) error {
 	if s.sleep != nil {
 		return s.sleep(ctx, d)
 	}
-	return sleepCtx(ctx, d)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return clock.Sleep(ctx, nil, d)
 }
 
 // BatchGet reads pks with strongly consistent BatchGetItem requests of at
 // most store.MaxBatchGet keys, sent concurrently, and retries unprocessed
 // keys with backoff.
 func (s *Store) BatchGet(ctx context.Context, pks []string) (map[string]store.Item, error) {
-	seen := make(map[string]bool, len(pks))
-	var keys []string
-	for _, pk := range pks {
-		if !seen[pk] {
-			seen[pk] = true
-			keys = append(keys, pk)
-		}
-	}
+	keys := slices.Compact(slices.Sorted(slices.Values(pks))) // each key once
 	out := make(map[string]store.Item, len(keys))
 	if len(keys) == 0 {
 		return out, nil
@@ -111,7 +87,7 @@ func (s *Store) BatchGet(ctx context.Context, pks []string) (map[string]store.It
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	for chunk := range slicesChunk(keys, store.MaxBatchGet) {
+	for chunk := range slices.Chunk(keys, store.MaxBatchGet) {
 		wg.Go(func() {
 			items, err := s.batchGetChunk(ctx, chunk)
 			mu.Lock()
@@ -132,16 +108,6 @@ func (s *Store) BatchGet(ctx context.Context, pks []string) (map[string]store.It
 		return nil, firstErr
 	}
 	return out, nil
-}
-
-func slicesChunk(s []string, n int) iter.Seq[[]string] {
-	return func(yield func([]string) bool) {
-		for i := 0; i < len(s); i += n {
-			if !yield(s[i:min(i+n, len(s))]) {
-				return
-			}
-		}
-	}
 }
 
 func (s *Store) batchGetChunk(ctx context.Context, pks []string) ([]store.Item, error) {
@@ -185,8 +151,7 @@ func (s *Store) batchGetChunk(ctx context.Context, pks []string) ([]store.Item, 
 // copying data (benchmarks, fixtures): operator changes use the conditional
 // [Store.Put].
 func (s *Store) PutBatch(ctx context.Context, items []store.Item) error {
-	for i := 0; i < len(items); i += maxBatchWrite {
-		chunk := items[i:min(i+maxBatchWrite, len(items))]
+	for chunk := range slices.Chunk(items, maxBatchWrite) {
 		reqs := make([]types.WriteRequest, 0, len(chunk))
 		for _, it := range chunk {
 			if err := it.Validate(); err != nil {

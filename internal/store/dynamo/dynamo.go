@@ -157,12 +157,7 @@ func (s *Store) Put(ctx context.Context, item store.Item, cond store.Condition) 
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	in := &dynamodb.PutItemInput{TableName: &s.table, Item: av}
-	if ex != nil {
-		in.ConditionExpression = &ex.text
-		in.ExpressionAttributeNames = ex.names
-		in.ExpressionAttributeValues = ex.values
-		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure = ex.parts()
 	if _, err := s.client.PutItem(ctx, in); err != nil {
 		return s.classify(ctx, op, pk, err)
 	}
@@ -177,12 +172,7 @@ func (s *Store) Delete(ctx context.Context, pk string, cond store.Condition) err
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	in := &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pk)}
-	if ex != nil {
-		in.ConditionExpression = &ex.text
-		in.ExpressionAttributeNames = ex.names
-		in.ExpressionAttributeValues = ex.values
-		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-	}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues, in.ReturnValuesOnConditionCheckFailure = ex.parts()
 	if _, err := s.client.DeleteItem(ctx, in); err != nil {
 		return s.classify(ctx, op, pk, err)
 	}
@@ -194,6 +184,16 @@ type condExpr struct {
 	text   string
 	names  map[string]string
 	values map[string]types.AttributeValue
+}
+
+// parts are the request fields of a conditional write: the expression, its
+// names and values, and the ask for the item as stored when it fails
+// (ALL_OLD). A nil ex (Always) sets none.
+func (ex *condExpr) parts() (*string, map[string]string, map[string]types.AttributeValue, types.ReturnValuesOnConditionCheckFailure) {
+	if ex == nil {
+		return nil, nil, nil, ""
+	}
+	return &ex.text, ex.names, ex.values, types.ReturnValuesOnConditionCheckFailureAllOld
 }
 
 // expression renders cond; nil for Always. Attribute names always go
@@ -315,57 +315,67 @@ func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Ite
 	q.Segments = min(q.Segments, maxSegments)
 	return func(yield func(store.Item, error) bool) {
 		op := fmt.Sprintf("scan %q", q.Prefix)
-		var examined atomic.Int64
-		// progress records a page.
-		progress := func(out *dynamodb.ScanOutput) {
-			q.Stats.Add(int(out.ScannedCount), consumed(out.ConsumedCapacity))
-			total := examined.Add(int64(out.ScannedCount))
-			if q.Progress != nil {
-				q.Progress(int(total))
-			}
-		}
-		// pace waits, after a page, until the scan fits q.Rate again.
-		pace := func(out *dynamodb.ScanOutput) error {
-			if err := q.Rate.Wait(ctx, consumed(out.ConsumedCapacity)); err != nil {
-				return fmt.Errorf("%s: %w", op, err)
-			}
-			return nil
-		}
 		if err := ctx.Err(); err != nil {
 			yield(nil, fmt.Errorf("%s: %w", op, err))
 			return
 		}
-		if q.Segments <= 1 {
-			p := dynamodb.NewScanPaginator(s.client, s.scanInput(q, 0))
-			for p.HasMorePages() {
-				out, err := p.NextPage(ctx)
-				if err != nil {
-					yield(nil, s.classify(ctx, op, "", err))
-					return
-				}
-				progress(out)
-				for _, av := range out.Items {
-					it, err := unmarshal(av)
-					if err != nil {
-						err = fmt.Errorf("%s: %w", op, err)
-					}
-					if !yield(it, err) || err != nil {
-						return
-					}
-				}
-				if err := pace(out); err != nil {
-					yield(nil, err)
-					return
-				}
-			}
+		var examined atomic.Int64
+		if q.Segments > 1 {
+			s.parallelScan(ctx, op, q, &examined, yield)
 			return
 		}
-		s.parallelScan(ctx, op, q, progress, pace, yield)
+		stopped := false
+		err := s.scanSegment(ctx, op, q, 0, &examined, func(items []store.Item) bool {
+			for _, it := range items {
+				if !yield(it, nil) {
+					stopped = true
+					return false
+				}
+			}
+			return true
+		})
+		if err != nil && !stopped {
+			yield(nil, err)
+		}
 	}
 }
 
 // maxSegments is the most segments DynamoDB accepts in a parallel scan.
 const maxSegments = 1_000_000
+
+// scanSegment reads segment seg of q (the whole table when q has one
+// segment) a page at a time: it counts each page (q.Stats, q.Progress with
+// the running total of examined), hands its items to emit (false stops the
+// scan), then waits until the scan fits q.Rate again.
+func (s *Store) scanSegment(ctx context.Context, op string, q store.ScanQuery, seg int, examined *atomic.Int64, emit func([]store.Item) bool) error {
+	p := dynamodb.NewScanPaginator(s.client, s.scanInput(q, seg))
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return s.classify(ctx, op, "", err)
+		}
+		q.Stats.Add(int(out.ScannedCount), consumed(out.ConsumedCapacity))
+		total := examined.Add(int64(out.ScannedCount))
+		if q.Progress != nil {
+			q.Progress(int(total))
+		}
+		items := make([]store.Item, 0, len(out.Items))
+		for _, av := range out.Items {
+			it, err := unmarshal(av)
+			if err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			items = append(items, it)
+		}
+		if !emit(items) {
+			return nil
+		}
+		if err := q.Rate.Wait(ctx, consumed(out.ConsumedCapacity)); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
+	}
+	return nil
+}
 
 // page is one page of a segment, or the error that ended it.
 type page struct {
@@ -373,7 +383,7 @@ type page struct {
 	err   error
 }
 
-func (s *Store) parallelScan(ctx context.Context, op string, q store.ScanQuery, progress func(*dynamodb.ScanOutput), pace func(*dynamodb.ScanOutput) error, yield func(store.Item, error) bool) {
+func (s *Store) parallelScan(ctx context.Context, op string, q store.ScanQuery, examined *atomic.Int64, yield func(store.Item, error) bool) {
 	ctx, cancel := context.WithCancel(ctx)
 	pages := make(chan page)
 	var wg sync.WaitGroup
@@ -386,30 +396,8 @@ func (s *Store) parallelScan(ctx context.Context, op string, q store.ScanQuery, 
 				pages <- p
 				return ctx.Err() == nil
 			}
-			p := dynamodb.NewScanPaginator(s.client, s.scanInput(q, seg))
-			for p.HasMorePages() {
-				out, err := p.NextPage(ctx)
-				if err != nil {
-					send(page{err: s.classify(ctx, op, "", err)})
-					return
-				}
-				progress(out)
-				items := make([]store.Item, 0, len(out.Items))
-				for _, av := range out.Items {
-					it, err := unmarshal(av)
-					if err != nil {
-						send(page{err: fmt.Errorf("%s: %w", op, err)})
-						return
-					}
-					items = append(items, it)
-				}
-				if !send(page{items: items}) {
-					return
-				}
-				if err := pace(out); err != nil {
-					send(page{err: err})
-					return
-				}
+			if err := s.scanSegment(ctx, op, q, seg, examined, func(items []store.Item) bool { return send(page{items: items}) }); err != nil {
+				send(page{err: err})
 			}
 		})
 	}
@@ -459,21 +447,13 @@ func (s *Store) scanInput(q store.ScanQuery, segment int) *dynamodb.ScanInput {
 func marshal(it store.Item) (map[string]types.AttributeValue, error) {
 	out := make(map[string]types.AttributeValue, len(it))
 	for k, v := range it {
-		av, err := marshalValue(k, v)
+		av, err := toAttributeValue(v)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: attribute %q: %w", store.ErrInvalidItem, k, err)
 		}
 		out[k] = av
 	}
 	return out, nil
-}
-
-func marshalValue(name string, v any) (types.AttributeValue, error) {
-	av, err := toAttributeValue(v)
-	if err != nil {
-		return nil, fmt.Errorf("%w: attribute %q: %w", store.ErrInvalidItem, name, err)
-	}
-	return av, nil
 }
 
 // toAttributeValue converts one value of any of the store's ten types.

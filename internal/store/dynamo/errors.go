@@ -109,23 +109,10 @@ func isTimeout(err error) bool {
 }
 
 // isUnreachable reports a failure to send the request or get its answer:
-// connection refused, DNS, TLS, timeouts.
+// connection refused, DNS, TLS (every net.Error: *net.OpError,
+// *net.DNSError), timeouts.
 func isUnreachable(err error) bool {
 	var sendErr *smithyhttp.RequestSendError
-	if errors.As(err, &sendErr) {
-		return true
-	}
 	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return true
-	}
-	var dnsErr *net.DNSError
-	var opErr *net.OpError
-	if errors.As(err, &dnsErr) || errors.As(err, &opErr) {
-		return true
-	}
-	var canceled *smithy.CanceledError
-	// A request timeout the SDK reports as canceled while the caller's context
-	// is still live (the HTTP client's own deadline).
-	return errors.As(err, &canceled) || errors.Is(err, context.DeadlineExceeded)
+	return errors.As(err, &sendErr) || errors.As(err, &netErr) || isTimeout(err)
 }

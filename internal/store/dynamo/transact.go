@@ -30,13 +30,7 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", op, err)
 		}
-		var text *string
-		var names map[string]string
-		var values map[string]types.AttributeValue
-		if ex != nil {
-			text, names, values = &ex.text, ex.names, ex.values
-		}
-		const allOld = types.ReturnValuesOnConditionCheckFailureAllOld
+		text, names, values, allOld := ex.parts()
 		if o.IsCheck() {
 			items[i].ConditionCheck = &types.ConditionCheck{TableName: &s.table, Key: key(o.Check), ConditionExpression: text,
 				ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValuesOnConditionCheckFailure: allOld}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 
 	"github.com/kosha-platform/koshactl/internal/lazyre"
@@ -63,14 +64,13 @@ func indexDDL(ix store.Index) string {
 // [DefaultPageSize] keys.
 func (s *Store) BatchGet(ctx context.Context, pks []string) (map[string]store.Item, error) {
 	out := make(map[string]store.Item, len(pks))
-	for i := 0; i < len(pks); i += DefaultPageSize {
-		chunk := pks[i:min(i+DefaultPageSize, len(pks))]
+	for chunk := range slices.Chunk(pks, DefaultPageSize) {
 		args := make([]any, len(chunk))
 		for j, pk := range chunk {
 			args[j] = pk
 		}
 		q := `SELECT pk, attrs FROM items WHERE pk IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`
-		if err := s.collect(ctx, q, args, func(it store.Item) { out[it.PK()] = it }); err != nil {
+		if err := s.collect(ctx, q, args, nil, func(it store.Item) { out[it.PK()] = it }); err != nil {
 			return nil, s.wrap(ctx, fmt.Sprintf("batch get %d keys", len(chunk)), err)
 		}
 	}
@@ -78,8 +78,8 @@ func (s *Store) BatchGet(ctx context.Context, pks []string) (map[string]store.It
 }
 
 // collect runs a query of (pk, attrs) rows and passes each decoded item to
-// fn.
-func (s *Store) collect(ctx context.Context, query string, args []any, fn func(store.Item)) error {
+// fn. A row whose pk keep (when set) refuses ends the reading, undecoded.
+func (s *Store) collect(ctx context.Context, query string, args []any, keep func(pk string) bool, fn func(store.Item)) error {
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
@@ -89,6 +89,9 @@ func (s *Store) collect(ctx context.Context, query string, args []any, fn func(s
 		var pk, attrs string
 		if err := rows.Scan(&pk, &attrs); err != nil {
 			return err
+		}
+		if keep != nil && !keep(pk) {
+			return rows.Err()
 		}
 		it, err := decode(pk, attrs)
 		if err != nil {
@@ -155,7 +158,7 @@ func (s *Store) Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.I
 			}
 			args = append(args, n)
 			var page []store.Item
-			err := s.collect(ctx, `SELECT pk, attrs FROM items WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args,
+			err := s.collect(ctx, `SELECT pk, attrs FROM items WHERE `+where+` ORDER BY `+orderBy+` LIMIT ?`, args, nil,
 				func(it store.Item) { page = append(page, it) })
 			if err != nil {
 				yield(nil, s.wrap(ctx, op, err))

@@ -18,6 +18,7 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -118,12 +119,8 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err == nil || !isBusy(err) || time.Now().Add(wait).After(deadline) {
 			return err
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return s.wrap(ctx, "open embedded store", ctx.Err())
+		if err := clock.Sleep(ctx, nil, wait); err != nil {
+			return s.wrap(ctx, "open embedded store", err)
 		}
 	}
 }
@@ -208,64 +205,38 @@ func (s *Store) Get(ctx context.Context, pk string) (store.Item, error) {
 
 // Put writes item if cond holds, replacing any previous item whole.
 func (s *Store) Put(ctx context.Context, item store.Item, cond store.Condition) error {
-	pk := item.PK()
-	op := fmt.Sprintf("put %q", pk)
+	op := fmt.Sprintf("put %q", item.PK())
 	if err := item.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	item = store.Normalize(item)
-	attrs, err := encode(item)
-	if err != nil {
+	if err := cond.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	ttl := ttlOf(item)
-	return s.conditional(ctx, op, pk, cond, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx,
-			`INSERT INTO items (pk, attrs, ttl) VALUES (?, ?, ?)
-			 ON CONFLICT (pk) DO UPDATE SET attrs = excluded.attrs, ttl = excluded.ttl`,
-			pk, attrs, ttl)
-		return err
-	})
+	return single(s.apply(ctx, op, []store.Op{store.PutOp(item, cond)}))
 }
 
 // Delete removes the item under pk if cond holds. Deleting an absent item
 // succeeds when cond allows an absent item.
 func (s *Store) Delete(ctx context.Context, pk string, cond store.Condition) error {
-	return s.conditional(ctx, fmt.Sprintf("delete %q", pk), pk, cond, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ?`, pk)
-		return err
-	})
-}
-
-// conditional runs apply in a write transaction if cond holds for the item
-// under pk at that moment; otherwise it returns a *store.ConditionError
-// carrying that item and writes nothing.
-func (s *Store) conditional(ctx context.Context, op, pk string, cond store.Condition, apply func(*sql.Tx) error) error {
+	op := fmt.Sprintf("delete %q", pk)
 	if err := cond.Validate(); err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	var condErr *store.ConditionError
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		if !cond.IsAlways() {
-			cur, err := getTx(ctx, tx, pk)
-			if err != nil {
-				return err
-			}
-			if !cond.Holds(cur) {
-				condErr = &store.ConditionError{PK: pk, Current: cur}
-				return condErr
-			}
-		}
-		return apply(tx)
-	})
-	if condErr != nil {
-		return condErr
-	}
-	if err != nil {
-		return s.wrap(ctx, op, err)
-	}
-	return nil
+	return single(s.apply(ctx, op, []store.Op{store.DeleteOp(pk, cond)}))
 }
+
+// single is the refusal of a one-item write as the contract has it, a
+// *store.ConditionError carrying the item as stored.
+func single(err error) error {
+	if tce := (*store.TxConflictError)(nil); errors.As(err, &tce) {
+		return &tce.Conflicts[0]
+	}
+	return err
+}
+
+// upsertSQL writes one row whole, replacing any row under its pk.
+const upsertSQL = `INSERT INTO items (pk, attrs, ttl) VALUES (?, ?, ?)
+	ON CONFLICT (pk) DO UPDATE SET attrs = excluded.attrs, ttl = excluded.ttl`
 
 func getTx(ctx context.Context, tx *sql.Tx, pk string) (store.Item, error) {
 	var attrs string
@@ -341,36 +312,16 @@ func (s *Store) Scan(ctx context.Context, q store.ScanQuery) iter.Seq2[store.Ite
 // may follow. Keys with a prefix sort contiguously from the prefix itself, so
 // the first key without it ends the scan.
 func (s *Store) page(ctx context.Context, prefix, after string, first bool, n int) (items []store.Item, more bool, err error) {
-	var rows *sql.Rows
+	q, from := `SELECT pk, attrs FROM items WHERE pk > ? ORDER BY pk LIMIT ?`, after
 	if first {
-		rows, err = s.db.QueryContext(ctx, `SELECT pk, attrs FROM items WHERE pk >= ? ORDER BY pk LIMIT ?`, prefix, n)
-	} else {
-		rows, err = s.db.QueryContext(ctx, `SELECT pk, attrs FROM items WHERE pk > ? ORDER BY pk LIMIT ?`, after, n)
+		q, from = `SELECT pk, attrs FROM items WHERE pk >= ? ORDER BY pk LIMIT ?`, prefix
 	}
-	if err != nil {
-		return nil, false, err
-	}
-	defer rows.Close()
-	read := 0
-	for rows.Next() {
-		read++
-		var pk, attrs string
-		if err := rows.Scan(&pk, &attrs); err != nil {
-			return nil, false, err
-		}
-		if !strings.HasPrefix(pk, prefix) {
-			return items, false, rows.Err()
-		}
-		it, err := decode(pk, attrs)
-		if err != nil {
-			return nil, false, err
-		}
-		items = append(items, it)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, err
-	}
-	return items, read == n, nil
+	more = true
+	err = s.collect(ctx, q, []any{from, n}, func(pk string) bool {
+		more = strings.HasPrefix(pk, prefix)
+		return more
+	}, func(it store.Item) { items = append(items, it) })
+	return items, more && len(items) == n, err
 }
 
 // Sweep deletes the items whose ttl attribute (epoch seconds) is more than
@@ -398,22 +349,16 @@ func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
 // database locked past the busy timeout and every other failure of the
 // database match store.ErrUnavailable.
 func (s *Store) wrap(ctx context.Context, op string, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		// The driver reports a canceled statement as SQLITE_INTERRUPT.
-		return fmt.Errorf("%s: %w", op, ctxErr)
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if errors.Is(err, store.ErrInvalidItem) {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if isBusy(err) {
-		return fmt.Errorf("%s: %s is locked by another process for more than %v: %w: %w", op, s.path, BusyTimeout, store.ErrUnavailable, err)
-	}
 	var se *msqlite.Error
-	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_INTERRUPT {
+	switch {
+	case ctx.Err() != nil:
+		// The driver reports a canceled statement as SQLITE_INTERRUPT.
+		return fmt.Errorf("%s: %w", op, ctx.Err())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded), errors.Is(err, store.ErrInvalidItem),
+		errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_INTERRUPT:
 		return fmt.Errorf("%s: %w", op, err)
+	case isBusy(err):
+		return fmt.Errorf("%s: %s is locked by another process for more than %v: %w: %w", op, s.path, BusyTimeout, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %s: %w: %w", op, s.Describe(), store.ErrUnavailable, err)
 }
@@ -492,64 +437,53 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 	if err := c.Validate(); err != nil {
 		return err
 	}
-	type row struct {
-		pk, attrs string
-		ttl       any
-		del       bool
-		check     bool
-	}
-	rows := make([]row, len(c.Ops))
-	for i, op := range c.Ops {
-		if op.IsCheck() {
-			rows[i] = row{pk: op.Check, check: true}
-			continue
-		}
-		if op.Put == nil {
-			rows[i] = row{pk: op.Delete, del: true}
-			continue
-		}
-		it := store.Normalize(op.Put)
-		attrs, err := encode(it)
-		if err != nil {
-			return fmt.Errorf("change %s: %w", c.Token, err)
-		}
-		rows[i] = row{pk: it.PK(), attrs: attrs, ttl: ttlOf(it)}
-	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("change %s: %w: %w", c.Token, store.ErrNotSent, ctx.Err())
 	}
-	var conflict *store.TxConflictError
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		for i, op := range c.Ops {
-			if op.Cond.IsAlways() {
-				continue
-			}
-			cur, err := getTx(ctx, tx, rows[i].pk)
+	return s.apply(ctx, "change "+c.Token, c.Ops)
+}
+
+// apply writes ops (valid: their items and conditions checked) in one
+// write transaction if every condition holds for the items as stored then,
+// checked by store.Change.ApplyTo (the in-memory stores' one rule);
+// otherwise it writes nothing and returns the *store.TxConflictError.
+func (s *Store) apply(ctx context.Context, op string, ops []store.Op) error {
+	attrs, ttls := make([]string, len(ops)), make([]any, len(ops))
+	for i, o := range ops {
+		if o.Put != nil {
+			it := store.Normalize(o.Put)
+			a, err := encode(it)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w", op, err)
 			}
-			if !op.Cond.Holds(cur) {
-				if conflict == nil {
-					conflict = &store.TxConflictError{}
+			attrs[i], ttls[i] = a, ttlOf(it)
+		}
+	}
+	var conflict error
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		cur := map[string]store.Item{}
+		for _, o := range ops {
+			if !o.Cond.IsAlways() {
+				it, err := getTx(ctx, tx, o.PK())
+				if err != nil {
+					return err
 				}
-				conflict.Conflicts = append(conflict.Conflicts, store.ConditionError{PK: rows[i].pk, Current: cur})
+				if it != nil {
+					cur[o.PK()] = it
+				}
 			}
 		}
-		if conflict != nil {
+		if conflict = (store.Change{Ops: ops}).ApplyTo(cur, func(it store.Item) store.Item { return it }); conflict != nil {
 			return conflict
 		}
-		for _, r := range rows {
-			if r.check {
-				continue
-			}
+		for i, o := range ops {
 			var err error
-			if r.del {
-				_, err = tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ?`, r.pk)
-			} else {
-				_, err = tx.ExecContext(ctx,
-					`INSERT INTO items (pk, attrs, ttl) VALUES (?, ?, ?)
-					 ON CONFLICT (pk) DO UPDATE SET attrs = excluded.attrs, ttl = excluded.ttl`,
-					r.pk, r.attrs, r.ttl)
+			switch {
+			case o.IsCheck():
+			case o.Put == nil:
+				_, err = tx.ExecContext(ctx, `DELETE FROM items WHERE pk = ?`, o.Delete)
+			default:
+				_, err = tx.ExecContext(ctx, upsertSQL, o.PK(), attrs[i], ttls[i])
 			}
 			if err != nil {
 				return err
@@ -561,7 +495,7 @@ func (s *Store) Transact(ctx context.Context, c store.Change) error {
 		return conflict
 	}
 	if err != nil {
-		return s.wrap(ctx, "change "+c.Token, err)
+		return s.wrap(ctx, op, err)
 	}
 	return nil
 }

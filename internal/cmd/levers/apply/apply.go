@@ -241,8 +241,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 // what makes the table match it in one transaction: two round trips, the
 // overrides, the table's policy and the requests of the windows in force
 // read together while who acts resolves, then the write (and, between
-// them, the records of the overrides a file's marker names, when there are
-// any: [levers.Written]).
+// them, the records of the overrides whose marker names the file, when there are
+// any: [levers.File.Written]).
 func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *levers.File, opts *Options, round int, bk *baking.Baker) error {
 	now := f.Clock.Now()
 	var (
@@ -266,7 +266,7 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	if err != nil {
 		return err
 	}
-	written, err := levers.Written(ctx, leversview.Records(f, env), list)
+	written, err := file.Written(ctx, leversview.Records(f, env), list)
 	if err != nil {
 		return err
 	}

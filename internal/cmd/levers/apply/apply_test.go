@@ -19,7 +19,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/apply"
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/diff"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 )
 
@@ -361,5 +363,55 @@ func TestDryRunShowsEachForcesImpact(t *testing.T) {
 	if out := e.MustRun(0, "apply", "-f", path, "--dry-run").Stdout; !strings.Contains(out, "impact of forcing screening-sim") ||
 		!strings.Contains(out, "screen_entity") {
 		t.Errorf("the dry run's table shows no impact:\n%s", out)
+	}
+}
+
+// A dry run of three windows that would force reads the context's
+// CloudWatch call rates once (one GetMetricData request, not one a
+// window), and each window's impact carries its own tool's rate from it.
+func TestDryRunReadsTheRatesOnceForEveryWindow(t *testing.T) {
+	e := clitest.New(t) // the AWS configuration comes from the process environment: not parallel
+	cw := cwfake.New(t)
+	dir := t.TempDir()
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "AKIDFAKE", "AWS_SECRET_ACCESS_KEY": "fake-secret", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": filepath.Join(dir, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"), "AWS_ENDPOINT_URL_CLOUDWATCH": "", "AWS_REGION": "eu-west-1"} {
+		t.Setenv(k, v)
+	}
+	e.WriteConfig(fmt.Sprintf("contexts:\n  local:\n    store:\n      local: {}\n    metrics:\n      cloudwatch:\n        region: eu-west-1\n        endpoint-url: %s\n", cw.URL))
+	for m := -10; m <= 0; m++ {
+		at := clitest.Epoch.Add(time.Duration(m) * time.Minute)
+		cw.PutCount(gauge.ToolCallsMetricName, map[string]string{gauge.DimTool: "screen_entity"}, at, 30)
+		cw.PutCount(gauge.ToolCallsMetricName, map[string]string{gauge.DimTool: "search_knowledge_base"}, at, 12)
+	}
+	path := filepath.Join(e.Dir, "levers.yaml")
+	src := "version: 1\ncontext: local\nname: maintenance\nwindows:\n"
+	for _, dep := range []string{"screening-sim", "openai", "core-api"} {
+		src += fmt.Sprintf("  - dependency: %s\n    reason: vendor maintenance\n    start: %s\n    duration: 30m\n", dep, clitest.Epoch.UTC().Format(time.RFC3339))
+	}
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := clitest.Decode[struct {
+		Results []struct {
+			Dependency string `json:"dependency"`
+			Impact     *struct {
+				Tools []struct {
+					Tool           string   `json:"tool"`
+					CallsPerMinute *float64 `json:"calls_per_minute"`
+				} `json:"tools"`
+			} `json:"impact"`
+		} `json:"results"`
+	}](t, e.MustRun(0, "apply", "-f", path, "--dry-run", "-o", "json").Stdout)
+	if n := cw.Calls(); n != 1 {
+		t.Errorf("%d GetMetricData requests for three windows, want 1", n)
+	}
+	want := map[string]float64{"screening-sim": 30, "openai": 12, "core-api": 12} // core-api's first tool is search_knowledge_base
+	if len(res.Results) != 3 {
+		t.Fatalf("results %+v, want three windows that would force", res.Results)
+	}
+	for _, r := range res.Results {
+		if r.Impact == nil || len(r.Impact.Tools) == 0 || r.Impact.Tools[0].CallsPerMinute == nil || *r.Impact.Tools[0].CallsPerMinute != want[r.Dependency] {
+			t.Errorf("%s: impact %+v, want its first tool at %v calls/min", r.Dependency, r.Impact, want[r.Dependency])
+		}
 	}
 }

@@ -169,7 +169,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			res.Gauges.Error = &msg
 		}
 	}
-	if st.Written, err = levers.Written(ctx, leversview.Records(f, env), st.Overrides); err != nil {
+	if st.Written, err = file.Written(ctx, leversview.Records(f, env), st.Overrides); err != nil {
 		return err
 	}
 	ds := levers.Compare(file, st)

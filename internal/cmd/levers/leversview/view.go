@@ -53,7 +53,7 @@ func OverridesWith(ctx context.Context, env *cmdenv.Env, extra []string) ([]brea
 }
 
 // Records reads env's audit records, for the overrides apply's own records
-// say it wrote (levers.Written).
+// say it wrote (levers.File.Written).
 func Records(f *cmdenv.Factory, env *cmdenv.Env) *audit.Log {
 	log := audit.NewLog(env.Store, f.Clock, env.Name)
 	log.SetNotice(cmdutil.Notice(f.IOStreams.ErrOut))
