@@ -34,6 +34,22 @@ func collect(t *testing.T, svc *approval.Service, q approval.ListQuery) (ids []s
 	return ids, sizes
 }
 
+// gather lists q and returns its pages as one listing.
+func gather(t *testing.T, svc *approval.Service, q approval.ListQuery) approval.Listing {
+	t.Helper()
+	var all approval.Listing
+	err := svc.ListPages(context.Background(), q, func(l approval.Listing) error {
+		all.Requests = append(all.Requests, l.Requests...)
+		all.Reviews = append(all.Reviews, l.Reviews...)
+		all.Unreadable = append(all.Unreadable, l.Unreadable...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
 // Every request, decided or not, is listed by --all from the lists index
 // (the open partition and the closed one, read at once and merged newest
 // first), a page at a time, in the order the scan of the whole table

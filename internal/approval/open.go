@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/proof"
@@ -100,40 +99,6 @@ func ParseCursor(c string) error {
 // tests' in-memory ones).
 type querier interface {
 	Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.Item, error]
-}
-
-// ListOpen lists the pending requests and the open reviews, newest first,
-// each checked against its proofs, from the lists index: no scan (see
-// above). A store without the index (a table made before it, until
-// `koshactl store migrate`) is listed as [Service.List] lists it.
-func (s *Service) ListOpen(ctx context.Context) (Listing, error) {
-	qr, ok := s.store.(querier)
-	if !ok {
-		return s.List(ctx)
-	}
-	parts := []string{OpenRequests, OpenReviews}
-	found := make([][]store.Item, len(parts))
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, part := range parts {
-		wg.Go(func() {
-			for it, err := range qr.Query(ctx, store.IndexQuery{Index: store.IndexLists, Key: part, Descending: true}) {
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				found[i] = append(found[i], it)
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		if errors.Is(err, store.ErrIndexMissing) {
-			return s.List(ctx)
-		}
-		return Listing{}, fmt.Errorf("list the open requests and reviews: %w", err)
-	}
-	return s.check(ctx, found[0], found[1], false, &glassScan{})
 }
 
 // OpenPage is how many requests (or reviews) [Service.ListPages] reads and
