@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/proof"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Listed without a scan. A request and a break-glass review carry the
@@ -86,11 +88,12 @@ func Cursor(created time.Time, id string) string {
 }
 
 // ParseCursor checks that c is a [Cursor] (as a listing handed it out):
-// an error naming the problem otherwise.
+// a usage error naming the problem otherwise.
 func ParseCursor(c string) error {
 	ms, id, ok := strings.Cut(c, "#")
 	if _, err := strconv.ParseUint(ms, 10, 64); !ok || err != nil || len(ms) != 13 || id == "" || store.SortKeyError(store.IndexLists, c) != nil {
-		return fmt.Errorf("cursor %q is not one a listing returned (<13-digit epoch ms>#<id>)", c)
+		return exitcode.Errorf(exitcode.Usage, "cursor %s is not one a listing returned (<13-digit epoch ms>#<id>): pass the next_cursor of the answer before, or none for the newest",
+			textsafe.Quote(textsafe.Truncate(c, 60)))
 	}
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/cmd/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/get"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
@@ -180,11 +179,6 @@ func (r reader) requests(ctx context.Context, a requestArgs) (mcpserver.Output, 
 	limit, err := listLimit(a.Limit)
 	if err != nil {
 		return mcpserver.Output{}, err
-	}
-	if a.Cursor != "" {
-		if err := approval.ParseCursor(a.Cursor); err != nil {
-			return mcpserver.Output{}, cmdutil.Usagef("%v: pass the next_cursor of the answer before, or none for the newest", err)
-		}
 	}
 	doc, err := reqlist.Read(ctx, r.f, &reqlist.Options{All: a.All, Reviews: a.Reviews, Limit: limit, After: a.Cursor})
 	if err != nil {
