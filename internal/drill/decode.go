@@ -271,6 +271,17 @@ func (m *Map) Duration(key string, required bool) (time.Duration, bool) {
 	return field(m, key, required, m.d.Duration)
 }
 
+// DurationAtMost decodes key as [Map.Duration] does, recording a problem
+// when the duration is longer than limit (zero: no limit); bound words the
+// limit, a format of it ("the drill's timeout %s").
+func (m *Map) DurationAtMost(key string, required bool, limit time.Duration, bound string) (time.Duration, bool) {
+	t, ok := m.Duration(key, required)
+	if ok && limit > 0 && t > limit {
+		m.Errorf(key, "%s is longer than %s", t, fmt.Sprintf(bound, limit))
+	}
+	return t, ok
+}
+
 // Bool decodes key as a boolean.
 func (m *Map) Bool(key string) (bool, bool) {
 	n := m.Get(key)

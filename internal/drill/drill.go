@@ -273,24 +273,15 @@ func (d *Decoder) drill(doc *yaml.Node) *Drill {
 	dr.Description, _ = m.String("description", false)
 	dr.Context, _ = m.String("context", false)
 	dr.AllowProtected, _ = m.Bool("allow_protected")
-	if t, ok := m.Duration("timeout", true); ok {
-		if t > MaxTimeout {
-			m.Errorf("timeout", "%s is longer than the %s a drill may last", t, MaxTimeout)
-		}
+	if t, ok := m.DurationAtMost("timeout", true, MaxTimeout, "the %s a drill may last"); ok {
 		dr.Timeout = t
 	}
-	if t, ok := m.Duration("step_timeout", false); ok {
+	if t, ok := m.DurationAtMost("step_timeout", false, dr.Timeout, "the drill's timeout %s"); ok {
 		dr.StepTimeout = t
-		if dr.Timeout > 0 && t > dr.Timeout {
-			m.Errorf("step_timeout", "%s is longer than the drill's timeout %s", t, dr.Timeout)
-		}
 	} else if dr.Timeout > 0 && dr.Timeout < dr.StepTimeout {
 		dr.StepTimeout = dr.Timeout
 	}
-	if t, ok := m.Duration("rollback_timeout", false); ok {
-		if t > MaxRollbackTimeout {
-			m.Errorf("rollback_timeout", "%s is longer than the %s each rollback may take", t, MaxRollbackTimeout)
-		}
+	if t, ok := m.DurationAtMost("rollback_timeout", false, MaxRollbackTimeout, "the %s each rollback may take"); ok {
 		dr.RollbackTimeout = t
 	}
 	if t, ok := m.Duration("poll_interval", false); ok {
@@ -422,10 +413,7 @@ func (d *Decoder) check(n *yaml.Node, what string) *Check {
 		what = fmt.Sprintf("check %q", c.Name)
 		m.what = what
 	}
-	if t, ok := m.Duration("within", false); ok {
-		if d.drillTimeout > 0 && t > d.drillTimeout {
-			m.Errorf("within", "%s is longer than the drill's timeout %s", t, d.drillTimeout)
-		}
+	if t, ok := m.DurationAtMost("within", false, d.drillTimeout, "the drill's timeout %s"); ok {
 		c.Within = t
 	}
 	if t, ok := m.Duration("interval", false); ok {
@@ -592,10 +580,7 @@ func (d *Decoder) step(n *yaml.Node, index int, seen map[string]int, top bool) *
 		m.what = what
 	}
 	s.Name, _ = m.String("name", false)
-	if t, ok := m.Duration("timeout", false); ok {
-		if d.drillTimeout > 0 && t > d.drillTimeout {
-			m.Errorf("timeout", "%s is longer than the drill's timeout %s", t, d.drillTimeout)
-		}
+	if t, ok := m.DurationAtMost("timeout", false, d.drillTimeout, "the drill's timeout %s"); ok {
 		s.Timeout = t
 	}
 	if top {

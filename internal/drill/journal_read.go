@@ -42,17 +42,18 @@ func StreamJournal(path string, keep func(elem any) bool) (*Journal, error) {
 	if st.Size() > maxJournalSize {
 		return nil, fmt.Errorf("read journal %s: %w: more than %d bytes", path, fsutil.ErrTooLarge, maxJournalSize)
 	}
-	// The file may grow while it is read: the cap holds all the same.
-	r := &journalLimit{r: bufio.NewReaderSize(f, 64<<10), left: maxJournalSize}
+	// The file may grow while it is read: the cap holds all the same (a
+	// byte past it read means the file is longer).
+	r := &io.LimitedReader{R: f, N: maxJournalSize + 1}
 	var j Journal
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 64<<10))
 	err = streamObject(dec, reflect.ValueOf(&j).Elem(), keep)
 	if err == nil {
 		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
 			err = errors.New("invalid data after the top-level value")
 		}
 	}
-	if r.over {
+	if r.N == 0 {
 		return nil, fmt.Errorf("read journal %s: %w: more than %d bytes", path, fsutil.ErrTooLarge, maxJournalSize)
 	}
 	if err != nil {
@@ -65,31 +66,6 @@ func StreamJournal(path string, keep func(elem any) bool) (*Journal, error) {
 		return nil, fmt.Errorf("%s: journal version %d is newer than this koshactl reads (%d): use a newer koshactl", path, j.Version, JournalVersion)
 	}
 	return &j, nil
-}
-
-// journalLimit reads at most left bytes of r and notes, in over, that r
-// had more.
-type journalLimit struct {
-	r    io.Reader
-	left int64
-	over bool
-}
-
-func (l *journalLimit) Read(p []byte) (int, error) {
-	if l.left <= 0 {
-		var one [1]byte
-		if n, _ := l.r.Read(one[:]); n > 0 {
-			l.over = true
-			return 0, fsutil.ErrTooLarge
-		}
-		return 0, io.EOF
-	}
-	if int64(len(p)) > l.left {
-		p = p[:l.left]
-	}
-	n, err := l.r.Read(p)
-	l.left -= int64(n)
-	return n, err
 }
 
 // streamObject decodes a JSON object into the struct v as encoding/json

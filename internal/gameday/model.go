@@ -230,19 +230,14 @@ func build(in Input) *report {
 		return checkRowOf(c, "held", "did not hold")
 	})
 	if st := j.Stop; st != nil {
-		sr := &stopRow{Condition: one(st.Condition), Detail: one(st.Detail), At: clock(st.At)}
-		for i, a := range st.Alarms {
-			if i == maxRows {
-				r.More["alarms"] = len(st.Alarms) - maxRows
-				break
-			}
+		r.Stop = &stopRow{Condition: one(st.Condition), Detail: one(st.Detail), At: clock(st.At)}
+		r.Stop.Alarms = capped(r.More, "alarms", st.Alarms, func(a drill.Alarm) alarmRow {
 			ar := alarmRow{Name: one(a.Name), State: one(a.State), Reason: one(a.Reason)}
 			if !a.Since.IsZero() {
 				ar.Since = clock(a.Since)
 			}
-			sr.Alarms = append(sr.Alarms, ar)
-		}
-		r.Stop = sr
+			return ar
+		})
 	}
 	r.Guard = guardRowOf(j)
 	r.Preflight = capped(r.More, "preflight checks", j.Preflight, func(c drill.CheckRecord) checkRow {

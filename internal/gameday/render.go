@@ -147,10 +147,12 @@ func Markdown(w io.Writer, in Input) error {
 			fmt.Fprintf(&b, "… and %d more %s: the journal has them all\n\n", n, what)
 		}
 	}
-	table := func(title string, head []string, rows [][]string) {
+	// table writes rows under head, then the line of those cut (what).
+	table := func(title, what string, head []string, rows [][]string) {
 		if len(rows) == 0 {
 			return
 		}
+		defer more(what)
 		fmt.Fprintf(&b, "### %s\n\n| %s |\n|%s\n", title, strings.Join(head, " | "), strings.Repeat("---|", len(head)))
 		for _, row := range rows {
 			cells := make([]string, len(row))
@@ -161,20 +163,18 @@ func Markdown(w io.Writer, in Input) error {
 		}
 		b.WriteString("\n")
 	}
-	table("Steps", []string{"step", "kind", "status", "took", "why", "what it did"}, mapRows(r.Steps, func(s stepRow) []string {
+	table("Steps", "steps", []string{"step", "kind", "status", "took", "why", "what it did"}, mapRows(r.Steps, func(s stepRow) []string {
 		return []string{s.ID, s.Kind, s.Status, s.Duration, s.Reason, joinNonEmpty(": ", s.Description, cmp.Or(s.Error, s.Detail))}
 	}))
-	more("steps")
 	if g := r.Guard; g != nil {
 		fmt.Fprintf(&b, "### %s\n\n", g.Heading)
 		pairs(slices.DeleteFunc([][2]string{{"guard", g.Role + " " + g.Condition}, {"at", g.At}, {"since", g.Since}, {"polls", g.Polls},
 			{"grace", g.Grace}, {"cause", g.Cause}, {"fix", g.Fix}}, func(kv [2]string) bool { return kv[1] == "" }))
 	}
-	table("Preflight", []string{"check", "kind", "result", "observed"}, mapRows(r.Preflight, func(c checkRow) []string {
+	table("Preflight", "preflight checks", []string{"check", "kind", "result", "observed"}, mapRows(r.Preflight, func(c checkRow) []string {
 		return []string{c.Name, c.Kind, c.Status, cmp.Or(c.Error, c.Detail)}
 	}))
-	more("preflight checks")
-	table("Levers", []string{"rollback", "subject", "why", "status", "pulled", "put back", "held", "detail"}, mapRows(r.Levers, func(l leverRow) []string {
+	table("Levers", "levers", []string{"rollback", "subject", "why", "status", "pulled", "put back", "held", "detail"}, mapRows(r.Levers, func(l leverRow) []string {
 		im := ""
 		if l.Impact != "" {
 			im = "impact: " + l.Impact
@@ -182,26 +182,21 @@ func Markdown(w io.Writer, in Input) error {
 		return []string{l.ID, l.Subject, joinNonEmpty("; ", l.Why, im), l.Status, l.Pulled, joinNonEmpty(" by ", l.Back, l.By), l.Held,
 			cmp.Or(l.Error, l.Detail)}
 	}))
-	more("levers")
 	if st := r.Stop; st != nil {
 		fmt.Fprintf(&b, "### Stop condition\n\n**%s** fired at %s: %s\n\n", md(st.Condition), md(st.At), md(st.Detail))
-		table("Alarms", []string{"alarm", "state", "since", "state reason"}, mapRows(st.Alarms, func(a alarmRow) []string {
+		table("Alarms", "alarms", []string{"alarm", "state", "since", "state reason"}, mapRows(st.Alarms, func(a alarmRow) []string {
 			return []string{a.Name, a.State, a.Since, a.Reason}
 		}))
-		more("alarms")
 	}
-	table("Hypothesis", []string{"phase", "check", "result", "observed"}, mapRows(r.Checks, func(c checkRow) []string {
+	table("Hypothesis", "checks", []string{"phase", "check", "result", "observed"}, mapRows(r.Checks, func(c checkRow) []string {
 		return []string{c.Phase, c.Name, c.Status, cmp.Or(c.Error, c.Detail)}
 	}))
-	more("checks")
-	table("Recoveries", []string{"at", "by", "result", "rollbacks", "detail"}, mapRows(r.Recoveries, func(rv recoveryRow) []string {
+	table("Recoveries", "recoveries", []string{"at", "by", "result", "rollbacks", "detail"}, mapRows(r.Recoveries, func(rv recoveryRow) []string {
 		return []string{rv.At, rv.Actor, rv.Status, rv.Rollbacks, rv.Detail}
 	}))
-	more("recoveries")
-	table("Audit records", []string{"id", "at", "action", "subject"}, mapRows(r.Audit, func(a auditRow) []string {
+	table("Audit records", "audit records", []string{"id", "at", "action", "subject"}, mapRows(r.Audit, func(a auditRow) []string {
 		return []string{a.ID, a.At, a.Action, a.Subject}
 	}))
-	more("audit records")
 	if len(r.Notices) > 0 {
 		b.WriteString("### Notices\n\n")
 		for _, n := range r.Notices {

@@ -69,7 +69,7 @@ var ErrAlarmQuery = errors.New("invalid alarm query")
 //
 // Both ask for metric and composite alarms, 100 a page.
 func AlarmRequest(q AlarmQuery) (*cloudwatch.DescribeAlarmsInput, error) {
-	names, prefixes := dedupe(q.Names), dedupe(q.Prefixes)
+	names, prefixes := unique(q.Names, nil), unique(q.Prefixes, nil)
 	for _, s := range append(slices.Clone(names), prefixes...) {
 		if s == "" || len(s) > MaxAlarmNameLen {
 			return nil, fmt.Errorf("%w: alarm name or prefix %q: use 1-%d characters", ErrAlarmQuery, s, MaxAlarmNameLen)
@@ -248,16 +248,6 @@ func (s *AlarmSource) client(ctx context.Context, region string) (describeAlarms
 	c := newCloudWatchClient(cfg, cw, region)
 	s.clients[region] = c
 	return c, nil
-}
-
-func dedupe(in []string) []string {
-	out := make([]string, 0, len(in))
-	for _, s := range in {
-		if !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func commonPrefix(ss []string) string {

@@ -203,25 +203,8 @@ func Window(now time.Time, window, period time.Duration) (start, end time.Time) 
 // [DependenciesPerRequest]); the i-th dependency's queries carry ids ending
 // in i.
 func (c *CloudWatch) FleetQueries(deps []string) []types.MetricDataQuery {
-	period := c.period
-	dims := func(dep string) []types.Dimension {
-		d := []types.Dimension{{Name: aws.String(gauge.DimDependency), Value: aws.String(dep)}}
-		if c.opts.Service != "" {
-			d = append(d, types.Dimension{Name: aws.String(gauge.DimService), Value: aws.String(c.opts.Service)})
-		}
-		return d
-	}
 	stat := func(kind, stat string, i int, dep string) types.MetricDataQuery {
-		return types.MetricDataQuery{
-			Id:    aws.String(kind + strconv.Itoa(i)),
-			Label: aws.String(dep + " " + stat),
-			MetricStat: &types.MetricStat{
-				Metric: &types.Metric{Namespace: aws.String(c.opts.Namespace), MetricName: aws.String(gauge.MetricName), Dimensions: dims(dep)},
-				Period: aws.Int32(period),
-				Stat:   aws.String(stat),
-			},
-			ReturnData: aws.Bool(true),
-		}
+		return statQuery(c.opts.Namespace, c.opts.Service, kind+strconv.Itoa(i), dep+" "+stat, gauge.MetricName, gauge.DimDependency, dep, stat, c.period)
 	}
 	out := make([]types.MetricDataQuery, 0, len(deps)*FleetQueriesPerDependency)
 	for i, dep := range deps {
@@ -231,6 +214,26 @@ func (c *CloudWatch) FleetQueries(deps []string) []types.MetricDataQuery {
 			stat(kindSamples, "SampleCount", i, dep))
 	}
 	return out
+}
+
+// statQuery is query id (labeled label) of metric's per-period stat for
+// dimension dim=value, in namespace and, when set, dimension
+// service=service.
+func statQuery(namespace, service, id, label, metric, dim, value, stat string, period int32) types.MetricDataQuery {
+	dims := []types.Dimension{{Name: aws.String(dim), Value: aws.String(value)}}
+	if service != "" {
+		dims = append(dims, types.Dimension{Name: aws.String(gauge.DimService), Value: aws.String(service)})
+	}
+	return types.MetricDataQuery{
+		Id:    aws.String(id),
+		Label: aws.String(label),
+		MetricStat: &types.MetricStat{
+			Metric: &types.Metric{Namespace: aws.String(namespace), MetricName: aws.String(metric), Dimensions: dims},
+			Period: aws.Int32(period),
+			Stat:   aws.String(stat),
+		},
+		ReturnData: aws.Bool(true),
+	}
 }
 
 // SearchQueries builds the per-instance SEARCH queries for deps; the i-th
@@ -293,7 +296,7 @@ func (c *CloudWatch) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 	snap := Snapshot{Source: c.Describe(), FetchedAt: now, Start: start, End: end, Period: c.opts.Period,
 		StaleAfter: c.opts.StaleAfter, FleetLookback: FleetLookback, Series: map[string]Series{},
 		ReadDelay: RetrievalDelay, Lag: OverrideLag}
-	deps := uniqueValid(req.Dependencies)
+	deps := unique(req.Dependencies, validDependency)
 	for lo := 0; lo < len(deps); lo += DependenciesPerRequest {
 		chunk := deps[lo:min(lo+DependenciesPerRequest, len(deps))]
 		res, err := c.get(ctx, c.FleetQueries(chunk), start, end, &snap)
@@ -551,27 +554,21 @@ func (r *results) instances(i int) []InstanceSeries {
 	return out
 }
 
-// uniqueValid drops duplicates and names that cannot be dependencies (they
-// could not appear in the metric either), keeping order.
-func uniqueValid(deps []string) []string {
+// unique drops duplicates and the names keep refuses (none when nil),
+// keeping order.
+func unique(names []string, keep func(string) bool) []string {
 	seen := map[string]bool{}
-	out := make([]string, 0, len(deps))
-	for _, d := range deps {
-		if seen[d] || breaker.ValidateDependency(d) != nil {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if seen[n] || (keep != nil && !keep(n)) {
 			continue
 		}
-		seen[d] = true
-		out = append(out, d)
+		seen[n] = true
+		out = append(out, n)
 	}
 	return out
 }
 
-// sortedKeys returns a map's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+// validDependency reports whether d can be a dependency's name (another
+// could not appear in the metric either).
+func validDependency(d string) bool { return breaker.ValidateDependency(d) == nil }

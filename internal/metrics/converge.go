@@ -80,30 +80,16 @@ const (
 	GoalReleased
 )
 
+var goalTokens = [...]string{GoalForced: "forced", GoalReleased: "released"}
+
 // String returns "forced" or "released".
-func (g Goal) String() string {
-	switch g {
-	case GoalForced:
-		return "forced"
-	case GoalReleased:
-		return "released"
-	}
-	return fmt.Sprintf("goal(%d)", uint8(g))
-}
+func (g Goal) String() string { return token(goalTokens[:], g, "goal") }
 
 // MarshalText encodes the goal as its name.
 func (g Goal) MarshalText() ([]byte, error) { return []byte(g.String()), nil }
 
 // UnmarshalText decodes a goal's name.
-func (g *Goal) UnmarshalText(text []byte) error {
-	for _, v := range []Goal{GoalForced, GoalReleased} {
-		if string(text) == v.String() {
-			*g = v
-			return nil
-		}
-	}
-	return fmt.Errorf("parse goal %q: want forced or released", text)
-}
+func (g *Goal) UnmarshalText(text []byte) error { return parseToken(goalTokens[:], text, "goal", g) }
 
 // meets reports whether a gauge value shows the goal: forced is exactly 3,
 // released exactly another state (0, 1 or 2).
@@ -150,12 +136,7 @@ var verdictTokens = [...]string{Converging: "converging", Confirmed: "confirmed"
 
 // String returns the verdict's token as JSON writes it: converging,
 // confirmed, not_obeyed or unconfirmed.
-func (v Verdict) String() string {
-	if int(v) < len(verdictTokens) {
-		return verdictTokens[v]
-	}
-	return fmt.Sprintf("verdict(%d)", uint8(v))
-}
+func (v Verdict) String() string { return token(verdictTokens[:], v, "verdict") }
 
 // Label returns the verdict as a screen writes it ("not obeyed").
 func (v Verdict) Label() string {
@@ -170,13 +151,7 @@ func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil 
 
 // UnmarshalText decodes a verdict's token.
 func (v *Verdict) UnmarshalText(text []byte) error {
-	for i, tok := range verdictTokens {
-		if string(text) == tok {
-			*v = Verdict(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("parse verdict %q: want converging, confirmed, not_obeyed or unconfirmed", text)
+	return parseToken(verdictTokens[:], text, "verdict", v)
 }
 
 // Change is one override change whose effect on the gauges is judged.
@@ -294,27 +269,11 @@ func judgeLive(cv *Convergence, s Series) (judged, met bool) {
 // judgePeriods judges CloudWatch's newest complete, settled period, and
 // names stragglers from the breakdown when there is one.
 func judgePeriods(cv *Convergence, s Series, snap *Snapshot) (judged, met bool) {
-	settled := cv.Since.Add(OverrideCacheTTL)
-	usable := func(p Point) bool {
-		return !p.Time.Before(settled) && !p.Time.Add(snap.Period+snap.ReadDelay).After(snap.FetchedAt)
-	}
-	var fleet *Point
-	for i := len(s.Timeline) - 1; i >= 0; i-- {
-		if usable(s.Timeline[i]) {
-			fleet = &s.Timeline[i]
-			break
-		}
-	}
+	fleet := snap.settledPoint(s.Timeline, cv.Since)
 	if s.Breakdown != BreakdownNotFetched && len(s.Instances) > 0 {
 		cv.PerInstance = s.Breakdown == BreakdownComplete
 		for _, in := range s.Instances {
-			var last *Point
-			for i := len(in.Points) - 1; i >= 0; i-- {
-				if usable(in.Points[i]) {
-					last = &in.Points[i]
-					break
-				}
-			}
+			last := snap.settledPoint(in.Points, cv.Since)
 			if last == nil {
 				continue
 			}
@@ -328,6 +287,7 @@ func judgePeriods(cv *Convergence, s Series, snap *Snapshot) (judged, met bool) 
 		sort.Strings(cv.Stragglers)
 	}
 	if fleet == nil {
+		settled := cv.Since.Add(OverrideCacheTTL)
 		first := settled.UTC().Truncate(snap.Period)
 		if first.Before(settled) {
 			first = first.Add(snap.Period)
@@ -348,6 +308,20 @@ func judgePeriods(cv *Convergence, s Series, snap *Snapshot) (judged, met bool) 
 		cv.Note = fmt.Sprintf("the minute from %s: worst %s, best %s", fleet.Time.Format("15:04:05"), GaugeLabel(fleet.Max), GaugeLabel(fleet.Min))
 	}
 	return true, met
+}
+
+// settledPoint is the newest of points that starts at least
+// [OverrideCacheTTL] after since (every obeying instance applied the change
+// before it began) and ended at least the snapshot's ReadDelay ago (every
+// datapoint in it is readable); nil when none does.
+func (s *Snapshot) settledPoint(points []Point, since time.Time) *Point {
+	settled := since.Add(OverrideCacheTTL)
+	for i := len(points) - 1; i >= 0; i-- {
+		if p := &points[i]; !p.Time.Before(settled) && !p.Time.Add(s.Period+s.ReadDelay).After(s.FetchedAt) {
+			return p
+		}
+	}
+	return nil
 }
 
 // lag is the snapshot's bound, [OverrideLag] when the source did not say.
@@ -405,25 +379,32 @@ func (cv Convergence) Summary() string {
 	if cv.Verdict != Converging && cv.Verdict != Confirmed {
 		s += ", " + cv.Verdict.Label()
 	}
-	var groups []string
-	if len(cv.Stragglers) > 0 {
-		label := "not yet"
-		if cv.Verdict != Converging {
-			label = cv.Goal.lacking()
-		}
-		groups = append(groups, label+": "+strings.Join(cv.Stragglers, ", "))
+	label := "not yet"
+	if cv.Verdict != Converging {
+		label = cv.Goal.lacking()
 	}
-	if len(cv.Unknown) > 0 {
-		doubts := make([]string, len(cv.Unknown))
-		for i, d := range cv.Unknown {
+	return s + standingGroups(label, cv.Stragglers, cv.Unknown)
+}
+
+// standingGroups is the parenthesis a summary ends with: the instances
+// that contradict the goal (after lacking) and those unknown, with why; ""
+// when there are none.
+func standingGroups(lacking string, stragglers []string, unknown []Doubt) string {
+	var groups []string
+	if len(stragglers) > 0 {
+		groups = append(groups, lacking+": "+strings.Join(stragglers, ", "))
+	}
+	if len(unknown) > 0 {
+		doubts := make([]string, len(unknown))
+		for i, d := range unknown {
 			doubts[i] = d.Instance + " " + d.Why
 		}
 		groups = append(groups, "unknown: "+strings.Join(doubts, "; "))
 	}
-	if len(groups) > 0 {
-		s += " (" + strings.Join(groups, "; ") + ")"
+	if len(groups) == 0 {
+		return ""
 	}
-	return s
+	return " (" + strings.Join(groups, "; ") + ")"
 }
 
 // lacking names the instances that contradict the goal: "not forced" after

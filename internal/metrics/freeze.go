@@ -6,15 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
-	"sync"
 	"time"
-
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/freeze"
-	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
 // FreezeStanding is what one read of the fleet's chaos_frozen gauges says
@@ -51,22 +46,7 @@ func (s FreezeStanding) Summary() string {
 	if !s.Want {
 		goal, lacking = "unfrozen", "still frozen"
 	}
-	out := fmt.Sprintf("%s on %d of %d instances", goal, len(s.Obeying), len(s.Instances))
-	var groups []string
-	if len(s.Stragglers) > 0 {
-		groups = append(groups, lacking+": "+strings.Join(s.Stragglers, ", "))
-	}
-	if len(s.Unknown) > 0 {
-		doubts := make([]string, len(s.Unknown))
-		for i, d := range s.Unknown {
-			doubts[i] = d.Instance + " " + d.Why
-		}
-		groups = append(groups, "unknown: "+strings.Join(doubts, "; "))
-	}
-	if len(groups) > 0 {
-		out += " (" + strings.Join(groups, "; ") + ")"
-	}
-	return out
+	return fmt.Sprintf("%s on %d of %d instances", goal, len(s.Obeying), len(s.Instances)) + standingGroups(lacking, s.Stragglers, s.Unknown)
 }
 
 // JudgeFreeze judges one read of the gauge: values holds each instance's
@@ -100,53 +80,25 @@ func JudgeFreeze(values map[string][]float64, wantFrozen bool) FreezeStanding {
 // leaves its instances out (they then cannot confirm: a straggler is an
 // instance that answers and disagrees).
 func (p *Prometheus) FreezeGauges(ctx context.Context) (map[string][]float64, error) {
-	out := map[string][]float64{}
-	var mu sync.Mutex
-	errs := make([]error, len(p.urls))
-	var wg sync.WaitGroup
-	for i, u := range p.urls {
-		wg.Go(func() {
-			errs[i] = p.scrapeFamily(ctx, u, freeze.PrometheusMetricName, func(m *dto.Metric) {
-				s, ok := frozenSample(m, hostOf(u))
-				if !ok {
-					return
-				}
-				mu.Lock()
+	results, _, err := scrapeAll(p.urls, func(u string) (map[string][]float64, error) {
+		out := map[string][]float64{}
+		err := p.scrapeFamily(ctx, u, freeze.PrometheusMetricName, func(s sample, ok bool) {
+			if ok {
 				out[s.instance] = append(out[s.instance], s.value)
-				mu.Unlock()
-			})
+			}
 		})
+		return out, err
+	})
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	failed := 0
-	for _, err := range errs {
-		if err != nil {
-			failed++
+	out := map[string][]float64{}
+	for _, r := range results {
+		for in, vs := range r {
+			out[in] = append(out[in], vs...)
 		}
-	}
-	if failed == len(p.urls) {
-		return nil, errors.Join(errs...)
 	}
 	return out, nil
-}
-
-// frozenSample reads one gauge (or untyped) sample of kosha_chaos_frozen.
-func frozenSample(m *dto.Metric, host string) (sample, bool) {
-	s := sample{instance: host}
-	for _, l := range m.GetLabel() {
-		if l.GetName() == gauge.DimInstance && l.GetValue() != "" {
-			s.instance = l.GetValue()
-		}
-	}
-	switch {
-	case m.GetGauge() != nil:
-		s.value = m.GetGauge().GetValue()
-	case m.GetUntyped() != nil:
-		s.value = m.GetUntyped().GetValue()
-	default:
-		return s, false
-	}
-	return s, true
 }
 
 // FreezeReader reads the fleet's chaos_frozen gauges, by instance
@@ -184,33 +136,26 @@ func WaitFreeze(ctx context.Context, clk clock.Clock, r FreezeReader, want bool,
 		poll = ScrapeWaitPoll
 	}
 	start := clk.Now()
-	deadline := start.Add(timeout)
 	w := FreezeWait{Timeout: timeout, Standing: FreezeStanding{Want: want}}
-	for {
-		left := deadline.Sub(clk.Now())
-		if left <= 0 {
-			w.Elapsed = clk.Now().Sub(start)
-			return w, errors.Join(ErrNotConfirmed, w.FetchErr)
-		}
-		fctx, cancel := context.WithTimeout(ctx, left)
+	confirmed, err := pollUntil(ctx, clk, timeout, func(fctx context.Context) (bool, time.Duration) {
 		values, err := r.FreezeGauges(fctx)
-		cancel()
 		w.Polls++
 		if ctx.Err() != nil {
-			return w, ctx.Err()
+			return false, 0
 		}
 		w.FetchErr = err
 		if err == nil {
 			w.Standing = JudgeFreeze(values, want)
 		}
 		w.Elapsed = clk.Now().Sub(start)
-		if err == nil && w.Standing.Confirmed() {
-			return w, nil
-		}
-		select {
-		case <-ctx.Done():
-			return w, ctx.Err()
-		case <-clock.After(clk, min(poll, max(deadline.Sub(clk.Now()), 0))):
-		}
+		return err == nil && w.Standing.Confirmed(), poll
+	})
+	switch {
+	case err != nil:
+		return w, err
+	case confirmed:
+		return w, nil
 	}
+	w.Elapsed = clk.Now().Sub(start)
+	return w, errors.Join(ErrNotConfirmed, w.FetchErr)
 }

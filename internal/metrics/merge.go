@@ -2,7 +2,9 @@ package metrics
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -117,7 +119,7 @@ func Merge(deps []string, overrides []breaker.Override, snap *Snapshot, now time
 		}
 	}
 	out := make([]DependencyStatus, 0, len(names))
-	for _, name := range sortedKeys(names) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		var series Series
 		var ok bool
 		if snap != nil {

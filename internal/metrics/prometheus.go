@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
@@ -62,18 +63,24 @@ type Prometheus struct {
 	opts PrometheusOptions
 
 	mu sync.Mutex
-	// history[dependency][instance] holds one point per period, oldest first.
-	history map[string]map[string][]Point
-	// seen[dependency][instance] is the last scrape that reported it, and
-	// last[dependency][instance] the value it reported.
-	seen map[string]map[string]time.Time
-	last map[string]map[string]float64
-	// read[dependency][instance] is the instance's reading in the newest
-	// scrape (absent: not in it), and present[dependency][instance] the
-	// last scrape that held the instance, whatever its value: the instances
-	// known, against which a fleet that shrank is told.
-	read    map[string]map[string]*Reading
-	present map[string]map[string]time.Time
+	// fleet[dependency][instance] is what the scrapes said of an instance
+	// read since the window's start: the instances known, against which a
+	// fleet that shrank is told.
+	fleet map[string]map[string]*scraped
+}
+
+// scraped is what the scrapes said of one instance of a dependency.
+type scraped struct {
+	// points holds one point per period, oldest first, of its states.
+	points []Point
+	// seen is the last scrape that reported it with a state, and last the
+	// state it reported.
+	seen time.Time
+	last float64
+	// read is its reading in the newest scrape (nil: absent from it), and
+	// present the last scrape that held it, whatever its value.
+	read    *Reading
+	present time.Time
 }
 
 // NewPrometheus returns a source scraping each of urls (http or https).
@@ -89,9 +96,7 @@ func NewPrometheus(urls []string, opts PrometheusOptions) (*Prometheus, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 	}
-	return &Prometheus{urls: append([]string(nil), urls...), opts: opts, history: map[string]map[string][]Point{},
-		seen: map[string]map[string]time.Time{}, last: map[string]map[string]float64{},
-		read: map[string]map[string]*Reading{}, present: map[string]map[string]time.Time{}}, nil
+	return &Prometheus{urls: append([]string(nil), urls...), opts: opts, fleet: map[string]map[string]*scraped{}}, nil
 }
 
 // scrapeClient checks a Prometheus reader's urls (at least one, each
@@ -139,55 +144,42 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 	type result struct {
 		samples []sample
 		skipped int
-		err     error
 	}
-	results := make([]result, len(p.urls))
-	var wg sync.WaitGroup
-	for i, u := range p.urls {
-		wg.Go(func() {
-			s, skipped, err := p.scrape(ctx, u)
-			results[i] = result{s, skipped, err}
-		})
+	results, errs, err := scrapeAll(p.urls, func(u string) (result, error) {
+		s, skipped, err := p.scrape(ctx, u)
+		return result{s, skipped}, err
+	})
+	if err != nil {
+		return snap, err
 	}
-	wg.Wait()
 	var all []sample
-	var errs []error
 	for i, r := range results {
-		if r.err != nil {
-			errs = append(errs, r.err)
-			continue
-		}
 		if r.skipped > 0 {
 			snap.Warnings = append(snap.Warnings, fmt.Sprintf("%s: %d %s samples ignored (no dependency label, or a value that is not 0..3: such an instance cannot confirm a change)",
 				p.urls[i], r.skipped, gauge.PrometheusMetricName))
 		}
 		all = append(all, r.samples...)
 	}
-	if len(errs) == len(p.urls) {
-		return snap, errors.Join(errs...)
-	}
-	for _, err := range errs {
-		snap.Warnings = append(snap.Warnings, err.Error())
-	}
+	snap.Warnings = append(snap.Warnings, errStrings(errs)...)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.record(all, now)
 	p.prune(start)
-	for _, d := range uniqueValid(deps) {
+	for _, d := range unique(deps, validDependency) {
 		snap.Series[d] = Series{Dependency: d}
 	}
-	for dep, known := range p.present {
-		byInstance := p.history[dep]
+	for dep, known := range p.fleet {
 		s := Series{Dependency: dep}
-		for _, name := range sortedKeys(known) {
-			in := InstanceSeries{Instance: name, LastRead: known[name]}
-			if pts := byInstance[name]; len(pts) > 0 {
-				last := p.last[dep][name]
-				in.Points, in.LastSeen, in.Last = append([]Point(nil), pts...), p.seen[dep][name], &last
+		for _, name := range slices.Sorted(maps.Keys(known)) {
+			k := known[name]
+			in := InstanceSeries{Instance: name, LastRead: k.present}
+			if len(k.points) > 0 {
+				last := k.last
+				in.Points, in.LastSeen, in.Last = slices.Clone(k.points), k.seen, &last
 			}
-			if r := p.read[dep][name]; r != nil {
-				cp := *r
+			if k.read != nil {
+				cp := *k.read
 				in.Newest = &cp
 			}
 			s.Instances = append(s.Instances, in)
@@ -208,79 +200,56 @@ func (p *Prometheus) Fetch(ctx context.Context, req FetchRequest) (Snapshot, err
 // in the newest read ([Goal.Stand] judges it).
 func (p *Prometheus) record(samples []sample, now time.Time) {
 	bucket := now.UTC().Truncate(p.opts.Period)
-	clear(p.read)
+	for _, known := range p.fleet {
+		for _, k := range known {
+			k.read = nil
+		}
+	}
 	for _, s := range samples {
-		if p.read[s.dependency] == nil {
-			p.read[s.dependency] = map[string]*Reading{}
+		if p.fleet[s.dependency] == nil {
+			p.fleet[s.dependency] = map[string]*scraped{}
 		}
-		if p.present[s.dependency] == nil {
-			p.present[s.dependency] = map[string]time.Time{}
+		k := p.fleet[s.dependency][s.instance]
+		if k == nil {
+			k = &scraped{}
+			p.fleet[s.dependency][s.instance] = k
 		}
-		p.present[s.dependency][s.instance] = now
-		r := p.read[s.dependency][s.instance]
-		if r == nil {
-			r = &Reading{ReadAt: now}
-			p.read[s.dependency][s.instance] = r
+		k.present = now
+		if k.read == nil {
+			k.read = &Reading{ReadAt: now}
 		}
-		r.Series++
-		r.Value, r.SampledAt = s.value, s.at
+		k.read.Series++
+		k.read.Value, k.read.SampledAt = s.value, s.at
 		if _, ok := GaugeState(s.value); !ok {
 			continue
 		}
-		byInstance, ok := p.history[s.dependency]
-		if !ok {
-			byInstance = map[string][]Point{}
-			p.history[s.dependency] = byInstance
-		}
-		pts := byInstance[s.instance]
-		if n := len(pts); n > 0 && pts[n-1].Time.Equal(bucket) {
-			pts[n-1].Max = math.Max(pts[n-1].Max, s.value)
-			pts[n-1].Min = math.Min(pts[n-1].Min, s.value)
-			pts[n-1].Samples++
+		if n := len(k.points); n > 0 && k.points[n-1].Time.Equal(bucket) {
+			pt := &k.points[n-1]
+			pt.Max, pt.Min, pt.Samples = math.Max(pt.Max, s.value), math.Min(pt.Min, s.value), pt.Samples+1
 		} else {
-			pts = append(pts, Point{Time: bucket, Max: s.value, Min: s.value, Samples: 1})
+			k.points = append(k.points, Point{Time: bucket, Max: s.value, Min: s.value, Samples: 1})
 		}
-		byInstance[s.instance] = pts
-		if p.seen[s.dependency] == nil {
-			p.seen[s.dependency] = map[string]time.Time{}
-			p.last[s.dependency] = map[string]float64{}
-		}
-		p.seen[s.dependency][s.instance] = now
-		p.last[s.dependency][s.instance] = s.value
+		k.seen, k.last = now, s.value
 	}
 }
 
-// prune drops points older than start and instances left without points,
-// and forgets instances not read since start.
+// prune drops points older than start, and forgets instances not read
+// since start (their points are older still).
 func (p *Prometheus) prune(start time.Time) {
-	for dep, known := range p.present {
-		for name, at := range known {
-			if at.Before(start) {
+	for dep, known := range p.fleet {
+		for name, k := range known {
+			if k.present.Before(start) {
 				delete(known, name)
-			}
-		}
-		if len(known) == 0 {
-			delete(p.present, dep)
-		}
-	}
-	for dep, byInstance := range p.history {
-		for name, pts := range byInstance {
-			i := 0
-			for i < len(pts) && pts[i].Time.Before(start) {
-				i++
-			}
-			if i == len(pts) {
-				delete(byInstance, name)
-				delete(p.seen[dep], name)
-				delete(p.last[dep], name)
 				continue
 			}
-			byInstance[name] = pts[i:]
+			i := 0
+			for i < len(k.points) && k.points[i].Time.Before(start) {
+				i++
+			}
+			k.points = k.points[i:]
 		}
-		if len(byInstance) == 0 {
-			delete(p.history, dep)
-			delete(p.seen, dep)
-			delete(p.last, dep)
+		if len(known) == 0 {
+			delete(p.fleet, dep)
 		}
 	}
 }
@@ -289,9 +258,8 @@ func (p *Prometheus) prune(start time.Time) {
 func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, error) {
 	var out []sample
 	skipped := 0 // samples that are not a state of a named dependency
-	err := p.scrapeFamily(ctx, target, gauge.PrometheusMetricName, func(m *dto.Metric) {
-		s, ok := toSample(m, hostOf(target))
-		if !ok {
+	err := p.scrapeFamily(ctx, target, gauge.PrometheusMetricName, func(s sample, ok bool) {
+		if !ok || breaker.ValidateDependency(s.dependency) != nil {
 			skipped++
 			return
 		}
@@ -307,13 +275,41 @@ func (p *Prometheus) scrape(ctx context.Context, target string) ([]sample, int, 
 }
 
 // scrapeFamily reads one target and hands each sample of the metric family
-// name to each, in the exposition's order.
-func (p *Prometheus) scrapeFamily(ctx context.Context, target, name string, each func(*dto.Metric)) error {
+// name to each ([toSample]), in the exposition's order.
+func (p *Prometheus) scrapeFamily(ctx context.Context, target, name string, each func(s sample, ok bool)) error {
+	host := hostOf(target)
 	return scrapeTarget(ctx, p.opts.Client, target, []string{name}, func(mf *dto.MetricFamily) {
 		for _, m := range mf.GetMetric() {
-			each(m)
+			each(toSample(m, host))
 		}
 	})
+}
+
+// scrapeAll reads every target at once: results[i] and errs[i] are
+// urls[i]'s. A target that fails is left out while another answers; err
+// joins every target's error when none does.
+func scrapeAll[T any](urls []string, read func(url string) (T, error)) (results []T, errs []error, err error) {
+	results, errs = make([]T, len(urls)), make([]error, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Go(func() { results[i], errs[i] = read(u) })
+	}
+	wg.Wait()
+	if !slices.Contains(errs, nil) {
+		return results, errs, errors.Join(errs...)
+	}
+	return results, errs, nil
+}
+
+// errStrings is the text of each error of errs that is not nil, in order.
+func errStrings(errs []error) []string {
+	var out []string
+	for _, err := range errs {
+		if err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	return out
 }
 
 // scrapeTarget reads one target with client (no redirect followed, the
@@ -377,11 +373,12 @@ func scrapeTarget(ctx context.Context, client *http.Client, target string, names
 	}
 }
 
-// toSample reads one gauge (or untyped) sample of a named dependency,
-// whatever its value; the instance defaults to the target's host:port, as
-// Prometheus itself labels a target.
-func toSample(m *dto.Metric, host string) (sample, bool) {
-	s := sample{instance: host}
+// toSample reads one gauge (or untyped) sample, whatever its value and
+// whether or not it names a dependency; the instance defaults to the
+// target's host:port, as Prometheus itself labels a target. ok is false for
+// a sample of another type.
+func toSample(m *dto.Metric, host string) (s sample, ok bool) {
+	s.instance = host
 	if m.TimestampMs != nil {
 		s.at = time.UnixMilli(m.GetTimestampMs())
 	}
@@ -401,9 +398,6 @@ func toSample(m *dto.Metric, host string) (sample, bool) {
 	case m.GetUntyped() != nil:
 		s.value = m.GetUntyped().GetValue()
 	default:
-		return s, false
-	}
-	if breaker.ValidateDependency(s.dependency) != nil {
 		return s, false
 	}
 	return s, true

@@ -2,8 +2,8 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -84,19 +84,11 @@ func NewRateSource(ctx context.Context, sc SourceConfig) (RateSource, error) {
 	if ch.Kind != SourceCloudWatch {
 		return NewPrometheusRates([]string{ch.url}, PrometheusRateOptions{Clock: sc.Clock})
 	}
-	if sc.AWSConfig == nil {
-		return nil, fmt.Errorf("%w: cloudwatch metrics need an AWS configuration", ErrInvalidSource)
-	}
-	cfg, err := sc.AWSConfig(ctx)
+	client, region, err := cloudWatchClient(ctx, sc, ch.cw)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration for cloudwatch metrics: %w", err)
+		return nil, err
 	}
-	region := ch.cw.Region
-	if region == "" {
-		region = cfg.Region
-	}
-	return NewCloudWatchRates(newCloudWatchClient(cfg, ch.cw, ch.cw.Region),
-		CloudWatchRateOptions{Namespace: ch.cw.Namespace, Service: ch.cw.Service, Region: region, Clock: sc.Clock}), nil
+	return NewCloudWatchRates(client, CloudWatchRateOptions{Namespace: ch.cw.Namespace, Service: ch.cw.Service, Region: region, Clock: sc.Clock}), nil
 }
 
 // PrometheusRateOptions configure a [PrometheusRates]. Zero values take
@@ -254,35 +246,14 @@ func (p *PrometheusRates) keep(base, cur counterScrape) {
 // scrape reads every target's counters; a target that fails is a warning
 // while another answers, and an error when none does.
 func (p *PrometheusRates) scrape(ctx context.Context) (counterScrape, error) {
-	type result struct {
-		values map[counterSeries]float64
-		err    error
-	}
-	results := make([]result, len(p.urls))
-	var wg sync.WaitGroup
-	for i, u := range p.urls {
-		wg.Go(func() {
-			v, err := scrapeCounters(ctx, p.opts.Client, u)
-			results[i] = result{v, err}
-		})
-	}
-	wg.Wait()
-	s := counterScrape{at: p.opts.Clock.Now(), values: map[counterSeries]float64{}}
-	var errs []error
+	results, errs, err := scrapeAll(p.urls, func(u string) (map[counterSeries]float64, error) {
+		return scrapeCounters(ctx, p.opts.Client, u)
+	})
+	s := counterScrape{at: p.opts.Clock.Now(), values: map[counterSeries]float64{}, warnings: errStrings(errs)}
 	for _, r := range results {
-		if r.err != nil {
-			errs = append(errs, r.err)
-			s.warnings = append(s.warnings, r.err.Error())
-			continue
-		}
-		for k, v := range r.values {
-			s.values[k] = v
-		}
+		maps.Copy(s.values, r)
 	}
-	if len(errs) == len(p.urls) {
-		return s, errors.Join(errs...)
-	}
-	return s, nil
+	return s, err
 }
 
 // scrapeCounters reads one target's tool and downstream call counters.
@@ -413,7 +384,7 @@ const (
 func (c *CloudWatchRates) Rates(ctx context.Context, req RateRequest) (CallRates, error) {
 	now := c.opts.Clock.Now()
 	start, end := RateWindow(now, c.opts.Window)
-	tools, deps := uniqueNames(req.Tools), uniqueValid(req.Dependencies)
+	tools, deps := unique(req.Tools, gauge.DimensionValue), unique(req.Dependencies, validDependency)
 	out := CallRates{Source: c.Describe(), Window: c.opts.Window, ReadAt: now, Tools: map[string]float64{}, Dependencies: map[string]float64{},
 		Method: fmt.Sprintf("per-minute Sums of the %s from %s to %s UTC (CloudWatch's %s retrieval delay left out)",
 			human.Duration(c.opts.Window), start.Format("15:04"), end.Format("15:04"), human.Duration(RetrievalDelay))}
@@ -423,12 +394,16 @@ func (c *CloudWatchRates) Rates(ctx context.Context, req RateRequest) (CallRates
 	if len(tools)+len(deps) > MaxQueriesPerRequest {
 		return out, fmt.Errorf("%w: %d call rates in one request: at most %d", ErrInvalidSource, len(tools)+len(deps), MaxQueriesPerRequest)
 	}
+	// Per-minute Sums, label "NAME calls".
+	sum := func(kind string, i int, metric, dim, value string) types.MetricDataQuery {
+		return statQuery(c.opts.Namespace, c.opts.Service, kind+strconv.Itoa(i), value+" calls", metric, dim, value, "Sum", int32(time.Minute/time.Second))
+	}
 	var queries []types.MetricDataQuery
 	for i, t := range tools {
-		queries = append(queries, c.sumQuery(kindToolCalls, i, gauge.ToolCallsMetricName, gauge.DimTool, t))
+		queries = append(queries, sum(kindToolCalls, i, gauge.ToolCallsMetricName, gauge.DimTool, t))
 	}
 	for i, d := range deps {
-		queries = append(queries, c.sumQuery(kindDownstreamCalls, i, gauge.DownstreamCallsMetricName, gauge.DimDependency, d))
+		queries = append(queries, sum(kindDownstreamCalls, i, gauge.DownstreamCallsMetricName, gauge.DimDependency, d))
 	}
 	in := &cloudwatch.GetMetricDataInput{MetricDataQueries: queries, StartTime: aws.Time(start), EndTime: aws.Time(end),
 		ScanBy: types.ScanByTimestampDescending}
@@ -486,37 +461,4 @@ func (c *CloudWatchRates) Rates(ctx context.Context, req RateRequest) (CallRates
 			strings.Join(missing, ", ")))
 	}
 	return out, nil
-}
-
-// sumQuery is the i-th per-minute Sum of metric for dimension dim=value.
-func (c *CloudWatchRates) sumQuery(kind string, i int, metric, dim, value string) types.MetricDataQuery {
-	dims := []types.Dimension{{Name: aws.String(dim), Value: aws.String(value)}}
-	if c.opts.Service != "" {
-		dims = append(dims, types.Dimension{Name: aws.String(gauge.DimService), Value: aws.String(c.opts.Service)})
-	}
-	return types.MetricDataQuery{
-		Id:    aws.String(kind + strconv.Itoa(i)),
-		Label: aws.String(value + " calls"),
-		MetricStat: &types.MetricStat{
-			Metric: &types.Metric{Namespace: aws.String(c.opts.Namespace), MetricName: aws.String(metric), Dimensions: dims},
-			Period: aws.Int32(int32(time.Minute / time.Second)),
-			Stat:   aws.String("Sum"),
-		},
-		ReturnData: aws.Bool(true),
-	}
-}
-
-// uniqueNames drops duplicates and names no tool can have (empty, or not
-// a CloudWatch dimension value), keeping order.
-func uniqueNames(names []string) []string {
-	seen := map[string]bool{}
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		if seen[n] || !gauge.DimensionValue(n) {
-			continue
-		}
-		seen[n] = true
-		out = append(out, n)
-	}
-	return out
 }

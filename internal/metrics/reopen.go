@@ -124,18 +124,12 @@ func judgeReopenPeriods(r *Reopening, s Series, since time.Time, snap *Snapshot)
 		}
 		return
 	}
-	settled := since.Add(OverrideCacheTTL)
 	for _, in := range s.Instances {
-		for i := len(in.Points) - 1; i >= 0; i-- {
-			p := in.Points[i]
-			if p.Time.Before(settled) || p.Time.Add(snap.Period+snap.ReadDelay).After(snap.FetchedAt) {
-				continue
-			}
+		if p := snap.settledPoint(in.Points, since); p != nil {
 			r.Instances++
 			if reopened(p.Max) || reopened(p.Min) {
 				r.Reopened = append(r.Reopened, in.Instance)
 			}
-			break
 		}
 	}
 	if r.Instances == 0 {

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -72,25 +71,14 @@ var breakdownTokens = [...]string{BreakdownComplete: "complete", BreakdownNotFet
 
 // String returns the breakdown's token as JSON output writes it: complete,
 // not_fetched or partial.
-func (b Breakdown) String() string {
-	if int(b) < len(breakdownTokens) {
-		return breakdownTokens[b]
-	}
-	return fmt.Sprintf("breakdown(%d)", uint8(b))
-}
+func (b Breakdown) String() string { return token(breakdownTokens[:], b, "breakdown") }
 
 // MarshalText encodes the breakdown as its token.
 func (b Breakdown) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
 
 // UnmarshalText decodes a breakdown's token.
 func (b *Breakdown) UnmarshalText(text []byte) error {
-	for i, tok := range breakdownTokens {
-		if string(text) == tok {
-			*b = Breakdown(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("parse breakdown %q: want complete, not_fetched or partial", text)
+	return parseToken(breakdownTokens[:], text, "breakdown", b)
 }
 
 // Point is one period of a gauge: the worst (largest) and best (smallest)

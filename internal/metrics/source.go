@@ -85,14 +85,14 @@ func ChooseSource(sc SourceConfig) (Choice, error) {
 	return Choice{Kind: SourceCloudWatch, Description: "cloudwatch", cw: &config.CloudWatchMetrics{}}, nil
 }
 
-// Hint is [URLHint] of the chosen source's URL.
+// Hint is what a view adds to an error reading the chosen source: [URLHint]
+// of its URL.
 func (c Choice) Hint() string { return URLHint(c.url) }
 
-// Source is an opened gauge source and the kind [ChooseSource] chose.
+// Source is an opened gauge source and the [Choice] it opened.
 type Source struct {
 	GaugeSource
-	Kind SourceKind
-	url  string // a Prometheus source's
+	Choice
 }
 
 // NewSource opens the gauge source [ChooseSource] picks for sc.
@@ -110,23 +110,33 @@ func NewSource(ctx context.Context, sc SourceConfig) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Source{GaugeSource: src, Kind: ch.Kind, url: ch.url}, nil
+	return &Source{GaugeSource: src, Choice: ch}, nil
 }
 
 func openCloudWatch(ctx context.Context, sc SourceConfig, cw *config.CloudWatchMetrics) (GaugeSource, error) {
+	client, region, err := cloudWatchClient(ctx, sc, cw)
+	if err != nil {
+		return nil, err
+	}
+	return NewCloudWatch(client, CloudWatchOptions{Namespace: cw.Namespace, Service: cw.Service, Region: region, Clock: sc.Clock})
+}
+
+// cloudWatchClient loads sc's AWS configuration and returns the context's
+// CloudWatch client ([newCloudWatchClient]) and the region it reads: cw's,
+// else the configuration's.
+func cloudWatchClient(ctx context.Context, sc SourceConfig, cw *config.CloudWatchMetrics) (*cloudwatch.Client, string, error) {
 	if sc.AWSConfig == nil {
-		return nil, fmt.Errorf("%w: cloudwatch metrics need an AWS configuration", ErrInvalidSource)
+		return nil, "", fmt.Errorf("%w: cloudwatch metrics need an AWS configuration", ErrInvalidSource)
 	}
 	cfg, err := sc.AWSConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration for cloudwatch metrics: %w", err)
+		return nil, "", fmt.Errorf("load AWS configuration for cloudwatch metrics: %w", err)
 	}
-	client := newCloudWatchClient(cfg, cw, cw.Region)
 	region := cw.Region
 	if region == "" {
 		region = cfg.Region
 	}
-	return NewCloudWatch(client, CloudWatchOptions{Namespace: cw.Namespace, Service: cw.Service, Region: region, Clock: sc.Clock})
+	return newCloudWatchClient(cfg, cw, cw.Region), region, nil
 }
 
 // CostWarning returns the warning a view refreshing s every interval shows
@@ -143,9 +153,6 @@ func (s *Source) CostWarning(deps, breakdowns int, interval time.Duration) strin
 // Lag is the bound of the source it opened ([LagOf]): the embedded
 // interface would hide it.
 func (s *Source) Lag() time.Duration { return LagOf(s.GaugeSource) }
-
-// Hint is what a view adds to an error reading s: [URLHint] of its URL.
-func (s *Source) Hint() string { return URLHint(s.url) }
 
 // URLHint is the one rule for the fix added to an unreachable gauge source
 // at u: on this machine (a loopback address or localhost) the sandbox is

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/kosha-platform/koshactl/internal/gauge"
 )
@@ -53,12 +54,7 @@ var stateLabels = [...]string{
 // String returns the state's stable token, as JSON output writes it:
 // no_data, closed, half_open, open, forced_open or mixed (the breaker states
 // keep the design's names).
-func (s State) String() string {
-	if int(s) < len(stateTokens) {
-		return stateTokens[s]
-	}
-	return fmt.Sprintf("state(%d)", uint8(s))
-}
+func (s State) String() string { return token(stateTokens[:], s, "state") }
 
 // Label returns the state as the screen writes it: "no data", "closed",
 // "half-open", "open", "forced" or "mixed".
@@ -152,4 +148,30 @@ func exactState(v float64) (gauge.State, bool) {
 		return 0, false
 	}
 	return gauge.State(v), true
+}
+
+// token is an enumeration's token as JSON writes it: names[v], or
+// "kind(v)" for a value without one.
+func token[T ~uint8](names []string, v T, kind string) string {
+	if int(v) < len(names) && names[v] != "" {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", kind, uint8(v))
+}
+
+// parseToken sets *dst to the value whose token in names is text, or says
+// which tokens are wanted.
+func parseToken[T ~uint8](names []string, text []byte, kind string, dst *T) error {
+	var want []string
+	for i, tok := range names {
+		if tok == "" {
+			continue
+		}
+		if tok == string(text) {
+			*dst = T(i)
+			return nil
+		}
+		want = append(want, tok)
+	}
+	return fmt.Errorf("parse %s %q: want %s or %s", kind, text, strings.Join(want[:len(want)-1], ", "), want[len(want)-1])
 }

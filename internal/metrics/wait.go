@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -81,26 +82,12 @@ func (w *Waiter) Wait(ctx context.Context, changes []Change) (WaitResult, error)
 		timeout = DefaultWaitTimeout(lag)
 	}
 	start := clk.Now()
-	deadline := start.Add(timeout)
 	res := WaitResult{Timeout: timeout, Convergences: make([]Convergence, len(changes))}
 	for i, c := range changes {
 		res.Convergences[i] = Convergence{Change: c, Bound: lag}
 	}
-	timedOut := func() (WaitResult, error) {
-		res.Elapsed = clk.Now().Sub(start)
-		if res.FetchErr != nil {
-			return res, errors.Join(ErrNotConfirmed, res.FetchErr)
-		}
-		return res, ErrNotConfirmed
-	}
 	done := make([]bool, len(changes))
-	for {
-		// Every fetch ends by the wait's deadline: a source that hangs
-		// cannot carry the wait past its timeout.
-		left := deadline.Sub(clk.Now())
-		if left <= 0 {
-			return timedOut()
-		}
+	confirmed, err := pollUntil(ctx, clk, timeout, func(fctx context.Context) (bool, time.Duration) {
 		var ask []string
 		for i, c := range changes {
 			if !done[i] {
@@ -111,12 +98,10 @@ func (w *Waiter) Wait(ctx context.Context, changes []Change) (WaitResult, error)
 		if w.Instances {
 			req.Instances = ask
 		}
-		fctx, cancel := context.WithTimeout(ctx, left)
 		snap, err := w.Gauges.Fetch(fctx, req)
-		cancel()
 		res.Polls++
 		if ctx.Err() != nil {
-			return res, ctx.Err()
+			return false, 0
 		}
 		res.FetchErr = err
 		live := true
@@ -130,19 +115,10 @@ func (w *Waiter) Wait(ctx context.Context, changes []Change) (WaitResult, error)
 				done[i] = res.Convergences[i].Verdict == Confirmed
 			}
 		}
-		now := clk.Now()
-		res.Elapsed = now.Sub(start)
+		res.Elapsed = clk.Now().Sub(start)
 		if w.Progress != nil {
 			w.Progress(WaitProgress{Convergences: append([]Convergence(nil), res.Convergences...), Elapsed: res.Elapsed,
 				Timeout: timeout, Bound: lag, Err: err})
-		}
-		if !containsFalse(done) {
-			res.Confirmed = true
-			return res, nil
-		}
-		left = deadline.Sub(now)
-		if left <= 0 {
-			return timedOut()
 		}
 		poll := w.Poll
 		if poll <= 0 {
@@ -151,19 +127,47 @@ func (w *Waiter) Wait(ctx context.Context, changes []Change) (WaitResult, error)
 				poll = ScrapeWaitPoll
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-clock.After(clk, min(poll, left)):
-		}
+		return !slices.Contains(done, false), poll
+	})
+	switch {
+	case err != nil:
+		return res, err
+	case confirmed:
+		res.Confirmed = true
+		return res, nil
 	}
+	res.Elapsed = clk.Now().Sub(start)
+	if res.FetchErr != nil {
+		return res, errors.Join(ErrNotConfirmed, res.FetchErr)
+	}
+	return res, ErrNotConfirmed
 }
 
-func containsFalse(bs []bool) bool {
-	for _, b := range bs {
-		if !b {
-			return true
+// pollUntil calls read until it reports done, timeout (from now on clk)
+// passes or ctx ends, waiting between reads the time read asks for. Each
+// read's context ends at the deadline, so a source that hangs cannot carry
+// the wait past its timeout; a read due at the deadline is not made. It
+// returns whether read reported done, and ctx's error when ctx ended.
+func pollUntil(ctx context.Context, clk clock.Clock, timeout time.Duration, read func(ctx context.Context) (done bool, poll time.Duration)) (bool, error) {
+	deadline := clk.Now().Add(timeout)
+	for {
+		left := deadline.Sub(clk.Now())
+		if left <= 0 {
+			return false, nil
+		}
+		fctx, cancel := context.WithTimeout(ctx, left)
+		done, poll := read(fctx)
+		cancel()
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		if done {
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-clock.After(clk, min(poll, max(deadline.Sub(clk.Now()), 0))):
 		}
 	}
-	return false
 }

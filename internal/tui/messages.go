@@ -57,29 +57,30 @@ type (
 	}
 )
 
-// opContext derives one operation's context from the program's.
-func (m Model) opContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(m.base(), m.opts.timeout)
+// do is a command running op under one operation's context, derived from
+// the program's with the operation timeout.
+func (m Model) do(op func(ctx context.Context) tea.Msg) tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(m.base(), m.opts.timeout)
+		defer cancel()
+		return op(ctx)
+	}
 }
 
 func (m Model) loadOverrides() tea.Cmd {
 	ov := m.deps.Overrides
-	return func() tea.Msg {
-		ctx, cancel := m.opContext()
-		defer cancel()
+	return m.do(func(ctx context.Context) tea.Msg {
 		list, err := ov.List(ctx)
 		return overridesMsg{list: list, err: err}
-	}
+	})
 }
 
 func (m Model) loadGauges() tea.Cmd {
 	src, req := m.deps.Gauges, m.gaugeRequest()
-	return func() tea.Msg {
-		ctx, cancel := m.opContext()
-		defer cancel()
+	return m.do(func(ctx context.Context) tea.Msg {
 		snap, err := src.Fetch(ctx, req)
 		return gaugesMsg{snap: snap, err: err}
-	}
+	})
 }
 
 // gaugeRequest asks for every dependency's fleet statistics, and for the
@@ -98,12 +99,10 @@ func (m Model) loadAudit(dep string) tea.Cmd {
 		return nil
 	}
 	log := m.deps.Audit
-	return func() tea.Msg {
-		ctx, cancel := m.opContext()
-		defer cancel()
+	return m.do(func(ctx context.Context) tea.Msg {
 		l, err := log.List(ctx, audit.Query{Subject: breaker.OverrideKey(dep), Limit: AuditRecords})
 		return auditMsg{dependency: dep, records: l.Records, err: err}
-	}
+	})
 }
 
 // loadRates reads the call rates of every tool and dependency the
@@ -140,22 +139,18 @@ func (m Model) ratesDue() bool {
 
 func (m Model) force(req ForceRequest) tea.Cmd {
 	ov := m.deps.Overrides
-	return func() tea.Msg {
-		ctx, cancel := m.opContext()
-		defer cancel()
+	return m.do(func(ctx context.Context) tea.Msg {
 		rep, err := ov.Force(ctx, req)
 		return forcedMsg{req: req, rep: rep, err: err}
-	}
+	})
 }
 
 func (m Model) clear(dep, reason string) tea.Cmd {
 	ov := m.deps.Overrides
-	return func() tea.Msg {
-		ctx, cancel := m.opContext()
-		defer cancel()
+	return m.do(func(ctx context.Context) tea.Msg {
 		rep, err := ov.Clear(ctx, dep, reason)
 		return clearedMsg{dependency: dep, rep: rep, err: err}
-	}
+	})
 }
 
 // waitFleet waits for the gauges to confirm c (metrics.Waiter: the rule

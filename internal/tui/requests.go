@@ -152,32 +152,26 @@ func (m Model) loadRequests() tea.Cmd {
 	if rq == nil {
 		return nil
 	}
-	return func() tea.Msg {
-		ctx, cancel := m.opContext()
-		defer cancel()
+	return m.do(func(ctx context.Context) tea.Msg {
 		list, err := rq.Pending(ctx)
 		return requestsMsg{list: list, err: err}
-	}
+	})
 }
 
 func (m Model) approve(r approval.Request) tea.Cmd {
 	rq := m.deps.Requests
-	return func() tea.Msg {
-		ctx, cancel := m.opContext()
-		defer cancel()
+	return m.do(func(ctx context.Context) tea.Msg {
 		res, err := rq.Approve(ctx, r.ID, r.SHA256)
 		return approvedMsg{req: r, res: res, err: err}
-	}
+	})
 }
 
 func (m Model) deny(r approval.Request, note string) tea.Cmd {
 	rq := m.deps.Requests
-	return func() tea.Msg {
-		ctx, cancel := m.opContext()
-		defer cancel()
+	return m.do(func(ctx context.Context) tea.Msg {
 		_, err := rq.Deny(ctx, r.ID, note)
 		return deniedMsg{req: r, err: err}
-	}
+	})
 }
 
 // openRequests shows the pending requests and reads them.

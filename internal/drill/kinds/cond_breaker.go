@@ -2,7 +2,6 @@ package kinds
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Sources of the breaker condition.
@@ -207,16 +205,13 @@ func (c *breakerCondition) Check(ctx context.Context, rc *runtime.RunContext) (r
 }
 
 func (c *breakerCondition) checkStore(ctx context.Context, rc *runtime.RunContext, dep string) (runtime.Observation, error) {
-	ov, err := overrides(rc)
+	o, err := readOverride(ctx, rc, dep)
 	if err != nil {
 		return runtime.Observation{}, err
 	}
-	o, err := ov.Get(ctx, dep)
 	state, detail := StateNotForced, dep+": no override"
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return runtime.Observation{}, err
+	case o == nil:
 	case o.ActiveAt(rc.Now()):
 		state = breaker.OverrideStateForcedOpen
 		detail = fmt.Sprintf("%s: forced open by %s (%s)", dep, o.Actor, expiryText(o.ExpiresAt))
@@ -225,7 +220,7 @@ func (c *breakerCondition) checkStore(ctx context.Context, rc *runtime.RunContex
 	default:
 		detail = fmt.Sprintf("%s: override expired at %s", dep, o.ExpiresAt.UTC().Format("15:04:05Z"))
 	}
-	if err == nil && o.Malformed() {
+	if o != nil && o.Malformed() {
 		detail += "; " + o.MalformedSummary(rc.Now())
 	}
 	return runtime.Observation{Holds: slices.Contains(c.states, state), Detail: detail}, nil

@@ -11,7 +11,9 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -84,7 +86,7 @@ func waitFleet(ctx context.Context, rc *runtime.RunContext, out *runtime.Outputs
 		return &runtime.FleetError{Fleet: rec,
 			Err: fmt.Errorf("the fleet did not confirm %s %s within %s: %s", c.Dependency, c.Goal, human.Duration(timeout), cv.Summary())}
 	}
-	out.Detail = strings.TrimPrefix(fmt.Sprintf("%s; fleet confirmed: %s after %s", out.Detail, cv.Summary(), human.Duration(cv.Elapsed)), "; ")
+	out.Detail = joinDetail(out.Detail, fmt.Sprintf("fleet confirmed: %s after %s", cv.Summary(), human.Duration(cv.Elapsed)))
 	out.Fleet = rec
 	return nil
 }
@@ -108,17 +110,72 @@ func checkDependency(rc *runtime.RunContext, dep string, allowUnknown bool) erro
 		dep, rc.Deps.ContextName, strings.Join(known, ", "), unknown.DidYouMean())
 }
 
-// decodeDependency reads the dependency field, checking a literal name.
-func decodeDependency(m *drill.Map) (drill.Template, bool) {
-	t, ok := m.Template("dependency", true)
-	if !ok {
-		return t, false
-	}
-	if s, static := t.Static(); static {
-		if err := breaker.ValidateDependency(s); err != nil {
-			m.Errorf("dependency", "%v", err)
+// decodeTarget reads the required field key naming a lever's target (a
+// dependency, a client), checking a literal name with valid.
+func decodeTarget(m *drill.Map, key string, valid func(string) error) (drill.Template, bool) {
+	t, ok := m.Template(key, true)
+	if s, static := t.Static(); ok && static {
+		if err := valid(s); err != nil {
+			m.Errorf(key, "%v", err)
 			return t, false
 		}
 	}
-	return t, true
+	return t, ok
+}
+
+// decodeDependency reads the dependency field, checking a literal name.
+func decodeDependency(m *drill.Map) (drill.Template, bool) {
+	return decodeTarget(m, "dependency", breaker.ValidateDependency)
+}
+
+// decodeClient reads the client field, checking a literal client id.
+func decodeClient(m *drill.Map) (drill.Template, bool) {
+	return decodeTarget(m, "client", ratelimit.ValidateClientID)
+}
+
+// changeOne makes c, a change of one target of a store lever, decided on
+// read (the target's item as the step read it: nil when absent) and
+// written conditional on it, quietly (the run announces itself): its
+// outcome, nil when nothing was made.
+func changeOne(ctx context.Context, rc *runtime.RunContext, c lever.Change, read store.Item) (*lever.Outcome, error) {
+	c.Actor, c.NoNotify, c.Read = rc.Deps.Actor, true, map[string]store.Item{c.Targets[0]: read}
+	rep, err := rc.Levers().Change(ctx, c)
+	if len(rep.Outcomes) == 0 {
+		return nil, err
+	}
+	return &rep.Outcomes[0], err
+}
+
+// storeTarget is the target a store lever step names in t, expanded and
+// checked with check, and the lever of its item (key(target)) when a step
+// moved it already (nil: not yet).
+func storeTarget(rc *runtime.RunContext, t drill.Template, key func(string) string, check func(string) error) (string, *runtime.Lever, error) {
+	target, err := rc.Expand(t)
+	if err == nil {
+		err = check(target)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	l, _ := rc.Lever(key(target))
+	return target, l, nil
+}
+
+// leverUndo is what the rollbacks of a lever share: the lever the run
+// moved, and its target (a dependency, a client, the chaos.sign step).
+type leverUndo struct {
+	target string
+	lever  *runtime.Lever
+}
+
+func (r *leverUndo) Subject() string      { return r.lever.Subject }
+func (r *leverUndo) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
+
+// LeverSubject is the item a store lever's journal record names: what
+// drill recover reads the audit trail of.
+func LeverSubject(l *drill.LeverRecord) string {
+	if l.Kind == drill.LeverOverride {
+		return breaker.OverrideKey(l.Dependency)
+	}
+	return ratelimit.Key(l.Client)
 }

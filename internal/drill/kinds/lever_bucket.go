@@ -97,22 +97,15 @@ func decodeSet(d *drill.Decoder, n *yaml.Node) drill.Spec {
 // change, refilled by the time since at the bucket's rate. A bucket that
 // had no item (full) is reset; one that was under a timed drain is drained
 // again for what is left of it.
-type bucketRollback struct {
-	client string
-	lever  *runtime.Lever
-}
+type bucketRollback struct{ leverUndo }
 
 var (
 	_ runtime.Rollback = (*bucketRollback)(nil)
 )
 
-func (r *bucketRollback) Subject() string { return ratelimit.Key(r.client) }
-
 func (r *bucketRollback) Describe() string {
-	return fmt.Sprintf("restore the bucket of %s to its level before the drill (refilled since)", r.client)
+	return fmt.Sprintf("restore the bucket of %s to its level before the drill (refilled since)", r.target)
 }
-
-func (r *bucketRollback) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
 
 // restoreChange returns the change that puts the bucket back at the level
 // before describes, at now.
@@ -138,7 +131,7 @@ func (r *bucketRollback) Undo(ctx context.Context, rc *runtime.RunContext) (stri
 		return "", err
 	}
 	before, _ := r.lever.Before.(ratelimit.Status)
-	c, level := restoreChange(r.client, before, b.Limits(), rc.Now())
+	c, level := restoreChange(r.target, before, b.Limits(), rc.Now())
 	res, o, err := changeBucket(ctx, rc, b, rc.Reason("rollback"), c)
 	if err != nil {
 		return "", err
@@ -163,19 +156,16 @@ func changeBucket(ctx context.Context, rc *runtime.RunContext, b *ratelimit.Buck
 	if err != nil {
 		return ratelimit.ChangeResult{Change: c}, lever.Outcome{}, err
 	}
-	lc := b.Change(c.Op, reason, ratelimit.Params{Tokens: c.Tokens, HoldFor: c.HoldFor}, c.Client)
-	lc.Actor, lc.NoNotify, lc.Read = rc.Deps.Actor, true, map[string]store.Item{c.Client: it}
-	rep, err := rc.Levers().Change(ctx, lc)
-	if len(rep.Outcomes) == 0 {
+	o, err := changeOne(ctx, rc, b.Change(c.Op, reason, ratelimit.Params{Tokens: c.Tokens, HoldFor: c.HoldFor}, c.Client), it)
+	if o == nil {
 		return ratelimit.ChangeResult{Change: c}, lever.Outcome{}, err
 	}
-	o := rep.Outcomes[0]
-	return ratelimit.ResultOf(o), o, err
+	return ratelimit.ResultOf(*o), *o, err
 }
 
 // LeverRecord implements Rollback.
 func (r *bucketRollback) LeverRecord() *drill.LeverRecord {
-	rec := &drill.LeverRecord{Kind: drill.LeverBucket, Client: r.client, Inverse: "restore-level"}
+	rec := &drill.LeverRecord{Kind: drill.LeverBucket, Client: r.target, Inverse: "restore-level"}
 	if b, ok := r.lever.Before.(ratelimit.Status); ok {
 		rec.BeforeBucket = &drill.BucketState{Exists: b.Exists, Tokens: b.Stored.Tokens, UpdatedAtMs: b.Stored.UpdatedAtMs}
 	}
@@ -249,12 +239,10 @@ func (a *bucketStep) Describe(rc *runtime.RunContext) string {
 	}
 }
 
-func (a *bucketStep) clientID(rc *runtime.RunContext) (string, error) {
-	c, err := rc.Expand(a.client)
-	if err != nil {
-		return "", err
-	}
-	return c, ratelimit.ValidateClientID(c)
+// lever is the step's client, checked, and its bucket's lever when a step
+// moved it already.
+func (a *bucketStep) lever(rc *runtime.RunContext) (string, *runtime.Lever, error) {
+	return storeTarget(rc, a.client, ratelimit.Key, ratelimit.ValidateClientID)
 }
 
 func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runtime.Rollback, error) {
@@ -262,19 +250,16 @@ func (a *bucketStep) Prepare(ctx context.Context, rc *runtime.RunContext) (runti
 	if err != nil {
 		return nil, err
 	}
-	client, err := a.clientID(rc)
-	if err != nil {
+	client, moved, err := a.lever(rc)
+	if err != nil || moved != nil {
 		return nil, err
-	}
-	if _, moved := rc.Lever(ratelimit.Key(client)); moved {
-		return nil, nil
 	}
 	st, err := b.Get(ctx, client)
 	if err != nil {
 		return nil, err
 	}
 	l := rc.NewLever(ratelimit.Key(client), st)
-	return &bucketRollback{client: client, lever: l}, nil
+	return &bucketRollback{leverUndo{client, l}}, nil
 }
 
 func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
@@ -282,7 +267,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.
 	if err != nil {
 		return nil, err
 	}
-	client, err := a.clientID(rc)
+	client, l, err := a.lever(rc)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +283,7 @@ func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.
 		c.HoldFor = max(min(a.hold, rc.Remaining()-oneToken), 0).Truncate(time.Millisecond)
 	}
 	res, o, err := changeBucket(ctx, rc, b, rc.Reason(reason), c)
-	if l, ok := rc.Lever(ratelimit.Key(client)); ok && res.Changed && (err == nil || errors.Is(err, store.ErrOutcomeUnknown)) {
+	if l != nil && res.Changed && (err == nil || errors.Is(err, store.ErrOutcomeUnknown)) {
 		l.SetWritten(res.After, rc.Now().Add(res.After.RetryAfter))
 	}
 	if err != nil {
@@ -325,23 +310,11 @@ func (a *bucketStep) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.
 	return out, nil
 }
 
-// decodeClient reads the client field, checking a literal client id.
-func decodeClient(m *drill.Map) (drill.Template, bool) {
-	t, ok := m.Template("client", true)
-	if s, static := t.Static(); ok && static {
-		if err := ratelimit.ValidateClientID(s); err != nil {
-			m.Errorf("client", "%v", err)
-			return t, false
-		}
-	}
-	return t, ok
-}
-
 var bucketOutputs = []string{"client", "tokens_before", "tokens_after", "admit", "retry_after_seconds", "changed"}
 
 func recoverBucket(in RecoverInput) (runtime.Rollback, []string, error) {
 	rec, l := in.Record, in.Record.Lever
-	subject := ratelimit.Key(l.Client)
+	subject := LeverSubject(l)
 	trail := orderTrail(runRecords(in.Trail, in.RunID, subject, ratelimit.ActionReset, ratelimit.ActionDrain, ratelimit.ActionSet), bucketLink)
 	if len(trail) == 0 {
 		// A bucket change that changed nothing is not recorded (a reset
@@ -370,7 +343,7 @@ func recoverBucket(in RecoverInput) (runtime.Rollback, []string, error) {
 	if v.Exists {
 		before = ratelimit.Status{Client: l.Client, Exists: true, Stored: ratelimit.Bucket{Client: l.Client, Tokens: v.Tokens, UpdatedAtMs: v.UpdatedAtMs}}
 	}
-	return &bucketRollback{client: l.Client, lever: &runtime.Lever{Subject: subject, Before: before}}, nil, nil
+	return &bucketRollback{leverUndo{l.Client, &runtime.Lever{Subject: subject, Before: before}}}, nil, nil
 }
 
 // bucketLink keys a bucket record by the stored level before and after.

@@ -141,7 +141,7 @@ func (a *chaosSign) Prepare(_ context.Context, rc *runtime.RunContext) (runtime.
 	}
 	id := rc.CurrentStep()
 	l := rc.NewLever("chaos#"+id, nil)
-	return &chaosRollback{step: id, lever: l}, nil
+	return &chaosRollback{leverUndo{id, l}}, nil
 }
 
 func (a *chaosSign) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.Outputs, error) {
@@ -177,11 +177,9 @@ func (a *chaosSign) Run(ctx context.Context, rc *runtime.RunContext) (*runtime.O
 	return out, nil
 }
 
-// chaosRollback withdraws a minted header from the run.
-type chaosRollback struct {
-	step  string
-	lever *runtime.Lever
-}
+// chaosRollback withdraws a minted header from the run; its target is
+// the step that minted it.
+type chaosRollback struct{ leverUndo }
 
 var (
 	_ runtime.Rollback = (*chaosRollback)(nil)
@@ -191,21 +189,19 @@ func (r *chaosRollback) Subject() string {
 	if jti, ok := r.lever.Written().(string); ok {
 		return "chaos#" + jti
 	}
-	return "chaos#" + r.step
+	return "chaos#" + r.target
 }
 
 func (r *chaosRollback) Describe() string {
 	return "withdraw the chaos header (it cannot be revoked; it expires on its own)"
 }
 
-func (r *chaosRollback) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
-
 func (r *chaosRollback) Undo(_ context.Context, rc *runtime.RunContext) (string, error) {
 	exp := r.lever.ExpiresAt()
 	if exp.IsZero() {
 		return "no header was minted", nil
 	}
-	rc.Withdraw(r.step, "header")
+	rc.Withdraw(r.target, "header")
 	if !rc.Now().Before(exp) {
 		return "expired at " + exp.UTC().Format(time.RFC3339), nil
 	}

@@ -337,17 +337,12 @@ func sameOverride(before any, cur breaker.Override) bool {
 // this lever already (moved: its rollback is that step's), its override
 // read (nil: none).
 func (s *overrideStep) lever(ctx context.Context, rc *runtime.RunContext) (dep string, cur *breaker.Override, moved bool, err error) {
-	if err := needOverrides(rc); err != nil {
+	if _, err := overrides(rc); err != nil {
 		return "", nil, false, err
 	}
-	if dep, err = rc.Expand(s.dependency); err != nil {
-		return "", nil, false, err
-	}
-	if err := checkDependency(rc, dep, s.allowUnknown); err != nil {
-		return "", nil, false, err
-	}
-	if _, moved = rc.Lever(breaker.OverrideKey(dep)); moved {
-		return dep, nil, true, nil
+	dep, l, err := storeTarget(rc, s.dependency, breaker.OverrideKey, func(d string) error { return checkDependency(rc, d, s.allowUnknown) })
+	if err != nil || l != nil {
+		return dep, nil, l != nil, err
 	}
 	cur, err = readOverride(ctx, rc, dep)
 	return dep, cur, false, err
@@ -357,19 +352,11 @@ func (s *overrideStep) lever(ctx context.Context, rc *runtime.RunContext) (dep s
 // checked, the reason the change is recorded with, and the lever (nil when
 // Prepare did not run).
 func (s *overrideStep) start(rc *runtime.RunContext) (dep, why string, l *runtime.Lever, err error) {
-	if dep, err = rc.Expand(s.dependency); err != nil {
+	if dep, l, err = storeTarget(rc, s.dependency, breaker.OverrideKey, breaker.ValidateDependency); err != nil {
 		return "", "", nil, err
 	}
-	if why, err = stepReason(rc, s.reason); err != nil {
-		return "", "", nil, err
-	}
-	l, _ = rc.Lever(breaker.OverrideKey(dep))
-	return dep, why, l, nil
-}
-
-func needOverrides(rc *runtime.RunContext) error {
-	_, err := overrides(rc)
-	return err
+	why, err = stepReason(rc, s.reason)
+	return dep, why, l, err
 }
 
 // overrides is the context's override lever kind.
@@ -378,18 +365,13 @@ func overrides(rc *runtime.RunContext) (*breaker.Overrides, error) {
 }
 
 // change makes c, one change of one override, decided on cur (the item
-// the step read: nil when absent) and written conditional on it, quietly
-// (the run announces itself): its outcome, nil when nothing was made.
+// the step read: nil when absent): [changeOne].
 func change(ctx context.Context, rc *runtime.RunContext, c lever.Change, cur *breaker.Override) (*lever.Outcome, error) {
-	c.Actor, c.NoNotify, c.Read = rc.Deps.Actor, true, map[string]store.Item{c.Targets[0]: nil}
+	var read store.Item
 	if cur != nil {
-		c.Read[c.Targets[0]] = cur.Raw
+		read = cur.Raw
 	}
-	rep, err := rc.Levers().Change(ctx, c)
-	if len(rep.Outcomes) == 0 {
-		return nil, err
-	}
-	return &rep.Outcomes[0], err
+	return changeOne(ctx, rc, c, read)
 }
 
 // readOverride reads dep's override as stored; nil when there is none.
@@ -414,16 +396,13 @@ func readOverride(ctx context.Context, rc *runtime.RunContext, dep string) (*bre
 // still the drill's own last write (its write_id), or still absent when
 // the drill's last change deleted it. An override anyone else wrote since
 // is left alone, whatever its actor or reason say.
-type overrideRollback struct {
-	dependency string
-	lever      *runtime.Lever
-}
+type overrideRollback struct{ leverUndo }
 
 // newOverrideRollback records the lever of dep, about to be moved for the
 // first time, and returns its rollback; before is the override read (nil:
 // none).
 func newOverrideRollback(rc *runtime.RunContext, dep string, before *breaker.Override) *overrideRollback {
-	return &overrideRollback{dependency: dep, lever: rc.NewLever(breaker.OverrideKey(dep), before)}
+	return &overrideRollback{leverUndo{dep, rc.NewLever(breaker.OverrideKey(dep), before)}}
 }
 
 // overrideWrite is what an override lever's last change left: the token of
@@ -434,8 +413,6 @@ type overrideWrite struct {
 	after  *breaker.Override
 }
 
-func (r *overrideRollback) Subject() string { return breaker.OverrideKey(r.dependency) }
-
 func (r *overrideRollback) before() *breaker.Override {
 	b, _ := r.lever.Before.(*breaker.Override)
 	return b
@@ -443,12 +420,10 @@ func (r *overrideRollback) before() *breaker.Override {
 
 func (r *overrideRollback) Describe() string {
 	if b := r.before(); b != nil && b.State == breaker.OverrideStateForcedOpen {
-		return fmt.Sprintf("restore the override of %s held by %s before the drill", r.dependency, b.Actor)
+		return fmt.Sprintf("restore the override of %s held by %s before the drill", r.target, b.Actor)
 	}
-	return fmt.Sprintf("clear the drill's override of %s", r.dependency)
+	return fmt.Sprintf("clear the drill's override of %s", r.target)
 }
-
-func (r *overrideRollback) ExpiresAt() time.Time { return r.lever.ExpiresAt() }
 
 // lastWrite returns the drill's last change of the lever l, and whether it
 // made (or may have made) one.
@@ -469,11 +444,11 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *runtime.RunContext) (st
 		if !moved {
 			return nil, "nothing to undo: the drill did not change it", nil
 		}
-		cur, err := readOverride(ctx, rc, r.dependency)
+		cur, err := readOverride(ctx, rc, r.target)
 		if err != nil {
 			return nil, "", err
 		}
-		req := &restore{dependency: r.dependency, cur: cur, RestoreParams: breaker.RestoreParams{Before: r.before()}}
+		req := &restore{dependency: r.target, cur: cur, RestoreParams: breaker.RestoreParams{Before: r.before()}}
 		if w.after != nil {
 			req.Mine = w.change
 		}
@@ -484,7 +459,7 @@ func (r *overrideRollback) Undo(ctx context.Context, rc *runtime.RunContext) (st
 // LeverRecord implements Rollback: what drill recover needs to find the
 // lever and check the journal's claims against the audit trail.
 func (r *overrideRollback) LeverRecord() *drill.LeverRecord {
-	rec := &drill.LeverRecord{Kind: drill.LeverOverride, Dependency: r.dependency, Inverse: "clear"}
+	rec := &drill.LeverRecord{Kind: drill.LeverOverride, Dependency: r.target, Inverse: "clear"}
 	if b := r.before(); b != nil {
 		rec.BeforeOverride = &drill.OverrideState{State: b.State, Reason: b.Reason, Actor: b.Actor, CreatedAt: b.CreatedAt.UTC(),
 			ExpiresAt: b.ExpiresAt.UTC(), Version: b.Version}
@@ -512,7 +487,7 @@ type restore struct {
 // restore is [breaker.Overrides.Restore] with its record staged into its
 // transaction, the record named in the journal once the change committed.
 func undoOverride(ctx context.Context, rc *runtime.RunContext, decide func() (*restore, string, error)) (string, error) {
-	if err := needOverrides(rc); err != nil {
+	if _, err := overrides(rc); err != nil {
 		return "", err
 	}
 	req, done, err := decide()
@@ -546,7 +521,7 @@ func undoOverride(ctx context.Context, rc *runtime.RunContext, decide func() (*r
 func recoverOverride(in RecoverInput) (runtime.Rollback, []string, error) {
 	rec, l := in.Record, in.Record.Lever
 	dep := l.Dependency
-	subject := breaker.OverrideKey(dep)
+	subject := LeverSubject(l)
 	mine := runRecords(in.Trail, in.RunID, subject, breaker.ActionForceOpen, breaker.ActionClear)
 	if len(mine) == 0 {
 		claim := ""

@@ -65,18 +65,14 @@ func RecoverRollback(in RecoverInput) (runtime.Rollback, []string, error) {
 	// decision trusts them, nor lets them stand in the way.
 	in.Trail = slices.DeleteFunc(slices.Clone(in.Trail), func(r audit.Record) bool { return r.DataPlane || r.Asked })
 	l := rec.Lever
-	switch l.Kind {
-	case drill.LeverOverride:
-		if err := breaker.ValidateDependency(l.Dependency); err != nil {
-			return nil, nil, fmt.Errorf("rollback %s: %w", rec.ID, err)
-		}
-		return recoverOverride(in)
-	default:
-		if err := ratelimit.ValidateClientID(l.Client); err != nil {
-			return nil, nil, fmt.Errorf("rollback %s: %w", rec.ID, err)
-		}
-		return recoverBucket(in)
+	target, valid, rebuild := l.Client, ratelimit.ValidateClientID, recoverBucket
+	if l.Kind == drill.LeverOverride {
+		target, valid, rebuild = l.Dependency, breaker.ValidateDependency, recoverOverride
 	}
+	if err := valid(target); err != nil {
+		return nil, nil, fmt.Errorf("rollback %s: %w", rec.ID, err)
+	}
+	return rebuild(in)
 }
 
 // disagree formats one disagreement between the journal and the trail.

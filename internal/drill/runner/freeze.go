@@ -60,20 +60,7 @@ func (u *run) freezeStop(ctx context.Context) error {
 	if ctx.Err() != nil {
 		return nil
 	}
-	now := u.rc.Now()
-	u.guardMu.Lock()
-	g := &u.freezeGuard
-	g.Grace = u.d.GuardGrace
-	var lost *runtime.GuardLostError
-	recovered := false
-	if err != nil {
-		if g.Fail(now, err) {
-			lost = g.Lost(RoleFreeze, GuardFreeze, now)
-		}
-	} else {
-		recovered = g.OK()
-	}
-	u.guardMu.Unlock()
+	lost, recovered := u.pollGuard(nil, RoleFreeze, GuardFreeze, err, true)
 	switch {
 	case lost != nil:
 		return lost
@@ -83,7 +70,7 @@ func (u *run) freezeStop(ctx context.Context) error {
 	case recovered:
 		u.jr.noticeStop(GuardFreeze, GuardFreeze+" can be read again")
 	}
-	if f != nil && f.FrozenAt(now) {
+	if now := u.rc.Now(); f != nil && f.FrozenAt(now) {
 		return &StopError{Condition: GuardFreeze, Detail: f.Describe(now) + ": every drill stops and rolls back while it holds"}
 	}
 	return nil

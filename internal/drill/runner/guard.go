@@ -152,22 +152,7 @@ func (u *run) firstStop(ctx context.Context) error {
 			ev.Error = err.Error()
 		}
 		r.recordStop(ev)
-		u.guardMu.Lock()
-		g := u.guards[c]
-		if g == nil {
-			g = &runtime.GuardState{Grace: d.GuardGrace}
-			u.guards[c] = g
-		}
-		var lost *runtime.GuardLostError
-		recovered := false
-		if err != nil {
-			if g.Fail(rc.Now(), err) && c.OnError != drill.OnErrorContinue {
-				lost = g.Lost(drill.RoleStopCondition, c.Name, rc.Now())
-			}
-		} else {
-			recovered = g.OK()
-		}
-		u.guardMu.Unlock()
+		lost, recovered := u.pollGuard(c, drill.RoleStopCondition, c.Name, err, c.OnError != drill.OnErrorContinue)
 		switch {
 		case lost != nil:
 			return lost
@@ -186,6 +171,25 @@ func (u *run) firstStop(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// pollGuard records one evaluation of the guard of c (nil: the fleet's
+// freeze), err saying it could not be evaluated: lost once it has been
+// unevaluable past the drill's guard_grace and a loss stops the run
+// (stops), recovered when it can be evaluated again after failing.
+func (u *run) pollGuard(c *drill.Check, role, name string, err error, stops bool) (lost *runtime.GuardLostError, recovered bool) {
+	now := u.rc.Now()
+	u.guardMu.Lock()
+	defer u.guardMu.Unlock()
+	g := u.guards[c]
+	if g == nil {
+		g = &runtime.GuardState{Grace: u.d.GuardGrace}
+		u.guards[c] = g
+	}
+	if lost, recovered = g.Poll(now, err, role, name); !stops {
+		lost = nil
+	}
+	return lost, recovered
 }
 
 // noticeStop notes msg about a stop condition, once while it repeats.

@@ -96,7 +96,7 @@ func TestGaugeSamplesAreCapped(t *testing.T) {
 	e := newEnv(t)
 	r := &runJournal{journal: &drill.Journal{}}
 	rc := runtime.NewRunContext(&drill.Drill{Timeout: time.Minute}, "run", e.Deps, nil)
-	g := &journalingGauges{inner: e.Deps.Gauges, r: r, rc: rc}
+	g := &journalingGauges{GaugeReader: e.Deps.Gauges, r: r, rc: rc}
 	e.Fleet.Set("openai", gauge.Closed)
 	for range maxGaugeSamples + 50 {
 		if _, err := g.Read(context.Background(), "openai"); err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
-	"github.com/kosha-platform/koshactl/internal/store"
 )
 
 // Caps on what a run records for its report, so a long soak with a short
@@ -23,21 +22,20 @@ const (
 
 // journalingGauges records every breaker_state read the run's conditions
 // make in the journal (gauge_samples), for the game-day report.
+// Its Describe is the reader's it records.
 type journalingGauges struct {
-	inner runtime.GaugeReader
-	r     *runJournal
-	rc    *runtime.RunContext
+	runtime.GaugeReader
+	r  *runJournal
+	rc *runtime.RunContext
 }
 
 var _ runtime.GaugeReader = (*journalingGauges)(nil)
 
-func (g *journalingGauges) Describe() string { return g.inner.Describe() }
-
 // Unwrap returns the reader it records, for [runtime.SourcerOf].
-func (g *journalingGauges) Unwrap() runtime.GaugeReader { return g.inner }
+func (g *journalingGauges) Unwrap() runtime.GaugeReader { return g.GaugeReader }
 
 func (g *journalingGauges) Read(ctx context.Context, dependency string) (runtime.GaugeReading, error) {
-	reading, err := g.inner.Read(ctx, dependency)
+	reading, err := g.GaugeReader.Read(ctx, dependency)
 	if err != nil && ctx.Err() != nil {
 		return reading, err // the poll was ended, not answered
 	}
@@ -76,10 +74,11 @@ func appendCapped[T any](s []T, v T, limit int, inSeries, same func(T) bool) []T
 // own when its append returns, and a lever's records, staged into the
 // lever's transaction, when the step reports its change committed
 // ([runtime.RunContext.Recorded]). A staged record whose change failed is
-// never named. Each record is named once.
+// never named. Each record is named once. Its Stage is inner's: it names
+// nothing, the record exists only if its change commits.
 type journalingAudit struct {
-	inner audit.Appender
-	add   func(drill.AuditRef)
+	audit.Appender
+	add func(drill.AuditRef)
 
 	mu    sync.Mutex
 	named map[string]bool
@@ -91,20 +90,15 @@ var (
 )
 
 func newJournalingAudit(inner audit.Appender, add func(drill.AuditRef)) *journalingAudit {
-	return &journalingAudit{inner: inner, add: add, named: map[string]bool{}}
+	return &journalingAudit{Appender: inner, add: add, named: map[string]bool{}}
 }
 
 func (a *journalingAudit) Append(ctx context.Context, e audit.Entry) (audit.Record, error) {
-	rec, err := a.inner.Append(ctx, e)
+	rec, err := a.Appender.Append(ctx, e)
 	if err == nil {
 		a.Recorded(rec)
 	}
 	return rec, err
-}
-
-// Stage names nothing: the record exists only if its change commits.
-func (a *journalingAudit) Stage(ctx context.Context, e audit.Entry, token string, n int) (audit.Record, store.Op, error) {
-	return a.inner.Stage(ctx, e, token, n)
 }
 
 // Recorded names recs, records of a change that committed.
@@ -157,7 +151,7 @@ func (r *runJournal) recordCheck(rec drill.CheckRecord) {
 func (r *runJournal) recording(rc *runtime.RunContext) *runtime.Deps {
 	own := *rc.Deps
 	if own.Gauges != nil {
-		own.Gauges = &journalingGauges{inner: own.Gauges, r: r, rc: rc}
+		own.Gauges = &journalingGauges{GaugeReader: own.Gauges, r: r, rc: rc}
 	}
 	if own.Audit != nil {
 		own.Audit = newJournalingAudit(own.Audit, func(a drill.AuditRef) {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
-	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
@@ -17,7 +16,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
-	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
 // ActionRecover is the audit action of `drill recover`.
@@ -107,12 +105,7 @@ func (rv *Recovery) plan(ctx context.Context, j *drill.Journal, pending []int) (
 		r := j.Rollbacks[i]
 		in := kinds.RecoverInput{Record: r, RunID: j.RunID, Actor: j.Actor, StepRunning: running[r.Step], AllowNoExpiry: rv.AllowNoExpiry}
 		if kinds.NeedsTrail(r) {
-			var subject string
-			if r.Lever.Kind == drill.LeverOverride {
-				subject = breaker.OverrideKey(r.Lever.Dependency)
-			} else {
-				subject = ratelimit.Key(r.Lever.Client)
-			}
+			subject := kinds.LeverSubject(r.Lever)
 			t, ok := trails[subject]
 			if !ok {
 				// Every writer's records: a change is the run's only when

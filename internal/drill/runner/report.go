@@ -50,9 +50,6 @@ func (l *LiveLog) paint(code, s string) string {
 	return code + s + ansiReset
 }
 
-// safe renders one value for the log: one line, by the textsafe rule.
-func safe(s string) string { return textsafe.Line(s) }
-
 // mark renders a status as a short label: ok, FAIL, skip... (on a
 // terminal a colored symbol).
 func (l *LiveLog) mark(status string) string {
@@ -101,11 +98,11 @@ func (l *LiveLog) Report(ev Event) {
 	switch ev.Kind {
 	case EventRunStarted:
 		l.start = ev.Time
-		where := fmt.Sprintf("context \"%s\"", safe(j.Context))
+		where := fmt.Sprintf("context \"%s\"", textsafe.Line(j.Context))
 		if j.Store != "" {
-			where += " (" + safe(j.Store) + ")"
+			where += " (" + textsafe.Line(j.Store) + ")"
 		}
-		l.line(ev.Time, "%s %s: run %s on %s; timeout %s, deadline %s", l.paint(ansiBold, "drill"), safe(j.Drill.Name), safe(j.RunID), where,
+		l.line(ev.Time, "%s %s: run %s on %s; timeout %s, deadline %s", l.paint(ansiBold, "drill"), textsafe.Line(j.Drill.Name), textsafe.Line(j.RunID), where,
 			human.Duration(time.Duration(j.TimeoutSeconds*float64(time.Second))), j.Deadline.Format(time.RFC3339))
 	case EventPhase:
 		l.line(ev.Time, "%s", l.paint(ansiBold, ev.Phase))
@@ -119,13 +116,13 @@ func (l *LiveLog) Report(ev Event) {
 		if c.OK {
 			status = drill.StatusPassed
 		}
-		l.line(ev.Time, "  %s %s: %s (%s)", l.mark(status), safe(c.Label()), oneLine(detail), fmtSeconds(c.DurationSeconds))
+		l.line(ev.Time, "  %s %s: %s (%s)", l.mark(status), textsafe.Line(c.Label()), oneLine(detail), fmtSeconds(c.DurationSeconds))
 	case EventStepStarted:
 		s := ev.Step
-		l.line(ev.Time, "  [%d/%d] %s (%s): %s", ev.StepIndex, len(j.Steps), safe(s.ID), safe(s.Kind), safe(s.Description))
+		l.line(ev.Time, "  [%d/%d] %s (%s): %s", ev.StepIndex, len(j.Steps), textsafe.Line(s.ID), textsafe.Line(s.Kind), textsafe.Line(s.Description))
 	case EventRollbackRegistered:
 		rb := ev.Rollback
-		l.line(ev.Time, "        %s registered: %s", safe(rb.ID), safe(rb.Description))
+		l.line(ev.Time, "        %s registered: %s", textsafe.Line(rb.ID), textsafe.Line(rb.Description))
 	case EventNotice:
 		indent := ""
 		if ev.StepIndex > 0 {
@@ -134,7 +131,7 @@ func (l *LiveLog) Report(ev Event) {
 		l.line(ev.Time, "%s%s", indent, l.paint(ansiYellow, oneLine(ev.Message)))
 	case EventStepDone:
 		s := ev.Step
-		msg := fmt.Sprintf("  %s [%d/%d] %s %s in %s", l.mark(s.Status), ev.StepIndex, len(j.Steps), safe(s.ID), safe(s.Status), fmtSeconds(s.DurationSeconds))
+		msg := fmt.Sprintf("  %s [%d/%d] %s %s in %s", l.mark(s.Status), ev.StepIndex, len(j.Steps), textsafe.Line(s.ID), textsafe.Line(s.Status), fmtSeconds(s.DurationSeconds))
 		if t := cmp.Or(s.Error, s.Detail); t != "" {
 			msg += ": " + oneLine(t)
 		}
@@ -142,12 +139,12 @@ func (l *LiveLog) Report(ev Event) {
 	case EventRollbackStarted:
 	case EventRollbackDone:
 		rb := ev.Rollback
-		msg := fmt.Sprintf("  %s %s %s: ", l.mark(rb.Status), safe(rb.ID), safe(rb.Subject))
+		msg := fmt.Sprintf("  %s %s %s: ", l.mark(rb.Status), textsafe.Line(rb.ID), textsafe.Line(rb.Subject))
 		switch rb.Status {
 		case drill.StatusOK:
 			msg += oneLine(rb.Detail)
 		default:
-			msg += safe(rb.Status) + ": " + oneLine(rb.Error)
+			msg += textsafe.Line(rb.Status) + ": " + oneLine(rb.Error)
 			if rb.ExpiresAt != nil {
 				msg += "; it lapses on its own at " + rb.ExpiresAt.Format(time.RFC3339)
 			}
@@ -172,7 +169,7 @@ func Summary(j *drill.Journal, color bool) string {
 			passed++
 		}
 	}
-	verdict := safe(strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " ")))
+	verdict := textsafe.Line(strings.ToUpper(strings.ReplaceAll(j.Outcome, "_", " ")))
 	code := ansiRed
 	if j.Outcome == drill.OutcomePassed && j.RollbacksOK {
 		code = ansiGreen

@@ -117,11 +117,10 @@ type run struct {
 	cancel context.CancelCauseFunc
 
 	// guards follows each stop condition's failed evaluations in a row
-	// (the monitor and the steps' loop both evaluate them).
+	// (the monitor and the steps' loop both evaluate them), and the
+	// freeze's failed reads under the nil key.
 	guardMu sync.Mutex
 	guards  map[*drill.Check]*runtime.GuardState
-	// freezeGuard follows the freeze's failed reads in a row.
-	freezeGuard runtime.GuardState
 }
 
 // Run runs d: variables, the preflight of every guard, the hypothesis, the

@@ -31,13 +31,6 @@ type RegionAlarms struct {
 	Region string
 }
 
-// alarmWatcher reads every alarm of the drill, per region, once per poll
-// round: the conditions evaluated in one round (all stop conditions of a
-// monitor tick, one poll of a check) share one DescribeAlarms call.
-type alarmWatcher struct {
-	conds []AlarmCondition
-}
-
 type alarmRoundKey struct{}
 
 // alarmRound caches one poll round's read of each region: its answer, or
@@ -58,30 +51,18 @@ func WithAlarmRound(ctx context.Context) context.Context {
 	return context.WithValue(ctx, alarmRoundKey{}, &alarmRound{reads: map[string]regionRead{}})
 }
 
-func (rc *RunContext) alarmWatcher() *alarmWatcher {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if rc.alarms == nil {
-		w := &alarmWatcher{}
-		for _, c := range rc.Drill.Alarms() {
-			w.conds = append(w.conds, c.(AlarmCondition))
-		}
-		rc.alarms = w
-	}
-	return rc.alarms
-}
-
-// queries groups the drill's alarm conditions by region. A condition whose
+// AlarmQueries groups the drill's alarm conditions by region, as the run
+// asks for them (see [RunContext.ReadAlarms]). A condition whose
 // references cannot be resolved yet (a step output of a step still to
 // run) is left out; it fails on its own when checked.
-func (w *alarmWatcher) queries(ctx context.Context, rc *RunContext) (map[string]metrics.AlarmQuery, error) {
+func (rc *RunContext) AlarmQueries(ctx context.Context) (map[string]metrics.AlarmQuery, error) {
 	def, err := rc.Deps.Alarms.DefaultRegion(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]metrics.AlarmQuery{}
-	for _, c := range w.conds {
-		t, err := c.AlarmTarget(rc)
+	for _, c := range rc.Drill.Alarms() {
+		t, err := c.(AlarmCondition).AlarmTarget(rc)
 		if err != nil {
 			continue
 		}
@@ -94,9 +75,12 @@ func (w *alarmWatcher) queries(ctx context.Context, rc *RunContext) (map[string]
 	return out, nil
 }
 
-// read returns region's alarms for this round: fetched once per round
-// (ctx's), or for this call alone outside a round.
-func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) (*RegionAlarms, error) {
+// ReadAlarms returns region's alarms ("" the default region) for this
+// poll round: every alarm of the drill in region is read once per round
+// ([WithAlarmRound]), the conditions evaluated in one round (all stop
+// conditions of a monitor tick, one poll of a check) sharing one
+// DescribeAlarms call, or for this call alone outside a round.
+func (rc *RunContext) ReadAlarms(ctx context.Context, region string) (*RegionAlarms, error) {
 	def, err := rc.Deps.Alarms.DefaultRegion(ctx)
 	if err != nil {
 		return nil, err
@@ -111,7 +95,7 @@ func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) 
 	if got, ok := round.reads[region]; ok {
 		return got.alarms, got.err
 	}
-	qs, err := w.queries(ctx, rc)
+	qs, err := rc.AlarmQueries(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -132,31 +116,17 @@ func (w *alarmWatcher) read(ctx context.Context, rc *RunContext, region string) 
 	return got.alarms, got.err
 }
 
-// AlarmQueries groups the drill's alarm conditions by region, as the run
-// asks for them (see [RunContext.ReadAlarms]).
-func (rc *RunContext) AlarmQueries(ctx context.Context) (map[string]metrics.AlarmQuery, error) {
-	return rc.alarmWatcher().queries(ctx, rc)
-}
-
-// ReadAlarms returns region's alarms ("" the default region) for this
-// poll round: every alarm of the drill in region is read once per round
-// ([WithAlarmRound]), or for this call alone outside a round.
-func (rc *RunContext) ReadAlarms(ctx context.Context, region string) (*RegionAlarms, error) {
-	return rc.alarmWatcher().read(ctx, rc, region)
-}
-
 // CheckAlarms resolves every alarm condition of the drill before the run
 // acts: a set of names and prefixes that one DescribeAlarms request per
 // region cannot cover makes the run invalid.
 func (rc *RunContext) CheckAlarms(ctx context.Context) error {
-	w := rc.alarmWatcher()
-	if len(w.conds) == 0 {
+	if len(rc.Drill.Alarms()) == 0 {
 		return nil
 	}
 	if err := NeedService(rc.Deps.Alarms != nil, "CloudWatch alarm source"); err != nil {
 		return err
 	}
-	qs, err := w.queries(ctx, rc)
+	qs, err := rc.AlarmQueries(ctx)
 	if err != nil {
 		return err
 	}

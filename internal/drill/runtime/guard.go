@@ -117,28 +117,25 @@ type GuardState struct {
 	last  error
 }
 
-// Fail records a failed evaluation at now and reports whether the guard
-// is now past its grace.
-func (g *GuardState) Fail(now time.Time, err error) bool {
+// Poll records one evaluation at now, err saying it could not be
+// evaluated: lost, once the guard has been unevaluable past its grace
+// (named role and name), and recovered, when it can be evaluated again
+// after failing.
+func (g *GuardState) Poll(now time.Time, err error, role, name string) (lost *GuardLostError, recovered bool) {
+	if err == nil {
+		recovered = g.polls > 0
+		g.polls, g.since, g.last = 0, time.Time{}, nil
+		return nil, recovered
+	}
 	if g.polls == 0 {
 		g.since = now
 	}
 	g.polls++
 	g.last = err
-	return g.polls >= max(g.Grace.Polls, 1) && now.Sub(g.since) >= g.Grace.For
-}
-
-// OK records a successful evaluation; it reports whether the guard was
-// failing before it.
-func (g *GuardState) OK() bool {
-	was := g.polls > 0
-	g.polls, g.since, g.last = 0, time.Time{}, nil
-	return was
-}
-
-// Lost returns the error of the guard lost at now.
-func (g *GuardState) Lost(role, name string, now time.Time) *GuardLostError {
-	return &GuardLostError{Role: role, Name: name, Polls: g.polls, Since: g.since, For: now.Sub(g.since), Grace: g.Grace, Err: g.last}
+	if g.polls >= max(g.Grace.Polls, 1) && now.Sub(g.since) >= g.Grace.For {
+		lost = &GuardLostError{Role: role, Name: name, Polls: g.polls, Since: g.since, For: now.Sub(g.since), Grace: g.Grace, Err: g.last}
+	}
+	return lost, false
 }
 
 // PollResult is how a polled condition ended.
@@ -204,11 +201,9 @@ func Poll(ctx context.Context, rc *RunContext, cond Condition, spec PollSpec) (P
 		var lost *GuardLostError
 		if err != nil {
 			detail = "could not check: " + rc.Redact(err.Error())
-			if guard != nil && guard.Fail(rc.Now(), err) {
-				lost = guard.Lost(spec.Guard.Role, spec.Guard.Name, rc.Now())
-			}
-		} else if guard != nil {
-			guard.OK()
+		}
+		if guard != nil {
+			lost, _ = guard.Poll(rc.Now(), err, spec.Guard.Role, spec.Guard.Name)
 		}
 		if detail != last && onChange != nil {
 			onChange(detail)

@@ -118,7 +118,6 @@ type RunContext struct {
 	stepID    string
 	// reasons are why each step pulled its lever (its reason field).
 	reasons map[string]string
-	alarms  *alarmWatcher
 	// actor, when set, is the actor of the run being recovered (its
 	// overrides carry it); recoveredBy is who recovers it.
 	actor, recoveredBy string
