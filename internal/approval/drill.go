@@ -2,7 +2,6 @@ package approval
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/proof"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -84,39 +84,35 @@ func drillSummary(c Change) string {
 	if d == nil {
 		return "run a drill"
 	}
-	return fmt.Sprintf("run drill %s (%s, sha256 %s) on %s: %s", d.Name, d.File, short(d.SHA256), d.Context, strings.Join(c.Targets, ", "))
+	return fmt.Sprintf("run drill %s (%s, sha256 %s) on %s: %s", d.Name, d.File, proof.Short(d.SHA256), d.Context, strings.Join(c.Targets, ", "))
+}
+
+// question is the policy's question of pulling l (no actor).
+func (s *Service) question(l DrillLever) policy.Request {
+	return policy.Request{Action: l.Action, Resource: s.resource(l.Action), Target: l.Target, Duration: time.Duration(l.DurationSeconds) * time.Second}
 }
 
 // decideDrill is the table's policy (set; nil: none) on a drill's levers
 // pulled by actor: the strictest answer over every lever it names, as
-// [policy.DecideAll]. A lever whose target is known only during the run
+// [policy.DecideEach]. A lever whose target is known only during the run
 // is denied: the policy cannot judge it before.
 func (s *Service) decideDrill(set *policy.Set, actor policy.Actor, levers []DrillLever) policy.Decision {
 	if set == nil {
 		return policy.NoPolicy
 	}
-	out := policy.Decision{Outcome: policy.Allow}
+	var qs []policy.Request
 	for _, l := range levers {
 		if l.Target == "" {
+			if d := policy.DecideEach(set, qs); d.Outcome == policy.Deny {
+				return d // a lever before it is denied already
+			}
 			return policy.Decision{Outcome: policy.Deny, Reason: fmt.Sprintf("the target of a %s lever comes from a step's output, which the table's policy cannot judge before the run: name it in the file or with a var", l.Action)}
 		}
-		d := policy.Decide(set, policy.Request{Actor: actor, Action: l.Action, Resource: s.resource(l.Action), Target: l.Target,
-			Duration: time.Duration(l.DurationSeconds) * time.Second})
-		for _, id := range d.Policies {
-			if !slices.Contains(out.Policies, id) {
-				out.Policies = append(out.Policies, id)
-			}
-		}
-		switch {
-		case d.Outcome == policy.Deny:
-			d.Policies = out.Policies
-			return d
-		case d.Outcome == policy.NeedsApproval && d.Approvals > out.Approvals:
-			out.Outcome, out.Approvals, out.Reason = policy.NeedsApproval, d.Approvals, d.Reason
-		case out.Outcome == policy.Allow && out.Reason == "":
-			out.Reason = d.Reason
-		}
+		q := s.question(l)
+		q.Actor = actor
+		qs = append(qs, q)
 	}
+	out := policy.DecideEach(set, qs)
 	if out.Reason == "" {
 		out.Reason = "the drill pulls no lever the policy names"
 	}
@@ -126,35 +122,16 @@ func (s *Service) decideDrill(set *policy.Set, actor policy.Actor, levers []Dril
 // readDrill reads the table's policy (nil: none) and, when id is set,
 // request id, in one batch read.
 func (s *Service) readDrill(ctx context.Context, id string) (*policy.Stored, store.Item, error) {
-	var keys []string
+	keys := []string{policy.Key}
 	if id != "" {
 		keys = append(keys, RequestPrefix+id)
 	}
-	stored, items, err := s.readPolicyWith(ctx, keys)
-	return stored, items[RequestPrefix+id], err
-}
-
-// readPolicyWith reads the table's policy (nil: none) and the items of
-// keys, in one batch read; absent items are left out.
-func (s *Service) readPolicyWith(ctx context.Context, keys []string) (*policy.Stored, map[string]store.Item, error) {
-	items, err := store.GetMany(ctx, s.store, append([]string{policy.Key}, keys...))
+	items, err := store.GetMany(ctx, s.store, keys)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the table's policy: %w", err)
 	}
 	stored, err := s.policyIn(items)
-	if err != nil {
-		return nil, nil, err
-	}
-	return stored, items, nil
-}
-
-// policyIn is the table's policy among items read by key (nil: not there).
-func (s *Service) policyIn(items map[string]store.Item) (*policy.Stored, error) {
-	it, ok := items[policy.Key]
-	if !ok {
-		return nil, nil
-	}
-	return policy.FromItem(s.schema, it)
+	return stored, items[RequestPrefix+id], err
 }
 
 // ErrDrillNoApproval: a drill pulls levers the table's policy needs
@@ -256,7 +233,7 @@ func (s *Service) AuthorizeDrill(ctx context.Context, d DrillRun, runner func(co
 	switch {
 	case got.SHA256 != d.SHA256:
 		return res, fmt.Errorf("%w: request %s approves %s with sha256 %s, but the file now hashes to %s: it was edited since; %s",
-			ErrHashMismatch, r.ID, textsafe.Line(got.File), short(got.SHA256), short(d.SHA256), ask)
+			ErrHashMismatch, r.ID, textsafe.Line(got.File), proof.Short(got.SHA256), proof.Short(d.SHA256), ask)
 	case got.Context != d.Context:
 		return res, fmt.Errorf("%w: request %s approves the drill on context %s, not %s: %s",
 			ErrHashMismatch, r.ID, textsafe.Quote(got.Context), textsafe.Quote(d.Context), ask)
@@ -277,26 +254,4 @@ func leverList(ls []DrillLever) string {
 		s[i] = l.String()
 	}
 	return "[" + strings.Join(s, ", ") + "]"
-}
-
-// approveDrill records the approval that completes a drill.run (or
-// levers.window) request's approvals: it becomes approved (nothing is
-// applied), with its audit record and the writes extra builds (the
-// approver's proof, the closed marker, the checks), conditional on the
-// request as read.
-func (s *Service) approveDrill(ctx context.Context, log audit.Appender, r, next Request, cond store.Condition, a Approval, res Approved,
-	extra func(token string) []store.Op) (Approved, error) {
-	next.Status = StatusApproved
-	rec, err := s.write(ctx, log, next, cond, audit.Entry{Actor: a.Approver.Actor, ActorSource: a.Approver.Source,
-		Action: ActionRequestApprove, Subject: RequestPrefix + r.ID, Reason: r.Change.Reason, Before: r.view(), After: next.view()}, extra)
-	if err != nil {
-		var already bool
-		if errors.Is(err, ErrChangedMeanwhile) && !errors.Is(err, store.ErrConditionFailed) && !errors.Is(err, ErrClosed) {
-			already = true
-		}
-		res.AlreadyApplied = already
-		return res, err
-	}
-	res.Request, res.Records, res.Authorized = next, []audit.Record{rec}, true
-	return res, nil
 }

@@ -178,12 +178,7 @@ func (g *Guard) submit(ctx context.Context, p *lever.Planned, sub Submission) (*
 // the *[lever.PendingError] naming them all. A request that cannot be
 // stored stops the rest; those stored are said in the error.
 func (g *Guard) submitChunks(ctx context.Context, p *lever.Planned, sub Submission) (*lever.Planned, error) {
-	var writes []lever.Plan
-	for _, pl := range p.Plans {
-		if !pl.Noop {
-			writes = append(writes, pl)
-		}
-	}
+	writes := slices.DeleteFunc(slices.Clone(p.Plans), func(pl lever.Plan) bool { return pl.Noop })
 	var stored []string
 	for start := 0; start < len(writes); start += MaxTargets {
 		part := *p
@@ -206,18 +201,13 @@ func (g *Guard) submitChunks(ctx context.Context, p *lever.Planned, sub Submissi
 			return nil, err
 		}
 		stored = append(stored, r.ID)
-		rep, _ := Pending(r, rec, p.Change.NoNotify)
+		var impact lever.Impact
 		if p.Impact != nil {
 			// Each request tells its own chunk's impact, as request show
 			// does: what its approval would do.
-			rep.Pending.Impact = g.approvals.Impact(ctx, r)
+			impact = g.approvals.Impact(ctx, r)
 		}
-		if rep.Event != nil {
-			rep.Event.Source = g.source
-			if rep.Pending.Impact != nil {
-				rep.Event.Impact = rep.Pending.Impact.Lines()
-			}
-		}
+		rep, _ := g.report(r, rec, p.Change.NoNotify, impact)
 		if p.Pending == nil {
 			p.Pending, p.Event = rep.Pending, rep.Event
 		} else {
@@ -279,16 +269,22 @@ func (g *Guard) WithProposalsPerHour(n int) *Guard {
 // pending marks p as the request r (its record rec), with its
 // announcement.
 func (g *Guard) pending(p *lever.Planned, r Request, rec audit.Record) (*lever.Planned, error) {
-	rep, err := Pending(r, rec, p.Change.NoNotify)
+	rep, err := g.report(r, rec, p.Change.NoNotify, p.Impact)
 	p.Pending, p.Event = rep.Pending, rep.Event
-	p.Pending.Impact = p.Impact
-	if p.Event != nil {
-		p.Event.Source = g.source
-		if p.Impact != nil {
-			p.Event.Impact = p.Impact.Lines()
+	return p, err
+}
+
+// report is [Pending] as the guard's surface announces it, telling impact.
+func (g *Guard) report(r Request, rec audit.Record, quiet bool, impact lever.Impact) (lever.Report, error) {
+	rep, err := Pending(r, rec, quiet)
+	rep.Pending.Impact = impact
+	if rep.Event != nil {
+		rep.Event.Source = g.source
+		if impact != nil {
+			rep.Event.Impact = impact.Lines()
 		}
 	}
-	return p, err
+	return rep, err
 }
 
 // Pending is the report of a new request r (its record rec): nothing

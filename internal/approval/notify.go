@@ -45,7 +45,10 @@ func ApprovedEvent(res Approved, actor string) (ev notify.Event, ok bool) {
 			ev.Levers = res.Report.Event.Levers
 		}
 	default:
-		ev.Levers = []notify.Lever{{Subject: RequestPrefix + r.ID, Change: outcome, AuditID: firstID(res.Records)}}
+		ev.Levers = []notify.Lever{{Subject: RequestPrefix + r.ID, Change: outcome}}
+		if len(res.Records) > 0 {
+			ev.Levers[0].AuditID = res.Records[0].ID
+		}
 	}
 	return ev, true
 }
@@ -60,22 +63,18 @@ func ExpiredEvent(r Request, actor string) notify.Event {
 
 // DeniedEvent announces a denied request (its record rec).
 func DeniedEvent(r Request, rec audit.Record, actor, note string) notify.Event {
-	return notify.Event{Action: ActionRequestDeny, Actor: actor, Reason: note, Outcome: "denied",
-		Detail: "request " + r.ID + " (denied): " + r.Change.Summary(),
-		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: "denied", AuditID: rec.ID}}}
+	return closedEvent(ActionRequestDeny, StatusDenied, r, rec, actor, note)
 }
 
 // CanceledEvent announces a request its requester canceled (its record
 // rec).
 func CanceledEvent(r Request, rec audit.Record, actor, note string) notify.Event {
-	return notify.Event{Action: ActionRequestCancel, Actor: actor, Reason: note, Outcome: "canceled",
-		Detail: "request " + r.ID + " (canceled): " + r.Change.Summary(),
-		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: "canceled", AuditID: rec.ID}}}
+	return closedEvent(ActionRequestCancel, StatusCanceled, r, rec, actor, note)
 }
 
-func firstID(rs []audit.Record) string {
-	if len(rs) == 0 {
-		return ""
-	}
-	return rs[0].ID
+// closedEvent announces r closed unapplied (its action, its status).
+func closedEvent(action, status string, r Request, rec audit.Record, actor, note string) notify.Event {
+	return notify.Event{Action: action, Actor: actor, Reason: note, Outcome: status,
+		Detail: "request " + r.ID + " (" + status + "): " + r.Change.Summary(),
+		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: status, AuditID: rec.ID}}}
 }

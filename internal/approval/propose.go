@@ -116,7 +116,7 @@ func (s *Service) Propose(ctx context.Context, log audit.Appender, p Proposal) (
 				return Proposed{Request: r, Coalesced: true}, nil
 			}
 		}
-		d, err := s.proposalDecision(p, items[policy.Key], now)
+		d, err := s.proposalDecision(p, items, now)
 		if err != nil {
 			return Proposed{}, err
 		}
@@ -144,15 +144,11 @@ func (s *Service) Propose(ctx context.Context, log audit.Appender, p Proposal) (
 }
 
 // proposalDecision is how many approvals p waits for under the table's
-// policy item it (nil: none).
-func (s *Service) proposalDecision(p Proposal, it store.Item, now time.Time) (policy.Decision, error) {
-	var set *policy.Set
-	if it != nil {
-		stored, err := policy.FromItem(s.schema, it)
-		if err != nil {
-			return policy.Decision{}, err
-		}
-		set = stored.Set
+// policy among items, as read.
+func (s *Service) proposalDecision(p Proposal, items map[string]store.Item, now time.Time) (policy.Decision, error) {
+	stored, err := s.policyIn(items)
+	if err != nil {
+		return policy.Decision{}, err
 	}
 	qs, err := s.questions(p.Change, now)
 	if err != nil {
@@ -160,7 +156,7 @@ func (s *Service) proposalDecision(p Proposal, it store.Item, now time.Time) (po
 	}
 	req := qs[0]
 	req.Actor = policy.Actor{ARN: p.Requester.Actor, Verified: p.Requester.Verified()}
-	d := policy.DecideAll(set, req, p.Change.Targets)
+	d := policy.DecideAll(stored.Rules(), req, p.Change.Targets)
 	switch d.Outcome {
 	case policy.Deny:
 		return d, fmt.Errorf("%w: %s", ErrPolicyDenied, d.Reason)

@@ -14,6 +14,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/proof"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -314,20 +315,13 @@ func (r Request) Check(want string) error {
 	}
 	if got != r.SHA256 {
 		return fmt.Errorf("%w: request %s holds a change hashing to %s, not the stored %s: it was edited after it was made and can never be applied; ask for a new one",
-			ErrHashMismatch, r.ID, got[:12], short(r.SHA256))
+			ErrHashMismatch, r.ID, got[:12], proof.Short(r.SHA256))
 	}
 	if want != "" && (len(want) < 12 || !strings.HasPrefix(r.SHA256, strings.ToLower(want))) {
 		return fmt.Errorf("%w: request %s hashes to %s, not the %s you reviewed: review it again with koshactl request show %s",
-			ErrHashMismatch, r.ID, short(r.SHA256), want, r.ID)
+			ErrHashMismatch, r.ID, proof.Short(r.SHA256), want, r.ID)
 	}
 	return nil
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }
 
 // Attributes of a request item (docs/contracts/policy.md).
@@ -359,28 +353,25 @@ func (r Request) item(token string) (store.Item, error) {
 	approvers, _ := json.Marshal(nonNil(r.Approvers))
 	policies, _ := json.Marshal(nonNil(r.Policies))
 	it := store.Item{
-		store.PK:            RequestPrefix + r.ID,
-		attrChange:          string(change),
-		attrSHA256:          r.SHA256,
-		attrRequester:       r.Requester,
-		attrStatus:          r.Status,
-		attrCreatedAt:       r.CreatedAt.UnixMilli(),
-		attrExpiresAt:       r.ExpiresAt.UnixMilli(),
-		attrNeeded:          int64(r.Needed),
-		attrApprovers:       string(approvers),
-		attrPolicies:        string(policies),
-		store.TTLAttr:       r.ExpiresAt.Add(Retention).Unix(),
-		store.WriteIDAttr:   token,
-		attrRequesterSource: string(r.RequesterSource),
-	}
-	if r.RequesterSource == "" {
-		delete(it, attrRequesterSource)
+		store.PK:          RequestPrefix + r.ID,
+		attrChange:        string(change),
+		attrSHA256:        r.SHA256,
+		attrRequester:     r.Requester,
+		attrStatus:        r.Status,
+		attrCreatedAt:     r.CreatedAt.UnixMilli(),
+		attrExpiresAt:     r.ExpiresAt.UnixMilli(),
+		attrNeeded:        int64(r.Needed),
+		attrApprovers:     string(approvers),
+		attrPolicies:      string(policies),
+		store.TTLAttr:     r.ExpiresAt.Add(Retention).Unix(),
+		store.WriteIDAttr: token,
 	}
 	if len(r.Proofs) > 0 {
 		proofs, _ := json.Marshal(r.Proofs)
 		it[attrProofs] = string(proofs)
 	}
-	for k, v := range map[string]string{attrContext: r.Context, attrDecidedBy: r.DecidedBy, attrNote: r.Note, attrAppliedChange: r.AppliedChange} {
+	for k, v := range map[string]string{attrRequesterSource: string(r.RequesterSource), attrContext: r.Context, attrDecidedBy: r.DecidedBy, attrNote: r.Note,
+		attrAppliedChange: r.AppliedChange} {
 		if v != "" {
 			it[k] = v
 		}
@@ -388,9 +379,7 @@ func (r Request) item(token string) (store.Item, error) {
 	if !r.DecidedAt.IsZero() {
 		it[attrDecidedAt] = r.DecidedAt.UnixMilli()
 	}
-	if r.Status == StatusPending {
-		openEntry(it, OpenRequests, r.CreatedAt, r.ID)
-	}
+	listEntry(it, r.CreatedAt, r.ID)
 	return it, nil
 }
 

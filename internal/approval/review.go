@@ -67,19 +67,16 @@ func (r Review) item(token string) store.Item {
 		attrAppliedChange: r.Change,
 		store.WriteIDAttr: token,
 	}
-	if r.ActorSource != "" {
-		it[attrSource] = string(r.ActorSource)
+	for k, v := range map[string]string{attrSource: string(r.ActorSource), attrNote: r.Note} {
+		if v != "" {
+			it[k] = v
+		}
 	}
-	if r.Status == ReviewOpen {
-		openEntry(it, OpenReviews, r.CreatedAt, r.ID)
-	}
+	listEntry(it, r.CreatedAt, r.ID)
 	if r.AckedBy != "" {
 		it[attrAckedBy], it[attrAckedAt] = r.AckedBy, r.AckedAt.UnixMilli()
 		// An acknowledged review is kept as long as the records.
 		it[store.TTLAttr] = r.AckedAt.Add(Retention).Unix()
-	}
-	if r.Note != "" {
-		it[attrNote] = r.Note
 	}
 	if len(r.Proofs) > 0 {
 		proofs, _ := json.Marshal(r.Proofs)

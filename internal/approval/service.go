@@ -362,8 +362,7 @@ func (s *Service) questions(c Change, now time.Time) ([]policy.Request, error) {
 	if c.Action == ActionDrillRun {
 		if c.Drill != nil {
 			for _, l := range c.Drill.Levers {
-				out = append(out, policy.Request{Action: l.Action, Resource: s.resource(l.Action), Target: l.Target,
-					Duration: time.Duration(l.DurationSeconds) * time.Second})
+				out = append(out, s.question(l))
 			}
 		}
 		return out, nil
@@ -535,7 +534,7 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 	sha := a.SHA256
 	if sha == "" {
 		if a.Confirm == nil {
-			return res, fmt.Errorf("%w: request %s (%s) hashes to %s: confirm it", ErrUnconfirmed, r.ID, textsafe.Line(r.Change.Summary()), short(r.SHA256))
+			return res, fmt.Errorf("%w: request %s (%s) hashes to %s: confirm it", ErrUnconfirmed, r.ID, textsafe.Line(r.Change.Summary()), proof.Short(r.SHA256))
 		}
 		if sha, err = a.Confirm(r); err != nil {
 			return res, err
@@ -561,17 +560,21 @@ func (s *Service) Approve(ctx context.Context, log audit.Appender, a Approval) (
 		return append([]store.Op{mine.Put(token), closedOp}, checks...)
 	}
 	cond := store.IfEquals(store.WriteIDAttr, it.WriteID())
-	if res.Remaining == 0 && r.Change.approveOnly() {
-		next.DecidedBy, next.DecidedAt = a.Approver.Actor, now.UTC().Truncate(time.Millisecond)
-		return s.approveDrill(ctx, log, r, next, cond, a, res, extra)
-	}
-	if res.Remaining > 0 {
+	if res.Remaining > 0 || r.Change.approveOnly() {
+		// An approval that applies nothing: one more approval recorded,
+		// or a drill.run (levers.window) request's last, which makes it
+		// approved.
+		authorizes := res.Remaining == 0
+		if authorizes {
+			next.Status, next.DecidedBy, next.DecidedAt = StatusApproved, a.Approver.Actor, now.UTC().Truncate(time.Millisecond)
+		}
 		rec, err := s.write(ctx, log, next, cond, audit.Entry{Actor: a.Approver.Actor, ActorSource: a.Approver.Source,
 			Action: ActionRequestApprove, Subject: key, Reason: r.Change.Reason, Before: r.view(), After: next.view()}, extra)
 		if err != nil {
+			res.AlreadyApplied = authorizes && errors.Is(err, ErrChangedMeanwhile) && !errors.Is(err, store.ErrConditionFailed) && !errors.Is(err, ErrClosed)
 			return res, err
 		}
-		res.Request, res.Records = next, []audit.Record{rec}
+		res.Request, res.Records, res.Authorized = next, []audit.Record{rec}, authorizes
 		return res, nil
 	}
 	next.Status, next.DecidedBy, next.DecidedAt = StatusApplied, a.Approver.Actor, now.UTC().Truncate(time.Millisecond)
@@ -721,21 +724,16 @@ func (s *Service) changeOf(p *lever.Planned) (Change, error) {
 	return c, nil
 }
 
-// describe sets r's summary, in its kind's words.
-func (s *Service) describe(r Request) Request {
-	if c, kind, err := s.leverChange(r); err == nil {
-		r.Change.summary = kind.Summary(c)
-	}
-	return r
-}
-
-// decode is [RequestFromItem], summarized.
+// decode is [RequestFromItem], its summary in its kind's words.
 func (s *Service) decode(it store.Item) (Request, error) {
 	r, err := RequestFromItem(it)
 	if err != nil {
 		return r, err
 	}
-	return s.describe(r), nil
+	if c, kind, err := s.leverChange(r); err == nil {
+		r.Change.summary = kind.Summary(c)
+	}
+	return r, nil
 }
 
 // expire marks a pending request found past its expiry as expired, with
@@ -747,22 +745,29 @@ func (s *Service) expire(ctx context.Context, log audit.Appender, r Request, by 
 	if err != nil {
 		return r, err
 	}
-	next := r
-	next.Status, next.DecidedBy, next.DecidedAt = StatusExpired, by.Actor, s.clock.Now().UTC().Truncate(time.Millisecond)
-	p := r.proofOf(w, proof.Expire, next.DecidedAt)
-	next.Proofs = append(slices.Clone(r.Proofs), p.Key())
-	_, err = s.write(ctx, log, next, store.IfEquals(store.WriteIDAttr, r.raw.WriteID()), audit.Entry{Actor: by.Actor, ActorSource: by.Source,
-		Action: ActionRequestExpire, Subject: RequestPrefix + r.ID, Reason: "expired unapproved", Before: r.view(), After: next.view()},
-		closing(r, p))
+	next, _, err := s.closeRequest(ctx, log, r, by, w, proof.Expire, "expired unapproved", "")
 	return next, err
 }
 
-// closing are the writes beside the request's of the change that closes
-// r with p: p, and r's closed marker.
-func closing(r Request, p proof.Proof) func(token string) []store.Op {
-	return func(token string) []store.Op {
-		return []store.Op{p.Put(token), store.PutOp(closedItem(r, p.Verb, token), store.IfAbsent())}
-	}
+// closeAs are the status and audit action of a request closed by a verb.
+var closeAs = map[string][2]string{proof.Deny: {StatusDenied, ActionRequestDeny}, proof.Cancel: {StatusCanceled, ActionRequestCancel},
+	proof.Expire: {StatusExpired, ActionRequestExpire}}
+
+// closeRequest closes r unapplied by w's verb (deny, cancel, expire), with note
+// (its reason): in one transaction, conditional on the request as read,
+// the request's status, its audit record (reason its reason), w's proof
+// and r's closed marker.
+func (s *Service) closeRequest(ctx context.Context, log audit.Appender, r Request, by audit.Identity, w proof.Writer, verb, reason, note string) (Request, audit.Record, error) {
+	next := r
+	next.Status, next.DecidedBy, next.DecidedAt, next.Note = closeAs[verb][0], by.Actor, s.clock.Now().UTC().Truncate(time.Millisecond), note
+	p := r.proofOf(w, verb, next.DecidedAt)
+	next.Proofs = append(slices.Clone(r.Proofs), p.Key())
+	rec, err := s.write(ctx, log, next, store.IfEquals(store.WriteIDAttr, r.raw.WriteID()), audit.Entry{Actor: by.Actor, ActorSource: by.Source,
+		Action: closeAs[verb][1], Subject: RequestPrefix + r.ID, Reason: reason, Before: r.view(), After: next.view()},
+		func(token string) []store.Op {
+			return []store.Op{p.Put(token), store.PutOp(closedItem(r, verb, token), store.IfAbsent())}
+		})
+	return next, rec, err
 }
 
 // ExpireDue marks every request of rs that is still stored pending past
@@ -825,9 +830,9 @@ func (s *Service) Decide(ctx context.Context, log audit.Appender, id string, by 
 	if err != nil {
 		return r, audit.Record{}, err
 	}
-	verb, status, action, pverb := "deny", StatusDenied, ActionRequestDeny, proof.Deny
+	verb := proof.Deny
 	if cancel {
-		verb, status, action, pverb = "cancel", StatusCanceled, ActionRequestCancel, proof.Cancel
+		verb = proof.Cancel
 	}
 	_, closed := items[ClosedKey(id)]
 	requester := by.Actor == r.Requester
@@ -845,13 +850,7 @@ func (s *Service) Decide(ctx context.Context, log audit.Appender, id string, by 
 	case !cancel && requester:
 		return r, audit.Record{}, fmt.Errorf("%w: you asked for request %s: cancel it with koshactl request cancel %s", ErrSelf, id, id)
 	}
-	next := r
-	next.Status, next.DecidedBy, next.DecidedAt, next.Note = status, by.Actor, s.clock.Now().UTC().Truncate(time.Millisecond), note
-	p := r.proofOf(w, pverb, next.DecidedAt)
-	next.Proofs = append(slices.Clone(r.Proofs), p.Key())
-	rec, err := s.write(ctx, log, next, store.IfEquals(store.WriteIDAttr, r.raw.WriteID()), audit.Entry{Actor: by.Actor, ActorSource: by.Source,
-		Action: action, Subject: RequestPrefix + id, Reason: note, Before: r.view(), After: next.view()}, closing(r, p))
-	return next, rec, err
+	return s.closeRequest(ctx, log, r, by, w, verb, note, note)
 }
 
 // BreakGlass returns what a break-glass change attaches: its records marked

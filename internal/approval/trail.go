@@ -366,10 +366,6 @@ func (s *Service) proveApproved(ctx context.Context, r Request, stored *policy.S
 		return fmt.Errorf("%w: request %s is stored approved, and no approver's proof completed its approvals: it cannot be used; ask for a new one and have it approved with koshactl request approve",
 			ErrApprovalUnproven, r.ID)
 	}
-	var set *policy.Set
-	if stored != nil {
-		set = stored.Set
-	}
 	requester := t.requester()
 	questions, err := s.questions(r.Change, s.clock.Now())
 	if err != nil {
@@ -377,7 +373,7 @@ func (s *Service) proveApproved(ctx context.Context, r Request, stored *policy.S
 	}
 	for _, q := range questions {
 		q.Actor, q.Approvals = policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, len(t.approvals)
-		switch d := policy.Decide(set, q); d.Outcome {
+		switch d := policy.Decide(stored.Rules(), q); d.Outcome {
 		case policy.Deny:
 			return fmt.Errorf("%w: the policy no longer permits request %s: %s", ErrPolicyDenied, r.ID, d.Reason)
 		case policy.NeedsApproval:

@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/proof"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -78,7 +79,7 @@ func windowSummary(c Change) string {
 	if w.Repeat != "" {
 		s += " (that occurrence of a " + w.Repeat + " window)"
 	}
-	return s + " (sha256 " + short(w.SHA256) + ")"
+	return s + " (sha256 " + proof.Short(w.SHA256) + ")"
 }
 
 // ActionWindowForce is what a levers file's window does: force its
@@ -126,11 +127,7 @@ func (s *Service) SubmitWindow(ctx context.Context, log audit.Appender, w Window
 		r, err := RequestFromItem(it)
 		return r, audit.Record{}, true, err
 	}
-	var set *policy.Set
-	if stored != nil {
-		set = stored.Set
-	}
-	dec := s.decideWindow(set, policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, w)
+	dec := s.decideWindow(stored.Rules(), policy.Actor{ARN: requester.Actor, Verified: requester.Verified()}, w)
 	switch dec.Outcome {
 	case policy.Deny:
 		return Request{}, audit.Record{}, false, fmt.Errorf("%w: window %s: %s", ErrPolicyDenied, textsafe.Line(w.ID), dec.Reason)
@@ -200,6 +197,15 @@ func (s *Service) WindowsRead(items map[string]store.Item) (*policy.Stored, map[
 	return stored, items, nil
 }
 
+// policyIn is the table's policy among items read by key (nil: not there).
+func (s *Service) policyIn(items map[string]store.Item) (*policy.Stored, error) {
+	it, ok := items[policy.Key]
+	if !ok {
+		return nil, nil
+	}
+	return policy.FromItem(s.schema, it)
+}
+
 // AuthorizeWindow is the rule apply follows before it forces a window's
 // dependency on a table with a policy (stored; nil: none): allowed as is, or
 // approved by the window's levers.window request for exactly this content,
@@ -212,11 +218,7 @@ func (s *Service) WindowsRead(items map[string]store.Item) (*policy.Stored, map[
 // policy its proof does not prove (policy.ErrUnproven), or a force the
 // policy denies.
 func (s *Service) AuthorizeWindow(ctx context.Context, stored *policy.Stored, items map[string]store.Item, w Window, applier audit.Identity) (WindowAuthorization, error) {
-	var set *policy.Set
-	if stored != nil {
-		set = stored.Set
-	}
-	dec := s.decideWindow(set, policy.Actor{ARN: applier.Actor, Verified: applier.Verified()}, w)
+	dec := s.decideWindow(stored.Rules(), policy.Actor{ARN: applier.Actor, Verified: applier.Verified()}, w)
 	res := WindowAuthorization{Decision: dec}
 	switch dec.Outcome {
 	case policy.Deny:

@@ -414,29 +414,11 @@ func (r Record) item() store.Item {
 	for k, v := range attrs {
 		it[k] = v
 	}
-	if r.Reason != "" {
-		it["reason"] = r.Reason
-	}
-	if r.ActorSource != "" {
-		it["actor_source"] = string(r.ActorSource)
-	}
-	if r.RunID != "" {
-		it[attrRunID] = r.RunID
-	}
-	if r.Source != "" {
-		it[attrSource] = r.Source
-	}
-	if r.RollbackOf != "" {
-		it[attrRollbackOf] = r.RollbackOf
-	}
-	if len(r.Before) > 0 {
-		it["before"] = string(r.Before)
-	}
-	if len(r.After) > 0 {
-		it["after"] = string(r.After)
-	}
-	if r.Change != "" {
-		it[store.WriteIDAttr] = r.Change
+	for k, v := range map[string]string{"reason": r.Reason, "actor_source": string(r.ActorSource), attrRunID: r.RunID, attrSource: r.Source,
+		attrRollbackOf: r.RollbackOf, "before": string(r.Before), "after": string(r.After), store.WriteIDAttr: r.Change} {
+		if v != "" {
+			it[k] = v
+		}
 	}
 	if r.Approval != nil {
 		b, _ := json.Marshal(r.Approval)

@@ -2,6 +2,7 @@ package iam
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -187,11 +188,7 @@ func Policy(role Role, t Target) (Document, error) {
 			gaugeReads = appendNew(gaugeReads, n.Action)
 		}
 	}
-	keys := make([]items, 0, len(byPrefix))
-	for k := range byPrefix {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b items) int {
+	keys := slices.SortedFunc(maps.Keys(byPrefix), func(a, b items) int {
 		if c := strings.Compare(prefixName(a.prefix), prefixName(b.prefix)); c != 0 {
 			return c
 		}
@@ -223,48 +220,41 @@ func Policy(role Role, t Target) (Document, error) {
 	if len(ownProofVerbs) > 0 {
 		doc.Statement = append(doc.Statement, ownProofStatement(ownProofVerbs, t))
 	}
+	// allow adds the statement granting actions (when there are any) on
+	// resources, under cond.
+	allow := func(sid string, actions, resources []string, cond map[string]map[string][]string) {
+		if len(actions) > 0 {
+			doc.Statement = append(doc.Statement, Statement{Sid: sid, Effect: "Allow", Action: actions, Resource: resources, Condition: cond})
+		}
+	}
+	table := []string{t.TableARN()}
 	if len(batchPrefixes) > 0 {
 		slices.Sort(batchPrefixes)
-		doc.Statement = append(doc.Statement, Statement{Sid: SidBatchRead, Effect: "Allow", Action: []string{BatchGetItem}, Resource: []string{t.TableARN()},
-			Condition: map[string]map[string][]string{LeadingKeysCondition: {"dynamodb:LeadingKeys": batchPrefixes}}})
+		allow(SidBatchRead, []string{BatchGetItem}, table, map[string]map[string][]string{LeadingKeysCondition: {"dynamodb:LeadingKeys": batchPrefixes}})
 	}
-	if len(scans) > 0 {
-		doc.Statement = append(doc.Statement, Statement{Sid: SidScan, Effect: "Allow", Action: scans, Resource: []string{t.TableARN()}})
-	}
-	if len(queries) > 0 {
-		doc.Statement = append(doc.Statement, Statement{Sid: SidQuery, Effect: "Allow", Action: queries,
-			Resource: []string{t.TableARN() + "/index/*"}})
-	}
-	if len(admin) > 0 {
-		slices.Sort(admin)
-		doc.Statement = append(doc.Statement, Statement{Sid: SidTableAdmin, Effect: "Allow", Action: admin, Resource: []string{t.TableARN()}})
-	}
+	allow(SidScan, scans, table, nil)
+	allow(SidQuery, queries, []string{t.TableARN() + "/index/*"}, nil)
+	slices.Sort(admin)
+	allow(SidTableAdmin, admin, table, nil)
 	if len(secret) > 0 && t.Secret != "" {
-		doc.Statement = append(doc.Statement, Statement{Sid: SidChaosKey, Effect: "Allow", Action: secret,
-			Resource: []string{t.SecretARN()}})
+		allow(SidChaosKey, secret, []string{t.SecretARN()}, nil)
 		if t.KMSKey != "" {
-			doc.Statement = append(doc.Statement, Statement{Sid: SidChaosKeyKMS, Effect: "Allow", Action: kms,
-				Resource: []string{t.KMSKey},
-				Condition: map[string]map[string][]string{
-					"StringEquals": {"kms:ViaService": {"secretsmanager." + t.Region + ".amazonaws.com"}},
-					"StringLike":   {"kms:EncryptionContext:SecretARN": {t.SecretARN()}},
-				}})
+			allow(SidChaosKeyKMS, kms, []string{t.KMSKey}, map[string]map[string][]string{
+				"StringEquals": {"kms:ViaService": {"secretsmanager." + t.Region + ".amazonaws.com"}},
+				"StringLike":   {"kms:EncryptionContext:SecretARN": {t.SecretARN()}},
+			})
 		}
 	}
-	if len(gaugeReads) > 0 {
-		sid := SidGauges
-		if t.Namespace != "" {
-			sid += sidWord(t.Namespace)
-		}
-		doc.Statement = append(doc.Statement, Statement{Sid: sid, Effect: "Allow", Action: gaugeReads, Resource: []string{"*"}})
+	gauges := SidGauges
+	if t.Namespace != "" {
+		gauges += sidWord(t.Namespace)
 	}
-	if len(alarmReads) > 0 {
-		doc.Statement = append(doc.Statement, Statement{Sid: SidAlarms, Effect: "Allow", Action: alarmReads, Resource: []string{"*"}})
-	}
-	if len(publish) > 0 && len(t.Topics) > 0 {
+	allow(gauges, gaugeReads, []string{"*"}, nil)
+	allow(SidAlarms, alarmReads, []string{"*"}, nil)
+	if len(t.Topics) > 0 {
 		topics := slices.Clone(t.Topics)
 		slices.Sort(topics)
-		doc.Statement = append(doc.Statement, Statement{Sid: SidNotify, Effect: "Allow", Action: publish, Resource: slices.Compact(topics)})
+		allow(SidNotify, publish, slices.Compact(topics), nil)
 	}
 	return doc, nil
 }

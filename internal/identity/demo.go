@@ -2,6 +2,7 @@ package identity
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
@@ -79,21 +80,18 @@ func DemoOf(id audit.Identity) (DemoUser, bool) {
 	if id.Source != audit.ActorDemo {
 		return DemoUser{}, false
 	}
-	for _, u := range DemoUsers {
-		if u.ARN() == id.Actor && u.UserID() == id.UserID {
-			return u, true
-		}
+	i := slices.IndexFunc(DemoUsers, func(u DemoUser) bool { return u.ARN() == id.Actor && u.UserID() == id.UserID })
+	if i < 0 {
+		return DemoUser{}, false
 	}
-	return DemoUser{}, false
+	return DemoUsers[i], true
 }
 
 // Demo returns the demo user name names; an unknown name is an error
 // matching [ErrUnknownDemoUser] that lists the known ones.
 func Demo(name string) (DemoUser, error) {
-	for _, u := range DemoUsers {
-		if u.Name == name {
-			return u, nil
-		}
+	if i := slices.IndexFunc(DemoUsers, func(u DemoUser) bool { return u.Name == name }); i >= 0 {
+		return DemoUsers[i], nil
 	}
 	known := make([]string, len(DemoUsers))
 	for i, u := range DemoUsers {

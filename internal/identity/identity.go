@@ -175,20 +175,10 @@ const (
 
 // String names the kind.
 func (k Kind) String() string {
-	switch k {
-	case Unreachable:
-		return "unreachable"
-	case NotServed:
-		return "not served"
-	case Throttled:
-		return "throttled"
-	case Denied:
-		return "denied"
-	case Expired:
-		return "expired"
-	case Unclassified:
+	if k < Unclassified || k > Expired {
+		k = Unclassified
 	}
-	return "unclassified"
+	return [...]string{"unclassified", "unreachable", "not served", "throttled", "denied", "expired"}[k]
 }
 
 var codeKinds = map[string]Kind{

@@ -147,7 +147,7 @@ func (d *Dispatcher) Notify(ctx context.Context, ev Event) Report {
 		select {
 		case r := <-results:
 			errs[r.i], answered[r.i] = r.err, true
-			d.debugf("notify: %s (%s): %s in %s", s(d.Sinks[r.i].Name()), d.Sinks[r.i].Target(), outcome(r.err, sctx, bound), r.dur.Round(time.Millisecond))
+			d.debugf("notify: %s (%s): %s in %s", textsafe.Line(d.Sinks[r.i].Name()), d.Sinks[r.i].Target(), outcome(r.err, sctx, bound), r.dur.Round(time.Millisecond))
 		case <-sctx.Done():
 			n = len(d.Sinks)
 		}
@@ -167,7 +167,7 @@ func (d *Dispatcher) Notify(ctx context.Context, ev Event) Report {
 		switch {
 		case !answered[i]:
 			err = bound
-			d.debugf("notify: %s (%s): %s", s(sk.Name()), sk.Target(), bound)
+			d.debugf("notify: %s (%s): %s", textsafe.Line(sk.Name()), sk.Target(), bound)
 		case errs[i] != nil && sctx.Err() != nil && errors.Is(errs[i], context.Canceled):
 			err = bound
 		default:
@@ -198,7 +198,7 @@ func (d *Dispatcher) Notify(ctx context.Context, ev Event) Report {
 	}
 	if d.Warn != nil {
 		for _, f := range rep.Failed {
-			d.Warn(fmt.Sprintf("warning: notification %s to %s (%s) failed: %s; the change stands (%s)", ev.ID, s(f.Sink), f.Target, f.Error, note))
+			d.Warn(fmt.Sprintf("warning: notification %s to %s (%s) failed: %s; the change stands (%s)", ev.ID, textsafe.Line(f.Sink), f.Target, f.Error, note))
 		}
 	}
 	return rep
@@ -222,8 +222,6 @@ func outcome(err error, sctx context.Context, bound error) string {
 	}
 	return "failed: " + textsafe.Line(err.Error())
 }
-
-func s(name string) string { return textsafe.Line(name) }
 
 func (d *Dispatcher) debugf(format string, args ...any) {
 	if d.Debug != nil {

@@ -116,9 +116,7 @@ func (ev Event) complete(id string, now time.Time, contextName, source string) E
 	}
 	ids := slices.Clone(ev.AuditIDs)
 	for _, l := range ev.Levers {
-		if l.AuditID != "" {
-			ids = append(ids, l.AuditID)
-		}
+		ids = append(ids, l.AuditID) // an empty one is left out below
 	}
 	ev.AuditIDs = []string{}
 	for _, id := range ids {

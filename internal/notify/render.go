@@ -96,6 +96,15 @@ func EscapeSlack(s string) string {
 
 var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
+// slackLines are ev's [Lines], each escaped by [EscapeSlack].
+func slackLines(ev Event) []string {
+	ls := Lines(ev)
+	for i := range ls {
+		ls[i] = EscapeSlack(ls[i])
+	}
+	return ls
+}
+
 // joinWithin joins lines with sep, keeping the result within limit bytes
 // (limit <= 0: no limit); lines that do not fit are replaced by one line
 // saying how many were left out (the audit records have them all).
@@ -157,15 +166,8 @@ const (
 // (no automatic links or mentions) and the message asks for no name
 // linking, no parsing and no unfurling.
 func SlackMessage(ev Event) ([]byte, error) {
-	esc := func(ss []string) []string {
-		out := make([]string, len(ss))
-		for i, s := range ss {
-			out[i] = EscapeSlack(s)
-		}
-		return out
-	}
 	title := EscapeSlack(Title(ev))
-	body := joinWithin(esc(Lines(ev)), "\n", slackSectionMax)
+	body := joinWithin(slackLines(ev), "\n", slackSectionMax)
 	msg := map[string]any{
 		"text":         truncateBytes(title, slackTextMax),
 		"parse":        "none",

@@ -82,15 +82,11 @@ func (w *Webhook) Target() string { return "webhook " + RedactURL(w.URL) }
 
 // Send implements [Sink]: one POST; any 2xx answer is a delivery.
 func (w *Webhook) Send(ctx context.Context, ev Event) error {
-	var (
-		body []byte
-		err  error
-	)
+	render := Payload
 	if w.Format == FormatSlack {
-		body, err = SlackMessage(ev)
-	} else {
-		body, err = Payload(ev)
+		render = SlackMessage
 	}
+	body, err := render(ev)
 	if err != nil {
 		return err
 	}

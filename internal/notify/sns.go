@@ -134,10 +134,7 @@ func SNSPublishInput(topic string, ev Event) (*sns.PublishInput, error) {
 		attrBytes += len(k) + len(*v.DataType) + len(*v.StringValue)
 	}
 	title := Title(ev)
-	lines := Lines(ev)
-	for i := range lines {
-		lines[i] = EscapeSlack(lines[i])
-	}
+	lines := slackLines(ev)
 	msg := chatbotMessage{Version: "1.0", Source: "custom", ID: ev.ID,
 		Content: chatbotContent{TextType: "client-markdown", Title: EscapeSlack(title), Keywords: []string{ev.Context, ev.Action}},
 		Meta: chatbotMeta{Summary: EscapeSlack(title), EventType: ev.Action, AdditionalContext: chatValues(map[string]string{

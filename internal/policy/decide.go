@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/arn"
 	cedar "github.com/cedar-policy/cedar-go"
 	"github.com/cedar-policy/cedar-go/types"
 
@@ -31,16 +32,13 @@ func (a Actor) Roles() []string {
 	if !a.Verified {
 		return nil
 	}
-	parts := strings.SplitN(a.ARN, ":", 6)
-	if len(parts) != 6 || parts[0] != "arn" {
-		return nil
-	}
-	res := parts[5]
-	switch {
-	case strings.HasPrefix(res, "assumed-role/") && parts[2] == "sts":
+	p, err := arn.Parse(a.ARN)
+	switch res := p.Resource; {
+	case err != nil:
+	case strings.HasPrefix(res, "assumed-role/") && p.Service == "sts":
 		role, _, _ := strings.Cut(strings.TrimPrefix(res, "assumed-role/"), "/")
 		return []string{role}
-	case strings.HasPrefix(res, "role/") && parts[2] == "iam":
+	case strings.HasPrefix(res, "role/") && p.Service == "iam":
 		return []string{res[strings.LastIndexByte(res, '/')+1:]}
 	}
 	return nil
@@ -48,11 +46,8 @@ func (a Actor) Roles() []string {
 
 // Account is the account field of the actor's ARN ("" when it is none).
 func (a Actor) Account() string {
-	parts := strings.SplitN(a.ARN, ":", 6)
-	if len(parts) != 6 || parts[0] != "arn" {
-		return ""
-	}
-	return parts[4]
+	p, _ := arn.Parse(a.ARN) // the zero ARN when it is none
+	return p.AccountID
 }
 
 // Request is one question for [Decide]: may Actor do Action to the target
@@ -214,18 +209,27 @@ func (s *Set) eval(r Request) (bool, []string, []string) {
 	return dec == cedar.Allow, ids, errs
 }
 
-// DecideAll decides r for each of targets (r.Target ignored) and returns
-// the strictest answer: a Deny if any target is denied (its reason names
-// the target), else NeedsApproval with the most approvals any target needs,
-// else Allow. The policies are those of every target's decision, in order,
-// without repeats. No targets is Allow.
+// DecideAll decides r for each of targets (r.Target ignored): [DecideEach]
+// of those requests.
 func DecideAll(s *Set, r Request, targets []string) Decision {
-	out := Decision{Outcome: Allow}
+	rs := make([]Request, len(targets))
+	for i, t := range targets {
+		rs[i] = r
+		rs[i].Target = t
+	}
+	return DecideEach(s, rs)
+}
+
+// DecideEach decides each of rs and returns the strictest answer: a Deny
+// if any is denied (its reason names the target), else NeedsApproval with
+// the most approvals any needs, else Allow. The policies are those of
+// every decision, in order, without repeats. No requests is Allow.
+func DecideEach(s *Set, rs []Request) Decision {
 	if s == nil {
 		return NoPolicy
 	}
-	for _, t := range targets {
-		r.Target = t
+	out := Decision{Outcome: Allow}
+	for _, r := range rs {
 		d := Decide(s, r)
 		for _, id := range d.Policies {
 			if !slices.Contains(out.Policies, id) {

@@ -53,6 +53,15 @@ type Stored struct {
 	raw   store.Item
 }
 
+// Rules is s's policy set: nil for a nil s (the table has none, which
+// [Decide] takes as [NoPolicy]).
+func (s *Stored) Rules() *Set {
+	if s == nil {
+		return nil
+	}
+	return s.Set
+}
+
 // Sum is the hex SHA-256 of a policy text.
 func Sum(text string) string {
 	sum := sha256.Sum256([]byte(text))

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,14 +148,7 @@ func NewSchema(levers ...Lever) *Schema {
 func (s *Schema) Resource(action string) string { return s.resources[action] }
 
 // Actions are the actions of the schema's levers, sorted.
-func (s *Schema) Actions() []string {
-	out := make([]string, 0, len(s.resources))
-	for a := range s.resources {
-		out = append(out, a)
-	}
-	slices.Sort(out)
-	return out
-}
+func (s *Schema) Actions() []string { return slices.Sorted(maps.Keys(s.resources)) }
 
 // parsePos finds "<input>:LINE:COL" in cedar-go's parse errors.
 var parsePos = lazyre.New(`<input>:(\d+):(\d+):? ?`)

@@ -174,7 +174,7 @@ func (p *Policies) Standing(ctx context.Context, sc Scanner) (Standing, error) {
 			st.Since = oldest
 			v, _ := versionOf(st.Newest.Subject)
 			st.Problem = fmt.Sprintf("the table has no policy item, and %s set version %d (sha256 %s) at %s: the policy was deleted without koshactl",
-				textsafe.Line(st.Newest.Writer.Name), v, textsafe.Line(short(st.Newest.Binding)), st.Newest.At.Format(time.RFC3339))
+				textsafe.Line(st.Newest.Writer.Name), v, textsafe.Line(proof.Short(st.Newest.Binding)), st.Newest.At.Format(time.RFC3339))
 		}
 		return st, nil
 	case r.err != nil:
@@ -199,7 +199,7 @@ func (p *Policies) Standing(ctx context.Context, sc Scanner) (Standing, error) {
 		case st.Newest.Subject != named.Subject || !st.Newest.Writer.Is(named.Writer):
 			v, _ := versionOf(st.Newest.Subject)
 			st.Problem = fmt.Sprintf("%s holds version %d, and %s set version %d (sha256 %s) at %s: the item was put back without koshactl policy set",
-				Key, stored.Version, textsafe.Line(st.Newest.Writer.Name), v, textsafe.Line(short(st.Newest.Binding)),
+				Key, stored.Version, textsafe.Line(st.Newest.Writer.Name), v, textsafe.Line(proof.Short(st.Newest.Binding)),
 				st.Newest.At.Format(time.RFC3339))
 		}
 		if st.Problem != "" {
@@ -208,7 +208,7 @@ func (p *Policies) Standing(ctx context.Context, sc Scanner) (Standing, error) {
 	}
 	if st.Newest.Binding != stored.SHA256 {
 		st.Problem = textsafe.Line(unproven(stored, fmt.Sprintf("holds a text hashing to %s, and its proof by %s names %s: the text was written without koshactl policy set",
-			stored.SHA256[:12], st.Newest.Writer.Name, short(st.Newest.Binding))).Error())
+			stored.SHA256[:12], st.Newest.Writer.Name, proof.Short(st.Newest.Binding))).Error())
 	}
 	return st, nil
 }
@@ -227,11 +227,4 @@ func (p *Policies) proven(ctx context.Context, s *Stored) error {
 		return fmt.Errorf("read the table's policy.set proof: %w", err)
 	}
 	return s.Verify(it)
-}
-
-func short(h string) string {
-	if len(h) > 12 {
-		return h[:12]
-	}
-	return h
 }

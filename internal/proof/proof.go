@@ -199,15 +199,9 @@ type Proof struct {
 	Comment string
 }
 
+// escape and unescape write and read a writer's name in a key.
 var escape = strings.NewReplacer("%", "%25", "#", "%23")
-
-func unescape(s string) string {
-	if !strings.Contains(s, "%") {
-		return s
-	}
-	r := strings.NewReplacer("%23", "#", "%25", "%")
-	return r.Replace(s)
-}
+var unescape = strings.NewReplacer("%23", "#", "%25", "%")
 
 // KeyID is the writer as a key of its own names it: its unique id (what
 // IAM's ${aws:userid} is), or for an unverified writer [Unverified], '#'
@@ -296,7 +290,7 @@ func ParseKey(pk string) (Proof, error) {
 			return bad("its writer's ARN is not the principal its unique id names")
 		}
 	} else {
-		p.Writer.Name = unescape(p.Writer.Name)
+		p.Writer.Name = unescape.Replace(p.Writer.Name)
 	}
 	return p, nil
 }
@@ -352,6 +346,9 @@ func (p Proof) String() string {
 	}
 	return s
 }
+
+// Short is a hash as messages show it: its first 12 hex digits.
+func Short(h string) string { return h[:min(12, len(h))] }
 
 // FormatMillis writes a time as the whole epoch milliseconds a binding
 // holds.

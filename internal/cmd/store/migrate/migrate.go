@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
@@ -42,8 +43,10 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		Short: "Add the indexes a table created by an older koshactl lacks, and index its existing records",
 		Long: "Bring an existing control table to the current schema (docs/contracts/store.md): add each missing\n" +
 			"global secondary index with UpdateTable, one at a time, waiting until it is ACTIVE; then write the\n" +
-			"index attributes onto audit records and overrides written before the indexes existed, so indexed\n" +
-			"reads find them. The backfill scans only the audit# and breaker# items, paced to --max-read-units.\n" +
+			"index attributes onto audit records, overrides, change requests and reviews written before the\n" +
+			"indexes existed (decided requests and acknowledged reviews before request list --all read the\n" +
+			"index), so indexed reads find them. The backfill scans only the audit#, breaker#, request# and\n" +
+			"review# items, paced to --max-read-units.\n" +
 			"An index still being built is waited for. A table a CloudFormation stack manages (its\n" +
 			"aws:cloudformation:stack-name tag) is left to the stack: migrate refuses to add its indexes\n" +
 			"(exit 4) and says how to stage them through the stack (deploy/README.md).\n" +
@@ -81,6 +84,9 @@ type Result struct {
 	Present   []string               `json:"indexes_present"`
 	Audit     audit.BackfillReport   `json:"audit_backfill"`
 	Overrides breaker.BackfillReport `json:"override_backfill"`
+	// Requests is the backfill of change requests and reviews decided
+	// before they stayed in the lists index (request list --all).
+	Requests approval.BackfillReport `json:"request_backfill"`
 }
 
 // RunMigrate adds the missing indexes and backfills.
@@ -127,21 +133,30 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			printLines(f, lines)
 			return err
 		}
+		out.Requests, err = env.Approvals().Backfill(ctx, opts.DryRun, rate, &stats)
+		if err != nil {
+			printLines(f, lines)
+			return err
+		}
 		verb := "indexed"
 		if opts.DryRun {
 			verb = "would index"
 		}
 		lines = append(lines,
 			fmt.Sprintf("audit records: %d examined, %s %d", out.Audit.Examined, verb, out.Audit.Updated),
-			fmt.Sprintf("overrides: %d examined, %s %d", out.Overrides.Examined, verb, out.Overrides.Updated))
+			fmt.Sprintf("overrides: %d examined, %s %d", out.Overrides.Examined, verb, out.Overrides.Updated),
+			fmt.Sprintf("change requests and reviews: %d examined, %s %d", out.Requests.Examined, verb, out.Requests.Updated))
 		for _, k := range []struct {
 			what string
 			left []store.Unindexed
-		}{{"audit records", out.Audit.Unindexed}, {"overrides", out.Overrides.Unindexed}} {
+		}{{"audit records", out.Audit.Unindexed}, {"overrides", out.Overrides.Unindexed}, {"change requests and reviews", out.Requests.Unindexed}} {
 			if len(k.left) > 0 {
 				lines = append(lines, fmt.Sprintf("%s: %d left out of an index DynamoDB would refuse them in "+
 					"(indexed reads miss them there; --scan reads find them): %s", k.what, len(k.left), shortKeys(k.left)))
 			}
+		}
+		if out.Requests.Skipped > 0 {
+			lines = append(lines, fmt.Sprintf("change requests and reviews: %d without a creation time or write id left as they are", out.Requests.Skipped))
 		}
 		if out.Overrides.Skipped > 0 {
 			lines = append(lines, fmt.Sprintf("overrides: %d without a version left as they are (see koshactl breaker list)", out.Overrides.Skipped))
