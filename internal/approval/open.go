@@ -5,46 +5,97 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"sort"
-	"sync"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/proof"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
-// The open ones, listed without a scan. A pending request and an open
-// break-glass review carry the lists index's attributes (a partition of
-// their own, sorted by creation: "<epoch ms>#<id>"), and lose them when the
-// request is decided or the review acknowledged (the item is written whole
-// again): the partition holds what is open, whatever the table holds. A
-// listing reads both partitions at once, then, in one batch read, what it
-// shows needs: every listed item again by key (the index is eventually
-// consistent on DynamoDB; the item read by key is the one shown), the
-// proofs each names and each request's closed marker. Two rounds, whatever
-// the table holds; what was decided meanwhile (its item no longer pending)
-// is left out, and a proof named only by the item as read by key is read
-// in a third. A review that names no proof at all (made before proofs, or
-// its proofs dropped from its item by hand) costs a scan of the table's
-// proofs, which alone show whether one exists. An item is only a summary: a request the requester's role put
-// back into the partition is checked against its proofs and closed marker
-// like any (tampered), and one taken out of it is not shown, which
-// approves nothing. `request list --all` scans, as before.
+// Listed without a scan. A request and a break-glass review carry the
+// lists index's attributes (a partition, sorted by creation: "<epoch
+// ms>#<id>"): the kind's open partition while it is open (a pending
+// request, an open review), its closed one once it is decided or
+// acknowledged (the item is written whole again, in the other partition).
+// The open partition holds what is open, whatever the table holds; the two
+// together hold every request (or review), which `request list --all`
+// reads at once (one round) and merges newest first ([store.NewestFirst]).
+// A listing reads the index a page ([OpenPage]) at a time and, in one
+// batch read, what the page shows needs: every listed item again by key
+// (the index is eventually consistent on DynamoDB; the item read by key is
+// the one shown), the proofs each names and each request's closed marker.
+// Two rounds a page, whatever the table holds; what was decided meanwhile
+// (its item no longer pending) is left out of the open list, and a proof
+// named only by the item as read by key is read in a third. A review that
+// names no proof at all (made before proofs, or its proofs dropped from its
+// item by hand) costs a scan of the table's proofs, which alone show
+// whether one exists: once a listing, whose proofs of breaking a glass it
+// keeps for the pages after. An item is only a summary: a request the
+// requester's role put back into the open partition is checked against its
+// proofs and closed marker like any (tampered), and one taken out of the
+// index is not shown, which approves nothing (the audit log keeps its
+// records). Items written before the closed partitions existed are put in
+// them by `koshactl store migrate` ([Service.Backfill]).
 
-// Partitions of the lists index (store.IndexLists) holding the open ones.
+// Partitions of the lists index (store.IndexLists) holding requests and
+// reviews.
 const (
-	OpenRequests = "request"
-	OpenReviews  = "review"
+	OpenRequests   = "request"
+	OpenReviews    = "review"
+	ClosedRequests = "request#closed"
+	ClosedReviews  = "review#closed"
 )
 
-// openEntry puts it in the lists index's partition part, sorted by its
-// creation.
-func openEntry(it store.Item, part string, created time.Time, id string) {
-	sort := fmt.Sprintf("%013d#%s", created.UnixMilli(), id)
-	if store.SortKeyError(store.IndexLists, sort) != nil {
-		return // listed by --all alone
+// listPart is the lists index partition of a request or review item (pk)
+// in status: open or closed; "" for another item.
+func listPart(pk, status string) string {
+	switch {
+	case strings.HasPrefix(pk, RequestPrefix) && status == StatusPending:
+		return OpenRequests
+	case strings.HasPrefix(pk, RequestPrefix):
+		return ClosedRequests
+	case strings.HasPrefix(pk, ReviewPrefix) && status == ReviewOpen:
+		return OpenReviews
+	case strings.HasPrefix(pk, ReviewPrefix):
+		return ClosedReviews
 	}
-	it[store.IndexLists.Attr], it[store.IndexLists.Sort] = part, sort
+	return ""
+}
+
+// listEntry puts it, a request or review item (its pk and status set), in
+// the lists index's partition its status says, sorted by its creation. An
+// id too long for the index's sort key leaves it out (listed by a scan
+// alone; no id koshactl makes is).
+func listEntry(it store.Item, created time.Time, id string) {
+	sort := Cursor(created, id)
+	if store.SortKeyError(store.IndexLists, sort) != nil {
+		return
+	}
+	it[store.IndexLists.Attr], it[store.IndexLists.Sort] = listPart(it.PK(), it.Str(attrStatus)), sort
+}
+
+// Cursor is the place in a listing of the request or review id created
+// then: its lists index sort key, "<epoch ms, 13 digits>#<id>". A listing
+// resumed [ListQuery.Before] it lists what is older.
+func Cursor(created time.Time, id string) string {
+	return fmt.Sprintf("%013d#%s", created.UnixMilli(), id)
+}
+
+// ParseCursor checks that c is a [Cursor] (as a listing handed it out):
+// a usage error naming the problem otherwise.
+func ParseCursor(c string) error {
+	ms, id, ok := strings.Cut(c, "#")
+	if _, err := strconv.ParseUint(ms, 10, 64); !ok || err != nil || len(ms) != 13 || id == "" || store.SortKeyError(store.IndexLists, c) != nil {
+		return exitcode.Errorf(exitcode.Usage, "cursor %s is not one a listing returned (<13-digit epoch ms>#<id>): pass the next_cursor of the answer before, or none for the newest",
+			textsafe.Quote(textsafe.Truncate(c, 60)))
+	}
+	return nil
 }
 
 // querier is a store that answers index queries (every backend but the
@@ -53,66 +104,67 @@ type querier interface {
 	Query(ctx context.Context, q store.IndexQuery) iter.Seq2[store.Item, error]
 }
 
-// ListOpen lists the pending requests and the open reviews, newest first,
-// each checked against its proofs, from the lists index: no scan (see
-// above). A store without the index (a table made before it, until
-// `koshactl store migrate`) is listed as [Service.List] lists it.
-func (s *Service) ListOpen(ctx context.Context) (Listing, error) {
-	qr, ok := s.store.(querier)
-	if !ok {
-		return s.List(ctx)
-	}
-	parts := []string{OpenRequests, OpenReviews}
-	found := make([][]store.Item, len(parts))
-	errs := make([]error, len(parts))
-	var wg sync.WaitGroup
-	for i, part := range parts {
-		wg.Go(func() {
-			for it, err := range qr.Query(ctx, store.IndexQuery{Index: store.IndexLists, Key: part, Descending: true}) {
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				found[i] = append(found[i], it)
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		if errors.Is(err, store.ErrIndexMissing) {
-			return s.List(ctx)
-		}
-		return Listing{}, fmt.Errorf("list the open requests and reviews: %w", err)
-	}
-	return s.check(ctx, found[0], found[1])
-}
-
-// OpenPage is how many open requests (or reviews) [Service.ListOpenPages]
-// reads and checks at once: a page of the index and the batch read of what
-// it names.
+// OpenPage is how many requests (or reviews) [Service.ListPages] reads and
+// checks at once: a page of the index and the batch read of what it names.
 const OpenPage = 100
 
-// ListOpenPages lists what [Service.ListOpen] lists of part (OpenRequests
-// or OpenReviews), newest first, a page at a time: each [OpenPage] items
-// of the index are checked against their proofs (one batch read) and handed
-// to each before the next are read, so a list of any length is held a page
-// at a time. A store without the index is listed as [Service.List] lists
-// it, in one page (requests and reviews). An error of each ends the listing
-// and is returned.
-func (s *Service) ListOpenPages(ctx context.Context, part string, each func(Listing) error) error {
+// ListQuery says what [Service.ListPages] lists.
+type ListQuery struct {
+	// Reviews lists the break-glass reviews; otherwise the change requests.
+	Reviews bool
+	// All lists the closed ones too (decided and expired requests,
+	// acknowledged reviews); otherwise the open ones alone.
+	All bool
+	// Before, when set (a [Cursor] a listing handed out, checked by
+	// [ParseCursor]), lists only what is older: where a listing that
+	// stopped there resumes.
+	Before string
+}
+
+// parts are the lists index partitions q reads.
+func (q ListQuery) parts() []string {
+	open, closed := OpenRequests, ClosedRequests
+	if q.Reviews {
+		open, closed = OpenReviews, ClosedReviews
+	}
+	if q.All {
+		return []string{open, closed}
+	}
+	return []string{open}
+}
+
+// ListPages lists what q asks for, newest first, a page at a time: each
+// [OpenPage] items of the lists index (its open partition, and with
+// q.All its closed one, read at once and merged) are checked against
+// their proofs (one batch read) and handed to each before the next are
+// read, so a list of any length is held a page at a time. A store without
+// the index (or a table without it) is listed as [Service.List] lists it,
+// in one page (requests and reviews, open and closed: the caller keeps
+// what it asked for). An error of each ends the listing and is returned.
+func (s *Service) ListPages(ctx context.Context, q ListQuery, each func(Listing) error) error {
+	if q.Before != "" {
+		if err := ParseCursor(q.Before); err != nil {
+			return err
+		}
+	}
 	qr, ok := s.store.(querier)
 	if !ok {
-		return s.listAll(ctx, each)
+		return s.listAll(ctx, q, each)
+	}
+	var qs []store.IndexQuery
+	for _, part := range q.parts() {
+		qs = append(qs, store.IndexQuery{Index: store.IndexLists, Key: part, To: q.Before, Descending: true})
 	}
 	var page []store.Item
 	handed := false
+	glass := &glassScan{}
 	flush := func() error {
 		var l Listing
 		var err error
-		if part == OpenReviews {
-			l, err = s.check(ctx, nil, page)
+		if q.Reviews {
+			l, err = s.check(ctx, nil, page, q.All, glass)
 		} else {
-			l, err = s.check(ctx, page, nil)
+			l, err = s.check(ctx, page, nil, q.All, glass)
 		}
 		if err != nil {
 			return err
@@ -120,13 +172,21 @@ func (s *Service) ListOpenPages(ctx context.Context, part string, each func(List
 		page, handed = nil, true
 		return each(l)
 	}
-	for it, err := range qr.Query(ctx, store.IndexQuery{Index: store.IndexLists, Key: part, Descending: true}) {
+	last := ""
+	for it, err := range store.NewestFirst(ctx, qr, qs, func(it store.Item) string { return it.Str(store.IndexLists.Sort) }) {
 		if err != nil {
 			if errors.Is(err, store.ErrIndexMissing) && !handed && len(page) == 0 {
-				return s.listAll(ctx, each)
+				return s.listAll(ctx, q, each)
 			}
-			return fmt.Errorf("list the open requests and reviews: %w", err)
+			return fmt.Errorf("list the requests and reviews: %w", err)
 		}
+		key := it.Str(store.IndexLists.Sort)
+		if key == q.Before || key == last {
+			// The bound itself (inclusive in a query), or the item met in
+			// both partitions, decided while they were read.
+			continue
+		}
+		last = key
 		page = append(page, it)
 		if len(page) == OpenPage {
 			if err := flush(); err != nil {
@@ -140,18 +200,53 @@ func (s *Service) ListOpenPages(ctx context.Context, part string, each func(List
 	return nil
 }
 
-// listAll hands each the whole of [Service.List], as one page.
-func (s *Service) listAll(ctx context.Context, each func(Listing) error) error {
+// listAll hands each the whole of [Service.List] (what is older than
+// q.Before), as one page.
+func (s *Service) listAll(ctx context.Context, q ListQuery, each func(Listing) error) error {
 	l, err := s.List(ctx)
 	if err != nil {
 		return err
 	}
+	if q.Before != "" {
+		l.Requests = slices.DeleteFunc(l.Requests, func(r Request) bool { return Cursor(r.CreatedAt, r.ID) >= q.Before })
+		l.Reviews = slices.DeleteFunc(l.Reviews, func(r Review) bool { return Cursor(r.CreatedAt, r.ID) >= q.Before })
+	}
 	return each(l)
+}
+
+// glassScan is what a listing keeps of its one scan of the table's proofs
+// (see above): the proofs of breaking a review's glass, one a break-glass
+// review, held for the pages after the first that needed them.
+type glassScan struct {
+	done   bool
+	proofs map[string]store.Item
+}
+
+// into puts the table's proofs of breaking a glass into items, scanning
+// them the first time.
+func (g *glassScan) into(ctx context.Context, s *Service, items map[string]store.Item) error {
+	if !g.done {
+		all := map[string]store.Item{}
+		if err := s.scanProofs(ctx, all); err != nil {
+			return err
+		}
+		g.proofs = map[string]store.Item{}
+		for pk, it := range all {
+			if p, err := proof.FromItem(it); err == nil && p.Kind == proof.KindReview && p.Verb == proof.Glass {
+				g.proofs[pk] = it
+			}
+		}
+		g.done = true
+	}
+	maps.Copy(items, g.proofs)
+	return nil
 }
 
 // check decodes the requests and reviews the lists index listed and checks
 // each against its proofs and closed marker (one batch read; see above).
-func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item) (Listing, error) {
+// all keeps the closed ones (read again by key, decided meanwhile); glass
+// is the listing's scan of proofs.
+func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item, all bool, glass *glassScan) (Listing, error) {
 	_, consistent := s.store.(store.ConsistentQuerier)
 	var out Listing
 	keys := map[string]bool{}
@@ -191,9 +286,10 @@ func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item) (L
 		return Listing{}, err
 	}
 	if !consistent {
-		// The items as read by key: decided meanwhile, left out; changed
-		// meanwhile, shown as they are now, their new proofs read too.
-		if reqs, revs, err = s.fresh(ctx, reqs, revs, items, &out); err != nil {
+		// The items as read by key: decided meanwhile, left out (unless
+		// all); changed meanwhile, shown as they are now, their new
+		// proofs read too.
+		if reqs, revs, err = s.fresh(ctx, reqs, revs, items, all, &out); err != nil {
 			return Listing{}, err
 		}
 	}
@@ -201,8 +297,9 @@ func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item) (L
 		// A review naming no proof of who broke its glass was made before
 		// proofs, or its item was rewritten without koshactl to hide it
 		// (its actor, to acknowledge it herself): only the table's proofs
-		// tell which, so they are scanned, in this case alone.
-		if err := s.scanProofs(ctx, items); err != nil {
+		// tell which, so they are scanned, in this case alone, once a
+		// listing.
+		if err := glass.into(ctx, s, items); err != nil {
 			return Listing{}, fmt.Errorf("read the proofs of the reviews that name none: %w", err)
 		}
 	}
@@ -239,14 +336,15 @@ func (s *Service) readKeys(ctx context.Context, keys map[string]bool) (map[strin
 }
 
 // fresh replaces the requests and reviews the index listed with their
-// items as read by key (items): gone or no longer open, left out; changed,
-// decoded again, and the proofs they name that were not read are read.
-func (s *Service) fresh(ctx context.Context, reqs []Request, revs []Review, items map[string]store.Item, out *Listing) ([]Request, []Review, error) {
+// items as read by key (items): gone, or no longer open unless all, left
+// out; changed, decoded again, and the proofs they name that were not read
+// are read.
+func (s *Service) fresh(ctx context.Context, reqs []Request, revs []Review, items map[string]store.Item, all bool, out *Listing) ([]Request, []Review, error) {
 	more := map[string]bool{}
 	var keepReqs []Request
 	for _, r := range reqs {
 		it, ok := items[RequestPrefix+r.ID]
-		if !ok || it.Str(store.IndexLists.Attr) != OpenRequests {
+		if !ok || !all && it.Str(store.IndexLists.Attr) != OpenRequests {
 			continue
 		}
 		fr, err := s.decode(it)
@@ -264,7 +362,7 @@ func (s *Service) fresh(ctx context.Context, reqs []Request, revs []Review, item
 	var keepRevs []Review
 	for _, r := range revs {
 		it, ok := items[ReviewPrefix+r.ID]
-		if !ok || it.Str(store.IndexLists.Attr) != OpenReviews {
+		if !ok || !all && it.Str(store.IndexLists.Attr) != OpenReviews {
 			continue
 		}
 		fr, err := ReviewFromItem(it)
@@ -289,4 +387,64 @@ func (s *Service) fresh(ctx context.Context, reqs []Request, revs []Review, item
 		}
 	}
 	return keepReqs, keepRevs, nil
+}
+
+// BackfillReport says what [Service.Backfill] found and did.
+type BackfillReport struct {
+	// Examined counts the request and review items read.
+	Examined int `json:"examined"`
+	// Updated counts the items not in the lists index partition their
+	// status says, and (or, in a dry run, would be) rewritten into it.
+	Updated int `json:"updated"`
+	// Skipped counts the items left as they are: no creation time or
+	// write id to place them by and make the rewrite conditional on
+	// (unreadable: request list --all reports them when the index lists
+	// them, show reads them by key).
+	Skipped int `json:"skipped"`
+	// Unindexed lists the items left out of the index, and why: an id too
+	// long for its sort key.
+	Unindexed []store.Unindexed `json:"unindexed,omitempty"`
+}
+
+// Backfill puts the requests and reviews written before the closed
+// partitions existed (decided or acknowledged ones, out of the index
+// then) into the lists index partition their status says, so `request
+// list --all` finds them without a scan. Each rewrite is the item as read
+// with the index attributes, conditional on its write id: one changed
+// meanwhile is left to its writer, who wrote it in its partition. With
+// dryRun it only counts. The scans are paced by rate (nil: unpaced).
+func (s *Service) Backfill(ctx context.Context, dryRun bool, rate *store.ScanRate, stats *store.ReadStats) (BackfillReport, error) {
+	var rep BackfillReport
+	for _, prefix := range []string{RequestPrefix, ReviewPrefix} {
+		for it, err := range s.store.Scan(ctx, store.ScanQuery{Prefix: prefix, Rate: rate, Stats: stats, PageSize: 500}) {
+			if err != nil {
+				return rep, fmt.Errorf("backfill %sitems: %w", prefix, err)
+			}
+			rep.Examined++
+			ms, ok := it.Int(attrCreatedAt)
+			id := strings.TrimPrefix(strings.TrimPrefix(it.PK(), RequestPrefix), ReviewPrefix)
+			wid, hasWID := it[store.WriteIDAttr]
+			if !ok || !hasWID {
+				rep.Skipped++
+				continue
+			}
+			if err := store.SortKeyError(store.IndexLists, Cursor(time.UnixMilli(ms), id)); err != nil {
+				rep.Unindexed = append(rep.Unindexed, store.Unindexed{PK: it.PK(), Why: err.Error()})
+				continue
+			}
+			next := it.Clone()
+			listEntry(next, time.UnixMilli(ms), id)
+			if next.Str(store.IndexLists.Attr) == it.Str(store.IndexLists.Attr) && next.Str(store.IndexLists.Sort) == it.Str(store.IndexLists.Sort) {
+				continue
+			}
+			rep.Updated++
+			if dryRun {
+				continue
+			}
+			if err := s.store.Put(ctx, next, store.IfEquals(store.WriteIDAttr, wid)); err != nil && !errors.Is(err, store.ErrConditionFailed) {
+				return rep, fmt.Errorf("backfill %s: %w", it.PK(), err)
+			}
+		}
+	}
+	return rep, nil
 }

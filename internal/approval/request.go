@@ -379,9 +379,7 @@ func (r Request) item(token string) (store.Item, error) {
 	if !r.DecidedAt.IsZero() {
 		it[attrDecidedAt] = r.DecidedAt.UnixMilli()
 	}
-	if r.Status == StatusPending {
-		openEntry(it, OpenRequests, r.CreatedAt, r.ID)
-	}
+	listEntry(it, r.CreatedAt, r.ID)
 	return it, nil
 }
 

@@ -72,9 +72,7 @@ func (r Review) item(token string) store.Item {
 			it[k] = v
 		}
 	}
-	if r.Status == ReviewOpen {
-		openEntry(it, OpenReviews, r.CreatedAt, r.ID)
-	}
+	listEntry(it, r.CreatedAt, r.ID)
 	if r.AckedBy != "" {
 		it[attrAckedBy], it[attrAckedAt] = r.AckedBy, r.AckedAt.UnixMilli()
 		// An acknowledged review is kept as long as the records.

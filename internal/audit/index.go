@@ -256,80 +256,27 @@ func (l *Log) query(ctx context.Context, qr store.Querier, q Query, now time.Tim
 	return err
 }
 
-// newestFirst runs qs, each yielding its items newest first, and yields
-// their items merged newest first by time (the lists index's sort key, or
-// the time in an item's pk). The queries run concurrently, so their first
-// requests go out together (one round trip); each holds at most the page
-// its store read returned, and one item more, while the merge waits on the
-// others. It returns what the first item of any query was, when that is an
-// error (store.ErrIndexMissing: nothing yielded), errStop when the consumer
-// stopped.
+// newestFirst runs qs and yields their items merged newest first by time
+// (the lists index's sort key, or the time in an item's pk), as
+// [store.NewestFirst] merges them. It returns what the first item of any
+// query was, when that is an error (store.ErrIndexMissing: nothing
+// yielded), errStop when the consumer stopped.
 func newestFirst(ctx context.Context, qr store.Querier, qs []store.IndexQuery, yield func(store.Item, error) bool) error {
-	type next struct {
-		it  store.Item
-		err error
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	runs := make([]chan next, len(qs))
-	for i, iq := range qs {
-		runs[i] = make(chan next)
-		wg.Go(func() {
-			defer close(runs[i])
-			for it, err := range qr.Query(ctx, iq) {
-				select {
-				case runs[i] <- next{it, err}:
-				case <-ctx.Done():
-					return
-				}
-				if err != nil {
-					return
-				}
-			}
-		})
-	}
 	key := func(it store.Item) string {
 		if k := it.Str(store.IndexLists.Sort); k != "" && qs[0].Index == store.IndexLists {
 			return k
 		}
 		return pkTimeKey(it.PK())
 	}
-	heads := make([]*next, len(runs))
-	pull := func(i int) error {
-		n, ok := <-runs[i]
-		heads[i] = nil
-		if !ok {
-			return nil
-		}
-		if n.err != nil {
-			return n.err
-		}
-		heads[i] = &n
-		return nil
-	}
-	for i := range runs {
-		if err := pull(i); err != nil {
+	for it, err := range store.NewestFirst(ctx, qr, qs, key) {
+		if err != nil {
 			return err
 		}
-	}
-	for {
-		best := -1
-		for i, h := range heads {
-			if h != nil && (best < 0 || key(h.it) > key(heads[best].it)) {
-				best = i
-			}
-		}
-		if best < 0 {
-			return nil
-		}
-		if !yield(heads[best].it, nil) {
+		if !yield(it, nil) {
 			return errStop
 		}
-		if err := pull(best); err != nil {
-			return err
-		}
 	}
+	return nil
 }
 
 // dayRounds is how many day partitions each round of a listing by day

@@ -334,7 +334,6 @@ var (
 	// A request's closed marker: read with it, put by what closes it,
 	// checked absent by an approval that does not.
 	closedBatchRead = Need{BatchGetItem, ClosedItems, false}
-	closedScan      = Need{Action: Scan, Prefix: ClosedItems}
 	closedPut       = Need{PutItem, ClosedItems, true}
 	closedCheck     = Need{ConditionCheckItem, ClosedItems, true}
 	// A proposal reads its proposer's budget and pending item with the
@@ -409,13 +408,13 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		// a request, read to see if it still waits). No lever and no approver's record is
 		// written.
 		"mcp": needs(indexRead, batchRead, gauges, freezeRead, freezeBatchRead, breakerRead, policyRead, bucketRead, bucketScan,
-			requestScan, reviewScan, proofScan, closedScan, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead, bucketBatchRead,
+			requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead, bucketBatchRead,
 			requestPut, requestRead, askProof, askRecord, ownProof(VerbAsk), notifyPublish, policyBatchRead, proposalsBatchRead, ownProposals),
 		// koshactl mcp on a context marked mcp: {read-only: true}: its read
 		// tools alone (no proposal tool is offered), read as their commands
 		// read; what the reader's role runs it with.
 		"mcp --read-only": needs(indexRead, batchRead, gauges, freezeRead, freezeBatchRead, breakerRead, policyRead, bucketRead, bucketScan,
-			requestScan, reviewScan, proofScan, closedScan, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead),
+			requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead),
 		// The dashboard's refresh: the overrides index's keys (overrides of
 		// dependencies the context does not know), the known dependencies'
 		// overrides with the table's policy item and the fleet's freeze
@@ -426,12 +425,13 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"dashboard": needs(indexRead, batchRead, policyBatchRead, freezeBatchRead, gauges),
 		// Change requests (docs/contracts/policy.md). Listing the open ones
 		// queries the lists index, then reads them again by key with their
-		// proofs and closed markers; --all scans requests and reviews;
+		// proofs and closed markers, a page at a time; --all queries the
+		// closed requests' partition beside the open one, and reads the same;
 		// showing reads one request. (Both mark a request found past its
 		// expiry expired where the caller may write it; a reader's warns and
 		// leaves that to the next approval, which marks it.)
 		"request list":       needs(indexRead, requestBatchRead, reviewBatchRead, proofBatchRead, closedBatchRead),
-		"request list --all": needs(requestScan, reviewScan, proofScan, closedScan),
+		"request list --all": needs(indexRead, requestBatchRead, proofBatchRead, closedBatchRead),
 		// Waiting on me: the policy item too, asked whether it would take the
 		// caller's approval; the requests alone are listed (a page at a
 		// time), so no review is read.
@@ -536,9 +536,11 @@ var Commands = sync.OnceValue(func() map[string][]Need {
 		"policy set": needs(policyRead, policyPut, ownProof(VerbSet), proofRead, record, recordProof, notifyPublish),
 		"store init": needs(Need{Action: DescribeTable}, Need{Action: CreateTable}, Need{Action: DescribeTimeToLive},
 			Need{Action: UpdateTimeToLive}),
+		// Its backfill rewrites audit records, overrides, change requests and
+		// reviews with the index attributes they lack.
 		"store migrate": needs(Need{Action: DescribeTable}, Need{Action: ListTagsOfResource}, Need{Action: UpdateTable},
-			Need{Action: Scan, Prefix: AuditItems}, Need{Action: Scan, Prefix: BreakerItems},
-			Need{PutItem, AuditItems, false}, Need{PutItem, BreakerItems, false}),
+			Need{Action: Scan, Prefix: AuditItems}, Need{Action: Scan, Prefix: BreakerItems}, requestScan, reviewScan,
+			Need{PutItem, AuditItems, false}, Need{PutItem, BreakerItems, false}, Need{PutItem, RequestItems, false}, Need{PutItem, ReviewItems, false}),
 	}
 })
 

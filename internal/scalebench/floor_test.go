@@ -2,6 +2,7 @@ package scalebench_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -201,10 +202,11 @@ func BenchmarkLeversAtTheFloor(b *testing.B) {
 }
 
 // TestRequestListSendsNoScan lists the pending change requests of a table
-// holding one (a force four eyes hold) and a review: the lists index's two
-// partitions at once, then one batch read of what they show (the items
-// again, their proofs, the closed markers): two requests and two round
-// trips at 50 ms RTT, and no Scan.
+// holding one (a force four eyes hold), a canceled one and a review: the
+// lists index's partition (with --all the open and closed ones at once),
+// then one batch read of what they show (the items again, their proofs,
+// the closed markers): at most three requests and two round trips at
+// 50 ms RTT, and no Scan.
 func TestRequestListSendsNoScan(t *testing.T) {
 	s := dynamo.NewFromConfig(moto.Config(t, server), "request-list")
 	if _, err := s.Init(context.Background()); err != nil {
@@ -219,11 +221,36 @@ func TestRequestListSendsNoScan(t *testing.T) {
 	if r := e.Run(forceArgs("openai")...); r.Code != 12 {
 		t.Fatalf("force under four eyes: exit %d, want 12 (pending): %s", r.Code, r.Stderr)
 	}
-	for _, args := range [][]string{{"request", "list"}, {"request", "list", "--reviews"}, {"request", "list", "-o", "json"}} {
+	// A decided request, which --all lists from its closed partition.
+	if r := e.Run(forceArgs("core-api")...); r.Code != 12 {
+		t.Fatalf("force under four eyes: exit %d, want 12 (pending): %s", r.Code, r.Stderr)
+	}
+	r := e.Run("request", "list", "-o", "json")
+	var doc struct {
+		Requests []struct {
+			ID      string `json:"id"`
+			Summary string `json:"summary"`
+		} `json:"requests"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil || r.Code != 0 {
+		t.Fatalf("request list: exit %d, %v: %s", r.Code, err, r.Stderr)
+	}
+	id := ""
+	for _, q := range doc.Requests {
+		if strings.Contains(q.Summary, "core-api") {
+			id = q.ID
+		}
+	}
+	if r := e.Run("request", "cancel", id, "--reason", "bench"); r.Code != 0 {
+		t.Fatalf("cancel %s: exit %d: %s", id, r.Code, r.Stderr)
+	}
+	for _, args := range [][]string{{"request", "list"}, {"request", "list", "--reviews"}, {"request", "list", "-o", "json"},
+		{"request", "list", "--all"}, {"request", "list", "--all", "-o", "json"}, {"request", "list", "--all", "--reviews"}} {
 		w.reset()
 		c.reset()
 		r := e.Run(args...)
-		if r.Code != 0 || (args[len(args)-1] == "list" && !strings.Contains(r.Stdout, "force open openai")) {
+		if r.Code != 0 || (args[len(args)-1] == "list" && !strings.Contains(r.Stdout, "force open openai")) ||
+			(args[len(args)-1] == "--all" && !strings.Contains(r.Stdout, "canceled")) {
 			t.Fatalf("%v: exit %d: %s%s", args, r.Code, r.Stdout, r.Stderr)
 		}
 		requests, rounds := w.counts()

@@ -133,6 +133,7 @@ func readCommands(metrics, levers string) []read {
 		{name: "audit-subject", args: []string{"audit", "list", "--subject", "breaker#openai"}, maxRounds: 1, maxRequests: 4},
 		{name: "audit-list-empty-window", args: []string{"audit", "list", "--actor", "nobody@nowhere"}, maxRounds: 1, maxRequests: 4},
 		{name: "request-list", args: []string{"request", "list"}, maxRounds: 2, maxRequests: 3},
+		{name: "request-list-all", args: []string{"request", "list", "--all"}, maxRounds: 2, maxRequests: 3},
 	}
 }
 

@@ -618,8 +618,9 @@ func TestAdminRunsStoreCommands(t *testing.T) {
 // that action. The tables: a missing one for init; a legacy one (no
 // indexes) for migrate's ListTagsOfResource and UpdateTable; an indexed one
 // holding an audit record and an override without their index attributes
-// (as a koshactl older than the indexes wrote them) for the backfill's Scan
-// and PutItems.
+// (as a koshactl older than the indexes wrote them), and one holding a
+// decided request and an acknowledged review out of the lists index, for
+// the backfill's Scan and PutItems.
 func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 	endpoint := moto.Start(t)
 	e := clitest.New(t) // pat's profile is read from the process environment: not parallel
@@ -686,6 +687,19 @@ func TestEveryActionOfTheAdminRoleIsNeeded(t *testing.T) {
 			}
 			if stripped < 2 {
 				t.Fatalf("force-open wrote %d audit records and overrides, want both", stripped)
+			}
+		}, []string{"store", "migrate", "--yes"}},
+		// A request decided and a review acknowledged by a koshactl before
+		// decided ones stayed in the lists index: the backfill's PutItems
+		// of request# and review#.
+		{"store migrate on requests and reviews decided before", func(table string) {
+			e.MustRun(0, "store", "init")
+			for pk, status := range map[string]string{"request#0a1b2c3d4e5f": "denied", "review#0a1b2c3d4e5f": "acknowledged"} {
+				if _, err := client.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(table), Item: map[string]types.AttributeValue{
+					"pk": &types.AttributeValueMemberS{Value: pk}, "status": &types.AttributeValueMemberS{Value: status},
+					"created_at": &types.AttributeValueMemberN{Value: "1796080800000"}, "write_id": &types.AttributeValueMemberS{Value: "w-old"}}}); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}, []string{"store", "migrate", "--yes"}},
 		// The table's change policy, on a table made for it; and the same

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/audit"
+	auditlist "github.com/kosha-platform/koshactl/internal/cmd/audit/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/get"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
@@ -64,8 +64,10 @@ type (
 		Limit     int    `json:"limit,omitempty" jsonschema:"at most this many buckets (default 50, at most 500)"`
 	}
 	requestArgs struct {
-		All     bool `json:"all,omitempty" jsonschema:"decided and expired requests too"`
-		Reviews bool `json:"reviews,omitempty" jsonschema:"break-glass reviews instead of requests"`
+		All     bool   `json:"all,omitempty" jsonschema:"decided and expired requests too"`
+		Reviews bool   `json:"reviews,omitempty" jsonschema:"break-glass reviews instead of requests"`
+		Limit   int    `json:"limit,omitempty" jsonschema:"at most this many, newest first (default 50, at most 500)"`
+		Cursor  string `json:"cursor,omitempty" jsonschema:"the next_cursor of the answer before: list what is older (the next page)"`
 	}
 	filesArgs struct {
 		Files []string `json:"files" jsonschema:"drill files, relative paths under the server's working directory"`
@@ -132,7 +134,7 @@ func (r reader) audit(ctx context.Context, a auditArgs) (mcpserver.Output, error
 	if err != nil {
 		return mcpserver.Output{}, err
 	}
-	opts := &audit.ListOptions{Until: a.Until, Subject: a.Subject, Action: a.Action, Actor: a.Actor, Limit: limit}
+	opts := &auditlist.Options{Until: a.Until, Subject: a.Subject, Action: a.Action, Actor: a.Actor, Limit: limit}
 	if a.Since != "" {
 		d, err := time.ParseDuration(a.Since)
 		if err != nil || d < 0 {
@@ -140,7 +142,7 @@ func (r reader) audit(ctx context.Context, a auditArgs) (mcpserver.Output, error
 		}
 		opts.Since = d
 	}
-	doc, unreadable, err := audit.ReadList(ctx, r.f, opts)
+	doc, unreadable, err := auditlist.Read(ctx, r.f, opts)
 	if err != nil {
 		return mcpserver.Output{}, err
 	}
@@ -171,12 +173,22 @@ func (r reader) buckets(ctx context.Context, a bucketListArgs) (mcpserver.Output
 	return mcpserver.Output{Doc: doc, Summary: fmt.Sprintf("%d of %d matching rate-limit buckets; %d items unreadable.", len(doc.Items), doc.Matched, len(doc.Unreadable))}, nil
 }
 
+// requests answers a page of at most limit, newest first, and the cursor
+// of the next when there is one.
 func (r reader) requests(ctx context.Context, a requestArgs) (mcpserver.Output, error) {
-	doc, err := reqlist.Read(ctx, r.f, &reqlist.Options{All: a.All, Reviews: a.Reviews})
+	limit, err := listLimit(a.Limit)
 	if err != nil {
 		return mcpserver.Output{}, err
 	}
-	return mcpserver.Output{Doc: doc, Summary: fmt.Sprintf("%d change requests, %d reviews.", len(doc.Requests), len(doc.Reviews))}, nil
+	doc, err := reqlist.Read(ctx, r.f, &reqlist.Options{All: a.All, Reviews: a.Reviews, Limit: limit, After: a.Cursor})
+	if err != nil {
+		return mcpserver.Output{}, err
+	}
+	sum := fmt.Sprintf("%d change requests, %d reviews, newest first.", len(doc.Requests), len(doc.Reviews))
+	if doc.Next != "" {
+		sum += " There are more: call again with cursor " + doc.Next + "."
+	}
+	return mcpserver.Output{Doc: doc, Summary: sum}, nil
 }
 
 func (r reader) validate(_ context.Context, a filesArgs) (mcpserver.Output, error) {

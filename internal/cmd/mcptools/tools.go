@@ -35,7 +35,7 @@ func Tools(f *cmdenv.Factory, env *cmdenv.Env) []mcpserver.Tool {
 			"The rate-limit buckets stored (a scan), optionally only the clients being limited. The JSON of `koshactl ratelimit list -o json`.",
 			true, r.buckets),
 		mcpserver.New("pending_requests", "Change requests",
-			"The change requests waiting for a person's approval (all: decided ones too; reviews: break-glass reviews). The JSON of `koshactl request list -o json`, reading only: an expired request shows as expired without being marked.",
+			"The change requests waiting for a person's approval (all: decided ones too; reviews: break-glass reviews), newest first, at most limit of them (default 50): the JSON of `koshactl request list -o json`, reading only (an expired request shows as expired without being marked), with next_cursor when there are more: pass it as cursor for the next page.",
 			true, r.requests),
 		mcpserver.New("drill_validate", "Validate drill files",
 			"Check drill files without running them: every problem with its line and column. The JSON of `koshactl drill validate FILE... -o json`.",

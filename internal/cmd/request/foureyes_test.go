@@ -214,6 +214,14 @@ func TestFourEyesOnMoto(t *testing.T) {
 	if r := w.as("admin", 0, "request", "list", "--reviews"); strings.Contains(r.Stdout, id[1]) {
 		t.Errorf("acknowledged review still listed: %s", r.Stdout)
 	}
+	// --all lists the closed ones too, from the lists index: the
+	// acknowledged review, the denied request.
+	if r := w.as("admin", 0, "request", "list", "--reviews", "--all"); !regexp.MustCompile(`(?m)^` + id[1] + `\s+acknowledged`).MatchString(r.Stdout) {
+		t.Errorf("--reviews --all does not list the acknowledged review %s: %s", id[1], r.Stdout)
+	}
+	if r := w.as("admin", 0, "request", "list", "--all"); !regexp.MustCompile(`(?m)^` + denied.RequestID + `\s+denied`).MatchString(r.Stdout) {
+		t.Errorf("--all does not list the denied request %s: %s", denied.RequestID, r.Stdout)
+	}
 
 	// A direct write without a request (the static context lacks koshactl's
 	// policy check? no: a writer that bypasses it) is flagged.

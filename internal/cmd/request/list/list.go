@@ -3,6 +3,7 @@ package list
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -29,6 +30,10 @@ type Options struct {
 	// Mine keeps the requests the caller asked for; WaitingOnMe the
 	// pending ones the caller may approve.
 	Mine, WaitingOnMe bool
+	// Limit, when positive, is the most requests (or reviews) [Read]
+	// returns, After where it resumes (a [Result.Next]); no flag sets them.
+	Limit int
+	After string
 }
 
 // NewCmd builds the command.
@@ -98,13 +103,16 @@ type Result struct {
 	Requests   []requestview.View `json:"requests,omitempty"`
 	Reviews    []approval.Review  `json:"reviews,omitempty"`
 	Unreadable []store.Problem    `json:"unreadable,omitempty"`
+	// Next is where a [Read] stopped at its Limit with more to list: the
+	// cursor its After resumes from. `request list` prints none.
+	Next string `json:"next_cursor,omitempty"`
 }
 
-// result is the listing l as -o json prints it at now.
-func result(l approval.Listing, opts *Options, now time.Time) Result {
-	out := Result{Kind: "ChangeRequestList", Unreadable: l.Unreadable}
+// shown keeps of the listing l what opts lists at now: reviews or
+// requests, and the closed ones only with --all.
+func shown(l approval.Listing, opts *Options, now time.Time) approval.Listing {
+	out := approval.Listing{Unreadable: l.Unreadable}
 	if opts.Reviews {
-		out.Kind, out.Reviews = "ReviewList", []approval.Review{}
 		for _, r := range l.Reviews {
 			if opts.All || r.Status == approval.ReviewOpen {
 				out.Reviews = append(out.Reviews, r)
@@ -112,37 +120,47 @@ func result(l approval.Listing, opts *Options, now time.Time) Result {
 		}
 		return out
 	}
-	out.Requests = []requestview.View{}
 	for _, r := range l.Requests {
 		if opts.All || r.StatusAt(now) == approval.StatusPending {
-			out.Requests = append(out.Requests, requestview.Of(r, now))
+			out.Requests = append(out.Requests, r)
 		}
 	}
 	return out
 }
 
-// pages reads what opts lists, handing each a page at a time: the open
-// requests or reviews from the lists index (no scan), page by page, or,
-// with --all, every one (a scan, sorted whole, so one page).
-func pages(ctx context.Context, env *cmdenv.Env, opts *Options, each func(approval.Listing) error) error {
-	if opts.All {
-		l, err := env.Approvals().List(ctx)
-		if err != nil {
-			return err
-		}
-		return each(l)
-	}
-	part := approval.OpenRequests
+// result is the listing l as -o json prints it at now.
+func result(l approval.Listing, opts *Options, now time.Time) Result {
+	l = shown(l, opts, now)
+	out := Result{Kind: "ChangeRequestList", Unreadable: l.Unreadable}
 	if opts.Reviews {
-		part = approval.OpenReviews
+		out.Kind, out.Reviews = "ReviewList", []approval.Review{}
+		out.Reviews = append(out.Reviews, l.Reviews...)
+		return out
 	}
-	return env.Approvals().ListOpenPages(ctx, part, each)
+	out.Requests = []requestview.View{}
+	for _, r := range l.Requests {
+		out.Requests = append(out.Requests, requestview.Of(r, now))
+	}
+	return out
 }
+
+// pages reads what opts lists, handing each a page at a time, newest
+// first: the open requests or reviews, and with --all the closed ones too,
+// from the lists index (no scan), page by page. After, when set, resumes
+// a listing there.
+func pages(ctx context.Context, env *cmdenv.Env, opts *Options, each func(approval.Listing) error) error {
+	return env.Approvals().ListPages(ctx, approval.ListQuery{Reviews: opts.Reviews, All: opts.All, Before: opts.After}, each)
+}
+
+// errEnough ends a [Read] that has its Limit and one more.
+var errEnough = errors.New("enough")
 
 // Read lists as -o json prints it, writing nothing: a pending request
 // past its expiry reads as expired (and is left out unless opts.All) but
-// is not marked so, as `request list` does. The MCP server's
-// pending_requests is this.
+// is not marked so, as `request list` does. With opts.Limit it stops
+// after that many requests (or reviews) and, when there are more, says
+// where in Next (opts.After resumes there), holding no more than the
+// limit and a page. The MCP server's pending_requests is this.
 func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error) {
 	env, err := f.Env(ctx)
 	if err != nil {
@@ -152,20 +170,41 @@ func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	var l approval.Listing
-	if opts.All {
-		l, err = env.Approvals().List(ctx)
-	} else {
-		l, err = env.Approvals().ListOpen(ctx)
-	}
-	if err != nil {
+	var whole approval.Listing
+	next := ""
+	err = pages(ctx, env, opts, func(l approval.Listing) error {
+		now := f.Clock.Now()
+		if keep != nil {
+			l.Requests = keep(l.Requests, now)
+		}
+		l = shown(l, opts, now)
+		whole.Unreadable = append(whole.Unreadable, l.Unreadable...)
+		whole.Requests = append(whole.Requests, l.Requests...)
+		whole.Reviews = append(whole.Reviews, l.Reviews...)
+		if opts.Limit <= 0 {
+			return nil
+		}
+		switch {
+		case len(whole.Requests) > opts.Limit:
+			whole.Requests = whole.Requests[:opts.Limit]
+			last := whole.Requests[opts.Limit-1]
+			next = approval.Cursor(last.CreatedAt, last.ID)
+			return errEnough
+		case len(whole.Reviews) > opts.Limit:
+			whole.Reviews = whole.Reviews[:opts.Limit]
+			last := whole.Reviews[opts.Limit-1]
+			next = approval.Cursor(last.CreatedAt, last.ID)
+			return errEnough
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
 		return Result{}, err
 	}
-	now := f.Clock.Now()
-	if keep != nil {
-		l.Requests = keep(l.Requests, now)
-	}
-	return result(l, opts, now), nil
+	sort.SliceStable(whole.Unreadable, func(i, j int) bool { return whole.Unreadable[i].PK < whole.Unreadable[j].PK })
+	out := result(whole, opts, f.Clock.Now())
+	out.Next = next
+	return out, nil
 }
 
 // Run lists, printing each page as it is read (a [printer]).

@@ -32,6 +32,15 @@ func pendingPages() []approval.Listing {
 	}
 }
 
+// allPages are pendingPages with decided requests among them, as --all
+// lists them.
+func allPages() []approval.Listing {
+	pages := pendingPages()
+	pages[0].Requests[1].Status, pages[0].Requests[1].DecidedBy = approval.StatusDenied, "bob"
+	pages[1].Requests[0].Status = approval.StatusApplied
+	return pages
+}
+
 // reviewPages are two pages of break-glass reviews.
 func reviewPages() []approval.Listing {
 	rev := func(i int) approval.Review {
@@ -81,6 +90,7 @@ func TestPagesPrintTheWholeListingsDocument(t *testing.T) {
 			pages []approval.Listing
 		}{
 			"requests":            {Options{Output: format}, pendingPages()},
+			"all":                 {Options{Output: format, All: true}, allPages()},
 			"reviews":             {Options{Output: format, Reviews: true}, reviewPages()},
 			"none":                {Options{Output: format}, []approval.Listing{{}}},
 			"none-but-unreadable": {Options{Output: format}, []approval.Listing{{Unreadable: []store.Problem{{PK: "request#bad", Problem: "bad"}}}}},

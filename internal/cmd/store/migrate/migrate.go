@@ -1,16 +1,19 @@
-package store
+// Package migrate implements `koshactl store migrate`: add the indexes a
+// table created by an older koshactl lacks, and index its existing records.
+package migrate
 
 import (
 	"context"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -18,8 +21,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
-// MigrateOptions are the flags of store migrate.
-type MigrateOptions struct {
+// Options are the parsed flags.
+type Options struct {
 	Yes          bool
 	DryRun       bool
 	MaxReadUnits float64
@@ -32,16 +35,18 @@ type migrator interface {
 	Migrate(ctx context.Context, dryRun bool) (dynamo.MigrateReport, error)
 }
 
-// NewCmdMigrate builds `store migrate`.
-func NewCmdMigrate(f *cmdenv.Factory) *cobra.Command {
-	opts := &MigrateOptions{}
+// NewCmd builds the command.
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
+	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Add the indexes a table created by an older koshactl lacks, and index its existing records",
 		Long: "Bring an existing control table to the current schema (docs/contracts/store.md): add each missing\n" +
 			"global secondary index with UpdateTable, one at a time, waiting until it is ACTIVE; then write the\n" +
-			"index attributes onto audit records and overrides written before the indexes existed, so indexed\n" +
-			"reads find them. The backfill scans only the audit# and breaker# items, paced to --max-read-units.\n" +
+			"index attributes onto audit records, overrides, change requests and reviews written before the\n" +
+			"indexes existed (decided requests and acknowledged reviews before request list --all read the\n" +
+			"index), so indexed reads find them. The backfill scans only the audit#, breaker#, request# and\n" +
+			"review# items, paced to --max-read-units.\n" +
 			"An index still being built is waited for. A table a CloudFormation stack manages (its\n" +
 			"aws:cloudformation:stack-name tag) is left to the stack: migrate refuses to add its indexes\n" +
 			"(exit 4) and says how to stage them through the stack (deploy/README.md).\n" +
@@ -52,7 +57,7 @@ func NewCmdMigrate(f *cmdenv.Factory) *cobra.Command {
 			if opts.MaxReadUnits <= 0 {
 				return cmdutil.Usagef("--max-read-units %g is not positive: give a rate like 100", opts.MaxReadUnits)
 			}
-			return RunMigrate(c.Context(), f, opts)
+			return Run(c.Context(), f, opts)
 		},
 	}
 	fl := cmd.Flags()
@@ -69,8 +74,8 @@ func NewCmdMigrate(f *cmdenv.Factory) *cobra.Command {
 // minutes.
 const DefaultMaxReadUnits = 100
 
-// MigrateResult is the JSON output of store migrate.
-type MigrateResult struct {
+// Result is the JSON output of store migrate.
+type Result struct {
 	Kind      string                 `json:"kind"`
 	Context   string                 `json:"context"`
 	DryRun    bool                   `json:"dry_run"`
@@ -79,10 +84,13 @@ type MigrateResult struct {
 	Present   []string               `json:"indexes_present"`
 	Audit     audit.BackfillReport   `json:"audit_backfill"`
 	Overrides breaker.BackfillReport `json:"override_backfill"`
+	// Requests is the backfill of change requests and reviews decided
+	// before they stayed in the lists index (request list --all).
+	Requests approval.BackfillReport `json:"request_backfill"`
 }
 
 // RunMigrate adds the missing indexes and backfills.
-func RunMigrate(ctx context.Context, f *cmdenv.Factory, opts *MigrateOptions) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
@@ -92,7 +100,7 @@ func RunMigrate(ctx context.Context, f *cmdenv.Factory, opts *MigrateOptions) er
 			return err
 		}
 	}
-	out := MigrateResult{Kind: "StoreMigrateResult", Context: env.Name, DryRun: opts.DryRun}
+	out := Result{Kind: "StoreResult", Context: env.Name, DryRun: opts.DryRun}
 	var lines []string
 	if m, ok := env.Store.(migrator); ok {
 		rep, err := m.Migrate(ctx, opts.DryRun)
@@ -125,21 +133,30 @@ func RunMigrate(ctx context.Context, f *cmdenv.Factory, opts *MigrateOptions) er
 			printLines(f, lines)
 			return err
 		}
+		out.Requests, err = env.Approvals().Backfill(ctx, opts.DryRun, rate, &stats)
+		if err != nil {
+			printLines(f, lines)
+			return err
+		}
 		verb := "indexed"
 		if opts.DryRun {
 			verb = "would index"
 		}
 		lines = append(lines,
 			fmt.Sprintf("audit records: %d examined, %s %d", out.Audit.Examined, verb, out.Audit.Updated),
-			fmt.Sprintf("overrides: %d examined, %s %d", out.Overrides.Examined, verb, out.Overrides.Updated))
+			fmt.Sprintf("overrides: %d examined, %s %d", out.Overrides.Examined, verb, out.Overrides.Updated),
+			fmt.Sprintf("change requests and reviews: %d examined, %s %d", out.Requests.Examined, verb, out.Requests.Updated))
 		for _, k := range []struct {
 			what string
 			left []store.Unindexed
-		}{{"audit records", out.Audit.Unindexed}, {"overrides", out.Overrides.Unindexed}} {
+		}{{"audit records", out.Audit.Unindexed}, {"overrides", out.Overrides.Unindexed}, {"change requests and reviews", out.Requests.Unindexed}} {
 			if len(k.left) > 0 {
 				lines = append(lines, fmt.Sprintf("%s: %d left out of an index DynamoDB would refuse them in "+
 					"(indexed reads miss them there; --scan reads find them): %s", k.what, len(k.left), shortKeys(k.left)))
 			}
+		}
+		if out.Requests.Skipped > 0 {
+			lines = append(lines, fmt.Sprintf("change requests and reviews: %d without a creation time or write id left as they are", out.Requests.Skipped))
 		}
 		if out.Overrides.Skipped > 0 {
 			lines = append(lines, fmt.Sprintf("overrides: %d without a version left as they are (see koshactl breaker list)", out.Overrides.Skipped))
