@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Alarms reads CloudWatch alarms; *metrics.AlarmSource implements it.
@@ -158,7 +159,7 @@ func (w *Watch) Run(ctx context.Context, deps []string, since time.Time, period 
 			res.Err = err
 			if missed >= maxMissed {
 				res.Verdict = Lost
-				res.Why = fmt.Sprintf("the bake lost its evidence: %d reads in a row failed (%s)", missed, oneLine(err))
+				res.Why = fmt.Sprintf("the bake lost its evidence: %d reads in a row failed (%s)", missed, textsafe.OneLine(err.Error()))
 				return res
 			}
 		} else {
@@ -167,7 +168,7 @@ func (w *Watch) Run(ctx context.Context, deps []string, since time.Time, period 
 		if !now.Before(deadline) {
 			switch {
 			case err != nil:
-				res.Verdict, res.Why = Lost, "the bake's last read failed ("+oneLine(err)+")"
+				res.Verdict, res.Why = Lost, "the bake's last read failed ("+textsafe.OneLine(err.Error())+")"
 			case !allJudged(res.Dependencies):
 				res.Verdict, res.Why = Lost, "the gauges gave nothing to judge by at the bake's end ("+unjudged(res.Dependencies)+")"
 			default:
@@ -289,5 +290,3 @@ func unjudged(rs []metrics.Reopening) string {
 	}
 	return strings.Join(out, "; ")
 }
-
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }

@@ -109,7 +109,7 @@ func Err(res Result, puts []PutBack) error {
 		switch r := p.Result; {
 		case p.Err != nil:
 			errs = append(errs, p.Err)
-			lines = append(lines, fmt.Sprintf("%s was not put back: %s", p.Dependency, oneLine(p.Err)))
+			lines = append(lines, fmt.Sprintf("%s was not put back: %s", p.Dependency, textsafe.OneLine(p.Err.Error())))
 		case r.Restored != nil:
 			errs = append(errs, ErrRolledBack)
 			lines = append(lines, fmt.Sprintf("%s: its override was put back (record %s)", p.Dependency, p.Record.ID))

@@ -23,6 +23,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/fsutil"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lazyre"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // LocalContextName is the built-in context used when no config file exists.
@@ -595,7 +596,7 @@ func Load(path string) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(f); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, path, oneLine(err))
+		return nil, fmt.Errorf("%w: %s: %s", ErrInvalid, path, textsafe.OneLine(strings.ReplaceAll(err.Error(), "\n", "; ")))
 	}
 	for name, c := range f.Contexts {
 		if c == nil {
@@ -723,10 +724,6 @@ func (f *File) PermissionWarning() string {
 	}
 	return fmt.Sprintf("config file %s has mode %04o: anyone in its group or on this machine who can write it chooses the table koshactl writes to; chmod 600 %s",
 		f.path, f.mode.Perm(), f.path)
-}
-
-func oneLine(err error) string {
-	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 }
 
 // Path returns the file's path.

@@ -132,14 +132,13 @@ type recoveryRow struct {
 
 type auditRow struct{ ID, At, Action, Subject string }
 
-// one renders a value as one safe line: folded to [maxText], runs of
-// whitespace (newlines included) become one space, then the textsafe rule
-// (controls and bidi marks as visible escapes).
+// one renders a value as one safe line ([textsafe.OneLine]), folded to
+// [maxText].
 func one(s string) string { return oneOf(s, maxText) }
 
 // oneOf is [one] folded to n bytes.
 func oneOf(s string, n int) string {
-	return textsafe.Line(strings.Join(strings.Fields(fold(s, n)), " "))
+	return textsafe.OneLine(fold(s, n))
 }
 
 // clock formats an instant as the report's time of day (UTC).

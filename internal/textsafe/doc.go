@@ -34,7 +34,10 @@
 //
 // [Line] is for a table cell, a "Label: value" field, a prompt and an error
 // message: one line each, so tab and newline are escaped too (a newline in a
-// reason would otherwise forge a table row, a tab a column). [Text] is for
+// reason would otherwise forge a table row, a tab a column). [OneLine] is
+// for a message that was wrapped over lines (an error's text): it folds each
+// run of spaces, tabs and newlines into one space first, then applies
+// [Line]; every place that puts an error on one line uses it. [Text] is for
 // text that is meant to span lines (a drill's captured output, a JUnit
 // failure body): it keeps newline and tab, which cannot move the cursor back
 // over what was printed, and escapes everything else. [Writer] applies the

@@ -4,16 +4,16 @@ import "strings"
 
 // Markdown escapes one untrusted value for Markdown (GitHub's flavor
 // included) as little as keeps it text, so a summary still reads well in a
-// terminal or a chat message: one safe line (runs of whitespace as one
-// space, then [Line]); &, < and > as HTML entities, so no value is a tag
-// or an entity; a backslash before what opens inline syntax (\ ` * _ [ ] |
-// ~ $: code, emphasis, links and images, table cells, strikethrough, math)
-// and before @ (a mention, an e-mail autolink); the : of :// and the . of
-// www. (no extended autolink); and a first character that would start a
-// block (a heading, quote, list or rule) where a value begins a line.
-// Apostrophes, parentheses, colons and dots stay as they are.
+// terminal or a chat message: one safe line ([OneLine]); &, < and > as HTML
+// entities, so no value is a tag or an entity; a backslash before what
+// opens inline syntax (\ ` * _ [ ] | ~ $: code, emphasis, links and
+// images, table cells, strikethrough, math) and before @ (a mention, an
+// e-mail autolink); the : of :// and the . of www. (no extended autolink);
+// and a first character that would start a block (a heading, quote, list or
+// rule) where a value begins a line. Apostrophes, parentheses, colons and
+// dots stay as they are.
 func Markdown(s string) string {
-	s = Line(strings.Join(strings.Fields(s), " "))
+	s = OneLine(s)
 	var b strings.Builder
 	b.Grow(len(s) + len(s)/8)
 	if n := blockMarker(s); n > 0 {

@@ -12,6 +12,16 @@ import (
 // Clean text is returned unchanged, without allocating.
 func Line(s string) string { return render(s, false) }
 
+// OneLine renders s, a message that may be wrapped over lines (an error's
+// text, a refusal's reason, a step's output), for one line: each run of
+// spaces, tabs and newlines becomes one space, none at either end, and the
+// rest is rendered by [Line], so a CR, an ESC or a bidi mark is shown as an
+// escape, never dropped or folded away. It is the one way an error's text
+// is put on a line of output, in a table cell or in a one-line field.
+func OneLine(s string) string {
+	return Line(strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' }), " "))
+}
+
 // Text renders s for multi-line human output: like [Line], but newline and
 // tab are kept.
 func Text(s string) string { return render(s, true) }

@@ -249,3 +249,26 @@ func TestShortenSaysItCut(t *testing.T) {
 		}
 	}
 }
+
+// An error wrapped over lines reads as one line; the controls a plain
+// whitespace fold (strings.Fields) would have turned into a space without
+// a trace are shown instead.
+func TestOneLineFoldsLinesAndShowsControls(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"read override: AccessDenied", "read override: AccessDenied"},
+		{"  gauges:\n\tcore-api  timed out \n", "gauges: core-api timed out"},
+		{"yaml: unmarshal errors:\n  line 3: unknown field", "yaml: unmarshal errors: line 3: unknown field"},
+		{"ok\rFORGED", `ok\rFORGED`},
+		{"body: <html>\x1b[2J</html>", `body: <html>\x1b[2J</html>`},
+		{"a\u2028b\u0085c\vd\fe", `a\u2028b\u0085c\x0bd\x0ce`},
+		{"abc\u202etxt.exe", `abc\u202etxt.exe`},
+		{"\n\t \n", ""},
+	} {
+		if got := OneLine(c.in); got != c.want {
+			t.Errorf("OneLine(%q) = %q, want %q", c.in, got, c.want)
+		}
+		if got := OneLine(OneLine(c.in)); got != c.want {
+			t.Errorf("OneLine twice on %q = %q, want %q as once", c.in, got, c.want)
+		}
+	}
+}

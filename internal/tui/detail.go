@@ -11,6 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/policy"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui/keys"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
 )
@@ -95,7 +96,7 @@ func (p detailPane) auditLines(st styles.Styles, since time.Time) []string {
 	case p.loading:
 		lines = append(lines, st.Dim.Render("  loading…"))
 	case p.err != nil:
-		lines = append(lines, st.StatusError.Render("  could not read the audit log: "+oneLine(p.err)))
+		lines = append(lines, st.StatusError.Render("  could not read the audit log: "+textsafe.OneLine(p.err.Error())))
 	case len(p.records) == 0:
 		lines = append(lines, st.Dim.Render("  no changes recorded in the retention period"))
 	}

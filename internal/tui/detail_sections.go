@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // labelW is the width of the detail's left column of labels.
@@ -158,7 +159,7 @@ func (m Model) detailImpact(r *row) []string {
 	if src := m.deps.Rates; src != nil {
 		switch rs := m.rates; {
 		case rs.rates == nil && rs.err != nil:
-			more(st.Warning.Render("call rates: could not read " + safe(src.Describe()) + ": " + oneLine(rs.err)))
+			more(st.Warning.Render("call rates: could not read " + safe(src.Describe()) + ": " + textsafe.OneLine(rs.err.Error())))
 		case rs.rates == nil:
 			more(st.Dim.Render("call rates: measuring (" + safe(src.Describe()) + ")…"))
 		default:
@@ -167,7 +168,7 @@ func (m Model) detailImpact(r *row) []string {
 				more(st.Warning.Render("call rates: " + safe(w)))
 			}
 			if rs.err != nil {
-				more(st.Warning.Render("the last read of the call rates failed: " + oneLine(rs.err)))
+				more(st.Warning.Render("the last read of the call rates failed: " + textsafe.OneLine(rs.err.Error())))
 			}
 		}
 	}

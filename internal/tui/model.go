@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui/keys"
 	"github.com/kosha-platform/koshactl/internal/tui/styles"
 )
@@ -725,7 +726,7 @@ func fleetResult(msg fleetMsg) (text string, isErr, ok bool) {
 	}
 	why := cv.Summary()
 	if msg.res.FetchErr != nil {
-		why += "; gauges: " + strings.Join(strings.Fields(msg.res.FetchErr.Error()), " ")
+		why += "; gauges: " + textsafe.OneLine(msg.res.FetchErr.Error())
 	}
 	return fmt.Sprintf("%s: the fleet did NOT confirm it within %s: %s", cv.Dependency, human.Duration(msg.res.Timeout), why), true, true
 }

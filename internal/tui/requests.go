@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Requests lists and decides the table's change requests (the requests
@@ -258,7 +259,7 @@ func (m Model) requestLines(height int) []string {
 	lines := []string{st.Title.Render("Pending change requests") + st.Dim.Render(" · a approve · d deny · esc back")}
 	switch {
 	case p.err != nil:
-		lines = append(lines, st.StatusError.Render(ansi.Truncate("✗ requests failed: "+oneLine(p.err), m.width, "…")))
+		lines = append(lines, st.StatusError.Render(ansi.Truncate("✗ requests failed: "+textsafe.OneLine(p.err.Error()), m.width, "…")))
 	case !p.loaded:
 		return append(lines, st.Dim.Render("  loading…"))
 	}

@@ -126,7 +126,7 @@ func (m Model) headerLines() []string {
 		if s.hint != "" {
 			stale += " (" + s.hint + ")"
 		}
-		text := fmt.Sprintf(" ✗ %s failed, %s: %s (%s) ", s.name, safe(stale), oneLine(s.src.err), safe(s.desc))
+		text := fmt.Sprintf(" ✗ %s failed, %s: %s (%s) ", s.name, safe(stale), textsafe.OneLine(s.src.err.Error()), safe(s.desc))
 		for _, l := range m.wrapBanner(text) {
 			lines = append(lines, st.ErrorBanner.Render(pad(l, m.width)))
 		}
@@ -136,7 +136,7 @@ func (m Model) headerLines() []string {
 		if n := len(m.snap.Warnings) - 1; n > 0 {
 			text += fmt.Sprintf(" (+%d more)", n)
 		}
-		for _, l := range m.wrapBanner(oneLine(fmt.Errorf("%s", text))) {
+		for _, l := range m.wrapBanner(textsafe.OneLine(text)) {
 			lines = append(lines, st.Warning.Render(l))
 		}
 	}
@@ -459,9 +459,6 @@ func padLeft(s string, width int) string {
 	}
 	return ansi.Truncate(s, width, "")
 }
-
-// oneLine renders an error on one line, by [safe].
-func oneLine(err error) string { return safe(strings.Join(strings.Fields(err.Error()), " ")) }
 
 // inputView renders a text input with what was typed (or pasted: a
 // clipboard is not trusted either) shown by the textsafe rule. The value

@@ -309,11 +309,11 @@ func run(ctx context.Context, f *cmdenv.Factory, args []string, only string) int
 	}
 	if !errors.Is(err, cmdutil.ErrSilent) {
 		for _, line := range errorLines(err) {
-			fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", textsafe.Line(line))
+			fmt.Fprintf(f.IOStreams.ErrOut, "error: %s\n", line)
 		}
 		var hinted *cmdutil.HintError
 		if errors.As(err, &hinted) && hinted.Hint != "" {
-			fmt.Fprintln(f.IOStreams.ErrOut, textsafe.Line(oneLine(errors.New(hinted.Hint))))
+			fmt.Fprintln(f.IOStreams.ErrOut, textsafe.OneLine(hinted.Hint))
 		}
 	}
 	code := exitcode.Of(err)
@@ -329,9 +329,9 @@ func run(ctx context.Context, f *cmdenv.Factory, args []string, only string) int
 	return code
 }
 
-// errorLines are the lines err is printed as: one, unless it is (or ends
-// with) a [cmdutil.LinesError], whose lines each get one, the first after
-// what the wrapping errors say.
+// errorLines are the lines err is printed as, each by [textsafe.OneLine]:
+// one, unless it is (or ends with) a [cmdutil.LinesError], whose lines each
+// get one, the first after what the wrapping errors say.
 func errorLines(err error) []string {
 	var le cmdutil.LinesError
 	if errors.As(err, &le) {
@@ -339,20 +339,13 @@ func errorLines(err error) []string {
 		if prefix, ok := strings.CutSuffix(err.Error(), le.Error()); ok && len(lines) > 1 {
 			out := make([]string, len(lines))
 			for i, l := range lines {
-				out[i] = oneLine(errors.New(l))
+				out[i] = textsafe.OneLine(l)
 			}
-			out[0] = oneLine(errors.New(prefix + lines[0]))
+			out[0] = textsafe.OneLine(prefix + lines[0])
 			return out
 		}
 	}
-	return []string{oneLine(err)}
-}
-
-// oneLine joins a wrapped, multi-line message on spaces, tabs and newlines;
-// any other control (a CR from a stored value) is left for textsafe.Line to
-// show as an escape.
-func oneLine(err error) string {
-	return strings.Join(strings.FieldsFunc(err.Error(), func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' }), " ")
+	return []string{textsafe.OneLine(err.Error())}
 }
 
 // handOff runs the invocation in the full program when the front (a

@@ -137,3 +137,36 @@ steps:
 		t.Errorf("two: %v", err)
 	}
 }
+
+// A failed http step quotes the response body on one line with its
+// controls shown: the message is kept in the journal and printed by drill
+// report, and an ESC in a server's answer must not reach either raw.
+func TestHTTPFailureShowsTheBodysControls(t *testing.T) {
+	e := drilltest.NewEnv(t)
+	e.Deps.HTTP = drilltest.HandlerDoer{H: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, "<h1>down</h1>\r\n\x1b]0;pwned\x07\x1b[2J\n\tretry later")
+	})}
+	d := drilltest.Parse(t, Builtin(), `
+name: x
+timeout: 1m
+steps:
+  - http:
+      url: "http://h/x"
+      expect: {status: 200}
+`)
+	steps, _ := e.Steps(context.Background(), e.RunContext(d))
+	if steps[0].Err == nil {
+		t.Fatal("a 503 passed expect status 200")
+	}
+	got := steps[0].Err.Error()
+	want := `body: <h1>down</h1>\r \x1b]0;pwned\x07\x1b[2J retry later`
+	if !strings.Contains(got, want) {
+		t.Errorf("failure = %q, want it to contain %q", got, want)
+	}
+	for _, c := range got {
+		if c < 0x20 || c == 0x7f {
+			t.Fatalf("failure holds the raw control %q: %q", c, got)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // httpStepKind is the http step: send a request and assert on the response.
@@ -153,7 +154,7 @@ type ExpectationError struct {
 func (e *ExpectationError) Error() string {
 	msg := fmt.Sprintf("response %s: %s", e.Summary, strings.Join(e.Failures, "; "))
 	if e.Body != "" {
-		msg += "; body: " + strings.Join(strings.Fields(e.Body), " ")
+		msg += "; body: " + textsafe.OneLine(e.Body)
 	}
 	return msg
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // shellStepKind is the shell step: run a command for anything the other
@@ -253,12 +254,11 @@ func (r *shellResult) failure(want int) string {
 	return msg
 }
 
+// firstLine is a command's first line as a step is described, cut for
+// display at 120 characters.
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
-	if len(line) > 120 {
-		line = line[:120] + "..."
-	}
-	return line
+	return textsafe.Shorten(line, 120)
 }
 
 func (s *shellSpec) describe(rc *runtime.RunContext) string {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
@@ -121,4 +122,17 @@ func shellRun(t testing.TB, value string) *runtime.RunContext {
 	rc := runtime.NewRunContext(shellParse(t, "name: s\ntimeout: 1m\nvars: {v: x}\nsteps: [{sleep: 1s}]\n"), "run1", &runtime.Deps{}, nil)
 	rc.SetVar("v", value, false)
 	return rc
+}
+
+// A long command is described cut at a character with "…", never in the
+// middle of one (a split é printed as \xc3 in the plan and the journal).
+func TestShellStepDescriptionCutsAtACharacter(t *testing.T) {
+	e := drilltest.NewEnv(t)
+	run := "echo " + strings.Repeat("x", 114) + "é and more"
+	d := drilltest.Parse(t, Builtin(), "name: x\ntimeout: 1m\nsteps:\n  - shell: \""+run+"\"\n")
+	got := d.Steps[0].Spec.(*shellStep).Describe(e.RunContext(d))
+	want := "run: echo " + strings.Repeat("x", 114) + "…"
+	if got != want || !utf8.ValidString(got) {
+		t.Errorf("describe = %q, want %q", got, want)
+	}
 }

@@ -155,12 +155,12 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 	if j.Outcome == drill.OutcomeRefused {
 		if j.Guard == nil {
 			add(junitCase{Name: "approval", Classname: prefix + ".preflight", SystemOut: "the table's policy, asked before any lever",
-				Error: &junitProblem{Message: oneLine(j.Reason), Type: "approval", Text: j.Reason}})
+				Error: &junitProblem{Message: textsafe.OneLine(j.Reason), Type: "approval", Text: j.Reason}})
 		}
 		for _, c := range j.Preflight {
 			if !c.OK {
 				add(junitCase{Name: c.Label(), Classname: prefix + ".preflight", Time: junitTime(c.DurationSeconds), SystemOut: c.Description,
-					Error: &junitProblem{Message: oneLine(c.Error), Type: "preflight", Text: c.Error}})
+					Error: &junitProblem{Message: textsafe.OneLine(c.Error), Type: "preflight", Text: c.Error}})
 			}
 		}
 	}
@@ -171,9 +171,9 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		tc.SystemOut = strings.Join(append(out, s.Log...), "\n")
 		switch s.Status {
 		case drill.StatusFailed:
-			tc.Failure = &junitProblem{Message: oneLine(s.Error), Type: "step", Text: s.Error}
+			tc.Failure = &junitProblem{Message: textsafe.OneLine(s.Error), Type: "step", Text: s.Error}
 		case drill.StatusInterrupted, drill.StatusTimedOut, drill.StatusStopped, drill.StatusGuardLost:
-			tc.Error = &junitProblem{Message: oneLine(s.Error), Type: s.Status, Text: s.Error}
+			tc.Error = &junitProblem{Message: textsafe.OneLine(s.Error), Type: s.Status, Text: s.Error}
 		case drill.StatusSkipped, drill.StatusPending:
 			tc.Skipped = &junitProblem{Message: "not run: " + cmp.Or(j.Reason, "the drill ended before it")}
 		}
@@ -190,9 +190,9 @@ func JUnit(j *drill.Journal) ([]byte, error) {
 		switch r.Status {
 		case drill.StatusOK:
 		case drill.StatusAbandoned:
-			tc.Error = &junitProblem{Message: oneLine(r.Error), Type: "rollback-abandoned", Text: r.Error}
+			tc.Error = &junitProblem{Message: textsafe.OneLine(r.Error), Type: "rollback-abandoned", Text: r.Error}
 		default:
-			tc.Failure = &junitProblem{Message: oneLine(cmp.Or(r.Error, r.Status)), Type: "rollback", Text: r.Error}
+			tc.Failure = &junitProblem{Message: textsafe.OneLine(cmp.Or(r.Error, r.Status)), Type: "rollback", Text: r.Error}
 		}
 		add(tc)
 	}

@@ -116,7 +116,7 @@ func (l *LiveLog) Report(ev Event) {
 		if c.OK {
 			status = drill.StatusPassed
 		}
-		l.line(ev.Time, "  %s %s: %s (%s)", l.mark(status), textsafe.Line(c.Label()), oneLine(detail), fmtSeconds(c.DurationSeconds))
+		l.line(ev.Time, "  %s %s: %s (%s)", l.mark(status), textsafe.Line(c.Label()), textsafe.OneLine(detail), fmtSeconds(c.DurationSeconds))
 	case EventStepStarted:
 		s := ev.Step
 		l.line(ev.Time, "  [%d/%d] %s (%s): %s", ev.StepIndex, len(j.Steps), textsafe.Line(s.ID), textsafe.Line(s.Kind), textsafe.Line(s.Description))
@@ -128,12 +128,12 @@ func (l *LiveLog) Report(ev Event) {
 		if ev.StepIndex > 0 {
 			indent = "        "
 		}
-		l.line(ev.Time, "%s%s", indent, l.paint(ansiYellow, oneLine(ev.Message)))
+		l.line(ev.Time, "%s%s", indent, l.paint(ansiYellow, textsafe.OneLine(ev.Message)))
 	case EventStepDone:
 		s := ev.Step
 		msg := fmt.Sprintf("  %s [%d/%d] %s %s in %s", l.mark(s.Status), ev.StepIndex, len(j.Steps), textsafe.Line(s.ID), textsafe.Line(s.Status), fmtSeconds(s.DurationSeconds))
 		if t := cmp.Or(s.Error, s.Detail); t != "" {
-			msg += ": " + oneLine(t)
+			msg += ": " + textsafe.OneLine(t)
 		}
 		l.line(ev.Time, "%s", msg)
 	case EventRollbackStarted:
@@ -142,9 +142,9 @@ func (l *LiveLog) Report(ev Event) {
 		msg := fmt.Sprintf("  %s %s %s: ", l.mark(rb.Status), textsafe.Line(rb.ID), textsafe.Line(rb.Subject))
 		switch rb.Status {
 		case drill.StatusOK:
-			msg += oneLine(rb.Detail)
+			msg += textsafe.OneLine(rb.Detail)
 		default:
-			msg += textsafe.Line(rb.Status) + ": " + oneLine(rb.Error)
+			msg += textsafe.Line(rb.Status) + ": " + textsafe.OneLine(rb.Error)
 			if rb.ExpiresAt != nil {
 				msg += "; it lapses on its own at " + rb.ExpiresAt.Format(time.RFC3339)
 			}
@@ -182,16 +182,9 @@ func Summary(j *drill.Journal, color bool) string {
 		s += " — SOME LEVERS WERE NOT RESTORED (see the rollbacks above; each lapses at its expiry)"
 	}
 	if j.Reason != "" && j.Outcome != drill.OutcomePassed && j.Reason != j.Outcome {
-		s += "; " + oneLine(j.Reason)
+		s += "; " + textsafe.OneLine(j.Reason)
 	}
 	return s + fmt.Sprintf(" (exit %d)", j.ExitCode)
-}
-
-// oneLine joins a multi-line value on spaces and renders it with
-// [textsafe.Line]: a CR or an escape sequence in a step's output is shown,
-// never sent.
-func oneLine(s string) string {
-	return textsafe.Line(strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' }), " "))
 }
 
 // JournalFile rewrites the JSON journal at Path after every significant

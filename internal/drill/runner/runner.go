@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/notify"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // EventKind says what happened in an [Event].
@@ -289,7 +289,7 @@ func outcome(j *drill.Journal, refusal error) error {
 	if j.Outcome == drill.OutcomeRefused {
 		// Nothing was done: the refusal itself, one line naming the guard,
 		// the cause and the fix.
-		what = strings.Join(strings.Fields(j.Reason), " ")
+		what = textsafe.OneLine(j.Reason)
 	}
 	return exitcode.Errorf(kind, "drill %s %s", j.Drill.Name, what)
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -187,7 +186,7 @@ func putBackView(p bake.PutBack, cleared []bake.Cleared) PutBackView {
 	}
 	switch r := p.Result; {
 	case p.Err != nil:
-		v.Action, v.Error = "failed", strings.Join(strings.Fields(p.Err.Error()), " ")
+		v.Action, v.Error = "failed", textsafe.OneLine(p.Err.Error())
 	case r.Restored != nil:
 		v.Action = "put-back"
 	case r.LeftAlone != nil:

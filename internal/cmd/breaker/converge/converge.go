@@ -148,7 +148,7 @@ func Wait(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []m
 		return v, exitcode.Errorf(exitcode.Interrupted,
 			"interrupted while waiting for the fleet to confirm: the change was written and audited, its convergence not confirmed; see koshactl breaker status")
 	}
-	msg := strings.Join(strings.Fields(err.Error()), " ")
+	msg := textsafe.OneLine(err.Error())
 	v.Error = &msg
 	if !read {
 		// Unavailable, unless the source says it was denied (auth).
@@ -251,7 +251,7 @@ func (p *progressLine) show(wp metrics.WaitProgress) {
 	}
 	line := "waiting for the fleet: " + strings.Join(parts, "; ")
 	if wp.Err != nil {
-		line += " (gauges: " + strings.Join(strings.Fields(wp.Err.Error()), " ") + ")"
+		line += " (gauges: " + textsafe.OneLine(wp.Err.Error()) + ")"
 	}
 	line += fmt.Sprintf(" · %s elapsed, gauges catch up within %s, timeout %s", human.Duration(wp.Elapsed.Truncate(100*time.Millisecond)),
 		human.Duration(wp.Bound), human.Duration(wp.Timeout))

@@ -245,7 +245,7 @@ func errText(err error) *string {
 	if err == nil {
 		return nil
 	}
-	s := strings.Join(strings.Fields(err.Error()), " ")
+	s := textsafe.OneLine(err.Error())
 	return &s
 }
 

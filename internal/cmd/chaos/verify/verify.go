@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -19,6 +18,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // maxInput bounds what verify reads from stdin. A header value is at most
@@ -190,7 +190,7 @@ func printTable(f *cmdenv.Factory, res Result) error {
 		if c.Check == chaos.CheckSyntax && c.Outcome == chaos.OutcomeFail {
 			detail = "field " + fieldName(c.Field) + ": " + detail
 		}
-		tw.Row(string(c.Check), outcomeText[c.Outcome], oneLine(detail))
+		tw.Row(string(c.Check), outcomeText[c.Outcome], textsafe.OneLine(detail))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -217,5 +217,3 @@ func fieldName(f string) string {
 	}
 	return f
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
-	"strings"
 	"time"
 
 	"github.com/MakeNowJust/heredoc"
@@ -121,7 +120,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		in.Samples, in.SamplesFrom = samples, from
 		if ferr != nil {
 			in.FetchError = ferr.Error()
-			fmt.Fprintf(ios.ErrOut, "warning: %s; the report shows no breaker_state\n", textsafe.Line(oneLine(ferr.Error())))
+			fmt.Fprintf(ios.ErrOut, "warning: %s; the report shows no breaker_state\n", textsafe.OneLine(ferr.Error()))
 		}
 	}
 	var buf bytes.Buffer
@@ -156,5 +155,3 @@ func fetch(ctx context.Context, f *cmdenv.Factory, j *drill.Journal) ([]drill.Ga
 	samples, err := gameday.FetchSamples(fctx, src, j, f.Clock.Now())
 	return samples, src.Describe(), err
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

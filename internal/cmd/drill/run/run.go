@@ -229,7 +229,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	// The run's outcome is the command's error: a report that failed too
 	// is said on a line of its own.
 	if reportErr != nil {
-		fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.Line(oneLine(reportErr.Error())))
+		fmt.Fprintf(ios.ErrOut, "error: %s\n", textsafe.OneLine(reportErr.Error()))
 	}
 	if j.Outcome == drill.OutcomeRefused {
 		return outcome // nothing was done: the refusal is said in full
@@ -251,9 +251,6 @@ func checkReportPath(path string, special bool) error {
 	}
 	return fmt.Errorf("cannot write there: %w", fsutil.Cause(err))
 }
-
-// oneLine joins a multi-line value on spaces.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // Parse parses the drill in file, printing its problems (exit 2, the
 // message ending in after), and applies --var: the first thing drill plan

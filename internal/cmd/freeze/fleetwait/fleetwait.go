@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -86,7 +85,7 @@ func (o *Options) Confirm(ctx context.Context, f *cmdenv.Factory, r metrics.Free
 	if err == nil {
 		return v, nil
 	}
-	msg := strings.Join(strings.Fields(err.Error()), " ")
+	msg := textsafe.OneLine(err.Error())
 	v.Error = &msg
 	switch {
 	case ctx.Err() != nil:

@@ -19,6 +19,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
 // Options are the parsed flags.
@@ -178,7 +179,7 @@ func account(ctx context.Context, api stsAPI) (string, error) {
 	out, err := api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
 		return "", fmt.Errorf("%w: the account could not be established (sts GetCallerIdentity: %v); give --account ACCOUNT_ID or refresh credentials",
-			store.ErrCredentials, strings.Join(strings.Fields(err.Error()), " "))
+			store.ErrCredentials, textsafe.OneLine(err.Error()))
 	}
 	return aws.ToString(out.Account), nil
 }
