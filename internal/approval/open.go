@@ -138,7 +138,9 @@ func (q ListQuery) parts() []string {
 // [OpenPage] items of the lists index (its open partition, and with
 // q.All its closed one, read at once and merged) are checked against
 // their proofs (one batch read) and handed to each before the next are
-// read, so a list of any length is held a page at a time. A store without
+// read, so a list of any length is held a page at a time; a page's More
+// says another follows (a reader that stops after the first, as the
+// dashboard's requests pane does, says there are more). A store without
 // the index (or a table without it) is listed as [Service.List] lists it,
 // in one page (requests and reviews, open and closed: the caller keeps
 // what it asked for). An error of each ends the listing and is returned.
@@ -159,7 +161,7 @@ func (s *Service) ListPages(ctx context.Context, q ListQuery, each func(Listing)
 	var page []store.Item
 	handed := false
 	glass := &glassScan{}
-	flush := func() error {
+	flush := func(more bool) error {
 		var l Listing
 		var err error
 		if q.Reviews {
@@ -170,6 +172,7 @@ func (s *Service) ListPages(ctx context.Context, q ListQuery, each func(Listing)
 		if err != nil {
 			return err
 		}
+		l.More = more
 		page, handed = nil, true
 		return each(l)
 	}
@@ -197,15 +200,18 @@ func (s *Service) ListPages(ctx context.Context, q ListQuery, each func(Listing)
 			continue
 		}
 		atLast[it.PK()] = true
-		page = append(page, it)
 		if len(page) == OpenPage {
-			if err := flush(); err != nil {
+			// A full page is handed once an item after it shows the
+			// listing goes on (almost always in the index page read
+			// already: no read more).
+			if err := flush(true); err != nil {
 				return err
 			}
 		}
+		page = append(page, it)
 	}
 	if len(page) > 0 || !handed {
-		return flush()
+		return flush(false)
 	}
 	return nil
 }
