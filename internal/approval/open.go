@@ -464,10 +464,10 @@ type BackfillReport struct {
 // Backfill puts the requests and reviews written before the closed
 // partitions existed (decided or acknowledged ones, out of the index
 // then) into the lists index partition their status says, so `request
-// list --all` finds them without a scan. An item in a partition already
-// is left where it is: the status read is a summary the requester's role
-// may have written, and it never takes a request out of the open list
-// (a listing checks the status against the proofs, wherever it is). Each rewrite is the item as read
+// list --all` finds them without a scan. The status read is a summary
+// the requester's role may have written: the backfill never takes an item
+// out of the open partition (it may put one back there), and a listing
+// checks the status against the proofs wherever the item is. Each rewrite is the item as read
 // with the index attributes, conditional on its write id: one changed
 // meanwhile is left to its writer, who wrote it in its partition. With
 // dryRun it only counts. The scans are paced by rate (nil: unpaced).
@@ -490,15 +490,17 @@ func (s *Service) Backfill(ctx context.Context, dryRun bool, rate *store.ScanRat
 				rep.Unindexed = append(rep.Unindexed, store.Unindexed{PK: it.PK(), Why: err.Error()})
 				continue
 			}
-			if _, placed := it[store.IndexLists.Attr]; placed {
-				// In a partition already, by a koshactl write or around
-				// it: never moved (a status written around koshactl would
-				// take a pending request out of the open list; a listing
-				// flags an item out of its place).
+			if part := it.Str(store.IndexLists.Attr); part == OpenRequests || part == OpenReviews {
+				// Never taken out of the open list: its status may have
+				// been written around koshactl (a listing flags an item
+				// out of its place).
 				continue
 			}
 			next := it.Clone()
 			listEntry(next, time.UnixMilli(ms), id)
+			if next.Str(store.IndexLists.Attr) == it.Str(store.IndexLists.Attr) && next.Str(store.IndexLists.Sort) == it.Str(store.IndexLists.Sort) {
+				continue
+			}
 			rep.Updated++
 			if dryRun {
 				continue

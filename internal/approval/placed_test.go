@@ -80,14 +80,15 @@ func TestRequestsOutOfTheirPlaceInTheIndexAreFlagged(t *testing.T) {
 }
 
 // store migrate's backfill reads each item's status, a summary the
-// requester's role may write: it never moves an item already in a
+// requester's role may write: it never takes an item out of the open
 // partition (a pending request set to "denied" stays in the open list,
-// flagged), and a forged decided item it does place (out of any
-// partition) is listed by --all as what it is, never clean.
+// flagged), it puts back there a pending one put among the closed, and a
+// forged decided item it places (out of any partition) is listed by
+// --all as what it is, never clean.
 func TestBackfillTrustsNoStatusItReads(t *testing.T) {
 	c, svc, log, clk := fourEyes(t)
 	ctx := context.Background()
-	revived, unindexed := asked(t, svc, log, clk), asked(t, svc, log, clk)
+	revived, unindexed, returned := asked(t, svc, log, clk), asked(t, svc, log, clk), asked(t, svc, log, clk)
 
 	it, err := c.s.Get(ctx, approval.RequestPrefix+revived.ID)
 	if err != nil {
@@ -108,9 +109,21 @@ func TestBackfillTrustsNoStatusItReads(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	it, err = c.s.Get(ctx, approval.RequestPrefix+returned.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it[store.IndexLists.Attr] = approval.ClosedRequests
+	if err := c.s.Put(ctx, it, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+
 	rep, err := svc.Backfill(ctx, false, nil, nil)
-	if err != nil || rep.Updated != 1 {
-		t.Fatalf("backfill: %+v, %v; want the unindexed item alone placed", rep, err)
+	if err != nil || rep.Updated != 2 {
+		t.Fatalf("backfill: %+v, %v; want two placed: the unindexed, the pending one among the closed", rep, err)
+	}
+	if v, ok := verified(t, svc, approval.ListQuery{})[returned.ID]; !ok || v != (approval.Verification{}) {
+		t.Errorf("the open list after the backfill: the pending request put among the closed: %+v (listed %v); want it back, clean", v, ok)
 	}
 	if it, _ := c.s.Get(ctx, approval.RequestPrefix+revived.ID); it.Str(store.IndexLists.Attr) != approval.OpenRequests {
 		t.Errorf("the backfill moved the pending request said denied to %q; want it left in %q", it.Str(store.IndexLists.Attr), approval.OpenRequests)
