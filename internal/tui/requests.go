@@ -298,9 +298,15 @@ func (m Model) requestLines(height int) []string {
 		if i == p.cursor {
 			prefix, id = "› ", st.SelectedPaint.Apply(id)
 		}
+		approvals := pad(strconv.Itoa(len(r.Approvers))+" of "+strconv.Itoa(r.Needed), apW)
+		if flag := verificationFlag(r.Verification); flag != "" {
+			// Its item disagrees with its proofs (or it has none): its
+			// approvers are not to be believed, and it is never applied.
+			approvals = st.StatusError.Render(pad(flag, apW))
+		}
 		lines = append(lines, prefix+id+" "+pad(ansi.Truncate(safe(r.Change.Summary()), chW, "…"), chW)+" "+
 			pad(ansi.Truncate(shortActor(r.Requester), reqW, "…"), reqW)+" "+
-			pad(strconv.Itoa(len(r.Approvers))+" of "+strconv.Itoa(r.Needed), apW)+" "+
+			approvals+" "+
 			pad("in "+human.Age(max(r.ExpiresAt.Sub(m.now), 0)), exW))
 	}
 	if p.more {
@@ -309,13 +315,26 @@ func (m Model) requestLines(height int) []string {
 	return lines
 }
 
+// verificationFlag is the mark of a request whose item disagrees with its
+// proofs (TAMPERED) or that has none (UNPROVEN), as request list marks it;
+// "" for one that agrees.
+func verificationFlag(v approval.Verification) string {
+	switch {
+	case v.Tampered != "":
+		return "TAMPERED"
+	case v.Unproven != "":
+		return "UNPROVEN"
+	}
+	return ""
+}
+
 // requestHeader is the prompt's header of a request being decided.
 func requestHeader(verb string, r approval.Request, now time.Time, contextName string) []string {
 	approvers := ""
 	if len(r.Approvers) > 0 {
 		approvers = " (" + strings.Join(r.Approvers, ", ") + ")"
 	}
-	return []string{
+	lines := []string{
 		fmt.Sprintf("%s change request %s · context %s", verb, r.ID, contextName),
 		"Change:    " + r.Change.Summary(),
 		"Reason:    " + r.Change.Reason,
@@ -323,4 +342,11 @@ func requestHeader(verb string, r approval.Request, now time.Time, contextName s
 		fmt.Sprintf("Approvals: %d of %d%s · expires in %s", len(r.Approvers), r.Needed, approvers, human.Age(max(r.ExpiresAt.Sub(now), 0))),
 		"SHA-256: " + r.SHA256,
 	}
+	switch {
+	case r.Verification.Tampered != "":
+		lines = append(lines, "TAMPERED: "+r.Verification.Tampered)
+	case r.Verification.Unproven != "":
+		lines = append(lines, "UNPROVEN: "+r.Verification.Unproven)
+	}
+	return lines
 }

@@ -118,3 +118,25 @@ func TestRequestsPaneSaysThereAreMore(t *testing.T) {
 	h.press("r")
 	h.wantScreen("3f2a9c1b0d4e", "… and more: the 2 newest are listed here; koshactl request list shows them all")
 }
+
+// A request whose item disagrees with its proofs is marked TAMPERED in the
+// pane, in place of the approvals its item claims, and its prompt says
+// why (escaped); one without proofs, UNPROVEN.
+func TestRequestsPaneMarksTamperedRequests(t *testing.T) {
+	h := newHarness(t, Options{})
+	tampered, unproven := pendingRequest("3f2a9c1b0d4e"), pendingRequest("77aa00bb11cc")
+	tampered.Approvers = []string{"arn:aws:iam::123456789012:user/carol"}
+	tampered.Verification.Tampered = "request 3f2a9c1b0d4e names the approvers [carol]\x1b[2J, and its proofs show []"
+	unproven.Verification.Unproven = "request 77aa00bb11cc names no proof of who asked for it"
+	h.m.deps.Requests = &fakeRequests{list: []approval.Request{tampered, unproven}}
+	h.press("p")
+	h.wantScreen("3f2a9c1b0d4e", "TAMPERED", "77aa00bb11cc", "UNPROVEN")
+	if strings.Contains(h.screen(), "1 of 1") {
+		t.Errorf("the pane shows the approvals the tampered item claims:\n%s", h.screen())
+	}
+	h.press("a")
+	h.wantScreen("TAMPERED: request 3f2a9c1b0d4e names the approvers [carol]")
+	if raw := h.m.Render(); strings.Contains(raw, "\x1b[2J") {
+		t.Errorf("the prompt prints the table's text raw:\n%q", raw)
+	}
+}
