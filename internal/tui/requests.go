@@ -343,10 +343,10 @@ func requestHeader(verb string, r approval.Request, now time.Time, contextName s
 		"SHA-256: " + r.SHA256,
 	}
 	switch {
-	case r.Verification.Tampered != "":
-		lines = append(lines, "TAMPERED: "+r.Verification.Tampered)
-	case r.Verification.Unproven != "":
-		lines = append(lines, "UNPROVEN: "+r.Verification.Unproven)
+	case r.Tampered != "":
+		lines = append(lines, "TAMPERED: "+r.Tampered)
+	case r.Unproven != "":
+		lines = append(lines, "UNPROVEN: "+r.Unproven)
 	}
 	return lines
 }

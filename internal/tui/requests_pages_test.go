@@ -126,8 +126,8 @@ func TestRequestsPaneMarksTamperedRequests(t *testing.T) {
 	h := newHarness(t, Options{})
 	tampered, unproven := pendingRequest("3f2a9c1b0d4e"), pendingRequest("77aa00bb11cc")
 	tampered.Approvers = []string{"arn:aws:iam::123456789012:user/carol"}
-	tampered.Verification.Tampered = "request 3f2a9c1b0d4e names the approvers [carol]\x1b[2J, and its proofs show []"
-	unproven.Verification.Unproven = "request 77aa00bb11cc names no proof of who asked for it"
+	tampered.Tampered = "request 3f2a9c1b0d4e names the approvers [carol]\x1b[2J, and its proofs show []"
+	unproven.Unproven = "request 77aa00bb11cc names no proof of who asked for it"
 	h.m.deps.Requests = &fakeRequests{list: []approval.Request{tampered, unproven}}
 	h.press("p")
 	h.wantScreen("3f2a9c1b0d4e", "TAMPERED", "77aa00bb11cc", "UNPROVEN")
