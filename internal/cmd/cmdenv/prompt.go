@@ -12,16 +12,11 @@ import (
 // ConfirmProtected guards a mutation on a protected context: it passes when
 // the context is not protected or yes is set; otherwise it asks the operator
 // to type the context's name, and without a terminal it refuses and names
-// --yes. what describes the change in the prompt.
-func ConfirmProtected(ctx context.Context, f *Factory, env *Env, yes bool, what string) error {
-	return ConfirmProtectedShowing(ctx, f, env, yes, what, nil)
-}
-
-// ConfirmProtectedShowing is [ConfirmProtected] that shows detail (the
-// change's impact, one fact a line, each through textsafe) on stderr
-// just before it asks, so the person typing the context's name has read
-// what the change does.
-func ConfirmProtectedShowing(ctx context.Context, f *Factory, env *Env, yes bool, what string, detail []string) error {
+// --yes. what describes the change in the prompt; detail (the change's
+// impact, one fact a line, each through textsafe) is shown on stderr just
+// before it asks, so the person typing the context's name has read what
+// the change does.
+func ConfirmProtected(ctx context.Context, f *Factory, env *Env, yes bool, what string, detail ...string) error {
 	if !env.Context.Protected || yes {
 		return nil
 	}

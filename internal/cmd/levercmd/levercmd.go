@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -75,17 +77,22 @@ func TooLarge(err error) error {
 	return cmdutil.Usagef("%v: name at most %d per run, or pass --chunked", err, tle.Max)
 }
 
-// CheckPolicy refuses flag values outside their bounds, before anything is read:
-// the request's lifetime, and a break-glass without a reason or on a dry
-// run.
-func (fl Flags) CheckPolicy(reason string) error {
+// Env is a lever command's context, once its flags are checked: the
+// request's lifetime, a break-glass without a reason or on a dry run, and
+// --no-notify where the context does not allow it, refused before
+// anything is read.
+func Env(ctx context.Context, f *cmdenv.Factory, fl Flags, reason string) (*cmdenv.Env, error) {
 	if err := approval.CheckTTL(fl.RequestTTL); err != nil {
-		return cmdutil.Usagef("--request-ttl: %v", err)
+		return nil, cmdutil.Usagef("--request-ttl: %v", err)
 	}
 	if fl.BreakGlass && (fl.DryRun || strings.TrimSpace(reason) == "") {
-		return cmdutil.Usagef("--break-glass needs --reason \"what is happening\" and is not a dry run")
+		return nil, cmdutil.Usagef("--break-glass needs --reason \"what is happening\" and is not a dry run")
 	}
-	return nil
+	env, err := f.Env(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return env, cmdenv.CheckNoNotify(env, fl.NoNotify)
 }
 
 // Table reports whether the output is the human one.
@@ -112,7 +119,7 @@ func Change(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, c lever.Cha
 	}
 	if n := p.Writes(); n > 0 {
 		what := p.Action.Verb + " " + human.Count(int64(n), p.Kind.Spec().Lever)
-		if err := cmdenv.ConfirmProtectedShowing(ctx, f, env, fl.Yes, what, impactLines(p.Impact)); err != nil {
+		if err := cmdenv.ConfirmProtected(ctx, f, env, fl.Yes, what, impactLines(p.Impact)...); err != nil {
 			return lever.Report{Change: c}, err
 		}
 	}
@@ -215,6 +222,55 @@ func Print(f *cmdenv.Factory, env *cmdenv.Env, fl Flags, doc any, text string) e
 	return err
 }
 
+// End is a lever command's end once its change is made: the table's text
+// printed before the wait (then the wait's own lines), or doc printed once
+// after it (the wait fills its view in); the announcement of what was
+// written sent between the two, and even when a print fails. wait is nil
+// without --wait; its error is returned when the print succeeds.
+func End(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, fl Flags, ev *notify.Event, doc any, text string, wait func() error) error {
+	announce := sync.OnceFunc(func() { cmdenv.Announce(ctx, env, ev) })
+	// Written is written: a print that fails (a closed stdout) does not
+	// keep the change from being announced.
+	defer announce()
+	if wait == nil || fl.Table() {
+		if err := Print(f, env, fl, doc, text); err != nil {
+			return err
+		}
+	}
+	announce()
+	if wait == nil {
+		return nil
+	}
+	err := wait()
+	if !fl.Table() {
+		if perr := Print(f, env, fl, doc, text); perr != nil {
+			return perr
+		}
+	}
+	return err
+}
+
+// CheckWait refuses --wait's flags where they cannot work, before anything
+// is read: its other flags (named) without --wait, --wait on a dry run, a
+// --timeout that is not positive (fix says what to give instead).
+func CheckWait(cmd *cobra.Command, wait, dryRun bool, timeout time.Duration, fix string, flags ...string) error {
+	if !wait {
+		for _, name := range flags {
+			if cmd.Flags().Changed(name) {
+				return cmdutil.Usagef("--%s only applies with --wait: add --wait, or drop --%s", name, name)
+			}
+		}
+		return nil
+	}
+	if dryRun {
+		return cmdutil.Usagef("--wait has nothing to wait for with --dry-run: drop one of them")
+	}
+	if cmd.Flags().Changed("timeout") && timeout <= 0 {
+		return cmdutil.Usagef("--timeout %s is not positive: %s", human.Duration(timeout), fix)
+	}
+	return nil
+}
+
 // ImpactJSON is a change's impact as its result's JSON holds it: the
 // `impact` section of docs/contracts/degradation-matrix.md (nil: none, or
 // one that cannot be encoded). A result keeps it encoded, so a reader of
@@ -268,6 +324,31 @@ func Review(rep lever.Report) string {
 		return ""
 	}
 	return rep.Review
+}
+
+// Tally is what a lever command's result says of its change beside its
+// levers: the review a --break-glass change opened, every lever not
+// written and why, and how a change asked in chunks went.
+type Tally struct {
+	// Review is the review a --break-glass change opened.
+	Review string `json:"review,omitempty"`
+	// NotWritten lists every lever not written, and why.
+	NotWritten []NotWritten `json:"not_written"`
+	// Chunks says how a change asked in chunks went (none: one transaction).
+	Chunks *Chunks `json:"chunks,omitempty"`
+}
+
+// TallyOf is rep's tally; unwritten are its levers not written.
+func TallyOf(rep lever.Report, unwritten []Unwritten) Tally {
+	return Tally{Review: Review(rep), NotWritten: NotWrittenOf(unwritten, chunkOf(rep)), Chunks: ChunksOf(rep)}
+}
+
+// PrintUnder writes the tally's lines under a table of listed levers: the
+// chunks and the levers not written ([PrintChunks]), then the break-glass
+// review.
+func (t Tally) PrintUnder(w io.Writer, listed int) {
+	PrintChunks(w, t.Chunks, t.NotWritten, listed)
+	BreakGlass(w, t.Review)
 }
 
 // Unwritten is a target whose change was not written: refused, failed, or
@@ -358,9 +439,9 @@ func NotWrittenOf(unwritten []Unwritten, chunk func(name string) int) []NotWritt
 	return out
 }
 
-// ChunkOf is the lookup of rep's targets' transactions for
+// chunkOf is the lookup of rep's targets' transactions for
 // [NotWrittenOf] (names as the targets are).
-func ChunkOf(rep lever.Report) func(name string) int {
+func chunkOf(rep lever.Report) func(name string) int {
 	chunks := make(map[string]int, len(rep.Outcomes))
 	for _, o := range rep.Outcomes {
 		chunks[o.Target] = o.Chunk

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
@@ -190,4 +192,24 @@ func withList(doc any, key string, items []any) (map[string]any, error) {
 	}
 	m[key] = items
 	return m, nil
+}
+
+// AuditRecordFix is what a listing of audit records that could not all be
+// read in full says to do (audit list, audit impact).
+const AuditRecordFix = "the records shown are complete; the others are named by pk (koshactl never rewrites an audit record; the store's TTL collects it after 90 days)"
+
+// ParseUntil reads a list's --until: an RFC3339 time, or a duration
+// before now (none: the zero time).
+func ParseUntil(s string, now time.Time) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if d, err := human.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, cmdutil.Usagef("--until %q is neither an RFC3339 time (2026-11-30T12:00:00Z) nor a duration ago (1h, 2d)", s)
+	}
+	return t, nil
 }

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/cmd/audit"
+	auditlist "github.com/kosha-platform/koshactl/internal/cmd/audit/list"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/get"
 	"github.com/kosha-platform/koshactl/internal/cmd/breaker/status"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
@@ -134,7 +134,7 @@ func (r reader) audit(ctx context.Context, a auditArgs) (mcpserver.Output, error
 	if err != nil {
 		return mcpserver.Output{}, err
 	}
-	opts := &audit.ListOptions{Until: a.Until, Subject: a.Subject, Action: a.Action, Actor: a.Actor, Limit: limit}
+	opts := &auditlist.Options{Until: a.Until, Subject: a.Subject, Action: a.Action, Actor: a.Actor, Limit: limit}
 	if a.Since != "" {
 		d, err := time.ParseDuration(a.Since)
 		if err != nil || d < 0 {
@@ -142,7 +142,7 @@ func (r reader) audit(ctx context.Context, a auditArgs) (mcpserver.Output, error
 		}
 		opts.Since = d
 	}
-	doc, unreadable, err := audit.ReadList(ctx, r.f, opts)
+	doc, unreadable, err := auditlist.Read(ctx, r.f, opts)
 	if err != nil {
 		return mcpserver.Output{}, err
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
-	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/gauge"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -188,9 +188,6 @@ func (e *Env) Steps(ctx context.Context, rc *runtime.RunContext) (steps []StepRe
 // Levers is the lever service of ov and b on s: a drill's, under the
 // overrides' duration policy and the buckets' limits a test chose.
 func Levers(s store.Store, clk clock.Clock, ov *breaker.Overrides, b *ratelimit.Buckets) *lever.Service {
-	return lever.NewService(s, clk, lever.NewRegistry(
-		lever.Entry{Spec: breaker.Spec, New: func() (lever.Kind, error) { return ov, nil }},
-		lever.Entry{Spec: ratelimit.Spec, New: func() (lever.Kind, error) { return b, nil }},
-		lever.Entry{Spec: freeze.Spec, New: func() (lever.Kind, error) { return freeze.NewLever(clk, 0), nil }},
-	))
+	return lever.NewService(s, clk, builtin.Kinds(s, clk, builtin.Settings{Overrides: ov,
+		Buckets: func() (*ratelimit.Buckets, error) { return b, nil }}))
 }

@@ -7,6 +7,7 @@ package builtin
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -34,18 +35,51 @@ func For(s store.Store, clk clock.Clock, name string, c *config.Context) *lever.
 	if c.IsLocal() {
 		segments = 1
 	}
+	return Kinds(s, clk, Settings{MaxOverride: c.MaxOverrideDuration(), Buckets: func() (*ratelimit.Buckets, error) {
+		b, err := buckets(s, clk, name, c)
+		if err != nil {
+			return nil, err
+		}
+		return b.WithScanSegments(segments), nil
+	}})
+}
+
+// Store is what the built-in kinds need of a store.
+type Store interface {
+	breaker.OverrideStore
+	ratelimit.ListStore
+}
+
+// Settings are what a caller sets of the built-in kinds. The zero value is
+// every kind with its defaults, as tests' and drills' registries want them.
+type Settings struct {
+	// MaxOverride bounds an override's and a freeze's length (zero: each
+	// kind's default).
+	MaxOverride time.Duration
+	// Overrides, when set, is the breaker kind as the caller built it.
+	Overrides *breaker.Overrides
+	// Buckets, when set, builds the rate-limit kind (default: default limits).
+	Buckets func() (*ratelimit.Buckets, error)
+}
+
+// Kinds is the registry of the built-in kinds on s, as st sets them: the one
+// list of kinds, one registration line a kind, that a context's commands,
+// tests and drills all build their registry from.
+func Kinds(s Store, clk clock.Clock, st Settings) *lever.Registry {
 	return lever.NewRegistry(
 		lever.Entry{Spec: breaker.Spec, New: func() (lever.Kind, error) {
-			return breaker.NewOverrides(s, clk).WithDurations(breaker.DurationPolicy{Max: c.MaxOverrideDuration()}), nil
+			if st.Overrides != nil {
+				return st.Overrides, nil
+			}
+			return breaker.NewOverrides(s, clk).WithDurations(breaker.DurationPolicy{Max: st.MaxOverride}), nil
 		}},
 		lever.Entry{Spec: ratelimit.Spec, New: func() (lever.Kind, error) {
-			b, err := buckets(s, clk, name, c)
-			if err != nil {
-				return nil, err
+			if st.Buckets != nil {
+				return st.Buckets()
 			}
-			return b.WithScanSegments(segments), nil
+			return ratelimit.NewBuckets(s, clk, ratelimit.Limits{})
 		}},
-		lever.Entry{Spec: freeze.Spec, New: func() (lever.Kind, error) { return freeze.NewLever(clk, c.MaxOverrideDuration()), nil }},
+		lever.Entry{Spec: freeze.Spec, New: func() (lever.Kind, error) { return freeze.NewLever(clk, st.MaxOverride), nil }},
 	)
 }
 

@@ -12,25 +12,18 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
 
 // Store is what the built-in kinds need of a store.
-type Store interface {
-	breaker.OverrideStore
-	ratelimit.ListStore
-}
+type Store = builtin.Store
 
 // Levers is the lever service of the built-in kinds on s (default
 // settings), recording in log.
 func Levers(s Store, clk clock.Clock, log audit.Appender) *lever.Service {
-	return lever.NewService(s, clk, lever.NewRegistry(
-		lever.Entry{Spec: breaker.Spec, New: func() (lever.Kind, error) { return breaker.NewOverrides(s, clk), nil }},
-		lever.Entry{Spec: ratelimit.Spec, New: func() (lever.Kind, error) { return ratelimit.NewBuckets(s, clk, ratelimit.Limits{}) }},
-		lever.Entry{Spec: freeze.Spec, New: func() (lever.Kind, error) { return freeze.NewLever(clk, 0), nil }},
-	)).WithLog(log)
+	return lever.NewService(s, clk, builtin.Kinds(s, clk, builtin.Settings{})).WithLog(log)
 }
 
 // Req is one force as a test asks it.

@@ -149,13 +149,9 @@ type Result struct {
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
 	converge.Waited
-	// Review is the review a --break-glass clear opened.
-	Review string `json:"review,omitempty"`
-	// NotWritten lists every dependency not cleared, and why.
-	NotWritten []levercmd.NotWritten `json:"not_written"`
-	// Chunks says how a clear written in chunks went (--all, --chunked;
-	// none: one transaction).
-	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
+	// Tally is the break-glass review, the dependencies not cleared and
+	// why, and the chunks (--all, --chunked).
+	levercmd.Tally
 	// Bake is how the fleet held after the clear, with --bake only.
 	Bake *baking.View `json:"bake,omitempty"`
 }
@@ -195,24 +191,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		}
 		targets = append(targets, dep)
 	}
-	if err := opts.CheckPolicy(opts.Reason); err != nil {
-		return err
-	}
-	env, err := f.Env(ctx)
+	env, err := levercmd.Env(ctx, f, opts.Flags, opts.Reason)
 	if err != nil {
 		return err
 	}
-	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
+	waiter, err := opts.Waiter(ctx, f, env)
+	if err != nil {
 		return err
-	}
-	if err := opts.MeasureImpact(env); err != nil {
-		return err
-	}
-	var waiter *metrics.Waiter
-	if opts.Wait {
-		if waiter, err = opts.NewWaiter(ctx, f, env); err != nil {
-			return err
-		}
 	}
 	ov, err := depargs.Overrides(env)
 	if err != nil {
@@ -280,8 +265,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		out.Results = append(out.Results, item)
 		changes = append(changes, metrics.Change{Dependency: o.Target, Goal: metrics.GoalReleased, Since: now})
 	}
-	out.Review = levercmd.Review(rep)
-	out.NotWritten, out.Chunks = levercmd.NotWrittenOf(unwritten, levercmd.ChunkOf(rep)), levercmd.ChunksOf(rep)
+	out.Tally = levercmd.TallyOf(rep, unwritten)
 	failure := levercmd.Failure(cleared+len(unwritten), cleared, unwritten, "overrides", "koshactl breaker get DEPENDENCY")
 	var then func() error
 	if bk != nil {
@@ -290,7 +274,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 			return bk.Run(ctx, env, rep.Outcomes, now, out.Bake, f.IOStreams.Out, opts.Table())
 		}
 	}
-	return converge.FinishThen(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0), then)
+	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(opts, out, len(rep.Outcomes) == 0), then)
 }
 
 // table is out's lines for the human output; none is true when there was
@@ -317,8 +301,7 @@ func table(opts *Options, out Result, none bool) string {
 		fmt.Fprintf(&w, "%s override on %s set by %s%s\n", verb, name, textsafe.Line(r.Before.Actor), note)
 		levercmd.Confirmed(&w, r.ConfirmedByReread)
 	}
-	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten, len(out.Results))
-	levercmd.BreakGlass(&w, out.Review)
+	out.PrintUnder(&w, len(out.Results))
 	return w.String()
 }
 

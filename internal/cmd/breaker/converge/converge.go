@@ -4,10 +4,10 @@
 package converge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"io"
 	"strings"
 	"sync"
@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
-	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -44,40 +44,23 @@ func AddWaitFlags(cmd *cobra.Command, o *WaitOptions) {
 	fl.StringVar(&o.MetricsURL, "metrics-url", "", "scrape this Prometheus endpoint instead of the context's metrics source (the impact's call rates; --wait's gauges)")
 }
 
-// MeasureImpact makes --metrics-url the source of the change's impact's
-// call rates, in place of the context's; a URL that cannot be scraped is
-// refused (exit 2) before anything is read.
-func (o *WaitOptions) MeasureImpact(env *cmdenv.Env) error {
-	return gaugeenv.MeasureImpact(env, o.MetricsURL)
-}
-
 // Check refuses flag combinations that cannot work, before anything is
 // written.
 func (o *WaitOptions) Check(cmd *cobra.Command, dryRun bool) error {
-	if !o.Wait {
-		for _, name := range []string{"timeout", "instances"} {
-			if cmd.Flags().Changed(name) {
-				return cmdutil.Usagef("--%s only applies with --wait: add --wait, or drop --%s", name, name)
-			}
-		}
-		return nil
-	}
-	if dryRun {
-		return cmdutil.Usagef("--wait has nothing to wait for with --dry-run: drop one of them")
-	}
-	if cmd.Flags().Changed("timeout") && o.Timeout <= 0 {
-		return cmdutil.Usagef("--timeout %s is not positive: give a duration like 30s, or leave it out for the source's bound plus a margin", human.Duration(o.Timeout))
-	}
-	return nil
+	return levercmd.CheckWait(cmd, o.Wait, dryRun, o.Timeout, "give a duration like 30s, or leave it out for the source's bound plus a margin",
+		"timeout", "instances")
 }
 
-// NewWaiter builds the context's gauge source and a waiter on it, before the
-// write, so a source that cannot work is refused with nothing written.
-func (o *WaitOptions) NewWaiter(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env) (*metrics.Waiter, error) {
-	src, err := gaugeenv.Source(ctx, env, o.MetricsURL)
-	if errors.Is(err, metrics.ErrInvalidSource) {
-		return nil, fmt.Errorf("--wait: %w", err)
+// Waiter makes --metrics-url the source of the change's impact's call
+// rates, in place of the context's (a URL that cannot be scraped is
+// refused, exit 2), and with --wait builds the context's gauge source and a
+// waiter on it (nil without --wait): both before anything is read, so a
+// source that cannot work is refused with nothing written.
+func (o *WaitOptions) Waiter(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env) (*metrics.Waiter, error) {
+	if err := gaugeenv.MeasureImpact(env, o.MetricsURL); err != nil || !o.Wait {
+		return nil, err
 	}
+	src, err := gaugeenv.Source(ctx, env, o.MetricsURL)
 	if err != nil {
 		return nil, fmt.Errorf("--wait: %w", err)
 	}
@@ -185,62 +168,40 @@ type Waited struct {
 	Convergence *ConvergenceView `json:"convergence,omitempty"`
 }
 
-// Finish is a breaker command's end once its change is made: the table's
-// text printed before the wait (then the wait's lines), or doc printed once
-// after it with its view in waited; the announcement of what was written
-// sent between the two; the wait for the fleet's gauges, with --wait (w set,
-// changes to wait for). It returns the change's failure first, then the
-// wait's.
+// Finish is a breaker command's end once its change is made
+// ([levercmd.End]): the wait for the fleet's gauges, with --wait (w set,
+// changes to wait for), its view in waited (-o json|yaml) or its lines (the
+// table); then more to do once the change is written and confirmed (then:
+// a clear's bake, nil for none), run only when neither the change nor the
+// wait failed, which may fill the document in and prints its own lines in
+// the table form. It returns the change's failure first, then the wait's,
+// then then's.
 func Finish(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, fl levercmd.Flags, w *metrics.Waiter, changes []metrics.Change,
-	ev *notify.Event, failure error, doc any, waited *Waited, text string) error {
-	return FinishThen(ctx, f, env, fl, w, changes, ev, failure, doc, waited, text, nil)
-}
-
-// FinishThen is [Finish] with more to do once the change is written and
-// confirmed (a clear's bake): then runs after the wait, only when neither
-// the change nor the wait failed, before the document is printed (it may
-// fill it in), and its error is returned; in the table form it prints its
-// own lines after the change's.
-func FinishThen(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, fl levercmd.Flags, w *metrics.Waiter, changes []metrics.Change,
 	ev *notify.Event, failure error, doc any, waited *Waited, text string, then func() error) error {
-	announce := sync.OnceFunc(func() { cmdenv.Announce(ctx, env, ev) })
-	// Written is written: a print that fails (a closed stdout) does not
-	// keep the change from being announced.
-	defer announce()
-	wait := w != nil && len(changes) > 0
-	if (!wait && then == nil) || fl.Table() {
-		if err := levercmd.Print(f, env, fl, doc, text); err != nil {
-			return err
+	var waitErr, thenErr error
+	var end func() error
+	if wait := w != nil && len(changes) > 0; wait || then != nil {
+		end = func() error {
+			if wait {
+				// The changes and their audit records are written; now the fleet.
+				var view *ConvergenceView
+				view, waitErr = Wait(ctx, f, w, changes)
+				if fl.Table() {
+					PrintWait(f.IOStreams.Out, view)
+				} else {
+					waited.Convergence = view
+				}
+			}
+			if then != nil && failure == nil && waitErr == nil {
+				thenErr = then()
+			}
+			return nil
 		}
 	}
-	announce()
-	var view *ConvergenceView
-	var waitErr error
-	if wait {
-		// The changes and their audit records are written; now the fleet.
-		view, waitErr = Wait(ctx, f, w, changes)
-		if fl.Table() {
-			PrintWait(f.IOStreams.Out, view)
-		} else {
-			waited.Convergence = view
-		}
+	if err := levercmd.End(ctx, f, env, fl, ev, doc, text, end); err != nil {
+		return err
 	}
-	var thenErr error
-	if then != nil && failure == nil && waitErr == nil {
-		thenErr = then()
-	}
-	if !fl.Table() && (wait || then != nil) {
-		if err := levercmd.Print(f, env, fl, doc, text); err != nil {
-			return err
-		}
-	}
-	if failure != nil {
-		return failure
-	}
-	if waitErr != nil {
-		return waitErr
-	}
-	return thenErr
+	return cmp.Or(failure, waitErr, thenErr)
 }
 
 // PrintWait writes the outcome of a wait for the table form.

@@ -31,7 +31,6 @@ type Options struct {
 	Dependencies []string
 	Reason       string
 	For          time.Duration
-	ForSet       bool
 	Until        string
 	NoExpiry     bool
 	Overwrite    bool
@@ -94,7 +93,6 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 		ValidArgsFunction: cmdenv.CompleteDependencies(f),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Dependencies = args
-			opts.ForSet = c.Flags().Changed("for")
 			if err := opts.Check(c, opts.DryRun); err != nil {
 				return err
 			}
@@ -122,12 +120,9 @@ type Result struct {
 	Results []ItemResult `json:"results"`
 	// Convergence is what the gauges said, with --wait only.
 	converge.Waited
-	// Review is the review a --break-glass change opened.
-	Review string `json:"review,omitempty"`
-	// NotWritten lists every dependency not written, and why.
-	NotWritten []levercmd.NotWritten `json:"not_written"`
-	// Chunks says how a change asked in chunks went (none: one transaction).
-	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
+	// Tally is the break-glass review, the dependencies not written and
+	// why, and the chunks.
+	levercmd.Tally
 	// Impact is what forcing the dependencies does to the platform's tools
 	// (docs/contracts/degradation-matrix.md, "The impact section").
 	Impact json.RawMessage `json:"impact,omitempty"`
@@ -153,91 +148,33 @@ type ItemResult struct {
 	res breaker.ForceResult
 }
 
-// expiry applies breaker's duration policy to the flags and words its
-// refusal for them.
-func (o *Options) expiry(now time.Time, policy breaker.DurationPolicy) (time.Time, time.Duration, error) {
-	l := breaker.LastFor(o.For)
-	switch {
-	case o.NoExpiry:
-		if !o.Yes {
-			return time.Time{}, 0, cmdutil.Usagef("--no-expiry leaves the fleet degraded until someone clears it: add --yes to confirm, or use --for")
-		}
-		l = breaker.NoExpiry()
-	case o.Until != "":
-		t, err := time.Parse(time.RFC3339, o.Until)
-		if err != nil {
-			return time.Time{}, 0, cmdutil.Usagef("--until %q is not an RFC3339 time: write it like 2026-11-29T18:00:00Z", o.Until)
-		}
-		l = breaker.LastUntil(t)
-	}
-	expires, forDur, err := policy.ExpiresAt(now, l)
-	var de *breaker.DurationError
-	if !errors.As(err, &de) {
-		return expires, forDur, err
-	}
-	if o.Until != "" {
-		switch de.Problem {
-		case breaker.ErrExpiryPast:
-			return time.Time{}, 0, cmdutil.Usagef("--until %s is in the past: give a future time, or use --for", o.Until)
-		case breaker.ErrDurationTooShort:
-			return time.Time{}, 0, cmdutil.Usagef("--until %s: %v; give a time at least %s away", o.Until, err, human.Duration(breaker.MinOverride))
-		}
-		return time.Time{}, 0, cmdutil.Usagef("--until is %s away, over this context's max-override of %s: pick an earlier time", human.Age(de.Duration), de.Limit)
-	}
-	switch de.Problem {
-	case breaker.ErrDurationNotPositive:
-		return time.Time{}, 0, cmdutil.Usagef("--for %s is not positive: give a duration like 30m or 2h", human.Duration(o.For))
-	case breaker.ErrDurationTooShort:
-		return time.Time{}, 0, cmdutil.Usagef("--for %v; use --for %s or more", err, human.Duration(breaker.MinOverride))
-	}
-	return time.Time{}, 0, cmdutil.Usagef("--for %s is over this context's max-override of %s: use a shorter duration (or raise max-override with koshactl config set-context)", human.Duration(o.For), human.Duration(de.Limit))
-}
-
 // Run forces the overrides: every argument is checked, and every current
 // override read (in one batch, with the table's policy, while the caller's
 // identity resolves), before the first write, so bad input or a conflict
 // changes nothing; the writes and their audit records then go in one
 // transaction. Results print in argument order.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
-	if err := breaker.CheckForceReason(opts.Reason); err != nil {
-		if errors.Is(err, breaker.ErrReasonRequired) {
-			return cmdutil.Usagef("a reason is required: pass --reason \"what is happening\" (it is shown to everyone who looks at this override)")
-		}
-		return err
-	}
-	env, err := f.Env(ctx)
+	env, err := levercmd.Env(ctx, f, opts.Flags, opts.Reason)
 	if err != nil {
-		return err
-	}
-	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	ov, err := depargs.Overrides(env)
 	if err != nil {
 		return err
 	}
-	now := f.Clock.Now()
-	expires, forDur, err := opts.expiry(now, ov.Durations())
+	c, err := ov.ForceRequested(breaker.ForceRequest{Reason: opts.Reason, Dependencies: opts.Dependencies, For: opts.For, Until: opts.Until,
+		NoExpiry: opts.NoExpiry, Yes: opts.Yes, Overwrite: opts.Overwrite, Known: env.Context.KnownDependencies(), AllowUnknown: opts.AllowUnknown})
 	if err != nil {
 		return err
 	}
-	if err := opts.MeasureImpact(env); err != nil {
+	waiter, err := opts.Waiter(ctx, f, env)
+	if err != nil {
 		return err
 	}
-	var waiter *metrics.Waiter
-	if opts.Wait {
-		if waiter, err = opts.NewWaiter(ctx, f, env); err != nil {
-			return err
-		}
-	}
-	if err := opts.CheckPolicy(opts.Reason); err != nil {
-		return err
-	}
-	c := breaker.ForceOpen(opts.Reason, breaker.ForceParams{For: forDur, ExpiresAt: expires, NoExpiry: opts.NoExpiry, Overwrite: opts.Overwrite}, opts.Dependencies...)
-	c.Known = depargs.Known(env, opts.AllowUnknown)
+	now := f.Clock.Now()
 	rep, err := levercmd.Change(ctx, f, env, c, opts.Flags)
 	if rep.Outcomes == nil || rep.Pending != nil {
-		return conflictHint(depargs.DependencyHint(levercmd.Refused(ctx, f, env, rep, err, opts.Flags)))
+		return conflictHint(levercmd.Refused(ctx, f, env, rep, err, opts.Flags))
 	}
 	out := Result{Envelope: env.Envelope("BreakerForceResult"), DryRun: opts.DryRun, Results: []ItemResult{}, Impact: levercmd.ImpactJSON(rep.Impact), impact: rep.Impact}
 	var unwritten []levercmd.Unwritten
@@ -258,10 +195,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		}
 		changes = append(changes, metrics.Change{Dependency: o.Target, Goal: metrics.GoalForced, Since: since})
 	}
-	out.Review = levercmd.Review(rep)
-	out.NotWritten, out.Chunks = levercmd.NotWrittenOf(unwritten, levercmd.ChunkOf(rep)), levercmd.ChunksOf(rep)
+	out.Tally = levercmd.TallyOf(rep, unwritten)
 	failure := levercmd.Failure(len(rep.Outcomes), len(rep.Written()), unwritten, "overrides", "koshactl breaker get DEPENDENCY")
-	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(out, now, f.IOStreams.IsStdoutTTY()))
+	return converge.Finish(ctx, f, env, opts.Flags, waiter, changes, rep.Event, failure, &out, &out.Waited, table(out, now, f.IOStreams.IsStdoutTTY()), nil)
 }
 
 func conflictHint(err error) error {
@@ -306,8 +242,7 @@ func table(out Result, now time.Time, tty bool) string {
 			fmt.Fprintf(&w, "  replaced a malformed item (%s: %s)\n", r.Before.Malformed[0].Attribute, textsafe.Line(r.Before.Malformed[0].Problem))
 		}
 	}
-	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten, len(out.Results))
-	levercmd.BreakGlass(&w, out.Review)
+	out.PrintUnder(&w, len(out.Results))
 	if len(out.Results) > 0 {
 		levercmd.Impact(&w, out.impact)
 	}

@@ -154,7 +154,7 @@ func prepare(ctx context.Context, f *cmdenv.Factory, opts *Options) (*collector,
 	}
 	known := env.Context.KnownDependencies()
 	if len(opts.Dependencies) > 0 {
-		if err := depargs.CheckDependencies(opts.Dependencies, known, opts.AllowUnknown); err != nil {
+		if err := breaker.DependencyArgs(opts.Dependencies, known, opts.AllowUnknown); err != nil {
 			return nil, err
 		}
 	}

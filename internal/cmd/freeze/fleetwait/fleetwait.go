@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -47,21 +46,7 @@ func AddFlags(cmd *cobra.Command, o *Options, goal string) {
 // Check refuses flag combinations that cannot work, before anything is
 // read or written.
 func (o *Options) Check(cmd *cobra.Command, dryRun bool) error {
-	if !o.Wait {
-		for _, name := range []string{"timeout", "metrics-url"} {
-			if cmd.Flags().Changed(name) {
-				return cmdutil.Usagef("--%s only applies with --wait: add --wait, or drop --%s", name, name)
-			}
-		}
-		return nil
-	}
-	if dryRun {
-		return cmdutil.Usagef("--wait has nothing to wait for with --dry-run: drop one of them")
-	}
-	if cmd.Flags().Changed("timeout") && o.Timeout <= 0 {
-		return cmdutil.Usagef("--timeout %s is not positive: give a duration like 30s", human.Duration(o.Timeout))
-	}
-	return nil
+	return levercmd.CheckWait(cmd, o.Wait, dryRun, o.Timeout, "give a duration like 30s", "timeout", "metrics-url")
 }
 
 // Reader opens the context's gauge source before the write (nil without
@@ -124,33 +109,22 @@ func Print(w io.Writer, v *View) {
 	fmt.Fprintf(w, "Not confirmed: %s\n", textsafe.Line(v.Standing.Summary()))
 }
 
-// Finish is a freeze command's end once its change is made: the table's
-// text printed before the wait (then the wait's line), or doc printed once
-// after it with the wait's view in waited; the announcement sent between
-// the two; with r set (--wait), the wait for every instance to report
-// want.
+// Finish is a freeze command's end once its change is made
+// ([levercmd.End]); with r set (--wait), the wait for every instance to
+// report want, its view in waited (-o json|yaml) or its line (the table).
 func (o *Options) Finish(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, fl levercmd.Flags, r metrics.FreezeReader, want bool,
 	ev *notify.Event, doc any, waited **View, text string) error {
-	announce := sync.OnceFunc(func() { cmdenv.Announce(ctx, env, ev) })
-	// Written is written: a print that fails does not keep it unannounced.
-	defer announce()
-	if r == nil || fl.Table() {
-		if err := levercmd.Print(f, env, fl, doc, text); err != nil {
+	var wait func() error
+	if r != nil {
+		wait = func() error {
+			v, err := o.Confirm(ctx, f, r, want)
+			if fl.Table() {
+				Print(f.IOStreams.Out, v)
+			} else {
+				*waited = v
+			}
 			return err
 		}
 	}
-	announce()
-	if r == nil {
-		return nil
-	}
-	v, err := o.Confirm(ctx, f, r, want)
-	if fl.Table() {
-		Print(f.IOStreams.Out, v)
-		return err
-	}
-	*waited = v
-	if perr := levercmd.Print(f, env, fl, doc, text); perr != nil {
-		return perr
-	}
-	return err
+	return levercmd.End(ctx, f, env, fl, ev, doc, text, wait)
 }

@@ -79,14 +79,8 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := freeze.CheckReason(opts.Reason); err != nil {
 		return cmdutil.Usagef("--reason: %v", err)
 	}
-	if err := opts.CheckPolicy(opts.Reason); err != nil {
-		return err
-	}
-	env, err := f.Env(ctx)
+	env, err := levercmd.Env(ctx, f, opts.Flags, opts.Reason)
 	if err != nil {
-		return err
-	}
-	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
 		return err
 	}
 	reader, err := opts.Reader(ctx, env)

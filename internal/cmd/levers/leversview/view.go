@@ -40,20 +40,10 @@ func Load(env *cmdenv.Env, path string) (*levers.File, error) {
 		MaxOverride: env.Context.MaxOverrideDuration()})
 }
 
-// Overrides reads the table's overrides in one round trip: the known
-// dependencies' consistently, the others as the lists index holds them
-// (no scan).
-func Overrides(ctx context.Context, env *cmdenv.Env) ([]breaker.Override, error) {
-	ov, err := depargs.Overrides(env)
-	if err != nil {
-		return nil, err
-	}
-	return ov.ListFor(ctx, env.Context.KnownDependencies())
-}
-
-// OverridesWith is [Overrides] reading the items under extra in the same
-// round trip (apply: the table's policy and its windows' requests),
-// returned by key, absent ones left out.
+// OverridesWith reads the table's overrides (the known dependencies'
+// consistently, the others as the lists index holds them, no scan) and the
+// items under extra (apply: the table's policy and its windows' requests)
+// in one round trip; the items are returned by key, absent ones left out.
 func OverridesWith(ctx context.Context, env *cmdenv.Env, extra []string) ([]breaker.Override, map[string]store.Item, error) {
 	ov, err := depargs.Overrides(env)
 	if err != nil {

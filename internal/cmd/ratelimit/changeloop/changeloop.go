@@ -52,12 +52,9 @@ type Result struct {
 	cmdenv.Envelope
 	DryRun  bool         `json:"dry_run"`
 	Results []ItemResult `json:"results"`
-	// Review is the review a --break-glass change opened.
-	Review string `json:"review,omitempty"`
-	// NotWritten lists every client whose bucket was not written, and why.
-	NotWritten []levercmd.NotWritten `json:"not_written"`
-	// Chunks says how a change asked in chunks went (none: one transaction).
-	Chunks *levercmd.Chunks `json:"chunks,omitempty"`
+	// Tally is the break-glass review, the clients whose bucket was not
+	// written and why, and the chunks.
+	levercmd.Tally
 }
 
 // ItemResult is what happened to one bucket.
@@ -116,7 +113,7 @@ func RunOne(ctx context.Context, f *cmdenv.Factory, c ratelimit.Change, check fu
 	if err := check(); err != nil {
 		return err
 	}
-	env, err := f.Env(ctx)
+	env, err := levercmd.Env(ctx, f, opts.Flags, opts.Reason)
 	if err != nil {
 		return err
 	}
@@ -134,9 +131,6 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
-	if err := opts.CheckPolicy(reason); err != nil {
-		return err
-	}
 	b, err := clientargs.Buckets(env)
 	if err != nil {
 		return err
@@ -145,9 +139,6 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 		if err := c.Validate(b.Limits()); err != nil {
 			return cmdutil.UsageError(err)
 		}
-	}
-	if err := cmdenv.CheckNoNotify(env, opts.NoNotify); err != nil {
-		return err
 	}
 	op, p := ratelimit.OpReset, ratelimit.Params{}
 	clients := make([]string, len(changes))
@@ -170,7 +161,7 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 	if rep.Outcomes == nil || rep.Pending != nil {
 		return levercmd.Refused(ctx, f, env, rep, err, opts.Flags)
 	}
-	out := Result{Envelope: env.Envelope(kinds[op]), DryRun: opts.DryRun, Results: []ItemResult{}, Review: levercmd.Review(rep)}
+	out := Result{Envelope: env.Envelope(kinds[op]), DryRun: opts.DryRun, Results: []ItemResult{}}
 	var failure, unknownErr error
 	var unknown []string
 	var unwritten []levercmd.Unwritten
@@ -194,7 +185,7 @@ func RunChanges(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, changes
 			out.Results = append(out.Results, it)
 		}
 	}
-	out.NotWritten, out.Chunks = levercmd.NotWrittenOf(unwritten, levercmd.ChunkOf(rep)), levercmd.ChunksOf(rep)
+	out.Tally = levercmd.TallyOf(rep, unwritten)
 	err = levercmd.Print(f, env, opts.Flags, out, table(out, f.Clock.Now(), f.IOStreams.IsStdoutTTY()))
 	cmdenv.Announce(ctx, env, rep.Event) // what was written, once printed (or not)
 	if err != nil {
@@ -236,8 +227,7 @@ func table(out Result, now time.Time, tty bool) string {
 		fmt.Fprintln(&w, textsafe.Line(describe(r, now, tty)))
 		levercmd.Confirmed(&w, r.ConfirmedByReread)
 	}
-	levercmd.PrintChunks(&w, out.Chunks, out.NotWritten, len(out.Results))
-	levercmd.BreakGlass(&w, out.Review)
+	out.PrintUnder(&w, len(out.Results))
 	return w.String()
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
+	"github.com/kosha-platform/koshactl/internal/cmd/levercmd"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/changeloop"
 	"github.com/kosha-platform/koshactl/internal/cmd/ratelimit/clientargs"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
@@ -70,7 +71,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err := audit.ValidateReason(opts.Reason); err != nil {
 		return err
 	}
-	env, err := f.Env(ctx)
+	env, err := levercmd.Env(ctx, f, opts.Flags, opts.Reason)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package audit
+package list
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package store_test
+package migrate_test
 
 import (
 	"context"
@@ -22,7 +22,7 @@ func TestMigrateIndexesRequestsDecidedBefore(t *testing.T) {
 	e := clitest.New(t, clitest.Parallel())
 	e.UseDynamoDB(endpoint, "kosha-control")
 	e.MustRun(0, "store", "init")
-	e.MustRun(0, "policy", "set", "../../../docs/policies/four-eyes.cedar", "--reason", "four eyes")
+	e.MustRun(0, "policy", "set", "../../../../docs/policies/four-eyes.cedar", "--reason", "four eyes")
 	e.MustRun(12, "breaker", "force-open", "openai", "--reason", "incident", "--for", "30m")
 	var doc struct {
 		Requests []struct {

@@ -1,4 +1,4 @@
-package audit_test
+package list_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
+	auditlist "github.com/kosha-platform/koshactl/internal/cmd/audit/list"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -97,7 +97,7 @@ type follower struct {
 	done chan error
 }
 
-func startFollow(t *testing.T, e *clitest.Env, opts *auditcmd.ListOptions) *follower {
+func startFollow(t *testing.T, e *clitest.Env, opts *auditlist.Options) *follower {
 	t.Helper()
 	fw := &follower{out: &syncbuf.Buffer{}, tick: make(chan time.Time), done: make(chan error, 1)}
 	ios, _, _, _ := iostreams.Test()
@@ -108,7 +108,7 @@ func startFollow(t *testing.T, e *clitest.Env, opts *auditcmd.ListOptions) *foll
 	opts.After = func(time.Duration) <-chan time.Time { return fw.tick }
 	ctx, cancel := context.WithCancel(context.Background())
 	fw.stop = cancel
-	go func() { fw.done <- auditcmd.RunList(ctx, f, opts) }()
+	go func() { fw.done <- auditlist.Run(ctx, f, opts) }()
 	t.Cleanup(cancel)
 	return fw
 }
@@ -137,7 +137,7 @@ func TestFollowPrintsNewRecordsAsWrittenAndExitsCleanly(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "before the follow", "--for", "1h")
-	fw := startFollow(t, e, &auditcmd.ListOptions{Output: cmdutil.FormatTable, Limit: 50})
+	fw := startFollow(t, e, &auditlist.Options{Output: cmdutil.FormatTable, Limit: 50})
 	fw.waitFor(t, "breaker#openai")
 	if !strings.HasPrefix(fw.out.String(), "TIME ") {
 		t.Errorf("the table starts with its header:\n%s", fw.out.String())
@@ -177,7 +177,7 @@ func TestFollowPrintsNewRecordsAsWrittenAndExitsCleanly(t *testing.T) {
 func TestFollowJSONIsOneRecordPerLineAndFilters(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	fw := startFollow(t, e, &auditcmd.ListOptions{Output: cmdutil.FormatJSON, Action: "breaker.force-open"})
+	fw := startFollow(t, e, &auditlist.Options{Output: cmdutil.FormatJSON, Action: "breaker.force-open"})
 	e.MustRun(0, "ratelimit", "drain", "--create", "agent-1", "--reason", "filtered out")
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "kept", "--for", "1h")
 	fw.waitFor(t, "breaker#openai")
@@ -210,7 +210,7 @@ func TestFollowReportsUnreadableRecords(t *testing.T) {
 	fw.stop = cancel
 	t.Cleanup(cancel)
 	go func() {
-		fw.done <- auditcmd.RunList(ctx, f, &auditcmd.ListOptions{Output: cmdutil.FormatTable, Follow: true, Interval: time.Second,
+		fw.done <- auditlist.Run(ctx, f, &auditlist.Options{Output: cmdutil.FormatTable, Follow: true, Interval: time.Second,
 			After: func(time.Duration) <-chan time.Time { return fw.tick }})
 	}()
 	e.MustRun(0, "breaker", "force-open", "openai", "--reason", "first", "--for", "1h")

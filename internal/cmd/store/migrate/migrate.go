@@ -1,9 +1,10 @@
-package store
+// Package migrate implements `koshactl store migrate`: add the indexes a
+// table created by an older koshactl lacks, and index its existing records.
+package migrate
 
 import (
 	"context"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"strconv"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
+	"github.com/kosha-platform/koshactl/internal/cmd/breaker/depargs"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -19,8 +21,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
-// MigrateOptions are the flags of store migrate.
-type MigrateOptions struct {
+// Options are the parsed flags.
+type Options struct {
 	Yes          bool
 	DryRun       bool
 	MaxReadUnits float64
@@ -33,9 +35,9 @@ type migrator interface {
 	Migrate(ctx context.Context, dryRun bool) (dynamo.MigrateReport, error)
 }
 
-// NewCmdMigrate builds `store migrate`.
-func NewCmdMigrate(f *cmdenv.Factory) *cobra.Command {
-	opts := &MigrateOptions{}
+// NewCmd builds the command.
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
+	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Add the indexes a table created by an older koshactl lacks, and index its existing records",
@@ -55,7 +57,7 @@ func NewCmdMigrate(f *cmdenv.Factory) *cobra.Command {
 			if opts.MaxReadUnits <= 0 {
 				return cmdutil.Usagef("--max-read-units %g is not positive: give a rate like 100", opts.MaxReadUnits)
 			}
-			return RunMigrate(c.Context(), f, opts)
+			return Run(c.Context(), f, opts)
 		},
 	}
 	fl := cmd.Flags()
@@ -72,8 +74,8 @@ func NewCmdMigrate(f *cmdenv.Factory) *cobra.Command {
 // minutes.
 const DefaultMaxReadUnits = 100
 
-// MigrateResult is the JSON output of store migrate.
-type MigrateResult struct {
+// Result is the JSON output of store migrate.
+type Result struct {
 	Kind      string                 `json:"kind"`
 	Context   string                 `json:"context"`
 	DryRun    bool                   `json:"dry_run"`
@@ -88,7 +90,7 @@ type MigrateResult struct {
 }
 
 // RunMigrate adds the missing indexes and backfills.
-func RunMigrate(ctx context.Context, f *cmdenv.Factory, opts *MigrateOptions) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
@@ -98,7 +100,7 @@ func RunMigrate(ctx context.Context, f *cmdenv.Factory, opts *MigrateOptions) er
 			return err
 		}
 	}
-	out := MigrateResult{Kind: "StoreMigrateResult", Context: env.Name, DryRun: opts.DryRun}
+	out := Result{Kind: "StoreResult", Context: env.Name, DryRun: opts.DryRun}
 	var lines []string
 	if m, ok := env.Store.(migrator); ok {
 		rep, err := m.Migrate(ctx, opts.DryRun)

@@ -1,4 +1,4 @@
-package audit_test
+package list_test
 
 import (
 	"context"

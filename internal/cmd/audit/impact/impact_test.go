@@ -1,4 +1,4 @@
-package audit_test
+package impact_test
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package store_test
+package migrate_test
 
 import (
 	"bytes"

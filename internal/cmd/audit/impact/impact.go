@@ -1,4 +1,6 @@
-package audit
+// Package impact implements `koshactl audit impact`: which tools forced
+// overrides degraded, when, and how many calls that touched.
+package impact
 
 import (
 	"context"
@@ -17,8 +19,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
-// ImpactOptions are the parsed flags of audit impact.
-type ImpactOptions struct {
+// Options are the parsed flags.
+type Options struct {
 	Since    time.Duration
 	Until    string
 	Lookback time.Duration
@@ -30,9 +32,9 @@ type ImpactOptions struct {
 // records of overrides that may still hold at its start.
 const DefaultImpactLookback = 24 * time.Hour
 
-// NewCmdImpact builds `audit impact`.
-func NewCmdImpact(f *cmdenv.Factory) *cobra.Command {
-	opts := &ImpactOptions{}
+// NewCmd builds the command.
+func NewCmd(f *cmdenv.Factory) *cobra.Command {
+	opts := &Options{}
 	cmd := &cobra.Command{
 		Use:   "impact",
 		Short: "Which tools forced overrides degraded, when, and how many calls that touched",
@@ -64,10 +66,10 @@ func NewCmdImpact(f *cmdenv.Factory) *cobra.Command {
 			if opts.Lookback < 0 {
 				return cmdutil.Usagef("--lookback %s is negative: give a duration like 24h, or 0", human.Duration(opts.Lookback))
 			}
-			if _, err := parseUntil(opts.Until, time.Time{}); err != nil {
+			if _, err := listing.ParseUntil(opts.Until, time.Time{}); err != nil {
 				return err
 			}
-			return RunImpact(c.Context(), f, opts)
+			return Run(c.Context(), f, opts)
 		},
 	}
 	fl := cmd.Flags()
@@ -81,8 +83,8 @@ func NewCmdImpact(f *cmdenv.Factory) *cobra.Command {
 	return cmd
 }
 
-// ImpactResult is the JSON output of audit impact.
-type ImpactResult struct {
+// Result is the JSON output of audit impact.
+type Result struct {
 	cmdenv.Envelope
 	Since time.Time     `json:"since"`
 	Until time.Time     `json:"until"`
@@ -94,14 +96,14 @@ type ImpactResult struct {
 
 // RunImpact reads the overrides' records of the range and prints their
 // spans.
-func RunImpact(ctx context.Context, f *cmdenv.Factory, opts *ImpactOptions) error {
+func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	env, err := f.Env(ctx)
 	if err != nil {
 		return err
 	}
 	now := f.Clock.Now()
 	since := now.Add(-opts.Since)
-	until, err := parseUntil(opts.Until, now)
+	until, err := listing.ParseUntil(opts.Until, now)
 	if err != nil {
 		return err
 	}
@@ -117,7 +119,7 @@ func RunImpact(ctx context.Context, f *cmdenv.Factory, opts *ImpactOptions) erro
 	if err != nil {
 		return err
 	}
-	out := ImpactResult{Envelope: env.Envelope("AuditImpact"), Since: since.UTC(), Until: until.UTC(), Spans: impact.History(l.Records, since, until),
+	out := Result{Envelope: env.Envelope("AuditImpact"), Since: since.UTC(), Until: until.UTC(), Spans: impact.History(l.Records, since, until),
 		Unreadable: l.Unreadable}
 	if out.Spans == nil {
 		out.Spans = []impact.Span{}
@@ -130,15 +132,15 @@ func RunImpact(ctx context.Context, f *cmdenv.Factory, opts *ImpactOptions) erro
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
 			return err
 		}
-	} else if err := impactTable(f, out, now); err != nil {
+	} else if err := table(f, out, now); err != nil {
 		return err
 	}
-	return listing.Unreadable(ios, opts.Output, l.Unreadable, "audit record", followFix)
+	return listing.Unreadable(ios, opts.Output, l.Unreadable, "audit record", listing.AuditRecordFix)
 }
 
 // impactTable prints the spans, one row each (every value through the
 // table's escaping).
-func impactTable(f *cmdenv.Factory, out ImpactResult, now time.Time) error {
+func table(f *cmdenv.Factory, out Result, now time.Time) error {
 	ios := f.IOStreams
 	if len(out.Spans) == 0 {
 		_, err := ios.Out.Write([]byte("No tool was changed by a forced override in the range.\n"))

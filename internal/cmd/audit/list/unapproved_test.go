@@ -1,4 +1,4 @@
-package audit_test
+package list_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
-	auditcmd "github.com/kosha-platform/koshactl/internal/cmd/audit"
+	auditlist "github.com/kosha-platform/koshactl/internal/cmd/audit/list"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -283,7 +283,7 @@ func TestFollowUnapprovedAnnouncesEachOnce(t *testing.T) {
 	fw.stop = cancel
 	t.Cleanup(cancel)
 	go func() {
-		fw.done <- auditcmd.RunList(ctx, f, &auditcmd.ListOptions{Output: cmdutil.FormatJSON, Follow: true, Interval: time.Second, Limit: 50,
+		fw.done <- auditlist.Run(ctx, f, &auditlist.Options{Output: cmdutil.FormatJSON, Follow: true, Interval: time.Second, Limit: 50,
 			Unapproved: true, Notify: true, After: func(time.Duration) <-chan time.Time { return fw.tick }})
 	}()
 	early := w.bypass("openai")
