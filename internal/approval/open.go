@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/proof"
@@ -91,7 +92,7 @@ func Cursor(created time.Time, id string) string {
 // a usage error naming the problem otherwise.
 func ParseCursor(c string) error {
 	ms, id, ok := strings.Cut(c, "#")
-	if _, err := strconv.ParseUint(ms, 10, 64); !ok || err != nil || len(ms) != 13 || id == "" || store.SortKeyError(store.IndexLists, c) != nil {
+	if _, err := strconv.ParseUint(ms, 10, 64); !ok || err != nil || len(ms) != 13 || id == "" || !utf8.ValidString(c) || store.SortKeyError(store.IndexLists, c) != nil {
 		return exitcode.Errorf(exitcode.Usage, "cursor %s is not one a listing returned (<13-digit epoch ms>#<id>): pass the next_cursor of the answer before, or none for the newest",
 			textsafe.Quote(textsafe.Truncate(c, 60)))
 	}
@@ -137,7 +138,9 @@ func (q ListQuery) parts() []string {
 // [OpenPage] items of the lists index (its open partition, and with
 // q.All its closed one, read at once and merged) are checked against
 // their proofs (one batch read) and handed to each before the next are
-// read, so a list of any length is held a page at a time. A store without
+// read, so a list of any length is held a page at a time; a page's More
+// says another follows (a reader that stops after the first, as the
+// dashboard's requests pane does, says there are more). A store without
 // the index (or a table without it) is listed as [Service.List] lists it,
 // in one page (requests and reviews, open and closed: the caller keeps
 // what it asked for). An error of each ends the listing and is returned.
@@ -158,7 +161,7 @@ func (s *Service) ListPages(ctx context.Context, q ListQuery, each func(Listing)
 	var page []store.Item
 	handed := false
 	glass := &glassScan{}
-	flush := func() error {
+	flush := func(more bool) error {
 		var l Listing
 		var err error
 		if q.Reviews {
@@ -169,10 +172,15 @@ func (s *Service) ListPages(ctx context.Context, q ListQuery, each func(Listing)
 		if err != nil {
 			return err
 		}
+		l.More = more
 		page, handed = nil, true
 		return each(l)
 	}
-	last := ""
+	// The items met at the last sort key: one item is met in both
+	// partitions when it is decided while they are read (the same key and
+	// pk, one after the other); another item at the same key (one whose
+	// item was written around koshactl) is listed too, and flagged.
+	last, atLast := "", map[string]bool{}
 	for it, err := range store.NewestFirst(ctx, qr, qs, func(it store.Item) string { return it.Str(store.IndexLists.Sort) }) {
 		if err != nil {
 			if errors.Is(err, store.ErrIndexMissing) && !handed && len(page) == 0 {
@@ -181,21 +189,29 @@ func (s *Service) ListPages(ctx context.Context, q ListQuery, each func(Listing)
 			return fmt.Errorf("list the requests and reviews: %w", err)
 		}
 		key := it.Str(store.IndexLists.Sort)
-		if key == q.Before || key == last {
-			// The bound itself (inclusive in a query), or the item met in
-			// both partitions, decided while they were read.
+		if key == q.Before {
+			continue // the bound itself (inclusive in a query)
+		}
+		if key != last {
+			last = key
+			clear(atLast)
+		}
+		if atLast[it.PK()] {
 			continue
 		}
-		last = key
-		page = append(page, it)
+		atLast[it.PK()] = true
 		if len(page) == OpenPage {
-			if err := flush(); err != nil {
+			// A full page is handed once an item after it shows the
+			// listing goes on (almost always in the index page read
+			// already: no read more).
+			if err := flush(true); err != nil {
 				return err
 			}
 		}
+		page = append(page, it)
 	}
 	if len(page) > 0 || !handed {
-		return flush()
+		return flush(false)
 	}
 	return nil
 }
@@ -250,6 +266,12 @@ func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item, al
 	_, consistent := s.store.(store.ConsistentQuerier)
 	var out Listing
 	keys := map[string]bool{}
+	// listed is each item as the index placed it (as read by key, below,
+	// where the index is not consistent).
+	listed := map[string]store.Item{}
+	for _, it := range slices.Concat(reqItems, revItems) {
+		listed[it.PK()] = it
+	}
 	var reqs []Request
 	var revs []Review
 	for _, it := range reqItems {
@@ -292,6 +314,11 @@ func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item, al
 		if reqs, revs, err = s.fresh(ctx, reqs, revs, items, all, &out); err != nil {
 			return Listing{}, err
 		}
+		for pk := range listed {
+			if it, ok := items[pk]; ok {
+				listed[pk] = it
+			}
+		}
 	}
 	if slices.ContainsFunc(revs, func(r Review) bool { return len(r.Proofs) == 0 }) {
 		// A review naming no proof of who broke its glass was made before
@@ -306,16 +333,44 @@ func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item, al
 	for _, r := range reqs {
 		_, closed := items[ClosedKey(r.ID)]
 		r.verify(items, closed)
+		if r.Verification == (Verification{}) {
+			if why := misplaced(listed[RequestPrefix+r.ID], r.Status, r.CreatedAt, r.ID); why != "" {
+				r.Verification = verification(tampered(r.ID, why))
+			}
+		}
 		out.Requests = append(out.Requests, r)
 	}
 	for _, r := range revs {
 		r.verify(items)
+		if r.Verification == (Verification{}) {
+			if why := misplaced(listed[ReviewPrefix+r.ID], r.Status, r.CreatedAt, r.ID); why != "" {
+				r.Verification = verification(fmt.Errorf("%w: review %s %s: its item was written without koshactl", ErrTampered, r.ID, why))
+			}
+		}
 		out.Reviews = append(out.Reviews, r)
 	}
 	sort.SliceStable(out.Requests, func(i, j int) bool { return out.Requests[i].CreatedAt.After(out.Requests[j].CreatedAt) })
 	sort.SliceStable(out.Reviews, func(i, j int) bool { return out.Reviews[i].CreatedAt.After(out.Reviews[j].CreatedAt) })
 	sort.SliceStable(out.Unreadable, func(i, j int) bool { return out.Unreadable[i].PK < out.Unreadable[j].PK })
 	return out, nil
+}
+
+// misplaced says how it, a request's or review's item as the lists index
+// listed it, is out of the place its status (as its proofs showed it) and
+// creation give it: in the other partition (a pending request among the
+// closed ones, hidden from the open list), or at another sort key (listed
+// where another request is, or out of its order, which a cursor resumes
+// by); "" when it is in place. Every koshactl write puts it there
+// ([listEntry]), so only a write around koshactl misplaces it.
+func misplaced(it store.Item, status string, created time.Time, id string) string {
+	part, key := it.Str(store.IndexLists.Attr), it.Str(store.IndexLists.Sort)
+	if want := listPart(it.PK(), status); part != want {
+		return fmt.Sprintf("is %s, and its item is listed in the lists index partition %s, not %s", textsafe.Line(status), textsafe.Quote(part), want)
+	}
+	if want := Cursor(created, id); key != want {
+		return fmt.Sprintf("is listed at %s, not where its creation puts it (%s)", textsafe.Quote(textsafe.Truncate(key, 60)), textsafe.Quote(want))
+	}
+	return ""
 }
 
 // readKeys reads keys in one batch read (none: no read).
@@ -409,7 +464,10 @@ type BackfillReport struct {
 // Backfill puts the requests and reviews written before the closed
 // partitions existed (decided or acknowledged ones, out of the index
 // then) into the lists index partition their status says, so `request
-// list --all` finds them without a scan. Each rewrite is the item as read
+// list --all` finds them without a scan. The status read is a summary
+// the requester's role may have written: the backfill never takes an item
+// out of the open partition (it may put one back there), and a listing
+// checks the status against the proofs wherever the item is. Each rewrite is the item as read
 // with the index attributes, conditional on its write id: one changed
 // meanwhile is left to its writer, who wrote it in its partition. With
 // dryRun it only counts. The scans are paced by rate (nil: unpaced).
@@ -430,6 +488,12 @@ func (s *Service) Backfill(ctx context.Context, dryRun bool, rate *store.ScanRat
 			}
 			if err := store.SortKeyError(store.IndexLists, Cursor(time.UnixMilli(ms), id)); err != nil {
 				rep.Unindexed = append(rep.Unindexed, store.Unindexed{PK: it.PK(), Why: err.Error()})
+				continue
+			}
+			if part := it.Str(store.IndexLists.Attr); part == OpenRequests || part == OpenReviews {
+				// Never taken out of the open list: its status may have
+				// been written around koshactl (a listing flags an item
+				// out of its place).
 				continue
 			}
 			next := it.Clone()

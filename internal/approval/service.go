@@ -246,6 +246,9 @@ type Listing struct {
 	Reviews  []Review
 	// Unreadable names the items that could not be decoded.
 	Unreadable []store.Problem
+	// More says a page of [Service.ListPages] is not the last: the
+	// listing goes on after it.
+	More bool
 }
 
 // listSegments is how many parallel segments each of List's scans reads:

@@ -101,9 +101,9 @@ func TestDashboardLeversFollowTheTablesPolicy(t *testing.T) {
 	reqs := func(id audit.Identity) StoreRequests {
 		return StoreRequests{Approvals: svc, Log: log, Identity: identity(id), Clock: clk, Notifier: n}
 	}
-	pending, err := reqs(bobID).Pending(ctx)
-	if err != nil || len(pending) != 1 || pending[0].ID != pe.Pending.ID {
-		t.Fatalf("pending = %+v, %v", pending, err)
+	pending, more, err := reqs(bobID).Pending(ctx)
+	if err != nil || len(pending) != 1 || pending[0].ID != pe.Pending.ID || more {
+		t.Fatalf("pending = %+v, more %v, %v; want the one, no more", pending, more, err)
 	}
 	if _, err := reqs(aliceID).Approve(ctx, pending[0].ID, pending[0].SHA256); !errors.Is(err, approval.ErrSelf) {
 		t.Errorf("alice approving her own request: %v, want ErrSelf", err)
@@ -121,7 +121,7 @@ func TestDashboardLeversFollowTheTablesPolicy(t *testing.T) {
 		policy.UnapprovedAt(o.CreatedAt, o.Approval, list.PolicySince) {
 		t.Errorf("the approved override carries %+v, want approved by request %s", o.Approval, pe.Pending.ID)
 	}
-	if pending, _ := reqs(bobID).Pending(ctx); len(pending) != 0 {
+	if pending, _, _ := reqs(bobID).Pending(ctx); len(pending) != 0 {
 		t.Errorf("still pending after it was applied: %+v", pending)
 	}
 
@@ -171,12 +171,14 @@ type fakeRequests struct {
 	denied   []string // id:note
 	// approveErr refuses approvals.
 	approveErr error
+	// more says more wait past the list.
+	more bool
 }
 
-func (f *fakeRequests) Pending(context.Context) ([]approval.Request, error) {
+func (f *fakeRequests) Pending(context.Context) ([]approval.Request, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]approval.Request(nil), f.list...), nil
+	return append([]approval.Request(nil), f.list...), f.more, nil
 }
 
 func (f *fakeRequests) take(id string) (approval.Request, bool) {

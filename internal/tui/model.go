@@ -305,7 +305,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.requests.loading = false
 		m.requests.err = msg.err
 		if msg.err == nil {
-			m.requests.list, m.requests.loaded = msg.list, true
+			m.requests.list, m.requests.more, m.requests.loaded = msg.list, msg.more, true
 			m.requests.move(0)
 		}
 		m.refreshed()

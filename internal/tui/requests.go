@@ -26,8 +26,9 @@ import (
 // Requests lists and decides the table's change requests (the requests
 // pane); [StoreRequests] implements it on a real store.
 type Requests interface {
-	// Pending lists the requests waiting for approvals, newest first.
-	Pending(ctx context.Context) ([]approval.Request, error)
+	// Pending lists the requests waiting for approvals, newest first: a
+	// first page of them, and whether more wait past it.
+	Pending(ctx context.Context) (list []approval.Request, more bool, err error)
 	// Approve approves request id as reviewed (its hash sha256).
 	Approve(ctx context.Context, id, sha256 string) (approval.Approved, error)
 	// Deny closes request id with note.
@@ -50,21 +51,31 @@ type StoreRequests struct {
 
 var _ Requests = StoreRequests{}
 
-// Pending implements [Requests]: one scan of the request items (they are
-// few), read only while the pane is shown.
-func (s StoreRequests) Pending(ctx context.Context) ([]approval.Request, error) {
-	l, err := s.Approvals.List(ctx)
-	if err != nil {
-		return nil, err
+// errFirstPage stops a listing after its first page.
+var errFirstPage = errors.New("first page read")
+
+// Pending implements [Requests]: the first page of the open requests
+// (approval.OpenPage of the lists index, checked against their proofs:
+// an index query and a batch read, never a scan), read only while the
+// pane is shown; those past their expiry are left out. more says the
+// open list goes on past the page (`koshactl request list` shows it all).
+func (s StoreRequests) Pending(ctx context.Context) ([]approval.Request, bool, error) {
+	var first approval.Listing
+	err := s.Approvals.ListPages(ctx, approval.ListQuery{}, func(l approval.Listing) error {
+		first = l
+		return errFirstPage
+	})
+	if err != nil && !errors.Is(err, errFirstPage) {
+		return nil, false, err
 	}
 	now := s.Clock.Now()
 	var out []approval.Request
-	for _, r := range l.Requests {
+	for _, r := range first.Requests {
 		if r.StatusAt(now) == approval.StatusPending {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out, first.More, nil
 }
 
 // Approve implements [Requests].
@@ -113,7 +124,9 @@ func (s StoreRequests) announce(ctx context.Context, ev notify.Event) {
 
 // requestsPane is the pending requests: the last list read and the cursor.
 type requestsPane struct {
-	list    []approval.Request
+	list []approval.Request
+	// more says more requests wait than the first page listed.
+	more    bool
 	cursor  int
 	loading bool
 	loaded  bool
@@ -135,6 +148,7 @@ func (p *requestsPane) selected() *approval.Request {
 type (
 	requestsMsg struct {
 		list []approval.Request
+		more bool
 		err  error
 	}
 	approvedMsg struct {
@@ -154,8 +168,8 @@ func (m Model) loadRequests() tea.Cmd {
 		return nil
 	}
 	return m.do(func(ctx context.Context) tea.Msg {
-		list, err := rq.Pending(ctx)
-		return requestsMsg{list: list, err: err}
+		list, more, err := rq.Pending(ctx)
+		return requestsMsg{list: list, more: more, err: err}
 	})
 }
 
@@ -272,8 +286,12 @@ func (m Model) requestLines(height int) []string {
 	chW := rest - reqW - 1
 	lines = append(lines, st.ColumnHeader.Render("  "+pad("REQUEST", idW)+" "+pad("CHANGE", chW)+" "+pad("REQUESTER", reqW)+" "+
 		pad("APPROVALS", apW)+" "+pad("EXPIRES", exW)))
+	rows := height
+	if p.more {
+		rows-- // the last line says there are more
+	}
 	for i, r := range p.list {
-		if len(lines) >= height {
+		if len(lines) >= rows {
 			break
 		}
 		prefix := "  "
@@ -281,12 +299,34 @@ func (m Model) requestLines(height int) []string {
 		if i == p.cursor {
 			prefix, id = "› ", st.SelectedPaint.Apply(id)
 		}
+		approvals := pad(strconv.Itoa(len(r.Approvers))+" of "+strconv.Itoa(r.Needed), apW)
+		if flag := verificationFlag(r.Verification); flag != "" {
+			// Its item disagrees with its proofs (or it has none): its
+			// approvers are not to be believed, and it is never applied.
+			approvals = st.StatusError.Render(pad(flag, apW))
+		}
 		lines = append(lines, prefix+id+" "+pad(ansi.Truncate(safe(r.Change.Summary()), chW, "…"), chW)+" "+
 			pad(ansi.Truncate(shortActor(r.Requester), reqW, "…"), reqW)+" "+
-			pad(strconv.Itoa(len(r.Approvers))+" of "+strconv.Itoa(r.Needed), apW)+" "+
+			approvals+" "+
 			pad("in "+human.Age(max(r.ExpiresAt.Sub(m.now), 0)), exW))
 	}
+	if p.more {
+		lines = append(lines, st.Dim.Render(ansi.Truncate(fmt.Sprintf("  … and more: the %d newest are listed here; koshactl request list shows them all", len(p.list)), m.width, "…")))
+	}
 	return lines
+}
+
+// verificationFlag is the mark of a request whose item disagrees with its
+// proofs (TAMPERED) or that has none (UNPROVEN), as request list marks it;
+// "" for one that agrees.
+func verificationFlag(v approval.Verification) string {
+	switch {
+	case v.Tampered != "":
+		return "TAMPERED"
+	case v.Unproven != "":
+		return "UNPROVEN"
+	}
+	return ""
 }
 
 // requestHeader is the prompt's header of a request being decided.
@@ -295,7 +335,7 @@ func requestHeader(verb string, r approval.Request, now time.Time, contextName s
 	if len(r.Approvers) > 0 {
 		approvers = " (" + strings.Join(r.Approvers, ", ") + ")"
 	}
-	return []string{
+	lines := []string{
 		fmt.Sprintf("%s change request %s · context %s", verb, r.ID, contextName),
 		"Change:    " + r.Change.Summary(),
 		"Reason:    " + r.Change.Reason,
@@ -303,4 +343,11 @@ func requestHeader(verb string, r approval.Request, now time.Time, contextName s
 		fmt.Sprintf("Approvals: %d of %d%s · expires in %s", len(r.Approvers), r.Needed, approvers, human.Age(max(r.ExpiresAt.Sub(now), 0))),
 		"SHA-256: " + r.SHA256,
 	}
+	switch {
+	case r.Tampered != "":
+		lines = append(lines, "TAMPERED: "+r.Tampered)
+	case r.Unproven != "":
+		lines = append(lines, "UNPROVEN: "+r.Unproven)
+	}
+	return lines
 }

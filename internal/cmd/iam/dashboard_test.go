@@ -2,10 +2,12 @@ package iam_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/dashboard"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
 	"github.com/kosha-platform/koshactl/internal/testutil/vtterm"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
@@ -43,5 +45,44 @@ func TestDashboardRefreshesUnderTheReadersPolicy(t *testing.T) {
 	}
 	if d := sameNeeds(append(w.rec.take(), debugNeeds(errOut.String())...), iam.Commands()["dashboard"]); d != "" {
 		t.Errorf("koshactl dashboard: %s", d)
+	}
+}
+
+// The dashboard's requests pane under the reader's policy: it reads what
+// request list reads (the lists index, then the requests with their
+// proofs and closed markers in one batch read), never a scan, and is
+// denied nothing.
+func TestDashboardRequestsPaneUnderTheReadersPolicy(t *testing.T) {
+	t.Parallel()
+	w := newAWSWorld(t)
+	w.MustRun(0, "policy", "set", "../../../docs/policies/four-eyes.cedar", "--reason", "iam test")
+	w.MustRun(exitcode.Pending, "breaker", "force-open", "openai", "--reason", "iam test", "--for", "10m")
+	w.asRole(t, iam.Reader)
+	w.rec.take()
+	term, ios, errOut := vtterm.New(t)
+	f := w.Factory(ios)
+	f.Debug = true
+	done := make(chan error, 1)
+	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
+	term.WaitFor(t, "openai", "core-api")
+	term.Press("p")
+	term.WaitFor(t, "Pending change requests", "force open openai")
+	term.Press("q")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("dashboard ended with %v\n%s", err, errOut.String())
+		}
+	case <-time.After(wait.Ceiling):
+		t.Fatal("q did not end the dashboard")
+	}
+	if d := w.enf.TakeDenials(); len(d) > 0 {
+		t.Errorf("the reader's requests pane was denied %v", d)
+	}
+	declared := append(slices.Clone(iam.Commands()["dashboard"]), iam.Commands()["request list"]...)
+	for _, n := range append(w.rec.take(), debugNeeds(errOut.String())...) {
+		if n.Action == iam.Scan || !slices.Contains(declared, n) {
+			t.Errorf("the dashboard with its requests pane called %s: a scan, or not what dashboard and request list declare", n)
+		}
 	}
 }
