@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -91,23 +90,5 @@ func BenchmarkAuditListMemory(b *testing.B) {
 	}
 	dir := memoryLog.dir
 	env := append(os.Environ(), "KOSHACTL_STATE_DIR="+dir, "KOSHACTL_CONFIG="+filepath.Join(dir, "config.yaml"))
-	for _, format := range []string{"table", "json", "yaml"} {
-		b.Run("output="+format, func(b *testing.B) {
-			var peak int64
-			for b.Loop() {
-				cmd := exec.CommandContext(b.Context(), bin, "audit", "list", "--limit", fmt.Sprint(listMemoryRecords), "-o", format) //nolint:gosec // G204: the binary this benchmark built
-				cmd.Env = env
-				rss, ok := procbench.PeakRSS(b, cmd)
-				if !ok {
-					b.Skip("this system does not report a process's peak resident memory")
-				}
-				peak = max(peak, rss)
-			}
-			b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
-			if peak > listMemoryCeiling {
-				b.Errorf("audit list -o %s of %d records peaked at %.0f MiB resident, want under %d MiB",
-					format, listMemoryRecords, float64(peak)/(1<<20), listMemoryCeiling>>20)
-			}
-		})
-	}
+	procbench.PeakRSSByFormat(b, bin, env, listMemoryCeiling, fmt.Sprintf("audit list of %d records", listMemoryRecords), "audit", "list", "--limit", fmt.Sprint(listMemoryRecords))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -108,23 +107,5 @@ func BenchmarkRequestListMemory(b *testing.B) {
 	}
 	dir := memoryRequests.dir
 	env := append(os.Environ(), "KOSHACTL_STATE_DIR="+dir, "KOSHACTL_CONFIG="+filepath.Join(dir, "config.yaml"), "KOSHACTL_ACTOR=reader@test")
-	for _, format := range []string{"table", "json", "yaml"} {
-		b.Run("output="+format, func(b *testing.B) {
-			var peak int64
-			for b.Loop() {
-				cmd := exec.CommandContext(b.Context(), bin, "request", "list", "--all", "-o", format) //nolint:gosec // G204: the binary this benchmark built
-				cmd.Env = env
-				rss, ok := procbench.PeakRSS(b, cmd)
-				if !ok {
-					b.Skip("this system does not report a process's peak resident memory")
-				}
-				peak = max(peak, rss)
-			}
-			b.ReportMetric(float64(peak)/(1<<20), "peak-rss-MiB")
-			if peak > listMemoryCeiling {
-				b.Errorf("request list --all -o %s of %d requests peaked at %.0f MiB resident, want under %d MiB",
-					format, listMemoryRequests, float64(peak)/(1<<20), listMemoryCeiling>>20)
-			}
-		})
-	}
+	procbench.PeakRSSByFormat(b, bin, env, listMemoryCeiling, fmt.Sprintf("request list --all of %d requests", listMemoryRequests), "request", "list", "--all")
 }
