@@ -302,7 +302,9 @@ func TestDashboardDetailAndForcesShareOneRateRead(t *testing.T) {
 	env.Impact = gaugeenv.Assessor(env, "") // as the command factory wires it
 	f := &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}
 	done := make(chan error, 1)
-	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute, Wait: false}) }()
+	go func() {
+		done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute, Wait: false})
+	}()
 	term.WaitFor(t, "openai", "screening-sim")
 	rateReads := func() int {
 		n := 0
