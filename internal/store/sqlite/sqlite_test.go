@@ -512,7 +512,7 @@ func TestSweepIsBounded(t *testing.T) {
 		t.Fatalf("after the first write %d expired items are left, want 5 (one batch of %d collected)", got, sqlite.SweepBatch)
 	}
 	put(t, w, "claim#late", clk.Now().Add(-2*time.Hour)) // expired, written after the batch
-	put(t, s, "lever", clk.Now().Add(time.Hour))           // the batch was full: collect again
+	put(t, s, "lever", clk.Now().Add(time.Hour))         // the batch was full: collect again
 	if got := count(); got != 0 {
 		t.Fatalf("after the second write %d expired items are left, want 0", got)
 	}
