@@ -81,9 +81,12 @@ func listEntry(it store.Item, created time.Time, id string) {
 	it[store.IndexLists.Attr], it[store.IndexLists.Sort] = listPart(it.PK(), it.Str(attrStatus)), sort
 }
 
-// Cursor is the place in a listing of the request or review id created
-// then: its lists index sort key, "<epoch ms, 13 digits>#<id>". A listing
-// resumed [ListQuery.Before] it lists what is older.
+// Cursor is the place in the lists index koshactl gives the request or
+// review id created then: its sort key, "<epoch ms, 13 digits>#<id>". A
+// listing resumed [ListQuery.Before] a place lists what the index holds
+// after it. A listing hands out the place where the index listed its last
+// item ([Request.Place]), never this of the item's created_at, which the
+// requester's role may write: a forged creation then moves no page.
 func Cursor(created time.Time, id string) string {
 	return fmt.Sprintf("%013d#%s", created.UnixMilli(), id)
 }
@@ -223,9 +226,17 @@ func (s *Service) listAll(ctx context.Context, q ListQuery, each func(Listing) e
 	if err != nil {
 		return err
 	}
+	// Without the index, a place is the one its creation gives it, the
+	// order List sorts by.
+	for i := range l.Requests {
+		l.Requests[i].Place = Cursor(l.Requests[i].CreatedAt, l.Requests[i].ID)
+	}
+	for i := range l.Reviews {
+		l.Reviews[i].Place = Cursor(l.Reviews[i].CreatedAt, l.Reviews[i].ID)
+	}
 	if q.Before != "" {
-		l.Requests = slices.DeleteFunc(l.Requests, func(r Request) bool { return Cursor(r.CreatedAt, r.ID) >= q.Before })
-		l.Reviews = slices.DeleteFunc(l.Reviews, func(r Review) bool { return Cursor(r.CreatedAt, r.ID) >= q.Before })
+		l.Requests = slices.DeleteFunc(l.Requests, func(r Request) bool { return r.Place >= q.Before })
+		l.Reviews = slices.DeleteFunc(l.Reviews, func(r Review) bool { return r.Place >= q.Before })
 	}
 	return each(l)
 }
@@ -269,8 +280,13 @@ func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item, al
 	// listed is each item as the index placed it (as read by key, below,
 	// where the index is not consistent).
 	listed := map[string]store.Item{}
+	// places are where the index listed each item (its sort key as
+	// read): the order the page is shown in and a resumed listing's
+	// cursor, whatever the item claims.
+	places := map[string]string{}
 	for _, it := range slices.Concat(reqItems, revItems) {
 		listed[it.PK()] = it
+		places[it.PK()] = it.Str(store.IndexLists.Sort)
 	}
 	var reqs []Request
 	var revs []Review
@@ -331,6 +347,7 @@ func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item, al
 		}
 	}
 	for _, r := range reqs {
+		r.Place = places[RequestPrefix+r.ID]
 		_, closed := items[ClosedKey(r.ID)]
 		r.verify(items, closed)
 		if r.Verification == (Verification{}) {
@@ -341,6 +358,7 @@ func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item, al
 		out.Requests = append(out.Requests, r)
 	}
 	for _, r := range revs {
+		r.Place = places[ReviewPrefix+r.ID]
 		r.verify(items)
 		if r.Verification == (Verification{}) {
 			if why := misplaced(listed[ReviewPrefix+r.ID], r.Status, r.CreatedAt, r.ID); why != "" {
@@ -349,8 +367,10 @@ func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item, al
 		}
 		out.Reviews = append(out.Reviews, r)
 	}
-	sort.SliceStable(out.Requests, func(i, j int) bool { return out.Requests[i].CreatedAt.After(out.Requests[j].CreatedAt) })
-	sort.SliceStable(out.Reviews, func(i, j int) bool { return out.Reviews[i].CreatedAt.After(out.Reviews[j].CreatedAt) })
+	// In the index's order (newest first for what koshactl wrote), so the
+	// last item shown is the last place read.
+	sort.SliceStable(out.Requests, func(i, j int) bool { return out.Requests[i].Place > out.Requests[j].Place })
+	sort.SliceStable(out.Reviews, func(i, j int) bool { return out.Reviews[i].Place > out.Reviews[j].Place })
 	sort.SliceStable(out.Unreadable, func(i, j int) bool { return out.Unreadable[i].PK < out.Unreadable[j].PK })
 	return out, nil
 }

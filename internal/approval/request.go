@@ -271,6 +271,10 @@ type Request struct {
 	// Verification is what reading the proofs found (request show and
 	// list read them; nothing else fills it).
 	Verification
+	// Place is where a listing read it: its lists index sort key as the
+	// index listed it (not as its attributes claim), the [Cursor] a listing
+	// resumed after it starts from. Set by [Service.ListPages] alone.
+	Place string `json:"-"`
 
 	raw store.Item
 }

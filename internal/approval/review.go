@@ -41,6 +41,8 @@ type Review struct {
 	// Verification is what reading the proofs found (request list reads
 	// them): a review whose acknowledgement no proof shows reads open.
 	Verification
+	// Place is where a listing read it, as [Request.Place].
+	Place string `json:"-"`
 
 	raw store.Item
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // change is one lever command of the floor's tests and benchmark: the
-// requests and round trips it may take through the 50 ms link, and the
+// requests and round trips it may take through the link, and the
 // exit code it ends with. setup runs first, uncounted (the state the
 // change meets).
 type change struct {
@@ -75,15 +75,15 @@ permit (principal, action, resource);
 `
 
 // floorTable is a fresh table for the floor's changes, behind the counter,
-// a 50 ms link and the waves counter; each change runs on its own.
-func floorTable(tb testing.TB, name string) (link *waves, table string) {
+// a link of rtt and the waves counter; each change runs on its own.
+func floorTable(tb testing.TB, name string, rtt time.Duration) (link *waves, table string) {
 	tb.Helper()
 	s := dynamo.NewFromConfig(moto.Config(tb, server), name)
 	if _, err := s.Init(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	c := newCounter(tb, server)
-	return newWaves(tb, latencyLink(tb, c.url, 50*time.Millisecond)), s.Table()
+	return newWaves(tb, latencyLink(tb, c.url, rtt)), s.Table()
 }
 
 // windowFile is a levers file whose one window (of screening-sim) is in force
@@ -117,10 +117,10 @@ func policyFile(tb testing.TB) string {
 }
 
 // TestLeversAtTheFloor holds each lever command to its requests and round
-// trips to the store at 50 ms RTT (counted, not timed).
+// trips to the store (counted, not timed, through a [countedRTT] link).
 func TestLeversAtTheFloor(t *testing.T) {
 	for i, ch := range floorChanges(policyFile(t), windowFile(t), otherWindowFile(t)) {
-		w, table := floorTable(t, fmt.Sprintf("floor-test-%d", i))
+		w, table := floorTable(t, fmt.Sprintf("floor-test-%d", i), countedRTT)
 		e := cli(t, w.url, table)
 		for _, s := range ch.setup {
 			e.Clock.Advance(time.Second)
@@ -155,7 +155,7 @@ func TestLeversAtTheFloor(t *testing.T) {
 func BenchmarkLeversAtTheFloor(b *testing.B) {
 	for i, ch := range floorChanges(policyFile(b), windowFile(b), otherWindowFile(b)) {
 		b.Run(ch.name, func(b *testing.B) {
-			w, table := floorTable(b, fmt.Sprintf("floor-bench-%d-%d", i, leverTables.Add(1)))
+			w, table := floorTable(b, fmt.Sprintf("floor-bench-%d-%d", i, leverTables.Add(1)), timedRTT)
 			e := cli(b, w.url, table)
 			var requests, rounds, n int
 			for b.Loop() {
@@ -205,15 +205,15 @@ func BenchmarkLeversAtTheFloor(b *testing.B) {
 // holding one (a force four eyes hold), a canceled one and a review: the
 // lists index's partition (with --all the open and closed ones at once),
 // then one batch read of what they show (the items again, their proofs,
-// the closed markers): at most three requests and two round trips at
-// 50 ms RTT, and no Scan.
+// the closed markers): at most three requests and two round trips
+// (through a [countedRTT] link), and no Scan.
 func TestRequestListSendsNoScan(t *testing.T) {
 	s := dynamo.NewFromConfig(moto.Config(t, server), "request-list")
 	if _, err := s.Init(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	c := newCounter(t, server)
-	w := newWaves(t, latencyLink(t, c.url, 50*time.Millisecond))
+	w := newWaves(t, latencyLink(t, c.url, countedRTT))
 	e := cli(t, w.url, s.Table())
 	if r := e.Run("policy", "set", "../../docs/policies/four-eyes.cedar", "--reason", "bench"); r.Code != 0 {
 		t.Fatal(r.Stderr)

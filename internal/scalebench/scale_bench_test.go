@@ -447,7 +447,7 @@ func BenchmarkLeverRoundTrips(b *testing.B) {
 		return n
 	}
 	c := newCounter(b, server)
-	link := latencyLink(b, c.url, 50*time.Millisecond)
+	link := latencyLink(b, c.url, timedRTT)
 	// one holds each lever's deps=1 command times, over every repetition;
 	// oneClient the same without moto's answer time.
 	one, oneClient := map[string][]time.Duration{}, map[string][]time.Duration{}

@@ -186,14 +186,10 @@ func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error)
 		}
 		switch {
 		case len(whole.Requests) > opts.Limit:
-			whole.Requests = whole.Requests[:opts.Limit]
-			last := whole.Requests[opts.Limit-1]
-			next = approval.Cursor(last.CreatedAt, last.ID)
+			whole.Requests, next = cut(whole.Requests, opts.Limit, func(r approval.Request) string { return r.Place })
 			return errEnough
 		case len(whole.Reviews) > opts.Limit:
-			whole.Reviews = whole.Reviews[:opts.Limit]
-			last := whole.Reviews[opts.Limit-1]
-			next = approval.Cursor(last.CreatedAt, last.ID)
+			whole.Reviews, next = cut(whole.Reviews, opts.Limit, func(r approval.Review) string { return r.Place })
 			return errEnough
 		}
 		return nil
@@ -205,6 +201,23 @@ func Read(ctx context.Context, f *cmdenv.Factory, opts *Options) (Result, error)
 	out := result(whole, opts, f.Clock.Now())
 	out.Next = next
 	return out, nil
+}
+
+// cut keeps the first limit of xs (more than limit, in the order the
+// listing read them) and returns the cursor a listing resumed after them
+// starts from: the place the last kept one was read at. A place that two
+// items share (one written at another's place, flagged tampered) is not
+// split, since a listing resumes after a place: they wait for the next
+// answer together, unless they fill this one.
+func cut[T any](xs []T, limit int, place func(T) string) ([]T, string) {
+	n := limit
+	for n > 0 && place(xs[n-1]) == place(xs[n]) {
+		n--
+	}
+	if n == 0 {
+		n = limit
+	}
+	return xs[:n], place(xs[n-1])
 }
 
 // Run lists, printing each page as it is read (a [printer]).
