@@ -560,6 +560,69 @@ func BenchmarkPutGet(b *testing.B) {
 	}
 }
 
+// BenchmarkPutCollecting measures one Put: on a store that does not collect
+// ("plain"), on one opened WithSweep when no collection is due ("idle", the
+// steady state between collections) and when the Put also collects a full
+// batch of SweepBatch expired items ("batch"; run it with -benchtime=200x,
+// its setup writes the batch each time).
+func BenchmarkPutCollecting(b *testing.B) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, bc := range []struct {
+		name         string
+		sweep, batch bool
+	}{{"plain", false, false}, {"idle", true, false}, {"batch", true, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "kosha.db")
+			clk := clock.NewFake(start)
+			var opts []sqlite.Option
+			if bc.sweep {
+				opts = append(opts, sqlite.WithSweep(clk))
+			}
+			s, w := open(b, path, opts...), open(b, path)
+			ctx := context.Background()
+			item := store.Item{store.PK: "lever", store.TTLAttr: start.Add(10000 * time.Hour).Unix()}
+			if err := s.Put(ctx, item, store.Always()); err != nil { // the first collection, done
+				b.Fatal(err)
+			}
+			for i := range 1000 { // live items the collection passes over
+				if err := w.Put(ctx, store.Item{store.PK: fmt.Sprintf("live#%04d", i), store.TTLAttr: start.Add(1000 * time.Hour).Unix()}, store.Always()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if bc.batch {
+					b.StopTimer()
+					for range sqlite.SweepBatch {
+						n++
+						if err := w.Put(ctx, store.Item{store.PK: fmt.Sprintf("claim#%06d", n), store.TTLAttr: clk.Now().Unix()}, store.Always()); err != nil {
+							b.Fatal(err)
+						}
+					}
+					clk.Advance(sqlite.SweepInterval + sqlite.SweepGrace + time.Second)
+					b.StartTimer()
+				}
+				if err := s.Put(ctx, item, store.Always()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if bc.batch {
+				left := 0
+				for _, err := range s.Scan(ctx, store.ScanQuery{Prefix: "claim#"}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					left++
+				}
+				if left > 0 {
+					b.Fatalf("%d of %d expired items survived their batches", left, n)
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkIncrementParallel(b *testing.B) {
 	s := open(b, filepath.Join(b.TempDir(), "kosha.db"))
 	var n atomic.Int64
