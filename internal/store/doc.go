@@ -15,8 +15,9 @@
 //     gets [ErrConditionFailed].
 //   - Numbers round-trip: an int64 reads back as int64, a float64 with a
 //     fractional part reads back as the same float64 (see [Item]).
-//   - Nothing expires by itself. The "ttl" attribute is garbage collection for
-//     DynamoDB and is never relied on; readers check expiry themselves.
+//   - Nothing expires by itself. The "ttl" attribute is garbage collection
+//     (DynamoDB's TTL, the embedded store's sweep) and is never relied on;
+//     readers check expiry themselves.
 //   - Transactions across items are not part of the interface (the data
 //     plane never uses them).
 //

@@ -53,10 +53,17 @@ func New(opts ...Option) *cmdenv.Factory {
 // and --jq (set for the process). In-process end-to-end tests use it with
 // buffers and a fake clock, so they exercise the real context resolution.
 func NewWith(ios *iostreams.IOStreams, clk clock.Clock, opts ...Option) *cmdenv.Factory {
-	f := base.NewWith(ios, clk, append([]Option{base.WithLocalStore(openLocal)}, opts...)...)
+	f := base.NewWith(ios, clk, append([]Option{base.WithLocalStore(openLocal(clk))}, opts...)...)
 	f.Groups = Groups
 	cmdutil.UseJQ(jq.Compile)
 	return f
 }
 
-func openLocal(ctx context.Context, path string) (store.Store, error) { return sqlite.Open(ctx, path) }
+// openLocal opens a local context's embedded store, which collects expired
+// items on the factory's clock as DynamoDB's TTL would (sqlite.WithSweep), so
+// the file does not grow without bound.
+func openLocal(clk clock.Clock) func(ctx context.Context, path string) (store.Store, error) {
+	return func(ctx context.Context, path string) (store.Store, error) {
+		return sqlite.Open(ctx, path, sqlite.WithSweep(clk))
+	}
+}

@@ -13,7 +13,16 @@
 // shape, {"name": {"S": "text"}} or {"name": {"N": "12"}}, numbers written by
 // store.FormatNumber, so an int64 reads back as an int64 and a fractional
 // float64 as the same float64. ttl copies the item's numeric "ttl" attribute
-// (epoch seconds) for [Store.Sweep]; nothing reads it.
+// (epoch seconds) for garbage collection; nothing reads it.
+//
+// # Garbage collection
+//
+// A Store opened [WithSweep] is the local stand-in for DynamoDB's TTL: a
+// write that succeeds also deletes, in its transaction and after its own
+// conditions were checked, at most [SweepBatch] items whose ttl is more than
+// [SweepGrace] past, and does so again on the next write while there is a
+// backlog, else every [SweepInterval] on the clock it was given. [Store.Sweep]
+// collects everything expired at once.
 //
 // # Concurrency
 //

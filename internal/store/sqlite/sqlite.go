@@ -30,6 +30,12 @@ const (
 	// [Store.Sweep] removes it, so an item a reader or a conditional writer
 	// still looks at does not vanish under it.
 	SweepGrace = time.Hour
+	// SweepBatch is the most expired items one write collects (see
+	// [WithSweep]), so collecting never holds a write up for long.
+	SweepBatch = 100
+	// SweepInterval is how long a [Store] opened [WithSweep] waits after a
+	// collection that found no more than it deleted before the next.
+	SweepInterval = 10 * time.Minute
 	// DefaultPageSize is the number of items a scan reads per query when the
 	// query does not say.
 	DefaultPageSize = 500
@@ -52,12 +58,29 @@ type Store struct {
 	path string
 	// writeSem serializes this Store's write transactions.
 	writeSem chan struct{}
+	// sweepClock, when set ([WithSweep]), is the clock write transactions
+	// collect expired items by; nextSweep is when the next one does.
+	// nextSweep is only touched inside a write transaction (under writeSem).
+	sweepClock clock.Clock
+	nextSweep  time.Time
 }
+
+// An Option changes how [Open] sets a Store up.
+type Option func(*Store)
+
+// WithSweep makes the Store the local stand-in for DynamoDB's TTL deletion:
+// a write transaction that succeeds also deletes, in the same transaction,
+// at most [SweepBatch] items whose ttl is more than [SweepGrace] before
+// clk's now, each only if its ttl (as stored then) is still that old. It
+// does so on the Store's first write, then again on the next write while a
+// batch came back full (a backlog), else once [SweepInterval] has passed on
+// clk. A write the conditions refuse deletes nothing. Reads never collect.
+func WithSweep(clk clock.Clock) Option { return func(s *Store) { s.sweepClock = clk } }
 
 // Open opens the database at path, creating the file, its parent directories
 // and the schema when missing. The file is created with mode 0600, the
 // directories with 0700.
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open embedded store: empty path")
 	}
@@ -84,6 +107,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	db.SetMaxOpenConns(maxOpenConns)
 	db.SetMaxIdleConns(maxOpenConns)
 	s := &Store{db: db, path: abs, writeSem: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.migrate(ctx); err != nil {
 		_ = db.Close() // the migration error is the one to report
 		return nil, err
@@ -327,22 +353,52 @@ func (s *Store) page(ctx context.Context, prefix, after string, first bool, n in
 // Sweep deletes the items whose ttl attribute (epoch seconds) is more than
 // [SweepGrace] before now, and returns how many it deleted. It is garbage
 // collection, the embedded counterpart of DynamoDB's TTL: readers check expiry
-// themselves and never depend on it having run.
+// themselves and never depend on it having run. A Store opened [WithSweep]
+// collects a batch at a time by itself.
 func (s *Store) Sweep(ctx context.Context, now time.Time) (int64, error) {
-	cutoff := now.Add(-SweepGrace).Unix()
 	var n int64
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM items WHERE ttl IS NOT NULL AND ttl < ?`, cutoff)
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
+		var err error
+		n, err = sweepTx(ctx, tx, now, -1)
 		return err
 	})
 	if err != nil {
 		return 0, s.wrap(ctx, "sweep expired items", err)
 	}
 	return n, nil
+}
+
+// sweepTx deletes up to limit (all when negative) of the items whose ttl is
+// more than [SweepGrace] before now, the longest expired first, each only if
+// its ttl as stored when it is deleted is still that old.
+func sweepTx(ctx context.Context, tx *sql.Tx, now time.Time, limit int) (int64, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM items WHERE ttl < ?1 AND pk IN
+		(SELECT pk FROM items WHERE ttl IS NOT NULL AND ttl < ?1 ORDER BY ttl LIMIT ?2)`,
+		now.Add(-SweepGrace).Unix(), limit)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// sweepDue collects a batch of expired items in tx, a write transaction
+// whose own writes are done, when the Store was opened [WithSweep] and a
+// collection is due. Collecting is garbage collection: a failed batch is
+// left for a later write and does not fail this one (a failure that ended
+// the transaction fails its commit, which reports it).
+func (s *Store) sweepDue(ctx context.Context, tx *sql.Tx) {
+	if s.sweepClock == nil {
+		return
+	}
+	now := s.sweepClock.Now()
+	if now.Before(s.nextSweep) {
+		return
+	}
+	n, err := sweepTx(ctx, tx, now, SweepBatch)
+	if err != nil || n >= SweepBatch {
+		return // a backlog (or a failure): the next write collects again
+	}
+	s.nextSweep = now.Add(SweepInterval)
 }
 
 // wrap classifies a database error: context errors stay as they are, a
@@ -489,6 +545,7 @@ func (s *Store) apply(ctx context.Context, op string, ops []store.Op) error {
 				return err
 			}
 		}
+		s.sweepDue(ctx, tx)
 		return nil
 	})
 	if conflict != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	_ "modernc.org/sqlite"
 
+	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/store/storetest"
@@ -39,9 +41,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func open(t testing.TB, path string) *sqlite.Store {
+func open(t testing.TB, path string, opts ...sqlite.Option) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), path)
+	s, err := sqlite.Open(context.Background(), path, opts...)
 	if err != nil {
 		t.Fatalf("Open(%s): %v", path, err)
 	}
@@ -64,6 +66,17 @@ func TestConformance(t *testing.T) {
 
 // TestConformanceTwoHandles runs the whole suite with every call alternating
 // between two Stores on one file, as two processes would share it.
+// TestConformanceSweeping runs the suite on a store opened as koshactl opens
+// a local context's: collecting expired items as it writes.
+func TestConformanceSweeping(t *testing.T) {
+	t.Parallel()
+	opener := func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "kosha.db"), sqlite.WithSweep(clock.Real{}))
+	}
+	storetest.Run(t, opener)
+	storetest.RunCapabilities(t, opener)
+}
+
 func TestConformanceTwoHandles(t *testing.T) {
 	t.Parallel()
 	opener := func(t *testing.T) store.Store {
@@ -376,6 +389,146 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// present reports which of pks are still stored.
+func present(t *testing.T, s *sqlite.Store, pks ...string) map[string]bool {
+	t.Helper()
+	got := map[string]bool{}
+	for _, pk := range pks {
+		_, err := s.Get(context.Background(), pk)
+		switch {
+		case err == nil:
+			got[pk] = true
+		case errors.Is(err, store.ErrNotFound):
+			got[pk] = false
+		default:
+			t.Fatal(err)
+		}
+	}
+	return got
+}
+
+func put(t *testing.T, s store.Store, pk string, ttl time.Time) {
+	t.Helper()
+	if err := s.Put(context.Background(), store.Item{store.PK: pk, store.TTLAttr: ttl.Unix()}, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWritesCollectExpiredItems: a store opened WithSweep deletes, as
+// DynamoDB's TTL does, the items whose ttl has passed (by more than the
+// grace) when it next writes, and keeps the live ones, an item whose ttl was
+// extended before the collection, and audit records within their retention.
+func TestWritesCollectExpiredItems(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "kosha.db")
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	s := open(t, path, sqlite.WithSweep(clk))
+	// A second handle without sweeping writes the items, so nothing is
+	// collected before the clock moves.
+	w := open(t, path)
+	put(t, w, "override#expired", start.Add(time.Hour))
+	put(t, w, "override#extended", start.Add(time.Hour))
+	put(t, w, "override#live", start.Add(5*time.Hour))
+	put(t, w, "audit#record", start.Add(90*24*time.Hour))
+	if err := w.Put(context.Background(), store.Item{store.PK: "config#no-ttl"}, store.Always()); err != nil {
+		t.Fatal(err)
+	}
+
+	clk.Advance(3 * time.Hour) // "expired" and "extended" are two hours past their ttl
+	put(t, w, "override#extended", clk.Now().Add(time.Hour))
+	// Nothing was collected yet: the writes went through the handle that
+	// does not sweep, and reads never collect.
+	if got := present(t, s, "override#expired"); !got["override#expired"] {
+		t.Fatal("an expired item was collected before a sweeping write")
+	}
+
+	put(t, s, "breaker#other", clk.Now().Add(time.Hour)) // the sweeping handle's first write
+	want := map[string]bool{"override#expired": false, "override#extended": true, "override#live": true,
+		"audit#record": true, "config#no-ttl": true, "breaker#other": true}
+	if got := present(t, s, "override#expired", "override#extended", "override#live", "audit#record", "config#no-ttl", "breaker#other"); !maps.Equal(got, want) {
+		t.Errorf("after a write: present = %v, want %v", got, want)
+	}
+}
+
+// TestSweepFollowsTheWrite: a write's conditions are checked against the
+// items as stored before anything is collected, so taking over an expired
+// claim (conditional on the claim's ttl) is never refused because the
+// collection removed the claim first, and the claim it renews stays.
+func TestSweepFollowsTheWrite(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "kosha.db")
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	s := open(t, path, sqlite.WithSweep(clk))
+	put(t, open(t, path), "claim#x", start)
+	clk.Advance(2 * time.Hour)
+	renewed := store.Item{store.PK: "claim#x", store.TTLAttr: clk.Now().Add(time.Hour).Unix()}
+	if err := s.Put(context.Background(), renewed, store.IfEquals(store.TTLAttr, start.Unix())); err != nil {
+		t.Fatalf("take over an expired claim: %v", err)
+	}
+	if got := present(t, s, "claim#x"); !got["claim#x"] {
+		t.Error("the renewed claim was collected")
+	}
+}
+
+// TestSweepIsBounded: one write collects at most SweepBatch items; while a
+// batch comes back full the next write collects again, and after one that
+// did not, the store waits SweepInterval on its clock.
+func TestSweepIsBounded(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "kosha.db")
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	s := open(t, path, sqlite.WithSweep(clk))
+	w := open(t, path)
+	ctx := context.Background()
+	for i := range sqlite.SweepBatch + 5 {
+		put(t, w, fmt.Sprintf("claim#%03d", i), start)
+	}
+	put(t, w, "lever", start.Add(time.Hour))
+	count := func() int {
+		n := 0
+		for _, err := range s.Scan(ctx, store.ScanQuery{Prefix: "claim#"}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		return n
+	}
+	clk.Advance(2 * time.Hour)
+
+	// A write the conditions refuse collects nothing.
+	err := s.Put(ctx, store.Item{store.PK: "lever"}, store.IfAbsent())
+	if !errors.Is(err, store.ErrConditionFailed) {
+		t.Fatalf("conditional put over an item: %v, want ErrConditionFailed", err)
+	}
+	if got := count(); got != sqlite.SweepBatch+5 {
+		t.Fatalf("a refused write left %d expired items, want all %d", got, sqlite.SweepBatch+5)
+	}
+	put(t, s, "lever", clk.Now().Add(time.Hour))
+	if got := count(); got != 5 {
+		t.Fatalf("after the first write %d expired items are left, want 5 (one batch of %d collected)", got, sqlite.SweepBatch)
+	}
+	put(t, w, "claim#late", clk.Now().Add(-2*time.Hour)) // expired, written after the batch
+	put(t, s, "lever", clk.Now().Add(time.Hour))         // the batch was full: collect again
+	if got := count(); got != 0 {
+		t.Fatalf("after the second write %d expired items are left, want 0", got)
+	}
+
+	put(t, w, "claim#later", clk.Now().Add(-2*time.Hour))
+	put(t, s, "lever", clk.Now().Add(time.Hour)) // within SweepInterval of the last collection
+	if got := count(); got != 1 {
+		t.Fatalf("a write within SweepInterval of the last collection left %d expired items, want 1 (not collected yet)", got)
+	}
+	clk.Advance(sqlite.SweepInterval)
+	put(t, s, "lever", clk.Now().Add(time.Hour))
+	if got := count(); got != 0 {
+		t.Fatalf("a write SweepInterval after the last collection left %d expired items, want 0", got)
+	}
+}
+
 func TestClosedStoreFails(t *testing.T) {
 	t.Parallel()
 	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
@@ -404,6 +557,69 @@ func BenchmarkPutGet(b *testing.B) {
 		if _, err := s.Get(ctx, pk); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkPutCollecting measures one Put: on a store that does not collect
+// ("plain"), on one opened WithSweep when no collection is due ("idle", the
+// steady state between collections) and when the Put also collects a full
+// batch of SweepBatch expired items ("batch"; run it with -benchtime=200x,
+// its setup writes the batch each time).
+func BenchmarkPutCollecting(b *testing.B) {
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, bc := range []struct {
+		name         string
+		sweep, batch bool
+	}{{"plain", false, false}, {"idle", true, false}, {"batch", true, true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "kosha.db")
+			clk := clock.NewFake(start)
+			var opts []sqlite.Option
+			if bc.sweep {
+				opts = append(opts, sqlite.WithSweep(clk))
+			}
+			s, w := open(b, path, opts...), open(b, path)
+			ctx := context.Background()
+			item := store.Item{store.PK: "lever", store.TTLAttr: start.Add(10000 * time.Hour).Unix()}
+			if err := s.Put(ctx, item, store.Always()); err != nil { // the first collection, done
+				b.Fatal(err)
+			}
+			for i := range 1000 { // live items the collection passes over
+				if err := w.Put(ctx, store.Item{store.PK: fmt.Sprintf("live#%04d", i), store.TTLAttr: start.Add(1000 * time.Hour).Unix()}, store.Always()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if bc.batch {
+					b.StopTimer()
+					for range sqlite.SweepBatch {
+						n++
+						if err := w.Put(ctx, store.Item{store.PK: fmt.Sprintf("claim#%06d", n), store.TTLAttr: clk.Now().Unix()}, store.Always()); err != nil {
+							b.Fatal(err)
+						}
+					}
+					clk.Advance(sqlite.SweepInterval + sqlite.SweepGrace + time.Second)
+					b.StartTimer()
+				}
+				if err := s.Put(ctx, item, store.Always()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if bc.batch {
+				left := 0
+				for _, err := range s.Scan(ctx, store.ScanQuery{Prefix: "claim#"}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					left++
+				}
+				if left > 0 {
+					b.Fatalf("%d of %d expired items survived their batches", left, n)
+				}
+			}
+		})
 	}
 }
 
