@@ -301,3 +301,93 @@ func TestAssessorWaitsAtMostHalfTheCallersTime(t *testing.T) {
 		}
 	})
 }
+
+// A read warmed before any change (the dashboard opening on a Prometheus
+// source) answers the changes that come while it is under way or within
+// ShareFor after: two forces, two scrapes, as the CLI's round. A change
+// past ShareFor does not take it: it reads again, so a record's rates are
+// never older than the CLI's would be.
+func TestAssessorWarmedReadAnswersTheFirstChanges(t *testing.T) {
+	t.Parallel()
+	fc := &fleetCounters{perScrape: 10}
+	url := fc.serve(t)
+	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
+	src, err := metrics.NewPrometheusRates([]string{url}, metrics.PrometheusRateOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &impact.Assessor{Clock: clk, Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
+	a.Warm(t.Context())
+	wait.Until(t, "the warm read's first scrape", func() bool { return fc.scrapes.Load() == 1 })
+	reps := assessAll(t, a, clk, metrics.DefaultRateInterval, threeWindows[:2]...)
+	if n := fc.scrapes.Load(); n != 2 {
+		t.Errorf("%d scrapes for a warm read and two changes, want 2", n)
+	}
+	for i, r := range reps {
+		if r.Rates == nil || r.Rates.Error != "" || r.Tools[0].CallsPerMinute == nil {
+			t.Errorf("change %d: rates %+v", i, r.Rates)
+		}
+	}
+	clk.Advance(impact.DefaultShareFor + time.Second)
+	if r := assessAll(t, a, clk, metrics.DefaultRateInterval, threeWindows[0])[0]; r.Rates == nil || r.Rates.Error != "" {
+		t.Errorf("a change past the share window: rates %+v", r.Rates)
+	}
+	if n := fc.scrapes.Load(); n != 3 {
+		t.Errorf("a change past the share window: %d scrapes, want 3 (a read of its own)", n)
+	}
+}
+
+// A warm read that failed answers no change: the first change reads the
+// source again (a CLI change would have), and that change's read is
+// shared as any other.
+func TestAssessorWarmReadThatFailedIsReadAgain(t *testing.T) {
+	t.Parallel()
+	src := &fakeRates{err: fmt.Errorf("scrape: %w", metrics.ErrUnavailable)}
+	a := &impact.Assessor{Clock: clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)),
+		Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
+	a.Warm(t.Context())
+	shared, err := a.Source(t.Context())
+	if err != nil || shared == nil {
+		t.Fatalf("Source: %v, %v", shared, err)
+	}
+	if _, err := shared.Rates(t.Context(), metrics.RateRequest{}); err == nil {
+		t.Fatal("the warm read did not fail")
+	}
+	src.err = nil
+	src.rates = screeningRates()
+	for _, f := range threeWindows[:2] {
+		if r := a.Assess(t.Context(), f).(*impact.Report); r.Rates == nil || r.Rates.Error != "" {
+			t.Errorf("%s: rates %+v, want the read after the failed warm one", f.Dependencies[0], r.Rates)
+		}
+	}
+	if src.calls != 2 {
+		t.Errorf("the source was read %d times, want twice (the warm read, then the changes' one)", src.calls)
+	}
+}
+
+// What Source reads is the changes' shared read: the dashboard's detail
+// and the changes made from it cost one read.
+func TestAssessorSourceSharesTheChangesRead(t *testing.T) {
+	t.Parallel()
+	src := &fakeRates{rates: screeningRates()}
+	a := &impact.Assessor{Clock: clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC)),
+		Open: func(context.Context) (impact.RateSource, error) { return src, nil }}
+	shared, err := a.Source(t.Context())
+	if err != nil || shared == nil || shared.Describe() != src.Describe() {
+		t.Fatalf("Source: %v, %v", shared, err)
+	}
+	got, err := shared.Rates(t.Context(), metrics.RateRequest{Tools: []string{impact.ToolScreenEntity}, Dependencies: []string{impact.ScreeningSim}})
+	if err != nil || got.Tools[impact.ToolScreenEntity] != 25 {
+		t.Fatalf("Rates: %+v, %v", got, err)
+	}
+	if r := a.Assess(t.Context(), threeWindows[0]).(*impact.Report); r.Rates == nil || r.Rates.Error != "" {
+		t.Errorf("rates %+v", r.Rates)
+	}
+	if src.calls != 1 {
+		t.Errorf("the source was read %d times, want once", src.calls)
+	}
+	var none *impact.Assessor
+	if s, err := none.Source(t.Context()); s != nil || err != nil {
+		t.Errorf("an assessor without a source: %v, %v", s, err)
+	}
+}

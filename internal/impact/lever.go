@@ -72,6 +72,9 @@ type sharedRead struct {
 	rates metrics.CallRates
 	err   error
 	ended time.Time // on the Assessor's clock
+	// warm marks a read no change asked for ([Assessor.Warm]): failed, it
+	// is not shared.
+	warm bool
 }
 
 var _ lever.Assessor = (*Assessor)(nil)
@@ -127,15 +130,7 @@ func (s sharedSource) Describe() string { return s.src.Describe() }
 // covered (and the assessor's Dependencies). It waits until ctx ends; the
 // read itself goes on (within [DefaultTimeout]) for the changes after.
 func (s sharedSource) Rates(ctx context.Context, want metrics.RateRequest) (metrics.CallRates, error) {
-	a := s.a
-	a.mu.Lock()
-	rd := a.last
-	if rd == nil || !rd.covers(want) || rd.stale(a.now(), a.shareFor()) {
-		rd = newSharedRead(want, rd, a.Dependencies)
-		a.last = rd
-		go rd.run(context.WithoutCancel(ctx), s.src, a.now)
-	}
-	a.mu.Unlock()
+	rd := s.read(ctx, want, false)
 	select {
 	case <-rd.done:
 		if rd.err != nil {
@@ -144,6 +139,55 @@ func (s sharedSource) Rates(ctx context.Context, want metrics.RateRequest) (metr
 		return rd.rates.Narrow(want), nil
 	case <-ctx.Done():
 		return metrics.CallRates{}, fmt.Errorf("read call rates from %s: %w", s.src.Describe(), ctx.Err())
+	}
+}
+
+// read returns the newest read when it covers want and is under way or
+// ended within ShareFor, else starts a new one (warm: started before any
+// change asked).
+func (s sharedSource) read(ctx context.Context, want metrics.RateRequest, warm bool) *sharedRead {
+	a := s.a
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rd := a.last
+	if rd == nil || !rd.covers(want) || rd.stale(a.now(), a.shareFor()) {
+		rd = newSharedRead(want, rd, a.Dependencies)
+		rd.warm = warm
+		a.last = rd
+		go rd.run(context.WithoutCancel(ctx), s.src, a.now)
+	}
+	return rd
+}
+
+// Source returns the rate source the assessor reads, read through its
+// shared read (what [Assessor.Assess] reads), opening it if no change has
+// yet: a view that shows the rates as it changes levers (the dashboard's
+// detail) shows the read its changes record. Nil with a nil error when no
+// source is named; the error is Open's.
+func (a *Assessor) Source(ctx context.Context) (RateSource, error) {
+	if a == nil || a.Open == nil {
+		return nil, nil
+	}
+	src, err := a.source(ctx)
+	if err != nil || src == nil {
+		return nil, err
+	}
+	return sharedSource{a: a, src: src}, nil
+}
+
+// Warm starts a read of every name the assessor reads, unless one is under
+// way or ended within ShareFor, and returns at once: a view open before
+// its first change (the dashboard on a Prometheus source, whose first read
+// waits for two scrapes) has that change find a read under way or recent.
+// A change still takes only rates read within ShareFor, and a warm read
+// that failed answers no change: the change after it reads again. Without
+// a source (none named, or one that cannot be opened) it does nothing.
+func (a *Assessor) Warm(ctx context.Context) {
+	if a == nil || a.Open == nil {
+		return
+	}
+	if src, err := a.source(ctx); err == nil && src != nil {
+		sharedSource{a: a, src: src}.read(ctx, metrics.RateRequest{}, true)
 	}
 }
 
@@ -216,11 +260,12 @@ func (rd *sharedRead) covers(want metrics.RateRequest) bool {
 	return true
 }
 
-// stale reports whether rd ended longer than shareFor before now.
+// stale reports whether rd ended longer than shareFor before now, or is a
+// warm read that failed.
 func (rd *sharedRead) stale(now time.Time, shareFor time.Duration) bool {
 	select {
 	case <-rd.done:
-		return now.Sub(rd.ended) > shareFor
+		return now.Sub(rd.ended) > shareFor || (rd.warm && rd.err != nil)
 	default:
 		return false // under way
 	}

@@ -58,9 +58,10 @@ type Deps struct {
 	// Requests lists and decides the table's change requests (the p
 	// pane); nil hides it.
 	Requests Requests
-	// Rates reads the fleet's call rates for the detail's impact (the
-	// same source as Gauges: metrics.NewRateSource); nil shows the impact
-	// from the degradation matrix alone.
+	// Rates reads the fleet's call rates for the detail's impact: the
+	// read the dashboard's changes record (the context's impact
+	// assessor's, gaugeenv.LiveRates); nil shows the impact from the
+	// degradation matrix alone.
 	Rates impact.RateSource
 }
 

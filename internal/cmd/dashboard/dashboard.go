@@ -19,7 +19,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/levers/leversview"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/human"
-	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/notify"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 	"github.com/kosha-platform/koshactl/internal/tui"
@@ -56,9 +55,12 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			The detail view (enter) says what forcing the dependency does to the platform's
 			tools, from the degradation matrix (docs/contracts/degradation-matrix.md): which
 			tools degrade, defer or fail and what a client sees, with each tool's live call
-			rate from the metrics source and the calls touched while the override holds (per
-			hour when none does). The rates are read at most once a minute; on Prometheus
-			the first read takes two scrapes 5s apart.
+			rate and the calls touched while the override holds (per hour when none does).
+			The rates are those f and c record in the change's impact, from one shared read:
+			the context's metrics setting (or --metrics-url; none without either), read at
+			most once a minute, and a change within 30s of a read takes its rates. On
+			Prometheus a read takes two scrapes 5s apart, and the first starts when the
+			dashboard opens, so the first f or c finds it under way or done.
 
 			Keys: f force-open (asks for a reason and a duration), c clear, enter details
 			(impact, timeline, per-instance breakdown, recent audit), p pending change requests (a
@@ -125,8 +127,13 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	// The detail's impact reads the call rates from the same source.
-	rates, err := metrics.NewRateSource(ctx, gaugeenv.Config(env, opts.MetricsURL))
+	// The dashboard's changes tell their impact as the CLI's do (with
+	// --metrics-url's rates, as breaker force-open's), and the detail shows
+	// the rates of the same shared read.
+	if err := gaugeenv.MeasureImpact(env, opts.MetricsURL); err != nil {
+		return err
+	}
+	rates, err := gaugeenv.LiveRates(ctx, env, opts.MetricsURL)
 	if err != nil {
 		return err
 	}

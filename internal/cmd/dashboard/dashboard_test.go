@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,12 +15,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/dashboard"
+	"github.com/kosha-platform/koshactl/internal/cmd/gaugeenv"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
-	"github.com/kosha-platform/koshactl/internal/metrics"
+	"github.com/kosha-platform/koshactl/internal/gauge"
+	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -224,15 +228,18 @@ func TestDashboardOnCloudWatchAtTwentyByThreeHundred(t *testing.T) {
 	}
 }
 
-// The detail's impact on the local context: the rates come from the same
-// /metrics the gauges do, measured as two scrapes apart on the factory's
-// clock, and the estimate is over the time the override has left.
+// The detail's impact on a context whose metrics setting is a Prometheus
+// endpoint: the rates come from the same /metrics the gauges do, read by
+// the context's impact assessor, as breaker force-open reads them (two
+// scrapes 5s apart on the wall clock: the counters count calls in real
+// time), and the estimate is over the time the override has left.
 func TestDashboardDetailShowsTheImpactWithRates(t *testing.T) {
 	t.Parallel()
 	e := clitest.New(t, clitest.Parallel())
-	// 25 screenings a minute of the clock's time, whenever it is scraped.
+	// 25 screenings a minute of real time, whenever it is scraped.
+	start := time.Now()
 	sandbox := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		minutes := e.Clock.Now().Sub(clitest.Epoch).Minutes()
+		minutes := time.Since(start).Minutes()
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 		fmt.Fprint(w, "kosha_breaker_state{dependency=\"screening-sim\",instance=\"gw-1\"} 3\n")
 		fmt.Fprintf(w, "# TYPE kosha_tool_calls_total counter\nkosha_tool_calls_total{outcome=\"deferred\",tool=\"screen_entity\"} %v\n", 100+25*minutes)
@@ -248,13 +255,9 @@ func TestDashboardDetailShowsTheImpactWithRates(t *testing.T) {
 	go func() { done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute}) }()
 	term.WaitFor(t, "screening-sim", "30m tester")
 	term.Press("jjj\r")
-	term.WaitFor(t, "Impact     while forced (30m left)", "screen_entity deferred", "call rates: measuring")
-	// The first read scrapes twice, 5s apart on the factory's clock: its
-	// wait joins the refresh's and the clock's ticks.
-	wait.Until(t, "the rate read waits for its second scrape", func() bool { return e.Clock.Waiters() == 3 })
-	e.Clock.Advance(metrics.DefaultRateInterval)
-	term.WaitFor(t, "25 calls/min · about 750 screenings deferred over 29m55s", // 25/min x the 29m55s left
-		"call rates: prometheus "+sandbox.URL+"/metrics, counters'", "increase between two scrapes 5s apart, read 0s ago")
+	term.WaitFor(t, "Impact     while forced (30m left)", "screen_entity deferred")
+	term.WaitFor(t, "25 calls/min · about 750 screenings deferred over 30m", // 25/min x the 30m left
+		"call rates: prometheus "+sandbox.URL+"/metrics, counters'", "increase between two scrapes 5") // 5s and the scrape's own time apart
 	term.Press("q")
 	select {
 	case err := <-done:
@@ -263,5 +266,92 @@ func TestDashboardDetailShowsTheImpactWithRates(t *testing.T) {
 		}
 	case <-time.After(wait.Ceiling):
 		t.Fatal("q did not end the dashboard")
+	}
+}
+
+// The detail's rates and the forces made from the dashboard are one read
+// of the context's source, as a CLI round's: on CloudWatch one
+// GetMetricData request for the rates, not one for the detail and one for
+// the forces. Each force's record keeps the rates of that read.
+func TestDashboardDetailAndForcesShareOneRateRead(t *testing.T) {
+	t.Parallel()
+	e := clitest.New(t, clitest.Parallel())
+	cw := cwfake.New(t)
+	for m := -10; m <= 0; m++ {
+		at := clitest.Epoch.Truncate(time.Minute).Add(time.Duration(m) * time.Minute)
+		cw.PutCount(gauge.ToolCallsMetricName, map[string]string{gauge.DimTool: impact.ToolScreenEntity}, at, 30)
+		cw.PutCount(gauge.DownstreamCallsMetricName, map[string]string{gauge.DimDependency: impact.ScreeningSim}, at, 45)
+	}
+	cw.Put(impact.OpenAI, "gw-1", clitest.Epoch.Add(-30*time.Second), 0)
+	cw.Put(impact.ScreeningSim, "gw-1", clitest.Epoch.Add(-30*time.Second), 0)
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "kosha.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	term, ios, _ := vtterm.New(t)
+	env := &cmdenv.Env{Name: "prod", Store: st, Clock: e.Clock,
+		Context: &config.Context{Dependencies: []string{impact.OpenAI, impact.ScreeningSim},
+			Metrics: config.MetricsConfig{CloudWatch: &config.CloudWatchMetrics{EndpointURL: cw.URL}}},
+		Actor: func(context.Context) (string, error) { return "tester@test", nil },
+		AWSConfig: func(context.Context) (aws.Config, error) {
+			return aws.Config{Region: "eu-west-1", RetryMaxAttempts: 1, HTTPClient: cw.HTTPClient(),
+				Credentials: credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake", "")}, nil
+		}}
+	env.Kinds = builtin.For(st, e.Clock, env.Name, env.Context)
+	env.Impact = gaugeenv.Assessor(env, "") // as the command factory wires it
+	f := &cmdenv.Factory{IOStreams: ios, Clock: e.Clock, Env: func(context.Context) (*cmdenv.Env, error) { return env, nil }}
+	done := make(chan error, 1)
+	go func() {
+		done <- dashboard.Run(context.Background(), f, &dashboard.Options{Interval: time.Minute, Wait: false})
+	}()
+	term.WaitFor(t, "openai", "screening-sim")
+	rateReads := func() int {
+		n := 0
+		for _, r := range cw.Requests() {
+			if slices.ContainsFunc(r.Queries, func(q cwfake.Query) bool { return q.Metric == gauge.ToolCallsMetricName }) {
+				n++
+			}
+		}
+		return n
+	}
+	// CloudWatch bills each read: none before anything asks for the rates.
+	if n := rateReads(); n != 0 {
+		t.Errorf("%d rate reads before the detail or a force, want 0", n)
+	}
+	term.Press("j\r")
+	term.WaitFor(t, "screening-sim · ", "30 calls/min", "call rates: cloudwatch")
+	term.Press("f") // from the detail
+	term.WaitFor(t, "Force screening-sim open across the fleet")
+	term.Press("vendor down\r\r")
+	term.WaitFor(t, "screening-sim forced open for 1h")
+	term.Press("\x1b")
+	term.WaitFor(t, "DEPENDENCY")
+	term.Press("kf")
+	term.WaitFor(t, "Force openai open across the fleet")
+	term.Press("provider down\r\r")
+	term.WaitFor(t, "openai forced open for 1h")
+	if n := rateReads(); n != 1 {
+		t.Errorf("%d GetMetricData rate reads for the detail and two forces, want 1", n)
+	}
+	l, err := env.Audit().List(context.Background(), audit.Query{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forces := 0
+	for _, r := range l.Records {
+		if im := r.Impact; im != nil {
+			if !strings.HasPrefix(im.RatesSource, "cloudwatch") || im.RatesError != "" {
+				t.Errorf("%s: impact %+v, want the shared read's rates", r.Subject, im)
+			}
+			forces++
+		}
+	}
+	if forces != 2 {
+		t.Errorf("%d forces recorded an impact, want 2", forces)
+	}
+	term.Press("q")
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -83,3 +83,26 @@ func MeasureImpact(env *cmdenv.Env, prometheusURL string) error {
 	env.MeasureImpactWith(Assessor(env, prometheusURL))
 	return nil
 }
+
+// LiveRates is the rate source of env's lever impact ([impact.Assessor.Source])
+// for a command that shows the call rates while it changes levers (the
+// dashboard): what it shows and what its changes record come from one
+// shared read. prometheusURL is the --metrics-url env's impact measures
+// with ([MeasureImpact]). On a Prometheus source a read is started now
+// ([impact.Assessor.Warm]), so the first change finds its two scrapes
+// under way or recent; CloudWatch answers in one request and bills each,
+// so it is read when asked. Nil when env's impact reads no rates.
+func LiveRates(ctx context.Context, env *cmdenv.Env, prometheusURL string) (impact.RateSource, error) {
+	a, ok := env.Impact.(*impact.Assessor)
+	if !ok {
+		return nil, nil
+	}
+	src, err := a.Source(ctx)
+	if err != nil || src == nil {
+		return nil, err
+	}
+	if ch, err := Choice(env, prometheusURL); err == nil && ch.Kind == metrics.SourcePrometheus {
+		a.Warm(ctx)
+	}
+	return src, nil
+}
