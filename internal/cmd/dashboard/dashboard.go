@@ -57,10 +57,11 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 			tools degrade, defer or fail and what a client sees, with each tool's live call
 			rate and the calls touched while the override holds (per hour when none does).
 			The rates are those f and c record in the change's impact, from one shared read:
-			the context's metrics setting (or --metrics-url; none without either), read at
-			most once a minute, and a change within 30s of a read takes its rates. On
-			Prometheus a read takes two scrapes 5s apart, and the first starts when the
-			dashboard opens, so the first f or c finds it under way or done.
+			the source the gauges read (--metrics-url, the context's metrics setting, or the
+			sandbox on a local context naming none), read at most once a minute, and a
+			change within 30s of a read takes its rates. On Prometheus a read takes two
+			scrapes 5s apart, and the first starts when the dashboard opens, so the first f
+			or c finds it under way or done.
 
 			Keys: f force-open (asks for a reason and a duration), c clear, enter details
 			(impact, timeline, per-instance breakdown, recent audit), p pending change requests (a
@@ -130,7 +131,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	// The dashboard's changes tell their impact as the CLI's do (with
 	// --metrics-url's rates, as breaker force-open's), and the detail shows
 	// the rates of the same shared read.
-	if err := gaugeenv.MeasureImpact(env, opts.MetricsURL); err != nil {
+	if err := gaugeenv.MeasureImpactAsGauges(env, opts.MetricsURL); err != nil {
 		return err
 	}
 	rates, err := gaugeenv.LiveRates(ctx, env, opts.MetricsURL)

@@ -51,8 +51,15 @@ func Source(ctx context.Context, env *cmdenv.Env, prometheusURL string) (*metric
 // of it answers every change assessed about then ([impact.Assessor]): a
 // command that assesses several changes (apply's windows) reads it once.
 func Assessor(env *cmdenv.Env, prometheusURL string) *impact.Assessor {
+	return assessor(env, prometheusURL, false)
+}
+
+// assessor is [Assessor]; with fallback, a context without a metrics
+// setting reads the source its gauges fall back to, for a command that
+// reads that source for its gauges anyway ([MeasureImpactAsGauges]).
+func assessor(env *cmdenv.Env, prometheusURL string, fallback bool) *impact.Assessor {
 	return &impact.Assessor{Clock: env.Clock, Dependencies: env.Context.KnownDependencies(), Open: func(ctx context.Context) (impact.RateSource, error) {
-		if m := env.Context.Metrics; prometheusURL == "" && m.CloudWatch == nil && m.Prometheus == nil {
+		if m := env.Context.Metrics; !fallback && prometheusURL == "" && m.CloudWatch == nil && m.Prometheus == nil {
 			return nil, nil
 		}
 		sc := Config(env, prometheusURL)
@@ -84,6 +91,22 @@ func MeasureImpact(env *cmdenv.Env, prometheusURL string) error {
 	return nil
 }
 
+// MeasureImpactAsGauges makes the source env's gauges read (prometheusURL,
+// a command's --metrics-url, or the context's metrics setting, or the
+// source a context without one falls back to: the sandbox's endpoint on a
+// local context, CloudWatch's default namespace on an AWS one) the source
+// of env's lever impact's call rates, for a command that shows those
+// gauges while it changes levers (the dashboard): a source it reads anyway
+// is no source nobody named. A URL that cannot be scraped is refused
+// (exit 2) before anything is read.
+func MeasureImpactAsGauges(env *cmdenv.Env, prometheusURL string) error {
+	if err := MeasureImpact(env, prometheusURL); err != nil || prometheusURL != "" {
+		return err
+	}
+	env.MeasureImpactWith(assessor(env, "", true))
+	return nil
+}
+
 // LiveRates is the rate source of env's lever impact ([impact.Assessor.Source])
 // for a command that shows the call rates while it changes levers (the
 // dashboard): what it shows and what its changes record come from one
@@ -101,7 +124,7 @@ func LiveRates(ctx context.Context, env *cmdenv.Env, prometheusURL string) (impa
 	if err != nil || src == nil {
 		return nil, err
 	}
-	if ch, err := Choice(env, prometheusURL); err == nil && ch.Kind == metrics.SourcePrometheus {
+	if ch, err := Choice(env, prometheusURL); err == nil && ch.Kind != metrics.SourceCloudWatch {
 		a.Warm(ctx)
 	}
 	return src, nil

@@ -42,3 +42,27 @@ func TestLiveRatesStartsTheReadOnPrometheus(t *testing.T) {
 		t.Errorf("a context without a metrics setting: %v, %v; want no source", src, err)
 	}
 }
+
+// The dashboard reads the sandbox's gauges on a local context that names
+// no metrics source: its detail and its changes take their call rates from
+// that source too (MeasureImpactAsGauges), where the CLI's levers, which
+// read no gauges, read none (Assessor).
+func TestTheDashboardsImpactReadsWhatItsGaugesRead(t *testing.T) {
+	t.Parallel()
+	local := func() *cmdenv.Env {
+		return &cmdenv.Env{Name: "local", Clock: clock.NewFake(time.Date(2026, 12, 7, 17, 0, 0, 0, time.UTC)), Context: config.BuiltinLocal()}
+	}
+	cli := local()
+	cli.Impact = gaugeenv.Assessor(cli, "")
+	if src, err := gaugeenv.LiveRates(t.Context(), cli, ""); src != nil || err != nil {
+		t.Errorf("the CLI's assessor on a local context without a metrics setting: %v, %v; want no source", src, err)
+	}
+	dash := local()
+	dash.Impact = gaugeenv.Assessor(dash, "")
+	if err := gaugeenv.MeasureImpactAsGauges(dash, ""); err != nil {
+		t.Fatal(err)
+	}
+	if src, err := gaugeenv.LiveRates(t.Context(), dash, ""); src == nil || err != nil {
+		t.Errorf("the dashboard's assessor on a local context without a metrics setting: %v, %v; want the sandbox's source", src, err)
+	}
+}
