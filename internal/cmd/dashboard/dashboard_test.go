@@ -3,11 +3,13 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
-	"github.com/kosha-platform/koshactl/internal/lever/builtin"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/impact"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/store/sqlite"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
@@ -256,8 +259,18 @@ func TestDashboardDetailShowsTheImpactWithRates(t *testing.T) {
 	term.WaitFor(t, "screening-sim", "30m tester")
 	term.Press("jjj\r")
 	term.WaitFor(t, "Impact     while forced (30m left)", "screen_entity deferred")
-	term.WaitFor(t, "25 calls/min · about 750 screenings deferred over 30m", // 25/min x the 30m left
-		"call rates: prometheus "+sandbox.URL+"/metrics, counters'", "increase between two scrapes 5") // 5s and the scrape's own time apart
+	// 25/min x the 30m left. The counters count in real time and the two
+	// scrapes are timed by the reader, so a loaded machine reads a little
+	// off 25 (24.8 once): the rate is held near 25 and the estimate to it.
+	m := term.WaitForMatch(t, regexp.MustCompile(`([0-9.]+) calls/min · about ([0-9,]+) screenings deferred over 30m`))
+	rate, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || rate < 22 || rate > 28 {
+		t.Errorf("the detail shows %s calls/min; want about 25", m[1])
+	}
+	if est, err := strconv.Atoi(strings.ReplaceAll(m[2], ",", "")); err != nil || math.Abs(float64(est)-30*rate) > 0.05*30*rate {
+		t.Errorf("the detail estimates %s screenings over 30m at %s calls/min; want about %.0f", m[2], m[1], 30*rate)
+	}
+	term.WaitFor(t, "call rates: prometheus "+sandbox.URL+"/metrics, counters'", "increase between two scrapes 5") // 5s and the scrape's own time apart
 	term.Press("q")
 	select {
 	case err := <-done:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -58,18 +59,41 @@ func (term *Terminal) Press(keys string) {
 // with the last screen when it does not within the wait's bound.
 func (term *Terminal) WaitFor(t testing.TB, texts ...string) {
 	t.Helper()
-	var screen string
-	if err := wait.For(t.Context(), fmt.Sprintf("the screen to show %q", texts), func() bool {
-		term.mu.Lock()
-		_, _ = term.emu.Write(term.out.Bytes())
-		term.out.Reset()
-		term.mu.Unlock()
-		screen = term.emu.String()
+	term.waitUntil(t, fmt.Sprintf("the screen to show %q", texts), func(screen string) bool {
 		ok := true
 		for _, text := range texts {
 			ok = ok && strings.Contains(screen, text)
 		}
 		return ok
+	})
+}
+
+// WaitForMatch polls the screen until re matches it, and returns the
+// match's submatches; it fails the test with the last screen when re does
+// not match within the wait's bound.
+func (term *Terminal) WaitForMatch(t testing.TB, re *regexp.Regexp) []string {
+	t.Helper()
+	var m []string
+	term.waitUntil(t, fmt.Sprintf("the screen to match %q", re), func(screen string) bool {
+		m = re.FindStringSubmatch(screen)
+		return m != nil
+	})
+	return m
+}
+
+// waitUntil polls the screen until shows says it shows what is waited
+// for, and fails the test with the last screen when it does not within
+// the wait's bound.
+func (term *Terminal) waitUntil(t testing.TB, what string, shows func(screen string) bool) {
+	t.Helper()
+	var screen string
+	if err := wait.For(t.Context(), what, func() bool {
+		term.mu.Lock()
+		_, _ = term.emu.Write(term.out.Bytes())
+		term.out.Reset()
+		term.mu.Unlock()
+		screen = term.emu.String()
+		return shows(screen)
 	}); err != nil {
 		t.Fatalf("%v; the last screen:\n%s", err, screen)
 	}
