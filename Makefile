@@ -147,7 +147,7 @@ vectors: ## Regenerate the contract test vectors (docs/contracts/vectors) from t
 # sandbox fleet in process and as a command, moto, the dashboard on an
 # emulated terminal, drills running shells, audit --follow).
 STRESS_PKGS  ?= ./internal/cmd/drill ./internal/cmd/levers/... ./internal/cmd/dashboard ./internal/dataplane/sandbox ./internal/cmd/sandbox ./internal/cmd/breaker \
-	./internal/cmd/iam ./internal/cmd/audit ./internal/tui ./internal/drill/... ./internal/store/... ./internal/testutil/...
+	./internal/cmd/iam ./internal/cmd/audit/... ./internal/tui ./internal/drill/... ./internal/store/... ./internal/testutil/...
 STRESS_COUNT ?= 3
 # CPU burners per core: 4 puts a load of four times the cores on the machine.
 STRESS_LOAD  ?= 4
