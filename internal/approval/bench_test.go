@@ -3,7 +3,6 @@ package approval_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"iter"
 	"os"
 	"path/filepath"
@@ -15,8 +14,8 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/lever"
+	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -146,14 +145,7 @@ type table interface {
 // leversOn is the lever service of the built-in kinds on s, forces held to
 // p.
 func leversOn(s table, clk clock.Clock, p breaker.DurationPolicy) *lever.Service {
-	return lever.NewService(s, clk, lever.NewRegistry(
-		lever.Entry{Spec: breaker.Spec, New: func() (lever.Kind, error) { return breaker.NewOverrides(s, clk).WithDurations(p), nil }},
-		lever.Entry{Spec: ratelimit.Spec, New: func() (lever.Kind, error) {
-			b, err := ratelimit.NewBuckets(s, clk, ratelimit.Limits{})
-			return b, err
-		}},
-		lever.Entry{Spec: freeze.Spec, New: func() (lever.Kind, error) { return freeze.NewLever(clk, 0), nil }},
-	))
+	return lever.NewService(s, clk, builtin.Kinds(s, clk, builtin.Settings{Overrides: breaker.NewOverrides(s, clk).WithDurations(p)}))
 }
 
 // forceChange is alice's force of openai (absent when asked) for 30m.
