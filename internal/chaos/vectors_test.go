@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 	"github.com/kosha-platform/koshactl/internal/testutil/vectors"
 )
 
@@ -162,7 +163,7 @@ func (e *vectorEnv) verifier(names []string) *chaos.Verifier {
 	for _, n := range names {
 		ks = append(ks, e.keys[n])
 	}
-	set, err := chaos.NewKeySet(ks[0], ks[1:]...)
+	set, err := chaostest.NewKeySet(ks[0], ks[1:]...)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -228,8 +228,9 @@ func (v *Verifier) allowed(t Target) bool { return slices.Contains(v.targets, t)
 // header. When the value parsed, the header is returned even on failure, so
 // [NewRejection] can record its kid, target and jti.
 //
-// Verify is the data-plane path: with a [KeySet] it does not allocate
-// unless the header is rejected.
+// Verify is the data-plane path: with a keyring whose lookups do not
+// allocate (chaostest.KeySet) it does not allocate unless the header is
+// rejected.
 func (v *Verifier) Verify(ctx context.Context, value string) (Header, error) {
 	return v.VerifyAt(ctx, value, v.clock.Now())
 }

@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 	"github.com/kosha-platform/koshactl/internal/clock"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func mustKeySet(t testing.TB, current chaos.Key, previous ...chaos.Key) *chaos.KeySet {
+func mustKeySet(t testing.TB, current chaos.Key, previous ...chaos.Key) *chaostest.KeySet {
 	t.Helper()
-	ks, err := chaos.NewKeySet(current, previous...)
+	ks, err := chaostest.NewKeySet(current, previous...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func mustVerifier(t testing.TB, kr chaos.Keyring, opts chaos.Options) *chaos.Ver
 
 func signAt(t testing.TB, key chaos.Key, f chaos.Fields) string {
 	t.Helper()
-	v, err := chaos.Sign(key, f)
+	v, err := chaostest.Sign(key, f)
 	if err != nil {
 		t.Fatal(err)
 	}
