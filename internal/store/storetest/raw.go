@@ -159,3 +159,31 @@ var EveryType = map[string]Attr{
 	"t_ns":   {Type: "NS", Text: `["7","0.25"]`},
 	"t_bs":   {Type: "BS", Text: `["aGk=","AA=="]`},
 }
+
+// TypeOf names v's DynamoDB type ("S", "N", "BOOL", …), or "" when v is not
+// a value the store holds.
+func TypeOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "S"
+	case int64, int, float64, store.Number:
+		return "N"
+	case store.Bool:
+		return "BOOL"
+	case store.Null:
+		return "NULL"
+	case store.Binary:
+		return "B"
+	case store.List:
+		return "L"
+	case store.Map:
+		return "M"
+	case store.StringSet:
+		return "SS"
+	case store.NumberSet:
+		return "NS"
+	case store.BinarySet:
+		return "BS"
+	}
+	return ""
+}
