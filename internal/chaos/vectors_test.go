@@ -273,7 +273,7 @@ func TestVectorsInvalid(t *testing.T) {
 			if !errors.As(r.Err(), &ce) || string(ce.Check) != v.Check {
 				t.Errorf("explain's first failure is %v, want the %s check", r.Err(), v.Check)
 			}
-			if res := r.Result(chaos.Check(v.Check)); res.Outcome != chaos.OutcomeFail || res.Reason == "" {
+			if res := chaostest.Result(r, chaos.Check(v.Check)); res.Outcome != chaos.OutcomeFail || res.Reason == "" {
 				t.Errorf("explain's %s result %+v, want a failure with a reason", v.Check, res)
 			}
 		})

@@ -386,16 +386,6 @@ type Report struct {
 // error (which is not a *CheckError).
 func (r *Report) Err() error { return r.err }
 
-// Result returns the result of check c.
-func (r *Report) Result(c Check) CheckResult {
-	for _, cr := range r.Checks {
-		if cr.Check == c {
-			return cr
-		}
-	}
-	return CheckResult{Check: c, Outcome: OutcomeSkip}
-}
-
 // Explain runs every check on value at the verifier clock's now.
 func (v *Verifier) Explain(ctx context.Context, value string) *Report {
 	return v.ExplainAt(ctx, value, v.clock.Now())

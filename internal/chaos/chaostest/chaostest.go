@@ -1,5 +1,6 @@
 // Package chaostest holds what tests of chaos headers share: a fixed
-// in-memory keyring and a header signed in one call (tests only).
+// in-memory keyring, a header signed in one call and a check's result
+// read off a report (tests only).
 package chaostest
 
 import (
@@ -63,4 +64,14 @@ func Sign(key chaos.Key, f chaos.Fields) (string, error) {
 		return "", err
 	}
 	return h.Value(), nil
+}
+
+// Result returns the result of check c in r (skipped when r has none).
+func Result(r *chaos.Report, c chaos.Check) chaos.CheckResult {
+	for _, cr := range r.Checks {
+		if cr.Check == c {
+			return cr
+		}
+	}
+	return chaos.CheckResult{Check: c, Outcome: chaos.OutcomeSkip}
 }

@@ -215,8 +215,8 @@ func TestSecretsManagerAccessDenied(t *testing.T) {
 	k, _ := chaos.GenerateKey(nil)
 	value, _ := chaostest.Sign(k, chaos.Fields{Target: chaos.TargetCoreAPI, Fault: chaos.FaultError, P: chaos.ProbOne, Exp: time.Now().Add(time.Minute).Unix(), JTI: "abcdefghijklmnopq"})
 	r := ver.Explain(ctx, value)
-	if r.OK || !errors.Is(r.Err(), keys.ErrAccessDenied) || r.Result(chaos.CheckKID).Outcome != chaos.OutcomeError {
-		t.Errorf("explain with a denied keyring: %v %+v", r.Err(), r.Result(chaos.CheckKID))
+	if r.OK || !errors.Is(r.Err(), keys.ErrAccessDenied) || chaostest.Result(r, chaos.CheckKID).Outcome != chaos.OutcomeError {
+		t.Errorf("explain with a denied keyring: %v %+v", r.Err(), chaostest.Result(r, chaos.CheckKID))
 	}
 }
 
