@@ -187,3 +187,23 @@ func TypeOf(v any) string {
 	}
 	return ""
 }
+
+// AttributeValues is it as the AWS SDK's values, built from each value's
+// DynamoDB JSON notation (store.MarshalTyped), not with the DynamoDB
+// store's codec.
+func AttributeValues(tb testing.TB, it store.Item) map[string]types.AttributeValue {
+	tb.Helper()
+	av := make(map[string]types.AttributeValue, len(it))
+	for k, v := range it {
+		b, err := store.MarshalTyped(v)
+		if err != nil {
+			tb.Fatalf("attribute %q: %v", k, err)
+		}
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			tb.Fatalf("attribute %q: %v", k, err)
+		}
+		av[k] = attributeValue(tb, doc)
+	}
+	return av
+}
