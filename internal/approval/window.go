@@ -93,11 +93,8 @@ func windowQuestion(s *Service, w Window) policy.Request {
 }
 
 // decideWindow is the table's policy on forcing w's dependency for one
-// occurrence by actor.
+// occurrence by actor (a nil set: [policy.NoPolicy], as policy.Decide says).
 func (s *Service) decideWindow(set *policy.Set, actor policy.Actor, w Window) policy.Decision {
-	if set == nil {
-		return policy.NoPolicy
-	}
 	q := windowQuestion(s, w)
 	q.Actor = actor
 	return policy.Decide(set, q)
