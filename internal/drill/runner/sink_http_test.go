@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
-	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
 )
@@ -149,7 +148,7 @@ steps:
   - http: {url: "http${vars.s}://h/"}
 vars: {s: s}
 `))
-	got := drilltest.Problems(probs)
+	got := (&drill.ProblemsError{Problems: probs}).Error()
 	for _, want := range []string{
 		`b.yaml:6:50: http: body: ${steps.probe.body}: a step output would be spliced into the raw body unencoded: send the body as json:, where each value becomes one JSON string`,
 		`b.yaml:7:18: http: url: ${steps.probe.body}: a step output cannot choose the host a request goes to: start the URL with text or a variable, and use the output in the path or query, where it is percent-encoded`,
