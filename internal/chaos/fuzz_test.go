@@ -38,7 +38,7 @@ func randomFields(r *mrand.Rand) chaos.Fields {
 	f := chaos.Fields{
 		Target: targets[r.IntN(len(targets))],
 		Fault:  chaos.Faults()[r.IntN(4)],
-		P:      chaos.Prob(1 + r.IntN(int(chaos.ProbOne))),
+		P:      chaos.Prob(1 + r.IntN(int(chaos.ProbOne))), //nolint:gosec // G115: 1..ProbOne (10000) fits
 		Exp:    1 + r.Int64N(99999999999),
 	}
 	if f.Fault == chaos.FaultLatency {
