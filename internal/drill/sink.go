@@ -81,9 +81,6 @@ type templateError struct {
 // Literal returns a template of fixed text.
 func Literal(s string) Template { return Template{raw: s, parts: []tpart{{lit: s}}} }
 
-// Raw returns the template as written.
-func (t Template) Raw() string { return t.raw }
-
 // IsZero reports whether the template is empty.
 func (t Template) IsZero() bool { return t.raw == "" }
 

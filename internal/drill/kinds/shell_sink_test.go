@@ -45,7 +45,7 @@ func TestShellCommandsTakeNoReferences(t *testing.T) {
 	}
 	// $${ is still a literal ${ for the shell's own expansion.
 	d := shellParse(t, "name: s\ntimeout: 1m\nsteps:\n  - shell: 'echo \"$${DRILL_NAME}\"'\n")
-	if got := d.Steps[0].Spec.(*shellStep).spec.run.Raw(); got != `echo "$${DRILL_NAME}"` {
+	if got := d.Steps[0].Spec.(*shellStep).spec.run.String(); got != `echo "$${DRILL_NAME}"` {
 		t.Errorf("run = %q", got)
 	}
 }
