@@ -388,7 +388,7 @@ func DisplayPrecision(d time.Duration) time.Duration {
 // JournalVersion is the version of the journal format this koshactl writes.
 // Version 2 added GaugeSamples, StopEvaluations and Audit; a version 1
 // journal reads as one without them. A journal of a later version is refused
-// by [ReadJournal]: its fields could mean what this koshactl does not know.
+// by [StreamJournal]: its fields could mean what this koshactl does not know.
 const JournalVersion = 2
 
 // GaugeSample is one read of a dependency's breaker_state gauges during a

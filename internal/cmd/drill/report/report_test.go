@@ -126,7 +126,7 @@ func TestOutputFormatFlag(t *testing.T) {
 
 func readFixture(t *testing.T, name string) *drill.Journal {
 	t.Helper()
-	j, err := drill.ReadJournal(filepath.Join(testdata, name+".journal.json"))
+	j, err := drill.StreamJournal(filepath.Join(testdata, name+".journal.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
