@@ -323,7 +323,7 @@ func (s *Overrides) ForcedOpen(ctx context.Context, dependency string) (Force, e
 // List returns every override item in the table (active or expired),
 // sorted by dependency, found with a scan of the override prefix: the
 // complete answer, including items written by hand or by another tool
-// without the index attributes, which [Overrides.ListFor] cannot
+// without the index attributes, which [Overrides.ListForWith] cannot
 // see unless they belong to a known dependency. Its cost is the table's
 // size; it is for `breaker clear --all` and `breaker list --scan`, where
 // completeness matters more than cost.
