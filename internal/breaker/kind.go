@@ -195,13 +195,9 @@ func (s *Overrides) Check(c lever.Change) error {
 
 // Plan implements [lever.Kind].
 func (s *Overrides) Plan(c lever.Change, dep string, it store.Item, now time.Time) (lever.Plan, error) {
-	var before *Override
-	if it != nil {
-		o, err := OverrideFromItem(it)
-		if err != nil {
-			return lever.Plan{}, err
-		}
-		before = &o
+	before, err := lever.Decode(it, OverrideFromItem)
+	if err != nil {
+		return lever.Plan{}, err
 	}
 	p := lever.Plan{Target: dep, Item: it, Image: lever.Image(AuditState(before))}
 	key := OverrideKey(dep)

@@ -343,13 +343,5 @@ func Read(ctx context.Context, s Getter) (*Freeze, error) {
 // ([Key] among the keys; absent items left out): apply reads the freeze
 // with the overrides, in one round trip.
 func In(items map[string]store.Item) (*Freeze, error) {
-	it, ok := items[Key]
-	if !ok {
-		return nil, nil
-	}
-	f, err := FromItem(it)
-	if err != nil {
-		return nil, err
-	}
-	return &f, nil
+	return lever.Decode(items[Key], FromItem)
 }

@@ -197,13 +197,9 @@ func (l *Lever) Check(c lever.Change) error {
 // its end; of none, nothing.
 func (l *Lever) Plan(c lever.Change, target string, it store.Item, now time.Time) (lever.Plan, error) {
 	now = now.UTC().Truncate(time.Millisecond)
-	var before *Freeze
-	if it != nil {
-		f, err := FromItem(it)
-		if err != nil {
-			return lever.Plan{}, err
-		}
-		before = &f
+	before, err := lever.Decode(it, FromItem)
+	if err != nil {
+		return lever.Plan{}, err
 	}
 	p := lever.Plan{Target: target, Item: it, Image: lever.Image(it)}
 	res := Result{Before: before}

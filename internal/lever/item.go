@@ -56,6 +56,19 @@ func NextVersion(raw store.Item, attr string, version int64, malformed bool) int
 	return 1
 }
 
+// Decode is the item it decoded by from, as a pointer: nil, with no error,
+// when it is absent (nil).
+func Decode[T any](it store.Item, from func(store.Item) (T, error)) (*T, error) {
+	if it == nil {
+		return nil, nil
+	}
+	v, err := from(it)
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
 // ApprovalOf is the approval document an item keeps in attr (how the
 // table's change policy let its last write through, the same document as
 // its audit record's); nil when it has none or it cannot be read.
