@@ -197,15 +197,11 @@ func (l *Lever) Check(c lever.Change) error {
 // its end; of none, nothing.
 func (l *Lever) Plan(c lever.Change, target string, it store.Item, now time.Time) (lever.Plan, error) {
 	now = now.UTC().Truncate(time.Millisecond)
-	var before *Freeze
-	if it != nil {
-		f, err := FromItem(it)
-		if err != nil {
-			return lever.Plan{}, err
-		}
-		before = &f
+	before, err := lever.Decode(it, FromItem)
+	if err != nil {
+		return lever.Plan{}, err
 	}
-	p := lever.Plan{Target: target, Item: it, Image: image(it)}
+	p := lever.Plan{Target: target, Item: it, Image: lever.Image(it)}
 	res := Result{Before: before}
 	var after Freeze
 	switch c.Action {
@@ -246,11 +242,7 @@ func (l *Lever) Plan(c lever.Change, target string, it store.Item, now time.Time
 		a := after
 		a.WriteID, a.Approval = st.Token, st.Approval
 		item := a.Item()
-		if st.Approval != nil {
-			if doc, err := json.Marshal(st.Approval); err == nil {
-				item[AttrApproval] = string(doc)
-			}
-		}
+		lever.SetApproval(item, AttrApproval, st.Approval)
 		a.Raw = item
 		cond := store.IfAbsent()
 		var was any
@@ -263,17 +255,6 @@ func (l *Lever) Plan(c lever.Change, target string, it store.Item, now time.Time
 			Before: was, After: item}, r
 	}
 	return p, nil
-}
-
-func image(it store.Item) json.RawMessage {
-	if it == nil {
-		return json.RawMessage("null")
-	}
-	doc, err := json.Marshal(it)
-	if err != nil {
-		return json.RawMessage("null")
-	}
-	return doc
 }
 
 // Admit implements [lever.Kind]: nothing more to refuse.
@@ -310,7 +291,7 @@ func (l *Lever) Encode(c lever.Change) (json.RawMessage, error) {
 	p := setParams(c)
 	w := setWire{ForSeconds: int64(p.For / time.Second), Ref: p.Ref}
 	if !p.Until.IsZero() {
-		w.Until = p.Until.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+		w.Until = lever.WireTime(p.Until)
 	}
 	return json.Marshal(w)
 }
@@ -318,24 +299,17 @@ func (l *Lever) Encode(c lever.Change) (json.RawMessage, error) {
 // Params implements [lever.Kind].
 func (l *Lever) Params(action string, raw json.RawMessage) (any, error) {
 	if action != ActionSet {
-		if len(raw) > 0 && string(raw) != "{}" && string(raw) != "null" {
-			return nil, fmt.Errorf("%s takes no params", action)
-		}
-		return nil, nil
+		return nil, lever.NoParams(action, raw)
 	}
 	var w setWire
-	if len(raw) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&w); err != nil {
-			return nil, err
-		}
+	if err := lever.DecodeParams(raw, &w); err != nil {
+		return nil, err
 	}
 	p := SetParams{For: time.Duration(w.ForSeconds) * time.Second, Ref: w.Ref}
 	if w.Until != "" {
-		t, err := time.Parse(time.RFC3339Nano, w.Until)
+		t, err := lever.ParseWireTime("until", w.Until)
 		if err != nil {
-			return nil, fmt.Errorf("until %q: %v", w.Until, err)
+			return nil, err
 		}
 		p.Until = t
 	}
