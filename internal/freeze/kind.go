@@ -94,6 +94,12 @@ func ResultOf(o lever.Outcome) Result {
 	return r
 }
 
+// DefaultMaxFor bounds a freeze when the kind is built with no
+// max-override: the context's default (config.DefaultMaxOverride, held
+// equal by TestNoMaxOverrideIsTheContextsDefault), as the breaker kind's
+// is.
+const DefaultMaxFor = 24 * time.Hour
+
 // Lever is the freeze kind of a context: its max-override bounds a freeze.
 type Lever struct {
 	clock clock.Clock
@@ -102,11 +108,15 @@ type Lever struct {
 
 var _ lever.Kind = (*Lever)(nil)
 
-// NewLever returns the freeze kind whose freezes last at most max (the
-// context's max-override). A nil clk is the wall clock.
+// NewLever returns the freeze kind whose freezes last at most maxFor (the
+// context's max-override; zero or less: [DefaultMaxFor]). A nil clk is the
+// wall clock.
 func NewLever(clk clock.Clock, maxFor time.Duration) *Lever {
 	if clk == nil {
 		clk = clock.Real{}
+	}
+	if maxFor <= 0 {
+		maxFor = DefaultMaxFor
 	}
 	return &Lever{clock: clk, max: maxFor}
 }
@@ -153,7 +163,7 @@ func (l *Lever) End(p SetParams, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: %s is shorter than %s, the fleet's cache period: the fleet might never see it; freeze for longer", ErrBadDuration,
 			human.Duration(d), human.Duration(MinFor))
 	}
-	if l.max > 0 && d > l.max {
+	if d > l.max {
 		return time.Time{}, fmt.Errorf("%w: %s is longer than the context's max-override (%s): freeze for at most %s, and freeze again before it ends to extend it",
 			ErrBadDuration, human.Duration(d.Truncate(time.Second)), human.Duration(l.max), human.Duration(l.max))
 	}
