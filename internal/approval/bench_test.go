@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/lever/builtin"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -125,12 +126,12 @@ func onPolicy(tb testing.TB, name string, text []byte) (*counting, *approval.Ser
 	tb.Cleanup(func() { _ = s.Close() })
 	c := &counting{s: s}
 	clk := clock.NewFake(time.Date(2026, 11, 29, 19, 0, 0, 0, time.UTC))
-	set, err := policy.Parse(approval.PolicySchema(builtin.Specs()), name, text)
+	set, err := policy.Parse(approval.PolicySchema(levertest.Specs()), name, text)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	log := audit.NewLog(c, clk, "test")
-	if _, err := policy.NewPolicies(c, clk, approval.PolicySchema(builtin.Specs())).Set(context.Background(), log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, name); err != nil {
+	if _, err := policy.NewPolicies(c, clk, approval.PolicySchema(levertest.Specs())).Set(context.Background(), log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, name); err != nil {
 		tb.Fatal(err)
 	}
 	return c, approval.NewService(c, clk, leversOn(c, clk, breaker.DurationPolicy{}), "test"), log, clk
@@ -223,13 +224,13 @@ when { context.approvals >= 2 };
 // setPolicy sets text as c's table's policy, uncounted.
 func setPolicy(tb testing.TB, c *counting, log *audit.Log, text string) {
 	tb.Helper()
-	set, err := policy.Parse(approval.PolicySchema(builtin.Specs()), "policy.cedar", []byte(text))
+	set, err := policy.Parse(approval.PolicySchema(levertest.Specs()), "policy.cedar", []byte(text))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	c.off.Store(true)
 	defer c.off.Store(false)
-	if _, err := policy.NewPolicies(c, nil, approval.PolicySchema(builtin.Specs())).Set(context.Background(), log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "bench"); err != nil {
+	if _, err := policy.NewPolicies(c, nil, approval.PolicySchema(levertest.Specs())).Set(context.Background(), log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "bench"); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/kosha-platform/koshactl/internal/lever/builtin"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"testing"
 
@@ -108,7 +108,7 @@ func TestTheBuiltInKindsMakeTheSchemaPoliciesHad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := approval.PolicySchema(builtin.Specs()).Text; got != string(want) {
+	if got := approval.PolicySchema(levertest.Specs()).Text; got != string(want) {
 		t.Errorf("schema:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // TestVerifyDoesNotAllocate pins the data-plane promise: verifying a valid
-// header against a KeySet allocates nothing once the HMAC pool is warm.
+// header against a chaostest.KeySet allocates nothing once the HMAC pool is warm.
 func TestVerifyDoesNotAllocate(t *testing.T) {
 	cur, prev := testKey(t, 1), testKey(t, 2)
 	v := mustVerifier(t, mustKeySet(t, cur, prev), chaos.Options{})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 )
 
 // benchSetup returns a verifier over a two-key set (current and previous,
@@ -14,7 +15,7 @@ import (
 func benchSetup(b *testing.B) (*chaos.Verifier, string, time.Time) {
 	cur, prev := testKey(b, 1), testKey(b, 2)
 	v := mustVerifier(b, mustKeySet(b, cur, prev), chaos.Options{})
-	f := chaos.Fields{Target: chaos.TargetScreeningSim, Fault: chaos.FaultLatency, Ms: 250, P: chaos.ProbUnits(5000), Exp: t0.Add(5 * time.Minute).Unix(), JTI: "q8fZ0m3uXh7yLp2NaVbW4g"}
+	f := chaos.Fields{Target: chaos.TargetScreeningSim, Fault: chaos.FaultLatency, Ms: 250, P: chaos.Prob(5000), Exp: t0.Add(5 * time.Minute).Unix(), JTI: "q8fZ0m3uXh7yLp2NaVbW4g"}
 	return v, signAt(b, prev, f), t0
 }
 
@@ -79,7 +80,7 @@ func BenchmarkSign(b *testing.B) {
 	f := chaos.Fields{Target: chaos.TargetCoreAPI, Fault: chaos.FaultError, P: chaos.ProbOne, Exp: t0.Unix(), JTI: "q8fZ0m3uXh7yLp2NaVbW4g"}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := chaos.Sign(key, f); err != nil {
+		if _, err := chaostest.Sign(key, f); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,9 +12,9 @@
 //
 //   - [Fields], [Target], [Fault] and [Prob] model what a header says; Prob
 //     is fixed-point (1/10000) so every probability has one exact spelling.
-//   - [Sign] turns a [Key] and Fields into a value; [Parse] turns a value
-//     back into a [Header], strictly, naming the offending field in a
-//     [*FieldError] when it cannot.
+//   - [SignHeader] turns a [Key] and Fields into a signed [Header];
+//     [Parse] turns a value back into a Header, strictly, naming the
+//     offending field in a [*FieldError] when it cannot.
 //   - [Minter] mints headers for `koshactl chaos sign`: defaults, the hard
 //     15-minute cap, a random jti, and a [MintRecord] for the audit log.
 //   - [Verifier] checks a value (syntax, target, kid, signature, expiry,

@@ -206,18 +206,6 @@ type Prob uint16
 // ProbOne is probability 1: the fault applies to every call.
 const ProbOne Prob = 10000
 
-// ProbUnits returns the probability n/10000. An n outside 0..10000 gives a
-// Prob that is not [Prob.Valid] (rather than wrapping around into range).
-func ProbUnits(n int) Prob {
-	if n < 0 {
-		return 0
-	}
-	if n > int(ProbOne) {
-		return ProbOne + 1
-	}
-	return Prob(n)
-}
-
 // Valid reports whether 0 < p <= 1.
 func (p Prob) Valid() bool { return p >= 1 && p <= ProbOne }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 )
 
 func TestParseProbOperatorInput(t *testing.T) {
@@ -62,8 +63,8 @@ func TestParseProbOperatorInput(t *testing.T) {
 // the wire inside a signed header.
 func TestProbEveryValueRoundTrips(t *testing.T) {
 	key := testKey(t, 1)
-	for units := 1; units <= int(chaos.ProbOne); units++ {
-		p := chaos.ProbUnits(units)
+	for p := chaos.Prob(1); p <= chaos.ProbOne; p++ {
+		units := int(p)
 		s := p.String()
 		back, err := chaos.ParseProb(s)
 		if err != nil || back != p {
@@ -73,7 +74,7 @@ func TestProbEveryValueRoundTrips(t *testing.T) {
 			continue // the wire check below is slower; sample it
 		}
 		f := chaos.Fields{Target: chaos.TargetOpenAI, Fault: chaos.FaultError, P: p, Exp: 2000000000, JTI: "abcdefghijklmnop"}
-		v, err := chaos.Sign(key, f)
+		v, err := chaostest.Sign(key, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,21 +83,11 @@ func TestProbEveryValueRoundTrips(t *testing.T) {
 			t.Fatalf("p=%s: header %q parses to p=%v, %v", s, v, h.P, err)
 		}
 	}
-	if got, _ := json.Marshal(chaos.ProbUnits(2500)); string(got) != "0.25" {
+	if got, _ := json.Marshal(chaos.Prob(2500)); string(got) != "0.25" {
 		t.Errorf("JSON of 0.25 is %s", got)
 	}
-	if f := chaos.ProbUnits(5000).Float64(); f != 0.5 {
+	if f := chaos.Prob(5000).Float64(); f != 0.5 {
 		t.Errorf("Float64 of 0.5 is %v", f)
-	}
-}
-
-// TestProbUnitsOutOfRange checks that a unit count outside 0..10000 never
-// wraps around into a valid probability (65537 units must not become 0.0001).
-func TestProbUnitsOutOfRange(t *testing.T) {
-	for _, n := range []int{-1, -65535, 0, 10001, 65536, 65537, 1 << 40} {
-		if p := chaos.ProbUnits(n); p.Valid() {
-			t.Errorf("ProbUnits(%d) = %v, which is valid", n, p)
-		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 )
 
 // newRand returns a seeded generator and logs the seed if the test fails,
@@ -37,7 +38,7 @@ func randomFields(r *mrand.Rand) chaos.Fields {
 	f := chaos.Fields{
 		Target: targets[r.IntN(len(targets))],
 		Fault:  chaos.Faults()[r.IntN(4)],
-		P:      chaos.ProbUnits(1 + r.IntN(int(chaos.ProbOne))),
+		P:      chaos.Prob(1 + r.IntN(int(chaos.ProbOne))), //nolint:gosec // G115: 1..ProbOne (10000) fits
 		Exp:    1 + r.Int64N(99999999999),
 	}
 	if f.Fault == chaos.FaultLatency {
@@ -169,7 +170,7 @@ func FuzzVerify(f *testing.F) {
 		}
 		// Accepted: re-signing the parsed fields must give the same bytes.
 		key, _ := ks.ByKID(ctx, h.KID)
-		again, serr := chaos.Sign(key, h.Fields)
+		again, serr := chaostest.Sign(key, h.Fields)
 		if serr != nil || again != value {
 			t.Fatalf("accepted %q, but signing its fields gives %q (%v)", value, again, serr)
 		}
@@ -189,7 +190,7 @@ func FuzzSignRoundTrip(f *testing.F) {
 			return
 		}
 		fields := chaos.Fields{Target: chaos.Target(target), Fault: chaos.Fault(fault), Ms: ms, P: chaos.Prob(p), Exp: exp, JTI: jti}
-		value, err := chaos.Sign(key, fields)
+		value, err := chaostest.Sign(key, fields)
 		if verr := fields.Validate(); (err == nil) != (verr == nil) {
 			t.Fatalf("Sign error %v but Validate error %v", err, verr)
 		}
@@ -208,7 +209,7 @@ func FuzzSignRoundTrip(f *testing.F) {
 		if ttl := 1 + int64(uint64(exp)%900); exp-ttl > 0 { //nolint:gosec // G115: any exp picks some ttl
 			f2 := fields
 			f2.IAT = exp - ttl
-			v2, err := chaos.Sign(key, f2)
+			v2, err := chaostest.Sign(key, f2)
 			if err != nil {
 				t.Fatalf("v=2 sign of %+v: %v", f2, err)
 			}

@@ -42,8 +42,8 @@ var ErrRepeatedHeader = errors.New("more than one chaos header")
 // carries iat, the instant it was issued, which the freeze rule compares
 // with the end of the fleet's last freeze (docs/contracts/freeze.md); a
 // v=1 header has none, and counts as issued at exp minus [MaxTTL], the
-// earliest it can have been minted. [Sign] writes v=2 when its fields have
-// an IAT, v=1 otherwise; a [Minter] always sets one.
+// earliest it can have been minted. [SignHeader] writes v=2 when its fields
+// have an IAT, v=1 otherwise; a [Minter] always sets one.
 const (
 	Version1 = 1
 	Version2 = 2
@@ -104,9 +104,9 @@ func (h *Header) SigningInput() string { return h.value[:h.signedLen] }
 func (h *Header) SigString() string { return string(appendB64(nil, h.Sig[:])) }
 
 // Encode serializes h from its fields, KID and Sig. The grammar admits one
-// spelling per header, so for a header returned by [Parse] or [Sign] this
-// equals [Header.Value]; verifiers never need it (they check the exact bytes
-// received).
+// spelling per header, so for a header returned by [Parse] or [SignHeader]
+// this equals [Header.Value]; verifiers never need it (they check the exact
+// bytes received).
 func (h *Header) Encode() string {
 	b := appendSigningInput(make([]byte, 0, 192), h.KID, &h.Fields)
 	b = append(b, ";sig="...)

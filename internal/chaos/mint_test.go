@@ -147,7 +147,7 @@ func TestMintJTIIsRandom(t *testing.T) {
 func TestMintedOutputs(t *testing.T) {
 	key := testKey(t, 1)
 	m := mustMinter(t, mustKeySet(t, key), chaos.MinterOptions{Clock: clock.NewFake(t0)})
-	got, err := m.Mint(context.Background(), chaos.MintRequest{Target: chaos.TargetPostgres, Fault: chaos.FaultLatency, Ms: 750, P: chaos.ProbUnits(2500), TTL: 90 * time.Second})
+	got, err := m.Mint(context.Background(), chaos.MintRequest{Target: chaos.TargetPostgres, Fault: chaos.FaultLatency, Ms: 750, P: chaos.Prob(2500), TTL: 90 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,20 +4,11 @@ import (
 	"fmt"
 )
 
-// Sign validates f and returns the signed header value for it under key:
+// SignHeader validates f and returns the signed header for it under key:
 // the signing input "v=2;kid=<kid of key>;target=...;jti=..." (v=1, without
 // iat, when f has no IAT) followed by ";sig=" and the unpadded base64url
-// HMAC-SHA256 of the signing input.
+// HMAC-SHA256 of the signing input; [Header.Value] is the header's value.
 // It does not look at the clock or at a context's targets; [Minter] does.
-func Sign(key Key, f Fields) (string, error) {
-	h, err := SignHeader(key, f)
-	if err != nil {
-		return "", err
-	}
-	return h.value, nil
-}
-
-// SignHeader is [Sign] returning the parsed form of the signed header.
 func SignHeader(key Key, f Fields) (Header, error) {
 	if key.IsZero() {
 		return Header{}, fmt.Errorf("sign chaos header: %w: no key", ErrInvalidKey)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 	"github.com/kosha-platform/koshactl/internal/testutil/vectors"
 )
 
@@ -361,7 +362,7 @@ func (b *vectorBuilder) fuzzCorpus() {
 			continue
 		}
 		fault, p := chaos.Fault(num(a[1])), chaos.Prob(num(a[3])) //nolint:gosec // G115: the corpus holds a uint8 and a uint16 here
-		value, err := chaos.Sign(key, chaos.Fields{Target: chaos.Target(fs.Target), Fault: fault, Ms: fs.Ms, P: p, Exp: fs.Exp, JTI: fs.JTI})
+		value, err := chaostest.Sign(key, chaos.Fields{Target: chaos.Target(fs.Target), Fault: fault, Ms: fs.Ms, P: p, Exp: fs.Exp, JTI: fs.JTI})
 		if err != nil {
 			fs.Error = true
 		} else {
@@ -377,7 +378,7 @@ func (b *vectorBuilder) verifier(names []string, opts chaos.Options) *chaos.Veri
 	for _, n := range names {
 		ks = append(ks, b.keys[n])
 	}
-	set, err := chaos.NewKeySet(ks[0], ks[1:]...)
+	set, err := chaostest.NewKeySet(ks[0], ks[1:]...)
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 	"github.com/kosha-platform/koshactl/internal/testutil/vectors"
 )
 
@@ -162,7 +163,7 @@ func (e *vectorEnv) verifier(names []string) *chaos.Verifier {
 	for _, n := range names {
 		ks = append(ks, e.keys[n])
 	}
-	set, err := chaos.NewKeySet(ks[0], ks[1:]...)
+	set, err := chaostest.NewKeySet(ks[0], ks[1:]...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestVectorsInvalid(t *testing.T) {
 			if !errors.As(r.Err(), &ce) || string(ce.Check) != v.Check {
 				t.Errorf("explain's first failure is %v, want the %s check", r.Err(), v.Check)
 			}
-			if res := r.Result(chaos.Check(v.Check)); res.Outcome != chaos.OutcomeFail || res.Reason == "" {
+			if res := chaostest.Result(r, chaos.Check(v.Check)); res.Outcome != chaos.OutcomeFail || res.Reason == "" {
 				t.Errorf("explain's %s result %+v, want a failure with a reason", v.Check, res)
 			}
 		})

@@ -228,8 +228,9 @@ func (v *Verifier) allowed(t Target) bool { return slices.Contains(v.targets, t)
 // header. When the value parsed, the header is returned even on failure, so
 // [NewRejection] can record its kid, target and jti.
 //
-// Verify is the data-plane path: with a [KeySet] it does not allocate
-// unless the header is rejected.
+// Verify is the data-plane path: with a keyring whose lookups do not
+// allocate (chaostest.KeySet) it does not allocate unless the header is
+// rejected.
 func (v *Verifier) Verify(ctx context.Context, value string) (Header, error) {
 	return v.VerifyAt(ctx, value, v.clock.Now())
 }
@@ -384,16 +385,6 @@ type Report struct {
 // failed check, or, when the keyring or the freeze could not be read, that
 // error (which is not a *CheckError).
 func (r *Report) Err() error { return r.err }
-
-// Result returns the result of check c.
-func (r *Report) Result(c Check) CheckResult {
-	for _, cr := range r.Checks {
-		if cr.Check == c {
-			return cr
-		}
-	}
-	return CheckResult{Check: c, Outcome: OutcomeSkip}
-}
 
 // Explain runs every check on value at the verifier clock's now.
 func (v *Verifier) Explain(ctx context.Context, value string) *Report {

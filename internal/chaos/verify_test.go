@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 	"github.com/kosha-platform/koshactl/internal/clock"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func mustKeySet(t testing.TB, current chaos.Key, previous ...chaos.Key) *chaos.KeySet {
+func mustKeySet(t testing.TB, current chaos.Key, previous ...chaos.Key) *chaostest.KeySet {
 	t.Helper()
-	ks, err := chaos.NewKeySet(current, previous...)
+	ks, err := chaostest.NewKeySet(current, previous...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func mustVerifier(t testing.TB, kr chaos.Keyring, opts chaos.Options) *chaos.Ver
 
 func signAt(t testing.TB, key chaos.Key, f chaos.Fields) string {
 	t.Helper()
-	v, err := chaos.Sign(key, f)
+	v, err := chaostest.Sign(key, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,10 +227,10 @@ func TestExplainRunsEveryCheck(t *testing.T) {
 				t.Errorf("check %d: %+v, want %s passing with a reason", i, r.Checks[i], c)
 			}
 		}
-		if s := r.Result(chaos.CheckExpiry).Reason; !strings.Contains(s, "in 4m") {
+		if s := chaostest.Result(r, chaos.CheckExpiry).Reason; !strings.Contains(s, "in 4m") {
 			t.Errorf("expiry reason %q", s)
 		}
-		if s := r.Result(chaos.CheckCap).Reason; !strings.Contains(s, "15m cap plus 30s") {
+		if s := chaostest.Result(r, chaos.CheckCap).Reason; !strings.Contains(s, "15m cap plus 30s") {
 			t.Errorf("cap reason %q", s)
 		}
 	})
@@ -246,7 +247,7 @@ func TestExplainRunsEveryCheck(t *testing.T) {
 			chaos.CheckSignature: chaos.OutcomeFail, chaos.CheckExpiry: chaos.OutcomeFail, chaos.CheckCap: chaos.OutcomePass,
 		}
 		for c, o := range want {
-			if got := r.Result(c); got.Outcome != o {
+			if got := chaostest.Result(r, c); got.Outcome != o {
 				t.Errorf("%s: %+v, want %s", c, got, o)
 			}
 		}
@@ -257,12 +258,12 @@ func TestExplainRunsEveryCheck(t *testing.T) {
 
 	t.Run("syntax failure skips the rest", func(t *testing.T) {
 		r := v.Explain(ctx, "v=1;kid=nope")
-		if r.Header != nil || r.Result(chaos.CheckSyntax).Outcome != chaos.OutcomeFail || r.Result(chaos.CheckSyntax).Field != "kid" {
+		if r.Header != nil || chaostest.Result(r, chaos.CheckSyntax).Outcome != chaos.OutcomeFail || chaostest.Result(r, chaos.CheckSyntax).Field != "kid" {
 			t.Fatalf("report %+v", r.Checks)
 		}
 		for _, c := range chaos.Checks()[1:] {
-			if r.Result(c).Outcome != chaos.OutcomeSkip {
-				t.Errorf("%s ran after a syntax failure: %+v", c, r.Result(c))
+			if chaostest.Result(r, c).Outcome != chaos.OutcomeSkip {
+				t.Errorf("%s ran after a syntax failure: %+v", c, chaostest.Result(r, c))
 			}
 		}
 	})
@@ -345,11 +346,11 @@ func TestFreezeCheck(t *testing.T) {
 			if err := chaos.CheckFreezeRule(&h, tc.rule, t0); checkOf(err) != chaos.CheckFreeze {
 				t.Errorf("CheckFreezeRule: %v", err)
 			}
-			if r := plain.ExplainAt(ctx, value, t0); !r.OK || r.Result(chaos.CheckFreeze).Outcome != chaos.OutcomeSkip {
-				t.Errorf("Explain without a rule: %+v", r.Result(chaos.CheckFreeze))
+			if r := plain.ExplainAt(ctx, value, t0); !r.OK || chaostest.Result(r, chaos.CheckFreeze).Outcome != chaos.OutcomeSkip {
+				t.Errorf("Explain without a rule: %+v", chaostest.Result(r, chaos.CheckFreeze))
 			}
-			if r := v.ExplainAt(ctx, value, t0); r.OK || r.Result(chaos.CheckFreeze).Outcome != chaos.OutcomeFail {
-				t.Errorf("Explain with the rule: %+v", r.Result(chaos.CheckFreeze))
+			if r := v.ExplainAt(ctx, value, t0); r.OK || chaostest.Result(r, chaos.CheckFreeze).Outcome != chaos.OutcomeFail {
+				t.Errorf("Explain with the rule: %+v", chaostest.Result(r, chaos.CheckFreeze))
 			}
 		})
 	}
@@ -376,13 +377,13 @@ func TestKeyringFailureIsNotAVerdict(t *testing.T) {
 	if r.OK || !errors.Is(r.Err(), denied) {
 		t.Fatalf("Explain err %v", r.Err())
 	}
-	if got := r.Result(chaos.CheckKID); got.Outcome != chaos.OutcomeError {
+	if got := chaostest.Result(r, chaos.CheckKID); got.Outcome != chaos.OutcomeError {
 		t.Errorf("kid: %+v, want error", got)
 	}
-	if got := r.Result(chaos.CheckSignature); got.Outcome != chaos.OutcomeSkip {
+	if got := chaostest.Result(r, chaos.CheckSignature); got.Outcome != chaos.OutcomeSkip {
 		t.Errorf("signature: %+v, want skip", got)
 	}
-	if got := r.Result(chaos.CheckExpiry); got.Outcome != chaos.OutcomePass {
+	if got := chaostest.Result(r, chaos.CheckExpiry); got.Outcome != chaos.OutcomePass {
 		t.Errorf("expiry still checked: %+v", got)
 	}
 }

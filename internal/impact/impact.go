@@ -58,7 +58,7 @@ type Report struct {
 	// obeys its override.
 	Dependencies []Dependency `json:"dependencies"`
 	// Tools are the tools whose behaviour the forced dependencies name, in
-	// [Tools] order: every one whose behaviour changes, and those the
+	// [ToolNames] order: every one whose behaviour changes, and those the
 	// matrix says stay unaffected (SQS's writes, core-api's health).
 	Tools []ToolImpact `json:"tools"`
 	// ForSeconds is how long the overrides hold; 0 means until cleared.

@@ -76,10 +76,7 @@ var tools = []Tool{
 	{Name: ToolGetServiceHealth, Noun: "health check"},
 }
 
-// Tools returns the design's tools, in the order the LLD lists them.
-func Tools() []Tool { return slices.Clone(tools) }
-
-// ToolNames returns the tools' names, in [Tools] order.
+// ToolNames returns the tools' names, in the order the LLD lists them.
 func ToolNames() []string {
 	out := make([]string, len(tools))
 	for i, t := range tools {
@@ -134,7 +131,7 @@ type Row struct {
 	// false means no instance obeys such an override, and the row is what
 	// happens when the dependency itself is down.
 	Breaker bool `json:"breaker"`
-	// Effects are the tools the row names, in [Tools] order; every other
+	// Effects are the tools the row names, in [ToolNames] order; every other
 	// tool is unaffected.
 	Effects []Effect `json:"effects"`
 	// Platform is what changes beyond the tools' answers ("" when

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox/memstore"
@@ -74,7 +75,7 @@ func TestFreezeGaugesOfTheSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, _ := chaos.NewKeySet(key)
+	ks, _ := chaostest.NewKeySet(key)
 	cfg := sandbox.DefaultConfig()
 	cfg.TimeScale, cfg.ChaosEnabled, cfg.Instances, cfg.IgnoreOverrides = 20, true, 3, []int{2}
 	cfg.Downstreams, _ = sandbox.Profile(sandbox.ProfileInstant)

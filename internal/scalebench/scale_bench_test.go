@@ -29,6 +29,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/store/dynamo/dynamotest"
 	"github.com/kosha-platform/koshactl/internal/testutil/clitest"
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
@@ -206,22 +207,7 @@ func loaded(b testing.TB, buckets int) *table {
 			Subject: subject, Context: "dev", Outcome: "ok"}.Item())
 	}
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	per := (len(items) + 7) / 8
-	for w := range 8 {
-		part := items[min(w*per, len(items)):min((w+1)*per, len(items))]
-		wg.Go(func() {
-			if err := s.PutBatch(context.Background(), part); err != nil {
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
+	dynamotest.PutBatch(b, moto.Config(b, server), name, items)
 	t := &table{endpoint: server, name: name, loadTime: time.Since(start), items: len(items), counter: newCounter(b, server)}
 	if _, _, err := levertest.Force(context.Background(), s, clock.NewFake(now), audit.NewLog(s, clock.NewFake(now), "bench"), levertest.Req{Dependency: "openai", Reason: "bench", Actor: "bench", For: 12 * time.Hour}); err != nil {
 		b.Fatal(err)

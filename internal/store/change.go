@@ -61,9 +61,6 @@ func (o Op) PK() string {
 // IsCheck reports whether the op only checks its item ([CheckOp]).
 func (o Op) IsCheck() bool { return o.Put == nil && o.Check != "" }
 
-// IsDelete reports whether the op removes its item ([DeleteOp]).
-func (o Op) IsDelete() bool { return o.Put == nil && o.Check == "" }
-
 // Change is one atomic write of the control table: every op applies, or
 // none does. It is how a lever change and its audit record are written
 // together (docs/contracts/store.md, "One change, one transaction"): the

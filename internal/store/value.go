@@ -41,34 +41,6 @@ type (
 // maxDepth is how deeply DynamoDB lets lists and maps nest.
 const maxDepth = 32
 
-// TypeOf names v's DynamoDB type ("S", "N", "BOOL", …), or "" when v is not
-// a value the store holds.
-func TypeOf(v any) string {
-	switch v.(type) {
-	case string:
-		return "S"
-	case int64, int, float64, Number:
-		return "N"
-	case Bool:
-		return "BOOL"
-	case Null:
-		return "NULL"
-	case Binary:
-		return "B"
-	case List:
-		return "L"
-	case Map:
-		return "M"
-	case StringSet:
-		return "SS"
-	case NumberSet:
-		return "NS"
-	case BinarySet:
-		return "BS"
-	}
-	return ""
-}
-
 // MarshalJSON writes the value in DynamoDB's JSON notation, {"BOOL":true}.
 func (b Bool) MarshalJSON() ([]byte, error) { return MarshalTyped(b) }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"github.com/kosha-platform/koshactl/internal/lever"
-	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"path/filepath"
@@ -69,11 +68,11 @@ func TestDashboardLeversFollowTheTablesPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := policy.Parse(approval.PolicySchema(builtin.Specs()), "four-eyes.cedar", text)
+	set, err := policy.Parse(approval.PolicySchema(levertest.Specs()), "four-eyes.cedar", text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := policy.NewPolicies(st, clk, approval.PolicySchema(builtin.Specs())).Set(ctx, log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
+	if _, err := policy.NewPolicies(st, clk, approval.PolicySchema(levertest.Specs())).Set(ctx, log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
 		t.Fatal(err)
 	}
 	levers := levertest.Levers(st, clk, log)

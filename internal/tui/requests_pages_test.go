@@ -16,7 +16,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
-	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"github.com/kosha-platform/koshactl/internal/policy"
 	"github.com/kosha-platform/koshactl/internal/store"
@@ -57,11 +56,11 @@ func TestRequestsPaneReadsTheFirstPageWithoutAScan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := policy.Parse(approval.PolicySchema(builtin.Specs()), "four-eyes.cedar", text)
+	set, err := policy.Parse(approval.PolicySchema(levertest.Specs()), "four-eyes.cedar", text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := policy.NewPolicies(c, clk, approval.PolicySchema(builtin.Specs())).Set(ctx, log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
+	if _, err := policy.NewPolicies(c, clk, approval.PolicySchema(levertest.Specs())).Set(ctx, log, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
 		t.Fatal(err)
 	}
 	svc := approval.NewService(c, clk, levertest.Levers(c, clk, log), "local")

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys"
 	"github.com/kosha-platform/koshactl/internal/chaos/keys/smfake"
 	"github.com/kosha-platform/koshactl/internal/clock"
@@ -212,10 +213,10 @@ func TestSecretsManagerAccessDenied(t *testing.T) {
 	// Verification cannot decide: it is a keyring error, not a verdict.
 	ver, _ := chaos.NewVerifier(src, chaos.Options{})
 	k, _ := chaos.GenerateKey(nil)
-	value, _ := chaos.Sign(k, chaos.Fields{Target: chaos.TargetCoreAPI, Fault: chaos.FaultError, P: chaos.ProbOne, Exp: time.Now().Add(time.Minute).Unix(), JTI: "abcdefghijklmnopq"})
+	value, _ := chaostest.Sign(k, chaos.Fields{Target: chaos.TargetCoreAPI, Fault: chaos.FaultError, P: chaos.ProbOne, Exp: time.Now().Add(time.Minute).Unix(), JTI: "abcdefghijklmnopq"})
 	r := ver.Explain(ctx, value)
-	if r.OK || !errors.Is(r.Err(), keys.ErrAccessDenied) || r.Result(chaos.CheckKID).Outcome != chaos.OutcomeError {
-		t.Errorf("explain with a denied keyring: %v %+v", r.Err(), r.Result(chaos.CheckKID))
+	if r.OK || !errors.Is(r.Err(), keys.ErrAccessDenied) || chaostest.Result(r, chaos.CheckKID).Outcome != chaos.OutcomeError {
+		t.Errorf("explain with a denied keyring: %v %+v", r.Err(), chaostest.Result(r, chaos.CheckKID))
 	}
 }
 

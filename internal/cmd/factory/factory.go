@@ -28,9 +28,6 @@ import (
 // An Option changes how [NewWith] wires the factory ([base.Option]).
 type Option = base.Option
 
-// WithEnviron is [base.WithEnviron].
-func WithEnviron(environ cmdutil.Environ) Option { return base.WithEnviron(environ) }
-
 // WithoutPermissionWarning is [base.WithoutPermissionWarning].
 func WithoutPermissionWarning() Option { return base.WithoutPermissionWarning() }
 

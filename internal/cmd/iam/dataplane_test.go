@@ -16,6 +16,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmd/factory/base"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
@@ -37,7 +38,7 @@ import (
 func runReal(ctx context.Context, e *clitest.Env, stderr *syncbuf.Buffer, args ...string) (string, int) {
 	ios, _, out, _ := iostreams.Test()
 	ios.ErrOut = stderr
-	code := root.Run(ctx, factory.NewWith(ios, clock.Real{}, factory.WithEnviron(e.Environ())), args)
+	code := root.Run(ctx, factory.NewWith(ios, clock.Real{}, base.WithEnviron(e.Environ())), args)
 	return out.String(), code
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmd/factory/base"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
@@ -39,7 +40,7 @@ func (w *awsWorld) mcpSession(t *testing.T, calls ...mcpCall) ([]map[string]any,
 	ios.In, ios.Out, ios.ErrOut = in, out, errOut
 	done := make(chan int, 1)
 	go func() {
-		done <- root.Run(context.Background(), factory.NewWith(ios, w.Clock, factory.WithEnviron(w.Environ())), []string{"--debug", "--context", "alice", "mcp"})
+		done <- root.Run(context.Background(), factory.NewWith(ios, w.Clock, base.WithEnviron(w.Environ())), []string{"--debug", "--context", "alice", "mcp"})
 	}()
 	send := func(msg map[string]any) {
 		b, _ := json.Marshal(msg)

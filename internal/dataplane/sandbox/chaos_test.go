@@ -10,6 +10,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/testutil/wait"
@@ -87,7 +88,7 @@ func TestIgnoredChaosHeadersAreAudited(t *testing.T) {
 	valid := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, nil)
 	badSig := badSignature(valid)
 	expired := h.mint(chaos.TargetScreeningSim, chaos.FaultError, 0, clock.NewFake(now.Add(-20*time.Minute)))
-	tooLong, err := chaos.Sign(h.key, chaos.Fields{Target: chaos.TargetScreeningSim, Fault: chaos.FaultError, P: chaos.ProbOne,
+	tooLong, err := chaostest.Sign(h.key, chaos.Fields{Target: chaos.TargetScreeningSim, Fault: chaos.FaultError, P: chaos.ProbOne,
 		Exp: now.Add(20 * time.Minute).Unix(), JTI: "cap-test-0123456789abcdef"})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox/memstore"
@@ -73,7 +74,7 @@ func start(t testing.TB, cfg sandbox.Config, opts ...harnessOpt) *harness {
 	t.Helper()
 	st := memstore.New()
 	h := &harness{t: t, store: st, key: testKey(t)}
-	ks, err := chaos.NewKeySet(h.key)
+	ks, err := chaostest.NewKeySet(h.key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func (h *harness) records(action string) []audit.Record {
 // mint signs a header with the harness key.
 func (h *harness) mint(target chaos.Target, fault chaos.Fault, ms int, clk clock.Clock) string {
 	h.t.Helper()
-	ks, _ := chaos.NewKeySet(h.key)
+	ks, _ := chaostest.NewKeySet(h.key)
 	m, err := chaos.NewMinter(ks, chaos.MinterOptions{Clock: clk})
 	if err != nil {
 		h.t.Fatal(err)

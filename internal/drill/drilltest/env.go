@@ -11,6 +11,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/chaos/chaostest"
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
@@ -36,7 +37,7 @@ type Env struct {
 	Overrides *breaker.Overrides
 	Buckets   *ratelimit.Buckets
 	Audit     *audit.Log
-	Keys      *chaos.KeySet
+	Keys      *chaostest.KeySet
 
 	mu      sync.Mutex
 	notices []string
@@ -82,7 +83,7 @@ func newEnvOn(t testing.TB, s store.Store, clk clock.Clock) *Env {
 	e.Audit = audit.NewLog(s, e.Clock, "test")
 	key, err := chaos.GenerateKey(nil)
 	must(err)
-	e.Keys, err = chaos.NewKeySet(key)
+	e.Keys, err = chaostest.NewKeySet(key)
 	must(err)
 	minter, err := chaos.NewMinter(e.Keys, chaos.MinterOptions{Clock: e.Clock})
 	must(err)

@@ -92,7 +92,7 @@ func (m *Store) Transact(ctx context.Context, c store.Change) error {
 		if op.Put != nil && m.has(m.DenyPut, pk) {
 			return fmt.Errorf("change %s: put %s: %w", c.Token, pk, store.ErrCredentials)
 		}
-		if op.IsDelete() && m.has(m.FailDelete, pk) {
+		if op.Put == nil && !op.IsCheck() && m.has(m.FailDelete, pk) {
 			return fmt.Errorf("change %s: delete %s: %w", c.Token, pk, store.ErrUnavailable)
 		}
 		lost = lost || op.Put != nil && m.has(m.LostPut, pk)

@@ -2,7 +2,7 @@ package runner
 
 import (
 	"context"
-	"github.com/kosha-platform/koshactl/internal/lever/builtin"
+	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,11 +60,11 @@ func newFourEyes(t *testing.T) *fourEyesEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := policy.Parse(approval.PolicySchema(builtin.Specs()), "four-eyes.cedar", text)
+	set, err := policy.Parse(approval.PolicySchema(levertest.Specs()), "four-eyes.cedar", text)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := policy.NewPolicies(s, clk, approval.PolicySchema(builtin.Specs())).Set(ctx, e.Audit, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
+	if _, err := policy.NewPolicies(s, clk, approval.PolicySchema(levertest.Specs())).Set(ctx, e.Audit, set, audit.Identity{Actor: "admin", Source: audit.ActorUnverified}, "four eyes"); err != nil {
 		t.Fatal(err)
 	}
 	return &fourEyesEnv{env: e, s: s, svc: approval.NewService(s, clk, e.Deps.Levers, e.Deps.ContextName), clk: clk}

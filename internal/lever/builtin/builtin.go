@@ -23,10 +23,6 @@ import (
 // (the local store scans serially).
 const DynamoSegments = 4
 
-// Specs are the kinds' specs, without a context: what the table's policy,
-// IAM and the docs name.
-func Specs() []lever.Spec { return For(nil, nil, "", config.BuiltinLocal()).Specs() }
-
 // For is the lever kinds of the context named name, on s: each built on
 // first use with the context's settings (a setting a kind cannot use is a
 // usage error naming its fix, for the commands that use that kind).

@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/lever/builtin"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
@@ -25,6 +26,10 @@ type Store = builtin.Store
 func Levers(s Store, clk clock.Clock, log audit.Appender) *lever.Service {
 	return lever.NewService(s, clk, builtin.Kinds(s, clk, builtin.Settings{})).WithLog(log)
 }
+
+// Specs are the built-in kinds' specs, without a context: what the table's
+// policy, IAM and the docs name.
+func Specs() []lever.Spec { return builtin.For(nil, nil, "", config.BuiltinLocal()).Specs() }
 
 // Req is one force as a test asks it.
 type Req struct {

@@ -29,8 +29,6 @@ const (
 	BatchAttempts = 8
 	batchMinDelay = 10 * time.Millisecond
 	batchMaxDelay = time.Second
-	// maxBatchWrite is the most items one BatchWriteItem request may carry.
-	maxBatchWrite = 25
 )
 
 // backoff returns the delay before retry attempt n (1-based): exponential
@@ -144,46 +142,6 @@ func (s *Store) batchGetChunk(ctx context.Context, pks []string) ([]store.Item, 
 		left.ConsistentRead = aws.Bool(true)
 		req = map[string]types.KeysAndAttributes{s.table: left}
 	}
-}
-
-// PutBatch writes items unconditionally with BatchWriteItem (25 items a
-// request), retrying unprocessed items with backoff. It is for loading and
-// copying data (benchmarks, fixtures): operator changes use the conditional
-// [Store.Put].
-func (s *Store) PutBatch(ctx context.Context, items []store.Item) error {
-	for chunk := range slices.Chunk(items, maxBatchWrite) {
-		reqs := make([]types.WriteRequest, 0, len(chunk))
-		for _, it := range chunk {
-			if err := it.Validate(); err != nil {
-				return fmt.Errorf("put batch: %w", err)
-			}
-			av, err := marshal(store.Normalize(it))
-			if err != nil {
-				return fmt.Errorf("put batch: %w", err)
-			}
-			reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: av}})
-		}
-		req := map[string][]types.WriteRequest{s.table: reqs}
-		for attempt := 1; ; attempt++ {
-			out, err := s.client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: req})
-			if err != nil {
-				return s.classify(ctx, "put batch", "", err)
-			}
-			left := out.UnprocessedItems[s.table]
-			if len(left) == 0 {
-				break
-			}
-			if attempt == BatchAttempts {
-				return fmt.Errorf("put batch on %s: %d items still unprocessed after %d requests: %w",
-					s.Describe(), len(left), attempt, store.ErrThrottled)
-			}
-			if err := s.wait(ctx, backoff(attempt)); err != nil {
-				return fmt.Errorf("put batch: %w", err)
-			}
-			req = map[string][]types.WriteRequest{s.table: left}
-		}
-	}
-	return nil
 }
 
 // Query reads one partition of an index (eventually consistent: global

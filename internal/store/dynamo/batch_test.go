@@ -373,9 +373,7 @@ func TestScanConsumedCapacityAndRate(t *testing.T) {
 	for i := range 300 {
 		items = append(items, store.Item{store.PK: fmt.Sprintf("rl#%03d", i), "pad": strings.Repeat("x", 900)})
 	}
-	if err := s.PutBatch(t.Context(), items); err != nil {
-		t.Fatalf("PutBatch: %v", err)
-	}
+	dynamotest.PutBatch(t, moto.Config(t, endpoint), base.Table(), items)
 	now := time.Unix(1_800_000_000, 0)
 	var slept time.Duration
 	rate := &store.ScanRate{UnitsPerSecond: 20,

@@ -293,7 +293,7 @@ func TestEveryAttributeTypeWrittenByTheSDK(t *testing.T) {
 			t.Errorf("%s: %d attributes, want %d: %v", what, len(got), len(want), got)
 		}
 		for k, w := range want {
-			if store.TypeOf(got[k]) != store.TypeOf(w) || !store.Equal(got[k], w) {
+			if storetest.TypeOf(got[k]) != storetest.TypeOf(w) || !store.Equal(got[k], w) {
 				t.Errorf("%s: %s = %#v, want %#v", what, k, got[k], w)
 			}
 		}

@@ -205,9 +205,6 @@ func (s *Store) migrateOnce(ctx context.Context) error {
 // Describe returns "sqlite <path>".
 func (s *Store) Describe() string { return "sqlite " + s.path }
 
-// Path returns the database file's absolute path.
-func (s *Store) Path() string { return s.path }
-
 // Close closes the database. Operations after Close fail.
 func (s *Store) Close() error { return s.db.Close() }
 

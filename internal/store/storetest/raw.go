@@ -159,3 +159,51 @@ var EveryType = map[string]Attr{
 	"t_ns":   {Type: "NS", Text: `["7","0.25"]`},
 	"t_bs":   {Type: "BS", Text: `["aGk=","AA=="]`},
 }
+
+// TypeOf names v's DynamoDB type ("S", "N", "BOOL", …), or "" when v is not
+// a value the store holds.
+func TypeOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "S"
+	case int64, int, float64, store.Number:
+		return "N"
+	case store.Bool:
+		return "BOOL"
+	case store.Null:
+		return "NULL"
+	case store.Binary:
+		return "B"
+	case store.List:
+		return "L"
+	case store.Map:
+		return "M"
+	case store.StringSet:
+		return "SS"
+	case store.NumberSet:
+		return "NS"
+	case store.BinarySet:
+		return "BS"
+	}
+	return ""
+}
+
+// AttributeValues is it as the AWS SDK's values, built from each value's
+// DynamoDB JSON notation (store.MarshalTyped), not with the DynamoDB
+// store's codec.
+func AttributeValues(tb testing.TB, it store.Item) map[string]types.AttributeValue {
+	tb.Helper()
+	av := make(map[string]types.AttributeValue, len(it))
+	for k, v := range it {
+		b, err := store.MarshalTyped(v)
+		if err != nil {
+			tb.Fatalf("attribute %q: %v", k, err)
+		}
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			tb.Fatalf("attribute %q: %v", k, err)
+		}
+		av[k] = attributeValue(tb, doc)
+	}
+	return av
+}

@@ -272,8 +272,8 @@ func sameValues(t *testing.T, what string, got, want store.Item) {
 	}
 	for k, w := range want {
 		g := got[k]
-		if store.TypeOf(g) != store.TypeOf(w) || !store.Equal(g, w) {
-			t.Errorf("%s: %s = %s %#v, want %s %#v", what, k, store.TypeOf(g), g, store.TypeOf(w), w)
+		if TypeOf(g) != TypeOf(w) || !store.Equal(g, w) {
+			t.Errorf("%s: %s = %s %#v, want %s %#v", what, k, TypeOf(g), g, TypeOf(w), w)
 		}
 	}
 }
@@ -340,7 +340,7 @@ func testEveryType(t *testing.T, s store.Store) {
 			for _, v := range others[k] {
 				err := s.Delete(ctx(t), "types#1", store.IfEquals(k, v))
 				if !errors.Is(err, store.ErrConditionFailed) {
-					t.Errorf("Delete if %s = %s %#v: %v, want ErrConditionFailed", k, store.TypeOf(v), v, err)
+					t.Errorf("Delete if %s = %s %#v: %v, want ErrConditionFailed", k, TypeOf(v), v, err)
 				}
 				var ce *store.ConditionError
 				if errors.As(err, &ce) && ce.Current != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/cmd/cmdenv"
 	"github.com/kosha-platform/koshactl/internal/cmd/factory"
+	"github.com/kosha-platform/koshactl/internal/cmd/factory/base"
 	"github.com/kosha-platform/koshactl/internal/cmd/root"
 	"github.com/kosha-platform/koshactl/internal/cmdutil"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
@@ -63,7 +64,7 @@ type Option func(*Env)
 // Parallel is for a test that runs in parallel (it has called t.Parallel,
 // or its parent has): New then keeps the CLI's environment out of the
 // process, and the variables reach koshactl only through its factory
-// ([factory.WithEnviron]). Without it New calls t.Setenv, which the testing
+// ([base.WithEnviron]). Without it New calls t.Setenv, which the testing
 // package forbids in a parallel test. Such a test sets a variable for its
 // CLI with [Env.Setenv], never t.Setenv.
 func Parallel() Option { return func(e *Env) { e.parallel = true } }
@@ -128,7 +129,7 @@ func (e *Env) Environ() cmdutil.Environ {
 // Factory returns the production factory on ios with this installation's
 // clock and environment, for tests that drive a command past [Env.Run].
 func (e *Env) Factory(ios *iostreams.IOStreams) *cmdenv.Factory {
-	return factory.NewWith(ios, e.Clock, factory.WithEnviron(e.Environ()))
+	return factory.NewWith(ios, e.Clock, base.WithEnviron(e.Environ()))
 }
 
 // ConfigPath returns the config file koshactl reads (KOSHACTL_CONFIG); it

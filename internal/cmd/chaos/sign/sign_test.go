@@ -47,7 +47,7 @@ func TestFlagDefaults(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if !got.MsSet || got.Ms != 250 || got.P != chaos.ProbUnits(2500) || got.TTL != 15*time.Minute || got.KeyFile != "k" || got.Output != "curl" {
+	if !got.MsSet || got.Ms != 250 || got.P != chaos.Prob(2500) || got.TTL != 15*time.Minute || got.KeyFile != "k" || got.Output != "curl" {
 		t.Errorf("parsed = %+v", got)
 	}
 

@@ -6,8 +6,11 @@ package dynamotest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -15,7 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/store/dynamo"
+	"github.com/kosha-platform/koshactl/internal/store/storetest"
 	"github.com/kosha-platform/koshactl/internal/testutil/moto"
 )
 
@@ -103,4 +108,43 @@ func NewLegacyStore(tb testing.TB, endpoint string) *dynamo.Store {
 		tb.Fatalf("init legacy table for %s: %v", tb.Name(), err)
 	}
 	return s
+}
+
+// PutBatch loads items into table unconditionally with BatchWriteItem (25
+// items a request, 8 writers at once), as benchmarks and fixtures fill a
+// big table; operator changes go through the store's conditional writes.
+func PutBatch(tb testing.TB, cfg aws.Config, table string, items []store.Item) {
+	tb.Helper()
+	client := dynamodb.NewFromConfig(cfg)
+	var reqs []types.WriteRequest
+	for _, it := range items {
+		reqs = append(reqs, types.WriteRequest{PutRequest: &types.PutRequest{Item: storetest.AttributeValues(tb, it)}})
+	}
+	chunks := slices.Collect(slices.Chunk(reqs, 25))
+	errs := make([]error, len(chunks))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, chunk := range chunks {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			req := map[string][]types.WriteRequest{table: chunk}
+			for attempt := 1; len(req[table]) > 0; attempt++ {
+				if attempt > 8 {
+					errs[i] = fmt.Errorf("%d items still unprocessed after 8 requests", len(req[table]))
+					return
+				}
+				out, err := client.BatchWriteItem(context.Background(), &dynamodb.BatchWriteItemInput{RequestItems: req})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				req = out.UnprocessedItems
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		tb.Fatalf("load %d items into %s: %v", len(items), table, err)
+	}
 }
