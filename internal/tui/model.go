@@ -384,21 +384,30 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if m.table.filtering {
 		return m.filterKey(msg)
 	}
-	switch m.mode {
-	case modeHelp:
-		switch {
-		case key.Matches(msg, k.Quit):
-			m.quitting = true
-			return m, tea.Quit
-		case key.Matches(msg, k.Help, k.Back):
-			m.mode = modeTable
-		}
+	// The keys every view shares: quit; back to the table (the table's own
+	// back clears its filter); help, which the help view closes; refresh.
+	switch {
+	case key.Matches(msg, k.Quit):
+		m.quitting = true
+		return m, tea.Quit
+	case m.mode != modeTable && key.Matches(msg, k.Back), m.mode == modeHelp && key.Matches(msg, k.Help):
+		m.mode = modeTable
 		return m, nil
+	case m.mode == modeHelp:
+		return m, nil
+	case key.Matches(msg, k.Help):
+		m.mode = modeHelp
+		return m, nil
+	case key.Matches(msg, k.Refresh):
+		m.status, m.statusIsErr = statusRefreshing, false
+		return m, m.refresh()
+	}
+	switch m.mode {
 	case modeDetail:
 		return m.detailKey(msg)
 	case modeRequests:
 		return m.requestsKey(msg)
-	case modeTable:
+	default:
 		// The table's keys, below.
 	}
 	return m.tableKey(msg)
@@ -408,9 +417,6 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
 	page := max(m.tableHeight()-1, 1)
 	switch {
-	case key.Matches(msg, k.Quit):
-		m.quitting = true
-		return m, tea.Quit
 	case key.Matches(msg, k.Up):
 		m.table.move(m.rows, -1, m.tableHeight())
 	case key.Matches(msg, k.Down):
@@ -453,11 +459,6 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.table.filter.SetValue("")
 			m.applyFilter()
 		}
-	case key.Matches(msg, k.Refresh):
-		m.status, m.statusIsErr = statusRefreshing, false
-		return m, m.refresh()
-	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
 	}
 	return m, nil
 }
@@ -465,29 +466,17 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 func (m Model) detailKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
 	switch {
-	case key.Matches(msg, k.Quit):
-		m.quitting = true
-		return m, tea.Quit
-	case key.Matches(msg, k.Back):
-		m.mode = modeTable
 	case key.Matches(msg, k.Requests):
 		return m.openRequests()
 	case key.Matches(msg, k.Force):
 		return m.openForce()
 	case key.Matches(msg, k.Clear):
 		return m.openClear()
-	case key.Matches(msg, k.Refresh):
-		m.status, m.statusIsErr = statusRefreshing, false
-		return m, m.refresh()
-	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
-	default:
-		// Scrolling is the pane's.
-		var cmd tea.Cmd
-		m.detail, cmd = m.detail.update(msg)
-		return m, cmd
 	}
-	return m, nil
+	// Scrolling is the pane's.
+	var cmd tea.Cmd
+	m.detail, cmd = m.detail.update(msg)
+	return m, cmd
 }
 
 func (m Model) filterKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
@@ -730,21 +719,3 @@ func fleetResult(msg fleetMsg) (text string, isErr, ok bool) {
 	}
 	return fmt.Sprintf("%s: the fleet did NOT confirm it within %s: %s", cv.Dependency, human.Duration(msg.res.Timeout), why), true, true
 }
-
-// Rows returns the merged statuses, in table order (tests assert on it).
-func (m Model) Rows() []metrics.DependencyStatus {
-	out := make([]metrics.DependencyStatus, len(m.rows))
-	for i, r := range m.rows {
-		out[i] = r.DependencyStatus
-	}
-	return out
-}
-
-// Status returns the status line's text and whether it reports an error.
-func (m Model) Status() (string, bool) { return m.status, m.statusIsErr }
-
-// Selected returns the dependency under the cursor ("" when none).
-func (m Model) Selected() string { return m.table.selected }
-
-// Quitting reports whether the model asked the program to quit.
-func (m Model) Quitting() bool { return m.quitting }

@@ -203,11 +203,6 @@ func (m Model) openRequests() (tea.Model, tea.Cmd) {
 func (m Model) requestsKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
 	switch {
-	case key.Matches(msg, k.Quit):
-		m.quitting = true
-		return m, tea.Quit
-	case key.Matches(msg, k.Back):
-		m.mode = modeTable
 	case key.Matches(msg, k.Up):
 		m.requests.move(-1)
 	case key.Matches(msg, k.Down):
@@ -222,11 +217,6 @@ func (m Model) requestsKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.prompt = newRequestPrompt(promptDeny, *r, m.now, m.opts, m.styles)
 			return m, m.prompt.input.Focus()
 		}
-	case key.Matches(msg, k.Refresh):
-		m.status, m.statusIsErr = statusRefreshing, false
-		return m, m.refresh()
-	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
 	}
 	return m, nil
 }

@@ -243,11 +243,9 @@ func (m Model) tableLines(height int) []string {
 		return append(lines, st.Dim.Render("  "+msg))
 	}
 	// The cursor may have been placed for another height; keep it visible.
-	off := m.table.offset
-	if m.table.cursor >= off+rowsHeight {
-		off = m.table.cursor - rowsHeight + 1
-	}
-	off = max(min(off, len(m.table.visible)-rowsHeight), 0)
+	t := m.table
+	t.clamp(rowsHeight)
+	off := t.offset
 	for i := off; i < len(m.table.visible) && i < off+rowsHeight; i++ {
 		lines = append(lines, m.tableRow(&m.rows[m.table.visible[i]], c, i == m.table.cursor))
 	}
