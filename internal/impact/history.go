@@ -1,6 +1,7 @@
 package impact
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -98,12 +99,7 @@ func History(recs []audit.Record, since, until time.Time) []Span {
 			}
 		}
 	}
-	deps := make([]string, 0, len(open))
-	for d := range open {
-		deps = append(deps, d)
-	}
-	slices.Sort(deps)
-	for _, d := range deps {
+	for _, d := range slices.Sorted(maps.Keys(open)) {
 		end(d, open[d], until, EndHolding, nil)
 	}
 	slices.SortStableFunc(out, func(a, b Span) int { return a.From.Compare(b.From) })

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -309,10 +308,4 @@ func estimateText(tool string, b Behaviour, calls int64, perMinute, over float64
 		return "fewer than 1 " + t.Noun + " " + string(b) + " " + span
 	}
 	return "about " + strconv.FormatInt(calls, 10) + " " + human.Plural(calls, t.Noun) + " " + string(b) + " " + span
-}
-
-// Affected reports whether the report names a tool whose behaviour
-// changes.
-func (r Report) Affected() bool {
-	return slices.ContainsFunc(r.Tools, func(t ToolImpact) bool { return t.Behaviour != Unaffected })
 }

@@ -2,6 +2,7 @@ package impact
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -248,7 +249,7 @@ func (e Effect) Check(isError bool, structured map[string]any) error {
 	if isError != e.Signal.Error {
 		return fmt.Errorf("%s: isError %t, the matrix says %t", e.Tool, isError, e.Signal.Error)
 	}
-	for _, k := range sortedKeys(e.Signal.Fields) {
+	for _, k := range slices.Sorted(maps.Keys(e.Signal.Fields)) {
 		if got, want := structured[k], e.Signal.Fields[k]; got != want {
 			return fmt.Errorf("%s: %s is %v, the matrix says %v", e.Tool, k, got, want)
 		}
@@ -259,13 +260,4 @@ func (e Effect) Check(isError bool, structured map[string]any) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
