@@ -53,23 +53,8 @@ func (m Model) Render() string {
 	if len(body) > bodyHeight {
 		body = body[:bodyHeight]
 	}
-	var b strings.Builder
-	b.Grow(m.width * m.height * 2)
-	for _, l := range header {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
-	for _, l := range body {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
-	for i := len(body); i < bodyHeight; i++ {
-		b.WriteByte('\n')
-	}
-	b.WriteString(m.statusLine())
-	b.WriteByte('\n')
-	b.WriteString(m.footer())
-	return b.String()
+	lines := append(append(header, body...), make([]string, bodyHeight-len(body))...)
+	return strings.Join(append(lines, m.statusLine(), m.footer()), "\n")
 }
 
 // maxWindowLines is how many planned windows the header shows.
@@ -417,10 +402,7 @@ func (m Model) helpLines() []string {
 		"WORST/BEST: the fleet's highest and lowest gauge, never an average.",
 		"INST: instances reporting/seen; ~N: samples (no instance dimension).",
 		"/ filters by name, or by a state typed in full (open, mixed, …).")
-	out := make([]string, 0, len(lines))
-	for _, l := range lines {
-		out = append(out, strings.Split(l, "\n")...)
-	}
+	out := strings.Split(strings.Join(lines, "\n"), "\n")
 	for i, l := range out {
 		out[i] = ansi.Truncate(l, m.width, "…")
 	}
