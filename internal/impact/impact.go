@@ -197,19 +197,25 @@ func Of(ctx context.Context, req Request, src RateSource) Report {
 	if src == nil {
 		return r
 	}
-	bound := readBound(ctx, time.Now())
-	ctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	rates, err := src.Rates(ctx, r.rateRequest())
+	rates, err := ratesWithin(ctx, src, r.rateRequest(), readBound(ctx, time.Now()))
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			err = notWithin(bound, err)
-		}
 		r.RatesFailed(src.Describe(), err)
 		return r
 	}
 	r.WithRates(rates)
 	return r
+}
+
+// ratesWithin reads req's rates from src within bound; a read the bound
+// ended says that the source did not answer within it.
+func ratesWithin(ctx context.Context, src RateSource, req metrics.RateRequest, bound time.Duration) (metrics.CallRates, error) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	rates, err := src.Rates(ctx, req)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		err = fmt.Errorf("the source did not answer within %s: %w", human.Duration(bound.Round(time.Millisecond)), err)
+	}
+	return rates, err
 }
 
 // rateRequest names the rates r shows: its tools' and its dependencies'.
@@ -222,12 +228,6 @@ func (r Report) rateRequest() metrics.RateRequest {
 		req.Dependencies[i] = d.Dependency
 	}
 	return req
-}
-
-// notWithin says that a source's read, which ended with err, did not
-// answer within bound.
-func notWithin(bound time.Duration, err error) error {
-	return fmt.Errorf("the source did not answer within %s: %w", human.Duration(bound.Round(time.Millisecond)), err)
 }
 
 // RatesFailed records that the rates could not be read from source: the

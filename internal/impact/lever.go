@@ -2,7 +2,6 @@ package impact
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -235,12 +234,7 @@ func newSharedRead(want metrics.RateRequest, prev *sharedRead, also []string) *s
 
 // run reads the rates, within [DefaultTimeout].
 func (rd *sharedRead) run(ctx context.Context, src RateSource, now func() time.Time) {
-	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
-	defer cancel()
-	rd.rates, rd.err = src.Rates(ctx, rd.req)
-	if rd.err != nil && errors.Is(rd.err, context.DeadlineExceeded) && ctx.Err() != nil {
-		rd.err = notWithin(DefaultTimeout, rd.err)
-	}
+	rd.rates, rd.err = ratesWithin(ctx, src, rd.req, DefaultTimeout)
 	rd.ended = now()
 	close(rd.done)
 }
