@@ -211,6 +211,11 @@ func (m *Model) syncDetail() {
 }
 
 func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg.(type) {
+	case clockTickMsg, overridesMsg, gaugesMsg, ratesMsg, forcedMsg, clearedMsg, requestsMsg, approvedMsg, deniedMsg, fleetMsg:
+		// The clock, or a read or a change come back: the screen is of now.
+		m.now = m.opts.Clock.Now()
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -218,7 +223,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.table.clamp(m.tableHeight())
 		return m, nil
 	case clockTickMsg:
-		m.now = m.opts.Clock.Now()
 		if !m.nextChange.IsZero() && !m.now.Before(m.nextChange) {
 			m.rebuild()
 		}
@@ -230,7 +234,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd := m.refresh()
 		return m, tea.Batch(cmd, m.refreshTick())
 	case overridesMsg:
-		m.now = m.opts.Clock.Now()
 		m.store.loading = false
 		if msg.err != nil {
 			m.store.err, m.store.errAt = msg.err, m.now
@@ -243,7 +246,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.refreshed()
 		return m, nil
 	case gaugesMsg:
-		m.now = m.opts.Clock.Now()
 		m.gauges.loading = false
 		if msg.err != nil {
 			m.gauges.err, m.gauges.errAt = msg.err, m.now
@@ -257,7 +259,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.refreshed()
 		return m, nil
 	case ratesMsg:
-		m.now = m.opts.Clock.Now()
 		m.rates.loading, m.rates.at, m.rates.err = false, m.now, msg.err
 		if msg.err == nil {
 			rates := msg.rates
@@ -271,7 +272,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case forcedMsg:
-		m.now = m.opts.Clock.Now()
 		m.setResult(forceResult(msg, m.now))
 		m.notePending(msg.rep)
 		cmds := []tea.Cmd{m.refresh()}
@@ -288,7 +288,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, tea.Batch(cmds...)
 	case clearedMsg:
-		m.now = m.opts.Clock.Now()
 		m.setResult(clearResult(msg))
 		m.notePending(msg.rep)
 		cmds := []tea.Cmd{m.refresh()}
@@ -301,7 +300,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, tea.Batch(cmds...)
 	case requestsMsg:
-		m.now = m.opts.Clock.Now()
 		m.requests.loading = false
 		m.requests.err = msg.err
 		if msg.err == nil {
@@ -311,17 +309,14 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.refreshed()
 		return m, nil
 	case approvedMsg:
-		m.now = m.opts.Clock.Now()
 		m.setResult(approvedResult(msg))
 		m.requests.loading = false // the refresh below reads them again
 		return m, m.refresh()
 	case deniedMsg:
-		m.now = m.opts.Clock.Now()
 		m.setResult(deniedResult(msg))
 		m.requests.loading = false
 		return m, m.refresh()
 	case fleetMsg:
-		m.now = m.opts.Clock.Now()
 		if text, isErr, ok := fleetResult(msg); ok {
 			m.setResult(text, isErr)
 		}
