@@ -233,13 +233,8 @@ func (r Report) rateRequest() metrics.RateRequest {
 // RatesFailed records that the rates could not be read from source: the
 // report stays the matrix's alone (no rate, no estimate) and says why.
 func (r *Report) RatesFailed(source string, err error) {
+	r.WithRates(metrics.CallRates{})
 	r.Rates = &Rates{Source: source, Error: err.Error()}
-	for i := range r.Dependencies {
-		r.Dependencies[i].CallsPerMinute = nil
-	}
-	for i := range r.Tools {
-		r.Tools[i].CallsPerMinute, r.Tools[i].Estimate = nil, nil
-	}
 }
 
 // WithRates fills r's call rates and estimates from rates, read
