@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kosha-platform/koshactl/internal/lever"
+	"slices"
 	"strings"
 	"time"
 
@@ -148,19 +149,17 @@ func (m Model) Init() tea.Cmd {
 // fetchDeps are the dependencies the gauge source is asked about: the
 // context's and every one with an override.
 func (m Model) fetchDeps() []string {
-	seen := map[string]bool{}
 	var out []string
-	for _, d := range m.opts.Dependencies {
-		if !seen[d] {
-			seen[d] = true
+	add := func(d string) {
+		if !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
+	for _, d := range m.opts.Dependencies {
+		add(d)
+	}
 	for _, o := range m.overrides {
-		if !seen[o.Dependency] {
-			seen[o.Dependency] = true
-			out = append(out, o.Dependency)
-		}
+		add(o.Dependency)
 	}
 	return out
 }
@@ -512,16 +511,10 @@ func (m *Model) selected() *row {
 // screen at once, so the row never contradicts the status line while the
 // refresh that confirms it is in flight.
 func (m *Model) showOverride(dep string, o *breaker.Override) {
-	list := make([]breaker.Override, 0, len(m.overrides)+1)
-	for _, cur := range m.overrides {
-		if cur.Dependency != dep {
-			list = append(list, cur)
-		}
-	}
+	m.overrides = slices.DeleteFunc(slices.Clone(m.overrides), func(cur breaker.Override) bool { return cur.Dependency == dep })
 	if o != nil {
-		list = append(list, *o)
+		m.overrides = append(m.overrides, *o)
 	}
-	m.overrides = list
 	m.rebuild()
 }
 

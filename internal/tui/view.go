@@ -256,14 +256,12 @@ func (m Model) tableRow(r *row, c columns, selected bool) string {
 	st := m.styles
 	var b strings.Builder
 	b.Grow(256)
-	name := pad(ansi.Truncate(safe(r.Dependency), c.dep, "…"), c.dep)
+	prefix, name := "  ", pad(ansi.Truncate(safe(r.Dependency), c.dep, "…"), c.dep)
 	if selected {
-		b.WriteString("› ")
-		b.WriteString(st.SelectedPaint.Apply(name))
-	} else {
-		b.WriteString("  ")
-		b.WriteString(name)
+		prefix, name = "› ", st.SelectedPaint.Apply(name)
 	}
+	b.WriteString(prefix)
+	b.WriteString(name)
 	b.WriteByte(' ')
 	b.WriteString(st.StatePaint(r.State).Apply(pad(r.State.Label(), stateW)))
 	b.WriteByte(' ')
