@@ -84,21 +84,13 @@ var _ lever.Assessor = (*Assessor)(nil)
 // than [Of] bounds a read (past opening the source).
 func (a *Assessor) Assess(ctx context.Context, f lever.Forces) lever.Impact {
 	req := Request{Dependencies: f.Dependencies, For: f.For, Clear: f.Clear}
-	if a == nil || a.Open == nil {
-		r := Static(req)
-		return &r
-	}
-	src, err := a.source(ctx)
+	src, err := a.Source(ctx) // nil: no source named, the matrix's impact alone
 	if err != nil {
 		r := Static(req)
 		r.RatesFailed("the context's metrics source", err)
 		return &r
 	}
-	var shared RateSource // nil: no source named, the matrix's impact alone
-	if src != nil {
-		shared = sharedSource{a: a, src: src}
-	}
-	r := Of(ctx, req, shared)
+	r := Of(ctx, req, src)
 	return &r
 }
 
@@ -182,11 +174,9 @@ func (a *Assessor) Source(ctx context.Context) (RateSource, error) {
 // that failed answers no change: the change after it reads again. Without
 // a source (none named, or one that cannot be opened) it does nothing.
 func (a *Assessor) Warm(ctx context.Context) {
-	if a == nil || a.Open == nil {
-		return
-	}
-	if src, err := a.source(ctx); err == nil && src != nil {
-		sharedSource{a: a, src: src}.read(ctx, metrics.RateRequest{}, true)
+	src, _ := a.Source(ctx) // nil without a source, or with one that cannot be opened
+	if s, ok := src.(sharedSource); ok {
+		s.read(ctx, metrics.RateRequest{}, true)
 	}
 }
 
