@@ -3,8 +3,9 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -490,14 +491,13 @@ func (c *CloudWatch) get(ctx context.Context, queries []types.MetricDataQuery, s
 		}
 	}
 	var cut []string
-	for id, partial := range partialOnPage {
-		if partial {
+	for _, id := range slices.Sorted(maps.Keys(partialOnPage)) {
+		if partialOnPage[id] {
 			res.partial[id] = true
 			cut = append(cut, id)
 		}
 	}
 	if len(cut) > 0 {
-		sort.Strings(cut)
 		snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: PartialData for %s (%s): the oldest points were not returned",
 			human.Count(int64(len(cut)), "query"), strings.Join(cut, ", ")))
 	}

@@ -161,14 +161,14 @@ func summarize(s Series, snap *Snapshot) (Gauges, []InstanceStatus) {
 		if seen.IsZero() {
 			seen = last.Time
 		}
-		is := InstanceStatus{Instance: in.Instance, Value: value, LastSeen: seen, Timeline: in.Points,
+		state, isState := GaugeState(value)
+		is := InstanceStatus{Instance: in.Instance, Value: value, State: state, LastSeen: seen, Timeline: in.Points,
 			Reporting: snap.FetchedAt.Sub(seen) <= snap.StaleAfter}
-		is.State, _ = GaugeState(value)
 		g.Known++
 		if is.Reporting {
 			g.Reporting++
-			if b, ok := GaugeState(value); ok {
-				g.ByState[b]++
+			if isState {
+				g.ByState[state]++
 			}
 			if fromInstances {
 				if !g.HasData || value > g.Max {
