@@ -174,17 +174,15 @@ func (m Model) loadRequests() tea.Cmd {
 }
 
 func (m Model) approve(r approval.Request) tea.Cmd {
-	rq := m.deps.Requests
 	return m.do(func(ctx context.Context) tea.Msg {
-		res, err := rq.Approve(ctx, r.ID, r.SHA256)
+		res, err := m.deps.Requests.Approve(ctx, r.ID, r.SHA256)
 		return approvedMsg{req: r, res: res, err: err}
 	})
 }
 
 func (m Model) deny(r approval.Request, note string) tea.Cmd {
-	rq := m.deps.Requests
 	return m.do(func(ctx context.Context) tea.Msg {
-		_, err := rq.Deny(ctx, r.ID, note)
+		_, err := m.deps.Requests.Deny(ctx, r.ID, note)
 		return deniedMsg{req: r, err: err}
 	})
 }
