@@ -524,7 +524,7 @@ func (m *Model) rebuild() {
 	start, period, n := m.windowGrid()
 	m.rows = make([]row, 0, len(statuses))
 	for _, st := range statuses {
-		m.rows = append(m.rows, newRow(st, start, period, n))
+		m.rows = append(m.rows, row{DependencyStatus: st, periods: periodStates(st.Timeline, start, period, n)})
 	}
 	m.mergedAt = m.now
 	m.nextChange = time.Time{}

@@ -17,10 +17,6 @@ type row struct {
 	periods []metrics.State
 }
 
-func newRow(st metrics.DependencyStatus, start time.Time, period time.Duration, n int) row {
-	return row{DependencyStatus: st, periods: periodStates(st.Timeline, start, period, n)}
-}
-
 // periodStates places points on the window's grid by their worst value.
 func periodStates(points []metrics.Point, start time.Time, period time.Duration, n int) []metrics.State {
 	out := make([]metrics.State, n)
