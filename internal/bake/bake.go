@@ -270,12 +270,7 @@ func named(ctx context.Context, a Alarms, names []string, missing func(name stri
 }
 
 func allJudged(rs []metrics.Reopening) bool {
-	for _, r := range rs {
-		if !r.Judged {
-			return false
-		}
-	}
-	return len(rs) > 0
+	return len(rs) > 0 && !slices.ContainsFunc(rs, func(r metrics.Reopening) bool { return !r.Judged })
 }
 
 func unjudged(rs []metrics.Reopening) string {

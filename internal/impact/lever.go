@@ -231,17 +231,9 @@ func (rd *sharedRead) run(ctx context.Context, src RateSource, now func() time.T
 
 // covers reports whether rd reads every name of want.
 func (rd *sharedRead) covers(want metrics.RateRequest) bool {
-	for _, t := range want.Tools {
-		if !slices.Contains(rd.req.Tools, t) {
-			return false
-		}
-	}
-	for _, d := range want.Dependencies {
-		if !slices.Contains(rd.req.Dependencies, d) {
-			return false
-		}
-	}
-	return true
+	missingTool := func(t string) bool { return !slices.Contains(rd.req.Tools, t) }
+	missingDependency := func(d string) bool { return !slices.Contains(rd.req.Dependencies, d) }
+	return !slices.ContainsFunc(want.Tools, missingTool) && !slices.ContainsFunc(want.Dependencies, missingDependency)
 }
 
 // stale reports whether rd ended longer than shareFor before now, or is a

@@ -550,7 +550,7 @@ func (r *results) instances(i int) []InstanceSeries {
 		in.LastSeen = in.Points[len(in.Points)-1].Time
 		out = append(out, in)
 	}
-	sortInstances(out)
+	slices.SortFunc(out, func(a, b InstanceSeries) int { return strings.Compare(a.Instance, b.Instance) })
 	return out
 }
 

@@ -233,7 +233,3 @@ func fleetTimeline(instances []InstanceSeries) []Point {
 func sortPoints(ps []Point) {
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Time.Before(ps[j].Time) })
 }
-
-func sortInstances(in []InstanceSeries) {
-	sort.Slice(in, func(i, j int) bool { return in[i].Instance < in[j].Instance })
-}
