@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -147,12 +148,10 @@ func Static(req Request) Report {
 		because []string
 	}
 	worst := map[string]*cause{}
-	seen := map[string]bool{}
 	for _, name := range req.Dependencies {
-		if seen[name] {
-			continue
+		if slices.ContainsFunc(r.Dependencies, func(d Dependency) bool { return d.Dependency == name }) {
+			continue // named twice
 		}
-		seen[name] = true
 		row, ok := Lookup(name)
 		d := Dependency{Dependency: name, InMatrix: ok, Obeyed: ok && row.Breaker, Platform: row.Platform, PlatformSignal: row.PlatformSignal}
 		switch {
