@@ -557,14 +557,11 @@ func (r *results) instances(i int) []InstanceSeries {
 // unique drops duplicates and the names keep refuses (none when nil),
 // keeping order.
 func unique(names []string, keep func(string) bool) []string {
-	seen := map[string]bool{}
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		if seen[n] || (keep != nil && !keep(n)) {
-			continue
+		if !slices.Contains(out, n) && (keep == nil || keep(n)) {
+			out = append(out, n)
 		}
-		seen[n] = true
-		out = append(out, n)
 	}
 	return out
 }
