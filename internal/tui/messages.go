@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -149,9 +150,10 @@ func (m Model) clear(dep, reason string) tea.Cmd {
 	})
 }
 
-// waitFleet waits for the gauges to confirm c (metrics.Waiter: the rule
-// and the bound of `breaker force-open --wait`), on the program's context.
-func (m Model) waitFleet(c metrics.Change) tea.Cmd {
+// waitFleet waits for the gauges to confirm c (metrics.Waiter: the rule and the
+// bound of `breaker force-open --wait`) on the program's context, and says so.
+func (m *Model) waitFleet(c metrics.Change) tea.Cmd {
+	m.status += " · waiting for the fleet (gauges catch up within " + human.Duration(metrics.LagOf(m.deps.Gauges)) + ")"
 	w := &metrics.Waiter{Gauges: m.deps.Gauges, Clock: m.opts.Clock}
 	base := m.base
 	return func() tea.Msg {

@@ -282,7 +282,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 					since = m.now
 				}
 				cmds = append(cmds, m.waitFleet(metrics.Change{Dependency: msg.req.Dependency, Goal: metrics.GoalForced, Since: since}))
-				m.status += " · waiting for the fleet (gauges catch up within " + human.Duration(metrics.LagOf(m.deps.Gauges)) + ")"
 			}
 		}
 		return m, tea.Batch(cmds...)
@@ -294,7 +293,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.showOverride(msg.dependency, nil)
 			if m.opts.WaitFleet {
 				cmds = append(cmds, m.waitFleet(metrics.Change{Dependency: msg.dependency, Goal: metrics.GoalReleased, Since: m.now}))
-				m.status += " · waiting for the fleet (gauges catch up within " + human.Duration(metrics.LagOf(m.deps.Gauges)) + ")"
 			}
 		}
 		return m, tea.Batch(cmds...)
@@ -499,10 +497,8 @@ func (m *Model) selected() *row {
 	if m.mode == modeDetail {
 		name = m.detail.dependency
 	}
-	for i := range m.rows {
-		if m.rows[i].Dependency == name {
-			return &m.rows[i]
-		}
+	if i := slices.IndexFunc(m.rows, func(r row) bool { return r.Dependency == name }); i >= 0 {
+		return &m.rows[i]
 	}
 	return nil
 }

@@ -87,14 +87,11 @@ func (m Model) headerLines() []string {
 	lines = append(lines, st.Dim.Render(ansi.Truncate(fresh, m.width, "…")))
 	if m.opts.Windows != nil {
 		ws := m.opts.Windows(m.now)
-		for i, w := range ws {
+		for i, w := range ws[:min(len(ws), maxWindowLines)] {
 			if i == maxWindowLines-1 && len(ws) > maxWindowLines {
 				w = fmt.Sprintf("(+%d more windows: koshactl diff)", len(ws)-i)
 			}
 			lines = append(lines, st.Dim.Render(ansi.Truncate(safe("window "+w), m.width, "…")))
-			if i == maxWindowLines-1 {
-				break
-			}
 		}
 	}
 	for _, s := range []struct {
