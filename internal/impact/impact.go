@@ -290,7 +290,10 @@ func About(x float64) int64 {
 // estimateText says an estimate: "about 750 screenings deferred over
 // 30m", "about 1200 disputes failed an hour until cleared".
 func estimateText(tool string, b Behaviour, calls int64, perMinute, over float64, bounded bool) string {
-	t, _ := toolInfo(tool)
+	var t Tool // the design's tool of that name (its noun)
+	if i := slices.IndexFunc(tools, func(t Tool) bool { return t.Name == tool }); i >= 0 {
+		t = tools[i]
+	}
 	span := "over " + human.Duration(time.Duration(over*float64(time.Second)))
 	if !bounded {
 		span = "an hour until cleared"

@@ -89,15 +89,6 @@ func ToolNames() []string {
 	return out
 }
 
-// toolInfo returns the named tool.
-func toolInfo(name string) (Tool, bool) {
-	i := slices.IndexFunc(tools, func(t Tool) bool { return t.Name == name })
-	if i < 0 {
-		return Tool{}, false
-	}
-	return tools[i], true
-}
-
 // Signal is what a client sees in a tool's answer: whether it is a tool
 // error (MCP isError), fields of the structured answer with the exact
 // values they hold, and fields that hold a positive number.

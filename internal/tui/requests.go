@@ -205,14 +205,13 @@ func (m Model) requestsKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.requests.move(-1)
 	case key.Matches(msg, k.Down):
 		m.requests.move(1)
-	case key.Matches(msg, k.Approve):
-		if r := m.requests.selected(); r != nil {
-			m.prompt = newRequestPrompt(promptApprove, *r, m.now, m.opts, m.styles)
-			return m, m.prompt.input.Focus()
+	case key.Matches(msg, k.Approve, k.Deny):
+		kind := promptApprove
+		if key.Matches(msg, k.Deny) {
+			kind = promptDeny
 		}
-	case key.Matches(msg, k.Deny):
 		if r := m.requests.selected(); r != nil {
-			m.prompt = newRequestPrompt(promptDeny, *r, m.now, m.opts, m.styles)
+			m.prompt = newRequestPrompt(kind, *r, m.now, m.opts, m.styles)
 			return m, m.prompt.input.Focus()
 		}
 	}
