@@ -233,21 +233,8 @@ func (w *Watch) read(ctx context.Context, deps []string, since time.Time, poll t
 // badAlarms reads the named alarms: those in ALARM or INSUFFICIENT_DATA;
 // an alarm gone since the bake began is an error (nothing to judge by).
 func (w *Watch) badAlarms(ctx context.Context) ([]metrics.Alarm, error) {
-	read, err := w.Alarms.Describe(ctx, "", metrics.AlarmQuery{Names: w.AlarmNames})
-	if err != nil {
-		return nil, err
-	}
-	var bad []metrics.Alarm
-	for _, name := range w.AlarmNames {
-		i := slices.IndexFunc(read.Alarms, func(a metrics.Alarm) bool { return a.Name == name })
-		if i < 0 {
-			return nil, fmt.Errorf("alarm %q no longer exists", name)
-		}
-		if a := read.Alarms[i]; Bad(a.State) {
-			bad = append(bad, a)
-		}
-	}
-	return bad, nil
+	alarms, err := named(ctx, w.Alarms, w.AlarmNames, func(name string) error { return fmt.Errorf("alarm %q no longer exists", name) })
+	return slices.DeleteFunc(alarms, func(a metrics.Alarm) bool { return !Bad(a.State) }), err
 }
 
 // Bad reports whether an alarm in state counts against a bake: ALARM, or
@@ -260,25 +247,30 @@ func Bad(state string) bool {
 // CheckAlarms reads the named alarms before the clear: every one must
 // exist (a typo would watch nothing). Their state is not judged yet.
 func CheckAlarms(ctx context.Context, a Alarms, names []string) error {
+	_, err := named(ctx, a, names, func(name string) error { return fmt.Errorf("%w: alarm %q", ErrNoSuchAlarm, name) })
+	return err
+}
+
+// named reads the alarms names names, in that order; an alarm that does
+// not exist is missing's error.
+func named(ctx context.Context, a Alarms, names []string, missing func(name string) error) ([]metrics.Alarm, error) {
 	read, err := a.Describe(ctx, "", metrics.AlarmQuery{Names: names})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, n := range names {
-		if !slices.ContainsFunc(read.Alarms, func(a metrics.Alarm) bool { return a.Name == n }) {
-			return fmt.Errorf("%w: alarm %q", ErrNoSuchAlarm, n)
+	out := make([]metrics.Alarm, 0, len(names))
+	for _, name := range names {
+		i := slices.IndexFunc(read.Alarms, func(a metrics.Alarm) bool { return a.Name == name })
+		if i < 0 {
+			return nil, missing(name)
 		}
+		out = append(out, read.Alarms[i])
 	}
-	return nil
+	return out, nil
 }
 
 func allJudged(rs []metrics.Reopening) bool {
-	for _, r := range rs {
-		if !r.Judged {
-			return false
-		}
-	}
-	return len(rs) > 0
+	return len(rs) > 0 && !slices.ContainsFunc(rs, func(r metrics.Reopening) bool { return !r.Judged })
 }
 
 func unjudged(rs []metrics.Reopening) string {

@@ -1,6 +1,7 @@
 package impact
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -98,12 +99,7 @@ func History(recs []audit.Record, since, until time.Time) []Span {
 			}
 		}
 	}
-	deps := make([]string, 0, len(open))
-	for d := range open {
-		deps = append(deps, d)
-	}
-	slices.Sort(deps)
-	for _, d := range deps {
+	for _, d := range slices.Sorted(maps.Keys(open)) {
 		end(d, open[d], until, EndHolding, nil)
 	}
 	slices.SortStableFunc(out, func(a, b Span) int { return a.From.Compare(b.From) })
@@ -136,24 +132,21 @@ func spans(dep string, force audit.Record, endRec *audit.Record, from, to time.T
 		}
 		s := Span{Dependency: dep, Tool: t.Tool, Behaviour: Behaviour(t.Behaviour), From: from, To: to, Ended: how, ForcedBy: force.Actor,
 			Reason: force.Reason, ForceRecord: force.ID}
-		rates := []float64{}
+		// The rates read, summed and counted for their average.
+		sum, n := 0.0, 0
 		if t.CallsPerMinute != nil {
-			rates = append(rates, *t.CallsPerMinute)
+			sum, n = sum+*t.CallsPerMinute, n+1
 		}
 		if endRec != nil {
 			s.EndRecord = endRec.ID
 			if how == EndCleared && endRec.Impact != nil {
 				if i := slices.IndexFunc(endRec.Impact.Tools, func(e audit.ToolRate) bool { return e.Tool == t.Tool }); i >= 0 && endRec.Impact.Tools[i].CallsPerMinute != nil {
-					rates = append(rates, *endRec.Impact.Tools[i].CallsPerMinute)
+					sum, n = sum+*endRec.Impact.Tools[i].CallsPerMinute, n+1
 				}
 			}
 		}
-		if len(rates) > 0 {
-			var sum float64
-			for _, v := range rates {
-				sum += v
-			}
-			rate := sum / float64(len(rates))
+		if n > 0 {
+			rate := sum / float64(n)
 			calls := About(rate * to.Sub(from).Minutes())
 			s.CallsPerMinute, s.Calls = &rate, &calls
 		}

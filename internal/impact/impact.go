@@ -148,12 +148,10 @@ func Static(req Request) Report {
 		because []string
 	}
 	worst := map[string]*cause{}
-	seen := map[string]bool{}
 	for _, name := range req.Dependencies {
-		if seen[name] {
-			continue
+		if slices.ContainsFunc(r.Dependencies, func(d Dependency) bool { return d.Dependency == name }) {
+			continue // named twice
 		}
-		seen[name] = true
 		row, ok := Lookup(name)
 		d := Dependency{Dependency: name, InMatrix: ok, Obeyed: ok && row.Breaker, Platform: row.Platform, PlatformSignal: row.PlatformSignal}
 		switch {
@@ -198,19 +196,25 @@ func Of(ctx context.Context, req Request, src RateSource) Report {
 	if src == nil {
 		return r
 	}
-	bound := readBound(ctx, time.Now())
-	ctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	rates, err := src.Rates(ctx, r.rateRequest())
+	rates, err := ratesWithin(ctx, src, r.rateRequest(), readBound(ctx, time.Now()))
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			err = notWithin(bound, err)
-		}
 		r.RatesFailed(src.Describe(), err)
 		return r
 	}
 	r.WithRates(rates)
 	return r
+}
+
+// ratesWithin reads req's rates from src within bound; a read the bound
+// ended says that the source did not answer within it.
+func ratesWithin(ctx context.Context, src RateSource, req metrics.RateRequest, bound time.Duration) (metrics.CallRates, error) {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	rates, err := src.Rates(ctx, req)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+		err = fmt.Errorf("the source did not answer within %s: %w", human.Duration(bound.Round(time.Millisecond)), err)
+	}
+	return rates, err
 }
 
 // rateRequest names the rates r shows: its tools' and its dependencies'.
@@ -225,22 +229,11 @@ func (r Report) rateRequest() metrics.RateRequest {
 	return req
 }
 
-// notWithin says that a source's read, which ended with err, did not
-// answer within bound.
-func notWithin(bound time.Duration, err error) error {
-	return fmt.Errorf("the source did not answer within %s: %w", human.Duration(bound.Round(time.Millisecond)), err)
-}
-
 // RatesFailed records that the rates could not be read from source: the
 // report stays the matrix's alone (no rate, no estimate) and says why.
 func (r *Report) RatesFailed(source string, err error) {
+	r.WithRates(metrics.CallRates{})
 	r.Rates = &Rates{Source: source, Error: err.Error()}
-	for i := range r.Dependencies {
-		r.Dependencies[i].CallsPerMinute = nil
-	}
-	for i := range r.Tools {
-		r.Tools[i].CallsPerMinute, r.Tools[i].Estimate = nil, nil
-	}
 }
 
 // WithRates fills r's call rates and estimates from rates, read
@@ -297,7 +290,10 @@ func About(x float64) int64 {
 // estimateText says an estimate: "about 750 screenings deferred over
 // 30m", "about 1200 disputes failed an hour until cleared".
 func estimateText(tool string, b Behaviour, calls int64, perMinute, over float64, bounded bool) string {
-	t, _ := toolInfo(tool)
+	var t Tool // the design's tool of that name (its noun)
+	if i := slices.IndexFunc(tools, func(t Tool) bool { return t.Name == tool }); i >= 0 {
+		t = tools[i]
+	}
 	span := "over " + human.Duration(time.Duration(over*float64(time.Second)))
 	if !bounded {
 		span = "an hour until cleared"
@@ -309,10 +305,4 @@ func estimateText(tool string, b Behaviour, calls int64, perMinute, over float64
 		return "fewer than 1 " + t.Noun + " " + string(b) + " " + span
 	}
 	return "about " + strconv.FormatInt(calls, 10) + " " + human.Plural(calls, t.Noun) + " " + string(b) + " " + span
-}
-
-// Affected reports whether the report names a tool whose behaviour
-// changes.
-func (r Report) Affected() bool {
-	return slices.ContainsFunc(r.Tools, func(t ToolImpact) bool { return t.Behaviour != Unaffected })
 }

@@ -2,7 +2,6 @@ package impact
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -85,21 +84,13 @@ var _ lever.Assessor = (*Assessor)(nil)
 // than [Of] bounds a read (past opening the source).
 func (a *Assessor) Assess(ctx context.Context, f lever.Forces) lever.Impact {
 	req := Request{Dependencies: f.Dependencies, For: f.For, Clear: f.Clear}
-	if a == nil || a.Open == nil {
-		r := Static(req)
-		return &r
-	}
-	src, err := a.source(ctx)
+	src, err := a.Source(ctx) // nil: no source named, the matrix's impact alone
 	if err != nil {
 		r := Static(req)
 		r.RatesFailed("the context's metrics source", err)
 		return &r
 	}
-	var shared RateSource // nil: no source named, the matrix's impact alone
-	if src != nil {
-		shared = sharedSource{a: a, src: src}
-	}
-	r := Of(ctx, req, shared)
+	r := Of(ctx, req, src)
 	return &r
 }
 
@@ -183,11 +174,9 @@ func (a *Assessor) Source(ctx context.Context) (RateSource, error) {
 // that failed answers no change: the change after it reads again. Without
 // a source (none named, or one that cannot be opened) it does nothing.
 func (a *Assessor) Warm(ctx context.Context) {
-	if a == nil || a.Open == nil {
-		return
-	}
-	if src, err := a.source(ctx); err == nil && src != nil {
-		sharedSource{a: a, src: src}.read(ctx, metrics.RateRequest{}, true)
+	src, _ := a.Source(ctx) // nil without a source, or with one that cannot be opened
+	if s, ok := src.(sharedSource); ok {
+		s.read(ctx, metrics.RateRequest{}, true)
 	}
 }
 
@@ -235,29 +224,16 @@ func newSharedRead(want metrics.RateRequest, prev *sharedRead, also []string) *s
 
 // run reads the rates, within [DefaultTimeout].
 func (rd *sharedRead) run(ctx context.Context, src RateSource, now func() time.Time) {
-	ctx, cancel := context.WithTimeout(ctx, DefaultTimeout)
-	defer cancel()
-	rd.rates, rd.err = src.Rates(ctx, rd.req)
-	if rd.err != nil && errors.Is(rd.err, context.DeadlineExceeded) && ctx.Err() != nil {
-		rd.err = notWithin(DefaultTimeout, rd.err)
-	}
+	rd.rates, rd.err = ratesWithin(ctx, src, rd.req, DefaultTimeout)
 	rd.ended = now()
 	close(rd.done)
 }
 
 // covers reports whether rd reads every name of want.
 func (rd *sharedRead) covers(want metrics.RateRequest) bool {
-	for _, t := range want.Tools {
-		if !slices.Contains(rd.req.Tools, t) {
-			return false
-		}
-	}
-	for _, d := range want.Dependencies {
-		if !slices.Contains(rd.req.Dependencies, d) {
-			return false
-		}
-	}
-	return true
+	missingTool := func(t string) bool { return !slices.Contains(rd.req.Tools, t) }
+	missingDependency := func(d string) bool { return !slices.Contains(rd.req.Dependencies, d) }
+	return !slices.ContainsFunc(want.Tools, missingTool) && !slices.ContainsFunc(want.Dependencies, missingDependency)
 }
 
 // stale reports whether rd ended longer than shareFor before now, or is a

@@ -2,6 +2,7 @@ package impact
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -83,15 +84,6 @@ func ToolNames() []string {
 		out[i] = t.Name
 	}
 	return out
-}
-
-// toolInfo returns the named tool.
-func toolInfo(name string) (Tool, bool) {
-	i := slices.IndexFunc(tools, func(t Tool) bool { return t.Name == name })
-	if i < 0 {
-		return Tool{}, false
-	}
-	return tools[i], true
 }
 
 // Signal is what a client sees in a tool's answer: whether it is a tool
@@ -245,7 +237,7 @@ func (e Effect) Check(isError bool, structured map[string]any) error {
 	if isError != e.Signal.Error {
 		return fmt.Errorf("%s: isError %t, the matrix says %t", e.Tool, isError, e.Signal.Error)
 	}
-	for _, k := range sortedKeys(e.Signal.Fields) {
+	for _, k := range slices.Sorted(maps.Keys(e.Signal.Fields)) {
 		if got, want := structured[k], e.Signal.Fields[k]; got != want {
 			return fmt.Errorf("%s: %s is %v, the matrix says %v", e.Tool, k, got, want)
 		}
@@ -256,13 +248,4 @@ func (e Effect) Check(isError bool, structured map[string]any) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

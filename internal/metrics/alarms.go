@@ -95,15 +95,7 @@ func AlarmRequest(q AlarmQuery) (*cloudwatch.DescribeAlarmsInput, error) {
 
 // Matches reports whether an alarm called name is one q asks for.
 func (q AlarmQuery) Matches(name string) bool {
-	if slices.Contains(q.Names, name) {
-		return true
-	}
-	for _, p := range q.Prefixes {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(q.Names, name) || slices.ContainsFunc(q.Prefixes, func(p string) bool { return strings.HasPrefix(name, p) })
 }
 
 // describeAlarmsAPI is the one call alarm reads make; the SDK's paginator

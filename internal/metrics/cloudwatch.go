@@ -3,8 +3,9 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -490,14 +491,13 @@ func (c *CloudWatch) get(ctx context.Context, queries []types.MetricDataQuery, s
 		}
 	}
 	var cut []string
-	for id, partial := range partialOnPage {
-		if partial {
+	for _, id := range slices.Sorted(maps.Keys(partialOnPage)) {
+		if partialOnPage[id] {
 			res.partial[id] = true
 			cut = append(cut, id)
 		}
 	}
 	if len(cut) > 0 {
-		sort.Strings(cut)
 		snap.Warnings = append(snap.Warnings, fmt.Sprintf("cloudwatch: PartialData for %s (%s): the oldest points were not returned",
 			human.Count(int64(len(cut)), "query"), strings.Join(cut, ", ")))
 	}
@@ -550,21 +550,18 @@ func (r *results) instances(i int) []InstanceSeries {
 		in.LastSeen = in.Points[len(in.Points)-1].Time
 		out = append(out, in)
 	}
-	sortInstances(out)
+	slices.SortFunc(out, func(a, b InstanceSeries) int { return strings.Compare(a.Instance, b.Instance) })
 	return out
 }
 
 // unique drops duplicates and the names keep refuses (none when nil),
 // keeping order.
 func unique(names []string, keep func(string) bool) []string {
-	seen := map[string]bool{}
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		if seen[n] || (keep != nil && !keep(n)) {
-			continue
+		if !slices.Contains(out, n) && (keep == nil || keep(n)) {
+			out = append(out, n)
 		}
-		seen[n] = true
-		out = append(out, n)
 	}
 	return out
 }

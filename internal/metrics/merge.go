@@ -161,14 +161,14 @@ func summarize(s Series, snap *Snapshot) (Gauges, []InstanceStatus) {
 		if seen.IsZero() {
 			seen = last.Time
 		}
-		is := InstanceStatus{Instance: in.Instance, Value: value, LastSeen: seen, Timeline: in.Points,
+		state, isState := GaugeState(value)
+		is := InstanceStatus{Instance: in.Instance, Value: value, State: state, LastSeen: seen, Timeline: in.Points,
 			Reporting: snap.FetchedAt.Sub(seen) <= snap.StaleAfter}
-		is.State, _ = GaugeState(value)
 		g.Known++
 		if is.Reporting {
 			g.Reporting++
-			if b, ok := GaugeState(value); ok {
-				g.ByState[b]++
+			if isState {
+				g.ByState[state]++
 			}
 			if fromInstances {
 				if !g.HasData || value > g.Max {
@@ -202,11 +202,8 @@ func summarize(s Series, snap *Snapshot) (Gauges, []InstanceStatus) {
 // start). A newest period that is still filling holds only the instances
 // that reported in it so far; the lookback keeps the others in view.
 func fleetNow(tl []Point, snap *Snapshot) (Point, bool) {
-	if len(tl) == 0 {
-		return Point{}, false
-	}
-	p := tl[len(tl)-1]
-	if snap.FetchedAt.Sub(p.Time) > max(snap.StaleAfter, snap.Period) {
+	p, ok := newest(tl)
+	if !ok || snap.FetchedAt.Sub(p.Time) > max(snap.StaleAfter, snap.Period) {
 		return Point{}, false
 	}
 	from := snap.FetchedAt.Add(-snap.FleetLookback)

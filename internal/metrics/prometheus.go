@@ -329,12 +329,11 @@ func scrapeTarget(ctx context.Context, client *http.Client, target string, names
 		return fmt.Errorf("scrape %s: %w: %w", target, ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
-	if loc, ok := nofollow.Redirected(resp); ok {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return redirectError(target, resp.Status, loc)
-	}
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		if loc, ok := nofollow.Redirected(resp); ok {
+			return redirectError(target, resp.Status, loc)
+		}
 		return fmt.Errorf("scrape %s: %w: HTTP %s", target, ErrUnavailable, resp.Status)
 	}
 	format := expfmt.ResponseFormat(resp.Header)

@@ -228,12 +228,12 @@ func (p *PrometheusRates) Rates(ctx context.Context, req RateRequest) (CallRates
 	if span <= 0 {
 		return out, fmt.Errorf("read call rates from %s: %w: two scrapes at the same instant", p.Describe(), ErrUnavailable)
 	}
-	want := map[string]map[string]bool{
-		gauge.ToolCallsPrometheusName:       set(req.Tools),
-		gauge.DownstreamCallsPrometheusName: set(req.Dependencies),
+	want := map[string][]string{
+		gauge.ToolCallsPrometheusName:       req.Tools,
+		gauge.DownstreamCallsPrometheusName: req.Dependencies,
 	}
 	for s, v := range cur.values {
-		if !want[s.family][s.name] {
+		if !slices.Contains(want[s.family], s.name) {
 			continue
 		}
 		inc := v // a series new since the base counts from zero
@@ -338,14 +338,6 @@ func counterValue(m *dto.Metric) (float64, bool) {
 		return 0, false
 	}
 	return v, !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0
-}
-
-func set(names []string) map[string]bool {
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
-	}
-	return out
 }
 
 // CloudWatchRateOptions configure a [CloudWatchRates]. Zero values take

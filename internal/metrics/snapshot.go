@@ -127,11 +127,14 @@ func (s InstanceSeries) Current() (float64, bool) {
 }
 
 // Latest returns the newest point.
-func (s InstanceSeries) Latest() (Point, bool) {
-	if len(s.Points) == 0 {
+func (s InstanceSeries) Latest() (Point, bool) { return newest(s.Points) }
+
+// newest is the last of points (oldest first), if there is one.
+func newest(points []Point) (Point, bool) {
+	if len(points) == 0 {
 		return Point{}, false
 	}
-	return s.Points[len(s.Points)-1], true
+	return points[len(points)-1], true
 }
 
 // Series is one dependency's gauges over the window.
@@ -155,12 +158,7 @@ type Series struct {
 }
 
 // Latest returns the fleet's newest point.
-func (s Series) Latest() (Point, bool) {
-	if len(s.Timeline) == 0 {
-		return Point{}, false
-	}
-	return s.Timeline[len(s.Timeline)-1], true
-}
+func (s Series) Latest() (Point, bool) { return newest(s.Timeline) }
 
 // Snapshot is the result of one fetch.
 type Snapshot struct {
@@ -232,8 +230,4 @@ func fleetTimeline(instances []InstanceSeries) []Point {
 
 func sortPoints(ps []Point) {
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Time.Before(ps[j].Time) })
-}
-
-func sortInstances(in []InstanceSeries) {
-	sort.Slice(in, func(i, j int) bool { return in[i].Instance < in[j].Instance })
 }

@@ -103,7 +103,11 @@ func NewSource(ctx context.Context, sc SourceConfig) (*Source, error) {
 	}
 	var src GaugeSource
 	if ch.Kind == SourceCloudWatch {
-		src, err = openCloudWatch(ctx, sc, ch.cw)
+		client, region, cerr := cloudWatchClient(ctx, sc, ch.cw)
+		if cerr != nil {
+			return nil, cerr
+		}
+		src, err = NewCloudWatch(client, CloudWatchOptions{Namespace: ch.cw.Namespace, Service: ch.cw.Service, Region: region, Clock: sc.Clock})
 	} else {
 		src, err = NewPrometheus([]string{ch.url}, PrometheusOptions{Clock: sc.Clock})
 	}
@@ -111,14 +115,6 @@ func NewSource(ctx context.Context, sc SourceConfig) (*Source, error) {
 		return nil, err
 	}
 	return &Source{GaugeSource: src, Choice: ch}, nil
-}
-
-func openCloudWatch(ctx context.Context, sc SourceConfig, cw *config.CloudWatchMetrics) (GaugeSource, error) {
-	client, region, err := cloudWatchClient(ctx, sc, cw)
-	if err != nil {
-		return nil, err
-	}
-	return NewCloudWatch(client, CloudWatchOptions{Namespace: cw.Namespace, Service: cw.Service, Region: region, Clock: sc.Clock})
 }
 
 // cloudWatchClient loads sc's AWS configuration and returns the context's

@@ -58,12 +58,7 @@ func (s State) String() string { return token(stateTokens[:], s, "state") }
 
 // Label returns the state as the screen writes it: "no data", "closed",
 // "half-open", "open", "forced" or "mixed".
-func (s State) Label() string {
-	if int(s) < len(stateLabels) {
-		return stateLabels[s]
-	}
-	return s.String()
-}
+func (s State) Label() string { return token(stateLabels[:], s, "state") }
 
 // MarshalText encodes the state as its token.
 func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }

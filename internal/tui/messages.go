@@ -10,6 +10,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/human"
 	"github.com/kosha-platform/koshactl/internal/impact"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/metrics"
@@ -68,9 +69,8 @@ func (m Model) do(op func(ctx context.Context) tea.Msg) tea.Cmd {
 }
 
 func (m Model) loadOverrides() tea.Cmd {
-	ov := m.deps.Overrides
 	return m.do(func(ctx context.Context) tea.Msg {
-		list, err := ov.List(ctx)
+		list, err := m.deps.Overrides.List(ctx)
 		return overridesMsg{list: list, err: err}
 	})
 }
@@ -98,9 +98,8 @@ func (m Model) loadAudit(dep string) tea.Cmd {
 	if m.deps.Audit == nil {
 		return nil
 	}
-	log := m.deps.Audit
 	return m.do(func(ctx context.Context) tea.Msg {
-		l, err := log.List(ctx, audit.Query{Subject: breaker.OverrideKey(dep), Limit: AuditRecords})
+		l, err := m.deps.Audit.List(ctx, audit.Query{Subject: breaker.OverrideKey(dep), Limit: AuditRecords})
 		return auditMsg{dependency: dep, records: l.Records, err: err}
 	})
 }
@@ -138,24 +137,23 @@ func (m Model) ratesDue() bool {
 }
 
 func (m Model) force(req ForceRequest) tea.Cmd {
-	ov := m.deps.Overrides
 	return m.do(func(ctx context.Context) tea.Msg {
-		rep, err := ov.Force(ctx, req)
+		rep, err := m.deps.Overrides.Force(ctx, req)
 		return forcedMsg{req: req, rep: rep, err: err}
 	})
 }
 
 func (m Model) clear(dep, reason string) tea.Cmd {
-	ov := m.deps.Overrides
 	return m.do(func(ctx context.Context) tea.Msg {
-		rep, err := ov.Clear(ctx, dep, reason)
+		rep, err := m.deps.Overrides.Clear(ctx, dep, reason)
 		return clearedMsg{dependency: dep, rep: rep, err: err}
 	})
 }
 
-// waitFleet waits for the gauges to confirm c (metrics.Waiter: the rule
-// and the bound of `breaker force-open --wait`), on the program's context.
-func (m Model) waitFleet(c metrics.Change) tea.Cmd {
+// waitFleet waits for the gauges to confirm c (metrics.Waiter: the rule and the
+// bound of `breaker force-open --wait`) on the program's context, and says so.
+func (m *Model) waitFleet(c metrics.Change) tea.Cmd {
+	m.status += " · waiting for the fleet (gauges catch up within " + human.Duration(metrics.LagOf(m.deps.Gauges)) + ")"
 	w := &metrics.Waiter{Gauges: m.deps.Gauges, Clock: m.opts.Clock}
 	base := m.base
 	return func() tea.Msg {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kosha-platform/koshactl/internal/lever"
+	"slices"
 	"strings"
 	"time"
 
@@ -148,19 +149,17 @@ func (m Model) Init() tea.Cmd {
 // fetchDeps are the dependencies the gauge source is asked about: the
 // context's and every one with an override.
 func (m Model) fetchDeps() []string {
-	seen := map[string]bool{}
 	var out []string
-	for _, d := range m.opts.Dependencies {
-		if !seen[d] {
-			seen[d] = true
+	add := func(d string) {
+		if !slices.Contains(out, d) {
 			out = append(out, d)
 		}
 	}
+	for _, d := range m.opts.Dependencies {
+		add(d)
+	}
 	for _, o := range m.overrides {
-		if !seen[o.Dependency] {
-			seen[o.Dependency] = true
-			out = append(out, o.Dependency)
-		}
+		add(o.Dependency)
 	}
 	return out
 }
@@ -211,6 +210,11 @@ func (m *Model) syncDetail() {
 }
 
 func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg.(type) {
+	case clockTickMsg, overridesMsg, gaugesMsg, ratesMsg, forcedMsg, clearedMsg, requestsMsg, approvedMsg, deniedMsg, fleetMsg:
+		// The clock, or a read or a change come back: the screen is of now.
+		m.now = m.opts.Clock.Now()
+	}
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
@@ -218,7 +222,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.table.clamp(m.tableHeight())
 		return m, nil
 	case clockTickMsg:
-		m.now = m.opts.Clock.Now()
 		if !m.nextChange.IsZero() && !m.now.Before(m.nextChange) {
 			m.rebuild()
 		}
@@ -230,7 +233,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd := m.refresh()
 		return m, tea.Batch(cmd, m.refreshTick())
 	case overridesMsg:
-		m.now = m.opts.Clock.Now()
 		m.store.loading = false
 		if msg.err != nil {
 			m.store.err, m.store.errAt = msg.err, m.now
@@ -243,7 +245,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.refreshed()
 		return m, nil
 	case gaugesMsg:
-		m.now = m.opts.Clock.Now()
 		m.gauges.loading = false
 		if msg.err != nil {
 			m.gauges.err, m.gauges.errAt = msg.err, m.now
@@ -257,7 +258,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.refreshed()
 		return m, nil
 	case ratesMsg:
-		m.now = m.opts.Clock.Now()
 		m.rates.loading, m.rates.at, m.rates.err = false, m.now, msg.err
 		if msg.err == nil {
 			rates := msg.rates
@@ -271,7 +271,6 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case forcedMsg:
-		m.now = m.opts.Clock.Now()
 		m.setResult(forceResult(msg, m.now))
 		m.notePending(msg.rep)
 		cmds := []tea.Cmd{m.refresh()}
@@ -283,12 +282,10 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 					since = m.now
 				}
 				cmds = append(cmds, m.waitFleet(metrics.Change{Dependency: msg.req.Dependency, Goal: metrics.GoalForced, Since: since}))
-				m.status += " · waiting for the fleet (gauges catch up within " + human.Duration(metrics.LagOf(m.deps.Gauges)) + ")"
 			}
 		}
 		return m, tea.Batch(cmds...)
 	case clearedMsg:
-		m.now = m.opts.Clock.Now()
 		m.setResult(clearResult(msg))
 		m.notePending(msg.rep)
 		cmds := []tea.Cmd{m.refresh()}
@@ -296,12 +293,10 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.showOverride(msg.dependency, nil)
 			if m.opts.WaitFleet {
 				cmds = append(cmds, m.waitFleet(metrics.Change{Dependency: msg.dependency, Goal: metrics.GoalReleased, Since: m.now}))
-				m.status += " · waiting for the fleet (gauges catch up within " + human.Duration(metrics.LagOf(m.deps.Gauges)) + ")"
 			}
 		}
 		return m, tea.Batch(cmds...)
 	case requestsMsg:
-		m.now = m.opts.Clock.Now()
 		m.requests.loading = false
 		m.requests.err = msg.err
 		if msg.err == nil {
@@ -311,17 +306,14 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.refreshed()
 		return m, nil
 	case approvedMsg:
-		m.now = m.opts.Clock.Now()
 		m.setResult(approvedResult(msg))
 		m.requests.loading = false // the refresh below reads them again
 		return m, m.refresh()
 	case deniedMsg:
-		m.now = m.opts.Clock.Now()
 		m.setResult(deniedResult(msg))
 		m.requests.loading = false
 		return m, m.refresh()
 	case fleetMsg:
-		m.now = m.opts.Clock.Now()
 		if text, isErr, ok := fleetResult(msg); ok {
 			m.setResult(text, isErr)
 		}
@@ -384,21 +376,30 @@ func (m Model) handleKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	if m.table.filtering {
 		return m.filterKey(msg)
 	}
-	switch m.mode {
-	case modeHelp:
-		switch {
-		case key.Matches(msg, k.Quit):
-			m.quitting = true
-			return m, tea.Quit
-		case key.Matches(msg, k.Help, k.Back):
-			m.mode = modeTable
-		}
+	// The keys every view shares: quit; back to the table (the table's own
+	// back clears its filter); help, which the help view closes; refresh.
+	switch {
+	case key.Matches(msg, k.Quit):
+		m.quitting = true
+		return m, tea.Quit
+	case m.mode != modeTable && key.Matches(msg, k.Back), m.mode == modeHelp && key.Matches(msg, k.Help):
+		m.mode = modeTable
 		return m, nil
+	case m.mode == modeHelp:
+		return m, nil
+	case key.Matches(msg, k.Help):
+		m.mode = modeHelp
+		return m, nil
+	case key.Matches(msg, k.Refresh):
+		m.status, m.statusIsErr = statusRefreshing, false
+		return m, m.refresh()
+	}
+	switch m.mode {
 	case modeDetail:
 		return m.detailKey(msg)
 	case modeRequests:
 		return m.requestsKey(msg)
-	case modeTable:
+	default:
 		// The table's keys, below.
 	}
 	return m.tableKey(msg)
@@ -408,9 +409,6 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
 	page := max(m.tableHeight()-1, 1)
 	switch {
-	case key.Matches(msg, k.Quit):
-		m.quitting = true
-		return m, tea.Quit
 	case key.Matches(msg, k.Up):
 		m.table.move(m.rows, -1, m.tableHeight())
 	case key.Matches(msg, k.Down):
@@ -453,11 +451,6 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 			m.table.filter.SetValue("")
 			m.applyFilter()
 		}
-	case key.Matches(msg, k.Refresh):
-		m.status, m.statusIsErr = statusRefreshing, false
-		return m, m.refresh()
-	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
 	}
 	return m, nil
 }
@@ -465,29 +458,17 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 func (m Model) detailKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
 	switch {
-	case key.Matches(msg, k.Quit):
-		m.quitting = true
-		return m, tea.Quit
-	case key.Matches(msg, k.Back):
-		m.mode = modeTable
 	case key.Matches(msg, k.Requests):
 		return m.openRequests()
 	case key.Matches(msg, k.Force):
 		return m.openForce()
 	case key.Matches(msg, k.Clear):
 		return m.openClear()
-	case key.Matches(msg, k.Refresh):
-		m.status, m.statusIsErr = statusRefreshing, false
-		return m, m.refresh()
-	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
-	default:
-		// Scrolling is the pane's.
-		var cmd tea.Cmd
-		m.detail, cmd = m.detail.update(msg)
-		return m, cmd
 	}
-	return m, nil
+	// Scrolling is the pane's.
+	var cmd tea.Cmd
+	m.detail, cmd = m.detail.update(msg)
+	return m, cmd
 }
 
 func (m Model) filterKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
@@ -516,10 +497,8 @@ func (m *Model) selected() *row {
 	if m.mode == modeDetail {
 		name = m.detail.dependency
 	}
-	for i := range m.rows {
-		if m.rows[i].Dependency == name {
-			return &m.rows[i]
-		}
+	if i := slices.IndexFunc(m.rows, func(r row) bool { return r.Dependency == name }); i >= 0 {
+		return &m.rows[i]
 	}
 	return nil
 }
@@ -528,16 +507,10 @@ func (m *Model) selected() *row {
 // screen at once, so the row never contradicts the status line while the
 // refresh that confirms it is in flight.
 func (m *Model) showOverride(dep string, o *breaker.Override) {
-	list := make([]breaker.Override, 0, len(m.overrides)+1)
-	for _, cur := range m.overrides {
-		if cur.Dependency != dep {
-			list = append(list, cur)
-		}
-	}
+	m.overrides = slices.DeleteFunc(slices.Clone(m.overrides), func(cur breaker.Override) bool { return cur.Dependency == dep })
 	if o != nil {
-		list = append(list, *o)
+		m.overrides = append(m.overrides, *o)
 	}
-	m.overrides = list
 	m.rebuild()
 }
 
@@ -547,7 +520,7 @@ func (m *Model) rebuild() {
 	start, period, n := m.windowGrid()
 	m.rows = make([]row, 0, len(statuses))
 	for _, st := range statuses {
-		m.rows = append(m.rows, newRow(st, start, period, n))
+		m.rows = append(m.rows, row{DependencyStatus: st, periods: periodStates(st.Timeline, start, period, n)})
 	}
 	m.mergedAt = m.now
 	m.nextChange = time.Time{}
@@ -730,21 +703,3 @@ func fleetResult(msg fleetMsg) (text string, isErr, ok bool) {
 	}
 	return fmt.Sprintf("%s: the fleet did NOT confirm it within %s: %s", cv.Dependency, human.Duration(msg.res.Timeout), why), true, true
 }
-
-// Rows returns the merged statuses, in table order (tests assert on it).
-func (m Model) Rows() []metrics.DependencyStatus {
-	out := make([]metrics.DependencyStatus, len(m.rows))
-	for i, r := range m.rows {
-		out[i] = r.DependencyStatus
-	}
-	return out
-}
-
-// Status returns the status line's text and whether it reports an error.
-func (m Model) Status() (string, bool) { return m.status, m.statusIsErr }
-
-// Selected returns the dependency under the cursor ("" when none).
-func (m Model) Selected() string { return m.table.selected }
-
-// Quitting reports whether the model asked the program to quit.
-func (m Model) Quitting() bool { return m.quitting }

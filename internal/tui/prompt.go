@@ -62,24 +62,17 @@ type prompt struct {
 func newForcePrompt(dep string, current *breaker.Override, now time.Time, opts Options, st styles.Styles) *prompt {
 	p := &prompt{kind: promptForce, dependency: dep, current: current, steps: []promptStep{stepReason, stepDuration},
 		contextName: opts.ContextName, policy: breaker.DurationPolicy{Max: opts.MaxOverride}, styles: st}
-	if opts.Protected {
-		p.steps = append(p.steps, stepConfirm)
-	}
 	p.header = []string{fmt.Sprintf("Force %s open across the fleet · context %s", dep, opts.ContextName)}
 	if current != nil {
 		p.header = append(p.header, fmt.Sprintf("This REPLACES the active override by %s (%s): %s",
 			current.Actor, expiryText(*current, now), current.Reason))
 	}
-	p.input = p.newInput()
-	return p
+	return p.ready(opts.Protected)
 }
 
 func newClearPrompt(dep string, current *breaker.Override, now time.Time, opts Options, st styles.Styles) *prompt {
 	p := &prompt{kind: promptClear, dependency: dep, current: current, steps: []promptStep{stepReason},
 		contextName: opts.ContextName, styles: st}
-	if opts.Protected {
-		p.steps = append(p.steps, stepConfirm)
-	}
 	what := "active"
 	switch {
 	case current.ActiveAt(now):
@@ -95,8 +88,7 @@ func newClearPrompt(dep string, current *breaker.Override, now time.Time, opts O
 	if current.Malformed() {
 		p.header = append(p.header, current.MalformedSummary(now))
 	}
-	p.input = p.newInput()
-	return p
+	return p.ready(opts.Protected)
 }
 
 // newRequestPrompt asks to approve (kind promptApprove) or deny
@@ -109,15 +101,22 @@ func newRequestPrompt(kind promptKind, r approval.Request, now time.Time, opts O
 		verb = "Deny"
 		p.steps = []promptStep{stepReason}
 	}
-	if opts.Protected {
+	p.header = requestHeader(verb, r, now, opts.ContextName)
+	if kind == promptApprove {
+		p.header = append(p.header, "Your verified identity approves exactly this change (this hash).")
+	}
+	return p.ready(opts.Protected)
+}
+
+// ready ends the prompt's steps with the typed confirmation of a protected
+// context (a prompt with nothing to type reviews what is decided) and
+// opens its first field.
+func (p *prompt) ready(protected bool) *prompt {
+	if protected {
 		p.steps = append(p.steps, stepConfirm)
 	}
 	if len(p.steps) == 0 {
 		p.steps = []promptStep{stepReview}
-	}
-	p.header = requestHeader(verb, r, now, opts.ContextName)
-	if kind == promptApprove {
-		p.header = append(p.header, "Your verified identity approves exactly this change (this hash).")
 	}
 	p.input = p.newInput()
 	return p

@@ -174,17 +174,15 @@ func (m Model) loadRequests() tea.Cmd {
 }
 
 func (m Model) approve(r approval.Request) tea.Cmd {
-	rq := m.deps.Requests
 	return m.do(func(ctx context.Context) tea.Msg {
-		res, err := rq.Approve(ctx, r.ID, r.SHA256)
+		res, err := m.deps.Requests.Approve(ctx, r.ID, r.SHA256)
 		return approvedMsg{req: r, res: res, err: err}
 	})
 }
 
 func (m Model) deny(r approval.Request, note string) tea.Cmd {
-	rq := m.deps.Requests
 	return m.do(func(ctx context.Context) tea.Msg {
-		_, err := rq.Deny(ctx, r.ID, note)
+		_, err := m.deps.Requests.Deny(ctx, r.ID, note)
 		return deniedMsg{req: r, err: err}
 	})
 }
@@ -203,30 +201,19 @@ func (m Model) openRequests() (tea.Model, tea.Cmd) {
 func (m Model) requestsKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
 	switch {
-	case key.Matches(msg, k.Quit):
-		m.quitting = true
-		return m, tea.Quit
-	case key.Matches(msg, k.Back):
-		m.mode = modeTable
 	case key.Matches(msg, k.Up):
 		m.requests.move(-1)
 	case key.Matches(msg, k.Down):
 		m.requests.move(1)
-	case key.Matches(msg, k.Approve):
+	case key.Matches(msg, k.Approve, k.Deny):
+		kind := promptApprove
+		if key.Matches(msg, k.Deny) {
+			kind = promptDeny
+		}
 		if r := m.requests.selected(); r != nil {
-			m.prompt = newRequestPrompt(promptApprove, *r, m.now, m.opts, m.styles)
+			m.prompt = newRequestPrompt(kind, *r, m.now, m.opts, m.styles)
 			return m, m.prompt.input.Focus()
 		}
-	case key.Matches(msg, k.Deny):
-		if r := m.requests.selected(); r != nil {
-			m.prompt = newRequestPrompt(promptDeny, *r, m.now, m.opts, m.styles)
-			return m, m.prompt.input.Focus()
-		}
-	case key.Matches(msg, k.Refresh):
-		m.status, m.statusIsErr = statusRefreshing, false
-		return m, m.refresh()
-	case key.Matches(msg, k.Help):
-		m.mode = modeHelp
 	}
 	return m, nil
 }

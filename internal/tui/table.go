@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"time"
 
 	"charm.land/bubbles/v2/textinput"
@@ -17,16 +18,9 @@ type row struct {
 	periods []metrics.State
 }
 
-func newRow(st metrics.DependencyStatus, start time.Time, period time.Duration, n int) row {
-	return row{DependencyStatus: st, periods: periodStates(st.Timeline, start, period, n)}
-}
-
 // periodStates places points on the window's grid by their worst value.
 func periodStates(points []metrics.Point, start time.Time, period time.Duration, n int) []metrics.State {
-	out := make([]metrics.State, n)
-	for i := range out {
-		out[i] = metrics.NoData
-	}
+	out := slices.Repeat([]metrics.State{metrics.NoData}, n)
 	for _, p := range points {
 		i := int(p.Time.Sub(start) / period)
 		if i < 0 || i >= n {

@@ -53,23 +53,8 @@ func (m Model) Render() string {
 	if len(body) > bodyHeight {
 		body = body[:bodyHeight]
 	}
-	var b strings.Builder
-	b.Grow(m.width * m.height * 2)
-	for _, l := range header {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
-	for _, l := range body {
-		b.WriteString(l)
-		b.WriteByte('\n')
-	}
-	for i := len(body); i < bodyHeight; i++ {
-		b.WriteByte('\n')
-	}
-	b.WriteString(m.statusLine())
-	b.WriteByte('\n')
-	b.WriteString(m.footer())
-	return b.String()
+	lines := append(append(header, body...), make([]string, bodyHeight-len(body))...)
+	return strings.Join(append(lines, m.statusLine(), m.footer()), "\n")
 }
 
 // maxWindowLines is how many planned windows the header shows.
@@ -102,14 +87,11 @@ func (m Model) headerLines() []string {
 	lines = append(lines, st.Dim.Render(ansi.Truncate(fresh, m.width, "…")))
 	if m.opts.Windows != nil {
 		ws := m.opts.Windows(m.now)
-		for i, w := range ws {
+		for i, w := range ws[:min(len(ws), maxWindowLines)] {
 			if i == maxWindowLines-1 && len(ws) > maxWindowLines {
 				w = fmt.Sprintf("(+%d more windows: koshactl diff)", len(ws)-i)
 			}
 			lines = append(lines, st.Dim.Render(ansi.Truncate(safe("window "+w), m.width, "…")))
-			if i == maxWindowLines-1 {
-				break
-			}
 		}
 	}
 	for _, s := range []struct {
@@ -243,11 +225,9 @@ func (m Model) tableLines(height int) []string {
 		return append(lines, st.Dim.Render("  "+msg))
 	}
 	// The cursor may have been placed for another height; keep it visible.
-	off := m.table.offset
-	if m.table.cursor >= off+rowsHeight {
-		off = m.table.cursor - rowsHeight + 1
-	}
-	off = max(min(off, len(m.table.visible)-rowsHeight), 0)
+	t := m.table
+	t.clamp(rowsHeight)
+	off := t.offset
 	for i := off; i < len(m.table.visible) && i < off+rowsHeight; i++ {
 		lines = append(lines, m.tableRow(&m.rows[m.table.visible[i]], c, i == m.table.cursor))
 	}
@@ -273,14 +253,12 @@ func (m Model) tableRow(r *row, c columns, selected bool) string {
 	st := m.styles
 	var b strings.Builder
 	b.Grow(256)
-	name := pad(ansi.Truncate(safe(r.Dependency), c.dep, "…"), c.dep)
+	prefix, name := "  ", pad(ansi.Truncate(safe(r.Dependency), c.dep, "…"), c.dep)
 	if selected {
-		b.WriteString("› ")
-		b.WriteString(st.SelectedPaint.Apply(name))
-	} else {
-		b.WriteString("  ")
-		b.WriteString(name)
+		prefix, name = "› ", st.SelectedPaint.Apply(name)
 	}
+	b.WriteString(prefix)
+	b.WriteString(name)
 	b.WriteByte(' ')
 	b.WriteString(st.StatePaint(r.State).Apply(pad(r.State.Label(), stateW)))
 	b.WriteByte(' ')
@@ -419,10 +397,7 @@ func (m Model) helpLines() []string {
 		"WORST/BEST: the fleet's highest and lowest gauge, never an average.",
 		"INST: instances reporting/seen; ~N: samples (no instance dimension).",
 		"/ filters by name, or by a state typed in full (open, mixed, …).")
-	out := make([]string, 0, len(lines))
-	for _, l := range lines {
-		out = append(out, strings.Split(l, "\n")...)
-	}
+	out := strings.Split(strings.Join(lines, "\n"), "\n")
 	for i, l := range out {
 		out[i] = ansi.Truncate(l, m.width, "…")
 	}

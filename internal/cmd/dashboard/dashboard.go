@@ -145,7 +145,6 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		// Also on stderr: it stays visible after the full-screen view ends.
 		fmt.Fprintf(ios.ErrOut, "warning: %s\n", warning)
 	}
-	hint := src.Hint()
 	log := env.Audit()
 	// A failed notification's line waits until the full-screen view ends
 	// (written now, it would tear the screen); it is in the audit log at once.
@@ -200,7 +199,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		Clock:        f.Clock,
 		Color:        ios.ColorEnabled(),
 		Notice:       notice,
-		GaugesHint:   hint,
+		GaugesHint:   src.Hint(),
 		WaitFleet:    opts.Wait,
 	}, ios.In, textsafe.Raw(ios.Out)) // the TUI draws the screen; its view renders every value with textsafe
 }

@@ -124,19 +124,17 @@ func (s Styles) withPaints() Styles {
 }
 
 // StatePaint returns the paint of a display state (the State style's).
-func (s Styles) StatePaint(st metrics.State) Paint {
-	if int(st) < len(s.paints) {
-		return s.paints[st]
-	}
-	return s.paints[metrics.NoData]
-}
+func (s Styles) StatePaint(st metrics.State) Paint { return s.paints[styled(st)] }
 
 // State returns the style of a display state.
-func (s Styles) State(st metrics.State) lipgloss.Style {
-	if int(st) < len(s.states) {
-		return s.states[st]
+func (s Styles) State(st metrics.State) lipgloss.Style { return s.states[styled(st)] }
+
+// styled is st when it has a style, else NoData (whose style it takes).
+func styled(st metrics.State) metrics.State {
+	if st > metrics.Mixed {
+		return metrics.NoData
 	}
-	return s.states[metrics.NoData]
+	return st
 }
 
 // Glyphs of the timeline strip by state, from no data to forced: the bar

@@ -153,10 +153,8 @@ func prepare(ctx context.Context, f *cmdenv.Factory, opts *Options) (*collector,
 		return nil, err
 	}
 	known := env.Context.KnownDependencies()
-	if len(opts.Dependencies) > 0 {
-		if err := breaker.DependencyArgs(opts.Dependencies, known, opts.AllowUnknown); err != nil {
-			return nil, err
-		}
+	if err := breaker.DependencyArgs(opts.Dependencies, known, opts.AllowUnknown); err != nil {
+		return nil, err
 	}
 	src, err := gaugeenv.Source(ctx, env, opts.MetricsURL)
 	if err != nil {
