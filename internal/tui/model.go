@@ -301,7 +301,7 @@ func (m Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.requests.err = msg.err
 		if msg.err == nil {
 			m.requests.list, m.requests.more, m.requests.loaded = msg.list, msg.more, true
-			m.requests.move(0)
+			m.requests.move(0, m.requestRows(m.bodyHeight()))
 		}
 		m.refreshed()
 		return m, nil

@@ -126,15 +126,42 @@ func (s StoreRequests) announce(ctx context.Context, ev notify.Event) {
 type requestsPane struct {
 	list []approval.Request
 	// more says more requests wait than the first page listed.
-	more    bool
-	cursor  int
+	more   bool
+	cursor int
+	// offset is the first request on screen: the pane scrolls to keep the
+	// cursor's request in sight.
+	offset  int
 	loading bool
 	loaded  bool
 	err     error
 }
 
-func (p *requestsPane) move(delta int) {
+// move moves the cursor by delta and scrolls so that it stays among the
+// rows requests on screen.
+func (p *requestsPane) move(delta, rows int) {
 	p.cursor = max(min(p.cursor+delta, len(p.list)-1), 0)
+	p.offset = p.first(rows)
+}
+
+// first is the first request on screen when rows fit: the offset, moved
+// as little as keeps the cursor in sight (the screen may have shrunk since
+// the last move).
+func (p requestsPane) first(rows int) int {
+	return max(min(p.offset, p.cursor), p.cursor-max(rows, 1)+1, 0)
+}
+
+// requestRows is how many requests the pane shows in a body of height
+// lines: less its title and column header, its error line when a read
+// failed, and the line saying there are more.
+func (m Model) requestRows(height int) int {
+	rows := height - 2
+	if m.requests.err != nil {
+		rows--
+	}
+	if m.requests.more {
+		rows--
+	}
+	return max(rows, 1)
 }
 
 func (p *requestsPane) selected() *approval.Request {
@@ -202,9 +229,9 @@ func (m Model) requestsKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	k := m.keys
 	switch {
 	case key.Matches(msg, k.Up):
-		m.requests.move(-1)
+		m.requests.move(-1, m.requestRows(m.bodyHeight()))
 	case key.Matches(msg, k.Down):
-		m.requests.move(1)
+		m.requests.move(1, m.requestRows(m.bodyHeight()))
 	case key.Matches(msg, k.Approve, k.Deny):
 		kind := promptApprove
 		if key.Matches(msg, k.Deny) {
@@ -273,12 +300,13 @@ func (m Model) requestLines(height int) []string {
 	chW := rest - reqW - 1
 	lines = append(lines, st.ColumnHeader.Render("  "+pad("REQUEST", idW)+" "+pad("CHANGE", chW)+" "+pad("REQUESTER", reqW)+" "+
 		pad("APPROVALS", apW)+" "+pad("EXPIRES", exW)))
-	rows := height
-	if p.more {
-		rows-- // the last line says there are more
-	}
+	rows := m.requestRows(height)
+	first := p.first(rows)
 	for i, r := range p.list {
-		if len(lines) >= rows {
+		if i < first {
+			continue
+		}
+		if i >= first+rows {
 			break
 		}
 		prefix := "  "

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/kosha-platform/koshactl/internal/approval"
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
@@ -138,4 +140,46 @@ func TestRequestsPaneMarksTamperedRequests(t *testing.T) {
 	if raw := h.m.Render(); strings.Contains(raw, "\x1b[2J") {
 		t.Errorf("the prompt prints the table's text raw:\n%q", raw)
 	}
+}
+
+// With more pending requests than the screen has rows, the pane scrolls:
+// the request under the cursor is always on screen, so a key never
+// approves or denies a request the operator cannot see; moving back up
+// scrolls back.
+func TestRequestsPaneKeepsTheCursorOnScreen(t *testing.T) {
+	h := newHarness(t, Options{})
+	var list []approval.Request
+	for i := range 40 {
+		list = append(list, pendingRequest(fmt.Sprintf("req%09d", i)))
+	}
+	h.m.deps.Requests = &fakeRequests{list: list}
+	h.press("p")
+	h.wantScreen("› req000000000")
+	for i := 1; i < len(list); i++ {
+		h.press("down")
+		h.wantScreen(fmt.Sprintf("› req%09d", i))
+	}
+	h.notOnScreen("req000000000")
+	for i := len(list) - 2; i >= 0; i-- {
+		h.press("up")
+		h.wantScreen(fmt.Sprintf("› req%09d", i))
+	}
+	h.wantScreen("req000000001")
+}
+
+// A screen made smaller keeps the cursor's request in sight too.
+func TestRequestsPaneKeepsTheCursorOnAShrunkScreen(t *testing.T) {
+	h := newHarness(t, Options{})
+	var list []approval.Request
+	for i := range 40 {
+		list = append(list, pendingRequest(fmt.Sprintf("req%09d", i)))
+	}
+	h.m.deps.Requests = &fakeRequests{list: list}
+	h.press("p")
+	for range 15 {
+		h.press("down")
+	}
+	h.wantScreen("› req000000015")
+	h.send(tea.WindowSizeMsg{Width: 80, Height: 12})
+	h.wantScreen("› req000000015")
 }
