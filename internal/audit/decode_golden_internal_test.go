@@ -2,12 +2,11 @@ package audit
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/testutil/golden"
 )
 
 // TestMalformedRecordsReportTheirProblemsAsBefore decodes audit record
@@ -16,7 +15,7 @@ import (
 // documents that are not JSON or not what they claim) and compares every
 // problem, in order and word for word, and whether the record lists, with
 // testdata/record_problems.golden, written by the decoder before it moved
-// to store.Decoder (7846ade). REVIEW_UPDATE_GOLDEN=1 rewrites it.
+// to store.Decoder (7846ade). go test -update rewrites it.
 func TestMalformedRecordsReportTheirProblemsAsBefore(t *testing.T) {
 	const ok = int64(1764000000000)
 	good := func() store.Item {
@@ -79,21 +78,5 @@ func TestMalformedRecordsReportTheirProblemsAsBefore(t *testing.T) {
 			fmt.Fprintf(&b, "  %s | %s | %s\n", p.PK, p.Attribute, p.Problem)
 		}
 	}
-	path := filepath.Join("testdata", "record_problems.golden")
-	if os.Getenv("REVIEW_UPDATE_GOLDEN") == "1" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("problems differ from %s:\n--- got\n%s\n--- want\n%s", path, b.String(), want)
-	}
+	golden.Check(t, "record_problems.golden", b.String())
 }

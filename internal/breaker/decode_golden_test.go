@@ -2,13 +2,12 @@ package breaker_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/testutil/golden"
 )
 
 // TestMalformedOverridesReportTheirProblemsAsBefore decodes override items
@@ -16,7 +15,7 @@ import (
 // range; required and optional) and compares every problem, in order and
 // word for word, and what was decoded, with testdata/override_problems.golden,
 // written by the decoder before it moved to store.Decoder (7846ade).
-// REVIEW_UPDATE_GOLDEN=1 rewrites the golden file.
+// go test -update rewrites the golden file.
 func TestMalformedOverridesReportTheirProblemsAsBefore(t *testing.T) {
 	const ok = int64(1764000000000)
 	good := func() store.Item {
@@ -87,25 +86,5 @@ func TestMalformedOverridesReportTheirProblemsAsBefore(t *testing.T) {
 			}
 		}
 	}
-	golden(t, filepath.Join("testdata", "override_problems.golden"), b.String())
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if os.Getenv("REVIEW_UPDATE_GOLDEN") == "1" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("problems differ from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Check(t, "override_problems.golden", b.String())
 }

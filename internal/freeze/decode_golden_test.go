@@ -2,13 +2,12 @@ package freeze_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/store"
+	"github.com/kosha-platform/koshactl/internal/testutil/golden"
 )
 
 // TestMalformedFreezesReportTheirProblemsAsBefore decodes freeze items
@@ -17,7 +16,7 @@ import (
 // compares every problem, in order and word for word, what was decoded,
 // and the condition and version of the next write, with
 // testdata/freeze_problems.golden, written by the decoder before it moved
-// to store.Decoder (7846ade). REVIEW_UPDATE_GOLDEN=1 rewrites it.
+// to store.Decoder (7846ade). go test -update rewrites it.
 func TestMalformedFreezesReportTheirProblemsAsBefore(t *testing.T) {
 	const ok = int64(1764000000000)
 	good := func() store.Item {
@@ -84,25 +83,5 @@ func TestMalformedFreezesReportTheirProblemsAsBefore(t *testing.T) {
 	}
 	in, err := freeze.In(map[string]store.Item{})
 	fmt.Fprintf(&b, "== In of none\n%v %v\n", in, err)
-	golden(t, filepath.Join("testdata", "freeze_problems.golden"), b.String())
-}
-
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if os.Getenv("REVIEW_UPDATE_GOLDEN") == "1" {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got != string(want) {
-		t.Errorf("problems differ from %s:\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Check(t, "freeze_problems.golden", b.String())
 }
