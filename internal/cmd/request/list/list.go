@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -58,14 +59,11 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 	return cmd
 }
 
-// keeper keeps the requests of a page that --mine or --waiting-on-me ask
-// for, judged at now.
-type keeper func(rs []approval.Request, now time.Time) []approval.Request
-
-// mineOnly is the keeper of what --mine or --waiting-on-me ask for, judged
-// for the caller (its identity established once, and the table's policy
-// read once for --waiting-on-me); nil when neither is set.
-func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options) (keeper, error) {
+// mineOnly says whether a request is one --mine or --waiting-on-me ask
+// for, judged at now for the caller (its identity established once, and
+// the table's policy read once for --waiting-on-me); nil when neither is
+// set.
+func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options) (func(r approval.Request, now time.Time) bool, error) {
 	if !opts.Mine && !opts.WaitingOnMe {
 		return nil, nil
 	}
@@ -86,14 +84,8 @@ func mineOnly(ctx context.Context, env *cmdenv.Env, opts *Options) (keeper, erro
 		}
 	}
 	svc := env.Approvals()
-	return func(rs []approval.Request, now time.Time) []approval.Request {
-		kept := rs[:0:0]
-		for _, r := range rs {
-			if opts.Mine && r.AskedBy(id) || opts.WaitingOnMe && svc.Awaits(r, stored, id, now) {
-				kept = append(kept, r)
-			}
-		}
-		return kept
+	return func(r approval.Request, now time.Time) bool {
+		return opts.Mine && r.AskedBy(id) || opts.WaitingOnMe && svc.Awaits(r, stored, id, now)
 	}, nil
 }
 
@@ -133,8 +125,7 @@ func result(l approval.Listing, opts *Options, now time.Time) Result {
 	l = shown(l, opts, now)
 	out := Result{Kind: "ChangeRequestList", Unreadable: l.Unreadable}
 	if opts.Reviews {
-		out.Kind, out.Reviews = "ReviewList", []approval.Review{}
-		out.Reviews = append(out.Reviews, l.Reviews...)
+		out.Kind, out.Reviews = "ReviewList", slices.Concat([]approval.Review{}, l.Reviews)
 		return out
 	}
 	out.Requests = []requestview.View{}
@@ -155,7 +146,7 @@ func pages(ctx context.Context, f *cmdenv.Factory, opts *Options, expire bool, e
 	if err != nil {
 		return err
 	}
-	keep, err := mineOnly(ctx, env, opts)
+	mine, err := mineOnly(ctx, env, opts)
 	if err != nil {
 		return err
 	}
@@ -164,8 +155,8 @@ func pages(ctx context.Context, f *cmdenv.Factory, opts *Options, expire bool, e
 			l.Requests = requestview.Expire(ctx, env, f.IOStreams.ErrOut, l.Requests)
 		}
 		now := f.Clock.Now()
-		if keep != nil {
-			l.Requests = keep(l.Requests, now)
+		if mine != nil {
+			l.Requests = slices.DeleteFunc(l.Requests, func(r approval.Request) bool { return !mine(r, now) })
 		}
 		return each(shown(l, opts, now), now)
 	})
