@@ -110,7 +110,6 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if err != nil {
 		return err
 	}
-	actor := by.Actor
 	res, err := env.Policies().Set(ctx, env.Audit(), set, by, opts.Reason)
 	if err != nil {
 		return err // a race lost to another set is a conflict (store.ErrConditionFailed)
@@ -133,7 +132,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		levercmd.Confirmed(ios.Out, res.Confirmed)
 	}
 	if !res.Unchanged {
-		cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: policy.ActionSet, Actor: actor, Reason: opts.Reason,
+		cmdenv.Notify(ctx, env, opts.NoNotify, notify.Event{Action: policy.ActionSet, Actor: by.Actor, Reason: opts.Reason,
 			Detail: fmt.Sprintf("the table's change policy is now version %d (sha256 %s)", out.Version, out.SHA256[:12]),
 			Levers: []notify.Lever{{Subject: policy.Key, Change: fmt.Sprintf("set to version %d", out.Version), AuditID: res.Record.ID}}})
 	}
