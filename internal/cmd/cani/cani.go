@@ -135,14 +135,11 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	if opts.Action == breaker.ActionForceOpen {
 		req.Duration, req.NoExpiry = opts.For, opts.NoExpiry
 	}
-	var set *policy.Set
-	if stored != nil {
-		set = stored.Set
-	} else if opts.BreakGlass && !unguarded {
+	if stored == nil && opts.BreakGlass && !unguarded {
 		// As the lever command answers it: there is no glass to break.
 		return approval.ErrNothingToBreak
 	}
-	d := policy.Decide(set, req)
+	d := policy.Decide(stored.Rules(), req)
 	if unguarded {
 		// As the lever service: the policy is not asked.
 		d = policy.Decision{Outcome: policy.Allow, Reason: opts.Action + " is never asked of the table's policy: it only makes the fleet safer"}
