@@ -120,12 +120,7 @@ func subcommand(c *cobra.Command, name string) *cobra.Command {
 // unknownTopic is the error of `help ... name` where group c has no
 // command name.
 func unknownTopic(c *cobra.Command, name string) error {
-	err := Usagef("unknown help topic %q: %q has no command %q (see %s --help)", name, c.CommandPath(), name, c.CommandPath())
-	s := closestCommand(c, name)
-	if s == "" {
-		return err
-	}
-	return &HintError{Err: err, Hint: fmt.Sprintf("did you mean %s?", s)}
+	return didYouMean(c, name, Usagef("unknown help topic %q: %q has no command %q (see %s --help)", name, c.CommandPath(), name, c.CommandPath()))
 }
 
 func guardArgs(c *cobra.Command) {
@@ -156,7 +151,12 @@ func guardArgs(c *cobra.Command) {
 // unknownCommand is the error of group c given name, a command it does not
 // have.
 func unknownCommand(c *cobra.Command, name string) error {
-	err := Usagef("unknown command %q for %q (see %s --help)", name, c.CommandPath(), c.CommandPath())
+	return didYouMean(c, name, Usagef("unknown command %q for %q (see %s --help)", name, c.CommandPath(), c.CommandPath()))
+}
+
+// didYouMean is err with the subcommands of c closest to name as its hint,
+// or err alone when none is near.
+func didYouMean(c *cobra.Command, name string, err error) error {
 	s := closestCommand(c, name)
 	if s == "" {
 		return err

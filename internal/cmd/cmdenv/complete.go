@@ -1,6 +1,7 @@
 package cmdenv
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,13 +37,9 @@ func CompleteDependencies(f *Factory) cobra.CompletionFunc {
 }
 
 func filter(names []string, prefix string, exclude []string) []cobra.Completion {
-	skip := map[string]bool{}
-	for _, a := range exclude {
-		skip[a] = true
-	}
 	var out []cobra.Completion
 	for _, n := range names {
-		if strings.HasPrefix(n, prefix) && !skip[n] {
+		if strings.HasPrefix(n, prefix) && !slices.Contains(exclude, n) {
 			out = append(out, n)
 		}
 	}
