@@ -85,8 +85,8 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 					break // the rest are a leaf command's own arguments, as cobra reads them
 				}
 				next := subcommand(cur, a)
-				if next == nil {
-					return unknownTopic(cur, a)
+				if next == nil { // `help ... a` where group cur has no command a
+					return didYouMean(cur, a, Usagef("unknown help topic %q: %q has no command %q (see %s --help)", a, cur.CommandPath(), a, cur.CommandPath()))
 				}
 				cur = next
 			}
@@ -117,12 +117,6 @@ func subcommand(c *cobra.Command, name string) *cobra.Command {
 	return nil
 }
 
-// unknownTopic is the error of `help ... name` where group c has no
-// command name.
-func unknownTopic(c *cobra.Command, name string) error {
-	return didYouMean(c, name, Usagef("unknown help topic %q: %q has no command %q (see %s --help)", name, c.CommandPath(), name, c.CommandPath()))
-}
-
 func guardArgs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		guardArgs(sub)
@@ -142,16 +136,11 @@ func guardArgs(c *cobra.Command) {
 		case err == nil:
 			return nil
 		case group && len(args) > 0:
-			return unknownCommand(c, args[0])
+			// group c given a command it does not have
+			return didYouMean(c, args[0], Usagef("unknown command %q for %q (see %s --help)", args[0], c.CommandPath(), c.CommandPath()))
 		}
 		return Usagef("%v; usage: %s", err, usage(c))
 	}
-}
-
-// unknownCommand is the error of group c given name, a command it does not
-// have.
-func unknownCommand(c *cobra.Command, name string) error {
-	return didYouMean(c, name, Usagef("unknown command %q for %q (see %s --help)", name, c.CommandPath(), c.CommandPath()))
 }
 
 // didYouMean is err with the subcommands of c closest to name as its hint,

@@ -212,7 +212,7 @@ func PrintWait(w io.Writer, v *ConvergenceView) {
 			if !d.PerInstance {
 				how = fmt.Sprintf("%s by the fleet's worst and best (~%d samples)", d.Goal, d.Instances)
 			}
-			fmt.Fprintf(w, "Confirmed %s: %s after %s\n", d.Dependency, how, human.Duration(secondsDur(*d.TimeToConvergeSeconds)))
+			fmt.Fprintf(w, "Confirmed %s: %s after %s\n", d.Dependency, how, human.Duration(time.Duration(*d.TimeToConvergeSeconds*float64(time.Second))))
 			continue
 		}
 		fmt.Fprintf(w, "Not confirmed %s: %s\n", d.Dependency, textsafe.Line(describeView(d)))
@@ -224,8 +224,6 @@ func describeView(d DependencyConvergence) string {
 		Instances: d.Instances, Confirmed: d.InstancesConfirmed, Stragglers: d.Stragglers, Unknown: d.Unknown, Note: d.Note}
 	return cv.Summary()
 }
-
-func secondsDur(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // progressLine rewrites one stderr line while the wait runs.
 type progressLine struct {
