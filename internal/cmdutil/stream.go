@@ -71,14 +71,10 @@ func (d *DocStream) split(doc any) (head, tail []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	// A top-level key starts a line; the list's is the line `key: []`.
+	// A top-level key starts a line; the list's is the line `key: []`
+	// (found after a line break put before the document's first line).
 	mark := []byte(d.key + ": []\n")
-	i := -1
-	if bytes.HasPrefix(y, mark) {
-		i = 0
-	} else if j := bytes.Index(y, append([]byte{'\n'}, mark...)); j >= 0 {
-		i = j + 1
-	}
+	i := bytes.Index(append([]byte{'\n'}, y...), append([]byte{'\n'}, mark...))
 	if i < 0 {
 		return nil, nil, fmt.Errorf("encode output: the document has no empty list %q", d.key)
 	}
