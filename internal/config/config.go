@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -743,10 +744,7 @@ func (f *File) Names() []string {
 
 // Current returns the name of the current context: the file's choice, else local.
 func (f *File) Current() string {
-	if f.CurrentContext != "" {
-		return f.CurrentContext
-	}
-	return LocalContextName
+	return cmp.Or(f.CurrentContext, LocalContextName)
 }
 
 // Context returns the named context. "local" resolves to the built-in one

@@ -6,6 +6,7 @@
 package base
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -226,10 +227,7 @@ func identityResolver(name string, cfg aws.Config, storeEndpoint string) identit
 // requestTimeout is the bound of one AWS request: --request-timeout, else
 // the context's request-timeout, else zero (awsconf's default).
 func requestTimeout(f *cmdenv.Factory, c *config.Context) time.Duration {
-	if f.RequestTimeout != 0 {
-		return f.RequestTimeout
-	}
-	return c.RequestTimeout.Std()
+	return cmp.Or(f.RequestTimeout, c.RequestTimeout.Std())
 }
 
 // debugOptions turns on awsconf's operation log on stderr under --debug.
