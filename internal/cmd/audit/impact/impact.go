@@ -120,12 +120,9 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 		return err
 	}
 	out := Result{Envelope: env.Envelope("AuditImpact"), Since: since.UTC(), Until: until.UTC(), Spans: impact.History(l.Records, since, until),
-		Unreadable: l.Unreadable}
+		Unreadable: listing.Problems(l.Unreadable)}
 	if out.Spans == nil {
 		out.Spans = []impact.Span{}
-	}
-	if out.Unreadable == nil {
-		out.Unreadable = []store.Problem{}
 	}
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {

@@ -329,12 +329,14 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	ev := notify.Event{Action: "levers.apply", Reason: "levers " + file.Name, Actor: actor}
 	var unwritten []levercmd.Unwritten
 	var outs []lever.Outcome
+	chunkOf := map[string]int{}
 	for i, rep := range reps {
 		outs = append(outs, rep.Outcomes...)
 		if rep.Event != nil {
 			ev.Levers = append(ev.Levers, rep.Event.Levers...)
 		}
 		for _, o := range rep.Outcomes {
+			chunkOf[o.Target] = o.Chunk
 			if !o.Written && o.Err != nil {
 				unwritten = append(unwritten, levercmd.Unwritten{Name: o.Target, Err: o.Err})
 			}
@@ -360,12 +362,6 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 	}
 	if werr != nil && len(res.Results) == 0 {
 		return conflictHint(levercmd.TooLarge(werr))
-	}
-	chunkOf := map[string]int{}
-	for _, rep := range reps {
-		for _, o := range rep.Outcomes {
-			chunkOf[o.Target] = o.Chunk
-		}
 	}
 	res.NotWritten = levercmd.NotWrittenOf(unwritten, func(name string) int { return chunkOf[name] })
 	// Past one transaction's size a round is several: what landed is
