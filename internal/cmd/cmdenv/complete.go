@@ -23,12 +23,7 @@ func CompleteContexts(f *Factory) cobra.CompletionFunc {
 // leaving out those already on the command line (no store or network access).
 func CompleteDependencies(f *Factory) cobra.CompletionFunc {
 	return func(_ *cobra.Command, args []string, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		file, err := f.Config()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveError
-		}
-		name, _ := f.SelectContext(file)
-		c, err := file.Context(name)
+		_, c, err := f.SelectedContext()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}

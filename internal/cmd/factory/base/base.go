@@ -124,12 +124,7 @@ func NewWith(ios *iostreams.IOStreams, clk clock.Clock, opts ...Option) *cmdenv.
 // actor. It is exported for tools (the sandbox) that resolve a context
 // outside a command.
 func Resolve(ctx context.Context, f *cmdenv.Factory) (*cmdenv.Env, error) {
-	file, err := f.Config()
-	if err != nil {
-		return nil, err
-	}
-	name, _ := f.SelectContext(file)
-	c, err := file.Context(name)
+	name, c, err := f.SelectedContext()
 	if err != nil {
 		return nil, err
 	}
