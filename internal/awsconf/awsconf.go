@@ -130,17 +130,15 @@ func Load(ctx context.Context, opts Options) (aws.Config, error) {
 	}
 
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
-	if err == nil {
-		if se := newServiceEndpoints(opts.Endpoints); len(se) > 0 {
-			cfg.ConfigSources = append([]any{se}, cfg.ConfigSources...)
-		}
-	}
 	if err != nil {
 		var notExist config.SharedConfigProfileNotExistError
 		if errors.As(err, &notExist) {
 			return aws.Config{}, &CredentialsError{Profile: notExist.Profile, IMDS: opts.IMDS, ProfileMissing: true, Err: err}
 		}
 		return aws.Config{}, fmt.Errorf("load aws config: %w", err)
+	}
+	if se := newServiceEndpoints(opts.Endpoints); len(se) > 0 {
+		cfg.ConfigSources = append([]any{se}, cfg.ConfigSources...)
 	}
 	if cfg.Region == "" {
 		return aws.Config{}, errors.New("load aws config: no region: set region in the context, or AWS_REGION")

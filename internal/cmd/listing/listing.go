@@ -182,10 +182,7 @@ func withList(doc any, key string, items []any) (map[string]any, error) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("encode output: %w", err)
 	}
-	if items == nil {
-		items = []any{}
-	}
-	m[key] = items
+	m[key] = append([]any{}, items...)
 	return m, nil
 }
 

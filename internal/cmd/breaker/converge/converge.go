@@ -127,10 +127,7 @@ func Wait(ctx context.Context, f *cmdenv.Factory, w *metrics.Waiter, changes []m
 		TimeoutSeconds: res.Timeout.Seconds(), ElapsedSeconds: res.Elapsed.Seconds(), Polls: res.Polls, Dependencies: []DependencyConvergence{}}
 	for _, cv := range res.Convergences {
 		d := DependencyConvergence{Dependency: cv.Dependency, Goal: cv.Goal, Verdict: cv.Verdict, Confirmed: cv.Verdict == metrics.Confirmed,
-			Instances: cv.Instances, InstancesConfirmed: cv.Confirmed, PerInstance: cv.PerInstance, Stragglers: cv.Stragglers, Note: cv.Note}
-		if d.Stragglers == nil {
-			d.Stragglers = []string{}
-		}
+			Instances: cv.Instances, InstancesConfirmed: cv.Confirmed, PerInstance: cv.PerInstance, Stragglers: append([]string{}, cv.Stragglers...), Note: cv.Note}
 		d.Unknown = append([]metrics.Doubt{}, cv.Unknown...)
 		if d.Confirmed {
 			s := cv.Elapsed.Seconds()
