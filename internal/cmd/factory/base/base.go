@@ -111,11 +111,10 @@ func NewWith(ios *iostreams.IOStreams, clk clock.Clock, opts ...Option) *cmdenv.
 			return env, nil
 		}
 		e, err := Resolve(ctx, f)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			env = e // kept once resolved; an error is asked again
 		}
-		env = e
-		return env, nil
+		return e, err
 	}
 	return f
 }
