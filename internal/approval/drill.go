@@ -130,7 +130,7 @@ func (s *Service) readDrill(ctx context.Context, id string) (*policy.Stored, sto
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the table's policy: %w", err)
 	}
-	stored, err := s.policyIn(items)
+	stored, err := s.PolicyIn(items)
 	return stored, items[RequestPrefix+id], err
 }
 

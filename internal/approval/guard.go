@@ -133,7 +133,7 @@ func (g *Guard) decide(ctx context.Context, c lever.Change, p *lever.Planned) (*
 func (g *Guard) Commit(ctx context.Context, p *lever.Planned) (lever.Report, error) {
 	rep, err := g.svc.Commit(ctx, p)
 	var ae *lever.AssumedError
-	if !errors.As(err, &ae) || !slices.Contains(ae.Keys, policy.Key) || written(rep) {
+	if !errors.As(err, &ae) || !slices.Contains(ae.Keys, policy.Key) || len(rep.Written()) > 0 {
 		// A change of several transactions whose first ones landed before
 		// the policy came is not planned again: what landed is reported,
 		// the rest refused with the policy named (run it again).
@@ -148,11 +148,6 @@ func (g *Guard) Commit(ctx context.Context, p *lever.Planned) (lever.Report, err
 		return q.Report(), err
 	}
 	return g.svc.Commit(ctx, q)
-}
-
-// written reports whether any of rep's targets was written.
-func written(rep lever.Report) bool {
-	return slices.ContainsFunc(rep.Outcomes, func(o lever.Outcome) bool { return o.Written })
 }
 
 // submit stores the planned change as a pending request (sub's requester,

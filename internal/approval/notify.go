@@ -61,20 +61,14 @@ func ExpiredEvent(r Request, actor string) notify.Event {
 		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: "expired"}}}
 }
 
-// DeniedEvent announces a denied request (its record rec).
-func DeniedEvent(r Request, rec audit.Record, actor, note string) notify.Event {
-	return closedEvent(ActionRequestDeny, StatusDenied, r, rec, actor, note)
-}
-
-// CanceledEvent announces a request its requester canceled (its record
-// rec).
-func CanceledEvent(r Request, rec audit.Record, actor, note string) notify.Event {
-	return closedEvent(ActionRequestCancel, StatusCanceled, r, rec, actor, note)
-}
-
-// closedEvent announces r closed unapplied (its action, its status).
-func closedEvent(action, status string, r Request, rec audit.Record, actor, note string) notify.Event {
-	return notify.Event{Action: action, Actor: actor, Reason: note, Outcome: status,
-		Detail: "request " + r.ID + " (" + status + "): " + r.Change.Summary(),
-		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: status, AuditID: rec.ID}}}
+// ClosedEvent announces r closed unapplied, as its status says: denied, or
+// canceled by its requester (its record rec).
+func ClosedEvent(r Request, rec audit.Record, actor, note string) notify.Event {
+	action := ActionRequestDeny
+	if r.Status == StatusCanceled {
+		action = ActionRequestCancel
+	}
+	return notify.Event{Action: action, Actor: actor, Reason: note, Outcome: r.Status,
+		Detail: "request " + r.ID + " (" + r.Status + "): " + r.Change.Summary(),
+		Levers: []notify.Lever{{Subject: RequestPrefix + r.ID, Change: r.Status, AuditID: rec.ID}}}
 }

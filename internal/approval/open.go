@@ -288,36 +288,24 @@ func (s *Service) check(ctx context.Context, reqItems, revItems []store.Item, al
 		listed[it.PK()] = it
 		places[it.PK()] = it.Str(store.IndexLists.Sort)
 	}
-	var reqs []Request
-	var revs []Review
-	for _, it := range reqItems {
-		r, err := s.decode(it)
-		if err != nil {
-			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
-			continue
-		}
-		reqs = append(reqs, r)
-		keys[ClosedKey(r.ID)] = true
-		for _, pk := range r.Proofs {
-			keys[pk] = true
+	// need notes the keys an item (pk) needs read: the proofs it names,
+	// and itself where the index is not consistent.
+	need := func(pk string, proofs []string) {
+		for _, p := range proofs {
+			keys[p] = true
 		}
 		if !consistent {
-			keys[it.PK()] = true
+			keys[pk] = true
 		}
 	}
-	for _, it := range revItems {
-		r, err := ReviewFromItem(it)
-		if err != nil {
-			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
-			continue
-		}
-		revs = append(revs, r)
-		for _, pk := range r.Proofs {
-			keys[pk] = true
-		}
-		if !consistent {
-			keys[it.PK()] = true
-		}
+	reqs := decodeEach(reqItems, s.decode, &out)
+	for _, r := range reqs {
+		keys[ClosedKey(r.ID)] = true
+		need(RequestPrefix+r.ID, r.Proofs)
+	}
+	revs := decodeEach(revItems, ReviewFromItem, &out)
+	for _, r := range revs {
+		need(ReviewPrefix+r.ID, r.Proofs)
 	}
 	items, err := s.readKeys(ctx, keys)
 	if err != nil {
@@ -416,42 +404,8 @@ func (s *Service) readKeys(ctx context.Context, keys map[string]bool) (map[strin
 // are read.
 func (s *Service) fresh(ctx context.Context, reqs []Request, revs []Review, items map[string]store.Item, all bool, out *Listing) ([]Request, []Review, error) {
 	more := map[string]bool{}
-	var keepReqs []Request
-	for _, r := range reqs {
-		it, ok := items[RequestPrefix+r.ID]
-		if !ok || !all && it.Str(store.IndexLists.Attr) != OpenRequests {
-			continue
-		}
-		fr, err := s.decode(it)
-		if err != nil {
-			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
-			continue
-		}
-		for _, pk := range fr.Proofs {
-			if _, read := items[pk]; !read && !slices.Contains(r.Proofs, pk) {
-				more[pk] = true
-			}
-		}
-		keepReqs = append(keepReqs, fr)
-	}
-	var keepRevs []Review
-	for _, r := range revs {
-		it, ok := items[ReviewPrefix+r.ID]
-		if !ok || !all && it.Str(store.IndexLists.Attr) != OpenReviews {
-			continue
-		}
-		fr, err := ReviewFromItem(it)
-		if err != nil {
-			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
-			continue
-		}
-		for _, pk := range fr.Proofs {
-			if _, read := items[pk]; !read && !slices.Contains(r.Proofs, pk) {
-				more[pk] = true
-			}
-		}
-		keepRevs = append(keepRevs, fr)
-	}
+	keepReqs := reread(reqs, func(r Request) (string, []string) { return RequestPrefix + r.ID, r.Proofs }, OpenRequests, s.decode, items, all, more, out)
+	keepRevs := reread(revs, func(r Review) (string, []string) { return ReviewPrefix + r.ID, r.Proofs }, OpenReviews, ReviewFromItem, items, all, more, out)
 	if len(more) > 0 {
 		extra, err := s.readKeys(ctx, more)
 		if err != nil {
@@ -462,6 +416,50 @@ func (s *Service) fresh(ctx context.Context, reqs []Request, revs []Review, item
 		}
 	}
 	return keepReqs, keepRevs, nil
+}
+
+// reread is each of listed (its key and the proofs it named, as keyOf
+// says) as read by key in items, decoded by dec: gone, or out of the open
+// partition unless all, left out; unreadable, put in out; the proofs it
+// names now that were neither read nor named before, put in more.
+func reread[T any](listed []T, keyOf func(T) (string, []string), open string, dec func(store.Item) (T, error), items map[string]store.Item, all bool,
+	more map[string]bool, out *Listing) []T {
+	var keep []T
+	for _, r := range listed {
+		pk, named := keyOf(r)
+		it, ok := items[pk]
+		if !ok || !all && it.Str(store.IndexLists.Attr) != open {
+			continue
+		}
+		fr, err := dec(it)
+		if err != nil {
+			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
+			continue
+		}
+		_, proofs := keyOf(fr)
+		for _, p := range proofs {
+			if _, read := items[p]; !read && !slices.Contains(named, p) {
+				more[p] = true
+			}
+		}
+		keep = append(keep, fr)
+	}
+	return keep
+}
+
+// decodeEach decodes items with dec; those it cannot are put in out's
+// Unreadable.
+func decodeEach[T any](items []store.Item, dec func(store.Item) (T, error), out *Listing) []T {
+	var ok []T
+	for _, it := range items {
+		v, err := dec(it)
+		if err != nil {
+			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
+			continue
+		}
+		ok = append(ok, v)
+	}
+	return ok
 }
 
 // BackfillReport says what [Service.Backfill] found and did.

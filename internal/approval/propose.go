@@ -146,7 +146,7 @@ func (s *Service) Propose(ctx context.Context, log audit.Appender, p Proposal) (
 // proposalDecision is how many approvals p waits for under the table's
 // policy among items, as read.
 func (s *Service) proposalDecision(p Proposal, items map[string]store.Item, now time.Time) (policy.Decision, error) {
-	stored, err := s.policyIn(items)
+	stored, err := s.PolicyIn(items)
 	if err != nil {
 		return policy.Decision{}, err
 	}

@@ -285,24 +285,14 @@ func (s *Service) List(ctx context.Context) (Listing, error) {
 		byKey[it.PK()] = it
 	}
 	var out Listing
-	for _, it := range items[0] {
-		r, err := s.decode(it)
-		if err != nil {
-			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
-			continue
-		}
+	out.Requests = decodeEach(items[0], s.decode, &out)
+	for i, r := range out.Requests {
 		_, closed := byKey[ClosedKey(r.ID)]
-		r.verify(byKey, closed)
-		out.Requests = append(out.Requests, r)
+		out.Requests[i].verify(byKey, closed)
 	}
-	for _, it := range items[1] {
-		r, err := ReviewFromItem(it)
-		if err != nil {
-			out.Unreadable = append(out.Unreadable, store.Problem{PK: it.PK(), Problem: err.Error()})
-			continue
-		}
-		r.verify(byKey)
-		out.Reviews = append(out.Reviews, r)
+	out.Reviews = decodeEach(items[1], ReviewFromItem, &out)
+	for i := range out.Reviews {
+		out.Reviews[i].verify(byKey)
 	}
 	sort.Slice(out.Requests, func(i, j int) bool { return out.Requests[i].CreatedAt.After(out.Requests[j].CreatedAt) })
 	sort.Slice(out.Reviews, func(i, j int) bool { return out.Reviews[i].CreatedAt.After(out.Reviews[j].CreatedAt) })

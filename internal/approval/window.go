@@ -93,11 +93,8 @@ func windowQuestion(s *Service, w Window) policy.Request {
 }
 
 // decideWindow is the table's policy on forcing w's dependency for one
-// occurrence by actor.
+// occurrence by actor (a nil set: [policy.NoPolicy], as policy.Decide says).
 func (s *Service) decideWindow(set *policy.Set, actor policy.Actor, w Window) policy.Decision {
-	if set == nil {
-		return policy.NoPolicy
-	}
 	q := windowQuestion(s, w)
 	q.Actor = actor
 	return policy.Decide(set, q)
@@ -176,7 +173,7 @@ func (a WindowAuthorization) Approval() *audit.Approval {
 // WindowKeys are the keys [Service.AuthorizeWindow] decides on: the
 // table's policy and the request of each of ws, for the caller to read in
 // its own batch read (apply reads them beside the overrides, in one round
-// trip) and hand to [Service.WindowsRead].
+// trip): [Service.PolicyIn] finds the policy among them.
 func WindowKeys(ws []Window) []string {
 	keys := make([]string, 0, len(ws)+1)
 	keys = append(keys, policy.Key)
@@ -186,19 +183,10 @@ func WindowKeys(ws []Window) []string {
 	return keys
 }
 
-// WindowsRead is the table's policy (nil: none) among items, the keys of
-// [WindowKeys] as read (absent ones left out), and items: what
+// PolicyIn is the table's policy among items read by key (nil: not there):
+// with the keys of [WindowKeys] as read (absent ones left out), what
 // [Service.AuthorizeWindow] decides on.
-func (s *Service) WindowsRead(items map[string]store.Item) (*policy.Stored, map[string]store.Item, error) {
-	stored, err := s.policyIn(items)
-	if err != nil {
-		return nil, nil, err
-	}
-	return stored, items, nil
-}
-
-// policyIn is the table's policy among items read by key (nil: not there).
-func (s *Service) policyIn(items map[string]store.Item) (*policy.Stored, error) {
+func (s *Service) PolicyIn(items map[string]store.Item) (*policy.Stored, error) {
 	it, ok := items[policy.Key]
 	if !ok {
 		return nil, nil
@@ -209,8 +197,8 @@ func (s *Service) policyIn(items map[string]store.Item) (*policy.Stored, error) 
 // AuthorizeWindow is the rule apply follows before it forces a window's
 // dependency on a table with a policy (stored; nil: none): allowed as is, or
 // approved by the window's levers.window request for exactly this content,
-// occurrence and context, approved and not expired. items are what
-// [Service.WindowsRead] found; it writes nothing. Refused: a request
+// occurrence and context, approved and not expired. items are the keys of
+// [WindowKeys] as read; it writes nothing. Refused: a request
 // missing or still pending ([ErrWindowNoApproval], exit 12), expired or
 // closed (exit 13), for other content ([ErrHashMismatch], exit 14), one
 // whose approval no approver's proof shows ([ErrApprovalUnproven], exit

@@ -613,20 +613,6 @@ func (p Problem) String() string {
 // read at all (it has no position).
 func (p Problem) Unreadable() bool { return p.Line == 0 }
 
-// ProblemsError is the error form of a non-empty problem list.
-type ProblemsError struct {
-	Problems []Problem
-}
-
-// Error lists the problems one per line.
-func (e *ProblemsError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
-
 // DidYouMean returns ` (did you mean "x"?)` for the candidate nearest to
 // s by edit distance, ignoring case, when it is near enough to be a likely
 // typo; otherwise "".

@@ -3,8 +3,6 @@ package drill
 import (
 	"fmt"
 	"time"
-
-	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // Outcomes of a run (Journal.Outcome).
@@ -64,16 +62,6 @@ const (
 	// StatusAbandoned: a rollback was not attempted because the operator
 	// abandoned the rollback phase.
 	StatusAbandoned = "abandoned"
-)
-
-// Exit codes of a run (docs/exit-codes.md): the codes exitcode.Of gives
-// a run's outcome, as the journal's exit_code holds them.
-const (
-	ExitPassed         = exitcode.OK          // the hypothesis held, every rollback succeeded
-	ExitFailed         = exitcode.Error       // a step or the hypothesis failed, a stop condition held, or the drill timed out
-	ExitInvalid        = exitcode.Usage       // the drill file (or a variable) is invalid; nothing was done
-	ExitRollbackFailed = exitcode.Rollback    // a rollback failed or was abandoned, or its outcome is unknown
-	ExitInterrupted    = exitcode.Interrupted // interrupted, every rollback succeeded
 )
 
 // Journal is the record of one run: every check, step and rollback with
@@ -400,7 +388,7 @@ func DisplayPrecision(d time.Duration) time.Duration {
 // JournalVersion is the version of the journal format this koshactl writes.
 // Version 2 added GaugeSamples, StopEvaluations and Audit; a version 1
 // journal reads as one without them. A journal of a later version is refused
-// by [ReadJournal]: its fields could mean what this koshactl does not know.
+// by [StreamJournal]: its fields could mean what this koshactl does not know.
 const JournalVersion = 2
 
 // GaugeSample is one read of a dependency's breaker_state gauges during a

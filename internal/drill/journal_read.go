@@ -15,12 +15,6 @@ import (
 // maxJournalSize bounds the journal file read.
 const maxJournalSize = 64 << 20
 
-// ReadJournal reads a journal file whole: [StreamJournal] keeping every
-// element of every list.
-func ReadJournal(path string) (*Journal, error) {
-	return StreamJournal(path, nil)
-}
-
 // StreamJournal reads the journal at path as a stream, never holding more
 // of the file than one element of a list: the elements of the journal's
 // lists (preflight, the hypothesis's before and after, steps, rollbacks,

@@ -98,12 +98,12 @@ func TestStreamJournalRefusals(t *testing.T) {
 		"truncated":      {ok[:40], "is not a drill journal"},
 		"newer":          {strings.Replace(ok, `"version":2`, `"version":99`, 1), "journal version 99 is newer than this koshactl reads"},
 	} {
-		_, err := drill.ReadJournal(journalFile(t, c.body))
+		_, err := drill.StreamJournal(journalFile(t, c.body), nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}
-	if j, err := drill.ReadJournal(journalFile(t, ok)); err != nil || j.RunID != "r" {
+	if j, err := drill.StreamJournal(journalFile(t, ok), nil); err != nil || j.RunID != "r" {
 		t.Errorf("a minimal journal: %v", err)
 	}
 	// Over the cap: refused before a byte is parsed.
@@ -111,10 +111,10 @@ func TestStreamJournalRefusals(t *testing.T) {
 	if err := os.Truncate(big, 64<<20+1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := drill.ReadJournal(big); !errors.Is(err, fsutil.ErrTooLarge) {
+	if _, err := drill.StreamJournal(big, nil); !errors.Is(err, fsutil.ErrTooLarge) {
 		t.Errorf("a 64 MiB + 1 journal: %v", err)
 	}
-	if _, err := drill.ReadJournal(t.TempDir()); !errors.Is(err, fsutil.ErrNotRegular) {
+	if _, err := drill.StreamJournal(t.TempDir(), nil); !errors.Is(err, fsutil.ErrNotRegular) {
 		t.Errorf("a directory: %v", err)
 	}
 }

@@ -81,9 +81,6 @@ type templateError struct {
 // Literal returns a template of fixed text.
 func Literal(s string) Template { return Template{raw: s, parts: []tpart{{lit: s}}} }
 
-// Raw returns the template as written.
-func (t Template) Raw() string { return t.raw }
-
 // IsZero reports whether the template is empty.
 func (t Template) IsZero() bool { return t.raw == "" }
 
@@ -112,17 +109,6 @@ func (t Template) Static() (string, bool) {
 
 // String returns the template as written.
 func (t Template) String() string { return t.raw }
-
-// ParseTemplate parses raw as a template built in code; the error names
-// its first syntax error. (Templates from a drill file come from the
-// [Decoder], which checks each reference against the file.)
-func ParseTemplate(raw string) (Template, error) {
-	t, errs := parseTemplate(raw)
-	if len(errs) > 0 {
-		return Template{}, fmt.Errorf("template %q: %s", raw, errs[0].msg)
-	}
-	return t, nil
-}
 
 // parseTemplate splits raw into literal text and references.
 func parseTemplate(raw string) (Template, []templateError) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/testutil/golden"
 
 	"github.com/yuin/goldmark"
@@ -560,7 +561,7 @@ func TestFleetNotConfirmed(t *testing.T) {
 // record are one write.
 func TestRollbackWhoseOutcomeIsUnknownIsNotPutBack(t *testing.T) {
 	j := stoppedJournal()
-	j.Outcome, j.Reason, j.Stop, j.ExitCode, j.RollbacksOK = drill.OutcomePassed, "", nil, drill.ExitRollbackFailed, false
+	j.Outcome, j.Reason, j.Stop, j.ExitCode, j.RollbacksOK = drill.OutcomePassed, "", nil, exitcode.Rollback, false
 	rb := &j.Rollbacks[0]
 	rb.Status, rb.Detail = drill.StatusFailed, ""
 	rb.Error = "restore override of openai: the outcome of the change is unknown: the store did not answer it, nor the read that settles it (get audit#0946684800000#43cf25949c438e6c: store unavailable): check with koshactl breaker get openai"

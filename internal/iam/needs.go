@@ -150,39 +150,6 @@ func OwnProofPatterns(verb string) []string {
 	return []string{OwnProofs + verb + "#" + PrincipalARNVariable + "#*", OwnProofs + verb + "#arn:*:sts::*:assumed-role/*"}
 }
 
-// WritePrefixOf is the item prefix a write of pk is granted on: a proof's
-// writer's own ([OwnProofs] and its verb), a proposer's own
-// ([OwnProposals]), else [PrefixOf]'s.
-func WritePrefixOf(pk string) string {
-	if rest, ok := strings.CutPrefix(pk, ProofItems); ok {
-		if f := strings.SplitN(rest, "#", 3); len(f) == 3 {
-			return OwnProofs + f[1] + "#"
-		}
-	}
-	if strings.HasPrefix(pk, ProposalItems) {
-		return OwnProposals
-	}
-	return PrefixOf(pk)
-}
-
-// Prefixes lists the item prefixes, the most specific first:
-// [PrefixOf] takes the first that starts a key.
-var Prefixes = []string{DataPlaneItems, AskingItems, AuditItems, BreakerItems, BucketItems, PolicyItems, FreezeItems}
-
-// PrefixOf is the item prefix of pk: the first of [Prefixes] it starts
-// with, else pk up to its first '#' (pk itself when it has none).
-func PrefixOf(pk string) string {
-	for _, p := range Prefixes {
-		if strings.HasPrefix(pk, p) {
-			return p
-		}
-	}
-	if i := strings.IndexByte(pk, '#'); i >= 0 {
-		return pk[:i+1]
-	}
-	return pk
-}
-
 // TransactWriteItems is the operation a transaction's item writes are
 // enclosed in: dynamodb:EnclosingOperation holds it for each of them, and
 // is absent for a PutItem or DeleteItem sent on its own.

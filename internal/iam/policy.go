@@ -288,20 +288,6 @@ func ownProofStatement(verbs []string, t Target) Statement {
 		}}
 }
 
-// ownProofPrefix reads a pattern of [OwnProofPatterns] back as the prefix
-// it grants (OwnProofs + verb + "#"); ok is false for any other pattern.
-func ownProofPrefix(pattern string) (string, bool) {
-	rest, ok := strings.CutPrefix(pattern, OwnProofs)
-	if !ok {
-		return "", false
-	}
-	verb, _, _ := strings.Cut(rest, "#")
-	if verb == "" || strings.ContainsAny(verb, "*?$") || !slices.Contains(OwnProofPatterns(verb), pattern) {
-		return "", false
-	}
-	return OwnProofs + verb + "#", true
-}
-
 // prefixName names an item prefix in a Sid.
 func prefixName(p string) string {
 	switch p {
@@ -348,49 +334,4 @@ func appendNew[T comparable](s []T, v T) []T {
 		return s
 	}
 	return append(s, v)
-}
-
-// Grants reads doc back as the needs it allows on t: each item action once
-// per LeadingKeys prefix (a need in a transaction when the statement also
-// requires dynamodb:EnclosingOperation TransactWriteItems), scans, queries,
-// table, secret, KMS and metric actions without one. It is how tests check
-// a policy grants exactly what a role needs.
-func Grants(doc Document, t Target) ([]Need, error) {
-	var out []Need
-	for _, s := range doc.Statement {
-		if s.Effect != "Allow" {
-			return nil, fmt.Errorf("statement %s: effect %q", s.Sid, s.Effect)
-		}
-		prefixes := []string{""}
-		if c, ok := s.Condition[LeadingKeysCondition]; ok {
-			prefixes = nil
-			for _, p := range c["dynamodb:LeadingKeys"] {
-				if own, ok := ownProofPrefix(p); ok {
-					prefixes = appendNew(prefixes, own)
-					continue
-				}
-				prefix, ok := strings.CutSuffix(p, "*")
-				if !ok || prefix == "" || strings.ContainsAny(prefix, "*?") {
-					return nil, fmt.Errorf("statement %s: leading key pattern %q is not PREFIX*", s.Sid, p)
-				}
-				prefixes = append(prefixes, prefix)
-			}
-		}
-		tx := false
-		if c, ok := s.Condition[EnclosingOperationCondition]; ok {
-			if ops := c["dynamodb:EnclosingOperation"]; len(c) != 1 || len(ops) != 1 || ops[0] != TransactWriteItems {
-				return nil, fmt.Errorf("statement %s: enclosing operation condition %v is not %s", s.Sid, c, TransactWriteItems)
-			}
-			tx = true
-		}
-		for _, a := range s.Action {
-			if strings.ContainsAny(a, "*?") {
-				return nil, fmt.Errorf("statement %s: wildcard action %q", s.Sid, a)
-			}
-			for _, p := range prefixes {
-				out = appendNew(out, Need{a, p, tx})
-			}
-		}
-	}
-	return out, nil
 }

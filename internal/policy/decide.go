@@ -152,9 +152,6 @@ func Decide(s *Set, r Request) Decision {
 	if r.BreakGlass {
 		what = fmt.Sprintf("no policy permits a break-glass %s on %s for %s", r.Action, r.Target, r.Actor.ARN)
 	}
-	if len(errs) > 0 {
-		what += " (" + errs[0] + ")"
-	}
 	return Decision{Outcome: Deny, Reason: what}
 }
 

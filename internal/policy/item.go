@@ -84,11 +84,8 @@ func FromItem(sch *Schema, it store.Item) (*Stored, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v: an admin sets a valid one with koshactl policy set FILE", ErrStoredInvalid, Key, textsafe.Line(err.Error()))
 	}
-	s := &Stored{Set: set, SHA256: Sum(text), Actor: it.Str(attrActor), Proof: it.Str(attrProof), raw: it}
+	s := &Stored{Set: set, SHA256: Sum(text), Since: SinceOf(it), Actor: it.Str(attrActor), Proof: it.Str(attrProof), raw: it}
 	s.Version, _ = it.Int(attrVersion)
-	if ms, ok := it.Int(attrSince); ok {
-		s.Since = time.UnixMilli(ms).UTC()
-	}
 	if ms, ok := it.Int(attrUpdatedAt); ok {
 		s.UpdatedAt = time.UnixMilli(ms).UTC()
 	}

@@ -110,7 +110,7 @@ func (s StoreRequests) Deny(ctx context.Context, id, note string) (approval.Requ
 	if err != nil {
 		return r, err
 	}
-	s.announce(ctx, approval.DeniedEvent(r, rec, by.Actor, note))
+	s.announce(ctx, approval.ClosedEvent(r, rec, by.Actor, note))
 	return r, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/cmd/drill/run"
 	sandboxcmd "github.com/kosha-platform/koshactl/internal/cmd/sandbox"
 	"github.com/kosha-platform/koshactl/internal/dataplane/sandbox"
+	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 )
 
@@ -188,7 +189,7 @@ func TestCIWorkflowRunsDrillsAsMakeTest(t *testing.T) {
 		rcmd := report.NewCmd(f, func(_ context.Context, o *report.Options) error { rep = o; return nil })
 		rcmd.SetArgs(commandLine(t, expand(summary), "drill report"))
 		rcmd.SilenceUsage = true
-		if err := rcmd.Execute(); err != nil || rep == nil || rep.Journal != ro.Journal || rep.Output != report.FormatMarkdown || rep.Out != "" ||
+		if err := rcmd.Execute(); err != nil || rep == nil || rep.Journal != ro.Journal || rep.Output != gameday.FormatMarkdown || rep.Out != "" ||
 			!strings.Contains(summary, `>>"$GITHUB_STEP_SUMMARY"`) {
 			t.Errorf("the summary step (%q) is not the Markdown report of the journal %s: %+v, %v", summary, ro.Journal, rep, err)
 		}

@@ -23,8 +23,8 @@ import (
 
 func TestExitCodesMatchTheDocumentedOnes(t *testing.T) {
 	for name, pair := range map[string][2]int{
-		"passed": {drill.ExitPassed, exitcode.OK}, "failed": {drill.ExitFailed, exitcode.Error},
-		"invalid": {drill.ExitInvalid, exitcode.Usage}, "interrupted": {drill.ExitInterrupted, exitcode.Interrupted},
+		"passed": {exitcode.OK, exitcode.OK}, "failed": {exitcode.Error, exitcode.Error},
+		"invalid": {exitcode.Usage, exitcode.Usage}, "interrupted": {exitcode.Interrupted, exitcode.Interrupted},
 	} {
 		if pair[0] != pair[1] {
 			t.Errorf("%s: drill exits %d, koshactl documents %d", name, pair[0], pair[1])
@@ -32,7 +32,7 @@ func TestExitCodesMatchTheDocumentedOnes(t *testing.T) {
 	}
 	for _, c := range []int{exitcode.OK, exitcode.Error, exitcode.Usage, exitcode.NotFound, exitcode.Conflict,
 		exitcode.Unavailable, exitcode.Auth, exitcode.Refused, exitcode.Unknown, exitcode.Interrupted} {
-		if c == run.ExitRollbackFailed {
+		if c == exitcode.Rollback {
 			t.Errorf("exit code %d for a failed rollback collides with an existing code", c)
 		}
 	}
@@ -358,8 +358,8 @@ rollback:
     shell: echo cannot >&2; exit 4
 `)
 	r := e.Run("drill", "run", file)
-	if r.Code != run.ExitRollbackFailed {
-		t.Fatalf("exit %d, want %d\n%s%s", r.Code, run.ExitRollbackFailed, r.Stdout, r.Stderr)
+	if r.Code != exitcode.Rollback {
+		t.Fatalf("exit %d, want %d\n%s%s", r.Code, exitcode.Rollback, r.Stdout, r.Stderr)
 	}
 	if !strings.Contains(r.Stdout, "NOT RESTORED: shell (failed, step drill): command failed: exit code 4, want 0: cannot; it does not lapse on its own: restore it by hand") {
 		t.Errorf("stdout = %s", r.Stdout)
@@ -397,7 +397,7 @@ steps:
 	})
 	sigs <- syscall.SIGTERM
 	err := <-done
-	if code := exitcode.Of(err); code != run.ExitRollbackFailed {
+	if code := exitcode.Of(err); code != exitcode.Rollback {
 		t.Fatalf("exit %d (%v)\n%s", code, err, errOut)
 	}
 	if !strings.Contains(errOut.String(), "received SIGTERM") {

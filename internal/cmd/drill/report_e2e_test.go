@@ -176,7 +176,7 @@ func assertRecoveredReport(t *testing.T, j drill.Journal, jpath string) {
 	t.Helper()
 	ios, _, out, errOut := iostreams.Test()
 	f := factory.NewWith(ios, clock.Real{})
-	if err := report.Run(context.Background(), f, &report.Options{Journal: jpath, Output: report.FormatHTML, NoFetch: true}); err != nil {
+	if err := report.Run(context.Background(), f, &report.Options{Journal: jpath, Output: gameday.FormatHTML, NoFetch: true}); err != nil {
 		t.Fatalf("drill report: %v\n%s", err, errOut)
 	}
 	r := parseReport(t, out.String(), j)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/iam"
+	"github.com/kosha-platform/koshactl/internal/iam/iamtest"
 )
 
 // A role outside a command's policy is stopped at the first item it may
@@ -49,7 +50,7 @@ func TestARoleIsDeniedAWholeChangeOutsideItsPolicy(t *testing.T) {
 				t.Errorf("%s: denied %v, want the transaction's write of the override", name, denied)
 			}
 		} else if len(denied) != 1 || denied[0].Action != iam.GetItem ||
-			iam.PrefixOf(denied[0].Context["dynamodb:LeadingKeys"][0]) != c.prefix {
+			iamtest.PrefixOf(denied[0].Context["dynamodb:LeadingKeys"][0]) != c.prefix {
 			t.Errorf("%s: denied %v, want the GetItem of the %s item, its first read", name, denied, c.prefix)
 		}
 		if after := records(); after != before {

@@ -535,7 +535,7 @@ func TestPolicyGrantsExactlyEachRolesOperations(t *testing.T) {
 				t.Errorf("%s: statement %s condition %v", role, s.Sid, s.Condition)
 			}
 		}
-		granted, err := iam.Grants(doc, target)
+		granted, err := iamtest.Grants(doc, target)
 		if err != nil {
 			t.Fatalf("%s: %v", role, err)
 		}

@@ -76,9 +76,9 @@ func dynamoProxy(t *testing.T, target, sm, cw string, tg iam.Target, enf *iamtes
 			}
 			for _, r := range reqs {
 				for _, pk := range r.Context["dynamodb:LeadingKeys"] {
-					prefix := iam.PrefixOf(pk)
+					prefix := iamtest.PrefixOf(pk)
 					if r.Action == iam.PutItem {
-						prefix = iam.WritePrefixOf(pk) // a proof: its writer's own, by verb
+						prefix = iamtest.WritePrefixOf(pk) // a proof: its writer's own, by verb
 					}
 					rec.add(iam.Need{Action: r.Action, Prefix: prefix, Transaction: true})
 				}
@@ -118,7 +118,7 @@ func keyPrefixes(body []byte) []string {
 	var out []string
 	for _, pk := range pks {
 		if pk != "" {
-			pk = iam.PrefixOf(pk)
+			pk = iamtest.PrefixOf(pk)
 		}
 		if !slices.Contains(out, pk) {
 			out = append(out, pk)

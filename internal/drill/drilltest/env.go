@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/kosha-platform/koshactl/internal/lever"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -111,9 +112,18 @@ func Parse(t testing.TB, reg *drill.Registry, src string) *drill.Drill {
 	t.Helper()
 	d, probs := drill.Parse(reg, "test.yaml", []byte(src))
 	if len(probs) > 0 {
-		t.Fatalf("drill does not parse:\n%v", (&drill.ProblemsError{Problems: probs}).Error())
+		t.Fatalf("drill does not parse:\n%v", Problems(probs))
 	}
 	return d
+}
+
+// Problems lists probs one per line, as `drill validate` prints them.
+func Problems(probs []drill.Problem) string {
+	lines := make([]string, len(probs))
+	for i, p := range probs {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
 }
 
 // RunContext starts a run of d (run id "test-run") on e's services, with

@@ -157,7 +157,7 @@ func TestClearStepBakeDecode(t *testing.T) {
 		{"{dependency: openai, bake: 1m, reopen_share: 1.5}", "not a share from 0"},
 	} {
 		_, probs := drill.Parse(Builtin(), "t.yaml", []byte("name: x\ntimeout: 5m\nsteps:\n  - breaker.clear: "+tc.src+"\n"))
-		if len(probs) == 0 || !strings.Contains((&drill.ProblemsError{Problems: probs}).Error(), tc.want) {
+		if len(probs) == 0 || !strings.Contains(drilltest.Problems(probs), tc.want) {
 			t.Errorf("%s: problems %v, want %q", tc.src, probs, tc.want)
 		}
 	}

@@ -230,7 +230,7 @@ func decodeRequest(d *drill.Decoder, n *yaml.Node, what string, extra ...string)
 func (r *requestSpec) describe(rc *runtime.RunContext) string {
 	u, err := r.url.ExpandURL(rc)
 	if err != nil {
-		return r.method + " " + r.url.Raw()
+		return r.method + " " + r.url.String()
 	}
 	return r.method + " " + rc.Redact(u)
 }

@@ -213,7 +213,7 @@ func (s *shellSpec) exec(ctx context.Context, rc *runtime.RunContext) (*shellRes
 	// is held to the same rule here, at the sink.
 	script, static := s.run.Static()
 	if !static {
-		return nil, fmt.Errorf("%s: a shell command takes no ${...} references: pass values in its env", firstLine(s.run.Raw()))
+		return nil, fmt.Errorf("%s: a shell command takes no ${...} references: pass values in its env", firstLine(s.run.String()))
 	}
 	env, err := s.environ(rc)
 	if err != nil {

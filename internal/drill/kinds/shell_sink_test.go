@@ -36,18 +36,16 @@ func TestShellCommandsTakeNoReferences(t *testing.T) {
 	// What the message suggests is a valid drill.
 	shellParse(t, "name: s\ntimeout: 1m\nsteps:\n  - id: 9lives\n    http: {url: \"http://h/\"}\n"+
 		"  - shell: {run: 'echo \"$STEP_9LIVES_HEADER_X_ID\"', env: {STEP_9LIVES_HEADER_X_ID: \"${steps.9lives.header.x-id}\"}}\n")
-	// A command built in code with a reference is refused when it runs.
-	tm, err := drill.ParseTemplate("echo ${vars.v}")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A command built in code with a reference is refused when it runs (a
+	// template with one, as the file's vars hold it).
+	tm := shellParse(t, "name: s\ntimeout: 1m\nvars: {v: x, cmd: 'echo ${vars.v}'}\nsteps: [{sleep: 1s}]\n").Vars[1].Value
 	if _, err := (&shellSpec{run: tm, shell: DefaultShell}).exec(context.Background(), shellRun(t, "$(touch pwned)")); err == nil ||
 		!strings.Contains(err.Error(), "a shell command takes no ${...} references") {
 		t.Errorf("exec of a command with a reference: %v", err)
 	}
 	// $${ is still a literal ${ for the shell's own expansion.
 	d := shellParse(t, "name: s\ntimeout: 1m\nsteps:\n  - shell: 'echo \"$${DRILL_NAME}\"'\n")
-	if got := d.Steps[0].Spec.(*shellStep).spec.run.Raw(); got != `echo "$${DRILL_NAME}"` {
+	if got := d.Steps[0].Spec.(*shellStep).spec.run.String(); got != `echo "$${DRILL_NAME}"` {
 		t.Errorf("run = %q", got)
 	}
 }

@@ -141,7 +141,7 @@ func TestFourEyesDrillWithApprovedRequestRuns(t *testing.T) {
 		t.Errorf("request summary %q: want the lever with its variable resolved", r.Change.Summary())
 	}
 	j, log := e.run(d, r.ID)
-	if j.ExitCode != drill.ExitPassed || j.Request != r.ID {
+	if j.ExitCode != exitcode.OK || j.Request != r.ID {
 		t.Fatalf("exit %d, request %q: want passed with request %s\n%s", j.ExitCode, j.Request, r.ID, log)
 	}
 	if len(e.records(breaker.ActionForceOpen, breaker.OverrideKey("openai"))) != 1 {
@@ -203,7 +203,7 @@ func TestFourEyesDrillWithPendingRequestIsRefused(t *testing.T) {
 func TestFourEyesDrillWithoutLeversRuns(t *testing.T) {
 	e := newFourEyes(t)
 	j, log := e.run(parse(t, "name: calm\ntimeout: 1m\nsteps:\n  - id: nap\n    sleep: 1ms\n"), "")
-	if j.ExitCode != drill.ExitPassed {
+	if j.ExitCode != exitcode.OK {
 		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
 	}
 }

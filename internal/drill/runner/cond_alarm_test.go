@@ -12,6 +12,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/metrics"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 )
@@ -65,7 +66,7 @@ steps:
 	}}
 	start := time.Now()
 	j, log := e.run(context.Background(), d, rec)
-	if j.Outcome != drill.OutcomeStopped || j.ExitCode != drill.ExitFailed || j.Stop == nil || j.Stop.Condition != "api errors" {
+	if j.Outcome != drill.OutcomeStopped || j.ExitCode != exitcode.Error || j.Stop == nil || j.Stop.Condition != "api errors" {
 		t.Fatalf("outcome %s exit %d stop %+v\n%s", j.Outcome, j.ExitCode, j.Stop, log)
 	}
 	if time.Since(start) > time.Minute {
@@ -128,7 +129,7 @@ steps:
       alarm: {name: a-1, state: OK}
 `)
 	j, log := e.run(context.Background(), d)
-	if j.ExitCode != drill.ExitPassed {
+	if j.ExitCode != exitcode.OK {
 		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
 	}
 	reqs := cw.AlarmRequests()
@@ -184,7 +185,7 @@ steps:
   - breaker.force-open: {dependency: openai}
 `)
 	j, _ := e.run(context.Background(), d)
-	if j.Outcome != drill.OutcomeInvalid || j.ExitCode != drill.ExitInvalid || !strings.Contains(j.Reason, "share no common name prefix") {
+	if j.Outcome != drill.OutcomeInvalid || j.ExitCode != exitcode.Usage || !strings.Contains(j.Reason, "share no common name prefix") {
 		t.Errorf("outcome %s exit %d: %s", j.Outcome, j.ExitCode, j.Reason)
 	}
 	if len(cw.AlarmRequests()) != 0 || e.Store.Has(breaker.OverrideKey("openai")) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 )
 
@@ -31,7 +32,7 @@ rollback:
   - shell: echo cleaned > "$OUT"
 `)
 	j, log := e.run(context.Background(), d)
-	if j.Outcome != drill.OutcomeFailed || j.ExitCode != drill.ExitFailed {
+	if j.Outcome != drill.OutcomeFailed || j.ExitCode != exitcode.Error {
 		t.Fatalf("outcome %s\n%s", j.Outcome, log)
 	}
 	if j.Steps[0].Status != drill.StatusSkipped || e.Store.Has(breaker.OverrideKey("core-api")) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -32,7 +32,7 @@ steps:
     assert: {breaker: {dependency: openai, state: not_forced, source: store}}
 `)
 	j, log := e.run(context.Background(), d)
-	if j.ExitCode != drill.ExitPassed {
+	if j.ExitCode != exitcode.OK {
 		t.Fatalf("outcome %s (exit %d): %s\n%s", j.Outcome, j.ExitCode, j.Reason, log)
 	}
 	chk := j.Steps[0].Detail
@@ -67,7 +67,7 @@ steps:
 `)
 	j, log := e.run(context.Background(), d)
 	msg := j.Steps[0].Error
-	if j.ExitCode != drill.ExitFailed || !strings.Contains(msg, "the item is malformed (expires_at: ") ||
+	if j.ExitCode != exitcode.Error || !strings.Contains(msg, "the item is malformed (expires_at: ") ||
 		!strings.Contains(msg, "set overwrite: true to replace it") || strings.Contains(msg, "--") {
 		t.Fatalf("exit %d, step error %q\n%s", j.ExitCode, msg, log)
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"strings"
 	"testing"
@@ -59,7 +60,7 @@ func TestLeverAndRollbackWhoseAnswersAreLostAreConfirmedOnce(t *testing.T) {
 		})
 	})
 	j, log := e.run(context.Background(), parse(t, forceOnly), lose)
-	if j.ExitCode != drill.ExitPassed || !j.RollbacksOK {
+	if j.ExitCode != exitcode.OK || !j.RollbacksOK {
 		t.Fatalf("exit %d, rollbacks ok %v\n%s", j.ExitCode, j.RollbacksOK, log)
 	}
 	if d := stepByID(t, j, "force").Detail; !strings.Contains(d, store.ConfirmedNote) {
@@ -87,7 +88,7 @@ func TestRefusedChangeIsNeitherWrittenNorJournaled(t *testing.T) {
 	e := newEnv(t)
 	e.Store.DenyPut = audit.Prefix
 	j, log := e.run(context.Background(), parse(t, forceOnly))
-	if j.ExitCode != drill.ExitFailed || !j.RollbacksOK || stepByID(t, j, "force").Status != drill.StatusFailed {
+	if j.ExitCode != exitcode.Error || !j.RollbacksOK || stepByID(t, j, "force").Status != drill.StatusFailed {
 		t.Fatalf("exit %d, rollbacks ok %v\n%s", j.ExitCode, j.RollbacksOK, log)
 	}
 	if e.Store.Has(breaker.OverrideKey("openai")) {
@@ -115,7 +116,7 @@ func TestRollbackWhoseOutcomeIsUnknownFails(t *testing.T) {
 		})
 		j, log := e.run(context.Background(), parse(t, forceOnly), down)
 		rb := j.Rollbacks[0]
-		if j.ExitCode != drill.ExitRollbackFailed || j.RollbacksOK || rb.Status != drill.StatusFailed || rb.Attempts != 1 {
+		if j.ExitCode != exitcode.Rollback || j.RollbacksOK || rb.Status != drill.StatusFailed || rb.Attempts != 1 {
 			t.Fatalf("exit %d, rollback %+v\n%s", j.ExitCode, rb, log)
 		}
 		if !strings.Contains(rb.Error, "outcome of the change is unknown") || !strings.HasSuffix(rb.Error, "check with koshactl breaker get openai") {
@@ -177,7 +178,7 @@ steps:
     breaker.clear: {dependency: openai}
 `)
 	j, log := e.run(ctx, d)
-	if j.ExitCode != drill.ExitPassed || !strings.Contains(j.Rollbacks[0].Detail, "restored the override held by oncall@ops") {
+	if j.ExitCode != exitcode.OK || !strings.Contains(j.Rollbacks[0].Detail, "restored the override held by oncall@ops") {
 		t.Fatalf("exit %d, rollbacks %+v\n%s", j.ExitCode, j.Rollbacks, log)
 	}
 	if o, err := e.Overrides.Get(ctx, "openai"); err != nil || o.Actor != "oncall@ops" || o.Reason != "real incident" {

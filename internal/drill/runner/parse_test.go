@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 )
 
@@ -253,7 +254,7 @@ rollback:
   - breaker.clear: {dependency: openai}
 `))
 	if len(probs) > 0 {
-		t.Fatal((&drill.ProblemsError{Problems: probs}).Error())
+		t.Fatal(drilltest.Problems(probs))
 	}
 	if d.Name != "full" || d.Context != "staging" || !d.AllowProtected || d.Timeout != 5*time.Minute || d.StepTimeout != 30*time.Second ||
 		d.RollbackTimeout != time.Minute || d.PollInterval != 100*time.Millisecond || len(d.Vars) != 2 || !d.Vars[1].Secret ||

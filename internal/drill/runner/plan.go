@@ -114,7 +114,7 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 		val, err := rc.Expand(v.Value)
 		if err != nil {
 			p.Problems = append(p.Problems, fmt.Sprintf("variable %s: %v", v.Name, err))
-			val = v.Value.Raw()
+			val = v.Value.String()
 		}
 		rc.SetVar(v.Name, val, v.Secret)
 		pv := PlanVar{Name: v.Name, Value: val, Secret: v.Secret}
@@ -127,7 +127,7 @@ func NewPlan(ctx context.Context, d *drill.Drill, svc *runtime.Deps) *Plan {
 		u, err := d.MetricsURL.ExpandURL(rc)
 		if err != nil {
 			p.Problems = append(p.Problems, fmt.Sprintf("metrics_url: %v", err))
-			u = d.MetricsURL.Raw()
+			u = d.MetricsURL.String()
 		}
 		p.MetricsURL, p.Gauges = u, "prometheus "+u
 	}

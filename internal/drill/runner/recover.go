@@ -284,7 +284,7 @@ func (s *RecoverSession) Open() (j *drill.Journal, note string, err error) {
 	if locked := (*LockedError)(nil); errors.As(err, &locked) {
 		holder := locked.Holder
 		if holder == nil {
-			if j, rerr := drill.ReadJournal(s.Journal); rerr == nil {
+			if j, rerr := drill.StreamJournal(s.Journal, nil); rerr == nil {
 				holder = j.Runner
 			}
 		}
@@ -294,7 +294,7 @@ func (s *RecoverSession) Open() (j *drill.Journal, note string, err error) {
 		return nil, "", fmt.Errorf("journal %s: cannot take its lock: %w; nothing was done", s.Journal, err)
 	}
 	s.lock = lock
-	if j, err = drill.ReadJournal(s.Journal); err != nil {
+	if j, err = drill.StreamJournal(s.Journal, nil); err != nil {
 		return nil, "", fmt.Errorf("%w; nothing was done", err)
 	}
 	// The recovery is written back to the journal: one that cannot be (a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/lever/levertest"
 	"strings"
 	"testing"
@@ -152,7 +153,7 @@ func TestRecoveryWhoseRecordsAreRefusedChangesNothing(t *testing.T) {
 				t.Errorf("%s was cleared without its record", rb.Subject)
 			}
 		}
-		if j.RollbacksOK || j.Outcome != drill.OutcomeKilled || j.ExitCode != drill.ExitRollbackFailed {
+		if j.RollbacksOK || j.Outcome != drill.OutcomeKilled || j.ExitCode != exitcode.Rollback {
 			t.Errorf("journal rollbacks ok %v, outcome %s, exit %d; want false, killed, 9", j.RollbacksOK, j.Outcome, j.ExitCode)
 		}
 		if n := countAction(e, breaker.ActionClear); n != 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 func sampleJournal() *drill.Journal {
@@ -19,7 +20,7 @@ func sampleJournal() *drill.Journal {
 	at := func(s float64) *time.Time { v := t0.Add(time.Duration(s * float64(time.Second))); return &v }
 	return &drill.Journal{Kind: "DrillRun", Drill: drill.DrillInfo{Name: "demo", File: "demo.yaml"}, RunID: "abc123", Context: "local",
 		StartedAt: t0, Deadline: t0.Add(time.Minute), EndedAt: at(12), DurationSeconds: 12, TimeoutSeconds: 60,
-		Outcome: drill.OutcomeFailed, Reason: "step check failed: want 429", ExitCode: drill.ExitRollbackFailed,
+		Outcome: drill.OutcomeFailed, Reason: "step check failed: want 429", ExitCode: exitcode.Rollback,
 		Hypothesis: drill.Hypothesis{Before: []drill.CheckRecord{{Phase: drill.PhaseBefore, Name: "steady", Kind: "http", OK: true, Detail: "200 in 3ms", DurationSeconds: 0.003}},
 			AfterSkipped: "interrupted"},
 		Steps: []drill.StepRecord{

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 func TestRollbackRegisteredBeforeTheStepActs(t *testing.T) {
@@ -59,7 +60,7 @@ steps:
       shell: echo c >> "$OUT"
 `)
 	j, log := e.run(context.Background(), d)
-	if j.ExitCode != drill.ExitPassed {
+	if j.ExitCode != exitcode.OK {
 		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
 	}
 	b, err := os.ReadFile(out)
@@ -95,7 +96,7 @@ steps:
 `)
 		start := time.Now()
 		j, log := e.run(context.Background(), d)
-		if j.ExitCode != drill.ExitRollbackFailed || j.RollbacksOK {
+		if j.ExitCode != exitcode.Rollback || j.RollbacksOK {
 			t.Fatalf("exit %d, rollbacks ok %v\n%s", j.ExitCode, j.RollbacksOK, log)
 		}
 		rb := j.Rollbacks[0]
@@ -138,7 +139,7 @@ steps:
 	var log strings.Builder
 	r := &Runner{Deps: e.Deps, Reporters: []Reporter{&LiveLog{W: &log}, rec}, RollbackContext: rbCtx}
 	j := r.Run(ctx, d)
-	if j.ExitCode != drill.ExitRollbackFailed {
+	if j.ExitCode != exitcode.Rollback {
 		t.Fatalf("exit %d\n%s", j.ExitCode, log.String())
 	}
 	if j.Rollbacks[1].Status != drill.StatusOK || j.Rollbacks[0].Status != drill.StatusAbandoned || j.Rollbacks[0].ExpiresAt == nil {

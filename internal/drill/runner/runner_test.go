@@ -15,6 +15,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/chaos"
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/gauge"
 	"github.com/kosha-platform/koshactl/internal/ratelimit"
 )
@@ -58,7 +59,7 @@ func TestRunPassesAndRollsBackTheOverride(t *testing.T) {
 	e := newEnv(t)
 	d := parse(t, outageDrill)
 	j, log := e.run(context.Background(), d)
-	if j.Outcome != drill.OutcomePassed || j.ExitCode != drill.ExitPassed || !j.RollbacksOK {
+	if j.Outcome != drill.OutcomePassed || j.ExitCode != exitcode.OK || !j.RollbacksOK {
 		t.Fatalf("outcome %s (exit %d): %s\n%s", j.Outcome, j.ExitCode, j.Reason, log)
 	}
 	if e.Store.Has(breaker.OverrideKey("openai")) {
@@ -125,7 +126,7 @@ steps:
     breaker.force-open: {dependency: core-api}
 `)
 	j, log := e.run(context.Background(), d)
-	if j.Outcome != drill.OutcomeFailed || j.ExitCode != drill.ExitFailed || !j.RollbacksOK {
+	if j.Outcome != drill.OutcomeFailed || j.ExitCode != exitcode.Error || !j.RollbacksOK {
 		t.Fatalf("outcome %s exit %d\n%s", j.Outcome, j.ExitCode, log)
 	}
 	wrong := stepByID(t, j, "wrong")
@@ -174,7 +175,7 @@ steps:
 		}
 	}}
 	j, log := e.run(ctx, d, rec)
-	if j.Outcome != drill.OutcomeInterrupted || j.ExitCode != drill.ExitInterrupted || !j.RollbacksOK {
+	if j.Outcome != drill.OutcomeInterrupted || j.ExitCode != exitcode.Interrupted || !j.RollbacksOK {
 		t.Fatalf("outcome %s exit %d rollbacks ok %v\n%s", j.Outcome, j.ExitCode, j.RollbacksOK, log)
 	}
 	if s := stepByID(t, j, "wait"); s.Status != drill.StatusInterrupted {
@@ -215,7 +216,7 @@ steps:
 `)
 		start := time.Now()
 		j, log := e.run(context.Background(), d)
-		if j.Outcome != drill.OutcomeTimedOut || j.ExitCode != drill.ExitFailed || !j.RollbacksOK {
+		if j.Outcome != drill.OutcomeTimedOut || j.ExitCode != exitcode.Error || !j.RollbacksOK {
 			t.Fatalf("outcome %s exit %d\n%s", j.Outcome, j.ExitCode, log)
 		}
 		if s := stepByID(t, j, "late"); s.Status != drill.StatusTimedOut {
@@ -274,7 +275,7 @@ steps:
 			e.Fleet.Set("core-api", gauge.Open)
 		}()
 		j, log := e.run(context.Background(), d)
-		if j.Outcome != drill.OutcomeStopped || j.ExitCode != drill.ExitFailed || j.Stop == nil || j.Stop.Condition != "core-api opened" {
+		if j.Outcome != drill.OutcomeStopped || j.ExitCode != exitcode.Error || j.Stop == nil || j.Stop.Condition != "core-api opened" {
 			t.Fatalf("outcome %s exit %d stop %+v\n%s", j.Outcome, j.ExitCode, j.Stop, log)
 		}
 		if s := stepByID(t, j, "wait"); s.Status != drill.StatusStopped {
@@ -315,7 +316,7 @@ steps:
 	jf := &JournalFile{Path: filepath.Join(dir, "journal.json")}
 	ju := &JUnitFile{Path: filepath.Join(dir, "junit.xml")}
 	j, log := e.run(context.Background(), d, jf, ju)
-	if j.ExitCode != drill.ExitPassed {
+	if j.ExitCode != exitcode.OK {
 		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
 	}
 	hdrs := e.Fleet.RequestHeaders()
@@ -370,7 +371,7 @@ steps:
   - ratelimit.set: {client: fresh, tokens: 2}
 `)
 	j, log := e.run(ctx, d)
-	if j.ExitCode != drill.ExitPassed {
+	if j.ExitCode != exitcode.OK {
 		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
 	}
 	if len(j.Rollbacks) != 2 {
@@ -404,7 +405,7 @@ steps:
   - breaker.force-open: {dependency: openai}
 `)
 	j, _ := e.run(ctx, d)
-	if j.ExitCode != drill.ExitFailed || !strings.Contains(j.Steps[0].Error, "oncall@ops") || !strings.Contains(j.Steps[0].Error, "overwrite: true") {
+	if j.ExitCode != exitcode.Error || !strings.Contains(j.Steps[0].Error, "oncall@ops") || !strings.Contains(j.Steps[0].Error, "overwrite: true") {
 		t.Fatalf("forcing over an active override without overwrite: %+v", j.Steps[0])
 	}
 	if len(j.Rollbacks) != 0 {
@@ -419,7 +420,7 @@ steps:
   - breaker.clear: {dependency: openai}
 `)
 	j, log := e.run(ctx, d)
-	if j.ExitCode != drill.ExitPassed {
+	if j.ExitCode != exitcode.OK {
 		t.Fatalf("exit %d\n%s", j.ExitCode, log)
 	}
 	o, err := e.Overrides.Get(ctx, "openai")
@@ -477,7 +478,7 @@ steps:
     shell: echo ran
 `)
 	j, _ := e.run(context.Background(), d)
-	if j.ExitCode != drill.ExitFailed || stepByID(t, j, "next").Status != drill.StatusPassed {
+	if j.ExitCode != exitcode.Error || stepByID(t, j, "next").Status != drill.StatusPassed {
 		t.Fatalf("exit %d steps %+v", j.ExitCode, j.Steps)
 	}
 	if !strings.Contains(stepByID(t, j, "bad").Error, "exit code 3, want 0") {
@@ -496,7 +497,7 @@ steps:
   - breaker.force-open: {dependency: openai}
 `)
 	j, _ := e.run(context.Background(), d)
-	if j.Outcome != drill.OutcomeInvalid || j.ExitCode != drill.ExitInvalid || !strings.Contains(j.Reason, "NOT_SET is not set") {
+	if j.Outcome != drill.OutcomeInvalid || j.ExitCode != exitcode.Usage || !strings.Contains(j.Reason, "NOT_SET is not set") {
 		t.Fatalf("outcome %s exit %d reason %q", j.Outcome, j.ExitCode, j.Reason)
 	}
 	if e.Store.Has(breaker.OverrideKey("openai")) || j.Steps[0].Status != drill.StatusPending {

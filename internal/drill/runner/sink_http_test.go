@@ -11,8 +11,10 @@ import (
 	"testing"
 
 	"github.com/kosha-platform/koshactl/internal/drill"
+	"github.com/kosha-platform/koshactl/internal/drill/drilltest"
 	"github.com/kosha-platform/koshactl/internal/drill/kinds"
 	"github.com/kosha-platform/koshactl/internal/drill/runtime"
+	"github.com/kosha-platform/koshactl/internal/exitcode"
 )
 
 // hostileHTTP serves /probe with a hostile body (set by the test) and
@@ -75,7 +77,7 @@ steps:
     http: {url: "${env.SRV}/items/${steps.probe.header.x-thing}?client=${steps.probe.body}"}
 `)
 	j, log := e.run(context.Background(), d)
-	if j.ExitCode != drill.ExitPassed {
+	if j.ExitCode != exitcode.OK {
 		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
 	}
 	r, _ := h.last(t)
@@ -130,7 +132,7 @@ steps:
   - id: use
     http: {url: "${env.SRV}/use", json: {name: "${steps.probe.body}", n: 1}}
 `)
-	if j, log := e.run(context.Background(), d); j.ExitCode != drill.ExitPassed {
+	if j, log := e.run(context.Background(), d); j.ExitCode != exitcode.OK {
 		t.Fatalf("exit %d: %s\n%s", j.ExitCode, j.Reason, log)
 	}
 	if _, body := h.last(t); body != `{"n":1,"name":"\"},\"admin\":true,\"x\":{\""}` {
@@ -148,7 +150,7 @@ steps:
   - http: {url: "http${vars.s}://h/"}
 vars: {s: s}
 `))
-	got := (&drill.ProblemsError{Problems: probs}).Error()
+	got := drilltest.Problems(probs)
 	for _, want := range []string{
 		`b.yaml:6:50: http: body: ${steps.probe.body}: a step output would be spliced into the raw body unencoded: send the body as json:, where each value becomes one JSON string`,
 		`b.yaml:7:18: http: url: ${steps.probe.body}: a step output cannot choose the host a request goes to: start the URL with text or a variable, and use the output in the path or query, where it is percent-encoded`,

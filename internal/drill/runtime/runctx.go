@@ -298,7 +298,7 @@ func (rc *RunContext) Expand(t drill.Template) (string, error) {
 func (rc *RunContext) Describe(t drill.Template) string {
 	s, err := rc.Expand(t)
 	if err != nil {
-		return t.Raw()
+		return t.String()
 	}
 	return rc.Redact(s)
 }

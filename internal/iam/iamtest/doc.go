@@ -29,4 +29,8 @@
 // dynamodb:ConditionCheckItem) with its own key and
 // dynamodb:EnclosingOperation = TransactWriteItems; the call is denied
 // when any of them is.
+//
+// [Grants] reads a policy document back as the needs it grants, and
+// [PrefixOf] and [WritePrefixOf] name the item prefix a key is granted on:
+// how the tests check a role's policy grants what its commands use.
 package iamtest

@@ -19,12 +19,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
-// Formats of the report.
-const (
-	FormatHTML     = gameday.FormatHTML
-	FormatMarkdown = gameday.FormatMarkdown
-)
-
 // fetchTimeout bounds the read of the run's window from the metrics source.
 const fetchTimeout = 30 * time.Second
 
@@ -82,7 +76,7 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Journal = args[0]
-			if opts.Output != FormatHTML && opts.Output != FormatMarkdown {
+			if opts.Output != gameday.FormatHTML && opts.Output != gameday.FormatMarkdown {
 				return cmdutil.Usagef("-o %s: use html or markdown", opts.Output)
 			}
 			if runF != nil {
@@ -92,10 +86,10 @@ func NewCmd(f *cmdenv.Factory, runF func(context.Context, *Options) error) *cobr
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&opts.Output, "output", "o", FormatHTML, "report format: html|markdown")
+	fl.StringVarP(&opts.Output, "output", "o", gameday.FormatHTML, "report format: html|markdown")
 	fl.StringVar(&opts.Out, "out", "", "write the report to this file (atomically) instead of stdout")
 	fl.BoolVar(&opts.NoFetch, "no-fetch", false, "do not read the run's window from the metrics source when the journal holds no breaker_state samples")
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{FormatHTML, FormatMarkdown}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{gameday.FormatHTML, gameday.FormatMarkdown}, cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.MarkFlagFilename("out")
 	return cmd
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/kosha-platform/koshactl/internal/drill"
 	"github.com/kosha-platform/koshactl/internal/drill/runner"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
+	"github.com/kosha-platform/koshactl/internal/gameday"
 	"github.com/kosha-platform/koshactl/internal/iostreams"
 	"github.com/kosha-platform/koshactl/internal/metrics/cwfake"
 	"github.com/kosha-platform/koshactl/internal/testutil/syncbuf"
@@ -49,7 +50,7 @@ func factory(t *testing.T, env func(context.Context) (*cmdenv.Env, error), now t
 
 func TestMarkdownOnStdoutIsTheGoldenSummary(t *testing.T) {
 	f, out, _ := factory(t, nil, time.Now())
-	if err := report.Run(context.Background(), f, &report.Options{Journal: filepath.Join(testdata, "stopped.journal.json"), Output: report.FormatMarkdown}); err != nil {
+	if err := report.Run(context.Background(), f, &report.Options{Journal: filepath.Join(testdata, "stopped.journal.json"), Output: gameday.FormatMarkdown}); err != nil {
 		t.Fatal(err)
 	}
 	want, err := os.ReadFile(filepath.Join(testdata, "stopped.md"))
@@ -64,7 +65,7 @@ func TestMarkdownOnStdoutIsTheGoldenSummary(t *testing.T) {
 func TestHTMLToAFile(t *testing.T) {
 	f, out, errOut := factory(t, nil, time.Now())
 	path := filepath.Join(t.TempDir(), "report.html")
-	if err := report.Run(context.Background(), f, &report.Options{Journal: filepath.Join(testdata, "killed.journal.json"), Output: report.FormatHTML, Out: path, NoFetch: true}); err != nil {
+	if err := report.Run(context.Background(), f, &report.Options{Journal: filepath.Join(testdata, "killed.journal.json"), Output: gameday.FormatHTML, Out: path, NoFetch: true}); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(path)
@@ -96,7 +97,7 @@ func TestRefusesWhatIsNotAJournal(t *testing.T) {
 			}
 			f, out, _ := factory(t, nil, time.Now())
 			outFile := filepath.Join(dir, name+".html")
-			err := report.Run(context.Background(), f, &report.Options{Journal: in, Output: report.FormatHTML, Out: outFile})
+			err := report.Run(context.Background(), f, &report.Options{Journal: in, Output: gameday.FormatHTML, Out: outFile})
 			if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("exit %d: %v; want %q", exitcode.Of(err), err, tc.want)
 			}
@@ -125,7 +126,7 @@ func TestOutputFormatFlag(t *testing.T) {
 
 func readFixture(t *testing.T, name string) *drill.Journal {
 	t.Helper()
-	j, err := drill.ReadJournal(filepath.Join(testdata, name+".journal.json"))
+	j, err := drill.StreamJournal(filepath.Join(testdata, name+".journal.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestFetchesTheWindowWhenTheJournalHasNoSamples(t *testing.T) {
 			}}, nil
 	}
 	f, out, errOut := factory(t, func(ctx context.Context) (*cmdenv.Env, error) { return env(ctx) }, j.StartedAt.Add(5*time.Minute))
-	if err := report.Run(context.Background(), f, &report.Options{Journal: path, Output: report.FormatHTML}); err != nil {
+	if err := report.Run(context.Background(), f, &report.Options{Journal: path, Output: gameday.FormatHTML}); err != nil {
 		t.Fatal(err)
 	}
 	asked = f.ContextName
@@ -175,14 +176,14 @@ func TestFetchesTheWindowWhenTheJournalHasNoSamples(t *testing.T) {
 
 	// --no-fetch: the journal alone; a failing source: a warning and a note.
 	f, out, _ = factory(t, nil, j.StartedAt.Add(5*time.Minute))
-	if err := report.Run(context.Background(), f, &report.Options{Journal: path, Output: report.FormatHTML, NoFetch: true}); err != nil ||
+	if err := report.Run(context.Background(), f, &report.Options{Journal: path, Output: gameday.FormatHTML, NoFetch: true}); err != nil ||
 		!strings.Contains(out.String(), "no breaker_state samples: the run polled no gauges, and none were fetched") {
 		t.Errorf("--no-fetch: %v", err)
 	}
 	f, _, errOut = factory(t, func(context.Context) (*cmdenv.Env, error) {
 		return nil, cmdutil.Usagef(`context "local" not found`)
 	}, j.StartedAt.Add(5*time.Minute))
-	if err := report.Run(context.Background(), f, &report.Options{Journal: path, Output: report.FormatMarkdown}); err != nil {
+	if err := report.Run(context.Background(), f, &report.Options{Journal: path, Output: gameday.FormatMarkdown}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(errOut.String(), `warning: context "local": context "local" not found; the report shows no breaker_state`) {

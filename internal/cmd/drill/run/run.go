@@ -33,10 +33,6 @@ import (
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
 
-// ExitRollbackFailed is the exit code of a run where a rollback failed or
-// was abandoned (docs/exit-codes.md, code 9).
-const ExitRollbackFailed = exitcode.Rollback
-
 // Options are the parsed flags and argument.
 type Options struct {
 	File    string

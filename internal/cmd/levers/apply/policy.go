@@ -42,7 +42,7 @@ func authorize(ctx context.Context, env *cmdenv.Env, file *levers.File, ds []lev
 			ws = append(ws, file.ApprovalWindow(*d.Window, d.Start, env.Name))
 		}
 	}
-	stored, items, err := svc.WindowsRead(read)
+	stored, err := svc.PolicyIn(read)
 	if err != nil || stored == nil {
 		return ds, nil, nil, err
 	}
@@ -57,7 +57,7 @@ func authorize(ctx context.Context, env *cmdenv.Env, file *levers.File, ds []lev
 	for _, d := range ds {
 		switch d.Action {
 		case levers.ActionForce:
-			auth, err := svc.AuthorizeWindow(ctx, stored, items, ws[forces], id)
+			auth, err := svc.AuthorizeWindow(ctx, stored, read, ws[forces], id)
 			forces++
 			if err != nil {
 				refused = append(refused, err)

@@ -87,10 +87,6 @@ func Run(ctx context.Context, f *cmdenv.Factory, v Verb, opts *Options) error {
 	} else {
 		fmt.Fprintf(ios.Out, "%s request %s: %s; it can never be applied\n", v.past, r.ID, textsafe.Line(r.Change.Summary()))
 	}
-	ev := approval.DeniedEvent(r, rec, id.Actor, opts.Reason)
-	if v.byRequester {
-		ev = approval.CanceledEvent(r, rec, id.Actor, opts.Reason)
-	}
-	cmdenv.Notify(ctx, env, opts.NoNotify, ev)
+	cmdenv.Notify(ctx, env, opts.NoNotify, approval.ClosedEvent(r, rec, id.Actor, opts.Reason))
 	return nil
 }
