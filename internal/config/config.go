@@ -636,10 +636,7 @@ func locate(path string, data []byte, name string, err error) error {
 
 // encodeContext is the context as Update would write it, to compare two.
 func encodeContext(c *Context) []byte {
-	b, err := yaml.Marshal(c)
-	if err != nil {
-		return nil
-	}
+	b, _ := yaml.Marshal(c) // nil when it cannot be encoded
 	return b
 }
 

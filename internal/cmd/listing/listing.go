@@ -28,14 +28,12 @@ func Unreadable(ios *iostreams.IOStreams, format string, problems []store.Proble
 	if len(problems) == 0 {
 		return nil
 	}
+	where := `listed under "unreadable"`
 	if format == cmdutil.FormatTable {
+		where = "listed on stderr"
 		for _, p := range problems {
 			fmt.Fprintf(ios.ErrOut, "warning: %s\n", textsafe.Line(p.Error()))
 		}
-	}
-	where := "listed on stderr"
-	if format != cmdutil.FormatTable {
-		where = `listed under "unreadable"`
 	}
 	return PartialListing(problems, noun, where, fix)
 }
