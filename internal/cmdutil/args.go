@@ -139,7 +139,7 @@ func guardArgs(c *cobra.Command) {
 			// group c given a command it does not have
 			return didYouMean(c, args[0], Usagef("unknown command %q for %q (see %s --help)", args[0], c.CommandPath(), c.CommandPath()))
 		}
-		return Usagef("%v; usage: %s", err, usage(c))
+		return Usagef("%v; usage: %s", err, strings.TrimSuffix(c.UseLine(), " [flags]"))
 	}
 }
 
@@ -174,9 +174,4 @@ func closestCommand(c *cobra.Command, name string) string {
 		return strings.Join(prefixed, " or ")
 	}
 	return suggest.Closest(name, names, suggestionDistance+1, strings.ToLower)
-}
-
-// usage is c's use line without cobra's trailing "[flags]".
-func usage(c *cobra.Command) string {
-	return strings.TrimSuffix(c.UseLine(), " [flags]")
 }

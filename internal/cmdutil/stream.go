@@ -59,7 +59,8 @@ func (d *DocStream) split(doc any) (head, tail []byte, err error) {
 	}
 	b = escapeUnsafe(b)
 	if d.format == FormatJSON {
-		mark := []byte("\n  " + quoteKey(d.key) + ": []")
+		key, _ := json.Marshal(d.key) // the key as JSON writes it
+		mark := []byte("\n  " + string(key) + ": []")
 		i := bytes.Index(b, mark)
 		if i < 0 || bytes.Count(b, mark) != 1 {
 			return nil, nil, fmt.Errorf("encode output: the document has no empty list %q", d.key)
@@ -79,12 +80,6 @@ func (d *DocStream) split(doc any) (head, tail []byte, err error) {
 		return nil, nil, fmt.Errorf("encode output: the document has no empty list %q", d.key)
 	}
 	return y[:i], y[i+len(mark):], nil
-}
-
-// quoteKey is key as a JSON object key.
-func quoteKey(key string) string {
-	b, _ := json.Marshal(key)
-	return string(b)
 }
 
 // Item writes one element of the list.

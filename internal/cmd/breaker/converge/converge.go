@@ -212,14 +212,10 @@ func PrintWait(w io.Writer, v *ConvergenceView) {
 			fmt.Fprintf(w, "Confirmed %s: %s after %s\n", d.Dependency, how, human.Duration(time.Duration(*d.TimeToConvergeSeconds*float64(time.Second))))
 			continue
 		}
-		fmt.Fprintf(w, "Not confirmed %s: %s\n", d.Dependency, textsafe.Line(describeView(d)))
+		cv := metrics.Convergence{Change: metrics.Change{Dependency: d.Dependency, Goal: d.Goal}, Verdict: d.Verdict, PerInstance: d.PerInstance,
+			Instances: d.Instances, Confirmed: d.InstancesConfirmed, Stragglers: d.Stragglers, Unknown: d.Unknown, Note: d.Note}
+		fmt.Fprintf(w, "Not confirmed %s: %s\n", d.Dependency, textsafe.Line(cv.Summary()))
 	}
-}
-
-func describeView(d DependencyConvergence) string {
-	cv := metrics.Convergence{Change: metrics.Change{Dependency: d.Dependency, Goal: d.Goal}, Verdict: d.Verdict, PerInstance: d.PerInstance,
-		Instances: d.Instances, Confirmed: d.InstancesConfirmed, Stragglers: d.Stragglers, Unknown: d.Unknown, Note: d.Note}
-	return cv.Summary()
 }
 
 // progressLine rewrites one stderr line while the wait runs.

@@ -352,7 +352,10 @@ func runRound(ctx context.Context, f *cmdenv.Factory, env *cmdenv.Env, file *lev
 		for _, o := range rep.Written() {
 			item := ItemResult{Dependency: o.Target, Action: "cleared", AuditID: o.Record.ID}
 			if r, ok := o.Result.(breaker.ForceResult); ok {
-				item.Action, item.Window = forced(r), windowOf(ds, plan[i])
+				item.Action, item.Window = "forced", windowOf(ds, plan[i])
+				if r.Replaced {
+					item.Action = "replaced"
+				}
 				item.Override, item.Before = overrideview.ViewPtr(&r.After, now), overrideview.ViewPtr(r.Before, now)
 			} else {
 				item.Before = overrideview.ViewPtr(breaker.ClearResultOf(o).Before, now)
@@ -422,13 +425,6 @@ func windowOf(ds []levers.Difference, c lever.Change) string {
 		}
 	}
 	return ""
-}
-
-func forced(r breaker.ForceResult) string {
-	if r.Replaced {
-		return "replaced"
-	}
-	return "forced"
 }
 
 func windowID(d levers.Difference) string {
