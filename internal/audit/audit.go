@@ -431,18 +431,15 @@ func (r Record) item() store.Item {
 	return it
 }
 
-// Bounds of a record's time: whole epoch milliseconds from 1970 to the end of
-// year 9999 (what RFC 3339 can write).
-const maxEpochMs = 253402300799999
-
 // fromItem decodes a stored record. ok is false when the record cannot be
 // listed at all (its pk or time cannot be read); problems lists every
 // attribute that does not follow docs/contracts/audit-record.md, and the
 // record is decoded without them (an unreadable before is left out).
 func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 	pk := it.PK()
+	d := store.NewDecoder(it)
 	bad := func(attr, what string) {
-		problems = append(problems, store.Problem{PK: pk, Attribute: attr, Problem: what})
+		d.Problems = append(d.Problems, store.Problem{PK: pk, Attribute: attr, Problem: what})
 	}
 	ok = true
 	rest, _ := strings.CutPrefix(pk, Prefix)
@@ -455,27 +452,20 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 	if _, id, found := strings.Cut(rest, "#"); found && id != "" {
 		r.ID = id
 	} else {
-		bad(store.PK, fmt.Sprintf("found S %q, want audit#<epoch ms>#<id>", pk))
+		d.Problem(store.PK, "want audit#<epoch ms>#<id>")
 		ok = false
 	}
 	switch ms, isInt := it[attrTime].(int64); {
 	case !isInt:
-		bad(attrTime, "found "+store.Found(it, attrTime)+", want N, whole epoch milliseconds")
+		d.Problem(attrTime, "want N, whole epoch milliseconds")
 		ok = false
-	case ms < 0 || ms > maxEpochMs:
-		bad(attrTime, "found "+store.Found(it, attrTime)+", want N, whole epoch milliseconds between 1970 and 9999")
+	case ms < store.MinEpochMs || ms > store.MaxEpochMs:
+		d.Problem(attrTime, "want N, whole epoch milliseconds between 1970 and 9999")
 		ok = false
 	default:
 		r.Time = time.UnixMilli(ms).UTC()
 	}
-	str := func(attr string, required bool) string {
-		v, present := it[attr]
-		s, isStr := v.(string)
-		if (present && !isStr) || (!present && required) {
-			bad(attr, "found "+store.Found(it, attr)+", want S")
-		}
-		return s
-	}
+	str := d.Str
 	r.Actor, r.Action, r.Subject = str("actor", true), str("action", true), str("subject", true)
 	r.Reason, r.Context, r.Outcome = str("reason", false), str("context", true), str("outcome", true)
 	r.ActorSource = ActorSource(str("actor_source", false))
@@ -511,7 +501,7 @@ func fromItem(it store.Item) (r Record, ok bool, problems []store.Problem) {
 			r.Impact = &im
 		}
 	}
-	return r, ok, problems
+	return r, ok, d.Problems
 }
 
 // attrTime is the record's time attribute (epoch ms).

@@ -98,7 +98,7 @@ func (s *Overrides) Encode(c lever.Change) (json.RawMessage, error) {
 	case p.For > 0:
 		w.ForSeconds = int64(p.For / time.Second)
 	case !p.ExpiresAt.IsZero():
-		w.Until = p.ExpiresAt.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+		w.Until = lever.WireTime(p.ExpiresAt)
 	}
 	return json.Marshal(w)
 }
@@ -109,24 +109,17 @@ func (s *Overrides) Params(action string, raw json.RawMessage) (any, error) {
 		return nil, ErrNotRequestable
 	}
 	if action != ActionForceOpen {
-		if len(raw) > 0 && string(raw) != "{}" && string(raw) != "null" {
-			return nil, fmt.Errorf("%s takes no params", action)
-		}
-		return nil, nil
+		return nil, lever.NoParams(action, raw)
 	}
 	var w forceWire
-	if len(raw) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&w); err != nil {
-			return nil, err
-		}
+	if err := lever.DecodeParams(raw, &w); err != nil {
+		return nil, err
 	}
 	p := ForceParams{For: time.Duration(w.ForSeconds) * time.Second, NoExpiry: w.NoExpiry, Overwrite: w.Overwrite}
 	if w.Until != "" {
-		t, err := time.Parse(time.RFC3339Nano, w.Until)
+		t, err := lever.ParseWireTime("until", w.Until)
 		if err != nil {
-			return nil, fmt.Errorf("until %q: %v", w.Until, err)
+			return nil, err
 		}
 		p.ExpiresAt = t
 	}
@@ -202,15 +195,11 @@ func (s *Overrides) Check(c lever.Change) error {
 
 // Plan implements [lever.Kind].
 func (s *Overrides) Plan(c lever.Change, dep string, it store.Item, now time.Time) (lever.Plan, error) {
-	var before *Override
-	if it != nil {
-		o, err := OverrideFromItem(it)
-		if err != nil {
-			return lever.Plan{}, err
-		}
-		before = &o
+	before, err := lever.Decode(it, OverrideFromItem)
+	if err != nil {
+		return lever.Plan{}, err
 	}
-	p := lever.Plan{Target: dep, Item: it, Image: image(before)}
+	p := lever.Plan{Target: dep, Item: it, Image: lever.Image(AuditState(before))}
 	key := OverrideKey(dep)
 	switch c.Action {
 	case ActionForceOpen:
@@ -270,24 +259,12 @@ func (s *Overrides) Plan(c lever.Change, dep string, it store.Item, now time.Tim
 // how the table's policy let it through on the item itself.
 func put(after Override, before *Override, approval *audit.Approval) store.Op {
 	it := after.Item()
-	if approval != nil {
-		if doc, err := json.Marshal(approval); err == nil {
-			it[attrApproval] = string(doc)
-		}
-	}
+	lever.SetApproval(it, attrApproval, approval)
 	cond := store.IfAbsent()
 	if before != nil {
 		cond = before.condition()
 	}
 	return store.PutOp(it, cond)
-}
-
-func image(o *Override) json.RawMessage {
-	doc, err := json.Marshal(AuditState(o))
-	if err != nil {
-		return json.RawMessage("null")
-	}
-	return doc
 }
 
 // Admit implements [lever.Kind]: a clear of a name the context does not
@@ -340,7 +317,7 @@ func (s *Overrides) Summary(c lever.Change) string {
 	case p.For >= time.Second:
 		out += " for " + human.Duration(p.For.Truncate(time.Second))
 	case !p.ExpiresAt.IsZero():
-		out += " until " + p.ExpiresAt.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+		out += " until " + lever.WireTime(p.ExpiresAt)
 	}
 	if p.Overwrite || p.SeenVersion != nil {
 		out += ", replacing an active override"

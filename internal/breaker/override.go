@@ -3,11 +3,9 @@ package breaker
 import (
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
-	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -134,14 +132,7 @@ type Override struct {
 func (o Override) Malformed() bool { return len(o.Problems) > 0 }
 
 // HasProblem reports whether attribute attr of the stored item is malformed.
-func (o Override) HasProblem(attr string) bool {
-	for _, p := range o.Problems {
-		if p.Attribute == attr {
-			return true
-		}
-	}
-	return false
-}
+func (o Override) HasProblem(attr string) bool { return store.HasProblem(o.Problems, attr) }
 
 // MalformedSummary says in one line what of the stored item does not follow
 // the contract and how the data plane reads it at now, with the repair; ""
@@ -248,13 +239,6 @@ func (o Override) Item() store.Item {
 	return it
 }
 
-// Epoch-millisecond bounds of created_at and expires_at: from 1970 to the
-// end of year 9999, the range RFC 3339 can write.
-const (
-	minEpochMs int64 = 0
-	maxEpochMs int64 = 253402300799999
-)
-
 // OverrideFromItem decodes a stored override item. Its error (wrapping
 // ErrInvalidOverride) is reserved for an item that is not an override at all
 // (a pk outside breaker#); every other departure from the contract is
@@ -266,137 +250,39 @@ func OverrideFromItem(it store.Item) (Override, error) {
 	if !ok || dep == "" {
 		return Override{}, fmt.Errorf("%w: pk %q does not start with %q", ErrInvalidOverride, pk, OverridePrefix)
 	}
-	d := overrideDecoder{it: it}
+	d := store.NewDecoder(it)
 	o := Override{Dependency: dep, Raw: it.Clone()}
 	if ValidateDependency(dep) != nil {
-		d.problem(store.PK, "want breaker#<dependency>: 1-63 of a-z, 0-9 and inner hyphens")
+		d.Problem(store.PK, "want breaker#<dependency>: 1-63 of a-z, 0-9 and inner hyphens")
 	}
 	if o.State, _ = it[attrState].(string); o.State != OverrideStateForcedOpen {
-		d.problem(attrState, `want S "forced_open"`)
+		d.Problem(attrState, `want S "forced_open"`)
 	}
-	o.Reason = d.str(attrReason)
+	o.Reason = d.Str(attrReason, true)
 	if n := textsafe.Len(o.Reason); n > audit.MaxReasonLen {
-		d.problem(attrReason, fmt.Sprintf("%d characters, want at most %d", n, audit.MaxReasonLen))
+		d.Problem(attrReason, fmt.Sprintf("%d characters, want at most %d", n, audit.MaxReasonLen))
 	}
-	o.Actor = d.str(attrActor)
+	o.Actor = d.Str(attrActor, true)
 	o.ManagedBy, _ = it[attrManagedBy].(string)
 	o.WriteID = it.WriteID()
-	if doc, ok := it[attrApproval].(string); ok {
-		var a audit.Approval
-		if json.Unmarshal([]byte(doc), &a) == nil && a.Decision != "" {
-			o.Approval = &a
-		}
-	}
-	if ms, ok := d.epochMs(attrCreatedAt, true); ok {
-		o.CreatedAt = time.UnixMilli(ms).UTC()
-	}
-	if ms, ok := d.epochMs(attrExpiresAt, false); ok {
-		o.ExpiresAt = time.UnixMilli(ms).UTC()
-	}
-	if v, ok := d.whole(attrVersion, true, "want N, a whole number from 1"); ok {
-		if v < 1 {
-			d.problem(attrVersion, "want N, a whole number from 1")
-		} else {
-			o.Version = v
-		}
-	}
-	if _, ok := it[store.TTLAttr]; ok {
-		d.whole(store.TTLAttr, false, "want N, epoch seconds")
-	}
-	o.Problems = d.problems
+	o.Approval = lever.ApprovalOf(it, attrApproval)
+	o.CreatedAt = d.Time(attrCreatedAt, true)
+	o.ExpiresAt = d.Time(attrExpiresAt, false)
+	o.Version = d.Version(attrVersion)
+	d.TTL()
+	o.Problems = d.Problems
 	return o, nil
 }
 
-// overrideDecoder reads an item's attributes, collecting what does not
-// follow the contract.
-type overrideDecoder struct {
-	it       store.Item
-	problems []store.Problem
-}
-
-// problem records that attr is malformed; want says what the contract asks.
-func (d *overrideDecoder) problem(attr, want string) {
-	found := store.Found(d.it, attr)
-	if attr == store.PK {
-		found = fmt.Sprintf("S %q", d.it.PK())
-	}
-	d.problems = append(d.problems, store.Problem{PK: d.it.PK(), Attribute: attr, Problem: "found " + found + ", " + want})
-}
-
-// str reads a required string attribute; "" when it is absent or not a string.
-func (d *overrideDecoder) str(attr string) string {
-	s, ok := d.it[attr].(string)
-	if !ok {
-		d.problem(attr, "want S")
-	}
-	return s
-}
-
-// whole reads a number that must be a whole int64. It records want as the
-// problem when the attribute is absent (and required), not a number, or not
-// whole; ok is false then.
-func (d *overrideDecoder) whole(attr string, required bool, want string) (int64, bool) {
-	switch v := d.it[attr].(type) {
-	case int64:
-		return v, true
-	case nil:
-		if _, present := d.it[attr]; !present && !required {
-			return 0, false
-		}
-	}
-	d.problem(attr, want)
-	return 0, false
-}
-
-// epochMs reads an epoch-milliseconds attribute within the range times can
-// be written in.
-func (d *overrideDecoder) epochMs(attr string, required bool) (int64, bool) {
-	const want = "want N, whole epoch milliseconds between 1970 and 9999"
-	ms, ok := d.whole(attr, required, want)
-	if !ok {
-		return 0, false
-	}
-	if ms < minEpochMs || ms > maxEpochMs {
-		d.problem(attr, want)
-		return 0, false
-	}
-	return ms, true
-}
-
 // condition returns the condition under which a write may replace or delete
-// the item o was read from. When the item carries a write_id, that it still
-// carries it: the token is unique to the write that stored the item, so the
-// condition holds for that item only (a version restarts at 1 after a clear,
-// a token never repeats). Otherwise, that its version attribute is still exactly as
-// stored — the same value and type when present (a malformed "1.5", 9e125 or
-// string included), absent when it was absent. Conditioning on the parsed
-// Version instead would never match a malformed one, and the item could not
-// be cleared.
-func (o Override) condition() store.Condition {
-	if o.Raw == nil {
-		return store.IfEquals(attrVersion, o.Version)
-	}
-	if w := o.Raw.WriteID(); w != "" {
-		return store.IfEquals(attrWriteID, w)
-	}
-	v, ok := o.Raw[attrVersion]
-	if !ok {
-		return store.IfPresentWithout(attrVersion)
-	}
-	return store.IfEquals(attrVersion, v)
-}
+// the item o was read from ([lever.Unchanged]): that it still carries its
+// write_id, or else its version attribute exactly as stored.
+func (o Override) condition() store.Condition { return lever.Unchanged(o.Raw, attrVersion, o.Version) }
 
-// nextVersion is the version a replacement of o carries: one more than a
-// well-formed version; for a malformed one, one more than its whole part when
-// that is a sensible number, else 1 (a new sequence).
+// nextVersion is the version a replacement of o carries
+// ([lever.NextVersion]).
 func (o Override) nextVersion() int64 {
-	if !o.HasProblem(attrVersion) {
-		return o.Version + 1
-	}
-	if f, ok := o.Raw.Float(attrVersion); ok && f >= 0 && f < 1<<53 {
-		return int64(math.Floor(f)) + 1
-	}
-	return 1
+	return lever.NextVersion(o.Raw, attrVersion, o.Version, o.HasProblem(attrVersion))
 }
 
 // OverrideStore is what [Overrides] needs of a store.
@@ -437,7 +323,7 @@ func (s *Overrides) ForcedOpen(ctx context.Context, dependency string) (Force, e
 // List returns every override item in the table (active or expired),
 // sorted by dependency, found with a scan of the override prefix: the
 // complete answer, including items written by hand or by another tool
-// without the index attributes, which [Overrides.ListFor] cannot
+// without the index attributes, which [Overrides.ListForWith] cannot
 // see unless they belong to a known dependency. Its cost is the table's
 // size; it is for `breaker clear --all` and `breaker list --scan`, where
 // completeness matters more than cost.

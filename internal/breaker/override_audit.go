@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -65,11 +66,7 @@ func OverrideFromAuditState(dependency string, doc json.RawMessage) (*Override, 
 		}
 		it[k] = v
 	}
-	o, err := OverrideFromItem(it)
-	if err != nil {
-		return nil, err
-	}
-	return &o, nil
+	return lever.Decode(it, OverrideFromItem)
 }
 
 // SameWrite reports whether a and b are the same stored write of an

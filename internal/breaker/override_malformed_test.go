@@ -295,8 +295,9 @@ func testUnknownAttributes(t *testing.T, open func(t *testing.T) (store.Store, r
 		t.Fatalf("Get = %+v, %v; want a well-formed active override", o, err)
 	}
 	for name, list := range map[string]func(context.Context) ([]breaker.Override, error){
-		"List": ov.List, "ListFor": func(ctx context.Context) ([]breaker.Override, error) {
-			return ov.ListFor(ctx, []string{"openai", "core-api"})
+		"List": ov.List, "ListForWith": func(ctx context.Context) ([]breaker.Override, error) {
+			list, _, err := ov.ListForWith(ctx, []string{"openai", "core-api"}, nil)
+			return list, err
 		},
 	} {
 		got, err := list(t.Context())

@@ -2,7 +2,6 @@ package breaker
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/kosha-platform/koshactl/internal/lever"
@@ -17,23 +16,12 @@ var ErrNamedTwice = lever.ErrNamedTwice
 // ([CheckKnownDependency]'s *[UnknownDependencyError]). Names are checked in
 // order; the first problem is returned.
 func CheckDependencies(names, known []string) error {
-	seen := make(map[string]bool, len(names))
-	for _, n := range names {
-		if err := ValidateDependency(n); err != nil {
-			return err
-		}
-		if seen[n] {
-			return fmt.Errorf("dependency %q is %w", n, ErrNamedTwice)
-		}
-		seen[n] = true
+	return lever.CheckTargets(names, "dependency", func(n string) error {
 		if known == nil {
-			continue
+			return ValidateDependency(n)
 		}
-		if !slices.Contains(known, n) {
-			return &UnknownDependencyError{Name: n, Known: known, Suggestion: ClosestDependency(n, known)}
-		}
-	}
-	return nil
+		return CheckKnownDependency(n, known)
+	})
 }
 
 // ErrInvalidKey reports a --key that does not name an override item.

@@ -170,7 +170,7 @@ func TestClearAll(t *testing.T) {
 	if !outs[0].Written || outs[1].Written || breaker.ClearResultOf(outs[1]).Before != nil || !outs[2].Written {
 		t.Errorf("outcomes %+v: want a1 and a3 cleared, a2 already clear", outs)
 	}
-	if list, _ := ov.ListFor(t.Context(), []string{"a1", "a2", "a3"}); len(list) != 0 {
+	if list, _, _ := ov.ListForWith(t.Context(), []string{"a1", "a2", "a3"}, nil); len(list) != 0 {
 		t.Errorf("left after ClearAll: %s", deps(list))
 	}
 	listing, _ := log.List(t.Context(), audit.Query{Action: breaker.ActionClear})

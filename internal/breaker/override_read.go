@@ -36,20 +36,6 @@ func (n *noticeSink) say(err error, meanwhile string) {
 // scan of the table. nil (the default) says nothing.
 func (s *Overrides) SetNotice(notice func(msg string)) { s.notices.fn = notice }
 
-// ListFor returns every override item (active or expired), sorted by
-// dependency ([Overrides.Each], collected). Its cost is the number of
-// overrides, not the size of the table.
-func (s *Overrides) ListFor(ctx context.Context, known []string) ([]Override, error) {
-	var list []Override
-	for o, err := range s.Each(ctx, known) {
-		if err != nil {
-			return nil, err
-		}
-		list = append(list, o)
-	}
-	return list, nil
-}
-
 // Each yields every override item (active or expired), sorted by
 // dependency, as it reads them: the known dependencies' items read by key
 // and every other override from the lists index, in one round trip, each
@@ -77,9 +63,11 @@ func (s *Overrides) Each(ctx context.Context, known []string) iter.Seq2[Override
 	}
 }
 
-// ListForWith is [Overrides.ListFor] reading the items under extra in the
-// same round trip (the table's policy, for the dashboard): they are
+// ListForWith returns every override item (active or expired), sorted by
+// dependency ([Overrides.Each], collected), and the items under extra, read
+// in the same round trip (the table's policy, for the dashboard): they are
 // returned by key, absent ones left out, and never taken for overrides.
+// Its cost is the number of overrides, not the size of the table.
 func (s *Overrides) ListForWith(ctx context.Context, known, extra []string) ([]Override, map[string]store.Item, error) {
 	var list []Override
 	extras, err := s.each(ctx, known, extra, func(o Override) bool { list = append(list, o); return true })
@@ -276,7 +264,7 @@ type BackfillReport struct {
 }
 
 // Backfill adds the index attribute to override items written before the
-// index existed (or by a tool that does not set it), so [Overrides.ListFor]
+// index existed (or by a tool that does not set it), so [Overrides.ListForWith]
 // finds them by index. Each rewrite is conditional on the version read, so
 // an override changed meanwhile is left to its writer. With dryRun it only
 // counts.

@@ -81,7 +81,7 @@ func deps(list []breaker.Override) string {
 	return strings.Join(out, ",")
 }
 
-// ListFor reads the overrides, not the table: on DynamoDB the known keys
+// ListForWith reads the overrides, not the table: on DynamoDB the known keys
 // by a consistent batch read beside the lists index; on the embedded store
 // (consistent index reads) the index alone, and by key only a known
 // dependency the index does not hold. Every override is read once.
@@ -104,15 +104,15 @@ func TestListForReadsByKey(t *testing.T) {
 				}
 			}
 			s.reset() // the forces' own reads
-			list, err := ov.ListFor(t.Context(), []string{"openai", "core-api"})
+			list, _, err := ov.ListForWith(t.Context(), []string{"openai", "core-api"}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if deps(list) != "legacy-tool,openai" {
-				t.Errorf("ListFor = %s, want legacy-tool,openai", deps(list))
+				t.Errorf("ListForWith = %s, want legacy-tool,openai", deps(list))
 			}
 			if s.scans.Load() != 0 {
-				t.Errorf("ListFor scanned the table %d times", s.scans.Load())
+				t.Errorf("ListForWith scanned the table %d times", s.scans.Load())
 			}
 			// DynamoDB: the two known keys batch-read (openai's item from
 			// there, the index's copy not decoded), the index's two. The
@@ -123,15 +123,15 @@ func TestListForReadsByKey(t *testing.T) {
 				wantBatch, wantGets, wantReturned = 0, 1, 2
 			}
 			if s.batchKeys.Load() != wantBatch || s.gets.Load() != wantGets || s.returned.Load() != wantReturned {
-				t.Errorf("ListFor batch-read %d keys, got %d, and read %d items; want %d, %d, %d",
+				t.Errorf("ListForWith batch-read %d keys, got %d, and read %d items; want %d, %d, %d",
 					s.batchKeys.Load(), s.gets.Load(), s.returned.Load(), wantBatch, wantGets, wantReturned)
 			}
 			// A clear shows at once.
 			if _, err := ov.Clear(t.Context(), "legacy-tool"); err != nil {
 				t.Fatal(err)
 			}
-			if list, err := ov.ListFor(t.Context(), []string{"openai"}); err != nil || deps(list) != "openai" {
-				t.Errorf("ListFor after clear = %s, %v", deps(list), err)
+			if list, _, err := ov.ListForWith(t.Context(), []string{"openai"}, nil); err != nil || deps(list) != "openai" {
+				t.Errorf("ListForWith after clear = %s, %v", deps(list), err)
 			}
 		})
 	}
@@ -187,7 +187,7 @@ func TestListForShowsKnownOverridesAsStored(t *testing.T) {
 		"created_at": t0.UnixMilli(), "version": int64(1)}, store.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
-	list, err := newLevers(&stale{counted: base, was: was}, clock.NewFake(t0)).ListFor(t.Context(), []string{"openai", "core-api"})
+	list, _, err := newLevers(&stale{counted: base, was: was}, clock.NewFake(t0)).ListForWith(t.Context(), []string{"openai", "core-api"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestListForShowsKnownOverridesAsStored(t *testing.T) {
 		got = append(got, o.Dependency+":"+o.Reason)
 	}
 	if want := "a-unknown:first,core-api:by hand,openai:second,zz-unknown:first"; strings.Join(got, ",") != want {
-		t.Errorf("ListFor = %s, want %s", strings.Join(got, ","), want)
+		t.Errorf("ListForWith = %s, want %s", strings.Join(got, ","), want)
 	}
 }
 
@@ -218,7 +218,7 @@ func TestListForOnTheEmbeddedStoreReadsEachOverrideOnce(t *testing.T) {
 		}
 	}
 	s := &counted{Store: base}
-	list, err := newLevers(s, clock.NewFake(t0)).ListFor(t.Context(), known)
+	list, _, err := newLevers(s, clock.NewFake(t0)).ListForWith(t.Context(), known, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,9 +239,9 @@ func TestListForFallsBackOnLegacyTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		list, err := ov.ListFor(t.Context(), []string{"openai"})
+		list, _, err := ov.ListForWith(t.Context(), []string{"openai"}, nil)
 		if err != nil || deps(list) != "openai" {
-			t.Fatalf("ListFor on a legacy table = %s, %v", deps(list), err)
+			t.Fatalf("ListForWith on a legacy table = %s, %v", deps(list), err)
 		}
 	}
 	if s.scans.Load() != 2 || len(notices) != 1 || !strings.Contains(notices[0], "store migrate") {
@@ -264,14 +264,14 @@ func TestListForReadsTheOverridesIndexUntilTheListsIndex(t *testing.T) {
 	}
 	for range 2 {
 		s.reset()
-		list, err := ov.ListFor(t.Context(), []string{"openai"})
+		list, _, err := ov.ListForWith(t.Context(), []string{"openai"}, nil)
 		if err != nil || deps(list) != "openai,other" {
-			t.Fatalf("ListFor on a table without the lists index = %s, %v", deps(list), err)
+			t.Fatalf("ListForWith on a table without the lists index = %s, %v", deps(list), err)
 		}
 		// openai beside the query of the missing lists index, then openai
 		// and the overrides index's two.
 		if s.scans.Load() != 0 || s.batchKeys.Load() != 4 {
-			t.Errorf("ListFor scanned %d times and batch-read %d keys; want no scan, 1 + 3 keys", s.scans.Load(), s.batchKeys.Load())
+			t.Errorf("ListForWith scanned %d times and batch-read %d keys; want no scan, 1 + 3 keys", s.scans.Load(), s.batchKeys.Load())
 		}
 	}
 	if len(notices) != 1 || !strings.Contains(notices[0], "store migrate") || !strings.Contains(notices[0], "overrides index") {
@@ -300,7 +300,7 @@ func TestOverrideBackfill(t *testing.T) {
 	if err := s.Put(t.Context(), before, store.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := ov.ListFor(t.Context(), nil); len(list) != 0 {
+	if list, _, _ := ov.ListForWith(t.Context(), nil, nil); len(list) != 0 {
 		t.Fatalf("an item without the lists index attributes was listed by index: %s", deps(list))
 	}
 	if rep, err := ov.Backfill(t.Context(), true); err != nil || rep.Updated != 2 {
@@ -309,7 +309,7 @@ func TestOverrideBackfill(t *testing.T) {
 	if rep, err := ov.Backfill(t.Context(), false); err != nil || rep.Updated != 2 || rep.Examined != 3 || len(rep.Unindexed) != 1 || rep.Unindexed[0].PK != long.PK() || !strings.Contains(rep.Unindexed[0].Why, "sort key") {
 		t.Fatalf("backfill: %+v, %v", rep, err)
 	}
-	if list, _ := ov.ListFor(t.Context(), nil); deps(list) != "before-lists,other-tool" || list[1].Version != 3 {
+	if list, _, _ := ov.ListForWith(t.Context(), nil, nil); deps(list) != "before-lists,other-tool" || list[1].Version != 3 {
 		t.Errorf("after the backfill: %+v", list)
 	}
 	if rep, err := ov.Backfill(t.Context(), false); err != nil || rep.Updated != 0 {
@@ -349,9 +349,9 @@ func BenchmarkListForOnTheEmbeddedStore(b *testing.B) {
 	var listed int
 	s.reset()
 	for b.Loop() {
-		list, err := ov.ListFor(b.Context(), known)
+		list, _, err := ov.ListForWith(b.Context(), known, nil)
 		if err != nil || len(list) != n {
-			b.Fatalf("ListFor: %d overrides, %v", len(list), err)
+			b.Fatalf("ListForWith: %d overrides, %v", len(list), err)
 		}
 		listed += len(list)
 	}

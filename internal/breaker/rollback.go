@@ -96,16 +96,12 @@ func PutBack(ctx context.Context, svc lever.Changer, dep, actor, reason string, 
 		// Someone wrote it between the clear and the put-back's write.
 		return RollbackResult{LeftAlone: &ce.Current}, rep, nil
 	}
-	if len(rep.Outcomes) == 0 {
-		if err == nil {
-			err = errors.New("no outcome")
-		}
-		return RollbackResult{}, rep, fmt.Errorf("put back override of %s: %w", dep, err)
+	if len(rep.Outcomes) == 0 && err == nil {
+		err = errors.New("no outcome")
 	}
-	o := rep.Outcomes[0]
 	if err != nil {
 		return RollbackResult{}, rep, fmt.Errorf("put back override of %s: %w", dep, err)
 	}
-	r, _ := o.Result.(RollbackResult)
+	r, _ := rep.Outcomes[0].Result.(RollbackResult)
 	return r, rep, nil
 }

@@ -2,16 +2,15 @@ package freeze
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/breaker"
 	"github.com/kosha-platform/koshactl/internal/chaos"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 	"github.com/kosha-platform/koshactl/internal/textsafe"
 )
@@ -110,14 +109,7 @@ func (f Freeze) Malformed() bool { return len(f.Problems) > 0 }
 
 // HasProblem reports whether attribute attr of the stored item is
 // malformed.
-func (f Freeze) HasProblem(attr string) bool {
-	for _, p := range f.Problems {
-		if p.Attribute == attr {
-			return true
-		}
-	}
-	return false
-}
+func (f Freeze) HasProblem(attr string) bool { return store.HasProblem(f.Problems, attr) }
 
 // End returns when the freeze ends: the first of its expiry and its lift.
 // ok is false when it has neither (it holds until lifted).
@@ -273,43 +265,19 @@ func (f Freeze) Item() store.Item {
 }
 
 // Condition returns the condition under which a write may replace the item
-// f was read from: that it still carries f's write_id (unique to the write
-// that stored it); without one, that its version attribute is exactly as
-// stored (absent when it was absent). A freeze built in memory (no Raw)
-// conditions on its Version; a writer of a new item, where none was read,
-// uses store.IfAbsent instead.
-func (f Freeze) Condition() store.Condition {
-	if f.Raw == nil {
-		return store.IfEquals(AttrVersion, f.Version)
-	}
-	if w := f.Raw.WriteID(); w != "" {
-		return store.IfEquals(AttrWriteID, w)
-	}
-	v, ok := f.Raw[AttrVersion]
-	if !ok {
-		return store.IfPresentWithout(AttrVersion)
-	}
-	return store.IfEquals(AttrVersion, v)
-}
+// f was read from ([lever.Unchanged]): that it still carries f's write_id
+// (unique to the write that stored it); without one, that its version
+// attribute is exactly as stored (absent when it was absent). A freeze
+// built in memory (no Raw) conditions on its Version; a writer of a new
+// item, where none was read, uses store.IfAbsent instead.
+func (f Freeze) Condition() store.Condition { return lever.Unchanged(f.Raw, AttrVersion, f.Version) }
 
 // NextVersion is the version the next write of the item carries: one more
 // than a well-formed version; for a malformed one, one more than its whole
 // part when that is a sensible number, else 1.
 func (f Freeze) NextVersion() int64 {
-	if !f.HasProblem(AttrVersion) {
-		return f.Version + 1
-	}
-	if x, ok := f.Raw.Float(AttrVersion); ok && x >= 0 && x < 1<<53 {
-		return int64(math.Floor(x)) + 1
-	}
-	return 1
+	return lever.NextVersion(f.Raw, AttrVersion, f.Version, f.HasProblem(AttrVersion))
 }
-
-// Epoch-millisecond bounds of the item's times: 1970 to the end of 9999.
-const (
-	minEpochMs int64 = 0
-	maxEpochMs int64 = 253402300799999
-)
 
 // FromItem decodes a stored freeze item. Its error (wrapping
 // [ErrInvalidFreeze]) is reserved for an item outside freeze#; every other
@@ -322,105 +290,32 @@ func FromItem(it store.Item) (Freeze, error) {
 	if !strings.HasPrefix(pk, Prefix) {
 		return Freeze{}, fmt.Errorf("%w: pk %q does not start with %q", ErrInvalidFreeze, pk, Prefix)
 	}
-	d := decoder{it: it}
+	d := store.NewDecoder(it)
 	f := Freeze{Raw: it.Clone()}
 	if pk != Key {
-		d.problem(store.PK, fmt.Sprintf("want S %q, the fleet's freeze", Key))
+		d.Problem(store.PK, fmt.Sprintf("want S %q, the fleet's freeze", Key))
 	}
-	f.Actor = d.str(AttrActor, true)
-	f.Reason = d.str(AttrReason, true)
+	f.Actor = d.Str(AttrActor, true)
+	f.Reason = d.Str(AttrReason, true)
 	if n := textsafe.Len(f.Reason); n > audit.MaxReasonLen {
-		d.problem(AttrReason, fmt.Sprintf("%d characters, want at most %d", n, audit.MaxReasonLen))
+		d.Problem(AttrReason, fmt.Sprintf("%d characters, want at most %d", n, audit.MaxReasonLen))
 	}
-	f.Ref = d.str(AttrRef, false)
+	f.Ref = d.Str(AttrRef, false)
 	if n := textsafe.Len(f.Ref); n > MaxRefLen {
-		d.problem(AttrRef, fmt.Sprintf("%d characters, want at most %d", n, MaxRefLen))
+		d.Problem(AttrRef, fmt.Sprintf("%d characters, want at most %d", n, MaxRefLen))
 	}
-	if ms, ok := d.epochMs(AttrSetAt, true); ok {
-		f.SetAt = time.UnixMilli(ms).UTC()
-	}
-	if ms, ok := d.epochMs(AttrExpiresAt, false); ok {
-		f.ExpiresAt = time.UnixMilli(ms).UTC()
-	}
-	if ms, ok := d.epochMs(AttrLiftedAt, false); ok {
-		f.LiftedAt = time.UnixMilli(ms).UTC()
-	}
+	f.SetAt = d.Time(AttrSetAt, true)
+	f.ExpiresAt = d.Time(AttrExpiresAt, false)
+	f.LiftedAt = d.Time(AttrLiftedAt, false)
 	_, lifted := it[AttrLiftedAt]
-	f.LiftedBy = d.str(AttrLiftedBy, lifted)
-	f.LiftReason = d.str(AttrLiftReason, false)
-	if v, ok := d.whole(AttrVersion, true, "want N, a whole number from 1"); ok {
-		if v < 1 {
-			d.problem(AttrVersion, "want N, a whole number from 1")
-		} else {
-			f.Version = v
-		}
-	}
-	if _, ok := it[store.TTLAttr]; ok {
-		d.whole(store.TTLAttr, false, "want N, epoch seconds")
-	}
+	f.LiftedBy = d.Str(AttrLiftedBy, lifted)
+	f.LiftReason = d.Str(AttrLiftReason, false)
+	f.Version = d.Version(AttrVersion)
+	d.TTL()
 	f.WriteID = it.WriteID()
-	if doc, ok := it[AttrApproval].(string); ok {
-		var a audit.Approval
-		if json.Unmarshal([]byte(doc), &a) == nil && a.Decision != "" {
-			f.Approval = &a
-		}
-	}
-	f.Problems = d.problems
+	f.Approval = lever.ApprovalOf(it, AttrApproval)
+	f.Problems = d.Problems
 	return f, nil
-}
-
-// decoder reads an item's attributes, collecting what does not follow the
-// contract.
-type decoder struct {
-	it       store.Item
-	problems []store.Problem
-}
-
-func (d *decoder) problem(attr, want string) {
-	found := store.Found(d.it, attr)
-	if attr == store.PK {
-		found = fmt.Sprintf("S %q", d.it.PK())
-	}
-	d.problems = append(d.problems, store.Problem{PK: d.it.PK(), Attribute: attr, Problem: "found " + found + ", " + want})
-}
-
-// str reads a string attribute: required, or optional (absent is "").
-func (d *decoder) str(attr string, required bool) string {
-	v, present := d.it[attr]
-	if !present && !required {
-		return ""
-	}
-	s, ok := v.(string)
-	if !ok {
-		d.problem(attr, "want S")
-	}
-	return s
-}
-
-func (d *decoder) whole(attr string, required bool, want string) (int64, bool) {
-	switch v := d.it[attr].(type) {
-	case int64:
-		return v, true
-	case nil:
-		if _, present := d.it[attr]; !present && !required {
-			return 0, false
-		}
-	}
-	d.problem(attr, want)
-	return 0, false
-}
-
-func (d *decoder) epochMs(attr string, required bool) (int64, bool) {
-	const want = "want N, whole epoch milliseconds between 1970 and 9999"
-	ms, ok := d.whole(attr, required, want)
-	if !ok {
-		return 0, false
-	}
-	if ms < minEpochMs || ms > maxEpochMs {
-		d.problem(attr, want)
-		return 0, false
-	}
-	return ms, true
 }
 
 // Getter is what [Read] needs of a store.
@@ -448,13 +343,5 @@ func Read(ctx context.Context, s Getter) (*Freeze, error) {
 // ([Key] among the keys; absent items left out): apply reads the freeze
 // with the overrides, in one round trip.
 func In(items map[string]store.Item) (*Freeze, error) {
-	it, ok := items[Key]
-	if !ok {
-		return nil, nil
-	}
-	f, err := FromItem(it)
-	if err != nil {
-		return nil, err
-	}
-	return &f, nil
+	return lever.Decode(items[Key], FromItem)
 }

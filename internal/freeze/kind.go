@@ -94,6 +94,12 @@ func ResultOf(o lever.Outcome) Result {
 	return r
 }
 
+// DefaultMaxFor bounds a freeze when the kind is built with no
+// max-override: the context's default (config.DefaultMaxOverride, held
+// equal by TestNoMaxOverrideIsTheContextsDefault), as the breaker kind's
+// is.
+const DefaultMaxFor = 24 * time.Hour
+
 // Lever is the freeze kind of a context: its max-override bounds a freeze.
 type Lever struct {
 	clock clock.Clock
@@ -102,11 +108,15 @@ type Lever struct {
 
 var _ lever.Kind = (*Lever)(nil)
 
-// NewLever returns the freeze kind whose freezes last at most max (the
-// context's max-override). A nil clk is the wall clock.
+// NewLever returns the freeze kind whose freezes last at most maxFor (the
+// context's max-override; zero or less: [DefaultMaxFor]). A nil clk is the
+// wall clock.
 func NewLever(clk clock.Clock, maxFor time.Duration) *Lever {
 	if clk == nil {
 		clk = clock.Real{}
+	}
+	if maxFor <= 0 {
+		maxFor = DefaultMaxFor
 	}
 	return &Lever{clock: clk, max: maxFor}
 }
@@ -153,7 +163,7 @@ func (l *Lever) End(p SetParams, now time.Time) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: %s is shorter than %s, the fleet's cache period: the fleet might never see it; freeze for longer", ErrBadDuration,
 			human.Duration(d), human.Duration(MinFor))
 	}
-	if l.max > 0 && d > l.max {
+	if d > l.max {
 		return time.Time{}, fmt.Errorf("%w: %s is longer than the context's max-override (%s): freeze for at most %s, and freeze again before it ends to extend it",
 			ErrBadDuration, human.Duration(d.Truncate(time.Second)), human.Duration(l.max), human.Duration(l.max))
 	}
@@ -197,15 +207,11 @@ func (l *Lever) Check(c lever.Change) error {
 // its end; of none, nothing.
 func (l *Lever) Plan(c lever.Change, target string, it store.Item, now time.Time) (lever.Plan, error) {
 	now = now.UTC().Truncate(time.Millisecond)
-	var before *Freeze
-	if it != nil {
-		f, err := FromItem(it)
-		if err != nil {
-			return lever.Plan{}, err
-		}
-		before = &f
+	before, err := lever.Decode(it, FromItem)
+	if err != nil {
+		return lever.Plan{}, err
 	}
-	p := lever.Plan{Target: target, Item: it, Image: image(it)}
+	p := lever.Plan{Target: target, Item: it, Image: lever.Image(it)}
 	res := Result{Before: before}
 	var after Freeze
 	switch c.Action {
@@ -246,11 +252,7 @@ func (l *Lever) Plan(c lever.Change, target string, it store.Item, now time.Time
 		a := after
 		a.WriteID, a.Approval = st.Token, st.Approval
 		item := a.Item()
-		if st.Approval != nil {
-			if doc, err := json.Marshal(st.Approval); err == nil {
-				item[AttrApproval] = string(doc)
-			}
-		}
+		lever.SetApproval(item, AttrApproval, st.Approval)
 		a.Raw = item
 		cond := store.IfAbsent()
 		var was any
@@ -263,17 +265,6 @@ func (l *Lever) Plan(c lever.Change, target string, it store.Item, now time.Time
 			Before: was, After: item}, r
 	}
 	return p, nil
-}
-
-func image(it store.Item) json.RawMessage {
-	if it == nil {
-		return json.RawMessage("null")
-	}
-	doc, err := json.Marshal(it)
-	if err != nil {
-		return json.RawMessage("null")
-	}
-	return doc
 }
 
 // Admit implements [lever.Kind]: nothing more to refuse.
@@ -310,7 +301,7 @@ func (l *Lever) Encode(c lever.Change) (json.RawMessage, error) {
 	p := setParams(c)
 	w := setWire{ForSeconds: int64(p.For / time.Second), Ref: p.Ref}
 	if !p.Until.IsZero() {
-		w.Until = p.Until.UTC().Truncate(time.Millisecond).Format(time.RFC3339Nano)
+		w.Until = lever.WireTime(p.Until)
 	}
 	return json.Marshal(w)
 }
@@ -318,24 +309,17 @@ func (l *Lever) Encode(c lever.Change) (json.RawMessage, error) {
 // Params implements [lever.Kind].
 func (l *Lever) Params(action string, raw json.RawMessage) (any, error) {
 	if action != ActionSet {
-		if len(raw) > 0 && string(raw) != "{}" && string(raw) != "null" {
-			return nil, fmt.Errorf("%s takes no params", action)
-		}
-		return nil, nil
+		return nil, lever.NoParams(action, raw)
 	}
 	var w setWire
-	if len(raw) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&w); err != nil {
-			return nil, err
-		}
+	if err := lever.DecodeParams(raw, &w); err != nil {
+		return nil, err
 	}
 	p := SetParams{For: time.Duration(w.ForSeconds) * time.Second, Ref: w.Ref}
 	if w.Until != "" {
-		t, err := time.Parse(time.RFC3339Nano, w.Until)
+		t, err := lever.ParseWireTime("until", w.Until)
 		if err != nil {
-			return nil, fmt.Errorf("until %q: %v", w.Until, err)
+			return nil, err
 		}
 		p.Until = t
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/audit"
 	"github.com/kosha-platform/koshactl/internal/clock"
+	"github.com/kosha-platform/koshactl/internal/config"
 	"github.com/kosha-platform/koshactl/internal/exitcode"
 	"github.com/kosha-platform/koshactl/internal/freeze"
 	"github.com/kosha-platform/koshactl/internal/freeze/freezetest"
@@ -200,5 +201,26 @@ func TestDefaultFreezeFitsTheMaxOverride(t *testing.T) {
 	}
 	if f := fx.read(t); !f.ExpiresAt.Equal(fx.clk.Now().Add(20 * time.Minute)) {
 		t.Errorf("ends %s, want the 20m max-override", f.ExpiresAt)
+	}
+}
+
+// A registry that names no max-override (builtin.Settings' zero value, as
+// drills and tests build it) gets the context's default bound, as the
+// breaker kind does: a freeze with no end holds for the default hour, not
+// for nothing, and one past the default bound is refused.
+func TestNoMaxOverrideIsTheContextsDefault(t *testing.T) {
+	if freeze.DefaultMaxFor != config.DefaultMaxOverride {
+		t.Errorf("the freeze's default max %s, the context's %s", freeze.DefaultMaxFor, config.DefaultMaxOverride)
+	}
+	fx := newFixture(t, 0)
+	if _, err := fx.svc.Change(context.Background(), freeze.Set("x", freeze.SetParams{})); err != nil {
+		t.Fatal(err)
+	}
+	if f := fx.read(t); !f.ExpiresAt.Equal(fx.clk.Now().Add(freeze.DefaultFor)) {
+		t.Errorf("ends %s, want %s later (the default hour)", f.ExpiresAt, freeze.DefaultFor)
+	}
+	_, err := fx.svc.Change(context.Background(), freeze.Set("x", freeze.SetParams{For: config.DefaultMaxOverride + time.Hour}))
+	if !errors.Is(err, freeze.ErrBadDuration) {
+		t.Errorf("a freeze past the default max-override: %v, want %v", err, freeze.ErrBadDuration)
 	}
 }

@@ -144,6 +144,26 @@ var (
 	ErrNamedTwice = errors.New("named twice")
 )
 
+// CheckTargets is the one check of the targets a change names: each by
+// valid (nil: any name), none named twice (an error wrapping
+// [ErrNamedTwice] that names the target as noun: `client "a" is named
+// twice`). Targets are checked in order; the first problem is returned.
+func CheckTargets(targets []string, noun string, valid func(string) error) error {
+	seen := make(map[string]bool, len(targets))
+	for _, t := range targets {
+		if valid != nil {
+			if err := valid(t); err != nil {
+				return err
+			}
+		}
+		if seen[t] {
+			return fmt.Errorf("%s %q is %w", noun, t, ErrNamedTwice)
+		}
+		seen[t] = true
+	}
+	return nil
+}
+
 // TooLargeError refuses a change of more levers than one transaction
 // holds, before anything is written: a change is one transaction (its
 // levers, their records and any attached writes, all or none), unless

@@ -123,7 +123,7 @@ func (s *Service) commitChunk(ctx context.Context, chunk []ref, at *Attach) {
 			// showed it did not land: what is there refused it unheard (an
 			// override held), as a refusal would have shown. Decide again on
 			// the targets as read now, as a read's plan decides them.
-			if err := s.refloor(ctx, chunk, items, nil); err != nil {
+			if err := s.refloor(ctx, chunk, all, items, nil); err != nil {
 				fail(all, &wholeRefusal{err})
 				return
 			}
@@ -147,7 +147,7 @@ func (s *Service) commitChunk(ctx context.Context, chunk []ref, at *Attach) {
 			if chunk[0].p.floor {
 				if attempt == 1 {
 					// Planned unread: its refusal is the read, decided as one.
-					if err := s.refloor(ctx, chunk, items, tce); err != nil {
+					if err := s.refloor(ctx, chunk, all, items, tce); err != nil {
 						fail(all, &wholeRefusal{err})
 						return
 					}
@@ -161,29 +161,11 @@ func (s *Service) commitChunk(ctx context.Context, chunk []ref, at *Attach) {
 					return
 				}
 				// A refused item as the refusal showed it; read only where
-				// the store did not say.
-				var unshown []string
-				for _, j := range in {
-					if ce, ok := tce.On(chunk[j].key()); ok {
-						if ce.Current != nil {
-							items[j] = ce.Current
-						} else {
-							unshown = append(unshown, chunk[j].key())
-						}
-					}
-				}
-				if len(unshown) == 0 {
-					continue // shown, or a record's key was taken: the new token names new ones
-				}
-				read, rerr := store.GetMany(ctx, s.store, unshown)
-				if rerr != nil {
+				// the store did not say (nothing refused: a record's key was
+				// taken, and the new token names new ones).
+				if rerr := s.shown(ctx, chunk, in, items, tce); rerr != nil {
 					fail(in, fmt.Errorf("the change was refused (%w), and re-reading the %s failed: %w", tce, plural(chunk[0].p.Kind.Spec().Item), rerr))
 					return
-				}
-				for _, j := range in {
-					if k := chunk[j].key(); slices.Contains(unshown, k) {
-						items[j] = read[k]
-					}
 				}
 				continue
 			}
@@ -193,6 +175,37 @@ func (s *Service) commitChunk(ctx context.Context, chunk []ref, at *Attach) {
 		}
 		return
 	}
+}
+
+// shown sets items, the targets in of chunk as known, to what the refusal
+// tce showed of those it refused (nil tce, a refusal unheard: nothing
+// shown, every one of them read), reading those the store did not show; a
+// target whose condition held keeps its item. The error is the read's.
+func (s *Service) shown(ctx context.Context, chunk []ref, in []int, items map[int]store.Item, tce *store.TxConflictError) error {
+	var unshown []string
+	for _, j := range in {
+		k := chunk[j].key()
+		if tce == nil {
+			unshown = append(unshown, k)
+		} else if ce, ok := tce.On(k); ok && ce.Current != nil {
+			items[j] = ce.Current
+		} else if ok {
+			unshown = append(unshown, k)
+		}
+	}
+	if len(unshown) == 0 {
+		return nil
+	}
+	read, err := store.GetMany(ctx, s.store, unshown)
+	if err != nil {
+		return err
+	}
+	for _, j := range in {
+		if k := chunk[j].key(); slices.Contains(unshown, k) {
+			items[j] = read[k]
+		}
+	}
+	return nil
 }
 
 // failure is err as r's, of a transaction of n targets.

@@ -167,40 +167,18 @@ func unheardUnwritten(err error) bool {
 		!errors.Is(err, store.ErrOutcomeUnknown) && !errors.Is(err, store.ErrNotSent)
 }
 
-// refloor decides the targets of chunk, a floor plan's, again on their
-// items as its refusal tce showed them (read where the store did not say;
-// a target whose condition held is absent; nil tce, a refusal unheard:
-// every target read), as a read's plan decides them: a target the kind
-// refuses now (held by someone else) refuses the whole change, nothing
-// written. items takes what was shown.
-func (s *Service) refloor(ctx context.Context, chunk []ref, items map[int]store.Item, tce *store.TxConflictError) error {
-	var unshown []string
-	for j, r := range chunk {
+// refloor decides the targets of chunk (all: every index of it), a floor
+// plan's, again on their items as its refusal tce showed them (read where
+// the store did not say; a target whose condition held is absent; nil tce,
+// a refusal unheard: every target read), as a read's plan decides them: a
+// target the kind refuses now (held by someone else) refuses the whole
+// change, nothing written. items takes what was shown.
+func (s *Service) refloor(ctx context.Context, chunk []ref, all []int, items map[int]store.Item, tce *store.TxConflictError) error {
+	if err := s.shown(ctx, chunk, all, items, tce); err != nil {
 		if tce == nil {
-			unshown = append(unshown, r.key())
-			continue
+			return fmt.Errorf("%w: its answer was lost and it did not land, and reading the %s failed: %w", ErrNotWritten, plural(chunk[0].p.Kind.Spec().Item), err)
 		}
-		if ce, ok := tce.On(r.key()); ok {
-			if ce.Current != nil {
-				items[j] = ce.Current
-			} else {
-				unshown = append(unshown, r.key())
-			}
-		}
-	}
-	if len(unshown) > 0 {
-		read, err := store.GetMany(ctx, s.store, unshown)
-		if err != nil {
-			if tce == nil {
-				return fmt.Errorf("%w: its answer was lost and it did not land, and reading the %s failed: %w", ErrNotWritten, plural(chunk[0].p.Kind.Spec().Item), err)
-			}
-			return fmt.Errorf("the change was refused (%w), and reading the %s failed: %w", tce, plural(chunk[0].p.Kind.Spec().Item), err)
-		}
-		for j, r := range chunk {
-			if slices.Contains(unshown, r.key()) {
-				items[j] = read[r.key()]
-			}
-		}
+		return fmt.Errorf("the change was refused (%w), and reading the %s failed: %w", tce, plural(chunk[0].p.Kind.Spec().Item), err)
 	}
 	now := s.clock.Now()
 	plans := map[*Planned][]Plan{}

@@ -167,12 +167,8 @@ func (s *Service) Plan(ctx context.Context, c Change, extra ...string) (*Planned
 	if s.log == nil && !c.DryRun {
 		return nil, ErrNoAuditLog
 	}
-	seen := make(map[string]bool, len(c.Targets))
-	for _, t := range c.Targets {
-		if seen[t] {
-			return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s %q is %w", spec.Noun, t, ErrNamedTwice))
-		}
-		seen[t] = true
+	if err := CheckTargets(c.Targets, spec.Noun, nil); err != nil {
+		return nil, exitcode.Wrap(exitcode.Usage, err)
 	}
 	if err := kind.Check(c); err != nil {
 		return nil, &RefusedError{Err: err}

@@ -158,7 +158,7 @@ func newEnv(t *testing.T) env {
 func (e env) apply(t *testing.T, f *levers.File, statuses []metrics.DependencyStatus) []levers.Difference {
 	t.Helper()
 	ctx := context.Background()
-	list, err := e.ov.ListFor(ctx, rules.Known)
+	list, _, err := e.ov.ListForWith(ctx, rules.Known, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +528,7 @@ func TestWrittenReadsOnlyTheFilesOwnRecords(t *testing.T) {
 	e.clk.Advance(10 * time.Second)
 	e.apply(t, prod, nil)
 	e.apply(t, vendor, nil)
-	list, err := e.ov.ListFor(ctx, rules.Known)
+	list, _, err := e.ov.ListForWith(ctx, rules.Known, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

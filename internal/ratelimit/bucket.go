@@ -41,19 +41,7 @@ func clientChar(c byte) bool {
 
 // CheckClients checks the client ids one change names: each valid
 // ([ValidateClientID]), none named twice.
-func CheckClients(ids []string) error {
-	seen := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		if err := ValidateClientID(id); err != nil {
-			return err
-		}
-		if seen[id] {
-			return fmt.Errorf("client %q is %w", id, lever.ErrNamedTwice)
-		}
-		seen[id] = true
-	}
-	return nil
-}
+func CheckClients(ids []string) error { return lever.CheckTargets(ids, "client", ValidateClientID) }
 
 // ValidateClientID checks a client id: 1 to 128 ASCII letters, digits, '.',
 // '_', ':', '@' or '-'. The error names the problem and how to fix it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kosha-platform/koshactl/internal/clock"
 	"github.com/kosha-platform/koshactl/internal/human"
+	"github.com/kosha-platform/koshactl/internal/lever"
 	"github.com/kosha-platform/koshactl/internal/store"
 )
 
@@ -143,14 +144,10 @@ func (b *Buckets) Item(ctx context.Context, client string) (store.Item, error) {
 
 func (b *Buckets) read(ctx context.Context, client string) (*Bucket, error) {
 	it, err := b.Item(ctx, client)
-	if it == nil {
-		return nil, err
-	}
-	bk, err := BucketFromItem(it)
 	if err != nil {
 		return nil, err
 	}
-	return &bk, nil
+	return lever.Decode(it, BucketFromItem)
 }
 
 // SortBy orders a listing.
@@ -191,11 +188,9 @@ type ListQuery struct {
 type ListResult struct {
 	// Buckets are the matching buckets, sorted, at most Limit of them.
 	Buckets []Status
-	// Matched counts matching buckets before Limit.
-	Matched int
-	// Malformed lists items under the rl# prefix that are not valid buckets;
-	// they are skipped, not fatal.
-	Malformed []error
+	// ListStats counts the matching buckets before Limit, and lists the
+	// items under the rl# prefix that are not valid buckets.
+	ListStats
 }
 
 // List scans every bucket and evaluates it now ([Buckets.Each],
@@ -206,7 +201,7 @@ func (b *Buckets) List(ctx context.Context, q ListQuery) (ListResult, error) {
 	if err != nil {
 		return ListResult{}, err
 	}
-	res.Matched, res.Malformed = stats.Matched, stats.Malformed
+	res.ListStats = stats
 	return res, nil
 }
 

@@ -105,12 +105,8 @@ func (b *Buckets) Proposed(action string, a lever.Args) (lever.Change, error) {
 // Params implements [lever.Kind]: the params as a request holds them.
 func (b *Buckets) Params(action string, raw json.RawMessage) (any, error) {
 	var w paramsWire
-	if len(raw) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&w); err != nil {
-			return nil, err
-		}
+	if err := lever.DecodeParams(raw, &w); err != nil {
+		return nil, err
 	}
 	p := Params{Capacity: w.Capacity, RefillPerSecond: w.RefillPerSecond}
 	if w.HoldFor != "" {

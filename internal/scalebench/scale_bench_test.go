@@ -332,7 +332,7 @@ func BenchmarkReads(b *testing.B) {
 			t.counter.reset()
 			n := 0
 			for b.Loop() {
-				list, err := ov.ListFor(b.Context(), known)
+				list, _, err := ov.ListForWith(b.Context(), known, nil)
 				if err != nil || len(list) != 1 {
 					b.Fatalf("overrides: %v, %v", list, err)
 				}

@@ -23,7 +23,7 @@ type StoreOverrides struct {
 	// policy.
 	Levers lever.Changer
 	// Known lists the context's dependencies: List reads their overrides
-	// consistently by key (see breaker.Overrides.ListFor).
+	// consistently by key (see breaker.Overrides.ListForWith).
 	Known []string
 	// Notifier announces each force and clear, and each change request the
 	// policy turned a lever into; nil announces nothing.
