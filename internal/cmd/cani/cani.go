@@ -146,7 +146,7 @@ func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
 	}
 	out := Result{Envelope: env.Envelope("PolicyDecision"), Action: opts.Action, Target: opts.Target, Actor: id.Actor,
 		Allowed: d.Outcome == policy.Allow, Decision: d.Outcome.String(), Approvals: d.Approvals,
-		Policies: slices.Concat([]string{}, d.Policies), Reason: d.Reason, Policy: stored != nil}
+		Policies: append([]string{}, d.Policies...), Reason: d.Reason, Policy: stored != nil}
 	ios := f.IOStreams
 	if opts.Output != cmdutil.FormatTable {
 		if err := cmdutil.PrintStructured(ios.Out, opts.Output, out); err != nil {
