@@ -97,12 +97,7 @@ func NewCmd(f *cmdenv.Factory) *cobra.Command {
 // Run prints the policy. It needs no credentials when --account is
 // given and the context names its region.
 func Run(ctx context.Context, f *cmdenv.Factory, opts *Options) error {
-	file, err := f.Config()
-	if err != nil {
-		return err
-	}
-	name, _ := f.SelectContext(file)
-	c, err := file.Context(name)
+	name, c, err := f.SelectedContext()
 	if err != nil {
 		return err
 	}
